@@ -63,13 +63,15 @@ def cli(root: Path, out: str, *extra: str) -> list[str]:
             "--config", str(root / "engine.yaml"), "--quiet", *extra]
 
 
-def interrupted(root: Path, out: str, marks: tuple[str, ...], monkeypatch, *extra: str) -> tuple[int, str]:
-    """`flashtick backtest` with SIGINT sent as stderr shows each of `marks`: its exit status and stderr."""
-    watcher = SignalAtLine(sys.stderr, marks)
-    monkeypatch.setattr(sys, "stderr", watcher)
+def interrupted(root: Path, out: str, marks: tuple[str, ...], monkeypatch, *extra: str,
+                stream: str = "stderr") -> tuple[int, str]:
+    """`flashtick backtest` with SIGINT sent as `stream` shows each of `marks`: its exit status and that stream."""
+    watcher = SignalAtLine(getattr(sys, stream), marks)
+    monkeypatch.setattr(sys, stream, watcher)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's Ctrl-C meets it
     try:
         code = main(cli(root, out, *extra))
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back as main returns
     finally:
         signal.signal(signal.SIGINT, previous)
         monkeypatch.undo()
@@ -125,3 +127,75 @@ def test_a_second_ctrl_c_while_scoring_aborts_and_says_how_to_get_the_scores(set
     capsys.readouterr()
     assert main(cli(setup, "abort.parquet", "--resume")) == 0
     assert_scored_as_uninterrupted(setup, "abort")
+
+
+def whole_line(root: Path, out: str) -> str:
+    return (f"flashtick backtest: interrupted after the run: nothing lost, the answers are whole in {root / out}, "
+            f"their scores in {(root / out).with_suffix('.scores.json')}")
+
+
+def test_ctrl_c_at_the_summary_says_the_run_is_whole_and_exits_130(setup: Path, monkeypatch, capsys) -> None:
+    """The handlers were put back before the summary printed: a Ctrl-C there cut it short with a bare
+    KeyboardInterrupt, and the process (sys.exit(main())) exited 130 with no word, or by the signal. Now it is noted:
+    the summary prints whole, then one line says the answers and scores are whole, exit 130."""
+    capsys.readouterr()
+    code, printed = interrupted(setup, "summary.parquet", ("replayed ",), monkeypatch, stream="stdout")
+    err = capsys.readouterr().err
+    assert code == 130, err[-3000:]
+    assert printed.startswith("replayed ") and "freq.brier, majority" in printed  # the summary, whole
+    assert err.count("interrupted after the run") == 1 and whole_line(setup, "summary.parquet") in err
+    assert "Traceback" not in err
+    assert_scored_as_uninterrupted(setup, "summary")
+
+
+LAUNCHER = """
+import atexit, os, signal, sys
+# a Ctrl-C reaches the main thread (the libraries' threads, started later, inherit the block): the handler runs
+# while the exit waits below, not at some later point
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+def at_exit():  # registered first, so run last of the exit's callbacks: as the process ends
+    print("launcher: exiting", file=sys.stderr, flush=True)
+    os.read(int(os.environ["GO_FD"]), 1)
+atexit.register(at_exit)
+from engine.service.cli import main
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+sys.exit(main())
+"""
+
+
+def test_ctrl_c_as_the_process_exits_says_the_run_is_whole_and_exits_130(setup: Path) -> None:
+    """A Ctrl-C in a finished backtest's exit (2.2 s of teardown with torch loaded, on a loaded 2-core host) was
+    printed as a traceback from an atexit callback (rc 0), or killed the process by the signal (rc -2) once Python
+    had put its default back; now the CLI's handling lasts until the process ends: one line, exit 130. The signal is
+    sent when the exit's last atexit callback (the launcher's, which the console script's `sys.exit(main())` runs
+    the same way) says it has begun."""
+    import subprocess
+
+    go_read, go_write = os.pipe()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "GO_FD": str(go_read)}
+    child = subprocess.Popen([sys.executable, "-c", LAUNCHER, *cli(setup, "exiting.parquet")], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=(go_read,),
+                             # (a SIGINT this process ignores would stay ignored in the child)
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler))
+    os.close(go_read)
+    try:
+        said = []
+        for line in child.stderr:
+            said.append(line)
+            if line.startswith("launcher: exiting"):
+                child.send_signal(signal.SIGINT)
+                os.write(go_write, b"x")
+                break
+        said += child.stderr.readlines()
+        out = child.stdout.read()
+        code = child.wait(60)
+    finally:
+        os.close(go_write)
+        if child.poll() is None:
+            child.kill()
+    err = "".join(said)
+    assert code == 130, err[-3000:]
+    assert out.startswith("replayed ")
+    assert err.count("interrupted after the run") == 1 and whole_line(setup, "exiting.parquet") in err
+    assert "Traceback" not in err and "Fatal Python error" not in err, err[-3000:]
+    assert_scored_as_uninterrupted(setup, "exiting")

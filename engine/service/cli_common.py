@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +104,39 @@ def check_outputs(args: argparse.Namespace, outputs: list[Output], *more_inputs:
     refuse_outputs_over_inputs(given, inputs)
     check_output_paths(given)  # (first: `--out results` is a folder, before it is a name without .parquet)
     refuse_misnamed_outputs(given)
+
+
+class WorkWhole:
+    """SIGINT and SIGTERM once a command's work is whole on disk (a backtest's answers, scores and plot), until its
+    process ends or main() returns. They are noted, never raised: a KeyboardInterrupt then cut the summary short or
+    was printed as a traceback from an atexit callback, and one in the interpreter's teardown (seconds, with torch
+    loaded) killed the process by the signal (rc -2). `ended` says the one line `said` and gives 128 + the signal."""
+
+    def __init__(self, said: str, inherited: dict[int, Any]) -> None:
+        self.said, self.inherited = said, inherited
+        self.signum: int | None = None
+        self.code: int | None = None  # once said: the exit status it gave
+        for signum, handler in inherited.items():  # (one the process was started ignoring stays ignored)
+            if handler is not signal.SIG_IGN:
+                signal.signal(signum, self._note)
+
+    def _note(self, signum: int, _: Any) -> None:
+        self.signum = self.signum or signum
+
+    def ended(self, code: int) -> int:
+        """`code`, or 128 + the signal that came, said once on stderr (the process's exit asks again after main)."""
+        if self.signum is not None and self.code is None:
+            print(self.said, file=sys.stderr, flush=True)
+            self.code = 128 + self.signum
+        return code if self.code is None else self.code
+
+    def restore(self) -> None:
+        """The handlers as they were before the command's own: main() returns to a caller in this process."""
+        restore_handlers(self.inherited)
+
+
+def restore_handlers(handlers: dict[int, Any]) -> None:
+    """Each signal's handler put back as `handlers` (signal.getsignal's) has it; None (not set from Python) as the
+    default."""
+    for signum, handler in handlers.items():
+        signal.signal(signum, handler if handler is not None else signal.SIG_DFL)

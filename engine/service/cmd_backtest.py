@@ -15,8 +15,8 @@ from typing import Any
 
 from engine.service.checkpoint_notes import (checkpoint_evaluation, current_reading, in_sample_note,
                                              reads_training_files, session_gap_mismatch, take_recorded)
-from engine.service.cli_common import (EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, check_outputs, is_tick_model,
-                                       service_config)
+from engine.service.cli_common import (EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, WorkWhole, check_outputs,
+                                       is_tick_model, restore_handlers, service_config)
 from engine.service.cli_reading import column_map_of, streams_to_read, time_range_of
 from engine.service.output_paths import PARQUET, Output
 
@@ -57,6 +57,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     stop = threading.Event()
     scoring = threading.Event()  # set once the answers file is whole: a stop then ends the run before its scores
     aborted_by: list[int] = []
+    stopped_by: list[int] = []
 
     def abort(signum: int, _: Any) -> None:
         aborted_by.append(signum)
@@ -67,6 +68,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         # whole: before their scores); a second one (of either kind) aborts where it is, for a user (or a
         # supervisor's second SIGTERM) who cannot wait.
         stop.set()
+        stopped_by.append(signum)
         for again in (signal.SIGINT, signal.SIGTERM):
             if inherited[again] is not signal.SIG_IGN:
                 signal.signal(again, abort)
@@ -98,6 +100,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     # (apart: other labelled points leave the ticks, and so training's tick positions, as they were)
     if (labelled_otherwise := session_gap_mismatch(recorded, config.answers.session_gap_ns)) is not None:
         said(labelled_otherwise)
+    report = None
     try:
         report = run_backtest(config, [str(f) for f in args.files], queries, args.out,
                               columns=column_map_of(args, config),
@@ -114,15 +117,27 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # the second signal: aborted where it was, but what is on disk is whole
         print(f"flashtick backtest: aborted; {_kept_on_disk(Path(args.out))}", file=sys.stderr)
         return 128 + (aborted_by[-1] if aborted_by else signal.SIGINT)
-    finally:
-        for signum, handler in inherited.items():  # as the process had them (a library's own included)
-            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+    finally:  # as the process had them (a library's own included), unless the run is whole: see WorkWhole
+        if report is None:
+            restore_handlers(inherited)
+    # The answers, scores and plot are on disk: a signal from here until the process ends (or main returns) is said
+    # in one line, exit 130 (143), and cuts nothing short. The CLI's handlers stay until then (cli._run).
+    args.work_whole = whole = WorkWhole(_whole_line(report), inherited)
+    if stopped_by:  # came after the last point the run polled `stop` (its plot being drawn)
+        whole.signum = stopped_by[0]
     if config.model.path is not None and (said := in_sample_note(
             checkpoint_evaluation(Path(config.model.path)), args.files, report, args.test_from, args.max_ticks,
             same_reading=mismatch is None and time_range is None)) is not None:
         print(f"flashtick backtest: note: {said}", file=sys.stderr, flush=True)  # before the scores it is about
-    print(report.summary(by_stream=args.by_stream))
-    return 0
+    print(report.summary(by_stream=args.by_stream), flush=True)
+    return whole.ended(0)
+
+
+def _whole_line(report: Any) -> str:
+    """What a signal after the run says: nothing of it is lost."""
+    out = Path(report.out)
+    return (f"flashtick backtest: interrupted after the run: nothing lost, the answers are whole in {out}, their "
+            f"scores in {out.with_suffix('.scores.json')}")
 
 
 def _backtest_outputs(out: Path) -> list[Output]:
