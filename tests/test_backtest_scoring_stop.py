@@ -115,8 +115,8 @@ def test_ctrl_c_while_scoring_stops_before_the_scores_and_resume_makes_them(setu
 def test_a_second_ctrl_c_while_scoring_aborts_and_says_how_to_get_the_scores(setup: Path, monkeypatch,
                                                                              capsys) -> None:
     """A second Ctrl-C while scoring aborts at once: it said only "after the answers were written", not that the
-    scores and plot were missing, and nothing made them. Here in a --resume that scores (a first run's own scoring
-    begins as its checkpoint is marked whole), the second Ctrl-C sent as the first one's line shows."""
+    scores and plot were missing, and nothing made them. Here in a --resume that scores (a first run's: the
+    test above), the second Ctrl-C sent as the first one's line shows."""
     out = setup / "abort.parquet"
     assert interrupted(setup, "abort.parquet", (SCORING,), monkeypatch)[0] == 130
     code, err = interrupted(setup, "abort.parquet", (SCORING, "stopping the scores"), monkeypatch, "--resume")
@@ -127,6 +127,38 @@ def test_a_second_ctrl_c_while_scoring_aborts_and_says_how_to_get_the_scores(set
     capsys.readouterr()
     assert main(cli(setup, "abort.parquet", "--resume")) == 0
     assert_scored_as_uninterrupted(setup, "abort")
+
+
+def test_an_abort_as_the_answers_file_is_renamed_in_says_it_is_whole_and_resume_scores_it(setup: Path, monkeypatch,
+                                                                                         capsys) -> None:
+    """The checkpoint was marked whole only after the answers file was renamed into place (and after the line that
+    says it is): an abort there named the last checkpoint ("2198 answers of the first 2400 ticks kept ... --resume
+    to continue from there"), and --resume replayed the run to write the same file again. The checkpoint is marked
+    whole before the rename now: the abort (SIGINT as "scoring them" shows, again as the first one's line shows)
+    says the answers are whole, and --resume scores them without computing an answer."""
+    out = setup / "renamed.parquet"
+    code, err = interrupted(setup, "renamed.parquet", (SCORING, "stopping the scores"), monkeypatch)
+    assert code == 130, err[-3000:]
+    assert f"aborted; the answers are whole in {out}, but not their scores and plot" in err, err[-3000:]
+    assert out.read_bytes() == (setup / "whole.parquet").read_bytes()
+    capsys.readouterr()
+    assert main(cli(setup, "renamed.parquet", "--resume")) == 0
+    assert f"{out} holds every answer" in capsys.readouterr().err
+    assert_scored_as_uninterrupted(setup, "renamed")
+
+
+def test_a_stop_between_marking_the_answers_whole_and_renaming_them_is_finished_by_resume(setup: Path, monkeypatch,
+                                                                                        capsys) -> None:
+    """What a stop between the two steps leaves (the checkpoint marked whole, the file still under its temporary
+    name OUT.tmp, which keeps its size and time through the rename): --resume renames it into place and scores it."""
+    out = setup / "unrenamed.parquet"
+    assert interrupted(setup, "unrenamed.parquet", (SCORING,), monkeypatch)[0] == 130
+    out.rename(out.with_name(out.name + ".tmp"))
+    capsys.readouterr()
+    assert main(cli(setup, "unrenamed.parquet", "--resume")) == 0
+    assert f"{out} holds every answer" in capsys.readouterr().err
+    assert not out.with_name(out.name + ".tmp").exists()
+    assert_scored_as_uninterrupted(setup, "unrenamed")
 
 
 def whole_line(root: Path, out: str) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 
 from connectors.labels import session_gap_text
-from engine.service.output_paths import write_atomically
+from engine.service.output_paths import temporary_name, write_atomically
 from queries.cache import Answer
 
 PARTS_SUFFIX = ".parts"  # answers.parquet -> answers.parquet.parts/
@@ -214,11 +214,12 @@ class AnswerParts:
                     **({"written": self.written} if self.written is not None else {})}
         write_atomically(self.dir / MANIFEST, lambda p: p.write_text(json.dumps(manifest, indent=1) + "\n"))
 
-    def answers_written(self, out: Path, rows: int) -> None:
-        """The answers are whole in `out`: the manifest says so, naming the file (its rows, size and time), and the
-        part files go. The folder and its lock stay until the scores and plot are written too, so a run stopped
-        while it scores leaves what a --resume needs to score `out` without replaying a tick."""
-        stat = out.stat()
+    def answers_written(self, whole: Path, rows: int) -> None:
+        """The answers are whole in `whole` (OUT's temporary name, renamed to OUT next): the manifest says so,
+        naming the file (its rows, size and time, which the rename keeps), and the part files go. The folder and its
+        lock stay until the scores and plot are written too, so a run stopped while it scores leaves what a --resume
+        needs to score OUT without replaying a tick."""
+        stat = whole.stat()
         self.written = {"rows": rows, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
         self.parts = []
         self.save([], self.consumed)  # first: a manifest never names a part file that is gone
@@ -228,15 +229,20 @@ class AnswerParts:
         """The rows of the whole answers file `out` a resume of a run stopped while it scored is to score; refused
         (ValueError) when `out` is gone or is another file now than the one the run wrote."""
         assert self.written is not None, "only a checkpoint whose answers were written owes scores"
-        try:
-            stat = out.stat()
-        except FileNotFoundError:
-            stat = None
-        if stat is None or (stat.st_size, stat.st_mtime_ns) != (self.written["size"], self.written["mtime_ns"]):
+        stat, whole = _stat_of(out), temporary_name(out)
+        if not self._is_written(stat) and self._is_written(_stat_of(whole)):
+            os.replace(whole, out)  # stopped between marking the answers whole and renaming them: the rename's turn
+            stat = _stat_of(out)
+        if not self._is_written(stat):
             now = "gone" if stat is None else "another file now (its size or modification time changed)"
             raise ValueError(f"{self.dir} is for the answers written to {out}, to score them, but that file is "
                              f"{now}; remove {self.dir} and run the command again to start over")
         return self.written["rows"]
+
+    def _is_written(self, stat: os.stat_result | None) -> bool:
+        """Whether `stat` is the answers file this checkpoint marked whole."""
+        assert self.written is not None
+        return stat is not None and (stat.st_size, stat.st_mtime_ns) == (self.written["size"], self.written["mtime_ns"])
 
     def paths(self) -> list[Path]:
         """The part files checkpointed so far, in the order they were written."""
@@ -306,6 +312,13 @@ def _manifest_damage(manifest: Any) -> str | None:
             type(written.get(k)) is int for k in ("rows", "size", "mtime_ns"))):
         return f"its 'written' field (the answers file's rows, size and time) is {json.dumps(written)[:60]}"
     return None
+
+
+def _stat_of(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
 
 
 def out_of(parts_dir: Path) -> Path:

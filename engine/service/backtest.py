@@ -135,11 +135,9 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                    if reason not in pipeline.rejected}
         if pipeline.ticks_in == 0:
             _refuse_nothing_replayed(parts, rejected, examples, streams, replay.range_left_out, time_range, resume)
-        written_now = parts.written is None
-        rows = write_answers(pipeline, parts, marks, out, config.answers.session_gap_ns) if written_now else 0
+        if parts.written is None:  # (marks the checkpoint whole with the answers file: see write_answers)
+            write_answers(pipeline, parts, marks, out, config.answers.session_gap_ns)
         scoring()  # at once: a stop from here on is said as one before the scores, not at a batch boundary
-        if written_now:
-            parts.answers_written(out, rows)
         scored = _score(pipeline, out, marks, test_from, config.answers.session_gap_ns, stop, note, replay)
     except BaseException as e:
         _release_and_raise(parts, e)

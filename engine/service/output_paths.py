@@ -173,15 +173,18 @@ def temporary_name_problem(path: Path) -> str | None:
             f"renamed onto {path.name}, so nothing is written while it is there: remove it (or give another path)")
 
 
-def write_atomically(path: Path, write: Callable[[Path], Any]) -> None:
+def write_atomically(path: Path, write: Callable[[Path], Any],
+                     before_rename: Callable[[Path], Any] = lambda _: None) -> None:
     """Write to a temporary name, flush to disk, rename: a reader sees the old file or the whole new one. Raises
-    OutputPathUnusable, writing nothing, when the temporary name is taken by other than a regular file."""
+    OutputPathUnusable, writing nothing, when the temporary name is taken by other than a regular file.
+    `before_rename` is given the whole temporary file just before the rename (to record it: see AnswerParts)."""
     if (problem := temporary_name_problem(path)) is not None:
         raise OutputPathUnusable(problem)
     tmp = temporary_name(path)
     write(tmp)
     with open(tmp, "rb") as f:
         os.fsync(f.fileno())
+    before_rename(tmp)
     os.replace(tmp, path)
 
 
