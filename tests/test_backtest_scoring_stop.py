@@ -129,6 +129,23 @@ def test_a_second_ctrl_c_while_scoring_aborts_and_says_how_to_get_the_scores(set
     assert_scored_as_uninterrupted(setup, "abort")
 
 
+def test_ctrl_c_while_a_scoring_resume_reads_the_ticks_says_it_stops_the_scores(setup: Path, monkeypatch,
+                                                                               capsys) -> None:
+    """A --resume that only scores reads the files again first (for what the market did after each answer): a
+    Ctrl-C there said "stopping at the next batch boundary", though no batch is run. It is a stop before the
+    scores, and says so (SIGINT as the resume's note that it reads the files again shows)."""
+    out = setup / "reread.parquet"
+    assert interrupted(setup, "reread.parquet", (SCORING,), monkeypatch)[0] == 130
+    code, err = interrupted(setup, "reread.parquet", ("reading the files again",), monkeypatch, "--resume")
+    assert code == 130, err[-3000:]
+    assert "next batch boundary" not in err, err[-3000:]
+    assert f"the answers are written to {out}; stopping the scores (again to abort now)" in err, err[-3000:]
+    assert f"stopped before the scores: the answers are whole in {out}; run the same command with --resume" in err
+    capsys.readouterr()
+    assert main(cli(setup, "reread.parquet", "--resume")) == 0
+    assert_scored_as_uninterrupted(setup, "reread")
+
+
 def test_an_abort_as_the_answers_file_is_renamed_in_says_it_is_whole_and_resume_scores_it(setup: Path, monkeypatch,
                                                                                          capsys) -> None:
     """The checkpoint was marked whole only after the answers file was renamed into place (and after the line that

@@ -108,8 +108,11 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     threads = torch.get_num_threads()  # as the pipeline set it (model.threads, --threads)
     parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads)
     try:  # from here on, any raise (a note, a bad file found late, an interrupt) lets go of the parts' lock at once
-        if parts.written is not None:  # stopped while it scored: the answers are whole, their scores are owed
-            note(f"{out} holds every answer of this run ({parts.written_rows(out)} rows), but not their scores: "
+        scores_only = parts.written is not None  # stopped while it scored: the answers are whole, scores owed
+        if scores_only:
+            rows = parts.written_rows(out)  # (a changed OUT is refused before anything is said to begin)
+            scoring()  # now: a stop while the ticks are read again is one before the scores, not at a batch boundary
+            note(f"{out} holds every answer of this run ({rows} rows), but not their scores: "
                  f"reading the files again to score them (no answer is computed again)")
         elif parts.consumed and parts.threads_before not in (None, threads):
             note(f"resuming at {threads} CPU threads (--threads) a run checkpointed at {parts.threads_before}: the "
@@ -119,7 +122,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         bar = progress_bar(progress, replay, max_ticks)
         freeze_heap()  # the libraries and the model: the run's full collections walk only what it made
         try:
-            if parts.written is not None:
+            if scores_only:
                 marks_to_score(pipeline, replay, parts, out, marks, bar, stop, max_ticks)
             else:
                 consumed = resume_at_checkpoint(pipeline, replay, parts, marks, bar, stop) if parts.consumed else 0
@@ -135,9 +138,9 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                    if reason not in pipeline.rejected}
         if pipeline.ticks_in == 0:
             _refuse_nothing_replayed(parts, rejected, examples, streams, replay.range_left_out, time_range, resume)
-        if parts.written is None:  # (marks the checkpoint whole with the answers file: see write_answers)
+        if not scores_only:  # (marks the checkpoint whole with the answers file: see write_answers)
             write_answers(pipeline, parts, marks, out, config.answers.session_gap_ns)
-        scoring()  # at once: a stop from here on is said as one before the scores, not at a batch boundary
+            scoring()  # at once: a stop from here on is said as one before the scores, not at a batch boundary
         scored = _score(pipeline, out, marks, test_from, config.answers.session_gap_ns, stop, note, replay)
     except BaseException as e:
         _release_and_raise(parts, e)
