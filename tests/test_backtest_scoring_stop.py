@@ -106,6 +106,9 @@ def test_ctrl_c_while_scoring_stops_before_the_scores_and_resume_makes_them(setu
     said = capsys.readouterr()
     assert f"{out} holds every answer" in said.err and "scoring them" in said.err, said.err[-3000:]
     assert said.out.startswith("replayed ") and "query " in said.out  # the summary table, as a run prints it
+    # it computed no answer: not "resumed after 1200" (ticks), as a resume that replays from a checkpoint says
+    assert "scored from the answers file: none computed again" in said.out.splitlines()[0], said.out[:300]
+    assert "resumed after" not in said.out
     assert_scored_as_uninterrupted(setup, "cut")
     # complete with its scores: nothing to resume, refused as before
     assert main(cli(setup, "cut.parquet", "--resume")) == 2

@@ -150,7 +150,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                           scored.why.unscored_why, scored.why.partly_scored_why, replay.found_notes,
                           None if time_range is None else time_range.text(), replay.range_left_out,
                           scored.split_times, streams, scored.why.stream_unscored_why, scored.why.saturated_why,
-                          scored.gap_notes, scored.step_cautions)
+                          scored.gap_notes, scored.step_cautions, scores_only)
 
 
 class _Scored(NamedTuple):

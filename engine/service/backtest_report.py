@@ -45,10 +45,12 @@ class BacktestReport:
     saturated_why: dict[str, str] = field(default_factory=dict)
     gap_notes: list[str] = field(default_factory=list)  # labels across pauses in event time (session_gaps.py)
     step_cautions: list[str] = field(default_factory=list)  # split-like price steps across such pauses
+    scores_only: bool = False  # a --resume of a run stopped while it scored: its answers file scored, none computed
 
     def summary(self, by_stream: bool = False) -> str:
         """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""
-        resumed = f", resumed after {self.resumed_at}" if self.resumed_at else ""
+        resumed = (", scored from the answers file: none computed again" if self.scores_only else
+                   f", resumed after {self.resumed_at}" if self.resumed_at else "")
         scored = ([f"scored: the answers after the first {percent(self.test_from)} of each stream's ticks "
                    f"(--test-from {self.test_from:g}; 'in slice' counts them); every answer is in the file",
                    self._split_line()] if self.test_from is not None else [])
