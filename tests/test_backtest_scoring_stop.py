@@ -215,39 +215,57 @@ sys.exit(main())
 """
 
 
-def test_ctrl_c_as_the_process_exits_says_the_run_is_whole_and_exits_130(setup: Path) -> None:
-    """A Ctrl-C in a finished backtest's exit (2.2 s of teardown with torch loaded, on a loaded 2-core host) was
-    printed as a traceback from an atexit callback (rc 0), or killed the process by the signal (rc -2) once Python
-    had put its default back; now the CLI's handling lasts until the process ends: one line, exit 130. The signal is
-    sent when the exit's last atexit callback (the launcher's, which the console script's `sys.exit(main())` runs
-    the same way) says it has begun."""
+def launched(root: Path, out: str, marks: tuple[str, ...]) -> tuple[int, str, str]:
+    """`flashtick backtest` in a process of its own, run as the console script runs it (`sys.exit(main())`), with
+    SIGINT sent as its stderr shows each of `marks` ("launcher: exiting": its exit's last atexit callback has begun,
+    and waits for the signal to be sent): its exit status, stdout and stderr."""
     import subprocess
 
     go_read, go_write = os.pipe()
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "GO_FD": str(go_read)}
-    child = subprocess.Popen([sys.executable, "-c", LAUNCHER, *cli(setup, "exiting.parquet")], env=env,
+    child = subprocess.Popen([sys.executable, "-c", LAUNCHER, *cli(root, out)], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=(go_read,),
                              # (a SIGINT this process ignores would stay ignored in the child)
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler))
     os.close(go_read)
+    left = list(marks)
     try:
         said = []
         for line in child.stderr:
             said.append(line)
-            if line.startswith("launcher: exiting"):
+            if left and left[0] in line:
                 child.send_signal(signal.SIGINT)
-                os.write(go_write, b"x")
-                break
-        said += child.stderr.readlines()
-        out = child.stdout.read()
+                if left.pop(0).startswith("launcher: exiting"):
+                    os.write(go_write, b"x")
+        printed = child.stdout.read()
         code = child.wait(60)
     finally:
         os.close(go_write)
         if child.poll() is None:
             child.kill()
     err = "".join(said)
-    assert code == 130, err[-3000:]
-    assert out.startswith("replayed ")
-    assert err.count("interrupted after the run") == 1 and whole_line(setup, "exiting.parquet") in err
+    assert not left, f"never shown: {left}\n{err[-3000:]}"
     assert "Traceback" not in err and "Fatal Python error" not in err, err[-3000:]
+    return code, printed, err
+
+
+def test_ctrl_c_as_the_process_exits_says_the_run_is_whole_and_exits_130(setup: Path) -> None:
+    """A Ctrl-C in a finished backtest's exit (2.2 s of teardown with torch loaded, on a loaded 2-core host) was
+    printed as a traceback from an atexit callback (rc 0), or killed the process by the signal (rc -2) once Python
+    had put its default back; now the CLI's handling lasts until the process ends: one line, exit 130."""
+    code, printed, err = launched(setup, "exiting.parquet", ("launcher: exiting",))
+    assert code == 130, err[-3000:]
+    assert printed.startswith("replayed ")
+    assert err.count("interrupted after the run") == 1 and whole_line(setup, "exiting.parquet") in err
     assert_scored_as_uninterrupted(setup, "exiting")
+
+
+def test_ctrl_c_as_a_stopped_run_exits_keeps_its_exit_status(setup: Path) -> None:
+    """The same in the exit of a run stopped before its scores (a second Ctrl-C as it ends, after the line that
+    says how to resume): a traceback from an atexit callback, or a death by the signal; now exit 130 as the stop
+    said, and --resume scores the answers as it would have."""
+    code, printed, err = launched(setup, "stopped.parquet", (SCORING, "launcher: exiting"))
+    assert code == 130, err[-3000:]
+    assert printed == "" and "stopped before the scores" in err and "interrupted after the run" not in err
+    assert main(cli(setup, "stopped.parquet", "--resume")) == 0
+    assert_scored_as_uninterrupted(setup, "stopped")

@@ -110,7 +110,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
         code = args.run(args) or 0
         if argv is None and args.command == "serve":  # the process's own command line: it exits next
             _exit_now(code)
-        if (whole := getattr(args, "work_whole", None)) is not None:  # a backtest's run whole (cli_common.WorkWhole)
+        if (whole := getattr(args, "work_whole", None)) is not None:  # a backtest ended (cli_common.WorkWhole)
             if argv is None:  # its handlers kept through the exit, which is quick: no teardown for a signal to hit
                 _exit_now(code, whole)
             whole.restore()

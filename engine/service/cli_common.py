@@ -107,12 +107,13 @@ def check_outputs(args: argparse.Namespace, outputs: list[Output], *more_inputs:
 
 
 class WorkWhole:
-    """SIGINT and SIGTERM once a command's work is whole on disk (a backtest's answers, scores and plot), until its
-    process ends or main() returns. They are noted, never raised: a KeyboardInterrupt then cut the summary short or
-    was printed as a traceback from an atexit callback, and one in the interpreter's teardown (seconds, with torch
-    loaded) killed the process by the signal (rc -2). `ended` says the one line `said` and gives 128 + the signal."""
+    """SIGINT and SIGTERM once a command's work is whole on disk (a backtest's answers, scores and plot; or, `said`
+    None, what a stopped one kept, said already), until its process ends or main() returns. They are noted, never
+    raised: a KeyboardInterrupt then cut the summary short or was printed as a traceback from an atexit callback,
+    and one in the interpreter's teardown (seconds, with torch loaded) killed the process by the signal (rc -2).
+    `ended` says the one line `said` and gives 128 + the signal (a stopped run's own status when `said` is None)."""
 
-    def __init__(self, said: str, inherited: dict[int, Any]) -> None:
+    def __init__(self, said: str | None, inherited: dict[int, Any]) -> None:
         self.said, self.inherited = said, inherited
         self.signum: int | None = None
         self.code: int | None = None  # once said: the exit status it gave
@@ -125,7 +126,7 @@ class WorkWhole:
 
     def ended(self, code: int) -> int:
         """`code`, or 128 + the signal that came, said once on stderr (the process's exit asks again after main)."""
-        if self.signum is not None and self.code is None:
+        if self.signum is not None and self.code is None and self.said is not None:
             print(self.said, file=sys.stderr, flush=True)
             self.code = 128 + self.signum
         return code if self.code is None else self.code

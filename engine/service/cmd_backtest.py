@@ -112,13 +112,15 @@ def cmd_backtest(args: argparse.Namespace) -> int:
                               streams=streams_to_read(args, config), time_range=time_range,
                               scoring=scoring_begins)
     except BacktestInterrupted as e:
+        args.work_whole = WorkWhole(None, inherited)  # a signal more, in the exit too, changes nothing: said here
         print(f"flashtick backtest: {e}", file=sys.stderr)
         return 130
     except KeyboardInterrupt:  # the second signal: aborted where it was, but what is on disk is whole
+        args.work_whole = WorkWhole(None, inherited)
         print(f"flashtick backtest: aborted; {_kept_on_disk(Path(args.out))}", file=sys.stderr)
         return 128 + (aborted_by[-1] if aborted_by else signal.SIGINT)
-    finally:  # as the process had them (a library's own included), unless the run is whole: see WorkWhole
-        if report is None:
+    finally:  # as the process had them (a library's own included), unless the run ended: see WorkWhole
+        if report is None and getattr(args, "work_whole", None) is None:
             restore_handlers(inherited)
     # The answers, scores and plot are on disk: a signal from here until the process ends (or main returns) is said
     # in one line, exit 130 (143), and cuts nothing short. The CLI's handlers stay until then (cli._run).
