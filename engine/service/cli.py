@@ -142,7 +142,8 @@ def _exit_now(code: int, whole: WorkWhole | None = None) -> NoReturn:
     reported each object still alive as a leak). The atexit handlers still run (Ray's, with shards) and the output
     is flushed; the threads left are daemons. A backtest's (`whole`: its handlers still noting a signal) ends so
     too: a Ctrl-C in that teardown (2.2 s measured) killed it by the signal (rc -2), and one in an atexit callback
-    printed a traceback; noted instead, it is said in one line and exits 130."""
+    printed a traceback; noted instead, a finished run says it in one line and exits 130, a stopped one keeps its
+    status."""
     atexit._run_exitfuncs()  # noqa: SLF001 - what Python's exit would run, without the teardown after it
     if whole is not None:
         code = whole.ended(code)
