@@ -344,3 +344,19 @@ def test_feed_replay_max_gap_shortens_a_weekend_and_says_so(pull, tmp_path) -> N
     assert ("flashtick feed: note: next tick at 2026-03-09T13:30:00Z, 2.69 days of event time after the last "
             "(38.7 min at --speed 100): shortened to 0.5 s by --max-gap\n" in err), err
     assert "flashtick feed: --max-gap 0.5 shortened 1 gap between ticks, 38.7 min of wall time in all" in err, err
+
+
+@pytest.mark.parametrize("command", [["feed", "synthetic"], ["feed", "replay", "t.csv"]])
+def test_feed_rate_0_or_negative_is_a_usage_error_before_connecting(tmp_path, capsys, command) -> None:
+    """review196 #4: `feed --rate 0` (or -1) was checked only once connected: with no engine it waited 20 s and
+    blamed the missing engine. It is a usage error as the line is parsed (exit 2), nothing connected."""
+    from engine.service.cli import main
+
+    (tmp_path / "t.csv").write_text("timestamp,price,size\n2024-01-02T00:00:00Z,1.0,1\n")
+    for value in ("0", "-1"):
+        with pytest.raises(SystemExit) as exited:
+            main([*[str(tmp_path / c) if c.endswith(".csv") else c for c in command], f"--rate={value}",
+                  "--endpoint", "tcp://127.0.0.1:1"])
+        err = capsys.readouterr().err
+        assert exited.value.code == 2, err
+        assert err.splitlines()[0].endswith(f"error: argument --rate: must be a finite number > 0, got '{value}'"), err

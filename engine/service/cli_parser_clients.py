@@ -60,7 +60,7 @@ def add_feed(sub: Any, shared: SharedOptions) -> None:
     f.add_argument("--seed", type=int, default=0, help="the market's seed: the same seed gives the same streams, "
                    "prices and sizes (default 0)")
     f.add_argument("--ticks", type=_count, default=None, help="stop after N ticks (default: endless)")
-    f.add_argument("--rate", type=float, default=1000.0, help="ticks per second (default 1000)")
+    f.add_argument("--rate", type=_positive, default=1000.0, help="ticks per second (default 1000)")
     f.add_argument("--start-ts", type=int, default=None,
                    help="event time of the first tick, ns since the epoch (default: a year before now, or just "
                         "after the engine's last tick of these streams when that is later)")
@@ -73,7 +73,7 @@ def add_feed(sub: Any, shared: SharedOptions) -> None:
     f.add_argument("--max-gap", type=_positive, default=None, metavar="SECONDS", help="with --speed: wait at most "
                    "this many wall seconds between two ticks, skipping the rest of a longer gap (a night, a "
                    "weekend), e.g. --max-gap 5 (default: every gap at --speed)")
-    f.add_argument("--rate", type=float, default=None, help="cap in ticks per second")
+    f.add_argument("--rate", type=_positive, default=None, help="cap in ticks per second")
     f.add_argument("--ticks", type=_count, default=None,
                    help="stop after sending N ticks (default: every tick of the files)")
     f.add_argument("--batch-ms", type=float, default=None,
