@@ -386,6 +386,10 @@ def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socke
                                                    r"streams are held"):
                 control.call("ask", stream=refused, spec={"name": "x", "question": "direction_20", "kind": "choice"})
             # `streams` says a refused stream was refused, and why (it said nil, as for a name never seen)
+            # 1,700 streams refused, more than the 1,024 remembered: a name not among them may be a forgotten one
+            with pytest.raises(ControlError, match=r"stream 'NEVER' has sent no data that was accepted \(1700 ticks "
+                                                   r"of new streams were refused .* more than the 1,024 streams"):
+                control.call("ask", stream="NEVER", spec={"name": "x", "question": "direction_20", "kind": "choice"})
             reply = control.call("streams", streams=[refused, "NEVER"])
             assert reply["streams"] == {refused: None, "NEVER": None} and list(reply["refused"]) == [refused]
             assert reply["refused"][refused]["ticks"] == 1 and "max_streams" in reply["refused"][refused]["error"]
@@ -1257,3 +1261,20 @@ def test_the_ingest_queue_is_bounded_in_bytes_and_a_feed_past_it_waits_without_l
     many, read_many = queued_before_push_back(checkpoint, 1 << 30)  # ingest_hwm's 2000 messages
     assert (read_few, read_many) == (few, many)  # what the feed got in is read, not one message lost
     assert few < many - 1000, (few, many)
+
+
+def test_an_ask_on_a_name_never_seen_is_not_hinted_refused_while_every_refused_name_is_remembered(checkpoint) -> None:
+    """review200 #1: with any stream refused, an ask on a contract that never sent a tick (a mistyped strike) said
+    "has sent no data that was accepted (N ticks of new streams were refused ...)", sending the desk to `_rejects/`;
+    `streams` said "never seen". Under the 1,024 remembered refusals a name not among them was never refused."""
+    from connectors.ticks import trade
+
+    with live_server(checkpoint, scheduler={"max_streams": 2}, limits={"heartbeat_s": 0.2}) as (server, push):
+        push.send(encode([trade(f"OPT{i}", 1_700_000_000_000_000_000 + i, 1.0, 1.0, "buy") for i in range(5)]))
+        with ControlClient(server.endpoints["control"], timeout_s=60) as control:
+            wait_for(lambda: control.call("stats")["stats"]["rejected"].get("stream_refused") == 3)
+            with pytest.raises(ControlError) as never:
+                control.call("ask", stream="OPT9", spec={"name": "x", "question": "direction_20", "kind": "choice"})
+            assert str(never.value).startswith("stream 'OPT9' has sent no data") and "refused" not in str(never.value)
+            with pytest.raises(ControlError, match=r"stream 'OPT4' has no accepted tick: its 1 tick was refused"):
+                control.call("ask", stream="OPT4", spec={"name": "x", "question": "direction_20", "kind": "choice"})

@@ -16,7 +16,7 @@ from engine.service.control_requests import (ControlBusy, ControlError, ControlS
                                              register_source, request_field)
 from engine.service.installation import package_version
 from engine.service.pipeline import StreamBusy, TickPipeline
-from engine.service.rejections import no_accepted_tick
+from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
 from engine.service.sharded import ShardedPipeline, ShardGivenUp
 from engine.service.ticklog import LogWriteError
 from engine.service.wire_protocol import WIRE_PROTOCOL
@@ -187,9 +187,13 @@ class ControlOps:
         if stream in self._refused_streams:
             return ControlUnknownStream(no_accepted_tick(stream, *self._refused_streams[stream]))
         refused = self.pipeline.rejected.get("stream_refused", 0)  # (the count alone: stats() walks every stream)
+        # the refused names are remembered up to MAX_REFUSED_STREAMS_KEPT: below it, a name not among them was never
+        # refused, and a hint that it might have been sent a desk to `_rejects/` for a strike it mistyped (review200)
+        forgotten = refused and len(self._refused_streams) >= MAX_REFUSED_STREAMS_KEPT
         return ControlUnknownStream(f"stream {excerpt(stream)} has sent no data" + (
             f" that was accepted ({refused} ticks of new streams were refused as stream_refused: "
-            f"{self.pipeline.admission_limit()}; `_rejects/` names them)" if refused else "") + slash_hint(stream)
+            f"{self.pipeline.admission_limit()}; more than the {MAX_REFUSED_STREAMS_KEPT:,} streams whose refusal "
+            f"is remembered: `_rejects/` names them)" if forgotten else "") + slash_hint(stream)
             + did_you_mean([stream], self.pipeline.encoders))
 
     def _op_answers(self, request: dict, _reply: Any) -> dict:
