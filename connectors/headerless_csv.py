@@ -142,8 +142,9 @@ def _numbers_layout(rows: tuple[tuple[str, ...], ...], numbers: list[int],
     else:
         read, how = numbers[:2], "a time and two numbers"
         pairs = [(_float(row[read[0]]), _float(row[read[1]])) for row in rows]
-        sized = _size_said(rows, read, pairs)
-        if _most(pairs, _quote_pair) and not sized:
+        quote_like = _most(pairs, _quote_pair)
+        sized = _size_said(rows, read, pairs) if quote_like else ""  # (why a quote-like pair is a price and size)
+        if quote_like and not sized:
             fields = ("bid", "ask") if _most(pairs, lambda pair: pair[0] <= pair[1]) else ("ask", "bid")
             if len(numbers) == 4:  # two more: the sides' sizes in their order (Dukascopy's Ask,Bid,AskVolume,...)
                 read, fields = numbers, (*fields, *(f"{side}_size" for side in fields))
@@ -151,7 +152,7 @@ def _numbers_layout(rows: tuple[tuple[str, ...], ...], numbers: list[int],
         else:
             fields = ("price", "size")
             how = (f"a time, a price and a size ({sized}; --csv-names {_names_said(names, read, ('bid', 'ask'))} "
-                   f"reads a quote)") if sized and _most(pairs, _quote_pair) else how
+                   f"reads a quote)") if sized else how
     if any(_float(row[i]) != 0 for i in numbers if i not in read for row in rows):
         return None
     for i, name in zip(read, fields):

@@ -69,15 +69,13 @@ def _days_beside(contracts: set[str], beside: Iterable[str]) -> set[str]:
     """Those of `contracts` that name a day, not a delivery: the same root is written beside them with a date that
     is no Friday (`AAPL-04JAN24.csv` beside `AAPL-05JAN24.csv`), so the folder holds a stock's days, and reading
     Friday's as a contract made each Friday a stream of its own."""
-    roots = {contract.rsplit("-", 1)[0] for contract in contracts}
-    days = set()
-    for other in beside:
-        for kind, pattern in PATTERNS:
-            if kind == "dated future":
-                days |= {m[0] for m in pattern.finditer(other) if m[0].rsplit("-", 1)[0] in roots and not _friday(m[0])}
-        if days:
-            break
-    return {contract for contract in contracts if contract.rsplit("-", 1)[0] in {d.rsplit("-", 1)[0] for d in days}}
+    root = lambda contract: contract.rsplit("-", 1)[0]  # noqa: E731  (BTC-29MAR24: BTC)
+    roots = {root(contract) for contract in contracts}
+    dated = [pattern for kind, pattern in PATTERNS if kind == "dated future"]
+    day_roots = next(({root(m[0]) for m in matched} for other in beside
+                      if (matched := [m for pattern in dated for m in pattern.finditer(other)
+                                      if root(m[0]) in roots and not _friday(m[0])])), set())
+    return {contract for contract in contracts if root(contract) in day_roots}
 
 
 def without_venue(tokens: list[str]) -> list[str]:

@@ -150,6 +150,7 @@ def cmd_serve(args: argparse.Namespace) -> int | None:
     stopping = StartingStop()
     for signum in STOP_SIGNALS:
         signal.signal(signum, stopping)
+    server = None
     try:
         server, endpoints = _start(args, stopping)
         for signum in STOP_SIGNALS:  # from here a stop drains what was accepted (serve_forever)
@@ -157,6 +158,8 @@ def cmd_serve(args: argparse.Namespace) -> int | None:
         if stopping.signum is not None:  # (its raise was swallowed on the way: stopped all the same)
             raise StoppedWhileStarting(stopping.signum)
     except StoppedWhileStarting:
+        if server is not None:  # stopped once bound: its sockets and the data directory's lock let go, as serving's
+            server.close()
         print(stopping.line(), file=sys.stderr, flush=True)
         return 0
     from engine.service.exposure import open_socket_warnings
