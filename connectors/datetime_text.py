@@ -1,9 +1,10 @@
 """Datetime text and the formats that read it: ISO 8601 needs none; other text (`20240102 14:30:00.123`,
-`02.01.2024 ...`, kdb+'s `2024-01-02D00:00:01`) is read by one of TIME_FORMATS (`time_formats`), or an example
-format is built from its shape for the error that asks for one (`built_formats`). A date that reads as month/day
-and as day/month (`two_way_date`) is never guessed: its readings (`date_readings`) are given in the refusal
-(`two_way_refusal`) unless later rows settle it (connectors/date_readings.py). The formats are polars' (chrono's)
-strftime codes; a two-digit year (`%y`) is polars' 1970-2069 (00-69: 2000-2069, 70-99: 1970-1999).
+`02.01.2024 ...`, kdb+'s `2024-01-02D00:00:01`) is read by one of TIME_FORMATS (`time_formats`; a 12-hour clock's
+`03/13/2024 11:50:00 AM` by the format built from its shape), or an example format is built from its shape for the
+error that asks for one (`built_formats`). A date that reads as month/day and as day/month (`two_way_date`) is never
+guessed: its readings (`date_readings`) are given in the refusal (`two_way_refusal`) unless later rows settle it
+(connectors/date_readings.py). The formats are polars' (chrono's) strftime codes; a two-digit year (`%y`) is polars'
+1970-2069 (00-69: 2000-2069, 70-99: 1970-1999).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ TIME_FORMATS = ("%Y%m%d %H:%M:%S%.f", "%Y%m%d %H%M%S%3f", "%Y%m%d %H%M%S", "%Y%m
                 # that polars would guess day-first or not read: settled or refused by the same rules
                 "%m/%d/%Y", "%d/%m/%Y", "%d-%m-%Y", "%m-%d-%Y", "%d/%m/%y", "%m/%d/%y", "%d-%b-%Y", "%d-%b-%y",
                 "%d.%m.%y", "%d-%m-%y", "%m-%d-%y", "%y-%m-%d")
+TWELVE_HOUR = re.compile(r"\d:\d\d(:\d\d([.,]\d+)?)?\s*[AaPp][Mm]$")  # `9:30:00 PM`, `11:50AM`: AM/PM ending it
 ISO = re.compile(r"^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d([.,]\d+)?)?\s*(Z|[+-]\d\d(:?\d\d)?)?)?$", re.IGNORECASE)
 
 
@@ -40,7 +42,8 @@ def time_formats(text: str) -> list[str]:
     """The TIME_FORMATS that read `text` (empty for ISO 8601, which needs none, and for text no format reads), one
     per instant they read it as: `20260301 170100` is one instant by `%Y%m%d %H%M%S` and by `%Y%m%d %H%M%S%.f`,
     a single reading (the format with the optional fraction, which reads later rows that have one), while
-    `03/01/2026 ...` reads as two days."""
+    `03/01/2026 ...` reads as two days. A 12-hour clock, which none of them reads, gets those `built_formats`
+    builds from its shape, by the same rules (`03/13/2024 11:50:00 AM`: one; `03/08/2024 ...`: two)."""
     text = _dot_fraction(text.strip())
     if ISO.match(text):
         return []
@@ -51,6 +54,10 @@ def time_formats(text: str) -> list[str]:
         if (instant := _instant_read(text, f)) is not None and \
                 (instant not in by_instant or "%.f" in f and "%.f" not in by_instant[instant]):
             by_instant[instant] = f
+    if not by_instant and TWELVE_HOUR.search(text):
+        # a 12-hour clock's formats are built from its shape, each date's order by the same rules: a first date that
+        # reads one way (`03/13/2024 11:50:00 AM`) is read as readily as a two-way one that later rows settle
+        return built_formats(text)
     return list(by_instant.values())
 
 

@@ -130,15 +130,48 @@ def test_a_two_digit_year_is_read_with_its_century_said(tmp_path: Path, written:
 
 
 def test_a_two_digit_years_refusal_gives_a_format_that_reads_it(tmp_path: Path) -> None:
-    """Given a format that does not read it, the refusal repeated that format as its example."""
+    """Given a format that does not read it, the refusal repeated that format as its example; given none, the
+    12-hour clock is read by that format."""
     path = timed_rows(tmp_path / "nse.csv", "Datetime,Symbol,Price,Volume", (4,),
                       "{t:%d-%b-%y %I:%M:%S %p},RELIANCE,2950.{i:02d},5")
-    for given in (None, "%Y%m%d %H:%M:%S%.f"):
-        with pytest.raises(ValueError, match="which is not ISO 8601") as refused:
-            drain(FileReplay(path, columns={"ts_format": given} if given else None))
-        proposed = re.search(r"--ts-format '([^']+)'", str(refused.value))[1]
-        assert proposed == "%d-%b-%y %I:%M:%S%.f %p"
-        assert drain(FileReplay(path, columns={"ts_format": proposed}))[0].ts == ns("2026-12-04T10:00:00+00:00")
+    with pytest.raises(ValueError, match="which is not ISO 8601") as refused:
+        drain(FileReplay(path, columns={"ts_format": "%Y%m%d %H:%M:%S%.f"}))
+    proposed = re.search(r"--ts-format '([^']+)'", str(refused.value))[1]
+    assert proposed == "%d-%b-%y %I:%M:%S%.f %p"
+    for given in (proposed, None):
+        replay = FileReplay(path, columns={"ts_format": given} if given else None)
+        assert drain(replay)[0].ts == ns("2026-12-04T10:00:00+00:00")
+    assert any("%d-%b-%y %I:%M:%S%.f %p" in note for note in replay.notes), replay.notes
+
+
+def twelve_hour_rows(path: Path, times: list[datetime], fraction: str = "") -> Path:
+    """A US equity export on a 12-hour clock, as review196 wrote it: `03/13/2024,11:50:00 AM,IBM,100.00,100`."""
+    path.write_text("Date,Time,Symbol,Price,Volume\n" + "".join(
+        f"{t:%m/%d/%Y},{t:%I:%M:%S}{fraction} {t:%p},IBM,{100 + 0.01 * (i % 7):.2f},100\n"
+        for i, t in enumerate(times)), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("fraction", ["", ".000"])
+def test_a_12_hour_clock_whose_first_date_reads_one_way_is_read(tmp_path: Path, fraction: str) -> None:
+    """`03/13/2024 11:50:00 AM` (13: no month) was refused, 'no row's time could be read', while the same rows
+    after 50 dated 03/08 (two ways) were read: both read now, month first, noon and after it right."""
+    times = [datetime(2024, 3, 13, 11, 50) + timedelta(seconds=10 * i) for i in range(600)]  # across noon
+    one_way = twelve_hour_rows(tmp_path / "ampm_13.csv", times, fraction)
+    two_way = twelve_hour_rows(tmp_path / "ampm_08first.csv", [t.replace(day=8) for t in times[:50]] + times[50:],
+                               fraction)
+    replay = FileReplay(one_way, columns={"tz": "America/New_York"})
+    ticks = drain(replay)
+    assert dict(replay.rejected) == {} and len(ticks) == 600
+    assert ticks[0].ts == ns("2024-03-13T15:50:00+00:00") and ticks[60].ts == ns("2024-03-13T16:00:00+00:00")
+    assert ticks[-1].ts == ns("2024-03-13T17:29:50+00:00")  # 01:29:50 PM
+    assert any("Date+Time (datetime, %m/%d/%Y %I:%M:%S%.f %p, America/New_York)" in note for note in replay.notes)
+    settled = drain(FileReplay(two_way, columns={"tz": "America/New_York"}))
+    assert [t.ts for t in settled[50:]] == [t.ts for t in ticks[50:]]
+    # an all-AM file too, and without a zone (UTC)
+    morning = twelve_hour_rows(tmp_path / "am_only.csv", times[:60], fraction)
+    assert [t.ts for t in drain(FileReplay(morning))][::59] == [ns("2024-03-13T11:50:00+00:00"),
+                                                               ns("2024-03-13T11:59:50+00:00")]
 
 
 DMY, MDY, YMD = ("%d-%m-%y %H:%M:%S%.f", "%m-%d-%y %H:%M:%S%.f", "%y-%m-%d %H:%M:%S%.f")

@@ -141,7 +141,6 @@ def test_a_given_offset_format_is_said_read_at_each_rows_offset_quoting_the_raw_
 @pytest.mark.parametrize("value, right", [
     ("04.02.2019 09:00 EET", "2019-02-04T07:00:00"),  # day-first dots, no seconds, a zone's name (+02:00)
     ("20190204 090000071 UTC", "2019-02-04T09:00:00.071"),  # HistData's digits, a zone after them
-    ("2019/02/04 9:00:00 PM", "2019-02-04T21:00:00"),  # slashes, a 12-hour clock
     ("04.02.2019 9:00:00 PM GMT+0100", "2019-02-04T20:00:00"),  # a 12-hour clock, Dukascopy's offset
 ])
 def test_the_not_iso_error_proposes_a_format_built_from_the_value_it_quotes(tmp_path: Path, value: str,
@@ -270,7 +269,7 @@ def test_est_on_a_us_summer_date_keeps_its_offset_with_a_note_whose_reading_work
 @pytest.mark.parametrize("meridiem", ["AM", "PM", "am"])
 def test_a_12_hour_clocks_am_pm_is_no_zone_name_in_the_refusal(tmp_path: Path, meridiem: str) -> None:
     path = trades(tmp_path / "t.csv", [f"04/12/26 9:15:00 {meridiem}", f"04/12/26 9:15:01 {meridiem}"])
-    with pytest.raises(ValueError, match="which is not ISO 8601") as refused:
+    with pytest.raises(ValueError, match="a date that reads more than one way") as refused:
         drain(FileReplay(path))
     assert "--tz" not in str(refused.value) and "read as text" not in str(refused.value)
     assert "'%m/%d/%y %I:%M:%S%.f %p'" in str(refused.value)
