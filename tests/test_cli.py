@@ -1008,6 +1008,28 @@ def test_log_timestamps_after_any_command_stamps_it_and_an_option_before_the_com
                                                        "it)")
 
 
+def test_ask_without_a_query_is_a_usage_error_said_as_the_line_is_parsed(capsys) -> None:
+    """`flashtick ask SYN.A` said `flashtick ask: error: give a query name ...` with no `see flashtick ask --help`
+    line, unlike every other usage error; so did ask's other mismatched options (--choices without --question). They
+    are the parser's usage errors now: nothing connects to the control endpoint (a listener there accepts nothing)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        control = ["--control", f"tcp://127.0.0.1:{listener.getsockname()[1]}"]
+        for argv, said in ((["SYN.A"], "give a query name (a registered query, or a question of the model's own) "
+                                       "or --question TEXT with --choices A B ... or --generate N"),
+                           (["SYN.A", "--choices", "up", "down"],
+                            "--choices goes with --question TEXT (a free-text question of a text model)")):
+            with pytest.raises(SystemExit) as exited:
+                main(["ask", *argv, *control])
+            out, err = capsys.readouterr()
+            assert exited.value.code == 2 and out == "", (argv, out)
+            assert err.splitlines() == [f"flashtick ask: error: {said}", "see flashtick ask --help"], (argv, err)
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):  # no connection was made, not even one closed since
+            listener.accept()
+
+
 def test_subscribe_to_nothing_says_so_instead_of_waiting_in_silence(tmp_path) -> None:
     """A wrong endpoint (or a service not up yet) printed nothing at all, for ever."""
     import subprocess

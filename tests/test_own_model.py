@@ -384,9 +384,12 @@ def test_ask_a_free_text_question_from_the_command_line(tmp_path, capsys) -> Non
             ([], "give a query name (a registered query, or a question of the model's own) or --question TEXT"),
             (["--question", question, "--generate", "3", "--max-stale", "5"], "--max-stale takes a registered"),
             (["--question", question, "--generate", "3", "--kind", "choice"], "--kind is for a question of the"),
-        ]:
-            code, out, err = run(capsys, "ask", "SYN.A", *argv, *control)
-            assert code == 2 and out == "" and said in err, (argv, err)
+        ]:  # usage errors, said as the line is parsed, with where the help is
+            with pytest.raises(SystemExit) as usage:
+                main(["ask", "SYN.A", *argv, *control])
+            out, err = capsys.readouterr()
+            assert usage.value.code == 2 and out == "" and said in err, (argv, err)
+            assert err.endswith("\nsee flashtick ask --help\n"), (argv, err)
         with pytest.raises(SystemExit) as usage:  # argparse's own: one or the other
             main(["ask", "SYN.A", "--question", question, "--choices", " yes", "--generate", "3", *control])
         assert usage.value.code == 2 and "argument --generate: not allowed with argument --choices" in (

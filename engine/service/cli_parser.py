@@ -64,8 +64,10 @@ def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 def parse_command_line(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
     """parse_args, but an unknown option is reported as an error of the (sub)command it was given to (whose --help
     shows the options it has), not of the top-level `flashtick`; one given before the command is said to be
-    (argparse reported it as the command's)."""
+    (argparse reported it as the command's). A command's rules across its arguments (`check_usage`: `ask` takes a
+    query or --question) are usage errors too, said before anything connects."""
     args, unknown = parser.parse_known_args(argv)
+    command = _chosen_command(parser, args)
     if unknown:
         given = sys.argv[1:] if argv is None else argv
         # flashtick's own options take no value: the first word that is not an option is the command
@@ -73,16 +75,25 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: list[str] | None) 
         if early := [token for token in unknown if token in before]:
             parser.error(f"unrecognized arguments: {' '.join(early)} (given before the command {args.command}: "
                          f"a command's own options go after it)")
-        command = parser
-        while True:  # down to the deepest subcommand chosen: `feed replay`, `subscribe`, ...
-            chosen = next((action.choices[value] for action in command._actions  # noqa: SLF001 - argparse's own
-                           if isinstance(action, argparse._SubParsersAction)  # noqa: SLF001
-                           and (value := getattr(args, action.dest, None)) in action.choices), None)
-            if chosen is None:
-                break
-            command = chosen
         command.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if (check := getattr(args, "check_usage", None)) is not None:
+        try:
+            check(args)
+        except ValueError as e:
+            command.error(str(e))
     return args
+
+
+def _chosen_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The deepest (sub)command ``args`` chose: `feed replay`, `subscribe`, ..."""
+    command = parser
+    while True:
+        chosen = next((action.choices[value] for action in command._actions  # noqa: SLF001 - argparse's own
+                       if isinstance(action, argparse._SubParsersAction)  # noqa: SLF001
+                       and (value := getattr(args, action.dest, None)) in action.choices), None)
+        if chosen is None:
+            return command
+        command = chosen
 
 
 def asks_for_log_timestamps(parser: argparse.ArgumentParser, argv: list[str]) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 from engine.service.cli_common import DEFAULT_ANSWERS, DEFAULT_INGEST
 from engine.service.cli_options import FILES_HELP, SharedOptions, _control_options
 from engine.service.cli_types import _count, _non_negative, _positive, _speed, stream_name
-from engine.service.cmd_answers import cmd_answers, cmd_ask, cmd_get, cmd_topics
+from engine.service.cmd_answers import ask_spec, cmd_answers, cmd_ask, cmd_get, cmd_topics
 from engine.service.cmd_feed import cmd_feed
 from engine.service.cmd_queries import cmd_list, cmd_register, cmd_unregister
 from engine.service.cmd_status import cmd_health, cmd_scores, cmd_stats
@@ -200,7 +200,7 @@ def add_ask(sub: Any, shared: SharedOptions) -> None:
                         "among, each as it follows the question (\" yes\" \" no\")")
     answer.add_argument("--generate", type=_count, metavar="N", help="with --question: generate up to N tokens "
                         "(the spec's max_tokens)")
-    p.set_defaults(run=cmd_ask)
+    p.set_defaults(run=cmd_ask, check_usage=ask_spec)  # a query or --question: said as the line is parsed
 
 
 def add_stats(sub: Any, shared: SharedOptions) -> None:

@@ -172,7 +172,7 @@ def _own_topic(control: Any, prefix: str) -> str | None:
 
 
 def cmd_ask(args: argparse.Namespace) -> None:
-    spec = _ask_spec(args)
+    spec = ask_spec(args)
     with control_client(args) as control:
         if spec is not None:
             reply = control.call("ask", stream=args.stream, spec=spec)
@@ -219,9 +219,9 @@ def _duration(seconds: float) -> str:
 ASK_SPEC_NAME = "ask"  # the name an ad-hoc --question is asked under (the answer's `query`)
 
 
-def _ask_spec(args: argparse.Namespace) -> dict[str, Any] | None:
+def ask_spec(args: argparse.Namespace) -> dict[str, Any] | None:
     """The op's `spec` for ``--question`` (None for a query asked by name); a combination that asks nothing
-    clear is an error before anything is sent."""
+    clear is an error before anything is sent (the parser's usage error: `check_usage`)."""
     answer_how = "--choices" if args.choices is not None else "--generate" if args.generate is not None else None
     if args.question is None:
         if answer_how is not None:
