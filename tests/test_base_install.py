@@ -72,7 +72,7 @@ from engine.service.cli import main
 raise SystemExit(main(["feed", "replay", "es.dbn", "--endpoint", "tcp://127.0.0.1:5"]))
 """, cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-2000:]
-    assert result.stderr.strip() == ("flashtick feed: error: reading DBN files needs the databento-dbn package: "
+    assert result.stderr.strip() == ("flashtick feed replay: error: reading DBN files needs the databento-dbn package: "
                                      "pip install 'flashtick[dbn]'")
 
 

@@ -1030,6 +1030,26 @@ def test_ask_without_a_query_is_a_usage_error_said_as_the_line_is_parsed(capsys)
             listener.accept()
 
 
+def test_a_nested_commands_errors_carry_its_full_name_as_its_usage_errors_do(tmp_path, capsys) -> None:
+    """`flashtick ticklog export` of a folder without a log said `flashtick ticklog: error: ...`, its usage errors
+    `flashtick ticklog export: error: ...`; `feed replay` and `feed synthetic` said `flashtick feed: error:` beside
+    usage errors of their full name. One prefix: the subcommand's full name, for every nested command."""
+    from engine.service.cli_parser import build_parser, subcommands
+
+    nested = [f"{name} {sub}" for name, command in subcommands(build_parser()).items() for sub in subcommands(command)]
+    assert sorted(nested) == ["feed replay", "feed synthetic", "ticklog export"]  # each one below
+    for argv, said in ((["ticklog", "export", str(tmp_path), "--out", str(tmp_path / "day.parquet")],
+                        f"{tmp_path} holds no tick log"),
+                       (["feed", "replay", str(tmp_path / "none.csv"), "--control", ""], "replay file not found"),
+                       (["feed", "synthetic", "--config", str(tmp_path / "none.yaml")], "config file")):
+        name = f"flashtick {argv[0]} {argv[1]}"
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and err.startswith(f"{name}: error: {said}"), err
+        with pytest.raises(SystemExit):
+            main([*argv, "--bogus"])
+        assert capsys.readouterr().err.startswith(f"{name}: error: unrecognized arguments: --bogus")
+
+
 def test_subscribe_to_nothing_says_so_instead_of_waiting_in_silence(tmp_path) -> None:
     """A wrong endpoint (or a service not up yet) printed nothing at all, for ever."""
     import subprocess
@@ -1364,9 +1384,9 @@ def test_a_feed_that_ends_in_an_error_lists_the_rows_it_did_not_send_first(check
         _, err = paced.communicate(timeout=300)
     finally:
         paced.kill()
-    assert paced.returncode == 2 and "flashtick feed: error: the connection to the engine at " in err, err
+    assert paced.returncode == 2 and "flashtick feed replay: error: the connection to the engine at " in err, err
     assert "  rejected missing_field: 2 (" in err, err
-    assert err.index("2 ticks read from the files not sent:\n") < err.index("flashtick feed: error: "), err
+    assert err.index("2 ticks read from the files not sent:\n") < err.index("flashtick feed replay: error: "), err
 
 
 def test_a_file_fed_again_sends_the_ticks_sharing_the_engines_last_timestamp_that_it_does_not_hold(

@@ -246,9 +246,9 @@ def test_an_output_whose_temporary_name_is_a_fifo_is_refused_without_waiting(tic
                             str(out)], env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
                            capture_output=True, text=True, timeout=120)
     assert child.returncode == 2, child.stderr
-    assert child.stderr == (f"flashtick ticklog: error: --out {out}: {out}.tmp is a FIFO (named pipe), not a regular "
-                            f"file; the output is written under that temporary name and then renamed onto ticks.csv, "
-                            f"so nothing is written while it is there: remove it (or give another path)\n")
+    assert child.stderr == (f"flashtick ticklog export: error: --out {out}: {out}.tmp is a FIFO (named pipe), not a "
+                            f"regular file; the output is written under that temporary name and then renamed onto "
+                            f"ticks.csv, so nothing is written while it is there: remove it (or give another path)\n")
     assert not out.exists() and stat.S_ISFIFO((tmp_path / "ticks.csv.tmp").stat().st_mode)
 
 

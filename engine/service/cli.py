@@ -122,7 +122,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
         return 0
     except Exception as e:  # one readable line for the user (a line per problem), not a traceback
-        _say_error(f"flashtick {args.command}", e)
+        _say_error(args.command_name, e)  # `flashtick ticklog export`, as its usage errors say
         if isinstance(e, ImportError):
             _say_package_clash()
         return 2

@@ -65,7 +65,8 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: list[str] | None) 
     """parse_args, but an unknown option is reported as an error of the (sub)command it was given to (whose --help
     shows the options it has), not of the top-level `flashtick`; one given before the command is said to be
     (argparse reported it as the command's). A command's rules across its arguments (`check_usage`: `ask` takes a
-    query or --question) are usage errors too, said before anything connects."""
+    query or --question) are usage errors too, said before anything connects. `command_name` is the (sub)command's
+    full name (`flashtick ticklog export`), the prefix of every error of its run as of its usage errors."""
     args, unknown = parser.parse_known_args(argv)
     command = _chosen_command(parser, args)
     if unknown:
@@ -81,6 +82,7 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: list[str] | None) 
             check(args)
         except ValueError as e:
             command.error(str(e))
+    args.command_name = command.prog
     return args
 
 
