@@ -35,13 +35,17 @@ def kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
     B bid, A ask): only its trade rows are read, the others counted as filtered_out, with a note. Of trade and
     quote columns (LSEG's `Type`: Trade, Quote, Correction, Market Condition): its trade and quote rows are read,
     rows of any other kind (a correction's price would replay as a new trade) counted as filtered_out, with a
-    note. A column of such a name whose values are not known marks gets a note only."""
+    note. A column of such a name whose values are not known marks gets a note only; one of buy and sell alone
+    (Gemini's trades' `type`) is the side of each trade's aggressor, read as the map's side (the map's note says
+    so)."""
     column = next((c for c in schema if normal_name(c) in EVENT_NAMES), None)
     if column is None or cmap.price is None or cmap.keep is not None:
         return cmap, []
     values = distinct_text(path, names, dialect, column, 51)
     if len(values) < 2 or len(values) > 50:
         return cmap, []
+    if cmap.side is None and {v.lower() for v in values} <= {"buy", "sell"}:  # Gemini's `type`: the taker's side
+        return replace(cmap, side=column), []
     trades = [v for v in values if v.lower() in TRADE_MARKS]
     others = [v for v in values if v.lower() in QUOTE_MARKS]
     if cmap.bid is not None:  # trades and quotes are read: only rows of some other kind are left out

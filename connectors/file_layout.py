@@ -35,6 +35,7 @@ from connectors.event_time import CLOCK_ONLY, UTC_OFFSET
 from connectors.field_names import normal_name
 from connectors.file_names import date_of, one_side_export, stream_of, symbol_in_name
 from connectors.file_plan import first_text, is_csv, scan_file, time_sample
+from connectors.finer_clock import finer_clock
 from connectors.header_zones import header_zone_note, unknown_zone_refusal
 from connectors.headerless_csv import HISTDATA_ZONE, headerless_map, quote_cautions, zone_has_dst
 from connectors.json_lines import is_json_lines
@@ -134,6 +135,9 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
             raise ValueError(f"{path}: {e}{every}") from None
         zone_notes = [] if "tz" in keys else taq_zone_note(path, detected, cmap)
         cmap, kind_notes = kind_column(path, cmap, schema, names, dialect)
+        if not {"ts", "ts_unit", "ts_format"} & set(keys):  # a time column or unit given is read as given
+            cmap, clock_notes = finer_clock(path, cmap, schema, names, dialect)
+            kind_notes += clock_notes
         cmap = maker_sides(path, fix_sides(path, cmap, schema, names, dialect), schema, names, dialect)
         cmap = cmap if "side" in keys else coinbase_sides(path, list(schema), cmap)  # by its name, with a note
         cmap, correction_notes = taq_corrections(path, cmap, schema, names, dialect)

@@ -16,6 +16,7 @@ from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.column_names import MID_NAMES, SETTLEMENT_NAMES, SHARE_CLASS_NAMES, TIME_OF_DAY_NAMES
 from connectors.field_names import FIELD_NAMES, normal_name
+from connectors.finer_clock import finer_name_of
 from connectors.layout import databento_book
 from connectors.map_vocabulary import QUOTE_FIELDS, VALUE_FIELDS, joined_columns
 from connectors.price_offsets import shown_offset
@@ -148,7 +149,8 @@ CLOCK_NAMES = frozenset(FIELD_NAMES["ts"]) - {
 
 def other_clock_note(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:
     """Time columns beside the one read: named, with the map that reads the stamps of another."""
-    others = [n for n in names if n not in cmap.ts_columns and normal_name(n) in CLOCK_NAMES]
+    others = [n for n in names if n not in cmap.ts_columns and normal_name(n) in CLOCK_NAMES
+              and not finer_name_of(cmap.ts, n)]  # Gemini's `timestamp` beside `timestampms` read: one clock
     if not others or len(joined_columns(cmap.ts)) > 1 and any(normal_name(n) in TIME_OF_DAY_NAMES for n in others):
         return []
     return [f"{path.name}: also has time column{'s' if len(others) > 1 else ''} "

@@ -426,3 +426,40 @@ def test_an_exchange_settlement_file_reads_its_trade_date_and_settle_columns(tmp
                                        "2026-11-02,09:30:00,CL,61.2,61.0,5\n")
     assert "ts=Trade Date+Time" in FileReplay(tmp_path / "bars.csv").notes[0]
     assert "price=Last" in FileReplay(tmp_path / "bars.csv").notes[0]
+
+
+def gemini_trades(path: Path, times_ms: list[int], sides: list[str], seconds: list[int] | None = None) -> Path:
+    """Gemini's REST trades (GET /v1/trades/{symbol}) as a CSV: `timestamp` in s beside `timestampms` in ms, and
+    `type`, buy or sell: the taker's side."""
+    seconds = seconds or [t // 1000 for t in times_ms]
+    path.write_text("timestamp,timestampms,tid,price,amount,exchange,type\n" + "".join(
+        f"{s},{t},{1000 + i},{3800 + 0.05 * (i % 3):.2f},0.{i + 1:02d},gemini,{side}\n"
+        for i, (s, t, side) in enumerate(zip(seconds, times_ms, sides))))
+    return path
+
+
+def test_gemini_trades_read_their_millisecond_clock_and_the_takers_side(tmp_path: Path) -> None:
+    """review196: `timestamp` (s) was read, every trade of one second at one time, and `type` (buy/sell) called a
+    row kind, no side read. The finer clock wins when its instants are the other's, and `type` is the side."""
+    times = [1_717_200_000_000 + 450 * i for i in range(N)]  # 2 or 3 trades a second
+    sides = ["buy", "sell", "BUY", "Sell"] * (N // 4)
+    replay = FileReplay(gemini_trades(tmp_path / "gemini_ethusd.csv", times, sides))
+    ticks = drain(replay)
+    assert [t.ts for t in ticks] == [t * MS for t in times] and len({t.ts for t in ticks}) == N
+    assert [t.side for t in ticks] == ["buy", "sell"] * (N // 2)
+    assert ticks[1] == Tick("ETHUSD", times[1] * MS, "trade", price=3800.05, size=0.02, side="sell")
+    assert dict(replay.rejected) == {}
+    assert "read as ts=timestampms (ms), stream_name=ETHUSD, price=price, size=amount, side=type" in replay.notes[0]
+    assert (f"gemini_ethusd.csv: column 'timestampms' read as the time, in ms: it writes the instants of 'timestamp' "
+            f"(s) finer, on each of its first {N} rows (--columns ts=timestamp reads that one)") in replay.notes
+    assert not any("row kind" in note or "kinds of rows" in note or "another clock" in note for note in replay.notes)
+    # the same records as the REST API returns them, a JSON array
+    rest = tmp_path / "ETHUSD-trades.json"
+    rest.write_text(pl.read_csv(tmp_path / "gemini_ethusd.csv").write_json())
+    assert [(t.ts, t.side) for t in drain(FileReplay(rest))] == [(t.ts, t.side) for t in ticks]
+    # a `timestampms` that writes other instants is not read in its place, and is named
+    other = gemini_trades(tmp_path / "other_ethusd.csv", times, sides, [T0 + i for i in range(N)])
+    replay = FileReplay(other)
+    assert [t.ts for t in drain(replay)] == [(T0 + i) * 10**9 for i in range(N)]
+    assert any("column 'timestampms' (ms) is named as 'timestamp' in finer units but writes other instants "
+               "(1717200000000 beside 1704153600)" in note for note in replay.notes), replay.notes

@@ -1,0 +1,61 @@
+"""A detected time column beside one that writes the same instants finer: Gemini's trades (its REST API and the
+exports made from it) carry `timestamp` in seconds and `timestampms` in milliseconds. Detection finds the first by
+its name; read alone, its trades in one second share one time, their spacing lost. The finer column, named as the
+time column with its unit after it (`timestampms`, `timestamp_ms`, `ts_us`), is read instead when the file's rows
+show that both write one instant on every row (`finer_clock`); a finer column that does not agree is named and left
+unread. The finer column's name keeps `other_clock_note` from calling the coarse one another clock
+(`finer_name_of`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import polars as pl
+
+from connectors.column_map import ColumnMap
+from connectors.csv_dialect import Dialect
+from connectors.field_names import normal_name
+from connectors.file_plan import SAMPLE_ROWS, is_csv, scan_file
+from connectors.map_vocabulary import UNITS
+from connectors.time_units import epoch_unit
+
+UNIT_AFTER = re.compile(r"^(?P<base>.+?)_?(?P<unit>ms|us|ns)$")  # `timestampms`, `timestamp_ms`, `ts_us`
+
+
+def finer_name_of(column: str, coarse: str) -> bool:
+    """Whether `column` is named as the time column `coarse` with an epoch unit after it (`timestampms` of
+    `timestamp`)."""
+    found = UNIT_AFTER.match(normal_name(column))
+    return found is not None and found["base"] == normal_name(coarse) != normal_name(column)
+
+
+def finer_clock(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
+    """The map reading the finer of two epoch time columns of the same instants, with a note; a finer one whose
+    instants differ on some row of the file's first SAMPLE_ROWS is named in a note and not read."""
+    if len(cmap.ts_columns) != 1 or cmap.ts_unit not in UNITS:
+        return cmap, []
+    for column in (c for c in schema if finer_name_of(c, cmap.ts)):
+        overrides = {cmap.ts: pl.String, column: pl.String} if is_csv(path) else None
+        rows = scan_file(path, names, dialect, overrides).select(
+            coarse=pl.col(cmap.ts).cast(pl.String).cast(pl.Float64, strict=False),
+            fine=pl.col(column).cast(pl.String).cast(pl.Float64, strict=False)).drop_nulls().head(SAMPLE_ROWS)
+        rows = rows.collect()
+        if not rows.height or UNITS[unit := epoch_unit(rows["fine"][0])] >= UNITS[cmap.ts_unit]:
+            continue
+        # one instant: the finer time within one coarse unit of the coarse one (truncated or rounded), compared in
+        # the coarse unit, whose magnitudes float64 holds exactly enough
+        apart = (rows["fine"] * (UNITS[unit] / UNITS[cmap.ts_unit]) - rows["coarse"]).abs()
+        if (apart < 1).all():
+            note = (f"{path.name}: column {column!r} read as the time, in {unit}: it writes the instants of "
+                    f"{cmap.ts!r} ({cmap.ts_unit}) finer, on each of its first {rows.height:,} rows (--columns "
+                    f"ts={cmap.ts} reads that one)")
+            return replace(cmap, ts=column, ts_unit=unit, ts_format=None), [note]
+        row = rows.row(int((apart >= 1).arg_max()), named=True)
+        return cmap, [f"{path.name}: column {column!r} ({unit}) is named as {cmap.ts!r} in finer units but writes "
+                      f"other instants ({row['fine']:.0f} beside {row['coarse']:.0f}): not read, its ticks are "
+                      f"stamped with {cmap.ts!r} (--columns ts={column} reads that one)"]
+    return cmap, []
