@@ -33,11 +33,11 @@ from connectors.date_columns import date_read_as_epoch
 from connectors.date_readings import settled_reading
 from connectors.event_time import CLOCK_ONLY, UTC_OFFSET
 from connectors.field_names import normal_name
-from connectors.file_names import date_of, one_side_export, stream_of, symbol_in_name
+from connectors.file_names import HISTDATA_ZONE, date_of, histdata_frame, one_side_export, stream_of, symbol_in_name
 from connectors.file_plan import first_text, is_csv, scan_file, time_sample
 from connectors.finer_clock import finer_clock
 from connectors.header_zones import header_zone_note, unknown_zone_refusal
-from connectors.headerless_csv import HISTDATA_ZONE, headerless_map, quote_cautions, zone_has_dst
+from connectors.headerless_csv import headerless_map, quote_cautions, zone_has_dst
 from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout, detect_columns, match_case, zone_in_header
 from connectors.layout_notes import (
@@ -247,9 +247,11 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     utc_named = any(z in cmap.ts.lower() for z in ("utc", "gmt", "[g]"))
     epoch_text = "%s" in (cmap.ts_format or "")  # epoch counts are instants: no zone to say
     if notes and cmap.ts_unit == "datetime" and cmap.tz is None and not utc_named and not epoch_text \
-            and schema.get(cmap.ts) in (pl.String, None):
-        # (a file whose later times carry offsets reads at them, its naive rows rejected: no "read as UTC" note)
-        text = (first(cmap.ts_columns) if cmap.ts_format else time_sample(path, names, dialect, cmap.ts_columns)) or ""
+            and (schema.get(cmap.ts) in (pl.String, None) or cmap.ts_format and schema[cmap.ts].is_integer()):
+        # (a file whose later times carry offsets reads at them, its naive rows rejected: no "read as UTC" note;
+        # digits a format reads, MetaStock's 202401021700, are as naive as text)
+        text = str((first(cmap.ts_columns) if cmap.ts_format else time_sample(path, names, dialect, cmap.ts_columns))
+                   or "")
         offsets = next((c for c in schema if normal_name(c) in OFFSET_NAMES), None)
         if any(code in (cmap.ts_format or "") for code in ("%z", "%Z")):  # `GMT%z`, `%Z`: the format reads it
             notes.append(f"{path.name}: its times ({text[:40]!r}) carry their UTC offset, which the format reads "
@@ -260,7 +262,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
                          f"each row's (hours): read as wall-clock times at that offset (--tz ZONE reads them in a "
                          f"zone instead)")
         elif not UTC_OFFSET.search(text):  # a guess cannot know the zone of wall-clock times
-            histdata = path.name.upper().startswith("DAT_ASCII_") or cmap.ts_format == "%Y%m%d %H%M%S%3f"
+            histdata = histdata_frame(path) is not None or cmap.ts_format == "%Y%m%d %H%M%S%3f"
             zone = ("--tz Etc/GMT+5 (HistData's files are in EST all year, no summer time)" if histdata
                     else "e.g. --tz America/New_York")
             notes.append(f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and are read as UTC; if they "
@@ -287,7 +289,7 @@ def _zone_of_header(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
 
 
 def _histdata_zone(path: Path, guessed: ColumnMap, cmap: ColumnMap) -> list[str]:
-    """A HistData tick file's zone: EST all year, unless --tz says otherwise; a caution when the zone given
+    """A HistData file's zone: EST all year, unless --tz says otherwise; a caution when the zone given
     changes its clocks for summer time, which HistData's times never do."""
     if guessed.tz != HISTDATA_ZONE or cmap.tz is None:
         return []

@@ -132,15 +132,38 @@ NINJATRADER_SIDE = re.compile(r"\.(Bid|Ask)\.txt$")
 
 
 def one_side_export(path: Path) -> str | None:
-    """Why a NinjaTrader export of one side of the book (`ES 03-26.Bid.txt`) is not read, else None: its rows are
-    best bids (or asks) alone, which detection would read as trades, and a quote has both sides."""
-    if not (side := NINJATRADER_SIDE.search(path.name)):
+    """Why a NinjaTrader export of one side of the book (`ES 03-26.Bid.txt`, HistData's `DAT_NT_EURUSD_T_BID_...`)
+    is not read, else None: its rows are best bids (or asks) alone, which detection would read as trades, and a
+    quote has both sides."""
+    if side := NINJATRADER_SIDE.search(path.name):
+        which, zone = side[1].lower(), ""
+        last = path.name[: side.start()] + ".Last.txt"
+        instead = f"{last!r} instead, whose rows carry the bid and ask each trade met"
+    elif (histdata := HISTDATA_NAME.match(path.name)) and histdata["frame"].upper() in ("T_BID", "T_ASK"):
+        which, pair, month = histdata["frame"][2:].lower(), histdata["pair"], f"{histdata['date']}MM"[:6]
+        instead = (f"HistData's DAT_ASCII_{pair}_T_{month}.csv instead, whose rows carry both sides, or its "
+                   f"DAT_NT_{pair}_T_LAST_... file of last prices")
+        zone = f", with --tz {HISTDATA_ZONE}: HistData writes its times in EST all year"
+    else:
         return None
-    last = path.name[: side.start()] + ".Last.txt"
-    return (f"{path}: a NinjaTrader export of the best {side[1].lower()} alone (time;price;volume rows, as its "
+    return (f"{path}: a NinjaTrader export of the best {which} alone (time;price;volume rows, as its "
             f"name says): no trades, and one side of the book is no quote the engine takes (a quote has both "
-            f"sides). Replay {last!r} instead, whose rows carry the bid and ask each trade met (a full column map, "
-            f"--columns ts=...,price=..., reads the file as what it names)")
+            f"sides). Replay {instead} (a full column map, --columns ts=...,price=..., reads the file as what it "
+            f"names{zone})")
+
+
+# HistData's exports (histdata.com/?p=21): DAT_<platform>_<PAIR>_<frame>_<YYYY or YYYYMM>, the platform ASCII, MT
+# (MetaTrader), NT (NinjaTrader) or MS (MetaStock); the frame M1 (minute bars), T (ASCII's ticks: bid, ask) or
+# NinjaTrader's T_LAST, T_BID, T_ASK (one price a row). HistData writes every one in EST all year, no summer time
+HISTDATA_NAME = re.compile(r"^DAT_(?P<platform>ASCII|MT|NT|MS)_(?P<pair>[A-Z0-9]+)_"
+                           r"(?P<frame>M1|T_LAST|T_BID|T_ASK|T)_(?P<date>\d{4,})", re.IGNORECASE)
+HISTDATA_ZONE = "Etc/GMT+5"
+
+
+def histdata_frame(path: Path) -> str | None:
+    """The frame of a HistData export by its name (`DAT_MS_EURUSD_M1_2024.csv`: "M1"; "T", "T_LAST", ...), else
+    None: the one rule that tells HistData's files, whose times are all in HISTDATA_ZONE."""
+    return found["frame"].upper() if (found := HISTDATA_NAME.match(path.name)) else None
 
 
 def _crypto_contract(tokens: list[str]) -> str | None:

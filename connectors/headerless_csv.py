@@ -12,12 +12,13 @@ from collections import Counter
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 from zoneinfo import ZoneInfo
 
 from connectors.cautions import Caution
 from connectors.column_map import PRESETS, ColumnMap
 from connectors.datetime_text import is_iso_time, time_formats
+from connectors.file_names import HISTDATA_ZONE, histdata_frame
 from connectors.layout import PRESET_SIGNS
 from connectors.map_vocabulary import UNITS
 from connectors.number_separators import NUMBER
@@ -31,9 +32,10 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
     number or datetime text, maybe beside a symbol) and two numbers: a quote when they are mostly within 1% of
     each other or the second above the first by under 20% (`_quote_pair`), the lower the bid, else a trade's price
     and size (so too when over 1% apart and the second is whole where the first has decimals); a HistData tick file
-    (by its name) always bid, ask, volume; MetaTrader's bars (a date and a time in two columns) by their shape;
-    HistData's files, ticks and minute bars (ASCII, NinjaTrader, MetaTrader), in its zone (EST all year). With
-    the name of the layout, for the note.
+    (by its name) always bid, ask, volume; MetaTrader's bars (a date and a time in two columns) and MetaStock's (a
+    symbol and a YYYYMMDDHHMM number) by their shape; any file named as HistData's (`histdata_frame`: its ticks,
+    last prices and minute bars, of every platform) in its zone (EST all year). With the name of the layout, for
+    the note.
     Anything else is refused with the options that read it."""
     width = Counter(len(row) for row in rows).most_common(1)[0][0]
     rows = tuple(row for row in rows if len(row) == width) if len(rows) > 2 else rows  # a stray field: not the layout
@@ -41,10 +43,10 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
         if cmap.names is not None and PRESET_SIGNS.get(name, ()) is not None and len(cmap.names) == width and \
                 all(_fits(cmap, row) for row in rows):
             return cmap, f"preset {name}"
-    if (metatrader := _metatrader_bars(path, rows)) is not None:
-        return metatrader
+    if (dated := _dated_bars(path, rows)) is not None:
+        return dated
     kinds = [_kind(c) for c in rows[0]]
-    if HISTDATA_TICKS.match(path.name) and kinds == ["time", "number", "number", "number"]:
+    if histdata_frame(path) == "T" and kinds == ["time", "number", "number", "number"]:
         return _histdata_ticks(rows[0][0])
     times = [i for i, k in enumerate(kinds) if k == "time"]
     numbers = [i for i, k in enumerate(kinds) if k == "number"]
@@ -65,10 +67,10 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
             stream = {"stream_col": "symbol"} if texts else {}
             unit = is_epoch(rows[0][times[0]]) or "datetime"
             formats = time_formats(rows[0][times[0]]) if unit == "datetime" else []
-            zone = HISTDATA_ZONE if HISTDATA_BARS.match(path.name) and fields.get("price") == "close" else None
+            zone, named = _histdata_zone(path)
             cmap = ColumnMap(ts="time", ts_unit=unit, ts_format=formats[0] if len(formats) == 1 else None,
                              names=tuple(names), tz=zone, **stream, **fields)
-            return cmap, f"{HISTDATA_BARS_NAMED}{how}" if zone else how
+            return cmap, f"{named}{how}"
     hint = _headerless_hint(path, rows[0], kinds, separator)
     if bitfinex:
         hint += (f". If it holds Bitfinex's trades (no sell among its first rows, so AMOUNT's sign does not tell): "
@@ -83,20 +85,33 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
 
 HEADERLESS_BARS = ("open", "high", "low", "close", "volume")
 # HistData's tick files (`DAT_ASCII_USDTRY_T_202401.csv`: `20240102 000000123,bid,ask,0`): always bid, ask and a
-# volume, in EST all year (no summer time), whatever the spread of their first rows (an exotic's reopen: 2%)
-HISTDATA_TICKS = re.compile(r"^DAT_ASCII_[A-Z0-9]+_T_\d{6}", re.IGNORECASE)
-HISTDATA_ZONE = "Etc/GMT+5"
+# volume, whatever the spread of their first rows (an exotic's reopen: 2%); like all its files in HISTDATA_ZONE
 HISTDATA_LAYOUT = "HistData's tick layout, as its file name says: a time, the bid, the ask and a volume"
-# its minute bars (`DAT_ASCII_EURUSD_M1_2023.csv` a year, `..._M1_202403.csv` a month of this year), in its generic
-# ASCII, NinjaTrader (DAT_NT_, the same layout) and MetaTrader (DAT_MT_: `2024.01.02,17:00,...`) exports: the same
-# zone, as HistData documents for each (histdata.com/?p=21); known by their bar shape, only the zone from the name
-HISTDATA_BARS = re.compile(r"^DAT_(ASCII|NT|MT)_[A-Z0-9]+_M1_\d{4}", re.IGNORECASE)
-HISTDATA_BARS_NAMED = "HistData's minute bars, as its file name says: "
-# MetaTrader's bar export (its History Center; HistData's DAT_MT_ files): the date and the minute in two columns
-METATRADER_DATE, METATRADER_CLOCK = re.compile(r"^\d{4}\.\d{2}\.\d{2}$"), re.compile(r"^\d{2}:\d{2}(:\d{2})?$")
-METATRADER_NAMES = ("date", "time", *HEADERLESS_BARS)
-METATRADER_LAYOUT = "a date, a time and a bar's open, high, low, close and volume"
+# what a HistData file's frame (file_names.histdata_frame) holds, for the note; each read by its shape
+HISTDATA_FRAMES = {"M1": "minute bars", "T": "ticks", "T_LAST": "last prices"}
 
+
+class BarShape(NamedTuple):
+    """A bar export whose time is no datetime to the header-less guess, told by its first two cells."""
+    name: str  # for the note of one not named as HistData's
+    first: re.Pattern[str]
+    second: re.Pattern[str]
+    names: tuple[str, ...]
+    ts: str
+    ts_format: str  # `{seconds}`: `:%S` where the first row's time of day has them
+    layout: str
+
+
+# MetaTrader's (its History Center; HistData's DAT_MT_): `2024.01.02,17:00,o,h,l,c,v`, date and minute apart;
+# MetaStock's (HistData's DAT_MS_): `EURUSD,202401021700,o,h,l,c,v`, the symbol, then the minute as one number
+BAR_SHAPES = (
+    BarShape("MetaTrader bars", re.compile(r"^\d{4}\.\d{2}\.\d{2}$"), re.compile(r"^\d{2}:\d{2}(:\d{2})?$"),
+             ("date", "time", *HEADERLESS_BARS), "date+time", "%Y.%m.%d %H:%M{seconds}",
+             "a date, a time and a bar's open, high, low, close and volume"),
+    BarShape("MetaStock bars", re.compile(r"^[A-Za-z][A-Za-z0-9./_-]*$"), re.compile(r"^(19|20)\d{10}$"),
+             ("symbol", "time", *HEADERLESS_BARS), "time", "%Y%m%d%H%M",
+             "a symbol, a time (YYYYMMDDHHMM) and a bar's open, high, low, close and volume"),
+)
 
 def zone_has_dst(zone: str) -> bool:
     """Whether a zone changes its clocks (New York's does; UTC, EST and Etc/GMT+5 do not)."""
@@ -111,19 +126,31 @@ def _histdata_ticks(time: str) -> tuple[ColumnMap, str]:
                      tz=HISTDATA_ZONE, names=("time", "bid", "ask", "volume"), bid="bid", ask="ask"), HISTDATA_LAYOUT
 
 
-def _metatrader_bars(path: Path, rows: tuple[tuple[str, ...], ...]) -> tuple[ColumnMap, str] | None:
-    """The map of MetaTrader's bars (`2024.01.02,17:00,1.10,1.11,1.09,1.10,0`: a date, a time of day and a bar),
-    whose date alone and time alone are no datetime to the header-less guess: read joined, in HistData's zone when
-    the file name is its (DAT_MT_EURUSD_M1_2024.csv). None when the rows are not that shape."""
-    if len(rows[0]) != len(METATRADER_NAMES) or not all(
-            len(row) == len(rows[0]) and METATRADER_DATE.match(row[0]) and METATRADER_CLOCK.match(row[1])
-            for row in rows) or not _most(rows, lambda row: _is_bar([_float(cell) for cell in row[2:]])):
+def _histdata_zone(path: Path) -> tuple[str | None, str]:
+    """The zone of a header-less file's times and the start of its layout's note: HistData's zone and its frame,
+    when its name is HistData's (`DAT_NT_EURUSD_T_LAST_202403.csv`), whatever layout its rows read in."""
+    if (frame := histdata_frame(path)) is None:
+        return None, ""
+    return HISTDATA_ZONE, f"HistData's {HISTDATA_FRAMES.get(frame, 'file')}, as its file name says: "
+
+
+def _dated_bars(path: Path, rows: tuple[tuple[str, ...], ...]) -> tuple[ColumnMap, str] | None:
+    """The map of a bar export in one of BAR_SHAPES (MetaTrader's date and time of day, MetaStock's symbol and
+    YYYYMMDDHHMM), whose time alone is no datetime to the header-less guess; in HistData's zone when the file name
+    is its (DAT_MT_EURUSD_M1_2024.csv, DAT_MS_...). None when the rows are in none of them."""
+    shape = next((shape for shape in BAR_SHAPES if len(rows[0]) == len(shape.names) and all(
+        len(row) == len(rows[0]) and shape.first.match(row[0]) and shape.second.match(row[1]) for row in rows)), None)
+    if shape is None or not _most(rows, lambda row: _is_bar([_float(cell) for cell in row[2:]])):
         return None
-    zone = HISTDATA_ZONE if HISTDATA_BARS.match(path.name) else None
-    seconds = ":%S" if rows[0][1].count(":") == 2 else ""
-    cmap = ColumnMap(ts="date+time", ts_unit="datetime", ts_format=f"%Y.%m.%d %H:%M{seconds}", tz=zone,
-                     names=METATRADER_NAMES, price="close", size="volume")
-    return cmap, f"{HISTDATA_BARS_NAMED if zone else 'MetaTrader bars: '}{METATRADER_LAYOUT}"
+    try:
+        ts_format = shape.ts_format.format(seconds=":%S" if rows[0][1].count(":") == 2 else "")
+        datetime.strptime(" ".join(rows[0][:2]) if "+" in shape.ts else rows[0][1], ts_format)
+    except ValueError:  # twelve digits that are no minute (an id): not this shape
+        return None
+    zone, named = _histdata_zone(path)
+    cmap = ColumnMap(ts=shape.ts, ts_unit="datetime", ts_format=ts_format, tz=zone, names=shape.names,
+                     price="close", size="volume", **({"stream_col": "symbol"} if "symbol" in shape.names else {}))
+    return cmap, f"{named or shape.name + ': '}{shape.layout}"
 
 
 def _numbers_layout(rows: tuple[tuple[str, ...], ...], numbers: list[int],

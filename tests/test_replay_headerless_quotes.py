@@ -8,7 +8,10 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from connectors.cautions import Caution
+from connectors.column_map import ColumnMap
 from connectors.replay import FileReplay
 from conftest import drain
 
@@ -193,9 +196,51 @@ def test_histdata_metatrader_and_ninjatrader_minute_bars_are_read_in_its_zone_to
     assert any(isinstance(note, Caution) and "HistData writes its times in EST all year" in note
                for note in summer.notes)
     # MetaTrader's own export, not named as HistData's: the same layout, its times read as UTC with the usual note
-    own = tmp_path / "EURUSD1.csv"
-    own.write_text(mt.read_text().replace(",0\n", ",12\n"))
+    assert_own_export_read_as_utc(tmp_path / "EURUSD1.csv", mt, "MetaTrader bars: a date, a time and a bar's open")
+
+
+def assert_own_export_read_as_utc(own: Path, histdata_file: Path, layout: str) -> None:
+    """A platform's own bar export, in the layout of HistData's `histdata_file` but not named as HistData's:
+    read as `layout` says, its times as UTC with the usual note."""
+    own.write_text(histdata_file.read_text().replace(",0\n", ",12\n"))
     replay = FileReplay(own)
     assert drain(replay)[0].ts == utc_ns("2024-03-08T16:01:00")
-    assert "read as MetaTrader bars: a date, a time and a bar's open" in replay.notes[0]
+    assert f"read as {layout}" in replay.notes[0]
     assert any("carry no UTC offset and are read as UTC" in note for note in replay.notes)
+
+
+def test_histdata_metastock_bars_and_ninjatrader_ticks_are_read_in_its_zone_by_one_name_rule(tmp_path: Path) -> None:
+    """HistData's MetaStock M1 export (`EURUSD,202403081601,...`) was refused, its NinjaTrader last prices
+    (`20240308 160100;1.084150;0`) read as UTC, and its NinjaTrader bid and ask files as trades in UTC: HistData
+    documents every export in EST all year (histdata.com/?p=21). Its one-side files are NinjaTrader's `.Bid.txt`
+    shape, refused as those are, naming the files that carry both sides and the zone a full map needs."""
+    bar = "1.084120,1.084240,1.084030,1.084150,0\n"
+    ms = tmp_path / "DAT_MS_EURUSD_M1_2024.csv"
+    ms.write_text("".join(f"EURUSD,2024030816{i + 1:02d},{bar}" for i in range(30)))
+    last = tmp_path / "DAT_NT_EURUSD_T_LAST_202403.csv"
+    last.write_text("".join(f"20240308 1601{i:02d};{1.08415 + (i % 5) / 10**5:.6f};0\n" for i in range(30)))
+    for path, kind in ((ms, "minute bars"), (last, "last prices")):
+        replay = FileReplay(path)
+        first = drain(replay)[0]
+        assert (first.ts, first.kind, first.price, first.stream) == (
+            utc_ns("2024-03-08T21:01:00"), "trade", 1.08415, "EURUSD")  # 16:01 EST
+        assert f"read as HistData's {kind}, as its file name says" in replay.notes[0]
+        assert any("its times read in Etc/GMT+5 (EST all year, no summer time)" in note for note in replay.notes)
+    assert "(--csv-names symbol,time,open,high,low,close,volume): ts=time (datetime, %Y%m%d%H%M, Etc/GMT+5), " \
+           "stream=symbol" in FileReplay(ms).notes[0]
+    summer = FileReplay(last, columns={"tz": "America/New_York"})  # --tz wins, with the caution the others get
+    assert drain(summer)[0].ts == utc_ns("2024-03-08T21:01:00")
+    assert any(isinstance(note, Caution) and "HistData writes its times in EST all year" in note
+               for note in summer.notes)
+    for side in ("BID", "ASK"):
+        one = tmp_path / f"DAT_NT_EURUSD_T_{side}_202403.csv"
+        one.write_text(last.read_text())
+        with pytest.raises(ValueError) as refused:
+            FileReplay(one)
+        assert f"a NinjaTrader export of the best {side.lower()} alone" in str(refused.value)
+        assert "Replay HistData's DAT_ASCII_EURUSD_T_202403.csv instead" in str(refused.value)
+        assert "with --tz Etc/GMT+5" in str(refused.value)
+        given = ColumnMap(ts="time", ts_unit="auto", names=("time", "price", "size"), price="price", size="size",
+                          tz="Etc/GMT+5")
+        assert drain(FileReplay(one, columns=given))[0].ts == utc_ns("2024-03-08T21:01:00")  # what it names
+    assert_own_export_read_as_utc(tmp_path / "EURUSD_M1.csv", ms, "MetaStock bars: a symbol, a time (YYYYMMDDHHMM)")
