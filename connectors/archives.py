@@ -59,11 +59,13 @@ def text_opener(path: Path | str) -> Callable[..., IO[Any]]:
 
 def utf16_encoding(path: Path) -> str | None:
     """The encoding of a UTF-16 text file (MetaTrader's and some Windows tools' exports, FXCM's `.csv.gz`): "utf-16"
-    when it starts with a byte-order mark, "utf-16-le"/"-be" without one when its first characters are mostly ASCII,
-    a zero byte after/before each (`_zero_high_bytes`); None for anything else."""
+    when it starts with a byte-order mark, "utf-16-le"/"-be" without one when enough characters of its first TEXT_HEAD
+    bytes are ASCII, a zero byte after/before each (`_zero_high_bytes`); None for anything else. So large a
+    sample, not the first line: a CJK vendor's header of Chinese column names can fill the first 256 bytes with
+    characters of no zero byte; its rows of digits and separators past it tell."""
     try:
         with text_opener(path)(path, "rb") as f:
-            head = f.read(256)
+            head = f.read(TEXT_HEAD)
     except (OSError, EOFError):  # (the read that plans it says why)
         return None
     if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
@@ -80,12 +82,13 @@ def utf16_encoding(path: Path) -> str | None:
 
 
 def _zero_high_bytes(high: bytes, low: bytes) -> bool:
-    """Whether a text file's first characters, as pairs of bytes, are UTF-16 with these high and low bytes: at least
-    half of them ASCII (a zero high byte), and few zero low bytes. Not every one: a header's `€` (0x20AC) or `é` has
-    a high byte that is not zero, and such a file was called Windows-1252. Text in one-byte encodings has no zero
-    bytes at all; a CJK character may have a zero low byte (U+4E00), hence few, not none."""
+    """Whether a text file's first characters, as pairs of bytes, are UTF-16 with these high and low bytes: a
+    quarter of them or more ASCII (a zero high byte: a CSV's digits, separators and line ends), and few zero low
+    bytes. Not every one, nor half: a header's `€` (0x20AC) has a high byte that is not zero, and a CJK vendor's
+    header and symbol names are mostly such characters. Text in one-byte encodings and UTF-8 has no zero bytes at
+    all; a CJK character may have a zero low byte (U+4E00), hence few, not none."""
     zero_high, zero_low = high.count(0), low.count(0)
-    return 2 * zero_high >= len(high) and 4 * zero_low < zero_high
+    return 4 * zero_high >= len(high) and 4 * zero_low < zero_high
 
 
 UNZIP_PREFIX = "flashtick-unzip-"  # the temporary folder an archive's members are unpacked into (`Unpacked`)

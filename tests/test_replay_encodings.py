@@ -248,3 +248,20 @@ def test_utf16_without_a_mark_and_a_euro_in_its_header_is_utf16_not_windows_1252
     not found. Told now by most characters having one, it reads as the file with a mark does, in each form."""
     utf16_read_in_each_form(tmp_path, "EURUSD", FXCM.replace("Bid,Ask", "Bid €,Ask €").encode(encoding),
                             {"ts": "DateTime", "bid": "Bid €", "ask": "Ask €"})
+
+
+# a CJK vendor's header: Chinese column names, each with its unit and source, over 256 bytes in UTF-16 and nearly
+# no ASCII (full-width punctuation)
+CJK_NAMES = {"ts": "成交日期与时间（北京时间，精确到毫秒，按交易所原始记录，未经任何调整，数据来源：行情系统）",
+             "bid": "最优买入报价（人民币元，按交易所原始记录，未经任何调整，含停牌时段，数据来源：行情系统）",
+             "ask": "最优卖出报价（人民币元，按交易所原始记录，未经任何调整，含停牌时段，数据来源：行情系统）"}
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_mark_and_a_long_header_of_chinese_names_is_utf16(tmp_path: Path, encoding: str) -> None:
+    """UTF-16 without a byte-order mark was told by the first 256 bytes alone: a header of Chinese column names
+    fills them with characters of no zero byte, so the file was read as UTF-8 and its columns not found
+    ('\\x10b\\ufffdN...'). Told now by the rows past the header too, it reads as the file with a mark does."""
+    text = FXCM.replace("DateTime,Bid,Ask", ",".join(CJK_NAMES.values()))
+    assert len(text.splitlines()[0].encode(encoding)) > 256
+    utf16_read_in_each_form(tmp_path, "CNHJPY", text.encode(encoding), CJK_NAMES)
