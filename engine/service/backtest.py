@@ -70,7 +70,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                  stop: Callable[[], bool] = lambda: False, test_from: float | None = None,
                  chunked: bool = True, note: Callable[[str], None] = lambda _: None,
                  streams: list[str] | None = None, time_range: TimeRange | None = None,
-                 scoring: Callable[[], None] = lambda: None) -> BacktestReport:
+                 scoring: Callable[[], None] = lambda: None,
+                 replaying: Callable[[], None] = lambda: None) -> BacktestReport:
     """Replay `files` through the engine with `queries` standing; answers to `out` (Parquet), scores beside it.
 
     `chunked`: one forward advances many event-time batches, each answered at its own cut: the same answers
@@ -86,6 +87,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     `test_from` (a fraction in (0, 1)) scores only answers after that fraction of each stream's ticks: every
     answer is still computed and written, and the realised answers of the scored ones lie wholly after the cut.
     `note` is told, before the run, what a user should know about how the files are read (FileReplay.notes).
+    `replaying` is called once the model is loaded and the files are opened, before the checkpoint is: a stop from
+    then on is one at a batch boundary (before it, the CLI ends the run at once: nothing is on disk to keep).
     `streams` (names or globs) reads those streams of the files alone; a resume must select the same.
     `time_range` (connectors/time_range.py) reads the ticks stamped inside it alone; a resume must read the same.
     """
@@ -106,6 +109,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         note(line)
     key = run_key(config, replay, queries, batch_ms, max_ticks)
     threads = torch.get_num_threads()  # as the pipeline set it (model.threads, --threads)
+    replaying()
     parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads)
     try:  # from here on, any raise (a note, a bad file found late, an interrupt) lets go of the parts' lock at once
         scores_only = parts.written is not None  # stopped while it scored: the answers are whole, scores owed

@@ -110,14 +110,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
         code = args.run(args) or 0
         if argv is None and args.command == "serve":  # the process's own command line: it exits next
             _exit_now(code)
-        if (whole := getattr(args, "work_whole", None)) is not None:  # a backtest ended (cli_common.WorkWhole)
-            if argv is None:  # its handlers kept through the exit, which is quick: no teardown for a signal to hit
-                _exit_now(code, whole)
-            whole.restore()
-            return whole.ended(code)
-        return code
     except KeyboardInterrupt:
-        return 130
+        code = 130
     except BrokenPipeError:  # `flashtick answers ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
         return 0
@@ -125,7 +119,13 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
         _say_error(args.command_name, e)  # `flashtick ticklog export`, as its usage errors say
         if isinstance(e, ImportError):
             _say_package_clash()
-        return 2
+        code = 2
+    if (whole := getattr(args, "work_whole", None)) is not None:  # a backtest ended, or failed (cli_common.WorkWhole)
+        if argv is None:  # its handlers kept through the exit, which is quick: no teardown for a signal to hit
+            _exit_now(code, whole)
+        whole.restore()
+        return whole.ended(code)
+    return code
 
 
 def _say_error(who: str, error: BaseException) -> None:

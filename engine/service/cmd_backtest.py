@@ -43,18 +43,33 @@ def _backtest_inputs(args: argparse.Namespace) -> tuple[Any, Path]:
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
-    try:  # the libraries and the config load before the run's own signal handling: a Ctrl-C here is said too
-        from engine.service.backtest import BacktestInterrupted, run_backtest
-
-        time_range = time_range_of(args)  # a mistyped time is said before the model loads
-        config, queries = _backtest_inputs(args)
-        check_outputs(args, _backtest_outputs(Path(args.out)), queries,
-                                   *([Path(config.model.path)] if config.model.path else []))
-    except KeyboardInterrupt:  # (with --resume, the checkpoint of the run it resumes is kept as it was)
-        print("flashtick backtest: interrupted before any tick; " + (
-            f"nothing changed: {_kept_on_disk(Path(args.out))}" if args.resume else "nothing kept"), file=sys.stderr)
+    # From its first line to the process's exit a signal is said in one line: a run ended by one, or by an error,
+    # keeps its handlers noting signals through the exit (WorkWhole, cli._run), whose teardown (seconds, with torch
+    # loaded) a Ctrl-C otherwise killed by the signal (rc -2, no line) or met with a traceback.
+    at_start = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _backtest(args)
+    except KeyboardInterrupt:  # before the replay began: the libraries, the config, the model, the files
+        args.work_whole = WorkWhole(None, at_start)
+        print(_before_any_tick(args), file=sys.stderr)
         return 130
+    except Exception:  # said by cli._run
+        if getattr(args, "work_whole", None) is None:
+            args.work_whole = WorkWhole(ERROR_EXIT_LINE, at_start)
+        raise
+
+
+def _backtest(args: argparse.Namespace) -> int:
+    """`flashtick backtest` once cmd_backtest has said what a signal or an error does to its exit."""
+    # the libraries and the config load with Python's own signal handling: a Ctrl-C is a KeyboardInterrupt
+    from engine.service.backtest import BacktestInterrupted, run_backtest
+
+    time_range = time_range_of(args)  # a mistyped time is said before the model loads
+    config, queries = _backtest_inputs(args)
+    check_outputs(args, _backtest_outputs(Path(args.out)), queries,
+                               *([Path(config.model.path)] if config.model.path else []))
     stop = threading.Event()
+    began = threading.Event()  # set once the model is loaded and the files opened: the replay begins
     scoring = threading.Event()  # set once the answers file is whole: a stop then ends the run before its scores
     aborted_by: list[int] = []
     stopped_by: list[int] = []
@@ -81,12 +96,21 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         scoring.set()
         print(f"flashtick backtest: answers written to {args.out}; scoring them", file=sys.stderr, flush=True)
 
+    def handle_signals_with(handler: Any) -> None:
+        for signum, before in inherited.items():
+            if before is not signal.SIG_IGN:
+                signal.signal(signum, handler)
+
+    def replay_begins() -> None:  # from here a signal stops at a batch boundary, after a checkpoint
+        began.set()
+        handle_signals_with(request_stop)
+
     # a signal the process was started ignoring (SIGINT under `cmd &` in a script, nohup) stays ignored: a Ctrl-C
-    # at the terminal must not stop a background run once its ticks flow, when it could not while it loaded
+    # at the terminal must not stop a background run once its ticks flow, when it could not while it loaded.
+    # While the model loads and the files open (seconds) there is no boundary to stop at and nothing to keep: a
+    # signal ends the run at once, said in one line (a stop there replayed a batch and left a checkpoint)
     inherited = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    for signum, handler in inherited.items():
-        if handler is not signal.SIG_IGN:
-            signal.signal(signum, request_stop)
+    handle_signals_with(abort)
     from connectors.cautions import labelled
     from engine.service.reading_record import FILE_READING, reading_mismatch, recorded_reading
 
@@ -110,15 +134,19 @@ def cmd_backtest(args: argparse.Namespace) -> int:
                               else config.replay.checkpoint_s, stop=stop.is_set, test_from=args.test_from,
                               note=lambda line: print(f"flashtick backtest: {labelled(line)}", file=sys.stderr),
                               streams=streams_to_read(args, config), time_range=time_range,
-                              scoring=scoring_begins)
+                              scoring=scoring_begins, replaying=replay_begins)
     except BacktestInterrupted as e:
         args.work_whole = WorkWhole(None, inherited)  # a signal more, in the exit too, changes nothing: said here
         print(f"flashtick backtest: {e}", file=sys.stderr)
         return 130
     except KeyboardInterrupt:  # the second signal: aborted where it was, but what is on disk is whole
         args.work_whole = WorkWhole(None, inherited)
-        print(f"flashtick backtest: aborted; {_kept_on_disk(Path(args.out))}", file=sys.stderr)
+        print(f"flashtick backtest: aborted; {_kept_on_disk(Path(args.out))}" if began.is_set() else
+              _before_any_tick(args), file=sys.stderr)
         return 128 + (aborted_by[-1] if aborted_by else signal.SIGINT)
+    except Exception:  # a file refused, a model that does not load: said by cli._run, signals noted until the exit
+        args.work_whole = WorkWhole(ERROR_EXIT_LINE, inherited)
+        raise
     finally:  # as the process had them (a library's own included), unless the run ended: see WorkWhole
         if report is None and getattr(args, "work_whole", None) is None:
             restore_handlers(inherited)
@@ -133,6 +161,16 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         print(f"flashtick backtest: note: {said}", file=sys.stderr, flush=True)  # before the scores it is about
     print(report.summary(by_stream=args.by_stream), flush=True)
     return whole.ended(0)
+
+
+def _before_any_tick(args: argparse.Namespace) -> str:
+    """What a signal before the replay began says (with --resume, the checkpoint it resumes is kept as it was)."""
+    return "flashtick backtest: interrupted before any tick; " + (
+        f"nothing changed: {_kept_on_disk(Path(args.out))}" if args.resume else "nothing kept")
+
+
+# What a signal says once a backtest has failed (its error said, or about to be): what its checkpoint holds stays
+ERROR_EXIT_LINE = "flashtick backtest: interrupted while exiting on the error above; what was on disk is kept"
 
 
 def _whole_line(report: Any) -> str:
