@@ -43,6 +43,7 @@ from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.event_time import duration_text
 from connectors.event_time_batches import batch_end
 from connectors.labels import spanned_gaps
+from connectors.questions import Question
 from connectors.ticks import shown_name, utc_text
 from engine.models.loader import check_checkpoint
 from engine.service.output_paths import write_atomically
@@ -267,6 +268,111 @@ def scores_by_stream(probs: dict[str, np.ndarray], y: np.ndarray, sizes: list[tu
     return out
 
 
+def _scored_test_points(sd: StreamData, W: int, options: EvalOptions) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """One stream's test-part answer points that are scored (ticks, question indices): with `batch_ms`, only the
+    batch ends, then at most about `max_points` of them; and how many were labelled and how many were batch ends."""
+    ii, qq = sd.points("test")
+    labelled = len(ii)
+    if options.batch_ms is not None:  # as the backtest rounds it
+        at_batch_end = batch_last_ticks(np.array([t.ts for t in sd.ticks], dtype=np.int64),
+                                        int(options.batch_ms * 1e6))
+        ii, qq = ii[at_batch_end[ii]], qq[at_batch_end[ii]]
+    batch_ends = len(ii)
+    keep = np.isin(ii, chosen_ticks(np.unique(ii), W - W // 2, options.max_points))
+    return ii[keep], qq[keep], labelled, batch_ends
+
+
+def _across_pauses(sd: StreamData, qs: list[Question], ii: np.ndarray, qq: np.ndarray) -> int:
+    """How many of the answer points (ii, qq) have a label that spans a pause of GAP_NOTE_NS or more."""
+    return sum(int(spanned_gaps(sd.ts, q.spec.horizon, GAP_NOTE_NS)[ii[qq == qi]].sum())
+               for qi, q in enumerate(qs) if q.spec.kind != "regime")
+
+
+def _history_answers(model: Any, codec: BinnedCodec, sd: StreamData, W: int, options: EvalOptions
+                     ) -> tuple[np.ndarray, np.ndarray, list[torch.Tensor]] | None:
+    """For `adapted_history`: the model's answers on up to `adapt_history` ticks of the train part (ticks, question
+    indices, logits), fed to the adaptation first; None without adapt_history."""
+    if not (options.adapt and options.adapt_history > 0):
+        return None
+    hi, hq = sd.points("train")
+    kept = np.isin(hi, chosen_ticks(np.unique(hi), W - W // 2, options.adapt_history))
+    hi, hq = hi[kept], hq[kept]
+    return hi, hq, answer_logits(model, codec, sd, hi, hq, options)
+
+
+def _test_entries(codec: BinnedCodec, sd: StreamData, x: np.ndarray, ii: np.ndarray, qq: np.ndarray,
+                  logits: list[torch.Tensor], history: tuple | None, heads: dict[str, QuestionHead],
+                  options: EvalOptions) -> list[tuple]:
+    """Per question, one stream's scored test points: (features, labels, logits, adapted, adapted_history, stream
+    name, ticks); adapted and adapted_history are None where not scored."""
+    entries = []
+    for qi, q in enumerate(codec.questions.values()):
+        sel = np.nonzero(qq == qi)[0]
+        z = [logits[k] for k in sel]
+        adaptable = options.adapt and len(sel) and q.spec.kind != "regime"
+        head = heads.get(q.name)
+        adapted = (adapt_series(ii[sel], headed_probs(codec, qi, z, x[ii[sel]], head), sd.labels[:, qi],
+                                sd.parts[2].start, q.spec.horizon) if adaptable else None)
+        warm = None
+        if adaptable and history is not None:
+            hi, hq, history_logits = history
+            hsel = np.nonzero(hq == qi)[0]
+            points = np.concatenate([hi[hsel], ii[sel]])  # train answers, then the test part's
+            probs = headed_probs(codec, qi, [history_logits[k] for k in hsel] + z, x[points], head)
+            warm = adapt_series(points, probs, sd.labels[:, qi], 0, q.spec.horizon)[len(hsel):]
+        entries.append((x[ii[sel]], sd.labels[ii[sel], qi], z, adapted, warm, sd.name, ii[sel]))
+    return entries
+
+
+def _predictor_probs(codec: BinnedCodec, qi: int, q: Question, train_x: list[np.ndarray], train_y: list[np.ndarray],
+                     test: list[tuple], options: EvalOptions, heads: dict[str, QuestionHead]
+                     ) -> tuple[dict[str, np.ndarray], np.ndarray, list[np.ndarray]]:
+    """Each predictor's (len(y), C) answers to question `qi` on the test points (``test``: each stream's
+    _test_entries), the baselines fitted on the train parts (``train_x``, ``train_y``: each stream's); with the
+    pooled train class frequencies and each stream's own."""
+    ty = np.concatenate(train_y)
+    n_cls = len(q.labels)
+    prior = np.bincount(ty, minlength=n_cls) / len(ty)
+    # The naive forecasts are each stream's own (its train part's class frequencies; the pooled ones for a
+    # stream with no train answers): pooled over instruments whose classes differ, they look worse than any
+    # one instrument's own, and the model beside them better than it is
+    own = [np.bincount(sty, minlength=n_cls) / len(sty) if len(sty) else prior
+           for sty, t in zip(train_y, test)]
+    priors = np.concatenate([np.tile(p, (len(t[1]), 1)) for p, t in zip(own, test)])  # (len(y), C)
+    # each stream's classes as its test part turned out (a constant per stream, known only afterwards): the
+    # best Brier any forecast blind to each answer's own ticks can score, so a model that beats it calls answers,
+    # while one that only leaned into the test part's drift (a random walk's, say) does not (review 190)
+    hindsight = np.concatenate([np.tile(np.bincount(t[1], minlength=n_cls) / len(t[1]), (len(t[1]), 1))
+                                for t in test if len(t[1])])  # (len(y), C)
+    tx = np.concatenate(train_x)
+    fit_rows = chosen_ticks(np.arange(len(ty)), 1000, options.max_fit_points)
+    logistic = fit_logistic(tx[fit_rows], ty[fit_rows], n_cls)
+    z = [p for t in test for p in t[2]]
+    test_x = np.concatenate([t[0] for t in test])
+    probs = {"model": headed_probs(codec, qi, z, test_x, heads.get(q.name)),
+             **({"alone": answer_probs(codec, qi, z)} if q.name in heads else {}),
+             **({} if q.calibration.identity else {"raw": answer_probs(codec, qi, z, calibrated=False)}),
+             **({"adapted": np.concatenate([t[3] for t in test if len(t[1])])}
+                if all(t[3] is not None for t in test if len(t[1])) else {}),
+             **({"adapted_history": np.concatenate([t[4] for t in test if len(t[1])])}
+                if all(t[4] is not None for t in test if len(t[1])) else {}),
+             "prior": priors,
+             "majority": np.eye(n_cls)[priors.argmax(axis=1)],
+             "logistic": logistic.predict_proba(test_x),
+             "hindsight": hindsight}
+    return probs, prior, own
+
+
+def _streams_record(streams: list[StreamData]) -> dict[str, dict[str, Any]]:
+    """Each stream's tick count, parts (tick index ranges), test span (ns) and parts' event times."""
+    return {sd.name: {"ticks": len(sd.ticks), **{p: [r.start, r.stop] for p, r in
+                                                 zip(("train", "validation", "test"), sd.parts)},
+                      "test_span_ns": (sd.ticks[sd.parts[2].stop - 1].ts - sd.ticks[sd.parts[2].start].ts
+                                       if len(sd.parts[2]) else 0),
+                      "times": part_times([sd])}
+            for sd in streams}
+
+
 def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
                      options: EvalOptions | None = None, heads: dict[str, QuestionHead] | None = None,
                      points_out: Path | None = None) -> dict[str, Any]:
@@ -279,82 +385,29 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
     t0 = time.time()
     qs = list(codec.questions.values())
     W = window_ticks(model)
-    feats = [sd.features for sd in streams]
     train_x, train_y, test = [[] for _ in qs], [[] for _ in qs], [[] for _ in qs]
     labelled, batch_ends = 0, 0  # the test part's labelled points, and those --batch-ms keeps
     across_pauses = 0  # scored points whose label spans a pause of GAP_NOTE_NS or more in event time
+    feats = [sd.features for sd in streams]
     for sd, x in zip(streams, feats):
         ii, qq = sd.points("train")
         for qi in range(len(qs)):
             train_x[qi].append(x[ii[qq == qi]])
             train_y[qi].append(sd.labels[ii[qq == qi], qi])
-        warm_start = options.adapt and options.adapt_history > 0  # adapted_history: train answers fed first
-        if warm_start:
-            hi, hq = sd.points("train")
-            kept = np.isin(hi, chosen_ticks(np.unique(hi), W - W // 2, options.adapt_history))
-            hi, hq = hi[kept], hq[kept]
-            history_logits = answer_logits(model, codec, sd, hi, hq, options)
-        ii, qq = sd.points("test")
-        labelled += len(ii)
-        if options.batch_ms is not None:  # as the backtest rounds it
-            at_batch_end = batch_last_ticks(np.array([t.ts for t in sd.ticks], dtype=np.int64),
-                                            int(options.batch_ms * 1e6))
-            ii, qq = ii[at_batch_end[ii]], qq[at_batch_end[ii]]
-        batch_ends += len(ii)
-        keep = np.isin(ii, chosen_ticks(np.unique(ii), W - W // 2, options.max_points))
-        ii, qq = ii[keep], qq[keep]
-        across_pauses += sum(int(spanned_gaps(sd.ts, q.spec.horizon, GAP_NOTE_NS)[ii[qq == qi]].sum())
-                             for qi, q in enumerate(qs) if q.spec.kind != "regime")
+        history = _history_answers(model, codec, sd, W, options)  # adapted_history: train answers fed first
+        ii, qq, stream_labelled, stream_batch_ends = _scored_test_points(sd, W, options)
+        labelled, batch_ends = labelled + stream_labelled, batch_ends + stream_batch_ends
+        across_pauses += _across_pauses(sd, qs, ii, qq)
         logits = answer_logits(model, codec, sd, ii, qq, options)
-        for qi, q in enumerate(qs):
-            sel = np.nonzero(qq == qi)[0]
-            z = [logits[k] for k in sel]
-            adaptable = options.adapt and len(sel) and q.spec.kind != "regime"
-            head = heads.get(q.name)
-            adapted = (adapt_series(ii[sel], headed_probs(codec, qi, z, x[ii[sel]], head), sd.labels[:, qi],
-                                    sd.parts[2].start, q.spec.horizon) if adaptable else None)
-            warm = None
-            if adaptable and warm_start:
-                hsel = np.nonzero(hq == qi)[0]
-                points = np.concatenate([hi[hsel], ii[sel]])  # train answers, then the test part's
-                probs = headed_probs(codec, qi, [history_logits[k] for k in hsel] + z, x[points], head)
-                warm = adapt_series(points, probs, sd.labels[:, qi], 0, q.spec.horizon)[len(hsel):]
-            test[qi].append((x[ii[sel]], sd.labels[ii[sel], qi], z, adapted, warm, sd.name, ii[sel]))
+        for qi, entry in enumerate(_test_entries(codec, sd, x, ii, qq, logits, history, heads, options)):
+            test[qi].append(entry)
     results, scored_points = {}, []
     for qi, q in enumerate(qs):
         y = np.concatenate([t[1] for t in test[qi]])
         ty = np.concatenate(train_y[qi])
         if len(y) == 0 or len(ty) == 0:
             continue  # e.g. `regime`: no ground truth in files
-        n_cls = len(q.labels)
-        prior = np.bincount(ty, minlength=n_cls) / len(ty)
-        # The naive forecasts are each stream's own (its train part's class frequencies; the pooled ones for a
-        # stream with no train answers): pooled over instruments whose classes differ, they look worse than any
-        # one instrument's own, and the model beside them better than it is
-        own = [np.bincount(sty, minlength=n_cls) / len(sty) if len(sty) else prior
-               for sty, t in zip(train_y[qi], test[qi])]
-        priors = np.concatenate([np.tile(p, (len(t[1]), 1)) for p, t in zip(own, test[qi])])  # (len(y), C)
-        # each stream's classes as its test part turned out (a constant per stream, known only afterwards): the
-        # best Brier any forecast blind to each answer's own ticks can score, so a model that beats it calls answers,
-        # while one that only leaned into the test part's drift (a random walk's, say) does not (review 190)
-        hindsight = np.concatenate([np.tile(np.bincount(t[1], minlength=n_cls) / len(t[1]), (len(t[1]), 1))
-                                    for t in test[qi] if len(t[1])])  # (len(y), C)
-        tx = np.concatenate(train_x[qi])
-        fit_rows = chosen_ticks(np.arange(len(ty)), 1000, options.max_fit_points)
-        logistic = fit_logistic(tx[fit_rows], ty[fit_rows], n_cls)
-        z = [p for t in test[qi] for p in t[2]]
-        test_x = np.concatenate([t[0] for t in test[qi]])
-        probs = {"model": headed_probs(codec, qi, z, test_x, heads.get(q.name)),
-                 **({"alone": answer_probs(codec, qi, z)} if q.name in heads else {}),
-                 **({} if q.calibration.identity else {"raw": answer_probs(codec, qi, z, calibrated=False)}),
-                 **({"adapted": np.concatenate([t[3] for t in test[qi] if len(t[1])])}
-                    if all(t[3] is not None for t in test[qi] if len(t[1])) else {}),
-                 **({"adapted_history": np.concatenate([t[4] for t in test[qi] if len(t[1])])}
-                    if all(t[4] is not None for t in test[qi] if len(t[1])) else {}),
-                 "prior": priors,
-                 "majority": np.eye(n_cls)[priors.argmax(axis=1)],
-                 "logistic": logistic.predict_proba(test_x),
-                 "hindsight": hindsight}
+        probs, prior, own = _predictor_probs(codec, qi, q, train_x[qi], train_y[qi], test[qi], options, heads)
         if points_out is not None:
             scored_points.append(points_table(q.name, list(q.labels), y, probs, streams, test[qi]))
         results[q.name] = score_question(probs, y, options, rng) | {
@@ -371,12 +424,7 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
                               "labelled": labelled, **({"batch_ends": batch_ends} if options.batch_ms else {}),
                               "across_pauses": across_pauses},
             "calibration_source": codec.calibration.source,
-            "streams": {sd.name: {"ticks": len(sd.ticks), **{p: [r.start, r.stop] for p, r in
-                                                          zip(("train", "validation", "test"), sd.parts)},
-                                  "test_span_ns": (sd.ticks[sd.parts[2].stop - 1].ts - sd.ticks[sd.parts[2].start].ts
-                                                   if len(sd.parts[2]) else 0),
-                                  "times": part_times([sd])}
-                        for sd in streams},
+            "streams": _streams_record(streams),
             "part_times": part_times(streams),
             "seconds": round(time.time() - t0, 1)}
 
