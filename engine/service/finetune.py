@@ -31,7 +31,7 @@ from connectors.calibration import Calibration
 from connectors.cautions import labelled
 from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from connectors.replay_entries import replay_files
-from connectors.ticks import counted
+from connectors.ticks import Tick, counted
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.calibrate import calibrate_streams, fit_heads, validation_pairs
 from engine.service.evaluate import (MIN_POINTS, EvalOptions, evaluate_streams, format_table, load_tick_model, plot,
@@ -111,6 +111,94 @@ def _groups(codec: BinnedCodec, streams: list[StreamData], part: str) -> tuple[l
     return [[s] for s in sources], weights / weights.sum()
 
 
+def _starting_model(cfg: TrainConfig, options: FitOptions) -> tuple[Any, BinnedCodec, TrainConfig]:
+    """The model training starts from: a new one of ``cfg``'s sizes (--from-scratch), or the base checkpoint's,
+    whose window and sizes then replace ``cfg``'s."""
+    if options.base is None:
+        version = options.codec_version or load_builtin_codec().spec.version
+        codec = BinnedCodec(BinnedSpec(version=version))
+        model = new_model(cfg, codec.vocab_size)
+    else:
+        model, codec = load_tick_model(options.base)
+        cfg = base_config(cfg, model)
+        torch.manual_seed(cfg.seed)
+    return model, codec, cfg
+
+
+def _split_streams(codec: BinnedCodec, streams_raw: dict[str, list[Tick]], cfg: TrainConfig, options: FitOptions,
+                   log: Callable[[str], None], caution: Callable[[str], None]
+                   ) -> tuple[list[StreamData], dict[str, Any]]:
+    """The streams read, split into parts (those too short left out), and what the split says, said as it is
+    found: the record's skipped, left_out, overlap and validation_note."""
+    min_ticks = min_part_ticks(codec, cfg.window_ticks)
+    streams, skipped = prepare(codec, streams_raw, options.split, min_ticks, name_all=options.name_left_out,
+                               session_gap_ns=options.session_gap_ns)
+    # an option chain's thousands of short series in one line (the model card, --json and --verbose name each)
+    left_out = short_streams_line(codec, streams_raw, [sd.name for sd in streams], options.split, min_ticks)
+    if (widened := gap_note(codec, options.split)) is not None:
+        caution(f"note: {widened}")
+    if (overlap := time_overlap_note(streams)) is not None:
+        caution(f"note: {overlap}")
+    for note in skipped if options.name_left_out or len(skipped) <= SHORT_NAMED else [left_out]:
+        log(f"left out {note}")
+    if (thin := validation_note(codec, streams, options.split, head=options.head)) is not None:
+        caution(f"note: {thin}")  # before the optimisation: a run to stop and split otherwise
+    return streams, {"skipped": skipped, "left_out": left_out, "overlap": overlap, "validation_note": thin}
+
+
+def _validation(codec: BinnedCodec, streams: list[StreamData], q_tokens: np.ndarray, cfg: TrainConfig,
+                options: FitOptions) -> Validation | None:
+    """The fixed batches of the validation part early stopping watches; None when the split has no such part."""
+    if options.split.validation <= 0:
+        return None
+    vgroups, vweights = _groups(codec, streams, "validation")
+    vrng = np.random.default_rng(cfg.seed + 1)
+    return Validation([sample_batch(vgroups, vweights, q_tokens, cfg, vrng) for _ in range(options.val_batches)],
+                      options.eval_every, options.patience)
+
+
+def _calibrated(model: Any, codec: BinnedCodec, streams: list[StreamData], options: FitOptions,
+                eval_options: EvalOptions, validated: bool) -> tuple[BinnedCodec, dict[str, QuestionHead]]:
+    """The codec with the answer calibration fitted to the trained weights on the validation part, and the answer
+    heads (with ``options.head``); without a validation part (``validated`` False), uncalibrated and no heads."""
+    heads: dict[str, QuestionHead] = {}
+    if validated:  # the base model's calibration belongs to the base weights: refit it to these
+        pairs = validation_pairs(model, codec, streams, eval_options)
+        source = (f"the validation part of the training files (split "
+                  f"{_split_text(options.split, max(options.split.gap, longest_horizon(codec)))})")
+        codec = codec.with_calibration(calibrate_streams(model, codec, streams, source, eval_options, pairs=pairs))
+        if options.head:
+            heads = fit_heads(codec, streams, pairs, eval_options)
+    else:
+        codec = codec.with_calibration(Calibration(source="none: the split has no validation part, so the answers "
+                                                   "are uncalibrated (temperature 1, bias 0)"))
+    return codec, heads
+
+
+def _save_checkpoint(model: Any, codec: BinnedCodec, heads: dict[str, QuestionHead], out: Path, files: int,
+                     log: Callable[[str], None]) -> None:
+    """The trained checkpoint in ``out``, with the answer heads fitted to it (of ``files`` files) or none."""
+    save_model(model, codec, out)
+    (out / HEAD_FILE).unlink(missing_ok=True)  # an --overwrite of a checkpoint with heads: never a stale one
+    if heads:
+        write_head(out, heads, f"train part (regression) and validation part (weight) of {files} file(s)")
+        log("answer heads: " + ", ".join(f"{name} model weight {h.model_weight:g} (validation Brier "
+                                          f"{h.brier_model} -> {h.brier_blend})" for name, h in heads.items()))
+
+
+def _trained_on(files: list[str], options: FitOptions, reading: dict[str, Any], streams: list[StreamData]
+                ) -> dict[str, Any]:
+    """What it was trained on, so `flashtick evaluate` can say when a test slice is not out of sample."""
+    # the files read, a folder's and a pattern's among them: a later run that names them otherwise still matches
+    return {"files": [str(Path(f).resolve()) for f in replay_files(files)],
+            "seen_end": options.split.train + options.split.validation,  # fitted, stopped and calibrated on
+            "reading": reading,  # reading_record.READING_OPTIONS: evaluate reads with them
+            # the streams trained on (one the split left out is not), each with its last trained or validated
+            # tick's event time (ns): where its seen part ends however a later run reads the files
+            "streams": {sd.name: sd.ticks[max(sd.parts.train.stop, sd.parts.validation.stop) - 1].ts
+                        for sd in streams}}
+
+
 def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: FitOptions, log: Callable[[str], None],
         bar_factory=None, on_step: Callable[[int], None] | None = None,
         caution: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -127,37 +215,13 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
 
     t0 = time.time()
     device = resolve_device(options.device)
-    if options.base is None:
-        version = options.codec_version or load_builtin_codec().spec.version
-        codec = BinnedCodec(BinnedSpec(version=version))
-        model = new_model(cfg, codec.vocab_size)
-    else:
-        model, codec = load_tick_model(options.base)
-        cfg = base_config(cfg, model)
-        torch.manual_seed(cfg.seed)
+    model, codec, cfg = _starting_model(cfg, options)
     streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"),
                                          streams=options.streams, caution=lambda line: caution(labelled(line)))
-    min_ticks = min_part_ticks(codec, cfg.window_ticks)
-    streams, skipped = prepare(codec, streams_raw, options.split, min_ticks, name_all=options.name_left_out,
-                               session_gap_ns=options.session_gap_ns)
-    # an option chain's thousands of short series in one line (the model card, --json and --verbose name each)
-    left_out = short_streams_line(codec, streams_raw, [sd.name for sd in streams], options.split, min_ticks)
-    if (widened := gap_note(codec, options.split)) is not None:
-        caution(f"note: {widened}")
-    if (overlap := time_overlap_note(streams)) is not None:
-        caution(f"note: {overlap}")
-    for note in skipped if options.name_left_out or len(skipped) <= SHORT_NAMED else [left_out]:
-        log(f"left out {note}")
-    if (thin := validation_note(codec, streams, options.split, head=options.head)) is not None:
-        caution(f"note: {thin}")  # before the optimisation: a run to stop and split otherwise
+    streams, split_notes = _split_streams(codec, streams_raw, cfg, options, log, caution)
     groups, weights = _groups(codec, streams, "train")
     q_tokens = question_tokens(codec)
-    val = None
-    if options.split.validation > 0:
-        vgroups, vweights = _groups(codec, streams, "validation")
-        vrng = np.random.default_rng(cfg.seed + 1)
-        val = Validation([sample_batch(vgroups, vweights, q_tokens, cfg, vrng) for _ in range(options.val_batches)],
-                         options.eval_every, options.patience)
+    val = _validation(codec, streams, q_tokens, cfg, options)
     log(f"{sum(len(s.ticks) for s in streams)} ticks in {len(streams)} streams; training on {device}")
     bar = bar_factory(cfg.steps) if bar_factory else None
     stats = optimise(model, groups, weights, q_tokens, cfg, log, np.random.default_rng(cfg.seed), device, val,
@@ -166,47 +230,23 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         bar.close()
     model.eval()
     eval_options = dataclasses.replace(options.evaluation, device=device)
-    heads: dict[str, QuestionHead] = {}
-    if val is not None:  # the base model's calibration belongs to the base weights: refit it to these
-        pairs = validation_pairs(model, codec, streams, eval_options)
-        source = (f"the validation part of the training files (split "
-                  f"{_split_text(options.split, max(options.split.gap, longest_horizon(codec)))})")
-        codec = codec.with_calibration(calibrate_streams(model, codec, streams, source, eval_options, pairs=pairs))
-        if options.head:
-            heads = fit_heads(codec, streams, pairs, eval_options)
-    else:
-        codec = codec.with_calibration(Calibration(source="none: the split has no validation part, so the answers "
-                                                   "are uncalibrated (temperature 1, bias 0)"))
+    codec, heads = _calibrated(model, codec, streams, options, eval_options, val is not None)
     log(f"answer calibration: {codec.calibration.source}")
-    save_model(model, codec, out)
-    (out / HEAD_FILE).unlink(missing_ok=True)  # an --overwrite of a checkpoint with heads: never a stale one
-    if heads:
-        write_head(out, heads, f"train part (regression) and validation part (weight) of {len(files)} file(s)")
-        log("answer heads: " + ", ".join(f"{name} model weight {h.model_weight:g} (validation Brier "
-                                          f"{h.brier_model} -> {h.brier_blend})" for name, h in heads.items()))
+    _save_checkpoint(model, codec, heads, out, len(files), log)
     evaluation = evaluate_streams(model, codec, streams, eval_options, heads, points_out=options.points_out)
     reading = reading_of(columns, options.streams, options.split.text(), options.split.gap, options.session_gap_ns)
     record = {"files": [str(f) for f in files], "reading": reading,
               "base": str(options.base) if options.base else "from scratch",
               "device": device, "split": _split_text(options.split, max(options.split.gap, longest_horizon(codec))),
-              "selected_streams": list(options.streams) if options.streams else None,  # None: every stream
+              "selected_streams": list(options.streams) if options.streams else None,  # None: every one
               "rejected": rejected, "ticks_read": sum(map(len, streams_raw.values())),  # taken (rejected: the rest)
-              "skipped": skipped, "left_out": left_out, "overlap": overlap, "validation_note": thin,
-              "cautions": cautions,
+              **split_notes, "cautions": cautions,
               "params": sum(p.numel() for p in model.parameters()), "config": run_config(cfg),
               "training": stats, "calibration": json.loads(codec.calibration.to_json()),
               "heads": {name: {k: v for k, v in h.to_dict().items() if k not in ("mean", "scale", "weights", "bias")}
                         for name, h in heads.items()}, "evaluation": evaluation,
               "total_seconds": round(time.time() - t0, 1)}
-    # what it was trained on, so `flashtick evaluate` can say when a test slice is not out of sample
-    # the files read, a folder's and a pattern's among them: a later run that names them otherwise still matches
-    trained_on = {"files": [str(Path(f).resolve()) for f in replay_files(files)],
-                  "seen_end": options.split.train + options.split.validation,  # fitted, stopped and calibrated on
-                  "reading": reading,  # reading_record.READING_OPTIONS: evaluate reads with them
-                  # the streams trained on (one the split left out is not), each with its last trained or validated
-                  # tick's event time (ns): where its seen part ends however a later run reads the files
-                  "streams": {sd.name: sd.ticks[max(sd.parts.train.stop, sd.parts.validation.stop) - 1].ts
-                              for sd in streams}}
+    trained_on = _trained_on(files, options, reading, streams)
     (out / "evaluation.json").write_text(json.dumps(evaluation | {"trained_on": trained_on}, indent=1) + "\n")
     plotted = plot(evaluation, out / "calibration.png", "flashtick train")
     write_model_card(out, record, plotted)
