@@ -350,6 +350,70 @@ class _StepClock:
         self._step_times.append(self.now() - self._started - self._validation_spent)
 
 
+class _BestWeights:
+    """Early stopping's state in `optimise`: the best validation loss so far, its step (steps done) and weights
+    (None: the model as it is), the checks since it, and every check as (step, loss rounded)."""
+
+    def __init__(self) -> None:
+        self.loss, self.state, self.step, self.since = math.inf, None, 0, 0
+        self.history: list[tuple[int, float]] = []
+
+    def checked(self, model: LlamaForCausalLM, step: int, loss: float) -> None:
+        """A validation during training: a new best keeps a copy of the weights."""
+        self.history.append((step, round(loss, 4)))
+        if loss < self.loss:
+            self.loss, self.step, self.since = loss, step, 0
+            self.state = {k: t.detach().clone() for k, t in model.state_dict().items()}
+        else:
+            self.since += 1
+
+    def checked_last(self, step: int, loss: float) -> None:
+        """The validation of the last step once training stopped: a new best is the model as it is now."""
+        self.history.append((step, round(loss, 4)))
+        if loss < self.loss:
+            self.loss, self.step, self.state = loss, step, None
+
+
+def _optimizer(model: LlamaForCausalLM, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with weight decay on the matrices only (not on norms and biases)."""
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr, betas=(0.9, 0.95),
+    )
+
+
+def _train_step(model: LlamaForCausalLM, opt: torch.optim.Optimizer, batch: Batch, step: int, cfg: TrainConfig,
+                clock: _StepClock) -> tuple[torch.Tensor, torch.Tensor]:
+    """One update on ``batch`` at ``step``'s learning rate; its (next-token, answer) losses."""
+    for g in opt.param_groups:
+        g["lr"] = lr_at(step, cfg)
+    lm, qa = batch_losses(model, batch)
+    clock.forward_done()
+    loss = lm + cfg.qa_weight * qa
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    return lm, qa
+
+
+def _say_step(step: int, lm: torch.Tensor, qa: torch.Tensor, hist: list[tuple[float, float]], best: _BestWeights,
+              cfg: TrainConfig, log: Callable[[str], None], bar: Any, started: float, now: Callable[[], float]
+              ) -> None:
+    """The progress bar's losses after each step, and a log line every 10 steps and at the last (with the seconds
+    since ``started``: ``now`` is read only then)."""
+    if bar is not None:
+        bar.update(1)
+        bar.set_postfix_str(f"lm {lm.item():.3f} qa {qa.item():.3f}"
+                            + (f" val {best.loss:.3f}" if best.history else ""))
+    if step % 10 == 9 or step == cfg.steps - 1:
+        lm_avg, qa_avg = np.mean(hist[-10:], axis=0)
+        log(f"step {step + 1}/{cfg.steps} lm {lm_avg:.4f} qa {qa_avg:.4f} lr {lr_at(step, cfg):.2e} "
+            f"{now() - started:.0f}s" + (f" val {best.history[-1][1]:.4f}" if best.history else ""))
+
+
 def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.ndarray, q_tokens: np.ndarray,
              cfg: TrainConfig, log: Callable[[str], None], rng: np.random.Generator, device: str = "cpu",
              val: Validation | None = None, on_step: Callable[[int], None] | None = None, bar: Any = None,
@@ -358,14 +422,8 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
     serving-exact batches, next-token + answer loss. With `val`, keeps the weights of the best validation loss.
     ``now``: the clock --max-minutes is measured on (seconds)."""
     model.to(device).train()
-    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
-    opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=cfg.lr, betas=(0.9, 0.95),
-    )
-    t_train, hist, stopped = now(), [], "steps done"
-    best, best_state, best_step, since_best, val_hist = math.inf, None, 0, 0, []
+    opt = _optimizer(model, cfg)
+    t_train, hist, stopped, best = now(), [], "steps done", _BestWeights()
     clock = _StepClock(cfg.max_minutes * 60, len(val.batches) if val is not None else 0, now)
     try:  # Ctrl-C stops training like --max-minutes: the best weights so far are kept and written
         for step in range(cfg.steps):
@@ -376,58 +434,37 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
                 stopped = why
                 break
             clock.step_started()
-            for g in opt.param_groups:
-                g["lr"] = lr_at(step, cfg)
-            lm, qa = batch_losses(model, to_device(sample_batch(groups, weights, q_tokens, cfg, rng), device))
-            clock.forward_done()
-            loss = lm + cfg.qa_weight * qa
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
+            batch = to_device(sample_batch(groups, weights, q_tokens, cfg, rng), device)
+            lm, qa = _train_step(model, opt, batch, step, cfg, clock)
             hist.append((lm.item(), qa.item()))
             if val is not None and ((step + 1) % val.every == 0 or step + 1 == cfg.steps):
                 clock.validation_started()
                 v = validation_loss(model, val, cfg, device)
                 clock.validation_done()
-                val_hist.append((step + 1, round(v, 4)))
-                if v < best:
-                    best, best_step, since_best = v, step + 1, 0
-                    best_state = {k: t.detach().clone() for k, t in model.state_dict().items()}
-                else:
-                    since_best += 1
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix_str(f"lm {lm.item():.3f} qa {qa.item():.3f}" + (f" val {best:.3f}" if val_hist else ""))
-            if step % 10 == 9 or step == cfg.steps - 1:
-                lm_avg, qa_avg = np.mean(hist[-10:], axis=0)
-                log(f"step {step + 1}/{cfg.steps} lm {lm_avg:.4f} qa {qa_avg:.4f} lr {lr_at(step, cfg):.2e} "
-                    f"{now() - t_train:.0f}s" + (f" val {val_hist[-1][1]:.4f}" if val_hist else ""))
+                best.checked(model, step + 1, v)
+            _say_step(step, lm, qa, hist, best, cfg, log, bar, t_train, now)
             if on_step is not None:
                 on_step(step + 1)
             clock.step_done()
-            if val is not None and since_best >= val.patience:
+            if val is not None and best.since >= val.patience:
                 stopped = f"early stop: no better validation loss in {val.patience} checks"
                 break
     except KeyboardInterrupt:
         stopped = f"interrupted (Ctrl-C) after {counted(len(hist), 'step')}"
         log(f"{stopped}: keeping the best weights so far, then calibrating, saving and scoring them (Ctrl-C "
             f"again aborts without writing)")
-    if val is not None and hist and (not val_hist or val_hist[-1][0] != len(hist)):
+    if val is not None and hist and (not best.history or best.history[-1][0] != len(hist)):
         # Stopped between validations (--max-minutes, --stop-after, Ctrl-C; a short run may stop before its first):
         # the last step's weights are scored too, so the weights kept are the best of every validated step
-        v = validation_loss(model, val, cfg, device)
-        val_hist.append((len(hist), round(v, 4)))
-        if v < best:
-            best, best_step, best_state = v, len(hist), None  # the model as it is now
+        best.checked_last(len(hist), validation_loss(model, val, cfg, device))
     log(f"stopping at step {len(hist)}: {stopped}")
-    if best_state is not None:
-        model.load_state_dict(best_state)
+    if best.state is not None:
+        model.load_state_dict(best.state)
     lm_end, qa_end = np.mean(hist[-20:], axis=0) if hist else (math.nan, math.nan)
     return {"steps_done": len(hist), "stopped": stopped, "train_seconds": round(now() - t_train, 1),
             "final_lm_loss": round(float(lm_end), 4), "final_qa_loss": round(float(qa_end), 4),
-            "best_validation_loss": round(best, 4) if val_hist else None, "best_step": best_step or None,
-            "validation": val_hist}
+            "best_validation_loss": round(best.loss, 4) if best.history else None, "best_step": best.step or None,
+            "validation": best.history}
 
 
 def question_tokens(codec: BinnedCodec) -> np.ndarray:
