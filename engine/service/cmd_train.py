@@ -61,20 +61,14 @@ def _check_train_out(out: Path, overwrite: bool) -> None:
                          f"checkpoint; give a new or empty directory")
 
 
-def cmd_train(args: argparse.Namespace) -> None:
+def _train_settings(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(TrainConfig, FitOptions) of `train`'s options, each checked before any data is read."""
     import torch
 
     from engine.models import BUILTIN_MODEL_DIR
-    from engine.service.evaluate import format_table
-    from engine.service.finetune import FitOptions, fit
-    from engine.service.installation import user_train_refusal
-    from engine.service.train_builtin import WEIGHTS_FILE, TrainConfig
+    from engine.service.finetune import FitOptions
+    from engine.service.train_builtin import TrainConfig
 
-    if (refusal := user_train_refusal(args.out, BUILTIN_MODEL_DIR)) is not None:  # even with --overwrite
-        raise ValueError(refusal)
-    check_outputs(args, [Output("--out", args.out, is_dir=True, atomic_files=(WEIGHTS_FILE,)),
-                         Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet")])
-    _check_train_out(args.out, args.overwrite)  # before any data is read: a long run must not end in a refusal
     if args.max_minutes <= 0 or args.steps < 1:
         raise ValueError(f"--max-minutes must be > 0 and --steps >= 1, got {args.max_minutes:g} and {args.steps}")
     base = None if args.from_scratch else (args.base or BUILTIN_MODEL_DIR)
@@ -101,6 +95,13 @@ def cmd_train(args: argparse.Namespace) -> None:
                          device=args.device, evaluation=evaluation, codec_version=args.codec_version,
                          head=not args.no_head, streams=tuple(args.streams) if args.streams else None,
                          name_left_out=args.verbose, points_out=args.points_out, session_gap_ns=args.session_gap)
+    return cfg, options
+
+
+def _train_sayers(args: argparse.Namespace) -> tuple[Callable[[str], None], Callable[[str], None],
+                                                     Callable[[int], Any]]:
+    """`fit`'s log (progress and notes), caution (what changes the results' meaning) and progress bar, as --quiet,
+    --json and a terminal on stderr have them."""
     interactive = not args.quiet and not args.json and sys.stderr.isatty()
 
     def log(message: str) -> None:
@@ -123,13 +124,13 @@ def cmd_train(args: argparse.Namespace) -> None:
 
         return tqdm(total=total, unit=" steps", file=sys.stderr, disable=not interactive)
 
-    record = fit([str(f) for f in args.files], column_map_of(args), args.out, cfg, options, log, bar, caution=caution)
-    across = across_pauses_note(record["evaluation"], args.session_gap, "out of training and scoring")
-    if across is not None:
-        record["cautions"].append(f"note: {across}")
-    if args.json:
-        print(printable_json(record, indent=1, default=str))
-        return
+    return log, caution, bar
+
+
+def _say_trained(record: dict[str, Any], args: argparse.Namespace, across: str | None) -> None:
+    """What a run did, its scores table and its notes, as text (not --json)."""
+    from engine.service.evaluate import format_table
+
     t = record["training"]
     best = (f"best validation loss {t['best_validation_loss']} at step {t['best_step']}"
             if t["best_validation_loss"] is not None else "no validation part: the last step's weights")
@@ -144,6 +145,29 @@ def cmd_train(args: argparse.Namespace) -> None:
     say_rejected_if_quiet(record["rejected"], record["ticks_read"], args, "flashtick train")
     if across is not None:  # what the scores mean: said under --quiet too
         print(f"flashtick train: note: {across}", file=sys.stderr)
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from engine.models import BUILTIN_MODEL_DIR
+    from engine.service.finetune import fit
+    from engine.service.installation import user_train_refusal
+    from engine.service.train_builtin import WEIGHTS_FILE
+
+    if (refusal := user_train_refusal(args.out, BUILTIN_MODEL_DIR)) is not None:  # even with --overwrite
+        raise ValueError(refusal)
+    check_outputs(args, [Output("--out", args.out, is_dir=True, atomic_files=(WEIGHTS_FILE,)),
+                         Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet")])
+    _check_train_out(args.out, args.overwrite)  # before any data is read: a long run must not end in a refusal
+    cfg, options = _train_settings(args)
+    log, caution, bar = _train_sayers(args)
+    record = fit([str(f) for f in args.files], column_map_of(args), args.out, cfg, options, log, bar, caution=caution)
+    across = across_pauses_note(record["evaluation"], args.session_gap, "out of training and scoring")
+    if across is not None:
+        record["cautions"].append(f"note: {across}")
+    if args.json:
+        print(printable_json(record, indent=1, default=str))
+        return
+    _say_trained(record, args, across)
 
 
 def _streams_named(names: list[str]) -> str:
