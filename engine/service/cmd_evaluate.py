@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 from engine.service.checkpoint_notes import read_as_trained, trained_on_overlap
 from engine.service.cli_common import check_outputs, printable_json
@@ -15,36 +16,18 @@ from engine.service.cmd_train import across_pauses_note, say_left_out, say_rejec
 from engine.service.output_paths import IMAGE, PARQUET, Output, check_plot_path
 
 
-def cmd_evaluate(args: argparse.Namespace) -> None:
-    import dataclasses
-
-    from engine.models import BUILTIN_MODEL_DIR
-    from engine.service.evaluate import (batch_ms_left_nothing, evaluate_streams, format_table, load_tick_model, plot,
-                                         window_ticks)
-    from connectors.ticks import counted
-    from engine.service.features import read_head
-    from engine.service.finetune import resolve_device
-    from engine.service.splits import (gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
-                                       short_streams_line, time_overlap_note)
+def _test_streams(args: argparse.Namespace, model: Any, codec: Any, split: Any, said: Callable[[str], None],
+                  caution: Callable[[str], None]) -> tuple[dict[str, int], list[Any], list[str]]:
+    """The files read and split as ``split`` (rows rejected, the streams prepared, those left out), what the reading
+    and the split leave to say said: notes (``said``), cautions, and price steps across a split."""
     import numpy as np
 
-    from connectors.cautions import labelled
     from connectors.labels import tick_price
     from connectors.price_steps import price_steps
+    from engine.service.evaluate import window_ticks
+    from engine.service.splits import (gap_note, min_part_ticks, prepare, read_streams, short_streams_line,
+                                       time_overlap_note)
 
-    check_outputs(args, [Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet"),
-                         Output("--plot", args.plot, kind=IMAGE, example="calibration.png")])
-    if args.plot is not None:
-        check_plot_path("--plot", args.plot)
-    model_dir = BUILTIN_MODEL_DIR if args.model == "builtin" else Path(args.model)
-    def caution(line: str) -> None:  # changes what the scores mean: said under --quiet too (it quiets the reading)
-        print(f"flashtick evaluate: {labelled(line)}", file=sys.stderr)
-
-    said = (lambda line: None) if args.quiet else caution
-    read_as_trained(args, model_dir, said)  # its --split too, before the split is parsed
-    split, options = train_common(args)
-    device = resolve_device(args.device)
-    model, codec = load_tick_model(model_dir, device)
     streams, rejected = read_streams([str(f) for f in args.files], column_map_of(args), note=said,
                                      streams=args.streams, caution=caution)
     # train's rule: a part of fewer ticks left a test slice of one tick, an empty table and exit 0
@@ -61,18 +44,16 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     for sd in prepared:  # a split between two sessions or a roll, scored as a move (connectors/price_steps.py)
         for step in price_steps(sd.name, sd.ts, np.array([tick_price(t) for t in sd.ticks])):
             print(f"flashtick evaluate: warning: {step.caution(args.session_gap)}", file=sys.stderr)
-    result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device),
-                              read_head(model_dir, codec), points_out=args.points_out)
-    if (why := batch_ms_left_nothing(result)) is not None:
-        raise ValueError(f"nothing to score: {why}")
-    if not result["questions"]:  # never an empty table that exits 0
-        raise ValueError(f"nothing to score: no question has a realised answer in both the train and the test part "
-                         f"(--split {args.split}) of {counted(len(prepared), 'stream')}")
-    result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
-               "gap": max(split.gap, longest_horizon(codec)), "rejected": rejected, "skipped": skipped,
-               "session_gap_ns": args.session_gap}
-    if (across := across_pauses_note(result, args.session_gap, "unscored")) is not None:
-        caution(across)
+    return rejected, prepared, skipped
+
+
+def _say_evaluation(args: argparse.Namespace, result: dict[str, Any], model_dir: Path, model: Any,
+                    prepared: list[Any], split: Any) -> None:
+    """The result (--json, or a heading and the table), the calibration plot (--plot), and, as text, whether the
+    test slice was part of the checkpoint's training."""
+    from connectors.ticks import counted
+    from engine.service.evaluate import format_table, plot, window_ticks
+
     if args.json:
         print(printable_json(result, indent=1))
     else:
@@ -89,3 +70,44 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         return
     if (overlap := trained_on_overlap(model_dir, args.files, split, [sd.name for sd in prepared])) is not None:
         print(f"note: {overlap}", file=sys.stderr)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> None:
+    import dataclasses
+
+    from engine.models import BUILTIN_MODEL_DIR
+    from engine.service.evaluate import batch_ms_left_nothing, evaluate_streams, load_tick_model
+    from connectors.ticks import counted
+    from engine.service.features import read_head
+    from engine.service.finetune import resolve_device
+    from engine.service.splits import longest_horizon
+
+    from connectors.cautions import labelled
+
+    check_outputs(args, [Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet"),
+                         Output("--plot", args.plot, kind=IMAGE, example="calibration.png")])
+    if args.plot is not None:
+        check_plot_path("--plot", args.plot)
+    model_dir = BUILTIN_MODEL_DIR if args.model == "builtin" else Path(args.model)
+    def caution(line: str) -> None:  # changes what the scores mean: said under --quiet too (it quiets the reading)
+        print(f"flashtick evaluate: {labelled(line)}", file=sys.stderr)
+
+    said = (lambda line: None) if args.quiet else caution
+    read_as_trained(args, model_dir, said)  # its --split too, before the split is parsed
+    split, options = train_common(args)
+    device = resolve_device(args.device)
+    model, codec = load_tick_model(model_dir, device)
+    rejected, prepared, skipped = _test_streams(args, model, codec, split, said, caution)
+    result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device),
+                              read_head(model_dir, codec), points_out=args.points_out)
+    if (why := batch_ms_left_nothing(result)) is not None:
+        raise ValueError(f"nothing to score: {why}")
+    if not result["questions"]:  # never an empty table that exits 0
+        raise ValueError(f"nothing to score: no question has a realised answer in both the train and the test part "
+                         f"(--split {args.split}) of {counted(len(prepared), 'stream')}")
+    result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
+               "gap": max(split.gap, longest_horizon(codec)), "rejected": rejected, "skipped": skipped,
+               "session_gap_ns": args.session_gap}
+    if (across := across_pauses_note(result, args.session_gap, "unscored")) is not None:
+        caution(across)
+    _say_evaluation(args, result, model_dir, model, prepared, split)
