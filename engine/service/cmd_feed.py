@@ -175,51 +175,41 @@ def _start_over(source: Any) -> str:
             f"then feed these files again{_ways_to_start_over('. Else,', None)}")
 
 
-def cmd_feed(args: argparse.Namespace) -> int | None:
-    from connectors.after_held import AfterHeld
-    from connectors.cautions import labelled
-    from connectors.feed import EngineLost, FeedClient, new_tag
-    from connectors.feed_pump import FINISH_STALL_S, run_feed
+def _restore_signals() -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
 
-    batch_ns = _batch_ns(args)
-    stop = threading.Event()
-    try:  # (a Ctrl-C while it reads the files' layout or waits for the engine: its signal handler is not set yet)
-        source = replay = _replay_source(args) if args.feed_source == "replay" else None  # a file's mistakes first
-        resume = _feed_resume(args, stop)
-    except KeyboardInterrupt:
-        print("flashtick feed: interrupted while starting (reading the files, or waiting for the engine); nothing "
-              "was sent", file=sys.stderr)
-        return 130
-    if source is None:
-        source = _synthetic_source(args, resume.last_ts if resume is not None else {})
-    elif resume is not None and resume.last_ts:  # a file fed again (after a restart): from where the engine is
-        source = AfterHeld(source, resume.last_ts, resume.at_last_ts, resume.base)
-    if replay is not None and resume is not None:
-        _say_zero_bids_refused(replay, resume)
-        resume.price_offset_of = _files_offset_of(replay)
-    for line in getattr(source, "notes", ()):
-        print(f"flashtick feed: {labelled(line)}", file=sys.stderr)
 
+def _stop_on_signals(stop: threading.Event) -> list[int]:
+    """SIGTERM (a supervisor's stop) and SIGINT end the feed after the current batch, with its summary (what was
+    sent, what the engine accounted for); a second one is the default action. Returns the signals received."""
     interrupted: list[int] = []
 
     def request_stop(signum: int, _: Any) -> None:
-        # SIGTERM (a supervisor's stop) and SIGINT end the feed after the current batch, with its summary (what
-        # was sent, what the engine accounted for); a second one is the default action
         interrupted.append(signum)
         stop.set()
         signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, request_stop)
+    return interrupted
+
+
+def _sent(args: argparse.Namespace, source: Any, resume: Any, stop: threading.Event, batch_ns: int | None) -> Any:
+    """The feed itself: ``source`` pushed to the engine until it ends or ``stop``; its FeedStats. On an error, the
+    rows not sent are said first; the resume's control client is closed and the signals restored however it ends."""
+    from connectors.feed import EngineLost, FeedClient, new_tag
+    from connectors.feed_pump import run_feed
+
     client = None
     try:
         # tagged: the engine echoes the tag in its rejections, so this feed counts its own rejections, not those of
         # another publisher of the same streams
         with FeedClient(args.endpoint, watch_connection=True, tag=new_tag(), **curve_keys(args)) as client:
-            stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args),
-                             resume=resume, stop=stop, batch_ns=batch_ns,
-                             say=lambda line: print(f"flashtick feed: note: {line}", file=sys.stderr, flush=True),
-                             warn=lambda line: print(f"flashtick feed: {line}", file=sys.stderr, flush=True))
+            return run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args),
+                            resume=resume, stop=stop, batch_ns=batch_ns,
+                            say=lambda line: print(f"flashtick feed: note: {line}", file=sys.stderr, flush=True),
+                            warn=lambda line: print(f"flashtick feed: {line}", file=sys.stderr, flush=True))
     except Exception as e:  # the engine lost, a send timed out: the rows not sent of what was read are said first
         _say_rows_not_sent(source, client.ticks if client is not None else 0)
         if isinstance(e, EngineLost):
@@ -229,8 +219,14 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
     finally:
         if resume is not None:
             resume.close()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+        _restore_signals()
+
+
+def _say_feed_summary(stats: Any, stop: threading.Event, source: Any, replay: Any) -> None:
+    """What the feed sent and what the source has to say after it: the time range's rows left out, its pace, the
+    waits shortened, the ticks the engine held, what it found, and its cautions again."""
+    from connectors.after_held import AfterHeld
+
     print(stats.summary() + ("; stopped by a signal" if stop.is_set() else ""), file=sys.stderr)
     if replay is not None and replay.time_range is not None:
         print(f"flashtick feed: {replay.time_range.text()}: {replay.range_left_out} row(s) of the files outside "
@@ -245,6 +241,14 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
         print(f"flashtick feed: note: {found}", file=sys.stderr)
     for caution in getattr(source, "cautions", ()):
         print(f"flashtick feed: warning (said above too): {caution}", file=sys.stderr)
+
+
+def _check_fed(args: argparse.Namespace, stats: Any, source: Any) -> None:
+    """A feed that sent nothing, or nothing the engine took, ends in an error saying why (after the rows not sent);
+    a file fed again with nothing new is said, and no error."""
+    from connectors.after_held import AfterHeld
+    from connectors.feed_pump import FINISH_STALL_S
+
     held = sum(source.skipped.values()) if isinstance(source, AfterHeld) else 0  # ticks the engine held: not sent
     older = stats.ticks == 0 and held and source.older() is not None  # no re-feed: older ticks than the engine's
     if stats.ticks == 0 and held and not older:  # a file fed again: nothing new to send is no error
@@ -270,6 +274,34 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
         raise ValueError("the files hold no ticks (no data rows): nothing was sent")
     if stats.rejected is not None and stats.ticks and sum(stats.rejected.values()) >= stats.ticks:
         raise ValueError(f"the engine rejected every tick sent ({stats.ticks}; reasons above): none was accepted")
+
+
+def cmd_feed(args: argparse.Namespace) -> int | None:
+    from connectors.after_held import AfterHeld
+    from connectors.cautions import labelled
+
+    batch_ns = _batch_ns(args)
+    stop = threading.Event()
+    try:  # (a Ctrl-C while it reads the files' layout or waits for the engine: its signal handler is not set yet)
+        source = replay = _replay_source(args) if args.feed_source == "replay" else None  # a file's mistakes first
+        resume = _feed_resume(args, stop)
+    except KeyboardInterrupt:
+        print("flashtick feed: interrupted while starting (reading the files, or waiting for the engine); nothing "
+              "was sent", file=sys.stderr)
+        return 130
+    if source is None:
+        source = _synthetic_source(args, resume.last_ts if resume is not None else {})
+    elif resume is not None and resume.last_ts:  # a file fed again (after a restart): from where the engine is
+        source = AfterHeld(source, resume.last_ts, resume.at_last_ts, resume.base)
+    if replay is not None and resume is not None:
+        _say_zero_bids_refused(replay, resume)
+        resume.price_offset_of = _files_offset_of(replay)
+    for line in getattr(source, "notes", ()):
+        print(f"flashtick feed: {labelled(line)}", file=sys.stderr)
+    interrupted = _stop_on_signals(stop)
+    stats = _sent(args, source, resume, stop, batch_ns)
+    _say_feed_summary(stats, stop, source, replay)
+    _check_fed(args, stats, source)
     # a feed cut short by Ctrl-C is told from a whole one by its exit (130, as backtest); a supervisor's SIGTERM is
     # its normal stop: 0
     return 130 if signal.SIGINT in interrupted else None
