@@ -14,8 +14,36 @@ from engine.service.cli_common import curve_keys, printable_json
 
 def cmd_subscribe(args: argparse.Namespace) -> None:
     from connectors.service_topics import HEARTBEAT_TOPIC
-    from engine.service.answer_display import format_line, render_table
     from engine.service.client import AnswerSubscriber
+
+    slashed = _slashed_notes(args)
+    # heartbeats come too (shown only when a prefix asks for them): whether the service is there is said, not guessed
+    shown_beats = any(HEARTBEAT_TOPIC.startswith(prefix) for prefix in args.topics)
+    with AnswerSubscriber(args.endpoint, [*args.topics, *([] if shown_beats else [HEARTBEAT_TOPIC])],
+                          **curve_keys(args)) as sub:
+        watch = _Watch(args, _wait_ready(args, sub), slashed)
+        printer = _AnswerPrinter(args)
+        seen = 0
+        while args.count is None or seen < args.count:
+            message = sub.recv(timeout_s=1.0)
+            now = time.monotonic()
+            if message is not None and message[0].startswith(HEARTBEAT_TOPIC):
+                watch.heartbeat(now, message[1])
+                if not shown_beats:
+                    continue
+            if message is None:
+                watch.nothing(sub, now, seen)
+                continue
+            seen += 1
+            printer.show(*message)
+
+
+SUBSCRIBE_QUIET_S = 5.0  # no heartbeat this long: said; no message twice as long: how to list the topics, said
+
+
+def _slashed_notes(args: argparse.Namespace) -> dict[str, str]:
+    """The notes on prefixes that name a stream with a '/' (_slashed_stream_note), said now when the registered
+    queries' topics show none starts so; those left (no registered topics to ask) are said only if nothing comes."""
     from queries.spec import topic_may_start
 
     slashed = {prefix: note for prefix in args.topics if (note := _slashed_stream_note(prefix))}
@@ -25,71 +53,87 @@ def cmd_subscribe(args: argparse.Namespace) -> None:
                 print(f"flashtick subscribe: note: {note} (no registered query's topic starts so)", file=sys.stderr,
                       flush=True)
         slashed = {}  # (else said only when nothing comes: a query's topic cannot be told from here)
-    table: dict[str, dict] = {}
-    title = ""
-    live = not args.json and sys.stdout.isatty()  # a table redrawn in place; a pipe gets one line per message
-    seen = 0
-    last_seqs: dict[str, int] = {}
-    # heartbeats come too (shown only when a prefix asks for them): whether the service is there is said, not guessed
-    shown_beats = any(HEARTBEAT_TOPIC.startswith(prefix) for prefix in args.topics)
-    with AnswerSubscriber(args.endpoint, [*args.topics, *([] if shown_beats else [HEARTBEAT_TOPIC])],
-                          **curve_keys(args)) as sub:
-        beat_at = None  # when the last heartbeat came (None: none yet)
-        try:  # a wrong endpoint (or a service not up yet) is said, not waited on in silence; it waits on all the same
-            sub.wait_ready(timeout_s=SUBSCRIBE_QUIET_S)
-            beat_at = time.monotonic()
-        except TimeoutError as e:
-            if (refused := sub.refused()) is not None:
-                raise ConnectionError(f"{args.endpoint} refused the subscription: {refused}") from None
-            print(f"flashtick subscribe: note: {e}; waiting on (Ctrl-C stops)", file=sys.stderr, flush=True)
-        quiet_since, told, lost = time.monotonic(), False, False
-        widened: set[str] = set()  # the QUERY/STREAM prefixes said to match more streams than the one they name
-        registry: int | None = None  # the registry version the last heartbeat carried
-        while args.count is None or seen < args.count:
-            message = sub.recv(timeout_s=1.0)
-            now = time.monotonic()
-            if message is not None and message[0].startswith(HEARTBEAT_TOPIC):
-                if lost:
-                    print("flashtick subscribe: note: heartbeats are back", file=sys.stderr, flush=True)
-                beat_at, lost = now, False
-                registry = _note_registry_change(registry, message[1])
-                if not shown_beats:
-                    continue
-            if message is None:
-                if (refused := sub.refused()) is not None:
-                    raise ConnectionError(f"{args.endpoint} refused the subscription: {refused}")
-                if beat_at is not None and not lost and now - beat_at > 2 * SUBSCRIBE_QUIET_S:
-                    lost = True  # the service stopped, or restarts: said once, and again when it is back
-                    print(f"flashtick subscribe: note: no heartbeat from {args.endpoint} for "
-                          f"{2 * SUBSCRIBE_QUIET_S:g} s: the service stopped or is restarting; waiting on",
-                          file=sys.stderr, flush=True)
-                if not told and seen == 0 and beat_at is not None and now - quiet_since > 2 * SUBSCRIBE_QUIET_S:
-                    told = True  # the service is there; a misspelt prefix matches nothing: say how to see what is
-                    print(f"flashtick subscribe: note: nothing published on {', '.join(map(repr, args.topics))} in "
-                          f"{2 * SUBSCRIBE_QUIET_S:g} s while the service is up: a topic is QUERY/STREAM/ "
-                          f"unless its query sets its own `topic` (case-sensitive), published when its query's "
-                          f"trigger fires; `flashtick topics` lists those published so far", file=sys.stderr,
-                          flush=True)
-                    for note in slashed.values():
-                        print(f"flashtick subscribe: note: {note}", file=sys.stderr, flush=True)
-                continue
-            seen += 1
-            topic, payload = message
-            _note_gap(last_seqs, topic, payload)
-            _note_wider_prefix(args.topics, topic, widened)
-            if args.json:
-                print(printable_json({"topic": topic, **payload}), flush=True)
-            elif not live:
-                print(format_line(topic, payload), flush=True)
-            else:
-                if "query" in payload:
-                    table[topic] = payload
-                else:  # heartbeats and rejects: the latest one heads the table
-                    title = format_line(topic, payload)
-                render_table(table, sys.stdout, title)
+    return slashed
 
 
-SUBSCRIBE_QUIET_S = 5.0  # no heartbeat this long: said; no message twice as long: how to list the topics, said
+def _wait_ready(args: argparse.Namespace, sub: Any) -> float | None:
+    """When the first heartbeat came (time.monotonic), or None (said) when none came within SUBSCRIBE_QUIET_S: a
+    wrong endpoint (or a service not up yet) is said, not waited on in silence; it waits on all the same."""
+    try:
+        sub.wait_ready(timeout_s=SUBSCRIBE_QUIET_S)
+        return time.monotonic()
+    except TimeoutError as e:
+        if (refused := sub.refused()) is not None:
+            raise ConnectionError(f"{args.endpoint} refused the subscription: {refused}") from None
+        print(f"flashtick subscribe: note: {e}; waiting on (Ctrl-C stops)", file=sys.stderr, flush=True)
+        return None
+
+
+class _Watch:
+    """What `subscribe` notices between answers and says on stderr: heartbeats gone quiet and back, the registered
+    queries changing, and nothing published on the prefixes while the service is up."""
+
+    def __init__(self, args: argparse.Namespace, beat_at: float | None, slashed: dict[str, str]) -> None:
+        self.args, self.slashed = args, slashed
+        self.beat_at = beat_at  # when the last heartbeat came (None: none yet)
+        self.quiet_since, self.told, self.lost = time.monotonic(), False, False
+        self.registry: int | None = None  # the registry version the last heartbeat carried
+
+    def heartbeat(self, now: float, payload: Any) -> None:
+        if self.lost:
+            print("flashtick subscribe: note: heartbeats are back", file=sys.stderr, flush=True)
+        self.beat_at, self.lost = now, False
+        self.registry = _note_registry_change(self.registry, payload)
+
+    def nothing(self, sub: Any, now: float, seen: int) -> None:
+        """No message this second: a refusal ends it; heartbeats gone quiet, or nothing published, are said once."""
+        args = self.args
+        if (refused := sub.refused()) is not None:
+            raise ConnectionError(f"{args.endpoint} refused the subscription: {refused}")
+        if self.beat_at is not None and not self.lost and now - self.beat_at > 2 * SUBSCRIBE_QUIET_S:
+            self.lost = True  # the service stopped, or restarts: said once, and again when it is back
+            print(f"flashtick subscribe: note: no heartbeat from {args.endpoint} for "
+                  f"{2 * SUBSCRIBE_QUIET_S:g} s: the service stopped or is restarting; waiting on",
+                  file=sys.stderr, flush=True)
+        if (not self.told and seen == 0 and self.beat_at is not None
+                and now - self.quiet_since > 2 * SUBSCRIBE_QUIET_S):
+            self.told = True  # the service is there; a misspelt prefix matches nothing: say how to see what is
+            print(f"flashtick subscribe: note: nothing published on {', '.join(map(repr, args.topics))} in "
+                  f"{2 * SUBSCRIBE_QUIET_S:g} s while the service is up: a topic is QUERY/STREAM/ "
+                  f"unless its query sets its own `topic` (case-sensitive), published when its query's "
+                  f"trigger fires; `flashtick topics` lists those published so far", file=sys.stderr,
+                  flush=True)
+            for note in self.slashed.values():
+                print(f"flashtick subscribe: note: {note}", file=sys.stderr, flush=True)
+
+
+class _AnswerPrinter:
+    """Each message on stdout: a JSON line (--json), a line (a pipe), or a table redrawn in place (a terminal); with
+    notes on stderr of seq gaps and of prefixes that match more streams than the one they name."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.live = not args.json and sys.stdout.isatty()  # a table redrawn in place; a pipe gets one line per message
+        self.table: dict[str, dict] = {}
+        self.title = ""
+        self.last_seqs: dict[str, int] = {}
+        self.widened: set[str] = set()  # the QUERY/STREAM prefixes said to match more streams than the one they name
+
+    def show(self, topic: str, payload: Any) -> None:
+        from engine.service.answer_display import format_line, render_table
+
+        _note_gap(self.last_seqs, topic, payload)
+        _note_wider_prefix(self.args.topics, topic, self.widened)
+        if self.args.json:
+            print(printable_json({"topic": topic, **payload}), flush=True)
+        elif not self.live:
+            print(format_line(topic, payload), flush=True)
+        else:
+            if "query" in payload:
+                self.table[topic] = payload
+            else:  # heartbeats and rejects: the latest one heads the table
+                self.title = format_line(topic, payload)
+            render_table(self.table, sys.stdout, self.title)
 
 
 def _slashed_stream_note(prefix: str) -> str | None:
