@@ -141,12 +141,8 @@ def _start(args: argparse.Namespace, stopping: StartingStop) -> tuple[Any, dict[
     return server, server.bind()
 
 
-def cmd_serve(args: argparse.Namespace) -> int | None:
-    # said before the imports (torch: seconds on a loaded host), so a supervisor's log shows a start began
-    from engine.service.installation import package_version
-
-    config_file = f"config {args.config.absolute()}" if args.config is not None else "no config file"
-    print(f"flashtick {package_version()} starting (pid {os.getpid()}, {config_file})", file=sys.stderr, flush=True)
+def _started(args: argparse.Namespace) -> tuple[Any, dict[str, str]] | None:
+    """``_start`` under StartingStop: the server and its endpoints, or None (said) when a stop signal came first."""
     stopping = StartingStop()
     for signum in STOP_SIGNALS:
         signal.signal(signum, stopping)
@@ -161,8 +157,14 @@ def cmd_serve(args: argparse.Namespace) -> int | None:
         if server is not None:  # stopped once bound: its sockets and the data directory's lock let go, as serving's
             server.close()
         print(stopping.line(), file=sys.stderr, flush=True)
-        return 0
-    from engine.service.exposure import open_socket_warnings
+        return None
+    return server, endpoints
+
+
+def _say_setup(args: argparse.Namespace, server: Any) -> None:
+    """The start lines on what serves: where it logs, its shards, its model and KV pool, and the notes on how the
+    model's training read its files."""
+    from engine.service.reading_record import recorded_reading
 
     config, data = server.config, server.pipeline.data
     default = str(default_data_dir(config.model.model_id))
@@ -183,12 +185,17 @@ def cmd_serve(args: argparse.Namespace) -> int | None:
         print(f"flashtick: note: this model was trained on files read with {reading}: the service reads ticks as "
               f"they are sent, so a feed must send ticks read alike (`flashtick feed replay` with the same "
               f"options; docs/model.md)", file=sys.stderr, flush=True)
-    from engine.service.reading_record import recorded_reading
-
     # live scores and the adaptation label with answers.session_gap_s, training with its --session-gap
     if labelled := session_gap_mismatch(recorded_reading(model.path), server.config.answers.session_gap_ns,
                                         "answers.session_gap_s"):
         print(f"flashtick: note: {labelled}", file=sys.stderr, flush=True)
+
+
+def _say_serving(server: Any, endpoints: dict[str, str]) -> None:
+    """The start's last lines: open sockets' warnings, the serving line (what a probe waits for), and what it will
+    not do (no standing queries) or does (CURVE)."""
+    from engine.service.exposure import open_socket_warnings
+
     for warning in open_socket_warnings(endpoints, server.config.curve):  # before the serving line a probe waits for
         print(f"flashtick: {warning}", file=sys.stderr, flush=True)
     feeds = "".join(f" feed={feed}" for feed in server.config.endpoints.feeds)  # SUBscribed to (connects)
@@ -204,7 +211,10 @@ def cmd_serve(args: argparse.Namespace) -> int | None:
         who = f"clients listed in {curve.clients_dir}" if curve.clients_dir else "any client with the server key"
         print(f"flashtick: CURVE on control, answers{' and ingest' if curve.ingest else ''}; {who}",
               file=sys.stderr, flush=True)
-    server.serve_forever()
+
+
+def _stopped_line(server: Any) -> str:
+    """The summary once serving stopped: ticks in (this run's and the tick log's), answers out, rejects, conflation."""
     stats = server.pipeline.stats()
     rejected = stats["rejected"]
     refused = f", {sum(rejected.values())} rejected ({', '.join(f'{r} {n}' for r, n in sorted(rejected.items()))})" \
@@ -213,8 +223,23 @@ def cmd_serve(args: argparse.Namespace) -> int | None:
     recovered = getattr(data, "recovered_ticks", 0) if data is not None else 0
     earlier = f" ({stats['ticks_in'] - recovered} this run, {recovered} from the tick log)" if recovered else ""
     conflated = f", {stats['conflated']} quotes conflated (when_behind: conflate)" if stats.get("conflated") else ""
-    print(f"flashtick stopped: {stats['ticks_in']} ticks in{earlier}, {stats['answers_out']} answers out this run"
-          f"{refused}{conflated}", file=sys.stderr)
+    return (f"flashtick stopped: {stats['ticks_in']} ticks in{earlier}, {stats['answers_out']} answers out this run"
+            f"{refused}{conflated}")
+
+
+def cmd_serve(args: argparse.Namespace) -> int | None:
+    # said before the imports (torch: seconds on a loaded host), so a supervisor's log shows a start began
+    from engine.service.installation import package_version
+
+    config_file = f"config {args.config.absolute()}" if args.config is not None else "no config file"
+    print(f"flashtick {package_version()} starting (pid {os.getpid()}, {config_file})", file=sys.stderr, flush=True)
+    if (started := _started(args)) is None:
+        return 0
+    server, endpoints = started
+    _say_setup(args, server)
+    _say_serving(server, endpoints)
+    server.serve_forever()
+    print(_stopped_line(server), file=sys.stderr)
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
