@@ -175,9 +175,14 @@ def _start_over(source: Any) -> str:
             f"then feed these files again{_ways_to_start_over('. Else,', None)}")
 
 
+def _default_action(signum: int) -> None:
+    """``signum`` back to what it does without the feed's handler: SIGINT raises KeyboardInterrupt, SIGTERM ends."""
+    signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+
+
 def _restore_signals() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+        _default_action(signum)
 
 
 def _stop_on_signals(stop: threading.Event) -> list[int]:
@@ -188,7 +193,7 @@ def _stop_on_signals(stop: threading.Event) -> list[int]:
     def request_stop(signum: int, _: Any) -> None:
         interrupted.append(signum)
         stop.set()
-        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+        _default_action(signum)
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, request_stop)
