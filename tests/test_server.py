@@ -478,3 +478,70 @@ def test_hostile_query_documents_are_refused_over_control_and_the_service_keeps_
         assert [q["name"] for q in control.call("list")["queries"]] == ["dir"]
         feed.send(encode(SyntheticMarket(SyntheticConfig(seed=7)).next_batch(5)))
         wait_for(lambda: control.call("get", query="dir", stream="SYN.A")["answer"] is not None)
+
+
+# stats figures /metrics carries under another name (or not at all: uptime_s is process_start_time_seconds'
+# difference from the scrape's time); every other number of `stats` is flashtick_<path>[_total]
+METRIC_NAMES = {"lag_s": "lag_seconds", "stats_time": "stats_timestamp_seconds", "uptime_s": None,
+                "log/recovery_s": "log_recovery_seconds", "log/answers/errors": "answer_log_errors_total"}
+# maps /metrics carries as labelled families of their own (quantiles; a query's live scores, whose seven
+# answer-quality figures are there, not the bookkeeping beside them; rejections by reason; the streams shed)
+LABELLED = ("freshness_ms", "data_age_ms", "scores", "rejected", "shed_streams")
+
+
+def _metric_name(path: tuple[str, ...]) -> str | None:
+    """The /metrics family a number of `stats` (its path of keys) is exposed as."""
+    joined = "/".join(path)
+    if joined in METRIC_NAMES:
+        return METRIC_NAMES[joined]
+    if path[:2] == ("log", "answers"):
+        return "answer_log_" + path[2]
+    if path[0] in ("scheduler", "runner"):
+        return path[1]
+    return "_".join(path)
+
+
+def test_every_number_of_stats_is_on_the_metrics_endpoint(checkpoint, tmp_path) -> None:
+    """`stats.log.ticks_dropped_by_retention` (and a score of other `stats` counters: answers_out, query_errors,
+    answer_fetches, scheduler.late_evictions, speculation.*, most of log.*) was not on /metrics, so a scraper could
+    not alert on retention dropping ticks. Every number of `stats` is now there under the existing naming scheme,
+    and the log's figures read the same as `stats` says them."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(DIR_QUERY)
+    config = ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
+                      "control": "tcp://127.0.0.1:0", "metrics_port": 0},
+        "log": {"dir": str(tmp_path / "d"), "segment_bytes": 16384, "retention_bytes": 49152},
+        "limits": {"heartbeat_s": 0.2}, "queries": str(queries)})
+    with serving(config) as server:
+        push = zmq.Context.instance().socket(zmq.PUSH)
+        push.linger = 1000
+        push.connect(server.endpoints["ingest"])
+        push.send(encode(SyntheticMarket(SyntheticConfig(seed=21)).next_batch(1500)))
+        push.close()
+        with ControlClient(server.endpoints["control"], timeout_s=60) as control:
+            wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 1500 and not server.pipeline.busy, 120)
+            stats = control.call("stats")["stats"]
+        scraped = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+                   for line in urllib.request.urlopen(server.endpoints["metrics"], timeout=10).read().decode()
+                   .splitlines() if line and not line.startswith("#")}
+
+    def numbers(figures: dict, path: tuple[str, ...] = ()):
+        for key, value in figures.items():
+            if isinstance(value, dict):
+                yield from numbers(value, path + (key,))
+            elif isinstance(value, (int, float)):  # (bool among them: behind, kv_thrash)
+                yield path + (key,), value
+
+    missing = []
+    for path, value in numbers({key: value for key, value in stats.items() if key not in LABELLED}):
+        name = _metric_name(path)
+        if name is not None and f"flashtick_{name}" not in scraped and f"flashtick_{name}_total" not in scraped:
+            missing.append("/".join(path))
+    assert not missing, missing
+    log = stats["log"]
+    assert log["ticks_dropped_by_retention"] > 0, log  # retention dropped segments while serving
+    assert scraped["flashtick_log_ticks_dropped_by_retention_total"] == log["ticks_dropped_by_retention"]
+    assert scraped["flashtick_log_appended_total"] == log["appended"] == 1500
+    assert scraped["flashtick_answer_log_appended_total"] == log["answers"]["appended"] > 0

@@ -30,6 +30,9 @@ COUNTERS = {
     "auth_denied": "CURVE handshakes refused: client key not in curve.clients_dir",
     "handshakes_failed": "Connections to CURVE sockets whose handshake failed before a key was checked (a client "
                          "without keys, a peer that is no ZeroMQ client)",
+    "answers_out": "Standing answers the engine computed (answers_published counts those sent on the PUB socket)",
+    "answer_fetches": "Answers ops served (a subscriber filling a gap from the kept history)",
+    "query_errors": "Query jobs that ended in an error, asks included",
     "heartbeats": "Heartbeats the engine thread sent (limits.heartbeat_s apart while it runs): one that stops rising "
                   "while the service answers scrapes is an engine thread stalled in a long forward, or stuck",
 }
@@ -69,6 +72,7 @@ SCHEDULER_COUNTERS = {  # engine/scheduler_stats.py's SchedulerStats: what each 
     "jobs_failed": "Query jobs that failed: their probe would pass the model's positions (scheduler.probe_reserve)",
     "skipped_tokens": "Queued tokens never computed: a later roll of their stream, before the end of their tick "
                       "group, dropped them from the window",
+    "late_evictions": "Forwards that needed KV room past what their planning fitted, evicting then (expected 0)",
 }
 RUNNER_COUNTERS = {  # engine/runner.py's RunnerStats
     "forwards": "Forward passes the model ran (many streams in one), restore rebuilds included",
@@ -77,19 +81,55 @@ RUNNER_COUNTERS = {  # engine/runner.py's RunnerStats
                       "tokens_advanced without rolls: kv.cells is too small, see kv_thrash)",
     "tokens_probed": "Query probe tokens computed (questions evaluated against a session, not kept in it)",
 }
+SPECULATION_COUNTERS = {  # queries/flash.py's FlashStats (stats.speculation), as speculation_<key>_total
+    "drafted": "Prompt-lookup draft tokens proposed",
+    "decode_forwards": "Generate steps: forwards that decoded",
+    "prepositioned": "Generate answers decoded ahead of an ask",
+    "preposition_hits": "Asks answered by an answer decoded ahead (the stream had not moved)",
+    "gate_asks": "Asks on gated queries",
+    "gate_audited": "Gated answers recomputed at idle priority",
+}
 PROCESS_GAUGES = {  # known from the start, before the model loads
     "process_start_time_seconds": "Start time of the service process since the Unix epoch, in seconds (as "
                                   "process_start_time_seconds of Prometheus client libraries)",
     "process_resident_memory_bytes": "Resident memory of the service process (RSS)",
 }
-LOG_COUNTERS = (  # (stats path under `log`, metric, help): with a data directory
-    (("append_errors",), "log_append_errors_total", "Tick log writes that failed, each refused tick's (ticks "
-                                                     "refused while the answer log fails are counted in "
-                                                     "rejected_total only)"),
-    (("answers", "errors"), "answer_log_errors_total", "Answer log writes that failed, each retry of a waiting "
-                                                         "answer too (every second while the log fails; the answers "
-                                                         "were published)"),
-    (("segments_dropped",), "log_segments_dropped_total", "Tick log segments dropped by retention"),
+LOG_FIGURES = (  # (stats path under `log`, metric, type, help): with a data directory; every number `stats.log` has
+    (("appended",), "log_appended_total", "counter", "Tick log records appended"),
+    (("append_errors",), "log_append_errors_total", "counter", "Tick log writes that failed, each refused tick's "
+                                                               "(ticks refused while the answer log fails are "
+                                                               "counted in rejected_total only)"),
+    (("fsyncs",), "log_fsyncs_total", "counter", "Tick log fsyncs"),
+    (("segments_dropped",), "log_segments_dropped_total", "counter", "Tick log segments dropped by retention"),
+    (("ticks_dropped_by_retention",), "log_ticks_dropped_by_retention_total", "counter",
+     "Ticks the tick log segments retention dropped held, since the log began (a restart no longer recovers them)"),
+    (("torn_tails",), "log_torn_tails_total", "counter", "Damaged tick log ends truncated on read"),
+    (("corrupt_skipped",), "log_corrupt_skipped_total", "counter", "Damaged tick log regions skipped "
+                                                                   "(log.skip_corrupt)"),
+    (("corrupt_records",), "log_corrupt_records_total", "counter", "Tick log records that began in the damaged "
+                                                                   "regions skipped (about)"),
+    (("recovered_ticks",), "log_recovered_ticks", "gauge", "Ticks this start recovered from the tick log"),
+    (("replay_refused",), "log_replay_refused", "gauge", "Logged items this start's replay refused (a limit "
+                                                         "lowered since they were logged)"),
+    (("recovered_answers",), "log_recovered_answers", "gauge", "Answers this start recovered from the answer log"),
+    (("recovery_s",), "log_recovery_seconds", "gauge", "Seconds this start took to replay the logs"),
+    (("rebuild_forwards",), "log_rebuild_forwards", "gauge", "Forwards this start ran to recompute the sessions"),
+    (("damaged_files",), "log_damaged_files", "gauge",
+     "Damaged copies kept beside the tick and answer logs (a log.skip_corrupt repair's originals, a torn tail's cut "
+     "bytes)"),
+    (("damaged_bytes",), "log_damaged_bytes", "gauge", "Bytes of those damaged files"),
+    (("answers", "appended"), "answer_log_appended_total", "counter", "Answer log records appended"),
+    (("answers", "errors"), "answer_log_errors_total", "counter", "Answer log writes that failed, each retry of a "
+                                                                 "waiting answer too (every second while the log "
+                                                                 "fails; the answers were published)"),
+    (("answers", "unlogged"), "answer_log_unlogged", "gauge", "Published answers waiting for the answer log to "
+                                                             "take them"),
+    (("answers", "fsyncs"), "answer_log_fsyncs_total", "counter", "Answer log fsyncs"),
+    (("answers", "segments_dropped"), "answer_log_segments_dropped_total", "counter",
+     "Answer log segments dropped by retention"),
+    (("answers", "torn_tails"), "answer_log_torn_tails_total", "counter", "Damaged answer log ends truncated on read"),
+    (("answers", "corrupt_skipped"), "answer_log_corrupt_skipped_total", "counter",
+     "Damaged answer log regions skipped"),
 )
 LIVE_SCORES = (  # (stats key, metric, type, help), one sample per query
     ("scored", "live_scored_total", "counter", "Published answers scored against the realised answer, since the "
@@ -187,19 +227,20 @@ def render(snapshot: dict[str, Any], now: float | None = None) -> str:
     rejected = snapshot.get("rejected", {})
     metric("rejected_total", "counter", "Ticks or messages rejected, by reason",
            [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())])  # none yet: no sample (no fake reason)
-    for group, counters in (("scheduler", SCHEDULER_COUNTERS), ("runner", RUNNER_COUNTERS)):
+    for group, prefix, counters in (("scheduler", "", SCHEDULER_COUNTERS), ("runner", "", RUNNER_COUNTERS),
+                                    ("speculation", "speculation_", SPECULATION_COUNTERS)):
         for key, help_text in counters.items():
-            metric(f"{key}_total", "counter", help_text, [("", snapshot.get(group, {}).get(key, 0))])
+            metric(f"{prefix}{key}_total", "counter", help_text, [("", snapshot.get(group, {}).get(key, 0))])
     log = snapshot.get("log")
     if isinstance(log, dict):
         metric("log_problem", "gauge", "1 while ticks are refused (log_unavailable) because the data directory's logs "
                "cannot be written (a full disk, a file size limit, a removed directory): `flashtick health` says "
                "degraded and why", [("", int(bool(snapshot.get("log_problem"))))])
-        for path, name, help_text in LOG_COUNTERS:
+        for path, name, kind, help_text in LOG_FIGURES:
             value: Any = log
             for key in path:
                 value = value.get(key, 0) if isinstance(value, dict) else 0
-            metric(name, "counter", help_text, [("", value)])
+            metric(name, kind, help_text, [("", value)])
     scores = snapshot.get("scores", {})  # live scores per query (engine/service/live_scores.py)
     for key, name, kind, help_text in LIVE_SCORES:
         metric(name, kind, help_text, [(f'{{query="{_label(query)}"}}', s[key]) for query, s in sorted(scores.items())
