@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from conftest import tiny_tick_checkpoint
@@ -184,19 +185,26 @@ def test_a_query_taken_out_of_the_queries_file_and_still_served_is_named_at_the_
                     f"file on top of what was kept (to stop one: flashtick unregister NAME)"], again
 
 
+def _noted_starts(tmp_path: Path, key: str) -> Callable[[str], list[str]]:
+    """Starts of a service on one data directory with ``model.<key>`` set to a value: the notes each start says."""
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    config = tmp_path / "engine.yaml"
+
+    def start(value: str) -> list[str]:
+        config.write_text(f"model: {{path: {checkpoint}, {key}: {value}}}\nkv: {{cells: 8192, block_size: 16}}\n"
+                          f"log: {{dir: data}}\nendpoints: {{ingest: 'tcp://127.0.0.1:0', "
+                          f"answers: 'tcp://127.0.0.1:0', control: 'tcp://127.0.0.1:0'}}\n")
+        return [line for line in serve_until_serving(["--config", str(config)], cwd=tmp_path) if "note:" in line]
+
+    return start
+
+
 def test_a_restart_under_another_model_dtype_says_so_once(tmp_path) -> None:
     """An SRE's review (review189 #4): a restart on the same data directory with `model.dtype: bfloat16`, its logs
     written in float32, was taken without a word (meta.json did not record the dtype), so answers after it came at
     another precision than the logged ones. The start now says so, and records the new dtype (the next start says
     nothing)."""
-    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
-    config = tmp_path / "engine.yaml"
-
-    def start(dtype: str) -> list[str]:
-        config.write_text(f"model: {{path: {checkpoint}, dtype: {dtype}}}\nkv: {{cells: 8192, block_size: 16}}\n"
-                          f"log: {{dir: data}}\nendpoints: {{ingest: 'tcp://127.0.0.1:0', "
-                          f"answers: 'tcp://127.0.0.1:0', control: 'tcp://127.0.0.1:0'}}\n")
-        return [line for line in serve_until_serving(["--config", str(config)], cwd=tmp_path) if "dtype" in line]
+    start = _noted_starts(tmp_path, "dtype")
 
     assert start("float32") == []
     assert start("bfloat16") == [
@@ -204,3 +212,19 @@ def test_a_restart_under_another_model_dtype_says_so_once(tmp_path) -> None:
         f"float32, this start computes under bfloat16: answers after the restart (those it owes included) may differ "
         f"from the logged ones by that precision's rounding"]
     assert start("bfloat16") == []
+
+
+def test_a_restart_under_another_model_weights_format_says_so_once(tmp_path) -> None:
+    """A restart with another `model.weights` (the linears' format: bf16 GEMMs, plain nn.Linear) changed the answers'
+    rounding without a word: meta.json recorded `model.dtype`, noted when it changed, but not the linears' format.
+    It now records the format the linears compute in and notes its change the same way (null and its dtype's
+    format are one and the same: no note between them)."""
+    start = _noted_starts(tmp_path, "weights")
+
+    assert start("null") == []
+    assert start("float32") == []  # (what null gives a float32 model)
+    assert start("torch") == [
+        f"flashtick: note: data directory {tmp_path / 'data'}: its logged answers were computed under model.weights "
+        f"float32, this start computes under torch: answers after the restart (those it owes included) may differ "
+        f"from the logged ones by the linears' rounding (their weight format, engine/models/linear.py)"]
+    assert start("torch") == []

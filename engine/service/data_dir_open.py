@@ -119,8 +119,10 @@ _META_CHANGES = {"text_encoding": "the same ticks now encode to other tokens: th
 
 # meta.json keys a restart may change, said at the start rather than refused: the logged ticks replay into the same
 # tokens and sessions, only the numbers computed from them differ (an operator comparing answers across the restart
-# must know why they do); the change is recorded, so the next start says nothing
-_META_NOTED = {"dtype": "model.dtype"}
+# must know why they do); the change is recorded, so the next start says nothing. Key -> (config key, what differs)
+_META_NOTED = {"dtype": ("model.dtype", "that precision's rounding"),
+               "linear_weights": ("model.weights", "the linears' rounding (their weight format, engine/models/"
+                                                   "linear.py)")}
 
 
 def check_meta(path: Path, written_by: dict[str, Any]) -> None:
@@ -142,10 +144,12 @@ def check_meta(path: Path, written_by: dict[str, Any]) -> None:
                           f"ticklog export {path.parent} --out ticks.parquet`, then `flashtick feed replay "
                           f"ticks.parquet` into this service on another --data-dir (docs/durability.md, Reading the "
                           f"tick log back)")
-    for key in noted:
+    # (the dtype's note covers the linears' format it brings: one cause, one line)
+    for key in [k for k in noted if not (k == "linear_weights" and "dtype" in noted)]:
+        setting, rounding = _META_NOTED[key]
         print(f"flashtick: note: data directory {path.parent}: its logged answers were computed under "
-              f"{_META_NOTED[key]} {before[key]}, this start computes under {written_by[key]}: answers after the "
-              f"restart (those it owes included) may differ from the logged ones by that precision's rounding",
+              f"{setting} {before[key]}, this start computes under {written_by[key]}: answers after the "
+              f"restart (those it owes included) may differ from the logged ones by {rounding}",
               file=sys.stderr, flush=True)
     if set(written_by) - set(before) or noted:
         path.write_text(json.dumps(before | written_by, indent=2) + "\n")

@@ -9,9 +9,12 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from connectors.codec import BinnedCodec, Codec, TextCodec
 from engine.models import BUILTIN_MODEL_DIR
-from engine.service.config import ServiceConfig
+from engine.models.loader import default_weights
+from engine.service.config import ModelSection, ServiceConfig
 
 
 def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
@@ -23,10 +26,20 @@ def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
     meta = {"model": config.model.model_id, "codec": f"{type(codec).__name__}:"
             f"{hashlib.sha256(spec.encode()).hexdigest()[:16]}",
             "weights": weights_fingerprint(Path(config.model.path) if config.model.path else BUILTIN_MODEL_DIR),
-            "dtype": config.model.dtype}  # (a change is said, not refused: data_dir_open._META_NOTED)
+            # (a change of either is said, not refused: data_dir_open._META_NOTED)
+            "dtype": config.model.dtype, "linear_weights": linear_format(config.model)}
     if isinstance(codec, TextCodec):
         meta |= {"tokenizer": codec.fingerprint(), "text_encoding": codec.encoding_record()}
     return meta
+
+
+def linear_format(model: ModelSection) -> str:
+    """The format the model's linears compute in (engine/models/linear.py): ``model.weights``, or the one
+    ``model.dtype`` gives when it is null; ``torch`` (nn.Linear as loaded) where none is chosen, and on CUDA, where
+    the format is not applied. Recorded, not ``model.weights`` as written: null and its dtype's format compute alike."""
+    if model.device != "cpu":
+        return "torch"
+    return model.weights or default_weights(getattr(torch, model.dtype)) or "torch"
 
 
 def weights_fingerprint(model_dir: Path, edge: int = 1 << 20) -> str:
