@@ -369,6 +369,7 @@ def test_shed_rejections_reach_the_rejects_topic(checkpoint, capsys, monkeypatch
 
 def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socket_answers(checkpoint, capsys) -> None:
     from connectors.ticks import trade
+    from engine.service.cli import main
 
     with live_server(checkpoint, scheduler={"max_streams": 300},
                      limits={"heartbeat_s": 0.2, "max_message_bytes": 1 << 20}) as (server, push):
@@ -393,7 +394,22 @@ def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socke
             reply = control.call("streams", streams=[refused, "NEVER"])
             assert reply["streams"] == {refused: None, "NEVER": None} and list(reply["refused"]) == [refused]
             assert reply["refused"][refused]["ticks"] == 1 and "max_streams" in reply["refused"][refused]["error"]
+            # a listing of every stream named no refused one (review200 #3): a desk could not see which strikes were
+            # not modelled without knowing their names. It lists those remembered (bounded: the last 1,024 refused)
+            # and counts the rest
+            every = control.call("streams")
+            assert len(every["streams"]) == 300 and every["refused_more"] == 1700 - 1024, every.keys()
+            assert list(every["refused"]) == [f"NEW{i:05d}" for i in range(2000 - 1024, 2000)]
+            assert every["refused"][refused] == reply["refused"][refused]
         assert stats["streams"] == 300 and stats["rejected"] == {"stream_refused": 1700}
+        capsys.readouterr()
+        assert main(["streams", "--control", server.endpoints["control"]]) == 0
+        out, err = capsys.readouterr()
+        assert out.count("\trefused (1 ticks)\n") == 1024 and f"{refused}\trefused (1 ticks)\n" in out
+        assert len(out.splitlines()) == 300 + 1024
+        assert "flashtick streams: 1,024 streams refused, listed as refused (stream_refused 1024); 676 refused " \
+               "streams more no longer remembered by name (the service keeps the last 1,024; `_rejects/` named " \
+               "them); `flashtick streams NAME` says why" in err, err
         # and the log says it (once a heartbeat has seen them)
         said = []
         # (a heartbeat between the burst's messages says part of them; the next line, up to BEHIND_WARNING_EVERY_S
@@ -545,8 +561,10 @@ def test_streams_a_restart_refuses_under_a_lowered_max_streams_are_said_refused(
                "is from before, not about ticks the service holds now" in err, err
         assert main(["streams", "--control", server.endpoints["control"]]) == 0
         out, err = capsys.readouterr()
-        assert refused[0] not in out and "flashtick streams: 2 logged streams refused at this start, not listed: " \
-                                         "scheduler.max_streams 2 reached" in err, err
+        # listed now, as refused (review200 #3), not only counted
+        assert f"{refused[0]}\trefused ({ticks_of} ticks)\n" in out and "flashtick streams: 2 logged streams " \
+               "refused at this start: scheduler.max_streams 2 reached" in err, err
+        assert "flashtick streams: 2 streams refused, listed as refused (stream_refused 2); " in err, err
 
 
 def test_a_stream_forgotten_before_a_restart_reads_never_seen_whatever_the_limits(checkpoint, tmp_path,

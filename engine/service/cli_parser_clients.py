@@ -216,15 +216,16 @@ def add_scores(sub: Any, shared: SharedOptions) -> None:
 
 def add_streams(sub: Any, shared: SharedOptions) -> None:
     p = _control_command(sub, shared, "streams", help="each stream's last accepted tick (ts, count): where a feed "
-                         "resumes after a restart; exit 1 when a name given was refused (admission turned it away, "
-                         "or every tick of it was bad)", control=_control_options("the streams' last ticks"))
+                         "resumes after a restart; every stream: the refused ones after them, `NAME refused (N "
+                         "ticks)`; exit 1 when a name given was refused (admission turned it away, or every tick of it "
+                         "was bad)", control=_control_options("the streams' last ticks"))
     p.add_argument("names", nargs="*", type=stream_name, help="stream names (default: every stream)")
     p.add_argument("--idle-over", type=_non_negative, metavar="SECONDS",
                    help="list only the streams with no tick for longer than SECONDS (a name given and never seen "
                         "too) and exit 1 when there is one: a check for a feed gone quiet (exit 1 also when a name "
                         "given was refused)")
     p.add_argument("--json", action="store_true", help="one JSON object: streams (name -> {ticks, last_ts, "
-                   "at_last_ts, last_price, idle_s} or null) and refused")
+                   "at_last_ts, last_price, idle_s} or null), refused (name -> {ticks, error}) and refused_more")
     p.set_defaults(run=cmd_streams)
 
 

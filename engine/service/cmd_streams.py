@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from typing import Any
 
 from engine.service.cli_common import context_text, control_client, printable_json
+from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT
 
 
 def cmd_forget(args: argparse.Namespace) -> None:
@@ -25,12 +27,14 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
     listed: dict[str, dict | None] = {}  # what is printed (--idle-over: the quiet ones only), for --json
     refused: dict[str, dict] = {}
     refused_at_start: dict[str, Any] = {}  # (a listing of every stream: the logged ones this start refused, a count)
+    refused_more = 0  # (... and the refused streams the service no longer remembers by name)
     with control_client(args) as control:
         after = ""
         while True:  # every stream, a reply's page at a time (the names given: one reply)
             reply = control.call("streams", **({"streams": args.names} if args.names else {"after": after}))
             refused.update(reply.get("refused") or {})
             refused_at_start = reply.get("refused_at_start") or refused_at_start
+            refused_more = reply.get("refused_more") or refused_more
             uptime_s = reply.get("uptime_s")  # (absent from an older server)
             for name, accepted in reply["streams"].items():
                 if args.idle_over is None or _quiet(accepted, name in refused, uptime_s, args.idle_over):
@@ -40,15 +44,20 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             after = list(reply["streams"])[-1]
         never_seen = [name for name in args.names if reply["streams"].get(name) is None and name not in refused]
         held = _held_stream_names(control) if never_seen and not args.json else []
-    if refused_at_start:  # left out of the listing, which holds what the service holds: a line, not the list
-        print(f"flashtick streams: {counted(refused_at_start['streams'], 'logged stream')} refused at this start, "
-              f"not listed: {refused_at_start['why']}; the start log names them, `flashtick streams NAME` says why",
-              file=sys.stderr)
+    if refused_at_start:
+        print(f"flashtick streams: {counted(refused_at_start['streams'], 'logged stream')} refused at this start: "
+              f"{refused_at_start['why']}", file=sys.stderr)  # (listed as refused: the line below counts them too)
+    listing = not args.names and args.idle_over is None  # (a listing's refused streams: not quiet, ticks arrive)
+    if listing and (refused or refused_more):
+        _say_refused_listed(refused, refused_more)
     if args.json:
         print(printable_json({"streams": listed, **({"refused": refused} if refused else {}),
+                              **({"refused_more": refused_more} if refused_more else {}),
                               **({"refused_at_start": refused_at_start} if refused_at_start else {})},
                              sort_keys=True, indent=2))
     else:
+        for name in refused if listing else ():  # after the held ones: the streams that hold nothing
+            print(f"{shown_name(name)}\trefused ({refused[name]['ticks']} ticks)")
         for name, accepted in listed.items():
             if accepted is None and name in refused:  # admission turned it away: say so, and why
                 print(f"flashtick streams: {shown_name(name)} refused: {refused[name]['error']}", file=sys.stderr)
@@ -75,6 +84,20 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
               f"{args.idle_over:g}s", file=sys.stderr)
         return 1 if listed or named_refused else 0
     return 1 if named_refused else None
+
+
+def _say_refused_listed(refused: dict[str, dict], more: int) -> None:
+    """A listing's refused streams, in one line on stderr: how many, by reason (the code before the error's
+    colon), and how many more the service no longer remembers by name."""
+    from connectors.ticks import counted
+
+    reasons = Counter(entry["error"].split(":", 1)[0] for entry in refused.values())
+    by_reason = ", ".join(f"{reason} {n}" for reason, n in reasons.most_common())
+    named = f"{counted(len(refused), 'stream')} refused, listed as refused ({by_reason})" if refused else ""
+    forgotten = (f"{counted(more, 'refused stream')} more no longer remembered by name (the service keeps the "
+                 f"last {MAX_REFUSED_STREAMS_KEPT:,}; `_rejects/` named them)") if more else ""
+    print(f"flashtick streams: {'; '.join(part for part in (named, forgotten) if part)}; `flashtick streams NAME` "
+          f"says why", file=sys.stderr)
 
 
 HINT_PAGES = 10  # `streams` pages (10,000 names each) read for a did-you-mean: a bounded wait on a huge service

@@ -42,6 +42,7 @@ class ControlOps:
     _tickets: int
     _snapshot: dict[str, Any]
     _refused_streams: OrderedDict[str, list]  # stream -> [ticks refused, the error]
+    _refused_forgotten: int  # refused streams that fell out of _refused_streams (the oldest first)
 
     def _op_register(self, request: dict, _reply: Any) -> dict:
         registry = self.pipeline.registry
@@ -259,11 +260,27 @@ class ControlOps:
             if entry is not None:  # ... and whether its KV is in the pool: an evicted one's next ask pays a rebuild
                 entry.update(self.pipeline.context_of(name), **self.pipeline.kv_of(name))
         # a name asked for that admission turned away (and the engine holds nothing of): why, beside its nil
-        refused = {name: {"ticks": self._refused_streams[name][0], "error": self._refused_streams[name][1]}
+        refused = {name: self._refused_entry(name)
                    for name in names or () if known.get(name) is None and name in self._refused_streams}
         return {"streams": known, "truncated": truncated, "uptime_s": time.time() - self.started_at,
                 **({"refused": refused} if refused else {}),
+                **(self._refused_listing() if names is None and not after else {}),
                 **(self._still_refused_at_start() if names is None else {})}
+
+    def _refused_entry(self, name: str) -> dict[str, Any]:
+        ticks, error = self._refused_streams[name]
+        return {"ticks": ticks, "error": error}
+
+    def _refused_listing(self) -> dict[str, Any]:
+        """For a listing of every stream (its first page, which pages by held names): the refused streams that
+        hold nothing, by name, so a desk sees which strikes are not modelled without knowing their names first
+        (review200 #3): those remembered (MAX_REFUSED_STREAMS_KEPT at most, which bounds the reply), and how many
+        more fell out of that memory (`refused_more`: their names passed on `_rejects/` only)."""
+        encoders = self.pipeline.encoders
+        refused = {name: self._refused_entry(name) for name in sorted(self._refused_streams)
+                   if name not in encoders and not encoders.expired(name)}
+        return {**({"refused": refused} if refused else {}),
+                **({"refused_more": self._refused_forgotten} if self._refused_forgotten else {})}
 
     def _still_refused_at_start(self) -> dict[str, Any]:
         """For a listing of every stream (which names held streams only): how many logged streams this start

@@ -33,6 +33,7 @@ class IngestReading:
     _feed_watches: dict[str, FeedWatch]  # socket name -> its external feed's connection and counts
     _unread_since: dict[str, float | None]  # per ingest socket: since when messages wait unread
     _refused_streams: OrderedDict[str, list]  # stream -> [ticks refused, the error], the most recent last
+    _refused_forgotten: int  # refused streams that fell out of _refused_streams
 
     def _read_ingest(self, events: dict[zmq.Socket, int]) -> None:
         """Read the ingest and feed sockets ``events`` (the loop's poll) found messages on, and keep, per socket,
@@ -112,6 +113,7 @@ class IngestReading:
             self._refused_streams[stream] = held  # the most recent last
             if len(self._refused_streams) > MAX_REFUSED_STREAMS_KEPT:
                 self._refused_streams.popitem(last=False)
+                self._refused_forgotten += 1
 
     def _take_turned_away(self) -> None:
         """Streams the engine refused although their ticks were accepted and logged (a restart's replay under a

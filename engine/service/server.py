@@ -120,6 +120,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
         # the streams admission turned away most recently (name -> [ticks refused, the error]), for `streams`: a
         # client asking about one hears "refused, and why", not "never seen"; bounded, oldest forgotten first
         self._refused_streams: OrderedDict[str, list] = OrderedDict()
+        self._refused_forgotten = 0  # ... and how many of them fell out of it (`streams` counts them: refused_more)
         self._take_turned_away()  # (a restart's: logged streams a lowered limit refused)
         self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when messages wait unread
 
