@@ -613,42 +613,56 @@ def test_a_stream_forgotten_before_a_restart_reads_never_seen_whatever_the_limit
         assert capsys.readouterr().out == f"{gone}\tnever seen\n"
 
 
-def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_expired(checkpoint, tmp_path, capsys) -> None:
-    """A stream the live run held and then expired for idleness, restarted under a lowered max_streams: the replay
-    refused its logged ticks (the other streams held the slots), then reached its expiry, and the refusal stayed:
-    the start warned of it as refused, `streams` said "refused" (exit 1) and counted it in refused_at_start. The
-    later event wins, as in the live run: it reads expired, as it does at an unchanged limit, and its ordering
-    guard stays."""
+def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_refused(checkpoint, tmp_path, capsys) -> None:
+    """Streams the live run held and then expired for idleness, restarted under a lowered max_streams: the replay
+    refused the logged ticks of the streams past the limit, then reached their expiries. Those refusals were taken
+    back there ("the later event wins"): the start said nothing of them, `streams` gave them `ticks 0` and
+    `at_last_ts: null`, and `ask` said "expired" (review200 #2: 843 logged streams restarted under a limit of 50,
+    568 of them refused so, 2,610 ticks, unsaid). No session of them was held at this start, so there was nothing
+    to expire: they read refused at this start, as held streams the replay refused do (warned of, named under
+    `refused`, counted in refused_at_start and refused_streams). At an unchanged limit they read expired, their
+    `at_last_ts` as the log has it."""
     from engine.service.cli import main
 
-    (tmp_path / "q.yaml").write_text(QUERIES)
-    sections = {"log": {"dir": str(tmp_path / "d")}, "queries": str(tmp_path / "q.yaml"),
-                "limits": {"heartbeat_s": 0.2}}
-    market = ticks(60, seed=23, streams=3)
-    held, idle = sorted({t.stream for t in market})[:2], sorted({t.stream for t in market})[2]
-    early, late = market[:30], market[30:]
+    # (no standing query: with no answered point, the replay books each stream's items in log order, as a desk's
+    # sparse contracts that no query had answered yet were; a registration's point books a stream's items at its
+    # expiry, one stream at a time, and refuses none)
+    sections = {"log": {"dir": str(tmp_path / "d")}, "limits": {"heartbeat_s": 0.2}}
+    ask = {"name": "dir", "question": "direction_20", "kind": "choice"}
+    market = ticks(30, seed=23, streams=3)
+    late = list(dict.fromkeys(t.stream for t in market))[2]  # the third stream the log meets: past a limit of 2
+    late_ticks = sum(t.stream == late for t in market)
     with live_server(checkpoint, scheduler={"max_streams": 3, "stream_idle_s": 1.0}, **sections) as (server, push):
-        push.send(encode([t for t in early if t.stream in held]))  # logged first: they take the slots of a limit 2
-        push.send(encode([t for t in early if t.stream == idle]))
-        wait_for(lambda: idle in server.pipeline.engine.scheduler.streams)
-        wait_for(lambda: server.pipeline.encoders.expired(idle))  # every stream idles out: the idle one's expiry
-        push.send(encode([t for t in late if t.stream in held]))  # the held ones come back
-        wait_for(lambda: all(name in server.pipeline.engine.scheduler.streams for name in held)
-                 and not server.pipeline.busy)
-    for limit in (3, 2):
+        push.send(encode(market))
+        wait_for(lambda: server.pipeline.ticks_in == 30)
+        wait_for(lambda: all(server.pipeline.encoders.expired(t.stream) for t in market))  # every stream idles out
+    capsys.readouterr()
+    with live_server(checkpoint, scheduler={"max_streams": 3}, **sections) as (server, push):
+        assert "refused at this start" not in capsys.readouterr().err
+        with ControlClient(server.endpoints["control"], timeout_s=60) as control:
+            reply = control.call("streams", streams=[late])
+            assert reply["streams"][late]["ticks"] == 0 and "refused" not in reply, reply
+            assert reply["streams"][late]["at_last_ts"] is not None, reply
+            assert "refused_at_start" not in control.call("streams")
+            with pytest.raises(ControlError, match=f"stream '{late}' expired after scheduler.stream_idle_s"):
+                control.call("ask", stream=late, spec=ask)
+    capsys.readouterr()
+    with live_server(checkpoint, scheduler={"max_streams": 2}, **sections) as (server, push):
+        err = capsys.readouterr().err
+        assert f"warning: 1 logged stream refused at this start ({late!r}; {late_ticks} logged ticks): " \
+               "scheduler.max_streams 2 reached" in err, err
+        with ControlClient(server.endpoints["control"], timeout_s=60) as control:
+            reply = control.call("streams", streams=[late])
+            assert reply["streams"] == {late: None} and reply["refused"][late]["ticks"] == late_ticks, reply
+            every = control.call("streams")
+            assert every["refused_at_start"]["streams"] == 1 and list(every["refused"]) == [late], every
+            assert control.call("stats")["stats"]["scheduler"]["refused_streams"] == late_ticks
+            with pytest.raises(ControlError, match=f"stream '{late}' has no accepted tick: its {late_ticks} ticks were "
+                                                   r"refused \(the first: stream_refused: "):
+                control.call("ask", stream=late, spec=ask)
         capsys.readouterr()
-        with live_server(checkpoint, scheduler={"max_streams": limit}, **sections) as (server, push):
-            assert "refused at this start" not in capsys.readouterr().err
-            with ControlClient(server.endpoints["control"], timeout_s=60) as control:
-                reply = control.call("streams", streams=[idle])
-                assert reply["streams"][idle]["ticks"] == 0 and "refused" not in reply, reply
-                assert "refused_at_start" not in control.call("streams")
-                assert control.call("stats")["stats"]["scheduler"]["refused_streams"] == 0
-                with pytest.raises(ControlError, match=f"stream '{idle}' expired after scheduler.stream_idle_s"):
-                    control.call("ask", stream=idle, query="dir")
-            capsys.readouterr()
-            assert main(["streams", idle, "--control", server.endpoints["control"]]) == 0, capsys.readouterr()
-            assert "refused" not in capsys.readouterr().out
+        assert main(["streams", late, "--control", server.endpoints["control"]]) == 1
+        assert capsys.readouterr().out == f"{late}\trefused ({late_ticks} ticks)\n"
 
 
 def test_serve_without_a_config_registers_the_example_queries(tmp_path, capsys) -> None:

@@ -233,14 +233,17 @@ class _EngineReplay:
         self.pipeline.adaptation.start_at(stream, ticks)
 
     def drop(self, stream: str) -> None:
-        """An expiry: the refusals of its items before it go too (the later event wins, as live): a stream the
-        replay refused under a lowered limit and the live run then expired reads expired, not refused at this
-        start, nor counted in refused_streams (a sharded front door drops its items before any shard sees them)."""
+        """An expiry. A stream whose session this replay holds reads expired, as live: the refusals of its items
+        before it go (the later event wins), nor are they counted in refused_streams. One the replay refused and
+        has not admitted since holds nothing to expire: it stays refused at this start, said and counted as a
+        held stream refused is (review200 #2: they read "expired" with `at_last_ts: null`, unsaid)."""
+        held = stream in self.scheduler.streams
         self.scheduler.drop(stream)
         self.pipeline.scores.drop_stream(stream)
         self.pipeline.adaptation.drop_stream(stream)
-        self.restart.turned_away.discard(stream)
-        self.scheduler.stats.refused_streams -= self.refused.pop(stream, 0)
+        if held:
+            self.restart.turned_away.discard(stream)
+            self.scheduler.stats.refused_streams -= self.refused.pop(stream, 0)
 
     def forget(self, stream: str) -> None:
         """As an expiry (split_log forgets its ordering guard too): it reads as never seen."""

@@ -250,7 +250,8 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
 
     def expire(stream: str) -> None:
         """The later event wins: a stream whose items were refused here and that the live run then expired reads
-        expired (its guard at its last tick, as live), not refused (target.drop takes the refusals back)."""
+        expired (its guard at its last tick, as live) where the target held a session of it then (target.drop takes
+        the refusals back); one the target never admitted stays refused (target.drop keeps it)."""
         earlier_session(stream)
         target.drop(stream)
         encoders.drop(stream)

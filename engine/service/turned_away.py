@@ -28,7 +28,7 @@ class TurnedAway:
         held[0] += ticks
 
     def discard(self, stream: str) -> None:
-        """``stream`` expired after it was refused: the later event wins, it reads expired, not refused."""
+        """``stream`` expired after it was refused, with a session held: the later event wins, it reads expired."""
         self.streams.pop(stream, None)
 
     def settle(self, held: Container[str], encoders: StreamEncoders, limit: Callable[[], str],
