@@ -613,6 +613,45 @@ def test_a_stream_forgotten_before_a_restart_reads_never_seen_whatever_the_limit
         assert capsys.readouterr().out == f"{gone}\tnever seen\n"
 
 
+def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_expired(checkpoint, tmp_path, capsys) -> None:
+    """A stream the live run held and then expired for idleness, restarted under a lowered max_streams: the replay
+    refused its logged ticks (the other streams held the slots), then reached its expiry, and the refusal stayed:
+    the start warned of it as refused, `streams` said "refused" (exit 1) and counted it in refused_at_start. The
+    later event wins, as in the live run: it reads expired, as it does at an unchanged limit, and its ordering
+    guard stays. (Its standing queries' registration point holds each stream's items until its expiry, so this
+    start held the idle stream's session there; one it never admitted reads refused: the test after this one.)"""
+    from engine.service.cli import main
+
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    sections = {"log": {"dir": str(tmp_path / "d")}, "queries": str(tmp_path / "q.yaml"),
+                "limits": {"heartbeat_s": 0.2}}
+    market = ticks(60, seed=23, streams=3)
+    held, idle = sorted({t.stream for t in market})[:2], sorted({t.stream for t in market})[2]
+    early, late = market[:30], market[30:]
+    with live_server(checkpoint, scheduler={"max_streams": 3, "stream_idle_s": 1.0}, **sections) as (server, push):
+        push.send(encode([t for t in early if t.stream in held]))  # logged first: they take the slots of a limit 2
+        push.send(encode([t for t in early if t.stream == idle]))
+        wait_for(lambda: idle in server.pipeline.engine.scheduler.streams)
+        wait_for(lambda: server.pipeline.encoders.expired(idle))  # every stream idles out: the idle one's expiry
+        push.send(encode([t for t in late if t.stream in held]))  # the held ones come back
+        wait_for(lambda: all(name in server.pipeline.engine.scheduler.streams for name in held)
+                 and not server.pipeline.busy)
+    for limit in (3, 2):
+        capsys.readouterr()
+        with live_server(checkpoint, scheduler={"max_streams": limit}, **sections) as (server, push):
+            assert "refused at this start" not in capsys.readouterr().err
+            with ControlClient(server.endpoints["control"], timeout_s=60) as control:
+                reply = control.call("streams", streams=[idle])
+                assert reply["streams"][idle]["ticks"] == 0 and "refused" not in reply, reply
+                assert "refused_at_start" not in control.call("streams")
+                assert control.call("stats")["stats"]["scheduler"]["refused_streams"] == 0
+                with pytest.raises(ControlError, match=f"stream '{idle}' expired after scheduler.stream_idle_s"):
+                    control.call("ask", stream=idle, query="dir")
+            capsys.readouterr()
+            assert main(["streams", idle, "--control", server.endpoints["control"]]) == 0, capsys.readouterr()
+            assert "refused" not in capsys.readouterr().out
+
+
 def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_refused(checkpoint, tmp_path, capsys) -> None:
     """Streams the live run held and then expired for idleness, restarted under a lowered max_streams: the replay
     refused the logged ticks of the streams past the limit, then reached their expiries. Those refusals were taken
