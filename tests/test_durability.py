@@ -272,6 +272,43 @@ def test_a_restart_says_which_live_registration_its_queries_file_replaced(checkp
     second.close()
 
 
+def test_a_restart_names_kept_queries_by_where_they_came_from(checkpoint, tmp_path, capsys) -> None:
+    """queries.state.json did not record where each query came from, so a start whose queries file no longer lists
+    a kept query could only say "registered live, or listed by an earlier queries file": an operator could not tell
+    the one dropped from the file (likely meant gone) from one registered live on purpose. The state records each
+    query's origin now; the start names the kept ones a line per origin. A state from before origins were recorded
+    keeps the hedged line (either guess could be the wrong story), and the next save records what is known."""
+    from queries.yaml_loader import load_queries
+
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    first = TickPipeline(config(checkpoint, tmp_path / "data", queries))
+    first.register_queries(load_queries("queries:\n  - {name: vol, streams: ['*'], question: direction_5, "
+                                        "kind: choice, trigger: batch}\n", "live.yaml", first.registry.questions))
+    first.close()
+    state = json.loads((tmp_path / "data" / "queries.state.json").read_text())
+    assert state["origins"] == {"dir": "file", "nll": "file", "vol": "live"}, state
+    queries.write_text(QUERIES.replace('  - {name: nll, streams: ["*"], kind: surprise, trigger: batch}\n', ""))
+    capsys.readouterr()
+    TickPipeline(config(checkpoint, tmp_path / "data", queries)).close()
+    kept = [line for line in capsys.readouterr().err.splitlines() if " kept in the data directory " in line]
+    tail = "still served, as a start applies its queries file on top of what was kept (to stop one: flashtick " \
+           "unregister NAME)"
+    assert kept == [f"flashtick: 1 query kept in the data directory (queries.yaml: registered live (op register)) and "
+                    f"not in {queries}: 'vol': {tail}",
+                    f"flashtick: 1 query kept in the data directory (queries.yaml: listed by an earlier queries file, "
+                    f"taken out of it since) and not in {queries}: 'nll': {tail}"], kept
+    state = json.loads((tmp_path / "data" / "queries.state.json").read_text())
+    del state["origins"]  # as a flashtick before this one wrote it
+    (tmp_path / "data" / "queries.state.json").write_text(json.dumps(state))
+    capsys.readouterr()
+    TickPipeline(config(checkpoint, tmp_path / "data", queries)).close()
+    kept = [line for line in capsys.readouterr().err.splitlines() if " kept in the data directory " in line]
+    assert kept == [f"flashtick: 2 queries kept in the data directory (queries.yaml: registered live, or listed by "
+                    f"an earlier queries file) and not in {queries}: 'nll', 'vol': {tail}"], kept
+    assert json.loads((tmp_path / "data" / "queries.state.json").read_text())["origins"] == {"dir": "file"}
+
+
 def test_a_restart_says_which_query_unregistered_live_its_queries_file_registers_again(checkpoint, tmp_path,
                                                                                         capsys) -> None:
     """A query unregistered live came back at the next start from `serve --queries FILE` without a word (only a

@@ -180,9 +180,9 @@ def test_a_query_taken_out_of_the_queries_file_and_still_served_is_named_at_the_
                        "  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: batch}\n")
     again = serve_until_serving(["--config", str(config)], cwd=tmp_path)
     kept = [line for line in again if " kept in the data directory " in line]
-    assert kept == [f"flashtick: 1 query kept in the data directory (queries.yaml: registered live, or listed by an "
-                    f"earlier queries file) and not in {queries}: 'dir5': still served, as a start applies its queries "
-                    f"file on top of what was kept (to stop one: flashtick unregister NAME)"], again
+    assert kept == [f"flashtick: 1 query kept in the data directory (queries.yaml: listed by an earlier queries file, "
+                    f"taken out of it since) and not in {queries}: 'dir5': still served, as a start applies its "
+                    f"queries file on top of what was kept (to stop one: flashtick unregister NAME)"], again
 
 
 def _noted_starts(tmp_path: Path, key: str) -> Callable[[str], list[str]]:

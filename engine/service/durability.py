@@ -44,7 +44,8 @@ from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
 from engine.service.data_dir_open import (check_meta, read_epoch, refuse_the_users_folder, retention_past_filesystem,
                                           take_lock, unusable_part)
-from engine.service.kept_queries import RestoredQueries, read_query_versions, write_queries_files
+from engine.service.kept_queries import (LIVE, RestoredQueries, read_origins, read_query_versions,
+                                         write_queries_files)
 from engine.service.log_lines import named_few
 from engine.service.log_replay import EXPIRED, MESSAGE_START, ReplayTarget, TailPoints, dropped_by_retention, split_log
 from engine.service.private_dirs import make_private_dirs
@@ -117,6 +118,7 @@ class DataDir:
         self.recovered_answers = 0
         self.ticks_logged = 0  # since the tick log began, what retention dropped included (segment starts say it)
         self._restored = RestoredQueries(RegistrationMarks(), set())  # what restore_queries brought back, if it ran
+        self.origins: dict[str, str] = {}  # kept query -> where it came from (kept_queries.FROM_FILE or LIVE)
         self._restored_answers: tuple[Registry, AnswerHistory, Any] | None = None  # restore_answers' arguments
         self.replay_refused = 0  # logged items the replay could not place (none expected)
         self.recovery_s = 0.0
@@ -261,7 +263,11 @@ class DataDir:
     def save_queries(self, yaml_text: str, registry: Registry, marks: RegistrationMarks) -> None:
         """The registered queries, then their versions and registration marks, each replaced atomically
         (kept_queries.write_queries_files)."""
-        write_queries_files(self.queries_path, self.state_path, yaml_text, registry, marks)
+        write_queries_files(self.queries_path, self.state_path, yaml_text, registry, marks, self.origins)
+
+    def registered_live(self, names: list[str]) -> None:
+        """Queries registered over the control socket: so recorded at the next save (queries.state.json)."""
+        self.origins.update(dict.fromkeys(names, LIVE))
 
     def restore_queries(self, registry: Registry) -> RestoredQueries:
         """The saved queries registered again, with the versions and marks they had (none saved: fresh ones).
@@ -273,6 +279,7 @@ class DataDir:
         text = self.queries_path.read_text(encoding="utf-8")
         specs = registry.register_file(self.queries_path, restoring=True)
         restored = self._restored = read_query_versions(self.queries_path, self.state_path, registry, specs, text)
+        self.origins = read_origins(self.state_path)
         if specs:
             print(f"flashtick: restored {len(specs):,} quer{'y' if len(specs) == 1 else 'ies'} (registry version "
                   f"{registry.version}) from {self.root}", file=sys.stderr, flush=True)

@@ -45,13 +45,23 @@ def configured_queries(path: str, registry: Registry) -> ConfiguredQueries:
     return ConfiguredQueries(text, specs)
 
 
+# where a kept query came from (queries.state.json's `origins`): the queries file a start was given, or a
+# `register` over the control socket; a state written before origins were recorded says neither (None)
+FROM_FILE, LIVE = "file", "live"
+
+
 def register_changed(path: str, registry: Registry, forget_query: Callable[[str], None],
-                     configured: ConfiguredQueries | None = None) -> list[str]:
+                     configured: ConfiguredQueries | None = None,
+                     origins: dict[str, str] | None = None) -> list[str]:
     """The configured queries file (``configured``: as `configured_queries` read it; None: read now) on top of what
     a restart restored: a query that is new or differs is (re)registered and starts afresh (``forget_query`` drops
     its old answers); one that is unchanged keeps its answers, seqs and trigger state. Returns the names
-    (re)registered."""
+    (re)registered. ``origins`` (the data directory's, restored): the file's queries are recorded as from it, and
+    the kept queries it does not list are said by where they came from."""
     text, specs = configured or configured_queries(path, registry)
+    kept_origins = dict(origins or {})  # (as restored: what the unlisted ones are said by)
+    if origins is not None:
+        origins.update(dict.fromkeys((spec.name for spec in specs), FROM_FILE))
     changed = [spec for spec in specs if registry.current(spec.name) != spec]
     # a spec kept from before the stop that the file's replaces (often one re-registered live): said, not silent
     replaced = {spec.name: registry.query_version(spec.name) for spec in changed if spec.name in registry}
@@ -73,32 +83,43 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
         print(f"flashtick: query {name!r}: in {path} but not among the queries kept in the data directory "
               f"(unregistered live, or new in the file): registered: a start applies its queries file on top of what "
               f"was kept (to keep it stopped, take it out of the file)", file=sys.stderr, flush=True)
-    _say_kept_unlisted(path, registry, {spec.name for spec in specs})
+    _say_kept_unlisted(path, registry, {spec.name for spec in specs}, kept_origins)
     return [spec.name for spec in changed]
 
 
-def _say_kept_unlisted(path: str, registry: Registry, listed: set[str]) -> None:
+# how the start line says each origin of a kept query its queries file does not list
+_KEPT_HOW = {LIVE: "registered live (op register)",
+             FROM_FILE: "listed by an earlier queries file, taken out of it since",
+             None: "registered live, or listed by an earlier queries file"}  # (a state from before origins)
+
+
+def _say_kept_unlisted(path: str, registry: Registry, listed: set[str], origins: dict[str, str]) -> None:
     """The queries a start serves that its queries file does not list: kept in the data directory, as every
     registration is. An operator who took one out of the file and restarted expected it gone, and heard nothing
-    (review189 #4): each is named, with where it was kept and how to stop it."""
+    (review189 #4): each is named, with where it came from (``origins``: one registered live is kept on purpose,
+    one dropped from the file likely not) and how to stop it, a line per origin."""
     kept = sorted(spec.name for spec in registry.list() if spec.name not in listed)
-    if kept:
-        print(f"flashtick: {len(kept)} quer{'y' if len(kept) == 1 else 'ies'} kept in the data directory "
-              f"(queries.yaml: registered live, or listed by an earlier queries file) and not in {path}: "
-              f"{named_few(kept)}: still served, as a start applies its queries file on top of what was kept (to "
-              f"stop one: flashtick unregister NAME)", file=sys.stderr, flush=True)
+    for origin, how in _KEPT_HOW.items():
+        names = [name for name in kept if origins.get(name) == origin]
+        if names:
+            print(f"flashtick: {len(names)} quer{'y' if len(names) == 1 else 'ies'} kept in the data directory "
+                  f"(queries.yaml: {how}) and not in {path}: {named_few(names)}: still served, as a start applies "
+                  f"its queries file on top of what was kept (to stop one: flashtick unregister NAME)",
+                  file=sys.stderr, flush=True)
 
 
 def write_queries_files(queries_path: Path, state_path: Path, yaml_text: str, registry: Registry,
-                        marks: RegistrationMarks) -> None:
-    """The registered queries, then their versions and registration marks, each replaced atomically (a crash
-    leaves the old or the new file, whole). A kill between the two renames leaves the new queries beside the
-    old versions, so the state also records the queries file's digest and each query's: ``read_query_versions``
-    tells a query the state does not describe and gives it a fresh version."""
+                        marks: RegistrationMarks, origins: dict[str, str]) -> None:
+    """The registered queries, then their versions, registration marks and origins (``origins``: FROM_FILE or
+    LIVE, where known), each replaced atomically (a crash leaves the old or the new file, whole). A kill between
+    the two renames leaves the new queries beside the old versions, so the state also records the queries file's
+    digest and each query's: ``read_query_versions`` tells a query the state does not describe and gives it a
+    fresh version."""
     specs = registry.list()
     snap = {"version": registry.version, "versions": {s.name: registry.query_version(s.name) for s in specs},
             "marks": marks.to_json(), "file_sha256": _sha256(yaml_text),
-            "digests": {s.name: spec_digest(s) for s in specs}}
+            "digests": {s.name: spec_digest(s) for s in specs},
+            "origins": {s.name: origins[s.name] for s in specs if s.name in origins}}
     for path, text in ((queries_path, yaml_text), (state_path, json.dumps(snap))):
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "w", encoding="utf-8", opener=private) as f:
@@ -141,6 +162,17 @@ def read_query_versions(queries_path: Path, state_path: Path, registry: Registry
               file=sys.stderr, flush=True)
     registry.restore_versions(version, versions)
     return RestoredQueries(marks, stale)
+
+
+def read_origins(state_path: Path) -> dict[str, str]:
+    """Where each kept query came from, as queries.state.json records it. A state written before origins were
+    recorded gives none: a query of it is neither taken as the file's nor as live, since either guess would tell
+    the operator the wrong story of a query the file no longer lists; a register or a start's file records it."""
+    try:
+        origins = json.loads(state_path.read_text(encoding="utf-8")).get("origins") or {}
+        return {str(k): v for k, v in origins.items() if v in (FROM_FILE, LIVE)}
+    except (OSError, ValueError, AttributeError):  # (missing or damaged: read_query_versions says so)
+        return {}
 
 
 def spec_digest(spec: QuerySpec) -> str:

@@ -131,7 +131,8 @@ class TickPipeline:
             reregistered |= self.data.restore_answers(self.registry, self.history, self.adaptation)
             for name in reregistered:
                 self.forget_query(name)
-        changed = (register_changed(config.queries, self.registry, self.forget_query, configured)
+        changed = (register_changed(config.queries, self.registry, self.forget_query, configured,
+                                    self.data.origins if self.data is not None else None)
                    if config.queries else [])
         changed = sorted(reregistered - set(changed)) + changed
         if self.data is not None:
@@ -273,6 +274,8 @@ class TickPipeline:
         for spec in specs:
             self.forget_query(spec.name, logged=False)
         self.marks.registered([spec.name for spec in specs], self._committed())
+        if self.data is not None:
+            self.data.registered_live([spec.name for spec in specs])
         self.save_queries()
         self._log_forgotten([spec.name for spec in specs])
 

@@ -343,6 +343,7 @@ class ShardedPipeline:
         for spec in specs:
             self.forget_query(spec.name, logged=False)
         self.marks.registered([spec.name for spec in specs], dict(self.progress))
+        self.data.registered_live([spec.name for spec in specs])
         self.save_queries()
         for spec in specs:  # once the saved queries say it (TickPipeline._log_forgotten says why)
             self.data.answers.forget_query(spec.name)

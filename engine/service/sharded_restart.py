@@ -30,8 +30,8 @@ def restart_front_door(front: Any) -> None:
     reregistered |= front.data.restore_answers(front.registry, front.history, front.adaptation)
     for name in reregistered:
         front.forget_query(name)
-    changed = (register_changed(front.config.queries, front.registry, front.forget_query, front._configured)
-               if front.config.queries else [])
+    changed = (register_changed(front.config.queries, front.registry, front.forget_query, front._configured,
+                                front.data.origins) if front.config.queries else [])
     changed = sorted(reregistered - set(changed)) + changed
     restores = ShardRestores(front, accepted=True)
     starts = TailStarts(front.cache, front.registry, front.marks, set(changed))
