@@ -55,9 +55,10 @@ class FeedResume(Protocol):
     def sent(self, ticks: list[Tick], rejected: Mapping[str, int]) -> None:
         """``ticks`` left in one message; ``rejected``: per stream, this feed's ticks the engine refused so far."""
 
-    def lost(self, unsent: list[Tick], rejected: Mapping[str, int]) -> list[Tick]:
-        """The connection dropped before ``unsent`` could leave: once the engine is back, what to send now, in
-        order (whatever it does not hold of what was sent, then ``unsent``)."""
+    def lost(self, unsent: list[list[Tick]], rejected: Mapping[str, int]) -> list[list[Tick]]:
+        """The connection dropped before the messages ``unsent`` could leave: once the engine is back, the messages
+        to send now, in order: whatever it does not hold of what was sent, each as the message it went in (a tick
+        group each), then ``unsent``."""
 
     def unconfirmed(self, rejected: Mapping[str, int]) -> int:
         """Asks the engine now: how many of the ticks sent it has neither accepted nor refused yet."""

@@ -58,7 +58,8 @@ def run_feed(
     `say`: the first of each reason at once, then the counts at most every REJECTS_SAY_EVERY_S).
 
     With `resume` (and a `client` made with ``watch_connection``), a connection to the engine that drops mid-feed
-    (a restart) is resumed: what the engine does not hold of what was sent goes again, then the feed goes on.
+    (a restart) is resumed: what the engine does not hold of what was sent goes again, each message as it first
+    went (so an event-time batch is still one tick group), then the feed goes on.
     Without it, EngineLost ends the feed.
     """
     if rate is not None and not (isinstance(rate, (int, float)) and 0 < rate < float("inf")):
@@ -70,11 +71,11 @@ def run_feed(
     cutter = None if batch_ns is None else EventTimeCutter(batch_ns)
     if answers is None:
         stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None, resume, cutter, say)
-        return _finish(stats, client, batch, None, resume)
+        return _finish(stats, client, None, resume)
     with RejectWatch(answers, say=warn, tag=client.tag, **client.curve) as watch:
         _wait_ready(watch, client, ready_timeout_s, resume)
         stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, watch, resume, cutter, say)
-        stats = _finish(stats, client, batch, watch, resume)
+        stats = _finish(stats, client, watch, resume)
         watch.settle(settle_s)
         return stats._replace(rejected=dict(watch.rejected), unattributed=watch.unattributed,
                               others=watch.others, first_errors=dict(watch.first_errors))
@@ -97,8 +98,8 @@ BEHIND_SAY_EVERY_S = 10.0  # a paced replay running behind is said at most this 
 FINISH_STALL_S = 30.0  # after the last send, how long the engine may account for no more of what was sent
 
 
-def _finish(stats: FeedStats, client: FeedClient, batch: int, watch: RejectWatch | None,
-            resume: FeedResume | None) -> FeedStats:
+def _finish(stats: FeedStats, client: FeedClient, watch: RejectWatch | None, resume: FeedResume | None
+            ) -> FeedStats:
     """With ``resume``: after the last send, wait until the engine has taken (accepted or refused) every tick sent,
     resuming as mid-feed if the connection drops meanwhile (what sat unread in its queue goes with a stopping
     engine), so the feed ends only once nothing it sent is still in flight; or until it takes no more for
@@ -116,7 +117,7 @@ def _finish(stats: FeedStats, client: FeedClient, batch: int, watch: RejectWatch
         else:
             time.sleep(0.1)
         if client.dropped():
-            _send(client, [], batch, resume, watch, lost=True)
+            _send(client, [], resume, watch, lost=True)
             continue
         now = resume.unconfirmed(rejected(watch))
         if now == 0 or (now == left and time.monotonic() >= stalled_at):
@@ -138,13 +139,12 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
     def send(ticks: list[Tick]) -> int:
         nonlocal split
         if cutter is None:
-            return _send(client, ticks, batch, resume, watch, control_s=control_s)
+            return _send(client, ticks, resume, watch, control_s=control_s)
         sending = 0
         for done in cutter.add(ticks) if ticks else cutter.flush():
             split += len(done) > MAX_BATCH_TICKS
             for i in range(0, len(done), MAX_BATCH_TICKS):
-                sending += _send(client, done[i : i + MAX_BATCH_TICKS], MAX_BATCH_TICKS, resume, watch,
-                                 control_s=control_s)
+                sending += _send(client, done[i : i + MAX_BATCH_TICKS], resume, watch, control_s=control_s)
         return sending
 
     restarts = resume.restarts if resume is not None else 0
@@ -184,12 +184,12 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
     return FeedStats(sent, messages, time.monotonic() - t0, split_batches=split, control_s=control_s[0])
 
 
-def _send(client: FeedClient, ticks: list[Tick], batch: int, resume: FeedResume | None,
-          watch: RejectWatch | None, lost: bool = False, control_s: list[float] | None = None) -> int:
+def _send(client: FeedClient, ticks: list[Tick], resume: FeedResume | None, watch: RejectWatch | None,
+          lost: bool = False, control_s: list[float] | None = None) -> int:
     """Send ``ticks`` as one message; where the connection dropped first (``lost``: it is known to have, and
-    ``resume`` is given), send what the engine lacks of what went before, then these, in messages of at most
-    ``batch``. Returns the messages sent; ``control_s[0]`` gains the time ``resume.sent`` took (its control
-    calls)."""
+    ``resume`` is given), send what the engine lacks of what went before, each message as it first went (one
+    tick group each, as the feed cut them: an event-time batch of ``batch_ns`` stays one), then these. Returns the
+    messages sent; ``control_s[0]`` gains the time ``resume.sent`` took (its control calls)."""
     pending, messages = [ticks], 0
     while pending:
         message = pending.pop(0)
@@ -210,8 +210,7 @@ def _send(client: FeedClient, ticks: list[Tick], batch: int, resume: FeedResume 
                 raise
             if watch is not None:
                 watch.poll()
-            again = resume.lost(message + [t for part in pending for t in part], rejected(watch))
-            pending = [again[i : i + batch] for i in range(0, len(again), batch)]
+            pending = resume.lost([message, *pending], rejected(watch))
             continue
         if resume is not None:
             began = time.monotonic()

@@ -1,11 +1,17 @@
 """`flashtick feed replay --batch-ms`: a live run of a file answers at the ticks its backtest answers at, with the
-same numbers, because each event-time batch goes as one message (one tick group), cut as the backtest cuts."""
+same numbers, because each event-time batch goes as one message (one tick group), cut as the backtest cuts; across a
+kill -9 of the service too, as the feed sends what it lost again in the messages they first went in."""
 
 from __future__ import annotations
 
 import json
 import math
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import msgpack
 import polars as pl
@@ -13,6 +19,8 @@ import pytest
 import zmq
 
 from conftest import serving, tiny_tick_checkpoint
+from test_durability import ROOT, free_port, serve
+from test_server import wait_for
 from connectors.event_time_batches import MAX_BATCH_TICKS, EventTimeCutter
 from connectors.feed import FeedClient
 from connectors.feed_pump import run_feed
@@ -20,7 +28,7 @@ from connectors.replay import FileReplay
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import TRADE, Tick
 from engine.service.backtest import run_backtest
-from engine.service.client import AnswerSubscriber
+from engine.service.client import AnswerSubscriber, ControlClient
 from engine.service.config import ServiceConfig
 
 MS = 1_000_000
@@ -49,48 +57,65 @@ def test_the_cutter_cuts_where_the_backtest_does() -> None:
         EventTimeCutter(0)
 
 
-def test_a_live_feed_cut_in_event_time_batches_answers_as_the_backtest_does(tmp_path) -> None:
+class Backtested(NamedTuple):
+    """A file of synthetic ticks with the test queries and the tiny model, and its backtest at --batch-ms 100."""
+    data: Path
+    queries: Path
+    ticks: list[Tick]
+    engine: dict[str, Any]  # the config's model and kv sections, for the live service too
+    answers: dict[tuple[str, str, int], dict]  # the backtest's rows by (query, stream, ticks)
+
+
+def backtested(tmp_path: Path, n_ticks: int) -> Backtested:
     checkpoint = tiny_tick_checkpoint(tmp_path / "model")
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
-    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(450)
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(n_ticks)
     data = tmp_path / "ticks.parquet"
     pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(data)
-    model = {"path": str(checkpoint)}
-    kv = {"cells": 8192, "block_size": 16}
-
+    engine = {"model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}}
     out = tmp_path / "answers.parquet"
-    run_backtest(ServiceConfig.from_dict({"model": model, "kv": kv}), [data], queries, out, batch_ms=100.0,
-                 progress=False)
-    backtest = {(r["query"], r["stream"], r["ticks"]): r for r in pl.read_parquet(out).iter_rows(named=True)}
-    assert len({q for q, _, _ in backtest}) == 3 and len(backtest) > 150
+    run_backtest(ServiceConfig.from_dict(engine), [data], queries, out, batch_ms=100.0, progress=False)
+    answers = {(r["query"], r["stream"], r["ticks"]): r for r in pl.read_parquet(out).iter_rows(named=True)}
+    assert len({q for q, _, _ in answers}) == 3 and len(answers) > n_ticks // 3
+    return Backtested(data, queries, ticks, engine, answers)
 
+
+def assert_as_backtested(live: dict[tuple[str, str, int], dict], backtest: dict[tuple[str, str, int], dict],
+                         tol: float) -> None:
+    """The live answers (wire payloads by query, stream and version) are the backtest's: the same answered ticks,
+    every query and trigger, under the same seqs, with the same numbers within ``tol`` (float32 rounding of
+    forwards grouped otherwise; docs/queries.md states 5e-6, the built-in model's largest measured 1.14e-6)."""
+    assert live.keys() == backtest.keys()
+    for key, payload in live.items():
+        row = backtest[key]
+        assert payload["seq"] == row["seq"], key
+        if key[0] == "move":
+            assert math.isclose(payload["value"]["expected"], row["expected"], rel_tol=1e-6, abs_tol=tol), key
+        probs = json.loads(row["probs"])
+        assert payload["value"]["probs"].keys() == probs.keys()
+        assert max(abs(payload["value"]["probs"][k] - p) for k, p in probs.items()) < tol, key
+
+
+def test_a_live_feed_cut_in_event_time_batches_answers_as_the_backtest_does(tmp_path) -> None:
+    file = backtested(tmp_path, 450)
     local = "tcp://127.0.0.1:0"
-    config = ServiceConfig.from_dict({"model": model, "kv": kv, "queries": str(queries),
+    config = ServiceConfig.from_dict({**file.engine, "queries": str(file.queries),
                                       "endpoints": {"ingest": local, "answers": local, "control": local},
                                       "limits": {"heartbeat_s": 0.1}})
     live: dict[tuple[str, str, int], dict] = {}
     with serving(config) as server, AnswerSubscriber(server.endpoints["answers"], [""]) as sub:
         sub.wait_ready()
         with FeedClient(server.endpoints["ingest"]) as client:
-            stats = run_feed(FileReplay([str(data)]), client, batch_ns=100 * MS)
-        assert stats.ticks == len(ticks) and stats.split_batches == 0
+            stats = run_feed(FileReplay([str(file.data)]), client, batch_ns=100 * MS)
+        assert stats.ticks == len(file.ticks) and stats.split_batches == 0
         deadline = time.monotonic() + 60
-        while len(live) < len(backtest) and time.monotonic() < deadline:
+        while len(live) < len(file.answers) and time.monotonic() < deadline:
             message = sub.recv(timeout_s=0.2)
             if message and not message[0].startswith("_"):
                 payload = message[1]
                 live[(payload["query"], payload["stream"], payload["version"])] = payload
-    assert live.keys() == backtest.keys()  # the same answered ticks, every query and trigger
-    for key, payload in live.items():
-        row = backtest[key]
-        if key[0] == "move":
-            assert math.isclose(payload["value"]["expected"], row["expected"], abs_tol=1e-6)
-        probs = json.loads(row["probs"])
-        assert payload["value"]["probs"].keys() == probs.keys()
-        # float32 rounding of forwards grouped otherwise; docs/queries.md states 5e-6 (the built-in model's
-        # largest measured: 1.14e-6); the tiny model here stays within 1e-6
-        assert max(abs(payload["value"]["probs"][k] - p) for k, p in probs.items()) < 1e-6, key
+    assert_as_backtested(live, file.answers, tol=1e-6)  # (the tiny model here stays within 1e-6)
 
 
 def test_an_event_time_batch_past_one_message_goes_in_several_and_is_counted(tmp_path) -> None:
@@ -115,3 +140,59 @@ def test_the_cli_refuses_a_batch_width_that_is_not_positive(capsys) -> None:
     assert main(["feed", "replay", "nowhere.csv", "--batch-ms", "0", "--endpoint", "tcp://127.0.0.1:1"]) != 0
     assert "--batch-ms must be a number of milliseconds > 0" in capsys.readouterr().err
 
+
+
+def answer_history(control: ControlClient) -> dict[tuple[str, str, int], dict]:
+    """Every answer the service published, each topic's from seq 1 (control ops `topics` and `answers`), by
+    (query, stream, version): what a subscriber holds once it has filled every gap."""
+    history: dict[tuple[str, str, int], dict] = {}
+    for topic in control.call("topics")["topics"]:
+        after, seqs = 0, []
+        while answers := control.call("answers", topic=topic, after=after)["answers"]:
+            for answer in answers:
+                history[(answer["query"], answer["stream"], answer["version"])] = answer
+                seqs.append(answer["seq"])
+            after = answers[-1]["seq"]
+        assert seqs == list(range(1, len(seqs) + 1)), topic  # no seq reused or skipped across the kill
+    return history
+
+
+def test_a_feed_cut_in_event_time_batches_keeps_its_cuts_across_a_kill_9_of_the_engine(tmp_path) -> None:
+    """`flashtick serve` is killed with SIGKILL while `flashtick feed replay --batch-ms` sends, and started again on
+    its data directory: the feed sends what the engine does not hold again, each batch as the one message it first
+    went in, so the service's answers, every topic's from seq 1, are the backtest's: the same ticks answered under
+    the same seqs, the same numbers (docs/queries.md: 5e-6). (Before, the feed sent them again in messages of up to
+    256 ticks: every `batch` and `{ticks: N}` query answered at other ticks from there on, and, adapted
+    (answers.adapt), with other numbers: review206 #1.)"""
+    file = backtested(tmp_path, 1500)
+    endpoints = {name: f"tcp://127.0.0.1:{free_port()}" for name in ("ingest", "answers", "control")}
+    config_path = tmp_path / "engine.yaml"  # fixed ports: the restarted engine binds the ones the feed knows
+    config_path.write_text(json.dumps({**file.engine, "queries": str(file.queries), "endpoints": endpoints,
+                                       "limits": {"heartbeat_s": 0.2}}))
+    process, _ = serve(config_path, tmp_path / "data")
+    feed = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "feed", "replay", str(file.data), "--batch-ms",
+                             "100", "--rate", "400", "--endpoint", endpoints["ingest"], "--answers",
+                             endpoints["answers"], "--control", endpoints["control"]],
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        with ControlClient(endpoints["control"], timeout_s=10) as control:
+            wait_for(lambda: control.call("stats")["stats"]["ticks_in"] >= 500, timeout_s=60)
+        process.send_signal(signal.SIGKILL)  # mid-feed: messages sent and not yet read are lost with it
+        process.wait(10)
+        process, _ = serve(config_path, tmp_path / "data")
+        _, said = feed.communicate(timeout=120)
+        assert feed.returncode == 0, said
+        assert "it is back: sending" in said, said
+        if "the engine holds part of" in said:  # (rare: small messages are read in well under a millisecond)
+            pytest.xfail("the service was killed while it read a message in: it holds part of that batch, answered "
+                         "as a group of its own at the restart (its tick log marks where a message starts, not "
+                         "where it ends), which no resend can undo")
+        with ControlClient(endpoints["control"], timeout_s=30) as control:
+            wait_for(lambda: (stats := control.call("stats")["stats"])["ticks_in"] == len(file.ticks)
+                     and not stats["pending_tokens"] and not stats["owed_ticks"], timeout_s=60)
+            live = answer_history(control)
+    finally:
+        feed.kill()
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
+    assert_as_backtested(live, file.answers, tol=5e-6)

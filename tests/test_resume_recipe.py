@@ -150,8 +150,8 @@ def test_flashtick_feeds_resume_places_itself_past_a_quote_conflation_dropped(tm
         control, feed = Control(second_run.endpoints["control"]), push_socket(second_run.endpoints["ingest"])
         try:
             again = resume.lost([], {})
-            assert again == ticks[4:]  # before: ticks[3:], the trade at t taken twice
-            feed.send(msgpack.packb([tick.to_wire() for tick in again]))
+            assert again == [ticks[4:]]  # before: ticks[3:], the trade at t taken twice
+            feed.send(msgpack.packb([tick.to_wire() for tick in again[0]]))
             wait_until(lambda: held_of(control, stream)["ticks"] == 4)
             assert resume.unconfirmed({}) == 0
         finally:

@@ -4,7 +4,9 @@ PUSH has no receipts: when the engine restarts mid-feed, what was in flight (its
 gone, while its tick log holds exactly what it accepted. So this keeps every tick the feed sent until the engine
 confirms it (control op `streams`: each stream's tick count, asked about once a second), and when the
 connection drops (FeedClient's ``watch_connection``) the feed stops, asks the engine that came back what it holds,
-and sends each stream's ticks past that count again, in their first order, before it goes on.
+and sends each stream's ticks past that count again, in the messages they first went in (each one tick group at
+the engine: an event-time batch of `feed --batch-ms` stays the one message the backtest's batch is), before it goes
+on.
 
 A stream's count is read as this feed's: the ticks the engine held of it when the feed began (its base) and the
 ticks of it the engine refused (``_rejects/``, counted by RejectWatch) are allowed for; a tick the engine never
@@ -34,10 +36,10 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from connectors.feed import EngineLost, FeedTimeout
-from connectors.ticks import Tick, shown_name
+from connectors.ticks import Tick, counted, shown_name
 from engine.service.client import ControlClient, ControlError
 
 # a control reply's error while the engine loads (starting_replies.py StartingReplies): its reason, or, from a
@@ -54,6 +56,15 @@ MAX_OTHER_PUBLISHERS_SAID = 8  # streams said to be fed by another publisher too
 SPLICE_WAY_OUT = ("to feed it apart from what the engine holds, give the stream another name (a file of one stream: "
                   "--columns ...,stream_name=NAME), or restart `flashtick serve` with another --data-dir or with "
                   "--no-log (it then holds no stream)")
+
+
+class SentAs(NamedTuple):
+    """Where a kept tick went: the feed's message number, its place in that message, the message's size. Ordered as
+    the ticks were sent; a restart sends each message the engine lacks again as the one message it was (an
+    event-time batch of `feed --batch-ms` is one tick group: cut otherwise, the live run answers at other ticks)."""
+    message: int
+    index: int
+    size: int
 
 
 class ControlFeedResume:
@@ -89,7 +100,7 @@ class ControlFeedResume:
                                              if held and held.get("last_price") is not None}
         self.price_offset_of: Callable[[str], float] = lambda stream: 0.0  # the feed's files' offset of a stream
         self._base_complete = not reply.get("truncated")
-        self.kept: dict[str, deque[tuple[int, Tick]]] = {}  # stream -> (order sent, tick) not yet confirmed
+        self.kept: dict[str, deque[tuple[SentAs, Tick]]] = {}  # stream -> (where sent, tick) not yet confirmed
         self.first: dict[str, int] = {}  # stream -> this feed's index (among its ticks of the stream) of kept[0]
         # stream -> (ts, n): the latest ts of its ticks the engine took before kept[0] (held when the feed began, then
         # confirmed), and how many stamped then; None: not known (no at_last_ts, ticks out of order)
@@ -100,11 +111,12 @@ class ControlFeedResume:
         self.restarts = 0
         self.resent = 0
         self.lost_ticks = 0  # ticks the engine had confirmed and, restarted without them, no longer holds
-        self._order = itertools.count()
+        self._messages = itertools.count()
         self._confirm_at = time.monotonic() + confirm_every_s
 
     def sent(self, ticks: list[Tick], rejected: Mapping[str, int]) -> None:
-        for tick in ticks:
+        message = next(self._messages)
+        for index, tick in enumerate(ticks):
             stream = tick.stream
             if stream not in self.kept:
                 self._say_another_level(tick)
@@ -114,7 +126,7 @@ class ControlFeedResume:
                     None if held_at is None else (self.last_ts[stream], held_at)
                 if not self._base_complete and stream not in self.base:  # (past the first reply's 10,000 names)
                     self.base[stream] = _ticks(self._held([stream]).get(stream)) - 1  # less this tick, just sent
-            self.kept[stream].append((next(self._order), tick))
+            self.kept[stream].append((SentAs(message, index, len(ticks)), tick))
             self.count[stream] += 1
             self.latest[stream] = max(tick.ts, self.latest.get(stream, tick.ts))
         if time.monotonic() >= self._confirm_at:
@@ -183,10 +195,10 @@ class ControlFeedResume:
                     self.run[stream] = None if run[0] is not None and tick.ts < run[0] else \
                         (tick.ts, run[1] + 1) if tick.ts == run[0] else (tick.ts, 1)
 
-    def lost(self, unsent: list[Tick], rejected: Mapping[str, int]) -> list[Tick]:
+    def lost(self, unsent: list[list[Tick]], rejected: Mapping[str, int]) -> list[list[Tick]]:
         self.restarts += 1
         held = self._wait_for_engine()
-        again: list[tuple[int, Tick]] = []
+        again: list[tuple[SentAs, Tick]] = []
         for stream, kept in self.kept.items():
             # this feed's ticks of the stream the engine has seen (accepted, or refused: those are sent again too, so
             # they are refused again and counted, rather than left unaccounted for)
@@ -199,10 +211,23 @@ class ControlFeedResume:
             while len(kept) > start - self.first[stream]:
                 kept.pop()
         again.sort(key=lambda entry: entry[0])
+        parts = [list(part) for _, part in itertools.groupby(again, lambda entry: entry[0].message)]
         self.resent += len(again)
         print(f"flashtick feed: the engine's connection dropped (restart {self.restarts}); it is back: sending "
               f"{len(again)} ticks again that it does not hold, then going on", file=sys.stderr, flush=True)
-        return [tick for _, tick in again] + unsent
+        if split := [part for part in parts if len(part) < part[0][0].size]:
+            self._say_split(len(split), sum(part[0][0].size - len(part) for part in split))
+        return [[tick for _, tick in part] for part in parts] + [message for message in unsent if message]
+
+    def _say_split(self, messages: int, held: int) -> None:
+        """Says that the engine holds part of ``messages`` sent (``held`` ticks of them): it stopped while it took
+        them in, so that part was a tick group of its own, and the rest, sent again as one message, is another,
+        where a run without the restart had one group: answers there may differ from that run's (or a backtest's)."""
+        print(f"flashtick feed: the engine holds part of {counted(messages, 'message')} sent before it stopped "
+              f"({counted(held, 'tick')} of {'it' if messages == 1 else 'them'}): it answers that part as a tick "
+              f"group and the rest, sent again as one message, as another, so its `batch` and `{{ticks: N}}` "
+              f"answers there (and, with answers.adapt, the numbers after them) may differ from a run without the "
+              f"restart or a backtest", file=sys.stderr, flush=True)
 
     def _first_reply(self, start_wait_s: float) -> dict[str, Any]:
         """The engine's streams when the feed begins, once it serves: a feed started with (or just after) a `serve`
