@@ -630,22 +630,3 @@ def _tokenized_items(obj: Any) -> list[Any]:
     if not isinstance(obj, list):
         raise InvalidTick("bad_msgpack", f"tokenized message must be a msgpack array, got {wire_value(obj)}")
     return obj
-
-
-MAX_REJECTS_PER_MESSAGE = 100  # rejections of one message published one by one; the rest summed up
-
-
-def published_rejections(rejections: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What `_rejects/` carries for one message: its first MAX_REJECTS_PER_MESSAGE rejections, then one entry
-    per (reason, stream) for the rest, with `count` (how many it stands for), the first one's index and error.
-    Every rejection is counted in stats either way; this bounds what one message can make the service publish."""
-    if len(rejections) <= MAX_REJECTS_PER_MESSAGE:
-        return rejections
-    rest: dict[tuple[str, str | None], dict[str, Any]] = {}
-    for rejection in rejections[MAX_REJECTS_PER_MESSAGE:]:
-        key = (rejection["reason"], rejection.get("stream"))
-        if key in rest:
-            rest[key]["count"] += rejection.get("count", 1)
-        else:
-            rest[key] = {**rejection, "count": rejection.get("count", 1)}
-    return rejections[:MAX_REJECTS_PER_MESSAGE] + list(rest.values())

@@ -35,7 +35,9 @@ class RejectWatch:
     earlier version, or a rejection made away from any message: a conflated
     quote) is ours by its stream alone. One without a stream (a message that was
     not msgpack, or too large) cannot be told from another feed's and is
-    counted in `unattributed`.
+    counted in `unattributed`; but one that stands for a reason's rejections
+    spread over many streams (`streams`, see `published_rejections`) is ours
+    by our tag alone, counted by reason (not by stream).
 
     With `say`, our rejections are also said as they come (a feed losing every tick to a full disk must not be
     silent until its summary): the first of each reason at once, with the engine's why; then, at most every
@@ -113,27 +115,37 @@ class RejectWatch:
         except Exception:  # not ours to judge: a rejection we cannot read is not counted
             return 0
         stream = rejection.get("stream") if isinstance(rejection, dict) else None
-        if stream is None:
+        # one reason's rejections of a message spread over more streams than `_rejects/` names one by one
+        # (connectors.service_topics.published_rejections): ours by our tag alone, counted by reason, not by stream
+        spread = stream is None and isinstance(rejection, dict) and type(rejection.get("streams")) is int
+        if stream is None and not spread:
             self.unattributed += 1
-            return 0
-        if stream not in self.streams:
             return 0
         count = rejection.get("count", 1)  # a summed-up entry stands for `count` rejections of one message
         count = count if type(count) is int and count > 0 else 1
-        if self.tag is not None and rejection.get("topic", self.tag) != self.tag:
+        if spread and self.tag is None:
+            self.unattributed += count  # (whose they are cannot be told)
+            return 0
+        if spread and rejection.get("topic") != self.tag:
+            return 0  # another publisher's message (ours carry our tag)
+        if not spread and stream not in self.streams:
+            return 0
+        if not spread and self.tag is not None and rejection.get("topic", self.tag) != self.tag:
             self.others += count
             return 0
         reason = str(rejection.get("reason"))
         first = reason not in self.rejected
         self.rejected[reason] += count
+        whose = counted(rejection["streams"], "stream") if spread else f"stream {shown_name(stream)}"
         error = rejection.get("error")
         if isinstance(error, str):
-            self.first_errors.setdefault(reason, f"stream {shown_name(stream)}: {error}")
-        self.rejected_by_stream[stream] += count
+            self.first_errors.setdefault(reason, f"{whose}: {error}")
+        if not spread:
+            self.rejected_by_stream[stream] += count
         if self._say is not None and first:
             self._said_at = time.monotonic()  # (the counts that follow wait their interval from here)
             why = error if isinstance(error, str) else reason
-            self._say(f"the engine refused {counted(count, 'tick')} of stream {shown_name(stream)}: {why}; more "
+            self._say(f"the engine refused {counted(count, 'tick')} of {whose}: {why}; more "
                       f"rejections are counted, said here at most every {REJECTS_SAY_EVERY_S:g} s")
         elif self._say is not None:
             self._unsaid[reason] += count

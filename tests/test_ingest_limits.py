@@ -13,6 +13,8 @@ from conftest import serving, tiny_tick_checkpoint
 from test_server import feed  # noqa: F401  (a PUSH socket into this module's `server`)
 from connectors.feed import FeedClient
 from connectors.feed_pump import run_feed
+from connectors.reject_watch import RejectWatch
+from connectors.service_topics import MAX_REJECTS_PER_MESSAGE, MAX_SUMS_PER_MESSAGE, STREAM_SAMPLE
 from connectors.source import SyntheticSource
 from connectors.synthetic import LIVE_START_BEHIND_NS, SyntheticConfig, SyntheticMarket
 from engine.service.client import AnswerSubscriber, ControlClient
@@ -190,3 +192,41 @@ def test_live_synthetic_feeds_in_a_row_both_go_in_and_a_replayed_one_is_reported
     first_line, why = three.summary().split("\n")
     assert first_line == f"sent 40 ticks in 1 message over {three.seconds:.1f} s; 40 rejected (ts_backwards: 40)"
     assert why.startswith("  first ts_backwards: stream SYN.") and "ts_backwards: stream 'SYN." in why  # why, too
+
+
+def test_bad_ticks_each_on_its_own_stream_publish_a_bounded_number_of_entries_that_add_up(server, feed) -> None:
+    """review207 #1: a message whose bad ticks each named a different stream published one `_rejects/` entry per
+    tick (21,000 for 1 MiB): summing per (reason, stream) summed nothing. Now at most 100 one by one, 200 sums per
+    (reason, stream), then one entry per reason; their counts add up to every tick, and the sender's RejectWatch
+    (by its tag) counts every one."""
+    n, tag = 5000, "feed/spread"
+    ticks = [{"stream": f"SPREAD{i:05d}", "ts": TS if i < n // 2 else -5, "price": -1.0 if i < n // 2 else 10.0,
+              "size": 1.0} for i in range(n)]
+    with AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC]) as sub, \
+            RejectWatch(server.endpoints["answers"], tag=tag) as watch:
+        watch.wait_ready(10)
+        watch.streams.update(t["stream"] for t in ticks)
+        time.sleep(0.3)
+        before = stats(server)
+        feed.send_multipart([tag.encode(), msgpack.packb(ticks)])
+        rejects: list[dict] = []
+        deadline = time.monotonic() + 30
+        while sum(r.get("count", 1) for r in rejects) < n and time.monotonic() < deadline:
+            if (message := sub.recv(timeout_s=0.2)) is not None:
+                rejects.append(message[1])
+        while sum(watch.rejected.values()) < n and time.monotonic() < deadline:
+            watch.poll(200)
+        after = stats(server)
+    assert len(rejects) <= MAX_REJECTS_PER_MESSAGE + MAX_SUMS_PER_MESSAGE + 2, len(rejects)
+    by_reason = {reason: sum(r.get("count", 1) for r in rejects if r["reason"] == reason)
+                 for reason in ("nonpositive_price", "ts_out_of_range")}
+    assert by_reason == {"nonpositive_price": n // 2, "ts_out_of_range": n // 2}
+    for reason, count in by_reason.items():
+        assert after["rejected"][reason] - before["rejected"].get(reason, 0) == count  # stats count every tick
+    spread = [r for r in rejects if "streams" in r]
+    assert [(r["reason"], r["topic"], len(r["stream_sample"])) for r in spread] == [
+        ("nonpositive_price", tag, STREAM_SAMPLE), ("ts_out_of_range", tag, STREAM_SAMPLE)]
+    named = sum(r.get("count", 1) for r in rejects if "stream" in r)
+    assert named + sum(r["streams"] for r in spread) == n  # every stream told, by name or in a spread entry's count
+    assert dict(watch.rejected) == by_reason and watch.unattributed == 0 and watch.others == 0
+    assert sum(watch.rejected_by_stream.values()) == named  # by stream only where named

@@ -12,8 +12,7 @@ from typing import Any
 import msgpack
 import zmq
 
-from connectors.encoder import published_rejections
-from connectors.service_topics import REJECTS_TOPIC, echoed_topic
+from connectors.service_topics import REJECTS_TOPIC, echoed_topic, published_rejections
 from engine.service.config import ServiceConfig
 from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.feed_watch import FeedWatch

@@ -30,8 +30,8 @@ from typing import Any
 
 import zmq
 
-from connectors.encoder import published_rejections
 from connectors.service_topics import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
+from connectors.service_topics import published_rejections
 from engine.jobs import JobOutcome
 from engine.memory_limit import resident_bytes
 from engine.service.auth import ClientAllowList, FailedHandshakes, allowed_client_keys, server_keypair
