@@ -36,18 +36,22 @@ _IMPLICIT_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "fl
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _PLAIN_COLLECTIONS = frozenset({"tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"})
 MAX_DEPTH = 32  # nested collections; a query document needs 5
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"  # libyaml's own cap (1000 levels): said as ours
 
 
-class _Composer(yaml.SafeLoader):
+class _Counting:
     """SafeLoader's composer, counting every node it composes and, for an alias, the nodes it stands for.
 
     A node's expanded size is known once it is composed, and an alias can only
     name a node composed before it, so the count is exact and costs nothing
     extra. An alias to a node still being composed (a recursive alias) is refused.
+    (A mixin: it sits before the composer in both loaders below.)
     """
 
-    def __init__(self, text: str, source: str, max_nodes: int) -> None:
-        super().__init__(text)
+    anchors: dict[str, yaml.Node]
+    peek_event: Callable[[], yaml.Event]
+
+    def start(self, source: str, max_nodes: int) -> None:
         self.source, self.max_nodes = source, max_nodes
         self.expanded = 0  # nodes so far, aliases expanded
         self.depth = 0
@@ -81,6 +85,52 @@ class _Composer(yaml.SafeLoader):
 
     def refuse(self, reason: str, event: yaml.Event) -> QuerySpecError:
         return QuerySpecError(reason, source=self.source, line=event.start_mark.line + 1)
+
+
+class _PyComposer(_Counting, yaml.SafeLoader):
+    """PyYAML's pure-Python reader, scanner and parser: for a PyYAML built without libyaml, and for text libyaml
+    cannot take (a lone surrogate, which its UTF-8 encoding refuses, is told here as a ReaderError with its place)."""
+
+    def __init__(self, text: str, source: str, max_nodes: int) -> None:
+        yaml.SafeLoader.__init__(self, text)
+        self.start(source, max_nodes)
+
+
+try:
+    from yaml._yaml import CParser  # libyaml's parser, where PyYAML was built with it (its wheels are)
+except ImportError:  # pragma: no cover (a PyYAML without libyaml: the pure-Python one reads every document)
+    CParser = None
+
+if CParser is not None:
+    class _CComposer(_Counting, yaml.composer.Composer, CParser, yaml.constructor.SafeConstructor,
+                     yaml.resolver.Resolver):
+        """libyaml's reader, scanner and parser, whose events our Python composer above makes nodes of: the pure
+        Python scanner and parser cost ~90% of composing (a 248 KB `register`: 3-5 s of a loaded engine thread;
+        these events: about a tenth of that), while the composer keeps every check (node budget, depth, recursive
+        aliases) that yaml.CSafeLoader's own C composer would skip. Composer comes before CParser so its Python
+        `get_single_node` and `compose_*` run, not CParser's C ones."""
+
+        def __init__(self, text: str, source: str, max_nodes: int) -> None:
+            CParser.__init__(self, text)
+            yaml.composer.Composer.__init__(self)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+            self.start(source, max_nodes)
+
+
+def _composer(text: str, source: str, max_nodes: int) -> _Counting:
+    """The faster composer that can read ``text`` (libyaml takes UTF-8 it encodes itself: no lone surrogates)."""
+    if CParser is not None and (text.isascii() or _encodes(text)):
+        return _CComposer(text, source, max_nodes)
+    return _PyComposer(text, source, max_nodes)
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _line(node: yaml.Node) -> int:
@@ -141,7 +191,7 @@ class _Doc:
 
     def value(self, node: yaml.Node, strings: bool) -> Any:
         if isinstance(node, yaml.ScalarNode):
-            if strings and node.style is None and node.tag in _IMPLICIT_TAGS:
+            if strings and not node.style and node.tag in _IMPLICIT_TAGS:
                 return node.value  # as written: `yes` stays "yes", `+5` stays "+5"
             return self.construct(node)
         if node.tag not in _PLAIN_COLLECTIONS:  # `!!python/object/apply` and friends: let SafeLoader refuse them
@@ -199,10 +249,13 @@ def _compose(text: str, doc: _Doc) -> yaml.Node | None:
         raise _too_big(said, limit, doc.source)
     loader = None
     try:
-        loader = _Composer(text, doc.source, doc.limits.max_yaml_nodes)  # the reader checks characters here
+        loader = _composer(text, doc.source, doc.limits.max_yaml_nodes)  # the reader checks characters here
         return loader.get_single_node()
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
+        if e.problem == _LIBYAML_TOO_DEEP:  # its scanner reads a flow ahead, so it may meet its cap before ours
+            raise QuerySpecError(f"collections nested more than {MAX_DEPTH} deep", source=doc.source,
+                                 line=mark.line + 1 if mark else None) from None
         context = f" ({clip(e.context, 200)})" if e.context else ""
         raise QuerySpecError(f"YAML syntax error: {clip(e.problem or '', 200)}{context}", source=doc.source,
                              line=mark.line + 1 if mark else None) from None
@@ -270,15 +323,16 @@ def _query_nodes(root: yaml.Node | None, doc: _Doc, problems: list[QuerySpecErro
 
 def parse_document(
     text: str, source: str, questions: Mapping[str, NamedQuestion] | None = None, limits: QueryLimits | None = None,
-    answerable: Callable[[QuerySpec], object] | None = None,
+    answerable: Callable[[QuerySpec], object] | None = None, lines: dict[str, int] | None = None,
 ) -> list[QuerySpec]:
     """All problems are reported together, the first of each query, in one QuerySpecError. ``answerable`` (see
-    Registry) checks each valid query against the serving model here, so its refusal has the query's line too."""
+    Registry) checks each valid query against the serving model here, so its refusal has the query's line too.
+    ``lines``, when given, is filled with what ``query_lines`` gives, at no cost of its own (for ``located_in``)."""
     doc = _Doc(source, limits or QueryLimits())
     problems: list[QuerySpecError] = []
     nodes = _query_nodes(_compose(text, doc), doc, problems)
     specs: list[QuerySpec] = []
-    first_line: dict[str, int] = {}
+    first_line: dict[str, int] = {} if lines is None else lines
     for i, node in enumerate(nodes):
         # A name used twice is reported whether or not either copy has a problem of its own
         name, name_line = _name_of(doc, node)
@@ -327,6 +381,7 @@ def _name_of(doc: _Doc, node: yaml.Node) -> tuple[str | None, int]:
 def load_queries(
     text: str, source: str = "<string>", questions: Mapping[str, NamedQuestion] | None = None,
     limits: QueryLimits | None = None, answerable: Callable[[QuerySpec], object] | None = None,
+    lines: dict[str, int] | None = None,
 ) -> list[QuerySpec]:
     """Parses a query document (see the module docstring). Every problem raises one QuerySpecError.
 
@@ -334,8 +389,9 @@ def load_queries(
     question names, choices and value labels against the codec; None defers
     that check to whoever binds the query to a model. `limits` default to
     QueryLimits(): a caller that passes none still gets the safe bounds.
+    `lines`: see parse_document.
     """
-    return parse_document(text, source, questions, limits, answerable)
+    return parse_document(text, source, questions, limits, answerable, lines)
 
 
 def query_lines(text: str, source: str = "<string>", limits: QueryLimits | None = None) -> dict[str, int]:
@@ -369,10 +425,13 @@ def no_query(source: str, outcome: str) -> QuerySpecError:
     return QuerySpecError(f"lists no query (queries: []): {outcome}", source=source)
 
 
-def located_in(error: QuerySpecError, text: str, source: str, limits: QueryLimits | None = None) -> QuerySpecError:
+def located_in(error: QuerySpecError, text: str, source: str, limits: QueryLimits | None = None,
+               lines: dict[str, int] | None = None) -> QuerySpecError:
     """``error``, about a query of the document ``text`` but found after it was parsed (a topic that clashes with
     a query registered before, a model that cannot answer it), located in it as its other problems are:
-    `file:line: query 'name': reason`. One that is located already comes back as it is."""
+    `file:line: query 'name': reason`. One that is located already comes back as it is. ``lines``: the document's
+    ``query_lines`` when its parse kept them (parse_document), so it is not composed again."""
     if error.source is not None or len(error.problems) > 1:
         return error
-    return error.located(source, query_lines(text, source, limits).get(error.query or ""), None)
+    lines = query_lines(text, source, limits) if lines is None else lines
+    return error.located(source, lines.get(error.query or ""), None)

@@ -24,6 +24,7 @@ from queries.flash import FlashQueries
 from queries.limits import QueryLimits
 from queries.registry import Registry
 from queries.spec import QuerySpec, QuerySpecError
+import queries.yaml_loader
 from queries.yaml_loader import MAX_DEPTH, load_queries
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "queries" / "examples"
@@ -148,7 +149,6 @@ def test_250k_queries_are_refused_in_well_under_a_second() -> None:
     (surprise("x", "_rejects/{stream}/"), "topic '_rejects/{stream}/' starts with '_'"),
     (surprise("_hb"), "topic '_hb/{stream}/' starts with '_'"),
     (surprise("x", "{stream}/{query}/"), "topic must not start with {stream}: a stream named '_...'"),
-    (surprise("x", "t/\\ud800/", streams="x").replace("'", '"'), "is not valid Unicode text"),
     # a reviewer's topic held ESC sequences and a newline, which `flashtick topics` printed raw: a forged line
     (surprise("x", "x\\e[2J\\n{stream}/").replace("'", '"'),
      "topic 'x\\x1b[2J\\n{stream}/' contains U+001B (a control, format or other non-printable character)"),
@@ -321,3 +321,59 @@ def test_fuzz_thousands_of_seeded_documents(seed: int) -> None:
     rng = random.Random(seed)
     for _ in range(10):
         _loads_or_refuses(_random_document(rng))
+
+
+HOSTILE = [  # (document, its error's start, a part of it): each refused alike by libyaml's parser and PyYAML's own
+    ("queries: [{name: a, name: b}]", "q.yaml:1: query #1: ", "duplicate key 'name' (first at line 1)"),
+    ("queries:\n- name: a\n  streams: [x]\n  kind: surprise\n  trigger: {ticks: 1, ticks: 2}\n",
+     "q.yaml:2: query 'a': ", "duplicate key 'ticks' (first at line 5)"),
+    ("queries: []\nqueries: []\n", "q.yaml:2: ", "duplicate key 'queries' (first at line 1)"),
+    ("queries: [{name: a, streams: [x], kind: surprise, bogus: 1}]", "q.yaml:1: query 'a': ", "unknown key 'bogus'"),
+    ("queries: []\nextra: 1\n", "q.yaml:2: ", "unknown top-level key 'extra' (allowed: queries)"),
+    ("queries: !!python/object/apply:os.system ['touch {marker}']", "q.yaml:1: ", "the tag "),
+    ("queries: [{name: a, streams: [x], kind: surprise, seed: !!python/object/apply:os.system ['touch {marker}']}]",
+     "q.yaml:1: query 'a': YAML error: ", "could not determine a constructor"),
+    ("queries:\n- {name: x, streams: [x], kind: surprise, seed: " + "[" * 40 + "]" * 40 + "}\n", "q.yaml:2: ",
+     f"collections nested more than {MAX_DEPTH} deep"),
+    ("queries:\n- {name: x, streams: [x], kind: surprise, seed: " + "[" * 5000 + "]" * 5000 + "}\n", "q.yaml:2: ",
+     f"collections nested more than {MAX_DEPTH} deep"),
+    ("queries: &q [*q]\n", "q.yaml:1: ", "recursive alias"),
+    (bomb(), "q.yaml:6: ", "(max_yaml_nodes)"),
+]
+
+
+@pytest.fixture(params=["libyaml", "pure-python"])
+def parser(request, monkeypatch) -> str:
+    """Each document read by both of PyYAML's parsers: libyaml's (the one used where PyYAML has it: ~10x faster on
+    a large `register`) and its pure-Python one (a PyYAML built without libyaml, and text libyaml cannot take)."""
+    if request.param == "libyaml":
+        assert queries.yaml_loader.CParser is not None, "this PyYAML has no libyaml: the fast parser is not tested"
+    else:
+        monkeypatch.setattr(queries.yaml_loader, "CParser", None)  # what a PyYAML without libyaml has
+    return request.param
+
+
+@pytest.mark.parametrize("text, start, part", HOSTILE)
+def test_both_parsers_refuse_hostile_documents_alike_and_load_safely(parser, tmp_path, text, start, part) -> None:
+    marker = tmp_path / "ran"
+    error = str(refused(text.replace("{marker}", str(marker))))
+    assert error.startswith(start) and part in error, error
+    assert not marker.exists()  # safe loading: no tag ever constructs a Python object
+
+
+def test_both_parsers_read_a_valid_document_alike(parser) -> None:
+    text = ("queries:\n- {name: big, streams: [" + ",".join(f"S{i}" for i in range(37000)) + "], "
+            "question: direction_5, kind: choice, choices: [yes, no, +5]}\n"
+            "- {name: 'on', streams: ['*'], kind: surprise, topic: \"t/{stream}/\"}\n")
+    big, on = load_queries(text, "q.yaml")
+    assert big.streams == tuple(f"S{i}" for i in range(37000)) and big.choices == ("yes", "no", "+5")
+    assert (on.name, on.streams, on.topic) == ("on", ("*",), "t/{stream}/")
+
+
+def test_a_lone_surrogate_is_refused_by_either_parser(parser) -> None:
+    """An escaped lone surrogate in a topic: libyaml refuses the escape as it scans, PyYAML's parser reads it and
+    the topic check refuses it; unescaped (text decoded with surrogates), the pure-Python reader refuses it."""
+    error = str(refused("queries:\n" + surprise("x", "t/\\ud800/", streams="x").replace("'", '"')))
+    assert error.startswith("q.yaml:2: ") and ("is not valid Unicode text" in error if parser == "pure-python" else
+                                               "found invalid Unicode character escape code" in error), error
+    assert "special characters are not allowed" in str(refused("queries: [\ud800]"))
