@@ -22,7 +22,7 @@ from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError
 from engine.service.config import ServiceConfig
-from engine.service.server import REJECTS_TOPIC, TOKENIZED_MARKER, Server
+from engine.service.server import HEARTBEAT_TOPIC, REJECTS_TOPIC, TOKENIZED_MARKER, Server
 
 DIR_QUERY = """
 queries:
@@ -545,3 +545,51 @@ def test_every_number_of_stats_is_on_the_metrics_endpoint(checkpoint, tmp_path) 
     assert scraped["flashtick_log_ticks_dropped_by_retention_total"] == log["ticks_dropped_by_retention"]
     assert scraped["flashtick_log_appended_total"] == log["appended"] == 1500
     assert scraped["flashtick_answer_log_appended_total"] == log["answers"]["appended"] > 0
+
+
+def test_a_large_register_is_parsed_while_the_loop_keeps_its_turns(checkpoint) -> None:
+    """review207 #3: a document near limits.max_yaml_bytes (one query over 37,000 streams) was parsed on the engine
+    thread: 3-10 s without a heartbeat, an ingested tick or a forward. Now it is parsed off it: a tick sent after
+    the register goes in and heartbeats say so (ticks_in up, the registry not yet at the new version), in order,
+    before the register is applied; then the registered query answers."""
+    config = ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)},
+        "kv": {"cells": 8192, "block_size": 16},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
+        # a document 4x the default limit, so its parse (about a second of CPU with libyaml) spans many heartbeats
+        "limits": {"heartbeat_s": 0.05, "max_yaml_bytes": 1 << 20, "max_yaml_nodes": 200_000},
+    })
+    names = [f"S{i}" for i in range(110_000)]
+    text = ("queries: [{name: big, streams: [" + ",".join(names) + "], question: direction_20, kind: choice, "
+            "trigger: batch}]")
+    assert 1 << 19 < len(text) < 1 << 20
+    ticks = [dataclasses.replace(t, stream="S7") for t in SyntheticMarket(SyntheticConfig(seed=3)).next_batch(6)]
+    with serving(config) as server, AnswerSubscriber(server.endpoints["answers"], [HEARTBEAT_TOPIC]) as beats, \
+            ControlClient(server.endpoints["control"], timeout_s=60) as control:
+        version = control.call("list")["version"]
+        push = zmq.Context.instance().socket(zmq.PUSH)
+        dealer = zmq.Context.instance().socket(zmq.DEALER)
+        try:
+            push.connect(server.endpoints["ingest"])
+            dealer.connect(server.endpoints["control"])
+            assert beats.recv(timeout_s=10) is not None  # subscribed: heartbeats come
+            before = control.call("stats")["stats"]["ticks_in"]
+            dealer.send(msgpack.packb({"op": "register", "yaml": text}))
+            time.sleep(0.2)  # (the register read first: a tick read before it would prove nothing)
+            push.send(encode(ticks[:1]))
+            seen = []  # (seq, ticks_in, registry_version) of each heartbeat until the register's reply
+            while not dealer.poll(0):
+                if (message := beats.recv(timeout_s=0.2)) is not None:
+                    seen.append((message[1]["seq"], message[1]["ticks_in"], message[1]["registry_version"]))
+                assert len(seen) < 100_000
+            reply = msgpack.unpackb(dealer.recv())
+            assert reply["ok"] and reply["registered"] == ["big"] and reply["version"] == version + 1, reply
+            # while the document was parsed, the loop read the tick and beat on: the old registry, the tick in
+            assert (before + 1, version) in [(ticks_in, v) for _, ticks_in, v in seen], seen[-5:]
+            assert [seq for seq, _, _ in seen] == list(range(seen[0][0], seen[0][0] + len(seen)))  # none missed
+            assert control.call("list")["queries"][0]["streams"][:2] == ["S0", "S1"]
+            push.send(encode(ticks[1:]))  # and the query it registered answers
+            wait_for(lambda: control.call("get", query="big", stream="S7")["answer"] is not None, timeout_s=60)
+        finally:
+            push.close(linger=1000)
+            dealer.close(linger=0)

@@ -12,6 +12,7 @@ from typing import Any
 from connectors.ticks import slash_hint, utc_text, wire_value
 from engine.scheduler import UnknownStream
 from engine.service.config import ServiceConfig
+from engine.service.document_parse import DocumentParse
 from engine.service.control_requests import (ControlBusy, ControlError, ControlShardLost, ControlUnknownStream,
                                              register_source, request_field)
 from engine.service.installation import package_version
@@ -23,7 +24,7 @@ from engine.service.wire_protocol import WIRE_PROTOCOL
 from engine.stream_patterns import did_you_mean
 from queries.limits import excerpt
 from queries.spec import LABELLED_KINDS, QuerySpec, QuerySpecError
-from queries.yaml_loader import load_queries, located_in, no_query
+from queries.yaml_loader import located_in, no_query
 
 MAX_ANSWERS_PER_FETCH = 1000
 MAX_STREAMS_PER_REPLY = 10_000
@@ -43,22 +44,27 @@ class ControlOps:
     _snapshot: dict[str, Any]
     _refused_streams: OrderedDict[str, list]  # stream -> [ticks refused, the error]
     _refused_forgotten: int  # refused streams that fell out of _refused_streams (the oldest first)
+    _parsing: DocumentParse | None  # a `register` whose document is being parsed off the engine thread
 
-    def _op_register(self, request: dict, _reply: Any) -> dict:
+    def _op_register(self, request: dict, reply: Any) -> None:
+        # parsed off the engine thread (a document near limits.max_yaml_bytes is seconds of Python on a loaded
+        # host), applied on it once parsed (_registered); control is read again then, so replies keep their order
+        self._parsing = DocumentParse(request_field(request, "yaml", str), register_source(request),
+                                      self.pipeline.registry, reply)
+
+    def _registered(self, parse: DocumentParse) -> dict:
+        """A `register` whose document ``parse`` has read, applied: its reply's fields."""
         registry = self.pipeline.registry
-        source = register_source(request)
-        text = request_field(request, "yaml", str)
-        specs = load_queries(text, source, questions=registry.questions, limits=registry.limits,
-                             answerable=registry.answerable)
+        specs = parse.specs()
         if not specs:  # (a client's mistake, most likely: an empty list, or the wrong file) registers nothing
-            raise ControlError(str(no_query(source, "nothing registered (`unregister` removes a query)")))
+            raise ControlError(str(no_query(parse.source, "nothing registered (`unregister` removes a query)")))
         # a name registered already is replaced, its spec and cached answers gone: said, as anyone on the control
         # socket can change what a strategy's topics carry (subscribers see heartbeats' registry_version move)
         replaced = [s.name for s in specs if registry.current(s.name) is not None]
         try:
             self.pipeline.register_queries(specs)
         except QuerySpecError as e:  # found across documents (a topic another query owns): located like the rest
-            raise located_in(e, text, source, registry.limits) from None
+            raise located_in(e, parse.text, parse.source, registry.limits, parse.lines) from None
         return {"registered": [s.name for s in specs], "replaced": replaced, "version": self.pipeline.registry.version}
 
     def _op_unregister(self, request: dict, _reply: Any) -> dict:

@@ -7,12 +7,14 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
+from typing import Any, Callable
 
 import zmq
 
 from engine.service.config import ServiceConfig
 from engine.service.control_requests import (CONTROL_OPS, ERROR_REPLY_CHARS, NO_ID, ControlError, check_request,
                                              envelope_problem, request_id, sendable, unpack_request)
+from engine.service.document_parse import DocumentParse
 from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.wire_protocol import pack
 from queries.limits import clip, excerpt
@@ -49,6 +51,9 @@ class ControlSocket:
     counters: dict[str, int]
     _sockets: dict[str, zmq.Socket]
     _unsent: dict[bytes, UnsentReplies]  # routing id -> replies ZeroMQ's queue had no room for yet
+    _parsing: DocumentParse | None  # a `register` whose document is being parsed off the engine thread
+    poller: zmq.Poller  # the loop's: control leaves it while a `register` parses
+    _registered: Callable[[DocumentParse], dict]  # (ControlOps)
 
     def _send_reply(self, frames: list[bytes]) -> None:
         """A control reply to its client (``frames[0]``, its routing id). One that finds the client's ZeroMQ queue
@@ -126,12 +131,32 @@ class ControlSocket:
                 result = handler(request, reply)
                 if result is not None:
                     reply({"ok": True, **result})
-            except (ControlError, QuerySpecError, ValueError, LookupError) as e:
-                self.counters["control_errors"] += 1
-                # (a registration's error lists up to MAX_LISTED invalid queries, each clipped on its own)
-                reply({"ok": False, "reason": e.reason if isinstance(e, ControlError) else "bad_request",
-                       "error": sendable(clip(str(e).strip('"') or type(e).__name__, ERROR_REPLY_CHARS))})
-            except Exception as e:  # anything unforeseen: the service keeps serving
-                self.counters["control_errors"] += 1
-                reply({"ok": False, "reason": "internal",
-                       "error": sendable(clip(f"{type(e).__name__}: {e}", ERROR_REPLY_CHARS))})
+            except Exception as e:
+                self._refused(reply, e)
+            if self._parsing is not None:  # a `register` parses off the engine thread: control waits for it
+                self.poller.unregister(sock)  # (ingest, forwards and heartbeats go on: _take_parsed reads it again)
+                return
+
+    def _take_parsed(self) -> None:
+        """A `register` whose document is parsed: applied and replied to here, on the engine thread, and control read
+        again (the requests sent after it are served after it, as they came)."""
+        parse = self._parsing
+        if parse is None or not parse.done():
+            return
+        self._parsing = None
+        self.poller.register(self._sockets["control"], zmq.POLLIN)
+        try:
+            parse.reply({"ok": True, **self._registered(parse)})
+        except Exception as e:
+            self._refused(parse.reply, e)
+
+    def _refused(self, reply: Callable[[dict], Any], e: Exception) -> None:
+        """The error reply to a request its op raised ``e`` for, counted."""
+        self.counters["control_errors"] += 1
+        if isinstance(e, (ControlError, QuerySpecError, ValueError, LookupError)):
+            # (a registration's error lists up to MAX_LISTED invalid queries, each clipped on its own)
+            reply({"ok": False, "reason": e.reason if isinstance(e, ControlError) else "bad_request",
+                   "error": sendable(clip(str(e).strip('"') or type(e).__name__, ERROR_REPLY_CHARS))})
+        else:  # anything unforeseen: the service keeps serving
+            reply({"ok": False, "reason": "internal",
+                   "error": sendable(clip(f"{type(e).__name__}: {e}", ERROR_REPLY_CHARS))})

@@ -40,6 +40,7 @@ from engine.service.control_ops import ControlOps
 from engine.service.control_requests import ERROR_REPLY_CHARS, sendable
 from engine.service.control_socket import CONTROL_HWM, ControlSocket, UnsentReplies
 from engine.service.data_dir_open import new_epoch
+from engine.service.document_parse import DocumentParse
 from engine.service.feed_watch import FeedWatch
 from engine.service.forward_pace import ForwardPace
 from engine.service.heartbeat import PROCESS_START_TIME, Heartbeat
@@ -76,6 +77,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
         self.config = config
         self.serve_hints = serve_hints
         self._waiting: dict[int, Any] = {}  # ask ticket -> the control reply still owed
+        self._parsing: DocumentParse | None = None  # a `register` whose document a thread of its own parses
         self._tickets = 0
         self.context = zmq.Context.instance()
         self.endpoints: dict[str, str] = {}
@@ -268,6 +270,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
         wait_ms = 0 if busy else max(0, min(50, int((next_heartbeat - time.monotonic()) * 1000)))
         events = dict(self.poller.poll(wait_ms))
         self._read_ingest(events)
+        self._take_parsed()  # (a `register` parsed off this thread: applied here)
         if self._sockets["control"] in events:
             self._drain_control()
         self._send_unsent()
