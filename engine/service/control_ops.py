@@ -12,9 +12,9 @@ from typing import Any
 from connectors.ticks import slash_hint, utc_text, wire_value
 from engine.scheduler import UnknownStream
 from engine.service.config import ServiceConfig
-from engine.service.document_parse import DocumentParse
 from engine.service.control_requests import (ControlBusy, ControlError, ControlShardLost, ControlUnknownStream,
                                              register_source, request_field)
+from engine.service.document_parse import DocumentParse
 from engine.service.installation import package_version
 from engine.service.pipeline import StreamBusy, TickPipeline
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
