@@ -161,136 +161,147 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
     Where the live run expired a stream for idleness, the stream is dropped here too (its ordering guard stays,
     as live); where an operator had it forgotten, so is its guard, and its items up to there count neither as
     replayed nor as refused. A stream whose first ticks retention dropped counts on from where the live run was."""
-    pending: dict[str, tuple[int, int | None] | None] = {}  # each stream's point until reached (None: none)
-    counted: dict[str, int] = {}
-    owed: set[str] = set()  # streams past their answered point: their items go to the tail
-    tail: list[EncodedTick | None] = []
-    seen: set[str] = set()  # streams this replay has items (or a start) of
-    started = 0  # the ticks segment starts count of the streams first met there (a log without LOGGED: dropped)
-    # stream -> [ticks replayed, items refused] since the log began or its last forget: what a forget takes back
-    placed: dict[str, list[int]] = {}
-    taken = [0, 0]  # ... the sums of what the forgets took back
-    expired_at: dict[str, int] = {}  # stream -> its ticks in ``placed`` at its last expiry: none of them is held
-    # stream -> the event time of its last item admission refused (a limit lowered since): its ordering guard if
-    # the live run then expired it (the encoders, which a refusal leaves as they were, hold none of those ticks)
-    refused_ts: dict[str, int] = {}
-    late = [0, 0]  # tail items booked after all (an earlier session's) that admission refused: ticks, items
-    booked_ts: dict[str, int] = {}  # the event time of the last item booked of each stream with a point
+    split = _LogSplit(encoders, target, answered, streams)
+    read = replay_log(directory, encoders, split.book, skip_corrupt=skip_corrupt, stats=stats, streams=streams,
+                      upto=upto, message_start=split.message_start, expire=split.expire,
+                      segment_start=split.start, forget=split.forget)
+    # a log written before LOGGED: the streams' counts at the first kept start, which miss a stream expired before it
+    dropped = read.before if read.before is not None else split.started
+    stats.ticks_dropped_by_retention += dropped
+    expired = [ticks for ticks in split.expired_at.values() if ticks]
+    return SplitLog(read.ticks - split.taken[0] - split.late[0], read.refused - split.taken[1] + split.late[1],
+                    split.tail, dropped + read.logged, sum(expired), len(expired))
 
-    def point_of(stream: str) -> tuple[int, int | None] | None:
-        if stream not in pending:
-            pending[stream] = None if answered is None else answered.get(stream)
-        return pending[stream]
 
-    def reached(stream: str, point: tuple[int, int | None]) -> bool:
-        if counted.get(stream, 0) != point[0] or point[1] not in (None, booked_ts.get(stream)):
+class _LogSplit:
+    """What one split_log keeps as it reads: each stream's answered point until reached, the tail past it, and
+    what expiries and forgets take back of the counts. Its methods are the callbacks replay_log calls."""
+
+    def __init__(self, encoders: StreamEncoders, target: ReplayTarget, answered: TailPoints | None,
+                 streams: set[str] | None) -> None:
+        self.encoders, self.target, self.answered, self.streams = encoders, target, answered, streams
+        self.pending: dict[str, tuple[int, int | None] | None] = {}  # each stream's point until reached (None: none)
+        self.counted: dict[str, int] = {}
+        self.owed: set[str] = set()  # streams past their answered point: their items go to the tail
+        self.tail: list[EncodedTick | None] = []
+        self.seen: set[str] = set()  # streams this replay has items (or a start) of
+        # the ticks segment starts count of the streams first met there (a log without LOGGED: dropped)
+        self.started = 0
+        # stream -> [ticks replayed, items refused] since the log began or its last forget: what a forget takes back
+        self.placed: dict[str, list[int]] = {}
+        self.taken = [0, 0]  # ... the sums of what the forgets took back
+        # stream -> its ticks in ``placed`` at its last expiry: none of them is held
+        self.expired_at: dict[str, int] = {}
+        # stream -> the event time of its last item admission refused (a limit lowered since): its ordering guard if
+        # the live run then expired it (the encoders, which a refusal leaves as they were, hold none of those ticks)
+        self.refused_ts: dict[str, int] = {}
+        self.late = [0, 0]  # tail items booked after all (an earlier session's) that admission refused: ticks, items
+        self.booked_ts: dict[str, int] = {}  # the event time of the last item booked of each stream with a point
+
+    def point_of(self, stream: str) -> tuple[int, int | None] | None:
+        if stream not in self.pending:
+            self.pending[stream] = None if self.answered is None else self.answered.get(stream)
+        return self.pending[stream]
+
+    def reached(self, stream: str, point: tuple[int, int | None]) -> bool:
+        if self.counted.get(stream, 0) != point[0] or point[1] not in (None, self.booked_ts.get(stream)):
             return False
-        owed.add(stream)
-        pending[stream] = None
+        self.owed.add(stream)
+        self.pending[stream] = None
         return True
 
-    def start(counts: dict[str, list[Any]]) -> None:
+    def start(self, counts: dict[str, list[Any]]) -> None:
         """A segment's start: the streams first met here had records in segments retention dropped; they
         go on counting ticks (and guarding order) from where the live run was, not from 0, with its codec state
         and session (where the record has them: logs of earlier versions hold counts only)."""
         for stream, (ticks, last_ts, *kept) in counts.items():
-            if stream in seen or (streams is not None and stream not in streams):
+            if stream in self.seen or (self.streams is not None and stream not in self.streams):
                 continue
-            seen.add(stream)
+            self.seen.add(stream)
             state, booked, at_last_ts = (kept + [None, None, None])[:3]  # (older logs: fewer of them)
-            encoders.start_at(stream, ticks, last_ts, state, at_last_ts)
+            self.encoders.start_at(stream, ticks, last_ts, state, at_last_ts)
             if ticks:
-                target.start_at(stream, ticks, last_ts, booked)
-                counted[stream] = ticks
-                nonlocal started
-                started += ticks
+                self.target.start_at(stream, ticks, last_ts, booked)
+                self.counted[stream] = ticks
+                self.started += ticks
 
-    def book(item: EncodedTick) -> None:
-        seen.add(item.stream)
-        counts = placed.setdefault(item.stream, [0, 0])
-        point = None if item.stream in owed else point_of(item.stream)
-        if point is not None and point[1] is None and reached(item.stream, point):
+    def book(self, item: EncodedTick) -> None:
+        self.seen.add(item.stream)
+        counts = self.placed.setdefault(item.stream, [0, 0])
+        point = None if item.stream in self.owed else self.point_of(item.stream)
+        if point is not None and point[1] is None and self.reached(item.stream, point):
             point = None  # a registration's count, reached before this item (0: before the stream's first)
-        if item.stream in owed:
-            tail.append(item)
+        if item.stream in self.owed:
+            self.tail.append(item)
             counts[0] += item.ticks
             return
-        place(item)
+        self.place(item)
         counts[0] += item.ticks
         if point is not None:  # (an earlier session of the stream, before an expiry, may pass the count first)
-            counted[item.stream] = counted.get(item.stream, 0) + item.ticks
-            booked_ts[item.stream] = item.ts
-            reached(item.stream, point)
+            self.counted[item.stream] = self.counted.get(item.stream, 0) + item.ticks
+            self.booked_ts[item.stream] = item.ts
+            self.reached(item.stream, point)
 
-    def place(item: EncodedTick) -> None:
+    def place(self, item: EncodedTick) -> None:
         try:
-            target.restore(item)
+            self.target.restore(item)
         except AdmissionRefused as e:  # the limits changed since: counted, never fatal
-            placed[item.stream][1] += 1  # (replay_log counts one refusal per item refused)
-            refused_ts[item.stream] = item.ts
+            self.placed[item.stream][1] += 1  # (replay_log counts one refusal per item refused)
+            self.refused_ts[item.stream] = item.ts
             raise InvalidTick("stream_refused", str(e), item.stream) from None
 
-    def earlier_session(stream: str) -> None:
+    def earlier_session(self, stream: str) -> None:
         """``stream`` expires: a point reached before it was in an earlier session (a registration's count, which
         any session may reach): its tail items are booked after all, and the next session looks for the point
         again."""
-        pending.pop(stream, None)
-        if stream not in owed:
+        self.pending.pop(stream, None)
+        if stream not in self.owed:
             return
-        owed.discard(stream)
-        mine = [item for item in tail if item is not None and item.stream == stream]
-        tail[:] = [item for item in tail if item is None or item.stream != stream]
+        self.owed.discard(stream)
+        mine = [item for item in self.tail if item is not None and item.stream == stream]
+        self.tail[:] = [item for item in self.tail if item is None or item.stream != stream]
         for item in mine:
             try:
-                place(item)
+                self.place(item)
             except InvalidTick:  # counted as replayed when it went to the tail: refused instead
-                placed[stream][0] -= item.ticks
-                late[0] += item.ticks
-                late[1] += 1
+                self.placed[stream][0] -= item.ticks
+                self.late[0] += item.ticks
+                self.late[1] += 1
 
-    def expire(stream: str) -> None:
+    def expire(self, stream: str) -> None:
         """The later event wins: a stream whose items were refused here and that the live run then expired reads
         expired (its guard at its last tick, as live) where the target held a session of it then (target.drop takes
         the refusals back); one the target never admitted stays refused (target.drop keeps it)."""
-        earlier_session(stream)
-        target.drop(stream)
-        encoders.drop(stream)
-        refused = refused_ts.pop(stream, None)
-        held = encoders.accepted([stream])[stream]
+        self.earlier_session(stream)
+        self.target.drop(stream)
+        self.encoders.drop(stream)
+        refused = self.refused_ts.pop(stream, None)
+        held = self.encoders.accepted([stream])[stream]
         if refused is not None and (held is None or held["last_ts"] is None or held["last_ts"] < refused):
-            encoders.start_at(stream, 0, refused)  # (ticks 0: only its guard; how many at that ts unknown)
-        counted.pop(stream, None)  # the answered point counts the session after the last expiry
-        if stream in placed:
-            expired_at[stream] = placed[stream][0]
+            self.encoders.start_at(stream, 0, refused)  # (ticks 0: only its guard; how many at that ts unknown)
+        self.counted.pop(stream, None)  # the answered point counts the session after the last expiry
+        if stream in self.placed:
+            self.expired_at[stream] = self.placed[stream][0]
 
-    def forget(stream: str) -> None:
+    def forget(self, stream: str) -> None:
         """As an expiry, and its ordering guard goes too; what the live run had not computed of it was dropped.
         Its items so far are taken back from the counts: a restart's "recovered N ticks" and its refusals (a
         limit lowered since) are of the streams it holds, not of one the operator dropped."""
-        pending.pop(stream, None)  # the next session looks for its point again
-        target.forget(stream)
-        encoders.forget(stream)  # (not drop: the guard goes too)
-        refused_ts.pop(stream, None)
-        counted.pop(stream, None)
-        ticks, refused = placed.pop(stream, (0, 0))
-        expired_at.pop(stream, None)
-        taken[0] += ticks
-        taken[1] += refused
-        owed.discard(stream)
-        tail[:] = [item for item in tail if item is None or item.stream != stream]
+        self.pending.pop(stream, None)  # the next session looks for its point again
+        self.target.forget(stream)
+        self.encoders.forget(stream)  # (not drop: the guard goes too)
+        self.refused_ts.pop(stream, None)
+        self.counted.pop(stream, None)
+        ticks, refused = self.placed.pop(stream, (0, 0))
+        self.expired_at.pop(stream, None)
+        self.taken[0] += ticks
+        self.taken[1] += refused
+        self.owed.discard(stream)
+        self.tail[:] = [item for item in self.tail if item is None or item.stream != stream]
 
-    def message_start() -> None:
-        if tail and tail[-1] is not None:  # (runs of message starts of no tail item are one boundary)
-            tail.append(None)
-
-    read = replay_log(directory, encoders, book, skip_corrupt=skip_corrupt, stats=stats, streams=streams, upto=upto,
-                      message_start=message_start, expire=expire, segment_start=start, forget=forget)
-    # a log written before LOGGED: the streams' counts at the first kept start, which miss a stream expired before it
-    dropped = read.before if read.before is not None else started
-    stats.ticks_dropped_by_retention += dropped
-    expired = [ticks for ticks in expired_at.values() if ticks]
-    return SplitLog(read.ticks - taken[0] - late[0], read.refused - taken[1] + late[1], tail, dropped + read.logged,
-                    sum(expired), len(expired))
+    def message_start(self) -> None:
+        if self.tail and self.tail[-1] is not None:  # (runs of message starts of no tail item are one boundary)
+            self.tail.append(None)
 
 
 def logged_tick(record: dict[str, Any]) -> Tick:
