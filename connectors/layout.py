@@ -74,19 +74,9 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     ns. The side is a side column, else a buyer-maker flag; integer prices in a Databento CSV are fixed-point 1e-9.
     """
     names = list(schema)
-    for name, cmap in PRESETS.items():
-        sign = PRESET_SIGNS.get(name, frozenset())
-        if cmap.names is None and sign is not None and set(cmap.source_columns()) - set(cmap.keep or ()) | sign \
-                <= set(names):
-            # no keep column: the preset less its filter, and no longer named it, so that a refinement (rebuilt
-            # from the preset's keys) does not bring the filter back
-            return cmap if set(cmap.keep or ()) <= set(names) else replace(cmap, keep=None, preset=None)
-    by_normal: dict[str, str] = {}
-    for n in names:
-        by_normal.setdefault(normal_name(n), n)
-    for n in names:  # `Time (EET)`: a time column whose header names its zone, found by its name before the zone
-        if (zoned := zoned_time_column((n,))) is not None and normal_name(zoned[1].name) in TIME_HEADERS:
-            by_normal.setdefault(normal_name(zoned[1].name), n)
+    if (preset := _preset_of(names)) is not None:
+        return preset
+    by_normal = _by_normal_name(names)
     for name, cmap in PRESETS.items():  # a header-less preset's file with its header (Binance's newer files)
         if cmap.names is not None and PRESET_SIGNS.get(name, ()) is not None and set(cmap.names) <= set(by_normal):
             # read as the header-less file is, on its clock: bookTicker's transaction_time, not event_time
@@ -106,43 +96,90 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     # columns a refinement names (`--columns bid=priceBid,...`, or a time column alone) count as found: the rest
     # is detected
     found |= {field: column for field, column in (hints or {}).items() if field in VALUE_FIELDS}
-    stream_col = (hints or {}).get("stream_col", stream_col)
+    stream_col = _contract_stream((hints or {}).get("stream_col", stream_col), by_normal, hints or {})
     ts = (hints or {}).get("ts", ts)
-    month = next((by_normal[c] for c in CONTRACT_MONTH_NAMES if c in by_normal), None)
-    if stream_col is None and DATABENTO_HEADER <= set(by_normal) and "stream_col" not in (hints or {}):
-        stream_col = by_normal["instrument_id"]  # an export without symbols: one stream per instrument, as DBN's
-    option = [next((by_normal[c] for c in names if c in by_normal), None) for names in (STRIKE_NAMES, RIGHT_NAMES)]
-    root = next((by_normal[c] for c in OPTION_ROOT_NAMES if c in by_normal), None) or stream_col
-    if all(option) and root is not None and "stream_col" not in (hints or {}):
-        stream_col = "+".join(c for c in (root, month, *option) if c)  # every contract of a chain its own stream
-    elif stream_col is not None and month is not None and "+" not in stream_col and "stream_col" not in (hints or {}):
-        stream_col = f"{stream_col}+{month}"  # CL of May and CL of June are two instruments
-    share_class = next((by_normal[c] for c in SHARE_CLASS_NAMES if c in by_normal), None)
-    if stream_col is not None and share_class is not None and "+" not in stream_col \
-            and "stream_col" not in (hints or {}):
-        stream_col = f"{stream_col}+{share_class}"  # BRK.A and BRK.B are two instruments, 1,500 times apart
     quotes = {"bid", "ask"} <= set(found)
     if not ("price" in found or quotes) and (mid := next((by_normal[c] for c in MID_NAMES if c in by_normal), None)):
         found["price"] = mid  # a mid-only feed: the price of a series of trades (layout_notes.vendor_notes says so)
     if ts is None or not ("price" in found or quotes):
-        lacking = "time column" if ts is None else "price (trades) nor bid and ask (quotes)"
-        seen = ", ".join(f"{k}={v}" for k, v in ({"ts": ts} | found).items() if v)
-        missing = "" if ts is None else ", or only what is missing: --columns price=...,size=..."
-        if yields := [n for n in names if names_a_yield(n)]:  # cash Treasuries, quoted in yield
-            named = "is named as a yield" if len(yields) == 1 else "are named as yields"
-            missing += (f". {', '.join(map(repr, yields))} {named}, which replay does not read as prices (a yield "
-                        f"up is a price down): convert them to prices first (docs/replay.md#yield-quoted-instruments)")
-        raise NoTickLayout(
-            f"cannot detect the column layout of {path}: columns found {names}; no {lacking} among them"
-            f"{' (read so far: ' + seen + ')' if seen else ''}. Name its columns with a column map, e.g. --columns "
-            f"ts=time,price=px,size=qty,stream=symbol for trades, ts=time,bid=bp,ask=ap for quotes (the time's unit "
-            f"is read from its first value; --ts-unit says otherwise){missing} "
-            f"(or a preset: --preset {' / '.join(PRESETS)}; docs/replay.md)"
-        )
+        raise NoTickLayout(_no_layout(path, names, ts, found, quotes))
     if "price" not in found or "size" not in found and quotes:  # alone, a price without size is a price series
         found = {k: v for k, v in found.items() if k not in TRADE_FIELDS}
     if "bid" not in found or "ask" not in found:
         found = {k: v for k, v in found.items() if k not in QUOTE_FIELDS}
+    extra = _sides_and_scale(found, by_normal, first)
+    if len(joined_columns(ts)) == 1 and (clock := _day_clock(ts, by_normal, schema, first)):
+        ts = clock
+    unit, ts_format = detected_unit(ts, schema.get(ts), first)
+    zoned = zone_in_header(ts, unit, schema.get(ts), first)
+    tz = zoned[1].zone if zoned is not None else None
+    return ColumnMap(ts=ts, ts_unit=unit, ts_format=ts_format, tz=tz, stream_col=stream_col, **found, **extra)
+
+
+def _preset_of(names: list[str]) -> ColumnMap | None:
+    """The preset whose columns (and PRESET_SIGNS) a file has, as detection reads it; None when none fits."""
+    for name, cmap in PRESETS.items():
+        sign = PRESET_SIGNS.get(name, frozenset())
+        if cmap.names is None and sign is not None and set(cmap.source_columns()) - set(cmap.keep or ()) | sign \
+                <= set(names):
+            # no keep column: the preset less its filter, and no longer named it, so that a refinement (rebuilt
+            # from the preset's keys) does not bring the filter back
+            return cmap if set(cmap.keep or ()) <= set(names) else replace(cmap, keep=None, preset=None)
+    return None
+
+
+def _by_normal_name(names: list[str]) -> dict[str, str]:
+    """Each column by its normal name (the first of a name's spellings), and a time column whose header names its
+    zone (`Time (EET)`) by its name without the zone as well."""
+    by_normal: dict[str, str] = {}
+    for n in names:
+        by_normal.setdefault(normal_name(n), n)
+    for n in names:  # `Time (EET)`: a time column whose header names its zone, found by its name before the zone
+        if (zoned := zoned_time_column((n,))) is not None and normal_name(zoned[1].name) in TIME_HEADERS:
+            by_normal.setdefault(normal_name(zoned[1].name), n)
+    return by_normal
+
+
+def _contract_stream(stream_col: str | None, by_normal: Mapping[str, str], hints: Mapping[str, Any]) -> str | None:
+    """The stream column, joined with what tells one contract from another (a contract month, an option's root,
+    strike and right, a share class) unless a refinement names the stream column itself."""
+    month = next((by_normal[c] for c in CONTRACT_MONTH_NAMES if c in by_normal), None)
+    if stream_col is None and DATABENTO_HEADER <= set(by_normal) and "stream_col" not in hints:
+        stream_col = by_normal["instrument_id"]  # an export without symbols: one stream per instrument, as DBN's
+    option = [next((by_normal[c] for c in names if c in by_normal), None) for names in (STRIKE_NAMES, RIGHT_NAMES)]
+    root = next((by_normal[c] for c in OPTION_ROOT_NAMES if c in by_normal), None) or stream_col
+    if all(option) and root is not None and "stream_col" not in hints:
+        stream_col = "+".join(c for c in (root, month, *option) if c)  # every contract of a chain its own stream
+    elif stream_col is not None and month is not None and "+" not in stream_col and "stream_col" not in hints:
+        stream_col = f"{stream_col}+{month}"  # CL of May and CL of June are two instruments
+    share_class = next((by_normal[c] for c in SHARE_CLASS_NAMES if c in by_normal), None)
+    if stream_col is not None and share_class is not None and "+" not in stream_col \
+            and "stream_col" not in hints:
+        stream_col = f"{stream_col}+{share_class}"  # BRK.A and BRK.B are two instruments, 1,500 times apart
+    return stream_col
+
+
+def _no_layout(path: Path, names: list[str], ts: str | None, found: Mapping[str, str], quotes: bool) -> str:
+    """Why detection found no tick layout (no time column, or neither a price nor a bid and an ask), what it
+    read so far and the column map or preset that would read the file."""
+    lacking = "time column" if ts is None else "price (trades) nor bid and ask (quotes)"
+    seen = ", ".join(f"{k}={v}" for k, v in ({"ts": ts} | found).items() if v)
+    missing = "" if ts is None else ", or only what is missing: --columns price=...,size=..."
+    if yields := [n for n in names if names_a_yield(n)]:  # cash Treasuries, quoted in yield
+        named = "is named as a yield" if len(yields) == 1 else "are named as yields"
+        missing += (f". {', '.join(map(repr, yields))} {named}, which replay does not read as prices (a yield "
+                    f"up is a price down): convert them to prices first (docs/replay.md#yield-quoted-instruments)")
+    return (f"cannot detect the column layout of {path}: columns found {names}; no {lacking} among them"
+            f"{' (read so far: ' + seen + ')' if seen else ''}. Name its columns with a column map, e.g. --columns "
+            f"ts=time,price=px,size=qty,stream=symbol for trades, ts=time,bid=bp,ask=ap for quotes (the time's unit "
+            f"is read from its first value; --ts-unit says otherwise){missing} "
+            f"(or a preset: --preset {' / '.join(PRESETS)}; docs/replay.md)")
+
+
+def _sides_and_scale(found: Mapping[str, str], by_normal: Mapping[str, str],
+                     first: Callable[..., Any] | None) -> dict[str, Any]:
+    """The keys a detected map takes beyond its columns: a buyer-maker flag as the side, Bitfinex's signed
+    amount, a Databento CSV's fixed-point prices."""
     extra: dict[str, Any] = {}
     maker = next((by_normal[c] for c in BUYER_MAKER_NAMES if c in by_normal), None)
     if "price" in found and "side" not in found and maker is not None:
@@ -152,12 +189,7 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     price = found.get("price") or found.get("bid")
     if DATABENTO_HEADER <= set(by_normal) and first is not None and re.match(r"^-?\d+$", str(first(price) or "")):
         extra["price_scale"] = 1e9
-    if len(joined_columns(ts)) == 1 and (clock := _day_clock(ts, by_normal, schema, first)):
-        ts = clock
-    unit, ts_format = detected_unit(ts, schema.get(ts), first)
-    zoned = zone_in_header(ts, unit, schema.get(ts), first)
-    tz = zoned[1].zone if zoned is not None else None
-    return ColumnMap(ts=ts, ts_unit=unit, ts_format=ts_format, tz=tz, stream_col=stream_col, **found, **extra)
+    return extra
 
 
 def zone_in_header(ts: str, unit: str, dtype: pl.DataType | None,
