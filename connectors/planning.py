@@ -13,7 +13,7 @@ import stat
 import unicodedata
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import polars as pl
 
@@ -73,7 +73,7 @@ from connectors.price_notation import (FRACTIONAL_FORMS, fractional_caution, fra
                                        yield_caution)
 from connectors.lone_prints import lone_caution, lone_prints
 from connectors.price_offsets import PriceOffset, checked_price_offset
-from connectors.repeated_hour import repeated_hour
+from connectors.repeated_hour import RepeatedHour, repeated_hour
 from connectors.repeated_trades import repeated_caution, repeated_ids, shared_id_note, trade_columns, trade_id_column
 from connectors.shifted_prices import near_zero_streams
 from connectors.ticks import venue_caution
@@ -294,10 +294,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     `own_map`: the map is the file's own (a replay list entry's), not the one for every file."""
     given = cmap
     cmap, dialect, schema, notes = layout(path, cmap, long_rows_of, own_map)
-    if cmap.stream is not None and (nfc := unicodedata.normalize("NFC", cmap.stream)) != cmap.stream:
-        cmap = replace(cmap, stream=nfc)  # (a file name macOS wrote in NFD): the engine takes NFC names only
-        notes.append(f"{path.name}: stream {nfc}: its name was {NFD_WRITTEN}; it replays in Unicode NFC, the one "
-                     f"form the engine takes")
+    cmap, nfc_notes = _nfc_stream(path, cmap)
+    notes += nfc_notes
     if dialect is not None and dialect.long_rows:
         notes.append(f"{path.name}: {len(dialect.long_rows)} row(s) with more fields than its {len(schema)} columns: "
                      f"each rejected as extra_fields (the first is named among the rejects), the others read")
@@ -308,7 +306,65 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     first = (time_sample if text_times else first_text)(path, cmap.names, dialect, cmap.ts_columns)
     if cmap.hours is not None and Hours.parse(cmap.hours).zone is None and cmap.tz is None:
         raise ValueError(bare_hours_refused(path, cmap.hours))
-    exprs = [apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first), first).alias("_ts")]
+    ts = apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first), first).alias("_ts")
+    exprs, keys, raw_stream, price_texts, book, book_notes = _row_exprs(path, given, cmap, schema, dialect,
+                                                                        overrides, ts)
+    notes += book_notes
+    rows, junk = _file_rows(path, cmap, dialect, overrides)
+    hour = repeated_hour(rows, wall_clock_ns(path, cmap, ts_type, first), cmap.tz, cmap.stream_columns, ROW,
+                         _newest_first)
+    if hour is not None and hour.second_rows.len():  # read at the later offset: told by the file's order
+        second_pass = pl.col(ROW).is_in(hour.second_rows.implode())
+        exprs[0] = apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first, second_pass), first).alias("_ts")
+    frame = rows.select(*exprs, ROW)
+    factor = 1 if ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
+    named = _zone_named(cmap, ts_type)
+    facts = _file_facts(path, cmap, rows, exprs, keys, raw_stream, price_texts, dialect, factor, named, first)
+    notes += _price_and_zone_notes(path, cmap, facts, first, named)
+    _refuse_unread_times(path, cmap, rows, facts, first, named)
+    frame, order_notes, out_of_sequence = _in_time_order(path, cmap, frame, keys, facts, hour, factor)
+    notes += order_notes
+    if cmap.fill_quotes:  # after the sort: "previous" is in time order, per stream
+        frame = frame.with_columns(_filled_quotes(keys))
+    notes += _stream_and_clock_notes(path, cmap, rows, raw_stream, facts, hour, factor)
+    empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}
+    unit_given = isinstance(given, ColumnMap) and given.ts_unit in UNITS or \
+        isinstance(given, Refine) and given.keys.get("ts_unit") in UNITS
+    footer = _footer(rows, exprs[0], dialect.separator, junk) if is_csv(path) else None
+    junk_why = {row: junk_reason(cells, dialect.separator, len(schema)) for row, cells in junk.items()
+                if footer is None or row != footer[0]}
+    lines = json_lines.table(path) if is_json_lines(path) else None  # (parsed once, kept by the module)
+    bad_lines = lines.bad_lines if lines is not None else {}
+    tickless = lines.skipped if lines is not None else {}
+    notes += lines.notes if lines is not None else []
+    plan = FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"] or out_of_sequence), factor,
+                    tuple(notes), book=book, dialect=dialect, schema=schema, unit_given=unit_given,
+                    empty_sides=empty_sides, bars=trade_bars(cmap, schema),
+                    nonpositive_prices=bool(facts["nonpositive_prices"]),
+                    nonpositive_rows=(int(facts["nonpositive_rows"] or 0), int(facts["trading_rows"] or 0)),
+                    near_zero_streams=near_zero_streams(frame, keys) if facts["nonpositive_rows"] else frozenset(),
+                    long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
+                    span=_span(facts["min_ts"], facts["max_ts"], factor),
+                    tickless=tickless, footer=footer, header_rows=frozenset(facts["header_rows"]), junk=junk_why)
+    return _row_notes(plan, rows, raw_stream, schema)
+
+
+class RowExprs(NamedTuple):
+    """What a file's rows are read as: the `_ts` expression first, then the wire fields' (`keys`), the keep
+    columns', a book export's, the sequence number's."""
+
+    exprs: list[pl.Expr]
+    keys: list[str]
+    raw_stream: pl.Expr  # the stream column as written (before '/' -> '-' and NFC), for the notes on its names
+    price_texts: dict[str, pl.Expr]  # price, bid, ask read from text: what may be written in 32nds
+    book: str | None  # the Databento order-book export the file is (`_book_kind`)
+    notes: list[str]  # the book's
+
+
+def _row_exprs(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, schema: Mapping[str, Any],
+               dialect: Dialect | None, overrides: dict[str, pl.DataType] | None, ts: pl.Expr) -> RowExprs:
+    """The expressions each row of the file is read with, `ts` (its time) first."""
+    exprs = [ts]
     keys: list[str] = []
     raw_stream = _stream_column(cmap) if cmap.stream_col else pl.lit("")
     if is_csv(path) and cmap.stream_col == "stream" and is_export_header(list(schema)):
@@ -316,6 +372,33 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD; NFC: see check_normalized
         exprs.append(raw_stream.str.replace_all("/", "-", literal=True).str.normalize("NFC").alias("stream"))
         keys.append("stream")
+    value_exprs, value_keys, price_texts = _value_columns(cmap, schema, dialect)
+    exprs += value_exprs
+    keys += value_keys
+    exprs += [pl.col(column).alias(f"_keep{i}") for i, column in enumerate(cmap.keep or ())]  # after the keys
+    book, notes = _book_kind(path, given, cmap, schema, dialect)
+    if book is not None:
+        exprs += _book_columns(schema)
+    if cmap.sequence is not None:  # last before the row number: file_plan.py reads it at row[-2]
+        exprs.append(_sequence_number(cmap.sequence, pl.String if overrides else schema[cmap.sequence]).alias(SEQ))
+    return RowExprs(exprs, keys, raw_stream, price_texts, book, notes)
+
+
+def _nfc_stream(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
+    """The map with its fixed stream name in Unicode NFC, with a note when it was not (a file name macOS wrote in
+    NFD): the engine takes NFC names only."""
+    if cmap.stream is None or (nfc := unicodedata.normalize("NFC", cmap.stream)) == cmap.stream:
+        return cmap, []
+    return replace(cmap, stream=nfc), [f"{path.name}: stream {nfc}: its name was {NFD_WRITTEN}; it replays in "
+                                       f"Unicode NFC, the one form the engine takes"]
+
+
+def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any],
+                   dialect: Dialect | None) -> tuple[list[pl.Expr], list[str], dict[str, pl.Expr]]:
+    """The wire fields' expressions (price, size, bid, ...: numbers as a CSV writes them, prices in 32nds), their
+    keys, and the text of each price field read from text (what the notes on 32nds and yields look at)."""
+    exprs: list[pl.Expr] = []
+    keys: list[str] = []
     price_texts: dict[str, pl.Expr] = {}  # price, bid, ask read from text: what may be written in 32nds
     for key in VALUE_FIELDS:
         if (name := getattr(cmap, key)) is not None:
@@ -345,7 +428,14 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if cmap.price is not None and cmap.size is None:  # a price series: each price a trade of size 1
         exprs.append(pl.lit(1.0).alias("size"))
         keys.append("size")
-    exprs += [pl.col(column).alias(f"_keep{i}") for i, column in enumerate(cmap.keep or ())]  # after the keys
+    return exprs, keys, price_texts
+
+
+def _book_kind(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, schema: Mapping[str, Any],
+               dialect: Dialect | None) -> tuple[str | None, list[str]]:
+    """The kind of Databento order-book export the file is ("mbo", "mbp-1"; None: rows read as they are, TBBO's
+    too), with the note that says how it replays."""
+    notes = []
     book = None if isinstance(given, ColumnMap) else databento_book(cmap, schema)  # a whole map given is followed
     action = next((n for n in schema if normal_name(n) == "action"), None)
     if book == "mbp-1" and distinct_text(path, cmap.names, dialect, action, 3, SAMPLE_ROWS) == ["T"]:
@@ -355,34 +445,42 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         notes.append(f"{path.name}: Databento TBBO records (every action T): each row replays as the best bid and "
                      f"offer before the trade, then the trade")
     if book is not None:
-        exprs += _book_columns(schema)
         notes.append(f"{path.name}: Databento {book} records: trades (action T) and the top of book when it changes "
                      f"at the end of an event, as a DBN file of the schema is read")
-    if cmap.sequence is not None:  # last before the row number: file_plan.py reads it at row[-2]
-        exprs.append(_sequence_number(cmap.sequence, pl.String if overrides else schema[cmap.sequence]).alias(SEQ))
+    return book, notes
+
+
+def _file_rows(path: Path, cmap: ColumnMap, dialect: Dialect | None,
+               overrides: dict[str, pl.DataType] | None) -> tuple[pl.LazyFrame, dict[int, tuple[str, ...]]]:
+    """The file's rows numbered (ROW), blank lines left out, and a CSV's junk lines (`junk_lines`), kept as rows."""
     rows = scan_file(path, cmap.names, dialect, overrides).with_row_index(ROW)
     junk = junk_lines(path, cmap.names, dialect, overrides, ROW) if is_csv(path) else {}
     if is_csv(path) or is_json_lines(path):  # a blank line (often at the end) is no row at all; a junk line is one
         read = pl.any_horizontal(pl.all().exclude(ROW).is_not_null())
         rows = rows.filter(read | pl.col(ROW).is_in(list(junk)) if junk else read)
-    hour = repeated_hour(rows, wall_clock_ns(path, cmap, ts_type, first), cmap.tz, cmap.stream_columns, ROW,
-                         _newest_first)
-    if hour is not None and hour.second_rows.len():  # read at the later offset: told by the file's order
-        second_pass = pl.col(ROW).is_in(hour.second_rows.implode())
-        exprs[0] = apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first, second_pass), first).alias("_ts")
-    frame = rows.select(*exprs, ROW)
+    return rows, junk
+
+
+def _zone_named(cmap: ColumnMap, ts_type: pl.DataType) -> bool:
+    """Whether the times are text that may name their zone (CST: several zones'), said once per file; a format
+    that writes the name as text (`... EST`) reads no zone from it."""
+    return ts_type == pl.String and cmap.ts_unit == "datetime" and EPOCH_CODE not in (cmap.ts_format or "") \
+        and (cmap.ts_format is None or "%Z" in cmap.ts_format)
+
+
+def _file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.Expr], keys: list[str],
+                raw_stream: pl.Expr, price_texts: Mapping[str, pl.Expr], dialect: Dialect | None, factor: int,
+                named: bool, first: str | None) -> dict[str, Any]:
+    """What one pass over the file finds, for its notes and refusals: rows out of time order (or of sequence),
+    its first and last times, names with '/' or not in NFC, prices at zero or below, crossed quotes, repeated
+    header rows, the zone names its times are written with."""
     # a price column that is zero or below wherever a row trades: an instrument that trades there (a spread)
     prices = [e for e, key in zip(exprs[1:], keys) if key in ("price", "size")] if cmap.price is not None else []
     traded = (pl.col("price").filter(pl.col("size") > 0) if cmap.size is not None else pl.col("price")).drop_nulls()
     # a quote's bid above its ask: a yield quote's, if the columns are yields mapped as they are named
     sides = [e for e, key in zip(exprs[1:], keys) if key in ("bid", "ask")] if cmap.bid and cmap.ask else []
-    factor = 1 if ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
     dates = [pl.col(cmap.ts_columns[0])] if len(cmap.ts_columns) == 2 else []  # for a trade date's steps back
     sequence = [exprs[-1]] if cmap.sequence is not None else []
-    # the zone names the times are written with (CST: several zones'), said once per file
-    # (a format that writes the name as text, `... EST`, reads no zone from it)
-    named = ts_type == pl.String and cmap.ts_unit == "datetime" and EPOCH_CODE not in (cmap.ts_format or "") \
-        and (cmap.ts_format is None or "%Z" in cmap.ts_format)
     zones = [zone_name_of(time_column(cmap).str.strip_chars()).alias("_zone")] if named else []
     facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *dates, *sequence, *zones, pl.col(ROW),
                         _header_repeats(rows, dialect).alias("_header"),
@@ -404,20 +502,40 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         **(_us_summer_facts() if named else {}),
     )
     try:
-        facts = facts.collect().row(0, named=True)
+        return facts.collect().row(0, named=True)
     except pl.exceptions.ComputeError as e:  # polars' own words are several lines, about its API, not the file
         raise ValueError(unparsed_times(path, cmap, first, e)) from e
-    notes += fractional_caution(path, cmap, facts) + yield_caution(path, cmap, facts["crossed_rows"])
+
+
+def _price_and_zone_notes(path: Path, cmap: ColumnMap, facts: Mapping[str, Any], first: str | None,
+                          named: bool) -> list[str]:
+    """The notes on prices in 32nds or as yields, and on zone names several zones share (CST) or written in a
+    season whose name they do not fit (CST in July)."""
+    notes = fractional_caution(path, cmap, facts) + yield_caution(path, cmap, facts["crossed_rows"])
     notes += shared_name_notes(path.name, facts["zone_names"] or (), names_read_in(cmap.tz, first), cmap.tz)
     if named:
         found = {name: (facts[f"summer_{name}"], facts[f"summer_first_{name}"]) for name in SUMMER_CHECKED}
         formats = built_formats(first) if first and any(rows for rows, _ in found.values()) else []
         notes += us_names_in_summer(path.name, found, names_read_in(cmap.tz, first), formats)
+    return notes
+
+
+def _refuse_unread_times(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, facts: Mapping[str, Any],
+                         first: str | None, named: bool) -> None:
+    """A ValueError when no row's time reads, or when some of the zone names the times are written with read and
+    others do not (GMT read, BST not)."""
     words = zone_words(rows, cmap, SAMPLE_ROWS) if named and first is not None else []
     if not facts["timed"] and first is not None:
         raise ValueError(time_hint(path, cmap, first, words))
     if len(words) > 1 and (unread := unread_zone_names(path, cmap, first, words)):  # GMT read, BST not: refused
         raise ValueError(unread)
+
+
+def _in_time_order(path: Path, cmap: ColumnMap, frame: pl.LazyFrame, keys: list[str], facts: Mapping[str, Any],
+                   hour: RepeatedHour | None, factor: int) -> tuple[pl.LazyFrame, list[str], int]:
+    """The file's rows in time order (reversed first when newest first; rows of equal times by stream and sequence
+    number where the map has one), the note that says why they were sorted, and the rows out of sequence."""
+    notes: list[str] = []
     out_of_sequence = int(facts["out_of_sequence"] or 0)
     ties = f"in sequence order (column {cmap.sequence!r}) within each stream" if cmap.sequence is not None else \
         "in file order"
@@ -447,8 +565,14 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         notes.append(f"{path.name}: {out_of_sequence} row(s) of a lower sequence number (column {cmap.sequence!r}) "
                      f"than their stream's row before them at the same time; rows of equal times replayed by "
                      f"stream, each stream's in sequence order")
-    if cmap.fill_quotes:  # after the sort: "previous" is in time order, per stream
-        frame = frame.with_columns(_filled_quotes(keys))
+    return frame, notes, out_of_sequence
+
+
+def _stream_and_clock_notes(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, raw_stream: pl.Expr,
+                            facts: Mapping[str, Any], hour: RepeatedHour | None, factor: int) -> list[str]:
+    """The notes on days its session hours do not exist, stream names renamed ('/', NFC), an hour the clock
+    repeats, a fixed-offset zone named for a region, the epoch unit read and times that look misread."""
+    notes: list[str] = []
     if cmap.hours is not None and facts["min_ts"] is not None:
         notes += _skipped_hours(path, cmap, scaled_ts(facts["min_ts"], factor), scaled_ts(facts["max_ts"], factor))
     if facts["slashes"]:
@@ -468,25 +592,13 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         notes += unit_said
     notes += time_cautions(path, cmap, facts, scaled_ts(facts["min_ts"], factor), scaled_ts(facts["max_ts"], factor),
                            bool(unit_said))
-    empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}
-    unit_given = isinstance(given, ColumnMap) and given.ts_unit in UNITS or \
-        isinstance(given, Refine) and given.keys.get("ts_unit") in UNITS
-    footer = _footer(rows, exprs[0], dialect.separator, junk) if is_csv(path) else None
-    junk_why = {row: junk_reason(cells, dialect.separator, len(schema)) for row, cells in junk.items()
-                if footer is None or row != footer[0]}
-    lines = json_lines.table(path) if is_json_lines(path) else None  # (parsed once, kept by the module)
-    bad_lines = lines.bad_lines if lines is not None else {}
-    tickless = lines.skipped if lines is not None else {}
-    notes += lines.notes if lines is not None else []
-    plan = FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"] or out_of_sequence), factor,
-                    tuple(notes), book=book, dialect=dialect, schema=schema, unit_given=unit_given,
-                    empty_sides=empty_sides, bars=trade_bars(cmap, schema),
-                    nonpositive_prices=bool(facts["nonpositive_prices"]),
-                    nonpositive_rows=(int(facts["nonpositive_rows"] or 0), int(facts["trading_rows"] or 0)),
-                    near_zero_streams=near_zero_streams(frame, keys) if facts["nonpositive_rows"] else frozenset(),
-                    long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
-                    span=_span(facts["min_ts"], facts["max_ts"], factor),
-                    tickless=tickless, footer=footer, header_rows=frozenset(facts["header_rows"]), junk=junk_why)
+    return notes
+
+
+def _row_notes(plan: FilePlan, rows: pl.LazyFrame, raw_stream: pl.Expr, schema: Mapping[str, Any]) -> FilePlan:
+    """The plan with the notes that name rows as the user finds them (its `where`, so made after it): header rows
+    repeated, trades repeated or sharing an id, lone prints."""
+    path, cmap = plan.path, plan.columns
     id_column = trade_id_column(cmap, schema)
     if header_rows := sorted(plan.header_rows):  # (its `where`, as below)
         more = f" and {len(header_rows) - 1} more repeat" if len(header_rows) > 1 else " repeats"
@@ -502,9 +614,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         said = ([repeated_caution(path.name, same, line)] if same else []) + \
             ([shared_id_note(path.name, other, line)] if other else [])
         plan = replace(plan, notes=(*plan.notes, *said)) if said else plan
-    if book is None and (lone := lone_prints(frame, tuple(keys), cmap)) is not None:  # (an order's price: no print)
+    if plan.book is None and (lone := lone_prints(plan.frame, plan.keys, cmap)) is not None:  # (an order's price)
         line = lambda row: plan.where(row).removeprefix(f"{plan.given_name} ")  # noqa: E731
-        plan = replace(plan, notes=(*plan.notes, lone_caution(path.name, lone, line, factor)))
+        plan = replace(plan, notes=(*plan.notes, lone_caution(path.name, lone, line, plan.ts_factor)))
     return plan
 
 
