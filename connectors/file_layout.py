@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import polars as pl
 
@@ -68,6 +68,52 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     with more fields than its columns, which are read truncated (`long_rows`)."""
     if not isinstance(spec, ColumnMap) and (why := one_side_export(path)):
         raise ValueError(why)
+    read = _columns_read(path, spec, long_rows_of)
+    names, dialect, schema = read.names, read.dialect, read.schema
+    first = lambda column: first_text(path, names, dialect, column)  # noqa: E731
+    date_notes: list[str] = []
+    zone_notes: list[str] = []
+    shaped_note = None
+    if isinstance(spec, ColumnMap):
+        cmap = match_case(preset_variant(spec, list(schema)), schema)
+        kind_notes = [f"{path.name}: --preset {spec.preset} read in its vendor's other layout: {describe_map(cmap)}"] \
+            if cmap.ts != spec.ts and spec.preset is not None and cmap.preset == spec.preset else []
+    else:
+        spec, cmap, kind_notes, date_notes, zone_notes, shaped_note = _detected_map(path, spec, read, first, own_map)
+    if read.given_names is not None and names != read.given_names:  # the header names the columns: read by it
+        cmap = replace(cmap, names=names)
+    kind_notes = read.header_notes + kind_notes
+    cmap, stream_notes = _stream_of_file(path, spec, cmap, schema, names, dialect)
+    cmap, day_notes = date_of(path, cmap)
+    _refuse_lacking(path, spec, cmap, schema, names, dialect)
+    _numbers_not_nested(path, cmap, schema)
+    cmap, unit_notes = _time_unit(path, spec, cmap, schema, names, dialect, first)
+    if isinstance(spec, ColumnMap):  # a full map that names `Time (JST)` reads its zone as detection does
+        cmap, zone_notes = _zone_of_header(path, cmap, schema, first)
+    cmap, notes = _read_as_notes(path, spec, cmap, read, shaped_note, first)
+    if notes:
+        cmap, naive_notes = _naive_time_notes(path, cmap, schema, names, dialect, first)
+        notes += naive_notes
+    number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
+    notes = date_notes + notes + zone_notes
+    return cmap, dialect, schema, notes + number_notes + kind_notes + unit_notes + stream_notes + day_notes
+
+
+class _ColumnsRead(NamedTuple):
+    """A file's columns as `layout` first reads them: before any map is applied."""
+
+    names: tuple[str, ...] | list[str] | None  # the column names it is read by (None: its header's)
+    given_names: tuple[str, ...] | list[str] | None  # the names given (a preset's, --csv-names), if any
+    guessed: ColumnMap | None  # a header-less CSV's layout, guessed from its rows
+    how: str  # what the guess read it as
+    dialect: Dialect | None  # a CSV's
+    schema: dict  # its columns and their types
+    header_notes: list[str]  # a header skipped for the names given
+
+
+def _columns_read(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool) -> _ColumnsRead:
+    """The file's dialect, the names its columns are read by (given, its header's, or a header-less layout's
+    guess) and its schema; a ValueError saying why when polars cannot read it so."""
     names = spec.names if isinstance(spec, ColumnMap) else spec.keys.get("names") if spec is not None else None
     decimal = spec.decimal if isinstance(spec, ColumnMap) else spec.keys.get("decimal") if spec is not None else None
     dialect = sniff_csv(path, decimal) if is_csv(path) else None
@@ -92,61 +138,65 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         if names is not None:
             raise ValueError(_names_misfit(path, names, dialect, spec, e)) from None
         raise ValueError(f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
-    first = lambda column: first_text(path, names, dialect, column)  # noqa: E731
-    kind_notes: list[str] = []
+    return _ColumnsRead(names, given_names, guessed, how, dialect, schema, header_notes)
+
+
+def _detected_map(path: Path, spec: Refine | None, read: _ColumnsRead, first: Callable[..., Any], own_map: bool,
+                  ) -> tuple[Refine | None, ColumnMap, list[str], list[str], list[str], str | None]:
+    """The map detection reads a file with, refined by the keys given (`spec`), with what the file's contents
+    add to it (a date read as epoch, a kind column, a finer clock, sides, corrections): (the keys as the file
+    spells its columns, the map, the notes on its kinds, on its dates, on its zone, an exchange shape's note)."""
+    names, dialect, schema, guessed = read.names, read.dialect, read.schema, read.guessed
+    every = "" if own_map else " (the keys given apply to every file; a replay list gives each file its own " \
+                               "map: docs/replay.md)"
+    if isinstance(spec, Refine):  # its columns as the file spells them (`TS` for `ts`), as a whole map's are
+        spec = Refine(_spelled_as_the_file(spec.keys, schema))
+        # detection reads the time column given by its name (polars' error would name no option); the other
+        # columns are checked once the keys are applied, after what is wrong with the keys themselves
+        if "ts" in spec.keys and (lacking := _lacking(path, {"ts": spec.keys["ts"]}, schema)):
+            raise NoTickLayout(f"{lacking}{every}")
+    try:
+        hints = spec.keys if isinstance(spec, Refine) else None
+        shaped = json_lines.table(path).columns_for(hints) if is_json_lines(path) else None  # an exchange's
+        shaped_note = json_lines.table(path).shape.note if shaped is not None and guessed is None else None
+        cmap = guessed or shaped or detect_columns(path, schema, first, hints)
+    except ValueError as e:  # names misread from another encoding than UTF-8 are why: said
+        if is_csv(path) and (why := not_utf8(path)):
+            raise ValueError(f"{e}; {why}") from None
+        raise
+    if names is not None and cmap.names is None:
+        cmap = replace(cmap, names=tuple(names))
+    keys = spec.keys if isinstance(spec, Refine) else {}
+    unit_said = "ts_format" in keys or keys.get("ts_unit") not in (None, *DAY_CLOCK_UNITS)
     date_notes: list[str] = []
-    zone_notes: list[str] = []
-    shaped_note = None
-    if isinstance(spec, ColumnMap):
-        cmap = match_case(preset_variant(spec, list(schema)), schema)
-        if cmap.ts != spec.ts and spec.preset is not None and cmap.preset == spec.preset:
-            kind_notes.append(f"{path.name}: --preset {spec.preset} read in its vendor's other layout: "
-                              f"{describe_map(cmap)}")
-    else:
-        every = "" if own_map else " (the keys given apply to every file; a replay list gives each file its own " \
-                                   "map: docs/replay.md)"
-        if isinstance(spec, Refine):  # its columns as the file spells them (`TS` for `ts`), as a whole map's are
-            spec = Refine(_spelled_as_the_file(spec.keys, schema))
-            # detection reads the time column given by its name (polars' error would name no option); the other
-            # columns are checked once the keys are applied, after what is wrong with the keys themselves
-            if "ts" in spec.keys and (lacking := _lacking(path, {"ts": spec.keys["ts"]}, schema)):
-                raise NoTickLayout(f"{lacking}{every}")
-        try:
-            hints = spec.keys if isinstance(spec, Refine) else None
-            shaped = json_lines.table(path).columns_for(hints) if is_json_lines(path) else None  # an exchange's
-            shaped_note = json_lines.table(path).shape.note if shaped is not None and guessed is None else None
-            cmap = guessed or shaped or detect_columns(path, schema, first, hints)
-        except ValueError as e:  # names misread from another encoding than UTF-8 are why: said
-            if is_csv(path) and (why := not_utf8(path)):
-                raise ValueError(f"{e}; {why}") from None
-            raise
-        if names is not None and cmap.names is None:
-            cmap = replace(cmap, names=tuple(names))
-        keys = spec.keys if isinstance(spec, Refine) else {}
-        unit_said = "ts_format" in keys or keys.get("ts_unit") not in (None, *DAY_CLOCK_UNITS)
-        if guessed is None and not unit_said:  # a time column named (ts=trade_date) is not paired with another
-            cmap, date_notes = date_read_as_epoch(path, cmap, schema, names, dialect, may_pair="ts" not in keys)
-        if _writes_only_changes(cmap, list(schema)):
-            cmap = replace(cmap, fill_quotes=True)
-        detected = cmap = taq_zone(cmap, schema)  # New York's wall clock, unless --tz says otherwise
-        try:
-            cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
-        except ValueError as e:  # the keys given, applied to each file: name the one they do not fit
-            raise ValueError(f"{path}: {e}{every}") from None
-        zone_notes = [] if "tz" in keys else taq_zone_note(path, detected, cmap)
-        cmap, kind_notes = kind_column(path, cmap, schema, names, dialect)
-        if not {"ts", "ts_unit", "ts_format"} & set(keys):  # a time column or unit given is read as given
-            cmap, clock_notes = finer_clock(path, cmap, schema, names, dialect)
-            kind_notes += clock_notes
-        cmap = maker_sides(path, fix_sides(path, cmap, schema, names, dialect), schema, names, dialect)
-        cmap = cmap if "side" in keys else coinbase_sides(path, list(schema), cmap)  # by its name, with a note
-        cmap, correction_notes = taq_corrections(path, cmap, schema, names, dialect)
-        kind_notes += venue_note(path, cmap, schema, names, dialect) + correction_notes + [
-            note for said in (condition_note, amendment_note, sale_condition_note)
-            for note in said(path, cmap, schema, names, dialect)]
-    if given_names is not None and names != given_names:  # the header names the columns: read by it
-        cmap = replace(cmap, names=names)
-    kind_notes = header_notes + kind_notes
+    if guessed is None and not unit_said:  # a time column named (ts=trade_date) is not paired with another
+        cmap, date_notes = date_read_as_epoch(path, cmap, schema, names, dialect, may_pair="ts" not in keys)
+    if _writes_only_changes(cmap, list(schema)):
+        cmap = replace(cmap, fill_quotes=True)
+    detected = cmap = taq_zone(cmap, schema)  # New York's wall clock, unless --tz says otherwise
+    try:
+        cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
+    except ValueError as e:  # the keys given, applied to each file: name the one they do not fit
+        raise ValueError(f"{path}: {e}{every}") from None
+    zone_notes = [] if "tz" in keys else taq_zone_note(path, detected, cmap)
+    cmap, kind_notes = kind_column(path, cmap, schema, names, dialect)
+    if not {"ts", "ts_unit", "ts_format"} & set(keys):  # a time column or unit given is read as given
+        cmap, clock_notes = finer_clock(path, cmap, schema, names, dialect)
+        kind_notes += clock_notes
+    cmap = maker_sides(path, fix_sides(path, cmap, schema, names, dialect), schema, names, dialect)
+    cmap = cmap if "side" in keys else coinbase_sides(path, list(schema), cmap)  # by its name, with a note
+    cmap, correction_notes = taq_corrections(path, cmap, schema, names, dialect)
+    kind_notes += venue_note(path, cmap, schema, names, dialect) + correction_notes + [
+        note for said in (condition_note, amendment_note, sale_condition_note)
+        for note in said(path, cmap, schema, names, dialect)]
+    return spec, cmap, kind_notes, date_notes, zone_notes, shaped_note
+
+
+def _stream_of_file(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap, schema: Mapping[str, Any],
+                    names: Sequence[str] | None, dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
+    """The map with the file's streams named (a column of names, a contract beside its root, the file's name),
+    unless the map given names them, with the notes that say how; a ValueError for a fixed name that is also a
+    column, or a REST dump that names no instrument."""
     if cmap.stream is not None and cmap.stream_col is None and \
             (column := next((n for n in schema if n.strip().lower() == cmap.stream.strip().lower()), None)):
         raise ValueError(f"{path}: the column map names one fixed stream, {cmap.stream!r}, which is also a column of "
@@ -173,7 +223,12 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
                          f"name the file after it (BTCUSDT-trades.json)")
     if cmap.stream_col is None:  # a fixed name too: it names the stream, not the file's one instrument
         stream_notes += unread_identifiers(path, cmap, schema, names, dialect, named)
-    cmap, day_notes = date_of(path, cmap)
+    return cmap, stream_notes
+
+
+def _refuse_lacking(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap, schema: Mapping[str, Any],
+                    names: Sequence[str] | None, dialect: Dialect | None) -> None:
+    """A NoTickLayout naming the columns the map needs that the file lacks, and what would read it instead."""
     if lacking := _lacking(path, cmap.to_dict(), schema):
         headerless = ("; its first line is data, not a header: give its columns in order with --csv-names"
                       if dialect is not None and not dialect.header and names is None else "")
@@ -181,7 +236,13 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         if instead := _detected_instead(path, spec):  # the way that reads it, rather than ways to mend the map
             headerless = encoding = ""
         raise NoTickLayout(f"{lacking}{headerless}{encoding}{instead}")
-    _numbers_not_nested(path, cmap, schema)
+
+
+def _time_unit(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap, schema: Mapping[str, Any],
+               names: Sequence[str] | None, dialect: Dialect | None,
+               first: Callable[..., Any]) -> tuple[ColumnMap, list[str]]:
+    """The map with its time unit and format settled from the file's first values (a unit to detect, a time of
+    day as text, a datetime's reading, an epoch count's magnitude), with the notes that say how."""
     if cmap.ts_unit == DETECT:  # a map that named its time column, not its unit
         unit, ts_format = detected_unit(cmap.ts, schema.get(cmap.ts) if len(cmap.ts_columns) == 1 else pl.String,
                                         first)
@@ -212,11 +273,19 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         except ValueError:  # not a number: the time check below says what the column holds
             unit = "ns"
         cmap = replace(cmap, ts_unit=unit)
-    if isinstance(spec, ColumnMap):  # a full map that names `Time (JST)` reads its zone as detection does
-        cmap, zone_notes = _zone_of_header(path, cmap, schema, first)
+    return cmap, unit_notes
+
+
+def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap, read: _ColumnsRead,
+                   shaped_note: str | None, first: Callable[..., Any]) -> tuple[ColumnMap, list[str]]:
+    """The notes that say how a guessed or detected layout reads the file (a header-less guess, a detection and
+    its vendor's notes, a full map's columns left unread, serial dates, a day's clock, quotes filled), with the
+    map read in the zone its time column's header names."""
+    names, dialect, schema, guessed = read.names, read.dialect, read.schema, read.guessed
     notes = []
     if guessed is not None:
-        notes.append(f"{path.name}: no header row; read as {how} (--csv-names {','.join(names)}): {describe_map(cmap)}")
+        notes.append(f"{path.name}: no header row; read as {read.how} (--csv-names {','.join(names)}): "
+                     f"{describe_map(cmap)}")
         notes += bar_notes(path, list(schema), cmap, HEADERLESS_BAR_STAMP) + _histdata_zone(path, guessed, cmap)
         notes += quote_cautions(path, dialect.rows, guessed) if dialect is not None else []
     elif not isinstance(spec, ColumnMap):
@@ -243,10 +312,18 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         notes.append(f"{path.name}: its quote rows leave bid or ask empty where it did not change (as MetaTrader's "
                      f"exports do): each takes it from the stream's previous quote (--columns ...,fill_quotes=false "
                      f"rejects such rows instead)")
+    return cmap, notes
+
+
+def _naive_time_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                      dialect: Dialect | None, first: Callable[..., Any]) -> tuple[ColumnMap, list[str]]:
+    """For a guessed layout whose times are naive text: how their zone is read (the offset its format reads, an
+    offset column beside them, else UTC with the option that says otherwise), the map reading an offset column."""
     # Dukascopy's `Gmt time`, LSEG's `Time[G]`: UTC by their names
     utc_named = any(z in cmap.ts.lower() for z in ("utc", "gmt", "[g]"))
     epoch_text = "%s" in (cmap.ts_format or "")  # epoch counts are instants: no zone to say
-    if notes and cmap.ts_unit == "datetime" and cmap.tz is None and not utc_named and not epoch_text \
+    notes: list[str] = []
+    if cmap.ts_unit == "datetime" and cmap.tz is None and not utc_named and not epoch_text \
             and (schema.get(cmap.ts) in (pl.String, None) or cmap.ts_format and schema[cmap.ts].is_integer()):
         # (a file whose later times carry offsets reads at them, its naive rows rejected: no "read as UTC" note;
         # digits a format reads, MetaStock's 202401021700, are as naive as text)
@@ -267,9 +344,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
                     else "e.g. --tz America/New_York")
             notes.append(f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and are read as UTC; if they "
                          f"are local times, give their zone, {zone}")
-    number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
-    notes = date_notes + notes + zone_notes
-    return cmap, dialect, schema, notes + number_notes + kind_notes + unit_notes + stream_notes + day_notes
+    return cmap, notes
 
 
 def _zone_of_header(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
