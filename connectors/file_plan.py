@@ -244,6 +244,9 @@ class FilePlan:
             yield out
 
     def _converter(self) -> Callable[[tuple], dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick]:
+        """The function that makes each row a wire map (or two, or a reject). What it needs of the plan is read
+        here once into locals, so that the per-row `convert` does no attribute lookups and no calls but those a
+        row needs: it stays one closure for that (the per-row hot path of a replay), its rare cases helpers."""
         cmap, factor = self.columns, self.ts_factor
         # A map with only one kind's columns fixes the kind, so a row missing its price reads as missing_field.
         kind = cmap.kind or (QUOTE if cmap.price is None else TRADE if cmap.bid is None else None)
@@ -253,12 +256,7 @@ class FilePlan:
         offset = cmap.price_offset
         # per stream: each row's own, looked up by its stream (a column's, at `stream_at`, or the fixed name)
         per_stream = offset if isinstance(offset, dict) else None
-        offsets_found: dict[Any, float | None] = {}  # stream -> its offset (by name or glob), looked up once
-
-        def offset_by_stream(name: Any) -> float | None:
-            if name not in offsets_found:
-                offsets_found[name] = offset_of(per_stream, name) or None
-            return offsets_found[name]
+        offset_by_stream = _offsets_by_stream(per_stream)
         stream_at = self.keys.index("stream") + 1 if "stream" in self.keys else None
         pairs = tuple(enumerate(self.keys, start=1))
         kept = len(self.keys) + 1  # the keep columns follow the keys, then the book's (planning.py's `_book_columns`)
@@ -274,22 +272,16 @@ class FilePlan:
         # a bar of price 0 and volume 0 (Cboe DataShop's interval without trades): no trade, not a price of 0
         bar_price = self.keys.index("price") + 1 if self.bars and cmap.size is not None else None
 
-        footer, header_rows, junk = self.footer, self.header_rows, self.junk
+        # a footer, a junk line, a header repeated, a row too long: checked on every row only where the file has one
+        without_tick = self._line_without_tick if self.footer is not None or self.junk or self.header_rows or \
+            long_rows else None
         sequence = cmap.sequence  # its number is the row's next to last cell (planning.py's SEQ)
         # (planning.py's _table_plan refuses a window without a zone for naive times)
         left_out_hours = Hours.parse(cmap.hours).left_out(cmap.tz or "UTC", cmap.hours) if cmap.hours else None
 
         def convert(row: tuple) -> dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick:
-            if footer is not None and row[-1] == footer[0]:
-                return InvalidTick("filtered_out", f"a footer line ({footer[1]!r}), no tick: not an error")
-            if junk and (why := junk.get(row[-1])):
-                return InvalidTick("missing_field", why)
-            if header_rows and row[-1] in header_rows:
-                return InvalidTick("filtered_out", "the line repeats the header row (files joined one after another, "
-                                                   "a concatenated export), no tick")
-            if long_rows and (fields := long_rows.get(row[-1])):
-                return InvalidTick("extra_fields", f"the row has {fields} fields, more than the file's columns (a "
-                                                   f"stray separator?): its cells cannot be told apart")
+            if without_tick is not None and (no_tick := without_tick(row[-1])) is not None:
+                return no_tick
             # the row's stream, taken before a filter leaves the row out: its rows are counted under it
             named = stream if stream_at is None else row[stream_at]
             named = named if isinstance(named, str) else None
@@ -320,13 +312,9 @@ class FilePlan:
                         value = shifted(value, row_offset)
                 if value is not None:
                     out[key] = value
-            if marks is not None and "price" not in out and "bid" not in out and "ask" not in out:
-                for column, mark in zip(marks, row[kept:kept_end]):  # the row says its kind: what it lacks is said
-                    if (kind_of := _marked_kind(mark)) is not None:
-                        lacks = f"no price (column {cmap.price!r})" if kind_of == TRADE else \
-                            f"neither bid nor ask (columns {cmap.bid!r}, {cmap.ask!r})"
-                        return InvalidTick("missing_field", f"column {column!r} marks the row {mark} but it has "
-                                                            f"{lacks}", _stream(out))
+            if marks is not None and "price" not in out and "bid" not in out and "ask" not in out and \
+                    (lacking := _marked_lacking(cmap, marks, row[kept:kept_end], out)) is not None:
+                return lacking
             no_side = one_sided_quote(out, zero_bid_is_price) if quotes and row_offset is None else None
             if no_side is None and empty_side and not unread and ("bid" in out) != ("ask" in out):
                 no_side = _empty_side(out)
@@ -348,6 +336,21 @@ class FilePlan:
             return out
 
         return convert if self.book is None else self._book(convert, kept_end)
+
+    def _line_without_tick(self, row: int) -> InvalidTick | None:
+        """Why the file's row ``row`` is no tick (its footer, a junk line, the header repeated, a row with more
+        fields than the columns); None for a row read as one."""
+        if self.footer is not None and row == self.footer[0]:
+            return InvalidTick("filtered_out", f"a footer line ({self.footer[1]!r}), no tick: not an error")
+        if self.junk and (why := self.junk.get(row)):
+            return InvalidTick("missing_field", why)
+        if self.header_rows and row in self.header_rows:
+            return InvalidTick("filtered_out", "the line repeats the header row (files joined one after another, "
+                                               "a concatenated export), no tick")
+        if self.long_rows and (fields := self.long_rows.get(row)):
+            return InvalidTick("extra_fields", f"the row has {fields} fields, more than the file's columns (a "
+                                               f"stray separator?): its cells cannot be told apart")
+        return None
 
     def _book(self, convert: Callable[[tuple], Any], first: int) -> Callable[[tuple], Any]:
         """Rows of a Databento order-book export (the columns planning.py's `_book_columns` adds from ``first``
@@ -373,6 +376,30 @@ class FilePlan:
                                   order, None if empty else quote, undefined=undefined)
 
         return reduce
+
+
+def _offsets_by_stream(per_stream: Mapping[str, float] | None) -> Callable[[Any], float | None]:
+    """A stream's price offset (by its name or a glob of the map's), looked up once per stream."""
+    offsets_found: dict[Any, float | None] = {}  # stream -> its offset (by name or glob), looked up once
+
+    def offset_by_stream(name: Any) -> float | None:
+        if name not in offsets_found:
+            offsets_found[name] = offset_of(per_stream, name) or None
+        return offsets_found[name]
+    return offset_by_stream
+
+
+def _marked_lacking(cmap: ColumnMap, marks: Sequence[str], cells: Sequence[Any],
+                    out: dict[str, Any]) -> InvalidTick | None:
+    """A row without price, bid or ask whose kind column (LSEG's Type) marks it a trade or a quote: what it lacks
+    is said; None when no column marks it."""
+    for column, mark in zip(marks, cells):  # the row says its kind: what it lacks is said
+        if (kind_of := _marked_kind(mark)) is not None:
+            lacks = f"no price (column {cmap.price!r})" if kind_of == TRADE else \
+                f"neither bid nor ask (columns {cmap.bid!r}, {cmap.ask!r})"
+            return InvalidTick("missing_field", f"column {column!r} marks the row {mark} but it has "
+                                                f"{lacks}", _stream(out))
+    return None
 
 
 def _stream(wire: dict[str, Any]) -> str | None:
