@@ -275,7 +275,7 @@ class FilePlan:
         # a footer, a junk line, a header repeated, a row too long: checked on every row only where the file has one
         without_tick = self._line_without_tick if self.footer is not None or self.junk or self.header_rows or \
             long_rows else None
-        sequence = cmap.sequence  # its number is the row's next to last cell (planning.py's SEQ)
+        sequence = cmap.sequence  # its number is the row's next to last cell (connectors/row_order.py's SEQ)
         # (planning.py's _table_plan refuses a window without a zone for naive times)
         left_out_hours = Hours.parse(cmap.hours).left_out(cmap.tz or "UTC", cmap.hours) if cmap.hours else None
 

@@ -27,7 +27,6 @@ from connectors.event_time import (
     EPOCH_CODE,
     NAIVE_TZ_ONLY,
     apply_utc_offset,
-    duration_text,
     scaled_ts,
     time_column,
     time_hint,
@@ -67,7 +66,7 @@ from connectors.map_vocabulary import (
     VALUE_FIELDS,
     ZERO_BID_READINGS,
 )
-from connectors.misread_times import time_cautions, time_facts, trade_date_caution
+from connectors.misread_times import time_cautions, time_facts
 from connectors.number_separators import COMMA_GROUPED, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
 from connectors.price_notation import (FRACTIONAL_FORMS, fractional_caution, fractional_facts, fractional_price,
                                        yield_caution)
@@ -75,6 +74,7 @@ from connectors.lone_prints import lone_caution, lone_prints
 from connectors.price_offsets import PriceOffset, checked_price_offset
 from connectors.repeated_hour import RepeatedHour, repeated_hour
 from connectors.repeated_trades import repeated_caution, repeated_ids, shared_id_note, trade_columns, trade_id_column
+from connectors.row_order import SEQ, in_time_order, is_newest_first, rows_out_of_sequence
 from connectors.shifted_prices import near_zero_streams
 from connectors.ticks import venue_caution
 from connectors.time_units import epoch_note
@@ -88,7 +88,6 @@ from connectors.utc_offsets import (
 )
 
 ROW = "_row"  # the file row number, carried through a sort so a rejected row can be named
-SEQ = "_seq"  # the row's sequence number (a map's `sequence`), which orders rows of equal times
 
 
 def _csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
@@ -312,7 +311,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     notes += book_notes
     rows, junk = _file_rows(path, cmap, dialect, overrides)
     hour = repeated_hour(rows, wall_clock_ns(path, cmap, ts_type, first), cmap.tz, cmap.stream_columns, ROW,
-                         _newest_first)
+                         is_newest_first)
     if hour is not None and hour.second_rows.len():  # read at the later offset: told by the file's order
         second_pass = pl.col(ROW).is_in(hour.second_rows.implode())
         exprs[0] = apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first, second_pass), first).alias("_ts")
@@ -322,7 +321,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     facts = _file_facts(path, cmap, rows, exprs, keys, raw_stream, price_texts, dialect, factor, named, first)
     notes += _price_and_zone_notes(path, cmap, facts, first, named)
     _refuse_unread_times(path, cmap, rows, facts, first, named)
-    frame, order_notes, out_of_sequence = _in_time_order(path, cmap, frame, keys, facts, hour, factor)
+    frame, order_notes, out_of_sequence = in_time_order(path, cmap, frame, keys, facts, hour, factor)
     notes += order_notes
     if cmap.fill_quotes:  # after the sort: "previous" is in time order, per stream
         frame = frame.with_columns(_filled_quotes(keys))
@@ -495,7 +494,7 @@ def _file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.
         nonpositive_rows=(traded <= 0).sum() if prices else pl.lit(0),
         trading_rows=traded.len() if prices else pl.lit(0),
         crossed_rows=(pl.col("bid") > pl.col("ask")).sum() if sides else pl.lit(0),
-        out_of_sequence=_out_of_sequence() if sequence else pl.lit(0),
+        out_of_sequence=rows_out_of_sequence() if sequence else pl.lit(0),
         header_rows=pl.col(ROW).filter(pl.col("_header")).implode(),
         zone_names=pl.col("_zone").drop_nulls().unique().implode() if named else pl.lit(None),
         *fractional_facts({key: pl.col(f"_text_{key}") for key in price_texts}), *time_facts(cmap, factor),
@@ -529,43 +528,6 @@ def _refuse_unread_times(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, facts:
         raise ValueError(time_hint(path, cmap, first, words))
     if len(words) > 1 and (unread := unread_zone_names(path, cmap, first, words)):  # GMT read, BST not: refused
         raise ValueError(unread)
-
-
-def _in_time_order(path: Path, cmap: ColumnMap, frame: pl.LazyFrame, keys: list[str], facts: Mapping[str, Any],
-                   hour: RepeatedHour | None, factor: int) -> tuple[pl.LazyFrame, list[str], int]:
-    """The file's rows in time order (reversed first when newest first; rows of equal times by stream and sequence
-    number where the map has one), the note that says why they were sorted, and the rows out of sequence."""
-    notes: list[str] = []
-    out_of_sequence = int(facts["out_of_sequence"] or 0)
-    ties = f"in sequence order (column {cmap.sequence!r}) within each stream" if cmap.sequence is not None else \
-        "in file order"
-    newest_first = bool(facts["unsorted"]) and _newest_first(facts["back_rows"], facts["forward_rows"])
-    if newest_first:  # rows of one time are newest first too: reversed, the stable sort keeps them oldest first
-        frame = frame.reverse()
-        ties = ties if cmap.sequence is not None else "in reverse file order (oldest first)"
-    if facts["unsorted"] or out_of_sequence:  # stable: rows of equal times (and sequence numbers) keep file order
-        # a sequence number orders a stream's own rows (CME's RptSeq counts per instrument): by stream first
-        by = ["_ts", *(["stream"] if "stream" in keys else []), SEQ] if cmap.sequence is not None else ["_ts"]
-        frame = frame.sort(by, maintain_order=True, nulls_last=True)
-    if facts["unsorted"]:
-        repeated = (f"; in {cmap.tz}, also a wall clock that goes back an hour when summer time ends: the "
-                    f"{hour.untold} row(s) in that hour are read at its first pass" if hour and hour.untold else "")
-        trade_date = trade_date_caution(path, cmap, facts)
-        forward = int(facts["forward_rows"] or 0)
-        cause = ("a trade date's evening rows a day late, as said next" if trade_date else
-                 "newest first throughout" if newest_first and not forward else
-                 f"newest first, but for {forward} row(s) later than the row before them" if newest_first else
-                 "newest first, or merged from several sources")
-        notes.append(f"{path.name}: its rows are not in time order: {facts['back_rows']} row(s) earlier than the "
-                     f"row before them, by up to {duration_text(scaled_ts(facts['largest_back'], factor))} ({cause}"
-                     f"{repeated}); replayed {'reversed, then ' if newest_first else ''}sorted by time, rows of "
-                     f"equal times {ties}")
-        notes += trade_date
-    elif out_of_sequence:
-        notes.append(f"{path.name}: {out_of_sequence} row(s) of a lower sequence number (column {cmap.sequence!r}) "
-                     f"than their stream's row before them at the same time; rows of equal times replayed by "
-                     f"stream, each stream's in sequence order")
-    return frame, notes, out_of_sequence
 
 
 def _stream_and_clock_notes(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, raw_stream: pl.Expr,
@@ -620,9 +582,6 @@ def _row_notes(plan: FilePlan, rows: pl.LazyFrame, raw_stream: pl.Expr, schema: 
     return plan
 
 
-NEWEST_FIRST_SHARE = 0.99  # of the steps between two times, those back: an export newest first, pages overlapping
-
-
 def _us_summer_facts() -> dict[str, pl.Expr]:
     """Per SUMMER_CHECKED name, its rows on dates its US zone keeps summer time (CST in July): count, first time."""
     facts = {}
@@ -632,27 +591,11 @@ def _us_summer_facts() -> dict[str, pl.Expr]:
     return facts
 
 
-def _newest_first(back_rows: int, forward_rows: int) -> bool:
-    """Whether a file is newest first (a REST export: Bybit's, Coinbase's): (nearly) every step between two
-    times a step back. Its rows of one time are newest first too, so they are reversed before the stable sort; a
-    step forward in 100 is let pass (concatenated pages that overlap), more is a file merged from sources."""
-    back, forward = int(back_rows or 0), int(forward_rows or 0)
-    return back > 0 and back >= NEWEST_FIRST_SHARE * (back + forward)
-
-
 def unparsed_times(path: Path, cmap: ColumnMap, first: str | None, error: Exception) -> str:
     """One line for a read that polars stopped: the file, the time column, a value, the option that says how."""
     said = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     return (f"{path}: its times could not be read (column {cmap.ts!r}, e.g. {(first or '')[:40]!r}: {said}): give "
             f"their format with strftime codes, e.g. --ts-format '%Y-%m-%d %H:%M:%S%.f%z'")
-
-
-def _out_of_sequence() -> pl.Expr:
-    """Rows whose sequence number is below that of their stream's row before them at the same time, in file order:
-    numbers are compared within a stream only (CME's RptSeq, OPRA's per-channel numbers count per instrument)."""
-    # a row without a number is rejected, no step: the row after it is compared with the numbered row before it
-    numbered = pl.when(pl.col("_ts").is_not_null()).then(pl.col(SEQ)).forward_fill()
-    return (numbered.diff().over("_ts", "_stream") < 0).sum()
 
 
 def _span(first: Any, last: Any, factor: int) -> tuple[int, int] | None:
