@@ -149,6 +149,15 @@ def spanned_gaps(ts: np.ndarray, horizon: int, gap_ns: int) -> np.ndarray:
     return out
 
 
+def ordinary_spacing(ts: np.ndarray) -> int:
+    """A stream's ordinary spacing: the median time (ns) between its consecutive ticks (``ts`` int64 ns, shape
+    (n,), in replay order); 0 under two ticks. The median, so that a daily series' weekends and holidays (3-4 days)
+    and an intraday feed's night both leave it at the spacing most ticks have. A stream whose ordinary spacing is
+    itself a pause (an hourly auction, daily settlements or bars) has every tick across one by its sampling: the
+    rules on pauses judge it against its own spacing (connectors/price_steps.py)."""
+    return int(np.median(np.diff(ts))) if len(ts) > 1 else 0
+
+
 def session_gap_text(ns: int) -> str:
     """A session gap as --session-gap takes it: 1h, 90m, 30s, 1.5s."""
     for unit, size in (("d", 86_400 * 10**9), ("h", 3_600 * 10**9), ("m", 60 * 10**9)):

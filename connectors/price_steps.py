@@ -6,7 +6,9 @@ split-adjusted files). A 2-for-1 split between two sessions then replays as a 50
 label horizon spans it is scored as a move. This finds, per stream, the pauses in event time longer than
 STEP_GAP_NS across which the price level changed by a ratio within SPLIT_TOLERANCE of a simple split ratio and
 by more than STEP_TIMES the stream's typical tick-to-tick move, so that the user is told which stream, when
-and by what ratio.
+and by what ratio. A stream sampled over an hour apart as a rule (daily bars, settlements: connectors/labels.py
+`ordinary_spacing`) has every tick across such a pause: its steps are judged tick to tick, against its own spacing,
+so that a split is said once, at its day, not at every pause whose windows straddle it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from connectors.event_time import duration_text
-from connectors.labels import session_gap_text
+from connectors.labels import ordinary_spacing, session_gap_text
 from connectors.ticks import shown_name, utc_text
 
 STEP_GAP_NS = 3_600_000_000_000  # a pause of over an hour: between sessions (a split is applied while closed)
@@ -35,14 +37,19 @@ class PriceStep(NamedTuple):
     step: float  # the price level after / before
     ratio: Fraction  # the split ratio it is near
     times_typical: float  # |log step| / the stream's median |log move| between ticks
+    sampled_ns: int = 0  # the stream's ordinary spacing where it is over STEP_GAP_NS (daily bars), else 0
 
     def caution(self, session_gap_ns: int | None) -> str:
         """The caution line: the stream, the pause, the ratio; what its answers' scores then are."""
         kind = (f"a {self.ratio.denominator}-for-{self.ratio.numerator} split" if self.ratio < 1
                 else f"a {self.ratio.denominator}-for-{self.ratio.numerator} reverse split")
         gap = self.after_ts - self.before_ts
-        scored = _unscored(gap, session_gap_ns) or ("the answers whose label horizon spans it are scored as that "
-                                                    "move (--session-gap 1h leaves them unscored)")
+        # on a daily series every tick is a pause: a --session-gap that cut this one would leave nothing scored
+        cut = (f"its ticks are {duration_text(self.sampled_ns)} apart as a rule, so a --session-gap would leave "
+               f"every answer unscored: adjust the prices before it" if self.sampled_ns else
+               "--session-gap 1h leaves them unscored")
+        scored = _unscored(gap, session_gap_ns) or f"the answers whose label horizon spans it are scored as that " \
+                                                    f"move ({cut})"
         return (f"{shown_name(self.stream)}: its price stepped x{self.step:.3g} across a pause of "
                 f"{duration_text(gap)} in event time ({utc_text(self.before_ts)} to {utc_text(self.after_ts)}), "
                 f"{self.times_typical:.0f} times its typical move and near {self.ratio} ({kind}, or a data error?): "
@@ -53,7 +60,9 @@ class PriceStep(NamedTuple):
 def split_like_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[PriceStep]:
     """The split-like steps of one stream: ``ts`` its ticks' event times (int64 ns, shape (n,)), ``prices`` each
     tick's own price (float64, shape (n,), a quote's mid or a trade's price), in replay order."""
-    pauses = np.nonzero(np.diff(ts) > STEP_GAP_NS)[0]  # j: the pause between tick j and tick j + 1
+    spacing = ordinary_spacing(ts)
+    sampled = spacing > STEP_GAP_NS  # each tick a session of its own (a day): its every spacing is such a pause
+    pauses = np.arange(len(ts) - 1) if sampled else np.nonzero(np.diff(ts) > STEP_GAP_NS)[0]  # j: tick j to j + 1
     if not len(pauses):
         return []
     log_prices = np.log(prices)
@@ -62,16 +71,32 @@ def split_like_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[Pr
     typical = float(np.median(moves)) if len(moves) else 0.0
     steps = []
     for j in pauses:
-        before = float(np.median(prices[max(0, j + 1 - SIDE_TICKS) : j + 1]))
-        after = float(np.median(prices[j + 1 : j + 1 + SIDE_TICKS]))
-        step = after / before
+        step = _sampled_step(prices, j) if sampled else _session_step(prices, j)
+        if step is None:
+            continue
         ratio = min(SPLIT_RATIOS, key=lambda r: abs(np.log(step / float(r))))
         if abs(np.log(step / float(ratio))) > np.log1p(SPLIT_TOLERANCE):
             continue
         times = abs(np.log(step)) / typical if typical > 0 else np.inf
         if times > STEP_TIMES:
-            steps.append(PriceStep(stream, int(ts[j]), int(ts[j + 1]), step, ratio, times))
+            steps.append(PriceStep(stream, int(ts[j]), int(ts[j + 1]), step, ratio, times, spacing * sampled))
     return steps
+
+
+def _session_step(prices: np.ndarray, j: int) -> float:
+    """The level after the pause between ticks j and j + 1 over the level before: each the median of SIDE_TICKS
+    ticks' prices, so that one bad print on either side does not make or hide a step."""
+    before = float(np.median(prices[max(0, j + 1 - SIDE_TICKS) : j + 1]))
+    return float(np.median(prices[j + 1 : j + 1 + SIDE_TICKS])) / before
+
+
+def _sampled_step(prices: np.ndarray, j: int) -> float | None:
+    """Tick j + 1's price over tick j's, on a series whose every tick is a session (a day): its windows of
+    SIDE_TICKS would straddle a split at each of the pauses around it, each a few days' drift off the ratio. None
+    where the step does not hold one tick further out on each side (half of it reverted: a lone bad day)."""
+    step = float(prices[j + 1] / prices[j])
+    outer = float(prices[min(j + 2, len(prices) - 1)] / prices[max(j - 1, 0)])  # tick j - 1 to tick j + 2
+    return step if abs(np.log(outer / step)) < abs(np.log(step)) / 2 else None
 
 
 # A step that stays within a session: a continuous futures series rolling from one contract to the next (CL 82.50
