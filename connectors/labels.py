@@ -18,7 +18,8 @@ A horizon counts ticks, whatever time passes between them. Given each tick's eve
 or longer (a weekend, a night, a halt): what the market did after a close is not what an answer before it was about.
 A pause of exactly the gap counts, because vendors stamp the last and first prints on a halt's bounds: CME's
 16:00-17:00 CT halt and Tokyo's 11:30-12:30 lunch are then pauses of exactly 1 h, and `--session-gap 1h` cuts them.
-`spanned_gaps` finds those points, for the notes that count them.
+`spanned_gaps` finds those points, for the notes that count them; `closes_spanned` those of a stream whose ticks are
+not each such a pause by its sampling (`ordinary_spacing`: an hourly or daily series).
 """
 
 from __future__ import annotations
@@ -154,8 +155,16 @@ def ordinary_spacing(ts: np.ndarray) -> int:
     (n,), in replay order); 0 under two ticks. The median, so that a daily series' weekends and holidays (3-4 days)
     and an intraday feed's night both leave it at the spacing most ticks have. A stream whose ordinary spacing is
     itself a pause (an hourly auction, daily settlements or bars) has every tick across one by its sampling: the
-    rules on pauses judge it against its own spacing (connectors/price_steps.py)."""
+    rules on pauses judge it against its own spacing (`closes_spanned`, connectors/price_steps.py)."""
     return int(np.median(np.diff(ts))) if len(ts) > 1 else 0
+
+
+def closes_spanned(ts: np.ndarray, horizon: int, gap_ns: int) -> np.ndarray:
+    """`spanned_gaps` for the notes on labels across a close: none on a stream whose ordinary spacing is ``gap_ns``
+    or more (an hourly auction, daily settlements), whose every tick is such a pause by its sampling, not a close."""
+    if ordinary_spacing(ts) >= gap_ns:
+        return np.zeros(len(ts), dtype=bool)
+    return spanned_gaps(ts, horizon, gap_ns)
 
 
 def session_gap_text(ns: int) -> str:

@@ -9,8 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from connectors.labels import ordinary_spacing
+from conftest import tiny_tick_checkpoint
+from connectors.labels import closes_spanned, ordinary_spacing
 from connectors.price_steps import split_like_steps
 from engine.service.cli import main
 
@@ -91,5 +93,49 @@ def test_backtest_of_daily_bars_cautions_a_split_once_and_its_spacing_is_no_clos
                                  "(2024-06-07T00:00:00Z to 2024-06-10T00:00:00Z)"), stepped
     assert "(its ticks are 24 h apart as a rule, so a --session-gap would leave every answer unscored: adjust the " \
            "prices before it)" in stepped[0]
+    assert "--session-gap 1h" not in out, out  # every tick is a pause: that advice scores nothing
+    assert "note: NVDA: its ticks are 24 h apart as a rule" in out and "(dir20: 20 ticks, about 20 days; move50: 50 " \
+           "ticks, about 50 days)" in out, out
     assert main([*common, str(tmp_path / "AAPL.csv"), "--out", str(tmp_path / "aapl.parquet")]) == 0
     assert "stepped" not in capsys.readouterr().out
+
+
+def epex_hours(path: Path, days: int = 12) -> None:
+    """An EPEX-style German export: hourly auction prices, `;`-separated, decimal commas, +02:00 times."""
+    rng = np.random.default_rng(3)
+    t = np.datetime64("2024-05-01T00:00", "m")
+    lines = ["Zeitstempel;Gebiet;Preis;Volumen"]
+    for i in range(24 * days):
+        h = i % 24
+        p = 60 + 30 * np.sin(h / 24 * 6.28) + rng.normal(0, 5)
+        lines.append(f"{t + np.timedelta64(i, 'h')}:00+02:00;DE-LU;{p:.2f}".replace(".", ",")
+                     + f";{rng.uniform(100, 3000):.1f}".replace(".", ","))
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    return tiny_tick_checkpoint(tmp_path_factory.mktemp("sampled") / "model", seed=3, max_position_embeddings=256)
+
+
+def test_an_hourly_auction_is_told_what_its_labels_span_not_to_cut_every_tick(tiny: Path, tmp_path: Path,
+                                                                               capsys) -> None:
+    epex_hours(tmp_path / "epex.csv")
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    assert main(["backtest", str(tmp_path / "epex.csv"), "--columns", "ts=Zeitstempel,price=Preis,size=Volumen,"
+                 "stream=Gebiet", "--model", str(tiny), "--queries", str(tmp_path / "q.yaml"), "--threads", "1",
+                 "--quiet", "--out", str(tmp_path / "ep.parquet")]) == 0
+    out = capsys.readouterr().out
+    assert "are labelled across a pause of an hour or more" not in out and "--session-gap 1h" not in out, out
+    assert "note: DE-LU: its ticks are 60 min apart as a rule (a series sampled hourly or daily: an auction's " \
+           "hours, settlements, bars), so a label spans its own intervals (dir20: 20 ticks, about 20 h; move50: 50 " \
+           "ticks, about 2.08 days)" in out, out
+    assert "stepped" not in out, out
+
+
+def test_closes_spanned_leaves_out_a_series_sampled_at_the_pause_length() -> None:
+    hour = 3_600_000_000_000
+    hourly = np.arange(10, dtype=np.int64) * hour
+    assert not closes_spanned(hourly, 2, hour).any()
+    minutes = np.concatenate([np.arange(5), 200 + np.arange(5)]).astype(np.int64) * 60_000_000_000  # a 3 h pause
+    assert closes_spanned(minutes, 2, hour).tolist() == [False, False, False, True, True] + [False] * 5

@@ -42,7 +42,7 @@ from connectors.builtin import load_codec
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.event_time import duration_text
 from connectors.event_time_batches import batch_end
-from connectors.labels import spanned_gaps
+from connectors.labels import closes_spanned
 from connectors.questions import Question
 from connectors.ticks import shown_name, utc_text
 from engine.models.loader import check_checkpoint
@@ -283,8 +283,9 @@ def _scored_test_points(sd: StreamData, W: int, options: EvalOptions) -> tuple[n
 
 
 def _across_pauses(sd: StreamData, qs: list[Question], ii: np.ndarray, qq: np.ndarray) -> int:
-    """How many of the answer points (ii, qq) have a label that spans a pause of GAP_NOTE_NS or more."""
-    return sum(int(spanned_gaps(sd.ts, q.spec.horizon, GAP_NOTE_NS)[ii[qq == qi]].sum())
+    """How many of the answer points (ii, qq) have a label that spans a pause of GAP_NOTE_NS or more: a close
+    (closes_spanned: a series whose ticks are that far apart as a rule has none)."""
+    return sum(int(closes_spanned(sd.ts, q.spec.horizon, GAP_NOTE_NS)[ii[qq == qi]].sum())
                for qi, q in enumerate(qs) if q.spec.kind != "regime")
 
 

@@ -5,7 +5,10 @@ A label horizon counts ticks, so an answer just before a close is labelled from 
 this counts, from the answers file, the scored answers whose labels span a pause of GAP_NOTE_NS or more (without the
 option, or with a longer one) and the answers the option left unscored, and says both in a note; and it turns the
 split-like price steps across such pauses and the steps that stay, a roll's (connectors/price_steps.py), into
-cautions.
+cautions. A stream sampled an hour or more apart as a rule (an hourly auction, daily settlements or bars:
+connectors/labels.py `ordinary_spacing`) has every tick across such a pause by its sampling: its answers are not
+counted as labelled across a close (--session-gap 1h would leave every one unscored), and a note says instead what
+its labels span.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from connectors.event_time import duration_text
-from connectors.labels import MarkSeries, session_gap_text, spanned_gaps
+from connectors.labels import MarkSeries, closes_spanned, ordinary_spacing, session_gap_text, spanned_gaps
 from connectors.price_steps import price_steps
 from connectors.questions import QuestionSpec
 from connectors.ticks import shown_name, utc_text
@@ -24,11 +27,14 @@ from connectors.ticks import shown_name, utc_text
 GAP_NOTE_NS = 3_600_000_000_000  # a pause of an hour or more (the notes say it in words): another session
 
 
-def crossing_points(series: Mapping[str, MarkSeries], horizon: int, gap_ns: int) -> pl.LazyFrame:
+def crossing_points(series: Mapping[str, MarkSeries], horizon: int, gap_ns: int, closes: bool = False
+                    ) -> pl.LazyFrame:
     """(stream, ticks) of every answer point whose `horizon` crosses a pause of ``gap_ns`` or more (``ticks``: the
-    answers file's tick count, the answer point's index + 1)."""
+    answers file's tick count, the answer point's index + 1); ``closes``: none of a stream sampled ``gap_ns`` or
+    more apart as a rule (`closes_spanned`), for the note on labels across a close."""
+    spanned = closes_spanned if closes else spanned_gaps
     frames = [pl.DataFrame({"stream": stream, "ticks": np.nonzero(crossed)[0].astype(np.int64) + 1})
-              for stream, s in series.items() if (crossed := spanned_gaps(s.ts(), horizon, gap_ns)).any()]
+              for stream, s in series.items() if (crossed := spanned(s.ts(), horizon, gap_ns)).any()]
     return (pl.concat(frames) if frames else pl.DataFrame(schema={"stream": pl.String, "ticks": pl.Int64})).lazy()
 
 
@@ -54,12 +60,12 @@ def gap_notes(questions: Mapping[str, QuestionSpec], graded: pl.LazyFrame, serie
     spanning: dict[str, int] = {}  # query -> its scored answers labelled across a pause of GAP_NOTE_NS or more
     left_out: dict[str, int] = {}  # query -> its answers --session-gap left without a label
     streams: set[str] = set()
-    crossing: dict[tuple[int, int], pl.LazyFrame] = {}  # (horizon, gap) -> its crossing points, made once
+    crossing: dict[tuple[int, int, bool], pl.LazyFrame] = {}  # (horizon, gap, closes) -> crossing points, made once
 
-    def crossing_at(horizon: int, gap_ns: int) -> pl.LazyFrame:
-        if (horizon, gap_ns) not in crossing:
-            crossing[horizon, gap_ns] = crossing_points(series, horizon, gap_ns).collect().lazy()
-        return crossing[horizon, gap_ns]
+    def crossing_at(horizon: int, gap_ns: int, closes: bool = False) -> pl.LazyFrame:
+        if (horizon, gap_ns, closes) not in crossing:
+            crossing[horizon, gap_ns, closes] = crossing_points(series, horizon, gap_ns, closes).collect().lazy()
+        return crossing[horizon, gap_ns, closes]
 
     for query, spec in sorted(questions.items()):
         if spec.kind == "regime":
@@ -67,7 +73,7 @@ def gap_notes(questions: Mapping[str, QuestionSpec], graded: pl.LazyFrame, serie
         rows = graded.filter(pl.col("query") == query)
         if session_gap_ns is None or session_gap_ns > GAP_NOTE_NS:
             scored = rows.filter(pl.col("correct").is_not_null()).select("stream", "ticks")
-            hits = scored.join(crossing_at(spec.horizon, GAP_NOTE_NS), on=["stream", "ticks"],
+            hits = scored.join(crossing_at(spec.horizon, GAP_NOTE_NS, closes=True), on=["stream", "ticks"],
                                how="semi").select("stream").collect()["stream"]
             if len(hits):
                 spanning[query] = len(hits)
@@ -78,7 +84,7 @@ def gap_notes(questions: Mapping[str, QuestionSpec], graded: pl.LazyFrame, serie
                               how="semi").select(pl.len()).collect().item()
             if n:
                 left_out[query] = n
-    notes = []
+    notes = [said] if (said := sampled_note(questions, series)) is not None else []
     if left_out:
         notes.append(f"--session-gap {session_gap_text(session_gap_ns)} (answers.session_gap_s): "
                      f"{sum(left_out.values())} answers ({_per_query(left_out)}) have a label horizon across a pause "
@@ -94,6 +100,32 @@ def gap_notes(questions: Mapping[str, QuestionSpec], graded: pl.LazyFrame, serie
                      f"{duration_text(after - before)} from {utc_text(before)} to {utc_text(after)}): an answer "
                      f"before a close is scored against the reopen; --session-gap 1h leaves such answers unscored")
     return notes
+
+
+def sampled_note(questions: Mapping[str, QuestionSpec], series: Mapping[str, MarkSeries]) -> str | None:
+    """What the labels of the streams sampled GAP_NOTE_NS or more apart as a rule span (their horizons in their own
+    intervals), and that their spacing is no close; None without such a stream or a labelled query."""
+    spacing = {stream: ordinary_spacing(s.ts()) for stream, s in series.items()}
+    sampled = sorted(stream for stream, ns in spacing.items() if ns >= GAP_NOTE_NS)
+    horizons = {query: spec.horizon for query, spec in sorted(questions.items()) if spec.kind != "regime"}
+    if not sampled or not horizons:
+        return None
+    one = len({spacing[stream] for stream in sampled}) == 1
+    apart = (duration_text(spacing[sampled[0]]) if one else
+             "an hour or more (" + ", ".join(f"{shown_name(s)} {duration_text(spacing[s])}" for s in sampled[:3])
+             + (", ..." if len(sampled) > 3 else "") + ")")
+    by_horizon: dict[int, list[str]] = {}
+    for query, h in horizons.items():
+        by_horizon.setdefault(h, []).append(query)
+    span = "; ".join(f"{' and '.join(queries)}: {h} ticks" + (f", about {duration_text(h * spacing[sampled[0]])}"
+                                                                if one else "") for h, queries in by_horizon.items())
+    its = "its" if len(sampled) == 1 else "their"
+    names = ", ".join(map(shown_name, sampled[:3])) + (f" and {len(sampled) - 3} more" if len(sampled) > 3 else "")
+    return (f"{names}: {its} ticks are {apart} apart as a rule (a series "
+            f"sampled hourly or daily: an auction's hours, settlements, bars), so a label spans {its} own intervals "
+            f"({span}) and {its} pauses of an hour or more are {its} sampling, not closes: not counted as labels "
+            f"across a pause, and no --session-gap is advised for {'it' if len(sampled) == 1 else 'them'} (one at "
+            f"{its} spacing or under leaves no answer scored)")
 
 
 def _per_query(counts: dict[str, int]) -> str:
