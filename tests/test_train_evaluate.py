@@ -616,6 +616,32 @@ def test_evaluate_says_what_it_left_out_and_keeps_its_numbers(tmp_path: Path, ca
     assert "no tick was read from the files: every row was rejected: rejected nonpositive_price:" in err, err
 
 
+def wti_below_zero(path: Path, n: int = 3000) -> None:
+    """CLK0 on 2020-04-20: 3,000 trades sliding from 18 to -40, three quarters of them at or below zero."""
+    rng = np.random.default_rng(7)
+    t = np.datetime64("2020-04-20T18:00:00", "ms") + np.cumsum(rng.exponential(2000, n).astype(np.int64) + 1)
+    path_ = np.concatenate([np.linspace(18, -40, n * 3 // 4), np.linspace(-40, -37.63, n - n * 3 // 4)])
+    pl.DataFrame({"timestamp": [f"{x}Z" for x in t], "symbol": "CLK0",
+                  "price": np.round(path_ + rng.normal(0, 0.05, n), 2), "size": rng.integers(1, 20, n),
+                  "side": rng.choice(["buy", "sell"], n)}).write_csv(path)
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate"])
+def test_a_stream_left_too_short_by_rejections_is_told_them_and_their_fix(tmp_path: Path, command: str,
+                                                                           capsys) -> None:
+    """review208 #2: 2,303 of WTI's 3,000 trades refused at or below zero left 697, too few to split; `--quiet`
+    said only "CLK0: 697 ticks ... or --split 48/26/26", not the rejections nor the --price-offset that fixes them."""
+    wti_below_zero(tmp_path / "wti.csv")
+    argv = ([command, str(tmp_path / "wti.csv"), "--out", str(tmp_path / "m"), "--steps", "1", *TINY]
+            if command == "train" else [command, "builtin", str(tmp_path / "wti.csv"), "--threads", "1"])
+    assert main([*argv, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "error: no stream is long enough to split: CLK0: 697 ticks leave its" in err, err
+    assert "; 2,303 of the 3,000 ticks read were not taken, which may be why: rejected nonpositive_price: 2303 " \
+           "(first: " in err and "wti.csv line 697: nonpositive_price" in err, err
+    assert err.rstrip().endswith("to lift each stream above zero, --price-offset 'CLK0=41' (docs/replay.md))"), err
+
+
 def test_a_verdict_is_not_called_on_a_one_class_test_slice() -> None:
     """A question whose test answers are all one class (volatility buckets on a quiet instrument) ties every
     predictor at accuracy 1: no 'beats' or 'worse' verdict on it, and the lines name the logistic regression."""

@@ -33,7 +33,7 @@ def _test_streams(args: argparse.Namespace, model: Any, codec: Any, split: Any, 
     # train's rule: a part of fewer ticks left a test slice of one tick, an empty table and exit 0
     min_ticks = min_part_ticks(codec, window_ticks(model))
     prepared, skipped = prepare(codec, streams, split, min_ticks, training=False, name_all=args.verbose,
-                                session_gap_ns=args.session_gap)
+                                session_gap_ns=args.session_gap, rejected=rejected)
     if (widened := gap_note(codec, split)) is not None:
         caution(widened)
     say_left_out(skipped, short_streams_line(codec, streams, [sd.name for sd in prepared], split, min_ticks), args,

@@ -39,7 +39,7 @@ from engine.service.evaluate import (MIN_POINTS, EvalOptions, evaluate_streams, 
 from engine.service.features import HEAD_FILE, QuestionHead, write_head
 from engine.service.reading_record import reading_of
 from engine.service.splits import (
-    SHORT_NAMED, SplitSpec, StreamData, gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
+    SHORT_NAMED, Rejected, SplitSpec, StreamData, gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
     short_streams_line, time_overlap_note,
 )
 from engine.service.train_builtin import (
@@ -125,14 +125,15 @@ def _starting_model(cfg: TrainConfig, options: FitOptions) -> tuple[Any, BinnedC
     return model, codec, cfg
 
 
-def _split_streams(codec: BinnedCodec, streams_raw: dict[str, list[Tick]], cfg: TrainConfig, options: FitOptions,
-                   log: Callable[[str], None], caution: Callable[[str], None]
+def _split_streams(codec: BinnedCodec, streams_raw: dict[str, list[Tick]], rejected: Rejected, cfg: TrainConfig,
+                   options: FitOptions, log: Callable[[str], None], caution: Callable[[str], None]
                    ) -> tuple[list[StreamData], dict[str, Any]]:
-    """The streams read, split into parts (those too short left out), and what the split says, said as it is
-    found: the record's skipped, left_out, overlap and validation_note."""
+    """The streams read, split into parts (those too short left out: the rows ``rejected`` named in the error when
+    that leaves too few), and what the split says, said as it is found: the record's skipped, left_out, overlap and
+    validation_note."""
     min_ticks = min_part_ticks(codec, cfg.window_ticks)
     streams, skipped = prepare(codec, streams_raw, options.split, min_ticks, name_all=options.name_left_out,
-                               session_gap_ns=options.session_gap_ns)
+                               session_gap_ns=options.session_gap_ns, rejected=rejected)
     # an option chain's thousands of short series in one line (the model card, --json and --verbose name each)
     left_out = short_streams_line(codec, streams_raw, [sd.name for sd in streams], options.split, min_ticks)
     if (widened := gap_note(codec, options.split)) is not None:
@@ -218,7 +219,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     model, codec, cfg = _starting_model(cfg, options)
     streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"),
                                          streams=options.streams, caution=lambda line: caution(labelled(line)))
-    streams, split_notes = _split_streams(codec, streams_raw, cfg, options, log, caution)
+    streams, split_notes = _split_streams(codec, streams_raw, rejected, cfg, options, log, caution)
     groups, weights = _groups(codec, streams, "train")
     q_tokens = question_tokens(codec)
     val = _validation(codec, streams, q_tokens, cfg, options)

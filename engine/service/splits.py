@@ -13,7 +13,7 @@ its training windows and answer targets come from the train part alone.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -182,11 +182,22 @@ def longest_horizon(codec: BinnedCodec) -> int:
     return max(q.spec.horizon for q in codec.questions.values())
 
 
+class Rejected(dict):
+    """The ticks a reading rejected: reason -> count (a dict, as records and --json keep it), with ``said``, the
+    reading's line per reason (its first row and the fix it proposes: `rejected_lines`), for an error the
+    rejections may have caused to name them under --quiet too (a stream left too short to split by 77% of its
+    prices refused at or below zero needs --price-offset, not another --split)."""
+
+    def __init__(self, counts: Mapping[str, int], said: list[str]) -> None:
+        super().__init__(counts)
+        self.said = said
+
+
 def read_streams(files: list[str], columns: Any = None, note: Callable[[str], None] = lambda _: None,
                  streams: list[str] | None = None, caution: Callable[[str], None] | None = None
-                 ) -> tuple[dict[str, list[Tick]], dict[str, int]]:
+                 ) -> tuple[dict[str, list[Tick]], Rejected]:
     """Every valid tick of `files` (FileReplay: presets, column maps, detection), grouped by stream;
-    and the rejected rows by reason. ``note`` is told how the files are read (the map detected, a time zone
+    and the rejected rows by reason (`Rejected`). ``note`` is told how the files are read (the map detected, a time zone
     assumed, ...), as `backtest` tells it; ``caution`` (default ``note``) the reading's cautions among them (two
     instruments in one stream, two sources interleaved: connectors/cautions.py), which change what the scores mean
     and so are said where the plain notes are quieted (--quiet). ``streams`` (names or globs) reads those alone."""
@@ -207,7 +218,7 @@ def read_streams(files: list[str], columns: Any = None, note: Callable[[str], No
                                                                   if said else "they hold no data rows"))
     for line in said:
         note(line)
-    return dict(by_stream), dict(Counter(rejected))
+    return dict(by_stream), Rejected(Counter(rejected), [line for line in said if not line.startswith("warning: ")])
 
 
 def gap_note(codec: BinnedCodec, spec: SplitSpec) -> str | None:
@@ -262,11 +273,13 @@ def _short_streams(streams: dict[str, list[Tick]], kept: Iterable[str]) -> _Shor
 
 def prepare(codec: BinnedCodec, streams: dict[str, list[Tick]], spec: SplitSpec,
             min_ticks: int, training: bool = True, name_all: bool = False,
-            session_gap_ns: int | None = None) -> tuple[list[StreamData], list[str]]:
+            session_gap_ns: int | None = None, rejected: Mapping[str, int] | None = None
+            ) -> tuple[list[StreamData], list[str]]:
     """Streams long enough to split (each part >= `min_ticks`: min_part_ticks), and a note per stream left out;
     ``training``: for `train` (its refusal may then say what a split without a validation part does to training);
     ``session_gap_ns``: labels end at a pause that long or longer in event time (evaluate --session-gap).
-    Refused when none is: the streams named one by one when few or ``name_all`` (--verbose), else summed up."""
+    Refused when none is: the streams named one by one when few or ``name_all`` (--verbose), else summed up, and
+    the ticks the reading did not take (``rejected``, read_streams'), which may be why."""
     gap = max(spec.gap, longest_horizon(codec))
     out, skipped = [], []
     for name, ticks in sorted(streams.items()):
@@ -293,8 +306,19 @@ def prepare(codec: BinnedCodec, streams: dict[str, list[Tick]], spec: SplitSpec,
                      f"each)")
         raise ValueError("no stream is long enough to split: " + short + f" (this split needs "
                          f"{ticks_needed(spec, gap, min_ticks):,} ticks in a stream: "
-                         f"{_what_would_split(longest, n, spec, gap, min_ticks, training)})")
+                         f"{_what_would_split(longest, n, spec, gap, min_ticks, training)})"
+                         + _not_taken(rejected, sum(map(len, streams.values()))))
     return out, skipped
+
+
+def _not_taken(rejected: Mapping[str, int] | None, taken: int) -> str:
+    """The ticks read but not taken, for the error of streams too short to split: how many of how many, and each
+    reason's line with its first row and its fix (the reading's, `Rejected.said`, else the counts); '' if none."""
+    if not rejected or not (count := sum(rejected.values())):
+        return ""
+    said = getattr(rejected, "said", None) or [f"{reason} {n:,}" for reason, n in rejected.items()]
+    return (f"; {count:,} of the {count + taken:,} ticks read were not taken, which may be why: "
+            f"{'; '.join(said)}")
 
 
 def _what_would_split(name: str, n: int, spec: SplitSpec, gap: int, min_ticks: int, training: bool = True) -> str:
