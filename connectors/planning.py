@@ -341,7 +341,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                     empty_sides=empty_sides, bars=trade_bars(cmap, schema),
                     nonpositive_prices=bool(facts["nonpositive_prices"]),
                     nonpositive_rows=(int(facts["nonpositive_rows"] or 0), int(facts["trading_rows"] or 0)),
-                    near_zero_streams=near_zero_streams(frame, keys) if facts["nonpositive_rows"] else frozenset(),
+                    near_zero_streams=near_zero_streams(frame, keys) if facts["nonpositive_rows"] or
+                    facts["zero_sides"] else frozenset(),
                     long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
                     span=_span(facts["min_ts"], facts["max_ts"], factor),
                     tickless=tickless, footer=footer, header_rows=frozenset(facts["header_rows"]), junk=junk_why)
@@ -494,6 +495,7 @@ def _file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.
         nonpositive_rows=(traded <= 0).sum() if prices else pl.lit(0),
         trading_rows=traded.len() if prices else pl.lit(0),
         crossed_rows=(pl.col("bid") > pl.col("ask")).sum() if sides else pl.lit(0),
+        zero_sides=((pl.col("bid") <= 0) | (pl.col("ask") <= 0)).sum() if sides else pl.lit(0),
         out_of_sequence=rows_out_of_sequence() if sequence else pl.lit(0),
         header_rows=pl.col(ROW).filter(pl.col("_header")).implode(),
         zone_names=pl.col("_zone").drop_nulls().unique().implode() if named else pl.lit(None),

@@ -16,7 +16,7 @@ from connectors.json_lines import DUPLICATE_KEY, NOT_JSON
 from connectors.map_vocabulary import UNITS, VALUE_FIELDS
 from connectors.number_separators import DECIMAL_COMMA
 from connectors.price_notation import unread_price_hint, yield_columns
-from connectors.shifted_prices import NEAR_ZERO_STEPS
+from connectors.shifted_prices import NEAR_ZERO_STEPS, ZERO_SIDE, offset_advice
 from connectors.ticks import InvalidTick
 from connectors.time_units import epoch_unit
 
@@ -61,7 +61,7 @@ def price_offset_hint(err: InvalidTick, plan: Any) -> str:
     """Why an offset is the way out for an instrument that trades at zero or below: said once a price below zero is
     seen, or when a file's prices are zero or below on FREQUENT_NONPOSITIVE rows that trade (a count and a share);
     never for a lone 0 (bad data, or a bar without trades, which is filtered_out) unless its stream's other prices
-    lie a few price steps above zero (a spread: FilePlan.near_zero_streams). '' when none of these holds."""
+    lie a few price steps above zero (a spread: `near_zero_hint`). '' when none of these holds."""
     if re.search(r"got -\d", err.message):
         return f"; the files hold prices below zero (a spread, a power market): {SHIFTS_THEM}"
     if getattr(plan, "nonpositive_prices", False):
@@ -71,10 +71,17 @@ def price_offset_hint(err: InvalidTick, plan: Any) -> str:
     if nonpositive >= FREQUENT_NONPOSITIVE[0] and nonpositive >= FREQUENT_NONPOSITIVE[1] * trading:
         return f"; {nonpositive} of the {trading} trade prices of {plan.given_name} are zero or below, too many to " \
                f"be bad prints: for an instrument that trades there (a power market's hours at 0), {SHIFTS_THEM}"
+    return near_zero_hint(err, plan, "trade prices", "bad data")
+
+
+def near_zero_hint(err: InvalidTick, plan: Any, prices: str, not_what: str) -> str:
+    """Why an offset is the way out for a 0 price (a trade's, or a quote's bid or ask: its ``prices``) of a stream
+    whose other prices lie a few price steps above zero (FilePlan.near_zero_streams, one rule for trades and
+    quotes): a spread's 0 is a price, not ``not_what``. '' for any other stream."""
     near_zero = getattr(plan, "near_zero_streams", frozenset())
     if err.stream in near_zero or "" in near_zero:
-        return f"; {err.stream}'s other trade prices lie within {NEAR_ZERO_STEPS} price steps of zero (a spread), " \
-               f"where 0 is a price, not bad data: {SHIFTS_THEM}"
+        return f"; {err.stream}'s other {prices} lie within {NEAR_ZERO_STEPS} price steps of zero (a spread), " \
+               f"where 0 is a price, not {not_what}: {SHIFTS_THEM}"
     return ""
 
 
@@ -182,4 +189,6 @@ def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = No
                 and "is not a number" not in why:  # a value there (`110-15+`) is no side left empty
             why += ("; if the file leaves a side empty where it did not change, not where there is none, "
                     "--columns ...,fill_quotes=true carries the stream's previous one")
+    if ZERO_SIDE.search(str(err)) and (near := near_zero_hint(err, plan, "quotes", "a missing side")):
+        why += near + offset_advice({err.stream: 0.0})  # a spread quoted 0.00/0.01: the offset that lifts it
     return f"{plan.where(row)}: {err}" + (f" (column {column!r}{why})" if column else why)

@@ -83,7 +83,7 @@ class RejectCounter(Counter):
         self.below_zero = self.below_zero or (err.reason == "nonpositive_price"
                                               and re.search(r"got -\d", err.message) is not None)
         example = self.examples.get("missing_field", "")
-        if self.below_zero and not example.endswith(ZERO_MAY_BE_A_PRICE) and ZERO_SIDE.search(example):
+        if self.below_zero and ZERO_SIDE.search(example) and "--price-offset" not in example:  # (near zero: named)
             self.examples["missing_field"] = example + ZERO_MAY_BE_A_PRICE
 
     def _add_nonpositive(self, err: InvalidTick, plan: Any, row: int) -> None:

@@ -30,22 +30,26 @@ ZERO_SIDE = re.compile(r"missing_field: (bid|ask) is 0 beside|missing_field: bid
 ZERO_MAY_BE_A_PRICE = ("; the files hold prices below zero too: if 0 is a price of this instrument (a spread crossing "
                        "zero), --price-offset X shifts its prices so that 0 is one (docs/replay.md)")
 SAID_STREAMS = 3  # streams a reject line names (offset advice, per-stream counts: rejected_rows.py), the rest counted
-# A stream whose trade prices lie within this many of its smallest price step of zero trades around zero (a calendar
-# spread at 1/64..6/64): a 0 print one or two steps below its others is a price, not bad data, however few there are
+# A stream whose prices (its trades', its quotes' bids and asks) lie within this many of its smallest price step of
+# zero trades around zero (a calendar spread at 1/64..6/64, quoted 0.00/0.01): a 0 print one or two steps below its
+# others, or a 0 bid beside them, is a price, not bad data nor a missing side, however few there are
 NEAR_ZERO_STEPS = 10
 
 
 def near_zero_streams(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> frozenset[str]:
-    """The streams of a file's plan (`frame`, its wire `keys`) that trade at zero or below and whose median trade
-    price above zero is within NEAR_ZERO_STEPS of the smallest step between those prices: "" for a file without a
-    stream column. Read for reject_hints.py's `price_offset_hint`, only when the file has such prices (one more
-    scan)."""
-    if "price" not in keys:
+    """The streams of a file's plan (`frame`, its wire `keys`) with a price at zero or below (a trade's, or a
+    quote's bid or ask) whose median price above zero is within NEAR_ZERO_STEPS of the smallest step between those
+    prices: "" for a file without a stream column. Trades and quotes by one rule, so that a spread quoted at 0.00
+    is pointed at --price-offset as one that prints there is. Read for reject_hints.py's `near_zero_hint`, only when
+    the file has such prices (one more scan)."""
+    stream = pl.col("stream") if "stream" in keys else pl.lit("").alias("stream")
+    traded = frame.filter(pl.col("size") > 0) if "size" in keys else frame  # a trade of size 0 prints no price
+    parts = [(traded if field == "price" else frame).select(stream, pl.col(field).cast(pl.Float64).alias("_price"))
+             for field in ("price", "bid", "ask") if field in keys]
+    if not parts:
         return frozenset()
-    price = pl.col("price")
-    traded = frame.select(pl.col("stream") if "stream" in keys else pl.lit("").alias("stream"), "price",
-                          pl.col("size") if "size" in keys else pl.lit(1.0).alias("size"))
-    levels = traded.filter(price.is_not_null() & (pl.col("size") > 0)).group_by("stream").agg(
+    price = pl.col("_price")
+    levels = pl.concat(parts).filter(price.is_not_null()).group_by("stream").agg(
         at_or_below_zero=(price <= 0).sum(), level=price.filter(price > 0).median(),
         # the smallest step between its prices above zero (unique: each above 0); 0's distance to them is no step
         step=price.filter(price > 0).round(9).unique().sort().diff().min()).collect()

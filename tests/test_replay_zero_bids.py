@@ -164,3 +164,33 @@ def test_rows_a_keep_filter_leaves_out_are_counted_under_their_streams_apart_fro
                                                             f"keep: {WING} 2, {NEAR} 1, SPY 1")  # in time order
     assert "is outside the hours kept" in replay.rejected.examples["filtered_out"]
     assert "; first by the map's keep: " in replay.rejected.examples["filtered_out"]
+
+
+def test_a_spread_quoted_at_zero_is_pointed_at_the_offset_as_one_that_prints_there(tmp_path: Path) -> None:
+    """review208 #4: a calendar spread quoted bid 0.00 / ask 0.01 was refused as a one-sided quote with the
+    options' advice alone (zero_bid: price, whose mark ask / 2 turns a tick into thousands of bps): quotes now get
+    the near-zero rule trades get (one function), naming the offset to paste. A stock's 0 bid far from zero does
+    not."""
+    rows = []
+    for i in range(60):
+        bid = [0.03, 0.02, 0.01, 0.00, 0.01, 0.02][i % 6]
+        rows.append(f"{T0 + i * 10**9},CLZ4-CLF5,{bid:.2f},{bid + 0.01:.2f},5,7\n")
+        rows.append(f"{T0 + i * 10**9 + 1},XYZ,{'0.00' if i == 30 else '150.10'},150.12,100,100\n")
+    path = tmp_path / "spread_quotes.csv"
+    path.write_text(HEADER + "".join(rows))
+    replay = FileReplay(path)
+    drain(replay)
+    assert replay.rejected.by_stream["missing_field"] == {"CLZ4-CLF5": 10, "XYZ": 1}
+    example = replay.rejected.examples["missing_field"]
+    assert example.startswith(f"{path} line 8: missing_field: bid is 0 beside ask 0.01: a one-sided quote"), example
+    assert example.endswith("(column 'bid'; CLZ4-CLF5's other quotes lie within 10 price steps of zero (a spread), "
+                            "where 0 is a price, not a missing side: an offset (--price-offset) shifts them above "
+                            "zero; the lowest price in the files: CLZ4-CLF5 0: to lift each stream above zero, "
+                            "--price-offset 'CLZ4-CLF5=1' (docs/replay.md))"), example
+    stock = tmp_path / "stock_quotes.csv"  # the stock alone: its 0 bid is no bid, no offset named
+    stock.write_text(HEADER + "".join(row for row in rows if ",XYZ," in row))
+    alone = FileReplay(stock)
+    drain(alone)
+    assert "--price-offset" not in alone.rejected.examples["missing_field"]
+    shifted = FileReplay(path, columns=map_from_options(price_offset={"CLZ4-CLF5": 1.0}, detect=True))
+    assert len([t for t in drain(shifted) if t.stream == "CLZ4-CLF5"]) == 60 and shifted.rejected["missing_field"] == 1
