@@ -13,11 +13,13 @@ so that a split is said once, at its day, not at every pause whose windows strad
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
 
+from connectors.contract_column import CONTRACT_PATTERN
 from connectors.event_time import duration_text
 from connectors.labels import ordinary_spacing, session_gap_text
 from connectors.ticks import shown_name, utc_text
@@ -121,20 +123,37 @@ class LastingStep(NamedTuple):
     times_typical: float  # the one-tick |log move| / the stream's median |log move| between ticks
 
     def caution(self, session_gap_ns: int | None) -> str:
-        """The caution line: the stream, where, by how much; what its answers' scores then are and what to do."""
+        """The caution line: the stream, where, by how much; what it may be, by the stream's name and the pause
+        before it (a stock's halt reopens ~10% away after 5 minutes: no roll); what its answers' scores then are
+        and what to do."""
         gap = self.after_ts - self.before_ts
+        minute = 60 * 10**9  # --session-gap in whole minutes, at most the pause: it then cuts there
+        halt = gap >= minute and not futures_name(self.stream)
         scored = _unscored(gap, session_gap_ns)
         if scored is None:
-            minute = 60 * 10**9  # --session-gap in whole minutes, at most the pause: it then cuts there
-            cut = (f", or --session-gap {session_gap_text(gap - gap % minute)}, since a pause of "
-                   f"{duration_text(gap)} falls there" if gap >= minute else "")
-            scored = ("the answers whose label horizon spans it are scored as that move: if the file holds the "
-                      "contract in a column, read a stream per contract (--columns stream=SYMBOL+CONTRACT, then "
-                      f"--streams to pick){cut}")
+            contract = ("if the file holds the contract in a column, read a stream per contract (--columns "
+                        "stream=SYMBOL+CONTRACT, then --streams to pick)")
+            cut = f"--session-gap {session_gap_text(gap - gap % minute)}, since a pause of {duration_text(gap)} " \
+                  f"falls there"
+            scored = "the answers whose label horizon spans it are scored as that move: " + (
+                f"{cut}, leaves them unscored; for a roll: {contract}" if halt else
+                f"{contract}, or {cut}" if gap >= minute else contract)
+        what = ("a trading halt's reopening (a stock's limit-up/limit-down pause), or a futures roll in a continuous "
+                "series, or a bad back-adjust?" if halt else "a futures roll in a continuous series, or a bad "
+                "back-adjust?")
         return (f"{shown_name(self.stream)}: its price stepped from about {self.before:g} to {self.after:g} "
                 f"({self.after / self.before - 1:+.2%}) at its tick {self.tick:,} ({utc_text(self.after_ts)}), "
-                f"{self.times_typical:.0f} times its typical move, and stayed there (a futures roll in a continuous "
-                f"series, or a bad back-adjust?): prices are replayed as the files give them; {scored}")
+                f"{self.times_typical:.0f} times its typical move, and stayed there ({what}): prices are replayed "
+                f"as the files give them; {scored}")
+
+
+# A futures stream by its name: a contract (CONTRACT_PATTERN: ESH4, CLM24, 202406) or a continuous series as vendors
+# write one (CL1, ES1!, CL=F, CLc1, ES.c.0, @ES): its lasting step after a pause is a roll, not a halt
+CONTINUOUS_FUTURE = re.compile(r"^(?:@[A-Z0-9]{1,4}|[A-Z][A-Z0-9]{0,3}(?:\d!?|=F|c\d|\.[cvn]\.\d+))$")
+
+
+def futures_name(stream: str) -> bool:
+    return re.match(CONTRACT_PATTERN, stream) is not None or CONTINUOUS_FUTURE.match(stream) is not None
 
 
 def _unscored(gap_ns: int, session_gap_ns: int | None) -> str | None:

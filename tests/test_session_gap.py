@@ -317,3 +317,30 @@ def test_train_and_evaluate_say_labels_across_a_pause_under_quiet(setup, tmp_pat
         assert f"flashtick {argv[0]}: note: " in err and "scored answer points are labelled across a pause of an " \
                "hour or more" in err, err
         assert "read as" not in err  # the reading's notes stay quiet
+
+
+def test_a_stocks_halt_is_named_before_a_roll_and_a_futures_name_keeps_the_roll(setup, capsys) -> None:
+    """review208 #5: AMC paused 5 minutes (an LULD halt) and reopened 10% higher: the caution said "a futures roll
+    in a continuous series, or a bad back-adjust?". A pause at the step on a stream whose name is no future's names
+    a halt first, with the --session-gap that cuts there; a continuous future's name (CLc1) keeps the roll."""
+    root, checkpoint, _ = setup
+    rng = np.random.default_rng(21)
+    gaps = rng.integers(50, 1500, 1000)
+    gaps[500] = 300_000  # ms: the halt
+    ts = 1_715_695_200_000 + np.cumsum(gaps)  # 2024-05-14T14:00Z, ms
+    prices = np.round(20 + np.cumsum(rng.choice([-0.01, 0, 0.01], 1000)) + np.where(np.arange(1000) >= 500, 2.0, 0),
+                      2)
+    lines = ["timestamp,symbol,price,size", *(f"{t},AMC,{p},100" for t, p in zip(ts, prices))]
+    (root / "amc_halt.csv").write_text("\n".join(lines) + "\n")
+    assert main(["backtest", str(root / "amc_halt.csv"), "--model", str(checkpoint), "--queries",
+                 str(root / "q.yaml"), "--quiet", "--threads", "1", "--out", str(root / "amc.parquet")]) == 0
+    [caution] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning: AMC")]
+    assert "at its tick 501 (" in caution and "and stayed there (a trading halt's reopening (a stock's " \
+           "limit-up/limit-down pause), or a futures roll in a continuous series, or a bad back-adjust?)" in caution
+    assert caution.endswith("scored as that move: --session-gap 5m, since a pause of 5 min falls there, leaves them "
+                            "unscored; for a roll: if the file holds the contract in a column, read a stream per "
+                            "contract (--columns stream=SYMBOL+CONTRACT, then --streams to pick)"), caution
+    [roll] = lasting_steps("CLc1", ts * 1_000_000, prices)
+    assert "(a futures roll in a continuous series, or a bad back-adjust?)" in roll.caution(None)
+    assert roll.caution(None).endswith("(--columns stream=SYMBOL+CONTRACT, then --streams to pick), or --session-gap "
+                                       "5m, since a pause of 5 min falls there")
