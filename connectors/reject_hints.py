@@ -16,7 +16,7 @@ from connectors.json_lines import DUPLICATE_KEY, NOT_JSON
 from connectors.map_vocabulary import UNITS, VALUE_FIELDS
 from connectors.number_separators import DECIMAL_COMMA
 from connectors.price_notation import unread_price_hint, yield_columns
-from connectors.shifted_prices import NEAR_ZERO_STEPS, ZERO_SIDE, offset_advice
+from connectors.shifted_prices import NEAR_ZERO_STEPS, ZERO_SIDE, lifting_offset, offset_option
 from connectors.ticks import InvalidTick
 from connectors.time_units import epoch_unit
 
@@ -190,5 +190,7 @@ def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = No
             why += ("; if the file leaves a side empty where it did not change, not where there is none, "
                     "--columns ...,fill_quotes=true carries the stream's previous one")
     if ZERO_SIDE.search(str(err)) and (near := near_zero_hint(err, plan, "quotes", "a missing side")):
-        why += near + offset_advice({err.stream: 0.0})  # a spread quoted 0.00/0.01: the offset that lifts it
+        # a spread quoted 0.00/0.01: an offset that lifts its 0s (its prices below zero, if any, are nonpositive_price
+        # rejects, whose own line names the offset that lifts the lowest: this row's 0 is not the files' lowest)
+        why += f"{near}, e.g. {offset_option(err.stream, lifting_offset(0.0))} (docs/replay.md)"
     return f"{plan.where(row)}: {err}" + (f" (column {column!r}{why})" if column else why)

@@ -185,8 +185,7 @@ def test_a_spread_quoted_at_zero_is_pointed_at_the_offset_as_one_that_prints_the
     assert example.startswith(f"{path} line 8: missing_field: bid is 0 beside ask 0.01: a one-sided quote"), example
     assert example.endswith("(column 'bid'; CLZ4-CLF5's other quotes lie within 10 price steps of zero (a spread), "
                             "where 0 is a price, not a missing side: an offset (--price-offset) shifts them above "
-                            "zero; the lowest price in the files: CLZ4-CLF5 0: to lift each stream above zero, "
-                            "--price-offset 'CLZ4-CLF5=1' (docs/replay.md))"), example
+                            "zero, e.g. --price-offset 'CLZ4-CLF5=1' (docs/replay.md))"), example
     stock = tmp_path / "stock_quotes.csv"  # the stock alone: its 0 bid is no bid, no offset named
     stock.write_text(HEADER + "".join(row for row in rows if ",XYZ," in row))
     alone = FileReplay(stock)
