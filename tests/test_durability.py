@@ -1805,8 +1805,57 @@ def test_the_data_directory_is_the_owner_s_alone(checkpoint, tmp_path, capsys) -
     wide.chmod(0o755)
     TickPipeline(config(checkpoint, wide, queries)).close()
     assert wide.stat().st_mode & 0o777 == 0o755  # the user's folder: not changed
-    assert f"flashtick: note: data directory {wide} is open to other users of this host (mode 755)" in \
-        capsys.readouterr().err
+    assert f"flashtick: note: data directory {wide} can be listed by other users of this host (mode 755): they see " \
+           f"its files' names, not what its files hold (each is the owner's alone)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o1777])
+def test_a_data_directory_every_user_can_write_to_is_refused_before_anything_is_written(checkpoint, tmp_path,
+                                                                                      mode) -> None:
+    """review207: `--data-dir D` of mode 777 got a note that its queries "can be read" (every file is 0600) and
+    nothing of the real risk: another user renamed queries.yaml away, wrote their own, and the next start served
+    the planted query. Such a folder is refused now, the sticky bit's too (it keeps the files there from being
+    replaced, not the ones a start makes later, queries.yaml.tmp, from being planted), and nothing is written to
+    it."""
+    from engine.service.config import ConfigError
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(mode)
+    with pytest.raises(ConfigError, match=rf"^log.dir {shared}: every user of this host can ") as refused:
+        TickPipeline(config(checkpoint, shared))
+    planted = ("the sticky bit keeps them from replacing the files there, not from planting one a start writes and "
+               "renames into place (queries.yaml.tmp), so a start can serve queries they planted" if mode & 0o1000 else
+               "any of them can replace its queries.yaml, tick and answer logs or lock with their own, and a start "
+               "serves the queries and replays the ticks they planted")
+    assert f"{planted} (mode {mode:o}); `chmod 700 {shared}` keeps it to you" in str(refused.value), refused.value
+    assert list(shared.iterdir()) == [] and shared.stat().st_mode & 0o7777 == mode  # nothing written, not changed
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder another user's group (chown) needs root")
+def test_a_data_directory_a_group_can_write_to_is_warned_of_unless_the_group_is_the_owner_s_own(checkpoint, tmp_path,
+                                                                                                capsys) -> None:
+    """review207: modes 755, 775 and 777 got the same note. A group with other members that can write to the folder
+    can plant queries as anyone could: warned of, naming the group; the owner's own group (root's here, as a umask of
+    002 makes on Debian and Ubuntu) lets no one else in: only the listing is said, as for 755."""
+    for name, gid, said in (("team", 54321, "warning: data directory {d} can be written by the members of group "
+                                            "54321 (mode 775): any of them can replace its queries.yaml"),
+                            ("own", os.getgid(), "note: data directory {d} can be listed by other users of this host "
+                                                 "(mode 775)")):
+        folder = tmp_path / name
+        folder.mkdir()
+        folder.chmod(0o775)
+        os.chown(folder, -1, gid)
+        TickPipeline(config(checkpoint, folder)).close()
+        err = capsys.readouterr().err
+        assert f"flashtick: {said.format(d=folder)}" in err and err.count(f"data directory {folder}") == 1, err
+    (tmp_path / "own" / "meta.json").chmod(0o644)  # made readable by hand: named
+    (tmp_path / "own").chmod(0o750)  # the owner's own group may list it: nothing to say
+    TickPipeline(config(checkpoint, tmp_path / "own")).close()
+    assert "data directory" not in capsys.readouterr().err
+    (tmp_path / "own").chmod(0o755)
+    TickPipeline(config(checkpoint, tmp_path / "own")).close()
+    assert "they see its files' names, and can read meta.json; `chmod 700" in capsys.readouterr().err
 
 
 def test_a_queries_file_a_start_refuses_leaves_no_data_directory_behind(checkpoint, tmp_path) -> None:

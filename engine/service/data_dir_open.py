@@ -1,14 +1,17 @@
 """What a start checks and claims when it opens a data directory, before its logs: that the folder is one (not a
-folder of the user's files), the lock that keeps it to one service, meta.json (the model and codec the logs were
-written with: a restart must use the same), the epoch of its answer seqs, the retention limits against the size of
-the filesystem, and what a start says of a part it cannot use."""
+folder of the user's files) that no other user can write to, the lock that keeps it to one service, meta.json (the
+model and codec the logs were written with: a restart must use the same), the epoch of its answer seqs, the
+retention limits against the size of the filesystem, and what a start says of a part it cannot use."""
 
 from __future__ import annotations
 
 import fcntl
+import grp
 import json
 import os
+import pwd
 import secrets
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -60,6 +63,57 @@ def refuse_the_users_folder(root: Path) -> None:
         raise ConfigError(f"log.dir {root}: an existing folder that is no flashtick data directory (no meta.json): it "
                           f"holds {named}; the service would write queries.yaml, its logs and state among them "
                           f"(replacing a file of such a name): give a new or empty folder, e.g. {root / 'flashtick'}")
+
+
+# What another user who can write to the data directory can do to it (rename its files away, put theirs in place)
+PLANTED = ("replace its queries.yaml, tick and answer logs or lock with their own, and a start serves the queries and "
+           "replays the ticks they planted")
+
+
+def others_access(root: Path) -> str | None:
+    """What other users of this host can do to the existing data directory ``root``, said at the start (a note or a
+    warning line), or None when nothing. Writable by every user: refused (ConfigError), as ssh refuses such a home:
+    a planted queries.yaml was registered by the next start, and a swapped tick log would be replayed as the
+    market's. The sticky bit does not save it: it stops the replacing of files there, not the planting of those a
+    start makes later (queries.yaml.tmp). Writable by a group with other members: a warning naming the group (a
+    deliberate team share, or a umask of 002). Listable: a note (the names show; every file is 0600)."""
+    st = root.stat()
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & stat.S_IWOTH:
+        how = ("every user of this host can add files to it: the sticky bit keeps them from replacing the files "
+               "there, not from planting one a start writes and renames into place (queries.yaml.tmp), so a start can "
+               "serve queries they planted" if mode & stat.S_ISVTX else
+               f"every user of this host can write to it: any of them can {PLANTED}")
+        raise ConfigError(f"log.dir {root}: {how} (mode {mode:o}); `chmod 700 {root}` keeps it to you, or give "
+                          f"another data directory")
+    group = _shared_group(st.st_gid, st.st_uid)
+    if mode & stat.S_IWGRP and group is not None:
+        return (f"warning: data directory {root} can be written by the members of group {group} (mode {mode:o}): any "
+                f"of them can {PLANTED}; `chmod g-w {root}` keeps that to you")
+    read_bits = stat.S_IROTH | (stat.S_IRGRP if group is not None else 0)
+    if not mode & read_bits:
+        return None
+    who = "other users of this host" if mode & stat.S_IROTH else f"the members of group {group}"
+    # the service makes every file 0600: one readable was made so by hand (or by a flashtick before 0600)
+    try:
+        readable = sorted(p.name for p in root.iterdir() if p.is_file() and p.stat().st_mode & read_bits)
+    except OSError:  # (unlistable by its own user: the lock's open says so)
+        readable = []
+    held = f"and can read {', '.join(readable)}" if readable else "not what its files hold (each is the owner's alone)"
+    return (f"note: data directory {root} can be listed by {who} (mode {mode:o}): they see its files' names, {held}; "
+            f"`chmod 700 {root}` hides the names too")
+
+
+def _shared_group(gid: int, owner: int) -> str | None:
+    """The name of group ``gid`` when a user other than ``owner`` may belong to it; None for the owner's own private
+    group (Debian's and Ubuntu's user groups: the user's name, the user's primary group, no listed member but the
+    user), whose write bit a umask of 002 sets and which lets no one else in."""
+    try:
+        group, user = grp.getgrgid(gid), pwd.getpwuid(owner)
+    except KeyError:  # (a gid or uid the host cannot name: another user may well hold it)
+        return str(gid)
+    private = group.gr_name == user.pw_name and user.pw_gid == gid and set(group.gr_mem) <= {user.pw_name}
+    return None if private else group.gr_name
 
 
 def unusable_part(root: Path, error: OSError) -> str:

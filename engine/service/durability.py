@@ -42,8 +42,8 @@ from connectors.encoder import EncodedTick, StreamEncoders
 from connectors.ticks import counted
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
-from engine.service.data_dir_open import (check_meta, read_epoch, refuse_the_users_folder, retention_past_filesystem,
-                                          take_lock, unusable_part)
+from engine.service.data_dir_open import (check_meta, others_access, read_epoch, refuse_the_users_folder,
+                                          retention_past_filesystem, take_lock, unusable_part)
 from engine.service.kept_queries import (LIVE, RestoredQueries, read_origins, read_query_versions,
                                          write_queries_files)
 from engine.service.log_lines import named_few
@@ -74,8 +74,9 @@ class DataDir:
         self.config = config
         self.root = Path(config.dir).expanduser().absolute()  # said in full: a relative one is the config file's
         refuse_the_users_folder(self.root)  # before the lock: nothing is written into a folder refused
+        # (one the service makes is 0700; one the user made is said, or refused before anything is written there)
+        access = others_access(self.root) if self.root.is_dir() else None
         try:
-            made = not self.root.exists()
             # 0700: every tick, answer and query of the desk is in here; another user of a shared host reads none
             make_private_dirs(self.root)
             self._lock_file = take_lock(self.root / "lock")
@@ -84,12 +85,8 @@ class DataDir:
                               f"directory)") from None
         if too_big := retention_past_filesystem(self.root, config):
             print(f"flashtick: warning: {too_big}", file=sys.stderr, flush=True)
-        if not made and self.root.stat().st_mode & 0o077:  # the user's own folder: said, not changed
-            print(f"flashtick: note: data directory {self.root} is open to other users of this host (mode "
-                  f"{self.root.stat().st_mode & 0o777:o}): its registered queries and metadata can be read there "
-                  f"(the tick and answer logs' files are the owner's alone); `chmod 700 {self.root}` keeps all of it "
-                  f"to you",
-                  file=sys.stderr, flush=True)
+        if access is not None:  # the user's own folder: said, not changed
+            print(f"flashtick: {access}", file=sys.stderr, flush=True)
         self.queries_path = self.root / "queries.yaml"
         self.state_path = self.root / "queries.state.json"
         self.read_stats = LogStats()
