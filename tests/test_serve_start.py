@@ -59,11 +59,27 @@ def test_sockets_other_hosts_reach_without_curve_are_warned_of_at_the_start(tmp_
     assert len(open_ones) == 3 and not any("answers socket" in line for line in open_ones), open_ones
     control, ingest = (next(line for line in open_ones if f"the {name} socket tcp://0.0.0.0:" in line)
                        for name in ("control", "ingest"))
-    assert "with CURVE off: anyone who reaches it can register and unregister queries; set curve.enabled with " \
-           "curve.clients_dir" in control and control.endswith("or bind endpoints.control to 127.0.0.1"), control
+    # review207: it named only register and unregister; a stranger could also forget any stream, durably, and read
+    # every answer. Every op is said now, from the ops table the control socket dispatches by
+    assert "with CURVE off: anyone who reaches it can register queries (replacing any of the same name), unregister " \
+           "queries, forget streams (session, cached answers and ordering guard, written to the tick log: a restart " \
+           "forgets them too), have questions computed on any stream, and read its queries, cached answers, answers " \
+           "published, topics, streams' ticks held, counters and health; set curve.enabled with curve.clients_dir" \
+           in control and control.endswith("or bind endpoints.control to 127.0.0.1"), control
     assert "set curve.ingest: true with curve.enabled and curve.clients_dir" in ingest, ingest
     assert any(line.startswith("flashtick: warning: the metrics endpoint http://0.0.0.0:") and "plain HTTP" in line
                for line in open_ones), open_ones
+
+
+def test_the_ops_table_the_exposure_warning_reads_holds_every_op_the_control_socket_serves() -> None:
+    """The warning of an exposed control socket says what each op of CONTROL_OPS lets a stranger do: an op served
+    (a handler ``_op_NAME``) that the table missed would go unsaid there."""
+    from engine.service.control_requests import CONTROL_OPS, what_control_clients_can_do
+    from engine.service.server import Server
+
+    assert {name.removeprefix("_op_") for name in dir(Server) if name.startswith("_op_")} == set(CONTROL_OPS)
+    said = what_control_clients_can_do()
+    assert all(op.does in said and op.effect in ("changes", "computes", "reads") for op in CONTROL_OPS.values())
 
 
 def test_serve_names_its_config_and_data_directory_and_warns_of_a_retention_past_the_disk(tmp_path) -> None:

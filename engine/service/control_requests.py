@@ -4,7 +4,7 @@ field readers here are shared by the serving loop, the control ops and the repli
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from connectors.ticks import NotMsgpack, RepeatedKeys, read_msgpack, wire_type, wire_value
 from queries.limits import excerpt
@@ -30,8 +30,36 @@ def envelope_problem(envelope: list[bytes]) -> str | None:
 
 
 MAX_SOURCE_CHARS = 64
-CONTROL_OPS = ("register", "unregister", "list", "get", "ask", "answers", "topics", "streams", "stats", "health",
-               "forget")
+class ControlOp(NamedTuple):
+    """What a client can do with an op, as the start's warning of a control socket other hosts reach says it."""
+
+    effect: str  # "changes" (what the service serves or keeps), "computes" (a forward on demand) or "reads"
+    does: str  # a change's or computation's own words; a read's, what it reads
+
+
+# Every op the control socket serves (a handler ``_op_NAME`` each): the unknown-op error lists them, and the warning
+# of an exposed control socket says what each lets a stranger do (exposure.py), so a new op is said there too
+CONTROL_OPS = {
+    "register": ControlOp("changes", "register queries (replacing any of the same name)"),
+    "unregister": ControlOp("changes", "unregister queries"),
+    "list": ControlOp("reads", "queries"),
+    "get": ControlOp("reads", "cached answers"),
+    "ask": ControlOp("computes", "have questions computed on any stream"),
+    "answers": ControlOp("reads", "answers published"),
+    "topics": ControlOp("reads", "topics"),
+    "streams": ControlOp("reads", "streams' ticks held"),
+    "stats": ControlOp("reads", "counters"),
+    "health": ControlOp("reads", "health"),
+    "forget": ControlOp("changes", "forget streams (session, cached answers and ordering guard, written to the tick "
+                                   "log: a restart forgets them too)"),
+}
+
+
+def what_control_clients_can_do() -> str:
+    """Every op's effect in one phrase, changes first: "register queries (...), ..., and read its queries, ..."."""
+    acts = [op.does for effect in ("changes", "computes") for op in CONTROL_OPS.values() if op.effect == effect]
+    reads = [op.does for op in CONTROL_OPS.values() if op.effect == "reads"]
+    return ", ".join(acts) + f", and read its {', '.join(reads[:-1])} and {reads[-1]}"
 
 
 class ControlError(ValueError):

@@ -1,9 +1,9 @@
 """Which of the service's bound sockets other hosts can reach without CURVE's protection, said at start.
 
 The defaults bind to 127.0.0.1. A config that binds 0.0.0.0 (or a host's address) with CURVE off serves anyone who
-reaches the host: control registers and unregisters queries, ingest takes ticks as the market's, answers go out
-in clear text, and metrics are plain HTTP. Such a start is not refused (deployments behind a firewall rely on it);
-it is said, socket by socket, with the way to secure each.
+reaches the host: control registers queries, forgets streams and reads everything (each op, CONTROL_OPS), ingest
+takes ticks as the market's, answers go out in clear text, and metrics are plain HTTP. Such a start is not refused
+(deployments behind a firewall rely on it); it is said, socket by socket, with the way to secure each.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import ipaddress
 from urllib.parse import urlsplit
 
 from engine.service.config import CurveSection
+from engine.service.control_requests import what_control_clients_can_do
 
 SECURE_CURVE = "docs/configuration.md, CURVE"  # where the way to turn CURVE on is written
 
@@ -36,8 +37,8 @@ def open_socket_warnings(endpoints: dict[str, str], curve: CurveSection) -> list
     allow_list = curve.enabled and curve.clients_dir is not None
     unprotected = {
         "control": None if allow_list else (
-            "anyone who reaches it can register and unregister queries" if not curve.enabled else
-            "any client holding the server's public key can register and unregister queries"),
+            "anyone who reaches it" if not curve.enabled else "any client holding the server's public key"
+        ) + f" can {what_control_clients_can_do()}",
         "ingest": None if curve.ingest and allow_list else (
             "anyone who reaches it can feed ticks, taken as the market's" if not curve.ingest else
             "any client holding the server's public key can feed ticks, taken as the market's"),
