@@ -26,6 +26,7 @@ from zmq.utils.monitor import parse_monitor_message
 
 from connectors.handshake import curve_client
 from connectors.service_topics import MAX_ECHOED_TOPIC, echoed_topic
+from connectors.tcp_endpoints import ipv6_for
 from connectors.ticks import Tick
 from connectors.wire_payload import SendItem, pack
 
@@ -148,6 +149,7 @@ class FeedClient:
         self._sock.setsockopt(zmq.SNDTIMEO, connect_timeout_ms)  # until a first message has gone
         curve_client(self._sock, server_public_key, client_keypair)
         self._monitor = self._sock.get_monitor_socket(zmq.EVENT_DISCONNECTED) if watch_connection else None
+        ipv6_for(self._sock, endpoint)
         self._sock.connect(endpoint)
         self.messages = 0
         self.ticks = 0

@@ -17,6 +17,7 @@ import zmq
 from connectors.feed import FeedTimeout, check_endpoint
 from connectors.handshake import HandshakeMonitor, curve_client
 from connectors.service_topics import HEARTBEAT_TOPIC, REJECTS_TOPIC
+from connectors.tcp_endpoints import ipv6_for
 from connectors.ticks import counted, shown_name
 
 REJECTS_SAY_EVERY_S = 10.0  # after the first rejection of each reason, a watch says the counts at most this often
@@ -54,6 +55,7 @@ class RejectWatch:
         self._handshake = HandshakeMonitor(self._sock, curve=bool(server_public_key))  # why no heartbeat came
         for topic in (REJECTS_TOPIC, HEARTBEAT_TOPIC):
             self._sock.setsockopt(zmq.SUBSCRIBE, topic.encode())
+        ipv6_for(self._sock, endpoint)
         self._sock.connect(endpoint)
         self.streams: set[str] = set()
         self.rejected: Counter[str] = Counter()  # reason -> count, our streams only

@@ -14,6 +14,7 @@ import zmq
 
 from connectors.handshake import HandshakeMonitor, curve_client
 from connectors.service_topics import HEARTBEAT_TOPIC
+from connectors.tcp_endpoints import ipv6_for
 from engine.service.control_client import POLL_SLICE_MS
 
 
@@ -38,6 +39,7 @@ class AnswerSubscriber:
         self._sock.linger = 0
         curve_client(self._sock, server_public_key, client_keypair)
         self._handshake = HandshakeMonitor(self._sock, curve=bool(server_public_key))
+        ipv6_for(self._sock, endpoint)
         self._sock.connect(endpoint)
         for topic in self.topics:
             self._sock.setsockopt(zmq.SUBSCRIBE, topic.encode())

@@ -196,7 +196,8 @@ def _client_endpoints(args: argparse.Namespace) -> None:
         endpoints = ServiceConfig.load(args.config).endpoints
 
     def connectable(bound: str) -> str:  # a service bound to every interface is reached on this host
-        return bound.replace("://*:", "://127.0.0.1:").replace("://0.0.0.0:", "://127.0.0.1:")
+        return bound.replace("://*:", "://127.0.0.1:").replace("://0.0.0.0:", "://127.0.0.1:").replace(
+            "://[::]:", "://[::1]:")
 
     if args.command == "feed":
         if args.endpoint is None:

@@ -207,11 +207,11 @@ class EndpointsSection:
 
 # names ZeroMQ (and the metrics server) bind as the loopback address; what binds every address at once
 LOOPBACK_NAMES = {"localhost": "127.0.0.1", "lo": "127.0.0.1"}  # (lo: ZeroMQ takes an interface name)
-WILDCARD_HOSTS = {"*", "0.0.0.0", "[::]", "::", ""}  # ("": the metrics server's every address)
+WILDCARD_HOSTS = {"*", "0.0.0.0", "::", ""}  # ("": the metrics server's every address)
 
 
 def _bind_address(host: str) -> str:
-    host = host.strip().lower()
+    host = host.strip().lower().removeprefix("[").removesuffix("]")  # (tcp://[::1]:5555's host, metrics_host's ::1)
     return LOOPBACK_NAMES.get(host, host)
 
 

@@ -17,6 +17,7 @@ import zmq
 
 from connectors.feed import check_endpoint
 from connectors.handshake import HandshakeMonitor, curve_client
+from connectors.tcp_endpoints import ipv6_for
 from connectors.wire_payload import packable
 
 POLL_SLICE_MS = 100  # how often a waiting client looks at its handshake
@@ -88,6 +89,7 @@ class ControlClient:
         curve_client(self._sock, server_public_key, client_keypair)
         self._handshake = HandshakeMonitor(self._sock, curve=bool(server_public_key))
         self._disconnects_at_send = 0
+        ipv6_for(self._sock, endpoint)
         self._sock.connect(endpoint)
         self._lock = threading.Lock()  # one request and its reply at a time: the socket is not thread-safe
         self._ids = itertools.count(1)

@@ -18,7 +18,8 @@ SECURE_CURVE = "docs/configuration.md, CURVE"  # where the way to turn CURVE on 
 
 
 def reachable_from_other_hosts(endpoint: str) -> bool:
-    """True for a tcp or http endpoint bound to an address other than loopback (0.0.0.0, ::, a host's address)."""
+    """True for a tcp or http endpoint bound to an address other than loopback (0.0.0.0 or ::, every address; a
+    host's address); 127.0.0.1, ::1 and ::ffff:127.0.0.1 are this host's alone."""
     parts = urlsplit(endpoint)
     if parts.scheme not in ("tcp", "http"):  # ipc://, inproc://: this host alone
         return False
@@ -26,9 +27,11 @@ def reachable_from_other_hosts(endpoint: str) -> bool:
     if host == "localhost":
         return False
     try:
-        return not ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host)
     except ValueError:  # (a name ZeroMQ resolved: LAST_ENDPOINT gives addresses, so rarely seen)
         return True
+    mapped = getattr(address, "ipv4_mapped", None)  # (an IPv4 address in IPv6 form: 3.11 calls none loopback)
+    return not (mapped or address).is_loopback
 
 
 def open_socket_warnings(endpoints: dict[str, str], curve: CurveSection) -> list[str]:

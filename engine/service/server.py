@@ -22,6 +22,7 @@ Sockets (all bound to 127.0.0.1 unless configured):
 
 from __future__ import annotations
 
+import errno
 import sys
 import threading
 import time
@@ -32,6 +33,7 @@ import zmq
 
 from connectors.service_topics import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
 from connectors.service_topics import published_rejections
+from connectors.tcp_endpoints import endpoint_host, ipv6_for
 from engine.jobs import JobOutcome
 from engine.memory_limit import resident_bytes
 from engine.service.auth import ClientAllowList, FailedHandshakes, allowed_client_keys, server_keypair
@@ -47,7 +49,7 @@ from engine.service.heartbeat import PROCESS_START_TIME, Heartbeat
 from engine.service.ingest_reading import IngestReading
 from engine.service.heap_memory import freeze_heap, thaw_heap
 from engine.service.pipeline import TickPipeline
-from engine.service.port_binding import bind_retrying, check_port_free, port_in_use
+from engine.service.port_binding import bind_retrying, check_port_free, metrics_bind_error, port_in_use
 from engine.service.sharded import ShardedPipeline
 from engine.service.starting_replies import StartingReplies
 from engine.service.stop_drain import StopDrain
@@ -176,6 +178,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
             # connects (the engine, on a feed) never connects again: one oversize message on the operator's own
             # bus would end that feed for good, silently. Read whole, it is rejected as oversize and counted.
             self._feed_watches[f"feed{i}"] = FeedWatch(feed, sub)
+            ipv6_for(sub, feed)
             sub.connect(feed)
             self._sockets[f"feed{i}"] = sub
         self.poller = zmq.Poller()
@@ -201,14 +204,19 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
                 sock.setsockopt(zmq.ZAP_ENFORCE_DOMAIN, 1)
         if endpoint.endswith(":0"):  # an ephemeral port
             endpoint = endpoint[:-2] + ":*"
+        ipv6_for(sock, endpoint)
         try:
             bind_retrying(sock, endpoint)
         except zmq.ZMQError as e:
             sock.close()
             if e.errno == zmq.EADDRINUSE:
                 raise port_in_use(name, endpoint) from None
-            raise OSError(f"cannot bind the {name} socket to {endpoint}: {e.strerror} (set endpoints.{name} in the "
-                          f"--config file)") from None
+            # ZeroMQ takes a host that is no address for a network interface's name: "No such device" alone misleads
+            named = (f"; ZeroMQ took {endpoint_host(endpoint)!r} for a network interface's name, and this host has "
+                     f"none of that name: give an address (127.0.0.1, [::1], 0.0.0.0)" if e.errno == errno.ENODEV
+                     else "")
+            raise OSError(f"cannot bind the {name} socket to {endpoint}: {e.strerror}{named} (set endpoints.{name} in "
+                          f"the --config file)") from None
         self.endpoints[name] = sock.getsockopt_string(zmq.LAST_ENDPOINT)
         self._sockets[name] = sock
         return sock
@@ -349,10 +357,10 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
             return
         try:
             self._metrics_server = start_metrics_server(host, port, self._metrics_snapshot)
-        except OSError as e:  # like the sockets' bind errors: the key and the endpoint
-            raise OSError(f"cannot serve metrics on {host}:{port}: {e.strerror or e}; set endpoints.metrics_port "
-                          f"to a free port") from None
-        self.endpoints["metrics"] = f"http://{host}:{self._metrics_server.server_port}/metrics"
+        except OSError as e:  # like the sockets' bind errors: the key at fault and the endpoint
+            raise metrics_bind_error(host, port, e) from None
+        shown = f"[{host}]" if ":" in host else host  # (an IPv6 address is bracketed in a URL)
+        self.endpoints["metrics"] = f"http://{shown}:{self._metrics_server.server_port}/metrics"
 
     def _metrics_snapshot(self) -> dict[str, Any]:
         """What a scrape renders (on the HTTP thread: reads, never touches the engine): the engine thread's last
