@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from connectors.codec import Codec
+from connectors.lookalike_names import LookalikeNames
 from connectors.passed_over import PassedOver
 from connectors.ticks import (
     MAX_STREAM_BYTES,
@@ -228,6 +229,9 @@ class StreamEncoder:
         self.ticks += item.ticks
 
 
+NAMES_HOLDER = "encoders"  # what LookalikeNames calls the streams held or expired here
+
+
 class StreamEncoders:
     """Stream name -> StreamEncoder, and the decoding of both ingest wire forms.
 
@@ -277,6 +281,9 @@ class StreamEncoders:
         # MAX_TS_UNIT_NOTES, each [ticks, most seconds ahead], and how many such ticks in all
         self.ahead_of_clock: dict[str, list] = {}
         self.ahead_of_clock_ticks = 0
+        # every name held or expired here (and those the service remembers as refused) by its NFKC fold: a new wire
+        # name that folds to another's is refused (lookalike_names.py)
+        self.names = LookalikeNames()
 
     def __len__(self) -> int:
         return len(self._encoders)
@@ -298,6 +305,8 @@ class StreamEncoders:
         if encoder is not None and encoder.last_ts is not None:
             self._expired_last_ts[stream] = encoder.last_ts
             self._expired_at_last_ts[stream] = encoder.at_last_ts
+        elif stream not in self._expired_last_ts:  # (nothing of it kept: a name no longer known here)
+            self.names.discard(stream, NAMES_HOLDER)
 
     def forget(self, stream: str) -> None:
         """Forget a stream the engine turned away although its ticks were accepted here (a restart's replay under a
@@ -305,6 +314,7 @@ class StreamEncoders:
         so `streams` says it was refused rather than giving counts of ticks no session holds."""
         self._encoders.pop(stream, None)
         self._expired_last_ts.pop(stream, None)
+        self.names.discard(stream, NAMES_HOLDER)
         self._expired_at_last_ts.pop(stream, None)
         self.received_ns.pop(stream, None)
         self.held.pop(stream, None)
@@ -355,11 +365,13 @@ class StreamEncoders:
             if last_ts is not None:
                 self._expired_last_ts[stream] = last_ts
                 self._expired_at_last_ts[stream] = at_last_ts
+                self.names.add(stream, NAMES_HOLDER)
             return
         encoder = self._encoders[stream] = self._new_encoder(stream)
         encoder.ticks, encoder.last_ts, encoder.at_last_ts = ticks, last_ts, at_last_ts
         if state is not None:
             encoder.state = self.codec.state_from_record(state)
+        self.names.add(stream, NAMES_HOLDER)
 
     def codec_states(self) -> dict[str, dict[str, Any]]:
         """Every stream's codec state as plain values (``start_at`` takes them back)."""
@@ -412,6 +424,7 @@ class StreamEncoders:
         encoder = self._encoders.get(item.stream)
         if encoder is None:
             encoder = self._encoders[item.stream] = self._new_encoder(item.stream)
+            self.names.add(item.stream, NAMES_HOLDER)
             if encoder.last_ts is None and (hint := first_ts_hint(item.ts)) is not None:  # a stream's very first tick
                 self.ts_unit_streams += 1
                 if len(self.ts_unit_notes) < MAX_TS_UNIT_NOTES:
@@ -496,7 +509,7 @@ class StreamEncoders:
                 if err.reason != "nonpositive_price":
                     raise
                 raise InvalidTick(err.reason, err.message + SHIFT_PRICES, err.stream) from None
-            self._check_not_ahead(tick.stream, tick.ts, now_ns)
+            self._check_live(tick.stream, tick.ts, now_ns)
             held = self.held.get(tick.stream)
             supersedes = held is not None and hold_quotes and not tick.is_trade and tick.ts >= held.ts
             if held is not None and not supersedes:  # the stream's held quote goes first, as it came
@@ -521,14 +534,21 @@ class StreamEncoders:
 
         def first_phase(obj: Any) -> EncodedTick:
             item = self.accept(obj)
-            self._check_not_ahead(item.stream, item.ts, now_ns)
+            self._check_live(item.stream, item.ts, now_ns)
             return item
 
         return self._ingest(data, submit, _tokenized_items, first_phase, self.flush_held(submit))
 
-    def _check_not_ahead(self, stream: str, ts: int, now_ns: int | None) -> None:
-        if now_ns is not None and self.max_ts_ahead_ns is not None:
+    def _check_live(self, stream: str, ts: int, now_ns: int | None) -> None:
+        """The checks of a wire tick's stream and ts against this service's state, for a live message only (one
+        with its clock, ``now_ns``; never a tick log's replay): not stamped too far ahead of the clock, and a new
+        name that is no lookalike of a known one."""
+        if now_ns is None:
+            return
+        if self.max_ts_ahead_ns is not None:
             check_not_ahead(stream, ts, now_ns, self.max_ts_ahead_ns)
+        if stream not in self._encoders:
+            self.names.check_new(stream)
 
     def flush_held(self, submit: Submit) -> Ingested:
         """Submit every quote conflation holds (before a forward, or before items whose stream is known only once

@@ -348,6 +348,29 @@ def test_a_stream_its_shard_expires_in_the_call_that_brought_its_ticks_is_forgot
         front.close()
 
 
+def test_the_front_door_refuses_a_lookalike_of_a_known_stream_as_one_engine_does_and_after_a_restart(
+        checkpoint, tmp_path) -> None:
+    """review207: names NFKC folds to one another (`LOOK.A`, fullwidth `ＬＯＯＫ.A`) were separate streams. Names are
+    checked at the front door (its StreamEncoders, as one engine's): a lookalike of a stream it holds is refused
+    there, and after a restart from the tick log too, on whichever shard the stream lives."""
+    t0 = 1_700_000_000_000_000_000
+    for start in range(2):
+        front = ShardedPipeline(config(checkpoint, tmp_path / "data", 1))
+        try:
+            front.run_until_idle()  # (the start's restore in)
+            if start == 0:
+                assert front.ingest_message(encode([trade("LOOK.A", t0, 100.0, 1.0)])) == []
+            refused = front.ingest_message(encode([trade("\uff2c\uff2f\uff2f\uff2b.A", t0 + 1, 100.0, 1.0),
+                                                   trade("LOOK.A", t0 + 1 + start, 100.0, 1.0)]))
+            front.run_until_idle()
+            assert [(r["index"], r["reason"], r["stream"]) for r in refused] == [
+                (0, "bad_stream", "\uff2c\uff2f\uff2f\uff2b.A")], refused
+            assert "prints like 'LOOK.A', a stream this service knows already" in refused[0]["error"], refused
+            assert set(front.shard_of) == {"LOOK.A"} and front.rejected["bad_stream"] == 1
+        finally:
+            front.close()
+
+
 def test_a_killed_shard_is_restarted_and_rebuilt_with_no_tick_lost(checkpoint, tmp_path) -> None:
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)

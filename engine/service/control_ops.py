@@ -17,7 +17,7 @@ from engine.service.control_requests import (ControlBusy, ControlError, ControlS
 from engine.service.document_parse import DocumentParse
 from engine.service.installation import package_version
 from engine.service.pipeline import StreamBusy, TickPipeline
-from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
+from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, REFUSED_HOLDER, no_accepted_tick
 from engine.service.sharded import ShardedPipeline, ShardGivenUp
 from engine.service.ticklog import LogWriteError
 from engine.service.wire_protocol import WIRE_PROTOCOL
@@ -313,7 +313,8 @@ class ControlOps:
         except LogWriteError as e:
             raise ControlError(f"stream {excerpt(stream)} was not forgotten: the tick log refused the record that "
                                f"keeps it forgotten across a restart ({e})") from None
-        self._refused_streams.pop(stream, None)
+        if self._refused_streams.pop(stream, None) is not None:
+            self.pipeline.encoders.names.discard(stream, REFUSED_HOLDER)
         print(f"flashtick: forgot stream {stream!r} at a control client's request (op forget): its {held['ticks']} "
               f"ticks' session, answers and ordering guard (last ts {held['last_ts']}, "
               f"{utc_text(held['last_ts'])}) dropped; its next tick, of any time, starts it afresh",

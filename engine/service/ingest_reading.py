@@ -17,7 +17,7 @@ from engine.service.config import ServiceConfig
 from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.feed_watch import FeedWatch
 from engine.service.pipeline import TickPipeline
-from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT
+from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, REFUSED_HOLDER
 from engine.service.sharded import ShardedPipeline
 from engine.service.wire_protocol import TOKENIZED_MARKER
 
@@ -107,11 +107,15 @@ class IngestReading:
             stream = rejection.get("stream")
             if stream is None or (rejection["reason"] != "stream_refused" and stream in self.pipeline.encoders):
                 continue  # (a stream with accepted ticks: its refusals are on `_rejects/` and in the counters)
-            held = self._refused_streams.pop(stream, None) or [0, rejection["error"]]  # ("reason: why")
+            held = self._refused_streams.pop(stream, None)
+            if held is None:  # a name known from now on, a lookalike of it refused (one refused as one is not)
+                held = [0, rejection["error"]]  # ("reason: why")
+                if self.pipeline.encoders.names.lookalike(stream) is None:
+                    self.pipeline.encoders.names.add(stream, REFUSED_HOLDER)
             held[0] += rejection.get("count", 1)
             self._refused_streams[stream] = held  # the most recent last
             if len(self._refused_streams) > MAX_REFUSED_STREAMS_KEPT:
-                self._refused_streams.popitem(last=False)
+                self.pipeline.encoders.names.discard(self._refused_streams.popitem(last=False)[0], REFUSED_HOLDER)
                 self._refused_forgotten += 1
 
     def _take_turned_away(self) -> None:

@@ -15,6 +15,7 @@ from engine.service.log_lines import named_few
 from queries.limits import excerpt
 
 MAX_REFUSED_STREAMS_KEPT = 1024  # streams with no accepted tick whose refusals `streams` and `ask` can say
+REFUSED_HOLDER = "refused"  # what LookalikeNames calls the names of those streams (a lookalike of one is refused)
 LOUD_REJECT_SHARE = 0.05  # a reason rejecting this share of a file's rows is more likely a misread column than bad data
 
 
