@@ -19,8 +19,8 @@ from connectors.labels import label_series, marks_of
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import utc_text
 from engine.service.cli import main
-from engine.service.evaluate import (EvalOptions, accuracy_brier, block_bootstrap, evaluate_streams, format_table,
-                                     score_question)
+from engine.service.evaluate import EvalOptions, accuracy_brier, block_bootstrap, evaluate_streams, score_question
+from engine.service.evaluation_report import format_table
 from engine.service.features import fit_logistic, microstructure_features, read_head
 from engine.service.finetune import to_source
 from engine.service.splits import (
@@ -504,7 +504,7 @@ def test_the_naive_forecasts_are_each_streams_own(tmp_path: Path) -> None:
 
 
 def test_a_model_below_a_naive_forecast_only_within_the_interval_is_called_level() -> None:
-    from engine.service.evaluate import verdict_lines
+    from engine.service.evaluation_report import verdict_lines
 
     def question(brier_lo: float) -> dict:
         tie = {"diff": 0.0, "lo": -0.01, "hi": 0.01}
@@ -523,7 +523,7 @@ def test_beating_the_baselines_without_beating_hindsight_is_said() -> None:
     """A random walk's test part that drifted down, a model leaning down (its validation part drifted too): it
     beat the logistic regression and the train part's frequencies, and the verdict read as skill where none can be
     (review 190). Unless its Brier beats the test part's own class frequencies, the verdict says so."""
-    from engine.service.evaluate import verdict_lines
+    from engine.service.evaluation_report import verdict_lines
 
     better = {"diff": 0.1, "lo": 0.03, "hi": 0.3}
 
@@ -542,7 +542,7 @@ def test_beating_the_baselines_without_beating_hindsight_is_said() -> None:
 def test_a_verdict_over_several_instruments_says_the_logistic_regression_is_pooled() -> None:
     """8 equities: "beats the logistic regression" beside "below a naive forecast" for the same question read as a
     contradiction; the regression is one fit over every instrument, the naive forecasts each one's own."""
-    from engine.service.evaluate import verdict_lines
+    from engine.service.evaluation_report import verdict_lines
 
     better, worse = {"diff": 0.05, "lo": 0.02, "hi": 0.08}, {"diff": 0.1, "lo": 0.05, "hi": 0.15}
     question = {"blocks": 50, "scores": {"model": {"accuracy": 0.6, "brier": 0.6},
@@ -562,7 +562,7 @@ def test_a_verdict_over_several_instruments_says_the_logistic_regression_is_pool
 def test_an_answer_head_that_gives_the_model_no_weight_is_said() -> None:
     """w 0: the published answers are the logistic regression's, so "level with it" is the same forecast twice; a
     reviewer read it as a tie while the model alone was 0.157 worse. The verdict says whose answers they are."""
-    from engine.service.evaluate import verdict_lines
+    from engine.service.evaluation_report import verdict_lines
 
     tie = {"diff": 0.0, "lo": 0.0, "hi": 0.0}
     question = {"blocks": 50, "answer_head": {"model_weight": 0.0},
@@ -645,7 +645,7 @@ def test_a_stream_left_too_short_by_rejections_is_told_them_and_their_fix(tmp_pa
 def test_a_verdict_is_not_called_on_a_one_class_test_slice() -> None:
     """A question whose test answers are all one class (volatility buckets on a quiet instrument) ties every
     predictor at accuracy 1: no 'beats' or 'worse' verdict on it, and the lines name the logistic regression."""
-    from engine.service.evaluate import verdict_lines
+    from engine.service.evaluation_report import verdict_lines
 
     def question(acc_lo: float, majority: float) -> dict:
         interval = {"mean": acc_lo + 0.01, "lo": acc_lo, "hi": acc_lo + 0.02}

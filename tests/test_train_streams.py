@@ -16,7 +16,7 @@ import pytest
 
 from connectors.ticks import utc_text
 from engine.service.cli import main
-from engine.service.evaluate import format_table
+from engine.service.evaluation_report import format_table
 
 pytestmark = pytest.mark.xdist_group("train_streams")
 

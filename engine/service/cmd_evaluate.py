@@ -52,7 +52,8 @@ def _say_evaluation(args: argparse.Namespace, result: dict[str, Any], model_dir:
     """The result (--json, or a heading and the table), the calibration plot (--plot), and, as text, whether the
     test slice was part of the checkpoint's training."""
     from connectors.ticks import counted
-    from engine.service.evaluate import format_table, plot, window_ticks
+    from engine.service.evaluate import window_ticks
+    from engine.service.evaluation_report import format_table, plot
 
     if args.json:
         print(printable_json(result, indent=1))

@@ -129,7 +129,7 @@ def _train_sayers(args: argparse.Namespace) -> tuple[Callable[[str], None], Call
 
 def _say_trained(record: dict[str, Any], args: argparse.Namespace, across: str | None) -> None:
     """What a run did, its scores table and its notes, as text (not --json)."""
-    from engine.service.evaluate import format_table
+    from engine.service.evaluation_report import format_table
 
     t = record["training"]
     best = (f"best validation loss {t['best_validation_loss']} at step {t['best_step']}"

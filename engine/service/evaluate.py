@@ -25,6 +25,9 @@ points (per question, streams one after another, in time order) are cut into
 blocks of `block` consecutive points, which are resampled with replacement, so
 neighbouring answers whose futures overlap stay together. A calibration table
 (and a PNG with matplotlib) for the model.
+
+What `evaluate` and `train` print of the result (the table, the verdict, the plot) is
+engine/service/evaluation_report.py.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from connectors.event_time import duration_text
 from connectors.event_time_batches import batch_end
 from connectors.labels import closes_spanned
 from connectors.questions import Question
-from connectors.ticks import shown_name, utc_text
+from connectors.ticks import utc_text
 from engine.models.loader import check_checkpoint
 from engine.service.output_paths import write_atomically
 from engine.service.backtest_scores import calibration_table
@@ -86,7 +89,6 @@ class EvalOptions:
 
 
 BURST_NS = 1_000_000  # ticks closer than this to the next one of their stream are one burst (one order's fills)
-BURST_SHARE = 0.3  # above this share of a test part's ticks in bursts, every-tick scores differ from a backtest's
 
 
 def batch_last_ticks(ts: np.ndarray, batch_ns: int) -> np.ndarray:
@@ -105,20 +107,6 @@ def burst_share(streams: list[StreamData]) -> float:
             for sd in streams]
     gaps = np.concatenate(gaps) if gaps else np.zeros(0, dtype=np.int64)
     return float((gaps < BURST_NS).mean()) if len(gaps) else 0.0
-
-
-def answer_points_line(points: dict[str, Any]) -> str:
-    """Which ticks `evaluate` (and `train`'s table) scored, and when many ticks share a burst, that a backtest's
-    batch-end answers score differently, and the option that scores those instead."""
-    if points["batch_ms"] is not None:
-        return (f"answer points: the last tick of each {points['batch_ms']:g} ms event-time batch of the test part, "
-                f"where `backtest --batch-ms {points['batch_ms']:g}` answers a stream (trigger: batch)")
-    line = "answer points: every labelled tick of the test part"
-    if points["within_1ms_of_next"] > BURST_SHARE:
-        line += (f"; note: {points['within_1ms_of_next']:.0%} of its ticks are within 1 ms of the next (bursts): "
-                 f"a backtest answers only at the end of each event-time batch (--batch-ms, 100 ms by default), "
-                 f"never mid-burst, and scores differently; --batch-ms 100 scores those points instead")
-    return line
 
 
 def load_tick_model(model_dir: Path, device: str = "cpu") -> tuple[Any, BinnedCodec]:
@@ -218,9 +206,6 @@ def accuracy_brier(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     """Per point: 1.0 if the most likely class (first on ties) is the realised one; Brier = sum_c (p_c - [c = y])^2."""
     onehot = np.eye(p.shape[1])[y]
     return (p.argmax(axis=1) == y).astype(np.float64), np.square(p - onehot).sum(axis=1)
-
-
-MIN_BLOCKS = 5  # a test slice of fewer bootstrap blocks gets no verdict: its percentile interval is degenerate
 
 
 def block_bootstrap(d: np.ndarray, block: int, resamples: int, rng: np.random.Generator) -> dict[str, float]:
@@ -451,23 +436,13 @@ def write_points(path: Path, tables: list[pl.DataFrame]) -> None:
     write_atomically(path, table.write_parquet)
 
 
-# The answer calibration's fitting policy (engine/service/calibrate.py), here where the tables say its outcome:
-# fewer validation points than this leave a question uncalibrated
+# The answer calibration's fitting policy (engine/service/calibrate.py), here beside the scores whose tables say its
+# outcome (engine/service/evaluation_report.py): fewer validation points than this leave a question uncalibrated
 MIN_POINTS = 200
 # A question whose validation answers hold fewer than this of a second answer (volatility on a calm slice: all
 # "low") has nothing to calibrate or blend against: fitted there, T and b (and a head's weight) would only make the
 # model surer of the one answer, whatever the test part holds. It keeps T = 1, b = 0 and ships no head.
 MIN_SECOND_ANSWER = 20
-
-
-def uncalibrated_why(calibration: dict[str, Any]) -> str | None:
-    """Why a question's answer calibration (its calibration.json entry) was left at T = 1, b = 0; None if fitted."""
-    if calibration.get("nll_calibrated") is not None:
-        return None
-    if calibration["points"] < MIN_POINTS:
-        return f"{calibration['points']} validation points, fewer than {MIN_POINTS}"
-    return (f"{calibration['points']} validation points, fewer than {MIN_SECOND_ANSWER} of them not the most common "
-            f"answer: nothing to fit, and no answer head")
 
 
 def batch_ms_left_nothing(result: dict[str, Any]) -> str | None:
@@ -491,180 +466,3 @@ def part_times(streams: list[StreamData]) -> dict[str, list[str] | None]:
         spans = [(sd.ticks[r.start].ts, sd.ticks[r.stop - 1].ts) for sd in streams if len(r := sd.parts[i])]
         times[part] = [utc_text(min(s[0] for s in spans)), utc_text(max(s[1] for s in spans))] if spans else None
     return times
-
-
-def _times_text(times: dict[str, list[str] | None]) -> str:
-    return "; ".join(f"{part} {span[0]} to {span[1]}" for part, span in times.items() if span)
-
-
-PART_STREAMS_NAMED = 8  # streams whose parts are listed one by one when the overall line would look like a leak
-
-
-def part_times_lines(result: dict[str, Any], by_stream: bool) -> list[str]:
-    """Where the split fell in event time: the overall line, and each stream's with ``by_stream``. The split is per
-    stream, so streams over different hours (consecutive contracts, H4 then M4) give overall parts that overlap
-    (training ending after the test part starts) though no stream's do: then each stream's own line is printed
-    instead (up to PART_STREAMS_NAMED of them; beyond, the overall line says what it is)."""
-    overall = result["part_times"]
-    own = {stream: part["times"] for stream, part in result.get("streams", {}).items()}
-    spans = [[_in_order(end) for end in span] for span in overall.values() if span]
-    looks_leaky = len(own) > 1 and any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:]))
-    each = [f"  {shown_name(stream)}: {_times_text(times)}" for stream, times in own.items()]
-    if looks_leaky and not by_stream and len(own) <= PART_STREAMS_NAMED:
-        return ["parts (UTC event times), each stream's own (the split is per stream, in tick order):", *each]
-    line = f"parts (UTC event times): {_times_text(overall)}"
-    if looks_leaky and not by_stream:
-        line += (f" (the earliest and latest over {len(own)} streams, each split on its own in tick order: "
-                 f"--by-stream prints each stream's)")
-    return [line, *(each if by_stream and len(own) > 1 else [])]
-
-
-def _in_order(utc: str) -> str:
-    """utc_text of a whole second padded to the width of one with ns, so that text order is time order."""
-    return utc if "." in utc else f"{utc[:-1]}.000000000Z"
-
-
-def format_table(result: dict[str, Any], by_stream: bool = False) -> str:
-    """The per-question table `evaluate` and `train` print; a calibrated checkpoint also gets its `raw`
-    (uncalibrated) accuracy and Brier beside the calibrated `model` ones; ``by_stream``: under each question,
-    a row per stream (of several) from the same answers (no intervals: the verdict is the pooled one's)."""
-    raw = ["raw"] if any("raw" in r["scores"] for r in result["questions"].values()) else []
-    raw += ["alone"] if any("alone" in r["scores"] for r in result["questions"].values()) else []
-    raw += ["adapted"] if any("adapted" in r["scores"] for r in result["questions"].values()) else []
-    acc_cols, brier_cols = [*raw, "prior", "majority", "logistic"], [*raw, "prior", "logistic"]
-    short = {"majority": "major", "logistic": "logit", "adapted": "adapt"}
-    head = lambda cols: "".join(f"{short.get(c, c):>7}" for c in cols)  # noqa: E731
-    lines = [f"{'question':<15}{'n':>7}  {'accuracy: model':>15}{head(acc_cols)}  {'Brier: model':>12}"
-             f"{head(brier_cols)}  model-logit acc [95% CI]   Brier [95% CI]"]
-    few = [name for name, r in result["questions"].items() if r.get("blocks", MIN_BLOCKS) < MIN_BLOCKS]
-    for name, r in result["questions"].items():
-        s, d = r["scores"], r["model_minus"]["logistic"]
-        mark = "*" if name in few else ""
-        ci = lambda x: f"{signed(x['diff'])} [{signed(x['lo'])},{signed(x['hi'])}]{mark}"  # noqa: E731
-        lines.append(f"{name:<15}{r['n']:>7}  {scores_row(s, acc_cols, brier_cols)}  {ci(d['accuracy']):<26} "
-                     f"{ci(d['brier'])}")
-        lines += [f"  {shown_name(stream):<13}{part['n']:>7}  {scores_row(part['scores'], acc_cols, brier_cols)}"
-                  for stream, part in (r.get("by_stream", {}) if by_stream else {}).items()]
-    if "answer_points" in result:
-        lines.append(answer_points_line(result["answer_points"]))
-    if "part_times" in result:
-        lines += part_times_lines(result, by_stream)
-    source = result.get("calibration_source")
-    if by_stream and any("by_stream" in r for r in result["questions"].values()):
-        lines.append("indented: each stream's own rows of the same answers (prior, majority: its train part's "
-                     "frequencies; logistic: the one regression, pooled over streams); weighted by n they add up to "
-                     "the question's row")
-    if few:
-        block = result.get("options", {}).get("block")
-        lines.append(f"*: fewer than {MIN_BLOCKS} blocks of {block} test points: the interval is no interval "
-                     f"(more ticks, or a smaller --block)")
-    if "adapted" in raw:
-        lines.append("adapt: the model's answers mixed online with each stream's realised labels (answers.adapt: "
-                     "online), what serving publishes")
-    # why a question the checkpoint's calibration was fitted on kept T = 1, b = 0 (its calibration.json entry)
-    why = {name: uncalibrated_why(r["answer_calibration"]) for name, r in result["questions"].items()
-           if r.get("answer_calibration", {}).get("points")}  # (none where no part was fitted on)
-    said = "; ".join(f"{name} {reason}" for name, reason in why.items() if reason)
-    if "raw" in raw:  # the others' rows show raw = model, which said nothing of why
-        lines.append(f"model: calibrated on {source}; raw: the same logits uncalibrated"
-                     + (f"; not calibrated (model = raw): {said}" if said else ""))
-    elif source is not None and result["questions"]:  # (no question, no answers to say anything of)
-        lines.append(f"model: answers not calibrated: {said} (calibration source: {source})" if said else
-                     f"model: answers not calibrated ({source})" if source.startswith("none") else
-                     f"model: answers not calibrated: the checkpoint's calibration (from {source}) covers none of "
-                     f"these questions")
-    if headed := {name: r["answer_head"]["model_weight"] for name, r in result["questions"].items()
-                  if "answer_head" in r}:
-        lines.append("model: then blended by the checkpoint's answer heads, w x model + (1 - w) x its logistic "
-                     "regression on the stream's features (answer_head.json; alone: the calibrated model without "
-                     "them): " + ", ".join(f"{name} w {w:g}" for name, w in headed.items()))
-    return "\n".join([*lines, *verdict_lines(result)])
-
-
-def scores_row(scores: dict[str, dict[str, float]], acc_cols: list[str], brier_cols: list[str]) -> str:
-    """The model's accuracy and the columns' beside it, then its Brier and theirs (a column a question lacks
-    shows the model's)."""
-    row = lambda cols, m: "".join(f"{scores.get(c, scores['model'])[m]:>7.3f}" for c in cols)  # noqa: E731
-    return (f"{scores['model']['accuracy']:>15.3f}{row(acc_cols, 'accuracy')}  {scores['model']['brier']:>12.3f}"
-            f"{row(brier_cols, 'brier')}")
-
-
-CLEAR = 5e-4  # an interval bound nearer 0 than this prints as +0.000: not "clear of 0"
-
-
-def signed(x: float) -> str:
-    """A difference to 3 decimals with its sign; one nearer 0 than CLEAR is +0.000 (never -0.000, which reads as
-    clear of 0 below it)."""
-    return f"{0.0 if abs(x) < CLEAR else x:+.3f}"
-
-
-def verdict_lines(result: dict[str, Any]) -> list[str]:
-    """The table in words: per question, whether the model beats what a quant fits first (the logistic
-    regression, by its 95% interval) and the naive forecasts (majority class, the class frequencies' Brier)."""
-    kinds: dict[str, list[str]] = {"better": [], "mixed": [], "level": [], "worse": [], "few": [], "one": []}
-    naive, level_naive, hindsight = [], [], []
-    for name, r in result["questions"].items():
-        s, d = r["scores"], r["model_minus"]["logistic"]
-        if s["majority"]["accuracy"] == 1.0:  # every test answer is one class: every predictor but noise is right
-            kinds["one"].append(name)
-            continue
-        if r.get("blocks", MIN_BLOCKS) < MIN_BLOCKS:
-            kinds["few"].append(name)
-            continue
-        acc, brier = d["accuracy"], d["brier"]
-        # an interval clear of 0 in the model's favour, by as much as the table shows (+0.000 [+0.000,+0.000]
-        # is a tie: a question whose answers barely move, where both forecasts say the same)
-        better = acc["lo"] >= CLEAR or brier["hi"] <= -CLEAR
-        worse = acc["hi"] <= -CLEAR or brier["lo"] >= CLEAR
-        kinds["mixed" if better and worse else "better" if better else "worse" if worse else "level"].append(name)
-        if better and not worse and (known := r["model_minus"].get("hindsight")) and known["brier"]["hi"] > -CLEAR:
-            hindsight.append(name)
-        majority, prior = r["model_minus"].get("majority"), r["model_minus"].get("prior")
-        if (majority and majority["accuracy"]["hi"] <= -CLEAR) or (prior and prior["brier"]["lo"] >= CLEAR):
-            naive.append(name)  # an interval clear of 0 against the model
-        elif s["model"]["accuracy"] < s["majority"]["accuracy"] or s["model"]["brier"] > s["prior"]["brier"]:
-            level_naive.append(name)  # worse as measured, within the interval
-    said = [f"{what}: {', '.join(kinds[kind])}" for kind, what in (
-        ("better", "beats the logistic regression (a 95% interval clear of 0 in its favour, none against)"),
-        ("mixed", "better than the logistic regression on one of accuracy and Brier, worse on the other"),
-        ("level", "level with the logistic regression (neither interval clear of 0)"),
-        ("worse", "worse than the logistic regression"),
-        ("few", f"too few test points to call (under {MIN_BLOCKS} bootstrap blocks)"),
-        ("one", "nothing to call: every test answer is one class (the question's buckets do not split this "
-                "instrument's test slice)")) if kinds[kind]]
-    streams = len(result.get("streams", {}))
-    # one regression over every instrument (no per-instrument intercept), against naive forecasts that are each
-    # stream's own: the regression can lose to them by far, and "beats the logistic regression" then means little
-    pooled = f" (the logistic regression is one fit pooled over the {streams} streams)" if streams > 1 else ""
-    if not said:  # no question to call: no blank verdict
-        return []
-    lines = [f"verdict: {'; '.join(said)}{pooled}"]
-    if naive:
-        matters = (": this is the verdict that matters, whatever the pooled logistic regression did (the naive "
-                   "forecasts are each stream's own)") if pooled else ""
-        lines.append(f"verdict: below a naive forecast (the majority class's accuracy or the class frequencies' "
-                     f"Brier, a 95% interval clear of 0) on {', '.join(naive)}: no edge there{matters}")
-    if hindsight:
-        lines.append(f"verdict: on {', '.join(hindsight)}, no better Brier than the test part's own class frequencies "
-                     f"(hindsight: each stream's classes as they turned out, which no forecast knows in advance; a 95% "
-                     f"interval not clear of 0 in the model's favour): the edge over the baselines may be the test "
-                     f"part's drift or class balance the model leaned into, not a call of each answer")
-    if level_naive:
-        lines.append(f"verdict: level with a naive forecast (below it as measured, within the 95% interval) on "
-                     f"{', '.join(level_naive)}: no edge shown there")
-    # an answer head that gives the model no weight answers with its logistic regression alone: "level" is then
-    # the same forecast twice, and what the model itself did is the `alone` column
-    regression_only = [f"{name} (the model alone: accuracy {r['scores']['alone']['accuracy']:.3f}, Brier "
-                       f"{r['scores']['alone']['brier']:.3f})" for name, r in result["questions"].items()
-                       if r.get("answer_head", {}).get("model_weight") == 0 and "alone" in r["scores"]]
-    if regression_only:
-        lines.append(f"verdict: the answers are the logistic regression's alone (answer head w 0: validation found "
-                     f"the model adds nothing to it) on {', '.join(regression_only)}")
-    return lines
-
-
-def plot(result: dict[str, Any], path: Path, who: str) -> bool:
-    from engine.service.calibration_plot import plot_calibration
-
-    curves = {f"{name} (n={r['n']})": r["calibration"] for name, r in result["questions"].items()}
-    return plot_calibration(path, curves, "model calibration on the test slice", who)

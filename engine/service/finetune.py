@@ -34,8 +34,8 @@ from connectors.replay_entries import replay_files
 from connectors.ticks import Tick, counted
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.calibrate import calibrate_streams, fit_heads, validation_pairs
-from engine.service.evaluate import (MIN_POINTS, EvalOptions, evaluate_streams, format_table, load_tick_model, plot,
-                                     uncalibrated_why)
+from engine.service.evaluate import MIN_POINTS, EvalOptions, evaluate_streams, load_tick_model
+from engine.service.evaluation_report import format_table, plot, uncalibrated_why
 from engine.service.features import HEAD_FILE, QuestionHead, write_head
 from engine.service.reading_record import reading_of
 from engine.service.splits import (
