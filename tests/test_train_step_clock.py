@@ -1,10 +1,10 @@
-"""The rule --max-minutes stops `train` by (engine/service/train_builtin.py's _StepClock), on a clock moved by hand: a
+"""The rule --max-minutes stops `train` by (engine/service/train_stopping.py's StepClock), on a clock moved by hand: a
 loaded host's slow first step (thread pools, allocations) must not stop a run at under half its time, and a stop
 says the time left and the estimates it rests on. No wall clock, no timed assertion."""
 
 from __future__ import annotations
 
-from engine.service.train_builtin import _StepClock
+from engine.service.train_stopping import StepClock
 
 
 class HandClock:
@@ -15,7 +15,7 @@ class HandClock:
         return self.s
 
 
-def run_step(clock: _StepClock, hand: HandClock, forward_s: float, rest_s: float) -> None:
+def run_step(clock: StepClock, hand: HandClock, forward_s: float, rest_s: float) -> None:
     clock.step_started()
     hand.s += forward_s
     clock.forward_done()
@@ -27,7 +27,7 @@ def test_a_slow_first_step_does_not_stop_a_run_with_more_than_half_its_time_left
     # the review's run: --max-minutes 4, 12 validation batches; a first step of 60 s (forward 20 s) on a loaded
     # host made the next step and a validation look like 60 + 12 x 20 = 300 s with 180 s left
     hand = HandClock()
-    clock = _StepClock(240.0, 12, hand)
+    clock = StepClock(240.0, 12, hand)
     run_step(clock, hand, 20.0, 40.0)
     assert clock.stop_reason() is None  # measured again: one step's estimate does not end it at 25% of its time
     steps = 1
@@ -41,7 +41,7 @@ def test_a_slow_first_step_does_not_stop_a_run_with_more_than_half_its_time_left
 
 def test_one_step_estimate_stops_a_run_past_half_its_time_and_says_what_it_estimated() -> None:
     hand = HandClock()
-    clock = _StepClock(100.0, 8, hand)
+    clock = StepClock(100.0, 8, hand)
     run_step(clock, hand, 10.0, 50.0)  # 60 s: 40 s left, under half
     assert clock.stop_reason() == ("--max-minutes 1.66667: 40.0 s of 100 s left, less than the next step and a "
                                    "validation, estimated at 60.0 s (from 1 step) + 80.0 s (8 batches' forwards)")
@@ -49,7 +49,7 @@ def test_one_step_estimate_stops_a_run_past_half_its_time_and_says_what_it_estim
 
 def test_a_measured_validation_is_the_estimate_once_one_ran() -> None:
     hand = HandClock()
-    clock = _StepClock(60.0, 8, hand)
+    clock = StepClock(60.0, 8, hand)
     run_step(clock, hand, 1.0, 1.0)
     clock.step_started()
     hand.s += 2.0
@@ -66,7 +66,7 @@ def test_a_measured_validation_is_the_estimate_once_one_ran() -> None:
 def test_a_first_step_past_a_tiny_budget_leaves_no_time_rather_than_a_negative_one() -> None:
     # --max-minutes 0.001 (0.06 s): the review read "-2.3 s of 0 s left"
     hand = HandClock()
-    clock = _StepClock(0.06, 4, hand)
+    clock = StepClock(0.06, 4, hand)
     run_step(clock, hand, 0.5, 1.86)
     assert clock.stop_reason() == ("--max-minutes 0.001: 0.0 s of 0.06 s left (the first step ended 2.3 s past "
                                    "it), less than the next step and a validation, estimated at 2.4 s (from 1 step) "

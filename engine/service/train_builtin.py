@@ -14,7 +14,8 @@ answer point (and itself); tick tokens never see question tokens. Its target is
 the realised answer token (connectors/labels.py).
 
 The loop (`optimise`) is shared with `flashtick train` (engine/service/finetune.py), which
-fine-tunes on a user's files with early stopping on a validation slice.
+fine-tunes on a user's files with early stopping on a validation slice. When the loop stops (its
+--max-minutes clock, the validation, early stopping's best weights) is engine/service/train_stopping.py.
 
 Data: the synthetic market (seed 1; seed 2 is never trained on; `--wide-synthetic` adds markets
 with other price scales, tick sizes, clocks and volatility) and the earlier 80% in time of each real
@@ -51,6 +52,7 @@ from engine.service.datasets import DEFAULT_SETS, LOADERS, data_available, load_
 from engine.service.installation import builtin_write_refusal
 from engine.service.output_paths import write_atomically
 from engine.service.packing import Batch, pack_batch
+from engine.service.train_stopping import BestWeights, StepClock, Validation
 
 
 @dataclass(frozen=True)
@@ -258,14 +260,6 @@ def new_model(cfg: TrainConfig, vocab_size: int) -> LlamaForCausalLM:
     return LlamaForCausalLM(model_config(cfg, vocab_size))
 
 
-class Validation(NamedTuple):
-    """Early stopping: fixed batches scored every `every` steps; stop after `patience` scores without a new best."""
-
-    batches: list[Batch]
-    every: int
-    patience: int
-
-
 @torch.no_grad()
 def validation_loss(model: LlamaForCausalLM, val: Validation, cfg: TrainConfig, device: str) -> float:
     model.eval()
@@ -273,105 +267,6 @@ def validation_loss(model: LlamaForCausalLM, val: Validation, cfg: TrainConfig, 
               for b in val.batches]
     model.train()
     return float(np.mean(losses))
-
-
-class _StepClock:
-    """What --max-minutes bounds: the optimisation with its validations, the last weights' score included. A step
-    starts only while it and one validation fit in the time left, at the durations measured so far (a step: its
-    forward, backward, update and checkpoint hook; a validation: the last one, or before any, its batches at the
-    training forward's cost), so a run ends by the limit unless a step or validation runs longer than those before
-    it. Checked before each step only: the step just started (the first always runs) and any validation are whole.
-    The first step carries one-off costs (thread pools, allocations; on a loaded host it ran 10x the others), so
-    once a second is measured the first is left out of the means; and an estimate from the first step alone does
-    not stop a run before half its time: the second step runs if it alone fits, and measures again."""
-
-    def __init__(self, budget_s: float, validation_batches: int, now: Callable[[], float] = time.time) -> None:
-        self.budget_s = budget_s
-        self.deadline = now() + budget_s
-        self.now = now
-        self.validation_batches = validation_batches
-        self._step_times: list[float] = []  # each step's (validations left out)
-        self._forward_times: list[float] = []
-        self.validation_s: float | None = None  # the last validation's, once one ran
-        self._started = self._forward_started = self._validation_started = self._validation_spent = 0.0
-
-    @staticmethod
-    def _typical(times: list[float]) -> float:
-        """The mean duration, the first (warm-up) left out once there is another."""
-        kept = times[1:] or times
-        return sum(kept) / len(kept) if kept else 0.0
-
-    @property
-    def step_s(self) -> float:
-        return self._typical(self._step_times)
-
-    @property
-    def forward_s(self) -> float:
-        return self._typical(self._forward_times)
-
-    def _validation_estimate(self) -> float:
-        # an eval forward costs no more than a training one
-        return self.validation_s if self.validation_s is not None else self.validation_batches * self.forward_s
-
-    def stop_reason(self) -> str | None:
-        """None while another step may start; else why not: the time left and what was estimated to need more."""
-        left, validation_s = self.deadline - self.now(), self._validation_estimate()
-        if self.step_s + validation_s <= left:
-            return None
-        budget = self.budget_s
-        if len(self._step_times) == 1 and left > budget / 2 and self.step_s <= left:
-            return None  # one step's estimate (with its warm-up) does not end a run at under half its time
-        steps = counted(len(self._step_times), "step")
-        measured = "measured" if self.validation_s is not None else f"{self.validation_batches} batches' forwards"
-        # a budget under a second (--max-minutes 0.001: 0.06 s) read as "0 s"; 3 digits keep it
-        of = f"{budget:.0f}" if budget >= 100 else f"{budget:.3g}"
-        # the step that always runs (the first) or a slow one can end past the limit: no time is left, not -2.3 s
-        over = "" if left >= 0 else \
-            f" ({'the first step' if len(self._step_times) == 1 else 'the last step'} ended {-left:.1f} s past it)"
-        return (f"--max-minutes {budget / 60:g}: {max(left, 0.0):.1f} s of {of} s left{over}, less than the next step "
-                f"and a validation, estimated at {self.step_s:.1f} s (from {steps}) + {validation_s:.1f} s "
-                f"({measured})")
-
-    def step_started(self) -> None:
-        self._started = self._forward_started = self.now()
-        self._validation_spent = 0.0
-
-    def forward_done(self) -> None:
-        self._forward_times.append(self.now() - self._forward_started)
-
-    def validation_started(self) -> None:
-        self._validation_started = self.now()
-
-    def validation_done(self) -> None:
-        self.validation_s = self.now() - self._validation_started
-        self._validation_spent += self.validation_s
-
-    def step_done(self) -> None:
-        self._step_times.append(self.now() - self._started - self._validation_spent)
-
-
-class _BestWeights:
-    """Early stopping's state in `optimise`: the best validation loss so far, its step (steps done) and weights
-    (None: the model as it is), the checks since it, and every check as (step, loss rounded)."""
-
-    def __init__(self) -> None:
-        self.loss, self.state, self.step, self.since = math.inf, None, 0, 0
-        self.history: list[tuple[int, float]] = []
-
-    def checked(self, model: LlamaForCausalLM, step: int, loss: float) -> None:
-        """A validation during training: a new best keeps a copy of the weights."""
-        self.history.append((step, round(loss, 4)))
-        if loss < self.loss:
-            self.loss, self.step, self.since = loss, step, 0
-            self.state = {k: t.detach().clone() for k, t in model.state_dict().items()}
-        else:
-            self.since += 1
-
-    def checked_last(self, step: int, loss: float) -> None:
-        """The validation of the last step once training stopped: a new best is the model as it is now."""
-        self.history.append((step, round(loss, 4)))
-        if loss < self.loss:
-            self.loss, self.step, self.state = loss, step, None
 
 
 def _optimizer(model: LlamaForCausalLM, cfg: TrainConfig) -> torch.optim.AdamW:
@@ -385,7 +280,7 @@ def _optimizer(model: LlamaForCausalLM, cfg: TrainConfig) -> torch.optim.AdamW:
 
 
 def _train_step(model: LlamaForCausalLM, opt: torch.optim.Optimizer, batch: Batch, step: int, cfg: TrainConfig,
-                clock: _StepClock) -> tuple[torch.Tensor, torch.Tensor]:
+                clock: StepClock) -> tuple[torch.Tensor, torch.Tensor]:
     """One update on ``batch`` at ``step``'s learning rate; its (next-token, answer) losses."""
     for g in opt.param_groups:
         g["lr"] = lr_at(step, cfg)
@@ -399,7 +294,7 @@ def _train_step(model: LlamaForCausalLM, opt: torch.optim.Optimizer, batch: Batc
     return lm, qa
 
 
-def _say_step(step: int, lm: torch.Tensor, qa: torch.Tensor, hist: list[tuple[float, float]], best: _BestWeights,
+def _say_step(step: int, lm: torch.Tensor, qa: torch.Tensor, hist: list[tuple[float, float]], best: BestWeights,
               cfg: TrainConfig, log: Callable[[str], None], bar: Any, started: float, now: Callable[[], float]
               ) -> None:
     """The progress bar's losses after each step, and a log line every 10 steps and at the last (with the seconds
@@ -423,8 +318,8 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
     ``now``: the clock --max-minutes is measured on (seconds)."""
     model.to(device).train()
     opt = _optimizer(model, cfg)
-    t_train, hist, stopped, best = now(), [], "steps done", _BestWeights()
-    clock = _StepClock(cfg.max_minutes * 60, len(val.batches) if val is not None else 0, now)
+    t_train, hist, stopped, best = now(), [], "steps done", BestWeights()
+    clock = StepClock(cfg.max_minutes * 60, len(val.batches) if val is not None else 0, now)
     try:  # Ctrl-C stops training like --max-minutes: the best weights so far are kept and written
         for step in range(cfg.steps):
             if cfg.stop_after is not None and step >= cfg.stop_after:
