@@ -474,7 +474,7 @@ def _logger(path: Path | None) -> Callable[[str], None]:
     return log
 
 
-def main(argv: list[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=TrainConfig.steps)
     parser.add_argument("--seed", type=int, default=TrainConfig.seed)
@@ -501,6 +501,27 @@ def main(argv: list[str] | None = None) -> None:
                         help="do not train: fit the answer calibration of the model in --out (default: the built-in "
                         "one, in a source checkout) on validation slices of its training data (the --sets it was "
                         "trained on) and write its calibration.json")
+    return parser
+
+
+def _config(args: argparse.Namespace, sets: tuple[str, ...], parser: argparse.ArgumentParser) -> TrainConfig:
+    """The run's TrainConfig from the options (``sets``: --sets parsed); one it refuses is a usage error."""
+    if args.mix is not None:
+        mix = tuple(float(x) for x in args.mix.split(","))
+    else:
+        mix = TrainConfig.mix if sets == DEFAULT_SETS else (1.0,) * (1 + len(sets))
+    try:
+        return TrainConfig(seed=args.seed, steps=args.steps, max_minutes=args.max_minutes, stop_after=args.stop_after,
+                           real_sets=sets, mix=mix, wide_synthetic=args.wide_synthetic,
+                           codec_version=args.codec_version, window_ticks=args.window_ticks,
+                           questions_per_window=args.questions_per_window,
+                           max_positions=(args.window_ticks + 1) * TOKENS_PER_TICK)
+    except ValueError as e:
+        parser.error(str(e))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.data_dir is not None and not data_available(args.data_dir):
         parser.error(f"--data-dir {args.data_dir}: binance-btcusdt-spot/ and dukascopy-eurusd/ not found there")
@@ -510,18 +531,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.calibrate_only:
         calibrate_only(args.out, args.data_dir, args.log, sets)
         return
-    if args.mix is not None:
-        mix = tuple(float(x) for x in args.mix.split(","))
-    else:
-        mix = TrainConfig.mix if sets == DEFAULT_SETS else (1.0,) * (1 + len(sets))
-    try:
-        cfg = TrainConfig(seed=args.seed, steps=args.steps, max_minutes=args.max_minutes, stop_after=args.stop_after,
-                          real_sets=sets, mix=mix, wide_synthetic=args.wide_synthetic,
-                          codec_version=args.codec_version, window_ticks=args.window_ticks,
-                          questions_per_window=args.questions_per_window,
-                          max_positions=(args.window_ticks + 1) * TOKENS_PER_TICK)
-    except ValueError as e:
-        parser.error(str(e))
+    cfg = _config(args, sets, parser)
     log = _logger(args.log)
     stats = train(cfg, args.out, log, args.data_dir)
     command = reproduce_command(cfg, stats["steps_done"], args.data_dir, mix_given=args.mix is not None)
