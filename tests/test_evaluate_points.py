@@ -14,7 +14,7 @@ import pytest
 from conftest import tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.cli import main
-from engine.service.evaluate import batch_last_ticks
+from engine.service.evaluation_points import batch_last_ticks
 
 BURST = 8  # ticks of one burst, 0.1 ms apart; bursts 37 ms apart (so a 100 ms batch holds two or three)
 QUICK = ["--threads", "1", "--resamples", "20", "--max-points", "100000"]

@@ -29,8 +29,8 @@ from connectors.labels import NO_LABEL, label_series, marks_of
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
 from engine.service.datasets import DEFAULT_SETS, load_real
-from engine.service.evaluate import (MIN_POINTS, MIN_SECOND_ANSWER, EvalOptions, answer_logits, chosen_ticks,
-                                     window_ticks)
+from engine.service.evaluate import MIN_POINTS, MIN_SECOND_ANSWER, EvalOptions, answer_logits, window_ticks
+from engine.service.evaluation_points import chosen_ticks
 from engine.service.features import FEATURES, QuestionHead, fit_head
 from engine.service.splits import StreamData, StreamSplit
 from queries.probe_answers import calibrated_logits, calibrated_probs

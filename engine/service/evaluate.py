@@ -26,8 +26,8 @@ blocks of `block` consecutive points, which are resampled with replacement, so
 neighbouring answers whose futures overlap stay together. A calibration table
 (and a PNG with matplotlib) for the model.
 
-What `evaluate` and `train` print of the result (the table, the verdict, the plot) is
-engine/service/evaluation_report.py.
+Which ticks are answer points (and their --points-out table) is engine/service/evaluation_points.py; what
+`evaluate` and `train` print of the result (the table, the verdict, the plot) is engine/service/evaluation_report.py.
 """
 
 from __future__ import annotations
@@ -38,19 +38,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 import torch
 
 from connectors.builtin import load_codec
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.event_time import duration_text
-from connectors.event_time_batches import batch_end
 from connectors.labels import closes_spanned
 from connectors.questions import Question
 from connectors.ticks import utc_text
 from engine.models.loader import check_checkpoint
-from engine.service.output_paths import write_atomically
 from engine.service.backtest_scores import calibration_table
+from engine.service.evaluation_points import batch_last_ticks, burst_share, chosen_ticks, points_table, write_points
 from engine.service.features import QuestionHead, fit_logistic
 from engine.service.splits import StreamData
 from engine.service.packing import pack_batch
@@ -88,27 +86,6 @@ class EvalOptions:
             raise ValueError(f"batch_ms (--batch-ms) must be a number of milliseconds > 0, got {self.batch_ms:g}")
 
 
-BURST_NS = 1_000_000  # ticks closer than this to the next one of their stream are one burst (one order's fills)
-
-
-def batch_last_ticks(ts: np.ndarray, batch_ns: int) -> np.ndarray:
-    """(n,) bool: which of one stream's ticks (event times ``ts``, ns, in replay order) end their event-time batch,
-    the ticks a backtest with that batch width answers the stream at (trigger: batch). The backtest cuts the
-    merged ticks of every stream where one reaches connectors.event_time_batches.batch_end of the batch's first
-    tick; those ends lie on multiples of ``batch_ns``, so a stream's tick ends its batch when its next tick is at or
-    past its own batch_end (its stream's last tick always does)."""
-    ends = batch_end(ts, batch_ns)
-    return np.append(ts[1:] >= ends[:-1], True) if len(ts) else np.zeros(0, dtype=bool)
-
-
-def burst_share(streams: list[StreamData]) -> float:
-    """The share of the test parts' ticks (all streams) stamped within BURST_NS of their stream's next tick."""
-    gaps = [np.diff(np.array([t.ts for t in sd.ticks[sd.parts.test.start : sd.parts.test.stop]], dtype=np.int64))
-            for sd in streams]
-    gaps = np.concatenate(gaps) if gaps else np.zeros(0, dtype=np.int64)
-    return float((gaps < BURST_NS).mean()) if len(gaps) else 0.0
-
-
 def load_tick_model(model_dir: Path, device: str = "cpu") -> tuple[Any, BinnedCodec]:
     """A checkpoint directory with config.json, model.safetensors and codec.json (a BinnedCodec tick model)."""
     from transformers import LlamaForCausalLM
@@ -133,15 +110,6 @@ def load_tick_model(model_dir: Path, device: str = "cpu") -> tuple[Any, BinnedCo
 def window_ticks(model: Any) -> int:
     """Ticks per window so that a probe after the last tick stays inside max_position_embeddings."""
     return model.config.max_position_embeddings // TOKENS_PER_TICK - 1
-
-
-def chosen_ticks(ticks: np.ndarray, run: int, max_points: int) -> np.ndarray:
-    """At most about `max_points` of the sorted answer ticks: evenly spread runs of `run` consecutive ones."""
-    if len(ticks) <= max_points:
-        return ticks
-    runs = np.array_split(ticks, int(np.ceil(len(ticks) / run)))
-    keep = np.unique(np.linspace(0, len(runs) - 1, max(1, max_points // run)).round().astype(int))
-    return np.concatenate([runs[k] for k in keep])
 
 
 @torch.no_grad()
@@ -413,27 +381,6 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
             "streams": _streams_record(streams),
             "part_times": part_times(streams),
             "seconds": round(time.time() - t0, 1)}
-
-
-def points_table(question: str, labels: list[str], y: np.ndarray, probs: dict[str, np.ndarray],
-                 streams: list[StreamData], parts: list[tuple]) -> pl.DataFrame:
-    """One row per scored answer point of `question` (rows in the order they were scored): its stream, tick index
-    (0-based, in the stream's ticks as read), event time, realised label and each predictor's probabilities."""
-    ticks = {sd.name: sd.ticks for sd in streams}
-    names = [name for *_, name, ii in parts for _ in ii]
-    tick = np.concatenate([ii for *_, ii in parts]).astype(np.int64)
-    return pl.DataFrame({
-        "stream": names, "tick": tick,
-        "data_ts": pl.Series([ticks[name][i].ts for name, i in zip(names, tick.tolist())], dtype=pl.Int64),
-        "question": [question] * len(y), "labels": pl.Series([labels] * len(y), dtype=pl.List(pl.String)),
-        "realised": [labels[k] for k in y.tolist()],
-        **{name: pl.Series(p.tolist(), dtype=pl.List(pl.Float64)) for name, p in probs.items()}})
-
-
-def write_points(path: Path, tables: list[pl.DataFrame]) -> None:
-    """Every question's scored answer points in one Parquet file (a predictor a question lacks: null there)."""
-    table = pl.concat(tables, how="diagonal") if tables else pl.DataFrame()
-    write_atomically(path, table.write_parquet)
 
 
 # The answer calibration's fitting policy (engine/service/calibrate.py), here beside the scores whose tables say its
