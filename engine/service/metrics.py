@@ -16,6 +16,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from connectors.tcp_endpoints import is_ipv6_address
+
 COUNTERS = {
     "ticks_in": "Ticks accepted",
     "conflated": "Quotes dropped for a newer one of their stream while behind (limits.when_behind: conflate)",
@@ -385,6 +387,12 @@ class MetricsHTTPServer(ThreadingHTTPServer):
               f"{type(error).__name__}: {error}", file=sys.stderr, flush=True)
 
 
+class MetricsHTTPServer6(MetricsHTTPServer):
+    """The /metrics server on an IPv6 host (endpoints.metrics_host `::1` or `::`)."""
+
+    address_family = socket.AF_INET6
+
+
 def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, Any]]) -> MetricsHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         timeout = METRICS_REQUEST_TIMEOUT_S  # each write's; the request's reads have one deadline (_RequestReader)
@@ -417,7 +425,8 @@ def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, 
         def log_message(self, *args: Any) -> None:  # quiet: scrapes are not news
             pass
 
-    server = MetricsHTTPServer((host, port), Handler)
+    # an IPv6 host (`::1`, `::`: every address, IPv4 ones too where the kernel maps them) needs an IPv6 socket
+    server = (MetricsHTTPServer6 if is_ipv6_address(host) else MetricsHTTPServer)((host, port), Handler)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": METRICS_POLL_S}, name="flashtick-metrics",
                      daemon=True).start()
     return server

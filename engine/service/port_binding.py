@@ -11,7 +11,6 @@ import time
 
 import zmq
 
-from connectors.tcp_endpoints import is_ipv6_address
 
 BIND_RETRY_S = 1.0  # a port in use is tried again this long: the service that had it may still be letting it go
 
@@ -29,10 +28,6 @@ def metrics_bind_error(host: str, port: int, error: OSError) -> OSError:
     where = f"cannot serve metrics on {f'[{host}]' if ':' in host else host}:{port}"
     if error.errno == errno.EADDRINUSE:
         return OSError(f"{where}: port {port} is in use; set endpoints.metrics_port to a free port")
-    if isinstance(error, socket.gaierror) and is_ipv6_address(host):  # (glibc: "Address family for hostname ...")
-        return OSError(f"{where}: endpoints.metrics_host {host} is an IPv6 address, and the metrics server listens on "
-                       f"IPv4 only; set endpoints.metrics_host to an IPv4 one (127.0.0.1, or 0.0.0.0 for every "
-                       f"address)")
     if isinstance(error, socket.gaierror) or error.errno == errno.EADDRNOTAVAIL:
         return OSError(f"{where}: {error.strerror or error} (not an address of this host); set "
                        f"endpoints.metrics_host to one of its addresses (127.0.0.1, or 0.0.0.0 for every address)")
