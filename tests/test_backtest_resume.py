@@ -340,6 +340,43 @@ def test_resume_with_another_session_gap_names_it_with_both_values(setup: Path, 
     assert not parts.exists() and pl.read_parquet(out).height > 0
 
 
+def test_a_file_corrected_in_place_with_its_size_and_time_kept_is_not_resumed(setup: Path, capsys) -> None:
+    """review206 #4: the resume key checked each file's size and modification time only, so a file whose prices
+    were corrected in place (the same byte count) and given its old time back (cp -p, rsync -t, touch -r) was
+    resumed: answers before the checkpoint from the old rows, after it from the new. A digest of its bytes (whole
+    up to 64 MiB, file_samples.py) now tells it: refused, the file named; put back, it resumes."""
+    ticks = setup / "edited.csv"
+    pl.read_parquet(setup / "ticks.parquet").head(600).write_csv(ticks)
+    original = ticks.read_bytes()
+    command = ["backtest", str(ticks), "--queries", str(setup / "q.yaml"), "--out", str(setup / "edited.parquet"),
+               "--config", str(setup / "engine.yaml"), "--resume", "--quiet"]
+    from engine.service.backtest import BacktestInterrupted
+
+    polls = iter(range(10**9))
+    with pytest.raises(BacktestInterrupted):
+        run_backtest(ServiceConfig.load(setup / "engine.yaml"), [ticks], setup / "q.yaml", setup / "edited.parquet",
+                     progress=False, stop=lambda: next(polls) >= 40)
+    assert json.loads((setup / "edited.parquet.parts" / "progress.json").read_text())["consumed"] > 0
+    stat = ticks.stat()
+    lines = original.split(b"\n")
+    middle = len(lines) // 2
+    fields = lines[middle].split(b",")
+    at = next(i for i, f in enumerate(fields) if f[:1].isdigit() and b"." in f)  # a price: one digit changed
+    fields[at] = (b"1" if fields[at][:1] != b"1" else b"2") + fields[at][1:]
+    lines[middle] = b",".join(fields)
+    ticks.write_bytes(b"\n".join(lines))
+    os.utime(ticks, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # its time given back, as cp -p does
+    assert ticks.stat().st_size == stat.st_size and ticks.stat().st_mtime_ns == stat.st_mtime_ns
+    capsys.readouterr()
+    assert main(command) == 2
+    assert (f"was written by a backtest with different file contents (the same size and modification time, other "
+            f"bytes: {ticks.resolve()}: corrected in place, or copied over keeping its time?);"
+            in capsys.readouterr().err)
+    ticks.write_bytes(original)
+    os.utime(ticks, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert main(command) == 0 and pl.read_parquet(setup / "edited.parquet").height > 0
+
+
 def test_sigterm_stops_at_a_checkpoint_and_says_how_to_resume(setup: Path) -> None:
     manifest = setup / "term.parquet.parts" / "progress.json"
     child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", *cli(setup, "term.parquet",

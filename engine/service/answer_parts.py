@@ -30,6 +30,7 @@ PARTS_SUFFIX = ".parts"  # answers.parquet -> answers.parquet.parts/
 KEY_WORDS = {  # what each part of a run's key stands for, in the words of the command line
     "files": "files, or ways of reading them (a column map, --preset, --tz, --date, --ts-unit)",
     "file_sizes_and_times": "file contents (sizes or modification times)",
+    "file_contents": "file contents (their bytes, docs/replay.md)",
     "queries": "queries (--queries)", "config": "config (--model, --config: the model or engine settings)",
     "batch_ms": "--batch-ms", "max_ticks": "--max-ticks", "context_roll_rule": "context roll rule",
     "session_gap_ns": "--session-gap (answers.session_gap_s)"}
@@ -38,6 +39,9 @@ MAP_OPTIONS = {"tz": "--tz", "date": "--date", "ts_unit": "--ts-unit", "ts_forma
                "names": "--csv-names", "price_offset": "--price-offset", "price_format": "--price-format",
                "zero_bid": "--zero-bid",
                "hours": "--hours", "preset": "--preset", "streams": "--streams", "from": "--from", "to": "--to"}
+FILES_KEYS = {"files", "file_sizes_and_times", "file_contents"}  # said together by _files_differ
+# keys a checkpoint written by an older flashtick may lack: it is resumed unchecked on them, as it was written
+LATER_KEYS = {"file_contents"}
 SHOWN_FILES = 5  # files named in a refusal; the rest counted
 MANIFEST = "progress.json"
 LOCK = "lock"  # two runs on one --out (a --resume while the first still ran) interleaved their parts: one writer
@@ -187,10 +191,11 @@ class AnswerParts:
             raise ValueError(f"{manifest_path} is damaged: {damage}, so its checkpoint cannot be resumed; remove "
                              f"{directory} and run the command again to start over (a run without --resume refuses "
                              f"the folder while it is there)")
-        changed = [k for k in key if manifest.get("key", {}).get(k) != _as_json(key[k])]
+        before = manifest.get("key", {})
+        changed = [k for k in key if before.get(k) != _as_json(key[k]) and (k in before or k not in LATER_KEYS)]
         if changed:
             upgrade = " (written by a flashtick that rolled sessions elsewhere)" if "context_roll_rule" in changed else ""
-            files = {"files", "file_sizes_and_times"} & set(changed)
+            files = FILES_KEYS & set(changed)
             said = _files_differ(manifest, key, _as_json(readings or [])) if files else []
             named = ", ".join(said + [KEY_WORDS.get(k, k) + _key_values(manifest.get("key", {}).get(k), key[k], k)
                                       for k in changed if k not in files])
@@ -370,6 +375,11 @@ def _files_differ(manifest: dict[str, Any], key: dict[str, Any], readings: list)
     sizes = {row[0]: row[1:] for row in was_stats}
     if edited := [row[0] for row in now_stats if row[0] in sizes and sizes[row[0]] != row[1:]]:
         said.append(f"file contents (size or modification time changed: {_shown(list(dict.fromkeys(edited)))})")
+    digests = dict(manifest.get("key", {}).get("file_contents") or [])
+    if rewritten := [p for p, digest in _as_json(key.get("file_contents") or [])
+                     if p in digests and digests[p] != digest and p not in edited]:
+        said.append(f"file contents (the same size and modification time, other bytes: "
+                    f"{_shown(list(dict.fromkeys(rewritten)))}: corrected in place, or copied over keeping its time?)")
     if "readings" not in manifest:
         reordered = bool(added or removed) or was != now  # explains the fingerprint; else reading may differ
         fingerprint_moved = manifest.get("key", {}).get("files") != key["files"]

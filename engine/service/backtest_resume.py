@@ -27,6 +27,7 @@ from engine.scheduler import AdmissionRefused
 from engine.service.answer_parts import AnswerParts
 from engine.service.backtest_loop import READ_TICKS, BacktestInterrupted, ingest_tick
 from engine.service.config import ReplaySection, ServiceConfig
+from engine.service.file_samples import content_digest
 from engine.service.pipeline import TickPipeline
 from engine.service.replay_progress import show_read
 
@@ -120,6 +121,8 @@ def run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batc
     sources = [source_path(p) for p in replay.plans]  # a zip archive, not the copy unpacked from it
     stats = [(str(path.resolve()), path.stat().st_size, path.stat().st_mtime_ns) for path in sources]
     return {"files": replay.snapshot()["fingerprint"], "file_sizes_and_times": stats,
+            # a file corrected in place keeps its size, and a copy (cp -p, rsync -t) its time: its bytes are checked
+            "file_contents": [(str(path.resolve()), content_digest(path)) for path in sources],
             "queries": hashlib.sha256(Path(queries).read_bytes()).hexdigest(),
             # the replay section's effects are the column maps (in `files`) and batch_ms; its checkpoint_s is not one;
             # nor is model.threads (--threads): how fast, not what (a resume on more cores finishes sooner); it moves

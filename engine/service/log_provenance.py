@@ -15,6 +15,7 @@ from connectors.codec import BinnedCodec, Codec, TextCodec
 from engine.models import BUILTIN_MODEL_DIR
 from engine.models.loader import default_weights
 from engine.service.config import ModelSection, ServiceConfig
+from engine.service.file_samples import update_with_blocks
 
 
 def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
@@ -50,7 +51,5 @@ def weights_fingerprint(model_dir: Path, edge: int = 1 << 20) -> str:
         size = path.stat().st_size
         digest.update(f"{path.name}:{size}:".encode())
         with open(path, "rb") as f:
-            digest.update(f.read(edge))
-            f.seek(max(size - edge, 0))
-            digest.update(f.read(edge))
+            update_with_blocks(digest, f, size, edge, 2)
     return digest.hexdigest()[:16]
