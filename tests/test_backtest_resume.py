@@ -377,6 +377,21 @@ def test_a_file_corrected_in_place_with_its_size_and_time_kept_is_not_resumed(se
     assert main(command) == 0 and pl.read_parquet(setup / "edited.parquet").height > 0
 
 
+def test_resume_under_another_answer_changing_setting_names_it_with_both_values(setup: Path, capsys) -> None:
+    """A resume under another answers.adapt was refused as "different config (--model, --config ...)" alone; the
+    settings that change answers (answer_settings.py, the list serve's meta.json records) are named with their
+    values, so the refusal says which of a long config moved."""
+    out, parts = stopped_early(setup, "adapted.parquet")
+    other = setup / "adapt_off.yaml"
+    other.write_text((setup / "engine.yaml").read_text() + "answers: {adapt: 'off'}\n")
+    capsys.readouterr()
+    command = cli(setup, "adapted.parquet", "--resume", "--quiet", "--max-ticks", "600")
+    assert main([str(other) if arg == str(setup / "engine.yaml") else arg for arg in command]) == 2
+    assert (f"{parts} was written by a backtest with different config (--model, --config: the model or engine "
+            f"settings) (answers.adapt 'online' then, 'off' now);" in capsys.readouterr().err)
+    assert main(command) == 0 and not parts.exists()
+
+
 def test_sigterm_stops_at_a_checkpoint_and_says_how_to_resume(setup: Path) -> None:
     manifest = setup / "term.parquet.parts" / "progress.json"
     child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", *cli(setup, "term.parquet",

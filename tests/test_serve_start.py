@@ -201,18 +201,25 @@ def test_a_query_taken_out_of_the_queries_file_and_still_served_is_named_at_the_
                     f"queries file on top of what was kept (to stop one: flashtick unregister NAME)"], again
 
 
-def _noted_starts(tmp_path: Path, key: str) -> Callable[[str], list[str]]:
-    """Starts of a service on one data directory with ``model.<key>`` set to a value: the notes each start says."""
+def _starts(tmp_path: Path) -> Callable[[str, str], list[str]]:
+    """Starts of a service on one data directory, ``model_keys`` added to its model section and ``sections`` (YAML
+    lines) to its config: the notes each start says."""
     checkpoint = tiny_tick_checkpoint(tmp_path / "model")
     config = tmp_path / "engine.yaml"
 
-    def start(value: str) -> list[str]:
-        config.write_text(f"model: {{path: {checkpoint}, {key}: {value}}}\nkv: {{cells: 8192, block_size: 16}}\n"
+    def start(model_keys: str = "", sections: str = "") -> list[str]:
+        config.write_text(f"model: {{path: {checkpoint}{model_keys}}}\nkv: {{cells: 8192, block_size: 16}}\n"
                           f"log: {{dir: data}}\nendpoints: {{ingest: 'tcp://127.0.0.1:0', "
-                          f"answers: 'tcp://127.0.0.1:0', control: 'tcp://127.0.0.1:0'}}\n")
+                          f"answers: 'tcp://127.0.0.1:0', control: 'tcp://127.0.0.1:0'}}\n{sections}")
         return [line for line in serve_until_serving(["--config", str(config)], cwd=tmp_path) if "note:" in line]
 
     return start
+
+
+def _noted_starts(tmp_path: Path, key: str) -> Callable[[str], list[str]]:
+    """Starts of a service on one data directory with ``model.<key>`` set to a value: the notes each start says."""
+    starts = _starts(tmp_path)
+    return lambda value: starts(f", {key}: {value}")
 
 
 def test_a_restart_under_another_model_dtype_says_so_once(tmp_path) -> None:
@@ -244,3 +251,32 @@ def test_a_restart_under_another_model_weights_format_says_so_once(tmp_path) -> 
         f"float32, this start computes under torch: answers after the restart (those it owes included) may differ "
         f"from the logged ones by the linears' rounding (their weight format, engine/models/linear.py)"]
     assert start("torch") == []
+
+
+def test_a_restart_under_other_answer_changing_settings_names_each(tmp_path) -> None:
+    """review206 #3: a restart on the same data directory under `answers.adapt: off` and `scheduler.keep_fraction:
+    0.25` was taken without a word (meta.json recorded the model's precision, not these), so a subscriber's history
+    mixed answers of two configurations under one epoch. meta.json now records every setting of
+    answer_settings.ANSWER_SETTINGS, and a start under another value of one notes it, old -> new, as model.dtype's;
+    the next start under the same says nothing."""
+    start = _starts(tmp_path)
+    data = tmp_path / "data"
+
+    assert start() == []
+    changed = "answers: {adapt: 'off'}\nscheduler: {keep_fraction: 0.25, window: 256}\n"
+    noted = start(sections=changed)
+    said = "answers after the restart (those it owes included) may differ from the logged ones by"
+    rolls = ("where sessions roll and how much context an answer sees (the logged ticks rebuild them under the new "
+             "value)")
+    assert noted == [
+        f"flashtick: note: data directory {data}: its logged answers were computed under answers.adapt online, "
+        f"this start computes under off: {said} the adaptation: whether the published probs mix in each stream's "
+        f"realised class frequencies",
+        f"flashtick: note: data directory {data}: its logged answers were computed under scheduler.window null, this "
+        f"start computes under 256: {said} {rolls}",
+        f"flashtick: note: data directory {data}: its logged answers were computed under scheduler.keep_fraction 0.5, "
+        f"this start computes under 0.25: {said} {rolls}"], noted
+    assert start(sections=changed) == []
+    import json
+
+    assert json.loads((data / "meta.json").read_text())["settings"]["answers.adapt"] == "off"

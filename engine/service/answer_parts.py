@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from connectors.labels import session_gap_text
+from engine.service.answer_settings import settings_changed
 from engine.service.output_paths import temporary_name, write_atomically
 from queries.cache import Answer
 
@@ -41,7 +42,7 @@ MAP_OPTIONS = {"tz": "--tz", "date": "--date", "ts_unit": "--ts-unit", "ts_forma
                "hours": "--hours", "preset": "--preset", "streams": "--streams", "from": "--from", "to": "--to"}
 FILES_KEYS = {"files", "file_sizes_and_times", "file_contents"}  # said together by _files_differ
 # keys a checkpoint written by an older flashtick may lack: it is resumed unchecked on them, as it was written
-LATER_KEYS = {"file_contents"}
+LATER_KEYS = {"file_contents", "settings"}
 SHOWN_FILES = 5  # files named in a refusal; the rest counted
 MANIFEST = "progress.json"
 LOCK = "lock"  # two runs on one --out (a --resume while the first still ran) interleaved their parts: one writer
@@ -197,7 +198,10 @@ class AnswerParts:
             upgrade = " (written by a flashtick that rolled sessions elsewhere)" if "context_roll_rule" in changed else ""
             files = FILES_KEYS & set(changed)
             said = _files_differ(manifest, key, _as_json(readings or [])) if files else []
-            named = ", ".join(said + [KEY_WORDS.get(k, k) + _key_values(manifest.get("key", {}).get(k), key[k], k)
+            if "settings" in changed:  # (one of the config's: said in its words, each setting named)
+                changed = [k for k in changed if k != "settings"] + ([] if "config" in changed else ["config"])
+            named = ", ".join(said + [KEY_WORDS.get(k, k) + _key_values(before.get(k), key[k], k)
+                                      + (_settings_differ(before, key) if k == "config" else "")
                                       for k in changed if k not in files])
             raise ValueError(f"{directory} was written by a backtest with different {named}{upgrade}; "
                              f"resume with the same files, queries, config and options, or delete it to start over")
@@ -344,6 +348,13 @@ def _key_values(then: Any, now: Any, key: str = "") -> str:
         return f" ({_then_now(then, now, session_gap_text)})"
     plain = lambda value: value is None or isinstance(value, (int, float))  # noqa: E731
     return f" ({_then_now(then, now, lambda v: f'{v:g}')})" if plain(then) and plain(now) else ""
+
+
+def _settings_differ(before: dict[str, Any], key: dict[str, Any]) -> str:
+    """The answer-changing settings (answer_settings.py) a config differs in, as a refusal adds them to its words:
+    ` (answers.adapt 'online' then, 'off' now)`; nothing when none differs, or the checkpoint did not record them."""
+    changed = settings_changed(before.get("settings") or {}, _as_json(key.get("settings") or {}))
+    return f" ({'; '.join(f'{k} {_then_now(then, now)}' for k, then, now in changed)})" if changed else ""
 
 
 def _as_json(value: Any) -> Any:

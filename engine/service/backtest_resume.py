@@ -25,6 +25,7 @@ from connectors.ticks import InvalidTick
 from engine.context_rolls import ROLL_RULE
 from engine.scheduler import AdmissionRefused
 from engine.service.answer_parts import AnswerParts
+from engine.service.answer_settings import answer_settings
 from engine.service.backtest_loop import READ_TICKS, BacktestInterrupted, ingest_tick
 from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.file_samples import content_digest
@@ -134,6 +135,8 @@ def run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batc
             ).hexdigest(),
             # it ends the adaptation's labels (answers.adapt) as well as the scores': the published answers move
             "session_gap_ns": config.answers.session_gap_ns,
+            # the settings that change answers (in `config` too): a refusal for `config` names those that differ
+            "settings": {k: v for k, v in answer_settings(config).items() if k != "answers.session_gap_s"},
             "batch_ms": batch_ms,
             "max_ticks": max_ticks,
             "context_roll_rule": ROLL_RULE}  # an upgrade that moves rolls moves every answer after one

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from engine.service.answer_settings import ANSWER_SETTINGS, settings_changed, shown
 from engine.service.config import ConfigError, LogSection
 from engine.service.ticklog import private
 
@@ -177,6 +178,7 @@ _META_CHANGES = {"text_encoding": "the same ticks now encode to other tokens: th
 _META_NOTED = {"dtype": ("model.dtype", "that precision's rounding"),
                "linear_weights": ("model.weights", "the linears' rounding (their weight format, engine/models/"
                                                    "linear.py)")}
+SETTINGS = "settings"  # meta.json's answer_settings.ANSWER_SETTINGS, noted a key at a time as _META_NOTED's are
 
 
 def check_meta(path: Path, written_by: dict[str, Any]) -> None:
@@ -187,7 +189,7 @@ def check_meta(path: Path, written_by: dict[str, Any]) -> None:
     before = json.loads(path.read_text())
     # a key the directory lacks was added by a later version: recorded now, not a difference
     changes = [k for k in sorted(set(before) | set(written_by)) if k in before and before[k] != written_by.get(k)]
-    noted = [k for k in changes if k in _META_NOTED and k in written_by]
+    noted = [k for k in changes if (k in _META_NOTED or k == SETTINGS) and k in written_by]
     differ = [k for k in changes if k not in noted]
     if differ:
         changed = ", ".join(f"{k}: {before.get(k)!r} -> {written_by.get(k)!r}" for k in differ)
@@ -199,11 +201,15 @@ def check_meta(path: Path, written_by: dict[str, Any]) -> None:
                           f"ticks.parquet` into this service on another --data-dir (docs/durability.md, Reading the "
                           f"tick log back)")
     # (the dtype's note covers the linears' format it brings: one cause, one line)
-    for key in [k for k in noted if not (k == "linear_weights" and "dtype" in noted)]:
-        setting, rounding = _META_NOTED[key]
+    said = [(_META_NOTED[k][0], before[k], written_by[k], _META_NOTED[k][1])
+            for k in noted if k != SETTINGS and not (k == "linear_weights" and "dtype" in noted)]
+    if SETTINGS in noted:
+        said += [(key, then, now, ANSWER_SETTINGS[key])
+                 for key, then, now in settings_changed(before[SETTINGS], written_by[SETTINGS])]
+    for setting, then, now, differ_by in said:
         print(f"flashtick: note: data directory {path.parent}: its logged answers were computed under "
-              f"{setting} {before[key]}, this start computes under {written_by[key]}: answers after the "
-              f"restart (those it owes included) may differ from the logged ones by {rounding}",
+              f"{setting} {shown(then)}, this start computes under {shown(now)}: answers after the "
+              f"restart (those it owes included) may differ from the logged ones by {differ_by}",
               file=sys.stderr, flush=True)
     if set(written_by) - set(before) or noted:
         path.write_text(json.dumps(before | written_by, indent=2) + "\n")

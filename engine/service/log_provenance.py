@@ -14,6 +14,7 @@ import torch
 from connectors.codec import BinnedCodec, Codec, TextCodec
 from engine.models import BUILTIN_MODEL_DIR
 from engine.models.loader import default_weights
+from engine.service.answer_settings import answer_settings
 from engine.service.config import ModelSection, ServiceConfig
 from engine.service.file_samples import update_with_blocks
 
@@ -28,7 +29,8 @@ def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
             f"{hashlib.sha256(spec.encode()).hexdigest()[:16]}",
             "weights": weights_fingerprint(Path(config.model.path) if config.model.path else BUILTIN_MODEL_DIR),
             # (a change of either is said, not refused: data_dir_open._META_NOTED)
-            "dtype": config.model.dtype, "linear_weights": linear_format(config.model)}
+            "dtype": config.model.dtype, "linear_weights": linear_format(config.model),
+            "settings": answer_settings(config)}  # (each noted when changed, as dtype is)
     if isinstance(codec, TextCodec):
         meta |= {"tokenizer": codec.fingerprint(), "text_encoding": codec.encoding_record()}
     return meta
