@@ -392,6 +392,39 @@ def test_resume_under_another_answer_changing_setting_names_it_with_both_values(
     assert main(command) == 0 and not parts.exists()
 
 
+def test_the_outputs_carry_the_runs_provenance_through_a_resume_and_say_an_adapt_change(setup: Path) -> None:
+    """review206 #2: answers.parquet held only `ARROW:schema` and the scores no run header, so two runs differing in
+    answers.adapt (or model, files, options) made indistinguishable outputs, and the resume key went with the parts
+    folder. The answers file now holds the run's record as Parquet metadata (`flashtick`, JSON) and
+    OUT.manifest.json the same under `run`: a resumed run's equals an uninterrupted one's, and a run under
+    answers.adapt off differs from it in that setting (and the config's digest) alone."""
+    import dataclasses
+
+    def record(out: Path) -> dict:
+        kept = json.loads(pl.read_parquet_metadata(out)["flashtick"])
+        assert json.loads(out.with_suffix(".manifest.json").read_text())["run"] == kept
+        return kept
+
+    out, parts = stopped_early(setup, "recorded.parquet")
+    assert main(cli(setup, "recorded.parquet", "--resume", "--quiet", "--max-ticks", "600")) == 0
+    config = ServiceConfig.load(setup / "engine.yaml")
+    run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "fresh.parquet", progress=False,
+                 max_ticks=600)
+    resumed, fresh = record(out), record(setup / "fresh.parquet")
+    assert resumed == fresh
+    assert fresh["files"] == [{"path": str((setup / "ticks.parquet").resolve()), "size": (setup / "ticks.parquet")
+                               .stat().st_size, "mtime_ns": (setup / "ticks.parquet").stat().st_mtime_ns,
+                               "digest": fresh["files"][0]["digest"]}] and fresh["files"][0]["digest"]
+    assert fresh["queries"]["text"] == QUERIES and fresh["max_ticks"] == 600 and fresh["batch_ms"] == 100
+    assert fresh["model"]["weights"] and fresh["settings"]["answers.adapt"] == "online"
+    off = dataclasses.replace(config, answers=dataclasses.replace(config.answers, adapt="off"))
+    run_backtest(off, [setup / "ticks.parquet"], setup / "q.yaml", setup / "off.parquet", progress=False,
+                 max_ticks=600)
+    unadapted = record(setup / "off.parquet")
+    assert {k for k in fresh if fresh[k] != unadapted[k]} == {"settings", "config_digest"}
+    assert {k: v for k, v in unadapted["settings"].items() if fresh["settings"][k] != v} == {"answers.adapt": "off"}
+
+
 def test_sigterm_stops_at_a_checkpoint_and_says_how_to_resume(setup: Path) -> None:
     manifest = setup / "term.parquet.parts" / "progress.json"
     child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", *cli(setup, "term.parquet",

@@ -22,13 +22,13 @@ ROW_GROUP_ROWS = 65_536
 
 
 def write_answers(pipeline: TickPipeline, parts: AnswerParts, series: dict[str, MarkSeries], out: Path,
-                  session_gap_ns: int | None = None) -> int:
+                  session_gap_ns: int | None = None, metadata: dict[str, str] | None = None) -> int:
     """Score the answer parts one at a time and write them to `out` in the total order ANSWER_ORDER, the checkpoint
     `parts` marked whole with them (AnswerParts.answers_written); returns the rows written. Memory holds one part
     (a checkpoint's answers), not the run's: a day of answers is written in fixed-size row groups, so the file's
     bytes do not depend on how the run was cut into parts either.
     ``session_gap_ns``: an answer whose horizon crosses a pause that long or longer in event time gets no realised
-    label."""
+    label. ``metadata``: the file's Parquet key-value metadata (the run's provenance record, run_record.py)."""
     realised_cache: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
     scored: list[Path] = []
     ends: list[tuple[tuple, tuple]] = []  # each scored part's first and last sort key
@@ -41,7 +41,8 @@ def write_answers(pipeline: TickPipeline, parts: AnswerParts, series: dict[str, 
         keys = part.select(ANSWER_ORDER)
         ends.append((keys.row(0), keys.row(-1)))
     if not scored:
-        write_atomically(out, pl.DataFrame(schema=RAW_SCHEMA | SCORE_SCHEMA).write_parquet,
+        empty = pl.DataFrame(schema=RAW_SCHEMA | SCORE_SCHEMA)
+        write_atomically(out, lambda tmp: empty.write_parquet(tmp, metadata=metadata),
                          before_rename=lambda whole: parts.answers_written(whole, 0))
         return 0
     # parts follow the replay, so each usually ends before the next begins and they are joined as they are; a
@@ -51,6 +52,6 @@ def write_answers(pipeline: TickPipeline, parts: AnswerParts, series: dict[str, 
                else pl.scan_parquet(scored).sort(ANSWER_ORDER, maintain_order=True))
     # the checkpoint says the answers are whole before they are renamed into place, never after: a stop between the
     # two (a second Ctrl-C) then leaves them to be scored, not replayed again (AnswerParts.written_rows)
-    write_atomically(out, lambda tmp: answers.sink_parquet(tmp, row_group_size=ROW_GROUP_ROWS),
+    write_atomically(out, lambda tmp: answers.sink_parquet(tmp, row_group_size=ROW_GROUP_ROWS, metadata=metadata),
                      before_rename=lambda whole: parts.answers_written(whole, rows))
     return rows

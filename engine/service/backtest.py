@@ -48,6 +48,7 @@ from engine.service.heap_memory import freeze_heap, thaw_heap
 from engine.service.output_paths import write_atomically
 from engine.service.pipeline import TickPipeline
 from engine.service.rejections import rejected_lines
+from engine.service.run_record import parquet_metadata, run_record, write_manifest
 from engine.service.replay_progress import progress_bar
 from engine.service.session_gaps import gap_notes, split_cautions
 from engine.service.unscored_notes import UnscoredWhy, say_silent_queries, unscored_reasons
@@ -109,6 +110,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         note(line)
     key = run_key(config, replay, queries, batch_ms, max_ticks)
     threads = torch.get_num_threads()  # as the pipeline set it (model.threads, --threads)
+    record = run_record(config, pipeline.codec, replay, Path(queries), key, test_from, threads)
     replaying()
     parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads)
     try:  # from here on, any raise (a note, a bad file found late, an interrupt) lets go of the parts' lock at once
@@ -143,9 +145,10 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         if pipeline.ticks_in == 0:
             _refuse_nothing_replayed(parts, rejected, examples, streams, replay.range_left_out, time_range, resume)
         if not scores_only:  # (marks the checkpoint whole with the answers file: see write_answers)
-            write_answers(pipeline, parts, marks, out, config.answers.session_gap_ns)
+            write_answers(pipeline, parts, marks, out, config.answers.session_gap_ns, parquet_metadata(record))
             scoring()  # at once: a stop from here on is said as one before the scores, not at a batch boundary
         scored = _score(pipeline, out, marks, test_from, config.answers.session_gap_ns, stop, note, replay)
+        write_manifest(out, record, parts.written["rows"])  # (after the scores it names; before the parts go)
     except BaseException as e:
         _release_and_raise(parts, e)
     parts.remove()  # the answers, scores and plot are whole beside `out` now (and the lock released with the folder)

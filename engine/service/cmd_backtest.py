@@ -187,6 +187,7 @@ def _backtest_outputs(out: Path) -> list[Output]:
     return [Output("--out", out, kind=PARQUET, example="answers.parquet", makes_parent=True),
             Output("--out (its scores beside it)", out.with_suffix(".scores.json"), makes_parent=True),
             Output("--out (its calibration plot beside it)", out.with_suffix(".calibration.png"), makes_parent=True),
+            Output("--out (its provenance record beside it)", out.with_suffix(".manifest.json"), makes_parent=True),
             Output("--out (its checkpoint folder beside it)", out.with_name(out.name + PARTS_SUFFIX), is_dir=True)]
 
 
