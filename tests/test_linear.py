@@ -3,7 +3,11 @@ against the fp32 one on the same checkpoint."""
 
 from __future__ import annotations
 
+import json
+import os
 import platform
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,10 +20,11 @@ from engine.engine import Engine
 from engine.kv_cache import CacheSpec
 from engine.models import from_hf_model
 from engine.models.linear import (
-    OneDNNLinear, TransposedLinear, bf16_linear_supported, fp32_gemm_library, padded_rows, prepare_linears,
-    resolve_format,
+    KERNEL_CACHE_VARIABLES, OneDNNLinear, TransposedLinear, bf16_linear_supported, fp32_gemm_library, padded_rows,
+    prepare_linears, resolve_format,
 )
 from engine.runner import ModelRunner
+from engine.service.config import KERNEL_CACHE, ConfigError, ServiceConfig
 from engine.session import Session
 
 needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch without oneDNN")
@@ -134,3 +139,52 @@ def test_onednn_fp32_engine_equals_mkl_engine() -> None:
             engine.advance(session, tokens[start : start + 19])
         logits[weights] = engine.probe(session, tokens[250:])
     torch.testing.assert_close(logits["float32-onednn"], logits["float32-mkl"], atol=1e-4, rtol=1e-4)
+
+
+# Loads the built-in model from a config as a service does, then runs every oneDNN layer at 3 row buckets twice
+KERNEL_CACHE_SCRIPT = """
+import json, sys, torch
+from engine.models.linear import OneDNNLinear, kernel_cache_summary
+from engine.service.config import ServiceConfig
+from engine.service.model_and_codec import load_model_and_codec
+config = ServiceConfig.from_dict(json.loads(sys.argv[1]))
+model, _ = load_model_and_codec(config)
+layers = [m for m in model.modules() if isinstance(m, OneDNNLinear)]
+for rnd in range(2):
+    print("round", rnd, len({(m.in_features, m.out_features) for m in layers}), flush=True)
+    for rows in (8, 9, 10):
+        for layer in layers:
+            layer(torch.zeros(rows, layer.in_features))
+    sys.stdout.flush()
+print("summary", kernel_cache_summary(), flush=True)
+"""
+
+
+def _kernel_cache_run(model: dict[str, object]) -> tuple[int, int, str]:
+    """oneDNN's own count of kernels compiled in the second round (its verbose log's cache misses), the weight
+    shapes, and the mirror's summary, from a fresh process: the capacity is read once per process."""
+    env = {**os.environ, "ONEDNN_VERBOSE": "profile_create", "PYTHONPATH": str(Path(__file__).parents[1])}
+    for name in KERNEL_CACHE_VARIABLES:
+        env.pop(name, None)
+    out = subprocess.run([sys.executable, "-c", KERNEL_CACHE_SCRIPT, json.dumps({"model": model})], env=env,
+                         capture_output=True, text=True, timeout=300, check=True).stdout.splitlines()
+    second = out.index(next(line for line in out if line.startswith("round 1")))
+    shapes = int(out[second].split()[2])
+    return sum("create:cache_miss" in line for line in out[second:]), shapes, out[-1]
+
+
+@needs_onednn
+def test_kernel_cache_caps_onednn_compiled_kernels() -> None:
+    """model.kernel_cache reaches oneDNN before its first kernel: 3 row buckets of 5 weight shapes (15 kernels)
+    stay compiled under the default cap and are compiled again, each, under a cap of 8; stats' mirror agrees."""
+    misses, shapes, summary = _kernel_cache_run({"weights": "float32-onednn"})
+    assert (misses, shapes) == (0, 5), summary
+    assert f"'gemm_kernels': 15, 'gemm_kernels_compiled': 15, 'gemm_kernel_cache': {KERNEL_CACHE}" in summary
+    misses, _, summary = _kernel_cache_run({"weights": "float32-onednn", "kernel_cache": 8})
+    assert misses == 15, summary
+    assert "'gemm_kernels': 8, 'gemm_kernels_compiled': 30, 'gemm_kernel_cache': 8" in summary
+
+
+def test_kernel_cache_must_be_a_positive_count() -> None:
+    with pytest.raises(ConfigError, match="model.kernel_cache must be an integer >= 1, got 0"):
+        ServiceConfig.from_dict({"model": {"kernel_cache": 0}})

@@ -17,9 +17,13 @@ Weight formats, chosen by ``model.weights`` (engine/service/config.py):
   torch           the ``nn.Linear`` modules as loaded (``F.linear``): the earlier path, kept as the
                   benchmarks' baseline and as a way out.
 
-oneDNN builds (JIT-compiles) a kernel per input shape, ~0.3-0.9 ms each on this CPU, and keeps 1,024 of
-them: a live batch's row count changes every forward, so the oneDNN layers round it up to one of ~120
-row buckets (``padded_rows``) and a stream of new batch shapes never pays that compile twice.
+oneDNN builds (JIT-compiles) a kernel per input shape, ~0.3-0.9 ms each on this CPU: a live batch's row
+count changes every forward, so the oneDNN layers round it up to one of ~110 row buckets (``padded_rows``).
+Each kernel stays resident, ~0.5 MB of heap between oneDNN's own cache and ideep's (torch's oneDNN wrapper)
+until evicted; both caches keep 1,024 by default, which for the built-in model (5 weight shapes x 110
+buckets) let a service grow by ~0.3 GB, in steps, as bursts walked through new row counts. ``bound_kernel_cache``
+caps both (``model.kernel_cache``), and ``kernel_cache_summary`` mirrors what
+they hold for ``stats``.
 
 ``prepare_linears`` swaps a model's ``nn.Linear`` modules for these after its weights are loaded;
 the result is inference-only (no autograd, no ``load_state_dict``). On CUDA nothing is swapped.
@@ -28,7 +32,9 @@ the result is inference-only (no autograd, no ``load_state_dict``). On CUDA noth
 from __future__ import annotations
 
 import functools
+import os
 import platform
+from collections import OrderedDict
 from pathlib import Path
 
 import torch
@@ -69,6 +75,57 @@ FEW_ROWS = 2
 FEW_ROWS_COPY_MAX_BYTES = 4 << 20
 
 
+# The environment variables oneDNN and ideep read their caches' capacities from, once, at their first kernel
+KERNEL_CACHE_VARIABLES = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
+ONEDNN_DEFAULT_CAPACITY = 1024
+
+
+def bound_kernel_cache(kernels: int) -> None:
+    """Cap oneDNN's compiled kernels at ``kernels`` in this process. Both caches read the capacity once, when
+    the first kernel is made (a model's first oneDNN layer): call it before any model loads; a later call
+    changes nothing that has been read, so the first engine of a process sets it for all of them."""
+    if type(kernels) is not int or kernels < 1:  # ideep's cache crashes the process at 0
+        raise ValueError(f"kernel_cache must be an integer >= 1, got {kernels!r}")
+    if _KERNELS.capacity is None:
+        for name in KERNEL_CACHE_VARIABLES:
+            os.environ[name] = str(kernels)
+
+
+class KernelCacheMirror:
+    """What oneDNN's kernel cache holds for these layers, mirrored: oneDNN exports no count of it. An LRU of
+    (in, out, dtype, rows) keys at the capacity oneDNN read, and how many kernels were compiled (its misses)."""
+
+    def __init__(self) -> None:
+        self.capacity: int | None = None  # read from the environment with oneDNN's, at the first layer built
+        self.keys: OrderedDict[tuple[int, int, torch.dtype, int], None] = OrderedDict()
+        self.compiled = 0
+
+    def start(self) -> None:
+        if self.capacity is None:
+            value = os.environ.get(KERNEL_CACHE_VARIABLES[0], "")
+            self.capacity = int(value) if value.isdigit() else ONEDNN_DEFAULT_CAPACITY
+
+    def use(self, key: tuple[int, int, torch.dtype, int]) -> None:
+        if key in self.keys:
+            self.keys.move_to_end(key)
+            return
+        self.compiled += 1
+        self.keys[key] = None
+        if len(self.keys) > (self.capacity or ONEDNN_DEFAULT_CAPACITY):
+            self.keys.popitem(last=False)
+
+
+_KERNELS = KernelCacheMirror()  # process-wide, as oneDNN's own cache is
+
+
+def kernel_cache_summary() -> dict[str, int]:
+    """For ``stats``: oneDNN GEMM kernels held now, compiled since the start, and the cap; none without them."""
+    if _KERNELS.capacity is None:
+        return {}
+    return {"gemm_kernels": len(_KERNELS.keys), "gemm_kernels_compiled": _KERNELS.compiled,
+            "gemm_kernel_cache": _KERNELS.capacity}
+
+
 class OneDNNLinear(nn.Module):
     """y = x @ W^T (+ b) through a weight prepacked once for oneDNN, in ``dtype`` (fp32, or bf16 with fp32
     accumulation); the result comes back in x's dtype."""
@@ -76,6 +133,7 @@ class OneDNNLinear(nn.Module):
     def __init__(self, linear: nn.Linear, dtype: torch.dtype) -> None:
         super().__init__()
         weight = linear.weight.detach().to(dtype)  # (out, in)
+        _KERNELS.start()  # before the reorder below, oneDNN's first kernel, reads the capacity
         # An opaque oneDNN tensor: a plain attribute, so that .to()/state_dict never touch it
         self.packed = torch.ops.mkldnn._reorder_linear_weight(weight)
         self.bias = None if linear.bias is None else linear.bias.detach().to(dtype)
@@ -89,6 +147,7 @@ class OneDNNLinear(nn.Module):
         if rows <= FEW_ROWS and self.weight_t is not None and x.dtype == torch.float32:
             return torch.mm(x, self.weight_t) if self.bias is None else torch.addmm(self.bias, x, self.weight_t)
         bucket = padded_rows(rows)
+        _KERNELS.use((self.in_features, self.out_features, self.dtype, bucket))
         if bucket == rows:
             x_in = x if x.dtype == self.dtype else x.to(self.dtype)  # (~1 us a no-op call saved: 17 a probe)
         else:  # pad rows are zeros: every output row depends on its own input row only

@@ -29,7 +29,8 @@ from engine.stream_patterns import did_you_mean
 from engine.yaml_files import safe_load_unique, yaml_error_line, yaml_kind
 from queries.limits import excerpt  # values as YAML writes them: got true, got null (not True, None)
 
-DTYPES = ("float32", "bfloat16", "float16")  # torch dtypes by name (getattr(torch, name)): no torch import here
+DTYPES = ("float32", "bfloat16", "float16")
+KERNEL_CACHE = 1024  # oneDNN's own default  # torch dtypes by name (getattr(torch, name)): no torch import here
 
 
 class ConfigError(ValueError):
@@ -51,11 +52,16 @@ class ModelSection:
     weights: str | None = None
     # On CUDA: replay probes and small steps as captured graphs (engine/cuda_graphs.py); off: every forward eager
     cuda_graphs: bool = True
+    # oneDNN GEMM kernels kept compiled (engine/models/linear.py), ~0.5 MB each. 1,024 holds every one the built-in
+    # model can reach (~550); lower caps measured no lower RSS, only recompiles (docs/configuration.md#memory)
+    kernel_cache: int = KERNEL_CACHE
 
     def __post_init__(self) -> None:
         if self.threads is not None and (type(self.threads) is not int or self.threads < 1):
             raise ConfigError(f"model.threads must be an integer >= 1 (or null: torch's default), "
                               f"got {excerpt(self.threads)}")
+        if type(self.kernel_cache) is not int or self.kernel_cache < 1:
+            raise ConfigError(f"model.kernel_cache must be an integer >= 1, got {excerpt(self.kernel_cache)}")
         if self.dtype not in DTYPES:
             raise ConfigError(f"model.dtype must be one of {DTYPES}, got {excerpt(self.dtype)}")
         if self.weights is not None and self.weights not in WEIGHT_FORMATS:

@@ -216,6 +216,14 @@ def render(snapshot: dict[str, Any], now: float | None = None) -> str:
         if value is None:  # (no such figure here: no sample rather than a false one)
             continue
         metric(key, "gauge", help_text, [("", int(value) if isinstance(value, bool) else value)])
+    if "gemm_kernels" in snapshot:  # oneDNN's compiled GEMMs (model.kernel_cache): a cache step, not a leak
+        metric("gemm_kernels", "gauge", "oneDNN GEMM kernels held compiled, ~0.5 MB each, at most model.kernel_cache "
+               "(flashtick_gemm_kernel_cache): RSS steps as it fills", [("", snapshot["gemm_kernels"])])
+        metric("gemm_kernel_cache", "gauge", "model.kernel_cache: the most oneDNN GEMM kernels held",
+               [("", snapshot["gemm_kernel_cache"])])
+        metric("gemm_kernels_compiled_total", "counter", "oneDNN GEMM kernels compiled (one per weight shape and "
+               "forward row bucket not held; a compile also evicts the least recently used past the cap)",
+               [("", snapshot["gemm_kernels_compiled"])])
     if "owed_ticks" in snapshot:  # one engine's (a --shards front door owes a restart's answers otherwise)
         metric("owed_ticks", "gauge", "Ticks a restart owes answers for (logged but not computed before the stop) "
                "still to compute: 0 once it has caught up", [("", snapshot["owed_ticks"])])

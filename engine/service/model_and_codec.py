@@ -14,6 +14,7 @@ import torch
 from connectors.builtin import load_builtin_codec, load_codec
 from connectors.codec import Codec, TextCodec, TextCodecConfig
 from engine.models import BUILTIN_MODEL_DIR, LlamaModel, load_model
+from engine.models.linear import bound_kernel_cache
 from engine.models.loader import read_config
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.features import read_head
@@ -78,6 +79,7 @@ def load_model_and_codec(config: ServiceConfig) -> tuple[LlamaModel, Codec]:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError(f"model.device {device!r}: this torch ({torch.__version__}) sees no CUDA device (a CPU "
                           f"build, or no GPU visible): use model.device cpu")
+    bound_kernel_cache(config.model.kernel_cache)  # before the model's first oneDNN kernel, which reads it
     model = load_model(config.model.path, getattr(torch, config.model.dtype), device, config.model.weights)
     vocab = model.config.vocab_size
     if codec.vocab_size > vocab:

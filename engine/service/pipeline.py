@@ -30,6 +30,7 @@ from connectors.encoder import EncodedTick, Ingested, StreamEncoders
 from connectors.ticks import InvalidTick, Tick
 from engine.engine import Engine
 from engine.forward_plan import StepReport
+from engine.models.linear import kernel_cache_summary
 from engine.jobs import JobOutcome
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused
@@ -474,6 +475,7 @@ class TickPipeline:
             **({"log": self.data.stats()} if self.data is not None else {}),
             **self.encoders.ts_unit_summary(),
             **self.encoders.ahead_of_clock_summary(),
+            **kernel_cache_summary(),
         }
 
 
