@@ -516,7 +516,7 @@ def test_an_unscored_query_is_told_its_real_reason(setup, tmp_path) -> None:
                           tmp_path / "q.yaml", tmp_path / "a.parquet", progress=False)
     scores = {s.query: s for s in report.scores}
     assert scores["move1d"].answers >= 2 * 28 and scores["move1d"].scored == 0 and scores["dir20"].scored > 0
-    notes = [line for line in report.summary().splitlines() if "no answer scored" in line]
+    notes = [line for line in report.summary().splitlines() if ": no answer scored:" in line]  # (not the spacing note)
     assert notes == [
         "note: move1d, move50: no answer scored: move_bps_50 is scored on the next 50 ticks of the answer's stream, "
         "and no answer here had more than 28 after it: its horizon is longer than what followed (more ticks per "

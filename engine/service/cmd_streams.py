@@ -10,7 +10,6 @@ from collections import Counter
 from typing import Any
 
 from engine.service.cli_common import context_text, control_client, printable_json
-from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT
 
 
 def cmd_forget(args: argparse.Namespace) -> None:
@@ -56,8 +55,6 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
                               **({"refused_at_start": refused_at_start} if refused_at_start else {})},
                              sort_keys=True, indent=2))
     else:
-        for name in refused if listing else ():  # after the held ones: the streams that hold nothing
-            print(f"{shown_name(name)}\trefused ({refused[name]['ticks']} ticks)")
         for name, accepted in listed.items():
             if accepted is None and name in refused:  # admission turned it away: say so, and why
                 print(f"flashtick streams: {shown_name(name)} refused: {refused[name]['error']}", file=sys.stderr)
@@ -77,6 +74,8 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             kv = "" if "resident" not in accepted else \
                 f"\tkv {'resident' if accepted['resident'] else 'not resident'}\trebuilds {accepted['rebuilds']}"
             print(f"{shown_name(name)}\tlast_ts {accepted['last_ts']}\tticks {accepted['ticks']}{quiet}{context}{kv}")
+        for name in refused if listing else ():  # after the held ones: the streams that hold nothing
+            print(f"{shown_name(name)}\trefused ({refused[name]['ticks']} ticks)")
     # a name given that admission turned away holds nothing: a script checking its feeds hears it in the status
     named_refused = any(name in refused for name in args.names)
     if args.idle_over is not None:
@@ -90,11 +89,13 @@ def _say_refused_listed(refused: dict[str, dict], more: int) -> None:
     """A listing's refused streams, in one line on stderr: how many, by reason (the code before the error's
     colon), and how many more the service no longer remembers by name."""
     from connectors.ticks import counted
+    from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT  # (queries, below it: not before the parse)
 
     reasons = Counter(entry["error"].split(":", 1)[0] for entry in refused.values())
     by_reason = ", ".join(f"{reason} {n}" for reason, n in reasons.most_common())
     named = f"{counted(len(refused), 'stream')} refused, listed as refused ({by_reason})" if refused else ""
-    forgotten = (f"{counted(more, 'refused stream')} more no longer remembered by name (the service keeps the "
+    # (counted as names leave that memory: one refused again after it left counts again, so at most this many)
+    forgotten = (f"up to {counted(more, 'refused stream')} more no longer remembered by name (the service keeps the "
                  f"last {MAX_REFUSED_STREAMS_KEPT:,}; `_rejects/` named them)") if more else ""
     print(f"flashtick streams: {'; '.join(part for part in (named, forgotten) if part)}; `flashtick streams NAME` "
           f"says why", file=sys.stderr)

@@ -281,7 +281,8 @@ class ControlOps:
         """For a listing of every stream (its first page, which pages by held names): the refused streams that
         hold nothing, by name, so a desk sees which strikes are not modelled without knowing their names first
         (review200 #3): those remembered (MAX_REFUSED_STREAMS_KEPT at most, which bounds the reply), and how many
-        more fell out of that memory (`refused_more`: their names passed on `_rejects/` only)."""
+        more fell out of that memory (`refused_more`: their names passed on `_rejects/` only; a name refused again
+        after it fell out counts again, so an upper bound: counting distinct names would need them all kept)."""
         encoders = self.pipeline.encoders
         refused = {name: self._refused_entry(name) for name in sorted(self._refused_streams)
                    if name not in encoders and not encoders.expired(name)}
