@@ -242,13 +242,17 @@ def test_a_restart_under_another_model_weights_format_says_so_once(tmp_path) -> 
     rounding without a word: meta.json recorded `model.dtype`, noted when it changed, but not the linears' format.
     It now records the format the linears compute in and notes its change the same way (null and its dtype's
     format are one and the same: no note between them)."""
+    from engine.models.linear import resolve_format
+
     start = _noted_starts(tmp_path, "weights")
+    here = resolve_format("float32")  # float32-onednn or float32-mkl: what float32 computes as on this CPU
 
     assert start("null") == []
     assert start("float32") == []  # (what null gives a float32 model)
+    assert start(here) == []  # (review218 #4: the same format named concretely was noted as a change)
     assert start("torch") == [
         f"flashtick: note: data directory {tmp_path / 'data'}: its logged answers were computed under model.weights "
-        f"float32, this start computes under torch: answers after the restart (those it owes included) may differ "
+        f"{here}, this start computes under torch: answers after the restart (those it owes included) may differ "
         f"from the logged ones by the linears' rounding (their weight format, engine/models/linear.py)"]
     assert start("torch") == []
 

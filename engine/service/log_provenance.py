@@ -13,10 +13,12 @@ import torch
 
 from connectors.codec import BinnedCodec, Codec, TextCodec
 from engine.models import BUILTIN_MODEL_DIR
+from engine.models.linear import resolve_format
 from engine.models.loader import default_weights
 from engine.service.answer_settings import answer_settings
 from engine.service.config import ModelSection, ServiceConfig
 from engine.service.file_samples import update_with_blocks
+from engine.settings import WEIGHT_FORMATS
 
 
 def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
@@ -39,10 +41,13 @@ def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
 def linear_format(model: ModelSection) -> str:
     """The format the model's linears compute in (engine/models/linear.py): ``model.weights``, or the one
     ``model.dtype`` gives when it is null; ``torch`` (nn.Linear as loaded) where none is chosen, and on CUDA, where
-    the format is not applied. Recorded, not ``model.weights`` as written: null and its dtype's format compute alike."""
+    the format is not applied. Recorded, not ``model.weights`` as written: null and its dtype's format compute alike,
+    and ``float32`` is made concrete for this CPU (float32-onednn or float32-mkl: the same name computes otherwise on
+    another vendor's CPU, and float32-onednn written out computes as float32 does here)."""
     if model.device != "cpu":
         return "torch"
-    return model.weights or default_weights(getattr(torch, model.dtype)) or "torch"
+    weights = model.weights or default_weights(getattr(torch, model.dtype)) or "torch"
+    return resolve_format(weights) if weights in WEIGHT_FORMATS else weights
 
 
 def weights_fingerprint(model_dir: Path, edge: int = 1 << 20) -> str:
