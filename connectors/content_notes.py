@@ -29,6 +29,9 @@ from connectors.stream_selection import StreamSelection, shown
 from connectors.ticks import QUOTE, TRADE, utc_text
 
 
+NO_AGGRESSOR = frozenset({"auction", "block"})  # Gemini's trade types that no taker's order made
+
+
 def kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                  dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
     """A detected layout with a column saying which kind each row is. Of trade columns alone (`event`: X trade,
@@ -39,13 +42,21 @@ def kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
     (Gemini's trades' `type`) is the side of each trade's aggressor, read as the map's side (the map's note says
     so)."""
     column = next((c for c in schema if normal_name(c) in EVENT_NAMES), None)
-    if column is None or cmap.price is None or cmap.keep is not None:
+    if column is None or cmap.price is None:
         return cmap, []
     values = distinct_text(path, names, dialect, column, 51)
     if len(values) < 2 or len(values) > 50:
         return cmap, []
-    if cmap.side is None and {v.lower() for v in values} <= {"buy", "sell"}:  # Gemini's `type`: the taker's side
-        return replace(cmap, side=column), []
+    marks = {v.lower() for v in values}
+    if cmap.side is None and marks & {"buy", "sell"} and marks <= {"buy", "sell", *NO_AGGRESSOR}:
+        # Gemini's `type`: the taker's side; its auction and block trades (a cross, a negotiated print) have none.
+        # Read so with a keep filter on that column too (review218 #2: one auction row turned every side off)
+        crosses = sorted(v for v in values if v.lower() in NO_AGGRESSOR)
+        note = [f"{path.name}: column {column!r} read as the taker's side; its {', '.join(crosses)} trades have no "
+                f"aggressor: read with no side"] if crosses else []
+        return replace(cmap, side=column, side_map=dict.fromkeys(crosses) or None), note
+    if cmap.keep is not None:
+        return cmap, []
     trades = [v for v in values if v.lower() in TRADE_MARKS]
     others = [v for v in values if v.lower() in QUOTE_MARKS]
     if cmap.bid is not None:  # trades and quotes are read: only rows of some other kind are left out

@@ -463,3 +463,23 @@ def test_gemini_trades_read_their_millisecond_clock_and_the_takers_side(tmp_path
     assert [t.ts for t in drain(replay)] == [(T0 + i) * 10**9 for i in range(N)]
     assert any("column 'timestampms' (ms) is named as 'timestamp' in finer units but writes other instants "
                "(1717200000000 beside 1704153600)" in note for note in replay.notes), replay.notes
+
+
+def test_gemini_auction_and_block_trades_keep_the_other_trades_sides(tmp_path: Path) -> None:
+    """review218 #2: Gemini's `type` is buy, sell, auction or block; one auction row turned the side off for every
+    trade, and the keep filter its note proposed left the buy/sell trades with no side either. Now the column is
+    the taker's side, the auction and block trades (no aggressor) read with none, with a note; a keep filter on
+    the column keeps the side."""
+    times = [1_717_200_000_000 + 450 * i for i in range(N)]
+    sides = ["buy", "sell"] * (N // 2)
+    sides[3], sides[6] = "auction", "block"
+    path = gemini_trades(tmp_path / "gemini_ethusd.csv", times, sides)
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [t.side for t in ticks] == [None if s in ("auction", "block") else s for s in sides]
+    assert dict(replay.rejected) == {}
+    assert ("gemini_ethusd.csv: column 'type' read as the taker's side; its auction, block trades have no aggressor: "
+            "read with no side") in replay.notes, replay.notes
+    (tmp_path / "keep.yaml").write_text("keep: {type: [buy, sell]}\n")
+    kept = drain(FileReplay(path, columns=map_from_options(columns=str(tmp_path / "keep.yaml"), detect=True)))
+    assert [t.side for t in kept] == [s for s in sides if s in ("buy", "sell")]
