@@ -253,6 +253,23 @@ def test_a_run_that_raises_right_after_taking_the_parts_lock_lets_go_of_it(setup
     assert report.resumed_at > 0 and report.ticks == 600 and not out.with_name(out.name + ".parts").exists()
 
 
+def test_a_parts_folder_stopped_before_its_first_checkpoint_does_not_refuse_a_fresh_run(setup: Path) -> None:
+    """review218 #3: a second Ctrl-C as the replay began (before any checkpoint) said "no checkpoint was written
+    yet: nothing kept; --resume starts from the beginning" but left OUT.parts holding its lock file, and the same
+    command was then refused ("holds an unfinished backtest"). A folder with no checkpoint holds nothing to
+    continue: a fresh run clears it and goes on."""
+    from engine.service.answer_parts import LOCK
+
+    out = setup / "early.parquet"
+    parts = out.with_name(out.name + ".parts")
+    parts.mkdir()
+    (parts / LOCK).write_text("")  # what such an abort leaves: the lock file, free, and nothing else
+    (parts / "stray.parquet").write_bytes(b"half")  # (a part cut short: written after no checkpoint)
+    report = run_backtest(ServiceConfig.load(setup / "engine.yaml"), [setup / "ticks.parquet"], setup / "q.yaml", out,
+                          progress=False, max_ticks=300)
+    assert report.ticks == 300 and report.resumed_at == 0 and out.is_file() and not parts.exists()
+
+
 def test_a_checkpoint_that_cannot_be_resumed_leaves_its_lock_free(tmp_path: Path) -> None:
     """A manifest refused (or failing) after its lock was taken lets go of the lock: the next try says the same
     problem, not "in use by a running backtest" (its own pid)."""

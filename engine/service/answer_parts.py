@@ -152,6 +152,9 @@ class AnswerParts:
             except FileExistsError:
                 if (lock := _take_lock(directory)) is None:
                     return None
+                if not (directory / MANIFEST).exists():  # stopped before its first checkpoint: nothing to continue
+                    _clear(directory)  # (review218 #3: its abort said "nothing kept", then this refused the rerun)
+                    return cls(out, key, None, readings, threads, lock)
                 os.close(lock)  # not in use (else PartsInUse): a run that was stopped, to continue or delete
                 raise FileExistsError(f"{directory} holds an unfinished backtest; add --resume (resume=True from "
                                       f"Python) to continue it, or delete it to start over") from None
