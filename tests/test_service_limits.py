@@ -1349,3 +1349,9 @@ def test_an_ask_on_a_name_never_seen_is_not_hinted_refused_while_every_refused_n
             assert str(never.value).startswith("stream 'OPT9' has sent no data") and "refused" not in str(never.value)
             with pytest.raises(ControlError, match=r"stream 'OPT4' has no accepted tick: its 1 tick was refused"):
                 control.call("ask", stream="OPT4", spec={"name": "x", "question": "direction_20", "kind": "choice"})
+            # once a refused name fell out of the memory, a name not among those remembered may have been refused
+            push.send(encode([trade(f"MORE{i}", 1_700_000_000_000_000_000 + i, 1.0, 1.0, "buy") for i in range(1030)]))
+            wait_for(lambda: control.call("stats")["stats"]["rejected"].get("stream_refused") == 1033)
+            with pytest.raises(ControlError, match=r"stream 'OPT9' has sent no data that was accepted \(1033 ticks of "
+                                                   r"new streams were refused as stream_refused"):
+                control.call("ask", stream="OPT9", spec={"name": "x", "question": "direction_20", "kind": "choice"})

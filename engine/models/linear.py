@@ -87,8 +87,8 @@ def bound_kernel_cache(kernels: int) -> None:
     if type(kernels) is not int or kernels < 1:  # ideep's cache crashes the process at 0
         raise ValueError(f"kernel_cache must be an integer >= 1, got {kernels!r}")
     if _KERNELS.capacity is None:
-        for name in KERNEL_CACHE_VARIABLES:
-            os.environ[name] = str(kernels)
+        for name in KERNEL_CACHE_VARIABLES:  # (one the operator exported stays: theirs is the deliberate one)
+            os.environ.setdefault(name, str(kernels))
 
 
 class KernelCacheMirror:

@@ -194,9 +194,9 @@ class ControlOps:
         if stream in self._refused_streams:
             return ControlUnknownStream(no_accepted_tick(stream, *self._refused_streams[stream]))
         refused = self.pipeline.rejected.get("stream_refused", 0)  # (the count alone: stats() walks every stream)
-        # the refused names are remembered up to MAX_REFUSED_STREAMS_KEPT: below it, a name not among them was never
-        # refused, and a hint that it might have been sent a desk to `_rejects/` for a strike it mistyped (review200)
-        forgotten = refused and len(self._refused_streams) >= MAX_REFUSED_STREAMS_KEPT
+        # the refused names are remembered up to MAX_REFUSED_STREAMS_KEPT: until one fell out, a name not among them
+        # was never refused, and a hint that it might have been sent a desk to `_rejects/` for a strike it mistyped
+        forgotten = refused and self._refused_forgotten > 0
         return ControlUnknownStream(f"stream {excerpt(stream)} has sent no data" + (
             f" that was accepted ({refused} ticks of new streams were refused as stream_refused: "
             f"{self.pipeline.admission_limit()}; more than the {MAX_REFUSED_STREAMS_KEPT:,} streams whose refusal "
