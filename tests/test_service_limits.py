@@ -402,16 +402,16 @@ def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socke
             assert list(every["refused"]) == [f"NEW{i:05d}" for i in range(2000 - 1024, 2000)]
             assert every["refused"][refused] == reply["refused"][refused]
         assert stats["streams"] == 300 and stats["rejected"] == {"stream_refused": 1700}
-        capsys.readouterr()
+        said = [capsys.readouterr().err]  # (the service's log lines so far: the one awaited below may be among them)
         assert main(["streams", "--control", server.endpoints["control"]]) == 0
         out, err = capsys.readouterr()
+        said.append(err)
         assert out.count("\trefused (1 ticks)\n") == 1024 and f"{refused}\trefused (1 ticks)\n" in out
         assert len(out.splitlines()) == 300 + 1024
         assert "flashtick streams: 1,024 streams refused, listed as refused (stream_refused 1024); up to 676 refused " \
                "streams more no longer remembered by name (the service keeps the last 1,024; `_rejects/` named " \
                "them); `flashtick streams NAME` says why" in err, err
         # and the log says it (once a heartbeat has seen them)
-        said = []
         # (a heartbeat between the burst's messages says part of them; the next line, up to BEHIND_WARNING_EVERY_S
         # later, the rest: the running total is what must reach 1700)
         wait_for(lambda: said.append(capsys.readouterr().err) or "(1700 in all)" in "".join(said))
