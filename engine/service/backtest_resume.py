@@ -120,7 +120,7 @@ def run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batc
             max_ticks: int | None) -> dict[str, Any]:
     """What a run's answers depend on; a resume must match it exactly."""
     sources = [source_path(p) for p in replay.plans]  # a zip archive, not the copy unpacked from it
-    stats = [(str(path.resolve()), path.stat().st_size, path.stat().st_mtime_ns) for path in sources]
+    stats = [(str(path.resolve()), st.st_size, st.st_mtime_ns) for path in sources for st in [path.stat()]]
     return {"files": replay.snapshot()["fingerprint"], "file_sizes_and_times": stats,
             # a file corrected in place keeps its size, and a copy (cp -p, rsync -t) its time: its bytes are checked
             "file_contents": [(str(path.resolve()), content_digest(path)) for path in sources],
