@@ -129,7 +129,7 @@ class FilePlan:
     unit_given: bool = False  # the epoch unit was given (a map's or --ts-unit), not read from the first time
     bad_lines: Mapping[int, tuple[str, str]] = field(default_factory=dict)  # JSON lines' row -> (reason, why)
     tickless: Mapping[int, str] = field(default_factory=dict)  # its row -> why: a message without ticks (an ack)
-    footer: tuple[int, str] | None = None  # a CSV's last row that is a line of text, no data (planning.py's `_footer`)
+    footer: tuple[int, str] | None = None  # a CSV's last row that is a line of text, no data (file_facts.footer_line)
     header_rows: frozenset[int] = frozenset()  # a CSV's rows that repeat its header (files concatenated)
     # (`_row`, `_id` as text) of a trades file with a trade id column (repeated_trades.py), lazy: read only for
     # the rows where another file of one of its streams overlaps it
@@ -259,7 +259,7 @@ class FilePlan:
         offset_by_stream = _offsets_by_stream(per_stream)
         stream_at = self.keys.index("stream") + 1 if "stream" in self.keys else None
         pairs = tuple(enumerate(self.keys, start=1))
-        kept = len(self.keys) + 1  # the keep columns follow the keys, then the book's (planning.py's `_book_columns`)
+        kept = len(self.keys) + 1  # the keep columns follow the keys, then the book's (row_exprs.py's `_book_columns`)
         split = kind is None and self.book is None  # a row with a trade and a quote: both (an order book's: `_book`)
         left_out, kept_end = (keep_check(cmap.keep), kept + len(cmap.keep)) if cmap.keep else (None, kept)
         long_rows = self.long_rows
@@ -353,7 +353,7 @@ class FilePlan:
         return None
 
     def _book(self, convert: Callable[[tuple], Any], first: int) -> Callable[[tuple], Any]:
-        """Rows of a Databento order-book export (the columns planning.py's `_book_columns` adds from ``first``
+        """Rows of a Databento order-book export (the columns row_exprs.py's `_book_columns` adds from ``first``
         on) through the DBN reader's reduction (connectors/dbn.py BookReducer): a trade for action T, a quote when
         the top of book changed at the end of an event, nothing for the other records."""
         from connectors.dbn import F_LAST, UNDEF_PRICE, BookReducer

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from connectors.column_map import ColumnMap
-from connectors.planning import unparsed_times
+from connectors.file_facts import unparsed_times
 from connectors.replay import FileReplay
 from conftest import drain
 

@@ -1,0 +1,157 @@
+"""The notes a tabular file's plan says about how its rows were read, from the facts one pass found
+(connectors/file_facts.py): prices in 32nds or as yields, zone names several zones share, a session's hours the
+clocks skip, stream names renamed ('/' -> '-', NFC), an hour the clock repeats, a fixed-offset zone named for a
+region, the epoch unit read, and the rows named as a user finds them (header rows repeated, trades repeated, lone
+prints); with the refusal of times that do not read. connectors/planning.py calls them in the order it builds
+the plan."""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import polars as pl
+
+from connectors.cautions import Caution
+from connectors.column_map import ColumnMap
+from connectors.datetime_text import built_formats
+from connectors.event_time import scaled_ts, time_hint, unread_zone_names, zone_words
+from connectors.file_plan import SAMPLE_ROWS, FilePlan
+from connectors.hours_window import Hours
+from connectors.lone_prints import lone_caution, lone_prints
+from connectors.map_vocabulary import UNITS
+from connectors.misread_times import time_cautions
+from connectors.price_notation import fractional_caution, yield_caution
+from connectors.repeated_hour import RepeatedHour
+from connectors.repeated_trades import repeated_caution, repeated_ids, shared_id_note, trade_columns, trade_id_column
+from connectors.row_exprs import ROW
+from connectors.ticks import venue_caution
+from connectors.time_units import epoch_note
+from connectors.utc_offsets import SUMMER_CHECKED, names_read_in, shared_name_notes, us_names_in_summer
+
+
+# Zone names that read as a region's clock but are fixed offsets all year (IANA keeps them for old systems)
+FIXED_ZONES = {"EST": ("New York", "America/New_York"), "MST": ("Denver", "America/Denver"),
+               "HST": ("Honolulu", "Pacific/Honolulu")}
+
+
+# said when a file's stream names (a column's values, or its file name: macOS writes those decomposed) were not in
+# Unicode NFC: they replay in NFC, as the engine's wire takes them (connectors.ticks.check_normalized)
+NFD_WRITTEN = "written decomposed (NFD: an accent as a code point of its own, as macOS writes file names)"
+
+
+def _renamed_onto(path: Path, streams: pl.LazyFrame) -> list[str]:
+    """A caution for names that '/' -> '-' makes one with a name the file already writes with '-' (`BF/B` and
+    `BF-B`): their rows would replay as one stream, prices of two sources interleaved, unless the file means one
+    instrument twice, which it cannot tell."""
+    held = set(streams.select(pl.col("_stream").drop_nulls().unique()).collect().to_series().to_list())
+    both = sorted(name for name in held if "/" in name and name.replace("/", "-") in held)
+    if not both:
+        return []
+    pairs = "; ".join(f"{name!r} and {name.replace('/', '-')!r} both replay as {name.replace('/', '-')!r}"
+                      for name in both[:3])
+    return [Caution(f"{path.name}: {pairs}{'; ...' if len(both) > 3 else ''}: one stream each, two names' rows "
+                    f"interleaved. If they are two instruments, name the streams by another column (--columns "
+                    f"stream=COLUMN) or rename one in the file")]
+
+
+def nfc_stream(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
+    """The map with its fixed stream name in Unicode NFC, with a note when it was not (a file name macOS wrote in
+    NFD): the engine takes NFC names only."""
+    if cmap.stream is None or (nfc := unicodedata.normalize("NFC", cmap.stream)) == cmap.stream:
+        return cmap, []
+    return replace(cmap, stream=nfc), [f"{path.name}: stream {nfc}: its name was {NFD_WRITTEN}; it replays in "
+                                       f"Unicode NFC, the one form the engine takes"]
+
+
+def price_and_zone_notes(path: Path, cmap: ColumnMap, facts: Mapping[str, Any], first: str | None,
+                          named: bool) -> list[str]:
+    """The notes on prices in 32nds or as yields, and on zone names several zones share (CST) or written in a
+    season whose name they do not fit (CST in July)."""
+    notes = fractional_caution(path, cmap, facts) + yield_caution(path, cmap, facts["crossed_rows"])
+    notes += shared_name_notes(path.name, facts["zone_names"] or (), names_read_in(cmap.tz, first), cmap.tz)
+    if named:
+        found = {name: (facts[f"summer_{name}"], facts[f"summer_first_{name}"]) for name in SUMMER_CHECKED}
+        formats = built_formats(first) if first and any(rows for rows, _ in found.values()) else []
+        notes += us_names_in_summer(path.name, found, names_read_in(cmap.tz, first), formats)
+    return notes
+
+
+def refuse_unread_times(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, facts: Mapping[str, Any],
+                         first: str | None, named: bool) -> None:
+    """A ValueError when no row's time reads, or when some of the zone names the times are written with read and
+    others do not (GMT read, BST not)."""
+    words = zone_words(rows, cmap, SAMPLE_ROWS) if named and first is not None else []
+    if not facts["timed"] and first is not None:
+        raise ValueError(time_hint(path, cmap, first, words))
+    if len(words) > 1 and (unread := unread_zone_names(path, cmap, first, words)):  # GMT read, BST not: refused
+        raise ValueError(unread)
+
+
+def stream_and_clock_notes(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, raw_stream: pl.Expr,
+                            facts: Mapping[str, Any], hour: RepeatedHour | None, factor: int) -> list[str]:
+    """The notes on days its session hours do not exist, stream names renamed ('/', NFC), an hour the clock
+    repeats, a fixed-offset zone named for a region, the epoch unit read and times that look misread."""
+    notes: list[str] = []
+    if cmap.hours is not None and facts["min_ts"] is not None:
+        notes += _skipped_hours(path, cmap, scaled_ts(facts["min_ts"], factor), scaled_ts(facts["max_ts"], factor))
+    if facts["slashes"]:
+        notes.append(f"{path.name}: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): "
+                     f"answer topics use '/' as their separator{venue_caution('EUR-USD')}")
+        notes += _renamed_onto(path, rows.select(raw_stream.alias("_stream")))
+    if facts["denormalized"]:
+        notes.append(f"{path.name}: stream names {NFD_WRITTEN} replay in Unicode NFC, the one form the engine "
+                     f"takes, so that a name is one stream however it was written")
+    notes += hour.notes(path.name) if hour is not None else []
+    if (region := FIXED_ZONES.get(cmap.tz or "")) is not None:  # a trader's "EST" means New York's clock
+        notes.append(f"{path.name}: tz {cmap.tz} is a fixed offset all year, with no summer time: if the times are "
+                     f"{region[0]}'s clock (summer time included), give --tz {region[1]}")
+    unit_said = []
+    if facts["first_ts"] is not None and cmap.ts_unit in UNITS:
+        unit_said = epoch_note(path, cmap, scaled_ts(facts["first_ts"], factor))
+        notes += unit_said
+    notes += time_cautions(path, cmap, facts, scaled_ts(facts["min_ts"], factor), scaled_ts(facts["max_ts"], factor),
+                           bool(unit_said))
+    return notes
+
+
+def row_notes(plan: FilePlan, rows: pl.LazyFrame, raw_stream: pl.Expr, schema: Mapping[str, Any]) -> FilePlan:
+    """The plan with the notes that name rows as the user finds them (its `where`, so made after it): header rows
+    repeated, trades repeated or sharing an id, lone prints."""
+    path, cmap = plan.path, plan.columns
+    id_column = trade_id_column(cmap, schema)
+    if header_rows := sorted(plan.header_rows):  # (its `where`, as below)
+        more = f" and {len(header_rows) - 1} more repeat" if len(header_rows) > 1 else " repeats"
+        plan = replace(plan, notes=(*plan.notes, f"{plan.where(header_rows[0])}{more} the header row: "
+                                                 f"files joined one after another (a concatenated export); left out "
+                                                 f"as filtered_out, no tick"))
+    if id_column is not None:  # (after the plan is made: its `where` names a row as the user finds it)
+        plan = replace(plan, trade_ids=rows.select(ROW, pl.col(id_column).cast(pl.String).alias("_id")))
+        # the header's repeats are no trades: their "id" is the column's name (trdMatchID), and each was a "repeat"
+        trades = rows.filter(~pl.col(ROW).is_in(header_rows)) if header_rows else rows
+        same, other = repeated_ids(trades, raw_stream, id_column, ROW, trade_columns(cmap))
+        line = lambda row: plan.where(row).removeprefix(f"{plan.given_name} ")  # noqa: E731 (the name is said)
+        said = ([repeated_caution(path.name, same, line)] if same else []) + \
+            ([shared_id_note(path.name, other, line)] if other else [])
+        plan = replace(plan, notes=(*plan.notes, *said)) if said else plan
+    if plan.book is None and (lone := lone_prints(plan.frame, plan.keys, cmap)) is not None:  # (an order's price)
+        line = lambda row: plan.where(row).removeprefix(f"{plan.given_name} ")  # noqa: E731
+        plan = replace(plan, notes=(*plan.notes, lone_caution(path.name, lone, line, plan.ts_factor)))
+    return plan
+
+
+def _skipped_hours(path: Path, cmap: ColumnMap, first_ns: Any, last_ns: Any) -> list[str]:
+    """A note for the days of the file on which its `hours` window is a time the clocks skip (summer time starts):
+    that day's rows are all left out, and not because they are outside the session."""
+    if type(first_ns) is not int or type(last_ns) is not int:
+        return []
+    hours = Hours.parse(cmap.hours)
+    zone = hours.zone or cmap.tz or "UTC"
+    days = hours.skipped_on(zone, first_ns, last_ns)
+    if not days:
+        return []
+    named = ", ".join(str(day) for day in days[:3]) + (", ..." if len(days) > 3 else "")
+    return [f"{path.name}: hours {cmap.hours!r} do not exist on {named} in {zone}: the clocks skip them when summer "
+            f"time starts, so every row of that day is left out"]

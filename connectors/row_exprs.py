@@ -1,0 +1,247 @@
+"""What a tabular file's rows are read as: the polars expressions of its wire fields (a CSV's numbers as it writes
+them, prices in 32nds, the stream's name from one column or several, a sequence number, a book export's columns,
+quotes filled from the row before) and the file's rows numbered (`ROW`). connectors/planning.py builds a file's
+plan from them; the one pass of facts (connectors/file_facts.py) and the notes read the same rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, NamedTuple, Sequence
+
+import polars as pl
+
+from connectors.column_map import ColumnMap
+from connectors.column_names import RIGHT_NAMES, SHARE_CLASS_NAMES
+from connectors.csv_dialect import Dialect
+from connectors.field_names import normal_name
+from connectors.file_plan import SAMPLE_ROWS, distinct_text, is_csv, scan_file
+from connectors.formula_guard import is_export_header, unguarded
+from connectors.json_lines import is_json_lines
+from connectors.junk_lines import junk_lines
+from connectors.layout import databento_book
+from connectors.map_options import Refine
+from connectors.map_vocabulary import (
+    DAY_CLOCK_UNITS,
+    EXCEL_DAYS,
+    NUMERIC_FIELDS,
+    PRICE_FIELDS,
+    QUOTE_FIELDS,
+    VALUE_FIELDS,
+)
+from connectors.number_separators import COMMA_GROUPED, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
+from connectors.price_notation import FRACTIONAL_FORMS, fractional_price
+from connectors.row_order import SEQ
+
+
+ROW = "_row"  # the file row number, carried through a sort so a rejected row can be named
+
+
+def csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
+    # Decimal epoch seconds stay text until scaled_ts: as a float, 1717236000.25 s is off by ~100 ns.
+    ts_type = {"datetime": pl.String, "s": pl.String, **dict.fromkeys((*DAY_CLOCK_UNITS, EXCEL_DAYS), pl.Float64)}.get(
+        cmap.ts_unit, pl.Int64)
+    out: dict[str, pl.DataType] = {c: pl.String for c in cmap.keep or ()}  # compared as text
+    # numbers are read as text and parsed by _csv_number (grouping commas, German Excel's `42.002,00`)
+    out |= {getattr(cmap, f): pl.String for f in NUMERIC_FIELDS if getattr(cmap, f)}
+    out |= {column: pl.String for column in cmap.stream_columns}
+    out |= {cmap.sequence: pl.String} if cmap.sequence else {}  # whole numbers, read by _sequence_number
+    if len(cmap.ts_columns) > 1:  # a date column's text, beside its time's (a time of day: a number after midnight)
+        return out | {column: pl.String for column in cmap.ts_columns[:-1]} | {cmap.ts_columns[-1]: (
+            ts_type if cmap.ts_unit in DAY_CLOCK_UNITS else pl.String)}
+    return out | {column: ts_type for column in cmap.ts_columns}
+
+
+def _stream_column(cmap: ColumnMap) -> pl.Expr:
+    """The stream column as text without spaces at its ends (a stray one is no part of a name; OCC's padding
+    inside is kept), or the values of several joined by a space (`stream_col: a+b+c`), each in one canonical form
+    so that a contract is one stream however a cell writes it (`_contract_part`). An empty or null part is left
+    out (TAQ's SYM_SUFFIX of a common stock: `AAPL`, not `AAPL ` nor no stream), and a share class's suffix
+    (SHARE_CLASS_NAMES) joins with a `.` (`BRK.B`)."""
+    if len(cmap.stream_columns) == 1:
+        return pl.col(cmap.stream_col).cast(pl.String).str.strip_chars(" ")
+    parts = []
+    for position, column in enumerate(cmap.stream_columns):
+        part = _contract_part(column)
+        separator = "" if position == 0 else "." if normal_name(column) in SHARE_CLASS_NAMES else " "
+        parts.append(pl.when(part != "").then(pl.lit(separator) + part))  # empty or null: null, skipped below
+    joined = pl.concat_str(parts, ignore_nulls=True)
+    joined = pl.when(parts[0].is_null()).then(joined.str.slice(1)).otherwise(joined)  # no first part: no separator
+    return pl.when(joined != "").then(joined)  # every part empty: no stream (missing_stream)
+
+
+def _contract_part(column: str) -> pl.Expr:
+    """One part of a contract's name: a number with a decimal point in its shortest exact form (a strike
+    `150.00`, `0150.0`, a Parquet float 150.0 -> `150`; `150.50`, `.5` -> `150.5`, `0.5`), a put/call column's
+    value as C or P (`c`, `Call`, `CALL` -> `C`); other text (an integer too: an expiry's `0119`) as written, less
+    spaces at its ends."""
+    text = pl.col(column).cast(pl.String).str.strip_chars()
+    shortest = (text.str.replace(r"0+$", "").str.replace(r"\.$", "")  # the fraction's trailing zeros, a bare point
+                .str.replace(r"^([+-]?)0+(\d)", "${1}${2}").str.replace(r"^([+-]?)\.", "${1}0."))  # leading zeros
+    text = pl.when(text.str.contains(r"^[+-]?(\d+\.\d*|\.\d+)$")).then(shortest).otherwise(text)
+    if normal_name(column) not in RIGHT_NAMES:
+        return text
+    upper = text.str.to_uppercase()
+    return pl.when(upper.is_in(["C", "CALL"])).then(pl.lit("C")) \
+        .when(upper.is_in(["P", "PUT"])).then(pl.lit("P")).otherwise(text)
+
+
+def _sequence_number(column: str, dtype: pl.DataType) -> pl.Expr:
+    """A row's sequence number as an Int64: an integer column as it is, a float or text one where it holds a whole
+    number; null where the cell is empty or holds anything else (the row is rejected as missing_field)."""
+    if dtype.is_integer():
+        return pl.col(column).cast(pl.Int64, strict=False)
+    if dtype.is_float() or dtype.is_decimal():
+        return _whole_float(pl.col(column).cast(pl.Float64))
+    text = pl.col(column).cast(pl.String).str.strip_chars()
+    # a CSV's `1001.0` (pandas writes an int column with a gap as floats), `1.001e3`: as Parquet's float column.
+    # The integer reading comes first: a number past 2**53 keeps every digit
+    return pl.coalesce(text.cast(pl.Int64, strict=False), _whole_float(text.cast(pl.Float64, strict=False)))
+
+
+def _whole_float(number: pl.Expr) -> pl.Expr:
+    """A float as an Int64 where it is a whole number; null otherwise (`6.5`, NaN, infinity)."""
+    return pl.when(number.is_finite() & (number == number.floor())).then(number.cast(pl.Int64, strict=False))
+
+
+class RowExprs(NamedTuple):
+    """What a file's rows are read as: the `_ts` expression first, then the wire fields' (`keys`), the keep
+    columns', a book export's, the sequence number's."""
+
+    exprs: list[pl.Expr]
+    keys: list[str]
+    raw_stream: pl.Expr  # the stream column as written (before '/' -> '-' and NFC), for the notes on its names
+    price_texts: dict[str, pl.Expr]  # price, bid, ask read from text: what may be written in 32nds
+    book: str | None  # the Databento order-book export the file is (`_book_kind`)
+    notes: list[str]  # the book's
+
+
+def row_exprs(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, schema: Mapping[str, Any],
+               dialect: Dialect | None, overrides: dict[str, pl.DataType] | None, ts: pl.Expr) -> RowExprs:
+    """The expressions each row of the file is read with, `ts` (its time) first."""
+    exprs = [ts]
+    keys: list[str] = []
+    raw_stream = _stream_column(cmap) if cmap.stream_col else pl.lit("")
+    if is_csv(path) and cmap.stream_col == "stream" and is_export_header(list(schema)):
+        raw_stream = unguarded(raw_stream)  # flashtick's own export: its formula guard off (`@ES`, not `'@ES`)
+    if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD; NFC: see check_normalized
+        exprs.append(raw_stream.str.replace_all("/", "-", literal=True).str.normalize("NFC").alias("stream"))
+        keys.append("stream")
+    value_exprs, value_keys, price_texts = _value_columns(cmap, schema, dialect)
+    exprs += value_exprs
+    keys += value_keys
+    exprs += [pl.col(column).alias(f"_keep{i}") for i, column in enumerate(cmap.keep or ())]  # after the keys
+    book, notes = _book_kind(path, given, cmap, schema, dialect)
+    if book is not None:
+        exprs += _book_columns(schema)
+    if cmap.sequence is not None:  # last before the row number: file_plan.py reads it at row[-2]
+        exprs.append(_sequence_number(cmap.sequence, pl.String if overrides else schema[cmap.sequence]).alias(SEQ))
+    return RowExprs(exprs, keys, raw_stream, price_texts, book, notes)
+
+
+def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any],
+                   dialect: Dialect | None) -> tuple[list[pl.Expr], list[str], dict[str, pl.Expr]]:
+    """The wire fields' expressions (price, size, bid, ...: numbers as a CSV writes them, prices in 32nds), their
+    keys, and the text of each price field read from text (what the notes on 32nds and yields look at)."""
+    exprs: list[pl.Expr] = []
+    keys: list[str] = []
+    price_texts: dict[str, pl.Expr] = {}  # price, bid, ask read from text: what may be written in 32nds
+    for key in VALUE_FIELDS:
+        if (name := getattr(cmap, key)) is not None:
+            text = key in NUMERIC_FIELDS and schema[name] == pl.String  # Parquet of JSON: Coinbase's "42290.12"
+            if key in PRICE_FIELDS and (text or dialect is not None):
+                price_texts[key] = pl.col(name).cast(pl.String).str.strip_chars()
+            if key in NUMERIC_FIELDS and dialect is not None:  # a CSV's numbers, read as text
+                raw = pl.col(name).cast(pl.String).str.strip_chars()
+                col = _csv_number(raw, dialect.decimal_comma)
+                if key in price_texts and cmap.price_format in FRACTIONAL_FORMS:
+                    col = fractional_price(raw, col, cmap.price_format)
+                # empty: null (filled by filled_quotes, else a one-sided quote); unreadable: NaN, so that it is
+                # refused as unreadable, never filled nor called a one-sided quote
+                if cmap.fill_quotes and key in QUOTE_FIELDS or key in ("bid", "ask"):
+                    col = pl.when(raw.is_null() | (raw == "")).then(None).otherwise(col.fill_null(float("nan")))
+            elif key in price_texts and cmap.price_format in FRACTIONAL_FORMS:
+                col = fractional_price(price_texts[key], price_texts[key].cast(pl.Float64, strict=False),
+                                       cmap.price_format)
+            elif text:  # Parquet's text numbers read as a CSV's cells: `61,837.63`, or `61.837,63` by its `decimal`
+                col = _csv_number(price_texts.get(key, pl.col(name).str.strip_chars()), cmap.decimal == "comma")
+            elif schema[name].is_decimal():
+                col = pl.col(name).cast(pl.Float64, strict=False)
+            else:
+                col = pl.col(name)
+            exprs.append(col.alias(key))
+            keys.append(key)
+    if cmap.price is not None and cmap.size is None:  # a price series: each price a trade of size 1
+        exprs.append(pl.lit(1.0).alias("size"))
+        keys.append("size")
+    return exprs, keys, price_texts
+
+
+def _book_kind(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, schema: Mapping[str, Any],
+               dialect: Dialect | None) -> tuple[str | None, list[str]]:
+    """The kind of Databento order-book export the file is ("mbo", "mbp-1"; None: rows read as they are, TBBO's
+    too), with the note that says how it replays."""
+    notes = []
+    book = None if isinstance(given, ColumnMap) else databento_book(cmap, schema)  # a whole map given is followed
+    action = next((n for n in schema if normal_name(n) == "action"), None)
+    if book == "mbp-1" and distinct_text(path, cmap.names, dialect, action, 3, SAMPLE_ROWS) == ["T"]:
+        # TBBO (MBP-1's fields, a record per trade with the best bid and offer just before it): every row is a
+        # trade and the quote it met, read as any such row is, the quote first
+        book = None
+        notes.append(f"{path.name}: Databento TBBO records (every action T): each row replays as the best bid and "
+                     f"offer before the trade, then the trade")
+    if book is not None:
+        notes.append(f"{path.name}: Databento {book} records: trades (action T) and the top of book when it changes "
+                     f"at the end of an event, as a DBN file of the schema is read")
+    return book, notes
+
+
+def file_rows(path: Path, cmap: ColumnMap, dialect: Dialect | None,
+               overrides: dict[str, pl.DataType] | None) -> tuple[pl.LazyFrame, dict[int, tuple[str, ...]]]:
+    """The file's rows numbered (ROW), blank lines left out, and a CSV's junk lines (`junk_lines`), kept as rows."""
+    rows = scan_file(path, cmap.names, dialect, overrides).with_row_index(ROW)
+    junk = junk_lines(path, cmap.names, dialect, overrides, ROW) if is_csv(path) else {}
+    if is_csv(path) or is_json_lines(path):  # a blank line (often at the end) is no row at all; a junk line is one
+        read = pl.any_horizontal(pl.all().exclude(ROW).is_not_null())
+        rows = rows.filter(read | pl.col(ROW).is_in(list(junk)) if junk else read)
+    return rows, junk
+
+
+def _csv_number(text: pl.Expr, decimal_comma: bool) -> pl.Expr:
+    """A CSV cell's number: plain (`1234.5`, `1e-3`), with grouping commas (`1,234.5`), or in a decimal-comma file
+    with dots grouping (`42.002,00`, `0,5183`). A cell of another shape (`0,5` in a file not written with decimal
+    commas) is null: rejected as missing_field, never read as some other number. Thousands grouped by spaces or
+    apostrophes (`1 234,50`, `1'234.50`) read in any file: their decimal mark is the one after the groups."""
+    spaced = text.str.contains(SPACE_GROUPED)
+    plain = text.str.replace_all(f"[{GROUP_MARKS}]", "").str.replace(",", ".", literal=True)
+    if decimal_comma:
+        grouped = text.str.contains(DOT_GROUPED.pattern)
+        text = pl.when(grouped).then(text.str.replace_all(".", "", literal=True)).otherwise(text)
+        text = text.str.replace(",", ".", literal=True)
+    else:
+        text = pl.when(text.str.contains(COMMA_GROUPED)).then(text.str.replace_all(",", "", literal=True)) \
+            .otherwise(text)
+    return pl.when(spaced).then(plain).otherwise(text).cast(pl.Float64, strict=False)
+
+
+def filled_quotes(keys: Sequence[str]) -> list[pl.Expr]:
+    """On quote rows (a bid or an ask, no trade price), the quote fields they leave empty, from the stream's last
+    row that had them; trade rows stay as they are (a trade printed with a one-sided quote keeps it one-sided)."""
+    quote_row = pl.col("bid").is_not_null() | pl.col("ask").is_not_null()
+    if "price" in keys:
+        quote_row &= pl.col("price").is_null()
+    filled = []
+    for key in (k for k in QUOTE_FIELDS if k in keys):
+        last = pl.when(pl.col(key).is_nan()).then(None).otherwise(pl.col(key)).forward_fill()  # readable values
+        value = pl.when(quote_row & pl.col(key).is_null()).then(last.over("stream") if "stream" in keys else last)
+        # an unreadable cell: null again, so it is rejected as missing_field ("not a plain number"), as unfilled
+        filled.append(value.otherwise(pl.col(key)).fill_nan(None).alias(key))
+    return filled
+
+
+def _book_columns(schema: Mapping[str, Any]) -> list[pl.Expr]:
+    """A Databento export's action, flags and order id (null where the file has none), for `FilePlan._book`."""
+    normal = {n.strip().lower(): n for n in schema}
+    return [pl.col(normal["action"]).cast(pl.String).alias("_action"),
+            (pl.col(normal["flags"]).cast(pl.Int64, strict=False) if "flags" in normal else pl.lit(None))
+            .alias("_flags"),
+            (pl.col(normal["order_id"]) if "order_id" in normal else pl.lit(None)).alias("_order")]
