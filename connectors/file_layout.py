@@ -1,7 +1,9 @@
 """The layout one file is read with: its column map (given in full; detected by connectors/layout.py; or
 detected, then refined by the keys given), its CSV dialect, its columns and their types, and the notes that say
 how it was read when that was a guess. The time unit and format are settled from the file's first values; what
-its values say about its rows comes from connectors/content_notes.py."""
+its values say about its rows comes from connectors/content_notes.py, the map's columns are checked against the
+file's by connectors/mapped_columns.py, and the zone its naive times are read in by
+connectors/naive_time_zones.py."""
 
 from __future__ import annotations
 
@@ -13,7 +15,6 @@ import polars as pl
 
 from connectors import json_lines
 from connectors.archives import not_utf8
-from connectors.cautions import Caution
 from connectors.column_map import ColumnMap, preset_variant
 from connectors.contract_column import contract_beside_root, levels_split_by
 from connectors.content_notes import (
@@ -31,15 +32,14 @@ from connectors.content_notes import (
 from connectors.csv_dialect import Dialect, check_line_lengths, long_rows, sniff_csv
 from connectors.date_columns import date_read_as_epoch
 from connectors.date_readings import settled_reading
-from connectors.event_time import CLOCK_ONLY, UTC_OFFSET
+from connectors.event_time import CLOCK_ONLY
 from connectors.field_names import normal_name
-from connectors.file_names import HISTDATA_ZONE, date_of, histdata_frame, one_side_export, stream_of, symbol_in_name
-from connectors.file_plan import first_text, is_csv, scan_file, time_sample
+from connectors.file_names import date_of, one_side_export, stream_of, symbol_in_name
+from connectors.file_plan import first_text, is_csv, scan_file
 from connectors.finer_clock import finer_clock
-from connectors.header_zones import header_zone_note, unknown_zone_refusal
-from connectors.headerless_csv import headerless_map, quote_cautions, zone_has_dst
+from connectors.headerless_csv import headerless_map, quote_cautions
 from connectors.json_lines import is_json_lines
-from connectors.layout import NoTickLayout, detect_columns, match_case, zone_in_header
+from connectors.layout import NoTickLayout, detect_columns, match_case
 from connectors.layout_notes import (
     HEADERLESS_BAR_STAMP,
     bar_notes,
@@ -55,11 +55,12 @@ from connectors.map_vocabulary import (
     EPOCH,
     EXCEL_DAYS,
     TIME_OF_DAY,
-    VALUE_FIELDS,
-    joined_columns,
 )
+from connectors.mapped_columns import columns_lacking, numbers_not_nested, spelled_as_the_file, unnamed_fields
+from connectors.naive_time_zones import histdata_zone, naive_time_notes, zone_of_header
 from connectors.taq_times import taq_zone, taq_zone_note
 from connectors.time_units import detected_unit, epoch_unit
+
 
 def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = False, own_map: bool = False,
             ) -> tuple[ColumnMap, Dialect | None, dict, list[str]]:
@@ -86,13 +87,13 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     cmap, stream_notes = _stream_of_file(path, spec, cmap, schema, names, dialect)
     cmap, day_notes = date_of(path, cmap)
     _refuse_lacking(path, spec, cmap, schema, names, dialect)
-    _numbers_not_nested(path, cmap, schema)
+    numbers_not_nested(path, cmap, schema)
     cmap, unit_notes = _time_unit(path, spec, cmap, schema, names, dialect, first)
     if isinstance(spec, ColumnMap):  # a full map that names `Time (JST)` reads its zone as detection does
-        cmap, zone_notes = _zone_of_header(path, cmap, schema, first)
+        cmap, zone_notes = zone_of_header(path, cmap, schema, first)
     cmap, notes = _read_as_notes(path, spec, cmap, read, shaped_note, first)
     if notes:
-        cmap, naive_notes = _naive_time_notes(path, cmap, schema, names, dialect, first)
+        cmap, naive_notes = naive_time_notes(path, cmap, schema, names, dialect, first)
         notes += naive_notes
     number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
     notes = date_notes + notes + zone_notes
@@ -150,10 +151,10 @@ def _detected_map(path: Path, spec: Refine | None, read: _ColumnsRead, first: Ca
     every = "" if own_map else " (the keys given apply to every file; a replay list gives each file its own " \
                                "map: docs/replay.md)"
     if isinstance(spec, Refine):  # its columns as the file spells them (`TS` for `ts`), as a whole map's are
-        spec = Refine(_spelled_as_the_file(spec.keys, schema))
+        spec = Refine(spelled_as_the_file(spec.keys, schema))
         # detection reads the time column given by its name (polars' error would name no option); the other
         # columns are checked once the keys are applied, after what is wrong with the keys themselves
-        if "ts" in spec.keys and (lacking := _lacking(path, {"ts": spec.keys["ts"]}, schema)):
+        if "ts" in spec.keys and (lacking := columns_lacking(path, {"ts": spec.keys["ts"]}, schema)):
             raise NoTickLayout(f"{lacking}{every}")
     try:
         hints = spec.keys if isinstance(spec, Refine) else None
@@ -229,7 +230,7 @@ def _stream_of_file(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap
 def _refuse_lacking(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap, schema: Mapping[str, Any],
                     names: Sequence[str] | None, dialect: Dialect | None) -> None:
     """A NoTickLayout naming the columns the map needs that the file lacks, and what would read it instead."""
-    if lacking := _lacking(path, cmap.to_dict(), schema):
+    if lacking := columns_lacking(path, cmap.to_dict(), schema):
         headerless = ("; its first line is data, not a header: give its columns in order with --csv-names"
                       if dialect is not None and not dialect.header and names is None else "")
         encoding = f"; {why}" if is_csv(path) and (why := not_utf8(path)) else ""  # mojibake names: say why
@@ -286,19 +287,19 @@ def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
     if guessed is not None:
         notes.append(f"{path.name}: no header row; read as {read.how} (--csv-names {','.join(names)}): "
                      f"{describe_map(cmap)}")
-        notes += bar_notes(path, list(schema), cmap, HEADERLESS_BAR_STAMP) + _histdata_zone(path, guessed, cmap)
+        notes += bar_notes(path, list(schema), cmap, HEADERLESS_BAR_STAMP) + histdata_zone(path, guessed, cmap)
         notes += quote_cautions(path, dialect.rows, guessed) if dialect is not None else []
     elif not isinstance(spec, ColumnMap):
         given = ("no column map given" if spec is None
                  else f"detected, with the keys given ({', '.join(sorted(spec.keys))})")
         notes.append(f"{path.name}: {given}; read as {describe_map(cmap)}")
         notes += vendor_notes(path, list(schema), cmap, by_keys=shaped_note is not None)
-        cmap, zoned_notes = _zone_of_header(path, cmap, schema, first)
+        cmap, zoned_notes = zone_of_header(path, cmap, schema, first)
         notes += zoned_notes
         notes += [] if "ts" in getattr(spec, "keys", {}) else other_clock_note(path, list(schema), cmap)
         notes += [shaped_note] if shaped_note else []
     elif spec.preset is None:
-        notes += _unnamed_fields(path, cmap, schema, first)
+        notes += unnamed_fields(path, cmap, schema, first)
     if cmap.ts_unit == EXCEL_DAYS and not isinstance(spec, ColumnMap):  # in the zone read: --tz's, else UTC
         zone = (f"in {cmap.tz} (--tz ZONE says otherwise)" if cmap.tz else
                 "in UTC: give --tz ZONE if they are local times (a Bloomberg terminal's are)")
@@ -313,69 +314,6 @@ def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
                      f"exports do): each takes it from the stream's previous quote (--columns ...,fill_quotes=false "
                      f"rejects such rows instead)")
     return cmap, notes
-
-
-def _naive_time_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
-                      dialect: Dialect | None, first: Callable[..., Any]) -> tuple[ColumnMap, list[str]]:
-    """For a guessed layout whose times are naive text: how their zone is read (the offset its format reads, an
-    offset column beside them, else UTC with the option that says otherwise), the map reading an offset column."""
-    # Dukascopy's `Gmt time`, LSEG's `Time[G]`: UTC by their names
-    utc_named = any(z in cmap.ts.lower() for z in ("utc", "gmt", "[g]"))
-    epoch_text = "%s" in (cmap.ts_format or "")  # epoch counts are instants: no zone to say
-    notes: list[str] = []
-    if cmap.ts_unit == "datetime" and cmap.tz is None and not utc_named and not epoch_text \
-            and (schema.get(cmap.ts) in (pl.String, None) or cmap.ts_format and schema[cmap.ts].is_integer()):
-        # (a file whose later times carry offsets reads at them, its naive rows rejected: no "read as UTC" note;
-        # digits a format reads, MetaStock's 202401021700, are as naive as text)
-        text = str((first(cmap.ts_columns) if cmap.ts_format else time_sample(path, names, dialect, cmap.ts_columns))
-                   or "")
-        offsets = next((c for c in schema if normal_name(c) in OFFSET_NAMES), None)
-        if any(code in (cmap.ts_format or "") for code in ("%z", "%Z")):  # `GMT%z`, `%Z`: the format reads it
-            notes.append(f"{path.name}: its times ({text[:40]!r}) carry their UTC offset, which the format reads "
-                         f"({cmap.ts_format}): read at each row's own offset")
-        elif not UTC_OFFSET.search(text) and offsets is not None:  # LSEG's GMT Offset beside local times
-            cmap = replace(cmap, utc_offset=offsets)
-            notes.append(f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and column {offsets!r} gives "
-                         f"each row's (hours): read as wall-clock times at that offset (--tz ZONE reads them in a "
-                         f"zone instead)")
-        elif not UTC_OFFSET.search(text):  # a guess cannot know the zone of wall-clock times
-            histdata = histdata_frame(path) is not None or cmap.ts_format == "%Y%m%d %H%M%S%3f"
-            zone = ("--tz Etc/GMT+5 (HistData's files are in EST all year, no summer time)" if histdata
-                    else "e.g. --tz America/New_York")
-            notes.append(f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and are read as UTC; if they "
-                         f"are local times, give their zone, {zone}")
-    return cmap, notes
-
-
-def _zone_of_header(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
-                    first: Callable[..., Any]) -> tuple[ColumnMap, list[str]]:
-    """A map whose time column's header names the zone of its naive times (`Time (JST)`, `Time[UTC+9]`): read in
-    that zone unless the map's tz (--tz) says another, with a note that says which; a zone none known here
-    (`Time (IST)`) with no tz is refused, as reading it as UTC would put every time off."""
-    if (zoned := zone_in_header(cmap.ts, cmap.ts_unit, schema.get(cmap.ts), first)) is None:
-        return cmap, []
-    column, zone = zoned
-    if not zone.known and cmap.tz is None:
-        given = [f"ts={cmap.ts}", *([f"stream={cmap.stream_col}"] if cmap.stream_col else []),
-                 *(f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None)]
-        raise ValueError(unknown_zone_refusal(str(path), column, zone, ",".join(given)))
-    cmap = cmap if cmap.tz is not None or zone.zone is None else replace(cmap, tz=zone.zone)
-    return cmap, [header_zone_note(path.name, column, zone, cmap.tz)]
-
-
-def _histdata_zone(path: Path, guessed: ColumnMap, cmap: ColumnMap) -> list[str]:
-    """A HistData file's zone: EST all year, unless --tz says otherwise; a caution when the zone given
-    changes its clocks for summer time, which HistData's times never do."""
-    if guessed.tz != HISTDATA_ZONE or cmap.tz is None:
-        return []
-    if cmap.tz == HISTDATA_ZONE:
-        return [f"{path.name}: its times read in {HISTDATA_ZONE} (EST all year, no summer time), the zone HistData "
-                f"writes them in (--tz says otherwise)"]
-    if not zone_has_dst(cmap.tz):
-        return []
-    return [Caution(f"{path.name}: --tz {cmap.tz} changes its clocks for summer time, but HistData writes its times "
-                    f"in EST all year: its summer times are read an hour off (--tz {HISTDATA_ZONE}, or no --tz, "
-                    f"reads them as written)")]
 
 
 def _names_over_header(path: Path, names: tuple[str, ...], dialect: Dialect, spec: ColumnMap | Refine | None,
@@ -421,51 +359,6 @@ def _names_misfit(path: Path, names: Sequence[str], dialect: Dialect | None, spe
     return f"{path}: the file has {width} columns, {given} {len(names)} ({', '.join(names)}){fits}"
 
 
-COLUMNS_LISTED = 20  # of a file's columns an error lists at most (a 5,000-column export's would fill a screen)
-COLUMN_KEYS = ("ts", "stream_col", *VALUE_FIELDS, "sequence", "utc_offset")  # a map's keys that name a column
-
-
-def _lacking(path: Path, keys: Mapping[str, Any], schema: Mapping[str, Any]) -> str | None:
-    """What a map (`keys`: its `to_dict`, or the keys given to refine a detected one) needs that the file lacks: each
-    column missing, the option that names it (`--columns ts=time`, `--sequence tid`, a preset's key) and the file's
-    columns, at most COLUMNS_LISTED of them; None when it has them all."""
-    named = _named_columns(keys)
-    missing = list(dict.fromkeys(c for _, _, columns in named for c in columns if c not in schema))
-    if not missing:
-        return None
-    given = [(key, value) for key, value, columns in named if set(columns) & set(missing)]
-    if keys.get("preset"):
-        option = f"--preset {keys['preset']}: " + ", ".join(f"{key}={value}" for key, value in given)
-    elif [key for key, _ in given] == ["sequence"]:
-        option = f"--sequence {given[0][1]}"
-    else:  # as --columns spells them: `stream=` names the stream column
-        option = "--columns " + ",".join(f"{'stream' if key == 'stream_col' else key}={value}" for key, value in given)
-    more = f" and {len(schema) - COLUMNS_LISTED:,} more" if len(schema) > COLUMNS_LISTED else ""
-    return (f"{path}: the column map needs {missing}, which the file lacks ({option}); columns found: "
-            f"{list(schema)[:COLUMNS_LISTED]}{more}")
-
-
-def _named_columns(keys: Mapping[str, Any]) -> list[tuple[str, str, list[str]]]:
-    """(key, its value, the columns it names) for each key of a map that names columns (`ts=Date+Time`: two)."""
-    named = [(key, value, list(joined_columns(value)) if key in ("ts", "stream_col") else [value])
-             for key, value in keys.items() if key in COLUMN_KEYS and isinstance(value, str)]
-    return named + [("keep", f"{{{column}: ...}}", [column]) for column in keys.get("keep") or ()]
-
-
-def _spelled_as_the_file(keys: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Keys given to refine a detected map with each column the file lacks but spells in one other case (`TS` for
-    `ts`) as the file does, as `match_case` takes a whole map's."""
-    spellings: dict[str, list[str]] = {}
-    for name in schema:
-        spellings.setdefault(name.strip().lower(), []).append(name)
-
-    def spelled(column: str) -> str:
-        found = spellings.get(column.strip().lower(), [])
-        return found[0] if column not in schema and len(found) == 1 else column
-    return {**keys, **{key: "+".join(map(spelled, columns)) if len(columns) > 1 else spelled(columns[0])
-                       for key, _, columns in _named_columns(keys) if key != "keep"}}
-
-
 def _detected_instead(path: Path, spec: ColumnMap | Refine | None) -> str:
 
     """For a preset whose columns a file lacks: how the file reads with no map, when it does ("drop --preset")."""
@@ -478,26 +371,6 @@ def _detected_instead(path: Path, spec: ColumnMap | Refine | None) -> str:
     return f"; drop --preset {spec.preset}: detected as {describe_map(detected)}"
 
 
-def _unnamed_fields(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
-                    first: Callable[[str | tuple[str, ...]], Any]) -> list[str]:
-    """A column map given in full is read as given; a column it leaves out that detection would have read as a
-    tick field (`qty` beside `--columns ts=time,price=px`) is named in a note, so sizes or sides are not dropped
-    without a word."""
-    try:
-        detected = detect_columns(path, schema, first)
-    except ValueError:  # nothing detectable: nothing to say
-        return []
-    used = set(cmap.source_columns())
-    missed = {key: getattr(detected, key) for key in VALUE_FIELDS
-              if getattr(cmap, key) is None and getattr(detected, key) not in (None, *used)}
-    if not missed:
-        return []
-    said = "; ".join(f"{column!r} looks like {key}" for key, column in missed.items())
-    key, column = next(iter(missed.items()))
-    return [f"{path.name}: the column map reads only the columns it names; {said}, not read (name it in the map "
-            f"to read it, e.g. --columns ...,{key}={column})"]
-
-
 def _stream_named(spec: ColumnMap | Refine | None) -> bool:
     """Whether the map given names the stream (a fixed name or a column): then it is as the user said."""
     if isinstance(spec, ColumnMap):
@@ -505,7 +378,6 @@ def _stream_named(spec: ColumnMap | Refine | None) -> bool:
     return isinstance(spec, Refine) and bool({"stream", "stream_col"} & set(spec.keys))
 
 
-OFFSET_NAMES = ("gmt_offset", "utc_offset")  # a column of each row's UTC offset in hours (LSEG's `GMT Offset`)
 # MetaTrader's tick export: what marks it is its FLAGS column (which of bid, ask, last, volume the row changed)
 METATRADER_TICKS = frozenset({"bid", "ask", "last", "volume", "flags"})
 
@@ -519,15 +391,4 @@ def _writes_only_changes(cmap: ColumnMap, columns: list[str]) -> bool:
         return False
     return METATRADER_TICKS <= {normal_name(c) for c in columns}
 
-
-def _numbers_not_nested(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> None:
-    """A price or size column that holds structs, lists or bytes (a nested Parquet field mapped by name) is said
-    with the file, the column and its type, before a later step fails on it with polars' own words ("`max`
-    operation not supported for dtype `struct[2]`": no file, no column)."""
-    for field in ("price", "size", "bid", "ask", "bid_size", "ask_size"):
-        column = getattr(cmap, field, None)
-        dtype = schema.get(column) if isinstance(column, str) else None
-        if dtype is not None and (dtype.is_nested() or dtype == pl.Binary or dtype == pl.Object):
-            raise ValueError(f"{path}: column {column!r} (read as {field}) holds {dtype}, not numbers: map {field} "
-                             f"to a column of numbers (or of numbers as text), e.g. --columns {field}=COLUMN")
 

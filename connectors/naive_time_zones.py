@@ -1,0 +1,90 @@
+"""The zone a file's naive times are read in when its layout was guessed or its header names one, and the notes
+that say so: a zone in the time column's header (`Time (JST)`), an offset the format reads, an offset column
+beside the times (LSEG's `GMT Offset`), HistData's EST all year, else UTC with the option that says otherwise.
+connectors/file_layout.py settles a layout's zone with them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import polars as pl
+
+from connectors.cautions import Caution
+from connectors.column_map import ColumnMap
+from connectors.csv_dialect import Dialect
+from connectors.event_time import UTC_OFFSET
+from connectors.field_names import normal_name
+from connectors.file_names import HISTDATA_ZONE, histdata_frame
+from connectors.file_plan import time_sample
+from connectors.header_zones import header_zone_note, unknown_zone_refusal
+from connectors.headerless_csv import zone_has_dst
+from connectors.layout import zone_in_header
+from connectors.map_vocabulary import VALUE_FIELDS
+
+
+def naive_time_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                      dialect: Dialect | None, first: Callable[..., Any]) -> tuple[ColumnMap, list[str]]:
+    """For a guessed layout whose times are naive text: how their zone is read (the offset its format reads, an
+    offset column beside them, else UTC with the option that says otherwise), the map reading an offset column."""
+    # Dukascopy's `Gmt time`, LSEG's `Time[G]`: UTC by their names
+    utc_named = any(z in cmap.ts.lower() for z in ("utc", "gmt", "[g]"))
+    epoch_text = "%s" in (cmap.ts_format or "")  # epoch counts are instants: no zone to say
+    notes: list[str] = []
+    if cmap.ts_unit == "datetime" and cmap.tz is None and not utc_named and not epoch_text \
+            and (schema.get(cmap.ts) in (pl.String, None) or cmap.ts_format and schema[cmap.ts].is_integer()):
+        # (a file whose later times carry offsets reads at them, its naive rows rejected: no "read as UTC" note;
+        # digits a format reads, MetaStock's 202401021700, are as naive as text)
+        text = str((first(cmap.ts_columns) if cmap.ts_format else time_sample(path, names, dialect, cmap.ts_columns))
+                   or "")
+        offsets = next((c for c in schema if normal_name(c) in OFFSET_NAMES), None)
+        if any(code in (cmap.ts_format or "") for code in ("%z", "%Z")):  # `GMT%z`, `%Z`: the format reads it
+            notes.append(f"{path.name}: its times ({text[:40]!r}) carry their UTC offset, which the format reads "
+                         f"({cmap.ts_format}): read at each row's own offset")
+        elif not UTC_OFFSET.search(text) and offsets is not None:  # LSEG's GMT Offset beside local times
+            cmap = replace(cmap, utc_offset=offsets)
+            notes.append(f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and column {offsets!r} gives "
+                         f"each row's (hours): read as wall-clock times at that offset (--tz ZONE reads them in a "
+                         f"zone instead)")
+        elif not UTC_OFFSET.search(text):  # a guess cannot know the zone of wall-clock times
+            histdata = histdata_frame(path) is not None or cmap.ts_format == "%Y%m%d %H%M%S%3f"
+            zone = ("--tz Etc/GMT+5 (HistData's files are in EST all year, no summer time)" if histdata
+                    else "e.g. --tz America/New_York")
+            notes.append(f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and are read as UTC; if they "
+                         f"are local times, give their zone, {zone}")
+    return cmap, notes
+
+
+def zone_of_header(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
+                    first: Callable[..., Any]) -> tuple[ColumnMap, list[str]]:
+    """A map whose time column's header names the zone of its naive times (`Time (JST)`, `Time[UTC+9]`): read in
+    that zone unless the map's tz (--tz) says another, with a note that says which; a zone none known here
+    (`Time (IST)`) with no tz is refused, as reading it as UTC would put every time off."""
+    if (zoned := zone_in_header(cmap.ts, cmap.ts_unit, schema.get(cmap.ts), first)) is None:
+        return cmap, []
+    column, zone = zoned
+    if not zone.known and cmap.tz is None:
+        given = [f"ts={cmap.ts}", *([f"stream={cmap.stream_col}"] if cmap.stream_col else []),
+                 *(f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None)]
+        raise ValueError(unknown_zone_refusal(str(path), column, zone, ",".join(given)))
+    cmap = cmap if cmap.tz is not None or zone.zone is None else replace(cmap, tz=zone.zone)
+    return cmap, [header_zone_note(path.name, column, zone, cmap.tz)]
+
+
+def histdata_zone(path: Path, guessed: ColumnMap, cmap: ColumnMap) -> list[str]:
+    """A HistData file's zone: EST all year, unless --tz says otherwise; a caution when the zone given
+    changes its clocks for summer time, which HistData's times never do."""
+    if guessed.tz != HISTDATA_ZONE or cmap.tz is None:
+        return []
+    if cmap.tz == HISTDATA_ZONE:
+        return [f"{path.name}: its times read in {HISTDATA_ZONE} (EST all year, no summer time), the zone HistData "
+                f"writes them in (--tz says otherwise)"]
+    if not zone_has_dst(cmap.tz):
+        return []
+    return [Caution(f"{path.name}: --tz {cmap.tz} changes its clocks for summer time, but HistData writes its times "
+                    f"in EST all year: its summer times are read an hour off (--tz {HISTDATA_ZONE}, or no --tz, "
+                    f"reads them as written)")]
+
+
+OFFSET_NAMES = ("gmt_offset", "utc_offset")  # a column of each row's UTC offset in hours (LSEG's `GMT Offset`)
