@@ -21,7 +21,8 @@ from connectors.column_names import EVENT_NAMES, MAKER_NAMES, QUOTE_MARKS, RIGHT
 from connectors.csv_dialect import Dialect
 from connectors.event_time import scaled_ts
 from connectors.field_names import normal_name
-from connectors.file_plan import SAMPLE_ROWS, FilePlan, distinct_text, is_csv, scan_file, source_path
+from connectors.file_plan import FilePlan, source_path
+from connectors.file_scans import SAMPLE_ROWS, distinct_text, is_csv, scan_file
 from connectors.keep_filter import keep_key
 from connectors.repeated_trades import across_caution, repeated_across, same_trades_refusal
 from connectors.side_maps import FIX_AGGRESSOR, MAKER_ROLE, MAKER_SIDE

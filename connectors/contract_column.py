@@ -26,7 +26,7 @@ from connectors.column_map import ColumnMap
 from connectors.column_names import CONTRACT_MONTH_NAMES
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
-from connectors.file_plan import is_csv, scan_file
+from connectors.file_scans import is_csv, scan_file
 
 # A futures contract's name: a root, a month code (F..Z) and a year's last one or two digits (ESH4, CLM24, ES H4),
 # or a contract month as YYYYMM (202406)

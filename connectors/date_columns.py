@@ -16,7 +16,7 @@ from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
-from connectors.file_plan import SAMPLE_ROWS, first_text, is_csv, scan_file
+from connectors.file_scans import SAMPLE_ROWS, first_text, is_csv, scan_file
 from connectors.map_vocabulary import DAY_CLOCK_UNITS, TIME_OF_DAY, UNITS
 from connectors.time_units import EPOCH_1990_NS, EPOCH_2200_NS, epoch_unit
 

@@ -35,7 +35,7 @@ from connectors.date_readings import settled_reading
 from connectors.event_time import CLOCK_ONLY
 from connectors.field_names import normal_name
 from connectors.file_names import date_of, one_side_export, stream_of, symbol_in_name
-from connectors.file_plan import first_text, is_csv, scan_file
+from connectors.file_scans import first_text, is_csv, scan_file
 from connectors.finer_clock import finer_clock
 from connectors.headerless_csv import headerless_map, quote_cautions
 from connectors.json_lines import is_json_lines

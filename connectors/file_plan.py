@@ -1,6 +1,6 @@
 """One tabular file's plan (Parquet, CSV, JSON-lines): `FilePlan`, the file's normalised lazy query and how each
-of its rows becomes a wire map (a trade, a quote, both, or a reject said by its row), and the lazy scans that
-layout detection and the notes on a file's contents read it with (`scan_file`, `first_text`, `distinct_text`).
+of its rows becomes a wire map (a trade, a quote, both, or a reject said by its row). The lazy scans that read a
+file (`scan_file`, `first_text`, `distinct_text`) and the kinds of tick file are in connectors/file_scans.py.
 Plans are made by connectors/planning.py and replayed by connectors/replay.py."""
 
 from __future__ import annotations
@@ -12,14 +12,13 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import polars as pl
 
 from connectors import json_lines
-from connectors.archives import ZIP_SUFFIX, not_utf8
 from connectors.column_map import ColumnMap
 from connectors.column_names import QUOTE_MARKS, TRADE_MARKS
 from connectors.csv_dialect import Dialect
-from connectors.event_time import OFFSET_PATTERN, UTC_OFFSET, scaled_ts
-from connectors.file_suffixes import CSV_SUFFIXES, DBN_SUFFIXES, PARQUET_SUFFIXES
+from connectors.event_time import scaled_ts
+from connectors.file_scans import is_csv, scan_file
 from connectors.hours_window import Hours
-from connectors.json_lines import JSON_LINES_SUFFIXES, is_json_lines
+from connectors.json_lines import is_json_lines
 from connectors.keep_filter import keep_check
 from connectors.map_vocabulary import PRICE_FIELDS, QUOTE_FIELDS, TRADE_FIELDS
 from connectors.price_offsets import offset_of
@@ -27,82 +26,6 @@ from connectors.side_maps import side_lookup
 from connectors.shifted_prices import shifted
 from connectors.ticks import QUOTE, TRADE, InvalidTick, one_sided_quote
 from connectors.time_range import TimeRange
-
-def is_dbn(path: Path) -> bool:
-    return path.name.lower().endswith(DBN_SUFFIXES)
-
-
-def is_csv(path: Path) -> bool:
-    return path.name.lower().endswith(CSV_SUFFIXES)
-
-
-TICK_FILE_SUFFIXES = PARQUET_SUFFIXES + CSV_SUFFIXES + JSON_LINES_SUFFIXES + DBN_SUFFIXES
-READ_TYPES = ", ".join(TICK_FILE_SUFFIXES + (f"{ZIP_SUFFIX} (of these)",))  # said where a file is not one
-TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".tar")
-
-
-def is_tick_file(path: Path) -> bool:
-    """A name replay reads as ticks: a `.DS_Store` or a `notes.pdf` in an archive is none (a dotfile is an
-    archiver's metadata, whatever its suffix)."""
-    return path.name.lower().endswith(TICK_FILE_SUFFIXES) and not path.name.startswith(".")
-
-
-def unsupported_type(path: Path) -> str:
-    """Why replay cannot read ``path``: a tar archive named as one, with what to do (its suffix is not `.gz`)."""
-    if tar := next((s for s in TAR_SUFFIXES if path.name.lower().endswith(s)), None):
-        return (f"{path}: a tar archive ({tar}), which replay does not unpack: extract it (tar xf {path}) and give "
-                f"the files inside, or give them zipped (.zip)")
-    return f"{path}: unsupported file type {path.suffix.lower()!r}; replay reads {READ_TYPES}"
-
-
-def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
-              overrides: dict[str, pl.DataType] | None = None, marks_kept: bool = False) -> pl.LazyFrame:
-    """A file's rows; a CSV's `marks_kept`: a byte-order mark inside the file left in its cell (to show it)."""
-    if names is not None and not is_csv(path):
-        raise ValueError(f"{path}: names (the columns of a header-less CSV) apply to CSV files, not {path.name!r}")
-    suffix = path.suffix.lower()
-    if suffix in PARQUET_SUFFIXES:
-        return pl.scan_parquet(path)
-    if is_json_lines(path):  # parsed once into a Parquet copy, a row per line
-        return pl.scan_parquet(json_lines.table(path).copy)
-    if is_csv(path):
-        names = list(names) if names is not None else None
-        # Typed on purpose: polars infers CSV types from the first rows, and a later "61837.5" in an inferred
-        # int column would abort the whole replay. Unparsable cells become nulls, rejected as missing_field.
-        # Header names lose the spaces around them (`time; price`); the BOM, CRLF and quotes polars handles.
-        # names given for a file whose first line is a header (file_layout's `_names_over_header`): it is skipped
-        header = names is None or dialect.header
-        if names is not None and dialect.long_rows:  # polars counts a header-less file's columns from its rows
-            typed = {name: (overrides or {}).get(name, pl.String) for name in names}
-            return _without_joined_marks(marks_kept, pl.scan_csv(
-                path, has_header=header, schema=typed, ignore_errors=overrides is not None, encoding=_encoding(path),
-                separator=dialect.separator, decimal_comma=dialect.decimal_comma, truncate_ragged_lines=True))
-        return _without_joined_marks(marks_kept, pl.scan_csv(
-            path, has_header=header, new_columns=names, schema_overrides=overrides, encoding=_encoding(path),
-            ignore_errors=overrides is not None, separator=dialect.separator,
-            decimal_comma=dialect.decimal_comma, truncate_ragged_lines=bool(dialect.long_rows),
-            with_column_names=None if names else lambda found: [n.strip() for n in found]))
-    raise ValueError(unsupported_type(path))
-
-
-def _encoding(path: Path) -> str:
-    """How polars reads a CSV's text: as UTF-8, or where any of it is not (the whole file checked once, before the
-    read: `not_utf8`, which the replay's caution quotes), its bytes that are not UTF-8 replaced, as the caution says,
-    rather than the read stopping on the first one with polars' bare "invalid utf-8 sequence"."""
-    return "utf8-lossy" if not_utf8(path) else "utf8"
-
-
-BYTE_ORDER_MARK = "\ufeff"
-
-
-def _without_joined_marks(marks_kept: bool, rows: pl.LazyFrame) -> pl.LazyFrame:
-    """A CSV's rows without the byte-order mark that starts a line inside it: two Windows exports joined
-    (`cat a.csv b.csv`) carry the second one's mark into its first cell, which would not read. Polars drops only
-    the file's own first one. A first column read as numbers cannot hold it: that row is rejected naming the mark."""
-    first = None if marks_kept else next(iter(schema := rows.collect_schema()), None)
-    if first is None or schema[first] != pl.String:
-        return rows
-    return rows.with_columns(pl.col(first).str.strip_chars_start(BYTE_ORDER_MARK))
 
 
 @dataclass(frozen=True)
@@ -438,48 +361,6 @@ def _trade_and_quote(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     quote = {**common, "kind": QUOTE, **{k: row[k] for k in QUOTE_FIELDS if k in row}}
     trade = {**common, "kind": TRADE, **{k: row[k] for k in TRADE_FIELDS if k in row}}
     return quote, trade
-
-
-SAMPLE_ROWS = 200_000  # rows a layout's heuristics look at (a side code, venues, corrections): one pass, bounded
-
-
-def distinct_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None, column: str,
-                   limit: int, rows: int | None = None) -> list[str]:
-    """Up to `limit` distinct non-empty values of a column (of its first `rows` rows; None: all), as text, sorted."""
-    scan = scan_file(path, names, dialect, {column: pl.String} if is_csv(path) else None)
-    scan = scan if rows is None else scan.head(rows)
-    values = scan.select(pl.col(column).cast(pl.String).str.strip_chars().drop_nulls().unique().head(limit))
-    return sorted(v for v in values.collect().to_series().to_list() if v)
-
-
-def first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
-                columns: str | tuple[str, ...], pattern: str | None = None) -> str | None:
-    """The first non-empty value of a column (of date and time columns: joined by a space), as text (None: empty);
-    with `pattern`, the first that matches it. A CSV line of one field among rows of several (a junk line, `oops`,
-    which the read rejects: connectors/junk_lines.py) is passed over: its text would decide how a column is read."""
-    columns = (columns,) if isinstance(columns, str) else columns
-    overrides = {c: pl.String for c in columns} if is_csv(path) else None
-    text = pl.concat_str([pl.col(c).cast(pl.String).str.strip_chars() for c in columns], separator=" ")
-    scan = scan_file(path, names, dialect, overrides)
-    if pattern is None and is_csv(path) and len(scan.collect_schema()) > 1:  # (a pattern's scan: not junk)
-        scan = scan.filter(pl.sum_horizontal(pl.all().is_not_null()) > 1)
-    found = scan.select(text.alias("t"))
-    found = found.filter(pl.col("t").str.strip_chars() != "")
-    if pattern is not None:
-        found = found.filter(pl.col("t").str.contains(pattern))
-    found = found.head(1).collect()
-    return found.item() if found.height else None
-
-
-def time_sample(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
-                columns: str | tuple[str, ...]) -> str | None:
-    """The time text that says how a datetime column is read: its first time carrying a UTC offset, wherever it
-    is (a file whose first rows are naive and later ones carry offsets reads as the one whose first row has it),
-    else its first time."""
-    first = first_text(path, names, dialect, columns)
-    if first is None or UTC_OFFSET.search(first):
-        return first
-    return first_text(path, names, dialect, columns, OFFSET_PATTERN) or first
 
 
 NO_TRADE = "no trade in this interval"  # a bar's filtered_out: not an error, nor a price of 0

@@ -18,7 +18,7 @@ import polars as pl
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
-from connectors.file_plan import SAMPLE_ROWS, is_csv, scan_file
+from connectors.file_scans import SAMPLE_ROWS, is_csv, scan_file
 from connectors.map_vocabulary import UNITS
 from connectors.time_units import epoch_unit
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
 from connectors.archives import is_zip
-from connectors.file_plan import READ_TYPES, is_tick_file
+from connectors.file_scans import READ_TYPES, is_tick_file
 
 PATTERN_MARKS = re.compile(r"[*?[]")  # what makes a path a shell pattern
 SHOWN = 3  # files named in a note, at each end of the list

@@ -12,7 +12,7 @@ from typing import Sequence
 import polars as pl
 
 from connectors.csv_dialect import Dialect
-from connectors.file_plan import scan_file
+from connectors.file_scans import scan_file
 
 SHOWN_CHARS = 40  # of a junk line's text in its reject
 

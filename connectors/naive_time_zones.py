@@ -17,7 +17,7 @@ from connectors.csv_dialect import Dialect
 from connectors.event_time import UTC_OFFSET
 from connectors.field_names import normal_name
 from connectors.file_names import HISTDATA_ZONE, histdata_frame
-from connectors.file_plan import time_sample
+from connectors.file_scans import time_sample
 from connectors.header_zones import header_zone_note, unknown_zone_refusal
 from connectors.headerless_csv import zone_has_dst
 from connectors.layout import zone_in_header

@@ -19,7 +19,8 @@ from connectors.archives import Unpacked, is_zip, not_utf8, text_copy_needed, tr
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import sniff_csv
-from connectors.file_plan import READ_TYPES, FilePlan, is_csv, is_dbn, is_tick_file
+from connectors.file_plan import FilePlan
+from connectors.file_scans import READ_TYPES, is_csv, is_dbn, is_tick_file
 from connectors.file_suffixes import PARQUET_SUFFIXES
 from connectors.input_paths import folder_held, no_tick_folder
 from connectors.json_lines import is_json_lines

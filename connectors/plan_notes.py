@@ -18,7 +18,8 @@ from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.datetime_text import built_formats
 from connectors.event_time import scaled_ts, time_hint, unread_zone_names, zone_words
-from connectors.file_plan import SAMPLE_ROWS, FilePlan
+from connectors.file_plan import FilePlan
+from connectors.file_scans import SAMPLE_ROWS
 from connectors.hours_window import Hours
 from connectors.lone_prints import lone_caution, lone_prints
 from connectors.map_vocabulary import UNITS

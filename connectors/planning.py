@@ -22,7 +22,8 @@ from connectors.event_time import NAIVE_TZ_ONLY, apply_utc_offset, ts_expr, ts_i
 from connectors.field_names import normal_name
 from connectors.file_facts import file_facts, footer_line, time_span, zone_named
 from connectors.file_layout import layout
-from connectors.file_plan import FilePlan, first_text, is_csv, is_dbn, time_sample
+from connectors.file_plan import FilePlan
+from connectors.file_scans import first_text, is_csv, is_dbn, time_sample
 from connectors.hours_window import Hours
 from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_reason

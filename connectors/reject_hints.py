@@ -10,7 +10,8 @@ import re
 from typing import Any
 
 from connectors.event_time import UTC_OFFSET, epoch_format_hint
-from connectors.file_plan import BYTE_ORDER_MARK, NO_TRADE, FilePlan, first_text, time_sample
+from connectors.file_plan import NO_TRADE, FilePlan
+from connectors.file_scans import BYTE_ORDER_MARK, first_text, time_sample
 from connectors.headerless_csv import zone_has_dst
 from connectors.json_lines import DUPLICATE_KEY, NOT_JSON
 from connectors.map_vocabulary import UNITS, VALUE_FIELDS

@@ -14,7 +14,7 @@ from connectors.column_map import ColumnMap
 from connectors.column_names import RIGHT_NAMES, SHARE_CLASS_NAMES
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
-from connectors.file_plan import SAMPLE_ROWS, distinct_text, is_csv, scan_file
+from connectors.file_scans import SAMPLE_ROWS, distinct_text, is_csv, scan_file
 from connectors.formula_guard import is_export_header, unguarded
 from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_lines
