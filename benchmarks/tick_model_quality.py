@@ -54,7 +54,8 @@ from engine.service.datasets import INSTRUMENTS, LOADERS, data_available
 from engine.service.evaluate import EvalOptions, evaluate_streams, load_tick_model, window_ticks
 from engine.service.features import read_head
 from engine.service.splits import SplitSpec, min_part_ticks, prepare, read_streams
-from engine.service.train_builtin import TrainConfig, calibrate_only, reproduce_command, train, write_training_md
+from engine.service.train_builtin import calibrate_only, reproduce_command, train, write_training_md
+from engine.service.train_config import TrainConfig
 
 FILES = {"BTCUSDT": ("trades.csv", "bbo.parquet"), "ETHUSDT": ("trades.csv", "bbo.parquet"),
          "EURUSD": ("eurusd_ticks_2019-02-04_05.parquet",)}  # in LOADERS[X][1]

@@ -13,7 +13,8 @@ import pytest
 from benchmarks.tick_model_quality import ROWS, Settings, main, report
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.evaluate import EvalOptions
-from engine.service.train_builtin import TrainConfig, train, write_training_md
+from engine.service.train_builtin import train, write_training_md
+from engine.service.train_config import TrainConfig
 
 TINY = TrainConfig(hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1, window_ticks=15, max_positions=64,
                    steps=2, batch=2, warmup=1, questions_per_window=8, synthetic_ticks=2000, max_minutes=1.0)

@@ -26,7 +26,8 @@ from engine.service.finetune import to_source
 from engine.service.splits import (
     PARTS, SplitSpec, longest_horizon, prepare, read_streams, split_ticks, ticks_needed,
 )
-from engine.service.train_builtin import TrainConfig, new_model
+from engine.service.train_builtin import new_model
+from engine.service.train_config import TrainConfig
 from queries.adapt import NO_LABEL, adapt_series
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -419,7 +420,7 @@ def test_ctrl_c_during_train_keeps_the_best_weights_so_far(ticks_file: Path, tmp
     KeyboardInterrupt a Ctrl-C raises is raised here from inside the training loop, at step 20."""
     from engine.service.evaluate import EvalOptions
     from engine.service.finetune import FitOptions, fit
-    from engine.service.train_builtin import TrainConfig
+    from engine.service.train_config import TrainConfig
 
     def ctrl_c(step: int) -> None:
         if step == 20:
@@ -440,7 +441,7 @@ def test_ctrl_c_during_train_keeps_the_best_weights_so_far(ticks_file: Path, tmp
 def test_a_gap_below_the_longest_horizon_is_widened_and_said(ticks_file: Path, tmp_path: Path) -> None:
     from engine.service.evaluate import EvalOptions
     from engine.service.finetune import FitOptions, fit
-    from engine.service.train_builtin import TrainConfig
+    from engine.service.train_config import TrainConfig
 
     said: list[str] = []
     cfg = TrainConfig(steps=1, batch=1, threads=1, hidden=32, layers=1, heads=2, kv_heads=1, intermediate=64,

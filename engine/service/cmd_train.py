@@ -67,7 +67,7 @@ def _train_settings(args: argparse.Namespace) -> tuple[Any, Any]:
 
     from engine.models import BUILTIN_MODEL_DIR
     from engine.service.finetune import FitOptions
-    from engine.service.train_builtin import TrainConfig
+    from engine.service.train_config import TrainConfig
 
     if args.max_minutes <= 0 or args.steps < 1:
         raise ValueError(f"--max-minutes must be > 0 and --steps >= 1, got {args.max_minutes:g} and {args.steps}")

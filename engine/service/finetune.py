@@ -43,8 +43,9 @@ from engine.service.splits import (
     short_streams_line, time_overlap_note,
 )
 from engine.service.train_builtin import (
-    Source, TrainConfig, new_model, optimise, question_tokens, sample_batch, save_model,
+    Source, new_model, optimise, question_tokens, sample_batch, save_model,
 )
+from engine.service.train_config import TrainConfig
 from engine.service.train_stopping import Validation
 
 

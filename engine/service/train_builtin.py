@@ -32,7 +32,7 @@ import math
 import os
 import platform
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
@@ -52,54 +52,8 @@ from engine.service.datasets import DEFAULT_SETS, LOADERS, data_available, load_
 from engine.service.installation import builtin_write_refusal
 from engine.service.output_paths import write_atomically
 from engine.service.packing import Batch, pack_batch
+from engine.service.train_config import TrainConfig
 from engine.service.train_stopping import BestWeights, StepClock, Validation
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    seed: int = 0
-    steps: int = 400
-    batch: int = 8
-    window_ticks: int = 127  # 508 tick tokens: a probe at position <= 508 stays inside max_positions
-    questions_per_window: int = 64
-    max_positions: int = 512
-    hidden: int = 256
-    intermediate: int = 512
-    layers: int = 4
-    heads: int = 8
-    kv_heads: int = 4
-    lr: float = 2e-3
-    warmup: int = 40
-    weight_decay: float = 0.01
-    qa_weight: float = 1.0
-    synthetic_ticks: int = 400_000
-    synthetic_seed: int = 1
-    wide_synthetic: bool = False  # add wide_synthetic_configs() (their ticks: synthetic_ticks / 4 each) to the synthetic group
-    real_sets: tuple[str, ...] = DEFAULT_SETS  # real data sets used when --data-dir is given, in `mix` order
-    mix: tuple[float, ...] = (0.5, 0.2, 0.3)  # synthetic, then each of real_sets (renormalised if absent)
-    codec_version: int = 1
-    threads: int = 1  # on a shared 2-core box one thread beat two by ~2.5x (no OpenMP barrier stalls)
-    max_minutes: float = 23.0
-    stop_after: int | None = None  # stop after this many steps, schedule unchanged (reproduces a cut run)
-
-    def __post_init__(self) -> None:
-        if (self.window_ticks + 1) * TOKENS_PER_TICK > self.max_positions:
-            raise ValueError(
-                f"window_ticks={self.window_ticks} needs max_positions >= {(self.window_ticks + 1) * TOKENS_PER_TICK}"
-            )
-        for name in ("steps", "batch", "window_ticks", "questions_per_window", "threads"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if len(self.mix) != 1 + len(self.real_sets) or min(self.mix) < 0 or sum(self.mix) <= 0:
-            raise ValueError(f"mix needs one weight >= 0 for synthetic and one per real set {self.real_sets}, "
-                             f"got {self.mix}")
-        unknown = [n for n in self.real_sets if n not in LOADERS]
-        if unknown:
-            raise ValueError(f"unknown real data sets {unknown}; known: {sorted(LOADERS)}")
-        if self.codec_version not in SPEC_VERSIONS:
-            raise ValueError(f"codec_version must be one of {SPEC_VERSIONS}, got {self.codec_version}")
-        if self.hidden % self.heads or self.heads % self.kv_heads:
-            raise ValueError(f"hidden ({self.hidden}) % heads ({self.heads}) and heads % kv_heads must be 0")
 
 
 class Source(NamedTuple):
