@@ -17,7 +17,7 @@ from transformers import LlamaForCausalLM  # noqa: E402
 from connectors.builtin import load_builtin_codec  # noqa: E402
 from connectors.synthetic import SyntheticConfig, SyntheticMarket  # noqa: E402
 from engine.models import BUILTIN_MODEL_DIR  # noqa: E402
-from engine.service.train_builtin import pack_batch  # noqa: E402
+from engine.service.packing import pack_batch  # noqa: E402
 
 
 @pytest.fixture(scope="module")

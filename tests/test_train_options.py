@@ -10,8 +10,9 @@ import pytest
 
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from engine.service.evaluate import load_tick_model, window_ticks
-from engine.service.train_builtin import main, synthetic_sources, train, wide_synthetic_configs
+from engine.service.train_builtin import main, train
 from engine.service.train_config import TrainConfig
+from engine.service.train_data import synthetic_sources, wide_synthetic_configs
 
 TINY = dict(hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1, batch=2, questions_per_window=8, warmup=1)
 
