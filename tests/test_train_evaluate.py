@@ -729,8 +729,8 @@ def test_max_minutes_bounds_the_steps_and_the_validation_that_scores_the_last_on
     while it and a validation fit: here steps of 0.4 s (a forward and a checkpoint hook's time) and a validation of
     2 s, on a clock that moves by those costs alone (the wall clock of a busy host moved the run's end by seconds),
     so the run's steps and end are exact: the buggy loop ran 8 steps and ended at 5.2 s."""
-    from engine.service.train_builtin import optimise
     from engine.service.train_data import question_tokens, sample_batch
+    from engine.service.train_loop import optimise
     from engine.service.train_stopping import Validation
 
     codec = BinnedCodec()

@@ -2,7 +2,7 @@
 
 Fine-tunes the built-in model (or another BinnedCodec checkpoint; `--from-scratch`
 builds a new one) with the very loop that trains the built-in model
-(engine.service.train_builtin.optimise: serving-exact packing, next-token + answer loss).
+(engine.service.train_loop.optimise: serving-exact packing, next-token + answer loss).
 Each stream is split in time (engine/service/splits.py): training windows and
 targets come from the train part, early stopping watches the loss on fixed
 batches of the validation part and keeps the best weights, the per-question
@@ -42,9 +42,10 @@ from engine.service.splits import (
     SHORT_NAMED, Rejected, SplitSpec, StreamData, gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
     short_streams_line, time_overlap_note,
 )
-from engine.service.train_builtin import new_model, optimise, save_model
+from engine.service.train_builtin import new_model, save_model
 from engine.service.train_config import TrainConfig
 from engine.service.train_data import Source, question_tokens, sample_batch
+from engine.service.train_loop import optimise
 from engine.service.train_stopping import Validation
 
 

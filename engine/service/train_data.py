@@ -4,7 +4,7 @@ A `Source` is one stream's tokens per tick with the realised answer token of eac
 built-in model's sources are the synthetic markets (`synthetic_sources`, `wide_synthetic_configs`) and the earlier
 part of each real data set (`build_sources`); `flashtick train` makes its own from your files
 (engine/service/finetune.py). `sample_batch` draws the windows and question probes of one step, packed as serving
-sees them (engine/service/packing.py). The loop that consumes them is engine/service/train_builtin.py `optimise`.
+sees them (engine/service/packing.py). The loop that consumes them is engine/service/train_loop.py `optimise`.
 """
 
 from __future__ import annotations
