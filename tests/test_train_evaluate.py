@@ -26,7 +26,7 @@ from engine.service.finetune import to_source
 from engine.service.splits import (
     PARTS, SplitSpec, longest_horizon, prepare, read_streams, split_ticks, ticks_needed,
 )
-from engine.service.train_builtin import new_model
+from engine.service.train_checkpoint import new_model
 from engine.service.train_config import TrainConfig
 from queries.adapt import NO_LABEL, adapt_series
 

@@ -151,7 +151,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     from engine.models import BUILTIN_MODEL_DIR
     from engine.service.finetune import fit
     from engine.service.installation import user_train_refusal
-    from engine.service.train_builtin import WEIGHTS_FILE
+    from engine.service.train_checkpoint import WEIGHTS_FILE
 
     if (refusal := user_train_refusal(args.out, BUILTIN_MODEL_DIR)) is not None:  # even with --overwrite
         raise ValueError(refusal)

@@ -42,7 +42,7 @@ from engine.service.splits import (
     SHORT_NAMED, Rejected, SplitSpec, StreamData, gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
     short_streams_line, time_overlap_note,
 )
-from engine.service.train_builtin import new_model, save_model
+from engine.service.train_checkpoint import new_model, save_model
 from engine.service.train_config import TrainConfig
 from engine.service.train_data import Source, question_tokens, sample_batch
 from engine.service.train_loop import optimise

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import time
 from dataclasses import asdict
@@ -38,68 +37,15 @@ from typing import Callable
 
 import numpy as np
 import torch
-from safetensors.torch import save_file
-from transformers import LlamaConfig, LlamaForCausalLM
 
-from connectors.calibration import write_calibration
 from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.datasets import DEFAULT_SETS, LOADERS, data_available
 from engine.service.installation import builtin_write_refusal
-from engine.service.output_paths import write_atomically
+from engine.service.train_checkpoint import new_model, save_model
 from engine.service.train_config import TrainConfig
 from engine.service.train_data import build_sources, question_tokens
 from engine.service.train_loop import optimise
-
-
-def model_config(cfg: TrainConfig, vocab_size: int) -> LlamaConfig:
-    return LlamaConfig(
-        vocab_size=vocab_size,
-        hidden_size=cfg.hidden,
-        intermediate_size=cfg.intermediate,
-        num_hidden_layers=cfg.layers,
-        num_attention_heads=cfg.heads,
-        num_key_value_heads=cfg.kv_heads,
-        max_position_embeddings=cfg.max_positions,
-        rope_theta=10000.0,
-        rms_norm_eps=1e-5,
-        tie_word_embeddings=False,
-        pad_token_id=0,
-        bos_token_id=None,
-        eos_token_id=None,
-        attn_implementation="sdpa",
-    )
-
-
-WEIGHTS_FILE = "model.safetensors"  # written through its temporary name: `train` checks that name before any work
-
-
-def save_model(model: LlamaForCausalLM, codec: BinnedCodec, out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in model.state_dict().items()}
-
-    def write(tmp: Path) -> None:
-        save_file(state, str(tmp), metadata={"format": "pt"})
-        tmp.chmod(0o666 & ~current_umask())  # safetensors writes 0600: a reader of config.json could not read these
-
-    write_atomically(out_dir / WEIGHTS_FILE, write)
-    model.config.to_json_file(str(out_dir / "config.json"))
-    (out_dir / "codec.json").write_text(codec.to_json() + "\n")
-    # The codec's calibration belongs to these weights: a fresh model's is identity (fit it with
-    # engine/service/calibrate.py); never leave a calibration.json fitted to other weights behind.
-    write_calibration(out_dir, codec.calibration)
-
-
-def current_umask() -> int:
-    """The process's umask (read by setting it: the moment between is one no file of ours is made in)."""
-    mask = os.umask(0o077)
-    os.umask(mask)
-    return mask
-
-
-def new_model(cfg: TrainConfig, vocab_size: int) -> LlamaForCausalLM:
-    torch.manual_seed(cfg.seed)
-    return LlamaForCausalLM(model_config(cfg, vocab_size))
 
 
 def train(cfg: TrainConfig, out_dir: Path, log, data_dir: Path | None = None) -> dict:
