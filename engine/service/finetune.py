@@ -64,7 +64,8 @@ class FitOptions:
     head: bool = True  # fit the answer heads (features.QuestionHead) on the train and validation parts
     streams: tuple[str, ...] | None = None  # the streams of the files to train on (names or globs); None: every one
     name_left_out: bool = False  # --verbose: each stream too short to split named, not more than SHORT_NAMED summed up
-    points_out: Path | None = None  # --points-out: the test answer points scored, a row each (evaluate.write_points)
+    # --points-out: the test answer points scored, a row each (evaluation_points.write_points)
+    points_out: Path | None = None
     # --session-gap: a label horizon across a pause that long or longer in event time leaves its point unlabelled
     # in every part
     session_gap_ns: int | None = None
