@@ -19,7 +19,7 @@ from connectors.builtin import load_builtin_codec
 from connectors.ticks import Tick
 from engine.service.live_scores import PRUNE_EVERY, LiveScores
 from queries.cache import Answer
-from engine.service.metrics import render
+from engine.service.metrics_text import render
 from engine.service.pipeline import TickPipeline
 from queries.yaml_loader import load_queries
 

@@ -15,8 +15,8 @@ from engine.service.config import ServiceConfig
 from engine.service.expired_streams import ExpiredStreamsLine
 from engine.service.feed_watch import FeedWatch
 from engine.service.kv_thrash import KvThrashWatch
-from engine.service.metrics import process_start_time
 from engine.service.pipeline import TickPipeline
+from engine.service.process_start import process_start_time
 from engine.service.sharded import ShardedPipeline
 from engine.service.wire_protocol import WIRE_PROTOCOL
 

@@ -1,0 +1,134 @@
+"""The stats snapshot as Prometheus text (`render`): a HELP, a TYPE and the samples of each family, in a fixed
+order, with only what is known during a start, and the lag carried forward to the scrape's time (`lag_now`). The
+families' names and help are engine/service/metrics_families.py; the HTTP server that serves this text is
+engine/service/metrics.py.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from engine.service.metrics_families import (
+    COUNTERS, GAUGES, LIVE_SCORES, LOG_FIGURES, PROCESS_GAUGES, RUNNER_COUNTERS, SCHEDULER_COUNTERS,
+    SPECULATION_COUNTERS,
+)
+from engine.service.metrics_limits import METRICS_MAX_CONNECTIONS, METRICS_REQUEST_TIMEOUT_S
+
+
+def lag_now(snapshot: dict[str, Any], now: float | None = None) -> float:
+    """``lag_s`` carried forward to ``now`` (time.time()): the snapshot's oldest waiting data, taken to wait still,
+    has waited the time since the snapshot too. Between heartbeats (seconds apart under load) a scrape then sees the
+    lag grow, where it saw a flat figure; 0 stays 0 (nothing waited at the refresh; what came since is not known)."""
+    lag = snapshot.get("lag_s", 0.0)
+    if not lag or "stats_time" not in snapshot:
+        return lag
+    return round(lag + max(0.0, (time.time() if now is None else now) - snapshot["stats_time"]), 3)
+
+
+def render(snapshot: dict[str, Any], now: float | None = None) -> str:
+    """The snapshot as Prometheus text (``now``: the scrape's time.time(), for the lag). One with ``starting`` (the
+    start's phase: the service loads its model or replays its tick log) gives only what is known then: serving 0,
+    the phase, the process's figures."""
+    lines: list[str] = []
+
+    def metric(name: str, kind: str, help_text: str, samples: list[tuple[str, float]]) -> None:
+        lines.append(f"# HELP flashtick_{name} {help_text}")
+        lines.append(f"# TYPE flashtick_{name} {kind}")
+        lines.extend(f"flashtick_{name}{labels} {value}" for labels, value in samples)
+
+    starting = snapshot.get("starting")
+    shards_down = any(s["state"] != "serving" for s in snapshot.get("shards") or ())
+    metric("serving", "gauge", "1 while the service serves (`flashtick health`: serving); 0 while it starts, or "
+           "while degraded: its logs cannot be written (flashtick_log_problem) or a shard is down",
+           [("", int(not starting and not snapshot.get("log_problem") and not shards_down))])
+    # the phase without its progress figures ("replaying the tick log", not "...: 4,000 of 9,000 tokens"): a label
+    # value that changed with every scrape would make a new series each time
+    metric("starting", "gauge", "1 while the service starts, labelled with what it does (loading the model, "
+           "replaying the tick log, ...); no sample once it serves",
+           [(f'{{phase="{_label(starting.split(":", 1)[0])}"}}', 1)] if starting else [])
+    for key, help_text in PROCESS_GAUGES.items():
+        if snapshot.get(key) is not None:  # (no such figure here: no sample rather than a false one)
+            metric(key, "gauge", help_text, [("", snapshot[key])])
+    if "scrapes_abandoned" in snapshot:  # this endpoint's own, counted from the start
+        metric("scrapes_abandoned_total", "counter", "Scrapes whose client closed the connection before the reply "
+               "was written (a scraper's time-out: the service was slow to answer, or the network)",
+               [("", snapshot["scrapes_abandoned"])])
+    if "connections_refused" in snapshot:
+        metric("metrics_connections_refused_total", "counter", "Connections to this endpoint closed unread because "
+               f"{METRICS_MAX_CONNECTIONS} were open already, each past its request (one whose request has not come "
+               f"{METRICS_REQUEST_TIMEOUT_S:g} s after its connect is closed)", [("", snapshot["connections_refused"])])
+    if "connections_evicted" in snapshot:
+        metric("metrics_connections_evicted_total", "counter", f"Connections to this endpoint closed before their "
+               f"request had all come, to make room for a new one while {METRICS_MAX_CONNECTIONS} were open (the "
+               f"oldest such one each time): clients that connect and send slowly or nothing",
+               [("", snapshot["connections_evicted"])])
+    if starting:
+        return "\n".join(lines) + "\n"
+    for key, help_text in COUNTERS.items():
+        metric(f"{key}_total", "counter", help_text, [("", snapshot.get(key, 0))])
+    for key, help_text in GAUGES.items():
+        value = snapshot.get(key, 0)
+        if value is None:  # (no such figure here: no sample rather than a false one)
+            continue
+        metric(key, "gauge", help_text, [("", int(value) if isinstance(value, bool) else value)])
+    if "gemm_kernels" in snapshot:  # oneDNN's compiled GEMMs (model.kernel_cache): a cache step, not a leak
+        metric("gemm_kernels", "gauge", "oneDNN GEMM kernels held compiled, ~0.5 MB each, at most model.kernel_cache "
+               "(flashtick_gemm_kernel_cache): RSS steps as it fills", [("", snapshot["gemm_kernels"])])
+        metric("gemm_kernel_cache", "gauge", "model.kernel_cache: the most oneDNN GEMM kernels held",
+               [("", snapshot["gemm_kernel_cache"])])
+        metric("gemm_kernels_compiled_total", "counter", "oneDNN GEMM kernels compiled (one per weight shape and "
+               "forward row bucket not held; a compile also evicts the least recently used past the cap)",
+               [("", snapshot["gemm_kernels_compiled"])])
+    if "owed_ticks" in snapshot:  # one engine's (a --shards front door owes a restart's answers otherwise)
+        metric("owed_ticks", "gauge", "Ticks a restart owes answers for (logged but not computed before the stop) "
+               "still to compute: 0 once it has caught up", [("", snapshot["owed_ticks"])])
+    if "stats_time" in snapshot:
+        metric("stats_timestamp_seconds", "gauge", "When the engine thread last refreshed the figures here (each "
+               "heartbeat, each `stats` request), in seconds since the Unix epoch: time() minus it is their age",
+               [("", round(snapshot["stats_time"], 3))])
+    metric("lag_seconds", "gauge", "Seconds the oldest data not yet computed has waited, as of this scrape: accepted, "
+           "or unread in the ingest queue (limits.max_lag_s); the data waiting at the last refresh is taken to wait "
+           "still (an upper bound: lower if it was computed since; 0 when nothing waited then)", [("", lag_now(snapshot, now))])
+    rejected = snapshot.get("rejected", {})
+    metric("rejected_total", "counter", "Ticks or messages rejected, by reason",
+           [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())])  # none yet: no sample (no fake reason)
+    for group, prefix, counters in (("scheduler", "", SCHEDULER_COUNTERS), ("runner", "", RUNNER_COUNTERS),
+                                    ("speculation", "speculation_", SPECULATION_COUNTERS)):
+        for key, help_text in counters.items():
+            metric(f"{prefix}{key}_total", "counter", help_text, [("", snapshot.get(group, {}).get(key, 0))])
+    log = snapshot.get("log")
+    if isinstance(log, dict):
+        metric("log_problem", "gauge", "1 while ticks are refused (log_unavailable) because the data directory's logs "
+               "cannot be written (a full disk, a file size limit, a removed directory): `flashtick health` says "
+               "degraded and why", [("", int(bool(snapshot.get("log_problem"))))])
+        for path, name, kind, help_text in LOG_FIGURES:
+            value: Any = log
+            for key in path:
+                value = value.get(key, 0) if isinstance(value, dict) else 0
+            metric(name, kind, help_text, [("", value)])
+    scores = snapshot.get("scores", {})  # live scores per query (engine/service/live_scores.py)
+    for key, name, kind, help_text in LIVE_SCORES:
+        metric(name, kind, help_text, [(f'{{query="{_label(query)}"}}', s[key]) for query, s in sorted(scores.items())
+                                       if s.get(key) is not None])
+    shards = snapshot.get("shards")  # with --shards: each shard's state and restarts, so an outage can alert
+    if shards:
+        metric("shard_serving", "gauge", "1 while the shard serves; 0 while it is restored after a loss, or failed",
+               [(f'{{shard="{_label(s["name"])}"}}', int(s["state"] == "serving")) for s in shards])
+        metric("shard_restarts_total", "counter", "Times the shard was lost and restored from the tick log",
+               [(f'{{shard="{_label(s["name"])}"}}', s["restarts"]) for s in shards])
+    quantile_families = (
+        ("freshness_ms", "answer_freshness_ms", "Tick read off the ingest socket to answer cached, over the last "
+                                                "10,000 published answers (not a time window: kept when answers stop)"),
+        ("data_age_ms", "answer_data_age_ms", "Answered tick's own ts to answer cached, over the last 10,000 published "
+                                              "answers (negative: ts ahead of this clock)"))
+    for key, name, help_text in quantile_families:
+        quantiles = snapshot.get(key, {})
+        metric(name, "gauge", help_text,
+               [(f'{{quantile="{q}"}}', quantiles[k]) for q, k in (("0.5", "p50"), ("0.99", "p99")) if k in quantiles])
+    return "\n".join(lines) + "\n"
+
+
+def _label(value: str) -> str:
+    """A Prometheus label value: backslash, double quote and newline escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
