@@ -4,7 +4,7 @@ objects (a REST response saved as it came), a row per object.
 
 A file is parsed once (polars `read_ndjson`, every line's keys unified; `read_json` for one array) into a Parquet
 copy in a private temporary folder, so that the replay's scans, layout detection and rejects
-(connectors/file_plan.py, file_layout.py, replay.py) read it as any Parquet file, but name the `.jsonl` and its
+(connectors/file_scans.py, file_layout.py, replay.py) read it as any Parquet file, but name the `.jsonl` and its
 lines (`JsonLinesTable.where`: a row is its line, its message's line when a message holds several ticks, or a
 REST dump's record). A line that is not JSON, or not an object, is an empty row there and a reject
 (`bad_lines`), as is one with a key twice in an object (`duplicate_key`, as the wire says it: polars would keep the

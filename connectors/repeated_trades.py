@@ -26,7 +26,7 @@ TRADE_ID_NAMES = ("trade_id", "tradeid", "trdmatchid", "trd_match_id", "agg_trad
                   "tid", "id")
 
 
-ROW_COLUMN = "_row"  # a file plan's row numbers (planning.ROW)
+ROW_COLUMN = "_row"  # a file plan's row numbers (row_exprs.ROW)
 
 
 def trade_id_column(cmap: ColumnMap, schema: dict[str, Any]) -> str | None:

@@ -1,7 +1,7 @@
 """The scheduler's counters: what it did (forwards, rolls, evictions, rebuilds) and what it put off or refused.
 
 One object shared by the scheduler and the helpers that act for it (eviction, planning), so each counts what it
-does where it does it; the service shows them in ``stats`` (engine/service/metrics.py says what each counts).
+does where it does it; the service shows them in ``stats`` (engine/service/metrics_families.py says what each counts).
 """
 
 from __future__ import annotations

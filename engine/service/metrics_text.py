@@ -89,7 +89,8 @@ def render(snapshot: dict[str, Any], now: float | None = None) -> str:
                [("", round(snapshot["stats_time"], 3))])
     metric("lag_seconds", "gauge", "Seconds the oldest data not yet computed has waited, as of this scrape: accepted, "
            "or unread in the ingest queue (limits.max_lag_s); the data waiting at the last refresh is taken to wait "
-           "still (an upper bound: lower if it was computed since; 0 when nothing waited then)", [("", lag_now(snapshot, now))])
+           "still (an upper bound: lower if it was computed since; 0 when nothing waited then)",
+           [("", lag_now(snapshot, now))])
     rejected = snapshot.get("rejected", {})
     metric("rejected_total", "counter", "Ticks or messages rejected, by reason",
            [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())])  # none yet: no sample (no fake reason)

@@ -32,7 +32,8 @@ class TrainConfig:
     qa_weight: float = 1.0
     synthetic_ticks: int = 400_000
     synthetic_seed: int = 1
-    wide_synthetic: bool = False  # add wide_synthetic_configs() (their ticks: synthetic_ticks / 4 each) to the synthetic group
+    # add wide_synthetic_configs() (their ticks: synthetic_ticks / 4 each) to the synthetic group
+    wide_synthetic: bool = False
     real_sets: tuple[str, ...] = DEFAULT_SETS  # real data sets used when --data-dir is given, in `mix` order
     mix: tuple[float, ...] = (0.5, 0.2, 0.3)  # synthetic, then each of real_sets (renormalised if absent)
     codec_version: int = 1

@@ -1,10 +1,10 @@
-"""When the training loop (engine/service/train_builtin.py `optimise`) stops: its clock, its validation and early
+"""When the training loop (engine/service/train_loop.py `optimise`) stops: its clock, its validation and early
 stopping.
 
 `StepClock` is what --max-minutes bounds (a step starts only while it and a validation fit in the time left);
 `Validation` is the fixed batches scored every few steps and the patience; `BestWeights` keeps the best validation
-loss's weights and counts the checks since it. The loop itself (losses, the update, the log) stays in
-train_builtin.py: these are the state it consults to decide whether to go on, and which weights to keep.
+loss's weights and counts the checks since it. The loop itself (losses, the update, the log) lives in
+train_loop.py: these are the state it consults to decide whether to go on, and which weights to keep.
 """
 
 from __future__ import annotations
