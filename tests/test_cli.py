@@ -539,8 +539,8 @@ def test_feed_replay_of_a_time_range_sends_its_ticks_alone_and_counts_the_rest(c
                            "--to", utc_text(ticks[120].ts), "--endpoint", server.endpoints["ingest"],
                            "--answers", server.endpoints["answers"])
         assert code == 0 and "sent 70 ticks" in err, err
-        assert f"flashtick feed: --from {utc_text(ticks[50].ts)} --to {utc_text(ticks[120].ts)}: 130 row(s) of the " \
-               f"files outside it left out" in err, err
+        assert f"flashtick feed replay: --from {utc_text(ticks[50].ts)} --to {utc_text(ticks[120].ts)}: 130 " \
+               f"row(s) of the files outside it left out" in err, err
 
 
 def test_wait_ready_means_nothing_published_after_it_is_missed(checkpoint, tmp_path) -> None:
@@ -790,11 +790,12 @@ def test_feed_says_the_engines_rejections_as_they_come_not_only_in_its_summary(c
     err = "".join(lines)
     assert running and feed.returncode == 0, err
     first = [line for line in lines if "more rejections are counted" in line]
-    assert len(first) == 1 and first[0].startswith("flashtick feed: the engine refused 1 tick of stream ") and \
+    assert len(first) == 1 and \
+        first[0].startswith("flashtick feed synthetic: the engine refused 1 tick of stream ") and \
         "stream_refused: " in first[0] and "(scheduler.max_streams)" in first[0], err
     counts = [line for line in lines if "more ticks in the last" in line]
-    assert re.search(r"^flashtick feed: the engine refused \d+ more ticks in the last \d+ s \(stream_refused: \d+\); "
-                     r"\d+ in all$", counts[0].strip()), err
+    assert re.search(r"^flashtick feed synthetic: the engine refused \d+ more ticks in the last \d+ s "
+                     r"\(stream_refused: \d+\); \d+ in all$", counts[0].strip()), err
     assert lines.index(first[0]) < lines.index(counts[0]) < next(i for i, x in enumerate(lines) if "sent " in x), err
 
 
@@ -1140,7 +1141,7 @@ def test_a_file_that_continues_a_stream_inside_its_last_millisecond_is_sent_whol
         wait_for(lambda: server.pipeline.ticks_in == 50, 120.0)
         code, _, err = run(capsys, "feed", "replay", str(tmp_path / "part2.parquet"), *ends)
         assert code == 0 and "sent 50 ticks" in err and "not sent" not in err, err
-        assert ("flashtick feed: 6 ticks sent stamped as the engine's last tick of their stream (BTCUSD: 6 (the "
+        assert ("flashtick feed replay: 6 ticks sent stamped as the engine's last tick of their stream (BTCUSD: 6 (the "
                 "engine holds 50, 6 stamped as its last)): the files begin at that time with no earlier tick") in err
         wait_for(lambda: server.pipeline.ticks_in == 100, 120.0)
         # both parts fed again: each tick held, none sent, and the count names what the engine holds
@@ -1214,7 +1215,8 @@ def test_a_file_fed_again_goes_on_from_where_the_engine_is(checkpoint, tmp_path,
         wait_for(lambda: server.pipeline.ticks_in == 50)
         code, _, err = run(capsys, *argv)
         assert code == 0 and "sent 70 ticks" in err and "; 0 rejected" in err, err
-        assert "flashtick feed: 50 ticks not sent: stamped at or before the engine's last tick of their stream" in err
+        assert "flashtick feed replay: 50 ticks not sent: stamped at or before the engine's last tick of their " \
+               "stream" in err
         wait_for(lambda: server.pipeline.ticks_in == 120)
         code, _, err = run(capsys, *argv)  # all of it held: nothing to send, and no error
         assert code == 0 and "sent 0 ticks" in err and "120 ticks not sent" in err, err
@@ -1271,9 +1273,10 @@ def test_a_feed_at_another_price_level_than_the_engine_holds_is_warned_once_per_
         later = day(tmp_path / "b.csv", 15, [0.5 + i * 0.01 for i in range(40)])
         code, _, err = run(capsys, "feed", "replay", later, *endpoints, "--price-offset", "CLK0=40")
         assert code == 0 and "sent 80 ticks" in err, err
-        warning = ("flashtick feed: warning: stream 'CLK0': its first price here, 40.5 (read with --price-offset 40), "
-                   "is far from the engine's last price of it, 0.93: the engine holds earlier ticks of 'CLK0', read "
-                   "another way or of another instrument, and would continue them with these as one stream; if the "
+        warning = ("flashtick feed replay: warning: stream 'CLK0': its first price here, 40.5 (read with "
+                   "--price-offset 40), is far from the engine's last price of it, 0.93: the engine holds earlier "
+                   "ticks of 'CLK0', read another way or of another instrument, and would continue them with these "
+                   "as one stream; if the "
                    "engine's are the ones read wrongly (fed before without an offset given now, say), stop this "
                    "feed, run `flashtick forget CLK0` (it drops that one stream at the engine, its answers and the "
                    "ticks this feed sent too) and feed its files again from their start; else, to feed it apart "

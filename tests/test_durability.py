@@ -1541,7 +1541,7 @@ def test_a_feed_launched_with_its_serve_waits_for_it_and_starts_after_the_ticks_
     try:
         assert main(feed) == 0
         err = capsys.readouterr().err
-        assert "flashtick feed: waiting for the engine before sending: no connection to" in err, err
+        assert "flashtick feed synthetic: waiting for the engine before sending: no connection to" in err, err
         assert "rejected" not in err.split("sent 200 ticks", 1)[1].split("\n")[0].replace("; 0 rejected", ""), err
         starter.join(30)
         wait_for(lambda: later[0][0].pipeline.ticks_in == 400, timeout_s=60)

@@ -273,8 +273,8 @@ def test_feed_interrupted_while_waiting_for_its_engine_says_so() -> None:
         finally:
             feed.kill()
     assert feed.returncode == 130, err
-    assert "flashtick feed: interrupted while starting (reading the files, or waiting for the engine); nothing was " \
-           "sent" in err, err
+    assert "flashtick feed synthetic: interrupted while starting (reading the files, or waiting for the engine); " \
+           "nothing was sent" in err, err
 
 
 def weekend_trades(path) -> None:
@@ -341,9 +341,10 @@ def test_feed_replay_max_gap_shortens_a_weekend_and_says_so(pull, tmp_path) -> N
     while len(received) < 60:
         received += decode(sock.recv()).ticks
     assert [t.price for t in received] == [round(100 + i * 0.01, 2) for i in range(30)] * 2
-    assert ("flashtick feed: note: next tick at 2026-03-09T13:30:00Z, 2.69 days of event time after the last "
+    assert ("flashtick feed replay: note: next tick at 2026-03-09T13:30:00Z, 2.69 days of event time after the last "
             "(38.7 min at --speed 100): shortened to 0.5 s by --max-gap\n" in err), err
-    assert "flashtick feed: --max-gap 0.5 shortened 1 gap between ticks, 38.7 min of wall time in all" in err, err
+    assert "flashtick feed replay: --max-gap 0.5 shortened 1 gap between ticks, 38.7 min of wall time in all" in err, \
+        err
 
 
 @pytest.mark.parametrize("command", [["feed", "synthetic"], ["feed", "replay", "t.csv"]])
@@ -360,3 +361,23 @@ def test_feed_rate_0_or_negative_is_a_usage_error_before_connecting(tmp_path, ca
         err = capsys.readouterr().err
         assert exited.value.code == 2, err
         assert err.splitlines()[0].endswith(f"error: argument --rate: must be a finite number > 0, got '{value}'"), err
+
+
+def test_feed_replays_notes_and_errors_share_its_full_name(pull, tmp_path) -> None:
+    """`flashtick feed replay`'s errors said `flashtick feed replay: error:` (the nested command's full name) while
+    its notes and warnings said `flashtick feed:`: one command, two names on its stderr. Every line it prefixes now
+    carries the full name, read off a real process's stderr."""
+    import subprocess
+    import sys
+
+    _, endpoint = pull
+    path = tmp_path / "spread.csv"  # every price below zero: a note on the map read, then an error
+    path.write_text("timestamp,symbol,price,size\n2024-03-08T14:30:00Z,XYZ,-1.5,100\n2024-03-08T14:30:01Z,XYZ,-1.6,1\n")
+    done = subprocess.run([sys.executable, "-m", "engine.service.cli", "feed", "replay", str(path), "--endpoint",
+                           endpoint, "--control", "", "--answers", ""], stderr=subprocess.PIPE, text=True, timeout=600)
+    prefixed = [line for line in done.stderr.splitlines() if line.startswith("flashtick")]
+    assert done.returncode == 2, done.stderr
+    assert any(line.startswith("flashtick feed replay: note: spread.csv: no column map given") for line in prefixed)
+    assert prefixed[-1] == "flashtick feed replay: error: every row of the files was rejected; nothing was sent " \
+                           "(reasons above)", done.stderr
+    assert all(line.startswith("flashtick feed replay: ") for line in prefixed), done.stderr

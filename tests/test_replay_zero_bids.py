@@ -90,7 +90,7 @@ def test_backtest_and_feed_replay_take_zero_bid_price_and_the_engine_takes_the_t
         err = capsys.readouterr().err
         assert "missing_field" in err and "zero_bid: price" in err, err  # refused, naming the setting
         # ... and said once up front, from the service's own reading in `health`, before any quote was refused
-        warning = "flashtick feed: warning: the files' 0 bids are read as prices (--zero-bid price), but the " \
+        warning = "flashtick feed replay: warning: the files' 0 bids are read as prices (--zero-bid price), but the " \
                   "service reads a quote's 0 bid as no bid (limits.zero_bid: no_bid): it will refuse each such quote " \
                   "as missing_field; to take them, serve with limits.zero_bid: price in its config\n"
         assert err.count(warning) == 1 and err.index(warning) < err.index("missing_field"), err

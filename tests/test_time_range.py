@@ -153,8 +153,8 @@ def test_a_naive_iso_time_beside_tz_is_read_as_utc_and_says_so(market, capsys) -
             "America/New_York"]
     assert main([*feed, "--from", "2099-01-01T09:30", "--to", "2099-01-02T00:00Z"]) == 2
     err = capsys.readouterr().err
-    assert ("flashtick feed: note: --from 2099-01-01T09:30 read as UTC: --tz America/New_York is the zone of the "
-            "files' times, not of --from/--to") in err, err
+    assert ("flashtick feed replay: note: --from 2099-01-01T09:30 read as UTC: --tz America/New_York is the zone "
+            "of the files' times, not of --from/--to") in err, err
     assert "--from 2099-01-01T09:30:00Z --to 2099-01-02T00:00:00Z holds none of the files' ticks" in err, err
     assert main([*feed, "--from", "2099-01-01T09:30-05:00"]) == 2
     assert ": note: " not in capsys.readouterr().err

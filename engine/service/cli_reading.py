@@ -21,7 +21,7 @@ def time_range_of(args: argparse.Namespace) -> Any:
     time_range = TimeRange.of(given["--from"], given["--to"])
     naive = [f"{option} {text}" for option, text in given.items() if text is not None and names_no_offset(text)]
     if naive and getattr(args, "tz", None):  # --tz zones the files' naive times: one might expect it here too
-        print(f"flashtick {args.command}: note: {' and '.join(naive)} read as UTC: --tz {args.tz} is the zone of "
+        print(f"{args.command_name}: note: {' and '.join(naive)} read as UTC: --tz {args.tz} is the zone of "
               f"the files' times, not of --from/--to (give an offset, e.g. 2024-01-02T09:30-05:00)", file=sys.stderr)
     return time_range
 

@@ -32,8 +32,8 @@ def _synthetic_source(args: argparse.Namespace, engine_last_ts: dict[str, int]) 
         start = max(held) + 1
         lead_s = (start - time.time_ns()) / 1e9
         where = f"{lead_s:.1f} s ahead of" if lead_s >= 0 else f"{-lead_s / 86_400:.1f} days behind"
-        print(f"flashtick feed: note: event time starts after the engine's last tick of these streams, {where} the "
-              f"clock (earlier feeds ran faster than the market's pace; --start-ts to choose)", file=sys.stderr)
+        print(f"{args.command_name}: note: event time starts after the engine's last tick of these streams, {where} "
+              f"the clock (earlier feeds ran faster than the market's pace; --start-ts to choose)", file=sys.stderr)
         config = dataclasses.replace(config, start_ts=start)
     return SyntheticSource(config, limit=args.ticks)
 
@@ -93,7 +93,7 @@ def _feed_resume(args: argparse.Namespace, stop: Any) -> Any:
     try:
         # (a short connect time-out: while the engine is down, each try gives up soon, and a signal is heard)
         return ControlFeedResume(lambda: ControlClient(control, timeout_s=5, connect_timeout_s=2, **curve_keys(args)),
-                                 stop=stop)
+                                 stop=stop, who=args.command_name)
     except EngineLost as e:  # a signal while the engine was starting: nothing was sent
         raise ConnectionError(f"{e}; nothing was sent") from None
     except ControlUnreachable:  # no engine there after the start wait: one error, not a note and then another
@@ -101,20 +101,20 @@ def _feed_resume(args: argparse.Namespace, stop: Any) -> Any:
                               f"first, or name its control socket with --control ADDR (--control '' feeds without "
                               f"asking it); nothing was sent") from None
     except ControlError as e:
-        print(f"flashtick feed: note: cannot ask the engine's control socket ({e}): a restart of the engine "
+        print(f"{args.command_name}: note: cannot ask the engine's control socket ({e}): a restart of the engine "
               f"mid-feed will end the feed with an error instead of resuming (--control to name it)",
               file=sys.stderr)
         return None
 
 
-def _say_zero_bids_refused(replay: Any, resume: Any) -> None:
+def _say_zero_bids_refused(replay: Any, resume: Any, who: str) -> None:
     """Files read with --zero-bid price (a column map's zero_bid: price) fed to a service that reads a 0 bid as no
     bid (limits.zero_bid: no_bid) lose every such quote to a refusal: said once, before the first tick is sent,
     with the key that takes them. (A service of an earlier version does not say its reading: nothing is said.)"""
     if not any(getattr(plan, "zero_bid_is_price", False) for plan in replay.plans):
         return
     if resume.health().get("zero_bid") == "no_bid":
-        print("flashtick feed: warning: the files' 0 bids are read as prices (--zero-bid price), but the service "
+        print(f"{who}: warning: the files' 0 bids are read as prices (--zero-bid price), but the service "
               "reads a quote's 0 bid as no bid (limits.zero_bid: no_bid): it will refuse each such quote as "
               "missing_field; to take them, serve with limits.zero_bid: price in its config", file=sys.stderr,
               flush=True)
@@ -213,8 +213,8 @@ def _sent(args: argparse.Namespace, source: Any, resume: Any, stop: threading.Ev
         with FeedClient(args.endpoint, watch_connection=True, tag=new_tag(), **curve_keys(args)) as client:
             return run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args),
                             resume=resume, stop=stop, batch_ns=batch_ns,
-                            say=lambda line: print(f"flashtick feed: note: {line}", file=sys.stderr, flush=True),
-                            warn=lambda line: print(f"flashtick feed: {line}", file=sys.stderr, flush=True))
+                            say=lambda line: print(f"{args.command_name}: note: {line}", file=sys.stderr, flush=True),
+                            warn=lambda line: print(f"{args.command_name}: {line}", file=sys.stderr, flush=True))
     except Exception as e:  # the engine lost, a send timed out: the rows not sent of what was read are said first
         _say_rows_not_sent(source, client.ticks if client is not None else 0)
         if isinstance(e, EngineLost):
@@ -227,25 +227,26 @@ def _sent(args: argparse.Namespace, source: Any, resume: Any, stop: threading.Ev
         _restore_signals()
 
 
-def _say_feed_summary(stats: Any, stop: threading.Event, source: Any, replay: Any) -> None:
+def _say_feed_summary(stats: Any, stop: threading.Event, source: Any, replay: Any, who: str) -> None:
     """What the feed sent and what the source has to say after it: the time range's rows left out, its pace, the
-    waits shortened, the ticks the engine held, what it found, and its cautions again."""
+    waits shortened, the ticks the engine held, what it found, and its cautions again; ``who``: the command's full
+    name (`flashtick feed replay`), the prefix of its every line as of its errors."""
     from connectors.after_held import AfterHeld
 
     print(stats.summary() + ("; stopped by a signal" if stop.is_set() else ""), file=sys.stderr)
     if replay is not None and replay.time_range is not None:
-        print(f"flashtick feed: {replay.time_range.text()}: {replay.range_left_out} row(s) of the files outside "
+        print(f"{who}: {replay.time_range.text()}: {replay.range_left_out} row(s) of the files outside "
               f"it left out", file=sys.stderr)
     if (pace := getattr(source, "pace", lambda: None)()) is not None:
-        print(f"flashtick feed: {pace}", file=sys.stderr)
+        print(f"{who}: {pace}", file=sys.stderr)
     if replay is not None and (shortened := replay.gaps.summary()) is not None:
-        print(f"flashtick feed: {shortened}", file=sys.stderr)
+        print(f"{who}: {shortened}", file=sys.stderr)
     if isinstance(source, AfterHeld) and (skipped := source.said()):
-        print(f"flashtick feed: {skipped}", file=sys.stderr)
+        print(f"{who}: {skipped}", file=sys.stderr)
     for found in getattr(source, "found_notes", ()):
-        print(f"flashtick feed: note: {found}", file=sys.stderr)
+        print(f"{who}: note: {found}", file=sys.stderr)
     for caution in getattr(source, "cautions", ()):
-        print(f"flashtick feed: warning (said above too): {caution}", file=sys.stderr)
+        print(f"{who}: warning (said above too): {caution}", file=sys.stderr)
 
 
 def _check_fed(args: argparse.Namespace, stats: Any, source: Any) -> None:
@@ -257,7 +258,7 @@ def _check_fed(args: argparse.Namespace, stats: Any, source: Any) -> None:
     held = sum(source.skipped.values()) if isinstance(source, AfterHeld) else 0  # ticks the engine held: not sent
     older = stats.ticks == 0 and held and source.older() is not None  # no re-feed: older ticks than the engine's
     if stats.ticks == 0 and held and not older:  # a file fed again: nothing new to send is no error
-        print(f"flashtick feed: nothing new to send: every tick of the files"
+        print(f"{args.command_name}: nothing new to send: every tick of the files"
               f"{' of the streams selected' if source.selection is not None else ''} is stamped at or before the "
               f"engine's last tick of its stream (held, if these files were fed before; `flashtick streams` says "
               f"what it has){_start_over(source)}", file=sys.stderr)
@@ -291,21 +292,21 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
         source = replay = _replay_source(args) if args.feed_source == "replay" else None  # a file's mistakes first
         resume = _feed_resume(args, stop)
     except KeyboardInterrupt:
-        print("flashtick feed: interrupted while starting (reading the files, or waiting for the engine); nothing "
-              "was sent", file=sys.stderr)
+        print(f"{args.command_name}: interrupted while starting (reading the files, or waiting for the engine); "
+              "nothing was sent", file=sys.stderr)
         return 130
     if source is None:
         source = _synthetic_source(args, resume.last_ts if resume is not None else {})
     elif resume is not None and resume.last_ts:  # a file fed again (after a restart): from where the engine is
         source = AfterHeld(source, resume.last_ts, resume.at_last_ts, resume.base)
     if replay is not None and resume is not None:
-        _say_zero_bids_refused(replay, resume)
+        _say_zero_bids_refused(replay, resume, args.command_name)
         resume.price_offset_of = _files_offset_of(replay)
     for line in getattr(source, "notes", ()):
-        print(f"flashtick feed: {labelled(line)}", file=sys.stderr)
+        print(f"{args.command_name}: {labelled(line)}", file=sys.stderr)
     interrupted = _stop_on_signals(stop)
     stats = _sent(args, source, resume, stop, batch_ns)
-    _say_feed_summary(stats, stop, source, replay)
+    _say_feed_summary(stats, stop, source, replay, args.command_name)
     _check_fed(args, stats, source)
     # a feed cut short by Ctrl-C is told from a whole one by its exit (130, as backtest); a supervisor's SIGTERM is
     # its normal stop: 0

@@ -70,13 +70,15 @@ class SentAs(NamedTuple):
 class ControlFeedResume:
     def __init__(self, connect: Callable[[], ControlClient], wait_s: float = 600.0,
                  confirm_every_s: float = CONFIRM_EVERY_S, stop: threading.Event | None = None,
-                 start_wait_s: float = START_WAIT_S) -> None:
+                 start_wait_s: float = START_WAIT_S, who: str = "flashtick feed replay") -> None:
         """``connect`` makes a client of the engine's control socket (made again after a failed call: a request
         lost with a dropped connection must not leave its late reply to be read as another's); ``wait_s``: how
         long to wait for the engine to come back after the connection dropped, or for one that is starting
         (loading its model, replaying its tick log) to serve; ``start_wait_s``: how long to wait for a control
         socket that accepts nothing yet (a `serve` launched a moment before the feed); ``stop`` (a signal's): ends
-        those waits (EngineLost), so a feed stops while its engine is down rather than when it is back."""
+        those waits (EngineLost), so a feed stops while its engine is down rather than when it is back; ``who``: the
+        feed command's full name, the prefix of the lines it prints (as of the command's errors)."""
+        self.who = who
         self.connect = connect
         self.stop = stop
         self.control: ControlClient | None = None
@@ -145,7 +147,7 @@ class ControlFeedResume:
         read = f" (read with --price-offset {offset:g})" if offset else ""
         # forget only once this feed stopped: it drops the ticks this feed sent too, and a feed going on after it
         # would start the stream partway through its files
-        print(f"flashtick feed: warning: stream {tick.stream!r}: its first price here, {price:g}{read}, is far from "
+        print(f"{self.who}: warning: stream {tick.stream!r}: its first price here, {price:g}{read}, is far from "
               f"the engine's last price of it, {held:g}: the engine holds earlier ticks of {tick.stream!r}, read "
               f"another way or of another instrument, and would continue them with these as one stream; if the "
               f"engine's are the ones read wrongly (fed before without an offset given now, say), stop this feed, "
@@ -165,7 +167,7 @@ class ControlFeedResume:
         self.fed_by_another.append(stream)
         more = (" (further streams fed by another publisher are not said)"
                 if len(self.fed_by_another) == MAX_OTHER_PUBLISHERS_SAID else "")
-        print(f"flashtick feed: warning: stream {shown_name(stream)}: the engine's last tick of it is stamped after "
+        print(f"{self.who}: warning: stream {shown_name(stream)}: the engine's last tick of it is stamped after "
               f"every tick this feed sent of it: another publisher is feeding the same stream. A stream takes one "
               f"publisher (docs/wire-protocol.md): the ticks of each older than the other's last are refused as "
               f"ts_backwards (this feed counts only its own), and a tick both send at the same time is taken "
@@ -213,7 +215,7 @@ class ControlFeedResume:
         again.sort(key=lambda entry: entry[0])
         parts = [list(part) for _, part in itertools.groupby(again, lambda entry: entry[0].message)]
         self.resent += len(again)
-        print(f"flashtick feed: the engine's connection dropped (restart {self.restarts}); it is back: sending "
+        print(f"{self.who}: the engine's connection dropped (restart {self.restarts}); it is back: sending "
               f"{len(again)} ticks again that it does not hold, then going on", file=sys.stderr, flush=True)
         if split := [part for part in parts if len(part) < part[0][0].size]:
             self._say_split(len(split), sum(part[0][0].size - len(part) for part in split))
@@ -223,7 +225,7 @@ class ControlFeedResume:
         """Says that the engine holds part of ``messages`` sent (``held`` ticks of them): it stopped while it took
         them in, so that part was a tick group of its own, and the rest, sent again as one message, is another,
         where a run without the restart had one group: answers there may differ from that run's (or a backtest's)."""
-        print(f"flashtick feed: the engine holds part of {counted(messages, 'message')} sent before it stopped "
+        print(f"{self.who}: the engine holds part of {counted(messages, 'message')} sent before it stopped "
               f"({counted(held, 'tick')} of {'it' if messages == 1 else 'them'}): it answers that part as a tick "
               f"group and the rest, sent again as one message, as another, so its `batch` and `{{ticks: N}}` "
               f"answers there (and, with answers.adapt, the numbers after them) may differ from a run without the "
@@ -246,7 +248,7 @@ class ControlFeedResume:
                     raise
                 why = "it is starting (loading its model, replaying its tick log)" if starting else str(e)
                 if why != said:  # an operator must tell "waiting for the engine" from "hung"
-                    print(f"flashtick feed: waiting for the engine before sending: {why} (a signal stops the feed)",
+                    print(f"{self.who}: waiting for the engine before sending: {why} (a signal stops the feed)",
                           file=sys.stderr, flush=True)
                     said = why
                 self._pause(0.5)
@@ -265,7 +267,7 @@ class ControlFeedResume:
                     raise FeedTimeout(f"the engine did not come back within {self.wait_s:g} s after its "
                                       f"connection dropped ({e})") from None
                 if not said:  # an operator must tell "waiting for the engine" from "hung"
-                    print(f"flashtick feed: the engine's connection dropped ({e}); waiting up to {self.wait_s:g} s "
+                    print(f"{self.who}: the engine's connection dropped ({e}); waiting up to {self.wait_s:g} s "
                           f"for it to come back (a signal stops the feed)", file=sys.stderr, flush=True)
                     said = True
                 self._pause(0.2)
@@ -320,7 +322,7 @@ class ControlFeedResume:
         """``n`` ticks of ``stream`` the engine had confirmed are not in it now: counted (the closing line says them)
         and said; they were let go once confirmed, so they cannot be sent again."""
         self.lost_ticks += n
-        print(f"flashtick feed: the engine holds {n} fewer ticks of {stream!r} than it had confirmed (its data "
+        print(f"{self.who}: the engine holds {n} fewer ticks of {stream!r} than it had confirmed (its data "
               f"directory was not kept?); they cannot be sent again", file=sys.stderr, flush=True)
 
     def _placed(self, stream: str, held: dict[str, Any]) -> int:
