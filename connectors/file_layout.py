@@ -41,10 +41,10 @@ from connectors.headerless_csv import headerless_map, quote_cautions
 from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout, detect_columns, match_case
 from connectors.layout_notes import (
-    HEADERLESS_BAR_STAMP,
     bar_notes,
     coinbase_sides,
     describe_map,
+    headerless_bar_stamp,
     other_clock_note,
     vendor_notes,
 )
@@ -287,7 +287,8 @@ def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
     if guessed is not None:
         notes.append(f"{path.name}: no header row; read as {read.how} (--csv-names {','.join(names)}): "
                      f"{describe_map(cmap)}")
-        notes += bar_notes(path, list(schema), cmap, HEADERLESS_BAR_STAMP) + histdata_zone(path, guessed, cmap)
+        notes += bar_notes(path, list(schema), cmap, headerless_bar_stamp(path, cmap))
+        notes += histdata_zone(path, guessed, cmap)
         notes += quote_cautions(path, dialect.rows, guessed) if dialect is not None else []
     elif not isinstance(spec, ColumnMap):
         given = ("no column map given" if spec is None

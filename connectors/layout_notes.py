@@ -16,6 +16,7 @@ from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.column_names import MID_NAMES, SETTLEMENT_NAMES, SHARE_CLASS_NAMES, TIME_OF_DAY_NAMES
 from connectors.field_names import FIELD_NAMES, normal_name
+from connectors.file_names import histdata_frame
 from connectors.finer_clock import finer_name_of
 from connectors.layout import databento_book
 from connectors.map_vocabulary import QUOTE_FIELDS, VALUE_FIELDS, joined_columns
@@ -31,11 +32,18 @@ BAR_CLOSES = {"close": BAR_COLUMNS, "close_price": BAR_COLUMNS,  # a close colum
 BAR_STAMP = ("; most vendors stamp a bar with its start, so a bar's close shows at its start unless the map says "
              "ts=<its end column>")
 # TradeStation's bar exports (`Date,Time,Open,High,Low,Close,Up,Down`) and NinjaTrader's (no header) are stamped
-# with the bar's end; HistData's M1 files, in NinjaTrader's layout, with its start
+# with the bar's end; HistData's M1 files, in each platform's layout (NinjaTrader's/ASCII, MetaTrader's,
+# MetaStock's: connectors/headerless_csv.py), with its start, as MetaTrader's own exports are
 TRADESTATION_BARS = frozenset({"up", "down"})
 TRADESTATION_STAMP = "; TradeStation stamps a bar with its end, so a bar's close shows when it was known"
-HEADERLESS_BAR_STAMP = ("; NinjaTrader stamps a bar with its end (its close shows when it was known), HistData, "
-                        "whose M1 files share this layout, with its start (its close shows a bar early)")
+EARLY = "its close shows a bar early"
+# a header-less bar file's stamp by the first column of its layout (MetaTrader's date, MetaStock's symbol, else
+# NinjaTrader's time), for a file not named as HistData's: each layout names the platforms that write it
+HEADERLESS_BAR_STAMPS = {
+    "date": f"; MetaTrader stamps a bar with its start, as HistData's MetaTrader files do ({EARLY})",
+    "symbol": f"; HistData's MetaStock files, whose layout this is, stamp a bar with its start ({EARLY})",
+    "time": f"; NinjaTrader stamps a bar with its end (its close shows when it was known), HistData's M1 files in "
+            f"this layout with its start ({EARLY})"}
 # Coinbase Exchange's REST trades (`GET /products/{id}/trades`), whose `side` is the maker's: a note names the preset
 COINBASE_TRADES = frozenset({"trade_id", "side", "size", "price", "time"})
 SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER,
@@ -167,6 +175,14 @@ def bar_notes(path: Path, names: list[str], cmap: ColumnMap, stamp: str = BAR_ST
              f"as filtered_out" if cmap.size else "")
     return [f"{path.name}: read as bars: each row is one trade at its close ({cmap.price}, size {cmap.size or 1}, "
             f"no side), stamped with its {cmap.ts!r} column{stamp}{empty}"]
+
+
+def headerless_bar_stamp(path: Path, cmap: ColumnMap) -> str:
+    """What `bar_notes` says of the stamp of a header-less file's bars: HistData's start in a file named as its
+    (`histdata_frame`), whichever platform's layout; else what the platforms writing its layout stamp."""
+    if histdata_frame(path) is not None:
+        return f"; HistData stamps a bar with its start ({EARLY})"
+    return HEADERLESS_BAR_STAMPS.get(cmap.names[0] if cmap.names else "time", HEADERLESS_BAR_STAMPS["time"])
 
 
 # a column that names a quote side and a size (`BIDSIZ`, `Bid Depth`) without being one of FIELD_NAMES' sizes

@@ -244,3 +244,32 @@ def test_histdata_metastock_bars_and_ninjatrader_ticks_are_read_in_its_zone_by_o
                           tz="Etc/GMT+5")
         assert drain(FileReplay(one, columns=given))[0].ts == utc_ns("2024-03-08T21:01:00")  # what it names
     assert_own_export_read_as_utc(tmp_path / "EURUSD_M1.csv", ms, "MetaStock bars: a symbol, a time (YYYYMMDDHHMM)")
+
+
+def test_each_header_less_bar_layout_names_its_own_stamp(tmp_path: Path) -> None:
+    """Every header-less bar layout's note said "NinjaTrader stamps a bar with its end ..., HistData, whose M1 files
+    share this layout, with its start", MetaTrader's (`2024.03.08,16:01,...`) and MetaStock's (`EURUSD,202403081601,
+    ...`) too, which NinjaTrader never writes. Each layout now names the platforms that write it, and a file named as
+    HistData's (its DAT_NT_/DAT_ASCII_, DAT_MT_ and DAT_MS_ exports, all stamped with the bar's start) says so."""
+    bar = "1.084120,1.084240,1.084030,1.084150,{volume}\n"
+    rows = {"mt": [f"2024.03.08,16:{i + 1:02d},{bar}" for i in range(30)],
+            "ms": [f"EURUSD,2024030816{i + 1:02d},{bar}" for i in range(30)],
+            "nt": [f"20240308 16{i + 1:02d}00,{bar}" for i in range(30)]}
+
+    def stamp(name: str, shape: str, volume: int) -> str:
+        path = tmp_path / name
+        path.write_text("".join(row.format(volume=volume) for row in rows[shape]))
+        said = next(note for note in FileReplay(path).notes if "read as bars" in note)
+        return said.split("column; ")[1].split("; a bar of")[0]
+
+    for name, shape in (("DAT_MT_EURUSD_M1_2024.csv", "mt"), ("DAT_MS_EURUSD_M1_2024.csv", "ms"),
+                        ("DAT_NT_EURUSD_M1_202403.csv", "nt"), ("DAT_ASCII_EURUSD_M1_2024.csv", "nt")):
+        assert stamp(name, shape, 0) == "HistData stamps a bar with its start (its close shows a bar early)"
+    assert stamp("EURUSD1.csv", "mt", 12) == \
+        "MetaTrader stamps a bar with its start, as HistData's MetaTrader files do (its close shows a bar early)"
+    assert stamp("EURUSD_M1.csv", "ms", 12) == \
+        "HistData's MetaStock files, whose layout this is, stamp a bar with its start (its close shows a bar early)"
+    assert stamp("ES.Last.txt", "nt", 12) == "NinjaTrader stamps a bar with its end (its close shows when it was " \
+                                             "known), HistData's M1 files in this layout with its start (its close " \
+                                             "shows a bar early)"
+    assert not any("NinjaTrader" in stamp(name, shape, 12) for name, shape in (("a.csv", "mt"), ("b.csv", "ms")))
