@@ -34,28 +34,43 @@ SAID_STREAMS = 3  # streams a reject line names (offset advice, per-stream count
 # zero trades around zero (a calendar spread at 1/64..6/64, quoted 0.00/0.01): a 0 print one or two steps below its
 # others, or a 0 bid beside them, is a price, not bad data nor a missing side, however few there are
 NEAR_ZERO_STEPS = 10
+# An option's symbol as OCC (OSI: the root padded to six, `SPY   241220C00520000`), Polygon (`O:SPY241220C...`) and
+# most vendors write it: an option is never priced below zero, so its 0 bid is one-sided (nobody bids a worthless
+# wing), the options' zero_bid advice, never a spread's --price-offset
+OPTION_SYMBOL = re.compile(r"^(O:)?[A-Z][A-Z0-9.]{0,5} *\d{6}[CP]\d{8}$")
 
 
 def near_zero_streams(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> frozenset[str]:
     """The streams of a file's plan (`frame`, its wire `keys`) with a price at zero or below (a trade's, or a
     quote's bid or ask) whose median price above zero is within NEAR_ZERO_STEPS of the smallest step between those
     prices: "" for a file without a stream column. Trades and quotes by one rule, so that a spread quoted at 0.00
-    is pointed at --price-offset as one that prints there is. Read for reject_hints.py's `near_zero_hint`, only when
-    the file has such prices (one more scan)."""
+    is pointed at --price-offset as one that prints there is. An option is not (`one_sided`: its 0 bids are no
+    price). Read for reject_hints.py's `near_zero_hint`, only when the file has such prices (one more scan)."""
     stream = pl.col("stream") if "stream" in keys else pl.lit("").alias("stream")
     traded = frame.filter(pl.col("size") > 0) if "size" in keys else frame  # a trade of size 0 prints no price
-    parts = [(traded if field == "price" else frame).select(stream, pl.col(field).cast(pl.Float64).alias("_price"))
-             for field in ("price", "bid", "ask") if field in keys]
+    parts = [(traded if field == "price" else frame).select(
+        stream, pl.col(field).cast(pl.Float64).alias("_price"), pl.lit(field == "bid").alias("_bid"))
+        for field in ("price", "bid", "ask") if field in keys]
     if not parts:
         return frozenset()
-    price = pl.col("_price")
+    price, bid = pl.col("_price"), pl.col("_bid")
     levels = pl.concat(parts).filter(price.is_not_null()).group_by("stream").agg(
         at_or_below_zero=(price <= 0).sum(), level=price.filter(price > 0).median(),
         # the smallest step between its prices above zero (unique: each above 0); 0's distance to them is no step
-        step=price.filter(price > 0).round(9).unique().sort().diff().min()).collect()
+        step=price.filter(price > 0).round(9).unique().sort().diff().min(),
+        # never bid above 0, and 0 only as a bid: a market nobody bids (an option's wing), not a spread at zero
+        never_bid=(bid & (price > 0)).sum() == 0, zero_bids_only=((price < 0) | ~bid & (price == 0)).sum() == 0
+    ).collect()
     return frozenset(row["stream"] for row in levels.iter_rows(named=True)
                      if row["at_or_below_zero"] and row["level"] is not None and row["step"] is not None
-                     and row["level"] <= NEAR_ZERO_STEPS * row["step"])
+                     and row["level"] <= NEAR_ZERO_STEPS * row["step"] and not one_sided(row))
+
+
+def one_sided(row: dict[str, Any]) -> bool:
+    """Whether a stream of `near_zero_streams` (its aggregated row) is an option's, whose 0 bid is a one-sided
+    quote (zero_bid's advice), not a price to lift: named as an option (OPTION_SYMBOL), or a market nobody bids
+    whose only price at or below zero is its 0 bid."""
+    return bool(OPTION_SYMBOL.match(str(row["stream"]))) or row["never_bid"] and row["zero_bids_only"]
 
 
 def shifted(price: float, offset: float) -> float:

@@ -193,3 +193,29 @@ def test_a_spread_quoted_at_zero_is_pointed_at_the_offset_as_one_that_prints_the
     assert "--price-offset" not in alone.rejected.examples["missing_field"]
     shifted = FileReplay(path, columns=map_from_options(price_offset={"CLZ4-CLF5": 1.0}, detect=True))
     assert len([t for t in drain(shifted) if t.stream == "CLZ4-CLF5"]) == 60 and shifted.rejected["missing_field"] == 1
+
+
+def test_an_options_wing_quoted_at_zero_gets_the_one_sided_advice_alone(tmp_path: Path) -> None:
+    """An option nobody bids (0.00/0.05) got two pieces of advice on one reject: the options' (zero_bid: price)
+    and a spread's (--price-offset, as its asks lie a few steps above zero). An option is never priced below zero:
+    its 0 bid is a one-sided quote, so it gets the options' advice alone, whether no bid ever came (any name) or
+    its name says it is an option (OCC's, Polygon's) and it is bid a cent now and then. The same rows under a
+    spread's name, bid a cent now and then, still name the offset (a 0 there is a price)."""
+    replay = FileReplay(chain(tmp_path / "chain.csv"))
+    drain(replay)
+    example = replay.rejected.examples["missing_field"]
+    assert example.endswith("a one-sided quote (no bid), which the engine does not take (a quote has both sides) (an "
+                            "option nobody bids, whose 0 bid is a price: zero_bid: price) (column 'bid')"), example
+
+    def example_of(name: str, stream: str) -> str:
+        rows = [f"{T0 + i * 10**9},{stream},{'0.01' if i % 4 == 3 else '0.00'},0.05,{i % 4 == 3:d},10\n"
+                for i in range(40)]
+        (tmp_path / name).write_text(HEADER + "".join(rows))
+        read = FileReplay(tmp_path / name)
+        drain(read)
+        return read.rejected.examples["missing_field"]
+
+    for stream in (WING, "O:SPY241220C00520000"):
+        assert "--price-offset" not in example_of("wing.csv", stream) and "zero_bid: price" in example_of(
+            "wing.csv", stream)
+    assert "--price-offset 'CLZ4-CLF5=1'" in example_of("spread.csv", "CLZ4-CLF5")
