@@ -12,7 +12,7 @@ from typing import Any, Callable
 from engine.service.checkpoint_notes import read_as_trained, trained_on_overlap
 from engine.service.cli_common import check_outputs, printable_json
 from engine.service.cli_reading import column_map_of
-from engine.service.cmd_train import across_pauses_note, say_left_out, say_rejected_if_quiet, train_common
+from engine.service.cmd_train import pause_notes, say_left_out, say_rejected_if_quiet, train_common
 from engine.service.output_paths import IMAGE, PARQUET, Output, check_plot_path
 
 
@@ -109,6 +109,6 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
                "gap": max(split.gap, longest_horizon(codec)), "rejected": rejected, "skipped": skipped,
                "session_gap_ns": args.session_gap}
-    if (across := across_pauses_note(result, args.session_gap, "unscored")) is not None:
-        caution(across)
+    for note in pause_notes(result, args.session_gap, "unscored"):
+        caution(note)
     _say_evaluation(args, result, model_dir, model, prepared, split)

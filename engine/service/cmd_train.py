@@ -127,7 +127,7 @@ def _train_sayers(args: argparse.Namespace) -> tuple[Callable[[str], None], Call
     return log, caution, bar
 
 
-def _say_trained(record: dict[str, Any], args: argparse.Namespace, across: str | None) -> None:
+def _say_trained(record: dict[str, Any], args: argparse.Namespace, paused: list[str]) -> None:
     """What a run did, its scores table and its notes, as text (not --json)."""
     from engine.service.evaluation_report import format_table
 
@@ -143,8 +143,8 @@ def _say_trained(record: dict[str, Any], args: argparse.Namespace, across: str |
     say_left_out(record["skipped"], record["left_out"], args,
                  lambda line: print(f"flashtick train: note: left out {line}", file=sys.stderr))
     say_rejected_if_quiet(record["rejected"], record["ticks_read"], args, "flashtick train")
-    if across is not None:  # what the scores mean: said under --quiet too
-        print(f"flashtick train: note: {across}", file=sys.stderr)
+    for note in paused:  # what the scores mean: said under --quiet too
+        print(f"flashtick train: note: {note}", file=sys.stderr)
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -161,13 +161,12 @@ def cmd_train(args: argparse.Namespace) -> None:
     cfg, options = _train_settings(args)
     log, caution, bar = _train_sayers(args)
     record = fit([str(f) for f in args.files], column_map_of(args), args.out, cfg, options, log, bar, caution=caution)
-    across = across_pauses_note(record["evaluation"], args.session_gap, "out of training and scoring")
-    if across is not None:
-        record["cautions"].append(f"note: {across}")
+    paused = pause_notes(record["evaluation"], args.session_gap, "out of training and scoring")
+    record["cautions"] += [f"note: {note}" for note in paused]
     if args.json:
         print(printable_json(record, indent=1, default=str))
         return
-    _say_trained(record, args, across)
+    _say_trained(record, args, paused)
 
 
 def _streams_named(names: list[str]) -> str:
@@ -201,14 +200,17 @@ def say_rejected_if_quiet(rejected: dict[str, int], read: int, args: argparse.Na
         print(f"{command}: {line}", file=sys.stderr)
 
 
-def across_pauses_note(result: dict[str, Any], session_gap: int | None, leaves: str) -> str | None:
-    """The note on the scored answer points of an evaluation ``result`` labelled across a pause of an hour or more
-    (within ``session_gap``, if given), what --session-gap 1h does to them in words (``leaves``); None: none."""
+def pause_notes(result: dict[str, Any], session_gap: int | None, leaves: str) -> list[str]:
+    """The notes on an evaluation ``result``'s pauses of an hour or more: its streams sampled that far apart as a
+    rule (the backtest's note, in its words: `sampled_note`), and its scored answer points labelled across such a
+    pause (within ``session_gap``, if given), with what --session-gap 1h does to them in words (``leaves``)."""
     from connectors.labels import session_gap_text
 
-    if not (across := result["answer_points"]["across_pauses"]):
-        return None
+    points = result["answer_points"]
+    notes = [points["sampled_note"]] if points.get("sampled_note") else []
+    if not (across := points["across_pauses"]):
+        return notes
     within = "" if session_gap is None else f" (within --session-gap {session_gap_text(session_gap)})"
-    return (f"{across} scored answer points are labelled across a pause of an hour or more in their stream's event "
-            f"times{within}: an answer before a close is scored against the reopen; --session-gap 1h leaves such "
-            f"points {leaves}")
+    return notes + [f"{across} scored answer points are labelled across a pause of an hour or more in their stream's "
+                    f"event times{within}: an answer before a close is scored against the reopen; --session-gap 1h "
+                    f"leaves such points {leaves}"]

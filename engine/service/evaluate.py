@@ -43,7 +43,7 @@ import torch
 from connectors.builtin import load_codec
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.event_time import duration_text
-from connectors.labels import closes_spanned
+from connectors.labels import closes_spanned, ordinary_spacing
 from connectors.questions import Question
 from connectors.ticks import utc_text
 from engine.models.loader import check_checkpoint
@@ -52,7 +52,7 @@ from engine.service.evaluation_points import batch_last_ticks, burst_share, chos
 from engine.service.features import QuestionHead, fit_logistic
 from engine.service.splits import StreamData
 from engine.service.packing import pack_batch
-from engine.service.session_gaps import GAP_NOTE_NS
+from engine.service.session_gaps import GAP_NOTE_NS, sampled_note
 from queries.adapt import adapt_series
 from queries.probe_answers import calibrated_probs
 
@@ -235,6 +235,14 @@ def _scored_test_points(sd: StreamData, W: int, options: EvalOptions) -> tuple[n
     return ii[keep], qq[keep], labelled, batch_ends
 
 
+def _sampled(qs: list[Question], streams: list[StreamData]) -> dict[str, str]:
+    """The note on streams sampled an hour or more apart as a rule (session_gaps.sampled_note, the backtest's
+    words), as the answer points' `sampled_note`; empty without one."""
+    note = sampled_note({q.name: q.spec.horizon for q in qs if q.spec.kind != "regime"},
+                        {sd.name: ordinary_spacing(sd.ts) for sd in streams})
+    return {} if note is None else {"sampled_note": note}
+
+
 def _across_pauses(sd: StreamData, qs: list[Question], ii: np.ndarray, qq: np.ndarray) -> int:
     """How many of the answer points (ii, qq) have a label that spans a pause of GAP_NOTE_NS or more: a close
     (closes_spanned: a series whose ticks are that far apart as a rule has none)."""
@@ -376,7 +384,7 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
     return {"questions": results, "window_ticks": W, "options": vars(options),
             "answer_points": {"batch_ms": options.batch_ms, "within_1ms_of_next": round(burst_share(streams), 4),
                               "labelled": labelled, **({"batch_ends": batch_ends} if options.batch_ms else {}),
-                              "across_pauses": across_pauses},
+                              "across_pauses": across_pauses, **_sampled(qs, streams)},
             "calibration_source": codec.calibration.source,
             "streams": _streams_record(streams),
             "part_times": part_times(streams),

@@ -84,7 +84,9 @@ def gap_notes(questions: Mapping[str, QuestionSpec], graded: pl.LazyFrame, serie
                               how="semi").select(pl.len()).collect().item()
             if n:
                 left_out[query] = n
-    notes = [said] if (said := sampled_note(questions, series)) is not None else []
+    horizons = {query: spec.horizon for query, spec in sorted(questions.items()) if spec.kind != "regime"}
+    spacing = {stream: ordinary_spacing(s.ts()) for stream, s in series.items()}
+    notes = [said] if (said := sampled_note(horizons, spacing)) is not None else []
     if left_out:
         notes.append(f"--session-gap {session_gap_text(session_gap_ns)} (answers.session_gap_s): "
                      f"{sum(left_out.values())} answers ({_per_query(left_out)}) have a label horizon across a pause "
@@ -102,12 +104,12 @@ def gap_notes(questions: Mapping[str, QuestionSpec], graded: pl.LazyFrame, serie
     return notes
 
 
-def sampled_note(questions: Mapping[str, QuestionSpec], series: Mapping[str, MarkSeries]) -> str | None:
+def sampled_note(horizons: Mapping[str, int], spacing: Mapping[str, int]) -> str | None:
     """What the labels of the streams sampled GAP_NOTE_NS or more apart as a rule span (their horizons in their own
-    intervals), and that their spacing is no close; None without such a stream or a labelled query."""
-    spacing = {stream: ordinary_spacing(s.ts()) for stream, s in series.items()}
+    intervals), and that their spacing is no close; None without such a stream or a labelled query. ``horizons``:
+    each labelled query's (backtest) or question's (evaluate, train) horizon in ticks; ``spacing``: each stream's
+    `ordinary_spacing`. The one note of the three commands."""
     sampled = sorted(stream for stream, ns in spacing.items() if ns >= GAP_NOTE_NS)
-    horizons = {query: spec.horizon for query, spec in sorted(questions.items()) if spec.kind != "regime"}
     if not sampled or not horizons:
         return None
     one = len({spacing[stream] for stream in sampled}) == 1
