@@ -48,7 +48,8 @@ def time_formats(text: str) -> list[str]:
     if ISO.match(text):
         return []
     if (tail := zone_tail(text)) is not None:  # `04.02.2019 09:00:00.071 GMT+0100`: the time's format, its offset's
-        return [f + tail_format(tail.group()) for f in time_formats(text[: tail.start()])]
+        head = text[: tail.start()]  # (after AM/PM, `9:30:00 PM EST`, the space is the head's: kept in the format)
+        return [f + head[len(head.rstrip()):] + tail_format(tail.group()) for f in time_formats(head)]
     by_instant: dict[Any, str] = {}
     for f in TIME_FORMATS:  # a reading must be a date of market data: `%Y` reads `08/03/24` as the year 8
         if (instant := _instant_read(text, f)) is not None and \

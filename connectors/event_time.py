@@ -27,6 +27,7 @@ from connectors.ticks import TS_MAX
 from connectors.time_units import EPOCH_2200_NS, epoch_unit
 from connectors.utc_offsets import (
     CLOCK_NAMES,
+    NAMED_OFFSETS,
     OFFSET_PATTERN,
     UTC_OFFSET,
     clock_name,
@@ -37,6 +38,7 @@ from connectors.utc_offsets import (
     numeric_offsets,
     tz_for_name,
     unknown_zone_name,
+    zone_tail,
     zone_writing,
 )
 
@@ -65,10 +67,15 @@ def wall_clock_ns(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | 
 def zone_reading(cmap: ColumnMap, first: str | None) -> dict[str, str]:
     """The zone names the map's tz reads at the offsets it writes them for: the names several zones write (CST,
     IST) when the file's first time is written with one (`names_read_in`), and, when the format reads a name with
-    `%Z`, every name the tz writes (Europe/London: GMT and BST, which no one offset is known for)."""
+    `%Z`, every name the tz writes (Europe/London: GMT and BST, which no one offset is known for) when it writes the
+    first time's (a tz that writes no EST, beside `9:30:00 PM EST`, is for naive times: not applied, as beside ISO
+    times that carry their offset)."""
     reading = names_read_in(cmap.tz, first)
     if cmap.tz is not None and cmap.ts_format is not None and "%Z" in cmap.ts_format:
-        reading = names_in_zone(cmap.tz) | reading
+        written = names_in_zone(cmap.tz)
+        tail = zone_tail(first or "")
+        name = tail.group().strip().upper() if tail is not None else ""  # (a name no one offset has: no tail)
+        reading = (written if name in written or name not in NAMED_OFFSETS else {}) | reading
     return reading
 
 

@@ -30,7 +30,7 @@ from connectors.repeated_trades import repeated_caution, repeated_ids, shared_id
 from connectors.row_exprs import ROW
 from connectors.ticks import venue_caution
 from connectors.time_units import epoch_note
-from connectors.utc_offsets import SUMMER_CHECKED, names_read_in, shared_name_notes, us_names_in_summer
+from connectors.utc_offsets import UTC_OFFSET, SUMMER_CHECKED, names_read_in, shared_name_notes, us_names_in_summer
 
 
 # Zone names that read as a region's clock but are fixed offsets all year (IANA keeps them for old systems)
@@ -85,9 +85,11 @@ def refuse_unread_times(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, facts: 
     """A ValueError when no row's time reads, or when some of the zone names the times are written with read and
     others do not (GMT read, BST not)."""
     words = zone_words(rows, cmap, SAMPLE_ROWS) if named and first is not None else []
-    if not facts["timed"] and first is not None:
+    unread = unread_zone_names(path, cmap, first, words) if len(words) > 1 else None  # GMT read, BST not
+    # (a first time of a name that reads, `3:00:00 PM GMT`, beside `PM BST`: polars reads neither without a format)
+    if not facts["timed"] and first is not None and not (unread and UTC_OFFSET.search(first)):
         raise ValueError(time_hint(path, cmap, first, words))
-    if len(words) > 1 and (unread := unread_zone_names(path, cmap, first, words)):  # GMT read, BST not: refused
+    if unread:
         raise ValueError(unread)
 
 

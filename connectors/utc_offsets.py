@@ -58,9 +58,10 @@ CLOCK_NAMES = {"ET": "America/New_York", "CT": "America/Chicago", "MT": "America
 _NAMES = "|".join(sorted([*NAMED_OFFSETS, *NAMES_NEEDING_TZ], key=len, reverse=True))
 # The offset written after a time: Z, a number (maybe after UTC or GMT), or a name of one offset
 ZONE_TAIL = rf"(Z|((UTC|GMT)\s*)?[+-]\d\d(:?\d\d)?|{_NAMES})"
-# A time with its UTC offset ("...09:30:00.123-04:00", "...13:30:00Z", "...13:30:00.123 UTC", "... 09:30 EDT");
-# the pattern is also polars' (a row's own offset decides how the row is read)
-OFFSET_PATTERN = rf"(?i)\d\d:\d\d(:\d\d([.,]\d+)?)?\s*{ZONE_TAIL}$"
+# A time with its UTC offset ("...09:30:00.123-04:00", "...13:30:00Z", "...13:30:00.123 UTC", "... 09:30 EDT"),
+# after a 12-hour clock's AM/PM too ("... 9:30:00 PM EST"); the pattern is also polars' (a row's own offset decides
+# how the row is read)
+OFFSET_PATTERN = rf"(?i)\d\d:\d\d(:\d\d([.,]\d+)?)?(\s*[AP]M)?\s*{ZONE_TAIL}$"
 UTC_OFFSET = re.compile(OFFSET_PATTERN)
 # (a name is a whole word: `EST` is not the end of `CEST` nor `AEST`; only Python's re has the look-behind)
 _TAIL = re.compile(rf"(?i)(?<![A-Za-z])\s*{ZONE_TAIL}$")

@@ -141,7 +141,6 @@ def test_a_given_offset_format_is_said_read_at_each_rows_offset_quoting_the_raw_
 @pytest.mark.parametrize("value, right", [
     ("04.02.2019 09:00 EET", "2019-02-04T07:00:00"),  # day-first dots, no seconds, a zone's name (+02:00)
     ("20190204 090000071 UTC", "2019-02-04T09:00:00.071"),  # HistData's digits, a zone after them
-    ("04.02.2019 9:00:00 PM GMT+0100", "2019-02-04T20:00:00"),  # a 12-hour clock, Dukascopy's offset
 ])
 def test_the_not_iso_error_proposes_a_format_built_from_the_value_it_quotes(tmp_path: Path, value: str,
                                                                            right: str) -> None:
@@ -273,3 +272,25 @@ def test_a_12_hour_clocks_am_pm_is_no_zone_name_in_the_refusal(tmp_path: Path, m
         drain(FileReplay(path))
     assert "--tz" not in str(refused.value) and "read as text" not in str(refused.value)
     assert "'%m/%d/%y %I:%M:%S%.f %p'" in str(refused.value)
+
+
+def test_a_12_hour_clock_followed_by_a_zone_name_reads_as_the_24_hour_clock_with_it(tmp_path: Path) -> None:
+    """`9:30:00 PM EST` was refused with a proposed format, where `21:30:00 EST` read at EST's offset: AM/PM between
+    the clock and the name hid the name. The same rules now read both (EST -05:00, EDT -04:00, an offset after a
+    name), and a --tz beside them is for naive times: not applied, said, as beside the 24-hour clock's."""
+    twelve = trades(tmp_path / "pm.csv", ["2024-03-08 9:30:00 PM EST", "2024-07-08 09:30:00.123 AM EDT",
+                                          "2024-07-09 12:15:00 pm EDT"])
+    twenty_four = trades(tmp_path / "h24.csv", ["2024-03-08 21:30:00 EST", "2024-07-08 09:30:00.123 EDT",
+                                                "2024-07-09 12:15:00 EDT"])
+    right = [utc_ns("2024-03-09T02:30:00"), utc_ns("2024-07-08T13:30:00.123"), utc_ns("2024-07-09T16:15:00")]
+    for path in (twelve, twenty_four):
+        replay = FileReplay(path)
+        assert [t.ts for t in drain(replay)] == right and replay.rejected == {}, path
+        chicago = FileReplay(path, columns={"tz": "America/Chicago"})
+        assert [t.ts for t in drain(chicago)] == right
+        assert f"{path.name}: its times carry their own UTC offset, so --tz America/Chicago (for naive times) is not " \
+               f"applied to it" in chicago.notes, chicago.notes
+    assert any("(%Y-%m-%d %I:%M:%S%.f %p %Z): read at each row's own offset" in note
+               for note in FileReplay(twelve).notes)
+    dukascopy = trades(tmp_path / "duka.csv", ["04.02.2019 9:00:00 PM GMT+0100"])
+    assert [t.ts for t in drain(FileReplay(dukascopy))] == [utc_ns("2019-02-04T20:00:00")]
