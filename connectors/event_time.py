@@ -22,6 +22,7 @@ from connectors.datetime_text import (
     two_way_date,
     two_way_refusal,
 )
+from connectors.header_zones import zone_after_time
 from connectors.map_vocabulary import DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS
 from connectors.ticks import TS_MAX
 from connectors.time_units import EPOCH_2200_NS, epoch_unit
@@ -389,3 +390,28 @@ def scaled_ts(raw: Any, factor: int) -> Any:
     if isinstance(raw, float):  # a non-finite float stays a float and is rejected as ts_not_int
         return round(raw * factor) if math.isfinite(raw) else raw
     return raw * factor  # exact for ints of any size: an overflow is rejected as ts_out_of_range
+
+
+def zone_in_times(path: Path, cmap: ColumnMap, first: str | None, full_map: bool) -> tuple[ColumnMap, list[str]]:
+    """A map whose datetime text is written with its zone after the time (`09:30:00.123 AM ET`, `04:00:00 PM
+    America/New_York`, `zone_after_time`), read in that zone as --tz would read it (summer time included), the name
+    read as text by the format built from the first time; with a note. A tz given for every file (--tz) is for
+    naive times: not applied, said, as beside times that carry their offset; a map given in full that names another
+    zone is refused (the same rule). The map as it is when the first time is written otherwise, or its date reads
+    two ways (refused as before, naming the --tz)."""
+    found = zone_after_time(first) if first is not None and cmap.ts_unit == "datetime" and not cmap.ts_format \
+        else None
+    formats = built_formats(first) if found is not None else []
+    if len(formats) != 1:
+        return cmap, []
+    (word, zone), fmt = found, formats[0]
+    named = f"their zone, {zone}" if word == zone else f"{word}, the clock of {zone}"
+    notes = [f"{path.name}: its times are written with {named}: read in that zone, summer time included "
+             f"(--ts-format {fmt!r} --tz {zone})"]
+    if cmap.tz is not None and cmap.tz != zone:
+        if full_map:
+            raise ValueError(f"{path}: ts column {cmap.ts!r} carries its zone ({first[:48]!r}: {zone}); "
+                             f"tz={cmap.tz!r} is {NAIVE_TZ_ONLY}")
+        notes.insert(0, f"{path.name}: its times carry their own zone, so --tz {cmap.tz} (for naive times) is not "
+                        f"applied to it")
+    return replace(cmap, ts_format=fmt, tz=zone), notes

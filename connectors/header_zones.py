@@ -114,3 +114,21 @@ def unknown_zone_refusal(file: str, column: str, zoned: HeaderZone, columns: str
     return (f"{file}: column {column!r} is its time column, and its header names zone {zoned.written!r}, which is "
             f"{which}: give the zone its times are in, {tz}; a map given in full reads it too: "
             f"--columns '{columns}' {one}")
+
+
+# a zone's clock (`ET`) or an IANA key (`America/New_York`) written after a time of day, a 12-hour clock's too
+_ZONE_AFTER_TIME = re.compile(r"\d:\d\d(:\d\d([.,]\d+)?)?(\s*[AaPp][Mm])?\s+"
+                              r"(?P<zone>[A-Za-z]{2}|[A-Za-z_]+/[A-Za-z_/+-]+)$")
+
+
+def zone_after_time(text: str) -> tuple[str, str] | None:
+    """(the name as written, its IANA zone) when a time ends with a name that `header_zone` reads as a zone with
+    summer time and no one UTC offset: a zone's clock (`ET`: America/New_York, EST or EDT by the date) or an IANA
+    key (`America/New_York`); None for any other text (`EST`, `+02:00`: offsets, read as such)."""
+    found = _ZONE_AFTER_TIME.search(text.strip())
+    if found is None:
+        return None
+    word = found["zone"]
+    zone = _iana_keys().get(word.lower()) if "/" in word else CLOCK_NAMES.get(word.upper())
+    return (word, zone) if zone else None
+

@@ -18,7 +18,7 @@ from connectors.event_time import UTC_OFFSET
 from connectors.field_names import normal_name
 from connectors.file_names import HISTDATA_ZONE, histdata_frame
 from connectors.file_scans import time_sample
-from connectors.header_zones import header_zone_note, unknown_zone_refusal
+from connectors.header_zones import header_zone_note, unknown_zone_refusal, zone_after_time
 from connectors.headerless_csv import zone_has_dst
 from connectors.layout import zone_in_header
 from connectors.map_vocabulary import VALUE_FIELDS
@@ -47,7 +47,7 @@ def naive_time_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], nam
             notes.append(f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and column {offsets!r} gives "
                          f"each row's (hours): read as wall-clock times at that offset (--tz ZONE reads them in a "
                          f"zone instead)")
-        elif not UTC_OFFSET.search(text):  # a guess cannot know the zone of wall-clock times
+        elif not UTC_OFFSET.search(text) and zone_after_time(text) is None:  # (`... PM ET`: read in its zone)
             histdata = histdata_frame(path) is not None or cmap.ts_format == "%Y%m%d %H%M%S%3f"
             zone = ("--tz Etc/GMT+5 (HistData's files are in EST all year, no summer time)" if histdata
                     else "e.g. --tz America/New_York")

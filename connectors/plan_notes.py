@@ -30,7 +30,7 @@ from connectors.repeated_trades import repeated_caution, repeated_ids, shared_id
 from connectors.row_exprs import ROW
 from connectors.ticks import venue_caution
 from connectors.time_units import epoch_note
-from connectors.utc_offsets import UTC_OFFSET, SUMMER_CHECKED, names_read_in, shared_name_notes, us_names_in_summer
+from connectors.utc_offsets import SUMMER_CHECKED, UTC_OFFSET, names_read_in, shared_name_notes, us_names_in_summer
 
 
 # Zone names that read as a region's clock but are fixed offsets all year (IANA keeps them for old systems)

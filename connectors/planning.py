@@ -18,7 +18,7 @@ import polars as pl
 
 from connectors import json_lines
 from connectors.column_map import ColumnMap
-from connectors.event_time import NAIVE_TZ_ONLY, apply_utc_offset, ts_expr, ts_in_ns, wall_clock_ns
+from connectors.event_time import NAIVE_TZ_ONLY, apply_utc_offset, ts_expr, ts_in_ns, wall_clock_ns, zone_in_times
 from connectors.field_names import normal_name
 from connectors.file_facts import file_facts, footer_line, time_span, zone_named
 from connectors.file_layout import layout
@@ -166,6 +166,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
     text_times = ts_type == pl.String and cmap.ts_unit == "datetime" and not cmap.ts_format
     first = (time_sample if text_times else first_text)(path, cmap.names, dialect, cmap.ts_columns)
+    cmap, zoned_notes = zone_in_times(path, cmap, first, isinstance(given, ColumnMap))  # `... PM ET`: its zone
+    notes += zoned_notes
     if cmap.hours is not None and Hours.parse(cmap.hours).zone is None and cmap.tz is None:
         raise ValueError(bare_hours_refused(path, cmap.hours))
     ts = apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first), first).alias("_ts")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from connectors.column_map import ColumnMap
 from connectors.replay import FileReplay
 from conftest import drain
 
@@ -93,19 +94,22 @@ def test_every_format_and_tz_a_zone_name_refusal_proposes_reads_the_file(tmp_pat
 
 
 @pytest.mark.parametrize("name, zone", [("ET", "America/New_York"), ("CT", "America/Chicago")])
-def test_a_zones_clock_name_is_no_offset_and_names_the_tz_that_reads_it(tmp_path: Path, name: str, zone: str) -> None:
+def test_a_zones_clock_name_is_read_in_that_zone_as_a_headers_is(tmp_path: Path, name: str, zone: str) -> None:
+    """` ET` names New York's clock, EST or EDT by the date: no offset, so it was refused, naming the --tz and the
+    format that read it, where a header's `Time (ET)` is read in that zone. Read so now, with a note naming what
+    reads it; a `%Z` in a given format still refuses it (polars would drop the name and read UTC)."""
     path = trades(tmp_path / "t.csv", [f"2026-03-06 09:30:00.000 {name}", f"2026-03-09 09:30:00.000 {name}"])
-    for columns in (None, {"ts_format": "%Y-%m-%d %H:%M:%S%.f %Z"}):
-        with pytest.raises(ValueError, match=f"'{name}' .*the clock of {zone}.* --tz {zone}"):
-            drain(FileReplay(path, columns=columns))
-    with pytest.raises(ValueError) as refused:
-        drain(FileReplay(path))
-    proposed = re.search(r"--ts-format '([^']+)'", str(refused.value))[1]
-    assert proposed == f"%Y-%m-%d %H:%M:%S%.f {name}"
-    ticks = drain(FileReplay(path, columns={"ts_format": proposed, "tz": zone}))
+    with pytest.raises(ValueError, match=f"'{name}' .*the clock of {zone}.* --tz {zone}"):
+        drain(FileReplay(path, columns={"ts_format": "%Y-%m-%d %H:%M:%S%.f %Z"}))
     shift = 5 if name == "ET" else 6
-    assert [t.ts for t in ticks] == [utc_ns("2026-03-06T09:30:00") + shift * HOUR_NS,
-                                     utc_ns("2026-03-09T09:30:00") + (shift - 1) * HOUR_NS]
+    right = [utc_ns("2026-03-06T09:30:00") + shift * HOUR_NS, utc_ns("2026-03-09T09:30:00") + (shift - 1) * HOUR_NS]
+    replay = FileReplay(path)
+    assert [t.ts for t in drain(replay)] == right and replay.rejected == {}
+    said = f"t.csv: its times are written with {name}, the clock of {zone}: read in that zone, summer time " \
+           f"included (--ts-format '%Y-%m-%d %H:%M:%S%.f {name}' --tz {zone})"
+    assert said in replay.notes and not any("read as UTC" in note for note in replay.notes), replay.notes
+    given = FileReplay(path, columns={"ts_format": f"%Y-%m-%d %H:%M:%S%.f {name}", "tz": zone})
+    assert [t.ts for t in drain(given)] == right
 
 
 def dukascopy_local(path: Path, rows: list[tuple[str, str]]) -> Path:
@@ -294,3 +298,24 @@ def test_a_12_hour_clock_followed_by_a_zone_name_reads_as_the_24_hour_clock_with
                for note in FileReplay(twelve).notes)
     dukascopy = trades(tmp_path / "duka.csv", ["04.02.2019 9:00:00 PM GMT+0100"])
     assert [t.ts for t in drain(FileReplay(dukascopy))] == [utc_ns("2019-02-04T20:00:00")]
+
+
+@pytest.mark.parametrize("written", ["ET", "America/New_York"])
+def test_a_12_hour_clock_followed_by_its_zones_clock_or_key_is_read_in_that_zone(tmp_path: Path, written: str) -> None:
+    """`09:30:00.123 AM ET` and `04:00:00 PM America/New_York` were refused with a proposed format: read now in the
+    zone they name, as a header's `Time (ET)` is (summer time included: EDT after 10 March). A --tz for every file
+    is for naive times: not applied, said; a map given in full naming another zone is refused."""
+    path = trades(tmp_path / "t.csv", [f"2024-03-08 09:30:00.123 AM {written}", f"2024-03-11 04:00:00 PM {written}"])
+    right = [utc_ns("2024-03-08T14:30:00.123"), utc_ns("2024-03-11T20:00:00")]
+    replay = FileReplay(path)
+    assert [t.ts for t in drain(replay)] == right and replay.rejected == {}
+    assert any(f"(--ts-format '%Y-%m-%d %I:%M:%S%.f %p {written}' --tz America/New_York)" in note
+               for note in replay.notes), replay.notes
+    chicago = FileReplay(path, columns={"tz": "America/Chicago"})
+    assert [t.ts for t in drain(chicago)] == right
+    assert "t.csv: its times carry their own zone, so --tz America/Chicago (for naive times) is not applied to it" \
+        in chicago.notes, chicago.notes
+    whole = ColumnMap(ts="timestamp", ts_unit="datetime", stream_col="symbol", price="price", size="size",
+                      tz="America/Chicago")
+    with pytest.raises(ValueError, match="carries its zone .*tz='America/Chicago' is for naive times"):
+        drain(FileReplay(path, columns=whole))
