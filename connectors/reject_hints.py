@@ -130,7 +130,7 @@ def _unread_cell(plan: Any, row: int, column: str) -> str:
                 f"so it is no instant: write the row with its offset")
     zone = getattr(getattr(plan, "columns", None), "tz", None)
     clock = f", or a local time the clocks skipped in {zone} (a DST change)" if zone and zone_has_dst(zone) else ""
-    if text is not None and text.startswith(BYTE_ORDER_MARK):  # a number column cannot drop it (file_plan.py)
+    if text is not None and text.startswith(BYTE_ORDER_MARK):  # a number column cannot drop it (file_scans.py)
         clock += (": it starts with a byte-order mark (U+FEFF), as where two exports were joined (cat a.csv b.csv); "
                   "remove the mark from the file")
     return f": {text!r} is not a time the map reads{clock}" if text is not None else \
