@@ -44,6 +44,12 @@ class EventTimeCutter:
             self.held.append(tick)
         return done
 
+    @property
+    def end(self) -> int | None:
+        """Where the open batch's window ends (None with no batch open): once no tick stamped before it can come
+        any more, the batch is complete (a paced feed sends it then: connectors/feed_pump.py)."""
+        return self._end if self.held else None
+
     def flush(self) -> list[list[Tick]]:
         """The open batch, at the end of the ticks (or of the feed)."""
         held, self.held, self._end = self.held, [], None

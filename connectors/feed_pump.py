@@ -47,7 +47,8 @@ def run_feed(
     `rate` caps ticks per second (None: as fast as the source and socket go);
     each message carries up to `batch` ticks, or with `batch_ns` one event-time
     batch (EventTimeCutter: the tick groups of a backtest with that batch width;
-    a batch leaves once a tick past its end is read, or the feed ends). A source with nothing ready is
+    a batch leaves once a tick past its end is read, or the feed ends, or, from a paced source, once its clock
+    passes the batch's end: so a pause in the file holds no batch back). A source with nothing ready is
     polled again after `idle_sleep_s`, since sources never block. Raises
     FeedTimeout when the engine takes nothing (see FeedClient).
 
@@ -148,6 +149,10 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
         return sending
 
     restarts = resume.restarts if resume is not None else 0
+    # A paced source (FileReplay's `speed`) with an event-time cutter: the open batch goes once the source's clock
+    # passes its end, not when the next tick comes (after a pause in the file, that is the whole pause late).
+    speed = getattr(source, "speed", None) if cutter is not None else None
+    read_at: tuple[int, int] | None = None  # (monotonic ns after the read, event ts) of the last tick read
     while (max_ticks is None or sent < max_ticks) and not (stop is not None and stop.is_set()):
         want = batch if max_ticks is None else min(batch, max_ticks - sent)
         if rate is not None:
@@ -157,6 +162,7 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
                 time.sleep(max(0.0, paced_from + (sent - paced) / rate - time.monotonic()))
                 continue
             want = min(want, allowed)
+        polled_ns = time.monotonic_ns()
         ticks = source.next_batch(want)
         if say is not None and (max_gap_s := getattr(source, "max_gap_s", False)) is not False:  # a paced replay
             for wait in source.take_long_waits():
@@ -166,6 +172,8 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
                 watch.streams.update(t.stream for t in ticks)
             messages += send(ticks)
             sent += len(ticks)
+            if speed is not None:
+                read_at = (time.monotonic_ns(), ticks[-1].ts)
             behind = getattr(source, "behind_s", 0.0)
             if say is not None and behind >= BEHIND_SAID_S and time.monotonic() - said_behind_at >= BEHIND_SAY_EVERY_S:
                 said_behind_at = time.monotonic()
@@ -178,10 +186,23 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
         elif source.done:
             break
         else:
+            if read_at is not None and cutter is not None and _window_passed(cutter.end, speed, read_at, polled_ns):
+                messages += send([])  # the open batch is complete: nothing stamped before its end is left
             time.sleep(idle_sleep_s)
     if cutter is not None:
         messages += send([])  # the last batch (or, stopped, the open one)
     return FeedStats(sent, messages, time.monotonic() - t0, split_batches=split, control_s=control_s[0])
+
+
+def _window_passed(end: int | None, speed: float, read_at: tuple[int, int], polled_ns: int) -> bool:
+    """Whether the paced source's clock had passed ``end`` (an open batch's) when it was polled at ``polled_ns``,
+    from its last read ``read_at``: the read tick was due when the read returned, and the clock runs ``speed``
+    event ns a wall ns from there (a gap cut to --max-gap only runs it ahead). So an empty poll begun after that
+    proves no tick stamped before ``end`` is left to come, and the batch can go as the backtest cuts it."""
+    if end is None:
+        return False
+    wall_ns, ts = read_at
+    return ts + (polled_ns - wall_ns) * speed >= end
 
 
 def _send(client: FeedClient, ticks: list[Tick], resume: FeedResume | None, watch: RejectWatch | None,

@@ -196,3 +196,42 @@ def test_a_feed_cut_in_event_time_batches_keeps_its_cuts_across_a_kill_9_of_the_
         process.send_signal(signal.SIGTERM)
         process.wait(30)
     assert_as_backtested(live, file.answers, tol=5e-6)
+
+
+def test_a_paced_feed_sends_the_batch_before_a_pause_in_the_file_once_its_window_closes(tmp_path) -> None:
+    """`feed replay --batch-ms 100 --speed X` held the last batch before a pause in the file until the pause ended
+    (a batch left only once a tick past its end was read, and a paced replay reads that tick only when it is due):
+    its answers came the whole pause late, and a pause past `scheduler.stream_idle_s` expired the stream before
+    its own last ticks came (review225 #1). Now the batch goes once the replay's clock passes its end: here the
+    5th tick is answered, at version 5, while the feed still waits out the pause (5 min of wall time at --speed 10;
+    the test ends the feed there)."""
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    queries = tmp_path / "q.yaml"
+    queries.write_text("queries:\n  - {name: dir, streams: [A], question: direction_5, kind: choice, trigger: batch}\n")
+    t0 = 1_793_900_000 * 10**9
+    data = tmp_path / "pause.parquet"
+    ticks = [trade_at(t0 + k * 10**9) for k in range(5)] + [trade_at(t0 + 3000 * 10**9)]  # a pause of ~50 min
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(data)
+    local = "tcp://127.0.0.1:0"
+    config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16},
+                                      "queries": str(queries), "limits": {"heartbeat_s": 0.1},
+                                      "endpoints": {"ingest": local, "answers": local, "control": local}})
+    with serving(config) as server, AnswerSubscriber(server.endpoints["answers"], ["dir/"]) as sub:
+        sub.wait_ready()
+        feed = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "feed", "replay", str(data), "--batch-ms",
+                                 "100", "--speed", "10", "--endpoint", server.endpoints["ingest"]],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        try:
+            versions: list[int] = []
+            while 5 not in versions:
+                message = sub.recv(timeout_s=60)  # (a hang; before, the 5th waited out the pause)
+                assert message is not None, f"no answer of the 5th tick; answered versions {versions}"
+                versions.append(message[1]["version"])
+            paused = feed.poll() is None  # the feed still waits for the tick after the pause
+            with ControlClient(server.endpoints["control"], timeout_s=10) as control:
+                ticks_in = control.call("stats")["stats"]["ticks_in"]
+        finally:
+            feed.kill()
+            said = feed.communicate()[1]
+    assert paused, said
+    assert versions == [1, 2, 3, 4, 5] and ticks_in == 5
