@@ -450,6 +450,32 @@ def test_answers_prints_a_bounded_page_and_topics_says_when_no_answer_is_cached(
         assert code == 0 and json.loads(out) == {"dir/SYN.A/": {"last_seq": last, "answer_ts": None}}
 
 
+def test_answers_says_how_many_of_a_topics_answers_are_gone_when_none_is_kept(checkpoint, tmp_path, capsys) -> None:
+    """Once log.answers_keep rolled past every answer of a topic, `answers TOPIC` said "answers of TOPIC before seq
+    None are no longer kept" (review225 #2): it says that none of them is kept, how many and which seqs."""
+    (tmp_path / "q.yaml").write_text(DIR_QUERY)
+    with serving(ServiceConfig.from_dict({
+            "model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16}, "endpoints": LOCAL,
+            "queries": str(tmp_path / "q.yaml"), "log": {"answers_keep": 1}})) as server:
+        control = ("--control", server.endpoints["control"])
+        with FeedClient(server.endpoints["ingest"]) as feed, ControlClient(server.endpoints["control"]) as raw:
+            for sent in (12, 24):  # two messages, each computed before the next: two answers a topic
+                feed.send(SyntheticMarket(SyntheticConfig(seed=3)).next_batch(24)[sent - 12 : sent])
+                wait_for(lambda: (lambda stats: stats["ticks_in"] == sent and stats["pending_tokens"] == 0)(
+                    raw.call("stats")["stats"]), timeout_s=60)
+            gone = [topic for topic in raw.call("topics")["topics"]
+                    if raw.call("answers", topic=topic, after=0)["oldest_seq"] is None]
+            last = raw.call("answers", topic=gone[0], after=0)["last_seq"]
+        assert last >= 2
+        keep = "is kept any more (the service keeps the newest log.answers_keep answers of all topics in memory, "
+        code, out, err = run(capsys, "answers", gone[0], *control)
+        assert (code, out) == (1, "") and err.startswith(
+            f"flashtick answers: none of the {last} answers of {gone[0]} (seqs 1-{last}) {keep}"), err
+        code, out, err = run(capsys, "answers", gone[0], "--after", str(last - 1), *control)
+        assert (code, out) == (1, "") and err.startswith(
+            f"flashtick answers: none of the 1 answer of {gone[0]} after seq {last - 1} (seq {last}) {keep}"), err
+
+
 def test_clients_connect_to_the_endpoints_of_the_services_config_file(checkpoint, tmp_path, capsys) -> None:
     """`serve --config FILE` on other ports: every client command takes the same --config and finds them."""
     with serving(config(checkpoint, tmp_path)) as server:

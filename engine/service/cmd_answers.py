@@ -64,9 +64,9 @@ def cmd_answers(args: argparse.Namespace) -> int:
             wanted = FETCH_LIMIT if limit is None else min(FETCH_LIMIT, limit - printed)
             reply = control.call("answers", topic=topic, after=after, limit=wanted)
             if printed == 0 and not reply["complete"]:
-                print(f"flashtick answers: answers of {topic} before seq {reply['oldest_seq']} are no longer "
-                      f"kept (the service keeps log.answers_keep in memory, and after a restart what the answer log's "
-                      f"log.answers_retention_bytes kept)", file=sys.stderr)
+                print(f"flashtick answers: {_not_kept(topic, after, reply['oldest_seq'], reply['last_seq'])} (the "
+                      f"service keeps the newest log.answers_keep answers of all topics in memory, and after a "
+                      f"restart what the answer log's log.answers_retention_bytes kept)", file=sys.stderr)
             for answer in reply["answers"]:
                 print(printable_json(answer), flush=True)
             printed += len(reply["answers"])
@@ -79,6 +79,16 @@ def cmd_answers(args: argparse.Namespace) -> int:
                       f"{reply['last_seq']}: --after {after} for the next ones, --last N for the newest, --all for "
                       f"every one", file=sys.stderr)
                 return 0
+
+
+def _not_kept(topic: str, after: int, oldest_seq: int | None, last_seq: int) -> str:
+    """Which of the topic's answers after ``after`` are gone: those before the oldest kept, or (none kept) all of
+    them, by count and seqs (seqs have no gaps)."""
+    if oldest_seq is not None:
+        return f"answers of {topic} before seq {oldest_seq} are no longer kept"
+    count, seqs = last_seq - after, f"seq {last_seq}" if last_seq == after + 1 else f"seqs {after + 1}-{last_seq}"
+    return (f"none of the {count} answer{'s' if count > 1 else ''} of {topic}" + (f" after seq {after}" if after
+            else "") + f" ({seqs}) is kept any more")
 
 
 def _no_answers(topic: str, after: int, last_seq: int | None, polled: bool) -> int:
