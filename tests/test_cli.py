@@ -988,6 +988,24 @@ def test_an_unknown_option_shows_the_usage_of_its_subcommand(capsys) -> None:
         assert exited.value.code == 2 and f"error: argument {option}: must be a whole number >= 1, got" in err, err
 
 
+def test_queries_given_twice_is_a_usage_error_not_the_last_file_kept(capsys) -> None:
+    """`backtest --queries qa.yaml --queries qb.yaml` ran qb.yaml's queries alone, without a word (review225 #3):
+    every command that takes --queries takes one file, as the config's `queries` and `register` do, and says so
+    when given two, before anything is read; one --queries (or none, demo's default) parses as before."""
+    from engine.service.cli_parser import build_parser
+
+    for command in (["backtest", "x.csv", "--out", "a.parquet"], ["serve"], ["demo"]):
+        with pytest.raises(SystemExit) as exited:
+            main([*command, "--queries", "qa.yaml", "--queries", "qb.yaml"])
+        prog = f"flashtick {command[0]}"
+        assert exited.value.code == 2 and capsys.readouterr().err == (
+            f"{prog}: error: argument --queries: given twice (qa.yaml, then qb.yaml): a command takes one queries "
+            f"file, as the config's `queries` and `register` do: list the queries of both in one file\n"
+            f"see {prog} --help\n")
+        assert str(build_parser().parse_args([*command, "--queries", "qa.yaml"]).queries) == "qa.yaml"
+    assert build_parser().parse_args(["demo"]).queries.name == "tick_model.yaml"
+
+
 def test_serve_log_timestamps_stamp_the_usage_error_too(capsys) -> None:
     """`serve --log-timestamps --bogus` wrote argparse's usage error unstamped (the parse ran before the stamping
     began), the one run's lines a log kept in a file could not place in time. Abbreviated as argparse takes it too;

@@ -10,7 +10,7 @@ from typing import Any
 
 from engine.service.cli_common import EXAMPLE_QUERIES
 from engine.service.cli_options import FILES_HELP, SESSION_GAP_HELP, SharedOptions
-from engine.service.cli_types import _count, _positive, _session_gap
+from engine.service.cli_types import OneQueriesFile, _count, _positive, _session_gap
 from engine.service.cmd_backtest import cmd_backtest
 from engine.service.cmd_evaluate import cmd_evaluate
 from engine.service.cmd_local import cmd_keygen, cmd_ticklog_export
@@ -23,9 +23,10 @@ def add_serve(sub: Any, shared: SharedOptions) -> None:
     p = sub.add_parser("serve", help="run the engine service (ZeroMQ ingest, answers, control)")
     p.add_argument("--config", type=Path, help="engine YAML config (default: built-in model, default endpoints, "
                                                 "and its example queries)")
-    p.add_argument("--queries", type=Path, help="queries YAML registered at start (overrides the config's; default: "
-                   "the config's queries, and with no --config a tick model's examples, queries/examples/"
-                   "tick_model.yaml, a text model none); the queries a data directory kept come back either way")
+    p.add_argument("--queries", type=Path, action=OneQueriesFile, help="queries YAML registered at start, one file "
+                   "(overrides the config's; default: the config's queries, and with no --config a tick model's "
+                   "examples, queries/examples/tick_model.yaml, a text model none); the queries a data directory "
+                   "kept come back either way")
     p.add_argument("--model", type=Path, metavar="DIR", help="checkpoint directory (overrides the config's "
                    "model.path): a Hugging Face Llama, Mistral or Qwen2, or one written by flashtick train")
     log = p.add_mutually_exclusive_group()
@@ -75,8 +76,8 @@ def add_backtest(sub: Any, shared: SharedOptions) -> None:
     p = sub.add_parser("backtest", help="replay files in-process and score every answer",
                        parents=[reading, time_range])
     p.add_argument("files", nargs="+", type=Path, help=FILES_HELP)
-    p.add_argument("--queries", type=Path, help="queries YAML (default: the config's queries, else for a tick model "
-                   "its example queries, queries/examples/tick_model.yaml)")
+    p.add_argument("--queries", type=Path, action=OneQueriesFile, help="queries YAML, one file (default: the "
+                   "config's queries, else for a tick model its example queries, queries/examples/tick_model.yaml)")
     p.add_argument("--out", type=Path, required=True, help="answers Parquet file (.parquet or .pq)")
     p.add_argument("--config", type=Path, help="service YAML: model, budgets and its replay section")
     p.add_argument("--batch-ms", type=float, default=None, help="event-time width of a batch (default: the "
@@ -209,6 +210,6 @@ def add_demo(sub: Any, shared: SharedOptions) -> None:
                    help="replay these files (or folders of them) instead of the synthetic market")
     p.add_argument("--rate", type=_positive, default=None, help="ticks per second fed (default 400, halved while "
                    "the engine falls behind on this CPU; a rate given here is kept)")
-    p.add_argument("--queries", type=Path, default=EXAMPLE_QUERIES, help="the standing queries (default: the "
-                   "built-in model's examples)")
+    p.add_argument("--queries", type=Path, action=OneQueriesFile, default=EXAMPLE_QUERIES,
+                   help="the standing queries, one file (default: the built-in model's examples)")
     p.set_defaults(run=cmd_demo)

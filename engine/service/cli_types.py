@@ -70,3 +70,17 @@ def stream_name(text: str) -> str:
     """A stream name (or topic) typed at the command line, in Unicode NFC, the one form the engine takes: a name
     pasted from a macOS file name (NFD) names the stream that prints alike."""
     return unicodedata.normalize("NFC", text)
+
+
+class OneQueriesFile(argparse.Action):
+    """`--queries FILE` (serve, backtest, demo): one file, as the config's `queries` and `register` take. Given
+    twice, argparse kept the last file and ran without the first's queries, silently: a usage error instead."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        earlier = getattr(namespace, self.dest, None)
+        if earlier is not self.default:  # (the default is set before parsing: any other object was given here)
+            raise argparse.ArgumentError(self, f"given twice ({earlier}, then {values}): a command takes one queries "
+                                               f"file, as the config's `queries` and `register` do: list the queries "
+                                               f"of both in one file")
+        setattr(namespace, self.dest, values)
