@@ -62,6 +62,9 @@ class AnswerCache:
         self._answers: dict[str, dict[str, Answer]] = {}  # query -> stream -> latest answer
         self._seq: dict[str, int] = {}  # topic -> last seq handed out
         self._count = 0
+        # query -> stream -> (topic, seq) of the latest answer drop_query forgot, until the query answers the stream
+        # again: a `get` then says the query was replaced after that seq, not that the stream has no answer "yet"
+        self._forgotten: dict[str, dict[str, tuple[str, int]]] = {}
 
     def put(
         self, query: str, stream: str, topic: str, value: dict[str, Any], version: int, data_ts: int, model: str,
@@ -72,6 +75,8 @@ class AnswerCache:
             seq = self._seq.get(topic, 0) + 1
             answer = Answer(query, stream, topic, seq, version, data_ts, self._clock(), value, model, query_version)
             self._seq[topic] = seq
+            if self._forgotten:
+                self._forgotten.get(query, {}).pop(stream, None)
             per_query = self._answers.setdefault(query, {})
             self._count += stream not in per_query
             per_query[stream] = answer
@@ -84,6 +89,8 @@ class AnswerCache:
             seq = self._seq.get(answer.topic, 0) + 1
             answer = replace(answer, seq=seq)
             self._seq[answer.topic] = seq
+            if self._forgotten:
+                self._forgotten.get(answer.query, {}).pop(answer.stream, None)
             per_query = self._answers.setdefault(answer.query, {})
             self._count += answer.stream not in per_query
             per_query[answer.stream] = answer
@@ -108,11 +115,19 @@ class AnswerCache:
         return answer
 
     def drop_query(self, name: str) -> int:
-        """Forgets a query's answers (on unregister or replace); returns how many. Topic seqs are kept."""
+        """Forgets a query's answers (on unregister or replace); returns how many. Topic seqs are kept, and so is
+        where each stream's last answer was (`forgotten`)."""
         with self._lock:
             dropped = self._answers.pop(name, {})
             self._count -= len(dropped)
+            if dropped:
+                self._forgotten.setdefault(name, {}).update({s: (a.topic, a.seq) for s, a in dropped.items()})
         return len(dropped)
+
+    def forgotten(self, query: str, stream: str) -> tuple[str, int] | None:
+        """The topic and seq of the last answer of ``query`` on ``stream`` that `drop_query` forgot (the query
+        replaced, or unregistered and registered again), while the query has not answered the stream since."""
+        return self._forgotten.get(query, {}).get(stream)
 
     def drop_answer(self, query: str, stream: str) -> bool:
         """Forgets the latest answer of ``query`` on ``stream`` (one about a tick the stream no longer holds); whether
@@ -127,6 +142,8 @@ class AnswerCache:
         with self._lock:
             n = sum(per_query.pop(stream, None) is not None for per_query in self._answers.values())
             self._count -= n
+            for per_query in self._forgotten.values():  # its session is gone: what a `get` says is that
+                per_query.pop(stream, None)
         return n
 
     def seqs(self) -> dict[str, int]:

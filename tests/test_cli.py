@@ -476,6 +476,43 @@ def test_answers_says_how_many_of_a_topics_answers_are_gone_when_none_is_kept(ch
             f"flashtick answers: none of the 1 answer of {gone[0]} after seq {last - 1} (seq {last}) {keep}"), err
 
 
+def test_get_after_a_replace_says_the_query_was_replaced_not_no_answer_yet(checkpoint, tmp_path, capsys) -> None:
+    """A replace drops the query's cached answers (they answer the old question); until the new spec fired, `get`
+    said "no cached answer of dir on SYN.A yet" of a topic that had published (review225 #4). It says the query
+    was replaced after which seq, and once the new spec answers, `get` prints that answer."""
+    with serving(config(checkpoint, tmp_path)) as server:
+        control = ("--control", server.endpoints["control"])
+        market = SyntheticMarket(SyntheticConfig(seed=3))
+        with FeedClient(server.endpoints["ingest"]) as feed, ControlClient(server.endpoints["control"]) as raw:
+            def fed(sent: int) -> None:  # a message at a time, each computed before the next
+                feed.send(market.next_batch(12))
+                wait_for(lambda: (lambda stats: stats["ticks_in"] == sent and stats["pending_tokens"] == 0)(
+                    raw.call("stats")["stats"]), timeout_s=60)
+
+            fed(12), fed(24)
+            last = server.pipeline.cache.last_seq("dir/SYN.A/")
+            assert last >= 1 and run(capsys, "get", "SYN.A", "dir", *control)[0] == 0
+            replaced = tmp_path / "dir_again.yaml"
+            replaced.write_text(DIR_QUERY.replace("trigger: batch", "trigger: {ticks: 50}"))
+            assert run(capsys, "register", str(replaced), *control)[0] == 0
+            code, out, err = run(capsys, "get", "SYN.A", "dir", *control)
+            assert (code, out) == (1, "") and err == (
+                f"flashtick get: no answer of dir on SYN.A since dir was replaced after seq {last} of dir/SYN.A/: its "
+                f"new spec has not answered yet (a replace drops the old spec's cached answers; `flashtick answers "
+                f"dir/SYN.A/` lists those still kept)\n"), err
+            reply = raw.call("get", query="dir", stream="SYN.A")
+            assert reply["answer"] is None and reply["replaced"] == {"topic": "dir/SYN.A/", "seq": last}
+            code, out, _ = run(capsys, "answers", "dir/SYN.A/", "--all", *control)
+            assert code == 0 and len(out.splitlines()) == last
+            for sent in range(36, 12 * 20, 12):  # until the new spec has answered SYN.A
+                fed(sent)
+                if server.pipeline.cache.get("dir", "SYN.A") is not None:
+                    break
+            assert "replaced" not in raw.call("get", query="dir", stream="SYN.A")
+        code, out, err = run(capsys, "get", "SYN.A", "dir", *control)
+        assert code == 0 and json.loads(out)["seq"] == last + 1 and not err, err
+
+
 def test_clients_connect_to_the_endpoints_of_the_services_config_file(checkpoint, tmp_path, capsys) -> None:
     """`serve --config FILE` on other ports: every client command takes the same --config and finds them."""
     with serving(config(checkpoint, tmp_path)) as server:

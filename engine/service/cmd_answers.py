@@ -30,6 +30,11 @@ def cmd_get(args: argparse.Namespace) -> int:
                   f"cached answers went with its session (its next tick starts a new one)", file=sys.stderr)
         elif reply.get("refused"):  # its ticks came, and were refused: not the feed's silence
             print(f"flashtick get: {reply['refused']}", file=sys.stderr)
+        elif reply.get("replaced"):  # the topic has answers, of the spec the query had before
+            topic, seq = reply["replaced"]["topic"], reply["replaced"]["seq"]
+            print(f"flashtick get: no answer of {args.query} on {args.stream} since {args.query} was replaced after "
+                  f"seq {seq} of {topic}: its new spec has not answered yet (a replace drops the old spec's cached "
+                  f"answers; `flashtick answers {topic}` lists those still kept)", file=sys.stderr)
         elif reply.get("stream_known") is False:
             print(f"flashtick get: no stream {args.stream!r} has sent data (`flashtick streams` lists those that "
                   f"have)", file=sys.stderr)

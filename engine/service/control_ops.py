@@ -77,9 +77,10 @@ class ControlOps:
 
     def _op_get(self, request: dict, _reply: Any) -> dict:
         # an unknown name is an error, not "no answer yet"
-        self.pipeline.registry.get(request_field(request, "query", str))
+        query = request_field(request, "query", str)
+        self.pipeline.registry.get(query)
         stream = request_field(request, "stream", str)
-        answer = self.pipeline.cache.get(request_field(request, "query", str), stream)
+        answer = self.pipeline.cache.get(query, stream)
         # a stream none of whose ticks is held says why (admission refused it, or every tick was bad), beside a
         # cached answer too: one from before a restart that refused the stream is frozen, not a live answer
         known = self.pipeline.encoders.accepted([stream])[stream] is not None
@@ -87,9 +88,12 @@ class ControlOps:
             if not known and stream in self._refused_streams else {}
         if answer is not None:
             return {"answer": answer.to_wire(), **refused}
-        # null either way; whether the stream has sent data tells "not yet" from a misspelt name (or an expired one)
+        # null either way; whether the stream has sent data tells "not yet" from a misspelt name (or an expired one),
+        # and where the query was replaced since it answered the stream, the seq its old spec's answers end at
+        forgotten = self.pipeline.cache.forgotten(query, stream)
         return {"answer": None, "stream_known": known,
-                **({"expired": True} if self.pipeline.encoders.expired(stream) else {}), **refused}
+                **({"expired": True} if self.pipeline.encoders.expired(stream) else {}),
+                **({"replaced": {"topic": forgotten[0], "seq": forgotten[1]}} if forgotten else {}), **refused}
 
     def _op_ask(self, request: dict, reply: Any) -> dict | None:
         stream = request_field(request, "stream", str)
