@@ -93,6 +93,21 @@ def test_a_note_calling_a_score_worse_prints_it_apart_from_what_it_loses_to(tmp_
     assert "(vol50: Brier 0.4864 vs 0.4858)" in summary, summary
 
 
+def test_a_backtests_table_says_its_baselines_are_in_hindsight_one_stream_or_many(tmp_path: Path) -> None:
+    """`backtest` and live `flashtick scores` print `freq.brier` and majority columns of the same names that differ
+    on the same answers (hindsight frequencies here, online ones live: review225 #5); the backtest said which only
+    with more than one stream. Every table that scored now says it (`flashtick scores`: tests/test_cli.py)."""
+    from engine.service.backtest_report import HINDSIGHT_BASELINES, BacktestReport
+    from engine.service.backtest_scores import QueryScore
+
+    score = QueryScore("d5", answers=81, scored=80, accuracy=0.4, brier=0.651, frequency_brier=0.647,
+                       model_brier=0.648, model_accuracy=0.438, baseline="majority(up)", baseline_accuracy=0.438)
+    lines = BacktestReport(ticks=400, rejected={}, answers=81, out=tmp_path / "a.parquet", scores=[score],
+                           stream_ticks={"S": 400}).summary().splitlines()
+    assert lines[lines.index(next(line for line in lines if line.startswith("d5 "))) + 1] == HINDSIGHT_BASELINES
+    assert HINDSIGHT_BASELINES.startswith("freq.brier, majority: in hindsight, ") and "online" in HINDSIGHT_BASELINES
+
+
 def test_the_class_frequency_baselines_are_each_streams_own(setup, tmp_path: Path) -> None:
     """A stream that only rises and one that only falls: each stream's class frequencies forecast its labels
     exactly (Brier 0, its majority class always right); pooled, they would be half up, half down (Brier 0.5),
@@ -112,7 +127,7 @@ def test_the_class_frequency_baselines_are_each_streams_own(setup, tmp_path: Pat
     assert score.scored > 50 and score.frequency_brier == pytest.approx(0.0)
     assert score.baseline == "majority(each stream's)" and score.baseline_accuracy == pytest.approx(1.0)
     summary = report.summary()
-    assert "freq.brier, majority: each stream's own realised class frequencies" in summary
+    assert "freq.brier, majority: in hindsight, each stream's own realised class frequencies" in summary
     assert f"dir20 (Brier {score.brier:.3f} vs the class frequencies' 0.000" in summary.splitlines()[-1]
 
 

@@ -23,6 +23,7 @@ from connectors.feed import FeedClient
 from connectors.synthetic import DEFAULT_STREAMS, StreamParams, SyntheticConfig, SyntheticMarket
 from engine.service.auth import keygen
 from engine.service.cli import main
+from engine.service.cmd_status import ONLINE_BASELINES
 from engine.service.client import AnswerSubscriber, ControlClient
 from engine.service.config import ServiceConfig
 
@@ -158,6 +159,8 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
         assert code == 0 and header.split()[:7] == ["query", "scored", "pending", "accuracy", "majority", "brier",
                                                      "freq.brier"]
         assert dir_line.split()[0] == "dir" and int(dir_line.split()[1]) > 0
+        # the columns a backtest's table names alike hold its hindsight baselines: this one says it prints online ones
+        assert ONLINE_BASELINES in out.splitlines() and ONLINE_BASELINES.startswith("majority, freq.brier: online, ")
 
 
 def test_streams_and_ask_print_the_context_a_computed_answer_attends(checkpoint, tmp_path, capsys) -> None:

@@ -87,9 +87,8 @@ class BacktestReport:
             lines += [f"note: {', '.join(rows)}: no answer scored: {why}" for why, rows in unscored_rows.items()]
         lines += [f"note: {s.query}: {s.scored} of {s.answers} answers scored: {self.partly_scored_why[s.query]}"
                   for s in self.scores if s.scored and s.query in self.partly_scored_why]
-        if len(self.stream_ticks) > 1 and any(s.scored for s in self.scores):
-            lines.append("freq.brier, majority: each stream's own realised class frequencies and most frequent class, "
-                         "weighted by its scored answers (instruments are never pooled into one)")
+        if any(s.scored for s in self.scores):  # the same names as live `flashtick scores`' online baselines
+            lines.append(HINDSIGHT_BASELINES)
         if any(s.model_accuracy is not None for s in self.scores):
             lines.append("accuracy, brier: the published (adapted) answers; model acc/brier: the model's own (with "
                          "the checkpoint's answer heads, if it has them), before adaptation (answers.adapt)")
@@ -152,6 +151,12 @@ def _told_apart(worse: float, better: float) -> tuple[str, str]:
             return shown
     return f"{worse:.5f}", f"{better:.5f}"
 
+
+# `freq.brier` and the majority baseline of a backtest are in hindsight; live `flashtick scores` prints columns of
+# the same names that are online (engine/service/cmd_status.py), so each table says which it prints
+HINDSIGHT_BASELINES = ("freq.brier, majority: in hindsight, each stream's own realised class frequencies and most "
+                       "frequent class over the files, weighted by its scored answers (instruments are never pooled "
+                       "into one); live `flashtick scores` prints online ones, which differ on the same answers")
 
 SPLIT_SHOWN = 6  # streams whose split time the summary names; the others' range is said
 

@@ -15,6 +15,12 @@ def cmd_stats(args: argparse.Namespace) -> None:
         print(printable_json(control.call("stats")["stats"], sort_keys=True, indent=2))
 
 
+# the same names as a backtest's hindsight baselines (engine/service/backtest_report.py), other numbers: said
+ONLINE_BASELINES = ("majority, freq.brier: online, each stream's most frequent label and class frequencies (add-one "
+                    "smoothed) among the labels realised before each answer; a backtest's, in hindsight over its "
+                    "files, differ on the same answers")
+
+
 def cmd_scores(args: argparse.Namespace) -> None:
     from connectors.ticks import shown_name
 
@@ -41,6 +47,7 @@ def cmd_scores(args: argparse.Namespace) -> None:
                           for w in s["worse_than_prior"])
         print(f"{query:<16}{s['scored']:>8}{s['pending']:>8}{fmt(s['accuracy']):>10}{fmt(s['majority_accuracy']):>10}"
               f"{fmt(s['brier']):>8}{fmt(s['prior_brier']):>11}{fmt(s.get('model_brier')):>12}  {worse or '-'}")
+    print(ONLINE_BASELINES)
     for query, s in scores.items():  # answers of a query asking a subset of a question's answers (its choices)
         if s.get("unscored_why"):
             print(f"note: {query}: {s['unscored_why']}")
