@@ -30,7 +30,9 @@ def test_answers_about_ticks_lost_with_the_logs_tail_are_not_served_as_current(c
     queries.write_text(QUERIES)
     ticks = SyntheticMarket(SyntheticConfig(seed=4)).next_batch(230)
     live = TickPipeline(config(checkpoint, tmp_path / "data", queries))
-    published = feed_in_steps(live, ticks[:200])
+    # the last tick a message of its own: its record cut short loses it alone (a message of several, whose end
+    # record would be cut, is lost whole: message_ends.py)
+    published = feed_in_steps(live, ticks[:199]) + feed_in_steps(live, ticks[199:200])
     lost_stream = ticks[199].stream
     lost_count = live.engine.progress(lost_stream).ticks
     stale = {a.query: a for a in published if a.stream == lost_stream and a.version == lost_count}

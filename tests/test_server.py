@@ -574,7 +574,7 @@ def test_every_number_of_stats_is_on_the_metrics_endpoint(checkpoint, tmp_path) 
     log = stats["log"]
     assert log["ticks_dropped_by_retention"] > 0, log  # retention dropped segments while serving
     assert scraped["flashtick_log_ticks_dropped_by_retention_total"] == log["ticks_dropped_by_retention"]
-    assert scraped["flashtick_log_appended_total"] == log["appended"] == 1500
+    assert scraped["flashtick_log_appended_total"] == log["appended"] == 1500 + 1  # and the message's end record
     assert scraped["flashtick_answer_log_appended_total"] == log["answers"]["appended"] > 0
 
 

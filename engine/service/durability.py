@@ -32,7 +32,8 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,8 @@ from engine.service.data_dir_open import (check_meta, others_access, read_epoch,
 from engine.service.kept_queries import (LIVE, RestoredQueries, read_origins, read_query_versions,
                                          write_queries_files)
 from engine.service.log_lines import named_few
-from engine.service.log_replay import EXPIRED, MESSAGE_START, ReplayTarget, TailPoints, dropped_by_retention, split_log
+from engine.service.log_replay import EXPIRED, ReplayTarget, TailPoints, dropped_by_retention, split_log
+from engine.service.message_ends import END_RECORD, ENDS_LOGGED, MESSAGE_START, WHOLE
 from engine.service.private_dirs import make_private_dirs
 from engine.service.refusal_spell import RefusalSpell
 from engine.service.registration_marks import RegistrationMarks
@@ -121,6 +123,11 @@ class DataDir:
         self.recovery_s = 0.0
         self.rebuild_forwards = 0
         self._message_start = False
+        # an item of the message being read in is logged and its end record is not: written as message() ends, or,
+        # when the disk refused it, before the next record (a restart would drop the message, answered live)
+        self._message_open = False
+        self._reading = False  # within message(): an item logged is of that message
+        self._whole = False  # ... and that message is one item: its start is its end
         self._refusal_said_at = -math.inf  # when stderr last heard that the tick log refuses ticks
         self._refused: tuple[float, str] | None = None  # the latest refusal of a tick: when (monotonic) and why
         self._refusals = RefusalSpell()  # since when ticks are refused, how many: said once a tick is accepted again
@@ -197,16 +204,38 @@ class DataDir:
                       f"too small to start with every stream's session ({len(record)} bytes): a restart after "
                       f"retention drops segments rebuilds sessions from the ticks kept", file=sys.stderr, flush=True)
 
-    def message_started(self) -> None:
-        """A wire message begins: its first logged item says so (``MESSAGE_START``), so a restart knows where
-        the live run's tick groups ended (one per message and stream) and answers owed ticks group by group."""
-        self._message_start = True
+    @contextmanager
+    def message(self, items: int) -> Iterator[None]:
+        """A wire message of ``items`` items (connectors.encoder.listed_ticks) is read in within it. Its first
+        logged item says it begins (``MESSAGE_START``), so a restart knows where the live run's tick groups ended
+        (one per message and stream) and answers owed ticks group by group; after its last, a record says it ended
+        (``MESSAGE_END``, however the reading ended: its items logged are the engine's), so a restart tells a whole
+        message from one a kill cut short, which it drops (message_ends.py). A message of one item needs none: its
+        start says it is whole (``WHOLE``). The end record is one write(2), fsynced as every record is (group: by
+        the background thread); a disk that refuses it is tried again before the next record."""
+        self._message_start = self._reading = True
+        self._whole = items == 1
+        try:
+            yield
+        finally:
+            self._message_start = self._reading = False
+            try:
+                self._end_owed()
+            except LogWriteError:  # said with the next refused tick, if the disk still refuses
+                pass
+
+    def _end_owed(self) -> None:
+        """The end record of a message whose items are logged, if it is not yet; raises LogWriteError."""
+        if self._message_open:
+            self.log.append(END_RECORD)
+            self._message_open = False
 
     def log_expired(self, stream: str) -> None:
         """``stream`` expired for idleness here (``EXPIRED``): a restart drops its session at this point of the log
         too, rather than rebuild a stream the live run had forgotten and answer it again. A disk that refuses
         the record costs only that (a restart then rebuilds the stream, as from a log written before this)."""
         try:
+            self._end_owed()
             self.log.append(msgpack.packb({EXPIRED: stream}, use_bin_type=True))
         except LogWriteError as e:
             print(f"flashtick: could not log the expiry of stream {stream!r}: {e}", file=sys.stderr, flush=True)
@@ -215,6 +244,7 @@ class DataDir:
         """``stream`` forgotten here at an operator's request (``FORGOTTEN``): a restart forgets it at this point of
         the log too, its ordering guard included. Raises ticklog.LogWriteError when the disk refuses the record:
         the stream is then not forgotten (a restart would bring its guard back)."""
+        self._end_owed()
         self.log.append(msgpack.packb({FORGOTTEN: stream}, use_bin_type=True))
 
     def append(self, item: EncodedTick) -> None:
@@ -227,14 +257,17 @@ class DataDir:
                                 f"refused until it can")
         record = item.to_record()
         if self._message_start:
-            record[MESSAGE_START] = True
+            record[MESSAGE_START] = WHOLE if self._whole else ENDS_LOGGED
         try:
+            if self._message_start or not self._reading:  # (not within the message being read in)
+                self._end_owed()
             self.log.append(msgpack.packb(record, use_bin_type=True))
         except LogWriteError as e:  # the sender is told on _rejects/; the operator here, at most every few seconds
             self._refusals.refused("tick log", item.ticks)
             self._say_refused(str(e))
             raise
         self.ticks_logged += item.ticks
+        self._message_open |= self._message_start and not self._whole
         self._message_start = False
         self._refusals.accepted()
 
@@ -345,8 +378,17 @@ class DataDir:
             dropped = self.read_stats.ticks_dropped_by_retention
             older = f" ({counted(dropped, 'older tick')} dropped by retention)" if dropped else ""
             print(f"flashtick: recovered {self._recovered_text(streams)} from {self.log.directory} "
-                  f"in {self.recovery_s:.1f} s{older}", file=sys.stderr, flush=True)
+                  f"in {self.recovery_s:.1f} s{older}{self._unended_text()}", file=sys.stderr, flush=True)
+        elif self.read_stats.ticks_dropped_unended_message:  # (its only ticks were of such a message)
+            print(f"flashtick: recovered no tick from {self.log.directory}{self._unended_text()}", file=sys.stderr,
+                  flush=True)
         self._say_damaged_copies()
+
+    def _unended_text(self) -> str:
+        """What the replay left out of a message a kill cut short (message_ends.py), said once, on the start's line."""
+        cut = self.read_stats.ticks_dropped_unended_message
+        return (f"; left out {counted(cut, 'tick')} of a message cut short by a stop as it was read in (never "
+                f"answered; `flashtick feed` sends such a message again whole)" if cut else "")
 
     def _recovered_text(self, streams: int) -> str:
         """`N ticks of M streams`, both of the ``streams`` held; the ticks of sessions expired for idleness before
@@ -398,6 +440,7 @@ class DataDir:
                 "rebuild_forwards": self.rebuild_forwards, **vars(self.log.stats),
                 "torn_tails": self.log.stats.torn_tails + self.read_stats.torn_tails,
                 "ticks_dropped_by_retention": self._ticks_dropped(),
+                "ticks_dropped_unended_message": self.read_stats.ticks_dropped_unended_message,
                 # (damage in the segment being written is skipped, and repaired, when the log opens it)
                 "corrupt_skipped": self.log.stats.corrupt_skipped + self.read_stats.corrupt_skipped,
                 "corrupt_records": self.log.stats.corrupt_records + self.read_stats.corrupt_records,
@@ -418,6 +461,10 @@ class DataDir:
         return {"damaged_files": len(copies), "damaged_bytes": sum(copies.values())}
 
     def close(self) -> None:
+        try:
+            self._end_owed()
+        except LogWriteError:  # (a restart drops that message, as one a kill cut short)
+            pass
         self.log.close()
         self.answers.close()
         self._lock_file.close()

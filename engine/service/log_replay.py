@@ -2,11 +2,12 @@
 ordering guards come back) and booked on a ReplayTarget without being computed, each expiry, forget and retention
 start applied where the live run had it (replay_log, split_log). A restart uses it (DataDir.replay), and so does a
 shard restarted or a stream moved (DataDir.read_items). The tick log's own records this reads beside the ticks:
-MESSAGE_START and EXPIRED here (DataDir writes them), SEGMENT_START, LOGGED and FORGOTTEN in ticklog.py."""
+EXPIRED here (DataDir writes it), MESSAGE_START and MESSAGE_END in message_ends.py (the items of a message a kill cut
+short are not booked), SEGMENT_START, LOGGED and FORGOTTEN in ticklog.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
@@ -15,10 +16,9 @@ import msgpack
 from connectors.encoder import PASSED, EncodedTick, StreamEncoders
 from connectors.ticks import InvalidTick, Tick, validate
 from engine.scheduler import AdmissionRefused
+from engine.service.message_ends import MESSAGE_START, item_ticks, whole_messages
 from engine.service.ticklog import FORGOTTEN, LOGGED, SEGMENT_START, LogStats, first_record, read
 
-
-MESSAGE_START = "m"  # a tick log record's key: this item began a wire message (its tick groups end before it)
 EXPIRED = "expired"  # a tick log record of its own, {expired: stream}: the live run expired the stream here
 
 
@@ -84,17 +84,20 @@ def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[Encode
     A refusal (InvalidTick) is counted, never fatal. ``message_start`` is called before each record that began a
     wire message, ``expire`` at each stream's expiry (a log written before those were recorded has neither),
     ``forget`` where an operator had the stream forgotten (without it, the encoders forget it, ordering guard
-    included)."""
+    included). The items of a message whose end the log lacks (message_ends.py: a kill while it was read in) are
+    not booked: counted in ``stats.ticks_dropped_unended_message`` (and in ``logged``: they were logged)."""
     ticks = refused = logged = 0
     before: int | None = None
     first = True
-    for number, payload in read(directory, skip_corrupt=skip_corrupt, stats=stats):
-        if upto is not None and number >= upto:
-            break
-        record = msgpack.unpackb(payload, raw=False)
+    for number, record, unended in whole_messages(_decoded(directory, skip_corrupt, stats, upto)):
         if first:  # the log's first record, or the first kept segment's start
             first = False
             before = logged_before(number, record)
+        if unended:  # nothing of it was answered or told the feed, which sends it again whole
+            if SEGMENT_START not in record:  # (a roll inside it: its counts hold the cut items)
+                logged += item_ticks(record)
+                stats.ticks_dropped_unended_message += item_ticks(record)
+            continue
         if EXPIRED in record:
             if expire is not None and (streams is None or record[EXPIRED] in streams):
                 expire(record[EXPIRED])
@@ -127,6 +130,15 @@ def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[Encode
             ticks += done.ticks
             refused += len(done.rejections)
     return Replayed(ticks, refused, logged, before)
+
+
+def _decoded(directory: Path, skip_corrupt: bool, stats: LogStats, upto: int | None
+             ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The tick log's records before ``upto`` (all: None), decoded."""
+    for number, payload in read(directory, skip_corrupt=skip_corrupt, stats=stats):
+        if upto is not None and number >= upto:
+            return
+        yield number, msgpack.unpackb(payload, raw=False)
 
 
 class SplitLog(NamedTuple):

@@ -21,12 +21,13 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
+from contextlib import nullcontext
 from typing import Any, Callable
 
 import msgpack
 import torch
 
-from connectors.encoder import EncodedTick, Ingested, StreamEncoders
+from connectors.encoder import EncodedTick, Ingested, StreamEncoders, listed_ticks
 from connectors.ticks import InvalidTick, Tick
 from engine.engine import Engine
 from engine.forward_plan import StepReport
@@ -174,18 +175,16 @@ class TickPipeline:
         returns the rejections. While behind with ``when_behind: shed``, the whole message is refused unread."""
         if (shed := shed_message(self, data, tokenized=False)) is not None:
             return shed
-        if self.data is not None:
-            self.data.message_started()
-        return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), time.time_ns()))
+        with self.data.message(listed_ticks(data)) if self.data is not None else nullcontext():
+            return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), time.time_ns()))
 
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
         """Already-tokenized ticks from an out-of-process connector: a msgpack list of
         ``{stream: str, ts: int ns, tokens: [int], ticks: int}``; returns the rejections."""
         if (shed := shed_message(self, data, tokenized=True)) is not None:
             return shed
-        if self.data is not None:
-            self.data.message_started()
-        return self._counted(self.encoders.ingest_tokenized(data, self._submit, time.time_ns()))
+        with self.data.message(listed_ticks(data)) if self.data is not None else nullcontext():
+            return self._counted(self.encoders.ingest_tokenized(data, self._submit, time.time_ns()))
 
     def _submit(self, item: EncodedTick) -> None:
         """Every check, then the log, then the engine: the log holds exactly the accepted items."""

@@ -34,7 +34,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from connectors.encoder import EncodedTick, Ingested, StreamEncoders
+from connectors.encoder import EncodedTick, Ingested, StreamEncoders, listed_ticks
 from connectors.ticks import InvalidTick
 from engine.jobs import JobOutcome
 from engine.forward_plan import StepReport
@@ -165,8 +165,8 @@ class ShardedPipeline:
     def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
         if (shed := shed_message(self, data, tokenized=False)) is not None:
             return shed
-        self.data.message_started()
-        return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), time.time_ns()))
+        with self.data.message(listed_ticks(data)):
+            return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), time.time_ns()))
 
     def flush_held(self) -> list[dict[str, Any]]:
         """Submit the quotes conflation holds (before each round of shard calls); returns the rejections."""
@@ -175,8 +175,8 @@ class ShardedPipeline:
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
         if (shed := shed_message(self, data, tokenized=True)) is not None:
             return shed
-        self.data.message_started()
-        return self._counted(self.encoders.ingest_tokenized(data, self._submit, time.time_ns()))
+        with self.data.message(listed_ticks(data)):
+            return self._counted(self.encoders.ingest_tokenized(data, self._submit, time.time_ns()))
 
     def _counted(self, result: Ingested) -> list[dict[str, Any]]:
         """After a whole message: its tick group ends on each stream it fed (GroupEnd, in the shard's items, as one

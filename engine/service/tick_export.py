@@ -9,6 +9,8 @@ Pre-tokenized items carry tokens, not prices: they are counted and left out, as 
 starts, expiries). The ticks of a stream logged before a ``{forgotten: stream}`` record (`flashtick forget`: an
 operator dropped the stream, often for a forged tick stamped ahead of the clock) are left out and counted too: a
 restart drops them there, so the file holds what the service holds and a backtest of it answers as the service did.
+So are the ticks of a message whose end the log lacks (message_ends.py: a kill as it was read in, or a message being
+read in as the export began), which a restart drops too.
 
 Nothing in the data directory is written or locked, so an export runs beside a `flashtick serve` using it: it reads
 the records logged when it began, up to the last whole one (ticklog.read_unchanged). A damaged record follows a
@@ -30,6 +32,7 @@ from connectors.formula_guard import GUARD_NEEDED, guarded
 from connectors.stream_selection import StreamSelection
 from connectors.ticks import counted, utc_text
 from connectors.time_range import TimeRange
+from engine.service.message_ends import is_item, item_ticks, whole_messages
 from engine.service.output_paths import write_atomically
 from engine.service.ticklog import (FORGOTTEN, LOGGED, SEGMENT_START, CorruptLog, LogStats, read_unchanged,
                                     segments)
@@ -60,6 +63,7 @@ class ExportSummary:
     forgotten_streams: int = 0  # the streams they are of
     tokenized: int = 0  # pre-tokenized items: no prices to export
     tokenized_ticks: int = 0  # the ticks they hold
+    unended: int = 0  # ticks of messages whose end the log lacks (message_ends.py)
     torn_tails: int = 0
     corrupt_skipped: int = 0  # damaged regions --skip-corrupt went past
     corrupt_records: int = 0  # about how many records began in them
@@ -81,6 +85,8 @@ class ExportSummary:
                     f"(tokens, no prices)"] * (self.tokenized > 0)
         skipped += [f"{counted(self.corrupt_skipped, 'damaged region')} (--skip-corrupt; about "
                     f"{counted(self.corrupt_records, 'record')} lost with their ticks)"] * (self.corrupt_skipped > 0)
+        skipped += [f"{counted(self.unended, 'tick')} of messages whose end the log lacks (cut short by a stop as "
+                    f"they were read in, or being read in: a restart drops them too)"] * (self.unended > 0)
         skipped += ["an incomplete last record (a torn tail, or one being written)"] * (self.torn_tails > 0)
         if skipped:
             said += "; not written: " + ", ".join(skipped)
@@ -116,13 +122,16 @@ def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, ti
     stats = LogStats()
     first_number: int | None = None
     try:
-        for number, payload in read_unchanged(directory, skip_corrupt=skip_corrupt, stats=stats,
-                                              skip_option="--skip-corrupt"):
-            record = msgpack.unpackb(payload, raw=False)
+        records = ((number, msgpack.unpackb(payload, raw=False)) for number, payload in
+                   read_unchanged(directory, skip_corrupt=skip_corrupt, stats=stats, skip_option="--skip-corrupt"))
+        for number, record, unended in whole_messages(records):
             if first_number is None:  # past 0: retention dropped the records before it
                 first_number = summary.dropped = number
                 if number:  # the kept segment's start counts the ticks logged before it (a log of an older one: not)
                     summary.dropped_ticks = record.get(LOGGED) if SEGMENT_START in record else None
+            if unended:
+                summary.unended += item_ticks(record) if is_item(record) else 0
+                continue
             tick = record.get("tick")
             if tick is None:
                 if "tokenized" in record:  # (the rest: segment starts and expiries, no ticks)

@@ -64,7 +64,7 @@ class CorruptLog(ValueError):
 
 
 # The tick log's own records beside the ticks (engine/service/durability.py writes them; log_replay.py and
-# tick_export.py read them):
+# tick_export.py read them; where messages begin and end: message_ends.py):
 SEGMENT_START = "start"  # each tick log segment's first record: {start: {stream: [ticks, last_ts, codec state,
 #                          session (tokens, chunk boundaries, next roll point) or nil, ticks stamped last_ts]}}
 # beside SEGMENT_START: the ticks logged before the segment since the log began (what retention drops of them is
@@ -88,6 +88,9 @@ class LogStats:
     # a replay's: the ticks of its streams that segments retention dropped had held (the first kept segment's start
     # record counts them), which a restart no longer recovers
     ticks_dropped_by_retention: int = 0
+    # a replay's: the ticks of messages whose end the log lacks (a kill while one was read in), not booked
+    # (message_ends.py): the feed's resend brings them again whole
+    ticks_dropped_unended_message: int = 0
 
 
 def private(path: str, flags: int) -> int:
