@@ -181,8 +181,9 @@ def test_flashtick_feeds_resume_sends_each_message_again_as_it_went(tmp_path, ca
         resume = ControlFeedResume(lambda: ControlClient(server.endpoints["control"], timeout_s=5),
                                    confirm_every_s=3600)
         try:
-            # the engine took the first message whole and the first tick of the second (stopped while it read it
-            # in); the third and fourth were lost in flight, and the fifth not sent yet
+            # the engine took the first message whole and the first tick of the second (the rest refused, or an
+            # engine from before message ends were logged, stopped while it read it in); the third and fourth were
+            # lost in flight, and the fifth not sent yet
             for reached in (messages[0], messages[1][:1]):
                 feed.send(msgpack.packb([tick.to_wire() for tick in reached]))
             wait_until(lambda: [(held_of(control, s) or {}).get("ticks") for s in (a, b)] == [3, 1])
@@ -193,4 +194,8 @@ def test_flashtick_feeds_resume_sends_each_message_again_as_it_went(tmp_path, ca
             resume.close()
             control.close()
             feed.close()
-    assert "the engine holds part of 1 message sent before it stopped (1 tick of it)" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "the engine holds part of 1 message sent before it stopped (1 tick of it)" in said
+    # not blamed on a kill: a restart of this version leaves out a message a stop cut short (message_ends.py)
+    assert "(it refused the rest of it, or it is a flashtick from before 2026-12-05, whose restart kept the part of " \
+           "a message a stop cut short)" in said
