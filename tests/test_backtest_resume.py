@@ -453,7 +453,7 @@ def test_sigterm_stops_at_a_checkpoint_and_says_how_to_resume(setup: Path) -> No
         time.sleep(0.02)
     child.send_signal(signal.SIGTERM)
     _, err = child.communicate(timeout=300)
-    assert child.returncode == 130, err[-2000:]
+    assert child.returncode == 143, err[-2000:]  # 128 + SIGTERM, as in every phase (test_backtest_signals.py)
     assert "interrupted after" in err and "--resume" in err
     kept = json.loads(manifest.read_text())
     assert 0 < kept["consumed"] < TICKS and not (setup / "term.parquet").exists()
@@ -579,7 +579,7 @@ def test_a_backtest_started_ignoring_sigint_keeps_ignoring_it(setup: Path) -> No
     time.sleep(0.2)
     child.send_signal(signal.SIGTERM)
     _, err = child.communicate(timeout=300)
-    assert child.returncode == 130 and err.count("stopping at the next batch boundary") == 1, err[-2000:]
+    assert child.returncode == 143 and err.count("stopping at the next batch boundary") == 1, err[-2000:]
     assert "interrupted after" in err
 
 

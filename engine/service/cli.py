@@ -23,9 +23,10 @@ import sys
 
 # A Ctrl-C while this module still imported (a loaded machine takes a while) raised KeyboardInterrupt outside main's
 # handling: a traceback and an exit by the signal (rc -2), not the documented 130. From here until main runs it is
-# noted instead, and said there (the commands' own handling then takes over; a backtest's library imports included).
-# Only when run as the program: a test importing this module keeps its own Ctrl-C; a process started with SIGINT
-# ignored keeps it ignored. (Before this line, the interpreter's own start is Python's to handle.)
+# noted instead, and said there (the commands' own handling then takes over; a backtest's library imports included);
+# a SIGTERM too, said with exit 143. Only when run as the program: a test importing this module keeps its own
+# handlers; a process started with a signal ignored keeps it ignored. (Before this line, the interpreter's own start
+# is Python's to handle.)
 INTERRUPTED_WHILE_STARTING: list[int] = []
 
 
@@ -33,9 +34,11 @@ def _note_interrupt(signum: int, _frame: object) -> None:
     INTERRUPTED_WHILE_STARTING.append(signum)
 
 
-if (__name__ == "__main__" or sys.argv[0].endswith("flashtick")) and \
-        signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-    signal.signal(signal.SIGINT, _note_interrupt)
+if __name__ == "__main__" or sys.argv[0].endswith("flashtick"):
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _note_interrupt)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _note_interrupt)
 
 import argparse  # noqa: E402 - after the handler above, as early as it can be
 import atexit
@@ -43,7 +46,8 @@ import os
 import threading
 from typing import NoReturn
 
-from engine.service.cli_common import DEFAULT_ANSWERS, DEFAULT_CONTROL, DEFAULT_INGEST, EXAMPLE_QUERIES, WorkWhole
+from engine.service.cli_common import (DEFAULT_ANSWERS, DEFAULT_CONTROL, DEFAULT_INGEST, EXAMPLE_QUERIES, Interrupted,
+                                       WorkWhole, interrupted_status, raise_interrupted)
 from engine.service.cli_parser import asks_for_log_timestamps, build_parser, parse_command_line
 from engine.service.cmd_serve import default_data_dir
 
@@ -56,18 +60,18 @@ def main(argv: list[str] | None = None) -> int:
     plain = sys.stderr
     try:
         try:
-            if _end_of_start():  # Python's own handling from here on: a Ctrl-C in a blocking read must still end it
-                raise KeyboardInterrupt
+            _end_of_start()  # Python's own Ctrl-C from here on: a Ctrl-C in a blocking read must still end it
             parser = build_parser()
             if asks_for_log_timestamps(parser, sys.argv[1:] if argv is None else argv):  # every line, the parse's
                 from engine.service.log_lines import TimestampedLines
 
                 sys.stderr = TimestampedLines(plain)  # type: ignore[assignment]
             args = parse_command_line(parser, argv)
+            _sigterm_as_the_command_has_it(args.command)
             _load_polars(args)
-        except KeyboardInterrupt:  # (a command's own, from _run on, is its to say)
+        except KeyboardInterrupt as e:  # (a command's own, from _run on, is its to say)
             print("flashtick: interrupted while starting; nothing done", file=sys.stderr)
-            return 130
+            return interrupted_status(e)
         except ImportError as e:  # the parser imports our connectors: another project's may have replaced them
             _say_error("flashtick", e)
             _say_package_clash()
@@ -77,11 +81,22 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr = plain
 
 
-def _end_of_start() -> bool:
-    """Python's own Ctrl-C handling back (where the start noted it instead); whether a Ctrl-C came meanwhile."""
+def _end_of_start() -> None:
+    """Python's own Ctrl-C handling back (where the start noted it instead); a signal noted meanwhile raised."""
     if signal.getsignal(signal.SIGINT) is _note_interrupt:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    return bool(INTERRUPTED_WHILE_STARTING)
+    if INTERRUPTED_WHILE_STARTING:
+        raise Interrupted(INTERRUPTED_WHILE_STARTING[0])
+
+
+def _sigterm_as_the_command_has_it(command: str) -> None:
+    """SIGTERM, noted through the parse, as the command has it from here: a backtest ends where it is, exit 143,
+    in every phase (raise_interrupted; each phase says its line), the other commands die by it until they set their
+    own (serve, feed: a stop). A SIGTERM noted meanwhile raised."""
+    if signal.getsignal(signal.SIGTERM) is not _note_interrupt:
+        return
+    signal.signal(signal.SIGTERM, raise_interrupted if command == "backtest" else signal.SIG_DFL)
+    _end_of_start()
 
 
 # The commands that only talk to a running service (or write keys): no polars, and a quick start.
@@ -110,8 +125,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
         code = args.run(args) or 0
         if argv is None and args.command == "serve":  # the process's own command line: it exits next
             _exit_now(code)
-    except KeyboardInterrupt:
-        code = 130
+    except KeyboardInterrupt as e:
+        code = interrupted_status(e)
     except BrokenPipeError:  # `flashtick answers ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
         return 0

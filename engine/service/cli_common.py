@@ -106,6 +106,31 @@ def check_outputs(args: argparse.Namespace, outputs: list[Output], *more_inputs:
     refuse_misnamed_outputs(given)
 
 
+class Interrupted(KeyboardInterrupt):
+    """A KeyboardInterrupt one of our handlers raised for `signum` (SIGTERM's too), so that whatever phase catches
+    it exits by the signal that came (exit_status), not by the 130 a plain KeyboardInterrupt stands for."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__()
+        self.signum = signum
+
+
+def exit_status(signum: int | None) -> int:
+    """The one mapping of a signal to a command's exit status, every phase of a command alike: 128 + its number
+    (SIGINT 130, SIGTERM 143). None is a KeyboardInterrupt of Python's own handler: a Ctrl-C."""
+    return 128 + (signum if signum is not None else signal.SIGINT)
+
+
+def interrupted_status(interrupt: KeyboardInterrupt) -> int:
+    """exit_status of the signal a KeyboardInterrupt stands for (Interrupted's, else SIGINT)."""
+    return exit_status(getattr(interrupt, "signum", None))
+
+
+def raise_interrupted(signum: int, _frame: Any) -> None:
+    """A handler for SIGTERM (or SIGINT) as Python's own is for a Ctrl-C: the signal ends the work where it is."""
+    raise Interrupted(signum)
+
+
 class WorkWhole:
     """SIGINT and SIGTERM once a command's work is whole on disk (a backtest's answers, scores and plot; or, `said`
     None, what a stopped one kept, said already), until its process ends or main() returns. They are noted, never
@@ -128,7 +153,7 @@ class WorkWhole:
         """`code`, or 128 + the signal that came, said once on stderr (the process's exit asks again after main)."""
         if self.signum is not None and self.code is None and self.said is not None:
             print(self.said, file=sys.stderr, flush=True)
-            self.code = 128 + self.signum
+            self.code = exit_status(self.signum)
         return code if self.code is None else self.code
 
     def restore(self) -> None:

@@ -15,8 +15,9 @@ from typing import Any
 
 from engine.service.checkpoint_notes import (checkpoint_evaluation, current_reading, in_sample_note,
                                              reads_training_files, session_gap_mismatch, take_recorded)
-from engine.service.cli_common import (EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, WorkWhole, check_outputs,
-                                       is_tick_model, restore_handlers, service_config)
+from engine.service.cli_common import (EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, WorkWhole, check_outputs, exit_status,
+                                       interrupted_status, is_tick_model, raise_interrupted, restore_handlers,
+                                       service_config)
 from engine.service.cli_reading import column_map_of, streams_to_read, time_range_of
 from engine.service.output_paths import PARQUET, Output
 
@@ -49,10 +50,10 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     at_start = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         return _backtest(args)
-    except KeyboardInterrupt:  # before the replay began: the libraries, the config, the model, the files
+    except KeyboardInterrupt as e:  # before the replay began: the libraries, the config, the model, the files
         args.work_whole = WorkWhole(None, at_start)
         print(_before_any_tick(args), file=sys.stderr)
-        return 130
+        return interrupted_status(e)  # (SIGTERM's too: raise_interrupted, from the CLI's start or the abort below)
     except Exception:  # said by cli._run
         if getattr(args, "work_whole", None) is None:
             args.work_whole = WorkWhole(ERROR_EXIT_LINE, at_start)
@@ -61,7 +62,8 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
 def _backtest(args: argparse.Namespace) -> int:
     """`flashtick backtest` once cmd_backtest has said what a signal or an error does to its exit."""
-    # the libraries and the config load with Python's own signal handling: a Ctrl-C is a KeyboardInterrupt
+    # the libraries and the config load with Python's own signal handling: a Ctrl-C is a KeyboardInterrupt (and a
+    # SIGTERM one of its own, Interrupted: the CLI set raise_interrupted for a backtest)
     from engine.service.backtest import BacktestInterrupted, run_backtest
 
     time_range = time_range_of(args)  # a mistyped time is said before the model loads
@@ -71,12 +73,7 @@ def _backtest(args: argparse.Namespace) -> int:
     stop = threading.Event()
     began = threading.Event()  # set once the model is loaded and the files opened: the replay begins
     scoring = threading.Event()  # set once the answers file is whole: a stop then ends the run before its scores
-    aborted_by: list[int] = []
     stopped_by: list[int] = []
-
-    def abort(signum: int, _: Any) -> None:
-        aborted_by.append(signum)
-        raise KeyboardInterrupt
 
     def request_stop(signum: int, _: Any) -> None:
         # The first signal ends the run at the next batch boundary, after a checkpoint (once the answers file is
@@ -86,7 +83,7 @@ def _backtest(args: argparse.Namespace) -> int:
         stopped_by.append(signum)
         for again in (signal.SIGINT, signal.SIGTERM):
             if inherited[again] is not signal.SIG_IGN:
-                signal.signal(again, abort)
+                signal.signal(again, raise_interrupted)
         # while the answers file is scored there is no batch boundary left, and nothing to lose: said in those words
         said = (f"the answers are written to {args.out}; stopping the scores" if scoring.is_set() else
                 "stopping at the next batch boundary")
@@ -110,7 +107,7 @@ def _backtest(args: argparse.Namespace) -> int:
     # While the model loads and the files open (seconds) there is no boundary to stop at and nothing to keep: a
     # signal ends the run at once, said in one line (a stop there replayed a batch and left a checkpoint)
     inherited = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    handle_signals_with(abort)
+    handle_signals_with(raise_interrupted)
     from connectors.cautions import labelled
     from engine.service.reading_record import FILE_READING, reading_mismatch, recorded_reading
 
@@ -138,12 +135,12 @@ def _backtest(args: argparse.Namespace) -> int:
     except BacktestInterrupted as e:
         args.work_whole = WorkWhole(None, inherited)  # a signal more, in the exit too, changes nothing: said here
         print(f"flashtick backtest: {e}", file=sys.stderr)
-        return 130
-    except KeyboardInterrupt:  # the second signal: aborted where it was, but what is on disk is whole
+        return exit_status(stopped_by[0] if stopped_by else None)  # the signal that asked for the stop
+    except KeyboardInterrupt as e:  # the second signal: aborted where it was, but what is on disk is whole
         args.work_whole = WorkWhole(None, inherited)
         print(f"flashtick backtest: aborted; {_kept_on_disk(Path(args.out))}" if began.is_set() else
               _before_any_tick(args), file=sys.stderr)
-        return 128 + (aborted_by[-1] if aborted_by else signal.SIGINT)
+        return interrupted_status(e)
     except Exception:  # a file refused, a model that does not load: said by cli._run, signals noted until the exit
         args.work_whole = WorkWhole(ERROR_EXIT_LINE, inherited)
         raise
