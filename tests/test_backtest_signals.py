@@ -93,3 +93,28 @@ def test_a_signal_exits_by_its_number_in_every_phase(setup: Path, tmp_path: Path
     assert child.returncode == 128 + signum and "Traceback" not in err, err[-2000:]
     assert said[-1] == "flashtick backtest: interrupted before any tick; nothing kept" if phase != "replaying" else \
         said[-1].startswith("flashtick backtest: interrupted after "), said
+
+
+START = """
+import _signal, json, sys
+sys.argv = ["flashtick", "--version"]
+seen = []
+def hook(event, args):  # every module imported while the entry module runs, and whether Ctrl-C was ours by then
+    if event == "import" and "engine.service.cli" in sys.modules:
+        seen.append([args[0], _signal.getsignal(_signal.SIGINT) is not _signal.default_int_handler])
+sys.addaudithook(hook)
+import engine.service.cli
+print(json.dumps([name for name, ours in seen if not ours]))
+"""
+
+
+def test_the_entry_module_takes_ctrl_c_before_it_imports_anything() -> None:
+    """Review218 (seen once): a Ctrl-C ~0.36 s into `flashtick backtest`, on a loaded machine, printed a traceback
+    ending in the console script's `from engine.service.cli import main` (rc -2). Before the entry module's handler
+    the interpreter's start and the import of `engine` and `engine.service` (empty packages) are Python's; the
+    entry module itself imported `signal` first, whose enums took ~0.7 ms of that window (a loop of Ctrl-Cs caught
+    one there). It imports nothing before its handler now (`_signal` is built in)."""
+    done = subprocess.run([sys.executable, "-c", START], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == [], done.stdout
