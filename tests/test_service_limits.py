@@ -1355,3 +1355,27 @@ def test_an_ask_on_a_name_never_seen_is_not_hinted_refused_while_every_refused_n
             with pytest.raises(ControlError, match=r"stream 'OPT9' has sent no data that was accepted \(1033 ticks of "
                                                    r"new streams were refused as stream_refused"):
                 control.call("ask", stream="OPT9", spec={"name": "x", "question": "direction_20", "kind": "choice"})
+
+
+def test_the_start_line_counts_a_stream_the_restart_brings_back_owed_answers(checkpoint, tmp_path, capsys) -> None:
+    """Review218 (seen once): restarts at max_streams 3 -> 2 -> 3 with a query registered live between said
+    `recovered 90 ticks of 2 streams` while 3 came back. The stream refused at the middle start never had the live
+    query's answers: its whole log is the tail a restart computes (owed), past the replay that counted the streams
+    held, so the count left it out. It counts the streams the restart brings back: held, or owed their tail."""
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    sections = {"log": {"dir": str(tmp_path / "d")}, "queries": str(tmp_path / "q.yaml"),
+                "limits": {"heartbeat_s": 0.2}}
+    market = ticks(90, seed=22, streams=3)
+    with live_server(checkpoint, scheduler={"max_streams": 3}, **sections) as (server, push):
+        push.send(encode(market))
+        wait_for(lambda: server.pipeline.ticks_in == 90 and not server.pipeline.busy)
+    with live_server(checkpoint, scheduler={"max_streams": 2}, **sections) as (server, push):
+        with ControlClient(server.endpoints["control"], timeout_s=60) as control:
+            control.call("register", yaml="queries:\n  - {name: dir2, streams: ['*'], question: direction_20, "
+                                          "kind: choice, trigger: batch}\n")
+    capsys.readouterr()
+    with live_server(checkpoint, scheduler={"max_streams": 3}, **sections) as (server, push):
+        err = capsys.readouterr().err
+        wait_for(lambda: not server.pipeline.busy)
+        assert len(server.pipeline.engine.scheduler.streams) == 3
+        assert "recovered 90 ticks of 3 streams from " in err, err

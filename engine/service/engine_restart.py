@@ -48,7 +48,10 @@ class EngineRestart:
         self._starts = TailStarts(pipeline.cache, pipeline.registry, pipeline.marks, set(changed))
         tail = pipeline.data.replay(pipeline.encoders, _EngineReplay(self), answered=self._starts,
                                     turned_away=self.turned_away)
-        pipeline.data.replayed(len(pipeline.engine.scheduler.streams), pipeline.engine.rebuild())
+        # the streams it brings back: those the replay booked, and those whose whole log is owed tail (a stream
+        # refused at an earlier start never had a query registered meanwhile: its ticks are computed after this)
+        back = set(pipeline.engine.scheduler.streams) | {item.stream for item in tail if item is not None}
+        pipeline.data.replayed(len(back), pipeline.engine.rebuild())
         pipeline.ticks_in = pipeline.data.recovered_ticks
         recovered: list[JobOutcome] = []
         if defer_owed:  # the server's way: bound first, the owed tail computed by its loop, new ticks behind it
