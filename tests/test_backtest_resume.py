@@ -623,3 +623,25 @@ def test_ctrl_c_at_any_point_of_a_backtest_ends_it_as_documented(setup: Path, tm
                 "loading": ("flashtick backtest: interrupted before any tick; nothing kept",),
                 "replaying": ("flashtick backtest: interrupted after ",)}[when]
     assert said and said[-1].startswith(expected), said
+
+
+def test_the_manifest_says_whether_the_run_was_resumed_and_from_where(setup: Path) -> None:
+    """The provenance record of a resumed run equals an uninterrupted one's (in the answers file's metadata too),
+    and nothing said it was resumed. The manifest beside it now says `resumed` and, when it was, from which
+    checkpoint (ticks, answers, part files kept, or the answers file whole and only the scores owed)."""
+    out, parts = stopped_early(setup, "which.parquet")
+    kept = json.loads((parts / "progress.json").read_text())
+    config = ServiceConfig.load(setup / "engine.yaml")
+    run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, max_ticks=600, resume=True)
+    run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "whole600.parquet", progress=False,
+                 max_ticks=600)
+    resumed = json.loads(out.with_suffix(".manifest.json").read_text())
+    whole = json.loads((setup / "whole600.manifest.json").read_text())
+    assert resumed["resumed"] is True and resumed["resumed_from"] == {
+        "ticks": kept["consumed"], "answers": kept["answers"], "parts": len(kept["parts"]),
+        "answers_file_whole": False}, resumed
+    assert whole["resumed"] is False and "resumed_from" not in whole
+    assert resumed["run"] == whole["run"] and resumed["answers"]["rows"] == whole["answers"]["rows"]
+    # the answers file's record (its Parquet metadata) is the uninterrupted run's: resumed is the manifest's alone
+    assert pl.read_parquet_metadata(out)["flashtick"] == pl.read_parquet_metadata(setup / "whole600.parquet")[
+        "flashtick"]

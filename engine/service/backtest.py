@@ -48,7 +48,7 @@ from engine.service.heap_memory import freeze_heap, thaw_heap
 from engine.service.output_paths import write_atomically
 from engine.service.pipeline import TickPipeline
 from engine.service.rejections import rejected_lines
-from engine.service.run_record import parquet_metadata, run_record, write_manifest
+from engine.service.run_record import parquet_metadata, resumed_from, run_record, write_manifest
 from engine.service.replay_progress import progress_bar
 from engine.service.session_gaps import gap_notes, split_cautions
 from engine.service.unscored_notes import UnscoredWhy, say_silent_queries, unscored_reasons
@@ -113,6 +113,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     record = run_record(config, pipeline.codec, replay, Path(queries), key, test_from, threads)
     replaying()
     parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads)
+    resumed = resumed_from(parts.consumed, parts.answers, len(parts.parts), parts.written is not None)
     try:  # from here on, any raise (a note, a bad file found late, an interrupt) lets go of the parts' lock at once
         scores_only = parts.written is not None  # stopped while it scored: the answers are whole, scores owed
         if scores_only:
@@ -148,7 +149,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
             write_answers(pipeline, parts, marks, out, config.answers.session_gap_ns, parquet_metadata(record))
             scoring()  # at once: a stop from here on is said as one before the scores, not at a batch boundary
         scored = _score(pipeline, out, marks, test_from, config.answers.session_gap_ns, stop, note, replay)
-        write_manifest(out, record, parts.written["rows"])  # (after the scores it names; before the parts go)
+        write_manifest(out, record, parts.written["rows"], resumed)  # (after the scores it names; before the parts go)
     except BaseException as e:
         _release_and_raise(parts, e)
     parts.remove()  # the answers, scores and plot are whole beside `out` now (and the lock released with the folder)

@@ -52,13 +52,25 @@ def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries:
     }
 
 
+def resumed_from(consumed: int, answers: int, parts: int, answers_whole: bool) -> dict[str, Any]:
+    """Whether a backtest went on from a checkpoint (``consumed`` ticks, ``answers`` answers in ``parts`` part files
+    kept; ``answers_whole``: stopped while it scored, the answers file whole), for its manifest beside the record.
+    Not in the record: a resumed run's answers file holds the bytes of an uninterrupted run's, its record included."""
+    if not consumed and not answers_whole:
+        return {"resumed": False}
+    return {"resumed": True, "resumed_from": {"ticks": consumed, "answers": answers, "parts": parts,
+                                              "answers_file_whole": answers_whole}}
+
+
 def parquet_metadata(record: dict[str, Any]) -> dict[str, str]:
     """The answers file's key-value metadata holding `record`."""
     return {PARQUET_KEY: json.dumps(record, sort_keys=True, default=str)}
 
 
-def write_manifest(out: Path, record: dict[str, Any], rows: int) -> None:
-    """`answers.manifest.json` beside `out`: the record under `run`, and the outputs it describes."""
+def write_manifest(out: Path, record: dict[str, Any], rows: int, resumed: dict[str, Any]) -> None:
+    """`answers.manifest.json` beside `out`: the record under `run`, the outputs it describes, and whether the run
+    was resumed (resumed_from)."""
     text = json.dumps({"run": record, "answers": {"file": out.name, "rows": rows},
-                       "scores": out.with_suffix(".scores.json").name}, indent=2, sort_keys=True, default=str) + "\n"
+                       "scores": out.with_suffix(".scores.json").name, **resumed}, indent=2, sort_keys=True,
+                      default=str) + "\n"
     write_atomically(out.with_suffix(MANIFEST_SUFFIX), lambda path: path.write_text(text))
