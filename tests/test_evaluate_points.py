@@ -162,3 +162,27 @@ def test_a_batch_ms_past_the_test_part_names_the_option_and_writes_no_points(fil
         in err, err
     assert " in its longest stream; " in err and "labelled ticks without --batch-ms)" in err, err
     assert not points.exists()
+
+
+def test_evaluate_records_what_made_its_scores_as_a_backtest_does(files: dict[str, Path], tmp_path: Path,
+                                                                 capsys) -> None:
+    """`evaluate` wrote no provenance record (a backtest writes one: run_record.py): its scores could not be told
+    from another model's, file's or option's. Its --json now holds `run` (version, the model's weights and codec
+    fingerprints, each file's size, time and content digest as a backtest's record has them, the reading and the
+    scoring options), and --points-out a `.manifest.json` beside it with the same record."""
+    from engine.service.log_provenance import weights_fingerprint
+    from engine.service.run_record import MANIFEST_SUFFIX
+
+    out = tmp_path / "points.parquet"
+    assert main(["evaluate", str(files["model"]), str(files["plain"]), *QUICK, "--json", "--points-out",
+                 str(out), "--seed", "7"]) == 0
+    run = json.loads(capsys.readouterr().out)["run"]
+    assert json.loads(out.with_suffix(MANIFEST_SUFFIX).read_text()) == {"run": run, "points": out.name}
+    plain = files["plain"]
+    assert run["command"] == "evaluate" and run["flashtick"]
+    assert run["files"] == [{"path": str(plain.resolve()), "size": plain.stat().st_size,
+                             "mtime_ns": plain.stat().st_mtime_ns, "digest": run["files"][0]["digest"]}]
+    assert run["files"][0]["digest"] and run["model"]["weights"] == weights_fingerprint(files["model"])
+    assert run["model"]["codec"].startswith("BinnedCodec:") and run["model"]["path"] == str(files["model"])
+    assert run["options"]["seed"] == 7 and run["options"]["threads"] == 1 and run["options"]["resamples"] == 20
+    assert run["options"]["split"] == "70/15/15" and isinstance(run["reading"], dict)

@@ -18,7 +18,6 @@ from typing import Any
 import polars as pl
 
 from connectors.encoder import EncodedTick
-from connectors.file_plan import source_path
 from connectors.labels import MarkSeries
 from connectors.replay import FileReplay
 from connectors.ticks import InvalidTick
@@ -28,9 +27,9 @@ from engine.service.answer_parts import AnswerParts
 from engine.service.answer_settings import answer_settings
 from engine.service.backtest_loop import READ_TICKS, BacktestInterrupted, ingest_tick
 from engine.service.config import ReplaySection, ServiceConfig
-from engine.service.file_samples import content_digest
 from engine.service.pipeline import TickPipeline
 from engine.service.replay_progress import show_read
+from engine.service.run_record import input_files
 
 
 def resume_at_checkpoint(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts,
@@ -119,11 +118,9 @@ def _restore_answer_state(pipeline: TickPipeline, parts: AnswerParts) -> None:
 def run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batch_ms: float,
             max_ticks: int | None) -> dict[str, Any]:
     """What a run's answers depend on; a resume must match it exactly."""
-    sources = [source_path(p) for p in replay.plans]  # a zip archive, not the copy unpacked from it
-    stats = [(str(path.resolve()), st.st_size, st.st_mtime_ns) for path in sources for st in [path.stat()]]
-    return {"files": replay.snapshot()["fingerprint"], "file_sizes_and_times": stats,
-            # a file corrected in place keeps its size, and a copy (cp -p, rsync -t) its time: its bytes are checked
-            "file_contents": [(str(path.resolve()), content_digest(path)) for path in sources],
+    read = input_files(replay)
+    return {"files": replay.snapshot()["fingerprint"], "file_sizes_and_times": read.sizes_and_times,
+            "file_contents": read.contents,
             "queries": hashlib.sha256(Path(queries).read_bytes()).hexdigest(),
             # the replay section's effects are the column maps (in `files`) and batch_ms; its checkpoint_s is not one;
             # nor is model.threads (--threads): how fast, not what (a resume on more cores finishes sooner); it moves

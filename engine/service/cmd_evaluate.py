@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from engine.service.checkpoint_notes import read_as_trained, trained_on_overlap
+from engine.service.checkpoint_notes import current_reading, read_as_trained, trained_on_overlap
 from engine.service.cli_common import check_outputs, printable_json
 from engine.service.cli_reading import column_map_of
 from engine.service.cmd_train import pause_notes, say_left_out, say_rejected_if_quiet, train_common
@@ -17,9 +17,11 @@ from engine.service.output_paths import IMAGE, PARQUET, Output, check_plot_path
 
 
 def _test_streams(args: argparse.Namespace, model: Any, codec: Any, split: Any, said: Callable[[str], None],
-                  caution: Callable[[str], None]) -> tuple[dict[str, int], list[Any], list[str]]:
+                  caution: Callable[[str], None], opened: Callable[[Any], None]
+                  ) -> tuple[dict[str, int], list[Any], list[str]]:
     """The files read and split as ``split`` (rows rejected, the streams prepared, those left out), what the reading
-    and the split leave to say said: notes (``said``), cautions, and price steps across a split."""
+    and the split leave to say said: notes (``said``), cautions, and price steps across a split; ``opened`` is given
+    the files' replay (the run's record names what it read)."""
     import numpy as np
 
     from connectors.labels import tick_price
@@ -29,7 +31,7 @@ def _test_streams(args: argparse.Namespace, model: Any, codec: Any, split: Any, 
                                        time_overlap_note)
 
     streams, rejected = read_streams([str(f) for f in args.files], column_map_of(args), note=said,
-                                     streams=args.streams, caution=caution)
+                                     streams=args.streams, caution=caution, opened=opened)
     # train's rule: a part of fewer ticks left a test slice of one tick, an empty table and exit 0
     min_ticks = min_part_ticks(codec, window_ticks(model))
     prepared, skipped = prepare(codec, streams, split, min_ticks, training=False, name_all=args.verbose,
@@ -73,6 +75,10 @@ def _say_evaluation(args: argparse.Namespace, result: dict[str, Any], model_dir:
         print(f"note: {overlap}", file=sys.stderr)
 
 
+# evaluate's options that change its scores, past the reading (current_reading) and the device and threads
+SCORING_OPTIONS = ("batch_ms", "max_points", "block", "resamples", "seed")
+
+
 def cmd_evaluate(args: argparse.Namespace) -> None:
     import dataclasses
 
@@ -82,10 +88,16 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from engine.service.features import read_head
     from engine.service.finetune import resolve_device
     from engine.service.splits import longest_horizon
+    from engine.service.run_record import MANIFEST_SUFFIX, InputFiles, evaluation_record, input_files
+    from engine.service.output_paths import write_atomically
+    import json
+    import torch
 
     from connectors.cautions import labelled
 
     check_outputs(args, [Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet"),
+                         Output("--points-out (its provenance record beside it)", None if args.points_out is None
+                                else args.points_out.with_suffix(MANIFEST_SUFFIX)),
                          Output("--plot", args.plot, kind=IMAGE, example="calibration.png")])
     if args.plot is not None:
         check_plot_path("--plot", args.plot)
@@ -98,7 +110,9 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     split, options = train_common(args)
     device = resolve_device(args.device)
     model, codec = load_tick_model(model_dir, device)
-    rejected, prepared, skipped = _test_streams(args, model, codec, split, said, caution)
+    read: list[InputFiles] = []
+    rejected, prepared, skipped = _test_streams(args, model, codec, split, said, caution,
+                                                lambda replay: read.append(input_files(replay)))
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device),
                               read_head(model_dir, codec), points_out=args.points_out)
     if (why := batch_ms_left_nothing(result)) is not None:
@@ -111,4 +125,11 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
                "session_gap_ns": args.session_gap}
     for note in pause_notes(result, args.session_gap, "unscored"):
         caution(note)
+    # what made the scores, as a backtest records it: in --json, and beside --points-out
+    result["run"] = record = evaluation_record(model_dir, codec, read[0], current_reading(args), {
+        "split": split.text(), "device": device, "threads": torch.get_num_threads(),
+        **{name: getattr(args, name) for name in SCORING_OPTIONS}})
+    if args.points_out is not None and args.points_out.is_file():  # (a run that scores nothing writes no points)
+        write_atomically(args.points_out.with_suffix(MANIFEST_SUFFIX), lambda path: path.write_text(
+            json.dumps({"run": record, "points": args.points_out.name}, indent=2, sort_keys=True, default=str) + "\n"))
     _say_evaluation(args, result, model_dir, model, prepared, split)

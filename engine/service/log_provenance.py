@@ -25,10 +25,7 @@ def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
     """What a data directory's logs depend on: the model and the codec that turned ticks into tokens (for a
     text codec also the tokenizer itself: two of one vocabulary size give other tokens for the same tick; and
     how this code encodes with it, `text_encoding`: another flashtick may write or tokenize the same line otherwise)."""
-    spec = codec.to_json() if isinstance(codec, BinnedCodec) else repr((dataclasses.asdict(codec.config),
-                                                                        codec.vocab_size))
-    meta = {"model": config.model.model_id, "codec": f"{type(codec).__name__}:"
-            f"{hashlib.sha256(spec.encode()).hexdigest()[:16]}",
+    meta = {"model": config.model.model_id, "codec": codec_fingerprint(codec),
             "weights": weights_fingerprint(Path(config.model.path) if config.model.path else BUILTIN_MODEL_DIR),
             # (a change of either is said, not refused: data_dir_open._META_NOTED)
             "dtype": config.model.dtype, "linear_weights": linear_format(config.model),
@@ -36,6 +33,13 @@ def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
     if isinstance(codec, TextCodec):
         meta |= {"tokenizer": codec.fingerprint(), "text_encoding": codec.encoding_record()}
     return meta
+
+
+def codec_fingerprint(codec: Codec) -> str:
+    """The codec's class and a digest of its spec: two codecs alike turn the same tick into the same tokens."""
+    spec = codec.to_json() if isinstance(codec, BinnedCodec) else repr((dataclasses.asdict(codec.config),
+                                                                        codec.vocab_size))
+    return f"{type(codec).__name__}:{hashlib.sha256(spec.encode()).hexdigest()[:16]}"
 
 
 def linear_format(model: ModelSection) -> str:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from connectors.codec import Codec
+from connectors.file_plan import source_path
 from connectors.replay import FileReplay
 from engine.service.config import ServiceConfig
-from engine.service.log_provenance import written_by
+from engine.service.file_samples import content_digest
+from engine.service.log_provenance import codec_fingerprint, weights_fingerprint, written_by
 from engine.service.output_paths import write_atomically
 
 PARQUET_KEY = "flashtick"  # the answers file's key-value metadata key holding the record (JSON)
@@ -31,20 +33,51 @@ def flashtick_version() -> str:
         return "unknown"
 
 
+class InputFiles(NamedTuple):
+    """The files a run read, each stat'ed and digested once: (path, size, mtime_ns) and (path, content digest)."""
+    sizes_and_times: list[tuple[str, int, int]]
+    contents: list[tuple[str, str]]
+
+
+def input_files(replay: FileReplay) -> InputFiles:
+    """The files `replay` reads (a zip archive, not the copy unpacked from it), as a backtest's resume key checks
+    them (a file corrected in place keeps its size, and a copy, cp -p or rsync -t, its time: its bytes are checked)
+    and a run's record names them."""
+    sources = [source_path(p) for p in replay.plans]
+    stats = [(str(path.resolve()), st.st_size, st.st_mtime_ns) for path in sources for st in [path.stat()]]
+    return InputFiles(stats, [(str(path.resolve()), content_digest(path)) for path in sources])
+
+
+def files_record(sizes_and_times: list[tuple[str, int, int]], contents: list[tuple[str, str]]
+                 ) -> list[dict[str, Any]]:
+    digests = dict(contents)
+    return [{"path": path, "size": size, "mtime_ns": mtime_ns, "digest": digests.get(path)}
+            for path, size, mtime_ns in sizes_and_times]
+
+
+def evaluation_record(model_dir: Path, codec: Codec, files: InputFiles, reading: dict[str, Any],
+                      options: dict[str, Any]) -> dict[str, Any]:
+    """The record of a `flashtick evaluate` of the checkpoint in `model_dir`: the backtest's record's parts that
+    apply (version, model, input files), how the files were read (`reading`, as training records it) and the
+    options that change the scores."""
+    return {"flashtick": flashtick_version(), "command": "evaluate",
+            "model": {"path": str(model_dir), "model": Path(model_dir).resolve().name,
+                      "codec": codec_fingerprint(codec), "weights": weights_fingerprint(Path(model_dir))},
+            "files": files_record(files.sizes_and_times, files.contents), "reading": reading, "options": options}
+
+
 def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries: Path, key: dict[str, Any],
                test_from: float | None, threads: int) -> dict[str, Any]:
     """The record of a backtest of `replay` asking `queries` under `config`, whose resume key is `key`."""
     model = written_by(config, codec)  # the model id, weights fingerprint, codec: what serve's meta.json holds
     settings = model.pop("settings")
-    contents = dict(key["file_contents"])
     return {
         "flashtick": flashtick_version(),
         "model": {"path": config.model.path, **model},
         "config_digest": key["config"], "settings": settings,
         "queries": {"path": str(Path(queries).resolve()), "sha256": key["queries"],
                     "text": Path(queries).read_text(errors="replace")},
-        "files": [{"path": path, "size": size, "mtime_ns": mtime_ns, "digest": contents.get(path)}
-                  for path, size, mtime_ns in key["file_sizes_and_times"]],
+        "files": files_record(key["file_sizes_and_times"], key["file_contents"]),
         "readings": [{"file": name, **reading} for name, reading in replay.readings()],  # --tz, --streams, --from ...
         "batch_ms": key["batch_ms"], "max_ticks": key["max_ticks"], "test_from": test_from,
         "session_gap_s": config.answers.session_gap_s, "threads": threads,

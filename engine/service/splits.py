@@ -194,14 +194,16 @@ class Rejected(dict):
 
 
 def read_streams(files: list[str], columns: Any = None, note: Callable[[str], None] = lambda _: None,
-                 streams: list[str] | None = None, caution: Callable[[str], None] | None = None
-                 ) -> tuple[dict[str, list[Tick]], Rejected]:
+                 streams: list[str] | None = None, caution: Callable[[str], None] | None = None,
+                 opened: Callable[[FileReplay], None] = lambda _: None) -> tuple[dict[str, list[Tick]], Rejected]:
     """Every valid tick of `files` (FileReplay: presets, column maps, detection), grouped by stream;
     and the rejected rows by reason (`Rejected`). ``note`` is told how the files are read (the map detected, a time zone
     assumed, ...), as `backtest` tells it; ``caution`` (default ``note``) the reading's cautions among them (two
     instruments in one stream, two sources interleaved: connectors/cautions.py), which change what the scores mean
-    and so are said where the plain notes are quieted (--quiet). ``streams`` (names or globs) reads those alone."""
+    and so are said where the plain notes are quieted (--quiet). ``streams`` (names or globs) reads those alone.
+    ``opened`` is given the replay once its files are open (evaluate records them: run_record.input_files)."""
     replay = FileReplay(files, columns=columns, streams=streams)
+    opened(replay)
     for line in replay.notes:
         say = caution if caution is not None and isinstance(line, Caution) else note
         say(line)
