@@ -159,6 +159,12 @@ def live_server(checkpoint, **sections) -> Iterator[tuple[Server, zmq.Socket]]:
             push.close()
 
 
+def logged_sections(tmp_path: Path) -> dict:
+    """The config sections of a service with a data directory (restarted on it) and QUERIES as its queries file."""
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    return {"log": {"dir": str(tmp_path / "d")}, "queries": str(tmp_path / "q.yaml"), "limits": {"heartbeat_s": 0.2}}
+
+
 @pytest.fixture
 def live(checkpoint, tmp_path):
     queries = tmp_path / "q.yaml"
@@ -511,9 +517,7 @@ def test_streams_a_restart_refuses_under_a_lowered_max_streams_are_said_refused(
     of every stream counts the streams this start refused."""
     from engine.service.cli import main
 
-    (tmp_path / "q.yaml").write_text(QUERIES)
-    sections = {"log": {"dir": str(tmp_path / "d")}, "queries": str(tmp_path / "q.yaml"),
-                "limits": {"heartbeat_s": 0.2}}
+    sections = logged_sections(tmp_path)
     market = ticks(40, seed=22, streams=4)
     with live_server(checkpoint, scheduler={"max_streams": 4}, **sections) as (server, push):
         push.send(encode(market))
@@ -576,9 +580,7 @@ def test_a_stream_forgotten_before_a_restart_reads_never_seen_whatever_the_limit
     counts nowhere: not replayed, not refused, not in refused_streams."""
     from engine.service.cli import main
 
-    (tmp_path / "q.yaml").write_text(QUERIES)
-    sections = {"log": {"dir": str(tmp_path / "d")}, "queries": str(tmp_path / "q.yaml"),
-                "limits": {"heartbeat_s": 0.2}}
+    sections = logged_sections(tmp_path)
     market = ticks(60, seed=22, streams=4)
     held, gone, late = sorted({t.stream for t in market})[:2], *sorted({t.stream for t in market})[2:]
     count = {name: sum(t.stream == name for t in market) for name in (*held, gone, late)}
@@ -622,9 +624,7 @@ def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_expired(che
     start held the idle stream's session there; one it never admitted reads refused: the test after this one.)"""
     from engine.service.cli import main
 
-    (tmp_path / "q.yaml").write_text(QUERIES)
-    sections = {"log": {"dir": str(tmp_path / "d")}, "queries": str(tmp_path / "q.yaml"),
-                "limits": {"heartbeat_s": 0.2}}
+    sections = logged_sections(tmp_path)
     market = ticks(60, seed=23, streams=3)
     held, idle = sorted({t.stream for t in market})[:2], sorted({t.stream for t in market})[2]
     early, late = market[:30], market[30:]
@@ -1362,9 +1362,7 @@ def test_the_start_line_counts_a_stream_the_restart_brings_back_owed_answers(che
     `recovered 90 ticks of 2 streams` while 3 came back. The stream refused at the middle start never had the live
     query's answers: its whole log is the tail a restart computes (owed), past the replay that counted the streams
     held, so the count left it out. It counts the streams the restart brings back: held, or owed their tail."""
-    (tmp_path / "q.yaml").write_text(QUERIES)
-    sections = {"log": {"dir": str(tmp_path / "d")}, "queries": str(tmp_path / "q.yaml"),
-                "limits": {"heartbeat_s": 0.2}}
+    sections = logged_sections(tmp_path)
     market = ticks(90, seed=22, streams=3)
     with live_server(checkpoint, scheduler={"max_streams": 3}, **sections) as (server, push):
         push.send(encode(market))
