@@ -893,3 +893,36 @@ def test_a_lowered_max_streams_admits_the_same_streams_on_one_engine_and_on_a_sh
     # A held, B refused, C refused; or with A's expiry, C admitted in the slot it freed (the shard held B)
     assert engine_holds == shards_hold == ({"C"} if expired else {"A"}), (engine_holds, shards_hold)
     assert refused == {"B"} if expired else {"B", "C"}, refused
+
+
+def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_refused_on_shards(checkpoint, tmp_path) -> None:
+    """fix202 made one engine say it (test_service_limits): a logged stream a restart under a lower max_streams
+    refused, and whose expiry the log then reached, held nothing to expire, so it reads refused at this start. The
+    sharded front door's replay took the refusal back at the expiry (its items go before any shard sees them):
+    `streams` left it out of `refused` and refused_at_start, and `ask` said it expired. It reads refused here too."""
+    endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0",
+                 "metrics_port": 0}
+
+    def served_at(max_streams: int, **scheduler) -> ServiceConfig:  # no standing query: books in log order
+        return config(checkpoint, tmp_path / "data", 1, limits={"heartbeat_s": 0.2}, endpoints=endpoints,
+                      scheduler={"max_batch_tokens": 64, "max_streams": max_streams, **scheduler})
+
+    ticks = SyntheticMarket(SyntheticConfig(seed=23)).next_batch(40)
+    names = list(dict.fromkeys(t.stream for t in ticks))[:3]  # three streams, all held at a limit of 3
+    ticks = [t for t in ticks if t.stream in names]
+    late = names[2]  # the third stream the log meets: past a limit of 2
+    late_ticks = sum(t.stream == late for t in ticks)
+    ask = {"name": "dir", "question": "direction_20", "kind": "choice"}
+    with serving(served_at(3, stream_idle_s=1.0)) as server, FeedClient(server.endpoints["ingest"]) as feeder:
+        feeder.send(ticks)
+        wait_for(lambda: server.pipeline.ticks_in == len(ticks))
+        wait_for(lambda: all(server.pipeline.encoders.expired(t.stream) for t in ticks))  # every stream idles out
+    with serving(served_at(2)) as server, ControlClient(server.endpoints["control"], timeout_s=60) as control:
+        wait_for(lambda: control.call("health")["status"] == "serving", timeout_s=120)
+        reply = control.call("streams", streams=[late])
+        every = control.call("streams")
+        with pytest.raises(ControlError, match=f"stream '{late}' has no accepted tick: its {late_ticks} ticks were "
+                                               r"refused \(the first: stream_refused: "):
+            control.call("ask", stream=late, spec=ask)
+    assert reply["streams"] == {late: None} and reply["refused"][late]["ticks"] == late_ticks, reply
+    assert every["refused_at_start"]["streams"] == 1 and list(every["refused"]) == [late], every

@@ -45,11 +45,16 @@ class ShardRestores:
             self.front.scores.start_at(stream, ticks)
             self.front.adaptation.start_at(stream, ticks)
 
-    def drop(self, stream: str) -> None:
+    def drop(self, stream: str, forgotten: bool = False) -> None:
+        """An expiry (or a `forget`). A stream a shard holds reads expired, as live: the refusals of its items
+        before it go (the later event wins). One this start refused and has not admitted since holds nothing to
+        expire: it stays refused at this start, as one engine's replay keeps it (engine_restart._EngineReplay.drop);
+        a forgotten one counts nowhere."""
         self.items.pop(stream, None)
         self.starts.pop(stream, None)
         if self.accepted:
-            self.front.turned_away.discard(stream)  # the later event wins: it reads expired, not refused
+            if forgotten or stream in self.front.shard_of:
+                self.front.turned_away.discard(stream)
             link = self.front.shard_of.pop(stream, None)
             if link is not None:
                 link.streams.discard(stream)
@@ -58,7 +63,7 @@ class ShardRestores:
             self.front.adaptation.drop_stream(stream)
 
     def forget(self, stream: str) -> None:
-        self.drop(stream)  # (its items go before any shard sees them: no shard refuses them)
+        self.drop(stream, forgotten=True)  # (its items go before any shard sees them: no shard refuses them)
 
     def _refused(self, stream: str, ticks: int) -> str | None:
         """At the start (``accepted``), admission in log order, as one engine's replay admits (a limit lowered
