@@ -216,6 +216,19 @@ def _starts(tmp_path: Path) -> Callable[[str, str], list[str]]:
     return start
 
 
+def test_a_restart_under_the_window_its_null_resolves_to_notes_nothing(tmp_path) -> None:
+    """meta.json recorded `scheduler.window` as written: a restart that wrote out the number null resolves to (the
+    tiny model's 1,024 positions, which the pool holds) noted a change of "null" to 1024, though every answer is
+    computed alike. The window is recorded as the engine resolves it: the same effective window notes nothing."""
+    import json
+
+    start = _starts(tmp_path)
+    assert start() == []
+    assert json.loads((tmp_path / "data" / "meta.json").read_text())["settings"]["scheduler.window"] == 1024
+    assert start(sections="scheduler: {window: 1024}\n") == []
+    assert start() == []
+
+
 def _noted_starts(tmp_path: Path, key: str) -> Callable[[str], list[str]]:
     """Starts of a service on one data directory with ``model.<key>`` set to a value: the notes each start says."""
     starts = _starts(tmp_path)
@@ -276,7 +289,7 @@ def test_a_restart_under_other_answer_changing_settings_names_each(tmp_path) -> 
         f"flashtick: note: data directory {data}: its logged answers were computed under answers.adapt online, "
         f"this start computes under off: {said} the adaptation: whether the published probs mix in each stream's "
         f"realised class frequencies",
-        f"flashtick: note: data directory {data}: its logged answers were computed under scheduler.window null, this "
+        f"flashtick: note: data directory {data}: its logged answers were computed under scheduler.window 1024, this "
         f"start computes under 256: {said} {rolls}",
         f"flashtick: note: data directory {data}: its logged answers were computed under scheduler.keep_fraction 0.5, "
         f"this start computes under 0.25: {said} {rolls}"], noted

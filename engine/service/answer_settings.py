@@ -41,7 +41,14 @@ def shown(value: Any) -> str:
     return "null" if value is None else str(value)
 
 
+# settings whose null is resolved where the engine runs (scheduler.window: the model's positions, capped to the
+# pool): a data directory records the value resolved, so `null` and the number it resolves to are no change; a null
+# recorded unresolved (an older flashtick; a sharded front door, which holds no engine) is compared with nothing
+RESOLVED_AT_START = frozenset({"scheduler.window"})
+
+
 def settings_changed(before: dict[str, Any], now: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     """(key, value then, value now) of each setting both record with another value (a key one lacks was added by
-    a later flashtick: recorded now, not a change)."""
-    return [(key, before[key], now[key]) for key in now if key in before and before[key] != now[key]]
+    a later flashtick: recorded now, not a change; nor is an unresolved null of RESOLVED_AT_START's)."""
+    return [(key, before[key], now[key]) for key in now if key in before and before[key] != now[key]
+            and not (key in RESOLVED_AT_START and None in (before[key], now[key]))]

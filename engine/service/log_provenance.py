@@ -21,7 +21,7 @@ from engine.service.file_samples import update_with_blocks
 from engine.settings import WEIGHT_FORMATS
 
 
-def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
+def written_by(config: ServiceConfig, codec: Codec, window: int | None = None) -> dict[str, Any]:
     """What a data directory's logs depend on: the model and the codec that turned ticks into tokens (for a
     text codec also the tokenizer itself: two of one vocabulary size give other tokens for the same tick; and
     how this code encodes with it, `text_encoding`: another flashtick may write or tokenize the same line otherwise)."""
@@ -29,7 +29,8 @@ def written_by(config: ServiceConfig, codec: Codec) -> dict[str, Any]:
             "weights": weights_fingerprint(Path(config.model.path) if config.model.path else BUILTIN_MODEL_DIR),
             # (a change of either is said, not refused: data_dir_open._META_NOTED)
             "dtype": config.model.dtype, "linear_weights": linear_format(config.model),
-            "settings": answer_settings(config)}  # (each noted when changed, as dtype is)
+            # (each noted when changed, as dtype is; the window as the engine resolved it, where one did: `window`)
+            "settings": answer_settings(config) | ({"scheduler.window": window} if window is not None else {})}
     if isinstance(codec, TextCodec):
         meta |= {"tokenizer": codec.fingerprint(), "text_encoding": codec.encoding_record()}
     return meta

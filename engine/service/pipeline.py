@@ -119,8 +119,8 @@ class TickPipeline:
         self.flash.adapt = self.adaptation.adapt
         self.adaptation.compile = self._compiled_current
         configured = configured_queries(config.queries, self.registry) if config.queries else None
-        self.data = (DataDir(config.log, self.cache, written_by(config, self.codec), self.encoders)
-                     if config.log.dir else None)
+        self.data = (DataDir(config.log, self.cache, written_by(config, self.codec, self.engine.scheduler.window),
+                             self.encoders) if config.log.dir else None)
         if self.data is not None:
             self.data.booked = self.engine.scheduler.booked  # each tick log segment starts with every session
         self.recovered: list[JobOutcome] = []  # answers owed at a restart: published first (Server)
