@@ -59,6 +59,7 @@ __all__ = ["EXAMPLE_QUERIES", "build_parser", "default_data_dir", "main"]
 
 
 def main(argv: list[str] | None = None) -> int:
+    _output_that_shows_any_name()
     plain = sys.stderr
     try:
         try:
@@ -81,6 +82,17 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args, argv)
     finally:
         sys.stderr = plain
+
+
+def _output_that_shows_any_name() -> None:
+    """stdout (and stderr) write a character their encoding lacks as a backslash escape (`DAX\\u20ac`): Python's stdout
+    is strict in the locale's encoding, so under a Latin-1 or ASCII locale one stream name outside it (`日経225`)
+    ended `stats`, `streams`, `list`, a subscriber and a backtest's summary with a codec error, printing nothing. JSON
+    is escaped as JSON where the encoding lacks a character (cli_common.printable_json). The one place for it: every
+    command starts here."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and hasattr(stream, "reconfigure"):  # (a test's captured stream may not have it)
+            stream.reconfigure(errors="backslashreplace")
 
 
 def _end_of_start() -> None:

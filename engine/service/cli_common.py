@@ -64,12 +64,24 @@ def control_client(args: argparse.Namespace, refused_at_once: bool = False) -> A
 def printable_json(value: Any, **options: Any) -> str:
     """JSON as the CLI prints it for a person: `Société.Gén` as it is, not `Soci\\u00e9t\\u00e9.G\\u00e9n`. A
     character that does not print (a bidi override, a line separator: in a generated answer's text, say) stays
-    escaped, so it cannot move the terminal's cursor or forge a line; valid JSON either way (such a character can
-    only be inside a string, where a \\u escape means it)."""
+    escaped, so it cannot move the terminal's cursor or forge a line; so does one that stdout's encoding lacks (`€`
+    under a Latin-1 locale, `é` under an ASCII one), which stdout would write as a backslash escape that is not JSON
+    (`\\xe9`) or a codec error. Valid JSON either way (such a character can only be inside a string, where a \\u
+    escape means it)."""
     text = json.dumps(value, ensure_ascii=False, **options)
     if text.isascii():
         return text
-    return "".join(c if c.isprintable() or c in "\n " else json.dumps(c)[1:-1] for c in text)
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    return "".join(c if (c.isprintable() or c in "\n ") and _encodes(c, encoding) else json.dumps(c)[1:-1]
+                   for c in text)
+
+
+def _encodes(char: str, encoding: str) -> bool:
+    try:
+        char.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
 
 
 def context_text(reply: dict, sep: str) -> str:
