@@ -26,8 +26,9 @@ NAMES = ("DAX€", "日経225")  # outside ASCII and Latin-1 both
 def flashtick(*argv: str, cwd: Path = ROOT, **popen: object) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "LANGUAGE")}
     env |= ASCII_LOCALE | {"PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "engine.service.cli", *argv], capture_output=True, cwd=cwd,
-                          env=env, timeout=300, **popen)
+    popen = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE} | popen
+    return subprocess.run([sys.executable, "-m", "engine.service.cli", *argv], cwd=cwd, env=env, timeout=300,
+                          **popen)
 
 
 def fed(endpoints: dict[str, str]) -> None:
@@ -55,3 +56,15 @@ def test_client_commands_show_names_their_locale_cannot_encode_instead_of_a_code
         parsed = json.loads(done.stdout)  # ASCII bytes, and valid JSON
         if command[0] == "streams":
             assert set(NAMES) <= set(parsed["streams"])
+
+
+def test_a_client_command_started_with_stdout_closed_fails_saying_so(server) -> None:  # noqa: F811
+    """Started with fd 1 closed (`>&-`, a supervisor's or cron's set-up), `list`, `stats` and `get` exited 0 having
+    printed nothing: Python sets sys.stdout to None then, and print() drops what it is given. Now the first write
+    fails the command in one line, as coreutils' `cat >&-` does; a closed pipe (`| head -1`) still exits 0."""
+    for command in (["list"], ["stats"]):
+        done = flashtick(*command, "--control", server["control"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         preexec_fn=lambda: os.close(1))
+        assert done.returncode == 2, (command, done.stderr)
+        assert done.stderr.decode().splitlines() == [
+            f"flashtick {command[0]}: error: cannot write to standard output: it was closed when flashtick started"]

@@ -43,6 +43,7 @@ if __name__ == "__main__" or sys.argv[0].endswith("flashtick"):
 
 import argparse  # noqa: E402 - after the handler above, as early as it can be
 import atexit
+import io
 import os
 import signal
 import threading
@@ -59,6 +60,7 @@ __all__ = ["EXAMPLE_QUERIES", "build_parser", "default_data_dir", "main"]
 
 
 def main(argv: list[str] | None = None) -> int:
+    _stdout_closed_refused()
     _output_that_shows_any_name()
     plain = sys.stderr
     try:
@@ -82,6 +84,28 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args, argv)
     finally:
         sys.stderr = plain
+
+
+class _ClosedStdout(io.TextIOBase):
+    """sys.stdout of a process started with fd 1 closed, where Python leaves None and print() drops what it is
+    given: a command's output was lost and it exited 0. Its first write fails it in one line instead (as coreutils'
+    `cat >&-`: "standard output: Bad file descriptor"); a command that prints nothing there (serve) goes on."""
+
+    def write(self, text: str) -> int:
+        raise OSError("cannot write to standard output: it was closed when flashtick started")
+
+
+def _stdout_closed_refused() -> None:
+    if sys.stdout is not None:
+        return
+    try:
+        os.fstat(1)
+    except OSError:  # fd 1 stays taken, by /dev/null: a socket or log file opened later must not get it and be
+        null = os.open(os.devnull, os.O_WRONLY)  # written to by a library that prints to fd 1
+        if null != 1:
+            os.dup2(null, 1)
+            os.close(null)
+    sys.stdout = _ClosedStdout()
 
 
 def _output_that_shows_any_name() -> None:
