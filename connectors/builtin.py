@@ -8,6 +8,7 @@ from pathlib import Path
 from connectors.calibration import read_calibration
 from connectors.codec import BinnedCodec
 from engine.models import BUILTIN_MODEL_DIR
+from engine.text_files import read_text
 
 
 def load_codec(model_dir: Path) -> BinnedCodec:
@@ -15,7 +16,7 @@ def load_codec(model_dir: Path) -> BinnedCodec:
     path = Path(model_dir) / "codec.json"
     if not path.is_file():
         raise FileNotFoundError(f"no codec.json in {model_dir}")
-    return BinnedCodec.from_json(path.read_text()).with_calibration(read_calibration(Path(model_dir)))
+    return BinnedCodec.from_json(read_text(path)).with_calibration(read_calibration(Path(model_dir)))
 
 
 def load_builtin_codec() -> BinnedCodec:

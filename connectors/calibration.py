@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.text_files import ENCODING, read_text
+
 CALIBRATION_FILE = "calibration.json"
 CALIBRATION_FORMAT = "flashtick.calibration/1"
 _TOP_KEYS = ("format", "source", "questions")
@@ -131,11 +133,11 @@ def read_calibration(model_dir: Path) -> Calibration:
     if not path.is_file():
         return Calibration()
     try:
-        return Calibration.from_json(path.read_text())
+        return Calibration.from_json(read_text(path))
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
 
 
 def write_calibration(model_dir: Path, calibration: Calibration) -> None:
     """Write a checkpoint's calibration.json (identity included: it says the weights are uncalibrated)."""
-    (Path(model_dir) / CALIBRATION_FILE).write_text(calibration.to_json() + "\n")
+    (Path(model_dir) / CALIBRATION_FILE).write_text(calibration.to_json() + "\n", encoding=ENCODING)

@@ -15,6 +15,7 @@ import yaml
 
 from connectors.column_map import MAP_KEYS, ColumnMap, preset, unknown_keys
 from connectors.map_vocabulary import DAY_CLOCK_UNITS, DETECT, UNITS
+from engine.text_files import read_text
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
 
@@ -45,7 +46,7 @@ def parse_inline(text: str) -> dict[str, Any]:
 def load_map_file(path: Path) -> dict[str, Any]:
     """A column map in a YAML file: the mapping of ColumnMap.from_dict (safe_load; unknown keys rejected there)."""
     try:
-        raw = safe_load_unique(Path(path).read_text())
+        raw = safe_load_unique(read_text(path))
     except yaml.YAMLError as e:
         raise ValueError(f"{path}: not valid YAML: {yaml_error_line(e)}") from None
     except OSError as e:

@@ -14,6 +14,7 @@ import yaml
 from connectors.column_map import ColumnMap
 from connectors.input_paths import Expanded, expanded, item_path
 from connectors.map_options import Refine, as_column_map
+from engine.text_files import read_text
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
 # what a file entry gives as its column map, and the forms a file entry takes
@@ -43,7 +44,7 @@ def replay_list(path: Path) -> list[dict[str, Any]]:
     """The entries of a replay list (`replay: [{path: ..., columns: ...}, ...]`, YAML read with safe_load; unknown
     keys refused by name), paths relative to the list's own folder: one map per file from the command line."""
     try:
-        data = safe_load_unique(path.read_text())
+        data = safe_load_unique(read_text(path))
     except OSError as e:
         raise FileNotFoundError(f"replay list {path}: {e.strerror or e}") from None
     except yaml.YAMLError as e:

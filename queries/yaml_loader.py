@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from engine.text_files import NotUtf8Error, decode_text
 from queries.limits import QueryLimits, clip, excerpt
 from queries.spec import (NamedQuestion, QuerySpec, QuerySpecError, check_limits, check_questions,
                           unanswerable_reason)
@@ -410,12 +411,18 @@ def read_queries_file(path: str | Path, limits: QueryLimits | None = None) -> st
     """A query file's text, refused (QuerySpecError) when it cannot be read or is over ``max_yaml_bytes``."""
     limits = limits or QueryLimits()
     try:
-        with Path(path).open(encoding="utf-8") as f:
+        with Path(path).open("rb") as f:
             if (size := os.fstat(f.fileno()).st_size) > limits.max_yaml_bytes:
                 raise _too_big(f"{size} bytes", limits.max_yaml_bytes, str(path))
-            return f.read(limits.max_yaml_bytes + 1)  # a file that grew since is refused by load_queries
-    except (OSError, UnicodeDecodeError) as e:
+            data = f.read(limits.max_yaml_bytes + 1)
+    except OSError as e:
         raise QuerySpecError(f"cannot read query file: {e}", source=str(path)) from None
+    if len(data) > limits.max_yaml_bytes:  # it grew since: refused before a character cut at the end is decoded
+        raise _too_big(f"over {limits.max_yaml_bytes} bytes", limits.max_yaml_bytes, str(path))
+    try:
+        return decode_text(data, path)  # UTF-8 whatever the locale
+    except NotUtf8Error as e:
+        raise QuerySpecError(e.reason, source=str(path)) from None
 
 
 def no_query(source: str, outcome: str) -> QuerySpecError:

@@ -68,3 +68,42 @@ def test_a_client_command_started_with_stdout_closed_fails_saying_so(server) -> 
         assert done.returncode == 2, (command, done.stderr)
         assert done.stderr.decode().splitlines() == [
             f"flashtick {command[0]}: error: cannot write to standard output: it was closed when flashtick started"]
+
+
+def test_register_reads_a_query_file_as_utf8_whatever_the_locale(server, tmp_path) -> None:  # noqa: F811
+    """`register` read the file in the locale's encoding: under Latin-1 `Société` was registered as `SociÃ©tÃ©`
+    (exit 0, a query that never answers), under ASCII it failed naming no file. `serve --queries` read it as UTF-8
+    already. A file that is not UTF-8 is refused naming it, its line and the conversion."""
+    spec = tmp_path / "soc.yaml"
+    spec.write_text('queries: [{name: socq, streams: ["Société", "日経*"], question: direction_5, kind: choice,'
+                    " trigger: {ticks: 10}}]\n", encoding="utf-8")
+    done = flashtick("register", str(spec), "--control", server["control"])
+    assert done.returncode == 0, done.stderr
+    with ControlClient(server["control"], timeout_s=30) as control:
+        listed = {q["name"]: q["streams"] for q in control.call("list")["queries"]}
+    assert listed["socq"] == ["Société", "日経*"]
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes("# name\nqueries: [{name: q2, streams: [\"Société\"], question: direction_5}]\n"
+                       .encode("latin-1"))
+    done = flashtick("register", str(latin1), "--control", server["control"])
+    assert done.returncode == 2
+    assert done.stderr.decode().startswith(f"flashtick register: error: {latin1}: its text is not UTF-8 (line 2: "
+                                           "byte 0xe9), and flashtick reads it as UTF-8 whatever the locale; save "
+                                           f"it as UTF-8, e.g. iconv -f cp1252 -t utf-8 {latin1} > ")
+
+
+def test_config_and_column_map_files_are_read_as_utf8_whatever_the_locale(tmp_path) -> None:
+    """`--config` and `--columns FILE` read their YAML in the locale's encoding: a UTF-8 map's `size: Stück` was
+    looked for as `StÃ¼ck` under Latin-1 (and refused: "the file lacks" it), and failed with a codec error under
+    ASCII. Read under the ASCII locale in a process of its own, as the CLI reads them."""
+    config = tmp_path / "engine.yaml"
+    config.write_text("# Société Générale's desk\nkv: {cells: 4096}\n", encoding="utf-8")
+    columns = tmp_path / "map.yaml"
+    columns.write_text("ts: Zeit\nstream_col: Symbol\nprice: Kurs\nsize: Stück\n", encoding="utf-8")
+    probe = ("import sys; from engine.service.config import ServiceConfig; from connectors.map_options import "
+             "load_map_file; print(ServiceConfig.load(sys.argv[1]).kv.cells, "
+             "ascii(load_map_file(sys.argv[2])['size']))")
+    done = subprocess.run([sys.executable, "-c", probe, str(config), str(columns)], capture_output=True, cwd=ROOT,
+                          env=os.environ | ASCII_LOCALE | {"PYTHONPATH": str(ROOT)}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().split() == ["4096", "'St\\xfcck'"]

@@ -21,6 +21,7 @@ from safetensors.torch import load_file
 from engine.models.config import ModelConfig
 from engine.models.linear import bf16_linear_supported, prepare_linears
 from engine.models.llama import LlamaModel, Rotary
+from engine.text_files import read_text
 
 BUILTIN_MODEL_DIR = Path(__file__).parent / "builtin"
 
@@ -81,7 +82,7 @@ def read_config(directory: Path) -> dict[str, Any]:
     if not config_file.is_file():
         raise CheckpointError(f"{directory}: no config.json (expected a Hugging Face checkpoint directory)")
     try:
-        return json.loads(config_file.read_text())
+        return json.loads(read_text(config_file))
     except json.JSONDecodeError as e:
         raise CheckpointError(f"{config_file}: not valid JSON: {e}") from None
 
@@ -129,7 +130,7 @@ _SAFETENSORS_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch
 def _weight_files(directory: Path) -> list[Path]:
     index = directory / "model.safetensors.index.json"
     if index.is_file():  # exactly the shards it names: a folder may hold other *.safetensors (consolidated.*)
-        names = sorted(set(json.loads(index.read_text()).get("weight_map", {}).values()))
+        names = sorted(set(json.loads(read_text(index)).get("weight_map", {}).values()))
         missing = [name for name in names if not (directory / name).is_file()]
         if missing:
             raise CheckpointError(f"{directory}: {index.name} lists {len(names)} shards, {len(missing)} missing: "

@@ -25,6 +25,7 @@ import polars as pl
 from connectors.labels import session_gap_text
 from engine.service.answer_settings import settings_changed
 from engine.service.output_paths import temporary_name, write_atomically
+from engine.text_files import ENCODING, read_text
 from queries.cache import Answer
 
 PARTS_SUFFIX = ".parts"  # answers.parquet -> answers.parquet.parts/
@@ -188,7 +189,7 @@ class AnswerParts:
         if not manifest_path.is_file():
             return None
         try:
-            manifest = json.loads(manifest_path.read_text())
+            manifest = json.loads(read_text(manifest_path))
         except (OSError, ValueError) as e:
             raise ValueError(f"{manifest_path}: unreadable checkpoint ({e}); delete {directory} to start over") from None
         if (damage := _manifest_damage(manifest)) is not None:  # (before its key, which a damaged file may lack)
@@ -224,7 +225,8 @@ class AnswerParts:
         manifest = {"key": self.key, "consumed": consumed, "parts": self.parts, "answers": self.answers,
                     "last_seq": self.last_seq, "readings": self.readings, "threads": self.threads,
                     **({"written": self.written} if self.written is not None else {})}
-        write_atomically(self.dir / MANIFEST, lambda p: p.write_text(json.dumps(manifest, indent=1) + "\n"))
+        text = json.dumps(manifest, indent=1) + "\n"
+        write_atomically(self.dir / MANIFEST, lambda p: p.write_text(text, encoding=ENCODING))
 
     def answers_written(self, whole: Path, rows: int) -> None:
         """The answers are whole in `whole` (OUT's temporary name, renamed to OUT next): the manifest says so,

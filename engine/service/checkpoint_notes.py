@@ -12,6 +12,7 @@ from typing import Any, Callable, NamedTuple
 
 from engine.service.cli_reading import column_map_of, streams_to_read
 from engine.service.output_paths import files_read
+from engine.text_files import read_text
 
 
 def trained_reading(model_path: str | None) -> str:
@@ -110,7 +111,7 @@ def reads_training_files(model_dir: Path | str | None, files: list[Path]) -> boo
 def checkpoint_evaluation(model_dir: Path) -> dict[str, Any] | None:
     """The evaluation.json a checkpoint `flashtick train` wrote (what it was trained on, and where), or None."""
     try:
-        return json.loads((model_dir / "evaluation.json").read_text())
+        return json.loads(read_text(model_dir / "evaluation.json"))
     except (OSError, ValueError):
         return None
 

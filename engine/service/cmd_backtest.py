@@ -20,6 +20,7 @@ from engine.service.cli_common import (EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, Wo
                                        service_config)
 from engine.service.cli_reading import column_map_of, streams_to_read, time_range_of
 from engine.service.output_paths import PARQUET, Output
+from engine.text_files import read_text
 
 
 def _backtest_inputs(args: argparse.Namespace) -> tuple[Any, Path]:
@@ -195,7 +196,7 @@ def _kept_on_disk(out: Path) -> str:
 
     parts = out.with_name(out.name + PARTS_SUFFIX)
     try:
-        kept = json.loads((parts / MANIFEST).read_text())
+        kept = json.loads(read_text(parts / MANIFEST))
     except (OSError, ValueError):
         kept = None
     if isinstance(kept, dict) and kept.get("written"):  # aborted while it scored (AnswerParts.answers_written)

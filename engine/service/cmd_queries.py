@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from engine.service.cli_common import control_client, printable_json
+from engine.text_files import read_text
 
 
 def cmd_register(args: argparse.Namespace) -> None:
@@ -16,7 +17,7 @@ def cmd_register(args: argparse.Namespace) -> None:
 
     if not args.file.is_file():
         raise FileNotFoundError(f"queries file {args.file} does not exist")
-    text = args.file.read_text()
+    text = read_text(args.file)  # UTF-8 whatever the locale, as serve --queries reads it
     with control_client(args) as control:  # the file name, so errors read `my_queries.yaml:12: ...`
         try:
             reply = control.call("register", yaml=text, source=args.file.name)

@@ -26,6 +26,7 @@ from connectors.map_vocabulary import ZERO_BID_READINGS
 from connectors.stream_selection import StreamSelection
 from engine.settings import WEIGHT_FORMATS, CacheSpec, SchedulerConfig
 from engine.stream_patterns import did_you_mean
+from engine.text_files import read_text
 from engine.yaml_files import safe_load_unique, yaml_error_line, yaml_kind
 from queries.limits import excerpt  # values as YAML writes them: got true, got null (not True, None)
 
@@ -504,7 +505,7 @@ class ServiceConfig:
     @classmethod
     def load(cls, path: str | Path) -> "ServiceConfig":
         try:
-            raw = safe_load_unique(Path(path).read_text())
+            raw = safe_load_unique(read_text(path))
         except yaml.YAMLError as e:  # one line: the problem and where
             raise ConfigError(f"{path}: not valid YAML: {yaml_error_line(e)}") from None
         except OSError as e:

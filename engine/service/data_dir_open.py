@@ -19,6 +19,7 @@ from typing import Any
 from engine.service.answer_settings import ANSWER_SETTINGS, settings_changed, shown
 from engine.service.config import ConfigError, LogSection
 from engine.service.ticklog import private
+from engine.text_files import ENCODING, read_text
 
 
 def retention_past_filesystem(root: Path, config: LogSection) -> str | None:
@@ -132,7 +133,7 @@ def unusable_part(root: Path, error: OSError) -> str:
 
 def take_lock(path: Path) -> Any:
     """One service per data directory: two appending to one log would interleave and corrupt it."""
-    handle = open(path, "a+", opener=private)
+    handle = open(path, "a+", encoding=ENCODING, opener=private)
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -151,10 +152,10 @@ def read_epoch(path: Path) -> str:
     """The directory's epoch: made at its first start, the same at every later one, so a client that kept seqs can
     tell this directory's answers from another's (a service without one makes a new epoch at each start)."""
     try:
-        return path.read_text().strip()
+        return read_text(path).strip()
     except FileNotFoundError:
         epoch = new_epoch()
-        with open(path, "w", opener=private) as f:
+        with open(path, "w", encoding=ENCODING, opener=private) as f:
             f.write(epoch + "\n")
         return epoch
 
@@ -183,10 +184,10 @@ SETTINGS = "settings"  # meta.json's answer_settings.ANSWER_SETTINGS, noted a ke
 
 def check_meta(path: Path, written_by: dict[str, Any]) -> None:
     if not path.is_file():
-        with open(path, "w", opener=private) as f:
+        with open(path, "w", encoding=ENCODING, opener=private) as f:
             f.write(json.dumps(written_by, indent=2) + "\n")
         return
-    before = json.loads(path.read_text())
+    before = json.loads(read_text(path))
     # a key the directory lacks was added by a later version: recorded now, not a difference
     changes = [k for k in sorted(set(before) | set(written_by)) if k in before and before[k] != written_by.get(k)]
     noted = [k for k in changes if (k in _META_NOTED or k == SETTINGS) and k in written_by]
@@ -212,7 +213,7 @@ def check_meta(path: Path, written_by: dict[str, Any]) -> None:
               f"restart (those it owes included) may differ from the logged ones by {differ_by}",
               file=sys.stderr, flush=True)
     if set(written_by) - set(before) or noted:
-        path.write_text(json.dumps(before | written_by, indent=2) + "\n")
+        path.write_text(json.dumps(before | written_by, indent=2) + "\n", encoding=ENCODING)
     if "text_encoding" in written_by and "text_encoding" not in before:
         print(f"flashtick: note: data directory {path.parent} does not say how its text codec encoded ticks (written "
               f"before meta.json recorded text_encoding): its logged ticks are taken as encoded the way this flashtick "

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from connectors.ticks import TRADE, Tick
+from engine.text_files import ENCODING, read_text
 
 FEATURES = ("ret_1", "ret_5", "ret_20", "ret_50", "vol_20", "imbalance_20", "sign_run", "spread_bps",
             "quote_imbalance", "log_gap_ms", "is_trade")
@@ -233,7 +234,7 @@ def fit_head(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarray, val_y:
 def write_head(model_dir: str | Path, heads: dict[str, QuestionHead], source: str) -> None:
     doc = {"format": HEAD_FORMAT, "source": source, "features": list(FEATURES),
            "questions": {name: head.to_dict() for name, head in heads.items()}}
-    (Path(model_dir) / HEAD_FILE).write_text(json.dumps(doc, indent=1) + "\n")
+    (Path(model_dir) / HEAD_FILE).write_text(json.dumps(doc, indent=1) + "\n", encoding=ENCODING)
 
 
 HEAD_KEYS = ("format", "source", "features", "questions")
@@ -247,7 +248,7 @@ def read_head(model_dir: str | Path, codec: Any = None) -> dict[str, QuestionHea
     if not path.is_file():
         return {}
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(read_text(path))
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON: {e}") from None
     if not isinstance(doc, dict) or doc.get("format") != HEAD_FORMAT:

@@ -47,6 +47,7 @@ from engine.service.train_config import TrainConfig
 from engine.service.train_data import Source, question_tokens, sample_batch
 from engine.service.train_loop import optimise
 from engine.service.train_stopping import Validation
+from engine.text_files import ENCODING
 
 
 @dataclass(frozen=True)
@@ -251,7 +252,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
                         for name, h in heads.items()}, "evaluation": evaluation,
               "total_seconds": round(time.time() - t0, 1)}
     trained_on = _trained_on(files, options, reading, streams)
-    (out / "evaluation.json").write_text(json.dumps(evaluation | {"trained_on": trained_on}, indent=1) + "\n")
+    (out / "evaluation.json").write_text(json.dumps(evaluation | {"trained_on": trained_on}, indent=1) + "\n",
+                                         encoding=ENCODING)
     plotted = plot(evaluation, out / "calibration.png", "flashtick train")
     write_model_card(out, record, plotted)
     return record
@@ -369,4 +371,4 @@ multinomial logistic regression on microstructure features; intervals are 95% bl
 {format_table(ev)}
 ```
 """
-    (out / "TRAINING.md").write_text(text)
+    (out / "TRAINING.md").write_text(text, encoding=ENCODING)

@@ -18,6 +18,7 @@ from engine.models.linear import bound_kernel_cache
 from engine.models.loader import read_config
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.features import read_head
+from engine.text_files import read_text
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "vocab.json")
 
@@ -51,7 +52,7 @@ def eos_token_ids(path: Path) -> set[int]:
     ids: set[int] = set()
     for name in ("config.json", "generation_config.json"):
         file = path / name
-        value = json.loads(file.read_text()).get("eos_token_id") if file.is_file() else None
+        value = json.loads(read_text(file)).get("eos_token_id") if file.is_file() else None
         ids.update(v for v in (value if isinstance(value, list) else [value]) if type(v) is int and v >= 0)
     return ids
 

@@ -23,6 +23,7 @@ from typing import Any, Mapping
 from connectors.labels import session_gap_text
 from connectors.map_vocabulary import DETECT
 from connectors.price_offsets import checked_price_offset, shown_offset
+from engine.text_files import read_text
 
 PRICE_OPTIONS = {"price_offset": "--price-offset", "price_format": "--price-format",
                  "zero_bid": "--zero-bid", "sequence": "--sequence"}  # map key -> option
@@ -84,7 +85,7 @@ def recorded_reading(model_dir: Path | str | None) -> dict[str, str] | None:
     if model_dir is None:
         return None
     try:
-        reading = json.loads((Path(model_dir) / "evaluation.json").read_text())["trained_on"]["reading"]
+        reading = json.loads(read_text(Path(model_dir) / "evaluation.json"))["trained_on"]["reading"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return {k: str(v) for k, v in reading.items() if k in READING_OPTIONS} if isinstance(reading, dict) else None

@@ -46,6 +46,7 @@ from engine.service.train_checkpoint import new_model, save_model
 from engine.service.train_config import TrainConfig
 from engine.service.train_data import build_sources, question_tokens
 from engine.service.train_loop import optimise
+from engine.text_files import ENCODING, read_text
 
 
 def train(cfg: TrainConfig, out_dir: Path, log, data_dir: Path | None = None) -> dict:
@@ -91,7 +92,7 @@ def write_training_md(cfg: TrainConfig, stats: dict, out_dir: Path, command: str
 
 Full config: `{json.dumps(asdict(cfg))}`
 """
-    (out_dir / "TRAINING.md").write_text(text)
+    (out_dir / "TRAINING.md").write_text(text, encoding=ENCODING)
 
 
 def reproduce_command(cfg: TrainConfig, steps_done: int, data_dir: Path | None, mix_given: bool = True) -> str:
@@ -137,14 +138,14 @@ def calibrate_only(out: Path, data_dir: Path | None, log_path: Path | None = Non
                f"the answer logits z; NLL in nats per answer point on those slices\n\n"
                f"{calibration_table(calibration)}\n")
     card = out / "TRAINING.md"
-    text = card.read_text() if card.is_file() else ""
+    text = read_text(card) if card.is_file() else ""
     text = text.split("## Answer calibration")[0].rstrip("\n")
-    card.write_text((text + "\n\n" if text else "") + section)
+    card.write_text((text + "\n\n" if text else "") + section, encoding=ENCODING)
     log(f"wrote {out / 'calibration.json'}:\n{calibration_table(calibration)}")
 
 
 def _logger(path: Path | None) -> Callable[[str], None]:
-    log_file = path.open("a") if path else None
+    log_file = path.open("a", encoding=ENCODING) if path else None
 
     def log(msg: str) -> None:
         line = f"[{time.strftime('%H:%M:%S')}] {msg}"

@@ -18,6 +18,7 @@ from connectors.calibration import write_calibration
 from connectors.codec import BinnedCodec
 from engine.service.output_paths import write_atomically
 from engine.service.train_config import TrainConfig
+from engine.text_files import ENCODING
 
 
 def model_config(cfg: TrainConfig, vocab_size: int) -> LlamaConfig:
@@ -52,7 +53,7 @@ def save_model(model: LlamaForCausalLM, codec: BinnedCodec, out_dir: Path) -> No
 
     write_atomically(out_dir / WEIGHTS_FILE, write)
     model.config.to_json_file(str(out_dir / "config.json"))
-    (out_dir / "codec.json").write_text(codec.to_json() + "\n")
+    (out_dir / "codec.json").write_text(codec.to_json() + "\n", encoding=ENCODING)
     # The codec's calibration belongs to these weights: a fresh model's is identity (fit it with
     # engine/service/calibrate.py); never leave a calibration.json fitted to other weights behind.
     write_calibration(out_dir, codec.calibration)
