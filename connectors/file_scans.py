@@ -16,6 +16,7 @@ from connectors.csv_dialect import Dialect
 from connectors.event_time import OFFSET_PATTERN, UTC_OFFSET
 from connectors.file_suffixes import CSV_SUFFIXES, DBN_SUFFIXES, PARQUET_SUFFIXES
 from connectors.json_lines import JSON_LINES_SUFFIXES, is_json_lines
+from engine.rust_paths import rust_path
 
 
 def is_dbn(path: Path) -> bool:
@@ -52,9 +53,9 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
         raise ValueError(f"{path}: names (the columns of a header-less CSV) apply to CSV files, not {path.name!r}")
     suffix = path.suffix.lower()
     if suffix in PARQUET_SUFFIXES:
-        return pl.scan_parquet(path)
+        return pl.scan_parquet(rust_path(path))
     if is_json_lines(path):  # parsed once into a Parquet copy, a row per line
-        return pl.scan_parquet(json_lines.table(path).copy)
+        return pl.scan_parquet(rust_path(json_lines.table(path).copy))
     if is_csv(path):
         names = list(names) if names is not None else None
         # Typed on purpose: polars infers CSV types from the first rows, and a later "61837.5" in an inferred
@@ -65,11 +66,12 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
         if names is not None and dialect.long_rows:  # polars counts a header-less file's columns from its rows
             typed = {name: (overrides or {}).get(name, pl.String) for name in names}
             return _without_joined_marks(marks_kept, pl.scan_csv(
-                path, has_header=header, schema=typed, ignore_errors=overrides is not None, encoding=_encoding(path),
-                separator=dialect.separator, decimal_comma=dialect.decimal_comma, truncate_ragged_lines=True))
+                rust_path(path), has_header=header, schema=typed, ignore_errors=overrides is not None,
+                encoding=_encoding(path), separator=dialect.separator, decimal_comma=dialect.decimal_comma,
+                truncate_ragged_lines=True))
         return _without_joined_marks(marks_kept, pl.scan_csv(
-            path, has_header=header, new_columns=names, schema_overrides=overrides, encoding=_encoding(path),
-            ignore_errors=overrides is not None, separator=dialect.separator,
+            rust_path(path), has_header=header, new_columns=names, schema_overrides=overrides,
+            encoding=_encoding(path), ignore_errors=overrides is not None, separator=dialect.separator,
             decimal_comma=dialect.decimal_comma, truncate_ragged_lines=bool(dialect.long_rows),
             with_column_names=None if names else lambda found: [n.strip() for n in found]))
     raise ValueError(unsupported_type(path))

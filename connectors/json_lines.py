@@ -40,6 +40,7 @@ from connectors.column_map import ColumnMap
 from connectors.exchange_shapes import BINANCE_BOOK_KEYS, Shape, array_shape_of, rest_shape_of, shape_of
 from connectors.map_vocabulary import DETECT
 from connectors.ticks import QUOTE
+from engine.rust_paths import rust_path
 
 JSON_LINES_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
 NOT_JSON = "not_json"  # the reject reason of a line that is not a JSON object
@@ -79,7 +80,7 @@ class JsonLinesTable:
         if hints and "ts" in hints:  # a bookTicker capture whose receive time the user named
             return ColumnMap(ts=hints["ts"], ts_unit=DETECT, kind=QUOTE, stream_col="s", bid="b", ask="a",
                              bid_size="B", ask_size="A")
-        others = [c for c in pl.read_parquet_schema(self.copy) if c not in BINANCE_BOOK_KEYS]
+        others = [c for c in pl.read_parquet_schema(rust_path(self.copy)) if c not in BINANCE_BOOK_KEYS]
         raise ValueError(f"{self.path}: Binance bookTicker messages (u, s, b, B, a, A) carry no time of their own, "
                          f"and replay orders ticks by time: name the capture's receive-time field with --columns "
                          f"ts=FIELD (fields beside the message's: {others or 'none'}); a capture without one cannot "
@@ -260,7 +261,7 @@ def _convert(path: Path) -> JsonLinesTable:
                          f"line, or a file of one JSON array of objects")
     folder = Path(tempfile.mkdtemp(prefix="flashtick-jsonl-"))
     copy = folder / f"{path.name}.parquet"
-    frame.write_parquet(copy, compression="lz4")
+    frame.write_parquet(rust_path(copy), compression="lz4")
     if records is not None:
         shape = rest_shape_of(path, frame)
     elif from_arrays:

@@ -27,6 +27,7 @@ from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout
 from connectors.map_options import Refine
 from connectors.planning import plan_file, regular_file
+from engine.rust_paths import rust_path
 
 def _members_skipped(archive: Path, not_tick_files: list[str], no_layout: list[tuple[str, str]],
                      read: bool) -> list[str]:
@@ -90,7 +91,7 @@ def _no_data_rows(path: Path) -> bool:
         if is_json_lines(path):
             return json_lines.table(path).objects == 0
         if path.suffix.lower() in PARQUET_SUFFIXES:
-            return pl.scan_parquet(path).select(pl.len()).collect().item() == 0
+            return pl.scan_parquet(rust_path(path)).select(pl.len()).collect().item() == 0
     except (OSError, ImportError, pl.exceptions.PolarsError, ValueError):
         return False  # not readable as such: planning says why
     except Exception:  # noqa: BLE001 - databento-dbn's own decode error: planning names the file as not DBN

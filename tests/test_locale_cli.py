@@ -107,3 +107,26 @@ def test_config_and_column_map_files_are_read_as_utf8_whatever_the_locale(tmp_pa
                           env=os.environ | ASCII_LOCALE | {"PYTHONPATH": str(ROOT)}, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode().split() == ["4096", "'St\\xfcck'"]
+
+
+def test_a_backtest_reads_and_writes_non_ascii_paths_under_a_non_utf8_locale(tmp_path) -> None:
+    """polars encodes the str it is given as UTF-8, while Python decodes a file name in the locale's encoding: an
+    input `équités.csv` failed with "Object does not have a .read() method" (Latin-1: "No such file"), an output
+    `sortie_é.parquet` with a false "another process removed the folder", leaving its `.parts`. Names go to polars
+    as their own bytes now (engine.rust_paths), and print as those bytes."""
+    folder = tmp_path / "données"
+    folder.mkdir()
+    rows = "".join(f"2024-06-03 09:30:{i // 10:02d}.{i % 10}00000,AAPL,{190 + 0.01 * (i % 5):.2f},{1 + i % 9}\n"
+                   for i in range(300))
+    (folder / "équités.csv").write_text("timestamp,symbol,price,size\n" + rows, encoding="utf-8")
+    queries = tmp_path / "q.yaml"
+    queries.write_text("queries: [{name: d5, streams: ['*'], question: direction_5, kind: choice,"
+                       " trigger: {ticks: 20}}]\n")
+    done = flashtick("backtest", str(folder / "équités.csv"), "--queries", str(queries), "--out", "sortie_é.parquet",
+                     "--max-ticks", "200", "--threads", "1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "-> sortie_é.parquet" in done.stdout.decode("utf-8").splitlines()[0]
+    written = {p.name for p in tmp_path.iterdir()}
+    assert {"sortie_é.parquet", "sortie_é.scores.json", "sortie_é.manifest.json"} <= written
+    assert "sortie_é.parquet.parts" not in written
+

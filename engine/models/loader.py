@@ -21,6 +21,7 @@ from safetensors.torch import load_file
 from engine.models.config import ModelConfig
 from engine.models.linear import bf16_linear_supported, prepare_linears
 from engine.models.llama import LlamaModel, Rotary
+from engine.rust_paths import rust_path
 from engine.text_files import read_text
 
 BUILTIN_MODEL_DIR = Path(__file__).parent / "builtin"
@@ -106,7 +107,7 @@ def read_weights(directory: Path, shapes_only: bool = False) -> dict[str, torch.
     state: dict[str, torch.Tensor] = {}
     for file in _weight_files(directory):
         try:
-            state.update(_header_tensors(file) if shapes_only else load_file(str(file)))
+            state.update(_header_tensors(file) if shapes_only else load_file(rust_path(file)))
         except SafetensorError as e:  # safetensors' own message names no file: "incomplete metadata, ..."
             raise CheckpointError(f"{file}: not a readable safetensors file, truncated or corrupt ({e}); an "
                                   f"interrupted copy, download or save? Copy or save it again") from None
@@ -115,7 +116,7 @@ def read_weights(directory: Path, shapes_only: bool = False) -> dict[str, torch.
 
 def _header_tensors(file: Path) -> dict[str, torch.Tensor]:
     """Meta tensors of the shapes and dtypes a safetensors file's header declares."""
-    with safe_open(str(file), framework="pt") as opened:
+    with safe_open(rust_path(file), framework="pt") as opened:
         return {name: torch.empty(opened.get_slice(name).get_shape(), dtype=_SAFETENSORS_DTYPES.get(
             opened.get_slice(name).get_dtype(), torch.float32), device="meta") for name in opened.keys()}
 

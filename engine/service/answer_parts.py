@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from connectors.labels import session_gap_text
+from engine.rust_paths import rust_path
 from engine.service.answer_settings import settings_changed
 from engine.service.output_paths import temporary_name, write_atomically
 from engine.text_files import ENCODING, read_text
@@ -216,7 +217,8 @@ class AnswerParts:
         if answers:
             rows = [_raw_row(a) for a in answers]
             name = f"part-{len(self.parts) + 1:06d}.parquet"
-            write_atomically(self.dir / name, pl.DataFrame(rows, schema=RAW_SCHEMA, orient="row").write_parquet)
+            table = pl.DataFrame(rows, schema=RAW_SCHEMA, orient="row")
+            write_atomically(self.dir / name, lambda tmp: table.write_parquet(rust_path(tmp)))
             self.parts.append(name)
             self.answers += len(rows)
             for row in rows:
@@ -265,7 +267,7 @@ class AnswerParts:
     def scan(self) -> pl.LazyFrame:
         """Every answer checkpointed so far, unscored, read lazily (a day's answers need not fit in memory)."""
         paths = self.paths()
-        return pl.scan_parquet(paths) if paths else pl.LazyFrame(schema=RAW_SCHEMA)
+        return pl.scan_parquet([rust_path(p) for p in paths]) if paths else pl.LazyFrame(schema=RAW_SCHEMA)
 
     def remove(self) -> None:
         """The parts folder, lock and all (the run is whole in OUT, or there was nothing to run); then released."""

@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 
 from connectors.labels import MarkSeries
+from engine.rust_paths import rust_path
 from engine.service.answer_parts import RAW_SCHEMA, AnswerParts
 from engine.service.backtest_scores import SCORE_SCHEMA, scored_part
 from engine.service.output_paths import write_atomically
@@ -34,24 +35,26 @@ def write_answers(pipeline: TickPipeline, parts: AnswerParts, series: dict[str, 
     ends: list[tuple[tuple, tuple]] = []  # each scored part's first and last sort key
     rows = 0
     for path in parts.paths():
-        part = scored_part(pipeline, pl.read_parquet(path), series, realised_cache, session_gap_ns).sort(ANSWER_ORDER)
+        part = scored_part(pipeline, pl.read_parquet(rust_path(path)), series, realised_cache, session_gap_ns)
+        part = part.sort(ANSWER_ORDER)
         scored.append(path.with_name("scored-" + path.name))  # in the parts' dir: removed with it, or on --resume
-        part.write_parquet(scored[-1])
+        part.write_parquet(rust_path(scored[-1]))
         rows += part.height
         keys = part.select(ANSWER_ORDER)
         ends.append((keys.row(0), keys.row(-1)))
     if not scored:
         empty = pl.DataFrame(schema=RAW_SCHEMA | SCORE_SCHEMA)
-        write_atomically(out, lambda tmp: empty.write_parquet(tmp, metadata=metadata),
+        write_atomically(out, lambda tmp: empty.write_parquet(rust_path(tmp), metadata=metadata),
                          before_rename=lambda whole: parts.answers_written(whole, 0))
         return 0
     # parts follow the replay, so each usually ends before the next begins and they are joined as they are; a
     # file out of time order interleaves them, and they are merged by one (out-of-core) sort instead
     in_order = all(None not in a + b and a <= b for (_, a), (b, _) in zip(ends, ends[1:]))
-    answers = (pl.concat([pl.scan_parquet(p) for p in scored]) if in_order
-               else pl.scan_parquet(scored).sort(ANSWER_ORDER, maintain_order=True))
+    answers = (pl.concat([pl.scan_parquet(rust_path(p)) for p in scored]) if in_order
+               else pl.scan_parquet([rust_path(p) for p in scored]).sort(ANSWER_ORDER, maintain_order=True))
     # the checkpoint says the answers are whole before they are renamed into place, never after: a stop between the
     # two (a second Ctrl-C) then leaves them to be scored, not replayed again (AnswerParts.written_rows)
-    write_atomically(out, lambda tmp: answers.sink_parquet(tmp, row_group_size=ROW_GROUP_ROWS, metadata=metadata),
+    write_atomically(out, lambda tmp: answers.sink_parquet(rust_path(tmp), row_group_size=ROW_GROUP_ROWS,
+                                                           metadata=metadata),
                      before_rename=lambda whole: parts.answers_written(whole, rows))
     return rows

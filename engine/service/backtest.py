@@ -36,6 +36,7 @@ import torch
 from connectors.labels import MarkSeries
 from connectors.replay import FileReplay
 from connectors.time_range import TimeRange
+from engine.rust_paths import rust_path
 from engine.service.answer_parts import AnswerParts
 from engine.service.answers_file import write_answers
 from engine.service.backtest_loop import BacktestInterrupted, replay_from
@@ -182,7 +183,7 @@ def _score(pipeline: TickPipeline, out: Path, marks: dict[str, MarkSeries], test
         if stop():
             raise BacktestInterrupted(scores_owed(out))
 
-    table = pl.scan_parquet(out)
+    table = pl.scan_parquet(rust_path(out))
     answered = set(table.select(pl.col("query").unique()).collect()["query"])
     graded = table if test_from is None else later_slice(table, marks, test_from)
     split_times = dict(graded.group_by("stream").agg(pl.col("data_ts").min()).sort("stream").collect().rows())

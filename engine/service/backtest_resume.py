@@ -22,6 +22,7 @@ from connectors.labels import MarkSeries
 from connectors.replay import FileReplay
 from connectors.ticks import InvalidTick
 from engine.context_rolls import ROLL_RULE
+from engine.rust_paths import rust_path
 from engine.scheduler import AdmissionRefused
 from engine.service.answer_parts import AnswerParts
 from engine.service.answer_settings import answer_settings
@@ -38,7 +39,7 @@ def resume_at_checkpoint(pipeline: TickPipeline, replay: FileReplay, parts: Answ
     rebuild the sessions, triggers and seqs continue); returns the replay ticks consumed up to it."""
     bar.set_description("rebuilding sessions")
     for path in parts.paths():  # a part at a time: a day's answers need not fit in memory
-        for row in pl.read_parquet(path, columns=["query", "stream", "ticks", "model_probs"]).iter_rows():
+        for row in pl.read_parquet(rust_path(path), columns=["query", "stream", "ticks", "model_probs"]).iter_rows():
             if row[3] is not None:  # the answers so far re-feed the adaptation as the rebuild reaches them
                 pipeline.adaptation.owed(*row[:3], {"model_probs": json.loads(row[3])})
     consumed = _rebuild(pipeline, replay, parts.consumed, marks, bar, stop,

@@ -43,6 +43,7 @@ if __name__ == "__main__" or sys.argv[0].endswith("flashtick"):
 
 import argparse  # noqa: E402 - after the handler above, as early as it can be
 import atexit
+import codecs
 import io
 import os
 import signal
@@ -113,10 +114,31 @@ def _output_that_shows_any_name() -> None:
     is strict in the locale's encoding, so under a Latin-1 or ASCII locale one stream name outside it (`日経225`)
     ended `stats`, `streams`, `list`, a subscriber and a backtest's summary with a codec error, printing nothing. JSON
     is escaped as JSON where the encoding lacks a character (cli_common.printable_json). The one place for it: every
-    command starts here."""
+    command starts here. A file name's bytes that the locale could not decode (Python keeps them as surrogate
+    escapes) are written back as they were, so the name shows as `ls` shows it (`_shown_bytes`)."""
+    codecs.register_error(SHOWN, _shown_bytes)
     for stream in (sys.stdout, sys.stderr):
         if stream is not None and hasattr(stream, "reconfigure"):  # (a test's captured stream may not have it)
-            stream.reconfigure(errors="backslashreplace")
+            stream.reconfigure(errors=SHOWN)
+
+
+SHOWN = "flashtick.shown"  # the codec error handler of stdout and stderr
+
+
+def _shown_bytes(error: UnicodeError) -> tuple[bytes, int]:
+    """A character the output's encoding lacks: a surrogate escape (0xDC80-0xDCFF, a file name's undecodable byte)
+    as that byte, any other as a backslash escape (`\\u20ac`), as Python's surrogateescape and backslashreplace do."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    shown = bytearray()
+    for char in error.object[error.start:error.end]:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:
+            shown.append(code - 0xDC00)
+        else:
+            shown += (f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF
+                      else f"\\U{code:08x}").encode("ascii")
+    return bytes(shown), error.end
 
 
 def _end_of_start() -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from connectors.ticks import InvalidTick, Tick, validate
+from engine.rust_paths import rust_path
 
 HELDOUT_FRACTION = 0.2
 
@@ -62,7 +63,7 @@ def load_ethusdt(data_dir: Path) -> RealDataset:
 
 
 def load_binance(d: Path, name: str, quotes: bool = True) -> RealDataset:
-    trades = pl.read_csv(d / "trades.csv").select(
+    trades = pl.read_csv(rust_path(d / "trades.csv")).select(
         pl.col("local_ts_ns").alias("ts"),
         pl.lit("trade").alias("kind"),
         pl.col("price"),
@@ -71,7 +72,7 @@ def load_binance(d: Path, name: str, quotes: bool = True) -> RealDataset:
     )
     parts = [trades]
     if quotes:  # the trades-only sets never read the quotes file
-        parts.append(pl.read_parquet(d / "bbo.parquet").select(
+        parts.append(pl.read_parquet(rust_path(d / "bbo.parquet")).select(
             pl.col("local_ts_ns").alias("ts"),
             pl.lit("quote").alias("kind"),
             pl.col("bid_px").alias("bid"),
@@ -86,7 +87,7 @@ def load_binance(d: Path, name: str, quotes: bool = True) -> RealDataset:
 
 
 def load_eurusd(data_dir: Path) -> RealDataset:
-    df = pl.read_parquet(data_dir / "dukascopy-eurusd" / "eurusd_ticks_2019-02-04_05.parquet").select(
+    df = pl.read_parquet(rust_path(data_dir / "dukascopy-eurusd" / "eurusd_ticks_2019-02-04_05.parquet")).select(
         pl.col("timestamp_utc").cast(pl.Int64).alias("ts"),
         pl.col("bid"),
         pl.col("ask"),

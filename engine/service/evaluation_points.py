@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from connectors.event_time_batches import batch_end
+from engine.rust_paths import rust_path
 from engine.service.output_paths import write_atomically
 from engine.service.splits import StreamData
 
@@ -67,4 +68,4 @@ def points_table(question: str, labels: list[str], y: np.ndarray, probs: dict[st
 def write_points(path: Path, tables: list[pl.DataFrame]) -> None:
     """Every question's scored answer points in one Parquet file (a predictor a question lacks: null there)."""
     table = pl.concat(tables, how="diagonal") if tables else pl.DataFrame()
-    write_atomically(path, table.write_parquet)
+    write_atomically(path, lambda tmp: table.write_parquet(rust_path(tmp)))

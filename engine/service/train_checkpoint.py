@@ -16,6 +16,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from connectors.calibration import write_calibration
 from connectors.codec import BinnedCodec
+from engine.rust_paths import rust_path
 from engine.service.output_paths import write_atomically
 from engine.service.train_config import TrainConfig
 from engine.text_files import ENCODING
@@ -48,7 +49,7 @@ def save_model(model: LlamaForCausalLM, codec: BinnedCodec, out_dir: Path) -> No
     state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in model.state_dict().items()}
 
     def write(tmp: Path) -> None:
-        save_file(state, str(tmp), metadata={"format": "pt"})
+        save_file(state, rust_path(tmp), metadata={"format": "pt"})
         tmp.chmod(0o666 & ~current_umask())  # safetensors writes 0600: a reader of config.json could not read these
 
     write_atomically(out_dir / WEIGHTS_FILE, write)
