@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import msgpack
+import pytest
 
 from engine.service.client import ControlClient
 from wire_client import push_socket, trade, wait_until
@@ -130,3 +131,20 @@ def test_a_backtest_reads_and_writes_non_ascii_paths_under_a_non_utf8_locale(tmp
     assert {"sortie_é.parquet", "sortie_é.scores.json", "sortie_é.manifest.json"} <= written
     assert "sortie_é.parquet.parts" not in written
 
+
+def test_the_calibration_plot_under_an_unwritable_home_says_nothing_of_matplotlib(tmp_path) -> None:
+    """With HOME unwritable (a container's read-only home) matplotlib made a temporary config folder and said so in
+    a warning of several lines on a backtest's stderr, where every line is `flashtick COMMAND: ...`. It is pointed
+    at a private folder of the temp dir instead, kept for the next run's font cache."""
+    pytest.importorskip("matplotlib")
+    home = tmp_path / "home"
+    home.write_text("a file: nothing can be made under it\n")
+    probe = ("import sys; from pathlib import Path; from engine.service.calibration_plot import plot_calibration; "
+             "print(plot_calibration(Path(sys.argv[1]), {'q': [{'predicted': 0.2, 'observed': 0.3}]}, 't', 'who'))")
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "p.png")], capture_output=True, cwd=ROOT,
+                          env=env | {"HOME": str(home), "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT)},
+                          timeout=300)
+    assert done.returncode == 0 and done.stdout == b"True\n"
+    assert done.stderr == b""
+    assert (tmp_path / f"flashtick-matplotlib-{os.getuid()}").is_dir() and (tmp_path / "p.png").is_file()

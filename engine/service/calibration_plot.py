@@ -6,7 +6,9 @@ an optional extra (`bench`), so it is imported only when a plot is drawn, and it
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from engine.service.backtest_scores import QueryScore
@@ -23,6 +25,7 @@ def plot_calibration(path: Path, curves: dict[str, list[dict[str, float]]], titl
     """A reliability-diagram PNG, when matplotlib is installed (the `bench` extra); False (and a note) without it."""
     if not curves:
         return False
+    _usable_config_dir()
     try:
         import matplotlib
 
@@ -44,3 +47,32 @@ def plot_calibration(path: Path, curves: dict[str, list[dict[str, float]]], titl
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return True
+
+
+def _usable_config_dir() -> None:
+    """MPLCONFIGDIR pointed at a private folder in the system's temp dir when matplotlib's own (under XDG_CONFIG_HOME
+    or XDG_CACHE_HOME, else HOME) cannot be written: matplotlib then made a temporary one and said so in a warning of
+    several lines on stderr (a container's read-only HOME), where every other line is `flashtick COMMAND: ...`. One
+    folder per user, kept: its font cache is built once, not at every run. A choice of the user's (MPLCONFIGDIR set)
+    is left alone."""
+    if os.environ.get("MPLCONFIGDIR"):
+        return
+    try:
+        home = Path.home()
+    except RuntimeError:  # no HOME and no passwd entry
+        home = None
+    defaults = [os.environ.get(var) or (home and home / below) for var, below in
+                (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"))]
+    if all(base and _writable_dir(Path(base) / "matplotlib") for base in defaults):
+        return
+    private = Path(tempfile.gettempdir()) / f"flashtick-matplotlib-{os.getuid()}"
+    if _writable_dir(private) and not private.is_symlink() and private.stat().st_uid == os.getuid():
+        os.environ["MPLCONFIGDIR"] = str(private)  # (a folder another user made there is not ours to use)
+
+
+def _writable_dir(path: Path) -> bool:
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return path.is_dir() and os.access(path, os.W_OK)
