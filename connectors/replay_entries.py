@@ -14,6 +14,7 @@ import yaml
 from connectors.column_map import ColumnMap
 from connectors.input_paths import Expanded, expanded, item_path
 from connectors.map_options import Refine, as_column_map
+from engine.rust_paths import written_path
 from engine.text_files import read_text
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
@@ -59,7 +60,7 @@ def replay_list(path: Path) -> list[dict[str, Any]]:
         if not isinstance(entry, dict) or "path" not in entry or set(entry) - {"path", "columns"}:
             got = sorted(map(str, entry)) if isinstance(entry, dict) else type(entry).__name__
             raise ValueError(f"replay list {path}: entry {i} needs path and may have columns; got {got}")
-        entries.append({**entry, "path": str(path.parent / Path(str(entry["path"])).expanduser())})
+        entries.append({**entry, "path": str(path.parent / Path(written_path(str(entry["path"]))).expanduser())})
     return entries
 
 

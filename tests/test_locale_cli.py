@@ -148,3 +148,23 @@ def test_the_calibration_plot_under_an_unwritable_home_says_nothing_of_matplotli
     assert done.returncode == 0 and done.stdout == b"True\n"
     assert done.stderr == b""
     assert (tmp_path / f"flashtick-matplotlib-{os.getuid()}").is_dir() and (tmp_path / "p.png").is_file()
+
+
+def test_paths_written_in_a_config_or_replay_list_name_their_files_whatever_the_locale(tmp_path) -> None:
+    """A path in a UTF-8 config (`queries: données/q.yaml`) or replay list names the file whose name is its UTF-8
+    bytes: read as UTF-8 (test_config_and_column_map_files_...), Python then encoded `é` in the locale's encoding
+    (under Latin-1 byte 0xe9, a file that does not exist; under ASCII not at all)."""
+    folder = tmp_path / "données"
+    folder.mkdir()
+    (folder / "q.yaml").write_text("queries: []\n")
+    (folder / "équités.csv").write_text("timestamp,symbol,price,size\n2024-06-03 09:30:00,A,1.0,1\n")
+    (tmp_path / "engine.yaml").write_text("queries: données/q.yaml\n", encoding="utf-8")
+    (tmp_path / "list.yaml").write_text("replay: [{path: données/équités.csv}]\n", encoding="utf-8")
+    probe = ("import sys, os; from engine.service.config import ServiceConfig; from connectors.replay_entries import "
+             "replay_list; print(os.path.isfile(ServiceConfig.load(sys.argv[1]).queries), "
+             "os.path.isfile(replay_list(__import__('pathlib').Path(sys.argv[2]))[0]['path']))")
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "engine.yaml"), str(tmp_path / "list.yaml")],
+                          capture_output=True, cwd=ROOT, env=os.environ | ASCII_LOCALE | {"PYTHONPATH": str(ROOT)},
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [b"True", b"True"]

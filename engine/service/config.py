@@ -26,6 +26,7 @@ from connectors.map_vocabulary import ZERO_BID_READINGS
 from connectors.stream_selection import StreamSelection
 from engine.settings import WEIGHT_FORMATS, CacheSpec, SchedulerConfig
 from engine.stream_patterns import did_you_mean
+from engine.rust_paths import written_path
 from engine.text_files import read_text
 from engine.yaml_files import safe_load_unique, yaml_error_line, yaml_kind
 from queries.limits import excerpt  # values as YAML writes them: got true, got null (not True, None)
@@ -514,7 +515,10 @@ class ServiceConfig:
         here = Path(path).parent
 
         def beside(value: str | None) -> str | None:  # every path in a config file is relative to the file
-            return value if value is None or Path(value).expanduser().is_absolute() else str(here / value)
+            if value is None:
+                return None
+            value = written_path(value)  # as Python names the file, whatever the locale
+            return value if Path(value).expanduser().is_absolute() else str(here / value)
 
         return dataclasses.replace(
             config, queries=beside(config.queries),
