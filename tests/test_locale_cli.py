@@ -1,6 +1,7 @@
 """The `flashtick` command under a locale that is not UTF-8 (real subprocesses; the service is a real Server on
 ephemeral 127.0.0.1 ports). The C locale with Python's UTF-8 mode and locale coercion turned off stands for every
-such locale (Latin-1 images, some ssh set-ups): it exists on every host, and its ASCII lacks every name used here."""
+such locale (Latin-1 images, some ssh set-ups): it exists on every host, and its ASCII lacks every name used here.
+Beside them, the same kind of host's other surprises: stdout closed at the start, a HOME that cannot be written."""
 
 from __future__ import annotations
 
