@@ -21,6 +21,7 @@ from engine.service.config import ServiceConfig
 from engine.service.file_samples import content_digest
 from engine.service.log_provenance import codec_fingerprint, weights_fingerprint, written_by
 from engine.service.output_paths import write_atomically
+from engine.text_files import ENCODING
 
 PARQUET_KEY = "flashtick"  # the answers file's key-value metadata key holding the record (JSON)
 MANIFEST_SUFFIX = ".manifest.json"  # answers.parquet -> answers.manifest.json
@@ -76,7 +77,7 @@ def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries:
         "model": {"path": config.model.path, **model},
         "config_digest": key["config"], "settings": settings,
         "queries": {"path": str(Path(queries).resolve()), "sha256": key["queries"],
-                    "text": Path(queries).read_text(errors="replace")},
+                    "text": Path(queries).read_bytes().decode(ENCODING, errors="replace")},
         "files": files_record(key["file_sizes_and_times"], key["file_contents"]),
         "readings": [{"file": name, **reading} for name, reading in replay.readings()],  # --tz, --streams, --from ...
         "batch_ms": key["batch_ms"], "max_ticks": key["max_ticks"], "test_from": test_from,

@@ -32,6 +32,7 @@ from connectors.formula_guard import GUARD_NEEDED, guarded
 from connectors.stream_selection import StreamSelection
 from connectors.ticks import counted, utc_text
 from connectors.time_range import TimeRange
+from engine.rust_paths import rust_path
 from engine.service.message_ends import is_item, item_ticks, whole_messages
 from engine.service.output_paths import write_atomically
 from engine.service.ticklog import (FORGOTTEN, LOGGED, SEGMENT_START, CorruptLog, LogStats, read_unchanged,
@@ -202,11 +203,11 @@ class _Spill:
         if not chunk.height:
             return
         self.paths.append(self.directory / f"chunk-{len(self.paths):06d}.parquet")
-        chunk.write_parquet(self.paths[-1], compression="lz4")  # read back soon: speed over size
+        chunk.write_parquet(rust_path(self.paths[-1]), compression="lz4")  # read back soon: speed over size
 
     def _spilled(self) -> pl.LazyFrame:
         """Every spilled tick, in order, with ``_kept``: not logged before its stream's last forget."""
-        ticks = pl.concat([pl.scan_parquet(p) for p in self.paths]) if self.paths else pl.LazyFrame(schema=SPILLED)
+        ticks = pl.concat([pl.scan_parquet(rust_path(p)) for p in self.paths]) if self.paths else pl.LazyFrame(schema=SPILLED)
         forget_record = pl.col("stream").replace_strict(self.forgotten_at, default=-1, return_dtype=pl.Int64)
         return ticks.with_columns((pl.col(RECORD) > forget_record).alias("_kept"))
 
@@ -228,9 +229,9 @@ class _Spill:
         """The ticks kept, in order, to ``path``: streamed by polars, a row group at a time."""
         ticks = self._spilled().filter(pl.col("_kept")).select(name for name in COLUMNS if self.present[name])
         if fmt == "parquet":
-            ticks.sink_parquet(path, row_group_size=self.chunk_ticks)
+            ticks.sink_parquet(rust_path(path), row_group_size=self.chunk_ticks)
         else:  # names come from the wire: one a spreadsheet would take for a formula is quoted as text (OWASP)
-            ticks.with_columns(guarded(pl.col("stream")).alias("stream")).sink_csv(path)
+            ticks.with_columns(guarded(pl.col("stream")).alias("stream")).sink_csv(rust_path(path))
 
     def remove(self) -> None:
         """The spill files and their directory gone (only files this export names: nothing else is deleted)."""
