@@ -11,7 +11,6 @@ run's answers so far.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -25,6 +24,7 @@ import polars as pl
 from connectors.labels import session_gap_text
 from engine.rust_paths import rust_path
 from engine.service.answer_settings import settings_changed
+from engine.service.output_lock import take_lock
 from engine.service.output_paths import temporary_name, write_atomically
 from engine.text_files import ENCODING, read_text
 from queries.cache import Answer
@@ -53,43 +53,17 @@ RAW_SCHEMA = {"query": pl.String, "stream": pl.String, "topic": pl.String, "seq"
               "text": pl.String, "probs": pl.String, "model_probs": pl.String}  # model_probs: before adaptation
 
 
-class PartsInUse(FileExistsError):
-    """Another running backtest writes these parts (it holds their lock)."""
-
-
 class PartsGone(FileNotFoundError):
     """A part file or the parts folder vanished while this run wrote them: something else removed or replaced it."""
 
 
 def _take_lock(directory: Path) -> int | None:
-    """This process's exclusive lock on ``directory/LOCK``, its pid written inside: the open descriptor, which
-    holds the lock until closed (the kernel drops it when the process ends, so a lock left by a run that is gone
-    never blocks). None when the folder went away meanwhile (the run holding it finished and removed it)."""
-    path = directory / LOCK
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except FileNotFoundError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.read(fd, 64).decode(errors="replace").strip()
-        os.close(fd)
-        pid = f" (pid {holder})" if holder.isdigit() else ""
-        stop = f"kill -TERM {holder}" if holder.isdigit() else "SIGTERM"
-        raise PartsInUse(f"{directory} is in use by a running backtest{pid}: one run writes an --out at a time; wait "
-                         f"for it to end, or stop it ({stop}: it checkpoints and exits) and run again with --resume "
-                         f"to continue it, or give another --out") from None
-    try:  # the lock is on the file we opened: if the holder removed the folder before we locked, it is no one's
-        still_there = os.stat(path).st_ino == os.fstat(fd).st_ino
-    except FileNotFoundError:
-        still_there = False
-    if not still_there:
-        os.close(fd)
-        return None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
-    return fd
+    """This process's lock on ``directory/LOCK`` (output_lock.take_lock): OutputInUse while another run holds it,
+    None when the folder went away meanwhile (the run holding it finished and removed it)."""
+    return take_lock(directory / LOCK, lambda pid, stop: (
+        f"{directory} is in use by a running backtest{pid}: one run writes an --out at a time; wait for it to "
+        f"end, or stop it ({stop}: it checkpoints and exits) and run again with --resume to continue it, or "
+        f"give another --out"))
 
 
 def _clear(directory: Path, keep: tuple[str, ...] = (LOCK,)) -> None:
@@ -136,7 +110,7 @@ class AnswerParts:
     @classmethod
     def open(cls, out: Path, key: dict[str, Any], resume: bool, readings: list | None = None,
              threads: int | None = None) -> AnswerParts:
-        """The run's parts, their lock held (PartsInUse while another run holds it); `readings` ((file, its column
+        """The run's parts, their lock held (OutputInUse while another run holds it); `readings` ((file, its column
         map) per file, FileReplay.readings) are kept beside the key, so a resume with other files or options can say
         which (a checkpoint without them says less)."""
         while True:  # again when the folder went away before its lock was taken: the run holding it had finished
@@ -157,7 +131,7 @@ class AnswerParts:
                 if not (directory / MANIFEST).exists():  # stopped before its first checkpoint: nothing to continue
                     _clear(directory)  # (review218 #3: its abort said "nothing kept", then this refused the rerun)
                     return cls(out, key, None, readings, threads, lock)
-                os.close(lock)  # not in use (else PartsInUse): a run that was stopped, to continue or delete
+                os.close(lock)  # not in use (else OutputInUse): a run that was stopped, to continue or delete
                 raise FileExistsError(f"{directory} holds an unfinished backtest; add --resume (resume=True from "
                                       f"Python) to continue it, or delete it to start over") from None
             lock = _take_lock(directory)

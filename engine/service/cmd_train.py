@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
 from engine.service.cli_common import check_outputs, printable_json
 from engine.service.cli_reading import column_map_of
+from engine.service.output_lock import take_lock
 from engine.service.output_paths import PARQUET, Output
 
 
@@ -43,13 +47,40 @@ def train_common(args: argparse.Namespace) -> tuple[Any, Any]:
 
 DEFAULT_SPLIT = "70/15/15"  # --split's (reading_record.DEFAULT_SPLIT: a split recorded as nothing)
 SIZE_FLAGS = {"hidden": 256, "layers": 4, "heads": 8, "kv_heads": 4, "intermediate": 512}  # a new model's
+# held in --out while a run writes it: two runs on one --out both passed the "new or empty" check at their start, and
+# the later one replaced the earlier one's checkpoint file by file, without --overwrite (review224 #2)
+OUT_LOCK = ".lock"
+
+
+@contextmanager
+def out_held(out: Path) -> Iterator[None]:
+    """--out made if missing and locked for this run (backtest's lock, output_lock.take_lock): a second train on it
+    is refused at once, naming this one's pid. The lock file goes at the end, and the folders this run made if it
+    left them empty (a run refused before it wrote anything)."""
+    while True:  # again when the folder or its lock went away before it was locked: the run holding it had finished
+        made = [p for p in (out, *out.parents) if not p.exists()]  # the folders this run makes, --out first
+        out.mkdir(parents=True, exist_ok=True)
+        if (fd := take_lock(out / OUT_LOCK, lambda pid, stop: (
+                f"--out {out} is being written by a running train{pid}: one run writes a checkpoint at a time; "
+                f"wait for it to end (then --overwrite replaces its checkpoint), stop it ({stop}), or give another "
+                f"--out"))) is not None:
+            break
+    try:
+        yield
+    finally:
+        (out / OUT_LOCK).unlink(missing_ok=True)
+        os.close(fd)
+        for folder in made:
+            if any(folder.iterdir()):
+                break
+            folder.rmdir()
 
 
 def _check_train_out(out: Path, overwrite: bool) -> None:
     """--out is a new or empty directory, or with --overwrite one that holds a checkpoint (nothing else)."""
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file: give a directory to write the checkpoint in")
-    held = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    held = sorted(p.name for p in out.iterdir() if p.name != OUT_LOCK) if out.is_dir() else []
     if not held:
         return
     if not overwrite:
@@ -157,10 +188,12 @@ def cmd_train(args: argparse.Namespace) -> None:
         raise ValueError(refusal)
     check_outputs(args, [Output("--out", args.out, is_dir=True, atomic_files=(WEIGHTS_FILE,)),
                          Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet")])
-    _check_train_out(args.out, args.overwrite)  # before any data is read: a long run must not end in a refusal
-    cfg, options = _train_settings(args)
-    log, caution, bar = _train_sayers(args)
-    record = fit([str(f) for f in args.files], column_map_of(args), args.out, cfg, options, log, bar, caution=caution)
+    with out_held(args.out):  # checked once this run holds it: no other run can fill it after the check
+        _check_train_out(args.out, args.overwrite)  # before any data is read: a long run must not end in a refusal
+        cfg, options = _train_settings(args)
+        log, caution, bar = _train_sayers(args)
+        record = fit([str(f) for f in args.files], column_map_of(args), args.out, cfg, options, log, bar,
+                     caution=caution)
     paused = pause_notes(record["evaluation"], args.session_gap, "out of training and scoring")
     record["cautions"] += [f"note: {note}" for note in paused]
     if args.json:

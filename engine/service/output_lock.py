@@ -1,0 +1,44 @@
+"""One writer per output: an exclusive flock on a lock file, the holder's pid written inside, so a second run on
+the same output is refused at once naming the first (`backtest`'s OUT.parts/lock, `train`'s --out/.lock).
+
+The kernel drops a flock when its process ends, so a lock file left by a run that is gone (kill -9) never blocks.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+
+class OutputInUse(FileExistsError):
+    """Another running process holds the output's lock."""
+
+
+def take_lock(path: Path, refusal: Callable[[str, str], str]) -> int | None:
+    """This process's exclusive lock on the file ``path``, its pid written inside: the open descriptor, which holds
+    the lock until closed. OutputInUse while another process holds it, its text ``refusal(pid, stop)``: " (pid N)"
+    and "kill -TERM N" of the holder ("" and "SIGTERM" when its pid cannot be read); None when the folder went away meanwhile, or the file was replaced before it was locked (the holder
+    finished and removed it): the caller takes it again."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 64).decode(errors="replace").strip()
+        os.close(fd)
+        pid, stop = (f" (pid {holder})", f"kill -TERM {holder}") if holder.isdigit() else ("", "SIGTERM")
+        raise OutputInUse(refusal(pid, stop)) from None
+    try:  # the lock is on the file we opened: if the holder removed it before we locked, it is no one's
+        still_there = os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        still_there = False
+    if not still_there:
+        os.close(fd)
+        return None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
