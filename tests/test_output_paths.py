@@ -296,3 +296,36 @@ def test_train_refuses_a_fifo_at_its_weights_temporary_name_before_any_work(tick
         assert "long enough to split" not in err
     assert stat.S_ISFIFO(fifo.stat().st_mode) and sorted(p.name for p in out.iterdir()) == [
         "config.json", "model.safetensors.tmp"]
+
+
+@pytest.fixture
+def read_only_folder(tmp_path: Path):
+    """A folder on a read-only mount of its own (a bind mount remounted read-only: root only, else skipped)."""
+    import subprocess
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "--bind", str(folder), str(folder)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("a read-only bind mount needs root and mount(8)")
+    try:
+        if subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], capture_output=True).returncode != 0:
+            pytest.skip("this kernel refused to remount the bind mount read-only")
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_an_output_on_a_read_only_file_system_is_said_as_such(ticks_csv: Path, tmp_path: Path, read_only_folder: Path,
+                                                              capsys) -> None:
+    """Review224 #7: a read-only mount was reported as "this user may not write in ." (to root): each output
+    command now says the file system is read-only, before any work."""
+    data = tmp_path / "data"
+    with TickLog(data / "ticks", fsync="never") as log:
+        log.append(msgpack.packb({"tick": SyntheticMarket().next_batch(1)[0].to_wire()}, use_bin_type=True))
+    for argv, option, out in ((["backtest", str(ticks_csv)], "--out", read_only_folder / "a.parquet"),
+                              (["train", str(ticks_csv)], "--out", read_only_folder / "model"),
+                              (["ticklog", "export", str(data)], "--out", read_only_folder / "x.csv")):
+        err = refused(capsys, [*argv, option, str(out)], ticks_csv)
+        assert f"{option} {out}: {read_only_folder} is on a read-only file system; give a path on a writable " \
+               f"one" in err, err

@@ -147,8 +147,16 @@ def check_output_paths(outputs: list[Output]) -> None:
         else:
             folder = path.parent
         if not os.access(folder, os.W_OK | os.X_OK):
-            raise OutputPathUnusable(f"{option} {path}: this user may not write in {folder}; give a path in a "
-                                     f"folder of yours")
+            raise OutputPathUnusable(f"{option} {path}: {_why_unwritable(folder)}")
+
+
+def _why_unwritable(folder: Path) -> str:
+    """Why nothing can be written in ``folder``, os.access having said so: a read-only mount (a container's read-only
+    root, a read-only NFS export) was reported as "this user may not write", which sent root looking at permissions
+    (review224 #7)."""
+    if os.statvfs(folder).f_flag & os.ST_RDONLY:
+        return f"{folder} is on a read-only file system; give a path on a writable one"
+    return f"this user may not write in {folder}; give a path in a folder of yours"
 
 
 def temporary_name(path: Path) -> Path:
