@@ -166,3 +166,17 @@ def test_a_missing_config_or_queries_file_is_said_before_anything_loads(capsys, 
     packaged = ROOT / "queries" / "examples" / Path(name).name
     shipped = f"; flashtick ships an example of that name at {packaged}" if packaged.is_file() else ""
     assert err == f"flashtick {argv[0]}: error: {what} {name} does not exist{shipped}"
+
+
+def test_version_prints_flashtick_torch_and_python_in_one_line() -> None:
+    """Review224 #8: `flashtick --version` (and -V) answered "the following arguments are required: COMMAND", exit 2:
+    a release engineer's first check after an install. One line, exit 0, from the installed command's process."""
+    import importlib.metadata
+    import platform
+
+    want = (f"flashtick {importlib.metadata.version('flashtick')} (torch {importlib.metadata.version('torch')}, "
+            f"Python {platform.python_version()})\n")
+    for flag in ("--version", "-V"):
+        done = subprocess.run([sys.executable, "-m", "engine.service.cli", flag], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+        assert (done.returncode, done.stdout, done.stderr) == (0, want, ""), done

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from engine.service.cli_options import shared_options
 from engine.service.cli_parser_clients import (add_answers, add_ask, add_feed, add_forget, add_get, add_health,
@@ -41,7 +41,24 @@ def build_parser() -> argparse.ArgumentParser:
     for add in SUBCOMMANDS:
         add(sub, shared)
     _add_log_timestamps(parser)
+    # a release engineer's first check after an install, and what inventory scripts call (review224 #8)
+    parser.add_argument("--version", "-V", action=_VersionAction, help="print the versions of flashtick, torch and "
+                        "Python in one line and exit")
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """argparse's "version", its line made when asked for (installation.version_line reads package metadata)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from engine.service.installation import version_line
+
+        print(version_line())
+        parser.exit()
 
 
 def _add_log_timestamps(parser: argparse.ArgumentParser) -> None:
