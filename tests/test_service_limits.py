@@ -1377,3 +1377,20 @@ def test_the_start_line_counts_a_stream_the_restart_brings_back_owed_answers(che
         wait_for(lambda: not server.pipeline.busy)
         assert len(server.pipeline.engine.scheduler.streams) == 3
         assert "recovered 90 ticks of 3 streams from " in err, err
+
+
+def test_a_relative_xdg_state_home_is_ignored(tmp_path, monkeypatch) -> None:
+    """Review224 #11: XDG_STATE_HOME=relstate put the default data directory under the working directory, so what a
+    restart recovered depended on where the service was started; the XDG spec says a relative value is ignored."""
+    from engine.service.cli import build_parser
+    from engine.service.cmd_serve import _serve_config
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    for relative in ("relstate", "./state", "~/state"):  # (the shell expands ~ only unquoted, at the start)
+        monkeypatch.setenv("XDG_STATE_HOME", relative)
+        bare = _serve_config(build_parser().parse_args(["serve"]))
+        assert bare.log.dir == str(tmp_path / "home" / ".local" / "state" / "flashtick" / "flashtick-tick"), relative
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "abs"))  # an absolute one is used
+    assert _serve_config(build_parser().parse_args(["serve"])).log.dir == str(tmp_path / "abs" / "flashtick" /
+                                                                               "flashtick-tick")

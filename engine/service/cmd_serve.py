@@ -17,8 +17,11 @@ from engine.service.cli_reading import column_map_of
 
 
 def default_data_dir(model_id: str) -> Path:
-    """Where `serve` keeps its logs when not told: the user's state directory, one folder per model."""
-    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    """Where `serve` keeps its logs when not told: the user's state directory, one folder per model. A relative
+    $XDG_STATE_HOME is ignored, as the XDG base directory spec says: taken as given, the data directory (and what a
+    restart recovers) depended on the folder the service was started from (review224 #11)."""
+    given = os.environ.get("XDG_STATE_HOME", "")
+    state = Path(given) if os.path.isabs(given) else Path.home() / ".local" / "state"
     return state / "flashtick" / "".join(c if c.isalnum() or c in "._-" else "_" for c in model_id)
 
 
