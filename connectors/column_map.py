@@ -14,7 +14,6 @@ import math
 from dataclasses import dataclass, fields
 from datetime import date as Date
 from typing import Any, Mapping, Sequence
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from connectors.hours_window import Hours
 from connectors.map_vocabulary import (
@@ -36,6 +35,7 @@ from connectors.map_vocabulary import (
 from connectors.price_offsets import PriceOffset, checked_price_offset
 from connectors.presets import PRESET_MAPS, PRESET_VARIANT_MAPS
 from connectors.ticks import QUOTE, TRADE
+from connectors.time_zones import unknown_zone_hint
 from engine.stream_patterns import did_you_mean
 
 
@@ -267,11 +267,8 @@ class ColumnMap:
             if self.ts_unit not in LOCAL_TIME_UNITS:
                 raise ValueError(f"tz applies to ts_unit {' or '.join(LOCAL_TIME_UNITS)} (local wall-clock times); "
                                  f"ts_unit {self.ts_unit!r} {EPOCH_IS_UTC}")
-            try:
-                ZoneInfo(self.tz)
-            except (ZoneInfoNotFoundError, ValueError, TypeError):
-                raise ValueError(f"unknown time zone tz={self.tz!r}; use an IANA name like 'Europe/London', "
-                                 f"'America/Chicago' or 'UTC'") from None
+            if (hint := unknown_zone_hint(self.tz)) is not None:
+                raise ValueError(f"unknown time zone tz={self.tz!r}{hint}")
         if joined and self.ts_unit in DAY_CLOCK_UNITS and self.date is not None:
             raise ValueError(f"ts {self.ts!r} takes each row's day from column {self.ts_columns[0]!r}: drop date "
                              f"{self.date!r}")

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from datetime import date as Date
 from datetime import datetime, timedelta
 from typing import Any, Callable
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from connectors.ticks import InvalidTick
+from connectors.time_zones import unknown_zone_hint
 
 HOURS_LEFT_OUT = "is outside the hours kept"  # an `hours` window's filtered_out (rejected_rows.py's LEFT_OUT_CAUSES)
 # `hours`: a time-of-day window, `09:30-16:00` (seconds optional), maybe followed by its IANA zone
@@ -42,12 +43,8 @@ class Hours:
         if start == end:
             raise ValueError(f"hours {text!r} is an empty window: its start is its end")
         zone = found.group(7)
-        if zone is not None:
-            try:
-                ZoneInfo(zone)
-            except (ZoneInfoNotFoundError, ValueError):
-                raise ValueError(f"hours {text!r}: unknown time zone {zone!r}; use an IANA name like "
-                                 f"'America/New_York'") from None
+        if zone is not None and (hint := unknown_zone_hint(zone)) is not None:
+            raise ValueError(f"hours {text!r}: unknown time zone {zone!r}{hint}")
         return cls(start, end, zone)
 
     def inside(self, zone: str) -> Callable[[int], bool]:

@@ -142,6 +142,28 @@ def test_naive_times_in_a_time_zone_and_the_switch_to_summer_time(tmp_path: Path
         ColumnMap(ts="t", ts_unit="datetime", tz="Europe/Londn", price="p", size="s")
 
 
+def test_a_mistyped_zone_is_answered_with_the_closest_iana_names(tmp_path: Path, capsys) -> None:
+    """Review224 #13: `--tz America/NewYork`, the commonest zone typo, got "use an IANA name like ..." where a
+    mistyped stream or config key gets "did you mean". Every zone read from the user (--tz, a map's or the config's
+    tz, --hours' zone) now names the closest (connectors/time_zones.py); one with none close gets the examples."""
+    csv = tmp_path / "eq.csv"
+    csv.write_text("timestamp,symbol,price,size\n2024-06-03 09:30:00.5,AAPL,190.01,5\n")
+    for options, said in ((["--tz", "America/NewYork"], "unknown time zone tz='America/NewYork'"),
+                          (["--tz", "america/new york"], "unknown time zone tz='america/new york'"),
+                          (["--hours", "09:30-16:00 America/NewYork"],
+                           "hours '09:30-16:00 America/NewYork': unknown time zone 'America/NewYork'")):
+        capsys.readouterr()
+        assert main(["backtest", str(csv), *options, "--out", str(tmp_path / "z.parquet")]) == 2
+        assert capsys.readouterr().err.endswith(f"\nflashtick backtest: error: {said}; did you mean "
+                                                f"'America/New_York'?\n")
+    with pytest.raises(ConfigError, match=r"replay: unknown time zone tz='Europe/Londn'; did you mean "
+                                          r"'Europe/London' or "):
+        ServiceConfig.from_dict({"replay": {"tz": "Europe/Londn"}})
+    with pytest.raises(ValueError, match=r"tz='Nowhere/City'; use an IANA name like 'Europe/London', "
+                                         r"'America/New_York' or 'UTC'$"):
+        ColumnMap(ts="t", ts_unit="datetime", tz="Nowhere/City", price="p", size="s")
+
+
 def test_config_replay_section(engine_files: Path, tmp_path: Path, capsys) -> None:
     vendor_trades(60).write_parquet(tmp_path / "t.parquet")
     (tmp_path / "engine.yaml").write_text((engine_files / "engine.yaml").read_text() + (
