@@ -154,15 +154,15 @@ def _time_range_options() -> argparse.ArgumentParser:
     return window
 
 
-def _control_options(reply: str, detail: str = "", refused_at_once: bool = False) -> argparse.ArgumentParser:
+def _control_options(reply: str, detail: str = "") -> argparse.ArgumentParser:
     """--control and --timeout for one command of the control socket, its --timeout help saying what that command
     waits for: ``reply`` ("the list of registered queries"), then ``detail`` (": ..."), if any."""
     control_op = argparse.ArgumentParser(add_help=False)
     control_op.add_argument("--control", default=None, help=CONTROL_HELP)
-    refused = "; at once when it is refused (exit 2)" if refused_at_once else ""
     control_op.add_argument("--timeout", type=_timeout, default=30.0, metavar="S",
                             help=f"seconds to wait for {reply} (default 30){detail}. The engine replies between "
                                  f"forwards, so a forward in progress delays it; a connection nothing accepts is "
-                                 f"given up after the connect wait, the smaller of 10 s and S{refused}")
+                                 f"given up after the connect wait, the smaller of 10 s and S; at once when it is "
+                                 f"refused (nothing listens there: exit 2)")
     return control_op
 

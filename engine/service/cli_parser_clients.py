@@ -232,6 +232,6 @@ def add_streams(sub: Any, shared: SharedOptions) -> None:
 def add_health(sub: Any, shared: SharedOptions) -> None:
     p = _control_command(sub, shared, "health", help="is the service up: status, uptime, streams, model",
                          control=_control_options("the health reply", ": none in time is exit 3, busy rather than "
-                                                  "down", refused_at_once=True),
+                                                  "down"),
                          description=HEALTH_EXIT_STATUSES)
     p.set_defaults(run=cmd_health)

@@ -75,8 +75,7 @@ def cmd_health(args: argparse.Namespace) -> int | None:
         raise ValueError(f"--timeout must be at least {TINY_REPLY_S:g} s, got {args.timeout:g}: a reply takes about "
                          f"that even from an idle service, so a shorter wait would call a live one down (exit 2)")
     try:
-        # a probe's "down" at once, not after the connect wait
-        with control_client(args, refused_at_once=True) as control:
+        with control_client(args) as control:
             reply = control.call("health")
     except ControlBusy as e:  # up but late: its own status, so a probe tells it from down (2)
         print(f"flashtick health: error: {e} (exit 3: up, but no reply in time; `flashtick health --help`)",
