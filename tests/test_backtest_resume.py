@@ -645,3 +645,45 @@ def test_the_manifest_says_whether_the_run_was_resumed_and_from_where(setup: Pat
     # the answers file's record (its Parquet metadata) is the uninterrupted run's: resumed is the manifest's alone
     assert pl.read_parquet_metadata(out)["flashtick"] == pl.read_parquet_metadata(setup / "whole600.parquet")[
         "flashtick"]
+
+
+def test_a_full_disk_is_said_in_one_line_naming_the_file_and_resume_continues(setup: Path,
+                                                                                uninterrupted: BacktestReport,
+                                                                                capsys) -> None:
+    """Review224 #6: a full disk or `ulimit -f` during a backtest said polars' "parquet: File out of specification:
+    underlying IO error: File too large (os error 27)": no file, no --resume, a .tmp part left taking the space.
+    Now one line naming the part, the cause and --resume, the .tmp gone; --resume then completes the run. The file
+    size limit (RLIMIT_FSIZE, what `ulimit -f` sets) stands in for a full disk here: the same write fails (EFBIG;
+    Python ignores SIGXFSZ), without root or a small mount. `ticklog export` is said the same way."""
+    import resource
+
+    import msgpack
+
+    from engine.service.ticklog import TickLog
+
+    out, data = setup / "full.parquet", setup / "full-data"
+    with TickLog(data / "ticks", fsync="never") as log:
+        for tick in SyntheticMarket(SyntheticConfig(seed=3)).next_batch(2000):
+            log.append(msgpack.packb({"tick": tick.to_wire()}, use_bin_type=True))
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    capsys.readouterr()
+    resource.setrlimit(resource.RLIMIT_FSIZE, (8192, hard))  # a part of a checkpoint's answers is larger
+    try:
+        code = main(cli(setup, "full.parquet", "--quiet"))
+        exported = main(["ticklog", "export", str(data), "--out", str(setup / "ticks-export.csv")])
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    err = capsys.readouterr().err
+    parts = setup / "full.parquet.parts"
+    assert code == 2 and exported == 2, err
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert errors == [
+        f"flashtick backtest: error: cannot write {parts / 'part-000001.parquet'}: the file is larger than this "
+        f"process may write (its file size limit, ulimit -f, or the file system's largest file); raise the limit and "
+        f"run the same command with --resume to continue from the last checkpoint ({parts})",
+        f"flashtick ticklog export: error: cannot write {setup / 'ticks-export.csv'}: the file is larger than this "
+        f"process may write (its file size limit, ulimit -f, or the file system's largest file)"], err
+    assert sorted(p.name for p in parts.iterdir()) == ["lock"]  # the .tmp part went, giving its space back
+    assert not (setup / "ticks-export.csv").exists() and not (setup / "ticks-export.csv.chunks").exists()
+    assert main(cli(setup, "full.parquet", "--resume", "--quiet")) == 0
+    assert_same_answers(pl.read_parquet(out), pl.read_parquet(setup / "whole.parquet"))

@@ -11,6 +11,7 @@ run's answers so far.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -25,7 +26,7 @@ from connectors.labels import session_gap_text
 from engine.rust_paths import rust_path
 from engine.service.answer_settings import settings_changed
 from engine.service.output_lock import take_lock
-from engine.service.output_paths import temporary_name, write_atomically
+from engine.service.output_paths import DiskFull, temporary_name, write_atomically
 from engine.text_files import ENCODING, read_text
 from queries.cache import Answer
 
@@ -263,6 +264,17 @@ class AnswerParts:
                          f"replaced the folder (a cleanup, or a flashtick too old to lock it running on the same --out)"
                          f"; {out_of(self.dir)} was not written: run the same command with --resume to continue from "
                          f"the checkpoint left there, if any")
+
+    def disk_full(self, error: BaseException) -> DiskFull | None:
+        """`error` with what to do when it is a full disk (output_paths.said_if_disk_full), else None: the
+        checkpoint stays, and --resume continues from it (review224 #6: byte-identical to an uninterrupted run)."""
+        if not isinstance(error, DiskFull):
+            return None
+        room = "raise the limit" if error.errno == errno.EFBIG else "free space"
+        said = DiskFull(f"{error}; {room} and run the same command with --resume to continue from the last "
+                        f"checkpoint ({self.dir})")
+        said.errno = error.errno
+        return said
 
     def release(self) -> None:
         """Let another run write these parts (a resume of this one's checkpoint)."""

@@ -15,7 +15,7 @@ from connectors.labels import MarkSeries
 from engine.rust_paths import rust_path
 from engine.service.answer_parts import RAW_SCHEMA, AnswerParts
 from engine.service.backtest_scores import SCORE_SCHEMA, scored_part
-from engine.service.output_paths import write_atomically
+from engine.service.output_paths import said_if_disk_full, write_atomically
 from engine.service.pipeline import TickPipeline
 
 ANSWER_ORDER = ["data_ts", "query", "stream", "seq"]  # the answers file's total order: it does not depend on the parts
@@ -38,7 +38,8 @@ def write_answers(pipeline: TickPipeline, parts: AnswerParts, series: dict[str, 
         part = scored_part(pipeline, pl.read_parquet(rust_path(path)), series, realised_cache, session_gap_ns)
         part = part.sort(ANSWER_ORDER)
         scored.append(path.with_name("scored-" + path.name))  # in the parts' dir: removed with it, or on --resume
-        part.write_parquet(rust_path(scored[-1]))
+        with said_if_disk_full(scored[-1], scored[-1]):
+            part.write_parquet(rust_path(scored[-1]))
         rows += part.height
         keys = part.select(ANSWER_ORDER)
         ends.append((keys.row(0), keys.row(-1)))

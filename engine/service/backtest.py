@@ -241,10 +241,10 @@ def _refuse_nothing_replayed(parts: AnswerParts, rejected: dict[str, int], examp
 
 def _release_and_raise(parts: AnswerParts, error: BaseException) -> NoReturn:
     """A run that ends in `error` lets go of its parts' lock at once (a --resume may follow before the error's
-    traceback, which holds the run's frame, is gone); a part file that vanished is said in one line."""
+    traceback, which holds the run's frame, is gone); a part file that vanished, or a full disk, is said in one line."""
     parts.release()
-    if (gone := parts.gone(error)) is not None:
-        raise gone from None
+    if (said := parts.gone(error) or parts.disk_full(error)) is not None:
+        raise said from None
     raise error
 
 

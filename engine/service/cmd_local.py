@@ -9,7 +9,7 @@ import sys
 
 from engine.service.cli_common import check_outputs
 from engine.service.cli_reading import time_range_of
-from engine.service.output_paths import TICK_TABLE, Output
+from engine.service.output_paths import TICK_TABLE, Output, said_if_disk_full
 
 
 def cmd_ticklog_export(args: argparse.Namespace) -> None:
@@ -17,8 +17,9 @@ def cmd_ticklog_export(args: argparse.Namespace) -> None:
 
     check_outputs(args, [Output("--out", args.out, kind=TICK_TABLE, example="ticks.parquet")])
     time_range = time_range_of(args)
-    summary = export_ticks(args.data_dir, args.out, streams=args.streams, time_range=time_range,
-                           skip_corrupt=args.skip_corrupt)
+    with said_if_disk_full(args.out):  # its spill (OUT.chunks/, beside it) too: polars named neither
+        summary = export_ticks(args.data_dir, args.out, streams=args.streams, time_range=time_range,
+                               skip_corrupt=args.skip_corrupt)
     print(summary.line(args.data_dir, args.out), file=sys.stderr, flush=True)
 
 

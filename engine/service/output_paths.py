@@ -11,9 +11,12 @@ FIFO with a file, exit 0, while its reader waited for ever. That temporary name 
 checked too: a FIFO there made `ticklog export --out OUT` wait for a reader for ever."""
 from __future__ import annotations
 
+import errno
 import os
+import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -189,11 +192,42 @@ def write_atomically(path: Path, write: Callable[[Path], Any],
     if (problem := temporary_name_problem(path)) is not None:
         raise OutputPathUnusable(problem)
     tmp = temporary_name(path)
-    write(tmp)
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
+    with said_if_disk_full(path, tmp):
+        write(tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
     before_rename(tmp)
     os.replace(tmp, path)
+
+
+class DiskFull(OSError):
+    """An output could not be written for want of space: the disk or a quota full, or past a file size limit."""
+
+
+# what each errno of a full disk is said as (the process's own limit named: `ulimit -f` gave EFBIG)
+DISK_FULL = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
+             errno.EFBIG: "the file is larger than this process may write (its file size limit, ulimit -f, or the "
+                          "file system's largest file)"}
+_OS_ERROR = re.compile(r"\(os error (\d+)\)")  # polars' (Rust's) form: `No space left on device (os error 28)`
+
+
+@contextmanager
+def said_if_disk_full(path: Path, written: Path | None = None) -> Iterator[None]:
+    """A full disk while writing ``path`` (through ``written``, its temporary name, removed to give back the space it
+    took) raised as DiskFull in one line naming the path and the cause: polars said "parquet: File out of
+    specification: underlying IO error: No space left on device (os error 28)", naming no file (review224 #6)."""
+    try:
+        yield
+    except Exception as error:  # noqa: BLE001 - polars' errors are not OSErrors: the errno is read from the text
+        code = error.errno if isinstance(error, OSError) else (
+            int(found.group(1)) if (found := _OS_ERROR.search(str(error))) else None)
+        if code not in DISK_FULL:
+            raise
+        if written is not None:
+            written.unlink(missing_ok=True)
+        full = DiskFull(f"cannot write {path}: {DISK_FULL[code]}")
+        full.errno = code  # (given as OSError's first argument, it would print as "[Errno 28] cannot write ...")
+        raise full from None
 
 
 def _special_kind(path: Path) -> str | None:
