@@ -133,8 +133,11 @@ def _start(args: argparse.Namespace, stopping: StartingStop) -> tuple[Any, dict[
     from engine.service.config import ConfigError
     from engine.service.server import Server
 
+    from engine.service.descriptor_limit import raise_open_file_limit
+
     config = _serve_config(args)
     stopping.logged = config.log.dir is not None
+    raise_open_file_limit()  # a client connection takes a descriptor: a soft 1024 turned clients away silently
     try:
         server = Server(config)
     except ConfigError as e:  # the data directory's errors name log.dir: the path came from --data-dir instead
@@ -197,10 +200,13 @@ def _say_setup(args: argparse.Namespace, server: Any) -> None:
 def _say_serving(server: Any, endpoints: dict[str, str]) -> None:
     """The start's last lines: open sockets' warnings, the serving line (what a probe waits for), and what it will
     not do (no standing queries) or does (CURVE)."""
+    from engine.service.descriptor_limit import low_limit_warning
     from engine.service.exposure import open_socket_warnings
 
     for warning in open_socket_warnings(endpoints, server.config.curve):  # before the serving line a probe waits for
         print(f"flashtick: {warning}", file=sys.stderr, flush=True)
+    if (few := low_limit_warning()) is not None:
+        print(f"flashtick: {few}", file=sys.stderr, flush=True)
     feeds = "".join(f" feed={feed}" for feed in server.config.endpoints.feeds)  # SUBscribed to (connects)
     print("flashtick serving " + " ".join(f"{k}={v}" for k, v in endpoints.items()) + feeds, file=sys.stderr,
           flush=True)

@@ -12,6 +12,7 @@ from connectors.service_topics import HEARTBEAT_TOPIC
 from engine.memory_limit import resident_bytes
 from engine.service.auth import FailedHandshakes
 from engine.service.config import ServiceConfig
+from engine.service.descriptor_limit import DescriptorWatch
 from engine.service.expired_streams import ExpiredStreamsLine
 from engine.service.feed_watch import FeedWatch
 from engine.service.kv_thrash import KvThrashWatch
@@ -54,11 +55,13 @@ class Heartbeat:
         self._refused_said, self._next_refused_warning = 0, 0.0  # stream_refused ticks the log has told of
         self._expired_line = ExpiredStreamsLine(self.config.scheduler.stream_idle_s)
         self._kv_thrash = KvThrashWatch()
+        self._descriptors = DescriptorWatch(self.counters)  # none free: clients past the limit wait unanswered
 
     def _heartbeat(self) -> None:
         self.counters["heartbeats"] += 1
         if self._handshakes is not None:
             self._handshakes.poll()
+        self._descriptors.poll()
         expired = self.pipeline.expire_idle()
         self.counters["streams_expired"] += len(expired)
         self._expired_line.add(expired)

@@ -20,6 +20,7 @@ COUNTERS = {
     "auth_denied": "CURVE handshakes refused: client key not in curve.clients_dir",
     "handshakes_failed": "Connections to CURVE sockets whose handshake failed before a key was checked (a client "
                          "without keys, a peer that is no ZeroMQ client)",
+    "descriptors_exhausted": "Heartbeats that found no file descriptor free: new connections are not accepted",
     "answers_out": "Standing answers the engine computed (answers_published counts those sent on the PUB socket)",
     "answer_fetches": "Answers ops served (a subscriber filling a gap from the kept history)",
     "query_errors": "Query jobs that ended in an error, asks included",
