@@ -977,7 +977,8 @@ def test_every_control_command_says_a_refused_connection_as_health_does(tmp_path
     once, while `list`, `stats`, `streams`, `topics` waited out the 10 s connect wait and said "nothing accepted it
     within 10 s". Every command's client (cli_common.control_client) now takes the refusal as health does."""
     queries = tmp_path / "q.yaml"
-    queries.write_text("queries: [{name: q, streams: [A], question: direction_5, kind: choice, trigger: {ticks: 10}}]\n")
+    queries.write_text("queries: [{name: q, streams: [A], question: direction_5, kind: choice, "
+                       "trigger: {ticks: 10}}]\n")
     commands = (["health"], ["list"], ["stats"], ["streams"], ["topics"], ["scores"], ["get", "A", "q"],
                 ["ask", "A", "q"], ["answers", "q"], ["register", str(queries)], ["unregister", "q"], ["forget", "A"])
     with socket.socket() as nobody:  # a port bound, never listening: connections to it are refused

@@ -19,8 +19,9 @@ class OutputInUse(FileExistsError):
 def take_lock(path: Path, refusal: Callable[[str, str], str]) -> int | None:
     """This process's exclusive lock on the file ``path``, its pid written inside: the open descriptor, which holds
     the lock until closed. OutputInUse while another process holds it, its text ``refusal(pid, stop)``: " (pid N)"
-    and "kill -TERM N" of the holder ("" and "SIGTERM" when its pid cannot be read); None when the folder went away meanwhile, or the file was replaced before it was locked (the holder
-    finished and removed it): the caller takes it again."""
+    and "kill -TERM N" of the holder ("" and "SIGTERM" when its pid cannot be read); None when the folder went
+    away meanwhile, or the file was replaced before it was locked (the holder finished and removed it): the caller
+    takes it again."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except FileNotFoundError:
