@@ -30,6 +30,12 @@ QUOTE_MARKS = frozenset({"q", "b", "a", "bid", "ask", "offer", "quote", "quotes"
 # Sides, via BUYER_MAKER (true = the taker sold): a buyer-maker flag, or a flag that the taker sold (Kaiko's `sell`)
 BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_maker", "sell", "taker_side_sell",
                      "is_sell")
+# Sides, via ASK_BID (ASK = the taker sold), when the column holds ask/bid: Upbit's `ask_bid` (the taker's order side)
+ASK_BID_NAMES = ("ask_bid",)
+# `market` names the instrument in some vendors' records (Upbit's `KRW-BTC`), a venue (NASDAQ) or an order type
+# (market/limit) in others: read as the stream only when its first value is a pair of two coins or currencies
+MARKET_NAMES = ("market",)
+PAIR_VALUE = re.compile(r"^[A-Z][A-Z0-9]{1,9}[-/_][A-Z][A-Z0-9]{1,9}$")
 # Sides, via MAKER_ROLE (buyer = the taker sold), when the column holds buyer/seller or b/s (content_notes.maker_sides)
 MAKER_NAMES = ("maker", "maker_side")
 # a date column beside a time-of-day column: read as one datetime (LSEG's legacy Date[G]/Time[G]: GMT, [L]: local)

@@ -151,6 +151,8 @@ FLAG_NAME = re.compile(r"^(is|has|was)_")  # a yes/no column by its name: Binanc
 ORDER_TYPE_WORDS = frozenset({"m", "l", "market", "limit", "mkt", "lmt", "stop", "stop_limit", "stop_market",
                               "stop_loss", "take_profit", "trailing_stop", "ioc", "fok", "gtc", "post_only",
                               "liquidation"})
+# an aggressor's side, never an instrument: MOEX's BUYSELL (B/S), Upbit's ask_bid (ASK/BID) when no map reads them
+SIDE_VALUE_WORDS = frozenset({"b", "s", "buy", "sell", "ask", "bid"})
 ID_WORDS = re.compile(r"(code|sym|ticker|name|sec|isin|cusip|instrument|contract|stock|ric|id)")
 # An instrument trades at its own price level, so a column naming instruments has about one value per level; an
 # order id (partial fills share it) or a trade id has a stream's many orders at the stream's one level
@@ -185,7 +187,8 @@ def _identifier_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], 
         distinct = values.unique(maintain_order=True)
         # true/false (True beside true), Y/N, is_best_match: flags; m/l, market/limit: order types; no instruments
         words = {normal_name(v) for v in distinct.to_list()}
-        flags = words <= FLAG_WORDS or words <= ORDER_TYPE_WORDS or FLAG_NAME.match(normal_name(column))
+        flags = words <= FLAG_WORDS or words <= ORDER_TYPE_WORDS or words <= SIDE_VALUE_WORDS or \
+            FLAG_NAME.match(normal_name(column))
         if 2 <= len(distinct) <= 1000 and len(distinct) * 2 <= len(values) and not flags and \
                 all(IDENTIFIER.match(v) for v in distinct.head(100).to_list()) and \
                 _values_per_level(sample, column) < MANY_PER_LEVEL:
@@ -218,6 +221,14 @@ def name_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
         f"it holds several names (--columns stream=COLUMN or stream_name=NAME says otherwise)"]
 
 
+def instrument_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                      dialect: Dialect | None) -> tuple[str, list[str]] | None:
+    """The first column the map does not read whose values look like several instruments' identifiers, with up to 5
+    of them; None when none does."""
+    found = _identifier_columns(path, cmap, schema, names, dialect, list(schema))
+    return next(iter(found.items()), None)
+
+
 def unread_identifiers(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                         dialect: Dialect | None, named: bool = False) -> list[str]:
     """Every row goes to one stream (the file's name, or a name the map or the file's name gave) while a column the
@@ -225,10 +236,9 @@ def unread_identifiers(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
     said, since their prices would alternate in one stream, with the map that gives each its stream. `named`: the
     user fixed the stream's name (`--columns stream_name=BTC-PERP` over Tardis' `symbol` of two contracts), which
     says what to call the stream, not that the file holds one instrument."""
-    found = _identifier_columns(path, cmap, schema, names, dialect, list(schema))
-    if not found:
+    if (found := instrument_column(path, cmap, schema, names, dialect)) is None:
         return []
-    column, values = next(iter(found.items()))
+    column, values = found
     stream = cmap.stream or cmap.default_stream
     stream = f"{stream}, the name the map gives it" if named else stream
     return [Caution(f"{path.name}: every row goes to one stream, {stream}, but column {column!r} holds several "

@@ -34,7 +34,8 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
                "stock",  # Nasdaq ITCH's (Stock)
                # exchanges' codes: JPX's and HKEX's `Code`/`Stock Code`, `Security Code`, `Local Code`, BSE's SC_CODE
                "stock_code", "security_code", "local_code", "sc_code", "ticker_code", "sec_code", "symbol_code",
-               "instrument_code", "code"),
+               "instrument_code", "code",
+               "secid", "seccode"),  # MOEX ISS's SECID; QUIK's exports' SECCODE
     "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price",  # close: a bar's
               "deal", "deal_price",  # FX ECNs' deals (EBS: Deal, DealSize, DealSide beside the quote)
               "ltp", "last_traded_price",  # Indian vendors' (NSE feeds: LTP, the last traded price, beside LTQ)
@@ -49,7 +50,8 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
              "ltq", "last_traded_qty", "last_traded_quantity"),
     "side": ("side", "aggressor_side", "taker_side", "buy/sell", "buy_sell",  # buy/sell: Kraken's trade exports
              "direction",  # Deribit's (the taker's buy/sell; LOBSTER's `direction` is read by its own layout)
-             "aggressor", "dealside", "deal_side"),  # CME's B/S; EBS's
+             "aggressor", "dealside", "deal_side",  # CME's B/S; EBS's
+             "buysell"),  # MOEX ISS's BUYSELL (B/S, the aggressor's)
     # pricebid...: Interactive Brokers' API (HistoricalTickBidAsk: priceBid, priceAsk, sizeBid, sizeAsk)
     "bid": ("bid", "bid_price", "bid_px", "best_bid", "bidprice", "best_bid_price", "bid_px_00", "pricebid",
             "bid_c",  # bid_c, ask_c: OANDA's bid/ask candles' closes

@@ -21,6 +21,7 @@ from connectors.content_notes import (
     amendment_note,
     condition_note,
     fix_sides,
+    instrument_column,
     kind_column,
     maker_sides,
     name_column,
@@ -219,6 +220,11 @@ def _stream_of_file(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap
         stream_notes += contract_notes + levels_split_by(path, cmap, schema, names, dialect)
     if not named and cmap.stream_col is None and is_json_lines(path) and json_lines.table(path).records and \
             symbol_in_name(path) is None:  # the file's stem would be the stream: "trades" says nothing
+        if (found := instrument_column(path, cmap, schema, names, dialect)) is not None:  # a fixed name would merge
+            column, values = found
+            raise ValueError(f"{path}: a REST dump (one JSON array of records) whose records' column {column!r} holds "
+                             f"several values ({', '.join(values[:3])}, ...) that look like instruments, read by no "
+                             f"known name: give --columns stream={column} (a stream per value; docs/replay.md)")
         raise ValueError(f"{path}: a REST dump (one JSON array of records) whose records name no instrument, nor "
                          f"does its file name: give the stream, --columns stream_name=NAME (BTCUSDT, BTC-USD), or "
                          f"name the file after it (BTCUSDT-trades.json)")

@@ -22,6 +22,7 @@ import polars as pl
 
 from connectors.column_map import PRESETS, ColumnMap
 from connectors.column_names import (
+    ASK_BID_NAMES,
     BUYER_MAKER_NAMES,
     CONTRACT_MONTH_NAMES,
     DATE_NAMES,
@@ -30,7 +31,9 @@ from connectors.column_names import (
     SHARE_CLASS_NAMES,
     STRIKE_NAMES,
     TIME_HEADERS,
+    MARKET_NAMES,
     MID_NAMES,
+    PAIR_VALUE,
     TIME_OF_DAY_NAMES,
     names_a_yield,
 )
@@ -38,7 +41,7 @@ from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.header_zones import HeaderZone, zoned_time_column
 from connectors.map_vocabulary import LOCAL_TIME_UNITS, QUOTE_FIELDS, TRADE_FIELDS, VALUE_FIELDS, joined_columns
 from connectors.presets import LOBSTER_EXECUTIONS, LOBSTER_NAMES
-from connectors.side_maps import BUYER_MAKER
+from connectors.side_maps import ASK_BID, BUYER_MAKER
 from connectors.time_units import day_clock_unit, detected_unit
 from connectors.utc_offsets import UTC_OFFSET
 
@@ -92,7 +95,7 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     datetimes = [n for n, t in schema.items() if isinstance(t, (pl.Datetime, pl.Date))]
     ts = _date_and_time(by_normal, first) or found.pop("ts", None) or (datetimes[0] if len(datetimes) == 1 else None)
     found.pop("ts", None)
-    stream_col = found.pop("stream", None)
+    stream_col = found.pop("stream", None) or _market_column(by_normal, first)
     # columns a refinement names (`--columns bid=priceBid,...`, or a time column alone) count as found: the rest
     # is detected
     found |= {field: column for field, column in (hints or {}).items() if field in VALUE_FIELDS}
@@ -159,6 +162,15 @@ def _contract_stream(stream_col: str | None, by_normal: Mapping[str, str], hints
     return stream_col
 
 
+def _market_column(by_normal: Mapping[str, str], first: Callable[..., Any] | None) -> str | None:
+    """A `market` column whose first value is a pair (Upbit's `KRW-BTC`): the stream; a venue or an order type
+    (NASDAQ, limit) named so is not."""
+    market = next((by_normal[c] for c in MARKET_NAMES if c in by_normal), None)
+    if market is None or first is None:
+        return None
+    return market if PAIR_VALUE.match(str(first(market) or "").strip()) else None
+
+
 def _no_layout(path: Path, names: list[str], ts: str | None, found: Mapping[str, str], quotes: bool) -> str:
     """Why detection found no tick layout (no time column, or neither a price nor a bid and an ask), what it
     read so far and the column map or preset that would read the file."""
@@ -184,6 +196,10 @@ def _sides_and_scale(found: Mapping[str, str], by_normal: Mapping[str, str],
     maker = next((by_normal[c] for c in BUYER_MAKER_NAMES if c in by_normal), None)
     if "price" in found and "side" not in found and maker is not None:
         extra = {"side": maker, "side_map": BUYER_MAKER}
+    ask_bid = next((by_normal[c] for c in ASK_BID_NAMES if c in by_normal), None)
+    if "price" in found and "side" not in found and not extra and ask_bid is not None and first is not None and \
+            str(first(ask_bid) or "").strip().lower() in ASK_BID:
+        extra = {"side": ask_bid, "side_map": ASK_BID}  # Upbit's ask_bid: the taker's order side
     if BITFINEX_TRADES <= set(by_normal) and "side" not in found and not extra:
         extra = {"signed_size": True}  # Bitfinex's AMOUNT: negative for a sell
     price = found.get("price") or found.get("bid")

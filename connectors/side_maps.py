@@ -20,6 +20,8 @@ MAKER_SIDE: dict[str, str] = {"buy": "sell", "sell": "buy"}
 MAKER_ROLE: dict[str, str] = {"buyer": "sell", "seller": "buy", "b": "sell", "s": "buy"}
 # LOBSTER's `direction`, the resting limit order's side: an executed buy order (1) was hit by a seller.
 LOBSTER_DIRECTION: dict[str, str] = {"1": "sell", "-1": "buy"}
+# Upbit's `ask_bid` and Bithumb's `type`: the taker's order side, ASK a sell order that took a bid (the taker sold)
+ASK_BID: dict[str, str] = {"ask": "sell", "bid": "buy"}
 BITSTAMP_TYPE: dict[str, str] = {"0": "buy", "1": "sell"}  # Bitstamp's transaction `type`: the taker bought (0) or sold
 # FIX AggressorSide (tag 1057/5797: CME MDP 3.0, Eurex EOBI, ...): 1 the buyer aggressed, 2 the seller, 0 neither
 FIX_AGGRESSOR: dict[str, str | None] = {"1": "buy", "2": "sell", "0": None}

@@ -4,6 +4,7 @@ is written here, from code, into tmp_path."""
 
 from __future__ import annotations
 
+import json
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -60,10 +61,11 @@ def test_one_stream_beside_an_unread_identifier_column_is_said(tmp_path: Path) -
     assert any("column 'issue_id' holds several values (1, 2" in n for n in FileReplay(tmp_path / "day.parquet").notes)
 
 
-def test_unique_ids_and_flags_are_no_identifiers(tmp_path: Path) -> None:
+def test_unique_ids_flags_and_sides_are_no_identifiers(tmp_path: Path) -> None:
+    """A B/S column under a name no map reads (`Aggr`) is sides, never proposed as the streams (review231 #4)."""
     path = tmp_path / "trades.csv"
-    path.write_text("time,trade_id,price,qty,is_best_match\n" + "".join(
-        f"2026-03-10T09:00:{i:02d},T{i},100.5,1,{('True', 'False')[i % 2]}\n" for i in range(10)))
+    path.write_text("time,trade_id,price,qty,is_best_match,Aggr\n" + "".join(
+        f"2026-03-10T09:00:{i:02d},T{i},100.5,1,{('True', 'False')[i % 2]},{'BS'[i // 3 % 2]}\n" for i in range(10)))
     replay = FileReplay(path)
     assert len(drain(replay)) == 10
     assert not any("look like instruments" in n for n in replay.notes)
@@ -436,3 +438,62 @@ def test_a_symbol_column_names_the_stream_over_a_numeric_file_name(tmp_path: Pat
     path.write_text("Time,Symbol,Price,Volume\n" + "".join(
         f"2024-06-03 09:30:{i:02d}.5,{('0700', '0005')[i % 2]},{(380.0, 65.0)[i % 2]},100\n" for i in range(12)))
     assert {t.stream for t in drain(FileReplay(path))} == {"0700", "0005"}
+
+
+def moex_trades(header: str = "TRADENO;TRADEDATE;TRADETIME;SECID;SHORTNAME;PRICE;QUANTITY;BUYSELL\n") -> str:
+    """MOEX ISS's trades as its CSV export writes them: `;`, a decimal comma, two SECIDs interleaved, B/S sides."""
+    rows = "".join(f"{9000 + i};2024-01-03;10:00:{i:02d};{('SBER', 'LKOH')[i % 2]};{('Sber', 'Lukoil')[i % 2]};"
+                   f"{('271,45', '6890,50')[i % 2]};{i + 1};{'BS'[i // 2 % 2]}\n" for i in range(12))
+    return header + rows
+
+
+def test_moex_secid_names_the_streams_and_buysell_the_sides(tmp_path: Path) -> None:
+    """review231 #2, #4: SECID was no stream column (SBER at 271 and LKOH at 6890 replayed as one series, with a
+    caution), and BUYSELL was left unread and proposed as the instrument column (--columns stream=BUYSELL)."""
+    path = tmp_path / "moex_trades_20240103.csv"
+    path.write_text(moex_trades())
+    replay = FileReplay(path, columns={"ts": "TRADEDATE+TRADETIME", "tz": "Europe/Moscow"})
+    ticks = drain(replay)
+    assert {t.stream for t in ticks} == {"SBER", "LKOH"}
+    assert [t.price for t in ticks if t.stream == "LKOH"] == [6890.5] * 6
+    assert [t.side for t in ticks][:4] == ["buy", "buy", "sell", "sell"]
+    assert not any("look like instruments" in n or "stream=BUYSELL" in n for n in replay.notes)
+    # QUIK's exports spell it SECCODE
+    (tmp_path / "quik.csv").write_text(moex_trades().replace("SECID", "SECCODE", 1))
+    assert {t.stream for t in drain(FileReplay(tmp_path / "quik.csv", columns={"ts": "TRADEDATE+TRADETIME"}))} == \
+        {"SBER", "LKOH"}
+
+
+def upbit_trades(markets: tuple[str, ...] = ("KRW-BTC", "KRW-ETH")) -> list[dict]:
+    """Upbit's /v1/trades/ticks records, newest first: `market` names the pair, `ask_bid` the taker's order side."""
+    rows = [{"market": markets[i % len(markets)], "timestamp": 1704153600000 + i * 10,
+             "trade_price": (58_000_000.0, 3_187_000.0)[i % 2] + i, "trade_volume": 0.5,
+             "ask_bid": ("ASK", "BID", "BID")[i % 3], "sequential_id": i} for i in range(12)]
+    return rows[::-1]
+
+
+def test_upbit_market_names_the_streams_and_ask_bid_the_sides(tmp_path: Path) -> None:
+    """review231 #2, #4: a two-market Upbit dump was refused as naming no instrument (whose suggested stream_name
+    merged the markets); ask_bid was unread and proposed as the instrument column. ASK: the taker sold."""
+    path = tmp_path / "upbit_trades_20240102.json"
+    path.write_text(json.dumps(upbit_trades()))
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert {t.stream for t in ticks} == {"KRW-BTC", "KRW-ETH"}
+    assert [t.side for t in ticks][:6] == ["sell", "buy", "buy", "sell", "buy", "buy"]
+    assert [t.price for t in ticks if t.stream == "KRW-ETH"][:2] == [3_187_001.0, 3_187_003.0]
+    assert not any("look like instruments" in n for n in replay.notes)
+    # a `market` of venues is not the stream: the file's name is
+    venue = tmp_path / "KRW-BTC_trades.json"
+    venue.write_text(json.dumps(upbit_trades(("UPBIT",))))
+    assert {t.stream for t in drain(FileReplay(venue))} == {"KRW-BTC"}
+
+
+def test_a_rest_dump_refused_names_the_column_of_instruments(tmp_path: Path) -> None:
+    """A dump whose records name their instruments under no known name: the refusal names that column, never a
+    fixed stream name that would merge them."""
+    path = tmp_path / "trades.json"
+    path.write_text(json.dumps([{("issue" if k == "market" else k): v for k, v in r.items()} for r in upbit_trades()]))
+    with pytest.raises(ValueError, match=r"column 'issue' holds several values .* --columns stream=issue") as e:
+        FileReplay(path)
+    assert "stream_name" not in str(e.value)
