@@ -36,6 +36,10 @@ ASK_BID_NAMES = ("ask_bid",)
 # (market/limit) in others: read as the stream only when its first value is a pair of two coins or currencies
 MARKET_NAMES = ("market",)
 PAIR_VALUE = re.compile(r"^[A-Z][A-Z0-9]{1,9}[-/_][A-Z][A-Z0-9]{1,9}$")
+# A bar's volume in each asset of its pair (CryptoDataDownload's `Volume BTC`, `Volume USDT`): the size is the
+# base asset's, the first of the pair's symbol (BTC/USDT), else the one whose asset is no quote currency
+BASE_VOLUME = re.compile(r"^volume_([a-z0-9]{2,10})$")
+QUOTE_ASSETS = frozenset({"usd", "usdt", "usdc", "busd", "fdusd", "tusd", "dai", "eur", "gbp", "jpy", "krw", "try"})
 # Sides, via MAKER_ROLE (buyer = the taker sold), when the column holds buyer/seller or b/s (content_notes.maker_sides)
 MAKER_NAMES = ("maker", "maker_side")
 # a date column beside a time-of-day column: read as one datetime (LSEG's legacy Date[G]/Time[G]: GMT, [L]: local)

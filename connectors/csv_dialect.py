@@ -44,6 +44,8 @@ class Dialect:
     rows: tuple[tuple[str, ...], ...]
     long_rows: tuple[tuple[int, int], ...] = ()
     numbers: str = ""
+    skipped: int = 0  # lines above the header, a banner's (`_banner`): polars and the line numbers skip them
+    banner: str = ""  # that banner's text, for the note that says it was skipped
 
     @property
     def width(self) -> int:
@@ -64,6 +66,8 @@ def long_rows(path: Path, dialect: Dialect, width: int | None = None) -> tuple[t
     with _open_text(path) as f:
         rows = csv.reader(f, delimiter=dialect.separator)
         with csv_error_named(path, lambda: rows.line_num):
+            for _ in range(dialect.skipped):
+                next(rows, None)
             header = len(next(rows, ())) if dialect.header else None
             width = header or width or dialect.width
             return tuple((i, len(row)) for i, row in enumerate(rows) if len(row) > width)
@@ -142,6 +146,8 @@ def sniff_csv(path: Path, decimal: str | None = None) -> Dialect:
     """A CSV's dialect; `decimal` ("comma" / "point", the map's key) states its decimal separator."""
     with _open_text(path) as f:
         lines, numbers = first_lines(f, path, NUMBER_LINES + 1)
+    skipped, banner = (numbers[1] - 1, lines[0].strip()) if _banner(lines) else (0, "")
+    lines, numbers = (lines[1:], numbers[1:]) if skipped else (lines, numbers)
     first = re.sub(r'"[^"]*"', "", lines[0]) if lines else ""
     best = max(SEPARATORS, key=first.count)  # ties go to the earlier one: ',' first
     separator = best if first.count(best) else ","
@@ -155,4 +161,16 @@ def sniff_csv(path: Path, decimal: str | None = None) -> Dialect:
         decimal_comma, numbers = decimal == "comma", ""  # given: the map says it (describe_map)
     else:
         decimal_comma, numbers = decimal_reading(separator, data)
-    return Dialect(separator, decimal_comma, header, tuple(data[:SAMPLE_LINES]), numbers=numbers)
+    return Dialect(separator, decimal_comma, header, tuple(data[:SAMPLE_LINES]), numbers=numbers, skipped=skipped,
+                   banner=banner)
+
+
+def _banner(lines: list[str]) -> bool:
+    """Whether a CSV's first line is a banner above its header: a title or a URL alone, with no separator
+    (CryptoDataDownload's `https://www.CryptoDataDownload.com`, a `trades` title), above lines that all have
+    the same two or more of one (a file of one column has none in any line: no banner)."""
+    if len(lines) < 3 or any(sep in re.sub(r'"[^"]*"', "", lines[0]) for sep in SEPARATORS):
+        return False
+    below = [re.sub(r'"[^"]*"', "", line) for line in lines[1:SAMPLE_LINES]]
+    best = max(SEPARATORS, key=below[0].count)
+    return below[0].count(best) >= 2 and all(line.count(best) == below[0].count(best) for line in below)

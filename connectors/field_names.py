@@ -21,6 +21,7 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
            "local_time",  # Dukascopy's export in local time: `04.02.2019 09:00:00.071 GMT+0100`, its offset written
            "ts_ns", "timestamp_ns", "time_ns", "ts_us", "timestamp_us", "ts_ms", "timestamp_ms", "time_ms",
            "mts",  # Bitfinex's milliseconds
+           "unix",  # CryptoDataDownload's epoch count (ms, s in older files), before its `date` (`2024-03-24 07-AM`)
            # bars (BAR_COLUMNS): stamped at their close where the file says when that is, else at their start
            "close_time", "window_end", "end_time", "window_start", "open_time", "start_time", "date",
            "dates",  # Bloomberg's (BDH exports: `Dates`, often spreadsheet serial dates)

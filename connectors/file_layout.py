@@ -97,6 +97,9 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         cmap, naive_notes = naive_time_notes(path, cmap, schema, names, dialect, first)
         notes += naive_notes
     number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
+    if dialect is not None and dialect.skipped:
+        number_notes.append(f"{path.name}: its first line, {dialect.banner[:60]!r}, is no CSV row (no separator, "
+                            f"above a header that has them): skipped as a banner")
     notes = date_notes + notes + zone_notes
     return cmap, dialect, schema, notes + number_notes + kind_notes + unit_notes + stream_notes + day_notes
 

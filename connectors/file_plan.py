@@ -101,7 +101,8 @@ class FilePlan:
         name = self.given_name
         if is_csv(self.path):
             header = self.columns.names is None or self.dialect is not None and self.dialect.header
-            return f"{name} line {row + (2 if header else 1)}"
+            skipped = self.dialect.skipped if self.dialect is not None else 0  # a banner above the header
+            return f"{name} line {row + (2 if header else 1) + skipped}"
         if is_json_lines(self.path):  # a line, a message's line (several ticks), a REST dump's record
             return f"{name} {json_lines.table(self.path).where(row)}"
         return f"{name} row {row + 1}"

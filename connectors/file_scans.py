@@ -67,12 +67,12 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
             typed = {name: (overrides or {}).get(name, pl.String) for name in names}
             return _without_joined_marks(marks_kept, pl.scan_csv(
                 rust_path(path), has_header=header, schema=typed, ignore_errors=overrides is not None,
-                encoding=_encoding(path), separator=dialect.separator, decimal_comma=dialect.decimal_comma,
-                truncate_ragged_lines=True))
+                encoding=_encoding(path), skip_rows=dialect.skipped, separator=dialect.separator,
+                decimal_comma=dialect.decimal_comma, truncate_ragged_lines=True))
         return _without_joined_marks(marks_kept, pl.scan_csv(
             rust_path(path), has_header=header, new_columns=names, schema_overrides=overrides,
             encoding=_encoding(path), ignore_errors=overrides is not None, separator=dialect.separator,
-            decimal_comma=dialect.decimal_comma, truncate_ragged_lines=bool(dialect.long_rows),
+            skip_rows=dialect.skipped, decimal_comma=dialect.decimal_comma, truncate_ragged_lines=bool(dialect.long_rows),
             with_column_names=None if names else lambda found: [n.strip() for n in found]))
     raise ValueError(unsupported_type(path))
 

@@ -23,6 +23,7 @@ import polars as pl
 from connectors.column_map import PRESETS, ColumnMap
 from connectors.column_names import (
     ASK_BID_NAMES,
+    BASE_VOLUME,
     BUYER_MAKER_NAMES,
     CONTRACT_MONTH_NAMES,
     DATE_NAMES,
@@ -34,6 +35,7 @@ from connectors.column_names import (
     MARKET_NAMES,
     MID_NAMES,
     PAIR_VALUE,
+    QUOTE_ASSETS,
     TIME_OF_DAY_NAMES,
     names_a_yield,
 )
@@ -106,6 +108,8 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
         found["price"] = mid  # a mid-only feed: the price of a series of trades (layout_notes.vendor_notes says so)
     if ts is None or not ("price" in found or quotes):
         raise NoTickLayout(_no_layout(path, names, ts, found, quotes))
+    if "price" in found and "size" not in found and (volume := _base_volume(by_normal, stream_col, first)):
+        found["size"] = volume
     if "price" not in found or "size" not in found and quotes:  # alone, a price without size is a price series
         found = {k: v for k, v in found.items() if k not in TRADE_FIELDS}
     if "bid" not in found or "ask" not in found:
@@ -169,6 +173,17 @@ def _market_column(by_normal: Mapping[str, str], first: Callable[..., Any] | Non
     if market is None or first is None:
         return None
     return market if PAIR_VALUE.match(str(first(market) or "").strip()) else None
+
+
+def _base_volume(by_normal: Mapping[str, str], stream_col: str | None, first: Callable[..., Any] | None) -> str | None:
+    """A bar's volume in its base asset (`Volume BTC` beside `Volume USDT`): the asset its symbol's first value
+    starts with (BTC/USDT), else the one column whose asset is no quote currency; None when neither tells."""
+    volumes = {m[1]: column for name, column in by_normal.items() if (m := BASE_VOLUME.match(name))}
+    symbol = str(first(stream_col) or "").lower() if stream_col and "+" not in stream_col and first else ""
+    if base := [asset for asset in volumes if symbol.startswith(asset)]:
+        return volumes[max(base, key=len)]
+    base = [asset for asset in volumes if asset not in QUOTE_ASSETS]
+    return volumes[base[0]] if len(base) == 1 else None
 
 
 def _no_layout(path: Path, names: list[str], ts: str | None, found: Mapping[str, str], quotes: bool) -> str:

@@ -483,3 +483,26 @@ def test_gemini_auction_and_block_trades_keep_the_other_trades_sides(tmp_path: P
     (tmp_path / "keep.yaml").write_text("keep: {type: [buy, sell]}\n")
     kept = drain(FileReplay(path, columns=map_from_options(columns=str(tmp_path / "keep.yaml"), detect=True)))
     assert [t.side for t in kept] == [s for s in sides if s in ("buy", "sell")]
+
+
+@pytest.mark.parametrize("unit", [1, 1000])
+def test_cryptodatadownload_bars_with_their_banner(tmp_path: Path, unit: int) -> None:
+    """review231 #5: CryptoDataDownload's hourly bars, newest first under a URL banner line, were refused (the
+    banner read as the header); without it `Volume BTC` was unread (every bar size 1) and the `date` read, not
+    `unix`, though its older `2024-03-24 07-AM` form reads as no time. Now: banner skipped with a note, the base
+    asset's volume as the size (not `Volume USDT`), `unix` (s or ms) as the time, a reject named by its line."""
+    rows = [f"{(T0 + 3600 * i) * unit},2024-01-02 {i:02d}-AM,BTC/USDT,42000.00,42100.00,41900.00,{42000 + i}.50,"
+            f"{1.25 + i},{(1.25 + i) * 42000},{100 + i}" for i in range(N)]
+    rows[3] = rows[3].replace(f"{42003}.50", "x")  # an unreadable close: newest first, on line 3 + (N - 4)
+    path = tmp_path / "Binance_BTCUSDT_1h.csv"
+    path.write_text("https://www.CryptoDataDownload.com\n"
+                    "unix,date,symbol,open,high,low,close,Volume BTC,Volume USDT,tradecount\n"
+                    + "\n".join(reversed(rows)) + "\n")
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [t.ts for t in ticks][:2] == [T0 * 10**9, (T0 + 3600) * 10**9]
+    assert [t.price for t in ticks][:4] == [42000.5, 42001.5, 42002.5, 42004.5]
+    assert [t.size for t in ticks][:4] == [1.25, 2.25, 3.25, 5.25]
+    assert {t.stream for t in ticks} == {"BTC-USDT"}
+    assert any("'https://www.CryptoDataDownload.com', is no CSV row" in n for n in replay.notes)
+    assert f"Binance_BTCUSDT_1h.csv line {N - 1}" in " ".join(replay.rejected.examples.values())
