@@ -4,7 +4,8 @@
 `shape_of`: a message a line (Binance trade/aggTrade events, also inside a combined stream's `{"stream": ...,
 "data": {...}}`, Binance bookTicker, Coinbase Exchange `match`/`last_match`); `array_shape_of`: ticks made one row
 each from arrays under `data` (OKX trades, bbo-tbt and tickers, Bybit publicTrade, Kraken v2 trade; Deribit's trades
-under `params.data`), by their channel; `rest_shape_of`: one JSON array of records as a REST endpoint returns it
+under `params.data`; Alpaca's trades and quotes, moved there by connectors/json_lines.py), by their channel;
+`rest_shape_of`: one JSON array of records as a REST endpoint returns it
 (Binance trades and aggTrades, Coinbase Exchange trades). Other messages of a known layout are left out by the map's
 `keep`, counted as filtered_out, and the note names them.
 """
@@ -108,6 +109,15 @@ ARRAY_SHAPES = (  # trades first: a capture of several channels replays its trad
                          size="amount", side="direction"),
                "Deribit trades (JSON-RPC subscription, ticks in params.data): ts=timestamp (ms), "
                "stream=instrument_name, price, size=amount, side=direction (the taker's)"),
+    ArrayShape("alpaca-trades", ("trades",), frozenset({"t", "p", "s", "symbol"}),
+               ColumnMap(ts="t", ts_unit=DETECT, kind=TRADE, stream_col="symbol", price="p", size="s"),
+               "Alpaca trades (records under trades, keyed by symbol or beside it): ts=t (ISO, ns), stream=symbol, "
+               "price=p, size=s (no side: Alpaca's trades have none)"),
+    ArrayShape("alpaca-quotes", ("quotes",), frozenset({"t", "bp", "ap", "bs", "as", "symbol"}),
+               ColumnMap(ts="t", ts_unit=DETECT, kind=QUOTE, stream_col="symbol", bid="bp", ask="ap", bid_size="bs",
+                         ask_size="as"),
+               "Alpaca quotes (records under quotes, keyed by symbol or beside it): ts=t (ISO, ns), stream=symbol, "
+               "bid=bp, ask=ap, bid_size=bs, ask_size=as"),
     ArrayShape("okx-bbo", ("bbo-tbt", "books5"), frozenset({"bids[0].price", "asks[0].price", "ts", "instId"}),
                ColumnMap(**OKX_BOOK, bid="bids[0].price", ask="asks[0].price", bid_size="bids[0].size",
                          ask_size="asks[0].size"),

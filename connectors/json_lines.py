@@ -13,7 +13,8 @@ first value, Python's json the last); a blank line is an empty row, skipped. Num
 CSV's cells are.
 
 Messages holding their ticks in an array under `data` (OKX, Bybit, Kraken v2; Deribit's JSON-RPC subscriptions under
-`params.data`) become one row per tick, the message's fields beside; a message without ticks (a subscription ack, a
+`params.data`, HTX's under `tick.data` and, REST, `data[].data[]`; Alpaca's records under `trades`/`quotes`, keyed
+by symbol) become one row per tick, the message's fields beside; a message without ticks (a subscription ack, a
 heartbeat) is an empty row, counted as filtered_out (`skipped`). Exchange layouts (Binance, Coinbase, OKX, Bybit,
 Deribit and Kraken v2 messages; Binance and Coinbase REST dumps) are known by their keys
 (connectors/exchange_shapes.py) and read with their map, said in a note.
@@ -242,11 +243,18 @@ def _convert(path: Path) -> JsonLinesTable:
     records = _one_array(lines)
     frame, bad = _records_read(records, lines) if records is not None else _objects(path, lines)
     line_of, tickless, from_arrays = None, {}, False
-    frame = _subscription_params(frame)
-    if "data" in frame.columns and isinstance(frame.schema["data"], pl.List) and \
-            isinstance(frame.schema["data"].inner, pl.Struct):
+    frame = _keyed_records(_subscription_params(frame))
+    named = "symbol" not in frame.columns
+    frame = _symbol_of_channel(frame)
+    named = named and "symbol" in frame.columns  # HTX's: said in a note, as no field of the file holds it
+    if _ticks_in_arrays(frame):
         frame, line_of, bad, tickless = _ticks_of_messages(frame, bad)
         from_arrays = True
+    if from_arrays and _ticks_in_arrays(frame):  # HTX's REST: arrays of messages in `data`, each with its own
+        frame, inner_line_of, bad, inner_tickless = _ticks_of_messages(frame, bad)
+        tickless = {row: tickless.get(inner, what) for row, (inner, what) in
+                    ((row, (inner_line_of[row], what)) for row, what in inner_tickless.items())}
+        line_of = line_of.gather(inner_line_of)
     if "data" in frame.columns and isinstance(frame.schema["data"], pl.Struct) and \
             not {f.name for f in frame.schema["data"].fields} & (set(frame.columns) - {"data"}):
         frame = frame.unnest("data")  # Binance's combined stream: {"stream": "btcusdt@trade", "data": {...}}
@@ -272,6 +280,9 @@ def _convert(path: Path) -> JsonLinesTable:
     if from_arrays and shape is None:
         notes.append(f"{path.name}: its messages hold their ticks in arrays under 'data': one row per tick, with the "
                      f"message's own fields beside (a tick's field of the same name wins)")
+    if named:
+        notes.append(f"{path.name}: its messages name their instrument only in 'ch' (market.btcusdt.trade.detail): "
+                     f"its second part read as their 'symbol'")
     if not_json := sum(reason == NOT_JSON for reason, _ in bad.values()):
         notes.append(f"{path.name}: {not_json} line(s) are not JSON objects: each rejected as {NOT_JSON} (the first "
                      f"is named among the rejects), the others read")
@@ -338,18 +349,54 @@ def _records_with_a_key_twice(data: bytes) -> dict[int, tuple[str, str]]:
     return bad
 
 
+def _ticks_in_arrays(frame: pl.DataFrame) -> bool:
+    """Whether the rows hold their ticks in an array of objects under `data`."""
+    data = frame.schema.get("data")
+    return isinstance(data, pl.List) and isinstance(data.inner, pl.Struct)
+
+
 def _subscription_params(frame: pl.DataFrame) -> pl.DataFrame:
     """JSON-RPC subscription messages holding their ticks in `params.data` (Deribit's `{"method": "subscription",
-    "params": {"channel": "trades.BTC-PERPETUAL.raw", "data": [...]}}`) with `params`' fields as the message's own
-    and `channel` its first part (`trades`), so that their ticks read as other venues' arrays under `data` do."""
-    params = frame.schema.get("params")
-    if "data" in frame.columns or not isinstance(params, pl.Struct) or "data" not in {f.name for f in params.fields}:
+    "params": {"channel": "trades.BTC-PERPETUAL.raw", "data": [...]}}`), or HTX's websocket trades in `tick.data`,
+    with that object's fields as the message's own and `channel` its first part (`trades`), so that their ticks read
+    as other venues' arrays under `data` do."""
+    holder = next((c for c in ("params", "tick") if isinstance(frame.schema.get(c), pl.Struct)), None)
+    if "data" in frame.columns or holder is None or "data" not in {f.name for f in frame.schema[holder].fields}:
         return frame
-    lifted = frame.select(pl.col("params").struct.unnest())
-    frame = frame.drop("params").hstack(lifted.drop([c for c in lifted.columns if c in frame.columns]))
+    lifted = frame.select(pl.col(holder).struct.unnest())
+    frame = frame.drop(holder).hstack(lifted.drop([c for c in lifted.columns if c in frame.columns]))
     if frame.schema.get("channel") == pl.String:
         frame = frame.with_columns(channel=pl.col("channel").str.split(".").list.first())
     return frame
+
+
+RECORD_KINDS = ("trades", "quotes")  # Alpaca's market-data responses hold their records under the kind's name
+
+
+def _keyed_records(frame: pl.DataFrame) -> pl.DataFrame:
+    """Alpaca's responses, records under `trades` or `quotes`: keyed by symbol (`{"trades": {"AAPL": [...],
+    "MSFT": [...]}}`, the key the records' `symbol`) or in one array beside `symbol`; moved under `data`, the kind
+    as `channel`, so that they read as other venues' arrays do (one row per record)."""
+    kind = next((k for k in RECORD_KINDS if k in frame.columns and "data" not in frame.columns), None)
+    if kind is None:
+        return frame
+    dtype, rest = frame.schema[kind], frame.drop(kind).with_row_index("_line")
+    if isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct):
+        return rest.with_columns(data=frame[kind], channel=pl.lit(kind))
+    if not isinstance(dtype, pl.Struct) or not dtype.fields or \
+            not all(isinstance(f.dtype, pl.List) and isinstance(f.dtype.inner, pl.Struct) for f in dtype.fields):
+        return frame
+    return pl.concat([rest.with_columns(data=frame[kind].struct.field(f.name), symbol=pl.lit(f.name),
+                                        channel=pl.lit(kind)) for f in dtype.fields], how="diagonal_relaxed")
+
+
+def _symbol_of_channel(frame: pl.DataFrame) -> pl.DataFrame:
+    """HTX's messages name their instrument only in `ch` (`market.btcusdt.trade.detail`): its second part as
+    `symbol`."""
+    if "symbol" in frame.columns or frame.schema.get("ch") != pl.String or \
+            not frame["ch"].drop_nulls().str.starts_with("market.").all():
+        return frame
+    return frame.with_columns(symbol=pl.col("ch").str.split(".").list.get(1, null_on_oob=True))
 
 
 TICKLESS = ("event", "op", "method", "channel", "type", "ret_msg")  # what a message without ticks is, first found
@@ -364,7 +411,7 @@ def _ticks_of_messages(frame: pl.DataFrame, bad: dict[int, tuple[str, str]]
     (`bad`) by their row, and what each message without ticks is (an ack, a heartbeat) by its row, an empty one."""
     ticked = pl.col("data").list.len() > 0
     whats = [pl.col(c).cast(pl.String) for c in TICKLESS if c in frame.columns and frame.schema[c] == pl.String]
-    frame = frame.with_row_index("_line").with_columns(
+    frame = (frame if "_line" in frame.columns else frame.with_row_index("_line")).with_columns(
         data=pl.when(ticked).then("data"),  # no ticks (null, []): one empty row, which explode would drop for []
         _tickless=pl.when(~ticked.fill_null(False)).then(pl.coalesce(*whats, pl.lit("message without ticks"))))
     frame = frame.explode("data")

@@ -508,3 +508,66 @@ def test_backtest_of_a_kraken_capture_and_a_rest_dump_from_the_cli(engine_files:
                  "stream_name=BTCUSDT"])
     printed, err = capsys.readouterr()
     assert code == 0 and "replayed 2 ticks" in printed, err
+
+
+def alpaca_records(symbol: str, i0: int, kind: str) -> list[dict]:
+    """Alpaca v2 market-data records: trades (t, x, p, s, c, i, z) or quotes (t, ax, ap, as, bx, bp, bs, c, z)."""
+    price = {"AAPL": 187.15, "MSFT": 370.60}[symbol]
+    stamps = [f"2024-01-02T14:30:0{i0 + i}.12345678{i}Z" for i in range(3)]
+    if kind == "trades":
+        return [{"t": t, "x": "V", "p": round(price + i / 100, 2), "s": 100 * (i + 1), "c": ["@"], "i": 52983 + i,
+                 "z": "C"} for i, t in enumerate(stamps)]
+    return [{"t": t, "ax": "V", "ap": round(price + 0.01, 2), "as": 2, "bx": "Q", "bp": round(price - 0.01, 2),
+             "bs": i + 1, "c": ["R"], "z": "C"} for i, t in enumerate(stamps)]
+
+
+@pytest.mark.parametrize("kind", ["trades", "quotes"])
+def test_alpaca_responses_keyed_by_symbol_or_beside_it(tmp_path: Path, kind: str) -> None:
+    """review231 #6: Alpaca's `{"trades": {"AAPL": [...], "MSFT": [...]}, "next_page_token": null}` was refused
+    (`columns found ['trades', 'next_page_token']`), and no map reached the records. Each key is now its records'
+    stream; the single-symbol response (`{"trades": [...], "symbol": "AAPL"}`) reads the same; times to the ns."""
+    path = tmp_path / f"alpaca_{kind}.json"
+    keyed = {"AAPL": alpaca_records("AAPL", 0, kind), "MSFT": alpaca_records("MSFT", 1, kind)}
+    path.write_text(json.dumps({kind: keyed, "next_page_token": None}))
+    ticks, replay = read(path)
+    first = 1_704_205_800_123_456_780  # 2024-01-02T14:30:00.123456780Z
+    assert [(t.stream, t.ts) for t in ticks][:3] == [("AAPL", first), ("MSFT", first + 10**9),
+                                                     ("AAPL", first + 10**9 + 1)]
+    if kind == "trades":
+        assert [(t.price, t.size) for t in ticks if t.stream == "MSFT"] == [(370.6, 100), (370.61, 200),
+                                                                            (370.62, 300)]
+    else:
+        assert [(t.bid, t.ask, t.bid_size) for t in ticks if t.stream == "AAPL"][0] == (187.14, 187.16, 1)
+    assert any(f"Alpaca {kind}" in n for n in replay.notes)
+    one = tmp_path / "alpaca_AAPL.json"
+    one.write_text(json.dumps({kind: alpaca_records("AAPL", 0, kind), "symbol": "AAPL", "next_page_token": None}))
+    assert [(t.stream, t.ts) for t in read(one)[0]] == [(t.stream, t.ts) for t in ticks if t.stream == "AAPL"]
+
+
+def htx_trades(ts: int, *trades: tuple[float, float, str]) -> list[dict]:
+    return [{"id": 10**20 + ts + k, "ts": T0 + ts, "tradeId": 10**8 + ts + k, "amount": amount, "price": price,
+             "direction": side} for k, (price, amount, side) in enumerate(trades)]
+
+
+def test_htx_trades_nested_in_tick_data_and_in_data_data(tmp_path: Path) -> None:
+    """review231 #6: HTX's websocket (`{"ch": "market.btcusdt.trade.detail", "tick": {"data": [...]}}`) and REST
+    history (`{"data": [{"data": [...]}, ...]}`, newest first) held their trades where no map reached them; the
+    stream is in `ch` alone. Both read: stream btcusdt, ms times, direction as the side, rejects by their line."""
+    ch = "market.btcusdt.trade.detail"
+    ack = {"id": "id1", "status": "ok", "subbed": ch, "ts": T0}
+    ws = write_lines(tmp_path / "htx_ws.jsonl", [ack] + [
+        {"ch": ch, "ts": T0 + ts + 3, "tick": {"id": ts, "ts": T0 + ts, "data": htx_trades(ts, *trades)}}
+        for ts, trades in ((5, [(42000.1, 0.5, "buy"), (42000.2, 0.25, "sell")]), (9, [(0.0, 1.0, "buy")]))])
+    ticks, replay = read(ws)
+    assert [(t.stream, t.ts, t.price, t.size, t.side) for t in ticks] == [
+        ("btcusdt", (T0 + 5) * 10**6, 42000.1, 0.5, "buy"), ("btcusdt", (T0 + 5) * 10**6, 42000.2, 0.25, "sell")]
+    assert dict(replay.rejected) == {"filtered_out": 1, "nonpositive_price": 1}
+    assert "htx_ws.jsonl line 3: nonpositive_price" in replay.rejected.examples["nonpositive_price"]
+    assert any("only in 'ch'" in n for n in replay.notes)
+    rest = tmp_path / "htx_history.json"
+    rest.write_text(json.dumps({"ch": ch, "status": "ok", "ts": T0 + 20, "data": [
+        {"id": 2, "ts": T0 + 9, "data": htx_trades(9, (42000.4, 0.1, "sell"))},
+        {"id": 1, "ts": T0 + 5, "data": htx_trades(5, (42000.3, 0.2, "buy"), (42000.2, 0.3, "buy"))}]}))
+    assert [(t.stream, t.ts, t.price, t.side) for t in read(rest)[0]] == [
+        ("btcusdt", (T0 + 5) * 10**6, 42000.2, "buy"), ("btcusdt", (T0 + 5) * 10**6, 42000.3, "buy"),
+        ("btcusdt", (T0 + 9) * 10**6, 42000.4, "sell")]
