@@ -168,6 +168,15 @@ def _detected_map(path: Path, spec: Refine | None, read: _ColumnsRead, first: Ca
     except ValueError as e:  # names misread from another encoding than UTF-8 are why: said
         if is_csv(path) and (why := not_utf8(path)):
             raise ValueError(f"{e}; {why}") from None
+        if isinstance(e, NoTickLayout) and is_json_lines(path) and (nested := json_lines.nested_arrays(schema)):
+            # a column map would not reach the ticks either: say where they are and how to lift them out
+            each = ".[]" if json_lines.table(path).records else ""
+            raise NoTickLayout(
+                f"cannot detect the column layout of {path}: columns found {list(schema)}, and its objects hold "
+                f"arrays of objects under {', '.join(map(repr, nested[:3]))}, where its ticks may be; no column map "
+                f"reaches them (replay unwraps `data`, `params.data`, `tick.data` and Alpaca's `trades`/`quotes`: "
+                f"docs/replay.md, JSON lines): write them one object a line first, e.g. jq -c "
+                f"'{each}.{nested[0]}[]' {path.name} > ticks.jsonl") from None
         raise
     if names is not None and cmap.names is None:
         cmap = replace(cmap, names=tuple(names))

@@ -370,6 +370,23 @@ def _subscription_params(frame: pl.DataFrame) -> pl.DataFrame:
     return frame
 
 
+def nested_arrays(schema: Mapping[str, Any]) -> list[str]:
+    """Where a file's objects hold arrays of objects that no reading above unwraps (`result.trades`), for the
+    refusal of a file whose columns hold no ticks: they are likely there."""
+    found: list[str] = []
+
+    def walk(path: str, dtype: Any, depth: int) -> None:
+        if isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct):
+            found.append(path)
+        elif isinstance(dtype, pl.Struct) and depth < 3:
+            for f in dtype.fields:
+                walk(f"{path}.{f.name}", f.dtype, depth + 1)
+
+    for name, dtype in schema.items():
+        walk(name, dtype, 0)
+    return found
+
+
 RECORD_KINDS = ("trades", "quotes")  # Alpaca's market-data responses hold their records under the kind's name
 
 

@@ -571,3 +571,18 @@ def test_htx_trades_nested_in_tick_data_and_in_data_data(tmp_path: Path) -> None
     assert [(t.stream, t.ts, t.price, t.side) for t in read(rest)[0]] == [
         ("btcusdt", (T0 + 5) * 10**6, 42000.2, "buy"), ("btcusdt", (T0 + 5) * 10**6, 42000.3, "buy"),
         ("btcusdt", (T0 + 9) * 10**6, 42000.4, "sell")]
+
+
+def test_ticks_nested_where_nothing_unwraps_them_are_said_with_the_way_out(tmp_path: Path) -> None:
+    """review231 #6: a file whose ticks sit in arrays no reading unwraps (Bybit's REST `result.list`) was refused
+    with a column map to give, which cannot reach them; the refusal names where they are and how to lift them."""
+    trade = {"execTime": "1704153600000", "symbol": "BTCUSDT", "price": "42000.1", "size": "0.1", "side": "Buy"}
+    path = tmp_path / "bybit_rest.json"
+    path.write_text(json.dumps({"retCode": 0, "result": {"category": "spot", "list": [trade] * 3}}))
+    with pytest.raises(ValueError, match=r"arrays of objects under 'result\.list'.* no column map reaches them") as e:
+        FileReplay(path)
+    assert "jq -c '.result.list[]' bybit_rest.json > ticks.jsonl" in str(e.value) and "--columns" not in str(e.value)
+    pages = tmp_path / "pages.json"
+    pages.write_text(json.dumps([{"page": 1, "items": [trade]}]))
+    with pytest.raises(ValueError, match=r"jq -c '\.\[\]\.items\[\]' pages\.json"):
+        FileReplay(pages)
