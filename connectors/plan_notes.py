@@ -80,6 +80,19 @@ def price_and_zone_notes(path: Path, cmap: ColumnMap, facts: Mapping[str, Any], 
     return notes
 
 
+# columns of epoch counts a vendor writes beside its date text (CryptoDataDownload's `unix` beside `date`)
+EPOCH_BESIDE = ("unix", "unix_time", "unix_timestamp", "epoch", "timestamp", "ts", "timestamp_ms", "time_ms")
+
+
+def _epoch_beside(cmap: ColumnMap, rows: pl.LazyFrame) -> str:
+    """For a refusal of a time column no row of which reads: an integer column of epoch counts beside it, which
+    reads without a format ("" when there is none)."""
+    schema = rows.collect_schema()
+    column = next((c for c in schema if c not in cmap.ts_columns and c.strip().lower() in EPOCH_BESIDE
+                   and schema[c].is_integer()), None)
+    return f"; or read the epoch count in column {column!r} beside it: --columns ts={column}" if column else ""
+
+
 def refuse_unread_times(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, facts: Mapping[str, Any],
                          first: str | None, named: bool) -> None:
     """A ValueError when no row's time reads, or when some of the zone names the times are written with read and
@@ -88,7 +101,7 @@ def refuse_unread_times(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, facts: 
     unread = unread_zone_names(path, cmap, first, words) if len(words) > 1 else None  # GMT read, BST not
     # (a first time of a name that reads, `3:00:00 PM GMT`, beside `PM BST`: polars reads neither without a format)
     if not facts["timed"] and first is not None and not (unread and UTC_OFFSET.search(first)):
-        raise ValueError(time_hint(path, cmap, first, words))
+        raise ValueError(time_hint(path, cmap, first, words) + _epoch_beside(cmap, rows))
     if unread:
         raise ValueError(unread)
 

@@ -506,3 +506,7 @@ def test_cryptodatadownload_bars_with_their_banner(tmp_path: Path, unit: int) ->
     assert {t.stream for t in ticks} == {"BTC-USDT"}
     assert any("'https://www.CryptoDataDownload.com', is no CSV row" in n for n in replay.notes)
     assert f"Binance_BTCUSDT_1h.csv line {N - 1}" in " ".join(replay.rejected.examples.values())
+    # its `date` named: refused (no format reads `07-AM`), pointing at the epoch column beside it
+    with pytest.raises(ValueError, match=r"not ISO 8601: .*; or read the epoch count in column 'unix' beside it: "
+                                         r"--columns ts=unix$"):
+        drain(FileReplay(path, columns={"ts": "date"}))
