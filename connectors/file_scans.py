@@ -72,7 +72,8 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
         return _without_joined_marks(marks_kept, pl.scan_csv(
             rust_path(path), has_header=header, new_columns=names, schema_overrides=overrides,
             encoding=_encoding(path), ignore_errors=overrides is not None, separator=dialect.separator,
-            skip_rows=dialect.skipped, decimal_comma=dialect.decimal_comma, truncate_ragged_lines=bool(dialect.long_rows),
+            skip_rows=dialect.skipped, decimal_comma=dialect.decimal_comma,
+            truncate_ragged_lines=bool(dialect.long_rows),
             with_column_names=None if names else lambda found: [n.strip() for n in found]))
     raise ValueError(unsupported_type(path))
 
