@@ -23,7 +23,7 @@ from connectors.datetime_text import (
     two_way_refusal,
 )
 from connectors.header_zones import zone_after_time
-from connectors.map_vocabulary import DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS
+from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS
 from connectors.ticks import TS_MAX
 from connectors.time_units import EPOCH_2200_NS, epoch_unit
 from connectors.utc_offsets import (
@@ -125,6 +125,9 @@ def _after_midnight(cmap: ColumnMap, day: pl.Expr, clock: pl.Expr) -> pl.Expr:
     """A time counted from midnight of `day` (a date) in the map's DAY_CLOCK_UNITS unit -> int ns, in `tz`: the
     time elapsed since that midnight, as ITCH's and LOBSTER's counts are, not a wall-clock reading, so a day
     summer time starts or ends has 23 or 25 hours of them, with no skipped time and none twice."""
+    if cmap.ts_unit in CLOCK_DIGIT_UNITS:  # a wall clock's reading: local time of that day, as text times are
+        naive = day.cast(pl.Datetime("ns")).dt.epoch("ns") + clock_digits_ns(clock, CLOCK_DIGIT_UNITS[cmap.ts_unit])
+        return _local(naive.cast(pl.Datetime("ns")), cmap.tz).dt.epoch("ns")
     midnight = _local(day.cast(pl.Datetime("ns")), cmap.tz).dt.epoch("ns")
     # float seconds of a day (< 86400) hold ns to well under 1 ns, so the rounding is exact enough
     offset = (clock * DAY_CLOCK_UNITS[cmap.ts_unit]).round().cast(pl.Int64, strict=False)
@@ -132,6 +135,17 @@ def _after_midnight(cmap: ColumnMap, day: pl.Expr, clock: pl.Expr) -> pl.Expr:
     # a file of another unit reads as no time at all (time_hint), not as weeks after the date
     offset = pl.when((offset >= 0) & (offset < DAY_CLOCK_LIMIT_NS)).then(offset)
     return midnight + offset
+
+
+def clock_digits_ns(clock: pl.Expr, ns_per_digit: int) -> pl.Expr:
+    """HHMMSS[fff...] digits (a number, its leading zero left out or not) -> ns after midnight; null where the
+    hour, minute or second is out of range (no clock's reading)."""
+    digits = clock.round().cast(pl.Int64, strict=False)
+    per_second = 10**9 // ns_per_digit
+    whole, part = digits // per_second, digits % per_second
+    hour, minute, second = whole // 10_000, whole // 100 % 100, whole % 100
+    ns = ((hour * 60 + minute) * 60 + second) * 10**9 + part * ns_per_digit
+    return pl.when((hour < 24) & (minute < 60) & (second < 60) & (digits >= 0)).then(ns)
 
 
 def _row_day(column: pl.Expr) -> pl.Expr:

@@ -31,6 +31,7 @@ from connectors.content_notes import (
     venue_note,
 )
 from connectors.csv_dialect import Dialect, check_line_lengths, long_rows, sniff_csv
+from connectors.clock_digits import clock_digits
 from connectors.date_columns import date_read_as_epoch
 from connectors.date_readings import settled_reading
 from connectors.event_time import CLOCK_ONLY
@@ -51,6 +52,7 @@ from connectors.layout_notes import (
 )
 from connectors.map_options import Refine
 from connectors.map_vocabulary import (
+    CLOCK_DIGIT_UNITS,
     DAY_CLOCK_UNITS,
     DETECT,
     EPOCH,
@@ -185,6 +187,9 @@ def _detected_map(path: Path, spec: Refine | None, read: _ColumnsRead, first: Ca
     date_notes: list[str] = []
     if guessed is None and not unit_said:  # a time column named (ts=trade_date) is not paired with another
         cmap, date_notes = date_read_as_epoch(path, cmap, schema, names, dialect, may_pair="ts" not in keys)
+    if guessed is None and not {"ts_unit", "ts_format"} & set(keys):  # `090001418`: 09:00:01.418, not 90 s
+        cmap, clock_notes = clock_digits(path, cmap, schema, names, dialect)
+        date_notes += clock_notes
     if _writes_only_changes(cmap, list(schema)):
         cmap = replace(cmap, fill_quotes=True)
     detected = cmap = taq_zone(cmap, schema)  # New York's wall clock, unless --tz says otherwise
@@ -324,7 +329,9 @@ def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
                 "in UTC: give --tz ZONE if they are local times (a Bloomberg terminal's are)")
         notes.append(f"{path.name}: column {cmap.ts!r} read as spreadsheet serial dates (days since 1899-12-30, "
                      f"to the millisecond; as epoch seconds they would be times on 1970-01-01), {zone}")
-    if len(cmap.ts_columns) == 2 and cmap.ts_unit in DAY_CLOCK_UNITS and not isinstance(spec, ColumnMap):
+    # (clock digits, `hhmmss_ms`: clock_digits' note says how they were told from a count)
+    if len(cmap.ts_columns) == 2 and cmap.ts_unit in DAY_CLOCK_UNITS and cmap.ts_unit not in CLOCK_DIGIT_UNITS \
+            and not isinstance(spec, ColumnMap):
         notes.append(f"{path.name}: column {cmap.ts_columns[1]!r} read as {cmap.ts_unit.replace('_', ' ')} of each "
                      f"row's day in column {cmap.ts_columns[0]!r}, in {cmap.tz or 'UTC'} (--ts-unit "
                      f"ns_after_midnight, us_after_midnight, ... says otherwise; --tz ZONE if they are local times)")

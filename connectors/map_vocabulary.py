@@ -15,8 +15,11 @@ EPOCH_IS_UTC = "counts from the epoch, which is UTC already"  # why tz is refuse
 TIME_OF_DAY = "seconds_after_midnight"  # decimal seconds of a wall-clock day; needs `date`
 # Units that count from midnight of `date` (ns per unit): QuantConnect/LEAN's tick files count milliseconds,
 # Nasdaq ITCH's messages nanoseconds
+# Wall-clock times of `date` written as digits, HHMMSS then 0, 3, 6 or 9 digits of the second (ns per last digit):
+# KRX's `090001418` is 09:00:01.418, hhmmss_ms; a leading zero may be left out, as a number column writes it
+CLOCK_DIGIT_UNITS = {"hhmmss": 10**9, "hhmmss_ms": 10**6, "hhmmss_us": 10**3, "hhmmss_ns": 1}
 DAY_CLOCK_UNITS = {TIME_OF_DAY: 10**9, "ms_after_midnight": 10**6, "us_after_midnight": 10**3,
-                   "ns_after_midnight": 1}
+                   "ns_after_midnight": 1, **CLOCK_DIGIT_UNITS}
 EPOCH = "epoch"  # an epoch number in the unit (s, ms, us, ns) its first value's magnitude shows
 DETECT = "auto"  # what the column's first value shows: datetime text (with its format), or an epoch number's unit
 # a spreadsheet's serial date: days (and their fraction) since 1899-12-30 (Bloomberg's `Dates`)

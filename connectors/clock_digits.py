@@ -1,0 +1,122 @@
+"""Times of day written as clock digits: KRX's `090001418` (09:00:01.418) and `090005` (09:00:05), as Chinese and
+Taiwanese exchange exports write them too, beside a date column. Read as a count after midnight (90,001,418 us:
+00:01:30) every time was wrong and a session was squeezed into seconds (review 231, finding 1).
+
+A count after midnight and a clock's digits differ in one way: counts run through every number, a clock's digits
+skip those whose minutes or seconds pass 59 (the seconds place of a count is 60..99 two times in five). So a
+sample is read as a clock when every value is a valid HHMMSS[fff...] and, had it been counts, so many values
+missing every invalid number would be past belief; when neither reading can be told (a sample within one minute)
+the file is refused, naming both readings and the unit that gives each, unless the count puts the day past its first
+minutes (digits that are counts of hours, read as before, with a note naming the clock's reading)."""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Mapping, NamedTuple, Sequence
+
+import polars as pl
+
+from connectors.column_map import ColumnMap
+from connectors.csv_dialect import Dialect
+from connectors.date_columns import UNIT_WORDS
+from connectors.field_names import normal_name
+from connectors.file_scans import SAMPLE_ROWS, is_csv, scan_file
+from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, DAY_CLOCK_UNITS
+
+COUNT_UNITS = tuple(u for u in DAY_CLOCK_UNITS if u not in CLOCK_DIGIT_UNITS)  # counts after midnight
+DIGITS = {unit: 9 - round(math.log10(ns)) for unit, ns in CLOCK_DIGIT_UNITS.items()}  # digits of the second
+# a count that puts every time in the first minutes after midnight: what clock digits read as the count of the
+# finest unit that holds them come to (235959999 us: 236 s), no trading day's
+SQUEEZED_NS = 240 * 10**9
+UNBELIEVABLE = 1e-6  # the chance, for counts, of every sampled second missing every number a clock skips
+
+
+class Sample(NamedTuple):
+    """The whole seconds (HHMMSS) of a time column's sampled values, read as clock digits of `unit`."""
+    unit: str
+    first: str  # the first value, as written
+    least: int  # least and most HHMMSS
+    most: int
+    distinct: int  # distinct HHMMSS
+    largest: int  # the largest value, as a number
+    valid: bool  # every HHMMSS a clock's (hour < 24, minutes and seconds < 60)
+
+
+def _sample(path: Path, names: Sequence[str] | None, dialect: Dialect | None, column: str) -> Sample | None:
+    """The column's sampled values as clock digits, when all are 1 to 15 digits; None otherwise."""
+    scan = scan_file(path, names, dialect, {column: pl.String} if is_csv(path) else None).head(SAMPLE_ROWS)
+    text = pl.col(column).cast(pl.String).str.strip_chars()
+    values = scan.select(text.filter(text.is_not_null() & (text != "")).alias("t")).collect()["t"]
+    if values.is_empty() or not values.str.contains(r"^\d{1,15}$").all():
+        return None
+    longest = int(values.str.len_chars().max())
+    unit = next(u for u, digits in DIGITS.items() if longest <= 6 + digits)  # a leading zero may be left out
+    whole = values.cast(pl.Int64) // 10 ** DIGITS[unit]
+    valid = bool(((whole // 10_000 < 24) & (whole // 100 % 100 < 60) & (whole % 100 < 60)).all())
+    return Sample(unit, values[0], int(whole.min()), int(whole.max()), whole.n_unique(),
+                  int(values.cast(pl.Int64).max()), valid)
+
+
+def _clocks_up_to(hhmmss: int) -> int:
+    """How many of 0..hhmmss are a clock's HHMMSS."""
+    hour, minute, second = hhmmss // 10_000, hhmmss // 100 % 100, hhmmss % 100
+    if hhmmss < 0:
+        return 0
+    if hour >= 24:
+        return 24 * 3600
+    return hour * 3600 + (60 * 60 if minute >= 60 else minute * 60 + min(second + 1, 60))
+
+
+def _counts_unlikely(sample: Sample) -> bool:
+    """Whether counts over the sample's range would, past belief, all have missed the numbers a clock skips."""
+    skipped = 1 - (_clocks_up_to(sample.most) - _clocks_up_to(sample.least - 1)) / (sample.most - sample.least + 1)
+    return skipped > 0 and (1 - skipped) ** sample.distinct < UNBELIEVABLE
+
+
+def _clock_text(ns: int) -> str:
+    """ns after midnight as HH:MM:SS.fffffffff, trailing zeros of the second dropped."""
+    seconds, part = divmod(ns, 10**9)
+    fraction = f".{part:09d}".rstrip("0").rstrip(".")
+    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}{fraction}"
+
+
+def _as_clock(value: int, unit: str) -> str:
+    digits = DIGITS[unit]
+    whole, part = divmod(value, 10**digits)
+    hour, minute, second = whole // 10_000, whole // 100 % 100, whole % 100
+    return _clock_text(((hour * 60 + minute) * 60 + second) * 10**9 + part * CLOCK_DIGIT_UNITS[unit])
+
+
+def clock_digits(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                 dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
+    """The map, and a note, with its DATE+TIME read as a wall clock's digits (`hhmmss_ms`...) when its time, taken
+    for a count after midnight, holds clock digits as the sample shows; a ValueError naming both readings when
+    the sample cannot tell them apart. Any other map is returned as it is."""
+    if len(cmap.ts_columns) != 2 or cmap.ts_unit not in COUNT_UNITS or cmap.ts_columns[1] not in schema:
+        return cmap, []
+    date, time = cmap.ts_columns
+    if set(normal_name(time).split("_")) & set(UNIT_WORDS):  # `time_ms`, `ts_ns_et`: its name says it counts
+        return cmap, []
+    sample = _sample(path, names, dialect, time)
+    if sample is None or not sample.valid:
+        return cmap, []
+    clock = _as_clock(int(sample.first), sample.unit)
+    count = _clock_text(int(sample.first) * DAY_CLOCK_UNITS[cmap.ts_unit])
+    if _counts_unlikely(sample):
+        return replace(cmap, ts_unit=sample.unit), [
+            f"{path.name}: column {time!r} holds a wall clock's digits, HHMMSS{'f' * DIGITS[sample.unit]} "
+            f"({sample.first} is {clock}), not a count after midnight (no minute or second of its values passes 59): "
+            f"read as ts_unit {sample.unit} of each row's day in {date!r} (--ts-unit {cmap.ts_unit} reads "
+            f"{sample.first} as {count}, a count)"]
+    joined = shlex.quote(f"ts={date}+{time}")
+    if sample.largest * DAY_CLOCK_UNITS[cmap.ts_unit] >= SQUEEZED_NS:  # a count of hours, as detected before
+        return cmap, [f"{path.name}: column {time!r} read as a count after midnight ({sample.first} is {count}); its "
+                      f"values are also a wall clock's digits ({sample.first} is {clock}: --columns {joined} "
+                      f"--ts-unit {sample.unit} reads them so)"]
+    raise ValueError(f"{path}: column {time!r} reads two ways and its first rows do not tell which: as a wall "
+                     f"clock's digits ({sample.first} is {clock}: --columns {joined} --ts-unit {sample.unit}) or "
+                     f"as a count after midnight ({sample.first} is {count}: --columns {joined} --ts-unit "
+                     f"{cmap.ts_unit}); give the one that is right (docs/replay.md)")

@@ -1,0 +1,74 @@
+"""KRX-style times of day written as clock digits beside a date column (`20240102,090001418`: 09:00:01.418 KST;
+`090005`: 09:00:05) are read as a wall clock, zero-padded text and numbers without the leading zero alike, not as
+us or ms after midnight (review 231, finding 1: 09:00:01.418 read as 00:01:30.001418); a sample that cannot tell
+the two readings apart is refused naming both; `--ts-unit hhmmss_ms` says it outright. Real CSV files written
+here, read by the real replay and the CLI."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from conftest import drain
+from connectors.replay import FileReplay
+from engine.service.cli import main
+
+SEOUL = ZoneInfo("Asia/Seoul")
+
+
+def krx_file(path: Path, rows: int, step_ms: int, digits: int, padded: bool) -> list[datetime]:
+    """KRX ticks `date,time,symbol,price,volume`, times HHMMSS plus `digits` of the second, from 09:00 Seoul time;
+    the wall-clock times written, in order."""
+    rng = random.Random(232)
+    t, written = datetime(2024, 1, 2, 9, 0, 0), []
+    with path.open("w") as f:
+        f.write("date,time,symbol,price,volume\n")
+        for _ in range(rows):
+            t += timedelta(milliseconds=rng.randint(1, step_ms))
+            t -= timedelta(microseconds=t.microsecond % 1000 if digits == 3 else t.microsecond)
+            clock = f"{t:%H%M%S}" + (f"{t.microsecond // 1000:03d}" if digits == 3 else "")
+            f.write(f"20240102,{clock if padded else clock.lstrip('0')},005930,{78500 + rng.choice([-100, 100])},"
+                    f"{rng.randint(1, 500)}\n")
+            written.append(t)
+    return written
+
+
+def utc_ns(wall: datetime) -> int:
+    return int(wall.replace(tzinfo=SEOUL).astimezone(timezone.utc).timestamp() * 10**6) * 1000
+
+
+@pytest.mark.parametrize("digits, padded", [(3, True), (3, False), (0, True), (0, False)])
+def test_clock_digits_beside_a_date_read_as_the_wall_clock(tmp_path: Path, digits: int, padded: bool) -> None:
+    path = tmp_path / "KRX_005930_20240102.csv"
+    written = krx_file(path, 600, 3000 if digits else 5000, digits, padded)
+    replay = FileReplay(path, columns={"tz": "Asia/Seoul"})
+    ticks = drain(replay)
+    assert [t.ts for t in ticks] == [utc_ns(w) for w in written]
+    assert ticks[0].ts == utc_ns(written[0]) and datetime.fromtimestamp(ticks[0].ts / 1e9, timezone.utc).hour == 0
+    unit = "hhmmss_ms" if digits else "hhmmss"
+    assert f"read as ts_unit {unit} of each row's day in 'date'" in "\n".join(replay.notes)
+
+
+def test_explicit_unit_reads_integers_without_the_leading_zero(tmp_path: Path) -> None:
+    path = tmp_path / "krx.csv"
+    written = krx_file(path, 20, 100, 3, padded=False)  # all within a few seconds: only the unit tells
+    ticks = drain(FileReplay(path, columns={"ts": "date+time", "ts_unit": "hhmmss_ms", "tz": "Asia/Seoul"}))
+    assert [t.ts for t in ticks] == [utc_ns(w) for w in written]
+
+
+def test_a_sample_that_cannot_tell_is_refused_naming_both_readings(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "KRX_000660_20240102.csv"
+    krx_file(path, 5, 5000, 0, padded=True)  # five rows within 25 s: digits and counts alike
+    queries = tmp_path / "q.yaml"
+    queries.write_text("queries: [{name: dir5, streams: ['*'], question: direction_5, kind: choice, "
+                       "trigger: {ticks: 5}}]\n")
+    code = main(["backtest", str(path), "--tz", "Asia/Seoul", "--queries", str(queries), "--out",
+                 str(tmp_path / "o.parquet")])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert "reads two ways" in err and "--ts-unit hhmmss)" in err and "--ts-unit ms_after_midnight" in err
+    assert "is 09:00:0" in err and "is 00:01:30" in err
