@@ -67,6 +67,17 @@ def header_zone(column: str) -> HeaderZone | None:
     return HeaderZone(found["name"], written, zone)
 
 
+# `Price (USD/t)`, `Last Price [EUR]`, `Time (EET)`: a name, then anything in parentheses or brackets (a unit, a zone)
+_TAILED_HEADER = re.compile(r"^(?P<name>[^()\[\]+]*?\S)\s*(\([^()]*\)|\[[^\[\]]*\])$")
+
+
+def name_before_tail(column: str) -> str | None:
+    """A header's name before what it writes in parentheses or brackets after it (`Price` of `Price (USD/t)`, a
+    unit; `Time` of `Time (EET)`, a zone), else None."""
+    found = _TAILED_HEADER.match(column.strip())
+    return found["name"] if found else None
+
+
 def zoned_time_column(columns: tuple[str, ...]) -> tuple[str, HeaderZone] | None:
     """The first of a time's columns (`Date+Time (EET)`: two) whose header names a zone, with that zone."""
     return next(((column, zoned) for column in columns if (zoned := header_zone(column)) is not None), None)

@@ -40,12 +40,16 @@ from connectors.column_names import (
     names_a_yield,
 )
 from connectors.field_names import FIELD_NAMES, normal_name
-from connectors.header_zones import HeaderZone, zoned_time_column
+from connectors.header_zones import HeaderZone, name_before_tail, zoned_time_column
 from connectors.map_vocabulary import LOCAL_TIME_UNITS, QUOTE_FIELDS, TRADE_FIELDS, VALUE_FIELDS, joined_columns
 from connectors.presets import LOBSTER_EXECUTIONS, LOBSTER_NAMES
 from connectors.side_maps import ASK_BID, BUYER_MAKER
 from connectors.time_units import day_clock_unit, detected_unit
 from connectors.utc_offsets import UTC_OFFSET
+
+
+# the names a header may write a zone or unit after (`Price (USD)`): a tick field's, a time's, a mid price's
+KNOWN_HEADERS = frozenset(TIME_HEADERS | {name for names in FIELD_NAMES.values() for name in names} | set(MID_NAMES))
 
 
 class NoTickLayout(ValueError):
@@ -136,14 +140,16 @@ def _preset_of(names: list[str]) -> ColumnMap | None:
 
 
 def _by_normal_name(names: list[str]) -> dict[str, str]:
-    """Each column by its normal name (the first of a name's spellings), and a time column whose header names its
-    zone (`Time (EET)`) by its name without the zone as well."""
+    """Each column by its normal name (the first of a name's spellings), and a column whose header writes its zone
+    or unit after a known name (`Time (EET)`, `Price (USD)`) by that name as well."""
     by_normal: dict[str, str] = {}
     for n in names:
         by_normal.setdefault(normal_name(n), n)
-    for n in names:  # `Time (EET)`: a time column whose header names its zone, found by its name before the zone
-        if (zoned := zoned_time_column((n,))) is not None and normal_name(zoned[1].name) in TIME_HEADERS:
-            by_normal.setdefault(normal_name(zoned[1].name), n)
+    # `Time (EET)`, `Price (USD/t)`, `Last Price [EUR]`: a column whose header writes a zone or a unit after a known
+    # name, found by that name (the zone is read by zone_in_header)
+    for n in names:
+        if (name := name_before_tail(n)) is not None and normal_name(name) in KNOWN_HEADERS:
+            by_normal.setdefault(normal_name(name), n)
     return by_normal
 
 
