@@ -24,6 +24,7 @@ from typing import IO, Any, Callable, Iterator, NamedTuple
 import polars as pl
 
 from connectors.day_folders import folder_chain
+from connectors.text_encodings import likely_encodings
 
 ZIP_SUFFIX = ".zip"
 COMPRESSED_SUFFIXES = (".gz", ".zst", ZIP_SUFFIX)
@@ -101,8 +102,8 @@ def not_utf8(path: Path) -> str | None:
     is not, with the likely encoding and the command that converts it, which names the file by the path as given (it
     pastes where the user ran ours; an archive's member by its name); None when all of it is UTF-8. The whole file
     is checked once (`_first_not_utf8`: a Euronext export's `Société Générale` may first come at line 1,500), so
-    the read is decided before it starts. Japanese exports are usually Shift_JIS (cp932), Chinese ones GBK (cp936),
-    Western Windows tools' Windows-1252."""
+    the read is decided before it starts. The encoding named is the one whose reading looks like words of its
+    script (connectors/text_encodings.py), two when the text cannot tell them apart."""
     try:
         stat = path.stat()
         found = _first_not_utf8(str(path), stat.st_size, stat.st_mtime_ns)
@@ -111,24 +112,24 @@ def not_utf8(path: Path) -> str | None:
     if found is None:
         return None
     line, sample = found
-    likely = next(((name, codec) for name, codec, python in LIKELY_ENCODINGS if _reads_as(sample, python)), None)
-    if likely is None:
+    likely = likely_encodings(sample, {"gb18030": _gbk_pairs, "cp932": _shift_jis_leads})
+    if not likely:
         return f"its text is not UTF-8 (line {line}); convert it to UTF-8 (iconv -f ENCODING -t utf-8)"
     # an archive's member is unpacked in a temporary folder: the user converts it once unpacked, by its name
     shown = path.name if any(part.startswith(UNZIP_PREFIX) for part in path.parts) else str(path)
     gzipped = shown.lower().endswith(".gz")
     converted = str(Path(shown).with_name(f"utf8_{Path(shown).name[:-3] if gzipped else Path(shown).name}"))
     # iconv reads bytes as they are: a gzipped file's text is what `gunzip -c` gives, not the file itself
-    source = f"gunzip -c {shlex.quote(shown)} | iconv -f {likely[1]} -t utf-8" if gzipped else \
-        f"iconv -f {likely[1]} -t utf-8 {shlex.quote(shown)}"
-    return (f"its text is not UTF-8 (line {line}): it reads as {likely[0]}; convert it first, e.g. {source} > "
+    source = f"gunzip -c {shlex.quote(shown)} | iconv -f {likely[0].iconv} -t utf-8" if gzipped else \
+        f"iconv -f {likely[0].iconv} -t utf-8 {shlex.quote(shown)}"
+    if len(likely) > 1:  # the sample cannot tell: both named, the user sees which text reads right
+        return (f"its text is not UTF-8 (line {line}): it reads as {likely[0].said} or as {likely[1].said}, which "
+                f"its text cannot tell apart; convert it with the one whose text reads right, e.g. {source} > "
+                f"{shlex.quote(converted)} (or iconv -f {likely[1].iconv})")
+    return (f"its text is not UTF-8 (line {line}): it reads as {likely[0].said}; convert it first, e.g. {source} > "
             f"{shlex.quote(converted)}")
 
 
-# (the name said, iconv's codec, Python's), in the order tried: GBK's pairs of high bytes are told from the others'
-# first (`_gbk_pairs`), Shift_JIS by its Japanese, and Windows-1252 reads any bytes
-LIKELY_ENCODINGS = (("GBK (cp936)", "gbk", "gb18030"), ("Shift_JIS (cp932)", "cp932", "cp932"),
-                    ("Windows-1252", "cp1252", "cp1252"))
 SCAN_CHUNK = 1 << 20  # bytes of a text file checked for UTF-8 at a time (an ASCII chunk at C speed)
 
 
@@ -185,21 +186,6 @@ def text_copy_needed(path: Path) -> TextCopy | None:
         head = head.decode(encoding, errors="replace").encode()
     cr_lines = b"\r" in head and b"\n" not in head
     return TextCopy(encoding, cr_lines) if encoding is not None or cr_lines else None
-
-
-def _reads_as(head: bytes, codec: str) -> bool:
-    """Whether bytes decode in `codec`, and for cp932 hold Japanese (kana, kanji, full-width forms) as it reads,
-    for GBK (gb18030) Chinese in pairs of high bytes (`_gbk_pairs`)."""
-    try:
-        text = head.decode(codec)
-    except UnicodeDecodeError as e:
-        if e.start < len(head) - 2:
-            return False
-        text = head[: e.start].decode(codec)
-    if codec == "gb18030":
-        return _gbk_pairs(head) and any("\u4e00" <= c <= "\u9fff" for c in text)
-    return codec != "cp932" or _shift_jis_leads(head) and \
-        any("\u3040" <= c <= "\u9fff" or "\uff00" <= c <= "\uffef" for c in text)
 
 
 def _shift_jis_leads(head: bytes) -> bool:
