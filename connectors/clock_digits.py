@@ -11,7 +11,6 @@ minutes (digits that are counts of hours, read as before, with a note naming the
 
 from __future__ import annotations
 
-import math
 import shlex
 from dataclasses import replace
 from pathlib import Path
@@ -24,10 +23,9 @@ from connectors.csv_dialect import Dialect
 from connectors.date_columns import UNIT_WORDS
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, is_csv, scan_file
-from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, DAY_CLOCK_UNITS
+from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, CLOCK_FRACTION_DIGITS, DAY_CLOCK_UNITS
 
 COUNT_UNITS = tuple(u for u in DAY_CLOCK_UNITS if u not in CLOCK_DIGIT_UNITS)  # counts after midnight
-DIGITS = {unit: 9 - round(math.log10(ns)) for unit, ns in CLOCK_DIGIT_UNITS.items()}  # digits of the second
 # a count that puts every time in the first minutes after midnight: what clock digits read as the count of the
 # finest unit that holds them come to (235959999 us: 236 s), no trading day's
 SQUEEZED_NS = 240 * 10**9
@@ -53,8 +51,9 @@ def _sample(path: Path, names: Sequence[str] | None, dialect: Dialect | None, co
     if values.is_empty() or not values.str.contains(r"^\d{1,15}$").all():
         return None
     longest = int(values.str.len_chars().max())
-    unit = next(u for u, digits in DIGITS.items() if longest <= 6 + digits)  # a leading zero may be left out
-    whole = values.cast(pl.Int64) // 10 ** DIGITS[unit]
+    # the fewest digits that hold the longest value: a leading zero may be left out
+    unit = next(u for u, digits in CLOCK_FRACTION_DIGITS.items() if longest <= 6 + digits)
+    whole = values.cast(pl.Int64) // 10 ** CLOCK_FRACTION_DIGITS[unit]
     valid = bool(((whole // 10_000 < 24) & (whole // 100 % 100 < 60) & (whole % 100 < 60)).all())
     return Sample(unit, values[0], int(whole.min()), int(whole.max()), whole.n_unique(),
                   int(values.cast(pl.Int64).max()), valid)
@@ -84,7 +83,7 @@ def _clock_text(ns: int) -> str:
 
 
 def _as_clock(value: int, unit: str) -> str:
-    digits = DIGITS[unit]
+    digits = CLOCK_FRACTION_DIGITS[unit]
     whole, part = divmod(value, 10**digits)
     hour, minute, second = whole // 10_000, whole // 100 % 100, whole % 100
     return _clock_text(((hour * 60 + minute) * 60 + second) * 10**9 + part * CLOCK_DIGIT_UNITS[unit])
@@ -107,7 +106,8 @@ def clock_digits(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: 
     count = _clock_text(int(sample.first) * DAY_CLOCK_UNITS[cmap.ts_unit])
     if _counts_unlikely(sample):
         return replace(cmap, ts_unit=sample.unit), [
-            f"{path.name}: column {time!r} holds a wall clock's digits, HHMMSS{'f' * DIGITS[sample.unit]} "
+            f"{path.name}: column {time!r} holds a wall clock's digits, "
+            f"HHMMSS{'f' * CLOCK_FRACTION_DIGITS[sample.unit]} "
             f"({sample.first} is {clock}), not a count after midnight (no minute or second of its values passes 59): "
             f"read as ts_unit {sample.unit} of each row's day in {date!r} (--ts-unit {cmap.ts_unit} reads "
             f"{sample.first} as {count}, a count)"]

@@ -23,7 +23,7 @@ from connectors.datetime_text import (
     two_way_refusal,
 )
 from connectors.header_zones import zone_after_time
-from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS
+from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, CLOCK_FRACTION_DIGITS, DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS
 from connectors.ticks import TS_MAX
 from connectors.time_units import EPOCH_2200_NS, epoch_unit
 from connectors.utc_offsets import (
@@ -307,12 +307,17 @@ def time_hint(path: Path, cmap: ColumnMap, first: str, words: list[str] | None =
     """Why no row's time could be read, and the option that reads it; `words`: those after the file's first times
     (`zone_words`), every zone name a refusal names."""
     where = f"{path}: no row's time could be read: column {cmap.ts!r} holds {first[:40]!r}"
+    if cmap.ts_unit in CLOCK_DIGIT_UNITS:
+        return (f"{where}, not a wall clock's HHMMSS digits ({6 + CLOCK_FRACTION_DIGITS[cmap.ts_unit]} of them, "
+                f"hour < 24, minutes and seconds < 60) as ts_unit {cmap.ts_unit} reads: give the unit of its digits, "
+                f"or ..._after_midnight for a count")
     try:
         number = float(first)
     except ValueError:
         number = None
     if number is not None and cmap.ts_unit in DAY_CLOCK_UNITS:
-        others = [u for u, ns in DAY_CLOCK_UNITS.items() if 0 <= number * ns < DAY_CLOCK_LIMIT_NS]
+        others = [u for u, ns in DAY_CLOCK_UNITS.items()  # (counts: clock digits are no number * ns)
+                  if u not in CLOCK_DIGIT_UNITS and 0 <= number * ns < DAY_CLOCK_LIMIT_NS]
         return (f"{where}, which is not a time of one day in {cmap.ts_unit}"
                 + (f": give --ts-unit {others[0]}" if others else ""))
     if number is not None and cmap.ts_unit == "datetime":

@@ -17,7 +17,8 @@ TIME_OF_DAY = "seconds_after_midnight"  # decimal seconds of a wall-clock day; n
 # Nasdaq ITCH's messages nanoseconds
 # Wall-clock times of `date` written as digits, HHMMSS then 0, 3, 6 or 9 digits of the second (ns per last digit):
 # KRX's `090001418` is 09:00:01.418, hhmmss_ms; a leading zero may be left out, as a number column writes it
-CLOCK_DIGIT_UNITS = {"hhmmss": 10**9, "hhmmss_ms": 10**6, "hhmmss_us": 10**3, "hhmmss_ns": 1}
+CLOCK_FRACTION_DIGITS = {"hhmmss": 0, "hhmmss_ms": 3, "hhmmss_us": 6, "hhmmss_ns": 9}  # digits after HHMMSS
+CLOCK_DIGIT_UNITS = {unit: 10 ** (9 - digits) for unit, digits in CLOCK_FRACTION_DIGITS.items()}
 DAY_CLOCK_UNITS = {TIME_OF_DAY: 10**9, "ms_after_midnight": 10**6, "us_after_midnight": 10**3,
                    "ns_after_midnight": 1, **CLOCK_DIGIT_UNITS}
 EPOCH = "epoch"  # an epoch number in the unit (s, ms, us, ns) its first value's magnitude shows

@@ -72,3 +72,15 @@ def test_a_sample_that_cannot_tell_is_refused_naming_both_readings(tmp_path: Pat
     assert code != 0
     assert "reads two ways" in err and "--ts-unit hhmmss)" in err and "--ts-unit ms_after_midnight" in err
     assert "is 09:00:0" in err and "is 00:01:30" in err
+
+
+def test_one_days_clock_digits_with_date_and_digits_out_of_range_refused(tmp_path: Path) -> None:
+    path = tmp_path / "krx.csv"
+    written = krx_file(path, 20, 3000, 3, padded=True)
+    ticks = drain(FileReplay(path, columns={"ts": "time", "ts_unit": "hhmmss_ms", "date": "2024-01-02",
+                                            "price": "price", "stream_col": "symbol", "tz": "Asia/Seoul"}))
+    assert [t.ts for t in ticks] == [utc_ns(w) for w in written]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("date,time,price\n20240102,096101418,1\n20240102,096102000,2\n")  # minute 61
+    with pytest.raises(ValueError, match=r"not a wall clock's HHMMSS digits \(9 of them"):
+        drain(FileReplay(bad, columns={"ts": "date+time", "ts_unit": "hhmmss_ms", "stream": "X"}))

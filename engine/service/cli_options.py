@@ -87,7 +87,8 @@ def _add_layout_options(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--ts-unit", help="time column unit: ns, us, ms, s (since the epoch), epoch (one of those, "
                        "by the first time's magnitude), datetime (ISO 8601 text, with or without a UTC offset, or a "
                        "datetime column), seconds_after_midnight, ms_after_midnight, us_after_midnight, "
-                       "ns_after_midnight (with --date), excel_days (a "
+                       "ns_after_midnight (with --date), hhmmss, hhmmss_ms, hhmmss_us, hhmmss_ns (a wall clock's "
+                       "digits, KRX's 090001418 is hhmmss_ms), excel_days (a "
                        "spreadsheet's serial date: days since 1899-12-30); a --columns map "
                        "without it reads what the column's first value shows")
     group.add_argument("--ts-format", metavar="FORMAT", help="strftime codes of datetime text that is not ISO 8601, "
