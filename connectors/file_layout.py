@@ -272,6 +272,8 @@ def _time_unit(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap, sch
                                         first)
         cmap = replace(cmap, ts_unit=unit, ts_format=ts_format)
         date_read_as_epoch(path, cmap, schema, names, dialect, may_pair=False)  # refuses a date read as epoch units
+        cmap, clock_notes = clock_digits(path, cmap, schema, names, dialect)  # `090001418`: 09:00:01.418, not 90 s
+        unit = cmap.ts_unit
         said = (f"{unit}{', ' + ts_format if ts_format else ''}" if unit == "datetime" else
                 f"{unit} (spreadsheet serial dates)" if unit == EXCEL_DAYS else
                 f"{unit} of each row's day in {cmap.ts_columns[0]!r}" if unit in DAY_CLOCK_UNITS else
@@ -279,8 +281,8 @@ def _time_unit(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap, sch
         # the zone its wall-clock times are read in, as a detected map's note says it (epoch counts are instants)
         local = unit in ("datetime", EXCEL_DAYS, *DAY_CLOCK_UNITS) and "%s" not in (ts_format or "")
         zone = f", in {cmap.tz} (the tz given)" if cmap.tz and local else ""
-        unit_notes = [f"{path.name}: column {cmap.ts!r} read as {said}, as its first value shows{zone} (--ts-unit "
-                      f"or --ts-format to say otherwise)"]
+        unit_notes = clock_notes or [f"{path.name}: column {cmap.ts!r} read as {said}, as its first value shows{zone} "
+                                     f"(--ts-unit or --ts-format to say otherwise)"]
     else:
         unit_notes = []
     if cmap.ts_unit == TIME_OF_DAY and len(cmap.ts_columns) == 1 and CLOCK_ONLY.match(first(cmap.ts) or ""):

@@ -84,3 +84,12 @@ def test_one_days_clock_digits_with_date_and_digits_out_of_range_refused(tmp_pat
     bad.write_text("date,time,price\n20240102,096101418,1\n20240102,096102000,2\n")  # minute 61
     with pytest.raises(ValueError, match=r"not a wall clock's HHMMSS digits \(9 of them"):
         drain(FileReplay(bad, columns={"ts": "date+time", "ts_unit": "hhmmss_ms", "stream": "X"}))
+
+
+def test_a_full_map_without_a_unit_reads_clock_digits_too(tmp_path: Path) -> None:
+    path = tmp_path / "krx.csv"
+    written = krx_file(path, 600, 3000, 3, padded=False)
+    replay = FileReplay(path, columns={"ts": "date+time", "price": "price", "size": "volume", "stream_col": "symbol",
+                                       "tz": "Asia/Seoul"})
+    assert [t.ts for t in drain(replay)] == [utc_ns(w) for w in written]
+    assert any("read as ts_unit hhmmss_ms" in note for note in replay.notes)
