@@ -109,8 +109,13 @@ def likely_encodings(head: bytes, byte_checks: dict[str, Callable[[bytes], bool]
         check = byte_checks.get(encoding.python)
         if share >= PLAUSIBLE and (check is None or check(head)):
             scored.append((encoding, share, words, text or ""))
-    if len(scored) < 2:
-        return [found[0] for found in scored]
+    if not scored:  # no words to tell by (`Preis (€)`): Windows-1252, as Western tools write, if it decodes
+        western = ENCODINGS[-1]
+        return [western] if _decoded(head, western.python) is not None else []
+    if len(scored) < 2:  # on a word or two (`€` is Windows-1251's `Ђ`), Windows-1252 is as likely: both named
+        (first, _, words, _), western = scored[0], ENCODINGS[-1]
+        unsure = words < FEW_WORDS and first != western and _decoded(head, western.python) is not None
+        return [first, western] if unsure else [first]
     (first, share, words, text), (second, _, _, other) = scored[0], scored[1]
     if first.python == "cp1251" and second.python == "koi8_r":  # one's capitals are the other's small letters
         closer = sorted(((abs(_vowel_share(t) - RUSSIAN_VOWEL_SHARE), e) for e, t in ((first, text), (second, other))),

@@ -63,3 +63,10 @@ def test_a_text_that_cannot_tell_two_readings_apart_names_both(tmp_path: Path) -
     path.write_bytes("SECID;SHORTNAME\nSBER;ВТБ\n".encode("cp1251"))
     why = not_utf8(path)
     assert "Windows-1251 (Cyrillic)" in why and "KOI8-R (Cyrillic)" in why and "cannot tell" in why, why
+
+
+def test_a_symbol_alone_names_windows_1252_among_the_readings(tmp_path: Path) -> None:
+    path = tmp_path / "eur.csv"  # one byte past ASCII: `€`, or Windows-1251's `Ђ`
+    path.write_bytes("time,Preis (€),size\n2024-01-02T10:00:00Z,1.5,2\n".encode("cp1252"))
+    why = not_utf8(path)
+    assert "Windows-1252" in why and "cannot tell" in why and "iconv -f cp1252" in why, why
