@@ -137,4 +137,7 @@ def time_sample(path: Path, names: Sequence[str] | None, dialect: Dialect | None
     first = first_text(path, names, dialect, columns)
     if first is None or UTC_OFFSET.search(first):
         return first
-    return first_text(path, names, dialect, columns, OFFSET_PATTERN) or first
+    zoned = first_text(path, names, dialect, columns, OFFSET_PATTERN)
+    # (a footer's words, `Downloaded from Barchart.com as of 03-06-2026 04:34pm CST`, hold a zoned 12-hour clock
+    # too: a time that begins as the first one does, with a digit or not, is the column's)
+    return zoned if zoned is not None and zoned[:1].isdigit() == first[:1].isdigit() else first
