@@ -391,3 +391,39 @@ def test_train_json_keeps_the_cautions_it_would_have_said(tmp_path: Path, capsys
     assert err == "" and cautions == printed, (cautions, printed)
     assert any(line.startswith("warning: one stream HK from two files whose prices differ 5.0-fold: two "
                                "instruments? ") for line in cautions), cautions
+
+
+def test_scores_on_a_copy_of_the_training_ticks_are_called_in_sample(trained, tmp_path: Path, capsys) -> None:
+    """The in-sample note fired only when a run read the training FILE itself: the same ticks as Parquet, or the
+    first 60% of the rows exported again, scored the model on what it was trained and validated on without a word.
+    It now compares each stream's scored event times with the span the checkpoint trained and validated on (its
+    evaluation.json), whatever the file is called; the same ticks moved 200 hours later are out of sample."""
+    import polars as pl
+
+    csv, model, _, _ = trained
+    starts = json.loads((model / "evaluation.json").read_text())["trained_on"]["stream_starts"]
+    assert starts["BACK"] == int(stream_times("BACK")[0]) * 1000
+    table = pl.read_csv(csv)
+    copy, head, later = tmp_path / "futures.parquet", tmp_path / "futures_head.csv", tmp_path / "futures_later.csv"
+    table.write_parquet(copy)
+    table.head(int(table.height * 0.6)).write_csv(head)
+    table.with_columns(pl.col("ts_us") + 200 * HOUR_US).write_csv(later)
+    # the copy's default test slice comes after what it saw; of the head's streams only FRONT is long enough
+    for data, split, name in ((copy, "50/20/30", "BACK"), (head, "70/15/15", "FRONT")):
+        assert main(["evaluate", str(model), str(data), "--split", split, *QUICK]) == 0
+        note = next(line for line in capsys.readouterr().err.splitlines() if "not out of sample" in line)
+        times = stream_times(name) * 1000
+        assert note.startswith(f"note: this model was trained and validated on stream {name}'s ticks from "
+                               f"{utc_text(int(times[0]))} up to {utc_text(int(times[849]))} (UTC event times, its "
+                               f"evaluation.json), and the test slice of {name} runs from "), note
+        assert "these files are not the training files, but their ticks are the ones it saw" in note, note
+    assert main(["evaluate", str(model), str(later), *QUICK]) == 0
+    assert "not out of sample" not in capsys.readouterr().err
+    argv = ["backtest", "--model", str(model), "--threads", "1", "--quiet", "--max-ticks", "2000"]
+    assert main([*argv, str(copy), "--out", str(tmp_path / "copy.parquet")]) == 0
+    note = next(line for line in capsys.readouterr().err.splitlines() if "not out of sample" in line)
+    assert note.startswith("flashtick backtest: note: this model was trained and validated on stream "), note
+    assert "and the answers scored of " in note, note
+    assert main([*argv, str(later), "--out", str(tmp_path / "later.parquet")]) == 0
+    assert "not out of sample" not in capsys.readouterr().err
+

@@ -160,13 +160,14 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                           scored.why.unscored_why, scored.why.partly_scored_why, replay.found_notes,
                           None if time_range is None else time_range.text(), replay.range_left_out,
                           scored.split_times, streams, scored.why.stream_unscored_why, scored.why.saturated_why,
-                          scored.gap_notes, scored.step_cautions, scores_only)
+                          scored.gap_notes, scored.step_cautions, scores_only, scored.split_ends)
 
 
 class _Scored(NamedTuple):
     """A run's scores and the notes that explain them, for its report."""
     scores: list[QueryScore]
-    split_times: dict[str, int]
+    split_times: dict[str, int]  # stream -> its first graded answer's event time
+    split_ends: dict[str, int]  # and its last's
     stream_ticks: dict[str, int]
     why: UnscoredWhy
     gap_notes: list[str]
@@ -186,7 +187,9 @@ def _score(pipeline: TickPipeline, out: Path, marks: dict[str, MarkSeries], test
     table = pl.scan_parquet(rust_path(out))
     answered = set(table.select(pl.col("query").unique()).collect()["query"])
     graded = table if test_from is None else later_slice(table, marks, test_from)
-    split_times = dict(graded.group_by("stream").agg(pl.col("data_ts").min()).sort("stream").collect().rows())
+    spans = graded.group_by("stream").agg(pl.col("data_ts").min().alias("first"), pl.col("data_ts").max().alias("last"))
+    spans = spans.sort("stream").collect()
+    split_times, split_ends = (dict(zip(spans["stream"], spans[end])) for end in ("first", "last"))
     scores = []
     for name in sorted(answered):
         stop_here()
@@ -205,7 +208,7 @@ def _score(pipeline: TickPipeline, out: Path, marks: dict[str, MarkSeries], test
         plot_backtest_calibration(out, scores)
     except Exception as e:  # a plotting problem must not turn a finished backtest into a failure
         print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
-    return _Scored(scores, split_times, stream_ticks, why, gaps_said, steps_said)
+    return _Scored(scores, split_times, split_ends, stream_ticks, why, gaps_said, steps_said)
 
 
 def _check_numbers(batch_ms: float, checkpoint_s: float, test_from: float | None) -> None:

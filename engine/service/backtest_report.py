@@ -46,6 +46,7 @@ class BacktestReport:
     gap_notes: list[str] = field(default_factory=list)  # labels across pauses in event time (session_gaps.py)
     step_cautions: list[str] = field(default_factory=list)  # split-like price steps across such pauses
     scores_only: bool = False  # a --resume of a run stopped while it scored: its answers file scored, none computed
+    split_ends: dict[str, int] = field(default_factory=dict)  # stream -> its last scored answer's event time
 
     def summary(self, by_stream: bool = False) -> str:
         """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""

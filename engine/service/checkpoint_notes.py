@@ -123,6 +123,16 @@ class TrainedOn(NamedTuple):
     seen_end: float  # the fraction of each stream's ticks it was trained and validated on
     streams: dict[str, int] | None  # stream -> its last trained or validated tick's event time (ns); None: not kept
     every_file: bool  # every file the run reads is one it was trained on
+    starts: dict[str, int] | None = None  # stream -> its first trained tick's event time (ns); None: not kept
+
+    def overlapping(self, spans: dict[str, tuple[int, int]]) -> list[tuple[str, int, int]]:
+        """The streams of ``spans`` (stream -> the first and last event time a run scores, ns) whose scored ticks
+        fall inside the time span this checkpoint trained and validated on, as (stream, first, last): the same
+        ticks whatever file holds them (a Parquet copy, a shorter export). A checkpoint that kept no start: from
+        the stream's beginning."""
+        starts = self.starts or {}
+        return [(name, *spans[name]) for name in sorted(spans.keys() & (self.streams or {}).keys())
+                if spans[name][0] <= self.streams[name] and spans[name][1] >= starts.get(name, spans[name][1])]
 
 
 def _trained_on(evaluation: dict[str, Any] | None, files: list[Path]) -> TrainedOn | None:
@@ -140,11 +150,34 @@ def _trained_on(evaluation: dict[str, Any] | None, files: list[Path]) -> Trained
             seen = [str(f) for f in read if str(f.resolve()) in trained_files]
             every_file &= len(seen) == len(read)
             same += [str(given)] if seen and len(seen) == len(read) else seen
-        streams = trained.get("streams")
-        kept = {str(name): int(ts) for name, ts in streams.items()} if isinstance(streams, dict) else None
-        return TrainedOn(sorted(set(same)), float(trained["seen_end"]), kept, every_file) if same else None
+        kept, starts = _stream_times(trained.get("streams")), _stream_times(trained.get("stream_starts"))
+        if not same:  # other files: their ticks may still be the ones trained on (times compare, names do not)
+            return None if kept is None else TrainedOn([], float(trained["seen_end"]), kept, False, starts)
+        return TrainedOn(sorted(set(same)), float(trained["seen_end"]), kept, every_file, starts)
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _stream_times(recorded: Any) -> dict[str, int] | None:
+    """A recorded stream -> event time (ns) map, None where not kept."""
+    return {str(name): int(ts) for name, ts in recorded.items()} if isinstance(recorded, dict) else None
+
+
+def _other_files_note(seen: TrainedOn, inside: list[tuple[str, int, int]], scored: str, fix: str) -> str | None:
+    """Why scores on files other than the training files are not out of sample, if they are not: their ticks of a
+    stream trained on fall inside the event times it was trained and validated on (``inside``: TrainedOn.overlapping
+    of what is ``scored``)."""
+    from connectors.ticks import utc_text
+
+    if not inside:
+        return None
+    name, first, last = inside[0]
+    since = f" from {utc_text(seen.starts[name])}" if seen.starts and name in seen.starts else ""
+    more = f"; so for {len(inside) - 1} more stream{'s' * (len(inside) > 2)}" if len(inside) > 1 else ""
+    return (f"this model was trained and validated on stream {name}'s ticks{since} up to "
+            f"{utc_text(seen.streams[name])} (UTC event times, its evaluation.json), and {scored} of {name} runs "
+            f"from {utc_text(first)} to {utc_text(last)}, inside them{more}: these files are not the training files, "
+            f"but their ticks are the ones it saw, so those scores are not out of sample ({fix})")
 
 
 NAMED_STREAMS = 6  # streams a note names; beyond them, how many more
@@ -175,6 +208,10 @@ def in_sample_note(evaluation: dict[str, Any] | None, files: list[Path], report:
     seen = _trained_on(evaluation, files)
     if seen is None:
         return None
+    if not seen.files:
+        spans = {name: (first, report.split_ends.get(name, first)) for name, first in report.split_times.items()}
+        return _other_files_note(seen, seen.overlapping(spans), "the answers scored",
+                                 "give a --test-from that scores only later ticks, or score other ticks")
     shared = None if seen.streams is None else sorted(report.stream_ticks.keys() & seen.streams.keys())
     if shared == []:  # none of this run's streams was trained on (a stream its split left out, another file's)
         return None
@@ -224,17 +261,23 @@ def _scored_inside(evaluation: dict[str, Any] | None, stream_ticks: dict[str, in
             if first_scored[name] < seen[name]]
 
 
-def trained_on_overlap(model_dir: Path, files: list[Path], split: Any, evaluated: list[str]) -> str | None:
+def trained_on_overlap(model_dir: Path, files: list[Path], split: Any, evaluated: dict[str, tuple[int, int]]
+                       ) -> str | None:
     """Why the test slice is not out of sample for a checkpoint `flashtick train` wrote, if it is not: the same
-    files, streams it trained on among the ``evaluated`` ones, and the test slice starts inside the part the model
-    was trained on."""
+    files, streams it trained on among the ``evaluated`` ones (stream -> its test slice's first and last event
+    time, ns), and the test slice starts inside the part the model was trained on; or other files whose test
+    slice of a stream trained on lies inside the event times the model trained and validated on."""
     from engine.service.backtest_report import percent
 
     seen = _trained_on(checkpoint_evaluation(model_dir), files)
+    if seen is not None and not seen.files:
+        return _other_files_note(seen, seen.overlapping(evaluated), "the test slice",
+                                 "score ticks after those it saw: later ticks, or a --split whose test part begins "
+                                 "after them")
     test_start = split.train + split.validation
     if seen is None or test_start >= seen.seen_end - 1e-9:
         return None
-    shared = None if seen.streams is None else sorted(set(evaluated) & seen.streams.keys())
+    shared = None if seen.streams is None else sorted(evaluated.keys() & seen.streams.keys())
     if shared == []:  # none of them was trained on: a stream its split left out, or one of another file's
         return None
     return (f"this model was trained and validated on {_seen_text(seen, shared)}; the test slice starts at "

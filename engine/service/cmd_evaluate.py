@@ -71,7 +71,9 @@ def _say_evaluation(args: argparse.Namespace, result: dict[str, Any], model_dir:
             print(f"flashtick evaluate: warning: the calibration plot was not written: {e}", file=sys.stderr)
     if args.json:
         return
-    if (overlap := trained_on_overlap(model_dir, args.files, split, [sd.name for sd in prepared])) is not None:
+    tested = {sd.name: (sd.ticks[sd.parts.test.start].ts, sd.ticks[sd.parts.test.stop - 1].ts)
+              for sd in prepared if len(sd.parts.test)}
+    if (overlap := trained_on_overlap(model_dir, args.files, split, tested)) is not None:
         print(f"note: {overlap}", file=sys.stderr)
 
 

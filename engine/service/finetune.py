@@ -201,7 +201,10 @@ def _trained_on(files: list[str], options: FitOptions, reading: dict[str, Any], 
             # the streams trained on (one the split left out is not), each with its last trained or validated
             # tick's event time (ns): where its seen part ends however a later run reads the files
             "streams": {sd.name: sd.ticks[max(sd.parts.train.stop, sd.parts.validation.stop) - 1].ts
-                        for sd in streams}}
+                        for sd in streams},
+            # and its first trained tick's: scores on other files (a Parquet copy, a shorter export) are in sample
+            # when their ticks of a stream fall between the two
+            "stream_starts": {sd.name: sd.ticks[sd.parts.train.start].ts for sd in streams}}
 
 
 def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: FitOptions, log: Callable[[str], None],
