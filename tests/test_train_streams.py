@@ -427,3 +427,13 @@ def test_scores_on_a_copy_of_the_training_ticks_are_called_in_sample(trained, tm
     assert main([*argv, str(later), "--out", str(tmp_path / "later.parquet")]) == 0
     assert "not out of sample" not in capsys.readouterr().err
 
+
+def test_evaluate_names_the_default_split_a_model_was_trained_with(trained, capsys) -> None:
+    """`evaluate --split 50/50` of a model trained on the default split said "this model was trained with no
+    --split": it was trained with --split 70/15/15, which the checkpoint records by recording none."""
+    csv, model, _, _ = trained
+    assert main(["evaluate", str(model), str(csv), "--split", "50/50", *QUICK]) == 0
+    err = capsys.readouterr().err
+    assert ("note: this model was trained with --split 70/15/15 (the default); this run takes --split 50/0/50"
+            in err), err
+    assert "no --split" not in err, err

@@ -111,8 +111,12 @@ def _shown_value(key: str, value: str) -> str:
 
 
 def shown(reading: Mapping[str, str], keys: Any = READING_OPTIONS) -> str:
-    return ", ".join(f"{READING_OPTIONS[k]} {_shown_value(k, reading[k])}" if k in reading
-                     else f"no {READING_OPTIONS[k]}" for k in keys)
+    return ", ".join(f"{READING_OPTIONS[k]} {_shown_value(k, reading[k])}" if k in reading else _unset(k) for k in keys)
+
+
+def _unset(key: str) -> str:
+    """A reading option not recorded, in words: a split not recorded is the default one, not none."""
+    return f"--split {DEFAULT_SPLIT} (the default)" if key == "split" else f"no {READING_OPTIONS[key]}"
 
 
 def reading_mismatch(recorded: Mapping[str, str] | None, given: Mapping[str, str],
