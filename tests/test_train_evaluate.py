@@ -654,8 +654,21 @@ def test_a_verdict_is_not_called_on_a_one_class_test_slice() -> None:
                                          "prior": {"brier": 0.6}},
                 "model_minus": {"logistic": {"accuracy": interval, "brier": {"lo": -0.01, "hi": 0.01}}}}
     lines = verdict_lines({"questions": {"vol": question(0.0, 1.0), "dir": question(-0.05, 0.5)}})
-    assert lines == ["verdict: worse than the logistic regression: dir; nothing to call: every test answer is one "
-                     "class (the question's buckets do not split this instrument's test slice): vol"]
+    assert lines[0] == ("verdict: worse than the logistic regression: dir; nothing to call against the logistic "
+                        "regression: every test answer is one class (the question's buckets do not split this "
+                        "instrument's test slice): vol (the model right on 60.0%, the majority class on all)")
+    # review226 #5: a model that misses the one class is below the majority class, and the naive verdict says so
+    wrong, right = question(0.0, 1.0) | {"n": 800}, question(0.0, 1.0) | {"n": 800}
+    wrong["scores"] |= {"model": {"accuracy": 0.0, "brier": 1.237}, "prior": {"brier": 0.0}}
+    right["scores"] |= {"model": {"accuracy": 1.0, "brier": 0.0}, "prior": {"brier": 0.0}}
+    wrong["model_minus"]["majority"] = {"accuracy": {"mean": -1.0, "lo": -1.0, "hi": -1.0}}
+    lines = verdict_lines({"questions": {"vol_wrong": wrong, "vol_right": right}})
+    assert ("every test answer is one class (the question's buckets do not split this instrument's test slice): "
+            "vol_wrong (the model right on 0 of 800, the majority class on all 800), vol_right (the model right on "
+            "800 of 800, the majority class on all 800)") in lines[0], lines
+    assert lines[1].startswith("verdict: below a naive forecast (the majority class's accuracy or the class "
+                               "frequencies' Brier, a 95% interval clear of 0) on vol_wrong: no edge there"), lines
+    assert len(lines) == 2, lines
     # an interval that prints as +0.000 [+0.000,+0.000] is a tie, not a win
     tiny = question(0.0, 0.988)
     tiny["model_minus"]["logistic"] = {"accuracy": {"diff": 2e-6, "lo": 1e-6, "hi": 3e-6},

@@ -171,8 +171,8 @@ CALLS = (("better", "beats the logistic regression (a 95% interval clear of 0 in
          ("level", "level with the logistic regression (neither interval clear of 0)"),
          ("worse", "worse than the logistic regression"),
          ("few", f"too few test points to call (under {MIN_BLOCKS} bootstrap blocks)"),
-         ("one", "nothing to call: every test answer is one class (the question's buckets do not split this "
-                 "instrument's test slice)"))
+         ("one", "nothing to call against the logistic regression: every test answer is one class (the "
+                 "question's buckets do not split this instrument's test slice)"))
 
 
 class _Calls(NamedTuple):
@@ -189,8 +189,9 @@ def _calls(result: dict[str, Any]) -> _Calls:
     calls = _Calls({kind: [] for kind, _ in CALLS}, [], [], [])
     for name, r in result["questions"].items():
         s, d = r["scores"], r["model_minus"]["logistic"]
-        if s["majority"]["accuracy"] == 1.0:  # every test answer is one class: every predictor but noise is right
-            calls.kinds["one"].append(name)
+        if s["majority"]["accuracy"] == 1.0:  # every test answer is one class: no skill to call, but a model that
+            calls.kinds["one"].append(f"{name} ({_one_class_counts(r)})")  # misses it is still below the majority
+            _naive_call(calls, name, r)
             continue
         if r.get("blocks", MIN_BLOCKS) < MIN_BLOCKS:
             calls.kinds["few"].append(name)
@@ -204,12 +205,27 @@ def _calls(result: dict[str, Any]) -> _Calls:
             name)
         if better and not worse and (known := r["model_minus"].get("hindsight")) and known["brier"]["hi"] > -CLEAR:
             calls.hindsight.append(name)
-        majority, prior = r["model_minus"].get("majority"), r["model_minus"].get("prior")
-        if (majority and majority["accuracy"]["hi"] <= -CLEAR) or (prior and prior["brier"]["lo"] >= CLEAR):
-            calls.naive.append(name)  # an interval clear of 0 against the model
-        elif s["model"]["accuracy"] < s["majority"]["accuracy"] or s["model"]["brier"] > s["prior"]["brier"]:
-            calls.level_naive.append(name)  # worse as measured, within the interval
+        _naive_call(calls, name, r)
     return calls
+
+
+def _naive_call(calls: _Calls, name: str, r: dict[str, Any]) -> None:
+    """Whether question ``name`` (its result ``r``) is below a naive forecast: by an interval, or as measured."""
+    s = r["scores"]
+    majority, prior = r["model_minus"].get("majority"), r["model_minus"].get("prior")
+    if (majority and majority["accuracy"]["hi"] <= -CLEAR) or (prior and prior["brier"]["lo"] >= CLEAR):
+        calls.naive.append(name)  # an interval clear of 0 against the model
+    elif s["model"]["accuracy"] < s["majority"]["accuracy"] or s["model"]["brier"] > s["prior"]["brier"]:
+        calls.level_naive.append(name)  # worse as measured, within the interval
+
+
+def _one_class_counts(r: dict[str, Any]) -> str:
+    """How many test answers of a one-class question the model got, beside the majority class's (all of them): a
+    model 100% wrong and one 100% right are not alike."""
+    accuracy = r["scores"]["model"]["accuracy"]
+    if (n := r.get("n")) is None:
+        return f"the model right on {accuracy:.1%}, the majority class on all"
+    return f"the model right on {round(accuracy * n):,} of {n:,}, the majority class on all {n:,}"
 
 
 def verdict_lines(result: dict[str, Any]) -> list[str]:
