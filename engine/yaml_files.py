@@ -2,7 +2,8 @@
 
 `safe_load_unique` is ``yaml.safe_load`` that refuses a key given twice in one mapping: PyYAML keeps the last
 silently, so a section appended at the end of a config (a second ``kv:``) would drop the first one's settings
-without a word. The error is a ``yaml.YAMLError`` with the line of both, so callers that already turn YAML errors
+without a word. It reads an unquoted `yes`, `no`, `on` or `off` *key* as that text (YAML 1.2's core schema), not as
+a boolean (YAML 1.1's, PyYAML's default); values keep PyYAML's reading. The error is a ``yaml.YAMLError`` with the line of both, so callers that already turn YAML errors
 into one line say it alike. (Query documents have their own loader, queries/yaml_loader.py, which does the same
 with each key's position kept for its messages.)
 """
@@ -16,12 +17,21 @@ from typing import Any
 import yaml
 
 
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_CORE_BOOLS = ("true", "false")  # YAML 1.2's core schema: the only booleans; `yes`/`no`/`on`/`off` are text
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         first: dict[Any, int] = {}
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: its keys may be overridden after it
                 continue
+            if key_node.tag == _BOOL_TAG and key_node.value.lower() not in _CORE_BOOLS:
+                # YAML 1.1 reads an unquoted `yes`/`no`/`on`/`off` key as a boolean: a side_map of Kalshi's
+                # `{yes: buy, no: sell}` matched no cell and rejected every row. A key is a name or a value the
+                # data holds: read it as the text written, as YAML 1.2 does
+                key_node.tag = "tag:yaml.org,2002:str"
             key = self.construct_object(key_node, deep=True)
             try:
                 line = first.get(key)

@@ -73,6 +73,22 @@ def test_yaml_column_map_file_with_a_side_map_and_unknown_keys_named(tmp_path: P
     assert err.endswith(", sequence; did you mean 'side'?\n") and "['" not in err, err
 
 
+def test_a_side_map_of_yes_and_no_reads_them_as_the_text_written(tmp_path: Path) -> None:
+    """review226 #4: a prediction market's `taker_side` holds `yes`/`no`; `side_map: {yes: buy, no: sell}` was read
+    by YAML 1.1 as {True: buy, False: sell}, every row rejected unknown_side, and the error told the user to add the
+    side_map they had. Unquoted yes/no/on/off keys are now text (YAML 1.2's core schema); values are as before."""
+    pl.DataFrame({"created_time": [1_717_236_000_000 + 250 * i for i in range(6)], "ticker": "KXFED",
+                  "yes_price": [0.35, 0.36, 0.35, 0.34, 0.35, 0.36], "count": [5] * 6,
+                  "taker_side": ["yes", "no", "yes", "yes", "no", "no"]}).write_csv(tmp_path / "kalshi.csv")
+    (tmp_path / "map.yaml").write_text("ts: created_time\nts_unit: ms\nstream_col: ticker\nprice: yes_price\n"
+                                       "size: count\nside: taker_side\nside_map: {yes: buy, no: sell}\n")
+    ticks = list(replay_ticks(tmp_path / "kalshi.csv", columns=map_from_options(columns=str(tmp_path / "map.yaml"))))
+    assert [t.side for t in ticks] == ["buy", "sell", "buy", "buy", "sell", "sell"]
+    from engine.yaml_files import safe_load_unique
+    assert safe_load_unique("{on: 1, off: 2, y: 3, true: 4, x: yes}") == {"on": 1, "off": 2, "y": 3, True: 4,
+                                                                          "x": True}
+
+
 def test_a_stream_key_that_is_no_stream_name_says_what_to_write(tmp_path: Path, capsys) -> None:
     """`stream` is one fixed stream name. A list there (the streams a user meant to read) or a number was refused as
     "stream must be a non-empty column name or omitted": no column is meant there, and nothing said what to write."""
