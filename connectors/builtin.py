@@ -16,7 +16,12 @@ def load_codec(model_dir: Path) -> BinnedCodec:
     path = Path(model_dir) / "codec.json"
     if not path.is_file():
         raise FileNotFoundError(f"no codec.json in {model_dir}")
-    return BinnedCodec.from_json(read_text(path)).with_calibration(read_calibration(Path(model_dir)))
+    text = read_text(path)  # (a file that is not UTF-8 is refused there, naming it)
+    try:
+        codec = BinnedCodec.from_json(text)
+    except ValueError as e:  # (a JSON syntax error too): which checkpoint's file, as calibration.json's are said
+        raise ValueError(f"{path}: {e}") from None
+    return codec.with_calibration(read_calibration(Path(model_dir)))
 
 
 def load_builtin_codec() -> BinnedCodec:

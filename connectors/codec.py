@@ -144,7 +144,8 @@ class BinnedSpec:
 
     def __post_init__(self) -> None:
         if self.version not in SPEC_VERSIONS:
-            raise ValueError(f"codec spec version must be one of {SPEC_VERSIONS}, got {self.version}")
+            raise ValueError(f"spec.version must be one of {SPEC_VERSIONS} (the codec spec's version), got "
+                             f"{self.version}")
         _check_increasing("move_log2_edges", self.move_log2_edges, positive=False)
         _check_increasing("gap_log2_edges", self.gap_log2_edges, positive=False)
         _check_increasing("scale_tag_edges_bps", self.scale_tag_edges_bps, positive=True)
@@ -174,7 +175,7 @@ class BinnedSpec:
     def from_dict(cls, d: dict) -> BinnedSpec:
         unknown = set(d) - set(cls.__dataclass_fields__)
         if unknown:
-            raise ValueError(f"unknown codec spec keys {sorted(unknown)}")
+            raise ValueError(f"unknown codec spec keys: {', '.join(f'spec.{key}' for key in sorted(unknown))}")
         kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k != "questions"}
         kw["questions"] = tuple(QuestionSpec.from_dict(q) for q in d.get("questions", []))
         return cls(**kw)
@@ -407,13 +408,23 @@ class BinnedCodec(Codec):
     @classmethod
     def from_json(cls, text: str) -> BinnedCodec:
         d = json.loads(text)
-        if d.get("format") != SPEC_FORMAT:
-            raise ValueError(f"not a BinnedCodec spec: format {d.get('format')!r}, expected {SPEC_FORMAT!r}")
+        if not isinstance(d, dict) or d.get("format") != SPEC_FORMAT:
+            found = d.get("format") if isinstance(d, dict) else None
+            raise ValueError(f"not a BinnedCodec spec: format {found!r}, expected {SPEC_FORMAT!r}")
+        if unknown := sorted(set(d) - set(_CODEC_JSON_KEYS)):  # a key read by nothing is refused, not ignored
+            under = [key for key in unknown if key in BinnedSpec.__dataclass_fields__]
+            hint = f" ({', '.join(under)} belongs under spec: spec.{under[0]})" if under else ""
+            raise ValueError(f"unknown codec.json key{'s' * (len(unknown) > 1)} {', '.join(unknown)}; known keys: "
+                             f"{', '.join(_CODEC_JSON_KEYS)}{hint}")
+        if not isinstance(d.get("spec"), dict):
+            raise ValueError("codec.json has no spec mapping (its edges, questions and version)")
         codec = cls(BinnedSpec.from_dict(d["spec"]))
         if d.get("vocab") is not None and d["vocab"] != codec.names:
             raise ValueError("codec spec vocab does not match the vocabulary this version builds from it")
         return codec
 
+
+_CODEC_JSON_KEYS = ("format", "spec", "vocab")  # codec.json's top level (to_json)
 
 _TEMPLATE_FIELDS = ("stream", "ts", "kind", "price", "size", "side", "bid", "ask", "bid_size", "ask_size", "mid", "gap_ms")
 

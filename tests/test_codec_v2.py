@@ -131,3 +131,29 @@ def test_v2_gap_token_bins_contain_the_relative_gap(market_ticks: list[Tick]) ->
         elif before.gap_log2_mean is not None:
             rel = math.log2(tick.ts - before.last_ts) - before.gap_log2_mean
             assert gap_bin.lo < rel <= gap_bin.hi
+
+
+def test_a_codec_json_version_in_the_wrong_place_or_out_of_range_is_refused_naming_the_file(tmp_path, capsys
+                                                                                            ) -> None:
+    """review226 #7: the docs said `"version": 2` in codec.json, the loader reads spec.version: a top-level
+    `"version": 3` was ignored (the checkpoint ran as v1), and `spec.version: 3` was refused as "codec spec version
+    must be one of (1, 2), got 3", naming neither the file nor the key."""
+    import json
+    import shutil
+
+    from engine.service.cli import main
+
+    (tmp_path / "ticks.csv").write_text("ts,symbol,price,size,side\n1717236000,ES,5300,1,buy\n")
+    for name, change, said in (
+            ("top", lambda d: d.update(version=3), "unknown codec.json key version; known keys: format, spec, "
+                                                   "vocab (version belongs under spec: spec.version)"),
+            ("spec", lambda d: d["spec"].update(version=3), "spec.version must be one of (1, 2) (the codec "
+                                                            "spec's version), got 3")):
+        model = tmp_path / name
+        shutil.copytree(BUILTIN_MODEL_DIR, model)
+        codec = json.loads((model / "codec.json").read_text())
+        change(codec)
+        (model / "codec.json").write_text(json.dumps(codec))
+        assert main(["evaluate", str(model), str(tmp_path / "ticks.csv"), "--threads", "1"]) == 2
+        err = capsys.readouterr().err
+        assert f"error: {model / 'codec.json'}: {said}" in err, err
