@@ -437,3 +437,37 @@ def test_evaluate_names_the_default_split_a_model_was_trained_with(trained, caps
     assert ("note: this model was trained with --split 70/15/15 (the default); this run takes --split 50/0/50"
             in err), err
     assert "no --split" not in err, err
+
+
+def test_backtest_test_from_at_the_split_scores_evaluate_s_test_part(trained, tmp_path: Path, capsys) -> None:
+    """review226 #3: `backtest --test-from 0.85` of a model trained on the default 70/15/15 scored the 50-tick gap
+    before the test part too (6800 of 8000, where evaluate's test part starts at 6850), though the docs said
+    `evaluate --batch-ms 100` scores the same points. At the checkpoint's own split it now cuts each stream it
+    trained on at its test part's first tick: both score the same (stream, tick) points."""
+    import polars as pl
+
+    csv, model, _, _ = trained
+    parts = json.loads((model / "evaluation.json").read_text())["streams"]
+    out, points = tmp_path / "bt.parquet", tmp_path / "points.parquet"
+    assert main(["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet", "--out", str(out),
+                 "--test-from", "0.85"]) == 0
+    said = capsys.readouterr().out
+    assert "(--test-from 0.85; 'in slice' counts them): on the streams the model was trained on, from its test " \
+           "part's first tick, after the gap its training left before it, as `flashtick evaluate` scores it" in said
+    assert main(["evaluate", str(model), str(csv), "--batch-ms", "100", "--points-out", str(points), "--resamples",
+                 "10", "--threads", "1"]) == 0  # (every point: no --max-points)
+    capsys.readouterr()
+    answers = pl.read_parquet(out).filter((pl.col("query") == "dir20") & pl.col("stream").is_in(list(parts)))
+    scored = answers.filter(pl.col("realised").is_not_null()).with_columns(tick=pl.col("ticks") - 1)
+    tested = {name: part["test"][0] for name, part in parts.items()}
+    scored = scored.filter(pl.col("tick") >= pl.col("stream").replace_strict(tested, return_dtype=pl.Int64))
+    evaluated = pl.read_parquet(points).filter(pl.col("question") == "direction_20")
+    assert scored.height > 100 and sorted(scored.select("stream", "tick").rows()) == \
+        sorted(evaluated.select("stream", "tick").rows())
+    # what the backtest scored is exactly that: its scores count those points
+    summary = json.loads(out.with_suffix(".scores.json").read_text())
+    others = pl.read_parquet(out).filter((pl.col("query") == "dir20") & ~pl.col("stream").is_in(list(parts)))
+    cuts = {name: int(STREAMS[name][0] * 0.85) for name in ("THIN", "MID")}  # not trained on: the fraction's cut
+    others = others.filter(pl.col("realised").is_not_null() & (pl.col("ticks") > pl.col("stream").replace_strict(
+        cuts, return_dtype=pl.Int64)))
+    assert next(s for s in summary if s["query"] == "dir20")["scored"] == scored.height + others.height

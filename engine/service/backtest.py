@@ -28,7 +28,7 @@ import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, Mapping, NamedTuple, NoReturn
 
 import polars as pl
 import torch
@@ -74,7 +74,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                  chunked: bool = True, note: Callable[[str], None] = lambda _: None,
                  streams: list[str] | None = None, time_range: TimeRange | None = None,
                  scoring: Callable[[], None] = lambda: None,
-                 replaying: Callable[[], None] = lambda: None) -> BacktestReport:
+                 replaying: Callable[[], None] = lambda: None,
+                 test_starts: Mapping[str, tuple[int, int]] | None = None) -> BacktestReport:
     """Replay `files` through the engine with `queries` standing; answers to `out` (Parquet), scores beside it.
 
     `chunked`: one forward advances many event-time batches, each answered at its own cut: the same answers
@@ -88,7 +89,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     scores and plot are made from it: a `stop` then ends the run before them (BacktestInterrupted, the answers
     kept), and `resume` makes them from that file, reading the ticks again but computing no answer.
     `test_from` (a fraction in (0, 1)) scores only answers after that fraction of each stream's ticks: every
-    answer is still computed and written, and the realised answers of the scored ones lie wholly after the cut.
+    answer is still computed and written, and the realised answers of the scored ones lie wholly after the cut;
+    ``test_starts`` (checkpoint_notes.test_part_starts) moves a stream's cut to its test part's first tick.
     `note` is told, before the run, what a user should know about how the files are read (FileReplay.notes).
     `replaying` is called once the model is loaded and the files are opened, before the checkpoint is: a stop from
     then on is one at a batch boundary (before it, the CLI ends the run at once: nothing is on disk to keep).
@@ -150,7 +152,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         if not scores_only:  # (marks the checkpoint whole with the answers file: see write_answers)
             write_answers(pipeline, parts, marks, out, config.answers.session_gap_ns, parquet_metadata(record))
             scoring()  # at once: a stop from here on is said as one before the scores, not at a batch boundary
-        scored = _score(pipeline, out, marks, test_from, config.answers.session_gap_ns, stop, note, replay)
+        scored = _score(pipeline, out, marks, test_from, config.answers.session_gap_ns, stop, note, replay,
+                        test_starts)
         write_manifest(out, record, parts.written["rows"], resumed)  # (after the scores it names; before the parts go)
     except BaseException as e:
         _release_and_raise(parts, e)
@@ -160,7 +163,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                           scored.why.unscored_why, scored.why.partly_scored_why, replay.found_notes,
                           None if time_range is None else time_range.text(), replay.range_left_out,
                           scored.split_times, streams, scored.why.stream_unscored_why, scored.why.saturated_why,
-                          scored.gap_notes, scored.step_cautions, scores_only, scored.split_ends)
+                          scored.gap_notes, scored.step_cautions, scores_only, scored.split_ends,
+                          scored.test_part)
 
 
 class _Scored(NamedTuple):
@@ -172,11 +176,12 @@ class _Scored(NamedTuple):
     why: UnscoredWhy
     gap_notes: list[str]
     step_cautions: list[str]
+    test_part: bool  # some stream was cut at its test part's first tick (test_starts), not at the fraction
 
 
 def _score(pipeline: TickPipeline, out: Path, marks: dict[str, MarkSeries], test_from: float | None,
            session_gap_ns: int | None, stop: Callable[[], bool], note: Callable[[str], None],
-           replay: FileReplay) -> _Scored:
+           replay: FileReplay, test_starts: Mapping[str, tuple[int, int]] | None = None) -> _Scored:
     """Score the whole answers file `out` a query at a time (memory holds one query's scores), then write the
     scores and the plot beside it. `stop` is polled between queries and before each file: once it returns true
     the run ends with BacktestInterrupted before its scores (the answers are safe; a --resume makes them)."""
@@ -186,7 +191,9 @@ def _score(pipeline: TickPipeline, out: Path, marks: dict[str, MarkSeries], test
 
     table = pl.scan_parquet(rust_path(out))
     answered = set(table.select(pl.col("query").unique()).collect()["query"])
-    graded = table if test_from is None else later_slice(table, marks, test_from)
+    graded = table if test_from is None else later_slice(table, marks, test_from, test_starts)
+    test_part = test_from is not None and any(
+        name in marks and len(marks[name]) == ticks for name, (ticks, _) in (test_starts or {}).items())
     spans = graded.group_by("stream").agg(pl.col("data_ts").min().alias("first"), pl.col("data_ts").max().alias("last"))
     spans = spans.sort("stream").collect()
     split_times, split_ends = (dict(zip(spans["stream"], spans[end])) for end in ("first", "last"))
@@ -208,7 +215,7 @@ def _score(pipeline: TickPipeline, out: Path, marks: dict[str, MarkSeries], test
         plot_backtest_calibration(out, scores)
     except Exception as e:  # a plotting problem must not turn a finished backtest into a failure
         print(f"flashtick backtest: calibration plot skipped: {e}", file=sys.stderr)
-    return _Scored(scores, split_times, split_ends, stream_ticks, why, gaps_said, steps_said)
+    return _Scored(scores, split_times, split_ends, stream_ticks, why, gaps_said, steps_said, test_part)
 
 
 def _check_numbers(batch_ms: float, checkpoint_s: float, test_from: float | None) -> None:

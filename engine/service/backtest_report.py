@@ -47,13 +47,16 @@ class BacktestReport:
     step_cautions: list[str] = field(default_factory=list)  # split-like price steps across such pauses
     scores_only: bool = False  # a --resume of a run stopped while it scored: its answers file scored, none computed
     split_ends: dict[str, int] = field(default_factory=dict)  # stream -> its last scored answer's event time
+    test_part: bool = False  # --test-from cut the model's training streams at their test part's first tick
 
     def summary(self, by_stream: bool = False) -> str:
         """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""
         resumed = (", scored from the answers file: none computed again" if self.scores_only else
                    f", resumed after {self.resumed_at}" if self.resumed_at else "")
+        test_part = (": on the streams the model was trained on, from its test part's first tick, after the gap "
+                     "its training left before it, as `flashtick evaluate` scores it" if self.test_part else "")
         scored = ([f"scored: the answers after the first {percent(self.test_from)} of each stream's ticks "
-                   f"(--test-from {self.test_from:g}; 'in slice' counts them); every answer is in the file",
+                   f"(--test-from {self.test_from:g}; 'in slice' counts them){test_part}; every answer is in the file",
                    self._split_line()] if self.test_from is not None else [])
         answers = "answers" if self.test_from is None else "in slice"
         left_out = self.rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error

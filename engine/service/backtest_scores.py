@@ -12,7 +12,7 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import polars as pl
@@ -96,9 +96,14 @@ def first_share(n: int, fraction: float) -> int:
     return int(round(n * fraction, 6))
 
 
-def later_slice(table: pl.LazyFrame, marks: dict[str, MarkSeries], test_from: float) -> pl.LazyFrame:
-    """The answers given after the first `test_from` of their stream's ticks (answer point = tick `ticks`)."""
-    cut = {stream: first_share(len(m), test_from) for stream, m in marks.items()}
+def later_slice(table: pl.LazyFrame, marks: dict[str, MarkSeries], test_from: float,
+                test_starts: Mapping[str, tuple[int, int]] | None = None) -> pl.LazyFrame:
+    """The answers given after the first `test_from` of their stream's ticks (answer point = tick `ticks`); a
+    stream of ``test_starts`` (stream -> (its ticks in training, its test part's first tick): test_part_starts)
+    that has as many ticks here is cut where its test part starts instead, after the gap, as evaluate scores it."""
+    starts = test_starts or {}
+    cut = {stream: starts[stream][1] if stream in starts and starts[stream][0] == len(m)
+           else first_share(len(m), test_from) for stream, m in marks.items()}
     return table.filter(pl.col("ticks") > pl.col("stream").replace_strict(cut, default=0, return_dtype=pl.Int64))
 
 

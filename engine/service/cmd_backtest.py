@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.service.checkpoint_notes import (checkpoint_evaluation, current_reading, in_sample_note,
-                                             reads_training_files, session_gap_mismatch, take_recorded)
+                                             reads_training_files, session_gap_mismatch, take_recorded,
+                                             test_part_starts)
 from engine.service.cli_common import (EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, WorkWhole, check_outputs, exit_status,
                                        interrupted_status, is_tick_model, raise_interrupted, restore_handlers,
                                        service_config)
@@ -123,6 +124,7 @@ def _backtest(args: argparse.Namespace) -> int:
     if (labelled_otherwise := session_gap_mismatch(recorded, config.answers.session_gap_ns)) is not None:
         said(labelled_otherwise)
     report = None
+    evaluation = checkpoint_evaluation(Path(config.model.path)) if config.model.path is not None else None
     try:
         report = run_backtest(config, [str(f) for f in args.files], queries, args.out,
                               columns=column_map_of(args, config),
@@ -132,7 +134,8 @@ def _backtest(args: argparse.Namespace) -> int:
                               else config.replay.checkpoint_s, stop=stop.is_set, test_from=args.test_from,
                               note=lambda line: print(f"flashtick backtest: {labelled(line)}", file=sys.stderr),
                               streams=streams_to_read(args, config), time_range=time_range,
-                              scoring=scoring_begins, replaying=replay_begins)
+                              scoring=scoring_begins, replaying=replay_begins,
+                              test_starts=test_part_starts(evaluation, args.test_from))
     except BacktestInterrupted as e:
         args.work_whole = WorkWhole(None, inherited)  # a signal more, in the exit too, changes nothing: said here
         print(f"flashtick backtest: {e}", file=sys.stderr)
