@@ -30,6 +30,10 @@ CALIBRATION_FORMAT = "flashtick.calibration/1"
 _TOP_KEYS = ("format", "source", "questions")
 
 
+_FIT_RECORD = ("nll_raw", "nll_calibrated", "heldout_nll_raw", "heldout_nll_calibrated", "heldout_brier_raw",
+               "heldout_brier_calibrated")  # how the fit went, for the record: finite numbers or absent
+
+
 @dataclass(frozen=True)
 class AnswerCalibration:
     """One question's calibration: temperature T > 0 and one logit bias per answer (() = all zeros).
@@ -38,8 +42,14 @@ class AnswerCalibration:
     temperature: float = 1.0
     bias: tuple[float, ...] = ()
     points: int = 0
-    nll_raw: float | None = None
+    nll_raw: float | None = None  # on the points it was fitted to (in sample: always improves)
     nll_calibrated: float | None = None
+    # cross-fitted: each half of the points scored by the fit on the other half, raw and calibrated (a fit kept
+    # only when it is better on both; engine/service/calibrate.py)
+    heldout_nll_raw: float | None = None
+    heldout_nll_calibrated: float | None = None
+    heldout_brier_raw: float | None = None
+    heldout_brier_calibrated: float | None = None
 
     def __post_init__(self) -> None:
         t = self.temperature
@@ -49,7 +59,7 @@ class AnswerCalibration:
             raise ValueError(f"bias must be finite numbers, got {list(self.bias)!r}")
         if isinstance(self.points, bool) or not isinstance(self.points, int) or self.points < 0:
             raise ValueError(f"points must be an integer >= 0, got {self.points!r}")
-        for name in ("nll_raw", "nll_calibrated"):
+        for name in _FIT_RECORD:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
                 raise ValueError(f"{name} must be a finite number or absent, got {v!r}")
@@ -60,7 +70,7 @@ class AnswerCalibration:
 
     def to_dict(self) -> dict:
         d = {"temperature": self.temperature, "bias": list(self.bias), "points": self.points}
-        return d | {k: getattr(self, k) for k in ("nll_raw", "nll_calibrated") if getattr(self, k) is not None}
+        return d | {k: getattr(self, k) for k in _FIT_RECORD if getattr(self, k) is not None}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> AnswerCalibration:

@@ -814,7 +814,8 @@ def test_train_says_when_its_validation_part_is_too_small_to_fit_on_or_missing(t
     assert f"flashtick train: {said}" in capsys.readouterr().err
     assert f"  - {said}" in (tmp_path / "small" / "TRAINING.md").read_text()
     calibrated = json.loads((tmp_path / "small" / "calibration.json").read_text())["questions"]
-    assert "nll_calibrated" not in calibrated.get("volatility_50", {}) and calibrated["direction_5"]["nll_calibrated"]
+    # fitted where it had the points (then kept only if its held-out halves beat no calibration), not elsewhere
+    assert "heldout_nll_raw" not in calibrated.get("volatility_50", {}) and calibrated["direction_5"]["heldout_nll_raw"]
     assert set(read_head(tmp_path / "small")) == {"direction_5", "direction_20"}  # as said
     assert main(["train", str(ticks_file), "--out", str(tmp_path / "none"), *run, "--split", "70/30"]) == 0
     assert ("flashtick train: note: --split 70/30 has no validation part: training runs its --steps (within "

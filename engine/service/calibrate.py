@@ -4,8 +4,13 @@ For each codec question, on (answer logits z, realised label y) pairs of validat
 exactly as serving probes them (engine/service/evaluate.py `answer_logits`): the temperature T and per-answer
 bias b that minimise the mean negative log-likelihood of softmax(z / T + b) (queries.probe_answers.calibrated_logits,
 the same transform serving applies), plus `l2` * |b|^2 (which also pins b's free constant: sum b = 0).
-L-BFGS in float64 over (log T, b), from T = 1, b = 0; deterministic. A question with fewer than
-`min_points` labelled points keeps T = 1, b = 0.
+L-BFGS in float64 over (log T, b), from T = 1, b = 0; deterministic; T bounded to [1/4, 4] and each bias to
+[-3, 3] (smoothly, through tanh), so a fit cannot discard the model's logits (T = 3e8 made every answer the
+validation part's class frequencies). A question with fewer than `min_points` labelled points keeps T = 1, b = 0.
+Its answer points overlap (1,100 points of a 50-tick horizon are ~22 independent outcomes), so the in-sample NLL
+always improves: the fit is kept only if it also beats no calibration out of sample, cross-fitted (fitted on the
+first half of the points, in their order: time within each stream, stream after stream, scored on the second,
+and the other way round), on both NLL and Brier; else T = 1, b = 0, and the record says why.
 
 Used by `flashtick train` (after early stopping, on its validation part; engine/service/finetune.py)
 and, for the built-in model, by `python -m engine.service.train_builtin --calibrate-only --data-dir DIR`
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import torch
@@ -41,29 +46,68 @@ BUILTIN_SYNTHETIC_SEED = 3  # trained on seed 1; seed 2 was the earlier quality 
 BUILTIN_SYNTHETIC_TICKS = 12_000  # 4 streams: about as many answer points as each real set gives
 
 
+T_BOUND = 4.0  # T in [1 / T_BOUND, T_BOUND]
+BIAS_BOUND = 3.0  # each bias in [-BIAS_BOUND, BIAS_BOUND]
+
+
 def fit_answer_calibration(z: torch.Tensor, y: torch.Tensor, l2: float = L2,
                            min_points: int = MIN_POINTS) -> AnswerCalibration:
-    """T and b minimising mean NLL(softmax(z / T + b), y) + l2 |b|^2 over (n, labels) logits z, labels y."""
+    """T and b minimising mean NLL(softmax(z / T + b), y) + l2 |b|^2 over (n, labels) logits z, labels y, within
+    their bounds; kept only when the cross-fitted halves score better than no calibration (module docstring)."""
     z, y = z.to(torch.float64), y.to(torch.int64)
     raw = float(F.cross_entropy(z, y)) if len(y) else math.nan
     if len(y) < min_points or one_answer(y):
         return AnswerCalibration(points=len(y), nll_raw=None if math.isnan(raw) else round(raw, 5))
-    log_t = torch.zeros((), dtype=torch.float64, requires_grad=True)
-    bias = torch.zeros(z.shape[1], dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([log_t, bias], lr=1.0, max_iter=200, tolerance_grad=1e-10, tolerance_change=1e-12,
+    held = _cross_fitted(z, y, l2)
+    record = {name: round(value, 5) for name, value in held._asdict().items()}
+    if not (held.heldout_nll_calibrated < held.heldout_nll_raw and
+            held.heldout_brier_calibrated <= held.heldout_brier_raw):
+        return AnswerCalibration(points=len(y), nll_raw=round(raw, 5), **record)
+    t, b = _fit(z, y, l2)
+    nll = float(F.cross_entropy(calibrated_logits(z, t, b), y))
+    return AnswerCalibration(temperature=round(t, 6), bias=tuple(round(float(x), 6) for x in b), points=len(y),
+                             nll_raw=round(raw, 5), nll_calibrated=round(nll, 5), **record)
+
+
+def _fit(z: torch.Tensor, y: torch.Tensor, l2: float) -> tuple[float, torch.Tensor]:
+    """(T, b) minimising the penalised NLL, each within its bound."""
+    u = torch.zeros((), dtype=torch.float64, requires_grad=True)  # log T = log(T_BOUND) tanh(u)
+    v = torch.zeros(z.shape[1], dtype=torch.float64, requires_grad=True)  # b = BIAS_BOUND tanh(v)
+    opt = torch.optim.LBFGS([u, v], lr=1.0, max_iter=200, tolerance_grad=1e-10, tolerance_change=1e-12,
                             history_size=20, line_search_fn="strong_wolfe")
+    bounded = lambda: ((math.log(T_BOUND) * torch.tanh(u)).exp(), BIAS_BOUND * torch.tanh(v))  # noqa: E731
 
     def closure() -> torch.Tensor:
         opt.zero_grad()
-        loss = F.cross_entropy(calibrated_logits(z, log_t.exp(), bias), y) + l2 * bias.square().sum()
+        t, bias = bounded()
+        loss = F.cross_entropy(calibrated_logits(z, t, bias), y) + l2 * bias.square().sum()
         loss.backward()
         return loss
 
     opt.step(closure)
-    t, b = float(log_t.detach().exp()), [float(x) for x in bias.detach()]
-    nll = float(F.cross_entropy(calibrated_logits(z, t, torch.tensor(b, dtype=torch.float64)), y))
-    return AnswerCalibration(temperature=round(t, 6), bias=tuple(round(x, 6) for x in b), points=len(y),
-                             nll_raw=round(raw, 5), nll_calibrated=round(nll, 5))
+    t, bias = bounded()
+    return float(t.detach()), bias.detach()
+
+
+class HeldOut(NamedTuple):
+    """Mean NLL (nats) and Brier over every point, each scored by the fit on the other half, and uncalibrated."""
+
+    heldout_nll_raw: float
+    heldout_nll_calibrated: float
+    heldout_brier_raw: float
+    heldout_brier_calibrated: float
+
+
+def _cross_fitted(z: torch.Tensor, y: torch.Tensor, l2: float) -> HeldOut:
+    """Fit on each half of the points (in their order), score the other half; pooled over both halves."""
+    half = len(y) // 2
+    calibrated = torch.empty_like(z)
+    for fit_on, score_on in ((slice(0, half), slice(half, None)), (slice(half, None), slice(0, half))):
+        t, b = _fit(z[fit_on], y[fit_on], l2)
+        calibrated[score_on] = calibrated_logits(z[score_on], t, b)
+    onehot = F.one_hot(y, z.shape[1]).to(torch.float64)
+    brier = lambda logits: float((torch.softmax(logits, -1) - onehot).square().sum(-1).mean())  # noqa: E731
+    return HeldOut(float(F.cross_entropy(z, y)), float(F.cross_entropy(calibrated, y)), brier(z), brier(calibrated))
 
 
 def one_answer(y: torch.Tensor | np.ndarray) -> bool:
@@ -180,8 +224,13 @@ def calibrate_builtin(model: Any, codec: BinnedCodec, data_dir: Path | None, log
 
 def calibration_table(calibration: Calibration) -> str:
     """A markdown table of the fitted values, for model cards."""
-    rows = ["| question | points | temperature | bias | NLL raw | NLL calibrated |", "|---|---|---|---|---|---|"]
+    rows = ["| question | points | temperature | bias | NLL raw | NLL calibrated | held out: NLL raw -> calibrated, "
+            "Brier raw -> calibrated |", "|---|---|---|---|---|---|---|"]
     for name, c in calibration.questions.items():
         bias = ", ".join(f"{b:+.3f}" for b in c.bias) or "0"
-        rows.append(f"| {name} | {c.points} | {c.temperature:.3f} | {bias} | {c.nll_raw} | {c.nll_calibrated} |")
+        held = ("-" if c.heldout_nll_raw is None else
+                f"{c.heldout_nll_raw} -> {c.heldout_nll_calibrated}, {c.heldout_brier_raw} -> "
+                f"{c.heldout_brier_calibrated}" + ("" if c.nll_calibrated is not None else " (not kept)"))
+        rows.append(f"| {name} | {c.points} | {c.temperature:.3f} | {bias} | {c.nll_raw} | {c.nll_calibrated} | "
+                    f"{held} |")
     return "\n".join(rows)

@@ -39,10 +39,21 @@ def uncalibrated_why(calibration: dict[str, Any]) -> str | None:
     """Why a question's answer calibration (its calibration.json entry) was left at T = 1, b = 0; None if fitted."""
     if calibration.get("nll_calibrated") is not None:
         return None
+    if calibration.get("heldout_nll_raw") is not None:  # fitted, then refused out of sample
+        return (f"{calibration['points']} validation points; fitted on either half, it did not beat no calibration "
+                f"on the other (held out: {heldout_text(calibration)}): the answers would only fit this part's "
+                f"noise")
     if calibration["points"] < MIN_POINTS:
         return f"{calibration['points']} validation points, fewer than {MIN_POINTS}"
     return (f"{calibration['points']} validation points, fewer than {MIN_SECOND_ANSWER} of them not the most common "
             f"answer: nothing to fit, and no answer head")
+
+
+def heldout_text(calibration: dict[str, Any]) -> str:
+    """A calibration's cross-fitted scores: each half of its points scored by the fit on the other half."""
+    c = calibration
+    return (f"NLL {c['heldout_nll_raw']} -> {c['heldout_nll_calibrated']} nats, Brier {c['heldout_brier_raw']} -> "
+            f"{c['heldout_brier_calibrated']}")
 
 
 def _times_text(times: dict[str, list[str] | None]) -> str:

@@ -35,7 +35,7 @@ from connectors.ticks import Tick, counted
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.calibrate import calibrate_streams, fit_heads, validation_pairs
 from engine.service.evaluate import MIN_POINTS, EvalOptions, evaluate_streams, load_tick_model
-from engine.service.evaluation_report import format_table, plot, uncalibrated_why
+from engine.service.evaluation_report import format_table, heldout_text, plot, uncalibrated_why
 from engine.service.features import HEAD_FILE, QuestionHead, write_head
 from engine.service.reading_record import reading_of
 from engine.service.splits import (
@@ -308,8 +308,11 @@ def _calibration_lines(calibration: dict[str, Any]) -> str:
     def line(name: str, c: dict[str, Any]) -> str:
         if (why := uncalibrated_why(c)) is not None:  # fit_answer_calibration left it as it was
             return f"  - `{name}`: not calibrated (temperature 1, no bias): {why}"
+        held = (f"; held out (each half scored by the fit on the other): {heldout_text(c)}"
+                if c.get("heldout_nll_raw") is not None else "")
         return (f"  - `{name}`: temperature {c['temperature']:.3f}, bias [{', '.join(f'{b:+.3f}' for b in c['bias'])}]; "
-                f"{c['points']} points, NLL {c.get('nll_raw')} -> {c.get('nll_calibrated')} nats")
+                f"{c['points']} points, NLL {c.get('nll_raw')} -> {c.get('nll_calibrated')} nats on the points it "
+                f"was fitted to{held}")
     lines = [line(name, c) for name, c in calibration["questions"].items()]
     return "\n".join(lines) or "  - (no question calibrated)"
 
@@ -357,7 +360,9 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
 - Losses: last {counted(min(20, stats['steps_done']), 'training step')} next-token {stats['final_lm_loss']}, answer {stats['final_qa_loss']} nats;
   {f"best validation loss {stats['best_validation_loss']} at step {stats['best_step']} (weights kept from there)"
    if stats['best_validation_loss'] is not None else "no validation part: the weights of the last step"}{still}
-- Answer calibration (calibration.json; answers are softmax(z / temperature + bias) over the answer logits z):
+- Answer calibration (calibration.json; answers are softmax(z / temperature + bias) over the answer logits z; a
+  question's fit is kept only where, fitted on either half of its validation points, it beat no calibration on the
+  other half, "held out" below):
   {'fitted on ' if record['calibration']['questions'] else ''}{record['calibration']['source']}
 {_calibration_lines(record['calibration'])}
 - Answer heads (answer_head.json; the published answer is w x the calibrated model's + (1 - w) x a logistic
