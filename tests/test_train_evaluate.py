@@ -7,6 +7,7 @@ import dataclasses
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -736,6 +737,20 @@ def test_a_table_of_some_calibrated_answers_says_why_the_others_are_not(ticks_fi
                           f"than 200; move_bps_50 185 validation points, fewer than 200"), model_line
 
 
+
+def _tiny_run(ticks_file: Path, **settings: Any) -> tuple[BinnedCodec, list, np.ndarray, TrainConfig]:
+    """(codec, one training group per stream of ``ticks_file``'s train part, their weights, a tiny TrainConfig
+    with ``settings``) for the training loop's own tests."""
+    codec = BinnedCodec()
+    streams, _ = read_streams([str(ticks_file)])
+    prepared, _ = prepare(codec, streams, SplitSpec(0.7, 0.15, 0.15), min_ticks=64)
+    groups = [[to_source(codec, sd, "train")] for sd in prepared]
+    weights = np.full(len(groups), 1 / len(groups))
+    cfg = TrainConfig(hidden=32, layers=1, heads=2, kv_heads=1, intermediate=64, window_ticks=63, batch=2,
+                      threads=1, **settings)
+    return codec, groups, weights, cfg
+
+
 def test_max_minutes_bounds_the_steps_and_the_validation_that_scores_the_last_ones(ticks_file: Path) -> None:
     """`train --max-minutes 2 --steps 10 --eval-every 5` ran 213 s: the limit was read before each step only, and
     the validation of the last step's weights (8 batches, ~2.7 steps' time) came after it. Now a step starts only
@@ -746,13 +761,7 @@ def test_max_minutes_bounds_the_steps_and_the_validation_that_scores_the_last_on
     from engine.service.train_loop import optimise
     from engine.service.train_stopping import Validation
 
-    codec = BinnedCodec()
-    streams, _ = read_streams([str(ticks_file)])
-    prepared, _ = prepare(codec, streams, SplitSpec(0.7, 0.15, 0.15), min_ticks=64)
-    groups = [[to_source(codec, sd, "train")] for sd in prepared]
-    weights = np.full(len(groups), 1 / len(groups))
-    cfg = TrainConfig(hidden=32, layers=1, heads=2, kv_heads=1, intermediate=64, window_ticks=63, batch=2,
-                      steps=1000, threads=1, max_minutes=3 / 60)
+    codec, groups, weights, cfg = _tiny_run(ticks_file, steps=1000, max_minutes=3 / 60)
     model = new_model(cfg, codec.vocab_size)
     batch = sample_batch(groups, weights, question_tokens(codec), cfg, np.random.default_rng(0))
     seconds = [0.0]  # the run's clock: a forward costs 0.1 s of it (20 make a validation), a checkpoint hook 0.3 s
@@ -765,6 +774,33 @@ def test_max_minutes_bounds_the_steps_and_the_validation_that_scores_the_last_on
     # a third step (from 0.8 s) and the validation after it would end at 3.2 s: the run stops after two
     assert stats["steps_done"] == 2 and stats["validation"][-1][0] == 2  # the weights kept were scored
     assert stats["train_seconds"] == 2.8 <= 3, stats  # two steps and the validation, inside the limit
+
+
+def test_a_fine_tune_keeps_its_starting_weights_when_no_step_beats_them(ticks_file: Path) -> None:
+    """A fine-tune's best weights were chosen among its own validation checks only: a run interrupted at step 2
+    kept weights with validation loss 7.80 where the base model's was lower (review226). The starting weights are
+    now checked at step 0 (one validation pass) and kept when no step beats them: here steps at a learning rate of
+    30 that wreck the model. The model card and train's summary say so."""
+    from engine.service.finetune import start_kept
+    from engine.service.train_data import question_tokens, sample_batch
+    from engine.service.train_loop import optimise
+    from engine.service.train_stopping import Validation
+
+    codec, groups, weights, cfg = _tiny_run(ticks_file, steps=3, lr=30.0, warmup=1)
+    torch.manual_seed(0)
+    model = new_model(cfg, codec.vocab_size)
+    start = {k: t.detach().clone() for k, t in model.state_dict().items()}
+    val = Validation([sample_batch(groups, weights, question_tokens(codec), cfg, np.random.default_rng(1))],
+                     every=1, patience=10)
+    stats = optimise(model, groups, weights, question_tokens(codec), cfg, lambda _: None, np.random.default_rng(0),
+                     val=val, check_start=True)
+    assert [step for step, _ in stats["validation"]] == [0, 1, 2, 3], stats
+    assert stats["best_step"] == 0 and stats["best_validation_loss"] == stats["validation"][0][1], stats
+    assert all(loss > stats["validation"][0][1] for _, loss in stats["validation"][1:]), stats
+    assert all(torch.equal(t, start[k]) for k, t in model.state_dict().items())  # the starting weights, as they were
+    assert start_kept(stats) == "; the starting weights were kept: no training step beat their validation loss " \
+                                "(step 0)"
+    assert start_kept(stats | {"best_step": 2}) == ""
 
 
 def test_evaluate_says_each_part_s_first_and_last_event_time(ticks_file: Path, capsys) -> None:

@@ -161,9 +161,10 @@ def _train_sayers(args: argparse.Namespace) -> tuple[Callable[[str], None], Call
 def _say_trained(record: dict[str, Any], args: argparse.Namespace, paused: list[str]) -> None:
     """What a run did, its scores table and its notes, as text (not --json)."""
     from engine.service.evaluation_report import format_table
+    from engine.service.finetune import start_kept
 
     t = record["training"]
-    best = (f"best validation loss {t['best_validation_loss']} at step {t['best_step']}"
+    best = (f"best validation loss {t['best_validation_loss']} at step {t['best_step']}{start_kept(t)}"
             if t["best_validation_loss"] is not None else "no validation part: the last step's weights")
     trained_on = _streams_named(list(record["evaluation"]["streams"]))
     steps = f"{t['steps_done']} step{'' if t['steps_done'] == 1 else 's'}"

@@ -233,7 +233,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     log(f"{sum(len(s.ticks) for s in streams)} ticks in {len(streams)} streams; training on {device}")
     bar = bar_factory(cfg.steps) if bar_factory else None
     stats = optimise(model, groups, weights, q_tokens, cfg, log, np.random.default_rng(cfg.seed), device, val,
-                     on_step=on_step, bar=bar)
+                     on_step=on_step, bar=bar, check_start=True)
     if bar is not None:
         bar.close()
     model.eval()
@@ -304,6 +304,12 @@ def run_config(cfg: Any) -> dict[str, Any]:
     return {k: v for k, v in dataclasses.asdict(cfg).items() if k not in BUILTIN_RECIPE_KEYS}
 
 
+def start_kept(stats: dict[str, Any]) -> str:
+    """What the best step being 0 means, said wherever the best step is: no step beat the starting weights."""
+    return ("; the starting weights were kept: no training step beat their validation loss (step 0)"
+            if stats.get("best_step") == 0 else "")
+
+
 def _calibration_lines(calibration: dict[str, Any]) -> str:
     def line(name: str, c: dict[str, Any]) -> str:
         if (why := uncalibrated_why(c)) is not None:  # fit_answer_calibration left it as it was
@@ -346,6 +352,9 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
     val = stats["validation"]
     still = (f"; still improving at its last check (step {stats['best_step']}): more --max-minutes or --steps "
              f"may help" if val and val[-1][0] == stats["best_step"] and len(val) > 1 else "")
+    best_line = (f"best validation loss {stats['best_validation_loss']} at step {stats['best_step']} (weights kept "
+                 f"from there){start_kept(stats)}" if stats['best_validation_loss'] is not None else
+                 "no validation part: the weights of the last step")
     text = f"""# Tick model trained with `flashtick train`
 
 - Base: {record['base']}{base_heads}; {record['params'] / 1e6:.2f}M parameters; window {cfg['window_ticks']} ticks
@@ -358,8 +367,7 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
   ({platform.machine()}, torch {torch.__version__}); {stats['train_seconds']} s of optimisation,
   {record['total_seconds']} s in all
 - Losses: last {counted(min(20, stats['steps_done']), 'training step')} next-token {stats['final_lm_loss']}, answer {stats['final_qa_loss']} nats;
-  {f"best validation loss {stats['best_validation_loss']} at step {stats['best_step']} (weights kept from there)"
-   if stats['best_validation_loss'] is not None else "no validation part: the weights of the last step"}{still}
+  {best_line}{still}
 - Answer calibration (calibration.json; answers are softmax(z / temperature + bias) over the answer logits z; a
   question's fit is kept only where, fitted on either half of its validation points, it beat no calibration on the
   other half, "held out" below):

@@ -96,15 +96,22 @@ def _say_step(step: int, lm: torch.Tensor, qa: torch.Tensor, hist: list[tuple[fl
 def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.ndarray, q_tokens: np.ndarray,
              cfg: TrainConfig, log: Callable[[str], None], rng: np.random.Generator, device: str = "cpu",
              val: Validation | None = None, on_step: Callable[[int], None] | None = None, bar: Any = None,
-             now: Callable[[], float] = time.time) -> dict:
+             now: Callable[[], float] = time.time, check_start: bool = False) -> dict:
     """The one training loop (the built-in model and `flashtick train`): AdamW, warmup + cosine, packed
-    serving-exact batches, next-token + answer loss. With `val`, keeps the weights of the best validation loss.
-    ``now``: the clock --max-minutes is measured on (seconds)."""
+    serving-exact batches, next-token + answer loss. With `val`, keeps the weights of the best validation loss;
+    with ``check_start`` too, the starting weights are a candidate (step 0: one validation pass), so a fine-tune
+    never returns weights worse on validation than those it started from. ``now``: the clock --max-minutes is
+    measured on (seconds)."""
     model.to(device).train()
     opt = _optimizer(model, cfg)
     t_train, hist, stopped, best = now(), [], "steps done", BestWeights()
     clock = StepClock(cfg.max_minutes * 60, len(val.batches) if val is not None else 0, now)
     try:  # Ctrl-C stops training like --max-minutes: the best weights so far are kept and written
+        if val is not None and check_start:  # a run interrupted at step 2 kept a loss of 7.80, the base's lower
+            clock.validation_started()
+            best.checked(model, 0, validation_loss(model, val, cfg, device))
+            clock.validation_done()
+            log(f"step 0 (the starting weights) val {best.loss:.4f}")
         for step in range(cfg.steps):
             if cfg.stop_after is not None and step >= cfg.stop_after:
                 stopped = f"--stop-after {cfg.stop_after}"
@@ -142,5 +149,6 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
     lm_end, qa_end = np.mean(hist[-20:], axis=0) if hist else (math.nan, math.nan)
     return {"steps_done": len(hist), "stopped": stopped, "train_seconds": round(now() - t_train, 1),
             "final_lm_loss": round(float(lm_end), 4), "final_qa_loss": round(float(qa_end), 4),
-            "best_validation_loss": round(best.loss, 4) if best.history else None, "best_step": best.step or None,
+            "best_validation_loss": round(best.loss, 4) if best.history else None,
+            "best_step": best.step if best.history else None,  # 0: the starting weights (check_start)
             "validation": best.history}
