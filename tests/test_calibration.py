@@ -103,10 +103,10 @@ def test_a_calibration_that_does_not_help_out_of_sample_is_not_kept() -> None:
     y = torch.cat([torch.full((50,), int(k)) for k in torch.randint(0, 3, (n // 50,), generator=gen)])
     cal = fit_answer_calibration(noise, y)
     assert cal.identity and cal.nll_calibrated is None, cal
-    assert cal.heldout_nll_calibrated > cal.heldout_nll_raw or cal.heldout_brier_calibrated > cal.heldout_brier_raw
     why = uncalibrated_why(cal.to_dict())
     assert why.startswith(f"{n} validation points; fitted on either half, it did not beat no calibration on the "
-                          f"other (held out: NLL {cal.heldout_nll_raw} -> {cal.heldout_nll_calibrated} nats"), why
+                          f"other, each half alone (held out, both halves together: NLL {cal.heldout_nll_raw} -> "
+                          f"{cal.heldout_nll_calibrated} nats"), why
     # the same noise with labels drawn from fixed frequencies: whatever is fitted stays within its bounds
     y = torch.multinomial(torch.tensor([0.3, 0.4, 0.3]), n, replacement=True, generator=gen)
     kept = fit_answer_calibration(noise, y)
@@ -218,7 +218,8 @@ def test_train_writes_the_calibration_and_serve_loads_it(tmp_path: Path, capsys)
     card = (out / "TRAINING.md").read_text()
     assert "Answer calibration" in card and ("`volatility_50`: not calibrated (temperature 1, no bias): "
                                              "500 validation points; fitted on either half, it did not beat no "
-                                             "calibration on the other (held out: NLL ") in card, card
+                                             "calibration on the other, each half alone (held out, both halves "
+                                             "together: NLL ") in card, card
     evaluation = record["evaluation"]["questions"]["direction_5"]
     assert {"model", "prior"} <= set(evaluation["scores"]) and "raw" not in evaluation["scores"]
     config = ServiceConfig.from_dict({"model": {"path": str(out)}})

@@ -41,8 +41,8 @@ def uncalibrated_why(calibration: dict[str, Any]) -> str | None:
         return None
     if calibration.get("heldout_nll_raw") is not None:  # fitted, then refused out of sample
         return (f"{calibration['points']} validation points; fitted on either half, it did not beat no calibration "
-                f"on the other (held out: {heldout_text(calibration)}): the answers would only fit this part's "
-                f"noise")
+                f"on the other, each half alone (held out, both halves together: {heldout_text(calibration)}): the "
+                f"answers would only fit this part's noise")
     if calibration["points"] < MIN_POINTS:
         return f"{calibration['points']} validation points, fewer than {MIN_POINTS}"
     return (f"{calibration['points']} validation points, fewer than {MIN_SECOND_ANSWER} of them not the most common "
