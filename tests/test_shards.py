@@ -559,25 +559,51 @@ def test_asks_of_a_shard_ray_does_not_restart_are_each_refused_shard_lost(checkp
     assert health["status"] == "degraded" and health["shards_down"] == [victim.name]
 
 
+def killed_in_a_backlog(checkpoint, tmp_path: Path, answered: int) -> tuple[ShardedPipeline, Path]:
+    """500 ticks of 4 streams (rolls past 256 positions) in 3-tick messages to 2 shards: the first ``answered``
+    computed, the rest accepted and logged but not yet sent to a shard. Returns the live pipeline and a copy of
+    its data directory made then: the disk, were the service killed at that moment."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES + "  - {name: d10, streams: ['*'], question: direction_20, kind: choice, "
+                                 "trigger: {ticks: 10}}\n")
+    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(500)
+    messages = [ticks[i : i + 3] for i in range(0, len(ticks), 3)]
+    live = ShardedPipeline(config(checkpoint, tmp_path / "data", 2, queries))
+    feed(live, messages[:answered])
+    for message in messages[answered:]:  # the burst
+        assert live.ingest_message(encode(message)) == []
+    return live, shutil.copytree(tmp_path / "data", tmp_path / "after")
+
+
 def test_a_restart_of_shards_answers_a_backlog_group_by_group_as_the_live_run_would(checkpoint, tmp_path) -> None:
     """Messages the front door accepted and logged but no shard computed when the process died: a restart on
     shards answers each of them as the run that never stopped does (a `batch` answer per message and stream, a
     `{ticks: 10}` answer at each multiple of 10), with the same seqs, not one answer per query at the last tick."""
-    queries = tmp_path / "q.yaml"
-    queries.write_text(QUERIES + "  - {name: d10, streams: ['*'], question: direction_20, kind: choice, "
-                                 "trigger: {ticks: 10}}\n")
-    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(500)  # 4 streams, rolls past 256 positions
-    messages = [ticks[i : i + 3] for i in range(0, len(ticks), 3)]
-    live = ShardedPipeline(config(checkpoint, tmp_path / "data", 2, queries))
-    feed(live, messages[:30])
-    for message in messages[30:]:  # the burst: accepted and logged, not yet sent to a shard
-        assert live.ingest_message(encode(message)) == []
-    after = shutil.copytree(tmp_path / "data", tmp_path / "after")  # the disk, were the service killed now
+    live, after = killed_in_a_backlog(checkpoint, tmp_path, answered=30)
     uninterrupted = live.run_until_idle()
     live.close()
     restarted = ShardedPipeline(config(checkpoint, after, 2))
     owed = restarted.run_until_idle()
     restarted.close()
+    assert_owed_as_uninterrupted(owed, uninterrupted, TOL)
+
+
+def test_a_restart_of_shards_before_any_answer_was_logged_rebuilds_every_stream_and_answers_what_it_owes(
+        checkpoint, tmp_path) -> None:
+    """The front door killed after it logged messages but before any shard's answer was logged: every logged
+    item is owed tail (no stream was booked), and each stream is still placed on its shard, rebuilt and answered
+    as the run that never stopped was, as one engine's restart does (review234 #1: the shards restored 0 streams,
+    the owed answers never came and `ask` said the streams had expired)."""
+    live, after = killed_in_a_backlog(checkpoint, tmp_path, answered=0)  # the answer log holds none
+    uninterrupted = live.run_until_idle()
+    held = shard_sessions(live)
+    live.close()
+    restarted = ShardedPipeline(config(checkpoint, after, 2))
+    owed = restarted.run_until_idle()
+    restored = [r for link in restarted.links for r in link.restores]
+    assert shard_sessions(restarted) == held  # every stream rebuilt, on its shard, with the same tokens
+    restarted.close()
+    assert sum(r["streams"] for r in restored) == 4
     assert_owed_as_uninterrupted(owed, uninterrupted, TOL)
 
 

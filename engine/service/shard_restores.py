@@ -78,6 +78,22 @@ class ShardRestores:
             self.front.turned_away.add(stream, ticks, f"stream_refused: {problem}")
         return problem
 
+    def place_tail(self, tail: list[EncodedTick | None]) -> tuple[list[EncodedTick | None], int]:
+        """The owed tail's streams placed on their shards, admitted in its order as ``restore`` admits booked items.
+        A stream whose whole log is owed (the stop came before any answer of it was logged) was booked nothing, so
+        only its tail places it: without this no shard was sent it and the restart held none of its ticks. Returns
+        the tail less the items admission refused (a limit lowered since; counted in turned_away), and how many."""
+        kept: list[EncodedTick | None] = []
+        refused = 0
+        for item in tail:
+            if item is not None and self.accepted:
+                if self._refused(item.stream, item.ticks) is not None:
+                    refused += 1
+                    continue
+                self.front._owner(item.stream)
+            kept.append(item)
+        return kept, refused
+
     def committed(self, tail: list[EncodedTick | None]) -> dict[str, int]:
         """Every stream's tick count once the tail is in (where a query registered now starts)."""
         counts = {stream: self.starts.get(stream, (0, 0))[0] + sum(item[3] for item in items)

@@ -35,7 +35,8 @@ def restart_front_door(front: Any) -> None:
     changed = sorted(reregistered - set(changed)) + changed
     restores = ShardRestores(front, accepted=True)
     starts = TailStarts(front.cache, front.registry, front.marks, set(changed))
-    tail = front.data.replay(front.encoders, restores, answered=starts)
+    tail, refused = restores.place_tail(front.data.replay(front.encoders, restores, answered=starts))
+    front.data.replay_refused += refused  # (as one engine counts the tail items its admission refuses)
     front.ticks_in = front.data.recovered_ticks
     owed = [item for item in tail if item is not None]
     for item in owed:  # accepted before the stop: seen here as the live run saw them
