@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from connectors.ticks import slash_hint, utc_text, wire_value
@@ -45,6 +46,7 @@ class ControlOps:
     _refused_streams: OrderedDict[str, list]  # stream -> [ticks refused, the error]
     _refused_forgotten: int  # refused streams that fell out of _refused_streams (the oldest first)
     _parsing: DocumentParse | None  # a `register` whose document is being parsed off the engine thread
+    _read_before_placing: Callable[[], None]  # (IngestReading's) the ingest sockets' queued messages, read
 
     def _op_register(self, request: dict, reply: Any) -> None:
         # parsed off the engine thread (a document near limits.max_yaml_bytes is seconds of Python on a loaded
@@ -245,7 +247,10 @@ class ControlOps:
         return {"stats": self._snapshot}
 
     def _op_streams(self, request: dict, _reply: Any) -> dict:
-        """Each stream's last accepted tick (ts and count): where a feed resumes after the service restarted."""
+        """Each stream's last accepted tick (ts and count): where a feed resumes after the service restarted. With
+        ``drain: true`` (a feed placing itself) the messages already queued on ingest are read first."""
+        if request.get("drain") is True:
+            self._read_before_placing()
         names = request.get("streams")
         if names is not None and (type(names) is not list or not all(type(n) is str for n in names)
                                   or len(names) > MAX_STREAMS_PER_REPLY):

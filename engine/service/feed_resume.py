@@ -245,7 +245,9 @@ class ControlFeedResume:
         said = ""
         while True:
             try:
-                return self._call(streams=None)
+                # drain: what a feed of these streams killed before this one left queued at the engine is read
+                # first, so this feed places itself after it (an engine of an earlier version ignores it)
+                return self._call(streams=None, drain=True)
             except ControlError as e:
                 starting = e.reason == STARTING or e.reason is None and STARTING_WORDS in str(e)
                 self._stopped("start")
