@@ -36,7 +36,7 @@ from connectors.ticks import Tick
 from engine.service.datasets import DEFAULT_SETS, load_real
 from engine.service.evaluate import MIN_POINTS, MIN_SECOND_ANSWER, EvalOptions, answer_logits, window_ticks
 from engine.service.evaluation_points import chosen_ticks
-from engine.service.features import FEATURES, QuestionHead, fit_head
+from engine.service.features import FEATURES, QuestionHead, brier, fit_head
 from engine.service.splits import StreamData, StreamSplit
 from queries.probe_answers import calibrated_logits, calibrated_probs
 
@@ -103,9 +103,10 @@ def _cross_fitted(z: torch.Tensor, y: torch.Tensor, l2: float) -> tuple[HeldOut,
     hid the other's loss: review226's seed-42 walk, move_bps_50 NLL 1.591 -> 1.475 and 1.751 -> 1.865)."""
     half = len(y) // 2
     calibrated = torch.empty_like(z)
-    onehot = F.one_hot(y, z.shape[1]).to(torch.float64)
-    def brier(logits: torch.Tensor, part: slice) -> float:
-        return float((torch.softmax(logits[part], -1) - onehot[part]).square().sum(-1).mean())
+    labels = y.numpy()
+
+    def brier_of(logits: torch.Tensor, part: slice) -> float:
+        return brier(torch.softmax(logits[part], -1).numpy(), labels[part])
 
     every_half = True
     for fit_on, score_on in ((slice(0, half), slice(half, None)), (slice(half, None), slice(0, half))):
@@ -113,10 +114,10 @@ def _cross_fitted(z: torch.Tensor, y: torch.Tensor, l2: float) -> tuple[HeldOut,
         calibrated[score_on] = calibrated_logits(z[score_on], t, b)
         every_half &= (float(F.cross_entropy(calibrated[score_on], y[score_on])) <
                        float(F.cross_entropy(z[score_on], y[score_on])) and
-                       brier(calibrated, score_on) <= brier(z, score_on))
+                       brier_of(calibrated, score_on) <= brier_of(z, score_on))
     whole = slice(None)
-    return HeldOut(float(F.cross_entropy(z, y)), float(F.cross_entropy(calibrated, y)), brier(z, whole),
-                   brier(calibrated, whole)), every_half
+    return HeldOut(float(F.cross_entropy(z, y)), float(F.cross_entropy(calibrated, y)), brier_of(z, whole),
+                   brier_of(calibrated, whole)), every_half
 
 
 def one_answer(y: torch.Tensor | np.ndarray) -> bool:
