@@ -8,7 +8,8 @@ import math
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from connectors.codec import TOKENS_PER_TICK, BinnedCodec, BinnedSpec, TextCodec, TextCodecConfig
+from connectors.codec import TOKENS_PER_TICK, BinnedCodec, BinnedSpec
+from connectors.text_codec import TextCodec, TextCodecConfig
 from connectors.labels import MarkTracker
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick

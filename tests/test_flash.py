@@ -280,7 +280,7 @@ def test_text_model_multi_token_choices_equal_stateless(tmp_path, score: str) ->
     the answers match transformers run statelessly."""
     from transformers import LlamaConfig, PreTrainedTokenizerFast
 
-    from connectors.codec import TextCodec
+    from connectors.text_codec import TextCodec
 
     market = SyntheticMarket(SyntheticConfig(seed=5))
     renderer = TextCodec(_bpe(["0123456789"]))

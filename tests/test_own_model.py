@@ -232,7 +232,7 @@ def test_a_data_directory_remembers_how_the_text_codec_encodes(tmp_path, capsys)
     restart that encodes otherwise is refused naming it; a directory from before the key opens, is told so, and
     gets the key."""
     from conftest import tiny_spm_tokenizer
-    from connectors.codec import TextCodec
+    from connectors.text_codec import TextCodec
 
     tokenizer = tiny_spm_tokenizer()
     model = tiny_text_checkpoint(tmp_path / "model", "llama3", tokenizer=tokenizer)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from connectors.codec import BinnedCodec, Codec, TextCodec
+from connectors.codec import BinnedCodec, Codec
+from connectors.text_codec import TextCodec
 from queries.codec import CodecQuestion, QueryCodec
 from queries.probe_answers import QueryCompileError, compile_query, decode
 from queries.spec import QuerySpec

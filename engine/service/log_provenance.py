@@ -11,7 +11,8 @@ from typing import Any
 
 import torch
 
-from connectors.codec import BinnedCodec, Codec, TextCodec
+from connectors.codec import BinnedCodec, Codec
+from connectors.text_codec import TextCodec
 from engine.models import BUILTIN_MODEL_DIR
 from engine.models.linear import resolve_format
 from engine.models.loader import default_weights

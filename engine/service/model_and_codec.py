@@ -12,7 +12,8 @@ from typing import Any
 import torch
 
 from connectors.builtin import load_builtin_codec, load_codec
-from connectors.codec import Codec, TextCodec, TextCodecConfig
+from connectors.codec import Codec
+from connectors.text_codec import TextCodec, TextCodecConfig
 from engine.models import BUILTIN_MODEL_DIR, LlamaModel, load_model
 from engine.models.linear import bound_kernel_cache
 from engine.models.loader import read_config
