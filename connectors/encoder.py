@@ -1,6 +1,6 @@
 """The ingest side behind one object per stream: ordering guard + codec state -> tokens.
 
-`StreamEncoder` holds one stream's state: its last accepted timestamp (the
+`StreamEncoder` (connectors/stream_encoder.py) holds one stream's state: its last accepted timestamp (the
 ordering guard) and its codec state. Encoding is two-phase so that a tick
 refused anywhere (ordering, token range, or downstream by the engine) leaves
 that state exactly as it was:
@@ -18,7 +18,7 @@ of the ingest socket (see connectors/ticks.py for the raw tick map):
 
 Both forms share one ordering guard per stream and the same stream-name and ts
 rules (connectors.ticks.check_stream / check_ts / check_order); tokens are
-checked in one place (`check_tokens`: ids in the vocabulary, at most
+checked in one place (connectors/tokenized_items.py's `check_tokens`: ids in the vocabulary, at most
 `max_item_tokens` of them, because an item longer than the engine's usable
 window could never be placed and would stall its stream), tick counts in
 another (`check_ticks`: 1 <= ticks <= len(tokens), every tick has a token). A
@@ -31,205 +31,47 @@ until something else of its stream arrives (then it goes first, in order) or
 ``flush_held`` runs before the next forward. A newer quote of the stream replaces
 the one held, which is dropped and counted (``conflated``): the engine computes the
 newest top of book and every trade, not each quote it could not keep up with.
+
+Beside it: what it hands on and back (connectors/encoded_items.py), its notes on odd timestamps
+(stamp_notes.py) and what shedding reads of a message (message_shedding.py).
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 from connectors.codec import Codec
+from connectors.encoded_items import PASSED, EncodedTick, Ingested, Rejection, Submit
 from connectors.lookalike_names import LookalikeNames
+from connectors.message_shedding import message_streams
 from connectors.passed_over import PassedOver
+from connectors.stamp_notes import StampNotes
+from connectors.stream_encoder import StreamEncoder
 from connectors.ticks import (
     MAX_STREAM_BYTES,
     InvalidTick,
     Tick,
-    check_order,
     check_stream,
     check_keys,
     check_normalized,
     check_not_ahead,
     check_ts,
     field_list,
-    first_ts_hint,
     tick_items,
     unpack,
-    utc_text,
     validate,
     wire_value,
 )
+from connectors.tokenized_items import TOKENIZED_FIELDS, check_ticks, check_tokens, listed_ticks, tokenized_items
 
-TOKENIZED_FIELDS = frozenset(("stream", "ts", "tokens", "ticks"))
 # A wire tick priced at zero or below: what its sender does for an instrument that trades there (file replay's
 # rejects name --price-offset, which does this for the files)
 SHIFT_PRICES = ("; an instrument that trades at zero or below (a spread, a power market) is sent shifted above zero: "
                 "add one constant to every price, bid and ask before sending (file replay: --price-offset X)")
-PASSED = "passed"  # a tick log record's key: EncodedTick.passed
-MAX_TS_UNIT_NOTES = 20  # streams named (stats, stderr) when many first ticks are 0 or look like s/ms/us; all counted
-# A wire tick accepted further ahead of the receiver's clock than this is said and counted (ticks_ahead_summary): its
-# stream's later ticks must not be older, so one forged or mis-stamped tick (within limits.max_ts_ahead_s, a day)
-# refuses the stream's real feed as ts_backwards until the clock passes it. Minutes: above clock skew between hosts
-AHEAD_OF_CLOCK_NOTE_NS = 300 * 10**9
-
-
-class EncodedTick(NamedTuple):
-    """Tokens ready for the engine, not yet committed to the stream's state."""
-
-    stream: str
-    ts: int
-    tokens: list[int]
-    ticks: int  # ticks these tokens stand for (1 for a raw tick)
-    state: Any  # codec state after this tick; None when pre-tokenized (the codec state does not move)
-    tick: Tick | None = None  # the raw tick it came from (None when pre-tokenized): what a tick log keeps
-    passed: int = 0  # ticks of its stream stamped ts taken just before it and refused or conflated (PassedOver)
-
-    def to_record(self) -> dict[str, Any]:
-        """What a tick log keeps to replay this item through the same encoders: the raw tick, or the tokens, and
-        the ticks passed over before it (``passed``, left out when 0: logs written before it have none)."""
-        if self.tick is not None:
-            record: dict[str, Any] = {"tick": self.tick.to_wire()}
-        else:
-            record = {"tokenized": {"stream": self.stream, "ts": self.ts, "tokens": self.tokens, "ticks": self.ticks}}
-        if self.passed:
-            record[PASSED] = self.passed
-        return record
-
-
-def listed_ticks(data: bytes) -> int:
-    """The ticks a msgpack message holds, read from its first bytes alone (a list's header gives its length; a map
-    is one tick): an oversize message is refused unread, but counted as the ticks it carried."""
-    head = data[:1]
-    if not head:
-        return 1
-    first = head[0]
-    if 0x90 <= first <= 0x9F:  # fixarray
-        listed, header = first & 0x0F, 1
-    elif first == 0xDC and len(data) >= 3:  # array 16
-        listed, header = int.from_bytes(data[1:3], "big"), 3
-    elif first == 0xDD and len(data) >= 5:  # array 32
-        listed, header = int.from_bytes(data[1:5], "big"), 5
-    else:
-        return 1
-    # a list of more items than it has bytes after its header is no list of ticks (garbage, or hostile): one message
-    return listed if 0 < listed <= len(data) - header else 1
-
-
-class Rejection(NamedTuple):
-    """One refused tick (or message, index -1) with its REASONS code and a human message."""
-
-    index: int
-    reason: str
-    error: str
-    stream: str | None = None  # set once the tick got far enough to have a valid stream name
-    count: int = 1  # the ticks it stands for (a shed message: one per stream, from its first tick's index)
-
-    @classmethod
-    def of(cls, index: int, err: InvalidTick) -> Rejection:
-        return cls(index, err.reason, str(err), err.stream)
-
-    def to_wire(self) -> dict[str, Any]:
-        # an error quoting text that was not UTF-8 (decoded with surrogates) is sent escaped, never unsendable
-        error = self.error.encode("utf-8", "backslashreplace").decode()
-        d: dict[str, Any] = {"index": self.index, "reason": self.reason, "error": error}
-        if self.stream is not None:
-            d["stream"] = self.stream
-        if self.count != 1:
-            d["count"] = self.count
-        return d
-
-
-class Ingested(NamedTuple):
-    """What one message gave: the accepted items (in order) and the rejections."""
-
-    accepted: list[EncodedTick]
-    rejections: list[Rejection]
-
-    @property
-    def ticks(self) -> int:
-        return sum(item.ticks for item in self.accepted)
-
-
-Submit = Callable[[EncodedTick], None]
-"""Hands an encoded item on (to the engine); raises InvalidTick (e.g. "stream_refused") to refuse it."""
-
-
-def check_tokens(tokens: Any, vocab_size: int, max_tokens: int | None = None) -> list[int]:
-    """The one token rule: a non-empty list of at most `max_tokens` ints in [0, vocab_size)."""
-    if not isinstance(tokens, list) or not tokens:
-        got = "an empty array" if isinstance(tokens, list) else wire_value(tokens)
-        raise InvalidTick("bad_tokens", f"tokens must be a non-empty array of ints, got {got}")
-    if max_tokens is not None and len(tokens) > max_tokens:  # before the per-token loop: refused cheaply
-        raise InvalidTick("bad_tokens", f"{len(tokens)} tokens in one item; the engine takes at most {max_tokens} "
-                                        "(its window less the sink and probe reserve): split it into smaller items")
-    for t in tokens:
-        if type(t) is not int or not 0 <= t < vocab_size:  # type(): a bool is not a token id
-            raise InvalidTick("bad_tokens", f"token {wire_value(t)} is not an id in [0, {vocab_size})")
-    return tokens
-
-
-def check_ticks(ticks: Any, num_tokens: int) -> int:
-    """The one tick-count rule of a pre-tokenized item: an int in [1, num_tokens] (a tick has a token at least)."""
-    if type(ticks) is not int or ticks < 1:  # type(): a bool is not a count
-        raise InvalidTick("wrong_type", f"ticks must be an int >= 1, got {wire_value(ticks)}")
-    if ticks > num_tokens:
-        raise InvalidTick("bad_tokens", f"ticks {ticks} > {num_tokens} tokens: every tick has a token at least")
-    return ticks
-
-
-class StreamEncoder:
-    """One stream's ingest state: the last accepted ts and the codec state, with counters."""
-
-    def __init__(self, stream: str, codec: Codec, vocab_size: int, max_stream_bytes: int = MAX_STREAM_BYTES) -> None:
-        self.stream = check_stream(stream, max_stream_bytes)
-        self.codec = codec
-        self.vocab_size = vocab_size
-        self.state: Any = codec.new_state()
-        self.last_ts: int | None = None
-        # of the ticks taken stamped last_ts, how many up to the last accepted one, those refused or conflated before
-        # it included (None: unknown, a start after retention in an older log): a feed resending a file whose ticks
-        # share timestamps tells by it which of them are in
-        self.at_last_ts: int | None = 0
-        self.ticks = 0  # committed ticks, raw and pre-tokenized
-        # the price level of the last raw tick committed (None: none, or only pre-tokenized items): a feed compares
-        # its first price with it, to tell a stream continued at another level (another --price-offset)
-        self.last_level: float | None = None
-
-    def encode(self, tick: Tick) -> EncodedTick:
-        """Tokens for a validated tick of this stream; raises InvalidTick("ts_backwards"). Mutates nothing."""
-        if tick.stream != self.stream:
-            raise ValueError(f"tick of stream {tick.stream!r} given to the encoder of {self.stream!r}")
-        check_order(self.stream, tick.ts, self.last_ts)
-        state = copy.copy(self.state)
-        try:
-            tokens = self.codec.encode(tick, state)
-        except Exception as e:  # a codec must never take the service down over one tick; the copy is dropped
-            raise InvalidTick("unencodable", f"stream {self.stream!r}: the codec could not encode this tick "
-                                             f"({type(e).__name__}: {e})", self.stream) from None
-        return EncodedTick(self.stream, tick.ts, tokens, 1, state, tick)
-
-    def accept(self, ts: int, tokens: list[int], ticks: int = 1) -> EncodedTick:
-        """A pre-tokenized item of this stream (tokens and ticks already checked, see StreamEncoders.accept);
-        raises InvalidTick("ts_backwards"). Mutates nothing."""
-        check_order(self.stream, ts, self.last_ts)
-        return EncodedTick(self.stream, ts, tokens, ticks, None)
-
-    def commit(self, item: EncodedTick) -> None:
-        """Advance the stream past `item` (which this encoder made and the engine took)."""
-        if item.ts != self.last_ts:
-            self.at_last_ts = item.passed + item.ticks
-        elif self.at_last_ts is not None:
-            self.at_last_ts += item.passed + item.ticks
-        self.last_ts = item.ts
-        if item.state is not None:
-            self.state = item.state
-        if item.tick is not None and item.tick.level is not None:
-            self.last_level = item.tick.level
-        self.ticks += item.ticks
-
-
 NAMES_HOLDER = "encoders"  # what LookalikeNames calls the streams held or expired here
+# the names other modules import from here (they moved beside it): kept importable where they were
+__all__ = ["SHIFT_PRICES", "PASSED", "EncodedTick", "Ingested", "StreamEncoder", "StreamEncoders", "listed_ticks"]
 
 
 class StreamEncoders:
@@ -264,11 +106,7 @@ class StreamEncoders:
         self._encoders: dict[str, StreamEncoder] = {}
         self._expired_last_ts: dict[str, int] = {}  # expired streams' last accepted ts (see drop)
         self._expired_at_last_ts: dict[str, int | None] = {}  # ... and how many of their ticks it stamped
-        # streams whose first ts is 0 or looks like s/ms/us, not ns (first_ts_hint): the first MAX_TS_UNIT_NOTES, and a
-        # count
-        self.ts_unit_notes: dict[str, str] = {}
-        self.ts_unit_streams = 0
-        self.notify = notify  # where such notes are said as they happen (the service's log); None: only counted
+        self.stamp_notes = StampNotes(notify)  # first ts in another unit, ticks ahead of the clock
         self.held: dict[str, EncodedTick] = {}  # each stream's newest quote kept aside by conflation, not submitted
         self.conflated = 0  # quotes dropped for a newer one of their stream (never submitted, never logged)
         self.passed_over = PassedOver()  # refused and conflated ticks since each stream's last accepted one
@@ -277,10 +115,6 @@ class StreamEncoders:
         # replayed from a tick log has no such clock: a stream restarted from one and quiet since has none.
         self.received_ns: dict[str, int] = {}
         self._message_ns: int | None = None  # the clock of the wire message being ingested (None: none given)
-        # streams with wire ticks accepted over AHEAD_OF_CLOCK_NOTE_NS ahead of the clock: the first
-        # MAX_TS_UNIT_NOTES, each [ticks, most seconds ahead], and how many such ticks in all
-        self.ahead_of_clock: dict[str, list] = {}
-        self.ahead_of_clock_ticks = 0
         # every name held or expired here (and those the service remembers as refused) by its NFKC fold: a new wire
         # name that folds to another's is refused (lookalike_names.py)
         self.names = LookalikeNames()
@@ -425,43 +259,17 @@ class StreamEncoders:
         if encoder is None:
             encoder = self._encoders[item.stream] = self._new_encoder(item.stream)
             self.names.add(item.stream, NAMES_HOLDER)
-            if encoder.last_ts is None and (hint := first_ts_hint(item.ts)) is not None:  # a stream's very first tick
-                self.ts_unit_streams += 1
-                if len(self.ts_unit_notes) < MAX_TS_UNIT_NOTES:
-                    self.ts_unit_notes[item.stream] = hint
-                    if self.notify is not None:
-                        self.notify(f"stream {item.stream!r}: {hint}")
+            if encoder.last_ts is None:  # a stream's very first tick
+                self.stamp_notes.first_tick(item.stream, item.ts)
         encoder.commit(item)
         self.passed_over.accepted(item.stream)
         if self._message_ns is not None:
             self.received_ns[item.stream] = self._message_ns
-            if item.ts - self._message_ns > AHEAD_OF_CLOCK_NOTE_NS:
-                self._note_ahead_of_clock(item.stream, item.ts, self._message_ns)
-
-    def _note_ahead_of_clock(self, stream: str, ts: int, now_ns: int) -> None:
-        """A wire tick of ``stream`` accepted well ahead of the clock: counted, and said for a stream's first."""
-        self.ahead_of_clock_ticks += 1
-        ahead_s = (ts - now_ns) / 1e9
-        noted = self.ahead_of_clock.get(stream)
-        if noted is not None:
-            noted[0], noted[1] = noted[0] + 1, max(noted[1], round(ahead_s, 3))
-            return
-        if len(self.ahead_of_clock) >= MAX_TS_UNIT_NOTES:
-            return
-        self.ahead_of_clock[stream] = [1, round(ahead_s, 3)]
-        if self.notify is not None:
-            ahead = f"{ahead_s / 3600:.1f} h" if ahead_s >= 3600 else f"{ahead_s / 60:.0f} min"
-            self.notify(f"stream {stream!r}: accepted a tick stamped {ahead} ahead of this clock (ts {ts}, "
-                        f"{utc_text(ts)}): its later ticks older than that are refused as ts_backwards until the "
-                        f"clock passes it; if the stamp is wrong (forged, or a clock or unit mistake), `flashtick "
-                        f"forget {stream}` drops the stream, its ordering guard included (stats ticks_ahead_of_clock)")
+            self.stamp_notes.accepted(item.stream, item.ts, self._message_ns)
 
     def ahead_of_clock_summary(self) -> dict[str, Any]:
-        """For stats: wire ticks accepted over AHEAD_OF_CLOCK_NOTE_NS ahead of the clock (empty when none)."""
-        if not self.ahead_of_clock_ticks:
-            return {}
-        return {"ticks_ahead_of_clock": {"ticks": self.ahead_of_clock_ticks, "streams": {
-            stream: {"ticks": ticks, "max_ahead_s": ahead} for stream, (ticks, ahead) in self.ahead_of_clock.items()}}}
+        """For stats: wire ticks accepted well ahead of the clock (StampNotes; empty when none)."""
+        return self.stamp_notes.ahead_of_clock_summary()
 
     def note_passed(self, stream: str, ts: int, ticks: int = 1) -> None:
         """``ticks`` of ``stream`` stamped ``ts`` were taken off the wire and refused or conflated (PassedOver); a
@@ -478,10 +286,8 @@ class StreamEncoders:
             self.note_passed(stream, ts, ticks if type(ticks) is int and ticks >= 1 else 1)
 
     def ts_unit_summary(self) -> dict[str, Any]:
-        """For stats: streams whose first ts was 0 or looked like seconds, ms or us rather than ns (empty when none)."""
-        if not self.ts_unit_streams:
-            return {}
-        return {"ts_unit_suspects": {"streams": self.ts_unit_streams, "first": dict(self.ts_unit_notes)}}
+        """For stats: streams whose first ts looked like another unit than ns (StampNotes; empty when none)."""
+        return self.stamp_notes.ts_unit_summary()
 
     # -- whole paths: check, submit, commit -------------------------------------------------
 
@@ -537,7 +343,7 @@ class StreamEncoders:
             self._check_live(item.stream, item.ts, now_ns)
             return item
 
-        return self._ingest(data, submit, _tokenized_items, first_phase, self.flush_held(submit))
+        return self._ingest(data, submit, tokenized_items, first_phase, self.flush_held(submit))
 
     def _check_live(self, stream: str, ts: int, now_ns: int | None) -> None:
         """The checks of a wire tick's stream and ts against this service's state, for a live message only (one
@@ -575,22 +381,10 @@ class StreamEncoders:
         None for a message that does not decode (the normal path says why), or one with a stream ``refusal``
         accepts (None for it): that message is read tick by tick. A tick without a valid stream name gets
         ``refusal(None)``'s reason."""
-        if len(data) > self.max_message_bytes:
+        read = message_streams(data, tokenized, self.max_message_bytes, self.max_stream_bytes)
+        if read is None:
             return None
-        try:
-            items = (_tokenized_items if tokenized else tick_items)(unpack(data, max_bytes=self.max_message_bytes))
-        except InvalidTick:
-            return None
-        first: dict[str | None, list[int]] = {}  # stream -> [index of its first tick, its ticks]
-        named: list[str | None] = []
-        for index, obj in enumerate(items):
-            stream = obj.get("stream") if isinstance(obj, dict) else None
-            try:
-                stream = check_stream(stream, self.max_stream_bytes)  # echoed on `_rejects/` only if a valid name
-            except InvalidTick:
-                stream = None
-            first.setdefault(stream, [index, 0])[1] += 1
-            named.append(stream)
+        items, named, first = read
         errors = {stream: refusal(stream) for stream in first}
         if any(err is None for err in errors.values()):
             return None
@@ -644,9 +438,3 @@ class StreamEncoders:
             raise
         self.commit(item)
         return item
-
-
-def _tokenized_items(obj: Any) -> list[Any]:
-    if not isinstance(obj, list):
-        raise InvalidTick("bad_msgpack", f"tokenized message must be a msgpack array, got {wire_value(obj)}")
-    return obj
