@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from connectors.ticks import InvalidTick, Tick
+from connectors.tick_errors import InvalidTick
+from connectors.ticks import Tick
 
 PASSED = "passed"  # a tick log record's key: EncodedTick.passed
 

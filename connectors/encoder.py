@@ -45,25 +45,16 @@ from connectors.codec import Codec
 from connectors.encoded_items import PASSED, EncodedTick, Ingested, Rejection, Submit
 from connectors.lookalike_names import LookalikeNames
 from connectors.message_shedding import message_streams
+from connectors.msgpack_reading import check_keys, tick_items, unpack
 from connectors.passed_over import PassedOver
 from connectors.stamp_notes import StampNotes
 from connectors.stream_encoder import StreamEncoder
-from connectors.ticks import (
-    MAX_STREAM_BYTES,
-    InvalidTick,
-    Tick,
-    check_stream,
-    check_keys,
-    check_normalized,
-    check_not_ahead,
-    check_ts,
-    field_list,
-    tick_items,
-    unpack,
-    validate,
-    wire_value,
-)
+from connectors.stream_names import MAX_STREAM_BYTES, check_normalized, check_stream
+from connectors.tick_errors import InvalidTick
+from connectors.tick_times import check_not_ahead, check_ts
+from connectors.ticks import Tick, validate
 from connectors.tokenized_items import TOKENIZED_FIELDS, check_ticks, check_tokens, listed_ticks, tokenized_items
+from connectors.wire_values import field_list, wire_value
 
 # A wire tick priced at zero or below: what its sender does for an instrument that trades there (file replay's
 # rejects name --price-offset, which does this for the files)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from connectors.ticks import InvalidTick, _excerpt  # (the one way a refused name is quoted: escaped, cut)
+from connectors.stream_names import _excerpt  # (the one way a refused name is quoted: escaped, cut)
+from connectors.tick_errors import InvalidTick
 
 
 def nfkc_fold(stream: str) -> str:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from connectors.ticks import InvalidTick, check_stream, tick_items, unpack
+from connectors.msgpack_reading import tick_items, unpack
+from connectors.stream_names import check_stream
+from connectors.tick_errors import InvalidTick
 from connectors.tokenized_items import tokenized_items
 
 

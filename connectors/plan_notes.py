@@ -28,7 +28,7 @@ from connectors.price_notation import fractional_caution, yield_caution
 from connectors.repeated_hour import RepeatedHour
 from connectors.repeated_trades import repeated_caution, repeated_ids, shared_id_note, trade_columns, trade_id_column
 from connectors.row_exprs import ROW
-from connectors.ticks import venue_caution
+from connectors.stream_names import venue_caution
 from connectors.time_units import epoch_note
 from connectors.utc_offsets import SUMMER_CHECKED, UTC_OFFSET, names_read_in, shared_name_notes, us_names_in_summer
 

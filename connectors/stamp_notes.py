@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from connectors.ticks import first_ts_hint, utc_text
+from connectors.tick_times import first_ts_hint, utc_text
 
 MAX_TS_UNIT_NOTES = 20  # streams named (stats, stderr) when many first ticks are 0 or look like s/ms/us; all counted
 # A wire tick accepted further ahead of the receiver's clock than this is said and counted (ticks_ahead_summary): its

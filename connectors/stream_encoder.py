@@ -10,7 +10,10 @@ from typing import Any
 
 from connectors.codec import Codec
 from connectors.encoded_items import EncodedTick
-from connectors.ticks import MAX_STREAM_BYTES, InvalidTick, Tick, check_order, check_stream
+from connectors.stream_names import MAX_STREAM_BYTES, check_stream
+from connectors.tick_errors import InvalidTick
+from connectors.tick_times import check_order
+from connectors.ticks import Tick
 
 
 class StreamEncoder:

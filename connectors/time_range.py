@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from connectors.ticks import ts_unit_guess, utc_text
+from connectors.tick_times import ts_unit_guess, utc_text
 
 FRACTION = re.compile(r"(?<=:\d\d)[.,](\d+)")  # a time's fraction of a second, after its seconds
 TIME_SYNTAX = "ISO 8601 (2024-01-02, 2024-01-02T14:30, UTC unless an offset is given: +01:00) or ns since the epoch"

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from connectors.ticks import InvalidTick, wire_value
+from connectors.tick_errors import InvalidTick
+from connectors.wire_values import wire_value
 
 TOKENIZED_FIELDS = frozenset(("stream", "ts", "tokens", "ticks"))
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from connectors.builtin import load_builtin_codec
 from connectors.encoder import StreamEncoders
-from connectors.ticks import REASONS
+from connectors.tick_errors import REASONS
 
 CODEC = load_builtin_codec()
 FIELDS = ("stream", "ts", "kind", "price", "size", "side", "bid", "ask", "bid_size", "ask_size", "seq", "extra")

@@ -9,16 +9,16 @@ import time
 import msgpack
 import pytest
 
+from connectors.msgpack_reading import unpack
+from connectors.tick_errors import REASONS
+from connectors.tick_times import ts_unit_hint
 from connectors.ticks import (
-    ts_unit_hint,
-    REASONS,
     InvalidTick,
     check_stream,
     decode,
     encode,
     quote,
     trade,
-    unpack,
     validate,
 )
 

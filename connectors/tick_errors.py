@@ -1,0 +1,55 @@
+"""Why a tick is refused: `REASONS`, the stable machine-readable codes (counter labels, `_rejects/` payloads), and
+`InvalidTick`, the one exception every check raises with one of them and a human message.
+
+Apart from connectors/ticks.py because every check (stream names, timestamps, msgpack reading, the tick fields)
+raises it, and those live in modules of their own.
+"""
+
+from __future__ import annotations
+
+REASONS = (
+    "not_a_map",
+    "missing_stream",
+    "bad_stream",
+    "missing_field",
+    "ts_not_int",
+    "ts_out_of_range",
+    "unknown_kind",
+    "ambiguous_kind",
+    "unknown_field",
+    "wrong_type",
+    "duplicate_key",  # a map with one key twice (msgpack allows it; which value was meant cannot be told)
+    "nonfinite_price",
+    "nonpositive_price",
+    "nonfinite_size",
+    "negative_size",
+    "unknown_side",
+    "crossed_quote",
+    "ts_backwards",
+    "ts_in_future",  # live service only: ts further ahead of its wall clock than limits.max_ts_ahead_s
+    "unencodable",  # valid, but the codec failed on it (a codec bug: the tick is refused, the service goes on)
+    "bad_msgpack",
+    "oversize",
+    "bad_tokens",
+    "stream_refused",
+    "overloaded",
+    "log_unavailable",
+    "filtered_out",  # file replay only: a row a column map's `keep` leaves out (not a trade)
+    "extra_fields",  # file replay only: a CSV row with more fields than the file's columns
+    "not_json",  # file replay only: a JSON-lines file's line that is not a JSON object
+)
+
+
+class InvalidTick(ValueError):
+    """A tick that was rejected; `reason` is one of REASONS (stable, for counters).
+
+    `stream` is the tick's stream once it got far enough to have a valid one, else None.
+    """
+
+    def __init__(self, reason: str, message: str, stream: str | None = None) -> None:
+        if reason not in REASONS:  # a typo here would silently split a counter
+            raise KeyError(f"unknown reason code {reason!r}")
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+        self.message = message
+        self.stream = stream

@@ -1,0 +1,110 @@
+"""A tick's timestamp: the field's rule (`check_ts`: an int of ns in [0, 2**63)), the ordering rule (`check_order`:
+never below the stream's last accepted ts), a live service's clock rule (`check_not_ahead`), what a ts that looks
+counted in another unit says (`ts_unit_guess`, `ts_unit_hint`, `first_ts_hint`), and a ts in words (`utc_text`).
+
+Apart from connectors/ticks.py because the same rules and words serve raw ticks, pre-tokenized items, file replay
+and the service's notes.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import Any
+
+from connectors.field_names import renamed
+from connectors.tick_errors import InvalidTick
+from connectors.wire_values import wire_value
+
+TS_MAX = 2**63
+
+
+def _float_ts_hint(ts: Any) -> str:
+    """A float ns timestamp is most often a client whose numbers are doubles (JavaScript's): a double holds ns
+    since the epoch only to ~256 ns, so the engine does not round it; say how to send an int64."""
+    if not isinstance(ts, float) or not math.isfinite(ts) or abs(ts) < 2**53:
+        return ""
+    return ("; a double cannot hold ns since the epoch exactly: pack ts as a msgpack int64/uint64 (in JavaScript a "
+            "BigInt, with @msgpack/msgpack's useBigInt64)")
+
+
+def check_ts(obj: dict) -> int:
+    """The one timestamp-field rule: `ts` present, an int (not a bool), in [0, 2**63) (int64, from 1970).
+
+    There is no wall-clock bound here: files from any year replay, a simulation
+    may run ahead of the clock, and a backtest does not depend on when it runs.
+    Event time only has to be monotonic per stream (`check_order`); a live
+    service bounds it by its own clock too (`check_not_ahead`).
+    """
+    if "ts" not in obj:
+        raise InvalidTick("missing_field", f"field 'ts' is required{renamed(obj, 'ts')}")
+    ts = obj["ts"]
+    if isinstance(ts, bool) or not isinstance(ts, int):
+        raise InvalidTick("ts_not_int", f"ts must be an int of nanoseconds, got {wire_value(ts, 24)}"
+                                        f"{_float_ts_hint(ts)}")
+    if not 0 <= ts < TS_MAX:
+        raise InvalidTick("ts_out_of_range", f"ts must be in [0, 2**63), got {ts}")
+    return ts
+
+
+# 2000-01-01 and 2100-01-01 in ns since the epoch. A ts between them counted in s, ms or us instead of ns reads as a
+# time in January 1970: accepted (a simulation may start at 0), but most likely a client's unit mistake.
+_Y2000_NS, _Y2100_NS = 946_684_800 * 10**9, 4_102_444_800 * 10**9
+_UNITS = (("seconds", 10**9), ("milliseconds", 10**6), ("microseconds", 10**3))
+
+
+def ts_unit_guess(ts: int) -> tuple[str, int] | None:
+    """The unit ("seconds", ...) and its ns a ts looks counted in, when read in s, ms or us it falls in 2000..2100
+    (as ns it is then a time in January 1970); None when it does not."""
+    return next(((unit, per) for unit, per in _UNITS if _Y2000_NS // per <= ts < _Y2100_NS // per), None)
+
+
+def ts_unit_hint(ts: int) -> str | None:
+    """Why a ts looks like another unit than ns, in words (`ts_unit_guess`); None when it does not."""
+    if (guess := ts_unit_guess(ts)) is None:
+        return None
+    unit, per = guess
+    return (f"ts {ts} is {unit} since the epoch ({utc_text(ts * per)}) if read so, but ts counts nanoseconds "
+            f"(x {per:,}); as nanoseconds it is in January 1970")
+
+
+def first_ts_hint(ts: int) -> str | None:
+    """Why a stream's first ts looks wrong, in words (0: an unset time; else `ts_unit_hint`); None when it does not.
+    Such a tick is accepted (a simulation may start at 0), but its stream then runs on a clock of its own."""
+    if ts == 0:
+        return "ts 0: an unset time? (ts counts nanoseconds since the epoch; its next ticks may be years later)"
+    return ts_unit_hint(ts)
+
+
+def utc_text(ns: int) -> str:
+    """A ts in ns since the epoch as ISO 8601 UTC, to the ns (``2191-10-26T06:13:20Z``,
+    ``2026-05-28T20:26:40.000000001Z``): what an error shows beside the raw number."""
+    seconds, fraction = divmod(ns, 10**9)
+    when = datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{when}.{fraction:09d}Z" if fraction else f"{when}Z"
+
+
+def check_order(stream: str, ts: int, last_ts: int | None) -> None:
+    """The one ordering rule: ts may not go below the stream's last accepted ts (equal is fine:
+    exchanges stamp many trades with one millisecond)."""
+    if last_ts is not None and ts < last_ts:
+        raise InvalidTick("ts_backwards", f"stream {stream!r}: ts {ts} ({utc_text(ts)}) < previous {last_ts} "
+                                          f"({utc_text(last_ts)})", stream)
+
+
+def check_not_ahead(stream: str, ts: int, now_ns: int, max_ahead_ns: int) -> None:
+    """The live service's clock rule: ts at most ``max_ahead_ns`` past its wall clock ``now_ns``. A tick years
+    ahead (a corrupt or mis-scaled time) would otherwise be accepted and then, as the stream's last ts, refuse
+    every real tick after it as ts_backwards, across restarts too. Files replayed offline are never checked."""
+    if ts - now_ns > max_ahead_ns:
+        raise InvalidTick("ts_in_future", f"stream {stream!r}: ts {ts} ({utc_text(ts)}) is "
+                                          f"{_duration(ts - now_ns)} ahead of this service's clock "
+                                          f"({utc_text(now_ns)}); limits.max_ts_ahead_s allows "
+                                          f"{_duration(max_ahead_ns)} (a sender's clock or unit mistake?)", stream)
+
+
+def _duration(ns: int) -> str:
+    """A span in the largest unit that keeps it readable: 12.5 s, 3.2 h, 1 d, 60,227.9 d."""
+    seconds = ns / 1e9
+    unit, per = next(((u, p) for u, p in (("d", 86_400), ("h", 3_600), ("min", 60)) if seconds >= p), ("s", 1))
+    return f"{seconds / per:,.1f}".removesuffix(".0") + f" {unit}"
