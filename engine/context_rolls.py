@@ -62,7 +62,8 @@ class ContextWindow:
         explicit = config.window
         if explicit is not None and explicit > blocks.max_positions:
             raise ValueError(f"scheduler.window {explicit} is past the model's {blocks.max_positions} positions "
-                             f"(leave it out for the model's)")
+                             f"(its max_position_embeddings, or a Mistral model's sliding_window when smaller; "
+                             f"leave it out for the model's)")
         if explicit is not None and explicit > pool_window:
             raise ValueError(f"scheduler.window {explicit} does not fit the KV pool, which holds a window of "
                              f"{pool_window} ({pool.num_blocks} blocks of {pool.block_size}): raise kv.cells "

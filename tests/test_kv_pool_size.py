@@ -85,3 +85,15 @@ def test_a_pool_under_a_gib_is_said_in_mib_not_as_0_00_gib(tmp_path) -> None:
     lines, _ = serve_lines(config)
     said = [line for line in lines if "KV pool" in line]
     assert len(said) == 1 and said[0].startswith("flashtick: KV pool: 1024 cells x 4 KiB = 4 MiB (kv.cells); "), lines
+
+
+def test_a_window_the_pool_capped_is_said_to_be_the_pools(tmp_path) -> None:
+    """review244: a wide model's default window, capped by the pool, was said to be "the model's positions"."""
+    config = tmp_path / "serve.yaml"
+    config.write_text(f"kv: {{cells: 256}}\nlog: {{enabled: false}}\n{ENDPOINTS}")
+    lines, _ = serve_lines(config)
+    said = [line for line in lines if "KV pool" in line]
+    # 8 blocks of 32: a 224-token window and the block a roll may straddle; the built-in model has 512 positions
+    assert len(said) == 1 and said[0].endswith(
+        "each session's window: 224 tokens (what the KV pool holds, less the block a roll may straddle; the model "
+        "has 512 positions: kv.cells, kv.bytes or scheduler.window sets it)\n"), lines

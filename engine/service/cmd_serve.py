@@ -123,9 +123,19 @@ def _kv_pool_line(server: Any) -> str:
            f"kv.cells or kv.bytes sets it")
     width = f"{cell_bytes // 1024} KiB" if cell_bytes % 1024 == 0 else f"{cell_bytes} bytes"
     window_key = ("scheduler.window" if server.config.scheduler.window is not None else
-                  "the model's positions, at most what the pool holds: scheduler.window sets it")
+                  _default_window_cause(pipeline, window))
     return (f"flashtick: KV pool{each}: {cells} cells x {width} = {_byte_size_text(cells * cell_bytes)} ({key}); "
             f"each session's window: {window} tokens ({window_key})")
+
+
+def _default_window_cause(pipeline: Any, window: int) -> str:
+    """Why the default window is what it is: the model's positions, or (a wide model) the pool, which keeps one
+    block beside a session's window for the roll that may straddle it, so 1,024 cells give a 992-token window."""
+    engine = getattr(pipeline, "engine", None)  # the sharded front door has none: its shards fitted the window
+    if engine is not None and window < engine.blocks.max_positions:
+        return (f"what the KV pool holds, less the block a roll may straddle; the model has "
+                f"{engine.blocks.max_positions} positions: kv.cells, kv.bytes or scheduler.window sets it")
+    return "the model's positions, at most what the pool holds: scheduler.window sets it"
 
 
 def _start(args: argparse.Namespace, stopping: StartingStop) -> tuple[Any, dict[str, str]]:
