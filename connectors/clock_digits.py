@@ -23,9 +23,8 @@ from connectors.csv_dialect import Dialect
 from connectors.date_columns import UNIT_WORDS
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, is_csv, scan_file
-from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, CLOCK_FRACTION_DIGITS, DAY_CLOCK_UNITS
+from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, CLOCK_FRACTION_DIGITS, COUNT_UNITS, DAY_CLOCK_UNITS
 
-COUNT_UNITS = tuple(u for u in DAY_CLOCK_UNITS if u not in CLOCK_DIGIT_UNITS)  # counts after midnight
 # a count that puts every time in the first minutes after midnight: what clock digits read as the count of the
 # finest unit that holds them come to (235959999 us: 236 s), no trading day's
 SQUEEZED_NS = 240 * 10**9

@@ -23,7 +23,14 @@ from connectors.datetime_text import (
     two_way_refusal,
 )
 from connectors.header_zones import zone_after_time
-from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, CLOCK_FRACTION_DIGITS, DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS
+from connectors.map_vocabulary import (
+    CLOCK_DIGIT_UNITS,
+    CLOCK_FRACTION_DIGITS,
+    COUNT_UNITS,
+    DAY_CLOCK_UNITS,
+    EXCEL_DAYS,
+    UNITS,
+)
 from connectors.ticks import TS_MAX
 from connectors.time_units import EPOCH_2200_NS, epoch_unit
 from connectors.utc_offsets import (
@@ -59,8 +66,8 @@ def _local(expr: pl.Expr, tz: str | None, second_pass: pl.Expr | None = None) ->
 def wall_clock_ns(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None) -> pl.Expr | None:
     """The naive wall-clock times that `ts_expr` reads in the map's `tz`, as int ns (their digits read as UTC's);
     None when it reads none (no tz; counts after midnight, which are elapsed time, not a wall clock's; times that
-    carry their offset, as a name the tz writes does: `names_read_in`)."""
-    if cmap.tz is None or cmap.ts_unit in DAY_CLOCK_UNITS or zone_reading(cmap, first):
+    carry their offset, as a name the tz writes does: `names_read_in`). Clock digits are a wall clock's reading."""
+    if cmap.tz is None or cmap.ts_unit in COUNT_UNITS or zone_reading(cmap, first):
         return None
     return ts_expr(path, replace(cmap, tz=None), dtype, first)
 
@@ -106,7 +113,7 @@ def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None,
         raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a datetime; set ts_unit to ns/us/ms/s")
     if len(cmap.ts_columns) > 1 and cmap.ts_unit in DAY_CLOCK_UNITS:  # DATE+TIME: each row's day, its own
         day, clock = (pl.col(c) for c in cmap.ts_columns)
-        return _after_midnight(cmap, _row_day(day), clock.cast(pl.Float64, strict=False))
+        return _after_midnight(cmap, _row_day(day), clock.cast(pl.Float64, strict=False), second_pass)
     if dtype == pl.String and cmap.ts_unit == "s":
         return _decimal_seconds_ns(col)
     if not (dtype.is_integer() or dtype.is_float()):
@@ -117,17 +124,18 @@ def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None,
         return _local(pl.lit(0).cast(pl.Datetime("ns")) + pl.duration(nanoseconds=offset, time_unit="ns"),
                       cmap.tz, second_pass).dt.epoch("ns")
     if cmap.ts_unit in DAY_CLOCK_UNITS:
-        return _after_midnight(cmap, pl.lit(cmap.date).str.to_date(), col.cast(pl.Float64))
+        return _after_midnight(cmap, pl.lit(cmap.date).str.to_date(), col.cast(pl.Float64), second_pass)
     return col
 
 
-def _after_midnight(cmap: ColumnMap, day: pl.Expr, clock: pl.Expr) -> pl.Expr:
+def _after_midnight(cmap: ColumnMap, day: pl.Expr, clock: pl.Expr, second_pass: pl.Expr | None = None) -> pl.Expr:
     """A time counted from midnight of `day` (a date) in the map's DAY_CLOCK_UNITS unit -> int ns, in `tz`: the
     time elapsed since that midnight, as ITCH's and LOBSTER's counts are, not a wall-clock reading, so a day
-    summer time starts or ends has 23 or 25 hours of them, with no skipped time and none twice."""
+    summer time starts or ends has 23 or 25 hours of them, with no skipped time and none twice. Clock digits are
+    a wall clock's reading: its repeated hour read as text times' is (`second_pass`, `_local`)."""
     if cmap.ts_unit in CLOCK_DIGIT_UNITS:  # a wall clock's reading: local time of that day, as text times are
         naive = day.cast(pl.Datetime("ns")).dt.epoch("ns") + clock_digits_ns(clock, CLOCK_DIGIT_UNITS[cmap.ts_unit])
-        return _local(naive.cast(pl.Datetime("ns")), cmap.tz).dt.epoch("ns")
+        return _local(naive.cast(pl.Datetime("ns")), cmap.tz, second_pass).dt.epoch("ns")
     midnight = _local(day.cast(pl.Datetime("ns")), cmap.tz).dt.epoch("ns")
     # float seconds of a day (< 86400) hold ns to well under 1 ns, so the rounding is exact enough
     offset = (clock * DAY_CLOCK_UNITS[cmap.ts_unit]).round().cast(pl.Int64, strict=False)

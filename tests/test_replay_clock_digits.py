@@ -93,3 +93,23 @@ def test_a_full_map_without_a_unit_reads_clock_digits_too(tmp_path: Path) -> Non
                                        "tz": "Asia/Seoul"})
     assert [t.ts for t in drain(replay)] == [utc_ns(w) for w in written]
     assert any("read as ts_unit hhmmss_ms" in note for note in replay.notes)
+
+
+def test_clock_digits_in_the_repeated_hour_read_at_the_second_pass_after_the_step_back(tmp_path: Path) -> None:
+    """New York's 01:00-01:59 comes twice on 2026-11-01: clock digits written through both passes were all read at
+    the earlier instant (then sorted, the second pass merged into the first); they go through the repeated-hour
+    handling text times go through, so each row is read at its own pass, in file order."""
+    new_york, utc = ZoneInfo("America/New_York"), timezone.utc
+    first_pass = [datetime(2026, 11, 1, 0, 30) + timedelta(seconds=10 * k) for k in range(540)]  # to 01:59:50 EDT
+    second_pass = [datetime(2026, 11, 1, 1, 0) + timedelta(seconds=10 * k) for k in range(540)]  # to 02:29:50 EST
+    path = tmp_path / "ESZ6_20261101.csv"
+    with path.open("w") as f:
+        f.write("date,time,symbol,price,volume\n")
+        for k, wall in enumerate(first_pass + second_pass):
+            f.write(f"20261101,{wall:%H%M%S}{k % 1000:03d},ESZ6,{100 + k % 7 * 0.25},{1 + k % 5}\n")
+    expected = [int(w.replace(tzinfo=new_york, fold=fold).astimezone(utc).timestamp()) * 10**9 + k % 1000 * 10**6
+                for fold, walls, start in ((0, first_pass, 0), (1, second_pass, 540))
+                for k, w in enumerate(walls, start)]
+    replay = FileReplay(path, columns={"tz": "America/New_York"})
+    assert [t.ts for t in drain(replay)] == expected
+    assert "360 row(s) after the step back read at the second pass" in "\n".join(replay.notes)
