@@ -39,6 +39,13 @@ from connectors.time_zones import unknown_zone_hint
 from engine.stream_patterns import did_you_mean
 
 
+def _flag(value: Any) -> bool | None:
+    """A map's true/false key as given: a boolean, or its text (a map file reads an unquoted `yes`/`no`/`on`/`off` as
+    the text, connectors/map_options.py), None for anything else."""
+    return {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}.get(
+        str(value).strip().lower())
+
+
 @dataclass(frozen=True)
 class ColumnMap:
     """Which column of a file feeds which tick field.
@@ -187,14 +194,14 @@ class ColumnMap:
                 raise ValueError(f"side_map values must be 'buy', 'sell' or null, got {bad}")
             object.__setattr__(self, "side_map", dict(self.side_map))
         if self.fill_quotes is not None:
-            flag = {"true": True, "false": False}.get(str(self.fill_quotes).strip().lower())
+            flag = _flag(self.fill_quotes)
             if flag is None:
                 raise ValueError(f"fill_quotes must be true or false, got {self.fill_quotes!r}")
             if flag and self.bid is None:
                 raise ValueError("fill_quotes carries a quote's missing side forward: map bid and ask too")
             object.__setattr__(self, "fill_quotes", flag or None)  # false is the default: not kept in to_dict
         if self.signed_size is not None:
-            flag = {"true": True, "false": False}.get(str(self.signed_size).strip().lower())
+            flag = _flag(self.signed_size)
             if flag is None:
                 raise ValueError(f"signed_size must be true or false, got {self.signed_size!r}")
             if flag and (self.size is None or self.side is not None):

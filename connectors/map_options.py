@@ -46,7 +46,7 @@ def parse_inline(text: str) -> dict[str, Any]:
 def load_map_file(path: Path) -> dict[str, Any]:
     """A column map in a YAML file: the mapping of ColumnMap.from_dict (safe_load; unknown keys rejected there)."""
     try:
-        raw = safe_load_unique(read_text(path))
+        raw = safe_load_unique(read_text(path), text_words=True)  # names and cells: `yes` is the text
     except yaml.YAMLError as e:
         raise ValueError(f"{path}: not valid YAML: {yaml_error_line(e)}") from None
     except OSError as e:

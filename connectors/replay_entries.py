@@ -45,7 +45,7 @@ def replay_list(path: Path) -> list[dict[str, Any]]:
     """The entries of a replay list (`replay: [{path: ..., columns: ...}, ...]`, YAML read with safe_load; unknown
     keys refused by name), paths relative to the list's own folder: one map per file from the command line."""
     try:
-        data = safe_load_unique(read_text(path))
+        data = safe_load_unique(read_text(path), text_words=True)  # paths and column maps: `yes` is the text
     except OSError as e:
         raise FileNotFoundError(f"replay list {path}: {e.strerror or e}") from None
     except yaml.YAMLError as e:

@@ -3,7 +3,9 @@
 `safe_load_unique` is ``yaml.safe_load`` that refuses a key given twice in one mapping: PyYAML keeps the last
 silently, so a section appended at the end of a config (a second ``kv:``) would drop the first one's settings
 without a word. It reads an unquoted `yes`, `no`, `on` or `off` *key* as that text (YAML 1.2's core schema), not as
-a boolean (YAML 1.1's, PyYAML's default); values keep PyYAML's reading. The error is a ``yaml.YAMLError`` with the line of both, so callers that already turn YAML errors
+a boolean (YAML 1.1's, PyYAML's default); values keep PyYAML's reading, except with ``text_words``: in a column map
+or a replay list every value is a column's name, a cell's value or a path, so such a word there is text too. The
+error is a ``yaml.YAMLError`` with the line of both, so callers that already turn YAML errors
 into one line say it alike. (Query documents have their own loader, queries/yaml_loader.py, which does the same
 with each key's position kept for its messages.)
 """
@@ -21,13 +23,18 @@ _BOOL_TAG = "tag:yaml.org,2002:bool"
 _CORE_BOOLS = ("true", "false")  # YAML 1.2's core schema: the only booleans; `yes`/`no`/`on`/`off` are text
 
 
+def _word_not_bool(node: yaml.Node) -> bool:
+    """Whether `node` is a YAML 1.1 boolean that YAML 1.2 reads as text: an unquoted `yes`, `no`, `on`, `off`."""
+    return node.tag == _BOOL_TAG and node.value.lower() not in _CORE_BOOLS
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         first: dict[Any, int] = {}
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: its keys may be overridden after it
                 continue
-            if key_node.tag == _BOOL_TAG and key_node.value.lower() not in _CORE_BOOLS:
+            if _word_not_bool(key_node):
                 # YAML 1.1 reads an unquoted `yes`/`no`/`on`/`off` key as a boolean: a side_map of Kalshi's
                 # `{yes: buy, no: sell}` matched no cell and rejected every row. A key is a name or a value the
                 # data holds: read it as the text written, as YAML 1.2 does
@@ -45,9 +52,20 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def safe_load_unique(text: str) -> Any:
-    """``yaml.safe_load(text)``, refusing duplicate keys (yaml.YAMLError naming both lines)."""
-    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
+class _TextWordsLoader(_UniqueKeyLoader):
+    def construct_yaml_bool(self, node: yaml.ScalarNode) -> bool | str:
+        # a `keep: {regular: [yes]}` value was True, compared as "true": it kept no row of a cell `yes`
+        return self.construct_scalar(node) if _word_not_bool(node) else super().construct_yaml_bool(node)
+
+
+_TextWordsLoader.add_constructor(_BOOL_TAG, _TextWordsLoader.construct_yaml_bool)
+
+
+def safe_load_unique(text: str, text_words: bool = False) -> Any:
+    """``yaml.safe_load(text)``, refusing duplicate keys (yaml.YAMLError naming both lines); `text_words`: an unquoted
+    `yes`/`no`/`on`/`off` value is that text too, not only a key."""
+    loader = _TextWordsLoader if text_words else _UniqueKeyLoader
+    return yaml.load(text, Loader=loader)  # noqa: S506 (a SafeLoader subclass)
 
 
 def yaml_error_line(error: yaml.YAMLError) -> str:

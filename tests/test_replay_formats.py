@@ -89,6 +89,32 @@ def test_a_side_map_of_yes_and_no_reads_them_as_the_text_written(tmp_path: Path)
                                                                           "x": True}
 
 
+def test_keep_values_yes_and_no_in_a_map_file_and_a_replay_list_are_the_text_written(tmp_path: Path, capsys) -> None:
+    """`keep: {regular: [yes]}` was read by YAML 1.1 as [True], compared as "true": it kept no row of a cell `yes`
+    and the backtest stopped with every row filtered out. A column map's and a replay list's values are names,
+    cells and paths: `yes`/`no`/`on`/`off` there are the text, as keys are; `fill_quotes: yes` still reads as true."""
+    flags = ["yes", "no", "yes", "on", "off", "yes"]
+    (tmp_path / "flags.csv").write_text("ts,symbol,price,size,regular\n" + "".join(
+        f"{1_717_236_000_000 + 250 * i},X,{1 + i / 10},1,{flag}\n" for i, flag in enumerate(flags)))
+    (tmp_path / "map.yaml").write_text("ts: ts\nts_unit: ms\nstream_col: symbol\nprice: price\nsize: size\n"
+                                       "keep: {regular: [yes, on]}\n")
+    ticks = list(replay_ticks(tmp_path / "flags.csv", columns=map_from_options(columns=str(tmp_path / "map.yaml"))))
+    assert [t.price for t in ticks] == [1.0, 1.2, 1.3, 1.5]
+    (tmp_path / "list.yaml").write_text("replay:\n  - path: flags.csv\n    columns: {ts: ts, ts_unit: ms, "
+                                        "price: price, size: size, stream_col: symbol, keep: {regular: [no]}}\n")
+    assert [t.price for t in replay_ticks(tmp_path / "list.yaml")] == [1.1]
+    queries = tmp_path / "q.yaml"
+    queries.write_text("queries: [{name: d, streams: ['*'], question: direction_5, kind: choice, "
+                       "trigger: {ticks: 2}}]\n")
+    assert main(["backtest", str(tmp_path / "flags.csv"), "--columns", str(tmp_path / "map.yaml"), "--queries",
+                 str(queries), "--out", str(tmp_path / "o.parquet"), "--threads", "1"]) == 0
+    assert "replayed 4 ticks (0 rejected, 2 left out by a filter)" in capsys.readouterr().out
+    from engine.yaml_files import safe_load_unique
+    assert safe_load_unique("{a: [yes, off], b: true, c: no}", text_words=True) == {"a": ["yes", "off"], "b": True,
+                                                                                    "c": "no"}
+    assert ColumnMap(ts="ts", bid="b", ask="a", fill_quotes="yes").fill_quotes is True
+
+
 def test_a_stream_key_that_is_no_stream_name_says_what_to_write(tmp_path: Path, capsys) -> None:
     """`stream` is one fixed stream name. A list there (the streams a user meant to read) or a number was refused as
     "stream must be a non-empty column name or omitted": no column is meant there, and nothing said what to write."""
