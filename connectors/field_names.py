@@ -36,7 +36,8 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
                # exchanges' codes: JPX's and HKEX's `Code`/`Stock Code`, `Security Code`, `Local Code`, BSE's SC_CODE
                "stock_code", "security_code", "local_code", "sc_code", "ticker_code", "sec_code", "symbol_code",
                "instrument_code", "code",
-               "secid", "seccode"),  # MOEX ISS's SECID; QUIK's exports' SECCODE
+               "secid", "seccode",  # MOEX ISS's SECID; QUIK's exports' SECCODE
+               "metal"),  # LME's trade files (Metal: CAD, AHD, ZDS)
     "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price",  # close: a bar's
               "deal", "deal_price",  # FX ECNs' deals (EBS: Deal, DealSize, DealSide beside the quote)
               "ltp", "last_traded_price",  # Indian vendors' (NSE feeds: LTP, the last traded price, beside LTQ)
@@ -48,7 +49,8 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
              "base_amount",  # CoinAPI's
              # Indian vendors' last traded quantity (not TTQ, the day's total traded quantity: a running sum, which
              # no trade's size is, so it is in no field's names and stays unread)
-             "ltq", "last_traded_qty", "last_traded_quantity"),
+             "ltq", "last_traded_qty", "last_traded_quantity",
+             "lots"),  # LME's (Lots: contracts traded; a lot is 25 t of copper, 5 t of nickel: not converted)
     "side": ("side", "aggressor_side", "taker_side", "buy/sell", "buy_sell",  # buy/sell: Kraken's trade exports
              "direction",  # Deribit's (the taker's buy/sell; LOBSTER's `direction` is read by its own layout)
              "aggressor", "dealside", "deal_side",  # CME's B/S; EBS's

@@ -78,6 +78,12 @@ def name_before_tail(column: str) -> str | None:
     return found["name"] if found else None
 
 
+def header_unit(column: str) -> str | None:
+    """What a header writes in parentheses or brackets after its name (`USD/t` of `Price (USD/t)`), else None."""
+    found = _TAILED_HEADER.match(column.strip())
+    return found[2][1:-1].strip() if found else None
+
+
 def zoned_time_column(columns: tuple[str, ...]) -> tuple[str, HeaderZone] | None:
     """The first of a time's columns (`Date+Time (EET)`: two) whose header names a zone, with that zone."""
     return next(((column, zoned) for column in columns if (zoned := header_zone(column)) is not None), None)

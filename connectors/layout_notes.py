@@ -18,6 +18,7 @@ from connectors.column_names import MID_NAMES, SETTLEMENT_NAMES, SHARE_CLASS_NAM
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.file_names import histdata_frame
 from connectors.finer_clock import finer_name_of
+from connectors.header_zones import header_unit
 from connectors.layout import databento_book
 from connectors.map_vocabulary import QUOTE_FIELDS, VALUE_FIELDS, joined_columns
 from connectors.price_offsets import shown_offset
@@ -120,6 +121,7 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, by_keys: bool = 
         notes.append(f"{path.name}: {said}, not read: its quotes replay without sizes (--columns ...,{example} "
                      f"reads them)")
     notes += _best_quote_note(path, names, cmap)
+    notes += _unit_notes(path, cmap)
     if any(normal_name(c) in SHARE_CLASS_NAMES for c in cmap.stream_columns):
         notes.append(f"{path.name}: each stream is {cmap.stream_columns[0]} with its share class's suffix where the "
                      f"row has one ({'+'.join(cmap.stream_columns)}: BRK.B, BF.A; AAPL without), so two classes of "
@@ -130,6 +132,18 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, by_keys: bool = 
                      f"with both replays as two ticks at its time, its quote then its trade; a map of one kind's "
                      f"columns (--columns ts=...,price=...,size=...) reads that kind only")
     return notes
+
+
+def _unit_notes(path: Path, cmap: ColumnMap) -> list[str]:
+    """Value columns whose header writes a unit after a known name (LME's `Price (USD/t)`): the unit is said, never
+    applied (no price is converted; two files in two units are two series)."""
+    units = [(field, column, unit) for field in VALUE_FIELDS if (column := getattr(cmap, field)) is not None
+             and (unit := header_unit(column))]
+    if not units:
+        return []
+    said = "; ".join(f"{column!r} as the {field}, in {unit}" for field, column, unit in units)
+    return [f"{path.name}: read by the names before their units: {said} (a unit is noted, not applied: values are "
+            f"read as written)"]
 
 
 def _best_quote_note(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:

@@ -31,12 +31,21 @@ def test_a_price_header_with_its_unit_is_the_price(tmp_path: Path, header: str) 
 
 
 def test_lme_trade_date_time_and_price_with_its_unit(tmp_path: Path) -> None:
+    """LME's `Metal` (the instrument) and `Lots` (the size) were not read: every metal went to one stream named by
+    the file, each trade of size 1; they are the stream and size columns now, and the price's unit is said."""
     path = tmp_path / "LME_select_20240102.csv"
     path.write_text("Trade Date,Time,Metal,Prompt,Session,Price (USD/t),Lots\n"
-                    "20240102,11:40:01.952,ZDS,3M,Ring 1,2650.00,3\n20240102,11:40:03.100,ZDS,3M,Ring 1,2650.50,4\n")
-    ticks = drain(FileReplay(path, columns={"tz": "Europe/London"}))
-    assert [(t.ts, t.price) for t in ticks] == [(utc_ns("2024-01-02T11:40:01") + 952_000_000, 2650.0),
-                                                (utc_ns("2024-01-02T11:40:03") + 100_000_000, 2650.5)]
+                    "20240102,11:40:01.952,ZDS,3M,Ring 1,2650.00,3\n20240102,11:40:02.500,CAD,3M,Ring 1,8512.50,7\n"
+                    "20240102,11:40:03.100,ZDS,3M,Ring 1,2650.50,4\n")
+    replay = FileReplay(path, columns={"tz": "Europe/London"})
+    ticks = drain(replay)
+    assert [(t.stream, t.ts, t.price, t.size) for t in ticks] == [
+        ("ZDS", utc_ns("2024-01-02T11:40:01") + 952_000_000, 2650.0, 3.0),
+        ("CAD", utc_ns("2024-01-02T11:40:02") + 500_000_000, 8512.5, 7.0),
+        ("ZDS", utc_ns("2024-01-02T11:40:03") + 100_000_000, 2650.5, 4.0)]
+    notes = "\n".join(replay.notes)
+    assert "stream=Metal, price=Price (USD/t), size=Lots" in notes
+    assert "'Price (USD/t)' as the price, in USD/t (a unit is noted, not applied" in notes
 
 
 def test_moex_tradedate_and_tradetime_are_joined(tmp_path: Path) -> None:
