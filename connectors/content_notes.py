@@ -25,7 +25,7 @@ from connectors.file_plan import FilePlan, source_path
 from connectors.file_scans import SAMPLE_ROWS, distinct_text, is_csv, scan_file
 from connectors.keep_filter import keep_key
 from connectors.repeated_trades import across_caution, repeated_across, same_trades_refusal
-from connectors.side_maps import FIX_AGGRESSOR, MAKER_ROLE, MAKER_SIDE
+from connectors.side_maps import ASK_BID, FIX_AGGRESSOR, MAKER_ROLE, MAKER_SIDE
 from connectors.stream_selection import StreamSelection, shown
 from connectors.ticks import QUOTE, TRADE, utc_text
 
@@ -56,6 +56,13 @@ def kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
         note = [f"{path.name}: column {column!r} read as the taker's side; its {', '.join(crosses)} trades have no "
                 f"aggressor: read with no side"] if crosses else []
         return replace(cmap, side=column, side_map=dict.fromkeys(crosses) or None), note
+    if cmap.side is None and cmap.bid is None and marks == set(ASK_BID):
+        # Bithumb's transaction history (`type`: bid 매수, ask 매도): the taker's order side, as Upbit's `ask_bid`;
+        # a type of bid and ask alone marks no kind of row (a quote's bid and ask are columns, never rows)
+        return replace(cmap, side=column, side_map=dict(ASK_BID)), [
+            f"{path.name}: column {column!r} holds bid and ask alone: read as the taker's side, Bithumb's transaction "
+            f"history's (bid: a buy order took the ask, buy; ask: a sell order hit the bid, sell); a map given in "
+            f"full reads it otherwise"]
     if cmap.keep is not None:
         return cmap, []
     trades = [v for v in values if v.lower() in TRADE_MARKS]

@@ -489,6 +489,33 @@ def test_upbit_market_names_the_streams_and_ask_bid_the_sides(tmp_path: Path) ->
     assert {t.stream for t in drain(FileReplay(venue))} == {"KRW-BTC"}
 
 
+def bithumb_history(types: list[str]) -> str:
+    """Bithumb's public transaction_history response: KST text times, numbers as text, `type` bid or ask."""
+    rows = [{"transaction_date": f"2024-01-02 09:00:{i:02d}", "type": kind, "units_traded": f"0.{i + 1:04d}",
+             "price": f"{58_010_000 + 1000 * (i % 3)}", "total": "0"} for i, kind in enumerate(types)]
+    return json.dumps({"status": "0000", "data": rows})
+
+
+def test_bithumb_type_of_bid_and_ask_is_the_takers_side_and_other_types_stay_unread(tmp_path: Path) -> None:
+    """review231: Bithumb's `type` (bid: the taker bought, ask: the taker sold) needed `side=type` with a side_map;
+    a `type` of bid and ask alone is read as that side now, with a note. A `type` of other values (order types, or
+    kinds of rows of which bid and ask are two) is read as before: no side."""
+    path = tmp_path / "bithumb_BTC_KRW.json"
+    path.write_text(bithumb_history(["bid", "ask", "ask", "bid", "ask", "bid"]))
+    columns = {"ts": "transaction_date", "size": "units_traded", "tz": "Asia/Seoul"}
+    replay = FileReplay(path, columns=columns)
+    ticks = drain(replay)
+    assert [t.side for t in ticks] == ["buy", "sell", "sell", "buy", "sell", "buy"]
+    assert ticks[0].ts == int(datetime.fromisoformat("2024-01-02T00:00:00+00:00").timestamp()) * 10**9
+    assert ticks[0].size == 0.0001
+    assert any("column 'type' holds bid and ask alone: read as the taker's side" in n for n in replay.notes)
+    for other in (["limit", "market", "limit"], ["bid", "ask", "trade", "trade"]):
+        path.write_text(bithumb_history(other))
+        replay = FileReplay(path, columns=columns)
+        assert {t.side for t in drain(replay)} == {None}
+        assert not any("taker's side" in n for n in replay.notes)
+
+
 def test_a_rest_dump_refused_names_the_column_of_instruments(tmp_path: Path) -> None:
     """A dump whose records name their instruments under no known name: the refusal names that column, never a
     fixed stream name that would merge them."""
