@@ -44,8 +44,8 @@ class Dialect:
     rows: tuple[tuple[str, ...], ...]
     long_rows: tuple[tuple[int, int], ...] = ()
     numbers: str = ""
-    skipped: int = 0  # lines above the header, a banner's (`_banner`): polars and the line numbers skip them
-    banner: str = ""  # that banner's text, for the note that says it was skipped
+    skipped: int = 0  # lines above the header, a banner's (`_banner_lines`): polars and line numbers skip them
+    banner: tuple[str, ...] = ()  # that banner's lines, for the note that says they were skipped
 
     @property
     def width(self) -> int:
@@ -146,8 +146,10 @@ def sniff_csv(path: Path, decimal: str | None = None) -> Dialect:
     """A CSV's dialect; `decimal` ("comma" / "point", the map's key) states its decimal separator."""
     with _open_text(path) as f:
         lines, numbers = first_lines(f, path, NUMBER_LINES + 1)
-    skipped, banner = (numbers[1] - 1, lines[0].strip()) if _banner(lines) else (0, "")
-    lines, numbers = (lines[1:], numbers[1:]) if skipped else (lines, numbers)
+    above = _banner_lines(lines)
+    skipped = numbers[above] - 1 if above else 0
+    banner = tuple(line.strip() for line in lines[:above])
+    lines, numbers = lines[above:], numbers[above:]
     first = re.sub(r'"[^"]*"', "", lines[0]) if lines else ""
     best = max(SEPARATORS, key=first.count)  # ties go to the earlier one: ',' first
     separator = best if first.count(best) else ","
@@ -165,12 +167,28 @@ def sniff_csv(path: Path, decimal: str | None = None) -> Dialect:
                    banner=banner)
 
 
-def _banner(lines: list[str]) -> bool:
-    """Whether a CSV's first line is a banner above its header: a title or a URL alone, with no separator
-    (CryptoDataDownload's `https://www.CryptoDataDownload.com`, a `trades` title), above lines that all have
-    the same two or more of one (a file of one column has none in any line: no banner)."""
-    if len(lines) < 3 or any(sep in re.sub(r'"[^"]*"', "", lines[0]) for sep in SEPARATORS):
-        return False
-    below = [re.sub(r'"[^"]*"', "", line) for line in lines[1:SAMPLE_LINES]]
-    best = max(SEPARATORS, key=below[0].count)
-    return below[0].count(best) >= 2 and all(line.count(best) == below[0].count(best) for line in below)
+MAX_BANNER_LINES = 10  # a vendor's title and disclaimer above its table: 1 (CryptoDataDownload's URL) to 5 seen
+
+
+def _unquoted(line: str) -> str:
+    return re.sub(r'"[^"]*"', "", line)
+
+
+def _banner_lines(lines: list[str]) -> int:
+    """How many of a CSV's first lines are a banner above its table: a title, a URL, a disclaimer (CryptoDataDownload's
+    `https://www.CryptoDataDownload.com`, a `trades` title, a vendor's 2-5 lines of copyright), at most
+    MAX_BANNER_LINES, above lines that all have the same two or more of one separator (a file of one column has none
+    in any line: no banner). A banner line has no more than half the table's separators (a header one short of rows
+    ending with a separator stays the header) and no cell that is a number or a date, so a header-less file's first
+    row, whose cells are its numbers and times, is never one."""
+    for above in range(1, min(MAX_BANNER_LINES, len(lines) - 2) + 1):
+        below = [_unquoted(line) for line in lines[above:above + SAMPLE_LINES]]
+        best = max(SEPARATORS, key=below[0].count)
+        width = below[0].count(best)
+        if width < 2 or any(line.count(best) != width for line in below):
+            continue
+        banner = [_unquoted(line) for line in lines[:above]]
+        if all(line.count(best) <= width // 2 and not any(NUMBER.match(cell.strip()) or DATE_LIKE.match(cell.strip())
+                                                           for cell in line.split(best)) for line in banner):
+            return above
+    return 0

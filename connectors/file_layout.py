@@ -30,7 +30,7 @@ from connectors.content_notes import (
     unread_identifiers,
     venue_note,
 )
-from connectors.csv_dialect import Dialect, check_line_lengths, long_rows, sniff_csv
+from connectors.csv_dialect import MAX_BANNER_LINES, Dialect, check_line_lengths, long_rows, sniff_csv
 from connectors.clock_digits import clock_digits
 from connectors.date_columns import date_read_as_epoch
 from connectors.date_readings import settled_reading
@@ -100,8 +100,12 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         notes += naive_notes
     number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
     if dialect is not None and dialect.skipped:
-        number_notes.append(f"{path.name}: its first line, {dialect.banner[:60]!r}, is no CSV row (no separator, "
-                            f"above a header that has them): skipped as a banner")
+        lines = len(dialect.banner)
+        said = "its first line" if lines == 1 else f"its first {lines} lines"
+        text = " / ".join(dialect.banner)[:80]
+        number_notes.append(f"{path.name}: {said}, {text!r}, {'is no CSV row' if lines == 1 else 'are no CSV rows'} "
+                            f"(no numbers, and few or no separators above a table that has them): skipped as a "
+                            f"banner (up to {MAX_BANNER_LINES} lines are)")
     notes = date_notes + notes + zone_notes
     return cmap, dialect, schema, notes + number_notes + kind_notes + unit_notes + stream_notes + day_notes
 

@@ -510,3 +510,33 @@ def test_cryptodatadownload_bars_with_their_banner(tmp_path: Path, unit: int) ->
     with pytest.raises(ValueError, match=r"not ISO 8601: .*; or read the epoch count in column 'unix' beside it: "
                                          r"--columns ts=unix$"):
         drain(FileReplay(path, columns={"ts": "date"}))
+
+
+def test_a_banner_of_several_lines_is_skipped_and_a_headerless_files_first_row_never(tmp_path: Path, capsys) -> None:
+    """One banner line above a header was skipped (CryptoDataDownload's URL); a vendor's three lines of title,
+    copyright (a comma in it) and terms URL made the title the only column and the file was refused. Up to 10 such
+    lines are skipped now, with a note. A header-less file's first row (its numbers and times) is never one, and
+    neither is a header one separator short of rows that end with one."""
+    rows = [f"{T0 + 3600 * i},BTC/USDT,{42000 + i}.50,{1.25 + i}" for i in range(N)]
+    path = tmp_path / "Vendor_BTCUSDT_1h.csv"
+    path.write_text("Example Data Vendor - hourly trades\nCopyright (c) Example Data, Inc. All rights reserved\n\n"
+                    "https://www.example.com/terms\nunix,symbol,price,size\n" + "\n".join(rows) + "\n")
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    assert main(["backtest", str(path), "--queries", str(tmp_path / "q.yaml"), "--out", str(tmp_path / "o.parquet"),
+                 "--threads", "1"]) == 0
+    assert f"replayed {N} ticks (0 rejected)" in capsys.readouterr().out
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [(t.ts, t.price, t.size) for t in ticks][:2] == [(T0 * 10**9, 42000.5, 1.25), ((T0 + 3600) * 10**9,
+                                                                                         42001.5, 2.25)]
+    assert any("its first 3 lines, 'Example Data Vendor - hourly trades / Copyright (c) Example Data, Inc." in n
+               and "skipped as a banner (up to 10 lines are)" in n for n in replay.notes), replay.notes
+    headerless = tmp_path / "BTCUSDT_ticks.csv"
+    headerless.write_text("".join(f"2024-01-02 10:00:{i:02d},{42000 + i}.5,0.{i + 1:02d}\n" for i in range(N)))
+    replay = FileReplay(headerless)
+    assert [t.price for t in drain(replay)][:2] == [42000.5, 42001.5]
+    assert not any("banner" in n for n in replay.notes)
+    trailing = tmp_path / "BTCUSDT_trailing.csv"
+    trailing.write_text("unix,symbol,price,size\n" + "".join(f"{row},\n" for row in rows))
+    replay = FileReplay(trailing, columns={"ts": "unix", "price": "price"})  # (its rows: extra_fields, as before)
+    assert any("column 'unix' read as s" in n for n in replay.notes) and not any("banner" in n for n in replay.notes)
