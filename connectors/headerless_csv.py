@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 from connectors.cautions import Caution
 from connectors.column_map import PRESETS, ColumnMap
 from connectors.datetime_text import is_iso_time, time_formats
+from connectors.event_time import time_with_zone
 from connectors.file_names import HISTDATA_ZONE, histdata_frame
 from connectors.layout import PRESET_SIGNS
 from connectors.map_vocabulary import UNITS
@@ -355,7 +356,8 @@ def _headerless_hint(path: Path, row: tuple[str, ...], kinds: list[str], separat
 
 
 def _kind(cell: str) -> str:
-    if is_epoch(cell) or (not NUMBER.match(cell) and (is_iso_time(cell) or time_formats(cell))):
+    # `... 3:04:05 PM ET`: the zone after the time read as under a header (event_time.zone_in_times)
+    if is_epoch(cell) or (not NUMBER.match(cell) and (is_iso_time(cell) or time_formats(cell) or time_with_zone(cell))):
         return "time"
     if NUMBER.match(cell):
         return "number"

@@ -112,6 +112,31 @@ def test_a_zones_clock_name_is_read_in_that_zone_as_a_headers_is(tmp_path: Path,
     assert [t.ts for t in drain(given)] == right
 
 
+@pytest.mark.parametrize("written", ["03/06/2026 03:30:00 PM ET", "2026-03-06 3:30:00 PM America/New_York"])
+def test_a_headerless_files_times_with_their_zone_are_read_as_a_headers_are(tmp_path: Path, written: str) -> None:
+    """session 36: `... PM ET` (or an IANA name) after the time was read only under a header; a header-less file of
+    such times was refused as a layout that cannot be guessed. Its time column is found by the rule that reads them
+    under a header, and read by it: the same instants, the same note; a date that reads two ways is refused alike."""
+    second = written.replace("03/06", "03/16").replace("-03-06", "-03-16")  # New York on summer time from 03-08
+    right = [utc_ns("2026-03-06T20:30:00"), utc_ns("2026-03-16T19:30:00")]
+    rows = "".join(f"{t},{175 + i}.25,{100 + i}\n" for i, t in enumerate([written, second]))
+    (tmp_path / "header").mkdir(), (tmp_path / "bare").mkdir()
+    (tmp_path / "header" / "XYZ.csv").write_text("time,price,size\n" + rows)
+    (tmp_path / "bare" / "XYZ.csv").write_text(rows)
+    notes = []
+    for folder in ("header", "bare"):
+        replay = FileReplay(tmp_path / folder / "XYZ.csv")
+        assert [(t.stream, t.ts, t.price, t.size) for t in drain(replay)] == [("XYZ", right[0], 175.25, 100.0),
+                                                                              ("XYZ", right[1], 176.25, 101.0)]
+        notes.append([n for n in replay.notes if "its times are written with" in n])
+    assert notes[0] == notes[1] and len(notes[0]) == 1 and "--tz America/New_York" in notes[0][0], notes
+    if written.startswith("03/06"):  # 03/06 reads as March 6 or June 3: refused, header or not, with both formats
+        for folder, head in (("header", "time,price,size\n"), ("bare", "")):
+            (tmp_path / folder / "XYZ.csv").write_text(head + rows.replace("03/06", "03/02").replace("03/16", "03/04"))
+            with pytest.raises(ValueError, match=r"more than one way .* --ts-format '%m/%d/%Y %I:%M:%S%.f %p ET'"):
+                drain(FileReplay(tmp_path / folder / "XYZ.csv"))
+
+
 def dukascopy_local(path: Path, rows: list[tuple[str, str]]) -> Path:
     path.write_text("Local time,Ask,Bid,AskVolume,BidVolume\n" + "".join(
         f"{day} {clock},1.14427,1.14425,3.50,1.00\n" for day, clock in rows))
