@@ -17,14 +17,13 @@ from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, first_text, is_csv, scan_file
-from connectors.map_vocabulary import DAY_CLOCK_UNITS, TIME_OF_DAY, UNITS
+from connectors.map_vocabulary import COUNT_UNITS, DAY_CLOCK_UNITS, TIME_OF_DAY, UNITS
 from connectors.time_units import EPOCH_1990_NS, EPOCH_2200_NS, epoch_unit
 
 FIRST_DATE, LAST_DATE = 19000101, 21001231  # YYYYMMDD integers a date column holds
 DAY_NS = 86_400 * 10**9
 UNIT_WORDS = {"s": TIME_OF_DAY, "sec": TIME_OF_DAY, "ms": "ms_after_midnight", "us": "us_after_midnight",
               "ns": "ns_after_midnight"}  # a time column's name word for its unit (`ts_ns_et`)
-CLOCK_ORDER = (TIME_OF_DAY, "ms_after_midnight", "us_after_midnight", "ns_after_midnight")  # coarsest first
 
 
 class Numbers(NamedTuple):
@@ -65,7 +64,7 @@ def _clock_unit(column: str, numbers: Numbers) -> str | None:
     if numbers.least < 0 or numbers.most <= 0:
         return None
     named = [UNIT_WORDS[word] for word in normal_name(column).split("_") if word in UNIT_WORDS]
-    for unit in named[:1] or CLOCK_ORDER:
+    for unit in named[:1] or COUNT_UNITS:
         if numbers.most * DAY_CLOCK_UNITS[unit] < DAY_NS:
             return unit
     return None
@@ -118,7 +117,7 @@ def date_read_as_epoch(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
             f"{path.name}: column {date!r} {held}, not a time since the epoch ({as_epoch}): read joined to "
             f"{clock[0]!r}, the integer column beside it, whose values are times of one day in {clock[1]} "
             f"(--columns {shlex.quote(f'ts={date}+{clock[0]}')} --ts-unit ... says otherwise)")]
-    others = ", ".join(u for u in CLOCK_ORDER if u != "ns_after_midnight")
+    others = ", ".join(u for u in COUNT_UNITS if u != "ns_after_midnight")
     read_by = (f"--columns {shlex.quote(f'ts={date}+{clock[0]}')} --ts-unit {clock[1]}" if clock is not None else
                f"the column of times of day beside it, --columns {shlex.quote(f'ts={date}+TIME')} --ts-unit "
                f"ns_after_midnight (or {others}: the unit TIME counts after midnight), or a full timestamp column, "

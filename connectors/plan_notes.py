@@ -17,7 +17,7 @@ import polars as pl
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.datetime_text import built_formats
-from connectors.event_time import scaled_ts, time_hint, unread_zone_names, zone_words
+from connectors.event_time import scaled_ts
 from connectors.file_plan import FilePlan
 from connectors.file_scans import SAMPLE_ROWS
 from connectors.hours_window import Hours
@@ -29,6 +29,7 @@ from connectors.repeated_hour import RepeatedHour
 from connectors.repeated_trades import repeated_caution, repeated_ids, shared_id_note, trade_columns, trade_id_column
 from connectors.row_exprs import ROW
 from connectors.stream_names import venue_caution
+from connectors.time_hints import time_hint, unread_zone_names, zone_words
 from connectors.time_units import epoch_note
 from connectors.utc_offsets import SUMMER_CHECKED, UTC_OFFSET, names_read_in, shared_name_notes, us_names_in_summer
 

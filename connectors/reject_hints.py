@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from connectors.event_time import UTC_OFFSET, epoch_format_hint
+from connectors.event_time import UTC_OFFSET
 from connectors.file_plan import NO_TRADE, FilePlan
 from connectors.file_scans import BYTE_ORDER_MARK, first_text, time_sample
 from connectors.headerless_csv import zone_has_dst
@@ -19,6 +19,7 @@ from connectors.number_separators import DECIMAL_COMMA
 from connectors.price_notation import unread_price_hint, yield_columns
 from connectors.shifted_prices import NEAR_ZERO_STEPS, ZERO_SIDE, lifting_offset, offset_option
 from connectors.ticks import InvalidTick
+from connectors.time_hints import epoch_format_hint
 from connectors.time_units import epoch_unit
 
 REJECT_HINTS = {  # what a user does about a file's rows rejected for these reasons

@@ -15,7 +15,7 @@ import polars as pl
 from connectors.column_map import ColumnMap
 from connectors.datetime_text import time_formats
 from connectors.field_names import normal_name
-from connectors.map_vocabulary import DAY_CLOCK_UNITS, EXCEL_DAYS, TIME_OF_DAY, UNITS, joined_columns
+from connectors.map_vocabulary import COUNT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS, joined_columns
 from connectors.number_separators import COMMA_GROUPED
 
 # a present-day time, in ns since the epoch: 1990..2200 (a date of market data)
@@ -55,7 +55,6 @@ EXCEL_1970, EXCEL_2100 = 25569, 73051  # 1970-01-01 and 2100-01-01 as spreadshee
 
 # a time column's name that says its unit (`TIME_NS`, `ts_us`, `time_ms`), for a time of day
 UNIT_IN_NAME = re.compile(r"(?:^|_)(ns|us|ms)$")
-DAY_CLOCK_ORDER = (TIME_OF_DAY, "ms_after_midnight", "us_after_midnight", "ns_after_midnight")  # coarsest first
 
 
 def day_clock_unit(column: str, value: Any) -> str | None:
@@ -71,7 +70,7 @@ def day_clock_unit(column: str, value: Any) -> str | None:
     if named := UNIT_IN_NAME.search(normal_name(column)):
         unit = f"{named[1]}_after_midnight"
         return unit if number * DAY_CLOCK_UNITS[unit] < 86_400 * 10**9 else None
-    return next((u for u in DAY_CLOCK_ORDER if number * DAY_CLOCK_UNITS[u] < 86_400 * 10**9), None)
+    return next((u for u in COUNT_UNITS if number * DAY_CLOCK_UNITS[u] < 86_400 * 10**9), None)
 
 
 def _comma_serial(text: str) -> bool:
