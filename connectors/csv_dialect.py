@@ -178,17 +178,19 @@ def _banner_lines(lines: list[str]) -> int:
     """How many of a CSV's first lines are a banner above its table: a title, a URL, a disclaimer (CryptoDataDownload's
     `https://www.CryptoDataDownload.com`, a `trades` title, a vendor's 2-5 lines of copyright), at most
     MAX_BANNER_LINES, above lines that all have the same two or more of one separator (a file of one column has none
-    in any line: no banner). A banner line has no more than half the table's separators (a header one short of rows
-    ending with a separator stays the header) and no cell that is a number or a date, so a header-less file's first
-    row, whose cells are its numbers and times, is never one."""
+    in any line: no banner). A banner line has no more than half of each separator the table's lines share (a header
+    one short of rows ending with a separator stays the header, and so does a `;` file's header above rows of
+    decimal commas) and no cell that is a number or a date, so a header-less file's first row, whose cells are its
+    numbers and times, is never one."""
     for above in range(1, min(MAX_BANNER_LINES, len(lines) - 2) + 1):
         below = [_unquoted(line) for line in lines[above:above + SAMPLE_LINES]]
-        best = max(SEPARATORS, key=below[0].count)
-        width = below[0].count(best)
-        if width < 2 or any(line.count(best) != width for line in below):
-            continue
+        # each separator the table's lines all have the same two or more of (`;` and the decimal comma of
+        # `45512,99;61.837,63;0,02`): a line with more than half of any of them is one of the table's (a header)
+        widths = {sep: count for sep in SEPARATORS
+                  if (count := below[0].count(sep)) >= 2 and all(line.count(sep) == count for line in below)}
         banner = [_unquoted(line) for line in lines[:above]]
-        if all(line.count(best) <= width // 2 and not any(NUMBER.match(cell.strip()) or DATE_LIKE.match(cell.strip())
-                                                           for cell in line.split(best)) for line in banner):
+        if widths and all(all(line.count(sep) <= count // 2 for sep, count in widths.items()) and not any(
+                NUMBER.match(cell.strip()) or DATE_LIKE.match(cell.strip()) for cell in re.split(r"[,;\t|]", line))
+                for line in banner):
             return above
     return 0
