@@ -478,6 +478,10 @@ def test_answers_says_how_many_of_a_topics_answers_are_gone_when_none_is_kept(ch
         code, out, err = run(capsys, "answers", gone[0], "--after", str(last - 1), *control)
         assert (code, out) == (1, "") and err.startswith(
             f"flashtick answers: none of the 1 answer of {gone[0]} after seq {last - 1} (seq {last}) {keep}"), err
+        # --last N starts after a seq the user never typed: what is said is of the whole topic (none of it kept)
+        code, out, err = run(capsys, "answers", gone[0], "--last", "1", *control)
+        assert (code, out) == (1, "") and err.startswith(
+            f"flashtick answers: none of the {last} answers of {gone[0]} (seqs 1-{last}) {keep}"), err
 
 
 def test_get_after_a_replace_says_the_query_was_replaced_not_no_answer_yet(checkpoint, tmp_path, capsys) -> None:

@@ -69,7 +69,9 @@ def cmd_answers(args: argparse.Namespace) -> int:
             wanted = FETCH_LIMIT if limit is None else min(FETCH_LIMIT, limit - printed)
             reply = control.call("answers", topic=topic, after=after, limit=wanted)
             if printed == 0 and not reply["complete"]:
-                print(f"flashtick answers: {_not_kept(topic, after, reply['oldest_seq'], reply['last_seq'])} (the "
+                # (--last's own start is not a seq the user gave: none of the topic kept is said of all its seqs)
+                asked = after if args.last is None else args.after or 0
+                print(f"flashtick answers: {_not_kept(topic, asked, reply['oldest_seq'], reply['last_seq'])} (the "
                       f"service keeps the newest log.answers_keep answers of all topics in memory, and after a "
                       f"restart what the answer log's log.answers_retention_bytes kept)", file=sys.stderr)
             for answer in reply["answers"]:
