@@ -9,6 +9,7 @@ answer again with continuous seqs and no accepted tick lost.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import signal
@@ -157,6 +158,24 @@ def test_one_and_two_shards_answer_alike_and_a_restart_on_more_shards_continues(
     for topic, answers in second.items():  # seqs continue where the 1-shard run left them; answers alike
         assert_same({topic: expected[topic][-len(answers):]}, {topic: answers})
         assert answers[0][0] == expected[topic][-len(answers)][0]
+
+
+def test_meta_json_of_a_sharded_data_directory_is_one_engines_window_included(checkpoint, tmp_path, capsys) -> None:
+    """A `--shards` front door recorded `scheduler.window: null` in meta.json (it holds no engine to resolve it),
+    where one engine records the number it resolved (the model's 256 positions here): the shards say theirs, and
+    meta.json is the same as one engine's; a sharded start on one engine's directory keeps that number (it was
+    rewritten null) and notes no change, and one engine on the sharded directory notes none either."""
+    one = TickPipeline(config(checkpoint, tmp_path / "one", 1))  # (one engine: TickPipeline reads no shards)
+    one.close()
+    two = ShardedPipeline(config(checkpoint, tmp_path / "two", 2))
+    two.close()
+    meta = lambda name: json.loads((tmp_path / name / "meta.json").read_text())  # noqa: E731
+    assert meta("one")["settings"]["scheduler.window"] == 256
+    assert meta("two") == meta("one")
+    capsys.readouterr()
+    for pipeline, directory in ((ShardedPipeline, "one"), (TickPipeline, "two")):  # each on the other's
+        pipeline(config(checkpoint, tmp_path / directory, 2)).close()
+        assert meta(directory) == meta("one") and "note" not in capsys.readouterr().err
 
 
 def test_a_burst_of_messages_fires_batch_triggers_per_message_on_shards_as_on_one_engine(checkpoint, tmp_path) -> None:

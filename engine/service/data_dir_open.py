@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.service.answer_settings import ANSWER_SETTINGS, settings_changed, shown
+from engine.service.answer_settings import ANSWER_SETTINGS, RESOLVED_AT_START, settings_changed, shown
 from engine.service.config import ConfigError, LogSection
 from engine.service.ticklog import private
 from engine.text_files import ENCODING, read_text
@@ -182,6 +182,17 @@ _META_NOTED = {"dtype": ("model.dtype", "that precision's rounding"),
 SETTINGS = "settings"  # meta.json's answer_settings.ANSWER_SETTINGS, noted a key at a time as _META_NOTED's are
 
 
+def _resolved_kept(before: dict[str, Any], written_by: dict[str, Any]) -> dict[str, Any]:
+    """meta.json's settings as rewritten: a setting resolved where the engine runs (RESOLVED_AT_START) that this
+    start writes unresolved (null: a sharded front door before its shards said theirs) keeps the value recorded, so
+    a rewrite for another key never erases it ({} when there are no settings to merge)."""
+    if not isinstance(before.get(SETTINGS), dict) or SETTINGS not in written_by:
+        return {}
+    kept = {key: before[SETTINGS][key] for key in RESOLVED_AT_START
+            if written_by[SETTINGS].get(key, 0) is None and before[SETTINGS].get(key) is not None}
+    return {SETTINGS: written_by[SETTINGS] | kept}
+
+
 def check_meta(path: Path, written_by: dict[str, Any]) -> None:
     if not path.is_file():
         with open(path, "w", encoding=ENCODING, opener=private) as f:
@@ -213,7 +224,8 @@ def check_meta(path: Path, written_by: dict[str, Any]) -> None:
               f"restart (those it owes included) may differ from the logged ones by {differ_by}",
               file=sys.stderr, flush=True)
     if set(written_by) - set(before) or noted:
-        path.write_text(json.dumps(before | written_by, indent=2) + "\n", encoding=ENCODING)
+        path.write_text(json.dumps(before | written_by | _resolved_kept(before, written_by), indent=2) + "\n",
+                        encoding=ENCODING)
     if "text_encoding" in written_by and "text_encoding" not in before:
         print(f"flashtick: note: data directory {path.parent} does not say how its text codec encoded ticks (written "
               f"before meta.json recorded text_encoding): its logged ticks are taken as encoded the way this flashtick "

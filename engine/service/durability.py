@@ -132,6 +132,13 @@ class DataDir:
         self._refused: tuple[float, str] | None = None  # the latest refusal of a tick: when (monotonic) and why
         self._refusals = RefusalSpell()  # since when ticks are refused, how many: said once a tick is accepted again
 
+    def resolved(self, written_by: dict[str, Any]) -> None:
+        """meta.json checked and recorded again with what was resolved after the directory was opened: a sharded
+        front door opens it before its shards start, and only they resolve `scheduler.window` (it was recorded
+        null, where one engine records its number). A change from the window the logged answers had is noted as
+        at any start."""
+        check_meta(self.root / "meta.json", written_by)
+
     def _open_parts(self, config: LogSection, cache: AnswerCache, written_by: dict[str, Any]) -> None:
         """What the directory holds: its metadata and epoch, then the tick and answer logs (each made if missing)."""
         check_meta(self.root / "meta.json", written_by)

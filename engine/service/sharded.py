@@ -129,6 +129,7 @@ class ShardedPipeline:
             raise
         self.max_streams_admitted = facts[0]["max_streams_admitted"]
         self.window, self.shard_kv_cells = facts[0]["window"], facts[0]["kv_cells"]
+        self.data.resolved(written_by(config, self.codec, self.window))  # as one engine records it
         self.shard_kv_cell_bytes = facts[0]["kv_cell_bytes"]
         self.encoders = StreamEncoders(self.codec, facts[0]["vocab_size"], limits.max_message_bytes,
                                        max_item_tokens=facts[0]["max_chunk_tokens"],
