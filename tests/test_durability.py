@@ -501,6 +501,37 @@ def headed_checkpoint(checkpoint, tmp_path_factory):
     return out
 
 
+def test_quotes_flushed_by_conflation_are_a_group_of_their_own_after_a_restart_too(checkpoint, tmp_path) -> None:
+    """With when_behind: conflate, a stream's newest quote read while the engine is behind is held aside and
+    submitted before the next forward (flush_held): live, a tick group of its own. It was logged outside any
+    message, so a restart read it as part of the message before and answered the two as one group: owed `batch`
+    answers at other versions, with other numbers, than the run that never stopped. It is now logged as a message
+    of its own (start and end records), and the restart answers it as live did."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    conflate = lambda data: ServiceConfig.from_dict({  # noqa: E731 - config()'s, behind while any token waits
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "scheduler": {"max_batch_tokens": 64}, "log": {"dir": str(data)},
+        "queries": str(queries), "limits": {"when_behind": "conflate", "max_backlog_tokens": 1}})
+    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(400)
+    live = TickPipeline(conflate(tmp_path / "data"))
+    feed_in_steps(live, ticks[:60])
+    flushed = 0
+    for i in range(60, len(ticks), 3):  # a burst ahead of the engine: accepted and logged, not computed
+        assert live.ingest_message(encode(ticks[i : i + 3])) == []
+        flushed += len(live.encoders.held)
+        assert live.flush_held() == []  # what the server does before each forward
+    assert flushed > 10 and live.encoders.conflated > 0
+    recovered = TickPipeline(conflate(crash_copy(tmp_path / "data", tmp_path / "after")))
+    owed = [o.answer for o in recovered.recovered if o.answer is not None]
+    uninterrupted = live.run_until_idle()
+    key = lambda a: (a.query, a.stream, a.version, a.seq, a.data_ts)  # noqa: E731
+    assert sorted(map(key, owed)) == sorted(map(key, uninterrupted))
+    by_key = {key(a): a for a in uninterrupted}
+    for answer in owed:
+        if answer.query == "dir":
+            assert answer.value["probs"] == pytest.approx(by_key[key(answer)].value["probs"], abs=PROB_TOL)
+
+
 @pytest.mark.parametrize("heads,deferred", [(False, False), (True, False), (False, True)],
                          ids=["model", "answer heads", "deferred"])
 def test_a_restart_answers_a_backlog_group_by_group_as_the_live_run_would(checkpoint, headed_checkpoint, heads,

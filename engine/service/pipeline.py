@@ -206,8 +206,13 @@ class TickPipeline:
                                scheduler.pool.capacity_cells)
 
     def flush_held(self) -> list[dict[str, Any]]:
-        """Submit the quotes conflation holds (before each forward); returns the rejections."""
-        return self._counted(self.encoders.flush_held(self._submit)) if self.encoders.held else []
+        """Submit the quotes conflation holds (before each forward): a tick group of their own, and in the tick log
+        a message of their own (logged outside any, a restart grouped them with the message before); returns the
+        rejections."""
+        if not self.encoders.held:
+            return []
+        with self.data.message(len(self.encoders.held)) if self.data is not None else nullcontext():
+            return self._counted(self.encoders.flush_held(self._submit))
 
     def _accepted(self, item: EncodedTick) -> None:
         """An item the engine took (live, or replayed from the tick log): its price, for what reads marks."""

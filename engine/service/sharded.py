@@ -170,8 +170,12 @@ class ShardedPipeline:
             return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), time.time_ns()))
 
     def flush_held(self) -> list[dict[str, Any]]:
-        """Submit the quotes conflation holds (before each round of shard calls); returns the rejections."""
-        return self._counted(self.encoders.flush_held(self._submit)) if self.encoders.held else []
+        """Submit the quotes conflation holds (before each round of shard calls), logged as a message of their own
+        as one engine logs them (TickPipeline.flush_held); returns the rejections."""
+        if not self.encoders.held:
+            return []
+        with self.data.message(len(self.encoders.held)):
+            return self._counted(self.encoders.flush_held(self._submit))
 
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
         if (shed := shed_message(self, data, tokenized=True)) is not None:
