@@ -26,8 +26,8 @@ from connectors.labels import session_gap_text
 from engine.rust_paths import rust_path
 from engine.service.answer_settings import settings_changed
 from engine.service.output_lock import take_lock
-from engine.service.output_paths import DiskFull, temporary_name, write_atomically
-from engine.text_files import ENCODING, read_text
+from engine.service.output_paths import DiskFull, temporary_name, write_atomically, write_text_atomically
+from engine.text_files import read_text
 from queries.cache import Answer
 
 PARTS_SUFFIX = ".parts"  # answers.parquet -> answers.parquet.parts/
@@ -203,7 +203,7 @@ class AnswerParts:
                     "last_seq": self.last_seq, "readings": self.readings, "threads": self.threads,
                     **({"written": self.written} if self.written is not None else {})}
         text = json.dumps(manifest, indent=1) + "\n"
-        write_atomically(self.dir / MANIFEST, lambda p: p.write_text(text, encoding=ENCODING))
+        write_text_atomically(self.dir / MANIFEST, text)
 
     def answers_written(self, whole: Path, rows: int) -> None:
         """The answers are whole in `whole` (OUT's temporary name, renamed to OUT next): the manifest says so,

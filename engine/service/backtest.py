@@ -46,14 +46,13 @@ from engine.service.backtest_scores import QueryScore, later_slice, question_of,
 from engine.service.calibration_plot import plot_backtest_calibration
 from engine.service.config import ServiceConfig
 from engine.service.heap_memory import freeze_heap, thaw_heap
-from engine.service.output_paths import write_atomically
+from engine.service.output_paths import write_text_atomically
 from engine.service.pipeline import TickPipeline
 from engine.service.rejections import rejected_lines
 from engine.service.run_record import parquet_metadata, resumed_from, run_record, write_manifest
 from engine.service.replay_progress import progress_bar
 from engine.service.session_gaps import gap_notes, split_cautions
 from engine.service.unscored_notes import UnscoredWhy, say_silent_queries, unscored_reasons
-from engine.text_files import ENCODING
 from queries.yaml_loader import no_query
 
 # the Python API (docs/replay.md); BacktestInterrupted is raised by the loop and resume (backtest_loop.py) and is
@@ -209,7 +208,7 @@ def _score(pipeline: TickPipeline, out: Path, marks: dict[str, MarkSeries], test
     steps_said = split_cautions(marks, session_gap_ns)
     stop_here()
     text = json.dumps([s.to_json() for s in scores], indent=2) + "\n"
-    write_atomically(out.with_suffix(".scores.json"), lambda path: path.write_text(text, encoding=ENCODING))
+    write_text_atomically(out.with_suffix(".scores.json"), text)
     stop_here()
     try:  # last: the answers and scores are on disk whatever happens here
         plot_backtest_calibration(out, scores)

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from engine.service.backtest_scores import QueryScore
+from engine.service.output_paths import write_atomically
 
 
 def plot_backtest_calibration(out: Path, scores: list[QueryScore]) -> None:
@@ -44,8 +45,10 @@ def plot_calibration(path: Path, curves: dict[str, list[dict[str, float]]], titl
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    try:  # through the one writer of every output: a full disk is said naming the image
+        write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=100, format=path.suffix[1:].lower()))
+    finally:
+        plt.close(fig)
     return True
 
 

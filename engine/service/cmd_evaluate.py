@@ -91,7 +91,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from engine.service.finetune import resolve_device
     from engine.service.splits import longest_horizon
     from engine.service.run_record import MANIFEST_SUFFIX, InputFiles, evaluation_record, input_files
-    from engine.service.output_paths import write_atomically
+    from engine.service.output_paths import write_text_atomically
     import json
     import torch
 
@@ -132,6 +132,6 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         "split": split.text(), "device": device, "threads": torch.get_num_threads(),
         **{name: getattr(args, name) for name in SCORING_OPTIONS}})
     if args.points_out is not None and args.points_out.is_file():  # (a run that scores nothing writes no points)
-        write_atomically(args.points_out.with_suffix(MANIFEST_SUFFIX), lambda path: path.write_text(
-            json.dumps({"run": record, "points": args.points_out.name}, indent=2, sort_keys=True, default=str) + "\n"))
+        write_text_atomically(args.points_out.with_suffix(MANIFEST_SUFFIX), json.dumps(
+            {"run": record, "points": args.points_out.name}, indent=2, sort_keys=True, default=str) + "\n")
     _say_evaluation(args, result, model_dir, model, prepared, split)

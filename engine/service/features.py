@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from connectors.ticks import TRADE, Tick
-from engine.text_files import ENCODING, read_text
+from engine.text_files import read_text
 
 FEATURES = ("ret_1", "ret_5", "ret_20", "ret_50", "vol_20", "imbalance_20", "sign_run", "spread_bps",
             "quote_imbalance", "log_gap_ms", "is_trade")
@@ -234,7 +234,9 @@ def fit_head(train_x: np.ndarray, train_y: np.ndarray, val_x: np.ndarray, val_y:
 def write_head(model_dir: str | Path, heads: dict[str, QuestionHead], source: str) -> None:
     doc = {"format": HEAD_FORMAT, "source": source, "features": list(FEATURES),
            "questions": {name: head.to_dict() for name, head in heads.items()}}
-    (Path(model_dir) / HEAD_FILE).write_text(json.dumps(doc, indent=1) + "\n", encoding=ENCODING)
+    from engine.service.output_paths import write_text_atomically  # (train's one writer: a full disk named)
+
+    write_text_atomically(Path(model_dir) / HEAD_FILE, json.dumps(doc, indent=1) + "\n")
 
 
 HEAD_KEYS = ("format", "source", "features", "questions")

@@ -37,6 +37,7 @@ from engine.service.calibrate import calibrate_streams, fit_heads, validation_pa
 from engine.service.evaluate import MIN_POINTS, EvalOptions, evaluate_streams, load_tick_model
 from engine.service.evaluation_report import format_table, heldout_text, plot, uncalibrated_why
 from engine.service.features import HEAD_FILE, QuestionHead, write_head
+from engine.service.output_paths import write_text_atomically
 from engine.service.reading_record import reading_of
 from engine.service.splits import (
     SHORT_NAMED, Rejected, SplitSpec, StreamData, gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
@@ -47,7 +48,6 @@ from engine.service.train_config import TrainConfig
 from engine.service.train_data import Source, question_tokens, sample_batch
 from engine.service.train_loop import optimise
 from engine.service.train_stopping import Validation
-from engine.text_files import ENCODING
 
 
 @dataclass(frozen=True)
@@ -255,8 +255,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
                         for name, h in heads.items()}, "evaluation": evaluation,
               "total_seconds": round(time.time() - t0, 1)}
     trained_on = _trained_on(files, options, reading, streams)
-    (out / "evaluation.json").write_text(json.dumps(evaluation | {"trained_on": trained_on}, indent=1) + "\n",
-                                         encoding=ENCODING)
+    write_text_atomically(out / "evaluation.json", json.dumps(evaluation | {"trained_on": trained_on}, indent=1) + "\n")
     plotted = plot(evaluation, out / "calibration.png", "flashtick train")
     write_model_card(out, record, plotted)
     return record
@@ -387,4 +386,4 @@ multinomial logistic regression on microstructure features; intervals are 95% bl
 {format_table(ev)}
 ```
 """
-    (out / "TRAINING.md").write_text(text, encoding=ENCODING)
+    write_text_atomically(out / "TRAINING.md", text)

@@ -16,9 +16,11 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from engine.text_files import ENCODING
 
 
 class FileKind(NamedTuple):
@@ -192,12 +194,19 @@ def write_atomically(path: Path, write: Callable[[Path], Any],
     if (problem := temporary_name_problem(path)) is not None:
         raise OutputPathUnusable(problem)
     tmp = temporary_name(path)
-    with said_if_disk_full(path, tmp):
+    with said_if_refused(path, tmp), said_if_disk_full(path, tmp):
         write(tmp)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
     before_rename(tmp)
     os.replace(tmp, path)
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """A text output (UTF-8) written as every output is (write_atomically): a full disk or a folder that refuses
+    the write is said naming the file. `train` wrote config.json, evaluation.json and TRAINING.md with a plain
+    write: a full disk said "[Errno 28] No space left on device", no file named, where the weights were named."""
+    write_atomically(path, lambda tmp: tmp.write_text(text, encoding=ENCODING))
 
 
 class DiskFull(OSError):
@@ -228,6 +237,32 @@ def said_if_disk_full(path: Path, written: Path | None = None) -> Iterator[None]
         full = DiskFull(f"cannot write {path}: {DISK_FULL[code]}")
         full.errno = code  # (given as OSError's first argument, it would print as "[Errno 28] cannot write ...")
         raise full from None
+
+
+# what each errno of a folder that refuses a write (after the checks before the run let it through: a file system
+# remounted read-only mid-run, its permissions changed) is said as
+REFUSED = {errno.EROFS: "its file system is read-only", errno.EACCES: "permission denied",
+           errno.EPERM: "the operation is not permitted"}
+
+
+class OutputRefused(OSError):
+    """An output the file system refused to take (read-only, no permission), said naming the output."""
+
+
+@contextmanager
+def said_if_refused(path: Path, written: Path) -> Iterator[None]:
+    """A write of ``path`` (through ``written``, removed if made) refused by the file system raised as OutputRefused
+    in one line naming ``path``: it said "[Errno 30] Read-only file system: 'PATH.tmp'", the temporary name."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno not in REFUSED or isinstance(error, (DiskFull, OutputRefused)):
+            raise
+        with suppress(OSError):
+            written.unlink(missing_ok=True)
+        refused = OutputRefused(f"cannot write {path}: {REFUSED[error.errno]}")
+        refused.errno = error.errno
+        raise refused from None
 
 
 def _special_kind(path: Path) -> str | None:

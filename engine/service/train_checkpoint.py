@@ -14,12 +14,11 @@ import torch
 from safetensors.torch import save_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from connectors.calibration import write_calibration
+from connectors.calibration import CALIBRATION_FILE
 from connectors.codec import BinnedCodec
 from engine.rust_paths import rust_path
-from engine.service.output_paths import write_atomically
+from engine.service.output_paths import write_atomically, write_text_atomically
 from engine.service.train_config import TrainConfig
-from engine.text_files import ENCODING
 
 
 def model_config(cfg: TrainConfig, vocab_size: int) -> LlamaConfig:
@@ -53,11 +52,13 @@ def save_model(model: LlamaForCausalLM, codec: BinnedCodec, out_dir: Path) -> No
         tmp.chmod(0o666 & ~current_umask())  # safetensors writes 0600: a reader of config.json could not read these
 
     write_atomically(out_dir / WEIGHTS_FILE, write)
-    model.config.to_json_file(str(out_dir / "config.json"))
-    (out_dir / "codec.json").write_text(codec.to_json() + "\n", encoding=ENCODING)
+    # every file through the one writer, so a full disk is said naming the file whichever it is (config.json said
+    # "[Errno 28] No space left on device"); the text is what config.to_json_file and write_calibration write
+    write_text_atomically(out_dir / "config.json", model.config.to_json_string())
+    write_text_atomically(out_dir / "codec.json", codec.to_json() + "\n")
     # The codec's calibration belongs to these weights: a fresh model's is identity (fit it with
     # engine/service/calibrate.py); never leave a calibration.json fitted to other weights behind.
-    write_calibration(out_dir, codec.calibration)
+    write_text_atomically(out_dir / CALIBRATION_FILE, codec.calibration.to_json() + "\n")
 
 
 def current_umask() -> int:

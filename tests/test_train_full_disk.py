@@ -1,0 +1,79 @@
+"""A full disk (or a read-only one) under `train` and `evaluate`: the weights were said in one line naming the file
+(output_paths.write_atomically), but config.json, codec.json, evaluation.json, TRAINING.md and the calibration plot
+were written plainly, so a disk that filled after the weights said Python's "[Errno 28] No space left on device"
+(no file) or matplotlib's error. Every output of both commands now goes through the one writer. A real tiny model
+trained through the CLI; the full disk is a small tmpfs (root only) or the file size limit that `ulimit -f` sets."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import resource
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from engine.service.cli import main
+from engine.service.output_paths import temporary_name, write_text_atomically
+from tests.test_train_folders import QUICK, train, write_days
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+@contextlib.contextmanager
+def small_tmpfs(where: Path, size: int):
+    """A tmpfs of ``size`` bytes mounted at ``where`` (skips without root or a kernel that lets us mount)."""
+    where.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("a full disk needs a small tmpfs, which needs root to mount")
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=True)
+
+
+def test_a_disk_that_fills_after_the_weights_is_said_naming_config_json(tmp_path: Path) -> None:
+    """A tmpfs with room for --out's lock and the weights alone: the next file, config.json, fails; it said
+    "[Errno 28] No space left on device" and now names the file, as the weights' own message does."""
+    files = [str(f) for f in write_days(tmp_path / "days")]
+    rc, _, _ = train(files, tmp_path / "sized")  # the same tiny model where the disk is not full: its weights' size
+    assert rc == 0
+    weights = (tmp_path / "sized" / "model.safetensors").stat().st_size
+    pages = 1 + -(-weights // PAGE)  # the lock file's page and the weights' (tmpfs counts whole pages)
+    with small_tmpfs(tmp_path / "small", pages * PAGE) as small:
+        rc, _, err = train(files, small / "model")
+        assert rc == 2, err
+        assert err.splitlines()[-1] == (f"flashtick train: error: cannot write {small / 'model' / 'config.json'}: no "
+                                        f"space left on the device"), err
+        assert not temporary_name(small / "model" / "config.json").exists()  # its space given back
+
+
+def test_evaluate_plot_and_a_text_output_past_the_file_size_limit_name_the_file(tmp_path: Path) -> None:
+    """`ulimit -f` (RLIMIT_FSIZE) under the plot's size: evaluate's numbers are printed and its warning names the
+    image (matplotlib's own error before); a text output is said the same way."""
+    files = [str(f) for f in write_days(tmp_path / "days")]
+    rc, _, err = train(files, tmp_path / "model")
+    assert rc == 0, err
+    plot = tmp_path / "cal.png"
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    out_text, err_text = io.StringIO(), io.StringIO()
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16384, hard))  # the plot is ~37 KB
+    try:
+        with contextlib.redirect_stdout(out_text), contextlib.redirect_stderr(err_text):
+            rc = main(["evaluate", str(tmp_path / "model"), *files, "--plot", str(plot), *QUICK])
+        with pytest.raises(OSError) as refused:
+            write_text_atomically(tmp_path / "big.md", "x" * 20000)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    err = err_text.getvalue()
+    assert rc == 0 and "Brier" in out_text.getvalue() and not plot.exists(), err
+    limit = "the file is larger than this process may write (its file size limit, ulimit -f, or the file system's " \
+            "largest file)"
+    assert f"flashtick evaluate: warning: the calibration plot was not written: cannot write {plot}: {limit}" in err
+    assert str(refused.value) == f"cannot write {tmp_path / 'big.md'}: {limit}"
+    assert not temporary_name(plot).exists() and not (tmp_path / "big.md.tmp").exists()
