@@ -222,19 +222,21 @@ class ControlFeedResume:
         return [[tick for _, tick in part] for part in parts] + [message for message in unsent if message]
 
     def _say_split(self, messages: int, held: int) -> None:
-        """Says that the engine holds part of ``messages`` sent (``held`` ticks of them): that part was a tick group
-        of its own, and the rest, sent again as one message, is another, where a run without the restart had one
+        """Says that the engine holds part of ``messages`` sent (``held`` ticks of them): the rest, sent again as one
+        message, is a tick group apart from that part where it is taken, where a run without the restart had one
         group: answers there may differ from that run's (or a backtest's). Not a kill while the engine read a message
         in: its restart leaves out such a message's part (its tick log records where messages end,
         message_ends.py), which goes again whole; an engine of a version before that keeps it, and any engine holds
         part of a message whose rest it refused (refusals not yet counted from `_rejects/` look the same)."""
+        # worded to be true either way: the refusals of the rest may still be on their way to this feed's
+        # `_rejects/` watch (a race no wait closes: those published as the engine stopped may never come)
         it = "it" if messages == 1 else "them"
         print(f"{self.who}: the engine holds part of {counted(messages, 'message')} sent before it stopped "
-              f"({counted(held, 'tick')} of {it}): it answered that part as a tick group and the rest, sent again as "
-              f"one message, goes as another, so its `batch` and `{{ticks: N}}` answers there (and, with "
-              f"answers.adapt, the numbers after them) may differ from a run without the restart or a backtest (it "
-              f"refused the rest of {it}, or it is a flashtick from before 2026-12-05, whose restart kept the part "
-              f"of a message a stop cut short)", file=sys.stderr, flush=True)
+              f"({counted(held, 'tick')} of {it}) and not the rest, which goes again as one message: it refused the "
+              f"rest (refusals not heard here yet), or it is a flashtick from before 2026-12-05, which kept the part "
+              f"of a message a stop cut short. Where the rest is taken now, it is a tick group apart from that part, "
+              f"so its `batch` and `{{ticks: N}}` answers there (and, with answers.adapt, the numbers after them) "
+              f"may differ from a run without the restart or a backtest", file=sys.stderr, flush=True)
 
     def _first_reply(self, start_wait_s: float) -> dict[str, Any]:
         """The engine's streams when the feed begins, once it serves: a feed started with (or just after) a `serve`
