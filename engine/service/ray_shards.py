@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
 import threading
 from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
+from engine.service import ray_reaper
 from engine.service.config import ConfigError, ServiceConfig, ShardsSection
 from engine.service.shard import Shard
 
@@ -40,19 +42,33 @@ def set_ray_environment(shards: ShardsSection, environ: MutableMapping[str, str]
         environ.setdefault("RAY_COLOR_PREFIX", "0")
 
 
-def connect(shards: ShardsSection) -> bool:
-    """Join ``shards.ray_address`` (or start a local Ray instance) unless this process is connected already;
-    returns whether it connected (and so should disconnect when done)."""
+class RayConnection(NamedTuple):
+    """What ``connect`` did: whether this process connected (and so disconnects when done), and the watcher that
+    ends a local instance's processes with this one (ray_reaper.py; None: none started, or no /proc)."""
+
+    owned: bool
+    reaper: subprocess.Popen | None
+
+
+def connect(shards: ShardsSection) -> RayConnection:
+    """Join ``shards.ray_address`` (or start a local Ray instance, watched so that its processes end with this
+    one) unless this process is connected already."""
     ray = ray_module()
     if ray.is_initialized():
-        return False
+        return RayConnection(False, None)
     local: dict[str, Any] = {}
     if shards.ray_address is None:
         local["_node_ip_address"] = "127.0.0.1"  # Ray's own sockets on loopback too, as every socket of ours
     set_ray_environment(shards, os.environ, sys.stderr)
     _check_reachable(shards)
-    ray.init(address=shards.ray_address, include_dashboard=False, log_to_driver=True, **local)
-    return True
+    # (before Ray starts: a kill while it starts leaves nothing either)
+    reaper = ray_reaper.start(os.path.dirname(ray.__file__) + os.sep) if shards.ray_address is None else None
+    try:
+        ray.init(address=shards.ray_address, include_dashboard=False, log_to_driver=True, **local)
+    except BaseException:
+        ray_reaper.stop(reaper)
+        raise
+    return RayConnection(True, reaper)
 
 
 def _check_reachable(shards: ShardsSection) -> None:

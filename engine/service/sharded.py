@@ -51,6 +51,7 @@ from engine.service.model_and_codec import answer_heads, build_codec
 from engine.service.pipeline import StreamBusy, log_or_refuse, say
 from engine.service.query_fit import compile_fitting
 from engine.service.when_behind import conflating, overloaded, shed_message
+from engine.service import ray_reaper
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
 from engine.service.rejections import admission_limit
 from engine.service.rendezvous import shard_for
@@ -120,7 +121,7 @@ class ShardedPipeline:
         self.refused_at_start: set[str] = set()
         self.recovery = ShardRecovery(self)  # a shard lost and restored; the log is read on its thread
         self.replies = ShardReplies(self)  # what a shard's reply brings: answers, progress, refusals
-        self._owns_ray = connect(config.shards)
+        self._ray = connect(config.shards)
         self._group, self.links = None, []
         try:
             facts = self._start_shards()
@@ -459,7 +460,8 @@ class ShardedPipeline:
         self.data.close()  # the logs flushed and the directory's lock released first, whatever Ray does next
         for link in self.links:
             ray.kill(link.handle, no_restart=True)
-        if self._owns_ray:
+        if self._ray.owned:
             ray.shutdown()  # the placement group goes with the job
+            ray_reaper.stop(self._ray.reaper)  # what outlives shutdown (its agents) goes too
         elif self._group is not None:  # this process goes on using Ray (tests, benchmarks): hand the CPUs back
             release(self._group)

@@ -1,0 +1,76 @@
+"""A `serve --shards N` front door that ends, killed (SIGKILL) or stopped (SIGTERM), leaves none of its local Ray
+instance's processes running: Ray's dashboard and runtime-env agents outlived it with parent 1 for a minute or
+more, after a SIGTERM too (review234 #4; engine/service/ray_reaper.py). A real `serve` process; its descendants
+are listed from /proc before it ends (only this test's own processes: never matched by name) and waited for."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'flashtick[ray]')")
+
+from conftest import tiny_tick_checkpoint  # noqa: E402
+from test_durability import serve  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="lists processes from /proc (Linux)")
+
+
+def below(pid: int) -> dict[int, str]:
+    """Every process below ``pid``, by pid, with its /proc stat's start time (a pid reused later is another)."""
+    parent, started = {}, {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rfind(")") + 2:].split()
+        parent[int(entry)], started[int(entry)] = int(fields[1]), fields[19]
+    found, todo = {}, [p for p, up in parent.items() if up == pid]
+    while todo:
+        child = todo.pop()
+        found[child] = started[child]
+        todo += [p for p, up in parent.items() if up == child and p not in found]
+    return found
+
+
+def running(processes: dict[int, str]) -> list[int]:
+    """Those of ``processes`` still running (not exited, not a zombie waiting for its parent)."""
+    alive = []
+    for pid, start in processes.items():
+        try:
+            fields = (text := Path(f"/proc/{pid}/stat").read_text())[text.rfind(")") + 2:].split()
+        except OSError:
+            continue
+        if fields[19] == start and fields[0] != "Z":
+            alive.append(pid)
+    return alive
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["kill -9", "SIGTERM"])
+def test_a_sharded_front_door_that_ends_leaves_no_ray_process_running(tmp_path, how) -> None:
+    model = tiny_tick_checkpoint(tmp_path / "tick", max_position_embeddings=256)
+    config = tmp_path / "engine.yaml"
+    config.write_text(f"model: {{path: {model}}}\nkv: {{cells: 4096, block_size: 16}}\nshards: {{cpus: 0.5}}\n"
+                      f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
+                      f"control: 'tcp://127.0.0.1:0'}}\n")
+    process, _ = serve(config, tmp_path / "data", extra=("--shards", "2"))
+    try:
+        ray_processes = below(process.pid)
+        assert len(ray_processes) >= 4, ray_processes  # the GCS, the raylet, its agents, the shards' workers
+        process.send_signal(how)
+        process.wait(60)
+    finally:
+        process.kill()
+        process.wait(60)
+    deadline = time.monotonic() + 30  # a bound on the wait, not a timed assertion: they went, or they stayed
+    while running(ray_processes) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes()[:120] for pid in running(ray_processes)}
+    for pid in left:  # (what a failure leaves is this test's own: ended here, by pid)
+        os.kill(pid, signal.SIGKILL)
+    assert not left, left
