@@ -1094,7 +1094,8 @@ def test_any_single_valued_option_given_twice_is_a_usage_error_repeatable_ones_s
     parsed = build_parser().parse_args(["feed", "replay", "x.csv", "--price-offset", "A=1", "--price-offset", "B=2"])
     assert parsed.price_offset == ["A=1", "B=2"]
     # the same value twice is no conflict (a wrapper's options and the user's both saying `--threads 1`)
-    assert build_parser().parse_args(["backtest", "x.csv", "--out", "a", "--threads", "1", "--threads", "1"]).threads == 1
+    same = ["backtest", "x.csv", "--out", "a", "--threads", "1", "--threads", "1"]
+    assert build_parser().parse_args(same).threads == 1
 
 
 def test_serve_log_timestamps_stamp_the_usage_error_too(capsys) -> None:

@@ -510,7 +510,8 @@ def test_quotes_flushed_by_conflation_are_a_group_of_their_own_after_a_restart_t
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     conflate = lambda data: ServiceConfig.from_dict({  # noqa: E731 - config()'s, behind while any token waits
-        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "scheduler": {"max_batch_tokens": 64}, "log": {"dir": str(data)},
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
+        "scheduler": {"max_batch_tokens": 64}, "log": {"dir": str(data)},
         "queries": str(queries), "limits": {"when_behind": "conflate", "max_backlog_tokens": 1}})
     ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(400)
     live = TickPipeline(conflate(tmp_path / "data"))
