@@ -51,7 +51,9 @@ def running(processes: dict[int, str]) -> list[int]:
     return alive
 
 
-@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["kill -9", "SIGTERM"])
+# the kill -9 case only: the SIGTERM case passed before the reaper too (ray.shutdown ends the agents) and cost
+# another ~37 s of a 2-core CI run
+@pytest.mark.parametrize("how", [signal.SIGKILL], ids=["kill -9"])
 def test_a_sharded_front_door_that_ends_leaves_no_ray_process_running(tmp_path, how) -> None:
     model = tiny_tick_checkpoint(tmp_path / "tick", max_position_embeddings=256)
     config = tmp_path / "engine.yaml"
