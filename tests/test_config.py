@@ -255,3 +255,13 @@ def test_backtest_names_the_config_file_and_key_of_a_bad_column_map_key(tmp_path
     assert code == 2 and err.startswith(f"flashtick backtest: error: {config}: unknown key 'tss' in replay.columns "
                                         f"(allowed: ask, ask_size, bid,"), err
     assert err.endswith("; did you mean 'ts'?\n") and err.count("\n") == 1, err
+
+
+def test_replay_columns_read_yes_and_no_as_text_the_rest_of_the_config_as_booleans(tmp_path: Path) -> None:
+    """fix237 made a column map FILE read `keep: {regular: [yes]}` as the text `yes`; the service config's
+    replay.columns (the same map, inline) still read it as True, and kept no row of a cell `yes`."""
+    config = tmp_path / "engine.yaml"
+    config.write_text("log: {enabled: no}\nreplay: {columns: {keep: {regular: [yes, on]}, stream: off}}\n")
+    loaded = ServiceConfig.load(config)
+    assert loaded.replay.columns == {"keep": {"regular": ["yes", "on"]}, "stream": "off"}
+    assert loaded.log.enabled is False

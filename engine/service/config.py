@@ -506,7 +506,8 @@ class ServiceConfig:
     @classmethod
     def load(cls, path: str | Path) -> "ServiceConfig":
         try:
-            raw = safe_load_unique(read_text(path))
+            text = read_text(path)
+            raw = _replay_columns_as_text(safe_load_unique(text), text)
         except yaml.YAMLError as e:  # one line: the problem and where
             raise ConfigError(f"{path}: not valid YAML: {yaml_error_line(e)}") from None
         except OSError as e:
@@ -587,6 +588,16 @@ def _number(text: str) -> Any:
             return float(text)
         except ValueError:
             return None
+
+
+def _replay_columns_as_text(raw: Any, text: str) -> Any:
+    """``raw`` with replay.columns read as a column map file is (engine/yaml_files.py: an unquoted `yes`/`no`/`on`/
+    `off` there is a cell's text, so `keep: {regular: [yes]}` keeps the rows of `yes`); the rest of the config keeps
+    YAML's booleans, so `log: {enabled: no}` is still false."""
+    replay = raw.get("replay") if isinstance(raw, dict) else None
+    if isinstance(replay, dict) and isinstance(replay.get("columns"), dict):
+        replay["columns"] = safe_load_unique(text, text_words=True)["replay"]["columns"]
+    return raw
 
 
 def _check_replay_columns(columns: dict, source: str) -> None:
