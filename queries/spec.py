@@ -28,6 +28,7 @@ import yaml
 from engine.stream_patterns import GLOB_CHARS, unclosed_bracket  # (one glob rule for query streams and --streams)
 from engine.yaml_files import yaml_kind
 from queries.limits import QueryLimits, clip, excerpt
+from queries.spec_errors import QuerySpecError, fail
 from queries.speculation import Gate, Lookup
 from queries.trigger import Trigger
 
@@ -42,7 +43,6 @@ MAX_QUESTION_CHARS = 1000
 MAX_QUESTION_TOKENS = 64
 MAX_CHOICES = 256
 MAX_GEN_TOKENS = 256
-MAX_LISTED = 20  # problems spelled out in one error; the rest are counted
 DEFAULT_TOPIC = "{query}/{stream}/"
 RESERVED_TOPICS = ("_heartbeat/", "_rejects/")  # the service's own; every topic starting with '_' is reserved
 
@@ -61,43 +61,12 @@ _KIND_OPTIONS = {
 }
 
 
-class QuerySpecError(ValueError):
-    """A rejected query; `problems` holds one error per offending query when a document has several."""
-
-    def __init__(
-        self, reason: str, *, source: str | None = None, line: int | None = None, query: str | None = None,
-        key: str | None = None, item: int | str | None = None, problems: list[QuerySpecError] | None = None,
-    ) -> None:
-        self.reason, self.source, self.line, self.query = reason, source, line, query
-        self.key, self.item = key, item  # which key (and list index / mapping key inside it) is wrong
-        self.problems = problems or [self]
-        super().__init__(self._message() if problems is None else _listed(problems))
-
-    def located(self, source: str, line: int | None, query: str | None) -> QuerySpecError:
-        return QuerySpecError(self.reason, source=source, line=line, query=self.query or query, key=self.key,
-                              item=self.item)
-
-    def _message(self) -> str:
-        where = f"{self.source}:{self.line}" if self.source and self.line else self.source
-        who = None
-        if self.query:
-            who = self.query if self.query.startswith("query #") else f"query {excerpt(self.query)}"
-        return clip(": ".join(p for p in (where, who, self.reason) if p))
-
-
 def unanswerable_reason(error: ValueError, spec: QuerySpec) -> str:
     """Why the serving model cannot answer ``spec`` (a Registry's ``answerable`` raised ``error``), without the
     query's own name in front: the QuerySpecError it goes into names the query."""
     reason = error.reason if isinstance(error, QuerySpecError) else str(error)
     named = f"query {excerpt(spec.name)}: "
     return reason[len(named):] if reason.startswith(named) else reason
-
-
-def _listed(problems: list[QuerySpecError]) -> str:
-    lines = [p._message() for p in problems[:MAX_LISTED]]
-    if len(problems) > MAX_LISTED:
-        lines.append(f"... and {len(problems) - MAX_LISTED} more invalid queries")
-    return "\n".join(lines)
 
 
 class NamedQuestion(Protocol):
@@ -110,18 +79,14 @@ class NamedQuestion(Protocol):
     def values(self) -> Any: ...  # truthy when the question carries a value per label
 
 
-def _fail(key: str | None, reason: str, item: int | str | None = None) -> QuerySpecError:
-    return QuerySpecError(reason, key=key, item=item)
-
-
 def _str_list(key: str, raw: Any, *, allow_scalar: bool = False) -> tuple[str, ...]:
     if allow_scalar and isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list | tuple):
-        raise _fail(key, f"{key} must be a list of strings, got {yaml_kind(raw)}")
+        raise fail(key, f"{key} must be a list of strings, got {yaml_kind(raw)}")
     for i, s in enumerate(raw):
         if not isinstance(s, str) or not s:
-            raise _fail(key, f"{key}[{i}] must be a non-empty string, got {excerpt(s)}", i)
+            raise fail(key, f"{key}[{i}] must be a non-empty string, got {excerpt(s)}", i)
         _text(f"{key}[{i}]", s, i)
     return tuple(raw)
 
@@ -131,17 +96,17 @@ def _text(key: str, s: str, item: int | str | None = None) -> str:
     try:
         s.encode("utf-8")
     except UnicodeEncodeError:
-        raise _fail(key, f"{key} {excerpt(s)} is not valid Unicode text (it holds a lone surrogate)", item) from None
+        raise fail(key, f"{key} {excerpt(s)} is not valid Unicode text (it holds a lone surrogate)", item) from None
     return s
 
 
 def _int(key: str, raw: Any, lo: int, hi: int | None = None, item: int | None = None) -> int:
     # bool is an int subclass; `max_tokens: true` is a typo, not 1
     if not isinstance(raw, int) or isinstance(raw, bool):
-        raise _fail(key, f"{key} must be an integer, got {excerpt(raw)}", item)
+        raise fail(key, f"{key} must be an integer, got {excerpt(raw)}", item)
     if raw < lo or (hi is not None and raw > hi):
         bound = f">= {lo}" if hi is None else f"in {lo}..{hi}"
-        raise _fail(key, f"{key} must be {bound}, got {excerpt(raw)}", item)
+        raise fail(key, f"{key} must be {bound}, got {excerpt(raw)}", item)
     return raw
 
 
@@ -152,7 +117,7 @@ def _parsed(key: str, kind: Any, raw: Any) -> Any:
     try:
         return kind.parse(raw)
     except (TypeError, ValueError) as e:
-        raise _fail(key, str(e)) from None
+        raise fail(key, str(e)) from None
 
 
 def _float(key: str, raw: Any, item: int | str | None = None) -> float:
@@ -161,7 +126,7 @@ def _float(key: str, raw: Any, item: int | str | None = None) -> float:
     except OverflowError:
         finite = False
     if not finite:
-        raise _fail(key, f"{key} must be a finite number, got {excerpt(raw)}", item)
+        raise fail(key, f"{key} must be a finite number, got {excerpt(raw)}", item)
     return float(raw)
 
 
@@ -196,8 +161,8 @@ class QuerySpec:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME_RE.fullmatch(self.name) or len(self.name) > MAX_NAME:
-            raise _fail("name", f"name must match [A-Za-z0-9_.-]+ and be at most {MAX_NAME} chars, "
-                                f"got {excerpt(self.name)}")
+            raise fail("name", f"name must match [A-Za-z0-9_.-]+ and be at most {MAX_NAME} chars, "
+                               f"got {excerpt(self.name)}")
         try:
             self._validate()
         except QuerySpecError as e:
@@ -208,7 +173,7 @@ class QuerySpec:
 
     def _validate(self) -> None:
         if self.kind not in KINDS:
-            raise _fail("kind", f"kind must be one of {', '.join(KINDS)}, got {excerpt(self.kind)}")
+            raise fail("kind", f"kind must be one of {', '.join(KINDS)}, got {excerpt(self.kind)}")
         self._validate_streams()
         self._validate_question()
         self._validate_options()
@@ -216,29 +181,29 @@ class QuerySpec:
             try:
                 self._set("trigger", Trigger.parse(self.trigger))
             except ValueError as e:
-                raise _fail("trigger", str(e)) from None
+                raise fail("trigger", str(e)) from None
         if self.kind == "surprise" and self.trigger.kind == "on_demand":  # an ask reads the cached score, and
             # only an ingest forward that fires the query writes one: such a query would never answer
-            raise _fail("trigger", "trigger on_demand does not apply to surprise queries: their score comes from the "
-                                   "ingest forward when the query fires (use batch, ticks or interval)")
+            raise fail("trigger", "trigger on_demand does not apply to surprise queries: their score comes from the "
+                                  "ingest forward when the query fires (use batch, ticks or interval)")
         self._validate_topic()
 
     def _validate_streams(self) -> None:
         streams = _str_list("streams", self.streams, allow_scalar=True)
         if not streams:
-            raise _fail("streams", "streams must name at least one stream or glob")
+            raise fail("streams", "streams must name at least one stream or glob")
         for i, s in enumerate(streams):
             if why := unclosed_bracket(s):
-                raise _fail("streams", f"streams[{i}] {excerpt(s)} is not a valid glob: {why}", i)
+                raise fail("streams", f"streams[{i}] {excerpt(s)} is not a valid glob: {why}", i)
             if "/" in s:  # the wire refuses such a name (bad_stream): answer topics are <query>/<stream>/
-                raise _fail("streams", f"streams[{i}] {excerpt(s)} has a '/', which no stream name has (topics "
-                                       f"use it): it would match no stream", i)
+                raise fail("streams", f"streams[{i}] {excerpt(s)} has a '/', which no stream name has (topics "
+                                      f"use it): it would match no stream", i)
             if s.startswith("_"):  # the wire refuses these too: '_' topics are the engine's own (heartbeats)
-                raise _fail("streams", f"streams[{i}] {excerpt(s)} starts with '_', which no stream name does (topics "
-                                       f"starting with '_' are the engine's own): it would match no stream", i)
+                raise fail("streams", f"streams[{i}] {excerpt(s)} starts with '_', which no stream name does (topics "
+                                      f"starting with '_' are the engine's own): it would match no stream", i)
             if s != s.strip(" "):
-                raise _fail("streams", f"streams[{i}] {excerpt(s)} starts or ends with a space, which no stream name "
-                                       f"does: it would match no stream", i)
+                raise fail("streams", f"streams[{i}] {excerpt(s)} starts or ends with a space, which no stream name "
+                                      f"does: it would match no stream", i)
         self._set("streams", streams)
         self._set("_exact", frozenset(s for s in streams if not GLOB_CHARS & set(s)))
         self._set("_globs", tuple(re.compile(fnmatch.translate(s)) for s in streams if GLOB_CHARS & set(s)))
@@ -248,30 +213,30 @@ class QuerySpec:
         if self.kind == "surprise":
             if q is not None or toks is not None:
                 key = "question" if q is not None else "question_tokens"
-                raise _fail(key, f"{key} does not apply to surprise queries: they score the latest tick itself")
+                raise fail(key, f"{key} does not apply to surprise queries: they score the latest tick itself")
             return
         if (q is None) == (toks is None):
-            raise _fail("question", f"{self.kind} query needs exactly one of 'question' or 'question_tokens'")
+            raise fail("question", f"{self.kind} query needs exactly one of 'question' or 'question_tokens'")
         if q is not None:
             if not isinstance(q, str) or not q:  # (whitespace is a prompt: a text model reads "\n" as one)
-                raise _fail("question", f"question must be a non-empty string, got {excerpt(q)}")
+                raise fail("question", f"question must be a non-empty string, got {excerpt(q)}")
             if len(q) > MAX_QUESTION_CHARS:
-                raise _fail("question", f"question is {len(q)} characters, over the limit of {MAX_QUESTION_CHARS}")
+                raise fail("question", f"question is {len(q)} characters, over the limit of {MAX_QUESTION_CHARS}")
             _text("question", q)
         else:
             if not isinstance(toks, list | tuple) or not toks:
-                raise _fail("question_tokens", f"question_tokens must be a non-empty list of token ids, "
-                                               f"got {excerpt(toks)}")
+                raise fail("question_tokens", f"question_tokens must be a non-empty list of token ids, "
+                                              f"got {excerpt(toks)}")
             if len(toks) > MAX_QUESTION_TOKENS:
-                raise _fail("question_tokens", f"question_tokens has {len(toks)} tokens, over the limit of "
-                                               f"{MAX_QUESTION_TOKENS}")
+                raise fail("question_tokens", f"question_tokens has {len(toks)} tokens, over the limit of "
+                                              f"{MAX_QUESTION_TOKENS}")
             self._set("question_tokens", tuple(_int(f"question_tokens[{i}]", t, 0, item=i) for i, t in enumerate(toks)))
 
     def _validate_options(self) -> None:
         for kind, options in _KIND_OPTIONS.items():
             for opt in options:
                 if kind != self.kind and getattr(self, opt) is not None:
-                    raise _fail(opt, f"{opt} applies only to {kind} queries, not {self.kind}")
+                    raise fail(opt, f"{opt} applies only to {kind} queries, not {self.kind}")
         if self.kind == "choice":
             self._validate_choices()
         elif self.kind == "expectation":
@@ -282,98 +247,98 @@ class QuerySpec:
             self._set("stop", _str_list("stop", () if self.stop is None else self.stop))
             temp = _float("temperature", 0.0 if self.temperature is None else self.temperature)
             if temp < 0:
-                raise _fail("temperature", f"temperature must be >= 0 (0 = greedy), got {temp}")
+                raise fail("temperature", f"temperature must be >= 0 (0 = greedy), got {temp}")
             self._set("temperature", temp)
             if self.seed is not None:
                 _int("seed", self.seed, -(2**63), 2**64 - 1)
             preposition = False if self.preposition is None else self.preposition
             if not isinstance(preposition, bool):
-                raise _fail("preposition", f"preposition must be true or false, got {excerpt(preposition)}")
+                raise fail("preposition", f"preposition must be true or false, got {excerpt(preposition)}")
             self._set("preposition", preposition)
             self._set("lookup", _parsed("lookup", Lookup, True if self.lookup is None else self.lookup))
         if self.score is not None:
             if self.kind not in LABELLED_KINDS:
-                raise _fail("score", f"score applies only to {' and '.join(LABELLED_KINDS)} queries, not {self.kind}")
+                raise fail("score", f"score applies only to {' and '.join(LABELLED_KINDS)} queries, not {self.kind}")
             if self.score not in SCORES:
-                raise _fail("score", f"score must be one of {', '.join(SCORES)}, got {excerpt(self.score)}")
+                raise fail("score", f"score must be one of {', '.join(SCORES)}, got {excerpt(self.score)}")
         if self.gate is not None:
             if self.kind == "surprise":
-                raise _fail("gate", "gate does not apply to surprise queries: their answer is always the cached one")
+                raise fail("gate", "gate does not apply to surprise queries: their answer is always the cached one")
             self._set("gate", _parsed("gate", Gate, self.gate))
 
     def _validate_choices(self) -> None:
         if self.choices is None:
             if not self.names_question:
-                raise _fail("choices", "choice query with a free-text question or question_tokens needs 'choices'")
+                raise fail("choices", "choice query with a free-text question or question_tokens needs 'choices'")
             return
         choices = _str_list("choices", self.choices)
         if not choices:
-            raise _fail("choices", "choices must not be empty (omit it to use a codec question's labels)")
+            raise fail("choices", "choices must not be empty (omit it to use a codec question's labels)")
         if len(choices) == 1:
-            raise _fail("choices", f"one choice ({excerpt(choices[0])}) is always the answer, with probability 1: "
-                                   f"give at least two")
+            raise fail("choices", f"one choice ({excerpt(choices[0])}) is always the answer, with probability 1: "
+                                  f"give at least two")
         if len(choices) > MAX_CHOICES:
-            raise _fail("choices", f"{len(choices)} choices, over the limit of {MAX_CHOICES}")
+            raise fail("choices", f"{len(choices)} choices, over the limit of {MAX_CHOICES}")
         dup = next((c for i, c in enumerate(choices) if c in choices[:i]), None)
         if dup is not None:
-            raise _fail("choices", f"choice {excerpt(dup)} appears twice", choices.index(dup, choices.index(dup) + 1))
+            raise fail("choices", f"choice {excerpt(dup)} appears twice", choices.index(dup, choices.index(dup) + 1))
         self._set("choices", choices)
 
     def _validate_values(self) -> None:
         if self.values is None:
             if not self.names_question:
-                raise _fail("values", "expectation query with a free-text question or question_tokens needs 'values'")
+                raise fail("values", "expectation query with a free-text question or question_tokens needs 'values'")
             return
         if not isinstance(self.values, Mapping):
-            raise _fail("values", f"values must be a mapping of label -> number, got {yaml_kind(self.values)}")
+            raise fail("values", f"values must be a mapping of label -> number, got {yaml_kind(self.values)}")
         if not self.values:
-            raise _fail("values", "values must not be empty (omit it to use a codec question's values)")
+            raise fail("values", "values must not be empty (omit it to use a codec question's values)")
         if len(self.values) == 1:
-            raise _fail("values", f"one label ({excerpt(next(iter(self.values)))}) is always the answer: its value "
-                                  f"is the expectation whatever the model says; give at least two")
+            raise fail("values", f"one label ({excerpt(next(iter(self.values)))}) is always the answer: its value "
+                                 f"is the expectation whatever the model says; give at least two")
         if len(self.values) > MAX_CHOICES:
-            raise _fail("values", f"{len(self.values)} values, over the limit of {MAX_CHOICES}")
+            raise fail("values", f"{len(self.values)} values, over the limit of {MAX_CHOICES}")
         for label in self.values:
             if not isinstance(label, str) or not label:
-                raise _fail("values", f"value labels must be non-empty strings, got {excerpt(label)}", label)
+                raise fail("values", f"value labels must be non-empty strings, got {excerpt(label)}", label)
             _text("values", label, label)
         checked = {label: _float(f"values[{excerpt(label)}]", v, label) for label, v in self.values.items()}
         self._set("values", MappingProxyType(checked))
 
     def _validate_topic(self) -> None:
         if not isinstance(self.topic, str) or not self.topic.endswith("/"):
-            raise _fail("topic", f"topic must end with '/' so prefix subscriptions are exact, "
-                                 f"got {excerpt(self.topic)}")
+            raise fail("topic", f"topic must end with '/' so prefix subscriptions are exact, "
+                                f"got {excerpt(self.topic)}")
         _text("topic", self.topic)
         if not self.topic.isprintable():  # the stream-name rule (connectors/ticks.py check_stream): a topic is
             bad = next(c for c in self.topic if not c.isprintable())  # printed by clients, an ESC or newline forges
-            raise _fail("topic", f"topic {excerpt(self.topic)} contains U+{ord(bad):04X} (a control, format or other "
-                                 f"non-printable character); topics must be printable, as stream names are")
+            raise fail("topic", f"topic {excerpt(self.topic)} contains U+{ord(bad):04X} (a control, format or other "
+                                f"non-printable character); topics must be printable, as stream names are")
         try:
             fields = list(string.Formatter().parse(self.topic))
         except ValueError as e:
-            raise _fail("topic", f"topic {excerpt(self.topic)} is not a valid template: {e}") from None
+            raise fail("topic", f"topic {excerpt(self.topic)} is not a valid template: {e}") from None
         used = set()
         for _, fname, spec, conv in fields:
             if fname is None:
                 continue
             if fname not in ("query", "stream") or spec or conv:
-                raise _fail("topic", f"topic may only use the placeholders {{query}} and {{stream}}, got "
-                                     f"{{{fname}{'!' + conv if conv else ''}{':' + spec if spec else ''}}}")
+                raise fail("topic", f"topic may only use the placeholders {{query}} and {{stream}}, got "
+                                    f"{{{fname}{'!' + conv if conv else ''}{':' + spec if spec else ''}}}")
             used.add(fname)
         if "stream" not in used and (len(self.streams) > 1 or self._globs):
-            raise _fail("topic", "topic must contain {stream} when the query matches more than one stream")
+            raise fail("topic", "topic must contain {stream} when the query matches more than one stream")
         self._validate_reserved(fields)
 
     def _validate_reserved(self, fields: list[tuple]) -> None:
         """Topics starting with '_' are the service's own (_heartbeat/, _rejects/): no answer may go there."""
         shown = self.topic.format(query=self.name, stream="{stream}")
         if shown.startswith("_"):
-            raise _fail("topic", f"topic {excerpt(shown)} starts with '_': topics starting with '_' are reserved "
-                                 f"for the service ({', '.join(RESERVED_TOPICS)})")
+            raise fail("topic", f"topic {excerpt(shown)} starts with '_': topics starting with '_' are reserved "
+                                f"for the service ({', '.join(RESERVED_TOPICS)})")
         if fields and fields[0][0] == "" and fields[0][1] == "stream":
-            raise _fail("topic", "topic must not start with {stream}: a stream named '_...' would publish on a "
-                                 "reserved topic; put a fixed prefix first, e.g. 'by_stream/{stream}/{query}/'")
+            raise fail("topic", "topic must not start with {stream}: a stream named '_...' would publish on a "
+                                "reserved topic; put a fixed prefix first, e.g. 'by_stream/{stream}/{query}/'")
 
     def __hash__(self) -> int:
         # The generated hash would hash every field, `values` included: a read-only mapping, which is unhashable.

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from connectors.ticks import NotMsgpack, RepeatedKeys, read_msgpack, wire_type, wire_value
 from queries.limits import excerpt
-from queries.spec import MAX_LISTED
+from queries.spec_errors import MAX_LISTED
 
 ERROR_REPLY_CHARS = (MAX_LISTED + 1) * 500  # a control error: room for every listed query's own (clipped) message
 MAX_ENVELOPE_FRAMES = 4  # frames a control request may carry before it, to come back with the reply
