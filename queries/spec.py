@@ -15,7 +15,6 @@ room for top-level keys later without guessing what a list meant.
 from __future__ import annotations
 
 import fnmatch
-import math
 import re
 import string
 from collections.abc import Mapping, Sequence
@@ -29,6 +28,7 @@ from engine.stream_patterns import GLOB_CHARS, unclosed_bracket  # (one glob rul
 from engine.yaml_files import yaml_kind
 from queries.limits import QueryLimits, clip, excerpt
 from queries.spec_errors import QuerySpecError, fail
+from queries.spec_values import checked_int, finite_float, parsed_option, str_list, wire_text
 from queries.speculation import Gate, Lookup
 from queries.trigger import Trigger
 
@@ -77,57 +77,6 @@ class NamedQuestion(Protocol):
 
     @property
     def values(self) -> Any: ...  # truthy when the question carries a value per label
-
-
-def _str_list(key: str, raw: Any, *, allow_scalar: bool = False) -> tuple[str, ...]:
-    if allow_scalar and isinstance(raw, str):
-        raw = [raw]
-    if not isinstance(raw, list | tuple):
-        raise fail(key, f"{key} must be a list of strings, got {yaml_kind(raw)}")
-    for i, s in enumerate(raw):
-        if not isinstance(s, str) or not s:
-            raise fail(key, f"{key}[{i}] must be a non-empty string, got {excerpt(s)}", i)
-        _text(f"{key}[{i}]", s, i)
-    return tuple(raw)
-
-
-def _text(key: str, s: str, item: int | str | None = None) -> str:
-    """`s`, refused if it cannot go on the wire: a lone surrogate (YAML's "\\ud800") has no UTF-8 form."""
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        raise fail(key, f"{key} {excerpt(s)} is not valid Unicode text (it holds a lone surrogate)", item) from None
-    return s
-
-
-def _int(key: str, raw: Any, lo: int, hi: int | None = None, item: int | None = None) -> int:
-    # bool is an int subclass; `max_tokens: true` is a typo, not 1
-    if not isinstance(raw, int) or isinstance(raw, bool):
-        raise fail(key, f"{key} must be an integer, got {excerpt(raw)}", item)
-    if raw < lo or (hi is not None and raw > hi):
-        bound = f">= {lo}" if hi is None else f"in {lo}..{hi}"
-        raise fail(key, f"{key} must be {bound}, got {excerpt(raw)}", item)
-    return raw
-
-
-def _parsed(key: str, kind: Any, raw: Any) -> Any:
-    """An option object (Gate, Lookup) as given, or parsed from its YAML/wire form; errors name the key."""
-    if isinstance(raw, kind):
-        return raw
-    try:
-        return kind.parse(raw)
-    except (TypeError, ValueError) as e:
-        raise fail(key, str(e)) from None
-
-
-def _float(key: str, raw: Any, item: int | str | None = None) -> float:
-    try:  # an int past the float range is refused here too
-        finite = isinstance(raw, int | float) and not isinstance(raw, bool) and math.isfinite(raw)
-    except OverflowError:
-        finite = False
-    if not finite:
-        raise fail(key, f"{key} must be a finite number, got {excerpt(raw)}", item)
-    return float(raw)
 
 
 @dataclass(frozen=True)
@@ -189,7 +138,7 @@ class QuerySpec:
         self._validate_topic()
 
     def _validate_streams(self) -> None:
-        streams = _str_list("streams", self.streams, allow_scalar=True)
+        streams = str_list("streams", self.streams, allow_scalar=True)
         if not streams:
             raise fail("streams", "streams must name at least one stream or glob")
         for i, s in enumerate(streams):
@@ -222,7 +171,7 @@ class QuerySpec:
                 raise fail("question", f"question must be a non-empty string, got {excerpt(q)}")
             if len(q) > MAX_QUESTION_CHARS:
                 raise fail("question", f"question is {len(q)} characters, over the limit of {MAX_QUESTION_CHARS}")
-            _text("question", q)
+            wire_text("question", q)
         else:
             if not isinstance(toks, list | tuple) or not toks:
                 raise fail("question_tokens", f"question_tokens must be a non-empty list of token ids, "
@@ -230,7 +179,8 @@ class QuerySpec:
             if len(toks) > MAX_QUESTION_TOKENS:
                 raise fail("question_tokens", f"question_tokens has {len(toks)} tokens, over the limit of "
                                               f"{MAX_QUESTION_TOKENS}")
-            self._set("question_tokens", tuple(_int(f"question_tokens[{i}]", t, 0, item=i) for i, t in enumerate(toks)))
+            tokens = tuple(checked_int(f"question_tokens[{i}]", t, 0, item=i) for i, t in enumerate(toks))
+            self._set("question_tokens", tokens)
 
     def _validate_options(self) -> None:
         for kind, options in _KIND_OPTIONS.items():
@@ -242,20 +192,20 @@ class QuerySpec:
         elif self.kind == "expectation":
             self._validate_values()
         elif self.kind == "generate":
-            self._set("max_tokens", _int("max_tokens", 16 if self.max_tokens is None else self.max_tokens, 1,
-                                         MAX_GEN_TOKENS))
-            self._set("stop", _str_list("stop", () if self.stop is None else self.stop))
-            temp = _float("temperature", 0.0 if self.temperature is None else self.temperature)
+            self._set("max_tokens", checked_int("max_tokens", 16 if self.max_tokens is None else self.max_tokens, 1,
+                                                MAX_GEN_TOKENS))
+            self._set("stop", str_list("stop", () if self.stop is None else self.stop))
+            temp = finite_float("temperature", 0.0 if self.temperature is None else self.temperature)
             if temp < 0:
                 raise fail("temperature", f"temperature must be >= 0 (0 = greedy), got {temp}")
             self._set("temperature", temp)
             if self.seed is not None:
-                _int("seed", self.seed, -(2**63), 2**64 - 1)
+                checked_int("seed", self.seed, -(2**63), 2**64 - 1)
             preposition = False if self.preposition is None else self.preposition
             if not isinstance(preposition, bool):
                 raise fail("preposition", f"preposition must be true or false, got {excerpt(preposition)}")
             self._set("preposition", preposition)
-            self._set("lookup", _parsed("lookup", Lookup, True if self.lookup is None else self.lookup))
+            self._set("lookup", parsed_option("lookup", Lookup, True if self.lookup is None else self.lookup))
         if self.score is not None:
             if self.kind not in LABELLED_KINDS:
                 raise fail("score", f"score applies only to {' and '.join(LABELLED_KINDS)} queries, not {self.kind}")
@@ -264,14 +214,14 @@ class QuerySpec:
         if self.gate is not None:
             if self.kind == "surprise":
                 raise fail("gate", "gate does not apply to surprise queries: their answer is always the cached one")
-            self._set("gate", _parsed("gate", Gate, self.gate))
+            self._set("gate", parsed_option("gate", Gate, self.gate))
 
     def _validate_choices(self) -> None:
         if self.choices is None:
             if not self.names_question:
                 raise fail("choices", "choice query with a free-text question or question_tokens needs 'choices'")
             return
-        choices = _str_list("choices", self.choices)
+        choices = str_list("choices", self.choices)
         if not choices:
             raise fail("choices", "choices must not be empty (omit it to use a codec question's labels)")
         if len(choices) == 1:
@@ -301,15 +251,15 @@ class QuerySpec:
         for label in self.values:
             if not isinstance(label, str) or not label:
                 raise fail("values", f"value labels must be non-empty strings, got {excerpt(label)}", label)
-            _text("values", label, label)
-        checked = {label: _float(f"values[{excerpt(label)}]", v, label) for label, v in self.values.items()}
+            wire_text("values", label, label)
+        checked = {label: finite_float(f"values[{excerpt(label)}]", v, label) for label, v in self.values.items()}
         self._set("values", MappingProxyType(checked))
 
     def _validate_topic(self) -> None:
         if not isinstance(self.topic, str) or not self.topic.endswith("/"):
             raise fail("topic", f"topic must end with '/' so prefix subscriptions are exact, "
                                 f"got {excerpt(self.topic)}")
-        _text("topic", self.topic)
+        wire_text("topic", self.topic)
         if not self.topic.isprintable():  # the stream-name rule (connectors/ticks.py check_stream): a topic is
             bad = next(c for c in self.topic if not c.isprintable())  # printed by clients, an ESC or newline forges
             raise fail("topic", f"topic {excerpt(self.topic)} contains U+{ord(bad):04X} (a control, format or other "
