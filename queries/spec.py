@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -26,14 +25,15 @@ import yaml
 
 from engine.stream_patterns import GLOB_CHARS, unclosed_bracket  # (one glob rule for query streams and --streams)
 from engine.yaml_files import yaml_kind
+from queries.answer_topics import DEFAULT_TOPIC, check_topic
 from queries.limits import QueryLimits, clip, excerpt
 from queries.spec_errors import QuerySpecError, fail
 from queries.spec_values import checked_int, finite_float, parsed_option, str_list, wire_text
 from queries.speculation import Gate, Lookup
 from queries.trigger import Trigger
 
-__all__ = ["FIELDS", "KINDS", "LABELLED_KINDS", "RESERVED_TOPICS", "NamedQuestion", "QueryLimits", "QuerySpec",
-           "QuerySpecError", "Trigger", "check_limits", "check_questions", "dump_queries", "topic_may_start"]
+__all__ = ["FIELDS", "KINDS", "LABELLED_KINDS", "NamedQuestion", "QueryLimits", "QuerySpec",
+           "QuerySpecError", "Trigger", "check_limits", "check_questions", "dump_queries"]
 
 KINDS = ("choice", "expectation", "generate", "surprise")
 # the kinds answered by a distribution over labels: the ones scored, and the ways a codec's named question is asked
@@ -43,8 +43,6 @@ MAX_QUESTION_CHARS = 1000
 MAX_QUESTION_TOKENS = 64
 MAX_CHOICES = 256
 MAX_GEN_TOKENS = 256
-DEFAULT_TOPIC = "{query}/{stream}/"
-RESERVED_TOPICS = ("_heartbeat/", "_rejects/")  # the service's own; every topic starting with '_' is reserved
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
 # A question that reads like an identifier names a codec question (`direction_20`).
@@ -135,7 +133,7 @@ class QuerySpec:
             # only an ingest forward that fires the query writes one: such a query would never answer
             raise fail("trigger", "trigger on_demand does not apply to surprise queries: their score comes from the "
                                   "ingest forward when the query fires (use batch, ticks or interval)")
-        self._validate_topic()
+        check_topic(self.topic, self.name, several_streams=len(self.streams) > 1 or bool(self._globs))
 
     def _validate_streams(self) -> None:
         streams = str_list("streams", self.streams, allow_scalar=True)
@@ -255,41 +253,6 @@ class QuerySpec:
         checked = {label: finite_float(f"values[{excerpt(label)}]", v, label) for label, v in self.values.items()}
         self._set("values", MappingProxyType(checked))
 
-    def _validate_topic(self) -> None:
-        if not isinstance(self.topic, str) or not self.topic.endswith("/"):
-            raise fail("topic", f"topic must end with '/' so prefix subscriptions are exact, "
-                                f"got {excerpt(self.topic)}")
-        wire_text("topic", self.topic)
-        if not self.topic.isprintable():  # the stream-name rule (connectors/ticks.py check_stream): a topic is
-            bad = next(c for c in self.topic if not c.isprintable())  # printed by clients, an ESC or newline forges
-            raise fail("topic", f"topic {excerpt(self.topic)} contains U+{ord(bad):04X} (a control, format or other "
-                                f"non-printable character); topics must be printable, as stream names are")
-        try:
-            fields = list(string.Formatter().parse(self.topic))
-        except ValueError as e:
-            raise fail("topic", f"topic {excerpt(self.topic)} is not a valid template: {e}") from None
-        used = set()
-        for _, fname, spec, conv in fields:
-            if fname is None:
-                continue
-            if fname not in ("query", "stream") or spec or conv:
-                raise fail("topic", f"topic may only use the placeholders {{query}} and {{stream}}, got "
-                                    f"{{{fname}{'!' + conv if conv else ''}{':' + spec if spec else ''}}}")
-            used.add(fname)
-        if "stream" not in used and (len(self.streams) > 1 or self._globs):
-            raise fail("topic", "topic must contain {stream} when the query matches more than one stream")
-        self._validate_reserved(fields)
-
-    def _validate_reserved(self, fields: list[tuple]) -> None:
-        """Topics starting with '_' are the service's own (_heartbeat/, _rejects/): no answer may go there."""
-        shown = self.topic.format(query=self.name, stream="{stream}")
-        if shown.startswith("_"):
-            raise fail("topic", f"topic {excerpt(shown)} starts with '_': topics starting with '_' are reserved "
-                                f"for the service ({', '.join(RESERVED_TOPICS)})")
-        if fields and fields[0][0] == "" and fields[0][1] == "stream":
-            raise fail("topic", "topic must not start with {stream}: a stream named '_...' would publish on a "
-                                "reserved topic; put a fixed prefix first, e.g. 'by_stream/{stream}/{query}/'")
-
     def __hash__(self) -> int:
         # The generated hash would hash every field, `values` included: a read-only mapping, which is unhashable.
         # Equal specs agree on these fields, so they still hash equal.
@@ -361,27 +324,6 @@ class QuerySpec:
 
 
 FIELDS = tuple(f for f in QuerySpec.__dataclass_fields__ if not f.startswith("_"))
-
-
-def topic_may_start(prefix: str, template: str, query: str) -> bool:
-    """Whether some topic that ``template`` renders for the query ``query`` and a stream name (no '/') starts with
-    ``prefix``: a prefix subscription to it gets that query's answers (`alerts/q/XBT-EUR/` for
-    `alerts/{query}/{stream}/`, which no default topic `<query>/<stream>/` can be)."""
-    return _may_start(prefix, template.format(query=query, stream="\0").split("\0"))  # (no name or topic has NUL)
-
-
-def _may_start(prefix: str, parts: list[str]) -> bool:
-    """`topic_may_start` over a template cut at its {stream}s: the fixed text before each, then what follows."""
-    fixed, after = parts[0], parts[1:]
-    if len(prefix) <= len(fixed) or not after:
-        return fixed.startswith(prefix)
-    if not prefix.startswith(fixed):
-        return False
-    rest = prefix[len(fixed):]
-    slash = rest.find("/")
-    if slash < 0:  # the stream name may start with all of it
-        return True
-    return any(_may_start(rest[cut:], after) for cut in range(1, slash + 1))  # a stream name up to its first '/'
 
 
 def dump_queries(specs: Sequence[QuerySpec]) -> str:

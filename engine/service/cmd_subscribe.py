@@ -44,7 +44,7 @@ SUBSCRIBE_QUIET_S = 5.0  # no heartbeat this long: said; no message twice as lon
 def _slashed_notes(args: argparse.Namespace) -> dict[str, str]:
     """The notes on prefixes that name a stream with a '/' (_slashed_stream_note), said now when the registered
     queries' topics show none starts so; those left (no registered topics to ask) are said only if nothing comes."""
-    from queries.spec import topic_may_start
+    from queries.answer_topics import topic_may_start
 
     slashed = {prefix: note for prefix in args.topics if (note := _slashed_stream_note(prefix))}
     if slashed and (templates := _topic_templates(args)) is not None:
