@@ -18,45 +18,30 @@ import fnmatch
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Protocol
 
 import yaml
 
 from engine.stream_patterns import GLOB_CHARS, unclosed_bracket  # (one glob rule for query streams and --streams)
 from engine.yaml_files import yaml_kind
+from queries.answer_kinds import KINDS, LABELLED_KINDS, OPTION_KEYS, checked_kind_options
 from queries.answer_topics import DEFAULT_TOPIC, check_topic
 from queries.limits import QueryLimits, clip, excerpt
 from queries.spec_errors import QuerySpecError, fail
-from queries.spec_values import checked_int, finite_float, parsed_option, str_list, wire_text
+from queries.spec_values import checked_int, str_list, wire_text
 from queries.speculation import Gate, Lookup
 from queries.trigger import Trigger
 
 __all__ = ["FIELDS", "KINDS", "LABELLED_KINDS", "NamedQuestion", "QueryLimits", "QuerySpec",
            "QuerySpecError", "Trigger", "check_limits", "check_questions", "dump_queries"]
 
-KINDS = ("choice", "expectation", "generate", "surprise")
-# the kinds answered by a distribution over labels: the ones scored, and the ways a codec's named question is asked
-LABELLED_KINDS = ("choice", "expectation")
 MAX_NAME = 64
 MAX_QUESTION_CHARS = 1000
 MAX_QUESTION_TOKENS = 64
-MAX_CHOICES = 256
-MAX_GEN_TOKENS = 256
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
 # A question that reads like an identifier names a codec question (`direction_20`).
 _QUESTION_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# How a choice's or value's label is scored when it spans several tokens: `sequence`, the probability of its whole
-# token sequence (a label of more tokens is less likely for that alone); `per_token`, its mean log-probability per
-# token (a length-normalised score, as evaluation harnesses do with labels of unequal length).
-SCORES = ("sequence", "per_token")
-_KIND_OPTIONS = {
-    "choice": ("choices",),
-    "expectation": ("values",),
-    "generate": ("max_tokens", "stop", "temperature", "seed", "preposition", "lookup"),
-    "surprise": (),
-}
 
 
 def unanswerable_reason(error: ValueError, spec: QuerySpec) -> str:
@@ -102,7 +87,7 @@ class QuerySpec:
     preposition: bool | None = None  # generate: decode after each batch, off the critical path, for asks
     lookup: Lookup | None = None  # generate: prompt-lookup drafts (greedy only); default on, `false`: off
     gate: Gate | None = None  # choice, expectation, generate: answer an ask from a confident, fresh cached answer
-    score: str | None = None  # choice, expectation: how a label's tokens are scored (SCORES); None: sequence
+    score: str | None = None  # choice, expectation: how label tokens are scored (answer_kinds.SCORES); None: sequence
     _exact: frozenset[str] = field(init=False, repr=False, compare=False)
     _globs: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
@@ -181,77 +166,9 @@ class QuerySpec:
             self._set("question_tokens", tokens)
 
     def _validate_options(self) -> None:
-        for kind, options in _KIND_OPTIONS.items():
-            for opt in options:
-                if kind != self.kind and getattr(self, opt) is not None:
-                    raise fail(opt, f"{opt} applies only to {kind} queries, not {self.kind}")
-        if self.kind == "choice":
-            self._validate_choices()
-        elif self.kind == "expectation":
-            self._validate_values()
-        elif self.kind == "generate":
-            self._set("max_tokens", checked_int("max_tokens", 16 if self.max_tokens is None else self.max_tokens, 1,
-                                                MAX_GEN_TOKENS))
-            self._set("stop", str_list("stop", () if self.stop is None else self.stop))
-            temp = finite_float("temperature", 0.0 if self.temperature is None else self.temperature)
-            if temp < 0:
-                raise fail("temperature", f"temperature must be >= 0 (0 = greedy), got {temp}")
-            self._set("temperature", temp)
-            if self.seed is not None:
-                checked_int("seed", self.seed, -(2**63), 2**64 - 1)
-            preposition = False if self.preposition is None else self.preposition
-            if not isinstance(preposition, bool):
-                raise fail("preposition", f"preposition must be true or false, got {excerpt(preposition)}")
-            self._set("preposition", preposition)
-            self._set("lookup", parsed_option("lookup", Lookup, True if self.lookup is None else self.lookup))
-        if self.score is not None:
-            if self.kind not in LABELLED_KINDS:
-                raise fail("score", f"score applies only to {' and '.join(LABELLED_KINDS)} queries, not {self.kind}")
-            if self.score not in SCORES:
-                raise fail("score", f"score must be one of {', '.join(SCORES)}, got {excerpt(self.score)}")
-        if self.gate is not None:
-            if self.kind == "surprise":
-                raise fail("gate", "gate does not apply to surprise queries: their answer is always the cached one")
-            self._set("gate", parsed_option("gate", Gate, self.gate))
-
-    def _validate_choices(self) -> None:
-        if self.choices is None:
-            if not self.names_question:
-                raise fail("choices", "choice query with a free-text question or question_tokens needs 'choices'")
-            return
-        choices = str_list("choices", self.choices)
-        if not choices:
-            raise fail("choices", "choices must not be empty (omit it to use a codec question's labels)")
-        if len(choices) == 1:
-            raise fail("choices", f"one choice ({excerpt(choices[0])}) is always the answer, with probability 1: "
-                                  f"give at least two")
-        if len(choices) > MAX_CHOICES:
-            raise fail("choices", f"{len(choices)} choices, over the limit of {MAX_CHOICES}")
-        dup = next((c for i, c in enumerate(choices) if c in choices[:i]), None)
-        if dup is not None:
-            raise fail("choices", f"choice {excerpt(dup)} appears twice", choices.index(dup, choices.index(dup) + 1))
-        self._set("choices", choices)
-
-    def _validate_values(self) -> None:
-        if self.values is None:
-            if not self.names_question:
-                raise fail("values", "expectation query with a free-text question or question_tokens needs 'values'")
-            return
-        if not isinstance(self.values, Mapping):
-            raise fail("values", f"values must be a mapping of label -> number, got {yaml_kind(self.values)}")
-        if not self.values:
-            raise fail("values", "values must not be empty (omit it to use a codec question's values)")
-        if len(self.values) == 1:
-            raise fail("values", f"one label ({excerpt(next(iter(self.values)))}) is always the answer: its value "
-                                 f"is the expectation whatever the model says; give at least two")
-        if len(self.values) > MAX_CHOICES:
-            raise fail("values", f"{len(self.values)} values, over the limit of {MAX_CHOICES}")
-        for label in self.values:
-            if not isinstance(label, str) or not label:
-                raise fail("values", f"value labels must be non-empty strings, got {excerpt(label)}", label)
-            wire_text("values", label, label)
-        checked = {label: finite_float(f"values[{excerpt(label)}]", v, label) for label, v in self.values.items()}
-        self._set("values", MappingProxyType(checked))
+        given = {key: getattr(self, key) for key in OPTION_KEYS}
+        for attr, value in checked_kind_options(self.kind, given, self.names_question).items():
+            self._set(attr, value)
 
     def __hash__(self) -> int:
         # The generated hash would hash every field, `values` included: a read-only mapping, which is unhashable.
