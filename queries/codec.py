@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
-from queries.spec import NamedQuestion
+from queries.codec_questions import NamedQuestion
 
 
 class AnswerCalibration(Protocol):

@@ -16,8 +16,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from queries.limits import QueryLimits, excerpt
-from queries.spec import (DEFAULT_TOPIC, NamedQuestion, QuerySpec, QuerySpecError, check_limits, check_questions,
-                          unanswerable_reason)
+from queries.codec_questions import NamedQuestion, check_questions
+from queries.spec import DEFAULT_TOPIC, QuerySpec, QuerySpecError, check_limits, unanswerable_reason
 from queries.yaml_loader import load_queries, located_in, read_queries_file
 
 

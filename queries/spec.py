@@ -10,6 +10,10 @@ offending key, the query and the reason, e.g.
 A document is a mapping with the single key `queries` holding a list of query
 mappings. A bare list is refused (with that hint): one form to document, and
 room for top-level keys later without guessing what a list meant.
+
+The rules of a spec's parts live beside it: its answer kinds and their keys (queries/answer_kinds.py), its topic
+(queries/answer_topics.py), its trigger (queries/trigger.py), the checks of one value (queries/spec_values.py) and
+the error they raise (queries/spec_errors.py). Checks against a model's codec are in queries/codec_questions.py.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import fnmatch
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import yaml
 
@@ -32,8 +36,9 @@ from queries.spec_values import checked_int, str_list, wire_text
 from queries.speculation import Gate, Lookup
 from queries.trigger import Trigger
 
-__all__ = ["FIELDS", "KINDS", "LABELLED_KINDS", "NamedQuestion", "QueryLimits", "QuerySpec",
-           "QuerySpecError", "Trigger", "check_limits", "check_questions", "dump_queries"]
+# LABELLED_KINDS (queries/answer_kinds.py) stays importable from here: engine/service/control_ops.py imports it so
+__all__ = ["FIELDS", "KINDS", "LABELLED_KINDS", "QueryLimits", "QuerySpec", "QuerySpecError", "Trigger",
+           "check_limits", "dump_queries"]
 
 MAX_NAME = 64
 MAX_QUESTION_CHARS = 1000
@@ -50,16 +55,6 @@ def unanswerable_reason(error: ValueError, spec: QuerySpec) -> str:
     reason = error.reason if isinstance(error, QuerySpecError) else str(error)
     named = f"query {excerpt(spec.name)}: "
     return reason[len(named):] if reason.startswith(named) else reason
-
-
-class NamedQuestion(Protocol):
-    """What the loader needs of a codec question (connectors' `Question` and `QuestionSpec` both fit)."""
-
-    @property
-    def labels(self) -> Sequence[str]: ...
-
-    @property
-    def values(self) -> Any: ...  # truthy when the question carries a value per label
 
 
 @dataclass(frozen=True)
@@ -259,28 +254,3 @@ def check_limits(spec: QuerySpec, limits: QueryLimits) -> None:
     if size > limits.max_topic_bytes:
         raise QuerySpecError(f"topic is {size} bytes without the stream name, over the limit of "
                              f"{limits.max_topic_bytes} (max_topic_bytes)", query=spec.name, key="topic")
-
-
-def check_questions(spec: QuerySpec, questions: Mapping[str, NamedQuestion]) -> None:
-    """Checks a spec against the model's codec questions: names exist, choices and value labels are theirs."""
-    if not spec.names_question or spec.kind not in LABELLED_KINDS:
-        return
-    known = questions.get(spec.question)
-    if known is None:
-        if spec.labels is None:  # with its own labels a one-word question is free text, not a codec name
-            # a codec with named questions is a tick model's, which reads no free text; a text model's has none
-            hint = ("a tick model answers only those" if questions else
-                    f"give '{'choices' if spec.kind == 'choice' else 'values'}' to ask it as text")
-            names = ", ".join(questions) or "none: this model asks free-text questions"
-            raise QuerySpecError(f"question {excerpt(spec.question)} is not one of the codec's questions ({names}); "
-                                 f"{hint}", query=spec.name, key="question")
-        return
-    if spec.kind == "expectation" and spec.values is None and not known.values:
-        raise QuerySpecError(f"codec question {excerpt(spec.question)} has no values per label; an expectation "
-                             f"query on it needs 'values'", query=spec.name, key="question")
-    for label in spec.labels or ():
-        if label not in known.labels:
-            key = "choices" if spec.kind == "choice" else "values"
-            item = spec.choices.index(label) if spec.choices is not None else label
-            raise QuerySpecError(f"{excerpt(label)} is not an answer of codec question {excerpt(spec.question)} "
-                                 f"(labels: {', '.join(known.labels)})", query=spec.name, key=key, item=item)

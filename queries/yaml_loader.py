@@ -28,8 +28,8 @@ import yaml
 
 from engine.text_files import NotUtf8Error, decode_text
 from queries.limits import QueryLimits, clip, excerpt
-from queries.spec import (NamedQuestion, QuerySpec, QuerySpecError, check_limits, check_questions,
-                          unanswerable_reason)
+from queries.codec_questions import NamedQuestion, check_questions
+from queries.spec import QuerySpec, QuerySpecError, check_limits, unanswerable_reason
 
 _STRING_KEYS = frozenset({"name", "streams", "question", "topic", "choices", "stop", "kind"})
 # Tags the SafeLoader resolver gives plain scalars that are not strings; in a string position we keep the text.
