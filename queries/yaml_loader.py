@@ -11,10 +11,8 @@ stop, and every mapping key) a plain scalar is taken as written, so
 `+5` stays "+5" rather than the int 5.
 
 Every cost a document can cause is bounded before it is paid (queries/limits.py):
-its size is checked before it is read, and while it is composed every node
-counts, an alias as many nodes as it stands for, so a "billion laughs" stops
-at the budget after a few hundred nodes; nesting deeper than MAX_DEPTH and
-recursive aliases are refused. Errors quote at most a short excerpt.
+its size, its nodes (aliases expanded) and its depth, while it is composed
+(queries/yaml_composer.py). Errors quote at most a short excerpt.
 """
 
 from __future__ import annotations
@@ -27,111 +25,16 @@ from typing import Any
 import yaml
 
 from engine.text_files import NotUtf8Error, decode_text
-from queries.limits import QueryLimits, clip, excerpt
 from queries.codec_questions import NamedQuestion, check_questions
+from queries.limits import QueryLimits, clip, excerpt
 from queries.spec import QuerySpec, QuerySpecError, check_limits, unanswerable_reason
+from queries.yaml_composer import compose, too_big
 
 _STRING_KEYS = frozenset({"name", "streams", "question", "topic", "choices", "stop", "kind"})
 # Tags the SafeLoader resolver gives plain scalars that are not strings; in a string position we keep the text.
 _IMPLICIT_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float", "timestamp"))
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _PLAIN_COLLECTIONS = frozenset({"tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"})
-MAX_DEPTH = 32  # nested collections; a query document needs 5
-_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"  # libyaml's own cap (1000 levels): said as ours
-
-
-class _Counting:
-    """SafeLoader's composer, counting every node it composes and, for an alias, the nodes it stands for.
-
-    A node's expanded size is known once it is composed, and an alias can only
-    name a node composed before it, so the count is exact and costs nothing
-    extra. An alias to a node still being composed (a recursive alias) is refused.
-    (A mixin: it sits before the composer in both loaders below.)
-    """
-
-    anchors: dict[str, yaml.Node]
-    peek_event: Callable[[], yaml.Event]
-
-    def start(self, source: str, max_nodes: int) -> None:
-        self.source, self.max_nodes = source, max_nodes
-        self.expanded = 0  # nodes so far, aliases expanded
-        self.depth = 0
-        self.sizes: dict[str, int] = {}  # anchor -> expanded size of its node, once composed
-
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent):
-            if event.anchor in self.anchors:  # else SafeLoader raises "found undefined alias"
-                if event.anchor not in self.sizes:
-                    raise self.refuse(f"alias *{clip(event.anchor, 40)} refers to a node that contains it "
-                                      f"(a recursive alias)", event)
-                self.count(self.sizes[event.anchor], event)
-            return super().compose_node(parent, index)
-        if self.depth >= MAX_DEPTH:
-            raise self.refuse(f"collections nested more than {MAX_DEPTH} deep", event)
-        start = self.expanded
-        self.count(1, event)
-        self.depth += 1
-        node = super().compose_node(parent, index)
-        self.depth -= 1
-        if event.anchor is not None:
-            self.sizes[event.anchor] = self.expanded - start
-        return node
-
-    def count(self, nodes: int, event: yaml.Event) -> None:
-        self.expanded += nodes
-        if self.expanded > self.max_nodes:
-            raise self.refuse(f"the document expands past the limit of {self.max_nodes} nodes, an alias counting "
-                              f"every node it repeats (max_yaml_nodes)", event)
-
-    def refuse(self, reason: str, event: yaml.Event) -> QuerySpecError:
-        return QuerySpecError(reason, source=self.source, line=event.start_mark.line + 1)
-
-
-class _PyComposer(_Counting, yaml.SafeLoader):
-    """PyYAML's pure-Python reader, scanner and parser: for a PyYAML built without libyaml, and for text libyaml
-    cannot take (a lone surrogate, which its UTF-8 encoding refuses, is told here as a ReaderError with its place)."""
-
-    def __init__(self, text: str, source: str, max_nodes: int) -> None:
-        yaml.SafeLoader.__init__(self, text)
-        self.start(source, max_nodes)
-
-
-try:
-    from yaml._yaml import CParser  # libyaml's parser, where PyYAML was built with it (its wheels are)
-except ImportError:  # pragma: no cover (a PyYAML without libyaml: the pure-Python one reads every document)
-    CParser = None
-
-if CParser is not None:
-    class _CComposer(_Counting, yaml.composer.Composer, CParser, yaml.constructor.SafeConstructor,
-                     yaml.resolver.Resolver):
-        """libyaml's reader, scanner and parser, whose events our Python composer above makes nodes of: the pure
-        Python scanner and parser cost ~90% of composing (a 248 KB `register`: 3-5 s of a loaded engine thread;
-        these events: about a tenth of that), while the composer keeps every check (node budget, depth, recursive
-        aliases) that yaml.CSafeLoader's own C composer would skip. Composer comes before CParser so its Python
-        `get_single_node` and `compose_*` run, not CParser's C ones."""
-
-        def __init__(self, text: str, source: str, max_nodes: int) -> None:
-            CParser.__init__(self, text)
-            yaml.composer.Composer.__init__(self)
-            yaml.constructor.SafeConstructor.__init__(self)
-            yaml.resolver.Resolver.__init__(self)
-            self.start(source, max_nodes)
-
-
-def _composer(text: str, source: str, max_nodes: int) -> _Counting:
-    """The faster composer that can read ``text`` (libyaml takes UTF-8 it encodes itself: no lone surrogates)."""
-    if CParser is not None and (text.isascii() or _encodes(text)):
-        return _CComposer(text, source, max_nodes)
-    return _PyComposer(text, source, max_nodes)
-
-
-def _encodes(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _line(node: yaml.Node) -> int:
@@ -237,40 +140,6 @@ class _Doc:
         return _line(key_node)
 
 
-def _compose(text: str, doc: _Doc) -> yaml.Node | None:
-    limit = doc.limits.max_yaml_bytes
-    # the size said exactly: ASCII text is a byte a character (checked without a copy), other text is encoded
-    # unless it is huge, when its character count is a true lower bound of its bytes
-    if text.isascii() or len(text) <= 4 * limit:
-        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-        said = f"{size} bytes"
-    else:
-        size, said = len(text), f"at least {len(text)} bytes"
-    if size > limit:
-        raise _too_big(said, limit, doc.source)
-    loader = None
-    try:
-        loader = _composer(text, doc.source, doc.limits.max_yaml_nodes)  # the reader checks characters here
-        return loader.get_single_node()
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        if e.problem == _LIBYAML_TOO_DEEP:  # its scanner reads a flow ahead, so it may meet its cap before ours
-            raise QuerySpecError(f"collections nested more than {MAX_DEPTH} deep", source=doc.source,
-                                 line=mark.line + 1 if mark else None) from None
-        context = f" ({clip(e.context, 200)})" if e.context else ""
-        raise QuerySpecError(f"YAML syntax error: {clip(e.problem or '', 200)}{context}", source=doc.source,
-                             line=mark.line + 1 if mark else None) from None
-    except yaml.YAMLError as e:  # e.g. a ReaderError on a control character
-        raise QuerySpecError(f"YAML error: {clip(str(e), 200)}", source=doc.source) from None
-    finally:
-        if loader is not None:
-            loader.dispose()
-
-
-def _too_big(size: str, limit: int, source: str) -> QuerySpecError:
-    return QuerySpecError(f"the document is {size}, over the limit of {limit} (max_yaml_bytes)", source=source)
-
-
 def _untagged(node: yaml.Node, doc: _Doc, query: str | None = None) -> yaml.Node:
     """A document's mapping or list as written, or an error naming the tag it carries: a tag such as
     `!!python/object` on a collection is never ignored, and never constructed."""
@@ -331,7 +200,7 @@ def parse_document(
     ``lines``, when given, is filled with what ``query_lines`` gives, at no cost of its own (for ``located_in``)."""
     doc = _Doc(source, limits or QueryLimits())
     problems: list[QuerySpecError] = []
-    nodes = _query_nodes(_compose(text, doc), doc, problems)
+    nodes = _query_nodes(compose(text, doc.source, doc.limits), doc, problems)
     specs: list[QuerySpec] = []
     first_line: dict[str, int] = {} if lines is None else lines
     for i, node in enumerate(nodes):
@@ -400,7 +269,7 @@ def query_lines(text: str, source: str = "<string>", limits: QueryLimits | None 
     later, across documents (a topic that clashes with a query registered before), to be located like the rest."""
     doc = _Doc(source, limits or QueryLimits())
     lines: dict[str, int] = {}
-    for node in _query_nodes(_compose(text, doc), doc):
+    for node in _query_nodes(compose(text, doc.source, doc.limits), doc):
         name, line = _name_of(doc, node)
         if name is not None:
             lines.setdefault(name, line)
@@ -413,12 +282,12 @@ def read_queries_file(path: str | Path, limits: QueryLimits | None = None) -> st
     try:
         with Path(path).open("rb") as f:
             if (size := os.fstat(f.fileno()).st_size) > limits.max_yaml_bytes:
-                raise _too_big(f"{size} bytes", limits.max_yaml_bytes, str(path))
+                raise too_big(f"{size} bytes", limits.max_yaml_bytes, str(path))
             data = f.read(limits.max_yaml_bytes + 1)
     except OSError as e:
         raise QuerySpecError(f"cannot read query file: {e}", source=str(path)) from None
     if len(data) > limits.max_yaml_bytes:  # it grew since: refused before a character cut at the end is decoded
-        raise _too_big(f"over {limits.max_yaml_bytes} bytes", limits.max_yaml_bytes, str(path))
+        raise too_big(f"over {limits.max_yaml_bytes} bytes", limits.max_yaml_bytes, str(path))
     try:
         return decode_text(data, path)  # UTF-8 whatever the locale
     except NotUtf8Error as e:

@@ -24,8 +24,9 @@ from queries.flash import FlashQueries
 from queries.limits import QueryLimits
 from queries.registry import Registry
 from queries.spec import QuerySpec, QuerySpecError
-import queries.yaml_loader
-from queries.yaml_loader import MAX_DEPTH, load_queries
+import queries.yaml_composer
+from queries.yaml_composer import MAX_DEPTH
+from queries.yaml_loader import load_queries
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "queries" / "examples"
 MAX_LINE = 500  # characters of one line of any error (queries.limits.clip)
@@ -347,9 +348,9 @@ def parser(request, monkeypatch) -> str:
     """Each document read by both of PyYAML's parsers: libyaml's (the one used where PyYAML has it: ~10x faster on
     a large `register`) and its pure-Python one (a PyYAML built without libyaml, and text libyaml cannot take)."""
     if request.param == "libyaml":
-        assert queries.yaml_loader.CParser is not None, "this PyYAML has no libyaml: the fast parser is not tested"
+        assert queries.yaml_composer.CParser is not None, "this PyYAML has no libyaml: the fast parser is not tested"
     else:
-        monkeypatch.setattr(queries.yaml_loader, "CParser", None)  # what a PyYAML without libyaml has
+        monkeypatch.setattr(queries.yaml_composer, "CParser", None)  # what a PyYAML without libyaml has
     return request.param
 
 
