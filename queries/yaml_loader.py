@@ -1,14 +1,13 @@
 """Reads a query document: YAML text -> QuerySpecs, with the line of every problem.
 
-The text is composed (not loaded) with PyYAML's SafeLoader so each key keeps
-its node and start mark; scalars are then built with SafeLoader's constructor,
-so unknown tags such as `!!python/object` are errors, never objects. Duplicate
-keys, which PyYAML would silently resolve to the last one, are rejected.
-
-In positions that hold strings (name, kind, streams, question, topic, choices,
-stop, and every mapping key) a plain scalar is taken as written, so
-`choices: [yes, no]` gives "yes"/"no" rather than booleans and the value label
-`+5` stays "+5" rather than the int 5.
+The text is composed (not loaded) so each key keeps its node and start mark
+(queries/yaml_composer.py); the nodes are read as values by
+queries/yaml_document.py: tags such as `!!python/object` are errors, never
+objects, duplicate keys are rejected, and strings are kept as written
+(`choices: [yes, no]` gives "yes"/"no"). This module reads the document's
+structure (`queries:` and its list), gathers every query's problem into one
+error, and holds the entry points: `load_queries`, `query_lines`,
+`read_queries_file`, `located_in`.
 
 Every cost a document can cause is bounded before it is paid (queries/limits.py):
 its size, its nodes (aliases expanded) and its depth, while it is composed
@@ -20,159 +19,29 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from engine.text_files import NotUtf8Error, decode_text
-from queries.codec_questions import NamedQuestion, check_questions
-from queries.limits import QueryLimits, clip, excerpt
-from queries.spec import QuerySpec, QuerySpecError, check_limits, unanswerable_reason
+from queries.codec_questions import NamedQuestion
+from queries.limits import QueryLimits, excerpt
+from queries.spec import QuerySpec, QuerySpecError, unanswerable_reason
 from queries.yaml_composer import compose, too_big
-
-_STRING_KEYS = frozenset({"name", "streams", "question", "topic", "choices", "stop", "kind"})
-# Tags the SafeLoader resolver gives plain scalars that are not strings; in a string position we keep the text.
-_IMPLICIT_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float", "timestamp"))
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-_PLAIN_COLLECTIONS = frozenset({"tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"})
+from queries.yaml_document import YamlDocument, line_of, node_kind, untagged
 
 
-def _line(node: yaml.Node) -> int:
-    return node.start_mark.line + 1
-
-
-class _Doc:
-    """One document being read: the SafeLoader constructor for scalars, and where errors are reported."""
-
-    def __init__(self, source: str, limits: QueryLimits) -> None:
-        self.source, self.limits = source, limits
-        self.constructor = yaml.SafeLoader("")
-        self._pairs: dict[int, dict[str, tuple[yaml.Node, yaml.Node]]] = {}  # id(node) -> pairs; flatten once
-
-    def error(self, reason: str, node: yaml.Node | None, query: str | None = None) -> QuerySpecError:
-        return QuerySpecError(reason, source=self.source, line=_line(node) if node is not None else None, query=query)
-
-    def pairs(self, node: yaml.MappingNode, query: str | None = None) -> dict[str, tuple[yaml.Node, yaml.Node]]:
-        """key -> (key node, value node); duplicate keys are errors (PyYAML would keep the last silently)."""
-        if id(node) in self._pairs:
-            return self._pairs[id(node)]
-        seen: dict[str, yaml.Node] = {}
-        for k, _ in node.value:
-            if not isinstance(k, yaml.ScalarNode):
-                raise self.error("mapping keys must be plain strings", k, query)
-            if k.tag != _MERGE_TAG:
-                if k.value in seen:
-                    raise self.error(f"duplicate key {excerpt(k.value)} (first at line {_line(seen[k.value])})", k,
-                                     query)
-                seen[k.value] = k
-        try:
-            self.constructor.flatten_mapping(node)  # `<<: *defaults` merges; explicit keys override merged ones
-        except yaml.MarkedYAMLError as e:  # a merge of something that is not a mapping
-            raise self.yaml_error(e, query) from None
-        out = {}
-        for k, v in node.value:
-            if not isinstance(k, yaml.ScalarNode):
-                raise self.error("mapping keys must be plain strings", k, query)
-            out[k.value] = (k, v)
-        self._pairs[id(node)] = out
-        return out
-
-    def yaml_error(self, e: yaml.MarkedYAMLError, query: str | None) -> QuerySpecError:
-        mark = e.problem_mark or e.context_mark
-        return QuerySpecError(f"YAML error: {clip(e.problem or '', 200)}", source=self.source,
-                              line=mark.line + 1 if mark else None, query=query)
-
-    def construct(self, node: yaml.Node) -> Any:
-        """SafeLoader's object for a tagged or plain scalar (or a collection with a tag of its own)."""
-        try:
-            return self.constructor.construct_object(node, deep=True)
-        except yaml.MarkedYAMLError:
-            raise
-        except Exception as e:  # SafeConstructor raises ValueError, KeyError, ... on e.g. `!!bool maybe`
-            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
-            reason = f"cannot read {excerpt(node.value)} as {tag} ({type(e).__name__})"
-            raise yaml.constructor.ConstructorError(None, None, reason, node.start_mark) from None
-
-    def value(self, node: yaml.Node, strings: bool) -> Any:
-        if isinstance(node, yaml.ScalarNode):
-            if strings and not node.style and node.tag in _IMPLICIT_TAGS:
-                return node.value  # as written: `yes` stays "yes", `+5` stays "+5"
-            return self.construct(node)
-        if node.tag not in _PLAIN_COLLECTIONS:  # `!!python/object/apply` and friends: let SafeLoader refuse them
-            return self.construct(node)
-        if isinstance(node, yaml.SequenceNode):
-            return [self.value(n, strings) for n in node.value]
-        # keys are always strings in a query document: `+5: 5.0` labels "+5"
-        return {key: self.value(v, strings) for key, (_, v) in self.pairs(node).items()}
-
-    def query(self, node: yaml.Node, index: int, questions: Mapping[str, NamedQuestion] | None) -> QuerySpec:
-        label = f"query #{index + 1}"
-        _untagged(node, self, label)
-        if not isinstance(node, yaml.MappingNode):
-            raise self.error(f"each query must be a mapping of keys, got {_node_kind(node)}", node, label)
-        pairs = self.pairs(node, label)
-        name_node = pairs.get("name", (None, None))[1]
-        if isinstance(name_node, yaml.ScalarNode) and name_node.value:
-            label = name_node.value
-        try:
-            raw = {key: self.value(v, key in _STRING_KEYS) for key, (_, v) in pairs.items()}
-            spec = QuerySpec.from_dict(raw)
-            check_limits(spec, self.limits)
-            if questions is not None:
-                check_questions(spec, questions)
-            return spec
-        except QuerySpecError as e:
-            raise e.located(self.source, self.key_line(node, pairs, e.key, e.item), label) from None
-        except yaml.MarkedYAMLError as e:  # an unknown tag, e.g. `!!python/object`, or a malformed `!!int`
-            raise self.yaml_error(e, label) from None
-
-    @staticmethod
-    def key_line(node: yaml.Node, pairs: dict, key: str | None, item: int | str | None) -> int:
-        """The line of `key` (of its `item`-th element or `item` label when known), else of the query itself."""
-        key = key.split("[")[0] if key else key
-        if key not in pairs:
-            return _line(node)
-        key_node, value_node = pairs[key]
-        if isinstance(item, int) and isinstance(value_node, yaml.SequenceNode) and item < len(value_node.value):
-            return _line(value_node.value[item])
-        if isinstance(item, str) and isinstance(value_node, yaml.MappingNode):
-            return next((_line(k) for k, _ in value_node.value if k.value == item), _line(key_node))
-        return _line(key_node)
-
-
-def _untagged(node: yaml.Node, doc: _Doc, query: str | None = None) -> yaml.Node:
-    """A document's mapping or list as written, or an error naming the tag it carries: a tag such as
-    `!!python/object` on a collection is never ignored, and never constructed."""
-    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_COLLECTIONS:
-        tag = node.tag.replace("tag:yaml.org,2002:", "!!")
-        raise doc.error(f"the tag {excerpt(tag)} is not allowed: a query document holds plain mappings, lists and "
-                        f"scalars", node, query)
-    return node
-
-
-_SCALAR_KINDS = {"tag:yaml.org,2002:null": "null", "tag:yaml.org,2002:bool": "a boolean",
-                 "tag:yaml.org,2002:int": "an integer", "tag:yaml.org,2002:float": "a number"}
-
-
-def _node_kind(node: yaml.Node) -> str:
-    """What a node holds, in YAML's words (a list, a mapping, null, a string, ...), for an error's "got ..."."""
-    if isinstance(node, yaml.SequenceNode):
-        return "a list"
-    if isinstance(node, yaml.MappingNode):
-        return "a mapping"
-    return _SCALAR_KINDS.get(node.tag, "a string")
-
-
-def _query_nodes(root: yaml.Node | None, doc: _Doc, problems: list[QuerySpecError] | None = None) -> list[yaml.Node]:
+def _query_nodes(
+    root: yaml.Node | None, doc: YamlDocument, problems: list[QuerySpecError] | None = None,
+) -> list[yaml.Node]:
     """The document's query mappings. An unknown top-level key beside `queries` goes to ``problems`` when given (so
     the queries' own problems are reported with it, not after it is fixed), else it is raised."""
     form = "a mapping with a single key 'queries' holding a list of queries"
     if root is None:
         raise doc.error(f"empty document; expected {form}", None)
-    _untagged(root, doc)
+    untagged(root, doc)
     if not isinstance(root, yaml.MappingNode):
         hint = " (put the list under 'queries:')" if isinstance(root, yaml.SequenceNode) else ""
-        raise doc.error(f"expected {form}, got {_node_kind(root)}{hint}", root)
+        raise doc.error(f"expected {form}, got {node_kind(root)}{hint}", root)
     top = doc.pairs(root)
     for key, (key_node, _) in top.items():
         if key != "queries":
@@ -182,9 +51,9 @@ def _query_nodes(root: yaml.Node | None, doc: _Doc, problems: list[QuerySpecErro
             problems.append(unknown)
     if "queries" not in top:
         raise doc.error(f"missing key 'queries'; expected {form}", root)
-    seq = _untagged(top["queries"][1], doc)
+    seq = untagged(top["queries"][1], doc)
     if not isinstance(seq, yaml.SequenceNode):
-        raise doc.error(f"'queries' must be a list of query mappings, got {_node_kind(seq)}", seq)
+        raise doc.error(f"'queries' must be a list of query mappings, got {node_kind(seq)}", seq)
     if len(seq.value) > doc.limits.max_queries:
         raise doc.error(f"the document has {len(seq.value)} queries, over the limit of {doc.limits.max_queries} "
                         f"(max_queries)", seq)
@@ -198,7 +67,7 @@ def parse_document(
     """All problems are reported together, the first of each query, in one QuerySpecError. ``answerable`` (see
     Registry) checks each valid query against the serving model here, so its refusal has the query's line too.
     ``lines``, when given, is filled with what ``query_lines`` gives, at no cost of its own (for ``located_in``)."""
-    doc = _Doc(source, limits or QueryLimits())
+    doc = YamlDocument(source, limits or QueryLimits())
     problems: list[QuerySpecError] = []
     nodes = _query_nodes(compose(text, doc.source, doc.limits), doc, problems)
     specs: list[QuerySpec] = []
@@ -223,7 +92,7 @@ def parse_document(
             try:
                 answerable(spec)
             except ValueError as e:
-                problems.append(QuerySpecError(unanswerable_reason(e, spec), source=source, line=_line(node),
+                problems.append(QuerySpecError(unanswerable_reason(e, spec), source=source, line=line_of(node),
                                                query=spec.name))
                 continue
         specs.append(spec)
@@ -234,18 +103,18 @@ def parse_document(
     return specs
 
 
-def _name_of(doc: _Doc, node: yaml.Node) -> tuple[str | None, int]:
+def _name_of(doc: YamlDocument, node: yaml.Node) -> tuple[str | None, int]:
     """A query node's `name` as written and its line, before the query is parsed; None when it has no plain one."""
     if not isinstance(node, yaml.MappingNode):
-        return None, _line(node)
+        return None, line_of(node)
     try:
         pairs = doc.pairs(node)
     except QuerySpecError:  # its own problem, reported when the query is parsed
-        return None, _line(node)
+        return None, line_of(node)
     name_node = pairs.get("name", (None, None))[1]
     if isinstance(name_node, yaml.ScalarNode) and name_node.tag == "tag:yaml.org,2002:str" and name_node.value:
         return name_node.value, doc.key_line(node, pairs, "name", None)
-    return None, _line(node)
+    return None, line_of(node)
 
 
 def load_queries(
@@ -267,7 +136,7 @@ def load_queries(
 def query_lines(text: str, source: str = "<string>", limits: QueryLimits | None = None) -> dict[str, int]:
     """Each query's name -> the line it is named on, in a document ``load_queries`` accepted: for problems found
     later, across documents (a topic that clashes with a query registered before), to be located like the rest."""
-    doc = _Doc(source, limits or QueryLimits())
+    doc = YamlDocument(source, limits or QueryLimits())
     lines: dict[str, int] = {}
     for node in _query_nodes(compose(text, doc.source, doc.limits), doc):
         name, line = _name_of(doc, node)
