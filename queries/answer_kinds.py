@@ -9,7 +9,7 @@ returns: the options checked, with their defaults filled in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -92,13 +92,8 @@ def _checked_choices(choices: Any, names_question: bool) -> tuple[str, ...] | No
             raise fail("choices", "choice query with a free-text question or question_tokens needs 'choices'")
         return None
     choices = str_list("choices", choices)
-    if not choices:
-        raise fail("choices", "choices must not be empty (omit it to use a codec question's labels)")
-    if len(choices) == 1:
-        raise fail("choices", f"one choice ({excerpt(choices[0])}) is always the answer, with probability 1: "
-                              f"give at least two")
-    if len(choices) > MAX_CHOICES:
-        raise fail("choices", f"{len(choices)} choices, over the limit of {MAX_CHOICES}")
+    _check_label_count("choices", choices, "labels", "one choice ({}) is always the answer, with probability 1: "
+                                                     "give at least two")
     dup = next((c for i, c in enumerate(choices) if c in choices[:i]), None)
     if dup is not None:
         raise fail("choices", f"choice {excerpt(dup)} appears twice", choices.index(dup, choices.index(dup) + 1))
@@ -112,16 +107,22 @@ def _checked_values(values: Any, names_question: bool) -> Mapping[str, float] | 
         return None
     if not isinstance(values, Mapping):
         raise fail("values", f"values must be a mapping of label -> number, got {yaml_kind(values)}")
-    if not values:
-        raise fail("values", "values must not be empty (omit it to use a codec question's values)")
-    if len(values) == 1:
-        raise fail("values", f"one label ({excerpt(next(iter(values)))}) is always the answer: its value "
-                             f"is the expectation whatever the model says; give at least two")
-    if len(values) > MAX_CHOICES:
-        raise fail("values", f"{len(values)} values, over the limit of {MAX_CHOICES}")
+    _check_label_count("values", values, "values", "one label ({}) is always the answer: its value is the "
+                                                   "expectation whatever the model says; give at least two")
     for label in values:
         if not isinstance(label, str) or not label:
             raise fail("values", f"value labels must be non-empty strings, got {excerpt(label)}", label)
         wire_text("values", label, label)
     checked = {label: finite_float(f"values[{excerpt(label)}]", v, label) for label, v in values.items()}
     return MappingProxyType(checked)
+
+
+def _check_label_count(key: str, labels: Collection[str], given_by_codec: str, lone: str) -> None:
+    """Refuses a query's ``key`` (its choices or values) when it holds no label (the codec question gives its
+    ``given_by_codec`` when the key is left out), one (``lone`` says why, its {} the label) or too many."""
+    if not labels:
+        raise fail(key, f"{key} must not be empty (omit it to use a codec question's {given_by_codec})")
+    if len(labels) == 1:
+        raise fail(key, lone.format(excerpt(next(iter(labels)))))
+    if len(labels) > MAX_CHOICES:
+        raise fail(key, f"{len(labels)} {key}, over the limit of {MAX_CHOICES}")
