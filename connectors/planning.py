@@ -41,6 +41,7 @@ from connectors.price_offsets import PriceOffset, checked_price_offset
 from connectors.repeated_hour import repeated_hour
 from connectors.row_exprs import ROW, csv_overrides, file_rows, filled_quotes, row_exprs
 from connectors.row_order import in_time_order, is_newest_first
+from connectors.session_dates import trade_date_evenings
 from connectors.shifted_prices import near_zero_streams
 
 
@@ -175,18 +176,21 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                                                                         overrides, ts)
     notes += book_notes
     rows, junk = file_rows(path, cmap, dialect, overrides)
-    hour = repeated_hour(rows, wall_clock_ns(path, cmap, ts_type, first), cmap.tz, cmap.stream_columns, ROW,
-                         is_newest_first)
+    wall = wall_clock_ns(path, cmap, ts_type, first)
+    hour = repeated_hour(rows, wall, cmap.tz, cmap.stream_columns, ROW, is_newest_first)
     if hour is not None and hour.second_rows.len():  # read at the later offset: told by the file's order
         second_pass = pl.col(ROW).is_in(hour.second_rows.implode())
         exprs[0] = apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first, second_pass), first).alias("_ts")
+    exprs[0], session_notes, evenings_moved = trade_date_evenings(path, cmap, rows, exprs[0], wall)
+    notes += session_notes
     frame = rows.select(*exprs, ROW)
     factor = 1 if ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
     named = zone_named(cmap, ts_type)
     facts = file_facts(path, cmap, rows, exprs, keys, raw_stream, price_texts, dialect, factor, named, first)
     notes += price_and_zone_notes(path, cmap, facts, first, named)
     refuse_unread_times(path, cmap, rows, facts, first, named)
-    frame, order_notes, out_of_sequence = in_time_order(path, cmap, frame, keys, facts, hour, factor)
+    frame, order_notes, out_of_sequence = in_time_order(path, cmap, frame, keys, facts, hour, factor,
+                                                           evenings_moved)
     notes += order_notes
     if cmap.fill_quotes:  # after the sort: "previous" is in time order, per stream
         frame = frame.with_columns(filled_quotes(keys))

@@ -37,9 +37,12 @@ def rows_out_of_sequence() -> pl.Expr:
 
 
 def in_time_order(path: Path, cmap: ColumnMap, frame: pl.LazyFrame, keys: list[str], facts: Mapping[str, Any],
-                  hour: RepeatedHour | None, factor: int) -> tuple[pl.LazyFrame, list[str], int]:
+                  hour: RepeatedHour | None, factor: int,
+                  evenings_moved: bool = False) -> tuple[pl.LazyFrame, list[str], int]:
     """The file's rows in time order (reversed first when newest first; rows of equal times by stream and sequence
-    number where the map has one), the note that says why they were sorted, and the rows out of sequence."""
+    number where the map has one), the note that says why they were sorted, and the rows out of sequence.
+    `evenings_moved`: a trade date's evening rows were read on the day before (connectors/session_dates.py), so a
+    file sorted by trade date then time steps back to them by design: no caution."""
     notes: list[str] = []
     out_of_sequence = int(facts["out_of_sequence"] or 0)
     ties = f"in sequence order (column {cmap.sequence!r}) within each stream" if cmap.sequence is not None else \
@@ -55,9 +58,11 @@ def in_time_order(path: Path, cmap: ColumnMap, frame: pl.LazyFrame, keys: list[s
     if facts["unsorted"]:
         repeated = (f"; in {cmap.tz}, also a wall clock that goes back an hour when summer time ends: the "
                     f"{hour.untold} row(s) in that hour are read at its first pass" if hour and hour.untold else "")
-        trade_date = trade_date_caution(path, cmap, facts)
+        trade_date = [] if evenings_moved else trade_date_caution(path, cmap, facts)
         forward = int(facts["forward_rows"] or 0)
-        cause = ("a trade date's evening rows a day late, as said next" if trade_date else
+        cause = ("each trade date's evening rows after its day session, read on the day before as said above"
+                 if evenings_moved else
+                 "a trade date's evening rows a day late, as said next" if trade_date else
                  "newest first throughout" if newest_first and not forward else
                  f"newest first, but for {forward} row(s) later than the row before them" if newest_first else
                  "newest first, or merged from several sources")

@@ -132,7 +132,7 @@ def test_a_time_before_1980_in_a_detected_epoch_column_is_warned(tmp_path: Path)
     assert not any("same time" in caution for caution in replay.cautions)
 
 
-def cme_rows(calendar: bool) -> pl.DataFrame:
+def cme_rows(calendar: bool, date_name: str = "Trade Date") -> pl.DataFrame:
     """CL trades every 20 minutes from Sunday's 17:00 CT open to Wednesday's 16:00 close, with the CME's
     16:00-17:00 break, stamped with the exchange trade date (an evening carries the next business day's) or, with
     `calendar`, the calendar date, beside Chicago wall-clock text."""
@@ -142,14 +142,14 @@ def cme_rows(calendar: bool) -> pl.DataFrame:
     local = [m.astimezone(CHICAGO) for m in moments]
     trade_dates = [d.date() + timedelta(days=d.hour >= 17) for d in local]
     return pl.DataFrame({
-        "Trade Date": [(d.date() if calendar else t).strftime("%Y%m%d") for d, t in zip(local, trade_dates)],
+        date_name: [(d.date() if calendar else t).strftime("%Y%m%d") for d, t in zip(local, trade_dates)],
         "Time": [d.strftime("%H:%M:%S.%f") for d in local], "Contract": "CLZ6",
         "Price": [60.0 + i % 9 * 0.01 for i in range(len(local))], "Quantity": 1,
         "truth": [int(m.timestamp()) * 10**9 for m in moments]})
 
 
-def test_an_exchange_trade_date_joined_to_the_time_is_named_as_the_cause_of_rows_a_day_late(tmp_path: Path) -> None:
-    rows = cme_rows(calendar=False)
+def test_a_date_column_stepping_back_a_day_is_named_as_a_trade_date_with_rows_a_day_late(tmp_path: Path) -> None:
+    rows = cme_rows(calendar=False, date_name="Date")  # a trade date under a calendar date's name: not read right
     replay = FileReplay(write(rows.drop("truth"), tmp_path / "cl_tradedate.csv"), columns={"tz": "America/Chicago"})
     assert rows["truth"].is_sorted()  # the file is in real time order; read, its evening rows are a day late
     evening = [int(clock[:2]) >= 17 for clock in rows["Time"]]
@@ -160,13 +160,57 @@ def test_an_exchange_trade_date_joined_to_the_time_is_named_as_the_cause_of_rows
     assert "(a trade date's evening rows a day late, as said next)" in said
     assert "newest first" not in said
     caution = next(c for c in replay.cautions if "trade (session) date" in c)
-    assert "3 time(s) in file order step back by 12 to 24 h between rows of one 'Trade Date'" in caution
+    assert "3 time(s) in file order step back by 12 to 24 h between rows of one 'Date'" in caution
     assert "Give a calendar date column, or a full timestamp column (--columns ts=...;" in caution
     # the same trades with the calendar date are read at their real times, in order, with no such warning
-    calendar = cme_rows(calendar=True)
+    calendar = cme_rows(calendar=True, date_name="Date")
     replay = FileReplay(write(calendar.drop("truth"), tmp_path / "cl_calendar.csv"), columns={"tz": "America/Chicago"})
     assert [t.ts for t in drain(replay)] == calendar["truth"].to_list()
     assert not any("trade (session) date" in note or "not in time order" in note for note in replay.notes)
+
+
+def test_a_column_named_trade_date_reads_its_evening_rows_on_the_day_before_in_either_order(tmp_path: Path) -> None:
+    rows = cme_rows(calendar=False)
+    for order, written in (("datamine", rows), ("sorted", rows.sort("Trade Date", "Time", maintain_order=True))):
+        replay = FileReplay(write(written.drop("truth"), tmp_path / f"cl_{order}.csv"),
+                            columns={"tz": "America/Chicago"})
+        assert [t.ts for t in drain(replay)] == rows["truth"].to_list(), order
+        said = "\n".join(replay.notes)
+        assert "column 'Trade Date' is an exchange trade (session) date: its 63 row(s) at or after 17:00 in 'Time' " \
+               "(the evening open, after the daily pause from 15:40) are its evening session, read on the calendar " \
+               "day before their trade date" in said, said
+        assert not any("trade (session) date" in caution for caution in replay.cautions), replay.cautions
+    # a column named so that holds calendar dates (a Sunday's evening rows): read as written, and said
+    calendar = cme_rows(calendar=True)
+    replay = FileReplay(write(calendar.drop("truth"), tmp_path / "cl_calendar.csv"), columns={"tz": "America/Chicago"})
+    assert [t.ts for t in drain(replay)] == calendar["truth"].to_list()
+    assert any("column 'Trade Date' is named as a trade date, but 21 of its rows at or after 17:00" in note and
+               "read as calendar dates, as written" in note for note in replay.notes), replay.notes
+
+
+def test_a_cme_trade_date_file_sorted_by_trade_date_then_time_replays_the_sunday_open_first(tmp_path: Path) -> None:
+    """ORDER BY trade_date, time (a SQL export's, a spreadsheet sort's): within a trade date the day session comes
+    before the evening of the day before. UTC stamps worked by hand: CST is UTC-6 in December."""
+    evening = [f"2026-12-07,{17 + i // 3}:{i % 3 * 20:02d}:05,ESZ6,6849.75,3\n" for i in range(21)]  # 17:00:05..
+    path = tmp_path / "ES_tradedate_sorted.csv"
+    path.write_text("Trade Date,Time,Symbol,Price,Volume\n"
+                    "2026-12-07,00:00:30,ESZ6,6850.25,1\n"   # Monday 00:00:30 CT
+                    "2026-12-07,15:59:00,ESZ6,6851.00,2\n"   # Monday's close
+                    + "".join(evening) +                      # Sunday's evening, every 20 min from the open
+                    "2026-12-07,23:59:59,ESZ6,6850.00,4\n"   # Sunday, a second before midnight
+                    "2026-12-08,00:10:00,ESZ6,6852.00,5\n"   # Tuesday 00:10 CT
+                    "2026-12-08,17:00:00,ESZ6,6851.50,6\n")  # Monday's evening open
+    ticks = drain(FileReplay(path, columns={"tz": "America/Chicago"}))
+    stamps = [(t.ts, t.size) for t in ticks]
+    assert stamps[0] == (utc_ns("2026-12-06T23:00:05"), 3.0)  # the Sunday 17:00 CT open first, not after Monday
+    assert stamps[20] == (utc_ns("2026-12-07T05:40:05"), 3.0)  # Sunday 23:40:05 CT
+    assert stamps[21:] == [(utc_ns("2026-12-07T05:59:59"), 4.0), (utc_ns("2026-12-07T06:00:30"), 1.0),
+                           (utc_ns("2026-12-07T21:59:00"), 2.0), (utc_ns("2026-12-07T23:00:00"), 6.0),
+                           (utc_ns("2026-12-08T06:10:00"), 5.0)]
+
+
+def utc_ns(text: str) -> int:
+    return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()) * 10**9
 
 
 def test_rows_merged_from_two_sources_are_not_taken_for_a_trade_date(tmp_path: Path) -> None:
