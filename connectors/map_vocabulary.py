@@ -55,9 +55,15 @@ ZERO_BID_READINGS = ("no_bid", "price")
 # `price_format`: how price, bid and ask are written. 32nds: CME's notation of Treasury futures, HANDLE'32NDS or
 # HANDLE-32NDS with a third digit for a quarter (2), half (5) or three quarters (7) of a 32nd, or `+` for a half;
 # screens and vendors also write the part as a fraction, ` 1/4`, ` 1/2`, ` 3/4` or `¼`, `½`, `¾` (a space before
-# the glyph optional). No other fraction is read: eighths of a 32nd are no CME increment, so `99-31 1/8` is refused
+# the glyph optional), and the 2- and 3-year notes' eighths as ` 1/8`, ` 3/8`, ` 5/8`, ` 7/8`. No other fraction is read
 PRICE_FORMATS = ("decimal", "32nds", "eighths")  # eighths: CBOT grains' cents and eighths (450'4; price_notation.py)
-THIRTY_SECONDS = r"^([+-]?)(\d+)['\u2019-]([0-2]\d|3[01])([0257+]| ?[\u00bc\u00bd\u00be]| [13]/4| 1/2)?$"
+# the third digit: a 32nd's part in thousandths, cut to one digit (CME's notation): quarters 2, 5, 7 (.25, .5,
+# .75), and for the 2- and 3-year notes (ZT, Z3N), which tick in eighths of a 32nd, 1, 3, 6, 8 too (.125, .375,
+# .625, .875); never 4 nor 9. Source: CME's contract specs (cmegroup.com, 2- and 3-year T-note futures): minimum
+# fluctuation one-eighth of 1/32, and the quarters' examples 109-162 = 109 16.25/32, 109-165, 109-167
+THIRTY_SECONDS = (r"^([+-]?)(\d+)['\u2019-]([0-2]\d|3[01])([0-35-8+]| ?[\u00bc\u00bd\u00be]| [13]/4| 1/2| [1357]/8)?"
+                  r"$")
 THIRTY_SECONDS_FORM = ("HANDLE-32NDS or HANDLE'32NDS, the 32nds 00 to 31, maybe followed by + (a half), a third "
-                       "digit 2, 5 or 7 (a quarter, half, three quarters) or a fraction 1/4, 1/2, 3/4 (¼, ½, ¾): "
-                       "110-16, 110-16+, 110'165, 110-16 1/4; or a decimal")
+                       "digit 2, 5 or 7 (a quarter, half, three quarters), 1, 3, 6 or 8 (eighths: 1/8, 3/8, 5/8, 7/8, "
+                       "the 2- and 3-year notes) or a fraction 1/4, 1/2, 3/4 (¼, ½, ¾), 1/8, 3/8, 5/8, 7/8: "
+                       "110-16, 110-16+, 110'165, 104-161, 110-16 1/4; or a decimal")

@@ -28,11 +28,13 @@ from connectors.map_vocabulary import PRICE_FIELDS, THIRTY_SECONDS, THIRTY_SECON
 from connectors.number_separators import SPACE_GROUPED
 
 # the last mark: a part of a 32nd (map_vocabulary.py's THIRTY_SECONDS), its spaces stripped
-PARTS = {"": 0.0, "0": 0.0, "2": 0.25, "5": 0.5, "7": 0.75, "+": 0.5, "1/4": 0.25, "1/2": 0.5, "3/4": 0.75,
+PARTS = {"": 0.0, "0": 0.0, "1": 0.125, "2": 0.25, "3": 0.375, "5": 0.5, "6": 0.625, "7": 0.75, "8": 0.875, "+": 0.5,
+         "1/4": 0.25, "1/2": 0.5, "3/4": 0.75, "1/8": 0.125, "3/8": 0.375, "5/8": 0.625, "7/8": 0.875,
          "\u00bc": 0.25, "\u00bd": 0.5, "\u00be": 0.75}
 # What a price in 32nds looks like to a reader of decimals: a handle of 2 or 3 digits, an apostrophe or a dash,
 # a 32nd (00-31) and maybe its part. `110'165` is also 110,165 grouped by an apostrophe (SPACE_GROUPED)...
-LOOKS_LIKE_32NDS = r"^[+-]?\d{2,3}['\u2019-]([0-2]\d|3[01])([0257+]| ?[\u00bc\u00bd\u00be]| [13]/4| 1/2)?$"
+LOOKS_LIKE_32NDS = (r"^[+-]?\d{2,3}['\u2019-]([0-2]\d|3[01])([0-35-8+]| ?[\u00bc\u00bd\u00be]| [13]/4| 1/2| [1357]/8)?"
+                    r"$")
 # ...while a dash, a `+` or two digits after the apostrophe cannot group thousands: such a cell is 32nds for sure
 NOT_THOUSANDS = r"(-|\+$|['\u2019]\d{2}$)"
 APOSTROPHE = "['\u2019]"

@@ -41,22 +41,42 @@ def test_price_format_32nds_reads_every_cme_form_and_plain_decimals(tmp_path: Pa
 
 def test_price_format_32nds_reads_quarters_written_as_fractions_and_refuses_other_fractions(tmp_path: Path) -> None:
     """A 2-year note's screen writes `99-31 3/4` or `99-31¾` for 31.75/32: refused as no price before, as much a
-    quarter of a 32nd as `99-317`. Eighths (`1/8`), a fraction after `+`, or no space before `3/4` stay refused."""
-    quarters = ["99-31 1/4", "99-31 1/2", "99-31 3/4", "99-31\u00bc", "99-31 \u00bd", "99'31\u00be"]
-    refused = ["99-31 1/8", "99-31+ 1/4", "99-313/4", "99-31 2/4"]
+    quarter of a 32nd as `99-317`; its eighths as `99-31 1/8` too. A fraction after `+`, no space before `3/4`, or
+    a fraction of no 32nd's part (`2/4`) stay refused."""
+    quarters = ["99-31 1/4", "99-31 1/2", "99-31 3/4", "99-31\u00bc", "99-31 \u00bd", "99'31\u00be", "99-31 1/8",
+                "99-31 7/8"]
+    refused = ["99-31 2/8", "99-31+ 1/4", "99-313/4", "99-31 2/4"]
     replay = FileReplay(trades(tmp_path / "tu.csv", *quarters, *refused, symbol="TUM6"),
                         columns={"price_format": "32nds"})
-    assert [t.price for t in drain(replay)] == [99 + (31 + q) / 32 for q in (0.25, 0.5, 0.75, 0.25, 0.5, 0.75)]
+    assert [t.price for t in drain(replay)] == [99 + (31 + q) / 32 for q in (0.25, 0.5, 0.75, 0.25, 0.5, 0.75,
+                                                                                0.125, 0.875)]
     assert dict(replay.rejected) == {"missing_field": 4}
-    assert "'99-31 1/8' is not a number, nor a price in 32nds" in replay.rejected.examples["missing_field"]
+    assert "'99-31 2/8' is not a number, nor a price in 32nds" in replay.rejected.examples["missing_field"]
     assert "a fraction 1/4, 1/2, 3/4 (\u00bc, \u00bd, \u00be)" in replay.rejected.examples["missing_field"]
     # without the key, a column of them is said to look like 32nds, as `99-317` is
     unread = FileReplay(trades(tmp_path / "tu2.csv", "99-31 3/4", "99-31\u00bc", symbol="TUM6"))
     assert not drain(unread) and "('99-31 3/4' is 99.9921875 in 32nds)" in unread.cautions[0]
 
 
+def test_price_format_32nds_reads_the_2_year_notes_eighths_of_a_32nd(tmp_path: Path) -> None:
+    """ZT and Z3N tick in eighths of a 32nd, the third digit the part in thousandths cut to one digit: 1, 2, 3, 5,
+    6, 7, 8 (review242: 51% of a ZT file's quotes were refused). Converted by hand: 104-161 = 104 + 16.125/32."""
+    path = tmp_path / "zt.csv"
+    path.write_text("timestamp,symbol,bid,ask\n2026-11-30T13:30:00Z,ZTH7,104-161,104-162\n"
+                    "2026-11-30T13:30:01Z,ZTH7,104-163,104-165\n2026-11-30T13:30:02Z,ZTH7,104-166,104-167\n"
+                    "2026-11-30T13:30:03Z,ZTH7,104-167,104-168\n2026-11-30T13:30:04Z,ZTH7,104-16,104'161\n")
+    replay = FileReplay(path, columns={"price_format": "32nds"})
+    assert [(t.bid, t.ask) for t in drain(replay)] == [
+        (104.50390625, 104.5078125),   # 16.125/32, 16.25/32
+        (104.51171875, 104.515625),    # 16.375/32, 16.5/32
+        (104.51953125, 104.5234375),   # 16.625/32, 16.75/32
+        (104.5234375, 104.52734375),   # 16.75/32, 16.875/32
+        (104.5, 104.50390625)]         # 16/32, 16.125/32 with an apostrophe
+    assert not replay.rejected and not replay.cautions
+
+
 def test_a_malformed_price_in_32nds_is_rejected_by_its_row_with_the_forms_named(tmp_path: Path) -> None:
-    path = trades(tmp_path / "zn.csv", "110-16", "110-33", "110'168", "110-1", "110-17")
+    path = trades(tmp_path / "zn.csv", "110-16", "110-33", "110'164", "110-1", "110-17")
     replay = FileReplay(path, columns={"price_format": "32nds"})
     assert [t.price for t in drain(replay)] == [110.5, 110.53125]
     assert dict(replay.rejected) == {"missing_field": 3}
