@@ -184,7 +184,9 @@ def _identifier_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], 
         return {}
     overrides = {c: pl.String for c in candidates} if is_csv(path) else None
     price = cmap.price or cmap.bid
-    priced = [pl.col(price).cast(pl.Float64, strict=False).alias(PRICE)] if price in schema else []
+    # text prices stripped first: Sierra Chart's `, ` separators leave a space before every cell
+    priced = [pl.col(price).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False).alias(PRICE)] \
+        if price in schema else []
     sample = scan_file(path, names, dialect, overrides).head(SAMPLE_ROWS).select(
         [pl.col(c).cast(pl.String).str.strip_chars() for c in candidates] + priced).collect()
     found = {}
@@ -196,7 +198,10 @@ def _identifier_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], 
         words = {normal_name(v) for v in distinct.to_list()}
         flags = words <= FLAG_WORDS or words <= ORDER_TYPE_WORDS or words <= SIDE_VALUE_WORDS or \
             FLAG_NAME.match(normal_name(column))
-        if 2 <= len(distinct) <= 1000 and len(distinct) * 2 <= len(values) and not flags and \
+        # text that is all numbers (a price or a count written with a space before it) names instruments only under
+        # a name that says so, as an integer column does (`Code` 7203): a column of 6850.25s is a price
+        numbers = values.cast(pl.Float64, strict=False).null_count() == 0 and not ID_WORDS.search(normal_name(column))
+        if 2 <= len(distinct) <= 1000 and len(distinct) * 2 <= len(values) and not flags and not numbers and \
                 all(IDENTIFIER.match(v) for v in distinct.head(100).to_list()) and \
                 _values_per_level(sample, column) < MANY_PER_LEVEL:
             found[column] = distinct.head(5).to_list()

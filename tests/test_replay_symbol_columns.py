@@ -408,6 +408,31 @@ def test_an_order_type_column_is_never_suggested_as_the_streams(tmp_path: Path) 
     assert not any("look like instruments" in c for c in replay.cautions), replay.cautions
 
 
+def test_a_sierra_chart_export_names_its_stream_without_the_suffix_and_no_price_column_as_instruments(
+        tmp_path: Path) -> None:
+    """Review242 (finding 3): Sierra Chart's text export separates cells with `, `, so every number is text with a
+    space before it; the run warned that `Open` (6850.25, 6850.50, ...) looked like instruments and offered
+    --columns stream=Open, and the stream was `ESZ26-CME.scid_BarData`, the export suffix left in."""
+    start = datetime(2026, 11, 30, 8, 30)
+    rows = "".join(f"{start + timedelta(seconds=i):%Y/%m/%d}, {start + timedelta(seconds=i):%H:%M:%S}.000, "
+                   f"{6850 + i % 4 * 0.25:.2f}, {6850.25 + i % 4 * 0.25:.2f}, {6850 + i % 4 * 0.25:.2f}, "
+                   f"{6850 + i % 4 * 0.25:.2f}, {1 + i % 9}, 1, 0, 1\n" for i in range(60))
+    header = "Date, Time, Open, High, Low, Last, Volume, NumberOfTrades, BidVolume, AskVolume\n"
+    for name in ("ESZ26-CME.scid_BarData.txt", "ESZ26-CME.dly_BarData.txt"):
+        (tmp_path / name).write_text(header + rows)
+        replay = FileReplay(tmp_path / name, columns={"tz": "America/Chicago"})
+        ticks = drain(replay)
+        assert len(ticks) == 60 and {t.stream for t in ticks} == {"ESZ26-CME"}
+        assert [t.price for t in ticks[:4]] == [6850.0, 6850.25, 6850.5, 6850.75]
+        assert not any("look like instruments" in c or "stream=Open" in c for c in replay.cautions), replay.cautions
+    # a code column written as text with a space before it still names instruments under its name
+    codes = tmp_path / "two_codes.csv"
+    codes.write_text("timestamp, Code, price, size\n" + "".join(
+        f"2026-03-10T09:00:{i:02d}, {(7203, 9434)[i % 2]}, {(3450, 988)[i % 2] + i}, 100\n" for i in range(10)))
+    replay = FileReplay(codes)
+    assert {t.stream for t in drain(replay)} == {"7203", "9434"}
+
+
 @pytest.mark.parametrize("folder", ["hk", "XHKG", "HKEX", "TSE", "JPX", "Tokyo", "TSE/2024-06-03", "stocks"])
 @pytest.mark.parametrize("spec", [None, "binance-trades"])
 def test_a_numeric_file_name_is_its_stock_whatever_folder_holds_it(tmp_path: Path, folder: str, spec) -> None:
