@@ -255,7 +255,9 @@ class FilePlan:
                 out["size"], out["side"] = abs(size), "sell" if size < 0 else "buy" if size > 0 else None
             if split and "price" in out and ("bid" in out or "ask" in out):
                 return _trade_and_quote(out)
-            if split and "bid" in out and (traded := next((k for k in ("size", "side") if k in out), None)):
+            # (either side: a bid that did not read beside an ask that did is a quote missing its bid, named)
+            if split and ("bid" in out or "ask" in out) and \
+                    (traded := next((k for k in ("size", "side") if k in out), None)):
                 return _quote_without_its_trade(out, traded)
             return out
 

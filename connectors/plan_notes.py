@@ -24,7 +24,7 @@ from connectors.hours_window import Hours
 from connectors.lone_prints import lone_caution, lone_prints
 from connectors.map_vocabulary import UNITS
 from connectors.misread_times import time_cautions
-from connectors.price_notation import fractional_caution, yield_caution
+from connectors.price_notation import fractional_caution, refuse_mixed_32nds, yield_caution
 from connectors.repeated_hour import RepeatedHour
 from connectors.repeated_trades import repeated_caution, repeated_ids, shared_id_note, trade_columns, trade_id_column
 from connectors.row_exprs import ROW
@@ -71,7 +71,9 @@ def nfc_stream(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
 def price_and_zone_notes(path: Path, cmap: ColumnMap, facts: Mapping[str, Any], first: str | None,
                           named: bool) -> list[str]:
     """The notes on prices in 32nds or as yields, and on zone names several zones share (CST) or written in a
-    season whose name they do not fit (CST in July)."""
+    season whose name they do not fit (CST in July); a ValueError for a price column of 32nds, some of which would
+    read 1000 times too large."""
+    refuse_mixed_32nds(path, cmap, facts)
     notes = fractional_caution(path, cmap, facts) + yield_caution(path, cmap, facts["crossed_rows"])
     notes += shared_name_notes(path.name, facts["zone_names"] or (), names_read_in(cmap.tz, first), cmap.tz)
     if named:

@@ -77,6 +77,7 @@ def fractional_facts(raw: Mapping[str, pl.Expr]) -> list[pl.Expr]:
                   cells.str.contains(APOSTROPHE).sum().alias(f"_32_{field}_grouped"),
                   cells.filter(looks).first().alias(f"_32_{field}_first"),
                   cells.filter(looks & cells.str.contains(SPACE_GROUPED)).first().alias(f"_32_{field}_big"),
+                  cells.filter(looks & cells.str.contains(NOT_THOUSANDS)).first().alias(f"_32_{field}_sure_first"),
                   eighths.sum().alias(f"_8_{field}_looks"), cells.filter(eighths).first().alias(f"_8_{field}_first")]
     return exprs
 
@@ -96,6 +97,23 @@ def fractional_caution(path: Path, cmap: ColumnMap, facts: Mapping[str, Any]) ->
         return []
     return [said for notation in NOTATIONS if notation != cmap.price_format
             and (said := _notation_caution(path, cmap, facts, notation))]
+
+
+def refuse_mixed_32nds(path: Path, cmap: ColumnMap, facts: Mapping[str, Any]) -> None:
+    """A ValueError for a price column read without a price_format in which some cells are 32nds for sure (`110'16`,
+    `110-16+`: no number grouped in thousands) and others read as numbers 1000 times too large (`110'165` as 110165):
+    replayed, the run would answer on such prices with no row refused to show it (review242: exit 0 on them)."""
+    if cmap.price_format is not None:
+        return
+    for field in PRICE_FIELDS:
+        if (facts.get(f"_32_{field}_sure") or 0) and (facts.get(f"_32_{field}_thousands") or 0):
+            sure, big = facts[f"_32_{field}_sure_first"], facts[f"_32_{field}_big"]
+            raise ValueError(
+                f"{path.name}: column {getattr(cmap, field)!r} holds prices in CME's 32nds of Treasury futures "
+                f"('{sure}' is {_decimal_of(sure)} in 32nds, and no number), and {facts[f'_32_{field}_thousands']} "
+                f"of its cells would read as decimals 1000 times too large ('{big}' as {_thousands(big)}): give "
+                f"--price-format 32nds (column-map key price_format: 32nds; docs/replay.md#prices-in-32nds), or "
+                f"price_format: decimal if they are numbers grouped in thousands")
 
 
 def _notation_caution(path: Path, cmap: ColumnMap, facts: Mapping[str, Any], notation: str) -> str:

@@ -97,15 +97,47 @@ def test_prices_that_look_like_32nds_without_the_key_are_a_caution_said_at_start
                        "read as 110165: an apostrophe grouping thousands). If they are 32nds, give --price-format "
                        "32nds (column-map key price_format: 32nds; docs/replay.md#prices-in-32nds); if they are "
                        "numbers grouped in thousands, price_format: decimal")
-    zb = FileReplay(trades(tmp_path / "zb.csv", "117'03", "117'315", "117.125", symbol="ZBH6"))
+    # some cells 32nds for sure (`117'03`), others read 1000x: refused, not replayed on them (review242 finding 4)
+    with pytest.raises(ValueError, match=r"zb.csv: column 'price' holds prices in CME's 32nds of Treasury futures "
+                                         r"\('117'03' is 117.09375 in 32nds, and no number\), and 1 of its cells "
+                                         r"would read as decimals 1000 times too large \('117'315' as 117315\): "
+                                         r"give --price-format 32nds"):
+        FileReplay(trades(tmp_path / "zb.csv", "117'03", "117'315", "117.125", symbol="ZBH6"))
+    zb = FileReplay(tmp_path / "zb.csv", columns={"price_format": "decimal"})  # said to be thousands: read so
     assert [t.price for t in drain(zb)] == [117315.0, 117.125]
-    assert "1 of them are 1000 times too large ('117'315' read as 117315" in zb.cautions[0]
-    assert "--price-format 32nds" in zb.rejected.examples["missing_field"]
+    assert '"117\'03" is not a number' in zb.rejected.examples["missing_field"]
     dashes = FileReplay(trades(tmp_path / "dash.csv", "110-16+", "110-17"))
     assert not drain(dashes) and "they are no numbers (their rows rejected)" in dashes.cautions[0]
     # price_format: decimal says they are thousands: read so, nothing to caution
     decimal = FileReplay(tmp_path / "zn.csv", columns={"price_format": "decimal"})
     assert [t.price for t in drain(decimal)] == [110165.0, 110160.0, 110172.0] and not decimal.cautions
+
+
+def test_a_quote_and_trade_row_whose_bid_and_price_do_not_read_names_the_bid_not_the_size(tmp_path: Path) -> None:
+    """Review242 (finding 4): a row of bid `110'16`, ask `110'165`, price `110'16` and a size was rejected as
+    "fields ['size'] not allowed in a quote", pointing at the size; the file then replayed at 110,165-level
+    prices, exit 0. Now the file is refused naming --price-format 32nds, and a row whose bid does not read beside
+    an ask that does names the bid and the option."""
+    path = tmp_path / "zn.csv"
+    path.write_text("timestamp,symbol,bid,ask,price,size\n2026-11-30T13:30:00.650Z,ZNH7,110'16,110'165,110'16,98\n"
+                    "2026-11-30T13:30:01.284Z,ZNH7,110'165,110'17,110'17,10\n"
+                    "2026-11-30T13:30:02.284Z,ZNH7,110'165,110'167,110'165,10\n")
+    with pytest.raises(ValueError, match=r"zn.csv: column 'price' holds prices in CME's 32nds .* give --price-format "
+                                         r"32nds \(column-map key price_format: 32nds"):
+        FileReplay(path)
+    assert [(t.bid, t.ask) for t in drain(FileReplay(path, columns={"price_format": "32nds"})) if t.kind == "quote"] \
+        == [(110.5, 110.515625), (110.515625, 110.53125), (110.515625, 110.5234375)]
+    dashes = tmp_path / "zn_dash.csv"
+    dashes.write_text("timestamp,symbol,bid,ask,price,size\n2026-11-30T13:30:00Z,ZNH7,110-16,110.5,110-16,98\n"
+                      "2026-11-30T13:30:01Z,ZNH7,110.5,110.6,110.6,10\n")
+    replay = FileReplay(dashes)
+    assert [(t.kind, t.price, t.bid, t.ask) for t in drain(replay)] == [("quote", None, 110.5, 110.6),
+                                                                        ("trade", 110.6, None, None)]
+    assert dict(replay.rejected) == {"missing_field": 2}  # the row's quote (no bid) and its trade (no price)
+    example = replay.rejected.examples["missing_field"]
+    assert "line 2: missing_field: field 'bid' is required (column 'bid': '110-16' is not a number; if it is a " \
+           "futures price in 32nds, give --price-format 32nds" in example, example
+    assert "unknown_field" not in dict(replay.rejected)
 
 
 def test_swiss_thousands_still_read_where_they_cannot_be_32nds(tmp_path: Path) -> None:
