@@ -32,7 +32,7 @@ from connectors.content_notes import (
 )
 from connectors.csv_dialect import MAX_BANNER_LINES, Dialect, check_line_lengths, long_rows, sniff_csv
 from connectors.clock_digits import clock_digits
-from connectors.date_columns import date_read_as_epoch
+from connectors.date_columns import date_read_as_epoch, refuse_epoch_as_date
 from connectors.date_readings import settled_reading
 from connectors.event_time import CLOCK_ONLY
 from connectors.field_names import normal_name
@@ -91,6 +91,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     cmap, day_notes = date_of(path, cmap)
     _refuse_lacking(path, spec, cmap, schema, names, dialect)
     numbers_not_nested(path, cmap, schema)
+    refuse_epoch_as_date(path, cmap, first)  # `ts=ssboe+usecs`: an epoch count is no date
     cmap, unit_notes = _time_unit(path, spec, cmap, schema, names, dialect, first)
     if isinstance(spec, ColumnMap):  # a full map that names `Time (JST)` reads its zone as detection does
         cmap, zone_notes = zone_of_header(path, cmap, schema, first)

@@ -6,6 +6,7 @@ Every fixture is a real CSV or Parquet file written here, read by the real repla
 
 from __future__ import annotations
 
+import json
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -266,3 +267,20 @@ def test_a_date_column_beside_nanoseconds_after_midnight_reads_each_rows_day(tmp
     # TAQ's YYYYMMDD dates, microseconds by the column's name
     (tmp_path / "us.csv").write_text("date,time_us,symbol,price,size\n20260306,34200000001,AAPL,185.1,1\n")
     assert [t.ts for t in drain(FileReplay(tmp_path / "us.csv"))] == [1772755200_000000000 + 34_200_000_001_000]
+
+
+def test_an_epoch_count_joined_to_its_part_of_a_second_is_refused_naming_what_reads_it(tmp_path: Path) -> None:
+    """Review242 (finding 5): Rithmic stamps a trade with `ssboe` (epoch seconds) and `usecs`; `ts=ssboe+usecs` was
+    taken as a date joined to a time of day, read 1796049000 as a date and rejected every row."""
+    path = tmp_path / "rithmic_last_trades.jsonl"
+    path.write_text("".join(json.dumps({"template_id": 150, "symbol": "ESZ6", "trade_price": 6850.0 + i * 0.25,
+                                        "trade_size": 5, "ssboe": 1796049000 + i, "usecs": 250_000 * i}) + "\n"
+                            for i in range(4)))
+    mapped = "price=trade_price,size=trade_size,stream=symbol"
+    with pytest.raises(ValueError, match=r"ts 'ssboe\+usecs' joins a date column to a time of day, but column 'ssboe' "
+                                         r"holds 1796049000, a count of s since the epoch \(2026-11-30T14:30:00Z\), "
+                                         r"not a date.*--columns ts=ssboe --ts-unit s"):
+        FileReplay(path, columns=map_from_options(columns=f"ts=ssboe+usecs,{mapped}"))
+    whole = FileReplay(path, columns=map_from_options(columns=f"ts=ssboe,{mapped}", ts_unit="s"))
+    assert [t.ts for t in drain(whole)] == [(1796049000 + i) * 10**9 for i in range(4)]
+
