@@ -6,7 +6,8 @@ price (an option quoted at 0.05 moves 2,000 bps a cent) every window that moves 
 live scores count each stream's realised labels of such a question as they score them (``LabelCount``), and a
 stream is *saturated* where most of its labels that show a move are end buckets; the bucket of no move (`0`,
 `vlow`) is left out of both counts, so a quiet stream is not called saturated, nor a cheap one that rarely moves
-called fine. ``saturation_note`` is the line both print.
+called fine. ``saturation_note`` is the line both print: its reason is worded for any cause (an option's tick, a
+spread near zero, a file of daily settlements), since it sees the labels, not the prices.
 """
 
 from __future__ import annotations
@@ -68,5 +69,6 @@ def saturation_note(spec: QuestionSpec, buckets: EndBuckets, saturated: list[str
         f", ... ({len(saturated)} in all)" if len(saturated) > SATURATED_SHOWN else "")
     return (f"{spec.name} is saturated on {len(saturated)} of {streams} streams ({shown}): most of their realised "
             f"labels that show a move are {buckets.text}: its buckets are fixed in bps, too narrow for these "
-            f"streams' moves (one tick of an option quoted at 0.05 is 2,000 bps), so its answers say little there; "
-            f"ask direction_5/direction_20 of them (docs/model.md)")
+            f"streams' moves (one step of their price is many bps: a tick large against the price, a price near "
+            f"zero, rows a day apart), so its answers say little there; ask direction_5/direction_20 of them "
+            f"(docs/model.md)")

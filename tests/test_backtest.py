@@ -171,12 +171,13 @@ queries:
     assert notes == [
         "note: move50: move_bps_50 is saturated on 1 of 2 streams (SPY   241220C00470000): most of their realised "
         "labels that show a move are -12 (-8 bps or less) or +12 (above 8 bps): its buckets are fixed in bps, too "
-        "narrow for these streams' moves (one tick of an option quoted at 0.05 is 2,000 bps), so its answers say "
-        "little there; ask direction_5/direction_20 of them (docs/model.md)",
+        "narrow for these streams' moves (one step of their price is many bps: a tick large against the price, a "
+        "price near zero, rows a day apart), so its answers say little there; ask direction_5/direction_20 of them "
+        "(docs/model.md)",
         "note: vol50: volatility_50 is saturated on 1 of 2 streams (SPY   241220C00470000): most of their realised "
         "labels that show a move are vhigh (above 10 bps): its buckets are fixed in bps, too narrow for these "
-        "streams' moves (one tick of an option quoted at 0.05 is 2,000 bps), so its answers say little there; ask "
-        "direction_5/direction_20 of them (docs/model.md)"], report.summary()
+        "streams' moves (one step of their price is many bps: a tick large against the price, a price near zero, "
+        "rows a day apart), so its answers say little there; ask direction_5/direction_20 of them (docs/model.md)"], report.summary()
 
 
 def test_answers_do_not_depend_on_when_checkpoints_fell(setup) -> None:

@@ -1753,8 +1753,9 @@ def test_scores_says_where_a_bps_question_is_saturated(checkpoint, tmp_path, cap
     assert code == 0 and notes == [
         "note: move50: move_bps_50 is saturated on 1 of 2 streams (SPY   241220C00470000): most of their realised "
         "labels that show a move are -12 (-8 bps or less) or +12 (above 8 bps): its buckets are fixed in bps, too "
-        "narrow for these streams' moves (one tick of an option quoted at 0.05 is 2,000 bps), so its answers say "
-        "little there; ask direction_5/direction_20 of them (docs/model.md)"], out
+        "narrow for these streams' moves (one step of their price is many bps: a tick large against the price, a "
+        "price near zero, rows a day apart), so its answers say little there; ask direction_5/direction_20 of them "
+        "(docs/model.md)"], out
 
 
 def test_list_aligns_its_columns_and_json_prints_names_as_they_are(checkpoint, tmp_path, capsys) -> None:
