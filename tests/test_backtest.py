@@ -177,7 +177,8 @@ queries:
         "note: vol50: volatility_50 is saturated on 1 of 2 streams (SPY   241220C00470000): most of their realised "
         "labels that show a move are vhigh (above 10 bps): its buckets are fixed in bps, too narrow for these "
         "streams' moves (one step of their price is many bps: a tick large against the price, a price near zero, "
-        "rows a day apart), so its answers say little there; ask direction_5/direction_20 of them (docs/model.md)"], report.summary()
+        "rows a day apart), so its answers say little there; ask direction_5/direction_20 of them "
+        "(docs/model.md)"], report.summary()
 
 
 def test_answers_do_not_depend_on_when_checkpoints_fell(setup) -> None:
