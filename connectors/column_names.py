@@ -44,12 +44,13 @@ QUOTE_ASSETS = frozenset({"usd", "usdt", "usdc", "busd", "fdusd", "tusd", "dai",
 MAKER_NAMES = ("maker", "maker_side")
 # a date column beside a time-of-day column: read as one datetime (LSEG's legacy Date[G]/Time[G]: GMT, [L]: local)
 DATE_NAMES = ("date", "trade_date", "day", "date_g", "date_l",
-              "tradedate")  # MOEX ISS's TRADEDATE, beside TRADETIME
+              "tradedate",  # MOEX ISS's TRADEDATE, beside TRADETIME
+              "datanegocio")  # B3's public trades files' DataNegocio, beside HoraFechamento
 # a mid price with neither trades nor bid and ask beside it (FX and rates feeds): read as a price series
 MID_NAMES = ("mid", "mid_price", "midprice", "midpoint", "mid_point", "mid_px", "mid_rate", "midrate")
 SETTLEMENT_NAMES = frozenset({"settle", "settlement", "settle_price", "settlement_price"})  # FIELD_NAMES' price
 TIME_OF_DAY_NAMES = ("time", "time_m", "trade_time", "time_of_day", "timestamp", "time_g", "time_l",
-                     "tradetime")
+                     "tradetime", "horafechamento")
 TIME_HEADERS = frozenset(FIELD_NAMES["ts"] + DATE_NAMES + TIME_OF_DAY_NAMES)  # names of a time or a date column
 
 # a price, bid or ask column named as a yield (cash Treasuries' `bid_yield`, `yld`, `YTM`): its up is a price's down

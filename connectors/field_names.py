@@ -27,7 +27,9 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
            "dates",  # Bloomberg's (BDH exports: `Dates`, often spreadsheet serial dates)
            "quote_datetime",  # Cboe DataShop's option trades
            "time_exchange",  # CoinAPI's flat files (time_exchange;time_coinapi;...)
-           "trade_date", "business_date"),  # a day alone, when no column has a time: settlements (Trade Date,Settle)
+           "tradetimestamp",  # Barchart OnDemand's ticks (tradeTimestamp, ISO with its offset)
+           "trade_date", "business_date",  # a day alone, when no column has a time: settlements (Trade Date,Settle)
+           "datanegocio"),  # B3's public trades files: DataNegocio, joined to HoraFechamento's clock digits
     "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id",
                "instrument_name", "instid", "inst_id",  # OKX's API (instId)
                "sym_root",  # TAQ's (SYM_ROOT, with SYM_SUFFIX for share classes)
@@ -37,12 +39,15 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
                "stock_code", "security_code", "local_code", "sc_code", "ticker_code", "sec_code", "symbol_code",
                "instrument_code", "code",
                "secid", "seccode",  # MOEX ISS's SECID; QUIK's exports' SECCODE
+               "codigoinstrumento",  # B3's public trades files (NEGOCIOSAVISTA: CodigoInstrumento)
                "metal"),  # LME's trade files (Metal: CAD, AHD, ZDS)
     "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price",  # close: a bar's
               "deal", "deal_price",  # FX ECNs' deals (EBS: Deal, DealSize, DealSide beside the quote)
               "ltp", "last_traded_price",  # Indian vendors' (NSE feeds: LTP, the last traded price, beside LTQ)
               "mid_c",  # OANDA's candles as pandas flattens them (mid.o, mid.h, mid.l, mid.c)
-              "settle", "settlement", "settle_price", "settlement_price"),  # exchanges' daily settlement files
+              "settle", "settlement", "settle_price", "settlement_price",  # exchanges' daily settlement files
+              "tradeprice",  # Barchart OnDemand's ticks (tradePrice)
+              "preconegocio"),  # B3's public trades files (PrecoNegocio)
     "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size", "sz",  # sz: OKX's API
              "trade_volume", "trade_qty", "trade_quantity",  # Eurex T7's Trade Volume, Upbit's trade_volume
              "dealsize", "deal_size", "shares",  # shares: Nasdaq ITCH's
@@ -50,6 +55,8 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
              # Indian vendors' last traded quantity (not TTQ, the day's total traded quantity: a running sum, which
              # no trade's size is, so it is in no field's names and stays unread)
              "ltq", "last_traded_qty", "last_traded_quantity",
+             "tradesize",  # Barchart OnDemand's ticks (tradeSize)
+             "quantidadenegociada",  # B3's public trades files (QuantidadeNegociada)
              "lots"),  # LME's (Lots: contracts traded; a lot is 25 t of copper, 5 t of nickel: not converted)
     "side": ("side", "aggressor_side", "taker_side", "buy/sell", "buy_sell",  # buy/sell: Kraken's trade exports
              "direction",  # Deribit's (the taker's buy/sell; LOBSTER's `direction` is read by its own layout)

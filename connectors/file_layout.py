@@ -197,12 +197,13 @@ def _detected_map(path: Path, spec: Refine | None, read: _ColumnsRead, first: Ca
         date_notes += clock_notes
     if _writes_only_changes(cmap, list(schema)):
         cmap = replace(cmap, fill_quotes=True)
+    zoned = cmap.tz is not None  # a layout known to write its zone (IQFeed's Eastern time): no TAQ's note
     detected = cmap = taq_zone(cmap, schema)  # New York's wall clock, unless --tz says otherwise
     try:
         cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
     except ValueError as e:  # the keys given, applied to each file: name the one they do not fit
         raise ValueError(f"{path}: {e}{every}") from None
-    zone_notes = [] if "tz" in keys else taq_zone_note(path, detected, cmap)
+    zone_notes = [] if "tz" in keys or zoned else taq_zone_note(path, detected, cmap)
     cmap, kind_notes = kind_column(path, cmap, schema, names, dialect)
     if not {"ts", "ts_unit", "ts_format"} & set(keys):  # a time column or unit given is read as given
         cmap, clock_notes = finer_clock(path, cmap, schema, names, dialect)

@@ -20,6 +20,7 @@ from connectors.column_map import PRESETS, ColumnMap
 from connectors.datetime_text import is_iso_time, time_formats
 from connectors.event_time import time_with_zone
 from connectors.file_names import HISTDATA_ZONE, histdata_frame
+from connectors.iqfeed_ticks import iqfeed_ticks
 from connectors.layout import PRESET_SIGNS
 from connectors.map_vocabulary import UNITS
 from connectors.number_separators import NUMBER
@@ -46,6 +47,8 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
             return cmap, f"preset {name}"
     if (dated := _dated_bars(path, rows)) is not None:
         return dated
+    if (iqfeed := iqfeed_ticks(rows)) is not None:  # a vendor's fixed layout, known by its shape
+        return iqfeed
     kinds = [_kind(c) for c in rows[0]]
     if histdata_frame(path) == "T" and kinds == ["time", "number", "number", "number"]:
         return _histdata_ticks(rows[0][0])

@@ -286,3 +286,55 @@ def test_fx_ecn_quotes_with_their_deals_read_as_quotes_and_trades(tmp_path: Path
         Tick("EUR-USD", t0, "quote", bid=1.09443, ask=1.09448, bid_size=2, ask_size=5),
         Tick("EUR-USD", t0, "trade", price=1.09448, size=1, side="buy"),
         Tick("EUR-USD", t0 + 559_000_000, "quote", bid=1.09444, ask=1.09449, bid_size=3, ask_size=4)]
+
+
+def test_barchart_ondemand_ticks_read_by_their_camel_case_names(tmp_path: Path) -> None:
+    """Review242 (finding 7): Barchart's `tradeTimestamp`, `tradePrice`, `tradeSize` were refused as "no time
+    column"; its offset is honoured: the Sunday 17:00 CT open is 23:00Z."""
+    path = tmp_path / "barchart_ticks.csv"
+    path.write_text("symbol,tradeTimestamp,tradingDay,sessionCode,tradePrice,tradeSize\n"
+                    "ESZ26,2026-11-29T17:00:00.250-06:00,2026-11-30,G,6850.25,3\n"
+                    "ESZ26,2026-11-30T08:30:00.000-06:00,2026-11-30,R,6851.00,7\n")
+    replay = FileReplay(path)
+    assert [(t.stream, t.ts, t.price, t.size) for t in drain(replay)] == [
+        ("ESZ26", ns("2026-11-29T23:00:00.250+00:00"), 6850.25, 3.0),
+        ("ESZ26", ns("2026-11-30T14:30:00+00:00"), 6851.0, 7.0)]
+    assert "read as ts=tradeTimestamp (datetime), stream=symbol, price=tradePrice, size=tradeSize" in replay.notes[0]
+
+
+def test_b3_public_trades_file_reads_its_date_and_clock_digits(tmp_path: Path) -> None:
+    """B3's NEGOCIOSAVISTA.txt: `;`-separated, a decimal comma, DataNegocio beside HoraFechamento (HHMMSSmmm) in
+    Sao Paulo's time (UTC-3), given with --tz."""
+    header = ("DataReferencia;CodigoInstrumento;AcaoAtualizacao;PrecoNegocio;QuantidadeNegociada;HoraFechamento;"
+              "CodigoIdentificadorNegocio;TipoSessaoPregao;DataNegocio;CodigoParticipanteComprador;"
+              "CodigoParticipanteVendedor\n")
+    clocks = [f"10{minute:02d}{second:02d}{ms:03d}" for minute, second, ms in
+              ((m, (7 * m) % 60, (37 * m) % 1000) for m in range(40))]
+    path = tmp_path / "NEGOCIOSAVISTA.txt"
+    path.write_text(header + "".join(
+        f"2026-11-30;{('PETR4', 'VALE3')[i % 2]};0;{38 + i % 5},{450 + i:03d};{100 * (1 + i % 3)};{clock};{i};1;"
+        f"2026-11-30;3;120\n" for i, clock in enumerate(clocks)))
+    replay = FileReplay(path, columns={"tz": "America/Sao_Paulo"})
+    ticks = drain(replay)
+    assert len(ticks) == 40 and {t.stream for t in ticks} == {"PETR4", "VALE3"} and not replay.rejected
+    # 10:00:00.000 BRT = 13:00:00Z; 10:01:07.037 = 13:01:07.037Z
+    assert [(t.ts, t.price, t.size) for t in ticks[:2]] == [(ns("2026-11-30T13:00:00+00:00"), 38.45, 100.0),
+                                                            (ns("2026-11-30T13:01:07.037+00:00"), 39.451, 200.0)]
+    assert "ts=DataNegocio+HoraFechamento" in "\n".join(replay.notes)
+
+
+def test_iqfeed_tick_history_without_a_header_reads_as_trades_with_their_quotes(tmp_path: Path) -> None:
+    """IQFeed's HTT lines (`Time Stamp,Last,Last Size,Total Volume,Bid,Ask,TickID,Basis,Market Center,Conditions`)
+    have no header and were refused; the layout is fixed and its times are US Eastern (08:30 EST = 13:30Z)."""
+    path = tmp_path / "ESZ26.csv"
+    path.write_text("2026-11-30 08:30:01.550485,6849.75,1,1,6849.50,6849.75,100000,C,43,01\n"
+                    "2026-11-30 08:30:02.001000,6850.00,2,3,6849.75,6850.00,100001,O,43,01\n")
+    replay = FileReplay(path)
+    assert [(t.kind, t.ts, t.price, t.size, t.bid, t.ask) for t in drain(replay)] == [
+        ("quote", ns("2026-11-30T13:30:01.550485+00:00"), None, None, 6849.5, 6849.75),
+        ("trade", ns("2026-11-30T13:30:01.550485+00:00"), 6849.75, 1.0, None, None),
+        ("quote", ns("2026-11-30T13:30:02.001+00:00"), None, None, 6849.75, 6850.0),
+        ("trade", ns("2026-11-30T13:30:02.001+00:00"), 6850.0, 2.0, None, None)]
+    said = "\n".join(replay.notes)
+    assert "read as DTN IQFeed's tick history: a time (US Eastern)" in said and "America/New_York" in said
+    assert "the zone TAQ writes them in" not in said
