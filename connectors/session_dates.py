@@ -8,8 +8,9 @@ daily break before the evening open), the rows at or after that open are read on
 trade date, whatever the file's row order (sorted by trade date then time, or evening first). A file whose dated
 evening rows fall on a Saturday or a Sunday holds calendar dates under that name (no trade date is a weekend's at
 these exchanges): it is read as written, said in a note. An evening whose trade date skips a holiday mid-week (a
-Wednesday evening carrying Friday's date) is a day late still: only the exchange's calendar knows it
-(docs/replay.md#trade-dates)."""
+Wednesday evening carrying Friday's date) is a day late still, and a Friday night session carrying Monday's
+date (JPX's) is read on the Sunday: only the exchange's calendar knows them (docs/replay.md#trade-dates). The open
+is found over the whole file (one for all its streams), and the note names it."""
 
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
     date, time, at = cmap.ts_columns[0], cmap.ts_columns[1], clock_text(opened.open_minute)
     evening = minute >= opened.open_minute
     weekday = (clock // DAY_NS + 3) % 7
-    weekend = rows.select((evening & weekday.is_in([SATURDAY, SUNDAY])).sum()).collect().item()
+    weekend, count = rows.select((evening & weekday.is_in([SATURDAY, SUNDAY])).sum(), evening.sum().alias("n")
+                                 ).collect().row(0)
     if weekend:
         return ts, [f"{path.name}: column {date!r} is named as a trade date, but {weekend} of its rows at or after "
                     f"{at} (the evening open, after the pause from {clock_text(opened.break_from)}) fall on a "
@@ -87,7 +89,6 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
         earlier = (wall - DAY_NS).cast(pl.Datetime("ns")).dt.replace_time_zone(
             cmap.tz, ambiguous="earliest", non_existent="null").dt.epoch("ns")
     shifted = pl.when(evening).then(earlier).otherwise(ts).alias("_ts")
-    count = rows.select(evening.sum()).collect().item()
     return shifted, [f"{path.name}: column {date!r} is an exchange trade (session) date: its {count} row(s) at or "
                      f"after {at} in {time!r} (the evening open, after the daily pause from "
                      f"{clock_text(opened.break_from)}) are its evening session, read on the calendar day before "
