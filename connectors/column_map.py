@@ -255,10 +255,11 @@ class ColumnMap:
             if self.ts_unit != "datetime":
                 raise ValueError(f"ts_format reads datetime text; it does not go with ts_unit {self.ts_unit!r}")
         joined = len(self.ts_columns) > 1
-        if joined and self.ts_unit not in ("datetime", DETECT, *DAY_CLOCK_UNITS):
+        # (ms, us, ns: epoch seconds beside the part of a second in that unit, Rithmic's ssboe+usecs: epoch_parts.py)
+        if joined and self.ts_unit not in ("datetime", DETECT, *DAY_CLOCK_UNITS, "ms", "us", "ns"):
             raise ValueError(f"ts {self.ts!r} joins date and time columns: their text is a datetime, or the time a "
-                             f"number after midnight of the date ({', '.join(DAY_CLOCK_UNITS)}), not ts_unit "
-                             f"{self.ts_unit!r}")
+                             f"number after midnight of the date ({', '.join(DAY_CLOCK_UNITS)}), or epoch seconds "
+                             f"and the part of a second in ts_unit ms, us or ns, not ts_unit {self.ts_unit!r}")
         if joined and self.ts_unit in DAY_CLOCK_UNITS and len(self.ts_columns) != 2:
             raise ValueError(f"ts {self.ts!r} with ts_unit {self.ts_unit!r} names a date column and a time column "
                              f"(DATE+TIME), got {len(self.ts_columns)} columns")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import polars as pl
 
@@ -18,7 +18,6 @@ from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, first_text, is_csv, scan_file
 from connectors.map_vocabulary import COUNT_UNITS, DAY_CLOCK_UNITS, TIME_OF_DAY, UNITS
-from connectors.ticks import utc_text
 from connectors.time_units import EPOCH_1990_NS, EPOCH_2200_NS, epoch_unit
 
 FIRST_DATE, LAST_DATE = 19000101, 21001231  # YYYYMMDD integers a date column holds
@@ -128,27 +127,3 @@ def date_read_as_epoch(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
     raise ValueError(f"{path}: column {date!r} {held}, not a time since the epoch ({as_epoch}). Give {read_by}"
                      f"{alone}; --ts-unit {cmap.ts_unit} reads it as epoch {cmap.ts_unit} all the same "
                      f"(docs/replay.md)")
-
-
-def refuse_epoch_as_date(path: Path, cmap: ColumnMap, first: Callable[[str], Any]) -> None:
-    """A ValueError for a DATE+TIME map whose date column holds a present-day epoch count (Rithmic's `ssboe`,
-    seconds since the epoch, beside `usecs`): read as a date it put every tick in another century, each row
-    rejected. `first`: a column's first value as text. Joined columns read a date and a time of day only."""
-    if len(cmap.ts_columns) != 2:
-        return
-    date, part = cmap.ts_columns
-    try:
-        value = float(first(date) or "nan")
-    except ValueError:
-        return
-    unit = epoch_unit(value)
-    if value != value or not EPOCH_1990_NS <= value * UNITS[unit] < EPOCH_2200_NS:
-        return  # a date (YYYYMMDD 20240603 is no present-day count), or no number
-    at = utc_text(int(value * UNITS[unit]))
-    raise ValueError(
-        f"{path}: ts {cmap.ts!r} joins a date column to a time of day, but column {date!r} holds {first(date)}, a "
-        f"count of {unit} since the epoch ({at}), not a date: a joined time does not read an epoch count and its "
-        f"part of a second. Read {date!r} alone (--columns {shlex.quote(f'ts={date}')} --ts-unit {unit}: its "
-        f"{part!r} left out), or write one column of the whole count ({date} x 1,000,000 + {part} for "
-        f"microseconds) and give --columns ts=THAT --ts-unit us (docs/replay.md)")
-

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from connectors.column_map import ColumnMap
+from connectors.epoch_parts import epoch_parts_ns, is_epoch_parts
 from connectors.datetime_text import (
     built_formats,
     chrono_text,
@@ -88,6 +89,8 @@ def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None,
     in Python). `first` is the column's first value as text: whether datetime text carries a UTC offset.
     `second_pass`: the rows whose naive time in a repeated hour is read at the later instant (`_local`)."""
     col = time_column(cmap)
+    if is_epoch_parts(cmap):  # `ssboe+usecs`: epoch seconds and the part of a second (connectors/epoch_parts.py)
+        return epoch_parts_ns(cmap)
     if cmap.ts_unit == "datetime":
         if cmap.date is not None and dtype != pl.String:
             raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, which holds its own date: drop date "
@@ -289,7 +292,8 @@ def _decimal_seconds_ns(text: pl.Expr) -> pl.Expr:
 
 def ts_in_ns(cmap: ColumnMap, dtype: pl.DataType) -> bool:
     """Whether ts_expr already gives int ns (else raw numbers in ts_unit, scaled in Python)."""
-    return cmap.ts_unit in ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS) or (cmap.ts_unit == "s" and dtype == pl.String)
+    return cmap.ts_unit in ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS) or (cmap.ts_unit == "s" and dtype == pl.String) \
+        or is_epoch_parts(cmap)
 
 
 def duration_text(ns: float) -> str:

@@ -32,7 +32,8 @@ from connectors.content_notes import (
 )
 from connectors.csv_dialect import MAX_BANNER_LINES, Dialect, check_line_lengths, long_rows, sniff_csv
 from connectors.clock_digits import clock_digits
-from connectors.date_columns import date_read_as_epoch, refuse_epoch_as_date
+from connectors.date_columns import date_read_as_epoch
+from connectors.epoch_parts import epoch_parts_map
 from connectors.date_readings import settled_reading
 from connectors.event_time import CLOCK_ONLY
 from connectors.field_names import normal_name
@@ -91,7 +92,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     cmap, day_notes = date_of(path, cmap)
     _refuse_lacking(path, spec, cmap, schema, names, dialect)
     numbers_not_nested(path, cmap, schema)
-    refuse_epoch_as_date(path, cmap, first)  # `ts=ssboe+usecs`: an epoch count is no date
+    cmap, parts_notes = epoch_parts_map(path, cmap, first)  # `ts=ssboe+usecs`: epoch seconds, no date
     cmap, unit_notes = _time_unit(path, spec, cmap, schema, names, dialect, first)
     if isinstance(spec, ColumnMap):  # a full map that names `Time (JST)` reads its zone as detection does
         cmap, zone_notes = zone_of_header(path, cmap, schema, first)
@@ -108,7 +109,8 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
                             f"(no numbers, and few or no separators above a table that has them): skipped as a "
                             f"banner (up to {MAX_BANNER_LINES} lines are)")
     notes = date_notes + notes + zone_notes
-    return cmap, dialect, schema, notes + number_notes + kind_notes + unit_notes + stream_notes + day_notes
+    return cmap, dialect, schema, notes + number_notes + kind_notes + parts_notes + unit_notes + stream_notes + \
+        day_notes
 
 
 class _ColumnsRead(NamedTuple):

@@ -269,18 +269,33 @@ def test_a_date_column_beside_nanoseconds_after_midnight_reads_each_rows_day(tmp
     assert [t.ts for t in drain(FileReplay(tmp_path / "us.csv"))] == [1772755200_000000000 + 34_200_000_001_000]
 
 
-def test_an_epoch_count_joined_to_its_part_of_a_second_is_refused_naming_what_reads_it(tmp_path: Path) -> None:
+def test_epoch_seconds_joined_to_their_microseconds_read_as_one_time(tmp_path: Path) -> None:
     """Review242 (finding 5): Rithmic stamps a trade with `ssboe` (epoch seconds) and `usecs`; `ts=ssboe+usecs` was
-    taken as a date joined to a time of day, read 1796049000 as a date and rejected every row."""
+    taken as a date joined to a time of day, read 1796049000 as a date and rejected every row. Now the part's
+    unit comes from its name (or --ts-unit ms/us/ns), in JSON lines and CSV alike."""
+    records = [{"template_id": 150, "symbol": "ESZ6", "trade_price": 6850.0 + i * 0.25, "trade_size": 5,
+                "ssboe": 1796049000 + i // 2, "usecs": [250_000, 999_999, 1][i % 3]} for i in range(4)]
+    expected = [(1796049000 + i // 2) * 10**9 + [250_000, 999_999, 1][i % 3] * 1000 for i in range(4)]
     path = tmp_path / "rithmic_last_trades.jsonl"
-    path.write_text("".join(json.dumps({"template_id": 150, "symbol": "ESZ6", "trade_price": 6850.0 + i * 0.25,
-                                        "trade_size": 5, "ssboe": 1796049000 + i, "usecs": 250_000 * i}) + "\n"
-                            for i in range(4)))
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
     mapped = "price=trade_price,size=trade_size,stream=symbol"
-    with pytest.raises(ValueError, match=r"ts 'ssboe\+usecs' joins a date column to a time of day, but column 'ssboe' "
-                                         r"holds 1796049000, a count of s since the epoch \(2026-11-30T14:30:00Z\), "
-                                         r"not a date.*--columns ts=ssboe --ts-unit s"):
-        FileReplay(path, columns=map_from_options(columns=f"ts=ssboe+usecs,{mapped}"))
-    whole = FileReplay(path, columns=map_from_options(columns=f"ts=ssboe,{mapped}", ts_unit="s"))
-    assert [t.ts for t in drain(whole)] == [(1796049000 + i) * 10**9 for i in range(4)]
-
+    replay = FileReplay(path, columns=map_from_options(columns=f"ts=ssboe+usecs,{mapped}"))
+    assert [t.ts for t in drain(replay)] == expected  # 2026-11-30T14:30:00.250000Z, ...
+    assert any("column 'ssboe' holds 1796049000, a count of s since the epoch (2026-11-30T14:30:00Z), and column "
+               "'usecs' the us of each second, as its name says: read as one time" in note for note in replay.notes)
+    csv = tmp_path / "rithmic.csv"
+    pl.DataFrame(records).write_csv(csv)
+    given = FileReplay(csv, columns=map_from_options(columns=f"ts=ssboe+usecs,{mapped}", ts_unit="us"))
+    assert [t.ts for t in drain(given)] == expected
+    # a part whose name says no unit, and no --ts-unit: refused, naming the option
+    renamed = tmp_path / "parts.csv"
+    pl.DataFrame(records).rename({"usecs": "frac"}).write_csv(renamed)
+    with pytest.raises(ValueError, match=r"ts 'ssboe\+frac': column 'ssboe' holds 1796049000, a count of s since the "
+                                         r"epoch \(2026-11-30T14:30:00Z\), not a date: give the unit 'frac' counts "
+                                         r"within each second, --ts-unit us \(or ms, ns\)"):
+        FileReplay(renamed, columns=map_from_options(columns=f"ts=ssboe+frac,{mapped}"))
+    # a part of a second or more is no part: that row rejected, named
+    late = tmp_path / "late.jsonl"
+    late.write_text(json.dumps({**records[0], "usecs": 1_000_000}) + "\n" + json.dumps(records[1]) + "\n")
+    replay = FileReplay(late, columns=map_from_options(columns=f"ts=ssboe+usecs,{mapped}"))
+    assert [t.ts for t in drain(replay)] == expected[1:2] and dict(replay.rejected) == {"missing_field": 1}
