@@ -71,8 +71,8 @@ class Engine:
     # -- the stream loop's inputs ------------------------------------------------------------------
 
     def submit(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1, cut: bool = False,
-               arrival_ns: int | None = None) -> None:
-        self.scheduler.submit(stream, tokens, event_ts, ticks, cut, arrival_ns)
+               arrival_ns: int | None = None, received_ns: int | None = None) -> None:
+        self.scheduler.submit(stream, tokens, event_ts, ticks, cut, arrival_ns, received_ns)
 
     def close_groups(self, streams: Iterable[str] | None = None) -> None:
         """End the current tick group of ``streams`` (default: every stream with pending data): standing

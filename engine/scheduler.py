@@ -87,12 +87,14 @@ class Scheduler:
     # -- ingest and asks ------------------------------------------------------------------------
 
     def submit(self, stream: str, tokens: list[int], event_ts: int, ticks: int = 1, cut: bool = False,
-               arrival_ns: int | None = None) -> None:
+               arrival_ns: int | None = None, received_ns: int | None = None) -> None:
         """Queue a chunk for ``stream``; ``cut`` closes its tick group (see ``close_group``); ``arrival_ns``: when
-        it was accepted (freshness counts from there; default now: a front door's shard gets it later). Raises
-        AdmissionRefused for a new stream the pool cannot take."""
+        it was accepted (freshness counts from there; default now: a front door's shard gets it later);
+        ``received_ns``: when it reached the service, if it waited before that (the lag counts from there).
+        Raises AdmissionRefused for a new stream the pool cannot take."""
         state = self.streams.get(stream) or self._admit(stream)
-        chunk = Chunk(list(tokens), event_ts, ticks, arrival_ns or time.time_ns(), cut)
+        arrival = arrival_ns or time.time_ns()
+        chunk = Chunk(list(tokens), event_ts, ticks, arrival, cut, min(received_ns or arrival, arrival))
         self.backlog.push(state, chunk)
         state.last_seen_ns = chunk.arrival_ns
 
@@ -163,11 +165,11 @@ class Scheduler:
         return self.backlog.tokens
 
     def oldest_pending_ns(self) -> int | None:
-        """When the oldest chunk still waiting for a forward was accepted (time.time_ns), None when none waits.
-        O(streams): callers cache it."""
+        """When the oldest data still waiting for a forward reached the service (time.time_ns: a chunk's
+        received_ns; a stream's chunks queue in order), None when none waits. O(streams): callers cache it."""
         if not self.backlog.chunks:
             return None
-        return min((s.pending[0].arrival_ns for s in self.streams.values() if s.pending), default=None)
+        return min((s.pending[0].received_ns for s in self.streams.values() if s.pending), default=None)
 
     def pending_tokens_of(self, stream: str) -> int:
         """Of the backlog, the tokens of ``stream`` (0 for a stream not held)."""

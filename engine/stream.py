@@ -19,6 +19,7 @@ class Chunk:
     ticks: int  # ticks the chunk carries
     arrival_ns: int  # wall clock when submitted, for freshness
     cut: bool = False  # it closes a tick group: standing queries are checked right after it
+    received_ns: int = 0  # wall clock when it reached the service, if before arrival_ns (a wait upstream): lag
 
 
 @dataclass(eq=False)

@@ -199,7 +199,9 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     assert set(expect["answer"]["value"]) == {"expected", "probs", "model_probs", "model_expected"}
     # no query registered under a question of the model's own: that question, asked as it is, and said
     direct = ctl.ok("ask", stream=s, query="direction_5")
-    assert set(direct) == {"ok", "answer", "cached", "note", "context_tokens", "context_ticks", "data_age_ms"}
+    assert set(direct) == {"ok", "answer", "cached", "note", "context_tokens", "context_ticks", "data_age_ms", "lag_s",
+                           "behind"}
+    assert type(direct["lag_s"]) is float and direct["behind"] is False  # (in every ask reply: what still waits)
     assert direct["answer"]["query"] == "direction_5" and direct["context_ticks"] == 2  # computed: what it attended
     assert "context_ticks" not in cached  # (a cached answer's context is not known)
     assert direct["note"] == "no query is registered as 'direction_5': asked the model's question 'direction_5' " \

@@ -219,7 +219,9 @@ def _data_age(reply: dict) -> str:
         return ""
     age = (f"data {_duration(age_ms / 1000)} old (the answered tick's ts)" if age_ms >= 0 else
            f"the answered tick's ts {_duration(-age_ms / 1000)} ahead of the service's clock")
-    lag = f"; the engine is behind: lag {_duration(reply['lag_s'])}" if reply.get("lag_s") is not None else ""
+    # (`behind` beside `lag_s` in every reply; a service before it gave `lag_s` only while behind)
+    behind = reply.get("behind", reply.get("lag_s") is not None)
+    lag = f"; the engine is behind: lag {_duration(reply['lag_s'])}" if behind else ""
     return f"; {age}{lag}"
 
 

@@ -154,11 +154,13 @@ class ControlOps:
 
     def _data_age(self, data_ts: int) -> dict[str, Any]:
         """An ask reply's `data_age_ms`: this machine's clock now less the answered tick's own ts. An answer "computed
-        now" while the engine is behind answers the last tick it has computed, which may be seconds old (newer ticks
-        wait unread or queued): the asker sees how old, and `lag_s` while the engine is behind."""
-        behind = self.pipeline.behind
-        return {"data_age_ms": round((time.time_ns() - data_ts) / 1e6, 3),
-                **({"lag_s": round(self.pipeline.lag_s(), 3)} if behind else {})}
+        now" answers the last tick the engine has read and computed, which may be seconds old while newer ticks wait
+        (unread, upstream of the ingest socket, or queued): the asker sees how old, and `lag_s` and `behind` as
+        heartbeats say them (review243 #1: an ask right after a burst answered from the middle of it, and its reply,
+        `lag_s` only while behind, said nothing of what still waited)."""
+        self._refresh_unread()  # (IngestReading's)
+        return {"data_age_ms": round((time.time_ns() - data_ts) / 1e6, 3), "lag_s": round(self.pipeline.lag_s(), 3),
+                "behind": self.pipeline.behind}
 
     def _registered_or_question(self, name: str, kind: Any, note: dict[str, str]) -> QuerySpec:
         """The query registered as ``name``; else, when the model's codec has a question of that name

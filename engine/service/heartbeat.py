@@ -130,7 +130,7 @@ class Heartbeat:
                 return
             print(f"flashtick: behind: {pending} tokens wait for a forward (limits.max_backlog_tokens="
                   f"{limits.max_backlog_tokens}), the oldest data for {self._snapshot['lag_s']:.1f} s "
-                  f"(limits.max_lag_s={limits.max_lag_s:g}; or the ingest queue not once emptied for that long); "
+                  f"(limits.max_lag_s={limits.max_lag_s:g}; read or still waiting to be read); "
                   f"when_behind: {limits.when_behind} ({then})", file=sys.stderr, flush=True)
 
     def _say_caught_up(self, behind_for: float, dropped_total: int) -> None:
@@ -168,6 +168,7 @@ class Heartbeat:
         self._refused_said = refused
 
     def _refresh_snapshot(self) -> None:
+        self._refresh_unread()  # (IngestReading's: the unread data's wait as of now, not of the last read)
         data = getattr(self.pipeline, "data", None)
         now = time.time()  # stats_time: how fresh a reader (/metrics) finds these figures
         self._snapshot = {**self.pipeline.stats(), **self.counters, "uptime_s": now - self.started_at,

@@ -43,12 +43,31 @@ class IngestReading:
         since when messages wait unread (the pipeline's ``ingest_unread_s``)."""
         for name, sock in self._sockets.items():
             if name == "ingest" or name.startswith("feed"):
-                # a socket left with messages unread (its share of the loop ran out) keeps its clock
-                emptied = sock not in events or self._drain_ingest(sock, self._feed_watches.get(name))
-                self._unread_since[name] = None if emptied else self._unread_since.get(name) or \
-                    time.monotonic()
+                self._unread_since[name] = self._unread_clock(name, sock, events)
+        self._refresh_unread()
+
+    def _refresh_unread(self) -> None:
+        """The pipeline's ``ingest_unread_s`` as of now (a heartbeat's or a reply's, a forward after the read)."""
         unread = [since for since in self._unread_since.values() if since is not None]
-        self.pipeline.ingest_unread_s = time.monotonic() - min(unread) if unread else 0.0
+        self.pipeline.ingest_unread_s = max(0.0, time.time() - min(unread)) if unread else 0.0
+
+    def _unread_clock(self, name: str, sock: zmq.Socket, events: dict[zmq.Socket, int]) -> float | None:
+        """Read ``sock`` if the poll found messages on it; since when (time.time()) what it still holds has
+        waited, None when nothing does. Its queue is 32 messages (limits.ingest_queue_bytes) and ZeroMQ refills it
+        from the connection as it is read, so reading it empty says little (review243 #1: a burst waited in the
+        kernel's buffers and the sender, heartbeats saying lag 0): when the messages read were dated by their
+        ticks' ts (receive_clock.py), what waits behind the last one on its connection came no earlier, and its
+        wait counts from there until a turn finds the socket empty after a whole forward; messages no ts dates
+        count from the first turn that found them, until a read empties the queue (exact for a burst only if
+        the queue holds it)."""
+        if sock not in events:
+            return None  # (polled after a forward: ZeroMQ had the while to refill it from the connection)
+        self.pipeline.last_received_ns = None
+        emptied = self._drain_ingest(sock, self._feed_watches.get(name))
+        if self.pipeline.last_received_ns is not None:
+            return self.pipeline.last_received_ns / 1e9
+        # a socket left with messages unread (its share of the loop ran out) keeps its clock
+        return None if emptied else self._unread_since.get(name) or time.time()
 
     def _drain_ingest(self, sock: zmq.Socket, watch: FeedWatch | None = None, until: float | None = None) -> bool:
         """Read and ingest the socket's queued messages; True once its queue is empty, False when this turn's

@@ -48,6 +48,7 @@ from engine.service.owed_answers import steps_while_full
 from engine.service.query_fit import compile_fitting
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.live_scores import LiveScores
+from engine.service.receive_clock import ReceiveClock
 from engine.service.rejections import admission_limit
 from engine.service.shedding import Backlog, Shedding
 from engine.service.ticklog import LogWriteError
@@ -104,6 +105,11 @@ class TickPipeline:
         self.ticks_in = 0
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages (ingest_reading.py)
         self._lag_checked, self._pending_lag_s = float("-inf"), 0.0
+        self.receive_clock = ReceiveClock()  # when a wall-clock stamped tick reached the service, by its ts
+        self._read_ns: int | None = None  # when the wire message being ingested was read
+        # when the latest message read that its ticks' ts date reached the service (None: none since the server
+        # last took it): what still waits behind it on its connection came no earlier (ingest_reading.py)
+        self.last_received_ns: int | None = None
         self.shedding = Shedding(config.limits.max_lag_s, config.limits.max_backlog_tokens)
         self.rejected: Counter[str] = Counter()
         self.reject_examples: dict[str, str] = {}  # reason -> the first such refusal's text (a backtest's summary)
@@ -175,20 +181,33 @@ class TickPipeline:
         returns the rejections. While behind with ``when_behind: shed``, the whole message is refused unread."""
         if (shed := shed_message(self, data, tokenized=False)) is not None:
             return shed
-        with self.data.message(listed_ticks(data)) if self.data is not None else nullcontext():
-            return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), time.time_ns()))
+        self._read_ns = time.time_ns()
+        try:
+            with self.data.message(listed_ticks(data)) if self.data is not None else nullcontext():
+                return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self),
+                                                                  self._read_ns))
+        finally:
+            self._read_ns = None
 
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
         """Already-tokenized ticks from an out-of-process connector: a msgpack list of
         ``{stream: str, ts: int ns, tokens: [int], ticks: int}``; returns the rejections."""
         if (shed := shed_message(self, data, tokenized=True)) is not None:
             return shed
-        with self.data.message(listed_ticks(data)) if self.data is not None else nullcontext():
-            return self._counted(self.encoders.ingest_tokenized(data, self._submit, time.time_ns()))
+        self._read_ns = time.time_ns()
+        try:
+            with self.data.message(listed_ticks(data)) if self.data is not None else nullcontext():
+                return self._counted(self.encoders.ingest_tokenized(data, self._submit, self._read_ns))
+        finally:
+            self._read_ns = None
 
     def _submit(self, item: EncodedTick) -> None:
         """Every check, then the log, then the engine: the log holds exactly the accepted items."""
-        if self.config.limits.when_behind == "shed" and (refusal := self.shed_refusal(item.stream)) is not None:
+        read = self._read_ns  # (None for a quote conflation held past its message: it counts from its submit)
+        received = None if read is None else self.receive_clock.received_ns(item.stream, item.ts, read)
+        waited_s = 0.0 if received is None else (read - received) / 1e9
+        if self.config.limits.when_behind == "shed" and \
+                (refusal := self.shed_refusal(item.stream, waited_s)) is not None:
             raise refusal
         if self.data is not None:
             problem = self.engine.scheduler.admission_problem(item.stream)
@@ -196,8 +215,12 @@ class TickPipeline:
                 self.engine.scheduler.stats.refused_streams += 1
                 raise InvalidTick("stream_refused", problem, item.stream)
             log_or_refuse(self.data, item)
-        self._enqueue(item)
+        self._enqueue(item, received)
         self._accepted(item)
+        if read is not None:
+            self.receive_clock.accepted(item.stream, item.ts, read)
+            if received is not None and received < read:  # a tick its ts dates: the message's, the newest
+                self.last_received_ns = max(received, self.last_received_ns or received)
 
     def admission_limit(self) -> str:
         """Which limit turns new streams away (rejections.admission_limit), for the log and an ask's error."""
@@ -219,9 +242,9 @@ class TickPipeline:
         self.adaptation.accepted(item)
         self.scores.accepted(item)
 
-    def _enqueue(self, item: EncodedTick) -> None:
+    def _enqueue(self, item: EncodedTick, received_ns: int | None = None) -> None:
         try:
-            self.engine.submit(item.stream, item.tokens, item.ts, item.ticks)
+            self.engine.submit(item.stream, item.tokens, item.ts, item.ticks, received_ns=received_ns)
         except AdmissionRefused as e:
             raise InvalidTick("stream_refused", str(e), item.stream) from None
         self._grouping.add(item.stream)
@@ -237,14 +260,17 @@ class TickPipeline:
                 self.shedding.counts.add(r.stream, r.count)
         return [r.to_wire() for r in result.rejections]
 
-    def shed_refusal(self, stream: str | None) -> InvalidTick | None:
+    def shed_refusal(self, stream: str | None, waited_s: float = 0.0) -> InvalidTick | None:
         """Why a tick of ``stream`` read now is refused with when_behind: shed (``stream`` None: whether any
-        stream's would be, the engine being past its bound); None to accept it (engine/service/shedding.py)."""
+        stream's would be, the engine being past its bound); None to accept it (engine/service/shedding.py).
+        ``waited_s``: how long the tick waited before it was read (its ts says it: receive_clock.py), which
+        the backlog's oldest wait is no less than once it is accepted."""
         scheduler = self.engine.scheduler
         self.lag_s()  # (refreshes the oldest accepted tick's wait, at most every LAG_CHECK_S)
         own = 0 if stream is None else scheduler.pending_tokens_of(stream)
         waiting = scheduler.streams_waiting() + (stream is not None and own == 0)  # (the tick's stream counted)
-        backlog = Backlog(scheduler.pending_tokens(), own, waiting, self._pending_lag_s, self.ingest_unread_s)
+        backlog = Backlog(scheduler.pending_tokens(), own, waiting, max(self._pending_lag_s, waited_s),
+                          self.ingest_unread_s)
         return self.shedding.refusal(stream, backlog)
 
     # -- what the server asks of a pipeline (ShardedPipeline answers the same) ---------------------------
@@ -355,6 +381,7 @@ class TickPipeline:
             if self.data is not None:
                 self.data.log_expired(stream)
             self.encoders.drop(stream)
+            self.receive_clock.drop(stream)
             self._drop_answer_state(stream)
         if expired:
             return_memory()
@@ -372,6 +399,7 @@ class TickPipeline:
             self.data.log_forgotten(stream)
         self.engine.scheduler.drop(stream)
         self.encoders.forget(stream)
+        self.receive_clock.drop(stream)
         self._drop_answer_state(stream, keep_grid=False)
 
     def _drop_answer_state(self, stream: str, keep_grid: bool = True) -> None:

@@ -88,6 +88,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
         self._stop_requested: float | None = None  # monotonic time of the first stop(): limits.drain_s counts from it
         self._pace = ForwardPace()  # the recent forwards' seconds per token: the stop sizes its forwards to its time
         self._sockets: dict[str, zmq.Socket] = {}
+        self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when (time.time()) data waits
         self._feed_watches: dict[str, FeedWatch] = {}  # socket name -> its external feed's connection and counts
         self.started_at = time.time()
         self._curve_keys: tuple[bytes, bytes] | None = None  # the server's (public, secret) z85 keys
@@ -126,7 +127,6 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
         self._refused_streams: OrderedDict[str, list] = OrderedDict()
         self._refused_forgotten = 0  # ... and how many of them fell out of it (`streams` counts them: refused_more)
         self._take_turned_away()  # (a restart's: logged streams a lowered limit refused)
-        self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when messages wait unread
 
     def _start_pipeline(self, control: zmq.Socket) -> None:
         """Load the model and recover the streams (one engine, or the shards) while ``control`` answers that the

@@ -94,6 +94,7 @@ class ShardedPipeline:
         self.data = DataDir(config.log, self.cache, written_by(config, self.codec))
         self.ticks_in = 0
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages
+        self.last_received_ns: int | None = None  # (one engine's, receive_clock.py: the front door dates no message)
         self.rejected: Counter[str] = Counter()
         self.shed_counts = ShedCounts()  # ticks refused as overloaded, by stream
         self.recovered: list[JobOutcome] = []  # owed answers come out of the first steps instead

@@ -1,0 +1,42 @@
+"""When a tick reached the service, for `lag_s`: a feed stamped with the wall clock says it by its own `ts`.
+
+ZeroMQ does not say when a message arrived, and a burst the engine cannot take at once waits mostly upstream of
+the ingest socket's small queue (the connection's kernel buffers, the sender's queue), which refills from them as
+fast as it is read: reading at the engine's pace, each message is read just before it is computed, so how long it
+waited before its read was nowhere (review243 #1: heartbeats said `lag_s` 0 while answers were 17 s old). For a
+stream whose ticks are stamped with the wall clock, the tick's `ts` tells: the smallest (read time - ts) its ticks
+ever had is its wire and clock offset, and what a tick has more than that is how long it waited before its read.
+A stream stamped otherwise (a replay of old data, the synthetic feed) is read as arriving when read.
+"""
+
+from __future__ import annotations
+
+# a stream whose smallest (read time - ts) is within this of 0 is taken for stamped with the wall clock (a host's
+# clock skew and the wire included); a replay's or the synthetic feed's are hours to years off
+WALL_CLOCK_S = 60.0
+
+
+class ReceiveClock:
+    """Per stream, the smallest (read time - ts) its accepted ticks had: its offset to this machine's clock."""
+
+    def __init__(self) -> None:
+        self._offsets: dict[str, int] = {}  # stream -> smallest read_ns - ts, ns
+
+    def received_ns(self, stream: str, ts: int, read_ns: int) -> int:
+        """When a tick of ``stream`` stamped ``ts`` and read at ``read_ns`` reached the service: ``read_ns`` less
+        the wait its `ts` shows, for a stream stamped with the wall clock; ``read_ns`` for any other."""
+        offset = min(self._offsets.get(stream, read_ns - ts), read_ns - ts)
+        if abs(offset) > WALL_CLOCK_S * 1e9:
+            return read_ns
+        return min(read_ns, ts + offset)
+
+    def accepted(self, stream: str, ts: int, read_ns: int) -> None:
+        """A tick of ``stream`` the engine took: its offset kept (only for streams held: a flood of refused names
+        costs nothing)."""
+        offset = read_ns - ts
+        if offset < self._offsets.get(stream, offset + 1):
+            self._offsets[stream] = offset
+
+    def drop(self, stream: str) -> None:
+        """A stream expired or forgotten: its next ticks may come from another clock."""
+        self._offsets.pop(stream, None)
