@@ -282,6 +282,12 @@ CONTROL_ERRORS = [
     ({"op": "unregister", "name": "no_such_query"}, "no query named 'no_such_query'"),
     ({"op": "unregister"}, "needs 'name'"),
     ({"op": "get", "query": "dir"}, "needs 'stream'"),
+    # a name no stream can have is refused with its rule, `get` as `ask` (a `get` replied "no answer yet" for ever)
+    ({"op": "get", "query": "dir", "stream": "BTC/USDT"}, "'BTC/USDT' cannot be a stream: bad_stream: stream "
+                                                          "'BTC/USDT' contains '/', which answer topics use as a "
+                                                          "delimiter (file replay names it 'BTC-USDT'"),
+    ({"op": "ask", "query": "dir", "stream": "BTC/USDT"}, "(file replay names it 'BTC-USDT'"),
+    ({"op": "get", "query": "dir", "stream": "_heartbeat"}, "'_heartbeat' cannot be a stream: bad_stream"),
     ({"op": "ask", "stream": "NOBODY.X", "query": "dir"}, "has sent no data"),
     ({"op": "ask", "stream": "R.OK", "query": "nope"}, "no query named 'nope' (registered: dir"),
     ({"op": "ask", "stream": "R.OK", "query": "nope"}, "'nope' is not a question of this model's codec either"),

@@ -14,17 +14,12 @@ from engine.service.cli_common import context_text, control_client, printable_js
 
 
 def cmd_get(args: argparse.Namespace) -> int:
-    with control_client(args) as control:  # an unknown query's name is the service's error (exit 2)
+    # an unknown query's name is the service's error (exit 2), and so is a name no stream can have (`a/b`: the
+    # service's check, control_requests.asked_stream, the one `ask` has)
+    with control_client(args) as control:
         reply = control.call("get", stream=args.stream, query=args.query)
     answer = reply["answer"]
     if answer is None:
-        from connectors.ticks import InvalidTick, check_stream
-
-        try:
-            check_stream(args.stream, 1 << 16)  # the service's own limit may be lower; the rule is what matters here
-        except InvalidTick as e:  # never a stream's name, so never an answer: not "yet"
-            print(f"flashtick get: {args.stream!r} cannot be a stream: {e}", file=sys.stderr)
-            return 2
         if reply.get("expired"):
             print(f"flashtick get: stream {args.stream!r} expired after scheduler.stream_idle_s without data: its "
                   f"cached answers went with its session (its next tick starts a new one)", file=sys.stderr)

@@ -14,7 +14,7 @@ from connectors.ticks import slash_hint, utc_text, wire_value
 from engine.scheduler import UnknownStream
 from engine.service.config import ServiceConfig
 from engine.service.control_requests import (ControlBusy, ControlError, ControlShardLost, ControlUnknownStream,
-                                             register_source, request_field)
+                                             asked_stream, register_source, request_field)
 from engine.service.document_parse import DocumentParse
 from engine.service.installation import package_version
 from engine.service.pipeline import StreamBusy, TickPipeline
@@ -81,7 +81,7 @@ class ControlOps:
         # an unknown name is an error, not "no answer yet"
         query = request_field(request, "query", str)
         self.pipeline.registry.get(query)
-        stream = request_field(request, "stream", str)
+        stream = asked_stream(request)
         answer = self.pipeline.cache.get(query, stream)
         # a stream none of whose ticks is held says why (admission refused it, or every tick was bad), beside a
         # cached answer too: one from before a restart that refused the stream is frozen, not a live answer
@@ -98,7 +98,7 @@ class ControlOps:
                 **({"replaced": {"topic": forgotten[0], "seq": forgotten[1]}} if forgotten else {}), **refused}
 
     def _op_ask(self, request: dict, reply: Any) -> dict | None:
-        stream = request_field(request, "stream", str)
+        stream = asked_stream(request)
         if "query" in request and "spec" in request:
             raise ControlError("op 'ask' takes 'query' (a registered query's name) or 'spec' (a query mapping), "
                                "not both")

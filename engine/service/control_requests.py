@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from connectors.ticks import NotMsgpack, RepeatedKeys, read_msgpack, wire_type, wire_value
+from connectors.ticks import InvalidTick, NotMsgpack, RepeatedKeys, check_stream, read_msgpack, wire_type, wire_value
 from queries.limits import excerpt
 from queries.spec_errors import MAX_LISTED
 
@@ -191,3 +191,16 @@ def request_field(request: dict, name: str, kind: type) -> Any:
         wanted = wire_type(kind())  # (str -> str, dict -> map, ...: the msgpack name of an empty one)
         raise ControlError(f"op {excerpt(request.get('op'))} needs {name!r} as {wanted} ({got})")
     return value
+
+
+def asked_stream(request: dict) -> str:
+    """The `stream` of a `get` or an `ask`, refused (`bad_request`) when no stream can have that name (the rule
+    ingest holds ticks to: a `/`, a leading `_`, ...), with the rule and, for a `/`, the name file replay gives it:
+    such a name never has an answer, and a client polling it must not read "none yet" for ever (review243 #2: a
+    wire `get` of `BTC/USDT` replied `answer: null` with no hint). The one check for `get`, `ask` and the CLI."""
+    stream = request_field(request, "stream", str)
+    try:
+        check_stream(stream, 1 << 16)  # (the rule: a name over limits.max_stream_bytes may be a restart's, logged)
+    except InvalidTick as e:
+        raise ControlError(f"{excerpt(stream)} cannot be a stream: {e}") from None
+    return stream
