@@ -219,7 +219,7 @@ class TickPipeline:
         self._accepted(item)
         if read is not None:
             self.receive_clock.accepted(item.stream, item.ts, read)
-            if received is not None and received < read:  # a tick its ts dates: the message's, the newest
+            if received is not None:  # a tick its ts dates: the message's, the newest
                 self.last_received_ns = max(received, self.last_received_ns or received)
 
     def admission_limit(self) -> str:

@@ -22,12 +22,12 @@ class ReceiveClock:
     def __init__(self) -> None:
         self._offsets: dict[str, int] = {}  # stream -> smallest read_ns - ts, ns
 
-    def received_ns(self, stream: str, ts: int, read_ns: int) -> int:
+    def received_ns(self, stream: str, ts: int, read_ns: int) -> int | None:
         """When a tick of ``stream`` stamped ``ts`` and read at ``read_ns`` reached the service: ``read_ns`` less
-        the wait its `ts` shows, for a stream stamped with the wall clock; ``read_ns`` for any other."""
+        the wait its `ts` shows, for a stream stamped with the wall clock; None for any other (not dated)."""
         offset = min(self._offsets.get(stream, read_ns - ts), read_ns - ts)
         if abs(offset) > WALL_CLOCK_S * 1e9:
-            return read_ns
+            return None
         return min(read_ns, ts + offset)
 
     def accepted(self, stream: str, ts: int, read_ns: int) -> None:
