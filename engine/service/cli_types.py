@@ -75,10 +75,9 @@ def stream_name(text: str) -> str:
 
 class OneValue(argparse._StoreAction):  # noqa: SLF001 - argparse's own `store`, with a check before it
     """Every single-valued option of every command (cli_parser.one_value_each makes each plain `store` option one):
-    given twice with two values, argparse kept the last silently (`serve --model A ... --model B` served B,
-    `backtest --out` wrote the second): a usage error naming the option instead, as the YAML files' keys given twice
-    and the wire's `duplicate_key` are. Options documented as repeatable (`--price-offset`) are `append` and not
-    touched."""
+    given twice, argparse kept the last value silently (`serve --model A ... --model B` served B, `backtest --out`
+    wrote the second): a usage error naming the option instead, as the YAML files' keys given twice and the wire's
+    `duplicate_key` are. Options documented as repeatable (`--price-offset`) are `append` and not touched."""
 
     hint = "it takes one value: give it once"
 
@@ -88,8 +87,7 @@ class OneValue(argparse._StoreAction):  # noqa: SLF001 - argparse's own `store`,
         # `--limit 100`, cannot tell a given value from the default, and a namespace cannot be hashed)
         given = vars(self).setdefault("given_in", [])
         given[:] = [ref for ref in given if ref() is not None]
-        # (the same value again is no conflict: a wrapper's options and the user's may both say `--threads 1`)
-        if any(ref() is namespace for ref in given) and getattr(namespace, self.dest) != values:
+        if any(ref() is namespace for ref in given):
             shown = lambda v: " ".join(map(str, v)) if isinstance(v, list) else str(v)  # noqa: E731
             raise argparse.ArgumentError(self, f"given twice ({shown(getattr(namespace, self.dest))}, then "
                                                f"{shown(values)}): {self.hint}")
