@@ -1070,30 +1070,6 @@ def test_queries_given_twice_is_a_usage_error_not_the_last_file_kept(capsys) -> 
     assert build_parser().parse_args(["demo"]).queries.name == "tick_model.yaml"
 
 
-def test_any_single_valued_option_given_twice_is_a_usage_error_repeatable_ones_still_repeat(capsys) -> None:
-    """Options other than --queries given twice kept the last silently (`serve --model A --model B` served B,
-    `stats --config a.yaml --config b.yaml` read b.yaml): every command's single-valued options refuse it, naming
-    the option (exit 2, before anything is read or connected), in each spelling argparse takes; an option given
-    once parses as before, and --price-offset, documented as repeated, still collects every value."""
-    from engine.service.cli_parser import build_parser
-
-    for command, option, first, second in ((["serve"], "--model", "ma", "mb"),
-                                           (["stats"], "--config", "a.yaml", "b.yaml"),
-                                           (["backtest", "x.csv"], "--out", "a.parquet", "b.parquet"),
-                                           (["answers", "t/A/"], "--limit", "100", "5"),  # the first is the default
-                                           (["feed", "replay", "x.csv"], "--endpoint", "tcp://h:1", "tcp://h:2")):
-        for twice in ([option, first, option, second], [f"{option}={first}", option, second]):
-            with pytest.raises(SystemExit) as exited:
-                main([*command, *twice])
-            prog = "flashtick " + " ".join(c for c in command if not c.startswith(("x.", "t/")))
-            assert exited.value.code == 2 and capsys.readouterr().err == (
-                f"{prog}: error: argument {option}: given twice ({first}, then {second}): it takes one value: give "
-                f"it once\nsee {prog} --help\n")
-        assert str(getattr(build_parser().parse_args([*command, option, second]), option[2:])) == second
-    parsed = build_parser().parse_args(["feed", "replay", "x.csv", "--price-offset", "A=1", "--price-offset", "B=2"])
-    assert parsed.price_offset == ["A=1", "B=2"]
-
-
 def test_serve_log_timestamps_stamp_the_usage_error_too(capsys) -> None:
     """`serve --log-timestamps --bogus` wrote argparse's usage error unstamped (the parse ran before the stamping
     began), the one run's lines a log kept in a file could not place in time. Abbreviated as argparse takes it too;

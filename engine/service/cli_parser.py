@@ -17,7 +17,6 @@ from engine.service.cli_parser_clients import (add_answers, add_ask, add_feed, a
                                                add_subscribe, add_topics, add_unregister)
 from engine.service.cli_parser_local import (add_backtest, add_demo, add_evaluate, add_keygen, add_serve, add_ticklog,
                                              add_train)
-from engine.service.cli_types import OneValue
 
 # the subcommands in the order `flashtick --help` lists them
 SUBCOMMANDS = (add_serve, add_feed, add_subscribe, add_register, add_unregister, add_forget, add_list, add_get,
@@ -45,19 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     # a release engineer's first check after an install, and what inventory scripts call (review224 #8)
     parser.add_argument("--version", "-V", action=_VersionAction, help="print the versions of flashtick, torch and "
                         "Python in one line and exit")
-    one_value_each(parser)
     return parser
-
-
-def one_value_each(parser: argparse.ArgumentParser) -> None:
-    """Every plain `store` option of ``parser`` and its subcommands refuses to be given twice (cli_types.OneValue).
-    Done here over the built parsers, not at each add_argument: the shared option groups are argparse parents, plain
-    parsers whose action objects every command copies, and a registry entry on our parsers would not reach them."""
-    for action in parser._actions:  # noqa: SLF001 - argparse's own
-        if type(action) is argparse._StoreAction and action.option_strings:  # noqa: SLF001 (positionals: once)
-            action.__class__ = OneValue  # (a subclass adding no state: the action's settings stay as built)
-    for command in {id(c): c for c in subcommands(parser).values()}.values():
-        one_value_each(command)
 
 
 class _VersionAction(argparse.Action):

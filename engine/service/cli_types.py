@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import math
 import unicodedata
-import weakref
 
 
 def _positive(text: str) -> float:
@@ -73,31 +72,15 @@ def stream_name(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
-class OneValue(argparse._StoreAction):  # noqa: SLF001 - argparse's own `store`, with a check before it
-    """Every single-valued option of every command (cli_parser.one_value_each makes each plain `store` option one):
-    given twice, argparse kept the last value silently (`serve --model A ... --model B` served B, `backtest --out`
-    wrote the second): a usage error naming the option instead, as the YAML files' keys given twice and the wire's
-    `duplicate_key` are. Options documented as repeatable (`--price-offset`) are `append` and not touched."""
-
-    hint = "it takes one value: give it once"
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
-                 option_string: str | None = None) -> None:
-        # which parses set it already, by their namespace (a weak reference: a default equal to the value given,
-        # `--limit 100`, cannot tell a given value from the default, and a namespace cannot be hashed)
-        given = vars(self).setdefault("given_in", [])
-        given[:] = [ref for ref in given if ref() is not None]
-        if any(ref() is namespace for ref in given):
-            shown = lambda v: " ".join(map(str, v)) if isinstance(v, list) else str(v)  # noqa: E731
-            raise argparse.ArgumentError(self, f"given twice ({shown(getattr(namespace, self.dest))}, then "
-                                               f"{shown(values)}): {self.hint}")
-        given.append(weakref.ref(namespace))
-        setattr(namespace, self.dest, values)
-
-
-class OneQueriesFile(OneValue):
+class OneQueriesFile(argparse.Action):
     """`--queries FILE` (serve, backtest, demo): one file, as the config's `queries` and `register` take. Given
     twice, argparse kept the last file and ran without the first's queries, silently: a usage error instead."""
 
-    hint = "a command takes one queries file, as the config's `queries` and `register` do: list the queries of " \
-           "both in one file"
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        earlier = getattr(namespace, self.dest, None)
+        if earlier is not self.default:  # (the default is set before parsing: any other object was given here)
+            raise argparse.ArgumentError(self, f"given twice ({earlier}, then {values}): a command takes one queries "
+                                               f"file, as the config's `queries` and `register` do: list the queries "
+                                               f"of both in one file")
+        setattr(namespace, self.dest, values)
