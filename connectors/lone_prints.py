@@ -20,7 +20,7 @@ import polars as pl
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.event_time import scaled_ts
-from connectors.keep_filter import keep_key
+from connectors.keep_filter import keep_values
 from connectors.ticks import QUOTE, TRADE, shown_name, utc_text
 
 LONE_TIMES = 50  # the move into and out of a lone print: each more than this many usual large moves
@@ -50,12 +50,19 @@ class LonePrints(NamedTuple):
     first: list[LonePrint]  # the first LISTED_ROWS, in replay order
 
 
-def _kept(cmap: ColumnMap) -> pl.Expr:
-    """The rows a map's `keep` filter reads, as file_plan.py's keep_check tells them (its `_keep{i}` columns)."""
+def _kept(cmap: ColumnMap, schema: pl.Schema) -> pl.Expr:
+    """The rows a map's `keep` filter reads, as file_plan.py's keep_check tells them (its `_keep{i}` columns): a
+    text cell as text, a number or a boolean by its value (connectors/keep_filter.py)."""
     kept = pl.lit(True)
     for i, values in enumerate((cmap.keep or {}).values()):
-        cell = pl.col(f"_keep{i}").cast(pl.String).str.strip_chars().str.replace(r"^(-?\d+)\.0+$", "$1")
-        kept = kept & cell.fill_null("").is_in([keep_key(v) for v in values])
+        wanted, cell, dtype = keep_values(values), pl.col(f"_keep{i}"), schema[f"_keep{i}"]
+        if dtype.is_numeric():
+            held = cell.cast(pl.Float64).is_in([float(k) for k in wanted.typed if k not in ("true", "false")])
+        elif dtype == pl.Boolean:
+            held = cell.cast(pl.String).is_in(list(wanted.typed))
+        else:
+            held = cell.cast(pl.String).str.strip_chars().is_in(list(wanted.texts))
+        kept = kept & pl.when(cell.is_null()).then(pl.lit("" in wanted.texts)).otherwise(held)
     return kept
 
 
@@ -63,7 +70,7 @@ def _series(frame: pl.LazyFrame, keys: tuple[str, ...], cmap: ColumnMap) -> pl.L
     """A plan's priced rows as one tall frame (stream, kind, _row, _ts, value), in the frame's (replay) order:
     trades' prices and quotes' mids, each above zero (a crossed or one-sided quote is rejected, not replayed)."""
     stream = pl.col("stream") if "stream" in keys else pl.lit(cmap.stream or cmap.default_stream or "")
-    rows = frame.filter(_kept(cmap) & pl.col("_ts").is_not_null())
+    rows = frame.filter(_kept(cmap, frame.collect_schema()) & pl.col("_ts").is_not_null())
     parts = []
     if "price" in keys:
         price = pl.col("price").cast(pl.Float64)

@@ -4,7 +4,9 @@
 silently, so a section appended at the end of a config (a second ``kv:``) would drop the first one's settings
 without a word. It reads an unquoted `yes`, `no`, `on` or `off` *key* as that text (YAML 1.2's core schema), not as
 a boolean (YAML 1.1's, PyYAML's default); values keep PyYAML's reading, except with ``text_words``: in a column map
-or a replay list every value is a column's name, a cell's value or a path, so such a word there is text too. The
+or a replay list every scalar is a column's name, a cell's value or a path, so every one is read as the text
+written (only `~`/`null`/nothing is none): a `keep` of TAQ's `00` or `010` stays `00` and `010`, not 0 and 8 (YAML
+1.1's octal), and `yes` stays `yes`; a key that takes a number converts it where it is read. The
 error is a ``yaml.YAMLError`` with the line of both, so callers that already turn YAML errors
 into one line say it alike. (Query documents have their own loader, queries/yaml_loader.py, which does the same
 with each key's position kept for its messages.)
@@ -53,17 +55,20 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 class _TextWordsLoader(_UniqueKeyLoader):
-    def construct_yaml_bool(self, node: yaml.ScalarNode) -> bool | str:
-        # a `keep: {regular: [yes]}` value was True, compared as "true": it kept no row of a cell `yes`
-        return self.construct_scalar(node) if _word_not_bool(node) else super().construct_yaml_bool(node)
+    def construct_as_written(self, node: yaml.ScalarNode) -> str:
+        # a `keep: {corr: [00, 01]}` was [0, 1] (and `010` 8, octal): the rows of `00` were left out as filtered_out;
+        # a `keep: {regular: [yes]}` was True, compared as "true": it kept no row of a cell `yes`
+        return self.construct_scalar(node)
 
 
-_TextWordsLoader.add_constructor(_BOOL_TAG, _TextWordsLoader.construct_yaml_bool)
+# every tag PyYAML resolves a plain scalar to, but null: a number, a boolean, a date read as written
+for _tag in ("bool", "int", "float", "timestamp"):
+    _TextWordsLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _TextWordsLoader.construct_as_written)
 
 
 def safe_load_unique(text: str, text_words: bool = False) -> Any:
-    """``yaml.safe_load(text)``, refusing duplicate keys (yaml.YAMLError naming both lines); `text_words`: an unquoted
-    `yes`/`no`/`on`/`off` value is that text too, not only a key."""
+    """``yaml.safe_load(text)``, refusing duplicate keys (yaml.YAMLError naming both lines); `text_words`: every
+    scalar but null is the text written (`00`, `yes`, `1e9`, `2024-03-01`), keys and values."""
     loader = _TextWordsLoader if text_words else _UniqueKeyLoader
     return yaml.load(text, Loader=loader)  # noqa: S506 (a SafeLoader subclass)
 

@@ -110,9 +110,43 @@ def test_keep_values_yes_and_no_in_a_map_file_and_a_replay_list_are_the_text_wri
                  str(queries), "--out", str(tmp_path / "o.parquet"), "--threads", "1"]) == 0
     assert "replayed 4 ticks (0 rejected, 2 left out by a filter)" in capsys.readouterr().out
     from engine.yaml_files import safe_load_unique
-    assert safe_load_unique("{a: [yes, off], b: true, c: no}", text_words=True) == {"a": ["yes", "off"], "b": True,
-                                                                                    "c": "no"}
+    assert safe_load_unique("{a: [yes, off], b: true, c: no}", text_words=True) == {"a": ["yes", "off"],
+                                                                                    "b": "true", "c": "no"}
     assert ColumnMap(ts="ts", bid="b", ask="a", fill_quotes="yes").fill_quotes is True
+
+
+def test_keep_values_with_a_leading_zero_are_the_text_written_in_each_place_a_map_is(tmp_path: Path,
+                                                                                    capsys) -> None:
+    """`keep: {corr: [00, 12]}` was read by YAML 1.1 as [0, 12] (`010` as 8, octal): the rows of `00` (TAQ's
+    TR_CORR regular prints) were left out as filtered_out, in a map file, a replay list and a config's
+    replay.columns. Every value there is the text written; a Parquet column of numbers compares by value."""
+    codes = ["00", "01", "07", "010", "12"]
+    (tmp_path / "corr.csv").write_text("ts,symbol,price,size,corr\n" + "".join(
+        f"{1_717_236_000_000 + 250 * i},X,{1 + i / 10:.1f},1,{codes[i % 5]}\n" for i in range(10)))
+    (tmp_path / "map.yaml").write_text("ts: ts\nts_unit: ms\nstream_col: symbol\nprice: price\nsize: size\n"
+                                       "keep: {corr: [00, 010]}\n")
+    ticks = replay_ticks(tmp_path / "corr.csv", columns=map_from_options(columns=str(tmp_path / "map.yaml")))
+    assert [t.price for t in ticks] == [1.0, 1.3, 1.5, 1.8]
+    (tmp_path / "list.yaml").write_text("replay:\n  - path: corr.csv\n    columns: {ts: ts, ts_unit: ms, "
+                                        "price: price, size: size, stream_col: symbol, keep: {corr: [01]}}\n")
+    assert [t.price for t in replay_ticks(tmp_path / "list.yaml")] == [1.1, 1.6]
+    config = tmp_path / "engine.yaml"
+    config.write_text("replay: {columns: {keep: {corr: [07, 12]}}}\n")
+    assert ServiceConfig.load(config).replay.columns == {"keep": {"corr": ["07", "12"]}}
+    queries = tmp_path / "q.yaml"
+    queries.write_text("queries: [{name: d, streams: ['*'], question: direction_5, kind: choice, "
+                       "trigger: {ticks: 2}}]\n")
+    assert main(["backtest", str(tmp_path / "corr.csv"), "--config", str(config), "--queries", str(queries),
+                 "--out", str(tmp_path / "o.parquet"), "--threads", "1"]) == 0
+    assert "replayed 4 ticks (0 rejected, 6 left out by a filter)" in capsys.readouterr().out
+    # a Parquet column of numbers has no text written: `01` keeps its 1s, `4` its 4.0s
+    pl.DataFrame({"ts": [1_717_236_000_000 + 250 * i for i in range(6)], "price": [1.0, 1.1, 1.2, 1.3, 1.4, 1.5],
+                  "size": [1.0] * 6, "corr": [0, 1, 7, 1, 12, 0], "type": [4.0, 4.0, 5.0, 4.0, 4.0, 1.0]}
+                 ).write_parquet(tmp_path / "corr.parquet")
+    (tmp_path / "typed.yaml").write_text("ts: ts\nts_unit: ms\nstream: X\nprice: price\nsize: size\n"
+                                         "keep: {corr: [01, 12], type: [4]}\n")
+    ticks = replay_ticks(tmp_path / "corr.parquet", columns=map_from_options(columns=str(tmp_path / "typed.yaml")))
+    assert [t.price for t in ticks] == [1.1, 1.3, 1.4]
 
 
 def test_a_stream_key_that_is_no_stream_name_says_what_to_write(tmp_path: Path, capsys) -> None:

@@ -591,9 +591,9 @@ def _number(text: str) -> Any:
 
 
 def _replay_columns_as_text(raw: Any, text: str) -> Any:
-    """``raw`` with replay.columns read as a column map file is (engine/yaml_files.py: an unquoted `yes`/`no`/`on`/
-    `off` there is a cell's text, so `keep: {regular: [yes]}` keeps the rows of `yes`); the rest of the config keeps
-    YAML's booleans, so `log: {enabled: no}` is still false."""
+    """``raw`` with replay.columns read as a column map file is (engine/yaml_files.py: every value there is the text
+    written, so `keep: {regular: [yes]}` keeps the rows of `yes` and `keep: {corr: [01]}` those of `01`, not 1); the
+    rest of the config keeps YAML's numbers and booleans, so `log: {enabled: no}` is still false."""
     replay = raw.get("replay") if isinstance(raw, dict) else None
     if isinstance(replay, dict) and isinstance(replay.get("columns"), dict):
         replay["columns"] = safe_load_unique(text, text_words=True)["replay"]["columns"]
