@@ -46,6 +46,11 @@ MAKER_NAMES = ("maker", "maker_side")
 DATE_NAMES = ("date", "trade_date", "day", "date_g", "date_l",
               "tradedate",  # MOEX ISS's TRADEDATE, beside TRADETIME
               "datanegocio")  # B3's public trades files' DataNegocio, beside HoraFechamento
+# Bithumb's transaction history (transaction_date, type, units_traded, price, total): its time, read only when it
+# holds date-times (a bare `transaction_date` is an account statement's day, no tick's time), and its trade's size
+# beside that time alone (Bithumb's ticker's `units_traded` is a running total since midnight, no trade's size)
+TRANSACTION_TIME = "transaction_date"
+TRANSACTION_UNITS = "units_traded"
 # a mid price with neither trades nor bid and ask beside it (FX and rates feeds): read as a price series
 MID_NAMES = ("mid", "mid_price", "midprice", "midpoint", "mid_point", "mid_px", "mid_rate", "midrate")
 SETTLEMENT_NAMES = frozenset({"settle", "settlement", "settle_price", "settlement_price"})  # FIELD_NAMES' price

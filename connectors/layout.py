@@ -37,6 +37,8 @@ from connectors.column_names import (
     PAIR_VALUE,
     QUOTE_ASSETS,
     TIME_OF_DAY_NAMES,
+    TRANSACTION_TIME,
+    TRANSACTION_UNITS,
     names_a_yield,
 )
 from connectors.field_names import FIELD_NAMES, normal_name
@@ -99,7 +101,8 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     if not set(hints or {}) & set(QUOTE_FIELDS):  # a quote side named reads the others beside it as detected
         found = _best_quote(found, by_normal)
     datetimes = [n for n, t in schema.items() if isinstance(t, (pl.Datetime, pl.Date))]
-    ts = _date_and_time(by_normal, first) or found.pop("ts", None) or (datetimes[0] if len(datetimes) == 1 else None)
+    ts = _date_and_time(by_normal, first) or found.pop("ts", None) or _transaction_time(by_normal, schema, first) \
+        or (datetimes[0] if len(datetimes) == 1 else None)
     found.pop("ts", None)
     stream_col = found.pop("stream", None) or _market_column(by_normal, first)
     # columns a refinement names (`--columns bid=priceBid,...`, or a time column alone) count as found: the rest
@@ -112,6 +115,9 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
         found["price"] = mid  # a mid-only feed: the price of a series of trades (layout_notes.vendor_notes says so)
     if ts is None or not ("price" in found or quotes):
         raise NoTickLayout(_no_layout(path, names, ts, found, quotes))
+    if "price" in found and "size" not in found and ts == by_normal.get(TRANSACTION_TIME) \
+            and TRANSACTION_UNITS in by_normal:
+        found["size"] = by_normal[TRANSACTION_UNITS]  # Bithumb's transaction history: each trade's units
     if "price" in found and "size" not in found and (volume := _base_volume(by_normal, stream_col, first)):
         found["size"] = volume
     if "price" not in found or "size" not in found and quotes:  # alone, a price without size is a price series
@@ -309,6 +315,18 @@ def _day_clock(ts: str, by_normal: Mapping[str, str], schema: Mapping[str, pl.Da
     if clock is None or clock == day or not (schema.get(clock) is None or schema[clock].is_numeric()):
         return None
     return f"{day}+{clock}" if day_clock_unit(clock, first(clock)) else None
+
+
+def _transaction_time(by_normal: Mapping[str, str], schema: Mapping[str, pl.DataType],
+                      first: Callable[..., Any] | None) -> str | None:
+    """Bithumb's transaction history's `transaction_date` when it holds date-times (`2024-06-03 01:00:00`); a
+    column of bare dates named so is an account statement's, whose rows are no ticks of a market."""
+    column = by_normal.get(TRANSACTION_TIME)
+    if column is None or first is None:
+        return None
+    if isinstance(schema.get(column), pl.Datetime):
+        return column
+    return column if re.search(r"\d[T ]\d\d?:\d\d", str(first(column) or "")) else None
 
 
 def _date_and_time(by_normal: Mapping[str, str], first: Callable[..., Any] | None) -> str | None:

@@ -13,6 +13,7 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
+from connectors.column_names import TRANSACTION_TIME
 from connectors.csv_dialect import Dialect
 from connectors.event_time import UTC_OFFSET
 from connectors.field_names import normal_name
@@ -50,7 +51,8 @@ def naive_time_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], nam
         elif not UTC_OFFSET.search(text) and zone_after_time(text) is None:  # (`... PM ET`: read in its zone)
             histdata = histdata_frame(path) is not None or cmap.ts_format == "%Y%m%d %H%M%S%3f"
             zone = ("--tz Etc/GMT+5 (HistData's files are in EST all year, no summer time)" if histdata
-                    else "e.g. --tz America/New_York")
+                    else "--tz Asia/Seoul (Bithumb's transaction history writes Korea time)"
+                    if normal_name(cmap.ts) == TRANSACTION_TIME else "e.g. --tz America/New_York")
             notes.append(f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and are read as UTC; if they "
                          f"are local times, give their zone, {zone}")
     return cmap, notes

@@ -541,6 +541,37 @@ def test_bithumb_type_of_bid_and_ask_is_the_takers_side_and_other_types_stay_unr
         assert not any("taker's side" in n for n in replay.notes)
 
 
+def test_bithumb_transaction_history_as_its_api_writes_it_reads_without_a_map(tmp_path: Path) -> None:
+    """review250: Bithumb's transaction history (transaction_date, type, units_traded, price, total, as its API
+    reference documents the response) was refused ("no time column"), and with its time mapped every trade had size
+    1: `transaction_date` holding date-times is the time and `units_traded` beside it the size. Its times are Korea
+    time: the UTC note names --tz Asia/Seoul. A bare-date `transaction_date` (an account statement's) is no time,
+    and `units_traded` beside another time (Bithumb's ticker: a running total) is no trade's size."""
+    path = tmp_path / "bithumb_BTC_KRW.json"
+    path.write_text(bithumb_history(["bid", "ask", "ask", "bid", "ask", "bid"]))
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [t.size for t in ticks] == [0.0001, 0.0002, 0.0003, 0.0004, 0.0005, 0.0006]
+    assert [t.side for t in ticks] == ["buy", "sell", "sell", "buy", "sell", "buy"]
+    assert ticks[0].ts == int(datetime.fromisoformat("2024-01-02T09:00:00+00:00").timestamp()) * 10**9
+    assert any("carry no UTC offset" in n and "--tz Asia/Seoul" in n for n in replay.notes), replay.notes
+    korea = drain(FileReplay(path, columns={"tz": "Asia/Seoul"}))
+    assert korea[0].ts == int(datetime.fromisoformat("2024-01-02T00:00:00+00:00").timestamp()) * 10**9
+    csv = tmp_path / "bithumb_ETH_KRW.csv"
+    csv.write_text("transaction_date,type,units_traded,price,total\n"
+                   "2022-02-08 23:28:13,bid,0.0034,53221000,180951\n2022-02-08 23:28:40,bid,0.0312,53219000,1660432\n"
+                   "2022-02-08 23:29:02,ask,0.12,53218000,6386160\n")
+    assert [(t.size, t.side) for t in drain(FileReplay(csv))] == [(0.0034, "buy"), (0.0312, "buy"), (0.12, "sell")]
+    statement = tmp_path / "statement.csv"
+    statement.write_text("transaction_date,units_traded,price\n2022-02-08,3,101.5\n2022-02-09,2,101.7\n")
+    with pytest.raises(ValueError, match="no time column"):
+        FileReplay(statement)
+    ticker = tmp_path / "ticker.csv"
+    ticker.write_text("timestamp,price,units_traded\n2022-02-08 23:28:13,101.5,1500.2\n"
+                      "2022-02-08 23:28:14,101.6,1500.9\n")
+    assert {t.size for t in drain(FileReplay(ticker))} == {1.0}
+
+
 def test_a_rest_dump_refused_names_the_column_of_instruments(tmp_path: Path) -> None:
     """A dump whose records name their instruments under no known name: the refusal names that column, never a
     fixed stream name that would merge them."""
