@@ -146,7 +146,7 @@ def sniff_csv(path: Path, decimal: str | None = None) -> Dialect:
     """A CSV's dialect; `decimal` ("comma" / "point", the map's key) states its decimal separator."""
     with _open_text(path) as f:
         lines, numbers = first_lines(f, path, NUMBER_LINES + 1)
-    above = _banner_lines(lines)
+    above = _banner_lines(lines, MAX_BANNER_LINES)
     skipped = numbers[above] - 1 if above else 0
     banner = tuple(line.strip() for line in lines[:above])
     lines, numbers = lines[above:], numbers[above:]
@@ -168,29 +168,59 @@ def sniff_csv(path: Path, decimal: str | None = None) -> Dialect:
 
 
 MAX_BANNER_LINES = 10  # a vendor's title and disclaimer above its table: 1 (CryptoDataDownload's URL) to 5 seen
+LONG_BANNER_LINES = 100  # lines looked through for a banner too long to skip, only once a file reads no layout
 
 
 def _unquoted(line: str) -> str:
     return re.sub(r'"[^"]*"', "", line)
 
 
-def _banner_lines(lines: list[str]) -> int:
+def _banner_lines(lines: list[str], most: int) -> int:
     """How many of a CSV's first lines are a banner above its table: a title, a URL, a disclaimer (CryptoDataDownload's
-    `https://www.CryptoDataDownload.com`, a `trades` title, a vendor's 2-5 lines of copyright), at most
-    MAX_BANNER_LINES, above lines that all have the same two or more of one separator (a file of one column has none
-    in any line: no banner). A banner line has no more than half of each separator the table's lines share (a header
-    one short of rows ending with a separator stays the header, and so does a `;` file's header above rows of
-    decimal commas) and no cell that is a number or a date, so a header-less file's first row, whose cells are its
-    numbers and times, is never one."""
-    for above in range(1, min(MAX_BANNER_LINES, len(lines) - 2) + 1):
+    `https://www.CryptoDataDownload.com`, a `trades` title, a vendor's 2-5 lines of copyright), at most `most`,
+    above lines that all have the same two or more of one separator (a file of one column has none in any line: no
+    banner). Each banner line is one by `_banner_line`."""
+    for above in range(1, min(most, len(lines) - 2) + 1):
         below = [_unquoted(line) for line in lines[above:above + SAMPLE_LINES]]
         # each separator the table's lines all have the same two or more of (`;` and the decimal comma of
         # `45512,99;61.837,63;0,02`): a line with more than half of any of them is one of the table's (a header)
         widths = {sep: count for sep in SEPARATORS
                   if (count := below[0].count(sep)) >= 2 and all(line.count(sep) == count for line in below)}
-        banner = [_unquoted(line) for line in lines[:above]]
-        if widths and all(all(line.count(sep) <= count // 2 for sep, count in widths.items()) and not any(
-                NUMBER.match(cell.strip()) or DATE_LIKE.match(cell.strip()) for cell in re.split(r"[,;\t|]", line))
-                for line in banner):
+        # (the table's first line is none: a title row padded as the table is would pass for it)
+        if widths and all(_banner_line(_unquoted(line), widths) for line in lines[:above]) \
+                and not _banner_line(below[0], widths):
             return above
     return 0
+
+
+def _banner_line(line: str, widths: dict[str, int]) -> bool:
+    """Whether a line above a table (whose lines have `widths` of each separator) is a banner's: no cell of it is a
+    number or starts with a date, so a header-less file's first row, whose cells are its numbers and times, is never
+    one (text around a date, `Exported 2024-06-03 10:15 UTC`, is a banner's); and it has at most half of each
+    separator the table's lines share (a header one short of rows ending with a separator stays the header, and so
+    does a `;` file's header above rows of decimal commas), or cells all empty but its first (a spreadsheet's title
+    row saved as CSV: `Kursdaten Export;;;`)."""
+    if any(NUMBER.match(cell.strip()) or DATE_LIKE.match(cell.strip()) for cell in re.split(r"[,;\t|]", line)):
+        return False
+    few = all(line.count(sep) <= count // 2 for sep, count in widths.items())
+    return few or all(not cell.strip() for sep in widths for cell in line.split(sep)[1:])
+
+
+def banner_refusal(path: Path, dialect: Dialect | None) -> str | None:
+    """Why a CSV whose columns read as no tick layout (or lack the map's) may not: a banner too long to skip (more
+    than MAX_BANNER_LINES lines) above its table, whose first line was read as the header, with the command that
+    removes it; else None. Looked for only then: a file that reads pays nothing for it."""
+    if dialect is None or dialect.skipped:
+        return None
+    with _open_text(path) as f:
+        lines, numbers = first_lines(f, path, LONG_BANNER_LINES + SAMPLE_LINES + 1)
+    if not (above := _banner_lines(lines, LONG_BANNER_LINES)):
+        return None
+    header = numbers[above]
+    gzipped = path.name.lower().endswith(".gz")
+    plain = Path(path.name[:-3] if gzipped else path.name)
+    cut = f"zcat {path} | tail -n +{header}" if gzipped else f"tail -n +{header} {path}"
+    return (f"{path}: its first {above} lines ({lines[0].strip()[:60]!r} ... {lines[above - 1].strip()[:60]!r}) look "
+            f"like a title or banner above a table whose header is line {header}, and only up to {MAX_BANNER_LINES} "
+            f"such lines are skipped: the banner's first line was read as the header. Remove the banner first, e.g. "
+            f"{cut} > {plain.stem}-table{plain.suffix}, and replay that file (docs/replay.md)")

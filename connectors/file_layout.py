@@ -30,7 +30,14 @@ from connectors.content_notes import (
     unread_identifiers,
     venue_note,
 )
-from connectors.csv_dialect import MAX_BANNER_LINES, Dialect, check_line_lengths, long_rows, sniff_csv
+from connectors.csv_dialect import (
+    MAX_BANNER_LINES,
+    Dialect,
+    banner_refusal,
+    check_line_lengths,
+    long_rows,
+    sniff_csv,
+)
 from connectors.clock_digits import clock_digits
 from connectors.date_columns import date_read_as_epoch
 from connectors.epoch_parts import epoch_parts_map
@@ -87,6 +94,8 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         spec, cmap, kind_notes, date_notes, zone_notes, shaped_note = _detected_map(path, spec, read, first, own_map)
     if read.given_names is not None and names != read.given_names:  # the header names the columns: read by it
         cmap = replace(cmap, names=names)
+    if columns_lacking(path, cmap.to_dict(), schema) and (banner := banner_refusal(path, dialect)):
+        raise NoTickLayout(banner)  # the columns read are a banner's first line: no map mends that
     kind_notes = read.header_notes + kind_notes
     cmap, stream_notes = _stream_of_file(path, spec, cmap, schema, names, dialect)
     cmap, day_notes = date_of(path, cmap)
@@ -106,8 +115,8 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         said = "its first line" if lines == 1 else f"its first {lines} lines"
         text = " / ".join(dialect.banner)[:80]
         number_notes.append(f"{path.name}: {said}, {text!r}, {'is no CSV row' if lines == 1 else 'are no CSV rows'} "
-                            f"(no numbers, and few or no separators above a table that has them): skipped as a "
-                            f"banner (up to {MAX_BANNER_LINES} lines are)")
+                            f"(no numbers, and few or no separators, or only empty cells after the first, above a "
+                            f"table that has them): skipped as a banner (up to {MAX_BANNER_LINES} lines are)")
     notes = date_notes + notes + zone_notes
     return cmap, dialect, schema, notes + number_notes + kind_notes + parts_notes + unit_notes + stream_notes + \
         day_notes
@@ -151,7 +160,8 @@ def _columns_read(path: Path, spec: ColumnMap | Refine | None, long_rows_of: boo
     except pl.exceptions.PolarsError as e:
         if names is not None:
             raise ValueError(_names_misfit(path, names, dialect, spec, e)) from None
-        raise ValueError(f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
+        raise ValueError(banner_refusal(path, dialect) or
+                         f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
     return _ColumnsRead(names, given_names, guessed, how, dialect, schema, header_notes)
 
 
@@ -175,6 +185,8 @@ def _detected_map(path: Path, spec: Refine | None, read: _ColumnsRead, first: Ca
         shaped_note = json_lines.table(path).shape.note if shaped is not None and guessed is None else None
         cmap = guessed or shaped or detect_columns(path, schema, first, hints)
     except ValueError as e:  # names misread from another encoding than UTF-8 are why: said
+        if isinstance(e, NoTickLayout) and (banner := banner_refusal(path, dialect)):  # a banner's line as header
+            raise NoTickLayout(banner) from None
         if is_csv(path) and (why := not_utf8(path)):
             raise ValueError(f"{e}; {why}") from None
         if isinstance(e, NoTickLayout) and is_json_lines(path) and (nested := json_lines.nested_arrays(schema)):

@@ -540,3 +540,36 @@ def test_a_banner_of_several_lines_is_skipped_and_a_headerless_files_first_row_n
     trailing.write_text("unix,symbol,price,size\n" + "".join(f"{row},\n" for row in rows))
     replay = FileReplay(trailing, columns={"ts": "unix", "price": "price"})  # (its rows: extra_fields, as before)
     assert any("column 'unix' read as s" in n for n in replay.notes) and not any("banner" in n for n in replay.notes)
+
+
+def test_a_banner_padded_as_the_table_is_skipped_and_one_too_long_is_said_with_its_tail(tmp_path: Path,
+                                                                                       capsys) -> None:
+    """review250: an Excel title row saved with the table's separators (`Kursdaten Export;;;`) and a banner of more
+    than 10 lines were read as the header, and the refusal ("columns found ['Disclaimer line A ...']; no time
+    column") offered only column maps, which cannot skip a line. A line whose cells are all empty but its first is
+    a banner's; a longer banner is refused saying so, with the `tail -n +N` (N the header's line) that removes it."""
+    rows = [f"2024-03-04T14:30:{i:02d}Z;SAP;185,{i:02d};{1 + i}" for i in range(N)]
+    padded = tmp_path / "semi_b.csv"
+    padded.write_text("Kursdaten Export;;;\nQuelle: Boerse;;;\ntime;symbol;price;size\n" + "\n".join(rows) + "\n")
+    replay = FileReplay(padded)
+    assert [t.price for t in drain(replay)][:2] == [185.0, 185.01]
+    assert any("its first 2 lines, 'Kursdaten Export;;; / Quelle: Boerse;;;', are no CSV rows" in n
+               for n in replay.notes), replay.notes
+    banner = [f"Disclaimer line {chr(65 + i)} of the vendor" for i in range(11)]
+    table = ["timestamp,symbol,price,size"] + [f"2024-03-04T14:30:{i:02d}Z,AAPL,185.{i:02d},{1 + i}" for i in range(N)]
+    long = tmp_path / "banner11.csv"
+    long.write_text("\n".join(banner + table) + "\n")
+    said = (f"{long}: its first 11 lines ('Disclaimer line A of the vendor' ... 'Disclaimer line K of the vendor') "
+            f"look like a title or banner above a table whose header is line 12, and only up to 10 such lines are "
+            f"skipped: the banner's first line was read as the header. Remove the banner first, e.g. tail -n +12 "
+            f"{long} > banner11-table.csv, and replay that file (docs/replay.md)")
+    for columns in (None, map_from_options(columns="ts=timestamp,price=price,size=size")):
+        with pytest.raises(ValueError) as e:
+            FileReplay(long, columns=columns)
+        assert str(e.value) == said
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    assert main(["backtest", str(long), "--queries", str(tmp_path / "q.yaml"), "--out", str(tmp_path / "o.parquet"),
+                 "--threads", "1"]) == 2
+    assert f"error: {said}" in capsys.readouterr().err
+    (tmp_path / "banner11-table.csv").write_text("\n".join(table) + "\n")  # what the tail given writes
+    assert len(drain(FileReplay(tmp_path / "banner11-table.csv"))) == N
