@@ -115,8 +115,9 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         said = "its first line" if lines == 1 else f"its first {lines} lines"
         text = " / ".join(dialect.banner)[:80]
         number_notes.append(f"{path.name}: {said}, {text!r}, {'is no CSV row' if lines == 1 else 'are no CSV rows'} "
-                            f"(no numbers, and few or no separators, or only empty cells after the first, above a "
-                            f"table that has them): skipped as a banner (up to {MAX_BANNER_LINES} lines are)")
+                            f"(no cell of {'it' if lines == 1 else 'them'} a number or a date, and few or no "
+                            f"separators, or only empty cells after the first, above a table that has them): skipped "
+                            f"as a banner (up to {MAX_BANNER_LINES} lines are)")
     notes = date_notes + notes + zone_notes
     return cmap, dialect, schema, notes + number_notes + kind_notes + parts_notes + unit_notes + stream_notes + \
         day_notes

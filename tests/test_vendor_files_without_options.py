@@ -573,3 +573,29 @@ def test_a_banner_padded_as_the_table_is_skipped_and_one_too_long_is_said_with_i
     assert f"error: {said}" in capsys.readouterr().err
     (tmp_path / "banner11-table.csv").write_text("\n".join(table) + "\n")  # what the tail given writes
     assert len(drain(FileReplay(tmp_path / "banner11-table.csv"))) == N
+
+
+def test_a_banner_line_with_a_date_amid_its_text_is_skipped_and_the_note_says_what_a_banner_line_lacks(
+        tmp_path: Path) -> None:
+    """review250: `Exported 2024-06-03 10:15 UTC` above a header was skipped as a banner (right: a header-less
+    file's first row has cells that ARE numbers and times, this one text around a date), but the note said banner
+    lines have "no numbers" and docs/replay.md that such a line is never one. Both now say what the rule reads: no
+    cell that is a number or starts with a date. A line of such a cell stays a row (a header-less file's)."""
+    rows = [f"2024-03-04T14:30:{i:02d}Z,AAPL,185.{i:02d},{1 + i}" for i in range(N)]
+    path = tmp_path / "banner_date.csv"
+    path.write_text("Trade report for AAPL\nExported 2024-06-03 10:15 UTC\ntimestamp,symbol,price,size\n"
+                    + "\n".join(rows) + "\n")
+    replay = FileReplay(path)
+    assert len(drain(replay)) == N
+    assert any("its first 2 lines, 'Trade report for AAPL / Exported 2024-06-03 10:15 UTC', are no CSV rows (no cell "
+               "of them a number or a date, and few or no separators" in n for n in replay.notes), replay.notes
+    one = tmp_path / "one_line.csv"
+    one.write_text("Exported 2024-06-03 10:15 UTC\ntimestamp,symbol,price,size\n" + "\n".join(rows) + "\n")
+    replay = FileReplay(one)
+    assert len(drain(replay)) == N
+    assert any("its first line, 'Exported 2024-06-03 10:15 UTC', is no CSV row (no cell of it a number or a date"
+               in n for n in replay.notes), replay.notes
+    headerless = tmp_path / "AAPL_ticks.csv"
+    headerless.write_text("".join(f"2024-06-03 10:15:{i:02d},185.{i:02d},{1 + i}\n" for i in range(N)))
+    replay = FileReplay(headerless)
+    assert len(drain(replay)) == N and not any("banner" in n for n in replay.notes)
