@@ -186,6 +186,26 @@ def test_an_output_with_no_folder_to_be_written_in_is_refused_before_any_work(ti
     assert "column map" not in err
 
 
+@pytest.mark.parametrize("option, name", [("--points-out", "p.parquet"), ("--plot", "p.png")])
+def test_an_output_under_a_file_is_said_alike_whether_its_folders_are_made_or_not(ticks_csv: Path, tmp_path: Path,
+                                                                                  capsys, option: str,
+                                                                                  name: str) -> None:
+    """review250: `evaluate --points-out afile/p.parquet` (and --plot) said "no directory afile to write it in" of a
+    folder that is a file, where train's --out says "afile is a file, not a folder": one check (parent_problem)
+    words both, as an output whose folders are made and one whose are not."""
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder\n")
+    for under in (afile / name, afile / "sub" / name):
+        err = refused(capsys, ["evaluate", "builtin", str(ticks_csv), option, str(under)], afile)
+        assert f"{option} {under}: {afile} is a file, not a folder, so {under} cannot be written under it" in err
+        assert "no directory" not in err
+    err = refused(capsys, ["train", str(ticks_csv), "--out", str(afile / "m"), "--steps", "1"], afile)
+    assert f"--out {afile / 'm'}: {afile} is a file, not a folder, so {afile / 'm'} cannot be written under it" in err
+    missing = tmp_path / "missing" / name  # a folder that is not there at all: still "no directory"
+    err = refused(capsys, ["evaluate", "builtin", str(ticks_csv), option, str(missing)], ticks_csv)
+    assert f"{option} {missing}: no directory {missing.parent} to write it in" in err
+
+
 def test_an_output_that_is_a_fifo_a_socket_or_a_device_is_refused_before_any_work(ticks_csv: Path, tmp_path: Path,
                                                                                    capsys) -> None:
     """`backtest --out f.parquet` and `ticklog export --out f.csv` on a FIFO replaced the FIFO with a regular file

@@ -121,8 +121,6 @@ class OutputPathUnusable(ValueError):
 def check_output_paths(outputs: list[Output]) -> None:
     """Raise OutputPathUnusable, in a sentence naming the option, for an output the command would fail to write only
     after its work."""
-    from engine.service.private_dirs import file_in_the_way  # light: no torch
-
     for output in outputs:
         option, path = output.option, output.path
         special = _special_kind(path)
@@ -142,17 +140,25 @@ def check_output_paths(outputs: list[Output]) -> None:
             raise OutputPathUnusable(f"{option} {path} is a directory: give {such_as}")
         elif (problem := temporary_name_problem(path)) is not None:
             raise OutputPathUnusable(f"{option} {problem}")
-        if output.makes_parent or output.is_dir:  # made with the folders missing above it
-            if (file := file_in_the_way(path.parent)) is not None:
-                raise OutputPathUnusable(f"{option} {path}: {file} is a file, not a folder, so {path} cannot be "
-                                         f"written under it")
-            folder = next(p for p in (path.parent, *path.parent.parents) if p.exists())
-        elif not path.parent.is_dir():
-            raise OutputPathUnusable(f"{option} {path}: no directory {path.parent} to write it in")
-        else:
-            folder = path.parent
+        makes_parent = output.makes_parent or output.is_dir  # made with the folders missing above it
+        if (problem := parent_problem(path, makes_parent)) is not None:
+            raise OutputPathUnusable(f"{option} {path}: {problem}")
+        folder = next(p for p in (path.parent, *path.parent.parents) if p.exists()) if makes_parent else path.parent
         if not os.access(folder, os.W_OK | os.X_OK):
             raise OutputPathUnusable(f"{option} {path}: {_why_unwritable(folder)}")
+
+
+def parent_problem(path: Path, makes_parent: bool) -> str | None:
+    """Why ``path`` cannot be written for the folder it is in: a file where a folder of its path should be (said so
+    alike by every output: `afile/p.parquet` was "no directory afile" for one and "afile is a file" for another), or,
+    for an output whose folders are not made (`makes_parent`), no such folder; None when neither."""
+    from engine.service.private_dirs import file_in_the_way  # light: no torch
+
+    if (file := file_in_the_way(path.parent)) is not None:
+        return f"{file} is a file, not a folder, so {path} cannot be written under it"
+    if not makes_parent and not path.parent.is_dir():
+        return f"no directory {path.parent} to write it in"
+    return None
 
 
 def _why_unwritable(folder: Path) -> str:
@@ -293,5 +299,5 @@ def check_plot_path(option: str, path: Path) -> None:
     refuse_misnamed_outputs([Output(option, path, kind=IMAGE)])
     if path.is_dir():
         raise ValueError(f"{option} {path} is a directory: give the image's file name, e.g. {path / 'calibration.png'}")
-    if not path.parent.is_dir():
-        raise ValueError(f"{option} {path}: no directory {path.parent} to write it in")
+    if (problem := parent_problem(path, makes_parent=False)) is not None:
+        raise ValueError(f"{option} {path}: {problem}")
