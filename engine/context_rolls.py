@@ -23,6 +23,8 @@ from engine.stream import Stream
 ROLL_RULE = 2
 
 Booked = tuple[list[int], list[int], int]  # a session's tokens, chunk boundaries and next roll point
+# what a window capped by the pool is, as the start line and the errors of a pool too small say it
+POOL_WINDOW = "what the KV pool holds, less the block a roll may straddle"
 
 
 def roll_points(name: str, roll_at: int, keep: int, sink: int = 0) -> tuple[int, int]:
@@ -37,6 +39,14 @@ def roll_points(name: str, roll_at: int, keep: int, sink: int = 0) -> tuple[int,
     early = zlib.crc32(b"roll:" + name.encode()) % max(1, span // 2)
     less = zlib.crc32(name.encode()) % max(1, keep // 4)
     return roll_at - early, keep - less
+
+
+def _pool_window_words(blocks: BlockManager) -> str:
+    """The pool's window in the words of the start line (engine/service/cmd_serve.py): what the pool holds, less
+    the block a roll may straddle. "3 blocks of 32" alone read as 96 positions where the window is 64."""
+    pool = blocks.pool
+    count = f"{pool.num_blocks} block{'' if pool.num_blocks == 1 else 's'} of {pool.block_size} cells"
+    return f"{POOL_WINDOW}: {count}, one held back"
 
 
 @dataclass(frozen=True)
@@ -65,9 +75,9 @@ class ContextWindow:
                              f"(its max_position_embeddings, or a Mistral model's sliding_window when smaller; "
                              f"leave it out for the model's)")
         if explicit is not None and explicit > pool_window:
-            raise ValueError(f"scheduler.window {explicit} does not fit the KV pool, which holds a window of "
-                             f"{pool_window} ({pool.num_blocks} blocks of {pool.block_size}): raise kv.cells "
-                             f"/ kv.bytes, or leave scheduler.window out")
+            raise ValueError(f"scheduler.window {explicit} does not fit the KV pool's window of {pool_window} "
+                             f"positions ({_pool_window_words(blocks)}): raise kv.cells / kv.bytes, or leave "
+                             f"scheduler.window out")
         window = explicit or min(blocks.max_positions, pool_window)
         sink = max(config.sink_tokens, len(config.header))
         keep = int(window * config.keep_fraction)
@@ -75,9 +85,9 @@ class ContextWindow:
         roll_at = window - config.probe_reserve
         if sink + keep >= roll_at:
             small_pool = window == pool_window and pool_window < blocks.max_positions
-            whose = (f"what the KV pool of {pool.num_blocks} blocks of {pool.block_size} holds; raise "
-                     f"kv.cells / kv.bytes" if small_pool else "the model's positions (a sliding window, for "
-                     "Mistral), or scheduler.window; lower scheduler.keep_fraction, probe_reserve or sink_tokens")
+            whose = (f"{_pool_window_words(blocks)}; raise kv.cells / kv.bytes" if small_pool else "the model's "
+                     "positions (a sliding window, for Mistral), or scheduler.window; lower scheduler.keep_fraction, "
+                     "probe_reserve or sink_tokens")
             raise ValueError(f"sink ({sink}) + kept tokens ({keep}) + probe_reserve "
                              f"({config.probe_reserve}) must be below the window ({window} positions: "
                              f"{whose})")

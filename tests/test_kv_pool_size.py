@@ -97,3 +97,23 @@ def test_a_window_the_pool_capped_is_said_to_be_the_pools(tmp_path) -> None:
     assert len(said) == 1 and said[0].endswith(
         "each session's window: 224 tokens (what the KV pool holds, less the block a roll may straddle; the model "
         "has 512 positions: kv.cells, kv.bytes or scheduler.window sets it)\n"), lines
+
+
+@pytest.mark.parametrize("cells, window, blocks", [(100, 64, "3 blocks"), (32, 0, "1 block")])
+def test_a_pool_too_small_for_a_window_is_said_as_the_start_line_says_a_pools_window(cells: int, window: int,
+                                                                                     blocks: str) -> None:
+    """review250: kv.cells 100 said "the window (64 positions: what the KV pool of 3 blocks of 32 holds ...)", where 3
+    blocks of 32 hold 96 cells and nothing said one is held back for a roll (the start line does); kv.cells 32 said
+    "1 blocks". Both errors of a pool too small now word its window as the start line does, plural right."""
+    with pytest.raises(ValueError) as e:
+        pool_of({"kv": {"cells": cells}})
+    assert str(e.value) == (
+        f"sink (0) + kept tokens ({window // 2}) + probe_reserve (64) must be below the window ({window} positions: "
+        f"what the KV pool holds, less the block a roll may straddle: {blocks} of 32 cells, one held back; raise "
+        f"kv.cells / kv.bytes)")
+    with pytest.raises(ValueError) as e:
+        pool_of({"kv": {"cells": 256}, "scheduler": {"window": 300}})
+    assert str(e.value) == (
+        "scheduler.window 300 does not fit the KV pool's window of 224 positions (what the KV pool holds, less the "
+        "block a roll may straddle: 8 blocks of 32 cells, one held back): raise kv.cells / kv.bytes, or leave "
+        "scheduler.window out")

@@ -131,9 +131,11 @@ def _kv_pool_line(server: Any) -> str:
 def _default_window_cause(pipeline: Any, window: int) -> str:
     """Why the default window is what it is: the model's positions, or (a wide model) the pool, which keeps one
     block beside a session's window for the roll that may straddle it, so 1,024 cells give a 992-token window."""
+    from engine.context_rolls import POOL_WINDOW
+
     engine = getattr(pipeline, "engine", None)  # the sharded front door has none: its shards fitted the window
     if engine is not None and window < engine.blocks.max_positions:
-        return (f"what the KV pool holds, less the block a roll may straddle; the model has "
+        return (f"{POOL_WINDOW}; the model has "
                 f"{engine.blocks.max_positions} positions: kv.cells, kv.bytes or scheduler.window sets it")
     return "the model's positions, at most what the pool holds: scheduler.window sets it"
 
