@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -471,3 +472,60 @@ def test_backtest_test_from_at_the_split_scores_evaluate_s_test_part(trained, tm
     others = others.filter(pl.col("realised").is_not_null() & (pl.col("ticks") > pl.col("stream").replace_strict(
         cuts, return_dtype=pl.Int64)))
     assert next(s for s in summary if s["query"] == "dir20")["scored"] == scored.height + others.height
+
+
+def _scored_dir20(answers: Path, parts: dict[str, Any]) -> int:
+    """How many dir20 answers a backtest --test-from at the tiny checkpoint's split scores: each stream it trained
+    on from its test part's first tick (evaluate's), the others (THIN, MID) after the first 85% of their ticks."""
+    import polars as pl
+
+    cuts = {name: part["test"][0] for name, part in parts.items()} | {
+        name: int(STREAMS[name][0] * 0.85) for name in STREAMS if name not in parts}  # (answer at tick = ticks - 1)
+    scored = pl.read_parquet(answers).filter((pl.col("query") == "dir20") & pl.col("realised").is_not_null())
+    return scored.filter(pl.col("ticks") - 1 >= pl.col("stream").replace_strict(cuts, return_dtype=pl.Int64)).height
+
+
+def test_backtest_test_from_test_scores_the_checkpoint_s_own_test_part(trained, tmp_path: Path, capsys) -> None:
+    """fix239: `--test-from` cut at evaluate's test part only when given the checkpoint's exact split share (0.85 of
+    70/15/15, which a user must work out); `--test-from test` reads it from the checkpoint's evaluation.json."""
+    csv, model, _, _ = trained
+    parts = json.loads((model / "evaluation.json").read_text())["streams"]
+    out = tmp_path / "bt.parquet"
+    assert main(["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet", "--out", str(out),
+                 "--test-from", "test"]) == 0
+    captured = capsys.readouterr()
+    assert ("flashtick backtest: note: --test-from test: this model was trained and validated on the first 85% of "
+            "each stream's ticks (its evaluation.json): scoring the answers after them, as --test-from 0.85"
+            in captured.err), captured.err
+    assert "(--test-from 0.85; 'in slice' counts them): on the streams the model was trained on, from its test " \
+           "part's first tick" in captured.out, captured.out
+    summary = json.loads(out.with_suffix(".scores.json").read_text())
+    assert next(s for s in summary if s["query"] == "dir20")["scored"] == _scored_dir20(out, parts) > 100
+    assert json.loads(out.with_suffix(".manifest.json").read_text())["run"]["test_from"] == 0.85  # what it ran
+
+
+def test_backtest_test_from_test_refuses_a_model_that_records_no_split(trained, tmp_path: Path, capsys) -> None:
+    """No split recorded (the built-in model; a checkpoint without its evaluation.json): one line naming why and the
+    fraction to give instead, exit 2, before any tick is read; a misspelling is a usage error naming `test`."""
+    csv, model, _, _ = trained
+    bare = tmp_path / "bare"
+    shutil.copytree(model, bare)
+    (bare / "evaluation.json").unlink()
+    common = [str(csv), "--threads", "1", "--quiet", "--out", str(tmp_path / "bt.parquet")]
+    assert main(["backtest", *common, "--test-from", "test"]) == 2
+    err = capsys.readouterr().err
+    assert ("flashtick backtest: error: --test-from test scores the model's own test part, and the built-in model "
+            "records no split (no evaluation.json: it trained on a synthetic market and the first 80% of the ticks of "
+            "the shared BTCUSDT and EURUSD sets, docs/model.md; any other instrument is out of sample): give a "
+            "fraction of each stream's ticks instead, e.g. --test-from 0.8") in err, err
+    assert main(["backtest", *common, "--model", str(bare), "--test-from", "test"]) == 2
+    err = capsys.readouterr().err
+    assert (f"flashtick backtest: error: --test-from test scores the model's own test part, and {bare} records no "
+            f"split: {bare / 'evaluation.json'} (written by `flashtick train`) is missing or unreadable: give a "
+            f"fraction of each stream's ticks instead, e.g. --test-from 0.85") in err, err
+    assert not (tmp_path / "bt.parquet").exists() and "Traceback" not in err
+    with pytest.raises(SystemExit) as usage:
+        main(["backtest", *common, "--model", str(model), "--test-from", "tset"])
+    assert usage.value.code == 2
+    assert ("argument --test-from: expected a fraction of each stream's ticks in (0, 1), e.g. 0.7, or 'test' (the "
+            "model's own test part), got 'tset'") in capsys.readouterr().err

@@ -180,6 +180,34 @@ def _other_files_note(seen: TrainedOn, inside: list[tuple[str, int, int]], score
             f"but their ticks are the ones it saw, so those scores are not out of sample ({fix})")
 
 
+TEST_PART = "test"  # `backtest --test-from test`: the checkpoint's own test part, as `evaluate` scores it
+
+
+def own_test_from(evaluation: dict[str, Any] | None, model_path: str | None) -> float:
+    """What `backtest --test-from test` stands for: the share of each stream's ticks the checkpoint at ``model_path``
+    (None: the built-in model) was trained and validated on, from its evaluation.json (``evaluation``:
+    checkpoint_evaluation's), so test_part_starts cuts its streams where `evaluate`'s test part starts. A ValueError
+    naming the checkpoint when it records no split: guessing one would score ticks it may have trained on."""
+    own = f"--test-from {TEST_PART} scores the model's own test part, and"
+    fraction = "give a fraction of each stream's ticks instead, e.g. --test-from"
+    if model_path is None:
+        raise ValueError(f"{own} the built-in model records no split (no evaluation.json: it trained on a synthetic "
+                         f"market and the first 80% of the ticks of the shared BTCUSDT and EURUSD sets, docs/model.md; "
+                         f"any other instrument is out of sample): {fraction} 0.8")
+    where = Path(model_path) / "evaluation.json"
+    if evaluation is None:
+        raise ValueError(f"{own} {model_path} records no split: {where} (written by `flashtick train`) is missing or "
+                         f"unreadable: {fraction} 0.85")
+    try:
+        seen_end = float(evaluation["trained_on"]["seen_end"])
+    except (KeyError, TypeError, ValueError):
+        seen_end = None
+    if seen_end is None or not 0 < seen_end < 1:
+        raise ValueError(f"{own} {where} records no split (trained_on.seen_end, the train and validation parts' "
+                         f"share): {fraction} 0.85")
+    return seen_end
+
+
 def test_part_starts(evaluation: dict[str, Any] | None, test_from: float | None) -> dict[str, tuple[int, int]]:
     """Where a `backtest --model --test-from` at the checkpoint's own split (0.85 of the default 70/15/15) starts
     scoring each stream it trained on: stream -> (its ticks in training, its test part's first tick), the tick

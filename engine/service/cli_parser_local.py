@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from engine.service.checkpoint_notes import TEST_PART
 from engine.service.cli_common import EXAMPLE_QUERIES
 from engine.service.cli_options import FILES_HELP, SESSION_GAP_HELP, SharedOptions
 from engine.service.cli_types import OneQueriesFile, _count, _positive, _session_gap
@@ -83,8 +84,10 @@ def add_backtest(sub: Any, shared: SharedOptions) -> None:
     p.add_argument("--batch-ms", type=float, default=None, help="event-time width of a batch (default: the "
                                                                  "config's replay.batch_ms, 100)")
     p.add_argument("--model", type=Path, metavar="DIR", help="checkpoint directory (overrides the config's model.path)")
-    p.add_argument("--test-from", type=float, default=None, metavar="FRACTION", help="score only the answers after "
-                   "this fraction of each stream's ticks, e.g. 0.7 (every answer is still written)")
+    p.add_argument("--test-from", type=_test_from, default=None, metavar="FRACTION|test", help="score only the "
+                   "answers after this fraction of each stream's ticks, e.g. 0.7 (every answer is still written); "
+                   "test: the --model checkpoint's own test part, as `flashtick evaluate` scores it (its split, "
+                   "from its evaluation.json)")
     p.add_argument("--max-ticks", type=_count, default=None, help="stop after N ticks")
     p.add_argument("--resume", action="store_true", help="continue an interrupted backtest of the same files, "
                    "queries and options from its last checkpoint (OUT.parts/)")
@@ -99,6 +102,18 @@ def add_backtest(sub: Any, shared: SharedOptions) -> None:
                    help=SESSION_GAP_HELP + " (overrides the config's answers.session_gap_s; the adaptation's labels "
                    "end there too)")
     p.set_defaults(run=cmd_backtest)
+
+
+def _test_from(text: str) -> float | str:
+    """`backtest --test-from`: a number (its range is checked with the run's other numbers: run_backtest), or
+    `test`, the checkpoint's own split, which cmd_backtest reads from the checkpoint once it knows which."""
+    if text == TEST_PART:
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction of each stream's ticks in (0, 1), e.g. 0.7, or "
+                                         f"'{TEST_PART}' (the model's own test part), got {text!r}") from None
 
 
 def _train_data_options() -> argparse.ArgumentParser:

@@ -13,9 +13,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from engine.service.checkpoint_notes import (checkpoint_evaluation, current_reading, in_sample_note,
-                                             reads_training_files, session_gap_mismatch, take_recorded,
-                                             test_part_starts)
+from engine.service.checkpoint_notes import (TEST_PART, checkpoint_evaluation, current_reading, in_sample_note,
+                                             own_test_from, reads_training_files, session_gap_mismatch,
+                                             take_recorded, test_part_starts)
 from engine.service.cli_common import (EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, WorkWhole, check_outputs, exit_status,
                                        interrupted_status, is_tick_model, raise_interrupted, restore_handlers,
                                        service_config)
@@ -67,9 +67,16 @@ def _backtest(args: argparse.Namespace) -> int:
     # the libraries and the config load with Python's own signal handling: a Ctrl-C is a KeyboardInterrupt (and a
     # SIGTERM one of its own, Interrupted: the CLI set raise_interrupted for a backtest)
     from engine.service.backtest import BacktestInterrupted, run_backtest
+    from engine.service.backtest_report import percent
 
     time_range = time_range_of(args)  # a mistyped time is said before the model loads
     config, queries = _backtest_inputs(args)
+    evaluation = checkpoint_evaluation(Path(config.model.path)) if config.model.path is not None else None
+    if args.test_from == TEST_PART:  # from here on the number it stands for, as if given: cut, notes and record alike
+        args.test_from = own_test_from(evaluation, config.model.path)
+        print(f"flashtick backtest: note: --test-from {TEST_PART}: this model was trained and validated on the first "
+              f"{percent(args.test_from)} of each stream's ticks (its evaluation.json): scoring the answers after "
+              f"them, as --test-from {args.test_from:g}", file=sys.stderr, flush=True)
     check_outputs(args, _backtest_outputs(Path(args.out)), queries,
                                *([Path(config.model.path)] if config.model.path else []))
     stop = threading.Event()
@@ -124,7 +131,6 @@ def _backtest(args: argparse.Namespace) -> int:
     if (labelled_otherwise := session_gap_mismatch(recorded, config.answers.session_gap_ns)) is not None:
         said(labelled_otherwise)
     report = None
-    evaluation = checkpoint_evaluation(Path(config.model.path)) if config.model.path is not None else None
     try:
         report = run_backtest(config, [str(f) for f in args.files], queries, args.out,
                               columns=column_map_of(args, config),
