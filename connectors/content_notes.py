@@ -151,7 +151,10 @@ def _venue_quotes(path: Path, cmap: ColumnMap, names: Sequence[str] | None, dial
 
 
 NAME_COLUMNS = ("name", "security_name", "stock_name", "company_name", "issue_name")  # a symbol's name, maybe
-IDENTIFIER = re.compile(r"^[A-Za-z0-9][\w.\-/&: ]{0,23}$")  # a symbol, a code, a short name
+# a symbol, a code, a short name; or digits of any length: Polymarket's token ids (70-77 digits), CUSIPs and
+# instrument ids written as numbers (too long for an integer column: polars infers i128 and cannot hold them)
+IDENTIFIER = re.compile(r"^(?:[A-Za-z0-9][\w.\-/&: ]{0,23}|\d{1,100})$")
+LONG_SHOWN = 24  # an identifier longer than this is shown by its ends: three token ids would fill the screen
 FLAG_WORDS = frozenset({"true", "false", "t", "f", "y", "n", "yes", "no", "0", "1"})
 FLAG_NAME = re.compile(r"^(is|has|was)_")  # a yes/no column by its name: Binance's is_best_match, is_buyer_maker
 # an order's type, never an instrument: Kraken's `market/limit` (m, l), or the words spelled out
@@ -178,8 +181,7 @@ def _identifier_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], 
     `code` or `id`) of 2 to 1,000 distinct short values that repeat (a trade id, one per row, names no instrument),
     in the first SAMPLE_ROWS rows. -> column: up to 5 of its values."""
     candidates = [c for c in columns if c not in cmap.source_columns() and c not in cmap.ts_columns
-                  and normal_name(c) not in NOT_IDENTIFIERS and (schema[c] == pl.String or schema[c].is_integer()
-                                                                   and ID_WORDS.search(normal_name(c)))]
+                  and normal_name(c) not in NOT_IDENTIFIERS and identifier_typed(c, schema[c])]
     if not candidates:
         return {}
     overrides = {c: pl.String for c in candidates} if is_csv(path) else None
@@ -204,8 +206,20 @@ def _identifier_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], 
         if 2 <= len(distinct) <= 1000 and len(distinct) * 2 <= len(values) and not flags and not numbers and \
                 all(IDENTIFIER.match(v) for v in distinct.head(100).to_list()) and \
                 _values_per_level(sample, column) < MANY_PER_LEVEL:
-            found[column] = distinct.head(5).to_list()
+            found[column] = [shown_identifier(v) for v in distinct.head(5).to_list()]
     return found
+
+
+def identifier_typed(column: str, dtype: Any) -> bool:
+    """Whether a column of this type could name instruments: text, or integers under a name that says so (`Code`
+    7203, an `asset_id` of token ids, which a CSV's inference types as integers)."""
+    return dtype == pl.String or dtype.is_integer() and normal_name(column) not in NOT_IDENTIFIERS and \
+        bool(ID_WORDS.search(normal_name(column)))
+
+
+def shown_identifier(value: str) -> str:
+    """An identifier as a note shows it: a 77-digit token id by its ends, enough to tell two apart."""
+    return value if len(value) <= LONG_SHOWN else f"{value[:10]}...{value[-6:]}"
 
 
 PRICE = "_price"  # the sample's price column (a trade's, or a quote's bid), beside the candidates

@@ -24,6 +24,7 @@ import polars as pl
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.column_names import CONTRACT_MONTH_NAMES
+from connectors.content_notes import identifier_typed, shown_identifier
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_scans import is_csv, scan_file
@@ -198,14 +199,15 @@ def levels_split_by(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
     column changes where the price does not jump: said nothing."""
     price = cmap.price or cmap.bid
     read = {*cmap.source_columns(), *cmap.ts_columns}
-    columns = [c for c in schema if c not in read and schema[c] == pl.String]
+    columns = [c for c in schema if c not in read and identifier_typed(c, schema[c])]  # token ids too: integers
     if price is None or not columns:
         return []
     overrides = {c: pl.String for c in (*columns, *cmap.stream_columns)} if is_csv(path) else None
     stream = pl.concat_str([pl.col(c).cast(pl.String) for c in cmap.stream_columns], separator=" ", ignore_nulls=True) \
         if cmap.stream_col else pl.lit("")
     rows = scan_file(path, names, dialect, overrides).head(LEVEL_ROWS).select(
-        stream.alias("_stream"), pl.col(price).cast(pl.Float64, strict=False).alias("_price"), *columns,
+        stream.alias("_stream"), pl.col(price).cast(pl.Float64, strict=False).alias("_price"),
+        *(pl.col(c).cast(pl.String) for c in columns),  # a Parquet file's integer ids as text
     ).collect().lazy()  # read once, each column then looked at in memory
     cautions = []
     for column in columns:
@@ -215,12 +217,13 @@ def levels_split_by(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
         facts = series.select(switches=pl.col("switch").sum(), jump=pl.col("move").filter(pl.col("switch")).median(),
                               step=pl.col("move").filter(~pl.col("switch") & (pl.col("move") > 0)).median(),
                               values=value.unique(maintain_order=True).head(3).implode()).collect().row(0, named=True)
+        shown = ", ".join(shown_identifier(v) for v in facts["values"])
         if (facts["switches"] or 0) < SWITCHES_SAID or not facts["step"] or facts["jump"] is None or \
                 facts["jump"] < JUMP_OVER_MOVE * facts["step"]:
             continue
         joined = f"{cmap.stream_col}+{column}" if cmap.stream_col else column
         cautions.append(Caution(
-            f"{path.name}: column {column!r} ({', '.join(facts['values'])}, ...) is not read, and where it changes "
+            f"{path.name}: column {column!r} ({shown}, ...) is not read, and where it changes "
             f"within a stream ({facts['switches']} times) the price jumps by {facts['jump']:g} at the median, against "
             f"moves of {facts['step']:g}: two series at different price levels (two contracts, two currencies) "
             f"interleaved in one stream? If so, read the column as part of the stream: --columns stream={joined}"))

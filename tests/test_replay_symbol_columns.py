@@ -89,6 +89,28 @@ def test_an_order_id_column_is_never_suggested_as_the_streams(tmp_path: Path) ->
     assert any("--columns stream=Issue" in n for n in FileReplay(path).cautions)
 
 
+def test_long_numeric_token_ids_are_offered_as_the_streams(tmp_path: Path) -> None:
+    """Review248 #1: Polymarket's token ids (71 digits: polars infers i128 and cannot hold them) of two markets, at
+    0.20 and 0.70, interleaved in one stream said nothing, while the same ids as short text got both cautions. A
+    column of long numeric ids now gets them too, its values shown by their ends, and reads as given."""
+    ids = ("11862165566757345985240476164489718219056735011698825377388402888080786",
+           "69236923620077691027083946871148646972011131466059644796654161903044970")
+    path = tmp_path / "poly_two_markets.csv"
+    path.write_text("timestamp,asset_id,price,size,side\n" + "".join(
+        f"{1730815200000 + i * 5000},{ids[i // 3 % 2]},{(0.20, 0.70)[i // 3 % 2] + i % 3 / 100:.2f},10,BUY\n"
+        for i in range(60)))
+    replay = FileReplay(path)
+    assert {t.stream for t in drain(replay)} == {"poly_two_markets"}
+    split = next(n for n in replay.cautions if "two series at different price levels" in n)
+    assert "column 'asset_id' (1186216556...080786, 6923692362...044970, ...)" in split, split
+    assert "--columns stream=asset_id" in split
+    one = next(n for n in replay.cautions if "look like instruments" in n)
+    assert "--columns stream=asset_id" in one
+    given = FileReplay(path, columns={"stream_col": "asset_id"})
+    assert {t.stream for t in drain(given)} == set(ids)  # every digit kept
+    assert not any("look like instruments" in n or "two series" in n for n in given.cautions)
+
+
 def test_a_fixed_stream_over_a_symbol_column_of_two_contracts_is_cautioned(tmp_path: Path) -> None:
     """Tardis' Deribit trades of a perpetual and a future 1,500 apart, given one stream name: their prices would
     alternate in it, so the unread `symbol` column is named, while the flags beside it are not instruments."""
