@@ -332,8 +332,13 @@ AMENDING_WORDS = frozenset({"cancel", "cancelled", "canceled", "cancellation", "
                             "correction", "bust", "busted", "break", "broken", "amend", "amended", "amendment",
                             "void", "voided", "delete", "deleted", "reversal", "trade_cancel", "trade_correction",
                             "trade_break", "trade_bust"})
+# FINRA TRACE's status `TRC_ST`: one letter a row, T a trade report; these cancel (X), correct (C) or reverse (R, Y)
+# an earlier one. Letters are read as amending under this name only: an `action` of C names no correction
+STATUS_CODES = {"trc_st": {"x": "cancel", "c": "correction", "r": "reversal", "y": "reversal"}}
+# TRACE's ORIG_MSG_SEQ_NB (the message sequence number of the report it amends) among them
 REFERENCE_NAME = re.compile(r"^(orig|original|ref|reference|referenced|corrected|cancel+ed|busted|amended)_"
-                            r"(trade_|exec_|execution_)?(id|ref|tid|seq|seq_num|seqnum|sequence|number|num)$")
+                            r"(trade_|exec_|execution_|msg_)?(id|ref|tid|seq|seq_num|seqnum|seq_nb|sequence|number|"
+                            r"num)$")
 
 
 def amendment_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
@@ -345,11 +350,13 @@ def amendment_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names
         return []
     read = {*cmap.source_columns(), *(cmap.keep or ())}
     said, example = [], None
-    for column in (c for c in schema if normal_name(c) in ACTION_NAMES and c not in read):
+    for column in (c for c in schema if normal_name(c) in (*ACTION_NAMES, *STATUS_CODES) and c not in read):
         values = distinct_text(path, names, dialect, column, 21, SAMPLE_ROWS)
-        amending = [v for v in values if normal_name(v) in AMENDING_WORDS]
+        codes = STATUS_CODES.get(normal_name(column), {})
+        amending = [v for v in values if normal_name(v) in AMENDING_WORDS or normal_name(v) in codes]
         if amending and len(values) <= 20:
-            said.append(f"column {column!r} marks rows that amend an earlier trade ({', '.join(amending[:4])})")
+            shown = ", ".join(f"{v} {codes[normal_name(v)]}" if normal_name(v) in codes else v for v in amending[:4])
+            said.append(f"column {column!r} marks rows that amend an earlier trade ({shown})")
             example = example or f"keep: {{{column}: [{', '.join(v for v in values if v not in amending)}]}}"
     still = ""
     for column in (c for c in schema if REFERENCE_NAME.match(normal_name(c)) and c not in read):
@@ -364,7 +371,8 @@ def amendment_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names
                     f"first, or leave those rows out with a map's keep filter ({example}; docs/replay.md){still}")]
 
 
-ID_NAMES = ("trade_id", "id", "tid", "exec_id", "execution_id", "trade_number", "trade_seq", "seq_num", "sequence")
+ID_NAMES = ("trade_id", "id", "tid", "exec_id", "execution_id", "trade_number", "trade_seq", "seq_num", "sequence",
+            "msg_seq_nb")  # TRACE's report number, which ORIG_MSG_SEQ_NB refers to
 
 
 def _referred_trades(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,

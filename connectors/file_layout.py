@@ -90,6 +90,8 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         cmap = match_case(preset_variant(spec, list(schema)), schema)
         kind_notes = [f"{path.name}: --preset {spec.preset} read in its vendor's other layout: {describe_map(cmap)}"] \
             if cmap.ts != spec.ts and spec.preset is not None and cmap.preset == spec.preset else []
+        # a full map over TRACE's columns replays cancels as trades as a detected one does: said alike
+        kind_notes += amendment_note(path, cmap, schema, names, dialect)
     else:
         spec, cmap, kind_notes, date_notes, zone_notes, shaped_note = _detected_map(path, spec, read, first, own_map)
     if read.given_names is not None and names != read.given_names:  # the header names the columns: read by it

@@ -1,0 +1,50 @@
+"""FINRA TRACE corporate-bond files as a data engineer brought them (review248): cancels and corrections marked in
+`TRC_ST` and referred back by `ORIG_MSG_SEQ_NB`, capped sizes (`1MM+`, `5MM+`), and Enhanced TRACE's own column
+names. Every fixture is written here, from code, into tmp_path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from connectors.replay import FileReplay
+from conftest import drain
+
+TRACE_HEADER = "CUSIP_ID,TRD_EXCTN_DT,TRD_EXCTN_TM,ENTRD_VOL_QT,RPTD_PR,YLD_PT,RPT_SIDE_CD,TRC_ST,MSG_SEQ_NB," \
+               "ORIG_MSG_SEQ_NB\n"
+TRACE_MAP = {"ts": "TRD_EXCTN_DT+TRD_EXCTN_TM", "price": "RPTD_PR", "size": "ENTRD_VOL_QT", "side": "RPT_SIDE_CD",
+             "stream_col": "CUSIP_ID", "tz": "America/New_York"}
+
+
+def trace_rows(sizes: tuple[str, ...] = ("5000", "25000", "100000")) -> str:
+    """Twelve reports of two bonds; the 5th cancels the 2nd and the 9th corrects the 6th (by their MSG_SEQ_NB)."""
+    rows = []
+    for i in range(12):
+        status, orig = {4: ("X", "1001"), 8: ("C", "1005")}.get(i, ("T", ""))
+        rows.append(f"{('037833AK6', '594918BR4')[i % 2]},20240304,13:30:{i:02d},{sizes[i % len(sizes)]},"
+                    f"{100.5 + i / 100:.3f},{4.9 - i / 1000:.4f},{'BS'[i % 2]},{status},{1000 + i},{orig}\n")
+    return TRACE_HEADER + "".join(rows)
+
+
+def test_trace_cancels_and_corrections_are_said_by_their_own_names(tmp_path: Path) -> None:
+    """Review248 #2: TRC_ST's X (cancel) and C (correction), referring back by ORIG_MSG_SEQ_NB, replayed as new
+    trades with no caution, in a detected run and a mapped one, though docs/replay.md promises one (it came when the
+    column was renamed orig_trade_id). Both runs now say so, name the keep that leaves them out and count the
+    reports they refer to by MSG_SEQ_NB."""
+    path = tmp_path / "trace.csv"
+    path.write_text(trace_rows())
+    detected = tmp_path / "detected.csv"  # the same reports under names detection reads
+    detected.write_text(path.read_text().replace("CUSIP_ID,TRD_EXCTN_DT,TRD_EXCTN_TM,ENTRD_VOL_QT,RPTD_PR",
+                                                 "symbol,date,time,size,price"))
+    for replay in (FileReplay(path, columns=TRACE_MAP), FileReplay(detected)):
+        assert len(drain(replay)) == 12  # not applied: each row replays as a trade
+        note = next(n for n in replay.cautions if "by reference are not applied" in n)
+        assert "column 'TRC_ST' marks rows that amend an earlier trade (C correction, X cancel)" in note, note
+        assert "column 'ORIG_MSG_SEQ_NB' refers rows to earlier trades (1001, 1005" in note
+        assert "keep: {TRC_ST: [T]}" in note
+        assert "the 2 trades they refer to (MSG_SEQ_NB 1001 at 100.51" in note
+    kept = FileReplay(path, columns={**TRACE_MAP, "keep": {"TRC_ST": ["T"]}})
+    assert len(drain(kept)) == 10 and dict(kept.rejected) == {"filtered_out": 2}
+    # a status column's letters are TRACE's under its name only: an `action` of C and X is no cancel
+    plain = tmp_path / "plain.csv"
+    plain.write_text(detected.read_text().replace("TRC_ST", "action").replace(",MSG_SEQ_NB,ORIG_MSG_SEQ_NB", ",a,b"))
+    assert not any("by reference" in n for n in FileReplay(plain).notes)
