@@ -69,6 +69,7 @@ from connectors.map_vocabulary import (
 )
 from connectors.mapped_columns import columns_lacking, numbers_not_nested, spelled_as_the_file, unnamed_fields
 from connectors.naive_time_zones import histdata_zone, naive_time_notes, zone_of_header
+from connectors.size_readings import running_total_note
 from connectors.taq_times import taq_zone, taq_zone_note
 from connectors.time_units import detected_unit, epoch_unit
 
@@ -90,8 +91,6 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         cmap = match_case(preset_variant(spec, list(schema)), schema)
         kind_notes = [f"{path.name}: --preset {spec.preset} read in its vendor's other layout: {describe_map(cmap)}"] \
             if cmap.ts != spec.ts and spec.preset is not None and cmap.preset == spec.preset else []
-        # a full map over TRACE's columns replays cancels as trades as a detected one does: said alike
-        kind_notes += amendment_note(path, cmap, schema, names, dialect)
     else:
         spec, cmap, kind_notes, date_notes, zone_notes, shaped_note = _detected_map(path, spec, read, first, own_map)
     if read.given_names is not None and names != read.given_names:  # the header names the columns: read by it
@@ -102,6 +101,9 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     cmap, stream_notes = _stream_of_file(path, spec, cmap, schema, names, dialect)
     cmap, day_notes = date_of(path, cmap)
     _refuse_lacking(path, spec, cmap, schema, names, dialect)
+    stream_notes += running_total_note(path, cmap, schema, names, dialect)  # snapshots' total volume as the size
+    if isinstance(spec, ColumnMap):  # a full map over TRACE's columns replays cancels as a detected one does: said
+        kind_notes += amendment_note(path, cmap, schema, names, dialect)
     numbers_not_nested(path, cmap, schema)
     cmap, parts_notes = epoch_parts_map(path, cmap, first)  # `ts=ssboe+usecs`: epoch seconds, no date
     cmap, unit_notes = _time_unit(path, spec, cmap, schema, names, dialect, first)

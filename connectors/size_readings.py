@@ -1,0 +1,67 @@
+"""What a file's size column holds beyond a trade's size as a plain number.
+
+A running total: a market-snapshot file (Kalshi's every 15 s: `last_price`, the day's `volume` so far,
+`yes_bid`/`yes_ask`) read by the names a trades file uses. Each row would replay as a trade at the last price, sized
+by the day's total so far, though most snapshots follow no new trade (the total is unchanged). A size that never
+decreases within a stream (a reset at a day's start aside) is said in a caution, with the map that reads the
+snapshots' quotes instead and the columns of quotes left unread.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import polars as pl
+
+from connectors.cautions import Caution
+from connectors.column_map import ColumnMap
+from connectors.csv_dialect import Dialect
+from connectors.field_names import normal_name
+from connectors.file_scans import SAMPLE_ROWS, is_csv, scan_file
+from connectors.shell_words import columns_option
+
+RISES_SAID = 20  # rises of the size within a stream, at the least, before its never falling says anything
+FALLS_PER_RISE = 0.1  # falls allowed per rise: a day's total starts again from 0 (trade sizes fall about half the time)
+# A rise on every row is a running total under a volume's name only: test fixtures and short files of trades may hold
+# sizes that happen to rise; else a quarter of the rows or more leave it unchanged, snapshots after no new trade
+TOTAL_NAMES = frozenset({"volume", "vol", "total_volume", "cum_volume", "cumulative_volume", "day_volume",
+                         "daily_volume", "volume_today", "ttq", "total_traded_quantity", "traded_volume"})
+UNCHANGED_SHARE = 0.25
+QUOTE_NAME = re.compile(r"^(?:.+_)?(bid|ask)(?:_price|_px)?$")  # yes_bid, no_ask, bid_price: a quote's column
+
+
+def running_total_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                       dialect: Dialect | None) -> list[str]:
+    """A caution when the size column read never decreases within a stream (RISES_SAID rises or more, a reset per
+    1/FALLS_PER_RISE rises at most) in the first SAMPLE_ROWS rows, unchanged on UNCHANGED_SHARE of them or named
+    as a total: a running total of volume, not a trade's size."""
+    if cmap.price is None or cmap.size is None or cmap.size not in schema:
+        return []
+    stream = pl.concat_str([pl.col(c).cast(pl.String) for c in cmap.stream_columns], separator=" ",
+                           ignore_nulls=True) if cmap.stream_columns else pl.lit("")
+    overrides = {c: pl.String for c in (cmap.size, *cmap.stream_columns)} if is_csv(path) else None
+    size = pl.col(cmap.size).cast(pl.String).str.strip_chars().str.replace_all(",", "").cast(pl.Float64, strict=False)
+    step = pl.col("size").diff().over("stream")
+    facts = scan_file(path, names, dialect, overrides).head(SAMPLE_ROWS).select(
+        stream.alias("stream"), size.alias("size")).filter(pl.col("size").is_not_null()).select(
+        rises=(step > 0).sum(), falls=(step < 0).sum(), same=(step == 0).sum(), rows=pl.len(),
+        low=pl.col("size").min(), high=pl.col("size").max()).collect().row(0, named=True)
+    if facts["rises"] < RISES_SAID or facts["falls"] > FALLS_PER_RISE * facts["rises"] or \
+            facts["same"] < UNCHANGED_SHARE * facts["rows"] and normal_name(cmap.size) not in TOTAL_NAMES:
+        return []
+    read = set(cmap.source_columns())
+    quotes = [c for c in schema if c not in read and QUOTE_NAME.match(normal_name(c))]
+    pair = next(((b, a) for b in quotes for a in quotes if normal_name(b).endswith("bid") and
+                 normal_name(a) == normal_name(b)[:-3] + "ask"), None)
+    keys = [f"ts={'+'.join(cmap.ts_columns)}", *([f"stream={cmap.stream_col}"] if cmap.stream_col else []),
+            *([f"bid={pair[0]},ask={pair[1]}"] if pair else ["bid=BID,ask=ASK"])]
+    unread = f"; its quote columns are not read ({', '.join(quotes[:6])})" if quotes else ""
+    return [Caution(
+        f"{path.name}: column {cmap.size!r}, read as the size, never decreases within a stream ({facts['low']:,g} to "
+        f"{facts['high']:,g} over {facts['rows']:,} rows; {facts['same']:,} of them unchanged): a running total of "
+        f"volume, as a file of snapshots holds (not prints), so each row replays as a trade at {cmap.price!r} sized "
+        f"by the total so far, the unchanged rows after no new trade{unread}. To read the snapshots as quotes: "
+        f"{columns_option(*keys)}; to read trades, write each row's rise of {cmap.size!r} as its "
+        f"size and drop the rows without one first (docs/replay.md, running totals)")]

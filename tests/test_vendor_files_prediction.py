@@ -1,0 +1,52 @@
+"""Prediction-market files as a data engineer brought them (review248): Kalshi's market snapshots (a last price and
+the day's running volume every 15 s) and contracts that settle at 0. Every fixture is written here, from code,
+into tmp_path."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from connectors.map_options import map_from_options
+from connectors.replay import FileReplay
+from conftest import drain
+
+KALSHI = "KXFEDDECISION-24DEC-H0"
+
+
+def kalshi_snapshots(rows: int = 90) -> str:
+    """A snapshot every 15 s; a trade (volume up by 7) after every third one only."""
+    lines = ["ticker,ts,yes_bid,yes_ask,no_bid,no_ask,last_price,volume,open_interest\n"]
+    for i in range(rows):
+        bid, volume = 40 + i % 5, 11 + 7 * (i // 3)
+        lines.append(f"{KALSHI},2024-11-05T14:{i // 4:02d}:{i % 4 * 15:02d}Z,{bid},{bid + 1},{99 - bid},{100 - bid},"
+                     f"{bid + i // 3 % 2},{volume},{5000 + volume}\n")
+    return "".join(lines)
+
+
+def test_a_running_total_volume_is_said_with_the_map_that_reads_the_quotes(tmp_path: Path) -> None:
+    """Review248 #3: a snapshot file read as price=last_price, size=volume replayed every snapshot as a trade sized
+    by the day's running total, two thirds of them after no new trade, with yes_bid/yes_ask unread and unsaid. A size
+    that never decreases is now a caution naming the quote columns and the map that reads them, which works."""
+    path = tmp_path / "kalshi_snapshots.csv"
+    path.write_text(kalshi_snapshots())
+    replay = FileReplay(path)
+    caution = next(n for n in replay.cautions if "running total" in n)
+    assert "column 'volume', read as the size, never decreases within a stream (11 to 214 over 90 rows; 60 of " \
+           "them unchanged)" in caution, caution
+    assert "its quote columns are not read (yes_bid, yes_ask, no_bid, no_ask)" in caution
+    suggested = caution.split("To read the snapshots as quotes: ")[1].split(";")[0]
+    assert suggested == "--columns ts=ts,stream=ticker,bid=yes_bid,ask=yes_ask"
+    quotes = FileReplay(path, columns=map_from_options(columns=shlex.split(suggested)[1]))
+    ticks = drain(quotes)
+    assert len(ticks) == 90 and {(t.bid, t.ask) for t in ticks[:2]} == {(40.0, 41.0), (41.0, 42.0)}
+    assert not any("running total" in n for n in quotes.notes)
+    # trade sizes that rise and fall are no running total; nor is a total that resets each day (once) said less
+    trades = tmp_path / "trades.csv"
+    trades.write_text("ts,symbol,price,size\n" + "".join(
+        f"2024-11-05T14:00:{i:02d}Z,X,{40 + i % 3},{(5, 9, 2, 7)[i % 4]}\n" for i in range(60)))
+    assert not any("running total" in n for n in FileReplay(trades).notes)
+    two_days = tmp_path / "two_days.csv"
+    two_days.write_text(kalshi_snapshots() + "".join(kalshi_snapshots().replace("2024-11-05", "2024-11-06")
+                                                     .splitlines(keepends=True)[1:]))
+    assert any("never decreases within a stream" in n for n in FileReplay(two_days).cautions)
