@@ -31,6 +31,7 @@ from connectors.map_vocabulary import (
 from connectors.number_separators import COMMA_GROUPED, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
 from connectors.price_notation import FRACTIONAL_FORMS, fractional_price
 from connectors.row_order import SEQ
+from connectors.size_readings import capped_size
 
 
 ROW = "_row"  # the file row number, carried through a sort so a rejected row can be named
@@ -153,6 +154,7 @@ def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any],
             if key in NUMERIC_FIELDS and dialect is not None:  # a CSV's numbers, read as text
                 raw = pl.col(name).cast(pl.String).str.strip_chars()
                 col = _csv_number(raw, dialect.decimal_comma)
+                col = capped_size(raw, col) if key == "size" else col  # TRACE's `5MM+`: its cap
                 if key in price_texts and cmap.price_format in FRACTIONAL_FORMS:
                     col = fractional_price(raw, col, cmap.price_format)
                 # empty: null (filled by filled_quotes, else a one-sided quote); unreadable: NaN, so that it is
@@ -163,7 +165,9 @@ def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any],
                 col = fractional_price(price_texts[key], price_texts[key].cast(pl.Float64, strict=False),
                                        cmap.price_format)
             elif text:  # Parquet's text numbers read as a CSV's cells: `61,837.63`, or `61.837,63` by its `decimal`
-                col = _csv_number(price_texts.get(key, pl.col(name).str.strip_chars()), cmap.decimal == "comma")
+                raw = price_texts.get(key, pl.col(name).str.strip_chars())
+                col = _csv_number(raw, cmap.decimal == "comma")
+                col = capped_size(raw, col) if key == "size" else col
             elif schema[name].is_decimal():
                 col = pl.col(name).cast(pl.Float64, strict=False)
             else:

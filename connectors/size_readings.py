@@ -5,6 +5,10 @@ A running total: a market-snapshot file (Kalshi's every 15 s: `last_price`, the 
 by the day's total so far, though most snapshots follow no new trade (the total is unchanged). A size that never
 decreases within a stream (a reset at a day's start aside) is said in a caution, with the map that reads the
 snapshots' quotes instead and the columns of quotes left unread.
+
+A capped size: FINRA TRACE disseminates a corporate bond's trade above a cap as `1MM+` (investment grade) or `5MM+`
+(par value of a million, five million, or more). Refused as no number, they were the largest 28% of a file's prints;
+they read as their cap, the least the trade can be, with a note that says so.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ FALLS_PER_RISE = 0.1  # falls allowed per rise: a day's total starts again from 
 TOTAL_NAMES = frozenset({"volume", "vol", "total_volume", "cum_volume", "cumulative_volume", "day_volume",
                          "daily_volume", "volume_today", "ttq", "total_traded_quantity", "traded_volume"})
 UNCHANGED_SHARE = 0.25
+CAPPED = r"^(\d+(?:\.\d+)?) ?MM\+$"  # TRACE's capped sizes: 1MM+, 5MM+ (millions, or more)
 QUOTE_NAME = re.compile(r"^(?:.+_)?(bid|ask)(?:_price|_px)?$")  # yes_bid, no_ask, bid_price: a quote's column
 
 
@@ -65,3 +70,28 @@ def running_total_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
         f"by the total so far, the unchanged rows after no new trade{unread}. To read the snapshots as quotes: "
         f"{columns_option(*keys)}; to read trades, write each row's rise of {cmap.size!r} as its "
         f"size and drop the rows without one first (docs/replay.md, running totals)")]
+
+
+def capped_size(text: pl.Expr, number: pl.Expr) -> pl.Expr:
+    """A size cell's number (`number`, read from its `text`), a capped one (`5MM+`) as its cap: 5,000,000."""
+    return pl.when(text.str.contains(CAPPED)).then(text.str.extract(CAPPED, 1).cast(pl.Float64) * 1e6) \
+        .otherwise(number)
+
+
+def capped_size_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                     dialect: Dialect | None) -> list[str]:
+    """A note when the size column holds capped sizes (`1MM+`) in its first SAMPLE_ROWS rows: read as their cap,
+    so the size of such a trade is a lower bound."""
+    if cmap.size is None or cmap.size not in schema or schema[cmap.size] != pl.String and not is_csv(path):
+        return []
+    text = pl.col(cmap.size).cast(pl.String).str.strip_chars()
+    overrides = {cmap.size: pl.String} if is_csv(path) else None
+    found = scan_file(path, names, dialect, overrides).head(SAMPLE_ROWS).select(text.alias("size")).filter(
+        pl.col("size").str.contains(CAPPED)).select(
+        rows=pl.len(), values=pl.col("size").unique().sort().head(4).implode()).collect().row(0, named=True)
+    if not found["rows"]:
+        return []
+    read = ", ".join(f"{v} as {float(re.match(CAPPED, v)[1]) * 1e6:,.0f}" for v in found["values"])
+    return [f"{path.name}: column {cmap.size!r} holds capped sizes on {found['rows']:,} rows (FINRA TRACE's, "
+            f"disseminated so above a cap): read {read}, the least each can be, so such a trade's size is a lower "
+            f"bound"]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
+
 from connectors.replay import FileReplay
 from conftest import drain
 
@@ -48,3 +50,22 @@ def test_trace_cancels_and_corrections_are_said_by_their_own_names(tmp_path: Pat
     plain = tmp_path / "plain.csv"
     plain.write_text(detected.read_text().replace("TRC_ST", "action").replace(",MSG_SEQ_NB,ORIG_MSG_SEQ_NB", ",a,b"))
     assert not any("by reference" in n for n in FileReplay(plain).notes)
+
+
+def test_trace_capped_sizes_read_as_their_cap_with_a_note(tmp_path: Path) -> None:
+    """Review248 #4: TRACE's capped sizes (`1MM+`, `5MM+`: a million, five million or more) were refused as
+    missing_field ('5MM+' is not a number), the largest prints of the file, with no next step. They now read as
+    their cap, with a note that the size is a lower bound; in a CSV and in a Parquet file's text column."""
+    path = tmp_path / "trace.csv"
+    path.write_text(trace_rows(("5000", "1MM+", "5MM+", "250000")))
+    replay = FileReplay(path, columns=TRACE_MAP)
+    ticks = drain(replay)
+    assert not replay.rejected and [t.size for t in ticks[:4]] == [5000, 1_000_000, 5_000_000, 250_000]
+    note = next(n for n in replay.notes if "capped sizes" in n)
+    assert "column 'ENTRD_VOL_QT' holds capped sizes on 6 rows" in note, note
+    assert "read 1MM+ as 1,000,000, 5MM+ as 5,000,000, the least each can be" in note and "lower bound" in note
+    parquet = tmp_path / "trace.parquet"
+    pl.read_csv(path, infer_schema=False).write_parquet(parquet)
+    again = FileReplay(parquet, columns=TRACE_MAP)
+    assert [t.size for t in drain(again)][:4] == [5000, 1_000_000, 5_000_000, 250_000] and not again.rejected
+    assert not any("capped sizes" in n for n in FileReplay(path, columns={**TRACE_MAP, "size": "MSG_SEQ_NB"}).notes)
