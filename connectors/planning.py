@@ -42,7 +42,7 @@ from connectors.repeated_hour import repeated_hour
 from connectors.row_exprs import ROW, csv_overrides, file_rows, filled_quotes, row_exprs
 from connectors.row_order import in_time_order, is_newest_first
 from connectors.session_dates import trade_date_evenings
-from connectors.shifted_prices import near_zero_streams
+from connectors.shifted_prices import near_zero_streams, settling_streams
 
 
 # polars' refusals of a CSV row with more fields than the file's columns (with and without a header)
@@ -212,6 +212,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                     nonpositive_rows=(int(facts["nonpositive_rows"] or 0), int(facts["trading_rows"] or 0)),
                     near_zero_streams=near_zero_streams(frame, keys) if facts["nonpositive_rows"] or
                     facts["zero_sides"] else frozenset(),
+                    settling_streams=settling_streams(frame, keys) if facts["nonpositive_rows"] else frozenset(),
                     long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
                     span=time_span(facts["min_ts"], facts["max_ts"], factor),
                     tickless=tickless, footer=footer, header_rows=frozenset(facts["header_rows"]), junk=junk_why)

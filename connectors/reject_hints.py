@@ -64,6 +64,8 @@ def price_offset_hint(err: InvalidTick, plan: Any) -> str:
     seen, or when a file's prices are zero or below on FREQUENT_NONPOSITIVE rows that trade (a count and a share);
     never for a lone 0 (bad data, or a bar without trades, which is filtered_out) unless its stream's other prices
     lie a few price steps above zero (a spread: `near_zero_hint`). '' when none of these holds."""
+    if settled(err, plan):  # said by reject_example: no offset for a contract's settlement at 0
+        return ""
     if re.search(r"got -\d", err.message):
         return f"; the files hold prices below zero (a spread, a power market): {SHIFTS_THEM}"
     if getattr(plan, "nonpositive_prices", False):
@@ -74,6 +76,13 @@ def price_offset_hint(err: InvalidTick, plan: Any) -> str:
         return f"; {nonpositive} of the {trading} trade prices of {plan.given_name} are zero or below, too many to " \
                f"be bad prints: for an instrument that trades there (a power market's hours at 0), {SHIFTS_THEM}"
     return near_zero_hint(err, plan, "trade prices", "bad data")
+
+
+def settled(err: InvalidTick, plan: Any) -> bool:
+    """Whether a 0 price is the settlement of its stream, a contract priced within [0, 1] (FilePlan.settling_streams:
+    its 0s come after its last price above 0)."""
+    settling = getattr(plan, "settling_streams", frozenset())
+    return err.stream in settling or "" in settling
 
 
 def near_zero_hint(err: InvalidTick, plan: Any, prices: str, not_what: str) -> str:
@@ -176,6 +185,11 @@ def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = No
             and yield_columns(columns):  # a yield's bid is above its ask: the quote is no crossed book
         why = (f"; {columns.bid!r} and {columns.ask!r} are named as yields, and a yield quote's bid is above "
                f"its ask: convert yields to prices to replay them (docs/replay.md#yield-quoted-instruments)")
+    if err.reason == "nonpositive_price" and settled(err, plan):
+        why = (f"; {err.stream}'s other trade prices all lie within 0 to 1 and this 0 comes after them: a contract "
+               f"priced as a probability (a prediction market's share) settling at 0 as it resolves, not a trade, "
+               f"and rightly left out: no --price-offset, which would move every price of the contract and every "
+               f"bps answer with it")
     if err.reason == "negative_size" and err.message.startswith("size "):
         why = "; if its sign is the side (negative: a sell), give --columns ...,signed_size=true"
     if err.reason == "missing_field" and column is not None:  # a typed read makes an unreadable cell null

@@ -40,6 +40,26 @@ NEAR_ZERO_STEPS = 10
 OPTION_SYMBOL = re.compile(r"^(O:)?[A-Z][A-Z0-9.]{0,5} *\d{6}[CP]\d{8}$")
 
 
+def settling_streams(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> frozenset[str]:
+    """The streams of a file's plan whose trade prices all lie within [0, 1] and whose prints at 0 all come after
+    its last one above 0: a contract priced as a probability (a Polymarket token, a prediction market's share)
+    settling at 0 when it resolves NO. Its 0 is no price that trades, and an offset would move every price of a
+    0.01-0.99 contract (and every bps answer with it); a spread's zeros come between its other prices. "" for a file
+    without a stream column."""
+    if "price" not in keys:
+        return frozenset()
+    stream = pl.col("stream") if "stream" in keys else pl.lit("").alias("stream")
+    traded = frame.filter(pl.col("size") > 0) if "size" in keys else frame
+    price, at = pl.col("_price"), pl.col("_at")
+    ends = traded.select(stream, pl.col("price").cast(pl.Float64).alias("_price")).filter(
+        price.is_not_null()).with_row_index("_at").group_by("stream").agg(
+        low=price.min(), high=price.max(), last_above=at.filter(price > 0).max(),
+        first_zero=at.filter(price == 0).min()).collect()
+    return frozenset(row["stream"] for row in ends.iter_rows(named=True)
+                     if row["low"] == 0 and row["high"] <= 1 and row["last_above"] is not None
+                     and row["first_zero"] > row["last_above"])
+
+
 def near_zero_streams(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> frozenset[str]:
     """The streams of a file's plan (`frame`, its wire `keys`) with a price at zero or below (a trade's, or a
     quote's bid or ask) whose median price above zero is within NEAR_ZERO_STEPS of the smallest step between those

@@ -50,3 +50,29 @@ def test_a_running_total_volume_is_said_with_the_map_that_reads_the_quotes(tmp_p
     two_days.write_text(kalshi_snapshots() + "".join(kalshi_snapshots().replace("2024-11-05", "2024-11-06")
                                                      .splitlines(keepends=True)[1:]))
     assert any("never decreases within a stream" in n for n in FileReplay(two_days).cautions)
+
+
+def test_a_probability_priced_contract_settling_at_0_is_no_spread(tmp_path: Path) -> None:
+    """Review248 #5: a Polymarket token trading at 0.01-0.30 and ending with a print at 0.0 (it resolved NO) was
+    refused as 'a spread' whose 0 is a price, with the advice --price-offset 'TOKEN=1' (0.01-0.99 shifted to
+    1.01-1.99, every bps answer measured against a level that does not exist). The reject now calls it a
+    settlement, left out rightly, and advises no offset; a spread whose zeros trade between its prices still gets
+    one."""
+    rows = "".join(f"{1730815200000 + i * 7000},NO-TOKEN-71321,{(0.02, 0.03, 0.01, 0.04)[i % 4]},10,BUY\n"
+                   for i in range(40))
+    path = tmp_path / "poly_settle0.csv"
+    path.write_text("timestamp,asset_id,price,size,side\n" + rows + "1730815480000,NO-TOKEN-71321,0.0,1000,SELL\n")
+    replay = FileReplay(path, columns={"stream_col": "asset_id"})
+    assert len(drain(replay)) == 40 and dict(replay.rejected) == {"nonpositive_price": 1}
+    said = replay.rejected.examples["nonpositive_price"]
+    assert "NO-TOKEN-71321's other trade prices all lie within 0 to 1 and this 0 comes after them" in said, said
+    assert "settling at 0" in said and "a spread" not in said and "--price-offset '" not in said
+    # the same prices with the 0 among them: a spread at zero, lifted by the offset as before
+    spread = tmp_path / "spread.csv"
+    lines = rows.splitlines(keepends=True)
+    spread.write_text("timestamp,asset_id,price,size,side\n" + "".join(lines[:20]) +
+                      "1730815336000,NO-TOKEN-71321,0.0,10,SELL\n" + "".join(lines[20:]))
+    again = FileReplay(spread, columns={"stream_col": "asset_id"})
+    drain(again)
+    assert "(a spread)" in again.rejected.examples["nonpositive_price"]
+    assert "--price-offset 'NO-TOKEN-71321=1'" in again.rejected.examples["nonpositive_price"]
