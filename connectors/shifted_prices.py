@@ -29,6 +29,7 @@ NONPOSITIVE = re.compile(r"^(price|bid|ask) must be >=? 0, got (\S+)$")  # (>= f
 ZERO_SIDE = re.compile(r"missing_field: (bid|ask) is 0 beside|missing_field: bid and ask are 0")
 ZERO_MAY_BE_A_PRICE = ("; the files hold prices below zero too: if 0 is a price of this instrument (a spread crossing "
                        "zero), --price-offset X shifts its prices so that 0 is one (docs/replay.md)")
+LISTED_OFFSETS = 10  # streams whose own --price-offset the advice lists, each; past them, one number for all
 SAID_STREAMS = 3  # streams a reject line names (offset advice, per-stream counts: rejected_rows.py), the rest counted
 # A stream whose prices (its trades', its quotes' bids and asks) lie within this many of its smallest price step of
 # zero trades around zero (a calendar spread at 1/64..6/64, quoted 0.00/0.01): a 0 print one or two steps below its
@@ -165,7 +166,14 @@ def offset_advice(lowest: dict[str, float], one_for_all: bool = False) -> str:
     if one_for_all:
         return (f"; the lowest price in the files: {prices}: to lift them all above zero, "
                 f"{offset_option(None, lifting_offset(said[0][1]))} (docs/replay.md)")
-    options = " ".join(offset_option(stream, lifting_offset(low)) for stream, low in said)
-    others = f" (and one for each of the {len(lowest) - SAID_STREAMS} more)" if more else ""
-    return f"; the lowest price in the files: {prices}: to lift each stream above zero, {options}{others} " \
-           f"(docs/replay.md)"
+    ranked = sorted(lowest.items(), key=lambda kv: kv[1])
+    if len(ranked) <= LISTED_OFFSETS:  # every one, to paste
+        options = " ".join(offset_option(stream, lifting_offset(low)) for stream, low in ranked)
+        return f"; the lowest price in the files: {prices}: to lift each stream above zero, {options} " \
+               f"(docs/replay.md)"
+    # a line of 28 options is no advice: one number lifts them all (an EPEX day's delivery periods, each a stream)
+    first = offset_option(said[0][0], lifting_offset(said[0][1]))
+    return (f"; the lowest price in the files: {prices}: to lift all {len(ranked)} streams above zero, "
+            f"{offset_option(None, lifting_offset(said[0][1]))} (one number for every stream of the files, each "
+            f"one's moves in bps then relative to its shifted level; or one per stream, the next whole number above "
+            f"its lowest price, {first} and so on) (docs/replay.md)")

@@ -40,3 +40,31 @@ def test_a_dbn_record_s_shifted_price_keeps_its_decimals(tmp_path: Path) -> None
                                                             trade(1001, MAR5 + NS, 0, price=10_010_000_000)])
     replay = FileReplay(path, columns={"price_offset": 46})
     assert [t.price for t in drain(replay)] == [8.37, 56.01]
+
+
+def power_periods(tmp_path: Path, periods: int) -> Path:
+    """An intraday power file with a stream per delivery period, each trading below zero once (-40 - its index)."""
+    path = tmp_path / f"power_{periods}.csv"
+    path.write_text("TradeTime,DeliveryStart,Price,Volume\n" + "".join(
+        f"2024-05-12T08:{i:02d}:{j * 10:02d}Z,2024-05-12T{10 + i // 4:02d}:{i % 4 * 15:02d}:00Z,"
+        f"{(-40 - i) if j == 0 else 20 + j},1.0\n" for i in range(periods) for j in range(3)))
+    return path
+
+
+def test_offset_advice_for_many_streams_is_pasteable(tmp_path: Path) -> None:
+    """Review248 #6: an EPEX file of 28 delivery periods below zero got three --price-offset options and '(and one
+    for each of the 25 more)', though docs/replay.md promises options to paste. Up to 10 streams, every one's option
+    is listed; past them, the one number that lifts them all, which replays every row."""
+    columns = {"ts": "TradeTime", "price": "Price", "size": "Volume", "stream_col": "DeliveryStart"}
+    few = FileReplay(power_periods(tmp_path, 5), columns=columns)
+    drain(few)
+    said = few.rejected.examples["nonpositive_price"]
+    assert said.count("--price-offset '") == 5 and "more)" not in said, said
+    assert "--price-offset '2024-05-12T11:00:00Z=45'" in said
+    many = FileReplay(power_periods(tmp_path, 28), columns=columns)
+    drain(many)
+    said = many.rejected.examples["nonpositive_price"]
+    assert "to lift all 28 streams above zero, --price-offset 68 (one number for every stream" in said, said
+    assert "and one for each" not in said
+    lifted = FileReplay(power_periods(tmp_path, 28), columns={**columns, "price_offset": 68})
+    assert len(drain(lifted)) == 84 and not lifted.rejected
