@@ -45,7 +45,8 @@ MAKER_NAMES = ("maker", "maker_side")
 # a date column beside a time-of-day column: read as one datetime (LSEG's legacy Date[G]/Time[G]: GMT, [L]: local)
 DATE_NAMES = ("date", "trade_date", "day", "date_g", "date_l",
               "tradedate",  # MOEX ISS's TRADEDATE, beside TRADETIME
-              "datanegocio")  # B3's public trades files' DataNegocio, beside HoraFechamento
+              "datanegocio",  # B3's public trades files' DataNegocio, beside HoraFechamento
+              "trd_exctn_dt")  # FINRA TRACE's execution date, beside TRD_EXCTN_TM (not the report's, TRD_RPT_DT)
 # Bithumb's transaction history (transaction_date, type, units_traded, price, total): its time, read only when it
 # holds date-times (a bare `transaction_date` is an account statement's day, no tick's time), and its trade's size
 # beside that time alone (Bithumb's ticker's `units_traded` is a running total since midnight, no trade's size)
@@ -55,7 +56,7 @@ TRANSACTION_UNITS = "units_traded"
 MID_NAMES = ("mid", "mid_price", "midprice", "midpoint", "mid_point", "mid_px", "mid_rate", "midrate")
 SETTLEMENT_NAMES = frozenset({"settle", "settlement", "settle_price", "settlement_price"})  # FIELD_NAMES' price
 TIME_OF_DAY_NAMES = ("time", "time_m", "trade_time", "time_of_day", "timestamp", "time_g", "time_l",
-                     "tradetime", "horafechamento")
+                     "tradetime", "horafechamento", "trd_exctn_tm")
 TIME_HEADERS = frozenset(FIELD_NAMES["ts"] + DATE_NAMES + TIME_OF_DAY_NAMES)  # names of a time or a date column
 
 # a price, bid or ask column named as a yield (cash Treasuries' `bid_yield`, `yld`, `YTM`): its up is a price's down

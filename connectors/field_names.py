@@ -40,14 +40,16 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
                "instrument_code", "code",
                "secid", "seccode",  # MOEX ISS's SECID; QUIK's exports' SECCODE
                "codigoinstrumento",  # B3's public trades files (NEGOCIOSAVISTA: CodigoInstrumento)
-               "metal"),  # LME's trade files (Metal: CAD, AHD, ZDS)
+               "metal",  # LME's trade files (Metal: CAD, AHD, ZDS)
+               "cusip_id", "bond_sym_id"),  # FINRA TRACE's (Enhanced and academic): a bond's CUSIP, its symbol
     "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price",  # close: a bar's
               "deal", "deal_price",  # FX ECNs' deals (EBS: Deal, DealSize, DealSide beside the quote)
               "ltp", "last_traded_price",  # Indian vendors' (NSE feeds: LTP, the last traded price, beside LTQ)
               "mid_c",  # OANDA's candles as pandas flattens them (mid.o, mid.h, mid.l, mid.c)
               "settle", "settlement", "settle_price", "settlement_price",  # exchanges' daily settlement files
               "tradeprice",  # Barchart OnDemand's ticks (tradePrice)
-              "preconegocio"),  # B3's public trades files (PrecoNegocio)
+              "preconegocio",  # B3's public trades files (PrecoNegocio)
+              "rptd_pr"),  # FINRA TRACE's reported price (percent of par), beside its yield YLD_PT
     "size": ("size", "qty", "quantity", "volume", "amount", "trade_size", "last_size", "sz",  # sz: OKX's API
              "trade_volume", "trade_qty", "trade_quantity",  # Eurex T7's Trade Volume, Upbit's trade_volume
              "dealsize", "deal_size", "shares",  # shares: Nasdaq ITCH's
@@ -57,7 +59,8 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
              "ltq", "last_traded_qty", "last_traded_quantity",
              "tradesize",  # Barchart OnDemand's ticks (tradeSize)
              "quantidadenegociada",  # B3's public trades files (QuantidadeNegociada)
-             "lots"),  # LME's (Lots: contracts traded; a lot is 25 t of copper, 5 t of nickel: not converted)
+             "lots",  # LME's (Lots: contracts traded; a lot is 25 t of copper, 5 t of nickel: not converted)
+             "entrd_vol_qt"),  # FINRA TRACE's par value traded (capped: 1MM+, read by connectors/size_readings.py)
     "side": ("side", "aggressor_side", "taker_side", "buy/sell", "buy_sell",  # buy/sell: Kraken's trade exports
              "direction",  # Deribit's (the taker's buy/sell; LOBSTER's `direction` is read by its own layout)
              "aggressor", "dealside", "deal_side",  # CME's B/S; EBS's

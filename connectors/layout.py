@@ -204,7 +204,8 @@ def _no_layout(path: Path, names: list[str], ts: str | None, found: Mapping[str,
     lacking = "time column" if ts is None else "price (trades) nor bid and ask (quotes)"
     seen = ", ".join(f"{k}={v}" for k, v in ({"ts": ts} | found).items() if v)
     missing = "" if ts is None else ", or only what is missing: --columns price=...,size=..."
-    if yields := [n for n in names if names_a_yield(n)]:  # cash Treasuries, quoted in yield
+    priced = found.get("price") or found.get("bid")  # a price beside the yield (TRACE's RPTD_PR): no conversion
+    if not priced and (yields := [n for n in names if names_a_yield(n)]):  # cash Treasuries, quoted in yield
         named = "is named as a yield" if len(yields) == 1 else "are named as yields"
         missing += (f". {', '.join(map(repr, yields))} {named}, which replay does not read as prices (a yield "
                     f"up is a price down): convert them to prices first (docs/replay.md#yield-quoted-instruments)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from connectors.replay import FileReplay
 from conftest import drain
@@ -69,3 +70,29 @@ def test_trace_capped_sizes_read_as_their_cap_with_a_note(tmp_path: Path) -> Non
     again = FileReplay(parquet, columns=TRACE_MAP)
     assert [t.size for t in drain(again)][:4] == [5000, 1_000_000, 5_000_000, 250_000] and not again.rejected
     assert not any("capped sizes" in n for n in FileReplay(path, columns={**TRACE_MAP, "size": "MSG_SEQ_NB"}).notes)
+
+
+def test_enhanced_trace_columns_are_detected_and_a_price_beside_a_yield_needs_no_conversion(tmp_path: Path) -> None:
+    """Review248 #7: Enhanced TRACE's own names were not detected, and the refusal's one hint was to convert the
+    yield (YLD_PT) to prices, though RPTD_PR is the price. They now read as ts=TRD_EXCTN_DT+TRD_EXCTN_TM (the
+    execution's, not the report's), stream=CUSIP_ID, price=RPTD_PR, size=ENTRD_VOL_QT; a file refused for another
+    reason (no time) names the yield only when no column is the price."""
+    path = tmp_path / "trace.csv"
+    path.write_text(TRACE_HEADER.replace("TRD_EXCTN_TM,", "TRD_EXCTN_TM,TRD_RPT_DT,TRD_RPT_TM,") + "".join(
+        line.replace(f",13:30:{i:02d},", f",13:30:{i:02d},20240304,13:5{i % 10}:00,")  # reported later
+        for i, line in enumerate(trace_rows().splitlines(keepends=True)[1:])))
+    replay = FileReplay(path, columns={"tz": "America/New_York"})
+    ticks = drain(replay)
+    assert any("read as ts=TRD_EXCTN_DT+TRD_EXCTN_TM (datetime" in n and "stream=CUSIP_ID, price=RPTD_PR, "
+               "size=ENTRD_VOL_QT" in n for n in replay.notes), replay.notes
+    assert ticks[0].ts == 1709577000_000_000_000 and ticks[0].stream == "037833AK6"  # 13:30 New York: 18:30Z
+    assert [t.price for t in ticks[:2]] == [100.5, 100.51] and ticks[1].size == 25000
+    timeless = tmp_path / "timeless.csv"
+    timeless.write_text("CUSIP_ID,RPTD_PR,YLD_PT,ENTRD_VOL_QT\n037833AK6,100.5,4.9,5000\n")
+    with pytest.raises(ValueError) as refused:
+        FileReplay(timeless)
+    assert "no time column" in str(refused.value) and "yield" not in str(refused.value), refused.value
+    yields_only = tmp_path / "yields.csv"
+    yields_only.write_text("CUSIP_ID,YLD_PT,ENTRD_VOL_QT\n037833AK6,4.9,5000\n")
+    with pytest.raises(ValueError, match="'YLD_PT' is named as a yield"):
+        FileReplay(yields_only)
