@@ -152,11 +152,20 @@ def one_sided_quote(row: Mapping[str, Any], zero_bid_is_price: bool = False) -> 
                                         f"which the engine does not take (a quote has both sides){option}")
 
 
+def _sizeless(obj: dict, key: str) -> str:
+    """What a trade without a size is sent with: a level with none (an index, an iNAV) is a trade of size 1, as
+    file replay reads a price series without a size column; "" for any other missing field."""
+    if key != "size" or obj.get("price") is None:
+        return ""
+    return ("; a price series without sizes (an index level, an iNAV) is sent with size 1, as file replay reads "
+            "one (docs/wire-protocol.md#tick-wire-map-msgpack-never-pickle)")
+
+
 def _number(obj: dict, key: str, *, required: bool, is_price: bool, zero_ok: bool = False) -> float | None:
     value = obj.get(key)
     if value is None:
         if required:
-            raise InvalidTick("missing_field", f"field {key!r} is required{renamed(obj, key)}")
+            raise InvalidTick("missing_field", f"field {key!r} is required{renamed(obj, key) or _sizeless(obj, key)}")
         return None
     # bool is an int subclass; a True price is a bug upstream, not a price of 1.
     if isinstance(value, bool) or not isinstance(value, (int, float)):

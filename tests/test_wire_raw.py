@@ -212,6 +212,23 @@ def test_a_stream_name_with_a_slash_is_told_that_its_dashed_name_may_be_another_
     assert reply["ok"] is False and f"file replay names 'BTC/USD' 'BTC-USD'; {caution})" in reply["error"], reply
 
 
+def test_a_price_without_a_size_is_told_to_send_size_1(clients) -> None:
+    """Review248 #8: an index level sent as {stream, ts, price} got only "field 'size' is required", though file
+    replay reads the same series as trades of size 1. The rejection now says to send size 1; sent so, it is
+    ingested."""
+    control, sub, push = clients
+    ctl, feed, rejects = control(), push(), sub("_rejects/")
+    before = stats(ctl)["ticks_in"]
+    stream = fresh_stream("SPX.IDX")
+    feed.send(msgpack.packb([{"stream": stream, "ts": T0, "price": 5100.25}]))
+    _, payload = rejects.until(lambda g: len(g) >= 1)[0]
+    assert payload["reason"] == "missing_field" and "field 'size' is required; a price series without sizes (an " \
+        "index level, an iNAV) is sent with size 1, as file replay reads one" in payload["error"], payload
+    feed.send(msgpack.packb([{"stream": stream, "ts": T0, "price": 5100.25, "size": 1}]))
+    after = wait_stats(ctl, lambda st: st["ticks_in"] - before == 1)  # the rejected one is no tick in
+    assert after["ticks_in"] == before + 1
+
+
 def test_an_exchanges_raw_message_is_told_the_wire_names_of_its_keys(clients) -> None:
     """A Binance trade event or bookTicker, or a Coinbase match, sent as the exchange sent it got only "field 'stream'
     is required" (ccxt's `symbol` got a hint): the rejection names the wire field of each of its keys and what else
