@@ -11,7 +11,6 @@ minutes (digits that are counts of hours, read as before, with a note naming the
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Sequence
@@ -24,6 +23,7 @@ from connectors.date_columns import UNIT_WORDS
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, is_csv, scan_file
 from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, CLOCK_FRACTION_DIGITS, COUNT_UNITS, DAY_CLOCK_UNITS
+from connectors.shell_words import shell_word
 
 # a count that puts every time in the first minutes after midnight: what clock digits read as the count of the
 # finest unit that holds them come to (235959999 us: 236 s), no trading day's
@@ -110,7 +110,7 @@ def clock_digits(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: 
             f"({sample.first} is {clock}), not a count after midnight (no minute or second of its values passes 59): "
             f"read as ts_unit {sample.unit} of each row's day in {date!r} (--ts-unit {cmap.ts_unit} reads "
             f"{sample.first} as {count}, a count)"]
-    joined = shlex.quote(f"ts={date}+{time}")
+    joined = shell_word(f"ts={date}+{time}")
     if sample.largest * DAY_CLOCK_UNITS[cmap.ts_unit] >= SQUEEZED_NS:  # a count of hours, as detected before
         return cmap, [f"{path.name}: column {time!r} read as a count after midnight ({sample.first} is {count}); its "
                       f"values are also a wall clock's digits ({sample.first} is {clock}: --columns {joined} "

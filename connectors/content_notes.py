@@ -28,6 +28,7 @@ from connectors.repeated_trades import across_caution, repeated_across, same_tra
 from connectors.side_maps import ASK_BID, FIX_AGGRESSOR, MAKER_ROLE, MAKER_SIDE
 from connectors.stream_selection import StreamSelection, shown
 from connectors.ticks import QUOTE, TRADE, utc_text
+from connectors.shell_words import columns_option
 
 
 NO_AGGRESSOR = frozenset({"auction", "block"})  # Gemini's trade types that no taker's order made
@@ -269,7 +270,7 @@ def unread_identifiers(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
     stream = f"{stream}, the name the map gives it" if named else stream
     return [Caution(f"{path.name}: every row goes to one stream, {stream}, but column {column!r} holds several "
                     f"values ({', '.join(values[:3])}, ...) that look like instruments: if it names them, give "
-                    f"--columns stream={column} (a stream per value; docs/replay.md)")]
+                    f"{columns_option(f'stream={column}')} (a stream per value; docs/replay.md)")]
 
 
 # Columns that mark a print as corrected, cancelled or to be excluded (TickData's Correction Indicator and Exclude
@@ -560,7 +561,7 @@ def taq_corrections(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
                     if getattr(cmap, attr) is not None)
     note = (f"{path.name}: column {column!r} marks cancelled and corrected prints ({', '.join(others[:6])}): only "
             f"regular prints ({column} {listed}) are read, the others left out and counted as filtered_out; a map "
-            f"given in full reads every print (--columns {full}) (docs/replay.md)")
+            f"given in full reads every print ({columns_option(full)}) (docs/replay.md)")
     return replace(cmap, keep={**(cmap.keep or {}), column: regular}), [note]
 
 

@@ -28,6 +28,7 @@ from connectors.content_notes import identifier_typed, shown_identifier
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_scans import is_csv, scan_file
+from connectors.shell_words import columns_option
 
 # A futures contract's name: a root, a month code (F..Z) and a year's last one or two digits (ESH4, CLM24, ES H4),
 # or a contract month as YYYYMM (202406)
@@ -83,17 +84,17 @@ def _split_by(path: Path, cmap: ColumnMap, root: str, column: str, split: Split)
     if not split.interleaved or not split.levels_differ:
         return cmap, [f"{path.name}: streams from column {root!r} ({split.roots}), though {column!r} ({shown}) "
                       f"splits some into several values: {_why_not_split(split)}, so they read as one instrument "
-                      f"(--columns stream={root}+{column} reads a stream per value)"]
+                      f"({columns_option(f'stream={root}+{column}')} reads a stream per value)"]
     measured = f"alternating {split.interleaved} times, {split.levels}"
     if split.extends:
         return replace(cmap, stream_col=column), [
             f"{path.name}: streams from column {column!r} ({shown}), not {root!r} ({split.roots}): its values "
             f"extend those of {root!r} and split each into contracts trading at once at different price levels "
-            f"({measured}) (--columns stream={root} says otherwise)"]
+            f"({measured}) ({columns_option(f'stream={root}')} says otherwise)"]
     return replace(cmap, stream_col=f"{root}+{column}"), [
         f"{path.name}: streams from columns {root!r} and {column!r} joined ({split.roots} with {shown}): "
         f"{column!r} splits each {root!r} into contracts trading at once at different price levels ({measured}) "
-        f"(--columns stream={root} says otherwise)"]
+        f"({columns_option(f'stream={root}')} says otherwise)"]
 
 
 def _calendar_months(path: Path, names: Sequence[str] | None, dialect: Dialect | None, column: str,
@@ -112,7 +113,8 @@ def _rolled(path: Path, cmap: ColumnMap, root: str, column: str, split: Split) -
     stream, the roll's step between the two contracts' levels would be scored as a move."""
     roll = " -> ".join(split.examples[:2])
     shown = f"{', '.join(split.examples)}{', ...' if len(split.examples) == 3 else ''}"
-    said = (f"a futures roll ({roll}), {split.levels}, so each contract is a stream (--columns stream={root} reads "
+    one = columns_option(f"stream={root}")
+    said = (f"a futures roll ({roll}), {split.levels}, so each contract is a stream ({one} reads "
             f"them as one, its step at the roll scored as a move)")
     # each column named once: "from column 'Contract': 'Contract' (ESH4, ESM4) changes" said it twice
     if split.extends:
@@ -226,5 +228,6 @@ def levels_split_by(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
             f"{path.name}: column {column!r} ({shown}, ...) is not read, and where it changes "
             f"within a stream ({facts['switches']} times) the price jumps by {facts['jump']:g} at the median, against "
             f"moves of {facts['step']:g}: two series at different price levels (two contracts, two currencies) "
-            f"interleaved in one stream? If so, read the column as part of the stream: --columns stream={joined}"))
+            f"interleaved in one stream? If so, read the column as part of the stream: "
+            f"{columns_option(f'stream={joined}')}"))
     return cautions

@@ -5,7 +5,6 @@ whose name says it holds dates, is no count of epoch units: read as seconds, 202
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple, Sequence
@@ -19,6 +18,7 @@ from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, first_text, is_csv, scan_file
 from connectors.map_vocabulary import COUNT_UNITS, DAY_CLOCK_UNITS, TIME_OF_DAY, UNITS
 from connectors.time_units import EPOCH_1990_NS, EPOCH_2200_NS, epoch_unit
+from connectors.shell_words import columns_option
 
 FIRST_DATE, LAST_DATE = 19000101, 21001231  # YYYYMMDD integers a date column holds
 DAY_NS = 86_400 * 10**9
@@ -116,10 +116,10 @@ def date_read_as_epoch(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
         return joined, [Caution(
             f"{path.name}: column {date!r} {held}, not a time since the epoch ({as_epoch}): read joined to "
             f"{clock[0]!r}, the integer column beside it, whose values are times of one day in {clock[1]} "
-            f"(--columns {shlex.quote(f'ts={date}+{clock[0]}')} --ts-unit ... says otherwise)")]
+            f"({columns_option(f'ts={date}+{clock[0]}')} --ts-unit ... says otherwise)")]
     others = ", ".join(u for u in COUNT_UNITS if u != "ns_after_midnight")
-    read_by = (f"--columns {shlex.quote(f'ts={date}+{clock[0]}')} --ts-unit {clock[1]}" if clock is not None else
-               f"the column of times of day beside it, --columns {shlex.quote(f'ts={date}+TIME')} --ts-unit "
+    read_by = (f"{columns_option(f'ts={date}+{clock[0]}')} --ts-unit {clock[1]}" if clock is not None else
+               f"the column of times of day beside it, {columns_option(f'ts={date}+TIME')} --ts-unit "
                f"ns_after_midnight (or {others}: the unit TIME counts after midnight), or a full timestamp column, "
                f"--columns ts=COLUMN")
     alone = ("; dates alone (a row a day, as settlements): --ts-unit datetime --ts-format %Y%m%d"

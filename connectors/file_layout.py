@@ -72,6 +72,7 @@ from connectors.naive_time_zones import histdata_zone, naive_time_notes, zone_of
 from connectors.size_readings import capped_size_note, running_total_note
 from connectors.taq_times import taq_zone, taq_zone_note
 from connectors.time_units import detected_unit, epoch_unit
+from connectors.shell_words import columns_option
 
 
 def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = False, own_map: bool = False,
@@ -267,7 +268,8 @@ def _stream_of_file(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap
             column, values = found
             raise ValueError(f"{path}: a REST dump (one JSON array of records) whose records' column {column!r} holds "
                              f"several values ({', '.join(values[:3])}, ...) that look like instruments, read by no "
-                             f"known name: give --columns stream={column} (a stream per value; docs/replay.md)")
+                             f"known name: give {columns_option(f'stream={column}')} (a stream per value; "
+                             f"docs/replay.md)")
         raise ValueError(f"{path}: a REST dump (one JSON array of records) whose records name no instrument, nor "
                          f"does its file name: give the stream, --columns stream_name=NAME (BTCUSDT, BTC-USD), or "
                          f"name the file after it (BTCUSDT-trades.json)")

@@ -21,6 +21,7 @@ from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, is_csv, scan_file
 from connectors.map_vocabulary import UNITS
 from connectors.time_units import epoch_unit
+from connectors.shell_words import columns_option
 
 UNIT_AFTER = re.compile(r"^(?P<base>.+?)_?(?P<unit>ms|us|ns)$")  # `timestampms`, `timestamp_ms`, `ts_us`
 
@@ -51,11 +52,11 @@ def finer_clock(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
         apart = (rows["fine"] * (UNITS[unit] / UNITS[cmap.ts_unit]) - rows["coarse"]).abs()
         if (apart < 1).all():
             note = (f"{path.name}: column {column!r} read as the time, in {unit}: it writes the instants of "
-                    f"{cmap.ts!r} ({cmap.ts_unit}) finer, on each of its first {rows.height:,} rows (--columns "
-                    f"ts={cmap.ts} reads that one)")
+                    f"{cmap.ts!r} ({cmap.ts_unit}) finer, on each of its first {rows.height:,} rows "
+                    f"({columns_option(f'ts={cmap.ts}')} reads that one)")
             return replace(cmap, ts=column, ts_unit=unit, ts_format=None), [note]
         row = rows.row(int((apart >= 1).arg_max()), named=True)
         return cmap, [f"{path.name}: column {column!r} ({unit}) is named as {cmap.ts!r} in finer units but writes "
                       f"other instants ({row['fine']:.0f} beside {row['coarse']:.0f}): not read, its ticks are "
-                      f"stamped with {cmap.ts!r} (--columns ts={column} reads that one)"]
+                      f"stamped with {cmap.ts!r} ({columns_option(f'ts={column}')} reads that one)"]
     return cmap, []

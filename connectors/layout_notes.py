@@ -23,6 +23,7 @@ from connectors.layout import databento_book
 from connectors.map_vocabulary import QUOTE_FIELDS, VALUE_FIELDS, joined_columns
 from connectors.price_offsets import shown_offset
 from connectors.side_maps import BITSTAMP_TYPE, BUYER_MAKER, FIX_AGGRESSOR, LOBSTER_DIRECTION, MAKER_ROLE, MAKER_SIDE
+from connectors.shell_words import columns_option
 
 
 # A file of bars (OHLC, OHLCV): it has these besides its close. Each bar replays as one trade at its close.
@@ -92,8 +93,9 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, by_keys: bool = 
                  "its columns are Coinbase Exchange's trades layout and its name says Coinbase")
         return [f"{path.name}: {known}: "
                 f"{cmap.side!r} is the MAKER's side, read flipped to the aggressor's (buy = sell, sell = buy), as "
-                f"--preset coinbase-trades reads it; a full map (--columns ts={cmap.ts},price={cmap.price},"
-                f"size={cmap.size},side={cmap.side}) reads the sides as they are"]
+                f"--preset coinbase-trades reads it; a full map ("
+                f"{columns_option(f'ts={cmap.ts}', f'price={cmap.price}', f'size={cmap.size}', f'side={cmap.side}')}) "
+                f"reads the sides as they are"]
     if cmap.side is not None and cmap.side_map is None and _coinbase_columns(columns):
         return [Caution(f"{path.name}: its columns are Coinbase Exchange's trades layout, whose side is the MAKER's; "
                         f"read here as the aggressor's. If the file is Coinbase's, give --preset coinbase-trades "
@@ -158,7 +160,7 @@ def _best_quote_note(path: Path, names: list[str], cmap: ColumnMap) -> list[str]
         return []
     return [f"{path.name}: quotes read from {cmap.bid}/{cmap.ask} (the best bid and offer across venues, as WRDS's "
             f"NBBO files write the NBBO), not from {', '.join(plain.values())} beside them (each row's quoting "
-            f"venue's, which alternate between venues): --columns {','.join(f'{f}={c}' for f, c in plain.items())} "
+            f"venue's, which alternate between venues): {columns_option(*(f'{f}={c}' for f, c in plain.items()))} "
             f"reads those"]
 
 
@@ -177,7 +179,8 @@ def other_clock_note(path: Path, names: list[str], cmap: ColumnMap) -> list[str]
         return []
     return [f"{path.name}: also has time column{'s' if len(others) > 1 else ''} "
             f"{', '.join(map(repr, others[:3]))}, another clock, not read: its ticks are stamped with {cmap.ts!r} "
-            f"(--columns ts={others[0]} reads them at that one's times; a stream's trades and quotes read from "
+            f"({columns_option(f'ts={others[0]}')} reads them at that one's times; a stream's trades and quotes read "
+            f"from "
             f"files on two clocks are ordered by two clocks)"]
 
 

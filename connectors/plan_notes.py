@@ -32,6 +32,7 @@ from connectors.stream_names import venue_caution
 from connectors.time_hints import time_hint, unread_zone_names, zone_words
 from connectors.time_units import epoch_note
 from connectors.utc_offsets import SUMMER_CHECKED, UTC_OFFSET, names_read_in, shared_name_notes, us_names_in_summer
+from connectors.shell_words import columns_option
 
 
 # Zone names that read as a region's clock but are fixed offsets all year (IANA keeps them for old systems)
@@ -93,7 +94,8 @@ def _epoch_beside(cmap: ColumnMap, rows: pl.LazyFrame) -> str:
     schema = rows.collect_schema()
     column = next((c for c in schema if c not in cmap.ts_columns and c.strip().lower() in EPOCH_BESIDE
                    and schema[c].is_integer()), None)
-    return f"; or read the epoch count in column {column!r} beside it: --columns ts={column}" if column else ""
+    return f"; or read the epoch count in column {column!r} beside it: {columns_option(f'ts={column}')}" \
+        if column else ""
 
 
 def refuse_unread_times(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, facts: Mapping[str, Any],

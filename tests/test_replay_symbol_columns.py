@@ -602,3 +602,23 @@ def test_a_rest_dump_refused_names_the_column_of_instruments(tmp_path: Path) -> 
     with pytest.raises(ValueError, match=r"column 'issue' holds several values .* --columns stream=issue") as e:
         FileReplay(path)
     assert "stream_name" not in str(e.value)
+
+
+def test_a_suggested_column_that_needs_quoting_is_quoted_to_paste(tmp_path: Path) -> None:
+    """Review248 #9: a Nord Pool-style file's caution proposed `--columns stream=Delivery Start (CET)`, a shell
+    syntax error when pasted (a space, parentheses). Every suggested --columns is now one shell word
+    (connectors/shell_words.py), and pasted as printed it reads a stream per delivery period."""
+    import shlex
+
+    from connectors.map_options import map_from_options
+
+    path = tmp_path / "nordpool.csv"
+    path.write_text("Trade Time (CET);Delivery Start (CET);Delivery End (CET);Price (EUR);Volume (MW);Trade ID\n" +
+                    "".join(f"2024-03-30 08:{i:02d}:00;2024-03-30 {10 + i % 4}:00:00;2024-03-30 {11 + i % 4}:00:00;"
+                            f"{110 + i % 4 * 5 + i % 3 / 10:.2f};1.5;{9000 + i}\n" for i in range(40)))
+    caution = next(n for n in FileReplay(path).cautions if "look like instruments" in n)
+    assert "give --columns 'stream=Delivery Start (CET)' (a stream per value" in caution, caution
+    words = shlex.split(caution.split("give ")[1].split(" (a stream")[0])
+    assert words == ["--columns", "stream=Delivery Start (CET)"]
+    streams = {t.stream for t in drain(FileReplay(path, columns=map_from_options(columns=words[1], detect=True)))}
+    assert len(streams) == 4
