@@ -7,7 +7,6 @@ epoch seconds is never read as a date (every tick in another century)."""
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
@@ -16,6 +15,7 @@ import polars as pl
 
 from connectors.column_map import ColumnMap
 from connectors.map_vocabulary import DAY_CLOCK_UNITS, DETECT, UNITS
+from connectors.shell_words import columns_option
 from connectors.ticks import utc_text
 from connectors.time_units import EPOCH_1990_NS, EPOCH_2200_NS, epoch_unit
 
@@ -62,8 +62,8 @@ def epoch_parts_map(path: Path, cmap: ColumnMap, first: Callable[[str], Any]) ->
     at = utc_text(int(value * UNITS[unit]))
     said = f"column {seconds!r} holds {first(seconds)}, a count of {unit} since the epoch ({at})"
     if unit != "s":
-        raise ValueError(f"{path}: ts {cmap.ts!r}: {said}, a whole time already: give --columns "
-                         f"{shlex.quote(f'ts={seconds}')} --ts-unit {unit} (docs/replay.md)")
+        raise ValueError(f"{path}: ts {cmap.ts!r}: {said}, a whole time already: give "
+                         f"{columns_option(f'ts={seconds}')} --ts-unit {unit} (docs/replay.md)")
     if cmap.ts_unit in PART_UNITS:
         return cmap, []  # the unit given reads it
     named = next((u for u, name in PART_NAMES.items() if name.search(re.sub(r"[^a-z0-9]+", "_", part.lower()))),

@@ -299,3 +299,16 @@ def test_epoch_seconds_joined_to_their_microseconds_read_as_one_time(tmp_path: P
     late.write_text(json.dumps({**records[0], "usecs": 1_000_000}) + "\n" + json.dumps(records[1]) + "\n")
     replay = FileReplay(late, columns=map_from_options(columns=f"ts=ssboe+usecs,{mapped}"))
     assert [t.ts for t in drain(replay)] == expected[1:2] and dict(replay.rejected) == {"missing_field": 1}
+
+
+def test_epoch_ms_joined_to_a_part_is_refused_with_a_pasteable_columns_option(tmp_path: Path) -> None:
+    """A first column of epoch ms is a whole time already: the refusal's `--columns` is quoted by the one helper
+    every note uses (connectors/shell_words.py), so a column name with a space stays one shell word."""
+    path = tmp_path / "ms.csv"
+    pl.DataFrame({"epoch ms": [1796049000123], "usecs": [1], "px": [1.0], "qty": [1]}).write_csv(path)
+    with pytest.raises(ValueError, match=r"a whole time already: give --columns 'ts=epoch ms' --ts-unit ms"):
+        FileReplay(path, columns=map_from_options(columns="ts=epoch ms+usecs,price=px,size=qty"))
+    plain = tmp_path / "plain.csv"
+    pl.DataFrame({"ssboe": [1796049000123], "usecs": [1], "px": [1.0], "qty": [1]}).write_csv(plain)
+    with pytest.raises(ValueError, match=r"a whole time already: give --columns ts=ssboe --ts-unit ms"):
+        FileReplay(plain, columns=map_from_options(columns="ts=ssboe+usecs,price=px,size=qty"))
