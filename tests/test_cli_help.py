@@ -47,3 +47,9 @@ def test_the_file_help_names_every_kind_of_tick_file_and_serve_queries_its_defau
     serve_queries = next(action.help for action in subcommands(parser)["serve"]._actions  # noqa: SLF001
                          if "--queries" in action.option_strings)
     assert "default:" in serve_queries and "queries/examples/tick_model.yaml" in serve_queries
+
+
+def test_the_price_format_help_names_the_2_and_3_year_notes_eighths_of_a_32nd() -> None:
+    """`--price-format 32nds` reads ZT's and Z3N's `104-161` ... `104-168`; its help named only 110-16+ and 110'165."""
+    helps = {action.help for _, action in arguments(build_parser()) if "--price-format" in action.option_strings}
+    assert helps and all("104-161" in text and "104-168" in text and "eighths of a 32nd" in text for text in helps)

@@ -110,7 +110,8 @@ def _add_value_options(group: argparse._ArgumentGroup) -> None:
                             "--zero-bid price)")
     group.add_argument("--price-format", choices=("decimal", "32nds", "eighths"), default=None,
                        help="how price, bid and ask are written: 32nds reads CME's notation of Treasury futures "
-                            "(110-16, 110-16+, 110'165: 110 and 16.5/32) beside decimals; eighths reads CBOT "
+                            "(110-16, 110-16+, 110'165: 110 and 16.5/32; the 2- and 3-year notes' eighths of a 32nd, "
+                            "104-161 ... 104-168: 104 16.125/32 ... 16.875/32) beside decimals; eighths reads CBOT "
                             "grains' cents and eighths of a cent (450'4 or 450-4: 450.5; 450'2, 450'6); decimal "
                             "says 110'165 is thousands grouped by an apostrophe")
     group.add_argument("--zero-bid", choices=("no_bid", "price"), default=None,
