@@ -27,7 +27,8 @@ the query's answers score worse than that stream's own class frequencies: with m
 the model needs fine-tuning. `thin_streams` pools the streams with fewer answers scored than that (a chain of
 option series that each tick a few times never reaches it): their answers' Brier beside their class frequencies'.
 `saturated_streams` counts the streams where a question bucketed in bps (move_bps_50, volatility_50) is saturated
-(connectors/saturation.py: most realised labels that show a move in an end bucket, as on an option quoted at 0.05).
+(connectors/saturation.py: most realised labels that show a move in an end bucket, wherever one step of the price
+is many bps: a tick large against the price, a price near zero, rows a day apart).
 
 Scores count from when the process started (a restart starts them afresh; the answers themselves are
 unaffected: this only reads them). A stream fed already-tokenized ticks has no prices to label with and is
