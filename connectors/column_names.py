@@ -23,6 +23,9 @@ CONTRACT_MONTH_NAMES = ("contract_month", "delivery_month", "expiry", "expiratio
 # A share class's suffix beside its root (WRDS TAQ's SYM_ROOT=BRK, SYM_SUFFIX=B): the stream is both, joined by a
 # `.` as the class is conventionally written (BRK.B, as Polygon's tickers have it); an empty suffix adds nothing
 SHARE_CLASS_NAMES = ("sym_suffix",)
+# An LME prompt beside its metal (`Metal` CAD, `Prompt` 3M / Cash): the stream is both, joined by a `.` (CAD.3M) as
+# a share class is, when a file mixes prompts (connectors/lme_prompts.py): 3M and Cash are two contracts' series
+PROMPT_NAMES = ("prompt",)
 # A column that says which kind of row each is (`event` X / B / A): only its trade rows are trades
 EVENT_NAMES = ("type", "event", "event_type", "msg_type", "message_type", "record_type", "tick_type", "update_type")
 TRADE_MARKS = frozenset({"t", "x", "trade", "trades", "e", "exec", "execution", "fill", "last"})

@@ -48,6 +48,7 @@ from connectors.file_names import date_of, one_side_export, stream_of, symbol_in
 from connectors.file_scans import first_text, is_csv, scan_file
 from connectors.finer_clock import finer_clock
 from connectors.headerless_csv import headerless_map, quote_cautions
+from connectors.lme_prompts import prompt_beside_metal
 from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout, detect_columns, match_case
 from connectors.layout_notes import (
@@ -258,6 +259,8 @@ def _stream_of_file(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap
     stream_notes += found_notes
     if not named and not isinstance(spec, ColumnMap):  # `symbol` ES beside `contract` ESZ4/ESH5: a stream each
         fixed = cmap.stream
+        cmap, prompt_notes = prompt_beside_metal(path, cmap, schema, names, dialect)  # CAD 3M and CAD Cash
+        stream_notes += prompt_notes
         cmap, contract_notes = contract_beside_root(path, cmap, schema, names, dialect)
         if fixed is not None and cmap.stream is None:  # a product and its contracts name the streams, not the file
             stream_notes = [n for n in stream_notes if n not in found_notes]

@@ -11,7 +11,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import polars as pl
 
 from connectors.column_map import ColumnMap
-from connectors.column_names import RIGHT_NAMES, SHARE_CLASS_NAMES
+from connectors.column_names import PROMPT_NAMES, RIGHT_NAMES, SHARE_CLASS_NAMES
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, distinct_text, is_csv, scan_file
@@ -57,13 +57,13 @@ def _stream_column(cmap: ColumnMap) -> pl.Expr:
     inside is kept), or the values of several joined by a space (`stream_col: a+b+c`), each in one canonical form
     so that a contract is one stream however a cell writes it (`_contract_part`). An empty or null part is left
     out (TAQ's SYM_SUFFIX of a common stock: `AAPL`, not `AAPL ` nor no stream), and a share class's suffix
-    (SHARE_CLASS_NAMES) joins with a `.` (`BRK.B`)."""
+    (SHARE_CLASS_NAMES) and an LME prompt (PROMPT_NAMES) join with a `.` (`BRK.B`, `CAD.3M`)."""
     if len(cmap.stream_columns) == 1:
         return pl.col(cmap.stream_col).cast(pl.String).str.strip_chars(" ")
     parts = []
     for position, column in enumerate(cmap.stream_columns):
         part = _contract_part(column)
-        separator = "" if position == 0 else "." if normal_name(column) in SHARE_CLASS_NAMES else " "
+        separator = "" if position == 0 else "." if normal_name(column) in (*SHARE_CLASS_NAMES, *PROMPT_NAMES) else " "
         parts.append(pl.when(part != "").then(pl.lit(separator) + part))  # empty or null: null, skipped below
     joined = pl.concat_str(parts, ignore_nulls=True)
     joined = pl.when(parts[0].is_null()).then(joined.str.slice(1)).otherwise(joined)  # no first part: no separator

@@ -48,6 +48,24 @@ def test_lme_trade_date_time_and_price_with_its_unit(tmp_path: Path) -> None:
     assert "'Price (USD/t)' as the price, in USD/t (a unit is noted, not applied" in notes
 
 
+def test_an_lme_file_mixing_prompts_reads_a_stream_per_metal_and_prompt(tmp_path: Path) -> None:
+    """`Prompt` (3M, Cash) was not joined to `Metal`: CAD's 3M and Cash trades, two contracts ~40 $/t apart, replayed
+    as one stream stepping between them. Now a file mixing prompts names CAD.3M and CAD.Cash, said in a note."""
+    path = tmp_path / "LME_select_20240102.csv"
+    path.write_text("Trade Date,Time,Metal,Prompt,Session,Price (USD/t),Lots\n"
+                    "20240102,11:40:01.952,CAD,3M,Ring 1,8512.50,3\n20240102,11:40:02.500,CAD,Cash,Ring 1,8470.00,7\n"
+                    "20240102,11:40:03.100,CAD,3M,Ring 1,8513.00,4\n20240102,11:40:04.100,ZDS,3M,Ring 1,2650.50,4\n")
+    replay = FileReplay(path, columns={"tz": "Europe/London"})
+    assert [(t.stream, t.price) for t in drain(replay)] == [("CAD.3M", 8512.5), ("CAD.Cash", 8470.0),
+                                                            ("CAD.3M", 8513.0), ("ZDS.3M", 2650.5)]
+    notes = "\n".join(replay.notes)
+    assert "stream=Metal+Prompt" in notes
+    assert "streams from columns 'Metal' and 'Prompt' joined by a '.' (CAD.3M): the file mixes prompts (3M, Cash)" \
+        in notes and "--columns stream=Metal reads a metal's prompts as one stream" in notes
+    # the option the note offers reads them as one, as before
+    merged = FileReplay(path, columns={"tz": "Europe/London", "stream_col": "Metal"})
+    assert [t.stream for t in drain(merged)] == ["CAD", "CAD", "CAD", "ZDS"]
+
 def test_moex_tradedate_and_tradetime_are_joined(tmp_path: Path) -> None:
     path = tmp_path / "moex_SBER_trades.csv"
     path.write_text("TRADENO;TRADEDATE;TRADETIME;SECID;PRICE;QUANTITY\r\n"
