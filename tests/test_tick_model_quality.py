@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from benchmarks.tick_model_quality import ROWS, Settings, main, report
+from benchmarks.tick_model_quality import ROWS, Settings, caveats, main, report
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.evaluate import EvalOptions
 from engine.service.train_builtin import train, write_training_md
@@ -101,6 +101,17 @@ def test_report_scores_every_row_on_the_same_ticks_and_reuses_its_models(tmp_pat
     assert weights.stat().st_mtime_ns == before  # reused, not retrained
     assert again["instruments"]["BTCUSDT"]["zero_shot"]["questions"] == result["instruments"]["BTCUSDT"]["zero_shot"]["questions"]
 
+
+def test_the_zero_shot_caveat_says_what_this_run_measured_not_a_fixed_budget() -> None:
+    """The caveat ended "(a 23-min budget on a busier CPU)" whatever the machine; now each training's own pace."""
+    zero = {"steps": 400, "schedule_steps": 400, "optimisation_minutes": 8.0, "stopped": "steps done",
+            "config": {"max_minutes": 12.0}}
+    rows = {"zero_shot": {"model_dir": "loo", "how_trained": zero},
+            "builtin": {"model_dir": "builtin", "how_trained": {"steps": 385, "optimisation_minutes": 23.0}}}
+    (said, *_) = caveats({"instruments": {"BTCUSDT": rows}})
+    assert said.endswith("the built-in model got 385 steps in 23.0 min (16.7 steps/min, against zero_shot's 50.0)")
+    rows["builtin"]["how_trained"]["optimisation_minutes"] = float("nan")  # a card without its time
+    assert caveats({"instruments": {"BTCUSDT": rows}})[0].endswith("385 steps in nan min")
 
 def test_without_the_shared_data_it_says_so_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     main(["--data-dir", str(tmp_path / "absent"), "--out", str(tmp_path / "out.json")])
