@@ -30,6 +30,7 @@ from connectors.map_vocabulary import (
     TS_UNITS,
     VALUE_FIELDS,
     ZERO_BID_READINGS,
+    as_written,
     joined_columns,
 )
 from connectors.price_offsets import PriceOffset, checked_price_offset
@@ -217,7 +218,7 @@ class ColumnMap:
                 scale = math.nan
             if not (0 < scale < math.inf):
                 raise ValueError(f"price_scale must be a number > 0 (the file's prices are real prices times it, "
-                                 f"e.g. 10000), got {self.price_scale!r}")
+                                 f"e.g. 10000), got {as_written(self.price_scale)}")
             object.__setattr__(self, "price_scale", scale)
         object.__setattr__(self, "price_offset", checked_price_offset(self.price_offset))
         if self.hours is not None:

@@ -67,3 +67,10 @@ THIRTY_SECONDS_FORM = ("HANDLE-32NDS or HANDLE'32NDS, the 32nds 00 to 31, maybe 
                        "digit 2, 5 or 7 (a quarter, half, three quarters), 1, 3, 6 or 8 (eighths: 1/8, 3/8, 5/8, 7/8, "
                        "the 2- and 3-year notes) or a fraction 1/4, 1/2, 3/4 (¼, ½, ¾), 1/8, 3/8, 5/8, 7/8: "
                        "110-16, 110-16+, 110'165, 104-161, 110-16 1/4; or a decimal")
+
+
+def as_written(value: object) -> str:
+    """A map value for an error, as the user wrote it: a map file's and `--columns`' values are read as text
+    (`price_scale: -1` is '-1'), so a quoted repr would show quotes the user never typed; other values (a YAML list,
+    an empty text) by their repr."""
+    return value if isinstance(value, str) and value.strip() else repr(value)

@@ -11,6 +11,7 @@ import fnmatch
 import math
 from typing import Any, Mapping
 
+from connectors.map_vocabulary import as_written
 from engine.stream_patterns import GLOB_CHARS, unclosed_bracket
 
 PriceOffset = float | dict[str, float]  # one offset for every stream, or stream name -> its own (others: none)
@@ -54,7 +55,7 @@ def _offset_number(value: Any, whose: str) -> float:
         offset = math.nan
     if not math.isfinite(offset) or isinstance(value, bool):
         raise ValueError(f"price_offset{whose} must be a number (added to every price, bid and ask read), or "
-                         f"stream names mapped to numbers ({{ZNH6-ZNM6: 10}}; inline ZNH6-ZNM6=10), got {value!r}")
+                         f"stream names mapped to numbers ({{ZNH6-ZNM6: 10}}; inline ZNH6-ZNM6=10), got {as_written(value)}")
     if offset == 0:
         raise ValueError(f"price_offset{whose} is 0, which shifts nothing: prices stay as read, and a 0 bid stays "
                          f"no bid (a one-sided quote, rejected). To read an option's 0 bid as a price give zero_bid: "

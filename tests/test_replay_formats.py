@@ -446,3 +446,20 @@ def test_a_format_with_a_decimal_comma_before_the_fraction(tmp_path: Path) -> No
     for fmt in ("%d.%m.%Y %H:%M:%S,%3f", "%d.%m.%Y %H:%M:%S.%3f", "%d.%m.%Y %H:%M:%S%.f"):
         (tick,) = replay_ticks(path, columns={"ts_format": fmt})
         assert tick.ts == int(datetime(2024, 1, 2, 9, 0, 1, tzinfo=timezone.utc).timestamp()) * NS + 123_000_000, fmt
+
+
+def test_a_map_files_bad_number_is_shown_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Map values are read as text (`yes` is a name), so `price_scale: -1` was refused as got '-1', quotes the user
+    never wrote; now as written, in a map file and inline alike, for price_scale and price_offset (per stream too)."""
+    ticks = tmp_path / "t.csv"
+    ticks.write_text("ts,sym,px,qty\n1717236000000,AAA,1.0,1\n")
+    out = str(tmp_path / "a.parquet")
+    for line, said in (("price_scale: -1", "e.g. 10000), got -1"), ("price_offset: lots", "=10), got lots"),
+                       ("price_offset: {ZNH6: x}", "=10), got x"), ("price_scale: [1, 2]", "got ['1', '2']")):
+        map_file = tmp_path / "map.yaml"
+        map_file.write_text(f"ts: ts\nts_unit: ms\nstream_col: sym\nprice: px\nsize: qty\n{line}\n")
+        assert main(["backtest", str(ticks), "--columns", str(map_file), "--out", out, "--quiet"]) == 2
+        assert capsys.readouterr().err.rstrip().endswith(said), line
+    assert main(["backtest", str(ticks), "--columns", "ts=ts,ts_unit=ms,price=px,size=qty,price_scale=-1",
+                 "--out", out, "--quiet"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith("got -1")
