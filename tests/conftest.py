@@ -8,6 +8,7 @@ import gc
 import os
 import signal
 import threading
+import time
 import weakref
 from datetime import datetime
 from pathlib import Path
@@ -270,8 +271,7 @@ def serving(config):
 
     server = Server(config)
     server.bind()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    thread, died = serve_on_a_thread(server)
     # generous bounds: they only catch a hang. A stop computes what was accepted first (limits.drain_s, 10 s by
     # default), which on a loaded 2-core machine is well past a few seconds (a 5 s join flaked there)
     server.ready.wait(60)
@@ -281,6 +281,45 @@ def serving(config):
         server.stop()
         thread.join(60)
         assert not thread.is_alive()
+    if died:  # (a loop that raised closed its sockets: a test sending to it waits on a peer that is gone)
+        raise AssertionError(f"the server's loop died: {died[0]!r}") from died[0]
+
+
+def serve_on_a_thread(server) -> tuple[threading.Thread, list[BaseException]]:
+    """``server.serve_forever`` on a daemon thread, started; and the list that holds what it raised, if it did
+    (a thread's exception is otherwise only a warning at the end of the run, however the test then went)."""
+    died: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            server.serve_forever()
+        except BaseException as e:
+            died.append(e)
+            raise
+
+    thread = threading.Thread(target=serve, name="serve_forever", daemon=True)
+    thread.start()
+    return thread, died
+
+
+def send_while_served(push, server, message: bytes, timeout_s: float = 120.0) -> None:
+    """``push.send(message)``, failing with what happened rather than blocking forever: a PUSH whose server is
+    gone (stopped, or its loop died: either closes its sockets) queues up to its HWM, then waits for a peer that
+    never comes back. The bound only catches a hang: a loaded machine's server may read one message a forward."""
+    import zmq
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            push.send(message, zmq.NOBLOCK)
+            return
+        except zmq.Again:
+            pass  # (no room in its queue: the server has not read enough yet)
+        if not server._sockets:  # (close() at the end of serve_forever, whatever ended it)
+            raise AssertionError("the server stopped serving (its sockets are closed) with messages still to send")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the server read nothing for {timeout_s:g} s: its loop is stuck")
+        push.poll(1000, zmq.POLLOUT)
 
 
 def assert_owed_as_uninterrupted(owed: list, uninterrupted: list, tol: float) -> None:

@@ -24,7 +24,7 @@ from engine.service.config import ServiceConfig
 from engine.service.forward_pace import ForwardPace
 from engine.service.pipeline import TickPipeline
 from engine.service.server import HEARTBEAT_TOPIC, REJECTS_TOPIC, Server
-from conftest import serving
+from conftest import send_while_served, serve_on_a_thread, serving
 from test_server import checkpoint, collect  # noqa: F401  (checkpoint: the model fixture)
 
 QUERIES = """
@@ -231,8 +231,7 @@ def stopped_by_the_test(config: ServiceConfig) -> Iterator[tuple[Server, threadi
     watches the stop (serving() stops it on exit); stopped on exit too, should the test fail first."""
     server = Server(config)
     server.bind()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    thread, _ = serve_on_a_thread(server)
     server.ready.wait(60)
     push = zmq.Context.instance().socket(zmq.PUSH)
     push.linger = 1000
@@ -242,6 +241,9 @@ def stopped_by_the_test(config: ServiceConfig) -> Iterator[tuple[Server, threadi
     finally:
         server.stop()
         push.close()
+        # (a test that failed before its own join left the loop draining: it must not outlive the test)
+        thread.join(config.limits.drain_s + 60)
+        assert not thread.is_alive()
 
 
 def test_stop_drains_what_was_accepted(checkpoint) -> None:
@@ -811,13 +813,25 @@ def test_a_stop_reads_what_the_feeds_had_queued_before_closing_its_sockets(check
     with live_server(checkpoint, queries=str(queries), limits={"max_ingest_per_step": 1, "drain_s": 60}) as (server,
                                                                                                             push):
         for tick in sent:  # one tick a message, one message read between two forwards: most of them wait
-            push.send(encode(tick))
+            send_while_served(push, server, encode(tick))  # (a plain send blocked for good once the server was gone)
         wait_for(lambda: server.pipeline.ticks_in > 0)
         # every message handed to the server's socket before the stop: closing with a linger returns once they
         # are (a fixed 0.5 s sleep flaked under load: messages still in this socket's queue went with it)
         push.close(linger=120_000)
         assert server.pipeline.ticks_in < len(sent)  # few of them read
     assert server.pipeline.ticks_in == len(sent)
+
+
+def test_a_send_to_a_server_whose_loop_ended_fails_rather_than_blocking_the_test_forever(checkpoint) -> None:
+    """A full-suite run sat 10+ minutes in the test above's push.send, its server's loop gone: a PUSH with no peer
+    queues up to its HWM (1,000 messages) and then waits for one, with no bound. The test's sends now say so."""
+    with live_server(checkpoint) as (server, push):
+        server.stop()
+        wait_for(lambda: not server._sockets)  # (the loop has ended and closed them)
+        with pytest.raises(AssertionError, match=r"the server stopped serving \(its sockets are closed\)"):
+            for tick in ticks(2000):  # past the PUSH's HWM
+                send_while_served(push, server, encode(tick))
+        push.linger = 0  # (what it holds has nowhere to go)
 
 
 def test_a_stop_reads_the_queue_only_until_drain_s_and_says_what_it_left_unread(checkpoint, tmp_path, capsys) -> None:
@@ -888,7 +902,7 @@ def test_messages_left_unread_in_the_ingest_queue_make_the_service_behind(checkp
         sub = AnswerSubscriber(server.endpoints["answers"], ["_heartbeat/"])
         sub.wait_ready()
         for tick in ticks(2000, seed=5):  # one message each, one read between two forwards
-            push.send(encode(tick))
+            send_while_served(push, server, encode(tick))
         beats = []
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and server.pipeline.ticks_in < 2000:
