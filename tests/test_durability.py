@@ -17,9 +17,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import msgpack
 import numpy as np
@@ -1272,6 +1273,21 @@ def logged_ticks(data_dir: Path) -> dict[str, list[int]]:
     return out
 
 
+# every server start_server started in this test: stopped at its end, should a failure come before its own stop
+_started: list[tuple[Any, threading.Thread]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_server_outlives_its_test() -> Iterator[None]:
+    """A wait_for that timed out on a loaded machine left its server serving for the rest of the run (three loops
+    of earlier tests were found alive, idle in their poll, in a worker whose later test hung)."""
+    yield
+    while _started:
+        server, thread = _started.pop()
+        server.stop()
+        thread.join(60)
+
+
 def start_server(cfg: ServiceConfig):
     """A Server serving ``cfg`` in a thread, once ready; and the thread."""
     from engine.service.server import Server
@@ -1280,6 +1296,7 @@ def start_server(cfg: ServiceConfig):
     server.bind()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    _started.append((server, thread))
     server.ready.wait(30)
     return server, thread
 
