@@ -70,7 +70,7 @@ from connectors.map_vocabulary import (
 )
 from connectors.mapped_columns import columns_lacking, numbers_not_nested, spelled_as_the_file, unnamed_fields
 from connectors.naive_time_zones import histdata_zone, naive_time_notes, zone_of_header
-from connectors.size_readings import capped_size_note, running_total_note
+from connectors.size_readings import size_notes
 from connectors.taq_times import taq_zone, taq_zone_note
 from connectors.time_units import detected_unit, epoch_unit
 from connectors.shell_words import columns_option
@@ -103,8 +103,8 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     cmap, stream_notes = _stream_of_file(path, spec, cmap, schema, names, dialect)
     cmap, day_notes = date_of(path, cmap)
     _refuse_lacking(path, spec, cmap, schema, names, dialect)
-    stream_notes += running_total_note(path, cmap, schema, names, dialect)  # snapshots' total volume as the size
-    stream_notes += capped_size_note(path, cmap, schema, names, dialect)  # TRACE's `5MM+`: read as its cap
+    # snapshots' total volume as the size; TRACE's `5MM+`, read as its cap
+    stream_notes += size_notes(path, cmap, schema, names, dialect)
     if isinstance(spec, ColumnMap):  # a full map over TRACE's columns replays cancels as a detected one does: said
         kind_notes += amendment_note(path, cmap, schema, names, dialect)
     numbers_not_nested(path, cmap, schema)

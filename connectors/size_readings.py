@@ -37,22 +37,34 @@ CAPPED = r"^(\d+(?:\.\d+)?) ?MM\+$"  # TRACE's capped sizes: 1MM+, 5MM+ (million
 QUOTE_NAME = re.compile(r"^(?:.+_)?(bid|ask)(?:_price|_px)?$")  # yes_bid, no_ask, bid_price: a quote's column
 
 
-def running_total_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
-                       dialect: Dialect | None) -> list[str]:
-    """A caution when the size column read never decreases within a stream (RISES_SAID rises or more, a reset per
-    1/FALLS_PER_RISE rises at most) in the first SAMPLE_ROWS rows, unchanged on UNCHANGED_SHARE of them or named
-    as a total: a running total of volume, not a trade's size."""
-    if cmap.price is None or cmap.size is None or cmap.size not in schema:
+def size_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+               dialect: Dialect | None) -> list[str]:
+    """The running-total caution and the capped-size note of the size column read, from one read of its first
+    SAMPLE_ROWS rows (with the stream's columns) for both: each check is a pass over a small frame in memory."""
+    if cmap.size is None or cmap.size not in schema:
+        return []
+    totals = cmap.price is not None
+    capped = schema[cmap.size] == pl.String or is_csv(path)
+    if not (totals or capped):
         return []
     stream = pl.concat_str([pl.col(c).cast(pl.String) for c in cmap.stream_columns], separator=" ",
                            ignore_nulls=True) if cmap.stream_columns else pl.lit("")
     overrides = {c: pl.String for c in (cmap.size, *cmap.stream_columns)} if is_csv(path) else None
-    size = pl.col(cmap.size).cast(pl.String).str.strip_chars().str.replace_all(",", "").cast(pl.Float64, strict=False)
+    head = scan_file(path, names, dialect, overrides).head(SAMPLE_ROWS).select(  # (stream, size's text) per row
+        stream.alias("stream"), pl.col(cmap.size).cast(pl.String).str.strip_chars().alias("text")).collect()
+    return [*(_running_total_note(path, cmap, schema, head) if totals else []),
+            *(_capped_size_note(path, cmap, head) if capped else [])]
+
+
+def _running_total_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], head: pl.DataFrame) -> list[str]:
+    """A caution when the size column read never decreases within a stream (RISES_SAID rises or more, a reset per
+    1/FALLS_PER_RISE rises at most) in ``head``, unchanged on UNCHANGED_SHARE of its rows or named as a total: a
+    running total of volume, not a trade's size."""
+    size = pl.col("text").str.replace_all(",", "").cast(pl.Float64, strict=False)
     step = pl.col("size").diff().over("stream")
-    facts = scan_file(path, names, dialect, overrides).head(SAMPLE_ROWS).select(
-        stream.alias("stream"), size.alias("size")).filter(pl.col("size").is_not_null()).select(
+    facts = head.select("stream", size.alias("size")).filter(pl.col("size").is_not_null()).select(
         rises=(step > 0).sum(), falls=(step < 0).sum(), same=(step == 0).sum(), rows=pl.len(),
-        low=pl.col("size").min(), high=pl.col("size").max()).collect().row(0, named=True)
+        low=pl.col("size").min(), high=pl.col("size").max()).row(0, named=True)
     if facts["rises"] < RISES_SAID or facts["falls"] > FALLS_PER_RISE * facts["rises"] or \
             facts["same"] < UNCHANGED_SHARE * facts["rows"] and normal_name(cmap.size) not in TOTAL_NAMES:
         return []
@@ -78,17 +90,11 @@ def capped_size(text: pl.Expr, number: pl.Expr) -> pl.Expr:
         .otherwise(number)
 
 
-def capped_size_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
-                     dialect: Dialect | None) -> list[str]:
-    """A note when the size column holds capped sizes (`1MM+`) in its first SAMPLE_ROWS rows: read as their cap,
-    so the size of such a trade is a lower bound."""
-    if cmap.size is None or cmap.size not in schema or schema[cmap.size] != pl.String and not is_csv(path):
-        return []
-    text = pl.col(cmap.size).cast(pl.String).str.strip_chars()
-    overrides = {cmap.size: pl.String} if is_csv(path) else None
-    found = scan_file(path, names, dialect, overrides).head(SAMPLE_ROWS).select(text.alias("size")).filter(
-        pl.col("size").str.contains(CAPPED)).select(
-        rows=pl.len(), values=pl.col("size").unique().sort().head(4).implode()).collect().row(0, named=True)
+def _capped_size_note(path: Path, cmap: ColumnMap, head: pl.DataFrame) -> list[str]:
+    """A note when the size column holds capped sizes (`1MM+`) in ``head``: read as their cap, so the size of
+    such a trade is a lower bound."""
+    found = head.filter(pl.col("text").str.contains(CAPPED)).select(
+        rows=pl.len(), values=pl.col("text").unique().sort().head(4).implode()).row(0, named=True)
     if not found["rows"]:
         return []
     read = ", ".join(f"{v} as {float(re.match(CAPPED, v)[1]) * 1e6:,.0f}" for v in found["values"])

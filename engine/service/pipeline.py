@@ -21,7 +21,8 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any, Callable
 
 import msgpack
@@ -181,23 +182,25 @@ class TickPipeline:
         returns the rejections. While behind with ``when_behind: shed``, the whole message is refused unread."""
         if (shed := shed_message(self, data, tokenized=False)) is not None:
             return shed
-        self._read_ns = time.time_ns()
-        try:
-            with self.data.message(listed_ticks(data)) if self.data is not None else nullcontext():
-                return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self),
-                                                                  self._read_ns))
-        finally:
-            self._read_ns = None
+        with self._reading(data) as read_ns:
+            return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), read_ns))
 
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
         """Already-tokenized ticks from an out-of-process connector: a msgpack list of
         ``{stream: str, ts: int ns, tokens: [int], ticks: int}``; returns the rejections."""
         if (shed := shed_message(self, data, tokenized=True)) is not None:
             return shed
+        with self._reading(data) as read_ns:
+            return self._counted(self.encoders.ingest_tokenized(data, self._submit, read_ns))
+
+    @contextmanager
+    def _reading(self, data: bytes) -> Iterator[int]:
+        """A wire message read now, inside its tick-log message: its read time, which every tick it submits is
+        dated from (receive_clock.py), until it is ingested."""
         self._read_ns = time.time_ns()
         try:
             with self.data.message(listed_ticks(data)) if self.data is not None else nullcontext():
-                return self._counted(self.encoders.ingest_tokenized(data, self._submit, self._read_ns))
+                yield self._read_ns
         finally:
             self._read_ns = None
 
