@@ -37,7 +37,8 @@ from connectors.service_topics import REJECTS_TOPIC
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError, GaplessSubscriber
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
-from engine.service.ticklog import read, segments
+from engine.service.log_format import segments
+from engine.service.log_reading import read
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = """
@@ -125,7 +126,7 @@ def test_a_damaged_record_stops_a_start_unless_the_config_says_skip_it(checkpoin
     log counted its records, before the replay that honours the option); without it the start stops, naming the
     file, the offset and the key that skips it. The damaged original kept beside the segment (retention never
     drops it) is said at every start and counted in stats until it is removed."""
-    from engine.service.ticklog import CorruptLog
+    from engine.service.log_reading import CorruptLog
 
     ticks = SyntheticMarket(SyntheticConfig(seed=4)).next_batch(220)
     live = TickPipeline(config(checkpoint, tmp_path / "data"))
@@ -1263,7 +1264,7 @@ class ListSource:
 
 def logged_ticks(data_dir: Path) -> dict[str, list[int]]:
     """Each stream's logged tick times, in log order."""
-    from engine.service.ticklog import read
+    from engine.service.log_reading import read
 
     out: dict[str, list[int]] = {}
     for _, payload in read(data_dir / "ticks"):

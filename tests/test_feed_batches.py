@@ -32,7 +32,7 @@ from connectors.ticks import TRADE, Tick
 from engine.service.backtest import run_backtest
 from engine.service.client import AnswerSubscriber, ControlClient
 from engine.service.config import ServiceConfig
-from engine.service.ticklog import HEADER
+from engine.service.log_format import HEADER
 
 MS = 1_000_000
 QUERIES = """

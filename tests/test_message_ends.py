@@ -16,7 +16,10 @@ from engine.service.config import LogSection
 from engine.service.durability import DataDir
 from engine.service.message_ends import MESSAGE_START, whole_messages
 from engine.service.tick_export import export_ticks
-from engine.service.ticklog import LogStats, TickLog, read_unchanged, segments
+from engine.service.log_format import segments
+from engine.service.log_reading import read_unchanged
+from engine.service.log_stats import LogStats
+from engine.service.ticklog import TickLog
 from queries.cache import AnswerCache
 
 T0 = 1_700_000_000 * 10**9

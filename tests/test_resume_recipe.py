@@ -11,7 +11,7 @@ import msgpack
 
 from conftest import serving, tiny_tick_checkpoint
 from engine.service.config import ServiceConfig
-from engine.service.ticklog import read
+from engine.service.log_reading import read
 from wire_client import T0, Control, fresh_stream, held_of, push_socket, quote, resume_after, stats, trade, wait_until
 
 CROSSED = {"bid": 101.4, "ask": 101.3}  # bid above ask: refused (crossed_quote)

@@ -15,7 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.service.ticklog import HEADER, CorruptLog, LogStats, LogWriteError, TickLog, read, segments
+from engine.service.log_format import HEADER, segments
+from engine.service.log_reading import CorruptLog, read
+from engine.service.log_stats import LogStats
+from engine.service.ticklog import LogWriteError, TickLog
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -164,7 +167,7 @@ def test_a_torn_tail_s_non_zero_bytes_are_kept_as_a_damaged_copy_before_the_cut(
 
 def test_a_torn_tail_read_without_changes_keeps_no_copy(tmp_path) -> None:
     """An export (read_unchanged) leaves the tail in the file, so it copies nothing either."""
-    from engine.service.ticklog import read_unchanged
+    from engine.service.log_reading import read_unchanged
 
     items, path = one_segment_log(tmp_path, 20)
     append_garbage(path)

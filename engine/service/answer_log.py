@@ -27,7 +27,9 @@ from typing import Any
 
 import msgpack
 
-from engine.service.ticklog import LogStats, TickLog, private, read
+from engine.service.log_reading import read
+from engine.service.log_stats import LogStats
+from engine.service.ticklog import TickLog, private
 from queries.cache import Answer, AnswerCache
 from queries.registry import Registry
 

@@ -47,14 +47,15 @@ from engine.service.data_dir_open import (check_meta, others_access, read_epoch,
                                           retention_past_filesystem, take_lock, unusable_part)
 from engine.service.kept_queries import (LIVE, RestoredQueries, read_origins, read_query_versions,
                                          write_queries_files)
+from engine.service.log_damage import damaged_copies
 from engine.service.log_lines import named_few
 from engine.service.log_replay import EXPIRED, ReplayTarget, TailPoints, dropped_by_retention, split_log
 from engine.service.message_ends import END_RECORD, ENDS_LOGGED, MESSAGE_START, WHOLE
+from engine.service.log_stats import LogStats
 from engine.service.private_dirs import make_private_dirs
 from engine.service.refusal_spell import RefusalSpell
 from engine.service.registration_marks import RegistrationMarks
-from engine.service.ticklog import (FORGOTTEN, LOGGED, SEGMENT_START, LogStats, LogWriteError, TickLog,
-                                    damaged_copies)
+from engine.service.ticklog import FORGOTTEN, LOGGED, SEGMENT_START, LogWriteError, TickLog
 from queries.cache import AnswerCache
 from queries.registry import Registry
 
@@ -411,7 +412,7 @@ class DataDir:
 
     def damaged_copies(self) -> dict[Path, int]:
         """The damaged copies kept beside the tick and answer logs (a ``log.skip_corrupt`` repair's originals, a
-        torn tail's non-zero cut bytes), with their sizes (ticklog.damaged_copies)."""
+        torn tail's non-zero cut bytes), with their sizes (log_damage.damaged_copies)."""
         return damaged_copies(self.log.directory) | damaged_copies(self.answers.directory)
 
     def _say_damaged_copies(self) -> None:

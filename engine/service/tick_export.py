@@ -13,7 +13,7 @@ So are the ticks of a message whose end the log lacks (message_ends.py: a kill a
 read in as the export began), which a restart drops too.
 
 Nothing in the data directory is written or locked, so an export runs beside a `flashtick serve` using it: it reads
-the records logged when it began, up to the last whole one (ticklog.read_unchanged). A damaged record follows a
+the records logged when it began, up to the last whole one (log_reading.read_unchanged). A damaged record follows a
 restart's rules without their repairs: a torn tail is left out of the file (never cut from the log), damage
 before it stops the export with the file and byte offset unless ``skip_corrupt``.
 """
@@ -35,8 +35,10 @@ from connectors.time_range import TimeRange
 from engine.rust_paths import rust_path
 from engine.service.message_ends import is_item, item_ticks, whole_messages
 from engine.service.output_paths import write_atomically
-from engine.service.ticklog import (FORGOTTEN, LOGGED, SEGMENT_START, CorruptLog, LogStats, read_unchanged,
-                                    segments)
+from engine.service.log_format import segments
+from engine.service.log_reading import CorruptLog, read_unchanged
+from engine.service.log_stats import LogStats
+from engine.service.ticklog import FORGOTTEN, LOGGED, SEGMENT_START
 
 COLUMNS: dict[str, Any] = {"stream": pl.String, "ts": pl.Int64, "kind": pl.String, "price": pl.Float64,
                            "size": pl.Float64, "side": pl.String, "bid": pl.Float64, "ask": pl.Float64,

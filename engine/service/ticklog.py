@@ -1,66 +1,38 @@
 """TickLog: the append-only, segmented on-disk log of every accepted ingest item.
 
-The service appends an item *before* it reaches a session, so a process that
-dies loses nothing it accepted: a restart replays the log. Records are
-self-delimiting and checked:
+The service appends an item *before* it reaches a session, so a process that dies loses nothing it accepted: a
+restart replays the log. Its records are self-delimiting and checked, in segment files (log_format.py: the on-disk
+format); a new segment starts past ``segment_bytes``. Durability is the ``fsync`` policy: ``always`` (fsync every
+append), ``group`` (a background thread fsyncs every ``group_ms`` while appends are pending, so the caller never
+waits on the disk: a host crash loses at most that window, a killed process loses nothing, since every append is a
+completed write(2)) or ``never`` (the OS decides). Retention drops whole old segments by total size or age.
 
-    magic (4 bytes b"FTk1") | length (u32 LE) | crc32 of payload (u32 LE) | payload (length bytes)
-
-Segments are files named ``<prefix>-<first record number, 20 digits>.log`` in
-one directory (prefix ``ticks``; the answer log uses the same format with
-``answers``); a new one starts past ``segment_bytes``. Durability is the
-``fsync`` policy: ``always`` (fsync every append), ``group`` (a background
-thread fsyncs every ``group_ms`` while appends are pending, so the caller never
-waits on the disk: a host crash loses at most that window, a killed process
-loses nothing, since every append is a completed write(2)) or ``never`` (the OS
-decides). Retention drops whole old segments by total size or age.
-
-Reading back (``read``): damage at the very end of the last segment with no
-valid record after it (a torn tail: a record cut short as the process died
-mid-write, zero bytes to the end as the host died before the file's pages were
-written, or a last record or trailing blocks a host crash left half-written or
-holding old data) is truncated away with a warning and counted; a damaged
-record anywhere else (in an older segment, or with valid records after it)
-stops the read with the file and byte offset (``CorruptLog``), or, with ``skip_corrupt``, is skipped by
-scanning to the next valid record, counted and said, and the segment rewritten
-without it (the original kept as ``<name>.damaged``); a torn tail's cut bytes are kept the same way unless they
-are all zero. A failed append (disk full, a
-file size limit, an I/O error) raises ``LogWriteError`` and leaves the log as it
-was before the append: the caller refuses the item.
+A failed append (disk full, a file size limit, an I/O error) raises ``LogWriteError`` and leaves the log as it was
+before the append: the caller refuses the item. Reading the log back, torn tails and damaged records included, is
+log_reading.py's (log_damage.py: what it does with damage).
 """
 
 from __future__ import annotations
 
 import os
-import struct
 import sys
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-MAGIC = b"FTk1"
-HEADER = struct.Struct("<4sII")  # magic, payload length, crc32(payload)
-MAX_RECORD_BYTES = 64 << 20  # a length past this is damage, not data
+from engine.service.log_format import HEADER, MAGIC, MAX_RECORD_BYTES, segment_name, segments
+from engine.service.log_reading import segment_records
+from engine.service.log_stats import LogStats
+
 FsyncPolicy = Literal["always", "group", "never"]
 
 
 class LogWriteError(OSError):
     """An append failed; nothing of it is in the log."""
-
-
-class CorruptLog(ValueError):
-    """A damaged record before the end of the log."""
-
-    def __init__(self, path: Path, offset: int, why: str) -> None:
-        super().__init__(f"{path}: damaged record at byte {offset} ({why}); to start anyway, losing the damaged "
-                         f"records, set log.skip_corrupt: true in the config")
-        self.path = path
-        self.offset = offset
-        self.why = why
 
 
 # The tick log's own records beside the ticks (engine/service/durability.py writes them; log_replay.py and
@@ -76,55 +48,10 @@ LOGGED = "logged"
 FORGOTTEN = "forgotten"
 
 
-@dataclass
-class LogStats:
-    appended: int = 0
-    append_errors: int = 0
-    fsyncs: int = 0
-    torn_tails: int = 0  # damage at the end of the last segment with nothing valid after it, truncated on read
-    corrupt_skipped: int = 0
-    corrupt_records: int = 0  # the records that began in the damaged regions skipped (about: a payload may hold one)
-    segments_dropped: int = 0  # by retention
-    # a replay's: the ticks of its streams that segments retention dropped had held (the first kept segment's start
-    # record counts them), which a restart no longer recovers
-    ticks_dropped_by_retention: int = 0
-    # a replay's: the ticks of messages whose end the log lacks (a kill while one was read in), not booked
-    # (message_ends.py): the feed's resend brings them again whole
-    ticks_dropped_unended_message: int = 0
-
-
 def private(path: str, flags: int) -> int:
     """An ``open(..., opener=private)`` that makes a new file 0600, as the segments are: what a data directory holds
     is the owner's alone (the umask would make it 0644)."""
     return os.open(path, flags, 0o600)
-
-
-def _segment_name(first: int, prefix: str = "ticks") -> str:
-    return f"{prefix}-{first:020d}.log"
-
-
-def segments(directory: Path, prefix: str = "ticks") -> list[tuple[int, Path]]:
-    """(first record number, path) of every segment, oldest first."""
-    found = []
-    for path in directory.glob(f"{prefix}-*.log"):
-        try:
-            found.append((int(path.stem.removeprefix(f"{prefix}-")), path))
-        except ValueError:
-            continue
-    return sorted(found)
-
-
-def damaged_copies(directory: Path) -> dict[Path, int]:
-    """The damaged copies kept in ``directory`` (``<segment>.damaged``, ``.damaged-2``, ...: the originals a
-    ``skip_corrupt`` repair rewrote, the non-zero bytes a torn tail's cut took) and their sizes: retention never
-    drops them (forensics), so they stay until someone removes them."""
-    sizes = {}
-    for path in sorted(Path(directory).glob("*.log.damaged*")):
-        try:
-            sizes[path] = path.stat().st_size
-        except FileNotFoundError:  # removed meanwhile, as it should be once looked at
-            continue
-    return sizes
 
 
 DELETED_CHECK_S = 1.0  # how often an append checks that the segment file still exists
@@ -170,7 +97,7 @@ class TickLog:
         if existing:
             self._open(existing[-1][1])
         else:
-            self._open(self.directory / _segment_name(self.next_record, self.prefix))
+            self._open(self.directory / segment_name(self.next_record, self.prefix))
         # a service that was down past retention_s (or restarts with a smaller retention) drops what it would
         # have dropped live, before a restart replays it; the segment in use stays, as on a roll
         self._retain()
@@ -190,8 +117,8 @@ class TickLog:
         if not existing:
             return 0
         first, path = existing[-1]
-        return first + sum(1 for _ in _records(path, self.stats, last=True, skip_corrupt=self.skip_corrupt,
-                                               repair=True))
+        return first + sum(1 for _ in segment_records(path, self.stats, last=True,
+                                                      skip_corrupt=self.skip_corrupt, repair=True))
 
     def _open(self, path: Path) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)  # the desk's ticks: the owner's alone
@@ -323,7 +250,7 @@ class TickLog:
             self._latch("its directory was removed")        # start a log there that a restart would take as whole
         # the new segment first: if it cannot be made (a read-only remount, no fds left) the old one stays
         # open and in use, and no closed descriptor number is kept to be written or closed later
-        self._open(self.directory / _segment_name(self.next_record, self.prefix))
+        self._open(self.directory / segment_name(self.next_record, self.prefix))
         os.close(old)
         if self.segment_start is not None:
             self._write_record(self.segment_start())
@@ -366,234 +293,3 @@ class TickLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def read(directory: str | Path, start: int = 0, skip_corrupt: bool = False,
-         stats: LogStats | None = None, prefix: str = "ticks") -> Iterator[tuple[int, bytes]]:
-    """Every record from number ``start`` on, as (number, payload), oldest first."""
-    stats = stats if stats is not None else LogStats()
-    existing = segments(Path(directory), prefix)
-    for i, (first, path) in enumerate(existing):
-        following = existing[i + 1][0] if i + 1 < len(existing) else None
-        if following is not None and following <= start:
-            continue
-        number = first
-        # a segment appended to is repaired only where TickLog opens it (_count), before any append
-        for payload in _records(path, stats, last=following is None, skip_corrupt=skip_corrupt,
-                                repair=following is not None):
-            if number >= start:
-                yield number, payload
-            number += 1
-
-
-def read_unchanged(directory: str | Path, skip_corrupt: bool = False, stats: LogStats | None = None,
-                   prefix: str = "ticks", skip_option: str = "log.skip_corrupt") -> Iterator[tuple[int, bytes]]:
-    """Every record as ``read`` gives them, changing nothing on disk (a torn tail is left out, not cut; a segment
-    whose damage was skipped is not rewritten), and consistent beside a writer appending meanwhile: the segments
-    are opened before the first is read, so retention dropping one is not seen, and the last is read up to its last
-    whole record, so the records yielded are the log's first N, as a restart would read them then."""
-    stats = stats if stats is not None else LogStats()
-    opened = _open_segments(Path(directory), prefix)
-    try:
-        for i, (first, path, handle) in enumerate(opened):
-            number = first
-            for payload in _records(path, stats, last=i == len(opened) - 1, skip_corrupt=skip_corrupt,
-                                    data=handle.read(), skip_option=skip_option):
-                yield number, payload
-                number += 1
-    finally:
-        for _, _, handle in opened:
-            handle.close()
-
-
-def first_record(directory: str | Path, prefix: str = "ticks", tries: int = 5) -> tuple[int, bytes] | None:
-    """(number, payload) of the oldest segment's first record, reading that record alone (a segment is up to
-    ``segment_bytes``); None when there is no segment or that record is not whole and valid. Safe beside a writer
-    whose retention drops segments meanwhile."""
-    for _ in range(tries):
-        existing = segments(Path(directory), prefix)
-        if not existing:
-            return None
-        first, path = existing[0]
-        try:
-            with open(path, "rb") as handle:
-                header = handle.read(HEADER.size)
-                if len(header) < HEADER.size or HEADER.unpack(header)[0] != MAGIC:
-                    return None
-                payload = handle.read(min(HEADER.unpack(header)[1], MAX_RECORD_BYTES + 1))
-        except FileNotFoundError:  # dropped between the listing and the open: the next one is the oldest now
-            continue
-        return (first, payload) if _damage(header + payload, 0) is None else None
-    return None
-
-
-def _open_segments(directory: Path, prefix: str, tries: int = 5) -> list[tuple[int, Path, Any]]:
-    """(first record number, path, open file) of every segment: what a reader holds while retention may unlink
-    the oldest (a segment gone between the listing and its open is listed again)."""
-    for _ in range(tries):
-        opened = []
-        try:
-            for first, path in segments(directory, prefix):
-                opened.append((first, path, open(path, "rb")))
-            return opened
-        except FileNotFoundError:
-            for _, _, handle in opened:
-                handle.close()
-    raise OSError(f"{directory}: its segments kept changing while they were opened ({tries} tries)")
-
-
-def _records(path: Path, stats: LogStats, last: bool, skip_corrupt: bool, repair: bool = False,
-             data: bytes | None = None, skip_option: str = "log.skip_corrupt") -> Iterator[bytes]:
-    """The valid records of one segment. ``repair`` (with ``skip_corrupt``; never on a segment being appended to):
-    once read to its end, a segment whose damage was skipped is rewritten with its valid records alone, so the
-    next start reads it clean without ``skip_corrupt``. ``data``: the segment's bytes, read by a reader that
-    changes nothing (read_unchanged): a torn tail is left in the file, only not yielded."""
-    unchanged = data is not None
-    data = path.read_bytes() if data is None else data
-    offset = 0
-    skipped: list[tuple[int, int]] = []  # (start, end) of each damaged region skipped, for a repair
-    while offset < len(data):
-        why = _damage(data, offset)
-        if why is None:
-            length = HEADER.unpack_from(data, offset)[1]
-            yield data[offset + HEADER.size : offset + HEADER.size + length]
-            offset += HEADER.size + length
-            continue
-        if last and (torn := _torn_tail(data, offset, why)) is not None:
-            stats.torn_tails += 1
-            if unchanged:  # (a running service may be writing that record now: it is whole on the next read)
-                print(f"flashtick: log {path}: {torn} at byte {offset} ({len(data) - offset} bytes: a torn tail, or "
-                      f"a record being written) is left out; the file is left as it is", file=sys.stderr, flush=True)
-                break
-            kept = _keep_cut_bytes(path, data[offset:])
-            print(f"flashtick: log {path}: {torn} at byte {offset} (torn tail: {len(data) - offset} bytes) is cut away"
-                  f"{kept}", file=sys.stderr, flush=True)
-            with open(path, "r+b") as f:
-                f.truncate(offset)
-            data = data[:offset]
-            break
-        if not skip_corrupt:
-            raise CorruptLog(path, offset, why)
-        stats.corrupt_skipped += 1
-        resume = _next_valid(data, offset + 1)
-        records = data.count(MAGIC, offset, resume)  # each record that began there (a payload may hold one too)
-        stats.corrupt_records += records
-        # the ticks of those records are lost: the operator must hear which bytes, not only a counter
-        print(f"flashtick: log {path}: skipped {resume - offset} damaged bytes at byte {offset} ({why}; "
-              f"{'about ' * (records > 1)}{records} record{'s' * (records != 1)} lost; {skip_option})",
-              file=sys.stderr, flush=True)
-        skipped.append((offset, resume))
-        offset = resume
-    if repair and skipped:
-        try:
-            _rewrite(path, data, skipped)
-        except OSError as e:  # the records read are good all the same: this start goes on, the next skips again
-            print(f"flashtick: log {path}: could not rewrite it without its damaged bytes ({e.strerror or e}); "
-                  f"the next start needs log.skip_corrupt again", file=sys.stderr, flush=True)
-
-
-def _torn_tail(data: bytes, offset: int, why: str) -> str | None:
-    """What the damage at ``offset`` of the last segment is when it is the tail a dying writer or host leaves, or
-    None: damage with no valid record (magic, length, checksum) after it. A record cut short (the process died
-    mid-append); bytes that are zero to the end of the file (the host died after the file grew but before its
-    pages were written) or a record running into them; or any other damage: a last record whose page was partly
-    written, or blocks allocated but never written that hold old data (ext4 data=writeback, a disk without
-    power-loss protection). Cutting it loses no record a reader could read; damage with a valid record after it
-    (accepted data that cutting would lose) is not a tail."""
-    if _next_valid(data, offset + 1) != len(data):
-        return None
-    if why == "cut short":
-        return "a record cut short"
-    zeros_from = len(data.rstrip(b"\0"))
-    if offset >= zeros_from:
-        return "zero bytes to the end of the file"
-    if why == "checksum mismatch" and offset + HEADER.size + HEADER.unpack_from(data, offset)[1] > zeros_from:
-        return "a record ending in zero bytes to the end of the file"
-    return f"damaged bytes ({why}; no valid record after them)"
-
-
-def _damaged_name(path: Path) -> Path:
-    """Where a damaged copy of segment ``path`` goes: ``<name>.damaged``, or ``.damaged-2``, ... when damage was
-    found in the same segment before (every copy is kept)."""
-    damaged = path.with_name(path.name + ".damaged")
-    number = 1
-    while damaged.exists():
-        number += 1
-        damaged = path.with_name(f"{path.name}.damaged-{number}")
-    return damaged
-
-
-def _keep_cut_bytes(path: Path, cut: bytes) -> str:
-    """A torn tail's ``cut`` bytes kept as a damaged copy beside ``path`` before they are cut, unless they are all
-    zero (pages a host crash never wrote: nothing to look at). Non-zero ones may be a half-written record or old
-    blocks, which someone investigating a host crash wants. Returns what the cut's stderr line adds: where the
-    copy is, or why none could be kept (a full disk must not stop a start the cut lets go on)."""
-    if not any(cut):
-        return ""
-    damaged = _damaged_name(path)
-    try:
-        fd = os.open(damaged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except OSError as e:
-        return f"; its bytes could not be kept as {damaged} ({e.strerror or e})"
-    try:
-        if os.write(fd, cut) != len(cut):
-            raise OSError("short write (is the disk full?)")
-        os.fsync(fd)  # on disk before the truncate leaves them nowhere else
-    except OSError as e:
-        damaged.unlink(missing_ok=True)  # a part of them would pass for all of them
-        return f"; its bytes could not be kept as {damaged} ({e.strerror or e})"
-    finally:
-        os.close(fd)
-    return f"; the cut bytes are kept as {damaged}"
-
-
-def _rewrite(path: Path, data: bytes, skipped: list[tuple[int, int]]) -> None:
-    """``path`` holding only its valid records (``data`` less its ``skipped`` regions), the original kept beside it as
-    ``<name>.damaged`` for forensics. The original's name holds the old or the new content at every moment (a
-    hard link keeps the original, then the rewrite replaces the name atomically)."""
-    damaged = _damaged_name(path)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        starts, ends = [0] + [end for _, end in skipped], [start for start, _ in skipped] + [len(data)]
-        valid = b"".join(data[start:end] for start, end in zip(starts, ends))
-        if os.write(fd, valid) != len(valid):
-            raise OSError(f"short write rewriting {path} (is the disk full?)")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.link(path, damaged)
-    os.replace(tmp, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
-    print(f"flashtick: log {path}: rewritten with its valid records alone, so later starts need no "
-          f"log.skip_corrupt; the damaged original is kept as {damaged.name}", file=sys.stderr, flush=True)
-
-
-def _damage(data: bytes, offset: int) -> str | None:
-    """Why the record at ``offset`` is not valid, or None."""
-    if len(data) - offset < HEADER.size:
-        return "cut short"
-    magic, length, crc = HEADER.unpack_from(data, offset)
-    if magic != MAGIC:
-        return "bad magic"
-    if length > MAX_RECORD_BYTES:
-        return "bad length"
-    end = offset + HEADER.size + length
-    if end > len(data):
-        return "cut short"
-    if zlib.crc32(data[offset + HEADER.size : end]) != crc:
-        return "checksum mismatch"
-    return None
-
-
-def _next_valid(data: bytes, offset: int) -> int:
-    """The next offset holding a valid record (or the end)."""
-    while (offset := data.find(MAGIC, offset)) != -1:
-        if _damage(data, offset) is None:
-            return offset
-        offset += 1
-    return len(data)
