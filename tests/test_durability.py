@@ -36,9 +36,9 @@ from connectors.ticks import encode
 from connectors.service_topics import REJECTS_TOPIC
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError, GaplessSubscriber
 from engine.service.config import ServiceConfig
-from engine.service.pipeline import TickPipeline
 from engine.service.log_format import segments
 from engine.service.log_reading import read
+from engine.service.pipeline import TickPipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = """

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
-from engine.service.pipeline import TickPipeline
 from engine.service.log_format import HEADER, segments
+from engine.service.pipeline import TickPipeline
 from test_durability import QUERIES, checkpoint, config, crash_copy, feed_in_steps  # noqa: F401 (a fixture)
 
 

@@ -14,11 +14,11 @@ from connectors.encoder import EncodedTick
 from connectors.ticks import Tick, trade
 from engine.service.config import LogSection
 from engine.service.durability import DataDir
-from engine.service.message_ends import MESSAGE_START, whole_messages
-from engine.service.tick_export import export_ticks
 from engine.service.log_format import segments
 from engine.service.log_reading import read_unchanged
 from engine.service.log_stats import LogStats
+from engine.service.message_ends import MESSAGE_START, whole_messages
+from engine.service.tick_export import export_ticks
 from engine.service.ticklog import TickLog
 from queries.cache import AnswerCache
 

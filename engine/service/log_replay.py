@@ -16,9 +16,9 @@ import msgpack
 from connectors.encoder import PASSED, EncodedTick, StreamEncoders
 from connectors.ticks import InvalidTick, Tick, validate
 from engine.scheduler import AdmissionRefused
-from engine.service.message_ends import MESSAGE_START, item_ticks, whole_messages
 from engine.service.log_reading import first_record, read
 from engine.service.log_stats import LogStats
+from engine.service.message_ends import MESSAGE_START, item_ticks, whole_messages
 from engine.service.ticklog import FORGOTTEN, LOGGED, SEGMENT_START
 
 EXPIRED = "expired"  # a tick log record of its own, {expired: stream}: the live run expired the stream here

@@ -33,11 +33,11 @@ from connectors.stream_selection import StreamSelection
 from connectors.ticks import counted, utc_text
 from connectors.time_range import TimeRange
 from engine.rust_paths import rust_path
-from engine.service.message_ends import is_item, item_ticks, whole_messages
-from engine.service.output_paths import write_atomically
 from engine.service.log_format import segments
 from engine.service.log_reading import CorruptLog, read_unchanged
 from engine.service.log_stats import LogStats
+from engine.service.message_ends import is_item, item_ticks, whole_messages
+from engine.service.output_paths import write_atomically
 from engine.service.ticklog import FORGOTTEN, LOGGED, SEGMENT_START
 
 COLUMNS: dict[str, Any] = {"stream": pl.String, "ts": pl.Int64, "kind": pl.String, "price": pl.Float64,
