@@ -23,8 +23,10 @@ queries do not run during the replay; answers owed are computed after it.
 
 This file holds DataDir, which owns the directory; its parts live beside it: data_dir_open.py (what a start checks
 and claims before the logs open), kept_queries.py and registration_marks.py (the queries kept and where each
-starts), log_replay.py (the tick log read back onto sessions), owed_answers.py (the answers a restart owes) and
-refusal_spell.py (ticks refused while a log cannot be written).
+starts), segment_starts.py (each tick log segment's first record), log_replay.py (the tick log read back onto
+sessions), lost_ticks.py (what the answer log refers to that the tick log lost), recovery_report.py (what a start
+says of its replay), owed_answers.py (the answers a restart owes) and refusal_spell.py (ticks refused while a log
+cannot be written).
 """
 
 from __future__ import annotations
@@ -40,7 +42,6 @@ from typing import Any
 import msgpack
 
 from connectors.encoder import EncodedTick, StreamEncoders
-from connectors.ticks import counted
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
 from engine.service.data_dir_open import (check_meta, others_access, read_epoch, refuse_the_users_folder,
@@ -48,21 +49,22 @@ from engine.service.data_dir_open import (check_meta, others_access, read_epoch,
 from engine.service.kept_queries import (LIVE, RestoredQueries, read_origins, read_query_versions,
                                          write_queries_files)
 from engine.service.log_damage import damaged_copies
-from engine.service.log_lines import named_few
 from engine.service.log_replay import EXPIRED, ReplayTarget, TailPoints, dropped_by_retention, split_log
-from engine.service.message_ends import END_RECORD, ENDS_LOGGED, MESSAGE_START, WHOLE
 from engine.service.log_stats import LogStats
+from engine.service.lost_ticks import forget_lost_answers, say_lost_streams
+from engine.service.message_ends import END_RECORD, ENDS_LOGGED, MESSAGE_START, WHOLE
 from engine.service.private_dirs import make_private_dirs
+from engine.service.recovery_report import say_damaged_copies, say_recovered
 from engine.service.refusal_spell import RefusalSpell
 from engine.service.registration_marks import RegistrationMarks
-from engine.service.ticklog import FORGOTTEN, LOGGED, SEGMENT_START, LogWriteError, TickLog
+from engine.service.segment_starts import SegmentStarts
+from engine.service.ticklog import FORGOTTEN, LogWriteError, TickLog
 from queries.cache import AnswerCache
 from queries.registry import Registry
 
 __all__ = ["DataDir"]  # what other modules import from here
 
 REFUSAL_NOTE_S = 10.0  # at most one stderr line this often while the tick log refuses ticks
-SEGMENT_START_SHARE = 4  # a segment's start record may take at most 1/4 of log.segment_bytes with the sessions
 
 
 class DataDir:
@@ -100,7 +102,7 @@ class DataDir:
         self.encoders = encoders  # set later by a front door that makes them after its data directory
         # one engine's Scheduler.booked: each stream's session as a replay books it (a front door has none)
         self.booked: Callable[[str], Any] | None = None
-        self._sessions_said = False
+        self._starts = SegmentStarts(config.segment_bytes)
         try:
             self._open_parts(config, cache, written_by)
         except (OSError, ConfigError) as e:  # the lock goes too: a refused directory is not held by who refused it
@@ -190,27 +192,8 @@ class DataDir:
         return afresh
 
     def _segment_start(self) -> bytes:
-        """A new segment's first record: every stream's tick count, last accepted ts and codec state so far, and
-        (with ``booked``: one engine) its session as a replay would have booked it, so that a replay starting here,
-        once retention dropped the segments before, goes on exactly where the live run was."""
-        if self.encoders is None:
-            return msgpack.packb({SEGMENT_START: {}, LOGGED: self.ticks_logged}, use_bin_type=True)
-        states = self.encoders.codec_states()
-        accepted = {name: a for name, a in self.encoders.accepted().items() if a is not None}
-        sessions = self.booked is not None
-        while True:
-            starts = {name: [a["ticks"], a["last_ts"], states.get(name),
-                             self.booked(name) if sessions and a["ticks"] else None, a["at_last_ts"]]
-                      for name, a in accepted.items()}
-            record = msgpack.packb({SEGMENT_START: starts, LOGGED: self.ticks_logged}, use_bin_type=True)
-            if not sessions or len(record) <= self.config.segment_bytes // SEGMENT_START_SHARE:
-                return record
-            sessions = False  # a start that filled its segment would roll the log at every tick: counts alone
-            if not self._sessions_said:
-                self._sessions_said = True
-                print(f"flashtick: the tick log's segments ({self.config.segment_bytes} bytes, log.segment_bytes) are "
-                      f"too small to start with every stream's session ({len(record)} bytes): a restart after "
-                      f"retention drops segments rebuilds sessions from the ticks kept", file=sys.stderr, flush=True)
+        """A new segment's first record (segment_starts.py), from the live encoders and sessions."""
+        return self._starts.record(self.encoders, self.booked, self.ticks_logged)
 
     @contextmanager
     def message(self, items: int) -> Iterator[None]:
@@ -338,94 +321,22 @@ class DataDir:
         self.expired_streams += expired_streams
         self.replay_refused += refused
         self.ticks_logged = logged
-        self._say_lost_streams(encoders, turned_away)
-        self._forget_lost_answers(encoders, turned_away)
+        say_lost_streams(self.answers, encoders, turned_away, self.log.directory)
+        forget_lost_answers(self.answers, self._restored_answers, encoders, turned_away)
         return tail
 
-    def _forget_lost_answers(self, encoders: StreamEncoders, turned_away: Container[str]) -> None:
-        """Latest answers about ticks the tick log no longer holds (its tail lost to a host crash under group fsync,
-        or cut as damaged; skip_corrupt): a stream came back with fewer ticks than its answers' ``version``. They
-        are not served as current (`get`, `ask --max-stale`: AnswerLog.forget_lost), and said. (Their replay
-        booked the stream whole: every tick kept had been answered.)"""
-        if self._restored_answers is None:
-            return
-        registry, history, replayed = self._restored_answers
-        counts: dict[str, int] = {}
-        for answer in self.answers.cache.latest():
-            ticks = encoders.ticks_of(answer.stream)
-            if ticks is not None and answer.stream not in turned_away and answer.version > ticks:
-                counts[answer.stream] = ticks
-        if not counts:
-            return
-        taken = self.answers.forget_lost(counts, history, registry, replayed)
-        named = ", ".join(f"{s!r} holds {n:,} ticks" for s, n in sorted(counts.items())[:5])
-        more = f", ... ({len(counts)} streams in all)" if len(counts) > 5 else ""
-        print(f"flashtick: warning: {counted(len(taken), 'answer')} refer to ticks lost with the log's tail ({named}"
-              f"{more}; the answers went to tick {max(a.version for a in taken):,}): they are no longer served as "
-              f"current; each query's latest answer on the ticks kept is. The next ticks take the lost ones' "
-              f"counts, so their answers' `version` repeats the lost answers' (a later `seq` tells them apart)",
-              file=sys.stderr, flush=True)
-
-    def _say_lost_streams(self, encoders: StreamEncoders, turned_away: Container[str]) -> None:
-        """Streams the answer log has answers of but the tick log knows nothing of (neither ticks nor an expiry):
-        its segments were removed. The operator must hear it at the start, not find sessions gone. A stream whose
-        logged ticks admission refused (``turned_away``) is not one: its cause is said by the caller."""
-        lost = sorted({a.stream for a in self.answers.cache.latest()
-                       if a.stream not in encoders and not encoders.expired(a.stream) and a.stream not in turned_away})
-        if lost:
-            print(f"flashtick: warning: the answer log has answers of {counted(len(lost), 'stream')} the tick log "
-                  f"holds nothing of ({named_few(lost)}): were tick log segments in {self.log.directory} removed? "
-                  f"Their last answers are still served (`get`) and their topics' seqs go on; their next ticks start "
-                  f"new sessions", file=sys.stderr, flush=True)
-
     def replayed(self, streams: int, rebuild_forwards: int = 0) -> None:
-        """After ``replay`` and the rebuild: timed and said."""
+        """After ``replay`` and the rebuild: timed and said (recovery_report.py)."""
         self.rebuild_forwards = rebuild_forwards
         self.recovery_s = time.perf_counter() - self._replay_started
-        if self.recovered_ticks:
-            dropped = self.read_stats.ticks_dropped_by_retention
-            older = f" ({counted(dropped, 'older tick')} dropped by retention)" if dropped else ""
-            print(f"flashtick: recovered {self._recovered_text(streams)} from {self.log.directory} "
-                  f"in {self.recovery_s:.1f} s{older}{self._unended_text()}", file=sys.stderr, flush=True)
-        elif self.read_stats.ticks_dropped_unended_message:  # (its only ticks were of such a message)
-            print(f"flashtick: recovered no tick from {self.log.directory}{self._unended_text()}", file=sys.stderr,
-                  flush=True)
-        self._say_damaged_copies()
-
-    def _unended_text(self) -> str:
-        """What the replay left out of a message a kill cut short (message_ends.py), said once, on the start's line."""
-        cut = self.read_stats.ticks_dropped_unended_message
-        return (f"; left out {counted(cut, 'tick')} of a message cut short by a stop as it was read in (never "
-                f"answered; `flashtick feed` sends such a message again whole)" if cut else "")
-
-    def _recovered_text(self, streams: int) -> str:
-        """`N ticks of M streams`, both of the ``streams`` held; the ticks of sessions expired for idleness before
-        the stop said apart, with their streams. Every logged stream may have expired: then none is held, and
-        "of 0 streams" would read like a failed recovery."""
-        of_expired = f" of {counted(self.expired_streams, 'stream')}" if self.expired_streams else ""
-        if not streams:
-            return (f"{counted(self.recovered_ticks, 'tick')}{of_expired} (no stream is held: each logged stream "
-                    f"expired for idleness, its next ticks start a new session)")
-        expired = (f" (and {counted(self.expired_ticks, 'tick')}{of_expired} expired for idleness before the stop: "
-                   f"replayed, not held)" if self.expired_ticks else "")
-        return f"{counted(self.recovered_ticks - self.expired_ticks, 'tick')} of {counted(streams, 'stream')}{expired}"
+        say_recovered(self.log.directory, streams, self.recovered_ticks, self.expired_ticks, self.expired_streams,
+                      self.read_stats, self.recovery_s)
+        say_damaged_copies(self.damaged_copies(), self.root)
 
     def damaged_copies(self) -> dict[Path, int]:
         """The damaged copies kept beside the tick and answer logs (a ``log.skip_corrupt`` repair's originals, a
         torn tail's non-zero cut bytes), with their sizes (log_damage.damaged_copies)."""
         return damaged_copies(self.log.directory) | damaged_copies(self.answers.directory)
-
-    def _say_damaged_copies(self) -> None:
-        """At every start while any is kept: the operator looks at them, then removes them (docs/durability.md);
-        kept unsaid, they would sit in the directory for ever, outside retention's budget."""
-        copies = self.damaged_copies()
-        if copies:
-            size = sum(copies.values())
-            named = [f"{path.parent.name}/{path.name}" for path in copies]
-            print(f"flashtick: note: {counted(len(copies), 'damaged log file')} ({size:,} "
-                  f"bytes: originals log.skip_corrupt repaired, torn tails' cut bytes) kept in {self.root} "
-                  f"({', '.join(named[:3])}{', ...' if len(named) > 3 else ''}): retention keeps them: remove them "
-                  f"once looked at (docs/durability.md)", file=sys.stderr, flush=True)
 
     def read_items(self, streams: set[str], upto: int, encoders: StreamEncoders, target: ReplayTarget,
                    answered: dict[str, tuple[int, int]] | None = None) -> list[EncodedTick | None]:
