@@ -78,20 +78,7 @@ class DataDir:
             raise ValueError("DataDir needs log.dir")
         self.config = config
         self.root = Path(config.dir).expanduser().absolute()  # said in full: a relative one is the config file's
-        refuse_the_users_folder(self.root)  # before the lock: nothing is written into a folder refused
-        # (one the service makes is 0700; one the user made is said, or refused before anything is written there)
-        access = others_access(self.root) if self.root.is_dir() else None
-        try:
-            # 0700: every tick, answer and query of the desk is in here; another user of a shared host reads none
-            make_private_dirs(self.root)
-            self._lock_file = take_lock(self.root / "lock")
-        except OSError as e:  # under a file, on a read-only filesystem, no permission: name the key
-            raise ConfigError(f"log.dir {self.root}: {e.strerror or e} (a data directory must be a writable "
-                              f"directory)") from None
-        if too_big := retention_past_filesystem(self.root, config):
-            print(f"flashtick: warning: {too_big}", file=sys.stderr, flush=True)
-        if access is not None:  # the user's own folder: said, not changed
-            print(f"flashtick: {access}", file=sys.stderr, flush=True)
+        self._lock_file = self._claim(config)
         self.queries_path = self.root / "queries.yaml"
         self.state_path = self.root / "queries.state.json"
         self.read_stats = LogStats()
@@ -134,6 +121,25 @@ class DataDir:
         self._refusal_said_at = -math.inf  # when stderr last heard that the tick log refuses ticks
         self._refused: tuple[float, str] | None = None  # the latest refusal of a tick: when (monotonic) and why
         self._refusals = RefusalSpell()  # since when ticks are refused, how many: said once a tick is accepted again
+
+    def _claim(self, config: LogSection) -> Any:
+        """The directory made (0700) or taken as the user's own (said, not changed), and locked; returns the lock's
+        open file. Raises ConfigError before anything is written into a folder refused."""
+        refuse_the_users_folder(self.root)  # before the lock: nothing is written into a folder refused
+        # (one the service makes is 0700; one the user made is said, or refused before anything is written there)
+        access = others_access(self.root) if self.root.is_dir() else None
+        try:
+            # 0700: every tick, answer and query of the desk is in here; another user of a shared host reads none
+            make_private_dirs(self.root)
+            lock_file = take_lock(self.root / "lock")
+        except OSError as e:  # under a file, on a read-only filesystem, no permission: name the key
+            raise ConfigError(f"log.dir {self.root}: {e.strerror or e} (a data directory must be a writable "
+                              f"directory)") from None
+        if too_big := retention_past_filesystem(self.root, config):
+            print(f"flashtick: warning: {too_big}", file=sys.stderr, flush=True)
+        if access is not None:  # the user's own folder: said, not changed
+            print(f"flashtick: {access}", file=sys.stderr, flush=True)
+        return lock_file
 
     def resolved(self, written_by: dict[str, Any]) -> None:
         """meta.json checked and recorded again with what was resolved after the directory was opened: a sharded
