@@ -35,7 +35,7 @@ class LogWriteError(OSError):
     """An append failed; nothing of it is in the log."""
 
 
-# The tick log's own records beside the ticks (engine/service/durability.py writes them; log_replay.py and
+# The tick log's own records beside the ticks (durability.py and segment_starts.py write them; log_replay.py and
 # tick_export.py read them; where messages begin and end: message_ends.py):
 SEGMENT_START = "start"  # each tick log segment's first record: {start: {stream: [ticks, last_ts, codec state,
 #                          session (tokens, chunk boundaries, next roll point) or nil, ticks stamped last_ts]}}
