@@ -181,7 +181,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if hour is not None and hour.second_rows.len():  # read at the later offset: told by the file's order
         second_pass = pl.col(ROW).is_in(hour.second_rows.implode())
         exprs[0] = apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first, second_pass), first).alias("_ts")
-    exprs[0], session_notes, evenings_moved = trade_date_evenings(path, cmap, rows, exprs[0], wall)
+    exprs[0], session_notes, evenings_moved = trade_date_evenings(path, cmap, rows, exprs[0], wall,
+                                                                       raw_stream)
     notes += session_notes
     frame = rows.select(*exprs, ROW)
     factor = 1 if ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]

@@ -10,7 +10,12 @@ evening rows fall on a Saturday or a Sunday holds calendar dates under that name
 these exchanges): it is read as written, said in a note. An evening whose trade date skips a holiday mid-week (a
 Wednesday evening carrying Friday's date) is a day late still, and a Friday night session carrying Monday's
 date (JPX's) is read on the Sunday: only the exchange's calendar knows them (docs/replay.md#trade-dates). The open
-is found over the whole file (one for all its streams), and the note names it."""
+is found per stream, from its own times (products of one file may pause at different hours), and the note names it.
+
+A date column under the bare name `Date` is read so too when its rows say it: within each date (and stream), in
+file order, the evening rows come first and the clock wraps once to the morning, which no calendar date does (its
+times ascend within the date). Sorted by date then time of day, a trade date cannot be told from a calendar date:
+read as written (connectors/misread_times.py cautions where the file's order hints at it)."""
 
 from __future__ import annotations
 
@@ -60,36 +65,104 @@ def clock_text(minute: int) -> str:
     return f"{minute // 60:02d}:{minute % 60:02d}"
 
 
-def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.Expr,
-                        wall: pl.Expr | None) -> tuple[pl.Expr, list[str], bool]:
+class StreamOpens(NamedTuple):
+    """Each stream's evening open (streams whose times do not run through midnight have none)."""
+    opens: dict[str, SessionOpen]
+    streams: int  # the file's streams, with an open or not
+
+    def evening(self, stream: pl.Expr, minute: pl.Expr) -> pl.Expr:
+        """Whether a row is at or after its stream's evening open (null, not true, for a stream without one)."""
+        minutes = {opened.open_minute for opened in self.opens.values()}
+        if len(minutes) == 1 and len(self.opens) == self.streams:  # one open for the whole file: no lookup
+            return minute >= minutes.pop()
+        keys = list(self.opens)
+        return minute >= stream.replace_strict(keys, [self.opens[k].open_minute for k in keys], default=None,
+                                               return_dtype=pl.Int64)
+
+    def said(self, time: str) -> str:
+        """The open(s) for a note: `17:00 in 'Time' (the evening open, after the daily pause from 16:00)`, or each
+        stream's, a few named."""
+        by_open: dict[SessionOpen, list[str]] = {}
+        for stream, opened in self.opens.items():
+            by_open.setdefault(opened, []).append(stream)
+        if len(by_open) == 1 and len(self.opens) == self.streams:
+            opened = next(iter(by_open))
+            return (f"{clock_text(opened.open_minute)} in {time!r} (the evening open, after the daily pause from "
+                    f"{clock_text(opened.break_from)})")
+        each = "; ".join(f"{clock_text(o.open_minute)} for {', '.join(sorted(names)[:3])}"
+                         f"{', ...' if len(names) > 3 else ''} (after the pause from {clock_text(o.break_from)})"
+                         for o, names in sorted(by_open.items())[:4])
+        without = self.streams - len(self.opens)
+        return (f"their stream's evening open in {time!r} (each stream's own, after its daily pause: {each}"
+                f"{'; ...' if len(by_open) > 4 else ''}"
+                f"{f'; {without} stream(s) whose times do not run through midnight: as written' if without else ''})")
+
+
+def stream_opens(rows: pl.LazyFrame, stream: pl.Expr, minute: pl.Expr) -> StreamOpens:
+    """Each stream's evening open, from its own times of day: products of one file may pause at different hours
+    (CME's equity index futures at 16:00 CT, its grains at 13:20; two venues), and one stream's rows in another's
+    pause would hide it, were the open found over the whole file."""
+    found = (rows.select(stream.alias("_stream"), minute.alias("_minute")).drop_nulls().unique()
+             .group_by("_stream").agg(pl.col("_minute").sort()).collect())
+    opens = {name: opened for name, minutes in found.iter_rows()
+             if (opened := session_open(minutes)) is not None}
+    return StreamOpens(opens, found.height)
+
+
+def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.Expr, wall: pl.Expr | None,
+                        stream: pl.Expr) -> tuple[pl.Expr, list[str], bool]:
     """`ts` (a `_ts` expression) with the evening rows of a trade-date file read on the calendar day before their
     trade date, the note that says so, and whether they were; `ts` unchanged otherwise. `wall`: the naive
-    wall-clock times in the map's tz as int ns (None: the times are UTC's, `ts` itself)."""
-    if (len(cmap.ts_columns) != 2 or cmap.ts_unit != "datetime" or cmap.utc_offset is not None
-            or not names_a_trade_date(cmap.ts_columns[0])):
+    wall-clock times in the map's tz as int ns (None: the times are UTC's, `ts` itself); `stream`: each row's
+    stream name as the replay reads it (a literal for a file of one stream), whose own times find its open."""
+    if len(cmap.ts_columns) != 2 or cmap.ts_unit != "datetime" or cmap.utc_offset is not None:
+        return ts, [], False
+    named, bare = names_a_trade_date(cmap.ts_columns[0]), names_a_bare_date(cmap.ts_columns[0])
+    if not named and not bare:
         return ts, [], False
     clock = ts if wall is None else wall
     minute = (clock % DAY_NS) // MINUTE_NS
-    found = rows.select(minute.alias("_minute")).drop_nulls().unique().sort("_minute").collect()
-    opened = session_open(found["_minute"].to_list())
-    if opened is None:
+    opens = stream_opens(rows, stream, minute)
+    if not opens.opens:
         return ts, [], False
-    date, time, at = cmap.ts_columns[0], cmap.ts_columns[1], clock_text(opened.open_minute)
-    evening = minute >= opened.open_minute
+    date, time = cmap.ts_columns
+    evening = opens.evening(stream, minute)
+    if bare and not wraps_at_the_open(rows, clock, evening, [stream, pl.col(date)]):
+        return ts, [], False  # a calendar date (times ascending within each date), or nothing tells
+    at = opens.said(time)
     weekday = (clock // DAY_NS + 3) % 7
     weekend, count = rows.select((evening & weekday.is_in([SATURDAY, SUNDAY])).sum(), evening.sum().alias("n")
                                  ).collect().row(0)
     if weekend:
-        return ts, [f"{path.name}: column {date!r} is named as a trade date, but {weekend} of its rows at or after "
-                    f"{at} (the evening open, after the pause from {clock_text(opened.break_from)}) fall on a "
-                    f"Saturday or a Sunday, which is no trade date: read as calendar dates, as written"], False
+        said = "named" if named else "ordered"
+        return ts, [f"{path.name}: column {date!r} is {said} as a trade date, but {weekend} of its rows at or after "
+                    f"{at} fall on a Saturday or a Sunday, which is no trade date: read as calendar dates, as "
+                    f"written"], False
     if wall is None:
         earlier = ts - DAY_NS
     else:  # the day before's wall clock, in the zone: its own UTC offset (a summer-time change between the two)
         earlier = (wall - DAY_NS).cast(pl.Datetime("ns")).dt.replace_time_zone(
             cmap.tz, ambiguous="earliest", non_existent="null").dt.epoch("ns")
     shifted = pl.when(evening).then(earlier).otherwise(ts).alias("_ts")
-    return shifted, [f"{path.name}: column {date!r} is an exchange trade (session) date: its {count} row(s) at or "
-                     f"after {at} in {time!r} (the evening open, after the daily pause from "
-                     f"{clock_text(opened.break_from)}) are its evening session, read on the calendar day before "
-                     f"their trade date (docs/replay.md#trade-dates)"], True
+    why = ("is an exchange trade (session) date" if named else
+           "holds exchange trade (session) dates, not calendar dates: within a date its times run from the evening "
+           "open through midnight to the day session, in file order")
+    return shifted, [f"{path.name}: column {date!r} {why}: its {count} row(s) at or after {at} are its evening "
+                     f"session, read on the calendar day before their trade date (docs/replay.md#trade-dates)"], True
+
+
+def names_a_bare_date(column: str) -> bool:
+    """`Date`, `date`: a name that says nothing of which date, calendar or trade."""
+    return re.sub(r"[^a-z]", "", column.lower()) == "date"
+
+
+def wraps_at_the_open(rows: pl.LazyFrame, clock: pl.Expr, evening: pl.Expr, group: list[pl.Expr]) -> bool:
+    """Whether a date column's rows, in file order, are a trade date's: within one date (and stream) the evening
+    rows come first and the clock wraps once to the morning (DataMine's order, or by date then session time), at
+    least once in the file, and never steps back otherwise nor goes from a morning row to an evening one (a
+    calendar date's order, times ascending within it; a newest-first export steps back throughout)."""
+    before = evening.shift(1).over(group)
+    back = (clock.diff().over(group) < 0).sum()
+    wraps, steps, unwraps = rows.select((before & ~evening).sum().alias("wraps"), back.alias("steps"),
+                                        (~before & evening).sum().alias("unwraps")).collect().row(0)
+    return bool(wraps) and wraps == steps and not unwraps

@@ -149,25 +149,75 @@ def cme_rows(calendar: bool, date_name: str = "Trade Date") -> pl.DataFrame:
         "truth": [int(m.timestamp()) * 10**9 for m in moments]})
 
 
-def test_a_date_column_stepping_back_a_day_is_named_as_a_trade_date_with_rows_a_day_late(tmp_path: Path) -> None:
-    rows = cme_rows(calendar=False, date_name="Date")  # a trade date under a calendar date's name: not read right
+def test_a_bare_date_column_whose_times_wrap_within_a_date_is_read_as_a_trade_date(tmp_path: Path) -> None:
+    """`Date` holding trade dates, each date's rows in session order (the evening from 17:00 CT first, then 00:00 to
+    16:00): no calendar date's times wrap so within a date, so its evening rows are read on the day before."""
+    rows = cme_rows(calendar=False, date_name="Date")
     replay = FileReplay(write(rows.drop("truth"), tmp_path / "cl_tradedate.csv"), columns={"tz": "America/Chicago"})
-    assert rows["truth"].is_sorted()  # the file is in real time order; read, its evening rows are a day late
-    evening = [int(clock[:2]) >= 17 for clock in rows["Time"]]
-    assert sum(evening) == 3 * 21
-    day_late = [truth + 86_400 * 10**9 * late for truth, late in zip(rows["truth"], evening)]
-    assert [t.ts for t in drain(replay)] == sorted(day_late)
+    assert rows["truth"].is_sorted()
+    assert [t.ts for t in drain(replay)] == rows["truth"].to_list()  # before: the 63 evening rows a day late
     said = "\n".join(replay.notes)
-    assert "(a trade date's evening rows a day late, as said next)" in said
-    assert "newest first" not in said
-    caution = next(c for c in replay.cautions if "trade (session) date" in c)
-    assert "3 time(s) in file order step back by 12 to 24 h between rows of one 'Date'" in caution
-    assert "Give a calendar date column, or a full timestamp column (--columns ts=...;" in caution
-    # the same trades with the calendar date are read at their real times, in order, with no such warning
+    assert "column 'Date' holds exchange trade (session) dates, not calendar dates: within a date its times run " \
+           "from the evening open through midnight to the day session, in file order: its 63 row(s) at or after " \
+           "17:00 in 'Time' (the evening open, after the daily pause from 15:40)" in said, said
+    assert "not in time order" not in said
+    assert not replay.cautions, replay.cautions
+    # the same trades with the calendar date (times ascending within each date) are read as before, no note
     calendar = cme_rows(calendar=True, date_name="Date")
     replay = FileReplay(write(calendar.drop("truth"), tmp_path / "cl_calendar.csv"), columns={"tz": "America/Chicago"})
     assert [t.ts for t in drain(replay)] == calendar["truth"].to_list()
     assert not any("trade (session) date" in note or "not in time order" in note for note in replay.notes)
+    # sorted by date then time, a trade date is a calendar date to the eye: read as written, nothing said
+    by_time = rows.sort("Date", "Time", maintain_order=True)
+    replay = FileReplay(write(by_time.drop("truth"), tmp_path / "cl_by_time.csv"), columns={"tz": "America/Chicago"})
+    assert len(drain(replay)) == rows.height
+    assert not any("trade (session) date" in note for note in replay.notes)
+
+
+def test_a_bare_date_column_whose_wrap_is_not_clean_is_read_as_written_with_a_caution(tmp_path: Path) -> None:
+    """One evening row out of order besides the wraps: not the clean signature of a trade date, so the file is
+    read as written, and the caution names what reads it right."""
+    rows = cme_rows(calendar=False, date_name="Date")
+    swapped = pl.concat([rows[:3], rows[4:5], rows[3:4], rows[5:]])  # 18:00 before 17:40 on Sunday's evening
+    replay = FileReplay(write(swapped.drop("truth"), tmp_path / "cl_shuffled.csv"), columns={"tz": "America/Chicago"})
+    evening = [int(clock[:2]) >= 17 for clock in rows["Time"]]
+    day_late = [truth + 86_400 * 10**9 * late for truth, late in zip(rows["truth"], evening)]
+    assert [t.ts for t in drain(replay)] == sorted(day_late)
+    said = "\n".join(replay.notes)
+    assert "(a trade date's evening rows a day late, as said next)" in said
+    caution = next(c for c in replay.cautions if "trade (session) date" in c)
+    assert "3 time(s) in file order step back by 12 to 24 h between rows of one 'Date'" in caution
+    assert "Give a calendar date column, or a full timestamp column (--columns ts=...;" in caution
+
+
+def two_venue_rows() -> pl.DataFrame:
+    """ES (CME: 18:00-17:00 New York time) and Brent (ICE: 20:00-18:00 New York time) every 20 minutes from
+    Sunday's opens to Tuesday's closes, in one file, each row stamped with its product's trade date (an evening
+    carries the next day's), in time order. Each pauses while the other trades: over the whole file, no pause."""
+    rows = []
+    for symbol, open_hour, close_hour in (("ESZ6", 18, 17), ("BRNF7", 20, 18)):
+        moment, end = datetime(2026, 10, 25, open_hour, tzinfo=NEW_YORK), datetime(2026, 10, 27, close_hour,
+                                                                                  tzinfo=NEW_YORK)
+        while moment < end:
+            if not close_hour <= moment.hour < open_hour:
+                trade_date = moment.date() + timedelta(days=moment.hour >= open_hour)
+                rows.append((trade_date.strftime("%Y%m%d"), moment.strftime("%H:%M:%S"), symbol,
+                             int(moment.timestamp()) * 10**9))
+            moment += timedelta(minutes=20)
+    return pl.DataFrame(rows, schema=["Trade Date", "Time", "Symbol", "truth"], orient="row") \
+        .with_columns(Price=pl.lit(100.0), Volume=pl.lit(1)).sort("truth", maintain_order=True)
+
+
+def test_a_trade_date_file_of_two_products_finds_each_streams_evening_open(tmp_path: Path) -> None:
+    rows = two_venue_rows()
+    replay = FileReplay(write(rows.drop("truth"), tmp_path / "es_brent.csv"), columns={"tz": "America/New_York"})
+    ticks = drain(replay)
+    assert [t.ts for t in ticks] == rows["truth"].to_list()  # before: no open over the file, every row a day late
+    said = "\n".join(replay.notes)
+    assert "its 60 row(s) at or after their stream's evening open in 'Time' (each stream's own, after its daily " \
+           "pause: 18:00 for ESZ6 (after the pause from 16:40); 20:00 for BRNF7 (after the pause from 17:40))" \
+           in said, said
+    assert "not in time order" not in said
 
 
 def test_a_column_named_trade_date_reads_its_evening_rows_on_the_day_before_in_either_order(tmp_path: Path) -> None:
