@@ -71,9 +71,9 @@ from connectors.map_vocabulary import (
 from connectors.mapped_columns import columns_lacking, numbers_not_nested, spelled_as_the_file, unnamed_fields
 from connectors.naive_time_zones import histdata_zone, naive_time_notes, zone_of_header
 from connectors.size_readings import size_notes
-from connectors.taq_times import taq_zone, taq_zone_note
 from connectors.time_units import detected_unit, epoch_unit
 from connectors.shell_words import columns_option
+from connectors.venue_zones import venue_zone, venue_zone_note
 
 
 def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = False, own_map: bool = False,
@@ -219,13 +219,13 @@ def _detected_map(path: Path, spec: Refine | None, read: _ColumnsRead, first: Ca
         date_notes += clock_notes
     if _writes_only_changes(cmap, list(schema)):
         cmap = replace(cmap, fill_quotes=True)
-    zoned = cmap.tz is not None  # a layout known to write its zone (IQFeed's Eastern time): no TAQ's note
-    detected = cmap = taq_zone(cmap, schema)  # New York's wall clock, unless --tz says otherwise
+    zoned = cmap.tz is not None  # a layout known to write its zone (IQFeed's Eastern time): no venue's note
+    detected = cmap = venue_zone(cmap, schema)  # TAQ's New York, B3's Sao Paulo, unless --tz says otherwise
     try:
         cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
     except ValueError as e:  # the keys given, applied to each file: name the one they do not fit
         raise ValueError(f"{path}: {e}{every}") from None
-    zone_notes = [] if "tz" in keys or zoned else taq_zone_note(path, detected, cmap)
+    zone_notes = [] if "tz" in keys or zoned else venue_zone_note(path, detected, cmap, schema)
     cmap, kind_notes = kind_column(path, cmap, schema, names, dialect)
     if not {"ts", "ts_unit", "ts_format"} & set(keys):  # a time column or unit given is read as given
         cmap, clock_notes = finer_clock(path, cmap, schema, names, dialect)

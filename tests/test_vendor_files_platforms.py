@@ -304,7 +304,8 @@ def test_barchart_ondemand_ticks_read_by_their_camel_case_names(tmp_path: Path) 
 
 def test_b3_public_trades_file_reads_its_date_and_clock_digits(tmp_path: Path) -> None:
     """B3's NEGOCIOSAVISTA.txt: `;`-separated, a decimal comma, DataNegocio beside HoraFechamento (HHMMSSmmm) in
-    Sao Paulo's time (UTC-3), given with --tz."""
+    Sao Paulo's time (UTC-3): read in that zone by its layout (before: as UTC, 3 hours early), with a note; --tz
+    says otherwise."""
     header = ("DataReferencia;CodigoInstrumento;AcaoAtualizacao;PrecoNegocio;QuantidadeNegociada;HoraFechamento;"
               "CodigoIdentificadorNegocio;TipoSessaoPregao;DataNegocio;CodigoParticipanteComprador;"
               "CodigoParticipanteVendedor\n")
@@ -314,13 +315,20 @@ def test_b3_public_trades_file_reads_its_date_and_clock_digits(tmp_path: Path) -
     path.write_text(header + "".join(
         f"2026-11-30;{('PETR4', 'VALE3')[i % 2]};0;{38 + i % 5},{450 + i:03d};{100 * (1 + i % 3)};{clock};{i};1;"
         f"2026-11-30;3;120\n" for i, clock in enumerate(clocks)))
-    replay = FileReplay(path, columns={"tz": "America/Sao_Paulo"})
-    ticks = drain(replay)
-    assert len(ticks) == 40 and {t.stream for t in ticks} == {"PETR4", "VALE3"} and not replay.rejected
-    # 10:00:00.000 BRT = 13:00:00Z; 10:01:07.037 = 13:01:07.037Z
-    assert [(t.ts, t.price, t.size) for t in ticks[:2]] == [(ns("2026-11-30T13:00:00+00:00"), 38.45, 100.0),
-                                                            (ns("2026-11-30T13:01:07.037+00:00"), 39.451, 200.0)]
-    assert "ts=DataNegocio+HoraFechamento" in "\n".join(replay.notes)
+    for columns in (None, {"tz": "America/Sao_Paulo"}):
+        replay = FileReplay(path, columns=columns)
+        ticks = drain(replay)
+        assert len(ticks) == 40 and {t.stream for t in ticks} == {"PETR4", "VALE3"} and not replay.rejected
+        # 10:00:00.000 BRT = 13:00:00Z; 10:01:07.037 = 13:01:07.037Z
+        assert [(t.ts, t.price, t.size) for t in ticks[:2]] == [(ns("2026-11-30T13:00:00+00:00"), 38.45, 100.0),
+                                                                (ns("2026-11-30T13:01:07.037+00:00"), 39.451, 200.0)]
+        assert "ts=DataNegocio+HoraFechamento" in "\n".join(replay.notes)
+    said = "its times (DataNegocio+HoraFechamento) read as Sao Paulo wall-clock times (America/Sao_Paulo), the " \
+        "zone B3 writes them in (--tz ZONE says otherwise)"
+    assert f"NEGOCIOSAVISTA.txt: {said}" in FileReplay(path).notes
+    assert not any(said in note for note in replay.notes)  # --tz given: no such note
+    utc = FileReplay(path, columns={"tz": "UTC"})  # --tz wins
+    assert drain(utc)[0].ts == ns("2026-11-30T10:00:00+00:00")
 
 
 def test_iqfeed_tick_history_without_a_header_reads_as_trades_with_their_quotes(tmp_path: Path) -> None:

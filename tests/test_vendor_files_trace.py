@@ -96,3 +96,20 @@ def test_enhanced_trace_columns_are_detected_and_a_price_beside_a_yield_needs_no
     yields_only.write_text("CUSIP_ID,YLD_PT,ENTRD_VOL_QT\n037833AK6,4.9,5000\n")
     with pytest.raises(ValueError, match="'YLD_PT' is named as a yield"):
         FileReplay(yields_only)
+
+
+def test_trace_execution_times_are_read_on_new_yorks_clock_unless_tz_says_otherwise(tmp_path: Path) -> None:
+    """TRACE's TRD_EXCTN_DT+TRD_EXCTN_TM are Eastern wall-clock times; detected, they were read as UTC (a note named
+    --tz), 4 or 5 hours early. Read in America/New_York by the layout (EST on 2024-03-04: 13:30 = 18:30Z), with a
+    note; --tz (UTC here) wins."""
+    path = tmp_path / "trace.csv"
+    path.write_text(trace_rows())
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert ticks[0].ts == 1709577000 * 10**9  # 2024-03-04T18:30:00Z
+    assert "trace.csv: its times (TRD_EXCTN_DT+TRD_EXCTN_TM) read as New York wall-clock times (America/New_York, " \
+           "summer time included), the zone FINRA TRACE writes them in (--tz ZONE says otherwise)" in replay.notes
+    assert not any("read as UTC" in note for note in replay.notes)
+    utc = FileReplay(path, columns={"tz": "UTC"})
+    assert drain(utc)[0].ts == 1709559000 * 10**9  # 2024-03-04T13:30:00Z
+    assert not any("FINRA TRACE writes" in note for note in utc.notes)

@@ -1,0 +1,76 @@
+"""The zone of a venue's own files, whose layout names the venue by its columns and whose times are the venue's
+wall clock, written without an offset. Read as UTC they were hours off: NYSE TAQ's (as WRDS serves them: daily
+TAQ's trades `ctm`, quotes `cqm`, NBBO `nbbom`, the NBBO files with `BEST_*` columns; TAQ-like `SYMBOL,DATE,
+TIME_M,...` exports) a 09:30 open at 05:30 New York time (review 115, finding 15); B3's public trades file
+(NEGOCIOSAVISTA: `DataNegocio+HoraFechamento`) 3 hours early; FINRA TRACE's (`TRD_EXCTN_DT+TRD_EXCTN_TM`, Eastern
+time) 4 or 5. A detected layout of one of them is read in its venue's zone, with a note, unless --tz (a map's
+`tz`) says otherwise. The one place for it: layouts known by their file's name or fixed columns (HistData's,
+IQFeed's, LOBSTER's) carry their zone in their own definition."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from connectors.column_map import ColumnMap
+from connectors.field_names import normal_name
+
+TAQ_CLOCK = "time_m"  # TAQ's time of day (to the nanosecond since 2015), beside its DATE
+# columns no other layout has: WRDS's symbol root and share class, daily TAQ's correction, condition and sequence
+# fields, monthly TAQ's G127
+TAQ_MARKS = frozenset({"sym_root", "sym_suffix", "tr_corr", "tr_scond", "tr_seqnum", "qu_cond", "qu_seqnum",
+                       "natbbo_ind", "nbbo_qu_cond", "g127", "best_bidex", "best_askex"})
+
+
+def is_taq(cmap: ColumnMap, schema: Mapping[str, Any]) -> bool:
+    """Whether a detected map reads a TAQ file's times: a date and a time-of-day column (`DATE+TIME_M`), the
+    clock TAQ's TIME_M or the file holding a column only TAQ writes."""
+    if len(cmap.ts_columns) != 2:
+        return False
+    columns = {normal_name(c) for c in schema}
+    return normal_name(cmap.ts_columns[1]) == TAQ_CLOCK or bool(columns & TAQ_MARKS)
+
+
+def _times_in(date: str, clock: str) -> Callable[[ColumnMap, Mapping[str, Any]], bool]:
+    """Whether a detected map reads its time from the venue's own date and clock columns (names no other file
+    writes: B3's `DataNegocio+HoraFechamento`, FINRA TRACE's `TRD_EXCTN_DT+TRD_EXCTN_TM`)."""
+    return lambda cmap, schema: tuple(map(normal_name, cmap.ts_columns)) == (date, clock)
+
+
+@dataclass(frozen=True)
+class VenueZone:
+    """A venue whose files' layout names it, the zone its naive times are in, and how the note says it."""
+    venue: str  # as the note names it: "TAQ", "B3", "FINRA TRACE"
+    zone: str
+    clock: str  # the wall clock, for the note: "New York wall-clock times (America/New_York, summer time included)"
+    reads: Callable[[ColumnMap, Mapping[str, Any]], bool]
+
+
+NEW_YORK = "New York wall-clock times (America/New_York, summer time included)"
+VENUE_ZONES = (
+    VenueZone("TAQ", "America/New_York", NEW_YORK, is_taq),
+    VenueZone("B3", "America/Sao_Paulo", "Sao Paulo wall-clock times (America/Sao_Paulo)",
+              _times_in("datanegocio", "horafechamento")),
+    VenueZone("FINRA TRACE", "America/New_York", NEW_YORK, _times_in("trd_exctn_dt", "trd_exctn_tm")),
+)
+
+
+def venue_of(cmap: ColumnMap, schema: Mapping[str, Any]) -> VenueZone | None:
+    """The venue whose layout a detected map reads, else None."""
+    return next((venue for venue in VENUE_ZONES if venue.reads(cmap, schema)), None)
+
+
+def venue_zone(cmap: ColumnMap, schema: Mapping[str, Any]) -> ColumnMap:
+    """A detected map of a venue's layout in the venue's zone (before the keys given apply: --tz replaces it)."""
+    venue = venue_of(cmap, schema) if cmap.tz is None else None
+    return replace(cmap, tz=venue.zone) if venue is not None else cmap
+
+
+def venue_zone_note(path: Path, detected: ColumnMap, cmap: ColumnMap, schema: Mapping[str, Any]) -> list[str]:
+    """Said when a file's times are read in its venue's zone because its layout is the venue's."""
+    venue = venue_of(detected, schema)
+    if venue is None or detected.tz != venue.zone or cmap.tz != venue.zone:
+        return []
+    return [f"{path.name}: its times ({'+'.join(cmap.ts_columns)}) read as {venue.clock}, the zone {venue.venue} "
+            f"writes them in (--tz ZONE says otherwise)"]
