@@ -1,17 +1,23 @@
 """DTN IQFeed's tick history (its HTT/HTX requests' lines, saved as CSV), which has no header:
 `2026-11-30 08:30:01.550485,6849.75,1,1,6849.50,6849.75,100000,C,43,01`, its fields Time Stamp, Last, Last Size,
-Total Volume, Bid, Ask, TickID, Basis For Last, Trade Market Center, Trade Conditions. Its layout is fixed, so a
-file of lines in that shape is read by it: each line a trade (Last, Last Size) with the quote it met (Bid, Ask),
-stamped in US Eastern time, IQFeed's clock for every timestamp (DTN's docs)."""
+Total Volume, Bid, Ask, TickID, Basis For Last, Trade Market Center, Trade Conditions. Protocol 6 adds two,
+TradeAggressor (0 invalid, 1 buy, 2 sell, 3 neither) and DayCode (the day of the month the trade applies to):
+12 fields, the field list of DTN's "Historical via TCP/IP" page (as IQFeed4j's tick schema spells it out), and a
+client that keeps the request's id writes it first. Its layout is fixed, so a file of lines in one of these
+shapes is read by it: each line a trade (Last, Last Size) with the quote it met (Bid, Ask), the aggressor as the
+trade's side (the taker's), stamped in US Eastern time, IQFeed's clock for every timestamp (DTN's docs)."""
 
 from __future__ import annotations
 
 import re
 
 from connectors.column_map import ColumnMap
+from connectors.side_maps import IQFEED_AGGRESSOR
 
 IQFEED_NAMES = ("time", "last", "last_size", "total_volume", "bid", "ask", "tick_id", "basis_for_last",
                 "trade_market_center", "trade_conditions")
+PROTOCOL_6 = ("trade_aggressor", "day_code")  # after IQFEED_NAMES in protocol 6's lines
+REQUEST_ID = "request_id"  # before them where the client wrote the request's id (not read: the stream is the file's)
 IQFEED_ZONE = "America/New_York"
 IQFEED_LAYOUT = ("DTN IQFeed's tick history: a time (US Eastern), last, last size, total volume, bid, ask, tick id, "
                  "basis for last, market center and conditions; each line a trade with the quote it met")
@@ -20,12 +26,32 @@ _WHOLE = re.compile(r"^\d+$")
 _DECIMAL = re.compile(r"^-?\d+(\.\d+)?$")
 _BASIS = re.compile(r"^[A-Z0-9]$")  # Basis For Last: one letter or digit (C a normal trade, E extended hours, O ...)
 _CONDITIONS = re.compile(r"^[0-9A-Fa-f]{2}([0-9A-Fa-f]{2})*$")  # hex pairs, one per condition (01: regular)
+_DAY_CODE = re.compile(r"^(0?[1-9]|[12]\d|3[01])$")
+
+
+def _names(row: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The names of one line's fields when it has IQFeed's tick shape (the older 10 fields or protocol 6's 12,
+    either with the request's id first), else None."""
+    prefixed = len(row) > 1 and not _TIME.match(row[0]) and bool(_TIME.match(row[1]))
+    fields = row[1:] if prefixed else row
+    if len(fields) == len(IQFEED_NAMES) + len(PROTOCOL_6):
+        if fields[-2] not in IQFEED_AGGRESSOR or not _DAY_CODE.match(fields[-1]):
+            return None
+        names = IQFEED_NAMES + PROTOCOL_6
+    elif len(fields) == len(IQFEED_NAMES):
+        names = IQFEED_NAMES
+    else:
+        return None
+    if not _iqfeed_line(fields[:len(IQFEED_NAMES)]):
+        return None
+    return (REQUEST_ID, *names) if prefixed else names
 
 
 def _iqfeed_line(row: tuple[str, ...]) -> bool:
-    """Whether one line has IQFeed's tick shape: its time, a last price within 1% of a bid at or under the ask,
-    whole sizes (the day's total volume at least the last size), a whole tick id, a basis code and hex conditions."""
-    if len(row) != len(IQFEED_NAMES) or not _TIME.match(row[0]):
+    """Whether the ten fields of a line have IQFeed's tick shape: its time, a last price within 1% of a bid at or
+    under the ask, whole sizes (the day's total volume at least the last size), a whole tick id, a basis code and
+    hex conditions."""
+    if not _TIME.match(row[0]):
         return False
     time, last, size, total, bid, ask, tick_id, basis, center, conditions = row
     if not all(_DECIMAL.match(cell) for cell in (last, bid, ask)) or \
@@ -37,10 +63,20 @@ def _iqfeed_line(row: tuple[str, ...]) -> bool:
 
 
 def iqfeed_ticks(rows: tuple[tuple[str, ...], ...]) -> tuple[ColumnMap, str] | None:
-    """The map of a header-less file whose first lines all have IQFeed's tick shape, with the note's layout; None
-    otherwise. Its stream is the file's name (IQFeed's lines name no symbol)."""
-    if not rows or not all(_iqfeed_line(row) for row in rows):
+    """The map of a header-less file whose first lines all have one of IQFeed's tick shapes, with the note's
+    layout; None otherwise. Its stream is the file's name (IQFeed's lines name no symbol)."""
+    shapes = {_names(row) for row in rows}
+    if len(shapes) != 1 or (names := shapes.pop()) is None:
         return None
-    fraction = "%.f" if "." in rows[0][0] else ""
+    time = rows[0][names.index("time")]
+    fraction = "%.f" if "." in time else ""
+    aggressor = "trade_aggressor" in names
+    layout = IQFEED_LAYOUT if not aggressor else IQFEED_LAYOUT.replace("market center and conditions;", (
+        "market center, conditions, trade aggressor (the trade's side, the taker's: 1 buy, 2 sell, 0 and 3 none) "
+        "and day code (not read), protocol 6's;"))
+    if names[0] == REQUEST_ID:
+        layout = layout.replace("tick history: a time", "tick history: a request id (not read), a time")
     return ColumnMap(ts="time", ts_unit="datetime", ts_format=f"%Y-%m-%d %H:%M:%S{fraction}", tz=IQFEED_ZONE,
-                     names=IQFEED_NAMES, price="last", size="last_size", bid="bid", ask="ask"), IQFEED_LAYOUT
+                     names=names, price="last", size="last_size", bid="bid", ask="ask",
+                     side="trade_aggressor" if aggressor else None,
+                     side_map=IQFEED_AGGRESSOR if aggressor else None), layout

@@ -25,6 +25,8 @@ ASK_BID: dict[str, str] = {"ask": "sell", "bid": "buy"}
 BITSTAMP_TYPE: dict[str, str] = {"0": "buy", "1": "sell"}  # Bitstamp's transaction `type`: the taker bought (0) or sold
 # FIX AggressorSide (tag 1057/5797: CME MDP 3.0, Eurex EOBI, ...): 1 the buyer aggressed, 2 the seller, 0 neither
 FIX_AGGRESSOR: dict[str, str | None] = {"1": "buy", "2": "sell", "0": None}
+# IQFeed's TradeAggressor (protocol 6 tick history): as FIX's, and 3 "neither buy nor sell"
+IQFEED_AGGRESSOR: dict[str, str | None] = {**FIX_AGGRESSOR, "3": None}
 
 
 def side_lookup(side_map: dict | None) -> Callable[[Any], Any]:

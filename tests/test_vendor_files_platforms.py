@@ -346,3 +346,34 @@ def test_iqfeed_tick_history_without_a_header_reads_as_trades_with_their_quotes(
     said = "\n".join(replay.notes)
     assert "read as DTN IQFeed's tick history: a time (US Eastern)" in said and "America/New_York" in said
     assert "the zone TAQ writes them in" not in said
+
+
+# IQFeed's protocol 6 tick lines, written here from the documented field list (DTN's "Historical via TCP/IP" page,
+# as IQFeed4j's tick schema spells it out): TimeStamp, Last, LastSize, TotalVolume, Bid, Ask, TickID, BasisForLast,
+# TradeMarketCenter, TradeConditions, TradeAggressor (0 invalid, 1 buy, 2 sell, 3 neither), DayCode (day of month)
+IQFEED_6 = ("2026-11-30 08:30:01.550485,6849.75,1,1,6849.50,6849.75,100000,C,43,01,1,30\n"
+            "2026-11-30 08:30:02.001000,6849.50,2,3,6849.50,6849.75,100001,C,43,01,2,30\n"
+            "2026-11-30 08:30:02.500000,6849.75,1,4,6849.50,6849.75,100002,C,43,01,3,30\n"
+            "2026-11-30 08:30:03.000000,6849.75,5,9,6849.50,6849.75,100003,O,43,1701,0,30\n")
+
+
+@pytest.mark.parametrize("request_id", ["", "ESZ26,"])
+def test_iqfeed_protocol_6_tick_lines_read_the_aggressor_as_the_trades_side(tmp_path: Path, request_id: str) -> None:
+    """Protocol 6's 12 fields (TradeAggressor, DayCode after the older ten), with or without the request's id
+    first: refused before ("its layout cannot be guessed"); now read as the older lines, the aggressor as the side
+    of the trade (1 buy, 2 sell; 0 and 3 none), in US Eastern time."""
+    path = tmp_path / "ESZ26.csv"
+    path.write_text("".join(request_id + line + "\n" for line in IQFEED_6.splitlines()))
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    trades = [(t.ts, t.price, t.size, t.side) for t in ticks if t.kind == "trade"]
+    assert trades == [(ns("2026-11-30T13:30:01.550485+00:00"), 6849.75, 1.0, "buy"),
+                      (ns("2026-11-30T13:30:02.001+00:00"), 6849.5, 2.0, "sell"),
+                      (ns("2026-11-30T13:30:02.5+00:00"), 6849.75, 1.0, None),
+                      (ns("2026-11-30T13:30:03+00:00"), 6849.75, 5.0, None)]
+    assert [(t.bid, t.ask) for t in ticks if t.kind == "quote"] == [(6849.5, 6849.75)] * 4
+    assert {t.stream for t in ticks} == {"ESZ26"} and not replay.rejected
+    said = "\n".join(replay.notes)
+    assert "market center, conditions, trade aggressor (the trade's side, the taker's: 1 buy, 2 sell, 0 and 3 " \
+           "none) and day code (not read), protocol 6's" in said, said
+    assert ("a request id (not read), a time (US Eastern)" in said) == bool(request_id)
