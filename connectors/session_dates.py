@@ -101,11 +101,13 @@ class StreamOpens(NamedTuple):
 def stream_opens(rows: pl.LazyFrame, stream: pl.Expr, minute: pl.Expr) -> StreamOpens:
     """Each stream's evening open, from its own times of day: products of one file may pause at different hours
     (CME's equity index futures at 16:00 CT, its grains at 13:20; two venues), and one stream's rows in another's
-    pause would hide it, were the open found over the whole file."""
+    pause would hide it, were the open found over the whole file. A stream too thin to show its own (a back month's
+    few trades) takes the one found over the whole file, as every stream did before."""
     found = (rows.select(stream.alias("_stream"), minute.alias("_minute")).drop_nulls().unique()
              .group_by("_stream").agg(pl.col("_minute").sort()).collect())
+    whole = session_open(sorted({m for minutes in found["_minute"] for m in minutes}))
     opens = {name: opened for name, minutes in found.iter_rows()
-             if (opened := session_open(minutes)) is not None}
+             if (opened := session_open(minutes) or whole) is not None}
     return StreamOpens(opens, found.height)
 
 

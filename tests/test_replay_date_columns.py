@@ -220,6 +220,21 @@ def test_a_trade_date_file_of_two_products_finds_each_streams_evening_open(tmp_p
     assert "not in time order" not in said
 
 
+def test_a_thin_stream_of_a_trade_date_file_takes_the_files_open(tmp_path: Path) -> None:
+    """A back month's three trades show no pause of their own: its evening trade is read on the day before by the
+    open found over the whole file (the front month's), as before the open was found per stream."""
+    rows = cme_rows(calendar=False)
+    sunday_evening = rows.filter(pl.col("Time") == "18:00:00.000000").head(1)  # Sunday 18:00 CT, Monday's date
+    morning = rows.filter(pl.col("Time").is_in(["09:00:00.000000", "10:40:00.000000"])).head(2)
+    back = pl.concat([sunday_evening, morning]).with_columns(Contract=pl.lit("CLF7"))
+    both = pl.concat([rows, back]).sort("truth", maintain_order=True)
+    replay = FileReplay(write(both.drop("truth"), tmp_path / "cl_two_months.csv"), columns={"tz": "America/Chicago"})
+    ticks = drain(replay)
+    assert [t.ts for t in ticks if t.stream == "CLF7"] == back["truth"].to_list()
+    assert [t.ts for t in ticks] == both["truth"].to_list()
+    assert any("its 64 row(s) at or after 17:00 in 'Time'" in note for note in replay.notes), replay.notes
+
+
 def test_a_column_named_trade_date_reads_its_evening_rows_on_the_day_before_in_either_order(tmp_path: Path) -> None:
     rows = cme_rows(calendar=False)
     for order, written in (("datamine", rows), ("sorted", rows.sort("Trade Date", "Time", maintain_order=True))):
