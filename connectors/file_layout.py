@@ -45,7 +45,7 @@ from connectors.date_readings import settled_reading
 from connectors.event_time import CLOCK_ONLY
 from connectors.field_names import normal_name
 from connectors.file_names import date_of, one_side_export, stream_of, symbol_in_name
-from connectors.file_scans import first_text, is_csv, scan_file
+from connectors.file_scans import first_text, is_csv, scan_file, time_sample
 from connectors.finer_clock import finer_clock
 from connectors.headerless_csv import headerless_map, quote_cautions
 from connectors.lme_prompts import prompt_beside_metal
@@ -220,7 +220,8 @@ def _detected_map(path: Path, spec: Refine | None, read: _ColumnsRead, first: Ca
     if _writes_only_changes(cmap, list(schema)):
         cmap = replace(cmap, fill_quotes=True)
     zoned = cmap.tz is not None  # a layout known to write its zone (IQFeed's Eastern time): no venue's note
-    detected = cmap = venue_zone(cmap, schema)  # TAQ's New York, B3's Sao Paulo, unless --tz says otherwise
+    # TAQ's New York, B3's Sao Paulo, unless --tz says otherwise (or the times carry their offset)
+    detected = cmap = venue_zone(cmap, schema, lambda: time_sample(path, names, dialect, cmap.ts_columns))
     try:
         cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
     except ValueError as e:  # the keys given, applied to each file: name the one they do not fit

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 
 from connectors.column_map import ColumnMap
 from connectors.field_names import normal_name
+from connectors.utc_offsets import UTC_OFFSET
 
 TAQ_CLOCK = "time_m"  # TAQ's time of day (to the nanosecond since 2015), beside its DATE
 # columns no other layout has: WRDS's symbol root and share class, daily TAQ's correction, condition and sequence
@@ -61,10 +62,14 @@ def venue_of(cmap: ColumnMap, schema: Mapping[str, Any]) -> VenueZone | None:
     return next((venue for venue in VENUE_ZONES if venue.reads(cmap, schema)), None)
 
 
-def venue_zone(cmap: ColumnMap, schema: Mapping[str, Any]) -> ColumnMap:
-    """A detected map of a venue's layout in the venue's zone (before the keys given apply: --tz replaces it)."""
+def venue_zone(cmap: ColumnMap, schema: Mapping[str, Any], first_time: Callable[[], Any]) -> ColumnMap:
+    """A detected map of a venue's layout in the venue's zone (before the keys given apply: --tz replaces it).
+    `first_time`: the file's first time as written; one that carries its UTC offset keeps it (the zone is for
+    naive times: given to such a file, the file was refused as if the user had given a --tz to drop)."""
     venue = venue_of(cmap, schema) if cmap.tz is None else None
-    return replace(cmap, tz=venue.zone) if venue is not None else cmap
+    if venue is None or UTC_OFFSET.search(str(first_time() or "")):
+        return cmap
+    return replace(cmap, tz=venue.zone)
 
 
 def venue_zone_note(path: Path, detected: ColumnMap, cmap: ColumnMap, schema: Mapping[str, Any]) -> list[str]:

@@ -4,6 +4,7 @@ names. Every fixture is written here, from code, into tmp_path."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import polars as pl
@@ -113,3 +114,10 @@ def test_trace_execution_times_are_read_on_new_yorks_clock_unless_tz_says_otherw
     utc = FileReplay(path, columns={"tz": "UTC"})
     assert drain(utc)[0].ts == 1709559000 * 10**9  # 2024-03-04T13:30:00Z
     assert not any("FINRA TRACE writes" in note for note in utc.notes)
+    # times that carry their own offset keep it: the zone is for naive times (before, such a file was refused,
+    # "tz='America/New_York' is for naive times: drop it", though no --tz was given; TAQ's layout too)
+    offset = tmp_path / "trace_offsets.csv"
+    offset.write_text(re.sub(r",(13:30:\d\d),", r",\1+00:00,", path.read_text()))
+    with_offsets = FileReplay(offset)
+    assert [t.ts for t in drain(with_offsets)][:2] == [1709559000 * 10**9, 1709559001 * 10**9]
+    assert not with_offsets.rejected and not any("FINRA TRACE writes" in note for note in with_offsets.notes)
