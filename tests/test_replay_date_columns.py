@@ -188,6 +188,11 @@ def test_a_bare_date_column_whose_wrap_is_not_clean_is_read_as_written_with_a_ca
     caution = next(c for c in replay.cautions if "trade (session) date" in c)
     assert "3 time(s) in file order step back by 12 to 24 h between rows of one 'Date'" in caution
     assert "Give a calendar date column, or a full timestamp column (--columns ts=...;" in caution
+    assert "or name the column 'Trade Date' in the file's header: a column so named is read as a trade date" in caution
+    # as the caution says: the same rows under `Trade Date` read at their real times
+    renamed = FileReplay(write(swapped.drop("truth").rename({"Date": "Trade Date"}), tmp_path / "cl_renamed.csv"),
+                         columns={"tz": "America/Chicago"})
+    assert [t.ts for t in drain(renamed)] == rows["truth"].to_list()
 
 
 def two_venue_rows() -> pl.DataFrame:
