@@ -67,7 +67,8 @@ def clock_text(minute: int) -> str:
 
 
 class StreamOpens(NamedTuple):
-    """Each stream's evening open (streams whose times do not run through midnight have none)."""
+    """Each stream's evening open (none for a stream whose times do not run through midnight, when the file's
+    times together show no open either)."""
     opens: dict[str, SessionOpen]
     streams: int  # the file's streams, with an open or not
 
@@ -125,13 +126,18 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
         return ts, [], False
     clock = ts if wall is None else wall
     minute = (clock % DAY_NS) // MINUTE_NS
-    opens = stream_opens(rows, stream, minute)
+    date, time = cmap.ts_columns
+    # a bare `Date` (TAQ's, every bar export's) is told by the file's first rows before the whole file is read
+    sample = rows.head(SAMPLE_ROWS) if bare else rows
+    opens = stream_opens(sample, stream, minute)
     if not opens.opens:
         return ts, [], False
-    date, time = cmap.ts_columns
     evening = opens.evening(stream, minute)
-    if bare and not wraps_at_the_open(rows, clock, evening, [stream, pl.col(date)]):
-        return ts, [], False  # a calendar date (times ascending within each date), or nothing tells
+    if bare:
+        if not wraps_at_the_open(sample, clock, evening, [stream, pl.col(date)]):
+            return ts, [], False  # a calendar date (times ascending within each date), or nothing tells
+        opens = stream_opens(rows, stream, minute)  # a trade date: every stream's open, from all its rows
+        evening = opens.evening(stream, minute)
     at = opens.said(time)
     weekday = (clock // DAY_NS + 3) % 7
     weekend, count = rows.select((evening & weekday.is_in([SATURDAY, SUNDAY])).sum(), evening.sum().alias("n")
@@ -163,13 +169,11 @@ def wraps_at_the_open(rows: pl.LazyFrame, clock: pl.Expr, evening: pl.Expr, grou
     """Whether a date column's rows, in file order, are a trade date's: within one date (and stream) the evening
     rows come first and the clock wraps once to the morning (DataMine's order, or by date then session time), at
     least once in the file, and never steps back otherwise nor goes from a morning row to an evening one (a
-    calendar date's order, times ascending within it; a newest-first export steps back throughout), in its first
-    SAMPLE_ROWS rows."""
+    calendar date's order, times ascending within it; a newest-first export steps back throughout). `rows`: the
+    file's first SAMPLE_ROWS (some days of a busy future): windows over a whole file cost more than reading it."""
     before = evening.shift(1).over(group)
     back = (clock.diff().over(group) < 0).sum()
-    # the file's first rows (SAMPLE_ROWS, some days of a busy future) tell: windows over the whole file cost more
-    # than reading it (5 s a million rows)
-    wraps, steps, unwraps = rows.head(SAMPLE_ROWS).select(
+    wraps, steps, unwraps = rows.select(
         (before & ~evening).sum().alias("wraps"), back.alias("steps"), (~before & evening).sum().alias("unwraps"),
     ).collect().row(0)
     return bool(wraps) and wraps == steps and not unwraps
