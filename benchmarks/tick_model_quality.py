@@ -36,6 +36,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import math
 import re
 import shlex
 import sys
@@ -226,14 +227,14 @@ def caveats(result: dict[str, Any]) -> list[str]:
     for name, rows in result["instruments"].items():
         zs, bi = rows["zero_shot"]["how_trained"], rows["builtin"]["how_trained"]
         if rows["zero_shot"]["model_dir"] == rows["builtin"]["model_dir"]:
-            notes.append(f"{name} zero_shot is the built-in model itself ({bi['steps']} steps in "
-                         f"{bi['optimisation_minutes']} min of optimisation)")
+            notes.append(f"{name} zero_shot is the built-in model itself ({bi['steps']} steps"
+                         f"{_took(bi, ' of optimisation')})")
             continue
         cut = " (cut before the end of its learning-rate schedule)" if zs["steps"] < zs["schedule_steps"] else ""
-        notes.append(f"{name} zero_shot: {zs['steps']} of a {zs['schedule_steps']}-step schedule{cut} in "
-                     f"{zs['optimisation_minutes']} min of optimisation under a {zs['config']['max_minutes']:g}-min "
-                     f"budget ({zs['stopped']}); the built-in model got {bi['steps']} steps in "
-                     f"{bi['optimisation_minutes']} min{_paces(zs, bi)}")
+        notes.append(f"{name} zero_shot: {zs['steps']} of a {zs['schedule_steps']}-step schedule{cut}"
+                     f"{_took(zs, ' of optimisation')} under a {zs['config']['max_minutes']:g}-min "
+                     f"budget ({zs['stopped']}); the built-in model got {bi['steps']} steps"
+                     f"{_took(bi)}{_paces(zs, bi)}")
     notes += ["builtin on BTCUSDT and EURUSD is not held out: it trained on the first 80% of each, which covers the "
               "first third of the scored test slice (70% + gap to 100%); fine_tuned starts from it on every instrument",
               "BTCUSDT and ETHUSDT are the same 11 minutes of one exchange: a model trained on one has seen the "
@@ -242,6 +243,13 @@ def caveats(result: dict[str, Any]) -> list[str]:
               "fine_tuned: flashtick train's defaults (300 steps, a validation check every 20 steps, patience 5) "
               "under --max-minutes on one niced thread of a shared 2-core CPU; see each row's steps and stopped"]
     return notes
+
+
+def _took(how: dict[str, Any], what: str = "") -> str:
+    """' in N min' of a training's optimisation; a card without its time reads nan there, which is no number to
+    print, so the caveat says the time is missing instead."""
+    minutes = how["optimisation_minutes"]
+    return ", its time not recorded" if math.isnan(minutes) else f" in {minutes} min{what}"
 
 
 def _paces(zero_shot: dict[str, Any], builtin: dict[str, Any]) -> str:

@@ -111,7 +111,23 @@ def test_the_zero_shot_caveat_says_what_this_run_measured_not_a_fixed_budget() -
     (said, *_) = caveats({"instruments": {"BTCUSDT": rows}})
     assert said.endswith("the built-in model got 385 steps in 23.0 min (16.7 steps/min, against zero_shot's 50.0)")
     rows["builtin"]["how_trained"]["optimisation_minutes"] = float("nan")  # a card without its time
-    assert caveats({"instruments": {"BTCUSDT": rows}})[0].endswith("385 steps in nan min")
+    assert caveats({"instruments": {"BTCUSDT": rows}})[0].endswith("385 steps, its time not recorded")
+
+
+def test_a_caveat_without_a_training_time_says_so_and_prints_no_number() -> None:
+    """A card without its optimisation time read "in nan min"; now the caveat says the time is not recorded."""
+    nan = float("nan")
+    zero = {"steps": 400, "schedule_steps": 400, "optimisation_minutes": nan, "stopped": "steps done",
+            "config": {"max_minutes": 12.0}}
+    rows = {"zero_shot": {"model_dir": "loo", "how_trained": zero},
+            "builtin": {"model_dir": "builtin", "how_trained": {"steps": 385, "optimisation_minutes": nan}}}
+    (said, *_) = caveats({"instruments": {"BTCUSDT": rows}})
+    assert said == ("BTCUSDT zero_shot: 400 of a 400-step schedule, its time not recorded under a 12-min budget "
+                    "(steps done); the built-in model got 385 steps, its time not recorded")
+    rows["zero_shot"]["model_dir"] = "builtin"  # zero_shot is the built-in model itself
+    (said, *_) = caveats({"instruments": {"BTCUSDT": rows}})
+    assert said == "BTCUSDT zero_shot is the built-in model itself (385 steps, its time not recorded)"
+    assert "nan" not in " ".join(caveats({"instruments": {"BTCUSDT": rows}}))
 
 def test_without_the_shared_data_it_says_so_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     main(["--data-dir", str(tmp_path / "absent"), "--out", str(tmp_path / "out.json")])
