@@ -1511,33 +1511,44 @@ def test_health_and_metrics_say_starting_while_the_tick_log_replays(checkpoint, 
         assert pipeline.ingest_message(encode(ticks[i : i + 500])) == []
     pipeline.close()
     built: list[Server] = []
+    abandon = threading.Event()
 
     def serve() -> None:
-        built.append(Server(cfg))
+        built.append(Server(cfg))  # (its start, here, is what the test watches: start_server's comes ready)
+        if abandon.is_set():  # the test ended while this start ran (the finally below found nothing to stop)
+            built[0].stop()
         built[0].serve_forever()  # (binds ingest and answers itself: control was bound at the start)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     statuses, errors, phases, scrapes, raised = [], [], [], [], []
-    with ControlClient(endpoints["control"], timeout_s=30) as control:
-        while not statuses or statuses[-1] == "starting":
-            health = control.call("health")
-            statuses.append(health["status"])
-            phases.append(health.get("phase"))
-            assert health["protocol"] == 1 and isinstance(health["version"], str)  # starting or serving alike
-            assert health["zero_bid"] == "price"  # a feed asking before the engine is up learns how 0 bids are read
-            errors.append(control.request({"op": "stats"}))
-            try:
-                control.call("streams", streams=[])
-            except ControlError as e:  # what our own clients (`flashtick feed`) tell a start by
-                raised.append(e.reason)
-            if health["status"] == "starting":  # (bound with control: up whenever health answers)
-                scrapes.append(scrape(f"http://127.0.0.1:{metrics_port}/metrics"))
-            time.sleep(0.05)
-    wait_for(lambda: built[0].ready.is_set(), timeout_s=30)
-    served = scrape(f"http://127.0.0.1:{metrics_port}/metrics")
-    built[0].stop()
-    thread.join(30)
+    try:
+        with ControlClient(endpoints["control"], timeout_s=30) as control:
+            while not statuses or statuses[-1] == "starting":
+                health = control.call("health")
+                statuses.append(health["status"])
+                phases.append(health.get("phase"))
+                assert health["protocol"] == 1 and isinstance(health["version"], str)  # starting or serving alike
+                assert health["zero_bid"] == "price"  # a feed asking before the engine is up learns how 0 bids are read
+                errors.append(control.request({"op": "stats"}))
+                try:
+                    control.call("streams", streams=[])
+                except ControlError as e:  # what our own clients (`flashtick feed`) tell a start by
+                    raised.append(e.reason)
+                if health["status"] == "starting":  # (bound with control: up whenever health answers)
+                    scrapes.append(scrape(f"http://127.0.0.1:{metrics_port}/metrics"))
+                time.sleep(0.05)
+        wait_for(lambda: built[0].ready.is_set(), timeout_s=30)
+        served = scrape(f"http://127.0.0.1:{metrics_port}/metrics")
+    finally:
+        # on every path, as start_server's servers are: a failure above left this one serving (its ports and a
+        # core) for the rest of the run. Setting `abandon` before looking at `built`, as serve() appends before
+        # looking at `abandon`, means one of the two sees the other and stops it, whenever the start ends.
+        abandon.set()
+        if built:
+            built[0].stop()
+        thread.join(120)
+    assert not thread.is_alive()
     assert statuses.count("starting") == len(statuses) - 1 and statuses[-1] == "serving"
     assert "the service is starting" in errors[0]["error"] and "try again" in errors[0]["error"]
     assert errors[0]["reason"] == "starting" and errors[-1]["ok"]  # (a client tells "send it again later" by it)
