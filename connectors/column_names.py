@@ -58,6 +58,11 @@ TRANSACTION_UNITS = "units_traded"
 # a mid price with neither trades nor bid and ask beside it (FX and rates feeds): read as a price series
 MID_NAMES = ("mid", "mid_price", "midprice", "midpoint", "mid_point", "mid_px", "mid_rate", "midrate")
 SETTLEMENT_NAMES = frozenset({"settle", "settlement", "settle_price", "settlement_price"})  # FIELD_NAMES' price
+# A prediction market's contract prices (Kalshi's trades and snapshots: yes_price / no_price in cents, 1-99;
+# Polymarket's outcome tokens: 0.01-0.99): a contract priced as a probability, which settles at 0 or at the top
+PREDICTION_MARKET_NAMES = frozenset({"yes_price", "no_price", "yes_bid", "yes_ask", "no_bid", "no_ask",
+                                     "yes_price_dollars", "no_price_dollars", "outcome", "outcome_index"})
+PREDICTION_SIDES = frozenset({"yes", "no"})  # a side_map of {yes: buy, no: sell}: the map's own word for it
 TIME_OF_DAY_NAMES = ("time", "time_m", "trade_time", "time_of_day", "timestamp", "time_g", "time_l",
                      "tradetime", "horafechamento", "trd_exctn_tm")
 TIME_HEADERS = frozenset(FIELD_NAMES["ts"] + DATE_NAMES + TIME_OF_DAY_NAMES)  # names of a time or a date column

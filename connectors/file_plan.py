@@ -46,7 +46,8 @@ class FilePlan:
     nonpositive_prices: bool = False  # every price of a row that trades is <= 0 (reject_hints.py's `price_offset_hint`)
     nonpositive_rows: tuple[int, int] = (0, 0)  # (rows that trade at a price <= 0, rows that trade) (ditto)
     near_zero_streams: frozenset[str] = frozenset()  # streams priced near zero, at 0 too ("": the file's one) (ditto)
-    settling_streams: frozenset[str] = frozenset()  # streams priced within [0, 1] ending at 0: settled (ditto)
+    settling_streams: frozenset[str] = frozenset()  # streams priced within [0, settle_top] ending at 0: settled
+    settle_top: int = 1  # ... 1 (a probability), or 100 in a prediction market's file (its cents: shifted_prices.py)
     long_rows: Mapping[int, int] = field(default_factory=dict)  # row -> its fields, for rows with too many
     dialect: Dialect | None = None  # a CSV's, as read
     schema: Mapping[str, Any] = field(default_factory=dict)  # the file's columns and their types

@@ -186,10 +186,12 @@ def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = No
         why = (f"; {columns.bid!r} and {columns.ask!r} are named as yields, and a yield quote's bid is above "
                f"its ask: convert yields to prices to replay them (docs/replay.md#yield-quoted-instruments)")
     if err.reason == "nonpositive_price" and settled(err, plan):
-        why = (f"; {err.stream}'s other trade prices all lie within 0 to 1 and this 0 comes after them: a contract "
-               f"priced as a probability (a prediction market's share) settling at 0 as it resolves, not a trade, "
-               f"and rightly left out: no --price-offset, which would move every price of the contract and every "
-               f"bps answer with it")
+        top = getattr(plan, "settle_top", 1)
+        cents = " (a prediction market's cents)" if top == 100 else ""
+        why = (f"; {err.stream}'s other trade prices all lie within 0 to {top}{cents} and this 0 comes after them: a "
+               f"contract priced as a probability (a prediction market's share) settling at 0 as it resolves, not a "
+               f"trade, and rightly left out: no --price-offset, which would move every price of the contract and "
+               f"every bps answer with it")
     if err.reason == "negative_size" and err.message.startswith("size "):
         why = "; if its sign is the side (negative: a sell), give --columns ...,signed_size=true"
     if err.reason == "missing_field" and column is not None:  # a typed read makes an unreadable cell null

@@ -15,10 +15,13 @@ import functools
 import math
 import re
 import shlex
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import polars as pl
 
+from connectors.column_names import PREDICTION_MARKET_NAMES, PREDICTION_SIDES
+from connectors.field_names import normal_name
 from connectors.price_offsets import offset_of
 from connectors.ticks import InvalidTick
 
@@ -41,12 +44,22 @@ NEAR_ZERO_STEPS = 10
 OPTION_SYMBOL = re.compile(r"^(O:)?[A-Z][A-Z0-9.]{0,5} *\d{6}[CP]\d{8}$")
 
 
-def settling_streams(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> frozenset[str]:
-    """The streams of a file's plan whose trade prices all lie within [0, 1] and whose prints at 0 all come after
-    its last one above 0: a contract priced as a probability (a Polymarket token, a prediction market's share)
-    settling at 0 when it resolves NO. Its 0 is no price that trades, and an offset would move every price of a
-    0.01-0.99 contract (and every bps answer with it); a spread's zeros come between its other prices. "" for a file
-    without a stream column."""
+def settle_top(cmap: Any, schema_names: Iterable[str]) -> int:
+    """The top of the range a file's contracts are priced in as probabilities: 100 for a file recognised as a
+    prediction market's (a Kalshi or Polymarket column among ``schema_names``, or the map's side_map of yes / no),
+    whose prices may be cents (Kalshi's 1-99); else 1. A [0, 100] range also holds spreads quoted in points, so
+    cents are read as a contract's only where the file or the map says it is one."""
+    sides = {str(k).strip().lower() for k in (getattr(cmap, "side_map", None) or {})}
+    named = PREDICTION_MARKET_NAMES & {normal_name(n) for n in schema_names}
+    return 100 if named or sides & PREDICTION_SIDES else 1
+
+
+def settling_streams(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str], top: int = 1) -> frozenset[str]:
+    """The streams of a file's plan whose trade prices all lie within [0, ``top``] (settle_top: 1, or a prediction
+    market's 100) and whose prints at 0 all come after its last one above 0: a contract priced as a probability (a
+    Polymarket token, a prediction market's share, a Kalshi contract in cents) settling at 0 when it resolves NO. Its
+    0 is no price that trades, and an offset would move every price of a 0.01-0.99 contract (and every bps answer
+    with it); a spread's zeros come between its other prices. "" for a file without a stream column."""
     if "price" not in keys:
         return frozenset()
     stream = pl.col("stream") if "stream" in keys else pl.lit("").alias("stream")
@@ -57,7 +70,7 @@ def settling_streams(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> 
         low=price.min(), high=price.max(), last_above=at.filter(price > 0).max(),
         first_zero=at.filter(price == 0).min()).collect()
     return frozenset(row["stream"] for row in ends.iter_rows(named=True)
-                     if row["low"] == 0 and row["high"] <= 1 and row["last_above"] is not None
+                     if row["low"] == 0 and row["high"] <= top and row["last_above"] is not None
                      and row["first_zero"] > row["last_above"])
 
 

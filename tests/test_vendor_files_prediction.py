@@ -76,3 +76,39 @@ def test_a_probability_priced_contract_settling_at_0_is_no_spread(tmp_path: Path
     drain(again)
     assert "(a spread)" in again.rejected.examples["nonpositive_price"]
     assert "--price-offset 'NO-TOKEN-71321=1'" in again.rejected.examples["nonpositive_price"]
+
+
+def kalshi_trades(header: str, sides: tuple[str, str] = ("yes", "no")) -> str:
+    """A Kalshi contract's trades in cents (1-4: it is resolving NO), then its settlement print at 0."""
+    rows = "".join(f"2024-11-05T14:{i // 4:02d}:{i % 4 * 15:02d}Z,{KALSHI},{(2, 3, 1, 4)[i % 4]},10,"
+                   f"{sides[i % 3 == 0]}\n" for i in range(40))
+    return header + rows + f"2024-11-05T15:00:00Z,{KALSHI},0,1000,{sides[1]}\n"
+
+
+def test_a_prediction_markets_cents_settling_at_0_is_no_spread(tmp_path: Path) -> None:
+    """Prices in cents (Kalshi's 1-99) lie within [0, 100], which holds spreads quoted in points too: a contract
+    trading at 1-4 cents and settling at 0 was told its 0 is a spread's price, with --price-offset 'KX...=1'. Where
+    the file's columns (Kalshi's yes_price) or the map's side_map of yes / no say it is a prediction market, the 0 is
+    its settlement and no offset is advised; the same cents under plain names and no such map keep the advice."""
+    kalshi = tmp_path / "kalshi_trades.csv"
+    kalshi.write_text(kalshi_trades("created_time,ticker,yes_price,count,taker_side\n"))
+    by_columns = FileReplay(kalshi, columns={"ts": "created_time", "price": "yes_price", "size": "count",
+                                             "stream_col": "ticker"})  # (no side map: Kalshi's column says it)
+    plain = tmp_path / "trades.csv"
+    plain.write_text(kalshi_trades("time,symbol,px,qty,side\n"))
+    by_map = FileReplay(plain, columns={"ts": "time", "price": "px", "size": "qty", "stream_col": "symbol",
+                                        "side": "side", "side_map": {"yes": "buy", "no": "sell"}})
+    for replay in (by_columns, by_map):
+        assert len(drain(replay)) == 40 and dict(replay.rejected) == {"nonpositive_price": 1}
+        said = replay.rejected.examples["nonpositive_price"]
+        assert f"{KALSHI}'s other trade prices all lie within 0 to 100 (a prediction market's cents) and this 0 " \
+               f"comes after them" in said, said
+        assert "settling at 0" in said and "a spread" not in said and "--price-offset '" not in said
+    # the same cents as a spread's points: nothing says it is a contract, so its 0 is a price there
+    points = tmp_path / "spread.csv"
+    points.write_text(kalshi_trades("time,symbol,px,qty,side\n", sides=("buy", "sell")))
+    spread = FileReplay(points, columns={"ts": "time", "price": "px", "size": "qty", "stream_col": "symbol",
+                                         "side": "side"})
+    drain(spread)
+    assert "(a spread)" in spread.rejected.examples["nonpositive_price"]
+    assert f"--price-offset '{KALSHI}=1'" in spread.rejected.examples["nonpositive_price"]
