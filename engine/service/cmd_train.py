@@ -17,6 +17,7 @@ from engine.service.cli_common import check_outputs, printable_json
 from engine.service.cli_reading import column_map_of
 from engine.service.output_lock import take_lock
 from engine.service.output_paths import PARQUET, Output
+from engine.service.staged_dir import staged_directory
 
 
 def train_common(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -193,8 +194,11 @@ def cmd_train(args: argparse.Namespace) -> None:
         _check_train_out(args.out, args.overwrite)  # before any data is read: a long run must not end in a refusal
         cfg, options = _train_settings(args)
         log, caution, bar = _train_sayers(args)
-        record = fit([str(f) for f in args.files], column_map_of(args), args.out, cfg, options, log, bar,
-                     caution=caution)
+        # written beside --out and renamed into place once whole: a run that fails part way (a full disk) leaves
+        # --out as it was, never a partial checkpoint for `serve --model` to load
+        with staged_directory(args.out, carried=(OUT_LOCK,)) as staging:
+            record = fit([str(f) for f in args.files], column_map_of(args), staging, cfg, options, log, bar,
+                         caution=caution)
     paused = pause_notes(record["evaluation"], args.session_gap, "out of training and scoring")
     record["cautions"] += [f"note: {note}" for note in paused]
     if args.json:

@@ -1,0 +1,64 @@
+"""A directory output written whole or not at all: `flashtick train` writes its checkpoint into a new directory
+beside --out and renames it into place once every file is written. A run that failed part way (a disk that filled
+after the weights) left --out holding model.safetensors, config.json, codec.json and calibration.json without
+evaluation.json or the model card, which `serve --model` and `evaluate` then loaded as a checkpoint; with
+--overwrite, new weights beside the last run's other files.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+STAGING_SUFFIX = ".partial"  # `.OUT.XXXXXXXX.partial` beside OUT while a run writes it
+
+
+class NotWritten(RuntimeError):
+    """A staged output failed part way: what failed, and that the output was left as it was."""
+
+
+@contextmanager
+def staged_directory(out: Path, carried: tuple[str, ...] = ()) -> Iterator[Path]:
+    """A new directory beside ``out`` (on its file system, so one rename puts it in place) to write into. When the
+    body returns, it takes ``out``'s place and what ``out`` held is removed; the files ``carried`` (--out's lock)
+    are hard-linked into it first, so they are the same files across the swap (a lock held stays held). When the
+    body raises, the directory is removed and ``out`` is left as it was; an Exception after something was written
+    is raised as NotWritten saying so (nothing written yet: the error as it came)."""
+    place = out.resolve()  # a symlinked --out: the directory it names is the one replaced, beside its own parent
+    staging = Path(tempfile.mkdtemp(prefix=f".{place.name}.", suffix=STAGING_SUFFIX, dir=place.parent))
+    try:
+        staging.chmod(stat.S_IMODE(place.stat().st_mode))  # mkdtemp's 0700: the mode --out has (made or given)
+        yield staging
+        for name in carried:
+            if (place / name).exists():
+                os.link(place / name, staging / name)
+        _swap_in(staging, place)
+    except Exception as e:
+        wrote = any(p.name not in carried for p in staging.iterdir()) if staging.is_dir() else False
+        shutil.rmtree(staging, ignore_errors=True)
+        if not wrote:
+            raise
+        raise NotWritten(f"{e}; --out {out} was left as it was: the unfinished output written beside it "
+                         f"({staging.name}) was removed") from e
+    except BaseException:  # a Ctrl-C: no partial output left either, and the interrupt goes on as it came
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _swap_in(staging: Path, place: Path) -> None:
+    """``staging`` renamed to ``place``, whose old directory is moved aside first and removed after (a rename does
+    not replace a directory that holds files). Between the two renames ``place`` is absent for an instant: a run
+    that made it then makes the second rename fail, and the old directory is put back."""
+    aside = staging.with_name(staging.name.removesuffix(STAGING_SUFFIX) + ".replaced")
+    os.rename(place, aside)
+    try:
+        os.rename(staging, place)
+    except OSError:
+        os.rename(aside, place)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)

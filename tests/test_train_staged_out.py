@@ -1,0 +1,72 @@
+"""`flashtick train` that failed part way (a disk that filled after the weights) left a partial checkpoint in --out:
+model.safetensors, config.json, codec.json and calibration.json without evaluation.json or the model card, which
+`serve --model` and `evaluate` loaded; with --overwrite, the new weights beside the last run's card and scores. The
+checkpoint is now written beside --out and renamed into place once whole (engine/service/staged_dir.py). A real
+tiny model trained through the CLI; the write that fails is a real one, past the file size limit (RLIMIT_FSIZE,
+`ulimit -f`) of a `flashtick train` process of its own: its weights fit under it, its evaluation.json does not."""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.test_train_folders import TINY, QUICK, train, write_days
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["--hidden", "4", "--intermediate", "8"]  # weights of ~6 KB: smaller than the run's evaluation.json (~10 KB)
+WRITTEN_FIRST = ("model.safetensors", "config.json", "codec.json", "calibration.json")  # before evaluation.json
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def train_limited(files: list[str], out: Path, limit: int, *options: str) -> subprocess.CompletedProcess:
+    """`flashtick train` in a process whose files may not grow past ``limit`` bytes (a write past it: EFBIG)."""
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    return subprocess.run([sys.executable, "-m", "engine.service.cli", "train", *files, "--out", str(out), *TINY,
+                           *QUICK, *SMALL, "--quiet", *options], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          preexec_fn=limited, capture_output=True, text=True, timeout=600)
+
+
+def test_a_train_that_fails_part_way_leaves_out_as_it_was(tmp_path: Path) -> None:
+    files = [str(f) for f in write_days(tmp_path / "days")]
+    out = tmp_path / "model"
+    rc, _, err = train(files, out, *SMALL)
+    assert rc == 0, err[-2000:]
+    before, mode = files_of(out), out.stat().st_mode
+    sizes = {name: len(data) for name, data in before.items()}
+    limit = (max(sizes[n] for n in WRITTEN_FIRST) + sizes["evaluation.json"]) // 2
+    assert max(sizes[n] for n in WRITTEN_FIRST) < limit < sizes["evaluation.json"], sizes  # fails at its 5th file
+
+    failed = train_limited(files, out, limit, "--overwrite", "--steps", "2")  # other weights than the first run's
+    assert failed.returncode == 2 and "Traceback" not in failed.stderr, failed.stderr[-2000:]
+    assert files_of(out) == before  # the first run's checkpoint, byte for byte: no new weights beside its card
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["days", "model"]  # nothing left beside it
+    (said,) = [line for line in failed.stderr.splitlines() if "error:" in line]
+    staged = r"\.model\.\w+\.partial"  # mkdtemp's name beside --out
+    assert re.fullmatch(rf"flashtick train: error: cannot write {re.escape(str(tmp_path))}/{staged}/evaluation\.json: "
+                        rf"the file is larger than this process may write \(.*\); --out {re.escape(str(out))} was "
+                        rf"left as it was: the unfinished output written beside it \({staged}\) was removed",
+                        said), said
+
+    rc, _, err = train(files, out, *SMALL, "--overwrite", "--steps", "2")  # the same run with room: replaced whole
+    assert rc == 0, err[-2000:]
+    assert files_of(out).keys() == before.keys() and files_of(out) != before and out.stat().st_mode == mode
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["days", "model"]
+
+
+def test_a_train_that_fails_part_way_on_a_new_out_leaves_no_checkpoint(tmp_path: Path) -> None:
+    """A new --out: the weights, config.json, codec.json and calibration.json were there, a loadable checkpoint
+    without its scores or card; now no --out at all, as before the run."""
+    files = [str(f) for f in write_days(tmp_path / "days")]
+    failed = train_limited(files, tmp_path / "new" / "model", 8192)  # (the run above: weights ~6 KB, scores ~10 KB)
+    assert failed.returncode == 2 and "the file is larger than this process may write" in failed.stderr, \
+        failed.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["days"]  # nor the folder it made for --out
