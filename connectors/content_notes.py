@@ -23,7 +23,7 @@ from connectors.event_time import scaled_ts
 from connectors.field_names import normal_name
 from connectors.file_plan import FilePlan, source_path
 from connectors.file_scans import SAMPLE_ROWS, distinct_text, is_csv, scan_file
-from connectors.keep_filter import keep_key
+from connectors.keep_filter import keep_check, keep_key
 from connectors.repeated_trades import across_caution, repeated_across, same_trades_refusal
 from connectors.side_maps import ASK_BID, FIX_AGGRESSOR, MAKER_ROLE, MAKER_SIDE
 from connectors.stream_selection import StreamSelection, shown
@@ -361,7 +361,8 @@ def amendment_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names
             example = example or f"keep: {{{column}: [{', '.join(v for v in values if v not in amending)}]}}"
     still = ""
     for column in (c for c in schema if REFERENCE_NAME.match(normal_name(c)) and c not in read):
-        if referred := distinct_text(path, names, dialect, column, 3, SAMPLE_ROWS):
+        if (referred := distinct_text(path, names, dialect, column, 3, SAMPLE_ROWS)) and \
+                _keeps_referring(path, cmap, names, dialect, column):
             said.append(f"column {column!r} refers rows to earlier trades ({', '.join(referred)}, ...)")
             example = example or f"keep: {{{column}: [\"\"]}}, the rows that refer to none"
             still = still or _referred_trades(path, cmap, schema, names, dialect, column)
@@ -370,6 +371,20 @@ def amendment_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names
     return [Caution(f"{path.name}: {'; '.join(said)}: cancels and corrections by reference are not applied, each "
                     f"such row replays as a new trade and the trade it refers to stays as read. Clean the file "
                     f"first, or leave those rows out with a map's keep filter ({example}; docs/replay.md){still}")]
+
+
+def _keeps_referring(path: Path, cmap: ColumnMap, names: Sequence[str] | None, dialect: Dialect | None,
+                     reference: str) -> bool:
+    """Whether the map's keep (none: every row) keeps a row of the file's first SAMPLE_ROWS that refers to an
+    earlier trade by ``reference``: a keep of TRACE's `TRC_ST: [T]` leaves out the cancels and corrections, and
+    with them every row that refers back, so a keep on the reference column would be a suggestion already met."""
+    if not cmap.keep:
+        return True
+    columns = list(cmap.keep)
+    overrides = {c: pl.String for c in (*columns, reference)} if is_csv(path) else None  # cells as written
+    rows = scan_file(path, names, dialect, overrides).head(SAMPLE_ROWS).select(*columns, reference).collect()
+    kept = keep_check(cmap.keep)
+    return any(kept(row[:-1]) is None for row in rows.iter_rows() if keep_key("" if row[-1] is None else row[-1]))
 
 
 ID_NAMES = ("trade_id", "id", "tid", "exec_id", "execution_id", "trade_number", "trade_seq", "seq_num", "sequence",

@@ -54,6 +54,26 @@ def test_trace_cancels_and_corrections_are_said_by_their_own_names(tmp_path: Pat
     assert not any("by reference" in n for n in FileReplay(plain).notes)
 
 
+def test_a_keep_that_leaves_out_the_amending_rows_gets_no_keep_suggested(tmp_path: Path) -> None:
+    """A map keeping `TRC_ST: [T]` already leaves out the cancels and corrections, and with them every row that
+    refers back by ORIG_MSG_SEQ_NB; the caution still suggested `keep: {ORIG_MSG_SEQ_NB: [""]}` and said each such
+    row replays as a new trade. A keep that lets a referring row through (`[T, C]`) is still told; a CSV and a
+    Parquet copy (its reference column a number, null for none) alike."""
+    path = tmp_path / "trace.csv"
+    path.write_text(trace_rows())
+    parquet = tmp_path / "trace.parquet"
+    pl.read_csv(path, infer_schema_length=0).with_columns(
+        pl.col("ORIG_MSG_SEQ_NB").cast(pl.Int64), pl.col("MSG_SEQ_NB").cast(pl.Int64)).write_parquet(parquet)
+    for copy in (path, parquet):
+        kept = FileReplay(copy, columns={**TRACE_MAP, "keep": {"TRC_ST": ["T"]}})
+        assert not any("by reference" in n or "ORIG_MSG_SEQ_NB" in n for n in kept.cautions), kept.cautions
+        assert len(drain(kept)) == 10
+        corrections_kept = FileReplay(copy, columns={**TRACE_MAP, "keep": {"TRC_ST": ["T", "C"]}})
+        note = next(n for n in corrections_kept.cautions if "by reference are not applied" in n)
+        assert "column 'ORIG_MSG_SEQ_NB' refers rows to earlier trades (1001, 1005" in note, note
+        assert 'keep: {ORIG_MSG_SEQ_NB: [""]}' in note
+
+
 def test_trace_capped_sizes_read_as_their_cap_with_a_note(tmp_path: Path) -> None:
     """Review248 #4: TRACE's capped sizes (`1MM+`, `5MM+`: a million, five million or more) were refused as
     missing_field ('5MM+' is not a number), the largest prints of the file, with no next step. They now read as
