@@ -6,6 +6,7 @@ replay: one stream fed by several venues (`mixed_venues`) or by files whose time
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import defaultdict
@@ -23,7 +24,7 @@ from connectors.event_time import scaled_ts
 from connectors.field_names import normal_name
 from connectors.file_plan import FilePlan, source_path
 from connectors.file_scans import SAMPLE_ROWS, distinct_text, is_csv, scan_file
-from connectors.keep_filter import keep_check, keep_key
+from connectors.keep_filter import keep_check, keep_key, keep_values, typed_key
 from connectors.repeated_trades import across_caution, repeated_across, same_trades_refusal
 from connectors.side_maps import ASK_BID, FIX_AGGRESSOR, MAKER_ROLE, MAKER_SIDE
 from connectors.stream_selection import StreamSelection, shown
@@ -563,20 +564,23 @@ def taq_corrections(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
     column = next((c for c in schema if normal_name(c) == TAQ_CORRECTION), None)
     if column is None or cmap.price is None or column in cmap.source_columns():
         return cmap, []
-    # a CSV's keep column is read as text; a Parquet copy may hold the marks as numbers: 0 and 1
+    # the marks as TAQ writes them, "00" and "01": a keep compares a CSV's cells as text, as written, and a
+    # Parquet copy's numbers (0 and 1) by value, so the one keep reads both copies, as a map file holds it
+    regular = list(TAQ_REGULAR)
+    kept = keep_values(regular)
     integer = not is_csv(path) and schema[column].is_integer()
-    regular = [int(v) for v in TAQ_REGULAR] if integer else list(TAQ_REGULAR)
     values = distinct_text(path, names, dialect, column, 20, SAMPLE_ROWS)
-    others = [v for v in values if v not in {keep_key(r) for r in regular}]
+    others = [v for v in values if (typed_key(v) not in kept.typed if integer else keep_key(v) not in kept.texts)]
     if not others:
         return cmap, []
-    listed = ", ".join(str(v) for v in regular)
     full = ",".join(f"{key}={getattr(cmap, attr)}" for key, attr in (("ts", "ts"), ("stream", "stream_col"),
                                                                         ("price", "price"), ("size", "size"))
                     if getattr(cmap, attr) is not None)
+    in_a_file = f"keep: {{{column}: [{', '.join(json.dumps(v) for v in regular)}]}}"  # quoted: YAML's 00 is no text
     note = (f"{path.name}: column {column!r} marks cancelled and corrected prints ({', '.join(others[:6])}): only "
-            f"regular prints ({column} {listed}) are read, the others left out and counted as filtered_out; a map "
-            f"given in full reads every print ({columns_option(full)}) (docs/replay.md)")
+            f"regular prints ({column} {', '.join(regular)}) are read, the others left out and counted as "
+            f"filtered_out; a map given in full reads every print ({columns_option(full)}), and the regular ones "
+            f"only with {in_a_file} in its file (docs/replay.md)")
     return replace(cmap, keep={**(cmap.keep or {}), column: regular}), [note]
 
 

@@ -255,6 +255,33 @@ def test_taq_cancelled_and_corrected_prints_are_left_out_and_counted(tmp_path: P
     assert [t.price for t in drain(replay)] == [185.64, 185.65]
 
 
+def test_the_taq_keep_the_note_gives_keeps_the_regular_prints_of_a_csv_and_a_parquet_copy(tmp_path: Path) -> None:
+    """A Parquet copy holding TR_CORR as numbers was filtered with the integer keep [0, 1], shown as `TR_CORR 0, 1`
+    and `keep TR_CORR in 0|1`: pasted into a map file and used on the CSV copy, whose cells are compared as written
+    (`00`), that keep read no print. The note now gives the keep as a map file holds it, TAQ's own marks quoted, and
+    that line pasted into a map file keeps the two regular prints of either copy, as detection does."""
+    csv = tmp_path / "taq_trades.csv"
+    csv.write_text(WRDS_CORRECTED_TRADES)
+    parquet = tmp_path / "taq_trades.parquet"
+    pl.read_csv(csv).write_parquet(parquet)
+    assert pl.read_parquet(parquet).schema["TR_CORR"] == pl.Int64  # the marks as numbers: 0, 1, 8, 12
+    for copy in (csv, parquet):
+        replay = FileReplay(copy)
+        assert [t.price for t in drain(replay)] == [185.64, 185.65]
+        note = next(n for n in replay.notes if "TR_CORR" in n and "cancelled" in n)
+        assert "only regular prints (TR_CORR 00, 01) are read" in note, note
+        pasted = note.split("the regular ones only with ")[1].split(" in its file")[0]
+        assert pasted == 'keep: {TR_CORR: ["00", "01"]}'
+        full = note.split("--columns ")[1].split(")")[0]
+        map_file = tmp_path / f"{copy.suffix[1:]}_map.yaml"
+        map_file.write_text("".join(f"{k}: {v}\n" for k, v in (p.split("=") for p in full.split(",")))
+                            + "tz: America/New_York\n" + pasted + "\n")
+        for other in (csv, parquet):  # the keep read off either copy's note, on both copies
+            kept = FileReplay(other, columns=map_from_options(columns=str(map_file)))
+            assert [t.price for t in drain(kept)] == [185.64, 185.65], (copy, other)
+            assert dict(kept.rejected) == {"filtered_out": 2}
+
+
 def test_taq_quotes_read_their_sizes_and_a_zero_bid_is_a_one_sided_quote(tmp_path: Path) -> None:
     path = tmp_path / "taq_nbbo.csv"
     path.write_text(WRDS_NBBO_QUOTES)
