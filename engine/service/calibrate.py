@@ -9,8 +9,9 @@ L-BFGS in float64 over (log T, b), from T = 1, b = 0; deterministic; T bounded t
 validation part's class frequencies). A question with fewer than `min_points` labelled points keeps T = 1, b = 0.
 Its answer points overlap (1,100 points of a 50-tick horizon are ~22 independent outcomes), so the in-sample NLL
 always improves: the fit is kept only if it also beats no calibration out of sample, cross-fitted (fitted on the
-first half of the points, in their order: time within each stream, stream after stream, scored on the second,
-and the other way round), on both NLL and Brier, on each half alone; else T = 1, b = 0, and the record says why.
+first half in time of every stream's points, scored on their second halves, and the other way round: each half
+holds every stream, so the check asks whether a fit carries forward or back in time, not from one instrument to
+another), on both NLL and Brier, on each half alone; else T = 1, b = 0, and the record says why.
 
 Used by `flashtick train` (after early stopping, on its validation part; engine/service/finetune.py)
 and, for the built-in model, by `python -m engine.service.train_builtin --calibrate-only --data-dir DIR`
@@ -50,15 +51,17 @@ T_BOUND = 4.0  # T in [1 / T_BOUND, T_BOUND]
 BIAS_BOUND = 3.0  # each bias in [-BIAS_BOUND, BIAS_BOUND]
 
 
-def fit_answer_calibration(z: torch.Tensor, y: torch.Tensor, l2: float = L2,
-                           min_points: int = MIN_POINTS) -> AnswerCalibration:
+def fit_answer_calibration(z: torch.Tensor, y: torch.Tensor, l2: float = L2, min_points: int = MIN_POINTS,
+                           stream: np.ndarray | None = None) -> AnswerCalibration:
     """T and b minimising mean NLL(softmax(z / T + b), y) + l2 |b|^2 over (n, labels) logits z, labels y, within
-    their bounds; kept only when the cross-fitted halves score better than no calibration (module docstring)."""
+    their bounds; kept only when the cross-fitted halves score better than no calibration (module docstring).
+    ``stream``: (n,) each point's stream (points in time order within each stream); None: one stream."""
     z, y = z.to(torch.float64), y.to(torch.int64)
     raw = float(F.cross_entropy(z, y)) if len(y) else math.nan
     if len(y) < min_points or one_answer(y):
         return AnswerCalibration(points=len(y), nll_raw=None if math.isnan(raw) else round(raw, 5))
-    held, every_half = _cross_fitted(z, y, l2)
+    second = time_halves(np.zeros(len(y), dtype=np.int64) if stream is None else np.asarray(stream))
+    held, every_half = _cross_fitted(z, y, torch.from_numpy(second), l2)
     record = {name: round(value, 5) for name, value in held._asdict().items()}
     if not every_half:
         return AnswerCalibration(points=len(y), nll_raw=round(raw, 5), **record)
@@ -97,19 +100,34 @@ class HeldOut(NamedTuple):
     heldout_brier_calibrated: float
 
 
-def _cross_fitted(z: torch.Tensor, y: torch.Tensor, l2: float) -> tuple[HeldOut, bool]:
-    """Fit on each half of the points (in their order), score the other half: the scores pooled over both halves,
-    and whether the fit beat no calibration on each half alone, on NLL and Brier (pooled, one half's large gain
-    hid the other's loss: review226's seed-42 walk, move_bps_50 NLL 1.591 -> 1.475 and 1.751 -> 1.865)."""
-    half = len(y) // 2
-    calibrated = torch.empty_like(z)
-    labels = y.numpy()
+def time_halves(stream: np.ndarray) -> np.ndarray:
+    """(n,) bool: whether each point is in the second half in time of its own stream's points (``stream``: (n,)
+    each point's stream, points in time order within each stream). Both halves hold every stream of 2 points or
+    more; an odd count's first half is the smaller, so one stream is split at n // 2 as before. The points halved
+    as they came (stream after stream) were mostly different streams on a multi-stream fit (the built-in model's
+    BTCUSDT and EURUSD against the synthetic market): the check asked whether a fit carries to other instruments.
+    Contiguous halves, not interleaved blocks, since neighbouring points share their futures: on review226's
+    seed-43 walk, 4 to 10 alternating blocks kept a direction_5 fit that raised test Brier 0.647 -> 0.655
+    (benchmarks/results/calibration_time_halves.json)."""
+    _, index, counts = np.unique(stream, return_inverse=True, return_counts=True)
+    rank = np.empty(len(stream), dtype=np.int64)  # each point's position among its own stream's points
+    order = np.argsort(index, kind="stable")
+    rank[order] = np.arange(len(stream)) - np.repeat(np.cumsum(counts) - counts, counts)
+    return rank >= counts[index] // 2
 
-    def brier_of(logits: torch.Tensor, part: slice) -> float:
-        return brier(torch.softmax(logits[part], -1).numpy(), labels[part])
+
+def _cross_fitted(z: torch.Tensor, y: torch.Tensor, second: torch.Tensor, l2: float) -> tuple[HeldOut, bool]:
+    """Fit on each half of the points (``second``: (n,) bool, time_halves), score the other half: the scores pooled
+    over both halves, and whether the fit beat no calibration on each half alone, on NLL and Brier (pooled, one
+    half's large gain hid the other's loss: review226's seed-42 walk, move_bps_50 NLL 1.591 -> 1.475 and 1.751 ->
+    1.865)."""
+    calibrated = torch.empty_like(z)
+
+    def brier_of(logits: torch.Tensor, part: torch.Tensor | slice) -> float:
+        return brier(torch.softmax(logits[part], -1).numpy(), y[part].numpy())
 
     every_half = True
-    for fit_on, score_on in ((slice(0, half), slice(half, None)), (slice(half, None), slice(0, half))):
+    for fit_on, score_on in ((~second, second), (second, ~second)):
         t, b = _fit(z[fit_on], y[fit_on], l2)
         calibrated[score_on] = calibrated_logits(z[score_on], t, b)
         every_half &= (float(F.cross_entropy(calibrated[score_on], y[score_on])) <
@@ -126,19 +144,28 @@ def one_answer(y: torch.Tensor | np.ndarray) -> bool:
     return len(counts) < 2 or counts[-2] < MIN_SECOND_ANSWER
 
 
-ValidationPairs = list[tuple[torch.Tensor, torch.Tensor, np.ndarray]]  # per question: logits, labels, features
+class AnswerPoints(NamedTuple):
+    """One question's labelled answer points of a part, in time order within each stream, stream after stream."""
+
+    logits: torch.Tensor  # (n, labels) answer logits
+    labels: torch.Tensor  # (n,) realised answers
+    features: np.ndarray  # (n, F) microstructure features
+    stream: np.ndarray  # (n,) each point's stream: its index in the streams given
+
+
+ValidationPairs = list[AnswerPoints]  # per question
 
 
 def validation_pairs(model: Any, codec: BinnedCodec, streams: list[StreamData], options: EvalOptions,
                      part: str = "validation") -> ValidationPairs:
-    """Per question: (answer logits (n, labels), labels (n,), microstructure features (n, F)) at the labelled
-    points of `part` of every stream (at most `options.max_points` answer ticks per stream, as evenly spread
-    runs)."""
+    """Per question: its AnswerPoints at the labelled points of `part` of every stream (at most
+    `options.max_points` answer ticks per stream, as evenly spread runs)."""
     W = window_ticks(model)
     zs: list[list[torch.Tensor]] = [[] for _ in codec.questions]
     ys: list[list[int]] = [[] for _ in codec.questions]
     xs: list[list[np.ndarray]] = [[] for _ in codec.questions]
-    for sd in streams:
+    ss: list[list[int]] = [[] for _ in codec.questions]
+    for si, sd in enumerate(streams):
         ii, qq = sd.points(part)
         keep = np.isin(ii, chosen_ticks(np.unique(ii), W - W // 2, options.max_points))
         ii, qq = ii[keep], qq[keep]
@@ -148,9 +175,10 @@ def validation_pairs(model: Any, codec: BinnedCodec, streams: list[StreamData], 
             zs[q].append(logits[k])
             ys[q].append(int(sd.labels[i, q]))
             xs[q].append(features[i])
-    return [(torch.stack(z) if z else torch.zeros(0, len(q.labels)), torch.tensor(y, dtype=torch.int64),
-             np.array(x).reshape(len(y), len(FEATURES)))
-            for z, y, x, q in zip(zs, ys, xs, codec.questions.values())]
+            ss[q].append(si)
+    return [AnswerPoints(torch.stack(z) if z else torch.zeros(0, len(q.labels)), torch.tensor(y, dtype=torch.int64),
+                         np.array(x).reshape(len(y), len(FEATURES)), np.array(s, dtype=np.int64))
+            for z, y, x, s, q in zip(zs, ys, xs, ss, codec.questions.values())]
 
 
 def calibrate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData], source: str,
@@ -160,7 +188,8 @@ def calibrate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
     ``pairs``: validation_pairs already computed."""
     options = options or EvalOptions()
     pairs = pairs if pairs is not None else validation_pairs(model, codec, streams, options, part)
-    fitted = {q.name: fit_answer_calibration(z, y) for q, (z, y, _) in zip(codec.questions.values(), pairs)}
+    fitted = {q.name: fit_answer_calibration(p.logits, p.labels, stream=p.stream)
+              for q, p in zip(codec.questions.values(), pairs)}
     return Calibration({n: c for n, c in fitted.items() if c.points}, source)
 
 
@@ -171,7 +200,7 @@ def fit_heads(codec: BinnedCodec, streams: list[StreamData], pairs: ValidationPa
     ``codec``'s calibration (the one just fitted)."""
     heads = {}
     features = [sd.features for sd in streams]
-    for qi, (q, (z, y, x)) in enumerate(zip(codec.questions.values(), pairs)):
+    for qi, (q, (z, y, x, _)) in enumerate(zip(codec.questions.values(), pairs)):
         if len(y) < MIN_POINTS or q.spec.kind == "regime" or one_answer(y):
             continue
         train = [(f[ii[qq == qi]], sd.labels[ii[qq == qi], qi]) for sd, f in zip(streams, features)

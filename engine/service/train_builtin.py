@@ -135,9 +135,9 @@ def calibrate_only(out: Path, data_dir: Path | None, log_path: Path | None = Non
     section = (f"## Answer calibration\n\n- Command: `nice -n 19 python -m engine.service.train_builtin "
                f"--calibrate-only{options}` (weights untouched; {time.time() - t0:.0f} s on one CPU thread)\n"
                f"- Fitted per question on {calibration.source}\n- Answers are softmax(z / temperature + bias) over "
-               f"the answer logits z; NLL in nats per answer point on those slices (held out: each half of the "
-               f"points scored by the fit on the other half; a fit that does not beat no calibration there is not "
-               f"kept)\n\n"
+               f"the answer logits z; NLL in nats per answer point on those slices (held out: each half in time "
+               f"of every stream's points scored by the fit on the other halves; a fit that does not beat no "
+               f"calibration there is not kept)\n\n"
                f"{calibration_table(calibration)}\n")
     card = out / "TRAINING.md"
     text = read_text(card) if card.is_file() else ""
