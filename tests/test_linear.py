@@ -24,7 +24,8 @@ from engine.models.linear import (
     prepare_linears, resolve_format,
 )
 from engine.runner import ModelRunner
-from engine.service.config import KERNEL_CACHE, ConfigError, ServiceConfig
+from engine.service.config import ConfigError, ServiceConfig
+from engine.service.config_model import KERNEL_CACHE
 from engine.session import Session
 
 needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="torch without oneDNN")

@@ -109,7 +109,7 @@ def _byte_size_text(size: int) -> str:
 def _kv_pool_line(server: Any) -> str:
     """The KV pool's size as allocated, and the key that sets it: `KV pool: 4096 cells x 64 KiB = 256 MiB (...)`;
     then each session's window in effect (a window changed between restarts is applied, and seen here)."""
-    from engine.service.config import DEFAULT_KV_CELLS, DEFAULT_KV_MAX_BYTES
+    from engine.service.config_kv import DEFAULT_KV_CELLS, DEFAULT_KV_MAX_BYTES
 
     pipeline, kv = server.pipeline, server.config.kv
     if server.config.shards.count:

@@ -1,0 +1,98 @@
+"""The `limits` section of the service config: every size, count and time the service holds a client or a feed to,
+and the socket options derived from them (the ingest high-water mark, the largest subscription).
+
+MAX_LIMIT lives here: a limit must stay under it, and the loader's type hints (engine/service/config_keys.py) use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from connectors.map_vocabulary import ZERO_BID_READINGS
+from engine.service.config_error import ConfigError
+from queries.limits import excerpt  # values as YAML writes them: got true, got null (not True, None)
+
+WHEN_BEHIND = ("lag", "shed", "conflate")
+INGEST_WIRE_FACTOR = 8  # the ingest socket reads messages up to this many times limits.max_message_bytes
+SUBSCRIBE_COMMAND_BYTES = 10  # ZMTP 3.1 frames a subscription as a command: its name's length byte and "SUBSCRIBE"
+MAX_LIMIT = 10**15  # far past any real limit, well inside a C long (a YAML 99999999999999999999999 is not)
+
+
+@dataclass(frozen=True)
+class LimitsSection:
+    max_message_bytes: int = 1 << 20  # an ingest message larger than this is rejected (counted)
+    ingest_hwm: int = 100_000  # messages queued per feed connection before ZeroMQ pushes back (or a SUB drops)
+    # bytes one PUSH connection may queue at the ingest socket: its high-water mark is this over the largest message
+    # the socket takes (ingest_wire_bytes), so a flood of large messages is pushed back, not held in memory
+    ingest_queue_bytes: int = 256 << 20
+    answers_hwm: int = 100_000  # per subscriber; past it ZeroMQ drops for that slow subscriber only
+    heartbeat_s: float = 1.0
+    max_ingest_per_step: int = 10_000  # messages drained between two forwards
+    # service
+    max_control_bytes: int = 4 << 20  # ZeroMQ drops the connection of a peer sending a larger control request
+    # bytes of replies the service holds for one control connection that is not reading them (beyond ZeroMQ's
+    # queue of CONTROL_SNDHWM replies); past it a reply to it is dropped (counted as control_replies_dropped)
+    control_queue_bytes: int = 16 << 20
+    max_backlog_tokens: int = 1_000_000  # accepted tokens waiting for a forward before the engine is "behind"
+    max_lag_s: float = 5.0  # ... or the oldest accepted tick (or an unread ingest message) waiting longer than this
+    # lag: keep everything, say so (heartbeat, metric, warning); shed: refuse new ticks; conflate: keep every trade
+    # and of each stream's quotes only the newest that arrived between two forwards
+    when_behind: str = "lag"
+    drain_s: float = 10.0  # on SIGTERM/SIGINT/SIGHUP, seconds from the signal to read the queue and compute, then exit
+    max_waiting_asks: int = 1024  # asks waiting for a forward, all clients together; more are refused at once
+    # queries
+    max_yaml_bytes: int = 256 << 10  # a query document (file or register request)
+    max_yaml_nodes: int = 100_000  # nodes of a query document, every alias expanded
+    max_queries: int = 1000  # standing queries registered at once
+    max_topic_bytes: int = 256  # a query's topic, without the stream name
+    # streams
+    max_stream_bytes: int = 128  # longest stream name in UTF-8 bytes (the name rule: connectors/ticks.py check_stream)
+    # a tick stamped further ahead of the service's wall clock than this is refused (ts_in_future): one tick from
+    # year 2191 would otherwise refuse every real tick of its stream after it as ts_backwards. A day: above any
+    # clock skew or a venue's local time read as UTC (at most 14 h), below any corrupt or mis-scaled time. None: off
+    max_ts_ahead_s: float | None = 86_400.0
+    # a quote's 0 bid beside an ask above it: no_bid (TAQ's "no bid": a one-sided quote, refused as missing_field)
+    # or price (an option nobody bids: taken, its mark ask / 2)
+    zero_bid: str = "no_bid"
+
+    @property
+    def ingest_wire_bytes(self) -> int:
+        """The largest message the ingest socket reads (ZeroMQ cuts a peer sending more off unread): well above
+        max_message_bytes, so a message over it is still read and refused as `oversize`, with a reason."""
+        return INGEST_WIRE_FACTOR * self.max_message_bytes
+
+    @property
+    def ingest_rcvhwm(self) -> int:
+        """The ingest PULL socket's high-water mark per connection: ingest_hwm messages, and no more than
+        ingest_queue_bytes of messages of the largest size it reads (at least one)."""
+        return max(1, min(self.ingest_hwm, self.ingest_queue_bytes // self.ingest_wire_bytes))
+
+    @property
+    def longest_subscription_bytes(self) -> int:
+        """The answers socket's largest inbound message: a subscription to the longest topic a query can publish on
+        (max_topic_bytes plus a stream name of max_stream_bytes, and a byte to spare), framed as ZeroMQ's SUBSCRIBE
+        command. A longer subscription can match nothing, and each byte of one costs the service ~46 bytes in
+        libzmq's subscription trie, so ZeroMQ drops the connection that sends one."""
+        return self.max_topic_bytes + self.max_stream_bytes + 1 + SUBSCRIBE_COMMAND_BYTES
+
+    @property
+    def max_ts_ahead_ns(self) -> int | None:
+        return None if self.max_ts_ahead_s is None else round(self.max_ts_ahead_s * 1e9)
+
+    def __post_init__(self) -> None:
+        if self.when_behind not in WHEN_BEHIND:
+            raise ConfigError(f"limits.when_behind must be one of {', '.join(map(repr, WHEN_BEHIND))}, "
+                              f"got {excerpt(self.when_behind)}")
+        if self.zero_bid not in ZERO_BID_READINGS:
+            raise ConfigError(f"limits.zero_bid must be one of {', '.join(map(repr, ZERO_BID_READINGS))}, "
+                              f"got {excerpt(self.zero_bid)}")
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            if not 0 < value < math.inf:  # NaN and inf too: each becomes a count or a timer (an int) somewhere
+                raise ConfigError(f"limits.{f.name} must be a finite number > 0, got {value}")
+            if isinstance(value, int) and value >= MAX_LIMIT:  # ZeroMQ's options and timers take a C long
+                raise ConfigError(f"limits.{f.name} must be below {MAX_LIMIT:.0e}, got {value}")
