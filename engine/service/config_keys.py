@@ -1,0 +1,83 @@
+"""A config section's keys and values as the file writes them, checked by the loader (engine/service/config.py):
+an unknown key refused by name with the nearest spelling, a value of the wrong YAML type named with the type wanted
+(and why YAML read it so: `1e9` is text to YAML 1.1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import re
+from typing import Any
+
+from connectors.column_map import MAP_KEYS, inline_spelling
+from engine.service.config_error import ConfigError
+from engine.service.config_limits import MAX_LIMIT
+from engine.stream_patterns import did_you_mean
+from queries.limits import excerpt  # values as YAML writes them: got true, got null (not True, None)
+
+_TYPE_WORDS = {"int": "an integer", "float": "a number", "str": "a string", "bool": "true or false",
+               "dict": "a mapping", "None": "null", "tuple[int, ...]": "a list of integers",
+               "tuple[str, ...]": "a list of strings"}
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if kind in ("int", "float") and isinstance(value, bool):
+        return False
+    if kind.startswith("tuple["):
+        item = kind[len("tuple["):].split(",")[0]
+        return isinstance(value, tuple) and all(_fits(v, item) for v in value)
+    types = {"int": int, "float": (int, float), "str": str, "bool": bool, "dict": dict, "None": type(None)}
+    return kind not in types or isinstance(value, types[kind])
+
+
+def check_types(values: dict, section_type: type, where: str) -> None:
+    """Each key's value against its field's annotation (`int | None`, `tuple[str, ...]`, ...), so `heartbeat_s:
+    fast` or `cells: "4096"` is refused by name here, not met as a TypeError deep in the service."""
+    annotations = {f.name: str(f.type) for f in dataclasses.fields(section_type)}
+    for key, value in values.items():
+        kinds = [k.strip() for k in annotations[key].split("|")]
+        if any(k.startswith("Literal[") for k in kinds) or any(_fits(value, k) for k in kinds):
+            continue
+        if isinstance(value, datetime.date) and "str" in kinds:  # YAML reads 2024-03-01 as a date; the section
+            continue                                             # turns it back into text
+        wanted = " or ".join(_TYPE_WORDS.get(k, k) for k in kinds)
+        hint = ""
+        if isinstance(value, str) and EXPONENT_AS_TEXT.match(value.strip()) and float(value).is_integer() \
+                and abs(float(value)) < MAX_LIMIT:
+            # PyYAML (YAML 1.1) reads a float only with a dot and a signed exponent: 1e9 and 1.5e9 are text
+            hint = f" (YAML reads {value} as text: write {int(float(value))}, or drop the quotes if it is quoted)"
+        elif isinstance(value, str) and EXPONENT_AS_TEXT.match(value.strip()):
+            hint = f" (YAML reads {value} as text: write {float(value)!r}, or drop the quotes if it is quoted)"
+        elif isinstance(value, str) and _fits(_number(value), kinds[0]):
+            hint = " (quoted in the YAML: drop the quotes)"
+        raise ConfigError(f"{where}.{key} must be {wanted}, got {excerpt(value)}{hint}")
+
+
+EXPONENT_AS_TEXT = re.compile(r"^[-+]?\d+(\.\d*)?[eE][-+]?\d+$")  # a number YAML 1.1 may read as text
+
+
+def _number(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return None
+
+
+def reject_unknown(raw: dict, allowed: Any, source: str, where: str) -> None:
+    unknown = [k for k in raw if k not in allowed]
+    if not unknown:
+        return
+    key = unknown[0]
+    # the nearest key of this level first: `replay: {stream: [...]}` is a typo of `streams`, not a column map's key
+    hint = did_you_mean([str(key)], [str(k) for k in allowed])
+    if where == "section 'replay'" and key in MAP_KEYS:  # replay.hours or replay.price_format: a column map's key
+        example = f"replay: {{columns: {{{key}: ...}}}}"
+        hint += f" (as a column map's key, {key!r} goes under replay.columns: {example})" if hint else \
+            f"; {key!r} is a column map's key: give it under replay.columns ({example})"
+    if where == "replay.columns":
+        hint += inline_spelling([str(key)])
+    raise ConfigError(f"{source}: unknown key {key!r} in {where} (allowed: {', '.join(sorted(allowed))}){hint}")
