@@ -18,6 +18,9 @@ by symbol) become one row per tick, the message's fields beside; a message witho
 heartbeat) is an empty row, counted as filtered_out (`skipped`). Exchange layouts (Binance, Coinbase, OKX, Bybit,
 Deribit and Kraken v2 messages; Binance and Coinbase REST dumps) are known by their keys
 (connectors/exchange_shapes.py) and read with their map, said in a note.
+
+Messages reshaped to a row per tick are connectors/json_messages.py; exchange-written values made columns,
+connectors/json_columns.py.
 """
 
 from __future__ import annotations
@@ -39,9 +42,17 @@ import polars as pl
 from connectors.archives import truncation_named
 from connectors.column_map import ColumnMap
 from connectors.exchange_shapes import BINANCE_BOOK_KEYS, Shape, array_shape_of, rest_shape_of, shape_of
+from connectors.json_columns import best_levels, epoch_text_as_integers
+from connectors.json_messages import (
+    keyed_records, nested_arrays, subscription_params, symbol_of_channel, ticks_in_arrays, ticks_of_messages,
+)
 from connectors.map_vocabulary import DETECT
 from connectors.ticks import QUOTE
 from engine.rust_paths import rust_path
+
+# what other modules import from here (nested_arrays lives in connectors/json_messages.py)
+__all__ = ["DUPLICATE_KEY", "JSON_LINES_SUFFIXES", "NOT_JSON", "JsonLinesTable", "Opened", "is_json_lines",
+           "nested_arrays", "table"]
 
 JSON_LINES_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
 NOT_JSON = "not_json"  # the reject reason of a line that is not a JSON object
@@ -243,15 +254,15 @@ def _convert(path: Path) -> JsonLinesTable:
     records = _one_array(lines)
     frame, bad = _records_read(records, lines) if records is not None else _objects(path, lines)
     line_of, tickless, from_arrays = None, {}, False
-    frame = _keyed_records(_subscription_params(frame))
+    frame = keyed_records(subscription_params(frame))
     named = "symbol" not in frame.columns
-    frame = _symbol_of_channel(frame)
+    frame = symbol_of_channel(frame)
     named = named and "symbol" in frame.columns  # HTX's: said in a note, as no field of the file holds it
-    if _ticks_in_arrays(frame):
-        frame, line_of, bad, tickless = _ticks_of_messages(frame, bad)
+    if ticks_in_arrays(frame):
+        frame, line_of, bad, tickless = ticks_of_messages(frame, bad)
         from_arrays = True
-    if from_arrays and _ticks_in_arrays(frame):  # HTX's REST: arrays of messages in `data`, each with its own
-        frame, inner_line_of, bad, inner_tickless = _ticks_of_messages(frame, bad)
+    if from_arrays and ticks_in_arrays(frame):  # HTX's REST: arrays of messages in `data`, each with its own
+        frame, inner_line_of, bad, inner_tickless = ticks_of_messages(frame, bad)
         tickless = {row: tickless.get(inner, what) for row, (inner, what) in
                     ((row, (inner_line_of[row], what)) for row, what in inner_tickless.items())}
         line_of = line_of.gather(inner_line_of)
@@ -261,7 +272,7 @@ def _convert(path: Path) -> JsonLinesTable:
         wrapped = True
     else:
         wrapped = False
-    frame = _best_levels(_epoch_text_as_integers(frame))
+    frame = best_levels(epoch_text_as_integers(frame))
     objects = frame.height - frame.select(pl.all_horizontal(pl.all().is_null()).sum()).item() if frame.width else 0
     if bad and objects == 0 and not tickless and all(reason == NOT_JSON for reason, _ in bad.values()):
         row, (_, why) = next(iter(bad.items()))
@@ -347,129 +358,3 @@ def _records_with_a_key_twice(data: bytes) -> dict[int, tuple[str, str]]:
     except (ValueError, RecursionError):  # not for polars to have read: its read stands
         return bad
     return bad
-
-
-def _ticks_in_arrays(frame: pl.DataFrame) -> bool:
-    """Whether the rows hold their ticks in an array of objects under `data`."""
-    data = frame.schema.get("data")
-    return isinstance(data, pl.List) and isinstance(data.inner, pl.Struct)
-
-
-def _subscription_params(frame: pl.DataFrame) -> pl.DataFrame:
-    """JSON-RPC subscription messages holding their ticks in `params.data` (Deribit's `{"method": "subscription",
-    "params": {"channel": "trades.BTC-PERPETUAL.raw", "data": [...]}}`), or HTX's websocket trades in `tick.data`,
-    with that object's fields as the message's own and `channel` its first part (`trades`), so that their ticks read
-    as other venues' arrays under `data` do."""
-    holder = next((c for c in ("params", "tick") if isinstance(frame.schema.get(c), pl.Struct)), None)
-    if "data" in frame.columns or holder is None or "data" not in {f.name for f in frame.schema[holder].fields}:
-        return frame
-    lifted = frame.select(pl.col(holder).struct.unnest())
-    frame = frame.drop(holder).hstack(lifted.drop([c for c in lifted.columns if c in frame.columns]))
-    if frame.schema.get("channel") == pl.String:
-        frame = frame.with_columns(channel=pl.col("channel").str.split(".").list.first())
-    return frame
-
-
-def nested_arrays(schema: Mapping[str, Any]) -> list[str]:
-    """Where a file's objects hold arrays of objects that no reading above unwraps (`result.trades`), for the
-    refusal of a file whose columns hold no ticks: they are likely there."""
-    found: list[str] = []
-
-    def walk(path: str, dtype: Any, depth: int) -> None:
-        if isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct):
-            found.append(path)
-        elif isinstance(dtype, pl.Struct) and depth < 3:
-            for f in dtype.fields:
-                walk(f"{path}.{f.name}", f.dtype, depth + 1)
-
-    for name, dtype in schema.items():
-        walk(name, dtype, 0)
-    return found
-
-
-RECORD_KINDS = ("trades", "quotes")  # Alpaca's market-data responses hold their records under the kind's name
-
-
-def _keyed_records(frame: pl.DataFrame) -> pl.DataFrame:
-    """Alpaca's responses, records under `trades` or `quotes`: keyed by symbol (`{"trades": {"AAPL": [...],
-    "MSFT": [...]}}`, the key the records' `symbol`) or in one array beside `symbol`; moved under `data`, the kind
-    as `channel`, so that they read as other venues' arrays do (one row per record)."""
-    kind = next((k for k in RECORD_KINDS if k in frame.columns and "data" not in frame.columns), None)
-    if kind is None:
-        return frame
-    dtype, rest = frame.schema[kind], frame.drop(kind).with_row_index("_line")
-    if isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct):
-        return rest.with_columns(data=frame[kind], channel=pl.lit(kind))
-    if not isinstance(dtype, pl.Struct) or not dtype.fields or \
-            not all(isinstance(f.dtype, pl.List) and isinstance(f.dtype.inner, pl.Struct) for f in dtype.fields):
-        return frame
-    return pl.concat([rest.with_columns(data=frame[kind].struct.field(f.name), symbol=pl.lit(f.name),
-                                        channel=pl.lit(kind)) for f in dtype.fields], how="diagonal_relaxed")
-
-
-def _symbol_of_channel(frame: pl.DataFrame) -> pl.DataFrame:
-    """HTX's messages name their instrument only in `ch` (`market.btcusdt.trade.detail`): its second part as
-    `symbol`."""
-    if "symbol" in frame.columns or frame.schema.get("ch") != pl.String or \
-            not frame["ch"].drop_nulls().str.starts_with("market.").all():
-        return frame
-    return frame.with_columns(symbol=pl.col("ch").str.split(".").list.get(1, null_on_oob=True))
-
-
-TICKLESS = ("event", "op", "method", "channel", "type", "ret_msg")  # what a message without ticks is, first found
-
-
-def _ticks_of_messages(frame: pl.DataFrame, bad: dict[int, tuple[str, str]]
-                       ) -> tuple[pl.DataFrame, pl.Series, dict[int, tuple[str, str]], dict[int, str]]:
-    """Messages holding their ticks in an array under `data` (OKX, Bybit, Kraken v2) as one row per tick: the
-    tick's fields, then the message's (its top-level fields and those of a struct such as OKX's `arg`) where the
-    tick has none of that name (OKX's bbo-tbt ticks take `instId` from `arg`); Bybit's `topic` gives `channel`,
-    its first part (`publicTrade`). Returns the rows, each row's line (0-based), the lines that are no object
-    (`bad`) by their row, and what each message without ticks is (an ack, a heartbeat) by its row, an empty one."""
-    ticked = pl.col("data").list.len() > 0
-    whats = [pl.col(c).cast(pl.String) for c in TICKLESS if c in frame.columns and frame.schema[c] == pl.String]
-    frame = (frame if "_line" in frame.columns else frame.with_row_index("_line")).with_columns(
-        data=pl.when(ticked).then("data"),  # no ticks (null, []): one empty row, which explode would drop for []
-        _tickless=pl.when(~ticked.fill_null(False)).then(pl.coalesce(*whats, pl.lit("message without ticks"))))
-    frame = frame.explode("data")
-    empty = frame.with_row_index("_row").filter(pl.col("data").is_null()).select("_row", "_line", "_tickless")
-    tickless = {row: what for row, line, what in empty.iter_rows() if what is not None and line not in bad}
-    bad = {row: bad[line] for row, line, _ in empty.iter_rows() if line in bad}
-    ticks = frame.select(pl.col("data").struct.unnest())
-    message = frame.drop("data", "_line", "_tickless")
-    for name, dtype in message.schema.items():
-        if isinstance(dtype, pl.Struct):  # OKX's arg: {"channel": "trades", "instId": "BTC-USDT"}
-            message = message.drop(name).hstack(message.select(pl.col(name).struct.unnest()).drop(
-                [f.name for f in dtype.fields if f.name in message.columns], strict=False))
-    if "topic" in message.columns and "channel" not in message.columns and message.schema["topic"] == pl.String:
-        message = message.with_columns(channel=pl.col("topic").str.split(".").list.first())
-    rows = ticks.hstack(message.drop([c for c in message.columns if c in ticks.columns]))
-    has_tick = frame["data"].is_not_null()
-    rows = rows.select(pl.when(has_tick).then(pl.col(c)).alias(c) for c in rows.columns)
-    return rows, frame["_line"], bad, tickless
-
-
-def _best_levels(frame: pl.DataFrame) -> pl.DataFrame:
-    """Book levels as arrays (OKX's `"bids": [["43000.1", "2", "0", "3"]]`, best first) add the best level's
-    price and size as columns of their own: `bids[0].price`, `bids[0].size` (Tardis.dev's names)."""
-    levels = [c for c in ("bids", "asks") if c in frame.columns and isinstance(frame.schema[c], pl.List)
-              and isinstance(frame.schema[c].inner, pl.List)]
-    return frame.with_columns(pl.col(c).list.first().list.get(i, null_on_oob=True).alias(f"{c}[0].{part}")
-                              for c in levels for i, part in enumerate(("price", "size")))
-
-
-EPOCH_TEXT = r"^[1-9]\d{9,18}$"  # an epoch time in s, ms, us or ns as text: 10 to 19 digits
-
-
-def _epoch_text_as_integers(frame: pl.DataFrame) -> pl.DataFrame:
-    """Text columns holding only integers of an epoch time's magnitude (OKX's `"ts": "1704153600000"`), as
-    integers: an epoch time sent as a string is the number, read as any epoch column is. No leading zero, so the
-    integer writes back as the text (a code such as "0700" stays text)."""
-    texts = [c for c, dtype in frame.schema.items() if dtype == pl.String]
-    if not texts:
-        return frame
-    whole = frame.select(pl.col(c).drop_nulls().str.contains(EPOCH_TEXT).all() & pl.col(c).is_not_null().any()
-                         for c in texts).row(0)
-    numbers = {c: pl.col(c).cast(pl.Int64, strict=False) for c, yes in zip(texts, whole) if yes}
-    cast = frame.with_columns(**numbers)
-    return frame.with_columns(**{c: cast[c] for c in numbers if cast[c].null_count() == frame[c].null_count()})

@@ -1,0 +1,32 @@
+"""Values exchanges write their own way in JSON, made columns the replay reads as any file's: the best book level
+of an array of levels (`bids[0].price`), and epoch times sent as text (`"ts": "1704153600000"`) as integers.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+def best_levels(frame: pl.DataFrame) -> pl.DataFrame:
+    """Book levels as arrays (OKX's `"bids": [["43000.1", "2", "0", "3"]]`, best first) add the best level's
+    price and size as columns of their own: `bids[0].price`, `bids[0].size` (Tardis.dev's names)."""
+    levels = [c for c in ("bids", "asks") if c in frame.columns and isinstance(frame.schema[c], pl.List)
+              and isinstance(frame.schema[c].inner, pl.List)]
+    return frame.with_columns(pl.col(c).list.first().list.get(i, null_on_oob=True).alias(f"{c}[0].{part}")
+                              for c in levels for i, part in enumerate(("price", "size")))
+
+
+EPOCH_TEXT = r"^[1-9]\d{9,18}$"  # an epoch time in s, ms, us or ns as text: 10 to 19 digits
+
+
+def epoch_text_as_integers(frame: pl.DataFrame) -> pl.DataFrame:
+    """Text columns holding only integers of an epoch time's magnitude (OKX's `"ts": "1704153600000"`), as
+    integers: an epoch time sent as a string is the number, read as any epoch column is. No leading zero, so the
+    integer writes back as the text (a code such as "0700" stays text)."""
+    texts = [c for c, dtype in frame.schema.items() if dtype == pl.String]
+    if not texts:
+        return frame
+    whole = frame.select(pl.col(c).drop_nulls().str.contains(EPOCH_TEXT).all() & pl.col(c).is_not_null().any()
+                         for c in texts).row(0)
+    numbers = {c: pl.col(c).cast(pl.Int64, strict=False) for c, yes in zip(texts, whole) if yes}
+    cast = frame.with_columns(**numbers)
+    return frame.with_columns(**{c: cast[c] for c in numbers if cast[c].null_count() == frame[c].null_count()})
