@@ -1,0 +1,101 @@
+"""A JSON-lines file (or a file of one JSON array of objects) read into a frame of its objects, a row per line or
+record: a line that is not a JSON object, or that holds a key twice, is an empty row and a reject by its row.
+
+connectors/json_lines.py turns the frame into the replay's table; the repeated-key checks are
+connectors/json_repeated_keys.py.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import polars as pl
+
+from connectors.archives import truncation_named
+from connectors.json_repeated_keys import (
+    DUPLICATE_KEY, RepeatedKey, may_repeat_keys, records_with_a_key_twice, repeats_a_key, unique_pairs,
+)
+
+NOT_JSON = "not_json"  # the reject reason of a line that is not a JSON object
+
+
+def read_lines(path: Path) -> list[bytes]:
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with truncation_named(path):  # a cut .jsonl.gz: named, and said to be cut short
+        try:
+            with opener(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise ValueError(f"{path}: cannot read it: {e}") from None
+    lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+    return lines[:-1] if lines and not lines[-1].strip() else lines
+
+
+def line_objects(path: Path, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int, tuple[str, str]]]:
+    """One row per line: its object's top-level fields; an empty row for a blank line, one that is no object, or
+    one with a key twice in an object."""
+    data = b"\n".join(lines)
+    recheck = may_repeat_keys(lines)
+    try:  # most files are clean: polars alone (it skips blank lines, so a height short of the lines is not clean)
+        frame = pl.read_ndjson(io.BytesIO(data), infer_schema_length=None)
+        if frame.height == len(lines) and not any(repeats_a_key(lines[row]) for row in sorted(recheck)):
+            return frame, {}
+    except pl.exceptions.PolarsError:
+        pass
+    fixed, bad = [], {}
+    for row, line in enumerate(lines):
+        text = line.strip()
+        if not text:
+            fixed.append(b"{}")
+            continue
+        shown = repr(text[:60].decode(errors='replace'))
+        try:
+            value = json.loads(text, object_pairs_hook=unique_pairs if row in recheck else None)
+        except RecursionError:  # a line of 200,000 '[': one bad row, as a line that is not JSON is, not the file's end
+            bad[row] = NOT_JSON, f"nested deeper than a tick's object is read ({len(text):,} bytes): {shown}"
+            fixed.append(b"{}")
+            continue
+        except RepeatedKey as e:
+            bad[row] = DUPLICATE_KEY, f"{e}: {shown}"
+            fixed.append(b"{}")
+            continue
+        except ValueError as e:
+            why = f"not JSON ({e.msg}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else "not UTF-8"
+            bad[row] = NOT_JSON, f"{why}: {shown}"
+            fixed.append(b"{}")
+            continue
+        if not isinstance(value, dict):
+            bad[row] = NOT_JSON, f"a JSON {type(value).__name__.replace('dict', 'object')}, not an object: {shown}"
+            fixed.append(b"{}")
+            continue
+        fixed.append(text)
+    try:
+        return pl.read_ndjson(io.BytesIO(b"\n".join(fixed)), infer_schema_length=None), bad
+    except pl.exceptions.PolarsError as e:
+        raise ValueError(f"{path}: its objects do not read as one table ({str(e).splitlines()[0]}): a field holds "
+                         f"an object on some lines and a list on others") from None
+
+
+def one_array(lines: list[bytes]) -> pl.DataFrame | None:
+    """A file that is one JSON array of objects (a REST dump, `[{...}, {...}]`, on one line or many) as a row per
+    object; None for any other file (also one of a JSON array a line: Kraken v1's messages, each a reject)."""
+    start = next((line.lstrip()[:1] for line in lines if line.strip()), b"")
+    if start != b"[":
+        return None
+    try:
+        return pl.read_json(io.BytesIO(b"\n".join(lines)), infer_schema_length=None)
+    except pl.exceptions.PolarsError:  # not one document, or an array of other values than objects
+        return None
+
+
+def records_read(records: pl.DataFrame, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int, tuple[str, str]]]:
+    """A REST dump's records (`one_array`), each record that holds a key twice in one object an empty row and a
+    `duplicate_key` reject by its index, as such a line of a JSON-lines file is: polars kept the first value."""
+    bad = records_with_a_key_twice(b"\n".join(lines))
+    if not bad:
+        return records, bad
+    kept = ~pl.int_range(pl.len()).is_in(list(bad))
+    return records.select(pl.when(kept).then(pl.col(c)).alias(c) for c in records.columns), bad
