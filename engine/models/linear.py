@@ -1,6 +1,6 @@
 """CPU linear layers laid out once at load for the engine's small-M forwards (a 16-token probe, a tick).
 
-Weight formats, chosen by ``model.weights`` (engine/service/config.py):
+Weight formats, chosen by ``model.weights`` (engine/service/config_model.py):
 
   float32         fp32 weights, the parity reference, through the GEMM library that is fastest on this
                   CPU family (``fp32_gemm_library``): oneDNN on x86 CPUs not made by Intel, MKL otherwise.
