@@ -77,18 +77,32 @@ def plan_file(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> An
 
         return DbnPlan(path, *_dbn_keys(path, cmap, explicit))
     try:
-        return _table_plan(path, cmap, own_map=explicit)
+        return _ragged_plan(path, cmap, explicit)
     except (pl.exceptions.PolarsError, ValueError) as e:
-        if not explicit and (naive_only := _without_tz(path, cmap, e)) is not None:
-            return naive_only  # --tz for every file: a file whose times carry their own offset keeps it
+        if explicit or (naive_only := _without_tz(path, cmap, e)) is None:
+            raise
+        return naive_only  # --tz for every file: a file whose times carry their own offset keeps it
+
+
+def _ragged_plan(path: Path, cmap: ColumnMap | Refine | None, own_map: bool) -> FilePlan:
+    """The plan of a table file; a CSV refused for a row with more fields than its columns is read again,
+    truncating such rows, which are then rejected by their line (the normal read never looks for them). Both
+    plan_file's first read and its read without --tz come here, so a stray separator in a file whose times carry
+    their own offset is rejected as in any other (the retry without tz once escaped this and ended the run with
+    polars' own text)."""
+    try:
+        return _table_plan(path, cmap, own_map=own_map)
+    except (pl.exceptions.PolarsError, ValueError) as e:
         if not is_csv(path) or not LONG_ROW_ERRORS.search(str(e)):
             raise
         refused = e
-    # a row with a stray field: read again, truncating such rows, which are then rejected by their line (the
-    # normal read never looks for them)
     try:
-        return _table_plan(path, cmap, long_rows_of=True, own_map=explicit)
-    except (pl.exceptions.PolarsError, ValueError):  # not a few stray rows: its rows do not fit its columns
+        return _table_plan(path, cmap, long_rows_of=True, own_map=own_map)
+    except ValueError as e:
+        if NAIVE_TZ_ONLY in str(e) or EPOCH_IS_UTC in str(e):
+            raise  # the map refused, not the rows: plan_file reads the file again without the tz given for all
+        raise refused from None  # not a few stray rows: its rows do not fit its columns
+    except pl.exceptions.PolarsError:
         raise refused from None
 
 
@@ -107,7 +121,7 @@ def _without_tz(path: Path, cmap: ColumnMap | Refine | None, refused: Exception)
     bare_hours = rest.get("hours") is not None and Hours.parse(rest["hours"]).zone is None
     if bare_hours:
         rest["hours"] = zoned_hours(rest["hours"], tz)
-    plan = _table_plan(path, Refine(rest) if rest else None)
+    plan = _ragged_plan(path, Refine(rest) if rest else None, own_map=False)
     carry = "count from the epoch (1970-01-01 UTC)" if epoch else "carry their own UTC offset"
     said = (f"{path.name}: its times {carry}, so --tz {tz} (for naive times) is not applied to it"
             + (f" (the hours kept, {rest['hours']!r}, are on its wall clock)" if bare_hours else ""))
