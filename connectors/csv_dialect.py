@@ -182,15 +182,24 @@ def _banner_lines(lines: list[str], most: int) -> int:
     banner). Each banner line is one by `_banner_line`."""
     for above in range(1, min(most, len(lines) - 2) + 1):
         below = [_unquoted(line) for line in lines[above:above + SAMPLE_LINES]]
-        # each separator the table's lines all have the same two or more of (`;` and the decimal comma of
+        # each separator the table's lines share two or more of (`;` and the decimal comma of
         # `45512,99;61.837,63;0,02`): a line with more than half of any of them is one of the table's (a header)
-        widths = {sep: count for sep in SEPARATORS
-                  if (count := below[0].count(sep)) >= 2 and all(line.count(sep) == count for line in below)}
+        widths = {sep: count for sep in SEPARATORS if (count := _shared_count(below, sep)) >= 2}
         # (the table's first line is none: a title row padded as the table is would pass for it)
         if widths and all(_banner_line(_unquoted(line), widths) for line in lines[:above]) \
                 and not _banner_line(below[0], widths):
             return above
     return 0
+
+
+def _shared_count(lines: list[str], sep: str) -> int:
+    """How many of `sep` the table's `lines` share: the most common count, where no line has fewer; 0 where one
+    has. A line with more is still the table's: a stray separator that a once-touched cell leaves (`...;sell;`),
+    which is then rejected as extra_fields; counted as no separator of the table, a `;` file of decimal commas
+    kept only the commas, and its header, having none, was skipped as a banner (review259 #2)."""
+    counts = [line.count(sep) for line in lines]
+    most = Counter(counts).most_common(1)[0][0]
+    return most if min(counts) == most else 0
 
 
 def _banner_line(line: str, widths: dict[str, int]) -> bool:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from connectors.replay import FileReplay
 from conftest import drain, ns
 
@@ -35,3 +37,19 @@ def test_a_stray_separator_in_a_file_of_utc_times_read_with_tz_rejects_that_row(
     assert any("carry their own UTC offset, so --tz Europe/Berlin (for naive times) is not applied" in note
                for note in replay.notes)
 
+
+@pytest.mark.parametrize("stray_row", [0, 1, 5])
+def test_one_stray_separator_in_the_first_rows_of_a_decimal_comma_file_rejects_that_row(tmp_path: Path,
+                                                                                        stray_row: int) -> None:
+    # with one sample row longer, `;` counted as no separator of the table, the decimal comma still did, and the
+    # header (no commas) was skipped as a one-line banner: "its first line is data, not a header", whole file refused
+    rows = german_rows(30)
+    rows[stray_row] += ";"
+    path = tmp_path / "de_stray.csv"
+    path.write_text("\r\n".join([HEADER, *rows]) + "\r\n")
+    replay = FileReplay(path, columns={"tz": "Europe/Berlin"})
+    ticks = drain(replay)
+    assert len(ticks) == 29 and dict(replay.rejected) == {"extra_fields": 1}
+    assert f"de_stray.csv line {stray_row + 2}" in str(replay.rejected.examples["extra_fields"])
+    assert ticks[0].price == (61836.01 if stray_row == 0 else 61836.00)
+    assert ticks[-1].ts == ns("2024-04-03T07:00:07.250+00:00") and not any("banner" in n for n in replay.notes)
