@@ -13,7 +13,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 from connectors.archives import truncation_named
 from connectors.number_separators import NUMBER, decimal_reading
@@ -36,7 +36,9 @@ class Dialect:
     in a `;` file; `decimal_reading`), and whether its first line is a header; `rows` are the first lines' cells,
     header excluded. `numbers`: how its numbers' separators were read, for a note ("" when nothing was to say).
     `long_rows`: (row, its number of fields) for each row with more fields than the file's columns, found only
-    once polars has refused the file for one (`long_rows`): read truncated, then rejected."""
+    once polars has refused the file for one (`long_rows`): read truncated, then rejected. `empty_tails`: rows
+    whose fields past the columns are all empty (`...;sell;`, as broker exports end every line), found with them:
+    read truncated, losing nothing."""
 
     separator: str
     decimal_comma: bool
@@ -44,8 +46,14 @@ class Dialect:
     rows: tuple[tuple[str, ...], ...]
     long_rows: tuple[tuple[int, int], ...] = ()
     numbers: str = ""
+    empty_tails: int = 0
     skipped: int = 0  # lines above the header, a banner's (`_banner_lines`): polars and line numbers skip them
     banner: tuple[str, ...] = ()  # that banner's lines, for the note that says they were skipped
+
+    @property
+    def ragged(self) -> bool:
+        """Whether polars reads it truncating rows longer than its columns (`long_rows`, `empty_tails`)."""
+        return bool(self.long_rows or self.empty_tails)
 
     @property
     def width(self) -> int:
@@ -59,10 +67,17 @@ def _open_text(path: Path) -> Any:
     return opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="")
 
 
-def long_rows(path: Path, dialect: Dialect, width: int | None = None) -> tuple[tuple[int, int], ...]:
-    """(row, fields) for each row of a CSV with more fields than its columns: a pass over the whole file in
-    Python, taken only when polars refuses the file for such a row (the normal read never pays for it). Rows count
-    as polars counts them: from 0 after the header. `width`: the columns a header-less file is given."""
+class LongRows(NamedTuple):
+    rows: tuple[tuple[int, int], ...]  # (row, fields) of each row with cells past the file's columns
+    empty_tails: int  # rows with fields past its columns that are all empty
+
+
+def long_rows(path: Path, dialect: Dialect, width: int | None = None) -> LongRows:
+    """The rows of a CSV with more fields than its columns: a pass over the whole file in Python, taken only when
+    polars refuses the file for such a row (the normal read never pays for it). Rows count as polars counts them:
+    from 0 after the header. `width`: the columns a header-less file is given. A row whose fields past the columns
+    are all empty ends with a separator (Excel and broker exports end every line with `;` but not the header):
+    that empty cell is no data, and such rows are counted apart, to be read, not rejected (review259 #3)."""
     with _open_text(path) as f:
         rows = csv.reader(f, delimiter=dialect.separator)
         with csv_error_named(path, lambda: rows.line_num):
@@ -70,7 +85,9 @@ def long_rows(path: Path, dialect: Dialect, width: int | None = None) -> tuple[t
                 next(rows, None)
             header = len(next(rows, ())) if dialect.header else None
             width = header or width or dialect.width
-            return tuple((i, len(row)) for i, row in enumerate(rows) if len(row) > width)
+            longer = [(i, row) for i, row in enumerate(rows) if len(row) > width]
+    extra = tuple((i, len(row)) for i, row in longer if any(cell.strip() for cell in row[width:]))
+    return LongRows(extra, len(longer) - len(extra))
 
 
 @contextmanager

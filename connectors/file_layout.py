@@ -162,7 +162,8 @@ def _columns_read(path: Path, spec: ColumnMap | Refine | None, long_rows_of: boo
     if long_rows_of and dialect is not None:
         if names is not None and dialect.width > len(names):  # most rows are longer: the names are too few
             raise ValueError(f"{path}: its rows have {dialect.width} fields, more than the {len(names)} names")
-        dialect = replace(dialect, long_rows=long_rows(path, dialect, len(names) if names is not None else None))
+        found = long_rows(path, dialect, len(names) if names is not None else None)
+        dialect = replace(dialect, long_rows=found.rows, empty_tails=found.empty_tails)
     try:
         schema = dict(scan_file(path, names, dialect).collect_schema())
     except pl.exceptions.PolarsError as e:

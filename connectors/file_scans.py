@@ -63,7 +63,7 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
         # Header names lose the spaces around them (`time; price`); the BOM, CRLF and quotes polars handles.
         # names given for a file whose first line is a header (file_layout's `_names_over_header`): it is skipped
         header = names is None or dialect.header
-        if names is not None and dialect.long_rows:  # polars counts a header-less file's columns from its rows
+        if names is not None and dialect.ragged:  # polars counts a header-less file's columns from its rows
             typed = {name: (overrides or {}).get(name, pl.String) for name in names}
             return _without_joined_marks(marks_kept, pl.scan_csv(
                 rust_path(path), has_header=header, schema=typed, ignore_errors=overrides is not None,
@@ -73,7 +73,7 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
             rust_path(path), has_header=header, new_columns=names, schema_overrides=overrides,
             encoding=_encoding(path), ignore_errors=overrides is not None, separator=dialect.separator,
             skip_rows=dialect.skipped, decimal_comma=dialect.decimal_comma,
-            truncate_ragged_lines=bool(dialect.long_rows),
+            truncate_ragged_lines=dialect.ragged,
             with_column_names=None if names else lambda found: [n.strip() for n in found]))
     raise ValueError(unsupported_type(path))
 

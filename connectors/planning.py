@@ -176,6 +176,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if dialect is not None and dialect.long_rows:
         notes.append(f"{path.name}: {len(dialect.long_rows)} row(s) with more fields than its {len(schema)} columns: "
                      f"each rejected as extra_fields (the first is named among the rejects), the others read")
+    if dialect is not None and dialect.empty_tails:
+        notes.append(f"{path.name}: {dialect.empty_tails} row(s) end with a separator past its {len(schema)} columns "
+                     f"(an empty last cell, as Excel and broker exports write): read without it")
     overrides = csv_overrides(cmap) if is_csv(path) else None
     # what the scan below will read: date+time columns are joined as text
     ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]

@@ -22,34 +22,73 @@ def german_rows(n: int) -> list[str]:
             for i in range(n)]
 
 
-def test_a_stray_separator_in_a_file_of_utc_times_read_with_tz_rejects_that_row(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stray", [",", ",x"])
+def test_a_stray_separator_in_a_file_of_utc_times_read_with_tz_is_no_crash(tmp_path: Path, stray: str) -> None:
     # --tz is for the naive-time files of the run; this vendor file's times end in Z, so it is read without it,
-    # and that second read once ended the run with polars' "Consider setting 'truncate_ragged_lines=True'"
+    # and that second read once ended the run with polars' "Consider setting 'truncate_ragged_lines=True'". A
+    # separator that ends the row leaves an empty cell, read as nothing; one before a cell rejects the row
     path = tmp_path / "eth_utc_stray.csv"
     rows = [f"2024-04-03T07:00:{i:02d}.000Z,ETHUSDT,{2700 + i}.50,0.0{i % 9 + 1},buy" for i in range(30)]
-    rows[20] += ","
+    rows[20] += stray
     path.write_text("timestamp,symbol,price,size,side\n" + "\n".join(rows) + "\n")
     replay = FileReplay(path, columns={"tz": "Europe/Berlin"})
     ticks = drain(replay)
-    assert len(ticks) == 29 and ticks[0].ts == ns("2024-04-03T07:00:00+00:00")
-    assert dict(replay.rejected) == {"extra_fields": 1}
-    assert "eth_utc_stray.csv line 22" in str(replay.rejected.examples["extra_fields"])
+    assert ticks[0].ts == ns("2024-04-03T07:00:00+00:00")
+    if stray == ",":
+        assert len(ticks) == 30 and dict(replay.rejected) == {}
+    else:
+        assert len(ticks) == 29 and dict(replay.rejected) == {"extra_fields": 1}
+        assert "eth_utc_stray.csv line 22" in str(replay.rejected.examples["extra_fields"])
     assert any("carry their own UTC offset, so --tz Europe/Berlin (for naive times) is not applied" in note
                for note in replay.notes)
 
 
+@pytest.mark.parametrize("stray", [";", ";x"])
 @pytest.mark.parametrize("stray_row", [0, 1, 5])
-def test_one_stray_separator_in_the_first_rows_of_a_decimal_comma_file_rejects_that_row(tmp_path: Path,
-                                                                                        stray_row: int) -> None:
+def test_one_stray_separator_in_the_first_rows_of_a_decimal_comma_file_keeps_its_header(tmp_path: Path,
+                                                                                        stray_row: int,
+                                                                                        stray: str) -> None:
     # with one sample row longer, `;` counted as no separator of the table, the decimal comma still did, and the
     # header (no commas) was skipped as a one-line banner: "its first line is data, not a header", whole file refused
     rows = german_rows(30)
-    rows[stray_row] += ";"
+    rows[stray_row] += stray
     path = tmp_path / "de_stray.csv"
     path.write_text("\r\n".join([HEADER, *rows]) + "\r\n")
     replay = FileReplay(path, columns={"tz": "Europe/Berlin"})
     ticks = drain(replay)
+    assert ticks[-1].ts == ns("2024-04-03T07:00:07.250+00:00") and not any("banner" in n for n in replay.notes)
+    if stray == ";":  # an empty last cell: the row is read
+        assert len(ticks) == 30 and dict(replay.rejected) == {}
+        return
     assert len(ticks) == 29 and dict(replay.rejected) == {"extra_fields": 1}
     assert f"de_stray.csv line {stray_row + 2}" in str(replay.rejected.examples["extra_fields"])
     assert ticks[0].price == (61836.01 if stray_row == 0 else 61836.00)
-    assert ticks[-1].ts == ns("2024-04-03T07:00:07.250+00:00") and not any("banner" in n for n in replay.notes)
+
+
+def test_rows_that_end_with_the_separator_are_read_as_the_rows_without_it(tmp_path: Path) -> None:
+    # a broker export ends every data line with `;`, its header not: the empty last cell is no data, yet every row
+    # was rejected as extra_fields ("its cells cannot be told apart")
+    clean, trailing = tmp_path / "de.csv", tmp_path / "de_alltrail.csv"
+    clean.write_text("\r\n".join([HEADER, *german_rows(30)]) + "\r\n")
+    trailing.write_text("\r\n".join([HEADER, *(row + ";" for row in german_rows(30))]) + "\r\n")
+    expected = drain(FileReplay(clean, columns={"tz": "Europe/Berlin"}))
+    replay = FileReplay(trailing, columns={"tz": "Europe/Berlin"})
+    assert drain(replay) == expected and len(expected) == 30 and dict(replay.rejected) == {}
+    assert ("de_alltrail.csv: 30 row(s) end with a separator past its 6 columns (an empty last cell, as Excel and "
+            "broker exports write): read without it") in replay.notes
+
+
+def test_a_hand_edited_sheet_keeps_its_rows_ending_with_a_separator_and_rejects_one_with_a_cell_past_them(
+        tmp_path: Path) -> None:
+    path = tmp_path / "us_trail.csv"
+    path.write_text("timestamp,symbol,price,size,side\n"
+                    "2024-04-03T07:00:00Z,BTCUSDT,61836.5,0.001,buy,\n"
+                    "2024-04-03T07:00:01Z,BTCUSDT,61837.5,0.002,sell\n"
+                    "2024-04-03T07:00:02Z,BTCUSDT,61838.5,0.003,buy,,\n"
+                    "2024-04-03T07:00:03Z,BTCUSDT,61839.5,0.004,buy,oops\n"
+                    "2024-04-03T07:00:04Z,BTCUSDT,61840.5,0.005,sell\n")
+    replay = FileReplay(path)
+    assert [(t.price, t.size, t.side) for t in drain(replay)] == [
+        (61836.5, 0.001, "buy"), (61837.5, 0.002, "sell"), (61838.5, 0.003, "buy"), (61840.5, 0.005, "sell")]
+    assert dict(replay.rejected) == {"extra_fields": 1}
+    assert "us_trail.csv line 5: extra_fields" in str(replay.rejected.examples["extra_fields"])
