@@ -148,18 +148,23 @@ def two_way_refusal(where: str, first: str, readings: list[str], advice: str = "
 # NinjaTrader's tick exports: `20240102 143000 2537700`, the fraction of the second in 100 ns after a space
 SPACED_FRACTION = r"^(\d{8} \d{6}) (\d{1,9})$"
 COMMA_FRACTION = r"(:\d\d),(\d)"  # 09:00:01,123: a decimal comma before the fraction, as European exports write it
+# 09.00.01,123: the same after a dotted clock (Italian, Danish, Finnish Windows locales). The whole clock, and the
+# fraction's end, so a two-digit-year date before a comma (`03.04.24,09:00`) is never taken for one
+DOTTED_COMMA_FRACTION = r"(\d\d?\.\d\d\.\d\d),(\d+)(\s|$)"
 
 
 def _dot_fraction(text: str) -> str:
-    """A fraction of a second as chrono reads it: 09:00:01,123 (a decimal comma) and NinjaTrader's
+    """A fraction of a second as chrono reads it: 09:00:01,123 and 09.00.01,123 (a decimal comma) and NinjaTrader's
     `20240102 143000 2537700` (a fraction after a space) with a dot."""
-    return re.sub(SPACED_FRACTION, r"\1.\2", re.sub(COMMA_FRACTION, r"\1.\2", text))
+    text = re.sub(DOTTED_COMMA_FRACTION, r"\1.\2\3", re.sub(COMMA_FRACTION, r"\1.\2", text))
+    return re.sub(SPACED_FRACTION, r"\1.\2", text)
 
 
 def chrono_text(text: pl.Expr) -> pl.Expr:
     """A column of datetime text as chrono reads it (`_dot_fraction` of each value): every read of a time column,
     and every trial of a format on it, sees the same text."""
-    return text.str.replace(COMMA_FRACTION, "${1}.${2}").str.replace(SPACED_FRACTION, "${1}.${2}")
+    return text.str.replace(COMMA_FRACTION, "${1}.${2}").str.replace(DOTTED_COMMA_FRACTION, "${1}.${2}${3}") \
+        .str.replace(SPACED_FRACTION, "${1}.${2}")
 
 
 def is_iso_time(cell: str) -> bool:

@@ -92,3 +92,24 @@ def test_a_hand_edited_sheet_keeps_its_rows_ending_with_a_separator_and_rejects_
         (61836.5, 0.001, "buy"), (61837.5, 0.002, "sell"), (61838.5, 0.003, "buy"), (61840.5, 0.005, "sell")]
     assert dict(replay.rejected) == {"extra_fields": 1}
     assert "us_trail.csv line 5: extra_fields" in str(replay.rejected.examples["extra_fields"])
+
+
+def test_a_dotted_clock_with_a_decimal_comma_reads_with_the_format_written_and_the_one_proposed(
+        tmp_path: Path) -> None:
+    # Italian, Danish and Finnish locales write `09.00.00,250`: a decimal comma was read as a point only after a
+    # colon, so neither the documented `%S,%3f` nor `%S%.f` read it, and the refusal proposed no format
+    path = tmp_path / "it_dotclock.csv"
+    path.write_text("timestamp;symbol;price;size\r\n" + "".join(
+        f"03/04/2024 09.00.{i // 4:02d},{i % 4 * 250:03d};BTCUSDT;61.836,63;0,001\r\n" for i in range(8)))
+    expected = [ns("2024-04-03T07:00:00+00:00") + i * 250_000_000 for i in range(8)]
+    with pytest.raises(ValueError, match="a date that reads more than one way") as refused:
+        FileReplay(path, columns={"tz": "Europe/Rome"})
+    assert "--ts-format '%d/%m/%Y %H.%M.%S%.f'" in str(refused.value)
+    for fmt in ("%d/%m/%Y %H.%M.%S,%3f", "%d/%m/%Y %H.%M.%S%.f"):
+        replay = FileReplay(path, columns={"ts_format": fmt, "tz": "Europe/Rome"})
+        assert [t.ts for t in drain(replay)] == expected and dict(replay.rejected) == {}, fmt
+    # a two-digit year's date before a comma and a colon clock is no dotted clock: read as before
+    joined = tmp_path / "comma_gap.csv"
+    joined.write_text("timestamp;symbol;price;size\r\n03.04.24,09:00:00;BTCUSDT;61.836,63;0,001\r\n")
+    assert [t.ts for t in drain(FileReplay(joined, columns={"ts_format": "%d.%m.%y,%H:%M:%S"}))] == [
+        ns("2024-04-03T09:00:00+00:00")]
