@@ -1,19 +1,23 @@
 """A date column taken for the time. An integer column of YYYYMMDD dates (`trade_date` 20240603), or a column
 whose name says it holds dates, is no count of epoch units: read as seconds, 20240603 puts every tick on
 1970-08-23. Detection pairs such a column with an integer time of day beside it (`DATE+TIME` in that time's
-`..._after_midnight` unit, said in a note); without one the file is refused, naming the map that reads it."""
+`..._after_midnight` unit, said in a note); without one the file is refused, naming the map that reads it. Dates
+alone as text beside times of day as text (`Datum;Zeit`, `Date;Heure`: `clock_beside`) are joined by detection, and
+named where a map reads the date alone (`clock_left_out`)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
-from connectors.csv_dialect import Dialect
+from connectors.csv_dialect import DATE_LIKE, Dialect
+from connectors.datetime_text import date_readings
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, first_text, is_csv, scan_file
 from connectors.map_vocabulary import COUNT_UNITS, DAY_CLOCK_UNITS, TIME_OF_DAY, UNITS
@@ -127,3 +131,36 @@ def date_read_as_epoch(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
     raise ValueError(f"{path}: column {date!r} {held}, not a time since the epoch ({as_epoch}). Give {read_by}"
                      f"{alone}; --ts-unit {cmap.ts_unit} reads it as epoch {cmap.ts_unit} all the same "
                      f"(docs/replay.md)")
+
+
+# a time of day written alone, as a spreadsheet's time column holds it: `09:00:00,250`, `9:30`, a dotted `09.00.00`
+CLOCK_TEXT = re.compile(r"^\d{1,2}:\d\d(:\d\d([.,]\d+)?)?$|^\d{1,2}\.\d\d\.\d\d([.,]\d+)?$")
+
+
+def clock_beside(names: Sequence[str], date: str, first: Callable[[str], Any]) -> str | None:
+    """The column right after `date` when `date`'s first value is a date alone (`03.04.2024`, `03/04/2024`) and
+    that column's is a time of day alone (`09:00:00,250`): the two halves of one time, as Excel exports write them
+    whatever the header's language (`Datum;Zeit`, `Date;Heure`, `Data;Ora`); None otherwise."""
+    where = list(names).index(date) if date in names else len(names)
+    if where + 1 >= len(names):
+        return None
+    day, clock = first(date), first(names[where + 1])
+    if not (isinstance(day, str) and isinstance(clock, str)):
+        return None
+    return names[where + 1] if DATE_LIKE.fullmatch(day.strip()) and CLOCK_TEXT.match(clock.strip()) else None
+
+
+def clock_left_out(names: Sequence[str], cmap: ColumnMap, first: Callable[[str], Any]) -> str:
+    """A clause for what is said of a time column read as dates alone (a two-way date's refusal, or a caution)
+    when the column after it holds the times of day (`clock_beside`): that column, and the map and formats that read
+    both; "" otherwise. A format of the date alone, as a refusal proposed for `Date;Heure`, read every tick at its
+    day's midnight, said only as "another column" (review259 #5)."""
+    if len(cmap.ts_columns) != 1 or (clock := clock_beside(names, cmap.ts, first)) is None:
+        return ""
+    day, time = first(cmap.ts).strip(), first(clock).strip()
+    readings = date_readings(f"{day} {time}")  # the date's order given, where a format was: that one alone
+    readings = [f for f in readings if cmap.ts_format and f.startswith(f"{cmap.ts_format} ")] or readings
+    formats = " or ".join(f"--ts-format {f!r}" for f in readings)
+    return (f"; {clock!r}, the column after it, holds the times of day ({time!r}), which the date alone leaves out "
+            f"(every tick at its day's midnight): {columns_option(f'ts={cmap.ts}+{clock}')}"
+            f"{' with ' + formats if formats else ''} reads both")

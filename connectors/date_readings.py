@@ -41,11 +41,12 @@ class RowsRead(NamedTuple):
 
 
 def settled_reading(path: Path, names: Sequence[str] | None, dialect: Dialect | None, cmap: ColumnMap,
-                    format_given: bool) -> tuple[ColumnMap, list[str]]:
+                    format_given: bool, beside: str = "") -> tuple[ColumnMap, list[str]]:
     """The map of a datetime text column whose format was not given, with the notes that say how it was read: a
     first date that reads two ways settled by the next rows when one reading alone reads them all (refused, with
     what they show, when none does), and the century of a two-digit year. A first date that reads one way only
-    (`04/14/2020`) gets that reading's format, as a detected map does: polars' own guess would be day-first."""
+    (`04/14/2020`) gets that reading's format, as a detected map does: polars' own guess would be day-first.
+    `beside`: what a refusal adds of a column of times of day beside dates alone (date_columns.clock_left_out)."""
     notes = []
     first = first_text(path, names, dialect, cmap.ts_columns)
     # a map given with ts_unit datetime and no format (a detected map has its format already)
@@ -55,10 +56,10 @@ def settled_reading(path: Path, names: Sequence[str] | None, dialect: Dialect | 
         readings = date_readings(first)
         where = f"{path}: column {cmap.ts!r}"
         if not readings:  # no reading to settle: said so, no format proposed
-            raise ValueError(two_way_refusal(where, first, readings))
+            raise ValueError(two_way_refusal(where, first, readings) + beside)
         read = _rows_read(path, names, dialect, cmap, readings)
         if len(read.read_all) != 1:
-            raise ValueError(two_way_refusal(where, first, readings, _advice(read)))
+            raise ValueError(two_way_refusal(where, first, readings, _advice(read)) + beside)
         cmap = replace(cmap, ts_format=read.read_all[0])
         notes.append(f"{path.name}: its first date ({first[:24]!r}) reads two ways; its later rows read only as "
                      f"{cmap.ts_format!r} (--ts-format says otherwise)")

@@ -39,7 +39,8 @@ from connectors.csv_dialect import (
     sniff_csv,
 )
 from connectors.clock_digits import clock_digits
-from connectors.date_columns import date_read_as_epoch
+from connectors.cautions import Caution
+from connectors.date_columns import clock_left_out, date_read_as_epoch
 from connectors.epoch_parts import epoch_parts_map
 from connectors.date_readings import settled_reading
 from connectors.event_time import CLOCK_ONLY
@@ -322,10 +323,14 @@ def _time_unit(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap, sch
         cmap = replace(cmap, ts_unit="datetime")  # `09:00:00.123`: a time of day as text, not a number of seconds
         unit_notes.append(f"{path.name}: column {cmap.ts!r} holds times of day as text ({first(cmap.ts)!r}): read "
                           f"as wall-clock times of {cmap.date}{' in ' + cmap.tz if cmap.tz else ' (UTC)'}")
+    # dates alone beside a column of times of day (`Date;Heure` mapped ts=Date): said, with the map that joins them
+    beside = clock_left_out(list(schema), cmap, first) if cmap.ts_unit == "datetime" else ""
     if cmap.ts_unit == "datetime" and (cmap.ts_format is None or "%y" in cmap.ts_format):  # a full map's too
         given = spec.ts_format is not None if isinstance(spec, ColumnMap) else "ts_format" in getattr(spec, "keys", {})
-        cmap, settled = settled_reading(path, names, dialect, cmap, format_given=given)
+        cmap, settled = settled_reading(path, names, dialect, cmap, format_given=given, beside=beside)
         unit_notes += settled
+    if beside:
+        unit_notes.append(Caution(f"{path.name}: column {cmap.ts!r} holds dates alone ({first(cmap.ts)!r}){beside}"))
     if cmap.ts_unit == EPOCH:  # the unit of the first time's magnitude: Binance's ms, and us since 2025
         try:
             unit = epoch_unit(float(first(cmap.ts) or "nan"))

@@ -41,6 +41,7 @@ from connectors.column_names import (
     TRANSACTION_UNITS,
     names_a_yield,
 )
+from connectors.date_columns import clock_beside
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.header_zones import HeaderZone, name_before_tail, zoned_time_column
 from connectors.map_vocabulary import LOCAL_TIME_UNITS, QUOTE_FIELDS, TRADE_FIELDS, VALUE_FIELDS, joined_columns
@@ -104,6 +105,7 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     ts = _date_and_time(by_normal, first) or found.pop("ts", None) or _transaction_time(by_normal, schema, first) \
         or (datetimes[0] if len(datetimes) == 1 else None)
     found.pop("ts", None)
+    ts = _date_and_clock(names, ts, first) or ts
     stream_col = found.pop("stream", None) or _market_column(by_normal, first)
     # columns a refinement names (`--columns bid=priceBid,...`, or a time column alone) count as found: the rest
     # is detected
@@ -337,6 +339,18 @@ def _date_and_time(by_normal: Mapping[str, str], first: Callable[..., Any] | Non
     if date is None or clock is None or first is None:
         return None
     return f"{date}+{clock}" if re.match(r"^\d{1,2}:\d\d", str(first(clock) or "")) else None
+
+
+def _date_and_clock(names: list[str], ts: str | None, first: Callable[..., Any] | None) -> str | None:
+    """`DATE+CLOCK` by their values, where no time column was found or the one found holds dates alone: a date
+    column and the time of day right after it, under names no list here holds (`Datum;Zeit`, `Date;Heure`);
+    read as the date alone, every tick of a day fell at its midnight (review259 #5)."""
+    if first is None or ts is not None and len(joined_columns(ts)) > 1:
+        return None
+    for date in [ts] if ts is not None else names:
+        if (clock := clock_beside(names, date, first)) is not None:
+            return f"{date}+{clock}"
+    return None
 
 
 def match_case(cmap: ColumnMap, schema: Mapping[str, pl.DataType]) -> ColumnMap:

@@ -10,10 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from conftest import drain, ns
 
 HEADER = "Date;Time;Symbol;Price;Volume;Side"
+
+
+def given(columns: str, **keys: str) -> dict:
+    """The map the command line makes of --columns and its other options, refining each file's detected layout."""
+    return map_from_options(columns=columns, detect=True, **keys)
 
 
 def german_rows(n: int) -> list[str]:
@@ -113,3 +119,48 @@ def test_a_dotted_clock_with_a_decimal_comma_reads_with_the_format_written_and_t
     joined.write_text("timestamp;symbol;price;size\r\n03.04.24,09:00:00;BTCUSDT;61.836,63;0,001\r\n")
     assert [t.ts for t in drain(FileReplay(joined, columns={"ts_format": "%d.%m.%y,%H:%M:%S"}))] == [
         ns("2024-04-03T09:00:00+00:00")]
+
+
+def test_a_date_and_a_time_column_under_names_of_any_language_are_read_as_one_time(tmp_path: Path) -> None:
+    # `Datum;Zeit`: no time column was found ("Name its columns with a column map, e.g. --columns ts=time,..."),
+    # and `Date;Heure` was read as the date alone, its refusal proposing a date-only --ts-format
+    clean = tmp_path / "de.csv"
+    clean.write_text("\r\n".join([HEADER, *german_rows(8)]) + "\r\n")
+    expected = [t.ts for t in drain(FileReplay(clean, columns={"tz": "Europe/Berlin"}))]
+    german = tmp_path / "de_headers.csv"
+    german.write_text("\r\n".join(["Datum;Zeit;Symbol;Kurs;Menge;Richtung", *german_rows(8)]) + "\r\n")
+    with pytest.raises(ValueError, match=r"no price \(trades\) nor bid and ask \(quotes\) among them \(read so far: "
+                                         r"ts=Datum\+Zeit\)"):
+        FileReplay(german, columns={"tz": "Europe/Berlin"})
+    replay = FileReplay(german, columns=given("price=Kurs,size=Menge", tz="Europe/Berlin"))
+    assert [t.ts for t in drain(replay)] == expected and dict(replay.rejected) == {}
+    assert any("read as ts=Datum+Zeit (datetime, %d.%m.%Y %H:%M:%S%.f, Europe/Berlin)" in n for n in replay.notes)
+    french = tmp_path / "fr.csv"
+    french.write_text("\r\n".join(["Date;Heure;Symbole;Prix;Quantité;Sens", *(
+        row.replace("03.04.2024", "03/04/2024") for row in german_rows(8))]) + "\r\n")
+    with pytest.raises(ValueError, match=r"column 'Date\+Heure' holds '03/04/2024 09:00:00,000', a date that reads "
+                                         r"more than one way") as refused:
+        FileReplay(french, columns=given("price=Prix,size=Quantité", tz="Europe/Paris"))
+    assert "--ts-format '%d/%m/%Y %H:%M:%S%.f'" in str(refused.value)
+    replay = FileReplay(french, columns=given("price=Prix,size=Quantité", tz="Europe/Paris",
+                                                  ts_format="%d/%m/%Y %H:%M:%S%.f"))
+    assert [t.ts for t in drain(replay)] == expected
+
+
+def test_a_date_column_mapped_alone_names_the_time_of_day_beside_it(tmp_path: Path) -> None:
+    # the map says ts=Date: the refusal of its two-way date, and the caution once a date-only format reads it
+    # (every tick at midnight), name `Heure` and the map that reads both
+    path = tmp_path / "fr.csv"
+    path.write_text("\r\n".join(["Date;Heure;Symbole;Prix;Quantité;Sens", *(
+        row.replace("03.04.2024", "03/04/2024") for row in german_rows(8))]) + "\r\n")
+    joined = ("'Heure', the column after it, holds the times of day ('09:00:00,000'), which the date alone leaves "
+              "out (every tick at its day's midnight): --columns ts=Date+Heure with ")
+    with pytest.raises(ValueError, match="a date that reads more than one way") as refused:
+        FileReplay(path, columns=given("ts=Date,price=Prix,size=Quantité", tz="Europe/Paris"))
+    assert str(refused.value).endswith(f"; {joined}--ts-format '%m/%d/%Y %H:%M:%S%.f' or --ts-format "
+                                       f"'%d/%m/%Y %H:%M:%S%.f' reads both")
+    replay = FileReplay(path, columns=given("ts=Date,price=Prix,size=Quantité", tz="Europe/Paris",
+                                                ts_format="%d/%m/%Y"))
+    assert len(drain(replay)) == 8
+    assert (f"fr.csv: column 'Date' holds dates alone ('03/04/2024'); {joined}--ts-format '%d/%m/%Y %H:%M:%S%.f' "
+            f"reads both") in replay.notes
