@@ -17,7 +17,14 @@ import re
 from typing import NamedTuple
 from zoneinfo import available_timezones
 
-from connectors.utc_offsets import CLOCK_NAMES, ZONE_NAMES, clock_readings, etc_zone, tz_for_name, tz_for_offset
+from connectors.utc_offsets import (
+    CLOCK_NAMES,
+    ZONE_NAMES,
+    clock_readings,
+    named_zone_reading,
+    tz_for_name,
+    tz_for_offset,
+)
 
 # `Time (EET)`, `Time[UTC+9]`: a name, then the zone in parentheses or brackets (a '+' would split the column in a
 # map's `Date+Time`)
@@ -123,11 +130,8 @@ def unknown_zone_refusal(file: str, column: str, zoned: HeaderZone, columns: str
         tz = tz_for_name(zoned.written)
     one = tz.split(" (")[0] if " or " not in tz else "--tz ZONE"  # (several zones write IST: none picked)
     which = "none known here"
-    if (named := ZONE_NAMES.get(zoned.written.upper())) is not None:  # `Time (MEZ)`: its zone, not how it is meant
-        offset, zone = named
-        fixed = f" or --tz {etc} ({offset} all year)" if (etc := etc_zone(offset)) else ""
-        which = f"{zone}'s {offset}, but its times may be that zone's clock, summer time included"
-        tz = f"--tz {zone} (its clock){fixed}"
+    if (named := named_zone_reading(zoned.written)) is not None:  # `Time (MEZ)`: its zone, not how it is meant
+        which, tz = named
     return (f"{file}: column {column!r} is its time column, and its header names zone {zoned.written!r}, which is "
             f"{which}: give the zone its times are in, {tz}; a map given in full reads it too: "
             f"--columns '{columns}' {one}")

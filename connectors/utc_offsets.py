@@ -278,6 +278,21 @@ def _on_that_date(zone: str, offset: str, name: str, when: datetime | None) -> s
     return f"{fixed} ({name} all year, {offset}; {zone} writes {when.replace(tzinfo=ZoneInfo(zone)).tzname()} then)"
 
 
+def named_zone_reading(name: str) -> tuple[str, str] | None:
+    """For a zone's name of one offset (ZONE_NAMES: German exports' `MEZ`, `AEST`, `BRT`), (what it is, the --tz
+    that reads times meant in it): where that zone's clock keeps summer time, its clock or the offset all year (a
+    time column's header `Time (MEZ)` and `--tz MEZ` are answered alike, rather than with the IANA key spelled
+    closest, `MET`); None for any other name."""
+    if (named := ZONE_NAMES.get(name.upper())) is None:
+        return None
+    offset, zone = named
+    if {at for _, at in clock_readings(zone)} == {offset}:
+        return f"{zone}'s {offset} all year", f"--tz {zone}"
+    fixed = f" or --tz {etc} ({offset} all year)" if (etc := etc_zone(offset)) else ""
+    return f"{zone}'s {offset}, but its times may be that zone's clock, summer time included", \
+        f"--tz {zone} (its clock){fixed}"
+
+
 def etc_zone(offset: str) -> str | None:
     """IANA's Etc zone of a whole-hour UTC offset (`+01:00`: Etc/GMT-1, its sign POSIX's, reversed), else None (no
     Etc zone holds a fraction of an hour)."""

@@ -164,3 +164,17 @@ def test_a_date_column_mapped_alone_names_the_time_of_day_beside_it(tmp_path: Pa
     assert len(drain(replay)) == 8
     assert (f"fr.csv: column 'Date' holds dates alone ('03/04/2024'); {joined}--ts-format '%d/%m/%Y %H:%M:%S%.f' "
             f"reads both") in replay.notes
+
+
+@pytest.mark.parametrize("name, offset, fixed", [("MEZ", "+01:00", "Etc/GMT-1"), ("MESZ", "+02:00", "Etc/GMT-2")])
+def test_tz_written_as_the_german_names_of_cet_and_cest_is_answered_as_a_header_naming_them_is(
+        name: str, offset: str, fixed: str) -> None:
+    # --tz MEZ got "did you mean 'MET'?" (an IANA legacy name) and --tz MESZ only IANA examples, while a header
+    # `Time (MEZ)` got Berlin's clock and the fixed offset
+    said = (f"unknown time zone tz={name!r}; {name} is Europe/Berlin's {offset}, but its times may be that zone's "
+            f"clock, summer time included: give --tz Europe/Berlin (its clock) or --tz {fixed} ({offset} all year)")
+    with pytest.raises(ValueError) as refused:
+        given("price=Kurs", tz=name)
+    assert str(refused.value) == said
+    with pytest.raises(ValueError, match=f"unknown time zone '{name}'; {name} is Europe/Berlin's"):
+        given("price=Kurs", hours=f"09:00-17:30 {name}")
