@@ -55,6 +55,7 @@ from connectors.layout import NoTickLayout, detect_columns, match_case
 from connectors.layout_notes import (
     bar_notes,
     coinbase_sides,
+    currency_notes,
     describe_map,
     headerless_bar_stamp,
     other_clock_note,
@@ -118,6 +119,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         cmap, naive_notes = naive_time_notes(path, cmap, schema, names, dialect, first)
         notes += naive_notes
     number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
+    number_notes += currency_notes(path, cmap, first)
     if dialect is not None and dialect.skipped:
         lines = len(dialect.banner)
         said = "its first line" if lines == 1 else f"its first {lines} lines"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
@@ -21,6 +21,7 @@ from connectors.finer_clock import finer_name_of
 from connectors.header_zones import header_unit
 from connectors.layout import databento_book
 from connectors.map_vocabulary import QUOTE_FIELDS, VALUE_FIELDS, joined_columns
+from connectors.number_separators import without_currency
 from connectors.price_offsets import shown_offset
 from connectors.side_maps import BITSTAMP_TYPE, BUYER_MAKER, FIX_AGGRESSOR, LOBSTER_DIRECTION, MAKER_ROLE, MAKER_SIDE
 from connectors.shell_words import columns_option
@@ -146,6 +147,18 @@ def _unit_notes(path: Path, cmap: ColumnMap) -> list[str]:
     said = "; ".join(f"{column!r} as the {field}, in {unit}" for field, column, unit in units)
     return [f"{path.name}: read by the names before their units: {said} (a unit is noted, not applied: values are "
             f"read as written)"]
+
+
+def currency_notes(path: Path, cmap: ColumnMap, first: Callable[[str], Any]) -> list[str]:
+    """Value columns whose first value writes a currency sign with its number (`61.836,63 €`): read without it,
+    said as a header's unit is (a whole column was rejected once, each row's cell 'not a number': review259 #7)."""
+    signed = [(column, text) for field in VALUE_FIELDS if (column := getattr(cmap, field)) is not None
+              and isinstance(text := first(column), str) and without_currency(text.strip()) != text.strip()]
+    if not signed:
+        return []
+    said = ", ".join(f"{column!r} ({text.strip()!r})" for column, text in signed)
+    return [f"{path.name}: numbers written with a currency sign, read without it: {said} (a unit is noted, not "
+            f"applied: values are read as written)"]
 
 
 def _best_quote_note(path: Path, names: list[str], cmap: ColumnMap) -> list[str]:

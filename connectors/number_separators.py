@@ -18,6 +18,10 @@ DOT_GROUPED = re.compile(r"^[+-]?\d{1,3}(\.\d{3})+(,\d+)?$")
 # No grouping mark is then a comma or a dot, so the one after the groups is the decimal, whatever the file's.
 GROUP_MARKS = " \u00a0\u202f'\u2019"
 SPACE_GROUPED = rf"^[+-]?\d{{1,3}}([{GROUP_MARKS}]\d{{3}})+([.,]\d+)?$"
+# A currency sign before or after a number, as Excel's currency format writes it (`61.836,63 €`, `$1,234.50`,
+# `-£5`): a unit, read without it and said in a note (as `Price (EUR)` is); the sign kept before it (`\1`)
+CURRENCY_SIGNS = "€$£¥₹₽₩₺₿"
+CURRENCY_SIGN = rf"^([+-]?)\s*[{CURRENCY_SIGNS}]\s*|\s*[{CURRENCY_SIGNS}]$"
 DECIMAL_COMMA = re.compile(r"^[+-]?(\d+|\d{1,3}(\.\d{3})+),\d+$")
 # One group of three digits after a comma or a dot, nothing else (`3,450`, `1.200`): thousands grouped, or a decimal
 # of three places. Alone it tells nothing; its column and the file's other numbers do (`decimal_reading`).
@@ -44,6 +48,7 @@ def decimal_reading(separator: str, rows: Sequence[Sequence[str]]) -> tuple[bool
     grouped: list[str] = []  # one-group cells (`3,450`, `1.200`), which read two ways
     width = len(rows[0]) if rows else 0
     for column in zip(*(row for row in rows if len(row) == width)):
+        column = tuple(without_currency(cell) for cell in column)  # `61.836,63 €` tells as `61.836,63` does
         ones = {",": [], ".": []}
         for cell in column:
             if one := ONE_GROUP.match(cell):
@@ -93,3 +98,8 @@ def _reading(cell: str, decimal_comma: bool) -> str:
     """A number's text read with a decimal comma (dots grouping) or a decimal point (commas grouping), as text."""
     text = cell.replace(".", "").replace(",", ".") if decimal_comma else cell.replace(",", "")
     return f"{float(text):g}" if abs(float(text)) < 1e15 else text
+
+
+def without_currency(cell: str) -> str:
+    """A cell's text without a currency sign before or after its number (CURRENCY_SIGN)."""
+    return re.sub(CURRENCY_SIGN, r"\1", cell)

@@ -118,6 +118,17 @@ def _decimal_comma_hint(plan: Any, text: str) -> str:
     return "; --columns ...,decimal=comma if the comma is its decimal mark"
 
 
+# a number with a word after it, as a spreadsheet's unit format writes it: `61.836,63 EUR`, `1.500 Stk`, `0,5 %`
+NUMBER_AND_UNIT = re.compile(r"^[+-]?\d[\d.,'\s\u00a0\u202f]*?\s*(?P<unit>[^\W\d_]{1,5}|%)\.?$")
+
+
+def _unit_hint(text: str) -> str:
+    """What a cell that did not read says when a unit follows its number (a currency sign alone is read)."""
+    found = NUMBER_AND_UNIT.match(text.strip())
+    return (f"; {found['unit']!r} after the number is a unit: remove it from the file (in Excel, format the cells as "
+            f"Number before saving as CSV)") if found else ""
+
+
 def _unread_cell(plan: Any, row: int, column: str) -> str:
     """Why a row's cell was read as missing: empty, or its text (a CSV's) that is no number or no time the map
     reads; a time the clocks skipped only in a zone that changes its clocks."""
@@ -128,10 +139,10 @@ def _unread_cell(plan: Any, row: int, column: str) -> str:
         return ": empty"
     if column in (plan.column_of("price"), plan.column_of("bid"), plan.column_of("ask")) and text is not None:
         return f": {text!r} is not a number{unread_price_hint(text, getattr(plan, 'columns', None))}" \
-            f"{_decimal_comma_hint(plan, text)}"
+            f"{_decimal_comma_hint(plan, text)}{_unit_hint(text)}"
     if column != plan.column_of("ts"):
-        return f": {text!r} is not a number{_decimal_comma_hint(plan, text)}" if text is not None else \
-            ": empty, or not a number"
+        return f": {text!r} is not a number{_decimal_comma_hint(plan, text)}{_unit_hint(text)}" \
+            if text is not None else ": empty, or not a number"
     ts_format = getattr(getattr(plan, "columns", None), "ts_format", None)
     if text is not None and ts_format and (epoch := epoch_format_hint(text, ts_format)) is not None:
         return f": {text!r}: {epoch}"

@@ -28,7 +28,7 @@ from connectors.map_vocabulary import (
     QUOTE_FIELDS,
     VALUE_FIELDS,
 )
-from connectors.number_separators import COMMA_GROUPED, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
+from connectors.number_separators import COMMA_GROUPED, CURRENCY_SIGN, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
 from connectors.price_notation import FRACTIONAL_FORMS, fractional_price
 from connectors.row_order import SEQ
 from connectors.size_readings import capped_size
@@ -214,7 +214,9 @@ def _csv_number(text: pl.Expr, decimal_comma: bool) -> pl.Expr:
     """A CSV cell's number: plain (`1234.5`, `1e-3`), with grouping commas (`1,234.5`), or in a decimal-comma file
     with dots grouping (`42.002,00`, `0,5183`). A cell of another shape (`0,5` in a file not written with decimal
     commas) is null: rejected as missing_field, never read as some other number. Thousands grouped by spaces or
-    apostrophes (`1 234,50`, `1'234.50`) read in any file: their decimal mark is the one after the groups."""
+    apostrophes (`1 234,50`, `1'234.50`) read in any file: their decimal mark is the one after the groups. A
+    currency sign before or after the number (`61.836,63 €`, Excel's currency format) is a unit, read without it."""
+    text = text.str.replace_all(CURRENCY_SIGN, "${1}")
     spaced = text.str.contains(SPACE_GROUPED)
     plain = text.str.replace_all(f"[{GROUP_MARKS}]", "").str.replace(",", ".", literal=True)
     if decimal_comma:

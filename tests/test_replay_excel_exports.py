@@ -178,3 +178,24 @@ def test_tz_written_as_the_german_names_of_cet_and_cest_is_answered_as_a_header_
     assert str(refused.value) == said
     with pytest.raises(ValueError, match=f"unknown time zone '{name}'; {name} is Europe/Berlin's"):
         given("price=Kurs", hours=f"09:00-17:30 {name}")
+
+
+def test_prices_written_with_a_currency_sign_read_as_the_numbers_with_a_note(tmp_path: Path) -> None:
+    # Excel's currency format writes `61.836,63 €`: every row was rejected, "'61.836,63 €' is not a number"
+    clean, signed = tmp_path / "de.csv", tmp_path / "euro_sign.csv"
+    rows = german_rows(8)
+    clean.write_text("\r\n".join([HEADER, *rows]) + "\r\n")
+    signed.write_text("\r\n".join([HEADER, *(";".join(c + " €" if i == 3 else c for i, c in enumerate(r.split(";")))
+                                             for r in rows)]) + "\r\n")
+    replay = FileReplay(signed, columns={"tz": "Europe/Berlin"})
+    assert drain(replay) == drain(FileReplay(clean, columns={"tz": "Europe/Berlin"})) and dict(replay.rejected) == {}
+    assert ("euro_sign.csv: numbers written with a currency sign, read without it: 'Price' ('61.836,00 €') (a unit "
+            "is noted, not applied: values are read as written)") in replay.notes
+    # a unit written as a word is no number, and the reject says what to remove
+    coded = tmp_path / "eur_code.csv"
+    coded.write_text(signed.read_text().replace(" €", " EUR"))
+    replay = FileReplay(coded, columns={"tz": "Europe/Berlin"})
+    assert drain(replay) == [] and dict(replay.rejected) == {"missing_field": 8}
+    assert str(replay.rejected.examples["missing_field"]).endswith(
+        "'61.836,00 EUR' is not a number; 'EUR' after the number is a unit: remove it from the file (in Excel, "
+        "format the cells as Number before saving as CSV))")
