@@ -43,7 +43,15 @@ def unsupported_type(path: Path) -> str:
     if tar := next((s for s in TAR_SUFFIXES if path.name.lower().endswith(s)), None):
         return (f"{path}: a tar archive ({tar}), which replay does not unpack: extract it (tar xf {path}) and give "
                 f"the files inside, or give them zipped (.zip)")
-    return f"{path}: unsupported file type {path.suffix.lower()!r}; replay reads {READ_TYPES}"
+    sheet = SPREADSHEET_HINT if path.suffix.lower() in SPREADSHEET_SUFFIXES else ""
+    return f"{path}: unsupported file type {path.suffix.lower()!r}; replay reads {READ_TYPES}{sheet}"
+
+
+# a workbook, which replay does not open: what it reads instead is one save away (review259 #8)
+SPREADSHEET_SUFFIXES = (".xlsx", ".xlsm", ".xlsb", ".xls", ".ods", ".numbers")
+SPREADSHEET_HINT = ("; save the sheet as CSV first (Excel: File > Save As > 'CSV UTF-8' or 'CSV (Comma delimited)', "
+                    "in German 'CSV (Trennzeichen-getrennt)'): its ';' separators, decimal commas and dd.mm.yyyy dates "
+                    "are read")
 
 
 def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,

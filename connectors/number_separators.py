@@ -46,12 +46,15 @@ def decimal_reading(separator: str, rows: Sequence[Sequence[str]]) -> tuple[bool
     comma: list[str] = []  # why a decimal comma: the cells that tell it
     point: list[str] = []
     grouped: list[str] = []  # one-group cells (`3,450`, `1.200`), which read two ways
+    marks: set[str] = set()  # the marks that group thousands where no comma or dot does (`61 837,63`)
     width = len(rows[0]) if rows else 0
     for column in zip(*(row for row in rows if len(row) == width)):
         column = tuple(without_currency(cell) for cell in column)  # `61.836,63 €` tells as `61.836,63` does
         ones = {",": [], ".": []}
         for cell in column:
-            if one := ONE_GROUP.match(cell):
+            if spaced := re.match(SPACE_GROUPED, cell):
+                marks.add(spaced[1][0])
+            elif one := ONE_GROUP.match(cell):
                 ones[one[1]].append(cell)
             elif DECIMAL_COMMA.match(cell) or DOTS_GROUPING.match(cell):
                 comma.append(f"'{cell}'")
@@ -71,13 +74,29 @@ def decimal_reading(separator: str, rows: Sequence[Sequence[str]]) -> tuple[bool
     else:  # no cell tells (or cells tell both): a `;` file writes numbers as Europe does
         decimal_comma = separator == ";" and not point
         told = "no cell tells which" if not point else f"cells tell both ways ({comma[0]}, {point[0]})"
-    said = "a decimal comma, dots grouping thousands" if decimal_comma else "a decimal point, commas grouping thousands"
+    # the grouping mark the cells show: a dot (or a comma), unless only spaces or apostrophes group them (a French
+    # file's `61 837,63` was said to have "dots grouping thousands": review259 #8)
+    spaced = " and ".join(sorted({MARK_NAMES[mark] for mark in marks}))
+    by_separator = bool(grouped) or _grouped_by_separator(comma if decimal_comma else point)
+    marked = spaced if spaced and not by_separator else "dots" if decimal_comma else "commas"
+    said = f"a decimal comma, {marked} grouping thousands" if decimal_comma else \
+        f"a decimal point, {marked} grouping thousands"
     other = "point" if decimal_comma else "comma"
     example = next(iter(grouped), None)
     shown = (f": '{example}' is {_reading(example, decimal_comma)}, not {_reading(example, not decimal_comma)}"
              if example else "")
     return decimal_comma, (f"numbers read with {said} ({told}){shown}; --columns ...,decimal={other} if its decimal "
                            f"is a {other}")
+
+
+MARK_NAMES = {" ": "spaces", "\u00a0": "no-break spaces", "\u202f": "narrow no-break spaces", "'": "apostrophes",
+              "\u2019": "apostrophes"}
+
+
+def _grouped_by_separator(told: list[str]) -> bool:
+    """Whether any cell that told the decimal is grouped by a dot or a comma (`'42.002,00'`, `'1,234.5'`)."""
+    cells = [cell.strip("'") for cell in told]
+    return any(DOTS_GROUPING.match(c) or COMMAS_GROUPING.match(c) or DOT_GROUPED.match(c) and "." in c for c in cells)
 
 
 def _quoted_decimal_comma(rows: Sequence[Sequence[str]]) -> tuple[bool, str]:

@@ -199,3 +199,20 @@ def test_prices_written_with_a_currency_sign_read_as_the_numbers_with_a_note(tmp
     assert str(replay.rejected.examples["missing_field"]).endswith(
         "'61.836,00 EUR' is not a number; 'EUR' after the number is a unit: remove it from the file (in Excel, "
         "format the cells as Number before saving as CSV))")
+
+
+def test_a_workbook_is_refused_with_the_save_as_csv_that_reads_it(tmp_path: Path) -> None:
+    path = tmp_path / "ticks.xlsx"
+    path.write_bytes(b"PK\x05\x06" + b"\0" * 18)  # an empty zip, as a workbook starts
+    with pytest.raises(ValueError, match=r"unsupported file type '.xlsx'; replay reads .*; save the sheet as CSV "
+                                         r"first \(Excel: File > Save As > 'CSV UTF-8'"):
+        FileReplay(path)
+
+
+def test_the_note_on_decimal_commas_names_the_no_break_spaces_that_group_thousands(tmp_path: Path) -> None:
+    # a French export's `61 837,63`: the note said "dots grouping thousands"
+    path = tmp_path / "fr.csv"
+    path.write_text("\r\n".join([HEADER, *(row.replace("61.836", "61\u00a0836") for row in german_rows(8))]) + "\r\n")
+    replay = FileReplay(path, columns={"tz": "Europe/Paris"})
+    assert [t.price for t in drain(replay)][:2] == [61836.0, 61836.01]
+    assert any("numbers read with a decimal comma, no-break spaces grouping thousands" in n for n in replay.notes)
