@@ -115,9 +115,10 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     if isinstance(spec, ColumnMap):  # a full map that names `Time (JST)` reads its zone as detection does
         cmap, zone_notes = zone_of_header(path, cmap, schema, first)
     cmap, notes = _read_as_notes(path, spec, cmap, read, shaped_note, first)
-    if notes:
-        cmap, naive_notes = naive_time_notes(path, cmap, schema, names, dialect, first)
-        notes += naive_notes
+    # every layout, a full map's too: naive times read as UTC are said (an offset column is detection's to read)
+    cmap, naive_notes = naive_time_notes(path, cmap, schema, names, dialect, first,
+                                         detected=not isinstance(spec, ColumnMap))
+    notes += naive_notes
     number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
     number_notes += currency_notes(path, cmap, first)
     if dialect is not None and dialect.skipped:

@@ -22,40 +22,64 @@ from connectors.file_scans import time_sample
 from connectors.header_zones import header_zone_note, unknown_zone_refusal, zone_after_time
 from connectors.headerless_csv import zone_has_dst
 from connectors.layout import zone_in_header
-from connectors.map_vocabulary import VALUE_FIELDS
+from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, VALUE_FIELDS
 
 
 def naive_time_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
-                      dialect: Dialect | None, first: Callable[..., Any]) -> tuple[ColumnMap, list[str]]:
-    """For a guessed layout whose times are naive text: how their zone is read (the offset its format reads, an
-    offset column beside them, else UTC with the option that says otherwise), the map reading an offset column."""
-    # Dukascopy's `Gmt time`, LSEG's `Time[G]`: UTC by their names
+                      dialect: Dialect | None, first: Callable[..., Any],
+                      detected: bool = True) -> tuple[ColumnMap, list[str]]:
+    """The one place that tells a map reading naive wall-clock times with no zone given, detected or given in full:
+    datetime text or digits a format reads, a datetime column of no time zone (a Parquet's), clock digits
+    (`090001418`) of a date's day; how their zone is read: the offset the format reads, for a `detected` layout an
+    offset column beside them (LSEG's `GMT Offset`), else UTC, said in a note naming the option that says
+    otherwise. The map with the offset column read, and the notes."""
+    # Dukascopy's `Gmt time`, LSEG's `Time[G]`: UTC by their names; epoch counts (`%s`) are instants: no zone to say
     utc_named = any(z in cmap.ts.lower() for z in ("utc", "gmt", "[g]"))
-    epoch_text = "%s" in (cmap.ts_format or "")  # epoch counts are instants: no zone to say
-    notes: list[str] = []
-    if cmap.ts_unit == "datetime" and cmap.tz is None and not utc_named and not epoch_text \
-            and (schema.get(cmap.ts) in (pl.String, None) or cmap.ts_format and schema[cmap.ts].is_integer()):
+    if cmap.tz is not None or cmap.utc_offset is not None or utc_named or "%s" in (cmap.ts_format or ""):
+        return cmap, []
+    if (text := _naive_sample(path, cmap, schema, names, dialect, first)) is None:
+        return cmap, []
+    offsets = next((c for c in schema if normal_name(c) in OFFSET_NAMES), None) if detected else None
+    if any(code in (cmap.ts_format or "") for code in ("%z", "%Z")):  # `GMT%z`, `%Z`: the format reads it
+        return cmap, [f"{path.name}: its times ({text[:40]!r}) carry their UTC offset, which the format reads "
+                      f"({cmap.ts_format}): read at each row's own offset"]
+    if UTC_OFFSET.search(text) or zone_after_time(text) is not None:  # (`... PM ET`: read in its zone)
+        return cmap, []
+    if offsets is not None:  # LSEG's GMT Offset beside local times
+        return replace(cmap, utc_offset=offsets), [
+            f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and column {offsets!r} gives each row's "
+            f"(hours): read as wall-clock times at that offset (--tz ZONE reads them in a zone instead)"]
+    return cmap, [f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and are read as UTC; if they are "
+                  f"local times, give their zone, {_zone_hint(path, cmap)}"]
+
+
+def _naive_sample(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                  dialect: Dialect | None, first: Callable[..., Any]) -> str | None:
+    """The first time of a map that reads naive wall-clock times, as text; None when it reads none (epoch counts,
+    counts after midnight, serial dates, whose notes say their zone; a column that carries its zone)."""
+    dtype = schema.get(cmap.ts)
+    if cmap.ts_unit in CLOCK_DIGIT_UNITS:  # `20260601 090000668`, KRX's date and HHMMSSfff: a wall clock's
+        return str(first(cmap.ts_columns) or "")
+    if cmap.ts_unit != "datetime":
+        return None
+    if isinstance(dtype, pl.Datetime):  # (one with a time zone carries it)
+        return None if dtype.time_zone is not None else str(first(cmap.ts) or "")
+    if dtype in (pl.String, None) or cmap.ts_format and dtype.is_integer():
         # (a file whose later times carry offsets reads at them, its naive rows rejected: no "read as UTC" note;
         # digits a format reads, MetaStock's 202401021700, are as naive as text)
-        text = str((first(cmap.ts_columns) if cmap.ts_format else time_sample(path, names, dialect, cmap.ts_columns))
+        return str((first(cmap.ts_columns) if cmap.ts_format else time_sample(path, names, dialect, cmap.ts_columns))
                    or "")
-        offsets = next((c for c in schema if normal_name(c) in OFFSET_NAMES), None)
-        if any(code in (cmap.ts_format or "") for code in ("%z", "%Z")):  # `GMT%z`, `%Z`: the format reads it
-            notes.append(f"{path.name}: its times ({text[:40]!r}) carry their UTC offset, which the format reads "
-                         f"({cmap.ts_format}): read at each row's own offset")
-        elif not UTC_OFFSET.search(text) and offsets is not None:  # LSEG's GMT Offset beside local times
-            cmap = replace(cmap, utc_offset=offsets)
-            notes.append(f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and column {offsets!r} gives "
-                         f"each row's (hours): read as wall-clock times at that offset (--tz ZONE reads them in a "
-                         f"zone instead)")
-        elif not UTC_OFFSET.search(text) and zone_after_time(text) is None:  # (`... PM ET`: read in its zone)
-            histdata = histdata_frame(path) is not None or cmap.ts_format == "%Y%m%d %H%M%S%3f"
-            zone = ("--tz Etc/GMT+5 (HistData's files are in EST all year, no summer time)" if histdata
-                    else "--tz Asia/Seoul (Bithumb's transaction history writes Korea time)"
-                    if normal_name(cmap.ts) == TRANSACTION_TIME else "e.g. --tz America/New_York")
-            notes.append(f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and are read as UTC; if they "
-                         f"are local times, give their zone, {zone}")
-    return cmap, notes
+    return None
+
+
+def _zone_hint(path: Path, cmap: ColumnMap) -> str:
+    """The --tz a note on naive times read as UTC suggests: HistData's EST, Korea time for Bithumb's transaction
+    history, else New York's as an example."""
+    if histdata_frame(path) is not None or cmap.ts_format == "%Y%m%d %H%M%S%3f":
+        return "--tz Etc/GMT+5 (HistData's files are in EST all year, no summer time)"
+    if normal_name(cmap.ts) == TRANSACTION_TIME:
+        return "--tz Asia/Seoul (Bithumb's transaction history writes Korea time)"
+    return "e.g. --tz America/New_York"
 
 
 def zone_of_header(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],

@@ -1,0 +1,72 @@
+"""review260: times with no UTC offset are read as UTC, and docs/replay.md promises a note saying so, but only the
+time column detection read as text got it. A `--columns` map's time column, a date column beside HHMMSSfff clock
+digits (KRX's) and a Parquet datetime column of no time zone read Tokyo and Seoul times as UTC (9 h off) without a
+word. One place (connectors/naive_time_zones.py) tells naive times read with no zone, on every layout. Real files
+in tmp_path, read by FileReplay (the reader backtest, feed replay and train use)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from connectors.replay import FileReplay
+from conftest import drain
+
+START = datetime(2026, 6, 1, 9, 0)  # 09:00 in Tokyo or Seoul: 00:00 UTC
+TIMES = [START + timedelta(seconds=1.1 * i) for i in range(200)]  # (enough for KRX digits to tell a clock)
+
+
+def utc_ns(moment: datetime) -> int:
+    return int((moment - datetime(1970, 1, 1)) / timedelta(microseconds=1)) * 1000
+
+
+def japanese_header(tmp_path: Path) -> Path:
+    path = tmp_path / "min_map.csv"
+    path.write_text("約定日時,価格,数量\n" + "".join(f"{t:%Y-%m-%d %H:%M:%S.%f},{2800 + i % 3},100\n"
+                                               for i, t in enumerate(TIMES)))
+    return path
+
+
+def krx_digits(tmp_path: Path) -> Path:
+    path = tmp_path / "krx.csv"
+    path.write_text("date,time,code,price,volume\n" + "".join(
+        f"{t:%Y%m%d},{int(f'{t:%H%M%S}{t.microsecond // 1000:03d}')},005930,{1250000 + 1000 * (i % 3)},5\n"
+        for i, t in enumerate(TIMES)))
+    return path
+
+
+def naive_parquet(tmp_path: Path) -> Path:
+    path = tmp_path / "tse_naive.parquet"
+    pl.DataFrame({"ts": TIMES, "symbol": ["7203.T"] * len(TIMES), "price": [2800.0 + i % 3 for i in range(len(TIMES))],
+                  "size": [100.0] * len(TIMES)}).write_parquet(path)
+    return path
+
+
+LAYOUTS = [(japanese_header, {"ts": "約定日時", "price": "価格", "size": "数量"}, "Asia/Tokyo"),
+           (krx_digits, None, "Asia/Seoul"), (naive_parquet, None, "Asia/Tokyo")]
+
+
+@pytest.mark.parametrize("write, columns, zone", LAYOUTS, ids=["full_map", "date_and_clock_digits", "parquet"])
+def test_naive_times_read_as_utc_are_said_on_every_layout(tmp_path: Path, write, columns: dict | None,
+                                                          zone: str) -> None:
+    path = write(tmp_path)
+    replay = FileReplay(path, columns=columns)
+    assert drain(replay)[0].ts == utc_ns(START)  # as UTC, as the docs say, ...
+    said = [n for n in replay.notes if "carry no UTC offset and are read as UTC" in n]
+    assert len(said) == 1 and said[0].startswith(f"{path.name}: its times (") and "--tz" in said[0], replay.notes
+    local = FileReplay(path, columns={**(columns or {}), "tz": zone})  # ... and --tz reads their zone, said no more
+    assert drain(local)[0].ts == utc_ns(START - timedelta(hours=9))
+    assert not any("UTC offset" in n for n in local.notes), local.notes
+
+
+def test_a_full_map_over_utc_named_or_epoch_times_gets_no_naive_note(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("time_utc,epoch,px,qty\n" + "".join(f"{t:%Y-%m-%d %H:%M:%S},{utc_ns(t)},{100 + i},1\n"
+                                                        for i, t in enumerate(TIMES)))
+    for ts in ("time_utc", "epoch"):
+        replay = FileReplay(path, columns={"ts": ts, "price": "px", "size": "qty"})
+        assert drain(replay)[0].ts == utc_ns(START)
+        assert not any("UTC offset" in n for n in replay.notes), replay.notes
