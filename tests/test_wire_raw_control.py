@@ -9,6 +9,7 @@ import os
 import threading
 import tomllib
 import time
+import unicodedata
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import zmq
 
 from conftest import serving, tiny_tick_checkpoint
 from engine.service.config import ServiceConfig
+from engine.service.control_requests import ControlError, asked_stream
 from wire_client import (PROTOCOL, T0, Control, Sub, check_answer, fresh_stream, held_of, push_socket, quote,
                          resume_after, stats, trade, wait_stats, wait_until)
 from wire_server import clients, private_server, server, shedding  # noqa: F401 (fixtures)
@@ -322,6 +324,32 @@ def test_control_errors_have_the_documented_shape(clients, request_, expected) -
     assert reply["ok"] is False and expected in reply["error"], reply
     # a request to fix, not to send again as it is (a stream never seen has its own reason: a misspelt name)
     assert reply["reason"] == ("unknown_stream" if "has sent no data" in expected else "bad_request")
+
+
+def test_a_name_not_in_nfc_is_refused_by_get_ask_and_forget_naming_its_nfc_form(clients) -> None:
+    """review260 #2: ingest refuses `パナソニック` sent in NFD (what macOS text input writes), naming the NFC form,
+    but a `get` of it replied `answer: null, stream_known: false` (\"not yet\" for ever), an `ask` \"did you mean\" a
+    name that prints the same and a `forget` \"not known\", while the stream was held under its NFC name."""
+    control, _sub, push = clients
+    ctl, feed = control(), push()
+    nfc = f"パナソニック{fresh_stream('')}"
+    nfd = unicodedata.normalize("NFD", nfc)
+    assert nfd != nfc
+    feed.send(msgpack.packb([trade(nfc, T0 + i) for i in range(5)]))
+    wait_until(lambda: (held_of(ctl, nfc) or {}).get("ticks") == 5)
+    for op in ("get", "ask", "forget"):
+        reply = ctl.raw(msgpack.packb({"op": op, "stream": nfd, "query": "dir"}))
+        assert reply["ok"] is False and reply["reason"] == "bad_request", (op, reply)
+        assert "is not in Unicode NFC: send it as" in reply["error"] and repr(nfc) in reply["error"], (op, reply)
+    assert held_of(ctl, nfc)["ticks"] == 5  # (nothing forgotten)
+
+
+def test_a_held_name_from_before_the_nfc_rule_is_asked_as_it_is() -> None:
+    """A tick log from before ingest refused non-NFC names may restore one: asked by its own name, not refused."""
+    nfd = unicodedata.normalize("NFD", "ガス")
+    with pytest.raises(ControlError, match="is not in Unicode NFC: send it as 'ガス'"):
+        asked_stream({"op": "get", "stream": nfd})
+    assert asked_stream({"op": "get", "stream": nfd}, {nfd}) == nfd
 
 
 def pairs(*items: Any) -> bytes:

@@ -81,7 +81,7 @@ class ControlOps:
         # an unknown name is an error, not "no answer yet"
         query = request_field(request, "query", str)
         self.pipeline.registry.get(query)
-        stream = asked_stream(request)
+        stream = asked_stream(request, self.pipeline.encoders)
         answer = self.pipeline.cache.get(query, stream)
         # a stream none of whose ticks is held says why (admission refused it, or every tick was bad), beside a
         # cached answer too: one from before a restart that refused the stream is frozen, not a live answer
@@ -98,7 +98,7 @@ class ControlOps:
                 **({"replaced": {"topic": forgotten[0], "seq": forgotten[1]}} if forgotten else {}), **refused}
 
     def _op_ask(self, request: dict, reply: Any) -> dict | None:
-        stream = asked_stream(request)
+        stream = asked_stream(request, self.pipeline.encoders)
         if "query" in request and "spec" in request:
             raise ControlError("op 'ask' takes 'query' (a registered query's name) or 'spec' (a query mapping), "
                                "not both")
@@ -312,12 +312,12 @@ class ControlOps:
         """Drop one stream from every layer, its ordering guard included, durably (the tick log records it): the
         operator's way out when a tick stamped ahead of the clock (forged, or a feed's mistake) blocks the stream's
         real feed as ts_backwards. Said in the log, with what the stream held."""
-        stream = request_field(request, "stream", str)
+        stream = asked_stream(request, self.pipeline.encoders)  # (a '/', an NFD name: refused with their hint)
         held = self.pipeline.encoders.accepted([stream])[stream]
         if held is None:
             raise ControlUnknownStream(f"stream {excerpt(stream)} is not known: nothing to forget (`flashtick streams` "
                                        f"lists the streams the engine holds, expired ones included)"
-                                       + slash_hint(stream) + did_you_mean([stream], self.pipeline.encoders))
+                                       + did_you_mean([stream], self.pipeline.encoders))
         try:
             self.pipeline.forget_stream(stream)
         except StreamBusy as e:

@@ -4,8 +4,10 @@ field readers here are shared by the serving loop, the control ops and the repli
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any, NamedTuple
 
+from connectors.stream_names import check_normalized
 from connectors.ticks import InvalidTick, NotMsgpack, RepeatedKeys, check_stream, read_msgpack, wire_type, wire_value
 from queries.limits import excerpt
 from queries.spec_errors import MAX_LISTED
@@ -193,14 +195,18 @@ def request_field(request: dict, name: str, kind: type) -> Any:
     return value
 
 
-def asked_stream(request: dict) -> str:
-    """The `stream` of a `get` or an `ask`, refused (`bad_request`) when no stream can have that name (the rule
-    ingest holds ticks to: a `/`, a leading `_`, ...), with the rule and, for a `/`, the name file replay gives it:
-    such a name never has an answer, and a client polling it must not read "none yet" for ever (review243 #2: a
-    wire `get` of `BTC/USDT` replied `answer: null` with no hint). The one check for `get`, `ask` and the CLI."""
+def asked_stream(request: dict, held: Container[str] = ()) -> str:
+    """The `stream` of a `get`, an `ask` or a `forget`, refused (`bad_request`) when no stream can have that name
+    (the rules ingest holds ticks to: a `/`, a leading `_`, ..., and Unicode NFC), with the rule and, for a `/`,
+    the name file replay gives it, for a name not in NFC the form to send: such a name never has an answer, and a
+    client polling it must not read "none yet" for ever (review243 #2: a wire `get` of `BTC/USDT` replied
+    `answer: null` with no hint; review260 #2: an NFD `パナソニック` too). A name `held` (a tick log from before the
+    NFC rule restored it) is asked as it is. The one check for `get`, `ask`, `forget` and the CLI."""
     stream = request_field(request, "stream", str)
     try:
         check_stream(stream, 1 << 16)  # (the rule: a name over limits.max_stream_bytes may be a restart's, logged)
+        if stream not in held:
+            check_normalized(stream)
     except InvalidTick as e:
         raise ControlError(f"{excerpt(stream)} cannot be a stream: {e}") from None
     return stream
