@@ -17,8 +17,9 @@ from connectors.column_names import TRANSACTION_TIME
 from connectors.csv_dialect import Dialect
 from connectors.event_time import UTC_OFFSET
 from connectors.field_names import normal_name
-from connectors.file_names import HISTDATA_ZONE, histdata_frame
+from connectors.file_names import HISTDATA_ZONE, NUMERIC_CODE, histdata_frame
 from connectors.file_scans import time_sample
+from connectors.file_suffixes import file_stem
 from connectors.header_zones import header_zone_note, unknown_zone_refusal, zone_after_time
 from connectors.headerless_csv import zone_has_dst
 from connectors.layout import zone_in_header
@@ -50,7 +51,7 @@ def naive_time_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], nam
             f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and column {offsets!r} gives each row's "
             f"(hours): read as wall-clock times at that offset (--tz ZONE reads them in a zone instead)"]
     return cmap, [f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and are read as UTC; if they are "
-                  f"local times, give their zone, {_zone_hint(path, cmap)}"]
+                  f"local times, give their zone, {_zone_hint(path, cmap, first)}"]
 
 
 def _naive_sample(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
@@ -72,13 +73,18 @@ def _naive_sample(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names:
     return None
 
 
-def _zone_hint(path: Path, cmap: ColumnMap) -> str:
-    """The --tz a note on naive times read as UTC suggests: HistData's EST, Korea time for Bithumb's transaction
-    history, else New York's as an example."""
-    if histdata_frame(path) is not None or cmap.ts_format == "%Y%m%d %H%M%S%3f":
+def _zone_hint(path: Path, cmap: ColumnMap, first: Callable[..., Any]) -> str:
+    """The --tz a note on naive times read as UTC suggests: HistData's EST by its file's name, Korea time for
+    Bithumb's transaction history, the zone of the exchange a stock code's suffix names (`7203.T`, `005930.KS`,
+    in the file's name or its first stream), else New York's as an example."""
+    if histdata_frame(path) is not None:
         return "--tz Etc/GMT+5 (HistData's files are in EST all year, no summer time)"
     if normal_name(cmap.ts) == TRANSACTION_TIME:
         return "--tz Asia/Seoul (Bithumb's transaction history writes Korea time)"
+    streams = (file_stem(path), cmap.stream or (first(cmap.stream_columns) if cmap.stream_col else None) or "")
+    for found in (m for name in streams for m in NUMERIC_CODE.finditer(str(name))):
+        if (zone := EXCHANGE_ZONES.get(found["after"] or found["before"])) is not None:
+            return f"e.g. --tz {zone} (the zone of {found[0].strip()}'s exchange)"
     return "e.g. --tz America/New_York"
 
 
@@ -114,3 +120,12 @@ def histdata_zone(path: Path, guessed: ColumnMap, cmap: ColumnMap) -> list[str]:
 
 
 OFFSET_NAMES = ("gmt_offset", "utc_offset")  # a column of each row's UTC offset in hours (LSEG's `GMT Offset`)
+# The zones of the exchanges a stock code's suffix or prefix names (connectors/file_names.py's NUMERIC_CODE_EXCHANGES)
+# where one zone serves: Asia's, whose local times a file most often writes without an offset
+EXCHANGE_ZONES = {
+    **dict.fromkeys(("T", "JT", "JP", "TYO"), "Asia/Tokyo"), **dict.fromkeys(("HK", "HKG"), "Asia/Hong_Kong"),
+    **dict.fromkeys(("KS", "KQ", "KRX"), "Asia/Seoul"), **dict.fromkeys(("TW", "TWO", "TT", "TPE"), "Asia/Taipei"),
+    **dict.fromkeys(("SS", "SZ", "CH", "C1", "C2", "SHA", "SHE"), "Asia/Shanghai"),
+    **dict.fromkeys(("SI", "SP", "SGX"), "Asia/Singapore"), **dict.fromkeys(("KL", "MK"), "Asia/Kuala_Lumpur"),
+    **dict.fromkeys(("BK", "TB"), "Asia/Bangkok"), **dict.fromkeys(("JK", "IJ"), "Asia/Jakarta"),
+    **dict.fromkeys(("SR", "AB"), "Asia/Riyadh")}

@@ -70,3 +70,25 @@ def test_a_full_map_over_utc_named_or_epoch_times_gets_no_naive_note(tmp_path: P
         replay = FileReplay(path, columns={"ts": ts, "price": "px", "size": "qty"})
         assert drain(replay)[0].ts == utc_ns(START)
         assert not any("UTC offset" in n for n in replay.notes), replay.notes
+
+
+def krx_stamps(path: Path) -> Path:
+    """A Korean stock's ticks stamped `20260601 090007300`, the digits HistData writes too, in Seoul time."""
+    path.write_text("time,price,volume\n" + "".join(
+        f"{t:%Y%m%d %H%M%S}{t.microsecond // 1000:03d},{1250000 + 1000 * (i % 3)},5\n"
+        for i, t in enumerate(TIMES)))
+    return path
+
+
+@pytest.mark.parametrize("name, hint", [("005930.KS.csv", "e.g. --tz Asia/Seoul (the zone of 005930.KS's exchange)"),
+                                        ("samsung_ticks.csv", "e.g. --tz America/New_York"),
+                                        ("DAT_ASCII_EURUSD_T_202606.csv", "--tz Etc/GMT+5 (HistData's files are in EST")])
+def test_the_histdata_hint_is_for_files_named_as_histdatas_only(tmp_path: Path, name: str, hint: str) -> None:
+    """review260 #3: `20260601 090007300` stamps got the HistData hint (--tz Etc/GMT+5, US EST) by their format alone,
+    in a Korean `005930.KS.csv`; docs/replay.md tells HistData's files by their names. Others get the general hint,
+    naming the zone of the exchange a stock code's suffix names."""
+    replay = FileReplay(krx_stamps(tmp_path / name))
+    assert drain(replay)[0].ts == utc_ns(START)
+    said = [n for n in replay.notes if "carry no UTC offset and are read as UTC" in n]
+    assert len(said) == 1 and hint in said[0], replay.notes
+    assert ("HistData" in said[0]) == name.startswith("DAT_")
