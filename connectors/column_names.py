@@ -65,6 +65,9 @@ PREDICTION_MARKET_NAMES = frozenset({"yes_price", "no_price", "yes_bid", "yes_as
 PREDICTION_SIDES = frozenset({"yes", "no"})  # a side_map of {yes: buy, no: sell}: the map's own word for it
 TIME_OF_DAY_NAMES = ("time", "time_m", "trade_time", "time_of_day", "timestamp", "time_g", "time_l",
                      "tradetime", "horafechamento", "trd_exctn_tm")
+# Japanese, Chinese and Korean exports' date beside time (日付,時刻 / 日期,时间 / 일자,시간): review260
+DATE_NAMES += ("日付", "約定日", "日期", "交易日期", "成交日期", "일자", "날짜", "체결일자")
+TIME_OF_DAY_NAMES += ("時刻", "約定時刻", "時間", "时间", "成交时间", "交易时间", "시간", "체결시간")
 TIME_HEADERS = frozenset(FIELD_NAMES["ts"] + DATE_NAMES + TIME_OF_DAY_NAMES)  # names of a time or a date column
 
 # a price, bid or ask column named as a yield (cash Treasuries' `bid_yield`, `yld`, `YTM`): its up is a price's down

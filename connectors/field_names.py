@@ -80,6 +80,14 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
                  "best_ask_qty", "offer_size", "ask_sz_00", "sizeask", "offersize",
                  "asksiz", "best_asksiz", "asks_0_amount"),
 }
+# Japanese, Chinese and Korean headers (Japanese brokers' 約定日時,価格,数量 exports, SSE/SZSE vendors' 成交时间,证券代码,
+# 成交价,成交量, KRX's 체결시간,종목코드,체결가,체결량), after the English names: a file's first known name still wins
+FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
+    "ts": ("約定日時", "約定時刻", "日時", "時刻", "成交时间", "成交時間", "交易时间", "时间", "時間", "체결시간", "체결시각", "시간"),
+    "stream": ("銘柄コード", "証券コード", "コード", "证券代码", "股票代码", "代码", "證券代碼", "股票代碼", "代碼", "종목코드"),
+    "price": ("約定価格", "約定値", "価格", "成交价", "成交價", "成交价格", "价格", "價格", "체결가", "체결가격", "가격"),
+    "size": ("約定数量", "数量", "出来高", "成交量", "成交数量", "數量", "체결량", "체결수량", "거래량", "수량"),
+}.items()})
 
 
 # Aggressor sides as vendors write them (matched in lower case); a side_map entry wins over these.
@@ -138,11 +146,14 @@ def exchange_message(keys: Iterable[object]) -> ExchangeMessage | None:
     return next((message for message in EXCHANGE_MESSAGES.values() if message.keys <= held), None)
 
 
+CJK_LETTERS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"  # kana, CJK ideographs, Hangul
+
+
 def normal_name(name: str) -> str:
     """A column name as FIELD_NAMES spells it: lower case, each run of other characters than letters, digits and
     `/` as one "_", none at the ends (`Bid Price` and `bid-price` -> bid_price; LSEG's `#RIC` -> ric; MetaTrader's
-    `<BID>` -> bid)."""
-    return re.sub(r"[^0-9a-z/]+", "_", name.strip().lower()).strip("_")
+    `<BID>` -> bid). Kana, CJK ideographs and Hangul are kept (`約定日時`), which no ASCII name has."""
+    return re.sub(rf"[^0-9a-z/{CJK_LETTERS}]+", "_", name.strip().lower()).strip("_")
 
 
 def wire_field_of(name: object) -> str | None:

@@ -1,0 +1,58 @@
+"""review260 #4: Japanese, Chinese and Korean vendors' headers (`約定日時,価格,数量`, `成交时间,证券代码,成交价,成交量`,
+`체결시간,종목코드,체결가,체결량`) were never detected: the file was refused, "no time column among them", as
+connectors/field_names.py's normal_name read every such character as "_". Detected now by their names, a stock
+code kept as text. Real files in tmp_path, read by FileReplay (the reader the CLI uses)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from connectors.field_names import normal_name, wire_field_of
+from connectors.replay import FileReplay
+from conftest import drain
+
+HEADERS = [("約定日時,価格,数量", "tse.csv", "tse", "Asia/Tokyo",
+            "ts=約定日時 (datetime, Asia/Tokyo), stream_name=tse, price=価格, size=数量"),
+           ("成交时间,证券代码,成交价,成交量", "sz.csv", "000001", "Asia/Shanghai",
+            "ts=成交时间 (datetime, Asia/Shanghai), stream=证券代码, price=成交价, size=成交量"),
+           ("체결시간,종목코드,체결가,체결량", "krx.csv", "005930", "Asia/Seoul",
+            "ts=체결시간 (datetime, Asia/Seoul), stream=종목코드, price=체결가, size=체결량")]
+
+
+@pytest.mark.parametrize("header, name, stream, zone, read_as", HEADERS, ids=["japanese", "chinese", "korean"])
+def test_cjk_headers_are_detected_by_their_names(tmp_path: Path, header: str, name: str, stream: str, zone: str,
+                                                 read_as: str) -> None:
+    path = tmp_path / name
+    code = {"sz.csv": "000001,", "krx.csv": "005930,"}.get(name, "")
+    path.write_text(header + "\n" + "".join(f"2026-06-01 09:30:{i:02d},{code}{11.5 + 0.01 * (i % 3):.2f},100\n"
+                                            for i in range(30)))
+    replay = FileReplay(path, columns={"tz": zone})
+    ticks = drain(replay)
+    assert len(ticks) == 30 and ticks[0].stream == stream and ticks[0].price == 11.5 and ticks[0].size == 100
+    assert ticks[0].ts == int(datetime.fromisoformat("2026-06-01T09:30:00").replace(tzinfo=ZoneInfo(zone))
+                              .timestamp()) * 10**9
+    assert any(f"read as {read_as}" in note for note in replay.notes), replay.notes
+
+
+def test_cjk_names_keep_their_letters_and_ascii_names_read_as_before() -> None:
+    assert normal_name("約定日時") == "約定日時" and normal_name("成交 时间") == "成交_时间"
+    assert normal_name("Bid Price") == "bid_price" and normal_name("<BID>") == "bid" and normal_name("#RIC") == "ric"
+    assert wire_field_of("価格") == "price" and wire_field_of("종목코드") == "stream"
+
+
+@pytest.mark.parametrize("header", ["日付,時刻,価格,数量", "日期,时间,价格,成交量", "일자,시간,가격,거래량"])
+def test_a_cjk_date_beside_a_time_of_day_is_read_as_one(tmp_path: Path, header: str) -> None:
+    """Chinese terminals' exports (通达信's 日期,时间,...) write the day and the time of day apart: read as one, as
+    `date,time` is (before, `时间` alone was refused as a time of day without a date)."""
+    path = tmp_path / "ticks.csv"
+    path.write_text(header + "\n" + "".join(f"2026-06-01,09:30:{i:02d},11.5,100\n" for i in range(30)))
+    replay = FileReplay(path, columns={"tz": "Asia/Shanghai"})
+    ticks = drain(replay)
+    assert len(ticks) == 30 and ticks[1].ts - ticks[0].ts == 10**9
+    assert ticks[0].ts == int(datetime.fromisoformat("2026-06-01T01:30:00+00:00").timestamp()) * 10**9
+    date, time = header.split(",")[:2]
+    assert any(f"read as ts={date}+{time} (datetime, Asia/Shanghai)" in note for note in replay.notes), replay.notes
