@@ -165,15 +165,29 @@ def wire_field_of(name: object) -> str | None:
     return next((field for field, names in FIELD_NAMES.items() if normal in names and normal != field), None)
 
 
+# Keys a feed handler sends an exchange's sequence number or trade id under (CME's RptSeq, ITCH's match number,
+# a crypto venue's trade id): the wire has no field for one, so such a tick is refused with what to do instead
+SEQUENCE_KEYS = frozenset({"seq", "sequence", "seq_num", "seqnum", "seq_no", "seqno", "sequence_number",
+                           "seq_number", "msg_seq_num", "msgseqnum", "rpt_seq", "rptseq", "trade_id", "tradeid",
+                           "match_id", "match_number", "exec_id", "execution_id", "update_id", "id", "tid"})
+
+SEQUENCE_HINT = ("the wire carries no sequence number or trade id: drop it; a stream's ticks are ordered by `ts` "
+                 "alone, in the order they are sent (an equal `ts` is taken, an older one refused as ts_backwards), "
+                 "so drop a recovery feed's resends before sending: see Timestamps in docs/wire-protocol.md")
+
+
 def renamed(keys: Iterable[object], field: str | None = None) -> str:
     """For an error about a map with ``keys``: " (key 'symbol' is 'stream' on the wire; ...)" for its keys that are
     other names of tick fields (of ``field`` only, when given); for an exchange's own message (a Binance trade
-    event) what the wire calls each of its keys, and sends otherwise; else ""."""
+    event) what the wire calls each of its keys, and sends otherwise; for a sequence number's key (`seq`,
+    `trade_id`: SEQUENCE_KEYS) that the wire has none; else ""."""
     keys = list(keys)
     if (message := exchange_message(keys)) is not None:
         return f" ({message.hint()})"
-    hints = [(key, wire) for key in keys
+    hints = [f"key {str(key)[:32]!r} is {wire!r} on the wire" for key in keys
              if (wire := wire_field_of(key)) is not None and (field is None or wire == field)]
-    if not hints:
-        return ""
-    return " (" + "; ".join(f"key {str(key)[:32]!r} is {wire!r} on the wire" for key, wire in hints[:4]) + ")"
+    sequences = [key for key in keys if field is None and isinstance(key, str) and normal_name(key) in SEQUENCE_KEYS]
+    if sequences:
+        hints.append(f"key {str(sequences[0])[:32]!r}{' (and others)' if len(sequences) > 1 else ''}: "
+                     f"{SEQUENCE_HINT}")
+    return " (" + "; ".join(hints[:4]) + ")" if hints else ""

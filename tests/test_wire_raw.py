@@ -263,6 +263,27 @@ def test_an_exchanges_raw_message_is_told_the_wire_names_of_its_keys(clients) ->
         assert payload["reason"] == ("wrong_type" if "stream" in message else "missing_stream"), payload
 
 
+def test_a_tick_with_an_exchanges_sequence_number_is_told_the_wire_has_none(clients) -> None:
+    """review262 #4: a feed handler sending its exchange sequence number along (`seq`, `sequence`, `trade_id`,
+    `seq_num`) got a bare "fields ['seq'] not allowed in a trade": the rejection names the key, says the wire
+    carries no sequence number (drop it, order comes from ts) and where resends are dropped; sent without it, the
+    tick is taken."""
+    control, sub, push = clients
+    ctl, feed, rejects = control(), push(), sub("_rejects/")
+    stream = fresh_stream("ESM4.SEQ")
+    keys = ["seq", "sequence", "trade_id", "seq_num"]
+    before = stats(ctl)["ticks_in"]
+    feed.send(msgpack.packb([trade(stream, T0 + i, 5000.25, 1, **{key: 1000 + i}) for i, key in enumerate(keys)]))
+    got = rejects.until(lambda g: len(g) >= len(keys))
+    for key, (_, payload) in zip(keys, got):
+        assert payload["reason"] == "unknown_field", payload
+        assert f"fields [{key!r}] not allowed in a trade (key {key!r}: the wire carries no sequence number or trade " \
+               f"id: drop it; a stream's ticks are ordered by `ts` alone" in payload["error"], payload
+        assert "resends before sending" in payload["error"] and not PYTHON_WORDS.search(payload["error"]), payload
+    feed.send(msgpack.packb(trade(stream, T0 + 10, 5000.25, 1)))
+    wait_stats(ctl, lambda st: st["ticks_in"] - before == 1)
+
+
 def test_every_documented_reject_reason_is_published_counted_and_leaves_the_service_serving(clients) -> None:
     control, sub, push = clients
     ctl, feed = control(), push()
