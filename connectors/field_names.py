@@ -173,7 +173,8 @@ SEQUENCE_KEYS = frozenset({"seq", "sequence", "seq_num", "seqnum", "seq_no", "se
 
 SEQUENCE_HINT = ("the wire carries no sequence number or trade id: drop it; a stream's ticks are ordered by `ts` "
                  "alone, in the order they are sent (an equal `ts` is taken, an older one refused as ts_backwards), "
-                 "so drop a recovery feed's resends before sending: see Timestamps in docs/wire-protocol.md")
+                 "so drop a recovery feed's resends before sending, as file replay's --sequence does: see "
+                 "Timestamps in docs/wire-protocol.md")
 
 
 def renamed(keys: Iterable[object], field: str | None = None) -> str:

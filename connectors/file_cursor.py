@@ -39,8 +39,13 @@ class FileCursor:
         self.ticks: list[Tick] = []
         # each tick's (stream, sequence number): numbers order a stream's own ticks (NO_SEQUENCE: its file has none)
         self.sequences: list[tuple[str, float | int]] = []
+        self.rows: list[int] = []  # each tick's row, for a repeated sequence number said by its line
         self.pos = 0
         self.fill()
+
+    @property
+    def plan(self) -> Any:
+        return self._plan
 
     def advance(self, pos: int) -> None:
         """Ticks up to `pos` of the chunk are emitted: count the rejected rows before the last of them."""
@@ -61,7 +66,7 @@ class FileCursor:
 
     def _fill(self) -> bool:
         for chunk in self._batches:
-            ticks, sequences = [], []
+            ticks, sequences, rows = [], [], []
             for row, wire, *sequence in chunk:
                 if self._range is not None and type(wire) is dict and type(ts := wire.get("ts")) is int \
                         and not self._range.holds(ts):  # before all else, as the lazy query's range drops rows
@@ -78,12 +83,13 @@ class FileCursor:
                     self._in_order(tick, row)
                     ticks.append(tick)
                     sequences.append((tick.stream, sequence[0]) if sequence else NO_SEQUENCE)
+                    rows.append(row)
                 except InvalidTick as err:
                     self._pending.append((len(ticks), err, row))
             if ticks:
-                self.ticks, self.sequences, self.pos = ticks, sequences, 0
+                self.ticks, self.sequences, self.rows, self.pos = ticks, sequences, rows, 0
                 return True
-        self.ticks, self.sequences = [], []
+        self.ticks, self.sequences, self.rows = [], [], []
         self.advance(1)  # read to its end, no tick after them: every row pending (each at 0) counts now
         self.pos = 0
         return False

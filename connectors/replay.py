@@ -42,7 +42,7 @@ from connectors.archives import truncation_named
 from connectors.cautions import Caution
 from connectors.column_map import PRESETS, ColumnMap, preset  # re-exported: replay users import the mapping from here
 from connectors.content_notes import mixed_venues, overlapping_files, time_spans
-from connectors.file_cursor import FileCursor
+from connectors.file_cursor import NO_SEQUENCE, FileCursor
 from connectors.file_plan import source_path
 from connectors.idle_gaps import GapCap, LongWait
 from connectors.layout import detect_columns  # re-exported, as the column map's names above
@@ -51,6 +51,7 @@ from connectors.opened_files import OpenedFiles, named_apart
 from connectors.price_levels import far_apart_levels
 from connectors.price_offsets import offset_names
 from connectors.rejected_rows import RejectCounter
+from connectors.sequence_watch import SequenceWatch
 from connectors.replay_entries import FileSpec, MapSpec, file_spec, once_each, replay_items
 from connectors.share_classes import share_class_spellings
 from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snapshot, fingerprint
@@ -197,6 +198,8 @@ class FileReplay(Source):
         self._paced_to: tuple[int, int] | None = None  # (monotonic ns, event ts) of the last paced tick
         self._kept_not_due: Tick | None = None  # the tick leave_out kept that was not due at the last call
         self.gaps = GapCap(self.max_gap_s)
+        # a map's sequence column: its numbers' repeats left out (a recovery feed's resend), its gaps said
+        self._sequences = SequenceWatch() if self._sequence_columns() else None
         self._last_sent_ts: int | None = None  # with `speed`: the event time of the last tick released
         self._gap_measured: Tick | None = None  # the tick whose gap from the last one released was measured
         cursors = self._cursors = [FileCursor(p, self.chunk_rows, self.rejected, self.selection, self.time_range)
@@ -218,16 +221,22 @@ class FileReplay(Source):
         now = time.monotonic_ns() if self.speed is not None else 0
         heap = self._heap
         sent_ts = self._last_sent_ts  # with `speed`: the event time of the last tick released
+        watch = self._sequences
+        picking = self.leave_out is not None or watch is not None  # a run's ticks taken one by one, not sliced
         while heap and len(out) < max_ticks:
             # Take a run from the earliest file up to the next file's head: one heap update per run, not per tick.
             _, _, i, cur = heap[0]
             bound = min(h[:3] for h in heap[1:3]) if len(heap) > 1 else None
             ticks, sequences, start = cur.ticks, cur.sequences, cur.pos
             stop, j = min(len(ticks), start + max_ticks - len(out)), start
-            released = []  # with leave_out: the run's ticks it keeps
+            released = []  # with leave_out or a sequence watch: the run's ticks kept
             while j < stop and (bound is None or (ticks[j].ts, sequences[j], i) < bound):
                 tick = ticks[j]
-                # (a kept tick that was not due yet is met again at the next call: leave_out is asked once a tick)
+                # (a kept tick that was not due yet is met again at the next call: each is asked once a tick)
+                if watch is not None and tick is not self._kept_not_due and sequences[j] is not NO_SEQUENCE \
+                        and watch.repeat(tick, sequences[j][1], cur.plan, cur.rows[j]):
+                    j += 1  # a resend: never released, but a position in the files (`emitted`) as leave_out's
+                    continue
                 if self.leave_out is not None and tick is not self._kept_not_due and self.leave_out(tick):
                     j += 1
                     continue
@@ -236,17 +245,17 @@ class FileReplay(Source):
                 if self.speed is not None and not self._due(tick.ts, now):
                     self._kept_not_due = tick
                     break
-                if self.speed is not None and not out and (not released if self.leave_out else j == start):
+                if self.speed is not None and not out and (not released if picking else j == start):
                     wall0, ts0 = self._anchor  # how late the batch's first tick leaves: due at wall0 + (ts-ts0)/speed
                     self.behind_s = max(0.0, (now - wall0 - (tick.ts - ts0) / self.speed) / 1e9)
                     self.most_behind_s = max(self.most_behind_s, self.behind_s)
-                if self.leave_out is not None:
+                if picking:
                     released.append(tick)
                 sent_ts = tick.ts
                 j += 1
             if j == start:  # the earliest tick is not due yet
                 break
-            out.extend(ticks[start:j] if self.leave_out is None else released)
+            out.extend(released if picking else ticks[start:j])
             self.emitted += j - start
             cur.advance(j)
             if j == len(ticks) and not cur.fill():
@@ -270,6 +279,12 @@ class FileReplay(Source):
         wall0, ts0 = self._anchor = (self._anchor[0], self._anchor[1] + skipped)
         self.gaps.waiting(tick.ts, tick.ts - last_ts, (wall0 + (tick.ts - ts0) / self.speed - now) / 1e9, skipped,
                           self.speed)
+
+    def _sequence_columns(self) -> str:
+        """The sequence columns the files are read by (a map's `sequence`), quoted, or "" when none is."""
+        names = sorted({column for plan in self.plans
+                        if (column := getattr(getattr(plan, "columns", None), "sequence", None)) is not None})
+        return " / ".join(map(repr, names))
 
     def take_long_waits(self) -> list[LongWait]:
         """The long waits for a next tick begun since the last call (connectors/idle_gaps.py), to be said."""
@@ -314,6 +329,8 @@ class FileReplay(Source):
         instruments named by their id outside their mapping's dates, cancels and fills of orders a book never saw
         (a file starting mid-session), and streams a per-stream price_offset names that no file holds."""
         notes = [note for plan in self.plans for note in plan.found_on_read()]
+        if self._sequences is not None:
+            notes += self._sequences.notes(self._sequence_columns())
         shifted = [plan for plan in self.plans if isinstance(plan.price_offset, dict)]
         named = {name: 0.0 for plan in shifted for name in plan.price_offset}
         held = {stream for plan in shifted for stream in plan.streams_held()}

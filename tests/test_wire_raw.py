@@ -279,7 +279,8 @@ def test_a_tick_with_an_exchanges_sequence_number_is_told_the_wire_has_none(clie
         assert payload["reason"] == "unknown_field", payload
         assert f"fields [{key!r}] not allowed in a trade (key {key!r}: the wire carries no sequence number or trade " \
                f"id: drop it; a stream's ticks are ordered by `ts` alone" in payload["error"], payload
-        assert "resends before sending" in payload["error"] and not PYTHON_WORDS.search(payload["error"]), payload
+        assert "resends before sending, as file replay's --sequence does" in payload["error"], payload
+        assert not PYTHON_WORDS.search(payload["error"]), payload
     feed.send(msgpack.packb(trade(stream, T0 + 10, 5000.25, 1)))
     wait_stats(ctl, lambda st: st["ticks_in"] - before == 1)
 

@@ -1,0 +1,77 @@
+"""A replay's sequence numbers watched in replay order (a map's `sequence`, --sequence): a tick that repeats its
+stream's sequence number at the same time and of the same kind is a recovery feed's resend (or the same line
+captured twice, A and B) and is left out, counted; a stream's number that jumps past the next one is a gap,
+counted and said. connectors/replay.py asks `SequenceWatch.repeat` once per tick it merges, so a backtest and
+`feed replay` (the one reader) leave out the same ticks. Without a sequence column nothing is guessed: two equal
+rows may be two trades."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from connectors.ticks import Tick, utc_text
+
+SHOWN = 3  # gaps named in the note, the first ones in replay order
+
+
+@dataclass
+class _Last:
+    """A stream's last sequence number taken, its time and the kinds of tick taken with it (a row that holds a
+    trade and the quote it met replays as both, under its one number)."""
+
+    ts: int
+    number: float | int
+    kinds: set[str] = field(default_factory=set)
+
+
+@dataclass
+class SequenceWatch:
+    """Per stream, in replay order: repeats left out and gaps in the numbers (see the module docstring)."""
+
+    repeats: int = 0
+    first_repeat: str = ""  # the first repeat, as a user finds it: its file and line, stream and number
+    repeat_streams: set[str] = field(default_factory=set)
+    gaps: int = 0
+    missing: int = 0  # numbers skipped by the gaps, together
+    first_gaps: list[str] = field(default_factory=list)
+    gap_streams: set[str] = field(default_factory=set)
+    _last: dict[str, _Last] = field(default_factory=dict)
+
+    def repeat(self, tick: Tick, number: float | int, plan: Any, row: int | None) -> bool:
+        """Whether `tick`, numbered `number`, repeats its stream's last number at its time with a kind already
+        taken (then it is counted and to be left out); a number past the last one plus one counts a gap."""
+        last = self._last.get(tick.stream)
+        if last is not None and last.number == number and last.ts == tick.ts:
+            if tick.kind not in last.kinds:
+                last.kinds.add(tick.kind)
+                return False
+            self.repeats += 1
+            self.repeat_streams.add(tick.stream)
+            if not self.first_repeat:
+                where = plan.where(row) if row is not None and hasattr(plan, "where") else plan.path.name
+                self.first_repeat = f"{where} ({tick.stream}, number {int(number)})"
+            return True
+        if last is not None and number > last.number + 1:  # a lower number at a later time: a new session's
+            self.gaps += 1
+            self.missing += number - last.number - 1
+            self.gap_streams.add(tick.stream)
+            if len(self.first_gaps) < SHOWN:
+                self.first_gaps.append(f"{tick.stream} {int(last.number)} -> {int(number)} at {utc_text(tick.ts)}")
+        self._last[tick.stream] = _Last(tick.ts, number, {tick.kind})
+        return False
+
+    def notes(self, column: str) -> list[str]:
+        """What the watch found, said at the run's end; `column`: the sequence column(s) the files were read by."""
+        notes = []
+        if self.repeats:
+            notes.append(f"{self.repeats} tick(s) of {len(self.repeat_streams)} stream(s) repeat a sequence number "
+                         f"(column {column}) already read at the same time, a recovery feed's resend or one line "
+                         f"captured twice: left out, the first read kept (the first repeat: {self.first_repeat})")
+        if self.gaps:
+            more = ", ..." if self.gaps > len(self.first_gaps) else ""
+            notes.append(f"{self.gaps} gap(s) in the sequence numbers (column {column}) of {len(self.gap_streams)} "
+                         f"stream(s), {int(self.missing)} number(s) missing ({'; '.join(self.first_gaps)}{more}): "
+                         f"messages the feed lost, or numbers that count across instruments (TAQ's, an OPRA "
+                         f"channel's), whose every stream has gaps")
+        return notes
