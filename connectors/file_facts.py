@@ -15,6 +15,7 @@ import polars as pl
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
 from connectors.event_time import EPOCH_CODE, time_column
+from connectors.leap_seconds import leap_text_facts
 from connectors.misread_times import time_facts
 from connectors.price_notation import fractional_facts
 from connectors.row_exprs import ROW
@@ -31,10 +32,11 @@ def zone_named(cmap: ColumnMap, ts_type: pl.DataType) -> bool:
 
 def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.Expr], keys: list[str],
                 raw_stream: pl.Expr, price_texts: Mapping[str, pl.Expr], dialect: Dialect | None, factor: int,
-                named: bool, first: str | None) -> dict[str, Any]:
+                named: bool, first: str | None, sixtieth: pl.Expr | None = None) -> dict[str, Any]:
     """What one pass over the file finds, for its notes and refusals: rows out of time order (or of sequence),
     its first and last times, names with '/' or not in NFC, prices at zero or below, crossed quotes, repeated
-    header rows, the zone names its times are written with."""
+    header rows, the zone names its times are written with; with `sixtieth` (whether a row's time text is in a
+    leap second, connectors/leap_seconds.py), those rows and their days."""
     # a price column that is zero or below wherever a row trades: an instrument that trades there (a spread)
     prices = [e for e, key in zip(exprs[1:], keys) if key in ("price", "size")] if cmap.price is not None else []
     traded = (pl.col("price").filter(pl.col("size") > 0) if cmap.size is not None else pl.col("price")).drop_nulls()
@@ -43,7 +45,9 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
     dates = [pl.col(cmap.ts_columns[0])] if len(cmap.ts_columns) == 2 else []  # for a trade date's steps back
     sequence = [exprs[-1]] if cmap.sequence is not None else []
     zones = [zone_name_of(time_column(cmap).str.strip_chars()).alias("_zone")] if named else []
-    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *dates, *sequence, *zones, pl.col(ROW),
+    leap = [sixtieth.alias("_sixtieth")] if sixtieth is not None else []
+    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *dates, *sequence, *zones, *leap,
+                        pl.col(ROW),
                         _header_repeats(rows, dialect).alias("_header"),
                         *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
@@ -61,7 +65,7 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
         header_rows=pl.col(ROW).filter(pl.col("_header")).implode(),
         zone_names=pl.col("_zone").drop_nulls().unique().implode() if named else pl.lit(None),
         *fractional_facts({key: pl.col(f"_text_{key}") for key in price_texts}), *time_facts(cmap, factor),
-        **(_us_summer_facts() if named else {}),
+        **(_us_summer_facts() if named else {}), **(leap_text_facts(pl.col("_sixtieth")) if leap else {}),
     )
     try:
         return facts.collect().row(0, named=True)

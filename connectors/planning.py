@@ -27,6 +27,7 @@ from connectors.file_scans import first_text, is_csv, is_dbn, time_sample
 from connectors.hours_window import Hours
 from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_reason
+from connectors.leap_seconds import in_leap_second, leap_text_notes, posix_repeats, sixtieth_second
 from connectors.layout_notes import trade_bars
 from connectors.map_options import Refine
 from connectors.map_vocabulary import EPOCH_IS_UTC, UNITS, ZERO_BID_READINGS
@@ -201,10 +202,19 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     exprs[0], session_notes, evenings_moved = trade_date_evenings(path, cmap, rows, exprs[0], wall,
                                                                        raw_stream)
     notes += session_notes
-    frame = rows.select(*exprs, ROW)
+    if (sixtieth := sixtieth_second(cmap, ts_type)) is not None:  # `23:59:60.5`: not the next second's .5
+        exprs[0] = in_leap_second(exprs[0], cmap, sixtieth)
     factor = 1 if ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
     named = zone_named(cmap, ts_type)
-    facts = file_facts(path, cmap, rows, exprs, keys, raw_stream, price_texts, dialect, factor, named, first)
+    facts = file_facts(path, cmap, rows, exprs, keys, raw_stream, price_texts, dialect, factor, named, first,
+                       sixtieth)
+    notes += leap_text_notes(path, facts)
+    if (repeats := posix_repeats(rows, exprs[0], raw_stream, facts, factor)) is not None:  # a clock stepped back
+        exprs[0] = repeats.ts(exprs[0], factor)  # in a leap second: its second pass after the first, in file order
+        facts = file_facts(path, cmap, rows, exprs, keys, raw_stream, price_texts, dialect, factor, named, first,
+                           sixtieth)
+        notes += repeats.notes(path, factor)
+    frame = rows.select(*exprs, ROW)
     notes += price_and_zone_notes(path, cmap, facts, first, named)
     refuse_unread_times(path, cmap, rows, facts, first, named)
     frame, order_notes, out_of_sequence = in_time_order(path, cmap, frame, keys, facts, hour, factor,

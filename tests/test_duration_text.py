@@ -10,8 +10,9 @@ from connectors.replay import FileReplay
 
 
 def test_a_step_back_just_under_a_second_reads_one_second(tmp_path: Path) -> None:
-    (tmp_path / "back999.csv").write_text("ts,symbol,price,size\n1483228799999999999,S,1,1\n"
-                                          "1483228799000000000,S,2,1\n1483228800000000000,S,3,1\n")
+    # (the review's file, a day earlier: on 2016-12-31 that step back is the leap second's, said as such)
+    (tmp_path / "back999.csv").write_text("ts,symbol,price,size\n1483142399999999999,S,1,1\n"
+                                          "1483142399000000000,S,2,1\n1483142400000000000,S,3,1\n")
     with FileReplay(tmp_path / "back999.csv") as replay:
         said = [note for note in replay.notes if "not in time order" in note]
     assert len(said) == 1 and "by up to 1 s (" in said[0], said
