@@ -52,7 +52,7 @@ class FeedStats(NamedTuple):
 
     def _split(self) -> str:
         return (f"; {counted(self.split_batches, 'event-time batch')} over {MAX_BATCH_TICKS:,} ticks sent in several "
-                f"messages (answers there may differ from a backtest's)") if self.split_batches else ""
+                f"messages of {MAX_BATCH_TICKS:,} (a backtest cuts it so too)") if self.split_batches else ""
 
     def _resumed(self) -> str:
         line = ""

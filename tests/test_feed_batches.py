@@ -137,6 +137,41 @@ def test_an_event_time_batch_past_one_message_goes_in_several_and_is_counted(tmp
     assert "1 event-time batch over 8,192 ticks sent in several messages" in stats.summary()
 
 
+def test_a_burst_past_one_message_is_answered_live_where_its_backtest_answers(tmp_path) -> None:
+    """review262 #3: a batch of more than MAX_BATCH_TICKS ticks went live as several messages (tick groups) while
+    the backtest answered it once, so the live run answered at extra ticks and its adapted numbers drifted. The
+    backtest now cuts such a batch into groups of MAX_BATCH_TICKS ticks as the feed does, so both answer at the
+    same ticks with the same numbers."""
+    file = backtested(tmp_path, 40)
+    t0 = file.ticks[-1].ts + 10**9
+    burst = [Tick("A", t0 + i * 500, TRADE, price=100.0 + (i % 7) * 0.01, size=1.0 + i % 3, side="buy")
+             for i in range(MAX_BATCH_TICKS + 300)]  # one 100 ms batch, 4.2 ms of event time
+    after = [trade_at(t0 + 10**9 + i * 50 * MS) for i in range(5)]
+    data = tmp_path / "burst.parquet"
+    pl.DataFrame([t.to_wire() for t in [*file.ticks, *burst, *after]]).write_parquet(data)
+    out = tmp_path / "burst_answers.parquet"
+    run_backtest(ServiceConfig.from_dict(file.engine), [data], file.queries, out, batch_ms=100.0, progress=False)
+    backtest = {(r["query"], r["stream"], r["ticks"]): r for r in pl.read_parquet(out).iter_rows(named=True)}
+    assert ("dir", "A", MAX_BATCH_TICKS) in backtest  # the burst's first group answered (A's first ticks)
+    local = "tcp://127.0.0.1:0"
+    config = ServiceConfig.from_dict({**file.engine, "queries": str(file.queries),
+                                      "endpoints": {"ingest": local, "answers": local, "control": local},
+                                      "limits": {"heartbeat_s": 0.1}})
+    live: dict[tuple[str, str, int], dict] = {}
+    with serving(config) as server, AnswerSubscriber(server.endpoints["answers"], [""]) as sub:
+        sub.wait_ready()
+        with FeedClient(server.endpoints["ingest"]) as client:
+            stats = run_feed(FileReplay([str(data)]), client, batch_ns=100 * MS)
+        assert stats.split_batches == 1
+        deadline = time.monotonic() + 120
+        while len(live) < len(backtest) and time.monotonic() < deadline:
+            message = sub.recv(timeout_s=0.2)
+            if message and not message[0].startswith("_"):
+                payload = message[1]
+                live[(payload["query"], payload["stream"], payload["version"])] = payload
+    assert_as_backtested(live, backtest, tol=1e-6)
+
+
 def test_the_cli_refuses_a_batch_width_that_is_not_positive(capsys) -> None:
     from engine.service.cli import main
 

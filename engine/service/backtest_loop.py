@@ -1,8 +1,10 @@
 """The backtest loop: ticks from the files into the pipeline, answered at each event-time batch boundary.
 
-Batches are cut by EVENT time (connectors/event_time_batches.py), and checkpoints fall on a fixed grid of ticks
-(FLUSH_TICKS), so which ticks share a forward, and the answers' bits with it, depend only on the files and the
-config, never on the wall clock. A stop request is honoured at a boundary, after a checkpoint.
+Batches are cut by EVENT time (connectors/event_time_batches.py), a batch of more than MAX_BATCH_TICKS ticks into
+groups of that many (as `feed replay --batch-ms` sends it in messages of that many, each a live tick group, so the
+live run answers where the backtest does), and checkpoints fall on a fixed grid of ticks (FLUSH_TICKS), so which
+ticks share a forward, and the answers' bits with it, depend only on the files and the config, never on the wall
+clock. A stop request is honoured at a boundary, after a checkpoint.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from connectors.encoder import EncodedTick
-from connectors.event_time_batches import batch_end
+from connectors.event_time_batches import MAX_BATCH_TICKS, batch_end
 from connectors.labels import MarkSeries
 from connectors.replay import FileReplay
 from connectors.ticks import InvalidTick, Tick
@@ -35,12 +37,14 @@ def replay_from(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, 
     """The backtest loop from tick `consumed` on; returns the replay ticks consumed in all."""
     answers: list[Answer] = []
     batch_ends: int | None = None  # where the current event-time batch ends (connectors.event_time_batches.batch_end)
+    group_ticks = 0  # ticks of the current group: a batch of more than MAX_BATCH_TICKS is cut after each that many
     saved_at = time.monotonic()
     next_flush = (consumed // FLUSH_TICKS + 1) * FLUSH_TICKS
     while not replay.done and (max_ticks is None or pipeline.ticks_in < max_ticks):
         want = READ_TICKS if max_ticks is None else min(READ_TICKS, max_ticks - pipeline.ticks_in)
         for tick in replay.next_batch(want):
-            if batch_ends is None or tick.ts >= batch_ends:  # event-time batch boundary: a tick group ends here
+            # an event-time batch boundary, or a burst's MAX_BATCH_TICKS-th tick: a tick group ends here
+            if batch_ends is None or tick.ts >= batch_ends or group_ticks == MAX_BATCH_TICKS:
                 answers += pipeline.end_group() if chunked else pipeline.run_until_idle()
                 stopping = batch_ends is not None and stop()  # (the first tick ends no batch: none to stop after)
                 if stopping or consumed >= next_flush:
@@ -56,9 +60,11 @@ def replay_from(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, 
                     raise BacktestInterrupted(f"interrupted after {consumed} ticks; {parts.answers} answers kept in "
                                               f"{parts.dir}; run the same command with --resume (resume=True from "
                                               f"Python) to continue")
-                batch_ends = batch_end(tick.ts, batch_ns)
+                batch_ends = batch_end(tick.ts, batch_ns)  # (a burst's next group: the same window's end)
+                group_ticks = 0
                 show_read(bar, replay, consumed)
             consumed += 1
+            group_ticks += 1
             ingest_tick(pipeline, tick, marks)
     show_read(bar, replay, consumed)
     answers += pipeline.run_until_idle()

@@ -77,9 +77,10 @@ def add_feed(sub: Any, shared: SharedOptions) -> None:
     f.add_argument("--ticks", type=_count, default=None,
                    help="stop after sending N ticks (default: every tick of the files)")
     f.add_argument("--batch-ms", type=float, default=None,
-                   help="send each event-time batch of MS milliseconds as one message, cut as `backtest --batch-ms` "
-                        "cuts them, so the live run answers at the ticks a backtest of the files answers at "
-                        "(default: up to 256 ticks a message, as read)")
+                   help="send each event-time batch of MS milliseconds as one message (a batch of more than 8,192 "
+                        "ticks as messages of 8,192), cut as `backtest --batch-ms` cuts them, so the live run answers "
+                        "at the ticks a backtest of the files answers at (default: up to 256 ticks a message, as "
+                        "read)")
     f.set_defaults(run=cmd_feed)
 
 

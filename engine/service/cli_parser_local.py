@@ -82,7 +82,9 @@ def add_backtest(sub: Any, shared: SharedOptions) -> None:
     p.add_argument("--out", type=Path, required=True, help="answers Parquet file (.parquet or .pq)")
     p.add_argument("--config", type=Path, help="service YAML: model, budgets and its replay section")
     p.add_argument("--batch-ms", type=float, default=None, help="event-time width of a batch (default: the "
-                                                                 "config's replay.batch_ms, 100)")
+                                                                 "config's replay.batch_ms, 100); a batch of more "
+                                                                 "than 8,192 ticks is answered every 8,192, as `feed "
+                                                                 "replay --batch-ms` sends it")
     p.add_argument("--model", type=Path, metavar="DIR", help="checkpoint directory (overrides the config's model.path)")
     p.add_argument("--test-from", type=_test_from, default=None, metavar="FRACTION|test", help="score only the "
                    "answers after this fraction of each stream's ticks, e.g. 0.7 (every answer is still written); "
