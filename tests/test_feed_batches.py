@@ -100,8 +100,9 @@ def assert_as_backtested(live: dict[tuple[str, str, int], dict], backtest: dict[
         assert max(abs(payload["value"]["probs"][k] - p) for k, p in probs.items()) < tol, key
 
 
-def test_a_live_feed_cut_in_event_time_batches_answers_as_the_backtest_does(tmp_path) -> None:
-    file = backtested(tmp_path, 450)
+def fed_live(file: Backtested, data: Path, expected: int, timeout_s: float) -> tuple[dict, Any]:
+    """`data` fed in event-time batches of 100 ms into a real service of `file`'s model and queries: its answers
+    by (query, stream, version), once `expected` came (or `timeout_s` passed), and the feed's stats."""
     local = "tcp://127.0.0.1:0"
     config = ServiceConfig.from_dict({**file.engine, "queries": str(file.queries),
                                       "endpoints": {"ingest": local, "answers": local, "control": local},
@@ -110,14 +111,20 @@ def test_a_live_feed_cut_in_event_time_batches_answers_as_the_backtest_does(tmp_
     with serving(config) as server, AnswerSubscriber(server.endpoints["answers"], [""]) as sub:
         sub.wait_ready()
         with FeedClient(server.endpoints["ingest"]) as client:
-            stats = run_feed(FileReplay([str(file.data)]), client, batch_ns=100 * MS)
-        assert stats.ticks == len(file.ticks) and stats.split_batches == 0
-        deadline = time.monotonic() + 60
-        while len(live) < len(file.answers) and time.monotonic() < deadline:
+            stats = run_feed(FileReplay([str(data)]), client, batch_ns=100 * MS)
+        deadline = time.monotonic() + timeout_s
+        while len(live) < expected and time.monotonic() < deadline:
             message = sub.recv(timeout_s=0.2)
             if message and not message[0].startswith("_"):
                 payload = message[1]
                 live[(payload["query"], payload["stream"], payload["version"])] = payload
+    return live, stats
+
+
+def test_a_live_feed_cut_in_event_time_batches_answers_as_the_backtest_does(tmp_path) -> None:
+    file = backtested(tmp_path, 450)
+    live, stats = fed_live(file, file.data, len(file.answers), 60)
+    assert stats.ticks == len(file.ticks) and stats.split_batches == 0
     assert_as_backtested(live, file.answers, tol=1e-6)  # (the tiny model here stays within 1e-6)
 
 
@@ -153,22 +160,8 @@ def test_a_burst_past_one_message_is_answered_live_where_its_backtest_answers(tm
     run_backtest(ServiceConfig.from_dict(file.engine), [data], file.queries, out, batch_ms=100.0, progress=False)
     backtest = {(r["query"], r["stream"], r["ticks"]): r for r in pl.read_parquet(out).iter_rows(named=True)}
     assert ("dir", "A", MAX_BATCH_TICKS) in backtest  # the burst's first group answered (A's first ticks)
-    local = "tcp://127.0.0.1:0"
-    config = ServiceConfig.from_dict({**file.engine, "queries": str(file.queries),
-                                      "endpoints": {"ingest": local, "answers": local, "control": local},
-                                      "limits": {"heartbeat_s": 0.1}})
-    live: dict[tuple[str, str, int], dict] = {}
-    with serving(config) as server, AnswerSubscriber(server.endpoints["answers"], [""]) as sub:
-        sub.wait_ready()
-        with FeedClient(server.endpoints["ingest"]) as client:
-            stats = run_feed(FileReplay([str(data)]), client, batch_ns=100 * MS)
-        assert stats.split_batches == 1
-        deadline = time.monotonic() + 120
-        while len(live) < len(backtest) and time.monotonic() < deadline:
-            message = sub.recv(timeout_s=0.2)
-            if message and not message[0].startswith("_"):
-                payload = message[1]
-                live[(payload["query"], payload["stream"], payload["version"])] = payload
+    live, stats = fed_live(file, data, len(backtest), 120)
+    assert stats.split_batches == 1
     assert_as_backtested(live, backtest, tol=1e-6)
 
 
