@@ -210,8 +210,39 @@ def test_large_frames_before_a_control_request_are_not_echoed(service) -> None:
         dealer.close()
     assert len(frames) == 1 and msgpack.unpackb(frames[0])["reason"] == "bad_request"
     assert "100000 bytes" in msgpack.unpackb(frames[0])["error"]
-    assert len(many) == 1 and "5 frames before it" in msgpack.unpackb(many[0])["error"]
+    assert many[:-1] == [b""] and "5 frames before it" in msgpack.unpackb(many[-1])["error"]  # (as to a REQ client)
     assert routed[:2] == [b"", b"proxy-7"] and msgpack.unpackb(routed[2])["status"] == "serving"
+
+
+def test_a_request_refused_for_the_frames_before_it_still_gets_its_id_back(service) -> None:
+    """Review261 #1: a readable request with an `id`, refused for the frames before it (more than 4, or one over 256
+    bytes), got its error without the `id`, so a client matching replies by `id` never matched it; and a REQ client
+    that added a frame got no reply at all (its empty delimiter was not echoed: REQ drops such a reply)."""
+    context = zmq.Context.instance()
+    dealer, req = context.socket(zmq.DEALER), context.socket(zmq.REQ)
+    replies = []
+    try:
+        for sock in (dealer, req):
+            sock.linger = 0
+            sock.connect(service.endpoints["control"])
+        for sock, before in ((dealer, [b"a", b"b", b"c", b"d", b"e"]), (dealer, [b"x" * 300]),
+                             (req, [b"x" * 300]), (req, [b"a", b"b", b"c", b"d"])):
+            sock.send_multipart([*before, msgpack.packb({"op": "health", "id": len(replies)})])
+            assert sock.poll(60_000)
+            replies.append(sock.recv_multipart())
+        dealer.send_multipart([b"x" * 300, b"\xc1"])  # not msgpack: no id to read, the frames' error all the same
+        assert dealer.poll(60_000)
+        unreadable = msgpack.unpackb(dealer.recv())
+    finally:
+        dealer.close()
+        req.close()
+    assert [len(frames) for frames in replies] == [1, 1, 1, 1]  # (REQ takes its delimiter off)
+    refused = [msgpack.unpackb(frames[0]) for frames in replies]
+    assert [reply["id"] for reply in refused] == [0, 1, 2, 3]
+    assert all(reply["ok"] is False and reply["reason"] == "bad_request" for reply in refused)
+    assert "5 frames before it" in refused[0]["error"] and "300 bytes, over 256" in refused[1]["error"]
+    assert "300 bytes, over 256" in refused[2]["error"] and "5 frames before it" in refused[3]["error"]
+    assert "id" not in unreadable and "300 bytes, over 256" in unreadable["error"]
 
 
 # -- answers: subscriptions ------------------------------------------------------------------------------------------

@@ -31,6 +31,13 @@ def envelope_problem(envelope: list[bytes]) -> str | None:
     return None
 
 
+def refused_envelope(envelope: list[bytes]) -> list[bytes]:
+    """The frames that come back with the reply to a request whose frames `envelope_problem` refuses: the routing
+    id ROUTER added, and a REQ socket's empty delimiter when one comes next (a REQ client drops a reply without
+    it, and would wait for ever)."""
+    return envelope[:2] if len(envelope) > 1 and envelope[1] == b"" else envelope[:1]
+
+
 MAX_SOURCE_CHARS = 64
 class ControlOp(NamedTuple):
     """What a client can do with an op, as the start's warning of a control socket other hosts reach says it."""
@@ -99,6 +106,16 @@ def unpack_request(payload: bytes) -> Any:
         return read_msgpack(payload)
     except NotMsgpack as err:
         raise ControlError(f"request is {err}") from None
+
+
+def request_or_none(payload: bytes) -> Any:
+    """The request as `unpack_request` decodes it, or None when it is not msgpack: for the error reply to a request
+    refused for another reason first (the frames before it, a service still starting), which still echoes its
+    `id` (the payload is bounded: ZeroMQ drops one over limits.max_control_bytes unread)."""
+    try:
+        return unpack_request(payload)
+    except ControlError:
+        return None
 
 
 def sendable(text: str) -> str:

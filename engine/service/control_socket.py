@@ -13,7 +13,8 @@ import zmq
 
 from engine.service.config import ServiceConfig
 from engine.service.control_requests import (CONTROL_OPS, ERROR_REPLY_CHARS, NO_ID, ControlError, check_request,
-                                             envelope_problem, request_id, sendable, unpack_request)
+                                             envelope_problem, refused_envelope, request_id, request_or_none,
+                                             sendable, unpack_request)
 from engine.service.document_parse import DocumentParse
 from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.wire_protocol import pack
@@ -115,15 +116,17 @@ class ControlSocket:
             # proxies' routing ids), not megabytes that a client could have echoed to it without reading them
             echoed = envelope_problem(envelope)
             if echoed is not None:
-                envelope = envelope[:1]  # (the routing id ROUTER added: the reply still reaches its client)
+                envelope = refused_envelope(envelope)  # (the reply still reaches its client, a REQ one too)
             reply = lambda obj, envelope=envelope: self._send_reply([*envelope, pack(obj)])  # noqa: E731
             try:
-                if echoed is not None:
-                    raise ControlError(echoed)
-                request = unpack_request(payload)
+                # a request refused for its frames is read too, for its `id` (review261 #1: a client matching replies
+                # by `id` never matched that error); the frames' error comes first, the likelier mistake
+                request = unpack_request(payload) if echoed is None else request_or_none(payload)
                 if (rid := request_id(request)) is not NO_ID:  # echoed: a client may pipeline requests
                     reply = lambda obj, envelope=envelope, rid=rid: self._send_reply(  # noqa: E731
                         [*envelope, pack({**obj, "id": rid})])
+                if echoed is not None:
+                    raise ControlError(echoed)
                 check_request(request)
                 handler = getattr(self, f"_op_{request['op']}", None)
                 if handler is None:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import zmq
 
-from engine.service.control_requests import NO_ID, envelope_problem, request_id, unpack_request
+from engine.service.control_requests import NO_ID, envelope_problem, refused_envelope, request_id, request_or_none
 from engine.service.installation import package_version
 from engine.service.wire_protocol import WIRE_PROTOCOL, pack
 
@@ -46,11 +46,8 @@ class StartingReplies:
                 continue
             frames = self.sock.recv_multipart()
             if envelope_problem(frames[:-1]) is not None:  # (told properly once the service serves)
-                frames = [frames[0], frames[-1]]
-            try:
-                request = unpack_request(frames[-1])
-            except Exception:  # (told properly once the service serves)
-                request = None
+                frames = [*refused_envelope(frames[:-1]), frames[-1]]
+            request = request_or_none(frames[-1])  # (a request that is not msgpack: told once the service serves)
             op = request.get("op") if isinstance(request, dict) else None
             if op == "health":
                 reply = {"ok": True, "status": "starting", "uptime_s": time.time() - self.started_at,
