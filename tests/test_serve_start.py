@@ -12,7 +12,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import tiny_tick_checkpoint
+import pytest
+
+from conftest import tiny_text_checkpoint, tiny_tick_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -297,3 +299,37 @@ def test_a_restart_under_other_answer_changing_settings_names_each(tmp_path) -> 
     import json
 
     assert json.loads((data / "meta.json").read_text())["settings"]["answers.adapt"] == "off"
+
+
+@pytest.mark.parametrize("case", ["built-in model", "binned checkpoint", "text model, empty template"])
+def test_a_codec_template_that_would_do_nothing_is_refused_by_its_name(tmp_path, case: str) -> None:
+    """review261 #2: `codec.trade_template` / `quote_template` under the built-in model (binned codec) were taken
+    and never read, so a user believed them in effect; and a text model's empty template (no newline) was swapped
+    for the default without a word. Both are refused now, naming the key."""
+    model, codec = "", "codec: {trade_template: 'T {price}'}"
+    if case == "binned checkpoint":
+        model = f"model: {{path: {tiny_tick_checkpoint(tmp_path / 'model')}}}\n"
+        codec = "codec: {kind: binned, quote_template: 'Q {bid}', trade_template: 'T {price}\\n'}"
+    elif case == "text model, empty template":
+        model = f"model: {{path: {tiny_text_checkpoint(tmp_path / 'model')}}}\n"
+        codec = "codec: {trade_template: ''}"
+    config = tmp_path / "engine.yaml"
+    config.write_text(f"{model}kv: {{cells: 8192, block_size: 16}}\nlog: {{enabled: false}}\n{codec}\n"
+                      f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
+                      f"control: 'tcp://127.0.0.1:0'}}\n")
+    process, lines = start_lines(["--config", str(config)], cwd=tmp_path)
+    try:
+        assert not lines[-1].startswith("flashtick serving"), lines
+        assert process.wait(timeout=60) == 2
+    finally:
+        process.kill()
+        process.wait()
+    refused = {
+        "built-in model": "codec.trade_template applies only to the text codec (a Hugging Face model's); this "
+                          "model's codec is binned (codec.kind auto, for the built-in model or a checkpoint with "
+                          "codec.json), which reads no template: remove it, or serve a text model (--model DIR)",
+        "binned checkpoint": "codec.trade_template and codec.quote_template apply only to the text codec (a "
+                             "Hugging Face model's); this model's codec is binned (codec.kind: binned), which reads "
+                             "no template: remove it, or serve a text model (--model DIR)",
+        "text model, empty template": "trade_template must end with a newline so lines stay separate, got ''"}
+    assert lines[-1] == f"flashtick serve: error: {refused[case]}", lines

@@ -22,6 +22,9 @@ from engine.service.features import read_head
 from engine.text_files import read_text
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "vocab.json")
+TEMPLATE_KEYS = ("trade_template", "quote_template")  # codec: keys only the text codec reads
+BINNED_BY = {"auto": "codec.kind auto, for the built-in model or a checkpoint with codec.json",
+             "binned": "codec.kind: binned"}
 
 
 def build_codec(config: ServiceConfig) -> Codec:
@@ -30,7 +33,14 @@ def build_codec(config: ServiceConfig) -> Codec:
     kind = config.codec.kind
     if kind == "auto":
         kind = "binned" if path is None or (Path(path) / "codec.json").is_file() else "text"
+    # (`is not None`, not `or`: an empty template is refused for its missing newline, not swapped for the default)
+    templates = {name: value for name in TEMPLATE_KEYS if (value := getattr(config.codec, name)) is not None}
     if kind == "binned":
+        if templates:  # a template the binned codec never reads would be believed in effect (review261 #2)
+            keys = " and ".join(f"codec.{name}" for name in templates)
+            raise ConfigError(f"{keys} {'apply' if len(templates) > 1 else 'applies'} only to the text codec (a "
+                              f"Hugging Face model's); this model's codec is binned ({BINNED_BY[config.codec.kind]}),"
+                              f" which reads no template: remove it, or serve a text model (--model DIR)")
         if path is None:
             return load_builtin_codec()
         spec = Path(path) / "codec.json"
@@ -40,11 +50,7 @@ def build_codec(config: ServiceConfig) -> Codec:
         return load_codec(Path(path))  # with the checkpoint's calibration.json, when it ships one
     if path is None:
         raise ConfigError("codec.kind: text needs model.path (a Hugging Face checkpoint with a tokenizer)")
-    defaults = TextCodecConfig()
-    return TextCodec(load_tokenizer(Path(path)), TextCodecConfig(
-        trade_template=config.codec.trade_template or defaults.trade_template,
-        quote_template=config.codec.quote_template or defaults.quote_template,
-    ), end_tokens=eos_token_ids(Path(path)))
+    return TextCodec(load_tokenizer(Path(path)), TextCodecConfig(**templates), end_tokens=eos_token_ids(Path(path)))
 
 
 def eos_token_ids(path: Path) -> set[int]:
