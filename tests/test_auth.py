@@ -7,6 +7,8 @@ import contextlib
 import shutil
 import socket
 import time
+import urllib.request
+from pathlib import Path
 
 import pytest
 import zmq
@@ -41,10 +43,10 @@ def keys(tmp_path_factory):
     return root
 
 
-def curve_config(checkpoint, keys, **curve) -> ServiceConfig:
+def curve_config(checkpoint, keys, endpoints: dict = LOCAL, **curve) -> ServiceConfig:
     return ServiceConfig.from_dict({
         "model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16},
-        "endpoints": LOCAL, "limits": {"heartbeat_s": 0.2},
+        "endpoints": endpoints, "limits": {"heartbeat_s": 0.2},
         "curve": {"enabled": True, "server_secret_key_file": str(keys / "server.key_secret"), **curve},
     })
 
@@ -54,6 +56,30 @@ def wait_for(predicate, timeout_s: float = 10.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.05)
+
+
+def test_every_stats_key_of_an_allow_list_service_is_documented_and_every_count_scraped(checkpoint, keys) -> None:
+    """review261 #5: with curve.clients_dir `stats` carried `auth_allowed` (and `auth_errors`), which no doc named,
+    and /metrics showed neither, though wire-protocol.md says every number of `stats` is there. Every top-level key
+    of such a service's `stats` is now named in the doc's `stats` row, and every count is scraped."""
+    alice = {"server_public_key": read_public_key(keys / "server.key"),
+             "client_keypair": read_keypair(keys / "alice.key_secret")}
+    config = curve_config(checkpoint, keys, {**LOCAL, "metrics_port": 0}, clients_dir=str(keys / "allowed"))
+    with serving(config) as server, ControlClient(server.endpoints["control"], timeout_s=10, **alice) as control:
+        stats = control.call("stats")["stats"]
+        scraped = urllib.request.urlopen(server.endpoints["metrics"], timeout=10).read().decode()
+    doc = (Path(__file__).parents[1] / "docs" / "wire-protocol.md").read_text()
+    row = next(line for line in doc.splitlines() if line.startswith("| `stats` |"))
+    assert [key for key in stats if f"`{key}`" not in row] == []
+    families = {line.split()[2] for line in scraped.splitlines() if line.startswith("# TYPE ")}
+    scraped_as = {"uptime_s": "flashtick_process_start_time_seconds", "lag_s": "flashtick_lag_seconds",
+                  "stats_time": "flashtick_stats_timestamp_seconds"}  # (the names wire-protocol.md's Metrics gives)
+    counts = [key for key, value in stats.items() if type(value) in (int, float)]
+    assert "auth_allowed" in counts and "auth_errors" in counts
+    assert [key for key in counts if not {f"flashtick_{key}", f"flashtick_{key}_total",
+                                          scraped_as.get(key)} & families] == []
+    allowed = [line for line in scraped.splitlines() if line.startswith("flashtick_auth_allowed_total ")]
+    assert stats["auth_allowed"] >= 1 and len(allowed) == 1 and float(allowed[0].split()[1]) >= 1, allowed
 
 
 def test_listed_clients_are_served_and_unknown_keys_refused(checkpoint, keys, capfd) -> None:

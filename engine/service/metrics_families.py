@@ -18,6 +18,10 @@ COUNTERS = {
     "engine_errors": "Engine steps that failed (the service kept serving)",
     "streams_expired": "Idle streams dropped (scheduler.stream_idle_s)",
     "auth_denied": "CURVE handshakes refused: client key not in curve.clients_dir",
+    "auth_allowed": "CURVE handshakes let in: client key in curve.clients_dir (one per connection, a reconnect "
+                    "counted again)",
+    "auth_errors": "CURVE key checks (ZAP requests) that failed inside the service and were refused for it "
+                   "(expected 0: each is a line on stderr)",
     "handshakes_failed": "Connections to CURVE sockets whose handshake failed before a key was checked (a client "
                          "without keys, a peer that is no ZeroMQ client)",
     "descriptors_exhausted": "Heartbeats that found no file descriptor free: new connections are not accepted",
