@@ -327,7 +327,7 @@ def test_an_ask_a_shard_holds_no_session_for_is_answered_as_one_engine_answers_i
         wait_for(lambda: time.monotonic() - fed > idle_s + 1.5)
         for link in front.links:
             link.stats_due = True
-        front._send_all()  # a heartbeat's calls: the shards expire both streams
+        front.calls.send_all()  # a heartbeat's calls: the shards expire both streams
         replies = []
         assert server._op_ask({"op": "ask", "stream": "SYN.A", "query": "dir"}, replies.append) is None  # routed
         wait_for(lambda: server._step() or replies)

@@ -24,8 +24,9 @@ whole registry. An answer computed under a registry version older than its
 query's current registration is dropped (it answers a replaced query).
 
 This file holds ShardedPipeline; its parts live beside it: sharded_restart.py (the start from the data directory),
-shard_restores.py (what a read of the tick log gives a shard's restore), shard_recovery.py (a shard lost and
-restored) and shard_replies.py (a shard's reply taken in: answers numbered and published, progress, refusals).
+shard_calls.py (the step's calls: sent, collected), shard_restores.py (what a read of the tick log gives a shard's
+restore), shard_recovery.py (a shard lost and restored) and shard_replies.py (a shard's reply taken in: answers
+numbered and published, progress, refusals).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from engine.service.rejections import admission_limit
 from engine.service.rendezvous import shard_for
 from engine.service.shedding import ShedCounts
 from engine.service.shard import GroupEnd
+from engine.service.shard_calls import ShardCalls
 from engine.service.shard_link import ShardLink, gathered_stats
 from engine.service.shard_recovery import ShardRecovery
 from engine.service.shard_replies import ShardReplies
@@ -67,9 +69,6 @@ from queries.flash import FlashQueries
 from queries.limits import QueryLimits
 from queries.registry import Registry
 from queries.spec import QuerySpec, dump_queries
-
-WAIT_S = 0.002  # the longest a step waits for a shard's reply before the server polls its sockets again
-
 
 class ShardGivenUp(LookupError):
     """An ask on a stream whose shard the front door gave up on: not the asker's mistake (the server says
@@ -122,6 +121,7 @@ class ShardedPipeline:
         self.refused_at_start: set[str] = set()
         self.recovery = ShardRecovery(self)  # a shard lost and restored; the log is read on its thread
         self.replies = ShardReplies(self)  # what a shard's reply brings: answers, progress, refusals
+        self.calls = ShardCalls(self)  # one call in flight per shard: its items, ops and asks out, the reply in
         self._ray = connect(config.shards)
         self._group, self.links = None, []
         try:
@@ -239,62 +239,9 @@ class ShardedPipeline:
     # -- the loop's step: send, collect, publish ------------------------------------------------
 
     def step(self, max_tokens: int | None = None) -> StepReport | None:
-        """Send each idle shard its work, collect the replies that are in (waiting at most WAIT_S), and
-        return the answers and ask replies they brought (standing answers already numbered and logged).
-        ``max_tokens`` is not used: the shards size their own forwards, and this waits at most WAIT_S."""
-        ray = ray_module()
-        outcomes: list[JobOutcome] = []
-        self.recovery.poll_reads()
-        self._send_all()
-        calls = {link.call: link for link in self.links if link.call is not None}
-        if calls:
-            ready, _ = ray.wait(list(calls), num_returns=1, timeout=WAIT_S)
-            if ready:
-                ready, _ = ray.wait(list(calls), num_returns=len(calls), timeout=0)
-            for ref in ready:
-                self._finish(calls[ref], outcomes)
-            self._send_all()
-        return StepReport(outcomes=outcomes) if outcomes or calls else None
-
-    def _send_all(self) -> None:
-        for link in self.links:
-            if link.call is None and not link.lost and link.has_work:
-                self._send(link)
-
-    def _send(self, link: ShardLink) -> None:
-        items, ops = link.buffer, link.ops
-        link.buffer, link.ops = [], []
-        link.call_tokens, link.buffered_tokens = link.buffered_tokens, 0
-        link.call_version = self.registry.version
-        link.call_tickets = [op[1] for op in ops if op[0] == "ask"]
-        link.call_streams = {item[0] for item in items if not isinstance(item, GroupEnd)}
-        link.call_forgets = {op[1] for op in ops if op[0] == "forget"}
-        want_stats, link.stats_due = link.stats_due, False
-        link.call_kind = "step"
-        # no idle expiry while the ingest queue holds unread messages: a stream's next ticks may be among them
-        link.call = link.handle.step.remote(items, ops, self.config.shards.step_ms, want_stats,
-                                            may_expire=self.ingest_unread_s == 0)
-
-    def _finish(self, link: ShardLink, outcomes: list[JobOutcome]) -> None:
-        ray = ray_module()
-        ref, version, tickets, kind = link.call, link.call_version, link.call_tickets, link.call_kind
-        # the call's streams too: its reply is of what the shard did after their items (an expiry included)
-        link.call, link.call_tokens, link.call_tickets, link.call_streams = None, 0, [], set()
-        # streams forgotten here whose shard this call did not tell: what it says of them is of the session that
-        # is gone (its answers, progress, expiry); those it told were forgotten first, before its items
-        forgets, link.call_forgets = link.call_forgets, set()
-        stale = link.forgetting - forgets
-        link.forgetting -= forgets  # (a call that failed told nothing: the restore reads the log, which says it)
-        try:
-            reply = ray.get(ref)
-        except ray.exceptions.RayError as e:  # the shard raised, or its actor died: it is restored (ShardRecovery)
-            self.recovery.failed(link, e, kind, tickets, outcomes)
-            return
-        if reply.get("needs_restore"):  # restarted by Ray between two calls
-            self.recovery.lost(link, "restarted", tickets, outcomes, kind)
-            return
-        link.lost, link.restore_errors = False, 0
-        self.replies.take(link, reply, version, stale, outcomes)
+        """One round of shard calls (ShardCalls.step: send, collect, publish). ``max_tokens`` is not used: the
+        shards size their own forwards, and this waits at most shard_calls.WAIT_S."""
+        return self.calls.step()
 
     def take_turned_away(self) -> dict[str, list]:
         """The streams the shards refused since the last call (name -> [items refused, the first why])."""
@@ -395,7 +342,7 @@ class ShardedPipeline:
         included, and its shard told by an op ahead of the items accepted from now on (Shard._forget). StreamBusy
         while items of it wait here or in the call in flight, or an ask on it waits for its reply. What its shard
         has not computed yet goes with the session, as a restart drops it at the log's record; what the shard says
-        of the stream before the op reaches it is not taken (``_finish``)."""
+        of the stream before the op reaches it is not taken (ShardCalls._finish)."""
         link = self.shard_of.get(stream)
         if link is not None and (stream in link.call_streams or link.buffers(stream)):
             raise StreamBusy(f"stream {stream!r} has data waiting for its shard ({link.name}): send the request again "
