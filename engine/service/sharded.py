@@ -25,8 +25,8 @@ query's current registration is dropped (it answers a replaced query).
 
 This file holds ShardedPipeline; its parts live beside it: sharded_restart.py (the start from the data directory),
 shard_calls.py (the step's calls: sent, collected), shard_restores.py (what a read of the tick log gives a shard's
-restore), shard_recovery.py (a shard lost and restored) and shard_replies.py (a shard's reply taken in: answers
-numbered and published, progress, refusals).
+restore), shard_recovery.py (a shard lost and restored), shard_replies.py (a shard's reply taken in: answers
+numbered and published, progress, refusals) and sharded_forget.py (an operator's `forget STREAM`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
 from engine.service.log_provenance import written_by
 from engine.service.model_and_codec import answer_heads, build_codec
-from engine.service.pipeline import StreamBusy, log_or_refuse, say
+from engine.service.pipeline import log_or_refuse, say
 from engine.service.query_fit import compile_fitting
 from engine.service.when_behind import conflating, overloaded, shed_message
 from engine.service import ray_reaper
@@ -62,6 +62,7 @@ from engine.service.shard_calls import ShardCalls
 from engine.service.shard_link import ShardLink, gathered_stats
 from engine.service.shard_recovery import ShardRecovery
 from engine.service.shard_replies import ShardReplies
+from engine.service.sharded_forget import forget_stream
 from engine.service.sharded_restart import restart_front_door
 from engine.service.turned_away import TurnedAway
 from queries.cache import Answer, AnswerCache
@@ -337,34 +338,9 @@ class ShardedPipeline:
         link.ops.append(("ask", ticket, stream, spec.name if registered else spec.to_dict()))
 
     def forget_stream(self, stream: str) -> None:
-        """Drop ``stream`` at an operator's request as TickPipeline.forget_stream does: logged first (raises
-        LogWriteError, forgetting nothing, when the log refuses that), then from every layer here, its ordering guard
-        included, and its shard told by an op ahead of the items accepted from now on (Shard._forget). StreamBusy
-        while items of it wait here or in the call in flight, or an ask on it waits for its reply. What its shard
-        has not computed yet goes with the session, as a restart drops it at the log's record; what the shard says
-        of the stream before the op reaches it is not taken (ShardCalls._finish)."""
-        link = self.shard_of.get(stream)
-        if link is not None and (stream in link.call_streams or link.buffers(stream)):
-            raise StreamBusy(f"stream {stream!r} has data waiting for its shard ({link.name}): send the request again "
-                             f"in a moment (or once its feed is stopped)")
-        if any(asked == stream for _, asked in self._asked.values()):
-            raise StreamBusy(f"stream {stream!r} has an ask waiting for its shard's reply: send the request again "
-                             f"in a moment")
-        self.data.log_forgotten(stream)
-        if link is not None:
-            link.streams.discard(stream)
-            del self.shard_of[stream]
-            if not link.failed:  # (a shard given up on is restored from the log at the restart, which says it)
-                link.ops.append(("forget", stream))
-                link.forgetting.add(stream)
-        self.progress.pop(stream, None)
-        self.encoders.forget(stream)
-        self.registry.drop_stream(stream, keep_grid=False)
-        self.cache.drop_stream(stream)
-        self.flash.drop_stream(stream)
-        self.scores.drop_stream(stream)
-        self.adaptation.drop_stream(stream)
-        self.data.answers.forget_stream(stream)
+        """Drop ``stream`` at an operator's request (sharded_forget.forget_stream: StreamBusy while items of it or
+        an ask on it wait for its shard)."""
+        forget_stream(self, stream)
 
     def forget_query(self, name: str, logged: bool = True) -> None:
         self.cache.drop_query(name)
