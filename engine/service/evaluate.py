@@ -26,14 +26,14 @@ blocks of `block` consecutive points, which are resampled with replacement, so
 neighbouring answers whose futures overlap stay together. A calibration table
 (and a PNG with matplotlib) for the model.
 
-Which ticks are answer points (and their --points-out table) is engine/service/evaluation_points.py; what
-`evaluate` and `train` print of the result (the table, the verdict, the plot) is engine/service/evaluation_report.py.
+Its options are engine/service/evaluation_options.py; which ticks are answer points (and their --points-out table)
+is engine/service/evaluation_points.py; what `evaluate` and `train` print of the result (the table, the verdict, the
+plot) is engine/service/evaluation_report.py.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from connectors.questions import Question
 from connectors.ticks import utc_text
 from engine.models.loader import check_checkpoint
 from engine.service.backtest_scores import calibration_table
+from engine.service.evaluation_options import EvalOptions
 from engine.service.evaluation_points import batch_last_ticks, burst_share, chosen_ticks, points_table, write_points
 from engine.service.features import QuestionHead, fit_logistic
 from engine.service.splits import StreamData
@@ -57,33 +58,6 @@ from queries.adapt import adapt_series
 from queries.probe_answers import calibrated_probs
 
 BASELINES = ("raw", "prior", "majority", "logistic", "hindsight")
-
-
-@dataclass(frozen=True)
-class EvalOptions:
-    max_points: int = 20_000  # answer ticks per stream scored by the model (a CPU budget)
-    max_fit_points: int = 200_000  # train-part answer points for the logistic fit
-    block: int = 100  # bootstrap block, in consecutive answer points (>= the longest horizon, 50)
-    resamples: int = 1000
-    seed: int = 0
-    batch: int = 4
-    device: str = "cpu"
-    adapt: bool = True  # also score the adapted answers (what answers.adapt: online publishes)
-    # > 0: also `adapted_history`, the adaptation fed first with the model's answers on up to this many ticks of
-    # the train part (and every train label), as a stream served since its start has it; costs their forwards
-    adapt_history: int = 0
-    # None: every labelled tick of the test part is an answer point; a width in ms: only the last tick of each
-    # event-time batch of that width, where `backtest --batch-ms` answers (mid-burst ticks are not answered there)
-    batch_ms: float | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("max_points", "max_fit_points", "block", "resamples", "batch"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.adapt_history < 0:
-            raise ValueError(f"adapt_history must be >= 0, got {self.adapt_history}")
-        if self.batch_ms is not None and not 0 < self.batch_ms < np.inf:
-            raise ValueError(f"batch_ms (--batch-ms) must be a number of milliseconds > 0, got {self.batch_ms:g}")
 
 
 def load_tick_model(model_dir: Path, device: str = "cpu") -> tuple[Any, BinnedCodec]:
