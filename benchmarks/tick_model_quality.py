@@ -52,9 +52,10 @@ from benchmarks.common import add_data_dir_argument, add_output_arguments, machi
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service import cli
 from engine.service.datasets import INSTRUMENTS, LOADERS, data_available
-from engine.service.evaluate import EvalOptions, evaluate_streams, load_tick_model, window_ticks
+from engine.service.evaluate import EvalOptions, evaluate_streams
 from engine.service.features import read_head
 from engine.service.splits import SplitSpec, min_part_ticks, prepare, read_streams
+from engine.service.tick_checkpoint import load_tick_model, window_ticks
 from engine.service.train_builtin import calibrate_only, reproduce_command, train, write_training_md
 from engine.service.train_config import TrainConfig
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec, BinnedSpec
-from engine.service.evaluate import load_tick_model, window_ticks
+from engine.service.tick_checkpoint import load_tick_model, window_ticks
 from engine.service.train_builtin import main, train
 from engine.service.train_config import TrainConfig
 from engine.service.train_data import synthetic_sources, wide_synthetic_configs

@@ -85,7 +85,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     import dataclasses
 
     from engine.models import BUILTIN_MODEL_DIR
-    from engine.service.evaluate import batch_ms_left_nothing, evaluate_streams, load_tick_model
+    from engine.service.evaluate import batch_ms_left_nothing, evaluate_streams
+    from engine.service.tick_checkpoint import load_tick_model
     from connectors.ticks import counted
     from engine.service.features import read_head
     from engine.service.finetune import resolve_device

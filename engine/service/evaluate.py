@@ -26,9 +26,9 @@ blocks of `block` consecutive points, which are resampled with replacement, so
 neighbouring answers whose futures overlap stay together. A calibration table
 (and a PNG with matplotlib) for the model.
 
-Its options are engine/service/evaluation_options.py; which ticks are answer points (and their --points-out table)
-is engine/service/evaluation_points.py; what `evaluate` and `train` print of the result (the table, the verdict, the
-plot) is engine/service/evaluation_report.py.
+Its options are engine/service/evaluation_options.py; the checkpoint's loading is engine/service/tick_checkpoint.py;
+which ticks are answer points (and their --points-out table) is engine/service/evaluation_points.py; what `evaluate`
+and `train` print of the result (the table, the verdict, the plot) is engine/service/evaluation_report.py.
 """
 
 from __future__ import annotations
@@ -40,50 +40,23 @@ from typing import Any
 import numpy as np
 import torch
 
-from connectors.builtin import load_codec
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.event_time import duration_text
 from connectors.labels import closes_spanned, ordinary_spacing
 from connectors.questions import Question
 from connectors.ticks import utc_text
-from engine.models.loader import check_checkpoint
 from engine.service.backtest_scores import calibration_table
 from engine.service.evaluation_options import EvalOptions
 from engine.service.evaluation_points import batch_last_ticks, burst_share, chosen_ticks, points_table, write_points
 from engine.service.features import QuestionHead, fit_logistic
 from engine.service.splits import StreamData
+from engine.service.tick_checkpoint import window_ticks
 from engine.service.packing import pack_batch
 from engine.service.session_gaps import GAP_NOTE_NS, sampled_note
 from queries.adapt import adapt_series
 from queries.probe_answers import calibrated_probs
 
 BASELINES = ("raw", "prior", "majority", "logistic", "hindsight")
-
-
-def load_tick_model(model_dir: Path, device: str = "cpu") -> tuple[Any, BinnedCodec]:
-    """A checkpoint directory with config.json, model.safetensors and codec.json (a BinnedCodec tick model)."""
-    from transformers import LlamaForCausalLM
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # one checkpoint from a local folder: no bar on the user's terminal
-    # refused as backtest and serve refuse it, in one line (a directory without weights, a truncated file,
-    # weights that do not fit config.json), not with transformers' multi-line load report
-    check_checkpoint(model_dir)
-    if not (model_dir / "codec.json").is_file():
-        raise ValueError(f"{model_dir} has no codec.json: train and evaluate work on binned tick models only")
-    codec = load_codec(model_dir)  # with the calibration.json fitted to these weights, if any
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # its load report (warning level, ANSI colours) says nothing checked above
-    try:
-        model = LlamaForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa").to(device).eval()
-    finally:
-        hf_logging.set_verbosity(verbosity)
-    return model, codec
-
-
-def window_ticks(model: Any) -> int:
-    """Ticks per window so that a probe after the last tick stays inside max_position_embeddings."""
-    return model.config.max_position_embeddings // TOKENS_PER_TICK - 1
 
 
 @torch.no_grad()

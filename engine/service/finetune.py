@@ -34,7 +34,7 @@ from connectors.replay_entries import replay_files
 from connectors.ticks import Tick, counted
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.calibrate import calibrate_streams, fit_heads, validation_pairs
-from engine.service.evaluate import MIN_POINTS, EvalOptions, evaluate_streams, load_tick_model
+from engine.service.evaluate import MIN_POINTS, EvalOptions, evaluate_streams
 from engine.service.evaluation_report import format_table, heldout_text, plot, uncalibrated_why
 from engine.service.features import HEAD_FILE, QuestionHead, write_head
 from engine.service.output_paths import write_text_atomically
@@ -43,6 +43,7 @@ from engine.service.splits import (
     SHORT_NAMED, Rejected, SplitSpec, StreamData, gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
     short_streams_line, time_overlap_note,
 )
+from engine.service.tick_checkpoint import load_tick_model
 from engine.service.train_checkpoint import new_model, save_model
 from engine.service.train_config import TrainConfig
 from engine.service.train_data import Source, question_tokens, sample_batch

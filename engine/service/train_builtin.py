@@ -121,7 +121,7 @@ def calibrate_only(out: Path, data_dir: Path | None, log_path: Path | None = Non
     and record it in TRAINING.md. The weights are not touched."""
     from connectors.calibration import write_calibration
     from engine.service.calibrate import calibrate_builtin, calibration_table
-    from engine.service.evaluate import load_tick_model
+    from engine.service.tick_checkpoint import load_tick_model
 
     torch.set_num_threads(1)
     t0 = time.time()
