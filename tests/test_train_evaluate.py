@@ -20,7 +20,8 @@ from connectors.labels import label_series, marks_of
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import utc_text
 from engine.service.cli import main
-from engine.service.evaluate import EvalOptions, accuracy_brier, block_bootstrap, evaluate_streams, score_question
+from engine.service.evaluate import EvalOptions, evaluate_streams
+from engine.service.evaluation_scores import accuracy_brier, block_bootstrap, score_question
 from engine.service.evaluation_report import format_table
 from engine.service.features import fit_logistic, microstructure_features, read_head
 from engine.service.finetune import to_source

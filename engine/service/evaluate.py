@@ -28,8 +28,9 @@ neighbouring answers whose futures overlap stay together. A calibration table
 
 Its options are engine/service/evaluation_options.py; the checkpoint's loading is engine/service/tick_checkpoint.py;
 which ticks are answer points (and their --points-out table) is engine/service/evaluation_points.py; the model's
-answers there (probed, calibrated, headed) are engine/service/evaluation_answers.py; what `evaluate` and `train`
-print of the result (the table, the verdict, the plot) is engine/service/evaluation_report.py.
+answers there (probed, calibrated, headed) are engine/service/evaluation_answers.py; their scores (accuracy, Brier,
+bootstrap intervals) are engine/service/evaluation_scores.py; what `evaluate` and `train` print of the result (the
+table, the verdict, the plot) is engine/service/evaluation_report.py.
 """
 
 from __future__ import annotations
@@ -46,69 +47,15 @@ from connectors.event_time import duration_text
 from connectors.labels import closes_spanned, ordinary_spacing
 from connectors.questions import Question
 from connectors.ticks import utc_text
-from engine.service.backtest_scores import calibration_table
 from engine.service.evaluation_answers import answer_logits, answer_probs, headed_probs
 from engine.service.evaluation_options import EvalOptions
 from engine.service.evaluation_points import batch_last_ticks, burst_share, chosen_ticks, points_table, write_points
+from engine.service.evaluation_scores import score_question, scores_by_stream
 from engine.service.features import QuestionHead, fit_logistic
 from engine.service.splits import StreamData
 from engine.service.tick_checkpoint import window_ticks
 from engine.service.session_gaps import GAP_NOTE_NS, sampled_note
 from queries.adapt import adapt_series
-
-BASELINES = ("raw", "prior", "majority", "logistic", "hindsight")
-
-
-def accuracy_brier(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per point: 1.0 if the most likely class (first on ties) is the realised one; Brier = sum_c (p_c - [c = y])^2."""
-    onehot = np.eye(p.shape[1])[y]
-    return (p.argmax(axis=1) == y).astype(np.float64), np.square(p - onehot).sum(axis=1)
-
-
-def block_bootstrap(d: np.ndarray, block: int, resamples: int, rng: np.random.Generator) -> dict[str, float]:
-    """Mean of d and a 95% percentile interval from resampling blocks of `block` consecutive values."""
-    starts = np.arange(0, len(d), block)
-    sums = np.add.reduceat(d, starts)
-    counts = np.diff(np.append(starts, len(d)))
-    pick = rng.integers(0, len(starts), size=(resamples, len(starts)))
-    means = sums[pick].sum(axis=1) / counts[pick].sum(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return {"diff": float(d.mean()), "lo": float(lo), "hi": float(hi)}
-
-
-def score_question(probs: dict[str, np.ndarray], y: np.ndarray, options: EvalOptions,
-                   rng: np.random.Generator) -> dict[str, Any]:
-    """Accuracy and Brier per predictor (probs: name -> (n, C)), model-minus-baseline intervals, calibration."""
-    per = {name: accuracy_brier(p, y) for name, p in probs.items()}
-    scores = {name: {"accuracy": float(a.mean()), "brier": float(b.mean())} for name, (a, b) in per.items()}
-    diffs = {}
-    for base in BASELINES:
-        if base in per:
-            diffs[base] = {"accuracy": block_bootstrap(per["model"][0] - per[base][0], options.block,
-                                                       options.resamples, rng),
-                           "brier": block_bootstrap(per["model"][1] - per[base][1], options.block,
-                                                    options.resamples, rng)}
-    p = probs["model"]
-    calibration = calibration_table(p.reshape(-1), np.eye(p.shape[1])[y].reshape(-1))
-    return {"n": int(len(y)), "blocks": -(-len(y) // options.block), "scores": scores, "model_minus": diffs,
-            "calibration": calibration}
-
-
-def scores_by_stream(probs: dict[str, np.ndarray], y: np.ndarray, sizes: list[tuple[str, int]]
-                     ) -> dict[str, dict[str, Any]]:
-    """Each stream's accuracy and Brier per predictor, read off the pooled rows (``sizes``: each stream's
-    answer points, in the order they were pooled), nothing refitted: weighted by n, they add up to the pooled."""
-    out, start = {}, 0
-    for name, n in sizes:
-        if n:
-            rows = slice(start, start + n)
-            out[name] = {"n": n, "scores": {}}
-            for predictor, p in probs.items():
-                accuracy, brier = accuracy_brier(p[rows], y[rows])
-                out[name]["scores"][predictor] = {"accuracy": float(accuracy.mean()), "brier": float(brier.mean())}
-        start += n
-    return out
-
 
 def _scored_test_points(sd: StreamData, W: int, options: EvalOptions) -> tuple[np.ndarray, np.ndarray, int, int]:
     """One stream's test-part answer points that are scored (ticks, question indices): with `batch_ms`, only the
