@@ -28,7 +28,8 @@ neighbouring answers whose futures overlap stay together. A calibration table
 
 Its options are engine/service/evaluation_options.py; the checkpoint's loading is engine/service/tick_checkpoint.py;
 which ticks are answer points (and their --points-out table) is engine/service/evaluation_points.py; the model's
-answers there (probed, calibrated, headed) are engine/service/evaluation_answers.py; their scores (accuracy, Brier,
+answers there (probed, calibrated, headed) are engine/service/evaluation_answers.py; each predictor's answers (the
+model's forms, the baselines fitted) are engine/service/evaluation_predictors.py; their scores (accuracy, Brier,
 bootstrap intervals) are engine/service/evaluation_scores.py; what `evaluate` and `train` print of the result (the
 table, the verdict, the plot) is engine/service/evaluation_report.py.
 """
@@ -40,22 +41,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from connectors.codec import BinnedCodec
 from connectors.event_time import duration_text
 from connectors.labels import closes_spanned, ordinary_spacing
 from connectors.questions import Question
 from connectors.ticks import utc_text
-from engine.service.evaluation_answers import answer_logits, answer_probs, headed_probs
+from engine.service.evaluation_answers import answer_logits
 from engine.service.evaluation_options import EvalOptions
 from engine.service.evaluation_points import batch_last_ticks, burst_share, chosen_ticks, points_table, write_points
+from engine.service.evaluation_predictors import history_answers, predictor_probs, scored_entries
 from engine.service.evaluation_scores import score_question, scores_by_stream
-from engine.service.features import QuestionHead, fit_logistic
+from engine.service.features import QuestionHead
+from engine.service.session_gaps import GAP_NOTE_NS, sampled_note
 from engine.service.splits import StreamData
 from engine.service.tick_checkpoint import window_ticks
-from engine.service.session_gaps import GAP_NOTE_NS, sampled_note
-from queries.adapt import adapt_series
+
 
 def _scored_test_points(sd: StreamData, W: int, options: EvalOptions) -> tuple[np.ndarray, np.ndarray, int, int]:
     """One stream's test-part answer points that are scored (ticks, question indices): with `batch_ms`, only the
@@ -84,81 +85,6 @@ def _across_pauses(sd: StreamData, qs: list[Question], ii: np.ndarray, qq: np.nd
     (closes_spanned: a series whose ticks are that far apart as a rule has none)."""
     return sum(int(closes_spanned(sd.ts, q.spec.horizon, GAP_NOTE_NS)[ii[qq == qi]].sum())
                for qi, q in enumerate(qs) if q.spec.kind != "regime")
-
-
-def _history_answers(model: Any, codec: BinnedCodec, sd: StreamData, W: int, options: EvalOptions
-                     ) -> tuple[np.ndarray, np.ndarray, list[torch.Tensor]] | None:
-    """For `adapted_history`: the model's answers on up to `adapt_history` ticks of the train part (ticks, question
-    indices, logits), fed to the adaptation first; None without adapt_history."""
-    if not (options.adapt and options.adapt_history > 0):
-        return None
-    hi, hq = sd.points("train")
-    kept = np.isin(hi, chosen_ticks(np.unique(hi), W - W // 2, options.adapt_history))
-    hi, hq = hi[kept], hq[kept]
-    return hi, hq, answer_logits(model, codec, sd, hi, hq, options)
-
-
-def _test_entries(codec: BinnedCodec, sd: StreamData, x: np.ndarray, ii: np.ndarray, qq: np.ndarray,
-                  logits: list[torch.Tensor], history: tuple | None, heads: dict[str, QuestionHead],
-                  options: EvalOptions) -> list[tuple]:
-    """Per question, one stream's scored test points: (features, labels, logits, adapted, adapted_history, stream
-    name, ticks); adapted and adapted_history are None where not scored."""
-    entries = []
-    for qi, q in enumerate(codec.questions.values()):
-        sel = np.nonzero(qq == qi)[0]
-        z = [logits[k] for k in sel]
-        adaptable = options.adapt and len(sel) and q.spec.kind != "regime"
-        head = heads.get(q.name)
-        adapted = (adapt_series(ii[sel], headed_probs(codec, qi, z, x[ii[sel]], head), sd.labels[:, qi],
-                                sd.parts[2].start, q.spec.horizon) if adaptable else None)
-        warm = None
-        if adaptable and history is not None:
-            hi, hq, history_logits = history
-            hsel = np.nonzero(hq == qi)[0]
-            points = np.concatenate([hi[hsel], ii[sel]])  # train answers, then the test part's
-            probs = headed_probs(codec, qi, [history_logits[k] for k in hsel] + z, x[points], head)
-            warm = adapt_series(points, probs, sd.labels[:, qi], 0, q.spec.horizon)[len(hsel):]
-        entries.append((x[ii[sel]], sd.labels[ii[sel], qi], z, adapted, warm, sd.name, ii[sel]))
-    return entries
-
-
-def _predictor_probs(codec: BinnedCodec, qi: int, q: Question, train_x: list[np.ndarray], train_y: list[np.ndarray],
-                     test: list[tuple], options: EvalOptions, heads: dict[str, QuestionHead]
-                     ) -> tuple[dict[str, np.ndarray], np.ndarray, list[np.ndarray]]:
-    """Each predictor's (len(y), C) answers to question `qi` on the test points (``test``: each stream's
-    _test_entries), the baselines fitted on the train parts (``train_x``, ``train_y``: each stream's); with the
-    pooled train class frequencies and each stream's own."""
-    ty = np.concatenate(train_y)
-    n_cls = len(q.labels)
-    prior = np.bincount(ty, minlength=n_cls) / len(ty)
-    # The naive forecasts are each stream's own (its train part's class frequencies; the pooled ones for a
-    # stream with no train answers): pooled over instruments whose classes differ, they look worse than any
-    # one instrument's own, and the model beside them better than it is
-    own = [np.bincount(sty, minlength=n_cls) / len(sty) if len(sty) else prior
-           for sty, t in zip(train_y, test)]
-    priors = np.concatenate([np.tile(p, (len(t[1]), 1)) for p, t in zip(own, test)])  # (len(y), C)
-    # each stream's classes as its test part turned out (a constant per stream, known only afterwards): the
-    # best Brier any forecast blind to each answer's own ticks can score, so a model that beats it calls answers,
-    # while one that only leaned into the test part's drift (a random walk's, say) does not (review 190)
-    hindsight = np.concatenate([np.tile(np.bincount(t[1], minlength=n_cls) / len(t[1]), (len(t[1]), 1))
-                                for t in test if len(t[1])])  # (len(y), C)
-    tx = np.concatenate(train_x)
-    fit_rows = chosen_ticks(np.arange(len(ty)), 1000, options.max_fit_points)
-    logistic = fit_logistic(tx[fit_rows], ty[fit_rows], n_cls)
-    z = [p for t in test for p in t[2]]
-    test_x = np.concatenate([t[0] for t in test])
-    probs = {"model": headed_probs(codec, qi, z, test_x, heads.get(q.name)),
-             **({"alone": answer_probs(codec, qi, z)} if q.name in heads else {}),
-             **({} if q.calibration.identity else {"raw": answer_probs(codec, qi, z, calibrated=False)}),
-             **({"adapted": np.concatenate([t[3] for t in test if len(t[1])])}
-                if all(t[3] is not None for t in test if len(t[1])) else {}),
-             **({"adapted_history": np.concatenate([t[4] for t in test if len(t[1])])}
-                if all(t[4] is not None for t in test if len(t[1])) else {}),
-             "prior": priors,
-             "majority": np.eye(n_cls)[priors.argmax(axis=1)],
-             "logistic": logistic.predict_proba(test_x),
-             "hindsight": hindsight}
-    return probs, prior, own
 
 
 def _streams_record(streams: list[StreamData]) -> dict[str, dict[str, Any]]:
@@ -192,12 +118,12 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
         for qi in range(len(qs)):
             train_x[qi].append(x[ii[qq == qi]])
             train_y[qi].append(sd.labels[ii[qq == qi], qi])
-        history = _history_answers(model, codec, sd, W, options)  # adapted_history: train answers fed first
+        history = history_answers(model, codec, sd, W, options)  # adapted_history: train answers fed first
         ii, qq, stream_labelled, stream_batch_ends = _scored_test_points(sd, W, options)
         labelled, batch_ends = labelled + stream_labelled, batch_ends + stream_batch_ends
         across_pauses += _across_pauses(sd, qs, ii, qq)
         logits = answer_logits(model, codec, sd, ii, qq, options)
-        for qi, entry in enumerate(_test_entries(codec, sd, x, ii, qq, logits, history, heads, options)):
+        for qi, entry in enumerate(scored_entries(codec, sd, x, ii, qq, logits, history, heads, options)):
             test[qi].append(entry)
     results, scored_points = {}, []
     for qi, q in enumerate(qs):
@@ -205,7 +131,7 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
         ty = np.concatenate(train_y[qi])
         if len(y) == 0 or len(ty) == 0:
             continue  # e.g. `regime`: no ground truth in files
-        probs, prior, own = _predictor_probs(codec, qi, q, train_x[qi], train_y[qi], test[qi], options, heads)
+        probs, prior, own = predictor_probs(codec, qi, q, train_x[qi], train_y[qi], test[qi], options, heads)
         if points_out is not None:
             scored_points.append(points_table(q.name, list(q.labels), y, probs, streams, test[qi]))
         results[q.name] = score_question(probs, y, options, rng) | {
