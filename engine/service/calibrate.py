@@ -1,7 +1,7 @@
 """Fit a tick model's per-question answer calibration on a validation slice (connectors/calibration.py).
 
 For each codec question, on (answer logits z, realised label y) pairs of validation answer points, probed
-exactly as serving probes them (engine/service/evaluate.py `answer_logits`): the temperature T and per-answer
+exactly as serving probes them (engine/service/evaluation_answers.py `answer_logits`): the temperature T and per-answer
 bias b that minimise the mean negative log-likelihood of softmax(z / T + b) (queries.probe_answers.calibrated_logits,
 the same transform serving applies), plus `l2` * |b|^2 (which also pins b's free constant: sum b = 0).
 L-BFGS in float64 over (log T, b), from T = 1, b = 0; deterministic; T bounded to [1/4, 4] and each bias to

@@ -8,7 +8,7 @@ targets come from the train part, early stopping watches the loss on fixed
 batches of the validation part and keeps the best weights, the per-question
 answer calibration is fitted on the validation part's answer points
 (engine/service/calibrate.py), and the test part is scored at the end against
-the baselines of engine/service/evaluate.py. The output directory is a normal
+the baselines of engine/service/evaluation_predictors.py. The output directory is a normal
 checkpoint (config.json, model.safetensors, codec.json, calibration.json) with
 TRAINING.md (the model card) and evaluation.json beside it.
 """

@@ -1,4 +1,4 @@
-"""ShardReplies: a shard's reply taken in at a sharded front door (sharded.py collects the replies).
+"""ShardReplies: a shard's reply taken in at a sharded front door (shard_calls.py collects the replies).
 
 A reply says what the shard did with its call: the standing answers it computed (each gets its topic's next seq
 here, through the stream's answer mix, and goes to the answer log; one whose query was replaced or removed after the
