@@ -2,7 +2,7 @@
 `Shape`, the map that reads it and the note that says so.
 
 `shape_of`: a message a line (Binance trade/aggTrade events, also inside a combined stream's `{"stream": ...,
-"data": {...}}`, Binance bookTicker, Coinbase Exchange `match`/`last_match`);
+"data": {...}}`, Binance bookTicker, Coinbase Exchange `match`/`last_match`, Bitstamp `live_trades`);
 `array_shape_of`: ticks made one row each from arrays under `data` (OKX trades, bbo-tbt and tickers, Bybit
 publicTrade, Kraken v2 trade; Deribit's trades under `params.data`; Alpaca's trades and quotes,
 moved there by connectors/json_messages.py), by their channel; `rest_shape_of`: one JSON array of records as a REST
@@ -21,7 +21,7 @@ import polars as pl
 from connectors.column_map import PRESETS, ColumnMap
 from connectors.field_names import EXCHANGE_MESSAGES, FIELD_NAMES, normal_name
 from connectors.map_vocabulary import DETECT, EPOCH
-from connectors.side_maps import BUYER_MAKER
+from connectors.side_maps import BITSTAMP_TYPE, BUYER_MAKER
 from connectors.ticks import QUOTE, TRADE
 
 # (the keys are the wire's hints' too: connectors/field_names.py's EXCHANGE_MESSAGES)
@@ -30,6 +30,9 @@ BINANCE_TRADE_EVENTS = ("trade", "aggTrade")
 BINANCE_BOOK_KEYS = EXCHANGE_MESSAGES["binance-bookticker"].keys
 COINBASE_MATCH_KEYS = EXCHANGE_MESSAGES["coinbase-matches"].keys
 COINBASE_MATCHES = ("match", "last_match")
+# Bitstamp's live_trades `data` (lifted by connectors/json_lines.py), its pair taken from `channel`
+BITSTAMP_TRADE_KEYS = frozenset({"microtimestamp", "type", "price", "amount", "buy_order_id", "sell_order_id",
+                                 "symbol"})
 
 
 @dataclass
@@ -74,6 +77,15 @@ def shape_of(path: Path, frame: pl.DataFrame, wrapped: bool = False) -> Shape | 
                 f"side flipped (Coinbase's is the maker's), stream=product_id"
                 f"{'; other types left out, counted as filtered_out: ' + others if others else ''}")
         return Shape("coinbase-matches", PRESETS["coinbase-matches"], note)
+    if BITSTAMP_TRADE_KEYS <= columns and (events := _counts(frame, "event", "messages without event")) and \
+            "trade" in events:
+        others = _said({k: n for k, n in events.items() if k != "trade"})
+        note = (f"{path.name}: Bitstamp websocket live_trades: ts=microtimestamp (us), stream=the pair its channel "
+                f"names (live_trades_btcusd: btcusd), price, size=amount, side from type (0: the taker bought, 1: "
+                f"sold){'; other events left out, counted as filtered_out: ' + others if others else ''}")
+        return Shape("bitstamp-trades", ColumnMap(ts="microtimestamp", ts_unit=EPOCH, kind=TRADE, stream_col="symbol",
+                                                  price="price", size="amount", side="type",
+                                                  side_map=BITSTAMP_TYPE, keep={"event": ["trade"]}), note)
     return None
 
 

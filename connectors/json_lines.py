@@ -16,7 +16,7 @@ Messages holding their ticks in an array under `data` (OKX, Bybit, Kraken v2; De
 `params.data`, HTX's under `tick.data` and, REST, `data[].data[]`; Alpaca's records under `trades`/`quotes`, keyed
 by symbol) become one row per tick, the message's fields beside; a message without ticks (a subscription ack, a
 heartbeat) is an empty row, counted as filtered_out (`skipped`). Exchange layouts (Binance, Coinbase, OKX, Bybit,
-Deribit and Kraken v2 messages; Binance and Coinbase REST dumps) are known by
+Deribit, Bitstamp and Kraken v2 messages; Binance and Coinbase REST dumps) are known by
 their keys (connectors/exchange_shapes.py) and read with their map, said in a note. A nested object's fields are
 columns named by their path (`result.price`).
 
@@ -41,7 +41,8 @@ from connectors.column_map import ColumnMap
 from connectors.exchange_shapes import BINANCE_BOOK_KEYS, Shape, array_shape_of, rest_shape_of, shape_of
 from connectors.json_columns import best_levels, epoch_text_as_integers, nested_fields
 from connectors.json_messages import (
-    keyed_records, nested_arrays, subscription_params, symbol_of_channel, ticks_in_arrays, ticks_of_messages,
+    keyed_records, nested_arrays, subscription_params, symbol_of_bitstamp_channel, symbol_of_channel, ticks_in_arrays,
+    ticks_of_messages,
 )
 from connectors.json_objects import NOT_JSON, line_objects, one_array, read_lines, records_read
 from connectors.json_repeated_keys import DUPLICATE_KEY
@@ -147,6 +148,7 @@ def _convert(path: Path) -> JsonLinesTable:
     named = "symbol" not in frame.columns
     frame = symbol_of_channel(frame)
     named = named and "symbol" in frame.columns  # HTX's: said in a note, as no field of the file holds it
+    frame = symbol_of_bitstamp_channel(frame)  # said in the Bitstamp shape's note
     if ticks_in_arrays(frame):
         frame, line_of, bad, tickless = ticks_of_messages(frame, bad)
         from_arrays = True

@@ -78,6 +78,18 @@ def symbol_of_channel(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(symbol=pl.col("ch").str.split(".").list.get(1, null_on_oob=True))
 
 
+BITSTAMP_CHANNEL = "live_trades_"  # Bitstamp's websocket channel: live_trades_btcusd
+
+
+def symbol_of_bitstamp_channel(frame: pl.DataFrame) -> pl.DataFrame:
+    """Bitstamp's websocket messages name their pair only in `channel` (`live_trades_btcusd`): the rest of it as
+    `symbol`, so that each pair is a stream of its own."""
+    if "symbol" in frame.columns or frame.schema.get("channel") != pl.String or \
+            not frame["channel"].drop_nulls().str.starts_with(BITSTAMP_CHANNEL).all():
+        return frame
+    return frame.with_columns(symbol=pl.col("channel").str.strip_prefix(BITSTAMP_CHANNEL))
+
+
 TICKLESS = ("event", "op", "method", "channel", "type", "ret_msg")  # what a message without ticks is, first found
 
 

@@ -60,6 +60,25 @@ def test_databento_json_reads_its_fixed_point_prices_as_its_csv_does(tmp_path: P
     assert [t.ts for t in by_event] == [ns for ns, *_ in TRADES] == [t.ts for t in csv_by_event]
 
 
+def bitstamp_trade(i: int, ns: int, p: float, s: float, sd: str) -> dict:
+    us = ns // 1000
+    return {"data": {"id": 100 + i, "timestamp": str(us // 10**6), "amount": s, "amount_str": str(s), "price": p,
+                     "price_str": str(p), "type": 0 if sd == "buy" else 1, "microtimestamp": str(us),
+                     "buy_order_id": 1, "sell_order_id": 2}, "channel": "live_trades_btcusd", "event": "trade"}
+
+
+@pytest.mark.parametrize("columns", [None, {"side": "type"}])
+def test_bitstamp_live_trades_read_their_side_and_microsecond_time(tmp_path: Path, columns: dict | None) -> None:
+    """review268 #2: the sides were dropped, times cut to whole seconds, and `side=type` read 0/1 as buy/none."""
+    path = write_lines(tmp_path / "bitstamp-ws.jsonl", [
+        {"event": "bts:subscription_succeeded", "channel": "live_trades_btcusd", "data": {}},
+        *(bitstamp_trade(i, *t) for i, t in enumerate(TRADES))])
+    ticks, replay = read(path, columns=columns)
+    assert seen(ticks) == [("btcusd", ns, p, s, sd) for ns, p, s, sd in TRADES]
+    assert dict(replay.rejected) == {"filtered_out": 1}
+    assert any("Bitstamp websocket live_trades: ts=microtimestamp (us)" in n for n in replay.notes)
+
+
 def gate_trade(i: int, ns: int, p: float, s: float, sd: str) -> dict:
     return {"time": ns // 10**9, "time_ms": ns // 10**6, "channel": "spot.trades", "event": "update",
             "result": {"id": i, "create_time": ns // 10**9, "create_time_ms": f"{ns / 1e6:.3f}", "side": sd,
