@@ -1,6 +1,7 @@
 """Values exchanges write their own way in JSON, made columns the replay reads as any file's: the best book level
 of an array of levels (`bids[0].price`), epoch times sent as text (`"ts": "1704153600000"`) as integers, an object's
-fields as dotted columns (`result.price`; Databento's record header `hd` as its CSV's columns).
+fields as dotted columns (`result.price`; Databento's record header `hd` as its CSV's columns), and a list of values
+(`"conditions": [12, 37]`) as text.
 """
 
 from __future__ import annotations
@@ -55,3 +56,12 @@ def nested_fields(frame: pl.DataFrame, depth: int = 3) -> pl.DataFrame:
                 lambda f, prefix=("" if header else f"{name}."): prefix + f)
             frame = frame.drop(name).hstack(lifted.drop([c for c in lifted.columns if c in frame.columns]))
     return frame
+
+
+def lists_as_text(frame: pl.DataFrame) -> pl.DataFrame:
+    """Lists of values (Polygon's `"conditions": [12, 37]`) as their values joined by commas (`12,37`), as a CSV
+    cell writes them: no map reads a list, but a note or a keep may read the column as text. Lists of objects
+    (ticks no reading unwrapped, named in a refusal) and of lists (book levels) stay as they are."""
+    flat = [c for c, d in frame.schema.items()
+            if isinstance(d, pl.List) and not isinstance(d.inner, (pl.List, pl.Struct))]
+    return frame.with_columns(pl.col(c).list.eval(pl.element().cast(pl.String)).list.join(",") for c in flat)

@@ -18,7 +18,7 @@ by symbol) become one row per tick, the message's fields beside; a message witho
 heartbeat) is an empty row, counted as filtered_out (`skipped`). Exchange layouts (Binance, Coinbase, OKX, Bybit,
 Deribit, Bitstamp and Kraken v2 messages; Binance and Coinbase REST dumps) are known by
 their keys (connectors/exchange_shapes.py) and read with their map, said in a note. A nested object's fields are
-columns named by their path (`result.price`).
+columns named by their path (`result.price`), and a list of values is text (`12,37`).
 
 Parsing the lines is connectors/json_objects.py (a key given twice: connectors/json_repeated_keys.py); messages
 reshaped to a row per tick, connectors/json_messages.py; exchange-written values made columns,
@@ -39,7 +39,7 @@ import polars as pl
 
 from connectors.column_map import ColumnMap
 from connectors.exchange_shapes import BINANCE_BOOK_KEYS, Shape, array_shape_of, rest_shape_of, shape_of
-from connectors.json_columns import best_levels, epoch_text_as_integers, nested_fields
+from connectors.json_columns import best_levels, epoch_text_as_integers, lists_as_text, nested_fields
 from connectors.json_messages import (
     keyed_records, nested_arrays, subscription_params, symbol_of_bitstamp_channel, symbol_of_channel, ticks_in_arrays,
     ticks_of_messages,
@@ -163,7 +163,7 @@ def _convert(path: Path) -> JsonLinesTable:
         wrapped = True
     else:
         wrapped = False
-    frame = best_levels(epoch_text_as_integers(nested_fields(frame)))
+    frame = lists_as_text(best_levels(epoch_text_as_integers(nested_fields(frame))))
     objects = frame.height - frame.select(pl.all_horizontal(pl.all().is_null()).sum()).item() if frame.width else 0
     if bad and objects == 0 and not tickless and all(reason == NOT_JSON for reason, _ in bad.values()):
         row, (_, why) = next(iter(bad.items()))

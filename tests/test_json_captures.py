@@ -79,6 +79,18 @@ def test_bitstamp_live_trades_read_their_side_and_microsecond_time(tmp_path: Pat
     assert any("Bitstamp websocket live_trades: ts=microtimestamp (us)" in n for n in replay.notes)
 
 
+def test_a_list_in_a_field_is_read_as_text_and_polygon_s_sip_timestamp_as_the_time(tmp_path: Path) -> None:
+    """review268 #3: `conditions: [12, 37]` (Polygon v3 trades, as replay's own jq hint writes them) crashed the
+    sale-conditions note with a raw polars cast error."""
+    path = write_lines(tmp_path / "AAPL-polygon.jsonl", [
+        {"conditions": [12, 37], "exchange": 4, "id": str(i), "participant_timestamp": ns - 900, "price": p,
+         "sequence_number": i, "sip_timestamp": ns, "size": 100, "tape": 3} for i, (ns, p, _, _) in enumerate(TRADES)])
+    ticks, replay = read(path)
+    assert seen(ticks) == [("AAPL", ns, p, 100.0, None) for ns, p, _, _ in TRADES]
+    assert any("read as ts=sip_timestamp (ns)" in n for n in replay.notes)
+    assert any("sale conditions are not read ('conditions' holds '12,37')" in n for n in replay.notes)
+
+
 def gate_trade(i: int, ns: int, p: float, s: float, sd: str) -> dict:
     return {"time": ns // 10**9, "time_ms": ns // 10**6, "channel": "spot.trades", "event": "update",
             "result": {"id": i, "create_time": ns // 10**9, "create_time_ms": f"{ns / 1e6:.3f}", "side": sd,
