@@ -4,7 +4,7 @@
 `shape_of`: a message a line (Binance trade/aggTrade events, also inside a combined stream's `{"stream": ...,
 "data": {...}}`, Binance bookTicker, Coinbase Exchange `match`/`last_match`, Bitstamp `live_trades`);
 `array_shape_of`: ticks made one row each from arrays under `data` (OKX trades, bbo-tbt and tickers, Bybit
-publicTrade, Kraken v2 trade; Deribit's trades under `params.data`; Alpaca's trades and quotes,
+publicTrade, Kraken v2 trade and v1's trade arrays; Deribit's trades under `params.data`; Alpaca's trades and quotes,
 moved there by connectors/json_messages.py), by their channel; `rest_shape_of`: one JSON array of records as a REST
 endpoint returns it (Binance trades and aggTrades, Coinbase Exchange trades). Other messages of a known layout are
 left out by the map's `keep`, counted as filtered_out, and the note names them.
@@ -115,6 +115,11 @@ ARRAY_SHAPES = (  # trades first: a capture of several channels replays its trad
                          side="side"),
                "Kraken v2 trade: ts=timestamp (ISO), stream=symbol, price, size=qty, side (the taker's), the "
                "snapshot's trades (the last ones before subscribing) included"),
+    ArrayShape("kraken-v1-trades", ("trade",), frozenset({"pair", "side", "price", "volume", "time", "orderType"}),
+               ColumnMap(ts="time", ts_unit=DETECT, kind=TRADE, stream_col="pair", price="price", size="volume",
+                         side="side"),
+               "Kraken v1 trade (arrays: price, volume, time, side, orderType, misc): ts=time (s), stream=pair, "
+               "price, size=volume, side (b/s: the taker's)"),
     ArrayShape("deribit-trades", ("trades",), frozenset({"instrument_name", "direction", "amount", "price",
                                                         "timestamp"}),
                ColumnMap(ts="timestamp", ts_unit=EPOCH, kind=TRADE, stream_col="instrument_name", price="price",

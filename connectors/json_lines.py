@@ -16,7 +16,7 @@ Messages holding their ticks in an array under `data` (OKX, Bybit, Kraken v2; De
 `params.data`, HTX's under `tick.data` and, REST, `data[].data[]`; Alpaca's records under `trades`/`quotes`, keyed
 by symbol) become one row per tick, the message's fields beside; a message without ticks (a subscription ack, a
 heartbeat) is an empty row, counted as filtered_out (`skipped`). Exchange layouts (Binance, Coinbase, OKX, Bybit,
-Deribit, Bitstamp and Kraken v2 messages; Binance and Coinbase REST dumps) are known by
+Deribit, Bitstamp and Kraken v2 messages, Kraken v1's trade arrays; Binance and Coinbase REST dumps) are known by
 their keys (connectors/exchange_shapes.py) and read with their map, said in a note. A nested object's fields are
 columns named by their path (`result.price`), and a list of values is text (`12,37`).
 

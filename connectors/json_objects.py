@@ -11,6 +11,7 @@ import gzip
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -20,6 +21,9 @@ from connectors.json_repeated_keys import (
 )
 
 NOT_JSON = "not_json"  # the reject reason of a line that is not a JSON object
+# Kraken v1's trade message: [channelID, [[price, volume, time, side, orderType, misc], ...], "trade", pair]
+# (Kraken Spot WebSocket v1 docs, channel trade); each trade's fields named as that page names them
+KRAKEN_V1_TRADE = ("price", "volume", "time", "side", "orderType", "misc")
 
 
 def read_lines(path: Path) -> list[bytes]:
@@ -67,6 +71,9 @@ def line_objects(path: Path, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int
             bad[row] = NOT_JSON, f"{why}: {shown}"
             fixed.append(b"{}")
             continue
+        if (trades := kraken_v1_trades(value)) is not None:
+            fixed.append(trades)
+            continue
         if not isinstance(value, dict):
             bad[row] = NOT_JSON, f"a JSON {type(value).__name__.replace('dict', 'object')}, not an object: {shown}"
             fixed.append(b"{}")
@@ -99,3 +106,15 @@ def records_read(records: pl.DataFrame, lines: list[bytes]) -> tuple[pl.DataFram
         return records, bad
     kept = ~pl.int_range(pl.len()).is_in(list(bad))
     return records.select(pl.when(kept).then(pl.col(c)).alias(c) for c in records.columns), bad
+
+
+def kraken_v1_trades(value: Any) -> bytes | None:
+    """A Kraken v1 trade message (an array: `[337, [["61800.0", "0.1", "1723161255.342", "b", "m", ""]], "trade",
+    "XBT/USD"]`) as an object holding its trades under `data` (`{"channel": "trade", "pair": "XBT/USD",
+    "data": [{"price": ..., "volume": ..., ...}]}`), read as other venues' arrays are; None for anything else."""
+    if not (isinstance(value, list) and len(value) == 4 and isinstance(value[0], int) and value[2] == "trade"
+            and isinstance(value[3], str) and isinstance(value[1], list) and value[1]
+            and all(isinstance(t, list) and len(t) >= len(KRAKEN_V1_TRADE) for t in value[1])):
+        return None
+    trades = [dict(zip(KRAKEN_V1_TRADE, (str(v) for v in t))) for t in value[1]]
+    return json.dumps({"channelID": value[0], "channel": "trade", "pair": value[3], "data": trades}).encode()

@@ -91,6 +91,21 @@ def test_a_list_in_a_field_is_read_as_text_and_polygon_s_sip_timestamp_as_the_ti
     assert any("sale conditions are not read ('conditions' holds '12,37')" in n for n in replay.notes)
 
 
+def test_kraken_v1_trade_arrays_are_read(tmp_path: Path) -> None:
+    """review268 #4: Kraken v1's trades are arrays; the status objects beside them drew a refusal asking for a
+    column map over their keys, which no map could satisfy."""
+    lines: list = [{"connectionID": 862861539, "event": "systemStatus", "status": "online", "version": "1.0.0"},
+                   {"channelID": 337, "channelName": "trade", "event": "subscriptionStatus", "pair": "XBT/USD",
+                    "status": "subscribed", "subscription": {"name": "trade"}}]
+    for i, (ns, p, s, sd) in enumerate(TRADES):
+        lines += [{"event": "heartbeat"}] if i % 10 == 0 else []
+        lines.append([337, [[f"{p:.5f}", f"{s:.8f}", f"{ns / 1e9:.6f}", sd[0], "m", ""]], "trade", "XBT/USD"])
+    ticks, replay = read(write_lines(tmp_path / "kraken-v1.jsonl", lines))
+    assert seen(ticks) == [("XBT-USD", ns, p, s, sd) for ns, p, s, sd in TRADES]
+    assert dict(replay.rejected) == {"filtered_out": 5}
+    assert any("Kraken v1 trade (arrays: price, volume, time, side, orderType, misc)" in n for n in replay.notes)
+
+
 def gate_trade(i: int, ns: int, p: float, s: float, sd: str) -> dict:
     return {"time": ns // 10**9, "time_ms": ns // 10**6, "channel": "spot.trades", "event": "update",
             "result": {"id": i, "create_time": ns // 10**9, "create_time_ms": f"{ns / 1e6:.3f}", "side": sd,
