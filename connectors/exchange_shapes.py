@@ -20,6 +20,7 @@ import polars as pl
 
 from connectors.column_map import PRESETS, ColumnMap
 from connectors.field_names import EXCHANGE_MESSAGES, FIELD_NAMES, normal_name
+from connectors.json_objects import RECEIVED
 from connectors.map_vocabulary import DETECT, EPOCH
 from connectors.side_maps import BITSTAMP_TYPE, BUYER_MAKER
 from connectors.ticks import QUOTE, TRADE
@@ -64,7 +65,7 @@ def shape_of(path: Path, frame: pl.DataFrame, wrapped: bool = False) -> Shape | 
                                                     keep={"e": kept}), note)
     if BINANCE_BOOK_KEYS <= columns:
         stamp = "T" if "T" in columns else next((c for c in frame.columns if c not in BINANCE_BOOK_KEYS
-                                                 and normal_name(c) in FIELD_NAMES["ts"]), None)
+                                                 and (normal_name(c) in FIELD_NAMES["ts"] or c == RECEIVED)), None)
         note = (f"{path.name}: Binance bookTicker messages{within}: quotes, bid=b, ask=a, bid_size=B, ask_size=A, "
                 f"stream=s, stamped with {stamp or 'the time field given'}")
         columns_map = None if stamp is None else ColumnMap(ts=stamp, ts_unit=DETECT, kind=QUOTE, stream_col="s",

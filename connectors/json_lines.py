@@ -18,7 +18,8 @@ by symbol) become one row per tick, the message's fields beside; a message witho
 heartbeat) is an empty row, counted as filtered_out (`skipped`). Exchange layouts (Binance, Coinbase, OKX, Bybit,
 Deribit, Bitstamp and Kraken v2 messages, Kraken v1's trade arrays; Binance and Coinbase REST dumps) are known by
 their keys (connectors/exchange_shapes.py) and read with their map, said in a note. A nested object's fields are
-columns named by their path (`result.price`), and a list of values is text (`12,37`).
+columns named by their path (`result.price`), a list of values is text (`12,37`), and a receive time written
+before a line's JSON (hftbacktest's captures) is that message's `local_ts`.
 
 Parsing the lines is connectors/json_objects.py (a key given twice: connectors/json_repeated_keys.py); messages
 reshaped to a row per tick, connectors/json_messages.py; exchange-written values made columns,
@@ -44,7 +45,9 @@ from connectors.json_messages import (
     keyed_records, nested_arrays, subscription_params, symbol_of_bitstamp_channel, symbol_of_channel, ticks_in_arrays,
     ticks_of_messages,
 )
-from connectors.json_objects import NOT_JSON, line_objects, one_array, read_lines, records_read
+from connectors.json_objects import (
+    NOT_JSON, RECEIVE_PREFIX, RECEIVED, line_objects, one_array, read_lines, records_read,
+)
 from connectors.json_repeated_keys import DUPLICATE_KEY
 from connectors.map_vocabulary import DETECT
 from connectors.ticks import QUOTE
@@ -182,6 +185,9 @@ def _convert(path: Path) -> JsonLinesTable:
     if from_arrays and shape is None:
         notes.append(f"{path.name}: its messages hold their ticks in arrays under 'data': one row per tick, with the "
                      f"message's own fields beside (a tick's field of the same name wins)")
+    if RECEIVED in frame.columns and any(RECEIVE_PREFIX.match(line.strip()) for line in lines[:100]):
+        notes.append(f"{path.name}: each line starts with a receive time before its JSON message: read as the "
+                     f"message's field {RECEIVED!r} (--columns ts={RECEIVED} stamps the ticks with it)")
     if named:
         notes.append(f"{path.name}: its messages name their instrument only in 'ch' (market.btcusdt.trade.detail): "
                      f"its second part read as their 'symbol'")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,9 @@ from connectors.json_repeated_keys import (
 )
 
 NOT_JSON = "not_json"  # the reject reason of a line that is not a JSON object
+RECEIVED = "local_ts"  # the field a line's receive-time prefix is read into (hftbacktest's and Tardis.dev's name)
+# A collector's receive time before each message (`1723161256612000000 {...}`, an ISO time, a tab between)
+RECEIVE_PREFIX = re.compile(rb"^(\d{10,19}(?:\.\d+)?|\d{4}-\d\d-\d\d[T ][\d:.]+(?:Z|[+-]\d\d:?\d\d)?)[ \t]+(\{.*)$")
 # Kraken v1's trade message: [channelID, [[price, volume, time, side, orderType, misc], ...], "trade", pair]
 # (Kraken Spot WebSocket v1 docs, channel trade); each trade's fields named as that page names them
 KRAKEN_V1_TRADE = ("price", "volume", "time", "side", "orderType", "misc")
@@ -67,6 +71,9 @@ def line_objects(path: Path, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int
             fixed.append(b"{}")
             continue
         except ValueError as e:
+            if (stamped := received_message(text)) is not None:  # `<receive time> <json>`: hftbacktest's captures
+                fixed.append(stamped)
+                continue
             why = f"not JSON ({e.msg}, column {e.colno})" if isinstance(e, json.JSONDecodeError) else "not UTF-8"
             bad[row] = NOT_JSON, f"{why}: {shown}"
             fixed.append(b"{}")
@@ -106,6 +113,23 @@ def records_read(records: pl.DataFrame, lines: list[bytes]) -> tuple[pl.DataFram
         return records, bad
     kept = ~pl.int_range(pl.len()).is_in(list(bad))
     return records.select(pl.when(kept).then(pl.col(c)).alias(c) for c in records.columns), bad
+
+
+def received_message(text: bytes) -> bytes | None:
+    """A line of a capture that writes its receive time before each message (`<ns> {...}`, hftbacktest's
+    format), as that message's object with the time as its `local_ts` field (a number stays a number); None for
+    any other line."""
+    found = RECEIVE_PREFIX.match(text)
+    if found is None:
+        return None
+    try:
+        value = json.loads(found[2])
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict) or RECEIVED in value:
+        return None
+    stamp = found[1].decode()
+    return json.dumps({RECEIVED: int(stamp) if stamp.isdigit() else stamp, **value}).encode()
 
 
 def kraken_v1_trades(value: Any) -> bytes | None:

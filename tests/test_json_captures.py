@@ -106,6 +106,22 @@ def test_kraken_v1_trade_arrays_are_read(tmp_path: Path) -> None:
     assert any("Kraken v1 trade (arrays: price, volume, time, side, orderType, misc)" in n for n in replay.notes)
 
 
+def test_a_receive_time_before_each_line_is_read_as_local_ts(tmp_path: Path) -> None:
+    """review268 #5: hftbacktest's captures write `<ns> <json>` a line; each line was refused as not JSON."""
+    trades = write_lines(tmp_path / "btcusdt-capture.jsonl", [
+        f"{ns + 1_270_000_000} " + json.dumps({"stream": "btcusdt@trade", "data": {
+            "e": "trade", "E": ns // 10**6, "s": "BTCUSDT", "t": i, "p": f"{p:.2f}", "q": f"{s:.5f}",
+            "T": ns // 10**6, "m": sd == "sell", "M": True}}) for i, (ns, p, s, sd) in enumerate(TRADES)])
+    ticks, replay = read(trades)
+    assert seen(ticks) == [("BTCUSDT", ns, p, s, sd) for ns, p, s, sd in TRADES]
+    assert any("each line starts with a receive time before its JSON message" in n for n in replay.notes)
+    book = write_lines(tmp_path / "book-capture.jsonl", [  # spot bookTicker: the receive time is the only one
+        f"{iso(ns)}\t" + json.dumps({"u": i, "s": "BTCUSDT", "b": f"{p:.2f}", "B": "1", "a": f"{p + 0.1:.2f}",
+                                     "A": "2"}) for i, (ns, p, _, _) in enumerate(TRADES)])
+    quotes, _ = read(book)
+    assert [(q.ts // 1000, q.bid) for q in quotes] == [(ns // 1000, p) for ns, p, _, _ in TRADES]
+
+
 def gate_trade(i: int, ns: int, p: float, s: float, sd: str) -> dict:
     return {"time": ns // 10**9, "time_ms": ns // 10**6, "channel": "spot.trades", "event": "update",
             "result": {"id": i, "create_time": ns // 10**9, "create_time_ms": f"{ns / 1e6:.3f}", "side": sd,
