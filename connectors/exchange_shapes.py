@@ -127,10 +127,14 @@ ARRAY_SHAPES = (  # trades first: a capture of several channels replays its trad
                          size="amount", side="direction"),
                "Deribit trades (JSON-RPC subscription, ticks in params.data): ts=timestamp (ms), "
                "stream=instrument_name, price, size=amount, side=direction (the taker's)"),
+    ArrayShape("alpaca-crypto-trades", ("trades",), frozenset({"t", "p", "s", "tks", "symbol"}),
+               ColumnMap(ts="t", ts_unit=DETECT, kind=TRADE, stream_col="symbol", price="p", size="s", side="tks"),
+               "Alpaca crypto trades (records under trades, keyed by symbol or beside it): ts=t (ISO, ns), "
+               "stream=symbol, price=p, size=s, side=tks (B/S: the taker's)"),
     ArrayShape("alpaca-trades", ("trades",), frozenset({"t", "p", "s", "symbol"}),
                ColumnMap(ts="t", ts_unit=DETECT, kind=TRADE, stream_col="symbol", price="p", size="s"),
                "Alpaca trades (records under trades, keyed by symbol or beside it): ts=t (ISO, ns), stream=symbol, "
-               "price=p, size=s (no side: Alpaca's trades have none)"),
+               "price=p, size=s (no side: Alpaca's stock trades have none)"),
     ArrayShape("alpaca-quotes", ("quotes",), frozenset({"t", "bp", "ap", "bs", "as", "symbol"}),
                ColumnMap(ts="t", ts_unit=DETECT, kind=QUOTE, stream_col="symbol", bid="bp", ask="ap", bid_size="bs",
                          ask_size="as"),

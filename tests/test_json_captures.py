@@ -139,3 +139,15 @@ def test_a_trade_in_a_nested_object_is_reached_by_its_dotted_path(tmp_path: Path
     ticks, _ = read(path, columns={"ts": "time_ms", "price": "result.price", "size": "result.amount",
                                    "side": "result.side", "stream_col": "result.currency_pair"})
     assert seen(ticks) == [("BTC_USDT", ns // 10**6 * 10**6, p, s, sd) for ns, p, s, sd in TRADES]
+
+
+def test_alpaca_crypto_trades_read_the_takers_side(tmp_path: Path) -> None:
+    """review268 #8: Alpaca crypto trades carry `tks` (B/S), said to have no side."""
+    path = tmp_path / "alpaca-crypto.json"
+    path.write_text(json.dumps({"trades": {"BTC/USD": [
+        {"t": iso(ns), "x": "CBSE", "p": p, "s": s, "i": i, "tks": "B" if sd == "buy" else "S"}
+        for i, (ns, p, s, sd) in enumerate(TRADES)]}, "next_page_token": None}))
+    ticks, replay = read(path)
+    assert [(t.ts // 1000, t.price, t.side) for t in ticks] == [(ns // 1000, p, sd) for ns, p, _, sd in TRADES]
+    assert any("side=tks (B/S: the taker's)" in n for n in replay.notes)
+    assert not any("no side" in n for n in replay.notes)
