@@ -31,6 +31,8 @@ BINANCE_TRADE_EVENTS = ("trade", "aggTrade")
 BINANCE_BOOK_KEYS = EXCHANGE_MESSAGES["binance-bookticker"].keys
 COINBASE_MATCH_KEYS = EXCHANGE_MESSAGES["coinbase-matches"].keys
 COINBASE_MATCHES = ("match", "last_match")
+# each (re)subscription sends the last trade again as last_match: a reconnect in a capture repeats a trade
+COINBASE_RECONNECT = "a reconnect's last_match: each subscription sends the last trade again"
 # Bitstamp's live_trades `data` (lifted by connectors/json_lines.py), its pair taken from `channel`
 BITSTAMP_TRADE_KEYS = frozenset({"microtimestamp", "type", "price", "amount", "buy_order_id", "sell_order_id",
                                  "symbol"})
@@ -43,6 +45,7 @@ class Shape:
     name: str
     columns: ColumnMap | None  # None: Binance bookTicker without a time field (`columns_for` asks for one)
     note: str
+    repeats: str | None = None  # why a capture of this layout repeats trades (a reconnect's), for their caution
 
 
 def shape_of(path: Path, frame: pl.DataFrame, wrapped: bool = False) -> Shape | None:
@@ -77,7 +80,7 @@ def shape_of(path: Path, frame: pl.DataFrame, wrapped: bool = False) -> Shape | 
         note = (f"{path.name}: Coinbase Exchange websocket messages: match and last_match read as trades, their "
                 f"side flipped (Coinbase's is the maker's), stream=product_id"
                 f"{'; other types left out, counted as filtered_out: ' + others if others else ''}")
-        return Shape("coinbase-matches", PRESETS["coinbase-matches"], note)
+        return Shape("coinbase-matches", PRESETS["coinbase-matches"], note, COINBASE_RECONNECT)
     if BITSTAMP_TRADE_KEYS <= columns and (events := _counts(frame, "event", "messages without event")) and \
             "trade" in events:
         others = _said({k: n for k, n in events.items() if k != "trade"})
@@ -100,6 +103,7 @@ class ArrayShape:
     keys: frozenset[str]
     columns: ColumnMap
     says: str
+    repeats: str | None = None  # why a capture of it repeats trades (Shape.repeats)
 
 
 OKX_BOOK = dict(ts="ts", ts_unit=EPOCH, kind=QUOTE, stream_col="instId")
@@ -115,7 +119,8 @@ ARRAY_SHAPES = (  # trades first: a capture of several channels replays its trad
                ColumnMap(ts="timestamp", ts_unit=DETECT, kind=TRADE, stream_col="symbol", price="price", size="qty",
                          side="side"),
                "Kraken v2 trade: ts=timestamp (ISO), stream=symbol, price, size=qty, side (the taker's), the "
-               "snapshot's trades (the last ones before subscribing) included"),
+               "snapshot's trades (the last ones before subscribing) included",
+               "a reconnect's snapshot: each subscription sends the last trades before it again"),
     ArrayShape("kraken-v1-trades", ("trade",), frozenset({"pair", "side", "price", "volume", "time", "orderType"}),
                ColumnMap(ts="time", ts_unit=DETECT, kind=TRADE, stream_col="pair", price="price", size="volume",
                          side="side"),
@@ -164,7 +169,7 @@ def array_shape_of(path: Path, frame: pl.DataFrame, tickless: Mapping[str, int])
             left = "".join(f"; {what} left out, counted as filtered_out: {said}" for what, said in (
                 ("other channels' ticks", others), ("messages without ticks", _said(tickless))) if said)
             note = f"{path.name}: {shape.says}; one row per tick of each message's data{left}"
-            return Shape(shape.name, replace(shape.columns, keep={"channel": kept}), note)
+            return Shape(shape.name, replace(shape.columns, keep={"channel": kept}), note, shape.repeats)
     return None
 
 

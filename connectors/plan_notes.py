@@ -26,7 +26,10 @@ from connectors.map_vocabulary import UNITS
 from connectors.misread_times import time_cautions
 from connectors.price_notation import fractional_caution, refuse_mixed_32nds, yield_caution
 from connectors.repeated_hour import RepeatedHour
-from connectors.repeated_trades import repeated_caution, repeated_ids, shared_id_note, trade_columns, trade_id_column
+from connectors import json_lines
+from connectors.repeated_trades import (
+    OVERLAPPING_PAGES, repeated_caution, repeated_ids, shared_id_note, trade_columns, trade_id_column,
+)
 from connectors.row_exprs import ROW
 from connectors.stream_names import venue_caution
 from connectors.time_hints import time_hint, unread_zone_names, zone_words
@@ -154,7 +157,9 @@ def row_notes(plan: FilePlan, rows: pl.LazyFrame, raw_stream: pl.Expr, schema: M
         trades = rows.filter(~pl.col(ROW).is_in(header_rows)) if header_rows else rows
         same, other = repeated_ids(trades, raw_stream, id_column, ROW, trade_columns(cmap))
         line = lambda row: plan.where(row).removeprefix(f"{plan.given_name} ")  # noqa: E731 (the name is said)
-        said = ([repeated_caution(path.name, same, line)] if same else []) + \
+        shape = json_lines.table(path).shape if json_lines.is_json_lines(path) else None  # a capture's own cause
+        cause = shape.repeats if shape is not None and shape.repeats else OVERLAPPING_PAGES
+        said = ([repeated_caution(path.name, same, line, cause)] if same else []) + \
             ([shared_id_note(path.name, other, line)] if other else [])
         plan = replace(plan, notes=(*plan.notes, *said)) if said else plan
     if plan.book is None and (lone := lone_prints(plan.frame, plan.keys, cmap)) is not None:  # (an order's price)

@@ -75,11 +75,15 @@ def repeated_ids(rows: pl.LazyFrame, stream: pl.Expr, column: str, row: str, tra
     return Repeats(*(RepeatedIds(column, f["n"], f["row"], f["seen"], f["id"]) if f["n"] else None for f in found))
 
 
-def repeated_caution(name: str, repeated: RepeatedIds, where: Callable[[int], str]) -> Caution:
+OVERLAPPING_PAGES = "export pages that overlap?"  # the likely cause in a file; a capture's layout may know its own
+
+
+def repeated_caution(name: str, repeated: RepeatedIds, where: Callable[[int], str],
+                     cause: str = OVERLAPPING_PAGES) -> Caution:
     return Caution(f"{name}: {repeated.rows} row(s) repeat an earlier row of their stream, its trade id (column "
                    f"{repeated.column!r}), time, price and size alike, the first {where(repeated.first_repeat)} (id "
                    f"{repeated.trade_id!r}, as {where(repeated.first_seen)}): each replays as one more tick, moving "
-                   f"every count, label and score after it (export pages that overlap?); write the file without the "
+                   f"every count, label and score after it ({cause}); write the file without the "
                    f"repeats")
 
 

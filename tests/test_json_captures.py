@@ -151,3 +151,26 @@ def test_alpaca_crypto_trades_read_the_takers_side(tmp_path: Path) -> None:
     assert [(t.ts // 1000, t.price, t.side) for t in ticks] == [(ns // 1000, p, sd) for ns, p, _, sd in TRADES]
     assert any("side=tks (B/S: the taker's)" in n for n in replay.notes)
     assert not any("no side" in n for n in replay.notes)
+
+
+def test_a_reconnect_s_repeated_trades_are_said_as_such(tmp_path: Path) -> None:
+    """review268 #7: a reconnect repeats trades (Coinbase's new last_match, Kraken v2's new snapshot); the caution
+    blamed 'export pages that overlap?'."""
+    ack = {"type": "subscriptions", "channels": [{"name": "matches", "product_ids": ["BTC-USD"]}]}
+    coinbase: list = [ack]
+    kraken: list = [{"method": "subscribe", "result": {"channel": "trade", "symbol": "BTC/USD"}, "success": True}]
+    for i, (ns, p, s, sd) in enumerate(TRADES):
+        match = {"type": "match", "trade_id": i, "side": "sell" if sd == "buy" else "buy", "size": str(s),
+                 "price": str(p), "product_id": "BTC-USD", "sequence": i, "time": iso(ns)}
+        trade = {"symbol": "BTC/USD", "side": sd, "price": p, "qty": s, "ord_type": "market", "trade_id": i,
+                 "timestamp": iso(ns)}
+        coinbase.append(match)
+        kraken.append({"channel": "trade", "type": "update", "data": [trade]})
+        if i == 20:
+            coinbase += [ack, match | {"type": "last_match"}]
+            kraken.append({"channel": "trade", "type": "snapshot", "data": [trade]})  # the last trade again
+    for name, lines, cause in (("coinbase.jsonl", coinbase, "a reconnect's last_match"),
+                               ("kraken.jsonl", kraken, "a reconnect's snapshot")):
+        _, replay = read(write_lines(tmp_path / name, lines))
+        said = [n for n in replay.notes if "repeat an earlier row of their stream" in n]
+        assert said and cause in said[0] and "export pages" not in said[0], name
