@@ -192,3 +192,6 @@ def renamed(keys: Iterable[object], field: str | None = None) -> str:
         hints.append(f"key {str(sequences[0])[:32]!r}{' (and others)' if len(sequences) > 1 else ''}: "
                      f"{SEQUENCE_HINT}")
     return " (" + "; ".join(hints[:4]) + ")" if hints else ""
+
+# Databento's record header (its CSVs and `dbn --json`'s `hd`): beside it, integer prices are fixed-point 1e-9
+DATABENTO_HEADER = {"rtype", "publisher_id", "instrument_id"}

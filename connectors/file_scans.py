@@ -127,7 +127,10 @@ def first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
     overrides = {c: pl.String for c in columns} if is_csv(path) else None
     text = pl.concat_str([pl.col(c).cast(pl.String).str.strip_chars() for c in columns], separator=" ")
     scan = scan_file(path, names, dialect, overrides)
-    if pattern is None and is_csv(path) and len(scan.collect_schema()) > 1:  # (a pattern's scan: not junk)
+    schema = scan.collect_schema()
+    if any(schema[c].is_nested() for c in columns if c in schema):
+        return None  # a list or a record (a JSON capture's `channels`) has no text a layout reads
+    if pattern is None and is_csv(path) and len(schema) > 1:  # (a pattern's scan: not junk)
         scan = scan.filter(pl.sum_horizontal(pl.all().is_not_null()) > 1)
     found = scan.select(text.alias("t"))
     found = found.filter(pl.col("t").str.strip_chars() != "")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from connectors.layout import DATABENTO_HEADER
+from connectors.field_names import DATABENTO_HEADER
 
 
 def best_levels(frame: pl.DataFrame) -> pl.DataFrame:

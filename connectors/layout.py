@@ -42,7 +42,7 @@ from connectors.column_names import (
     names_a_yield,
 )
 from connectors.date_columns import clock_beside
-from connectors.field_names import FIELD_NAMES, normal_name
+from connectors.field_names import DATABENTO_HEADER, FIELD_NAMES, normal_name
 from connectors.header_zones import HeaderZone, name_before_tail, zoned_time_column
 from connectors.map_vocabulary import LOCAL_TIME_UNITS, QUOTE_FIELDS, TRADE_FIELDS, VALUE_FIELDS, joined_columns
 from connectors.presets import LOBSTER_EXECUTIONS, LOBSTER_NAMES
@@ -60,7 +60,6 @@ class NoTickLayout(ValueError):
     `.txt` member that says so is a vendor's readme or licence, skipped when the archive's other members read."""
 
 
-DATABENTO_HEADER = {"rtype", "publisher_id", "instrument_id"}  # its CSVs' record header: integer prices are 1e-9
 # Columns that, beside its own, a file must have for detection to pick a preset; None: never detected.
 PRESET_SIGNS: dict[str, frozenset[str] | None] = {
     "coinbase-matches": frozenset({"maker_order_id", "taker_order_id"}),  # only Coinbase's match messages
