@@ -7,6 +7,7 @@ would name two files alike named by their paths (`named_apart`).
 
 from __future__ import annotations
 
+import csv
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -15,16 +16,16 @@ from typing import Any
 import polars as pl
 
 from connectors import json_lines
-from connectors.archives import Unpacked, is_zip, not_utf8, text_copy_needed, truncation_named
+from connectors.archives import Unpacked, is_zip, not_utf8, text_copy_needed, text_opener, truncation_named
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
-from connectors.csv_dialect import sniff_csv
+from connectors.csv_dialect import first_lines, sniff_csv
 from connectors.file_plan import FilePlan
 from connectors.file_scans import READ_TYPES, is_csv, is_dbn, is_tick_file
 from connectors.file_suffixes import PARQUET_SUFFIXES
 from connectors.input_paths import folder_held, no_tick_folder
 from connectors.json_lines import is_json_lines
-from connectors.layout import NoTickLayout
+from connectors.layout import NoTickLayout, detect_columns
 from connectors.map_options import Refine
 from connectors.planning import plan_file, regular_file
 from engine.rust_paths import rust_path
@@ -99,12 +100,51 @@ def _no_data_rows(path: Path) -> bool:
     return False
 
 
+def not_a_header(path: Path, cmap: ColumnMap | Refine | None) -> str | None:
+    """The one line of a CSV of no data rows when it is no header of a tick table (no time nor price column
+    detected, none of the columns a map names): a failed download saved as the day (an API's JSON error, "Access
+    denied", an S3 XML error), which must not pass for a day without prints. None for a tick header, a blank file,
+    and a `.txt` (a folder's one-line readme: the folder's check says it holds no tick file)."""
+    if not is_csv(path) or path.suffix.lower() == ".txt":
+        return None
+    dialect = sniff_csv(path)
+    with text_opener(path)(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as f:
+        lines, _ = first_lines(f, path, dialect.skipped + 1)
+    if not dialect.header or not lines:
+        return None
+    line = lines[-1].strip()
+    names = [name.strip() for name in next(csv.reader([line], delimiter=dialect.separator), [])]
+    if isinstance(cmap, ColumnMap):  # the map says the columns: its header names one of them
+        return None if set(names) & {v for v in cmap.to_dict().values() if isinstance(v, str)} else line
+    try:
+        detect_columns(path, {name: pl.String for name in names}, hints=cmap.keys if cmap is not None else None)
+    except NoTickLayout:
+        return line
+    return None
+
+
+def _skipped_said(skipped: list[str]) -> Caution:
+    """The one caution on files of no data rows, said again at the run's end: a day with no prints, or a day
+    missing from what is scored (a download that wrote a header alone)."""
+    if len(skipped) == 1:
+        return Caution(f"{skipped[0]}: no data rows; skipped (a header alone or zero bytes: a day left out)")
+    shown = ", ".join(skipped[:SKIPPED_SHOWN]) + (f", ... {len(skipped) - SKIPPED_SHOWN} more"
+                                                  if len(skipped) > SKIPPED_SHOWN else "")
+    return Caution(f"{len(skipped)} files of no data rows skipped (a header alone or zero bytes: days left out): "
+                   f"{shown}")
+
+
+LINE_SHOWN = 100  # characters of a refused one-line file shown
+SKIPPED_SHOWN = 5  # files of no data rows named in the caution that says how many were skipped
+
+
 class OpenedFiles:
     """A replay's files read into plans, with the notes on how (files skipped, bytes that are not UTF-8) and the
     copies unpacked for them (zip archives' files, text copies, JSON-lines files' Parquet copies)."""
 
     def __init__(self) -> None:
         self.notes: list[str] = []
+        self.skipped: list[str] = []  # files of no data rows, as named: said once, with their count (_skipped_said)
         # zip archives' files, unpacked, and JSON-lines files' Parquet copies, while the replay lives
         self.unpacked: list[Unpacked | json_lines.Opened] = []
 
@@ -129,7 +169,17 @@ class OpenedFiles:
             empty = tuple(path for path, _, _ in specs if folder_texts[path] == folder)
             raise no_tick_folder(folder, folder_held(folder), empty)
         self.notes.extend(_text_skipped(str(path), why) for path, why in no_layout)
+        self.notes.extend([_skipped_said(self.skipped)] if self.skipped else [])
         return plans
+
+    def _skip(self, path: Path, named: str, cmap: ColumnMap | Refine | None) -> None:
+        """A file of no data rows skipped as a day without prints; refused when its one line is no tick header."""
+        if (line := not_a_header(path, cmap)) is not None:
+            shown = line if len(line) <= LINE_SHOWN else line[:LINE_SHOWN] + "..."
+            raise ValueError(f"{named}: not a tick file: its one line holds no time or price column ({shown!r}); a "
+                             f"failed download's error saved as the file? Download it again (a day without prints "
+                             f"is a header alone, or zero bytes)")
+        self.skipped.append(named)
 
     def _plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
         """The file's plan; for a zip archive, one per file inside, each with the map the archive was given.
@@ -145,7 +195,7 @@ class OpenedFiles:
         if not is_zip(path) and copied is None:
             with truncation_named(path):
                 if _no_data_rows(path):
-                    self.notes.append(f"{path}: no data rows; skipped")
+                    self._skip(path, str(path), cmap)
                     return []
                 return [plan_file(path, cmap, explicit)]
         with truncation_named(path):  # (a cut .csv.gz's copy stops where its data does)
@@ -164,8 +214,7 @@ class OpenedFiles:
             if is_json_lines(inside):
                 self.unpacked.append(json_lines.Opened(inside))
             if _no_data_rows(inside):
-                named = path if copied else f"{path} ({inside.name} inside)"
-                self.notes.append(f"{named}: no data rows; skipped")
+                self._skip(inside, str(path) if copied else f"{path} ({inside.name} inside)", cmap)
                 continue
             try:
                 plan = plan_file(inside, cmap, explicit)
@@ -182,6 +231,7 @@ class OpenedFiles:
             plans.append(plan)
         self.notes.extend(_members_skipped(path, unpacked.left_out, no_layout, read=bool(plans)))
         return plans
+
     def close(self) -> None:
         """Remove the temporary folders the zip archives and UTF-16 files were unpacked into."""
         for unpacked in self.unpacked:

@@ -4,6 +4,7 @@ by `--resume`, and a refused resume names what differs. Real files in tmp_path, 
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -81,11 +82,31 @@ def test_an_empty_file_among_others_is_skipped_with_a_note(engine_files: Path, t
     assert backtest(engine_files, [header_only, prints, zero_bytes, no_rows], tmp_path / "a.parquet") == 0
     out, err = capsys.readouterr()
     assert "replayed 40 ticks" in out, err
-    for empty in (header_only, zero_bytes, no_rows):
-        assert f"note: {empty}: no data rows; skipped" in err
+    said = f"3 files of no data rows skipped (a header alone or zero bytes: days left out): {header_only}, " \
+           f"{zero_bytes}, {no_rows}"
+    assert f"warning: {said}" in err and f"warning (said above too): {said}" in out, (out, err)  # and at the end
 
     assert backtest(engine_files, [header_only, zero_bytes, no_rows], tmp_path / "b.parquet") == 2
     assert "the files hold no ticks (no data rows" in capsys.readouterr().err  # every file empty: still an error
+
+
+@pytest.mark.parametrize("name, body", [
+    ("AAPL_2.csv", b'{"code":-1121,"msg":"Invalid symbol."}'),  # an API's error body saved as the day
+    ("AAPL_2.csv", b"Access denied\n"),  # a proxy's answer
+    ("AAPL_2.csv.gz", b'<?xml version="1.0"?><Error><Code>AccessDenied</Code></Error>'),  # S3's, gzipped
+])
+def test_a_failed_download_of_one_line_is_refused_not_skipped_as_an_empty_day(
+        engine_files: Path, tmp_path: Path, capsys, name: str, body: bytes) -> None:
+    """A one-line file whose line is no tick header: it was skipped as a day without prints (`no data rows`), a
+    note among many, and the day dropped out of the scores; now refused by name, with what its line holds."""
+    prints = day_csv(tmp_path / "AAPL_1.csv", "AAPL", 40)
+    failed = tmp_path / name
+    failed.write_bytes(gzip.compress(body, mtime=0) if name.endswith(".gz") else body)
+    assert backtest(engine_files, [prints, failed], tmp_path / "a.parquet") == 2
+    err = capsys.readouterr().err
+    assert f"error: {failed}: not a tick file: its one line holds no time or price column (" in err, err
+    assert body.decode().strip() in err
+    assert "no data rows" not in err and not (tmp_path / "a.parquet").exists()
 
 
 def test_resume_refuses_to_replace_a_finished_run(engine_files: Path, tmp_path: Path, capsys) -> None:

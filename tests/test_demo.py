@@ -90,7 +90,8 @@ def test_a_demo_replay_of_files_without_data_rows_stops_before_loading_the_model
     assert main(["demo", "--replay", str(tmp_path / "empty.csv"), str(tmp_path / "empty2.csv"),
                  "--seconds", "600"]) == 2
     out, err = capsys.readouterr()
-    assert "empty.csv: no data rows; skipped" in err and "empty2.csv: no data rows; skipped" in err
+    said = "2 files of no data rows skipped (a header alone or zero bytes: days left out)"
+    assert f"{said}: {tmp_path / 'empty.csv'}, {tmp_path / 'empty2.csv'}" in err, err
     assert "flashtick demo: error: the files hold no ticks (no data rows): nothing to demo" in err, err
     assert "loading the built-in model" not in err and "summary" not in out
 

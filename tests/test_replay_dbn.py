@@ -175,7 +175,7 @@ def test_a_dbn_file_of_its_header_alone_is_skipped_with_a_note(tmp_path: Path) -
                      {"ESH6": [(date(2026, 3, 1), date(2026, 4, 1), ESH6)]})
     replay = FileReplay([empty, full])
     assert [(t.stream, t.price) for t in drain(replay)] == [("ESH6", 6000.0)]
-    assert f"{empty}: no data rows; skipped" in replay.notes
+    assert f"{empty}: no data rows; skipped (a header alone or zero bytes: a day left out)" in replay.notes
 
 
 def test_hours_keep_a_session_of_a_dbn_file_and_the_book_built_before_it(tmp_path: Path) -> None:
