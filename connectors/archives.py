@@ -17,6 +17,7 @@ import shlex
 import shutil
 import tempfile
 import zipfile
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator, NamedTuple
@@ -31,21 +32,31 @@ COMPRESSED_SUFFIXES = (".gz", ".zst", ZIP_SUFFIX)
 # how gzip, polars and zstd say a compressed file ended before its data did
 CUT_SHORT = re.compile(r"end-of-stream|end of (file|stream)|unexpected end|truncated|incomplete frame", re.I)
 TRUNCATED = "it looks truncated (an interrupted download?): download it again"
+DAMAGED_SAID = "the file is corrupt (a download or a disk that changed its bytes?): download it again"
+
+
+# how zlib, gzip and polars say compressed data is damaged (bytes changed, not cut): a CRC or a code that fails
+DAMAGED = re.compile(r"crc|corrupt|invalid (distance|block|code|stored|literal)|incorrect (header|data)|"
+                     r"decompress|not a gzipped file", re.I)
 
 
 @contextmanager
 def truncation_named(path: Path, name: str | None = None) -> Iterator[None]:
-    """Reading a compressed file (`.csv.gz`, `.dbn.zst`, ...) that ends before its compressed data does: the error
-    names the file (`name`: as the user gave it, an archive's member) and says it looks truncated, where gzip's own
-    words ("Compressed file ended before the end-of-stream marker was reached") or polars' ("unexpected end of
-    file") name none."""
+    """Reading a compressed file (`.csv.gz`, `.dbn.zst`, ...) that ends before its compressed data does, or whose
+    data is damaged (a CRC that fails, an invalid code): the error names the file (`name`: as the user gave it, an
+    archive's member) and says it looks truncated or damaged, where gzip's and zlib's own words ("Compressed file
+    ended before the end-of-stream marker was reached", "CRC check failed", "Error -3 while decompressing data")
+    or polars' ("unexpected end of file") name none. zlib.error is neither an OSError nor an EOFError."""
     try:
         yield
-    except (EOFError, OSError, pl.exceptions.ComputeError) as e:
-        if not path.name.lower().endswith(COMPRESSED_SUFFIXES) or \
-                not (isinstance(e, EOFError) or CUT_SHORT.search(str(e))):
+    except (EOFError, OSError, zlib.error, pl.exceptions.ComputeError) as e:
+        if not path.name.lower().endswith(COMPRESSED_SUFFIXES):
             raise
-        raise ValueError(f"{name or path}: its compressed data ends early ({e}); {TRUNCATED}") from None
+        if isinstance(e, EOFError) or CUT_SHORT.search(str(e)):
+            raise ValueError(f"{name or path}: its compressed data ends early ({e}); {TRUNCATED}") from None
+        if isinstance(e, (zlib.error, gzip.BadGzipFile)) or DAMAGED.search(str(e)):
+            raise ValueError(f"{name or path}: its compressed data is damaged ({e}); {DAMAGED_SAID}") from None
+        raise
 
 
 def is_zip(path: Path) -> bool:

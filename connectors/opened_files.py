@@ -185,9 +185,11 @@ class OpenedFiles:
         """The file's plan; for a zip archive, one per file inside, each with the map the archive was given.
         None for a file with no data rows (a day without prints): skipped with a note."""
         regular_file(path)  # (a FIFO's open would wait for a writer; /dev/zero never ends)
-        copied = text_copy_needed(path) if is_csv(path) else None  # UTF-16, or lines ended by \r alone: read a copy
-        # read on, its odd bytes replaced: said (a UTF-16 file's copy is UTF-8)
-        if is_csv(path) and (copied is None or copied.encoding is None) and (why := not_utf8(path)):
+        with truncation_named(path):  # the first read of a .csv.gz's text: a damaged one is named here
+            copied = text_copy_needed(path) if is_csv(path) else None  # UTF-16, or \r alone ends lines: read a copy
+            # read on, its odd bytes replaced: said (a UTF-16 file's copy is UTF-8)
+            why = not_utf8(path) if is_csv(path) and (copied is None or copied.encoding is None) else None
+        if why:
             self.notes.append(Caution(f"{path}: {why}; read as UTF-8 meanwhile, each byte that is not UTF-8 "
                                             f"replaced (names and symbols that hold one are misspelled)"))
         if is_json_lines(path) and path.is_file():  # its Parquet copy lives while the replay does

@@ -168,6 +168,28 @@ def test_a_truncated_gzip_file_is_named_and_said_to_be_cut_short(tmp_path: Path,
         FileReplay(lines)
 
 
+@pytest.mark.parametrize("rows, at", [(400, 200), (200_000, -1)])  # an invalid code early; a failed CRC at the end
+def test_a_corrupt_gzip_file_is_named_and_said_to_be_damaged(tmp_path: Path, rows: int, at: int, capsys) -> None:
+    """A `.csv.gz` whose bytes changed (not cut): backtest and evaluate stopped with zlib's or gzip's own words
+    (`Error -3 while decompressing data: invalid distance too far back`, `CRC check failed 0x... != 0x...`) and no
+    file named; now named and said to be damaged."""
+    plain = tmp_path / "BTCUSDT-trades-2024-01-01.csv"
+    binance_public_trades(plain, rows)
+    data = bytearray(gzip.compress(plain.read_bytes(), mtime=0))
+    start = at if at >= 0 else len(data) * 3 // 4
+    for i in range(start, start + 40):  # bytes flipped inside the compressed data
+        data[i] ^= 0x5A
+    corrupt = tmp_path / "BTCUSDT-trades-2024-01-01.csv.gz"
+    corrupt.write_bytes(bytes(data))
+    model = tiny_tick_checkpoint(tmp_path / "model")
+    for command in (["backtest", str(corrupt), "--out", str(tmp_path / "a.parquet"), "--quiet"],
+                    ["evaluate", str(model), str(corrupt), "--quiet", "--threads", "1"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert f"error: {corrupt}: its compressed data is damaged (" in err, err
+        assert "the file is corrupt (a download or a disk that changed its bytes?): download it again" in err
+
+
 def test_a_truncated_zip_archive_is_said_to_be_cut_short(tmp_path: Path) -> None:
     binance_public_trades(tmp_path / "BTCUSDT-trades-2024-01-01.csv", 2000)
     archive = zipped(tmp_path / "BTCUSDT-trades-2024-01-01.zip", tmp_path / "BTCUSDT-trades-2024-01-01.csv")
