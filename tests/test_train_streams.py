@@ -504,6 +504,29 @@ def test_backtest_test_from_test_scores_the_checkpoint_s_own_test_part(trained, 
     assert json.loads(out.with_suffix(".manifest.json").read_text())["run"]["test_from"] == 0.85  # what it ran
 
 
+def test_run_backtest_takes_test_from_test_and_a_model_from_a_dict_as_docs_show(trained, tmp_path: Path) -> None:
+    """review267: `run_backtest(..., test_from="test")` raised a raw TypeError (`'<' not supported between 'int'
+    and 'str'`) though the docs say its keywords mirror the CLI's; the model is chosen with ServiceConfig.from_dict
+    (docs/replay.md "From Python"). It scores the same answers as `backtest --model M --test-from test`."""
+    from engine.service.backtest import run_backtest
+    from engine.service.config import ServiceConfig
+
+    csv, model, _, _ = trained
+    parts = json.loads((model / "evaluation.json").read_text())["streams"]
+    queries = tmp_path / "q.yaml"
+    queries.write_text("queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, "
+                       "trigger: {ticks: 5}}\n")
+    config = ServiceConfig.from_dict({"model": {"path": str(model)}})
+    out = tmp_path / "api.parquet"
+    report = run_backtest(config, csv, queries, out, test_from="test", progress=False,
+                          columns={"price_offset": {"SPREAD": 1}})
+    scored = next(score for score in report.scores if score.query == "dir20")
+    assert scored.scored == _scored_dir20(out, parts) > 20  # each trained stream cut at its own test part
+    assert json.loads(out.with_suffix(".manifest.json").read_text())["run"]["test_from"] == 0.85
+    with pytest.raises(ValueError, match=r"^test_from \(--test-from\) must be a fraction in \(0, 1\) or 'test'"):
+        run_backtest(config, csv, queries, tmp_path / "b.parquet", test_from="tset", progress=False)
+
+
 def test_backtest_test_from_test_refuses_a_model_that_records_no_split(trained, tmp_path: Path, capsys) -> None:
     """No split recorded (the built-in model; a checkpoint without its evaluation.json): one line naming why and the
     fraction to give instead, exit 2, before any tick is read; a misspelling is a usage error naming `test`."""

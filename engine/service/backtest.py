@@ -44,6 +44,7 @@ from engine.service.backtest_report import BacktestReport
 from engine.service.backtest_resume import marks_to_score, resume_at_checkpoint, run_key, scores_owed
 from engine.service.backtest_scores import QueryScore, later_slice, question_of, score_query
 from engine.service.calibration_plot import plot_backtest_calibration
+from engine.service.checkpoint_notes import TEST_PART, own_test_part
 from engine.service.config import ServiceConfig
 from engine.service.heap_memory import freeze_heap, thaw_heap
 from engine.service.output_paths import write_text_atomically
@@ -69,7 +70,7 @@ class NothingReplayed(ValueError):
 def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], queries: str | Path, out: str | Path,
                  columns: Any = None, batch_ms: float = 100.0, max_ticks: int | None = None,
                  progress: bool = True, resume: bool = False, checkpoint_s: float = CHECKPOINT_S,
-                 stop: Callable[[], bool] = lambda: False, test_from: float | None = None,
+                 stop: Callable[[], bool] = lambda: False, test_from: float | str | None = None,
                  chunked: bool = True, note: Callable[[str], None] = lambda _: None,
                  streams: list[str] | None = None, time_range: TimeRange | None = None,
                  scoring: Callable[[], None] = lambda: None,
@@ -90,12 +91,17 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     `test_from` (a fraction in (0, 1)) scores only answers after that fraction of each stream's ticks: every
     answer is still computed and written, and the realised answers of the scored ones lie wholly after the cut;
     ``test_starts`` (checkpoint_notes.test_part_starts) moves a stream's cut to its test part's first tick.
+    `test_from="test"` (the CLI's `--test-from test`) is the model's own test part: its checkpoint's split share,
+    each stream it trained on cut where its test part starts (checkpoint_notes.own_test_part).
     `note` is told, before the run, what a user should know about how the files are read (FileReplay.notes).
     `replaying` is called once the model is loaded and the files are opened, before the checkpoint is: a stop from
     then on is one at a batch boundary (before it, the CLI ends the run at once: nothing is on disk to keep).
     `streams` (names or globs) reads those streams of the files alone; a resume must select the same.
     `time_range` (connectors/time_range.py) reads the ticks stamped inside it alone; a resume must read the same.
     """
+    if test_from == TEST_PART:  # as the CLI's --test-from test: the number it stands for, and the streams' cuts
+        test_from, own_starts = own_test_part(config.model.path)
+        test_starts = own_starts if test_starts is None else test_starts
     _check_numbers(batch_ms, checkpoint_s, test_from)
     if isinstance(files, (str, Path)):  # one file, as FileReplay takes it (a str must not be read as its letters)
         files = [files]
@@ -223,8 +229,10 @@ def _check_numbers(batch_ms: float, checkpoint_s: float, test_from: float | None
         raise ValueError(f"batch_ms (--batch-ms) must be a number of milliseconds > 0, got {batch_ms!r}")
     if checkpoint_s <= 0:
         raise ValueError(f"checkpoint_s must be > 0, got {checkpoint_s}")
-    if test_from is not None and not 0 < test_from < 1:
-        raise ValueError(f"test_from must be a fraction in (0, 1), got {test_from}")
+    if test_from is not None and (isinstance(test_from, bool) or not isinstance(test_from, (int, float))
+                                  or not 0 < test_from < 1):
+        raise ValueError(f"test_from (--test-from) must be a fraction in (0, 1) or {TEST_PART!r} (the model's own "
+                         f"test part), got {test_from!r}")
 
 
 def _refuse_nothing_replayed(parts: AnswerParts, rejected: dict[str, int], examples: dict[str, str],

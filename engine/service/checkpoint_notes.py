@@ -208,6 +208,14 @@ def own_test_from(evaluation: dict[str, Any] | None, model_path: str | None) -> 
     return seen_end
 
 
+def own_test_part(model_path: str | None) -> tuple[float, dict[str, tuple[int, int]]]:
+    """`test_from="test"` in run_backtest, as `--test-from test` in the CLI: the checkpoint's split share
+    (own_test_from) and where each stream it trained on starts its test part (test_part_starts)."""
+    evaluation = checkpoint_evaluation(Path(model_path)) if model_path is not None else None
+    test_from = own_test_from(evaluation, model_path)
+    return test_from, test_part_starts(evaluation, test_from)
+
+
 def test_part_starts(evaluation: dict[str, Any] | None, test_from: float | None) -> dict[str, tuple[int, int]]:
     """Where a `backtest --model --test-from` at the checkpoint's own split (0.85 of the default 70/15/15) starts
     scoring each stream it trained on: stream -> (its ticks in training, its test part's first tick), the tick
