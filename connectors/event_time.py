@@ -193,7 +193,9 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: 
     if first is not None and CLOCK_ONLY.match(first):  # one file a day, its date in its name or given
         if cmap.date is None:
             raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a time of day without a date: give "
-                             f"the day with --date YYYY-MM-DD (or --date file_name: the one date its name holds), "
+                             f"the day with --date file_name (the one date each file's name, or else its folder, "
+                             f"holds: date=YYYY-MM-DD/, YYYY-MM-DD/) or, when every file given is of that one day, "
+                             f"--date YYYY-MM-DD, "
                              f"and --tz ZONE for local times")
         text = pl.concat_str([pl.lit(cmap.date), text], separator=" ")
         fmt = f"%Y-%m-%d {fmt}" if fmt else "%Y-%m-%d %H:%M:%S%.f" if first.count(":") == 2 else "%Y-%m-%d %H:%M"

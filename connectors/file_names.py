@@ -225,22 +225,44 @@ def folder_stream(path: Path) -> str:
     return name[:64] if name and name.isprintable() else file_stem(path)
 
 
-def date_of(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
-    """A map whose `date` is "file_name" takes the one ISO date (YYYY-MM-DD) the file's name holds, with a note."""
-    if cmap.date != DATE_FROM_NAME:
-        return cmap, []
+def _iso_dates(text: str) -> set[str]:
+    """The valid ISO dates (YYYY-MM-DD) a name holds, not inside longer runs of digits."""
     found = set()
-    for text in re.findall(r"(?<!\d)\d{4}-\d\d-\d\d(?!\d)", file_stem(path)):
+    for date in re.findall(r"(?<!\d)\d{4}-\d\d-\d\d(?!\d)", text):
         try:
-            found.add(Date.fromisoformat(text).isoformat())
+            found.add(Date.fromisoformat(date).isoformat())
         except ValueError:
             pass
-    if len(found) != 1:
-        held = f"several dates ({', '.join(sorted(found))})" if found else "no date (YYYY-MM-DD)"
+    return found
+
+
+def _folder_date(path: Path) -> tuple[str, str] | None:
+    """(the date, the folder's name) of the nearest folder above a file whose name holds one ISO date: a Hive
+    partition (`date=2026-09-01/`) or a day's folder (`ES/2026-09-01/trades.csv`)."""
+    for folder in path.parents:
+        if len(dates := _iso_dates(folder.name)) == 1:
+            return dates.pop(), folder.name
+    return None
+
+
+def date_of(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
+    """A map whose `date` is "file_name" takes the one ISO date (YYYY-MM-DD) the file's name holds, else (none in
+    its name) the one of the nearest folder above it that holds one (a day folder's, a Hive `date=` partition's),
+    with a note."""
+    if cmap.date != DATE_FROM_NAME:
+        return cmap, []
+    found = _iso_dates(file_stem(path))
+    in_folder = _folder_date(path) if not found else None
+    if len(found) != 1 and in_folder is None:
+        held = f"several dates ({', '.join(sorted(found))})" if found else \
+            "no date (YYYY-MM-DD), nor does a folder above it (date=YYYY-MM-DD/ or YYYY-MM-DD/)"
         kind = "seconds after midnight" if cmap.ts_unit in DAY_CLOCK_UNITS else "times of day"
-        raise ValueError(f"{path}: its times are {kind} and the day is not given; its name holds "
-                         f"{held}: give the day with --date YYYY-MM-DD")
-    day = found.pop()
+        # (one --date stamps every file given with that day: for files of several days, each must say its own)
+        raise ValueError(f"{path}: its times are {kind} and the day is not given; its name holds {held}: name each "
+                         f"day's file or folder with its date, or give the day with --date YYYY-MM-DD when every "
+                         f"file given is of that one day")
+    day, source = (found.pop(), "the file name") if in_folder is None else \
+        (in_folder[0], f"its folder {in_folder[1]!r}")
     zone = f", times in {cmap.tz}" if cmap.tz else ""
-    return replace(cmap, date=day), [f"{path.name}: the day is {day}, from the file name{zone} (--date and --tz "
+    return replace(cmap, date=day), [f"{path.name}: the day is {day}, from {source}{zone} (--date and --tz "
                                      f"give others)"]

@@ -422,6 +422,33 @@ def test_a_price_offset_takes_an_instrument_that_trades_at_zero_or_below(tmp_pat
     assert "replayed 4 ticks (0 rejected)" in printed
 
 
+@pytest.mark.parametrize("days", [("date=2026-09-01/symbol=ES", "date=2026-09-02/symbol=ES"),  # Hive partitions
+                                  ("ES/2026-09-01", "ES/2026-09-02")])  # day folders
+def test_date_file_name_takes_the_day_of_the_nearest_folder_that_holds_one(tmp_path: Path, days: tuple) -> None:
+    """review267: a tree of day folders of time-of-day files (`part-0.csv`, `trades.csv`: no date in the name) was
+    refused under --date file_name, and the advice, one --date YYYY-MM-DD, stamped every day with one date."""
+    paths = []
+    for folder in days:
+        (tmp_path / folder).mkdir(parents=True)
+        paths.append(tmp_path / folder / "trades.csv")
+        paths[-1].write_text("time,price,size\n14:30:00.5,6000.25,1\n14:30:01.25,6000.5,2\n")
+    replay = FileReplay(paths, columns=map_from_options(detect=True, date="file_name"))
+    half_past = [int(datetime(2026, 9, day, 14, 30, tzinfo=timezone.utc).timestamp()) * NS for day in (1, 2)]
+    assert [t.ts for t in drain(replay)] == [t0 + d for t0 in half_past for d in (500_000_000, 1_250_000_000)]
+    dated = next(name for name in days[0].split("/") if "2026" in name)
+    assert f"{paths[0]}: the day is 2026-09-01, from its folder {dated!r} (--date and --tz give " \
+           f"others)" in replay.notes, replay.notes
+    assert not any("overlap" in note for note in replay.notes)  # each day on its own date
+    flat = tmp_path / "flat" / "trades.csv"  # no date in its name nor its folders: refused, one --date not urged
+    flat.parent.mkdir()
+    flat.write_text(paths[0].read_text())
+    with pytest.raises(ValueError, match=r"its name holds no date \(YYYY-MM-DD\), nor does a folder above it "
+                                         r"\(date=YYYY-MM-DD/ or YYYY-MM-DD/\): name each day's file or folder with "
+                                         r"its date, or give the day with --date YYYY-MM-DD when every file given is "
+                                         r"of that one day"):
+        FileReplay(flat, columns=map_from_options(detect=True, date="file_name"))
+
+
 def test_times_of_day_as_text_take_the_day_given(tmp_path: Path) -> None:
     path = tmp_path / "7203_2026-03-10.csv"  # one file a day: the date in its name
     path.write_text('Time,Code,Price,Volume\n09:00:00.123,7203,"3,450",100\n09:00:01.5,7203,"3,451",100\n')
@@ -433,7 +460,8 @@ def test_times_of_day_as_text_take_the_day_given(tmp_path: Path) -> None:
         assert [t.ts for t in replay_ticks(path, columns=cmap)] == want, options
     for options in ({}, {"ts_format": "%H:%M:%S%.f"}):
         with pytest.raises(ValueError, match=r"holds '09:00:00.123', a time of day without a date: give the day "
-                                             r"with --date YYYY-MM-DD \(or --date file_name"):
+                                             r"with --date file_name \(the one date each file's name, or else its "
+                                             r"folder, holds"):
             FileReplay(path, columns=map_from_options(detect=True, **options))
     (tmp_path / "full.csv").write_text("Time,Price,Volume\n2026-03-10 09:00:00,3450,100\n")
     with pytest.raises(ValueError, match=r"which is no time of day alone: drop date"):
