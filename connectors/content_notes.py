@@ -25,7 +25,8 @@ from connectors.field_names import normal_name
 from connectors.file_plan import FilePlan, source_path
 from connectors.file_scans import SAMPLE_ROWS, distinct_text, is_csv, scan_file
 from connectors.keep_filter import keep_check, keep_key, keep_values, typed_key
-from connectors.repeated_trades import across_caution, repeated_across, same_trades_refusal
+from connectors.repeated_trades import (across_caution, identical_caution, identical_rows, repeated_across,
+                                        same_trades_refusal)
 from connectors.side_maps import ASK_BID, FIX_AGGRESSOR, MAKER_ROLE, MAKER_SIDE
 from connectors.stream_selection import StreamSelection, shown
 from connectors.ticks import QUOTE, TRADE, utc_text
@@ -535,6 +536,9 @@ def overlapping_files(plans: Sequence[Any], selection: StreamSelection | None = 
                 if repeated := repeated_across(plan, other, stream, other_first, end):  # pages overlapping
                     first = other.where(repeated.first_repeat).removeprefix(f"{other.given_name} ")
                     repeats.append(across_caution(stream, plan.given_name, other.given_name, repeated, first))
+                elif rows := identical_rows(plan, other, stream, other_first, end):  # one day given twice
+                    repeats.append(identical_caution(stream, plan.given_name, other.given_name, rows, other_first,
+                                                     end))
                 else:
                     pairs.setdefault((plan.given_name, other.given_name), []).append((stream, other_first, end))
     notes: list[str] = list(repeats)

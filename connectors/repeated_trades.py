@@ -116,9 +116,8 @@ def repeated_across(one: Any, other: Any, stream: str, start: int, end: int) -> 
 _KEY_TYPES = {"price": pl.Float64, "size": pl.Float64, "side": pl.String}
 
 
-def _window(plan: Any, stream: str, start: int, end: int, fields: list[str]) -> pl.DataFrame:
-    """A plan's trades of ``stream`` stamped ``start`` to ``end`` (ns), with their ids: (`_ns`, fields, `_row`,
-    `_id`)."""
+def _rows(plan: Any, stream: str, start: int, end: int, fields: list[str]) -> pl.LazyFrame:
+    """A plan's rows of ``stream`` stamped ``start`` to ``end`` (ns): (`_ns`, fields, `_row`)."""
     ns = pl.col("_ts") * plan.ts_factor if plan.ts_factor != 1 else pl.col("_ts")
     rows = plan.frame.with_columns(_ns=ns.round(0).cast(pl.Int64) if plan.ts_factor != 1 else ns.cast(pl.Int64))
     rows = rows.filter(pl.col("_ns").is_between(start, end))
@@ -126,9 +125,44 @@ def _window(plan: Any, stream: str, start: int, end: int, fields: list[str]) -> 
         rows = rows.filter(pl.col("stream") == stream)
     # one dtype per key for the join: a Parquet file keeps its integer sizes (Int64) where a CSV's read as Float64,
     # and polars refuses to join the two (the ids are String and the times Int64 ns already)
-    window = rows.select("_ns", *(pl.col(key).cast(_KEY_TYPES[key]) for key in fields), ROW_COLUMN).collect()
+    return rows.select("_ns", *(pl.col(key).cast(_KEY_TYPES[key]) for key in fields), ROW_COLUMN)
+
+
+def _window(plan: Any, stream: str, start: int, end: int, fields: list[str]) -> pl.DataFrame:
+    """A plan's trades of ``stream`` stamped ``start`` to ``end`` (ns), with their ids: (`_ns`, fields, `_row`,
+    `_id`)."""
+    window = _rows(plan, stream, start, end, fields).collect()
     ids = plan.trade_ids.filter(pl.col(ROW_COLUMN).is_in(window[ROW_COLUMN].implode())).collect()
     return window.join(ids, on=ROW_COLUMN).drop_nulls("_id")
+
+
+QUOTE_KEYS = ("bid", "ask", "bid_size", "ask_size")  # compared with a trade's keys where both files read them
+_KEY_TYPES |= {key: pl.Float64 for key in QUOTE_KEYS}
+
+
+def identical_rows(one: Any, other: Any, stream: str, start: int, end: int) -> int:
+    """How many rows of ``stream`` two files hold alike where their times overlap (``start`` to ``end``, ns) when
+    every one of them is alike (time, price, size, side, quotes: the same day saved twice, a `.csv` beside its
+    `.csv.gz`, a re-download in another format); 0 when any differs. Their counts first: two vendors' files
+    seldom hold as many rows, and then only those are read and compared."""
+    if not all(isinstance(getattr(plan, "frame", None), pl.LazyFrame) for plan in (one, other)):  # a DBN file's
+        return 0
+    fields = [key for key in ("price", "size", "side", *QUOTE_KEYS) if key in one.keys and key in other.keys]
+    windows = [_rows(plan, stream, start, end, fields).drop(ROW_COLUMN) for plan in (one, other)]
+    counts = [window.select(pl.len()).collect().item() for window in windows]
+    if counts[0] == 0 or counts[0] != counts[1]:
+        return 0
+    by = ["_ns", *fields]
+    first, second = (window.sort(by, nulls_last=True).collect() for window in windows)
+    return counts[0] if first.equals(second) else 0
+
+
+def identical_caution(stream: str, one: str, other: str, rows: int, start: int, end: int) -> Caution:
+    """Two files of one stream whose rows over their overlap are identical: the same ticks, given twice."""
+    return Caution(f"stream {stream}: {one} and {other} hold identical rows from {utc_text(start)} to "
+                   f"{utc_text(end)} ({rows} rows, their times, prices and sizes alike): the same data given twice "
+                   f"(a file beside its .gz, a re-download in another format?), so each of those ticks replays twice, "
+                   f"moving every count, label and score after it; replay one of them")
 
 
 def across_caution(stream: str, one: str, other: str, repeated: RepeatedIds, first: str) -> Caution:

@@ -134,3 +134,32 @@ def test_two_files_feeding_one_stream_over_the_same_times_get_a_caution(tmp_path
     assert not FileReplay([duka, tmp_path / "trades.csv"]).cautions  # one market's quotes and trades
     assert len(FileReplay([duka, truefx], streams=["EUR*"]).cautions) == 1  # selected: still said
     assert not FileReplay([(duka, {"stream": "EURUSD.DUKA"}), truefx]).cautions  # named apart
+
+
+def test_the_same_day_given_twice_is_said_to_be_identical_rows_not_two_sources(tmp_path: Path) -> None:
+    """review267: a `.csv` beside its `.csv.gz` (or the day re-downloaded as Parquet) got the generic caution about
+    two vendors' overlapping times, though every row was the same: now said as identical rows, both files named,
+    and still both read (nothing dropped in silence)."""
+    import gzip
+
+    import polars as pl
+
+    rows = [f"2026-09-02T14:30:{i:02d}.5Z,ES,{6000 + i % 3 * 0.25:.2f},{1 + i % 4}" for i in range(20)]
+    day = tmp_path / "ES_2026-09-02.csv"
+    day.write_text("timestamp,symbol,price,size\n" + "\n".join(rows) + "\n")
+    gzipped = tmp_path / "ES_2026-09-02.csv.gz"
+    gzipped.write_bytes(gzip.compress(day.read_bytes(), mtime=0))
+    again = tmp_path / "ES_2026-09-02_redownload.parquet"
+    pl.read_csv(day, try_parse_dates=True).write_parquet(again)
+    for other in (gzipped, again):
+        replay = FileReplay([day, other])
+        assert len(drain(replay)) == 40  # both read: said, not dropped
+        (caution,) = replay.cautions
+        span = "from 2026-09-02T14:30:00.500000000Z to 2026-09-02T14:30:19.500000000Z"
+        assert caution.startswith(f"stream ES: {day} and {other} hold identical rows {span} (20 rows, their times, "
+                                  f"prices and sizes alike): the same data given twice"), caution
+        assert "replay one of them" in caution and "two vendors" not in caution
+    (tmp_path / "other.csv").write_text("timestamp,symbol,price,size\n" + "\n".join(rows[:-1]) + "\n"
+                                        "2026-09-02T14:30:19.5Z,ES,6001.00,1\n")  # one row differs: two sources
+    (caution,) = FileReplay([day, tmp_path / "other.csv"]).cautions
+    assert "whose times overlap" in caution and "identical" not in caution
