@@ -8,6 +8,7 @@ and quotes on one row), a second clock not read (`other_clock_note`), and a map 
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -256,3 +257,27 @@ def describe_map(cmap: ColumnMap) -> str:
     decimal = [f"decimal={cmap.decimal}"] if cmap.decimal else []
     hours = [f"hours {cmap.hours}"] if cmap.hours else []
     return ", ".join([f"ts={cmap.ts}{unit}", *offset, stream, *fields, *signed, *scale, *keep, *decimal, *hours])
+
+
+NO_MAP_GIVEN = "no column map given"  # a detected layout's note: `FILE: no column map given; read as MAP`
+NAMED_ALIKE = 3  # files a note on files read alike names; beyond them, how many more
+
+
+def alike_reads_once(notes: list[str]) -> list[str]:
+    """The notes of files detected alike (`FILE: no column map given; read as MAP`, one per file: 500 lines for
+    500 days, burying the notes that matter) said once per layout, where the first was, with the count and the
+    first names: `59 files: no column map given; read as MAP (A, B, C, ... 56 more)`. A file read otherwise keeps
+    its own line."""
+    alike: dict[str, list[int]] = defaultdict(list)  # what the note says past the name -> where each is
+    for at, note in enumerate(notes):
+        name, sep, said = note.partition(": ")
+        if sep and said.startswith(f"{NO_MAP_GIVEN}; read as ") and type(note) is str:  # (a Caution stays)
+            alike[said].append(at)
+    merged, dropped = {}, set()
+    for said, places in alike.items():
+        if len(places) > 1:
+            names = [notes[at].partition(": ")[0] for at in places]
+            more = f", ... {len(names) - NAMED_ALIKE} more" if len(names) > NAMED_ALIKE else ""
+            merged[places[0]] = f"{len(names)} files: {said} ({', '.join(names[:NAMED_ALIKE])}{more})"
+            dropped.update(places[1:])
+    return [merged.get(at, note) for at, note in enumerate(notes) if at not in dropped]

@@ -46,6 +46,7 @@ from connectors.file_cursor import NO_SEQUENCE, FileCursor
 from connectors.file_plan import source_path
 from connectors.idle_gaps import GapCap, LongWait
 from connectors.layout import detect_columns  # re-exported, as the column map's names above
+from connectors.layout_notes import alike_reads_once
 from connectors.map_options import Refine, as_column_map
 from connectors.opened_files import OpenedFiles, named_apart
 from connectors.price_levels import far_apart_levels
@@ -315,8 +316,8 @@ class FileReplay(Source):
     def notes(self) -> list[str]:
         """What a user should know about how the files were read: a detected layout, renamed streams, times
         that do not look like the unit given."""
-        return (self._file_notes + [note for p in self.plans for note in getattr(p, "notes", ())] + self._venue_notes
-                + self._selection_notes)
+        return (self._file_notes + alike_reads_once([note for p in self.plans for note in getattr(p, "notes", ())])
+                + self._venue_notes + self._selection_notes)
 
     @property
     def cautions(self) -> list[str]:

@@ -175,3 +175,21 @@ def test_a_time_that_does_not_read_is_quoted_and_a_dst_gap_named_only_in_a_zone_
         example = replay.rejected.examples["missing_field"]
         assert "(column 'time': 'soon' is not a time the map reads" in example
         assert ("DST" in example) is dst
+
+
+def test_files_detected_alike_get_one_note_with_their_count(tmp_path: Path) -> None:
+    """review267: one identical `FILE: no column map given; read as ...` note per file (503 stderr lines for 500
+    files) buried the notes that matter; now one per layout, with the count and the first names, and a file read
+    otherwise keeps its own line."""
+    files = []
+    for i in range(5):
+        files.append(tmp_path / f"CL_{i:04d}.csv")
+        files[-1].write_text(f"timestamp,symbol,price,size\n{1_788_273_000_000_000_000 + i * 10**12},CL,70.01,1\n")
+    odd = tmp_path / "CL_odd.csv"
+    odd.write_text("ts_ms,ticker,px,qty\n1788283000000,CL,70.02,2\n")
+    notes = FileReplay([*files, odd]).notes
+    read_as = "no column map given; read as ts=timestamp (ns), stream=symbol, price=price, size=size"
+    assert f"5 files: {read_as} (CL_0000.csv, CL_0001.csv, CL_0002.csv, ... 2 more)" in notes, notes
+    assert not any(note.startswith("CL_000") for note in notes), notes
+    assert sum("no column map given" in note for note in notes) == 2  # and the odd one's own
+    assert any(note.startswith("CL_odd.csv: no column map given; read as ts=ts_ms (ms)") for note in notes), notes
