@@ -18,7 +18,8 @@ from tests.test_train_folders import TINY, QUICK, train, write_days
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--hidden", "4", "--intermediate", "8"]  # weights of ~6 KB: smaller than the run's evaluation.json (~10 KB)
-WRITTEN_FIRST = ("model.safetensors", "config.json", "codec.json", "calibration.json")  # before evaluation.json
+WEIGHTS = "model.safetensors"
+WRITTEN_FIRST = (WEIGHTS, "config.json", "codec.json", "calibration.json")  # before evaluation.json
 
 
 def files_of(folder: Path) -> dict[str, bytes]:
@@ -70,3 +71,42 @@ def test_a_train_that_fails_part_way_on_a_new_out_leaves_no_checkpoint(tmp_path:
     assert failed.returncode == 2 and "the file is larger than this process may write" in failed.stderr, \
         failed.stderr[-2000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["days"]  # nor the folder it made for --out
+
+
+def tree_of(folder: Path) -> dict[str, bytes | None]:
+    """Every entry under ``folder`` by its relative path: a file's bytes, a folder's None."""
+    return {str(p.relative_to(folder)): None if p.is_dir() else p.read_bytes() for p in sorted(folder.rglob("*"))}
+
+
+def test_an_overwrite_keeps_what_out_holds_besides_the_checkpoint(tmp_path: Path) -> None:
+    """review272 #1: `train --overwrite` replaced --out as a whole, deleting a user's notes and backtests/ folder
+    kept beside the checkpoint (exit 0, nothing said). Only the checkpoint's files are replaced now; a run that
+    fails part way still leaves --out byte for byte as it was. The second run goes through a symlink to --out."""
+    from engine.service.finetune import CHECKPOINT_FILES
+
+    files = [str(f) for f in write_days(tmp_path / "days")]
+    out, link = tmp_path / "model", tmp_path / "link"
+    rc, _, err = train(files, out, *SMALL)
+    assert rc == 0, err[-2000:]
+    checkpoint = files_of(out)
+    assert set(checkpoint) <= CHECKPOINT_FILES, set(checkpoint) - CHECKPOINT_FILES  # every file a run writes
+    (out / "my_notes.txt").write_text("my notes\n")
+    (out / "backtests").mkdir()
+    (out / "backtests" / "run1.parquet").write_bytes(b"x\n")
+    before = tree_of(out)
+    sizes = {name: len(data) for name, data in checkpoint.items()}
+    limit = (max(sizes[n] for n in WRITTEN_FIRST) + sizes["evaluation.json"]) // 2
+
+    failed = train_limited(files, out, limit, "--overwrite", "--steps", "2")
+    assert failed.returncode == 2 and "was left as it was" in failed.stderr, failed.stderr[-2000:]
+    assert tree_of(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["days", "model"]
+
+    link.symlink_to(out.name)
+    rc, _, err = train(files, link, *SMALL, "--overwrite", "--steps", "2")
+    assert rc == 0, err[-2000:]
+    after = tree_of(out)
+    assert {k: after[k] for k in ("my_notes.txt", "backtests", "backtests/run1.parquet")} == \
+        {k: before[k] for k in ("my_notes.txt", "backtests", "backtests/run1.parquet")}  # kept, as they were
+    assert sorted(after) == sorted(before) and after[WEIGHTS] != before[WEIGHTS]  # the new checkpoint's weights
+    assert link.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == ["days", "link", "model"]

@@ -78,7 +78,8 @@ def out_held(out: Path) -> Iterator[None]:
 
 
 def _check_train_out(out: Path, overwrite: bool) -> None:
-    """--out is a new or empty directory, or with --overwrite one that holds a checkpoint (nothing else)."""
+    """--out is a new or empty directory, or with --overwrite one that holds a checkpoint (whose files are replaced;
+    what else it holds is kept: staged_dir.staged_directory)."""
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file: give a directory to write the checkpoint in")
     held = sorted(p.name for p in out.iterdir() if p.name != OUT_LOCK) if out.is_dir() else []
@@ -182,7 +183,7 @@ def _say_trained(record: dict[str, Any], args: argparse.Namespace, paused: list[
 
 def cmd_train(args: argparse.Namespace) -> None:
     from engine.models import BUILTIN_MODEL_DIR
-    from engine.service.finetune import fit
+    from engine.service.finetune import CHECKPOINT_FILES, fit
     from engine.service.installation import user_train_refusal
     from engine.service.train_checkpoint import WEIGHTS_FILE
 
@@ -195,8 +196,10 @@ def cmd_train(args: argparse.Namespace) -> None:
         cfg, options = _train_settings(args)
         log, caution, bar = _train_sayers(args)
         # written beside --out and renamed into place once whole: a run that fails part way (a full disk) leaves
-        # --out as it was, never a partial checkpoint for `serve --model` to load
-        with staged_directory(args.out, carried=(OUT_LOCK,)) as staging:
+        # --out as it was, never a partial checkpoint for `serve --model` to load; what --out holds besides a
+        # checkpoint's files is kept (an --overwrite deleted a user's notes and backtests/ folder: review272 #1)
+        with staged_directory(args.out, carried=(OUT_LOCK,), owned=CHECKPOINT_FILES,
+                              caution=caution) as staging:
             record = fit([str(f) for f in args.files], column_map_of(args), staging, cfg, options, log, bar,
                          caution=caution)
     paused = pause_notes(record["evaluation"], args.session_gap, "out of training and scoring")

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from connectors.builtin import load_builtin_codec
-from connectors.calibration import Calibration
+from connectors.calibration import CALIBRATION_FILE, Calibration
 from connectors.cautions import labelled
 from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from connectors.replay_entries import replay_files
@@ -44,7 +44,7 @@ from engine.service.splits import (
     short_streams_line, time_overlap_note,
 )
 from engine.service.tick_checkpoint import load_tick_model
-from engine.service.train_checkpoint import new_model, save_model
+from engine.service.train_checkpoint import WEIGHTS_FILE, new_model, save_model
 from engine.service.train_config import TrainConfig
 from engine.service.train_data import Source, question_tokens, sample_batch
 from engine.service.train_loop import optimise
@@ -179,6 +179,12 @@ def _calibrated(model: Any, codec: BinnedCodec, streams: list[StreamData], optio
         codec = codec.with_calibration(Calibration(source="none: the split has no validation part, so the answers "
                                                    "are uncalibrated (temperature 1, bias 0)"))
     return codec, heads
+
+
+# the files of a checkpoint `fit` writes (answer_head.json and calibration.png not every time): what --overwrite
+# replaces in --out, where anything else (a user's notes, a backtests/ folder) is kept (staged_dir.staged_directory)
+CHECKPOINT_FILES = frozenset({WEIGHTS_FILE, "config.json", "codec.json", CALIBRATION_FILE, HEAD_FILE,
+                              "evaluation.json", "calibration.png", "TRAINING.md"})
 
 
 def _save_checkpoint(model: Any, codec: BinnedCodec, heads: dict[str, QuestionHead], out: Path, files: int,

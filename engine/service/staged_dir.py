@@ -11,11 +11,12 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 STAGING_SUFFIX = ".partial"  # `.OUT.XXXXXXXX.partial` beside OUT while a run writes it
+REPLACED_SUFFIX = ".replaced"  # `.OUT.XXXXXXXX.replaced`: OUT's old directory between the swap and its removal
 
 
 class NotWritten(RuntimeError):
@@ -23,12 +24,16 @@ class NotWritten(RuntimeError):
 
 
 @contextmanager
-def staged_directory(out: Path, carried: tuple[str, ...] = ()) -> Iterator[Path]:
+def staged_directory(out: Path, carried: tuple[str, ...] = (), owned: Collection[str] = (),
+                     caution: Callable[[str], None] = lambda _: None) -> Iterator[Path]:
     """A new directory beside ``out`` (on its file system, so one rename puts it in place) to write into. When the
-    body returns, it takes ``out``'s place and what ``out`` held is removed; the files ``carried`` (--out's lock)
-    are hard-linked into it first, so they are the same files across the swap (a lock held stays held). When the
-    body raises, the directory is removed and ``out`` is left as it was; an Exception after something was written
-    is raised as NotWritten saying so (nothing written yet: the error as it came)."""
+    body returns, it takes ``out``'s place: of what ``out`` held, the entries named in ``owned`` (the output's own
+    files, a checkpoint's) go, and every other one (a user's notes, a backtests/ folder) is moved into the new
+    directory; the files ``carried`` (--out's lock) are hard-linked into it first, so they are the same files across
+    the swap (a lock held stays held). When the body raises, the directory is removed and ``out`` is left as it
+    was; an Exception after something was written is raised as NotWritten saying so (nothing written yet: the
+    error as it came). An entry that cannot be moved (a mount point) is left in the old directory, named through
+    ``caution``, which is then not removed."""
     place = out.resolve()  # a symlinked --out: the directory it names is the one replaced, beside its own parent
     staging = Path(tempfile.mkdtemp(prefix=f".{place.name}.", suffix=STAGING_SUFFIX, dir=place.parent))
     try:
@@ -37,7 +42,7 @@ def staged_directory(out: Path, carried: tuple[str, ...] = ()) -> Iterator[Path]
         for name in carried:
             if (place / name).exists():
                 os.link(place / name, staging / name)
-        _swap_in(staging, place)
+        _swap_in(staging, place, set(owned), caution)
     except Exception as e:
         wrote = any(p.name not in carried for p in staging.iterdir()) if staging.is_dir() else False
         shutil.rmtree(staging, ignore_errors=True)
@@ -50,15 +55,30 @@ def staged_directory(out: Path, carried: tuple[str, ...] = ()) -> Iterator[Path]
         raise
 
 
-def _swap_in(staging: Path, place: Path) -> None:
-    """``staging`` renamed to ``place``, whose old directory is moved aside first and removed after (a rename does
-    not replace a directory that holds files). Between the two renames ``place`` is absent for an instant: a run
-    that made it then makes the second rename fail, and the old directory is put back."""
-    aside = staging.with_name(staging.name.removesuffix(STAGING_SUFFIX) + ".replaced")
+def _swap_in(staging: Path, place: Path, owned: set[str], caution: Callable[[str], None]) -> None:
+    """``staging`` renamed to ``place``, whose old directory is moved aside first (a rename does not replace a
+    directory that holds files), then what it held that is not ``owned`` is moved into the new one, then it is
+    removed. Between the two renames ``place`` is absent for an instant: a run that made it then makes the second
+    rename fail, and the old directory is put back. The user's entries move after the swap, not into ``staging``
+    before it: a run killed before the swap leaves them in ``place`` (a staging directory holds the run's own files
+    only), one killed after it in the old directory."""
+    aside = staging.with_name(staging.name.removesuffix(STAGING_SUFFIX) + REPLACED_SUFFIX)
     os.rename(place, aside)
     try:
         os.rename(staging, place)
     except OSError:
         os.rename(aside, place)
         raise
-    shutil.rmtree(aside, ignore_errors=True)
+    left = []
+    for entry in sorted(aside.iterdir()):
+        if entry.name in owned or os.path.lexists(place / entry.name):  # the old output's, or carried (the lock)
+            continue
+        try:
+            os.rename(entry, place / entry.name)
+        except OSError as e:  # a mount point, say: the checkpoint is in place, the entry stays where it is
+            left.append(f"{entry.name} ({e.strerror or e})")
+    if left:
+        caution(f"kept {', '.join(left)} in {aside} (beside --out), which could not be moved back into {place}: "
+                f"move it yourself")
+    else:
+        shutil.rmtree(aside, ignore_errors=True)
