@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import re
 import resource
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from tests.test_train_folders import TINY, QUICK, train, write_days
+from tests.test_train_folders import QUICK, TINY, train, write_days
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--hidden", "4", "--intermediate", "8"]  # weights of ~6 KB: smaller than the run's evaluation.json (~10 KB)
@@ -110,3 +112,40 @@ def test_an_overwrite_keeps_what_out_holds_besides_the_checkpoint(tmp_path: Path
         {k: before[k] for k in ("my_notes.txt", "backtests", "backtests/run1.parquet")}  # kept, as they were
     assert sorted(after) == sorted(before) and after[WEIGHTS] != before[WEIGHTS]  # the new checkpoint's weights
     assert link.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == ["days", "link", "model"]
+
+
+def test_a_later_train_removes_what_a_killed_one_left_beside_out(tmp_path: Path) -> None:
+    """review272 #4: a train killed with -9 left its hidden `.OUT.XXXXXXXX.partial` folder beside --out, and no later
+    run removed it (a kill late in a run: a whole checkpoint's weights). A later train on that --out holds its lock,
+    so no other run writes there: it removes the folder and says so. A real kill -9 of a train process, sent once
+    its staging folder is there (the folder stays until the swap at the run's end, so the wait is not a race)."""
+    files = [str(f) for f in write_days(tmp_path / "days")]
+    out = tmp_path / "model"
+    first = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "train", *files, "--out", str(out), *TINY,
+                              *QUICK, "--quiet"], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 300  # a wait for the run to make its staging folder, not a timed assertion
+        while time.monotonic() < deadline and first.poll() is None and not list(tmp_path.glob(".model.*.partial")):
+            time.sleep(0.02)
+        first.send_signal(signal.SIGKILL)
+        assert first.wait(60) == -signal.SIGKILL, first.communicate()[1][-2000:]  # killed, not finished
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait(60)
+    (left,) = tmp_path.glob(".model.*.partial")
+    other = tmp_path / ".model.x.abcdefgh.partial"  # --out model.x's run's (mkdtemp's 8 characters after `model.x.`)
+    other.mkdir()
+    swapping = tmp_path / ".model.abcdefgh.replaced"  # a run killed mid-swap: what --out held, the user's notes too
+    swapping.mkdir()
+    (swapping / "my_notes.txt").write_text("my notes\n")
+
+    rc, _, err = train(files, out)
+    assert rc == 0, err[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["days", "model", other.name, swapping.name])
+    assert f"flashtick train: note: removed {left.name} beside --out {out}: the unfinished checkpoint of a train on " \
+           f"it that was killed before it finished" in err.splitlines(), err
+    assert f"flashtick train: {swapping} is what --out {out} held before a train on it was killed while replacing " \
+           f"it: left as it is; move back what you want of it, then remove it" in err.splitlines(), err
+    assert (swapping / "my_notes.txt").read_text() == "my notes\n" and (out / "config.json").is_file()

@@ -199,7 +199,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         # --out as it was, never a partial checkpoint for `serve --model` to load; what --out holds besides a
         # checkpoint's files is kept (an --overwrite deleted a user's notes and backtests/ folder: review272 #1)
         with staged_directory(args.out, carried=(OUT_LOCK,), owned=CHECKPOINT_FILES,
-                              caution=caution) as staging:
+                              note=lambda line: log(f"note: {line}"), caution=caution) as staging:
             record = fit([str(f) for f in args.files], column_map_of(args), staging, cfg, options, log, bar,
                          caution=caution)
     paused = pause_notes(record["evaluation"], args.session_gap, "out of training and scoring")

@@ -8,6 +8,7 @@ evaluation.json or the model card, which `serve --model` and `evaluate` then loa
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -25,6 +26,7 @@ class NotWritten(RuntimeError):
 
 @contextmanager
 def staged_directory(out: Path, carried: tuple[str, ...] = (), owned: Collection[str] = (),
+                     note: Callable[[str], None] = lambda _: None,
                      caution: Callable[[str], None] = lambda _: None) -> Iterator[Path]:
     """A new directory beside ``out`` (on its file system, so one rename puts it in place) to write into. When the
     body returns, it takes ``out``'s place: of what ``out`` held, the entries named in ``owned`` (the output's own
@@ -33,8 +35,12 @@ def staged_directory(out: Path, carried: tuple[str, ...] = (), owned: Collection
     the swap (a lock held stays held). When the body raises, the directory is removed and ``out`` is left as it
     was; an Exception after something was written is raised as NotWritten saying so (nothing written yet: the
     error as it came). An entry that cannot be moved (a mount point) is left in the old directory, named through
-    ``caution``, which is then not removed."""
+    ``caution``, which is then not removed. The caller holds ``out``'s lock (no other run writes beside it):
+    staging directories of ``out`` found beside it are a killed run's and are removed first (said through
+    ``note``); an old directory left by a run killed mid-swap is named (``caution``), never removed, as it may hold
+    the only copy of what ``out`` held."""
     place = out.resolve()  # a symlinked --out: the directory it names is the one replaced, beside its own parent
+    _clear_stale(out, place, note, caution)
     staging = Path(tempfile.mkdtemp(prefix=f".{place.name}.", suffix=STAGING_SUFFIX, dir=place.parent))
     try:
         staging.chmod(stat.S_IMODE(place.stat().st_mode))  # mkdtemp's 0700: the mode --out has (made or given)
@@ -61,7 +67,7 @@ def _swap_in(staging: Path, place: Path, owned: set[str], caution: Callable[[str
     removed. Between the two renames ``place`` is absent for an instant: a run that made it then makes the second
     rename fail, and the old directory is put back. The user's entries move after the swap, not into ``staging``
     before it: a run killed before the swap leaves them in ``place`` (a staging directory holds the run's own files
-    only), one killed after it in the old directory."""
+    only, so a later run may remove it), one killed after it in the old directory (named, not removed)."""
     aside = staging.with_name(staging.name.removesuffix(STAGING_SUFFIX) + REPLACED_SUFFIX)
     os.rename(place, aside)
     try:
@@ -82,3 +88,25 @@ def _swap_in(staging: Path, place: Path, owned: set[str], caution: Callable[[str
                 f"move it yourself")
     else:
         shutil.rmtree(aside, ignore_errors=True)
+
+
+def _clear_stale(out: Path, place: Path, note: Callable[[str], None], caution: Callable[[str], None]) -> None:
+    """The staging directories of ``place`` a killed run (kill -9, a crash, a power cut) left beside it removed, and
+    the old directories such a run left mid-swap named. Only mkdtemp's names for ``place``: `.OUT.x.XXXXXXXX.partial`
+    is the run on --out `OUT.x`'s, not one of `OUT`'s."""
+    suffixes = "|".join(map(re.escape, (STAGING_SUFFIX, REPLACED_SUFFIX)))
+    own = re.compile(rf"\.{re.escape(place.name)}\.[a-z0-9_]{{8}}({suffixes})")  # mkdtemp: 8 of [a-z0-9_]
+    for entry in sorted(place.parent.iterdir()):
+        if not ((m := own.fullmatch(entry.name)) and entry.is_dir() and not entry.is_symlink()):
+            continue
+        if m.group(1) == STAGING_SUFFIX:  # only ever the run's own files (the user's move in after the swap)
+            shutil.rmtree(entry, ignore_errors=True)
+            if not entry.exists():
+                note(f"removed {entry.name} beside --out {out}: the unfinished checkpoint of a train on it that was "
+                     f"killed before it finished")
+            else:  # a file in it this user may not remove: said, as the space it takes is theirs to get back
+                caution(f"{entry} beside --out {out} is the unfinished checkpoint of a train on it that was killed; "
+                        f"it could not be removed: remove it")
+        else:
+            caution(f"{entry} is what --out {out} held before a train on it was killed while replacing it: left as "
+                    f"it is; move back what you want of it, then remove it")
