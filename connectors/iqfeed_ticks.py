@@ -25,7 +25,8 @@ _TIME = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,6})?$")
 _WHOLE = re.compile(r"^\d+$")
 _DECIMAL = re.compile(r"^-?\d+(\.\d+)?$")
 _BASIS = re.compile(r"^[A-Z0-9]$")  # Basis For Last: one letter or digit (C a normal trade, E extended hours, O ...)
-_CONDITIONS = re.compile(r"^[0-9A-Fa-f]{2}([0-9A-Fa-f]{2})*$")  # hex pairs, one per condition (01: regular)
+# hex pairs, one per condition (01: regular); empty where a trade carries none, as a line may write it
+_CONDITIONS = re.compile(r"^([0-9A-Fa-f]{2})*$")
 _DAY_CODE = re.compile(r"^(0?[1-9]|[12]\d|3[01])$")
 
 
@@ -50,7 +51,7 @@ def _names(row: tuple[str, ...]) -> tuple[str, ...] | None:
 def _iqfeed_line(row: tuple[str, ...]) -> bool:
     """Whether the ten fields of a line have IQFeed's tick shape: its time, a last price within 1% of a bid at or
     under the ask, whole sizes (the day's total volume at least the last size), a whole tick id, a basis code and
-    hex conditions."""
+    hex conditions (or none)."""
     if not _TIME.match(row[0]):
         return False
     time, last, size, total, bid, ask, tick_id, basis, center, conditions = row

@@ -377,3 +377,18 @@ def test_iqfeed_protocol_6_tick_lines_read_the_aggressor_as_the_trades_side(tmp_
     assert "market center, conditions, trade aggressor (the trade's side, the taker's: 1 buy, 2 sell, 0 and 3 " \
            "none) and day code (not read), protocol 6's" in said, said
     assert ("a request id (not read), a time (US Eastern)" in said) == bool(request_id)
+
+
+@pytest.mark.parametrize("request_id", ["", "ESZ26,"])
+def test_iqfeed_lines_with_an_empty_conditions_field_read_like_those_with_conditions(tmp_path: Path,
+                                                                                     request_id: str) -> None:
+    """A trade with no conditions leaves TradeConditions empty (`...,C,11,,1,3`): such a file was refused ("its
+    layout cannot be guessed: give its 12 columns"); now it reads as the same lines with conditions do."""
+    path = tmp_path / "AAPL.csv"
+    path.write_text("".join(request_id + line.replace(",43,01,", ",43,,").replace(",43,1701,", ",43,,") + "\n"
+                            for line in IQFEED_6.splitlines()))
+    replay = FileReplay(path)
+    trades = [(t.ts, t.side) for t in drain(replay) if t.kind == "trade"]
+    assert trades == [(ns("2026-11-30T13:30:01.550485+00:00"), "buy"), (ns("2026-11-30T13:30:02.001+00:00"), "sell"),
+                      (ns("2026-11-30T13:30:02.5+00:00"), None), (ns("2026-11-30T13:30:03+00:00"), None)]
+    assert not replay.rejected and "protocol 6's" in "\n".join(replay.notes)
