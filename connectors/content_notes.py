@@ -18,7 +18,8 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
-from connectors.column_names import EVENT_NAMES, MAKER_NAMES, QUOTE_MARKS, RIGHT_NAMES, TRADE_MARKS
+from connectors.column_names import (EVENT_NAMES, MAKER_NAMES, PREDICTION_MARKET_NAMES, QUOTE_MARKS, RIGHT_NAMES,
+                                     TRADE_MARKS)
 from connectors.csv_dialect import Dialect
 from connectors.event_time import scaled_ts
 from connectors.field_names import normal_name
@@ -27,7 +28,7 @@ from connectors.file_scans import SAMPLE_ROWS, distinct_text, is_csv, scan_file
 from connectors.keep_filter import keep_check, keep_key, keep_values, typed_key
 from connectors.repeated_trades import (across_caution, identical_caution, identical_rows, repeated_across,
                                         same_trades_refusal)
-from connectors.side_maps import ASK_BID, FIX_AGGRESSOR, MAKER_ROLE, MAKER_SIDE
+from connectors.side_maps import ASK_BID, FIX_AGGRESSOR, MAKER_ROLE, MAKER_SIDE, YES_NO
 from connectors.stream_selection import StreamSelection, shown
 from connectors.ticks import QUOTE, TRADE, utc_text
 from connectors.shell_words import columns_option
@@ -592,10 +593,14 @@ def fix_sides(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Seq
                dialect: Dialect | None) -> ColumnMap:
     """A detected side column holding 0, 1 and 2 only, 2 among them: FIX's AggressorSide (CME's MDP 3.0 and most
     exchange feeds), 1 buy and 2 sell (read as signed sides, every sell would be rejected); the map's description
-    in the notes names it."""
+    in the notes names it. In a prediction market's file (Kalshi's yes_price, ...), a side of yes and no is the
+    outcome the taker bought (YES_NO: buying no sells yes); read as buy/sell words, every row was rejected."""
     if cmap.side is None or cmap.side_map is not None or cmap.side not in schema:
         return cmap
     values = {v.removesuffix(".0") for v in distinct_text(path, names, dialect, cmap.side, 4, SAMPLE_ROWS)}
+    if values and {v.lower() for v in values} <= set(YES_NO) and \
+            PREDICTION_MARKET_NAMES & {normal_name(n) for n in schema}:
+        return replace(cmap, side_map=dict(YES_NO))
     if "2" not in values or not values <= set(FIX_AGGRESSOR):
         return cmap
     return replace(cmap, side_map=dict(FIX_AGGRESSOR))

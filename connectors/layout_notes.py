@@ -24,7 +24,8 @@ from connectors.layout import databento_book
 from connectors.map_vocabulary import QUOTE_FIELDS, VALUE_FIELDS, joined_columns
 from connectors.number_separators import without_currency
 from connectors.price_offsets import shown_offset
-from connectors.side_maps import BITSTAMP_TYPE, BUYER_MAKER, FIX_AGGRESSOR, LOBSTER_DIRECTION, MAKER_ROLE, MAKER_SIDE
+from connectors.side_maps import (BITSTAMP_TYPE, BUYER_MAKER, FIX_AGGRESSOR, LOBSTER_DIRECTION, MAKER_ROLE, MAKER_SIDE,
+                                  YES_NO)
 from connectors.shell_words import columns_option
 
 
@@ -55,7 +56,8 @@ SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER,
              "the maker's role, read flipped: buyer = sell, seller = buy": MAKER_ROLE,
              "Bitstamp's type: 0 = buy, 1 = sell": BITSTAMP_TYPE,
              "the resting order's side: 1 = sell": LOBSTER_DIRECTION,
-             "FIX's AggressorSide: 1 = buy, 2 = sell, 0 = none": FIX_AGGRESSOR}  # named in notes
+             "FIX's AggressorSide: 1 = buy, 2 = sell, 0 = none": FIX_AGGRESSOR,
+             "the outcome the taker bought: yes = buy, no = sell of the yes contract": YES_NO}  # named in notes
 
 
 def trade_bars(cmap: ColumnMap, names: Iterable[str]) -> bool:

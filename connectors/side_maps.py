@@ -27,6 +27,9 @@ BITSTAMP_TYPE: dict[str, str] = {"0": "buy", "1": "sell"}  # Bitstamp's transact
 FIX_AGGRESSOR: dict[str, str | None] = {"1": "buy", "2": "sell", "0": None}
 # IQFeed's TradeAggressor (protocol 6 tick history): as FIX's, and 3 "neither buy nor sell"
 IQFEED_AGGRESSOR: dict[str, str | None] = {**FIX_AGGRESSOR, "3": None}
+# A prediction market's taker side (Kalshi's `taker_side`): the outcome the taker bought, yes or no. Its prices are
+# the yes contract's (yes_price), and buying no is selling yes (no_price = 100 - yes_price), the docs' Kalshi map.
+YES_NO: dict[str, str] = {"yes": "buy", "no": "sell"}
 
 
 def side_lookup(side_map: dict | None) -> Callable[[Any], Any]:

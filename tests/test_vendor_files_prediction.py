@@ -112,3 +112,27 @@ def test_a_prediction_markets_cents_settling_at_0_is_no_spread(tmp_path: Path) -
     drain(spread)
     assert "(a spread)" in spread.rejected.examples["nonpositive_price"]
     assert f"--price-offset '{KALSHI}=1'" in spread.rejected.examples["nonpositive_price"]
+
+
+def test_kalshis_yes_no_taker_side_is_the_outcome_bought_under_an_inline_map(tmp_path: Path) -> None:
+    """Review272 #5: Kalshi's trades under `--columns price=yes_price,size=count,stream_col=ticker` had detection
+    add side=taker_side, whose yes/no were read as buy/sell words: every row rejected (unknown_side 'yes'). In a
+    prediction market's file yes/no is the outcome the taker bought, read as the docs' map reads it: buying yes is
+    a buy of the yes contract whose price is read, buying no a sell of it; the note says so."""
+    path = tmp_path / "kalshi.csv"
+    path.write_text("trade_id,ticker,count,yes_price,no_price,taker_side,created_time\n" + "".join(
+        f"t{i},{KALSHI},{i % 7 + 1},{(2, 3, 1, 4)[i % 4]},{100 - (2, 3, 1, 4)[i % 4]},{('yes', 'no')[i % 3 == 0]},"
+        f"2024-11-05T14:{i // 4:02d}:{i % 4 * 15:02d}Z\n" for i in range(40)))
+    replay = FileReplay(path, columns=map_from_options(columns="price=yes_price,size=count,stream_col=ticker",
+                                                         detect=True))
+    ticks = drain(replay)
+    assert not replay.rejected and len(ticks) == 40
+    assert [t.side for t in ticks[:4]] == ["sell", "buy", "buy", "sell"]
+    said = "\n".join(replay.notes)
+    assert "side=taker_side (the outcome the taker bought: yes = buy, no = sell of the yes contract)" in said, said
+    # yes/no under plain names, nothing saying it is a prediction market: still no side words (told, not guessed)
+    plain = tmp_path / "plain.csv"
+    plain.write_text(path.read_text().replace("yes_price,no_price", "px,other"))
+    other = FileReplay(plain, columns=map_from_options(columns="price=px,size=count,stream_col=ticker", detect=True))
+    drain(other)
+    assert "unknown_side" in other.rejected
