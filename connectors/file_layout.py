@@ -75,7 +75,7 @@ from connectors.naive_time_zones import histdata_zone, naive_time_notes, zone_of
 from connectors.size_readings import size_notes
 from connectors.time_units import detected_unit, epoch_unit
 from connectors.shell_words import columns_option
-from connectors.venue_zones import venue_zone, venue_zone_note
+from connectors.venue_zones import mapped_venue_zone, venue_zone, venue_zone_note
 
 
 def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = False, own_map: bool = False,
@@ -114,6 +114,10 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     cmap, unit_notes = _time_unit(path, spec, cmap, schema, names, dialect, first)
     if isinstance(spec, ColumnMap):  # a full map that names `Time (JST)` reads its zone as detection does
         cmap, zone_notes = zone_of_header(path, cmap, schema, first)
+        # TAQ's `ts=DATE+TIME_M`, TRACE's and B3's own columns: their venue's zone, as a detected layout's
+        cmap, venue_notes = mapped_venue_zone(path, cmap, schema,
+                                              lambda: time_sample(path, names, dialect, cmap.ts_columns))
+        zone_notes += venue_notes
     cmap, notes = _read_as_notes(path, spec, cmap, read, shaped_note, first)
     # every layout, a full map's too: naive times read as UTC are said (an offset column is detection's to read)
     cmap, naive_notes = naive_time_notes(path, cmap, schema, names, dialect, first,

@@ -4,7 +4,8 @@ TAQ's trades `ctm`, quotes `cqm`, NBBO `nbbom`, the NBBO files with `BEST_*` col
 TIME_M,...` exports) a 09:30 open at 05:30 New York time (review 115, finding 15); B3's public trades file
 (NEGOCIOSAVISTA: `DataNegocio+HoraFechamento`) 3 hours early; FINRA TRACE's (`TRD_EXCTN_DT+TRD_EXCTN_TM`, Eastern
 time) 4 or 5. A detected layout of one of them is read in its venue's zone, with a note, unless --tz (a map's
-`tz`) says otherwise. The one place for it: layouts known by their file's name or fixed columns (HistData's,
+`tz`) says otherwise, and so is a full map that reads the venue's own time columns (the map TAQ's note
+prints). The one place for it: layouts known by their file's name or fixed columns (HistData's,
 IQFeed's, LOBSTER's) carry their zone in their own definition."""
 
 from __future__ import annotations
@@ -79,3 +80,14 @@ def venue_zone_note(path: Path, detected: ColumnMap, cmap: ColumnMap, schema: Ma
         return []
     return [f"{path.name}: its times ({'+'.join(cmap.ts_columns)}) read as {venue.clock}, the zone {venue.venue} "
             f"writes them in (--tz ZONE says otherwise)"]
+
+
+def mapped_venue_zone(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
+                      first_time: Callable[[], Any]) -> tuple[ColumnMap, list[str]]:
+    """A full map (no preset) naming a venue's own time columns (`ts=DATE+TIME_M` of a TAQ file) and no `tz`, in
+    the venue's zone with the note a detected layout gets: read as UTC, the pasted map (the one TAQ's note prints)
+    put every time 4-5 h early."""
+    if cmap.preset is not None:  # a preset's map carries its own zone (or none) by its definition
+        return cmap, []
+    zoned = venue_zone(cmap, schema, first_time)
+    return zoned, venue_zone_note(path, zoned, zoned, schema) if zoned is not cmap else []

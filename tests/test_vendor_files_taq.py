@@ -301,3 +301,29 @@ def test_an_unread_column_that_looks_like_a_quote_size_is_named(tmp_path: Path) 
     assert len(drain(replay)) == 1
     assert any("'bid_depth_lots' looks like bid_size, 'ask_depth_lots' looks like ask_size, not read" in n
                for n in replay.notes)
+
+
+def test_the_full_map_the_taq_note_prints_reads_new_york_times_as_detection_does(tmp_path: Path) -> None:
+    """Review272 #3: the map the TR_CORR note prints (`--columns ts=DATE+TIME_M,...`), inline or in a map file with
+    the keep line the note gives, read TAQ's naive times as UTC, 09:30 New York at 09:30Z (5 h early in January),
+    where detection reads 14:30Z. A full map naming TAQ's own time columns and no tz now reads them in New York's
+    zone with detection's note; a tz given wins."""
+    path = tmp_path / "taq_trades.csv"
+    path.write_text(WRDS_CORRECTED_TRADES)
+    detected = FileReplay(path)
+    first = drain(detected)[0].ts
+    assert first == 1704205800_123456789  # 2024-01-02T14:30:00.123456789Z
+    note = next(n for n in detected.notes if "TR_CORR" in n and "cancelled" in n)
+    full = note.split("--columns ")[1].split(")")[0]
+    map_file = tmp_path / "taq_map.yaml"
+    map_file.write_text("".join(f"{k}: {v}\n" for k, v in (p.split("=") for p in full.split(",")))
+                        + note.split("the regular ones only with ")[1].split(" in its file")[0] + "\n")
+    zone_note = ("taq_trades.csv: its times (DATE+TIME_M) read as New York wall-clock times (America/New_York, "
+                 "summer time included), the zone TAQ writes them in (--tz ZONE says otherwise)")
+    for columns, prints in ((full, 4), (str(map_file), 2)):
+        mapped = FileReplay(path, columns=map_from_options(columns=columns))
+        ticks = drain(mapped)
+        assert (ticks[0].ts, len(ticks)) == (first, prints), columns
+        assert zone_note in mapped.notes and not any("read as UTC" in n for n in mapped.notes), mapped.notes
+    utc = FileReplay(path, columns=map_from_options(columns=full, tz="UTC"))
+    assert drain(utc)[0].ts == 1704187800_123456789 and zone_note not in utc.notes  # 09:30Z, as --tz UTC says

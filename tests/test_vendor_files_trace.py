@@ -141,3 +141,19 @@ def test_trace_execution_times_are_read_on_new_yorks_clock_unless_tz_says_otherw
     with_offsets = FileReplay(offset)
     assert [t.ts for t in drain(with_offsets)][:2] == [1709559000 * 10**9, 1709559001 * 10**9]
     assert not with_offsets.rejected and not any("FINRA TRACE writes" in note for note in with_offsets.notes)
+
+
+def test_a_full_map_of_traces_own_time_columns_reads_them_on_new_yorks_clock(tmp_path: Path) -> None:
+    """Review272 #3: a map naming TRD_EXCTN_DT+TRD_EXCTN_TM and no tz (the map with `keep: {TRC_ST: [T]}` the
+    cancels caution leads to) read them as UTC, 5 h early in March (EST), where detection reads Eastern time. It
+    now reads them as detection does, with its note; a tz in the map wins."""
+    path = tmp_path / "trace.csv"
+    path.write_text(trace_rows())
+    untzed = {k: v for k, v in TRACE_MAP.items() if k != "tz"} | {"keep": {"TRC_ST": ["T"]}}
+    mapped = FileReplay(path, columns=untzed)
+    assert drain(mapped)[0].ts == 1709577000 * 10**9  # 2024-03-04T18:30:00Z, as detected
+    assert "trace.csv: its times (TRD_EXCTN_DT+TRD_EXCTN_TM) read as New York wall-clock times (America/New_York, " \
+           "summer time included), the zone FINRA TRACE writes them in (--tz ZONE says otherwise)" in mapped.notes
+    assert not any("read as UTC" in note for note in mapped.notes)
+    utc = FileReplay(path, columns=untzed | {"tz": "UTC"})
+    assert drain(utc)[0].ts == 1709559000 * 10**9 and not any("FINRA TRACE writes" in n for n in utc.notes)
