@@ -100,16 +100,38 @@ class StreamOpens(NamedTuple):
                 f"{f'; {without} stream(s) whose times do not run through midnight: as written' if without else ''})")
 
 
+# a futures contract's name: its product root, a month code and the year's last one or two digits, maybe a venue
+# after it (`ESM4`, `BRNQ24`, `6EZ4`, `CL Z4`, `ESU4.CME`); the root with the venue is the product's, whatever its month
+_CONTRACT = re.compile(r"^([A-Z0-9][A-Z0-9]{0,3}) ?[FGHJKMNQUVXZ]\d{1,2}(\W.*)?$")
+
+
+def product_of(stream: str) -> str | None:
+    """A futures contract's product (root and venue: `ES` of `ESM4`, `ES.CME` of `ESU4.CME`), else None."""
+    match = _CONTRACT.match(stream)
+    return None if match is None else match.group(1) + (match.group(2) or "")
+
+
 def stream_opens(rows: pl.LazyFrame, stream: pl.Expr, minute: pl.Expr) -> StreamOpens:
     """Each stream's evening open, from its own times of day: products of one file may pause at different hours
     (CME's equity index futures at 16:00 CT, its grains at 13:20; two venues), and one stream's rows in another's
     pause would hide it, were the open found over the whole file. A stream too thin to show its own (a back month's
-    few trades) takes the one found over the whole file, as every stream did before."""
+    few trades) takes its product's (another month of the same root and venue), else the one found over the whole
+    file, as every stream did before; a contract with neither (two products, each trading in the other's pause,
+    show no file-wide open) takes the earliest open of the file's streams."""
     found = (rows.select(stream.alias("_stream"), minute.alias("_minute")).drop_nulls().unique()
              .group_by("_stream").agg(pl.col("_minute").sort()).collect())
     whole = session_open(sorted({m for minutes in found["_minute"] for m in minutes}))
-    opens = {name: opened for name, minutes in found.iter_rows()
-             if (opened := session_open(minutes) or whole) is not None}
+    own = {name: opened for name, minutes in found.iter_rows() if (opened := session_open(minutes)) is not None}
+    by_product: dict[str, SessionOpen] = {}
+    for name, opened in sorted(own.items(), key=lambda item: item[1]):  # the earliest open of each product
+        by_product.setdefault(product_of(str(name)) or str(name), opened)
+    earliest = min(own.values(), default=None)
+    opens = dict(own)
+    for name in found["_stream"]:
+        product = product_of(str(name))
+        if name not in own and (opened := by_product.get(product or "") or whole or
+                                (earliest if product is not None else None)) is not None:
+            opens[name] = opened
     return StreamOpens(opens, found.height)
 
 
@@ -169,10 +191,12 @@ def wraps_at_the_open(rows: pl.LazyFrame, clock: pl.Expr, evening: pl.Expr, grou
     """Whether a date column's rows, in file order, are a trade date's: within one date (and stream) the evening
     rows come first and the clock wraps once to the morning (DataMine's order, or by date then session time), at
     least once in the file, and never steps back otherwise nor goes from a morning row to an evening one (a
-    calendar date's order, times ascending within it; a newest-first export steps back throughout). `rows`: the
+    calendar date's order, times ascending within it; a newest-first export steps back throughout), among the
+    streams that have an open (a thin stream with none is no evidence either way). `rows`: the
     file's first SAMPLE_ROWS (some days of a busy future): windows over a whole file cost more than reading it."""
     before = evening.shift(1).over(group)
-    back = (clock.diff().over(group) < 0).sum()
+    # a stream without an open (too thin to show one, and none to take) tells nothing: its steps back are not counted
+    back = ((clock.diff().over(group) < 0) & evening.is_not_null()).sum()
     wraps, steps, unwraps = rows.select(
         (before & ~evening).sum().alias("wraps"), back.alias("steps"), (~before & evening).sum().alias("unwraps"),
     ).collect().row(0)

@@ -382,3 +382,34 @@ def test_epoch_ms_joined_to_a_part_is_refused_with_a_pasteable_columns_option(tm
     pl.DataFrame({"ssboe": [1796049000123], "usecs": [1], "px": [1.0], "qty": [1]}).write_csv(plain)
     with pytest.raises(ValueError, match=r"a whole time already: give --columns ts=ssboe --ts-unit ms"):
         FileReplay(plain, columns=map_from_options(columns="ts=ssboe+usecs,price=px,size=qty"))
+
+
+@pytest.mark.parametrize("date_name", ["Trade Date", "Date"])
+def test_a_thin_back_month_beside_two_products_takes_its_products_open(tmp_path: Path, date_name: str) -> None:
+    """Review272 #2: ES and Brent pause at different hours, so no open shows over the whole file, and a back
+    month's three trades (Sunday 18:30 with Monday's date, then Monday 09:00 and 10:00) show none of their own.
+    Under `Trade Date` its evening trade stayed a day late ("1 stream(s) whose times do not run through midnight");
+    under a bare `Date` its step back vetoed the wrap and the WHOLE file was read as calendar dates (282 rows a day
+    late). The back month now takes its product's open (ESZ6's 18:00), the file reads as trade dates either way."""
+    rows = two_venue_rows()
+    back = pl.DataFrame([("20261026", clock, "ESH7", int(datetime(2026, 10, day, hour, minute,
+                                                                  tzinfo=NEW_YORK).timestamp()) * 10**9)
+                         for clock, day, hour, minute in (("18:30:00", 25, 18, 30), ("09:00:00", 26, 9, 0),
+                                                          ("10:00:00", 26, 10, 0))],
+                        schema=["Trade Date", "Time", "Symbol", "truth"], orient="row", schema_overrides={
+                            "truth": pl.Int64}).with_columns(Price=pl.lit(101.0), Volume=pl.lit(1))
+    both = pl.concat([rows, back]).sort("truth", maintain_order=True).rename({"Trade Date": date_name})
+    replay = FileReplay(write(both.drop("truth"), tmp_path / "es_brent_back.csv"), columns={"tz": "America/New_York"})
+    ticks = drain(replay)
+    assert [t.ts for t in ticks if t.stream == "ESH7"] == back["truth"].to_list()
+    assert [t.ts for t in ticks] == both["truth"].to_list()
+    said = "\n".join(replay.notes)
+    assert "18:00 for ESH7, ESZ6 (after the pause from 16:40); 20:00 for BRNF7" in said, said
+    assert "whose times do not run through midnight" not in said
+    # a thin stream that is no contract (no product to take an open from) tells nothing against the others' wrap:
+    # they are read as trade dates, it as written
+    other = both.with_columns(Symbol=pl.col("Symbol").replace("ESH7", "ES-BLOCK"))
+    replay = FileReplay(write(other.drop("truth"), tmp_path / "es_brent_block.csv"), columns={"tz": "America/New_York"})
+    ticks = drain(replay)
+    assert [t.ts for t in ticks if t.stream != "ES-BLOCK"] == rows["truth"].to_list()
+    assert any("1 stream(s) whose times do not run through midnight: as written" in n for n in replay.notes)
