@@ -3,13 +3,19 @@
 A service run under a supervisor that stamps lines itself (journald, Kubernetes) needs none; one run under
 nohup or a plain file redirect otherwise logs "behind", "caught up" and restart lines that cannot be placed in
 time. The service's lines are plain prints to stderr (one place for every message), so the stamp is put on the
-stream rather than on each call."""
+stream rather than on each call. `say` writes one such line, `flashtick: ...`, for the modules that share it."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from datetime import datetime, timezone
 from typing import TextIO
+
+
+def say(line: str) -> None:
+    """One line of the service's log (stderr), as the server writes its own."""
+    print(f"flashtick: {line}", file=sys.stderr, flush=True)
 
 
 def named_few(names: list[str], shown: int = 5) -> str:

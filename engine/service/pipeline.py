@@ -18,7 +18,6 @@ probe_reserve check (query_fit.py), the heap (heap_memory.py).
 
 from __future__ import annotations
 
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -43,6 +42,7 @@ from engine.service.durability import DataDir
 from engine.service.engine_restart import EngineRestart
 from engine.service.heap_memory import return_memory
 from engine.service.kept_queries import configured_queries, register_changed
+from engine.service.log_lines import say
 from engine.service.log_provenance import written_by
 from engine.service.model_and_codec import answer_heads, load_model_and_codec
 from engine.service.owed_answers import steps_while_full
@@ -513,7 +513,3 @@ class TickPipeline:
             **kernel_cache_summary(),
         }
 
-
-def say(line: str) -> None:
-    """One line of the service's log (stderr), as the server writes its own."""
-    print(f"flashtick: {line}", file=sys.stderr, flush=True)

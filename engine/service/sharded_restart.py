@@ -15,8 +15,8 @@ from typing import Any
 
 from connectors.ticks import counted
 from engine.service.kept_queries import register_changed
+from engine.service.log_lines import say
 from engine.service.owed_answers import TailStarts, answers_owed
-from engine.service.pipeline import say
 from engine.service.shard_restores import ShardRestores
 
 
