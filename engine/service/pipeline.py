@@ -11,8 +11,8 @@ at its own cut, so a burst (a replay at 100x, a reconnecting feed) gives the
 answers a slow feed would. Like server.py and cli.py it may import
 connectors/ and queries/ (DESIGN: service glue sits above both); it is a file
 of its own because two front ends use it. What it is built from lives beside it:
-the model and codec (model_and_codec.py), a restart from the data directory
-(engine_restart.py), `when_behind` at a message (when_behind.py), the
+the model and codec (model_and_codec.py), its ingest of ticks (tick_ingest.py), a restart from the data
+directory (engine_restart.py), `when_behind` at a message (when_behind.py), the
 probe_reserve check (query_fit.py), the heap (heap_memory.py).
 """
 
@@ -20,21 +20,18 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
 from typing import Any, Callable
 
 import msgpack
 import torch
 
-from connectors.encoder import EncodedTick, Ingested, StreamEncoders, listed_ticks
-from connectors.ticks import InvalidTick, Tick
+from connectors.encoder import StreamEncoders
+from connectors.ticks import InvalidTick
 from engine.engine import Engine
 from engine.forward_plan import StepReport
 from engine.models.linear import kernel_cache_summary
 from engine.jobs import JobOutcome
 from engine.runner import ModelRunner
-from engine.scheduler import AdmissionRefused
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ServiceConfig
@@ -52,8 +49,7 @@ from engine.service.live_scores import LiveScores
 from engine.service.receive_clock import ReceiveClock
 from engine.service.rejections import admission_limit
 from engine.service.shedding import Backlog, Shedding
-from engine.service.ticklog import LogWriteError
-from engine.service.when_behind import conflating, shed_message
+from engine.service.tick_ingest import TickIngest, log_or_refuse
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
 from queries.limits import QueryLimits
@@ -61,22 +57,17 @@ from queries.probe_answers import CompiledQuery, compile_query
 from queries.registry import Registry
 from queries.spec import QuerySpec, dump_queries
 
+# what other modules import from here (sharded.py: StreamBusy, log_or_refuse, say)
+__all__ = ["StreamBusy", "TickPipeline", "log_or_refuse", "say"]
+
 LAG_CHECK_S = 0.1  # how stale `TickPipeline.lag_s` may be
-
-
-def log_or_refuse(data: DataDir, item: EncodedTick) -> None:
-    """The tick log append that accepts a tick: a failed write refuses it, with nothing half-applied."""
-    try:
-        data.append(item)
-    except LogWriteError as e:
-        raise InvalidTick("log_unavailable", f"{e} (the tick was not accepted)", item.stream) from None
 
 
 class StreamBusy(RuntimeError):
     """A stream cannot be forgotten now: data or a query job waits on it (the same request, later, is served)."""
 
 
-class TickPipeline:
+class TickPipeline(TickIngest):
     def __init__(self, config: ServiceConfig, live_scores: bool = True,
                  progress: Callable[[str], None] = lambda _: None, defer_owed: bool = False,
                  asks_on_demand: bool = True) -> None:
@@ -169,99 +160,11 @@ class TickPipeline:
         """Ticks of a deferred restart tail not computed yet."""
         return self.restart.owed_ticks
 
-    def ingest(self, tick: Tick) -> None:
-        """Accept one validated tick: ordering check, codec, queue for its session. Raises InvalidTick,
-        and then the stream's ordering and codec state are as they were. The tick joins its stream's open
-        group (``end_group`` closes it; so does a forward that takes it as the stream's last pending tick)."""
-        self.encoders.ingest(tick, self._submit)
-        self._grouping.discard(tick.stream)  # not a message: its group stays open
-        self.ticks_in += 1
-
-    def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
-        """Decode a wire message (one tick or a list) and ingest the good ticks, one tick group per stream;
-        returns the rejections. While behind with ``when_behind: shed``, the whole message is refused unread."""
-        if (shed := shed_message(self, data, tokenized=False)) is not None:
-            return shed
-        with self._reading(data) as read_ns:
-            return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), read_ns))
-
-    def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
-        """Already-tokenized ticks from an out-of-process connector: a msgpack list of
-        ``{stream: str, ts: int ns, tokens: [int], ticks: int}``; returns the rejections."""
-        if (shed := shed_message(self, data, tokenized=True)) is not None:
-            return shed
-        with self._reading(data) as read_ns:
-            return self._counted(self.encoders.ingest_tokenized(data, self._submit, read_ns))
-
-    @contextmanager
-    def _reading(self, data: bytes) -> Iterator[int]:
-        """A wire message read now, inside its tick-log message: its read time, which every tick it submits is
-        dated from (receive_clock.py), until it is ingested."""
-        self._read_ns = time.time_ns()
-        try:
-            with self.data.message(listed_ticks(data)) if self.data is not None else nullcontext():
-                yield self._read_ns
-        finally:
-            self._read_ns = None
-
-    def _submit(self, item: EncodedTick) -> None:
-        """Every check, then the log, then the engine: the log holds exactly the accepted items."""
-        read = self._read_ns  # (None for a quote conflation held past its message: it counts from its submit)
-        received = None if read is None else self.receive_clock.received_ns(item.stream, item.ts, read)
-        waited_s = 0.0 if received is None else (read - received) / 1e9
-        if self.config.limits.when_behind == "shed" and \
-                (refusal := self.shed_refusal(item.stream, waited_s)) is not None:
-            raise refusal
-        if self.data is not None:
-            problem = self.engine.scheduler.admission_problem(item.stream)
-            if problem is not None:  # refused before the log, as the scheduler refuses without one: counted alike
-                self.engine.scheduler.stats.refused_streams += 1
-                raise InvalidTick("stream_refused", problem, item.stream)
-            log_or_refuse(self.data, item)
-        self._enqueue(item, received)
-        self._accepted(item)
-        if read is not None:
-            self.receive_clock.accepted(item.stream, item.ts, read)
-            if received is not None:  # a tick its ts dates: the message's, the newest
-                self.last_received_ns = max(received, self.last_received_ns or received)
-
     def admission_limit(self) -> str:
         """Which limit turns new streams away (rejections.admission_limit), for the log and an ask's error."""
         scheduler, config = self.engine.scheduler, self.config.scheduler
         return admission_limit(config.max_streams, config.when_full, scheduler.max_streams_admitted, scheduler.window,
                                scheduler.pool.capacity_cells)
-
-    def flush_held(self) -> list[dict[str, Any]]:
-        """Submit the quotes conflation holds (before each forward): a tick group of their own, and in the tick log
-        a message of their own (logged outside any, a restart grouped them with the message before); returns the
-        rejections."""
-        if not self.encoders.held:
-            return []
-        with self.data.message(len(self.encoders.held)) if self.data is not None else nullcontext():
-            return self._counted(self.encoders.flush_held(self._submit))
-
-    def _accepted(self, item: EncodedTick) -> None:
-        """An item the engine took (live, or replayed from the tick log): its price, for what reads marks."""
-        self.adaptation.accepted(item)
-        self.scores.accepted(item)
-
-    def _enqueue(self, item: EncodedTick, received_ns: int | None = None) -> None:
-        try:
-            self.engine.submit(item.stream, item.tokens, item.ts, item.ticks, received_ns=received_ns)
-        except AdmissionRefused as e:
-            raise InvalidTick("stream_refused", str(e), item.stream) from None
-        self._grouping.add(item.stream)
-
-    def _counted(self, result: Ingested) -> list[dict[str, Any]]:
-        """After a whole message: close the groups it fed, count it."""
-        self.engine.close_groups(self._grouping)
-        self._grouping.clear()
-        self.ticks_in += result.ticks
-        for r in result.rejections:
-            self.rejected[r.reason] += r.count
-            if r.reason == "overloaded" and r.stream is not None:
-                self.shedding.counts.add(r.stream, r.count)
-        return [r.to_wire() for r in result.rejections]
 
     def shed_refusal(self, stream: str | None, waited_s: float = 0.0) -> InvalidTick | None:
         """Why a tick of ``stream`` read now is refused with when_behind: shed (``stream`` None: whether any
