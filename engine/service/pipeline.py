@@ -11,8 +11,9 @@ at its own cut, so a burst (a replay at 100x, a reconnecting feed) gives the
 answers a slow feed would. Like server.py and cli.py it may import
 connectors/ and queries/ (DESIGN: service glue sits above both); it is a file
 of its own because two front ends use it. What it is built from lives beside it:
-the model and codec (model_and_codec.py), its ingest of ticks (tick_ingest.py), a restart from the data
-directory (engine_restart.py), `when_behind` at a message (when_behind.py), the
+the model and codec (model_and_codec.py), its ingest of ticks (tick_ingest.py),
+whether it is behind (lag_check.py), a restart from the data directory
+(engine_restart.py), `when_behind` at a message (when_behind.py), the
 probe_reserve check (query_fit.py), the heap (heap_memory.py).
 """
 
@@ -26,7 +27,6 @@ import msgpack
 import torch
 
 from connectors.encoder import StreamEncoders
-from connectors.ticks import InvalidTick
 from engine.engine import Engine
 from engine.forward_plan import StepReport
 from engine.models.linear import kernel_cache_summary
@@ -39,6 +39,7 @@ from engine.service.durability import DataDir
 from engine.service.engine_restart import EngineRestart
 from engine.service.heap_memory import return_memory
 from engine.service.kept_queries import configured_queries, register_changed
+from engine.service.lag_check import LagCheck
 from engine.service.log_lines import say
 from engine.service.log_provenance import written_by
 from engine.service.model_and_codec import answer_heads, load_model_and_codec
@@ -48,7 +49,7 @@ from engine.service.registration_marks import RegistrationMarks
 from engine.service.live_scores import LiveScores
 from engine.service.receive_clock import ReceiveClock
 from engine.service.rejections import admission_limit
-from engine.service.shedding import Backlog, Shedding
+from engine.service.shedding import Shedding
 from engine.service.tick_ingest import TickIngest, log_or_refuse
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
@@ -60,14 +61,12 @@ from queries.spec import QuerySpec, dump_queries
 # what other modules import from here (sharded.py: StreamBusy, log_or_refuse, say)
 __all__ = ["StreamBusy", "TickPipeline", "log_or_refuse", "say"]
 
-LAG_CHECK_S = 0.1  # how stale `TickPipeline.lag_s` may be
-
 
 class StreamBusy(RuntimeError):
     """A stream cannot be forgotten now: data or a query job waits on it (the same request, later, is served)."""
 
 
-class TickPipeline(TickIngest):
+class TickPipeline(TickIngest, LagCheck):
     def __init__(self, config: ServiceConfig, live_scores: bool = True,
                  progress: Callable[[str], None] = lambda _: None, defer_owed: bool = False,
                  asks_on_demand: bool = True) -> None:
@@ -166,19 +165,6 @@ class TickPipeline(TickIngest):
         return admission_limit(config.max_streams, config.when_full, scheduler.max_streams_admitted, scheduler.window,
                                scheduler.pool.capacity_cells)
 
-    def shed_refusal(self, stream: str | None, waited_s: float = 0.0) -> InvalidTick | None:
-        """Why a tick of ``stream`` read now is refused with when_behind: shed (``stream`` None: whether any
-        stream's would be, the engine being past its bound); None to accept it (engine/service/shedding.py).
-        ``waited_s``: how long the tick waited before it was read (its ts says it: receive_clock.py), which
-        the backlog's oldest wait is no less than once it is accepted."""
-        scheduler = self.engine.scheduler
-        self.lag_s()  # (refreshes the oldest accepted tick's wait, at most every LAG_CHECK_S)
-        own = 0 if stream is None else scheduler.pending_tokens_of(stream)
-        waiting = scheduler.streams_waiting() + (stream is not None and own == 0)  # (the tick's stream counted)
-        backlog = Backlog(scheduler.pending_tokens(), own, waiting, max(self._pending_lag_s, waited_s),
-                          self.ingest_unread_s)
-        return self.shedding.refusal(stream, backlog)
-
     # -- what the server asks of a pipeline (ShardedPipeline answers the same) ---------------------------
 
     @property
@@ -256,25 +242,6 @@ class TickPipeline(TickIngest):
         self.flash.compiled(spec)  # a question the model cannot answer is said as such, whatever the stream
         self.engine.progress(stream)  # raises UnknownStream before a generate job drafts from the stream's tokens
         self.engine.ask(self.flash.job_for(spec, stream, ticket=ticket, draft_from=self.flash.draft_for(spec, stream)))
-
-    @property
-    def behind(self) -> bool:
-        """More accepted tokens wait for a forward than limits.max_backlog_tokens, or data has waited longer than
-        limits.max_lag_s: accepted and not yet computed, or (``ingest_unread_s``, told by the server) unread in
-        the ingest sockets' queues, where no token count sees it."""
-        limits = self.config.limits
-        return self.engine.scheduler.pending_tokens() > limits.max_backlog_tokens or self.lag_s() > limits.max_lag_s
-
-    def lag_s(self) -> float:
-        """Seconds the oldest data not yet computed has waited: the oldest accepted tick waiting for a forward,
-        or the ingest queue left unread (``ingest_unread_s``); 0 when nothing waits. Looked up at most every
-        LAG_CHECK_S (it walks the streams), so the check on every tick while shedding costs nothing."""
-        now = time.monotonic()
-        if now - self._lag_checked >= LAG_CHECK_S:
-            oldest = self.engine.scheduler.oldest_pending_ns()
-            self._lag_checked = now
-            self._pending_lag_s = 0.0 if oldest is None else max(0.0, (time.time_ns() - oldest) / 1e9)
-        return max(self._pending_lag_s, self.ingest_unread_s)
 
     def expire_idle(self) -> list[str]:
         """Drop streams idle past scheduler.stream_idle_s from every layer; returns their names. None while the

@@ -49,7 +49,7 @@ class TickIngest:
     last_received_ns: int | None
     _read_ns: int | None
     _grouping: set[str]
-    shed_refusal: Callable[..., InvalidTick | None]  # (TickPipeline's) why a tick read now is refused while behind
+    shed_refusal: Callable[..., InvalidTick | None]  # (LagCheck's) why a tick read now is refused while behind
 
     def ingest(self, tick: Tick) -> None:
         """Accept one validated tick: ordering check, codec, queue for its session. Raises InvalidTick,
