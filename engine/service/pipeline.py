@@ -12,9 +12,9 @@ answers a slow feed would. Like server.py and cli.py it may import
 connectors/ and queries/ (DESIGN: service glue sits above both); it is a file
 of its own because two front ends use it. What it is built from lives beside it:
 the model and codec (model_and_codec.py), its ingest of ticks (tick_ingest.py),
-whether it is behind (lag_check.py), a restart from the data directory
-(engine_restart.py), `when_behind` at a message (when_behind.py), the
-probe_reserve check (query_fit.py), the heap (heap_memory.py).
+whether it is behind (lag_check.py), its queries changed (query_changes.py), a
+restart from the data directory (engine_restart.py), `when_behind` at a message
+(when_behind.py), the probe_reserve check (query_fit.py), the heap (heap_memory.py).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from engine.service.log_lines import say
 from engine.service.log_provenance import written_by
 from engine.service.model_and_codec import answer_heads, load_model_and_codec
 from engine.service.owed_answers import steps_while_full
+from engine.service.query_changes import QueryChanges
 from engine.service.query_fit import compile_fitting
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.live_scores import LiveScores
@@ -54,9 +55,9 @@ from engine.service.tick_ingest import TickIngest, log_or_refuse
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
 from queries.limits import QueryLimits
-from queries.probe_answers import CompiledQuery, compile_query
+from queries.probe_answers import compile_query
 from queries.registry import Registry
-from queries.spec import QuerySpec, dump_queries
+from queries.spec import QuerySpec
 
 # what other modules import from here (sharded.py: StreamBusy, log_or_refuse, say)
 __all__ = ["StreamBusy", "TickPipeline", "log_or_refuse", "say"]
@@ -66,7 +67,7 @@ class StreamBusy(RuntimeError):
     """A stream cannot be forgotten now: data or a query job waits on it (the same request, later, is served)."""
 
 
-class TickPipeline(TickIngest, LagCheck):
+class TickPipeline(TickIngest, LagCheck, QueryChanges):
     def __init__(self, config: ServiceConfig, live_scores: bool = True,
                  progress: Callable[[str], None] = lambda _: None, defer_owed: bool = False,
                  asks_on_demand: bool = True) -> None:
@@ -137,14 +138,6 @@ class TickPipeline(TickIngest, LagCheck):
         if self.data is not None:
             self.recovered = self.restart.replay(changed, defer_owed)
 
-    def _compiled_current(self, name: str) -> CompiledQuery | None:
-        spec = self.registry.current(name)
-        return self.flash.compiled(spec) if spec is not None else None
-
-    def _committed(self) -> dict[str, int]:
-        """Every stream's committed tick count (what a query registered now starts after)."""
-        return {stream: self.engine.progress(stream).ticks for stream in self.engine.scheduler.streams}
-
     @property
     def refused_at_start(self) -> set[str]:
         """The logged streams admission refused at this start (EngineRestart.refused_at_start)."""
@@ -188,35 +181,6 @@ class TickPipeline(TickIngest, LagCheck):
         many forwards recomputed it after an eviction or a restore (``rebuilds``); {} for a stream not held."""
         state = self.engine.scheduler.streams.get(stream)
         return {} if state is None else {"resident": state.session.num_uncached == 0, "rebuilds": state.rebuilds}
-
-    def register_queries(self, specs: list[QuerySpec]) -> None:
-        """Add or replace standing queries (all or nothing); a replaced query's old answers are not served."""
-        for spec in specs:  # fail now, not at the first due tick, when the model cannot answer it
-            self.flash.compiled(spec)
-        self.registry.register(specs)
-        for spec in specs:
-            self.forget_query(spec.name, logged=False)
-        self.marks.registered([spec.name for spec in specs], self._committed())
-        if self.data is not None:
-            self.data.registered_live([spec.name for spec in specs])
-        self.save_queries()
-        self._log_forgotten([spec.name for spec in specs])
-
-    def unregister_query(self, name: str) -> None:
-        self.registry.unregister(name)
-        self.forget_query(name, logged=False)
-        self.marks.removed(name)
-        self.save_queries()
-        self._log_forgotten([name])
-
-    def _log_forgotten(self, names: list[str]) -> None:
-        """The answer log's forget events of a register/unregister, written once the saved queries say it: a kill
-        before then leaves the directory as it was before the call (an identical spec re-registered leaves the
-        queries file as it was, so only the state's version tells); one after it, answers older than their query's
-        version, which a restore drops (answer_log._superseded)."""
-        if self.data is not None:
-            for name in names:
-                self.data.answers.forget_query(name)
 
     def answer_at_once(self, spec: QuerySpec, stream: str, max_stale_ticks: int | None
                        ) -> tuple[Answer, str | None] | None:
@@ -286,11 +250,6 @@ class TickPipeline(TickIngest, LagCheck):
         if self.data is not None:
             self.data.answers.forget_stream(stream)
 
-    def save_queries(self) -> None:
-        """Keep the registered queries in the data directory (after every register/unregister)."""
-        if self.data is not None:
-            self.data.save_queries(dump_queries(self.registry.list()), self.registry, self.marks)
-
     def shards_down(self) -> list[str]:
         """(One engine has no shards to lose.)"""
         return []
@@ -341,16 +300,6 @@ class TickPipeline(TickIngest, LagCheck):
                     self.data.answers.record(packed)
                 self.scores.expect(answer, self.registry.current(answer.query))
         return outcomes
-
-    def forget_query(self, name: str, logged: bool = True) -> None:
-        """A query replaced or removed: its cached answers must not be served (nor, ``logged``, restored after a
-        restart)."""
-        self.cache.drop_query(name)
-        self.flash.forget_query(name)
-        self.scores.forget_query(name)
-        self.adaptation.forget_query(name)
-        if logged:
-            self._log_forgotten([name])
 
     def stats(self) -> dict[str, Any]:
         scheduler = self.engine.scheduler

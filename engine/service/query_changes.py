@@ -1,0 +1,83 @@
+"""One engine's standing queries changed: registered, replaced or removed, the change carried to every layer that
+holds a query's state (registry, answer cache, flash state, live scores, adaptation, where it starts) and kept in
+the data directory, in the order a restart relies on. A mixin of TickPipeline (pipeline.py), whose state it reads;
+the sharded front door changes its queries its own way (sharded.py)."""
+
+from __future__ import annotations
+
+from engine.engine import Engine
+from engine.service.adaptation import AnswerAdaptation
+from engine.service.durability import DataDir
+from engine.service.live_scores import LiveScores
+from engine.service.registration_marks import RegistrationMarks
+from queries.cache import AnswerCache
+from queries.flash import FlashQueries
+from queries.probe_answers import CompiledQuery
+from queries.registry import Registry
+from queries.spec import QuerySpec, dump_queries
+
+
+class QueryChanges:
+    """TickPipeline's query changes (a mixin: it changes the pipeline's registry and what holds each query)."""
+
+    engine: Engine
+    registry: Registry
+    cache: AnswerCache
+    flash: FlashQueries
+    scores: LiveScores
+    adaptation: AnswerAdaptation
+    marks: RegistrationMarks
+    data: DataDir | None
+
+    def register_queries(self, specs: list[QuerySpec]) -> None:
+        """Add or replace standing queries (all or nothing); a replaced query's old answers are not served."""
+        for spec in specs:  # fail now, not at the first due tick, when the model cannot answer it
+            self.flash.compiled(spec)
+        self.registry.register(specs)
+        for spec in specs:
+            self.forget_query(spec.name, logged=False)
+        self.marks.registered([spec.name for spec in specs], self._committed())
+        if self.data is not None:
+            self.data.registered_live([spec.name for spec in specs])
+        self.save_queries()
+        self._log_forgotten([spec.name for spec in specs])
+
+    def unregister_query(self, name: str) -> None:
+        self.registry.unregister(name)
+        self.forget_query(name, logged=False)
+        self.marks.removed(name)
+        self.save_queries()
+        self._log_forgotten([name])
+
+    def _log_forgotten(self, names: list[str]) -> None:
+        """The answer log's forget events of a register/unregister, written once the saved queries say it: a kill
+        before then leaves the directory as it was before the call (an identical spec re-registered leaves the
+        queries file as it was, so only the state's version tells); one after it, answers older than their query's
+        version, which a restore drops (answer_log._superseded)."""
+        if self.data is not None:
+            for name in names:
+                self.data.answers.forget_query(name)
+
+    def forget_query(self, name: str, logged: bool = True) -> None:
+        """A query replaced or removed: its cached answers must not be served (nor, ``logged``, restored after a
+        restart)."""
+        self.cache.drop_query(name)
+        self.flash.forget_query(name)
+        self.scores.forget_query(name)
+        self.adaptation.forget_query(name)
+        if logged:
+            self._log_forgotten([name])
+
+    def save_queries(self) -> None:
+        """Keep the registered queries in the data directory (after every register/unregister)."""
+        if self.data is not None:
+            self.data.save_queries(dump_queries(self.registry.list()), self.registry, self.marks)
+
+    def _compiled_current(self, name: str) -> CompiledQuery | None:
+        """``name``'s current spec compiled (what AnswerAdaptation.compile asks); None once it is unregistered."""
+        spec = self.registry.current(name)
+        return self.flash.compiled(spec) if spec is not None else None
+
+    def _committed(self) -> dict[str, int]:
+        """Every stream's committed tick count (what a query registered now starts after)."""
+        return {stream: self.engine.progress(stream).ticks for stream in self.engine.scheduler.streams}
