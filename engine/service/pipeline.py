@@ -14,7 +14,8 @@ of its own because two front ends use it. What it is built from lives beside it:
 the model and codec (model_and_codec.py), its ingest of ticks (tick_ingest.py),
 whether it is behind (lag_check.py), its queries changed (query_changes.py), a
 restart from the data directory (engine_restart.py), `when_behind` at a message
-(when_behind.py), the probe_reserve check (query_fit.py), the heap (heap_memory.py).
+(when_behind.py), the probe_reserve check (query_fit.py), a stream's expiry or
+`forget` (stream_removal.py, which hands freed heap back: heap_memory.py).
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from engine.service.answer_log import AnswerHistory
 from engine.service.config import ServiceConfig
 from engine.service.durability import DataDir
 from engine.service.engine_restart import EngineRestart
-from engine.service.heap_memory import return_memory
 from engine.service.kept_queries import configured_queries, register_changed
 from engine.service.lag_check import LagCheck
 from engine.service.log_lines import say
@@ -51,6 +51,7 @@ from engine.service.live_scores import LiveScores
 from engine.service.receive_clock import ReceiveClock
 from engine.service.rejections import admission_limit
 from engine.service.shedding import Shedding
+from engine.service.stream_removal import StreamBusy, StreamRemoval
 from engine.service.tick_ingest import TickIngest, log_or_refuse
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
@@ -59,15 +60,11 @@ from queries.probe_answers import compile_query
 from queries.registry import Registry
 from queries.spec import QuerySpec
 
-# what other modules import from here (sharded.py: StreamBusy, log_or_refuse, say)
+# what other modules import from here (sharded.py: StreamBusy, log_or_refuse, say; control_ops.py: StreamBusy)
 __all__ = ["StreamBusy", "TickPipeline", "log_or_refuse", "say"]
 
 
-class StreamBusy(RuntimeError):
-    """A stream cannot be forgotten now: data or a query job waits on it (the same request, later, is served)."""
-
-
-class TickPipeline(TickIngest, LagCheck, QueryChanges):
+class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
     def __init__(self, config: ServiceConfig, live_scores: bool = True,
                  progress: Callable[[str], None] = lambda _: None, defer_owed: bool = False,
                  asks_on_demand: bool = True) -> None:
@@ -206,49 +203,6 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges):
         self.flash.compiled(spec)  # a question the model cannot answer is said as such, whatever the stream
         self.engine.progress(stream)  # raises UnknownStream before a generate job drafts from the stream's tokens
         self.engine.ask(self.flash.job_for(spec, stream, ticket=ticket, draft_from=self.flash.draft_for(spec, stream)))
-
-    def expire_idle(self) -> list[str]:
-        """Drop streams idle past scheduler.stream_idle_s from every layer; returns their names. None while the
-        server's ingest queue holds unread messages: a stream's next ticks may be among them (an engine behind on
-        a burst read a quiet stream's ticks seconds apart, and expired it between them, resetting its context)."""
-        if self.ingest_unread_s > 0:
-            return []
-        expired = self.engine.scheduler.expire_idle()
-        for stream in expired:
-            if self.data is not None:
-                self.data.log_expired(stream)
-            self.encoders.drop(stream)
-            self.receive_clock.drop(stream)
-            self._drop_answer_state(stream)
-        if expired:
-            return_memory()
-        return expired
-
-    def forget_stream(self, stream: str) -> None:
-        """Drop ``stream`` from every layer at an operator's request, as an expiry does, and its ordering guard
-        too: its next tick, of any time, starts it afresh (a stream a tick stamped ahead of the clock blocks).
-        Logged first (a restart forgets it at the same point); raises LogWriteError, forgetting nothing, when
-        the log refuses that, and StreamBusy while data or a query job waits on it."""
-        if self.engine.scheduler.waiting_on(stream):
-            raise StreamBusy(f"stream {stream!r} has data or an ask waiting for a forward: send the request again "
-                             f"in a moment (or once its feed is stopped)")
-        if self.data is not None:
-            self.data.log_forgotten(stream)
-        self.engine.scheduler.drop(stream)
-        self.encoders.forget(stream)
-        self.receive_clock.drop(stream)
-        self._drop_answer_state(stream, keep_grid=False)
-
-    def _drop_answer_state(self, stream: str, keep_grid: bool = True) -> None:
-        """What the queries held of ``stream`` (triggers, cached answers, flash state, scores, adaptation, the
-        answer log's marks), gone with it: an expiry and a `forget` alike."""
-        self.registry.drop_stream(stream, keep_grid=keep_grid)
-        self.cache.drop_stream(stream)
-        self.flash.drop_stream(stream)
-        self.scores.drop_stream(stream)
-        self.adaptation.drop_stream(stream)
-        if self.data is not None:
-            self.data.answers.forget_stream(stream)
 
     def shards_down(self) -> list[str]:
         """(One engine has no shards to lose.)"""

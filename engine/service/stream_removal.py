@@ -1,0 +1,80 @@
+"""A stream dropped from one engine's every layer: when idle past scheduler.stream_idle_s (``expire_idle``), or at an
+operator's request (``forget_stream``, refused as StreamBusy while data or an ask waits on it): its session, its
+encoder's ordering and codec state, its receive clock and what the queries held of it, logged first so a restart
+drops it at the same point. A mixin of TickPipeline (pipeline.py), whose state it reads; the sharded front door
+drops a stream its own way (sharded.py), with the same StreamBusy."""
+
+from __future__ import annotations
+
+from connectors.encoder import StreamEncoders
+from engine.engine import Engine
+from engine.service.adaptation import AnswerAdaptation
+from engine.service.durability import DataDir
+from engine.service.heap_memory import return_memory
+from engine.service.live_scores import LiveScores
+from engine.service.receive_clock import ReceiveClock
+from queries.cache import AnswerCache
+from queries.flash import FlashQueries
+from queries.registry import Registry
+
+
+class StreamBusy(RuntimeError):
+    """A stream cannot be forgotten now: data or a query job waits on it (the same request, later, is served)."""
+
+
+class StreamRemoval:
+    """TickPipeline's stream expiry and `forget` (a mixin: it drops a stream from the pipeline's every layer)."""
+
+    engine: Engine
+    encoders: StreamEncoders
+    receive_clock: ReceiveClock
+    registry: Registry
+    cache: AnswerCache
+    flash: FlashQueries
+    scores: LiveScores
+    adaptation: AnswerAdaptation
+    data: DataDir | None
+    ingest_unread_s: float  # (told by the server) how long its ingest queue has held unread messages
+
+    def expire_idle(self) -> list[str]:
+        """Drop streams idle past scheduler.stream_idle_s from every layer; returns their names. None while the
+        server's ingest queue holds unread messages: a stream's next ticks may be among them (an engine behind on
+        a burst read a quiet stream's ticks seconds apart, and expired it between them, resetting its context)."""
+        if self.ingest_unread_s > 0:
+            return []
+        expired = self.engine.scheduler.expire_idle()
+        for stream in expired:
+            if self.data is not None:
+                self.data.log_expired(stream)
+            self.encoders.drop(stream)
+            self.receive_clock.drop(stream)
+            self._drop_answer_state(stream)
+        if expired:
+            return_memory()
+        return expired
+
+    def forget_stream(self, stream: str) -> None:
+        """Drop ``stream`` from every layer at an operator's request, as an expiry does, and its ordering guard
+        too: its next tick, of any time, starts it afresh (a stream a tick stamped ahead of the clock blocks).
+        Logged first (a restart forgets it at the same point); raises LogWriteError, forgetting nothing, when
+        the log refuses that, and StreamBusy while data or a query job waits on it."""
+        if self.engine.scheduler.waiting_on(stream):
+            raise StreamBusy(f"stream {stream!r} has data or an ask waiting for a forward: send the request again "
+                             f"in a moment (or once its feed is stopped)")
+        if self.data is not None:
+            self.data.log_forgotten(stream)
+        self.engine.scheduler.drop(stream)
+        self.encoders.forget(stream)
+        self.receive_clock.drop(stream)
+        self._drop_answer_state(stream, keep_grid=False)
+
+    def _drop_answer_state(self, stream: str, keep_grid: bool = True) -> None:
+        """What the queries held of ``stream`` (triggers, cached answers, flash state, scores, adaptation, the
+        answer log's marks), gone with it: an expiry and a `forget` alike."""
+        self.registry.drop_stream(stream, keep_grid=keep_grid)
+        self.cache.drop_stream(stream)
+        self.flash.drop_stream(stream)
+        self.scores.drop_stream(stream)
+        self.adaptation.drop_stream(stream)
+        if self.data is not None:
+            self.data.answers.forget_stream(stream)
