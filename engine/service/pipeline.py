@@ -113,6 +113,12 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
                                            session_gap_ns=config.answers.session_gap_ns)
         self.flash.adapt = self.adaptation.adapt
         self.adaptation.compile = self._compiled_current
+        self._open_data_dir(progress, defer_owed)
+
+    def _open_data_dir(self, progress: Callable[[str], None], defer_owed: bool) -> None:
+        """The data directory (``log.dir``) opened and what it holds brought back (queries, answers, the tick log
+        replayed: EngineRestart), the configured queries applied on top; with no data directory, just those."""
+        config = self.config
         configured = configured_queries(config.queries, self.registry) if config.queries else None
         self.data = (DataDir(config.log, self.cache, written_by(config, self.codec, self.engine.scheduler.window),
                              self.encoders) if config.log.dir else None)
