@@ -17,7 +17,8 @@ from connectors.ticks import encode
 from engine.service.config import ServiceConfig
 from connectors.builtin import load_builtin_codec
 from connectors.ticks import Tick
-from engine.service.live_scores import PRUNE_EVERY, LiveScores
+from engine.service.live_scores import LiveScores
+from engine.service.stream_marks import PRUNE_EVERY
 from queries.cache import Answer
 from engine.service.metrics_text import render
 from engine.service.pipeline import TickPipeline

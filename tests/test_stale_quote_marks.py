@@ -18,7 +18,7 @@ from connectors.ticks import QUOTE, Tick, quote, trade
 from engine.service.backtest import run_backtest
 from engine.service.config import ServiceConfig
 from engine.service.datasets import load_real
-from engine.service.live_scores import StreamMarksBook
+from engine.service.stream_marks import StreamMarksBook
 
 SECOND = 1_000_000_000
 OPEN = int(datetime(2026, 3, 10, 14, 30, tzinfo=timezone.utc).timestamp()) * SECOND  # 09:30 ET

@@ -25,7 +25,7 @@ import numpy as np
 
 from connectors.questions import QuestionSpec
 from engine.service.features import QuestionHead
-from engine.service.live_scores import PRUNE_EVERY, StreamMarks, StreamMarksBook
+from engine.service.stream_marks import PRUNE_EVERY, StreamMarks, StreamMarksBook
 from queries.adapt import NO_LABEL, OnlineMix
 from queries.probe_answers import CompiledQuery, published_value
 

@@ -36,202 +36,28 @@ not scored (`unscorable`), nor is the `regime` question (its ground truth exists
 query asking a subset of a question's answers (`choices: [up, down]`) scores only the answers whose realised
 label is one of its own: the others are counted (`outside_labels`), as a backtest counts them.
 Memory per stream is the marks since the oldest answer still waiting, plus those the engine has not yet
-committed (``committed`` says how far it got), never the whole history.
+committed (``committed`` says how far it got), never the whole history. The marks are kept in a StreamMarksBook
+(stream_marks.py), the sums in the tallies of live_score_tally.py.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from connectors.encoder import EncodedTick
-from connectors.labels import NO_LABEL, MarkTracker, label_series
+from connectors.labels import NO_LABEL
 from connectors.questions import QuestionSpec
 from connectors.saturation import EndBuckets, LabelCount, end_buckets, saturation_note
-from connectors.ticks import Tick
-from engine.service.features import FeatureTracker
+from engine.service.live_score_tally import QueryScore, ThinStreams, Waiting, majority_hit
+from engine.service.stream_marks import PRUNE_EVERY, StreamMarks, StreamMarksBook
 from queries.cache import Answer
 from queries.spec import QuerySpec
 
-PRUNE_EVERY = 256  # marks dropped from a stream's front in batches (a list slice per tick would be quadratic)
 WORST_STREAMS = 5  # streams named per query where its answers score worse than the stream's class frequencies
 WORST_MIN_SCORED = 100  # ... once that many of its answers there are scored (fewer say little)
-
-
-@dataclass
-class QueryScore:
-    scored: int = 0
-    correct: int = 0
-    brier: float = 0.0
-    prior_brier: float = 0.0
-    majority_correct: float = 0.0  # expected hits of the majority guess (a tie: a share of one)
-    unscorable: int = 0
-    outside_labels: int = 0  # realised, but as a label the query did not ask about (a subset of the answers)
-    across_gap: int = 0  # left unlabelled: the horizon crossed a pause of answers.session_gap_s or more
-    # the model's own answers (``model_probs``, beside what answers.adapt published), on the same answers
-    model_scored: int = 0
-    model_correct: int = 0
-    model_brier: float = 0.0
-
-    def add(self, correct: bool, brier: float, prior_brier: float, majority_correct: float,
-            model: tuple[bool, float] | None = None) -> None:
-        self.scored += 1
-        self.correct += int(correct)
-        self.brier += brier
-        self.prior_brier += prior_brier
-        self.majority_correct += majority_correct
-        if model is not None:
-            self.model_scored += 1
-            self.model_correct += int(model[0])
-            self.model_brier += model[1]
-
-    def mean(self, total: float, count: int | None = None) -> float | None:
-        count = self.scored if count is None else count
-        return round(total / count, 6) if count else None
-
-    def summary(self, pending: int) -> dict[str, Any]:
-        return {"scored": self.scored, "accuracy": self.mean(self.correct), "brier": self.mean(self.brier),
-                "prior_brier": self.mean(self.prior_brier), "majority_accuracy": self.mean(self.majority_correct),
-                "model_accuracy": self.mean(self.model_correct, self.model_scored),
-                "model_brier": self.mean(self.model_brier, self.model_scored),
-                "pending": pending, "unscorable": self.unscorable, "outside_labels": self.outside_labels,
-                "across_gap": self.across_gap}
-
-
-@dataclass
-class StreamMarks:
-    """One stream's marks by tick count: ``marks[i - base]`` is the mark after its i-th tick (1-based)."""
-
-    tracker: MarkTracker = field(default_factory=MarkTracker)
-    marks: list[float] = field(default_factory=list)
-    times: list[int] = field(default_factory=list)  # times[i - base]: the event time of its i-th tick, beside marks
-    # with a book that keeps them (the answer adaptation, for answer heads): features[i - base] beside marks[i - base]
-    feature_tracker: FeatureTracker | None = None
-    features: list[np.ndarray] = field(default_factory=list)
-    base: int = 1
-    ticks: int = 0
-    tokenized: bool = False  # it got ticks without prices: its counts no longer match the engine's
-    waiting: dict[str, deque[Waiting]] = field(default_factory=dict)  # query -> its answers, oldest first
-    seen: dict[str, np.ndarray] = field(default_factory=dict)  # query -> realised label counts so far
-    scores: dict[str, QueryScore] = field(default_factory=dict)  # query -> its scores on this stream
-    # query -> its realised labels that moved and those in an end bucket, for a bps-bucketed question's
-    realised: dict[str, LabelCount] = field(default_factory=dict)
-
-    def mark_after(self, tick_count: int) -> float | None:
-        i = tick_count - self.base
-        return self.marks[i] if 0 <= i < len(self.marks) and tick_count >= 1 else None
-
-    def features_after(self, tick_count: int) -> np.ndarray | None:
-        """(F,) the microstructure features after the stream's ``tick_count``-th tick, where they are kept."""
-        i = tick_count - self.base
-        return self.features[i] if 0 <= i < len(self.features) and tick_count >= 1 else None
-
-    def drop_before(self, tick_count: int) -> None:
-        """Forget the marks (and features) of ticks before ``tick_count``."""
-        drop = tick_count - self.base
-        del self.marks[:drop]
-        del self.times[:drop]
-        del self.features[:drop]
-        self.base = tick_count
-
-    def label(self, spec: QuestionSpec, point: int, session_gap_ns: int | None = None) -> int:
-        """The realised label index of the answer point just after tick ``point`` (its mark and ``horizon``
-        more must be kept: ``point + horizon <= ticks``); NO_LABEL where labels.py gives none (with
-        ``session_gap_ns``: also where the horizon crosses a pause that long or longer in event time)."""
-        span = slice(point - self.base, point - self.base + spec.horizon + 1)  # the answer point, `horizon` more
-        times = np.asarray(self.times[span], dtype=np.int64) if session_gap_ns is not None else None
-        return int(label_series(spec, np.asarray(self.marks[span]), ts=times, session_gap_ns=session_gap_ns)[0])
-
-
-def majority_hit(counts: np.ndarray, y: int) -> float:
-    """The expected accuracy on realised label ``y`` of guessing the most frequent label so far (``counts``, in the
-    query's label order), a tie broken uniformly: 1/m when ``y`` is one of the m labels seen most often, else 0; so
-    1/labels before any label. (``counts.argmax()`` took the first label listed: a stream's first answer counted
-    as a hit whenever its label was the query's first, so the score depended on the order the labels are listed.)"""
-    most = counts == counts.max()
-    return float(most[y]) / int(most.sum())
-
-
-class StreamMarksBook:
-    """Every accepted tick's mark, per stream, for what labels answers after the fact (live scores here, the
-    answer adaptation in adaptation.py); ``_marked`` and ``_lost_prices`` are what each does with them."""
-
-    def __init__(self, questions: Mapping[str, Any], committed: Callable[[str], int], enabled: bool = True,
-                 features: bool = False, session_gap_ns: int | None = None) -> None:
-        # answers.session_gap_s: labels end at a pause that long or longer in event time
-        self.session_gap_ns = session_gap_ns
-        # named questions with a realised answer: {name: QuestionSpec}; none when disabled (then nothing is kept)
-        self.questions = {name: q.spec for name, q in questions.items()
-                          if enabled and hasattr(q, "spec") and q.spec.kind != "regime"}
-        self.committed = committed  # the engine's committed tick count of a stream (answers come at or after it)
-        self.streams: dict[str, StreamMarks] = {}
-        self.keep_features = features and bool(self.questions)  # each tick's microstructure features beside its mark
-
-    def accepted(self, item: EncodedTick) -> None:
-        """An accepted ingest item, live or replayed from the tick log after a restart: a raw tick's price
-        labels the answers before it; tokens alone leave the stream without labels."""
-        if not self.questions:  # disabled, or a model without such questions (a text codec's): nothing to label
-            return
-        if item.tick is not None:
-            self.observe(item.tick)
-        else:
-            self.tokenized(item.stream, item.ticks)
-
-    def observe(self, tick: Tick) -> None:
-        """An accepted tick, in its stream's order (live and when a restart replays the tick log)."""
-        state = self.streams.get(tick.stream)
-        if state is None:
-            state = self.streams[tick.stream] = StreamMarks()
-        state.ticks += 1
-        if state.tokenized:  # its tick counts no longer line up with marks: nothing more to keep
-            return
-        mark = state.tracker.update(tick)
-        state.marks.append(mark)
-        state.times.append(tick.ts)
-        if self.keep_features:
-            if state.feature_tracker is None:
-                state.feature_tracker = FeatureTracker()
-            state.features.append(state.feature_tracker.update(tick, mark))
-        self._marked(tick.stream, state)
-
-    def tokenized(self, stream: str, ticks: int) -> None:
-        """Ticks that came already tokenized: no prices, so this stream's answers can no longer be labelled."""
-        state = self.streams.setdefault(stream, StreamMarks())
-        state.tokenized = True
-        state.ticks += ticks
-        state.marks.clear()
-        state.times.clear()
-        state.features.clear()
-        self._lost_prices(stream, state)
-
-    def _marked(self, stream: str, state: StreamMarks) -> None:
-        """A new mark was kept for ``stream``."""
-
-    def _lost_prices(self, stream: str, state: StreamMarks) -> None:
-        """``stream`` went tokenized: its marks are gone."""
-
-    def drop_stream(self, stream: str) -> None:
-        self.streams.pop(stream, None)
-
-    def start_at(self, stream: str, ticks: int) -> None:
-        """``stream``'s first ``ticks`` ticks are gone (a tick log's retention): its marks count on from there."""
-        if self.questions:
-            self.streams[stream] = StreamMarks(base=ticks + 1, ticks=ticks)
-
-
-class Waiting(NamedTuple):
-    """A published answer waiting for its future: what scoring it needs, not the answer (a stream keeps one per
-    query for each of its last `horizon` ticks: thousands of streams hold hundreds of thousands of these)."""
-
-    version: int  # the tick count it answered
-    spec: QuestionSpec
-    labels: tuple[str, ...]  # the query's answers, in its order
-    probs: np.ndarray  # (labels,) what was published
-    model: np.ndarray | None  # (labels,) the model's own answer, where answers.adapt published a mix
 
 
 class LiveScores(StreamMarksBook):
@@ -381,24 +207,3 @@ class LiveScores(StreamMarksBook):
         return {"saturated_streams": len(saturated),
                 **({"saturated_why": saturation_note(*self.bucketed[query], saturated, len(counted))}
                    if saturated else {})}
-
-
-@dataclass
-class ThinStreams:
-    """A query's scores pooled over the streams with fewer than WORST_MIN_SCORED answers scored each."""
-
-    streams: int = 0
-    scored: int = 0
-    brier: float = 0.0
-    prior_brier: float = 0.0
-
-    def add(self, score: QueryScore) -> None:
-        self.streams += 1
-        self.scored += score.scored
-        self.brier += score.brier
-        self.prior_brier += score.prior_brier
-
-    def summary(self) -> dict[str, Any]:
-        mean = lambda total: round(total / self.scored, 6) if self.scored else None  # noqa: E731
-        return {"streams": self.streams, "scored": self.scored, "brier": mean(self.brier),
-                "prior_brier": mean(self.prior_brier)}
