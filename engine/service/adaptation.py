@@ -1,7 +1,7 @@
 """Answer adaptation in the service: a named tick question's answers mixed with the stream's own outcomes.
 
 queries/adapt.py holds the method (``OnlineMix``, one per (stream, query)); this feeds it. Every accepted
-tick's mark is kept (live_scores' ``StreamMarks``, labelled by connectors/labels.py as backtests and live
+tick's mark is kept (stream_marks' ``StreamMarks``, labelled by connectors/labels.py as backtests and live
 scores label), and when a standing answer at tick count v is computed, the labels of every answer point up
 to v - horizon are realised first, from marks only. So an answer depends on the stream's ticks and its
 earlier answers alone, never on how far ingest ran ahead of the engine: chunked backtests, one engine and
