@@ -68,6 +68,9 @@ TIME_OF_DAY_NAMES = ("time", "time_m", "trade_time", "time_of_day", "timestamp",
 # Japanese, Chinese and Korean exports' date beside time (日付,時刻 / 日期,时间 / 일자,시간): review260
 DATE_NAMES += ("日付", "約定日", "日期", "交易日期", "成交日期", "일자", "날짜", "체결일자")
 TIME_OF_DAY_NAMES += ("時刻", "約定時刻", "時間", "时间", "成交时间", "交易时间", "시간", "체결시간")
+# German, French, Italian and Spanish exports' (Datum;Zeit, Date;Heure, Data;Ora, Fecha;Hora): fix274
+DATE_NAMES += ("datum", "handelsdatum", "handelstag", "data", "fecha")
+TIME_OF_DAY_NAMES += ("zeit", "uhrzeit", "handelszeit", "heure", "ora", "orario", "hora")
 TIME_HEADERS = frozenset(FIELD_NAMES["ts"] + DATE_NAMES + TIME_OF_DAY_NAMES)  # names of a time or a date column
 
 # a price, bid or ask column named as a yield (cash Treasuries' `bid_yield`, `yld`, `YTM`): its up is a price's down

@@ -88,6 +88,20 @@ FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
     "price": ("約定価格", "約定値", "価格", "成交价", "成交價", "成交价格", "价格", "價格", "체결가", "체결가격", "가격"),
     "size": ("約定数量", "数量", "出来高", "成交量", "成交数量", "數量", "체결량", "체결수량", "거래량", "수량"),
 }.items()})
+# European exchanges' and brokers' headers (Xetra's and German brokers' Zeit;Wertpapier;Kurs;Stück, Euronext's
+# Heure;Symbole;Cours;Quantité, Borsa Italiana's Ora;Titolo;Prezzo;Quantità, BME's Hora;Símbolo;Precio;Volumen),
+# after the others: a file's first known name still wins. Geld/Brief (German), Achat/Vente (French), Denaro/Lettera
+# (Italian) and Compra/Venta (Spanish) head a quote's bid and ask; as side cells they are SIDE_WORDS' buy and sell
+FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
+    "ts": ("zeit", "uhrzeit", "zeitstempel", "handelszeit", "heure", "horodatage", "ora", "orario", "hora"),
+    "stream": ("symbole", "wertpapier", "titolo", "simbolo", "símbolo"),
+    "price": ("kurs", "preis", "prix", "prezzo", "precio", "cours"),
+    "size": ("menge", "volumen", "stück", "stueck", "quantité", "quantite", "quantità", "quantita", "cantidad",
+             "anzahl"),
+    "side": ("richtung", "seite", "sens", "lato", "lado"),
+    "bid": ("geld", "geldkurs", "achat", "denaro", "compra"),
+    "ask": ("brief", "briefkurs", "vente", "lettera", "venta"),
+}.items()})
 
 
 # Aggressor sides as vendors write them (matched in lower case); a side_map entry wins over these.
@@ -96,7 +110,10 @@ SIDE_WORDS: dict[str, str | None] = {"buy": "buy", "b": "buy", "sell": "sell", "
                                      "unknown": None,  # Tardis.dev's (and CoinAPI's)
                                      "buy_estimated": "buy", "sell_estimated": "sell",  # CoinAPI's inferred sides
                                      "1": "buy", "+1": "buy", "-1": "sell", "0": None,  # signed sides
-                                     "1.0": "buy", "-1.0": "sell", "0.0": None}
+                                     "1.0": "buy", "-1.0": "sell", "0.0": None,
+                                     # European exports' (German, French, Italian, Spanish)
+                                     "kauf": "buy", "verkauf": "sell", "achat": "buy", "vente": "sell",
+                                     "acquisto": "buy", "vendita": "sell", "compra": "buy", "venta": "sell"}
 
 
 @dataclass(frozen=True)
@@ -147,13 +164,15 @@ def exchange_message(keys: Iterable[object]) -> ExchangeMessage | None:
 
 
 CJK_LETTERS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"  # kana, CJK ideographs, Hangul
+LATIN_LETTERS = "\u00df-\u00f6\u00f8-\u00ff\u0100-\u017f"  # lower-case accented Latin letters: ß, é, ü, à, ...
 
 
 def normal_name(name: str) -> str:
     """A column name as FIELD_NAMES spells it: lower case, each run of other characters than letters, digits and
     `/` as one "_", none at the ends (`Bid Price` and `bid-price` -> bid_price; LSEG's `#RIC` -> ric; MetaTrader's
-    `<BID>` -> bid). Kana, CJK ideographs and Hangul are kept (`約定日時`), which no ASCII name has."""
-    return re.sub(rf"[^0-9a-z/{CJK_LETTERS}]+", "_", name.strip().lower()).strip("_")
+    `<BID>` -> bid). Kana, CJK ideographs, Hangul (`約定日時`) and accented Latin letters (`Stück`, `Quantité`) are
+    kept, which no ASCII name has."""
+    return re.sub(rf"[^0-9a-z/{LATIN_LETTERS}{CJK_LETTERS}]+", "_", name.strip().lower()).strip("_")
 
 
 def wire_field_of(name: object) -> str | None:
