@@ -61,6 +61,14 @@ class Dialect:
         widths = Counter(len(row) for row in self.rows)
         return widths.most_common(1)[0][0] if widths else 0
 
+    def tails_empty(self, width: int) -> bool:
+        """Whether the first rows are longer than `width` columns by empty cells: most of them end with a separator
+        past it (`...;100;`, as broker exports end every line); a few with a cell there are stray rows, not a
+        column the names left out."""
+        longer = [row[width:] for row in self.rows if len(row) > width]
+        empty = sum(not any(cell.strip() for cell in tail) for tail in longer)
+        return self.width > width and 2 * empty > len(self.rows)
+
 
 def _open_text(path: Path) -> Any:
     opener = gzip.open if path.name.lower().endswith(".gz") else open

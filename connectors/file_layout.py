@@ -167,8 +167,11 @@ def _columns_read(path: Path, spec: ColumnMap | Refine | None, long_rows_of: boo
             and dialect.rows:
         guessed, how = headerless_map(path, dialect.rows, dialect.separator)
         names = guessed.names
-    if long_rows_of and dialect is not None:
-        if names is not None and dialect.width > len(names):  # most rows are longer: the names are too few
+    # a header-less file given its names whose rows end with a separator (`...;100;`) reads as a header file whose
+    # rows do (review259 #3): the empty last cell is no data, a row with a cell there is rejected by its line
+    trailing = names is not None and dialect is not None and not dialect.header and dialect.tails_empty(len(names))
+    if (long_rows_of or trailing) and dialect is not None:
+        if names is not None and dialect.width > len(names) and not trailing:  # most rows are longer: too few names
             raise ValueError(f"{path}: its rows have {dialect.width} fields, more than the {len(names)} names")
         found = long_rows(path, dialect, len(names) if names is not None else None)
         dialect = replace(dialect, long_rows=found.rows, empty_tails=found.empty_tails)

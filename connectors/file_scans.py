@@ -76,7 +76,8 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
             return _without_joined_marks(marks_kept, pl.scan_csv(
                 rust_path(path), has_header=header, schema=typed, ignore_errors=overrides is not None,
                 encoding=_encoding(path), skip_rows=dialect.skipped, separator=dialect.separator,
-                decimal_comma=dialect.decimal_comma, truncate_ragged_lines=True))
+                decimal_comma=dialect.decimal_comma, truncate_ragged_lines=True,
+                extra_columns="ignore"))  # every row one longer (`...;100;`, `tails_empty`): polars counts it
         return _without_joined_marks(marks_kept, pl.scan_csv(
             rust_path(path), has_header=header, new_columns=names, schema_overrides=overrides,
             encoding=_encoding(path), ignore_errors=overrides is not None, separator=dialect.separator,

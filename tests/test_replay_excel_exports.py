@@ -215,3 +215,29 @@ def test_the_note_on_decimal_commas_names_the_no_break_spaces_that_group_thousan
     replay = FileReplay(path, columns={"tz": "Europe/Paris"})
     assert [t.price for t in drain(replay)][:2] == [61836.0, 61836.01]
     assert any("numbers read with a decimal comma, no-break spaces grouping thousands" in n for n in replay.notes)
+
+
+@pytest.mark.parametrize("stray", ["", "x"])
+def test_a_headerless_file_given_its_names_reads_rows_ending_with_a_separator(tmp_path: Path, stray: str) -> None:
+    # fix274 #2: `--csv-names` over a header-less broker export whose every line ends with `;` was refused, "the
+    # file has 7 columns, the names given are 6", as the header file beside it was read: the empty last cell is no
+    # data, a cell there (`x`) rejects its row alone
+    names = "|".join(HEADER.split(";"))
+    clean, trailing = tmp_path / "de.csv", tmp_path / "de_trail.csv"
+    rows = german_rows(30)
+    clean.write_text("\r\n".join(rows) + "\r\n")
+    trailing.write_text("\r\n".join(row + ";" + (stray if i == 3 else "") for i, row in enumerate(rows)) + "\r\n")
+    expected = drain(FileReplay(clean, columns=given(f"names={names}", tz="Europe/Berlin")))
+    replay = FileReplay(trailing, columns=given(f"names={names}", tz="Europe/Berlin"))
+    ticks = drain(replay)
+    assert len(expected) == 30 and ticks == [t for i, t in enumerate(expected) if not (stray and i == 3)]
+    assert dict(replay.rejected) == ({"extra_fields": 1} if stray else {})
+    assert any(f"de_trail.csv: {30 - bool(stray)} row(s) end with a separator past its 6 columns" in note
+               for note in replay.notes), replay.notes
+
+
+def test_a_headerless_file_with_a_column_past_the_names_is_still_refused(tmp_path: Path) -> None:
+    path = tmp_path / "de_more.csv"
+    path.write_text("\r\n".join(row + ";XETR" for row in german_rows(30)) + "\r\n")
+    with pytest.raises(ValueError, match="the file has 7 columns, the names given are 6"):
+        FileReplay(path, columns=given("names=" + "|".join(HEADER.split(";")), tz="Europe/Berlin"))
