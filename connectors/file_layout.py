@@ -63,7 +63,6 @@ from connectors.layout_notes import (
 )
 from connectors.map_options import Refine
 from connectors.map_vocabulary import (
-    CLOCK_DIGIT_UNITS,
     DAY_CLOCK_UNITS,
     DETECT,
     EPOCH,
@@ -374,17 +373,7 @@ def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
         notes += [shaped_note] if shaped_note else []
     elif spec.preset is None:
         notes += unnamed_fields(path, cmap, schema, first)
-    if cmap.ts_unit == EXCEL_DAYS and not isinstance(spec, ColumnMap):  # in the zone read: --tz's, else UTC
-        zone = (f"in {cmap.tz} (--tz ZONE says otherwise)" if cmap.tz else
-                "in UTC: give --tz ZONE if they are local times (a Bloomberg terminal's are)")
-        notes.append(f"{path.name}: column {cmap.ts!r} read as spreadsheet serial dates (days since 1899-12-30, "
-                     f"to the millisecond; as epoch seconds they would be times on 1970-01-01), {zone}")
-    # (clock digits, `hhmmss_ms`: clock_digits' note says how they were told from a count)
-    if len(cmap.ts_columns) == 2 and cmap.ts_unit in DAY_CLOCK_UNITS and cmap.ts_unit not in CLOCK_DIGIT_UNITS \
-            and not isinstance(spec, ColumnMap):
-        notes.append(f"{path.name}: column {cmap.ts_columns[1]!r} read as {cmap.ts_unit.replace('_', ' ')} of each "
-                     f"row's day in column {cmap.ts_columns[0]!r}, in {cmap.tz or 'UTC'} (--ts-unit "
-                     f"ns_after_midnight, us_after_midnight, ... says otherwise; --tz ZONE if they are local times)")
+    # (serial dates and counts after midnight: naive_time_notes says how they were read, for a full map too)
     if cmap.fill_quotes and not isinstance(spec, ColumnMap):
         notes.append(f"{path.name}: its quote rows leave bid or ask empty where it did not change (as MetaTrader's "
                      f"exports do): each takes it from the stream's previous quote (--columns ...,fill_quotes=false "

@@ -23,7 +23,7 @@ from connectors.file_suffixes import file_stem
 from connectors.header_zones import header_zone_note, unknown_zone_refusal, zone_after_time
 from connectors.headerless_csv import zone_has_dst
 from connectors.layout import zone_in_header
-from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, VALUE_FIELDS
+from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, VALUE_FIELDS
 
 
 def naive_time_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
@@ -33,7 +33,10 @@ def naive_time_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], nam
     datetime text or digits a format reads, a datetime column of no time zone (a Parquet's), clock digits
     (`090001418`) of a date's day; how their zone is read: the offset the format reads, for a `detected` layout an
     offset column beside them (LSEG's `GMT Offset`), else UTC, said in a note naming the option that says
-    otherwise. The map with the offset column read, and the notes."""
+    otherwise; spreadsheet serial dates and counts after midnight of a day (`_counted_note`), in the zone read.
+    The map with the offset column read, and the notes."""
+    if (counted := _counted_note(path, cmap)) is not None:
+        return cmap, [counted]
     # Dukascopy's `Gmt time`, LSEG's `Time[G]`: UTC by their names; epoch counts (`%s`) are instants: no zone to say
     utc_named = any(z in cmap.ts.lower() for z in ("utc", "gmt", "[g]"))
     if cmap.tz is not None or cmap.utc_offset is not None or utc_named or "%s" in (cmap.ts_format or ""):
@@ -52,6 +55,22 @@ def naive_time_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], nam
             f"(hours): read as wall-clock times at that offset (--tz ZONE reads them in a zone instead)"]
     return cmap, [f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and are read as UTC; if they are "
                   f"local times, give their zone, {_zone_hint(path, cmap, first)}"]
+
+
+def _counted_note(path: Path, cmap: ColumnMap) -> str | None:
+    """What zone a map's spreadsheet serial dates (Bloomberg's `Dates`) or counts after midnight of each row's day
+    (`date+ns`, ns_after_midnight) are read in: the map's tz, else UTC, said with the option for local times; None
+    for other units (clock digits, `hhmmss_ms`: clock_digits' note says how they were told from a count)."""
+    if cmap.ts_unit == EXCEL_DAYS:
+        zone = (f"in {cmap.tz} (--tz ZONE says otherwise)" if cmap.tz else
+                "in UTC: give --tz ZONE if they are local times (a Bloomberg terminal's are)")
+        return (f"{path.name}: column {cmap.ts!r} read as spreadsheet serial dates (days since 1899-12-30, to the "
+                f"millisecond; as epoch seconds they would be times on 1970-01-01), {zone}")
+    if len(cmap.ts_columns) == 2 and cmap.ts_unit in DAY_CLOCK_UNITS and cmap.ts_unit not in CLOCK_DIGIT_UNITS:
+        return (f"{path.name}: column {cmap.ts_columns[1]!r} read as {cmap.ts_unit.replace('_', ' ')} of each row's "
+                f"day in column {cmap.ts_columns[0]!r}, in {cmap.tz or 'UTC'} (--ts-unit ns_after_midnight, "
+                f"us_after_midnight, ... says otherwise; --tz ZONE if they are local times)")
+    return None
 
 
 def _naive_sample(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,

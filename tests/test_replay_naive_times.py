@@ -92,3 +92,44 @@ def test_the_histdata_hint_is_for_files_named_as_histdatas_only(tmp_path: Path, 
     said = [n for n in replay.notes if "carry no UTC offset and are read as UTC" in n]
     assert len(said) == 1 and hint in said[0], replay.notes
     assert ("HistData" in said[0]) == name.startswith("DAT_")
+
+
+def serial_dates(tmp_path: Path) -> Path:
+    """Bloomberg's BDH export: spreadsheet serial dates (days since 1899-12-30), Tokyo's wall clock."""
+    path = tmp_path / "bdh.csv"
+    path.write_text("Dates,Ticker,Last,Volume\n" + "".join(
+        f"{(t - datetime(1899, 12, 30)) / timedelta(days=1):.9f},7203,{2800 + i % 3},100\n"
+        for i, t in enumerate(TIMES)))
+    return path
+
+
+def after_midnight(tmp_path: Path) -> Path:
+    path = tmp_path / "day_ns.csv"
+    path.write_text("day,ns,symbol,px,qty\n" + "".join(
+        f"{t:%Y%m%d},{int((t - t.replace(hour=0, minute=0, second=0, microsecond=0)) / timedelta(microseconds=1))}000,"
+        f"7203,{2800 + i % 3},100\n" for i, t in enumerate(TIMES)))
+    return path
+
+
+COUNTED = [(serial_dates, {"ts": "Dates", "ts_unit": "excel_days", "stream_col": "Ticker", "price": "Last",
+                           "size": "Volume"}, "column 'Dates' read as spreadsheet serial dates"),
+           (after_midnight, {"ts": "day+ns", "ts_unit": "ns_after_midnight", "stream_col": "symbol", "price": "px",
+                             "size": "qty"}, "column 'ns' read as ns after midnight of each row's day in column 'day'")]
+
+
+@pytest.mark.parametrize("write, columns, said", COUNTED, ids=["serial_dates", "ns_after_midnight"])
+def test_counted_times_under_a_full_map_are_said_read_as_utc(tmp_path: Path, write, columns: dict,
+                                                             said: str) -> None:
+    """fix274 #3: serial dates and counts after midnight got the note of the zone they were read in only when the
+    layout was detected; a full `--columns` map read Tokyo's times as UTC without a word."""
+    path = write(tmp_path)
+    for given in (columns, None):  # the full map, and the same file detected (serial dates only) as before
+        if given is None and write is after_midnight:
+            continue
+        replay = FileReplay(path, columns=given)
+        assert abs(drain(replay)[0].ts - utc_ns(START)) < 10**6
+        notes = [n for n in replay.notes if said in n]
+        assert len(notes) == 1 and "UTC" in notes[0] and "--tz ZONE" in notes[0], replay.notes
+    local = FileReplay(path, columns={**columns, "tz": "Asia/Tokyo"})
+    assert abs(drain(local)[0].ts - utc_ns(START - timedelta(hours=9))) < 10**6
+    assert any(said in n and "Asia/Tokyo" in n for n in local.notes), local.notes
