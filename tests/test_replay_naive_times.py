@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Callable
 
 import polars as pl
 import pytest
@@ -94,21 +95,22 @@ def test_the_histdata_hint_is_for_files_named_as_histdatas_only(tmp_path: Path, 
     assert ("HistData" in said[0]) == name.startswith("DAT_")
 
 
+def csv_of(path: Path, header: str, row: Callable[[int, datetime], str]) -> Path:
+    """A CSV of TIMES, a row each as `row(i, time)` writes it."""
+    path.write_text(header + "\n" + "".join(row(i, t) + "\n" for i, t in enumerate(TIMES)))
+    return path
+
+
 def serial_dates(tmp_path: Path) -> Path:
     """Bloomberg's BDH export: spreadsheet serial dates (days since 1899-12-30), Tokyo's wall clock."""
-    path = tmp_path / "bdh.csv"
-    path.write_text("Dates,Ticker,Last,Volume\n" + "".join(
-        f"{(t - datetime(1899, 12, 30)) / timedelta(days=1):.9f},7203,{2800 + i % 3},100\n"
-        for i, t in enumerate(TIMES)))
-    return path
+    return csv_of(tmp_path / "bdh.csv", "Dates,Ticker,Last,Volume",
+                  lambda i, t: f"{(t - datetime(1899, 12, 30)) / timedelta(days=1):.9f},7203,{2800 + i % 3},100")
 
 
 def after_midnight(tmp_path: Path) -> Path:
-    path = tmp_path / "day_ns.csv"
-    path.write_text("day,ns,symbol,px,qty\n" + "".join(
-        f"{t:%Y%m%d},{int((t - t.replace(hour=0, minute=0, second=0, microsecond=0)) / timedelta(microseconds=1))}000,"
-        f"7203,{2800 + i % 3},100\n" for i, t in enumerate(TIMES)))
-    return path
+    return csv_of(tmp_path / "day_ns.csv", "day,ns,symbol,px,qty",
+                  lambda i, t: f"{t:%Y%m%d},{(t - datetime(t.year, t.month, t.day)) // timedelta(microseconds=1)}000,"
+                               f"7203,{2800 + i % 3},100")
 
 
 COUNTED = [(serial_dates, {"ts": "Dates", "ts_unit": "excel_days", "stream_col": "Ticker", "price": "Last",
