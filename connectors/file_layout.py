@@ -46,7 +46,7 @@ from connectors.date_readings import settled_reading
 from connectors.event_time import CLOCK_ONLY
 from connectors.field_names import normal_name
 from connectors.file_names import date_of, one_side_export, stream_of, symbol_in_name
-from connectors.file_scans import first_text, is_csv, scan_file, time_sample
+from connectors.file_scans import currency_codes, first_text, is_csv, scan_file, time_sample
 from connectors.finer_clock import finer_clock
 from connectors.headerless_csv import headerless_map, quote_cautions
 from connectors.lme_prompts import prompt_beside_metal
@@ -123,7 +123,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
                                          detected=not isinstance(spec, ColumnMap))
     notes += naive_notes
     number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
-    number_notes += currency_notes(path, cmap, first)
+    number_notes += currency_notes(path, cmap, first, currency_codes(path, cmap, dialect))
     if dialect is not None and dialect.skipped:
         lines = len(dialect.banner)
         said = "its first line" if lines == 1 else f"its first {lines} lines"

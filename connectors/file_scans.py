@@ -12,10 +12,13 @@ import polars as pl
 
 from connectors import json_lines
 from connectors.archives import ZIP_SUFFIX, not_utf8
+from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
 from connectors.event_time import OFFSET_PATTERN, UTC_OFFSET
 from connectors.file_suffixes import CSV_SUFFIXES, DBN_SUFFIXES, PARQUET_SUFFIXES
 from connectors.json_lines import JSON_LINES_SUFFIXES, is_json_lines
+from connectors.map_vocabulary import NUMERIC_FIELDS
+from connectors.number_separators import NUMBER_WRITTEN, code_after
 from engine.rust_paths import rust_path
 
 
@@ -117,6 +120,25 @@ def distinct_text(path: Path, names: Sequence[str] | None, dialect: Dialect | No
     scan = scan if rows is None else scan.head(rows)
     values = scan.select(pl.col(column).cast(pl.String).str.strip_chars().drop_nulls().unique().head(limit))
     return sorted(v for v in values.collect().to_series().to_list() if v)
+
+
+def currency_codes(path: Path, cmap: ColumnMap, dialect: Dialect | None) -> dict[str, str]:
+    """Each numeric column of a CSV whose every non-empty cell (of its first SAMPLE_ROWS rows) writes one ISO code
+    after its number (`61.836,63 EUR`), and that code: read without it, as a currency sign is. A cell past them with
+    another code is no number (rejected, its unit named), never read as if in the same currency."""
+    if dialect is None:
+        return {}
+    codes = {}
+    for column in {getattr(cmap, f) for f in NUMERIC_FIELDS} - {None}:
+        first = first_text(path, cmap.names, dialect, column)
+        if first is None or (code := code_after(first)) is None:
+            continue
+        cells = scan_file(path, cmap.names, dialect, {column: pl.String}).head(SAMPLE_ROWS) \
+            .select(pl.col(column).str.strip_chars()).filter(pl.col(column) != "")
+        coded = pl.col(column).str.contains(rf"^{NUMBER_WRITTEN}\s*{code}$").all()
+        if cells.select(coded).collect().item():
+            codes[column] = code
+    return codes
 
 
 def first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None,

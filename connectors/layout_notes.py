@@ -11,7 +11,7 @@ import re
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
@@ -22,7 +22,7 @@ from connectors.finer_clock import finer_name_of
 from connectors.header_zones import header_unit
 from connectors.layout import databento_book
 from connectors.map_vocabulary import QUOTE_FIELDS, VALUE_FIELDS, joined_columns
-from connectors.number_separators import without_currency
+from connectors.number_separators import CURRENCY_SIGN
 from connectors.price_offsets import shown_offset
 from connectors.side_maps import (BITSTAMP_TYPE, BUYER_MAKER, FIX_AGGRESSOR, LOBSTER_DIRECTION, MAKER_ROLE, MAKER_SIDE,
                                   YES_NO)
@@ -152,15 +152,19 @@ def _unit_notes(path: Path, cmap: ColumnMap) -> list[str]:
             f"read as written)"]
 
 
-def currency_notes(path: Path, cmap: ColumnMap, first: Callable[[str], Any]) -> list[str]:
-    """Value columns whose first value writes a currency sign with its number (`61.836,63 €`): read without it,
-    said as a header's unit is (a whole column was rejected once, each row's cell 'not a number': review259 #7)."""
+def currency_notes(path: Path, cmap: ColumnMap, first: Callable[[str], Any], codes: Mapping[str, str]) -> list[str]:
+    """Value columns whose first value writes a currency sign with its number (`61.836,63 €`), or whose every cell
+    writes one ISO code after it (`codes`: `61.836,63 EUR`): read without it, said as a header's unit is (a whole
+    column was rejected once, each row's cell 'not a number': review259 #7, fix274 #4)."""
     signed = [(column, text) for field in VALUE_FIELDS if (column := getattr(cmap, field)) is not None
-              and isinstance(text := first(column), str) and without_currency(text.strip()) != text.strip()]
+              and isinstance(text := first(column), str) and (column in codes or
+                                                              re.sub(CURRENCY_SIGN, "", text.strip()) != text.strip())]
     if not signed:
         return []
     said = ", ".join(f"{column!r} ({text.strip()!r})" for column, text in signed)
-    return [f"{path.name}: numbers written with a currency sign, read without it: {said} (a unit is noted, not "
+    kind = "a currency sign" if not codes else "a currency code" if len(codes) == len(signed) else \
+        "a currency sign or code"
+    return [f"{path.name}: numbers written with {kind}, read without it: {said} (a unit is noted, not "
             f"applied: values are read as written)"]
 
 

@@ -22,6 +22,11 @@ SPACE_GROUPED = rf"^[+-]?\d{{1,3}}([{GROUP_MARKS}]\d{{3}})+([.,]\d+)?$"
 # `-£5`): a unit, read without it and said in a note (as `Price (EUR)` is); the sign kept before it (`\1`)
 CURRENCY_SIGNS = "€$£¥₹₽₩₺₿"
 CURRENCY_SIGN = rf"^([+-]?)\s*[{CURRENCY_SIGNS}]\s*|\s*[{CURRENCY_SIGNS}]$"
+# An ISO 4217 code after a number (`61.836,63 EUR`, `1,234.50 USD`): a unit too, read without it where every cell of
+# the column writes the same code (file_scans.currency_codes); never a word for a magnitude (`1,5 MIO`: millions)
+NUMBER_WRITTEN = rf"[+-]?\d[\d.,{GROUP_MARKS}]*?"  # a number as any file writes it, grouped or not
+CODE_AFTER = re.compile(rf"^({NUMBER_WRITTEN})\s*([A-Z]{{3}})$")
+MAGNITUDE_WORDS = frozenset({"MIO", "MLN", "MRD", "BLN", "BIO", "MIL", "THS", "TSD", "PCT", "BPS"})
 DECIMAL_COMMA = re.compile(r"^[+-]?(\d+|\d{1,3}(\.\d{3})+),\d+$")
 # One group of three digits after a comma or a dot, nothing else (`3,450`, `1.200`): thousands grouped, or a decimal
 # of three places. Alone it tells nothing; its column and the file's other numbers do (`decimal_reading`).
@@ -120,5 +125,12 @@ def _reading(cell: str, decimal_comma: bool) -> str:
 
 
 def without_currency(cell: str) -> str:
-    """A cell's text without a currency sign before or after its number (CURRENCY_SIGN)."""
-    return re.sub(CURRENCY_SIGN, r"\1", cell)
+    """A cell's text without a currency sign before or after its number (CURRENCY_SIGN), or an ISO code after it."""
+    cell = re.sub(CURRENCY_SIGN, r"\1", cell)
+    return cell[:-3].rstrip() if code_after(cell) else cell
+
+
+def code_after(cell: str) -> str | None:
+    """The ISO currency code written after a cell's number (`61.836,63 EUR`: EUR), else None."""
+    found = CODE_AFTER.match(cell.strip())
+    return found[2] if found and found[2] not in MAGNITUDE_WORDS else None

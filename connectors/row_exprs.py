@@ -14,7 +14,7 @@ from connectors.column_map import ColumnMap
 from connectors.column_names import PROMPT_NAMES, RIGHT_NAMES, SHARE_CLASS_NAMES
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
-from connectors.file_scans import SAMPLE_ROWS, distinct_text, is_csv, scan_file
+from connectors.file_scans import SAMPLE_ROWS, currency_codes, distinct_text, is_csv, scan_file
 from connectors.formula_guard import is_export_header, unguarded
 from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_lines
@@ -127,7 +127,7 @@ def row_exprs(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sch
     if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD; NFC: see check_normalized
         exprs.append(raw_stream.str.replace_all("/", "-", literal=True).str.normalize("NFC").alias("stream"))
         keys.append("stream")
-    value_exprs, value_keys, price_texts = _value_columns(cmap, schema, dialect)
+    value_exprs, value_keys, price_texts = _value_columns(cmap, schema, dialect, currency_codes(path, cmap, dialect))
     exprs += value_exprs
     keys += value_keys
     exprs += [pl.col(column).alias(f"_keep{i}") for i, column in enumerate(cmap.keep or ())]  # after the keys
@@ -139,10 +139,11 @@ def row_exprs(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sch
     return RowExprs(exprs, keys, raw_stream, price_texts, book, notes)
 
 
-def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any],
-                   dialect: Dialect | None) -> tuple[list[pl.Expr], list[str], dict[str, pl.Expr]]:
+def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect | None,
+                   codes: Mapping[str, str]) -> tuple[list[pl.Expr], list[str], dict[str, pl.Expr]]:
     """The wire fields' expressions (price, size, bid, ...: numbers as a CSV writes them, prices in 32nds), their
-    keys, and the text of each price field read from text (what the notes on 32nds and yields look at)."""
+    keys, and the text of each price field read from text (what the notes on 32nds and yields look at). `codes`:
+    the currency code each CSV column writes after its numbers (`currency_codes`), read without it."""
     exprs: list[pl.Expr] = []
     keys: list[str] = []
     price_texts: dict[str, pl.Expr] = {}  # price, bid, ask read from text: what may be written in 32nds
@@ -153,6 +154,7 @@ def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any],
                 price_texts[key] = pl.col(name).cast(pl.String).str.strip_chars()
             if key in NUMERIC_FIELDS and dialect is not None:  # a CSV's numbers, read as text
                 raw = pl.col(name).cast(pl.String).str.strip_chars()
+                raw = raw.str.replace(rf"\s*{codes[name]}$", "") if name in codes else raw  # `61.836,63 EUR`
                 col = _csv_number(raw, dialect.decimal_comma)
                 col = capped_size(raw, col) if key == "size" else col  # TRACE's `5MM+`: its cap
                 if key in price_texts and cmap.price_format in FRACTIONAL_FORMS:

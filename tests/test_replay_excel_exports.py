@@ -180,24 +180,42 @@ def test_tz_written_as_the_german_names_of_cet_and_cest_is_answered_as_a_header_
 
 
 def test_prices_written_with_a_currency_sign_read_as_the_numbers_with_a_note(tmp_path: Path) -> None:
-    # Excel's currency format writes `61.836,63 €`: every row was rejected, "'61.836,63 €' is not a number"
-    clean, signed = tmp_path / "de.csv", tmp_path / "euro_sign.csv"
+    # Excel's currency format writes `61.836,63 €`: every row was rejected, "'61.836,63 €' is not a number"; and
+    # fix274 #4: an ISO code that every cell of the column writes (`61.836,63 EUR`) is read as the sign is, said so
+    clean, signed, coded = tmp_path / "de.csv", tmp_path / "euro_sign.csv", tmp_path / "eur_code.csv"
     rows = german_rows(8)
     clean.write_text("\r\n".join([HEADER, *rows]) + "\r\n")
     signed.write_text("\r\n".join([HEADER, *(";".join(c + " €" if i == 3 else c for i, c in enumerate(r.split(";")))
                                              for r in rows)]) + "\r\n")
-    replay = FileReplay(signed, columns={"tz": "Europe/Berlin"})
-    assert drain(replay) == drain(FileReplay(clean, columns={"tz": "Europe/Berlin"})) and dict(replay.rejected) == {}
-    assert ("euro_sign.csv: numbers written with a currency sign, read without it: 'Price' ('61.836,00 €') (a unit "
-            "is noted, not applied: values are read as written)") in replay.notes
-    # a unit written as a word is no number, and the reject says what to remove
-    coded = tmp_path / "eur_code.csv"
     coded.write_text(signed.read_text().replace(" €", " EUR"))
-    replay = FileReplay(coded, columns={"tz": "Europe/Berlin"})
+    for path, kind, unit in ((signed, "sign", "€"), (coded, "code", "EUR")):
+        replay = FileReplay(path, columns={"tz": "Europe/Berlin"})
+        assert drain(replay) == drain(FileReplay(clean, columns={"tz": "Europe/Berlin"}))
+        assert dict(replay.rejected) == {}
+        assert (f"{path.name}: numbers written with a currency {kind}, read without it: 'Price' ('61.836,00 {unit}') "
+                "(a unit is noted, not applied: values are read as written)") in replay.notes
+    # two currencies in one column are no numbers of one unit: each row rejected, the reject says what to remove
+    mixed = tmp_path / "eur_usd.csv"
+    mixed.write_text(coded.read_text().replace("01 EUR", "01 USD"))
+    replay = FileReplay(mixed, columns={"tz": "Europe/Berlin"})
     assert drain(replay) == [] and dict(replay.rejected) == {"missing_field": 8}
     assert str(replay.rejected.examples["missing_field"]).endswith(
         "'61.836,00 EUR' is not a number; 'EUR' after the number is a unit: remove it from the file (in Excel, "
         "format the cells as Number before saving as CSV))")
+
+
+def test_a_currency_code_after_comma_grouped_numbers_is_read_and_a_magnitude_word_is_not(tmp_path: Path) -> None:
+    path = tmp_path / "usd.csv"
+    path.write_text("time,symbol,price,size\n" + "".join(
+        f'2024-04-03T07:00:0{i}Z,SPX,"{5_200 + i:,}.50 USD",{i + 1}\n' for i in range(8)))
+    replay = FileReplay(path)
+    assert [t.price for t in drain(replay)] == [5200.5 + i for i in range(8)] and dict(replay.rejected) == {}
+    assert any("usd.csv: numbers written with a currency code, read without it: 'price' ('5,200.50 USD')" in n
+               for n in replay.notes), replay.notes
+    millions = tmp_path / "mio.csv"  # `1,5 MIO`: millions, never read as 1.5
+    millions.write_text(path.read_text().replace(".50 USD", ".50 MIO"))
+    replay = FileReplay(millions)
+    assert drain(replay) == [] and dict(replay.rejected) == {"missing_field": 8}
 
 
 def test_a_workbook_is_refused_with_the_save_as_csv_that_reads_it(tmp_path: Path) -> None:
