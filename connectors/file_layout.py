@@ -28,7 +28,6 @@ from connectors.content_notes import (
     sale_condition_note,
     taq_corrections,
     unread_identifiers,
-    venue_note,
 )
 from connectors.csv_dialect import (
     MAX_BANNER_LINES,
@@ -74,6 +73,7 @@ from connectors.naive_time_zones import histdata_zone, naive_time_notes, zone_of
 from connectors.size_readings import size_notes
 from connectors.time_units import detected_unit, epoch_unit
 from connectors.shell_words import columns_option
+from connectors.venue_notes import venue_note
 from connectors.venue_zones import mapped_venue_zone, venue_zone, venue_zone_note
 
 

@@ -41,7 +41,7 @@ import polars as pl
 from connectors.archives import truncation_named
 from connectors.cautions import Caution
 from connectors.column_map import PRESETS, ColumnMap, preset  # re-exported: replay users import the mapping from here
-from connectors.content_notes import mixed_venues, overlapping_files, time_spans
+from connectors.content_notes import overlapping_files, time_spans
 from connectors.file_cursor import NO_SEQUENCE, FileCursor
 from connectors.file_plan import source_path
 from connectors.idle_gaps import GapCap, LongWait
@@ -59,6 +59,7 @@ from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snap
 from connectors.stream_selection import NoStreamMatched, StreamSelection
 from connectors.ticks import Tick, utc_text
 from connectors.time_range import TimeRange
+from connectors.venue_notes import mixed_venues
 
 __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
 
