@@ -41,8 +41,8 @@ import polars as pl
 from connectors.archives import truncation_named
 from connectors.cautions import Caution
 from connectors.column_map import PRESETS, ColumnMap, preset  # re-exported: replay users import the mapping from here
-from connectors.content_notes import overlapping_files, time_spans
 from connectors.file_cursor import NO_SEQUENCE, FileCursor
+from connectors.file_overlaps import overlapping_files, time_spans
 from connectors.file_plan import source_path
 from connectors.idle_gaps import GapCap, LongWait
 from connectors.layout import detect_columns  # re-exported, as the column map's names above

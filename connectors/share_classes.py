@@ -10,7 +10,7 @@ from collections import defaultdict
 from typing import Any, Sequence
 
 from connectors.cautions import Caution
-from connectors.content_notes import tick_kinds
+from connectors.file_overlaps import tick_kinds
 from connectors.file_plan import source_path
 from connectors.stream_selection import StreamSelection
 from connectors.ticks import QUOTE, TRADE
