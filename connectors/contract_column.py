@@ -24,10 +24,10 @@ import polars as pl
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.column_names import CONTRACT_MONTH_NAMES
-from connectors.content_notes import identifier_typed, shown_identifier
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_scans import is_csv, scan_file
+from connectors.instrument_identifiers import identifier_typed, shown_identifier
 from connectors.shell_words import columns_option
 
 # A futures contract's name: a root, a month code (F..Z) and a year's last one or two digits (ESH4, CLM24, ES H4),

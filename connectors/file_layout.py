@@ -21,13 +21,10 @@ from connectors.content_notes import (
     amendment_note,
     condition_note,
     fix_sides,
-    instrument_column,
     kind_column,
     maker_sides,
-    name_column,
     sale_condition_note,
     taq_corrections,
-    unread_identifiers,
 )
 from connectors.csv_dialect import (
     MAX_BANNER_LINES,
@@ -48,6 +45,7 @@ from connectors.file_names import date_of, one_side_export, stream_of, symbol_in
 from connectors.file_scans import currency_codes, first_text, is_csv, scan_file, time_sample
 from connectors.finer_clock import finer_clock
 from connectors.headerless_csv import headerless_map, quote_cautions
+from connectors.instrument_identifiers import instrument_column, name_column, unread_identifiers
 from connectors.lme_prompts import prompt_beside_metal
 from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout, detect_columns, match_case
