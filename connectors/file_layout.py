@@ -17,15 +17,8 @@ from connectors import json_lines
 from connectors.archives import not_utf8
 from connectors.column_map import ColumnMap, preset_variant
 from connectors.contract_column import contract_beside_root, levels_split_by
-from connectors.content_notes import (
-    amendment_note,
-    condition_note,
-    fix_sides,
-    kind_column,
-    maker_sides,
-    sale_condition_note,
-    taq_corrections,
-)
+from connectors.content_notes import fix_sides, kind_column, maker_sides
+from connectors.correction_notes import amendment_note, condition_note, sale_condition_note, taq_corrections
 from connectors.csv_dialect import (
     MAX_BANNER_LINES,
     Dialect,
