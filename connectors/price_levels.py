@@ -56,7 +56,7 @@ def price_levels(plan: Any) -> dict[str, float]:
 def far_apart_levels(plans: Sequence[Any], spans: Sequence[dict[str, tuple[int, int]]],
                      selection: StreamSelection | None = None) -> list[str]:
     """A caution per pair of files, one after the other in time, that feed one stream prices LEVELS_APART or more
-    times apart. `spans`: each plan's streams and their first and last times (`content_notes.time_spans`); only the
+    times apart. `spans`: each plan's streams and their first and last times (`file_overlaps.time_spans`); only the
     files of a stream fed by several are read for their levels."""
     fed: dict[str, list[tuple[int, int]]] = defaultdict(list)  # stream -> (its first time, plan index) per file
     for i, plan_spans in enumerate(spans):

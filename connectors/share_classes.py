@@ -21,7 +21,7 @@ SHARE_CLASS_SEPARATOR = re.compile(r"[. /-]")  # BRK.B, BRK B, BRK/B (replayed a
 def share_class_spellings(plans: Sequence[Any], spans: Sequence[dict[str, tuple[int, int]]],
                           selection: StreamSelection | None = None) -> list[str]:
     """A caution per pair of streams whose names differ only in a share class's separator, one fed only trades and
-    the other only quotes. `spans`: each plan's streams (`content_notes.time_spans`)."""
+    the other only quotes. `spans`: each plan's streams (`file_overlaps.time_spans`)."""
     kinds: dict[str, set[str]] = defaultdict(set)
     files: dict[str, list[str]] = defaultdict(list)
     for plan, plan_spans in zip(plans, spans):
