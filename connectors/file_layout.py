@@ -1,7 +1,8 @@
 """The layout one file is read with: its column map (given in full; detected by connectors/layout.py; or
 detected, then refined by the keys given), its CSV dialect, its columns and their types, and the notes that say
 how it was read when that was a guess. The time unit and format are settled from the file's first values; what
-its values say about its rows comes from connectors/content_notes.py, the map's columns are checked against the
+its values say about its rows comes from connectors/content_notes.py and its neighbours (venue_notes.py,
+correction_notes.py, instrument_identifiers.py), the map's columns are checked against the
 file's by connectors/mapped_columns.py, and the zone its naive times are read in by
 connectors/naive_time_zones.py."""
 

@@ -1,8 +1,8 @@
-"""Notes on a layout that reads, by what its column names say (what a file's values say is
-connectors/content_notes.py's): a vendor's layout whose fields mean otherwise (`vendor_notes`: Coinbase's maker
-sides, bars and their stamps, settlement prices, quote sizes left unread, the NBBO beside a venue's quote, trades
-and quotes on one row), a second clock not read (`other_clock_note`), and a map as the command line writes it
-(`describe_map`), so that every guess shows at once.
+"""Notes on a layout that reads, by what its column names say (what a file's values say is content_notes.py's,
+venue_notes.py's, correction_notes.py's and instrument_identifiers.py's): a vendor's layout whose fields mean
+otherwise (`vendor_notes`: Coinbase's maker sides, bars and their stamps, settlement prices, quote sizes left unread,
+the NBBO beside a venue's quote, trades and quotes on one row), a second clock not read (`other_clock_note`), and a
+map as the command line writes it (`describe_map`), so that every guess shows at once.
 """
 
 from __future__ import annotations
