@@ -112,6 +112,8 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     stream_col = _contract_stream((hints or {}).get("stream_col", stream_col), by_normal, hints or {})
     ts = (hints or {}).get("ts", ts)
     quotes = {"bid", "ask"} <= set(found)
+    if not ("price" in found or quotes):
+        found |= _yes_contract_trades(by_normal)
     if not ("price" in found or quotes) and (mid := next((by_normal[c] for c in MID_NAMES if c in by_normal), None)):
         found["price"] = mid  # a mid-only feed: the price of a series of trades (layout_notes.vendor_notes says so)
     if ts is None or not ("price" in found or quotes):
@@ -132,6 +134,15 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     zoned = zone_in_header(ts, unit, schema.get(ts), first)
     tz = zoned[1].zone if zoned is not None else None
     return ColumnMap(ts=ts, ts_unit=unit, ts_format=ts_format, tz=tz, stream_col=stream_col, **found, **extra)
+
+
+def _yes_contract_trades(by_normal: dict[str, str]) -> dict[str, str]:
+    """A prediction market's trades (Kalshi's created_time,ticker,yes_price,no_price,count,taker_side): the yes
+    contract's price and the contracts traded, as the docs' Kalshi map reads them; {} for any other file. `count`
+    is read only here: elsewhere it is a bar's number of trades, no size."""
+    if not {"yes_price", "no_price"} <= set(by_normal):
+        return {}
+    return {"price": by_normal["yes_price"]} | ({"size": by_normal["count"]} if "count" in by_normal else {})
 
 
 def _preset_of(names: list[str]) -> ColumnMap | None:

@@ -89,6 +89,23 @@ def test_a_side_map_of_yes_and_no_reads_them_as_the_text_written(tmp_path: Path)
                                                                           "x": True}
 
 
+def test_a_kalshi_trades_file_without_a_map_reads_as_the_docs_map_reads_it(tmp_path: Path) -> None:
+    """fix278 #1: Kalshi's trades (created_time,ticker,yes_price,no_price,count,taker_side) without a map were
+    refused with "no price ... among them". yes_price is now the price, count the size, as the docs' map reads them."""
+    (tmp_path / "kalshi.csv").write_text("created_time,ticker,yes_price,no_price,count,taker_side\n" + "".join(
+        f"2024-08-01T14:00:0{i}Z,KXBTC-24AUG01,{55 + i % 3},{45 - i % 3},{i + 1},{('yes', 'no')[i % 2]}\n"
+        for i in range(6)))
+    (tmp_path / "map.yaml").write_text("ts: created_time\nstream_col: ticker\nprice: yes_price\nsize: count\n"
+                                       "side: taker_side\nside_map: {yes: buy, no: sell}\n")
+    mapped = list(replay_ticks(tmp_path / "kalshi.csv", columns=map_from_options(columns=str(tmp_path / "map.yaml"))))
+    detected = list(replay_ticks(tmp_path / "kalshi.csv"))
+    assert detected == mapped and len(detected) == 6
+    assert [(t.price, t.size, t.side) for t in detected[:2]] == [(55.0, 1.0, "buy"), (56.0, 2.0, "sell")]
+    # `count` beside no prediction market's prices is no size (a bar's number of trades): not read
+    (tmp_path / "bars.csv").write_text("ts,symbol,price,count\n2024-08-01T14:00:00Z,X,1.5,7\n")
+    assert [t.size for t in replay_ticks(tmp_path / "bars.csv")] != [7.0]
+
+
 def test_keep_values_yes_and_no_in_a_map_file_and_a_replay_list_are_the_text_written(tmp_path: Path, capsys) -> None:
     """`keep: {regular: [yes]}` was read by YAML 1.1 as [True], compared as "true": it kept no row of a cell `yes`
     and the backtest stopped with every row filtered out. A column map's and a replay list's values are names,
