@@ -110,6 +110,8 @@ def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None,
         return _after_midnight(cmap, _row_day(day), clock.cast(pl.Float64, strict=False), second_pass)
     if dtype == pl.String and cmap.ts_unit == "s":
         return _decimal_seconds_ns(col)
+    if dtype == pl.String and cmap.ts_unit in WHOLE_TEXT_UNITS:
+        return _whole_count(col)
     if not (dtype.is_integer() or dtype.is_float()):
         hint = "; set ts_unit='datetime'" if isinstance(dtype, pl.Datetime) or dtype in (pl.Date, pl.String) else ""
         raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a number of {cmap.ts_unit}{hint}")
@@ -272,6 +274,16 @@ EXCEL_EPOCH_DAYS = 25569.0  # 1970-01-01 as a spreadsheet's serial date (day 0: 
 
 
 DECIMAL_COMMA_SECONDS = r"^[+-]?\d+,\d+$"  # `1733312345,123`: one comma, no grouping: a decimal comma
+
+
+WHOLE_TEXT_UNITS = ("ms", "us", "ns")  # counts whose text is read as the whole number it writes (`_whole_count`)
+
+
+def _whole_count(text: pl.Expr) -> pl.Expr:
+    """A whole count of ms, us or ns written as text, a trailing `.000` included (Gate.io's create_time_ms,
+    "1723161255342.000") -> that integer, read as any epoch column is. A fraction of the unit, or text that is no
+    number, becomes null (missing_field): no unit's clock writes one."""
+    return text.str.strip_chars().str.replace(r"\.0*$", "").cast(pl.Int64, strict=False)
 
 
 def _decimal_seconds_ns(text: pl.Expr) -> pl.Expr:

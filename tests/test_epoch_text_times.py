@@ -55,3 +55,19 @@ def test_percent_s_on_ms_text_is_refused_with_the_option_that_reads_it(tmp_path:
     plain = epoch_text_file(tmp_path / "plain.csv", [f"x{FIRST_MS + i}" for i in range(3)])
     with pytest.raises(ValueError, match="not ISO 8601"):  # other text: the strftime advice as before
         FileReplay(plain)
+
+
+def test_a_whole_count_of_ms_as_decimal_text_reads_as_that_integer(tmp_path: Path) -> None:
+    """fix278 #3: Gate.io's `create_time_ms` is a string with a `.000` tail ("1723161255342.000"); a map naming it
+    with ts_unit ms was refused ("String, not a number of ms"). Whole ms (us, ns) written so read as the integer; a
+    fraction of the unit is no such count: a reject, not a rounded time."""
+    cells = [f"{FIRST_MS + 58 * i}.000" for i in range(4)] + [f"{FIRST_MS + 300}.5"]
+    (tmp_path / "gate.jsonl").write_text("".join(
+        f'{{"create_time_ms": "{c}", "currency_pair": "BTC_USDT", "side": "buy", "amount": "0.01", '
+        f'"price": "6000{i}.1"}}\n' for i, c in enumerate(cells)))
+    columns = {"ts": "create_time_ms", "ts_unit": "ms", "stream_col": "currency_pair", "price": "price",
+               "size": "amount", "side": "side"}
+    replay = FileReplay(tmp_path / "gate.jsonl", columns=columns)
+    ticks = replay.next_batch(100)
+    assert [t.ts for t in ticks] == [(FIRST_MS + 58 * i) * 1_000_000 for i in range(4)]
+    assert sum(replay.rejected.values()) == 1
