@@ -8,6 +8,7 @@ would name two files alike named by their paths (`named_apart`).
 from __future__ import annotations
 
 import csv
+import json
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -123,6 +124,37 @@ def not_a_header(path: Path, cmap: ColumnMap | Refine | None) -> str | None:
     return None
 
 
+def not_a_tick_file(named: str, line: str) -> ValueError:
+    """The refusal of a one-line file that is no tick file: a CSV's line that is no tick header, a JSON-lines
+    file's one object with no tick's fields (`{"error": "Access denied"}`): a failed download saved as the day."""
+    shown = line if len(line) <= LINE_SHOWN else line[:LINE_SHOWN] + "..."
+    return ValueError(f"{named}: not a tick file: its one line holds no time or price column ({shown!r}); a "
+                      f"failed download's error saved as the file? Download it again (a day without prints "
+                      f"is a header alone, or zero bytes)")
+
+
+def _error_body(path: Path) -> str | None:
+    """The one line of a JSON-lines file whose one line is an object holding no array of objects (an API's error
+    body: `{"code": 403, "msg": ...}`); None for more lines, or for a REST response whose ticks sit in an array (its
+    own refusal says how to lift them)."""
+    with text_opener(path)(path, "rt", encoding="utf-8-sig", errors="replace") as f:
+        lines = [line.strip() for _, line in zip(range(3), (line for line in f if line.strip()))]
+    if len(lines) != 1:
+        return None
+    try:
+        body = json.loads(lines[0])
+    except ValueError:
+        return None
+    return lines[0] if isinstance(body, dict) and not _holds_objects(body) else None
+
+
+def _holds_objects(value: Any) -> bool:
+    """Whether a JSON value holds an array of objects at any depth (where a REST response keeps its ticks)."""
+    if isinstance(value, dict):
+        return any(_holds_objects(v) for v in value.values())
+    return isinstance(value, list) and any(isinstance(v, dict) or _holds_objects(v) for v in value)
+
+
 def _skipped_said(skipped: list[str]) -> Caution:
     """The one caution on files of no data rows, said again at the run's end: a day with no prints, or a day
     missing from what is scored (a download that wrote a header alone)."""
@@ -175,10 +207,7 @@ class OpenedFiles:
     def _skip(self, path: Path, named: str, cmap: ColumnMap | Refine | None) -> None:
         """A file of no data rows skipped as a day without prints; refused when its one line is no tick header."""
         if (line := not_a_header(path, cmap)) is not None:
-            shown = line if len(line) <= LINE_SHOWN else line[:LINE_SHOWN] + "..."
-            raise ValueError(f"{named}: not a tick file: its one line holds no time or price column ({shown!r}); a "
-                             f"failed download's error saved as the file? Download it again (a day without prints "
-                             f"is a header alone, or zero bytes)")
+            raise not_a_tick_file(named, line)
         self.skipped.append(named)
 
     def _plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
@@ -199,7 +228,12 @@ class OpenedFiles:
                 if _no_data_rows(path):
                     self._skip(path, str(path), cmap)
                     return []
-                return [plan_file(path, cmap, explicit)]
+                try:
+                    return [plan_file(path, cmap, explicit)]
+                except NoTickLayout:  # one JSON object with no tick's fields: an API's error body, not a layout
+                    if is_json_lines(path) and (line := _error_body(path)) is not None:
+                        raise not_a_tick_file(str(path), line) from None
+                    raise
         with truncation_named(path):  # (a cut .csv.gz's copy stops where its data does)
             unpacked = Unpacked(path, is_tick_file) if copied is None else Unpacked.text_copy(path, copied)
         self.unpacked.append(unpacked)

@@ -94,6 +94,9 @@ def test_an_empty_file_among_others_is_skipped_with_a_note(engine_files: Path, t
     ("AAPL_2.csv", b'{"code":-1121,"msg":"Invalid symbol."}'),  # an API's error body saved as the day
     ("AAPL_2.csv", b"Access denied\n"),  # a proxy's answer
     ("AAPL_2.csv.gz", b'<?xml version="1.0"?><Error><Code>AccessDenied</Code></Error>'),  # S3's, gzipped
+    # fix278 #2: one JSON object that is an error body was refused as a layout no map names, not as a download
+    ("AAPL_2.jsonl", b'{"error": "Access denied"}\n'),
+    ("AAPL_2.jsonl", b'{"code": 403, "msg": "Forbidden"}\n'),
 ])
 def test_a_failed_download_of_one_line_is_refused_not_skipped_as_an_empty_day(
         engine_files: Path, tmp_path: Path, capsys, name: str, body: bytes) -> None:
