@@ -37,6 +37,7 @@ import dataclasses
 import io
 import json
 import math
+import os
 import re
 import shlex
 import sys
@@ -104,6 +105,12 @@ def card_summary(model_dir: Path) -> dict[str, Any]:
             "trained_on": ["synthetic", *trained_on(model_dir / "TRAINING.md")], "card": str(model_dir / "TRAINING.md")}
 
 
+def nice_prefix() -> str:
+    """`nice -n N ` as this process runs (the recorded commands say how they ran), '' when not niced."""
+    niceness = os.nice(0)
+    return f"nice -n {niceness} " if niceness else ""
+
+
 def reused(model_dir: Path) -> dict[str, Any] | None:
     """The record of a finished training in `model_dir` (how_trained.json is written last), else None."""
     record = model_dir / "how_trained.json"
@@ -127,7 +134,7 @@ def leave_one_out_model(name: str, s: Settings, log: Callable[[str], None]) -> t
     t1 = time.time()
     calibrate_only(out, s.data_dir, None, sets)
     how = {"command": command,
-           "calibration_command": f"nice -n 19 python -m engine.service.train_builtin --calibrate-only "
+           "calibration_command": f"{nice_prefix()}python -m engine.service.train_builtin --calibrate-only "
                                   f"--data-dir {s.data_dir} --sets {','.join(sets)} --out {out}",
            "steps": stats["steps_done"], "schedule_steps": cfg.steps, "stopped": stats["stopped"],
            "optimisation_minutes": round(stats["train_seconds"] / 60, 1), "minutes": round((t1 - t0) / 60, 1),
@@ -156,7 +163,7 @@ def fine_tuned_model(name: str, s: Settings, log: Callable[[str], None]) -> tupl
         raise RuntimeError(f"flashtick train on {name} failed (exit {rc}; its message is above)")
     record = json.loads(printed.getvalue())
     t = record["training"]
-    how = {"command": f"nice -n 19 flashtick {shlex.join(argv)}", "steps": t["steps_done"],
+    how = {"command": f"{nice_prefix()}flashtick {shlex.join(argv)}", "steps": t["steps_done"],
            "schedule_steps": record["config"]["steps"], "stopped": t["stopped"], "best_step": t["best_step"],
            "optimisation_minutes": round(t["train_seconds"] / 60, 1), "minutes": round(record["total_seconds"] / 60, 1),
            "split": record["split"], "parts": record["evaluation"]["streams"], "base": record["base"],
@@ -242,7 +249,8 @@ def caveats(result: dict[str, Any]) -> list[str]:
               "other's market moves at the same times (including the time of its test slice), so their zero_shot "
               "rows are leave-one-instrument-out, not leave-one-market-out",
               "fine_tuned: flashtick train's defaults (300 steps, a validation check every 20 steps, patience 5) "
-              "under --max-minutes on one niced thread of a shared 2-core CPU; see each row's steps and stopped"]
+              f"under --max-minutes on one thread ({nice_prefix().strip() or 'not niced'}) of a shared 2-core CPU; "
+              "see each row's steps and stopped"]
     return notes
 
 
@@ -322,7 +330,7 @@ def main(argv: list[str] | None = None) -> None:
     s = Settings(args.data_dir, args.models_dir, loo_recipe=TrainConfig(max_minutes=args.loo_minutes),
                  finetune_minutes=args.finetune_minutes, threads=args.threads,
                  evaluation=EvalOptions(max_points=args.max_points, adapt_history=args.adapt_history))
-    command = "nice -n 19 python -m benchmarks.tick_model_quality " + shlex.join(sys.argv[1:] if argv is None else argv)
+    command = f"{nice_prefix()}python -m benchmarks.tick_model_quality " + shlex.join(sys.argv[1:] if argv is None else argv)
     log = lambda message: print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)  # noqa: E731
     result = report(s, tuple(n for n in args.instruments.split(",") if n), log, command.strip())
     out = args.out or output_dir(args) / "tick_model_quality.json"
