@@ -32,23 +32,22 @@ until something else of its stream arrives (then it goes first, in order) or
 the one held, which is dropped and counted (``conflated``): the engine computes the
 newest top of book and every trade, not each quote it could not keep up with.
 
-Beside it: what it hands on and back (connectors/encoded_items.py), its notes on odd timestamps
-(stamp_notes.py) and what shedding reads of a message (message_shedding.py).
+Beside it: the table of streams it builds on (connectors/stream_table.py: each stream's encoder, its
+guard past an expiry, phase two's commit), what it hands on and back (connectors/encoded_items.py), its
+notes on odd timestamps (stamp_notes.py) and what shedding reads of a message (message_shedding.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from connectors.codec import Codec
 from connectors.encoded_items import PASSED, EncodedTick, Ingested, Rejection, Submit
-from connectors.lookalike_names import LookalikeNames
 from connectors.message_shedding import message_streams
 from connectors.msgpack_reading import check_keys, tick_items, unpack
-from connectors.passed_over import PassedOver
-from connectors.stamp_notes import StampNotes
 from connectors.stream_encoder import StreamEncoder
+from connectors.stream_table import StreamTable
 from connectors.stream_names import MAX_STREAM_BYTES, check_normalized, check_stream
 from connectors.tick_errors import InvalidTick
 from connectors.tick_times import check_not_ahead, check_ts
@@ -60,12 +59,11 @@ from connectors.wire_values import field_list, wire_value
 # rejects name --price-offset, which does this for the files)
 SHIFT_PRICES = ("; an instrument that trades at zero or below (a spread, a power market) is sent shifted above zero: "
                 "add one constant to every price, bid and ask before sending (file replay: --price-offset X)")
-NAMES_HOLDER = "encoders"  # what LookalikeNames calls the streams held or expired here
 # the names other modules import from here (they moved beside it): kept importable where they were
 __all__ = ["SHIFT_PRICES", "PASSED", "EncodedTick", "Ingested", "StreamEncoder", "StreamEncoders", "listed_ticks"]
 
 
-class StreamEncoders:
+class StreamEncoders(StreamTable):
     """Stream name -> StreamEncoder, and the decoding of both ingest wire forms.
 
     `vocab_size` bounds pre-tokenized ids (the model's vocabulary; defaults to the
@@ -87,130 +85,12 @@ class StreamEncoders:
                             ("max_item_tokens", 1 if max_item_tokens is None else max_item_tokens)):
             if type(value) is not int or value <= 0:
                 raise ValueError(f"{name} must be an int > 0, got {value!r}")
-        self.codec = codec
-        self.vocab_size = codec.vocab_size if vocab_size is None else vocab_size
+        super().__init__(codec, vocab_size, max_stream_bytes, notify)
         self.max_message_bytes = max_message_bytes
         self.max_item_tokens = max_item_tokens
-        self.max_stream_bytes = max_stream_bytes
         self.max_ts_ahead_ns = max_ts_ahead_ns
         self.zero_bid_is_price = zero_bid_is_price  # a wire quote's 0 bid is a price (limits.zero_bid: price)
-        self._encoders: dict[str, StreamEncoder] = {}
-        self._expired_last_ts: dict[str, int] = {}  # expired streams' last accepted ts (see drop)
-        self._expired_at_last_ts: dict[str, int | None] = {}  # ... and how many of their ticks it stamped
-        self.stamp_notes = StampNotes(notify)  # first ts in another unit, ticks ahead of the clock
-        self.held: dict[str, EncodedTick] = {}  # each stream's newest quote kept aside by conflation, not submitted
         self.conflated = 0  # quotes dropped for a newer one of their stream (never submitted, never logged)
-        self.passed_over = PassedOver()  # refused and conflated ticks since each stream's last accepted one
-        # the receiver's wall clock (ns) when each stream's last tick was committed from a wire message: how long a
-        # stream has been quiet (`accepted` with now_ns); kept past an expiry, as the ordering guard is. A tick
-        # replayed from a tick log has no such clock: a stream restarted from one and quiet since has none.
-        self.received_ns: dict[str, int] = {}
-        self._message_ns: int | None = None  # the clock of the wire message being ingested (None: none given)
-        # every name held or expired here (and those the service remembers as refused) by its NFKC fold: a new wire
-        # name that folds to another's is refused (lookalike_names.py)
-        self.names = LookalikeNames()
-
-    def __len__(self) -> int:
-        return len(self._encoders)
-
-    def __contains__(self, stream: object) -> bool:
-        return stream in self._encoders
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._encoders)
-
-    def __getitem__(self, stream: str) -> StreamEncoder:
-        return self._encoders[stream]
-
-    def drop(self, stream: str) -> None:
-        """Forget a stream (expired by the engine): its next tick starts it afresh, except that its ordering
-        guard stays (one int a name): a tick older than one accepted before the expiry is still refused, as
-        the tick log's replay would refuse it after a restart."""
-        encoder = self._encoders.pop(stream, None)
-        if encoder is not None and encoder.last_ts is not None:
-            self._expired_last_ts[stream] = encoder.last_ts
-            self._expired_at_last_ts[stream] = encoder.at_last_ts
-        elif stream not in self._expired_last_ts:  # (nothing of it kept: a name no longer known here)
-            self.names.discard(stream, NAMES_HOLDER)
-
-    def forget(self, stream: str) -> None:
-        """Forget a stream the engine turned away although its ticks were accepted here (a restart's replay under a
-        lower scheduler.max_streams): as for a stream admission refused live, nothing of it is held, guard included,
-        so `streams` says it was refused rather than giving counts of ticks no session holds."""
-        self._encoders.pop(stream, None)
-        self._expired_last_ts.pop(stream, None)
-        self.names.discard(stream, NAMES_HOLDER)
-        self._expired_at_last_ts.pop(stream, None)
-        self.received_ns.pop(stream, None)
-        self.held.pop(stream, None)
-        self.passed_over.accepted(stream)
-
-    def expired(self, stream: str) -> bool:
-        """Whether ``stream`` sent data and then expired (scheduler.stream_idle_s) with nothing since."""
-        return stream not in self._encoders and stream in self._expired_last_ts
-
-    def ticks_of(self, stream: str) -> int | None:
-        """``stream``'s accepted tick count (None: none held), computed or still waiting for a forward."""
-        encoder = self._encoders.get(stream)
-        return None if encoder is None else encoder.ticks
-
-    def accepted(self, streams: list[str] | None = None, limit: int | None = None, after: str = "",
-                 now_ns: int | None = None) -> dict[str, dict[str, Any] | None]:
-        """Each stream's last accepted tick: ``{ticks, last_ts, at_last_ts, last_price}`` (``ticks``: its session's
-        tick count, 0 after an expiry, whose ordering guard stays; ``at_last_ts``: how many ticks stamped ``last_ts``
-        were taken up to the last accepted one, refused and conflated ones before it included, None if unknown;
-        ``last_price``: the last raw tick's price level, a trade's price or a quote's mid, None if none), None for a
-        name never seen; ``streams`` None: every stream known, in name order past ``after``, the first ``limit``. With
-        ``now_ns`` (the wall clock), also ``idle_s``: seconds since its last tick came off the wire (None: none since
-        this process started, a stream restored from a tick log)."""
-        names = sorted(n for n in self._encoders.keys() | self._expired_last_ts.keys() if n > after) \
-            if streams is None else streams
-        out: dict[str, dict[str, Any] | None] = {}
-        for name in names[:limit] if limit is not None else names:
-            encoder = self._encoders.get(name)
-            if encoder is not None:
-                out[name] = {"ticks": encoder.ticks, "last_ts": encoder.last_ts, "at_last_ts": encoder.at_last_ts,
-                             "last_price": encoder.last_level}
-            else:
-                last_ts = self._expired_last_ts.get(name)
-                out[name] = None if last_ts is None else {"ticks": 0, "last_ts": last_ts,
-                                                          "at_last_ts": self._expired_at_last_ts.get(name)}
-            received = self.received_ns.get(name)
-            if now_ns is not None and out[name] is not None:  # (a clock stepped back reads as 0, not negative)
-                out[name]["idle_s"] = None if received is None else round(max(0, now_ns - received) / 1e9, 3)
-        return out
-
-    def start_at(self, stream: str, ticks: int, last_ts: int | None, state: dict[str, Any] | None = None,
-                 at_last_ts: int | None = None) -> None:
-        """A stream whose earlier ticks are gone (a tick log's retention): it counts on from ``ticks`` and guards
-        order from ``last_ts`` (ticks 0: an expired stream, only its guard), with the codec state ``state``
-        (``codec_states``' record of it) or, without one, fresh codec state; ``at_last_ts`` as ``accepted`` says
-        it (None: unknown)."""
-        if ticks == 0:
-            if last_ts is not None:
-                self._expired_last_ts[stream] = last_ts
-                self._expired_at_last_ts[stream] = at_last_ts
-                self.names.add(stream, NAMES_HOLDER)
-            return
-        encoder = self._encoders[stream] = self._new_encoder(stream)
-        encoder.ticks, encoder.last_ts, encoder.at_last_ts = ticks, last_ts, at_last_ts
-        if state is not None:
-            encoder.state = self.codec.state_from_record(state)
-        self.names.add(stream, NAMES_HOLDER)
-
-    def codec_states(self) -> dict[str, dict[str, Any]]:
-        """Every stream's codec state as plain values (``start_at`` takes them back)."""
-        return {name: self.codec.state_record(encoder.state) for name, encoder in self._encoders.items()}
-
-    def _encoder(self, stream: str) -> StreamEncoder:
-        encoder = self._encoders.get(stream)
-        return encoder if encoder is not None else self._new_encoder(stream)
-
-    def _new_encoder(self, stream: str) -> StreamEncoder:
-        encoder = StreamEncoder(stream, self.codec, self.vocab_size, self.max_stream_bytes)
-        encoder.last_ts = self._expired_last_ts.get(stream)
-        encoder.at_last_ts = self._expired_at_last_ts.get(stream, 0)
-        return encoder
 
     # -- one item, two phases --------------------------------------------------------------
 
@@ -245,40 +125,12 @@ class StreamEncoders:
             err.stream = stream
             raise
 
-    def commit(self, item: EncodedTick) -> None:
-        encoder = self._encoders.get(item.stream)
-        if encoder is None:
-            encoder = self._encoders[item.stream] = self._new_encoder(item.stream)
-            self.names.add(item.stream, NAMES_HOLDER)
-            if encoder.last_ts is None:  # a stream's very first tick
-                self.stamp_notes.first_tick(item.stream, item.ts)
-        encoder.commit(item)
-        self.passed_over.accepted(item.stream)
-        if self._message_ns is not None:
-            self.received_ns[item.stream] = self._message_ns
-            self.stamp_notes.accepted(item.stream, item.ts, self._message_ns)
-
-    def ahead_of_clock_summary(self) -> dict[str, Any]:
-        """For stats: wire ticks accepted well ahead of the clock (StampNotes; empty when none)."""
-        return self.stamp_notes.ahead_of_clock_summary()
-
-    def note_passed(self, stream: str, ts: int, ticks: int = 1) -> None:
-        """``ticks`` of ``stream`` stamped ``ts`` were taken off the wire and refused or conflated (PassedOver); a
-        tick log's replay says so of each logged item that had some before it."""
-        encoder = self._encoders.get(stream)
-        last_ts = encoder.last_ts if encoder is not None else self._expired_last_ts.get(stream)
-        self.passed_over.note(stream, ts, ticks, last_ts, held=encoder is not None or last_ts is not None)
-
     def _note_refused(self, stream: str | None, obj: Any) -> None:
         """A wire item refused before it was encoded, counted where it has a valid stream name and an int ts."""
         ts = obj.get("ts") if isinstance(obj, dict) else None
         if stream is not None and type(ts) is int:  # type(): a bool is not a ts
             ticks = obj.get("ticks", 1)  # (a pre-tokenized item's)
             self.note_passed(stream, ts, ticks if type(ticks) is int and ticks >= 1 else 1)
-
-    def ts_unit_summary(self) -> dict[str, Any]:
-        """For stats: streams whose first ts looked like another unit than ns (StampNotes; empty when none)."""
-        return self.stamp_notes.ts_unit_summary()
 
     # -- whole paths: check, submit, commit -------------------------------------------------
 
