@@ -282,9 +282,9 @@ class FilePlan:
 
     def _book(self, convert: Callable[[tuple], Any], first: int) -> Callable[[tuple], Any]:
         """Rows of a Databento order-book export (the columns row_exprs.py's `_book_columns` adds from ``first``
-        on) through the DBN reader's reduction (connectors/dbn.py BookReducer): a trade for action T, a quote when
+        on) through the DBN reader's reduction (connectors/book_reducer.py): a trade for action T, a quote when
         the top of book changed at the end of an event, nothing for the other records."""
-        from connectors.dbn import F_LAST, UNDEF_PRICE, BookReducer
+        from connectors.book_reducer import F_LAST, UNDEF_PRICE, BookReducer
 
         # a fixed-point export's empty side or trade without a price, as read (shifted as its stream's prices are)
         unshifted = UNDEF_PRICE / (self.columns.price_scale or 1)
