@@ -29,7 +29,8 @@ import msgpack
 
 from engine.service.log_reading import read
 from engine.service.log_stats import LogStats
-from engine.service.ticklog import TickLog, private
+from engine.service.private_dirs import private
+from engine.service.ticklog import TickLog
 from queries.cache import Answer, AnswerCache
 from queries.registry import Registry
 

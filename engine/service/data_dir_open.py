@@ -18,7 +18,7 @@ from typing import Any
 
 from engine.service.answer_settings import ANSWER_SETTINGS, RESOLVED_AT_START, settings_changed, shown
 from engine.service.config import ConfigError, LogSection
-from engine.service.ticklog import private
+from engine.service.private_dirs import private
 from engine.text_files import ENCODING, read_text
 
 

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from engine.service.log_lines import named_few
 from engine.service.registration_marks import RegistrationMarks
-from engine.service.ticklog import private
+from engine.service.private_dirs import private
 from queries.registry import Registry
 from queries.spec import QuerySpec, QuerySpecError, dump_queries
 from queries.yaml_loader import load_queries, located_in, no_query, read_queries_file

@@ -1,10 +1,14 @@
-"""Folders made for what is the user's alone (a data directory's ticks and answers, a CURVE secret key): 0700.
+"""Folders made for what is the user's alone (a data directory's ticks and answers, a CURVE secret key): 0700;
+and the opener that makes such a folder's new files 0600 (`private`).
 
 Kept apart from durability.py and auth.py, which both use it, so that `flashtick keygen` loads neither torch nor
-the engine for it."""
+the engine for it. `private` lives here rather than in ticklog.py because the files it opens are the data
+directory's others (the answer log's checkpoint, the kept queries, the lock, the epoch and meta.json), not the
+tick log's."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -28,3 +32,9 @@ def make_private_dirs(path: Path) -> None:
     missing = [folder for folder in (path, *path.parents) if not folder.exists()]
     for folder in reversed(missing):  # the outermost first
         folder.mkdir(mode=0o700, exist_ok=True)  # (exist_ok: another process may make it meanwhile)
+
+
+def private(path: str, flags: int) -> int:
+    """An ``open(..., opener=private)`` that makes a new file 0600, as the segments are: what a data directory holds
+    is the owner's alone (the umask would make it 0644)."""
+    return os.open(path, flags, 0o600)

@@ -48,12 +48,6 @@ LOGGED = "logged"
 FORGOTTEN = "forgotten"
 
 
-def private(path: str, flags: int) -> int:
-    """An ``open(..., opener=private)`` that makes a new file 0600, as the segments are: what a data directory holds
-    is the owner's alone (the umask would make it 0644)."""
-    return os.open(path, flags, 0o600)
-
-
 DELETED_CHECK_S = 1.0  # how often an append checks that the segment file still exists
 
 
