@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -97,18 +97,21 @@ def _streams_record(streams: list[StreamData]) -> dict[str, dict[str, Any]]:
             for sd in streams}
 
 
-def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
-                     options: EvalOptions | None = None, heads: dict[str, QuestionHead] | None = None,
-                     points_out: Path | None = None) -> dict[str, Any]:
-    """Score `model` on the test part of `streams` against baselines fitted on their train parts; ``heads``:
-    the checkpoint's answer heads (read_head), part of its answers ("model", and what "adapted" adapts);
-    ``points_out``: a Parquet file to write every scored answer point to (write_points)."""
-    options = options or EvalOptions()
-    heads = heads or {}
-    rng = np.random.default_rng(options.seed)
-    t0 = time.time()
-    qs = list(codec.questions.values())
-    W = window_ticks(model)
+class _Gathered(NamedTuple):
+    """Each question's train features and labels and test entries (scored_entries) over every stream, and the test
+    part's counts: its labelled points, those --batch-ms keeps, and the scored points whose label spans a pause."""
+    train_x: list[list[np.ndarray]]
+    train_y: list[list[np.ndarray]]
+    test: list[list[Any]]
+    labelled: int
+    batch_ends: int
+    across_pauses: int
+
+
+def _gathered(model: Any, codec: BinnedCodec, streams: list[StreamData], qs: list[Question], W: int,
+              options: EvalOptions, heads: dict[str, QuestionHead]) -> _Gathered:
+    """Every stream's train points (for the baselines) and scored test points with the model's answers on them,
+    by question: one pass over the streams, each stream's model work done once."""
     train_x, train_y, test = [[] for _ in qs], [[] for _ in qs], [[] for _ in qs]
     labelled, batch_ends = 0, 0  # the test part's labelled points, and those --batch-ms keeps
     across_pauses = 0  # scored points whose label spans a pause of GAP_NOTE_NS or more in event time
@@ -125,6 +128,23 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
         logits = answer_logits(model, codec, sd, ii, qq, options)
         for qi, entry in enumerate(scored_entries(codec, sd, x, ii, qq, logits, history, heads, options)):
             test[qi].append(entry)
+    return _Gathered(train_x, train_y, test, labelled, batch_ends, across_pauses)
+
+
+def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
+                     options: EvalOptions | None = None, heads: dict[str, QuestionHead] | None = None,
+                     points_out: Path | None = None) -> dict[str, Any]:
+    """Score `model` on the test part of `streams` against baselines fitted on their train parts; ``heads``:
+    the checkpoint's answer heads (read_head), part of its answers ("model", and what "adapted" adapts);
+    ``points_out``: a Parquet file to write every scored answer point to (write_points)."""
+    options = options or EvalOptions()
+    heads = heads or {}
+    rng = np.random.default_rng(options.seed)
+    t0 = time.time()
+    qs = list(codec.questions.values())
+    W = window_ticks(model)
+    train_x, train_y, test, labelled, batch_ends, across_pauses = _gathered(model, codec, streams, qs, W, options,
+                                                                             heads)
     results, scored_points = {}, []
     for qi, q in enumerate(qs):
         y = np.concatenate([t[1] for t in test[qi]])
