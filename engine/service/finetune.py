@@ -322,7 +322,8 @@ def _calibration_lines(calibration: dict[str, Any]) -> str:
             return f"  - `{name}`: not calibrated (temperature 1, no bias): {why}"
         held = (f"; held out (each half scored by the fit on the other): {heldout_text(c)}"
                 if c.get("heldout_nll_raw") is not None else "")
-        return (f"  - `{name}`: temperature {c['temperature']:.3f}, bias [{', '.join(f'{b:+.3f}' for b in c['bias'])}]; "
+        return (f"  - `{name}`: temperature {c['temperature']:.3f}, "
+                f"bias [{', '.join(f'{b:+.3f}' for b in c['bias'])}]; "
                 f"{c['points']} points, NLL {c.get('nll_raw')} -> {c.get('nll_calibrated')} nats on the points it "
                 f"was fitted to{held}")
     lines = [line(name, c) for name, c in calibration["questions"].items()]
@@ -361,6 +362,10 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
     best_line = (f"best validation loss {stats['best_validation_loss']} at step {stats['best_step']} (weights kept "
                  f"from there){start_kept(stats)}" if stats['best_validation_loss'] is not None else
                  "no validation part: the weights of the last step")
+    steps = f"{stats['steps_done']} step{'' if stats['steps_done'] == 1 else 's'}"
+    last_losses = (f"last {counted(min(20, stats['steps_done']), 'training step')} next-token "
+                   f"{stats['final_lm_loss']}, answer {stats['final_qa_loss']} nats")
+    plot_note = " and calibration.png the reliability diagram" if plotted else ""
     text = f"""# Tick model trained with `flashtick train`
 
 - Base: {record['base']}{base_heads}; {record['params'] / 1e6:.2f}M parameters; window {cfg['window_ticks']} ticks
@@ -368,11 +373,11 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
 - Data: {', '.join(f'`{f}`' for f in record['files'])}; rows rejected: {record['rejected'] or 'none'}
 - Split per stream, in time: {record['split']}; labels of each part use that part's ticks only{paused}
 {streams}{left_out}
-- Training: {stats['steps_done']} step{'' if stats['steps_done'] == 1 else 's'} (of {cfg['steps']}; {stats['stopped']}) x batch {cfg['batch']} windows
+- Training: {steps} (of {cfg['steps']}; {stats['stopped']}) x batch {cfg['batch']} windows
   + {cfg['questions_per_window']} question probes each; AdamW lr {cfg['lr']}, seed {cfg['seed']}; on {record['device']}
   ({platform.machine()}, torch {torch.__version__}); {stats['train_seconds']} s of optimisation,
   {record['total_seconds']} s in all
-- Losses: last {counted(min(20, stats['steps_done']), 'training step')} next-token {stats['final_lm_loss']}, answer {stats['final_qa_loss']} nats;
+- Losses: {last_losses};
   {best_line}{still}
 - Answer calibration (calibration.json; answers are softmax(z / temperature + bias) over the answer logits z; a
   question's fit is kept only where, fitted on either half of its validation points, it beat no calibration on the
@@ -386,8 +391,9 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
 ## Test slice: model vs baselines fitted on the train slice
 
 `prior` = each stream's train class frequencies, `major` = always its train majority class, `logit` =
-multinomial logistic regression on microstructure features; intervals are 95% block-bootstrap intervals of model minus logistic
-(blocks of {ev['options']['block']} consecutive answer points). evaluation.json has every number{' and calibration.png the reliability diagram' if plotted else ''}.
+multinomial logistic regression on microstructure features; intervals are 95% block-bootstrap intervals of model \
+minus logistic
+(blocks of {ev['options']['block']} consecutive answer points). evaluation.json has every number{plot_note}.
 
 ```
 {format_table(ev)}
