@@ -83,14 +83,7 @@ class ShardedPipeline:
             raise ConfigError("--shards needs the tick log (a lost shard is rebuilt from it): drop --no-log")
         self.config = config
         self.codec = build_codec(config)
-        limits = config.limits
-        self.registry = Registry(self.codec.questions, QueryLimits(
-            limits.max_yaml_bytes, limits.max_yaml_nodes, limits.max_queries, limits.max_topic_bytes),
-            answerable=lambda spec: compile_fitting(spec, self.codec, config.scheduler.probe_reserve))
-        self.cache = AnswerCache()
-        self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)  # checks only
-        self.history = AnswerHistory(config.log.answers_keep)
-        self._configured = configured_queries(config.queries, self.registry) if config.queries else None
+        self._make_queries(config)
         self.data = DataDir(config.log, self.cache, written_by(config, self.codec))
         self.ticks_in = 0
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages
@@ -101,15 +94,7 @@ class ShardedPipeline:
         self.answers_out = 0
         self.stale_dropped = 0
         self.progress: dict[str, int] = {}  # stream -> ticks committed, from the shards' replies
-        self.scores = LiveScores(self.codec.questions, lambda stream: self.progress.get(stream, 0),
-                                 session_gap_ns=config.answers.session_gap_ns)
-        # answers are adapted here, where every tick's price is seen (shards get tokens only), before publishing
-        self.adaptation = AnswerAdaptation(self.codec.questions, lambda stream: self.progress.get(stream, 0),
-                                           enabled=config.answers.adapt == "online",
-                                           heads=answer_heads(config, self.codec),
-                                           session_gap_ns=config.answers.session_gap_ns)
-        self.adaptation.compile = lambda name: (self.flash.compiled(self.registry.current(name))
-                                                if self.registry.current(name) is not None else None)
+        self._make_answer_views(config)
         self.shard_of: dict[str, ShardLink] = {}
         # ask ticket in flight -> its spec (the reply is adapted here) and stream (`forget` waits for the reply)
         self._asked: dict[Any, tuple[QuerySpec, str]] = {}
@@ -130,17 +115,48 @@ class ShardedPipeline:
         except BaseException:
             self.close()  # the actors started so far, the placement group, the data directory's lock
             raise
-        self.max_streams_admitted = facts[0]["max_streams_admitted"]
-        self.window, self.shard_kv_cells = facts[0]["window"], facts[0]["kv_cells"]
+        self._take_shard_facts(config, facts[0])
+        restart_front_door(self)  # registry, answers and every shard's streams from the data directory
+
+    def _make_queries(self, config: ServiceConfig) -> None:
+        """The front door's registry, answer cache, flash query checks and history, and the queries configured to
+        start with, read and checked before the data directory is made (registered once it is read)."""
+        limits = config.limits
+        self.registry = Registry(self.codec.questions, QueryLimits(
+            limits.max_yaml_bytes, limits.max_yaml_nodes, limits.max_queries, limits.max_topic_bytes),
+            answerable=lambda spec: compile_fitting(spec, self.codec, config.scheduler.probe_reserve))
+        self.cache = AnswerCache()
+        self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)  # checks only
+        self.history = AnswerHistory(config.log.answers_keep)
+        self._configured = configured_queries(config.queries, self.registry) if config.queries else None
+
+    def _make_answer_views(self, config: ServiceConfig) -> None:
+        """Live scores and answer adaptation, both kept here: every tick's price is seen at the front door, and
+        the shards' replies bring each stream's progress."""
+        self.scores = LiveScores(self.codec.questions, lambda stream: self.progress.get(stream, 0),
+                                 session_gap_ns=config.answers.session_gap_ns)
+        # answers are adapted here, where every tick's price is seen (shards get tokens only), before publishing
+        self.adaptation = AnswerAdaptation(self.codec.questions, lambda stream: self.progress.get(stream, 0),
+                                           enabled=config.answers.adapt == "online",
+                                           heads=answer_heads(config, self.codec),
+                                           session_gap_ns=config.answers.session_gap_ns)
+        self.adaptation.compile = lambda name: (self.flash.compiled(self.registry.current(name))
+                                                if self.registry.current(name) is not None else None)
+
+    def _take_shard_facts(self, config: ServiceConfig, facts: dict[str, Any]) -> None:
+        """What the first shard says of the engine they all run (window, KV cells, vocabulary, longest chunk):
+        the admission numbers, the data directory's record, and the encoders sized by it."""
+        limits = config.limits
+        self.max_streams_admitted = facts["max_streams_admitted"]
+        self.window, self.shard_kv_cells = facts["window"], facts["kv_cells"]
         self.data.resolved(written_by(config, self.codec, self.window))  # as one engine records it
-        self.shard_kv_cell_bytes = facts[0]["kv_cell_bytes"]
-        self.encoders = StreamEncoders(self.codec, facts[0]["vocab_size"], limits.max_message_bytes,
-                                       max_item_tokens=facts[0]["max_chunk_tokens"],
+        self.shard_kv_cell_bytes = facts["kv_cell_bytes"]
+        self.encoders = StreamEncoders(self.codec, facts["vocab_size"], limits.max_message_bytes,
+                                       max_item_tokens=facts["max_chunk_tokens"],
                                        max_stream_bytes=limits.max_stream_bytes, notify=say,
                                        max_ts_ahead_ns=limits.max_ts_ahead_ns,
                                        zero_bid_is_price=limits.zero_bid == "price")
         self.data.encoders = self.encoders  # each new tick log segment starts with their counts
-        restart_front_door(self)  # registry, answers and every shard's streams from the data directory
 
     def _start_shards(self) -> list[dict[str, Any]]:
         """The shards' actors, started and answering; returns what each says of its engine's limits."""
