@@ -45,8 +45,10 @@ def nested_fields(frame: pl.DataFrame, depth: int = 3) -> pl.DataFrame:
     `result.price`, as book levels are `bids[0].price`), so that a map names them; Databento's record header `hd`
     (`dbn --json`) as the columns its CSV has (`ts_event`, `rtype`, `publisher_id`, `instrument_id`), so that its
     file reads as the CSV does, fixed-point prices included (connectors/layout.py). A field of the same name
-    already there wins. Objects nested deeper than `depth` stay one column."""
+    already there wins. Objects nested deeper than `depth` stay one column. An empty object (Kraken's REST
+    `"result": {}`) holds no field, so no column: dropped (Parquet cannot write a struct of no field)."""
     for _ in range(depth):
+        frame = frame.drop([c for c, d in frame.schema.items() if isinstance(d, pl.Struct) and not d.fields])
         objects = [(c, d) for c, d in frame.schema.items() if isinstance(d, pl.Struct) and d.fields]
         if not objects:
             return frame

@@ -97,6 +97,9 @@ def test_an_empty_file_among_others_is_skipped_with_a_note(engine_files: Path, t
     # fix278 #2: one JSON object that is an error body was refused as a layout no map names, not as a download
     ("AAPL_2.jsonl", b'{"error": "Access denied"}\n'),
     ("AAPL_2.jsonl", b'{"code": 403, "msg": "Forbidden"}\n'),
+    # fix280 #1: Kraken's empty REST answer gave polars' "struct type with no child field", naming no file
+    ("AAPL_2.jsonl", b'{"error": [], "result": {}}\n'),
+    ("AAPL_2.json", b'{"error": [], "result": {}}'),
 ])
 def test_a_failed_download_of_one_line_is_refused_not_skipped_as_an_empty_day(
         engine_files: Path, tmp_path: Path, capsys, name: str, body: bytes) -> None:
