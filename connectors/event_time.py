@@ -286,6 +286,14 @@ def _whole_count(text: pl.Expr) -> pl.Expr:
     return text.str.strip_chars().str.replace(r"\.0*$", "").cast(pl.Int64, strict=False)
 
 
+def fraction_of_unit(text: str, unit: str) -> str | None:
+    """Why a count of ms, us or ns written as decimal text does not read (`_whole_count`): its fraction of the
+    unit is not zero ("1723161255342.5" ms), which no clock counting that unit writes; None for other text."""
+    if unit not in WHOLE_TEXT_UNITS or re.fullmatch(r"\s*[+-]?\d+\.\d*[1-9]\d*\s*", text) is None:
+        return None
+    return f"a fraction of a {unit} after the point, which a count of {unit} never holds (only a .000 tail is read)"
+
+
 def _decimal_seconds_ns(text: pl.Expr) -> pl.Expr:
     """Decimal seconds written as text ("1717236000.25", or with a decimal comma as European exports write it,
     "1717236000,25": epoch seconds are never grouped) -> int ns, exactly: as a float the same value is off by up to
@@ -328,7 +336,11 @@ def duration_text(ns: float) -> str:
 
 def scaled_ts(raw: Any, factor: int) -> Any:
     if isinstance(raw, float):  # a non-finite float stays a float and is rejected as ts_not_int
-        return round(raw * factor) if math.isfinite(raw) else raw
+        if not math.isfinite(raw):
+            return raw
+        # whole units scaled as an int: 1723161255342.0 ms * 1e6 as a float is 128 ns off
+        whole = int(raw)
+        return whole * factor + round((raw - whole) * factor)
     return raw * factor  # exact for ints of any size: an overflow is rejected as ts_out_of_range
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from connectors.event_time import UTC_OFFSET
+from connectors.event_time import UTC_OFFSET, fraction_of_unit
 from connectors.file_plan import NO_TRADE, FilePlan
 from connectors.file_scans import BYTE_ORDER_MARK, first_text, time_sample
 from connectors.headerless_csv import zone_has_dst
@@ -146,6 +146,8 @@ def _unread_cell(plan: Any, row: int, column: str) -> str:
     ts_format = getattr(getattr(plan, "columns", None), "ts_format", None)
     if text is not None and ts_format and (epoch := epoch_format_hint(text, ts_format)) is not None:
         return f": {text!r}: {epoch}"
+    if text is not None and (fraction := fraction_of_unit(text, getattr(plan.columns, "ts_unit", ""))) is not None:
+        return f": {text!r} holds {fraction}"
     if text is not None and (first := _offset_it_lacks(plan, text)) is not None:
         return (f": {text!r} lacks the UTC offset the file's other times carry (the first of them: {first!r}), "
                 f"so it is no instant: write the row with its offset")

@@ -13,6 +13,7 @@ import polars as pl
 from connectors.column_map import ColumnMap
 from connectors.column_names import PROMPT_NAMES, RIGHT_NAMES, SHARE_CLASS_NAMES
 from connectors.csv_dialect import Dialect
+from connectors.event_time import WHOLE_TEXT_UNITS
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, currency_codes, distinct_text, is_csv, scan_file
 from connectors.formula_guard import is_export_header, unguarded
@@ -38,9 +39,10 @@ ROW = "_row"  # the file row number, carried through a sort so a rejected row ca
 
 
 def csv_overrides(cmap: ColumnMap) -> dict[str, pl.DataType]:
-    # Decimal epoch seconds stay text until scaled_ts: as a float, 1717236000.25 s is off by ~100 ns.
-    ts_type = {"datetime": pl.String, "s": pl.String, **dict.fromkeys((*DAY_CLOCK_UNITS, EXCEL_DAYS), pl.Float64)}.get(
-        cmap.ts_unit, pl.Int64)
+    # Decimal epoch seconds stay text until scaled_ts: as a float, 1717236000.25 s is off by ~100 ns. Counts of
+    # ms, us and ns too, read as the whole number they write (a `.000` tail: Gate.io's create_time_ms), as JSON's are.
+    ts_type = {"datetime": pl.String, "s": pl.String, **dict.fromkeys(WHOLE_TEXT_UNITS, pl.String),
+               **dict.fromkeys((*DAY_CLOCK_UNITS, EXCEL_DAYS), pl.Float64)}.get(cmap.ts_unit, pl.Int64)
     out: dict[str, pl.DataType] = {c: pl.String for c in cmap.keep or ()}  # compared as text
     # numbers are read as text and parsed by _csv_number (grouping commas, German Excel's `42.002,00`)
     out |= {getattr(cmap, f): pl.String for f in NUMERIC_FIELDS if getattr(cmap, f)}

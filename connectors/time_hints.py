@@ -11,7 +11,9 @@ import polars as pl
 
 from connectors.column_map import ColumnMap
 from connectors.datetime_text import built_formats, time_formats
-from connectors.event_time import DAY_CLOCK_LIMIT_NS, EPOCH_CODE, naive_time, time_column, zone_reading
+from connectors.event_time import (
+    DAY_CLOCK_LIMIT_NS, EPOCH_CODE, fraction_of_unit, naive_time, time_column, zone_reading,
+)
 from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, CLOCK_FRACTION_DIGITS, DAY_CLOCK_UNITS, UNITS
 from connectors.ticks import TS_MAX
 from connectors.time_units import epoch_unit
@@ -69,6 +71,8 @@ def time_hint(path: Path, cmap: ColumnMap, first: str, words: list[str] | None =
         return (f"{where}, not a wall clock's HHMMSS digits ({6 + CLOCK_FRACTION_DIGITS[cmap.ts_unit]} of them, "
                 f"hour < 24, minutes and seconds < 60) as ts_unit {cmap.ts_unit} reads: give the unit of its digits, "
                 f"or ..._after_midnight for a count")
+    if (fraction := fraction_of_unit(first, cmap.ts_unit)) is not None:
+        return f"{where}, {fraction}: if the column counts a larger unit, give it with --ts-unit"
     try:
         number = float(first)
     except ValueError:

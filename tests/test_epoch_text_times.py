@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from connectors.replay import FileReplay
@@ -71,3 +72,42 @@ def test_a_whole_count_of_ms_as_decimal_text_reads_as_that_integer(tmp_path: Pat
     ticks = replay.next_batch(100)
     assert [t.ts for t in ticks] == [(FIRST_MS + 58 * i) * 1_000_000 for i in range(4)]
     assert sum(replay.rejected.values()) == 1
+
+
+GATE_COLUMNS = {"ts": "create_time_ms", "ts_unit": "ms", "stream_col": "currency_pair", "price": "price",
+                "size": "amount", "side": "side"}
+
+
+def gate_csv(path: Path, cells: list[str]) -> Path:
+    path.write_text("create_time_ms,currency_pair,side,amount,price\n" + "".join(
+        f"{c},BTC_USDT,buy,0.01,6000{i % 10}.1\n" for i, c in enumerate(cells)))
+    return path
+
+
+def test_a_whole_count_of_ms_as_decimal_text_in_a_csv_reads_as_that_integer(tmp_path: Path, capsys) -> None:
+    """fix280 #2: the CSV of fix278's JSON (Gate.io's `create_time_ms`, "1723161255342.000") was refused: its column
+    was read as Int64 and no cell cast. Read as JSON's is; a fraction of a ms is a reject that names it."""
+    cells = [f"{FIRST_MS + 58 * i}.000" for i in range(4)] + [f"{FIRST_MS + 300}.5"]
+    replay = FileReplay(gate_csv(tmp_path / "gate.csv", cells), columns=GATE_COLUMNS)
+    assert [t.ts for t in replay.next_batch(100)] == [(FIRST_MS + 58 * i) * 1_000_000 for i in range(4)]
+    assert replay.rejected == {"missing_field": 1}
+    assert f"'{FIRST_MS + 300}.5' holds a fraction of a ms after the point" in \
+        replay.rejected.examples["missing_field"]
+    fractions = gate_csv(tmp_path / "fractions.csv", [f"{FIRST_MS + i}.25" for i in range(5)])
+    out = tmp_path / "a.parquet"
+    assert main(["backtest", str(fractions), "--columns", ",".join(f"{k}={v}" for k, v in GATE_COLUMNS.items()),
+                 "--out", str(out), "--quiet", "--max-ticks", "50"]) == 2
+    assert f"column 'create_time_ms' holds '{FIRST_MS}.25', a fraction of a ms after the point" in \
+        capsys.readouterr().err and not out.exists()
+
+
+def test_a_float_column_of_whole_ms_reads_exactly(tmp_path: Path) -> None:
+    """fix280 #2: a Parquet float64 column of whole ms was scaled as a float (1723161255342.0 * 1e6 is 128 ns
+    off); whole units now scale as an int, as an integer column's do."""
+    times = [FIRST_MS + 58 * i for i in range(5)]
+    pl.DataFrame({"create_time_ms": [float(t) for t in times], "currency_pair": ["BTC_USDT"] * 5,
+                  "side": ["buy"] * 5, "amount": [0.01] * 5, "price": [60000.1 + i for i in range(5)]}
+                 ).write_parquet(tmp_path / "gate.parquet")
+    replay = FileReplay(tmp_path / "gate.parquet", columns=GATE_COLUMNS)
+    assert [t.ts for t in replay.next_batch(100)] == [t * 1_000_000 for t in times]
+    assert not replay.rejected
