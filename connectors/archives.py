@@ -46,15 +46,17 @@ def truncation_named(path: Path, name: str | None = None) -> Iterator[None]:
     data is damaged (a CRC that fails, an invalid code): the error names the file (`name`: as the user gave it, an
     archive's member) and says it looks truncated or damaged, where gzip's and zlib's own words ("Compressed file
     ended before the end-of-stream marker was reached", "CRC check failed", "Error -3 while decompressing data")
-    or polars' ("unexpected end of file") name none. zlib.error is neither an OSError nor an EOFError."""
+    or polars' ("unexpected end of file") name none; as is a zip archive's member whose CRC fails as it is unpacked
+    (zipfile's "Bad CRC-32 for file 'AAPL.csv'"). zlib.error and zipfile.BadZipFile are neither an OSError nor an
+    EOFError."""
     try:
         yield
-    except (EOFError, OSError, zlib.error, pl.exceptions.ComputeError) as e:
+    except (EOFError, OSError, zlib.error, zipfile.BadZipFile, pl.exceptions.ComputeError) as e:
         if not path.name.lower().endswith(COMPRESSED_SUFFIXES):
             raise
         if isinstance(e, EOFError) or CUT_SHORT.search(str(e)):
             raise ValueError(f"{name or path}: its compressed data ends early ({e}); {TRUNCATED}") from None
-        if isinstance(e, (zlib.error, gzip.BadGzipFile)) or DAMAGED.search(str(e)):
+        if isinstance(e, (zlib.error, gzip.BadGzipFile, zipfile.BadZipFile)) or DAMAGED.search(str(e)):
             raise ValueError(f"{name or path}: its compressed data is damaged ({e}); {DAMAGED_SAID}") from None
         raise
 

@@ -190,6 +190,29 @@ def test_a_corrupt_gzip_file_is_named_and_said_to_be_damaged(tmp_path: Path, row
         assert "the file is corrupt (a download or a disk that changed its bytes?): download it again" in err
 
 
+@pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_a_zip_member_whose_crc_fails_is_named_and_said_to_be_damaged(tmp_path: Path, compression: int,
+                                                                       capsys) -> None:
+    """fix280 #3: a zip whose member's bytes changed stopped backtest and evaluate with zipfile's own words
+    (`Bad CRC-32 for file '...csv'`) and no archive named; now named and said to be damaged, as a `.csv.gz` is."""
+    plain = tmp_path / "BTCUSDT-trades-2024-01-01.csv"
+    binance_public_trades(plain, 2000)
+    archive = tmp_path / "BTCUSDT-trades-2024-01-01.zip"
+    with zipfile.ZipFile(archive, "w", compression) as z:
+        z.write(plain, plain.name)
+    data = bytearray(archive.read_bytes())
+    at = data.index(b"\n1,") + 1 if compression == zipfile.ZIP_STORED else len(data) // 2
+    data[at] = ord("7") if compression == zipfile.ZIP_STORED else data[at] ^ 0x01  # the data changed, not cut
+    archive.write_bytes(bytes(data))
+    model = tiny_tick_checkpoint(tmp_path / "model")
+    for command in (["backtest", str(archive), "--out", str(tmp_path / "a.parquet"), "--quiet"],
+                    ["evaluate", str(model), str(archive), "--quiet", "--threads", "1"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert f"error: {archive}: its compressed data is damaged (" in err, err
+        assert "the file is corrupt (a download or a disk that changed its bytes?): download it again" in err
+
+
 def test_a_truncated_zip_archive_is_said_to_be_cut_short(tmp_path: Path) -> None:
     binance_public_trades(tmp_path / "BTCUSDT-trades-2024-01-01.csv", 2000)
     archive = zipped(tmp_path / "BTCUSDT-trades-2024-01-01.zip", tmp_path / "BTCUSDT-trades-2024-01-01.csv")
