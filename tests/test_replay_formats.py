@@ -106,6 +106,24 @@ def test_a_kalshi_trades_file_without_a_map_reads_as_the_docs_map_reads_it(tmp_p
     assert [t.size for t in replay_ticks(tmp_path / "bars.csv")] != [7.0]
 
 
+@pytest.mark.parametrize("suffix", ["csv", "jsonl"])
+def test_gate_io_trades_without_a_map_read_as_the_docs_map_reads_them(tmp_path: Path, suffix: str) -> None:
+    """fix280 #4: Gate.io's trades (id,create_time,create_time_ms,currency_pair,side,amount,price,...) without a map
+    were refused with "no time column among them". create_time_ms (ms, text with a .000 tail) is now a time name."""
+    rows = [{"id": str(9000 + i), "create_time": str((1_723_161_255_342 + 731 * i) // 1000),
+             "create_time_ms": f"{1_723_161_255_342 + 731 * i}.000", "currency_pair": ("ETH_USDT", "BTC_USDT")[i % 2],
+             "side": ("sell", "buy")[i % 2], "role": "taker", "amount": f"0.0{1 + i % 5}",
+             "price": f"{60000 + i % 7}.{i}"} for i in range(8)]
+    path = tmp_path / f"gate.{suffix}"
+    pl.DataFrame(rows).write_csv(path) if suffix == "csv" else pl.DataFrame(rows).write_ndjson(path)
+    columns = "ts=create_time_ms,ts_unit=ms,stream_col=currency_pair,price=price,size=amount,side=side"
+    mapped = list(replay_ticks(path, columns=map_from_options(columns=columns)))
+    detected = list(replay_ticks(path))
+    assert detected == mapped and len(detected) == 8
+    assert (detected[1].ts, detected[1].stream, detected[1].size, detected[1].side) == (
+        1_723_161_256_073 * 1_000_000, "BTC_USDT", 0.02, "buy")
+
+
 def test_keep_values_yes_and_no_in_a_map_file_and_a_replay_list_are_the_text_written(tmp_path: Path, capsys) -> None:
     """`keep: {regular: [yes]}` was read by YAML 1.1 as [True], compared as "true": it kept no row of a cell `yes`
     and the backtest stopped with every row filtered out. A column map's and a replay list's values are names,
