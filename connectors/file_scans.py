@@ -31,14 +31,15 @@ def is_csv(path: Path) -> bool:
 
 
 TICK_FILE_SUFFIXES = PARQUET_SUFFIXES + CSV_SUFFIXES + JSON_LINES_SUFFIXES + DBN_SUFFIXES
-READ_TYPES = ", ".join(TICK_FILE_SUFFIXES + (f"{ZIP_SUFFIX} (of these)",))  # said where a file is not one
+READ_TYPES = ", ".join(TICK_FILE_SUFFIXES + (f"{ZIP_SUFFIX} (of these)",  # said where a file is not one
+                                              "a .gz or .log of JSON lines (hftbacktest's captures)"))
 TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".tar")
 
 
 def is_tick_file(path: Path) -> bool:
     """A name replay reads as ticks: a `.DS_Store` or a `notes.pdf` in an archive is none (a dotfile is an
-    archiver's metadata, whatever its suffix)."""
-    return path.name.lower().endswith(TICK_FILE_SUFFIXES) and not path.name.startswith(".")
+    archiver's metadata, whatever its suffix); a `.gz` or `.log` of JSON lines is (json_lines.is_json_lines)."""
+    return (path.name.lower().endswith(TICK_FILE_SUFFIXES) or is_json_lines(path)) and not path.name.startswith(".")
 
 
 def unsupported_type(path: Path) -> str:
@@ -47,7 +48,17 @@ def unsupported_type(path: Path) -> str:
         return (f"{path}: a tar archive ({tar}), which replay does not unpack: extract it (tar xf {path}) and give "
                 f"the files inside, or give them zipped (.zip)")
     sheet = SPREADSHEET_HINT if path.suffix.lower() in SPREADSHEET_SUFFIXES else ""
-    return f"{path}: unsupported file type {path.suffix.lower()!r}; replay reads {READ_TYPES}{sheet}"
+    hint = OTHER_KIND_HINTS.get(path.suffix.lower(), "")
+    return f"{path}: unsupported file type {path.suffix.lower()!r}{hint}; replay reads {READ_TYPES}{sheet}"
+
+
+# what a file of these suffixes that replay does not read is, and what it reads instead
+OTHER_KIND_HINTS = {
+    ".gz": " (its text is not JSON lines, and its name says no other kind: name a gzipped CSV .csv.gz)",
+    ".log": " (its first line is not a JSON object)",
+    ".npz": " (NumPy arrays, as hftbacktest converts its captures to: replay its raw collector files instead, the "
+            ".gz of JSON lines)",
+}
 
 
 # a workbook, which replay does not open: what it reads instead is one save away (review259 #8)

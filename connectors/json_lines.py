@@ -29,8 +29,11 @@ connectors/json_columns.py. This module holds the table a replay reads and its l
 from __future__ import annotations
 
 import atexit
+import functools
+import gzip
 import shutil
 import tempfile
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,10 +61,39 @@ __all__ = ["DUPLICATE_KEY", "JSON_LINES_SUFFIXES", "NOT_JSON", "JsonLinesTable",
            "nested_arrays", "table"]
 
 JSON_LINES_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
+# names read as JSON lines when their text is (`_json_text`): hftbacktest's collector writes `btcusdt_20240809.gz`,
+# gzipped lines of `local_ts {message}`; a capture's `.log`. A `.gz` of another kind (`.csv.gz`, `.tar.gz`) is not
+SNIFFED_SUFFIXES = (".gz", ".log")
+OTHER_GZ_KINDS = (".csv.gz", ".tsv.gz", ".txt.gz", ".tar.gz", ".dbn.gz")
+SNIFF_BYTES = 1 << 16  # of a sniffed file's text: its first line's start lies in them
 
 
 def is_json_lines(path: Path) -> bool:
-    return path.name.lower().endswith(JSON_LINES_SUFFIXES)
+    """A JSON-lines file by its suffix, or a `.gz`/`.log` whose first line is a JSON object (after a receive
+    time, as hftbacktest writes one)."""
+    name = path.name.lower()
+    if name.endswith(JSON_LINES_SUFFIXES):
+        return True
+    if not name.endswith(SNIFFED_SUFFIXES) or name.endswith(OTHER_GZ_KINDS) or not path.is_file():
+        return False
+    stat = path.stat()
+    return _json_text(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _json_text(path: str, size: int, mtime_ns: int) -> bool:
+    """Whether a file's first line that is not blank starts a JSON object or array, a receive time before it or
+    not; cached by size and modification time (the check is asked of a file many times). A `.gz` that does not
+    decompress is not (its refusal names the suffixes replay reads)."""
+    try:
+        with (gzip.open if path.lower().endswith(".gz") else open)(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except (OSError, EOFError, zlib.error):
+        return False
+    first = next((line.strip() for line in head.removeprefix(b"\xef\xbb\xbf").split(b"\n") if line.strip()), b"")
+    if (received := RECEIVE_PREFIX.match(first)) is not None:
+        first = received[2]
+    return first[:1] in (b"{", b"[")
 
 
 @dataclass

@@ -7,12 +7,14 @@ files in tmp_path."""
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 from pathlib import Path
 
 import pytest
 
 from connectors.replay import FileReplay
+from engine.service.cli import main
 
 T0 = 1_723_161_255_342_000_000  # 2024-08-09 00:00:55.342 UTC, in ns
 TRADES = [(T0 + i * 37_000_000, round(61800 + (i % 17) * 0.37 - (i % 5) * 0.5, 2), round(0.001 * (1 + i % 9), 3),
@@ -120,6 +122,32 @@ def test_a_receive_time_before_each_line_is_read_as_local_ts(tmp_path: Path) -> 
                                      "A": "2"}) for i, (ns, p, _, _) in enumerate(TRADES)])
     quotes, _ = read(book)
     assert [(q.ts // 1000, q.bid) for q in quotes] == [(ns // 1000, p) for ns, p, _, _ in TRADES]
+
+
+def test_hftbacktest_s_gz_and_log_captures_read_as_their_jsonl_does(tmp_path: Path, capsys) -> None:
+    """fix280 #5: hftbacktest's collector writes gzipped `<ns> <json>` lines named `btcusdt_20240809.gz`; that and
+    a `.log` of the same lines were refused by suffix ("unsupported file type '.gz'"). Read, their text sniffed, as
+    the `.jsonl` is; a folder of them too. A `.log` that is no JSON lines and hftbacktest's `.npz` are refused,
+    naming what is read."""
+    lines = [f"{ns + 1_270_000_000} " + json.dumps({"stream": "btcusdt@trade", "data": {
+        "e": "trade", "E": ns // 10**6, "s": "BTCUSDT", "t": i, "p": f"{p:.2f}", "q": f"{s:.5f}", "T": ns // 10**6,
+        "m": sd == "sell", "M": True}}) for i, (ns, p, s, sd) in enumerate(TRADES)]
+    expected = seen(read(write_lines(tmp_path / "capture.jsonl", lines))[0])
+    assert len(expected) == len(TRADES)
+    folder = tmp_path / "collector"
+    folder.mkdir()
+    (folder / "btcusdt_20240809.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
+    log = write_lines(tmp_path / "btcusdt_20240809.log", lines)
+    for path in (folder / "btcusdt_20240809.gz", log, folder):
+        assert seen(read(path)[0]) == expected, path
+    notes = write_lines(tmp_path / "collector.log", ["2024-08-09 collector started", "connected"])
+    (tmp_path / "btcusdt_20240809.npz").write_bytes(b"PK\x03\x04")
+    for path, said in ((notes, "unsupported file type '.log' (its first line is not a JSON object)"),
+                       (tmp_path / "btcusdt_20240809.npz", "unsupported file type '.npz' (NumPy arrays, as "
+                                                           "hftbacktest converts its captures to")):
+        assert main(["backtest", str(path), "--out", str(tmp_path / "a.parquet"), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert f"{path}: {said}" in err and "a .gz or .log of JSON lines (hftbacktest's captures)" in err, err
 
 
 def gate_trade(i: int, ns: int, p: float, s: float, sd: str) -> dict:
