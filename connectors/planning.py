@@ -18,7 +18,9 @@ import polars as pl
 
 from connectors import json_lines
 from connectors.column_map import ColumnMap
-from connectors.event_time import NAIVE_TZ_ONLY, apply_utc_offset, ts_expr, ts_in_ns, wall_clock_ns, zone_in_times
+from connectors.event_time import (
+    NAIVE_TZ_ONLY, WHOLE_TEXT_UNITS, apply_utc_offset, ts_expr, ts_in_ns, wall_clock_ns, zone_in_times,
+)
 from connectors.field_names import normal_name
 from connectors.file_facts import file_facts, footer_line, time_span, zone_named
 from connectors.file_layout import layout
@@ -180,11 +182,15 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if dialect is not None and dialect.empty_tails:
         notes.append(f"{path.name}: {dialect.empty_tails} row(s) end with a separator past its {len(schema)} columns "
                      f"(an empty last cell, as Excel and broker exports write): read without it")
-    overrides = csv_overrides(cmap) if is_csv(path) else None
+    # a CSV's count of ms/us/ns: its first value tells whether it is written with a point (`.000`: read as text)
+    counted = is_csv(path) and cmap.ts_unit in WHOLE_TEXT_UNITS
+    first = first_text(path, cmap.names, dialect, cmap.ts_columns) if counted else None
+    overrides = csv_overrides(cmap, first) if is_csv(path) else None
     # what the scan below will read: date+time columns are joined as text
     ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
     text_times = ts_type == pl.String and cmap.ts_unit == "datetime" and not cmap.ts_format
-    first = (time_sample if text_times else first_text)(path, cmap.names, dialect, cmap.ts_columns)
+    if not counted:
+        first = (time_sample if text_times else first_text)(path, cmap.names, dialect, cmap.ts_columns)
     cmap, zoned_notes = zone_in_times(path, cmap, first, isinstance(given, ColumnMap))  # `... PM ET`: its zone
     notes += zoned_notes
     if cmap.hours is not None and Hours.parse(cmap.hours).zone is None and cmap.tz is None:
