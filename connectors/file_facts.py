@@ -15,6 +15,7 @@ import polars as pl
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
 from connectors.event_time import EPOCH_CODE, time_column
+from connectors.iqfeed_ticks import END_MESSAGE
 from connectors.leap_seconds import leap_text_facts
 from connectors.misread_times import time_facts
 from connectors.price_notation import fractional_facts
@@ -103,8 +104,8 @@ def footer_line(rows: pl.LazyFrame, ts: pl.Expr, separator: str,
             junk: Mapping[int, tuple[str, ...]]) -> tuple[int, str] | None:
     """(row, its text) when a CSV's last row is a line of words in its first cell, whose time does not read
     (Barchart's `Downloaded from Barchart.com as of 03-06-2026 04:34pm CST`), and nothing else but the digits of a
-    number its delimiter split (`Total rows: 3,000` in a comma file): a footer, left out as filtered_out rather
-    than rejected as a tick missing its time, nor its pieces taken for a stream's name. A junk line's cells
+    number its delimiter split (`Total rows: 3,000` in a comma file), or IQFeed's `!ENDMSG!`: a footer, left out
+    as filtered_out rather than rejected as a tick missing its time, nor its pieces taken for a stream's name. A junk line's cells
     (`junk_lines`) are its text as written: its cells as typed are empty."""
     last = rows.tail(1).select(pl.all(), ts.alias("_ts")).collect()
     if not last.height:
@@ -112,6 +113,8 @@ def footer_line(rows: pl.LazyFrame, ts: pl.Expr, separator: str,
     cells = list(junk.get(last[ROW][0], ())) or [str(v).strip() for k, v in last.row(0, named=True).items()
                                                 if k not in (ROW, "_ts") and v not in (None, "")]
     text = cells[0] if cells and all(cell.isdigit() for cell in cells[1:]) else ""
+    if END_MESSAGE in cells:  # IQFeed's end of an answer, after the request's id or not (`ESZ26,!ENDMSG!,`)
+        text = END_MESSAGE
     if last["_ts"][0] is not None or not FOOTER_TEXT.search(text):
         return None
     return int(last[ROW][0]), separator.join(cells)[:60]

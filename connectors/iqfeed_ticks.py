@@ -18,6 +18,10 @@ IQFEED_NAMES = ("time", "last", "last_size", "total_volume", "bid", "ask", "tick
                 "trade_market_center", "trade_conditions")
 PROTOCOL_6 = ("trade_aggressor", "day_code")  # after IQFEED_NAMES in protocol 6's lines
 REQUEST_ID = "request_id"  # before them where the client wrote the request's id (not read: the stream is the file's)
+# protocol 6 writes `LH` before a history line's fields (after the request's id): a mark of the message, not read
+MESSAGE_ID, HISTORY_MARK = "message_id", "LH"
+TRAILING = "trailing_empty"  # the empty field after the comma IQFeed ends each line with (not read)
+END_MESSAGE = "!ENDMSG!"  # the line that ends a request's answer (after the request's id, if any): no data
 IQFEED_ZONE = "America/New_York"
 IQFEED_LAYOUT = ("DTN IQFeed's tick history: a time (US Eastern), last, last size, total volume, bid, ask, tick id, "
                  "basis for last, market center and conditions; each line a trade with the quote it met")
@@ -30,11 +34,21 @@ _CONDITIONS = re.compile(r"^([0-9A-Fa-f]{2})*$")
 _DAY_CODE = re.compile(r"^(0?[1-9]|[12]\d|3[01])$")
 
 
+def _leading(row: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of the fields before a line's time: the request's id, protocol 6's `LH` marker, both or none."""
+    for names in ((MESSAGE_ID,), (REQUEST_ID, MESSAGE_ID), (REQUEST_ID,)):
+        if len(row) > len(names) and _TIME.match(row[len(names)]) and \
+                (names[-1] != MESSAGE_ID or row[len(names) - 1] == HISTORY_MARK):
+            return names
+    return ()
+
+
 def _names(row: tuple[str, ...]) -> tuple[str, ...] | None:
     """The names of one line's fields when it has IQFeed's tick shape (the older 10 fields or protocol 6's 12,
-    either with the request's id first), else None."""
-    prefixed = len(row) > 1 and not _TIME.match(row[0]) and bool(_TIME.match(row[1]))
-    fields = row[1:] if prefixed else row
+    with the request's id and `LH` before them or not, and the comma IQFeed ends a line with or not), else None."""
+    ending = (TRAILING,) if len(row) > 1 and row[-1] == "" else ()
+    leading = _leading(row)
+    fields = row[len(leading):len(row) - len(ending)]
     if len(fields) == len(IQFEED_NAMES) + len(PROTOCOL_6):
         if fields[-2] not in IQFEED_AGGRESSOR or not _DAY_CODE.match(fields[-1]):
             return None
@@ -45,7 +59,7 @@ def _names(row: tuple[str, ...]) -> tuple[str, ...] | None:
         return None
     if not _iqfeed_line(fields[:len(IQFEED_NAMES)]):
         return None
-    return (REQUEST_ID, *names) if prefixed else names
+    return (*leading, *names, *ending)
 
 
 def _iqfeed_line(row: tuple[str, ...]) -> bool:
@@ -75,8 +89,11 @@ def iqfeed_ticks(rows: tuple[tuple[str, ...], ...]) -> tuple[ColumnMap, str] | N
     layout = IQFEED_LAYOUT if not aggressor else IQFEED_LAYOUT.replace("market center and conditions;", (
         "market center, conditions, trade aggressor (the trade's side, the taker's: 1 buy, 2 sell, 0 and 3 none) "
         "and day code (not read), protocol 6's;"))
-    if names[0] == REQUEST_ID:
-        layout = layout.replace("tick history: a time", "tick history: a request id (not read), a time")
+    before = {REQUEST_ID: "a request id", MESSAGE_ID: f"protocol 6's {HISTORY_MARK}"}
+    if leading := [before[name] for name in names if name in before]:
+        layout = layout.replace("tick history: a time", f"tick history: {' and '.join(leading)} (not read), a time")
+    if names[-1] == TRAILING:
+        layout += "; each line ends with a comma, its empty last field not read"
     return ColumnMap(ts="time", ts_unit="datetime", ts_format=f"%Y-%m-%d %H:%M:%S{fraction}", tz=IQFEED_ZONE,
                      names=names, price="last", size="last_size", bid="bid", ask="ask",
                      side="trade_aggressor" if aggressor else None,

@@ -392,3 +392,25 @@ def test_iqfeed_lines_with_an_empty_conditions_field_read_like_those_with_condit
     assert trades == [(ns("2026-11-30T13:30:01.550485+00:00"), "buy"), (ns("2026-11-30T13:30:02.001+00:00"), "sell"),
                       (ns("2026-11-30T13:30:02.5+00:00"), None), (ns("2026-11-30T13:30:03+00:00"), None)]
     assert not replay.rejected and "protocol 6's" in "\n".join(replay.notes)
+
+
+@pytest.mark.parametrize("before", ["", "LH,", "ESZ26,LH,", "ESZ26,"])
+def test_iqfeed_lines_ending_with_a_comma_an_lh_mark_and_endmsg_read_as_plain_lines(tmp_path: Path,
+                                                                                   before: str) -> None:
+    """fix280 #6: IQFeed ends each line with a comma, protocol 6 writes `LH` before a history line's fields, and an
+    answer ends with `!ENDMSG!`: such a file was refused ("its layout cannot be guessed: give its 13 columns").
+    Now its ticks read as the plain lines' do; the empty last field and `LH` are not read, and the end line is
+    left out as filtered_out (counted, no error)."""
+    plain = tmp_path / "plain" / "ESZ26.csv"
+    plain.parent.mkdir()
+    plain.write_text(IQFEED_6)
+    path = tmp_path / "ESZ26.csv"
+    path.write_text("".join(before + line + ",\n" for line in IQFEED_6.splitlines()) +
+                    before.replace("LH,", "") + "!ENDMSG!,\n")
+    replay = FileReplay(path)
+    assert drain(replay) == drain(FileReplay(plain)) != []
+    assert replay.rejected == {"filtered_out": 1}
+    assert "!ENDMSG!'), no tick: not an error" in replay.rejected.examples["filtered_out"]
+    said = "\n".join(replay.notes)
+    assert "each line ends with a comma, its empty last field not read" in said, said
+    assert ("protocol 6's LH (not read)" in said) == ("LH" in before)
