@@ -105,8 +105,8 @@ def footer_line(rows: pl.LazyFrame, ts: pl.Expr, separator: str,
     """(row, its text) when a CSV's last row is a line of words in its first cell, whose time does not read
     (Barchart's `Downloaded from Barchart.com as of 03-06-2026 04:34pm CST`), and nothing else but the digits of a
     number its delimiter split (`Total rows: 3,000` in a comma file), or IQFeed's `!ENDMSG!`: a footer, left out
-    as filtered_out rather than rejected as a tick missing its time, nor its pieces taken for a stream's name. A junk line's cells
-    (`junk_lines`) are its text as written: its cells as typed are empty."""
+    as filtered_out rather than rejected as a tick missing its time, nor its pieces taken for a stream's name. A
+    junk line's cells (`junk_lines`) are its text as written: its cells as typed are empty."""
     last = rows.tail(1).select(pl.all(), ts.alias("_ts")).collect()
     if not last.height:
         return None
