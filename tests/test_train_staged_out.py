@@ -7,6 +7,7 @@ tiny model trained through the CLI; the write that fails is a real one, past the
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import resource
@@ -149,3 +150,24 @@ def test_a_later_train_removes_what_a_killed_one_left_beside_out(tmp_path: Path)
     assert f"flashtick train: {swapping} is what --out {out} held before a train on it was killed while replacing " \
            f"it: left as it is; move back what you want of it, then remove it" in err.splitlines(), err
     assert (swapping / "my_notes.txt").read_text() == "my notes\n" and (out / "config.json").is_file()
+
+
+def test_a_killed_runs_folder_removed_is_said_under_quiet_and_json(tmp_path: Path) -> None:
+    """fix286 #1: the note that a killed run's staging folder beside --out was removed went through the progress
+    log, which --quiet and --json silence: a folder was deleted and nothing said so. It is said on stderr always;
+    --json's stdout stays one JSON document, whose cautions hold the note too. The folder is left by hand, named
+    as mkdtemp names a run's (a kill is test_a_later_train_removes_what_a_killed_one_left_beside_out's)."""
+    files = [str(f) for f in write_days(tmp_path / "days")]
+    out = tmp_path / "model"
+    for quiet in ("--quiet", "--json"):
+        left = tmp_path / ".model.abcdefgh.partial"
+        left.mkdir()
+        (left / WEIGHTS).write_bytes(b"half a checkpoint")
+        rc, text, err = train(files, out, quiet, *(("--overwrite",) if out.exists() else ()))
+        assert rc == 0, err[-2000:]
+        assert not left.exists()
+        said = (f"note: removed {left.name} beside --out {out}: the unfinished checkpoint of a train on it that was "
+                f"killed before it finished")
+        assert f"flashtick train: {said}" in err.splitlines(), (quiet, err)
+        if quiet == "--json":
+            assert said in json.loads(text)["cautions"]

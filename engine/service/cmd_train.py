@@ -198,16 +198,27 @@ def cmd_train(args: argparse.Namespace) -> None:
         # written beside --out and renamed into place once whole: a run that fails part way (a full disk) leaves
         # --out as it was, never a partial checkpoint for `serve --model` to load; what --out holds besides a
         # checkpoint's files is kept (an --overwrite deleted a user's notes and backtests/ folder: review272 #1)
+        on_disk: list[str] = []  # what was removed or left beside --out: said always, and in --json's record
         with staged_directory(args.out, carried=(OUT_LOCK,), owned=CHECKPOINT_FILES,
-                              note=lambda line: log(f"note: {line}"), caution=caution) as staging:
+                              note=lambda line: _say_on_disk(f"note: {line}", on_disk),
+                              caution=lambda line: _say_on_disk(line, on_disk)) as staging:
             record = fit([str(f) for f in args.files], column_map_of(args), staging, cfg, options, log, bar,
                          caution=caution)
     paused = pause_notes(record["evaluation"], args.session_gap, "out of training and scoring")
-    record["cautions"] += [f"note: {note}" for note in paused]
+    record["cautions"] += on_disk + [f"note: {note}" for note in paused]
     if args.json:
         print(printable_json(record, indent=1, default=str))
         return
     _say_trained(record, args, paused)
+
+
+def _say_on_disk(line: str, said: list[str]) -> None:
+    """A folder beside --out removed or left there (a killed run's): on stderr under --quiet and --json too, as a
+    change on disk is a warning, not progress (a user under --quiet never learnt a folder had been removed)."""
+    from tqdm import tqdm
+
+    said.append(line)
+    tqdm.write(f"flashtick train: {line}", file=sys.stderr)
 
 
 def _streams_named(names: list[str]) -> str:
