@@ -144,12 +144,14 @@ def test_a_later_train_removes_what_a_killed_one_left_beside_out(tmp_path: Path)
 
     rc, _, err = train(files, out)
     assert rc == 0, err[-2000:]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["days", "model", other.name, swapping.name])
+    previous = tmp_path / "model.previous-abcdefgh"  # --out held no checkpoint: renamed, said once (fix286 #2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["days", "model", other.name, previous.name])
     assert f"flashtick train: note: removed {left.name} beside --out {out}: the unfinished checkpoint of a train on " \
            f"it that was killed before it finished" in err.splitlines(), err
-    assert f"flashtick train: {swapping} is what --out {out} held before a train on it was killed while replacing " \
-           f"it: left as it is; move back what you want of it, then remove it" in err.splitlines(), err
-    assert (swapping / "my_notes.txt").read_text() == "my notes\n" and (out / "config.json").is_file()
+    assert f"flashtick train: {previous} is what --out {out} held before a train on it was killed while replacing " \
+           f"it, which left --out without it (renamed from {swapping.name}, said this once): move back what you " \
+           f"want of it, then remove it" in err.splitlines(), err
+    assert (previous / "my_notes.txt").read_text() == "my notes\n" and (out / "config.json").is_file()
 
 
 def test_a_killed_runs_folder_removed_is_said_under_quiet_and_json(tmp_path: Path) -> None:
@@ -171,3 +173,47 @@ def test_a_killed_runs_folder_removed_is_said_under_quiet_and_json(tmp_path: Pat
         assert f"flashtick train: {said}" in err.splitlines(), (quiet, err)
         if quiet == "--json":
             assert said in json.loads(text)["cautions"]
+
+
+def test_an_old_out_left_by_a_kill_mid_swap_is_dealt_with_once(tmp_path: Path) -> None:
+    """fix286 #2: a train killed between the swap's two renames left --out's old folder as `.OUT.X.replaced`, and
+    every later train named it again, for ever. With a whole checkpoint in --out (its model card there: the swap
+    had put it in place) the swap is finished: what the old folder held besides a checkpoint moves into --out, the
+    rest goes, said. With none (a kill between the renames: --out gone), it may hold the only copy of the old
+    checkpoint: renamed to a visible `OUT.previous-X` beside --out and named once. The folders are left by hand."""
+    files = [str(f) for f in write_days(tmp_path / "days")]
+    out = tmp_path / "model"
+    rc, _, err = train(files, out, *SMALL)
+    assert rc == 0, err[-2000:]
+    checkpoint = files_of(out)
+    old = tmp_path / ".model.abcdefgh.replaced"
+    old.mkdir()
+    for name, data in checkpoint.items():
+        (old / name).write_bytes(data)
+    (old / "my_notes.txt").write_text("my notes\n")
+    (old / "backtests").mkdir()
+    (old / "backtests" / "run1.parquet").write_bytes(b"x\n")
+    rc, _, err = train(files, out, *SMALL, "--overwrite", "--quiet")
+    assert rc == 0, err[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["days", "model"]
+    assert (out / "my_notes.txt").read_text() == "my notes\n" and (out / "backtests" / "run1.parquet").is_file()
+    assert f"flashtick train: note: removed {old.name} beside --out {out}: the checkpoint --out held before a train " \
+           f"on it that was killed while replacing it, replaced by the whole checkpoint now there; moved into it " \
+           f"what it held besides a checkpoint: backtests, my_notes.txt" in err.splitlines(), err
+
+    gone = tmp_path / "fresh"  # killed between the renames: --out absent, its checkpoint only in the old folder
+    aside = tmp_path / ".fresh.abcdefgh.replaced"
+    aside.mkdir()
+    for name, data in checkpoint.items():
+        (aside / name).write_bytes(data)
+    kept = tree_of(aside)
+    previous = tmp_path / "fresh.previous-abcdefgh"
+    for again in ((), ("--overwrite",)):
+        rc, _, err = train(files, gone, *SMALL, "--quiet", *again)
+        assert rc == 0, err[-2000:]
+        assert not aside.exists() and tree_of(previous) == kept and (gone / "TRAINING.md").is_file()
+        said = [line for line in err.splitlines() if "abcdefgh" in line]
+        assert said == ([] if again else [
+            f"flashtick train: {previous} is what --out {gone} held before a train on it was killed while replacing "
+            f"it, which left --out without it (renamed from {aside.name}, said this once): move back what you want "
+            f"of it, then remove it"]), err

@@ -51,6 +51,8 @@ SIZE_FLAGS = {"hidden": 256, "layers": 4, "heads": 8, "kv_heads": 4, "intermedia
 # held in --out while a run writes it: two runs on one --out both passed the "new or empty" check at their start, and
 # the later one replaced the earlier one's checkpoint file by file, without --overwrite (review224 #2)
 OUT_LOCK = ".lock"
+# the model card, the last file `fit` writes: an --out holding it holds a whole checkpoint (one a swap put in place)
+MODEL_CARD = "TRAINING.md"
 
 
 @contextmanager
@@ -199,7 +201,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         # --out as it was, never a partial checkpoint for `serve --model` to load; what --out holds besides a
         # checkpoint's files is kept (an --overwrite deleted a user's notes and backtests/ folder: review272 #1)
         on_disk: list[str] = []  # what was removed or left beside --out: said always, and in --json's record
-        with staged_directory(args.out, carried=(OUT_LOCK,), owned=CHECKPOINT_FILES,
+        with staged_directory(args.out, carried=(OUT_LOCK,), owned=CHECKPOINT_FILES, marker=MODEL_CARD,
                               note=lambda line: _say_on_disk(f"note: {line}", on_disk),
                               caution=lambda line: _say_on_disk(line, on_disk)) as staging:
             record = fit([str(f) for f in args.files], column_map_of(args), staging, cfg, options, log, bar,
