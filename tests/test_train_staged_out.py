@@ -217,3 +217,28 @@ def test_an_old_out_left_by_a_kill_mid_swap_is_dealt_with_once(tmp_path: Path) -
             f"flashtick train: {previous} is what --out {gone} held before a train on it was killed while replacing "
             f"it, which left --out without it (renamed from {aside.name}, said this once): move back what you want "
             f"of it, then remove it"]), err
+
+
+def test_points_out_is_whole_and_only_beside_a_checkpoint_put_in_place(tmp_path: Path) -> None:
+    """fix286 #3: `train --points-out` wrote the points during the run, outside the staging of --out: a run that
+    failed after them (a full disk at calibration.png) left new points beside an --out left as it was, and one that
+    failed writing them left half a file (8 KB of 17, under `ulimit -f 8`) as POINTS.tmp. The points are now put
+    in place after the checkpoint, and a failed write leaves nothing. Real writes past RLIMIT_FSIZE."""
+    files = [str(f) for f in write_days(tmp_path / "days")]
+    out, points = tmp_path / "model", tmp_path / "points.parquet"
+    rc, _, err = train(files, out, *SMALL, "--points-out", str(points))
+    assert rc == 0, err[-2000:]
+    before, first = files_of(out), points.read_bytes()
+    sizes = {name: len(data) for name, data in before.items()} | {"points": len(first)}
+    earlier = max(sizes[n] for n in (*WRITTEN_FIRST, "evaluation.json"))  # written before the points (or after)
+    assert earlier < sizes["points"] < sizes["calibration.png"], sizes  # (the order of the limits below)
+
+    after_points = (sizes["points"] + sizes["calibration.png"]) // 2  # fails at calibration.png, after the points
+    failed = train_limited(files, out, after_points, "--overwrite", "--steps", "2", "--points-out", str(points))
+    assert failed.returncode == 2 and "calibration.png" in failed.stderr, failed.stderr[-2000:]
+    assert files_of(out) == before and points.read_bytes() == first  # the first run's, both
+    at_points = (earlier + sizes["points"]) // 2  # fails writing the points
+    failed = train_limited(files, out, at_points, "--overwrite", "--steps", "2", "--points-out",
+                           str(tmp_path / "new.parquet"))
+    assert failed.returncode == 2 and "was left as it was" in failed.stderr, failed.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["days", "model", "points.parquet"]  # no half a file

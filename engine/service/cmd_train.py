@@ -5,6 +5,7 @@ and scoring options, the notes on streams left out, rows rejected and labels acr
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import sys
@@ -16,7 +17,7 @@ from typing import Any, Callable
 from engine.service.cli_common import check_outputs, printable_json
 from engine.service.cli_reading import column_map_of
 from engine.service.output_lock import take_lock
-from engine.service.output_paths import PARQUET, Output
+from engine.service.output_paths import PARQUET, Output, staged_file
 from engine.service.staged_dir import staged_directory
 
 
@@ -201,11 +202,14 @@ def cmd_train(args: argparse.Namespace) -> None:
         # --out as it was, never a partial checkpoint for `serve --model` to load; what --out holds besides a
         # checkpoint's files is kept (an --overwrite deleted a user's notes and backtests/ folder: review272 #1)
         on_disk: list[str] = []  # what was removed or left beside --out: said always, and in --json's record
-        with staged_directory(args.out, carried=(OUT_LOCK,), owned=CHECKPOINT_FILES, marker=MODEL_CARD,
-                              note=lambda line: _say_on_disk(f"note: {line}", on_disk),
-                              caution=lambda line: _say_on_disk(line, on_disk)) as staging:
-            record = fit([str(f) for f in args.files], column_map_of(args), staging, cfg, options, log, bar,
-                         caution=caution)
+        # --points-out too, under a temporary name put in place after the checkpoint: a run that failed after
+        # writing the points left them beside an --out that was left as it was
+        with staged_file(args.points_out) as points, \
+                staged_directory(args.out, carried=(OUT_LOCK,), owned=CHECKPOINT_FILES, marker=MODEL_CARD,
+                                 note=lambda line: _say_on_disk(f"note: {line}", on_disk),
+                                 caution=lambda line: _say_on_disk(line, on_disk)) as staging:
+            record = fit([str(f) for f in args.files], column_map_of(args), staging, cfg,
+                         dataclasses.replace(options, points_out=points), log, bar, caution=caution)
     paused = pause_notes(record["evaluation"], args.session_gap, "out of training and scoring")
     record["cautions"] += on_disk + [f"note: {note}" for note in paused]
     if args.json:

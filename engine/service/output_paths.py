@@ -200,12 +200,42 @@ def write_atomically(path: Path, write: Callable[[Path], Any],
     if (problem := temporary_name_problem(path)) is not None:
         raise OutputPathUnusable(problem)
     tmp = temporary_name(path)
-    with said_if_refused(path, tmp), said_if_disk_full(path, tmp):
+    # a write that failed otherwise (polars' EFBIG: "Invalid thrift") left half a file under that name; not once
+    # whole: `before_rename` may have recorded it so (a backtest's --resume renames it into place)
+    with _removed_if_raised(tmp), said_if_refused(path, tmp), said_if_disk_full(path, tmp):
         write(tmp)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
     before_rename(tmp)
     os.replace(tmp, path)
+
+
+@contextmanager
+def _removed_if_raised(tmp: Path) -> Iterator[None]:
+    """``tmp`` removed when the body raises (a Ctrl-C too), the error going on as it came."""
+    try:
+        yield
+    except BaseException:
+        with suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def staged_file(path: Path | None) -> Iterator[Path | None]:
+    """A file the body writes under ``path``'s temporary name, renamed onto ``path`` only when the body returns, and
+    removed when it raises: an output that must not outlive a run that failed after writing it (`train
+    --points-out`, whose points were left beside a checkpoint that was never put in place). None: no such output."""
+    if path is None:
+        yield None
+        return
+    tmp = temporary_name(path)
+    with suppress(OSError):  # a killed run's (check_output_paths refused anything there but a regular file)
+        tmp.unlink()
+    with _removed_if_raised(tmp):
+        yield tmp
+    if tmp.exists():  # (a run that scores nothing writes no points)
+        os.replace(tmp, path)
 
 
 def write_text_atomically(path: Path, text: str) -> None:
