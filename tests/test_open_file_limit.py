@@ -89,3 +89,17 @@ def test_serve_raises_a_low_open_file_limit_says_it_and_counts_descriptors_exhau
         proc.terminate()
         proc.wait(60)
         proc.stderr.close()
+
+
+def test_the_warning_says_the_hard_limit_is_low_only_when_it_is() -> None:
+    """fix286 #4: the low-limit warning said "(the hard limit too)" whatever the hard limit was: a soft limit left
+    low under a higher hard one (raising it failed: an unlimited hard limit over a small fs.nr_open) sent a user to
+    raise a hard limit already high. Both limits read; a process of its own sets them (resource.setrlimit)."""
+    probe = ("import resource\nfrom engine.service.descriptor_limit import low_limit_warning\n"
+             "for hard in (128, 64):\n"
+             "    resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))\n"
+             "    print(low_limit_warning())\n")
+    lines = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                           capture_output=True, text=True, check=True, timeout=120).stdout.splitlines()
+    assert [line.split(":", 2)[1] for line in lines] == [
+        " the open-file limit is 64 (the hard limit is 128", " the open-file limit is 64 (the hard limit too)"], lines

@@ -50,13 +50,17 @@ def open_descriptors() -> int | None:
 
 def low_limit_warning() -> str | None:
     """The start's line when the open-file limit is low: about how many client connections it leaves room for."""
-    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    limit, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if limit == resource.RLIM_INFINITY or limit >= LOW_LIMIT:
         return None
     used = open_descriptors()
     # (less what the service opens while serving: a new log segment, a /metrics scrape's connection)
     room = f"at most {max(0, limit - used)} client connections" if used is not None else "that many clients at most"
-    return (f"warning: the open-file limit is {limit} (the hard limit too): {room} (feeds, subscribers and control "
+    # the hard limit named as it is: the soft one stays below it where raising it failed (an unlimited hard limit
+    # over a small fs.nr_open), and "the hard limit too" sent a user to raise what was already high
+    hard_name = "unlimited" if hard == resource.RLIM_INFINITY else hard
+    hard_text = "the hard limit too" if hard == limit else f"the hard limit is {hard_name}: raising it there failed"
+    return (f"warning: the open-file limit is {limit} ({hard_text}): {room} (feeds, subscribers and control "
             f"clients together, a descriptor each) before ZeroMQ stops accepting them, which clients see as no "
             f"reply; {RAISE_HINT}")
 
