@@ -624,3 +624,31 @@ def test_a_large_register_is_parsed_while_the_loop_keeps_its_turns(checkpoint) -
         finally:
             push.close(linger=1000)
             dealer.close(linger=0)
+
+
+def documented_nested_stats() -> dict[str, set[str]]:
+    """docs/wire-protocol.md's Stats nested maps table: map -> its keys (`log`'s `answers` map as `answers.KEY`)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "wire-protocol.md").read_text()
+    section = text.split("### Stats nested maps", 1)[1].split("\n#", 1)[0]
+    keys: dict[str, set[str]] = {}
+    for group, key in re.findall(r"^\| `(\w+)` \| `([\w.]+)` \|", section, re.M):
+        keys.setdefault(group, set()).add(key)
+    return keys
+
+
+def test_the_docs_name_every_key_of_the_nested_stats_maps(checkpoint, tmp_path) -> None:
+    """fix286 #5: `stats`' maps scheduler, runner, speculation and log were described by /metrics' help alone (the
+    wire protocol named a few keys and "..."). docs/wire-protocol.md's table names each key; this holds it to a live
+    reply's keys (a service with a data directory, so `log` is there)."""
+    config = ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
+        "log": {"dir": str(tmp_path / "data")}})
+    with serving(config) as srv, ControlClient(srv.endpoints["control"]) as control:
+        stats = control.call("stats")["stats"]
+    live = {group: set().union(*({f"{key}.{inner}" for inner in value} if isinstance(value, dict) else {key}
+                                 for key, value in stats[group].items()))
+            for group in ("scheduler", "runner", "speculation", "log")}
+    assert documented_nested_stats() == live
