@@ -15,6 +15,7 @@ from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.column_names import TRANSACTION_TIME
 from connectors.csv_dialect import Dialect
+from connectors.day_folders import numeric_code
 from connectors.event_time import UTC_OFFSET
 from connectors.field_names import normal_name
 from connectors.file_names import HISTDATA_ZONE, NUMERIC_CODE, histdata_frame
@@ -95,7 +96,8 @@ def _naive_sample(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names:
 def _zone_hint(path: Path, cmap: ColumnMap, first: Callable[..., Any]) -> str:
     """The --tz a note on naive times read as UTC suggests: HistData's EST by its file's name, Korea time for
     Bithumb's transaction history, the zone of the exchange a stock code's suffix names (`7203.T`, `005930.KS`,
-    in the file's name or its first stream), else New York's as an example."""
+    in the file's name or its first stream), those a bare code's shape can mean (`005930`: Seoul or Shanghai), else
+    New York's as an example."""
     if histdata_frame(path) is not None:
         return "--tz Etc/GMT+5 (HistData's files are in EST all year, no summer time)"
     if normal_name(cmap.ts) == TRANSACTION_TIME:
@@ -104,7 +106,25 @@ def _zone_hint(path: Path, cmap: ColumnMap, first: Callable[..., Any]) -> str:
     for found in (m for name in streams for m in NUMERIC_CODE.finditer(str(name))):
         if (zone := EXCHANGE_ZONES.get(found["after"] or found["before"])) is not None:
             return f"e.g. --tz {zone} (the zone of {found[0].strip()}'s exchange)"
+    # a bare code (`005930.csv`, stream `7203`) names no exchange, but its shape narrows it to Asia's: New York's
+    # example would have sent a Seoul or Tokyo file 13 to 14 h off
+    for code in (name for name in streams if isinstance(name, str) and numeric_code(name)):
+        if shape := _code_shape_zones(code):
+            zones, writers = shape
+            return (f"{' or '.join(f'--tz {z}' for z in zones)} (a guess from the shape of {code}: {len(code)} "
+                    f"digits, like the stock codes of {writers})")
     return "e.g. --tz America/New_York"
+
+
+def _code_shape_zones(code: str) -> tuple[tuple[str, ...], str] | None:
+    """The zones of the exchanges that write their stock codes in a bare code's shape, and who they are: Korea's
+    and mainland China's 6 digits, Hong Kong's 5 (and its 4 with a leading zero, `0700`), Tokyo's and Taiwan's 4;
+    None for 3."""
+    if len(code) == 6:
+        return ("Asia/Seoul", "Asia/Shanghai"), "KRX and the Shanghai and Shenzhen exchanges"
+    if len(code) == 5 or len(code) == 4 and code.startswith("0"):
+        return ("Asia/Hong_Kong",), "the Hong Kong exchange"
+    return (("Asia/Tokyo", "Asia/Taipei"), "the Tokyo and Taiwan exchanges") if len(code) == 4 else None
 
 
 def zone_of_header(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],

@@ -135,3 +135,25 @@ def test_counted_times_under_a_full_map_are_said_read_as_utc(tmp_path: Path, wri
     local = FileReplay(path, columns={**columns, "tz": "Asia/Tokyo"})
     assert abs(drain(local)[0].ts - utc_ns(START - timedelta(hours=9))) < 10**6
     assert any(said in n and "Asia/Tokyo" in n for n in local.notes), local.notes
+
+
+@pytest.mark.parametrize("name, column, hint", [
+    ("005930.csv", None, "--tz Asia/Seoul or --tz Asia/Shanghai (a guess from the shape of 005930: 6 digits"),
+    ("600519.csv", None, "--tz Asia/Seoul or --tz Asia/Shanghai (a guess from the shape of 600519: 6 digits"),
+    ("7203.csv", None, "--tz Asia/Tokyo or --tz Asia/Taipei (a guess from the shape of 7203: 4 digits"),
+    ("00700.csv", None, "--tz Asia/Hong_Kong (a guess from the shape of 00700: 5 digits"),
+    ("ticks.csv", "005930", "--tz Asia/Seoul or --tz Asia/Shanghai (a guess from the shape of 005930"),
+    ("ticks.csv", "7203", "--tz Asia/Tokyo or --tz Asia/Taipei (a guess from the shape of 7203"),
+    ("ticks.csv", "AAPL", "e.g. --tz America/New_York")])
+def test_a_bare_stock_code_gets_the_zones_its_shape_can_mean(tmp_path: Path, name: str, column: str | None,
+                                                            hint: str) -> None:
+    """fix281 #1: a bare code (`005930.csv`, stream `7203`) named no exchange, and the note on its naive times read
+    as UTC suggested New York's zone, 13 to 14 h from where Seoul's or Tokyo's were written."""
+    path = tmp_path / name
+    path.write_text(f"time,{'symbol,' if column else ''}price,size\n" + "".join(
+        f"{t:%Y-%m-%d %H:%M:%S},{column + ',' if column else ''}{7000 + i % 3},10\n" for i, t in enumerate(TIMES)))
+    replay = FileReplay(path)
+    assert drain(replay)[0].ts == utc_ns(START)
+    said = [n for n in replay.notes if "carry no UTC offset and are read as UTC" in n]
+    assert len(said) == 1 and said[0].endswith(")" if column != "AAPL" else hint) and hint in said[0], replay.notes
+    assert ("America/New_York" in said[0]) == (column == "AAPL")
