@@ -103,6 +103,24 @@ FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
     "bid": ("geld", "geldkurs", "achat", "denaro", "compra"),
     "ask": ("brief", "briefkurs", "vente", "lettera", "venta"),
 }.items()})
+# A quote's bid and ask (and their sizes, where the language has a clear name for them) in Japanese (JPX's and brokers'
+# 最良買気配値/最良売気配値, 買気配数量), Chinese (vendors' 买一价/卖一价, 买一量; CTP's 申买价一/申卖价一, 申买量一),
+# Korean (KRX's 매수호가/매도호가, 매수호가잔량), Spanish and Portuguese (Precio Compra/Venta, Preço Compra/Venda, Oferta
+# Compra/Venta) and Italian (Borsa Italiana's Prezzo Denaro/Lettera, Quantità Denaro/Lettera), after the others
+FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
+    "bid": ("買気配", "買気配値", "最良買気配", "最良買気配値", "买一价", "买价", "申买价一", "申买价", "買一價", "買價",
+            "매수호가", "매수1호가", "최우선매수호가", "precio_compra", "preço_compra", "preco_compra", "oferta_compra",
+            "prezzo_denaro"),
+    "ask": ("売気配", "売気配値", "最良売気配", "最良売気配値", "卖一价", "卖价", "申卖价一", "申卖价", "賣一價", "賣價",
+            "매도호가", "매도1호가", "최우선매도호가", "precio_venta", "preço_venda", "preco_venda", "oferta_venta",
+            "prezzo_lettera"),
+    "bid_size": ("買気配数量", "最良買気配数量", "买一量", "买量", "申买量一", "申买量", "買一量", "買量", "매수호가잔량",
+                 "매수1호가잔량", "매수잔량", "volumen_compra", "cantidad_compra", "quantidade_compra",
+                 "quantità_denaro", "quantita_denaro"),
+    "ask_size": ("売気配数量", "最良売気配数量", "卖一量", "卖量", "申卖量一", "申卖量", "賣一量", "賣量", "매도호가잔량",
+                 "매도1호가잔량", "매도잔량", "volumen_venta", "cantidad_venta", "quantidade_venda",
+                 "quantità_lettera", "quantita_lettera"),
+}.items()})
 
 
 # Aggressor sides as vendors write them (matched in lower case); a side_map entry wins over these.
