@@ -106,6 +106,9 @@ class ColumnMap:
     each stream's in its order, within a file and across files (connectors/replay.py), not in
     the order they were written; a row without one is rejected as missing_field. Never detected: two files' numbers
     need not be one sequence (TAQ's trades and quotes come from two SIPs, each numbering its own).
+    `trade_date`: the date column of `ts=DATE+TIME` holds exchange trade (session) dates, as a column named
+    `Trade Date` is read: a futures evening's rows, stamped with the next day's date, are read on the day before
+    (connectors/session_dates.py).
     """
 
     ts: str
@@ -138,6 +141,7 @@ class ColumnMap:
     price_format: str | None = None
     zero_bid: str | None = None
     sequence: str | None = None
+    trade_date: str | None = None
 
     def __post_init__(self) -> None:
         self._check_columns()
@@ -160,7 +164,7 @@ class ColumnMap:
             raise ValueError(f"stream is one fixed stream name for every row (stream: AAPL); a column of stream names "
                              f"is stream_col: COLUMN, and the streams to read from a file of many are --streams "
                              f"(replay.streams); got {self.stream!r}")
-        for name in ("stream_col", "default_stream", "preset", "sequence", *VALUE_FIELDS):
+        for name in ("stream_col", "default_stream", "preset", "sequence", "trade_date", *VALUE_FIELDS):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise ValueError(f"{name} must be a non-empty column name or omitted, got {value!r}")
@@ -291,6 +295,12 @@ class ColumnMap:
                              f"(ts=DATE+TIME: a file of several days), and date goes with that unit, or with "
                              f"times of day as text (09:00:00.123, ts_unit datetime), only; got "
                              f"ts_unit={self.ts_unit!r}, date={self.date!r}")
+        if self.trade_date is not None and (len(self.ts_columns) != 2 or self.ts_columns[0] != self.trade_date):
+            # a trade date moves the evening rows of the times of day joined to it: with no time of day beside it
+            # there is nothing to move, and another column than ts's date would not be read at all
+            raise ValueError(f"trade_date names the date column that ts joins to a time of day (DATE+TIME), got "
+                             f"ts={self.ts!r}: --columns ts={self.trade_date}+{self.ts_columns[-1]},"
+                             f"trade_date={self.trade_date}")
         if self.date is not None and self.date != DATE_FROM_NAME:
             if isinstance(self.date, Date):  # YAML reads an unquoted 2024-03-01 as a date
                 object.__setattr__(self, "date", self.date.isoformat())
@@ -353,7 +363,7 @@ class ColumnMap:
     def source_columns(self) -> list[str]:
         """The file columns this map reads, without repeats."""
         names = [*self.ts_columns, *self.stream_columns, *(getattr(self, f) for f in VALUE_FIELDS), *(self.keep or ()),
-                 self.utc_offset, self.sequence]
+                 self.utc_offset, self.sequence, self.trade_date]
         return list(dict.fromkeys(n for n in names if n is not None))
 
 

@@ -188,7 +188,8 @@ def _detected_map(path: Path, spec: Refine | None, read: _ColumnsRead, first: Ca
         spec = Refine(spelled_as_the_file(spec.keys, schema))
         # detection reads the time column given by its name (polars' error would name no option); the other
         # columns are checked once the keys are applied, after what is wrong with the keys themselves
-        if "ts" in spec.keys and (lacking := columns_lacking(path, {"ts": spec.keys["ts"]}, schema)):
+        timed = {key: spec.keys[key] for key in ("ts", "trade_date") if key in spec.keys}  # (`trade_date=TD`)
+        if timed and (lacking := columns_lacking(path, timed, schema)):
             raise NoTickLayout(f"{lacking}{every}")
     try:
         hints = spec.keys if isinstance(spec, Refine) else None

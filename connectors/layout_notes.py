@@ -252,6 +252,7 @@ def describe_map(cmap: ColumnMap) -> str:
     scale += [f"price_format={cmap.price_format}"] if cmap.price_format is not None else []
     scale += [f"zero_bid={cmap.zero_bid} (a 0 bid beside an ask is a price)"] if cmap.zero_bid is not None else []
     scale += [f"sequence={cmap.sequence}"] if cmap.sequence is not None else []
+    scale += [f"trade_date={cmap.trade_date}"] if cmap.trade_date is not None else []
     fields = [f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None]
     if cmap.side_map:
         named = next((name for name, side_map in SIDE_MAPS.items() if side_map == cmap.side_map), None)

@@ -19,7 +19,8 @@ from connectors.map_vocabulary import VALUE_FIELDS, joined_columns
 COLUMNS_LISTED = 20  # of a file's columns an error lists at most (a 5,000-column export's would fill a screen)
 
 
-COLUMN_KEYS = ("ts", "stream_col", *VALUE_FIELDS, "sequence", "utc_offset")  # a map's keys that name a column
+# a map's keys that name a column
+COLUMN_KEYS = ("ts", "stream_col", *VALUE_FIELDS, "sequence", "utc_offset", "trade_date")
 
 
 def columns_lacking(path: Path, keys: Mapping[str, Any], schema: Mapping[str, Any]) -> str | None:

@@ -77,5 +77,6 @@ def trade_date_caution(path: Path, cmap: ColumnMap, facts: dict[str, Any]) -> li
         f"that column looks like an exchange trade (session) date, not the calendar date. A futures evening "
         f"session (from 17:00 CT at CME) carries the next business day's date, so its rows, joined to {clock!r}, "
         f"are stamped a day late and sort after that day's day session. Give a calendar date column, or a full "
-        f"timestamp column (--columns ts=...; docs/replay.md#trade-dates), or name the column 'Trade Date' in the "
-        f"file's header: a column so named is read as a trade date, its evening rows on the day before")]
+        f"timestamp column (--columns ts=...; docs/replay.md#trade-dates), or say it is a trade date, read with "
+        f"its evening rows on the day before: --columns ...,trade_date={date} (or name the column 'Trade Date' in "
+        f"the file's header)")]

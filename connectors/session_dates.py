@@ -3,11 +3,11 @@ the session a row belongs to, and a session that opens in the evening (17:00 CT 
 session) carries the NEXT business day's date. Its evening rows, joined as they are written, land a day late.
 
 Read right here: when the date column's name says it is a trade date (`Trade Date`, `TradeDate`, `tradingDay`,
-`session_date`) and the file's times of day run through midnight and pause once in the afternoon or evening (the
-daily break before the evening open), the rows at or after that open are read on the calendar day before their
-trade date, whatever the file's row order (sorted by trade date then time, or evening first). A file whose dated
-evening rows fall on a Saturday or a Sunday holds calendar dates under that name (no trade date is a weekend's at
-these exchanges): it is read as written, said in a note. An evening whose trade date skips a holiday mid-week (a
+`session_date`), or the map's `trade_date` key does, and the file's times of day run through midnight and pause
+once in the afternoon or evening (the daily break before the evening open), the rows at or after that open are
+read on the calendar day before their trade date, whatever the file's row order (sorted by trade date then time,
+or evening first). A file whose dated evening rows fall on a Saturday or a Sunday holds calendar dates under that
+name (no trade date is a weekend's at these exchanges): it is read as written, said in a note. An evening whose trade date skips a holiday mid-week (a
 Wednesday evening carrying Friday's date) is a day late still, and a Friday night session carrying Monday's
 date (JPX's) is read on the Sunday: only the exchange's calendar knows them (docs/replay.md#trade-dates). The open
 is found per stream, from its own times (products of one file may pause at different hours), and the note names it.
@@ -143,7 +143,10 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
     stream name as the replay reads it (a literal for a file of one stream), whose own times find its open."""
     if len(cmap.ts_columns) != 2 or cmap.ts_unit != "datetime" or cmap.utc_offset is not None:
         return ts, [], False
-    named, bare = names_a_trade_date(cmap.ts_columns[0]), names_a_bare_date(cmap.ts_columns[0])
+    # a map's `trade_date: COLUMN` says what the name `Trade Date` says (ColumnMap holds it to ts's date column)
+    by_name = names_a_trade_date(cmap.ts_columns[0])
+    named = by_name or cmap.trade_date == cmap.ts_columns[0]
+    bare = names_a_bare_date(cmap.ts_columns[0])
     if not named and not bare:
         return ts, [], False
     clock = ts if wall is None else wall
@@ -165,7 +168,7 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
     weekend, count = rows.select((evening & weekday.is_in([SATURDAY, SUNDAY])).sum(), evening.sum().alias("n")
                                  ).collect().row(0)
     if weekend:
-        said = "named" if named else "ordered"
+        said = "named" if by_name else "mapped (trade_date)" if named else "ordered"
         return ts, [f"{path.name}: column {date!r} is {said} as a trade date, but {weekend} of its rows at or after "
                     f"{at} fall on a Saturday or a Sunday, which is no trade date: read as calendar dates, as "
                     f"written"], False

@@ -188,7 +188,8 @@ def test_a_bare_date_column_whose_wrap_is_not_clean_is_read_as_written_with_a_ca
     caution = next(c for c in replay.cautions if "trade (session) date" in c)
     assert "3 time(s) in file order step back by 12 to 24 h between rows of one 'Date'" in caution
     assert "Give a calendar date column, or a full timestamp column (--columns ts=...;" in caution
-    assert "or name the column 'Trade Date' in the file's header: a column so named is read as a trade date" in caution
+    assert "or say it is a trade date, read with its evening rows on the day before: --columns ...,trade_date=Date " \
+           "(or name the column 'Trade Date' in the file's header)" in caution
     # as the caution says: the same rows under `Trade Date` read at their real times
     renamed = FileReplay(write(swapped.drop("truth").rename({"Date": "Trade Date"}), tmp_path / "cl_renamed.csv"),
                          columns={"tz": "America/Chicago"})
@@ -413,3 +414,36 @@ def test_a_thin_back_month_beside_two_products_takes_its_products_open(tmp_path:
     ticks = drain(replay)
     assert [t.ts for t in ticks if t.stream != "ES-BLOCK"] == rows["truth"].to_list()
     assert any("1 stream(s) whose times do not run through midnight: as written" in n for n in replay.notes)
+
+
+def test_a_map_key_says_a_column_is_a_trade_date_as_the_trade_date_header_does(tmp_path: Path) -> None:
+    """fix281 #3: the only way to mark a trade-date column under a map was to rename its header `Trade Date` (the
+    caution said so). `trade_date: COLUMN` reads the same ticks as the renamed header, with the same note, under a
+    full map and a refinement of a detected layout; a column the file lacks is refused by name, and a `ts` that
+    does not join that date to a time of day is refused naming the map that does."""
+    rows = cme_rows(calendar=False, date_name="Session")
+    renamed = FileReplay(write(rows.drop("truth").rename({"Session": "Trade Date"}), tmp_path / "cl_renamed.csv"),
+                         columns={"tz": "America/Chicago"})
+    expected = drain(renamed)
+    assert [t.ts for t in expected] == rows["truth"].to_list()
+    path = write(rows.drop("truth"), tmp_path / "cl_session.csv")
+    full = {"ts": "Session+Time", "stream_col": "Contract", "price": "Price", "size": "Quantity",
+            "tz": "America/Chicago"}
+    before = FileReplay(path, columns=full)  # as before the key: the evening rows a day late, and a caution
+    assert [t.ts for t in drain(before)] != rows["truth"].to_list()
+    assert any("--columns ...,trade_date=Session" in caution for caution in before.cautions), before.cautions
+    for columns in ({**full, "trade_date": "Session"},
+                    {"ts": "Session+Time", "trade_date": "Session", "tz": "America/Chicago"}):
+        replay = FileReplay(path, columns=columns)
+        assert [(t.ts, t.stream, t.price, t.size) for t in drain(replay)] == \
+            [(t.ts, t.stream, t.price, t.size) for t in expected], columns
+        assert any("column 'Session' is an exchange trade (session) date: its 63 row(s) at or after 17:00 in 'Time'"
+                   in note for note in replay.notes), replay.notes
+        assert not replay.cautions, replay.cautions
+    with pytest.raises(ValueError, match=r"the column map needs \['TradeDay'\], which the file lacks "
+                                         r"\(--columns trade_date=TradeDay\)"):
+        FileReplay(path, columns={"trade_date": "TradeDay", "tz": "America/Chicago"})
+    with pytest.raises(ValueError, match=r"trade_date names the date column that ts joins to a time of day "
+                                         r"\(DATE\+TIME\), got ts='Time': --columns "
+                                         r"ts=Session\+Time,trade_date=Session"):
+        FileReplay(path, columns={**full, "ts": "Time", "trade_date": "Session"})
