@@ -3,9 +3,9 @@ wall clock, written without an offset. Read as UTC they were hours off: NYSE TAQ
 TAQ's trades `ctm`, quotes `cqm`, NBBO `nbbom`, the NBBO files with `BEST_*` columns; TAQ-like `SYMBOL,DATE,
 TIME_M,...` exports) a 09:30 open at 05:30 New York time (review 115, finding 15); B3's public trades file
 (NEGOCIOSAVISTA: `DataNegocio+HoraFechamento`) 3 hours early; FINRA TRACE's (`TRD_EXCTN_DT+TRD_EXCTN_TM`, Eastern
-time) 4 or 5. A detected layout of one of them is read in its venue's zone, with a note, unless --tz (a map's
-`tz`) says otherwise, and so is a full map that reads the venue's own time columns (the map TAQ's note
-prints). The one place for it: layouts known by their file's name or fixed columns (HistData's,
+time) and Cboe DataShop's (`underlying_symbol,quote_datetime,...`, Eastern time) 4 or 5. A detected layout of
+one of them is read in its venue's zone, with a note, unless --tz (a map's `tz`) says otherwise, and so is a full
+map that reads the venue's own time columns (the map TAQ's note prints). The one place for it: layouts known by their file's name or fixed columns (HistData's,
 IQFeed's, LOBSTER's) carry their zone in their own definition."""
 
 from __future__ import annotations
@@ -34,6 +34,16 @@ def is_taq(cmap: ColumnMap, schema: Mapping[str, Any]) -> bool:
     return normal_name(cmap.ts_columns[1]) == TAQ_CLOCK or bool(columns & TAQ_MARKS)
 
 
+def is_datashop(cmap: ColumnMap, schema: Mapping[str, Any]) -> bool:
+    """Whether a map reads a Cboe DataShop file's times: its `quote_datetime` beside its `underlying_symbol`, the
+    columns its option and equity trade, quote and interval files all open with."""
+    return tuple(map(normal_name, cmap.ts_columns)) == (DATASHOP_CLOCK,) and \
+        DATASHOP_MARK in {normal_name(c) for c in schema}
+
+
+DATASHOP_CLOCK, DATASHOP_MARK = "quote_datetime", "underlying_symbol"
+
+
 def _times_in(date: str, clock: str) -> Callable[[ColumnMap, Mapping[str, Any]], bool]:
     """Whether a detected map reads its time from the venue's own date and clock columns (names no other file
     writes: B3's `DataNegocio+HoraFechamento`, FINRA TRACE's `TRD_EXCTN_DT+TRD_EXCTN_TM`)."""
@@ -55,6 +65,9 @@ VENUE_ZONES = (
     VenueZone("B3", "America/Sao_Paulo", "Sao Paulo wall-clock times (America/Sao_Paulo)",
               _times_in("datanegocio", "horafechamento")),
     VenueZone("FINRA TRACE", "America/New_York", NEW_YORK, _times_in("trd_exctn_dt", "trd_exctn_tm")),
+    # its specifications give every time in US Eastern (datashop.cboe.com): a 09:30 open read as UTC was 04:30 or
+    # 05:30 in New York
+    VenueZone("Cboe DataShop", "America/New_York", NEW_YORK, is_datashop),
 )
 
 

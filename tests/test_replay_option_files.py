@@ -127,3 +127,43 @@ def test_a_stream_cell_with_a_stray_space_at_an_end_is_the_contract(tmp_path: Pa
     named = FileReplay([(tmp_path / "spy.csv", {"ts": "timestamp", "bid": "bid", "ask": "ask", "stream": "_SPY"})])
     drain(named)
     assert "; name the stream with --columns ...,stream_name=NAME" in named.rejected.examples["bad_stream"]
+
+
+DATASHOP_HEADER = ("underlying_symbol,quote_datetime,sequence_number,root,expiration,strike,option_type,trade_size,"
+                   "trade_price,trade_condition_id,canceled_trade_condition_id\n")
+
+
+def test_a_cboe_datashop_file_reads_its_naive_times_as_new_york_unless_tz_says_otherwise(tmp_path: Path,
+                                                                                        capsys) -> None:
+    """fix281 #4: Cboe DataShop's files write US Eastern times without an offset; they were read as UTC (a 09:30
+    open at 04:30 New York time in winter) unless --tz America/New_York was given. Its header names the layout: read
+    in New York's zone with a note, the ticks and a backtest's answers those of --tz America/New_York; a --tz given
+    wins."""
+    from conftest import engine_dir
+    from engine.service.cli import main
+
+    path = tmp_path / "UnderlyingOptionsTrades_2024-01-02.csv"
+    path.write_text(DATASHOP_HEADER + "".join(
+        f"^SPX,2024-01-02 09:{30 + i // 10:02d}:{i % 10 * 5:02d}.{i * 7 % 1000:03d},{1000 + i},SPXW,2024-01-19,"
+        f"{4700 + 5 * (i % 2)}.000,{'CP'[i % 3 == 0]},{i % 4 + 1},{1.5 + 0.05 * (i % 5):.2f},0,0\n" for i in range(40)))
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    given = drain(FileReplay(path, columns={"tz": "America/New_York"}))
+    assert ticks == given and ticks[0].ts == 1704205800000000000  # 2024-01-02 09:30 EST = 14:30 UTC
+    said = [n for n in replay.notes if "Cboe DataShop" in n]
+    assert said == [f"{path.name}: its times (quote_datetime) read as New York wall-clock times (America/New_York, "
+                    f"summer time included), the zone Cboe DataShop writes them in (--tz ZONE says otherwise)"]
+    assert not any("carry no UTC offset" in n for n in replay.notes), replay.notes
+    chicago = FileReplay(path, columns={"tz": "America/Chicago"})
+    assert [t.ts for t in drain(chicago)] == [t.ts + 3600 * 10**9 for t in ticks]  # the user's zone wins
+    assert not any("Cboe DataShop" in n for n in chicago.notes), chicago.notes
+    engine = engine_dir(tmp_path / "engine", "queries:\n  - {name: dir5, streams: ['*'], question: direction_5, "
+                                             "kind: choice, trigger: {ticks: 5}}\n")
+    answers = []
+    for options in ([], ["--tz", "America/New_York"]):
+        out = tmp_path / f"bt{len(options)}.parquet"
+        assert main(["backtest", str(path), "--queries", str(engine / "q.yaml"), "--config",
+                     str(engine / "engine.yaml"), "--out", str(out), "--quiet", *options]) == 0
+        answers.append(pl.read_parquet(out).drop("answer_ts", strict=False))
+    capsys.readouterr()
+    assert answers[0].height > 0 and answers[0].equals(answers[1])
