@@ -7,10 +7,11 @@ Read right here: when the date column's name says it is a trade date (`Trade Dat
 once in the afternoon or evening (the daily break before the evening open), the rows at or after that open are
 read on the calendar day before their trade date, whatever the file's row order (sorted by trade date then time,
 or evening first). A file whose dated evening rows fall on a Saturday or a Sunday holds calendar dates under that
-name (no trade date is a weekend's at these exchanges): it is read as written, said in a note. An evening whose trade date skips a holiday mid-week (a
-Wednesday evening carrying Friday's date) is a day late still, and a Friday night session carrying Monday's
-date (JPX's) is read on the Sunday: only the exchange's calendar knows them (docs/replay.md#trade-dates). The open
-is found per stream, from its own times (products of one file may pause at different hours), and the note names it.
+name (no trade date is a weekend's at these exchanges): it is read as written, said in a note. An evening whose
+trade date skips a holiday mid-week (a Wednesday evening carrying Friday's date) is a day late still, and a Friday
+night session carrying Monday's date (JPX's) is read on the Sunday: only the exchange's calendar knows them
+(docs/replay.md#trade-dates). The open is found per stream, from its own times (products of one file may pause at
+different hours), and the note names it.
 
 A date column under the bare name `Date` is read so too when its rows say it: within each date (and stream), in
 file order, the evening rows come first and the clock wraps once to the morning, which no calendar date does (its
