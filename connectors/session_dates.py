@@ -72,6 +72,8 @@ class StreamOpens(NamedTuple):
     times together show no open either)."""
     opens: dict[str, SessionOpen]
     streams: int  # the file's streams, with an open or not
+    # where a stream too thin to show its own open took it: another stream's name, or the whole file's times
+    lent: dict[str, str]
 
     def evening(self, stream: pl.Expr, minute: pl.Expr) -> pl.Expr:
         """Whether a row is at or after its stream's evening open (null, not true, for a stream without one)."""
@@ -84,21 +86,33 @@ class StreamOpens(NamedTuple):
 
     def said(self, time: str) -> str:
         """The open(s) for a note: `17:00 in 'Time' (the evening open, after the daily pause from 16:00)`, or each
-        stream's, a few named."""
+        stream's, a few named; a stream's open taken from another is said borrowed, and from where."""
         by_open: dict[SessionOpen, list[str]] = {}
         for stream, opened in self.opens.items():
             by_open.setdefault(opened, []).append(stream)
         if len(by_open) == 1 and len(self.opens) == self.streams:
-            opened = next(iter(by_open))
+            opened, names = next(iter(by_open.items()))
             return (f"{clock_text(opened.open_minute)} in {time!r} (the evening open, after the daily pause from "
-                    f"{clock_text(opened.break_from)})")
-        each = "; ".join(f"{clock_text(o.open_minute)} for {', '.join(sorted(names)[:3])}"
-                         f"{', ...' if len(names) > 3 else ''} (after the pause from {clock_text(o.break_from)})"
-                         for o, names in sorted(by_open.items())[:4])
+                    f"{clock_text(opened.break_from)}{self._borrowed(names)})")
+        each = "; ".join(f"{clock_text(o.open_minute)} for {', '.join(self._listed(names)[:3])}"
+                         f"{', ...' if len(names) > 3 else ''} (after the pause from {clock_text(o.break_from)}"
+                         f"{self._borrowed(names)})" for o, names in sorted(by_open.items())[:4])
         without = self.streams - len(self.opens)
-        return (f"their stream's evening open in {time!r} (each stream's own, after its daily pause: {each}"
+        whose = "each stream's own" if not self.lent else "each stream's own, or one it borrowed"
+        return (f"their stream's evening open in {time!r} ({whose}, after its daily pause: {each}"
                 f"{'; ...' if len(by_open) > 4 else ''}"
                 f"{f'; {without} stream(s) whose times do not run through midnight: as written' if without else ''})")
+
+    def _listed(self, names: list[str]) -> list[str]:
+        """Streams of one open, those that show it themselves first."""
+        return sorted(names, key=lambda name: (name in self.lent, name))
+
+    def _borrowed(self, names: list[str]) -> str:
+        """`; ESH7's borrowed from ESZ6` for the streams of `names` whose open is another's (a few named): listed
+        beside the streams that show it, a borrowed open read as the stream's own."""
+        lent = [name for name in self._listed(names) if name in self.lent]
+        return "".join(f"; {name}'s borrowed from {self.lent[name]}" for name in lent[:3]) + \
+            (f"; {len(lent) - 3} more borrowed" if len(lent) > 3 else "")
 
 
 # a futures contract's name: its product root, a month code and the year's last one or two digits, maybe a venue
@@ -123,17 +137,18 @@ def stream_opens(rows: pl.LazyFrame, stream: pl.Expr, minute: pl.Expr) -> Stream
              .group_by("_stream").agg(pl.col("_minute").sort()).collect())
     whole = session_open(sorted({m for minutes in found["_minute"] for m in minutes}))
     own = {name: opened for name, minutes in found.iter_rows() if (opened := session_open(minutes)) is not None}
-    by_product: dict[str, SessionOpen] = {}
-    for name, opened in sorted(own.items(), key=lambda item: item[1]):  # the earliest open of each product
-        by_product.setdefault(product_of(str(name)) or str(name), opened)
-    earliest = min(own.values(), default=None)
-    opens = dict(own)
+    by_product: dict[str, tuple[SessionOpen, str]] = {}  # the earliest open of each product, and whose it is
+    for name, opened in sorted(own.items(), key=lambda item: item[1]):
+        by_product.setdefault(product_of(str(name)) or str(name), (opened, str(name)))
+    earliest = min(((opened, str(name)) for name, opened in own.items()), default=None)
+    whole_lent = (whole, "the whole file's times") if whole is not None else None
+    opens, lent = dict(own), {}
     for name in found["_stream"]:
         product = product_of(str(name))
-        if name not in own and (opened := by_product.get(product or "") or whole or
+        if name not in own and (took := by_product.get(product or "") or whole_lent or
                                 (earliest if product is not None else None)) is not None:
-            opens[name] = opened
-    return StreamOpens(opens, found.height)
+            opens[name], lent[name] = took
+    return StreamOpens(opens, found.height, lent)
 
 
 def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.Expr, wall: pl.Expr | None,

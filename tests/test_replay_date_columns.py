@@ -238,6 +238,15 @@ def test_a_thin_stream_of_a_trade_date_file_takes_the_files_open(tmp_path: Path)
     ticks = drain(replay)
     assert [t.ts for t in ticks if t.stream == "CLF7"] == back["truth"].to_list()
     assert [t.ts for t in ticks] == both["truth"].to_list()
+    said = "\n".join(replay.notes)  # (fix281 #5: said borrowed, and from which stream)
+    assert "(the evening open, after the daily pause from 15:40; CLF7's borrowed from CLZ6)" in said, said
+    # a stream that is no contract takes the open of the whole file's times, said so
+    block = both.with_columns(Contract=pl.col("Contract").replace("CLF7", "CL-BLOCK"))
+    replay = FileReplay(write(block.drop("truth"), tmp_path / "cl_block.csv"), columns={"tz": "America/Chicago"})
+    assert [t.ts for t in drain(replay)] == both["truth"].to_list()
+    said = "\n".join(replay.notes)
+    assert "(the evening open, after the daily pause from 15:40; CL-BLOCK's borrowed from the whole file's times)" \
+        in said, said
     assert any("its 64 row(s) at or after 17:00 in 'Time'" in note for note in replay.notes), replay.notes
 
 
@@ -405,7 +414,9 @@ def test_a_thin_back_month_beside_two_products_takes_its_products_open(tmp_path:
     assert [t.ts for t in ticks if t.stream == "ESH7"] == back["truth"].to_list()
     assert [t.ts for t in ticks] == both["truth"].to_list()
     said = "\n".join(replay.notes)
-    assert "18:00 for ESH7, ESZ6 (after the pause from 16:40); 20:00 for BRNF7" in said, said
+    # fix281 #5: the open ESH7 took from ESZ6 is said borrowed, not listed as if ESH7 had shown it
+    assert "(each stream's own, or one it borrowed, after its daily pause: 18:00 for ESZ6, ESH7 (after the pause " \
+           "from 16:40; ESH7's borrowed from ESZ6); 20:00 for BRNF7 (after the pause from 17:40))" in said, said
     assert "whose times do not run through midnight" not in said
     # a thin stream that is no contract (no product to take an open from) tells nothing against the others' wrap:
     # they are read as trade dates, it as written
