@@ -53,6 +53,10 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
                         *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
         back_rows=(pl.col("_ts").drop_nulls().diff() < 0).sum(), largest_back=-pl.col("_ts").drop_nulls().diff().min(),
+        # the first step back: its row and time (a clock stepped back once is named by them, connectors/leap_seconds)
+        first_back_row=pl.col(ROW).filter(pl.col("_ts").is_not_null()).filter(
+            pl.col("_ts").drop_nulls().diff() < 0).first(),
+        first_back_ts=pl.col("_ts").drop_nulls().filter(pl.col("_ts").drop_nulls().diff() < 0).first(),
         forward_rows=(pl.col("_ts").drop_nulls().diff() > 0).sum(),
         min_ts=pl.col("_ts").min(), max_ts=pl.col("_ts").max(),
         first_ts=pl.col("_ts").drop_nulls().first(), slashes=pl.col("_stream").str.contains("/", literal=True).any(),

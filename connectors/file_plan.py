@@ -100,14 +100,7 @@ class FilePlan:
 
     def where(self, row: int) -> str:
         """A row as a user finds it: the line of a CSV file (after the header), the row of a Parquet file."""
-        name = self.given_name
-        if is_csv(self.path):
-            header = self.columns.names is None or self.dialect is not None and self.dialect.header
-            skipped = self.dialect.skipped if self.dialect is not None else 0  # a banner above the header
-            return f"{name} line {row + (2 if header else 1) + skipped}"
-        if is_json_lines(self.path):  # a line, a message's line (several ticks), a REST dump's record
-            return f"{name} {json_lines.table(self.path).where(row)}"
-        return f"{name} row {row + 1}"
+        return f"{self.given_name} {row_in_file(self.path, self.columns, self.dialect, row)}"
 
     def column_of(self, tick_field: str) -> str | None:
         return self.columns.column_of(tick_field)
@@ -374,3 +367,15 @@ NO_TRADE = "no trade in this interval"  # a bar's filtered_out: not an error, no
 def source_path(plan: Any) -> Path:
     """The file a user gave for a plan: the zip archive its file came out of, else the file itself."""
     return getattr(plan, "origin", None) or plan.path
+
+
+def row_in_file(path: Path, cmap: ColumnMap, dialect: Dialect | None, row: int) -> str:
+    """A file row number (ROW) as a user finds it in the file: `line 7` of a CSV (after its header and a banner
+    above it), a JSON-lines file's line (or a message's, a REST dump's record), `row 7` of a Parquet file."""
+    if is_csv(path):
+        header = cmap.names is None or dialect is not None and dialect.header
+        skipped = dialect.skipped if dialect is not None else 0  # a banner above the header
+        return f"line {row + (2 if header else 1) + skipped}"
+    if is_json_lines(path):  # a line, a message's line (several ticks), a REST dump's record
+        return json_lines.table(path).where(row)
+    return f"row {row + 1}"

@@ -9,21 +9,24 @@ followed it, and `23:59:60.000` took the real midnight's time. Two ways a venue 
   UTC has had, the rows of a stream after that step back inside the second are read at the same last instant.
 
 Either way those rows keep their file order (the replay's sort is stable) and come before the next day's first
-tick; a note counts them and names the day. connectors/planning.py applies both."""
+tick; a note counts them and names the day. connectors/planning.py applies both. A clock that steps back a second
+at any other time is no leap second's: `clock_step_back` names it so, with its row, in the note on rows out of
+time order."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import polars as pl
 
 from connectors.column_map import ColumnMap
-from connectors.event_time import time_column
+from connectors.event_time import duration_text, time_column
 from connectors.row_exprs import ROW
 from connectors.row_order import is_newest_first
+from connectors.tick_times import utc_text
 
 # the days ending in a leap second (IERS Bulletin C; none since, none announced)
 LEAP_DAYS = tuple(date.fromisoformat(d) for d in (
@@ -117,3 +120,20 @@ def posix_repeats(rows: pl.LazyFrame, ts: pl.Expr, stream: pl.Expr, facts: Mappi
         return None
     days = sorted({datetime.fromtimestamp(int(second), timezone.utc).date() for second in found["_end"].unique()})
     return PosixRepeats(found[ROW], tuple(days))
+
+
+def clock_step_back(facts: Mapping[str, Any], factor: int, where: Callable[[int], str]) -> str | None:
+    """Why a file is not in time order when its clock stepped back once by about a second (more than half, at
+    most one) and not in a leap second (`posix_repeats` reads those): `the clock stepped back 750 ms at
+    2024-03-05T14:22:07.5Z (line 32: 14:22:06.75), not at a leap second: a clock correction?`, with the row
+    (`where`: a file row number as the file shows it); None otherwise (the generic cause is said)."""
+    back, at = facts.get("largest_back"), facts.get("first_back_ts")
+    if facts.get("back_rows") != 1 or not isinstance(back, int) or not isinstance(at, int) or factor > SECOND_NS:
+        return None
+    back_ns, to_ns = back * factor, at * factor
+    from_ns = to_ns + back_ns
+    if not SECOND_NS // 2 < back_ns <= SECOND_NS or (from_ns // SECOND_NS + 1) in LEAP_ENDS:
+        return None
+    row = where(facts["first_back_row"])
+    return (f"the clock stepped back {duration_text(back_ns)} at {utc_text(from_ns)} ({row}: {utc_text(to_ns)}), "
+            f"not at a leap second: a clock correction?")

@@ -24,12 +24,18 @@ from connectors.event_time import (
 from connectors.field_names import normal_name
 from connectors.file_facts import file_facts, footer_line, time_span, zone_named
 from connectors.file_layout import layout
-from connectors.file_plan import FilePlan
+from connectors.file_plan import FilePlan, row_in_file
 from connectors.file_scans import first_text, is_csv, is_dbn, time_sample
 from connectors.hours_window import Hours
 from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_reason
-from connectors.leap_seconds import in_leap_second, leap_text_notes, posix_repeats, sixtieth_second
+from connectors.leap_seconds import (
+    clock_step_back,
+    in_leap_second,
+    leap_text_notes,
+    posix_repeats,
+    sixtieth_second,
+)
 from connectors.layout_notes import trade_bars
 from connectors.map_options import Refine
 from connectors.map_vocabulary import EPOCH_IS_UTC, UNITS, ZERO_BID_READINGS
@@ -223,8 +229,10 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     frame = rows.select(*exprs, ROW)
     notes += price_and_zone_notes(path, cmap, facts, first, named)
     refuse_unread_times(path, cmap, rows, facts, first, named)
+    # a clock stepped back once by a second outside a leap second (posix_repeats read those): named with its row
+    clock_step = clock_step_back(facts, factor, lambda row: row_in_file(path, cmap, dialect, row))
     frame, order_notes, out_of_sequence = in_time_order(path, cmap, frame, keys, facts, hour, factor,
-                                                           evenings_moved)
+                                                           evenings_moved, clock_step)
     notes += order_notes
     if cmap.fill_quotes:  # after the sort: "previous" is in time order, per stream
         frame = frame.with_columns(filled_quotes(keys))

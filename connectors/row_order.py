@@ -37,12 +37,13 @@ def rows_out_of_sequence() -> pl.Expr:
 
 
 def in_time_order(path: Path, cmap: ColumnMap, frame: pl.LazyFrame, keys: list[str], facts: Mapping[str, Any],
-                  hour: RepeatedHour | None, factor: int,
-                  evenings_moved: bool = False) -> tuple[pl.LazyFrame, list[str], int]:
+                  hour: RepeatedHour | None, factor: int, evenings_moved: bool = False,
+                  clock_step: str | None = None) -> tuple[pl.LazyFrame, list[str], int]:
     """The file's rows in time order (reversed first when newest first; rows of equal times by stream and sequence
     number where the map has one), the note that says why they were sorted, and the rows out of sequence.
     `evenings_moved`: a trade date's evening rows were read on the day before (connectors/session_dates.py), so a
-    file sorted by trade date then time steps back to them by design: no caution."""
+    file sorted by trade date then time steps back to them by design: no caution. `clock_step`: the cause when the
+    clock stepped back once by about a second (connectors/leap_seconds.clock_step_back), said for the generic one."""
     notes: list[str] = []
     out_of_sequence = int(facts["out_of_sequence"] or 0)
     ties = f"in sequence order (column {cmap.sequence!r}) within each stream" if cmap.sequence is not None else \
@@ -65,7 +66,7 @@ def in_time_order(path: Path, cmap: ColumnMap, frame: pl.LazyFrame, keys: list[s
                  "a trade date's evening rows a day late, as said next" if trade_date else
                  "newest first throughout" if newest_first and not forward else
                  f"newest first, but for {forward} row(s) later than the row before them" if newest_first else
-                 "newest first, or merged from several sources")
+                 clock_step or "newest first, or merged from several sources")
         notes.append(f"{path.name}: its rows are not in time order: {facts['back_rows']} row(s) earlier than the "
                      f"row before them, by up to {duration_text(scaled_ts(facts['largest_back'], factor))} ({cause}"
                      f"{repeated}); replayed {'reversed, then ' if newest_first else ''}sorted by time, rows of "

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
@@ -87,7 +88,34 @@ def test_a_step_back_of_a_second_on_another_day_is_no_leap_second(tmp_path: Path
     ticks, notes = read(path)
     assert [price for _, price in ticks] == [102, 101, 103]  # sorted by time, as any file out of order
     assert any("its rows are not in time order" in note for note in notes)
-    assert not any("leap second" in note for note in notes), notes
+    # (fix281 #6: named for what it is, a step back of the clock that is no leap second's)
+    assert not any("stamped in a leap second" in note or "steps back 1 s in the leap second" in note
+                   for note in notes), notes
+    assert any("not at a leap second: a clock correction?" in note for note in notes), notes
+
+
+@pytest.mark.parametrize("correction_ms, said", [(1000, True), (1250, True), (650, False), (1750, False)])
+def test_a_clock_stepping_back_a_second_outside_a_leap_second_is_named_with_its_row(
+        tmp_path: Path, correction_ms: int, said: bool) -> None:
+    """fix281 #6: a 1 s step back at no leap second (a clock corrected mid-session) got the generic "newest
+    first, or merged from several sources", which it is neither; named now for what it is, with its row. A tick
+    every 250 ms, the clock set back `correction_ms` after line 31: a step back of 750 ms to 1 s is named, a
+    smaller (a few rows out of order) or a larger one keeps the generic cause."""
+    start = 1_709_648_520_000_000_000  # 2024-03-05T14:22:00Z, no leap second near
+    times = [start + 250_000_000 * i for i in range(1, 31)]
+    times += [times[-1] + 250_000_000 * i - correction_ms * 1_000_000 for i in range(1, 31)]
+    path = tmp_path / "clock_step.csv"
+    path.write_text("timestamp,symbol,price,size\n" + "".join(f"{t},AAPL,{170 + 0.01 * (i % 5):.2f},{100 + i}\n"
+                                                              for i, t in enumerate(times)))
+    replay = FileReplay(path)
+    assert [t.ts for t in drain(replay)] == sorted(times)
+    note = next(n for n in replay.notes if "its rows are not in time order" in n)
+    back_ms = correction_ms - 250
+    step = f"{back_ms} ms" if back_ms < 1000 else "1 s"
+    expected = (f"the clock stepped back {step} at 2024-03-05T14:22:07.500000000Z (line 32: "
+                f"2024-03-05T14:22:{7.5 - back_ms / 1000:09.6f}000Z), not at a leap second: a clock correction?")
+    assert (expected in note) == said, note
+    assert ("newest first, or merged from several sources" in note) != said, note
 
 
 def test_a_backtest_answers_the_leap_second_before_midnight(tmp_path: Path, capsys) -> None:
