@@ -33,6 +33,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+from itertools import repeat
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -193,6 +194,9 @@ class FileReplay(Source):
     def _open(self) -> None:
         self.rejected.clear()
         self.emitted = 0
+        # the last batch's ticks' origins, in its order: (index of the file in `plans`, its row as FileCursor.rows
+        # numbers it: a CSV's data row after the header, a Parquet file's row, 0-based), for a backtest's answers
+        self.origins: list[tuple[int, int]] = []
         self._anchor: tuple[int, int] | None = None  # (monotonic ns, event ts) of the first paced tick
         self.behind_s = 0.0  # with `speed`: how late (wall seconds) the last batch's first tick left its due time
         self.most_behind_s = 0.0
@@ -220,6 +224,7 @@ class FileReplay(Source):
     def next_batch(self, max_ticks: int) -> list[Tick]:
         check_max_ticks(max_ticks)
         out: list[Tick] = []
+        origins: list[tuple[int, int]] = []  # (file index, row) of each tick of `out`: kept as `origins`
         now = time.monotonic_ns() if self.speed is not None else 0
         heap = self._heap
         sent_ts = self._last_sent_ts  # with `speed`: the event time of the last tick released
@@ -231,7 +236,7 @@ class FileReplay(Source):
             bound = min(h[:3] for h in heap[1:3]) if len(heap) > 1 else None
             ticks, sequences, start = cur.ticks, cur.sequences, cur.pos
             stop, j = min(len(ticks), start + max_ticks - len(out)), start
-            released = []  # with leave_out or a sequence watch: the run's ticks kept
+            released, kept_rows = [], []  # with leave_out or a sequence watch: the run's ticks kept, and their rows
             while j < stop and (bound is None or (ticks[j].ts, sequences[j], i) < bound):
                 tick = ticks[j]
                 # (a kept tick that was not due yet is met again at the next call: each is asked once a tick)
@@ -253,17 +258,20 @@ class FileReplay(Source):
                     self.most_behind_s = max(self.most_behind_s, self.behind_s)
                 if picking:
                     released.append(tick)
+                    kept_rows.append(cur.rows[j])
                 sent_ts = tick.ts
                 j += 1
             if j == start:  # the earliest tick is not due yet
                 break
             out.extend(released if picking else ticks[start:j])
+            origins.extend(zip(repeat(i), kept_rows if picking else cur.rows[start:j]))
             self.emitted += j - start
             cur.advance(j)
             if j == len(ticks) and not cur.fill():
                 heapq.heappop(heap)
             else:
                 heapq.heapreplace(heap, (cur.ticks[cur.pos].ts, cur.sequences[cur.pos], i, cur))
+        self.origins = origins
         if out and self.speed is not None:
             self._last_sent_ts = sent_ts
             if self._paced_to is not None and self.behind_s >= BEHIND_SAID_S:  # the time since the last batch: late

@@ -27,15 +27,17 @@ from engine.rust_paths import rust_path
 from engine.service.output_lock import take_lock
 from engine.service.output_paths import DiskFull, temporary_name, write_atomically, write_text_atomically
 from engine.service.resume_refusals import as_json, manifest_damage, refuse_changed_key
+from engine.service.tick_origins import TickOrigins
 from engine.text_files import read_text
 from queries.cache import Answer
 
 PARTS_SUFFIX = ".parts"  # answers.parquet -> answers.parquet.parts/
 MANIFEST = "progress.json"
 LOCK = "lock"  # two runs on one --out (a --resume while the first still ran) interleaved their parts: one writer
+# file, row: where the tick the answer was made after was read (tick_origins.py); model_probs: before adaptation
 RAW_SCHEMA = {"query": pl.String, "stream": pl.String, "topic": pl.String, "seq": pl.Int64, "ticks": pl.Int64,
-              "data_ts": pl.Int64, "answer": pl.String, "expected": pl.Float64, "nll": pl.Float64,
-              "text": pl.String, "probs": pl.String, "model_probs": pl.String}  # model_probs: before adaptation
+              "data_ts": pl.Int64, "file": pl.Int32, "row": pl.Int64, "answer": pl.String, "expected": pl.Float64,
+              "nll": pl.Float64, "text": pl.String, "probs": pl.String, "model_probs": pl.String}
 
 
 class PartsGone(FileNotFoundError):
@@ -159,10 +161,12 @@ class AnswerParts:
         refuse_changed_key(directory, manifest, key, readings)
         return manifest
 
-    def save(self, answers: list[Answer], consumed: int) -> None:
-        """Checkpoint: the answers since the last one as a part, then the manifest at `consumed`."""
+    def save(self, answers: list[Answer], consumed: int, origins: TickOrigins | None = None) -> None:
+        """Checkpoint: the answers since the last one as a part, then the manifest at `consumed`; `origins` names
+        the file and row of the tick each answer was made after (None: left null)."""
         if answers:
-            rows = [_raw_row(a) for a in answers]
+            origins = origins or TickOrigins()
+            rows = [_raw_row(a, origins) for a in answers]
             name = f"part-{len(self.parts) + 1:06d}.parquet"
             table = pl.DataFrame(rows, schema=RAW_SCHEMA, orient="row")
             write_atomically(self.dir / name, lambda tmp: table.write_parquet(rust_path(tmp)))
@@ -273,9 +277,9 @@ def out_of(parts_dir: Path) -> Path:
     return parts_dir.with_name(parts_dir.name.removesuffix(PARTS_SUFFIX))
 
 
-def _raw_row(a: Answer) -> tuple:
+def _raw_row(a: Answer, origins: TickOrigins) -> tuple:
     probs = a.value.get("probs")
-    return (a.query, a.stream, a.topic, a.seq, a.version, a.data_ts,
+    return (a.query, a.stream, a.topic, a.seq, a.version, a.data_ts, *origins.of(a.stream, a.version),
             a.value.get("answer") or (max(probs, key=probs.get) if probs else None),
             a.value.get("expected"), a.value.get("nll"), a.value.get("text"),
             json.dumps(probs, sort_keys=True) if probs else None,

@@ -53,6 +53,7 @@ from engine.service.rejections import rejected_lines
 from engine.service.run_record import parquet_metadata, resumed_from, run_record, write_manifest
 from engine.service.replay_progress import progress_bar
 from engine.service.session_gaps import gap_notes, split_cautions
+from engine.service.tick_origins import TickOrigins
 from engine.service.unscored_notes import UnscoredWhy, say_silent_queries, unscored_reasons
 from queries.yaml_loader import no_query
 
@@ -135,14 +136,16 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                  f"answers after the resume point ({parts.consumed} ticks) may differ in their last float bits from a "
                  f"run at {parts.threads_before} (runs are byte-identical only at the same thread count)")
         marks: dict[str, MarkSeries] = defaultdict(MarkSeries)  # each stream's accepted ticks, as labelling needs them
+        origins = TickOrigins()  # and each one's file and row, named in the answers made after it
         bar = progress_bar(progress, replay, max_ticks)
         freeze_heap()  # the libraries and the model: the run's full collections walk only what it made
         try:
             if scores_only:
                 marks_to_score(pipeline, replay, parts, out, marks, bar, stop, max_ticks)
             else:
-                consumed = resume_at_checkpoint(pipeline, replay, parts, marks, bar, stop) if parts.consumed else 0
-                replay_from(pipeline, replay, parts, consumed, marks, batch_ns=int(batch_ms * 1e6),
+                consumed = (resume_at_checkpoint(pipeline, replay, parts, marks, origins, bar, stop)
+                            if parts.consumed else 0)
+                replay_from(pipeline, replay, parts, consumed, marks, origins, batch_ns=int(batch_ms * 1e6),
                             max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar, chunked=chunked)
         finally:
             bar.close()

@@ -21,6 +21,7 @@ from connectors.ticks import InvalidTick, Tick
 from engine.service.answer_parts import AnswerParts
 from engine.service.pipeline import TickPipeline
 from engine.service.replay_progress import show_read
+from engine.service.tick_origins import TickOrigins
 from queries.cache import Answer
 
 READ_TICKS = 4096  # ticks taken from the files at a time (also per forward when rebuilding for a resume)
@@ -32,9 +33,10 @@ class BacktestInterrupted(Exception):
 
 
 def replay_from(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, consumed: int,
-                marks: dict[str, MarkSeries], *, batch_ns: int, max_ticks: int | None, checkpoint_s: float,
-                stop: Callable[[], bool], bar: Any, chunked: bool) -> int:
-    """The backtest loop from tick `consumed` on; returns the replay ticks consumed in all."""
+                marks: dict[str, MarkSeries], origins: TickOrigins, *, batch_ns: int, max_ticks: int | None,
+                checkpoint_s: float, stop: Callable[[], bool], bar: Any, chunked: bool) -> int:
+    """The backtest loop from tick `consumed` on; returns the replay ticks consumed in all. `origins` gets each
+    accepted tick's file and row, and names them in the answers made after it."""
     answers: list[Answer] = []
     batch_ends: int | None = None  # where the current event-time batch ends (connectors.event_time_batches.batch_end)
     group_ticks = 0  # ticks of the current group: a batch of more than MAX_BATCH_TICKS is cut after each that many
@@ -42,7 +44,8 @@ def replay_from(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, 
     next_flush = (consumed // FLUSH_TICKS + 1) * FLUSH_TICKS
     while not replay.done and (max_ticks is None or pipeline.ticks_in < max_ticks):
         want = READ_TICKS if max_ticks is None else min(READ_TICKS, max_ticks - pipeline.ticks_in)
-        for tick in replay.next_batch(want):
+        ticks = replay.next_batch(want)
+        for tick, origin in zip(ticks, replay.origins):  # (origins: the batch's, set by next_batch)
             # an event-time batch boundary, or a burst's MAX_BATCH_TICKS-th tick: a tick group ends here
             if batch_ends is None or tick.ts >= batch_ends or group_ticks == MAX_BATCH_TICKS:
                 answers += pipeline.end_group() if chunked else pipeline.run_until_idle()
@@ -54,7 +57,7 @@ def replay_from(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, 
                     answers += pipeline.run_until_idle()
                     next_flush = (consumed // FLUSH_TICKS + 1) * FLUSH_TICKS
                     if stopping or time.monotonic() - saved_at >= checkpoint_s:
-                        parts.save(answers, consumed)
+                        parts.save(answers, consumed, origins)
                         answers, saved_at = [], time.monotonic()
                 if stopping:
                     raise BacktestInterrupted(f"interrupted after {consumed} ticks; {parts.answers} answers kept in "
@@ -65,16 +68,17 @@ def replay_from(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, 
                 show_read(bar, replay, consumed)
             consumed += 1
             group_ticks += 1
-            ingest_tick(pipeline, tick, marks)
+            ingest_tick(pipeline, tick, marks, origins, origin)
     show_read(bar, replay, consumed)
     answers += pipeline.run_until_idle()
-    parts.save(answers, consumed)
+    parts.save(answers, consumed, origins)
     return consumed
 
 
-def ingest_tick(pipeline: TickPipeline, tick: Tick, marks: dict[str, MarkSeries],
-                book: Callable[[EncodedTick], None] | None = None) -> None:
-    """One tick into the pipeline (or, with `book`, through its encoders into `book`), counted either way."""
+def ingest_tick(pipeline: TickPipeline, tick: Tick, marks: dict[str, MarkSeries], origins: TickOrigins,
+                origin: tuple[int, int], book: Callable[[EncodedTick], None] | None = None) -> None:
+    """One tick into the pipeline (or, with `book`, through its encoders into `book`), counted either way; once
+    accepted, its mark and its `origin` (file index, row: FileReplay.origins) are kept for its stream."""
     try:
         if book is None:
             pipeline.ingest(tick)
@@ -86,3 +90,4 @@ def ingest_tick(pipeline: TickPipeline, tick: Tick, marks: dict[str, MarkSeries]
         pipeline.reject_examples.setdefault(e.reason, f"stream {tick.stream} tick at ts {tick.ts}: {e}")
         return
     marks[tick.stream].append(tick)
+    origins.add(tick.stream, *origin)

@@ -31,10 +31,11 @@ from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline
 from engine.service.replay_progress import show_read
 from engine.service.run_record import input_files
+from engine.service.tick_origins import TickOrigins
 
 
 def resume_at_checkpoint(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts,
-                         marks: dict[str, MarkSeries], bar: Any, stop: Callable[[], bool]) -> int:
+                         marks: dict[str, MarkSeries], origins: TickOrigins, bar: Any, stop: Callable[[], bool]) -> int:
     """Bring `pipeline` to the checkpoint of `parts` (the answers so far re-feed the adaptation, the first ticks
     rebuild the sessions, triggers and seqs continue); returns the replay ticks consumed up to it."""
     bar.set_description("rebuilding sessions")
@@ -42,7 +43,7 @@ def resume_at_checkpoint(pipeline: TickPipeline, replay: FileReplay, parts: Answ
         for row in pl.read_parquet(rust_path(path), columns=["query", "stream", "ticks", "model_probs"]).iter_rows():
             if row[3] is not None:  # the answers so far re-feed the adaptation as the rebuild reaches them
                 pipeline.adaptation.owed(*row[:3], {"model_probs": json.loads(row[3])})
-    consumed = _rebuild(pipeline, replay, parts.consumed, marks, bar, stop,
+    consumed = _rebuild(pipeline, replay, parts.consumed, marks, origins, bar, stop,
                         f"interrupted while rebuilding sessions; {parts_note(parts.consumed)}")
     _restore_answer_state(pipeline, parts)
     bar.set_description("replaying")
@@ -55,7 +56,8 @@ def marks_to_score(pipeline: TickPipeline, replay: FileReplay, parts: AnswerPart
     again as the run read it (the same ticks through the same encoders, refused and counted alike, no forward);
     returns the replay ticks consumed, all of the run's."""
     bar.set_description("reading the ticks to score the answers")
-    consumed = _rebuild(pipeline, replay, parts.consumed, marks, bar, stop, scores_owed(out), compute=False)
+    consumed = _rebuild(pipeline, replay, parts.consumed, marks, TickOrigins(), bar, stop, scores_owed(out),
+                        compute=False)
     while not replay.done and (max_ticks is None or pipeline.ticks_in < max_ticks):  # as the run's loop ended
         if replay.next_batch(READ_TICKS):  # (rows it rejected past its last tick are counted, as the run's were)
             raise ValueError(f"the files hold more than the {consumed} ticks the answers in {out} were made from: "
@@ -70,7 +72,7 @@ def scores_owed(out: Path) -> str:
 
 
 def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[str, MarkSeries],
-             bar: Any, stop: Callable[[], bool], stopped: str, compute: bool = True) -> int:
+             origins: TickOrigins, bar: Any, stop: Callable[[], bool], stopped: str, compute: bool = True) -> int:
     """Bring sessions, codec state and ordering guards to where the interrupted run checkpointed, as `serve`
     recovers from its tick log (engine/service/log_replay.py): the first `upto` ticks go through the same
     encoders and are booked on their streams without computing them (Scheduler.restore: token logs and rolls
@@ -90,8 +92,8 @@ def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[
         if stop():  # the checkpoint on disk is still the one to resume from
             raise BacktestInterrupted(stopped)
         ticks = replay.next_batch(min(READ_TICKS, upto - done))
-        for tick in ticks:
-            ingest_tick(pipeline, tick, marks, book)
+        for tick, origin in zip(ticks, replay.origins):
+            ingest_tick(pipeline, tick, marks, origins, origin, book)
         done += len(ticks)
         show_read(bar, replay, done)
     if done < upto:

@@ -1,0 +1,107 @@
+"""A backtest's answers name the file and row of the tick each was made after (`file`, `row`): across files merged by
+time, several streams in a file, rows rejected in between, ticks sharing a timestamp, a resumed run and the
+one-forward-per-batch path alike."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import engine_dir
+from engine.service.backtest import BacktestInterrupted, run_backtest
+from engine.service.cli import main
+from engine.service.config import ServiceConfig
+
+QUERIES = """
+queries:
+  - {name: dir20, streams: ["*"], question: direction_20, kind: choice, trigger: {ticks: 3}}
+  - {name: nll, streams: ["*"], kind: surprise, trigger: batch}
+"""
+ROWS = 400  # per file
+BAD = {7: "", 50: "-1", 51: "", 203: "abc"}  # data row -> the price written there: rows the replay rejects
+
+
+def _rows(file: int) -> list[dict]:
+    """A file's rows: streams A and B interleaved, several rows to a millisecond (ties across streams, within a
+    stream and across the two files), each row's price its own, so a price names its row."""
+    rows = []
+    for row in range(ROWS):
+        ts = 1_700_000_000_000_000_000 + (row // 3) * 20_000_000 + file * 500_000 * (row % 2)
+        price = str(BAD.get(row, f"{100 + file * 10 + row / 1000:.3f}")) if file == 0 else \
+            f"{100 + file * 10 + row / 1000:.3f}"
+        rows.append({"ts": ts, "stream": "AB"[row % 2] if row % 5 else "AB"[file], "price": price, "size": 1})
+    return rows
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory) -> Path:
+    root = engine_dir(tmp_path_factory.mktemp("origins"), QUERIES)
+    pl.DataFrame(_rows(0)).write_csv(root / "day0.csv")  # rejected rows in it, as written
+    two = pl.DataFrame(_rows(1)).with_columns(pl.col("price").cast(pl.Float64))
+    two.write_parquet(root / "day1.parquet")
+    return root
+
+
+def _accepted(root: Path) -> dict[str, list[tuple[int, int, int, float]]]:
+    """Each stream's accepted ticks in replay order, worked out here from the files: (file, row, ts, price), the
+    rejected rows left out, ties of a time to the earlier file, then the earlier row."""
+    frames = [pl.read_csv(root / "day0.csv", schema_overrides={"price": pl.String}),
+              pl.read_parquet(root / "day1.parquet").with_columns(pl.col("price").cast(pl.String))]
+    ticks = sorted((ts, file, row, stream, float(price)) for file, frame in enumerate(frames)
+                   for row, (ts, stream, price) in enumerate(frame.select("ts", "stream", "price").iter_rows())
+                   if price not in (None, "", "abc") and float(price) > 0)
+    out: dict[str, list[tuple[int, int, int, float]]] = {}
+    for ts, file, row, stream, price in ticks:
+        out.setdefault(stream, []).append((file, row, ts, price))
+    return out
+
+
+def test_each_answer_names_the_file_and_row_of_its_tick(setup: Path, capsys) -> None:
+    out = setup / "a.parquet"
+    code = main(["backtest", str(setup / "day0.csv"), str(setup / "day1.parquet"), "--queries",
+                 str(setup / "q.yaml"), "--out", str(out), "--config", str(setup / "engine.yaml"), "--batch-ms", "10", "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    table = pl.read_parquet(out)
+    assert table.columns[5:8] == ["data_ts", "file", "row"]
+    assert table["file"].null_count() == table["row"].null_count() == 0
+    # file: an index into the run's record (the Parquet metadata's and the manifest's `files`)
+    files = [Path(f["path"]) for f in json.loads(pl.read_parquet_metadata(out)["flashtick"])["files"]]
+    assert files == [(setup / "day0.csv").resolve(), (setup / "day1.parquet").resolve()]
+    manifest = json.loads(out.with_suffix(".manifest.json").read_text())
+    assert [Path(f["path"]) for f in manifest["run"]["files"]] == files
+    sources = [pl.read_csv(files[0], schema_overrides={"price": pl.String}), pl.read_parquet(files[1])]
+    accepted = _accepted(setup)
+    assert {file for file, _ in table.select("file", "row").iter_rows()} == {0, 1}
+    for stream, ticks, data_ts, file, row in table.select("stream", "ticks", "data_ts", "file", "row").iter_rows():
+        source = sources[file].row(row, named=True)  # the row as a user reads it: a CSV's data row after the header
+        want_file, want_row, ts, price = accepted[stream][ticks - 1]
+        assert (file, row) == (want_file, want_row)
+        assert source["ts"] == data_ts == ts and source["stream"] == stream and float(source["price"]) == price
+    # data_ts alone is ambiguous (other rows of the stream share it, in either file): the row is not
+    same_time = [sum(tick[2] == data_ts for tick in accepted[stream])
+                 for stream, data_ts in table.select("stream", "data_ts").iter_rows()]
+    assert max(same_time) > 1
+    # the rejected rows are still counted in the row numbers: the CSV's rows after them are named as written
+    assert table.filter(pl.col("file") == 0, pl.col("row") > max(BAD)).height > 0
+
+
+def test_resumed_and_unchunked_runs_name_the_same_rows(setup: Path) -> None:
+    config = ServiceConfig.load(setup / "engine.yaml")
+    files = [setup / "day0.csv", setup / "day1.parquet"]
+    run_backtest(config, files, setup / "q.yaml", setup / "whole.parquet", batch_ms=10, progress=False)
+    whole = pl.read_parquet(setup / "whole.parquet")
+    polls = itertools.count()
+    with pytest.raises(BacktestInterrupted):
+        run_backtest(config, files, setup / "q.yaml", setup / "resumed.parquet", batch_ms=10, progress=False,
+                     checkpoint_s=1e-6, stop=lambda: next(polls) >= 60)
+    run_backtest(config, files, setup / "q.yaml", setup / "resumed.parquet", batch_ms=10, progress=False,
+                 resume=True)
+    keys = ["query", "stream", "seq", "ticks", "data_ts", "file", "row"]
+    assert pl.read_parquet(setup / "resumed.parquet").select(keys).equals(whole.select(keys))
+    run_backtest(config, files, setup / "q.yaml", setup / "unchunked.parquet", batch_ms=10, progress=False,
+                 chunked=False)
+    assert pl.read_parquet(setup / "unchunked.parquet").select(keys).equals(whole.select(keys))
