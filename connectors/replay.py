@@ -5,7 +5,8 @@ Each Parquet or CSV file is a polars lazy scan mapped to tick fields by a
 detected from the columns); a JSON-lines file is read as the table of its objects' fields through a Parquet
 copy (connectors/json_lines.py); a Databento DBN file is decoded and reduced to
 trades and top of book by connectors/dbn.py. Both kinds of plan (connectors/planning.py makes them) hand out
-(row number, wire map) chunks. Files are read in chunks of `chunk_rows` rows and merged by
+(row number, wire map) chunks; each batch's ticks' files and rows are kept in `origins` (a backtest's answers
+name them). Files are read in chunks of `chunk_rows` rows and merged by
 event time with a heap; ties keep file order, then row order, so a replay is
 deterministic. A file whose rows are
 not in time order is sorted once (stably) by polars before it is read. Rows
@@ -39,6 +40,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import polars as pl
 
+from connectors import json_lines
 from connectors.archives import truncation_named
 from connectors.cautions import Caution
 from connectors.column_map import PRESETS, ColumnMap, preset  # re-exported: replay users import the mapping from here
@@ -46,6 +48,7 @@ from connectors.file_cursor import NO_SEQUENCE, FileCursor
 from connectors.file_overlaps import overlapping_files, time_spans
 from connectors.file_plan import source_path
 from connectors.idle_gaps import GapCap, LongWait
+from connectors.json_lines import is_json_lines
 from connectors.layout import detect_columns  # re-exported, as the column map's names above
 from connectors.layout_notes import alike_reads_once
 from connectors.map_options import Refine, as_column_map
@@ -69,6 +72,15 @@ def _source_name(plan: Any) -> str:
     """A plan's file as the fingerprint names it: the archive's path and the file's name inside, if zipped."""
     origin = getattr(plan, "origin", None)
     return str(plan.path.resolve()) if origin is None else f"{origin.resolve()}!{plan.path.name}"
+
+
+def _message_lines(plan: Any) -> list[int] | None:
+    """Each row's line (0-based) in a JSON-lines file whose messages hold several ticks, a row each; None where a
+    row is a line already (or a record of a REST dump, or a row of any other file)."""
+    if not is_json_lines(plan.path):
+        return None
+    line_of = json_lines.table(plan.path).line_of
+    return None if line_of is None else line_of.to_list()
 
 
 class FileReplay(Source):
@@ -127,6 +139,7 @@ class FileReplay(Source):
         self._dropped_by_query: int | None = None  # rows the plans' lazy queries left out by the range, once counted
         self._venue_notes = self._across_files_notes() if len(self.plans) > 1 else []
         self._fingerprint = fingerprint(self.readings())
+        self._lines = [_message_lines(plan) for plan in self.plans]  # (for `origins`)
         self.rejected = RejectCounter()
         # called once per tick in replay order, before pacing: True leaves the tick out (not released, not waited
         # for); it still counts in `emitted`, the position in the files a snapshot restores
@@ -264,7 +277,10 @@ class FileReplay(Source):
             if j == start:  # the earliest tick is not due yet
                 break
             out.extend(released if picking else ticks[start:j])
-            origins.extend(zip(repeat(i), kept_rows if picking else cur.rows[start:j]))
+            rows = kept_rows if picking else cur.rows[start:j]
+            if (lines := self._lines[i]) is not None:  # a JSON-lines file's rows are its ticks: their lines
+                rows = [lines[row] for row in rows]
+            origins.extend(zip(repeat(i), rows))
             self.emitted += j - start
             cur.advance(j)
             if j == len(ticks) and not cur.fill():

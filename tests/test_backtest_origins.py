@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 from conftest import engine_dir
+from connectors.replay import FileReplay
 from engine.service.backtest import BacktestInterrupted, run_backtest
 from engine.service.cli import main
 from engine.service.config import ServiceConfig
@@ -22,6 +23,7 @@ queries:
   - {name: nll, streams: ["*"], kind: surprise, trigger: batch}
 """
 ROWS = 400  # per file
+T0_MS = 1_704_153_600_000  # 2024-01-02 00:00:00 UTC
 BAD = {7: "", 50: "-1", 51: "", 203: "abc"}  # data row -> the price written there: rows the replay rejects
 
 
@@ -105,3 +107,44 @@ def test_resumed_and_unchunked_runs_name_the_same_rows(setup: Path) -> None:
     run_backtest(config, files, setup / "q.yaml", setup / "unchunked.parquet", batch_ms=10, progress=False,
                  chunked=False)
     assert pl.read_parquet(setup / "unchunked.parquet").select(keys).equals(whole.select(keys))
+
+
+def _drained(replay: FileReplay) -> list[tuple[str, float, int, int]]:
+    """(stream, price, file, row) of every tick, with the origins each batch gave."""
+    out = []
+    while not replay.done:
+        ticks = replay.next_batch(3)
+        assert len(replay.origins) == len(ticks)
+        out += [(tick.stream, tick.price, file, row) for tick, (file, row) in zip(ticks, replay.origins)]
+    return out
+
+
+def test_a_json_lines_message_of_several_ticks_names_its_line(tmp_path: Path) -> None:
+    """OKX trades: one message a line, several trades in its `data`: each tick names its message's line (0-based),
+    not its place among the ticks; the lines of other messages (an ack, a malformed line) still count."""
+    def okx(inst: str, *trades: tuple[int, float]) -> str:
+        return json.dumps({"arg": {"channel": "trades", "instId": inst}, "data": [
+            {"instId": inst, "tradeId": str(i), "px": str(px), "sz": "0.1", "side": "buy", "ts": str(T0_MS + i)}
+            for i, px in trades]})
+
+    lines = [json.dumps({"event": "subscribe", "arg": {"channel": "trades", "instId": "BTC-USDT"}}),
+             okx("BTC-USDT", (0, 100.0), (1, 101.0)), "pong", okx("ETH-USDT", (2, 50.0)),
+             okx("BTC-USDT", (3, 102.0), (4, 103.0), (5, 104.0))]
+    path = tmp_path / "okx.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with FileReplay(path) as replay:
+        got = _drained(replay)
+    assert got == [("BTC-USDT", 100.0, 0, 1), ("BTC-USDT", 101.0, 0, 1), ("ETH-USDT", 50.0, 0, 3),
+                   ("BTC-USDT", 102.0, 0, 4), ("BTC-USDT", 103.0, 0, 4), ("BTC-USDT", 104.0, 0, 4)]
+
+
+def test_ticks_a_replay_leaves_out_keep_the_others_rows(setup: Path) -> None:
+    """With leave_out (a feed's ticks the engine already holds), the ticks are taken one by one: each released
+    one still names its own row."""
+    with FileReplay([setup / "day0.csv", setup / "day1.parquet"]) as replay:
+        every = _drained(replay)
+    with FileReplay([setup / "day0.csv", setup / "day1.parquet"]) as replay:
+        replay.leave_out = lambda tick: tick.stream == "A"
+        some = _drained(replay)
+    assert some == [tick for tick in every if tick[0] == "B"] and len(some) > 100
+
