@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 from conftest import engine_dir
+from connectors.event_time_batches import MAX_BATCH_TICKS
 from connectors.replay import FileReplay
 from engine.service.backtest import BacktestInterrupted, run_backtest
 from engine.service.cli import main
@@ -148,3 +149,23 @@ def test_ticks_a_replay_leaves_out_keep_the_others_rows(setup: Path) -> None:
         some = _drained(replay)
     assert some == [tick for tick in every if tick[0] == "B"] and len(some) > 100
 
+
+def test_a_burst_cut_into_groups_names_the_rows_of_each_group(setup: Path) -> None:
+    """A batch of more than MAX_BATCH_TICKS ticks, two streams in one file, is answered at each group's cut: each
+    answer there names its stream's last row before the cut."""
+    t0 = 1_700_000_000_000_000_000
+    rows = [{"ts": t0 + i * 1_000, "stream": "AB"[i % 3 == 0], "price": 100 + i / 10_000, "size": 1.0}
+            for i in range(MAX_BATCH_TICKS + 300)]  # one 100 ms batch: 8.5 ms of event time
+    rows += [{"ts": t0 + 10**9 + i * 10**8, "stream": "AB"[i % 2], "price": 101.0 + i / 100, "size": 1.0}
+             for i in range(6)]
+    pl.DataFrame(rows).write_parquet(setup / "burst.parquet")
+    out = setup / "burst_answers.parquet"
+    run_backtest(ServiceConfig.load(setup / "engine.yaml"), [setup / "burst.parquet"], setup / "q.yaml", out,
+                 progress=False)
+    table = pl.read_parquet(out)
+    own = {stream: [row for row, r in enumerate(rows) if r["stream"] == stream] for stream in "AB"}
+    for stream, ticks, data_ts, file, row in table.select("stream", "ticks", "data_ts", "file", "row").iter_rows():
+        assert (file, row) == (0, own[stream][ticks - 1]) and rows[row]["ts"] == data_ts
+    # answered inside the burst, at its first group's cut (its MAX_BATCH_TICKS-th tick), not only at its end
+    cut = [r for r in table.filter(pl.col("query") == "nll").iter_rows(named=True) if r["row"] < MAX_BATCH_TICKS]
+    assert {r["row"] for r in cut} >= {max(row for row in own[s] if row < MAX_BATCH_TICKS) for s in "AB"}
