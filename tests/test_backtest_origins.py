@@ -169,3 +169,20 @@ def test_a_burst_cut_into_groups_names_the_rows_of_each_group(setup: Path) -> No
     # answered inside the burst, at its first group's cut (its MAX_BATCH_TICKS-th tick), not only at its end
     cut = [r for r in table.filter(pl.col("query") == "nll").iter_rows(named=True) if r["row"] < MAX_BATCH_TICKS]
     assert {r["row"] for r in cut} >= {max(row for row in own[s] if row < MAX_BATCH_TICKS) for s in "AB"}
+
+
+def test_a_checkpoint_of_an_earlier_flashtick_without_the_columns_is_refused_in_words(setup: Path) -> None:
+    """A run stopped by a flashtick before `file` and `row` (its parts lack them) was resumed through the whole
+    replay, then failed in polars' words joining the parts; it is refused at once, saying what to do."""
+    config = ServiceConfig.load(setup / "engine.yaml")
+    files, out = [setup / "day0.csv"], setup / "earlier.parquet"
+    polls = itertools.count()
+    with pytest.raises(BacktestInterrupted):
+        run_backtest(config, files, setup / "q.yaml", out, batch_ms=10, progress=False, checkpoint_s=1e-6,
+                     stop=lambda: next(polls) >= 20)
+    for part in sorted((setup / "earlier.parquet.parts").glob("part-*.parquet")):  # as the earlier version wrote
+        pl.read_parquet(part).drop("file", "row").write_parquet(part)
+    with pytest.raises(ValueError, match=r"earlier\.parquet\.parts was checkpointed by an earlier flashtick, whose "
+                                         r"answers have no file or row column, .* run the command again to start"):
+        run_backtest(config, files, setup / "q.yaml", out, batch_ms=10, progress=False, resume=True)
+

@@ -159,6 +159,7 @@ class AnswerParts:
                              f"{directory} and run the command again to start over (a run without --resume refuses "
                              f"the folder while it is there)")
         refuse_changed_key(directory, manifest, key, readings)
+        _refuse_earlier_parts(directory, manifest["parts"])
         return manifest
 
     def save(self, answers: list[Answer], consumed: int, origins: TickOrigins | None = None) -> None:
@@ -263,6 +264,18 @@ class AnswerParts:
 
     def __exit__(self, *_: object) -> None:
         self.release()
+
+
+def _refuse_earlier_parts(directory: Path, parts: list[str]) -> None:
+    """Refuse a checkpoint whose parts lack columns this version writes (`file`, `row`): an earlier flashtick's,
+    whose answers cannot be joined with this run's (polars refused the join after the whole replay, in its words)."""
+    first = directory / parts[0] if parts else None
+    if first is None or not first.is_file():  # (a part gone is said when it is read: PartsGone)
+        return
+    if missing := [name for name in RAW_SCHEMA if name not in pl.read_parquet_schema(rust_path(first))]:
+        raise ValueError(f"{directory} was checkpointed by an earlier flashtick, whose answers have no "
+                         f"{' or '.join(missing)} column, so it cannot be resumed into this version's answers file; "
+                         f"remove {directory} and run the command again to start over")
 
 
 def _stat_of(path: Path) -> os.stat_result | None:
