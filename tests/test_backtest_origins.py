@@ -186,3 +186,25 @@ def test_a_checkpoint_of_an_earlier_flashtick_without_the_columns_is_refused_in_
                                          r"answers have no file or row column, .* run the command again to start"):
         run_backtest(config, files, setup / "q.yaml", out, batch_ms=10, progress=False, resume=True)
 
+
+def test_a_dbn_tick_names_the_record_that_ended_its_book_event(tmp_path: Path) -> None:
+    """Databento MBO: a record without F_LAST is part of an event whose top of book is reported at its last one:
+    the quote names that record (0-based, the metadata left out), a trade its own."""
+    dbn = pytest.importorskip("databento_dbn", reason="the dbn extra (pip install 'flashtick[dbn]') is not installed")
+    t0, px = 1_772_721_000 * 10**9, 10**9 // 4  # 2026-03-05 14:30 UTC; a quarter point in DBN's fixed point
+
+    def mbo(order: int, action: object, side: object, quarters: int, second: int, flags: int = dbn.F_LAST) -> object:
+        return dbn.MBOMsg(publisher_id=1, instrument_id=1001, ts_event=t0 + second * 10**9, order_id=order,
+                          price=quarters * px, size=2, action=action, side=side, ts_recv=t0 + second * 10**9,
+                          flags=flags)
+
+    add, bid, ask = dbn.Action.ADD, dbn.Side.BID, dbn.Side.ASK
+    records = [mbo(1, add, bid, 27200, 0), mbo(2, add, ask, 27204, 1, flags=0), mbo(3, add, ask, 27203, 1),
+               mbo(0, dbn.Action.TRADE, bid, 27203, 2), mbo(4, add, bid, 27201, 3)]
+    metadata = dbn.Metadata(dataset="GLBX.MDP3", start=t0, end=t0 + 4 * 10**9, stype_in=dbn.SType.RAW_SYMBOL,
+                            stype_out=dbn.SType.INSTRUMENT_ID, schema=dbn.Schema.MBO, symbols=[], mappings=[])
+    path = tmp_path / "es.dbn"
+    path.write_bytes(metadata.encode() + b"".join(bytes(r) for r in records))
+    with FileReplay(path) as replay:
+        got = _drained(replay)
+    assert got == [("1001", None, 0, 2), ("1001", 6800.75, 0, 3), ("1001", None, 0, 4)]
