@@ -207,9 +207,8 @@ class FileReplay(Source):
     def _open(self) -> None:
         self.rejected.clear()
         self.emitted = 0
-        # the last batch's ticks' origins, in its order: (index of the file in `plans`, its row as FileCursor.rows
-        # numbers it: a CSV's data row after the header, a Parquet file's row, 0-based), for a backtest's answers
-        self.origins: list[tuple[int, int]] = []
+        # the last batch's runs: (file index, the rows list they are a slice of, its start and end)
+        self._runs: list[tuple[int, list[int], int, int]] = []
         self._anchor: tuple[int, int] | None = None  # (monotonic ns, event ts) of the first paced tick
         self.behind_s = 0.0  # with `speed`: how late (wall seconds) the last batch's first tick left its due time
         self.most_behind_s = 0.0
@@ -237,7 +236,7 @@ class FileReplay(Source):
     def next_batch(self, max_ticks: int) -> list[Tick]:
         check_max_ticks(max_ticks)
         out: list[Tick] = []
-        origins: list[tuple[int, int]] = []  # (file index, row) of each tick of `out`: kept as `origins`
+        runs: list[tuple[int, list[int], int, int]] = []  # of `out`, for `origins` when asked: no copy per run
         now = time.monotonic_ns() if self.speed is not None else 0
         heap = self._heap
         sent_ts = self._last_sent_ts  # with `speed`: the event time of the last tick released
@@ -277,23 +276,34 @@ class FileReplay(Source):
             if j == start:  # the earliest tick is not due yet
                 break
             out.extend(released if picking else ticks[start:j])
-            rows = kept_rows if picking else cur.rows[start:j]
-            if (lines := self._lines[i]) is not None:  # a JSON-lines file's rows are its ticks: their lines
-                rows = [lines[row] for row in rows]
-            origins.extend(zip(repeat(i), rows))
+            # (a cursor's rows list is replaced by its next chunk's, never changed: it stays the run's)
+            runs.append((i, kept_rows, 0, len(kept_rows)) if picking else (i, cur.rows, start, j))
             self.emitted += j - start
             cur.advance(j)
             if j == len(ticks) and not cur.fill():
                 heapq.heappop(heap)
             else:
                 heapq.heapreplace(heap, (cur.ticks[cur.pos].ts, cur.sequences[cur.pos], i, cur))
-        self.origins = origins
+        self._runs = runs
         if out and self.speed is not None:
             self._last_sent_ts = sent_ts
             if self._paced_to is not None and self.behind_s >= BEHIND_SAID_S:  # the time since the last batch: late
                 self._behind_ns += now - self._paced_to[0]
             self._paced_to = (now, out[-1].ts)
         return out
+
+    @property
+    def origins(self) -> list[tuple[int, int]]:
+        """Where each tick of the last batch was read, in its order: (the file's index in `plans`, its row as
+        FileCursor numbers it: a CSV's data row after the header, a Parquet file's row index, a JSON-lines file's
+        line, a DBN file's record; 0-based). Made when asked (a backtest asks, a feed does not): a batch keeps its
+        runs' rows alone."""
+        origins: list[tuple[int, int]] = []
+        for i, rows, start, end in self._runs:
+            lines = self._lines[i]  # a JSON-lines file's rows are its ticks: their lines
+            origins.extend(zip(repeat(i), rows[start:end] if lines is None else
+                               [lines[row] for row in rows[start:end]]))
+        return origins
 
     def _measure_gap(self, tick: Tick, now: int, last_ts: int | None) -> None:
         """Once per tick before it is released: its wall wait, said when long, and cut to max_gap_s (the replay's

@@ -66,7 +66,8 @@ def _accepted(root: Path) -> dict[str, list[tuple[int, int, int, float]]]:
 def test_each_answer_names_the_file_and_row_of_its_tick(setup: Path, capsys) -> None:
     out = setup / "a.parquet"
     code = main(["backtest", str(setup / "day0.csv"), str(setup / "day1.parquet"), "--queries",
-                 str(setup / "q.yaml"), "--out", str(out), "--config", str(setup / "engine.yaml"), "--batch-ms", "10", "--quiet"])
+                 str(setup / "q.yaml"), "--out", str(out), "--config", str(setup / "engine.yaml"), "--batch-ms", "10",
+                 "--quiet"])
     assert code == 0, capsys.readouterr().err
     table = pl.read_parquet(out)
     assert table.columns[5:8] == ["data_ts", "file", "row"]
