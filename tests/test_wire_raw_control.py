@@ -265,8 +265,38 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
 
 def test_a_req_socket_works_too(clients) -> None:
     ctl = clients[0](zmq.REQ)
-    assert ctl.ok("health", unused_key=1)["status"] == "serving"  # keys an op does not use are ignored
+    assert ctl.ok("health")["status"] == "serving"
     assert ctl.ok("list")["queries"]
+
+
+def test_a_key_an_op_does_not_take_is_served_with_a_note_naming_the_nearest_key(clients) -> None:
+    """review285 #3: an `ask` with `max_stale` (the CLI flag's name; the key is `max_stale_ticks`) was computed, not
+    read from the cache, without a word. Every op's reply says which keys it ignored, and the key meant."""
+    control, sub, push = clients
+    ctl, feed, s = control(), push(), fresh_stream("UK")
+    answers = sub(f"dir/{s}/")
+    feed.send(msgpack.packb([trade(s, T0 + i) for i in range(3)]))
+    answers.until(lambda g: len(g) >= 1)
+    wait_stats(ctl, lambda st: st["pending_tokens"] == 0)
+    misspelt = ctl.ok("ask", stream=s, query="dir", max_stale=100, id=7)
+    assert misspelt["cached"] is False and misspelt["id"] == 7  # served as before: the key is not read
+    assert misspelt["note"] == ("key 'max_stale' ignored: op 'ask' takes no such key (its keys: stream, query, spec, "
+                                "kind, max_stale_ticks; and id); did you mean 'max_stale_ticks'?")
+    assert "note" not in ctl.ok("ask", stream=s, query="dir", max_stale_ticks=100)  # (the key meant: cached)
+    # beside the ask's own note (a codec question asked by name), joined
+    direct = ctl.ok("ask", stream=s, query="direction_5", Kind="choice")
+    assert direct["note"].startswith("no query is registered as 'direction_5'")
+    assert direct["note"].endswith("; key 'Kind' ignored: op 'ask' takes no such key (its keys: stream, query, spec, "
+                                   "kind, max_stale_ticks; and id); did you mean 'kind'?")
+    # every op, a key close to none named with what the op takes
+    assert ctl.ok("health", unused_key=1)["note"] == ("key 'unused_key' ignored: op 'health' takes no such key (it "
+                                                      "takes none but id)")
+    held = ctl.ok("streams", stream=[s], after="")
+    assert held["note"].endswith("(its keys: streams, after, drain; and id); did you mean 'streams'?")
+    many = ctl.ok("get", query="dir", stream=s, **{f"k{i}": i for i in range(6)})
+    assert many["answer"]["stream"] == s and many["note"].startswith("keys 'k0', 'k1', 'k2', 'k3' and 2 more ignored")
+    # an error reply keeps its documented shape (the error says what is missing)
+    assert set(ctl("get", querry="dir", stream=s)) == {"ok", "reason", "error"}
 
 
 CONTROL_ERRORS = [

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 from connectors.stream_names import check_normalized
 from connectors.ticks import InvalidTick, NotMsgpack, RepeatedKeys, check_stream, read_msgpack, wire_type, wire_value
+from engine.stream_patterns import did_you_mean
 from queries.limits import excerpt
 from queries.spec_errors import MAX_LISTED
 
@@ -40,28 +41,63 @@ def refused_envelope(envelope: list[bytes]) -> list[bytes]:
 
 MAX_SOURCE_CHARS = 64
 class ControlOp(NamedTuple):
-    """What a client can do with an op, as the start's warning of a control socket other hosts reach says it."""
+    """What a client can do with an op, as the start's warning of a control socket other hosts reach says it, and the
+    keys its request takes."""
 
     effect: str  # "changes" (what the service serves or keeps), "computes" (a forward on demand) or "reads"
     does: str  # a change's or computation's own words; a read's, what it reads
+    keys: tuple[str, ...] = ()  # the request's keys it reads, beside COMMON_KEYS
 
+
+COMMON_KEYS = ("op", "id")  # every request's: `id` comes back on the reply
 
 # Every op the control socket serves (a handler ``_op_NAME`` each): the unknown-op error lists them, and the warning
-# of an exposed control socket says what each lets a stranger do (exposure.py), so a new op is said there too
+# of an exposed control socket says what each lets a stranger do (exposure.py), so a new op is said there too; a key
+# a handler reads is listed here, or its requests get a note that it was ignored (unused_keys_note)
 CONTROL_OPS = {
-    "register": ControlOp("changes", "register queries (replacing any of the same name)"),
-    "unregister": ControlOp("changes", "unregister queries"),
+    "register": ControlOp("changes", "register queries (replacing any of the same name)", ("yaml", "source")),
+    "unregister": ControlOp("changes", "unregister queries", ("name",)),
     "list": ControlOp("reads", "queries"),
-    "get": ControlOp("reads", "cached answers"),
-    "ask": ControlOp("computes", "have questions computed on any stream"),
-    "answers": ControlOp("reads", "answers published"),
-    "topics": ControlOp("reads", "topics"),
-    "streams": ControlOp("reads", "streams' ticks held"),
+    "get": ControlOp("reads", "cached answers", ("query", "stream")),
+    "ask": ControlOp("computes", "have questions computed on any stream",
+                     ("stream", "query", "spec", "kind", "max_stale_ticks")),
+    "answers": ControlOp("reads", "answers published", ("topic", "after", "limit")),
+    "topics": ControlOp("reads", "topics", ("prefix", "after")),
+    "streams": ControlOp("reads", "streams' ticks held", ("streams", "after", "drain")),
     "stats": ControlOp("reads", "counters"),
     "health": ControlOp("reads", "health"),
     "forget": ControlOp("changes", "forget streams (session, cached answers and ordering guard, written to the tick "
-                                   "log: a restart forgets them too)"),
+                                   "log: a restart forgets them too)", ("stream",)),
 }
+MAX_UNUSED_NAMED = 4  # unused keys a note names (a request may carry thousands)
+
+
+def unused_keys_note(request: dict) -> str | None:
+    """The `note` of a reply to a request (checked: str keys, a str `op`) with keys its op does not take, naming
+    them and, for each close to one it takes, that key: `key 'max_stale' ignored: op 'ask' takes no such key (...);
+    did you mean 'max_stale_ticks'?`; None when it has none, or its op is unknown (refused already). Noted, not
+    refused: a request that worked stays served (docs/wire-protocol.md, *Compatibility*), and a client sending an
+    optional key a later version added is served by an earlier one (review285 #3: an `ask` with `max_stale`, the
+    CLI flag's name, was computed, not read from the cache, without a word)."""
+    op = CONTROL_OPS.get(request["op"])
+    if op is None:
+        return None
+    unused = [key for key in request if key not in op.keys and key not in COMMON_KEYS]
+    if not unused:
+        return None
+    named = ", ".join(excerpt(key) for key in unused[:MAX_UNUSED_NAMED])
+    more = f" and {len(unused) - MAX_UNUSED_NAMED} more" if len(unused) > MAX_UNUSED_NAMED else ""
+    takes = f"its keys: {', '.join(op.keys)}; and id" if op.keys else "it takes none but id"
+    meant = did_you_mean([key[:64] for key in unused[:MAX_UNUSED_NAMED]], op.keys)  # (a close one: a misspelling)
+    return (f"{'key' if len(unused) == 1 else 'keys'} {named}{more} ignored: op {request['op']!r} takes no such "
+            f"key ({takes}){meant}")
+
+
+def noted(obj: dict, note: str | None) -> dict:
+    """A reply ``obj`` with ``note`` added to a successful one (after a note of its own op's, joined by "; ")."""
+    if note is None or not obj.get("ok"):
+        return obj
+    return {**obj, "note": f"{obj['note']}; {note}" if obj.get("note") else note}
 
 
 def what_control_clients_can_do() -> str:
