@@ -8,7 +8,10 @@ across streams: the stream that has waited longest goes first.
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from engine.stream import Chunk, Stream
 
@@ -41,3 +44,26 @@ class BacklogCounts:
         was_waiting = state.pending_tokens > 0
         state.pending_tokens += tokens
         self.streams_waiting += (state.pending_tokens > 0) - was_waiting
+
+
+class StreamBacklog(NamedTuple):
+    """What of one stream waits for a forward: its ticks and tokens, and when the oldest of them reached the service
+    (its first pending chunk's ``received_ns``: a stream's chunks queue in order), None when none waits."""
+
+    ticks: int
+    tokens: int
+    since_ns: int | None
+
+
+def stream_backlog(state: Stream) -> StreamBacklog:
+    """``state``'s backlog (O(its pending chunks))."""
+    if not state.pending:
+        return StreamBacklog(0, 0, None)
+    return StreamBacklog(sum(c.ticks for c in state.pending), state.pending_tokens, state.pending[0].received_ns)
+
+
+def longest_waiting(streams: Iterable[Stream], most: int) -> list[Stream]:
+    """The ``most`` streams whose oldest waiting data reached the service first, oldest first: the names an
+    operator looks at when the engine is behind, since a stream advances a bounded span per forward and a busy one
+    can fall further behind than the rest (review285 #1). O(streams)."""
+    return heapq.nsmallest(most, (s for s in streams if s.pending), key=lambda s: s.pending[0].received_ns)

@@ -249,11 +249,14 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     assert accepted["streams"][s].pop("last_price") == pytest.approx(101.25)
     # and whether its KV is in the pool (this server's is large: it is), and how often it was recomputed
     assert (accepted["streams"][s].pop("resident"), accepted["streams"][s].pop("rebuilds")) == (True, 0)
+    # and what of it waits for a forward: nothing, its ticks computed (test_stream_backlog.py: a stream behind)
+    waiting = {key: accepted["streams"][s].pop(key) for key in ("waiting_ticks", "waiting_tokens", "waiting_s")}
+    assert waiting == {"waiting_ticks": 0, "waiting_tokens": 0, "waiting_s": 0.0}
     assert accepted == {"ok": True, "streams": {s: {"ticks": 2, "last_ts": T0 + 1, "at_last_ts": 1, **context},
                                                        "NOBODY.X": None},
                         "truncated": False}
     assert set(ctl.ok("streams")["streams"][s]) == {"ticks", "last_ts", "at_last_ts", "last_price", "idle_s",
-                                                        "resident", "rebuilds", *context}
+                                                        "resident", "rebuilds", *context, *waiting}
     health = ctl.ok("health")
     assert set(health) == {"ok", "status", "uptime_s", "streams", "model", "protocol", "version", "epoch", "zero_bid"}
     assert health["zero_bid"] == "no_bid"  # limits.zero_bid's default: how the service reads a quote's 0 bid

@@ -73,7 +73,11 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             # (then whether its KV is in the pool: an evicted stream's next answer pays a rebuild; absent: not known)
             kv = "" if "resident" not in accepted else \
                 f"\tkv {'resident' if accepted['resident'] else 'not resident'}\trebuilds {accepted['rebuilds']}"
-            print(f"{shown_name(name)}\tlast_ts {accepted['last_ts']}\tticks {accepted['ticks']}{quiet}{context}{kv}")
+            # (and, while some of it waits for a forward, how much and since when: a name the engine is behind on)
+            waiting = "" if not accepted.get("waiting_ticks") else \
+                f"\twaiting {accepted['waiting_ticks']} ticks {accepted['waiting_s']:.1f}s"
+            print(f"{shown_name(name)}\tlast_ts {accepted['last_ts']}\tticks {accepted['ticks']}{quiet}{context}{kv}"
+                  f"{waiting}")
         for name in refused if listing else ():  # after the held ones: the streams that hold nothing
             print(f"{shown_name(name)}\trefused ({refused[name]['ticks']} ticks)")
     # a name given that admission turned away holds nothing: a script checking its feeds hears it in the status

@@ -274,8 +274,10 @@ class ControlOps:
         if truncated:
             known.pop(max(known))
         for name, entry in known.items():  # what an answer computed now attends: fewer tokens after a roll
-            if entry is not None:  # ... and whether its KV is in the pool: an evicted one's next ask pays a rebuild
-                entry.update(self.pipeline.context_of(name), **self.pipeline.kv_of(name))
+            if entry is not None:  # ... whether its KV is in the pool: an evicted one's next ask pays a rebuild,
+                # ... and what of it waits for a forward, and since when: which names are behind
+                entry.update(self.pipeline.context_of(name), **self.pipeline.kv_of(name),
+                             **self.pipeline.backlog_of(name))
         # a name asked for that admission turned away (and the engine holds nothing of): why, beside its nil
         refused = {name: self._refused_entry(name)
                    for name in names or () if known.get(name) is None and name in self._refused_streams}

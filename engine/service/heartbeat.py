@@ -130,7 +130,8 @@ class Heartbeat:
                 return
             print(f"flashtick: behind: {pending} tokens wait for a forward (limits.max_backlog_tokens="
                   f"{limits.max_backlog_tokens}), the oldest data for {self._snapshot['lag_s']:.1f} s "
-                  f"(limits.max_lag_s={limits.max_lag_s:g}; read or still waiting to be read); "
+                  f"(limits.max_lag_s={limits.max_lag_s:g}; read or still waiting to be read)"
+                  f"{_longest_waiting(self._snapshot.get('longest_waiting'))}; "
                   f"when_behind: {limits.when_behind} ({then})", file=sys.stderr, flush=True)
 
     def _say_caught_up(self, behind_for: float, dropped_total: int) -> None:
@@ -191,3 +192,11 @@ def _most_shed(counts: dict[str, int] | None) -> str:
         return ""
     most = ", ".join(f"{stream} {n}" for stream, n in counts.items())
     return f"; most refused streams (in all): {most} (stats shed_streams)"
+
+
+def _longest_waiting(waiting: dict[str, dict] | None) -> str:
+    """The streams behind the longest (stats' longest_waiting) for the behind line: which names are late."""
+    if not waiting:
+        return ""
+    said = ", ".join(f"{name} {w['waiting_s']:.1f} s ({w['waiting_ticks']} ticks)" for name, w in waiting.items())
+    return f"; waiting longest: {said}"

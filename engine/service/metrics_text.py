@@ -91,6 +91,15 @@ def render(snapshot: dict[str, Any], now: float | None = None) -> str:
            "or unread in the ingest queue (limits.max_lag_s); the data waiting at the last refresh is taken to wait "
            "still (an upper bound: lower if it was computed since; 0 when nothing waited then)",
            [("", lag_now(snapshot, now))])
+    # the few streams behind the longest, by name (at most LONGEST_WAITING_SAID series at a time: no per-stream
+    # family for thousands of streams), so an alert says which names are late, not only that something is
+    waiting = snapshot.get("longest_waiting") or {}
+    metric("stream_waiting_seconds", "gauge", "Of the streams whose oldest data waiting for a forward has waited "
+           "longest (stats longest_waiting, 5 at most), how long it has, as of the last refresh; none while nothing "
+           "waits (`flashtick streams` says every stream's)",
+           [(f'{{stream="{_label(name)}"}}', w["waiting_s"]) for name, w in waiting.items()])
+    metric("stream_waiting_ticks", "gauge", "Of the same streams, the ticks waiting for a forward",
+           [(f'{{stream="{_label(name)}"}}', w["waiting_ticks"]) for name, w in waiting.items()])
     rejected = snapshot.get("rejected", {})
     metric("rejected_total", "counter", "Ticks or messages rejected, by reason",
            [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())])  # none yet: no sample (no fake reason)

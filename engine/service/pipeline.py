@@ -28,6 +28,7 @@ import msgpack
 import torch
 
 from connectors.encoder import StreamEncoders
+from engine.backlog_counts import StreamBacklog, longest_waiting, stream_backlog
 from engine.engine import Engine
 from engine.forward_plan import StepReport
 from engine.models.linear import kernel_cache_summary
@@ -185,6 +186,20 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
         state = self.engine.scheduler.streams.get(stream)
         return {} if state is None else {"resident": state.session.num_uncached == 0, "rebuilds": state.rebuilds}
 
+    def backlog_of(self, stream: str) -> dict[str, Any]:
+        """What of ``stream`` waits for a forward (``waiting_ticks``, ``waiting_tokens``) and how long the oldest of
+        it has waited (``waiting_s``; 0.0 when none waits): the per-stream share of ``lag_s``; {} for a stream not
+        held."""
+        state = self.engine.scheduler.streams.get(stream)
+        return {} if state is None else waiting_entry(stream_backlog(state), time.time_ns())
+
+    def longest_waiting(self) -> dict[str, dict[str, Any]]:
+        """``stats``' ``longest_waiting``: the LONGEST_WAITING_SAID streams whose oldest waiting data has waited
+        longest, as ``backlog_of`` says each, longest first; {} when nothing waits."""
+        now = time.time_ns()
+        return {state.name: waiting_entry(stream_backlog(state), now)
+                for state in longest_waiting(self.engine.scheduler.streams.values(), LONGEST_WAITING_SAID)}
+
     def answer_at_once(self, spec: QuerySpec, stream: str, max_stale_ticks: int | None
                        ) -> tuple[Answer, str | None] | None:
         """An ask's answer without a forward, and how: the cached one if at most ``max_stale_ticks`` behind the
@@ -277,6 +292,7 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
             "behind": self.behind,
             "lag_s": round(self.lag_s(), 3),
             "shed_streams": self.shedding.counts.most(),
+            "longest_waiting": self.longest_waiting(),
             **scheduler.kv_summary(),
             **self.runner.kv.summary(),
             "scheduler": vars(scheduler.stats),
@@ -292,3 +308,12 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
             **kernel_cache_summary(),
         }
 
+
+
+LONGEST_WAITING_SAID = 5  # the streams behind the longest, in `stats` (longest_waiting), /metrics and the behind line
+
+
+def waiting_entry(backlog: StreamBacklog, now_ns: int) -> dict[str, Any]:
+    """A stream's backlog as `streams` and `stats` say it: ticks, tokens, and the oldest one's wait in seconds."""
+    waited = 0.0 if backlog.since_ns is None else max(0.0, (now_ns - backlog.since_ns) / 1e9)
+    return {"waiting_ticks": backlog.ticks, "waiting_tokens": backlog.tokens, "waiting_s": round(waited, 3)}

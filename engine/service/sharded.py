@@ -305,6 +305,7 @@ class ShardedPipeline:
     def kv_of(_stream: str) -> dict[str, Any]:
         """Not known here: a shard holds the session and its KV."""
         return {}
+    backlog_of = kv_of  # (not known here either: a shard holds the stream's queue)
 
     def register_queries(self, specs: list[QuerySpec]) -> None:
         """Checked here (compiled, limits), then queued to every shard: all of them or none."""

@@ -1,0 +1,44 @@
+"""Which streams are behind: each stream's backlog (ticks and tokens waiting for a forward, and how long the oldest
+has waited) in `streams`, the longest-waiting few in `stats` and /metrics (review285 #1: `lag_s` said that data
+waited, not that the five busiest names were minutes later than the rest)."""
+
+from __future__ import annotations
+
+from conftest import tiny_tick_checkpoint
+from connectors.ticks import encode, trade
+from engine.service.config import ServiceConfig
+from engine.service.heartbeat import _longest_waiting
+from engine.service.metrics_text import render
+from engine.service.pipeline import LONGEST_WAITING_SAID, TickPipeline
+
+T0 = 1_700_000_000_000_000_000
+
+
+def test_streams_stats_and_metrics_say_what_of_each_stream_waits(tmp_path) -> None:
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model", seed=1)
+    pipeline = TickPipeline(ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "log": {"enabled": False}}))
+    # a busy stream's 300 ticks first, then 8 quiet streams' one each: nothing computed yet
+    for m in range(30):
+        assert pipeline.ingest_message(encode([trade("HOT", T0 + m * 10 + k, 100.0 + k * 0.01, 1.0)
+                                               for k in range(10)])) == []
+    quiet = [f"Q{j}" for j in range(8)]
+    for j, name in enumerate(quiet):
+        assert pipeline.ingest_message(encode(trade(name, T0 + 10_000 + j, 50.0, 1.0))) == []
+    hot = pipeline.backlog_of("HOT")
+    assert hot["waiting_ticks"] == 300 and hot["waiting_tokens"] == pipeline.engine.scheduler.pending_tokens_of("HOT")
+    assert hot["waiting_tokens"] >= 300 and hot["waiting_s"] >= 0.0
+    assert pipeline.backlog_of("Q3")["waiting_ticks"] == 1
+    assert pipeline.backlog_of("NEVER.SEEN") == {}  # (not held: `streams` says nil, as for the context)
+    longest = pipeline.stats()["longest_waiting"]
+    assert list(longest) == ["HOT", *quiet[: LONGEST_WAITING_SAID - 1]]  # the oldest waiting data first
+    assert longest["HOT"]["waiting_ticks"] == 300
+    text = render({**pipeline.stats(), "stats_time": 0.0})
+    assert 'flashtick_stream_waiting_ticks{stream="HOT"} 300' in text
+    assert text.count("flashtick_stream_waiting_seconds{") == LONGEST_WAITING_SAID
+    said = _longest_waiting(longest)  # (the log's behind line ends with it)
+    assert said.startswith("; waiting longest: HOT ") and "(300 ticks)" in said
+    pipeline.run_until_idle()
+    assert pipeline.backlog_of("HOT") == {"waiting_ticks": 0, "waiting_tokens": 0, "waiting_s": 0.0}
+    assert pipeline.stats()["longest_waiting"] == {}
+    text = render({**pipeline.stats(), "stats_time": 0.0})
+    assert "# TYPE flashtick_stream_waiting_seconds gauge" in text and "flashtick_stream_waiting_seconds{" not in text
