@@ -5,8 +5,9 @@ forward (``max_batch_tokens``), streams per forward, question tokens per forward
 (``max_probe_tokens``) and the model's positions (``window``, ``probe_reserve``).
 
 ``plan()`` takes the streams that have waited longest first (FIFO by arrival of
-their oldest pending chunk, so no stream starves whatever the others' rates:
-engine/advance_planning.py), then on-demand jobs, then the standing queries made
+their oldest pending chunk, so a quiet stream is never held back behind busy ones;
+a stream advances at most to its next roll point per forward, so one receiving more
+than that per forward falls behind: engine/advance_planning.py), then on-demand jobs, then the standing queries made
 due by this batch's advances (engine/probe_placement.py); it allocates the KV for
 all of it (rebuilds included) through the block manager. ``commit()`` books the forward's results and returns the
 answers the jobs produced.
