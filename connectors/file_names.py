@@ -46,6 +46,10 @@ EXCHANGE_FOLDERS = NUMERIC_CODE_EXCHANGES | {
     "XHKG", "XTKS", "XJPX", "XOSE", "XSHG", "XSHE", "XKRX", "XKOS", "XTAI", "XSES", "XBOM", "XNSE", "XKLS", "XBKK",
     "XIDX", "XSAU", "HKEX", "SEHK", "TSE", "JPX", "OSE", "SSE", "SZSE", "KOSPI", "KOSDAQ", "TWSE", "TPEX", "NSE",
     "BSE", "BURSA", "TADAWUL", "TOKYO"}
+# A data lake's part files (Spark and Databricks' `part-00000-<uuid>-c000.snappy.parquet`, pyarrow's and polars'
+# `part-0.parquet`): the writer's numbering, never an instrument. Read as names, each part of one table was a stream
+# of its own, and parts of one number in two day partitions one stream (review284, finding 1)
+LAKE_PART = re.compile(r"^part-\d+([-_.].*)?$", re.IGNORECASE)
 NUMERIC_CODE = re.compile(r"(?<![A-Za-z0-9])(?:\d{3,6}[-_.\s]+(?P<after>[A-Z]{1,3}\d?)|(?P<before>[A-Z]{2,3})"
                           r"[-_.\s]+\d{3,6})(?![A-Za-z0-9])")
 
@@ -64,6 +68,8 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
     if code := _stock_code(path, folder):
         return code
     for name, where in ((file_stem(path), "file name"), (folder.name if folder else "", "folder name")):
+        if where == "file name" and is_lake_part(path):
+            continue
         if where == "folder name" and re.fullmatch(r"[0-9]{4,6}", name):  # named, so no day: 0700/2024-05-01/
             return name, f"folder name {name!r}, a stock code"
         beside = (file_stem(p) if where == "file name" else p.name
@@ -93,6 +99,12 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
         if found:
             return None
     return None
+
+
+def is_lake_part(path: Path) -> bool:
+    """Whether a file is a data lake's part file (`part-00000-<uuid>-c000.snappy.parquet`), whose name is the
+    writer's numbering: its stream is its table's (a partition's value, a symbol column, the table folder's name)."""
+    return LAKE_PART.match(file_stem(path)) is not None
 
 
 def hive_instrument(path: Path) -> tuple[str, str] | None:
@@ -212,6 +224,12 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
         return replace(cmap, stream=file_stem(path)), [
             f"{path.name}: stream {file_stem(path)}, the file's name: neither a symbol column nor the file's name "
             f"names an instrument (--columns stream_name=NAME to name it, e.g. stream_name=USDJPY)"]
+    if is_lake_part(path):  # the parts of one table are one dataset, so one stream: the table folder's name
+        folder = folder_stream(path)
+        return replace(cmap, stream=folder), [
+            f"{path.name}: stream {folder}, the name of its table's folder: a data lake's part file, whose name is "
+            f"the writer's numbering, not an instrument; the parts of one table are one stream (--columns "
+            f"stream_name=NAME names it, NAME the instrument's symbol)"]
     return replace(cmap, stream=file_stem(path)), []
 
 
