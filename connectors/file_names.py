@@ -47,9 +47,11 @@ EXCHANGE_FOLDERS = NUMERIC_CODE_EXCHANGES | {
     "XIDX", "XSAU", "HKEX", "SEHK", "TSE", "JPX", "OSE", "SSE", "SZSE", "KOSPI", "KOSDAQ", "TWSE", "TPEX", "NSE",
     "BSE", "BURSA", "TADAWUL", "TOKYO"}
 # A data lake's part files (Spark and Databricks' `part-00000-<uuid>-c000.snappy.parquet`, pyarrow's and polars'
-# `part-0.parquet`): the writer's numbering, never an instrument. Read as names, each part of one table was a stream
-# of its own, and parts of one number in two day partitions one stream (review284, finding 1)
-LAKE_PART = re.compile(r"^part-\d+([-_.].*)?$", re.IGNORECASE)
+# `part-0.parquet`, Iceberg's `00000-0-<uuid>-00001.parquet`): the writer's numbering, never an instrument. Read as
+# names, each part of one table was a stream of its own, and parts of one number in two day partitions one stream
+# (review284, finding 1)
+LAKE_PART = re.compile(r"^(part-\d+([-_.].*)?|\d{5}-\d+-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}-\d{5}.*)$",
+                       re.IGNORECASE)
 NUMERIC_CODE = re.compile(r"(?<![A-Za-z0-9])(?:\d{3,6}[-_.\s]+(?P<after>[A-Z]{1,3}\d?)|(?P<before>[A-Z]{2,3})"
                           r"[-_.\s]+\d{3,6})(?![A-Za-z0-9])")
 
@@ -225,7 +227,9 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
             f"{path.name}: stream {file_stem(path)}, the file's name: neither a symbol column nor the file's name "
             f"names an instrument (--columns stream_name=NAME to name it, e.g. stream_name=USDJPY)"]
     if is_lake_part(path):  # the parts of one table are one dataset, so one stream: the table folder's name
-        folder = folder_stream(path)
+        top = named_folder(path)  # (an Iceberg table's parts are in its data/, beside its metadata/)
+        iceberg = top is not None and top.name == "data" and (top.parent / "metadata").is_dir()
+        folder = top.parent.name if iceberg else folder_stream(path)
         return replace(cmap, stream=folder), [
             f"{path.name}: stream {folder}, the name of its table's folder: a data lake's part file, whose name is "
             f"the writer's numbering, not an instrument; the parts of one table are one stream (--columns "

@@ -64,7 +64,10 @@ def _files_of(path: Path) -> tuple[list[Path], str] | None:
     or a path that is missing: planning says so)."""
     if path.is_dir():
         files, skipped = folder_files(path)
-        said = f"; skipped {_listed(skipped)}: not tick files" if skipped else ""
+        lake = [p for p in skipped if lake_metadata(path / p, path)]
+        other = [p for p in skipped if p not in lake]
+        said = f"; skipped {_listed(other)}: not tick files" if other else ""
+        said += f"; {lake_note(lake)}" if lake else ""
         order = " in the order of their paths" if files[1:] else ""
         return files, f"{path}: a folder, read as its {_counted(files)}{order} " \
                       f"({_listed([f.relative_to(path) for f in files])}){said}"
@@ -75,8 +78,10 @@ def _files_of(path: Path) -> tuple[list[Path], str] | None:
         where = "" if path.expanduser().is_absolute() else f" (in {Path.cwd()})"
         raise FileNotFoundError(f"no file matches {path}{where}: a pattern that names no file is expanded here as a "
                                 f"shell would (* any name, ? one character, [abc] one of these, ** folders inside)")
-    files = [file for match in matches for file in (folder_files(match)[0] if match.is_dir() else [match])]
     fixed = Path(*_leading(path.expanduser().parts))  # the folder the pattern starts in
+    # (`lake/**/*.parquet` matches a Delta log's checkpoints too)
+    files = [file for match in matches for file in (folder_files(match)[0] if match.is_dir() else [match])
+             if not (file.is_relative_to(fixed) and lake_metadata(file, fixed))]
     return files, f"{path}: a pattern, read as the {_counted(files)} it matches{', sorted' if files[1:] else ''} " \
                   f"({_listed([f.relative_to(fixed) if f.is_relative_to(fixed) else f for f in files])})"
 
@@ -92,12 +97,43 @@ def _leading(parts: tuple[str, ...]) -> list[str]:
     return list(parts[:next(i for i, part in enumerate(parts) if PATTERN_MARKS.search(part))])
 
 
+# A data lake's metadata beside its Parquet files, by name: Delta Lake's commit log (JSON lines and checkpoint
+# Parquet, read as ticks it stopped every command on a Delta table, review284 #2), Spark's streaming sink log and
+# unfinished writes, Hudi's timeline, Spark's and Databricks' commit markers. Iceberg's `metadata/` folder is one
+# only when it holds a table's `*.metadata.json` (a folder of that name may hold anything).
+LAKE_FOLDERS = frozenset({"_delta_log", "_spark_metadata", "_temporary", ".hoodie"})
+LAKE_MARKERS = re.compile(r"^(_SUCCESS|_committed_.*|_started_.*|_common_metadata|_metadata|.*\.crc)$")
+
+
+def lake_metadata(path: Path, top: Path) -> bool:
+    """Whether a file found under ``top`` is a data lake's metadata (its log, its markers), no table's rows."""
+    parts = path.relative_to(top).parts
+    if LAKE_MARKERS.match(parts[-1]) or any(part in LAKE_FOLDERS for part in parts[:-1]):
+        return True
+    return any(part == "metadata" and any((top.joinpath(*parts[:at + 1])).glob("*.metadata.json"))
+               for at, part in enumerate(parts[:-1]))
+
+
+def lake_note(skipped: list[Path]) -> str:
+    """The one note on a lake's metadata left out (``skipped``, relative paths), by folder or marker."""
+    held = sorted({next((f"{part}/" for part in p.parts[:-1] if part in LAKE_FOLDERS or part == "metadata"),
+                        p.name) for p in skipped})
+    delta = any(part == "_delta_log" for p in skipped for part in p.parts)
+    # a plain read of the folder takes every part file on disk, and Delta keeps the ones a commit removed until
+    # VACUUM deletes them: said, as their rows would replay twice
+    said = (": its Parquet files are read as they lie on disk, so files a later commit removed (OPTIMIZE, an "
+            "overwrite) and VACUUM has not deleted replay too: VACUUM the table, or give the current snapshot's "
+            "files") if delta else ""
+    return f"skipped {_listed(held)} ({_counted(skipped)}): a data lake's metadata, not ticks{said}"
+
+
 def folder_files(folder: Path) -> tuple[list[Path], list[Path]]:
     """A folder's tick files and zip archives, in the folders inside it too, sorted by path, and the files left out
     (a readme, a `.DS_Store`). Dotfiles and dot-folders (`.git/`) and macOS's `__MACOSX/` are no one's data: left
-    out unsaid. A folder holding no tick file is refused, naming what it holds."""
+    out unsaid; a data lake's metadata (`_delta_log/`, `_SUCCESS`) is left out, said in one note by `_files_of`.
+    A folder holding no tick file is refused, naming what it holds."""
     held = folder_held(folder)
-    files = [p for p in held if is_tick_file(p) or is_zip(p)]
+    files = [p for p in held if (is_tick_file(p) or is_zip(p)) and not lake_metadata(p, folder)]
     if not files:
         raise no_tick_folder(folder, held)
     return files, [p.relative_to(folder) for p in held if p not in files]

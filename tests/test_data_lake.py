@@ -45,3 +45,38 @@ def test_spark_part_files_are_one_table_not_one_stream_each(tmp_path: Path) -> N
     replay = FileReplay([lake])
     assert stream_counts(replay) == {"btc_lake": 15}
     assert any("stream btc_lake, the name of its table's folder: a data lake's part file" in n for n in replay.notes)
+
+
+DELTA_COMMIT = (
+    '{"commitInfo":{"timestamp":1723161254087,"operation":"WRITE","operationParameters":{"mode":"Append"}}}\n'
+    '{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}\n'
+    '{"metaData":{"id":"a1b2","format":{"provider":"parquet","options":{}},"schemaString":"{}",'
+    '"partitionColumns":[],"configuration":{},"createdTime":1723161254087}}\n'
+    '{"add":{"path":"part-00000-3f1c9a7e-0b2d-4c1e-9a55-c000.snappy.parquet","partitionValues":{},"size":12345,'
+    '"modificationTime":1723161254087,"dataChange":true}}\n')
+
+
+def test_a_lakes_metadata_folders_are_skipped_with_one_note(tmp_path: Path) -> None:
+    # review284 #2: a Delta table's _delta_log/*.json was read as JSON-lines ticks, and its empty objects stopped
+    # every command with polars' "struct type with no child field"; its checkpoints are Parquet
+    table = tmp_path / "btc"
+    write_part(table / PART.format(0), 0)
+    (table / "_delta_log").mkdir()
+    (table / "_delta_log" / "00000000000000000000.json").write_text(DELTA_COMMIT)
+    (table / "_delta_log" / "00000000000000000000.crc").write_text("{}")
+    write_part(table / "_delta_log" / "00000000000000000010.checkpoint.parquet", 0)
+    write_part(table / "_spark_metadata" / "0.parquet", 0)
+    (table / "_SUCCESS").touch()
+    iceberg = tmp_path / "ice"
+    write_part(iceberg / "data" / "00000-0-9f6c1a7e-0b2d-4c1e-9a55-3f1c9a7e0b2d-00001.parquet", 0)
+    (iceberg / "metadata").mkdir()
+    (iceberg / "metadata" / "v1.metadata.json").write_text('{"format-version":2,"properties":{}}\n')
+    (iceberg / "metadata" / "snap-1.json").write_text('{"a":{}}\n')
+    replay = FileReplay([table, iceberg])
+    assert stream_counts(replay) == {"btc": 5, "ice": 5}
+    lake_notes = [n for n in replay.notes if "a data lake's metadata, not ticks" in n]
+    assert len(lake_notes) == 2, replay.notes
+    assert "skipped _SUCCESS, _delta_log/, _spark_metadata/ (5 files)" in lake_notes[0]
+    assert "VACUUM" in lake_notes[0] and "skipped metadata/ (2 files)" in lake_notes[1]
+    # a pattern past the shell reads the table's files alone too
+    assert stream_counts(FileReplay([str(table / "**" / "*.parquet")])) == {"btc": 5}
