@@ -11,6 +11,7 @@ from dataclasses import replace
 from datetime import date as Date
 from pathlib import Path
 from typing import Any, Mapping
+from urllib.parse import unquote
 
 from connectors.column_map import ColumnMap
 from connectors.day_folders import is_kind_folder, named_folder, numeric_code, paths_beside
@@ -117,7 +118,12 @@ def hive_instrument(path: Path) -> tuple[str, str] | None:
     for folder in path.resolve().parents:
         key, is_partition, value = folder.name.partition("=")
         if is_partition and value and normal_name(key) in FIELD_NAMES["stream"]:
-            return value, f"folder name {folder.name!r}, a partition by {key}"
+            # Hive and Spark escape `/ : = % #` in a value (`symbol=BTC%2FUSD`): the instrument is the value unescaped,
+            # as a symbol column writes it (review284 #3: the lake's `BTC%2FUSD` and the CSV's `BTC-USD` were two)
+            # and '/' -> '-' as in a symbol column's names (no stream name has a '/': answer topics use it)
+            name = unquote(value).replace("/", "-")
+            said = f", its value unescaped ({value} is {unquote(value)})" if name != value else ""
+            return name, f"folder name {folder.name!r}, a partition by {key}{said}"
     return None
 
 

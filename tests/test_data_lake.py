@@ -80,3 +80,16 @@ def test_a_lakes_metadata_folders_are_skipped_with_one_note(tmp_path: Path) -> N
     assert "VACUUM" in lake_notes[0] and "skipped metadata/ (2 files)" in lake_notes[1]
     # a pattern past the shell reads the table's files alone too
     assert stream_counts(FileReplay([str(table / "**" / "*.parquet")])) == {"btc": 5}
+
+
+def test_escaped_partition_values_name_the_stream_a_symbol_column_would(tmp_path: Path) -> None:
+    # review284 #3: Spark escapes `/ :` in a partition's value; `symbol=BTC%2FUSD` was stream `BTC%2FUSD`, while a
+    # CSV's symbol column of the same instrument replays as `BTC-USD`, so a lake and a CSV were two streams
+    for value in ("BTC%2FUSD", "ES%3AFUT", "AAPL"):
+        write_part(tmp_path / "lake" / f"symbol={value}" / "date=2024-08-08" / PART.format(0), 0)
+    replay = FileReplay([tmp_path / "lake"])
+    assert stream_counts(replay) == {"BTC-USD": 5, "ES:FUT": 5, "AAPL": 5}
+    assert any("stream BTC-USD, from the folder name 'symbol=BTC%2FUSD', a partition by symbol, its value unescaped "
+               "(BTC%2FUSD is BTC/USD)" in n for n in replay.notes), replay.notes
+    (tmp_path / "same.csv").write_text(f"timestamp,symbol,price,size\n{T0},BTC/USD,100.0,1\n{T0 + 1},ES:FUT,100.0,1\n")
+    assert set(stream_counts(FileReplay([tmp_path / "same.csv"]))) == {"BTC-USD", "ES:FUT"}
