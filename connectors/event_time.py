@@ -112,7 +112,9 @@ def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None,
         return _decimal_seconds_ns(col)
     if dtype == pl.String and cmap.ts_unit in WHOLE_TEXT_UNITS:
         return _whole_count(col)
-    if not (dtype.is_integer() or dtype.is_float()):
+    if isinstance(dtype, pl.Decimal) and cmap.ts_unit in UNITS:  # Snowflake's NUMBER(20,6) seconds: exact, as text
+        return _decimal_count_ns(col, dtype, UNITS[cmap.ts_unit])
+    if not (dtype.is_integer() or dtype.is_float() or isinstance(dtype, pl.Decimal)):
         hint = "; set ts_unit='datetime'" if isinstance(dtype, pl.Datetime) or dtype in (pl.Date, pl.String) else ""
         raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a number of {cmap.ts_unit}{hint}")
     if cmap.ts_unit == EXCEL_DAYS:  # to the millisecond, the finest a spreadsheet's time holds (1e-8 day: 0.9 ms)
@@ -294,6 +296,14 @@ def fraction_of_unit(text: str, unit: str) -> str | None:
     return f"a fraction of a {unit} after the point, which a count of {unit} never holds (only a .000 tail is read)"
 
 
+def _decimal_count_ns(col: pl.Expr, dtype: pl.Decimal, ns_per_unit: int) -> pl.Expr:
+    """A DECIMAL count of a unit (Snowflake's NUMBER(20,6), Spark's decimal(20,6) epoch seconds) -> int ns, exactly,
+    as the same digits written as text are (`_decimal_seconds_ns`): refused as "not a number of s" before (review284
+    #4). Digits past the ns are rounded; a time past int64 ns is null (ts_out_of_range's missing_field)."""
+    exact = col.cast(pl.Decimal(38, min(dtype.scale or 0, 9))) * ns_per_unit
+    return exact.round(0).cast(pl.Int64, strict=False)
+
+
 def _decimal_seconds_ns(text: pl.Expr) -> pl.Expr:
     """Decimal seconds written as text ("1717236000.25", or with a decimal comma as European exports write it,
     "1717236000,25": epoch seconds are never grouped) -> int ns, exactly: as a float the same value is off by up to
@@ -315,7 +325,7 @@ def _decimal_seconds_ns(text: pl.Expr) -> pl.Expr:
 def ts_in_ns(cmap: ColumnMap, dtype: pl.DataType) -> bool:
     """Whether ts_expr already gives int ns (else raw numbers in ts_unit, scaled in Python)."""
     return cmap.ts_unit in ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS) or (cmap.ts_unit == "s" and dtype == pl.String) \
-        or is_epoch_parts(cmap)
+        or is_epoch_parts(cmap) or (isinstance(dtype, pl.Decimal) and cmap.ts_unit in UNITS)
 
 
 # (unit, its ns, the least count shown in it): 90 s reads `90 s`, not `1.5 min`

@@ -4,11 +4,12 @@ files, a Delta table's log, escaped partition values."""
 from __future__ import annotations
 
 from collections import Counter
+from decimal import Decimal
 from pathlib import Path
 
 import polars as pl
 
-from connectors.replay import FileReplay
+from connectors.replay import FileReplay, replay_ticks
 
 T0 = 1_723_161_254_087_896_000
 PART = "part-{:05d}-3f1c9a7e-0b2d-4c1e-9a55-c000.snappy.parquet"  # Spark's and Databricks' part file names
@@ -93,3 +94,19 @@ def test_escaped_partition_values_name_the_stream_a_symbol_column_would(tmp_path
                "(BTC%2FUSD is BTC/USD)" in n for n in replay.notes), replay.notes
     (tmp_path / "same.csv").write_text(f"timestamp,symbol,price,size\n{T0},BTC/USD,100.0,1\n{T0 + 1},ES:FUT,100.0,1\n")
     assert set(stream_counts(FileReplay([tmp_path / "same.csv"]))) == {"BTC-USD", "ES:FUT"}
+
+
+def test_a_decimal_column_of_epoch_seconds_reads_exactly(tmp_path: Path) -> None:
+    # review284 #4: Snowflake's NUMBER(20,6) epoch seconds was refused as "Decimal(precision=20, scale=6), not a
+    # number of s", with a full column map too; the same digits as CSV text read exactly
+    times = [T0 + i * 1_000 for i in range(3)]
+    seconds = [Decimal(t) / Decimal(10**9) for t in times]
+    pl.DataFrame({"TS": pl.Series(seconds, dtype=pl.Decimal(20, 6)), "SYMBOL": ["BTCUSDT"] * 3,
+                  "PRICE": pl.Series([Decimal("61837.63")] * 3, dtype=pl.Decimal(38, 8)),
+                  "QTY": pl.Series([Decimal("0.02")] * 3, dtype=pl.Decimal(38, 8)),
+                  "MS": pl.Series([Decimal(t) / Decimal(10**6) for t in times], dtype=pl.Decimal(20, 3))}) \
+        .write_parquet(tmp_path / "sf.parquet")
+    assert [t.ts for t in replay_ticks(tmp_path / "sf.parquet")] == times
+    given = {"ts": "MS", "ts_unit": "ms", "price": "PRICE", "size": "QTY", "stream_col": "SYMBOL"}
+    mapped = replay_ticks(tmp_path / "sf.parquet", columns=given)
+    assert [(t.ts, t.price, t.size) for t in mapped] == [(t, 61837.63, 0.02) for t in times]
