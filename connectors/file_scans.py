@@ -16,6 +16,7 @@ from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
 from connectors.event_time import OFFSET_PATTERN, UTC_OFFSET
 from connectors.file_suffixes import CSV_SUFFIXES, DBN_SUFFIXES, PARQUET_SUFFIXES
+from connectors.json_columns import nested_fields
 from connectors.json_lines import JSON_LINES_SUFFIXES, is_json_lines
 from connectors.map_vocabulary import NUMERIC_FIELDS
 from connectors.number_separators import NUMBER_WRITTEN, code_after
@@ -74,8 +75,8 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
     if names is not None and not is_csv(path):
         raise ValueError(f"{path}: names (the columns of a header-less CSV) apply to CSV files, not {path.name!r}")
     suffix = path.suffix.lower()
-    if suffix in PARQUET_SUFFIXES:
-        return pl.scan_parquet(rust_path(path))
+    if suffix in PARQUET_SUFFIXES:  # its struct columns' fields by path (`trade.price`), as a JSON line's are
+        return nested_fields(pl.scan_parquet(rust_path(path)))
     if is_json_lines(path):  # parsed once into a Parquet copy, a row per line
         return pl.scan_parquet(rust_path(json_lines.table(path).copy))
     if is_csv(path):

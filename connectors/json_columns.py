@@ -6,6 +6,8 @@ fields as dotted columns (`result.price`; Databento's record header `hd` as its 
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import polars as pl
 
 from connectors.field_names import DATABENTO_HEADER
@@ -40,23 +42,30 @@ def epoch_text_as_integers(frame: pl.DataFrame) -> pl.DataFrame:
 DATABENTO_RECORD_HEADER = "hd"  # `dbn --json`: the record header the CSV writes as columns (ts_event, rtype, ...)
 
 
-def nested_fields(frame: pl.DataFrame, depth: int = 3) -> pl.DataFrame:
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
+
+
+def nested_fields(frame: Frame, depth: int = 3) -> Frame:
     """Objects in a field as columns of their own, named by their path (Gate.io's `{"result": {"price": ...}}` as
     `result.price`, as book levels are `bids[0].price`), so that a map names them; Databento's record header `hd`
     (`dbn --json`) as the columns its CSV has (`ts_event`, `rtype`, `publisher_id`, `instrument_id`), so that its
     file reads as the CSV does, fixed-point prices included (connectors/layout.py). A field of the same name
     already there wins. Objects nested deeper than `depth` stay one column. An empty object (Kraken's REST
-    `"result": {}`) holds no field, so no column: dropped (Parquet cannot write a struct of no field)."""
+    `"result": {}`) holds no field, so no column: dropped (Parquet cannot write a struct of no field). A Parquet
+    file's struct columns are lifted alike, lazily (a lake's `trade{price,size,side}` as `trade.price`, ...:
+    review284 #5)."""
     for _ in range(depth):
-        frame = frame.drop([c for c, d in frame.schema.items() if isinstance(d, pl.Struct) and not d.fields])
-        objects = [(c, d) for c, d in frame.schema.items() if isinstance(d, pl.Struct) and d.fields]
+        schema = frame.collect_schema()
+        frame = frame.drop([c for c, d in schema.items() if isinstance(d, pl.Struct) and not d.fields])
+        schema = frame.collect_schema()
+        objects = [(c, d) for c, d in schema.items() if isinstance(d, pl.Struct) and d.fields]
         if not objects:
             return frame
         for name, dtype in objects:
             header = name == DATABENTO_RECORD_HEADER and DATABENTO_HEADER <= {f.name for f in dtype.fields}
-            lifted = frame.select(pl.col(name).struct.unnest()).rename(
-                lambda f, prefix=("" if header else f"{name}."): prefix + f)
-            frame = frame.drop(name).hstack(lifted.drop([c for c in lifted.columns if c in frame.columns]))
+            prefix = "" if header else f"{name}."
+            frame = frame.with_columns(pl.col(name).struct.field(f.name).alias(prefix + f.name)
+                                       for f in dtype.fields if prefix + f.name not in schema).drop(name)
     return frame
 
 
