@@ -5,6 +5,7 @@ each kind its own way. connectors/file_plan.py's `FilePlan` reads a file's rows 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Sequence
 
@@ -76,7 +77,8 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
         raise ValueError(f"{path}: names (the columns of a header-less CSV) apply to CSV files, not {path.name!r}")
     suffix = path.suffix.lower()
     if suffix in PARQUET_SUFFIXES:  # its struct columns' fields by path (`trade.price`), as a JSON line's are
-        return nested_fields(pl.scan_parquet(rust_path(path)))
+        rows = pl.scan_parquet(rust_path(path))
+        return nested_fields(rows.with_columns(pl.col(c).dt.replace_time_zone("UTC") for c in _spark_instants(path)))
     if is_json_lines(path):  # parsed once into a Parquet copy, a row per line
         return pl.scan_parquet(rust_path(json_lines.table(path).copy))
     if is_csv(path):
@@ -100,6 +102,26 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
             truncate_ragged_lines=dialect.ragged,
             with_column_names=None if names else lambda found: [n.strip() for n in found]))
     raise ValueError(unsupported_type(path))
+
+
+SPARK_SCHEMA = "org.apache.spark.sql.parquet.row.metadata"  # the key-value metadata Spark writes its schema in
+
+
+def _spark_instants(path: Path) -> list[str]:
+    """The columns a Spark-written Parquet file holds as Spark's `timestamp` type (an instant, UTC-normalised; as
+    INT96, Spark's default, it carries no zone annotation, so polars reads it as naive), which its schema in the
+    file's metadata says: read as UTC instants, so no note invites --tz and a tz given for them is refused, as for
+    any zoned column. Spark wrote them as UTC, and --tz shifted them by the zone's offset (review284 #6). Its
+    `timestamp_ntz` stays naive (wall-clock times)."""
+    try:
+        spark = pl.read_parquet_metadata(rust_path(path)).get(SPARK_SCHEMA)
+        fields = json.loads(spark).get("fields", []) if spark else []
+    except (OSError, ValueError, pl.exceptions.PolarsError, AttributeError):
+        return []  # (a damaged file is said by the read itself)
+    named = {f.get("name"): f.get("type") for f in fields if isinstance(f, dict)}
+    schema = pl.read_parquet_schema(rust_path(path))
+    return [c for c, dtype in schema.items() if named.get(c) == "timestamp" and isinstance(dtype, pl.Datetime)
+            and dtype.time_zone is None]
 
 
 def _encoding(path: Path) -> str:

@@ -268,23 +268,29 @@ def describe_map(cmap: ColumnMap) -> str:
 
 NO_MAP_GIVEN = "no column map given"  # a detected layout's note: `FILE: no column map given; read as MAP`
 NAMED_ALIKE = 3  # files a note on files read alike names; beyond them, how many more
+# The per-file notes said once for the files they say alike: a detected layout's map, the stream a name or a
+# partition gives (`stream BTCUSDT, from the folder name 'symbol=BTCUSDT', ...`: a lake's 1,000 parts gave 1,000
+# lines, review284 #6), naive times read as UTC (alike past the file's first time, which the merged note quotes)
+ALIKE_NOTES = (f"{NO_MAP_GIVEN}; read as ", "stream ", "streams from column ", "its times (")
+FIRST_TIME = re.compile(r"^its times \(.*?\) carry")  # the part of a naive-times note that differs by file
 
 
 def alike_reads_once(notes: list[str]) -> list[str]:
-    """The notes of files detected alike (`FILE: no column map given; read as MAP`, one per file: 500 lines for
-    500 days, burying the notes that matter) said once per layout, where the first was, with the count and the
-    first names: `59 files: no column map given; read as MAP (A, B, C, ... 56 more)`. A file read otherwise keeps
-    its own line."""
+    """The notes of files said alike (`FILE: no column map given; read as MAP`, `FILE: stream X, from ...`, one per
+    file: 500 lines for 500 days, burying the notes that matter) said once each, where the first was, with the count
+    and the first names: `59 files: no column map given; read as MAP (A, B, C, ... 56 more)`. A file said otherwise
+    keeps its own line."""
     alike: dict[str, list[int]] = defaultdict(list)  # what the note says past the name -> where each is
     for at, note in enumerate(notes):
         name, sep, said = note.partition(": ")
-        if sep and said.startswith(f"{NO_MAP_GIVEN}; read as ") and type(note) is str:  # (a Caution stays)
-            alike[said].append(at)
+        if sep and said.startswith(ALIKE_NOTES) and type(note) is str:  # (a Caution stays)
+            alike[FIRST_TIME.sub("its times carry", said)].append(at)
     merged, dropped = {}, set()
-    for said, places in alike.items():
+    for places in alike.values():
         if len(places) > 1:
             names = [notes[at].partition(": ")[0] for at in places]
             more = f", ... {len(names) - NAMED_ALIKE} more" if len(names) > NAMED_ALIKE else ""
+            said = notes[places[0]].partition(": ")[2]
             merged[places[0]] = f"{len(names)} files: {said} ({', '.join(names[:NAMED_ALIKE])}{more})"
             dropped.update(places[1:])
     return [merged.get(at, note) for at, note in enumerate(notes) if at not in dropped]

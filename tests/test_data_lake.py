@@ -8,6 +8,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from connectors.replay import FileReplay, replay_ticks
 
@@ -124,3 +125,39 @@ def test_a_parquet_structs_fields_are_columns_by_path_as_in_json_lines(tmp_path:
     assert [(t.stream, t.ts, t.price, t.size, t.side) for t in ticks] == \
         [("BTCUSDT", T0 + i, 61837.63, 0.02, "buy") for i in range(n)]
     assert [t.price for t in replay_ticks(tmp_path / "nested.parquet")] == [61837.63] * n
+
+
+SPARK_SCHEMA = ('{"type":"struct","fields":[{"name":"ts","type":"timestamp","nullable":true,"metadata":{}},'
+                '{"name":"price","type":"double","nullable":true,"metadata":{}}]}')
+
+
+def test_a_partitioned_lakes_notes_are_said_once_per_partition(tmp_path: Path) -> None:
+    # review284 #6: a Hive lake printed `stream X, from the folder name 'symbol=X'` and the naive-times note once
+    # per file: 1,000 parts buried the warnings that matter
+    for symbol in ("BTCUSDT", "ETHUSDT"):
+        for day in ("2024-08-08", "2024-08-09"):
+            for part in range(2):
+                path = tmp_path / "lake" / f"symbol={symbol}" / f"date={day}" / PART.format(part)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                pl.DataFrame({"ts": [T0 + part * 10 + i for i in range(3)], "price": [1.5] * 3, "size": [1.0] * 3}) \
+                    .with_columns(pl.col("ts").cast(pl.Datetime("ns"))).write_parquet(path)
+    replay = FileReplay([tmp_path / "lake"])
+    assert stream_counts(replay) == {"BTCUSDT": 12, "ETHUSDT": 12}
+    stream_notes = [n for n in replay.notes if "a partition by symbol" in n]
+    assert [n.split(",")[0] for n in stream_notes] == ["4 files: stream BTCUSDT", "4 files: stream ETHUSDT"]
+    utc_notes = [n for n in replay.notes if "carry no UTC offset and are read as UTC" in n]
+    assert len(utc_notes) == 1 and utc_notes[0].startswith("8 files: its times ("), replay.notes
+
+
+def test_sparks_timestamp_columns_are_utc_instants(tmp_path: Path) -> None:
+    # review284 #6: Spark writes its `timestamp` type (INT96 by default) as UTC instants with no zone annotation;
+    # they were read as naive, a note invited --tz, and --tz America/New_York shifted them by 4 h
+    frame = pl.DataFrame({"ts": [T0 + i for i in range(3)], "price": [1.5] * 3, "size": [1.0] * 3})
+    frame.with_columns(pl.col("ts").cast(pl.Datetime("ns"))).write_parquet(
+        tmp_path / "BTCUSDT.parquet", metadata={"org.apache.spark.sql.parquet.row.metadata": SPARK_SCHEMA})
+    replay = FileReplay([tmp_path / "BTCUSDT.parquet"])
+    assert [t.ts for t in replay.next_batch(10)] == [T0, T0 + 1, T0 + 2]
+    assert not [n for n in replay.notes if "--tz" in n], replay.notes
+    with pytest.raises(ValueError, match="already carries time zone 'UTC'"):
+        FileReplay([tmp_path / "BTCUSDT.parquet"], columns={"ts": "ts", "ts_unit": "datetime", "tz": "America/New_York",
+                                                            "price": "price", "size": "size"})

@@ -187,9 +187,10 @@ def test_presets_detected_from_columns_and_clear_error_otherwise(tmp_path: Path,
     assert [p.columns for p in replay.plans] == [replace(PRESETS["binance-trades"], stream=folder),
                                                  replace(PRESETS["binance-bbo"], stream=folder),
                                                  replace(PRESETS["dukascopy"], stream=folder)]
-    assert f"t.csv: stream {folder}, the name of its folder: no symbol column, and neither the file's name nor its " \
+    assert f"3 files: stream {folder}, the name of its folder: no symbol column, and neither the file's name nor its " \
            f"folder's names an instrument (the files of one folder are one stream, its days' folders' files too; " \
-           f"--columns stream_name=NAME names it, NAME the instrument's symbol)" in replay.notes
+           f"--columns stream_name=NAME names it, NAME the instrument's symbol) (t.csv, b.parquet, e.parquet)" \
+           in replay.notes  # (said once for the files it says alike: review284 #6)
     ticks = drain(replay)
     assert [(t.stream, t.kind, t.ts) for t in ticks] == [
         (folder, "quote", 1_549_238_400_994_000_000), (folder, "trade", T0), (folder, "quote", T0 + 1)]
