@@ -9,6 +9,7 @@ import math
 import re
 from dataclasses import replace
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -346,11 +347,9 @@ def duration_text(ns: float) -> str:
 
 def scaled_ts(raw: Any, factor: int) -> Any:
     if isinstance(raw, float):  # a non-finite float stays a float and is rejected as ts_not_int
-        if not math.isfinite(raw):
-            return raw
-        # whole units scaled as an int: 1723161255342.0 ms * 1e6 as a float is 128 ns off
-        whole = int(raw)
-        return whole * factor + round((raw - whole) * factor)
+        # a float's shortest decimal (repr) is the digits its writer had: float64 epoch seconds 1723161254.087896 are
+        # ...896000 ns, as the same text reads, not the binary value's ...896064 (review284 #7)
+        return round(Decimal(repr(raw)) * factor) if math.isfinite(raw) else raw
     return raw * factor  # exact for ints of any size: an overflow is rejected as ts_out_of_range
 
 

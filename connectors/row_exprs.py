@@ -177,6 +177,9 @@ def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect 
                 col = capped_size(raw, col) if key == "size" else col
             elif schema[name].is_decimal():
                 col = pl.col(name).cast(pl.Float64, strict=False)
+            elif schema[name] == pl.Float32:  # its shortest decimal: a float32 0.02 widened is 0.019999999552965164,
+                # digits no writer meant, which then show in sizes, VWAPs and the tick log (review284 #7)
+                col = pl.col(name).cast(pl.String).cast(pl.Float64, strict=False)
             else:
                 col = pl.col(name)
             exprs.append(col.alias(key))

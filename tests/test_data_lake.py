@@ -161,3 +161,14 @@ def test_sparks_timestamp_columns_are_utc_instants(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="already carries time zone 'UTC'"):
         FileReplay([tmp_path / "BTCUSDT.parquet"], columns={"ts": "ts", "ts_unit": "datetime", "tz": "America/New_York",
                                                             "price": "price", "size": "size"})
+
+
+def test_float_cells_read_as_the_decimals_their_writer_had(tmp_path: Path) -> None:
+    # review284 #7: a float32 size of 0.02 replayed as 0.019999999552965164, and float64 epoch seconds
+    # 1723161254.087896 as ...896064 ns: the binary values widened, not the digits written
+    pl.DataFrame({"time": [1723161254.087896, 1723161254.5], "symbol": ["BTCUSDT"] * 2,
+                  "price": pl.Series([61837.63] * 2, dtype=pl.Float32),
+                  "size": pl.Series([0.02] * 2, dtype=pl.Float32)}).write_parquet(tmp_path / "floats.parquet")
+    ticks = list(replay_ticks(tmp_path / "floats.parquet"))
+    assert [(t.ts, t.price, t.size) for t in ticks] == [(1723161254087896000, 61837.63, 0.02),
+                                                        (1723161254500000000, 61837.63, 0.02)]
