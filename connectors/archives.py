@@ -37,7 +37,7 @@ DAMAGED_SAID = "the file is corrupt (a download or a disk that changed its bytes
 
 # how zlib, gzip and polars say compressed data is damaged (bytes changed, not cut): a CRC or a code that fails
 DAMAGED = re.compile(r"crc|corrupt|invalid (distance|block|code|stored|literal)|incorrect (header|data)|"
-                     r"decompress|not a gzipped file", re.I)
+                     r"decompress|not a gzipped file|checksum", re.I)
 
 
 @contextmanager
@@ -48,10 +48,10 @@ def truncation_named(path: Path, name: str | None = None) -> Iterator[None]:
     ended before the end-of-stream marker was reached", "CRC check failed", "Error -3 while decompressing data")
     or polars' ("unexpected end of file") name none; as is a zip archive's member whose CRC fails as it is unpacked
     (zipfile's "Bad CRC-32 for file 'AAPL.csv'"). zlib.error and zipfile.BadZipFile are neither an OSError nor an
-    EOFError."""
+    EOFError; databento-dbn's zstd reader raises a RuntimeError ("Restored data doesn't match checksum")."""
     try:
         yield
-    except (EOFError, OSError, zlib.error, zipfile.BadZipFile, pl.exceptions.ComputeError) as e:
+    except (EOFError, OSError, zlib.error, zipfile.BadZipFile, pl.exceptions.ComputeError, RuntimeError) as e:
         if not path.name.lower().endswith(COMPRESSED_SUFFIXES):
             raise
         if isinstance(e, EOFError) or CUT_SHORT.search(str(e)):

@@ -34,6 +34,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
+from connectors.archives import TRUNCATED, truncation_named
 from connectors.book_reducer import F_LAST, BookReducer
 from connectors.dbn_symbology import Symbology
 from connectors.hours_window import Hours
@@ -164,44 +165,41 @@ class DbnPlan:
 
     def batches(self, chunk_rows: int) -> Iterator[list[tuple[int, dict[str, Any]]]]:
         dbn = _dbn()
-        decoder = _decoder(dbn, self.path)
         symbols = self.symbols = Symbology(self.mappings)
         reducer = self.reducer = BookReducer(rebuild=self.schema == "mbo", scale=PRICE_SCALE, offset=self.price_offset)
         streams_read = self.streams_read = set()
         # DBN times are UTC: a window without a zone is UTC's
         left_out = Hours.parse(self.hours).left_out("UTC", self.hours) if self.hours is not None else None
         number = -1  # record number in the file, metadata excluded
-        with open(self.path, "rb") as f:
-            while block := f.read(max(MIN_READ_BYTES, chunk_rows * 64)):
-                decoder.write(block)
-                out: list[tuple[int, dict[str, Any]]] = []
-                for record in decoder.decode():
-                    if isinstance(record, dbn.Metadata):
-                        continue
-                    number += 1
-                    if isinstance(record, dbn.SymbolMappingMsg):
-                        symbols.map(record.instrument_id, record.stype_in_symbol)
-                        continue
-                    if isinstance(record, (dbn.MBOMsg, dbn.TradeMsg)):  # a TradeMsg: action T, a trade tick
-                        top = None
-                    elif isinstance(record, dbn.MBP1Msg):
-                        top = _top_of_mbp(record, dbn.UNDEF_PRICE)
-                    else:  # status, definition, system and error records carry no ticks
-                        continue
-                    stream = symbols.at(record.instrument_id, record.ts_recv)
-                    streams_read.add(stream)
-                    tick = reducer.record(record.instrument_id, stream, record.ts_recv, str(record.action),
-                                          AGGRESSOR.get(str(record.side)), record.price, record.size,
-                                          bool(record.flags & F_LAST), getattr(record, "order_id", None), top)
-                    if tick is not None and left_out is not None:
-                        # after the reducer: the book outside the window still builds the top seen inside it
-                        tick = left_out(record.ts_recv) or tick
-                    if isinstance(tick, dict):
-                        symbols.tick_outside(record.instrument_id, stream, record.ts_recv)
-                    if tick is not None:
-                        out.append((number, tick))
-                if out:
-                    yield out
+        for records in _decoded(dbn, self.path, max(MIN_READ_BYTES, chunk_rows * 64)):
+            out: list[tuple[int, dict[str, Any]]] = []
+            for record in records:
+                if isinstance(record, dbn.Metadata):
+                    continue
+                number += 1
+                if isinstance(record, dbn.SymbolMappingMsg):
+                    symbols.map(record.instrument_id, record.stype_in_symbol)
+                    continue
+                if isinstance(record, (dbn.MBOMsg, dbn.TradeMsg)):  # a TradeMsg: action T, a trade tick
+                    top = None
+                elif isinstance(record, dbn.MBP1Msg):
+                    top = _top_of_mbp(record, dbn.UNDEF_PRICE)
+                else:  # status, definition, system and error records carry no ticks
+                    continue
+                stream = symbols.at(record.instrument_id, record.ts_recv)
+                streams_read.add(stream)
+                tick = reducer.record(record.instrument_id, stream, record.ts_recv, str(record.action),
+                                      AGGRESSOR.get(str(record.side)), record.price, record.size,
+                                      bool(record.flags & F_LAST), getattr(record, "order_id", None), top)
+                if tick is not None and left_out is not None:
+                    # after the reducer: the book outside the window still builds the top seen inside it
+                    tick = left_out(record.ts_recv) or tick
+                if isinstance(tick, dict):
+                    symbols.tick_outside(record.instrument_id, stream, record.ts_recv)
+                if tick is not None:
+                    out.append((number, tick))
+            if out:
+                yield out
 
 
 def _top_of_mbp(record: Any, undefined: int) -> tuple[int, int, int, int] | None:
@@ -224,25 +222,37 @@ def has_records(path: Path) -> bool:
     metadata = _read_metadata(dbn, path)
     if metadata.schema is None or str(metadata.schema.value) not in SCHEMAS:
         return True
-    decoder = _decoder(dbn, path)
-    with open(path, "rb") as f:
-        while block := f.read(MIN_READ_BYTES):
-            decoder.write(block)
-            if any(not isinstance(record, dbn.Metadata) for record in decoder.decode()):
-                return True
-    return False
+    return any(not isinstance(record, dbn.Metadata) for records in _decoded(dbn, path, MIN_READ_BYTES)
+               for record in records)
 
 
 def _read_metadata(dbn: Any, path: Path) -> Any:
     """The file's metadata header, read from its first blocks."""
+    return next(records[0] for records in _decoded(dbn, path, MIN_READ_BYTES) if records)
+
+
+def _decoded(dbn: Any, path: Path, read_bytes: int) -> Iterator[list[Any]]:
+    """The file's records, a block's at a time, the metadata header first. A file that ends inside a record or a
+    zstd block (an interrupted download) is said to be truncated, and one whose zstd data fails its checksum to be
+    damaged (connectors/archives.py `truncation_named`), not read as far as it goes or called "not DBN"."""
     decoder = _decoder(dbn, path)
-    try:
-        with open(path, "rb") as f:
-            while block := f.read(MIN_READ_BYTES):
-                decoder.write(block)
+    decoded = False
+    with truncation_named(path), open(path, "rb") as f:
+        while block := f.read(read_bytes):
+            decoder.write(block)
+            try:
                 records = decoder.decode()
-                if records:
-                    return records[0]
-    except Exception as e:  # the decoder's own error type, e.g. a file that is not DBN at all
-        raise ValueError(f"{path}: not a readable DBN file: {e}") from None
-    raise ValueError(f"{path}: not a DBN file (no metadata header)")
+            except dbn.DBNError as e:  # e.g. "invalid DBN header": a file that is not DBN at all
+                raise ValueError(f"{path}: not a readable DBN file: {e}") from None
+            decoded = decoded or bool(records)
+            yield records
+        left = decoder.buffer()  # bytes of a record (or of the header) still waiting for the rest of it
+        zst = path.name.lower().endswith(".zst")
+        # the decoder checks the 8-byte "DBN" + version prefix once it has it and keeps the metadata's bytes after it
+        if not decoded and (not (left or zst) or len(left) < 8 and not b"DBN".startswith(left[:3])):
+            raise ValueError(f"{path}: not a DBN file (no metadata header)")
+        if left or not decoded:  # a zstd block cut short decodes to nothing: a .dbn.zst cut in its first one
+            where = f"inside a record (its first {len(left)} bytes)" if decoded else "inside its metadata header"
+            if zst:
+                raise EOFError(f"it ends {where}")
+            raise ValueError(f"{path}: it ends {where}; {TRUNCATED}")

@@ -4,6 +4,9 @@ of its neighbours, and the `trades` schema. Every fixture is written here with d
 
 from __future__ import annotations
 
+import random
+import shutil
+import subprocess
 from datetime import date, datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
@@ -313,3 +316,60 @@ def test_two_dbn_files_of_one_instrument_over_the_same_times_get_the_overlap_cau
                               f"to 2026-03-05T14:30:45Z): their ticks interleave"), caution
     next_day = write_dbn(tmp_path / "c.dbn", dbn.Schema.MBO, [trade(ESH6, MAR6, 27300)], esh6)
     assert FileReplay([one, next_day]).cautions == []
+
+
+def many_trades(path: Path, n: int) -> Path:
+    """A file of `n` MBO trades of seeded prices, sizes and order ids: zstd compresses it to several blocks."""
+    rng = random.Random(7)
+    return write_dbn(path, dbn.Schema.MBO, [dbn.MBOMsg(
+        publisher_id=1, instrument_id=ESH6, ts_event=MAR5 + i, order_id=rng.randrange(1 << 60),
+        price=(24_000 + rng.randrange(400)) * PX, size=rng.randrange(1, 100), action=dbn.Action.TRADE,
+        side=dbn.Side.BID, ts_recv=MAR5 + 1000 * i, flags=dbn.F_LAST) for i in range(n)],
+        {"ESH6": [(date(2026, 3, 1), date(2026, 4, 1), ESH6)]})
+
+
+def replay_error(path: Path) -> str:
+    with pytest.raises(ValueError) as e:
+        drain(FileReplay(path))
+    return str(e.value)
+
+
+def test_a_dbn_file_cut_inside_a_record_is_named_truncated_not_replayed_as_far_as_it_goes(tmp_path: Path) -> None:
+    """An interrupted download of a plain .dbn stops inside a record: it used to replay the records before the cut
+    and say nothing, a backtest scoring two thirds of a day as if it were the day."""
+    data = many_trades(tmp_path / "whole.dbn", 300).read_bytes()
+    cut = tmp_path / "cut.dbn"
+    cut.write_bytes(data[:len(data) * 2 // 3 + 7])  # +7: inside a record, whatever the header's length
+    message = replay_error(cut)
+    assert message.startswith(f"{cut}: it ends inside a record (its first "), message
+    assert message.endswith("it looks truncated (an interrupted download?): download it again"), message
+    header_only = tmp_path / "header.dbn"
+    header_only.write_bytes(data[:40])
+    assert replay_error(header_only) == (f"{header_only}: it ends inside its metadata header; it looks truncated "
+                                         f"(an interrupted download?): download it again")
+
+
+@pytest.mark.skipif(shutil.which("zstd") is None, reason="the zstd command is not installed")
+def test_a_cut_or_corrupt_dbn_zst_is_named_truncated_or_damaged_with_download_it_again(tmp_path: Path) -> None:
+    """A .dbn.zst cut at two thirds said "not a DBN file (no metadata header)" when the cut fell in its first zstd
+    block, and replayed the records before the cut without a word when it fell later; one whose bytes changed gave
+    the zstd reader's own words ("Data corruption detected", "Restored data doesn't match checksum"), no file."""
+    def zst(plain: Path) -> bytes:
+        subprocess.run(["zstd", "-q", "-f", str(plain), "-o", f"{plain}.zst"], check=True)
+        return Path(f"{plain}.zst").read_bytes()
+
+    for plain in (many_trades(tmp_path / "small.dbn", 300), many_trades(tmp_path / "large.dbn", 20_000)):
+        data = zst(plain)
+        cut = tmp_path / f"cut.{plain.name}.zst"
+        cut.write_bytes(data[:len(data) * 2 // 3])
+        message = replay_error(cut)
+        assert message.startswith(f"{cut}: its compressed data ends early (it ends inside "), message
+        assert message.endswith("it looks truncated (an interrupted download?): download it again"), message
+        damaged = bytearray(data)
+        middle = slice(len(data) // 2, len(data) // 2 + 40)
+        damaged[middle] = bytes(b ^ 0x5A for b in damaged[middle])
+        corrupt = tmp_path / f"corrupt.{plain.name}.zst"
+        corrupt.write_bytes(damaged)
+        message = replay_error(corrupt)
+        assert message.startswith(f"{corrupt}: its compressed data is damaged ("), message
+        assert message.endswith("download it again"), message
