@@ -15,7 +15,7 @@ import polars as pl
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
 from connectors.event_time import EPOCH_CODE, time_column
-from connectors.iqfeed_ticks import END_MESSAGE
+from connectors.iqfeed_ticks import END_MESSAGE, IQFEED_NAMES, MESSAGE_ID
 from connectors.leap_seconds import leap_text_facts
 from connectors.misread_times import time_facts
 from connectors.price_notation import fractional_facts
@@ -49,7 +49,7 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
     leap = [sixtieth.alias("_sixtieth")] if sixtieth is not None else []
     facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *dates, *sequence, *zones, *leap,
                         pl.col(ROW),
-                        _header_repeats(rows, dialect).alias("_header"),
+                        _header_repeats(rows, dialect).alias("_header"), _end_message(rows).alias("_end"),
                         *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
         back_rows=(pl.col("_ts").drop_nulls().diff() < 0).sum(), largest_back=-pl.col("_ts").drop_nulls().diff().min(),
@@ -68,6 +68,7 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
         zero_sides=((pl.col("bid") <= 0) | (pl.col("ask") <= 0)).sum() if sides else pl.lit(0),
         out_of_sequence=rows_out_of_sequence() if sequence else pl.lit(0),
         header_rows=pl.col(ROW).filter(pl.col("_header")).implode(),
+        end_messages=pl.col(ROW).filter(pl.col("_end")).implode(),
         zone_names=pl.col("_zone").drop_nulls().unique().implode() if named else pl.lit(None),
         *fractional_facts({key: pl.col(f"_text_{key}") for key in price_texts}), *time_facts(cmap, factor),
         **(_us_summer_facts() if named else {}), **(leap_text_facts(pl.col("_sixtieth")) if leap else {}),
@@ -122,6 +123,18 @@ def footer_line(rows: pl.LazyFrame, ts: pl.Expr, separator: str,
     if last["_ts"][0] is not None or not FOOTER_TEXT.search(text):
         return None
     return int(last[ROW][0]), separator.join(cells)[:60]
+
+
+def _end_message(rows: pl.LazyFrame) -> pl.Expr:
+    """Whether a row of IQFeed's tick history is its `!ENDMSG!` line, the end of a request's answer (in the time
+    field, or in the one `LH` stands in, after the request's id or not): wherever it stands, as files of several
+    answers joined hold one after each, no tick and no error."""
+    schema = rows.collect_schema()
+    if not {"tick_id", "trade_market_center"} <= set(schema):  # not IQFeed's layout (connectors/iqfeed_ticks.py)
+        return pl.lit(False)
+    cells = [pl.col(name).str.strip_chars() == END_MESSAGE for name in (MESSAGE_ID, IQFEED_NAMES[0])
+             if schema.get(name) == pl.String]
+    return pl.any_horizontal(cells).fill_null(False) if cells else pl.lit(False)
 
 
 def _header_repeats(rows: pl.LazyFrame, dialect: Dialect | None) -> pl.Expr:

@@ -18,6 +18,7 @@ from connectors.csv_dialect import Dialect
 from connectors.event_time import scaled_ts
 from connectors.file_scans import is_csv, scan_file
 from connectors.hours_window import Hours
+from connectors.iqfeed_ticks import END_MESSAGE
 from connectors.json_lines import is_json_lines
 from connectors.keep_filter import keep_check
 from connectors.map_vocabulary import PRICE_FIELDS, QUOTE_FIELDS, TRADE_FIELDS
@@ -56,6 +57,7 @@ class FilePlan:
     tickless: Mapping[int, str] = field(default_factory=dict)  # its row -> why: a message without ticks (an ack)
     footer: tuple[int, str] | None = None  # a CSV's last row that is a line of text, no data (file_facts.footer_line)
     header_rows: frozenset[int] = frozenset()  # a CSV's rows that repeat its header (files concatenated)
+    end_messages: frozenset[int] = frozenset()  # IQFeed's `!ENDMSG!` rows, one per answer (file_facts._end_message)
     # (`_row`, `_id` as text) of a trades file with a trade id column (repeated_trades.py), lazy: read only for
     # the rows where another file of one of its streams overlaps it
     trade_ids: pl.LazyFrame | None = None
@@ -138,8 +140,9 @@ class FilePlan:
         if cmap.stream_col is None:
             return {cmap.stream or cmap.default_stream or ""}
         rows = self.frame
-        if no_ticks := [*self.header_rows, *([self.footer[0]] if self.footer else [])]:  # no stream in them
-            rows = rows.filter(~pl.nth(-1).is_in(no_ticks))  # (the row number is the frame's last column)
+        if no_ticks := [*self.header_rows, *self.end_messages, *([self.footer[0]] if self.footer else [])]:
+            # no stream in them (the row number is the frame's last column)
+            rows = rows.filter(~pl.nth(-1).is_in(no_ticks))
         return set(rows.select(pl.col("stream").drop_nulls().unique()).collect().to_series().to_list())
 
     def batches(self, chunk_rows: int) -> Iterator[list[tuple]]:
@@ -193,7 +196,7 @@ class FilePlan:
 
         # a footer, a junk line, a header repeated, a row too long: checked on every row only where the file has one
         without_tick = self._line_without_tick if self.footer is not None or self.junk or self.header_rows or \
-            long_rows else None
+            self.end_messages or long_rows else None
         sequence = cmap.sequence  # its number is the row's next to last cell (connectors/row_order.py's SEQ)
         # (planning.py's _table_plan refuses a window without a zone for naive times)
         left_out_hours = Hours.parse(cmap.hours).left_out(cmap.tz or "UTC", cmap.hours) if cmap.hours else None
@@ -263,6 +266,8 @@ class FilePlan:
         fields than the columns); None for a row read as one."""
         if self.footer is not None and row == self.footer[0]:
             return InvalidTick("filtered_out", f"a footer line ({self.footer[1]!r}), no tick: not an error")
+        if self.end_messages and row in self.end_messages:  # an answer's end, mid-file: files of several joined
+            return InvalidTick("filtered_out", f"IQFeed's end of an answer ({END_MESSAGE!r}), no tick: not an error")
         if self.junk and (why := self.junk.get(row)):
             return InvalidTick("missing_field", why)
         if self.header_rows and row in self.header_rows:

@@ -259,7 +259,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                     settle_top=top,
                     long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
                     span=time_span(facts["min_ts"], facts["max_ts"], factor),
-                    tickless=tickless, footer=footer, header_rows=frozenset(facts["header_rows"]), junk=junk_why)
+                    tickless=tickless, footer=footer, header_rows=frozenset(facts["header_rows"]), junk=junk_why,
+                    end_messages=frozenset(facts["end_messages"]))
     return row_notes(plan, rows, raw_stream, schema)
 
 

@@ -414,3 +414,23 @@ def test_iqfeed_lines_ending_with_a_comma_an_lh_mark_and_endmsg_read_as_plain_li
     said = "\n".join(replay.notes)
     assert "each line ends with a comma, its empty last field not read" in said, said
     assert ("protocol 6's LH (not read)" in said) == ("LH" in before)
+
+
+@pytest.mark.parametrize("before", ["", "LH,", "ESZ26,LH,", "ESZ26,"])
+def test_iqfeed_endmsg_between_answers_joined_in_one_file_is_left_out_not_rejected(tmp_path: Path,
+                                                                                   before: str) -> None:
+    """fix292 #2: a file of two answers joined (two requests' lines saved one after the other) holds `!ENDMSG!`
+    after each; the first, mid-file, was rejected as missing_field ("'!ENDMSG!' is not a time the map reads").
+    Each is left out as filtered_out, counted, no error."""
+    lines = ["".join(before + line + ",\n" for line in IQFEED_6.splitlines()[i:i + 2]) for i in (0, 2)]
+    end = before.replace("LH,", "") + "!ENDMSG!,\n"
+    path = tmp_path / "ESZ26.csv"
+    path.write_text(lines[0] + end + lines[1] + end)
+    plain = tmp_path / "plain" / "ESZ26.csv"
+    plain.parent.mkdir()
+    plain.write_text(IQFEED_6)
+    replay = FileReplay(path)
+    assert drain(replay) == drain(FileReplay(plain)) != []
+    assert replay.rejected == {"filtered_out": 2}
+    assert replay.rejected.examples["filtered_out"].startswith(f"{path} line 3: filtered_out: IQFeed's end of an "
+                                                               f"answer ('!ENDMSG!'), no tick: not an error")
