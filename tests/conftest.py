@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import re
 import signal
 import threading
 import time
@@ -332,3 +333,23 @@ def assert_owed_as_uninterrupted(owed: list, uninterrupted: list, tol: float) ->
     for answer in owed:
         if answer.query != "nll":
             assert answer.value["probs"] == pytest.approx(by_key[key(answer)].value["probs"], abs=tol)
+
+
+NESTED_STATS = ("scheduler", "runner", "speculation", "log")  # the `stats` reply's maps the docs' table names
+
+
+def documented_nested_stats() -> dict[str, set[str]]:
+    """docs/wire-protocol.md's Stats nested maps table: map -> its keys (`log`'s `answers` map as `answers.KEY`)."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "wire-protocol.md").read_text()
+    section = text.split("### Stats nested maps", 1)[1].split("\n#", 1)[0]
+    keys: dict[str, set[str]] = {}
+    for group, key in re.findall(r"^\| `(\w+)` \| `([\w.]+)` \|", section, re.M):
+        keys.setdefault(group, set()).add(key)
+    return keys
+
+
+def nested_stats_keys(stats: dict) -> dict[str, set[str]]:
+    """A live `stats` reply's keys of those maps, as documented_nested_stats() gives them (`log` with a data dir)."""
+    return {group: set().union(*({f"{key}.{inner}" for inner in value} if isinstance(value, dict) else {key}
+                                 for key, value in stats[group].items()))
+            for group in NESTED_STATS}

@@ -18,7 +18,7 @@ import pytest
 import torch
 import zmq
 
-from conftest import serving, tiny_tick_checkpoint
+from conftest import documented_nested_stats, nested_stats_keys, serving, tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError
@@ -626,18 +626,6 @@ def test_a_large_register_is_parsed_while_the_loop_keeps_its_turns(checkpoint) -
             dealer.close(linger=0)
 
 
-def documented_nested_stats() -> dict[str, set[str]]:
-    """docs/wire-protocol.md's Stats nested maps table: map -> its keys (`log`'s `answers` map as `answers.KEY`)."""
-    from pathlib import Path
-
-    text = (Path(__file__).resolve().parents[1] / "docs" / "wire-protocol.md").read_text()
-    section = text.split("### Stats nested maps", 1)[1].split("\n#", 1)[0]
-    keys: dict[str, set[str]] = {}
-    for group, key in re.findall(r"^\| `(\w+)` \| `([\w.]+)` \|", section, re.M):
-        keys.setdefault(group, set()).add(key)
-    return keys
-
-
 def test_the_docs_name_every_key_of_the_nested_stats_maps(checkpoint, tmp_path) -> None:
     """fix286 #5: `stats`' maps scheduler, runner, speculation and log were described by /metrics' help alone (the
     wire protocol named a few keys and "..."). docs/wire-protocol.md's table names each key; this holds it to a live
@@ -648,7 +636,4 @@ def test_the_docs_name_every_key_of_the_nested_stats_maps(checkpoint, tmp_path) 
         "log": {"dir": str(tmp_path / "data")}})
     with serving(config) as srv, ControlClient(srv.endpoints["control"]) as control:
         stats = control.call("stats")["stats"]
-    live = {group: set().union(*({f"{key}.{inner}" for inner in value} if isinstance(value, dict) else {key}
-                                 for key, value in stats[group].items()))
-            for group in ("scheduler", "runner", "speculation", "log")}
-    assert documented_nested_stats() == live
+    assert nested_stats_keys(stats) == documented_nested_stats()

@@ -23,7 +23,8 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'flashtick[ray]')")
 
-from conftest import assert_owed_as_uninterrupted, serving, tiny_tick_checkpoint  # noqa: E402
+from conftest import (assert_owed_as_uninterrupted, documented_nested_stats, nested_stats_keys, serving,  # noqa: E402
+                      tiny_tick_checkpoint)
 from connectors.feed import FeedClient  # noqa: E402
 from connectors.synthetic import SyntheticConfig, SyntheticMarket  # noqa: E402
 from connectors.ticks import encode, trade  # noqa: E402
@@ -295,6 +296,8 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
         stats = control.call("stats")["stats"]
         assert stats["ticks_in"] == 200 and stats["queries"] == 5 and len(stats["shards"]) == 2
         assert {s["name"]: s["streams"] for s in stats["shards"]} == {n: len(s) for n, s in shards.items()}
+        # fix292 #3: the nested maps' keys are one engine's, documented (speculation was the shards' raw counts)
+        assert nested_stats_keys(stats) == documented_nested_stats()
         metrics = urllib.request.urlopen(server.endpoints["metrics"], timeout=5).read().decode()
         assert "flashtick_ticks_in_total 200" in metrics  # the gathered figures, scraped as from one engine
     text = (tmp_path / "data" / "queries.yaml").read_text()
