@@ -679,10 +679,10 @@ def test_a_full_disk_is_said_in_one_line_naming_the_file_and_resume_continues(se
     errors = [line for line in err.splitlines() if "error:" in line]
     assert errors == [
         f"flashtick backtest: error: cannot write {parts / 'part-000001.parquet'}: the file is larger than this "
-        f"process may write (its file size limit, ulimit -f, or the file system's largest file); raise the limit and "
+        f"process may write (its file size limit, ulimit -f, is 8,192 bytes); raise the limit and "
         f"run the same command with --resume to continue from the last checkpoint ({parts})",
         f"flashtick ticklog export: error: cannot write {setup / 'ticks-export.csv'}: the file is larger than this "
-        f"process may write (its file size limit, ulimit -f, or the file system's largest file)"], err
+        f"process may write (its file size limit, ulimit -f, is 8,192 bytes)"], err
     assert sorted(p.name for p in parts.iterdir()) == ["lock"]  # the .tmp part went, giving its space back
     assert not (setup / "ticks-export.csv").exists() and not (setup / "ticks-export.csv.chunks").exists()
     assert main(cli(setup, "full.parquet", "--resume", "--quiet")) == 0

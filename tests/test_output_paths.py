@@ -349,3 +349,41 @@ def test_an_output_on_a_read_only_file_system_is_said_as_such(ticks_csv: Path, t
         err = refused(capsys, [*argv, option, str(out)], ticks_csv)
         assert f"{option} {out}: {read_only_folder} is on a read-only file system; give a path on a writable " \
                f"one" in err, err
+
+
+LIMITED_WRITE = """
+import resource, signal, sys
+from pathlib import Path
+import polars as pl
+from engine.service.output_paths import write_atomically, write_text_atomically
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # (Python ignores it already; said: EFBIG, not a kill)
+# 4,000: not a multiple of 4,096, so the limit falls inside a page header of the wide file (Invalid thrift)
+resource.setrlimit(resource.RLIMIT_FSIZE, (4000, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+out = Path(sys.argv[1])
+for name, write in [
+        ("wide.parquet", lambda tmp: pl.DataFrame({f"col_{i}": [float(j) for j in range(50)] for i in range(60)})
+         .write_parquet(tmp)),
+        ("long.parquet", lambda tmp: pl.DataFrame({"a": range(20_000)}).write_parquet(tmp)),
+        ("big.md", None)]:
+    try:
+        write_text_atomically(out / name, "x" * 20_000) if write is None else write_atomically(out / name, write)
+    except OSError as e:
+        print(e)
+"""
+
+
+def test_a_write_past_the_file_size_limit_names_the_file_and_the_limit_whatever_polars_says(tmp_path: Path) -> None:
+    """fix292 #4: under `ulimit -f` (RLIMIT_FSIZE) a Parquet write whose limit falls inside a page header failed
+    with polars' bare "parquet: File out of specification: Invalid thrift: transport error" (no errno, no file),
+    not named as the limit as "(os error 27)" was. Each write now says the file and the limit's value; no .tmp
+    is left. In a subprocess: the limit holds for the whole process."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", LIMITED_WRITE, str(tmp_path)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    limit = "the file is larger than this process may write (its file size limit, ulimit -f, is 4,000 bytes)"
+    assert done.stdout.splitlines() == [f"cannot write {tmp_path / name}: {limit}"
+                                        for name in ("wide.parquet", "long.parquet", "big.md")], done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -77,8 +77,7 @@ def test_evaluate_plot_and_a_text_output_past_the_file_size_limit_name_the_file(
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
     err = err_text.getvalue()
     assert rc == 0 and "Brier" in out_text.getvalue() and not plot.exists(), err
-    limit = "the file is larger than this process may write (its file size limit, ulimit -f, or the file system's " \
-            "largest file)"
+    limit = "the file is larger than this process may write (its file size limit, ulimit -f, is 16,384 bytes)"
     assert f"flashtick evaluate: warning: the calibration plot was not written: cannot write {plot}: {limit}" in err
     assert str(refused.value) == f"cannot write {tmp_path / 'big.md'}: {limit}"
     assert not temporary_name(plot).exists() and not (tmp_path / "big.md.tmp").exists()
