@@ -103,7 +103,7 @@ def test_the_serving_loop_runs_with_its_heap_frozen_and_thaws_it_on_stop(checkpo
     config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 2048, "block_size": 16},
                                       "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
                                                     "control": "tcp://127.0.0.1:0", "metrics_port": 0}})
-    with serving(config) as srv:
+    with serving(config):
         assert gc.get_freeze_count() > 10_000  # torch and transformers alone hold more than this
     assert gc.get_freeze_count() == 0  # stopped: what it leaves behind is collected as usual
 
