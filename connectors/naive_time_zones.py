@@ -5,6 +5,7 @@ connectors/file_layout.py settles a layout's zone with them."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -55,7 +56,7 @@ def naive_time_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], nam
             f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and column {offsets!r} gives each row's "
             f"(hours): read as wall-clock times at that offset (--tz ZONE reads them in a zone instead)"]
     return cmap, [f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and are read as UTC; if they are "
-                  f"local times, give their zone, {_zone_hint(path, cmap, first)}"]
+                  f"local times, give their zone, {_zone_hint(path, cmap, schema, first)}"]
 
 
 def _counted_note(path: Path, cmap: ColumnMap) -> str | None:
@@ -93,11 +94,11 @@ def _naive_sample(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names:
     return None
 
 
-def _zone_hint(path: Path, cmap: ColumnMap, first: Callable[..., Any]) -> str:
+def _zone_hint(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], first: Callable[..., Any]) -> str:
     """The --tz a note on naive times read as UTC suggests: HistData's EST by its file's name, Korea time for
     Bithumb's transaction history, the zone of the exchange a stock code's suffix names (`7203.T`, `005930.KS`,
-    in the file's name or its first stream), those a bare code's shape can mean (`005930`: Seoul or Shanghai), else
-    New York's as an example."""
+    in the file's name or its first stream), those the script of the header can mean (`시간`: Seoul), those a bare
+    code's shape can mean (`005930`: Seoul or Shanghai), else New York's as an example."""
     if histdata_frame(path) is not None:
         return "--tz Etc/GMT+5 (HistData's files are in EST all year, no summer time)"
     if normal_name(cmap.ts) == TRANSACTION_TIME:
@@ -106,14 +107,42 @@ def _zone_hint(path: Path, cmap: ColumnMap, first: Callable[..., Any]) -> str:
     for found in (m for name in streams for m in NUMERIC_CODE.finditer(str(name))):
         if (zone := EXCHANGE_ZONES.get(found["after"] or found["before"])) is not None:
             return f"e.g. --tz {zone} (the zone of {found[0].strip()}'s exchange)"
-    # a bare code (`005930.csv`, stream `7203`) names no exchange, but its shape narrows it to Asia's: New York's
-    # example would have sent a Seoul or Tokyo file 13 to 14 h off
+    # a header in Hangul, Kana or Chinese characters says more of where a file was written than a bare code's
+    # shape (6 digits: Seoul or Shanghai); New York's example would have sent it 13 to 14 h off
+    if script := _header_script_zones([str(name) for name in schema]):
+        zones, name, writers = script
+        return f"{' or '.join(f'--tz {z}' for z in zones)} (a guess from the script of its header, {name}: {writers})"
+    # a bare code (`005930.csv`, stream `7203`) names no exchange, but its shape narrows it to Asia's
     for code in (name for name in streams if isinstance(name, str) and numeric_code(name)):
         if shape := _code_shape_zones(code):
             zones, writers = shape
             return (f"{' or '.join(f'--tz {z}' for z in zones)} (a guess from the shape of {code}: {len(code)} "
                     f"digits, like the stock codes of {writers})")
     return "e.g. --tz America/New_York"
+
+
+def _header_script_zones(names: Sequence[str]) -> tuple[tuple[str, ...], str, str] | None:
+    """The zones the script of a header's names can mean, the name that shows it and what it is: Hangul Korea's;
+    Kana, or a form of a Chinese character only Japanese writes (`価`, `値`), Japan's; a simplified form (`价`,
+    `时`) mainland China's; a traditional form only (`價`, `賣`) Hong Kong's or Taiwan's; other Chinese characters
+    (`成交量`) any of theirs. None for a header of none of these."""
+    for script, zones, writers in _SCRIPTS:
+        if name := next((n for n in names if script.search(n)), None):
+            return zones, name, writers
+    return None
+
+
+_SCRIPTS = [  # (the characters, the zones, what they are), the narrowest first
+    (re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]"), ("Asia/Seoul",), "Hangul, as Korea writes"),
+    (re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f\u4fa1\u5024\u58f2\u6c17\u5186]"), ("Asia/Tokyo",),
+     "Kana or a Japanese form of a Chinese character, as Japan writes"),
+    (re.compile("[\u65f6\u95f4\u4ef7\u4e70\u5356\u989d\u5f00\u76d8\u7b14\u5355\u6da8\u8dcc]"),
+     ("Asia/Shanghai",), "simplified Chinese characters, as mainland China writes"),
+    (re.compile("[\u50f9\u8ce3\u6f32\u55ae]"), ("Asia/Hong_Kong", "Asia/Taipei"),
+     "traditional Chinese characters, as Hong Kong and Taiwan write"),
+    # (`成交量`, `日期` are written alike in all four)
+    (re.compile("[\u3400-\u4dbf\u4e00-\u9fff]"), ("Asia/Shanghai", "Asia/Hong_Kong", "Asia/Taipei", "Asia/Tokyo"),
+     "Chinese characters, as China, Hong Kong, Taiwan and Japan write")]
 
 
 def _code_shape_zones(code: str) -> tuple[tuple[str, ...], str] | None:

@@ -157,3 +157,23 @@ def test_a_bare_stock_code_gets_the_zones_its_shape_can_mean(tmp_path: Path, nam
     said = [n for n in replay.notes if "carry no UTC offset and are read as UTC" in n]
     assert len(said) == 1 and said[0].endswith(")" if column != "AAPL" else hint) and hint in said[0], replay.notes
     assert ("America/New_York" in said[0]) == (column == "AAPL")
+
+
+@pytest.mark.parametrize("header, hint", [
+    ("시간,체결가,거래량", "--tz Asia/Seoul (a guess from the script of its header, 시간: Hangul"),
+    ("時刻,約定値,出来高", "--tz Asia/Tokyo (a guess from the script of its header, 約定値: Kana or a Japanese"),
+    ("時間,価格,数量", "--tz Asia/Tokyo (a guess from the script of its header, 価格"),
+    ("时间,成交价,成交量", "--tz Asia/Shanghai (a guess from the script of its header, 时间: simplified"),
+    ("時間,成交價,成交量", "--tz Asia/Hong_Kong or --tz Asia/Taipei (a guess from the script of its header, 成交價:"),
+    ("時間,成交量,收市", "--tz Asia/Shanghai or --tz Asia/Hong_Kong or --tz Asia/Taipei or --tz Asia/Tokyo (a")])
+def test_a_cjk_header_gets_the_zones_its_script_can_mean(tmp_path: Path, header: str, hint: str) -> None:
+    """fix294 #1: a file headed in Korean, Japanese or Chinese, with no stock code in its name or streams, got the
+    note's `--tz America/New_York` example, 13 to 14 h from where its times were written."""
+    path = tmp_path / "ticks.csv"
+    ts, price, size = header.split(",")
+    path.write_text(f"{header}\n" + "".join(f"{t:%Y-%m-%d %H:%M:%S},{7000 + i % 3},10\n"
+                                            for i, t in enumerate(TIMES)))
+    replay = FileReplay(path, columns={"ts": ts, "price": price, "size": size})
+    assert drain(replay)[0].ts == utc_ns(START)
+    said = [n for n in replay.notes if "carry no UTC offset and are read as UTC" in n]
+    assert len(said) == 1 and hint in said[0] and "America/New_York" not in said[0], replay.notes
