@@ -1,9 +1,10 @@
 """A replay's sequence numbers watched in replay order (a map's `sequence`, --sequence): a tick that repeats its
 stream's sequence number at the same time and of the same kind is a recovery feed's resend (or the same line
-captured twice, A and B) and is left out, counted; a stream's number that jumps past the next one is a gap,
-counted and said. connectors/replay.py asks `SequenceWatch.repeat` once per tick it merges, so a backtest and
-`feed replay` (the one reader) leave out the same ticks. Without a sequence column nothing is guessed: two equal
-rows may be two trades."""
+captured twice, A and B) and is left out, counted; so is one that repeats a recent number with the same values at
+a later time (a resend the feed restamped with the time it sent it again); a stream's number that jumps past the
+next one is a gap, counted and said. connectors/replay.py asks `SequenceWatch.repeat` once per tick it merges, so
+a backtest and `feed replay` (the one reader) leave out the same ticks. Without a sequence column nothing is
+guessed: two equal rows may be two trades."""
 
 from __future__ import annotations
 
@@ -13,6 +14,12 @@ from typing import Any
 from connectors.ticks import Tick, utc_text
 
 SHOWN = 3  # gaps named in the note, the first ones in replay order
+# A restamped resend is looked for among the last RECENT to 2 x RECENT ticks taken (all streams together: memory
+# stays bounded on an OPRA file's million streams) and within RESTAMPED_NS of its first reading: a recovery feed
+# resends what a reconnect lost, minutes later at most, while a new session's numbers start again hours later, and
+# a tick that reuses a number then with the same price and size by chance must not be left out.
+RECENT = 100_000
+RESTAMPED_NS = 3600 * 10**9
 
 
 @dataclass
@@ -36,22 +43,26 @@ class SequenceWatch:
     missing: int = 0  # numbers skipped by the gaps, together
     first_gaps: list[str] = field(default_factory=list)
     gap_streams: set[str] = field(default_factory=set)
+    restamped: int = 0  # of the repeats, those at a later time than the first reading
     _last: dict[str, _Last] = field(default_factory=dict)
+    # (stream, number, kind) -> the tick taken, of the recent ones, oldest first
+    _recent: dict[tuple[str, float | int, str], Tick] = field(default_factory=dict)
 
     def repeat(self, tick: Tick, number: float | int, plan: Any, row: int | None) -> bool:
         """Whether `tick`, numbered `number`, repeats its stream's last number at its time with a kind already
-        taken (then it is counted and to be left out); a number past the last one plus one counts a gap."""
+        taken, or a recent number of its stream with its kind and values at a later time (then it is counted and
+        to be left out, the stream's last number unchanged); a number past the last one plus one counts a gap."""
         last = self._last.get(tick.stream)
         if last is not None and last.number == number and last.ts == tick.ts:
             if tick.kind not in last.kinds:
                 last.kinds.add(tick.kind)
+                self._remember(tick, number)
                 return False
-            self.repeats += 1
-            self.repeat_streams.add(tick.stream)
-            if not self.first_repeat:
-                where = plan.where(row) if row is not None and hasattr(plan, "where") else plan.path.name
-                self.first_repeat = f"{where} ({tick.stream}, number {int(number)})"
-            return True
+            return self._count(tick, number, plan, row)
+        taken = self._recent.get((tick.stream, number, tick.kind))
+        if taken is not None and 0 <= tick.ts - taken.ts <= RESTAMPED_NS and _values(taken) == _values(tick):
+            self.restamped += tick.ts > taken.ts  # (at its time, with other numbers read between: no restamp)
+            return self._count(tick, number, plan, row)
         if last is not None and number > last.number + 1:  # a lower number at a later time: a new session's
             self.gaps += 1
             self.missing += number - last.number - 1
@@ -59,15 +70,33 @@ class SequenceWatch:
             if len(self.first_gaps) < SHOWN:
                 self.first_gaps.append(f"{tick.stream} {int(last.number)} -> {int(number)} at {utc_text(tick.ts)}")
         self._last[tick.stream] = _Last(tick.ts, number, {tick.kind})
+        self._remember(tick, number)
         return False
+
+    def _count(self, tick: Tick, number: float | int, plan: Any, row: int | None) -> bool:
+        """Count a repeat, the first one named as a user finds it; True: it is left out."""
+        self.repeats += 1
+        self.repeat_streams.add(tick.stream)
+        if not self.first_repeat:
+            where = plan.where(row) if row is not None and hasattr(plan, "where") else plan.path.name
+            self.first_repeat = f"{where} ({tick.stream}, number {int(number)})"
+        return True
+
+    def _remember(self, tick: Tick, number: float | int) -> None:
+        """Keep a tick taken among the recent ones a restamped resend is looked for in."""
+        self._recent[(tick.stream, number, tick.kind)] = tick
+        if len(self._recent) >= 2 * RECENT:  # (trimmed to the newest RECENT at once: a plain dict's set is cheaper
+            # per tick than an OrderedDict's set and pop)
+            self._recent = dict(list(self._recent.items())[-RECENT:])
 
     def notes(self, column: str) -> list[str]:
         """What the watch found, said at the run's end; `column`: the sequence column(s) the files were read by."""
         notes = []
         if self.repeats:
+            later = f" or, {self.restamped} of them, earlier with the same values (restamped)" if self.restamped else ""
             notes.append(f"{self.repeats} tick(s) of {len(self.repeat_streams)} stream(s) repeat a sequence number "
-                         f"(column {column}) already read at the same time, a recovery feed's resend or one line "
-                         f"captured twice: left out, the first read kept (the first repeat: {self.first_repeat})")
+                         f"(column {column}) already read at the same time{later}, a recovery feed's resend or one "
+                         f"line captured twice: left out, the first read kept (the first repeat: {self.first_repeat})")
         if self.gaps:
             more = ", ..." if self.gaps > len(self.first_gaps) else ""
             notes.append(f"{self.gaps} gap(s) in the sequence numbers (column {column}) of {len(self.gap_streams)} "
@@ -75,3 +104,8 @@ class SequenceWatch:
                          f"messages the feed lost, or numbers that count across instruments (TAQ's, an OPRA "
                          f"channel's), whose every stream has gaps")
         return notes
+
+
+def _values(tick: Tick) -> tuple:
+    """What a tick says besides its stream, time and kind: a resend restamped says it again."""
+    return tick.price, tick.size, tick.side, tick.bid, tick.ask, tick.bid_size, tick.ask_size

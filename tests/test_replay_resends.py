@@ -92,3 +92,22 @@ def test_backtest_and_feed_replay_leave_out_the_same_resends(tmp_path: Path, cap
     assert [t.ts % 10**9 for t in ticks] == [i * 1000 for i in range(1, 11)]
     assert "flashtick feed replay: note: 3 tick(s) of 1 stream(s) repeat a sequence number" in done.stderr, \
         done.stderr
+
+
+def test_a_resend_restamped_later_is_left_out_and_a_new_session_s_numbers_are_not(tmp_path: Path, capsys) -> None:
+    """fix294 #2: a resend the feed restamped with the time it sent it again (numbers 6..8, 2 s later) was read as
+    new trades, and its low numbers then made a gap of the next one. A number repeated hours later with other values
+    is a new session's, kept."""
+    path = resent(tmp_path / "restamped.csv")
+    lines = path.read_text().splitlines()
+    later = [line.replace("14:30:00.", "14:30:02.") for line in lines[-3:]]
+    session = [f"2024-03-02T14:30:00.{i * 1000:09d}Z,ESM4,5100.0,2,sell,{i}" for i in range(1, 4)]
+    path.write_text("\n".join([*lines[:-3], *later, "2024-03-01T14:30:03.000011000Z,ESM4,5000.0,1,buy,11", *session])
+                    + "\n")
+    out = tmp_path / "bt" / "answers.parquet"
+    assert main(["backtest", str(path), "--sequence", "seq", "--out", str(out), "--quiet", "--threads", "1"]) == 0
+    said = capsys.readouterr().out
+    assert "replayed 14 ticks (0 rejected)" in said, said
+    assert ("note: 3 tick(s) of 1 stream(s) repeat a sequence number (column 'seq') already read at the same time "
+            "or, 3 of them, earlier with the same values (restamped)") in said, said
+    assert f"(the first repeat: {path} line 12 (ESM4, number 6))" in said and "gap" not in said, said
