@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date
 from pathlib import Path
 
@@ -265,3 +266,17 @@ def test_replay_columns_read_yes_and_no_as_text_the_rest_of_the_config_as_boolea
     loaded = ServiceConfig.load(config)
     assert loaded.replay.columns == {"keep": {"regular": ["yes", "on"]}, "stream": "off"}
     assert loaded.log.enabled is False
+
+
+def test_every_section_of_service_config_is_read_as_one() -> None:
+    """fix294 #3: the sections read from YAML were a second list beside ServiceConfig's fields; they are now read
+    off its fields, so each section field, and only those, is read as a section (an empty mapping builds its
+    defaults, an unknown key is named in the section's words)."""
+    sections = [f.name for f in dataclasses.fields(ServiceConfig) if f.name != "queries"]
+    assert len(sections) == 11
+    for name in sections:
+        assert getattr(ServiceConfig.from_dict({name: {}}), name) == getattr(ServiceConfig(), name)
+        with pytest.raises(ConfigError, match=f"unknown key 'nope' in section '{name}'"):
+            ServiceConfig.from_dict({name: {"nope": 1}})
+    with pytest.raises(ConfigError, match="queries must be the path of a queries file"):
+        ServiceConfig.from_dict({"queries": {}})

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import yaml
 
@@ -114,9 +114,7 @@ class ServiceConfig:
                                       clients_dir=beside(config.curve.clients_dir)))
 
 
-_SECTION_TYPES: dict[str, type] = {
-    "model": ModelSection, "codec": CodecSection, "kv": KVSection, "scheduler": SchedulerConfig,
-    "endpoints": EndpointsSection, "limits": LimitsSection, "curve": CurveSection, "log": LogSection,
-    "shards": ShardsSection,
-    "replay": ReplaySection, "answers": AnswersSection,
-}
+# section name -> its dataclass, read off ServiceConfig's fields (their hints are text under `annotations`), so a
+# section added there is read from YAML without a second list to forget
+_SECTION_TYPES: dict[str, type] = {name: hint for name, hint in get_type_hints(ServiceConfig).items()
+                                   if dataclasses.is_dataclass(hint)}
