@@ -1783,12 +1783,12 @@ def test_a_removed_tick_log_stays_a_problem_until_a_restart(checkpoint, tmp_path
     would refuse every tick until restarted said serving again. A latched log stays the problem."""
     live = TickPipeline(config(checkpoint, tmp_path / "data"))
     feed_in_steps(live, SyntheticMarket(SyntheticConfig(seed=5)).next_batch(14))
-    assert live.data.problem is None
+    assert live.data.items.problem is None
     shutil.rmtree(tmp_path / "data")
     live.data.check()  # the heartbeat's check
-    assert "until the service restarts" in live.data.problem
+    assert "until the service restarts" in live.data.items.problem
     live.data._refused = None  # (as if the last refusal were long ago)
-    assert "no tick is accepted until the service restarts" in live.data.problem
+    assert "no tick is accepted until the service restarts" in live.data.items.problem
 
 
 def test_a_moved_data_directory_is_a_problem_and_no_tick_goes_where_a_restart_does_not_read(checkpoint,
@@ -1801,7 +1801,7 @@ def test_a_moved_data_directory_is_a_problem_and_no_tick_goes_where_a_restart_do
     logged = live.data.log.next_record
     (tmp_path / "data").rename(tmp_path / "moved")
     live.data.check()  # the heartbeat's check
-    assert "was the data directory moved or renamed?" in live.data.problem
+    assert "was the data directory moved or renamed?" in live.data.items.problem
     refused = live.ingest_message(encode(ticks[14:]))
     assert [r["reason"] for r in refused] == ["log_unavailable"] and "moved or renamed" in refused[0]["error"], refused
     assert live.data.log.next_record == logged

@@ -30,14 +30,14 @@ def message(first: int, n: int, stream: str = "A") -> list[Tick]:
 
 
 def write(root: Path, messages: list[list[Tick]], **log: object) -> Path:
-    """``messages`` logged as the service logs what it reads in (DataDir.message, DataDir.append); the log's
+    """``messages`` logged as the service logs what it reads in (ItemLog.message, ItemLog.append); the log's
     directory."""
     data = DataDir(LogSection(dir=str(root), **log), AnswerCache(), {})
     try:
         for ticks in messages:
-            with data.message(len(ticks)):
+            with data.items.message(len(ticks)):
                 for tick in ticks:
-                    data.append(EncodedTick(tick.stream, tick.ts, [1], 1, None, tick))
+                    data.items.append(EncodedTick(tick.stream, tick.ts, [1], 1, None, tick))
     finally:
         data.close()
     return root / "ticks"

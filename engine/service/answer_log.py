@@ -129,7 +129,7 @@ class AnswerLog:
         self.errors = 0  # writes that failed: each record's first try and each retry (a stuck record: every RETRY_S)
         self._failing_since: float | None = None  # monotonic time of the first failed write while records wait
         # records not written yet, in order, behind the first that failed: written when the log takes them again;
-        # meanwhile the service refuses new ticks (DataDir.append), so this holds only what was in flight
+        # meanwhile the service refuses new ticks (DataDir.items.append), so this holds only what was in flight
         self._unlogged: deque[bytes] = deque()
         self._retry_at = 0.0
         self._said_at = -SAY_EVERY_S

@@ -340,7 +340,7 @@ class ControlOps:
         ``log_problem`` while ticks are refused because the data directory's logs cannot be written."""
         down = self.pipeline.shards_down()
         data = getattr(self.pipeline, "data", None)
-        problem = data.problem if data is not None else None
+        problem = data.items.problem if data is not None else None
         return {"status": "degraded" if down or problem else "serving", "uptime_s": time.time() - self.started_at,
                 "streams": self.pipeline.stream_count, "model": self.config.model.model_id,
                 "protocol": WIRE_PROTOCOL, "version": package_version(), "epoch": self.epoch,

@@ -25,46 +25,39 @@ This file holds DataDir, which owns the directory; its parts live beside it: dat
 and claims before the logs open), kept_queries.py and registration_marks.py (the queries kept and where each
 starts), segment_starts.py (each tick log segment's first record), log_replay.py (the tick log read back onto
 sessions), lost_ticks.py (what the answer log refers to that the tick log lost), recovery_report.py (what a start
-says of its replay), owed_answers.py (the answers a restart owes) and refusal_spell.py (ticks refused while a log
-cannot be written).
+says of its replay), owed_answers.py (the answers a restart owes) and item_log.py (each accepted item logged, framed
+by its message; ticks refused while a log cannot be written).
 """
 
 from __future__ import annotations
 
-import math
 import sys
 import time
-from collections.abc import Callable, Container, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Container
 from pathlib import Path
 from typing import Any
-
-import msgpack
 
 from connectors.encoder import EncodedTick, StreamEncoders
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
 from engine.service.data_dir_open import (check_meta, others_access, read_epoch, refuse_the_users_folder,
                                           retention_past_filesystem, take_lock, unusable_part)
+from engine.service.item_log import ItemLog
 from engine.service.kept_queries import (LIVE, RestoredQueries, read_origins, read_query_versions,
                                          write_queries_files)
 from engine.service.log_damage import damaged_copies
-from engine.service.log_replay import EXPIRED, ReplayTarget, TailPoints, dropped_by_retention, split_log
+from engine.service.log_replay import ReplayTarget, TailPoints, dropped_by_retention, split_log
 from engine.service.log_stats import LogStats
 from engine.service.lost_ticks import forget_lost_answers, say_lost_streams
-from engine.service.message_ends import END_RECORD, ENDS_LOGGED, MESSAGE_START, WHOLE
 from engine.service.private_dirs import make_private_dirs
 from engine.service.recovery_report import say_damaged_copies, say_recovered
-from engine.service.refusal_spell import RefusalSpell
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.segment_starts import SegmentStarts
-from engine.service.ticklog import FORGOTTEN, LogWriteError, TickLog
+from engine.service.ticklog import TickLog
 from queries.cache import AnswerCache
 from queries.registry import Registry
 
 __all__ = ["DataDir"]  # what other modules import from here
-
-REFUSAL_NOTE_S = 10.0  # at most one stderr line this often while the tick log refuses ticks
 
 
 class DataDir:
@@ -100,27 +93,18 @@ class DataDir:
                 raise
             # a file where a folder belongs (or the reverse), no permission: named, not a traceback
             raise ConfigError(unusable_part(self.root, e)) from None
+        self.items = ItemLog(self.log, self.answers, self.root)  # each accepted item, framed by its message
         self.recovered_ticks = 0
         # of recovered_ticks, those of sessions expired for idleness before the stop, and of how many streams: the
         # start's line counts the streams held, and their ticks, apart from them
         self.expired_ticks = self.expired_streams = 0
         self.recovered_answers = 0
-        self.ticks_logged = 0  # since the tick log began, what retention dropped included (segment starts say it)
         self._restored = RestoredQueries(RegistrationMarks(), set())  # what restore_queries brought back, if it ran
         self.origins: dict[str, str] = {}  # kept query -> where it came from (kept_queries.FROM_FILE or LIVE)
         self._restored_answers: tuple[Registry, AnswerHistory, Any] | None = None  # restore_answers' arguments
         self.replay_refused = 0  # logged items the replay could not place (none expected)
         self.recovery_s = 0.0
         self.rebuild_forwards = 0
-        self._message_start = False
-        # an item of the message being read in is logged and its end record is not: written as message() ends, or,
-        # when the disk refused it, before the next record (a restart would drop the message, answered live)
-        self._message_open = False
-        self._reading = False  # within message(): an item logged is of that message
-        self._whole = False  # ... and that message is one item: its start is its end
-        self._refusal_said_at = -math.inf  # when stderr last heard that the tick log refuses ticks
-        self._refused: tuple[float, str] | None = None  # the latest refusal of a tick: when (monotonic) and why
-        self._refusals = RefusalSpell()  # since when ticks are refused, how many: said once a tick is accepted again
 
     def _claim(self, config: LogSection) -> Any:
         """The directory made (0700) or taken as the user's own (said, not changed), and locked; returns the lock's
@@ -199,93 +183,7 @@ class DataDir:
 
     def _segment_start(self) -> bytes:
         """A new segment's first record (segment_starts.py), from the live encoders and sessions."""
-        return self._starts.record(self.encoders, self.booked, self.ticks_logged)
-
-    @contextmanager
-    def message(self, items: int) -> Iterator[None]:
-        """A wire message of ``items`` items (connectors.encoder.listed_ticks) is read in within it. Its first
-        logged item says it begins (``MESSAGE_START``), so a restart knows where the live run's tick groups ended
-        (one per message and stream) and answers owed ticks group by group; after its last, a record says it ended
-        (``MESSAGE_END``, however the reading ended: its items logged are the engine's), so a restart tells a whole
-        message from one a kill cut short, which it drops (message_ends.py). A message of one item needs none: its
-        start says it is whole (``WHOLE``). The end record is one write(2), fsynced as every record is (group: by
-        the background thread); a disk that refuses it is tried again before the next record."""
-        self._message_start = self._reading = True
-        self._whole = items == 1
-        try:
-            yield
-        finally:
-            self._message_start = self._reading = False
-            try:
-                self._end_owed()
-            except LogWriteError:  # said with the next refused tick, if the disk still refuses
-                pass
-
-    def _end_owed(self) -> None:
-        """The end record of a message whose items are logged, if it is not yet; raises LogWriteError."""
-        if self._message_open:
-            self.log.append(END_RECORD)
-            self._message_open = False
-
-    def log_expired(self, stream: str) -> None:
-        """``stream`` expired for idleness here (``EXPIRED``): a restart drops its session at this point of the log
-        too, rather than rebuild a stream the live run had forgotten and answer it again. A disk that refuses
-        the record costs only that (a restart then rebuilds the stream, as from a log written before this)."""
-        try:
-            self._end_owed()
-            self.log.append(msgpack.packb({EXPIRED: stream}, use_bin_type=True))
-        except LogWriteError as e:
-            print(f"flashtick: could not log the expiry of stream {stream!r}: {e}", file=sys.stderr, flush=True)
-
-    def log_forgotten(self, stream: str) -> None:
-        """``stream`` forgotten here at an operator's request (``FORGOTTEN``): a restart forgets it at this point of
-        the log too, its ordering guard included. Raises ticklog.LogWriteError when the disk refuses the record:
-        the stream is then not forgotten (a restart would bring its guard back)."""
-        self._end_owed()
-        self.log.append(msgpack.packb({FORGOTTEN: stream}, use_bin_type=True))
-
-    def append(self, item: EncodedTick) -> None:
-        """Log one accepted item; raises ticklog.LogWriteError (nothing logged) when the disk refuses, or while
-        the answer log holds answers it could not write (their ticks' answers would go unlogged too)."""
-        if self.answers.failing:
-            self._refusals.refused("answer log", item.ticks)
-            self._say_refused(f"the answer log cannot be written ({self.answers.unlogged} answers wait)")
-            raise LogWriteError(f"the answer log of {self.root} cannot be written (is the disk full?); ticks are "
-                                f"refused until it can")
-        record = item.to_record()
-        if self._message_start:
-            record[MESSAGE_START] = WHOLE if self._whole else ENDS_LOGGED
-        try:
-            if self._message_start or not self._reading:  # (not within the message being read in)
-                self._end_owed()
-            self.log.append(msgpack.packb(record, use_bin_type=True))
-        except LogWriteError as e:  # the sender is told on _rejects/; the operator here, at most every few seconds
-            self._refusals.refused("tick log", item.ticks)
-            self._say_refused(str(e))
-            raise
-        self.ticks_logged += item.ticks
-        self._message_open |= self._message_start and not self._whole
-        self._message_start = False
-        self._refusals.accepted()
-
-    @property
-    def problem(self) -> str | None:
-        """Why ticks are refused now (the logs cannot be written: `health` says degraded), or None."""
-        latched = self.log.latched or self.answers.log.latched
-        if latched is not None:
-            return f"{latched}: no tick is accepted until the service restarts"
-        if self.answers.failing:
-            return f"the answer log cannot be written ({self.answers.unlogged} answers wait); ticks refused"
-        if self._refused is not None and time.monotonic() - self._refused[0] < REFUSAL_NOTE_S:
-            return f"ticks refused (log_unavailable) in the last {REFUSAL_NOTE_S:g} s: {self._refused[1]}"
-        return None
-
-    def _say_refused(self, why: str) -> None:
-        now = time.monotonic()
-        self._refused = (now, why)
-        if now - self._refusal_said_at >= REFUSAL_NOTE_S:
-            self._refusal_said_at = now
-            print(f"flashtick: ticks refused (log_unavailable): {why}", file=sys.stderr, flush=True)
+        return self._starts.record(self.encoders, self.booked, self.items.ticks_logged)
 
     def save_queries(self, yaml_text: str, registry: Registry, marks: RegistrationMarks) -> None:
         """The registered queries, then their versions and registration marks, each replaced atomically
@@ -326,7 +224,7 @@ class DataDir:
         self.expired_ticks += expired_ticks
         self.expired_streams += expired_streams
         self.replay_refused += refused
-        self.ticks_logged = logged
+        self.items.ticks_logged = logged
         say_lost_streams(self.answers, encoders, turned_away, self.log.directory)
         forget_lost_answers(self.answers, self._restored_answers, encoders, turned_away)
         return tail
@@ -386,10 +284,7 @@ class DataDir:
         return {"damaged_files": len(copies), "damaged_bytes": sum(copies.values())}
 
     def close(self) -> None:
-        try:
-            self._end_owed()
-        except LogWriteError:  # (a restart drops that message, as one a kill cut short)
-            pass
+        self.items.close()
         self.log.close()
         self.answers.close()
         self._lock_file.close()

@@ -176,7 +176,7 @@ class Heartbeat:
                           "stats_time": now,
                           "kv_thrash": self._kv_thrash.thrashing, "process_resident_memory_bytes": resident_bytes(),
                           "process_start_time_seconds": PROCESS_START_TIME,
-                          **({"log_problem": data.problem} if data is not None else {})}
+                          **({"log_problem": data.items.problem} if data is not None else {})}
         if self._feed_watches:  # a quiet publisher told apart from one never connected (or dropped)
             self._snapshot["feeds"] = [watch.stats() for watch in self._feed_watches.values()]
 

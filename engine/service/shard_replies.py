@@ -116,7 +116,7 @@ class ShardReplies:
         front.registry.drop_stream(stream)
         front.cache.drop_stream(stream)
         front.data.answers.forget_stream(stream)
-        front.data.log_expired(stream)
+        front.data.items.log_expired(stream)
         front._expired.append(stream)
 
     def _refused_by_shard(self, link: ShardLink, stream: str, ticks: int, error: str) -> None:

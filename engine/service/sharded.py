@@ -185,7 +185,7 @@ class ShardedPipeline:
     def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
         if (shed := shed_message(self, data, tokenized=False)) is not None:
             return shed
-        with self.data.message(listed_ticks(data)):
+        with self.data.items.message(listed_ticks(data)):
             return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), time.time_ns()))
 
     def flush_held(self) -> list[dict[str, Any]]:
@@ -193,13 +193,13 @@ class ShardedPipeline:
         as one engine logs them (TickPipeline.flush_held); returns the rejections."""
         if not self.encoders.held:
             return []
-        with self.data.message(len(self.encoders.held)):
+        with self.data.items.message(len(self.encoders.held)):
             return self._counted(self.encoders.flush_held(self._submit))
 
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
         if (shed := shed_message(self, data, tokenized=True)) is not None:
             return shed
-        with self.data.message(listed_ticks(data)):
+        with self.data.items.message(listed_ticks(data)):
             return self._counted(self.encoders.ingest_tokenized(data, self._submit, time.time_ns()))
 
     def _counted(self, result: Ingested) -> list[dict[str, Any]]:

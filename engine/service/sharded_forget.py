@@ -28,7 +28,7 @@ def forget_stream(front: Any, stream: str) -> None:
     if any(asked == stream for _, asked in front._asked.values()):
         raise StreamBusy(f"stream {stream!r} has an ask waiting for its shard's reply: send the request again "
                          f"in a moment")
-    front.data.log_forgotten(stream)
+    front.data.items.log_forgotten(stream)
     if link is not None:
         link.streams.discard(stream)
         del front.shard_of[stream]

@@ -45,7 +45,7 @@ class StreamRemoval:
         expired = self.engine.scheduler.expire_idle()
         for stream in expired:
             if self.data is not None:
-                self.data.log_expired(stream)
+                self.data.items.log_expired(stream)
             self.encoders.drop(stream)
             self.receive_clock.drop(stream)
             self._drop_answer_state(stream)
@@ -62,7 +62,7 @@ class StreamRemoval:
             raise StreamBusy(f"stream {stream!r} has data or an ask waiting for a forward: send the request again "
                              f"in a moment (or once its feed is stopped)")
         if self.data is not None:
-            self.data.log_forgotten(stream)
+            self.data.items.log_forgotten(stream)
         self.engine.scheduler.drop(stream)
         self.encoders.forget(stream)
         self.receive_clock.drop(stream)

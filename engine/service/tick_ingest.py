@@ -28,7 +28,7 @@ from engine.service.when_behind import conflating, shed_message
 def log_or_refuse(data: DataDir, item: EncodedTick) -> None:
     """The tick log append that accepts a tick: a failed write refuses it, with nothing half-applied."""
     try:
-        data.append(item)
+        data.items.append(item)
     except LogWriteError as e:
         raise InvalidTick("log_unavailable", f"{e} (the tick was not accepted)", item.stream) from None
 
@@ -81,7 +81,7 @@ class TickIngest:
         dated from (receive_clock.py), until it is ingested."""
         self._read_ns = time.time_ns()
         try:
-            with self.data.message(listed_ticks(data)) if self.data is not None else nullcontext():
+            with self.data.items.message(listed_ticks(data)) if self.data is not None else nullcontext():
                 yield self._read_ns
         finally:
             self._read_ns = None
@@ -112,7 +112,7 @@ class TickIngest:
         rejections."""
         if not self.encoders.held:
             return []
-        with self.data.message(len(self.encoders.held)) if self.data is not None else nullcontext():
+        with self.data.items.message(len(self.encoders.held)) if self.data is not None else nullcontext():
             return self._counted(self.encoders.flush_held(self._submit))
 
     def _accepted(self, item: EncodedTick) -> None:
