@@ -23,6 +23,15 @@ def trained_reading(model_path: str | None) -> str:
     return shown(recorded, recorded) if recorded else ""
 
 
+def trained_prices(model_path: str | None) -> dict[str, str]:
+    """How a checkpoint's training read prices (--price-offset, --price-format, --zero-bid, --sequence), as
+    reading_record records them; {} for none. A service says it in `health`, and `feed replay` reads its files with
+    it unless given: the model learnt from prices read so, whichever way its ticks now come."""
+    from engine.service.reading_record import PRICE_OPTIONS, recorded_reading
+
+    return {key: value for key, value in (recorded_reading(model_path) or {}).items() if key in PRICE_OPTIONS}
+
+
 def read_as_trained(args: argparse.Namespace, model_dir: Path, said: Callable[[str], None]) -> None:
     """`evaluate` reads the files with the --price-offset, --price-format, --zero-bid, --sequence, --split and --gap
     the checkpoint was trained with, and, when they are its training files, with its --tz, --hours, --columns,

@@ -120,6 +120,31 @@ def _say_zero_bids_refused(replay: Any, resume: Any, who: str) -> None:
               flush=True)
 
 
+_SERVED = "the engine's model"  # what the checkpoint notes call "this model", said by a feed
+
+
+def _read_as_served(args: argparse.Namespace, resume: Any) -> bool:
+    """Files fed to a service whose model was trained on prices read with --price-offset (or --price-format,
+    --zero-bid, --sequence: its `health` says which) are read so unless the option is given, said as `backtest
+    --model` and `evaluate` say it: the model reads a stream's ticks as it learnt them, however they come. An
+    option given otherwise is warned of. True when an option was taken (the files are then read again)."""
+    from engine.service.checkpoint_notes import take_recorded
+    from engine.service.reading_record import PRICE_OPTIONS, reading_mismatch, reading_of
+
+    served = resume.health().get("reading")
+    if not isinstance(served, dict) or not served:
+        return False
+    taken: list[str] = []
+    take_recorded(args, {str(k): str(v) for k, v in served.items()}, PRICE_OPTIONS, taken.append)
+    for line in taken:
+        print(f"{args.command_name}: note: {line.replace('this model', _SERVED)}",
+              file=sys.stderr, flush=True)
+    if (mismatch := reading_mismatch(served, reading_of(column_map_of(args)), PRICE_OPTIONS)) is not None:
+        print(f"{args.command_name}: warning: {mismatch.replace('this model', _SERVED)}",
+              file=sys.stderr, flush=True)
+    return bool(taken)
+
+
 def _files_offset_of(replay: Any) -> Callable[[str], float]:
     """A stream's --price-offset (a map's price_offset) in the files of a replay: the first file's that shifts it."""
     from connectors.price_offsets import offset_of
@@ -295,6 +320,8 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
         print(f"{args.command_name}: interrupted while starting (reading the files, or waiting for the engine); "
               "nothing was sent", file=sys.stderr)
         return 130
+    if replay is not None and resume is not None and _read_as_served(args, resume):
+        source = replay = _replay_source(args)  # (the engine's model reads prices otherwise: the files re-read)
     if source is None:
         source = _synthetic_source(args, resume.last_ts if resume is not None else {})
     elif resume is not None and resume.last_ts:  # a file fed again (after a restart): from where the engine is

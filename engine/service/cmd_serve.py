@@ -201,8 +201,8 @@ def _say_setup(args: argparse.Namespace, server: Any) -> None:
     print(_kv_pool_line(server), file=sys.stderr, flush=True)  # a pool of GiBs is seen at the start, not in top
     if reading := trained_reading(model.path):
         print(f"flashtick: note: this model was trained on files read with {reading}: the service reads ticks as "
-              f"they are sent, so a feed must send ticks read alike (`flashtick feed replay` with the same "
-              f"options; docs/model.md)", file=sys.stderr, flush=True)
+              f"they are sent: `flashtick feed replay` reads its files so unless given the options (its `health` "
+              f"says them), any other feed must send ticks read alike (docs/model.md)", file=sys.stderr, flush=True)
     # live scores and the adaptation label with answers.session_gap_s, training with its --session-gap
     if labelled := session_gap_mismatch(recorded_reading(model.path), server.config.answers.session_gap_ns,
                                         "answers.session_gap_s"):

@@ -12,6 +12,7 @@ from typing import Any
 
 from connectors.ticks import slash_hint, utc_text, wire_value
 from engine.scheduler import UnknownStream
+from engine.service.checkpoint_notes import trained_prices
 from engine.service.config import ServiceConfig
 from engine.service.control_requests import (ControlBusy, ControlError, ControlShardLost, ControlUnknownStream,
                                              asked_stream, register_source, request_field)
@@ -345,4 +346,6 @@ class ControlOps:
                 "streams": self.pipeline.stream_count, "model": self.config.model.model_id,
                 "protocol": WIRE_PROTOCOL, "version": package_version(), "epoch": self.epoch,
                 "zero_bid": self.config.limits.zero_bid,  # (a feed reading 0 bids as prices says a mismatch up front)
+                # how the model's training read prices: `feed replay` reads its files alike unless told otherwise
+                **({"reading": reading} if (reading := trained_prices(self.config.model.path)) else {}),
                 **({"shards_down": down} if down else {}), **({"log_problem": problem} if problem else {})}

@@ -1,0 +1,82 @@
+"""A checkpoint trained on prices lifted by --price-offset (a power product that prints below zero) serves ticks
+read the way it learnt them whichever way they come: `backtest --model` reads its files with the offset, and
+`feed replay` into `serve --model` does too, learning it from the service's `health` (review283 #1: the feed sent
+the prices unshifted, refused the negative ones and the model read the rest 21 lower than in training)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from conftest import serving
+from engine.service.cli import main
+from test_cli import DIR_QUERY, config, wait_for
+from test_stream_selection import TINY
+
+STREAM = "DE-QH-2026-11-03-14:15"  # (a colon and dashes: the per-stream form NAME=X must still find it)
+TICKS = 1400
+OFFSET = 21
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> tuple[Path, Path]:
+    """A quarter-hour product around 40 that dips to -15 for a while, and a tiny model trained on it lifted by 21."""
+    root = tmp_path_factory.mktemp("offset")
+    rng = np.random.default_rng(3)
+    level = np.where((np.arange(TICKS) > 500) & (np.arange(TICKS) < 800), -15.0, 40.0)
+    prices = np.round(level + np.cumsum(rng.choice([-0.05, 0.0, 0.05], TICKS)), 2)
+    times = [f"2026-11-03 08:{i // 600:02d}:{i // 10 % 60:02d}.{i % 10}00" for i in range(TICKS)]
+    csv = root / "power.csv"
+    pl.DataFrame({"timestamp": times, "symbol": [STREAM] * TICKS, "price": prices,
+                  "size": np.round(rng.uniform(0.1, 25, TICKS), 1)}).write_csv(csv)
+    assert main(["train", str(csv), "--out", str(root / "m"), *TINY, "--steps", "1", "--batch", "1", "--max-points",
+                 "64", "--resamples", "10", "--quiet", "--json", "--price-offset", f"{STREAM}={OFFSET}"]) == 0
+    return root, csv
+
+
+def test_feed_replay_into_serve_model_reads_the_files_as_the_model_was_trained(trained, tmp_path, capsys) -> None:
+    root, csv = trained
+    queries = tmp_path / "q.yaml"
+    queries.write_text(DIR_QUERY)
+    assert main(["backtest", str(csv), "--model", str(root / "m"), "--queries", str(queries), "--out",
+                 str(tmp_path / "a.parquet"), "--quiet", "--threads", "1"]) == 0
+    assert f"replayed {TICKS} ticks (0 rejected)" in capsys.readouterr().out
+    backtest = pl.read_parquet(tmp_path / "a.parquet").filter(pl.col("stream") == STREAM)
+    last_file_price = float(pl.read_csv(csv)["price"][-1])
+
+    base = config(root / "m", tmp_path)
+    with serving(dataclasses.replace(base, log=dataclasses.replace(base.log, dir=None))) as server:
+        control = ["--control", server.endpoints["control"]]
+        assert main(["health", *control]) == 0
+        assert json.loads(capsys.readouterr().out)["reading"] == {"price_offset": f"{STREAM}={OFFSET}"}
+        assert main(["feed", "replay", str(csv), "--endpoint", server.endpoints["ingest"], "--answers",
+                     server.endpoints["answers"], *control]) == 0
+        err = capsys.readouterr().err
+        assert (f"flashtick feed replay: note: reading the files with --price-offset {STREAM}={OFFSET}, as the "
+                f"engine's model was trained") in err, err
+        assert "nonpositive_price" not in err and "0 rejected" in err, err
+        wait_for(lambda: main(["stats", *control]) == 0 and json.loads(capsys.readouterr().out)["ticks_in"] == TICKS,
+                 timeout_s=120)
+        assert main(["streams", STREAM, "--json", *control]) == 0
+        held = json.loads(capsys.readouterr().out)
+        assert held["streams"][STREAM]["last_price"] == pytest.approx(last_file_price + OFFSET)
+        assert main(["ask", STREAM, "dir", "--max-stale", "0", *control]) == 0
+        live = json.loads(capsys.readouterr().out)
+        # the same ticks at the same level: the model's answer over every tick is the backtest's last one (the
+        # blended `probs` adapt to each run's own answer history; the model's own do not)
+        last = backtest.row(-1, named=True)
+        assert live["version"] == last["ticks"] == TICKS
+        assert live["value"]["model_probs"] == pytest.approx(json.loads(last["model_probs"]), abs=1e-5)
+
+        # an offset given otherwise is warned of (and read as given: the user's choice)
+        code = main(["feed", "replay", str(csv), "--price-offset", f"{STREAM}=30", "--endpoint",
+                     server.endpoints["ingest"], "--answers", server.endpoints["answers"], *control])
+        err = capsys.readouterr().err
+        assert code in (0, 2) and (f"flashtick feed replay: warning: the engine's model was trained on files read "
+                                   f"with --price-offset {STREAM}={OFFSET}; these files are read with "
+                                   f"--price-offset {STREAM}=30") in err, err
