@@ -153,18 +153,41 @@ COMMA_FRACTION = r"(:\d\d),(\d)"  # 09:00:01,123: a decimal comma before the fra
 DOTTED_COMMA_FRACTION = r"(\d\d?\.\d\d\.\d\d),(\d+)(\s|$)"
 
 
+# An interval's time, as ENTSO-E's MTU column writes one (`01.01.2024 00:00 - 01.01.2024 00:15`, also with seconds
+# and `/` dates): read as its start, the time its price is for. The end is a date and a clock too, so neither an
+# ISO time's offset (`09:30:00-05:00`) nor a dash between a date and its clock is taken for one
+_STAMP = r"\d[\d./-]*\d[ T]\d\d?:\d\d(?::\d\d(?:[.,]\d+)?)?"
+INTERVAL = rf"^({_STAMP})\s*-\s*{_STAMP}$"
+
+
 def _dot_fraction(text: str) -> str:
     """A fraction of a second as chrono reads it: 09:00:01,123 and 09.00.01,123 (a decimal comma) and NinjaTrader's
-    `20240102 143000 2537700` (a fraction after a space) with a dot."""
+    `20240102 143000 2537700` (a fraction after a space) with a dot; an interval (INTERVAL) as its start."""
+    text = re.sub(INTERVAL, r"\1", text)
     text = re.sub(DOTTED_COMMA_FRACTION, r"\1.\2\3", re.sub(COMMA_FRACTION, r"\1.\2", text))
     return re.sub(SPACED_FRACTION, r"\1.\2", text)
+
+
+def start_format(fmt: str) -> str:
+    """A format given for a whole interval (`%d.%m.%Y %H:%M - %d.%m.%Y %H:%M`, its codes on both sides of the dash)
+    as the format of its start, which is what is read of an interval (INTERVAL): chrono, given both, kept the end."""
+    halves = [(fmt[:at].strip(), fmt[at + 1:].strip()) for at, char in enumerate(fmt) if char == "-"]
+    return next((start for start, end in halves if start == end and "%" in start), fmt)
+
+
+def interval_said(text: str | None) -> str:
+    """What a time column's note adds when its first value is an interval (INTERVAL): that each is read as its
+    start; '' for any other value."""
+    if text is None or not re.match(INTERVAL, text.strip()):
+        return ""
+    return f", each interval ({text.strip()[:40]!r}) at its start"
 
 
 def chrono_text(text: pl.Expr) -> pl.Expr:
     """A column of datetime text as chrono reads it (`_dot_fraction` of each value): every read of a time column,
     and every trial of a format on it, sees the same text."""
-    return text.str.replace(COMMA_FRACTION, "${1}.${2}").str.replace(DOTTED_COMMA_FRACTION, "${1}.${2}${3}") \
-        .str.replace(SPACED_FRACTION, "${1}.${2}")
+    return text.str.replace(INTERVAL, "${1}").str.replace(COMMA_FRACTION, "${1}.${2}") \
+        .str.replace(DOTTED_COMMA_FRACTION, "${1}.${2}${3}").str.replace(SPACED_FRACTION, "${1}.${2}")
 
 
 def is_iso_time(cell: str) -> bool:

@@ -21,6 +21,7 @@ from connectors.datetime_text import (
     built_formats,
     chrono_text,
     date_readings,
+    start_format,
     two_way_date,
     two_way_refusal,
 )
@@ -183,7 +184,7 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: 
     # `20240102 143000 2537700`
     text = chrono_text(time_column(cmap).str.strip_chars())
     # the text's decimal comma before a fraction reads as a point (above): so does the format's (`%S,%3f`)
-    fmt = re.sub(r"%S,%(\d?)f", r"%S.%\1f", cmap.ts_format) if cmap.ts_format else None
+    fmt = re.sub(r"%S,%(\d?)f", r"%S.%\1f", start_format(cmap.ts_format)) if cmap.ts_format else None
     if fmt is not None and EPOCH_CODE in fmt:  # an epoch count is an instant: no zone, no clock of one day
         return _epoch_text(text, fmt)
     # a name other zones write too (CST) is read as the zone tz names writes it (Asia/Shanghai: +08:00)

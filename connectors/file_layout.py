@@ -33,6 +33,7 @@ from connectors.cautions import Caution
 from connectors.date_columns import clock_left_out, date_read_as_epoch
 from connectors.epoch_parts import epoch_parts_map
 from connectors.date_readings import settled_reading
+from connectors.datetime_text import interval_said
 from connectors.event_time import CLOCK_ONLY
 from connectors.field_names import normal_name
 from connectors.file_names import date_of, one_side_export, stream_of, symbol_in_name
@@ -317,6 +318,8 @@ def _time_unit(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap, sch
         # the zone its wall-clock times are read in, as a detected map's note says it (epoch counts are instants)
         local = unit in ("datetime", EXCEL_DAYS, *DAY_CLOCK_UNITS) and "%s" not in (ts_format or "")
         zone = f", in {cmap.tz} (the tz given)" if cmap.tz and local else ""
+        if unit == "datetime" and len(cmap.ts_columns) == 1:
+            said += interval_said(first(cmap.ts))  # (ENTSO-E's MTU: `01.01.2024 00:00 - 01.01.2024 00:15`)
         unit_notes = clock_notes or [f"{path.name}: column {cmap.ts!r} read as {said}, as its first value shows{zone} "
                                      f"(--ts-unit or --ts-format to say otherwise)"]
     else:

@@ -47,6 +47,8 @@ class FilePlan:
     nonpositive_prices: bool = False  # every price of a row that trades is <= 0 (reject_hints.py's `price_offset_hint`)
     nonpositive_rows: tuple[int, int] = (0, 0)  # (rows that trade at a price <= 0, rows that trade) (ditto)
     near_zero_streams: frozenset[str] = frozenset()  # streams priced near zero, at 0 too ("": the file's one) (ditto)
+    # stream -> its lowest price at or below zero as the file holds it ("": the file's one): the offset advice's
+    lowest_prices: Mapping[str, float] = field(default_factory=dict)
     settling_streams: frozenset[str] = frozenset()  # streams priced within [0, settle_top] ending at 0: settled
     settle_top: int = 1  # ... 1 (a probability), or 100 in a prediction market's file (its cents: shifted_prices.py)
     long_rows: Mapping[int, int] = field(default_factory=dict)  # row -> its fields, for rows with too many

@@ -51,7 +51,7 @@ from connectors.repeated_hour import repeated_hour
 from connectors.row_exprs import ROW, csv_overrides, file_rows, filled_quotes, row_exprs
 from connectors.row_order import in_time_order, is_newest_first
 from connectors.session_dates import trade_date_evenings
-from connectors.shifted_prices import near_zero_streams, settle_top, settling_streams
+from connectors.shifted_prices import ZeroPrices, settle_top, settling_streams, zero_prices
 
 
 # polars' refusals of a CSV row with more fields than the file's columns (with and without a header)
@@ -248,13 +248,14 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     tickless = lines.skipped if lines is not None else {}
     notes += lines.notes if lines is not None else []
     top = settle_top(cmap, schema)  # a prediction market's cents (1-99) settle at 0 too
+    at_zero = zero_prices(frame, keys) if facts["nonpositive_rows"] or facts["zero_sides"] else \
+        ZeroPrices(frozenset(), {})
     plan = FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"] or out_of_sequence), factor,
                     tuple(notes), book=book, dialect=dialect, schema=schema, unit_given=unit_given,
                     empty_sides=empty_sides, bars=trade_bars(cmap, schema),
                     nonpositive_prices=bool(facts["nonpositive_prices"]),
                     nonpositive_rows=(int(facts["nonpositive_rows"] or 0), int(facts["trading_rows"] or 0)),
-                    near_zero_streams=near_zero_streams(frame, keys) if facts["nonpositive_rows"] or
-                    facts["zero_sides"] else frozenset(),
+                    near_zero_streams=at_zero.near_zero, lowest_prices=at_zero.lowest,
                     settling_streams=settling_streams(frame, keys, top) if facts["nonpositive_rows"] else frozenset(),
                     settle_top=top,
                     long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,

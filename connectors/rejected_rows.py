@@ -93,9 +93,12 @@ class RejectCounter(Counter):
         one too small (shifted_prices.offset_advice), updated as lower ones come."""
         reading = nonpositive_reading(err, plan)
         shifted = reading is not None and reading.offset != 0
-        lower = reading is not None and reading.read < self.lowest_nonpositive.get(reading.stream, math.inf)
+        # the file's lowest, not only the rows refused so far: rows refused for another reason first (an unread
+        # time) hold prices too, and advice from the others left them below zero for a second round
+        low = None if reading is None else min(reading.read, _file_lowest(plan, reading.stream))
+        lower = low is not None and low < self.lowest_nonpositive.get(reading.stream, math.inf)
         if lower:
-            self.lowest_nonpositive[reading.stream] = reading.read
+            self.lowest_nonpositive[reading.stream] = low
         first = not self._first_nonpositive
         if first and shifted:
             column = plan.column_of(reading.field)
@@ -185,3 +188,10 @@ def streams_said(counts: Counter, total: int) -> str:
     nameless = total - sum(counts.values())
     return said + (f", {sum(c for _, c in rest)} in {len(rest)} other stream{'s' * (len(rest) > 1)}" if rest else "") \
         + (f" and {counted(nameless, 'row')} with no stream" if nameless > 0 else "")
+
+
+def _file_lowest(plan: Any, stream: str) -> float:
+    """A stream's lowest price at or below zero in a file's plan (FilePlan.lowest_prices; "": a file of one stream,
+    named by the map), inf where the plan does not say."""
+    lowest = getattr(plan, "lowest_prices", None) or {}
+    return lowest.get(stream, lowest.get("", math.inf))

@@ -74,30 +74,40 @@ def settling_streams(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str], top
                      and row["first_zero"] > row["last_above"])
 
 
-def near_zero_streams(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> frozenset[str]:
+class ZeroPrices(NamedTuple):
+    """A file's streams with prices at zero or below (`zero_prices`): those priced near zero, and each one's lowest."""
+
+    near_zero: frozenset[str]  # streams priced a few steps above zero, at 0 too ("": the file's one stream)
+    lowest: dict[str, float]  # stream -> its lowest price, bid or ask as the file holds it (before any offset)
+
+
+def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroPrices:
     """The streams of a file's plan (`frame`, its wire `keys`) with a price at zero or below (a trade's, or a
-    quote's bid or ask) whose median price above zero is within NEAR_ZERO_STEPS of the smallest step between those
-    prices: "" for a file without a stream column. Trades and quotes by one rule, so that a spread quoted at 0.00
-    is pointed at --price-offset as one that prints there is. An option is not (`one_sided`: its 0 bids are no
-    price). Read for reject_hints.py's `near_zero_hint`, only when the file has such prices (one more scan)."""
+    quote's bid or ask): those whose median price above zero is within NEAR_ZERO_STEPS of the smallest step between
+    those prices ("" for a file without a stream column), and each one's lowest price, which the offset advice
+    lifts (every row's, those refused for another reason, an unread time, included: one round of advice). Trades
+    and quotes by one rule, so that a spread quoted at 0.00 is pointed at --price-offset as one that prints there
+    is. An option is not near zero (`one_sided`: its 0 bids are no price). Read for reject_hints.py's
+    `near_zero_hint` and rejected_rows.py's advice, only when the file has such prices (one more scan)."""
     stream = pl.col("stream") if "stream" in keys else pl.lit("").alias("stream")
     traded = frame.filter(pl.col("size") > 0) if "size" in keys else frame  # a trade of size 0 prints no price
     parts = [(traded if field == "price" else frame).select(
         stream, pl.col(field).cast(pl.Float64).alias("_price"), pl.lit(field == "bid").alias("_bid"))
         for field in ("price", "bid", "ask") if field in keys]
     if not parts:
-        return frozenset()
+        return ZeroPrices(frozenset(), {})
     price, bid = pl.col("_price"), pl.col("_bid")
-    levels = pl.concat(parts).filter(price.is_not_null()).group_by("stream").agg(
-        at_or_below_zero=(price <= 0).sum(), level=price.filter(price > 0).median(),
+    levels = pl.concat(parts).filter(price.is_not_null() & price.is_not_nan()).group_by("stream").agg(
+        at_or_below_zero=(price <= 0).sum(), level=price.filter(price > 0).median(), lowest=price.min(),
         # the smallest step between its prices above zero (unique: each above 0); 0's distance to them is no step
         step=price.filter(price > 0).round(9).unique().sort().diff().min(),
         # never bid above 0, and 0 only as a bid: a market nobody bids (an option's wing), not a spread at zero
         never_bid=(bid & (price > 0)).sum() == 0, zero_bids_only=((price < 0) | ~bid & (price == 0)).sum() == 0
     ).collect()
-    return frozenset(row["stream"] for row in levels.iter_rows(named=True)
-                     if row["at_or_below_zero"] and row["level"] is not None and row["step"] is not None
-                     and row["level"] <= NEAR_ZERO_STEPS * row["step"] and not one_sided(row))
+    rows = [row for row in levels.iter_rows(named=True) if row["at_or_below_zero"]]
+    return ZeroPrices(frozenset(row["stream"] for row in rows if row["level"] is not None and row["step"] is not None
+                                and row["level"] <= NEAR_ZERO_STEPS * row["step"] and not one_sided(row)),
+                      {str(row["stream"]): float(row["lowest"]) for row in rows})
 
 
 def one_sided(row: dict[str, Any]) -> bool:
