@@ -23,6 +23,8 @@ REASONS = (
     "nonpositive_price",
     "nonfinite_size",
     "negative_size",
+    "price_out_of_range",  # a price, bid or ask outside PRICE_RANGE (connectors/ticks.py): a unit error, a corrupt feed
+    "size_out_of_range",  # a size at or above MAX_SIZE (ditto)
     "unknown_side",
     "crossed_quote",
     "ts_backwards",

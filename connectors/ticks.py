@@ -22,9 +22,10 @@ Wire map (one msgpack map per tick; a message carries one map or a list of maps)
 When `kind` is absent it is inferred: a map with `price` is a trade, a map with
 `bid` or `ask` (and no `price`) is a quote. A field marked `-` for the tick's
 kind, or any other key, is rejected as `unknown_field`. `ts` must be a msgpack
-integer (a bool or a float is rejected), in [0, 2**63). Prices must be finite
-and > 0 (a quote's bid may be 0 beside an ask above it with ``zero_bid_is_price``: an option nobody bids, its
-mark ask / 2; otherwise that is TAQ's "no bid", a one-sided quote); sizes finite and >= 0; a locked quote
+integer (a bool or a float is rejected), in [0, 2**63). Prices must be finite, within [1e-12, 1e15]
+(PRICE_RANGE: `price_out_of_range`) and > 0 (a quote's bid may be 0 beside an ask above it with
+``zero_bid_is_price``: an option nobody bids, its mark ask / 2; otherwise that is TAQ's "no bid", a one-sided
+quote); sizes finite, >= 0 and below 1e18 (MAX_SIZE: `size_out_of_range`); a locked quote
 (bid == ask) is accepted, a crossed one (bid > ask) is not. Encoding omits optional fields that are None.
 
 A stream name is printable text of at most 128 UTF-8 bytes (configurable), with
@@ -177,12 +178,27 @@ def _number(obj: dict, key: str, *, required: bool, is_price: bool, zero_ok: boo
             raise InvalidTick("nonfinite_price", f"{key} must be finite, got {sent}")
         if value < 0 or value == 0 and not zero_ok:
             raise InvalidTick("nonpositive_price", f"{key} must be {'>=' if zero_ok else '>'} 0, got {sent}")
+        if value != 0 and not PRICE_RANGE[0] <= value <= PRICE_RANGE[1]:
+            raise InvalidTick("price_out_of_range", f"{key} must be within [{PRICE_RANGE[0]:g}, {PRICE_RANGE[1]:g}], "
+                                                    f"got {sent}{_MAGNITUDE_WHY}")
     else:
         if not math.isfinite(value):
             raise InvalidTick("nonfinite_size", f"{key} must be finite, got {sent}")
         if value < 0:
             raise InvalidTick("negative_size", f"{key} must be >= 0, got {sent}")
+        if value >= MAX_SIZE:
+            raise InvalidTick("size_out_of_range", f"{key} must be below {MAX_SIZE:g}, got {sent}{_MAGNITUDE_WHY}")
     return value
+
+
+# The magnitudes no real instrument's price or quantity reaches: the cheapest tokens trade near 1e-9, the dearest
+# prices (a coin in a currency of many digits) below 1e13; the largest quantities (a meme token's 1e15 units, an
+# EFP block) far below 1e18. Past them a value is a unit error, a sentinel (2**64 - 1, an unset uint64) or a corrupt
+# feed, which inside a session would read as a move of 1e300 %; refused here, on the wire and in files alike
+PRICE_RANGE = (1e-12, 1e15)
+MAX_SIZE = 1e18
+_MAGNITUDE_WHY = (", a magnitude no real instrument reaches (a unit error, an unset field's sentinel, a corrupt "
+                  "feed?; docs/wire-protocol.md#tick-wire-map-msgpack-never-pickle)")
 
 
 def _number_text_hint(value: Any) -> str:

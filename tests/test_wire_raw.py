@@ -26,7 +26,8 @@ from wire_server import MAX_MESSAGE_BYTES, clients, server, serving_feed, tick_s
 DOCUMENTED_REASONS = {
     "not_a_map", "missing_stream", "bad_stream", "missing_field", "ts_not_int", "ts_out_of_range", "unknown_kind",
     "ambiguous_kind", "unknown_field", "wrong_type", "duplicate_key", "nonfinite_price", "nonpositive_price",
-    "nonfinite_size", "negative_size", "unknown_side", "crossed_quote", "ts_backwards", "bad_msgpack", "oversize",
+    "nonfinite_size", "negative_size", "price_out_of_range", "size_out_of_range", "unknown_side", "crossed_quote",
+    "ts_backwards", "bad_msgpack", "oversize",
     "bad_framing", "bad_tokens", "stream_refused", "overloaded", "unencodable"}
 
 
@@ -147,6 +148,13 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
     ("ask -inf", msgpack.packb(quote("R.OK", T0, 1.0, -math.inf)), 0, "nonfinite_price", True),
     ("price 0", msgpack.packb(trade("R.OK", T0, 0)), 0, "nonpositive_price", True),
     ("bid negative", msgpack.packb(quote("R.OK", T0, -1.0, 1.0)), 0, "nonpositive_price", True),
+    # magnitudes no instrument reaches (review283 #4: each was accepted, logged and answered)
+    ("price 1e-300", msgpack.packb(trade("R.OK", T0, 1e-300)), 0, "price_out_of_range", True),
+    ("price 1e300", msgpack.packb(trade("R.OK", T0, 1e300)), 0, "price_out_of_range", True),
+    ("price 2**64-1", msgpack.packb(trade("R.OK", T0, 2**64 - 1)), 0, "price_out_of_range", True),
+    ("ask 1e300", msgpack.packb(quote("R.OK", T0, 1.0, 1e300)), 0, "price_out_of_range", True),
+    ("size 2**64-1", msgpack.packb(trade("R.OK", T0, size=2**64 - 1)), 0, "size_out_of_range", True),
+    ("bid_size 2**63-1", msgpack.packb(quote("R.OK", T0, bid_size=2**63 - 1)), 0, "size_out_of_range", True),
     ("size nan", msgpack.packb(trade("R.OK", T0, size=math.nan)), 0, "nonfinite_size", True),
     ("size negative", msgpack.packb(trade("R.OK", T0, size=-1.0)), 0, "negative_size", True),
     ("ask_size negative", msgpack.packb(quote("R.OK", T0, ask_size=-2)), 0, "negative_size", True),
@@ -189,6 +197,8 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
 ]
 # what some of them say, in msgpack's words (nil, bool, map, array, ext: a client's language has no NoneType)
 SAID = {"a scalar": "got int 5", "price ext": "got ext (type 5)", "price bool": "got bool true",
+        "price 2**64-1": "price must be within [1e-12, 1e+15], got 18446744073709551615",
+        "size 2**64-1": "size must be below 1e+18, got 18446744073709551615",
         "ts ext timestamp": "got ext (msgpack's timestamp", "tokenized not a list": "array, got map of 1",
         "tokenized no tokens": "field 'tokens' is required", "tokenized tokens a map": "got map of 0",
         "ts float": "got float 1.7e+18", "stream an int": "got int 7", "json": "pack the same value as msgpack",
@@ -350,17 +360,17 @@ def test_a_bad_tick_never_drops_the_good_ones_of_its_message(clients) -> None:
     wait_stats(ctl, lambda st: st["ticks_in"] - before == 2)
 
 
-def test_valid_sizes_and_prices_at_the_ends_of_the_float_range_are_answered(clients) -> None:
-    """Finite positive values a buggy unit conversion makes: a size of 1e-305 after 1e20 (their ratio underflows a
-    float), 5e-324 after 1e300, a price 1e300 times the last. Each is a valid tick: accepted and answered, and the
-    service goes on serving."""
+def test_valid_sizes_and_prices_at_the_ends_of_their_ranges_are_answered(clients) -> None:
+    """Values at the ends of what a tick may carry (connectors/ticks.py PRICE_RANGE, MAX_SIZE): a size of 1e-305
+    after 9.9e17 (their ratio underflows a float), 5e-324 after it, a price 1e27 times the last. Each is a valid
+    tick: accepted and answered, and the service goes on serving."""
     control, sub, push = clients
     s, ctl, feed = fresh_stream("EDGE"), control(), push()
     answers = sub(f"dir/{s}/")
     before = stats(ctl)["ticks_in"]
-    feed.send(msgpack.packb([trade(s, T0, size=1e20), trade(s, T0 + 1, size=1e-305), trade(s, T0 + 2, size=1e300),
-                             trade(s, T0 + 3, size=5e-324), trade(s, T0 + 4, price=1e-300),
-                             trade(s, T0 + 5, price=1e300), trade(s, T0 + 6, price=1.0)]))
+    feed.send(msgpack.packb([trade(s, T0, size=9.9e17), trade(s, T0 + 1, size=1e-305), trade(s, T0 + 2, size=9.9e17),
+                             trade(s, T0 + 3, size=5e-324), trade(s, T0 + 4, price=1e-12),
+                             trade(s, T0 + 5, price=1e15), trade(s, T0 + 6, price=1.0)]))
     (topic, payload), = answers.until(lambda g: len(g) >= 1)
     check_answer(topic, payload)
     assert payload["version"] == 7
