@@ -19,7 +19,10 @@ STRIKE_NAMES = ("strike", "strike_price")
 RIGHT_NAMES = ("right", "put_call", "call_put", "putcall", "callput", "option_type", "cp_flag", "cp")
 # A contract's month beside its symbol (`Symbol=CL, Contract Month=202406`): the stream is both
 CONTRACT_MONTH_NAMES = ("contract_month", "delivery_month", "expiry", "expiration", "expiration_date", "maturity",
-                        "maturity_date", "month_code")
+                        "maturity_date", "month_code",
+                        # a power product's delivery period (EPEX's continuous trades: Product, DeliveryStart):
+                        # each quarter-hour or hour delivered is an instrument of its own, as each month is
+                        "deliverystart", "delivery_start", "delivery_start_time")
 # A share class's suffix beside its root (WRDS TAQ's SYM_ROOT=BRK, SYM_SUFFIX=B): the stream is both, joined by a
 # `.` as the class is conventionally written (BRK.B, as Polygon's tickers have it); an empty suffix adds nothing
 SHARE_CLASS_NAMES = ("sym_suffix",)

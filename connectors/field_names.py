@@ -122,6 +122,15 @@ FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
                  "quantità_lettera", "quantita_lettera"),
 }.items()})
 
+# Power markets' exports, after the others (fix290): EPEX's continuous trades (`TradeId,Side,Product,DeliveryStart,
+# ...,ExecutionTime,Price,Volume`: the product, its delivery start joined to it by CONTRACT_MONTH_NAMES) and
+# ENTSO-E's prices (`MTU (CET/CEST)`, an interval read as its start, `Day-ahead Price [EUR/MWh]`)
+FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
+    "ts": ("executiontime", "execution_time", "exec_time", "tradetime", "mtu"),
+    "stream": ("product",),
+    "price": ("day_ahead_price",),
+}.items()})
+
 
 # Aggressor sides as vendors write them (matched in lower case); a side_map entry wins over these.
 SIDE_WORDS: dict[str, str | None] = {"buy": "buy", "b": "buy", "sell": "sell", "s": "sell",

@@ -39,6 +39,9 @@ EU_RULE_ZONES = frozenset({"EET", "CET", "WET", "MET"})
 # time or moved since, nor AEST, MEZ, whose zones keep summer time: a header naming one is refused, naming its zone)
 ONE_ZONE_NAMES = {name: zone for name, (offset, zone) in ZONE_NAMES.items()
                   if {at for _, at in clock_readings(zone)} == {offset}}
+# A zone's winter and summer names together (ENTSO-E's `MTU (CET/CEST)`): the clock of a zone that keeps the EU's
+# summer time at those offsets (Brussels, where ENTSO-E sits, for CET/CEST)
+SUMMER_PAIRS = {"CET/CEST": "Europe/Brussels", "EET/EEST": "Europe/Helsinki", "WET/WEST": "Europe/Lisbon"}
 # `UTC+9`, `GMT-05:00`, `UTC+0530`: a fixed UTC offset
 _OFFSET = re.compile(r"^(UTC|GMT)\s*(?P<sign>[+-])(?P<hours>\d\d?)(:?(?P<minutes>\d\d))?$", re.IGNORECASE)
 # what else in the parentheses stands for a zone not known here: a name in capitals (`IST`), a local clock
@@ -63,6 +66,8 @@ def header_zone(column: str) -> HeaderZone | None:
         zone = None
     elif written.upper() in CLOCK_NAMES:  # `Time (ET)`: New York's clock, summer time included
         zone = CLOCK_NAMES[written.upper()]
+    elif written.upper() in SUMMER_PAIRS:  # `MTU (CET/CEST)`: the EU's clock, winter and summer
+        zone = SUMMER_PAIRS[written.upper()]
     elif written.upper() in ONE_ZONE_NAMES:
         zone = ONE_ZONE_NAMES[written.upper()]
     elif offset is not None and not int(offset["minutes"] or 0) and int(offset["hours"]) <= 12:

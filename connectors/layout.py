@@ -133,7 +133,14 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     unit, ts_format = detected_unit(ts, schema.get(ts), first)
     zoned = zone_in_header(ts, unit, schema.get(ts), first)
     tz = zoned[1].zone if zoned is not None else None
-    return ColumnMap(ts=ts, ts_unit=unit, ts_format=ts_format, tz=tz, stream_col=stream_col, **found, **extra)
+    zone = None if stream_col is not None else next((m[1] for n in names if (m := BIDDING_ZONE.match(n.strip()))), None)
+    return ColumnMap(ts=ts, ts_unit=unit, ts_format=ts_format, tz=tz, stream_col=stream_col, stream=zone, **found,
+                     **extra)
+
+
+# ENTSO-E's exports name their bidding zone in a header (`BZN|DE-LU`, its cells empty): the stream, where no column
+# names one
+BIDDING_ZONE = re.compile(r"^BZN\|\s*([^\s/|][^/|]*?)\s*$")
 
 
 def _yes_contract_trades(by_normal: dict[str, str]) -> dict[str, str]:

@@ -1,0 +1,63 @@
+"""Power markets' exports are detected as the column maps that read them (review283 #5): EPEX's continuous trades
+(`ExecutionTime`, each delivery period its own stream: Product+DeliveryStart) and ENTSO-E's prices (`MTU
+(CET/CEST)`, an interval read as its start on Brussels' clock; `Day-ahead Price [EUR/MWh]`; the bidding zone its
+`BZN|DE-LU` header names as the stream)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from conftest import drain
+from connectors.replay import FileReplay
+
+EPEX_HEADER = "TradeId,Side,Product,DeliveryStart,DeliveryEnd,ExecutionTime,TradePhase,Price,Currency,Volume,VolumeUnit"
+
+
+def epex_trades(path: Path) -> Path:
+    """Two quarter-hours' continuous trades (one delivered at 13:00Z, one at 13:15Z), interleaved in time."""
+    rows = [EPEX_HEADER]
+    start = dt.datetime(2026, 11, 3, 8, 0, tzinfo=dt.timezone.utc)
+    for i in range(60):
+        delivery = "2026-11-03T13:00:00Z" if i % 2 else "2026-11-03T13:15:00Z"
+        end = delivery.replace(":00:00Z", ":15:00Z") if i % 2 else delivery.replace(":15:00Z", ":30:00Z")
+        when = (start + dt.timedelta(seconds=3 * i)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        rows.append(f"{i + 1},{'BUY' if i % 3 else 'SELL'},XBID_Quarter_Hour_Power,{delivery},{end},{when},CONT,"
+                    f"{(40 if i % 2 else 52) + i % 4 * 0.1:.2f},EUR,{1 + i % 5}.0,MW")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def entsoe_day_ahead(path: Path) -> Path:
+    lines = ['"MTU (CET/CEST)","Day-ahead Price [EUR/MWh]","Currency","BZN|DE-LU"']
+    start = dt.datetime(2026, 11, 1)
+    for i in range(48):
+        a, b = start + dt.timedelta(hours=i), start + dt.timedelta(hours=i + 1)
+        lines.append(f'"{a:%d.%m.%Y %H:%M} - {b:%d.%m.%Y %H:%M}","{60 + i % 7:.2f}","EUR",""')
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_epex_continuous_trades_are_detected_as_the_map_that_reads_them(tmp_path: Path) -> None:
+    replay = FileReplay(epex_trades(tmp_path / "epex_trades.csv"))
+    cmap = replay.plans[0].columns
+    # the review's working map:
+    # --columns ts=ExecutionTime,price=Price,size=Volume,side=Side,stream=Product+DeliveryStart
+    assert (cmap.ts, cmap.price, cmap.size, cmap.side, cmap.stream_col) == \
+        ("ExecutionTime", "Price", "Volume", "Side", "Product+DeliveryStart")
+    ticks = drain(replay)
+    assert dict(replay.rejected) == {} and len(ticks) == 60
+    assert {t.stream for t in ticks} == {"XBID_Quarter_Hour_Power 2026-11-03T13:00:00Z",
+                                         "XBID_Quarter_Hour_Power 2026-11-03T13:15:00Z"}
+    assert ticks[0].ts == int(dt.datetime(2026, 11, 3, 8, 0, tzinfo=dt.timezone.utc).timestamp()) * 10**9
+
+
+def test_entsoe_day_ahead_prices_are_detected_on_brussels_clock(tmp_path: Path) -> None:
+    replay = FileReplay(entsoe_day_ahead(tmp_path / "entsoe_da.csv"))
+    cmap = replay.plans[0].columns
+    assert (cmap.ts, cmap.price, cmap.stream, cmap.tz) == \
+        ("MTU (CET/CEST)", "Day-ahead Price [EUR/MWh]", "DE-LU", "Europe/Brussels")
+    ticks = drain(replay)
+    assert dict(replay.rejected) == {} and len(ticks) == 48 and {t.stream for t in ticks} == {"DE-LU"}
+    # 01.11.2026 00:00 - 01:00 CET is the hour from 2026-10-31 23:00 UTC
+    assert ticks[0].ts == int(dt.datetime(2026, 10, 31, 23, tzinfo=dt.timezone.utc).timestamp()) * 10**9
