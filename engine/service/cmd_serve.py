@@ -219,6 +219,8 @@ def _say_serving(server: Any, endpoints: dict[str, str]) -> None:
         print(f"flashtick: {warning}", file=sys.stderr, flush=True)
     if (few := low_limit_warning()) is not None:
         print(f"flashtick: {few}", file=sys.stderr, flush=True)
+    if (synthetic_only := _synthetic_only_line(server)) is not None:  # before the serving line: read with the start
+        print(f"flashtick: note: {synthetic_only}", file=sys.stderr, flush=True)
     feeds = "".join(f" feed={feed}" for feed in server.config.endpoints.feeds)  # SUBscribed to (connects)
     print("flashtick serving " + " ".join(f"{k}={v}" for k, v in endpoints.items()) + feeds, file=sys.stderr,
           flush=True)
@@ -232,6 +234,22 @@ def _say_serving(server: Any, endpoints: dict[str, str]) -> None:
         who = f"clients listed in {curve.clients_dir}" if curve.clients_dir else "any client with the server key"
         print(f"flashtick: CURVE on control, answers{' and ingest' if curve.ingest else ''}; {who}",
               file=sys.stderr, flush=True)
+
+
+def _synthetic_only_line(server: Any) -> str | None:
+    """The standing queries whose answers have no real-data calibration: those asking the hidden regime, which only
+    the synthetic market records (its answers on a real stream read "calm" at 0.99 through a crash), said at the
+    start so a live user reads them so; None when none does. Answers are left as they are."""
+    questions = server.pipeline.codec.questions
+    asking = [spec.name for spec in server.pipeline.registry.list()
+              if spec.question in questions and questions[spec.question].spec.kind == "regime"]
+    if not asking:
+        return None
+    named = ", ".join(asking[:3]) + (f" and {len(asking) - 3} more" if len(asking) > 3 else "")
+    return (f"quer{'ies' if len(asking) > 1 else 'y'} {named} ask{'s' * (len(asking) == 1)} regime, the synthetic "
+            f"market's hidden regime: it has ground truth, and was calibrated, on synthetic data only (SYN.*), so "
+            f"on a real stream its answers and probabilities are no evidence of a regime; volatility_50 asks what "
+            f"the ticks did (docs/queries.md#questions-without-real-data-calibration)")
 
 
 def _stopped_line(server: Any) -> str:
