@@ -178,16 +178,24 @@ def start_format(fmt: str) -> str:
 def interval_said(text: str | None) -> str:
     """What a time column's note adds when its first value is an interval (INTERVAL): that each is read as its
     start; '' for any other value."""
-    if text is None or not re.match(INTERVAL, text.strip()):
+    if not is_interval(text):
         return ""
     return f", each interval ({text.strip()[:40]!r}) at its start"
 
 
-def chrono_text(text: pl.Expr) -> pl.Expr:
+def chrono_text(text: pl.Expr, intervals: bool = True) -> pl.Expr:
     """A column of datetime text as chrono reads it (`_dot_fraction` of each value): every read of a time column,
-    and every trial of a format on it, sees the same text."""
-    return text.str.replace(INTERVAL, "${1}").str.replace(COMMA_FRACTION, "${1}.${2}") \
-        .str.replace(DOTTED_COMMA_FRACTION, "${1}.${2}${3}").str.replace(SPACED_FRACTION, "${1}.${2}")
+    and every trial of a format on it, sees the same text. ``intervals=False`` for a column whose first value is no
+    interval (`is_interval`): the interval's regex doubled the cost of this on 1M ISO times (0.27 -> 0.57 s)."""
+    if intervals:
+        text = text.str.replace(INTERVAL, "${1}")
+    return text.str.replace(COMMA_FRACTION, "${1}.${2}").str.replace(DOTTED_COMMA_FRACTION, "${1}.${2}${3}") \
+        .str.replace(SPACED_FRACTION, "${1}.${2}")
+
+
+def is_interval(text: str | None) -> bool:
+    """Whether datetime text is an interval (INTERVAL: `01.01.2024 00:00 - 01.01.2024 00:15`)."""
+    return text is not None and re.match(INTERVAL, text.strip()) is not None
 
 
 def is_iso_time(cell: str) -> bool:

@@ -21,6 +21,7 @@ from connectors.datetime_text import (
     built_formats,
     chrono_text,
     date_readings,
+    is_interval,
     start_format,
     two_way_date,
     two_way_refusal,
@@ -182,7 +183,7 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: 
     """Datetime text -> int ns: ISO 8601 (or `ts_format`) with a UTC offset at that offset, naive in `tz`."""
     # 09:00:01,123 (a decimal comma, as European exports write it) reads as 09:00:01.123, and so does NinjaTrader's
     # `20240102 143000 2537700`
-    text = chrono_text(time_column(cmap).str.strip_chars())
+    text = chrono_text(time_column(cmap).str.strip_chars(), is_interval(first))
     # the text's decimal comma before a fraction reads as a point (above): so does the format's (`%S,%3f`)
     fmt = re.sub(r"%S,%(\d?)f", r"%S.%\1f", start_format(cmap.ts_format)) if cmap.ts_format else None
     if fmt is not None and EPOCH_CODE in fmt:  # an epoch count is an instant: no zone, no clock of one day
