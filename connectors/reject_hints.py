@@ -18,6 +18,7 @@ from connectors.map_vocabulary import UNITS, VALUE_FIELDS
 from connectors.number_separators import DECIMAL_COMMA
 from connectors.price_notation import unread_price_hint, yield_columns
 from connectors.shifted_prices import NEAR_ZERO_STEPS, ZERO_SIDE, lifting_offset, offset_option
+from connectors.stream_names import error_cell_hint
 from connectors.ticks import InvalidTick
 from connectors.time_hints import epoch_format_hint
 from connectors.time_units import epoch_unit
@@ -194,6 +195,8 @@ def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = No
         why = _unit_changed(plan, err.message)
     if err.reason == "bad_stream":
         why = _stream_hint(plan)
+    if err.reason == "missing_stream" and column is not None and hasattr(plan, "cell_text"):
+        why = error_cell_hint(plan.cell_text(row, column))  # `#N/A N/A` in the ticker column
     if err.reason == "crossed_quote" and (columns := getattr(plan, "columns", None)) is not None \
             and yield_columns(columns):  # a yield's bid is above its ask: the quote is no crossed book
         why = (f"; {columns.bid!r} and {columns.ask!r} are named as yields, and a yield quote's bid is above "

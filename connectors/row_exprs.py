@@ -33,6 +33,7 @@ from connectors.number_separators import COMMA_GROUPED, CURRENCY_SIGN, DOT_GROUP
 from connectors.price_notation import FRACTIONAL_FORMS, fractional_price
 from connectors.row_order import SEQ
 from connectors.size_readings import capped_size
+from connectors.stream_names import ERROR_CELL
 
 
 ROW = "_row"  # the file row number, carried through a sort so a rejected row can be named
@@ -59,12 +60,13 @@ def csv_overrides(cmap: ColumnMap, first: str | None = None) -> dict[str, pl.Dat
 
 def _stream_column(cmap: ColumnMap) -> pl.Expr:
     """The stream column as text without spaces at its ends (a stray one is no part of a name; OCC's padding
-    inside is kept), or the values of several joined by a space (`stream_col: a+b+c`), each in one canonical form
+    inside is kept; an error value, ERROR_CELL, is none), or the values of several joined by a space (`stream_col: a+b+c`), each in one canonical form
     so that a contract is one stream however a cell writes it (`_contract_part`). An empty or null part is left
     out (TAQ's SYM_SUFFIX of a common stock: `AAPL`, not `AAPL ` nor no stream), and a share class's suffix
     (SHARE_CLASS_NAMES) and an LME prompt (PROMPT_NAMES) join with a `.` (`BRK.B`, `CAD.3M`)."""
     if len(cmap.stream_columns) == 1:
-        return pl.col(cmap.stream_col).cast(pl.String).str.strip_chars(" ")
+        name = pl.col(cmap.stream_col).cast(pl.String).str.strip_chars(" ")
+        return pl.when(~name.str.contains(ERROR_CELL)).then(name)  # `#N/A N/A`: no stream (missing_stream)
     parts = []
     for position, column in enumerate(cmap.stream_columns):
         part = _contract_part(column)

@@ -8,6 +8,7 @@ requests, file replay, the CLI), not only in a tick.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any
 
@@ -15,6 +16,18 @@ from connectors.tick_errors import InvalidTick
 from connectors.wire_values import check_text
 
 MAX_STREAM_BYTES = 128  # the service's default for limits.max_stream_bytes
+# A spreadsheet's or a terminal's error value in a cell (Bloomberg's `#N/A N/A`, `#N/A Invalid Security`: a ticker
+# that did not resolve; Excel's `#VALUE!`, `#REF!`): no instrument's name, so a file's stream cell holding one is
+# read as empty (missing_stream, its text named), never as a stream of its own (review291 #2)
+ERROR_CELL = r"^#(N/A(\s.*)?|VALUE!|REF!|DIV/0!|NUM!|NAME\?|NULL!|SPILL!|CALC!|GETTING_DATA)$"
+
+
+def error_cell_hint(text: str | None) -> str:
+    """What a stream cell read as empty holds when it is an error value (ERROR_CELL); '' otherwise."""
+    if text is None or not re.match(ERROR_CELL, text.strip()):
+        return ""
+    return (f": {text.strip()!r} is a spreadsheet or terminal error value (a ticker that did not resolve), no "
+            f"instrument's name: fix the cell at the source")
 
 
 def slash_hint(name: str) -> str:
