@@ -166,13 +166,19 @@ def _row_day(column: pl.Expr) -> pl.Expr:
 
 
 def apply_utc_offset(path: Path, cmap: ColumnMap, ts_ns: pl.Expr, first: str | None) -> pl.Expr:
-    """Wall-clock times at each row's UTC offset (`utc_offset`, hours) -> UTC: time - offset."""
+    """Wall-clock times at each row's UTC offset (`utc_offset`: hours, `+5.5`, or `+05:30`) -> UTC: time - offset."""
     if cmap.utc_offset is None:
         return ts_ns
     if first is not None and UTC_OFFSET.search(first):
         raise ValueError(f"{path}: its times ({first[:40]!r}) carry their own UTC offset; utc_offset "
                          f"({cmap.utc_offset!r}) is for wall-clock times without one: drop it")
-    hours = pl.col(cmap.utc_offset).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    text = pl.col(cmap.utc_offset).cast(pl.String).str.strip_chars()
+    # `+05:30` / `-0400` (an offset as ISO writes it, India's half hour): hours and minutes, not a number of hours
+    clock = text.str.extract_groups(r"^([+-]?)(\d{1,2}):?(\d\d)$")
+    sign = pl.when(clock.struct.field("1") == "-").then(-1.0).otherwise(1.0)
+    hours = pl.when(text.str.contains(r"^[+-]?\d{1,2}:\d\d$|^[+-]\d{4}$")).then(
+        sign * (clock.struct.field("2").cast(pl.Float64) + clock.struct.field("3").cast(pl.Float64) / 60)
+    ).otherwise(text.cast(pl.Float64, strict=False))
     return ts_ns - (hours * 3_600_000_000_000).round().cast(pl.Int64)  # a row without an offset has no time
 
 

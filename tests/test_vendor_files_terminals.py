@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from connectors.replay import FileReplay
-from conftest import drain
+from conftest import drain, ns
 
 
 def test_a_bloomberg_error_cell_in_the_ticker_column_is_a_reject_not_a_stream(tmp_path: Path) -> None:
@@ -22,3 +22,17 @@ def test_a_bloomberg_error_cell_in_the_ticker_column_is_a_reject_not_a_stream(tm
     assert dict(replay.rejected) == {"missing_stream": 3}
     first = replay.rejected.examples["missing_stream"]
     assert "line 3" in first and "'#N/A N/A' is a spreadsheet or terminal error value" in first
+
+
+def test_an_lseg_gmt_offset_written_as_hours_and_minutes_is_read_as_that_offset(tmp_path: Path) -> None:
+    header = "#RIC,Domain,Date-Time,GMT Offset,Type,Price,Volume,Bid Price,Bid Size,Ask Price,Ask Size\n"
+    rows = [("09:15:00.1", "+05:30", "+5.5", "Quote,,,3100.05,10,3100.50,12"),
+            ("09:15:00.2", "+05:30", "+5.5", "Trade,3100.50,5,,,,"),
+            ("09:30:00.6", "-04:00", "-4", "Trade,161.19,7,,,,"),
+            ("09:30:00.7", "-0400", "-4", "Trade,161.20,7,,,,")]
+    written, hours = tmp_path / "clock.csv", tmp_path / "hours.csv"
+    written.write_text(header + "".join(f"RELI.NS,Market Price,2024-07-01T{t},{o},{r}\n" for t, o, _, r in rows))
+    hours.write_text(header + "".join(f"RELI.NS,Market Price,2024-07-01T{t},{h},{r}\n" for t, _, h, r in rows))
+    ticks = [t.to_wire() for t in drain(FileReplay(written))]
+    assert ticks == [t.to_wire() for t in drain(FileReplay(hours))]
+    assert [t["ts"] for t in ticks[:1]] == [ns("2024-07-01T03:45:00.100+00:00")]
