@@ -83,8 +83,13 @@ def unnamed_fields(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
     without a word."""
     try:
         detected = detect_columns(path, schema, first)
-    except ValueError:  # nothing detectable: nothing to say
-        return []
+    except ValueError:  # a time or price column detection does not know (Capital IQ's `Pricing Date`,
+        # `Share Price`): the map's, so its `Volume` is still named (review291 #6)
+        try:
+            named = {key: getattr(cmap, key) for key in ("ts", *VALUE_FIELDS) if getattr(cmap, key) is not None}
+            detected = detect_columns(path, schema, first, hints=named)
+        except ValueError:  # nothing detectable: nothing to say
+            return []
     used = set(cmap.source_columns())
     missed = {key: getattr(detected, key) for key in VALUE_FIELDS
               if getattr(cmap, key) is None and getattr(detected, key) not in (None, *used)}

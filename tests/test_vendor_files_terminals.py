@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from conftest import drain, ns
 
@@ -36,3 +37,13 @@ def test_an_lseg_gmt_offset_written_as_hours_and_minutes_is_read_as_that_offset(
     ticks = [t.to_wire() for t in drain(FileReplay(written))]
     assert ticks == [t.to_wire() for t in drain(FileReplay(hours))]
     assert [t["ts"] for t in ticks[:1]] == [ns("2024-07-01T03:45:00.100+00:00")]
+
+
+def test_a_full_map_with_a_time_and_price_detection_does_not_know_names_the_size_it_leaves_unread(
+        tmp_path: Path) -> None:
+    path = tmp_path / "capiq.csv"  # Capital IQ's `Pricing Date`, `Share Price`: no names detection reads
+    path.write_text("Pricing Date,Share Price,Volume\n" + "".join(
+        f"2024-07-0{day}T16:30:00Z,{72.5 + day / 10:.2f},{day * 100000}\n" for day in range(1, 6)))
+    replay = FileReplay(path, columns=map_from_options(columns="ts=Pricing Date,price=Share Price"))
+    assert {t.size for t in drain(replay)} == {1.0}  # read as given, but not without a word
+    assert any("'Volume' looks like size, not read" in note for note in replay.notes)
