@@ -106,6 +106,10 @@ class ColumnMap:
     each stream's in its order, within a file and across files (connectors/replay.py), not in
     the order they were written; a row without one is rejected as missing_field. Never detected: two files' numbers
     need not be one sequence (TAQ's trades and quotes come from two SIPs, each numbering its own).
+    `quote_sides`: a column saying which field each row's price (and size) is, one per row (Bloomberg's tick dump
+    `time,type,value,size`: TRADE rows trades, BID/BEST_BID rows the bid, ASK/BEST_ASK rows the ask): the bid and
+    ask are read from the price column, their sizes from the size column, each quote taking its other side from
+    the stream's previous quote (fill_quotes); a row of another type is missing_field (review291).
     `trade_date`: the date column of `ts=DATE+TIME` holds exchange trade (session) dates, as a column named
     `Trade Date` is read: a futures evening's rows, stamped with the next day's date, are read on the day before
     (connectors/session_dates.py).
@@ -142,14 +146,31 @@ class ColumnMap:
     zero_bid: str | None = None
     sequence: str | None = None
     trade_date: str | None = None
+    quote_sides: str | None = None
 
     def __post_init__(self) -> None:
+        self._quote_sides()
         self._check_columns()
         self._check_flags()
         self._check_time()
         self._check_keep()
         self._check_readings()
         self._check_names()
+
+    def _quote_sides(self) -> None:
+        """`quote_sides`: the price and size columns feed bid and ask too (which, each row's mark says), and a
+        quote's other side is the stream's previous one."""
+        if self.quote_sides is None:
+            return
+        if not isinstance(self.quote_sides, str) or not self.quote_sides or self.price is None or \
+                self.bid not in (None, self.price) or self.kind is not None:
+            raise ValueError(f"quote_sides names the column of each row's type (TRADE, BID, ASK) beside one price "
+                             f"column (price=value) and no bid, ask or kind; got quote_sides={self.quote_sides!r}")
+        for key, column in (("bid", self.price), ("ask", self.price), ("bid_size", self.size),
+                            ("ask_size", self.size)):
+            object.__setattr__(self, key, column)
+        if self.fill_quotes is None:
+            object.__setattr__(self, "fill_quotes", True)
 
     def _check_columns(self) -> None:
         """The time column and its unit, the stream, and which tick fields are mapped for the kind."""
@@ -363,7 +384,7 @@ class ColumnMap:
     def source_columns(self) -> list[str]:
         """The file columns this map reads, without repeats."""
         names = [*self.ts_columns, *self.stream_columns, *(getattr(self, f) for f in VALUE_FIELDS), *(self.keep or ()),
-                 self.utc_offset, self.sequence, self.trade_date]
+                 self.utc_offset, self.sequence, self.trade_date, self.quote_sides]
         return list(dict.fromkeys(n for n in names if n is not None))
 
 

@@ -33,6 +33,10 @@ PROMPT_NAMES = ("prompt",)
 EVENT_NAMES = ("type", "event", "event_type", "msg_type", "message_type", "record_type", "tick_type", "update_type")
 TRADE_MARKS = frozenset({"t", "x", "trade", "trades", "e", "exec", "execution", "fill", "last"})
 QUOTE_MARKS = frozenset({"q", "b", "a", "bid", "ask", "offer", "quote", "quotes", "bbo", "nbbo"})
+# Rows that are one side of a quote, their price in the one price column (Bloomberg's tick dump `time,type,value,
+# size`: BID, ASK, BEST_BID, BEST_ASK): read by the map's quote_sides, each field from the row its mark names
+BID_ROWS = frozenset({"bid", "best_bid"})
+ASK_ROWS = frozenset({"ask", "best_ask", "offer", "best_offer"})
 # Sides, via BUYER_MAKER (true = the taker sold): a buyer-maker flag, or a flag that the taker sold (Kaiko's `sell`)
 BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_maker", "sell", "taker_side_sell",
                      "is_sell")

@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from connectors.column_map import ColumnMap
-from connectors.column_names import EVENT_NAMES, MAKER_NAMES, PREDICTION_MARKET_NAMES, QUOTE_MARKS, TRADE_MARKS
+from connectors.column_names import (
+    ASK_ROWS,
+    BID_ROWS,
+    EVENT_NAMES,
+    MAKER_NAMES,
+    PREDICTION_MARKET_NAMES,
+    QUOTE_MARKS,
+    TRADE_MARKS,
+)
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, distinct_text
@@ -44,6 +52,12 @@ def kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
         note = [f"{path.name}: column {column!r} read as the taker's side; its {', '.join(crosses)} trades have no "
                 f"aggressor: read with no side"] if crosses else []
         return replace(cmap, side=column, side_map=dict.fromkeys(crosses) or None), note
+    if (sides := quote_side_rows(values)) and cmap.side is None and cmap.bid is None and cmap.keep is None:
+        # Bloomberg's tick dump (`type` TRADE, BID, ASK beside one `value`): each row one field, read so (review291)
+        return replace(cmap, quote_sides=column), [
+            f"{path.name}: column {column!r} marks each row's one field ({', '.join(values)}): its {sides} rows "
+            f"are quote sides, read as quotes each taking its other side from the stream's previous quote (as "
+            f"--columns ...,quote_sides={column} reads them, Bloomberg's tick layout); TRADE rows are trades"]
     if cmap.side is None and cmap.bid is None and marks == set(ASK_BID):
         # Bithumb's transaction history (`type`: bid 매수, ask 매도): the taker's order side, as Upbit's `ask_bid`;
         # a type of bid and ask alone marks no kind of row (a quote's bid and ask are columns, never rows)
@@ -71,6 +85,31 @@ def kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
     return cmap, [f"{path.name}: column {column!r} holds {', '.join(values[:10])}: if it marks kinds of rows (trades "
                   f"and quotes), read only the trades with a keep filter (--columns FILE.yaml with keep: "
                   f"{{{column}: [...]}}, docs/replay.md); every row is read as a trade now"]
+
+
+def quote_side_rows(values: Sequence[str]) -> str:
+    """The quote-side marks among a row-type column's values written as Bloomberg writes them (upper case, every
+    value a trade or a quote side: TRADE, BID, ASK, BEST_BID, BEST_ASK), joined for a message; '' for any other
+    column (Bithumb's lower-case bid and ask are its takers' sides)."""
+    marks = {v.strip().lower() for v in values}
+    if not all(v.strip().isupper() for v in values) or not marks <= TRADE_MARKS | BID_ROWS | ASK_ROWS:
+        return ""
+    return ", ".join(v for v in values if v.strip().lower() in BID_ROWS | ASK_ROWS)
+
+
+def quote_sides_unread(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                       dialect: Dialect | None) -> None:
+    """A map given in full over a Bloomberg tick dump, leaving its `type` unread: its BID and ASK rows would replay
+    as trades at the bid and the ask, so it is refused naming the key that reads them (review291 #3)."""
+    column = next((c for c in schema if normal_name(c) in EVENT_NAMES), None)
+    if column is None or cmap.bid is not None or cmap.keep is not None or column in cmap.source_columns():
+        return
+    values = distinct_text(path, names, dialect, column, 51)
+    if 2 <= len(values) <= 50 and (sides := quote_side_rows(values)):
+        raise ValueError(f"{path}: column {column!r} marks each row's one field ({', '.join(values)}): its {sides} "
+                         f"rows are one side of a quote each, which the map given would read as trades at the bid "
+                         f"and the ask: add quote_sides={column} to read them as quotes (--columns ...,quote_sides="
+                         f"{column}), or keep: {{{column}: [TRADE]}} to read the trades alone (docs/replay.md)")
 
 
 def fix_sides(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,

@@ -18,7 +18,7 @@ from connectors import json_lines
 from connectors.archives import not_utf8
 from connectors.column_map import ColumnMap, preset_variant
 from connectors.contract_column import contract_beside_root, levels_split_by
-from connectors.content_notes import fix_sides, kind_column, maker_sides
+from connectors.content_notes import fix_sides, kind_column, maker_sides, quote_sides_unread
 from connectors.correction_notes import amendment_note, condition_note, sale_condition_note, taq_corrections
 from connectors.csv_dialect import (
     MAX_BANNER_LINES,
@@ -368,9 +368,10 @@ def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
         notes += [] if "ts" in getattr(spec, "keys", {}) else other_clock_note(path, list(schema), cmap)
         notes += [shaped_note] if shaped_note else []
     elif spec.preset is None:
+        quote_sides_unread(path, cmap, schema, names, dialect)  # Bloomberg's BID/ASK rows are no trades
         notes += unnamed_fields(path, cmap, schema, first)
     # (serial dates and counts after midnight: naive_time_notes says how they were read, for a full map too)
-    if cmap.fill_quotes and not isinstance(spec, ColumnMap):
+    if cmap.fill_quotes and cmap.quote_sides is None and not isinstance(spec, ColumnMap):  # (its own note)
         notes.append(f"{path.name}: its quote rows leave bid or ask empty where it did not change (as MetaTrader's "
                      f"exports do): each takes it from the stream's previous quote (--columns ...,fill_quotes=false "
                      f"rejects such rows instead)")

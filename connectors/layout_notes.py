@@ -133,6 +133,7 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, by_keys: bool = 
                      f"row has one ({'+'.join(cmap.stream_columns)}: BRK.B, BF.A; AAPL without), so two classes of "
                      f"one issuer are two streams")
     if cmap.kind is None and cmap.price is not None and cmap.bid is not None and "kind" not in columns \
+            and cmap.quote_sides is None \
             and databento_book(cmap, names) is None:  # a `kind` column (the wire layout): one kind per row
         notes.append(f"{path.name}: it has trade ({cmap.price}) and quote ({cmap.bid}, {cmap.ask}) columns: a row "
                      f"with both replays as two ticks at its time, its quote then its trade; a map of one kind's "

@@ -216,6 +216,9 @@ def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = No
         side = column in (plan.column_of("bid"), plan.column_of("ask"))
         if "one-sided quote" in err.message or "neither side" in err.message:
             why = ""  # the message says what the empty or 0 side means
+        elif side and columns is not None and columns.quote_sides is not None:  # Bloomberg's BID before any ASK
+            why = (f": one side of a quote, and no row of the other side (column {columns.quote_sides!r}) came "
+                   f"before it in its stream to take that from")
         if side and getattr(plan, "empty_sides", False):
             why += ("; Tardis.dev leaves a side empty when the book has no orders there (an option far out "
                     "of the money): such a quote has no bid and ask to replay")

@@ -11,7 +11,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import polars as pl
 
 from connectors.column_map import ColumnMap
-from connectors.column_names import PROMPT_NAMES, RIGHT_NAMES, SHARE_CLASS_NAMES
+from connectors.column_names import ASK_ROWS, BID_ROWS, PROMPT_NAMES, RIGHT_NAMES, SHARE_CLASS_NAMES, TRADE_MARKS
 from connectors.csv_dialect import Dialect
 from connectors.event_time import WHOLE_TEXT_UNITS
 from connectors.field_names import normal_name
@@ -60,10 +60,11 @@ def csv_overrides(cmap: ColumnMap, first: str | None = None) -> dict[str, pl.Dat
 
 def _stream_column(cmap: ColumnMap) -> pl.Expr:
     """The stream column as text without spaces at its ends (a stray one is no part of a name; OCC's padding
-    inside is kept; an error value, ERROR_CELL, is none), or the values of several joined by a space (`stream_col: a+b+c`), each in one canonical form
-    so that a contract is one stream however a cell writes it (`_contract_part`). An empty or null part is left
-    out (TAQ's SYM_SUFFIX of a common stock: `AAPL`, not `AAPL ` nor no stream), and a share class's suffix
-    (SHARE_CLASS_NAMES) and an LME prompt (PROMPT_NAMES) join with a `.` (`BRK.B`, `CAD.3M`)."""
+    inside is kept; an error value, ERROR_CELL, is none), or the values of several joined by a space
+    (`stream_col: a+b+c`), each in one canonical form so that a contract is one stream however a cell writes it
+    (`_contract_part`). An empty or null part is left out (TAQ's SYM_SUFFIX of a common stock: `AAPL`, not
+    `AAPL ` nor no stream), and a share class's suffix (SHARE_CLASS_NAMES) and an LME prompt (PROMPT_NAMES)
+    join with a `.` (`BRK.B`, `CAD.3M`)."""
     if len(cmap.stream_columns) == 1:
         name = pl.col(cmap.stream_col).cast(pl.String).str.strip_chars(" ")
         return pl.when(~name.str.contains(ERROR_CELL)).then(name)  # `#N/A N/A`: no stream (missing_stream)
@@ -184,6 +185,10 @@ def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect 
                 col = pl.col(name).cast(pl.String).cast(pl.Float64, strict=False)
             else:
                 col = pl.col(name)
+            if cmap.quote_sides is not None:  # Bloomberg's `type`: the one field this row's value is
+                marks = {"bid": BID_ROWS, "bid_size": BID_ROWS, "ask": ASK_ROWS, "ask_size": ASK_ROWS}
+                mark = pl.col(cmap.quote_sides).cast(pl.String).str.strip_chars().str.to_lowercase()
+                col = pl.when(mark.is_in(list(marks.get(key, TRADE_MARKS)))).then(col)
             exprs.append(col.alias(key))
             keys.append(key)
     if cmap.price is not None and cmap.size is None:  # a price series: each price a trade of size 1

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from conftest import drain, ns
@@ -47,3 +49,36 @@ def test_a_full_map_with_a_time_and_price_detection_does_not_know_names_the_size
     replay = FileReplay(path, columns=map_from_options(columns="ts=Pricing Date,price=Share Price"))
     assert {t.size for t in drain(replay)} == {1.0}  # read as given, but not without a word
     assert any("'Volume' looks like size, not read" in note for note in replay.notes)
+
+
+BLOOMBERG_TICKS = [("08:00:00.000", "ASK", 72.54, 300), ("08:00:00.000", "BID", 72.50, 200),
+                   ("08:00:01.000", "TRADE", 72.52, 100), ("08:00:01.500", "BID", 72.51, 400),
+                   ("08:00:02.000", "BEST_ASK", 72.53, 500), ("08:00:03.000", "TRADE", 72.53, 700)]
+
+
+def test_a_bloomberg_tick_dump_replays_its_bid_and_ask_rows_as_quotes(tmp_path: Path) -> None:
+    dump, plain = tmp_path / "VOD LN.csv", tmp_path / "plain" / "VOD LN.csv"
+    dump.write_text("time,type,value,size\n" + "".join(
+        f"2024-07-01 {t},{kind},{value},{size}\n" for t, kind, value, size in BLOOMBERG_TICKS))
+    plain.parent.mkdir()
+    cells = {"TRADE": "{v},{s},,,,", "BID": ",,{v},,{s},", "ASK": ",,,{v},,{s}", "BEST_ASK": ",,,{v},,{s}"}
+    plain.write_text("time,price,size,bid,ask,bid_size,ask_size\n" + "".join(
+        f"2024-07-01T{t}Z,{cells[kind].format(v=value, s=size)}\n" for t, kind, value, size in BLOOMBERG_TICKS))
+    columns = "ts=time,price=price,size=size,bid=bid,ask=ask,bid_size=bid_size,ask_size=ask_size,fill_quotes=true"
+    expected = [t.to_wire() for t in drain(FileReplay(plain, columns=map_from_options(columns=columns)))]
+    assert Counter(t["kind"] for t in expected) == {"quote": 3, "trade": 2}
+    # as the refusal without a map advises: `--columns price=...`
+    replay = FileReplay(dump, columns=map_from_options(columns="price=value", detect=True))
+    assert [t.to_wire() for t in drain(replay)] == expected
+    assert dict(replay.rejected) == {"missing_field": 1}  # the first side, before any of the other
+    assert any("column 'type' marks each row's one field" in note for note in replay.notes)
+    full = map_from_options(columns="ts=time,price=value,size=size,quote_sides=type")
+    assert [t.to_wire() for t in drain(FileReplay(dump, columns=full))] == expected
+
+
+def test_a_full_map_over_a_bloomberg_tick_dump_is_refused_naming_quote_sides(tmp_path: Path) -> None:
+    dump = tmp_path / "GBPUSD.csv"
+    dump.write_text("time,type,value,size\n" + "".join(
+        f"2024-07-01 {t},{kind},{value},{size}\n" for t, kind, value, size in BLOOMBERG_TICKS if kind != "TRADE"))
+    with pytest.raises(ValueError, match="add quote_sides=type to read them as quotes"):
+        drain(FileReplay(dump, columns=map_from_options(columns="ts=time,price=value,size=size")))
