@@ -121,6 +121,11 @@ FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
                  "매도1호가잔량", "매도잔량", "volumen_venta", "cantidad_venta", "quantidade_venda",
                  "quantità_lettera", "quantita_lettera"),
 }.items()})
+# Bloomberg's field mnemonics, as a BDH sheet saved as CSV heads its columns (`Dates,PX_LAST,PX_VOLUME,PX_BID,
+# PX_ASK`; LAST_PRICE, VOLUME, BID, ASK are English names above): fix296, review291 #7
+FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
+    "price": ("px_last",), "size": ("px_volume",), "bid": ("px_bid",), "ask": ("px_ask",),
+}.items()})
 
 # Power markets' exports, after the others (fix290): EPEX's continuous trades (`TradeId,Side,Product,DeliveryStart,
 # ...,ExecutionTime,Price,Volume`: the product, its delivery start joined to it by CONTRACT_MONTH_NAMES) and

@@ -82,3 +82,14 @@ def test_a_full_map_over_a_bloomberg_tick_dump_is_refused_naming_quote_sides(tmp
         f"2024-07-01 {t},{kind},{value},{size}\n" for t, kind, value, size in BLOOMBERG_TICKS if kind != "TRADE"))
     with pytest.raises(ValueError, match="add quote_sides=type to read them as quotes"):
         drain(FileReplay(dump, columns=map_from_options(columns="ts=time,price=value,size=size")))
+
+
+def test_bloomberg_field_mnemonics_are_detected_as_the_fields_they_name(tmp_path: Path) -> None:
+    path = tmp_path / "bdh.csv"
+    path.write_text("Dates,PX_LAST,PX_VOLUME,PX_BID,PX_ASK\n" + "".join(
+        f"2024-07-01T08:0{i}:00Z,{72.5 + i / 100:.2f},{(i + 1) * 1000},{72.49 + i / 100:.2f},{72.53 + i / 100:.2f}\n"
+        for i in range(5)))
+    mapped = map_from_options(columns="ts=Dates,price=PX_LAST,size=PX_VOLUME,bid=PX_BID,ask=PX_ASK")
+    expected = [t.to_wire() for t in drain(FileReplay(path, columns=mapped))]
+    assert Counter(t["kind"] for t in expected) == {"quote": 5, "trade": 5}
+    assert [t.to_wire() for t in drain(FileReplay(path))] == expected
