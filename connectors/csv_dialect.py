@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, NamedTuple
 
 from connectors.archives import truncation_named
+from connectors.column_names import TIME_HEADERS
+from connectors.field_names import normal_name
 from connectors.number_separators import NUMBER, decimal_reading
 
 
@@ -197,7 +199,10 @@ LONG_BANNER_LINES = 100  # lines looked through for a banner too long to skip, o
 
 
 def _unquoted(line: str) -> str:
-    return re.sub(r'"[^"]*"', "", line)
+    """A line with its quoted cells' separators blanked, their text kept: a header quoted cell by cell
+    (`"Date","Time",...`, FactSet's and Excel's) is still no row of empty cells, which a padded title row is
+    (review291 #5)."""
+    return re.sub(r'"([^"]*)"', lambda quoted: re.sub(r"[,;\t|]", " ", quoted.group(1)), line)
 
 
 def _banner_lines(lines: list[str], most: int) -> int:
@@ -248,13 +253,38 @@ def banner_refusal(path: Path, dialect: Dialect | None) -> str | None:
         return None
     with _open_text(path) as f:
         lines, numbers = first_lines(f, path, LONG_BANNER_LINES + SAMPLE_LINES + 1)
-    if not (above := _banner_lines(lines, LONG_BANNER_LINES)):
-        return None
-    header = numbers[above]
     gzipped = path.name.lower().endswith(".gz")
     plain = Path(path.name[:-3] if gzipped else path.name)
-    cut = f"zcat {path} | tail -n +{header}" if gzipped else f"tail -n +{header} {path}"
+    if not (above := _banner_lines(lines, LONG_BANNER_LINES)):
+        # a title block with dates in it (Bloomberg BDH's `Start Date,7/1/2024,`): no banner, but a later line that
+        # names a time column as a header does is where the table starts (review291 #5)
+        if (above := _time_header_below(lines)) is None:
+            return None
+        header = numbers[above]
+        return (f"{path}: its first {above} lines ({lines[0].strip()[:60]!r} ... {lines[above - 1].strip()[:60]!r}) "
+                f"are a title block above a table whose header looks to be line {header} "
+                f"({lines[above].strip()[:60]!r}), and are not skipped as a banner is (some hold a number or a "
+                f"date): the title's first line was read as the header. Remove them first, e.g. "
+                f"{_cut(path, header, gzipped)} > {plain.stem}-table{plain.suffix}, and replay that file "
+                f"(docs/replay.md)")
+    header = numbers[above]
     return (f"{path}: its first {above} lines ({lines[0].strip()[:60]!r} ... {lines[above - 1].strip()[:60]!r}) look "
             f"like a title or banner above a table whose header is line {header}, and only up to {MAX_BANNER_LINES} "
             f"such lines are skipped: the banner's first line was read as the header. Remove the banner first, e.g. "
-            f"{cut} > {plain.stem}-table{plain.suffix}, and replay that file (docs/replay.md)")
+            f"{_cut(path, header, gzipped)} > {plain.stem}-table{plain.suffix}, and replay that file (docs/replay.md)")
+
+
+def _cut(path: Path, header: int, gzipped: bool) -> str:
+    """The command that leaves out a file's lines above its header, line `header`."""
+    return f"zcat {path} | tail -n +{header}" if gzipped else f"tail -n +{header} {path}"
+
+
+def _time_header_below(lines: list[str]) -> int | None:
+    """The index of the first line after the first that names a time column (`Dates`, `Time`: TIME_HEADERS)
+    among two or more cells, as a header does; None when the first line names one itself, or none does."""
+    def names_time(line: str) -> bool:
+        cells = [normal_name(c.strip().strip('"')) for c in re.split(r"[,;\t|]", line)]
+        return len(cells) > 1 and any(c in TIME_HEADERS for c in cells)
+    if not lines or names_time(lines[0]):
+        return None
+    return next((i for i, line in enumerate(lines[1:], start=1) if names_time(line)), None)

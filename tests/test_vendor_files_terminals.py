@@ -93,3 +93,25 @@ def test_bloomberg_field_mnemonics_are_detected_as_the_fields_they_name(tmp_path
     expected = [t.to_wire() for t in drain(FileReplay(path, columns=mapped))]
     assert Counter(t["kind"] for t in expected) == {"quote": 5, "trade": 5}
     assert [t.to_wire() for t in drain(FileReplay(path))] == expected
+
+
+def test_a_quoted_table_below_a_title_line_reads_as_the_unquoted_one_does(tmp_path: Path) -> None:
+    rows = [f"2024-07-01,08:00:0{i}.5,{72.5 + i / 100:.2f},{(i + 1) * 100}" for i in range(6)]
+    quoted, plain = tmp_path / "factset.csv", tmp_path / "plain" / "factset.csv"
+    plain.parent.mkdir()
+    quoted.write_text('FactSet Research Systems\n"Date","Time","Price","Volume"\n' + "".join(
+        ",".join(f'"{cell}"' for cell in row.split(",")) + "\n" for row in rows))
+    plain.write_text("FactSet Research Systems\nDate,Time,Price,Volume\n" + "".join(row + "\n" for row in rows))
+    replay = FileReplay(quoted)
+    assert [t.to_wire() for t in drain(replay)] == [t.to_wire() for t in drain(FileReplay(plain))]
+    assert any("'FactSet Research Systems', is no CSV row" in note for note in replay.notes)
+
+
+def test_a_bloomberg_bdh_title_block_is_refused_with_the_command_that_removes_it(tmp_path: Path) -> None:
+    path = tmp_path / "bdh.csv"
+    path.write_text("Security,VOD LN Equity,\nStart Date,7/1/2024,\nEnd Date,7/1/2024,\nPeriodicity,1 Min,\n,,\n"
+                    "Dates,LAST_PRICE,VOLUME\n" + "".join(f"7/1/2024 08:{i:02d},72.5,1000\n" for i in range(20)))
+    for columns in (None, map_from_options(columns="ts=Dates,price=LAST_PRICE,size=VOLUME")):
+        with pytest.raises(ValueError, match=r"header looks to be line 6 \('Dates,LAST_PRICE,VOLUME'\).*"
+                                             r"tail -n \+6 .*bdh.csv > bdh-table.csv"):
+            drain(FileReplay(path, columns=columns))
