@@ -261,6 +261,13 @@ def banner_refusal(path: Path, dialect: Dialect | None) -> str | None:
         if (above := _time_header_below(lines)) is None:
             return None
         header = numbers[above]
+        cells = [c.strip().strip('"') for c in re.split(r"[,;\t|]", lines[above])]
+        if repeated := sorted({c for c in cells if c and cells.count(c) > 1}):  # BDH's tickers side by side
+            named = [c.strip().strip('"') for c in re.split(r"[,;\t|]", lines[above - 1]) if c.strip().strip('"')]
+            return (f"{path}: its line {header} ({lines[above].strip()[:60]!r}) repeats {', '.join(repeated)} under "
+                    f"the names above it ({', '.join(named[:5])}): a sheet of several securities side by side "
+                    f"(Bloomberg BDH's wide layout), which replays as one: save one security per file (its dates "
+                    f"and fields alone), or one long table with a ticker column, first (docs/replay.md)")
         return (f"{path}: its first {above} lines ({lines[0].strip()[:60]!r} ... {lines[above - 1].strip()[:60]!r}) "
                 f"are a title block above a table whose header looks to be line {header} "
                 f"({lines[above].strip()[:60]!r}), and are not skipped as a banner is (some hold a number or a "

@@ -61,7 +61,13 @@ from connectors.map_vocabulary import (
     EXCEL_DAYS,
     TIME_OF_DAY,
 )
-from connectors.mapped_columns import columns_lacking, numbers_not_nested, spelled_as_the_file, unnamed_fields
+from connectors.mapped_columns import (
+    columns_lacking,
+    numbers_not_nested,
+    repeated_columns,
+    spelled_as_the_file,
+    unnamed_fields,
+)
 from connectors.naive_time_zones import histdata_zone, naive_time_notes, zone_of_header
 from connectors.size_readings import size_notes
 from connectors.time_units import detected_unit, epoch_unit
@@ -351,6 +357,7 @@ def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
     its vendor's notes, a full map's columns left unread, serial dates, a day's clock, quotes filled), with the
     map read in the zone its time column's header names."""
     names, dialect, schema, guessed = read.names, read.dialect, read.schema, read.guessed
+    repeated_columns(path, cmap, schema)  # BDH's securities side by side: not the first one alone
     notes = []
     if guessed is not None:
         notes.append(f"{path.name}: no header row; read as {read.how} (--csv-names {','.join(names)}): "

@@ -99,3 +99,15 @@ def unnamed_fields(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
     key, column = next(iter(missed.items()))
     return [f"{path.name}: the column map reads only the columns it names; {said}, not read (name it in the map "
             f"to read it, e.g. --columns ...,{key}={column})"]
+
+
+def repeated_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> None:
+    """A header that repeats a column the map reads (`Dates,PX_LAST,PX_VOLUME,PX_LAST,PX_VOLUME`: Bloomberg BDH's
+    securities side by side, which polars reads as PX_LAST and PX_LAST_duplicated_0) is refused: only the first
+    security's columns would be read, as the file's one stream (review291 #8)."""
+    read = set(cmap.source_columns())
+    if repeated := sorted({n.rsplit("_duplicated_", 1)[0] for n in schema if "_duplicated_" in n} & read):
+        raise ValueError(f"{path}: its header repeats {', '.join(map(repr, repeated))}: a sheet of several "
+                         f"securities side by side (Bloomberg BDH's wide layout), of which only the first one's "
+                         f"columns would be read: save one security per file (its dates and fields alone), or one "
+                         f"long table with a ticker column, first (docs/replay.md)")

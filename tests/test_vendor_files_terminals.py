@@ -115,3 +115,16 @@ def test_a_bloomberg_bdh_title_block_is_refused_with_the_command_that_removes_it
         with pytest.raises(ValueError, match=r"header looks to be line 6 \('Dates,LAST_PRICE,VOLUME'\).*"
                                              r"tail -n \+6 .*bdh.csv > bdh-table.csv"):
             drain(FileReplay(path, columns=columns))
+
+
+def test_a_bdh_sheet_of_securities_side_by_side_is_refused_saying_one_security_per_file(tmp_path: Path) -> None:
+    table = "Dates,PX_LAST,PX_VOLUME,PX_LAST,PX_VOLUME\n7/1/2024,72.50,1000000,214.1,2000000\n" \
+            "7/2/2024,72.80,1100000,215.3,2100000\n7/15/2024,72.90,1200000,215.9,2200000\n"
+    wide, cut = tmp_path / "bdh_wide.csv", tmp_path / "bdh_cut.csv"
+    wide.write_text(",VOD LN Equity,,BARC LN Equity,\n" + table)
+    cut.write_text(table)  # the tickers' line removed: still two securities, never read as the first alone
+    with pytest.raises(ValueError, match=r"repeats PX_LAST, PX_VOLUME under the names above it \(VOD LN Equity, "
+                                         r"BARC LN Equity\): a sheet of several securities side by side"):
+        drain(FileReplay(wide))
+    with pytest.raises(ValueError, match="repeats 'PX_LAST', 'PX_VOLUME': a sheet of several securities"):
+        drain(FileReplay(cut))
