@@ -53,6 +53,10 @@ EXCHANGE_FOLDERS = NUMERIC_CODE_EXCHANGES | {
 # (review284, finding 1)
 LAKE_PART = re.compile(r"^(part-\d+([-_.].*)?|\d{5}-\d+-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}-\d{5}.*)$",
                        re.IGNORECASE)
+# A Bloomberg security as a file's name (`VOD LN Equity`, `ESZ4 Index`, `EURUSD Curncy`, `TY1 Comdty`): the
+# security without its yellow key, whichever key it is (before review291 #9 only some lost it: `7203 JT`, `ESZ4`,
+# `EURUSD`, but `VOD LN Equity`, whose two capitals' tokens read as two tickers)
+YELLOW_KEY = re.compile(r"^([A-Z0-9][A-Z0-9 /.=-]*?)\s+(Equity|Index|Curncy|Comdty|Govt|Corp|Mtge|Muni|Pfd|M-Mkt)$")
 NUMERIC_CODE = re.compile(r"(?<![A-Za-z0-9])(?:\d{3,6}[-_.\s]+(?P<after>[A-Z]{1,3}\d?)|(?P<before>[A-Z]{2,3})"
                           r"[-_.\s]+\d{3,6})(?![A-Za-z0-9])")
 
@@ -70,6 +74,8 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
         return partition
     if code := _stock_code(path, folder):
         return code
+    if security := YELLOW_KEY.match(file_stem(path)):  # `VOD LN Equity.csv`, `ESZ4 Index.csv`: each key alike
+        return security[1], f"file name {file_stem(path)!r}"
     for name, where in ((file_stem(path), "file name"), (folder.name if folder else "", "folder name")):
         if where == "file name" and is_lake_part(path):
             continue

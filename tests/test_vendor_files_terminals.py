@@ -128,3 +128,13 @@ def test_a_bdh_sheet_of_securities_side_by_side_is_refused_saying_one_security_p
         drain(FileReplay(wide))
     with pytest.raises(ValueError, match="repeats 'PX_LAST', 'PX_VOLUME': a sheet of several securities"):
         drain(FileReplay(cut))
+
+
+@pytest.mark.parametrize(("name", "stream"), [("VOD LN Equity", "VOD LN"), ("7203 JT Equity", "7203 JT"),
+                                              ("ESZ4 Index", "ESZ4"), ("EURUSD Curncy", "EURUSD"),
+                                              ("TY1 Comdty", "TY1"), ("SPX Index", "SPX")])
+def test_a_bloomberg_security_as_a_file_name_loses_its_yellow_key_whichever_it_is(tmp_path: Path, name: str,
+                                                                                    stream: str) -> None:
+    path = tmp_path / f"{name}.csv"
+    path.write_text("time,price,size\n2024-07-01T08:00:00Z,72.5,100\n2024-07-01T08:00:01Z,72.52,100\n")
+    assert {t.stream for t in drain(FileReplay(path))} == {stream}
