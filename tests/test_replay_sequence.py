@@ -146,7 +146,7 @@ def test_backtest_feed_replay_train_and_evaluate_read_ties_in_sequence_order(tmp
         out = tmp_path / f"{name}.parquet"
         assert main(["backtest", str(path), "--out", str(out), "--quiet", "--threads", "1", *options]) == 0
         assert "replayed 30 ticks" in capsys.readouterr().out
-        answers[name] = pl.read_parquet(out)
+        answers[name] = pl.read_parquet(out).drop("file", "row")  # where each tick sits differs by design
     assert answers["seq"].height > 0 and answers["seq"].equals(answers["ordered"])
     assert not answers["file order"].equals(answers["ordered"])  # the answers the ties in file order gave
 
