@@ -236,6 +236,13 @@ def tick_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
             and not Path(m.filename).name.startswith("._")]
 
 
+def member_names(archive_path: Path) -> dict[str, str]:
+    """An archive's tick files' names inside it (their folders included) by their own names, as `Unpacked` names
+    its copies: one name to a member, since an archive holding a name in two folders is refused."""
+    with zipfile.ZipFile(archive_path) as archive:
+        return {Path(m.filename).name: m.filename for m in tick_members(archive)}
+
+
 class Unpacked:
     """One archive's files, unpacked; ``paths`` are readable until ``close`` (or garbage collection)."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import zipfile
 from pathlib import Path
 
 import polars as pl
@@ -91,6 +92,32 @@ def test_each_answer_names_the_file_and_row_of_its_tick(setup: Path, capsys) -> 
     assert max(same_time) > 1
     # the rejected rows are still counted in the row numbers: the CSV's rows after them are named as written
     assert table.filter(pl.col("file") == 0, pl.col("row") > max(BAD)).height > 0
+
+
+def test_an_archives_members_are_named_so_that_a_row_joins_back(setup: Path, capsys) -> None:
+    # a zip's members share its path in `files`: each entry's `member` says which one a `file` index reads
+    archive = setup / "two.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("jan/day0.csv", (setup / "day0.csv").read_bytes())
+        z.writestr("feb.csv", pl.DataFrame(_rows(1)).write_csv())
+    out = setup / "zipped.parquet"
+    code = main(["backtest", str(archive), "--queries", str(setup / "q.yaml"), "--out", str(out),
+                 "--config", str(setup / "engine.yaml"), "--batch-ms", "10", "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    files = json.loads(pl.read_parquet_metadata(out)["flashtick"])["files"]
+    assert [(Path(f["path"]), f["member"]) for f in files] == [(archive.resolve(), "jan/day0.csv"),
+                                                               (archive.resolve(), "feb.csv")]
+    assert json.loads(out.with_suffix(".manifest.json").read_text())["run"]["files"] == files
+    with zipfile.ZipFile(files[0]["path"]) as z:  # the docs' recipe: the entry's path, then its member
+        sources = [pl.read_csv(z.read(f["member"]), schema_overrides={"price": pl.String}) for f in files]
+    table = pl.read_parquet(out)
+    assert set(table["file"]) == {0, 1}
+    for stream, data_ts, file, row in table.select("stream", "data_ts", "file", "row").iter_rows():
+        source = sources[file].row(row, named=True)
+        assert source["ts"] == data_ts and source["stream"] == stream
+    plain = json.loads(pl.read_parquet_metadata(setup / "a.parquet")["flashtick"])["files"] \
+        if (setup / "a.parquet").exists() else []
+    assert all("member" not in f for f in plain)  # a file read as it is has no member
 
 
 def test_resumed_and_unchunked_runs_name_the_same_rows(setup: Path) -> None:

@@ -10,10 +10,12 @@ write the same bytes.
 from __future__ import annotations
 
 import json
+from itertools import zip_longest
 from importlib import metadata
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from connectors.archives import is_zip, member_names
 from connectors.codec import Codec
 from connectors.file_plan import source_path
 from connectors.replay import FileReplay
@@ -35,9 +37,11 @@ def flashtick_version() -> str:
 
 
 class InputFiles(NamedTuple):
-    """The files a run read, each stat'ed and digested once: (path, size, mtime_ns) and (path, content digest)."""
+    """The files a run read, each stat'ed and digested once: (path, size, mtime_ns) and (path, content digest);
+    ``members``: each one's name inside the zip archive its path names (`archive_members`)."""
     sizes_and_times: list[tuple[str, int, int]]
     contents: list[tuple[str, str]]
+    members: tuple[str | None, ...] = ()
 
 
 def input_files(replay: FileReplay) -> InputFiles:
@@ -46,14 +50,34 @@ def input_files(replay: FileReplay) -> InputFiles:
     and a run's record names them."""
     sources = [source_path(p) for p in replay.plans]
     stats = [(str(path.resolve()), st.st_size, st.st_mtime_ns) for path in sources for st in [path.stat()]]
-    return InputFiles(stats, [(str(path.resolve()), content_digest(path)) for path in sources])
+    return InputFiles(stats, [(str(path.resolve()), content_digest(path)) for path in sources],
+                      archive_members(replay))
 
 
-def files_record(sizes_and_times: list[tuple[str, int, int]], contents: list[tuple[str, str]]
-                 ) -> list[dict[str, Any]]:
+def archive_members(replay: FileReplay) -> tuple[str | None, ...]:
+    """Each file's name inside the zip archive it came out of (None: a file read as it is), in `files` order: a
+    zip's members share its path, so only this says which one an answer's `file` index is. Not in the resume key,
+    which the archive's path and bytes already pin."""
+    names: dict[Path, dict[str, str]] = {}
+    members: list[str | None] = []
+    for plan in replay.plans:
+        origin = getattr(plan, "origin", None)
+        if origin is None or not is_zip(origin):  # (a text copy's origin is the file itself)
+            members.append(None)
+            continue
+        if origin not in names:  # (the archive's directory read once, whatever its member count)
+            names[origin] = member_names(origin)
+        members.append(names[origin].get(plan.path.name, plan.path.name))
+    return tuple(members)
+
+
+def files_record(sizes_and_times: list[tuple[str, int, int]], contents: list[tuple[str, str]],
+                 members: tuple[str | None, ...] = ()) -> list[dict[str, Any]]:
+    """The record's `files`: an archive's member also names its `member` (a plain file's entry has none)."""
     digests = dict(contents)
-    return [{"path": path, "size": size, "mtime_ns": mtime_ns, "digest": digests.get(path)}
-            for path, size, mtime_ns in sizes_and_times]
+    return [{"path": path, "size": size, "mtime_ns": mtime_ns, "digest": digests.get(path),
+             **({"member": member} if member is not None else {})}
+            for (path, size, mtime_ns), member in zip_longest(sizes_and_times, members[:len(sizes_and_times)])]
 
 
 def evaluation_record(model_dir: Path, codec: Codec, files: InputFiles, reading: dict[str, Any],
@@ -64,7 +88,8 @@ def evaluation_record(model_dir: Path, codec: Codec, files: InputFiles, reading:
     return {"flashtick": flashtick_version(), "command": "evaluate",
             "model": {"path": str(model_dir), "model": Path(model_dir).resolve().name,
                       "codec": codec_fingerprint(codec), "weights": weights_fingerprint(Path(model_dir))},
-            "files": files_record(files.sizes_and_times, files.contents), "reading": reading, "options": options}
+            "files": files_record(files.sizes_and_times, files.contents, files.members), "reading": reading,
+            "options": options}
 
 
 def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries: Path, key: dict[str, Any],
@@ -78,7 +103,7 @@ def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries:
         "config_digest": key["config"], "settings": settings,
         "queries": {"path": str(Path(queries).resolve()), "sha256": key["queries"],
                     "text": Path(queries).read_bytes().decode(ENCODING, errors="replace")},
-        "files": files_record(key["file_sizes_and_times"], key["file_contents"]),
+        "files": files_record(key["file_sizes_and_times"], key["file_contents"], archive_members(replay)),
         "readings": [{"file": name, **reading} for name, reading in replay.readings()],  # --tz, --streams, --from ...
         "batch_ms": key["batch_ms"], "max_ticks": key["max_ticks"], "test_from": test_from,
         "session_gap_s": config.answers.session_gap_s, "threads": threads,
