@@ -111,8 +111,8 @@ def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None,
     if len(cmap.ts_columns) > 1 and cmap.ts_unit in DAY_CLOCK_UNITS:  # DATE+TIME: each row's day, its own
         day, clock = (pl.col(c) for c in cmap.ts_columns)
         return _after_midnight(cmap, _row_day(day), clock.cast(pl.Float64, strict=False), second_pass)
-    if dtype == pl.String and cmap.ts_unit == "s":
-        return _decimal_seconds_ns(col)
+    if dtype == pl.String and cmap.ts_unit in DECIMAL_TEXT_UNITS:
+        return _decimal_text_ns(col, cmap.ts_unit)
     if dtype == pl.String and cmap.ts_unit in WHOLE_TEXT_UNITS:
         return _whole_count(col)
     if isinstance(dtype, pl.Decimal) and cmap.ts_unit in UNITS:  # Snowflake's NUMBER(20,6) seconds: exact, as text
@@ -287,53 +287,60 @@ EXCEL_EPOCH_DAYS = 25569.0  # 1970-01-01 as a spreadsheet's serial date (day 0: 
 DECIMAL_COMMA_SECONDS = r"^[+-]?\d+,\d+$"  # `1733312345,123`: one comma, no grouping: a decimal comma
 
 
-WHOLE_TEXT_UNITS = ("ms", "us", "ns")  # counts whose text is read as the whole number it writes (`_whole_count`)
+WHOLE_TEXT_UNITS = ("ms", "us", "ns")  # counts a CSV reads as text when written with a point (`.000`: row_exprs.py)
+# units whose decimal text is read exactly to the ns (`_decimal_text_ns`): a fraction of a s, ms or us is a finer
+# clock's digits (Gate.io's create_time_ms "1548000000123.456"); a fraction of a ns is no clock's (`_whole_count`)
+DECIMAL_TEXT_UNITS = ("s", "ms", "us")
 
 
 def _whole_count(text: pl.Expr) -> pl.Expr:
-    """A whole count of ms, us or ns written as text, a trailing `.000` included (Gate.io's create_time_ms,
-    "1723161255342.000") -> that integer, read as any epoch column is. A fraction of the unit, or text that is no
-    number, becomes null (missing_field): no unit's clock writes one."""
+    """A whole count of ns written as text, a trailing `.000` included -> that integer, read as any epoch column
+    is. A fraction of a ns, or text that is no number, becomes null (missing_field): no clock writes one."""
     return text.str.strip_chars().str.replace(r"\.0*$", "").cast(pl.Int64, strict=False)
 
 
 def fraction_of_unit(text: str, unit: str) -> str | None:
-    """Why a count of ms, us or ns written as decimal text does not read (`_whole_count`): its fraction of the
-    unit is not zero ("1723161255342.5" ms), which no clock counting that unit writes; None for other text."""
-    if unit not in WHOLE_TEXT_UNITS or re.fullmatch(r"\s*[+-]?\d+\.\d*[1-9]\d*\s*", text) is None:
+    """Why a count of ns written as decimal text does not read (`_whole_count`): its fraction of a ns is not zero
+    ("1723161255342000000.5"), which no clock writes; None for other text and units (`_decimal_text_ns`)."""
+    if unit in DECIMAL_TEXT_UNITS or unit not in WHOLE_TEXT_UNITS or \
+            re.fullmatch(r"\s*[+-]?\d+\.\d*[1-9]\d*\s*", text) is None:
         return None
     return f"a fraction of a {unit} after the point, which a count of {unit} never holds (only a .000 tail is read)"
 
 
 def _decimal_count_ns(col: pl.Expr, dtype: pl.Decimal, ns_per_unit: int) -> pl.Expr:
     """A DECIMAL count of a unit (Snowflake's NUMBER(20,6), Spark's decimal(20,6) epoch seconds) -> int ns, exactly,
-    as the same digits written as text are (`_decimal_seconds_ns`): refused as "not a number of s" before (review284
+    as the same digits written as text are (`_decimal_text_ns`): refused as "not a number of s" before (review284
     #4). Digits past the ns are rounded; a time past int64 ns is null (ts_out_of_range's missing_field)."""
     exact = col.cast(pl.Decimal(38, min(dtype.scale or 0, 9))) * ns_per_unit
     return exact.round(0).cast(pl.Int64, strict=False)
 
 
-def _decimal_seconds_ns(text: pl.Expr) -> pl.Expr:
-    """Decimal seconds written as text ("1717236000.25", or with a decimal comma as European exports write it,
-    "1717236000,25": epoch seconds are never grouped) -> int ns, exactly: as a float the same value is off by up to
-    ~100 ns. Text that is not plain decimal (exponents, words, grouping marks) becomes null (missing_field)."""
+def _decimal_text_ns(text: pl.Expr, unit: str) -> pl.Expr:
+    """Decimal s, ms or us written as text ("1717236000.25" s, Gate.io's "1548000000123.456" ms, or with a decimal
+    comma as European exports write it, "1717236000,25": epoch counts are never grouped) -> int ns, exactly: as a
+    float the same value is off by up to ~100 ns. Digits past the ns are dropped. Text that is not plain decimal
+    (exponents, words, grouping marks) becomes null (missing_field)."""
+    per_unit = UNITS[unit]
+    digits = len(str(per_unit)) - 1  # the fraction's digits that are ns: 9 of a s, 6 of a ms, 3 of a us
     text = text.str.strip_chars()
     text = pl.when(text.str.contains(DECIMAL_COMMA_SECONDS)).then(text.str.replace(",", ".", literal=True)) \
         .otherwise(text)
     negative = text.str.starts_with("-")
     parts = text.str.strip_chars_start("+-").str.split_exact(".", 1)
     whole = parts.struct.field("field_0").cast(pl.Int64, strict=False)
-    fraction = parts.struct.field("field_1").fill_null("0").str.pad_end(9, "0").str.slice(0, 9)
-    fraction = pl.when(fraction.str.contains(r"^\d{9}$")).then(fraction.cast(pl.Int64, strict=False))
-    # whole seconds past int64 nanoseconds (a column of ms read as s) are null, not wrapped to some other time
-    whole = pl.when(whole < TS_MAX // 1_000_000_000).then(whole)
-    magnitude = whole * 1_000_000_000 + fraction
+    fraction = parts.struct.field("field_1").fill_null("0").str.pad_end(digits, "0").str.slice(0, digits)
+    fraction = pl.when(fraction.str.contains(rf"^\d{{{digits}}}$")).then(fraction.cast(pl.Int64, strict=False))
+    # a whole count past int64 nanoseconds (a column of ms read as s) is null, not wrapped to some other time
+    whole = pl.when(whole < TS_MAX // per_unit).then(whole)
+    magnitude = whole * per_unit + fraction
     return pl.when(negative).then(-magnitude).otherwise(magnitude)
 
 
 def ts_in_ns(cmap: ColumnMap, dtype: pl.DataType) -> bool:
     """Whether ts_expr already gives int ns (else raw numbers in ts_unit, scaled in Python)."""
-    return cmap.ts_unit in ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS) or (cmap.ts_unit == "s" and dtype == pl.String) \
+    return cmap.ts_unit in ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS) or \
+        (cmap.ts_unit in DECIMAL_TEXT_UNITS and dtype == pl.String) \
         or is_epoch_parts(cmap) or (isinstance(dtype, pl.Decimal) and cmap.ts_unit in UNITS)
 
 

@@ -58,24 +58,12 @@ def test_percent_s_on_ms_text_is_refused_with_the_option_that_reads_it(tmp_path:
         FileReplay(plain)
 
 
-def test_a_whole_count_of_ms_as_decimal_text_reads_as_that_integer(tmp_path: Path) -> None:
-    """fix278 #3: Gate.io's `create_time_ms` is a string with a `.000` tail ("1723161255342.000"); a map naming it
-    with ts_unit ms was refused ("String, not a number of ms"). Whole ms (us, ns) written so read as the integer; a
-    fraction of the unit is no such count: a reject, not a rounded time."""
-    cells = [f"{FIRST_MS + 58 * i}.000" for i in range(4)] + [f"{FIRST_MS + 300}.5"]
-    (tmp_path / "gate.jsonl").write_text("".join(
-        f'{{"create_time_ms": "{c}", "currency_pair": "BTC_USDT", "side": "buy", "amount": "0.01", '
-        f'"price": "6000{i}.1"}}\n' for i, c in enumerate(cells)))
-    columns = {"ts": "create_time_ms", "ts_unit": "ms", "stream_col": "currency_pair", "price": "price",
-               "size": "amount", "side": "side"}
-    replay = FileReplay(tmp_path / "gate.jsonl", columns=columns)
-    ticks = replay.next_batch(100)
-    assert [t.ts for t in ticks] == [(FIRST_MS + 58 * i) * 1_000_000 for i in range(4)]
-    assert sum(replay.rejected.values()) == 1
-
-
 GATE_COLUMNS = {"ts": "create_time_ms", "ts_unit": "ms", "stream_col": "currency_pair", "price": "price",
                 "size": "amount", "side": "side"}
+# Gate.io's own API v4 examples: /spot/my_trades' create_time_ms, the websocket spot.trades' (4 digits past the ms)
+GATE_CELLS = ["1548000000123.456", "1606292218213.4578", f"{FIRST_MS}.000", f"{FIRST_MS + 58}", f"{FIRST_MS + 300}.5"]
+GATE_NS = [1_548_000_000_123_456_000, 1_606_292_218_213_457_800, FIRST_MS * 10**6, (FIRST_MS + 58) * 10**6,
+           (FIRST_MS + 300) * 10**6 + 500_000]
 
 
 def gate_csv(path: Path, cells: list[str]) -> Path:
@@ -84,20 +72,41 @@ def gate_csv(path: Path, cells: list[str]) -> Path:
     return path
 
 
-def test_a_whole_count_of_ms_as_decimal_text_in_a_csv_reads_as_that_integer(tmp_path: Path, capsys) -> None:
-    """fix280 #2: the CSV of fix278's JSON (Gate.io's `create_time_ms`, "1723161255342.000") was refused: its column
-    was read as Int64 and no cell cast. Read as JSON's is; a fraction of a ms is a reject that names it."""
-    cells = [f"{FIRST_MS + 58 * i}.000" for i in range(4)] + [f"{FIRST_MS + 300}.5"]
-    replay = FileReplay(gate_csv(tmp_path / "gate.csv", cells), columns=GATE_COLUMNS)
-    assert [t.ts for t in replay.next_batch(100)] == [(FIRST_MS + 58 * i) * 1_000_000 for i in range(4)]
+def test_decimal_text_of_ms_reads_exactly_as_ns_in_json_csv_and_parquet(tmp_path: Path, capsys) -> None:
+    """fix278 #3 read Gate.io's `create_time_ms` with a `.000` tail; fix280 made any other fraction of a ms a
+    reject, so Gate.io's own files ("1548000000123.456") were refused (review295 #2). A fraction of a ms (or us) is
+    a finer clock's digits: read exactly to the ns, as decimal seconds are, in every file kind, detected or mapped."""
+    (tmp_path / "gate.jsonl").write_text("".join(
+        f'{{"create_time_ms": "{c}", "currency_pair": "BTC_USDT", "side": "buy", "amount": "0.01", '
+        f'"price": "6000{i}.1"}}\n' for i, c in enumerate(GATE_CELLS)))
+    pl.DataFrame({"create_time_ms": GATE_CELLS, "currency_pair": ["BTC_USDT"] * 5, "side": ["buy"] * 5,
+                  "amount": [0.01] * 5, "price": [60000.1 + i for i in range(5)]}).write_parquet(tmp_path / "g.parquet")
+    for path in (tmp_path / "gate.jsonl", gate_csv(tmp_path / "gate.csv", GATE_CELLS), tmp_path / "g.parquet"):
+        for columns in (GATE_COLUMNS, None):
+            replay = FileReplay(path, columns=columns)
+            assert sorted(t.ts for t in replay.next_batch(100)) == sorted(GATE_NS), (path, columns)
+            assert not replay.rejected
+    us = gate_csv(tmp_path / "us.csv", [f"{FIRST_MS * 1000 + i}.5" for i in range(5)])
+    replay = FileReplay(us, columns=GATE_COLUMNS | {"ts_unit": "us"})
+    assert [t.ts for t in replay.next_batch(100)] == [(FIRST_MS * 1000 + i) * 1000 + 500 for i in range(5)]
+    out = tmp_path / "a.parquet"
+    assert main(["backtest", str(tmp_path / "gate.csv"), "--out", str(out), "--quiet", "--max-ticks", "50"]) == 0
+
+
+def test_a_fraction_of_a_ns_stays_a_reject_that_names_it(tmp_path: Path, capsys) -> None:
+    """A count of ns reads a `.000` tail as the integer; a fraction of a ns is no clock's: a reject, named."""
+    first_ns = FIRST_MS * 10**6
+    cells = [f"{first_ns + 58 * i}.000" for i in range(4)] + [f"{first_ns + 300}.5"]
+    replay = FileReplay(gate_csv(tmp_path / "gate.csv", cells), columns=GATE_COLUMNS | {"ts_unit": "ns"})
+    assert [t.ts for t in replay.next_batch(100)] == [first_ns + 58 * i for i in range(4)]
     assert replay.rejected == {"missing_field": 1}
-    assert f"'{FIRST_MS + 300}.5' holds a fraction of a ms after the point" in \
+    assert f"'{first_ns + 300}.5' holds a fraction of a ns after the point" in \
         replay.rejected.examples["missing_field"]
-    fractions = gate_csv(tmp_path / "fractions.csv", [f"{FIRST_MS + i}.25" for i in range(5)])
+    fractions = gate_csv(tmp_path / "fractions.csv", [f"{first_ns + i}.25" for i in range(5)])
     out = tmp_path / "a.parquet"
     assert main(["backtest", str(fractions), "--columns", ",".join(f"{k}={v}" for k, v in GATE_COLUMNS.items()),
-                 "--out", str(out), "--quiet", "--max-ticks", "50"]) == 2
-    assert f"column 'create_time_ms' holds '{FIRST_MS}.25', a fraction of a ms after the point" in \
+                 "--ts-unit", "ns", "--out", str(out), "--quiet", "--max-ticks", "50"]) == 2
+    assert f"column 'create_time_ms' holds '{first_ns}.25', a fraction of a ns after the point" in \
         capsys.readouterr().err and not out.exists()
 
 
