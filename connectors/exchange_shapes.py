@@ -4,10 +4,11 @@
 `shape_of`: a message a line (Binance trade/aggTrade events, also inside a combined stream's `{"stream": ...,
 "data": {...}}`, Binance bookTicker, Coinbase Exchange `match`/`last_match`, Bitstamp `live_trades`);
 `array_shape_of`: ticks made one row each from arrays under `data` (OKX trades, bbo-tbt and tickers, Bybit
-publicTrade, Kraken v2 trade and v1's trade arrays; Deribit's trades under `params.data`; Alpaca's trades and quotes,
-moved there by connectors/json_messages.py), by their channel; `rest_shape_of`: one JSON array of records as a REST
-endpoint returns it (Binance trades and aggTrades, Coinbase Exchange trades). Other messages of a known layout are
-left out by the map's `keep`, counted as filtered_out, and the note names them.
+publicTrade, Kraken v2 trade, v1's trade arrays and its REST trades, made messages by connectors/json_objects.py;
+Deribit's trades under `params.data`; Alpaca's trades and quotes, moved there by connectors/json_messages.py), by
+their channel; `rest_shape_of`: one JSON array of records as a REST endpoint returns it (Binance trades and
+aggTrades, Coinbase Exchange trades). Other messages of a known layout are left out by the map's `keep`, counted as
+filtered_out, and the note names them.
 """
 
 from __future__ import annotations
@@ -121,6 +122,13 @@ ARRAY_SHAPES = (  # trades first: a capture of several channels replays its trad
                "Kraken v2 trade: ts=timestamp (ISO), stream=symbol, price, size=qty, side (the taker's), the "
                "snapshot's trades (the last ones before subscribing) included",
                "a reconnect's snapshot: each subscription sends the last trades before it again"),
+    # (before v1's, whose keys it holds: `last`, the REST response's cursor, is its own; json_objects.py)
+    ArrayShape("kraken-rest-trades", ("trade",), frozenset({"pair", "side", "price", "volume", "time", "orderType",
+                                                            "last"}),
+               ColumnMap(ts="time", ts_unit=DETECT, kind=TRADE, stream_col="pair", price="price", size="volume",
+                         side="side"),
+               "Kraken REST trades (result.PAIR: arrays of price, volume, time, side, orderType, misc, trade_id): "
+               "ts=time (s), stream=pair (the result's key), price, size=volume, side (b/s: the taker's)"),
     ArrayShape("kraken-v1-trades", ("trade",), frozenset({"pair", "side", "price", "volume", "time", "orderType"}),
                ColumnMap(ts="time", ts_unit=DETECT, kind=TRADE, stream_col="pair", price="price", size="volume",
                          side="side"),

@@ -28,6 +28,10 @@ RECEIVE_PREFIX = re.compile(rb"^(\d{10,19}(?:\.\d+)?|\d{4}-\d\d-\d\d[T ][\d:.]+(
 # Kraken v1's trade message: [channelID, [[price, volume, time, side, orderType, misc], ...], "trade", pair]
 # (Kraken Spot WebSocket v1 docs, channel trade); each trade's fields named as that page names them
 KRAKEN_V1_TRADE = ("price", "volume", "time", "side", "orderType", "misc")
+# Kraken's REST trades (GET /0/public/Trades): {"error": [], "result": {PAIR: [[price, volume, time, side,
+# orderType, misc, trade_id], ...], "last": ...}}: the same arrays, the trade's id after them
+KRAKEN_REST_TRADE = (*KRAKEN_V1_TRADE, "trade_id")
+KRAKEN_REST_KEYS = {"error", "result"}
 
 
 def read_lines(path: Path) -> list[bytes]:
@@ -49,7 +53,8 @@ def line_objects(path: Path, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int
     recheck = may_repeat_keys(lines)
     try:  # most files are clean: polars alone (it skips blank lines, so a height short of the lines is not clean)
         frame = pl.read_ndjson(io.BytesIO(data), infer_schema_length=None)
-        if frame.height == len(lines) and not any(repeats_a_key(lines[row]) for row in sorted(recheck)):
+        if frame.height == len(lines) and not any(repeats_a_key(lines[row]) for row in sorted(recheck)) \
+                and not KRAKEN_REST_KEYS <= set(frame.columns):  # (its arrays of trades are lifted below)
             return frame, {}
     except pl.exceptions.PolarsError:
         pass
@@ -78,7 +83,7 @@ def line_objects(path: Path, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int
             bad[row] = NOT_JSON, f"{why}: {shown}"
             fixed.append(b"{}")
             continue
-        if (trades := kraken_v1_trades(value)) is not None:
+        if (trades := kraken_v1_trades(value) or kraken_rest_trades(value)) is not None:
             fixed.append(trades)
             continue
         if not isinstance(value, dict):
@@ -142,3 +147,27 @@ def kraken_v1_trades(value: Any) -> bytes | None:
         return None
     trades = [dict(zip(KRAKEN_V1_TRADE, (str(v) for v in t))) for t in value[1]]
     return json.dumps({"channelID": value[0], "channel": "trade", "pair": value[3], "data": trades}).encode()
+
+
+def _kraken_trade(row: Any) -> bool:
+    """Whether a value is one trade of Kraken's arrays: price, volume, time, side b/s, orderType m/l, misc (id)."""
+    return isinstance(row, list) and len(row) in (len(KRAKEN_V1_TRADE), len(KRAKEN_REST_TRADE)) \
+        and row[3] in ("b", "s") and row[4] in ("m", "l")
+
+
+def kraken_rest_trades(value: Any) -> bytes | None:
+    """A Kraken REST trades response (`{"error": [], "result": {"XXBTZUSD": [["60000.1", "0.01", 1717405200.1234,
+    "b", "l", "", 1]], "last": "..."}}`) as a message holding its trades under `data`, each naming its `pair`, read
+    as the websocket's v1 arrays are (`kraken_v1_trades`); None for anything else: an error, an empty result (its
+    own refusal: a failed download), OHLC or spread arrays (no side b/s, no order type m/l)."""
+    if not (isinstance(value, dict) and value.keys() == KRAKEN_REST_KEYS and value["error"] == []
+            and isinstance(value["result"], dict)):
+        return None
+    pairs = {pair: rows for pair, rows in value["result"].items() if pair != "last"}
+    if not pairs or not all(isinstance(rows, list) and rows and all(map(_kraken_trade, rows))
+                            for rows in pairs.values()):
+        return None
+    trades = [{"pair": pair, **dict(zip(KRAKEN_REST_TRADE, (str(v) for v in row)))}
+              for pair, rows in pairs.items() for row in rows]
+    return json.dumps({"channel": "trade", "last": str(value["result"].get("last")), "data": trades}).encode()
+

@@ -108,6 +108,28 @@ def test_kraken_v1_trade_arrays_are_read(tmp_path: Path) -> None:
     assert any("Kraken v1 trade (arrays: price, volume, time, side, orderType, misc)" in n for n in replay.notes)
 
 
+def test_kraken_rest_trades_are_read_as_the_pairs_ticks(tmp_path: Path, capsys) -> None:
+    """review295 #3: a successful Kraken REST trades body (GET /0/public/Trades: `result.PAIR` arrays of price,
+    volume, time, side, orderType, misc, trade_id) was called a failed download ("Download it again"). Its arrays
+    are read as the websocket's v1 arrays are: one page a line (paged by `last`), the pair the stream."""
+    pages = [{"error": [], "result": {"XXBTZUSD": [
+        [f"{p:.5f}", f"{s:.8f}", round(ns / 1e9, 4), sd[0], "l" if i % 2 else "m", "", 70_000 + i]
+        for i, (ns, p, s, sd) in enumerate(TRADES) if i // 15 == page], "last": str(TRADES[15 * page + 14][0])}}
+        for page in (0, 1)]
+    path = write_lines(tmp_path / "kraken-trades.json", pages)
+    ticks, replay = read(path)
+    assert seen(ticks) == [("XXBTZUSD", ns // 100_000 * 100_000, p, s, sd) for ns, p, s, sd in TRADES]
+    assert not replay.rejected
+    assert any("Kraken REST trades (result.PAIR" in n for n in replay.notes)
+    out = tmp_path / "a.parquet"
+    assert main(["backtest", str(write_lines(tmp_path / "one.json", pages[:1])), "--out", str(out), "--quiet",
+                 "--max-ticks", "10"]) == 0, capsys.readouterr().err
+    # an empty result is still a failed download's body, refused by name; so is an error
+    for body in ({"error": [], "result": {}}, {"error": ["EQuery:Unknown asset pair"]}):
+        with pytest.raises(ValueError, match="a failed download's error saved as the file"):
+            FileReplay(write_lines(tmp_path / "empty.json", [body]))
+
+
 def test_a_receive_time_before_each_line_is_read_as_local_ts(tmp_path: Path) -> None:
     """review268 #5: hftbacktest's captures write `<ns> <json>` a line; each line was refused as not JSON."""
     trades = write_lines(tmp_path / "btcusdt-capture.jsonl", [
