@@ -14,6 +14,7 @@ from connectors.column_map import ColumnMap
 from connectors.event_time import duration_text, scaled_ts
 from connectors.misread_times import trade_date_caution
 from connectors.repeated_hour import RepeatedHour
+from connectors.session_dates import EveningsMoved
 
 SEQ = "_seq"  # the row's sequence number (a map's `sequence`), which orders rows of equal times
 
@@ -37,12 +38,13 @@ def rows_out_of_sequence() -> pl.Expr:
 
 
 def in_time_order(path: Path, cmap: ColumnMap, frame: pl.LazyFrame, keys: list[str], facts: Mapping[str, Any],
-                  hour: RepeatedHour | None, factor: int, evenings_moved: bool = False,
+                  hour: RepeatedHour | None, factor: int, evenings_moved: EveningsMoved | None = None,
                   clock_step: str | None = None) -> tuple[pl.LazyFrame, list[str], int]:
     """The file's rows in time order (reversed first when newest first; rows of equal times by stream and sequence
     number where the map has one), the note that says why they were sorted, and the rows out of sequence.
     `evenings_moved`: a trade date's evening rows were read on the day before (connectors/session_dates.py), so a
-    file sorted by trade date then time steps back to them by design: no caution. `clock_step`: the cause when the
+    file sorted by trade date then time steps back to them by design: no caution, and the rows it names are said to
+    be those, or other streams' where they are not. `clock_step`: the cause when the
     clock stepped back once by about a second (connectors/leap_seconds.clock_step_back), said for the generic one."""
     notes: list[str] = []
     out_of_sequence = int(facts["out_of_sequence"] or 0)
@@ -59,10 +61,9 @@ def in_time_order(path: Path, cmap: ColumnMap, frame: pl.LazyFrame, keys: list[s
     if facts["unsorted"]:
         repeated = (f"; in {cmap.tz}, also a wall clock that goes back an hour when summer time ends: the "
                     f"{hour.untold} row(s) in that hour are read at its first pass" if hour and hour.untold else "")
-        trade_date = [] if evenings_moved else trade_date_caution(path, cmap, facts)
+        trade_date = [] if evenings_moved is not None else trade_date_caution(path, cmap, facts)
         forward = int(facts["forward_rows"] or 0)
-        cause = ("each trade date's evening rows after its day session, read on the day before as said above"
-                 if evenings_moved else
+        cause = (_evenings_cause(evenings_moved, int(facts["back_rows"] or 0)) if evenings_moved is not None else
                  "a trade date's evening rows a day late, as said next" if trade_date else
                  "newest first throughout" if newest_first and not forward else
                  f"newest first, but for {forward} row(s) later than the row before them" if newest_first else
@@ -77,3 +78,17 @@ def in_time_order(path: Path, cmap: ColumnMap, frame: pl.LazyFrame, keys: list[s
                      f"than their stream's row before them at the same time; rows of equal times replayed by "
                      f"stream, each stream's in sequence order")
     return frame, notes, out_of_sequence
+
+
+def _evenings_cause(moved: EveningsMoved, back_rows: int) -> str:
+    """Which rows of a trade-date file whose evenings were moved a day back are out of time order: the evenings'
+    first rows after a day session written before them, or other streams' rows (a thin back month's, written out of
+    place), named, never blamed on the evenings (review295 #4)."""
+    evenings = "each trade date's evening rows after its day session, read on the day before as said above"
+    others = f"rows of {', '.join(moved.others)}" if moved.others else "other rows"
+    if moved.back_rows >= back_rows:
+        return evenings
+    if moved.back_rows:
+        return f"{moved.back_rows} of them {evenings}; the others {others}"
+    return f"{others}, written out of time order: the evening rows read on the day before are in order"
+

@@ -151,20 +151,30 @@ def stream_opens(rows: pl.LazyFrame, stream: pl.Expr, minute: pl.Expr) -> Stream
     return StreamOpens(opens, found.height, lent)
 
 
+class EveningsMoved(NamedTuple):
+    """What moving a trade date's evening rows to the day before did to the file's order: `back_rows`, the rows
+    earlier than the row before them that are a moved evening's first (a file written by trade date, day session
+    first); `others`: the streams of the file's other such rows (a thin back month written out of place), which the
+    move did not cause. The not-in-time-order note blames each on its own cause (connectors/row_order.py)."""
+    back_rows: int
+    others: list[str]
+
+
 def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.Expr, wall: pl.Expr | None,
-                        stream: pl.Expr) -> tuple[pl.Expr, list[str], bool]:
+                        stream: pl.Expr) -> tuple[pl.Expr, list[str], EveningsMoved | None]:
     """`ts` (a `_ts` expression) with the evening rows of a trade-date file read on the calendar day before their
-    trade date, the note that says so, and whether they were; `ts` unchanged otherwise. `wall`: the naive
+    trade date, the note that says so, and which rows out of time order that made (`EveningsMoved`; None: not
+    moved); `ts` unchanged otherwise. `wall`: the naive
     wall-clock times in the map's tz as int ns (None: the times are UTC's, `ts` itself); `stream`: each row's
     stream name as the replay reads it (a literal for a file of one stream), whose own times find its open."""
     if len(cmap.ts_columns) != 2 or cmap.ts_unit != "datetime" or cmap.utc_offset is not None:
-        return ts, [], False
+        return ts, [], None
     # a map's `trade_date: COLUMN` says what the name `Trade Date` says (ColumnMap holds it to ts's date column)
     by_name = names_a_trade_date(cmap.ts_columns[0])
     named = by_name or cmap.trade_date == cmap.ts_columns[0]
     bare = names_a_bare_date(cmap.ts_columns[0])
     if not named and not bare:
-        return ts, [], False
+        return ts, [], None
     clock = ts if wall is None else wall
     minute = (clock % DAY_NS) // MINUTE_NS
     date, time = cmap.ts_columns
@@ -172,11 +182,11 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
     sample = rows.head(SAMPLE_ROWS) if bare else rows
     opens = stream_opens(sample, stream, minute)
     if not opens.opens:
-        return ts, [], False
+        return ts, [], None
     evening = opens.evening(stream, minute)
     if bare:
         if not wraps_at_the_open(sample, clock, evening, [stream, pl.col(date)]):
-            return ts, [], False  # a calendar date (times ascending within each date), or nothing tells
+            return ts, [], None  # a calendar date (times ascending within each date), or nothing tells
         opens = stream_opens(rows, stream, minute)  # a trade date: every stream's open, from all its rows
         evening = opens.evening(stream, minute)
     at = opens.said(time)
@@ -187,18 +197,24 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
         said = "named" if by_name else "mapped (trade_date)" if named else "ordered"
         return ts, [f"{path.name}: column {date!r} is {said} as a trade date, but {weekend} of its rows at or after "
                     f"{at} fall on a Saturday or a Sunday, which is no trade date: read as calendar dates, as "
-                    f"written"], False
+                    f"written"], None
     if wall is None:
         earlier = ts - DAY_NS
     else:  # the day before's wall clock, in the zone: its own UTC offset (a summer-time change between the two)
         earlier = (wall - DAY_NS).cast(pl.Datetime("ns")).dt.replace_time_zone(
             cmap.tz, ambiguous="earliest", non_existent="null").dt.epoch("ns")
     shifted = pl.when(evening).then(earlier).otherwise(ts).alias("_ts")
+    # a step back onto an evening's first row is the move's (day session written first); any other is not
+    back = (shifted.forward_fill().diff() < 0).fill_null(False)
+    moved = back & evening.fill_null(False) & ~evening.shift(1).fill_null(False)
+    moved_back, others = rows.select(moved.sum(), stream.cast(pl.String).filter(back & ~moved)
+                                     .unique(maintain_order=True).head(3).implode()).collect().row(0)
     why = ("is an exchange trade (session) date" if named else
            "holds exchange trade (session) dates, not calendar dates: within a date its times run from the evening "
            "open through midnight to the day session, in file order")
     return shifted, [f"{path.name}: column {date!r} {why}: its {count} row(s) at or after {at} are its evening "
-                     f"session, read on the calendar day before their trade date (docs/replay.md#trade-dates)"], True
+                     f"session, read on the calendar day before their trade date (docs/replay.md#trade-dates)"], \
+        EveningsMoved(int(moved_back), list(others))
 
 
 def names_a_bare_date(column: str) -> bool:

@@ -290,6 +290,38 @@ def test_a_cme_trade_date_file_sorted_by_trade_date_then_time_replays_the_sunday
                            (utc_ns("2026-12-08T06:10:00"), 5.0)]
 
 
+def _es_trade_dates(evening_first: bool, back_month: bool) -> str:
+    """Three trade dates of ESM4 every 20 min (evening first, DataMine's order, or day session first), and a thin
+    back month ESU4 whose two rows a day are written 35 min late (after the ESM4 rows of their hour)."""
+    lines = ["Trade Date,Time,Symbol,Price,Size"]
+    hours = [*range(17, 24), *range(0, 16)] if evening_first else [*range(0, 16), *range(17, 24)]
+    for day in ("2024-06-04", "2024-06-05", "2024-06-06"):
+        for h in hours:
+            lines += [f"{day},{h:02d}:{m:02d}:00,ESM4,{5300 + m / 20:.2f},1" for m in (0, 20, 40)]
+            lines += [f"{day},{h:02d}:05:00,ESU4,5350.25,1"] if back_month and h in (18, 10) else []
+    return "\n".join(lines) + "\n"
+
+
+def test_the_not_in_time_order_note_names_the_rows_out_of_order_not_the_moved_evenings(tmp_path: Path) -> None:
+    """review295 #4: evening rows written first are in order once read on the day before; the 6 rows out of order
+    were a thin back month's, yet the note blamed "each trade date's evening rows after its day session"."""
+    def order_note(text: str, name: str) -> str:
+        (tmp_path / name).write_text(text)
+        return "\n".join(n for n in FileReplay(tmp_path / name).notes if "not in time order" in n)
+
+    said = order_note(_es_trade_dates(evening_first=True, back_month=True), "es.csv")
+    assert "6 row(s) earlier than the row before them, by up to 35 min (rows of ESU4, written out of time order: " \
+           "the evening rows read on the day before are in order)" in said, said
+    assert "evening rows after its day session" not in said
+    assert order_note(_es_trade_dates(evening_first=True, back_month=False), "es_m4.csv") == ""
+    # day session first: the move steps back to each evening's first row (3), said so; ESU4's 6 named beside them
+    said = order_note(_es_trade_dates(evening_first=False, back_month=False), "es_day_first.csv")
+    assert "(each trade date's evening rows after its day session, read on the day before as said above)" in said
+    said = order_note(_es_trade_dates(evening_first=False, back_month=True), "es_day_first_u4.csv")
+    assert "9 row(s) earlier than the row before them" in said and "(3 of them each trade date's evening rows after " \
+           "its day session, read on the day before as said above; the others rows of ESU4)" in said, said
+
+
 def utc_ns(text: str) -> int:
     return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()) * 10**9
 
