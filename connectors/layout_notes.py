@@ -179,10 +179,13 @@ def _best_quote_note(path: Path, names: list[str], cmap: ColumnMap) -> list[str]
          and not normal_name(n).startswith("best_")), None))}
     if "bid" not in plain or "ask" not in plain:
         return []
+    # the venue's sizes are no NBBO's: a best quote without best sizes replays without sizes (never the venue's)
+    sizes = "; the file writes no size of the best bid and offer, so its quotes replay without sizes" if \
+        cmap.bid_size is None and cmap.ask_size is None else ""
     return [f"{path.name}: quotes read from {cmap.bid}/{cmap.ask} (the best bid and offer across venues, as WRDS's "
             f"NBBO files write the NBBO), not from {', '.join(plain.values())} beside them (each row's quoting "
             f"venue's, which alternate between venues): {columns_option(*(f'{f}={c}' for f, c in plain.items()))} "
-            f"reads those"]
+            f"reads those{sizes}"]
 
 
 # Event-time columns: a file with two is stamped on two clocks (an exchange's and the SIP's, an exchange's and the
@@ -230,13 +233,17 @@ QUOTE_SIDE_WORDS = {"bid_size": re.compile(r"bid"), "ask_size": re.compile(r"ask
 
 def _unread_quote_sizes(names: list[str], cmap: ColumnMap) -> list[tuple[str, str]]:
     """(field, column) for each quote size a detected layout left unread while the file has a column whose name
-    says it is that size: said in a note, since a constant missing size is a feature a model never sees."""
+    says it is that size: said in a note, since a constant missing size is a feature a model never sees. Beside a
+    quote read from `best_*` columns only a `best_*` size is one: a plain `bid_size` is the quoting venue's, which
+    `_best_quote_note` names as not the NBBO's (review295 #5: the two notes gave opposite advice)."""
     read = set(cmap.source_columns())
+    best = cmap.bid is not None and normal_name(cmap.bid).startswith("best_")
     found = []
     for field, side in QUOTE_SIDE_WORDS.items():
         if getattr(cmap, field) is None and (column := next(
                 (n for n in names if n not in read and side.search(normal_name(n)) and
-                 QUOTE_SIZE_WORDS.search(normal_name(n))), None)):
+                 QUOTE_SIZE_WORDS.search(normal_name(n)) and (not best or normal_name(n).startswith("best_"))),
+                None)):
             found.append((field, column))
     return found
 

@@ -36,6 +36,27 @@ def test_a_wrds_nbbo_file_is_read_from_its_best_columns_and_says_which_it_left(t
     assert [(t.bid, t.ask) for t in drain(given)][:2] == [(480.2, 480.22), (480.0, 480.5)]
 
 
+def test_a_best_quote_beside_the_venues_sizes_gets_one_note_that_never_offers_them(tmp_path: Path) -> None:
+    """review295 #5: Cboe DataShop's UnderlyingOptionsTrades (best_bid/best_ask read, no best sizes) drew a note
+    offering `--columns ...,bid_size=bid_size,ask_size=ask_size` beside one saying those are the quoting venue's,
+    not the NBBO's. One note: the venue's sizes are not read, and the quotes replay without sizes."""
+    path = tmp_path / "UnderlyingOptionsTrades_2024-06-03.csv"
+    path.write_text("underlying_symbol,quote_datetime,sequence_number,root,expiration,strike,option_type,"
+                    "exchange_id,trade_size,trade_price,trade_condition_id,canceled_trade_condition_id,best_bid,"
+                    "best_ask,trade_iv,trade_delta,underlying_bid,underlying_ask,number_of_exchanges,exchange,"
+                    "bid_size,bid,ask_size,ask\n" + "".join(
+                        f"SPY,2024-06-03 09:30:{i:02d}.000,{1000 + i},SPY,2024-06-21,530.000,C,4,1,{5 + i / 100:.2f},"
+                        f"18,0,{4.99 + i / 100:.2f},{5.01 + i / 100:.2f},0.12,0.5,529.9,530.0,1,4,10,"
+                        f"{4.99 + i / 100:.2f},10,{5.01 + i / 100:.2f}\n" for i in range(40)))
+    replay = FileReplay(path)
+    quotes = [t for t in drain(replay) if t.bid is not None]
+    assert quotes and all(t.bid_size is None and t.ask_size is None for t in quotes)
+    sizes = [n for n in replay.notes if "bid_size" in n and "read as ts=" not in n]
+    assert len(sizes) == 1 and "not from bid, ask, bid_size, ask_size beside them (each row's quoting venue's" in \
+        sizes[0] and sizes[0].endswith("so its quotes replay without sizes"), sizes
+    assert not any("looks like bid_size" in n for n in replay.notes), replay.notes
+
+
 def test_a_file_of_only_best_or_only_plain_quote_columns_gets_no_such_note(tmp_path: Path) -> None:
     best = tmp_path / "nbbo.csv"
     best.write_text("DATE,TIME_M,SYM_ROOT,BEST_BID,BEST_BIDSIZ,BEST_ASK,BEST_ASKSIZ\n"
