@@ -18,7 +18,7 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
     "ts": ("ts", "timestamp", "time", "datetime", "date_time", "ts_recv", "ts_event", "event_time",
            "transact_time", "transaction_time", "trade_time", "exchange_time", "sip_timestamp", "timestamp_utc",
            "time_utc", "gmt_time", "utc_time", "created_time",  # created_time: OKX's trade files
-           "create_time_ms",  # Gate.io's trades (ms as decimal text, sub-ms digits after the point; create_time: whole s)
+           "create_time_ms",  # Gate.io's trades (ms as decimal text, sub-ms digits after the point; create_time: s)
            "local_time",  # Dukascopy's export in local time: `04.02.2019 09:00:00.071 GMT+0100`, its offset written
            "ts_ns", "timestamp_ns", "time_ns", "ts_us", "timestamp_us", "ts_ms", "timestamp_ms", "time_ms",
            "mts",  # Bitfinex's milliseconds
