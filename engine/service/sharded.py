@@ -8,7 +8,7 @@ registry, the answer history and every topic's seq. The engines are N shards
 scheduler each; a stream belongs to the shard rendezvous hashing picks
 (engine/service/rendezvous.py).
 
-    ingest   decode, validate, encode (here) -> admission -> tick log -> the stream's shard buffer
+    ingest   decode, validate, encode (here, sharded_ingest.py) -> admission -> tick log -> the stream's shard buffer
     step     each idle shard with work gets ONE call: its buffered items, registry ops and asks;
              replies are collected with ray.wait (never waiting on one shard), and each standing
              answer gets its topic's next seq here, goes to the answer log and out on PUB
@@ -24,19 +24,18 @@ whole registry. An answer computed under a registry version older than its
 query's current registration is dropped (it answers a replaced query).
 
 This file holds ShardedPipeline; its parts live beside it: sharded_restart.py (the start from the data directory),
-shard_calls.py (the step's calls: sent, collected), shard_restores.py (what a read of the tick log gives a shard's
-restore), shard_recovery.py (a shard lost and restored), shard_replies.py (a shard's reply taken in: answers
-numbered and published, progress, refusals) and sharded_forget.py (an operator's `forget STREAM`).
+sharded_ingest.py (ticks in: checked, logged, routed to a shard's buffer), shard_calls.py (the step's calls: sent,
+collected), shard_restores.py (what a read of the tick log gives a shard's restore), shard_recovery.py (a shard lost
+and restored), shard_replies.py (a shard's reply taken in: answers numbered and published, progress, refusals) and
+sharded_forget.py (an operator's `forget STREAM`).
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from typing import Any
 
-from connectors.encoder import EncodedTick, Ingested, StreamEncoders, listed_ticks
-from connectors.ticks import InvalidTick
+from connectors.encoder import StreamEncoders
 from engine.jobs import JobOutcome
 from engine.forward_plan import StepReport
 from engine.scheduler import UnknownStream
@@ -49,20 +48,17 @@ from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
 from engine.service.log_provenance import written_by
 from engine.service.model_and_codec import answer_heads, build_codec
-from engine.service.pipeline import log_or_refuse, say
+from engine.service.pipeline import say
 from engine.service.query_fit import compile_fitting
-from engine.service.when_behind import conflating, overloaded, shed_message
 from engine.service import ray_reaper
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
-from engine.service.rejections import admission_limit
-from engine.service.rendezvous import shard_for
 from engine.service.shedding import ShedCounts
-from engine.service.shard import GroupEnd
 from engine.service.shard_calls import ShardCalls
 from engine.service.shard_link import ShardLink, gathered_stats
 from engine.service.shard_recovery import ShardRecovery
 from engine.service.shard_replies import ShardReplies
 from engine.service.sharded_forget import forget_stream
+from engine.service.sharded_ingest import ShardedIngest
 from engine.service.sharded_restart import restart_front_door
 from engine.service.turned_away import TurnedAway
 from queries.cache import Answer, AnswerCache
@@ -76,7 +72,7 @@ class ShardGivenUp(LookupError):
     ``shard_lost``); its ticks are logged and computed when the service restarts."""
 
 
-class ShardedPipeline:
+class ShardedPipeline(ShardedIngest):
     def __init__(self, config: ServiceConfig) -> None:
         ray_module()  # Ray is an optional extra: say so before anything starts
         if not config.log.dir:
@@ -172,86 +168,6 @@ class ShardedPipeline:
                               ) from None
         except ray.exceptions.RayError as e:  # a shard's constructor raised (the model, the KV budget, ...)
             raise ConfigError(f"a shard did not start: {str(e).strip().splitlines()[-1]}") from None
-
-    def _owner(self, stream: str) -> ShardLink:
-        link = self.shard_of.get(stream)
-        if link is None:
-            link = self.shard_of[stream] = self._by_name[shard_for(stream, self._names)]
-            link.streams.add(stream)
-        return link
-
-    # -- ingest ----------------------------------------------------------------------------------
-
-    def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
-        if (shed := shed_message(self, data, tokenized=False)) is not None:
-            return shed
-        with self.data.items.message(listed_ticks(data)):
-            return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), time.time_ns()))
-
-    def flush_held(self) -> list[dict[str, Any]]:
-        """Submit the quotes conflation holds (before each round of shard calls), logged as a message of their own
-        as one engine logs them (TickPipeline.flush_held); returns the rejections."""
-        if not self.encoders.held:
-            return []
-        with self.data.items.message(len(self.encoders.held)):
-            return self._counted(self.encoders.flush_held(self._submit))
-
-    def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
-        if (shed := shed_message(self, data, tokenized=True)) is not None:
-            return shed
-        with self.data.items.message(listed_ticks(data)):
-            return self._counted(self.encoders.ingest_tokenized(data, self._submit, time.time_ns()))
-
-    def _counted(self, result: Ingested) -> list[dict[str, Any]]:
-        """After a whole message: its tick group ends on each stream it fed (GroupEnd, in the shard's items, as one
-        engine closes it), then it is counted."""
-        for link, streams in self._grouping.items():
-            link.buffer.append(GroupEnd(tuple(sorted(streams))))
-        self._grouping.clear()
-        self.ticks_in += result.ticks
-        for r in result.rejections:
-            self.rejected[r.reason] += r.count
-            if r.reason == "overloaded" and r.stream is not None:
-                self.shed_counts.add(r.stream, r.count)
-        return [r.to_wire() for r in result.rejections]
-
-    def shed_refusal(self, stream: str | None) -> InvalidTick | None:
-        """Why a tick of ``stream`` is refused with when_behind: shed: behind (as the shards' last replies say: the
-        front door knows no stream's share of their backlogs, so every stream is refused alike); None otherwise."""
-        return overloaded(self.pending_tokens(), self.lag_s(), self.config.limits, stream) if self.behind else None
-
-    def _submit(self, item: EncodedTick) -> None:
-        """Every check, then the log, then the shard's buffer: the log holds exactly the accepted items."""
-        if self.config.limits.when_behind == "shed" and (refusal := self.shed_refusal(item.stream)) is not None:
-            raise refusal
-        if item.stream not in self.shard_of:
-            problem = self._admission_problem(item.stream)
-            if problem is not None:
-                raise InvalidTick("stream_refused", problem, item.stream)
-        log_or_refuse(self.data, item)
-        link = self._owner(item.stream)
-        link.buffer.append((item.stream, item.tokens, item.ts, item.ticks, time.time_ns()))  # (accepted now)
-        link.buffered_tokens += len(item.tokens)
-        self._grouping.setdefault(link, set()).add(item.stream)
-        self.adaptation.accepted(item)
-        self.scores.accepted(item)
-
-    def admission_limit(self) -> str:
-        """Which limit of each shard turns new streams away (rejections.admission_limit)."""
-        config = self.config.scheduler
-        return admission_limit(config.max_streams, config.when_full, self.max_streams_admitted, self.window,
-                               self.shard_kv_cells, shards=len(self.links))
-
-    def _admission_problem(self, stream: str) -> str | None:
-        """Scheduler.admission_problem for the shard the stream would go to (its limits are per shard)."""
-        held = len(self._by_name[shard_for(stream, self._names)].streams)
-        scheduler = self.config.scheduler
-        if held >= scheduler.max_streams:
-            return f"stream {stream!r} refused: {held} streams are held, the limit (scheduler.max_streams)"
-        if scheduler.when_full == "refuse" and held >= self.max_streams_admitted:
-            return (f"stream {stream!r} refused: the KV pool holds {self.max_streams_admitted} streams of "
-                    f"{self.window} tokens and all are admitted")
-        return None
 
     # -- the loop's step: send, collect, publish ------------------------------------------------
 
