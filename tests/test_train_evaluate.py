@@ -782,7 +782,7 @@ def test_a_fine_tune_keeps_its_starting_weights_when_no_step_beats_them(ticks_fi
     kept weights with validation loss 7.80 where the base model's was lower (review226). The starting weights are
     now checked at step 0 (one validation pass) and kept when no step beats them: here steps at a learning rate of
     30 that wreck the model. The model card and train's summary say so."""
-    from engine.service.finetune import start_kept
+    from engine.service.finetune_card import start_kept
     from engine.service.train_data import question_tokens, sample_batch
     from engine.service.train_loop import optimise
     from engine.service.train_stopping import Validation

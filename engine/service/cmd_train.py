@@ -166,7 +166,7 @@ def _train_sayers(args: argparse.Namespace) -> tuple[Callable[[str], None], Call
 def _say_trained(record: dict[str, Any], args: argparse.Namespace, paused: list[str]) -> None:
     """What a run did, its scores table and its notes, as text (not --json)."""
     from engine.service.evaluation_report import format_table
-    from engine.service.finetune import start_kept
+    from engine.service.finetune_card import start_kept
 
     t = record["training"]
     best = (f"best validation loss {t['best_validation_loss']} at step {t['best_step']}{start_kept(t)}"
