@@ -24,7 +24,7 @@ from engine.service.evaluate import EvalOptions, evaluate_streams
 from engine.service.evaluation_scores import accuracy_brier, block_bootstrap, score_question
 from engine.service.evaluation_report import format_table
 from engine.service.features import fit_logistic, microstructure_features, read_head
-from engine.service.finetune import to_source
+from engine.service.finetune_data import to_source
 from engine.service.splits import (
     PARTS, SplitSpec, longest_horizon, prepare, read_streams, split_ticks, ticks_needed,
 )
@@ -421,7 +421,8 @@ def test_ctrl_c_during_train_keeps_the_best_weights_so_far(ticks_file: Path, tmp
     written and scored, and the model card says why it stopped (before, nothing at all was written). The
     KeyboardInterrupt a Ctrl-C raises is raised here from inside the training loop, at step 20."""
     from engine.service.evaluate import EvalOptions
-    from engine.service.finetune import FitOptions, fit
+    from engine.service.finetune import fit
+    from engine.service.finetune_options import FitOptions
     from engine.service.train_config import TrainConfig
 
     def ctrl_c(step: int) -> None:
@@ -442,7 +443,8 @@ def test_ctrl_c_during_train_keeps_the_best_weights_so_far(ticks_file: Path, tmp
 
 def test_a_gap_below_the_longest_horizon_is_widened_and_said(ticks_file: Path, tmp_path: Path) -> None:
     from engine.service.evaluate import EvalOptions
-    from engine.service.finetune import FitOptions, fit
+    from engine.service.finetune import fit
+    from engine.service.finetune_options import FitOptions
     from engine.service.train_config import TrainConfig
 
     said: list[str] = []
@@ -839,7 +841,7 @@ def test_train_says_when_its_validation_part_is_too_small_to_fit_on_or_missing(t
     watched a loss over a few ticks); one without a validation part said nothing of the heads. Both are said before
     training, and the small part on the model card."""
     from connectors.builtin import load_builtin_codec
-    from engine.service.finetune import validation_note
+    from engine.service.finetune_data import validation_note
 
     run = [*TINY, "--steps", "1", "--batch", "1", "--max-points", "200", "--resamples", "10"]
     assert main(["train", str(ticks_file), "--out", str(tmp_path / "small"), *run, "--split", "82/9/9"]) == 0

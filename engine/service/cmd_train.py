@@ -102,7 +102,7 @@ def _train_settings(args: argparse.Namespace) -> tuple[Any, Any]:
     import torch
 
     from engine.models import BUILTIN_MODEL_DIR
-    from engine.service.finetune import FitOptions
+    from engine.service.finetune_options import FitOptions
     from engine.service.train_config import TrainConfig
 
     if args.max_minutes <= 0 or args.steps < 1:

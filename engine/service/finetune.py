@@ -11,6 +11,8 @@ answer calibration is fitted on the validation part's answer points
 the baselines of engine/service/evaluation_predictors.py. The output directory is a normal
 checkpoint (config.json, model.safetensors, codec.json, calibration.json) with
 TRAINING.md (the model card, engine/service/finetune_card.py) and evaluation.json beside it.
+Its options are FitOptions (finetune_options.py); the streams it trains on, split into parts and made training
+material, are finetune_data.py's.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,56 +29,23 @@ import torch
 from connectors.builtin import load_builtin_codec
 from connectors.calibration import CALIBRATION_FILE, Calibration
 from connectors.cautions import labelled
-from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
+from connectors.codec import TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from connectors.replay_entries import replay_files
-from connectors.ticks import Tick, counted
-from engine.models import BUILTIN_MODEL_DIR
 from engine.service.calibrate import calibrate_streams, fit_heads, validation_pairs
-from engine.service.evaluate import MIN_POINTS, EvalOptions, evaluate_streams
+from engine.service.evaluate import EvalOptions, evaluate_streams
 from engine.service.evaluation_report import plot
 from engine.service.features import HEAD_FILE, QuestionHead, write_head
 from engine.service.finetune_card import split_text, write_model_card
+from engine.service.finetune_data import part_groups, split_streams, stopping_validation
+from engine.service.finetune_options import FitOptions
 from engine.service.output_paths import write_text_atomically
 from engine.service.reading_record import reading_of
-from engine.service.splits import (
-    SHORT_NAMED, Rejected, SplitSpec, StreamData, gap_note, longest_horizon, min_part_ticks, prepare, read_streams,
-    short_streams_line, time_overlap_note,
-)
+from engine.service.splits import StreamData, longest_horizon, read_streams
 from engine.service.tick_checkpoint import load_tick_model
 from engine.service.train_checkpoint import WEIGHTS_FILE, new_model, save_model
 from engine.service.train_config import TrainConfig
-from engine.service.train_data import Source, question_tokens, sample_batch
+from engine.service.train_data import question_tokens
 from engine.service.train_loop import optimise
-from engine.service.train_stopping import Validation
-
-
-@dataclass(frozen=True)
-class FitOptions:
-    """What `flashtick train` does beyond the shared TrainConfig (steps, batch, lr, sizes, minutes, seed)."""
-
-    split: SplitSpec = SplitSpec()
-    base: Path | None = BUILTIN_MODEL_DIR  # None: from scratch
-    eval_every: int = 20
-    patience: int = 5
-    val_batches: int = 8
-    device: str = "auto"
-    evaluation: EvalOptions = EvalOptions()
-    codec_version: int | None = None  # from scratch: BinnedCodec spec version; None = the built-in model's
-    head: bool = True  # fit the answer heads (features.QuestionHead) on the train and validation parts
-    streams: tuple[str, ...] | None = None  # the streams of the files to train on (names or globs); None: every one
-    name_left_out: bool = False  # --verbose: each stream too short to split named, not more than SHORT_NAMED summed up
-    # --points-out: the test answer points scored, a row each (evaluation_points.write_points)
-    points_out: Path | None = None
-    # --session-gap: a label horizon across a pause that long or longer in event time leaves its point unlabelled
-    # in every part
-    session_gap_ns: int | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("eval_every", "patience", "val_batches"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.codec_version is not None and self.codec_version not in SPEC_VERSIONS:
-            raise ValueError(f"codec version must be one of {SPEC_VERSIONS}, got {self.codec_version}")
 
 
 def resolve_device(device: str) -> str:
@@ -99,23 +67,6 @@ def base_config(cfg: TrainConfig, model: Any) -> TrainConfig:
                                heads=c.num_attention_heads, kv_heads=c.num_key_value_heads)
 
 
-def to_source(codec: BinnedCodec, sd: StreamData, part: str) -> Source:
-    """A part of a stream as training material: its tick tokens and answer token ids (-1 = no label)."""
-    r = getattr(sd.parts, part)
-    labels = sd.labels[r.start : r.stop]
-    ids = [np.array(list(q.answers.values()), dtype=np.int64) for q in codec.questions.values()]
-    answers = np.stack([np.where(labels[:, qi] >= 0, ids[qi][np.clip(labels[:, qi], 0, None)], -1)
-                        for qi in range(len(ids))], axis=1)
-    return Source(f"{sd.name}:{part}", sd.tokens[r.start : r.stop], answers)
-
-
-def _groups(codec: BinnedCodec, streams: list[StreamData], part: str) -> tuple[list[list[Source]], np.ndarray]:
-    """One group per stream, drawn in proportion to the part's length."""
-    sources = [to_source(codec, sd, part) for sd in streams]
-    weights = np.array([len(s.tokens) for s in sources], dtype=np.float64)
-    return [[s] for s in sources], weights / weights.sum()
-
-
 def _starting_model(cfg: TrainConfig, options: FitOptions) -> tuple[Any, BinnedCodec, TrainConfig]:
     """The model training starts from: a new one of ``cfg``'s sizes (--from-scratch), or the base checkpoint's,
     whose window and sizes then replace ``cfg``'s."""
@@ -128,39 +79,6 @@ def _starting_model(cfg: TrainConfig, options: FitOptions) -> tuple[Any, BinnedC
         cfg = base_config(cfg, model)
         torch.manual_seed(cfg.seed)
     return model, codec, cfg
-
-
-def _split_streams(codec: BinnedCodec, streams_raw: dict[str, list[Tick]], rejected: Rejected, cfg: TrainConfig,
-                   options: FitOptions, log: Callable[[str], None], caution: Callable[[str], None]
-                   ) -> tuple[list[StreamData], dict[str, Any]]:
-    """The streams read, split into parts (those too short left out: the rows ``rejected`` named in the error when
-    that leaves too few), and what the split says, said as it is found: the record's skipped, left_out, overlap and
-    validation_note."""
-    min_ticks = min_part_ticks(codec, cfg.window_ticks)
-    streams, skipped = prepare(codec, streams_raw, options.split, min_ticks, name_all=options.name_left_out,
-                               session_gap_ns=options.session_gap_ns, rejected=rejected)
-    # an option chain's thousands of short series in one line (the model card, --json and --verbose name each)
-    left_out = short_streams_line(codec, streams_raw, [sd.name for sd in streams], options.split, min_ticks)
-    if (widened := gap_note(codec, options.split)) is not None:
-        caution(f"note: {widened}")
-    if (overlap := time_overlap_note(streams)) is not None:
-        caution(f"note: {overlap}")
-    for note in skipped if options.name_left_out or len(skipped) <= SHORT_NAMED else [left_out]:
-        log(f"left out {note}")
-    if (thin := validation_note(codec, streams, options.split, head=options.head)) is not None:
-        caution(f"note: {thin}")  # before the optimisation: a run to stop and split otherwise
-    return streams, {"skipped": skipped, "left_out": left_out, "overlap": overlap, "validation_note": thin}
-
-
-def _validation(codec: BinnedCodec, streams: list[StreamData], q_tokens: np.ndarray, cfg: TrainConfig,
-                options: FitOptions) -> Validation | None:
-    """The fixed batches of the validation part early stopping watches; None when the split has no such part."""
-    if options.split.validation <= 0:
-        return None
-    vgroups, vweights = _groups(codec, streams, "validation")
-    vrng = np.random.default_rng(cfg.seed + 1)
-    return Validation([sample_batch(vgroups, vweights, q_tokens, cfg, vrng) for _ in range(options.val_batches)],
-                      options.eval_every, options.patience)
 
 
 def _calibrated(model: Any, codec: BinnedCodec, streams: list[StreamData], options: FitOptions,
@@ -233,10 +151,10 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     model, codec, cfg = _starting_model(cfg, options)
     streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"),
                                          streams=options.streams, caution=lambda line: caution(labelled(line)))
-    streams, split_notes = _split_streams(codec, streams_raw, rejected, cfg, options, log, caution)
-    groups, weights = _groups(codec, streams, "train")
+    streams, split_notes = split_streams(codec, streams_raw, rejected, cfg, options, log, caution)
+    groups, weights = part_groups(codec, streams, "train")
     q_tokens = question_tokens(codec)
-    val = _validation(codec, streams, q_tokens, cfg, options)
+    val = stopping_validation(codec, streams, q_tokens, cfg, options)
     log(f"{sum(len(s.ticks) for s in streams)} ticks in {len(streams)} streams; training on {device}")
     bar = bar_factory(cfg.steps) if bar_factory else None
     stats = optimise(model, groups, weights, q_tokens, cfg, log, np.random.default_rng(cfg.seed), device, val,
@@ -266,39 +184,6 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     plotted = plot(evaluation, out / "calibration.png", "flashtick train")
     write_model_card(out, record, plotted)
     return record
-
-
-def validation_note(codec: BinnedCodec, streams: list[StreamData], split: SplitSpec, head: bool = True) -> str | None:
-    """What a split without a validation part, or one whose validation part labels fewer than MIN_POINTS answer
-    points of a question (pooled over the streams), leaves undone: early stopping, calibration, answer heads (not
-    under ``head`` False, --no-head: none was asked for, and naming it blamed the split for it). None when every
-    question has enough."""
-    heads = " and without answer heads" if head else ""
-    if not split.validation:
-        return (f"--split {100 * split.train:g}/{100 * split.test:g} has no validation part: training runs its "
-                f"--steps (within --max-minutes) without early stopping and keeps the last step's weights, and the "
-                f"answers ship uncalibrated{heads} (a split such as 70/15/15 has one)")
-    labelled = {name: 0 for name, q in codec.questions.items() if q.spec.kind != "regime"}  # (no labels in files)
-    names = list(codec.questions)
-    for sd in streams:
-        _, qq = sd.points("validation")
-        for qi, n in enumerate(np.bincount(qq, minlength=len(names))):
-            if names[qi] in labelled:
-                labelled[names[qi]] += int(n)
-    thin = [f"{name} ({n})" for name, n in labelled.items() if n < MIN_POINTS]
-    if not thin:
-        return None
-    ticks = counted(sum(len(sd.parts.validation) for sd in streams), "tick")
-    fitted = "answer calibration and answer head are" if head else "answer calibration is"
-    return (f"the validation part is small: its {ticks} (--split {split.text()}, {counted(len(streams), 'stream')}) "
-            f"hold fewer labelled answer points than the {MIN_POINTS} a question's {fitted} fitted on for "
-            f"{_and(thin)}: {'its' if len(thin) == 1 else 'their'} answers ship uncalibrated"
-            f"{' and without a head' if head else ''}, and early stopping watches the loss on windows of those "
-            f"{ticks} alone; a larger validation part (--split) or more ticks fits them")
-
-
-def _and(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 # the built-in model's data recipe (engine/service/train_builtin.py): a run on the user's files uses none of it
