@@ -32,13 +32,13 @@ import torch
 
 from engine.advance_planning import AdvancePlanning
 from engine.backlog_counts import BacklogCounts
-from engine.batch import Advance
 from engine.block_manager import BlockManager
 from engine.context_rolls import Booked, ContextWindow, roll_points
 from engine.forward_plan import Plan, StepReport
 from engine.jobs import JobOutcome, ProbeJob, QueryPlanner, StreamProgress
 from engine.lru_eviction import LruEviction
 from engine.probe_placement import ProbePlacement
+from engine.rebuild_planning import RebuildPlanning
 from engine.scheduler_stats import SchedulerStats
 from engine.session import Session
 from engine.session_booking import SessionBooking
@@ -84,6 +84,7 @@ class Scheduler:
                                                 self.backlog, self.eviction, self.stats, self._asks, self._idle)
         self.placement = ProbePlacement(self.streams, blocks, self.stats, self.backlog, self.eviction,
                                         self._asks, self._idle)
+        self.rebuilds = RebuildPlanning(self.streams, blocks, self.booking, self.stats, self.config.max_batch_tokens)
 
     # -- ingest and asks ------------------------------------------------------------------------
 
@@ -361,34 +362,11 @@ class Scheduler:
     def plan_rebuild(self) -> Plan | None:
         """A forward that computes the KV of restored sessions (tokens booked, not cached), within the token
         budget and the free pool; it evicts nothing, so streams beyond the pool are rebuilt by their next
-        forward instead. None when there is nothing (more) to rebuild."""
-        plan = Plan()
-        budget = self.config.max_batch_tokens
-        for state in self.streams.values():
-            session = state.session
-            if not session.num_uncached or state.pending:
-                continue
-            if session.num_cached == 0 and self.pool.num_free:
-                self.booking.share_header(session, plan)
-            item = Advance(session, [], "last")  # the last row: the prediction a next chunk's surprise starts from
-            if plan.advances and session.num_uncached > budget:
-                break
-            if self.blocks.blocks_needed(plan.advances + [item]) > self.pool.num_free:
-                break
-            plan.advances.append(item)
-            plan.streams.append(state)
-            budget -= session.num_uncached
-        if not plan.advances:
-            return None
-        plan.forward = self.blocks.allocate(plan.advances, plan.copies)
-        return plan
+        forward instead. None when there is nothing (more) to rebuild (engine/rebuild_planning.py plans it)."""
+        return self.rebuilds.plan()
 
     def commit_rebuild(self, plan: Plan, logits: list[torch.Tensor]) -> None:
-        self.blocks.commit(plan.forward)
-        for state, rows in zip(plan.streams, logits):
-            state.next_token_logits = rows[-1].clone()
-            state.rebuilds += 1
-        self.stats.rebuilt_streams += len(plan.streams)
+        self.rebuilds.commit(plan, logits)
 
     def kv_summary(self) -> dict[str, int]:
         pool = self.pool
