@@ -22,7 +22,6 @@ class RebuildPlanning:
         # the scheduler's own, shared: its streams, block manager, booking and counters
         self.streams = streams
         self.blocks = blocks
-        self.pool = blocks.pool
         self.booking = booking
         self.stats = stats
         self.max_batch_tokens = max_batch_tokens
@@ -36,12 +35,12 @@ class RebuildPlanning:
             session = state.session
             if not session.num_uncached or state.pending:
                 continue
-            if session.num_cached == 0 and self.pool.num_free:
+            if session.num_cached == 0 and self.blocks.pool.num_free:
                 self.booking.share_header(session, plan)
             item = Advance(session, [], "last")  # the last row: the prediction a next chunk's surprise starts from
             if plan.advances and session.num_uncached > budget:
                 break
-            if self.blocks.blocks_needed(plan.advances + [item]) > self.pool.num_free:
+            if self.blocks.blocks_needed(plan.advances + [item]) > self.blocks.pool.num_free:
                 break
             plan.advances.append(item)
             plan.streams.append(state)
