@@ -41,7 +41,7 @@ def stream_times(name: str) -> np.ndarray:
 
 def thin_validation(ticks: int, points: tuple[int, int, int, int]) -> str:
     """train --no-head's note on a validation part too small to calibrate on (one stream, 70/15/15): it changes
-    what the shipped answers mean, so `train --quiet` says it too (finetune.validation_note). No head was asked
+    what the shipped answers mean, so `train --quiet` says it too (finetune_data.validation_note). No head was asked
     for, so the note does not blame the split for its absence."""
     counts = ", ".join(f"{name} ({n})" for name, n in zip(("direction_5", "direction_20", "volatility_50"), points))
     return (f"flashtick train: note: the validation part is small: its {ticks} ticks (--split 70/15/15, 1 stream) hold "

@@ -61,7 +61,8 @@ from queries.probe_answers import compile_query
 from queries.registry import Registry
 from queries.spec import QuerySpec
 
-# what other modules import from here (sharded.py: StreamBusy, log_or_refuse, say; control_ops.py: StreamBusy)
+# what other modules import from here (sharded.py: say; sharded_ingest.py: log_or_refuse; sharded_forget.py and
+# control_ops.py: StreamBusy)
 __all__ = ["StreamBusy", "TickPipeline", "log_or_refuse", "say"]
 
 

@@ -1,7 +1,7 @@
 """One engine's ticks in: a wire message (raw or tokenized ticks) or a single tick decoded, checked, written to the
 tick log and queued for its session, a tick group per stream a message feeds; the refusals counted. A mixin of
 TickPipeline (pipeline.py), whose state it reads: the ingest path is per tick, so it adds no call of its own.
-The sharded front door ingests its own way (sharded.py) with the same tick-log append (``log_or_refuse``)."""
+The sharded front door ingests its own way (sharded_ingest.py) with the same tick-log append (``log_or_refuse``)."""
 
 from __future__ import annotations
 
