@@ -96,7 +96,7 @@ def test_ticklog_export_refuses_out_on_a_file_of_its_data_directory(tmp_path: Pa
             log.append(msgpack.packb({"tick": tick.to_wire()}, use_bin_type=True))
     segment = next(p for p in (data / "ticks").iterdir() if p.is_file())
     err = refused(capsys, ["ticklog", "export", str(data), "--out", str(segment)], segment)
-    assert f"--out {segment} is the input {segment}" in err
+    assert f"--out {segment} is inside the data directory {data}: the export writes nothing in a data directory" in err
 
 
 def test_evaluate_refuses_a_plot_name_it_cannot_write_before_the_run(ticks_csv: Path, tmp_path: Path,

@@ -273,6 +273,33 @@ def test_the_line_says_what_was_written_apart_from_what_was_not_and_why(tmp_path
     assert dropped < records  # the records dropped held expiries and segment starts too
 
 
+def test_an_out_inside_a_data_directory_is_refused_from_the_first_export(tmp_path, capsys) -> None:
+    """review293: the first `--out DATA_DIR/daily.csv` was written into the data directory (the docs say the export
+    writes nothing there), the second refused as "is the input", though the export reads only the tick segments;
+    a folder that is not a data directory got that message too when --out existed there. Now any --out in a data
+    directory (the one given, or another: meta.json and ticks/) is refused from the first export, saying why, and a
+    folder with no tick log is said to be one whatever --out is."""
+    data_dir = tmp_path / "data"
+    write_log(data_dir, SyntheticMarket(SyntheticConfig(seed=9)).next_batch(40))
+    (data_dir / "meta.json").write_text("{}")
+    other = shutil.copytree(data_dir, tmp_path / "other")
+    for out, holder in ((data_dir / "daily.csv", data_dir), (data_dir / "ticks" / "exp.csv", data_dir),
+                        (other / "daily.csv", other)):
+        for _ in range(2):  # the first export and the next alike
+            code, err = export(capsys, data_dir, "--out", out)
+            assert code == 2 and f"--out {out} is inside the data directory {holder}:" in err, err
+            assert "writes nothing in a data directory" in err and "is the input" not in err and not out.exists()
+    code, err = export(capsys, data_dir, "--out", tmp_path / "daily.csv")
+    assert code == 0 and (tmp_path / "daily.csv").is_file(), err
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "out.csv").write_text("x\n")
+    for out in (plain / "out.csv", plain / "new.csv"):
+        code, err = export(capsys, plain, "--out", out)
+        assert code == 2 and f"{plain} holds no tick log" in err and "is the input" not in err, err
+    assert (plain / "out.csv").read_text() == "x\n"
+
+
 def test_an_export_is_written_a_chunk_at_a_time_in_row_groups(tmp_path, capsys) -> None:
     """The export held every tick in memory (1-2 GB for a full 2 GiB log): now a chunk at a time, each spilled as it
     fills and the file written from them in row groups of a chunk, the same ticks in the same order."""

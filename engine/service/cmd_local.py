@@ -13,8 +13,9 @@ from engine.service.output_paths import TICK_TABLE, Output, said_if_disk_full
 
 
 def cmd_ticklog_export(args: argparse.Namespace) -> None:
-    from engine.service.tick_export import export_ticks
+    from engine.service.tick_export import check_export_paths, export_ticks
 
+    check_export_paths(args.data_dir, args.out)  # first: not a data directory, or --out inside one, says so
     check_outputs(args, [Output("--out", args.out, kind=TICK_TABLE, example="ticks.parquet")])
     time_range = time_range_of(args)
     with said_if_disk_full(args.out):  # its spill (OUT.chunks/, beside it) too: polars named neither

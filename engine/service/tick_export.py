@@ -104,6 +104,25 @@ class ExportSummary:
         return said
 
 
+def check_export_paths(data_dir: Path, out: Path) -> None:
+    """Raise ExportError, before any work, when ``data_dir`` holds no tick log, or when ``out`` lies in a data
+    directory (``data_dir`` or any folder above ``out`` holding ``meta.json`` and ``ticks/``): the export writes
+    nothing in one, since it runs beside a serve that owns what is there. One rule for every such path, first
+    export or not (a file there is no input of the export, which reads only the tick segments)."""
+    data_dir = Path(data_dir).expanduser()
+    directory = data_dir / "ticks"
+    if not directory.is_dir() or not segments(directory):
+        raise ExportError(f"{data_dir} holds no tick log ({directory}/ticks-*.log): give the data directory a "
+                          f"`flashtick serve --data-dir` wrote")
+    target = out.expanduser().resolve()
+    given = data_dir.resolve()
+    for folder in target.parents:
+        if folder == given or ((folder / "meta.json").is_file() and (folder / "ticks").is_dir()):
+            raise ExportError(f"--out {out} is inside the data directory {folder}: the export writes nothing in a "
+                              f"data directory (it runs beside a serve using it, which owns what is there); give a "
+                              f"path outside it")
+
+
 def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, time_range: TimeRange | None = None,
                  skip_corrupt: bool = False, chunk_ticks: int = CHUNK_TICKS) -> ExportSummary:
     """Write the ticks of ``data_dir``'s tick log to ``out`` (Parquet or CSV by its suffix; written whole or not
@@ -114,10 +133,8 @@ def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, ti
     fmt = SUFFIXES.get(out.suffix.lower())
     if fmt is None:
         raise ExportError(f"--out {out}: give a file ending in .parquet (or .pq) or .csv")
+    check_export_paths(data_dir, out)
     directory = data_dir / "ticks"
-    if not directory.is_dir() or not segments(directory):
-        raise ExportError(f"{data_dir} holds no tick log ({directory}/ticks-*.log): give the data directory a "
-                          f"`flashtick serve --data-dir` wrote")
     selection = StreamSelection(streams) if streams else None
     summary = ExportSummary(segments=len(segments(directory)))
     spill = _Spill(out.with_name(out.name + ".chunks"), chunk_ticks)
