@@ -145,6 +145,11 @@ class Scheduler:
             raise UnknownStream(stream)
         return state.progress([], None)
 
+    def committed(self, stream: str) -> int | None:
+        """``stream``'s ticks in forwards that ran (their standing queries answered), None for a stream not held."""
+        state = self.streams.get(stream)
+        return None if state is None else state.ticks
+
     @property
     def busy(self) -> bool:
         return bool(self._asks or self._idle or self.backlog.chunks)

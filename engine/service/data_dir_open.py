@@ -40,6 +40,16 @@ def retention_past_filesystem(root: Path, config: LogSection) -> str | None:
             f"lower them to fit, with room to spare")
 
 
+def retention_below_segments(config: LogSection) -> list[str]:
+    """Each retention limit below its log's segment size, said: retention never drops the segment in use, so the
+    log then keeps one segment and a bit more, not the limit (review293: accepted without a word)."""
+    pairs = (("retention_bytes", "segment_bytes"), ("answers_retention_bytes", "answers_segment_bytes"))
+    return [f"log.{limit} {getattr(config, limit):,} is below log.{segment} {getattr(config, segment):,}: retention "
+            f"never drops the segment in use, so the log keeps a whole segment past the limit; set log.{limit} to "
+            f"a few segments" for limit, segment in pairs
+            if getattr(config, limit) is not None and getattr(config, limit) < getattr(config, segment)]
+
+
 def _mib(n: float) -> str:
     return f"{n / 2**20:,.1f} MiB"
 

@@ -35,27 +35,31 @@ import sys
 import time
 from collections.abc import Callable, Container
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectors.encoder import EncodedTick, StreamEncoders
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
 from engine.service.data_dir_open import (check_meta, others_access, read_epoch, refuse_the_users_folder,
-                                          retention_past_filesystem, take_lock, unusable_part)
+                                          retention_below_segments, retention_past_filesystem, take_lock,
+                                          unusable_part)
 from engine.service.item_log import ItemLog
 from engine.service.kept_queries import (LIVE, RestoredQueries, read_origins, read_query_versions,
                                          write_queries_files)
 from engine.service.log_damage import damaged_copies
-from engine.service.log_replay import ReplayTarget, TailPoints, dropped_by_retention, split_log
+from engine.service.log_replay import ReplayTarget, dropped_by_retention, split_log
 from engine.service.log_stats import LogStats
 from engine.service.lost_ticks import forget_lost_answers, say_lost_streams
 from engine.service.private_dirs import make_private_dirs
 from engine.service.recovery_report import say_damaged_copies, say_recovered
 from engine.service.registration_marks import RegistrationMarks
-from engine.service.segment_starts import SegmentStarts
+from engine.service.segment_starts import SegmentStarts, counts_before
 from engine.service.ticklog import TickLog
 from queries.cache import AnswerCache
 from queries.registry import Registry
+
+if TYPE_CHECKING:
+    from engine.service.owed_answers import TailStarts
 
 __all__ = ["DataDir"]  # what other modules import from here
 
@@ -83,6 +87,12 @@ class DataDir:
         # one engine's Scheduler.booked: each stream's session as a replay books it (a front door has none)
         self.booked: Callable[[str], Any] | None = None
         self._starts = SegmentStarts(config.segment_bytes)
+        # each stream's tick count whose answers are settled (None: no bound), which retention never drops a tick
+        # past (_droppable): unset until a restart's replay knows its answered points, then one engine's committed
+        # counts (``committed``, set by its pipeline; a front door has none: no bound)
+        self._settled: Callable[[str], int | None] | None = None
+        self.committed: Callable[[str], int | None] | None = None
+        self._retention_deferred = False  # a drop _droppable held back: tried again at each heartbeat (check)
         try:
             self._open_parts(config, cache, written_by)
         except (OSError, ConfigError) as e:  # the lock goes too: a refused directory is not held by who refused it
@@ -119,8 +129,8 @@ class DataDir:
         except OSError as e:  # under a file, on a read-only filesystem, no permission: name the key
             raise ConfigError(f"log.dir {self.root}: {e.strerror or e} (a data directory must be a writable "
                               f"directory)") from None
-        if too_big := retention_past_filesystem(self.root, config):
-            print(f"flashtick: warning: {too_big}", file=sys.stderr, flush=True)
+        for problem in filter(None, [retention_past_filesystem(self.root, config), *retention_below_segments(config)]):
+            print(f"flashtick: warning: {problem}", file=sys.stderr, flush=True)
         if access is not None:  # the user's own folder: said, not changed
             print(f"flashtick: {access}", file=sys.stderr, flush=True)
         return lock_file
@@ -139,7 +149,7 @@ class DataDir:
         self.log = TickLog(self.root / "ticks", fsync=config.fsync, group_ms=config.group_ms,
                            segment_bytes=config.segment_bytes, retention_bytes=config.retention_bytes,
                            retention_s=config.retention_s, segment_start=self._segment_start,
-                           skip_corrupt=config.skip_corrupt)
+                           skip_corrupt=config.skip_corrupt, droppable=self._droppable)
         self.answers = AnswerLog(self.root / "answers", cache, fsync=config.fsync, group_ms=config.group_ms,
                                  segment_bytes=config.answers_segment_bytes,
                                  retention_bytes=config.answers_retention_bytes, skip_corrupt=config.skip_corrupt)
@@ -181,6 +191,21 @@ class DataDir:
               file=sys.stderr, flush=True)
         return afresh
 
+    def _droppable(self, after: Path) -> bool:
+        """Whether retention may drop the tick log segments before ``after`` (TickLog.droppable): no answer waits to
+        be logged, and no stream has a tick in them past its settled count. A restart computes the answers owed on a
+        stream's ticks past its last logged answer again, under the seqs subscribers had, only while those ticks are
+        kept: dropped (the engine was behind, then the answer log refused its answers), it gave those seqs to other
+        answers (review293). Past the limits, then, the log keeps what the engine has not answered and logged."""
+        if self._settled is None or self.answers.unlogged:
+            self._retention_deferred = self._settled is not None
+            return False
+        counts = counts_before(after)
+        settled = counts is None or all((point := self._settled(stream)) is None or ticks <= point
+                                        for stream, ticks in counts.items())
+        self._retention_deferred = not settled
+        return settled
+
     def _segment_start(self) -> bytes:
         """A new segment's first record (segment_starts.py), from the live encoders and sessions."""
         return self._starts.record(self.encoders, self.booked, self.items.ticks_logged)
@@ -210,16 +235,20 @@ class DataDir:
                   f"{registry.version}) from {self.root}", file=sys.stderr, flush=True)
         return restored
 
-    def replay(self, encoders: StreamEncoders, target: ReplayTarget, answered: TailPoints | None = None,
+    def replay(self, encoders: StreamEncoders, target: ReplayTarget, answered: TailStarts | None = None,
                turned_away: Container[str] = ()) -> list[EncodedTick | None]:
         """Re-feed every logged item through ``encoders`` (codec state and ordering guards come back) and
         book it on ``target`` (split_log); returns the tail past each stream's answered point. The caller
         computes what the booked windows hold (Engine.rebuild) and then calls ``replayed``. ``turned_away``: the
         streams ``target`` refused meanwhile (filled as it replays), which the caller says: not lost segments."""
         self._replay_started = time.perf_counter()
+        # the retention a start owes, now that the answered points are known (none: drop as the limits say)
+        self._settled = answered.answered if answered is not None else lambda stream: None
+        self.log.retain()
         ticks, refused, tail, logged, expired_ticks, expired_streams = split_log(
             self.log.directory, encoders, target, answered, skip_corrupt=self.config.skip_corrupt,
             stats=self.read_stats)
+        self._settled = self.committed or (lambda stream: None)
         self.recovered_ticks += ticks
         self.expired_ticks += expired_ticks
         self.expired_streams += expired_streams
@@ -253,9 +282,13 @@ class DataDir:
                          stats=LogStats(), streams=streams, upto=upto).tail
 
     def check(self) -> None:
-        """Whether the logs' files still exist (a heartbeat's check: said at once, even while nothing arrives)."""
+        """Whether the logs' files still exist (a heartbeat's check: said at once, even while nothing arrives), and
+        the retention a roll held back for ticks not answered then, once the engine has answered them."""
         self.log.check()
         self.answers.log.check()
+        if self._retention_deferred:
+            self._retention_deferred = False  # (set again by _droppable while the drop is still held back)
+            self.log.retain()
 
     def stats(self) -> dict[str, object]:
         return {"dir": str(self.root), "recovered_ticks": self.recovered_ticks, "replay_refused": self.replay_refused,

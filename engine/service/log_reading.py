@@ -82,15 +82,22 @@ def first_record(directory: str | Path, prefix: str = "ticks", tries: int = 5) -
             return None
         first, path = existing[0]
         try:
-            with open(path, "rb") as handle:
-                header = handle.read(HEADER.size)
-                if len(header) < HEADER.size or HEADER.unpack(header)[0] != MAGIC:
-                    return None
-                payload = handle.read(min(HEADER.unpack(header)[1], MAX_RECORD_BYTES + 1))
+            payload = segment_first_record(path)
         except FileNotFoundError:  # dropped between the listing and the open: the next one is the oldest now
             continue
-        return (first, payload) if damage(header + payload, 0) is None else None
+        return None if payload is None else (first, payload)
     return None
+
+
+def segment_first_record(path: Path) -> bytes | None:
+    """The payload of the segment file ``path``'s first record, reading that record alone; None when it is not whole
+    and valid. Raises FileNotFoundError for a segment gone."""
+    with open(path, "rb") as handle:
+        header = handle.read(HEADER.size)
+        if len(header) < HEADER.size or HEADER.unpack(header)[0] != MAGIC:
+            return None
+        payload = handle.read(min(HEADER.unpack(header)[1], MAX_RECORD_BYTES + 1))
+    return payload if damage(header + payload, 0) is None else None
 
 
 def _open_segments(directory: Path, prefix: str, tries: int = 5) -> list[tuple[int, Path, Any]]:

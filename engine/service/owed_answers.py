@@ -90,6 +90,12 @@ class TailStarts:
             self._points[stream] = self._start(stream)
         return self._points[stream]
 
+    def answered(self, stream: str) -> int | None:
+        """The tick count past which the restart owes answers on ``stream``, when the answer log holds one of its
+        answers; None otherwise (no standing answer logged: a stream expired, forgotten, or never answered)."""
+        start = self.get(stream) if stream in self._latest else None
+        return None if start is None else start[0]
+
     def _start(self, stream: str) -> tuple[int, int | None] | None:
         answers = self._latest.get(stream, {})
         newest = max(answers.values(), key=lambda a: a.version, default=None)

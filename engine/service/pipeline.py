@@ -126,6 +126,7 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
                              self.encoders) if config.log.dir else None)
         if self.data is not None:
             self.data.booked = self.engine.scheduler.booked  # each tick log segment starts with every session
+            self.data.committed = self.engine.scheduler.committed  # retention keeps what is not answered yet
         self.recovered: list[JobOutcome] = []  # answers owed at a restart: published first (Server)
         self.marks = RegistrationMarks()  # where each query started: what a restart owes it
         self.restart = EngineRestart(self, progress, say)

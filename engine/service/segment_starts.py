@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgpack
 
 from connectors.encoder import StreamEncoders
+from engine.service.log_reading import segment_first_record
 from engine.service.ticklog import LOGGED, SEGMENT_START
 
 SEGMENT_START_SHARE = 4  # a segment's start record may take at most 1/4 of log.segment_bytes with the sessions
@@ -44,3 +46,16 @@ class SegmentStarts:
                 print(f"flashtick: the tick log's segments ({self.segment_bytes} bytes, log.segment_bytes) are "
                       f"too small to start with every stream's session ({len(record)} bytes): a restart after "
                       f"retention drops segments rebuilds sessions from the ticks kept", file=sys.stderr, flush=True)
+
+
+def counts_before(path: Path) -> dict[str, int] | None:
+    """Each stream's tick count before the segment file ``path``, from its start record alone; None when it has none
+    (gone, damaged, or written before segments began with one)."""
+    try:
+        payload = segment_first_record(path)
+    except FileNotFoundError:
+        return None
+    record = None if payload is None else msgpack.unpackb(payload, raw=False)
+    if not isinstance(record, dict) or not isinstance(record.get(SEGMENT_START), dict):
+        return None
+    return {name: start[0] for name, start in record[SEGMENT_START].items()}

@@ -73,6 +73,9 @@ class TickLog:
     # the payload of each new segment's first record (what a reader needs of the segments retention may drop)
     segment_start: Callable[[], bytes] | None = None
     skip_corrupt: bool = False  # counting the last segment's records at open skips damaged ones (as its reader will)
+    # whether retention may drop the segments before the one at this path (whose start record says what they held):
+    # False keeps them and every later one (their ticks' answers are not logged yet: durability.py); None: always
+    droppable: Callable[[Path], bool] | None = None
     stats: LogStats = field(default_factory=LogStats)
 
     def __post_init__(self) -> None:
@@ -250,6 +253,11 @@ class TickLog:
             self._write_record(self.segment_start())
         self._retain()
 
+    def retain(self) -> None:
+        """Retention now (a restart's, once it knows what ``droppable`` needs), under the lock."""
+        with self._lock:
+            self._retain()
+
     def _retain(self) -> None:
         """Retention, at open and at each roll; a failure is said and tried again at the next roll."""
         try:
@@ -262,10 +270,11 @@ class TickLog:
         sizes = {path: path.stat().st_size for _, path in existing}
         total = sum(sizes.values()) + self._size
         now = time.time()
-        for _, path in existing:
+        following = [path for _, path in existing[1:]] + [self._path]
+        for (_, path), after in zip(existing, following):
             too_big = self.retention_bytes is not None and total > self.retention_bytes
             too_old = self.retention_s is not None and now - path.stat().st_mtime > self.retention_s
-            if not (too_big or too_old):
+            if not (too_big or too_old) or (self.droppable is not None and not self.droppable(after)):
                 break
             total -= sizes[path]
             path.unlink()
