@@ -18,6 +18,7 @@ from connectors.column_names import EVENT_NAMES, RIGHT_NAMES
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, is_csv, scan_file
+from connectors.iqfeed_ticks import IQFEED_NAMES, MESSAGE_ID, PROTOCOL_6
 from connectors.shell_words import columns_option
 from connectors.venue_notes import PROVIDER_NAMES
 
@@ -44,7 +45,10 @@ MANY_PER_LEVEL = 5  # a column with this many distinct values per level or more 
 NOT_IDENTIFIERS = frozenset((*EVENT_NAMES, *RIGHT_NAMES, "side", "aggressor_side", "taker_side", "exchange", "venue",
                              "market", "exchange_id", "exchange_code", "ex", "mic", *PROVIDER_NAMES, "currency",
                              "ccy", "flags", "condition", "conditions", "sale_condition", "tr_scond", "tr_corr",
-                             "qu_cond", "kind"))
+                             "qu_cond", "kind",
+                             # IQFeed's fixed fields, named by its layout: a basis code (C, O) is no instrument. Its
+                             # request id stays a candidate: a client may use the symbol as the id, one per request
+                             *IQFEED_NAMES, *PROTOCOL_6, MESSAGE_ID))
 
 
 def _identifier_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,

@@ -348,6 +348,25 @@ def test_iqfeed_tick_history_without_a_header_reads_as_trades_with_their_quotes(
     assert "the zone TAQ writes them in" not in said
 
 
+@pytest.mark.parametrize("request_id", ["", "ESZ26,"])
+def test_iqfeed_basis_for_last_codes_are_not_taken_for_instruments(tmp_path: Path, request_id: str) -> None:
+    """fix298 #3: IQFeed's Basis For Last holds C and O, a trade's basis: the replay cautioned that column
+    'basis_for_last' held values that "look like instruments" and suggested --columns stream=basis_for_last, wrong
+    for a fixed layout whose fields are all named. Its named fields are left out of that guess."""
+    path = tmp_path / "ESZ26.csv"
+    total, lines = 0, []
+    for i in range(60):
+        bid, total = 6849.5 + 0.25 * (i % 4), total + 1 + i % 5
+        lines.append(f"{request_id}2026-11-30 08:30:{i:02d}.000000,{bid + 0.25:.2f},{1 + i % 5},{total},{bid:.2f},"
+                     f"{bid + 0.25:.2f},{100000 + i},{'CO'[i % 2]},43,01\n")
+    path.write_text("".join(lines))
+    replay = FileReplay(path)
+    assert len(drain(replay)) == 120 and not replay.rejected
+    said = "\n".join([*replay.notes, *replay.cautions])
+    assert "read as DTN IQFeed's tick history" in said and "stream=basis_for_last" not in said \
+        and "look like instruments" not in said, said
+
+
 # IQFeed's protocol 6 tick lines, written here from the documented field list (DTN's "Historical via TCP/IP" page,
 # as IQFeed4j's tick schema spells it out): TimeStamp, Last, LastSize, TotalVolume, Bid, Ask, TickID, BasisForLast,
 # TradeMarketCenter, TradeConditions, TradeAggressor (0 invalid, 1 buy, 2 sell, 3 neither), DayCode (day of month)
