@@ -45,6 +45,7 @@ import argparse  # noqa: E402 - after the handler above, as early as it can be
 import atexit
 import codecs
 import io
+import importlib
 import os
 import signal
 import threading
@@ -172,7 +173,7 @@ def _load_polars(args: argparse.Namespace) -> None:
     handler, which still passes the signal on to Python's."""
     if args.command in _SERVICE_CLIENTS:
         return
-    import polars  # noqa: F401
+    importlib.import_module("polars")  # for its SIGINT handler, installed on import (no name of it is used)
 
     if threading.current_thread() is threading.main_thread():  # (signal settings are the main thread's to change)
         signal.siginterrupt(signal.SIGINT, True)
