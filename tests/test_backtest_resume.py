@@ -687,3 +687,52 @@ def test_a_full_disk_is_said_in_one_line_naming_the_file_and_resume_continues(se
     assert not (setup / "ticks-export.csv").exists() and not (setup / "ticks-export.csv.chunks").exists()
     assert main(cli(setup, "full.parquet", "--resume", "--quiet")) == 0
     assert_same_answers(pl.read_parquet(out), pl.read_parquet(setup / "whole.parquet"))
+
+
+def resent_and_gapped(path: Path, n: int = 1200) -> dict[str, list[tuple[int, int]]]:
+    """Synthetic ticks numbered per stream (column seq), with a number skipped (a gap) every 23 rows and, every 37,
+    a restamped resend of the stream's tick 30 to 45 rows back, written to `path`. -> for each resend and gap, the
+    rows of the tick it repeats or follows and of itself (a stop between the two splits it), by kind."""
+    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(n)
+    rows: list[dict] = []
+    last: dict[str, int] = {}  # stream -> its last row
+    numbers: dict[str, int] = {}
+    spans: dict[str, list[tuple[int, int]]] = {"resend": [], "gap": []}
+    for i, tick in enumerate(ticks):
+        if i % 37 == 36 and (back := next((j for j in range(len(rows) - 30, len(rows) - 45, -1)
+                                           if rows[j]["stream"] == tick.stream), None)) is not None:
+            spans["resend"].append((back, len(rows)))
+            rows.append({**rows[back], "ts": tick.ts})  # the same values and number, at a later time (restamped)
+        if i % 7 == 3 and tick.stream in last:
+            spans["gap"].append((last[tick.stream], len(rows)))
+        numbers[tick.stream] = numbers.get(tick.stream, 0) + (2 if i % 7 == 3 else 1)
+        last[tick.stream] = len(rows)
+        rows.append({**tick.to_wire(), "seq": numbers[tick.stream]})
+    pl.DataFrame(rows).write_parquet(path)
+    return spans
+
+
+
+def test_a_resumed_backtest_leaves_out_the_resends_and_says_the_gaps_of_an_uninterrupted_one(setup: Path) -> None:
+    """fix298 #2: the sequence watch keeps recent ticks to catch restamped resends (fix294); a resumed run rebuilds
+    its sessions by reading the files again through the same replay, so it must leave out the same resends, say the
+    same gaps and give the same answers as a run that was never stopped, with resends and gaps across the stop."""
+    config = ServiceConfig.load(setup / "engine.yaml")
+    path = setup / "resent.parquet"
+    spans = resent_and_gapped(path)
+    run = {"columns": {"sequence": "seq"}, "progress": False}
+    whole = run_backtest(config, [path], setup / "q.yaml", setup / "resent_whole.parquet", **run)
+    assert any("restamped" in n for n in whole.found_notes) and any("gap(s)" in n for n in whole.found_notes)
+    polls = iter(range(10**9))
+    from engine.service.backtest import BacktestInterrupted
+
+    with pytest.raises(BacktestInterrupted):
+        run_backtest(config, [path], setup / "q.yaml", setup / "resent_cut.parquet", stop=lambda: next(polls) >= 120,
+                     **run)
+    consumed = json.loads((setup / "resent_cut.parquet.parts" / "progress.json").read_text())["consumed"]
+    for kind in ("resend", "gap"):  # one across the stop at least: the watch's memory is what the resume needs
+        assert any(before < consumed <= after for before, after in spans[kind]), (kind, consumed, spans[kind])
+    resumed = run_backtest(config, [path], setup / "q.yaml", setup / "resent_cut.parquet", resume=True, **run)
+    assert resumed.resumed_at == consumed and (resumed.ticks, resumed.rejected) == (whole.ticks, whole.rejected)
+    assert resumed.found_notes == whole.found_notes
+    assert_same_answers(pl.read_parquet(setup / "resent_cut.parquet"), pl.read_parquet(setup / "resent_whole.parquet"))
