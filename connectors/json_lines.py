@@ -42,6 +42,7 @@ from typing import Any, Mapping
 import polars as pl
 
 from connectors.column_map import ColumnMap
+from connectors.disk_full import DiskFull, said_if_disk_full
 from connectors.exchange_shapes import BINANCE_BOOK_KEYS, Shape, array_shape_of, rest_shape_of, shape_of
 from connectors.json_columns import best_levels, epoch_text_as_integers, lists_as_text, nested_fields
 from connectors.json_messages import (
@@ -206,7 +207,12 @@ def _convert(path: Path) -> JsonLinesTable:
                          f"line, or a file of one JSON array of objects")
     folder = Path(tempfile.mkdtemp(prefix="flashtick-jsonl-"))
     copy = folder / f"{path.name}.parquet"
-    frame.write_parquet(rust_path(copy), compression="lz4")
+    try:
+        with said_if_disk_full(copy, copy):  # in the temporary folder (TMPDIR): polars' words named no file
+            frame.write_parquet(rust_path(copy), compression="lz4")
+    except DiskFull:
+        shutil.rmtree(folder, ignore_errors=True)  # (its copy went with the error: no empty folder left behind)
+        raise
     if records is not None:
         shape = rest_shape_of(path, frame)
     elif from_arrays:

@@ -387,3 +387,50 @@ def test_a_write_past_the_file_size_limit_names_the_file_and_the_limit_whatever_
     assert done.stdout.splitlines() == [f"cannot write {tmp_path / name}: {limit}"
                                         for name in ("wide.parquet", "long.parquet", "big.md")], done.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+SPILL_AND_COPY = """
+import json, os, resource, sys
+from pathlib import Path
+import msgpack
+from connectors.replay import FileReplay
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from engine.service.tick_export import export_ticks
+from engine.service.ticklog import TickLog
+root = Path(sys.argv[1])
+with TickLog(root / "data" / "ticks", fsync="never") as log:
+    for tick in SyntheticMarket(SyntheticConfig(seed=9)).next_batch(20_000):
+        log.append(msgpack.packb({"tick": tick.to_wire()}, use_bin_type=True))
+trades = root / "btcusdt.jsonl"
+trades.write_text("".join(json.dumps({"e": "trade", "E": 1700000000000 + i, "s": "BTCUSDT", "t": i,
+                                      "p": f"{40000 + i % 500 / 10:.2f}", "q": f"{0.001 * (1 + i % 13):.3f}",
+                                      "T": 1700000000000 + i, "m": i % 3 == 0, "M": True}) + "\\n"
+                          for i in range(20_000)))
+resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+for read in (lambda: export_ticks(root / "data", root / "ticks.parquet"), lambda: FileReplay(trades)):
+    try:
+        read()
+    except OSError as e:
+        print(e)
+"""
+
+
+def test_a_tick_export_s_spill_and_a_json_lines_copy_past_the_file_size_limit_name_the_file(tmp_path: Path) -> None:
+    """fix298 #4: `ticklog export`'s spill chunks and a JSON-lines file's Parquet copy were written by polars
+    directly, outside said_if_disk_full: past `ulimit -f` a backtest of a .jsonl said only "parquet: File out of
+    specification: underlying IO error: File too large (os error 27)", and left its temporary folder. Both now say
+    the file and the limit; the copy's folder goes with it."""
+    import subprocess
+    import sys
+
+    (tmp_path / "tmp").mkdir()
+    done = subprocess.run([sys.executable, "-c", SPILL_AND_COPY, str(tmp_path)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+                               "TMPDIR": str(tmp_path / "tmp")}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    limit = "the file is larger than this process may write (its file size limit, ulimit -f, is 50,000 bytes)"
+    spill, copy = done.stdout.splitlines()
+    assert spill == f"cannot write {tmp_path / 'ticks.parquet.chunks' / 'chunk-000000.parquet'}: {limit}", spill
+    assert copy.startswith(f"cannot write {tmp_path / 'tmp'}/flashtick-jsonl-") and \
+        copy.endswith(f"/btcusdt.jsonl.parquet: {limit}"), copy
+    assert list((tmp_path / "tmp").iterdir()) == []

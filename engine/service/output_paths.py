@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import errno
 import os
-import re
-import resource
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from connectors.disk_full import DiskFull, said_if_disk_full
 from engine.text_files import ENCODING
 
 
@@ -244,61 +243,6 @@ def write_text_atomically(path: Path, text: str) -> None:
     the write is said naming the file. `train` wrote config.json, evaluation.json and TRAINING.md with a plain
     write: a full disk said "[Errno 28] No space left on device", no file named, where the weights were named."""
     write_atomically(path, lambda tmp: tmp.write_text(text, encoding=ENCODING))
-
-
-class DiskFull(OSError):
-    """An output could not be written for want of space: the disk or a quota full, or past a file size limit."""
-
-
-# what each errno of a full disk is said as (EFBIG: with the process's own limit, `file_size_limit`)
-DISK_FULL = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
-             errno.EFBIG: "the file is larger than this process may write"}
-_OS_ERROR = re.compile(r"\(os error (\d+)\)")  # polars' (Rust's) form: `No space left on device (os error 28)`
-# polars' words for a write that failed inside a page header (Thrift): the OS's error and its errno are not kept
-_THRIFT_WRITE = re.compile(r"Invalid thrift: transport error")
-
-
-def file_size_limit() -> str:
-    """Why a write got EFBIG, in words: this process's file size limit (RLIMIT_FSIZE, `ulimit -f`) with its value,
-    or, without one, the file system's largest file."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
-    if soft == resource.RLIM_INFINITY:
-        return "the file system's largest file"
-    return f"its file size limit, ulimit -f, is {soft:,} bytes"
-
-
-def _at_size_limit(written: Path) -> bool:
-    """Whether ``written`` reached this process's file size limit: what stopped a write whose error lost its errno
-    (polars' "Invalid thrift: transport error", when the limit fell inside a page header)."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
-    try:
-        return soft != resource.RLIM_INFINITY and written.stat().st_size >= soft
-    except OSError:
-        return False
-
-
-@contextmanager
-def said_if_disk_full(path: Path, written: Path | None = None) -> Iterator[None]:
-    """A full disk while writing ``path`` (through ``written``, its temporary name, removed to give back the space it
-    took) raised as DiskFull in one line naming the path and the cause: polars said "parquet: File out of
-    specification: underlying IO error: No space left on device (os error 28)", naming no file (review224 #6),
-    and, past a file size limit that fell inside a page header, "Invalid thrift: transport error", naming neither
-    the file nor the limit."""
-    try:
-        yield
-    except Exception as error:  # noqa: BLE001 - polars' errors are not OSErrors: the errno is read from the text
-        code = error.errno if isinstance(error, OSError) else (
-            int(found.group(1)) if (found := _OS_ERROR.search(str(error))) else None)
-        if code is None and _THRIFT_WRITE.search(str(error)) and _at_size_limit(written or path):
-            code = errno.EFBIG
-        if code not in DISK_FULL:
-            raise
-        if written is not None:
-            written.unlink(missing_ok=True)
-        cause = f"{DISK_FULL[code]} ({file_size_limit()})" if code == errno.EFBIG else DISK_FULL[code]
-        full = DiskFull(f"cannot write {path}: {cause}")
-        full.errno = code  # (given as OSError's first argument, it would print as "[Errno 28] cannot write ...")
-        raise full from None
 
 
 # what each errno of a folder that refuses a write (after the checks before the run let it through: a file system

@@ -37,7 +37,7 @@ from engine.service.log_format import segments
 from engine.service.log_reading import CorruptLog, read_unchanged
 from engine.service.log_stats import LogStats
 from engine.service.message_ends import is_item, item_ticks, whole_messages
-from engine.service.output_paths import write_atomically
+from engine.service.output_paths import said_if_disk_full, write_atomically
 from engine.service.ticklog import FORGOTTEN, LOGGED, SEGMENT_START
 
 COLUMNS: dict[str, Any] = {"stream": pl.String, "ts": pl.Int64, "kind": pl.String, "price": pl.Float64,
@@ -222,7 +222,8 @@ class _Spill:
         if not chunk.height:
             return
         self.paths.append(self.directory / f"chunk-{len(self.paths):06d}.parquet")
-        chunk.write_parquet(rust_path(self.paths[-1]), compression="lz4")  # read back soon: speed over size
+        with said_if_disk_full(self.paths[-1], self.paths[-1]):  # polars' own words named no file
+            chunk.write_parquet(rust_path(self.paths[-1]), compression="lz4")  # read back soon: speed over size
 
     def _spilled(self) -> pl.LazyFrame:
         """Every spilled tick, in order, with ``_kept``: not logged before its stream's last forget."""
