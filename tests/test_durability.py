@@ -1266,14 +1266,16 @@ class ListSource:
         return self.at >= len(self.ticks)
 
 
-def logged_ticks(data_dir: Path) -> dict[str, list[int]]:
-    """Each stream's logged tick times, in log order."""
+def logged_ticks(data_dir: Path, held: bool = False) -> dict[str, list[int]]:
+    """Each stream's logged tick times, in log order. ``held``: only those a restart replays, leaving out the items
+    of a message whose end is not logged (message_ends.py: a copy of a live directory, like a kill, can cut one)."""
     from engine.service.log_reading import read
+    from engine.service.message_ends import whole_messages
 
+    records = [(number, msgpack.unpackb(payload, raw=False)) for number, payload in read(data_dir / "ticks")]
     out: dict[str, list[int]] = {}
-    for _, payload in read(data_dir / "ticks"):
-        record = msgpack.unpackb(payload, raw=False)
-        if "tick" in record:
+    for _, record, unended in whole_messages(records) if held else ((n, r, False) for n, r in records):
+        if "tick" in record and not unended:
             out.setdefault(record["tick"]["stream"], []).append(record["tick"]["ts"])
     return out
 
@@ -2022,7 +2024,8 @@ def test_a_feed_whose_engine_restarts_having_kept_less_says_what_was_lost(checkp
         thread.join(30)
     lost = {name: int(n) for n, name in re.findall(r"the engine holds (\d+) fewer ticks of '([^']+)' than it had "
                                                    r"confirmed", capsys.readouterr().err)}
-    held = logged_ticks(tmp_path / "new")
+    # as the engine holds them: the copy may cut a message of 5 ticks, whose part it does not replay (nor count)
+    held = logged_ticks(tmp_path / "new", held=True)
     for name in {t.stream for t in ticks}:
         sent = [t.ts for t in ticks if t.stream == name]
         assert len(held.get(name, [])) + lost.get(name, 0) == len(sent), (name, lost)
