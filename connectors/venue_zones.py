@@ -5,8 +5,8 @@ TIME_M,...` exports) a 09:30 open at 05:30 New York time (review 115, finding 15
 (NEGOCIOSAVISTA: `DataNegocio+HoraFechamento`) 3 hours early; FINRA TRACE's (`TRD_EXCTN_DT+TRD_EXCTN_TM`, Eastern
 time) and Cboe DataShop's (`underlying_symbol,quote_datetime,...`, Eastern time) 4 or 5. A detected layout of
 one of them is read in its venue's zone, with a note, unless --tz (a map's `tz`) says otherwise, and so is a full
-map that reads the venue's own time columns (the map TAQ's note prints). The one place for it: layouts known by their file's name or fixed columns (HistData's,
-IQFeed's, LOBSTER's) carry their zone in their own definition."""
+map that reads the venue's own time columns (the map TAQ's note prints). The one place for it: layouts known by
+their file's name or fixed columns (HistData's, IQFeed's, LOBSTER's) carry their zone in their own definition."""
 
 from __future__ import annotations
 
