@@ -42,7 +42,7 @@ from typing import Any, Mapping
 import polars as pl
 
 from connectors.column_map import ColumnMap
-from connectors.disk_full import DiskFull, said_if_disk_full
+from engine.disk_full import DiskFull, said_if_disk_full
 from connectors.exchange_shapes import BINANCE_BOOK_KEYS, Shape, array_shape_of, rest_shape_of, shape_of
 from connectors.json_columns import best_levels, epoch_text_as_integers, lists_as_text, nested_fields
 from connectors.json_messages import (

@@ -1,7 +1,8 @@
-"""Prices are only checked finite and > 0 (connectors/ticks.py), so two marks of a stream may be too far apart for
-float64: 5e-324 after 1e308 overflowed the move in bps to inf, with numpy's 'overflow encountered in divide' and
-labels.py's path on stderr (review 111). Such a window has no label (unscorable); every other is as before, and
-prices real instruments trade at (1e-8 crypto dust, 1e7 indices) label as any."""
+"""Two marks of a stream may be too far apart for float64: 5e-324 after 1e308 overflowed the move in bps to inf, with
+numpy's 'overflow encountered in divide' and labels.py's path on stderr (review 111). Such a window has no label
+(unscorable); every other is as before, and prices real instruments trade at (1e-8 crypto dust, 1e7 indices) label
+as any. Since review283 #4 such prices are refused at the tick check (connectors/ticks.py: `price_out_of_range`
+outside [1e-12, 1e15]), so a backtest never meets them; the labels still hold against marks that overflow."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pytest
 
 from conftest import tiny_tick_checkpoint
 from connectors.labels import NO_LABEL, MarkTracker, label_series, realised_label
 from connectors.questions import DEFAULT_QUESTIONS
+from connectors.tick_errors import InvalidTick
 from connectors.ticks import quote, trade
 from engine.service.backtest import run_backtest
 from engine.service.config import ServiceConfig
@@ -43,11 +46,11 @@ def test_windows_too_wide_for_float64_have_no_label_and_no_warning() -> None:
 
 def test_live_scoring_of_an_overflowing_window_is_unscorable_and_real_extremes_label() -> None:
     spec = QUESTIONS["direction_5"]
-    tracker = MarkTracker()
-    tracker.update(trade("X", T0, 5e-324, 1.0))
+    for price in (5e-324, 1e308):  # no longer a tick: refused before any label is made
+        with pytest.raises(InvalidTick, match="price_out_of_range"):
+            trade("X", T0, price, 1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert realised_label(spec, [trade("X", T0 + i, 1e308, 1.0) for i in range(1, 6)], tracker) is None
         for low, high in ((1e-8, 1.2e-8), (1e7, 1.1e7)):  # crypto dust, an index or BRK.A
             tracker = MarkTracker()
             tracker.update(quote("X", T0, low, low * 1.0001, 1.0, 1.0))
@@ -69,7 +72,5 @@ def test_a_backtest_of_absurd_prices_says_no_numpy_warning(tmp_path: Path) -> No
         run_backtest(config, [tmp_path / "evil.parquet"], tmp_path / "q.yaml", tmp_path / "out.parquet",
                      progress=False)
     realised = dict(pl.read_parquet(tmp_path / "out.parquet").select("ticks", "realised").iter_rows())
-    # an answer after tick n (`ticks`) is labelled by the mark 5 ticks on: 1e308 is tick 41's price, 5e-324 tick 51's
-    assert realised[36] is None and realised[51] is None  # ~100 -> 1e308, 5e-324 -> ~100: past float64, unscorable
-    assert realised[41] == realised[46] == "down"  # 1e308 -> ~100, ~100 -> 5e-324: -1e4 bps
-    assert {realised[n] for n in range(1, 116) if n not in (36, 41, 46, 51)} == {"flat"}
+    # the two absurd rows are refused (price_out_of_range): 118 ticks of ~100, every window with a future labelled
+    assert max(realised) == 118 and {realised[n] for n in range(1, 114)} <= {"up", "flat", "down"}

@@ -524,7 +524,7 @@ METRIC_NAMES = {"lag_s": "lag_seconds", "stats_time": "stats_timestamp_seconds",
                 "log/recovery_s": "log_recovery_seconds", "log/answers/errors": "answer_log_errors_total"}
 # maps /metrics carries as labelled families of their own (quantiles; a query's live scores, whose seven
 # answer-quality figures are there, not the bookkeeping beside them; rejections by reason; the streams shed)
-LABELLED = ("freshness_ms", "data_age_ms", "scores", "rejected", "shed_streams")
+LABELLED = ("freshness_ms", "data_age_ms", "scores", "rejected", "shed_streams", "longest_waiting")
 
 
 def _metric_name(path: tuple[str, ...]) -> str | None:
@@ -553,7 +553,11 @@ def test_every_number_of_stats_is_on_the_metrics_endpoint(checkpoint, tmp_path) 
         "log": {"dir": str(tmp_path / "d"), "segment_bytes": 16384, "retention_bytes": 49152},
         "limits": {"heartbeat_s": 0.2}, "queries": str(queries)})
     with serving(config) as server:
-        stats = _fed_stats(server, 21, 1500)
+        _fed_stats(server, 21, 1500)
+        with ControlClient(server.endpoints["control"], timeout_s=60) as control:
+            # retention drops what the engine has computed and the answer log holds, at a heartbeat (fix297)
+            wait_for(lambda: control.call("stats")["stats"]["log"]["ticks_dropped_by_retention"] > 0, 60)
+            stats = control.call("stats")["stats"]
         scraped = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
                    for line in urllib.request.urlopen(server.endpoints["metrics"], timeout=10).read().decode()
                    .splitlines() if line and not line.startswith("#")}

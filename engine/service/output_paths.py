@@ -19,7 +19,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from connectors.disk_full import DiskFull, said_if_disk_full
+from engine.disk_full import DiskFull, said_if_disk_full
 from engine.text_files import ENCODING
 
 

@@ -1,7 +1,8 @@
 """DiskFull: a full disk, a quota or a file size limit met while writing a file, said in one line naming the file
-and the cause (polars' own words name neither). Here, below the service, so that a connector's own writes (a
-JSON-lines file's Parquet copy) are said as the service's outputs are; engine/service/output_paths.py uses it for
-every output."""
+and the cause (polars' own words name neither). In the engine core, below connectors and the service, so that a
+connector's own writes (a JSON-lines file's Parquet copy) are said as the service's outputs are;
+engine/service/output_paths.py uses it for every output. Not in connectors/: the CLI imports output_paths before it
+can name another project's `connectors` package shadowing ours (tests/test_installation.py)."""
 
 from __future__ import annotations
 
