@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
 from connectors.archives import is_zip
+from connectors.delta_log import current_files
 from connectors.file_scans import READ_TYPES, is_tick_file
 
 PATTERN_MARKS = re.compile(r"[*?[]")  # what makes a path a shell pattern
@@ -68,6 +69,8 @@ def _files_of(path: Path) -> tuple[list[Path], str] | None:
         other = [p for p in skipped if p not in lake]
         said = f"; skipped {_listed(other)}: not tick files" if other else ""
         said += f"; {lake_note(lake)}" if lake else ""
+        files, delta_notes = _delta_current(path, files)
+        said += "".join(f"; {note}" for note in delta_notes)
         order = " in the order of their paths" if files[1:] else ""
         return files, f"{path}: a folder, read as its {_counted(files)}{order} " \
                       f"({_listed([f.relative_to(path) for f in files])}){said}"
@@ -82,8 +85,19 @@ def _files_of(path: Path) -> tuple[list[Path], str] | None:
     # (`lake/**/*.parquet` matches a Delta log's checkpoints too)
     files = [file for match in matches for file in (folder_files(match)[0] if match.is_dir() else [match])
              if not (file.is_relative_to(fixed) and lake_metadata(file, fixed))]
+    files, delta_notes = _delta_current(path, files)
     return files, f"{path}: a pattern, read as the {_counted(files)} it matches{', sorted' if files[1:] else ''} " \
-                  f"({_listed([f.relative_to(fixed) if f.is_relative_to(fixed) else f for f in files])})"
+                  f"({_listed([f.relative_to(fixed) if f.is_relative_to(fixed) else f for f in files])})" + \
+                  "".join(f"; {note}" for note in delta_notes)
+
+
+def _delta_current(given: Path, files: list[Path]) -> tuple[list[Path], list[str]]:
+    """A folder's or a pattern's files less those no Delta table holds now (read from its log), with its notes;
+    a given path that leaves no file (a table emptied by a DELETE) is refused."""
+    current, notes = current_files(files)
+    if files and not current:
+        raise ValueError(f"{given}: {notes[0]}; no tick file is left to read")
+    return current, notes
 
 
 def is_pattern(path: Path) -> bool:
@@ -118,13 +132,7 @@ def lake_note(skipped: list[Path]) -> str:
     """The one note on a lake's metadata left out (``skipped``, relative paths), by folder or marker."""
     held = sorted({next((f"{part}/" for part in p.parts[:-1] if part in LAKE_FOLDERS or part == "metadata"),
                         p.name) for p in skipped})
-    delta = any(part == "_delta_log" for p in skipped for part in p.parts)
-    # a plain read of the folder takes every part file on disk, and Delta keeps the ones a commit removed until
-    # VACUUM deletes them: said, as their rows would replay twice
-    said = (": its Parquet files are read as they lie on disk, so files a later commit removed (OPTIMIZE, an "
-            "overwrite) and VACUUM has not deleted replay too: VACUUM the table, or give the current snapshot's "
-            "files") if delta else ""
-    return f"skipped {_listed(held)} ({_counted(skipped)}): a data lake's metadata, not ticks{said}"
+    return f"skipped {_listed(held)} ({_counted(skipped)}): a data lake's metadata, not ticks"
 
 
 def folder_files(folder: Path) -> tuple[list[Path], list[Path]]:

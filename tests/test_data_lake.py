@@ -66,7 +66,7 @@ def test_a_lakes_metadata_folders_are_skipped_with_one_note(tmp_path: Path) -> N
     (table / "_delta_log").mkdir()
     (table / "_delta_log" / "00000000000000000000.json").write_text(DELTA_COMMIT)
     (table / "_delta_log" / "00000000000000000000.crc").write_text("{}")
-    write_part(table / "_delta_log" / "00000000000000000010.checkpoint.parquet", 0)
+    # (checkpoints, Parquet too, are read as the log's: tests/test_delta_tables.py)
     write_part(table / "_spark_metadata" / "0.parquet", 0)
     (table / "_SUCCESS").touch()
     iceberg = tmp_path / "ice"
@@ -78,8 +78,9 @@ def test_a_lakes_metadata_folders_are_skipped_with_one_note(tmp_path: Path) -> N
     assert stream_counts(replay) == {"btc": 5, "ice": 5}
     lake_notes = [n for n in replay.notes if "a data lake's metadata, not ticks" in n]
     assert len(lake_notes) == 2, replay.notes
-    assert "skipped _SUCCESS, _delta_log/, _spark_metadata/ (5 files)" in lake_notes[0]
-    assert "VACUUM" in lake_notes[0] and "skipped metadata/ (2 files)" in lake_notes[1]
+    assert "skipped _SUCCESS, _delta_log/, _spark_metadata/ (4 files)" in lake_notes[0]
+    assert "a Delta table, read at version 0 from its log (one file current)" in lake_notes[0]
+    assert "skipped metadata/ (2 files)" in lake_notes[1]
     # a pattern past the shell reads the table's files alone too
     assert stream_counts(FileReplay([str(table / "**" / "*.parquet")])) == {"btc": 5}
 
