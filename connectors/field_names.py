@@ -59,6 +59,7 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
              # no trade's size is, so it is in no field's names and stays unread)
              "ltq", "last_traded_qty", "last_traded_quantity",
              "tradesize",  # Barchart OnDemand's ticks (tradeSize)
+             "last_volume",  # FactSet's tick exports (Last Price, Last Volume beside Bid/Ask Price and Size)
              "quantidadenegociada",  # B3's public trades files (QuantidadeNegociada)
              "lots",  # LME's (Lots: contracts traded; a lot is 25 t of copper, 5 t of nickel: not converted)
              "entrd_vol_qt"),  # FINRA TRACE's par value traded (capped: 1MM+, read by connectors/size_readings.py)

@@ -138,3 +138,20 @@ def test_a_bloomberg_security_as_a_file_name_loses_its_yellow_key_whichever_it_i
     path = tmp_path / f"{name}.csv"
     path.write_text("time,price,size\n2024-07-01T08:00:00Z,72.5,100\n2024-07-01T08:00:01Z,72.52,100\n")
     assert {t.stream for t in drain(FileReplay(path))} == {stream}
+
+
+def test_a_factset_tick_export_reads_its_last_price_and_volume_as_trades_beside_the_quotes(tmp_path: Path) -> None:
+    # fix303 #2: `Last Price` was left unread beside bid/ask, for want of a size: `Last Volume` was no size name
+    path = tmp_path / "AAPL-US.csv"
+    path.write_text("Date,Time,Last Price,Last Volume,Bid Price,Ask Price,Bid Size,Ask Size\n"
+                    "06/13/2024,09:30:00.123,192.10,100,192.09,192.11,300,200\n"
+                    "06/13/2024,09:30:00.456,,,192.10,192.12,400,100\n"
+                    "06/13/2024,09:30:01.001,192.12,50,192.10,192.12,400,50\n")
+    replay = FileReplay(path)
+    ticks = [(t.kind, t.ts, t.price, t.size, t.bid, t.ask) for t in drain(replay)]
+    at = [ns(f"2024-06-13T09:30:{s}+00:00") for s in ("00.123", "00.456", "01.001")]
+    assert ticks == [("quote", at[0], None, None, 192.09, 192.11), ("trade", at[0], 192.10, 100.0, None, None),
+                     ("quote", at[1], None, None, 192.10, 192.12),
+                     ("quote", at[2], None, None, 192.10, 192.12), ("trade", at[2], 192.12, 50.0, None, None)]
+    assert not replay.rejected
+    assert any("price=Last Price, size=Last Volume, bid=Bid Price" in note for note in replay.notes), replay.notes
