@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, NamedTuple
 
 from connectors.archives import truncation_named
+from connectors.bloomberg_names import bdh_security, bdh_title_lines
 from connectors.column_names import TIME_HEADERS
 from connectors.field_names import normal_name
 from connectors.number_separators import NUMBER, decimal_reading
@@ -173,7 +174,8 @@ def sniff_csv(path: Path, decimal: str | None = None) -> Dialect:
     """A CSV's dialect; `decimal` ("comma" / "point", the map's key) states its decimal separator."""
     with _open_text(path) as f:
         lines, numbers = first_lines(f, path, NUMBER_LINES + 1)
-    above = _banner_lines(lines, MAX_BANNER_LINES)
+    # a BDH export's title block holds dates (`Start Date,7/1/2024`), which no banner does: known by its Security
+    above = _banner_lines(lines, MAX_BANNER_LINES) or bdh_title_lines(lines)
     skipped = numbers[above] - 1 if above else 0
     banner = tuple(line.strip() for line in lines[:above])
     lines, numbers = lines[above:], numbers[above:]
@@ -243,6 +245,21 @@ def _banner_line(line: str, widths: dict[str, int]) -> bool:
         return False
     few = all(line.count(sep) <= count // 2 for sep, count in widths.items())
     return few or all(not cell.strip() for sep in widths for cell in line.split(sep)[1:])
+
+
+def banner_note(path: Path, dialect: Dialect | None) -> list[str]:
+    """The note on the lines skipped above a CSV's header: a banner's, or a BDH export's title block."""
+    if dialect is None or not dialect.skipped:
+        return []
+    lines, text = len(dialect.banner), " / ".join(dialect.banner)[:80]
+    if bdh_security(dialect.banner[0]) is not None:
+        return [f"{path.name}: its first {lines} lines, {text!r}, are a Bloomberg BDH export's title block, skipped "
+                f"(the table's header is the line after it)"]
+    said = "its first line" if lines == 1 else f"its first {lines} lines"
+    return [f"{path.name}: {said}, {text!r}, {'is no CSV row' if lines == 1 else 'are no CSV rows'} (no cell of "
+            f"{'it' if lines == 1 else 'them'} a number or a date, and few or no separators, or only empty cells "
+            f"after the first, above a table that has them): skipped as a banner (up to {MAX_BANNER_LINES} lines "
+            f"are)"]
 
 
 def banner_refusal(path: Path, dialect: Dialect | None) -> str | None:

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 import polars as pl
 
+from connectors.bloomberg_names import has_yellow_key
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
 from connectors.event_time import EPOCH_CODE, time_column
@@ -61,6 +62,7 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
         min_ts=pl.col("_ts").min(), max_ts=pl.col("_ts").max(),
         first_ts=pl.col("_ts").drop_nulls().first(), slashes=pl.col("_stream").str.contains("/", literal=True).any(),
         denormalized=(pl.col("_stream") != pl.col("_stream").str.normalize("NFC")).any(),
+        yellow_keys=has_yellow_key(pl.col("_stream")).any() if len(cmap.stream_columns) == 1 else pl.lit(False),
         nonpositive_prices=(traded.max() <= 0) if prices else pl.lit(False),
         nonpositive_rows=(traded <= 0).sum() if prices else pl.lit(0),
         trading_rows=traded.len() if prices else pl.lit(0),

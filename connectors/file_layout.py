@@ -21,7 +21,7 @@ from connectors.contract_column import contract_beside_root, levels_split_by
 from connectors.content_notes import fix_sides, kind_column, maker_sides, quote_sides_unread
 from connectors.correction_notes import amendment_note, condition_note, sale_condition_note, taq_corrections
 from connectors.csv_dialect import (
-    MAX_BANNER_LINES,
+    banner_note,
     Dialect,
     banner_refusal,
     check_line_lengths,
@@ -36,6 +36,7 @@ from connectors.date_readings import settled_reading
 from connectors.datetime_text import interval_said
 from connectors.event_time import CLOCK_ONLY
 from connectors.field_names import normal_name
+from connectors.bloomberg_names import bdh_stream
 from connectors.file_names import date_of, one_side_export, stream_of, symbol_in_name
 from connectors.file_scans import currency_codes, first_text, is_csv, scan_file, time_sample
 from connectors.finer_clock import finer_clock
@@ -123,14 +124,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     notes += naive_notes
     number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
     number_notes += currency_notes(path, cmap, first, currency_codes(path, cmap, dialect))
-    if dialect is not None and dialect.skipped:
-        lines = len(dialect.banner)
-        said = "its first line" if lines == 1 else f"its first {lines} lines"
-        text = " / ".join(dialect.banner)[:80]
-        number_notes.append(f"{path.name}: {said}, {text!r}, {'is no CSV row' if lines == 1 else 'are no CSV rows'} "
-                            f"(no cell of {'it' if lines == 1 else 'them'} a number or a date, and few or no "
-                            f"separators, or only empty cells after the first, above a table that has them): skipped "
-                            f"as a banner (up to {MAX_BANNER_LINES} lines are)")
+    number_notes += banner_note(path, dialect)
     notes = date_notes + notes + zone_notes
     return cmap, dialect, schema, notes + number_notes + kind_notes + parts_notes + unit_notes + stream_notes + \
         day_notes
@@ -267,6 +261,9 @@ def _stream_of_file(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap
         cmap, stream_notes = name_column(path, cmap, schema, names, dialect)
     else:
         stream_notes = []
+    if not named:  # no ticker column: the security a BDH title block names
+        cmap, title_notes = bdh_stream(path, cmap, dialect.banner if dialect is not None else ())
+        stream_notes += title_notes
     cmap, found_notes = stream_of(path, cmap, schema, detected=not isinstance(spec, ColumnMap))
     stream_notes += found_notes
     if not named and not isinstance(spec, ColumnMap):  # `symbol` ES beside `contract` ESZ4/ESH5: a stream each

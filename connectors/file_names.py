@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import unquote
 
+from connectors.bloomberg_names import YELLOW_KEY
 from connectors.column_map import ColumnMap
 from connectors.day_folders import is_kind_folder, named_folder, numeric_code, paths_beside
 from connectors.field_names import FIELD_NAMES, normal_name
@@ -56,7 +57,7 @@ LAKE_PART = re.compile(r"^(part-\d+([-_.].*)?|\d{5}-\d+-[0-9a-f]{8}(-[0-9a-f]{4}
 # A Bloomberg security as a file's name (`VOD LN Equity`, `ESZ4 Index`, `EURUSD Curncy`, `TY1 Comdty`): the
 # security without its yellow key, whichever key it is (before review291 #9 only some lost it: `7203 JT`, `ESZ4`,
 # `EURUSD`, but `VOD LN Equity`, whose two capitals' tokens read as two tickers)
-YELLOW_KEY = re.compile(r"^([A-Z0-9][A-Z0-9 /.=-]*?)\s+(Equity|Index|Curncy|Comdty|Govt|Corp|Mtge|Muni|Pfd|M-Mkt)$")
+# (connectors/bloomberg_names.py: a ticker column's cells and a BDH title block lose it alike)
 NUMERIC_CODE = re.compile(r"(?<![A-Za-z0-9])(?:\d{3,6}[-_.\s]+(?P<after>[A-Z]{1,3}\d?)|(?P<before>[A-Z]{2,3})"
                           r"[-_.\s]+\d{3,6})(?![A-Za-z0-9])")
 

@@ -125,6 +125,10 @@ def stream_and_clock_notes(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, raw_
         notes.append(f"{path.name}: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): "
                      f"answer topics use '/' as their separator{venue_caution('EUR-USD')}")
         notes += _renamed_onto(path, rows.select(raw_stream.alias("_stream")))
+    if facts["yellow_keys"]:
+        notes.append(f"{path.name}: stream names written as Bloomberg securities replay without their yellow key "
+                     f"(`ESZ4 Index` as ESZ4, `AAPL US Equity` as AAPL US), as a file so named does, so that one "
+                     f"security is one stream however a file names it")
     if facts["denormalized"]:
         notes.append(f"{path.name}: stream names {NFD_WRITTEN} replay in Unicode NFC, the one form the engine "
                      f"takes, so that a name is one stream however it was written")

@@ -10,6 +10,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 import polars as pl
 
+from connectors.bloomberg_names import yellow_key_dropped
 from connectors.column_map import ColumnMap
 from connectors.column_names import ASK_ROWS, BID_ROWS, PROMPT_NAMES, RIGHT_NAMES, SHARE_CLASS_NAMES, TRADE_MARKS
 from connectors.csv_dialect import Dialect
@@ -133,7 +134,9 @@ def row_exprs(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sch
     if is_csv(path) and cmap.stream_col == "stream" and is_export_header(list(schema)):
         raw_stream = unguarded(raw_stream)  # flashtick's own export: its formula guard off (`@ES`, not `'@ES`)
     if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD; NFC: see check_normalized
-        exprs.append(raw_stream.str.replace_all("/", "-", literal=True).str.normalize("NFC").alias("stream"))
+        # `ESZ4 Index` as `ESZ4`, as a file so named is read (a joined contract's parts are no securities)
+        named = yellow_key_dropped(raw_stream) if len(cmap.stream_columns) == 1 else raw_stream
+        exprs.append(named.str.replace_all("/", "-", literal=True).str.normalize("NFC").alias("stream"))
         keys.append("stream")
     value_exprs, value_keys, price_texts = _value_columns(cmap, schema, dialect, currency_codes(path, cmap, dialect))
     exprs += value_exprs

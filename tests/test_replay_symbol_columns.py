@@ -159,10 +159,11 @@ def test_a_contract_column_beside_a_root_symbol_names_the_streams(tmp_path: Path
     frame.write_csv(path) if suffix == ".csv" else frame.write_parquet(path)
     replay = FileReplay(path)
     ticks = drain(replay)
+    named = {contract: contract.removesuffix(" Index") for contract in contracts}  # no yellow key (fix303 #3)
     for contract in contracts:
-        assert [t.price for t in ticks if t.stream == contract] == \
+        assert [t.price for t in ticks if t.stream == named[contract]] == \
             frame.filter(pl.col(column) == contract)["price"].to_list()
-    assert {t.stream for t in ticks} == set(contracts)
+    assert {t.stream for t in ticks} == set(named.values())
     assert (f"es{suffix}: streams from column {column!r} ({', '.join(contracts)}), not 'symbol' (ES): its values "
             f"extend those of 'symbol' and split each into contracts trading at once at different price levels "
             f"(alternating 18 times, median prices 58.25 apart, moves of 0.5) (--columns stream=symbol says "

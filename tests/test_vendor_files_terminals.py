@@ -21,7 +21,7 @@ def test_a_bloomberg_error_cell_in_the_ticker_column_is_a_reject_not_a_stream(tm
         f"{t},2024-07-01 08:00:0{i},{72.5 + i / 100:.2f},100\n" for i, t in enumerate(tickers)))
     replay = FileReplay(path)
     ticks = drain(replay)
-    assert Counter(t.stream for t in ticks) == {"VOD LN Equity": 3}
+    assert Counter(t.stream for t in ticks) == {"VOD LN": 3}  # less its yellow key, as a file's name (fix303 #3)
     assert dict(replay.rejected) == {"missing_stream": 3}
     first = replay.rejected.examples["missing_stream"]
     assert "line 3" in first and "'#N/A N/A' is a spreadsheet or terminal error value" in first
@@ -107,14 +107,40 @@ def test_a_quoted_table_below_a_title_line_reads_as_the_unquoted_one_does(tmp_pa
     assert any("'FactSet Research Systems', is no CSV row" in note for note in replay.notes)
 
 
-def test_a_bloomberg_bdh_title_block_is_refused_with_the_command_that_removes_it(tmp_path: Path) -> None:
-    path = tmp_path / "bdh.csv"
-    path.write_text("Security,VOD LN Equity,\nStart Date,7/1/2024,\nEnd Date,7/1/2024,\nPeriodicity,1 Min,\n,,\n"
+def test_a_title_block_holding_dates_is_refused_with_the_command_that_removes_it(tmp_path: Path) -> None:
+    path = tmp_path / "report.csv"  # no BDH block (that names its Security): a title of dates and numbers
+    path.write_text("Report,Minute bars,\nStart Date,7/1/2024,\nEnd Date,7/1/2024,\nPeriodicity,1 Min,\n,,\n"
                     "Dates,LAST_PRICE,VOLUME\n" + "".join(f"7/1/2024 08:{i:02d},72.5,1000\n" for i in range(20)))
     for columns in (None, map_from_options(columns="ts=Dates,price=LAST_PRICE,size=VOLUME")):
         with pytest.raises(ValueError, match=r"header looks to be line 6 \('Dates,LAST_PRICE,VOLUME'\).*"
-                                             r"tail -n \+6 .*bdh.csv > bdh-table.csv"):
+                                             r"tail -n \+6 .*report.csv > report-table.csv"):
             drain(FileReplay(path, columns=columns))
+
+
+BDH_TITLE = "Security,{security},\nStart Date,7/15/2024,\nEnd Date,7/15/2024,\nPeriodicity,1 Min,\n,,\n"
+
+
+@pytest.mark.parametrize("security", ["VOD LN Equity", "ESZ4 Index"])
+def test_a_bdh_title_block_names_the_stream_of_a_file_without_a_ticker_column(tmp_path: Path, security: str) -> None:
+    # fix303 #3: the block was refused, and the table cut from it (as the refusal advised) named no security
+    table = "Dates,LAST_PRICE,VOLUME\n" + "".join(f"7/15/2024 08:{i:02d},72.5,1000\n" for i in range(20))
+    path, named = tmp_path / "bdh.csv", tmp_path / "named" / f"{security}.csv"
+    path.write_text(BDH_TITLE.format(security=security) + table)
+    named.parent.mkdir()
+    named.write_text(table)
+    replay = FileReplay(path)
+    ticks = [t.to_wire() for t in drain(replay)]
+    assert len(ticks) == 20 and ticks == [t.to_wire() for t in drain(FileReplay(named))]
+    assert {t["stream"] for t in ticks} == {security.rsplit(" ", 1)[0]}
+    assert any("are a Bloomberg BDH export's title block, skipped" in note for note in replay.notes), replay.notes
+    assert any(f"the security its BDH title block names ({security!r}, less its yellow key)" in note
+               for note in replay.notes)
+    mapped = FileReplay(path, columns=map_from_options(columns="ts=Dates,price=LAST_PRICE,size=VOLUME"))
+    assert [t.to_wire() for t in drain(mapped)] == ticks
+    # a ticker column names the streams, the block's security aside
+    path.write_text(BDH_TITLE.format(security=security) + "Dates,Ticker,LAST_PRICE,VOLUME\n" + "".join(
+        f"7/15/2024 08:{i:02d},{'BARC LN Equity' if i % 2 else security},72.5,1000\n" for i in range(20)))
+    assert Counter(t.stream for t in drain(FileReplay(path))) == {"BARC LN": 10, security.rsplit(" ", 1)[0]: 10}
 
 
 def test_a_bdh_sheet_of_securities_side_by_side_is_refused_saying_one_security_per_file(tmp_path: Path) -> None:
@@ -155,3 +181,22 @@ def test_a_factset_tick_export_reads_its_last_price_and_volume_as_trades_beside_
                      ("quote", at[2], None, None, 192.10, 192.12), ("trade", at[2], 192.12, 50.0, None, None)]
     assert not replay.rejected
     assert any("price=Last Price, size=Last Volume, bid=Bid Price" in note for note in replay.notes), replay.notes
+
+
+def test_a_ticker_columns_yellow_keys_name_the_streams_a_file_name_does(tmp_path: Path) -> None:
+    # fix303 #3: cells `ESZ4 Index`, `AAPL US Equity` kept the key while a file so named lost it: two streams
+    rows = [("ESZ4 Index", 5912.25), ("AAPL US Equity", 221.5), ("ESZ4 Index", 5912.5), ("AAPL US Equity", 221.6)]
+    column = tmp_path / "bbg.csv"
+    column.write_text("Ticker,Time,Last Price,Volume\n" + "".join(
+        f"{name},2024-07-01 14:00:0{i},{price},10\n" for i, (name, price) in enumerate(rows)))
+    replay = FileReplay(column)
+    by_column = [(t.stream, t.ts, t.price) for t in drain(replay)]
+    assert Counter(stream for stream, _, _ in by_column) == {"ESZ4": 2, "AAPL US": 2}
+    assert any("replay without their yellow key (`ESZ4 Index` as ESZ4" in note for note in replay.notes)
+    by_name = []
+    for security in ("ESZ4 Index", "AAPL US Equity"):
+        path = tmp_path / f"{security}.csv"
+        path.write_text("Time,Last Price,Volume\n" + "".join(
+            f"2024-07-01 14:00:0{i},{price},10\n" for i, (name, price) in enumerate(rows) if name == security))
+        by_name += [(t.stream, t.ts, t.price) for t in drain(FileReplay(path))]
+    assert sorted(by_column) == sorted(by_name)
