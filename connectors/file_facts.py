@@ -59,6 +59,9 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
             pl.col("_ts").drop_nulls().diff() < 0).first(),
         first_back_ts=pl.col("_ts").drop_nulls().filter(pl.col("_ts").drop_nulls().diff() < 0).first(),
         forward_rows=(pl.col("_ts").drop_nulls().diff() > 0).sum(),
+        # steps back within a stream's own rows: none in a file grouped by stream (LSEG's, by RIC), each in order
+        stream_back_rows=(pl.col("_ts").forward_fill().diff().over("_stream") < 0).sum(),
+        streams=pl.col("_stream").drop_nulls().n_unique(),
         min_ts=pl.col("_ts").min(), max_ts=pl.col("_ts").max(),
         first_ts=pl.col("_ts").drop_nulls().first(), slashes=pl.col("_stream").str.contains("/", literal=True).any(),
         denormalized=(pl.col("_stream") != pl.col("_stream").str.normalize("NFC")).any(),

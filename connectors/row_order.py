@@ -58,7 +58,11 @@ def in_time_order(path: Path, cmap: ColumnMap, frame: pl.LazyFrame, keys: list[s
         # a sequence number orders a stream's own rows (CME's RptSeq counts per instrument): by stream first
         by = ["_ts", *(["stream"] if "stream" in keys else []), SEQ] if cmap.sequence is not None else ["_ts"]
         frame = frame.sort(by, maintain_order=True, nulls_last=True)
-    if facts["unsorted"]:
+    if facts["unsorted"] and _grouped_by_stream(facts) and not (hour and hour.untold) and evenings_moved is None:
+        notes.append(f"{path.name}: its rows are grouped by stream, each of its {facts['streams']} streams' rows in "
+                     f"time order, one stream's after another's (as LSEG's exports are, by RIC); replayed merged by "
+                     f"time, rows of equal times {ties}")
+    elif facts["unsorted"]:
         repeated = (f"; in {cmap.tz}, also a wall clock that goes back an hour when summer time ends: the "
                     f"{hour.untold} row(s) in that hour are read at its first pass" if hour and hour.untold else "")
         trade_date = [] if evenings_moved is not None else trade_date_caution(path, cmap, facts)
@@ -78,6 +82,13 @@ def in_time_order(path: Path, cmap: ColumnMap, frame: pl.LazyFrame, keys: list[s
                      f"than their stream's row before them at the same time; rows of equal times replayed by "
                      f"stream, each stream's in sequence order")
     return frame, notes, out_of_sequence
+
+
+def _grouped_by_stream(facts: Mapping[str, Any]) -> bool:
+    """Whether a file's rows are grouped by stream, each stream's in time order (LSEG's Tick History: all of one
+    RIC's rows, then the next's): its steps back are where one stream's rows end and the next's begin, no
+    disorder, so no cause of one (newest first, merged sources) is to be guessed."""
+    return int(facts["streams"] or 0) > 1 and not int(facts["stream_back_rows"] or 0)
 
 
 def _evenings_cause(moved: EveningsMoved, back_rows: int) -> str:

@@ -200,3 +200,37 @@ def test_a_ticker_columns_yellow_keys_name_the_streams_a_file_name_does(tmp_path
             f"2024-07-01 14:00:0{i},{price},10\n" for i, (name, price) in enumerate(rows) if name == security))
         by_name += [(t.stream, t.ts, t.price) for t in drain(FileReplay(path))]
     assert sorted(by_column) == sorted(by_name)
+
+
+LSEG_HEADER = "#RIC,Domain,Date-Time,GMT Offset,Type,Price,Volume,Bid Price,Bid Size,Ask Price,Ask Size\n"
+
+
+def lseg_rows(ric: str, price: float, start: int) -> list[tuple[str, str]]:
+    """One RIC's rows in time order, a quote then a trade, every 7 s from 08:00:`start`: (time, line)."""
+    out = []
+    for i in range(6):
+        at = f"2024-07-01T08:{(start + 7 * i) // 60:02d}:{(start + 7 * i) % 60:02d}.{i}00000000Z"
+        cells = f"Trade,{price + i / 100:.2f},100,,,," if i % 2 else \
+            f"Quote,,,{price - 0.01:.2f},10,{price + 0.01:.2f},12"
+        out.append((at, f"{ric},Market Price,{at},+1,{cells}\n"))
+    return out
+
+
+def test_an_lseg_file_grouped_by_ric_gets_no_note_of_disorder(tmp_path: Path) -> None:
+    # fix303 #4: each RIC's rows in time order, one RIC after another, were said to be "newest first, or merged
+    # from several sources"
+    rows = lseg_rows("VOD.L", 72.5, 0) + lseg_rows("BARC.L", 210.1, 3)
+    grouped, merged = tmp_path / "grouped.csv", tmp_path / "merged.csv"
+    grouped.write_text(LSEG_HEADER + "".join(line for _, line in rows))
+    merged.write_text(LSEG_HEADER + "".join(line for _, line in sorted(rows)))
+    replay = FileReplay(grouped)
+    assert [t.to_wire() for t in drain(replay)] == [t.to_wire() for t in drain(FileReplay(merged))]
+    assert not [n for n in replay.notes if "newest first" in n or "not in time order" in n], replay.notes
+    assert any("its rows are grouped by stream, each of its 2 streams' rows in time order" in n for n in replay.notes)
+    # a RIC whose own rows step back is out of order: said as before, never called grouped
+    swapped = rows[:2] + rows[3:4] + rows[2:3] + rows[4:]
+    disorder = tmp_path / "disorder.csv"
+    disorder.write_text(LSEG_HEADER + "".join(line for _, line in swapped))
+    notes = FileReplay(disorder).notes
+    assert any("newest first, or merged from several sources" in n for n in notes), notes
+    assert not any("grouped by stream" in n for n in notes)
