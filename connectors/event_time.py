@@ -27,6 +27,7 @@ from connectors.datetime_text import (
     two_way_refusal,
 )
 from connectors.header_zones import zone_after_time
+from connectors.past_midnight import joined_within_day, past_day_end
 from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, COUNT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS
 from connectors.ticks import TS_MAX
 from connectors.time_units import EPOCH_2200_NS
@@ -110,7 +111,7 @@ def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None,
         raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a datetime; set ts_unit to ns/us/ms/s")
     if len(cmap.ts_columns) > 1 and cmap.ts_unit in DAY_CLOCK_UNITS:  # DATE+TIME: each row's day, its own
         day, clock = (pl.col(c) for c in cmap.ts_columns)
-        return _after_midnight(cmap, _row_day(day), clock.cast(pl.Float64, strict=False), second_pass)
+        return after_midnight(cmap, row_day(day), clock.cast(pl.Float64, strict=False), second_pass)
     if dtype == pl.String and cmap.ts_unit in DECIMAL_TEXT_UNITS:
         return _decimal_text_ns(col, cmap.ts_unit)
     if dtype == pl.String and cmap.ts_unit in WHOLE_TEXT_UNITS:
@@ -125,11 +126,11 @@ def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None,
         return _local(pl.lit(0).cast(pl.Datetime("ns")) + pl.duration(nanoseconds=offset, time_unit="ns"),
                       cmap.tz, second_pass).dt.epoch("ns")
     if cmap.ts_unit in DAY_CLOCK_UNITS:
-        return _after_midnight(cmap, pl.lit(cmap.date).str.to_date(), col.cast(pl.Float64), second_pass)
+        return after_midnight(cmap, pl.lit(cmap.date).str.to_date(), col.cast(pl.Float64), second_pass)
     return col
 
 
-def _after_midnight(cmap: ColumnMap, day: pl.Expr, clock: pl.Expr, second_pass: pl.Expr | None = None) -> pl.Expr:
+def after_midnight(cmap: ColumnMap, day: pl.Expr, clock: pl.Expr, second_pass: pl.Expr | None = None) -> pl.Expr:
     """A time counted from midnight of `day` (a date) in the map's DAY_CLOCK_UNITS unit -> int ns, in `tz`: the
     time elapsed since that midnight, as ITCH's and LOBSTER's counts are, not a wall-clock reading, so a day
     summer time starts or ends has 23 or 25 hours of them, with no skipped time and none twice. Clock digits are
@@ -157,7 +158,7 @@ def clock_digits_ns(clock: pl.Expr, ns_per_digit: int) -> pl.Expr:
     return pl.when((hour < 24) & (minute < 60) & (second < 60) & (digits >= 0)).then(ns)
 
 
-def _row_day(column: pl.Expr) -> pl.Expr:
+def row_day(column: pl.Expr) -> pl.Expr:
     """A date column as dates: a date or datetime type, ISO text (`2026-03-06`), or YYYYMMDD as text or a number
     (TAQ's `20260306`); anything else is null (missing_field)."""
     text = column.cast(pl.String).str.strip_chars()
@@ -189,7 +190,9 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: 
     """Datetime text -> int ns: ISO 8601 (or `ts_format`) with a UTC offset at that offset, naive in `tz`."""
     # 09:00:01,123 (a decimal comma, as European exports write it) reads as 09:00:01.123, and so does NinjaTrader's
     # `20240102 143000 2537700`
-    text = chrono_text(time_column(cmap).str.strip_chars(), is_interval(first))
+    # (a DATE+TIME's `25:30:00` as `01:30:00`, a day added once read)
+    text = chrono_text((time_column(cmap) if len(cmap.ts_columns) == 1 else joined_within_day(cmap))
+                       .str.strip_chars(), is_interval(first))
     # the text's decimal comma before a fraction reads as a point (above): so does the format's (`%S,%3f`)
     fmt = re.sub(r"%S,%(\d?)f", r"%S.%\1f", start_format(cmap.ts_format)) if cmap.ts_format else None
     if fmt is not None and EPOCH_CODE in fmt:  # an epoch count is an instant: no zone, no clock of one day
@@ -224,6 +227,8 @@ def _datetime_text(path: Path, cmap: ColumnMap, first: str | None, second_pass: 
     offset_row = text.str.contains(OFFSET_PATTERN)
     if not aware:
         naive = (text if fmt else pl.when(~offset_row).then(text)).str.to_datetime(fmt, time_unit="ns", strict=False)
+        if len(cmap.ts_columns) == 2:  # `25:30:00` read as 01:30 of the day after its date
+            naive = pl.when(past_day_end(cmap)).then(naive + pl.duration(days=1, time_unit="ns")).otherwise(naive)
         return _local(naive, cmap.tz, second_pass).dt.epoch("ns")
     if cmap.tz is not None and not reading:
         raise ValueError(f"{path}: ts column {cmap.ts!r} carries its UTC offset ({first!r}); tz={cmap.tz!r} is "

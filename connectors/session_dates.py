@@ -27,7 +27,10 @@ from typing import NamedTuple
 import polars as pl
 
 from connectors.column_map import ColumnMap
+from connectors.event_time import after_midnight, row_day
 from connectors.file_scans import SAMPLE_ROWS
+from connectors.map_vocabulary import COUNT_UNITS, DAY_CLOCK_UNITS
+from connectors.past_midnight import past_day_end
 
 MINUTE_NS, DAY_NS = 60 * 10**9, 86_400 * 10**9
 TRADE_DATE_NAMES = frozenset({"tradedate", "tradingday", "tradingdate", "sessiondate"})
@@ -167,15 +170,18 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
     moved); `ts` unchanged otherwise. `wall`: the naive
     wall-clock times in the map's tz as int ns (None: the times are UTC's, `ts` itself); `stream`: each row's
     stream name as the replay reads it (a literal for a file of one stream), whose own times find its open."""
-    if len(cmap.ts_columns) != 2 or cmap.ts_unit != "datetime" or cmap.utc_offset is not None:
+    counted = cmap.ts_unit in COUNT_UNITS  # a count after midnight (`ms_after_midnight`): elapsed time, no clock
+    if len(cmap.ts_columns) != 2 or cmap.ts_unit not in ("datetime", *COUNT_UNITS) or cmap.utc_offset is not None:
         return ts, [], None
     # a map's `trade_date: COLUMN` says what the name `Trade Date` says (ColumnMap holds it to ts's date column)
     by_name = names_a_trade_date(cmap.ts_columns[0])
     named = by_name or cmap.trade_date == cmap.ts_columns[0]
-    bare = names_a_bare_date(cmap.ts_columns[0])
+    bare = names_a_bare_date(cmap.ts_columns[0]) and not counted  # (a count's order is not told, only its name)
     if not named and not bare:
         return ts, [], None
-    clock = ts if wall is None else wall
+    # the date's own clock (its digits as UTC's): a count's from the date's midnight, past 24:00 as written
+    clock = counted_clock(cmap) if counted else ts if wall is None else wall
+    past = past_day_end(cmap)  # `25:30:00` beside a trade date: counted from the midnight before it, as evenings
     minute = (clock % DAY_NS) // MINUTE_NS
     date, time = cmap.ts_columns
     # a bare `Date` (TAQ's, every bar export's) is told by the file's first rows before the whole file is read
@@ -183,22 +189,25 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
     opens = stream_opens(sample, stream, minute)
     if not opens.opens:
         return ts, [], None
-    evening = opens.evening(stream, minute)
+    evening = opens.evening(stream, minute) | past
     if bare:
         if not wraps_at_the_open(sample, clock, evening, [stream, pl.col(date)]):
             return ts, [], None  # a calendar date (times ascending within each date), or nothing tells
         opens = stream_opens(rows, stream, minute)  # a trade date: every stream's open, from all its rows
-        evening = opens.evening(stream, minute)
+        evening = opens.evening(stream, minute) | past
     at = opens.said(time)
-    weekday = (clock // DAY_NS + 3) % 7
-    weekend, count = rows.select((evening & weekday.is_in([SATURDAY, SUNDAY])).sum(), evening.sum().alias("n")
-                                 ).collect().row(0)
+    weekday = (clock // DAY_NS - past.cast(pl.Int64) + 3) % 7  # the date written's: a row past 24:00 is on it
+    weekend, count, past_rows = rows.select((evening & weekday.is_in([SATURDAY, SUNDAY])).sum(),
+                                            evening.sum().alias("n"), past.sum().alias("past")).collect().row(0)
     if weekend:
         said = "named" if by_name else "mapped (trade_date)" if named else "ordered"
         return ts, [f"{path.name}: column {date!r} is {said} as a trade date, but {weekend} of its rows at or after "
                     f"{at} fall on a Saturday or a Sunday, which is no trade date: read as calendar dates, as "
                     f"written"], None
-    if wall is None:
+    if counted:  # from the midnight before, at that day's offset
+        day, count = (pl.col(c) for c in cmap.ts_columns)
+        earlier = after_midnight(cmap, row_day(day) - pl.duration(days=1), count.cast(pl.Float64, strict=False))
+    elif wall is None:
         earlier = ts - DAY_NS
     else:  # the day before's wall clock, in the zone: its own UTC offset (a summer-time change between the two)
         earlier = (wall - DAY_NS).cast(pl.Datetime("ns")).dt.replace_time_zone(
@@ -212,9 +221,18 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
     why = ("is an exchange trade (session) date" if named else
            "holds exchange trade (session) dates, not calendar dates: within a date its times run from the evening "
            "open through midnight to the day session, in file order")
+    past_said = f" ({past_rows} of them written past 24:00, counted from that day's midnight)" if past_rows else ""
     return shifted, [f"{path.name}: column {date!r} {why}: its {count} row(s) at or after {at} are its evening "
-                     f"session, read on the calendar day before their trade date (docs/replay.md#trade-dates)"], \
-        EveningsMoved(int(moved_back), list(others))
+                     f"session{past_said}, read on the calendar day before their trade date "
+                     f"(docs/replay.md#trade-dates)"], EveningsMoved(int(moved_back), list(others))
+
+
+def counted_clock(cmap: ColumnMap) -> pl.Expr:
+    """A DATE+COUNT map's rows as the date's midnight plus the count, int ns (no zone: a clock's digits), so
+    that their minute of the day and their weekday are the date's own."""
+    day, count = (pl.col(c) for c in cmap.ts_columns)
+    midnight = row_day(day).cast(pl.Datetime("ns")).dt.epoch("ns")
+    return midnight + (count.cast(pl.Float64, strict=False) * DAY_CLOCK_UNITS[cmap.ts_unit]).round().cast(pl.Int64)
 
 
 def names_a_bare_date(column: str) -> bool:

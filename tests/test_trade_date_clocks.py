@@ -1,0 +1,94 @@
+"""A trade date beside a time that runs past 24:00 or a count after midnight (fix303 #5): a session that crosses
+midnight (JPX's night session, CME Globex's evening) is written under its trade date, its night times counted on
+past 24:00 (`25:30:00`, 91,800,000 ms) or restarting at 00:00; each row replays at its own instant."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from connectors.map_options import map_from_options
+from connectors.replay import FileReplay
+from conftest import drain
+
+TOKYO, CHICAGO = ZoneInfo("Asia/Tokyo"), ZoneInfo("America/Chicago")
+TRADE_DATES = (date(2024, 6, 4), date(2024, 6, 5))  # a Tuesday and a Wednesday
+
+
+def sessions(trade_date: date, evening: tuple[int, int], close: tuple[int, int], day: tuple[tuple[int, int], ...],
+             zone: ZoneInfo) -> list[datetime]:
+    """A trade date's rows every 15 min: its evening from `evening` on the day before until `close` (hours, minutes)
+    on the trade date, then the day session's spans `day`."""
+    before = datetime.combine(trade_date - timedelta(days=1), datetime.min.time(), zone)
+    start, end = before.replace(hour=evening[0], minute=evening[1]), \
+        datetime.combine(trade_date, datetime.min.time(), zone).replace(hour=close[0], minute=close[1])
+    out = []
+    while start <= end:
+        out.append(start)
+        start += timedelta(minutes=15)
+    for (h0, m0), (h1, m1) in day:
+        at = datetime.combine(trade_date, datetime.min.time(), zone).replace(hour=h0, minute=m0)
+        while (at.hour, at.minute) <= (h1, m1):
+            out.append(at)
+            at += timedelta(minutes=15)
+    return out
+
+
+def since_midnight(at: datetime, trade_date: date, past_24: bool) -> timedelta:
+    """A row's time of day as the file writes it: from its own day's midnight, or (past_24) from the midnight
+    before its trade date for the rows before the trade date's own midnight and past it until the break."""
+    day = trade_date - timedelta(days=1) if past_24 and at.date() == trade_date and at.hour < 8 else at.date()
+    return at.replace(tzinfo=None) - datetime.combine(day, datetime.min.time())
+
+
+def write(path: Path, rows: list[tuple[date, datetime]], past_24: bool, counted: bool) -> Path:
+    lines = ["TradeDate,Time,Price,Volume"]
+    for i, (trade_date, at) in enumerate(rows):
+        clock = since_midnight(at, trade_date, past_24)
+        if counted:
+            written = str(int(clock.total_seconds() * 1000))
+        else:
+            seconds = int(clock.total_seconds())
+            written = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        lines.append(f"{trade_date:%Y%m%d},{written},{38000 + i},1")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+JPX = {"evening": (17, 0), "close": (6, 0), "day": (((8, 45), (15, 45)),), "zone": TOKYO}
+CME = {"evening": (17, 0), "close": (16, 0), "day": (), "zone": CHICAGO}
+
+
+@pytest.mark.parametrize(("venue", "past_24", "counted"), [
+    ("jpx", True, False),  # JPX's night session written on to `30:00:00`
+    ("jpx", True, True),  # the same as ms after midnight, past 86,400,000
+    ("jpx", False, True),  # ms after midnight restarting at 0 within the trade date
+    ("cme", False, True),  # Globex's 17:00 CT evening through midnight, ms restarting at 0
+])
+def test_a_trade_date_with_a_clock_past_midnight_reads_each_row_at_its_instant(
+        tmp_path: Path, venue: str, past_24: bool, counted: bool) -> None:
+    shape = JPX if venue == "jpx" else CME
+    rows = [(trade_date, at) for trade_date in TRADE_DATES for at in sessions(trade_date, **shape)]
+    path = write(tmp_path / f"{venue}.csv", rows, past_24, counted)
+    unit = ",ts_unit=ms_after_midnight" if counted else ""
+    columns = f"ts=TradeDate+Time,price=Price,size=Volume,trade_date=TradeDate,tz={shape['zone'].key}{unit}"
+    replay = FileReplay(path, columns=map_from_options(columns=columns))
+    ticks = drain(replay)
+    truth = sorted(int(at.timestamp()) * 10**9 for _, at in rows)
+    assert [t.ts for t in ticks] == truth
+    assert not replay.rejected
+    assert [t.price for t in ticks] == [38000.0 + i for i in range(len(rows))]  # the file's order is time order
+    said = [n for n in replay.notes if "are its evening session" in n]
+    assert said and "read on the calendar day before their trade date" in said[0], replay.notes
+    assert ("written past 24:00" in said[0]) == past_24
+
+
+def test_a_calendar_date_with_a_time_past_24_is_on_the_next_day(tmp_path: Path) -> None:
+    path = tmp_path / "night.csv"
+    path.write_text("Date,Time,Price,Volume\n2024-06-03,23:45:00,1.5,1\n2024-06-03,25:30:00,1.6,1\n")
+    replay = FileReplay(path, columns=map_from_options(columns="ts=Date+Time,price=Price,size=Volume,tz=Asia/Tokyo"))
+    assert [t.ts for t in drain(replay)] == [int(datetime(2024, 6, 3, 23, 45, tzinfo=TOKYO).timestamp()) * 10**9,
+                                            int(datetime(2024, 6, 4, 1, 30, tzinfo=TOKYO).timestamp()) * 10**9]
