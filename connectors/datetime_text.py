@@ -157,7 +157,9 @@ DOTTED_COMMA_FRACTION = r"(\d\d?\.\d\d\.\d\d),(\d+)(\s|$)"
 # and `/` dates): read as its start, the time its price is for. The end is a date and a clock too, so neither an
 # ISO time's offset (`09:30:00-05:00`) nor a dash between a date and its clock is taken for one
 _STAMP = r"\d[\d./-]*\d[ T]\d\d?:\d\d(?::\d\d(?:[.,]\d+)?)?"
-INTERVAL = rf"^({_STAMP})\s*-\s*{_STAMP}$"
+# the day clocks go back marks the repeated hour's passes (connectors/pass_marks.py): `02:00B - 03:00B` (A, B
+# after each clock), or the zone after the interval, `(CEST)` then `(CET)`; read as the start, the marks left out
+INTERVAL = rf"^({_STAMP})[AB]?\s*-\s*{_STAMP}[AB]?(?:\s*\([A-Z]{{3,5}}\))?$"
 
 
 def _dot_fraction(text: str) -> str:

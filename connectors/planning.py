@@ -19,8 +19,10 @@ import polars as pl
 from connectors import json_lines
 from connectors.column_map import ColumnMap
 from connectors.event_time import (
-    NAIVE_TZ_ONLY, WHOLE_TEXT_UNITS, apply_utc_offset, ts_expr, ts_in_ns, wall_clock_ns, zone_in_times,
+    NAIVE_TZ_ONLY, WHOLE_TEXT_UNITS, apply_utc_offset, time_column, ts_expr, ts_in_ns, wall_clock_ns, zone_in_times,
 )
+from connectors.datetime_text import is_interval
+from connectors.pass_marks import pass_mark
 from connectors.field_names import normal_name
 from connectors.file_facts import file_facts, footer_line, time_span, zone_named
 from connectors.file_layout import layout
@@ -207,7 +209,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     notes += book_notes
     rows, junk = file_rows(path, cmap, dialect, overrides)
     wall = wall_clock_ns(path, cmap, ts_type, first)
-    hour = repeated_hour(rows, wall, cmap.tz, cmap.stream_columns, ROW, is_newest_first)
+    marks = pass_mark(time_column(cmap)) if text_times and is_interval(first) else None  # `(CET)`, `02:00B`
+    hour = repeated_hour(rows, wall, cmap.tz, cmap.stream_columns, ROW, is_newest_first, marks)
     if hour is not None and hour.second_rows.len():  # read at the later offset: told by the file's order
         second_pass = pl.col(ROW).is_in(hour.second_rows.implode())
         exprs[0] = apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first, second_pass), first).alias("_ts")

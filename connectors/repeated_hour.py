@@ -13,6 +13,8 @@ from typing import Callable, Sequence
 
 import polars as pl
 
+from connectors.pass_marks import SECOND
+
 
 @dataclass(frozen=True)
 class RepeatedHour:
@@ -23,13 +25,19 @@ class RepeatedHour:
     rows: int  # rows in a repeated hour
     untold: int  # of them, on a stream's day whose clock never stepped back there: read at the first pass
     days: tuple[date, ...]  # the days of those hours, in order
+    marked: int = 0  # of them, the rows whose time's text says their pass (`(CET)`, `02:00B`)
 
     def notes(self, name: str) -> list[str]:
         days = ", ".join(map(str, self.days[:3])) + (", ..." if len(self.days) > 3 else "")
         hour = f"the hour repeated when summer time ends in {self.tz} ({days})"
         second = self.second_rows.len()
         notes = []
-        if second:
+        if second and self.marked:
+            notes.append(f"{name}: {self.marked} row(s) in {hour} say their pass by a mark (the zone's winter or "
+                         f"summer name after the time, `(CET)`, `(CEST)`; `B` or `A` after the clock): {second} "
+                         f"read at the second pass (the later UTC offset), {self.rows - second - self.untold} at the "
+                         f"first")
+        elif second:
             notes.append(f"{name}: its wall clock steps back inside {hour}: {second} row(s) after the step back "
                          f"read at the second pass (the later UTC offset), {self.rows - second - self.untold} before "
                          f"it at the first")
@@ -41,7 +49,8 @@ class RepeatedHour:
 
 
 def repeated_hour(rows: pl.LazyFrame, wall_ns: pl.Expr | None, tz: str | None, streams: Sequence[str],
-                  row: str, newest_first: Callable[[int, int], bool] | None = None) -> RepeatedHour | None:
+                  row: str, newest_first: Callable[[int, int], bool] | None = None,
+                  marks: pl.Expr | None = None) -> RepeatedHour | None:
     """The rows of `rows` (a file's scan, `row` its row number) whose wall-clock time (`wall_ns`: naive times as
     int ns) falls in an hour `tz` repeats, and which are its second pass: per stream (streams interleave) and per
     day, once the wall clock steps back, in the order the replay reads the file, from one time of that hour to
@@ -50,14 +59,17 @@ def repeated_hour(rows: pl.LazyFrame, wall_ns: pl.Expr | None, tz: str | None, s
     the replay reverses it, as `newest_first` (the replay's rule, of the steps back and forward between two times)
     says of the wall clock's steps outside such hours: read in file order, a newest-first file's clock jumps
     forward between the passes and never steps back. None: no row falls in such an hour (or there is no wall clock
-    to read)."""
+    to read). `marks`: each row's pass where its time's text says it (connectors/pass_marks.py), which the order
+    does not overrule. A series that writes each time of the hour exactly twice (ENTSO-E's hourly prices: `02:00`,
+    then `02:00` again) steps into its second pass at the repeat, with no step back between them."""
     if wall_ns is None or tz is None:
         return None
     wall = pl.col("_wall").cast(pl.Datetime("ns"))
     # one conversion a row: null for a time repeated or skipped (those few are told apart below)
     unsure = wall.dt.replace_time_zone(tz, ambiguous="null", non_existent="null").is_null()
     found = rows.select(pl.col(row), *(pl.col(c).alias(f"_stream{i}") for i, c in enumerate(streams)),
-                        wall_ns.alias("_wall")).filter(pl.col("_wall").is_not_null() & unsure).collect()
+                        wall_ns.alias("_wall"), (pl.lit(None) if marks is None else marks).alias("_mark")
+                        ).filter(pl.col("_wall").is_not_null() & unsure).collect()
     earliest, latest = (wall.dt.replace_time_zone(tz, ambiguous=which, non_existent="null").dt.epoch("ns")
                         for which in ("earliest", "latest"))
     found = found.with_columns(_shift=latest - earliest).filter(pl.col("_shift") > 0)  # skipped times: null
@@ -66,11 +78,16 @@ def repeated_hour(rows: pl.LazyFrame, wall_ns: pl.Expr | None, tz: str | None, s
     if newest_first is not None and newest_first(*_steps_outside(rows, wall_ns, unsure)):
         found = found.reverse()
     keys = [*(pl.col(f"_stream{i}") for i in range(len(streams))), wall.dt.date()]
-    stepped_back = (pl.col("_wall").shift(1) - pl.col("_wall") > pl.col("_shift") // 2).fill_null(False)
+    twice = (pl.len().over([*keys, "_wall"]) == 2).all().over(keys)  # each time of the hour written twice
+    stepped_back = ((pl.col("_wall").shift(1) - pl.col("_wall") > pl.col("_shift") // 2)
+                    | ((pl.col("_wall").shift(1) == pl.col("_wall")) & twice)).fill_null(False)
     found = found.with_columns(_second=(stepped_back.cum_sum() > 0).over(keys))
-    found = found.with_columns(_told=pl.col("_second").any().over(keys))
+    marked = pl.col("_mark").is_not_null()
+    found = found.with_columns(_second=pl.when(marked).then(pl.col("_mark") == SECOND).otherwise(pl.col("_second")),
+                               _told=(pl.col("_second") | marked).any().over(keys))
     return RepeatedHour(tz, found.filter("_second")[row], found.height, int((~found["_told"]).sum()),
-                        tuple(found.select(wall.dt.date().unique().sort()).to_series().to_list()))
+                        tuple(found.select(wall.dt.date().unique().sort()).to_series().to_list()),
+                        int(found["_mark"].is_not_null().sum()))
 
 
 def _steps_outside(rows: pl.LazyFrame, wall_ns: pl.Expr, unsure: pl.Expr) -> tuple[int, int]:

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
 
 from conftest import drain
 from connectors.replay import FileReplay
@@ -61,3 +64,56 @@ def test_entsoe_day_ahead_prices_are_detected_on_brussels_clock(tmp_path: Path) 
     assert dict(replay.rejected) == {} and len(ticks) == 48 and {t.stream for t in ticks} == {"DE-LU"}
     # 01.11.2026 00:00 - 01:00 CET is the hour from 2026-10-31 23:00 UTC
     assert ticks[0].ts == int(dt.datetime(2026, 10, 31, 23, tzinfo=dt.timezone.utc).timestamp()) * 10**9
+
+
+BRUSSELS = ZoneInfo("Europe/Brussels")
+
+
+def entsoe_day(path: Path, day: dt.date, minutes: int, mark: str) -> list[int]:
+    """ENTSO-E's prices of one delivery day in local time (`MTU (CET/CEST)`), every interval of it: 25 hours (100
+    quarter-hours) the day clocks go back, 23 (92) the day they go forward. The repeated hour's passes marked by
+    `mark`: "zone" writes `(CEST)` / `(CET)` after each interval, "B" a `B` after the second pass's clocks, "" only
+    repeats them. Returns each interval's start, int ns."""
+    start = dt.datetime.combine(day, dt.time(), BRUSSELS).astimezone(dt.timezone.utc)
+    end = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), BRUSSELS).astimezone(dt.timezone.utc)
+    lines, starts, seen = ['"MTU (CET/CEST)","Day-ahead Price [EUR/MWh]","Currency","BZN|DE-LU"'], [], set()
+    while start < end:
+        local = start.astimezone(BRUSSELS)
+        wall = local.replace(tzinfo=None)
+        a, b = f"{wall:%d.%m.%Y %H:%M}", f"{wall + dt.timedelta(minutes=minutes):%d.%m.%Y %H:%M}"
+        second = wall in seen
+        seen.add(wall)
+        text = f"{a} - {b}"
+        if mark == "zone":
+            text += " (CEST)" if local.utcoffset() == dt.timedelta(hours=2) else " (CET)"
+        elif mark == "B" and second:
+            text = f"{a}B - {b}B"
+        lines.append(f'"{text}","{40 + len(starts) % 13:.2f}","EUR",""')
+        starts.append(int(start.timestamp()) * 10**9)
+        start += dt.timedelta(minutes=minutes)
+    path.write_text("\n".join(lines) + "\n")
+    return starts
+
+
+@pytest.mark.parametrize("minutes", [60, 15])
+@pytest.mark.parametrize("mark", ["zone", "B", ""])
+def test_entsoe_the_day_clocks_go_back_reads_each_interval_at_its_own_instant(tmp_path: Path, minutes: int,
+                                                                               mark: str) -> None:
+    # fix303 #6: `(CET)`/`(CEST)` refused every row, `B` rejected the marked ones, an hour written twice with no
+    # mark replayed twice at the first pass
+    starts = entsoe_day(tmp_path / "entsoe.csv", dt.date(2026, 10, 25), minutes, mark)
+    assert len(starts) == (25 if minutes == 60 else 100)
+    replay = FileReplay(tmp_path / "entsoe.csv")
+    ticks = drain(replay)
+    assert dict(replay.rejected) == {}
+    assert [t.ts for t in ticks] == starts  # two distinct instants for the hour's two passes, in order
+    assert [t.price for t in ticks] == [40 + i % 13 for i in range(len(starts))]
+    assert not [n for n in replay.notes if "no step back of the wall clock" in n], replay.notes
+
+
+@pytest.mark.parametrize("minutes", [60, 15])
+def test_entsoe_the_day_clocks_go_forward_has_its_23_hours(tmp_path: Path, minutes: int) -> None:
+    starts = entsoe_day(tmp_path / "entsoe.csv", dt.date(2026, 3, 29), minutes, "")
+    assert len(starts) == (23 if minutes == 60 else 92)
+    replay = FileReplay(tmp_path / "entsoe.csv")
+    assert [t.ts for t in drain(replay)] == starts and dict(replay.rejected) == {}
