@@ -199,17 +199,25 @@ def _mapping(value: Any) -> dict[str, Any]:
     return dict(value or {})
 
 
-def table_of(file: Path) -> Path | None:
-    """The Delta table a file lies in: the nearest folder above it holding a `_delta_log/`; None outside any."""
-    return next((folder for folder in file.parents if (folder / LOG).is_dir()), None)
+def table_of(file: Path, logged: dict[Path, bool] | None = None) -> Path | None:
+    """The Delta table a file lies in: the nearest folder above it holding a `_delta_log/`; None outside any.
+    `logged`: what earlier calls found of each folder (a folder of many part files asks once a folder)."""
+    logged = {} if logged is None else logged
+    for folder in file.parents:
+        if folder not in logged:
+            logged[folder] = (folder / LOG).is_dir()
+        if logged[folder]:
+            return folder
+    return None
 
 
 def current_files(files: list[Path]) -> tuple[list[Path], list[str]]:
     """``files`` (a folder's tick files, a pattern's matches) less those a Delta table they lie in no longer holds,
     with a note for each such table."""
     tables: dict[Path, list[Path]] = {}
+    logged: dict[Path, bool] = {}
     for file in files:
-        if (table := table_of(file)) is not None:
+        if (table := table_of(file, logged)) is not None:
             tables.setdefault(table, []).append(file)
     left_out: set[Path] = set()
     notes = []
