@@ -205,8 +205,8 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
                     f"{at} fall on a Saturday or a Sunday, which is no trade date: read as calendar dates, as "
                     f"written"], None
     if counted:  # from the midnight before, at that day's offset
-        day, count = (pl.col(c) for c in cmap.ts_columns)
-        earlier = after_midnight(cmap, row_day(day) - pl.duration(days=1), count.cast(pl.Float64, strict=False))
+        day, counts = (pl.col(c) for c in cmap.ts_columns)
+        earlier = after_midnight(cmap, row_day(day) - pl.duration(days=1), counts.cast(pl.Float64, strict=False))
     elif wall is None:
         earlier = ts - DAY_NS
     else:  # the day before's wall clock, in the zone: its own UTC offset (a summer-time change between the two)

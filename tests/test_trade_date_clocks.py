@@ -81,8 +81,10 @@ def test_a_trade_date_with_a_clock_past_midnight_reads_each_row_at_its_instant(
     assert [t.ts for t in ticks] == truth
     assert not replay.rejected
     assert [t.price for t in ticks] == [38000.0 + i for i in range(len(rows))]  # the file's order is time order
-    said = [n for n in replay.notes if "are its evening session" in n]
-    assert said and "read on the calendar day before their trade date" in said[0], replay.notes
+    evenings = sum(1 for _, at in rows if at.hour >= 17 or (past_24 and at.hour < 8))
+    said = [n for n in replay.notes if f"its {evenings} row(s) at or after 17:00 in 'Time'" in n]
+    assert said and "are its evening session" in said[0], replay.notes
+    assert "read on the calendar day before their trade date" in said[0]
     assert ("written past 24:00" in said[0]) == past_24
 
 
