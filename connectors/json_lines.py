@@ -50,7 +50,7 @@ from connectors.json_messages import (
     ticks_of_messages,
 )
 from connectors.json_objects import (
-    NOT_JSON, RECEIVE_PREFIX, RECEIVED, line_objects, one_array, read_lines, records_read,
+    NOT_JSON, RECEIVE_PREFIX, RECEIVED, line_objects, one_array, pretty_documents, read_lines, records_read,
 )
 from connectors.json_repeated_keys import DUPLICATE_KEY
 from connectors.map_vocabulary import DETECT
@@ -177,6 +177,7 @@ def _remove_copies() -> None:
 
 def _convert(path: Path) -> JsonLinesTable:
     lines = read_lines(path)
+    lines = pretty_documents(lines) or lines  # a body saved by `jq .`: one object spread over many lines
     records = one_array(lines)
     frame, bad = records_read(records, lines) if records is not None else line_objects(path, lines)
     line_of, tickless, from_arrays = None, {}, False

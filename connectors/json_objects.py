@@ -46,6 +46,46 @@ def read_lines(path: Path) -> list[bytes]:
     return lines[:-1] if lines and not lines[-1].strip() else lines
 
 
+def pretty_documents(lines: list[bytes]) -> list[bytes] | None:
+    """A file of JSON objects spread over lines (`curl ... | jq .` saves a REST body so: `{`, `"error": [],`, ...;
+    pages of one saved one after another) as one line per object, so that it reads as the same body on one line
+    does; None for any other file: one whose first line is a whole JSON value (JSON lines), or whose text is not
+    JSON objects and whitespace alone (its lines are read, and rejected, one by one)."""
+    first = next((line.strip() for line in lines if line.strip()), b"")
+    if first[:1] != b"{" or _is_json(first):
+        return None
+    try:
+        text = b"\n".join(lines).decode()
+    except UnicodeDecodeError:
+        return None
+    decoder, documents, at = json.JSONDecoder(), [], 0
+    while (at := _after_space(text, at)) < len(text):
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(value, dict):
+            return None
+        # its own text on one line (a JSON string holds no line break), so a key given twice is still seen
+        documents.append(text[at:end].replace("\r", " ").replace("\n", " ").encode())
+        at = end
+    return documents or None
+
+
+def _after_space(text: str, at: int) -> int:
+    while at < len(text) and text[at].isspace():
+        at += 1
+    return at
+
+
+def _is_json(text: bytes) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def line_objects(path: Path, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int, tuple[str, str]]]:
     """One row per line: its object's top-level fields; an empty row for a blank line, one that is no object, or
     one with a key twice in an object."""

@@ -130,6 +130,33 @@ def test_kraken_rest_trades_are_read_as_the_pairs_ticks(tmp_path: Path, capsys) 
             FileReplay(write_lines(tmp_path / "empty.json", [body]))
 
 
+def test_a_pretty_printed_kraken_rest_body_reads_as_its_one_line_body_does(tmp_path: Path) -> None:
+    """fix302 #7: a Kraken REST trades body saved by `curl ... | jq .` (the object spread over lines, two-space
+    indents, each trade's array over seven lines) was read line by line, each line `not_json`. It reads as the same
+    body on one line does; so do two pages saved one after the other, and a body with CRLF line ends."""
+    pages = [{"error": [], "result": {"XXBTZUSD": [
+        [f"{p:.5f}", f"{s:.8f}", round(ns / 1e9, 4), sd[0], "l" if i % 2 else "m", "", 70_000 + i]
+        for i, (ns, p, s, sd) in enumerate(TRADES) if i // 15 == page], "last": str(TRADES[15 * page + 14][0])}}
+        for page in (0, 1)]
+    one_line, _ = read(write_lines(tmp_path / "kraken-one-line.json", pages[:1]))
+    assert len(one_line) == 15
+    pretty = tmp_path / "kraken-pretty.json"
+    pretty.write_text(json.dumps(pages[0], indent=2) + "\n")
+    assert pretty.read_text().startswith('{\n  "error": [],\n  "result": {\n    "XXBTZUSD": [\n      [\n')
+    ticks, replay = read(pretty)
+    assert seen(ticks) == seen(one_line) and not replay.rejected
+    assert any("Kraken REST trades (result.PAIR" in n for n in replay.notes)
+    both = tmp_path / "kraken-pages.json"
+    both.write_bytes("".join(json.dumps(page, indent=2) + "\n" for page in pages).replace("\n", "\r\n").encode())
+    ticks, replay = read(both)
+    assert seen(ticks) == [("XXBTZUSD", ns // 100_000 * 100_000, p, s, sd) for ns, p, s, sd in TRADES]
+    assert not replay.rejected
+    cut = tmp_path / "kraken-cut.json"  # a body cut short is still refused as no JSON, not read in part
+    cut.write_text(json.dumps(pages[0], indent=2)[:300])
+    with pytest.raises(ValueError, match="no line is a JSON object"):
+        FileReplay(cut)
+
+
 def test_a_receive_time_before_each_line_is_read_as_local_ts(tmp_path: Path) -> None:
     """review268 #5: hftbacktest's captures write `<ns> <json>` a line; each line was refused as not JSON."""
     trades = write_lines(tmp_path / "btcusdt-capture.jsonl", [
