@@ -176,6 +176,9 @@ def zoned_hours(hours: str, tz: str) -> str:
     return f"{hours.strip()} {tz}"
 
 
+POINTED_COUNT = r"^[+-]?\d+\.\d*$"  # a count written with a point: its column is read as text (`_table_plan`)
+
+
 def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool = False,
                 own_map: bool = False) -> FilePlan:
     """The plan of a Parquet or CSV file; `long_rows_of`: find the CSV's rows with more fields than its columns;
@@ -190,10 +193,13 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if dialect is not None and dialect.empty_tails:
         notes.append(f"{path.name}: {dialect.empty_tails} row(s) end with a separator past its {len(schema)} columns "
                      f"(an empty last cell, as Excel and broker exports write): read without it")
-    # a CSV's count of ms/us/ns: its first value tells whether it is written with a point (`.000`: read as text)
+    # a CSV's count of ms/us/ns written with a point anywhere in its column (`.000`, Gate.io's `...123.456`) is read
+    # as text, exactly: a first value without one no longer decides it, so a later `1712345678123.456` reads too
     counted = is_csv(path) and cmap.ts_unit in WHOLE_TEXT_UNITS
     first = first_text(path, cmap.names, dialect, cmap.ts_columns) if counted else None
-    overrides = csv_overrides(cmap, first) if is_csv(path) else None
+    pointed = first if first is None or "." in first or len(cmap.ts_columns) > 1 else \
+        first_text(path, cmap.names, dialect, cmap.ts_columns, POINTED_COUNT) or first
+    overrides = csv_overrides(cmap, pointed) if is_csv(path) else None
     # what the scan below will read: date+time columns are joined as text
     ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
     text_times = ts_type == pl.String and cmap.ts_unit == "datetime" and not cmap.ts_format

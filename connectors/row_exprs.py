@@ -41,9 +41,10 @@ ROW = "_row"  # the file row number, carried through a sort so a rejected row ca
 
 
 def csv_overrides(cmap: ColumnMap, first: str | None = None) -> dict[str, pl.DataType]:
-    """How a CSV's columns are read; `first`: the time column's first value. Decimal epoch seconds stay text until
-    scaled_ts: as a float, 1717236000.25 s is off by ~100 ns. So do counts of ms, us and ns whose first value has a
-    point (Gate.io's create_time_ms, "1548000000123.456"), read exactly to the ns as JSON's are; others
+    """How a CSV's columns are read; `first`: the time column's first value written with a point, else its first
+    value. Decimal epoch seconds stay text until scaled_ts: as a float, 1717236000.25 s is off by ~100 ns. So do
+    counts of ms, us and ns with a point in any row (Gate.io's create_time_ms, "1548000000123.456"; planning's
+    POINTED_COUNT), read exactly to the ns as JSON's are; others
     are Int64, so that a junk line's text there reads as no cell (connectors/junk_lines.py)."""
     text_counts = dict.fromkeys(WHOLE_TEXT_UNITS, pl.String) if first is not None and "." in first else {}
     ts_type = {"datetime": pl.String, "s": pl.String, **text_counts,

@@ -93,6 +93,23 @@ def test_decimal_text_of_ms_reads_exactly_as_ns_in_json_csv_and_parquet(tmp_path
     assert main(["backtest", str(tmp_path / "gate.csv"), "--out", str(out), "--quiet", "--max-ticks", "50"]) == 0
 
 
+def test_a_ms_column_of_whole_counts_then_decimal_ones_reads_every_row_exactly(tmp_path: Path) -> None:
+    """fix302 #6: a CSV's ms column was read as text only when its first value had a point, so whole counts first
+    and a later `1712345678123.456` made that row a reject (missing_field). The whole column decides now: mixed
+    whole and decimal ms read exactly, detected or mapped, wherever the first decimal stands (row 2 or 3,000)."""
+    for whole_first in (1, 3000):
+        cells = [str(FIRST_MS + 7 * i) for i in range(whole_first)] + ["1712345678123.456", f"{FIRST_MS + 9}",
+                                                                       "1712345679001.5", f"{FIRST_MS}.000"]
+        expected = [(FIRST_MS + 7 * i) * 10**6 for i in range(whole_first)] + [
+            1_712_345_678_123_456_000, (FIRST_MS + 9) * 10**6, 1_712_345_679_001_500_000, FIRST_MS * 10**6]
+        path = gate_csv(tmp_path / f"mixed-{whole_first}.csv", cells)
+        for columns in (GATE_COLUMNS, None):
+            replay = FileReplay(path, columns=columns)
+            ticks = replay.next_batch(10_000)
+            assert sorted(t.ts for t in ticks) == sorted(expected), (whole_first, columns)
+            assert not replay.rejected
+
+
 def test_a_fraction_of_a_ns_stays_a_reject_that_names_it(tmp_path: Path, capsys) -> None:
     """A count of ns reads a `.000` tail as the integer; a fraction of a ns is no clock's: a reject, named."""
     first_ns = FIRST_MS * 10**6
