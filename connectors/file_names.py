@@ -15,7 +15,7 @@ from urllib.parse import unquote
 
 from connectors.bloomberg_names import YELLOW_KEY
 from connectors.column_map import ColumnMap
-from connectors.day_folders import is_kind_folder, named_folder, numeric_code, paths_beside
+from connectors.day_folders import DATA_KIND_FOLDERS, is_kind_folder, named_folder, numeric_code, paths_beside
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.file_suffixes import file_stem
 from connectors.map_vocabulary import DATE_FROM_NAME, DAY_CLOCK_UNITS
@@ -27,12 +27,23 @@ CURRENCIES = ("USD|EUR|JPY|GBP|CHF|AUD|CAD|NZD|SEK|NOK|DKK|PLN|HUF|CZK|TRY|ZAR|M
               "ILS|KRW|BRL|THB")
 PAIR = re.compile(rf"^(({CURRENCIES})({CURRENCIES})|[A-Z0-9]{{3,8}}(USDT|USDC|BUSD|FDUSD|TUSD|USD|BTC|ETH|BNB))$",
                   re.IGNORECASE)
+# coins and currencies a name may write in lower case beside words of what its data is (`delta_btc/`, `ticks-sol/`)
+ASSETS = (f"{CURRENCIES}|BTC|XBT|ETH|SOL|XRP|ADA|DOGE|DOT|AVAX|LTC|LINK|TRX|MATIC|POL|BNB|BCH|ATOM|XLM|UNI|SHIB|TON|"
+          "NEAR|APT|ARB|OP|SUI|PEPE|FIL|ETC|XMR|AAVE|USDT|USDC")
 TICKER = re.compile(r"^[A-Z][A-Z0-9]{0,5}$")  # in capitals in the name: AAPL, ESM4
 NOT_TICKERS = {"DAT", "ASCII", "CSV", "TXT", "T", "M1", "H1", "D1", "TICK", "TICKS", "BID", "ASK", "GMT", "UTC",
                "EST", "ET", "BBO", "TAQ", "NBBO", "L1", "L2", "MBO", "MBP", "OHLC", "OHLCV", "UM", "CM", "SPOT",
                # what a file holds, in capitals (Interactive Brokers' AAPL_TRADES_20240102.csv, AAPL_BID_ASK_...)
                "TRADE", "TRADES", "QUOTE", "QUOTES", "LAST", "MIDPOINT", "BIDASK", "DATA", "TICKDATA", "HIST", "RAW",
                "ALL", "RTH", "EOD", "FULL", "EQUITY", "BBG"}
+# Words that say what a file or folder holds, or how it was made, never an instrument: beside a symbol
+# (`delta_btc/`, `bars_eth/`, `ticks-sol/`, `btc_delta/`) they were read as its base (`DELTA-BTC`, `BARS-ETH`),
+# so they are left out of a name before its symbol is looked for (fix302 #5)
+DATA_WORDS = DATA_KIND_FOLDERS | {
+    "delta", "deltas", "bar", "bars", "candle", "candles", "kline", "klines", "ohlc", "ohlcv", "data", "dataset",
+    "raw", "clean", "cleaned", "processed", "parquet", "csv", "lake", "table", "tables", "hist", "history",
+    "historical", "archive", "export", "exports", "dump", "dumps", "sample", "samples", "daily", "intraday",
+    "minute", "minutes", "feed", "feeds", "capture", "captures", "files", "level1", "level2", "tape"}
 # Exchange codes written beside a numeric stock code (Tokyo's 7203, Hong Kong's 0700, Korea's 005930): Yahoo's
 # suffixes (7203.T, 0700.HK, 005930.KS, 2330.TW, 600519.SS), Bloomberg's (7203 JT Equity, 0700 HK, 2330 TT) and,
 # before the code, Google's (TYO_7203, HKG_0700). A code with one of these is the instrument: the exchange code
@@ -91,6 +102,10 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
         # Bitfinex's tBTCUSD names the pair BTCUSD; a Hive partition's `symbol=BTCUSDT` its value
         tokens = [t[1:] if re.match(r"^t[A-Z0-9]{6,}$", t) and PAIR.match(t[1:]) else t
                   for t in without_venue(re.split(r"[-_.=\s]+", name)) if t]
+        words = [t for t in tokens if t.lower() in DATA_WORDS]
+        tokens = [t for t in tokens if t.lower() not in DATA_WORDS]
+        if words and (symbol := _lone_symbol(tokens)):  # `ticks-sol`: the one token beside the words is the symbol
+            return symbol, f"{where} {name!r} ({' and '.join(map(repr, words))} left out: what the data is)"
         if contract := _crypto_contract(tokens):
             return contract, f"{where} {name!r}"
         pairs = {t.upper() for t in tokens if PAIR.match(t)}
@@ -191,6 +206,15 @@ def histdata_frame(path: Path) -> str | None:
     """The frame of a HistData export by its name (`DAT_MS_EURUSD_M1_2024.csv`: "M1"; "T", "T_LAST", ...), else
     None: the one rule that tells HistData's files, whose times are all in HISTDATA_ZONE."""
     return found["frame"].upper() if (found := HISTDATA_NAME.match(path.name)) else None
+
+
+def _lone_symbol(tokens: list[str]) -> str | None:
+    """The symbol of a name that held, besides words of what its data is, one coin or currency in any case (`btc`,
+    `Sol`), in capitals; None otherwise: a date, several tokens, or a word of lower case that names no asset
+    (`fills_lake/`), which a ticker in capitals (`quotes_AAPL`) is found as anyway."""
+    if len(tokens) != 1 or not re.fullmatch(ASSETS, tokens[0], re.IGNORECASE):
+        return None
+    return tokens[0].upper()
 
 
 def _crypto_contract(tokens: list[str]) -> str | None:

@@ -39,14 +39,14 @@ def test_spark_part_files_are_one_table_not_one_stream_each(tmp_path: Path) -> N
     for i in range(3):
         write_part(table / PART.format(i), i * 5)
     (table / "_SUCCESS").touch()
-    assert stream_counts(FileReplay([table])) == {"btc_trades": 15}
-    lake = tmp_path / "btc_lake"
+    assert stream_counts(FileReplay([table])) == {"BTC": 15}  # `trades` says what it holds (fix302 #5)
+    lake = tmp_path / "fills_lake"
     write_part(lake / "date=2024-08-08" / PART.format(0), 0)
     write_part(lake / "date=2024-08-08" / PART.format(1), 5)
     write_part(lake / "date=2024-08-09" / PART.format(0), 10)
     replay = FileReplay([lake])
-    assert stream_counts(replay) == {"btc_lake": 15}
-    assert any("stream btc_lake, the name of its table's folder: a data lake's part file" in n for n in replay.notes)
+    assert stream_counts(replay) == {"fills_lake": 15}
+    assert any("stream fills_lake, the name of its table's folder: a data lake's part file" in n for n in replay.notes)
 
 
 DELTA_COMMIT = (

@@ -151,3 +151,25 @@ def test_a_data_lakes_partitions_by_symbol_name_the_streams_whatever_their_shape
     replay = FileReplay(paths)
     assert streams_of(replay) == {"0700", "0005", "AAPL", "ES.c.0"}
     assert any("stream 0700, from the folder name 'symbol=0700', a partition by symbol" in n for n in replay.notes)
+
+
+@pytest.mark.parametrize(("folder", "name", "stream", "left_out"), [
+    ("delta_btc", "trades.csv", "BTC", "delta"), ("btc_delta", "trades.csv", "BTC", "delta"),
+    ("bars_eth", "trades.csv", "ETH", "bars"), ("ticks-sol", "trades.csv", "SOL", "ticks"),
+    ("delta_BTC", "part.csv", "BTC", "delta"), ("x", "delta_btc.csv", "BTC", "delta"),
+    ("x", "raw-SOL.csv", "SOL", "raw"), ("x", "quotes_AAPL.csv", "AAPL", None),
+    ("raw_btcusdt", "trades.csv", "BTCUSDT", None), ("data-eurusd", "trades.csv", "EURUSD", None),
+    ("fills_lake", "trades.csv", "trades", None)])
+def test_words_of_what_the_data_is_are_no_part_of_the_stream_name(tmp_path: Path, folder: str, name: str,
+                                                                   stream: str, left_out: str | None) -> None:
+    """fix302 #5: a folder `delta_btc` read as the pair `DELTA-BTC` (and `bars_eth` as `BARS-ETH`; `btc_delta` and
+    `ticks-sol` as the file's stem, `trades`): words that say what the data is are left out around the symbol, and
+    the note says which. A word naming no asset beside them (`fills`) is no symbol: the folder names none."""
+    path = tmp_path / folder / name
+    path.parent.mkdir()
+    path.write_text("ts,price,size\n" + "".join(f"{1704153600000 + i * 1000},{100 + i / 10:.2f},1\n" for i in range(5)))
+    replay = FileReplay(path)
+    assert streams_of(replay) == {stream}
+    if left_out is not None:
+        assert any(f"stream {stream}, from the " in n and f"{left_out!r} left out: what the data is" in n
+                   for n in replay.notes), replay.notes
