@@ -39,6 +39,7 @@ from connectors.book_reducer import F_LAST, BookReducer
 from connectors.dbn_symbology import Symbology
 from connectors.hours_window import Hours
 from connectors.price_offsets import PriceOffset
+from connectors.zstd_frames import cut_short
 
 PRICE_SCALE = 1e9  # DBN prices are int64 in units of 1e-9
 SCHEMAS = ("mbo", "mbp-1", "trades")
@@ -233,8 +234,10 @@ def _read_metadata(dbn: Any, path: Path) -> Any:
 
 def _decoded(dbn: Any, path: Path, read_bytes: int) -> Iterator[list[Any]]:
     """The file's records, a block's at a time, the metadata header first. A file that ends inside a record or a
-    zstd block (an interrupted download) is said to be truncated, and one whose zstd data fails its checksum to be
-    damaged (connectors/archives.py `truncation_named`), not read as far as it goes or called "not DBN"."""
+    zstd block, or a .dbn.zst whose zstd frame lacks its last block or checksum (connectors/zstd_frames.py: a cut at
+    a block's end that falls on a record's end decodes to whole records), is said to be truncated, and one whose
+    zstd data fails its checksum to be damaged (connectors/archives.py `truncation_named`), not read as far as it
+    goes or called "not DBN"."""
     decoder = _decoder(dbn, path)
     decoded = False
     with truncation_named(path), open(path, "rb") as f:
@@ -256,3 +259,5 @@ def _decoded(dbn: Any, path: Path, read_bytes: int) -> Iterator[list[Any]]:
             if zst:
                 raise EOFError(f"it ends {where}")
             raise ValueError(f"{path}: it ends {where}; {TRUNCATED}")
+        if zst and (cut := cut_short(path)) is not None:  # cut at a block's end on a record's: whole records decoded
+            raise EOFError(f"it ends {cut}")

@@ -373,3 +373,61 @@ def test_a_cut_or_corrupt_dbn_zst_is_named_truncated_or_damaged_with_download_it
         message = replay_error(corrupt)
         assert message.startswith(f"{corrupt}: its compressed data is damaged ("), message
         assert message.endswith("download it again"), message
+
+
+def raw_block_zst(plain: bytes, records_per_block: int) -> tuple[bytes, list[int]]:
+    """A DBN file as one zstd frame (RFC 8878) of raw blocks, as a zstd writer stores data it cannot shrink: the
+    metadata header in the first block, then `records_per_block` 56-byte MBO records a block, the content size in
+    the frame's header; with the offset of every block's end. Byte for byte what any zstd decoder reads."""
+    header = 8 + int.from_bytes(plain[4:8], "little")  # "DBN", the version, the metadata's length, the metadata
+    step = 56 * records_per_block
+    chunks = [plain[:header]] + [plain[at:at + step] for at in range(header, len(plain), step)]
+    frame = bytearray((0xFD2FB528).to_bytes(4, "little") + bytes([0xC0, 0x50]) + len(plain).to_bytes(8, "little"))
+    ends = []
+    for i, chunk in enumerate(chunks):  # block header: last-block bit, type 0 (raw), size << 3
+        frame += ((len(chunk) << 3) | (i == len(chunks) - 1)).to_bytes(3, "little") + chunk
+        ends.append(len(frame))
+    return bytes(frame), ends
+
+
+def block_ends(data: bytes) -> list[int]:
+    """The offset after each block of a one-frame zstd file (its header's fields by its descriptor's flags)."""
+    flags = data[4]
+    at = 5 + (0 if flags & 0x20 else 1) + (0, 1, 2, 4)[flags & 3] + ((0, 2, 4, 8)[flags >> 6] or (flags >> 5) & 1)
+    ends = []
+    while True:
+        value = int.from_bytes(data[at:at + 3], "little")
+        at += 3 + (1 if (value >> 1) & 3 == 1 else value >> 3)
+        ends.append(at)
+        if value & 1:
+            return ends
+
+
+def test_a_dbn_zst_cut_at_a_block_end_on_a_record_boundary_is_named_truncated(tmp_path: Path) -> None:
+    """fix302 #2: a .dbn.zst cut where a zstd block ends and the data before it ends on a record's end decodes to
+    whole records with nothing left over (about 1 in 56 cuts of an MBO file): it replayed as complete. The frame
+    lacks its last block (or the checksum its header promises): said truncated as any other cut file."""
+    plain = many_trades(tmp_path / "whole.dbn", 300).read_bytes()
+    data, ends = raw_block_zst(plain, 40)
+    whole = tmp_path / "whole.dbn.zst"
+    whole.write_bytes(data)
+    assert len(drain(FileReplay(whole))) == 300
+    for k, end in enumerate(ends[1:-1], 1):  # after the metadata's block and each block of records but the last
+        cut = tmp_path / f"cut-{k}.dbn.zst"
+        cut.write_bytes(data[:end])
+        message = replay_error(cut)
+        assert message == (f"{cut}: its compressed data ends early (it ends after block {k + 1} of its zstd frame, "
+                           f"before the block marked last (the frame's end)); it looks truncated (an interrupted "
+                           f"download?): download it again"), message
+    if shutil.which("zstd") is None:
+        return
+    many_trades(tmp_path / "large.dbn", 8_000)  # 448 KB: four blocks of at most 128 KB
+    subprocess.run(["zstd", "-q", "-f", "--check", str(tmp_path / "large.dbn"), "-o", str(whole)], check=True)
+    data = whole.read_bytes()
+    assert len(block_ends(data)) > 3
+    for end in block_ends(data)[:-1]:  # the real encoder's blocks: every cut at one's end, on a record's or not
+        cut = tmp_path / "cut.dbn.zst"
+        cut.write_bytes(data[:end])
+        assert "it looks truncated (an interrupted download?)" in replay_error(cut)
+    cut.write_bytes(data[:-2])  # the last block whole, half of its checksum
+    assert "inside the 4-byte content checksum its header promises (2 of its bytes there)" in replay_error(cut)
