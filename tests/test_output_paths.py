@@ -2,7 +2,9 @@
 `evaluate --points-out trades.csv` replaced a shared tick file with a points table, exit 0 (review 108)."""
 from __future__ import annotations
 
+import errno
 import os
+import re
 from pathlib import Path
 
 import msgpack
@@ -10,7 +12,9 @@ import polars as pl
 import pytest
 
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from engine.disk_full import said_if_disk_full
 from engine.service.cli import main
+from engine.service.output_paths import write_atomically
 from engine.service.ticklog import TickLog
 
 
@@ -387,6 +391,33 @@ def test_a_write_past_the_file_size_limit_names_the_file_and_the_limit_whatever_
     assert done.stdout.splitlines() == [f"cannot write {tmp_path / name}: {limit}"
                                         for name in ("wide.parquet", "long.parquet", "big.md")], done.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_disk_that_fills_inside_a_parquet_page_header_is_said_full_naming_the_file_and_the_space(
+        tmp_path: Path) -> None:
+    """fix302 #3: a disk that filled while polars wrote a page header said only polars' "parquet: File out of
+    specification: Invalid thrift: transport error" (ENOSPC's errno lost, as EFBIG's is past `ulimit -f`). Each
+    write now says the file, that the disk is full and how much space its file system has; no .tmp is left. The
+    full disk is a real 16 KiB tmpfs (root only)."""
+    from tests.test_train_full_disk import small_tmpfs
+
+    wide = pl.DataFrame({f"col_{i}": [float(j) for j in range(50)] for i in range(60)})
+    with small_tmpfs(tmp_path / "small", 16384) as small:
+        with pytest.raises(pl.exceptions.ComputeError, match="Invalid thrift: transport error"):
+            wide.write_parquet(small / "plain.parquet")  # what polars itself says of this disk
+        (small / "plain.parquet").unlink()
+        for name, write in (("wide.parquet", wide.write_parquet),
+                            ("long.parquet", pl.DataFrame({"a": range(20_000)}).write_parquet)):
+            with pytest.raises(OSError) as said:
+                write_atomically(small / name, write)
+            assert said.value.errno == errno.ENOSPC
+            assert re.fullmatch(rf"cannot write {re.escape(str(small / name))}: no space left on the device "
+                                rf"\(\d[\d,]* bytes free of 16,384 on the file system of {re.escape(str(small))}\)",
+                                str(said.value)), str(said.value)
+            assert list(small.iterdir()) == []
+    roomy = tmp_path / "roomy.parquet"  # a write that fails so on a disk with room stays polars' own error
+    with pytest.raises(pl.exceptions.ComputeError, match="Invalid thrift"), said_if_disk_full(roomy, roomy):
+        raise pl.exceptions.ComputeError("parquet: File out of specification: Invalid thrift: transport error")
 
 
 SPILL_AND_COPY = """
