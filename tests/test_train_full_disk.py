@@ -54,7 +54,8 @@ def test_a_disk_that_fills_after_the_weights_is_said_naming_config_json(tmp_path
         where = re.escape(str(small.resolve()))
         assert re.fullmatch(rf"flashtick train: error: cannot write {where}/{staged}/config\.json: no space left on "
                             rf"the device \([\d,]+ bytes free of {pages * PAGE:,} on the file system of {where}/"
-                            rf"{staged}\); --out {re.escape(str(small / 'model'))} was left as it was: the unfinished output written beside it \({staged}\) was removed",
+                            rf"{staged}\); --out {re.escape(str(small / 'model'))} was left as it was: the unfinished "
+                            rf"output written beside it \({staged}\) was removed",
                             err.splitlines()[-1]), err
         assert not any(small.iterdir())  # its space given back, the unfinished checkpoint with it
 
