@@ -21,6 +21,7 @@ from connectors.json_columns import nested_fields
 from connectors.json_lines import JSON_LINES_SUFFIXES, is_json_lines
 from connectors.map_vocabulary import NUMERIC_FIELDS
 from connectors.number_separators import NUMBER_WRITTEN, code_after
+from connectors.parquet_footer import int96_columns
 from engine.rust_paths import rust_path
 
 
@@ -78,7 +79,8 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
     suffix = path.suffix.lower()
     if suffix in PARQUET_SUFFIXES:  # its struct columns' fields by path (`trade.price`), as a JSON line's are
         rows = pl.scan_parquet(rust_path(path))
-        return nested_fields(rows.with_columns(pl.col(c).dt.replace_time_zone("UTC") for c in _spark_instants(path)))
+        instants = _spark_instants(path) + int96_instants(path)
+        return nested_fields(rows.with_columns(pl.col(c).dt.replace_time_zone("UTC") for c in instants))
     if is_json_lines(path):  # parsed once into a Parquet copy, a row per line
         return pl.scan_parquet(rust_path(json_lines.table(path).copy))
     if is_csv(path):
@@ -122,6 +124,18 @@ def _spark_instants(path: Path) -> list[str]:
     schema = pl.read_parquet_schema(rust_path(path))
     return [c for c, dtype in schema.items() if named.get(c) == "timestamp" and isinstance(dtype, pl.Datetime)
             and dtype.time_zone is None]
+
+
+def int96_instants(path: Path) -> list[str]:
+    """The INT96 timestamp columns of a Parquet file that Spark's metadata does not name (Impala's, Hive's, older
+    parquet-mr's: `_spark_instants` reads Spark's): UTC instants by those writers' convention (Impala and Hive
+    normalise to UTC on write), though polars reads INT96 as naive. Read as UTC, with a note (planning.py) saying
+    so and how a file whose writer stored local times is read in its zone (fix302 #4)."""
+    if path.suffix.lower() not in PARQUET_SUFFIXES:
+        return []
+    schema = pl.read_parquet_schema(rust_path(path))
+    return [c for c in int96_columns(path) if c not in _spark_instants(path) and isinstance(schema.get(c), pl.Datetime)
+            and schema[c].time_zone is None]
 
 
 def _encoding(path: Path) -> str:

@@ -72,6 +72,20 @@ def nfc_stream(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
                                        f"Unicode NFC, the one form the engine takes"]
 
 
+def int96_note(name: str, column: str, tz: str | None) -> str:
+    """What a Parquet file's INT96 timestamps without Spark's metadata are read as (file_scans.int96_instants): UTC,
+    as Impala, Hive and parquet-mr store them, and how a file whose writer stored wall-clock times is read in its
+    zone; or, given that zone in the file's own map, read so."""
+    said = (f"{name}: column {column!r} holds INT96 timestamps without Spark's metadata (Impala's, Hive's, older "
+            f"parquet-mr's)")
+    if tz is not None:
+        return f"{said}: read as wall-clock times in {tz}, as the file's own map asks (INT96 is UTC by convention)"
+    return (f"{said}, which those writers store as UTC instants: read as UTC (a --tz for every file is not applied "
+            f"to them). If its writer stored wall-clock times instead (Hive or Impala told not to convert), give "
+            f"this file its own map with their zone: a replay list entry `{{path: {name}, columns: {{tz: ZONE}}}}`, "
+            f"or a --columns map naming every column, ts={column} and tz=ZONE among them")
+
+
 def price_and_zone_notes(path: Path, cmap: ColumnMap, facts: Mapping[str, Any], first: str | None,
                           named: bool) -> list[str]:
     """The notes on prices in 32nds or as yields, and on zone names several zones share (CST) or written in a

@@ -27,7 +27,7 @@ from connectors.field_names import normal_name
 from connectors.file_facts import file_facts, footer_line, time_span, zone_named
 from connectors.file_layout import layout
 from connectors.file_plan import FilePlan, row_in_file
-from connectors.file_scans import first_text, is_csv, is_dbn, time_sample
+from connectors.file_scans import first_text, int96_instants, is_csv, is_dbn, time_sample
 from connectors.hours_window import Hours
 from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_reason
@@ -42,6 +42,7 @@ from connectors.layout_notes import trade_bars
 from connectors.map_options import Refine
 from connectors.map_vocabulary import EPOCH_IS_UTC, UNITS, ZERO_BID_READINGS
 from connectors.plan_notes import (
+    int96_note,
     nfc_stream,
     price_and_zone_notes,
     refuse_unread_times,
@@ -202,6 +203,10 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     overrides = csv_overrides(cmap, pointed) if is_csv(path) else None
     # what the scan below will read: date+time columns are joined as text
     ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
+    if len(cmap.ts_columns) == 1 and cmap.ts in int96_instants(path):  # Impala's, Hive's: UTC by convention
+        local = cmap.tz is not None and (own_map or isinstance(given, ColumnMap))
+        ts_type = pl.Datetime(ts_type.time_unit) if local else ts_type  # the file's own tz: its wall clock
+        notes.append(int96_note(path.name, cmap.ts, cmap.tz if local else None))
     text_times = ts_type == pl.String and cmap.ts_unit == "datetime" and not cmap.ts_format
     if not counted:
         first = (time_sample if text_times else first_text)(path, cmap.names, dialect, cmap.ts_columns)
