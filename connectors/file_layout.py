@@ -62,6 +62,7 @@ from connectors.map_vocabulary import (
     EXCEL_DAYS,
     TIME_OF_DAY,
 )
+from connectors.iqfeed_level1 import level1_refusal
 from connectors.mapped_columns import (
     columns_lacking,
     numbers_not_nested,
@@ -83,6 +84,8 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     and the notes that say how it was read when that was a guess. `long_rows_of`: the dialect names the CSV's rows
     with more fields than its columns, which are read truncated (`long_rows`)."""
     if not isinstance(spec, ColumnMap) and (why := one_side_export(path)):
+        raise ValueError(why)
+    if is_csv(path) and (why := level1_refusal(path)):  # IQFeed's live Q,/P, lines: no map reads them
         raise ValueError(why)
     read = _columns_read(path, spec, long_rows_of)
     names, dialect, schema = read.names, read.dialect, read.schema

@@ -15,6 +15,7 @@ from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
 from conftest import drain, ns
+from engine.service.cli import main
 
 MT5_HEADER = "<DATE>\t<TIME>\t<BID>\t<ASK>\t<LAST>\t<VOLUME>\t<FLAGS>"  # MetaTrader 5's tick export
 
@@ -453,3 +454,46 @@ def test_iqfeed_endmsg_between_answers_joined_in_one_file_is_left_out_not_reject
     assert replay.rejected == {"filtered_out": 2}
     assert replay.rejected.examples["filtered_out"].startswith(f"{path} line 3: filtered_out: IQFeed's end of an "
                                                                f"answer ('!ENDMSG!'), no tick: not an error")
+
+
+# DTN IQFeed's live Level 1 feed (port 5009, protocol 6.2) as a capture saves it: the system messages, the update
+# field list, a summary (P) per symbol, then updates (Q) as trades print and quotes change; each line ends with
+# the comma IQFeed ends every message with
+IQFEED_LEVEL1 = (
+    "S,SERVER CONNECTED\n"
+    "S,CURRENT PROTOCOL,6.2\n"
+    "S,CURRENT UPDATE FIELDNAMES,Symbol,Most Recent Trade,Most Recent Trade Size,Most Recent Trade Time,"
+    "Most Recent Trade Market Center,Total Volume,Bid,Bid Size,Ask,Ask Size,Open,High,Low,Close,Message Contents,"
+    "Most Recent Trade Conditions\n"
+    "T,20261130 08:30:01\n"
+    "P,@ESZ26,6849.75,1,08:30:01.550485,43,100000,6849.50,12,6849.75,8,6840.00,6855.25,6838.50,6845.00,,01,\n"
+    "Q,@ESZ26,6849.75,2,08:30:01.612301,43,100002,6849.50,11,6849.75,8,6840.00,6855.25,6838.50,6845.00,Cba,01,\n"
+    "Q,@ESZ26,6849.75,2,08:30:01.612301,43,100002,6849.50,14,6849.75,8,6840.00,6855.25,6838.50,6845.00,b,01,\n"
+    "T,20261130 08:30:02\n"
+    "Q,@ESZ26,6850.00,1,08:30:02.004117,43,100003,6849.75,3,6850.00,9,6840.00,6855.25,6838.50,6845.00,Cba,01,\n")
+
+
+@pytest.mark.parametrize("name", ["ESZ26-level1.txt", "esz26.csv", "capture.csv.gz"])
+def test_iqfeed_live_level1_messages_are_refused_saying_what_to_do(tmp_path: Path, name: str, capsys) -> None:
+    """fix302 #1: a capture of IQFeed's live Level 1 messages (`Q,` updates, `P,` summaries, fields per `S,CURRENT
+    UPDATE FIELDNAMES`) was taken for a header-less CSV of another shape. Such lines are snapshots, not ticks: the
+    replay refuses them by name, naming the field list it saw, the tick history requests it reads instead and the
+    ingest socket for live updates; so does a backtest, exit 2, and so does a file of `Q,` lines alone."""
+    import gzip
+
+    path = tmp_path / name
+    data = IQFEED_LEVEL1.encode()
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    with pytest.raises(ValueError) as refused:
+        FileReplay(path)
+    said = str(refused.value)
+    assert said.startswith(f"{path}: DTN IQFeed live Level 1 messages (4 `Q,` update(s) and `P,` summaries among its "
+                           f"first 9 lines, its fields Symbol, Most Recent Trade, Most Recent Trade Size, "), said
+    assert "replay does not read them" in said and "`HTT,SYMBOL,BEGIN,END,,,,1`" in said and "ingest socket" in said
+    out = tmp_path / "a.parquet"
+    assert main(["backtest", str(path), "--out", str(out), "--quiet"]) == 2
+    assert "DTN IQFeed live Level 1 messages" in capsys.readouterr().err and not out.exists()
+    updates = tmp_path / "updates.csv"  # no field list: the updates alone still say what they are
+    updates.write_text("".join(line + "\n" for line in IQFEED_LEVEL1.splitlines() if line.startswith("Q,")))
+    with pytest.raises(ValueError, match=r"DTN IQFeed live Level 1 messages \(3 `Q,` update\(s\)"):
+        FileReplay(updates)
