@@ -79,7 +79,8 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
     suffix = path.suffix.lower()
     if suffix in PARQUET_SUFFIXES:  # its struct columns' fields by path (`trade.price`), as a JSON line's are
         rows = pl.scan_parquet(rust_path(path))
-        instants = _spark_instants(path) + int96_instants(path)
+        spark = _spark_instants(path)
+        instants = spark + int96_instants(path, spark)
         return nested_fields(rows.with_columns(pl.col(c).dt.replace_time_zone("UTC") for c in instants))
     if is_json_lines(path):  # parsed once into a Parquet copy, a row per line
         return pl.scan_parquet(rust_path(json_lines.table(path).copy))
@@ -126,15 +127,16 @@ def _spark_instants(path: Path) -> list[str]:
             and dtype.time_zone is None]
 
 
-def int96_instants(path: Path) -> list[str]:
+def int96_instants(path: Path, spark: list[str] | None = None) -> list[str]:
     """The INT96 timestamp columns of a Parquet file that Spark's metadata does not name (Impala's, Hive's, older
     parquet-mr's: `_spark_instants` reads Spark's): UTC instants by those writers' convention (Impala and Hive
     normalise to UTC on write), though polars reads INT96 as naive. Read as UTC, with a note (planning.py) saying
     so and how a file whose writer stored local times is read in its zone (fix302 #4)."""
-    if path.suffix.lower() not in PARQUET_SUFFIXES:
+    if path.suffix.lower() not in PARQUET_SUFFIXES or not (found := int96_columns(path)):
         return []
+    spark = _spark_instants(path) if spark is None else spark  # (`spark`: those columns, when already read)
     schema = pl.read_parquet_schema(rust_path(path))
-    return [c for c in int96_columns(path) if c not in _spark_instants(path) and isinstance(schema.get(c), pl.Datetime)
+    return [c for c in found if c not in spark and isinstance(schema.get(c), pl.Datetime)
             and schema[c].time_zone is None]
 
 
