@@ -51,7 +51,7 @@ from engine.service.log_replay import ReplayTarget, dropped_by_retention, split_
 from engine.service.log_stats import LogStats
 from engine.service.lost_ticks import forget_lost_answers, say_lost_streams
 from engine.service.private_dirs import make_private_dirs
-from engine.service.recovery_report import say_damaged_copies, say_recovered
+from engine.service.recovery_report import say_damaged_copies, say_latched_messages, say_recovered
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.segment_starts import SegmentStarts, counts_before
 from engine.service.ticklog import TickLog
@@ -109,6 +109,9 @@ class DataDir:
         # start's line counts the streams held, and their ticks, apart from them
         self.expired_ticks = self.expired_streams = 0
         self.recovered_answers = 0
+        # the messages the tick log stopped taking part way through (its directory moved away), as their end
+        # records say (message_ends.LATCHED): the start says each
+        self.latched_messages: list[dict[str, Any]] = []
         self._restored = RestoredQueries(RegistrationMarks(), set())  # what restore_queries brought back, if it ran
         self.origins: dict[str, str] = {}  # kept query -> where it came from (kept_queries.FROM_FILE or LIVE)
         self._restored_answers: tuple[Registry, AnswerHistory, Any] | None = None  # restore_answers' arguments
@@ -247,7 +250,7 @@ class DataDir:
         self.log.retain()
         ticks, refused, tail, logged, expired_ticks, expired_streams = split_log(
             self.log.directory, encoders, target, answered, skip_corrupt=self.config.skip_corrupt,
-            stats=self.read_stats)
+            stats=self.read_stats, latched=self.latched_messages.append)
         self._settled = self.committed or (lambda stream: None)
         self.recovered_ticks += ticks
         self.expired_ticks += expired_ticks
@@ -264,6 +267,7 @@ class DataDir:
         self.recovery_s = time.perf_counter() - self._replay_started
         say_recovered(self.log.directory, streams, self.recovered_ticks, self.expired_ticks, self.expired_streams,
                       self.read_stats, self.recovery_s)
+        say_latched_messages(self.latched_messages, self.log.directory)
         say_damaged_copies(self.damaged_copies(), self.root)
 
     def damaged_copies(self) -> dict[Path, int]:

@@ -16,9 +16,10 @@ from pathlib import Path
 import msgpack
 
 from connectors.encoder import EncodedTick
+from connectors.ticks import counted
 from engine.service.answer_log import AnswerLog
 from engine.service.log_replay import EXPIRED
-from engine.service.message_ends import END_RECORD, ENDS_LOGGED, MESSAGE_START, WHOLE
+from engine.service.message_ends import END_RECORD, ENDS_LOGGED, MESSAGE_START, WHOLE, latched_end
 from engine.service.refusal_spell import RefusalSpell
 from engine.service.ticklog import FORGOTTEN, LogWriteError, TickLog
 
@@ -39,6 +40,9 @@ class ItemLog:
         self._message_open = False
         self._reading = False  # within message(): an item logged is of that message
         self._whole = False  # ... and that message is one item: its start is its end
+        # the message being read in: the ticks it lists, the record number of its first logged item, its ticks
+        # logged and refused by the log (what a latched end record says: message_ends.LATCHED)
+        self._listed, self._first, self._kept, self._log_refused = 0, 0, 0, 0
         self._refusal_said_at = -math.inf  # when stderr last heard that the tick log refuses ticks
         self._refused: tuple[float, str] | None = None  # the latest refusal of a tick: when (monotonic) and why
         self._refusals = RefusalSpell()  # since when ticks are refused, how many: said once a tick is accepted again
@@ -51,14 +55,21 @@ class ItemLog:
         (``MESSAGE_END``, however the reading ended: its items logged are the engine's), so a restart tells a whole
         message from one a kill cut short, which it drops (message_ends.py). A message of one item needs none: its
         start says it is whole (``WHOLE``). The end record is one write(2), fsynced as every record is (group: by
-        the background thread); a disk that refuses it is tried again before the next record."""
+        the background thread); a disk that refuses it is tried again before the next record. A log that stopped
+        taking appends part way through the message (latched: its directory moved away) still takes its end record,
+        which says so: the items logged before were accepted and answered, and are the message a restart books."""
         self._message_start = self._reading = True
         self._whole = items == 1
+        self._listed, self._kept, self._log_refused = items, 0, 0
         try:
             yield
         finally:
             self._message_start = self._reading = False
             try:
+                if self._message_open and self.log.latched is not None:
+                    self.log.append_closing(latched_end(self.log.latched_kind or "refused", self._first,
+                                                        self._listed, self._kept, self._log_refused))
+                    self._message_open = False
                 self._end_owed()
             except LogWriteError:  # said with the next refused tick, if the disk still refuses
                 pass
@@ -100,11 +111,19 @@ class ItemLog:
         try:
             if self._message_start or not self._reading:  # (not within the message being read in)
                 self._end_owed()
-            self.log.append(msgpack.packb(record, use_bin_type=True))
+            number = self.log.append(msgpack.packb(record, use_bin_type=True))
         except LogWriteError as e:  # the sender is told on _rejects/; the operator here, at most every few seconds
             self._refusals.refused("tick log", item.ticks)
             self._say_refused(str(e))
-            raise
+            if not self._reading:
+                raise
+            self._log_refused += item.ticks
+            kept = (f"; {counted(self._kept, 'tick')} of this message before it were accepted (logged, kept at a "
+                    f"restart that reads this log)" if self._kept else "")
+            raise LogWriteError(f"{e}{kept}") from None
+        if self._reading:
+            self._first = number if self._message_start else self._first
+            self._kept += item.ticks
         self.ticks_logged += item.ticks
         self._message_open |= self._message_start and not self._whole
         self._message_start = False

@@ -81,17 +81,19 @@ def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[Encode
                skip_corrupt: bool, stats: LogStats, streams: set[str] | None = None, upto: int | None = None,
                message_start: Callable[[], None] | None = None, expire: Callable[[str], None] | None = None,
                segment_start: Callable[[dict[str, list[int]]], None] | None = None,
-               forget: Callable[[str], None] | None = None) -> Replayed:
+               forget: Callable[[str], None] | None = None,
+               latched: Callable[[dict[str, Any]], None] | None = None) -> Replayed:
     """Logged items (records before ``upto``; of ``streams`` only, when given) through ``encoders`` to ``book``.
     A refusal (InvalidTick) is counted, never fatal. ``message_start`` is called before each record that began a
     wire message, ``expire`` at each stream's expiry (a log written before those were recorded has neither),
     ``forget`` where an operator had the stream forgotten (without it, the encoders forget it, ordering guard
     included). The items of a message whose end the log lacks (message_ends.py: a kill while it was read in) are
-    not booked: counted in ``stats.ticks_dropped_unended_message`` (and in ``logged``: they were logged)."""
+    not booked: counted in ``stats.ticks_dropped_unended_message`` (and in ``logged``: they were logged); those of one
+    the log stopped taking part way through (its directory moved away) are, and ``latched`` hears of it."""
     ticks = refused = logged = 0
     before: int | None = None
     first = True
-    for number, record, unended in whole_messages(_decoded(directory, skip_corrupt, stats, upto)):
+    for number, record, unended in whole_messages(_decoded(directory, skip_corrupt, stats, upto), latched):
         if first:  # the log's first record, or the first kept segment's start
             first = False
             before = logged_before(number, record)
@@ -157,7 +159,8 @@ class SplitLog(NamedTuple):
 
 def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
               answered: TailPoints | None, *, skip_corrupt: bool, stats: LogStats,
-              streams: set[str] | None = None, upto: int | None = None) -> SplitLog:
+              streams: set[str] | None = None, upto: int | None = None,
+              latched: Callable[[dict[str, Any]], None] | None = None) -> SplitLog:
     """Replay the tick log (records before ``upto``; of ``streams`` only, when given) through ``encoders`` onto
     ``target``: each item booked without being computed (token logs and rolls end exactly as the live run's
     did), each expiry and retention start applied where the live run had it. ``stats`` counts the ticks
@@ -178,7 +181,7 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
     split = _LogSplit(encoders, target, answered, streams)
     read = replay_log(directory, encoders, split.book, skip_corrupt=skip_corrupt, stats=stats, streams=streams,
                       upto=upto, message_start=split.message_start, expire=split.expire,
-                      segment_start=split.start, forget=split.forget)
+                      segment_start=split.start, forget=split.forget, latched=latched)
     # a log written before LOGGED: the streams' counts at the first kept start, which miss a stream expired before it
     dropped = read.before if read.before is not None else split.started
     stats.ticks_dropped_by_retention += dropped

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from connectors.ticks import counted
 from engine.service.log_stats import LogStats
@@ -24,6 +25,25 @@ def say_recovered(tick_log: Path, streams: int, recovered_ticks: int, expired_ti
               f"from {tick_log} in {recovery_s:.1f} s{older}{unended}", file=sys.stderr, flush=True)
     elif read_stats.ticks_dropped_unended_message:  # (its only ticks were of such a message)
         print(f"flashtick: recovered no tick from {tick_log}{unended}", file=sys.stderr, flush=True)
+
+
+# what latched the tick log, as its end records name it (TickLog.latched_kind), said as a restart's warning
+_LATCHED_WHY = {"moved": "the tick log's directory was moved or renamed",
+                "removed": "the tick log's directory was removed", "deleted": "the tick log's file was deleted",
+                "fsync": "an fsync of the tick log failed"}
+
+
+def say_latched_messages(latched: list[dict[str, Any]], tick_log: Path) -> None:
+    """Each message the tick log stopped taking part way through (message_ends.LATCHED), as a warning: what
+    happened, and what of the message this start holds (the ticks accepted before the log noticed) and what the
+    sender was told was refused. Not a stop's cut: nothing accepted of it is left out."""
+    for end in latched:
+        why = _LATCHED_WHY.get(end.get("why"), "the tick log stopped taking appends")
+        print(f"flashtick: warning: {why} while a message of {counted(end.get('listed', 0), 'tick')} was read in "
+              f"(its first at record {end.get('first', 0):,} of {tick_log}): its {counted(end.get('kept', 0), 'tick')} "
+              f"accepted before the tick log noticed are kept (replayed and answered as the live run did); "
+              f"{end.get('refused', 0):,} were refused (log_unavailable, told the sender on _rejects/), and the live "
+              f"run refused every tick after it until it was restarted", file=sys.stderr, flush=True)
 
 
 def _unended_text(cut: int) -> str:

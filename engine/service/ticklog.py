@@ -91,6 +91,7 @@ class TickLog:
         self._dirty = False
         self._lock = threading.Lock()  # the fd and _dirty, shared with the group-commit thread
         self._sync_error: str | None = None  # a failed background fsync: appends are refused from then on
+        self.latched_kind: str | None = None  # what latched it, in a word: moved, deleted, removed (fsync: failed)
         if existing:
             self._open(existing[-1][1])
         else:
@@ -158,6 +159,25 @@ class TickLog:
         self.next_record += 1
         return number
 
+    def append_closing(self, payload: bytes) -> int:
+        """Write a record that closes what this file holds already (a message's end record, after the items of it
+        logged here), even once appends are refused: a directory moved away still holds this file, which a restart
+        on the moved directory reads, and there the record keeps the message's accepted items (message_ends.py).
+        Raises LogWriteError, leaving the log as it was."""
+        with self._lock:
+            if self._fd is None:
+                raise LogWriteError(f"{self.name} {self._path}: closed")
+            try:
+                number = self._write_record(payload)
+                self.stats.appended += 1
+                if self.fsync == "always":
+                    self._sync_locked()
+            except OSError as e:
+                self.stats.append_errors += 1
+                self._undo()
+                raise LogWriteError(f"{self.name} {self._path}: {e.strerror or e}") from None
+        return number
+
     @property
     def latched(self) -> str | None:
         """Why every append is refused until a restart (a deleted file, a failed fsync), or None."""
@@ -189,14 +209,15 @@ class TickLog:
             return
         self._checked_at = now
         if os.fstat(self._fd).st_nlink == 0:
-            self._latch("its file was deleted (was the data directory removed?)")
+            self._latch("its file was deleted (was the data directory removed?)", "deleted")
         if _identity(self.directory) != self._directory_id:  # moved or renamed away: the file lives on elsewhere
             self._latch(f"{self.directory} is no longer the directory it writes into (was the data directory moved "
-                        f"or renamed?): a restart would read {self.directory}, not what is written")
+                        f"or renamed?): a restart would read {self.directory}, not what is written", "moved")
 
-    def _latch(self, why: str) -> None:
-        """From now on every append is refused (until a restart), and stderr says why, once."""
-        self._sync_error = why
+    def _latch(self, why: str, kind: str) -> None:
+        """From now on every append is refused (until a restart), and stderr says why, once; ``kind`` names it in a
+        word (``latched_kind``)."""
+        self._sync_error, self.latched_kind = why, kind
         print(f"flashtick: {self.name} {self._path}: {why}; {self._refused} until the service restarts",
               file=sys.stderr, flush=True)
         raise OSError(why)
@@ -221,7 +242,7 @@ class TickLog:
                 os.fsync(fd)
                 self.stats.fsyncs += 1
             except OSError as e:
-                self._sync_error = f"an fsync failed ({e.strerror or e})"
+                self._sync_error, self.latched_kind = f"an fsync failed ({e.strerror or e})", "fsync"
                 print(f"flashtick: {self.name} {self._path}: {self._sync_error}; {self._refused} until the "
                       f"service restarts", file=sys.stderr, flush=True)
             finally:
@@ -244,7 +265,7 @@ class TickLog:
             self.before_roll(self.next_record)
         old = self._fd
         if _identity(self.directory) != self._directory_id:  # removed (and perhaps made again, empty): never
-            self._latch("its directory was removed")        # start a log there that a restart would take as whole
+            self._latch("its directory was removed", "removed")  # start a log there that a restart takes as whole
         # the new segment first: if it cannot be made (a read-only remount, no fds left) the old one stays
         # open and in use, and no closed descriptor number is kept to be written or closed later
         self._open(self.directory / segment_name(self.next_record, self.prefix))
