@@ -80,3 +80,43 @@ def test_feed_replay_into_serve_model_reads_the_files_as_the_model_was_trained(t
         assert code in (0, 2) and (f"flashtick feed replay: warning: the engine's model was trained on files read "
                                    f"with --price-offset {STREAM}={OFFSET}; these files are read with "
                                    f"--price-offset {STREAM}=30") in err, err
+
+
+def test_ask_get_and_health_replies_carry_the_caveats_a_client_never_reads_in_the_log(trained, tmp_path,
+                                                                                     capsys) -> None:
+    """Over real sockets: a model trained on files read with --price-offset, serving a query that asks regime and
+    one that does not. Each `ask` and `get` reply carries the caveats of its answer once (the model's, and regime's
+    for the query asking it), a cached answer's and one computed in a forward alike; `health` carries them all."""
+    import dataclasses
+
+    import msgpack
+
+    from wire_client import Control, push_socket, trade
+
+    root, _ = trained
+    base = config(root / "m", tmp_path)
+    (tmp_path / "q.yaml").write_text("queries:\n  - {name: reg, streams: ['*'], question: regime, kind: choice, trigger: batch}\n" +
+                                     "  - {name: dir, streams: ['*'], question: direction_20, kind: choice, "
+                                     "trigger: batch}\n")
+    with serving(dataclasses.replace(base, log=dataclasses.replace(base.log, dir=None))) as server:
+        control, push = Control(server.endpoints["control"]), push_socket(server.endpoints["ingest"])
+        try:
+            push.send(msgpack.packb([trade(STREAM, 1_700_000_000 * 10**9 + i, 61.0 + i / 100) for i in range(20)]))
+            wait_for(lambda: control.ok("stats")["stats"]["ticks_in"] == 20, timeout_s=60)
+            kinds = lambda reply: [c["kind"] for c in reply["caveats"]]  # noqa: E731
+            for op, fields in (("ask", {"max_stale_ticks": 0}), ("ask", {}), ("get", {})):
+                regime = control.ok(op, stream=STREAM, query="reg", **fields)
+                assert regime["answer"] is not None and kinds(regime) == ["trained_reading", "regime_question"]
+                assert f"--price-offset {STREAM}={OFFSET}" in regime["caveats"][0]["text"], regime["caveats"]
+                assert "query reg asks regime" in regime["caveats"][1]["text"]
+                assert kinds(control.ok(op, stream=STREAM, query="dir", **fields)) == ["trained_reading"]
+            health = control.ok("health")
+            assert kinds(health) == ["trained_reading", "regime_question"]
+            # `flashtick ask` prints them on stderr (stdout stays the answer's JSON)
+            assert main(["ask", STREAM, "reg", "--control", server.endpoints["control"]]) == 0
+            out, err = capsys.readouterr()
+            assert "caveat" not in out and "flashtick ask: caveat: query reg asks regime" in err, err
+        finally:
+            control.sock.close()
+            push.close()
+

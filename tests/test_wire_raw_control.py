@@ -186,8 +186,10 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
         assert payload["seq"] == 1
 
     got = ctl.ok("get", query="vol", stream=s)
-    assert set(got) == {"ok", "answer"} and got["answer"]["topic"] == f"vol/{s}/"
-    assert ctl.ok("get", query="vol", stream="NOBODY.X") == {"ok": True, "answer": None, "stream_known": False}
+    assert set(got) == {"ok", "answer", "caveats"} and got["answer"]["topic"] == f"vol/{s}/"
+    assert got["caveats"] == []  # (a stable key: none for this model and query)
+    assert ctl.ok("get", query="vol", stream="NOBODY.X") == {"ok": True, "answer": None, "stream_known": False,
+                                                            "caveats": []}
     # an unknown query is an error (as for ask), not "no answer yet"
     assert ctl("get", query="no_such_query", stream=s)["error"].startswith("no query named 'no_such_query'")
 
@@ -202,7 +204,7 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     # no query registered under a question of the model's own: that question, asked as it is, and said
     direct = ctl.ok("ask", stream=s, query="direction_5")
     assert set(direct) == {"ok", "answer", "cached", "note", "context_tokens", "context_ticks", "data_age_ms", "lag_s",
-                           "behind"}
+                           "behind", "caveats"}
     assert type(direct["lag_s"]) is float and direct["behind"] is False  # (in every ask reply: what still waits)
     assert direct["answer"]["query"] == "direction_5" and direct["context_ticks"] == 2  # computed: what it attended
     assert "context_ticks" not in cached  # (a cached answer's context is not known)
@@ -258,7 +260,8 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     assert set(ctl.ok("streams")["streams"][s]) == {"ticks", "last_ts", "at_last_ts", "last_price", "idle_s",
                                                         "resident", "rebuilds", *context, *waiting}
     health = ctl.ok("health")
-    assert set(health) == {"ok", "status", "uptime_s", "streams", "model", "protocol", "version", "epoch", "zero_bid"}
+    assert set(health) == {"ok", "status", "uptime_s", "streams", "model", "protocol", "version", "epoch", "zero_bid",
+                           "caveats"}
     assert health["zero_bid"] == "no_bid"  # limits.zero_bid's default: how the service reads a quote's 0 bid
     assert health["status"] == "serving" and health["protocol"] == PROTOCOL
     assert type(health["streams"]) is int and isinstance(health["uptime_s"], float)

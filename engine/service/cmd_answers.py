@@ -37,6 +37,7 @@ def cmd_get(args: argparse.Namespace) -> int:
             print(f"flashtick get: no cached answer of {args.query} on {args.stream} yet", file=sys.stderr)
         return 1
     print(printable_json(answer, indent=2))
+    say_caveats("get", reply)
     if reply.get("refused"):  # an answer from before this start: the service holds none of the stream's ticks now
         print(f"flashtick get: {reply['refused']}: this answer (seq {answer.get('seq')}, version "
               f"{answer.get('version')}) is from before, not about ticks the service holds now", file=sys.stderr)
@@ -196,6 +197,7 @@ def cmd_ask(args: argparse.Namespace) -> None:
     if reply.get("note"):
         print(f"flashtick ask: {reply['note']}", file=sys.stderr)
     print(printable_json(reply["answer"], indent=2))
+    say_caveats("ask", reply)
     how = [flag for flag in ("cached", "prepositioned", "gated") if reply.get(flag)]  # not computed for this ask
     age = _data_age(reply)
     if how:
@@ -203,6 +205,12 @@ def cmd_ask(args: argparse.Namespace) -> None:
               f"{reply['answer'].get('seq')}), not computed now{age}", file=sys.stderr)
     elif context := context_text(reply, sep=""):  # (stdout stays the answer alone: a script reads it as JSON)
         print(f"flashtick ask: computed now over the stream's {context}{age}", file=sys.stderr)
+
+
+def say_caveats(command: str, reply: dict) -> None:
+    """The reply's caveats on reading its answer (reply_caveats.py), on stderr: stdout stays the answer alone."""
+    for caveat in reply.get("caveats") or []:  # (a service before them sends none)
+        print(f"flashtick {command}: caveat: {caveat.get('text')}", file=sys.stderr)
 
 
 def _data_age(reply: dict) -> str:

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.service.checkpoint_notes import session_gap_mismatch, trained_reading
 from engine.service.cli_common import EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, is_tick_model, service_config
 from engine.service.cli_reading import column_map_of
+from engine.service.reply_caveats import model_caveats, regime_caveat
 
 
 def default_data_dir(model_id: str) -> Path:
@@ -182,8 +182,6 @@ def _started(args: argparse.Namespace) -> tuple[Any, dict[str, str]] | None:
 def _say_setup(args: argparse.Namespace, server: Any) -> None:
     """The start lines on what serves: where it logs, its shards, its model and KV pool, and the notes on how the
     model's training read its files."""
-    from engine.service.reading_record import recorded_reading
-
     config, data = server.config, server.pipeline.data
     default = str(default_data_dir(config.model.model_id))
     data_key = "--data-dir" if args.data_dir is not None else "log.dir" if config.log.dir != default else "the default"
@@ -199,14 +197,8 @@ def _say_setup(args: argparse.Namespace, server: Any) -> None:
           f"{'the built-in tick model' if model.path is None else Path(model.path).expanduser().resolve()})",
           file=sys.stderr, flush=True)  # a wrong model.path is seen at the start, not in the answers
     print(_kv_pool_line(server), file=sys.stderr, flush=True)  # a pool of GiBs is seen at the start, not in top
-    if reading := trained_reading(model.path):
-        print(f"flashtick: note: this model was trained on files read with {reading}: the service reads ticks as "
-              f"they are sent: `flashtick feed replay` reads its files so unless given the options (its `health` "
-              f"says them), any other feed must send ticks read alike (docs/model.md)", file=sys.stderr, flush=True)
-    # live scores and the adaptation label with answers.session_gap_s, training with its --session-gap
-    if labelled := session_gap_mismatch(recorded_reading(model.path), server.config.answers.session_gap_ns,
-                                        "answers.session_gap_s"):
-        print(f"flashtick: note: {labelled}", file=sys.stderr, flush=True)
+    for caveat in model_caveats(server.config):  # (the same in every ask, get and health reply: reply_caveats.py)
+        print(f"flashtick: note: {caveat['text']}", file=sys.stderr, flush=True)
 
 
 def _say_serving(server: Any, endpoints: dict[str, str]) -> None:
@@ -219,8 +211,8 @@ def _say_serving(server: Any, endpoints: dict[str, str]) -> None:
         print(f"flashtick: {warning}", file=sys.stderr, flush=True)
     if (few := low_limit_warning()) is not None:
         print(f"flashtick: {few}", file=sys.stderr, flush=True)
-    if (synthetic_only := _synthetic_only_line(server)) is not None:  # before the serving line: read with the start
-        print(f"flashtick: note: {synthetic_only}", file=sys.stderr, flush=True)
+    if (regime := regime_caveat(server.pipeline.registry.list(), server.pipeline.codec.questions)) is not None:
+        print(f"flashtick: note: {regime['text']}", file=sys.stderr, flush=True)  # before the serving line
     feeds = "".join(f" feed={feed}" for feed in server.config.endpoints.feeds)  # SUBscribed to (connects)
     print("flashtick serving " + " ".join(f"{k}={v}" for k, v in endpoints.items()) + feeds, file=sys.stderr,
           flush=True)
@@ -234,22 +226,6 @@ def _say_serving(server: Any, endpoints: dict[str, str]) -> None:
         who = f"clients listed in {curve.clients_dir}" if curve.clients_dir else "any client with the server key"
         print(f"flashtick: CURVE on control, answers{' and ingest' if curve.ingest else ''}; {who}",
               file=sys.stderr, flush=True)
-
-
-def _synthetic_only_line(server: Any) -> str | None:
-    """The standing queries whose answers have no real-data calibration: those asking the hidden regime, which only
-    the synthetic market records (its answers on a real stream read "calm" at 0.99 through a crash), said at the
-    start so a live user reads them so; None when none does. Answers are left as they are."""
-    questions = server.pipeline.codec.questions
-    asking = [spec.name for spec in server.pipeline.registry.list()
-              if spec.question in questions and questions[spec.question].spec.kind == "regime"]
-    if not asking:
-        return None
-    named = ", ".join(asking[:3]) + (f" and {len(asking) - 3} more" if len(asking) > 3 else "")
-    return (f"quer{'ies' if len(asking) > 1 else 'y'} {named} ask{'s' * (len(asking) == 1)} regime, the synthetic "
-            f"market's hidden regime: it has ground truth, and was calibrated, on synthetic data only (SYN.*), so "
-            f"on a real stream its answers and probabilities are no evidence of a regime; volatility_50 asks what "
-            f"the ticks did (docs/queries.md#questions-without-real-data-calibration)")
 
 
 def _stopped_line(server: Any) -> str:

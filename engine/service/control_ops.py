@@ -20,6 +20,7 @@ from engine.service.document_parse import DocumentParse
 from engine.service.installation import package_version
 from engine.service.pipeline import StreamBusy, TickPipeline
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, REFUSED_HOLDER, no_accepted_tick
+from engine.service.reply_caveats import ReplyCaveats
 from engine.service.sharded import ShardedPipeline, ShardGivenUp
 from engine.service.ticklog import LogWriteError
 from engine.service.wire_protocol import WIRE_PROTOCOL
@@ -48,6 +49,7 @@ class ControlOps:
     _refused_forgotten: int  # refused streams that fell out of _refused_streams (the oldest first)
     _parsing: DocumentParse | None  # a `register` whose document is being parsed off the engine thread
     _read_before_placing: Callable[[], None]  # (IngestReading's) the ingest sockets' queued messages, read
+    _reply_caveats: ReplyCaveats | None = None  # made at the first reply that says them
 
     def _op_register(self, request: dict, reply: Any) -> None:
         # parsed off the engine thread (a document near limits.max_yaml_bytes is seconds of Python on a loaded
@@ -89,21 +91,23 @@ class ControlOps:
         known = self.pipeline.encoders.accepted([stream])[stream] is not None
         refused = {"refused": no_accepted_tick(stream, *self._refused_streams[stream])} \
             if not known and stream in self._refused_streams else {}
+        caveats = self._caveats([self.pipeline.registry.get(query)])
         if answer is not None:
-            return {"answer": answer.to_wire(), **refused}
+            return {"answer": answer.to_wire(), **refused, **caveats}
         # null either way; whether the stream has sent data tells "not yet" from a misspelt name (or an expired one),
         # and where the query was replaced since it answered the stream, the seq its old spec's answers end at
         forgotten = self.pipeline.cache.forgotten(query, stream)
         return {"answer": None, "stream_known": known,
                 **({"expired": True} if self.pipeline.encoders.expired(stream) else {}),
-                **({"replaced": {"topic": forgotten[0], "seq": forgotten[1]}} if forgotten else {}), **refused}
+                **({"replaced": {"topic": forgotten[0], "seq": forgotten[1]}} if forgotten else {}), **refused,
+                **caveats}
 
     def _op_ask(self, request: dict, reply: Any) -> dict | None:
         stream = asked_stream(request, self.pipeline.encoders)
         if "query" in request and "spec" in request:
             raise ControlError("op 'ask' takes 'query' (a registered query's name) or 'spec' (a query mapping), "
                                "not both")
-        note: dict[str, str] = {}  # said beside the answer when the name was not a registered query's
+        note: dict[str, Any] = {}  # said beside the answer when the name was not a registered query's
         kind = request.get("kind")
         if kind is not None and kind not in LABELLED_KINDS:  # checked whichever way the ask goes
             raise ControlError(f"op 'ask' takes kind {' or '.join(map(repr, LABELLED_KINDS))} (how a question of "
@@ -116,6 +120,7 @@ class ControlOps:
                 note["note"] = f"kind {kind!r} ignored: the spec says its own ({spec.kind})"
         else:
             raise ControlError("op 'ask' needs 'query' (a registered query's name) or 'spec' (a query mapping)")
+        note.update(self._caveats([spec]))  # (beside the answer, however it comes: cached, early or computed)
         if spec.kind == "surprise":  # made by the ingest forward only: the latest one is the answer
             cached = self.pipeline.cache.get(spec.name, stream)
             if cached is None and "spec" in request:
@@ -129,7 +134,7 @@ class ControlOps:
             if cached is None:
                 raise self._no_session(stream) if self.pipeline.encoders.ticks_of(stream) is None else ControlError(
                     f"no surprise on stream {excerpt(stream)} yet: it is computed when ticks arrive")
-            return {"answer": cached.to_wire(), "cached": True, **self._data_age(cached.data_ts)}
+            return {"answer": cached.to_wire(), "cached": True, **self._data_age(cached.data_ts), **note}
         max_stale = request.get("max_stale_ticks")
         if max_stale is not None and (type(max_stale) is not int or max_stale < 0):
             raise ControlError(f"op 'ask' takes max_stale_ticks as an int >= 0 (or nil: compute now), got "
@@ -150,8 +155,16 @@ class ControlOps:
             raise self._no_session(stream) from None
         except ShardGivenUp as e:  # not the asker's mistake: its stream's shard could not be restored
             raise ControlShardLost(str(e)) from None
-        self._waiting[self._tickets] = reply if not note else lambda obj: reply({**obj, **note})
+        # (an answer's reply: the caveats beside it; a failed ask's says why alone)
+        self._waiting[self._tickets] = lambda obj: reply({**obj, **note} if obj.get("ok") else obj)
         return None  # replied when a step has computed it
+
+    def _caveats(self, specs: list[QuerySpec]) -> dict[str, list[dict[str, str]]]:
+        """A reply's ``caveats`` on reading the answers of ``specs`` (reply_caveats.py): the model's, read once,
+        and a query's own; an empty list when there is none (the key is always there)."""
+        if self._reply_caveats is None:
+            self._reply_caveats = ReplyCaveats(self.config, self.pipeline.codec.questions)
+        return {"caveats": self._reply_caveats.of(specs)}
 
     def _data_age(self, data_ts: int) -> dict[str, Any]:
         """An ask reply's `data_age_ms`: this machine's clock now less the answered tick's own ts. An answer "computed
@@ -163,7 +176,7 @@ class ControlOps:
         return {"data_age_ms": round((time.time_ns() - data_ts) / 1e6, 3), "lag_s": round(self.pipeline.lag_s(), 3),
                 "behind": self.pipeline.behind}
 
-    def _registered_or_question(self, name: str, kind: Any, note: dict[str, str]) -> QuerySpec:
+    def _registered_or_question(self, name: str, kind: Any, note: dict[str, Any]) -> QuerySpec:
         """The query registered as ``name``; else, when the model's codec has a question of that name
         (direction_5), that question asked as it is (``kind``: choice, the default, or expectation), said in
         ``note``; else the error of a name not registered, saying it is no question either (``kind`` checked by
@@ -348,4 +361,5 @@ class ControlOps:
                 "zero_bid": self.config.limits.zero_bid,  # (a feed reading 0 bids as prices says a mismatch up front)
                 # how the model's training read prices: `feed replay` reads its files alike unless told otherwise
                 **({"reading": reading} if (reading := trained_prices(self.config.model.path)) else {}),
-                **({"shards_down": down} if down else {}), **({"log_problem": problem} if problem else {})}
+                **({"shards_down": down} if down else {}), **({"log_problem": problem} if problem else {}),
+                **self._caveats(self.pipeline.registry.list())}

@@ -1,0 +1,64 @@
+"""The caveats on how to read a service's answers, said once at `serve`'s start and again in every `ask` and `get`
+reply and in `health` (``caveats``: docs/wire-protocol.md), so a client that never reads the service's log sees
+them too: the model was trained on files read with price options (a feed must send ticks read alike), its training
+labelled answers with another session gap than this service does, a query asks ``regime`` (ground truth on the
+synthetic market only). Each is ``{kind, text}``: ``kind`` stable for a client's switch, ``text`` for people, the
+start's note word for word."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.service.checkpoint_notes import session_gap_mismatch, trained_reading
+from engine.service.config import ServiceConfig
+
+TRAINED_READING = "trained_reading"  # the model learnt prices read with --price-offset and the like
+SESSION_GAP = "session_gap"  # its training's --session-gap differs from answers.session_gap_s
+REGIME_QUESTION = "regime_question"  # the query asks the synthetic market's hidden regime
+
+
+def model_caveats(config: ServiceConfig) -> list[dict[str, str]]:
+    """The caveats of the served model, whatever is asked of it (read from its checkpoint's records once)."""
+    from engine.service.reading_record import recorded_reading
+
+    caveats = []
+    if reading := trained_reading(config.model.path):
+        caveats.append({"kind": TRAINED_READING, "text": (
+            f"this model was trained on files read with {reading}: the service reads ticks as they are sent: "
+            f"`flashtick feed replay` reads its files so unless given the options (its `health` says them), any "
+            f"other feed must send ticks read alike (docs/model.md)")})
+    # live scores and the adaptation label with answers.session_gap_s, training with its --session-gap
+    if labelled := session_gap_mismatch(recorded_reading(config.model.path), config.answers.session_gap_ns,
+                                        "answers.session_gap_s"):
+        caveats.append({"kind": SESSION_GAP, "text": labelled})
+    return caveats
+
+
+def regime_caveat(specs: list[Any], questions: dict[str, Any]) -> dict[str, str] | None:
+    """The caveat of the queries among ``specs`` that ask the hidden regime, which only the synthetic market records
+    (its answers on a real stream read "calm" at 0.99 through a crash); None when none does. Answers are left as
+    they are."""
+    asking = [spec.name for spec in specs
+              if spec.question in questions and questions[spec.question].spec.kind == "regime"]
+    if not asking:
+        return None
+    named = ", ".join(asking[:3]) + (f" and {len(asking) - 3} more" if len(asking) > 3 else "")
+    return {"kind": REGIME_QUESTION, "text": (
+        f"quer{'ies' if len(asking) > 1 else 'y'} {named} ask{'s' * (len(asking) == 1)} regime, the synthetic "
+        f"market's hidden regime: it has ground truth, and was calibrated, on synthetic data only (SYN.*), so on a "
+        f"real stream its answers and probabilities are no evidence of a regime; volatility_50 asks what the ticks "
+        f"did (docs/queries.md#questions-without-real-data-calibration)")}
+
+
+class ReplyCaveats:
+    """A service's caveats, for its replies: the model's read once, a query's regime caveat per reply."""
+
+    def __init__(self, config: ServiceConfig, questions: dict[str, Any]) -> None:
+        self.model = model_caveats(config)
+        self.questions = questions
+
+    def of(self, specs: list[Any]) -> list[dict[str, str]]:
+        """The caveats of a reply about the answers of ``specs`` (an ask's or get's query; `health`: every query
+        registered), the model's first."""
+        regime = regime_caveat(specs, self.questions)
+        return self.model + ([regime] if regime is not None else [])
