@@ -629,6 +629,56 @@ def test_a_restart_of_shards_before_any_answer_was_logged_rebuilds_every_stream_
     assert_owed_as_uninterrupted(owed, uninterrupted, TOL)
 
 
+def logged_ticks_of(directory: Path, stream: str) -> int:
+    """The ticks of ``stream`` the tick log in ``directory`` still holds (what retention kept)."""
+    import msgpack
+
+    from engine.service.log_reading import read
+
+    return sum(1 for _, payload in read(directory / "ticks")
+               if msgpack.unpackb(payload, raw=False).get("tick", {}).get("stream") == stream)
+
+
+def test_retention_on_shards_keeps_what_no_shard_answered_live_and_at_a_start(checkpoint, tmp_path, capsys) -> None:
+    """Retention (small segments, a small limit) under a front door: live, a segment holding ticks no shard has
+    answered yet stays (the front door's bound follows the shards' progress); once they are answered, the next
+    heartbeat's check drops it. At a start, a stream none of whose answers were logged keeps its ticks too: the
+    restart answers each of its messages as the run that never stopped did, not one answer at its latest tick."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(2000)
+    of = lambda stream, n: [t for t in ticks if t.stream == stream][:n]  # noqa: E731
+    log = {"dir": str(tmp_path / "data"), "segment_bytes": 4096, "retention_bytes": 2 * 4096}
+    live = ShardedPipeline(config(checkpoint, tmp_path / "data", 2, queries, log=log))
+    try:
+        old, new = of("SYN.A", 120), of("SYN.B", 240)
+        feed(live, [old[i : i + 10] for i in range(0, len(old), 10)])  # answered, logged: droppable
+        for i in range(0, len(new), 10):  # a burst no shard has computed yet: SYN.B has no answer logged
+            assert live.ingest_message(encode(new[i : i + 10])) == []
+        assert live.data.log.stats.segments_dropped > 0  # (SYN.A's)
+        assert logged_ticks_of(tmp_path / "data", "SYN.B") == 240  # none of the burst dropped, many segments past it
+        after = shutil.copytree(tmp_path / "data", tmp_path / "after")  # the disk, were the service killed now
+        uninterrupted = live.run_until_idle()
+        live.data.check()  # a heartbeat's: the drop held back goes now that the shards answered
+        assert logged_ticks_of(tmp_path / "data", "SYN.B") < 240
+    finally:
+        live.close()
+    capsys.readouterr()
+    restarted = ShardedPipeline(config(checkpoint, after, 2, log={**log, "dir": str(after)}))
+    try:
+        owed = restarted.run_until_idle()
+    finally:
+        restarted.close()
+    assert "whose last answer the logs do not hold" not in capsys.readouterr().err
+    key = lambda a: (a.query, a.stream, a.version, a.seq, a.data_ts)  # noqa: E731
+    assert sorted(map(key, owed)) == sorted(map(key, uninterrupted))
+    assert sorted(a.version for a in owed if a.query == "dir") == list(range(10, 241, 10))  # every message's
+    by_key = {key(a): a for a in uninterrupted}
+    for answer in owed:
+        if answer.query == "dir":
+            assert answer.value["probs"] == pytest.approx(by_key[key(answer)].value["probs"], abs=TOL)
+
+
 def shard_sessions(pipeline: ShardedPipeline) -> dict[str, tuple[int, int]]:
     """Every shard's streams: (ticks, tokens held)."""
     held = {}

@@ -91,9 +91,12 @@ class TailStarts:
         return self._points[stream]
 
     def answered(self, stream: str) -> int | None:
-        """The tick count past which the restart owes answers on ``stream``, when the answer log holds one of its
-        answers; None otherwise (no standing answer logged: a stream expired, forgotten, or never answered)."""
-        start = self.get(stream) if stream in self._latest else None
+        """The tick count past which the restart owes answers on ``stream``: where its tail begins (``get``), a
+        stream with no answer logged included (its queries' registration points: its ticks past them are owed, and
+        retention must keep them); None when nothing is owed on it (no standing query matches it). A stream expired
+        or forgotten before the stop may be held to its queries' registration points here too: the live bound
+        (the engine's committed counts) takes over after the replay, and the next heartbeat drops what this kept."""
+        start = self.get(stream)
         return None if start is None else start[0]
 
     def _start(self, stream: str) -> tuple[int, int | None] | None:

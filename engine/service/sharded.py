@@ -81,6 +81,7 @@ class ShardedPipeline(ShardedIngest):
         self.codec = build_codec(config)
         self._make_queries(config)
         self.data = DataDir(config.log, self.cache, written_by(config, self.codec))
+        self.data.committed = self.committed  # retention keeps the ticks the shards have not answered yet
         self.ticks_in = 0
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages
         self.last_received_ns: int | None = None  # (one engine's, receive_clock.py: the front door dates no message)
@@ -113,6 +114,12 @@ class ShardedPipeline(ShardedIngest):
             raise
         self._take_shard_facts(config, facts[0])
         restart_front_door(self)  # registry, answers and every shard's streams from the data directory
+
+    def committed(self, stream: str) -> int | None:
+        """``stream``'s ticks its shard has computed (their answers logged here as its replies came), as the shards'
+        replies report them (0 until the first does); None for a stream no shard holds (expired, forgotten,
+        refused): retention (DataDir._droppable) keeps no tick of a held stream past it, as one engine's does."""
+        return self.progress.get(stream, 0) if stream in self.shard_of else None
 
     def _make_queries(self, config: ServiceConfig) -> None:
         """The front door's registry, answer cache, flash query checks and history, and the queries configured to
