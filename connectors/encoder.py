@@ -46,6 +46,7 @@ from connectors.codec import Codec
 from connectors.encoded_items import PASSED, EncodedTick, Ingested, Rejection, Submit
 from connectors.message_shedding import message_streams
 from connectors.msgpack_reading import check_keys, tick_items, unpack
+from connectors.price_offsets import PriceOffset
 from connectors.stream_encoder import StreamEncoder
 from connectors.stream_table import StreamTable
 from connectors.stream_names import MAX_STREAM_BYTES, check_normalized, check_stream
@@ -53,6 +54,7 @@ from connectors.tick_errors import InvalidTick
 from connectors.tick_times import check_not_ahead, check_ts
 from connectors.ticks import Tick, validate
 from connectors.tokenized_items import TOKENIZED_FIELDS, check_ticks, check_tokens, listed_ticks, tokenized_items
+from connectors.wire_offsets import shifted_wire_tick
 from connectors.wire_values import field_list, wire_value
 
 # A wire tick priced at zero or below: what its sender does for an instrument that trades there (file replay's
@@ -80,7 +82,7 @@ class StreamEncoders(StreamTable):
     def __init__(self, codec: Codec, vocab_size: int | None = None, max_message_bytes: int = 64 << 20, *,
                  max_item_tokens: int | None = None, max_stream_bytes: int = MAX_STREAM_BYTES,
                  notify: Callable[[str], None] | None = None, max_ts_ahead_ns: int | None = None,
-                 zero_bid_is_price: bool = False) -> None:
+                 zero_bid_is_price: bool = False, price_offset: PriceOffset | None = None) -> None:
         for name, value in (("max_message_bytes", max_message_bytes), ("max_stream_bytes", max_stream_bytes),
                             ("max_item_tokens", 1 if max_item_tokens is None else max_item_tokens)):
             if type(value) is not int or value <= 0:
@@ -90,6 +92,9 @@ class StreamEncoders(StreamTable):
         self.max_item_tokens = max_item_tokens
         self.max_ts_ahead_ns = max_ts_ahead_ns
         self.zero_bid_is_price = zero_bid_is_price  # a wire quote's 0 bid is a price (limits.zero_bid: price)
+        # added to each wire tick's prices before its checks (the served model's training offset): never to a tick
+        # log's replay, which holds the ticks as accepted, shifted
+        self.price_offset = price_offset
         self.conflated = 0  # quotes dropped for a newer one of their stream (never submitted, never logged)
 
     # -- one item, two phases --------------------------------------------------------------
@@ -153,7 +158,8 @@ class StreamEncoders(StreamTable):
 
         def first_phase(obj: Any) -> EncodedTick | None:
             try:
-                tick = validate(obj, self.max_stream_bytes, self.zero_bid_is_price)
+                tick = validate(shifted_wire_tick(obj, self.price_offset), self.max_stream_bytes,
+                                self.zero_bid_is_price)
             except InvalidTick as err:
                 if err.reason != "nonpositive_price":
                     raise

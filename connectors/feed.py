@@ -25,9 +25,11 @@ import zmq
 from zmq.utils.monitor import parse_monitor_message
 
 from connectors.handshake import curve_client
+from connectors.price_offsets import PriceOffset
 from connectors.service_topics import MAX_ECHOED_TOPIC, echoed_topic
 from connectors.tcp_endpoints import ipv6_for
 from connectors.ticks import Tick
+from connectors.wire_offsets import unshifted_tick
 from connectors.wire_payload import SendItem, pack
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
@@ -137,6 +139,9 @@ class FeedClient:
         if tag is not None and (not isinstance(tag, str) or echoed_topic(tag.encode("utf-8")) != tag):
             raise ValueError(f"tag must be printable ASCII, 1 to {MAX_ECHOED_TOPIC} characters, got {tag!r}")
         self.tag = tag
+        # what the engine adds to every tick's prices at ingest (its model's training offset: `health`'s
+        # ingest_price_offset): ticks read with it go out without it, as the venue prints them (None: as they are)
+        self.ingest_offset: PriceOffset | None = None
         self._frames: list[bytes] = [] if tag is None else [tag.encode("ascii")]  # the frames before the ticks
         self.endpoint = endpoint
         self.curve = {"server_public_key": server_public_key, "client_keypair": client_keypair}  # for RejectWatch
@@ -157,7 +162,15 @@ class FeedClient:
 
     def send(self, ticks: SendItem | Sequence[SendItem]) -> int:
         """Send one message; returns the number of ticks in it (an empty list sends nothing)."""
-        return self.send_packed(*pack(ticks))
+        return self.send_packed(*pack(self.outgoing(ticks)))
+
+    def outgoing(self, ticks: SendItem | Sequence[SendItem]) -> Any:
+        """``ticks`` as they go out: without ``ingest_offset``, which the engine adds back."""
+        if self.ingest_offset is None:
+            return ticks
+        if isinstance(ticks, (Tick, Mapping)):
+            return unshifted_tick(ticks, self.ingest_offset)
+        return [unshifted_tick(tick, self.ingest_offset) for tick in ticks]
 
     def send_packed(self, payload: bytes, n: int) -> int:
         """Send a message `pack` made of `n` ticks (a feed that weighed it first sends the same bytes)."""

@@ -220,7 +220,7 @@ def _send(client: FeedClient, ticks: list[Tick], resume: FeedResume | None, watc
                 raise EngineLost("the connection dropped")
             if not message:
                 continue
-            payload, n = pack(message)
+            payload, n = pack(client.outgoing(message))
             limit = watch.max_message_bytes if watch is not None else None  # the engine's, from its heartbeats
             if limit is not None and n > 1 and len(payload) > limit:  # in halves, never refused whole as oversize
                 pending[:0] = [message[: n // 2], message[n // 2 :]]

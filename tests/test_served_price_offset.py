@@ -95,9 +95,9 @@ def test_ask_get_and_health_replies_carry_the_caveats_a_client_never_reads_in_th
 
     root, _ = trained
     base = config(root / "m", tmp_path)
-    (tmp_path / "q.yaml").write_text("queries:\n  - {name: reg, streams: ['*'], question: regime, kind: choice, trigger: batch}\n" +
-                                     "  - {name: dir, streams: ['*'], question: direction_20, kind: choice, "
-                                     "trigger: batch}\n")
+    (tmp_path / "q.yaml").write_text("queries:\n  - {name: reg, streams: ['*'], question: regime, kind: choice, "
+                                     "trigger: batch}\n  - {name: dir, streams: ['*'], question: direction_20, "
+                                     "kind: choice, trigger: batch}\n")
     with serving(dataclasses.replace(base, log=dataclasses.replace(base.log, dir=None))) as server:
         control, push = Control(server.endpoints["control"]), push_socket(server.endpoints["ingest"])
         try:
@@ -106,12 +106,12 @@ def test_ask_get_and_health_replies_carry_the_caveats_a_client_never_reads_in_th
             kinds = lambda reply: [c["kind"] for c in reply["caveats"]]  # noqa: E731
             for op, fields in (("ask", {"max_stale_ticks": 0}), ("ask", {}), ("get", {})):
                 regime = control.ok(op, stream=STREAM, query="reg", **fields)
-                assert regime["answer"] is not None and kinds(regime) == ["trained_reading", "regime_question"]
+                assert regime["answer"] is not None and kinds(regime) == ["ingest_price_offset", "regime_question"]
                 assert f"--price-offset {STREAM}={OFFSET}" in regime["caveats"][0]["text"], regime["caveats"]
                 assert "query reg asks regime" in regime["caveats"][1]["text"]
-                assert kinds(control.ok(op, stream=STREAM, query="dir", **fields)) == ["trained_reading"]
+                assert kinds(control.ok(op, stream=STREAM, query="dir", **fields)) == ["ingest_price_offset"]
             health = control.ok("health")
-            assert kinds(health) == ["trained_reading", "regime_question"]
+            assert kinds(health) == ["ingest_price_offset", "regime_question"]
             # `flashtick ask` prints them on stderr (stdout stays the answer's JSON)
             assert main(["ask", STREAM, "reg", "--control", server.endpoints["control"]]) == 0
             out, err = capsys.readouterr()
@@ -120,3 +120,53 @@ def test_ask_get_and_health_replies_carry_the_caveats_a_client_never_reads_in_th
             control.sock.close()
             push.close()
 
+
+
+def test_the_engine_shifts_every_wire_tick_so_feed_replay_and_a_raw_client_get_the_same_answers(trained, tmp_path,
+                                                                                                capsys) -> None:
+    """The served model's --price-offset is applied at the engine's ingest, once, to every tick whatever sent it:
+    the file sent by `flashtick feed replay` (which now sends its prices as the file prints them) and the same rows
+    sent raw by a plain zmq client, below zero included, give the same ticks and the same answers (before, the raw
+    client's ticks were read 21 lower, and those below zero refused)."""
+    import msgpack
+
+    from wire_client import Control, push_socket
+
+    root, csv = trained
+    queries = tmp_path / "q.yaml"
+    queries.write_text(DIR_QUERY)
+    base = config(root / "m", tmp_path)
+    unlogged = dataclasses.replace(base, log=dataclasses.replace(base.log, dir=None))
+    rows = pl.read_csv(csv).with_columns(pl.col("timestamp").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_zone="UTC")
+                                         .dt.epoch("ns").alias("ts"))
+    raw = [{"stream": STREAM, "ts": ts, "price": price, "size": size}
+           for ts, price, size in zip(rows["ts"], rows["price"], rows["size"])]
+    assert min(t["price"] for t in raw) < 0  # (the power product below zero: refused unless shifted)
+    got = []
+    for sender in ("feed replay", "raw client"):
+        with serving(unlogged) as server:
+            endpoints, control = server.endpoints, Control(server.endpoints["control"])
+            try:
+                assert control.ok("health")["ingest_price_offset"] == f"{STREAM}={OFFSET}"
+                if sender == "feed replay":
+                    assert main(["feed", "replay", str(csv), "--endpoint", endpoints["ingest"], "--answers",
+                                 endpoints["answers"], "--control", endpoints["control"]]) == 0
+                    err = capsys.readouterr().err
+                    assert f"the engine adds --price-offset {STREAM}={OFFSET} to every tick it takes" in err, err
+                else:
+                    push = push_socket(endpoints["ingest"])
+                    for i in range(0, len(raw), 100):
+                        push.send(msgpack.packb(raw[i : i + 100]))
+                    push.close()
+                wait_for(lambda: control.ok("stats")["stats"]["ticks_in"] == TICKS, timeout_s=120)
+                stats = control.ok("stats")["stats"]
+                held = control.ok("streams", streams=[STREAM])["streams"][STREAM]
+                answer = control.ok("ask", stream=STREAM, query="dir", max_stale_ticks=0)["answer"]
+                got.append((stats["rejected"], held["ticks"], held["last_price"], answer["version"],
+                            answer["value"]["model_probs"]))
+            finally:
+                control.sock.close()
+    (replayed, *replayed_rest), (sent_raw, *raw_rest) = got
+    assert replayed == sent_raw == {}
+    assert replayed_rest[:3] == raw_rest[:3] == [TICKS, pytest.approx(float(rows["price"][-1]) + OFFSET), TICKS]
+    assert replayed_rest[3] == pytest.approx(raw_rest[3], abs=1e-6)

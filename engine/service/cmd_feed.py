@@ -128,10 +128,12 @@ def _read_as_served(args: argparse.Namespace, resume: Any) -> bool:
     --zero-bid, --sequence: its `health` says which) are read so unless the option is given, said as `backtest
     --model` and `evaluate` say it: the model reads a stream's ticks as it learnt them, however they come. An
     option given otherwise is warned of. True when an option was taken (the files are then read again)."""
+    from connectors.price_offsets import checked_price_offset
     from engine.service.checkpoint_notes import take_recorded
     from engine.service.reading_record import PRICE_OPTIONS, reading_mismatch, reading_of
 
-    served = resume.health().get("reading")
+    health = resume.health()
+    served = health.get("reading")
     if not isinstance(served, dict) or not served:
         return False
     taken: list[str] = []
@@ -139,6 +141,11 @@ def _read_as_served(args: argparse.Namespace, resume: Any) -> bool:
     for line in taken:
         print(f"{args.command_name}: note: {line.replace('this model', _SERVED)}",
               file=sys.stderr, flush=True)
+    if (ingest := health.get("ingest_price_offset")) is not None:  # the engine adds it to every tick: sent without
+        resume.ingest_offset = checked_price_offset(str(ingest))
+        print(f"{args.command_name}: note: the engine adds --price-offset {ingest} to every tick it takes (its "
+              f"model was trained so): the ticks go out as the files print them, read with the offset only for "
+              f"this feed's checks", file=sys.stderr, flush=True)
     if (mismatch := reading_mismatch(served, reading_of(column_map_of(args)), PRICE_OPTIONS)) is not None:
         print(f"{args.command_name}: warning: {mismatch.replace('this model', _SERVED)}",
               file=sys.stderr, flush=True)
@@ -236,6 +243,8 @@ def _sent(args: argparse.Namespace, source: Any, resume: Any, stop: threading.Ev
         # tagged: the engine echoes the tag in its rejections, so this feed counts its own rejections, not those of
         # another publisher of the same streams
         with FeedClient(args.endpoint, watch_connection=True, tag=new_tag(), **curve_keys(args)) as client:
+            # (an engine of an earlier version says no ingest offset: the ticks go out as read, shifted)
+            client.ingest_offset = getattr(resume, "ingest_offset", None)
             return run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args),
                             resume=resume, stop=stop, batch_ns=batch_ns,
                             say=lambda line: print(f"{args.command_name}: note: {line}", file=sys.stderr, flush=True),

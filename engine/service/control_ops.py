@@ -361,5 +361,7 @@ class ControlOps:
                 "zero_bid": self.config.limits.zero_bid,  # (a feed reading 0 bids as prices says a mismatch up front)
                 # how the model's training read prices: `feed replay` reads its files alike unless told otherwise
                 **({"reading": reading} if (reading := trained_prices(self.config.model.path)) else {}),
+                # ... of which the offset this service adds to every wire tick's prices itself: a feed sends without
+                **({"ingest_price_offset": reading["price_offset"]} if "price_offset" in reading else {}),
                 **({"shards_down": down} if down else {}), **({"log_problem": problem} if problem else {}),
                 **self._caveats(self.pipeline.registry.list())}

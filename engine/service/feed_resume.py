@@ -101,6 +101,9 @@ class ControlFeedResume:
         self.last_price: dict[str, float] = {name: held["last_price"] for name, held in reply["streams"].items()
                                              if held and held.get("last_price") is not None}
         self.price_offset_of: Callable[[str], float] = lambda stream: 0.0  # the feed's files' offset of a stream
+        # what the engine adds to every tick at ingest (its `health`'s ingest_price_offset), which the feed's
+        # FeedClient takes off the ticks it sends (cmd_feed._read_as_served): None when it adds nothing
+        self.ingest_offset: Any = None
         self._base_complete = not reply.get("truncated")
         self.kept: dict[str, deque[tuple[SentAs, Tick]]] = {}  # stream -> (where sent, tick) not yet confirmed
         self.first: dict[str, int] = {}  # stream -> this feed's index (among its ticks of the stream) of kept[0]

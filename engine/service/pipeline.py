@@ -47,6 +47,7 @@ from engine.service.model_and_codec import answer_heads, load_model_and_codec
 from engine.service.owed_answers import steps_while_full
 from engine.service.query_changes import QueryChanges
 from engine.service.query_fit import compile_fitting
+from engine.service.reading_record import ingest_price_offset
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.live_scores import LiveScores
 from engine.service.receive_clock import ReceiveClock
@@ -92,7 +93,8 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
                                        max_item_tokens=self.engine.scheduler.max_chunk_tokens,
                                        max_stream_bytes=config.limits.max_stream_bytes, notify=say,
                                        max_ts_ahead_ns=config.limits.max_ts_ahead_ns,
-                                       zero_bid_is_price=config.limits.zero_bid == "price")
+                                       zero_bid_is_price=config.limits.zero_bid == "price",
+                                       price_offset=ingest_price_offset(config.model.path))
         self.ticks_in = 0
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages (ingest_reading.py)
         self._lag_checked, self._pending_lag_s = float("-inf"), 0.0

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from connectors.labels import session_gap_text
 from connectors.map_vocabulary import DETECT
-from connectors.price_offsets import checked_price_offset, shown_offset
+from connectors.price_offsets import PriceOffset, checked_price_offset, shown_offset
 from engine.text_files import read_text
 
 PRICE_OPTIONS = {"price_offset": "--price-offset", "price_format": "--price-format",
@@ -138,3 +138,9 @@ def reading_mismatch(recorded: Mapping[str, str] | None, given: Mapping[str, str
         said.append(f"this model was trained with {shown(recorded, selected)}; this run takes "
                     f"{shown(given, selected)}")
     return "; ".join(said)
+
+
+def ingest_price_offset(model_path: str | None) -> PriceOffset | None:
+    """The --price-offset a checkpoint's training read prices with (a number, or stream -> number), which a service
+    serving it adds to every wire tick at ingest (connectors.encoder.StreamEncoders); None for none."""
+    return checked_price_offset((recorded_reading(model_path) or {}).get("price_offset"))

@@ -1,6 +1,7 @@
 """The caveats on how to read a service's answers, said once at `serve`'s start and again in every `ask` and `get`
 reply and in `health` (``caveats``: docs/wire-protocol.md), so a client that never reads the service's log sees
-them too: the model was trained on files read with price options (a feed must send ticks read alike), its training
+them too: the model was trained on prices shifted by --price-offset (the service adds it at ingest), or on files
+read with other options (a feed must send ticks read alike), its training
 labelled answers with another session gap than this service does, a query asks ``regime`` (ground truth on the
 synthetic market only). Each is ``{kind, text}``: ``kind`` stable for a client's switch, ``text`` for people, the
 start's note word for word."""
@@ -9,27 +10,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.service.checkpoint_notes import session_gap_mismatch, trained_reading
+from engine.service.checkpoint_notes import session_gap_mismatch
 from engine.service.config import ServiceConfig
 
-TRAINED_READING = "trained_reading"  # the model learnt prices read with --price-offset and the like
+INGEST_PRICE_OFFSET = "ingest_price_offset"  # the model learnt prices shifted by --price-offset: added at ingest
+TRAINED_READING = "trained_reading"  # it learnt from files read with --price-format, --tz and the like
 SESSION_GAP = "session_gap"  # its training's --session-gap differs from answers.session_gap_s
 REGIME_QUESTION = "regime_question"  # the query asks the synthetic market's hidden regime
 
 
 def model_caveats(config: ServiceConfig) -> list[dict[str, str]]:
     """The caveats of the served model, whatever is asked of it (read from its checkpoint's records once)."""
-    from engine.service.reading_record import recorded_reading
+    from engine.service.reading_record import FILE_READING, recorded_reading, shown
 
+    recorded = recorded_reading(config.model.path) or {}
     caveats = []
-    if reading := trained_reading(config.model.path):
+    if "price_offset" in recorded:  # applied at ingest (StreamEncoders): said, so a feed does not shift twice
+        caveats.append({"kind": INGEST_PRICE_OFFSET, "text": (
+            f"this model was trained on prices read with {shown(recorded, ['price_offset'])}: the service adds that "
+            f"offset to every tick it takes, whoever sends it, so feeds send prices as the venue prints them "
+            f"(`health`'s ingest_price_offset; docs/model.md)")})
+    if other := {key: value for key, value in recorded.items() if key in FILE_READING and key != "price_offset"}:
         caveats.append({"kind": TRAINED_READING, "text": (
-            f"this model was trained on files read with {reading}: the service reads ticks as they are sent: "
-            f"`flashtick feed replay` reads its files so unless given the options (its `health` says them), any "
-            f"other feed must send ticks read alike (docs/model.md)")})
+            f"this model was trained on files read with {shown(other, other)}: the service reads ticks as they are "
+            f"sent: `flashtick feed replay` reads its files so unless given the options (its `health` says them), "
+            f"any other feed must send ticks read alike (docs/model.md)")})
     # live scores and the adaptation label with answers.session_gap_s, training with its --session-gap
-    if labelled := session_gap_mismatch(recorded_reading(config.model.path), config.answers.session_gap_ns,
-                                        "answers.session_gap_s"):
+    if labelled := session_gap_mismatch(recorded or None, config.answers.session_gap_ns, "answers.session_gap_s"):
         caveats.append({"kind": SESSION_GAP, "text": labelled})
     return caveats
 

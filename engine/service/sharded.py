@@ -49,6 +49,7 @@ from engine.service.live_scores import LiveScores
 from engine.service.log_provenance import written_by
 from engine.service.model_and_codec import answer_heads, build_codec
 from engine.service.pipeline import say
+from engine.service.reading_record import ingest_price_offset
 from engine.service.query_fit import compile_fitting
 from engine.service import ray_reaper
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
@@ -158,7 +159,8 @@ class ShardedPipeline(ShardedIngest):
                                        max_item_tokens=facts["max_chunk_tokens"],
                                        max_stream_bytes=limits.max_stream_bytes, notify=say,
                                        max_ts_ahead_ns=limits.max_ts_ahead_ns,
-                                       zero_bid_is_price=limits.zero_bid == "price")
+                                       zero_bid_is_price=limits.zero_bid == "price",
+                                       price_offset=ingest_price_offset(config.model.path))
         self.data.encoders = self.encoders  # each new tick log segment starts with their counts
 
     def _start_shards(self) -> list[dict[str, Any]]:
