@@ -87,4 +87,3 @@ def shown_offset(offset: PriceOffset) -> str:
     if isinstance(offset, dict):
         return "|".join(f"{name}={number:g}" for name, number in offset.items())
     return f"{offset:g}"
-
