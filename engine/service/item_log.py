@@ -101,6 +101,7 @@ class ItemLog:
         """Log one accepted item; raises ticklog.LogWriteError (nothing logged) when the disk refuses, or while
         the answer log holds answers it could not write (their ticks' answers would go unlogged too)."""
         if self.answers.failing:
+            self._log_refused += item.ticks if self._reading else 0  # (log_unavailable too, as the sender reads it)
             self._refusals.refused("answer log", item.ticks)
             self._say_refused(f"the answer log cannot be written ({self.answers.unlogged} answers wait)")
             raise LogWriteError(f"the answer log of {self.root} cannot be written (is the disk full?); ticks are "
