@@ -285,6 +285,12 @@ def banner_refusal(path: Path, dialect: Dialect | None) -> str | None:
                     f"the names above it ({', '.join(named[:5])}): a sheet of several securities side by side "
                     f"(Bloomberg BDH's wide layout), which replays as one: save one security per file (its dates "
                     f"and fields alone), or one long table with a ticker column, first (docs/replay.md)")
+        if (joined := _names_above(lines, above)) is not None:  # `Datetime,,,,,`: the names are the lines above
+            return (f"{path}: its first {above + 1} lines hold its column names between them (a multi-row header, "
+                    f"as pandas writes a MultiIndex), line {header} ({lines[above].strip()[:60]!r}) naming only "
+                    f"the time: write one header line in their place that names every column, e.g. "
+                    f"{joined[:200]!r}, and replay that file; leaving the lines out would read the columns by "
+                    f"their position, which is no name (docs/replay.md)")
         return (f"{path}: its first {above} lines ({lines[0].strip()[:60]!r} ... {lines[above - 1].strip()[:60]!r}) "
                 f"are a title block above a table whose header looks to be line {header} "
                 f"({lines[above].strip()[:60]!r}), and are not skipped as a banner is (some hold a number or a "
@@ -296,6 +302,23 @@ def banner_refusal(path: Path, dialect: Dialect | None) -> str | None:
             f"like a title or banner above a table whose header is line {header}, and only up to {MAX_BANNER_LINES} "
             f"such lines are skipped: the banner's first line was read as the header. Remove the banner first, e.g. "
             f"{_cut(path, header, gzipped)} > {plain.stem}-table{plain.suffix}, and replay that file (docs/replay.md)")
+
+
+def _names_above(lines: list[str], header: int) -> str | None:
+    """One header line made of a multi-row header's names, each column's joined with a space (`Datetime,Close
+    AAPL,...`), when line `header` names its first column alone (`Datetime,,,,,`); else None."""
+    sep = next((s for s in ",;\t|" if s in lines[header]), ",")
+    cells = lines[header].rstrip("\r\n").split(sep)
+    if len(cells) < 2 or not cells[0].strip() or any(c.strip() for c in cells[1:]):
+        return None
+    rows = [line.rstrip("\r\n").split(sep) for line in lines[:header]]
+    if any(len(row) != len(cells) for row in rows):
+        return None
+    names = [" ".join(row[i].strip().strip('"') for row in rows[1:] if row[i].strip()) if i else cells[0].strip()
+             for i in range(len(cells))]
+    names = [" ".join(filter(None, (rows[0][i].strip().strip('"'), name))) if i else name
+             for i, name in enumerate(names)]
+    return sep.join(names)
 
 
 def _cut(path: Path, header: int, gzipped: bool) -> str:

@@ -19,10 +19,12 @@ from typing import Mapping
 
 import polars as pl
 
+from connectors.bar_documents import TICKER
 from connectors.column_map import PRESETS, ColumnMap
 from connectors.field_names import EXCHANGE_MESSAGES, FIELD_NAMES, normal_name
 from connectors.json_objects import RECEIVED
 from connectors.map_vocabulary import DETECT, EPOCH
+from connectors.presets import PRESET_MAPS
 from connectors.side_maps import BITSTAMP_TYPE, BUYER_MAKER
 from connectors.ticks import QUOTE, TRADE
 
@@ -194,6 +196,15 @@ REST_SHAPES = (  # (name, keys, map, says): REST responses saved as they came, o
     ("coinbase-rest-trades", frozenset({"trade_id", "side", "size", "price", "time"}), PRESETS["coinbase-trades"],
      "Coinbase Exchange REST trades (/products/{id}/trades): the coinbase-trades preset, side flipped (Coinbase's "
      "is the maker's: sell, an uptick, is a taker's buy)"),
+    # bars (connectors/bar_documents.py made their rows): one trade per bar at its close, as a bar file replays
+    ("binance-rest-klines", frozenset(PRESET_MAPS["binance-public-klines"]["names"]),
+     ColumnMap(ts="close_time", ts_unit=EPOCH, kind=TRADE, price="close", size="volume"),
+     "Binance REST klines (/api/v3/klines): each bar's 12 values named as the public klines files' columns "
+     "(open_time, open, high, low, close, volume, close_time, ...)"),
+    ("polygon-aggregates", frozenset({"t", "o", "h", "l", "c", TICKER}),
+     ColumnMap(ts="t", ts_unit=EPOCH, kind=TRADE, stream_col=TICKER, price="c", size="v"),
+     "Polygon aggregates (/v2/aggs): Polygon's short keys (t the bar's start in ms, o, h, l, c, v), stream=the "
+     "response's ticker; vw and n are not read"),
 )
 
 
@@ -201,7 +212,9 @@ def rest_shape_of(path: Path, frame: pl.DataFrame) -> Shape | None:
     """The REST response a file of one JSON array holds, by its records' keys, else None (detected)."""
     for name, keys, columns, says in REST_SHAPES:
         if keys <= set(frame.columns):
-            return Shape(name, columns, f"{path.name}: {says}; one row per record of its JSON array")
+            rows = "one row per bar of its results" if name == "polygon-aggregates" else \
+                "one row per record of its JSON array"
+            return Shape(name, columns, f"{path.name}: {says}; {rows}")
     return None
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import unquote
 
+from connectors.bar_file_names import bar_export_symbol
 from connectors.bloomberg_names import YELLOW_KEY
 from connectors.column_map import ColumnMap
 from connectors.day_folders import DATA_KIND_FOLDERS, is_kind_folder, named_folder, numeric_code, paths_beside
@@ -79,6 +80,8 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
     (`AAPL_2012-06-21_..._message_1.csv`). None when neither does, or does not clearly."""
     if ninja := re.match(r"^([A-Z0-9]{1,6} \d\d-\d\d)\.(Last|Bid|Ask)$", file_stem(path)):
         return ninja[1], f"file name {file_stem(path)!r}"  # NinjaTrader's `ES 03-24.Last.txt`: the contract
+    if bar_export := bar_export_symbol(file_stem(path)):  # TradingView's, stooq's, MT4's: the vendor's words left out
+        return bar_export
     # the folder as resolved: `trades.csv` given inside binance-btcusdt-spot/ is in that folder too; a day's
     # folder (BTCUSDT/2024-08-08/) names no instrument: the one above it may
     folder = named_folder(path)

@@ -28,6 +28,10 @@ from connectors.shifted_prices import shifted
 from connectors.ticks import QUOTE, TRADE, InvalidTick, one_sided_quote
 from connectors.time_range import TimeRange
 
+# a bar file's row that a later bar of its stream and time replaces (connectors/repeated_bars.py)
+REPEATED_BAR = ("a bar repeated: a later row of the file has this stream's bar of the same time (a re-download "
+                "appended, or a revised bar), and only the last of them is replayed")
+
 
 @dataclass(frozen=True)
 class FilePlan:
@@ -67,6 +71,7 @@ class FilePlan:
     reducers: list = field(default_factory=list)  # a book export's reducer of the last read, for `found_on_read`
     span: tuple[int, int] | None = None  # the first and last time (ns) of its rows; None when not known as numbers
     range_dropped: pl.LazyFrame | None = None  # with a time range pushed into `frame` (`within`): the rows it drops
+    repeated_bars: frozenset[int] = frozenset()  # bar rows a later bar of their time replaces (repeated_bars.py)
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
@@ -198,7 +203,7 @@ class FilePlan:
 
         # a footer, a junk line, a header repeated, a row too long: checked on every row only where the file has one
         without_tick = self._line_without_tick if self.footer is not None or self.junk or self.header_rows or \
-            self.end_messages or long_rows else None
+            self.end_messages or long_rows or self.repeated_bars else None
         sequence = cmap.sequence  # its number is the row's next to last cell (connectors/row_order.py's SEQ)
         # (planning.py's _table_plan refuses a window without a zone for naive times)
         left_out_hours = Hours.parse(cmap.hours).left_out(cmap.tz or "UTC", cmap.hours) if cmap.hours else None
@@ -275,6 +280,8 @@ class FilePlan:
         if self.header_rows and row in self.header_rows:
             return InvalidTick("filtered_out", "the line repeats the header row (files joined one after another, "
                                                "a concatenated export), no tick")
+        if self.repeated_bars and row in self.repeated_bars:
+            return InvalidTick("filtered_out", REPEATED_BAR)
         if self.long_rows and (fields := self.long_rows.get(row)):
             return InvalidTick("extra_fields", f"the row has {fields} fields, more than the file's columns (a "
                                                f"stray separator?): its cells cannot be told apart")

@@ -41,6 +41,7 @@ from typing import Any, Mapping
 
 import polars as pl
 
+from connectors.bar_documents import bar_document
 from connectors.column_map import ColumnMap
 from engine.disk_full import DiskFull, said_if_disk_full
 from connectors.exchange_shapes import BINANCE_BOOK_KEYS, Shape, array_shape_of, rest_shape_of, shape_of
@@ -179,7 +180,10 @@ def _convert(path: Path) -> JsonLinesTable:
     lines = read_lines(path)
     lines = pretty_documents(lines) or lines  # a body saved by `jq .`: one object spread over many lines
     records = one_array(lines)
-    frame, bad = records_read(records, lines) if records is not None else line_objects(path, lines)
+    if records is None and (records := bar_document(lines)) is not None:  # Binance klines, Polygon aggregates
+        frame, bad = records, {}
+    else:
+        frame, bad = records_read(records, lines) if records is not None else line_objects(path, lines)
     line_of, tickless, from_arrays = None, {}, False
     frame = keyed_records(subscription_params(frame))
     named = "symbol" not in frame.columns

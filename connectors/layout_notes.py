@@ -33,9 +33,13 @@ from connectors.shell_words import columns_option
 BAR_COLUMNS = frozenset({"open", "high", "low"})
 BAR_CLOSES = {"close": BAR_COLUMNS, "close_price": BAR_COLUMNS,  # a close column -> the columns that make it a bar's
               "last": BAR_COLUMNS, "last_price": BAR_COLUMNS,  # Sierra Chart's and Barchart's close: `Last`
+              "c": frozenset({"o", "h", "l"}),  # Polygon's aggregates' short keys (connectors/bar_documents.py)
               **{f"{p}_c": frozenset({f"{p}_o", f"{p}_h", f"{p}_l"}) for p in ("mid", "bid", "ask")}}  # OANDA's
 BAR_STAMP = ("; most vendors stamp a bar with its start, so a bar's close shows at its start unless the map says "
              "ts=<its end column>")
+# a bar's end: a bar stamped with one of these shows its close when it was known (as a live bar builder sends it)
+BAR_END_COLUMNS = frozenset({"close_time", "closetime", "window_end", "end_time", "bar_end", "end"})
+BAR_END_STAMP = ", the bar's end: its close shows when it was known, as a live bar builder sends it"
 # TradeStation's bar exports (`Date,Time,Open,High,Low,Close,Up,Down`) and NinjaTrader's (no header) are stamped
 # with the bar's end; HistData's M1 files, in each platform's layout (NinjaTrader's/ASCII, MetaTrader's,
 # MetaStock's: connectors/headerless_csv.py), with its start, as MetaTrader's own exports are
@@ -209,9 +213,13 @@ def other_clock_note(path: Path, names: list[str], cmap: ColumnMap) -> list[str]
 
 
 def bar_notes(path: Path, names: list[str], cmap: ColumnMap, stamp: str = BAR_STAMP) -> list[str]:
-    """The note on a file read as bars (`trade_bars`), with what `stamp` says of the time a bar is stamped with."""
+    """The note on a file read as bars (`trade_bars`), with what `stamp` says of the time a bar is stamped with:
+    a file stamped with its bars' end column (Binance's `close_time`) is said to be so, whatever its layout's
+    platforms do (review307 #11: no start-stamp warning, no NinjaTrader, on a klines file)."""
     if not trade_bars(cmap, names):
         return []
+    if cmap.ts is not None and normal_name(cmap.ts) in BAR_END_COLUMNS:
+        stamp = BAR_END_STAMP
     empty = (f"; a bar of {cmap.price} 0 and {cmap.size} 0 is an interval without trades: left out, counted "
              f"as filtered_out" if cmap.size else "")
     return [f"{path.name}: read as bars: each row is one trade at its close ({cmap.price}, size {cmap.size or 1}, "

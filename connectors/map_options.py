@@ -24,14 +24,18 @@ def parse_inline(text: str) -> dict[str, Any]:
 
     Keys are those of the YAML form; `stream=` here names the stream COLUMN (the common case on the command
     line), `stream_name=` a fixed stream. `names` lists columns with `|`: `names=time|px|qty`. A side_map
-    or a keep filter needs the YAML form.
+    or a keep filter needs the YAML form. A column whose name holds a comma is named inside double quotes
+    (`price="Close, AAPL"`), or as it is when the comma sits inside brackets (pandas' MultiIndex names,
+    `price=('Close', 'AAPL')`): see `inline_parts`.
     """
     out: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
+    for part in inline_parts(text):
         key, eq, value = part.partition("=")
-        key, value = key.strip(), value.strip()
+        key, value = key.strip(), _unquoted(value.strip())
         if not eq or not key or not value:
-            raise ValueError(f"--columns: {part!r} is not key=column; e.g. ts=time,price=px,size=qty,stream=symbol")
+            raise ValueError(f"--columns: {part!r} is not key=column; e.g. ts=time,price=px,size=qty,stream=symbol "
+                             f"(a column name with a comma: inside double quotes, price=\"Close, AAPL\", or as it "
+                             f"is inside brackets, price=('Close', 'AAPL'); or the YAML form, --columns FILE.yaml)")
         if key in ("side_map", "keep"):
             raise ValueError(f"--columns: {key} needs the YAML form (--columns FILE.yaml)")
         key = {"stream": "stream_col", "stream_name": "stream"}.get(key, key)
@@ -41,6 +45,29 @@ def parse_inline(text: str) -> dict[str, Any]:
     if unknown := sorted(k for k in out if k not in MAP_KEYS):
         raise ValueError(f"--columns: {unknown_keys(unknown, ['stream_name', *MAP_KEYS])}")
     return out
+
+
+def inline_parts(text: str) -> list[str]:
+    """The `key=column` parts of inline `--columns` text: split at each comma outside double quotes and outside
+    brackets, so that a column's own comma (`"Close, AAPL"`, pandas' `('Close', 'AAPL')`) stays in its name."""
+    parts, depth, quoted, start = [], 0, False, 0
+    for i, char in enumerate(text):
+        if char == '"':
+            quoted = not quoted
+        elif not quoted and char in "([{":
+            depth += 1
+        elif not quoted and char in ")]}":
+            depth = max(depth - 1, 0)
+        elif char == "," and not quoted and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _unquoted(value: str) -> str:
+    """A value written inside double quotes, without them (its name may hold commas and spaces)."""
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
 
 
 def load_map_file(path: Path) -> dict[str, Any]:

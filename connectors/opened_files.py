@@ -28,6 +28,7 @@ from connectors.input_paths import folder_held, no_tick_folder
 from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout, detect_columns
 from connectors.map_options import Refine
+from connectors.multiindex_tables import long_copy
 from connectors.planning import plan_file, regular_file
 from engine.rust_paths import rust_path
 
@@ -223,6 +224,10 @@ class OpenedFiles:
                                             f"replaced (names and symbols that hold one are misspelled)"))
         if is_json_lines(path) and path.is_file():  # its Parquet copy lives while the replay does
             self.unpacked.append(json_lines.Opened(path))
+        if not isinstance(cmap, ColumnMap) and not is_zip(path) and (long := long_copy(path)) is not None:
+            self.unpacked.append(long)  # yfinance's MultiIndex columns: read by name (a full map reads the file)
+            plan = plan_file(long.paths[0], cmap, explicit)
+            return [replace(plan, origin=path, notes=(long.note, *plan.notes))]
         if not is_zip(path) and copied is None:
             with truncation_named(path):
                 if _no_data_rows(path):
