@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from connectors.bar_lengths import UNIT_NS
+
 TRADINGVIEW = re.compile(r"^(?P<exchange>[A-Z0-9]+(?:_[A-Z0-9]+)*)_(?P<symbol>[A-Za-z0-9.!&-]+), ?"
                          r"(?P<period>\d*[SDWMH]?|\d+)(?:[ _-].*)?$")
 STOOQ_MARKETS = "us|uk|jp|de|hk|hu|pl"
@@ -44,4 +46,32 @@ def bar_export_symbol(stem: str) -> tuple[str, str] | None:
                                  f"in minutes ({found['period']}): the period left out")
     if (found := PERIOD_TOKEN.match(stem)) is not None and CAPITALS.match(found["symbol"]):
         return found["symbol"], f"file name {stem!r}: the bar period {found['period']!r} left out"
+    return None
+
+TOKEN_PERIOD = re.compile(r"^(?:(?P<n>[1-9]\d*)(?P<unit>s|sec|m|min|mins|minute|h|hour|d|day|w)|(?P<mt>[MHDW])(?P<mt_n>"
+                          r"[1-9]\d*)|(?P<word>daily|hourly|minute))$", re.IGNORECASE)
+
+
+def period_in_name(stem: str) -> tuple[int, str] | None:
+    """(ns, the period as written) of the bars a bar export's file name names (above); None when it names none, or
+    one of no fixed length (a month, stooq's `m`)."""
+    if found := TRADINGVIEW.match(stem):  # minutes, or a count of S/D/W/H
+        period = found["period"]
+        if period.isdigit():
+            return int(period) * UNIT_NS["m"], period
+        return (int(period[:-1] or 1) * UNIT_NS[period[-1].lower()], period) if period[-1:] in "SDWH" else None
+    if found := STOOQ.match(stem):
+        period = found["period"]
+        return (int(period) * UNIT_NS["m"] if period.isdigit() else UNIT_NS[period], period) \
+            if period.isdigit() or period in "dwh" else None
+    if found := MT4.match(stem):
+        return int(found["period"]) * UNIT_NS["m"], found["period"]
+    if (found := PERIOD_TOKEN.match(stem)) is not None and CAPITALS.match(found["symbol"]) and \
+            (token := TOKEN_PERIOD.match(found["period"])) is not None:
+        if token["word"]:
+            return UNIT_NS[token["word"][0].lower() if token["word"].lower() != "minute" else "m"], found["period"]
+        if token["mt"]:
+            unit = token["mt"].lower()
+            return int(token["mt_n"]) * UNIT_NS[unit], found["period"]
+        return int(token["n"]) * UNIT_NS[token["unit"][0].lower()], found["period"]
     return None

@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from datetime import date as Date
 from typing import Any, Mapping, Sequence
 
+from connectors.bar_lengths import checked_bar_stamp
 from connectors.hours_window import Hours
 from connectors.map_vocabulary import (
     DATE_FROM_NAME,
@@ -147,6 +148,8 @@ class ColumnMap:
     sequence: str | None = None
     trade_date: str | None = None
     quote_sides: str | None = None
+    bar_stamp: str | None = None  # a bar file's stamp: start (as written) or close (connectors/bar_stamps.py)
+    bar_length: str | None = None  # the length a bar's close is stamped at after its start (1m, 1h, 1d)
 
     def __post_init__(self) -> None:
         self._quote_sides()
@@ -246,6 +249,9 @@ class ColumnMap:
                                  f"e.g. 10000), got {as_written(self.price_scale)}")
             object.__setattr__(self, "price_scale", scale)
         object.__setattr__(self, "price_offset", checked_price_offset(self.price_offset))
+        stamp, length = checked_bar_stamp(self.bar_stamp, self.bar_length)
+        object.__setattr__(self, "bar_stamp", None if stamp == "start" else stamp)  # the default: not kept
+        object.__setattr__(self, "bar_length", length)
         if self.hours is not None:
             Hours.parse(self.hours)
         if self.price_format not in (None, *PRICE_FORMATS):

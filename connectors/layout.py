@@ -123,6 +123,9 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
         found["size"] = by_normal[TRANSACTION_UNITS]  # Bithumb's transaction history: each trade's units
     if "price" in found and "size" not in found and (volume := _base_volume(by_normal, stream_col, first)):
         found["size"] = volume
+    if "price" in found and "size" not in found and BAR_VOL in by_normal and \
+            {"open", "high", "low"} <= by_normal.keys():
+        found["size"] = by_normal[BAR_VOL]  # stooq's and MetaTrader's `<VOL>` beside a bar's close (review307 #9)
     if "price" not in found or "size" not in found and quotes:  # alone, a price without size is a price series
         found = {k: v for k, v in found.items() if k not in TRADE_FIELDS}
     if "bid" not in found or "ask" not in found:
@@ -195,6 +198,9 @@ def _contract_stream(stream_col: str | None, by_normal: Mapping[str, str], hints
             and "stream_col" not in hints:
         stream_col = f"{stream_col}+{share_class}"  # BRK.A and BRK.B are two instruments, 1,500 times apart
     return stream_col
+
+
+BAR_VOL = "vol"  # a bar's volume under its short name: a size only beside the bar's open, high and low
 
 
 def _market_column(by_normal: Mapping[str, str], first: Callable[..., Any] | None) -> str | None:

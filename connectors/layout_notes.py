@@ -35,8 +35,8 @@ BAR_CLOSES = {"close": BAR_COLUMNS, "close_price": BAR_COLUMNS,  # a close colum
               "last": BAR_COLUMNS, "last_price": BAR_COLUMNS,  # Sierra Chart's and Barchart's close: `Last`
               "c": frozenset({"o", "h", "l"}),  # Polygon's aggregates' short keys (connectors/bar_documents.py)
               **{f"{p}_c": frozenset({f"{p}_o", f"{p}_h", f"{p}_l"}) for p in ("mid", "bid", "ask")}}  # OANDA's
-BAR_STAMP = ("; most vendors stamp a bar with its start, so a bar's close shows at its start unless the map says "
-             "ts=<its end column>")
+BAR_STAMP = ("; most vendors stamp a bar with its start, so a bar's close shows at its start (--columns "
+             "bar_stamp=close stamps it at its close, as a live bar builder sends it)")
 # a bar's end: a bar stamped with one of these shows its close when it was known (as a live bar builder sends it)
 BAR_END_COLUMNS = frozenset({"close_time", "closetime", "window_end", "end_time", "bar_end", "end"})
 BAR_END_STAMP = ", the bar's end: its close shows when it was known, as a live bar builder sends it"
@@ -45,7 +45,7 @@ BAR_END_STAMP = ", the bar's end: its close shows when it was known, as a live b
 # MetaStock's: connectors/headerless_csv.py), with its start, as MetaTrader's own exports are
 TRADESTATION_BARS = frozenset({"up", "down"})
 TRADESTATION_STAMP = "; TradeStation stamps a bar with its end, so a bar's close shows when it was known"
-EARLY = "its close shows a bar early"
+EARLY = "its close shows a bar early: --columns bar_stamp=close stamps it at its close"
 # a header-less bar file's stamp by the first column of its layout (MetaTrader's date, MetaStock's symbol, else
 # NinjaTrader's time), for a file not named as HistData's: each layout names the platforms that write it
 HEADERLESS_BAR_STAMPS = {

@@ -86,7 +86,8 @@ def load_map_file(path: Path) -> dict[str, Any]:
     return dict(raw)
 
 
-REFINE_KEYS = ("names", "ts_unit", "ts_format", "tz", "date", "decimal")  # keys that refine a detected layout
+# keys that refine a detected layout
+REFINE_KEYS = ("names", "ts_unit", "ts_format", "tz", "date", "decimal", "bar_stamp", "bar_length")
 READING_KEYS = ("price_offset", "hours", "price_format", "zero_bid")  # options of their own that refine it too
 
 

@@ -68,7 +68,9 @@ def saturation_note(spec: QuestionSpec, buckets: EndBuckets, saturated: list[str
     shown = ", ".join(map(shown_name, saturated[:SATURATED_SHOWN])) + (
         f", ... ({len(saturated)} in all)" if len(saturated) > SATURATED_SHOWN else "")
     return (f"{spec.name} is saturated on {len(saturated)} of {streams} streams ({shown}): most of their realised "
-            f"labels that show a move are {buckets.text}: its buckets are fixed in bps, too narrow for these "
-            f"streams' moves (one step of their price is many bps: a tick large against the price, a price near "
-            f"zero, rows a day apart), so its answers say little there; ask direction_5/direction_20 of them "
-            f"(docs/model.md)")
+            f"labels that show a move are {buckets.text}: its buckets are fixed in bps over {spec.horizon} ticks, "
+            f"too narrow for these streams' moves over that many rows (bars: 50 one-minute or daily bars move more "
+            f"than its outer edges on most instruments; else one step of the price is many bps: a tick large "
+            f"against the price, a price near zero, settlements a day apart), so its answers say little there; ask "
+            f"direction_5/direction_20 of them, which read a sign at any spacing (docs/model.md; bars: "
+            f"docs/replay.md, \"Bars and the built-in questions\")")

@@ -34,6 +34,13 @@ queries:
   - {name: nll, streams: ["*"], kind: surprise, trigger: batch}
 """
 
+# the saturation note's reason, after the labels it names (connectors/saturation.py)
+SATURATION_WHY = ("its buckets are fixed in bps over 50 ticks, too narrow for these streams' moves over that many rows "
+                  "(bars: 50 one-minute or daily bars move more than its outer edges on most instruments; else one "
+                  "step of the price is many bps: a tick large against the price, a price near zero, settlements a "
+                  "day apart), so its answers say little there; ask direction_5/direction_20 of them, which read a "
+                  "sign at any spacing (docs/model.md; bars: docs/replay.md, \"Bars and the built-in questions\")")
+
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
@@ -170,15 +177,9 @@ queries:
     notes = [line for line in report.summary().splitlines() if line.startswith("note:") and "saturated" in line]
     assert notes == [
         "note: move50: move_bps_50 is saturated on 1 of 2 streams (SPY   241220C00470000): most of their realised "
-        "labels that show a move are -12 (-8 bps or less) or +12 (above 8 bps): its buckets are fixed in bps, too "
-        "narrow for these streams' moves (one step of their price is many bps: a tick large against the price, a "
-        "price near zero, rows a day apart), so its answers say little there; ask direction_5/direction_20 of them "
-        "(docs/model.md)",
+        "labels that show a move are -12 (-8 bps or less) or +12 (above 8 bps): " + SATURATION_WHY,
         "note: vol50: volatility_50 is saturated on 1 of 2 streams (SPY   241220C00470000): most of their realised "
-        "labels that show a move are vhigh (above 10 bps): its buckets are fixed in bps, too narrow for these "
-        "streams' moves (one step of their price is many bps: a tick large against the price, a price near zero, "
-        "rows a day apart), so its answers say little there; ask direction_5/direction_20 of them "
-        "(docs/model.md)"], report.summary()
+        "labels that show a move are vhigh (above 10 bps): " + SATURATION_WHY], report.summary()
 
 
 def test_answers_do_not_depend_on_when_checkpoints_fell(setup) -> None:

@@ -15,6 +15,7 @@ from conftest import drain, ns
 from connectors.map_options import parse_inline
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
+from connectors.time_range import TimeRange
 
 YF_ROWS = [  # Datetime, then Close, High, Low, Open, Volume: yfinance's column order
     ("2024-01-02 09:30:00-05:00", 184.91, 185.03, 184.79, 185.00, 47065),
@@ -164,3 +165,46 @@ def test_two_tradingview_exports_are_two_streams(tmp_path: Path) -> None:
         (tmp_path / name).write_text(f"time,open,high,low,close,Volume\n1704205800,{price},{price},{price},{price},1\n")
     ticks = drain(FileReplay([tmp_path / "BATS_AAPL, 1.csv", tmp_path / "BATS_MSFT, 1.csv"]))
     assert sorted((t.stream, t.price) for t in ticks) == [("AAPL", 184.9), ("MSFT", 369.8)]
+
+
+def test_stooqs_vol_is_the_bars_size(tmp_path: Path) -> None:
+    times = [f"{9 + (30 + 5 * i) // 60:02d}{(30 + 5 * i) % 60:02d}00" for i in range(24)]  # 093000 .. 112500
+    (tmp_path / "aapl_us_5.txt").write_text(
+        "<TICKER>,<PER>,<DATE>,<TIME>,<OPEN>,<HIGH>,<LOW>,<CLOSE>,<VOL>,<OPENINT>\n" +
+        "".join(f"AAPL.US,5,20240102,{t},185.0,185.2,184.9,{185 + i % 3},{1200 - 40 * (i % 5)},0\n"
+                for i, t in enumerate(times)))
+    replay = FileReplay(tmp_path / "aapl_us_5.txt")
+    assert [(t.stream, t.price, t.size) for t in drain(replay)][:3] == [
+        ("AAPL.US", 185, 1200), ("AAPL.US", 186, 1160), ("AAPL.US", 187, 1120)]
+    assert any("size=<VOL>" in n for n in replay.notes) and not any("no size column" in n for n in replay.notes)
+
+
+def test_start_stamped_bars_stamped_at_their_close_and_cut_there(tmp_path: Path) -> None:
+    rows = "".join(f"{1704205800 + 60 * i},185.0,185.1,184.7,{185 + i},{100 + i}\n" for i in range(5))
+    (tmp_path / "BATS_AAPL, 1.csv").write_text("time,open,high,low,close,Volume\n" + rows)
+    minute = 60 * 10**9
+    start = 1704205800 * 10**9
+    as_written = drain(FileReplay(tmp_path / "BATS_AAPL, 1.csv"))
+    assert [t.ts for t in as_written] == [start + i * minute for i in range(5)]
+    replay = FileReplay(tmp_path / "BATS_AAPL, 1.csv", columns=parse_inline("bar_stamp=close"))
+    assert [(t.ts, t.price) for t in drain(replay)] == [(start + (i + 1) * minute, 185 + i) for i in range(5)]
+    assert any("stamped at their close (bar_stamp close)" in n and "1m, from the period '1' its file name" in n
+               for n in replay.notes)
+    # --from/--to cut at the close stamps: [14:32, 14:34) holds the bars that closed then, started at 14:31, 14:32
+    cut = FileReplay(tmp_path / "BATS_AAPL, 1.csv", columns=parse_inline("bar_stamp=close"),
+                     time_range=TimeRange(start + 2 * minute, start + 4 * minute))
+    assert [t.price for t in drain(cut)] == [186, 187]
+
+
+def test_bar_length_given_and_the_files_spacing(tmp_path: Path) -> None:
+    (tmp_path / "bars.csv").write_text("Date,Open,High,Low,Close,Volume\n2024-01-02,1,1,1,10,5\n2024-01-03,1,1,1,11,5\n"
+                                       "2024-01-05,1,1,1,12,5\n")
+    day = 86400 * 10**9
+    replay = FileReplay(tmp_path / "bars.csv", columns=parse_inline("bar_stamp=close"))  # spacing: 1 day, a median
+    assert [t.ts for t in drain(replay)] == [ns("2024-01-03T00:00:00+00:00") + i for i in (0, day, 3 * day)]
+    given = FileReplay(tmp_path / "bars.csv", columns=parse_inline("bar_stamp=close,bar_length=6h"))
+    assert drain(given)[0].ts == ns("2024-01-02T06:00:00+00:00")
+    with pytest.raises(ValueError, match="bar_length is a bar's length"):
+        FileReplay(tmp_path / "bars.csv", columns=parse_inline("bar_stamp=close,bar_length=6 hours"))
+    with pytest.raises(ValueError, match="give bar_stamp=close too"):
+        FileReplay(tmp_path / "bars.csv", columns=parse_inline("bar_length=1d"))

@@ -32,6 +32,13 @@ DIR_QUERY = "queries:\n  - {name: dir, streams: ['*'], question: direction_20, k
 VOL_QUERY = "queries:\n  - {name: vol, streams: ['SYN.*'], question: volatility_50, kind: choice, trigger: {ticks: 5}}\n"
 LOCAL = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
 
+# the saturation note's reason, after the labels it names (connectors/saturation.py)
+SATURATION_WHY = ("its buckets are fixed in bps over 50 ticks, too narrow for these streams' moves over that many rows "
+                  "(bars: 50 one-minute or daily bars move more than its outer edges on most instruments; else one "
+                  "step of the price is many bps: a tick large against the price, a price near zero, settlements a "
+                  "day apart), so its answers say little there; ask direction_5/direction_20 of them, which read a "
+                  "sign at any spacing (docs/model.md; bars: docs/replay.md, \"Bars and the built-in questions\")")
+
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
@@ -1724,10 +1731,7 @@ def test_scores_says_where_a_bps_question_is_saturated(checkpoint, tmp_path, cap
     notes = [line for line in out.splitlines() if line.startswith("note: move50: move_bps_50")]
     assert code == 0 and notes == [
         "note: move50: move_bps_50 is saturated on 1 of 2 streams (SPY   241220C00470000): most of their realised "
-        "labels that show a move are -12 (-8 bps or less) or +12 (above 8 bps): its buckets are fixed in bps, too "
-        "narrow for these streams' moves (one step of their price is many bps: a tick large against the price, a "
-        "price near zero, rows a day apart), so its answers say little there; ask direction_5/direction_20 of them "
-        "(docs/model.md)"], out
+        "labels that show a move are -12 (-8 bps or less) or +12 (above 8 bps): " + SATURATION_WHY], out
 
 
 def test_list_aligns_its_columns_and_json_prints_names_as_they_are(checkpoint, tmp_path, capsys) -> None:

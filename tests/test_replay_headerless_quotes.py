@@ -256,6 +256,8 @@ def test_each_header_less_bar_layout_names_its_own_stamp(tmp_path: Path) -> None
             "ms": [f"EURUSD,2024030816{i + 1:02d},{bar}" for i in range(30)],
             "nt": [f"20240308 16{i + 1:02d}00,{bar}" for i in range(30)]}
 
+    EARLY = "its close shows a bar early: --columns bar_stamp=close stamps it at its close"  # noqa: N806
+
     def stamp(name: str, shape: str, volume: int) -> str:
         path = tmp_path / name
         path.write_text("".join(row.format(volume=volume) for row in rows[shape]))
@@ -264,12 +266,12 @@ def test_each_header_less_bar_layout_names_its_own_stamp(tmp_path: Path) -> None
 
     for name, shape in (("DAT_MT_EURUSD_M1_2024.csv", "mt"), ("DAT_MS_EURUSD_M1_2024.csv", "ms"),
                         ("DAT_NT_EURUSD_M1_202403.csv", "nt"), ("DAT_ASCII_EURUSD_M1_2024.csv", "nt")):
-        assert stamp(name, shape, 0) == "HistData stamps a bar with its start (its close shows a bar early)"
+        assert stamp(name, shape, 0) == f"HistData stamps a bar with its start ({EARLY})"
     assert stamp("EURUSD1.csv", "mt", 12) == \
-        "MetaTrader stamps a bar with its start, as HistData's MetaTrader files do (its close shows a bar early)"
+        f"MetaTrader stamps a bar with its start, as HistData's MetaTrader files do ({EARLY})"
     assert stamp("EURUSD_M1.csv", "ms", 12) == \
-        "HistData's MetaStock files, whose layout this is, stamp a bar with its start (its close shows a bar early)"
+        f"HistData's MetaStock files, whose layout this is, stamp a bar with its start ({EARLY})"
     assert stamp("ES.Last.txt", "nt", 12) == "NinjaTrader stamps a bar with its end (its close shows when it was " \
                                              "known), HistData's M1 files in this layout with its start (its close " \
-                                             "shows a bar early)"
+                                             "shows a bar early: --columns bar_stamp=close stamps it at its close)"
     assert not any("NinjaTrader" in stamp(name, shape, 12) for name, shape in (("a.csv", "mt"), ("b.csv", "ms")))
