@@ -19,7 +19,7 @@ from typing import Mapping
 
 import polars as pl
 
-from connectors.bar_documents import TICKER
+from connectors.bar_documents import AGGREGATE_KEYS, TICKER
 from connectors.column_map import PRESETS, ColumnMap
 from connectors.field_names import EXCHANGE_MESSAGES, FIELD_NAMES, normal_name
 from connectors.json_objects import RECEIVED
@@ -69,6 +69,10 @@ def shape_of(path: Path, frame: pl.DataFrame, wrapped: bool = False) -> Shape | 
             return Shape("binance-trade", ColumnMap(ts="T", ts_unit=EPOCH, kind=TRADE, stream_col="s", price="p",
                                                     size="q", side="m", side_map=BUYER_MAKER,
                                                     keep={"e": kept}), note)
+    if AGGREGATE_KEYS <= columns and "v" in columns:  # Polygon's bars a line each (`jq -c '.results[]'`'s output)
+        return Shape("polygon-aggregates", ColumnMap(ts="t", ts_unit=EPOCH, kind=TRADE, price="c", size="v"),
+                     f"{path.name}: Polygon aggregates, a bar a line: Polygon's short keys (t the bar's start in ms, "
+                     f"o, h, l, c, v); stream from the file name; vw and n are not read")
     if BINANCE_BOOK_KEYS <= columns:
         stamp = "T" if "T" in columns else next((c for c in frame.columns if c not in BINANCE_BOOK_KEYS
                                                  and (normal_name(c) in FIELD_NAMES["ts"] or c == RECEIVED)), None)

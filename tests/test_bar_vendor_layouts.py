@@ -113,6 +113,9 @@ def test_polygon_aggregates_json_replays_one_trade_per_bar(tmp_path: Path) -> No
                                   size=47065.0 + i) for i in range(3)]
     assert any("Polygon aggregates (/v2/aggs)" in n for n in replay.notes)
     assert any("read as bars" in n and "'t' column" in n for n in replay.notes)
+    (tmp_path / "AAPL_aggs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))  # jq's bar a line
+    assert [(t.stream, t.price) for t in drain(FileReplay(tmp_path / "AAPL_aggs.jsonl"))] == [
+        ("AAPL", 184.9 + i) for i in range(3)]
 
 
 def kline_lines(n: int, t0_ms: int = 1704153600000) -> list[str]:
