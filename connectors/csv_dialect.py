@@ -243,6 +243,10 @@ def _banner_line(line: str, widths: dict[str, int]) -> bool:
     row saved as CSV: `Kursdaten Export;;;`)."""
     if any(NUMBER.match(cell.strip()) or DATE_LIKE.match(cell.strip()) for cell in re.split(r"[,;\t|]", line)):
         return False
+    cells = re.split(r"[,;\t|]", line)
+    if len(cells) > 1 and normal_name(cells[0].strip().strip('"')) in TIME_HEADERS and \
+            not any(c.strip() for c in cells[1:]):
+        return False  # `Datetime,,,,,`: a header whose other names were on lines above (pandas' MultiIndex), cut off
     few = all(line.count(sep) <= count // 2 for sep, count in widths.items())
     return few or all(not cell.strip() for sep in widths for cell in line.split(sep)[1:])
 

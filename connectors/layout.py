@@ -226,6 +226,12 @@ def _base_volume(by_normal: Mapping[str, str], stream_col: str | None, first: Ca
 def _no_layout(path: Path, names: list[str], ts: str | None, found: Mapping[str, str], quotes: bool) -> str:
     """Why detection found no tick layout (no time column, or neither a price nor a bid and an ask), what it
     read so far and the column map or preset that would read the file."""
+    if len(names) > 2 and all(not n or re.fullmatch(r"_duplicated_\d+", n) for n in names[1:]):
+        return (f"{path}: its header names only its first column ({names[0]!r}), the others' names are missing: a "
+                f"pandas MultiIndex file with its upper header rows cut off (a yfinance download after tail -n +3?). "
+                f"Replay the file as saved (yfinance's layout is read by its columns' names), or write a header line "
+                f"that names each column; read by position, its columns would be a guess (yfinance writes Close, "
+                f"High, Low, Open)")
     lacking = "time column" if ts is None else "price (trades) nor bid and ask (quotes)"
     seen = ", ".join(f"{k}={v}" for k, v in ({"ts": ts} | found).items() if v)
     missing = "" if ts is None else ", or only what is missing: --columns price=...,size=..."

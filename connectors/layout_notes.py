@@ -220,6 +220,8 @@ def bar_notes(path: Path, names: list[str], cmap: ColumnMap, stamp: str = BAR_ST
         return []
     if cmap.ts is not None and normal_name(cmap.ts) in BAR_END_COLUMNS:
         stamp = BAR_END_STAMP
+    elif cmap.bar_stamp == "close":  # (connectors/bar_stamps.py's note says by how much)
+        stamp = ", moved to the bar's close (bar_stamp close)"
     empty = (f"; a bar of {cmap.price} 0 and {cmap.size} 0 is an interval without trades: left out, counted "
              f"as filtered_out" if cmap.size else "")
     return [f"{path.name}: read as bars: each row is one trade at its close ({cmap.price}, size {cmap.size or 1}, "

@@ -11,11 +11,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import drain, ns
+from conftest import drain, ns, tiny_tick_checkpoint
 from connectors.map_options import parse_inline
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
 from connectors.time_range import TimeRange
+from engine.service.cli import main
+from test_vendor_files_without_options import QUERIES
 
 YF_ROWS = [  # Datetime, then Close, High, Low, Open, Volume: yfinance's column order
     ("2024-01-02 09:30:00-05:00", 184.91, 185.03, 184.79, 185.00, 47065),
@@ -211,3 +213,31 @@ def test_bar_length_given_and_the_files_spacing(tmp_path: Path) -> None:
         FileReplay(tmp_path / "bars.csv", columns=parse_inline("bar_stamp=close,bar_length=6 hours"))
     with pytest.raises(ValueError, match="give bar_stamp=close too"):
         FileReplay(tmp_path / "bars.csv", columns=parse_inline("bar_length=1d"))
+
+
+def test_backtest_of_bars_stamped_at_their_close_from_the_command_line(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    (tmp_path / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 4096, block_size: 16}}\n")
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    path = tmp_path / "BATS_AAPL, 1.csv"
+    path.write_text("time,open,high,low,close,Volume\n" + "".join(
+        f"{1704205800 + 60 * i},185.0,185.1,184.7,{185 + (i % 7) / 10},{100 + i}\n" for i in range(60)))
+    code = main(["backtest", str(path), "--columns", "bar_stamp=close", "--from", "2024-01-02T14:40:00Z",
+                 "--queries", str(tmp_path / "q.yaml"), "--out", str(tmp_path / "a.parquet"),
+                 "--config", str(tmp_path / "engine.yaml"), "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    # bars starting 14:30 .. 15:29 close 14:31 .. 15:30: from 14:40 on, the bars that started at 14:39 and after
+    assert "replayed 51 ticks (0 rejected)" in out
+    answers = pl.read_parquet(tmp_path / "a.parquet")
+    assert set(answers["stream"]) == {"AAPL"}
+    assert answers["data_ts"].min() >= ns("2024-01-02T14:40:00+00:00")
+    assert "bars stamped at their close (bar_stamp close)" in err
+
+
+def test_a_yfinance_file_with_its_upper_header_rows_cut_off_is_refused_not_read_by_position(tmp_path: Path) -> None:
+    path = tmp_path / "AAPL_yf-table.csv"
+    path.write_text("\n".join(yf_csv(YF_ROWS, ["AAPL"]).splitlines()[2:]) + "\n")  # tail -n +3
+    with pytest.raises(ValueError, match="its header names only its first column \\('Datetime'\\)"):
+        FileReplay(path)
