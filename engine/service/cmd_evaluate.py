@@ -17,11 +17,11 @@ from engine.service.output_paths import IMAGE, PARQUET, Output, check_plot_path
 
 
 def _test_streams(args: argparse.Namespace, model: Any, codec: Any, split: Any, said: Callable[[str], None],
-                  caution: Callable[[str], None], opened: Callable[[Any], None]
+                  caution: Callable[[str], None], opened: Callable[[Any], None], origins: Any
                   ) -> tuple[dict[str, int], list[Any], list[str]]:
     """The files read and split as ``split`` (rows rejected, the streams prepared, those left out), what the reading
     and the split leave to say said: notes (``said``), cautions, and price steps across a split; ``opened`` is given
-    the files' replay (the run's record names what it read)."""
+    the files' replay (the run's record names what it read), ``origins`` each tick's file and row."""
     import numpy as np
 
     from connectors.labels import tick_price
@@ -31,7 +31,8 @@ def _test_streams(args: argparse.Namespace, model: Any, codec: Any, split: Any, 
                                        time_overlap_note)
 
     streams, rejected = read_streams([str(f) for f in args.files], column_map_of(args), note=said,
-                                     streams=args.streams, caution=caution, opened=opened)
+                                     streams=args.streams, caution=caution, opened=opened,
+                                   origins=origins)
     # train's rule: a part of fewer ticks left a test slice of one tick, an empty table and exit 0
     min_ticks = min_part_ticks(codec, window_ticks(model))
     prepared, skipped = prepare(codec, streams, split, min_ticks, training=False, name_all=args.verbose,
@@ -93,6 +94,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from engine.service.splits import longest_horizon
     from engine.service.run_record import MANIFEST_SUFFIX, InputFiles, evaluation_record, input_files
     from engine.service.output_paths import write_text_atomically
+    from engine.service.tick_origins import TickOrigins
     import json
     import torch
 
@@ -114,10 +116,16 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     device = resolve_device(args.device)
     model, codec = load_tick_model(model_dir, device)
     read: list[InputFiles] = []
+    origins = TickOrigins()  # each tick's file and row, named by its answer points (--points-out)
     rejected, prepared, skipped = _test_streams(args, model, codec, split, said, caution,
-                                                lambda replay: read.append(input_files(replay)))
+                                                lambda replay: read.append(input_files(replay)), origins)
+    # what made the scores, as a backtest records it: in --json, beside --points-out and in its metadata
+    record = evaluation_record(model_dir, codec, read[0], current_reading(args), {
+        "split": split.text(), "device": device, "threads": torch.get_num_threads(),
+        **{name: getattr(args, name) for name in SCORING_OPTIONS}})
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device),
-                              read_head(model_dir, codec), points_out=args.points_out)
+                              read_head(model_dir, codec), points_out=args.points_out, origins=origins,
+                              record=record)
     if (why := batch_ms_left_nothing(result)) is not None:
         raise ValueError(f"nothing to score: {why}")
     if not result["questions"]:  # never an empty table that exits 0
@@ -128,10 +136,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
                "session_gap_ns": args.session_gap}
     for note in pause_notes(result, args.session_gap, "unscored"):
         caution(note)
-    # what made the scores, as a backtest records it: in --json, and beside --points-out
-    result["run"] = record = evaluation_record(model_dir, codec, read[0], current_reading(args), {
-        "split": split.text(), "device": device, "threads": torch.get_num_threads(),
-        **{name: getattr(args, name) for name in SCORING_OPTIONS}})
+    result["run"] = record
     if args.points_out is not None and args.points_out.is_file():  # (a run that scores nothing writes no points)
         write_text_atomically(args.points_out.with_suffix(MANIFEST_SUFFIX), json.dumps(
             {"run": record, "points": args.points_out.name}, indent=2, sort_keys=True, default=str) + "\n")

@@ -56,6 +56,7 @@ from engine.service.features import QuestionHead
 from engine.service.session_gaps import GAP_NOTE_NS, sampled_note
 from engine.service.splits import StreamData
 from engine.service.tick_checkpoint import window_ticks
+from engine.service.tick_origins import TickOrigins
 
 
 def _scored_test_points(sd: StreamData, W: int, options: EvalOptions) -> tuple[np.ndarray, np.ndarray, int, int]:
@@ -133,10 +134,12 @@ def _gathered(model: Any, codec: BinnedCodec, streams: list[StreamData], qs: lis
 
 def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
                      options: EvalOptions | None = None, heads: dict[str, QuestionHead] | None = None,
-                     points_out: Path | None = None) -> dict[str, Any]:
+                     points_out: Path | None = None, origins: TickOrigins | None = None,
+                     record: dict[str, Any] | None = None) -> dict[str, Any]:
     """Score `model` on the test part of `streams` against baselines fitted on their train parts; ``heads``:
     the checkpoint's answer heads (read_head), part of its answers ("model", and what "adapted" adapts);
-    ``points_out``: a Parquet file to write every scored answer point to (write_points)."""
+    ``points_out``: a Parquet file to write every scored answer point to (write_points), each naming the file and
+    row of its tick (``origins``: read_streams') and holding the run's ``record`` (whose `files` those index)."""
     options = options or EvalOptions()
     heads = heads or {}
     rng = np.random.default_rng(options.seed)
@@ -153,7 +156,7 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
             continue  # e.g. `regime`: no ground truth in files
         probs, prior, own = predictor_probs(codec, qi, q, train_x[qi], train_y[qi], test[qi], options, heads)
         if points_out is not None:
-            scored_points.append(points_table(q.name, list(q.labels), y, probs, streams, test[qi]))
+            scored_points.append(points_table(q.name, list(q.labels), y, probs, streams, test[qi], origins))
         results[q.name] = score_question(probs, y, options, rng) | {
             "labels": list(q.labels), "train_points": int(len(ty)), "train_frequencies": prior.round(4).tolist(),
             **({"train_frequencies_by_stream": {sd.name: p.round(4).tolist() for sd, p in zip(streams, own)},
@@ -162,7 +165,7 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
             "answer_calibration": q.calibration.to_dict(),
             **({"answer_head": {"model_weight": heads[q.name].model_weight}} if q.name in heads else {})}
     if points_out is not None and results:  # a run that scored nothing leaves no file (an empty one read as a result)
-        write_points(points_out, scored_points)
+        write_points(points_out, scored_points, record)
     return {"questions": results, "window_ticks": W, "options": vars(options),
             "answer_points": {"batch_ms": options.batch_ms, "within_1ms_of_next": round(burst_share(streams), 4),
                               "labelled": labelled, **({"batch_ends": batch_ends} if options.batch_ms else {}),

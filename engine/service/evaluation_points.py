@@ -9,7 +9,9 @@ engine/service/evaluate.py.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -18,6 +20,7 @@ from connectors.event_time_batches import batch_end
 from engine.rust_paths import rust_path
 from engine.service.output_paths import write_atomically
 from engine.service.splits import StreamData
+from engine.service.tick_origins import TickOrigins
 
 
 BURST_NS = 1_000_000  # ticks closer than this to the next one of their stream are one burst (one order's fills)
@@ -51,21 +54,29 @@ def chosen_ticks(ticks: np.ndarray, run: int, max_points: int) -> np.ndarray:
 
 
 def points_table(question: str, labels: list[str], y: np.ndarray, probs: dict[str, np.ndarray],
-                 streams: list[StreamData], parts: list[tuple]) -> pl.DataFrame:
+                 streams: list[StreamData], parts: list[tuple], origins: TickOrigins | None = None) -> pl.DataFrame:
     """One row per scored answer point of `question` (rows in the order they were scored): its stream, tick index
-    (0-based, in the stream's ticks as read), event time, realised label and each predictor's probabilities."""
+    (0-based, in the stream's ticks as read), the file and row that tick was read from (``origins``, looked up as a
+    backtest's answers look theirs up: a point at tick index i is its stream's (i + 1)-th tick; null without
+    ``origins``), event time, realised label and each predictor's probabilities."""
     ticks = {sd.name: sd.ticks for sd in streams}
     names = [name for *_, name, ii in parts for _ in ii]
     tick = np.concatenate([ii for *_, ii in parts]).astype(np.int64)
+    where = [(origins or TickOrigins()).of(name, i + 1) for name, i in zip(names, tick.tolist())]
     return pl.DataFrame({
         "stream": names, "tick": tick,
+        "file": pl.Series([f for f, _ in where], dtype=pl.Int32),
+        "row": pl.Series([r for _, r in where], dtype=pl.Int64),
         "data_ts": pl.Series([ticks[name][i].ts for name, i in zip(names, tick.tolist())], dtype=pl.Int64),
         "question": [question] * len(y), "labels": pl.Series([labels] * len(y), dtype=pl.List(pl.String)),
         "realised": [labels[k] for k in y.tolist()],
         **{name: pl.Series(p.tolist(), dtype=pl.List(pl.Float64)) for name, p in probs.items()}})
 
 
-def write_points(path: Path, tables: list[pl.DataFrame]) -> None:
-    """Every question's scored answer points in one Parquet file (a predictor a question lacks: null there)."""
+def write_points(path: Path, tables: list[pl.DataFrame], record: dict[str, Any] | None = None) -> None:
+    """Every question's scored answer points in one Parquet file (a predictor a question lacks: null there); with
+    the run's ``record`` (its `files` are what the points' `file` indexes) as JSON under the Parquet key-value
+    metadata key `flashtick`, as a backtest's answers file holds its own."""
     table = pl.concat(tables, how="diagonal") if tables else pl.DataFrame()
-    write_atomically(path, lambda tmp: table.write_parquet(rust_path(tmp)))
+    metadata = None if record is None else {"flashtick": json.dumps(record, sort_keys=True, default=str)}
+    write_atomically(path, lambda tmp: table.write_parquet(rust_path(tmp), metadata=metadata))

@@ -40,8 +40,10 @@ from engine.service.finetune_data import part_groups, split_streams, stopping_va
 from engine.service.finetune_options import FitOptions
 from engine.service.output_paths import write_text_atomically
 from engine.service.reading_record import reading_of
+from engine.service.run_record import InputFiles, files_record, input_files
 from engine.service.splits import StreamData, longest_horizon, read_streams
 from engine.service.tick_checkpoint import load_tick_model
+from engine.service.tick_origins import TickOrigins
 from engine.service.train_checkpoint import WEIGHTS_FILE, new_model, save_model
 from engine.service.train_config import TrainConfig
 from engine.service.train_data import question_tokens
@@ -149,8 +151,16 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     t0 = time.time()
     device = resolve_device(options.device)
     model, codec, cfg = _starting_model(cfg, options)
+    read: list[InputFiles] = []  # with --points-out: the files its points' `file` indexes, and each tick's origin
+    origins = TickOrigins() if options.points_out is not None else None
+
+    def opened(replay: Any) -> None:
+        if origins is not None:  # (each file's bytes digested: only for the points that name them)
+            read.append(input_files(replay))
+
     streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"),
-                                         streams=options.streams, caution=lambda line: caution(labelled(line)))
+                                         streams=options.streams, caution=lambda line: caution(labelled(line)),
+                                         opened=opened, origins=origins)
     streams, split_notes = split_streams(codec, streams_raw, rejected, cfg, options, log, caution)
     groups, weights = part_groups(codec, streams, "train")
     q_tokens = question_tokens(codec)
@@ -166,7 +176,9 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     codec, heads = _calibrated(model, codec, streams, options, eval_options, val is not None)
     log(f"answer calibration: {codec.calibration.source}")
     _save_checkpoint(model, codec, heads, out, len(files), log)
-    evaluation = evaluate_streams(model, codec, streams, eval_options, heads, points_out=options.points_out)
+    points_record = {"command": "train", "files": files_record(*read[0])} if read else None
+    evaluation = evaluate_streams(model, codec, streams, eval_options, heads, points_out=options.points_out,
+                                  origins=origins, record=points_record)
     reading = reading_of(columns, options.streams, options.split.text(), options.split.gap, options.session_gap_ns)
     record = {"files": [str(f) for f in files], "reading": reading,
               "base": str(options.base) if options.base else "from scratch",

@@ -28,6 +28,7 @@ from connectors.ticks import Tick, shown_name
 from engine.service.backtest_scores import first_share
 from engine.service.rejections import rejected_lines
 from engine.service.features import microstructure_features
+from engine.service.tick_origins import TickOrigins
 
 PARTS = ("train", "validation", "test")
 
@@ -195,13 +196,15 @@ class Rejected(dict):
 
 def read_streams(files: list[str], columns: Any = None, note: Callable[[str], None] = lambda _: None,
                  streams: list[str] | None = None, caution: Callable[[str], None] | None = None,
-                 opened: Callable[[FileReplay], None] = lambda _: None) -> tuple[dict[str, list[Tick]], Rejected]:
+                 opened: Callable[[FileReplay], None] = lambda _: None, origins: TickOrigins | None = None
+                 ) -> tuple[dict[str, list[Tick]], Rejected]:
     """Every valid tick of `files` (FileReplay: presets, column maps, detection), grouped by stream;
     and the rejected rows by reason (`Rejected`). ``note`` is told how the files are read (the map detected, a time zone
     assumed, ...), as `backtest` tells it; ``caution`` (default ``note``) the reading's cautions among them (two
     instruments in one stream, two sources interleaved: connectors/cautions.py), which change what the scores mean
     and so are said where the plain notes are quieted (--quiet). ``streams`` (names or globs) reads those alone.
-    ``opened`` is given the replay once its files are open (evaluate records them: run_record.input_files)."""
+    ``opened`` is given the replay once its files are open (evaluate records them: run_record.input_files);
+    ``origins`` gets each tick's file and row, as a backtest's does (--points-out names them)."""
     replay = FileReplay(files, columns=columns, streams=streams)
     opened(replay)
     for line in replay.notes:
@@ -209,8 +212,12 @@ def read_streams(files: list[str], columns: Any = None, note: Callable[[str], No
         say(line)
     by_stream: dict[str, list[Tick]] = defaultdict(list)
     while not replay.done:
-        for tick in replay.next_batch(65536):
+        ticks = replay.next_batch(65536)
+        for tick in ticks:
             by_stream[tick.stream].append(tick)
+        if origins is not None:  # every tick read is one of its stream's (prepare keeps them all, in order)
+            for tick, origin in zip(ticks, replay.origins):
+                origins.add(tick.stream, *origin)
     rejected = replay.rejected
     read = sum(map(len, by_stream.values()))  # none read: the error below says so, no share to warn of
     said = [line.strip() for line in rejected_lines(dict(rejected), rejected.examples, read or None,
