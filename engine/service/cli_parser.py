@@ -31,7 +31,17 @@ class CommandParser(argparse.ArgumentParser):
     parent's class)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\nsee {self.prog} --help\n")
+        self._print_message(f"{self.prog}: error: {message}\nsee {self.prog} --help\n", sys.stderr)
+        raise UsageError(message, f"{self.prog}")
+
+
+class UsageError(SystemExit):
+    """A usage error, said on stderr already: SystemExit(2), as argparse's, keeping the message and the command's
+    name for a command given --json, whose stdout says it too (cli.py)."""
+
+    def __init__(self, message: str, prog: str) -> None:
+        super().__init__(2)
+        self.message, self.prog = message, prog
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -119,6 +129,17 @@ def asks_for_log_timestamps(parser: argparse.ArgumentParser, argv: list[str]) ->
     """Whether ``argv`` gives --log-timestamps (or an abbreviation argparse takes for it at that place: before the
     command, or after it among the command's options), read before the parse so that the parse's own usage error
     is stamped like every other line of the run."""
+    return _gives_option(parser, argv, "--log-timestamps")
+
+
+def asks_for_json(parser: argparse.ArgumentParser, argv: list[str]) -> bool:
+    """Whether ``argv`` gives a command that takes --json its --json (or an abbreviation argparse takes for it), read
+    without the parse, whose usage error a script reading the command's JSON must get on stdout too."""
+    return _gives_option(parser, argv, "--json")
+
+
+def _gives_option(parser: argparse.ArgumentParser, argv: list[str], option: str) -> bool:
+    """Whether ``argv`` gives ``option`` where its (sub)command takes it, as argparse would read it there."""
     command = parser
     for token in argv:
         if token == "--":  # what follows is positional, whatever it looks like
@@ -127,8 +148,8 @@ def asks_for_log_timestamps(parser: argparse.ArgumentParser, argv: list[str]) ->
             command = subcommands(command).get(token, command)
             continue
         name = token.split("=", 1)[0]
-        options = [option for action in command._actions for option in action.option_strings]  # noqa: SLF001
-        if name.startswith("--") and [o for o in options if o.startswith(name)] == ["--log-timestamps"]:
+        taken = [given for action in command._actions for given in action.option_strings]  # noqa: SLF001
+        if name.startswith("--") and [o for o in taken if o.startswith(name)] == [option]:
             return True
     return False
 
