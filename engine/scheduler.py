@@ -48,6 +48,20 @@ from engine.stream import Chunk, Stream, chunk_surprises, logit_rows
 IDLE_EVERY = 8  # idle work (generate steps) also runs every Nth forward, so constant ingest cannot starve it
 
 
+def new_stream_problem(name: str, held: int, config: SchedulerConfig, max_streams_admitted: int,
+                       window: int) -> str | None:
+    """Why a new stream ``name`` would be refused by a scheduler under ``config`` that holds ``held`` streams and
+    admits ``max_streams_admitted`` windows of ``window`` tokens (ContextWindow.windows_in_pool); None when it would
+    go in. The one check: Scheduler.admission_problem's, and a sharded front door's for the shard a stream goes to
+    (whose limits are per shard), so the two refuse alike and in the same words."""
+    if held >= config.max_streams:
+        return f"stream {name!r} refused: {held} streams are held, the limit (scheduler.max_streams)"
+    if config.when_full == "refuse" and held >= max_streams_admitted:
+        return (f"stream {name!r} refused: the KV pool holds {max_streams_admitted} streams of {window} tokens and "
+                f"all are admitted")
+    return None
+
+
 class AdmissionRefused(RuntimeError):
     """A new stream was refused because the KV pool cannot hold another full window."""
 
@@ -112,12 +126,7 @@ class Scheduler:
         """Why data for ``name`` would be refused now (a new stream past a limit); None when it would go in."""
         if name in self.streams:
             return None
-        if len(self.streams) >= self.config.max_streams:
-            return f"stream {name!r} refused: {len(self.streams)} streams are held, the limit (scheduler.max_streams)"
-        if self.config.when_full == "refuse" and len(self.streams) >= self.max_streams_admitted:
-            return (f"stream {name!r} refused: the KV pool holds {self.max_streams_admitted} streams of "
-                    f"{self.window} tokens and all are admitted")
-        return None
+        return new_stream_problem(name, len(self.streams), self.config, self.max_streams_admitted, self.window)
 
     def _admit(self, name: str) -> Stream:
         problem = self.admission_problem(name)

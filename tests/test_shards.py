@@ -1024,3 +1024,30 @@ def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_refused_on_
             control.call("ask", stream=late, spec=ask)
     assert reply["streams"] == {late: None} and reply["refused"][late]["ticks"] == late_ticks, reply
     assert every["refused_at_start"]["streams"] == 1 and list(every["refused"]) == [late], every
+
+
+@pytest.mark.parametrize("limit", ["max_streams", "refuse"])
+def test_the_front_door_refuses_a_new_stream_as_one_engine_does_in_the_same_words(checkpoint, tmp_path,
+                                                                                   limit) -> None:
+    """The front door refuses a new stream past its shard's limits with the check one engine's scheduler makes
+    (scheduler.new_stream_problem): past scheduler.max_streams, and under when_full: refuse a pool of one window."""
+    one_window = {"cells": 17 * 16, "block_size": 16}  # (a 256-position model: one stream's window and a block)
+    limits = ({"scheduler": {"max_batch_tokens": 64, "max_streams": 1}} if limit == "max_streams" else
+              {"scheduler": {"max_batch_tokens": 64, "when_full": "refuse"}, "kv": one_window})
+    t0 = 1_700_000_000_000_000_000
+    said = {}
+    for shards in (0, 1):
+        cfg = config(checkpoint, tmp_path / f"data{shards}", shards, **limits)
+        pipeline = ShardedPipeline(cfg) if shards else TickPipeline(cfg)
+        try:
+            pipeline.run_until_idle()
+            assert pipeline.ingest_message(encode([trade("A", t0, 100.0, 1.0, "buy")])) == []
+            pipeline.run_until_idle()
+            refused = pipeline.ingest_message(encode([trade("B", t0 + 1, 100.0, 1.0, "buy")]))
+            said[shards] = [(r["reason"], r["stream"], r["error"]) for r in refused]
+        finally:
+            pipeline.close()
+    wanted = ("1 streams are held, the limit (scheduler.max_streams)" if limit == "max_streams" else
+              "the KV pool holds 1 streams of")
+    assert said[0] == said[1] and len(said[0]) == 1 and said[0][0][:2] == ("stream_refused", "B"), said
+    assert said[0][0][2].startswith("stream_refused: stream 'B' refused: " + wanted), said

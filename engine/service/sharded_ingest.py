@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from connectors.encoder import EncodedTick, Ingested, StreamEncoders, listed_ticks
 from connectors.ticks import InvalidTick
+from engine.scheduler import new_stream_problem
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.config import ServiceConfig
 from engine.service.durability import DataDir
@@ -116,12 +117,6 @@ class ShardedIngest:
                                self.shard_kv_cells, shards=len(self.links))
 
     def _admission_problem(self, stream: str) -> str | None:
-        """Scheduler.admission_problem for the shard the stream would go to (its limits are per shard)."""
+        """Scheduler.admission_problem's check for the shard the stream would go to (its limits are per shard)."""
         held = len(self._by_name[shard_for(stream, self._names)].streams)
-        scheduler = self.config.scheduler
-        if held >= scheduler.max_streams:
-            return f"stream {stream!r} refused: {held} streams are held, the limit (scheduler.max_streams)"
-        if scheduler.when_full == "refuse" and held >= self.max_streams_admitted:
-            return (f"stream {stream!r} refused: the KV pool holds {self.max_streams_admitted} streams of "
-                    f"{self.window} tokens and all are admitted")
-        return None
+        return new_stream_problem(stream, held, self.config.scheduler, self.max_streams_admitted, self.window)
