@@ -3,11 +3,10 @@
 Streams are taken in the order their oldest pending chunk arrived (FIFO across streams, so a quiet stream is never
 held back behind busy ones), up to ``max_batch_streams``. Each takes whole chunks up to the budget and its window
 (an oversized chunk goes alone into an empty forward), after booking uncomputed what a later roll would drop and
-rolling where its next chunk passes the roll point. So a stream advances at most the span between two rolls per
-forward however long it waited (``take_chunks``: no roll after the first chunk): one that receives more than that
-per forward falls behind without bound (review285 #1; docs/architecture.md, "How far a stream advances per
-forward", says what an operator does about it). A stream the pool cannot hold now, even after eviction, keeps
-its chunks and waits. Each tick group an advance closes is a cut, where standing queries are due
+rolling where its next chunk passes the roll point. An advance stops at the stream's next roll point
+(``take_chunks``: no roll after the first chunk); the budget left is then spent past those roll points, by rolls
+inside the forward (engine/rolls_in_forward.py), once every waiting stream has its advance. A stream the pool
+cannot hold now, even after eviction, keeps its chunks and waits. Each tick group an advance closes is a cut, where standing queries are due
 (engine/probe_placement.py places them).
 """
 
@@ -78,6 +77,7 @@ class AdvancePlanning:
             if evicted:
                 plan.rebuilt.append(state)
             budget -= cost
+        plan.tokens_left = budget
         return plan
 
 

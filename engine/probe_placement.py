@@ -34,13 +34,14 @@ class ProbePlacement:
         self._asks = asks
         self._idle = idle
 
-    def add_due(self, plan: Plan, budget: int, planner: QueryPlanner) -> None:
-        """Ask the planner what is due at every cut of the planned advances, in order, and place each job at
-        its cut. Once the probe budget is spent the rest of the advances waits for a later forward (from its
-        first unchecked cut on), so a due point is never skipped; the first cut gets its queries even past the
-        budget (like an oversized job), unless on-demand asks took all of it."""
+    def add_due(self, plan: Plan, budget: int, planner: QueryPlanner, first: int = 0) -> int:
+        """Ask the planner what is due at every cut of the planned advances (from advance ``first`` on: a segment
+        added by a roll inside the forward), in order, and place each job at its cut. Once the probe budget is
+        spent the rest of the advances waits for a later forward (from its first unchecked cut on), so a due
+        point is never skipped; the first cut gets its queries even past the budget (like an oversized job),
+        unless on-demand asks took all of it. Returns the budget left."""
         keep: list[int] = []
-        for i, state in enumerate(plan.streams):
+        for i in range(first, len(plan.streams)):
             kept = len(plan.chunks[i])
             for cut in plan.cuts[i]:
                 if budget <= 0:
@@ -50,6 +51,7 @@ class ProbePlacement:
                     if not job.latest:
                         job.cut, job.at = cut.position, cut.progress
                         cut.jobs.append(job)
+                        plan.job_items[id(job)] = plan.advances[i]  # it reads that segment's session
                     if job.idle:
                         self._idle.append(job)
                     elif (reason := self._window_problem(job, plan)) is not None:
@@ -59,9 +61,10 @@ class ProbePlacement:
                         plan.jobs.append(job)
                         budget -= job.num_tokens
             keep.append(kept)
-        for i in reversed(range(len(keep))):
-            if keep[i] < len(plan.chunks[i]):
-                self._truncate(plan, i, keep[i])
+        for i in reversed(range(first, first + len(keep))):
+            if keep[i - first] < len(plan.chunks[i]):
+                self._truncate(plan, i, keep[i - first])
+        return budget
 
     def _truncate(self, plan: Plan, i: int, kept: int) -> None:
         """Hand the chunks of advance ``i`` from ``kept`` on back to the stream's queue (dropping the advance

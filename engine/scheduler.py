@@ -6,9 +6,9 @@ forward (``max_batch_tokens``), streams per forward, question tokens per forward
 
 ``plan()`` takes the streams that have waited longest first (FIFO by arrival of
 their oldest pending chunk, so a quiet stream is never held back behind busy ones;
-a stream advances at most to its next roll point per forward, so one receiving more
-than that per forward falls behind: engine/advance_planning.py), then on-demand jobs, then the standing queries made
-due by this batch's advances (engine/probe_placement.py); it allocates the KV for
+engine/advance_planning.py), then on-demand jobs, then the standing queries made
+due by this batch's advances (engine/probe_placement.py), then spends the token budget left on streams stopped at
+a roll point, rolling them inside the forward (engine/rolls_in_forward.py); it allocates the KV for
 all of it (rebuilds included) through the block manager. ``commit()`` books the forward's results and returns the
 answers the jobs produced.
 
@@ -39,6 +39,7 @@ from engine.jobs import JobOutcome, ProbeJob, QueryPlanner, StreamProgress
 from engine.lru_eviction import LruEviction
 from engine.probe_placement import ProbePlacement
 from engine.rebuild_planning import RebuildPlanning
+from engine.rolls_in_forward import RollsInForward
 from engine.scheduler_stats import SchedulerStats
 from engine.session import Session
 from engine.session_booking import SessionBooking
@@ -99,6 +100,8 @@ class Scheduler:
         self.placement = ProbePlacement(self.streams, blocks, self.stats, self.backlog, self.eviction,
                                         self._asks, self._idle)
         self.rebuilds = RebuildPlanning(self.streams, blocks, self.booking, self.stats, self.config.max_batch_tokens)
+        self.rolls_in_forward = RollsInForward(self.booking, self.backlog, self.eviction, self.placement, self.stats,
+                                               self._asks, self._idle)
 
     # -- ingest and asks ------------------------------------------------------------------------
 
@@ -171,8 +174,10 @@ class Scheduler:
         return self.roll_at - self.sink
 
     def forward_full(self) -> bool:
-        """Whether what waits fills a forward: the token budget, or a window's room for every waiting stream
-        (a stream never places more than ``max_chunk_tokens`` in one forward). Batch drivers step only then."""
+        """Whether what waits fills a forward: the token budget, or (streams that stop at their roll point,
+        ``roll_inside_forward`` false) a window's room for every waiting stream. Batch drivers step only then."""
+        if self.config.roll_inside_forward:
+            return self.backlog.tokens >= self.config.max_batch_tokens
         waiting = sum(1 for s in self.streams.values() if s.pending)
         return self.backlog.tokens >= min(self.config.max_batch_tokens, self.max_chunk_tokens * max(1, waiting))
 
@@ -272,16 +277,24 @@ class Scheduler:
         budget = self.config.max_probe_tokens
         if max_tokens is not None:  # what the advances left (at least 1: the first cut's queries go past it)
             budget = min(budget, max(1, max_tokens - sum(len(item.tokens) for item in plan.advances)))
+        waiting: list[ProbeJob] = []  # ticks accepted before it are still queued (a roll inside may reach them)
         for job in asks:  # on-demand first; one that cannot fit waits for the next forward
             if plan.ticks_after(self.streams[job.stream]) < job.after_ticks:
-                self._asks.append(job)  # ticks accepted before it are still queued
+                waiting.append(job)
                 continue
             budget = self.placement.add_job(plan, job, budget, make_room=True)
         if self.planner is not None:
-            self.placement.add_due(plan, budget, self.planner)
+            budget = self.placement.add_due(plan, budget, self.planner)
             for job in [job for job in plan.jobs if plan.ticks_after(self.streams[job.stream]) < job.after_ticks]:
                 plan.jobs.remove(job)  # the probe budget handed part of its stream's advance back
                 self._asks.append(job)
+        if self.config.roll_inside_forward:  # the token budget left goes past roll points
+            budget = self.rolls_in_forward.extend(plan, budget, self.planner)
+        for job in waiting:
+            if plan.ticks_after(self.streams[job.stream]) < job.after_ticks:
+                self._asks.append(job)
+            else:
+                budget = self.placement.add_job(plan, job, budget, make_room=True)
         if not plan.advances and not plan.jobs and not plan.copies and not plan.failed:
             return None
         for item, chunks, cuts in zip(plan.advances, plan.chunks, plan.cuts):
@@ -315,6 +328,8 @@ class Scheduler:
     def commit(self, plan: Plan, logits: list[torch.Tensor]) -> StepReport:
         """Book a forward that ran (``logits``: the runner's outputs per item) and finish its jobs."""
         self.blocks.commit(plan.forward)
+        for retired in plan.retired:  # segments written before a roll inside the forward: read, now dropped
+            self.blocks.evict(retired)
         self.stats.rebuilt_streams += len(plan.rebuilt)
         for state in plan.rebuilt:
             state.rebuilds += 1
@@ -341,12 +356,13 @@ class Scheduler:
     def _commit_advances(self, plan: Plan, logits: list[torch.Tensor]) -> list[StreamProgress]:
         self._batch_no += 1
         self.stats.batches += 1
-        progress = []
+        progress: dict[str, StreamProgress] = {}  # per stream, after its last segment
         for state, chunks, cuts, item, rows in zip(plan.streams, plan.chunks, plan.cuts, plan.advances, logits):
-            offset = len(state.session.tokens) - len(item.tokens)
-            for chunk in chunks:
-                state.boundaries.append(offset)
-                offset += len(chunk.tokens)
+            if item.session is state.session:  # (a retired segment's chunks were booked when it was retired)
+                offset = len(state.session.tokens) - len(item.tokens)
+                for chunk in chunks:
+                    state.boundaries.append(offset)
+                    offset += len(chunk.tokens)
             surprises = chunk_surprises(state, chunks, item.logits, rows, [c.chunk for c in cuts] + [len(chunks) - 1])
             for cut in cuts:  # the jobs of a cut (idle ones included, they run later) see its progress
                 cut.progress = replace(cut.progress, surprise=surprises[cut.chunk])
@@ -357,8 +373,8 @@ class Scheduler:
             state.event_ts = chunks[-1].event_ts
             state.arrival_ns = chunks[-1].arrival_ns
             state.last_active = self._batch_no
-            progress.append(state.progress([], surprises[len(chunks) - 1]))
-        return progress
+            progress[state.name] = state.progress([], surprises[len(chunks) - 1])
+        return list(progress.values())
 
     # -- restoring booked streams (a restart replaying its tick log) ----------------------------------
 

@@ -25,3 +25,4 @@ class SchedulerStats:
     late_evictions: int = 0  # plans that needed room past what planning fitted (see plan(); expected 0)
     # queued tokens booked without a forward: a later roll dropped them before any query read them
     skipped_tokens: int = 0
+    rolls_in_forward: int = 0  # rolls after a stream's first chunk in a forward, going on past its roll point

@@ -30,6 +30,10 @@ class SchedulerConfig:
     max_probe_tokens: int = 8192  # question tokens per forward (asks + standing queries); the rest wait a forward
     max_streams: int = 10_000  # streams held at once; a new one past it is refused (AdmissionRefused)
     stream_idle_s: float | None = 3600.0  # a stream silent this long (wall clock) is dropped; None: never
+    # a stream far behind goes on past its roll point in the same forward (its kept tokens prefilled as a new
+    # sequence, engine/rolls_in_forward.py), so the token budget, not the span between rolls, bounds how far it
+    # moves; false: it stops at its roll point and the rest waits for later forwards (the same answers)
+    roll_inside_forward: bool = True
 
     def __post_init__(self) -> None:
         if self.max_batch_tokens <= 0:
@@ -51,6 +55,8 @@ class SchedulerConfig:
         if self.stream_idle_s is not None and not 0 < self.stream_idle_s < math.inf:  # NaN and inf too
             raise ValueError(f"stream_idle_s must be a number of seconds > 0 (or null for never), got "
                              f"{self.stream_idle_s}")
+        if not isinstance(self.roll_inside_forward, bool):  # YAML's `no` is a bool; a 0 or a string is a mistake
+            raise ValueError(f"roll_inside_forward must be true or false, got {self.roll_inside_forward!r}")
         if self.window is not None and self.window <= 0:  # 0 read as "the model's" (falsy) unsaid
             raise ValueError(f"window must be > 0 (or null for the model's positions), got {self.window}")
 

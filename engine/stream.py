@@ -84,10 +84,11 @@ class Cut:
     jobs: list[ProbeJob] = field(default_factory=list)  # the jobs due there
 
 
-def cuts_of(state: Stream, chunks: list[Chunk], closes: list[bool]) -> list[Cut]:
-    """The cuts of an advance of ``chunks`` (placed after the session's current tokens): one per closed group."""
+def cuts_of(state: Stream, chunks: list[Chunk], closes: list[bool], ticks_before: int = 0) -> list[Cut]:
+    """The cuts of an advance of ``chunks`` (placed after the session's current tokens): one per closed group.
+    ``ticks_before``: ticks of the stream's earlier segments in the same forward, not yet committed."""
     cuts = []
-    position, ticks = len(state.session.tokens), state.ticks
+    position, ticks = len(state.session.tokens), state.ticks + ticks_before
     for k, (chunk, closed) in enumerate(zip(chunks, closes)):
         position += len(chunk.tokens)
         ticks += chunk.ticks

@@ -121,7 +121,7 @@ def test_an_ask_during_a_burst_waits_for_the_ticks_accepted_before_it(setup) -> 
     computed, never from part of the burst (a state partway through a tick group, which is no cut of the data);
     ticks accepted after it do not hold it back."""
     _, checkpoint, ticks = setup
-    pipeline = TickPipeline(config(checkpoint))
+    pipeline = TickPipeline(config(checkpoint, max_batch_tokens=256))  # the burst takes several forwards
     pipeline.registry.register(QUERIES)
     for i in range(0, 200, 4):
         assert pipeline.ingest_message(encode(ticks[i : i + 4])) == []
