@@ -6,8 +6,8 @@ held back behind busy ones), up to ``max_batch_streams``. Each takes whole chunk
 rolling where its next chunk passes the roll point. An advance stops at the stream's next roll point
 (``take_chunks``: no roll after the first chunk); the budget left is then spent past those roll points, by rolls
 inside the forward (engine/rolls_in_forward.py), once every waiting stream has its advance. A stream the pool
-cannot hold now, even after eviction, keeps its chunks and waits. Each tick group an advance closes is a cut, where standing queries are due
-(engine/probe_placement.py places them).
+cannot hold now, even after eviction, keeps its chunks and waits. Each tick group an advance closes is a cut,
+where standing queries are due (engine/probe_placement.py places them).
 """
 
 from __future__ import annotations

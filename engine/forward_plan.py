@@ -38,6 +38,9 @@ class Plan:
     retired: list[Session] = field(default_factory=list)
     # id(job) -> the advance whose cut the job is placed at: its session (retired or not) is the one it reads
     job_items: dict[int, Advance] = field(default_factory=dict)
+    # id(advance) -> (event_ts, arrival_ns) of chunks booked uncomputed after it, before the stream's next segment
+    # (skipped at a roll inside the forward): its commit leaves them, and no prediction of the next token
+    booked_after: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def probes(self, streams: dict[str, Stream]) -> list[Probe]:
         return [Probe(self.session_of(job, streams), tokens, job.logits, job.cut)

@@ -93,9 +93,12 @@ class RollsInForward:
         ticks_before = sum(c.ticks for planned, chunks in zip(plan.streams, plan.chunks) if planned is state
                            for c in chunks)
         # as the next forward would start: what a later roll drops is booked uncomputed, then the roll
+        prediction, waiting = state.next_token_logits, len(state.pending)
         self.booking.skip_discarded(state)
+        if len(state.pending) < waiting:  # the retired segment's commit must not undo what the skip booked
+            plan.booked_after[id(item)] = (state.event_ts, state.arrival_ns)
+            state.next_token_logits = prediction  # (the retired segment's surprise starts from it)
         self.booking.roll_if_needed(state, len(state.pending[0].tokens))
-        self.stats.rolls_in_forward += 1
         chunks, closes = take_chunks(state, plan.tokens_left, first=False)
         if not chunks:
             return False
@@ -112,4 +115,5 @@ class RollsInForward:
         plan.chunks.append(chunks)
         plan.cuts.append(cuts_of(state, chunks, closes, ticks_before))
         plan.tokens_left -= len(segment.tokens) + session.num_uncached
+        self.stats.rolls_in_forward += 1
         return True

@@ -36,9 +36,13 @@ class RunnerStats:
 
 class ModelRunner:
     def __init__(self, model: LlamaModel, cache: CacheSpec, device: str | torch.device | None = None,
-                 cuda_graphs: bool | str | None = None) -> None:
+                 cuda_graphs: bool | str | None = None, group_attention: bool = True) -> None:
         """`cuda_graphs`: None (the default) captures graphs on CUDA with the Triton kernels and never elsewhere;
-        False never; "eager" runs their padded static-buffer path without capturing (the CPU tests' way in)."""
+        False never; "eager" runs their padded static-buffer path without capturing (the CPU tests' way in).
+        `group_attention` False sends every sequence through the torch backend's per-sequence path, whose floats
+        do not depend on what else shares the forward (the grouped path pads each sequence to its bucket's):
+        tests that compare two packings of the same work bit for bit use it."""
+        self.group_attention = group_attention
         self.model = model
         self.config = model.config
         self.device = torch.device(device) if device is not None else next(model.parameters()).device
@@ -92,7 +96,7 @@ class ModelRunner:
             slot_mapping=slots,
             block_size=self.kv.block_size,
             device=self.device,
-            groups=[id(seq.session) for seq in batch.sequences],
+            groups=[id(seq.session) for seq in batch.sequences] if self.group_attention else None,
         )
         if self.graphs is not None and (logits := self.graphs.run(ids, positions, rows, meta)) is not None:
             return logits

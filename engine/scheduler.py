@@ -1,22 +1,20 @@
 """Scheduler: the one owner of every budget. It plans each forward and books what it produced.
 
-Budgets, all explicit numbers: the KV block pool (cells), ingest tokens per
-forward (``max_batch_tokens``), streams per forward, question tokens per forward
-(``max_probe_tokens``) and the model's positions (``window``, ``probe_reserve``).
+Budgets, all explicit numbers: the KV block pool (cells), ingest tokens per forward (``max_batch_tokens``),
+streams per forward, question tokens per forward (``max_probe_tokens``) and the model's positions (``window``,
+``probe_reserve``).
 
-``plan()`` takes the streams that have waited longest first (FIFO by arrival of
-their oldest pending chunk, so a quiet stream is never held back behind busy ones;
-engine/advance_planning.py), then on-demand jobs, then the standing queries made
-due by this batch's advances (engine/probe_placement.py), then spends the token budget left on streams stopped at
-a roll point, rolling them inside the forward (engine/rolls_in_forward.py); it allocates the KV for
-all of it (rebuilds included) through the block manager. ``commit()`` books the forward's results and returns the
-answers the jobs produced.
+``plan()`` takes the streams that have waited longest first (FIFO by arrival of their oldest pending chunk, so a
+quiet stream is never held back behind busy ones; engine/advance_planning.py), then on-demand jobs, then the
+standing queries made due by this batch's advances (engine/probe_placement.py), then spends the token budget left
+on streams stopped at a roll point, rolling them inside the forward (engine/rolls_in_forward.py); it allocates the
+KV for all of it (rebuilds included) through the block manager. ``commit()`` books the forward's results and
+returns the answers the jobs produced.
 
-When the pool is full the policy decides: ``evict`` drops the least recently
-active sessions' KV (engine/lru_eviction.py; their token logs stay, so they
-rebuild exactly on next use), ``refuse`` admits a new stream only while the pool can hold a full window
-for every admitted stream. Accepted data is never dropped: a stream that cannot
-fit now waits in its queue.
+When the pool is full the policy decides: ``evict`` drops the least recently active sessions' KV
+(engine/lru_eviction.py; their token logs stay, so they rebuild exactly on next use), ``refuse`` admits a new
+stream only while the pool can hold a full window for every admitted stream. Accepted data is never dropped: a
+stream that cannot fit now waits in its queue.
 
 Context limit: a session that would pass ``window`` tokens rolls (engine/context_rolls.py holds where and
 what it keeps); the scheduler applies the rolls, since it owns the KV they free.
@@ -373,6 +371,8 @@ class Scheduler:
             state.event_ts = chunks[-1].event_ts
             state.arrival_ns = chunks[-1].arrival_ns
             state.last_active = self._batch_no
+            if id(item) in plan.booked_after:  # chunks booked uncomputed after this segment: they are the latest
+                (state.event_ts, state.arrival_ns), state.next_token_logits = plan.booked_after[id(item)], None
             progress[state.name] = state.progress([], surprises[len(chunks) - 1])
         return list(progress.values())
 
