@@ -15,6 +15,15 @@ the engine is idle again is measured. The three policies run in the same process
 
 One comparable line: the p99 data age of each policy and the ratio lag / conflate; JSON in
 benchmarks/results/when_behind.json.
+
+``--backlog``: the engine alone (no sockets) drains a backlog like review285's, both ways in the same run:
+``--busy`` streams of ``--busy-ticks`` trades each, one a message (as a live feed sends them: every message a tick
+group, its queries due), beside ``--quiet`` streams of a few ticks, all queued before the first forward; then
+forwards until idle, once with ``scheduler.roll_inside_forward: false`` (a stream stops at its roll point each
+forward) and once with it on (a stream goes on past its roll points in the same forward). One comparable line:
+forwards and seconds to drain, old vs new, and their ratios; JSON in when_behind_backlog.json.
+
+    python -m benchmarks.when_behind --backlog --busy 5 --busy-ticks 600 --quiet 2500
 """
 
 from __future__ import annotations
@@ -34,10 +43,12 @@ from connectors.ticks import encode, quote, trade
 from engine.service.cli import EXAMPLE_QUERIES
 from engine.service.client import AnswerSubscriber
 from engine.service.config import EndpointsSection, ServiceConfig
+from engine.service.pipeline import TickPipeline
 from engine.service.server import Server
 
 POLICIES = ("lag", "shed", "conflate")
 QUOTE_SHARE = 0.8  # of the ticks sent; the rest are trades
+QUIET_TICKS = 1  # --backlog: trades of each quiet stream
 
 
 def market(streams: int, seed: int) -> list[tuple[str, float]]:
@@ -114,6 +125,79 @@ def run_policy(policy: str, args: argparse.Namespace) -> dict:
             "caught_up_s_after_feed": round(caught_up_s, 2), "feed_s": round(feed_s, 2)}
 
 
+def backlog_messages(args: argparse.Namespace) -> list[list]:
+    """The busy streams' trades one a message, interleaved in a seeded order, the quiet streams' among them."""
+    rng = random.Random(args.seed)
+    names = [(f"BUSY{i}", rng.uniform(10.0, 500.0)) for i in range(args.busy)]
+    names += [(f"QUIET{i:04d}", rng.uniform(10.0, 500.0)) for i in range(args.quiet)]
+    order = [i for i in range(args.busy) for _ in range(args.busy_ticks)]
+    order += [args.busy + i for i in range(args.quiet) for _ in range(QUIET_TICKS)]
+    rng.shuffle(order)
+    mids = [mid for _, mid in names]
+    ts, out = 1_700_000_000_000_000_000, []
+    for i in order:
+        ts += rng.randrange(1, 2 * 10**7)
+        mids[i] *= 1.0 + rng.gauss(0.0, 2e-4)
+        out.append([trade(names[i][0], ts, round(mids[i], 4), round(rng.uniform(0.1, 2.0), 3),
+                          rng.choice(("buy", "sell")))])
+    return out
+
+
+def drain_backlog(inside: bool, messages: list[list], args: argparse.Namespace) -> dict:
+    """Forwards and seconds (the forwards alone) from a backlog of ``messages`` to idle."""
+    config = ServiceConfig.from_dict({"scheduler": {"roll_inside_forward": inside,
+                                                    "max_batch_tokens": args.max_batch_tokens}})
+    pipeline = TickPipeline(config)
+    pipeline.registry.register(EXAMPLE_QUERIES.read_text())
+    for message in messages:
+        if pipeline.ingest_message(encode(message)):
+            raise RuntimeError("a benchmark tick was refused")
+    engine = pipeline.engine
+    busy = {"forwards": 0, "seconds": 0.0, "cpu_seconds": 0.0}  # when the busy streams' last tick was computed
+    answers, forwards = 0, 0
+    started, cpu_started = time.perf_counter(), time.process_time()
+    while (report := engine.step()) is not None:
+        answers += len(report.outcomes)
+        forwards += 1
+        if any(p.stream.startswith("BUSY") for p in report.advanced):
+            busy = {"forwards": forwards, "seconds": round(time.perf_counter() - started, 2),
+                    "cpu_seconds": round(time.process_time() - cpu_started, 2)}
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+    scheduler, runner = engine.scheduler.stats, engine.runner.stats
+    # (the CPU time: on a shared host the wall clock also counts other processes' turns)
+    return {"roll_inside_forward": inside, "forwards": runner.forwards, "seconds": round(seconds, 2),
+            "cpu_seconds": round(cpu_seconds, 2),
+            "busy_done": busy, "answers": answers, "rolls": scheduler.rolls,
+            "rolls_in_forward": scheduler.rolls_in_forward, "skipped_tokens": scheduler.skipped_tokens,
+            "tokens_advanced": runner.tokens_advanced, "tokens_rebuilt": runner.tokens_rebuilt}
+
+
+def backlog_main(args: argparse.Namespace) -> dict:
+    messages = backlog_messages(args)
+    drain_backlog(True, backlog_messages(argparse.Namespace(**{**vars(args), "busy": 1, "quiet": 4,
+                                                                 "busy_ticks": 200})), args)  # warm-up
+    load = os.getloadavg()
+    old, new = (drain_backlog(inside, messages, args) for inside in (False, True))
+    ratios = {key: round(old[key] / new[key], 2) if new[key] else None for key in ("forwards", "seconds",
+                                                                                   "cpu_seconds")}
+    ratios["busy_done"] = {key: round(old["busy_done"][key] / new["busy_done"][key], 2) if new["busy_done"][key]
+                           else None for key in ("forwards", "seconds", "cpu_seconds")}
+    payload = {"benchmark": "when_behind_backlog", "busy": args.busy, "busy_ticks": args.busy_ticks,
+               "quiet": args.quiet, "quiet_ticks": QUIET_TICKS, "max_batch_tokens": args.max_batch_tokens,
+               "threads": args.threads, "load_avg_start": load, "load_avg_end": os.getloadavg(),
+               "machine": machine(), "old": old, "new": new, "old_over_new": ratios}
+    path = write_json("when_behind_backlog", payload, output_dir(args))
+    was, now, done = old["busy_done"], new["busy_done"], ratios["busy_done"]
+    print(f"when_behind --backlog: {args.busy} busy streams x {args.busy_ticks:,} trades (one a message) beside "
+          f"{args.quiet:,} quiet ones, {args.threads} thread(s): busy streams drained after {was['forwards']} "
+          f"forwards {was['seconds']:.1f} s ({was['cpu_seconds']:.1f} s CPU) one roll per forward, "
+          f"{now['forwards']} forwards {now['seconds']:.1f} s ({now['cpu_seconds']:.1f} s CPU) rolling inside a "
+          f"forward, old / new {done['forwards']}x forwards {done['cpu_seconds']}x CPU; everything "
+          f"{old['forwards']} vs {new['forwards']} forwards, {old['cpu_seconds']:.1f} vs {new['cpu_seconds']:.1f} "
+          f"s CPU  ({path})")
+    return payload
+
+
 def _dropped(server: Server) -> int:
     stats = server.pipeline.stats()
     return stats.get("conflated", 0) + stats["rejected"].get("overloaded", 0)
@@ -129,9 +213,17 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--drain-limit-s", type=float, default=120.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
+    parser.add_argument("--backlog", action="store_true",
+                        help="drain a backlog in the engine alone, one roll per forward vs rolls inside a forward")
+    parser.add_argument("--busy", type=int, default=5, help="--backlog: busy streams (default 5)")
+    parser.add_argument("--busy-ticks", type=int, default=600, help="--backlog: trades of each busy stream")
+    parser.add_argument("--quiet", type=int, default=2500, help=f"--backlog: quiet streams ({QUIET_TICKS} trades each)")
+    parser.add_argument("--max-batch-tokens", type=int, default=4096, help="--backlog: scheduler.max_batch_tokens")
     add_output_arguments(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.backlog:
+        return backlog_main(args)
     runs = {policy: run_policy(policy, args) for policy in args.policies}
     p99 = {policy: run["data_age_ms"].get("p99") for policy, run in runs.items()}
     ratio = p99["lag"] / p99["conflate"] if p99.get("lag") and p99.get("conflate") else None

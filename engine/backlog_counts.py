@@ -64,6 +64,6 @@ def stream_backlog(state: Stream) -> StreamBacklog:
 
 def longest_waiting(streams: Iterable[Stream], most: int) -> list[Stream]:
     """The ``most`` streams whose oldest waiting data reached the service first, oldest first: the names an
-    operator looks at when the engine is behind, since a stream advances a bounded span per forward and a busy one
-    can fall further behind than the rest (review285 #1). O(streams)."""
+    operator looks at when the engine is behind, since a stream advances at most a forward's token budget per forward
+    and a busy one can fall further behind than the rest (review285 #1). O(streams)."""
     return heapq.nsmallest(most, (s for s in streams if s.pending), key=lambda s: s.pending[0].received_ns)

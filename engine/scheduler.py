@@ -286,7 +286,8 @@ class Scheduler:
             for job in [job for job in plan.jobs if plan.ticks_after(self.streams[job.stream]) < job.after_ticks]:
                 plan.jobs.remove(job)  # the probe budget handed part of its stream's advance back
                 self._asks.append(job)
-        if self.config.roll_inside_forward:  # the token budget left goes past roll points
+        if self.config.roll_inside_forward and max_tokens is None:  # the budget left goes past roll points (not in
+            # a forward sized to a stop's time left: its probe budget is what its advances leave)
             budget = self.rolls_in_forward.extend(plan, budget, self.planner)
         for job in waiting:
             if plan.ticks_after(self.streams[job.stream]) < job.after_ticks:

@@ -68,6 +68,8 @@ SCHEDULER_COUNTERS = {  # engine/scheduler_stats.py's SchedulerStats: what each 
     "skipped_tokens": "Queued tokens never computed: a later roll of their stream, before the end of their tick "
                       "group, dropped them from the window",
     "late_evictions": "Forwards that needed KV room past what their planning fitted, evicting then (expected 0)",
+    "rolls_in_forward": "Rolls after a stream's first chunk in a forward: a stream behind went on past its roll point "
+                        "in the same forward, its kept tokens prefilled there (scheduler.roll_inside_forward)",
 }
 RUNNER_COUNTERS = {  # engine/runner.py's RunnerStats
     "forwards": "Forward passes the model ran (many streams in one), restore rebuilds included",
