@@ -279,16 +279,15 @@ class Scheduler:
         for job in asks:  # on-demand first; one that cannot fit waits for the next forward
             if plan.ticks_after(self.streams[job.stream]) < job.after_ticks:
                 waiting.append(job)
-                continue
-            budget = self.placement.add_job(plan, job, budget, make_room=True)
+            else:
+                budget = self.placement.add_job(plan, job, budget, make_room=True)
         if self.planner is not None:
             budget = self.placement.add_due(plan, budget, self.planner)
             for job in [job for job in plan.jobs if plan.ticks_after(self.streams[job.stream]) < job.after_ticks]:
                 plan.jobs.remove(job)  # the probe budget handed part of its stream's advance back
                 self._asks.append(job)
-        if self.config.roll_inside_forward and max_tokens is None:  # the budget left goes past roll points (not in
-            # a forward sized to a stop's time left: its probe budget is what its advances leave)
-            budget = self.rolls_in_forward.extend(plan, budget, self.planner)
+        if self.config.roll_inside_forward and max_tokens is None:  # (a stop's forwards: advances + probes <= it)
+            budget = self.rolls_in_forward.extend(plan, budget, self.planner)  # the budget left goes past roll points
         for job in waiting:
             if plan.ticks_after(self.streams[job.stream]) < job.after_ticks:
                 self._asks.append(job)
