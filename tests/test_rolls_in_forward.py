@@ -192,3 +192,20 @@ def test_a_small_pool_is_never_exceeded(when_full) -> None:
             p.engine.scheduler.drop(name)
         assert pool.num_free == pool.num_blocks - (len(p.engine.scheduler.header.blocks)
                                                    if p.engine.scheduler.header else 0)
+
+
+def test_binding_budgets() -> None:
+    """A probe budget that runs out inside the rolled segments hands their rest back and still answers bit for bit;
+    a token budget that ends a segment sooner than the next forward would computes a shorter sequence, the same
+    answers on the same ticks within rounding."""
+    runs = run_both(None, 0.5, 512, exact=True, max_probe_tokens=100)
+    assert runs[True]["stats"]["probes_deferred"] > 0 and runs[True]["stats"]["rolls_in_forward"] > 0
+    assert answer_rows(runs[True]["answers"]) == answer_rows(runs[False]["answers"])
+    runs = run_both(None, 0.5, 512, exact=True, max_batch_tokens=1024)
+    old, new = answer_rows(runs[False]["answers"]), answer_rows(runs[True]["answers"])
+    assert runs[True]["stats"]["rolls_in_forward"] > 0 and old.keys() == new.keys()
+    assert runs[True]["tokens"] == runs[False]["tokens"]
+    for key, (value, version, data_ts) in old.items():
+        assert (version, data_ts) == new[key][1:] and value.get("answer") == new[key][0].get("answer"), key
+        for label, prob in (value.get("probs") or {}).items():
+            assert new[key][0]["probs"][label] == pytest.approx(prob, abs=1e-5), key
