@@ -17,6 +17,14 @@ HEARTBEAT_TOPIC = "_heartbeat/"
 MAX_ECHOED_TOPIC = 64
 
 
+def rejects_topic(tag: str | None) -> str:
+    """The topic a message's rejections go out on: `_rejects/TAG/` for a message framed [TAG, ticks] whose TAG is
+    echoed (echoed_topic), else `_rejects/`. Under the one prefix, so a subscriber of `_rejects/` takes every
+    publisher's, and a feed handler subscribing `_rejects/TAG/` takes its own alone, filtered by ZeroMQ on the
+    service's side (review308 #9: N venue handlers each decoded every venue's rejections)."""
+    return REJECTS_TOPIC if tag is None else f"{REJECTS_TOPIC}{tag}/"
+
+
 def echoed_topic(frame: bytes) -> str | None:
     """The text a message's topic frame is echoed as in its rejections; None for one not echoed (too long, not
     printable ASCII)."""

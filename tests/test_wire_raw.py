@@ -310,10 +310,10 @@ def test_every_documented_reject_reason_is_published_counted_and_leaves_the_serv
         else:
             feed.send(message)
         topic, payload = rejects.until(lambda g: len(g) > n)[n]
-        assert topic == "_rejects/", case
         counted = {"count"} if reason == "oversize" else set()  # refused unread, counted as its list's ticks
         # a [topic, ticks] message's topic comes back, so its sender tells its rejections from another publisher's
         tagged = {"topic"} if isinstance(message, list) and len(message) == 2 and message[0] != b"tokens" else set()
+        assert topic == (f"_rejects/{message[0].decode()}/" if tagged else "_rejects/"), case  # (its own topic)
         assert set(payload) == {"index", "reason", "error"} | ({"stream"} if with_stream else set()) | counted \
             | tagged, (case, payload)
         assert payload.get("topic") == (message[0].decode() if tagged else None), (case, payload)

@@ -359,7 +359,8 @@ def test_control_errors_have_the_documented_shape(clients, request_, expected) -
         assert reply["id"] == 5
     assert reply["ok"] is False and expected in reply["error"], reply
     # a request to fix, not to send again as it is (a stream never seen has its own reason: a misspelt name)
-    assert reply["reason"] == ("unknown_stream" if "has sent no data" in expected else "bad_request")
+    assert reply["reason"] == ("unknown_stream" if "has sent no data" in expected else
+                               "unknown_query" if "no query named" in expected else "bad_request")
 
 
 def test_a_name_not_in_nfc_is_refused_by_get_ask_and_forget_naming_its_nfc_form(clients) -> None:

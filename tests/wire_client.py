@@ -14,7 +14,8 @@ import zmq
 
 CTX = zmq.Context.instance()
 # an error reply's `reason`
-CONTROL_REASONS = {"starting", "busy", "shard_lost", "bad_request", "unknown_stream", "ask_failed", "internal"}
+CONTROL_REASONS = {"starting", "busy", "shard_lost", "bad_request", "unknown_stream", "unknown_query", "ask_failed",
+                   "internal"}
 T0 = 1_700_000_000_000_000_000  # int64 ns since the epoch
 ANSWER_KEYS = {"query", "stream", "topic", "seq", "version", "data_ts", "answer_ts", "model", "value",
                "query_version"}

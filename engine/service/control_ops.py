@@ -14,7 +14,8 @@ from connectors.ticks import slash_hint, utc_text, wire_value
 from engine.scheduler import UnknownStream
 from engine.service.checkpoint_notes import trained_prices
 from engine.service.config import ServiceConfig
-from engine.service.control_requests import (ControlBusy, ControlError, ControlShardLost, ControlUnknownStream,
+from engine.service.control_requests import (ControlBusy, ControlError, ControlShardLost, ControlUnknownQuery,
+                                             ControlUnknownStream,
                                              asked_stream, register_source, request_field)
 from engine.service.document_parse import DocumentParse
 from engine.service.installation import package_version
@@ -195,7 +196,7 @@ class ControlOps:
             except LookupError as e:
                 either = (f"; and {excerpt(name)} is not a question of this model's codec either (its questions: "
                           f"{', '.join(sorted(questions)[:20])})") if questions else ""
-                raise ControlError(f"{e}{either}") from None
+                raise ControlUnknownQuery(f"{e}{either}") from None
         kind = "choice" if kind is None else kind  # (checked by _op_ask)
         if kind == "expectation" and not questions[name].values:
             raise ControlError(f"no query is registered as {name!r}, and the model's question {name!r} has no values "

@@ -127,6 +127,14 @@ class ControlUnknownStream(ControlError):
     reason = "unknown_stream"
 
 
+class ControlUnknownQuery(ControlError):
+    """A request naming a query that is not registered (a misspelt name, or one another client unregistered): its
+    own reason, as a stream's, so a client re-registers or says "query removed" without reading the text
+    (review308 #5)."""
+
+    reason = "unknown_query"
+
+
 class ControlShardLost(ControlError):
     """An ask whose stream's shard is lost (with --shards): sent again once the shard is back, it is served."""
 

@@ -17,12 +17,20 @@ from engine.service.control_requests import (CONTROL_OPS, ERROR_REPLY_CHARS, NO_
                                              sendable, unpack_request, unused_keys_note)
 from engine.service.document_parse import DocumentParse
 from engine.service.drain_slice import DRAIN_SLICE_S
-from engine.service.wire_protocol import pack
+from engine.service.wire_protocol import pack, pack_with_raw, raw_map_value
 from queries.limits import clip, excerpt
+from queries.registry import UnknownQueryError
 from queries.spec import QuerySpecError
 
 # requests and replies ZeroMQ queues per control client (replies past it wait in ControlSocket._unsent)
 CONTROL_HWM = 16
+
+
+def echoed_id(payload: bytes, rid: object) -> bytes:
+    """The msgpack bytes a reply carries as `id`: the request's own, byte for byte (raw_map_value), else ``rid``
+    (its decoded value) packed again."""
+    raw = raw_map_value(payload, "id")
+    return raw if raw is not None else pack(rid)
 
 
 class UnsentReplies:
@@ -123,8 +131,8 @@ class ControlSocket:
                 # by `id` never matched that error); the frames' error comes first, the likelier mistake
                 request = unpack_request(payload) if echoed is None else request_or_none(payload)
                 if (rid := request_id(request)) is not NO_ID:  # echoed: a client may pipeline requests
-                    reply = lambda obj, envelope=envelope, rid=rid: self._send_reply(  # noqa: E731
-                        [*envelope, pack({**obj, "id": rid})])
+                    reply = lambda obj, envelope=envelope, raw=echoed_id(payload, rid): self._send_reply(  # noqa: E731
+                        [*envelope, pack_with_raw(obj, "id", raw)])
                 if echoed is not None:
                     raise ControlError(echoed)
                 check_request(request)
@@ -160,7 +168,9 @@ class ControlSocket:
         self.counters["control_errors"] += 1
         if isinstance(e, (ControlError, QuerySpecError, ValueError, LookupError)):
             # (a registration's error lists up to MAX_LISTED invalid queries, each clipped on its own)
-            reply({"ok": False, "reason": e.reason if isinstance(e, ControlError) else "bad_request",
+            reason = e.reason if isinstance(e, ControlError) else \
+                "unknown_query" if isinstance(e, UnknownQueryError) else "bad_request"
+            reply({"ok": False, "reason": reason,
                    "error": sendable(clip(str(e).strip('"') or type(e).__name__, ERROR_REPLY_CHARS))})
         else:  # anything unforeseen: the service keeps serving
             reply({"ok": False, "reason": "internal",

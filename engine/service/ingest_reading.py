@@ -12,7 +12,7 @@ from typing import Any
 import msgpack
 import zmq
 
-from connectors.service_topics import REJECTS_TOPIC, echoed_topic, published_rejections
+from connectors.service_topics import echoed_topic, published_rejections, rejects_topic
 from engine.service.config import ServiceConfig
 from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.feed_watch import FeedWatch
@@ -24,6 +24,9 @@ from engine.service.wire_protocol import TOKENIZED_MARKER
 # a feed's placing `streams` reads what is queued on ingest for at most this long, and waits this long for more
 PLACING_DRAIN_S = 10.0
 PLACING_SETTLE_MS = 50
+# a msgpack array of no item, in each of its three headers (fixarray, array16, array32): a message that holds no
+# tick is refused as `empty_list` and counted, not taken silently (review308 #8)
+EMPTY_LISTS = (b"\x90", b"\xdc\x00\x00", b"\xdd\x00\x00\x00\x00")
 
 
 class IngestReading:
@@ -86,7 +89,12 @@ class IngestReading:
             self.counters["ingest_messages"] += 1
             if watch is not None:
                 watch.read()
-            if len(frames) == 2 and frames[0] == TOKENIZED_MARKER:
+            tag = echoed_topic(frames[0]) if len(frames) == 2 and frames[0] != TOKENIZED_MARKER else None
+            if frames[-1] in EMPTY_LISTS and len(frames) <= 2:  # (an encoder's bug that empties every batch)
+                self.pipeline.rejected["empty_list"] += 1
+                rejections = [{"index": -1, "reason": "empty_list", "error": "empty_list: the message holds an "
+                               "empty list: no tick taken (send one tick map or a list of at least one)"}]
+            elif len(frames) == 2 and frames[0] == TOKENIZED_MARKER:
                 rejections = self.pipeline.ingest_tokenized(frames[1])
             elif len(frames) == 1:
                 rejections = self.pipeline.ingest_message(frames[0])
@@ -95,14 +103,14 @@ class IngestReading:
                 rejections = [{"index": -1, "reason": "bad_framing", "error": _framing_error(frames, tick_first=True)}]
             elif len(frames) == 2:  # [topic, ticks]: how PUB feeds frame a message for SUB filtering; topic unread
                 rejections = self.pipeline.ingest_message(frames[1])
-                if rejections and (topic := echoed_topic(frames[0])) is not None:  # whose they are, for the sender
-                    rejections = [{**rejection, "topic": topic} for rejection in rejections]
             else:
                 self.pipeline.rejected["bad_framing"] += 1
                 rejections = [{"index": -1, "reason": "bad_framing", "error": _framing_error(frames)}]
+            if rejections and tag is not None:  # whose they are, for the sender (and its own topic: rejects_topic)
+                rejections = [{**rejection, "topic": tag} for rejection in rejections]
             self._remember_refused(rejections)
             for rejection in published_rejections(rejections):  # PUSH has no way back: reasons on their own topic
-                self._send(REJECTS_TOPIC, rejection)
+                self._send(rejects_topic(tag), rejection)
         return False
 
     def _ingest_unread(self) -> bool:

@@ -106,10 +106,13 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
         # with router_mandatory a reply past a client's CONTROL_HWM unread fails (zmq.Again) instead of being
         # dropped unseen: it waits in _unsent, bounded in bytes (limits.control_queue_bytes), and then is counted.
         # Requests too: past CONTROL_HWM of a client's waiting to be read, ZeroMQ stops reading its connection (the
-        # client's own queue holds the rest), rather than hold up to 1,000 of max_control_bytes each
+        # client's own queue holds the rest), rather than hold up to 1,000 of max_control_bytes each.
+        # router_handover: a client that sets a routing id of its own (C++ and Go services do) and reconnects with
+        # it while its old connection is still held (an ask in flight) takes that id over; without it libzmq
+        # ignores every message of the new connection, unanswered and uncounted (review308 #1)
         control = self._socket("control", zmq.ROUTER, config.endpoints.control, curve=True,
                                maxmsgsize=config.limits.max_control_bytes, sndhwm=CONTROL_HWM, rcvhwm=CONTROL_HWM,
-                               router_mandatory=1)
+                               router_mandatory=1, router_handover=1)
         self._unsent: dict[bytes, UnsentReplies] = {}  # routing id -> replies ZeroMQ's queue had no room for yet
         self._snapshot: dict[str, Any] = {}
         self._metrics_server: Any = None

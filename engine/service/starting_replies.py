@@ -12,7 +12,7 @@ import zmq
 
 from engine.service.control_requests import NO_ID, envelope_problem, refused_envelope, request_id, request_or_none
 from engine.service.installation import package_version
-from engine.service.wire_protocol import WIRE_PROTOCOL, pack
+from engine.service.wire_protocol import WIRE_PROTOCOL, pack, pack_with_raw, raw_map_value
 
 class StartingReplies:
     """While the service starts (the model loads, the tick log replays): a thread that answers its control socket,
@@ -57,6 +57,8 @@ class StartingReplies:
                 reply = {"ok": False, "reason": "starting",
                          "error": "the service is starting (loading its model, recovering its streams from the tick "
                                   "log): try again once `flashtick health` says serving"}
-            if (rid := request_id(request)) is not NO_ID:
-                reply["id"] = rid
-            self._send([*frames[:-1], pack(reply)])
+            packed = pack(reply)
+            if (rid := request_id(request)) is not NO_ID:  # (byte for byte, as the serving loop echoes it)
+                raw = raw_map_value(frames[-1], "id")
+                packed = pack_with_raw(reply, "id", raw if raw is not None else pack(rid))
+            self._send([*frames[:-1], packed])

@@ -1,0 +1,187 @@
+"""What a client in another language sees on the wire (review308: C with libzmq, Node.js with zeromq.js): a DEALER
+that keeps a routing id of its own across a reconnect, error codes a client can switch on (every one the document's
+table lists), a request's `id` echoed byte for byte, an empty tick list refused, and each publisher's rejections on
+a topic of its own. pyzmq and msgpack only on the client side; the bytes are built by hand where their encoding is
+the point."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import msgpack
+import pytest
+import zmq
+
+from wire_client import CTX, T0, Control, fresh_stream, held_of, stats, trade, wait_stats, wait_until
+from wire_server import clients, server, shedding  # noqa: F401 (fixtures)
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "wire-protocol.md"
+
+
+def dealer(endpoint: str, routing_id: bytes | None = None) -> zmq.Socket:
+    sock = CTX.socket(zmq.DEALER)
+    sock.linger = 0
+    if routing_id is not None:
+        sock.routing_id = routing_id
+    sock.connect(endpoint)
+    return sock
+
+
+def replies_within(sock: zmq.Socket, timeout_s: float) -> list[dict]:
+    got = []
+    while sock.poll(int(timeout_s * 1000)):
+        got.append(msgpack.unpackb(sock.recv_multipart()[-1], raw=False))
+    return got
+
+
+def fed_stream(clients, ticks: int = 20) -> str:
+    control, _sub, push = clients
+    ctl, feed = control(), push()
+    stream = fresh_stream("FC")
+    feed.send(msgpack.packb([trade(stream, T0 + i) for i in range(ticks)]))
+    wait_until(lambda: (held_of(ctl, stream) or {}).get("ticks") == ticks)
+    return stream
+
+
+# -- #1: a fixed routing id, reconnected with asks in flight --------------------------------------------------------
+
+def test_a_client_that_reconnects_with_its_own_routing_id_while_asks_are_in_flight_is_answered(server, clients):
+    """review308 #1: a DEALER with ZMQ_ROUTING_ID "risk-3" sent asks, died, and reconnected with the same id: libzmq's
+    ROUTER ignored the new connection for its whole life (no reply, nothing counted) while it still held the old
+    one. With router_handover the new connection takes the id over: each health request is answered (a reply to an
+    ask of the old connection may come on the new one too, told apart by its `id`)."""
+    stream = fed_stream(clients)
+    for trial in range(2):
+        routing_id = f"risk-{trial}".encode()
+        old = dealer(server["control"], routing_id)
+        time.sleep(0.3)  # (connected: the asks go out, rather than wait in the socket for a peer)
+        for i in range(5):
+            old.send_multipart([b"", msgpack.packb({"op": "ask", "stream": stream, "query": "direction_20", "id": i})])
+        old.close()
+        new = dealer(server["control"], routing_id)
+        try:
+            for k in range(3):
+                new.send_multipart([b"", msgpack.packb({"op": "health", "id": 100 + k})])
+                got = replies_within(new, 10)
+                assert 100 + k in [reply["id"] for reply in got], (trial, k, got)
+        finally:
+            new.close()
+
+
+# -- #5: error codes, one table -------------------------------------------------------------------------------------
+
+def documented_codes() -> dict[str, str]:
+    """The error-code table of docs/wire-protocol.md: code -> its "produced by" cell."""
+    text = DOC.read_text()
+    table = text[text.index("| `reason` | where | meaning | produced by |"):]
+    table = table[:table.index("\n\n")]
+    return {m.group(1): m.group(2) for m in re.finditer(r"^\| `(\w+)` \| [^|]+ \| [^|]+ \| (.+) \|$", table, re.M)}
+
+
+def test_every_documented_control_code_is_produced_by_the_request_the_table_names(clients) -> None:
+    """review308 #5: "no query named X" was `bad_request`, like a malformed request; it has its own code now. Each
+    code whose table row names a request (as JSON) is produced by sending exactly that request."""
+    codes = documented_codes()
+    assert {"bad_request", "unknown_stream", "unknown_query", "busy", "starting", "shard_lost", "ask_failed",
+            "internal", "empty_list", "bad_framing"} <= set(codes)
+    fed_stream(clients)  # (some stream has data: `R.OK` of the table's requests is fed below)
+    control, _sub, push = clients
+    push().send(msgpack.packb(trade("R.OK", T0)))
+    ctl = control()
+    wait_until(lambda: (held_of(ctl, "R.OK") or {}).get("ticks", 0) >= 1)
+    sent = 0
+    for code, produced_by in codes.items():
+        for request in re.findall(r"`(\{\"op\".*?\})`", produced_by):
+            reply = ctl.raw(msgpack.packb(json.loads(request)))
+            assert reply["ok"] is False and reply["reason"] == code, (code, request, reply)
+            sent += 1
+    assert sent >= 4
+
+
+def test_an_unknown_query_is_unknown_query_in_get_ask_and_unregister(clients) -> None:
+    stream = fed_stream(clients)
+    ctl = clients[0]()
+    for op, fields in (("get", {"stream": stream, "query": "nd99"}), ("ask", {"stream": stream, "query": "nd99"}),
+                       ("unregister", {"name": "nd99"})):
+        reply = ctl(op, **fields)
+        assert reply["ok"] is False and reply["reason"] == "unknown_query", (op, reply)
+        assert reply["error"].startswith('no query named "nd99"'), (op, reply)
+    assert ctl("get", stream=7, query="dir")["reason"] == "bad_request"  # a malformed request stays bad_request
+
+
+def test_a_request_while_the_service_starts_is_starting_with_its_id_as_sent(tmp_path) -> None:
+    """The `starting` row: every op but health while the model loads (StartingReplies on a real ROUTER)."""
+    from engine.service.starting_replies import StartingReplies
+
+    router = CTX.socket(zmq.ROUTER)
+    router.linger = 0
+    port = router.bind_to_random_port("tcp://127.0.0.1")
+    client = dealer(f"tcp://127.0.0.1:{port}")
+    try:
+        with StartingReplies(router, "m", "no_bid", time.time(), router.send_multipart):
+            client.send_multipart([b"", b"\x82\xa2op\xa4list\xa2id\xcd\x00\x07"])  # id: uint16 7
+            assert client.poll(10_000)
+            frames = client.recv_multipart()
+        reply = msgpack.unpackb(frames[-1], raw=False)
+        assert reply["ok"] is False and reply["reason"] == "starting" and reply["id"] == 7
+        assert frames[-1].endswith(b"\xa2id\xcd\x00\x07")
+    finally:
+        client.close()
+        router.close()
+
+
+# -- #6: `id` byte for byte -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("id_hex", ["ca3f800000", "cd0001", "c403010203", "d40501", "cb3ff0000000000000", "01",
+                                    "d100ff", "a3616263", "920102", "81a178c0"],
+                         ids=["float32", "uint16", "bin", "ext", "float64", "fixint", "int16", "str", "array", "map"])
+def test_a_requests_id_comes_back_byte_for_byte(clients, id_hex) -> None:
+    """review308 #6: an id sent as float32 1.0 came back as float64, a uint16 1 as a fixint: a C client keying its
+    pending requests on the id's bytes missed the reply. It comes back as it came, on success and on error."""
+    ctl = clients[0]()
+    raw = bytes.fromhex(id_hex)
+    for request in (b"\x82\xa2op\xa6health\xa2id" + raw, b"\x82\xa2op\xa3fly\xa2id" + raw):
+        ctl.sock.send_multipart([b"", request])
+        assert ctl.sock.poll(10_000)
+        payload = ctl.sock.recv_multipart()[-1]
+        reply = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+        assert payload.endswith(b"\xa2id" + raw) and list(reply)[-1] == "id", (request, payload)
+
+
+# -- #8: an empty list ----------------------------------------------------------------------------------------------
+
+def test_an_empty_tick_list_is_refused_as_empty_list_and_counted(clients) -> None:
+    """review308 #8: `[]` was taken without a word (an encoder that empties every batch showed only as no answers)."""
+    control, sub, push = clients
+    ctl, feed, rejects = control(), push(), sub("_rejects/")
+    before = stats(ctl)["rejected"].get("empty_list", 0)
+    for message in (b"\x90", b"\xdc\x00\x00", [b"venue-7", b"\x90"], [b"tokens", b"\x90"]):
+        n = len(rejects.kept)
+        feed.send_multipart(message if isinstance(message, list) else [message])
+        topic, payload = rejects.until(lambda g: len(g) > n)[n]
+        assert (payload["index"], payload["reason"]) == (-1, "empty_list"), payload
+        assert payload["error"].startswith("empty_list: the message holds an empty list"), payload
+    wait_stats(ctl, lambda st: st["rejected"].get("empty_list", 0) - before == 4)
+    assert ctl.ok("health")["status"] == "serving"
+
+
+# -- #9: a publisher's own rejections -------------------------------------------------------------------------------
+
+def test_a_tagged_publisher_subscribes_to_its_own_rejections_alone(clients) -> None:
+    """review308 #9: every publisher's rejections came on `_rejects/`; a message framed [TAG, ticks] has its
+    rejections on `_rejects/TAG/`, which a feed handler subscribes to alone; `_rejects/` still takes them all."""
+    control, sub, push = clients
+    mine, everything, feed = sub("_rejects/cpp-1/"), sub("_rejects/"), push()
+    feed.send_multipart([b"cpp-2", msgpack.packb([trade("a/b", T0)])])  # another venue's bad tick
+    feed.send(msgpack.packb([trade("c/d", T0)]))  # and an untagged one
+    feed.send_multipart([b"cpp-1", msgpack.packb([trade("e/f", T0)])])
+    got = everything.until(lambda g: len(g) >= 3)
+    assert [topic for topic, _ in got] == ["_rejects/cpp-2/", "_rejects/", "_rejects/cpp-1/"]
+    assert [p.get("topic") for _, p in got] == ["cpp-2", None, "cpp-1"]
+    feed.send_multipart([b"cpp-1", msgpack.packb([trade("g/h", T0)])])  # (one subscriber's messages keep their order)
+    got = mine.until(lambda g: len(g) >= 2)
+    assert [(topic, p["topic"], p["reason"]) for topic, p in got] == [("_rejects/cpp-1/", "cpp-1", "bad_stream")] * 2
+    assert ["e/f" in got[0][1]["error"], "g/h" in got[1][1]["error"]] == [True, True]
