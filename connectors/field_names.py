@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from engine.quoting import quoted
+
 # Column names vendors use for each field, compared in lower case with spaces and dashes as "_"; the first
 # name a file has wins. `ts` and `stream` come first: the wire layout.
 FIELD_NAMES: dict[str, tuple[str, ...]] = {
@@ -238,11 +240,11 @@ def renamed(keys: Iterable[object], field: str | None = None) -> str:
     keys = list(keys)
     if (message := exchange_message(keys)) is not None:
         return f" ({message.hint()})"
-    hints = [f"key {str(key)[:32]!r} is {wire!r} on the wire" for key in keys
+    hints = [f"key {quoted(str(key), 32)} is {quoted(wire)} on the wire" for key in keys
              if (wire := wire_field_of(key)) is not None and (field is None or wire == field)]
     sequences = [key for key in keys if field is None and isinstance(key, str) and normal_name(key) in SEQUENCE_KEYS]
     if sequences:
-        hints.append(f"key {str(sequences[0])[:32]!r}{' (and others)' if len(sequences) > 1 else ''}: "
+        hints.append(f"key {quoted(str(sequences[0]), 32)}{' (and others)' if len(sequences) > 1 else ''}: "
                      f"{SEQUENCE_HINT}")
     return " (" + "; ".join(hints[:4]) + ")" if hints else ""
 

@@ -14,6 +14,7 @@ import msgpack
 
 from connectors.tick_errors import InvalidTick
 from connectors.wire_values import wire_value
+from engine.quoting import quoted
 
 
 def unpack(data: bytes, *, max_bytes: int = 64 << 20) -> Any:
@@ -83,11 +84,11 @@ def check_keys(obj: dict) -> None:
     """Map keys are msgpack str: a key sent as bin (a client packing every string as bytes) is `wrong_type`,
     said as such, rather than every field looking missing."""
     if isinstance(obj, RepeatedKeys):
-        raise InvalidTick("duplicate_key", f"key {', '.join(repr(k)[:34] for k in obj.repeated[:8])} given more "
+        raise InvalidTick("duplicate_key", f"key {', '.join(quoted(k, 32) for k in obj.repeated[:8])} given more "
                                            f"than once in one tick map: which value was meant cannot be told")
     for key in obj:
         if isinstance(key, bytes):
-            raise InvalidTick("wrong_type", f"map keys must be msgpack str, got bin {key[:32]!r}: pack text as "
+            raise InvalidTick("wrong_type", f"map keys must be msgpack str, got {quoted(key)}: pack text as "
                                             "str (msgpack's str family), not bin")
         if not isinstance(key, str):
             raise InvalidTick("wrong_type", f"map keys must be msgpack str, got {wire_value(key)}")

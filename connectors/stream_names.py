@@ -13,6 +13,7 @@ import unicodedata
 from typing import Any
 
 from connectors.tick_errors import InvalidTick
+from engine.quoting import quoted
 from connectors.wire_values import check_text
 
 MAX_STREAM_BYTES = 128  # the service's default for limits.max_stream_bytes
@@ -36,13 +37,13 @@ def slash_hint(name: str) -> str:
     if not isinstance(name, str) or "/" not in name or len(name) > 64:
         return ""
     return f" (no stream name has a '/', which answer topics use as their separator: file replay names " \
-           f"{name!r} {name.replace('/', '-')!r}{venue_caution(name.replace('/', '-'))})"
+           f"{quoted(name)} {quoted(name.replace('/', '-'))}{venue_caution(name.replace('/', '-'))})"
 
 
 def venue_caution(dashed: str) -> str:
     """What to know before sending `BTC/USD` as `BTC-USD`, said wherever '/' -> '-' is suggested or done: that may be
     another venue's own name for the instrument (Coinbase's), and one engine fed by both would merge their ticks."""
-    example = f", e.g. {dashed + '.kraken'!r}" if len(dashed) <= 32 else ""
+    example = f", e.g. {quoted(dashed + '.kraken')}" if len(dashed) <= 32 else ""
     return f"; it may be another venue's name too: name it by venue{example}"  # (a rejection is kept short)
 
 
@@ -57,7 +58,7 @@ def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
     end. Anything else is `bad_stream`, with the rule it broke.
     """
     if stream is None or stream == "":
-        raise InvalidTick("missing_stream", "field 'stream' is required and must be non-empty")
+        raise InvalidTick("missing_stream", 'field "stream" is required and must be non-empty')
     check_text("stream", stream)
     if len(stream) > max_bytes:  # a character is at least one byte: a 1 MB name stops here, unread
         raise InvalidTick("bad_stream", f"stream name of {len(stream)} characters (so at least as many UTF-8 bytes) "
@@ -70,13 +71,13 @@ def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
         raise InvalidTick("bad_stream", f"stream name of {size} UTF-8 bytes is longer than {max_bytes} bytes")
     if "/" in stream:  # answer topics are "<query>/<stream>/": a '/' would make prefix subscriptions ambiguous
         dashed = stream.replace("/", "-")
-        raise InvalidTick("bad_stream", f"stream {stream!r} contains '/', which answer topics use as a delimiter "
-                                        f"(file replay names it {dashed!r}{venue_caution(dashed)})")
+        raise InvalidTick("bad_stream", f"stream {_excerpt(stream, 64)} contains \"/\", which answer topics use as a "
+                                        f"delimiter (file replay names it {quoted(dashed)}{venue_caution(dashed)})")
     if stream[0] == "_":
-        raise InvalidTick("bad_stream", f"stream {stream!r} starts with '_': topics starting with '_' are the "
-                                        "service's own (_heartbeat/, _rejects/)")
+        raise InvalidTick("bad_stream", f"stream {_excerpt(stream, 64)} starts with \"_\": topics starting with "
+                                        "\"_\" are the service's own (_heartbeat/, _rejects/)")
     if stream[0] == " " or stream[-1] == " ":
-        raise InvalidTick("bad_stream", f"stream {stream!r} starts or ends with a space")
+        raise InvalidTick("bad_stream", f"stream {_excerpt(stream, 64)} starts or ends with a space")
     return stream
 
 
@@ -105,9 +106,10 @@ def _describe(char: str) -> str:
 
 
 def _excerpt(stream: str, limit: int = 32, readable: bool = False) -> str:
-    """The start of a refused name, escaped (ascii) so that it cannot reorder or hide text where it is shown;
-    ``readable``: a name to use instead (an NFC form), as ``shown_name`` quotes it."""
-    return (repr if readable else ascii)(stream[:limit]) + ("..." if len(stream) > limit else "")
+    """The start of a refused name, quoted as JSON writes it with every character past ASCII escaped, so that it
+    cannot reorder or hide text where it is shown; ``readable``: a name to use instead (an NFC form), its printable
+    letters kept."""
+    return quoted(stream[:limit], ascii_only=not readable) + ("..." if len(stream) > limit else "")
 
 
 def shown_name(name: str) -> str:

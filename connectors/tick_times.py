@@ -15,6 +15,7 @@ from typing import Any
 from connectors.field_names import renamed
 from connectors.tick_errors import InvalidTick
 from connectors.wire_values import wire_value
+from engine.quoting import quoted
 
 TS_MAX = 2**63
 
@@ -88,7 +89,7 @@ def check_order(stream: str, ts: int, last_ts: int | None) -> None:
     """The one ordering rule: ts may not go below the stream's last accepted ts (equal is fine:
     exchanges stamp many trades with one millisecond)."""
     if last_ts is not None and ts < last_ts:
-        raise InvalidTick("ts_backwards", f"stream {stream!r}: ts {ts} ({utc_text(ts)}) < previous {last_ts} "
+        raise InvalidTick("ts_backwards", f"stream {quoted(stream)}: ts {ts} ({utc_text(ts)}) < previous {last_ts} "
                                           f"({utc_text(last_ts)})", stream)
 
 
@@ -97,7 +98,7 @@ def check_not_ahead(stream: str, ts: int, now_ns: int, max_ahead_ns: int) -> Non
     ahead (a corrupt or mis-scaled time) would otherwise be accepted and then, as the stream's last ts, refuse
     every real tick after it as ts_backwards, across restarts too. Files replayed offline are never checked."""
     if ts - now_ns > max_ahead_ns:
-        raise InvalidTick("ts_in_future", f"stream {stream!r}: ts {ts} ({utc_text(ts)}) is "
+        raise InvalidTick("ts_in_future", f"stream {quoted(stream)}: ts {ts} ({utc_text(ts)}) is "
                                           f"{_duration(ts - now_ns)} ahead of this service's clock "
                                           f"({utc_text(now_ns)}); limits.max_ts_ahead_s allows "
                                           f"{_duration(max_ahead_ns)} (a sender's clock or unit mistake?)", stream)

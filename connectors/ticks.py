@@ -50,6 +50,7 @@ from connectors.stream_names import MAX_STREAM_BYTES, check_normalized, check_st
 from connectors.tick_errors import InvalidTick
 from connectors.tick_times import TS_MAX, check_ts, utc_text
 from connectors.wire_values import check_text, field_list, wire_type, wire_value
+from engine.quoting import quoted
 
 # This module's names, and those the service (and event_time.py, TS_MAX) import from here, kept importable after they
 # moved beside it; connectors/ modules and tests import the moved checks from their own modules
@@ -166,7 +167,8 @@ def _number(obj: dict, key: str, *, required: bool, is_price: bool, zero_ok: boo
     value = obj.get(key)
     if value is None:
         if required:
-            raise InvalidTick("missing_field", f"field {key!r} is required{renamed(obj, key) or _sizeless(obj, key)}")
+            raise InvalidTick("missing_field",
+                              f"field {quoted(key)} is required{renamed(obj, key) or _sizeless(obj, key)}")
         return None
     # bool is an int subclass; a True price is a bug upstream, not a price of 1.
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -223,7 +225,7 @@ def _kind(obj: dict) -> str:
         return TRADE if has_trade else QUOTE
     check_text("kind", kind)
     if kind not in KINDS:
-        raise InvalidTick("unknown_kind", f"kind must be one of {KINDS}, got {kind!r}")
+        raise InvalidTick("unknown_kind", f"kind must be one of {quoted(KINDS)}, got {quoted(kind)}")
     return kind
 
 
@@ -234,8 +236,8 @@ def _side_hint(side: Any) -> str:
     if word is None:
         return ""
     if said == word:
-        return f" (lower case: {word!r})"
-    return f" (if {side!r} marks a {'buyer' if word == 'buy' else 'seller'}-initiated trade, send {word!r})"
+        return f" (lower case: {quoted(word)})"
+    return f" (if {quoted(side)} marks a {'buyer' if word == 'buy' else 'seller'}-initiated trade, send {quoted(word)})"
 
 
 def counted(n: int, noun: str) -> str:
@@ -274,7 +276,8 @@ def _validate_fields(obj: dict, stream: str, zero_bid_is_price: bool) -> Tick:
         if side is not None:
             check_text("side", side)
         if side is not None and side not in SIDES:
-            raise InvalidTick("unknown_side", f"side must be 'buy', 'sell' or nil, got {side!r}{_side_hint(side)}")
+            raise InvalidTick("unknown_side",
+                              f"side must be \"buy\", \"sell\" or nil, got {quoted(side)}{_side_hint(side)}")
         price = _number(obj, "price", required=True, is_price=True)
         size = _number(obj, "size", required=True, is_price=False)
         return Tick(stream, ts, TRADE, price=price, size=size, side=side)

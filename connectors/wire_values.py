@@ -12,6 +12,7 @@ from typing import Any
 import msgpack
 
 from connectors.tick_errors import InvalidTick
+from engine.quoting import quoted
 
 
 # in this order: bool is an int subclass, msgpack's ExtType a tuple
@@ -37,9 +38,10 @@ def wire_value(value: Any, limit: int = 32) -> str:
         return "nil"
     if isinstance(value, bool):
         return f"bool {'true' if value else 'false'}"
-    if isinstance(value, (int, float, str, bytes)):
-        text = ascii(value) if isinstance(value, str) else repr(value)
-        return f"{name} {text[:limit]}{'...' if len(text) > limit else ''}"
+    if isinstance(value, bytes):
+        return quoted(value)  # ("bin 3 bytes 43 2e 41")
+    if isinstance(value, (int, float, str)):
+        return f"{name} {quoted(value, limit)}"
     if isinstance(value, msgpack.ExtType):
         return f"ext (type {value.code})"
     if isinstance(value, msgpack.Timestamp):
@@ -53,7 +55,7 @@ def check_text(key: str, value: Any) -> None:
     """A text field is msgpack str: sent as bin (a client packing every string as bytes) or as anything else it is
     `wrong_type`, said as such, whichever field it is."""
     if isinstance(value, bytes):
-        raise InvalidTick("wrong_type", f"{key} must be msgpack str, got bin {value[:32]!r}: pack text as str "
+        raise InvalidTick("wrong_type", f"{key} must be msgpack str, got {quoted(value)}: pack text as str "
                                         "(msgpack's str family), not bin")
     if not isinstance(value, str):
         raise InvalidTick("wrong_type", f"{key} must be a str, got {wire_value(value)}")
@@ -63,4 +65,4 @@ def field_list(keys: Any, shown: int = 8) -> str:
     """Unknown keys for an error, bounded: a few of them (each cut to 32 characters) and how many more."""
     names = sorted(str(k)[:32] for k in keys)
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return f"{names[:shown]}{more}"
+    return f"[{', '.join(quoted(name) for name in names[:shown])}]{more}"

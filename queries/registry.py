@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from engine.quoting import quoted
 from queries.limits import QueryLimits, excerpt
 from queries.codec_questions import NamedQuestion, check_questions
 from queries.spec import DEFAULT_TOPIC, QuerySpec, QuerySpecError, check_limits, unanswerable_reason
@@ -226,7 +227,7 @@ class Registry:
     def _unknown(name: str, snap: _Snapshot) -> UnknownQueryError:
         names = list(snap.specs)
         known = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "") or "none"
-        return UnknownQueryError(f"no query named {excerpt(name)} (registered: {known})")
+        return UnknownQueryError(f"no query named {quoted(name)} (registered: {known})")
 
     # ---- triggers ----
 

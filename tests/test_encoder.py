@@ -270,6 +270,6 @@ def test_ts_backwards_says_both_times_in_utc() -> None:
     encoders = StreamEncoders(CODEC)
     result = encoders.ingest_message(msgpack.packb([trade("A", 7 * 10**18, 1.0, 1.0).to_wire(),
                                                     trade("A", 1_780_000_000_000_000_001, 1.0, 1.0).to_wire()]), Sink())
-    assert result.rejections[0].error == ("ts_backwards: stream 'A': ts 1780000000000000001 "
+    assert result.rejections[0].error == ("ts_backwards: stream \"A\": ts 1780000000000000001 "
                                           "(2026-05-28T20:26:40.000000001Z) < previous 7000000000000000000 "
                                           "(2191-10-27T12:26:40Z)")

@@ -127,7 +127,7 @@ def test_without_forget_a_restart_brings_the_forged_guard_back(checkpoint, tmp_p
         try:
             feed.push.send(_tick("SYN.D", now + 20 * HOUR_NS))
             wait_for(lambda: feed.last_ts("SYN.D") == now + 20 * HOUR_NS)
-            with pytest.raises(ControlError, match="needs 'stream'"):
+            with pytest.raises(ControlError, match='needs "stream"'):
                 feed.control.call("forget")
         finally:
             feed.close()

@@ -283,17 +283,21 @@ def test_the_distinct_subscriptions_subscribers_hold_are_counted_until_they_go(s
     assert _stats(service)["subscriptions"] == before["subscriptions"]
 
 
-def test_a_subscription_longer_than_any_topic_drops_its_subscriber_alone(service) -> None:
+def test_a_subscription_past_the_wire_limit_drops_its_subscriber_alone(service) -> None:
+    """A subscription longer than any topic is held (it matches nothing; counted: test_wire_foreign_clients.py); one
+    past SUBSCRIPTION_WIRE_BYTES is not read: ZeroMQ drops that subscriber's connection, and no one else's."""
+    from engine.service.subscriptions_held import SUBSCRIPTION_WIRE_BYTES
+
     limits = service.config.limits
     longest_topic = limits.max_topic_bytes + limits.max_stream_bytes + 1
-    honest = _subscriber(service, b"_heartbeat/", b"q/" + b"S" * (longest_topic - 2))
+    honest = _subscriber(service, b"_heartbeat/", b"q/" + b"S" * (longest_topic - 2), b"x" * (longest_topic + 1))
     everything = _subscriber(service, b"")
     greedy = _subscriber(service, b"_heartbeat/", reconnect=False)
     events = greedy.get_monitor_socket(zmq.EVENT_DISCONNECTED)
     try:
         assert _heartbeat_arrives(greedy) and _heartbeat_arrives(honest) and _heartbeat_arrives(everything)
-        greedy.setsockopt(zmq.SUBSCRIBE, b"x" * (longest_topic + 1))  # can match nothing
-        assert events.poll(60_000), "the service kept the connection of an over-long subscription"
+        greedy.setsockopt(zmq.SUBSCRIBE, b"x" * SUBSCRIPTION_WIRE_BYTES)  # past the wire limit
+        assert events.poll(60_000), "the service kept the connection of a subscription past its wire limit"
         assert _heartbeat_arrives(honest) and _heartbeat_arrives(everything)
         honest.setsockopt(zmq.UNSUBSCRIBE, b"_heartbeat/")  # unsubscribing works as before
         honest.setsockopt(zmq.SUBSCRIBE, b"_heart")

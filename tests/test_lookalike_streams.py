@@ -5,6 +5,8 @@ a fullwidth name alone, or one differing in case, is a stream of its own."""
 
 from __future__ import annotations
 
+import json
+
 import msgpack
 import pytest
 
@@ -60,15 +62,15 @@ def test_names_that_fold_to_a_known_stream_are_refused_naming_it_across_a_restar
     assert got[0] is None and got[-1] is None, got  # LOOK.A, then look.a (case kept: its own stream)
     for name, entry in zip(LOOKALIKES, got[1:-1]):
         assert entry["reason"] == "bad_stream" and entry["stream"] == name, entry
-        assert entry["error"].startswith(f"bad_stream: stream {ascii(name)} prints like 'LOOK.A', a stream this "
-                                         f"service knows already: Unicode NFKC folds both to 'LOOK.A' ("), entry
-        assert "send its ticks as 'LOOK.A' if it is that instrument, or give it a name of its own" in entry["error"]
+        assert entry["error"].startswith(f'bad_stream: stream {json.dumps(name)} prints like "LOOK.A", a stream this '
+                                         f'service knows already: Unicode NFKC folds both to "LOOK.A" ('), entry
+        assert 'send its ticks as "LOOK.A" if it is that instrument, or give it a name of its own' in entry["error"]
     assert entry["error"].count("U+FF0E FULLWIDTH FULL STOP") == 1, entry
     assert set(held) == {"LOOK.A", "look.a"} and counted["bad_stream"] == 3, (held, counted)
     with serving(config(checkpoint, data)) as server:  # the names the tick log holds are known at once
         got = refusals(server, [msgpack.packb(trade("LOOK\uff0eA", T0 + 2)), msgpack.packb(trade("LOOK.A", T0 + 2)),
                                 msgpack.packb(trade("\uff2e\uff2b\uff12\uff12\uff15", T0 + 2))])
-    assert got[0]["reason"] == "bad_stream" and "prints like 'LOOK.A'" in got[0]["error"], got
+    assert got[0]["reason"] == "bad_stream" and 'prints like "LOOK.A"' in got[0]["error"], got
     assert got[1:] == [None, None], got  # the stream itself, and a fullwidth name of its own (ＮＫ２２５)
 
 
@@ -89,5 +91,5 @@ def test_a_lookalike_of_a_stream_refused_and_remembered_is_refused_and_tokenized
         control.close()
     assert got[0]["reason"] == "crossed_quote", got
     assert [g["reason"] for g in got[1:]] == ["bad_stream"] * 2, got
-    assert all("prints like '\uff31\uff31.B'" in g["error"] for g in got[1:]), got
-    assert entry["reason"] == "bad_stream" and "prints like '\uff31\uff31.B'" in entry["error"], entry
+    assert all('prints like "\uff31\uff31.B"' in g["error"] for g in got[1:]), got
+    assert entry["reason"] == "bad_stream" and 'prints like "\uff31\uff31.B"' in entry["error"], entry

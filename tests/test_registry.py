@@ -74,9 +74,9 @@ def test_unregister():
     reg.register([q("a"), q("b")])
     assert reg.unregister("a").name == "a"
     assert reg.version == 2 and [s.name for s in reg.list()] == ["b"]
-    with pytest.raises(UnknownQueryError, match=r"no query named 'a' \(registered: b\)"):
+    with pytest.raises(UnknownQueryError, match=r'no query named "a" \(registered: b\)'):
         reg.unregister("a")
-    with pytest.raises(UnknownQueryError, match="no query named 'zz'"):
+    with pytest.raises(UnknownQueryError, match='no query named "zz"'):
         reg.get("zz")
     assert reg.version == 2
 

@@ -100,9 +100,9 @@ GOOD_NAMES = ["BTCUSDT", "ES.H25", "6E-M5", "AAPL US Equity", "SYN.A", "BTC-USD"
               "日経225", "ÜBER_X", "a" * 128, "é" * 64, "x_"]
 # (name, the words the message must contain): one per class of refused name
 BAD_NAMES = [
-    ("BTC/USDT", "'/'"),
-    ("_heartbeat", "starts with '_'"),
-    ("_rejects", "starts with '_'"),
+    ("BTC/USDT", '"/"'),
+    ("_heartbeat", 'starts with "_"'),
+    ("_rejects", 'starts with "_"'),
     (" BTCUSDT", "space"),
     ("BTCUSDT ", "space"),
     ("BTC\x00USDT", "U+0000"),
@@ -126,18 +126,18 @@ BAD_NAMES = [
 
 
 @pytest.mark.parametrize("obj,reason,hint", [
-    ({"symbol": "A", "ts": 1, "price": 1.0, "size": 1.0}, "missing_stream", "(key 'symbol' is 'stream' on the wire)"),
+    ({"symbol": "A", "ts": 1, "price": 1.0, "size": 1.0}, "missing_stream", '(key "symbol" is "stream" on the wire)'),
     ({"stream": "A", "timestamp": 1, "price": 1.0, "size": 1.0}, "missing_field",
-     "(key 'timestamp' is 'ts' on the wire)"),
+     '(key "timestamp" is "ts" on the wire)'),
     ({"stream": "A", "ts": 1, "px": 1.0, "qty": 2.0}, "unknown_kind",
-     "(key 'px' is 'price' on the wire; key 'qty' is 'size' on the wire)"),
+     '(key "px" is "price" on the wire; key "qty" is "size" on the wire)'),
     ({"stream": "A", "ts": 1, "price": 1.0, "Quantity": 2.0}, "unknown_field",
-     "(key 'Quantity' is 'size' on the wire)"),
+     '(key "Quantity" is "size" on the wire)'),
     ({"stream": "A", "ts": 1, "bid": 1.0, "Offer Price": 1.1}, "unknown_field",
-     "(key 'Offer Price' is 'ask' on the wire)"),
-    ({"stream": "A", "ts": 1, "price": 1.0, "size": 1.0, "side": "BUY"}, "unknown_side", "(lower case: 'buy')"),
+     '(key "Offer Price" is "ask" on the wire)'),
+    ({"stream": "A", "ts": 1, "price": 1.0, "size": 1.0, "side": "BUY"}, "unknown_side", '(lower case: "buy")'),
     ({"stream": "A", "ts": 1, "price": 1.0, "size": 1.0, "side": "S"}, "unknown_side",
-     "(if 'S' marks a seller-initiated trade, send 'sell')"),
+     '(if "S" marks a seller-initiated trade, send "sell")'),
 ])
 def test_a_field_under_a_vendors_name_is_refused_with_its_wire_name(obj: dict, reason: str, hint: str) -> None:
     """A new client's first map often carries a vendor's names (`symbol`, `qty`, `BUY`): the refusal names the field."""
@@ -259,7 +259,7 @@ def test_a_bad_key_in_one_tick_keeps_the_others_and_a_repeated_key_is_refused() 
     twice = bytes([trade_map[0] + 1]) + trade_map[1:] + mp.packb("stream") + mp.packb("OTHER")
     out = decode(b"\x92" + twice + mp.packb(good_quote()))
     assert [t.stream for t in out.ticks] == ["EURUSD"] and out.errors == [(0, "duplicate_key")]
-    with pytest.raises(InvalidTick, match="key 'stream' given more than once in one tick map") as err:
+    with pytest.raises(InvalidTick, match='key "stream" given more than once in one tick map') as err:
         validate(unpack(twice))
     assert err.value.reason in REASONS
     assert decode(b"\x91\x81\x91\x01\x02") == ([], [(-1, "bad_msgpack")])  # [{[1]: 2}]: a list as a key

@@ -15,8 +15,8 @@ import msgpack
 import pytest
 import zmq
 
-from wire_client import CTX, T0, Control, fresh_stream, held_of, stats, trade, wait_stats, wait_until
-from wire_server import clients, server, shedding  # noqa: F401 (fixtures)
+from wire_client import CTX, T0, fresh_stream, held_of, stats, trade, wait_stats, wait_until
+from wire_server import clients, server  # noqa: F401 (fixtures)
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "wire-protocol.md"
 
@@ -185,3 +185,64 @@ def test_a_tagged_publisher_subscribes_to_its_own_rejections_alone(clients) -> N
     got = mine.until(lambda g: len(g) >= 2)
     assert [(topic, p["topic"], p["reason"]) for topic, p in got] == [("_rejects/cpp-1/", "cpp-1", "bad_stream")] * 2
     assert ["e/f" in got[0][1]["error"], "g/h" in got[1][1]["error"]] == [True, True]
+
+
+# -- #2: a subscription longer than any topic -----------------------------------------------------------------------
+
+def test_a_subscription_longer_than_any_topic_is_held_counted_and_the_sockets_others_served(clients) -> None:
+    """review308 #2: subscribing `dir20/` + 400 bytes dropped the SUB's connection (ZMQ_MAXMSGSIZE on the XPUB):
+    it reconnected ~7 times a second for ever, its `_heartbeat/` subscription dead too, nothing logged or counted.
+    Such a subscription matches nothing; it is held and counted, and the socket's other subscriptions are served."""
+    control, sub, _push = clients
+    ctl = control()
+    before = stats(ctl)["subscriptions_unmatchable"]
+    subscriber = sub("dir/" + "X" * 400, "dir/" + "Y" * 20_000)  # (waits for a heartbeat: the connection holds)
+    beats = len(subscriber.heartbeats)
+    while len(subscriber.heartbeats) < beats + 3:  # more heartbeats on the same socket: not dropped and reconnected
+        subscriber._recv(1.0)
+    wait_stats(ctl, lambda st: st["subscriptions_unmatchable"] - before == 2)
+    assert [h["seq"] for h in subscriber.heartbeats] == sorted(h["seq"] for h in subscriber.heartbeats)
+
+
+# -- #7: a restart answers before the engine imports ----------------------------------------------------------------
+
+EARLY_START = """
+import sys, json
+from engine.service.config import ServiceConfig
+from engine.service.early_start import EarlyStart
+config = ServiceConfig.from_dict({"endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
+                                                "control": "tcp://127.0.0.1:0", "metrics_port": 0}})
+early = EarlyStart(config)
+imported = "torch" in sys.modules or "engine.service.server" in sys.modules
+print(json.dumps({**early.endpoints, "engine_imported": imported}), flush=True)
+sys.stdin.readline()
+early.close()
+"""
+
+
+def test_control_and_metrics_answer_starting_before_the_engine_is_imported(tmp_path) -> None:
+    """review308 #7: after a restart nothing listened for ~24 s (the engine's imports, torch), so a probe saw
+    "connection refused". `flashtick serve` binds control and metrics first (EarlyStart), which imports no torch."""
+    import os
+    import subprocess
+    import sys
+    import urllib.request
+
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-c", EARLY_START], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(root)}, cwd=root)
+    try:
+        bound = json.loads(proc.stdout.readline())
+        assert bound["engine_imported"] is False
+        client = dealer(bound["control"])
+        client.send_multipart([b"", msgpack.packb({"op": "health", "id": 1})])
+        assert client.poll(30_000)
+        reply = msgpack.unpackb(client.recv_multipart()[-1], raw=False)
+        client.close()
+        assert reply["ok"] is True and reply["status"] == "starting" and reply["phase"] == "importing the engine"
+        text = urllib.request.urlopen(bound["metrics"], timeout=30).read().decode()
+        assert 'flashtick_starting{phase="importing the engine"} 1' in text and "flashtick_serving 0" in text
+    finally:
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        proc.wait(60)

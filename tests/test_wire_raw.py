@@ -6,6 +6,7 @@ server (wire_server.py). Part 2, answers and control: test_wire_raw_control.py."
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 import subprocess
@@ -202,8 +203,8 @@ SAID = {"a scalar": "got int 5", "price ext": "got ext (type 5)", "price bool": 
         "ts ext timestamp": "got ext (msgpack's timestamp", "tokenized not a list": "array, got map of 1",
         "tokenized no tokens": "field 'tokens' is required", "tokenized tokens a map": "got map of 0",
         "ts float": "got float 1.7e+18", "stream an int": "got int 7", "json": "pack the same value as msgpack",
-        "stream not NFC": "is not in Unicode NFC: send it as 'Société' (its NFC form)",
-        "tokenized stream not NFC": "send it as 'é'"}
+        "stream not NFC": "is not in Unicode NFC: send it as \"Société\" (its NFC form)",
+        "tokenized stream not NFC": "send it as \"é\""}
 PYTHON_WORDS = re.compile(r"\b(NoneType|dict|ExtType|Timestamp|True|False|tuple|packb)\b")
 
 
@@ -215,13 +216,13 @@ def test_a_stream_name_with_a_slash_is_told_that_its_dashed_name_may_be_another_
     ctl, feed, rejects = control(), push(), sub("_rejects/")
     feed.send(msgpack.packb(trade("BTC/USD", T0)))
     _, payload = rejects.until(lambda g: len(g) >= 1)[0]
-    assert payload["reason"] == "bad_stream" and "'BTC/USD' contains '/'" in payload["error"], payload
-    caution = "it may be another venue's name too: name it by venue, e.g. 'BTC-USD.kraken'"
-    assert f"(file replay names it 'BTC-USD'; {caution})" in payload["error"], payload
+    assert payload["reason"] == "bad_stream" and "\"BTC/USD\" contains \"/\"" in payload["error"], payload
+    caution = "it may be another venue's name too: name it by venue, e.g. \"BTC-USD.kraken\""
+    assert f"(file replay names it \"BTC-USD\"; {caution})" in payload["error"], payload
     reply = ctl("ask", stream="BTC/USD", query="dir")
     # (the control ops' one check of an asked name, fix245: the ingest rule's own words, refused as bad_request)
     assert reply["ok"] is False and reply["reason"] == "bad_request", reply
-    assert f"(file replay names it 'BTC-USD'; {caution})" in reply["error"], reply
+    assert f"(file replay names it \"BTC-USD\"; {caution})" in reply["error"], reply
 
 
 def test_a_price_without_a_size_is_told_to_send_size_1(clients) -> None:
@@ -234,7 +235,7 @@ def test_a_price_without_a_size_is_told_to_send_size_1(clients) -> None:
     stream = fresh_stream("SPX.IDX")
     feed.send(msgpack.packb([{"stream": stream, "ts": T0, "price": 5100.25}]))
     _, payload = rejects.until(lambda g: len(g) >= 1)[0]
-    assert payload["reason"] == "missing_field" and "field 'size' is required; a price series without sizes (an " \
+    assert payload["reason"] == "missing_field" and "field \"size\" is required; a price series without sizes (an " \
         "index level, an iNAV) is sent with size 1, as file replay reads one" in payload["error"], payload
     feed.send(msgpack.packb([{"stream": stream, "ts": T0, "price": 5100.25, "size": 1}]))
     after = wait_stats(ctl, lambda st: st["ticks_in"] - before == 1)  # the rejected one is no tick in
@@ -263,7 +264,7 @@ def test_an_exchanges_raw_message_is_told_the_wire_names_of_its_keys(clients) ->
              "side": "sell"}, "(the keys of a Coinbase match: the wire's are stream (product_id), ts (time), price, "
                               "size, side; time is ISO 8601 text: ts is int ns; price and size are text: send numbers; "
                               "its side is the maker's: send the other ('sell' for 'buy'))"),
-           (trade("R.TXT", T0, "61000.1"), "price must be a number (int or float), got str '61000.1': send the number "
+           (trade("R.TXT", T0, "61000.1"), 'price must be a number (int or float), got str "61000.1": send the number '
                                            "itself, not its text")]
     for message, said in raw:
         n = len(rejects.kept)
@@ -287,7 +288,8 @@ def test_a_tick_with_an_exchanges_sequence_number_is_told_the_wire_has_none(clie
     got = rejects.until(lambda g: len(g) >= len(keys))
     for key, (_, payload) in zip(keys, got):
         assert payload["reason"] == "unknown_field", payload
-        assert f"fields [{key!r}] not allowed in a trade (key {key!r}: the wire carries no sequence number or trade " \
+        assert f"fields [{json.dumps(key)}] not allowed in a trade (key {json.dumps(key)}: the wire carries no " \
+               f"sequence number or trade " \
                f"id: drop it; a stream's ticks are ordered by `ts` alone" in payload["error"], payload
         assert "resends before sending, as file replay's --sequence does" in payload["error"], payload
         assert not PYTHON_WORDS.search(payload["error"]), payload

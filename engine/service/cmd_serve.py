@@ -143,15 +143,21 @@ def _default_window_cause(pipeline: Any, window: int) -> str:
 def _start(args: argparse.Namespace, stopping: StartingStop) -> tuple[Any, dict[str, str]]:
     """The server of ``args``, its model loaded and its streams recovered, and its bound endpoints."""
     from engine.service.config import ConfigError
-    from engine.service.server import Server
-
     from engine.service.descriptor_limit import raise_open_file_limit
+    from engine.service.early_start import EarlyStart
 
     config = _serve_config(args)
     stopping.logged = config.log.dir is not None
     raise_open_file_limit()  # a client connection takes a descriptor: a soft 1024 turned clients away silently
+    # control and metrics bound before the engine's imports (torch: seconds on a loaded host), answering "starting"
+    early = EarlyStart(config)
     try:
-        server = Server(config)
+        from engine.service.server import Server
+    except BaseException:
+        early.close()
+        raise
+    try:
+        server = Server(config, early=early)
     except ConfigError as e:  # the data directory's errors name log.dir: the path came from --data-dir instead
         if args.data_dir is None or not str(e).startswith("log.dir "):
             raise

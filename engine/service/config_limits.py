@@ -16,7 +16,6 @@ from queries.limits import excerpt  # values as YAML writes them: got true, got 
 
 WHEN_BEHIND = ("lag", "shed", "conflate")
 INGEST_WIRE_FACTOR = 8  # the ingest socket reads messages up to this many times limits.max_message_bytes
-SUBSCRIBE_COMMAND_BYTES = 10  # ZMTP 3.1 frames a subscription as a command: its name's length byte and "SUBSCRIBE"
 MAX_LIMIT = 10**15  # far past any real limit, well inside a C long (a YAML 99999999999999999999999 is not)
 
 
@@ -68,14 +67,6 @@ class LimitsSection:
         """The ingest PULL socket's high-water mark per connection: ingest_hwm messages, and no more than
         ingest_queue_bytes of messages of the largest size it reads (at least one)."""
         return max(1, min(self.ingest_hwm, self.ingest_queue_bytes // self.ingest_wire_bytes))
-
-    @property
-    def longest_subscription_bytes(self) -> int:
-        """The answers socket's largest inbound message: a subscription to the longest topic a query can publish on
-        (max_topic_bytes plus a stream name of max_stream_bytes, and a byte to spare), framed as ZeroMQ's SUBSCRIBE
-        command. A longer subscription can match nothing, and each byte of one costs the service ~46 bytes in
-        libzmq's subscription trie, so ZeroMQ drops the connection that sends one."""
-        return self.max_topic_bytes + self.max_stream_bytes + 1 + SUBSCRIBE_COMMAND_BYTES
 
     @property
     def max_ts_ahead_ns(self) -> int | None:

@@ -26,7 +26,7 @@ from engine.service.sharded import ShardedPipeline, ShardGivenUp
 from engine.service.ticklog import LogWriteError
 from engine.service.wire_protocol import WIRE_PROTOCOL
 from engine.stream_patterns import did_you_mean
-from queries.limits import excerpt
+from engine.quoting import quoted
 from queries.spec import LABELLED_KINDS, QuerySpec, QuerySpecError
 from queries.yaml_loader import located_in, no_query
 
@@ -111,14 +111,14 @@ class ControlOps:
         note: dict[str, Any] = {}  # said beside the answer when the name was not a registered query's
         kind = request.get("kind")
         if kind is not None and kind not in LABELLED_KINDS:  # checked whichever way the ask goes
-            raise ControlError(f"op 'ask' takes kind {' or '.join(map(repr, LABELLED_KINDS))} (how a question of "
+            raise ControlError(f"op 'ask' takes kind {' or '.join(map(quoted, LABELLED_KINDS))} (how a question of "
                                f"the model's own is asked), got {wire_value(kind)}")
         if "query" in request:
             spec = self._registered_or_question(request_field(request, "query", str), kind, note)
         elif "spec" in request:
             spec = QuerySpec.from_dict({"streams": ["*"], **request_field(request, "spec", dict)})  # the ask names it
             if kind is not None and kind != spec.kind:
-                note["note"] = f"kind {kind!r} ignored: the spec says its own ({spec.kind})"
+                note["note"] = f"kind {quoted(kind)} ignored: the spec says its own ({spec.kind})"
         else:
             raise ControlError("op 'ask' needs 'query' (a registered query's name) or 'spec' (a query mapping)")
         note.update(self._caveats([spec]))  # (beside the answer, however it comes: cached, early or computed)
@@ -129,12 +129,12 @@ class ControlOps:
                                    "surprise only: register one on the stream (its latest surprise is then an ask "
                                    "of it by name)")
             if cached is None and not spec.matches(stream):
-                raise ControlError(f"query {spec.name!r} does not stand on stream {excerpt(stream)} (its streams: "
+                raise ControlError(f"query {quoted(spec.name)} does not stand on stream {quoted(stream)} (its streams: "
                                    f"{list(spec.streams)}): a surprise is computed by the ingest forward of the "
                                    f"streams its query stands on; register one whose streams match it")
             if cached is None:
                 raise self._no_session(stream) if self.pipeline.encoders.ticks_of(stream) is None else ControlError(
-                    f"no surprise on stream {excerpt(stream)} yet: it is computed when ticks arrive")
+                    f"no surprise on stream {quoted(stream)} yet: it is computed when ticks arrive")
             return {"answer": cached.to_wire(), "cached": True, **self._data_age(cached.data_ts), **note}
         max_stale = request.get("max_stale_ticks")
         if max_stale is not None and (type(max_stale) is not int or max_stale < 0):
@@ -186,24 +186,24 @@ class ControlOps:
         spec = registry.current(name)
         if spec is not None:
             if kind is not None and kind != spec.kind:
-                note["note"] = (f"kind {kind!r} ignored: {name!r} is a registered query, asked as it stands "
-                                f"({spec.kind})")
+                note["note"] = (f"kind {quoted(kind)} ignored: {quoted(name)} is a registered query, asked as it "
+                                f"stands ({spec.kind})")
             return spec
         questions = registry.questions or {}  # (a text model's questions are free text: none by name)
         if name not in questions:
             try:
                 registry.get(name)  # (raises: the error that lists what is registered)
             except LookupError as e:
-                either = (f"; and {excerpt(name)} is not a question of this model's codec either (its questions: "
+                either = (f"; and {quoted(name)} is not a question of this model's codec either (its questions: "
                           f"{', '.join(sorted(questions)[:20])})") if questions else ""
                 raise ControlUnknownQuery(f"{e}{either}") from None
         kind = "choice" if kind is None else kind  # (checked by _op_ask)
         if kind == "expectation" and not questions[name].values:
-            raise ControlError(f"no query is registered as {name!r}, and the model's question {name!r} has no values "
-                               f"to take an expectation over: ask it as kind 'choice', or register a query with its "
-                               f"own `values`")
-        note["note"] = (f"no query is registered as {name!r}: asked the model's question {name!r} directly "
-                        f"(kind {kind})")
+            raise ControlError(f"no query is registered as {quoted(name)}, and the model's question {quoted(name)} has "
+                               f"no values to take an expectation over: ask it as kind \"choice\", or register a "
+                               f"query with its own `values`")
+        note["note"] = (f"no query is registered as {quoted(name)}: asked the model's question {quoted(name)} "
+                        f"directly (kind {kind})")
         return QuerySpec.from_dict({"name": name, "streams": ["*"], "question": name, "kind": kind})
 
     def _no_session(self, stream: str) -> ControlUnknownStream:
@@ -212,7 +212,7 @@ class ControlOps:
         `unknown_stream`, a stream the service holds no tick of: not `bad_request`, as the same ask is served once
         the stream's next tick is accepted; the text says which."""
         if self.pipeline.encoders.accepted([stream])[stream] is not None:
-            return ControlUnknownStream(f"stream {excerpt(stream)} expired after scheduler.stream_idle_s without "
+            return ControlUnknownStream(f"stream {quoted(stream)} expired after scheduler.stream_idle_s without "
                                         f"data: its session is gone, and its next tick starts a new one")
         if stream in self._refused_streams:
             return ControlUnknownStream(no_accepted_tick(stream, *self._refused_streams[stream]))
@@ -220,7 +220,7 @@ class ControlOps:
         # the refused names are remembered up to MAX_REFUSED_STREAMS_KEPT: until one fell out, a name not among them
         # was never refused, and a hint that it might have been sent a desk to `_rejects/` for a strike it mistyped
         forgotten = refused and self._refused_forgotten > 0
-        return ControlUnknownStream(f"stream {excerpt(stream)} has sent no data" + (
+        return ControlUnknownStream(f"stream {quoted(stream)} has sent no data" + (
             f" that was accepted ({refused} ticks of new streams were refused as stream_refused: "
             f"{self.pipeline.admission_limit()}; more than the {MAX_REFUSED_STREAMS_KEPT:,} streams whose refusal "
             f"is remembered: `_rejects/` names them)" if forgotten else "") + slash_hint(stream)
@@ -230,7 +230,7 @@ class ControlOps:
         """A topic's published answers after a seq, from the kept history: how a subscriber fills a gap."""
         topic = request_field(request, "topic", str)
         if not topic.endswith("/"):
-            raise ControlError(f"topic {excerpt(topic)} is not an answer topic: topics end with '/', "
+            raise ControlError(f"topic {quoted(topic)} is not an answer topic: topics end with '/', "
                                f"e.g. 'dir20/BTCUSDT/'")
         after = request_field(request, "after", int)
         if after < 0:
@@ -332,7 +332,7 @@ class ControlOps:
         stream = asked_stream(request, self.pipeline.encoders)  # (a '/', an NFD name: refused with their hint)
         held = self.pipeline.encoders.accepted([stream])[stream]
         if held is None:
-            raise ControlUnknownStream(f"stream {excerpt(stream)} is not known: nothing to forget (`flashtick streams` "
+            raise ControlUnknownStream(f"stream {quoted(stream)} is not known: nothing to forget (`flashtick streams` "
                                        f"lists the streams the engine holds, expired ones included)"
                                        + did_you_mean([stream], self.pipeline.encoders))
         try:
@@ -340,7 +340,7 @@ class ControlOps:
         except StreamBusy as e:
             raise ControlBusy(str(e)) from None
         except LogWriteError as e:
-            raise ControlError(f"stream {excerpt(stream)} was not forgotten: the tick log refused the record that "
+            raise ControlError(f"stream {quoted(stream)} was not forgotten: the tick log refused the record that "
                                f"keeps it forgotten across a restart ({e})") from None
         if self._refused_streams.pop(stream, None) is not None:
             self.pipeline.encoders.names.discard(stream, REFUSED_HOLDER)

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from connectors.stream_names import check_normalized
 from connectors.ticks import InvalidTick, NotMsgpack, RepeatedKeys, check_stream, read_msgpack, wire_type, wire_value
 from engine.stream_patterns import did_you_mean
-from queries.limits import excerpt
+from engine.quoting import quoted
 from queries.spec_errors import MAX_LISTED
 
 ERROR_REPLY_CHARS = (MAX_LISTED + 1) * 500  # a control error: room for every listed query's own (clipped) message
@@ -85,11 +85,11 @@ def unused_keys_note(request: dict) -> str | None:
     unused = [key for key in request if key not in op.keys and key not in COMMON_KEYS]
     if not unused:
         return None
-    named = ", ".join(excerpt(key) for key in unused[:MAX_UNUSED_NAMED])
+    named = ", ".join(quoted(key) for key in unused[:MAX_UNUSED_NAMED])
     more = f" and {len(unused) - MAX_UNUSED_NAMED} more" if len(unused) > MAX_UNUSED_NAMED else ""
     takes = f"its keys: {', '.join(op.keys)}; and id" if op.keys else "it takes none but id"
     meant = did_you_mean([key[:64] for key in unused[:MAX_UNUSED_NAMED]], op.keys)  # (a close one: a misspelling)
-    return (f"{'key' if len(unused) == 1 else 'keys'} {named}{more} ignored: op {request['op']!r} takes no such "
+    return (f"{'key' if len(unused) == 1 else 'keys'} {named}{more} ignored: op {quoted(request['op'])} takes no such "
             f"key ({takes}){meant}")
 
 
@@ -190,7 +190,7 @@ def _first_bad_text(value: Any, where: str = "") -> tuple[str, str] | None:
             try:
                 item.encode()
             except UnicodeEncodeError:  # decoded with surrogates: the bytes were not UTF-8
-                return path, ascii(item.encode("utf-8", "surrogateescape")[:32])
+                return path, quoted(item.encode("utf-8", "surrogateescape"))
         elif isinstance(item, dict):
             stack.extend((f"{path}.{key}" if path else str(key), v) for key, v in item.items())
             stack.extend((f"{path} (a key)", key) for key in item if isinstance(key, str))
@@ -224,13 +224,13 @@ def check_request(request: Any) -> dict:
                                + (": pack text as str, not bin" if isinstance(key, bytes) else ""))
     if (repeated := _first_repeated_keys(request)) is not None:
         path, keys = repeated
-        listed = ", ".join(ascii(key)[:34] for key in keys[:8])
-        where = f" (in {ascii(path)})" if path else ""
+        listed = ", ".join(quoted(key, 32) for key in keys[:8])
+        where = f" (in {quoted(path)})" if path else ""
         raise ControlError(f"key {listed} given more than once in the request{where}: which value was meant cannot "
                            f"be told (msgpack allows a repeated key; the engine refuses it, as in ticks)")
     if (bad := _first_bad_text(request)) is not None:
         path, sent = bad
-        raise ControlError(f"request field {ascii(path)} holds a str that is not valid UTF-8 (bytes {sent}): "
+        raise ControlError(f"request field {quoted(path)} holds a str that is not valid UTF-8 ({sent}): "
                            f"msgpack str is UTF-8 text")
     if not isinstance(request.get("op"), str):
         raise ControlError(f"request must be a msgpack map with a string 'op', got 'op' as "
@@ -252,7 +252,7 @@ def request_field(request: dict, name: str, kind: type) -> Any:
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):  # True is no seq or count
         got = "it was left out" if name not in request else f"got {wire_value(value)}"
         wanted = wire_type(kind())  # (str -> str, dict -> map, ...: the msgpack name of an empty one)
-        raise ControlError(f"op {excerpt(request.get('op'))} needs {name!r} as {wanted} ({got})")
+        raise ControlError(f"op {quoted(request.get('op'))} needs {quoted(name)} as {wanted} ({got})")
     return value
 
 
@@ -269,5 +269,5 @@ def asked_stream(request: dict, held: Container[str] = ()) -> str:
         if stream not in held:
             check_normalized(stream)
     except InvalidTick as e:
-        raise ControlError(f"{excerpt(stream)} cannot be a stream: {e}") from None
+        raise ControlError(f"{quoted(stream)} cannot be a stream: {e}") from None
     return stream

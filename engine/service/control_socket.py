@@ -18,12 +18,11 @@ from engine.service.control_requests import (CONTROL_OPS, ERROR_REPLY_CHARS, NO_
 from engine.service.document_parse import DocumentParse
 from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.wire_protocol import pack, pack_with_raw, raw_map_value
-from queries.limits import clip, excerpt
+from engine.quoting import quoted
+from queries.limits import clip
 from queries.registry import UnknownQueryError
 from queries.spec import QuerySpecError
 
-# requests and replies ZeroMQ queues per control client (replies past it wait in ControlSocket._unsent)
-CONTROL_HWM = 16
 
 
 def echoed_id(payload: bytes, rid: object) -> bytes:
@@ -66,8 +65,8 @@ class ControlSocket:
 
     def _send_reply(self, frames: list[bytes]) -> None:
         """A control reply to its client (``frames[0]``, its routing id). One that finds the client's ZeroMQ queue
-        full (CONTROL_HWM replies: a client not reading, or a burst of pipelined replies the I/O thread has not
-        sent yet) waits in ``_unsent``, sent as room comes (``_send_unsent``), up to limits.control_queue_bytes a
+        full (CONTROL_HWM replies, early_start.py: a client not reading, or a burst of pipelined replies the I/O
+        thread has not sent yet) waits in ``_unsent``, sent as room comes (``_send_unsent``), up to limits.control_queue_bytes a
         client: past that, or for a client gone, it is dropped and counted."""
         unsent = self._unsent.get(frames[0])
         if unsent is None:
@@ -138,7 +137,7 @@ class ControlSocket:
                 check_request(request)
                 handler = getattr(self, f"_op_{request['op']}", None)
                 if handler is None:
-                    raise ControlError(f"unknown op {excerpt(request['op'])} (ops: {', '.join(CONTROL_OPS)})")
+                    raise ControlError(f"unknown op {quoted(request['op'])} (ops: {', '.join(CONTROL_OPS)})")
                 if (note := unused_keys_note(request)) is not None:  # a misspelt key is said, whenever it replies
                     reply = lambda obj, reply=reply, note=note: reply(noted(obj, note))  # noqa: E731
                 result = handler(request, reply)
@@ -171,7 +170,12 @@ class ControlSocket:
             reason = e.reason if isinstance(e, ControlError) else \
                 "unknown_query" if isinstance(e, UnknownQueryError) else "bad_request"
             reply({"ok": False, "reason": reason,
-                   "error": sendable(clip(str(e).strip('"') or type(e).__name__, ERROR_REPLY_CHARS))})
+                   "error": sendable(clip(_said(e) or type(e).__name__, ERROR_REPLY_CHARS))})
         else:  # anything unforeseen: the service keeps serving
             reply({"ok": False, "reason": "internal",
                    "error": sendable(clip(f"{type(e).__name__}: {e}", ERROR_REPLY_CHARS))})
+
+
+def _said(e: Exception) -> str:
+    """An error's text: a KeyError's own words, not the repr str() gives them (quotes that are no value's)."""
+    return str(e.args[0]) if isinstance(e, KeyError) and len(e.args) == 1 else str(e)

@@ -20,6 +20,7 @@ from engine.service.pipeline import TickPipeline
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, REFUSED_HOLDER
 from engine.service.sharded import ShardedPipeline
 from engine.service.wire_protocol import TOKENIZED_MARKER
+from engine.quoting import quoted
 
 # a feed's placing `streams` reads what is queued on ingest for at most this long, and waits this long for more
 PLACING_DRAIN_S = 10.0
@@ -173,10 +174,10 @@ class IngestReading:
 
 
 def _framing_error(frames: list[bytes], tick_first: bool = False) -> str:
-    first = ascii(frames[0][:16]) if frames else "nothing"
+    first = quoted(frames[0]) if frames else "nothing"
     what = "whose first frame is itself ticks (it would be read as a topic and dropped) " if tick_first else ""
     return (f"bad_framing: a message of {len(frames)} frames {what}(the first {first}); ingest takes one frame "
-            f"(msgpack ticks), two frames [topic, msgpack ticks] or [b'tokens', msgpack array] (tokenized ticks)")
+            f"(msgpack ticks), two frames [topic, msgpack ticks] or [\"tokens\", msgpack array] (tokenized ticks)")
 
 
 def _looks_like_ticks(frame: bytes) -> bool:

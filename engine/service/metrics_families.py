@@ -28,6 +28,8 @@ COUNTERS = {
     "answers_out": "Standing answers the engine computed (answers_published counts those sent on the PUB socket)",
     "answer_fetches": "Answers ops served (a subscriber filling a gap from the kept history)",
     "query_errors": "Query jobs that ended in an error, asks included",
+    "subscriptions_unmatchable": "Subscriptions longer than any topic (they match nothing; each is said in the log "
+                                 "at the first and at each power of two)",
     "heartbeats": "Heartbeats the engine thread sent (limits.heartbeat_s apart while it runs): one that stops rising "
                   "while the service answers scrapes is an engine thread stalled in a long forward, or stuck",
 }

@@ -22,7 +22,6 @@ Sockets (all bound to 127.0.0.1 unless configured):
 
 from __future__ import annotations
 
-import errno
 import sys
 import threading
 import time
@@ -33,15 +32,16 @@ import zmq
 
 from connectors.service_topics import HEARTBEAT_TOPIC, REJECTS_TOPIC  # the service's own topics, one definition
 from connectors.service_topics import published_rejections
-from connectors.tcp_endpoints import endpoint_host, ipv6_for
+from connectors.tcp_endpoints import ipv6_for
 from engine.jobs import JobOutcome
 from engine.memory_limit import resident_bytes
-from engine.service.auth import ClientAllowList, FailedHandshakes, allowed_client_keys, server_keypair
+from engine.service.auth import FailedHandshakes
 from engine.service.config import ServiceConfig
 from engine.service.control_ops import ControlOps
 from engine.service.control_requests import ERROR_REPLY_CHARS, sendable
-from engine.service.control_socket import CONTROL_HWM, ControlSocket, UnsentReplies
+from engine.service.control_socket import ControlSocket, UnsentReplies
 from engine.service.data_dir_open import new_epoch
+from engine.service.early_start import EarlyStart, bind_socket
 from engine.service.document_parse import DocumentParse
 from engine.service.feed_watch import FeedWatch
 from engine.service.forward_pace import ForwardPace
@@ -49,11 +49,10 @@ from engine.service.heartbeat import PROCESS_START_TIME, Heartbeat
 from engine.service.ingest_reading import IngestReading
 from engine.service.heap_memory import freeze_heap, thaw_heap
 from engine.service.pipeline import TickPipeline
-from engine.service.port_binding import bind_retrying, check_port_free, metrics_bind_error, port_in_use
+from engine.service.port_binding import check_port_free
 from engine.service.sharded import ShardedPipeline
-from engine.service.starting_replies import StartingReplies
 from engine.service.stop_drain import StopDrain
-from engine.service.subscriptions_held import SubscriptionsHeld
+from engine.service.subscriptions_held import SUBSCRIPTION_WIRE_BYTES, SubscriptionsHeld
 from engine.service.wire_protocol import TOKENIZED_MARKER, pack
 from queries.cache import Answer
 from queries.limits import clip
@@ -73,51 +72,45 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
     """The service around one engine (or its shards): binds the sockets, runs the loop (serve_forever) until
     stop(), and closes. Its parts are mixins, each in the module of its name, sharing this object's state."""
 
-    def __init__(self, config: ServiceConfig, serve_hints: bool = True) -> None:
+    def __init__(self, config: ServiceConfig, serve_hints: bool = True, early: EarlyStart | None = None) -> None:
         """``serve_hints``: the log's lines for an operator of `flashtick serve` (behind its limits.*, what a stop
-        left for a feed to resume); the demo, whose user has neither, says its own."""
+        left for a feed to resume); the demo, whose user has neither, says its own. ``early``: the control socket
+        and metrics endpoint `flashtick serve` bound before importing this module (else bound here, first)."""
         self.config = config
         self.serve_hints = serve_hints
         self._waiting: dict[int, Any] = {}  # ask ticket -> the control reply still owed
         self._parsing: DocumentParse | None = None  # a `register` whose document a thread of its own parses
         self._tickets = 0
-        self.context = zmq.Context.instance()
-        self.endpoints: dict[str, str] = {}
         self.ready = threading.Event()
         self._stop = threading.Event()
         self._stop_requested: float | None = None  # monotonic time of the first stop(): limits.drain_s counts from it
         self._pace = ForwardPace()  # the recent forwards' seconds per token: the stop sizes its forwards to its time
-        self._sockets: dict[str, zmq.Socket] = {}
         self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when (time.time()) data waits
         self._feed_watches: dict[str, FeedWatch] = {}  # socket name -> its external feed's connection and counts
-        self.started_at = time.time()
-        self._curve_keys: tuple[bytes, bytes] | None = None  # the server's (public, secret) z85 keys
-        self._curve_sockets: set[str] = set()  # the sockets bound with CURVE: their failed handshakes are watched
         self._handshakes: FailedHandshakes | None = None
-        self._auth: ClientAllowList | None = None  # the ZAP handler of curve.clients_dir
-        self.counters = {"answers_published": 0, "control_requests": 0, "control_errors": 0, "heartbeats": 0,
-                         "ingest_messages": 0, "engine_errors": 0, "streams_expired": 0,
-                         "answer_fetches": 0, "control_replies_dropped": 0, "subscriptions": 0,
-                         "subscription_bytes": 0}
-        self._subscriptions = SubscriptionsHeld()
-        self._start_curve()
-        # the control socket first: while the model loads and the tick log replays (minutes for a long log)
-        # `health` answers "starting" rather than nothing, so a supervisor's probe does not take it for a hang
-        # with router_mandatory a reply past a client's CONTROL_HWM unread fails (zmq.Again) instead of being
-        # dropped unseen: it waits in _unsent, bounded in bytes (limits.control_queue_bytes), and then is counted.
-        # Requests too: past CONTROL_HWM of a client's waiting to be read, ZeroMQ stops reading its connection (the
-        # client's own queue holds the rest), rather than hold up to 1,000 of max_control_bytes each.
-        # router_handover: a client that sets a routing id of its own (C++ and Go services do) and reconnects with
-        # it while its old connection is still held (an ask in flight) takes that id over; without it libzmq
-        # ignores every message of the new connection, unanswered and uncounted (review308 #1)
-        control = self._socket("control", zmq.ROUTER, config.endpoints.control, curve=True,
-                               maxmsgsize=config.limits.max_control_bytes, sndhwm=CONTROL_HWM, rcvhwm=CONTROL_HWM,
-                               router_mandatory=1, router_handover=1)
+        # the control socket and metrics first (EarlyStart): while the engine imports, the model loads and the tick
+        # log replays (minutes for a long log) `health` answers "starting" rather than nothing, so a supervisor's
+        # probe does not take it for a hang
+        early = early if early is not None else EarlyStart(config)
+        self.started_at = early.started_at
+        self.context, self.endpoints, self._sockets = early.context, early.endpoints, early._sockets
+        self._curve_keys, self._curve_sockets, self._auth = early._curve_keys, early._curve_sockets, early._auth
+        self.counters = early.counters  # (the ZAP handler's auth_* counts go on in it)
+        self.counters.update({"answers_published": 0, "control_requests": 0, "control_errors": 0, "heartbeats": 0,
+                              "ingest_messages": 0, "engine_errors": 0, "streams_expired": 0, "answer_fetches": 0,
+                              "control_replies_dropped": early.dropped_replies, "subscriptions": 0,
+                              "subscription_bytes": 0, "subscriptions_unmatchable": 0})
+        self._subscriptions = SubscriptionsHeld(  # (the longest topic a query can publish on)
+            config.limits.max_topic_bytes + config.limits.max_stream_bytes + 1)
+        control = early.control
         self._unsent: dict[bytes, UnsentReplies] = {}  # routing id -> replies ZeroMQ's queue had no room for yet
         self._snapshot: dict[str, Any] = {}
-        self._metrics_server: Any = None
-        self._starting = StartingReplies(control, config.model.model_id, config.limits.zero_bid, self.started_at,
-                                          self._send_reply)
+        self._metrics_server: Any = early.metrics_server
+        self._starting = early.starting
+        self._starting.said("loading the model")
+        self._starting._send = self._send_reply  # (replies past a client's queue wait and are counted from here)
+        early._snapshot = self._metrics_snapshot
+        self._early = early
         self._start_pipeline(control)
         self._starting.said("binding ingest and answers")  # until the loop serves (serve_forever)
         # the id of this service's answer seqs: its data directory's (the same at every start), else new at each
@@ -136,8 +129,6 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
         service is starting; a start that fails leaves nothing bound."""
         config = self.config
         try:
-            # metrics as early: a scrape while the log replays finds the target up and starting, not down
-            self._start_metrics()
             # ingest and answers bind once the engine is up; a port taken is said now, before the data directory
             # is made: a fresh --data-dir is not left behind by a start that could never serve
             for name in ("ingest", "answers"):
@@ -147,10 +138,8 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
                 self.pipeline = ShardedPipeline(config) if config.shards.count else \
                     TickPipeline(config, progress=starting.said, defer_owed=True)
         except BaseException:  # (a config the engine refuses): nothing stays bound
-            control.close(linger=0)
-            self._stop_metrics()
-            if self._auth is not None:
-                self._auth.stop()
+            self._early.close()
+            self._metrics_server = self._auth = None
             raise
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -162,16 +151,17 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
         # the counted, answered limits (an oversize tick message is read and rejected with a reason). The high-water
         # mark bounds each connection's queue in bytes too: one feed's flood of large messages waits in the feed
         # (its PUSH blocks), not in this process's memory
-        ingest = self._socket("ingest", zmq.PULL, ep.ingest, rcvhwm=limits.ingest_rcvhwm,
+        ingest = bind_socket(self, "ingest", zmq.PULL, ep.ingest, rcvhwm=limits.ingest_rcvhwm,
                               maxmsgsize=limits.ingest_wire_bytes,
                               curve=self.config.curve.ingest)
         # a subscriber's subscriptions are held by libzmq at ~46x their bytes, for as long as it stays connected:
-        # one longer than any topic (it can match nothing) drops its connection (XPUB_MANUAL does not help: libzmq
-        # keeps every subscription a manual XPUB receives in a trie of its own, to undo them at a disconnect)
+        # one longer than any topic (it can match nothing) is held and counted (SubscriptionsHeld), and only one
+        # past SUBSCRIPTION_WIRE_BYTES drops its connection (XPUB_MANUAL does not help: libzmq keeps every
+        # subscription a manual XPUB receives in a trie of its own, to undo them at a disconnect)
         # XPUB, not PUB: it tells the service of each distinct subscription held and of each gone, so stats can say
         # what subscribers make libzmq hold (it publishes exactly as PUB does)
-        answers = self._socket("answers", zmq.XPUB, ep.answers, sndhwm=limits.answers_hwm, curve=True,
-                               maxmsgsize=limits.longest_subscription_bytes)
+        answers = bind_socket(self, "answers", zmq.XPUB, ep.answers, sndhwm=limits.answers_hwm, curve=True,
+                               maxmsgsize=SUBSCRIPTION_WIRE_BYTES)
         control = self._sockets["control"]  # bound before the recovery (__init__)
         for i, feed in enumerate(ep.feeds):
             sub = self.context.socket(zmq.SUB)
@@ -192,49 +182,6 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
                                                 self.counters)
         self._refresh_snapshot()
         return self.endpoints
-
-    def _socket(self, name: str, kind: int, endpoint: str, curve: bool = False, **options: int) -> zmq.Socket:
-        sock = self.context.socket(kind)
-        sock.linger = 0
-        for option, value in options.items():
-            setattr(sock, option, value)
-        if curve and self._curve_keys is not None:
-            sock.curve_publickey, sock.curve_secretkey = self._curve_keys
-            sock.curve_server = True
-            self._curve_sockets.add(name)
-            if self._auth is not None:  # fail closed: no ZAP handler, no handshake
-                sock.zap_domain = f"flashtick-{name}".encode()  # a refusal's log line names the socket
-                sock.setsockopt(zmq.ZAP_ENFORCE_DOMAIN, 1)
-        if endpoint.endswith(":0"):  # an ephemeral port
-            endpoint = endpoint[:-2] + ":*"
-        ipv6_for(sock, endpoint)
-        try:
-            bind_retrying(sock, endpoint)
-        except zmq.ZMQError as e:
-            sock.close()
-            if e.errno == zmq.EADDRINUSE:
-                raise port_in_use(name, endpoint) from None
-            # ZeroMQ takes a host that is no address for a network interface's name: "No such device" alone misleads
-            named = (f"; ZeroMQ took {endpoint_host(endpoint)!r} for a network interface's name, and this host has "
-                     f"none of that name: give an address (127.0.0.1, [::1], 0.0.0.0)" if e.errno == errno.ENODEV
-                     else "")
-            raise OSError(f"cannot bind the {name} socket to {endpoint}: {e.strerror}{named} (set endpoints.{name} in "
-                          f"the --config file)") from None
-        self.endpoints[name] = sock.getsockopt_string(zmq.LAST_ENDPOINT)
-        self._sockets[name] = sock
-        return sock
-
-    def _start_curve(self) -> None:
-        """Read the server's keys and the allowed clients, and start the ZAP handler, before any socket binds."""
-        curve = self.config.curve
-        if not curve.enabled:
-            return
-        self._curve_keys = server_keypair(curve.server_secret_key_file, curve.server_public_key_file)
-        if curve.clients_dir is not None:
-            keys = allowed_client_keys(curve.clients_dir)
-            self.context = zmq.Context()  # a ZAP handler serves one context: give this server its own
-            self._auth = ClientAllowList(self.context, keys, self.counters)
-            self._auth.start()
 
     def stop(self) -> None:
         if self._stop_requested is None:
@@ -350,20 +297,6 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
             sock.send_multipart([topic.encode(), pack(payload)], zmq.NOBLOCK)
 
     # -- metrics --------------------------------------------------------------------------------
-
-    def _start_metrics(self) -> None:
-        """The Prometheus endpoint (endpoints.metrics_port), bound with the control socket, before the model loads."""
-        from engine.service.metrics import start_metrics_server
-
-        host, port = self.config.endpoints.metrics_host, self.config.endpoints.metrics_port
-        if port is None:
-            return
-        try:
-            self._metrics_server = start_metrics_server(host, port, self._metrics_snapshot)
-        except OSError as e:  # like the sockets' bind errors: the key at fault and the endpoint
-            raise metrics_bind_error(host, port, e) from None
-        shown = f"[{host}]" if ":" in host else host  # (an IPv6 address is bracketed in a URL)
-        self.endpoints["metrics"] = f"http://{shown}:{self._metrics_server.server_port}/metrics"
 
     def _metrics_snapshot(self) -> dict[str, Any]:
         """What a scrape renders (on the HTTP thread: reads, never touches the engine): the engine thread's last

@@ -29,7 +29,8 @@ class StartingReplies:
         self._thread = threading.Thread(target=self._serve, name="control-while-starting", daemon=True)
 
     def __enter__(self) -> "StartingReplies":
-        self._thread.start()
+        if not self._thread.is_alive():  # (started already when bound before the engine's imports: EarlyStart)
+            self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
