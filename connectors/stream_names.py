@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 from connectors.tick_errors import InvalidTick
@@ -37,13 +38,14 @@ def slash_hint(name: str) -> str:
     if not isinstance(name, str) or "/" not in name or len(name) > 64:
         return ""
     return f" (no stream name has a '/', which answer topics use as their separator: file replay names " \
-           f"{quoted(name)} {quoted(name.replace('/', '-'))}{venue_caution(name.replace('/', '-'))})"
+           f"{quoted(name)} {quoted(name.replace('/', '-'))}{venue_caution(name.replace('/', '-'), quoted)})"
 
 
-def venue_caution(dashed: str) -> str:
+def venue_caution(dashed: str, quote: Callable[[str], str] = repr) -> str:
     """What to know before sending `BTC/USD` as `BTC-USD`, said wherever '/' -> '-' is suggested or done: that may be
-    another venue's own name for the instrument (Coinbase's), and one engine fed by both would merge their ticks."""
-    example = f", e.g. {quoted(dashed + '.kraken')}" if len(dashed) <= 32 else ""
+    another venue's own name for the instrument (Coinbase's), and one engine fed by both would merge their ticks.
+    ``quote``: how the example name is quoted (the wire's errors: as JSON writes it, engine/quoting.py)."""
+    example = f", e.g. {quote(dashed + '.kraken')}" if len(dashed) <= 32 else ""
     return f"; it may be another venue's name too: name it by venue{example}"  # (a rejection is kept short)
 
 
@@ -58,7 +60,7 @@ def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
     end. Anything else is `bad_stream`, with the rule it broke.
     """
     if stream is None or stream == "":
-        raise InvalidTick("missing_stream", 'field "stream" is required and must be non-empty')
+        raise InvalidTick("missing_stream", "field 'stream' is required and must be non-empty")
     check_text("stream", stream)
     if len(stream) > max_bytes:  # a character is at least one byte: a 1 MB name stops here, unread
         raise InvalidTick("bad_stream", f"stream name of {len(stream)} characters (so at least as many UTF-8 bytes) "
@@ -71,8 +73,9 @@ def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
         raise InvalidTick("bad_stream", f"stream name of {size} UTF-8 bytes is longer than {max_bytes} bytes")
     if "/" in stream:  # answer topics are "<query>/<stream>/": a '/' would make prefix subscriptions ambiguous
         dashed = stream.replace("/", "-")
+        named = f"{quoted(dashed)}{venue_caution(dashed, quoted)}"
         raise InvalidTick("bad_stream", f"stream {_excerpt(stream, 64)} contains \"/\", which answer topics use as a "
-                                        f"delimiter (file replay names it {quoted(dashed)}{venue_caution(dashed)})")
+                                        f"delimiter (file replay names it {named})")
     if stream[0] == "_":
         raise InvalidTick("bad_stream", f"stream {_excerpt(stream, 64)} starts with \"_\": topics starting with "
                                         "\"_\" are the service's own (_heartbeat/, _rejects/)")

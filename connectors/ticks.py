@@ -167,8 +167,7 @@ def _number(obj: dict, key: str, *, required: bool, is_price: bool, zero_ok: boo
     value = obj.get(key)
     if value is None:
         if required:
-            raise InvalidTick("missing_field",
-                              f"field {quoted(key)} is required{renamed(obj, key) or _sizeless(obj, key)}")
+            raise InvalidTick("missing_field", f"field {key!r} is required{renamed(obj, key) or _sizeless(obj, key)}")
         return None
     # bool is an int subclass; a True price is a bug upstream, not a price of 1.
     if isinstance(value, bool) or not isinstance(value, (int, float)):

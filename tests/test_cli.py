@@ -110,7 +110,7 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
             error = raw.request({"op": "register", "yaml": bad, "source": "/etc/../\x1b[31mq\u202e" + "x" * 99})["error"]
             assert error.startswith("31mq" + "x" * 60 + ":2:")
             assert raw.request({"op": "register", "yaml": bad, "source": 7})["error"] == \
-                "op 'register' needs 'source' as str (got int 7)"
+                'op "register" needs "source" as str (got int 7)'
 
         code, out, _ = run(capsys, "list", *control)
         lines = out.splitlines()
@@ -123,7 +123,7 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
         code, _, err = run(capsys, "get", "SYN.A", "dir", *control)  # no data yet: a misspelt name looks the same
         assert code == 1 and "no stream 'SYN.A' has sent data (`flashtick streams` lists those that have)" in err
         code, _, err = run(capsys, "get", "SYN.A", "nope", *control)
-        assert code == 2 and "no query named 'nope' (registered: dir, vol)" in err
+        assert code == 2 and 'no query named "nope" (registered: dir, vol)' in err
         code, _, err = run(capsys, "get", "EUR/USD", "dir", *control)  # feeds replay it as EUR-USD
         assert code == 2 and "'EUR/USD' cannot be a stream" in err and "/" in err
         with FeedClient(server.endpoints["ingest"]) as feed:
@@ -144,7 +144,7 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
         assert code == 0 and set(json.loads(out)["value"]["probs"]) == {"down", "flat", "up"}, err
         assert "no query is registered as 'direction_5': asked the model's question 'direction_5' directly" in err
         code, _, err = run(capsys, "ask", "SYN.A", "no_such_thing", *control)
-        assert code == 2 and "no query named 'no_such_thing'" in err and "direction_5" in err  # (its questions)
+        assert code == 2 and 'no query named "no_such_thing"' in err and "direction_5" in err  # (its questions)
         code, _, err = run(capsys, "ask", "SYN.Q", "no_such_thing", *control)  # a typo is one, data or not
         assert code == 2 and "is not a question of this model's codec" in err and "sent no data" not in err, err
         code, _, err = run(capsys, "ask", "SYN.A", "direction_5", "--kind", "expectation", *control)
@@ -154,7 +154,7 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
         code, out, _ = run(capsys, "unregister", "vol", *control)
         assert code == 0 and out == "unregistered vol (registry version 3)\n"
         code, _, err = run(capsys, "unregister", "vol", *control)
-        assert code == 2 and "no query named 'vol'" in err
+        assert code == 2 and 'no query named "vol"' in err
         code, out, _ = run(capsys, "stats", *control)
         assert code == 0 and json.loads(out)["ticks_in"] == 40
 
@@ -1559,13 +1559,13 @@ def test_a_stream_asked_for_with_a_slash_is_pointed_to_the_name_replay_gave_it(c
                            server.endpoints["ingest"], "--answers", server.endpoints["answers"], *control)
         assert code == 0 and "sent 6 ticks" in err, err
         wait_for(lambda: server.pipeline.ticks_in == 6)
-        said = "file replay names 'EUR/USD' 'EUR-USD'; it may be another venue's name too: name it by venue, e.g. " \
-               "'EUR-USD.kraken')"
+        said = "file replay names \"EUR/USD\" \"EUR-USD\"; it may be another venue's name too: name it by venue, " \
+               "e.g. \"EUR-USD.kraken\")"
         for op in ("ask", "get"):  # the service's one check (control_requests.asked_stream)
             code, _, err = run(capsys, op, "EUR/USD", "dir", *control)
-            assert code == 2 and f"flashtick {op}: error: 'EUR/USD' cannot be a stream: bad_stream: stream " \
-                "'EUR/USD' contains '/'" in err and "(file replay names it 'EUR-USD'; it may be another venue's " \
-                "name too: name it by venue, e.g. 'EUR-USD.kraken')" in err, err
+            assert code == 2 and f'flashtick {op}: error: "EUR/USD" cannot be a stream: bad_stream: stream ' \
+                '"EUR/USD" contains "/"' in err and '(file replay names it "EUR-USD"; it may be another venue\'s ' \
+                'name too: name it by venue, e.g. "EUR-USD.kraken")' in err, err
         code, out, err = run(capsys, "streams", "EUR/USD", "EUR-USD", *control)
         assert code == 0 and out.splitlines()[0] == "EUR/USD\tnever seen" and said in err, (out, err)
         assert out.splitlines()[1].startswith("EUR-USD\tlast_ts ")

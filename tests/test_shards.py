@@ -387,7 +387,7 @@ def test_the_front_door_refuses_a_lookalike_of_a_known_stream_as_one_engine_does
             front.run_until_idle()
             assert [(r["index"], r["reason"], r["stream"]) for r in refused] == [
                 (0, "bad_stream", "\uff2c\uff2f\uff2f\uff2b.A")], refused
-            assert "prints like 'LOOK.A', a stream this service knows already" in refused[0]["error"], refused
+            assert 'prints like "LOOK.A", a stream this service knows already' in refused[0]["error"], refused
             assert set(front.shard_of) == {"LOOK.A"} and front.rejected["bad_stream"] == 1
         finally:
             front.close()

@@ -235,7 +235,7 @@ def test_a_price_without_a_size_is_told_to_send_size_1(clients) -> None:
     stream = fresh_stream("SPX.IDX")
     feed.send(msgpack.packb([{"stream": stream, "ts": T0, "price": 5100.25}]))
     _, payload = rejects.until(lambda g: len(g) >= 1)[0]
-    assert payload["reason"] == "missing_field" and "field \"size\" is required; a price series without sizes (an " \
+    assert payload["reason"] == "missing_field" and "field 'size' is required; a price series without sizes (an " \
         "index level, an iNAV) is sent with size 1, as file replay reads one" in payload["error"], payload
     feed.send(msgpack.packb([{"stream": stream, "ts": T0, "price": 5100.25, "size": 1}]))
     after = wait_stats(ctl, lambda st: st["ticks_in"] - before == 1)  # the rejected one is no tick in

@@ -216,7 +216,7 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     # a kind is checked whichever way the ask goes, and said when it does not apply
     assert "takes kind \"choice\" or \"expectation\"" in ctl("ask", stream=s, query="move", kind="bogus")["error"]
     ignored = ctl.ok("ask", stream=s, query="move", kind="choice")
-    assert "expected" in ignored["answer"]["value"] and ignored["note"].startswith("kind 'choice' ignored: 'move'")
+    assert "expected" in ignored["answer"]["value"] and ignored["note"].startswith('kind "choice" ignored: "move"')
     assert "note" not in ctl.ok("ask", stream=s, query="move", kind="expectation")
     surprise = ctl.ok("ask", stream=s, query="surp")
     assert surprise["cached"] is True and set(surprise["answer"]["value"]) == {"nll"}
@@ -296,7 +296,7 @@ def test_a_key_an_op_does_not_take_is_served_with_a_note_naming_the_nearest_key(
     assert direct["note"].endswith('; key "Kind" ignored: op "ask" takes no such key (its keys: stream, query, spec, '
                                    "kind, max_stale_ticks; and id); did you mean 'kind'?")
     # every op, a key close to none named with what the op takes
-    assert ctl.ok("health", unused_key=1)["note"] == ("key 'unused_key' ignored: op 'health' takes no such key (it "
+    assert ctl.ok("health", unused_key=1)["note"] == ('key "unused_key" ignored: op "health" takes no such key (it '
                                                       "takes none but id)")
     held = ctl.ok("streams", stream=[s], after="")
     assert held["note"].endswith("(its keys: streams, after, drain; and id); did you mean 'streams'?")
