@@ -85,7 +85,7 @@ def test_each_bad_stream_name_class_is_refused_and_counted_between_good_ticks(se
         [("bad_stream", 1 + 2 * i) for i in range(n)] + [("bad_stream", 2 * i) for i in range(n)])
     assert all("stream" not in r and len(r["error"]) < 200 for r in rejects)  # a bad name is never echoed back
     assert after["rejected"]["bad_stream"] - before["rejected"].get("bad_stream", 0) == 2 * len(BAD_NAMES)
-    assert "U+202E RIGHT-TO-LEFT OVERRIDE" in rejects[8]["error"] and "'/'" in rejects[0]["error"]
+    assert "U+202E RIGHT-TO-LEFT OVERRIDE" in rejects[8]["error"] and '"/"' in rejects[0]["error"]
 
 
 def test_a_1mb_stream_name_is_refused_cheaply_and_never_published(server, feed) -> None:

@@ -237,7 +237,7 @@ def test_tokenized_ticks_are_accepted_and_validated(server, feed) -> None:
 def test_control_errors_reach_the_sender(server) -> None:
     with ControlClient(server.endpoints["control"]) as control:
         assert control.request({"op": "fly"})["error"].startswith('unknown op "fly"')
-        assert "needs 'yaml'" in control.request({"op": "register"})["error"]
+        assert 'needs "yaml"' in control.request({"op": "register"})["error"]
         bad_yaml = control.request({"op": "register", "yaml": "queries:\n  - {name: x, streams: [a], kind: choice,"
                                                              " question: direction_20, trigerr: batch}\n"})
         assert not bad_yaml["ok"] and "control:register:2" in bad_yaml["error"] and "trigerr" in bad_yaml["error"]

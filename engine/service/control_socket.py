@@ -66,8 +66,8 @@ class ControlSocket:
     def _send_reply(self, frames: list[bytes]) -> None:
         """A control reply to its client (``frames[0]``, its routing id). One that finds the client's ZeroMQ queue
         full (CONTROL_HWM replies, early_start.py: a client not reading, or a burst of pipelined replies the I/O
-        thread has not sent yet) waits in ``_unsent``, sent as room comes (``_send_unsent``), up to limits.control_queue_bytes a
-        client: past that, or for a client gone, it is dropped and counted."""
+        thread has not sent yet) waits in ``_unsent``, sent as room comes (``_send_unsent``), up to
+        limits.control_queue_bytes a client: past that, or for a client gone, it is dropped and counted."""
         unsent = self._unsent.get(frames[0])
         if unsent is None:
             try:

@@ -29,9 +29,10 @@ class EarlyStart:
     """The sockets a service binds first (see the module's docstring), answering "starting" from a thread of their
     own until `Server` takes them over (``adopted``)."""
 
-    def __init__(self, config: ServiceConfig, started_at: float | None = None) -> None:
+    def __init__(self, config: ServiceConfig, phase: str = "importing the engine") -> None:
+        """``phase``: what `health` says the start is doing (a Server binding its own: loading the model)."""
         self.config = config
-        self.started_at = time.time() if started_at is None else started_at
+        self.started_at = time.time()
         self.context = zmq.Context.instance()
         self.endpoints: dict[str, str] = {}
         self._sockets: dict[str, zmq.Socket] = {}
@@ -58,7 +59,7 @@ class EarlyStart:
             raise
         self.starting = StartingReplies(self.control, config.model.model_id, config.limits.zero_bid, self.started_at,
                                         self._send)
-        self.starting.said("importing the engine")
+        self.starting.said(phase)
         self.starting.__enter__()
 
     def _send(self, frames: list[bytes]) -> None:
@@ -98,7 +99,7 @@ class EarlyStart:
         self.endpoints["metrics"] = f"http://{shown}:{self.metrics_server.server_port}/metrics"
 
     def _starting_snapshot(self) -> dict[str, Any]:
-        return {"starting": self.starting.phase if hasattr(self, "starting") else "importing the engine",
+        return {"starting": self.starting.phase if hasattr(self, "starting") else "binding the control socket",
                 "process_start_time_seconds": process_start_time(),
                 "process_resident_memory_bytes": resident_bytes()}
 

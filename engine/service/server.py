@@ -91,7 +91,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
         # the control socket and metrics first (EarlyStart): while the engine imports, the model loads and the tick
         # log replays (minutes for a long log) `health` answers "starting" rather than nothing, so a supervisor's
         # probe does not take it for a hang
-        early = early if early is not None else EarlyStart(config)
+        early = early if early is not None else EarlyStart(config, phase="loading the model")
         self.started_at = early.started_at
         self.context, self.endpoints, self._sockets = early.context, early.endpoints, early._sockets
         self._curve_keys, self._curve_sockets, self._auth = early._curve_keys, early._curve_sockets, early._auth
