@@ -25,6 +25,7 @@ from typing import IO, Any, Callable, Iterator, NamedTuple
 import polars as pl
 
 from connectors.day_folders import folder_chain
+from connectors.expansion import MEMBERS_VARIABLE, Bounded, bounded_gzip, expansion_limits
 from connectors.text_encodings import likely_encodings
 
 ZIP_SUFFIX = ".zip"
@@ -67,8 +68,9 @@ def is_zip(path: Path) -> bool:
 
 def text_opener(path: Path | str) -> Callable[..., IO[Any]]:
     """How a text file's text is opened: a `.gz` file's (FXCM's gzipped UTF-16) decompressed, so every check of its
-    encoding and lines sees what its copy and polars read, not gzip's bytes."""
-    return gzip.open if str(path).lower().endswith(".gz") else open
+    encoding and lines sees what its copy and polars read, not gzip's bytes. Bounded (connectors/expansion.py): a
+    gzip bomb is refused by name at its first full read, before polars decompresses it."""
+    return bounded_gzip if str(path).lower().endswith(".gz") else open
 
 
 def utf16_encoding(path: Path) -> str | None:
@@ -262,6 +264,9 @@ class Unpacked:
             members = tick_members(archive)
             if not members:
                 raise ValueError(f"{archive_path}: the zip archive holds no files")
+            if len(members) > (most := expansion_limits().members):
+                raise ValueError(f"{archive_path}: the zip archive holds {len(members):,} files, over the limit of "
+                                 f"{most:,}; unpack it and give the folder, or set {MEMBERS_VARIABLE} higher")
             self.left_out = [m.filename for m in members if not is_ticks(Path(m.filename))]
             members = [m for m in members if is_ticks(Path(m.filename))]
             names = [Path(m.filename).name for m in members]
@@ -273,10 +278,16 @@ class Unpacked:
             folder = Path(self._dir).joinpath(*folder_chain(archive_path))
             folder.mkdir(parents=True)
             self.paths: list[Path] = []
-            for member, name in zip(members, names):
-                self.paths.append(folder / name)
-                with archive.open(member) as src, open(self.paths[-1], "wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
+            try:
+                for member, name in zip(members, names):
+                    self.paths.append(folder / name)
+                    # bounded: a member that expands past the limits is refused by name, its copy removed
+                    with Bounded(archive.open(member), f"{archive_path} ({member.filename} inside)",
+                                 member.compress_size) as src, open(self.paths[-1], "wb") as dst:
+                        shutil.copyfileobj(src, dst, 1 << 20)
+            except BaseException:
+                self.close()
+                raise
         self.members = [m.filename for m in members]
 
     def note(self, index: int, copied: Unpacked | None = None) -> str:

@@ -7,7 +7,6 @@ rows with more fields than the file's columns, found once polars refuses a file 
 from __future__ import annotations
 
 import csv
-import gzip
 import re
 from collections import Counter
 from contextlib import contextmanager
@@ -15,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, NamedTuple
 
-from connectors.archives import truncation_named
+from connectors.archives import text_opener, truncation_named
 from connectors.bloomberg_names import bdh_security, bdh_title_lines
 from connectors.column_names import TIME_HEADERS
 from connectors.field_names import normal_name
@@ -74,7 +73,7 @@ class Dialect:
 
 
 def _open_text(path: Path) -> Any:
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    opener = text_opener(path)
     return opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="")
 
 
@@ -150,7 +149,7 @@ def check_line_lengths(path: Path) -> None:
     limit = MAX_LINE_CHARS
     most = 4 * limit + 2  # the bytes of a line of `limit` characters at most, with its CR LF
     number, data, end_of_file = 1, b"", False  # the line that `data` starts
-    with truncation_named(path), (gzip.open if path.name.lower().endswith(".gz") else open)(path, "rb") as f:
+    with truncation_named(path), text_opener(path)(path, "rb") as f:
         while not end_of_file:
             chunk = f.read(LINE_SCAN_BYTES)
             end_of_file, data, start = not chunk, data + chunk, 0

@@ -7,7 +7,6 @@ connectors/json_repeated_keys.py.
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import re
@@ -16,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from connectors.archives import truncation_named
+from connectors.archives import text_opener, truncation_named
 from connectors.json_repeated_keys import (
     DUPLICATE_KEY, RepeatedKey, may_repeat_keys, records_with_a_key_twice, repeats_a_key, unique_pairs,
 )
@@ -35,7 +34,7 @@ KRAKEN_REST_KEYS = {"error", "result"}
 
 
 def read_lines(path: Path) -> list[bytes]:
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    opener = text_opener(path)
     with truncation_named(path):  # a cut .jsonl.gz: named, and said to be cut short
         try:
             with opener(path, "rb") as f:

@@ -21,6 +21,7 @@ from connectors.archives import Unpacked, is_zip, not_utf8, text_copy_needed, te
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import first_lines, sniff_csv
+from connectors.expansion import Progress
 from connectors.file_plan import FilePlan
 from connectors.file_scans import READ_TYPES, is_csv, is_dbn, is_tick_file
 from connectors.file_suffixes import PARQUET_SUFFIXES
@@ -242,8 +243,9 @@ class OpenedFiles:
         with truncation_named(path):  # (a cut .csv.gz's copy stops where its data does)
             unpacked = Unpacked(path, is_tick_file) if copied is None else Unpacked.text_copy(path, copied)
         self.unpacked.append(unpacked)
-        plans, no_layout = [], []
+        plans, no_layout, progress = [], [], Progress()
         for i, inside in enumerate(unpacked.paths):
+            progress.tick(lambda: f"reading {path}: {i:,} of its {len(unpacked.paths):,} files planned")
             copy = None
             if copied is None and is_csv(inside) and (member := text_copy_needed(inside)):  # such a file in a zip
                 copy = Unpacked.text_copy(inside, member)
