@@ -29,6 +29,7 @@ NUMBER_LINES = 2000  # lines read to tell a file's decimal separator (a cell tha
 # read is refused by csv. A tick file's line is under a few KB (a 5,000-column export's about 20 KB); a longer one is
 # a corrupt or binary file (a crashed writer's run of NULs), refused once that much is read, not read whole first.
 MAX_LINE_CHARS = 131_072
+MAX_COLUMNS = 10_000  # a CSV's columns: vendors' widest exports hold hundreds; each costs every read of the file
 SNIFF_CHARS = 1 << 23  # characters of a CSV's first lines read to sniff it at most (long lines: fewer lines)
 
 
@@ -184,6 +185,10 @@ def sniff_csv(path: Path, decimal: str | None = None) -> Dialect:
     reader = csv.reader(lines, delimiter=separator)
     with csv_error_named(path, lambda: numbers[reader.line_num - 1] if reader.line_num else 1):
         rows = [tuple(c.strip() for c in row) for row in reader]
+    if rows and len(rows[0]) > MAX_COLUMNS:  # before any read that costs its width (a 240 KB file of 20,000)
+        raise ValueError(f"{path}: line {numbers[0]} has {len(rows[0]):,} columns, over the {MAX_COLUMNS:,} replay "
+                         f"reads (a tick file needs a few): write the columns the ticks need to a file of their own "
+                         f"(e.g. with polars' or pandas' usecols, or csvcut -c) and replay that")
     header = bool(rows) and not any(NUMBER.match(c) or DATE_LIKE.match(c) or c.lower() in ("true", "false")
                                     for c in rows[0])
     data = rows[1:] if header else rows
