@@ -41,6 +41,10 @@ class LimitsSection:
     when_behind: str = "lag"
     drain_s: float = 10.0  # on SIGTERM/SIGINT/SIGHUP, seconds from the signal to read the queue and compute, then exit
     max_waiting_asks: int = 1024  # asks waiting for a forward, all clients together; more are refused at once
+    # new streams one ingest message may open, and all messages together a second (a burst of a second's worth):
+    # a flood of new names must not stall the streams held (engine/service/new_stream_budget.py)
+    max_new_streams_per_message: int = 4096
+    max_new_streams_per_s: float = 4096.0
     # queries
     max_yaml_bytes: int = 256 << 10  # a query document (file or register request)
     max_yaml_nodes: int = 100_000  # nodes of a query document, every alias expanded

@@ -50,6 +50,7 @@ from engine.service.query_fit import compile_fitting
 from engine.service.reading_record import ingest_price_offset
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.live_scores import LiveScores
+from engine.service.new_stream_budget import NewStreamBudget
 from engine.service.receive_clock import ReceiveClock
 from engine.service.rejections import admission_limit
 from engine.service.shedding import Shedding
@@ -105,6 +106,8 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
         self.last_received_ns: int | None = None
         self.shedding = Shedding(config.limits.max_lag_s, config.limits.max_backlog_tokens)
         self.rejected: Counter[str] = Counter()
+        self.new_streams = NewStreamBudget(config.limits.max_new_streams_per_message,
+                                           config.limits.max_new_streams_per_s)
         self.reject_examples: dict[str, str] = {}  # reason -> the first such refusal's text (a backtest's summary)
         self._grouping: set[str] = set()  # streams the message being ingested has fed
         self.history = AnswerHistory(config.log.answers_keep)  # published answers, for gap fills

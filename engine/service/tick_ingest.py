@@ -19,6 +19,7 @@ from engine.service.adaptation import AnswerAdaptation
 from engine.service.config import ServiceConfig
 from engine.service.durability import DataDir
 from engine.service.live_scores import LiveScores
+from engine.service.new_stream_budget import NewStreamBudget
 from engine.service.receive_clock import ReceiveClock
 from engine.service.shedding import Shedding
 from engine.service.ticklog import LogWriteError
@@ -42,6 +43,7 @@ class TickIngest:
     data: DataDir | None
     receive_clock: ReceiveClock
     shedding: Shedding
+    new_streams: NewStreamBudget
     scores: LiveScores
     adaptation: AnswerAdaptation
     ticks_in: int
@@ -80,6 +82,7 @@ class TickIngest:
         """A wire message read now, inside its tick-log message: its read time, which every tick it submits is
         dated from (receive_clock.py), until it is ingested."""
         self._read_ns = time.time_ns()
+        self.new_streams.message_started()
         try:
             with self.data.items.message(listed_ticks(data)) if self.data is not None else nullcontext():
                 yield self._read_ns
@@ -94,6 +97,10 @@ class TickIngest:
         if self.config.limits.when_behind == "shed" and \
                 (refusal := self.shed_refusal(item.stream, waited_s)) is not None:
             raise refusal
+        if read is not None and item.stream not in self.engine.scheduler.streams and \
+                (problem := self.new_streams.refusal(item.stream)) is not None:  # a wire message's flood of names
+            self.engine.scheduler.stats.refused_streams += 1
+            raise InvalidTick("stream_refused", problem, item.stream)
         if self.data is not None:
             problem = self.engine.scheduler.admission_problem(item.stream)
             if problem is not None:  # refused before the log, as the scheduler refuses without one: counted alike

@@ -1,0 +1,96 @@
+"""A flood of new stream names (review309 #2): one wire message may open at most
+`limits.max_new_streams_per_message` new streams and all messages `limits.max_new_streams_per_s` a second; the rest
+are refused as `stream_refused` with the limit named, counted, while a stream already held keeps ticking. A feed that
+starts with its whole universe (2,500 names in one message) is taken whole under the defaults."""
+
+from __future__ import annotations
+
+import time
+
+import msgpack
+import pytest
+import zmq
+
+from conftest import serving, tiny_tick_checkpoint
+from engine.service.client import AnswerSubscriber, ControlClient
+from engine.service.config import ServiceConfig
+from engine.service.new_stream_budget import NewStreamBudget
+from engine.service.server import REJECTS_TOPIC
+
+TS = 1_723_161_254_087_896_568
+
+
+def config(root, limits: dict) -> ServiceConfig:
+    return ServiceConfig.from_dict({
+        "model": {"path": str(tiny_tick_checkpoint(root))},
+        "kv": {"cells": 65536, "block_size": 16},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
+        "limits": {"heartbeat_s": 0.1, "max_ts_ahead_s": None, **limits},
+    })
+
+
+def stats(server) -> dict:
+    with ControlClient(server.endpoints["control"]) as control:
+        return control.call("stats")["stats"]
+
+
+def until_read(server, messages: int) -> dict:
+    """Stats once the service has read `messages` ingest messages (a hang is caught by the bound, not timed)."""
+    deadline = time.monotonic() + 120
+    while (now := stats(server))["ingest_messages"] < messages and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return now
+
+
+def push(server) -> zmq.Socket:
+    sock = zmq.Context.instance().socket(zmq.PUSH)
+    sock.setsockopt(zmq.LINGER, 1000)
+    sock.connect(server.endpoints["ingest"])
+    return sock
+
+
+def trade(stream: str, ts: int) -> dict:
+    return {"stream": stream, "ts": ts, "price": 100.0, "size": 1.0}
+
+
+def test_one_message_opens_at_most_its_share_of_new_streams(tmp_path) -> None:
+    limits = {"max_new_streams_per_message": 50, "max_new_streams_per_s": 1e6}
+    with serving(config(tmp_path, limits)) as server, push(server) as feed, \
+            AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC]) as rejects:
+        time.sleep(0.3)  # PUB drops what it publishes before the subscription reaches it
+        feed.send(msgpack.packb([trade("HELD", TS)]))
+        until_read(server, 1)
+        flood = [trade(f"M{i}", TS + i) for i in range(200)] + [trade("HELD", TS + 1_000)]
+        feed.send(msgpack.packb(flood))
+        after = until_read(server, 2)
+        assert after["ticks_in"] == 1 + 50 + 1  # the held stream's tick went in behind the flood
+        assert after["rejected"].get("stream_refused") == 150
+        said = rejects.recv(timeout_s=30)
+        assert said is not None and "limits.max_new_streams_per_message" in str(said[1])
+        with ControlClient(server.endpoints["control"]) as control:
+            refused = control.call("streams", names=["M60"])
+        assert "max_new_streams_per_message" in str(refused)
+        feed.send(msgpack.packb([trade(f"M{i}", TS + 10_000 + i) for i in range(50, 100)]))  # sent again: taken
+        assert until_read(server, 3)["ticks_in"] == 1 + 50 + 1 + 50
+
+
+def test_a_feed_starting_with_2500_names_in_one_message_is_taken_whole(tmp_path) -> None:
+    with serving(config(tmp_path, {})) as server, push(server) as feed:
+        feed.send(msgpack.packb([trade(f"EQ{i:04d}", TS + i) for i in range(2500)]))
+        after = until_read(server, 1)
+        assert after["ticks_in"] == 2500 and "stream_refused" not in after["rejected"]
+
+
+def test_the_per_second_budget_refills_at_its_rate() -> None:
+    now = [0.0]
+    budget = NewStreamBudget(per_message=1000, per_s=10, clock=lambda: now[0])
+    budget.message_started()
+    assert [budget.refusal(f"S{i}") is None for i in range(12)] == [True] * 10 + [False] * 2
+    assert "limits.max_new_streams_per_s" in budget.refusal("S10")  # refused alike for each of its ticks
+    budget.message_started()
+    now[0] = 0.5  # half a second: five more
+    assert sum(budget.refusal(f"T{i}") is None for i in range(8)) == 5
+    now[0] = 100.0  # a long quiet: a second's worth, no more
+    budget.message_started()
+    assert sum(budget.refusal(f"U{i}") is None for i in range(30)) == 10
+    assert budget.refused_streams == 2 + 3 + 20
