@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 
 import msgpack
-import pytest
 import zmq
 
 from conftest import serving, tiny_tick_checkpoint
@@ -68,8 +67,8 @@ def test_one_message_opens_at_most_its_share_of_new_streams(tmp_path) -> None:
         said = rejects.recv(timeout_s=30)
         assert said is not None and "limits.max_new_streams_per_message" in str(said[1])
         with ControlClient(server.endpoints["control"]) as control:
-            refused = control.call("streams", names=["M60"])
-        assert "max_new_streams_per_message" in str(refused)
+            refused = control.call("streams", streams=["M60"])
+        assert refused["streams"]["M60"] is None and "max_new_streams_per_message" in str(refused["refused"]["M60"])
         feed.send(msgpack.packb([trade(f"M{i}", TS + 10_000 + i) for i in range(50, 100)]))  # sent again: taken
         assert until_read(server, 3)["ticks_in"] == 1 + 50 + 1 + 50
 
