@@ -8,6 +8,7 @@ Apart from connectors/ticks.py because this is the byte-level reading; the tick 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgpack
@@ -49,9 +50,28 @@ def read_msgpack(data: bytes) -> Any:
         why = ": nested deeper than the decoder allows"
     except msgpack.FormatError:
         why = ": a byte that starts no msgpack value"
-    except Exception as err:  # msgpack raises several unrelated types on garbage; say what it said
-        why = ": it ends inside a value (cut short?)" if "incomplete input" in str(err) else f" ({err})"
+    except Exception as err:  # msgpack raises several unrelated types on garbage; said in msgpack's own terms
+        why = _garbage_said(str(err), len(data))
     raise NotMsgpack(f"not valid msgpack{why}{json_hint(data)}")
+
+
+# Python msgpack's bound on a container's header (`4294967295 exceeds max_map_len(2)`): its own parameters, derived
+# from the frame's length, which read to a client in another language as if maps held two entries at most
+OVER_LENGTH = re.compile(r"(\d+) exceeds max_(map|array|str|bin|ext)_len")
+CONTAINER_SAID = {"map": "a map of", "array": "an array of", "str": "a string of", "bin": "binary data of",
+                  "ext": "an ext value of"}
+
+
+def _garbage_said(error: str, size: int) -> str:
+    """Why the decoder gave up, without its language's words: a header claiming more entries or bytes than the
+    whole frame holds is a value cut short (or a length that is garbage), said with both numbers."""
+    if "incomplete input" in error:
+        return ": it ends inside a value (cut short?)"
+    if (over := OVER_LENGTH.search(error)) is not None:
+        unit = "entries" if over[2] in ("map", "array") else "bytes"
+        return (f": it ends inside a value (cut short?): a header says {CONTAINER_SAID[over[2]]} {int(over[1]):,} "
+                f"{unit}, more than the {size:,}-byte frame holds")
+    return f" ({error})"
 
 
 class RepeatedKeys(dict):

@@ -103,6 +103,9 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
     ("a stream twice", bytes([0x85]) + msgpack.packb(GOOD)[1:] + msgpack.packb("stream") + msgpack.packb("R.TWO"), 0,
      "duplicate_key", False),
     ("deep nesting", b"\x91" * 60_000 + b"\xc0", -1, "bad_msgpack", False),
+    # headers claiming 2**32-1 entries: said in msgpack's terms, not the decoder's max_map_len(2) (review309 #8)
+    ("map32 header alone", b"\xdf\xff\xff\xff\xff", -1, "bad_msgpack", False),
+    ("array32 header alone", b"\xdd\xff\xff\xff\xff", -1, "bad_msgpack", False),
     ("a scalar", msgpack.packb(5), -1, "not_a_map", False),
     ("a scalar item", msgpack.packb([5]), 0, "not_a_map", False),
     ("no stream", msgpack.packb({"ts": T0, "price": 1.0, "size": 1.0}), 0, "missing_stream", False),
@@ -204,8 +207,10 @@ SAID = {"a scalar": "got int 5", "price ext": "got ext (type 5)", "price bool": 
         "tokenized no tokens": "field 'tokens' is required", "tokenized tokens a map": "got map of 0",
         "ts float": "got float 1.7e+18", "stream an int": "got int 7", "json": "pack the same value as msgpack",
         "stream not NFC": "is not in Unicode NFC: send it as \"Société\" (its NFC form)",
-        "tokenized stream not NFC": "send it as \"é\""}
-PYTHON_WORDS = re.compile(r"\b(NoneType|dict|ExtType|Timestamp|True|False|tuple|packb)\b")
+        "tokenized stream not NFC": "send it as \"é\"",
+        "map32 header alone": "a header says a map of 4,294,967,295 entries, more than the 5-byte frame holds",
+        "array32 header alone": "ends inside a value (cut short?): a header says an array of 4,294,967,295"}
+PYTHON_WORDS = re.compile(r"\b(NoneType|dict|ExtType|Timestamp|True|False|tuple|packb|max_\w+_len)\b")
 
 
 def test_a_stream_name_with_a_slash_is_told_that_its_dashed_name_may_be_another_venues(clients) -> None:
