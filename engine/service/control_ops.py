@@ -266,7 +266,11 @@ class ControlOps:
     def _op_streams(self, request: dict, _reply: Any) -> dict:
         """Each stream's last accepted tick (ts and count): where a feed resumes after the service restarted. With
         ``drain: true`` (a feed placing itself) the messages already queued on ingest are read first."""
-        if request.get("drain") is True:
+        drain = request.get("drain")
+        if drain is not None and type(drain) is not bool:  # a "false" read as true would place a feed unasked
+            raise ControlError(f"op 'streams' takes drain as a bool (true: read what is queued on ingest first; "
+                               f"or nil), got {wire_value(drain)}")
+        if drain:
             self._read_before_placing()
         names = request.get("streams")
         if names is not None and (type(names) is not list or not all(type(n) is str for n in names)
