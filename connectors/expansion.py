@@ -89,16 +89,28 @@ class Bounded(io.RawIOBase):
         super().__init__()
         self._raw, self.name_said, self.compressed = raw, name, max(compressed, 1)
         self.limits = expansion_limits()
-        self.out = 0
+        self.out = self._at = 0
         self._progress = Progress()
 
     def readable(self) -> bool:
         return True
 
+    def seekable(self) -> bool:
+        return self._raw.seekable()
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """(a gzip file seeks by decompressing again up to the place: bounded alike, by the furthest place read)"""
+        self._at = self._raw.seek(offset, whence)
+        return self._at
+
+    def tell(self) -> int:
+        return self._at
+
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         data = self._raw.read(len(buffer))
         buffer[: len(data)] = data
-        self.out += len(data)
+        self._at += len(data)
+        self.out = max(self.out, self._at)  # the furthest byte read: a file read twice counts once
         self._check()
         return len(data)
 
