@@ -185,6 +185,9 @@ class TextCopy(NamedTuple):
 
     encoding: str | None  # a UTF-16 file's (utf16_encoding): polars reads UTF-8 only
     cr_lines: bool  # its lines end in \r alone: polars ends lines at \n only, and read the file as one line
+    # a \r alone inside its first line (`size\r\r1722...\r\n`: text converted twice): polars read the header and
+    # the first row as one line, that row lost without a count and the header's last name misread (review309 #7)
+    cr_inside: bool = False
 
 
 def text_copy_needed(path: Path) -> TextCopy | None:
@@ -200,7 +203,12 @@ def text_copy_needed(path: Path) -> TextCopy | None:
     if encoding is not None:  # a UTF-16 \r or \n is two bytes, one of them maybe part of another character
         head = head.decode(encoding, errors="replace").encode()
     cr_lines = b"\r" in head and b"\n" not in head
-    return TextCopy(encoding, cr_lines) if encoding is not None or cr_lines else None
+    cr_inside = not cr_lines and LONE_CR.search(head.split(b"\n", 1)[0]) is not None
+    return TextCopy(encoding, cr_lines or cr_inside, cr_inside and not cr_lines) \
+        if encoding is not None or cr_lines or cr_inside else None
+
+
+LONE_CR = re.compile(rb"\r(?=[^\r\n])")  # a \r that ends no line (`\r\r\n`, Windows' doubled CR, ends one)
 
 
 def _shift_jis_leads(head: bytes) -> bool:
@@ -307,7 +315,9 @@ class Unpacked:
         closed as an archive's one member is."""
         copy = cls.__new__(cls)
         said = [*(["UTF-16 text, read as UTF-8"] if how.encoding else []),
-                *(["lines ended by \\r alone (classic Mac OS), read as lines ended by \\n"] if how.cr_lines else [])]
+                *(["a line end of \\r alone inside its first line (a file converted twice?), read as a line end"]
+                 if how.cr_inside else
+                 ["lines ended by \\r alone (classic Mac OS), read as lines ended by \\n"] if how.cr_lines else [])]
         copy.archive, copy.members, copy.transcoded, copy.left_out = path, [path.name], "; ".join(said), []
         copy._dir = tempfile.mkdtemp(prefix="flashtick-text-")
         gz = path.name.lower().endswith(".gz")

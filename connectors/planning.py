@@ -18,6 +18,7 @@ import polars as pl
 
 from connectors import json_lines
 from connectors.column_map import ColumnMap
+from connectors.csv_quotes import unclosed_quote_refusal
 from connectors.event_time import (
     NAIVE_TZ_ONLY, WHOLE_TEXT_UNITS, apply_utc_offset, time_column, ts_expr, ts_in_ns, wall_clock_ns, zone_in_times,
 )
@@ -86,6 +87,15 @@ def regular_file(path: Path) -> Path:
 
 
 def plan_file(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
+    try:
+        return _plan_file(path, cmap, explicit)
+    except pl.exceptions.ComputeError as e:  # polars' many lines, echoing the file: said in one when a quote did it
+        if is_csv(path) and (refusal := unclosed_quote_refusal(path, e)) is not None:
+            raise refusal from None
+        raise
+
+
+def _plan_file(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:
     regular_file(path)
     if is_dbn(path):  # an order-by-order feed, reduced to trades and top of book
         from connectors.dbn import DbnPlan
