@@ -224,7 +224,8 @@ def levels_split_by(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
     for column in _changing(rows, columns):
         value = pl.col(column).str.strip_chars()
         # a frame of its own: a query over the whole frame costs its width, so a column at a time was quadratic
-        series = rows.select("_stream", "_price", column).lazy().filter(pl.col("_price").is_not_null() & value.is_not_null() & (value != "")).with_columns(
+        series = rows.select("_stream", "_price", column).lazy().filter(
+            pl.col("_price").is_not_null() & value.is_not_null() & (value != "")).with_columns(
             switch=(value != value.shift(1)).over("_stream"), move=pl.col("_price").diff().abs().over("_stream"))
         facts = series.select(switches=pl.col("switch").sum(), jump=pl.col("move").filter(pl.col("switch")).median(),
                               step=pl.col("move").filter(~pl.col("switch") & (pl.col("move") > 0)).median(),
