@@ -21,7 +21,7 @@ from connectors.datetime_text import (
     two_way_date,
     two_way_refusal,
 )
-from connectors.event_time import time_column
+from connectors.local_times import time_column
 from connectors.file_scans import first_text, is_csv, scan_file
 
 SETTLE_ROWS = 10_000  # rows read to settle a date that reads two ways in the first row

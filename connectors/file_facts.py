@@ -15,7 +15,8 @@ import polars as pl
 from connectors.bloomberg_names import has_yellow_key
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
-from connectors.event_time import EPOCH_CODE, time_column
+from connectors.datetime_column import EPOCH_CODE
+from connectors.local_times import time_column
 from connectors.iqfeed_ticks import END_MESSAGE, IQFEED_NAMES, MESSAGE_ID
 from connectors.leap_seconds import leap_text_facts
 from connectors.misread_times import time_facts

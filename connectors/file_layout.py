@@ -34,7 +34,7 @@ from connectors.date_columns import clock_left_out, date_read_as_epoch
 from connectors.epoch_parts import epoch_parts_map
 from connectors.date_readings import settled_reading
 from connectors.datetime_text import interval_said
-from connectors.event_time import CLOCK_ONLY
+from connectors.datetime_column import CLOCK_ONLY
 from connectors.field_names import normal_name
 from connectors.bloomberg_names import bdh_stream
 from connectors.file_names import date_of, one_side_export, stream_of, symbol_in_name

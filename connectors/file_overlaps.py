@@ -11,7 +11,7 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
-from connectors.event_time import scaled_ts
+from connectors.epoch_counts import scaled_ts
 from connectors.file_plan import FilePlan
 from connectors.repeated_trades import (across_caution, identical_caution, identical_rows, repeated_across,
                                         same_trades_refusal)

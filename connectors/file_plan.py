@@ -15,7 +15,7 @@ from connectors import json_lines
 from connectors.column_map import ColumnMap
 from connectors.column_names import QUOTE_MARKS, TRADE_MARKS
 from connectors.csv_dialect import Dialect
-from connectors.event_time import scaled_ts
+from connectors.epoch_counts import scaled_ts
 from connectors.file_scans import is_csv, scan_file
 from connectors.hours_window import Hours
 from connectors.iqfeed_ticks import END_MESSAGE

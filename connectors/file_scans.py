@@ -15,7 +15,7 @@ from connectors import json_lines
 from connectors.archives import ZIP_SUFFIX, not_utf8
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
-from connectors.event_time import OFFSET_PATTERN, UTC_OFFSET
+from connectors.utc_offsets import OFFSET_PATTERN, UTC_OFFSET
 from connectors.file_suffixes import CSV_SUFFIXES, DBN_SUFFIXES, PARQUET_SUFFIXES
 from connectors.json_columns import nested_fields
 from connectors.json_lines import JSON_LINES_SUFFIXES, is_json_lines

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 from connectors.cautions import Caution
 from connectors.column_map import PRESETS, ColumnMap
 from connectors.datetime_text import is_iso_time, time_formats
-from connectors.event_time import time_with_zone
+from connectors.written_zones import time_with_zone
 from connectors.file_names import HISTDATA_ZONE, histdata_frame
 from connectors.iqfeed_ticks import iqfeed_ticks
 from connectors.layout import PRESET_SIGNS
@@ -359,7 +359,7 @@ def _headerless_hint(path: Path, row: tuple[str, ...], kinds: list[str], separat
 
 
 def _kind(cell: str) -> str:
-    # `... 3:04:05 PM ET`: the zone after the time read as under a header (event_time.zone_in_times)
+    # `... 3:04:05 PM ET`: the zone after the time read as under a header (written_zones.zone_in_times)
     if is_epoch(cell) or (not NUMBER.match(cell) and (is_iso_time(cell) or time_formats(cell) or time_with_zone(cell))):
         return "time"
     if NUMBER.match(cell):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from connectors.event_time import duration_text
+from connectors.durations import duration_text
 from connectors.ticks import utc_text
 
 # A replay silent longer than this looks hung: it says why. A few seconds, so that an ordinary pause in trading

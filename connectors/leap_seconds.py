@@ -23,7 +23,8 @@ from typing import Any, Callable, Mapping
 import polars as pl
 
 from connectors.column_map import ColumnMap
-from connectors.event_time import duration_text, time_column
+from connectors.durations import duration_text
+from connectors.local_times import time_column
 from connectors.row_exprs import ROW
 from connectors.row_order import is_newest_first
 from connectors.tick_times import utc_text

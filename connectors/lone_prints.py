@@ -19,7 +19,7 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
-from connectors.event_time import scaled_ts
+from connectors.epoch_counts import scaled_ts
 from connectors.keep_filter import keep_values
 from connectors.ticks import QUOTE, TRADE, shown_name, utc_text
 

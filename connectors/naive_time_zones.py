@@ -17,7 +17,7 @@ from connectors.column_map import ColumnMap
 from connectors.column_names import TRANSACTION_TIME
 from connectors.csv_dialect import Dialect
 from connectors.day_folders import numeric_code
-from connectors.event_time import UTC_OFFSET
+from connectors.utc_offsets import UTC_OFFSET
 from connectors.field_names import normal_name
 from connectors.file_names import HISTDATA_ZONE, NUMERIC_CODE, histdata_frame
 from connectors.file_scans import time_sample

@@ -40,7 +40,7 @@ def within_day(time: pl.Expr) -> pl.Expr:
 
 
 def joined_within_day(cmap: ColumnMap) -> pl.Expr:
-    """A DATE+TIME map's columns joined as text (as `event_time.time_column` joins them), a time past 24:00 brought
+    """A DATE+TIME map's columns joined as text (as `local_times.time_column` joins them), a time past 24:00 brought
     into the day (`within_day`)."""
     date, time = cmap.ts_columns
     return pl.concat_str([pl.col(date).cast(pl.String).str.strip_chars(), within_day(pl.col(time))], separator=" ")

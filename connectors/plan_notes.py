@@ -17,7 +17,7 @@ import polars as pl
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.datetime_text import built_formats
-from connectors.event_time import scaled_ts
+from connectors.epoch_counts import scaled_ts
 from connectors.file_plan import FilePlan
 from connectors.file_scans import SAMPLE_ROWS
 from connectors.hours_window import Hours

@@ -19,9 +19,11 @@ import polars as pl
 from connectors import json_lines
 from connectors.column_map import ColumnMap
 from connectors.csv_quotes import unclosed_quote_refusal
-from connectors.event_time import (
-    NAIVE_TZ_ONLY, WHOLE_TEXT_UNITS, apply_utc_offset, time_column, ts_expr, ts_in_ns, wall_clock_ns, zone_in_times,
-)
+from connectors.datetime_column import NAIVE_TZ_ONLY
+from connectors.epoch_counts import WHOLE_TEXT_UNITS
+from connectors.event_time import apply_utc_offset, ts_expr, ts_in_ns, wall_clock_ns
+from connectors.local_times import time_column
+from connectors.written_zones import zone_in_times
 from connectors.datetime_text import is_interval
 from connectors.pass_marks import pass_mark
 from connectors.field_names import normal_name

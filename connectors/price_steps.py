@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from connectors.contract_column import CONTRACT_PATTERN
-from connectors.event_time import duration_text
+from connectors.durations import duration_text
 from connectors.labels import ordinary_spacing, session_gap_text
 from connectors.ticks import shown_name, utc_text
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from connectors.event_time import UTC_OFFSET, fraction_of_unit
+from connectors.epoch_counts import fraction_of_unit
+from connectors.utc_offsets import UTC_OFFSET
 from connectors.file_plan import NO_TRADE, FilePlan
 from connectors.file_scans import BYTE_ORDER_MARK, first_text, time_sample
 from connectors.headerless_csv import zone_has_dst

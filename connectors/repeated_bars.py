@@ -14,7 +14,7 @@ from dataclasses import replace
 import polars as pl
 
 from connectors.cautions import Caution
-from connectors.event_time import scaled_ts
+from connectors.epoch_counts import scaled_ts
 from connectors.file_plan import FilePlan
 from connectors.tick_times import utc_text
 

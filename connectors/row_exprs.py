@@ -14,7 +14,7 @@ from connectors.bloomberg_names import yellow_key_dropped
 from connectors.column_map import ColumnMap
 from connectors.column_names import ASK_ROWS, BID_ROWS, PROMPT_NAMES, RIGHT_NAMES, SHARE_CLASS_NAMES, TRADE_MARKS
 from connectors.csv_dialect import Dialect
-from connectors.event_time import WHOLE_TEXT_UNITS
+from connectors.epoch_counts import WHOLE_TEXT_UNITS
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, currency_codes, distinct_text, is_csv, scan_file
 from connectors.formula_guard import is_export_header, unguarded

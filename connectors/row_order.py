@@ -11,7 +11,8 @@ from typing import Any, Mapping
 import polars as pl
 
 from connectors.column_map import ColumnMap
-from connectors.event_time import duration_text, scaled_ts
+from connectors.durations import duration_text
+from connectors.epoch_counts import scaled_ts
 from connectors.misread_times import trade_date_caution
 from connectors.repeated_hour import RepeatedHour
 from connectors.session_dates import EveningsMoved

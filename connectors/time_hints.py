@@ -11,9 +11,10 @@ import polars as pl
 
 from connectors.column_map import ColumnMap
 from connectors.datetime_text import built_formats, time_formats
-from connectors.event_time import (
-    DAY_CLOCK_LIMIT_NS, EPOCH_CODE, fraction_of_unit, naive_time, time_column, zone_reading,
-)
+from connectors.datetime_column import EPOCH_CODE, naive_time, zone_reading
+from connectors.epoch_counts import fraction_of_unit
+from connectors.event_time import DAY_CLOCK_LIMIT_NS
+from connectors.local_times import time_column
 from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, CLOCK_FRACTION_DIGITS, DAY_CLOCK_UNITS, UNITS
 from connectors.ticks import TS_MAX
 from connectors.time_units import epoch_unit

@@ -1,11 +1,11 @@
 """review262 #5: a step back just under a second was said as `1e+03 ms` in the "rows not in time order" note:
-the unit of a duration in a note is chosen by its rounded count (connectors/event_time.duration_text)."""
+the unit of a duration in a note is chosen by its rounded count (connectors/durations.duration_text)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from connectors.event_time import duration_text
+from connectors.durations import duration_text
 from connectors.replay import FileReplay
 
 

@@ -190,7 +190,7 @@ def _start_over(source: Any) -> str:
     """The ways to start over for the streams whose ticks the engine held, led by `flashtick forget STREAM` for
     those whose last tick at the engine is stamped ahead of this machine's clock: such a tick (forged, or a sender's
     clock mistake) refuses every real tick after it, and forgetting it is the way out."""
-    from connectors.event_time import duration_text
+    from connectors.durations import duration_text
     from connectors.ticks import shown_name
 
     now = time.time_ns()

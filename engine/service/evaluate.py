@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from connectors.codec import BinnedCodec
-from connectors.event_time import duration_text
+from connectors.durations import duration_text
 from connectors.labels import closes_spanned, ordinary_spacing
 from connectors.questions import Question
 from connectors.ticks import utc_text

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 
-from connectors.event_time import duration_text
+from connectors.durations import duration_text
 from connectors.labels import MarkSeries, closes_spanned, ordinary_spacing, session_gap_text, spanned_gaps
 from connectors.price_steps import price_steps
 from connectors.questions import QuestionSpec

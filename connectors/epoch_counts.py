@@ -1,0 +1,79 @@
+"""Epoch counts read exactly: a count of ns, ms or us written as text (a `.000` tail allowed, any other fraction
+of a ns said), decimal seconds, ms or us as text or a DECIMAL column, read to the ns without a float's rounding,
+and a count scaled to ns in Python (`scaled_ts`). Split from connectors/event_time.py, which picks the reading
+by the column's type and unit."""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal
+from typing import Any
+
+import polars as pl
+
+from connectors.map_vocabulary import UNITS
+from connectors.ticks import TS_MAX
+
+
+DECIMAL_COMMA_SECONDS = r"^[+-]?\d+,\d+$"  # `1733312345,123`: one comma, no grouping: a decimal comma
+
+
+WHOLE_TEXT_UNITS = ("ms", "us", "ns")  # counts a CSV reads as text when written with a point (`.000`: row_exprs.py)
+
+
+# units whose decimal text is read exactly to the ns (`decimal_text_ns`): a fraction of a s, ms or us is a finer
+# clock's digits (Gate.io's create_time_ms "1548000000123.456"); a fraction of a ns is no clock's (`whole_count`)
+DECIMAL_TEXT_UNITS = ("s", "ms", "us")
+
+
+def whole_count(text: pl.Expr) -> pl.Expr:
+    """A whole count of ns written as text, a trailing `.000` included -> that integer, read as any epoch column
+    is. A fraction of a ns, or text that is no number, becomes null (missing_field): no clock writes one."""
+    return text.str.strip_chars().str.replace(r"\.0*$", "").cast(pl.Int64, strict=False)
+
+
+def fraction_of_unit(text: str, unit: str) -> str | None:
+    """Why a count of ns written as decimal text does not read (`whole_count`): its fraction of a ns is not zero
+    ("1723161255342000000.5"), which no clock writes; None for other text and units (`decimal_text_ns`)."""
+    if unit in DECIMAL_TEXT_UNITS or unit not in WHOLE_TEXT_UNITS or \
+            re.fullmatch(r"\s*[+-]?\d+\.\d*[1-9]\d*\s*", text) is None:
+        return None
+    return f"a fraction of a {unit} after the point, which a count of {unit} never holds (only a .000 tail is read)"
+
+
+def decimal_count_ns(col: pl.Expr, dtype: pl.Decimal, ns_per_unit: int) -> pl.Expr:
+    """A DECIMAL count of a unit (Snowflake's NUMBER(20,6), Spark's decimal(20,6) epoch seconds) -> int ns, exactly,
+    as the same digits written as text are (`decimal_text_ns`): refused as "not a number of s" before (review284
+    #4). Digits past the ns are rounded; a time past int64 ns is null (ts_out_of_range's missing_field)."""
+    exact = col.cast(pl.Decimal(38, min(dtype.scale or 0, 9))) * ns_per_unit
+    return exact.round(0).cast(pl.Int64, strict=False)
+
+
+def decimal_text_ns(text: pl.Expr, unit: str) -> pl.Expr:
+    """Decimal s, ms or us written as text ("1717236000.25" s, Gate.io's "1548000000123.456" ms, or with a decimal
+    comma as European exports write it, "1717236000,25": epoch counts are never grouped) -> int ns, exactly: as a
+    float the same value is off by up to ~100 ns. Digits past the ns are dropped. Text that is not plain decimal
+    (exponents, words, grouping marks) becomes null (missing_field)."""
+    per_unit = UNITS[unit]
+    digits = len(str(per_unit)) - 1  # the fraction's digits that are ns: 9 of a s, 6 of a ms, 3 of a us
+    text = text.str.strip_chars()
+    text = pl.when(text.str.contains(DECIMAL_COMMA_SECONDS)).then(text.str.replace(",", ".", literal=True)) \
+        .otherwise(text)
+    negative = text.str.starts_with("-")
+    parts = text.str.strip_chars_start("+-").str.split_exact(".", 1)
+    whole = parts.struct.field("field_0").cast(pl.Int64, strict=False)
+    fraction = parts.struct.field("field_1").fill_null("0").str.pad_end(digits, "0").str.slice(0, digits)
+    fraction = pl.when(fraction.str.contains(rf"^\d{{{digits}}}$")).then(fraction.cast(pl.Int64, strict=False))
+    # a whole count past int64 nanoseconds (a column of ms read as s) is null, not wrapped to some other time
+    whole = pl.when(whole < TS_MAX // per_unit).then(whole)
+    magnitude = whole * per_unit + fraction
+    return pl.when(negative).then(-magnitude).otherwise(magnitude)
+
+
+def scaled_ts(raw: Any, factor: int) -> Any:
+    if isinstance(raw, float):  # a non-finite float stays a float and is rejected as ts_not_int
+        # a float's shortest decimal (repr) is the digits its writer had: float64 epoch seconds 1723161254.087896 are
+        # ...896000 ns, as the same text reads, not the binary value's ...896064 (review284 #7)
+        return round(Decimal(repr(raw)) * factor) if math.isfinite(raw) else raw
+    return raw * factor  # exact for ints of any size: an overflow is rejected as ts_out_of_range
