@@ -85,7 +85,8 @@ def _feed_resume(args: argparse.Namespace, stop: Any) -> Any:
     """A ControlFeedResume on the engine's control socket, or None (said) when there is none to ask."""
     from connectors.feed import EngineLost
     from engine.service.client import ControlClient, ControlError, ControlUnreachable
-    from engine.service.feed_resume import START_WAIT_S, ControlFeedResume
+    from engine.service.feed_control import START_WAIT_S
+    from engine.service.feed_resume import ControlFeedResume
 
     control = _control_for(args)
     if control is None:

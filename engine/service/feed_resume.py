@@ -38,16 +38,11 @@ from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from connectors.feed import EngineLost, FeedTimeout
 from connectors.ticks import Tick, counted, shown_name
 from engine.service.client import ControlClient, ControlError
+from engine.service.feed_control import START_WAIT_S, FeedControl
 
-# a control reply's error while the engine loads (starting_replies.py StartingReplies): its reason, or, from a
-# service of an earlier version that gave none, its words
-STARTING, STARTING_WORDS = "starting", "the service is starting"
-START_WAIT_S = 20.0  # a feed waits this long for a control socket that accepts nothing yet (a serve just launched)
 CONFIRM_EVERY_S = 1.0  # how often the engine is asked what it holds (so what is kept here stays small)
-MAX_NAMES_PER_CALL = 10_000  # the control op `streams` answers for at most this many names (MAX_STREAMS_PER_REPLY)
 # A feed's first price of a stream the engine holds this many times above or below the engine's last price of it is
 # another price level: the files read another way (--price-offset) or another instrument under the name, which the
 # engine would splice onto its earlier ticks as one stream
@@ -79,12 +74,9 @@ class ControlFeedResume:
         those waits (EngineLost), so a feed stops while its engine is down rather than when it is back; ``who``: the
         feed command's full name, the prefix of the lines it prints (as of the command's errors)."""
         self.who = who
-        self.connect = connect
-        self.stop = stop
-        self.control: ControlClient | None = None
-        self.wait_s = wait_s
+        self.link = FeedControl(connect, wait_s, stop, who)
         self.confirm_every_s = confirm_every_s
-        reply = self._first_reply(start_wait_s)
+        reply = self.link.first_reply(start_wait_s)
         self.base: dict[str, int] = {name: held["ticks"] for name, held in reply["streams"].items() if held}
         # stream -> (ticks, last_ts, at_last_ts) of its session in the engine's last reply: a lower count later is a
         # session begun afresh (an idle expiry, its last tick where it was or later) or ticks lost (its last went back)
@@ -130,7 +122,7 @@ class ControlFeedResume:
                 self.run[stream] = (None, 0) if stream not in self.last_ts and self._base_complete else \
                     None if held_at is None else (self.last_ts[stream], held_at)
                 if not self._base_complete and stream not in self.base:  # (past the first reply's 10,000 names)
-                    self.base[stream] = _ticks(self._held([stream]).get(stream)) - 1  # less this tick, just sent
+                    self.base[stream] = _ticks(self.link.held([stream]).get(stream)) - 1  # less this tick, just sent
             self.kept[stream].append((SentAs(message, index, len(ticks)), tick))
             self.count[stream] += 1
             self.latest[stream] = max(tick.ts, self.latest.get(stream, tick.ts))
@@ -187,7 +179,7 @@ class ControlFeedResume:
 
     def _confirm(self, rejected: Mapping[str, int]) -> None:
         streams = [stream for stream, kept in self.kept.items() if kept]
-        held = self._held(streams)
+        held = self.link.held(streams)
         for stream in streams:
             self._say_another_publisher(stream, held.get(stream))
             done = self._seen(stream, held.get(stream), rejected)  # this feed's ticks of it the engine has seen
@@ -202,7 +194,7 @@ class ControlFeedResume:
 
     def lost(self, unsent: list[list[Tick]], rejected: Mapping[str, int]) -> list[list[Tick]]:
         self.restarts += 1
-        held = self._wait_for_engine()
+        held = self.link.wait_for_engine(list(self.kept))
         again: list[tuple[SentAs, Tick]] = []
         for stream, kept in self.kept.items():
             # this feed's ticks of the stream the engine has seen (accepted, or refused: those are sent again too, so
@@ -240,61 +232,6 @@ class ControlFeedResume:
               f"of a message a stop cut short. Where the rest is taken now, it is a tick group apart from that part, "
               f"so its `batch` and `{{ticks: N}}` answers there (and, with answers.adapt, the numbers after them) "
               f"may differ from a run without the restart or a backtest", file=sys.stderr, flush=True)
-
-    def _first_reply(self, start_wait_s: float) -> dict[str, Any]:
-        """The engine's streams when the feed begins, once it serves: a feed started with (or just after) a `serve`
-        that is still loading or replaying its tick log must not send before it can place itself after the ticks
-        the engine holds (a synthetic market starting "now" was refused as ts_backwards behind a previous run's).
-        ControlError when nothing accepts the control socket within ``start_wait_s``."""
-        started = time.monotonic()
-        said = ""
-        while True:
-            try:
-                # drain: what a feed of these streams killed before this one left queued at the engine is read
-                # first, so this feed places itself after it (an engine of an earlier version ignores it)
-                return self._call(streams=None, drain=True)
-            except ControlError as e:
-                starting = e.reason == STARTING or e.reason is None and STARTING_WORDS in str(e)
-                self._stopped("start")
-                if time.monotonic() - started >= (self.wait_s if starting else start_wait_s):
-                    raise
-                why = "it is starting (loading its model, replaying its tick log)" if starting else str(e)
-                if why != said:  # an operator must tell "waiting for the engine" from "hung"
-                    print(f"{self.who}: waiting for the engine before sending: {why} (a signal stops the feed)",
-                          file=sys.stderr, flush=True)
-                    said = why
-                self._pause(0.5)
-
-    def _wait_for_engine(self) -> dict[str, int]:
-        deadline = time.monotonic() + self.wait_s
-        said = False
-        while True:
-            try:
-                if not self.kept:  # nothing sent yet: still one call, so this waits for an engine that serves
-                    self._call(streams=[])
-                return self._held(list(self.kept))
-            except ControlError as e:
-                self._stopped("come back")
-                if time.monotonic() >= deadline:
-                    raise FeedTimeout(f"the engine did not come back within {self.wait_s:g} s after its "
-                                      f"connection dropped ({e})") from None
-                if not said:  # an operator must tell "waiting for the engine" from "hung"
-                    print(f"{self.who}: the engine's connection dropped ({e}); waiting up to {self.wait_s:g} s "
-                          f"for it to come back (a signal stops the feed)", file=sys.stderr, flush=True)
-                    said = True
-                self._pause(0.2)
-
-    def _stopped(self, waiting_to: str) -> None:
-        """EngineLost once a signal asked the feed to stop while it waits for its engine to start or come back."""
-        if self.stop is not None and self.stop.is_set():
-            raise EngineLost(f"stopped by a signal while waiting for the engine to {waiting_to}") from None
-
-    def _pause(self, seconds: float) -> None:
-        """A wait between tries that a signal (``stop``) ends at once."""
-        if self.stop is not None:
-            self.stop.wait(seconds)
-        else:
-            time.sleep(seconds)
 
     def _seen(self, stream: str, held: dict[str, Any] | None, rejected: Mapping[str, int]) -> int:
         """How many of this feed's ticks of ``stream`` the engine has seen (accepted or refused), from its reply
@@ -356,37 +293,12 @@ class ControlFeedResume:
             prev_ts, placed = tick.ts, first + i + 1
         return placed
 
-    def _held(self, streams: list[str]) -> dict[str, dict[str, Any]]:
-        """Per stream: the engine's ``{ticks, last_ts, at_last_ts}``; absent if it holds none."""
-        out: dict[str, dict[str, Any]] = {}
-        for i in range(0, len(streams), MAX_NAMES_PER_CALL):
-            reply = self._call(streams=streams[i : i + MAX_NAMES_PER_CALL])
-            for name, held in reply["streams"].items():
-                if held:
-                    out[name] = held
-        return out
-
     def health(self) -> dict[str, Any]:
-        """The engine's ``health`` reply ({} when it gives none now: what needs it goes unsaid)."""
-        try:
-            return self._call("health")
-        except ControlError:
-            return {}
-
-    def _call(self, op: str = "streams", **fields: Any) -> dict[str, Any]:
-        """A control op (``streams`` unless named); ControlError (the client made afresh next time) when it fails."""
-        if self.control is None:
-            self.control = self.connect()
-        try:
-            return self.control.call(op, **fields)
-        except ControlError:
-            self.control.close()
-            self.control = None
-            raise
+        """The engine's ``health`` reply, {} when it gives none now (FeedControl.health)."""
+        return self.link.health()
 
     def close(self) -> None:
-        if self.control is not None:
-            self.control.close()
+        self.link.close()
 
 
 def _not_before(where: tuple[int, int | None], was: tuple[int, int | None]) -> bool:
