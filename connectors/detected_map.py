@@ -1,0 +1,114 @@
+"""The map detection reads a file with (connectors/layout.py, a header-less guess, an exchange's JSON shape),
+refined by the keys given, with what the file's contents add to it: a date read as epoch, a clock's digits, a
+MetaTrader export's unchanged sides filled, the venue's zone, a kind column, a finer clock, sides, TAQ's
+corrections, and the notes that say so. Split from connectors/file_layout.py, which settles the rest of the
+layout."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable
+
+from connectors import json_lines
+from connectors.archives import not_utf8
+from connectors.column_map import ColumnMap
+from connectors.columns_read import ColumnsRead
+from connectors.content_notes import fix_sides, kind_column, maker_sides
+from connectors.correction_notes import amendment_note, condition_note, sale_condition_note, taq_corrections
+from connectors.csv_dialect import banner_refusal
+from connectors.clock_digits import clock_digits
+from connectors.date_columns import date_read_as_epoch
+from connectors.field_names import normal_name
+from connectors.file_scans import is_csv, time_sample
+from connectors.finer_clock import finer_clock
+from connectors.json_lines import is_json_lines
+from connectors.layout import NoTickLayout, detect_columns
+from connectors.layout_notes import coinbase_sides
+from connectors.map_options import Refine
+from connectors.map_vocabulary import DAY_CLOCK_UNITS
+from connectors.mapped_columns import columns_lacking, spelled_as_the_file
+from connectors.venue_notes import venue_note
+from connectors.venue_zones import venue_zone, venue_zone_note
+
+
+def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Callable[..., Any], own_map: bool,
+                 ) -> tuple[Refine | None, ColumnMap, list[str], list[str], list[str], str | None]:
+    """The map detection reads a file with, refined by the keys given (`spec`), with what the file's contents
+    add to it (a date read as epoch, a kind column, a finer clock, sides, corrections): (the keys as the file
+    spells its columns, the map, the notes on its kinds, on its dates, on its zone, an exchange shape's note)."""
+    names, dialect, schema, guessed = read.names, read.dialect, read.schema, read.guessed
+    every = "" if own_map else " (the keys given apply to every file; a replay list gives each file its own " \
+                               "map: docs/replay.md)"
+    if isinstance(spec, Refine):  # its columns as the file spells them (`TS` for `ts`), as a whole map's are
+        spec = Refine(spelled_as_the_file(spec.keys, schema))
+        # detection reads the time column given by its name (polars' error would name no option); the other
+        # columns are checked once the keys are applied, after what is wrong with the keys themselves
+        timed = {key: spec.keys[key] for key in ("ts", "trade_date") if key in spec.keys}  # (`trade_date=TD`)
+        if timed and (lacking := columns_lacking(path, timed, schema)):
+            raise NoTickLayout(f"{lacking}{every}")
+    try:
+        hints = spec.keys if isinstance(spec, Refine) else None
+        shaped = json_lines.table(path).columns_for(hints) if is_json_lines(path) else None  # an exchange's
+        shaped_note = json_lines.table(path).shape.note if shaped is not None and guessed is None else None
+        cmap = guessed or shaped or detect_columns(path, schema, first, hints)
+    except ValueError as e:  # names misread from another encoding than UTF-8 are why: said
+        if isinstance(e, NoTickLayout) and (banner := banner_refusal(path, dialect)):  # a banner's line as header
+            raise NoTickLayout(banner) from None
+        if is_csv(path) and (why := not_utf8(path)):
+            raise ValueError(f"{e}; {why}") from None
+        if isinstance(e, NoTickLayout) and is_json_lines(path) and (nested := json_lines.nested_arrays(schema)):
+            # a column map would not reach the ticks either: say where they are and how to lift them out
+            each = ".[]" if json_lines.table(path).records else ""
+            raise NoTickLayout(
+                f"cannot detect the column layout of {path}: columns found {list(schema)}, and its objects hold "
+                f"arrays of objects under {', '.join(map(repr, nested[:3]))}, where its ticks may be; no column map "
+                f"reaches them (replay unwraps `data`, `params.data`, `tick.data` and Alpaca's `trades`/`quotes`: "
+                f"docs/replay.md, JSON lines): write them one object a line first, e.g. jq -c "
+                f"'{each}.{nested[0]}[]' {path.name} > ticks.jsonl") from None
+        raise
+    if names is not None and cmap.names is None:
+        cmap = replace(cmap, names=tuple(names))
+    keys = spec.keys if isinstance(spec, Refine) else {}
+    unit_said = "ts_format" in keys or keys.get("ts_unit") not in (None, *DAY_CLOCK_UNITS)
+    date_notes: list[str] = []
+    if guessed is None and not unit_said:  # a time column named (ts=trade_date) is not paired with another
+        cmap, date_notes = date_read_as_epoch(path, cmap, schema, names, dialect, may_pair="ts" not in keys)
+    if guessed is None and not {"ts_unit", "ts_format"} & set(keys):  # `090001418`: 09:00:01.418, not 90 s
+        cmap, clock_notes = clock_digits(path, cmap, schema, names, dialect)
+        date_notes += clock_notes
+    if _writes_only_changes(cmap, list(schema)):
+        cmap = replace(cmap, fill_quotes=True)
+    zoned = cmap.tz is not None  # a layout known to write its zone (IQFeed's Eastern time): no venue's note
+    # TAQ's New York, B3's Sao Paulo, unless --tz says otherwise (or the times carry their offset)
+    detected = cmap = venue_zone(cmap, schema, lambda: time_sample(path, names, dialect, cmap.ts_columns))
+    try:
+        cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
+    except ValueError as e:  # the keys given, applied to each file: name the one they do not fit
+        raise ValueError(f"{path}: {e}{every}") from None
+    zone_notes = [] if "tz" in keys or zoned else venue_zone_note(path, detected, cmap, schema)
+    cmap, kind_notes = kind_column(path, cmap, schema, names, dialect)
+    if not {"ts", "ts_unit", "ts_format"} & set(keys):  # a time column or unit given is read as given
+        cmap, clock_notes = finer_clock(path, cmap, schema, names, dialect)
+        kind_notes += clock_notes
+    cmap = maker_sides(path, fix_sides(path, cmap, schema, names, dialect), schema, names, dialect)
+    cmap = cmap if "side" in keys else coinbase_sides(path, list(schema), cmap)  # by its name, with a note
+    cmap, correction_notes = taq_corrections(path, cmap, schema, names, dialect)
+    kind_notes += venue_note(path, cmap, schema, names, dialect) + correction_notes + [
+        note for said in (condition_note, amendment_note, sale_condition_note)
+        for note in said(path, cmap, schema, names, dialect)]
+    return spec, cmap, kind_notes, date_notes, zone_notes, shaped_note
+
+
+# MetaTrader's tick export: what marks it is its FLAGS column (which of bid, ask, last, volume the row changed)
+METATRADER_TICKS = frozenset({"bid", "ask", "last", "volume", "flags"})
+
+
+def _writes_only_changes(cmap: ColumnMap, columns: list[str]) -> bool:
+    """Whether the layout is MetaTrader's tick export (`<BID> <ASK> <LAST> <VOLUME> <FLAGS>`, or those names
+    without the brackets), which leaves a quote's unchanged side empty. Only a layout known to do so fills an
+    empty side by detection: in any other file (an NBBO or option quote file) an empty side is no bid or no ask,
+    a one-sided quote, whichever row it falls on."""
+    if cmap.bid is None or cmap.fill_quotes is not None or cmap.bid not in columns or cmap.ask not in columns:
+        return False
+    return METATRADER_TICKS <= {normal_name(c) for c in columns}
