@@ -25,8 +25,9 @@ once, never paced: the clock starts at the first tick released.
 
 This module merges and paces; the parts live beside it: the file entries and replay lists given
 (connectors/replay_entries.py), the files opened into plans (connectors/opened_files.py), one cursor per file that
-reads its rows into ticks (connectors/file_cursor.py), the rejected rows' counts (connectors/rejected_rows.py) and
-what a user does about them (connectors/reject_hints.py).
+reads its rows into ticks (connectors/file_cursor.py), the files checked and noted as a whole (the streams
+selected, the time range, cautions across files: connectors/replay_files.py), the rejected rows' counts
+(connectors/rejected_rows.py) and what a user does about them (connectors/reject_hints.py).
 """
 
 from __future__ import annotations
@@ -40,47 +41,28 @@ from typing import Any, Callable, Iterator, Sequence
 
 import polars as pl
 
-from connectors import json_lines
 from connectors.archives import truncation_named
 from connectors.cautions import Caution
 from connectors.column_map import PRESETS, ColumnMap, preset  # re-exported: replay users import the mapping from here
 from connectors.file_cursor import NO_SEQUENCE, FileCursor
-from connectors.file_overlaps import overlapping_files, time_spans
 from connectors.file_plan import source_path
 from connectors.idle_gaps import GapCap, LongWait
-from connectors.json_lines import is_json_lines
 from connectors.layout import detect_columns  # re-exported, as the column map's names above
 from connectors.layout_notes import alike_reads_once
 from connectors.map_options import Refine, as_column_map
 from connectors.opened_files import OpenedFiles, named_apart
-from connectors.price_levels import far_apart_levels
-from connectors.price_offsets import offset_names
 from connectors.rejected_rows import RejectCounter
+from connectors.replay_files import (
+    across_files_notes, check_range, found_on_read, message_lines, selection_note, sequence_columns, source_name,
+)
 from connectors.sequence_watch import SequenceWatch
 from connectors.replay_entries import FileSpec, MapSpec, file_spec, once_each, replay_items
-from connectors.share_classes import share_class_spellings
 from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snapshot, fingerprint
-from connectors.stream_selection import NoStreamMatched, StreamSelection
-from connectors.ticks import Tick, utc_text
+from connectors.stream_selection import StreamSelection
+from connectors.ticks import Tick
 from connectors.time_range import TimeRange
-from connectors.venue_notes import mixed_venues
 
 __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
-
-
-def _source_name(plan: Any) -> str:
-    """A plan's file as the fingerprint names it: the archive's path and the file's name inside, if zipped."""
-    origin = getattr(plan, "origin", None)
-    return str(plan.path.resolve()) if origin is None else f"{origin.resolve()}!{plan.path.name}"
-
-
-def _message_lines(plan: Any) -> list[int] | None:
-    """Each row's line (0-based) in a JSON-lines file whose messages hold several ticks, a row each; None where a
-    row is a line already (or a record of a REST dump, or a row of any other file)."""
-    if not is_json_lines(plan.path):
-        return None
-    line_of = json_lines.table(plan.path).line_of
-    return None if line_of is None else line_of.to_list()
 
 
 class FileReplay(Source):
@@ -132,66 +114,19 @@ class FileReplay(Source):
         """The files read into plans, checked against the streams and time range asked for, and opened."""
         self.plans = named_apart(self._opened.plans_of(specs, folder_texts))
         self._file_notes = [*found_notes, *self._opened.notes]
-        self._selection_notes = [] if self.selection is None else [self._check_selection()]
+        self._selection_notes = [] if self.selection is None else [selection_note(self.plans, self.selection)]
         if self.time_range is not None:
-            self._check_range()
+            check_range(self.plans, self.time_range)
             self.plans = [plan.within(self.time_range) for plan in self.plans]
         self._dropped_by_query: int | None = None  # rows the plans' lazy queries left out by the range, once counted
-        self._venue_notes = self._across_files_notes() if len(self.plans) > 1 else []
+        self._venue_notes = across_files_notes(self.plans, self.selection) if len(self.plans) > 1 else []
         self._fingerprint = fingerprint(self.readings())
-        self._lines = [_message_lines(plan) for plan in self.plans]  # (for `origins`)
+        self._lines = [message_lines(plan) for plan in self.plans]  # (for `origins`)
         self.rejected = RejectCounter()
         # called once per tick in replay order, before pacing: True leaves the tick out (not released, not waited
         # for); it still counts in `emitted`, the position in the files a snapshot restores
         self.leave_out: Callable[[Tick], bool] | None = None
         self._open()
-
-    def _across_files_notes(self) -> list[str]:
-        """Cautions on what the files say together: one stream of several venues, or of two files over one time;
-        one share class under two spellings, trades in one and quotes in the other; two files of one stream whose
-        prices lie far apart."""
-        spans = [time_spans(plan) for plan in self.plans]  # one scan of each file's streams, for each
-        return mixed_venues(self.plans) + overlapping_files(self.plans, self.selection, spans) \
-            + share_class_spellings(self.plans, spans, self.selection) \
-            + far_apart_levels(self.plans, spans, self.selection)
-
-    def _check_selection(self) -> str:
-        """The note naming the streams selected; refused when a pattern matches none of the streams the files
-        hold. A DBN file without symbology names its streams by instrument id, known only once decoded: then the
-        patterns are checked against the other files' streams alone, and only a pattern that none matches
-        passes unchecked."""
-        held, unknown = set(), []
-        for plan in self.plans:
-            names = plan.stream_names()
-            if names is None:
-                unknown.append(source_path(plan).name)
-            else:
-                held |= names
-        if not unknown:
-            try:
-                return self.selection.check(held)
-            except NoStreamMatched as e:  # a DBN instrument id given for its symbol: said, with the symbol
-                ids = {i: symbols for plan in self.plans if hasattr(plan, "symbols_of_ids")
-                       for i, symbols in plan.symbols_of_ids().items()}
-                named = [f"{p} is the instrument id of {' / '.join(ids[p])}" for p in self.selection.unmatched(held)
-                         if p in ids]
-                if not named:
-                    raise
-                raise NoStreamMatched(f"{e}; {'; '.join(named)} (a DBN file's streams are named by symbol: select "
-                                      f"that)") from None
-        kept = [s for s in sorted(held) if self.selection.matches(s)]
-        return (f"streams selected {self.selection.quoted()}: {', '.join(kept) or 'none'} of the "
-                f"other files, and whichever match in {', '.join(unknown)} (no symbology: streams named by "
-                f"instrument id, unchecked); the others' ticks are left out and counted as filtered_out")
-
-    def _check_range(self) -> None:
-        """Refuse a range that holds none of the files' times, when every file says its first and last."""
-        spans = [getattr(plan, "span", None) for plan in self.plans]
-        if not spans or None in spans or any(self.time_range.overlaps(*span) for span in spans):
-            return
-        first, last = min(s[0] for s in spans), max(s[1] for s in spans)
-        raise ValueError(f"{self.time_range.text()} holds none of the files' ticks: they run from {utc_text(first)} "
-                         f"to {utc_text(last)} (from is inclusive, to exclusive)")
 
     @property
     def range_left_out(self) -> int:
@@ -217,7 +152,7 @@ class FileReplay(Source):
         self._kept_not_due: Tick | None = None  # the tick leave_out kept that was not due at the last call
         self.gaps = GapCap(self.max_gap_s)
         # a map's sequence column: its numbers' repeats left out (a recovery feed's resend), its gaps said
-        self._sequences = SequenceWatch() if self._sequence_columns() else None
+        self._sequences = SequenceWatch() if sequence_columns(self.plans) else None
         self._last_sent_ts: int | None = None  # with `speed`: the event time of the last tick released
         self._gap_measured: Tick | None = None  # the tick whose gap from the last one released was measured
         cursors = self._cursors = [FileCursor(p, self.chunk_rows, self.rejected, self.selection, self.time_range)
@@ -316,12 +251,6 @@ class FileReplay(Source):
         self.gaps.waiting(tick.ts, tick.ts - last_ts, (wall0 + (tick.ts - ts0) / self.speed - now) / 1e9, skipped,
                           self.speed)
 
-    def _sequence_columns(self) -> str:
-        """The sequence columns the files are read by (a map's `sequence`), quoted, or "" when none is."""
-        names = sorted({column for plan in self.plans
-                        if (column := getattr(getattr(plan, "columns", None), "sequence", None)) is not None})
-        return " / ".join(map(repr, names))
-
     def take_long_waits(self) -> list[LongWait]:
         """The long waits for a next tick begun since the last call (connectors/idle_gaps.py), to be said."""
         waits, self.gaps.waits = self.gaps.waits, []
@@ -361,20 +290,8 @@ class FileReplay(Source):
 
     @property
     def found_notes(self) -> list[str]:
-        """What reading the files found on the way, said at a run's end (known once their records are read): DBN
-        instruments named by their id outside their mapping's dates, cancels and fills of orders a book never saw
-        (a file starting mid-session), and streams a per-stream price_offset names that no file holds."""
-        notes = [note for plan in self.plans for note in plan.found_on_read()]
-        if self._sequences is not None:
-            notes += self._sequences.notes(self._sequence_columns())
-        shifted = [plan for plan in self.plans if isinstance(plan.price_offset, dict)]
-        named = {name: 0.0 for plan in shifted for name in plan.price_offset}
-        held = {stream for plan in shifted for stream in plan.streams_held()}
-        if unheld := sorted(offset_names(named, held)):
-            shown = ", ".join(sorted(held)[:8]) + (", ..." if len(held) > 8 else "")
-            notes.append(f"price_offset names stream(s) {', '.join(map(repr, unheld))}, which the files never "
-                         f"hold: not shifted (their streams: {shown or 'none'})")
-        return notes
+        """What reading the files found on the way, said at a run's end (replay_files.found_on_read)."""
+        return found_on_read(self.plans, self._sequences)
 
     @property
     def sorted_files(self) -> list[Path]:
@@ -387,7 +304,7 @@ class FileReplay(Source):
         # (sorted: the same selection in another order reads the same, and resumes)
         selected = {} if self.selection is None else {"streams": sorted(self.selection.patterns)}
         selected |= {} if self.time_range is None else self.time_range.describe()  # from, to
-        return [(_source_name(p), p.describe() | selected) for p in self.plans]
+        return [(source_name(p), p.describe() | selected) for p in self.plans]
 
     def rows(self) -> int | None:
         """Rows in all the files (valid or not), for a progress total; None when a file cannot say cheaply."""
