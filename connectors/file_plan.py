@@ -21,6 +21,7 @@ from connectors.hours_window import Hours
 from connectors.iqfeed_ticks import END_MESSAGE
 from connectors.json_lines import is_json_lines
 from connectors.keep_filter import keep_check
+from connectors.level_book import TARDIS_L2, LevelBookReducer
 from connectors.map_vocabulary import PRICE_FIELDS, QUOTE_FIELDS, TRADE_FIELDS
 from connectors.price_offsets import offset_of
 from connectors.side_maps import side_lookup
@@ -162,6 +163,7 @@ class FilePlan:
         if self.tickless:  # subscription acks, heartbeats: left out, as rows a keep filter leaves out are
             yield [(row, InvalidTick("filtered_out", why)) for row, why in self.tickless.items()]
         sequenced = self.columns.sequence is not None  # (its number is the row's next to last cell)
+        last_row = 0
         for chunk in self.frame.collect_batches(chunk_size=chunk_rows, lazy=True):
             out = []
             for row in chunk.rows():
@@ -170,7 +172,11 @@ class FilePlan:
                     out += [(row[-1], part, row[-2]) if sequenced else (row[-1], part) for part in wire]
                 elif wire is not None:  # None: an order-book record that makes no tick
                     out.append((row[-1], wire, row[-2]) if sequenced else (row[-1], wire))
+            last_row = chunk.item(chunk.height - 1, chunk.width - 1) if chunk.height else last_row
             yield out
+        # a Tardis L2 book quotes an event when the next row begins: the file's last event, at its last row
+        if self.book == TARDIS_L2 and (tail := self.reducers[-1].flush()) is not None:
+            yield [(last_row, tail, None) if sequenced else (last_row, tail)]
 
     def _converter(self) -> Callable[[tuple], dict[str, Any] | tuple[dict[str, Any], ...] | InvalidTick]:
         """The function that makes each row a wire map (or two, or a reject). What it needs of the plan is read
@@ -266,7 +272,8 @@ class FilePlan:
                 return _quote_without_its_trade(out, traded)
             return out
 
-        return convert if self.book is None else self._book(convert, kept_end)
+        return convert if self.book is None else self._levels(convert, kept_end) if self.book == TARDIS_L2 else \
+            self._book(convert, kept_end)
 
     def _line_without_tick(self, row: int) -> InvalidTick | None:
         """Why the file's row ``row`` is no tick (its footer, a junk line, the header repeated, a row with more
@@ -309,6 +316,21 @@ class FilePlan:
             return reducer.record(wire["stream"], wire["stream"], wire["ts"], str(action), wire.get("side"),
                                   wire.get("price"), wire.get("size", 0.0), flags is None or bool(flags & F_LAST),
                                   order, None if empty else quote, undefined=undefined)
+
+        return reduce
+
+
+    def _levels(self, convert: Callable[[tuple], Any], first: int) -> Callable[[tuple], Any]:
+        """Rows of a Tardis incremental_book_L2 file (the raw side and snapshot flag row_exprs.py's
+        `_level_columns` adds from ``first`` on) through connectors/level_book.py: quotes of the top of book."""
+        reducer = LevelBookReducer()
+        self.reducers.append(reducer)
+
+        def reduce(row: tuple) -> dict[str, Any] | tuple | InvalidTick | None:
+            wire = convert(row)
+            if isinstance(wire, InvalidTick):
+                return wire  # rejected as it is
+            return reducer.row(wire, row[first], bool(row[first + 1]))
 
         return reduce
 

@@ -21,6 +21,7 @@ from connectors.formula_guard import is_export_header, unguarded
 from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_lines
 from connectors.layout import databento_book
+from connectors.level_book import L2_SIGNS, TARDIS_L2
 from connectors.map_options import Refine
 from connectors.map_vocabulary import (
     DAY_CLOCK_UNITS,
@@ -144,7 +145,9 @@ def row_exprs(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sch
     keys += value_keys
     exprs += [pl.col(column).alias(f"_keep{i}") for i, column in enumerate(cmap.keep or ())]  # after the keys
     book, notes = _book_kind(path, given, cmap, schema, dialect)
-    if book is not None:
+    if book == TARDIS_L2:
+        exprs += _level_columns(schema)
+    elif book is not None:
         exprs += _book_columns(schema)
     if cmap.sequence is not None:  # last before the row number: file_plan.py reads it at row[-2]
         exprs.append(_sequence_number(cmap.sequence, pl.String if overrides else schema[cmap.sequence]).alias(SEQ))
@@ -206,6 +209,11 @@ def _book_kind(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sc
     """The kind of Databento order-book export the file is ("mbo", "mbp-1"; None: rows read as they are, TBBO's
     too), with the note that says how it replays."""
     notes = []
+    if not isinstance(given, ColumnMap) and tardis_levels(cmap, schema):
+        return TARDIS_L2, [f"{path.name}: Tardis.dev incremental_book_L2 (price levels' updates, no trades): replayed "
+                           f"as quotes of the top of book it keeps per stream (is_snapshot rows rebuild a side, "
+                           f"amount 0 deletes a level), a quote when the best bid, best ask or their sizes change, "
+                           f"at the update's timestamp; the deeper levels are not read"]
     book = None if isinstance(given, ColumnMap) else databento_book(cmap, schema)  # a whole map given is followed
     action = next((n for n in schema if normal_name(n) == "action"), None)
     if book == "mbp-1" and distinct_text(path, cmap.names, dialect, action, 3, SAMPLE_ROWS) == ["T"]:
@@ -263,6 +271,20 @@ def filled_quotes(keys: Sequence[str]) -> list[pl.Expr]:
         # an unreadable cell: null again, so it is rejected as missing_field ("not a plain number"), as unfilled
         filled.append(value.otherwise(pl.col(key)).fill_nan(None).alias(key))
     return filled
+
+
+def tardis_levels(cmap: ColumnMap, schema: Mapping[str, Any]) -> bool:
+    """Whether the file is Tardis.dev's incremental_book_L2 (its exchange, symbol, timestamp and level columns),
+    read by its layout as trades of `price` and `amount`."""
+    names = {normal_name(n) for n in schema}
+    return L2_SIGNS | {"exchange", "symbol", "timestamp"} <= names and cmap.price is not None and cmap.bid is None
+
+
+def _level_columns(schema: Mapping[str, Any]) -> list[pl.Expr]:
+    """A Tardis L2 file's raw side (bid/ask) and snapshot flag, for `FilePlan._book`."""
+    normal = {normal_name(n): n for n in schema}
+    snapshot = pl.col(normal["is_snapshot"]).cast(pl.String).str.strip_chars().str.to_lowercase()
+    return [pl.col(normal["side"]).cast(pl.String).alias("_side"), snapshot.is_in(["true", "1", "t"]).alias("_snap")]
 
 
 def _book_columns(schema: Mapping[str, Any]) -> list[pl.Expr]:
