@@ -272,8 +272,10 @@ class FilePlan:
                 return _quote_without_its_trade(out, traded)
             return out
 
-        return convert if self.book is None else self._levels(convert, kept_end) if self.book == TARDIS_L2 else \
-            self._book(convert, kept_end)
+        if self.book == TARDIS_L2:  # (the raw side and snapshot flag follow the keep columns)
+            self.reducers.append(reducer := LevelBookReducer())
+            return reducer.reading(convert, kept_end)
+        return convert if self.book is None else self._book(convert, kept_end)
 
     def _line_without_tick(self, row: int) -> InvalidTick | None:
         """Why the file's row ``row`` is no tick (its footer, a junk line, the header repeated, a row with more
@@ -316,21 +318,6 @@ class FilePlan:
             return reducer.record(wire["stream"], wire["stream"], wire["ts"], str(action), wire.get("side"),
                                   wire.get("price"), wire.get("size", 0.0), flags is None or bool(flags & F_LAST),
                                   order, None if empty else quote, undefined=undefined)
-
-        return reduce
-
-
-    def _levels(self, convert: Callable[[tuple], Any], first: int) -> Callable[[tuple], Any]:
-        """Rows of a Tardis incremental_book_L2 file (the raw side and snapshot flag row_exprs.py's
-        `_level_columns` adds from ``first`` on) through connectors/level_book.py: quotes of the top of book."""
-        reducer = LevelBookReducer()
-        self.reducers.append(reducer)
-
-        def reduce(row: tuple) -> dict[str, Any] | tuple | InvalidTick | None:
-            wire = convert(row)
-            if isinstance(wire, InvalidTick):
-                return wire  # rejected as it is
-            return reducer.row(wire, row[first], bool(row[first + 1]))
 
         return reduce
 

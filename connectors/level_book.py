@@ -12,7 +12,7 @@ the best bid, the best ask or their sizes changed, stamped with the run's timest
 from __future__ import annotations
 
 import heapq
-from typing import Any
+from typing import Any, Callable
 
 from connectors.ticks import QUOTE, InvalidTick
 
@@ -73,6 +73,15 @@ class LevelBookReducer:
         self.books: dict[str, LevelBook] = {}
         self.shown: dict[str, tuple[float, float, float, float]] = {}  # stream -> last top of book quoted
         self.event: tuple[str, int] | None = None  # (stream, ts) of the rows applied and not yet quoted
+
+    def reading(self, convert: Callable[[tuple], Any], first: int) -> Callable[[tuple], Any]:
+        """A plan's row converter (connectors/file_plan.py) made to pass its rows through the book: ``first`` is
+        where the raw side and snapshot flag (row_exprs.py's `_level_columns`) stand in a row."""
+        def reduce(row: tuple) -> dict[str, Any] | tuple | InvalidTick | None:
+            wire = convert(row)
+            return wire if isinstance(wire, InvalidTick) else self.row(wire, row[first], bool(row[first + 1]))
+
+        return reduce
 
     def row(self, wire: dict[str, Any], side: Any, snapshot: bool) -> dict[str, Any] | InvalidTick | None:
         """``wire``: the row read as a trade would be (stream, ts, price, size), ``side`` the file's raw cell."""

@@ -21,6 +21,7 @@ from connectors.archives import Unpacked, is_zip, not_utf8, text_copy_needed, te
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import first_lines, sniff_csv
+from connectors.derivative_data import NotTicks, not_ticks
 from connectors.expansion import Progress
 from connectors.file_plan import FilePlan
 from connectors.file_scans import READ_TYPES, is_csv, is_dbn, is_tick_file
@@ -188,14 +189,20 @@ class OpenedFiles:
         HistData's status report) is skipped with a note while other files read, as a zip archive's member is.
         Where the only files given are a folder's `.txt` files of no data rows (a one-line readme), the folder is
         refused as one holding no tick file, as the docs say, not read as files of no ticks."""
-        plans, no_layout = [], []
+        plans, no_layout, not_ticks_said = [], [], []
         for spec in specs:
             try:
                 plans += self._plans(*spec)
+            except NotTicks as e:  # funding, mark prices, liquidations: the other files replay without it
+                not_ticks_said.append(str(e))
             except NoTickLayout as e:
                 if spec[0] not in folder_texts:
                     raise
                 no_layout.append((spec[0], str(e)))
+        if not_ticks_said and not plans:
+            raise ValueError("nothing to replay: " + ("; and ".join(not_ticks_said) if len(not_ticks_said) < 3 else
+                             f"{not_ticks_said[0]}; and {len(not_ticks_said) - 1} more such files")) from None
+        self.notes.extend(Caution(f"{why}. Skipped; the other files replay") for why in not_ticks_said)
         if no_layout and not plans:
             raise ValueError(no_layout[0][1])
         if not plans and specs and all(spec[0] in folder_texts for spec in specs):
@@ -231,6 +238,8 @@ class OpenedFiles:
             return [replace(plan, origin=path, notes=(long.note, *plan.notes))]
         if not is_zip(path) and copied is None:
             with truncation_named(path):
+                if (why := not_ticks(path, cmap, str(path))) is not None:
+                    raise NotTicks(why)
                 if _no_data_rows(path):
                     self._skip(path, str(path), cmap)
                     return []

@@ -63,3 +63,74 @@ def test_a_side_map_for_l2_sides_still_reads_the_book_not_trades(tmp_path: Path)
     (tmp_path / "l2map.yaml").write_text("side_map: {bid: buy, ask: sell}\n")
     ticks = drain(FileReplay(path, columns=map_from_options(columns=str(tmp_path / "l2map.yaml"), detect=True)))
     assert ticks and {t.kind for t in ticks} == {"quote"}
+
+
+def tardis_trades(path: Path, symbol: str = "BTCUSDT", exchange: str = "binance-futures") -> Path:
+    return write_gz(path, "exchange,symbol,timestamp,local_timestamp,id,side,price,amount\n" + "".join(
+        f"{exchange},{symbol},{T0_US + i * 1000},{T0_US + i * 1000 + 900},{400 + i},{'buy' if i % 2 else 'sell'},"
+        f"{42000 + i * 0.5:.1f},0.01\n" for i in range(6)))
+
+
+def derivative_ticker(path: Path) -> Path:
+    return write_gz(path, "exchange,symbol,timestamp,local_timestamp,funding_rate,predicted_funding_rate,"
+                          "funding_timestamp,mark_price,index_price,open_interest,last_price\n" + "".join(
+                              f"deribit,BTC-PERPETUAL,{T0_US + i * 10**6},{T0_US + i * 10**6 + 900},0.00012,0.00011,"
+                              f"1704182400000000,42001.5,42000.9,1200000000,42002.0\n" for i in range(5)))
+
+
+def binance_funding(path: Path) -> Path:
+    path.write_text("calc_time,funding_interval_hours,last_funding_rate\n1704153600000,8,0.00066\n"
+                    "1704182400000,8,0.00067\n1704211200000,8,0.00025\n")
+    return path
+
+
+def binance_mark_klines(path: Path) -> Path:
+    path.write_text("open_time,open,high,low,close,volume,close_time,quote_volume,count,taker_buy_volume,"
+                    "taker_buy_quote_volume,ignore\n" + "".join(
+                        f"{1704153600000 + i * 60000},42000.00,42003.00,41997.00,42001.00,0,"
+                        f"{1704153600000 + i * 60000 + 59999},0,60,0,0,0\n" for i in range(4)))
+    return path
+
+
+def tardis_liquidations(path: Path) -> Path:
+    return write_gz(path, "exchange,symbol,timestamp,local_timestamp,id,side,price,amount\n"
+                          f"binance-futures,BTCUSDT,{T0_US + 2500},{T0_US + 4000},,sell,41990.0,0.5\n"
+                          f"binance-futures,BTCUSDT,{T0_US + 4500},{T0_US + 6000},,buy,42010.0,2.3\n")
+
+
+@pytest.mark.parametrize("write, name, said", [
+    (derivative_ticker, "deribit_derivative_ticker_2024-01-02_BTC-PERPETUAL.csv.gz", "derivative_ticker"),
+    (binance_funding, "BTCUSDT-fundingRate-2024-01.csv", "funding rates"),
+    (binance_mark_klines, "BTCUSDT-markPriceKlines-1m-2024-01-02.csv", "markPriceKlines"),
+    (tardis_liquidations, "binance-futures_liquidations_2024-01-02_BTCUSDT.csv.gz", "liquidations"),
+])
+def test_derivative_only_files_are_refused_alone_and_skipped_beside_trades(tmp_path: Path, write, name: str,
+                                                                          said: str) -> None:
+    path = write(tmp_path / name)
+    with pytest.raises(ValueError, match=f"nothing to replay: .*{said}") as refused:
+        FileReplay(path)
+    message = str(refused.value)
+    assert "trades" in message and "price=" not in message  # never a map that reads a funding rate as a price
+    trades = tardis_trades(tmp_path / "binance-futures_trades_2024-01-02_BTCUSDT.csv.gz")
+    replay = FileReplay([trades, path])
+    ticks = drain(replay)
+    assert [(t.kind, t.price) for t in ticks] == [("trade", 42000 + i * 0.5) for i in range(6)]  # the trades alone
+    assert sum(said in note and "Skipped; the other files replay" in note for note in replay.notes) == 1
+
+
+def test_a_liquidations_file_given_its_own_stream_is_read_apart(tmp_path: Path) -> None:
+    path = tardis_liquidations(tmp_path / "binance-futures_liquidations_2024-01-02_BTCUSDT.csv.gz")
+    trades = tardis_trades(tmp_path / "binance-futures_trades_2024-01-02_BTCUSDT.csv.gz")
+    ticks = drain(FileReplay([trades, {"path": str(path), "columns": {"stream": "BTCUSDT-LIQ"}}]))
+    assert [(t.stream, t.price, t.side) for t in ticks if t.stream == "BTCUSDT-LIQ"] == [
+        ("BTCUSDT-LIQ", 41990.0, "sell"), ("BTCUSDT-LIQ", 42010.0, "buy")]
+    assert sum(t.stream == "BTCUSDT" for t in ticks) == 6
+
+
+def test_binance_force_order_captures_are_liquidations(tmp_path: Path) -> None:
+    path = tmp_path / "btcusdt_forceOrder.jsonl"
+    path.write_text('{"stream":"btcusdt@forceOrder","data":{"e":"forceOrder","E":1704153600100,"o":{"s":"BTCUSDT",'
+                    '"S":"SELL","o":"LIMIT","f":"IOC","q":"0.014","p":"41990","ap":"41990","X":"FILLED",'
+                    '"l":"0.014","z":"0.014","T":1704153600100}}}\n')
+    with pytest.raises(ValueError, match="Binance forceOrder messages"):
+        FileReplay(path)
