@@ -108,6 +108,7 @@ def not_ticks(path: Path, cmap: ColumnMap | Refine | None, named: str) -> str | 
     if force_order or "liquidations" in parts and TARDIS_SIGNS <= names:
         source = "Binance forceOrder messages" if force_order else "Tardis.dev liquidations"
         return (f"{named}: {source} (forced orders), left out by default: on most venues their fills are in the "
-                f"trade feed already and reading them would count those trades twice; to replay them as a stream apart, "
-                f"give the file its own map naming one: `{{path: FILE, columns: {{stream: SYMBOL-LIQ}}}}` (docs/replay.md)")
+                f"trade feed already and reading them would count those trades twice; to replay them as a stream "
+                f"apart, give the file its own map naming one: `{{path: FILE, columns: {{stream: SYMBOL-LIQ}}}}` "
+                f"(docs/replay.md)")
     return None
