@@ -39,6 +39,10 @@ COINBASE_RECONNECT = "a reconnect's last_match: each subscription sends the last
 # Bitstamp's live_trades `data` (lifted by connectors/json_lines.py), its pair taken from `channel`
 BITSTAMP_TRADE_KEYS = frozenset({"microtimestamp", "type", "price", "amount", "buy_order_id", "sell_order_id",
                                  "symbol"})
+# Bybit v5 `orderbook.1` (`{"topic": "orderbook.1.BTCUSDT", "type": "snapshot|delta", "ts", "data": {"s", "b", "a",
+# "u", "seq"}}`): its top level only, where a delta's first level is the best one (deeper books' deltas are not)
+BYBIT_BOOK_KEYS = frozenset({"topic", "ts", "s", "b[0].price", "a[0].price"})
+BYBIT_TOP_OF_BOOK = "orderbook.1."
 
 
 @dataclass
@@ -81,6 +85,14 @@ def shape_of(path: Path, frame: pl.DataFrame, wrapped: bool = False) -> Shape | 
         columns_map = None if stamp is None else ColumnMap(ts=stamp, ts_unit=DETECT, kind=QUOTE, stream_col="s",
                                                            bid="b", ask="a", bid_size="B", ask_size="A")
         return Shape("binance-bookticker", columns_map, note)
+    if BYBIT_BOOK_KEYS <= columns and (topics := _counts(frame, "topic", "messages without topic")) and \
+            all(topic.startswith(BYBIT_TOP_OF_BOOK) for topic in topics):
+        note = (f"{path.name}: Bybit orderbook.1 messages: quotes of the best level, bid=b[0], ask=a[0] (price and "
+                f"size; a level of size 0 is deleted), ts=ts (ms), stream=s; a delta's side that did not change "
+                f"keeps the stream's last quote's")
+        return Shape("bybit-orderbook1", ColumnMap(ts="ts", ts_unit=EPOCH, kind=QUOTE, stream_col="s",
+                                                   bid="b[0].price", ask="a[0].price", bid_size="b[0].size",
+                                                   ask_size="a[0].size", fill_quotes=True), note)
     if COINBASE_MATCH_KEYS <= columns and (types := _counts(frame, "type", "messages without type")) and \
             any(t in types for t in COINBASE_MATCHES):
         others = _said({k: n for k, n in types.items() if k not in COINBASE_MATCHES})

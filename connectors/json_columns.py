@@ -18,7 +18,20 @@ def best_levels(frame: pl.DataFrame) -> pl.DataFrame:
     price and size as columns of their own: `bids[0].price`, `bids[0].size` (Tardis.dev's names)."""
     levels = [c for c in ("bids", "asks") if c in frame.columns and isinstance(frame.schema[c], pl.List)
               and isinstance(frame.schema[c].inner, pl.List)]
-    return frame.with_columns(pl.col(c).list.first().list.get(i, null_on_oob=True).alias(f"{c}[0].{part}")
+    frame = frame.with_columns(pl.col(c).list.first().list.get(i, null_on_oob=True).alias(f"{c}[0].{part}")
+                               for c in levels for i, part in enumerate(("price", "size")))
+    return bybit_best_levels(frame)
+
+
+def bybit_best_levels(frame: pl.DataFrame) -> pl.DataFrame:
+    """Bybit v5 `orderbook.1` messages' `b`/`a` (`[["42000.1", "1.5"]]`): `b[0].price`, `b[0].size`, ... of the first
+    level whose size is not 0 (a delta's `["42000.1", "0"]` deletes that level, its replacement beside it); null
+    for a side the delta leaves as it was (connectors/exchange_shapes.py fills it from the stream's last quote)."""
+    levels = [c for c in ("b", "a") if "topic" in frame.columns and c in frame.columns
+              and isinstance(frame.schema[c], pl.List) and isinstance(frame.schema[c].inner, pl.List)]
+    kept = {c: pl.col(c).list.eval(pl.element().filter(pl.element().list.get(1, null_on_oob=True).cast(
+        pl.Float64, strict=False) != 0)).list.first() for c in levels}
+    return frame.with_columns(kept[c].list.get(i, null_on_oob=True).alias(f"{c}[0].{part}")
                               for c in levels for i, part in enumerate(("price", "size")))
 
 

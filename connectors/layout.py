@@ -184,6 +184,8 @@ def _by_normal_name(names: list[str]) -> dict[str, str]:
 def _contract_stream(stream_col: str | None, by_normal: Mapping[str, str], hints: Mapping[str, Any]) -> str | None:
     """The stream column, joined with what tells one contract from another (a contract month, an option's root,
     strike and right, a share class) unless a refinement names the stream column itself."""
+    if TARDIS_COLUMNS <= set(by_normal) and stream_col == by_normal["symbol"]:
+        return stream_col  # Tardis's symbol is the venue's instrument name (`BTC-27DEC24-40000-C`): the contract whole
     month = next((by_normal[c] for c in CONTRACT_MONTH_NAMES if c in by_normal), None)
     if stream_col is None and DATABENTO_HEADER <= set(by_normal) and "stream_col" not in hints:
         stream_col = by_normal["instrument_id"]  # an export without symbols: one stream per instrument, as DBN's
@@ -200,6 +202,7 @@ def _contract_stream(stream_col: str | None, by_normal: Mapping[str, str], hints
     return stream_col
 
 
+TARDIS_COLUMNS = frozenset({"exchange", "symbol", "timestamp", "local_timestamp"})  # Tardis.dev's CSVs' first four
 BAR_VOL = "vol"  # a bar's volume under its short name: a size only beside the bar's open, high and low
 
 

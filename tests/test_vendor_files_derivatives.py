@@ -134,3 +134,55 @@ def test_binance_force_order_captures_are_liquidations(tmp_path: Path) -> None:
                     '"l":"0.014","z":"0.014","T":1704153600100}}}\n')
     with pytest.raises(ValueError, match="Binance forceOrder messages"):
         FileReplay(path)
+
+
+def test_tardis_options_chain_streams_are_the_option_symbols_quoted_with_sizes(tmp_path: Path) -> None:
+    """The stream is the venue's instrument name, as a live Deribit ticker's instrument_name is: never the symbol
+    with the raw microsecond expiry appended."""
+    header = ("exchange,symbol,timestamp,local_timestamp,type,strike_price,expiration,open_interest,last_price,"
+              "bid_price,bid_amount,bid_iv,ask_price,ask_amount,ask_iv,mark_price,mark_iv,underlying_index,"
+              "underlying_price,delta,gamma,vega,theta,rho\n")
+    rows = [("BTC-27DEC24-40000-C", "call", 40000, "0.0350", "12", "0.0360", "8"),
+            ("BTC-27DEC24-40000-P", "put", 40000, "0.0210", "3", "0.0220", "5.5")]
+    text = header + "".join(
+        f"deribit,{symbol},{T0_US + i * 500_000},{T0_US + i * 500_000 + 700},{kind},{strike},1735286400000000,4,"
+        f"0.035,{bid},{bid_size},0.65,{ask},{ask_size},0.66,0.0355,0.62,BTC-27DEC24,42000.5,0.5,0.00001,12.3,"
+        f"-30.1,1.2\n" for i, (symbol, kind, strike, bid, bid_size, ask, ask_size) in enumerate(rows))
+    path = write_gz(tmp_path / "deribit_options_chain_2024-01-02.csv.gz", text)
+    t0 = T0_US * 1000
+    assert quotes(FileReplay(path)) == [
+        ("quote", "BTC-27DEC24-40000-C", t0, 0.035, 12.0, 0.036, 8.0),
+        ("quote", "BTC-27DEC24-40000-P", t0 + 500_000_000, 0.021, 3.0, 0.022, 5.5)]
+
+
+def test_deribit_option_ticker_capture_keeps_its_quote_sizes(tmp_path: Path) -> None:
+    path = tmp_path / "deribit_opt_ticker.jsonl"
+    path.write_text("".join(
+        '{"jsonrpc":"2.0","method":"subscription","params":{"channel":"ticker.BTC-27DEC24-60000-C.100ms","data":'
+        f'{{"timestamp":{1704153600000 + i * 100},"state":"open","mark_price":0.0251,"mark_iv":55.3,'
+        '"last_price":0.025,"instrument_name":"BTC-27DEC24-60000-C","index_price":42000.1,'
+        '"greeks":{"delta":0.2,"gamma":0.00002},"bid_iv":54.1,"best_bid_price":0.025,'
+        f'"best_bid_amount":10.0,"best_ask_price":{0.0255 + 0.0005 * i:.4f},"best_ask_amount":5.0,"ask_iv":56.0,'
+        '"underlying_price":42500.2,"underlying_index":"BTC-27DEC24"}}}\n' for i in range(2)))
+    t0 = 1704153600000 * 10**6
+    assert quotes(FileReplay(path)) == [("quote", "BTC-27DEC24-60000-C", t0, 0.025, 10.0, 0.0255, 5.0),
+                                        ("quote", "BTC-27DEC24-60000-C", t0 + 100_000_000, 0.025, 10.0, 0.026, 5.0)]
+
+
+def test_bybit_orderbook_1_capture_replays_as_quotes(tmp_path: Path) -> None:
+    """A snapshot, a delta that moves the best bid (the old level deleted, size 0) and leaves the ask, a delta of
+    the ask alone: each a quote of the best level, a side the delta leaves keeping the last quote's."""
+    messages = [
+        '{"topic":"orderbook.1.BTCUSDT","type":"snapshot","ts":1704153600000,"data":{"s":"BTCUSDT",'
+        '"b":[["42000.1","1.500"]],"a":[["42000.2","0.300"]],"u":1,"seq":9000},"cts":1704153599997}',
+        '{"topic":"orderbook.1.BTCUSDT","type":"delta","ts":1704153600100,"data":{"s":"BTCUSDT",'
+        '"b":[["42000.1","0"],["42000.0","2.000"]],"a":[],"u":2,"seq":9001},"cts":1704153600097}',
+        '{"topic":"orderbook.1.BTCUSDT","type":"delta","ts":1704153600200,"data":{"s":"BTCUSDT",'
+        '"b":[],"a":[["42000.2","0.900"]],"u":3,"seq":9002},"cts":1704153600197}',
+    ]
+    path = tmp_path / "bybit_ob1.jsonl"
+    path.write_text("\n".join(messages) + "\n")
+    t0 = 1704153600000 * 10**6
+    assert quotes(FileReplay(path)) == [("quote", "BTCUSDT", t0, 42000.1, 1.5, 42000.2, 0.3),
+                                        ("quote", "BTCUSDT", t0 + 100_000_000, 42000.0, 2.0, 42000.2, 0.3),
+                                        ("quote", "BTCUSDT", t0 + 200_000_000, 42000.0, 2.0, 42000.2, 0.9)]
