@@ -26,6 +26,7 @@ from connectors.expansion import Progress
 from connectors.file_plan import FilePlan
 from connectors.file_scans import READ_TYPES, is_csv, is_dbn, is_tick_file
 from connectors.file_suffixes import PARQUET_SUFFIXES
+from connectors.inverse_contracts import inverse_notes
 from connectors.input_paths import folder_held, no_tick_folder
 from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout, detect_columns
@@ -203,6 +204,7 @@ class OpenedFiles:
             raise ValueError("nothing to replay: " + ("; and ".join(not_ticks_said) if len(not_ticks_said) < 3 else
                              f"{not_ticks_said[0]}; and {len(not_ticks_said) - 1} more such files")) from None
         self.notes.extend(Caution(f"{why}. Skipped; the other files replay") for why in not_ticks_said)
+        self.notes.extend(inverse_notes(plans))
         if no_layout and not plans:
             raise ValueError(no_layout[0][1])
         if not plans and specs and all(spec[0] in folder_texts for spec in specs):

@@ -186,3 +186,20 @@ def test_bybit_orderbook_1_capture_replays_as_quotes(tmp_path: Path) -> None:
     assert quotes(FileReplay(path)) == [("quote", "BTCUSDT", t0, 42000.1, 1.5, 42000.2, 0.3),
                                         ("quote", "BTCUSDT", t0 + 100_000_000, 42000.0, 2.0, 42000.2, 0.3),
                                         ("quote", "BTCUSDT", t0 + 200_000_000, 42000.0, 2.0, 42000.2, 0.9)]
+
+
+def test_inverse_contracts_are_noted_and_their_sizes_read_as_written(tmp_path: Path) -> None:
+    coin_m = tmp_path / "BTCUSD_PERP-aggTrades-2024-01-02.csv"
+    coin_m.write_text("agg_trade_id,price,quantity,first_trade_id,last_trade_id,transact_time,is_buyer_maker\n"
+                      "700000000,42000.0,3,900000000,900000001,1704153600000,true\n"
+                      "700000001,42000.5,250,900000002,900000003,1704153600300,false\n")
+    replay = FileReplay(coin_m)
+    assert [(t.stream, t.size) for t in drain(replay)] == [("BTCUSD_PERP", 3.0), ("BTCUSD_PERP", 250.0)]
+    assert any("inverse contracts" in note and "BTCUSD_PERP (Binance COIN-M: a contract is 100 USD)" in note
+               and "not converted" in note for note in replay.notes)
+    okx = tmp_path / "okx_trades.jsonl"
+    okx.write_text('{"arg":{"channel":"trades","instId":"ETH-USD-SWAP"},"data":[{"instId":"ETH-USD-SWAP",'
+                   '"tradeId":"500000","px":"2300.1","sz":"5","side":"buy","ts":"1704153600000","count":"1"}]}\n')
+    assert any("ETH-USD-SWAP (OKX inverse: a contract is 10 USD)" in note for note in FileReplay(okx).notes)
+    linear = tardis_trades(tmp_path / "binance-futures_trades_2024-01-02_BTCUSDT.csv.gz")
+    assert not any("inverse" in note for note in FileReplay(linear).notes)
