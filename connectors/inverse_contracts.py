@@ -61,11 +61,10 @@ def inverse_notes(plans: list[Any]) -> list[str]:
         found = [(stream, inverse) for stream in _streams(plan) if (inverse := inverse_of(stream)) is not None]
         if not found:
             continue
-        shown = "; ".join(f"{stream} ({venue}: {value})" for stream, (venue, value)
-                          in found[:NAMES_SHOWN]) + (f"; and {len(found) - NAMES_SHOWN} more" if
-                                                     len(found) > NAMES_SHOWN else "")
+        more = f"; and {len(found) - NAMES_SHOWN} more" if len(found) > NAMES_SHOWN else ""
+        shown = "; ".join(f"{stream} ({venue}: {value})" for stream, (venue, value) in found[:NAMES_SHOWN]) + more
         notes.append(f"{plan.given_name}: inverse contracts, whose sizes count contracts of a fixed USD value (or "
-                     f"USD), not the coin: {shown}. Sizes are read as written, not converted (a size of 3 at 100 USD a contract "
-                     f"is 300 USD); a linear contract's (BTCUSDT) count the coin (docs/replay.md, \"Inverse and "
-                     f"linear contracts\")")
+                     f"USD), not the coin: {shown}. Sizes are read as written, not converted (a size of 3 at 100 USD "
+                     f"a contract is 300 USD); a linear contract's (BTCUSDT) count the coin (docs/replay.md, "
+                     f"\"Inverse and linear contracts\")")
     return notes
