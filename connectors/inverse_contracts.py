@@ -33,9 +33,21 @@ INVERSE = (
 )
 
 
-def inverse_of(stream: str) -> tuple[str, str] | None:
-    """(venue, what its sizes count) for an inverse contract's name; None for any other."""
+# BitMEX's fields beside its trades (Bybit's history files write them too): with these, or a path naming BitMEX, an
+# `XBTUSD` is BitMEX's contract; elsewhere it is Kraken's spot pair, whose sizes are BTC
+BITMEX_SIGNS = frozenset({"homeNotional", "foreignNotional"})
+
+
+def bitmex_file(plan: FilePlan) -> bool:
+    return "bitmex" in plan.given_name.lower() or BITMEX_SIGNS <= set(plan.schema)
+
+
+def inverse_of(stream: str, bitmex: bool = True) -> tuple[str, str] | None:
+    """(venue, what its sizes count) for an inverse contract's name; None for any other. ``bitmex``: whether
+    the file is BitMEX's (an `XBTUSD` elsewhere is a spot pair)."""
     for pattern, venue, value in INVERSE:
+        if venue.startswith("BitMEX") and not bitmex:
+            continue
         if (found := pattern.match(stream)) is not None:
             return venue, value(found.group(1))
     return None
@@ -58,7 +70,9 @@ def inverse_notes(plans: list[Any]) -> list[str]:
     for plan in plans:
         if not isinstance(plan, FilePlan) or plan.columns.size is None and plan.columns.bid_size is None:
             continue
-        found = [(stream, inverse) for stream in _streams(plan) if (inverse := inverse_of(stream)) is not None]
+        bitmex = bitmex_file(plan)
+        found = [(stream, inverse) for stream in _streams(plan)
+                 if (inverse := inverse_of(stream, bitmex)) is not None]
         if not found:
             continue
         more = f"; and {len(found) - NAMES_SHOWN} more" if len(found) > NAMES_SHOWN else ""

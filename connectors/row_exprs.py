@@ -209,7 +209,7 @@ def _book_kind(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sc
     """The kind of Databento order-book export the file is ("mbo", "mbp-1"; None: rows read as they are, TBBO's
     too), with the note that says how it replays."""
     notes = []
-    if not isinstance(given, ColumnMap) and tardis_levels(cmap, schema):
+    if tardis_levels(cmap, schema):  # a map given in full too: level updates are never trades
         return TARDIS_L2, [f"{path.name}: Tardis.dev incremental_book_L2 (price levels' updates, no trades): replayed "
                            f"as quotes of the top of book it keeps per stream (is_snapshot rows rebuild a side, "
                            f"amount 0 deletes a level), a quote when the best bid, best ask or their sizes change, "

@@ -203,3 +203,19 @@ def test_inverse_contracts_are_noted_and_their_sizes_read_as_written(tmp_path: P
     assert any("ETH-USD-SWAP (OKX inverse: a contract is 10 USD)" in note for note in FileReplay(okx).notes)
     linear = tardis_trades(tmp_path / "binance-futures_trades_2024-01-02_BTCUSDT.csv.gz")
     assert not any("inverse" in note for note in FileReplay(linear).notes)
+    kraken = tmp_path / "XBTUSD.csv"  # Kraken's spot pair, sizes in BTC: not BitMEX's contract of the same name
+    kraken.write_text("1704153600,42290.1,0.0012\n1704153601,42290.2,0.0133\n")
+    assert not any("inverse" in note for note in FileReplay(kraken).notes)
+    bitmex = tmp_path / "bitmex_trade.jsonl"
+    bitmex.write_text('{"table":"trade","action":"insert","data":[{"timestamp":"2024-01-02T00:00:00.000Z",'
+                      '"symbol":"XBTUSD","side":"Buy","size":100,"price":42000.5,"tickDirection":"PlusTick",'
+                      '"trdMatchID":"00000000-006d-1000-0000-000000000001","grossValue":237900,'
+                      '"homeNotional":0.002379,"foreignNotional":100,"trdType":"Regular"}]}\n')
+    assert any("XBTUSD (BitMEX inverse: a contract is 1 USD)" in note for note in FileReplay(bitmex).notes)
+
+
+def test_a_full_map_reading_l2_levels_as_trades_still_reads_the_book(tmp_path: Path) -> None:
+    path = tardis_l2(tmp_path / "bybit_incremental_book_L2_2024-01-02_BTCUSDT.csv.gz")
+    spec = map_from_options(columns="ts=timestamp,stream=symbol,price=price,size=amount,side=side")
+    replay = FileReplay(path, columns=spec)
+    assert {t.kind for t in drain(replay)} == {"quote"} and not replay.rejected
