@@ -30,6 +30,7 @@ from connectors.field_names import normal_name
 from connectors.file_facts import file_facts, footer_line, time_span, zone_named
 from connectors.file_layout import layout
 from connectors.file_plan import FilePlan, row_in_file
+from connectors.level_book import TARDIS_L2
 from connectors.file_scans import first_text, int96_instants, is_csv, is_dbn, time_sample
 from connectors.hours_window import Hours
 from connectors.json_lines import is_json_lines
@@ -232,6 +233,10 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     ts = apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first), first).alias("_ts")
     exprs, keys, raw_stream, price_texts, book, book_notes = row_exprs(path, given, cmap, schema, dialect,
                                                                         overrides, ts)
+    if book == TARDIS_L2:  # its price, amount and side are a level's, not a trade's: said so where the map is
+        trade = f"price={cmap.price}, size={cmap.size}, side={cmap.side}"
+        notes = [note.replace(trade, f"book levels price={cmap.price}, amount={cmap.size}, side={cmap.side}")
+                 for note in notes]
     notes += book_notes
     rows, junk = file_rows(path, cmap, dialect, overrides)
     wall = wall_clock_ns(path, cmap, ts_type, first)

@@ -219,3 +219,11 @@ def test_a_full_map_reading_l2_levels_as_trades_still_reads_the_book(tmp_path: P
     spec = map_from_options(columns="ts=timestamp,stream=symbol,price=price,size=amount,side=side")
     replay = FileReplay(path, columns=spec)
     assert {t.kind for t in drain(replay)} == {"quote"} and not replay.rejected
+
+
+def test_mark_price_bars_are_known_by_their_folder_as_data_binance_vision_lays_them_out(tmp_path: Path) -> None:
+    folder = tmp_path / "futures" / "um" / "daily" / "indexPriceKlines" / "BTCUSDT" / "1m"
+    folder.mkdir(parents=True)
+    path = binance_mark_klines(folder / "BTCUSDT-1m-2024-01-02.csv")
+    with pytest.raises(ValueError, match="nothing to replay: .*indexPriceKlines \\(index price bars"):
+        FileReplay(path)
