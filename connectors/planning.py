@@ -25,6 +25,7 @@ from connectors.event_time import apply_utc_offset, ts_expr, ts_in_ns, wall_cloc
 from connectors.local_times import time_column
 from connectors.written_zones import zone_in_times
 from connectors.datetime_text import is_interval
+from connectors.derivative_streams import derivative_rows, derivative_stream
 from connectors.pass_marks import pass_mark
 from connectors.field_names import normal_name
 from connectors.file_facts import file_facts, footer_line, time_span, zone_named
@@ -204,6 +205,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     cmap, dialect, schema, notes = layout(path, cmap, long_rows_of, own_map)
     cmap, nfc_notes = nfc_stream(path, cmap)
     notes += nfc_notes
+    cmap, derivative_notes = derivative_stream(path, given, cmap, schema)  # BTCUSDT.PERP beside spot's BTCUSDT
+    notes += derivative_notes
     if dialect is not None and dialect.long_rows:
         notes.append(f"{path.name}: {len(dialect.long_rows)} row(s) with more fields than its {len(schema)} columns: "
                      f"each rejected as extra_fields (the first is named among the rejects), the others read")
@@ -238,6 +241,11 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         notes = [note.replace(trade, f"book levels price={cmap.price}, amount={cmap.size}, side={cmap.side}")
                  for note in notes]
     notes += book_notes
+    if "stream" in keys:  # a derivatives market's rows: their stream column's names by the same rule
+        at = keys.index("stream") + 1  # (exprs[0] is the time)
+        named, derivative_notes = derivative_rows(exprs[at], path, cmap, schema)
+        exprs[at] = named.alias("stream")
+        notes += derivative_notes
     rows, junk = file_rows(path, cmap, dialect, overrides)
     wall = wall_clock_ns(path, cmap, ts_type, first)
     marks = pass_mark(time_column(cmap)) if text_times and is_interval(first) else None  # `(CET)`, `02:00B`

@@ -66,13 +66,15 @@ def test_files_of_several_venues_feeding_one_stream_get_a_note(tmp_path: Path) -
         "binance-futures,BTCUSDT,1704153601150000,1704153601250000,1.5,42510.2,42510.0,2.5\n")
     (tmp_path / "BTCUSDT2024-01-02.csv").write_text(
         "timestamp,symbol,side,size,price,tickDirection,trdMatchID,grossValue,homeNotional,foreignNotional\n"
-        "1704153601.5,BTCUSDT,Buy,0.1,42520.5,PlusTick,abc,1,0.1,4252\n")  # Bybit
+        "1704153601.5,BTCUSDT,Buy,0.1,42520.5,PlusTick,abc,1,0.1,4252\n")  # Bybit's derivatives history
     files = [tmp_path / n for n in ("BTCUSDT-trades-2024-01-02.csv", "tardis_trades.csv", "BTCUSDT2024-01-02.csv")]
     replay = FileReplay(files)
-    assert {t.stream for t in drain(replay)} == {"BTCUSDT"}
-    note = next(n for n in replay.notes if n.startswith("stream BTCUSDT is fed by files of 3 venues"))
-    assert "binance (BTCUSDT-trades-2024-01-02.csv)" in note and "bybit (BTCUSDT2024-01-02.csv)" in note
-    assert "binance-futures (tardis_trades.csv)" in note and "replay list" in note
+    # spot keeps its name; the two perpetuals are BTCUSDT_PERP (docs/replay.md, Derivatives' streams), which the
+    # files of two venues feed
+    assert {t.stream for t in drain(replay)} == {"BTCUSDT", "BTCUSDT_PERP"}
+    note = next(n for n in replay.notes if n.startswith("stream BTCUSDT_PERP is fed by files of 2 venues"))
+    assert "bybit (BTCUSDT2024-01-02.csv)" in note and "binance-futures (tardis_trades.csv)" in note
+    assert "replay list" in note and not any(n.startswith("stream BTCUSDT is fed") for n in replay.notes)
     assert replay.cautions == [note]  # and said again at the end of a run
     # one venue's trades and quotes are one market: no note
     assert not any("venues" in n for n in FileReplay([tmp_path / "tardis_trades.csv",
@@ -80,27 +82,28 @@ def test_files_of_several_venues_feeding_one_stream_get_a_note(tmp_path: Path) -
     # the fix the note names: a stream per file in a replay list
     (tmp_path / "list.yaml").write_text("replay:\n"
                                         "  - {path: BTCUSDT-trades-2024-01-02.csv}\n"
-                                        "  - {path: tardis_trades.csv, columns: {stream: BTCUSDT-PERP}}\n"
+                                        "  - {path: tardis_trades.csv}\n"
                                         "  - {path: BTCUSDT2024-01-02.csv, columns: {stream: BYBIT-BTCUSDT}}\n")
     replay = FileReplay(tmp_path / "list.yaml")
-    assert {t.stream for t in drain(replay)} == {"BTCUSDT", "BTCUSDT-PERP", "BYBIT-BTCUSDT"}
+    assert {t.stream for t in drain(replay)} == {"BTCUSDT", "BTCUSDT_PERP", "BYBIT-BTCUSDT"}
     assert not any("venues" in n for n in replay.notes)
 
 
 def test_the_several_venues_note_names_every_file_feeding_the_stream(tmp_path: Path) -> None:
-    """Four days of Binance spot, a Bybit day and two files whose layout names no venue: each file is named."""
+    """Four days of Binance spot, a Tardis.dev Bybit spot day and two files whose layout names no venue: each file
+    is named."""
     days = [tmp_path / f"BTCUSDT-trades-2024-01-0{day}.csv" for day in range(2, 6)]
     for day, path in enumerate(days):
         path.write_text(f"{4500000000 + day},42500.1,0.053,2252.5,{1704153601000 + day * 86_400_000},true,true\n")
-    (tmp_path / "BTCUSDT2024-01-02.csv").write_text(
-        "timestamp,symbol,side,size,price,tickDirection,trdMatchID,grossValue,homeNotional,foreignNotional\n"
-        "1704153601.5,BTCUSDT,Buy,0.1,42520.5,PlusTick,abc,1,0.1,4252\n")  # Bybit
+    (tmp_path / "bybit_spot.csv").write_text(
+        "exchange,symbol,timestamp,local_timestamp,id,side,price,amount\n"
+        "bybit-spot,BTCUSDT,1704153601500000,1704153601600000,1,buy,42520.5,0.1\n")
     plain = [tmp_path / "mine.csv", tmp_path / "theirs.csv"]
     for i, path in enumerate(plain):
         path.write_text(f"timestamp,symbol,price,size\n{1704153602000 + i},BTCUSDT,42501.5,1\n")
-    replay = FileReplay([*days, tmp_path / "BTCUSDT2024-01-02.csv", *plain])
+    replay = FileReplay([*days, tmp_path / "bybit_spot.csv", *plain])
     note = next(n for n in replay.notes if n.startswith("stream BTCUSDT is fed by files of 2 venues"))
-    assert f"binance ({', '.join(p.name for p in days)})" in note
+    assert f"binance ({', '.join(p.name for p in days)})" in note and "bybit-spot (bybit_spot.csv)" in note
     assert "; and 2 file(s) of no known venue (mine.csv, theirs.csv)" in note
 
 

@@ -28,7 +28,8 @@ def test_older_binance_futures_trades_without_a_header_or_is_best_match(tmp_path
                     "4500000001,42500.2,0.01,425.0,1704153601005,false\n")
     replay = FileReplay(path)
     assert [(t.stream, t.ts, t.price, t.side) for t in drain(replay)] == [
-        ("BTCUSDT", 1704153601_000000000, 42500.1, "sell"), ("BTCUSDT", 1704153601_005000000, 42500.2, "buy")]
+        ("BTCUSDT_PERP", 1704153601_000000000, 42500.1, "sell"),
+        ("BTCUSDT_PERP", 1704153601_005000000, 42500.2, "buy")]  # the USD-M perpetual, apart from spot's BTCUSDT
     assert any("preset binance-futures-trades" in n for n in replay.notes)
 
 

@@ -263,9 +263,9 @@ def test_binance_futures_files_without_a_header(tmp_path: Path) -> None:
     (tmp_path / "BTCUSDT-bookTicker-2024-01-02.csv").write_text(
         "3800000000000,42500.1,7.1,42500.2,5.3,1704153601000,1704153601003\n")
     assert drain(FileReplay(tmp_path / "BTCUSDT-aggTrades-2024-01-02.csv")) == [
-        Tick("BTCUSDT", ns("2024-01-02T00:00:01+00:00"), "trade", price=42500.1, size=0.053, side="sell")]
-    assert drain(FileReplay(tmp_path / "BTCUSDT-bookTicker-2024-01-02.csv")) == [
-        Tick("BTCUSDT", ns("2024-01-02T00:00:01+00:00"), "quote", bid=42500.1, ask=42500.2, bid_size=7.1,
+        Tick("BTCUSDT_PERP", ns("2024-01-02T00:00:01+00:00"), "trade", price=42500.1, size=0.053, side="sell")]
+    assert drain(FileReplay(tmp_path / "BTCUSDT-bookTicker-2024-01-02.csv")) == [  # USD-M's: apart from spot
+        Tick("BTCUSDT_PERP", ns("2024-01-02T00:00:01+00:00"), "quote", bid=42500.1, ask=42500.2, bid_size=7.1,
              ask_size=5.3)]
     # a layout no guess reads is refused with --csv-names that can be pasted: distinct names
     (tmp_path / "odd.csv").write_text("1704153601000,1704153601003,x,y,1704153601009\n")

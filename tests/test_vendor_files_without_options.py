@@ -84,7 +84,7 @@ def test_binance_aggtrades_and_futures_files_with_a_header(tmp_path: Path) -> No
                                "(--columns stream_name=NAME to name it otherwise)")
     book = drain(FileReplay(tmp_path / "BTCUSDT-bookTicker-2024-01-02.csv"))
     # transaction_time, as the header-less preset reads it (and aggTrades' transact_time), not event_time
-    assert book[0] == Tick("BTCUSDT", T0 * 1000 * MS, "quote", bid=42283.5, ask=42283.6, bid_size=1.25,
+    assert book[0] == Tick("BTCUSDT_PERP", T0 * 1000 * MS, "quote", bid=42283.5, ask=42283.6, bid_size=1.25,
                            ask_size=0.5)
 
 
@@ -399,8 +399,8 @@ def tardis_book_snapshot(path: Path) -> None:
 def test_tardis_book_snapshots_read_their_top_level_as_quotes(tmp_path: Path) -> None:
     path = tmp_path / "binance-futures_book_snapshot_5_2024-01-02_BTCUSDT.csv"
     tardis_book_snapshot(path)
-    want = [("BTCUSDT", 1704153601_000000000, 42510.0, 42510.2, 2.5, 1.5),
-            ("BTCUSDT", 1704153601_001000000, 42511.0, 42511.2, 2.5, 1.5)]
+    want = [("BTCUSDT_PERP", 1704153601_000000000, 42510.0, 42510.2, 2.5, 1.5),  # binance-futures: the perpetual
+            ("BTCUSDT_PERP", 1704153601_001000000, 42511.0, 42511.2, 2.5, 1.5)]
     quotes = lambda replay: [(t.stream, t.ts, t.bid, t.ask, t.bid_size, t.ask_size) for t in drain(replay)]  # noqa
     assert quotes(FileReplay(path)) == want  # detected
     spec = map_from_options(columns="ts=timestamp,bid=bids[0].price,ask=asks[0].price,bid_size=bids[0].amount,"

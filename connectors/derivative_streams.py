@@ -1,0 +1,110 @@
+"""The stream name of a derivatives market's instrument (review310 #4). A venue that writes its perpetual with the
+spot pair's own name (Binance USD-M's `BTCUSDT`, Bybit's linear `BTCUSDT`) would merge two markets, two prices and
+two clocks, into one stream beside that venue's spot file. The rule, one for files and for live names alike: a
+derivatives market's instrument keeps its venue's name when that name already marks it as one (`BTCUSD_PERP`,
+`BTCUSDT_240329`, `BTC-PERPETUAL`, `BTC-USD-SWAP`, an option), else it takes `_PERP` after it (`BTCUSDT_PERP`).
+Spot names are never changed.
+
+Only where the input says which market it is: a Binance futures preset, a data.binance.vision `futures/um/` or
+`futures/cm/` path, Tardis.dev's `exchange` values (or its file name's first part). A fixed stream given in a map
+(`--columns stream_name=BTCUSDT`, a replay list entry's `stream:`) is used as given: the way to merge on purpose.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import polars as pl
+
+from connectors.column_map import ColumnMap
+from connectors.field_names import normal_name
+from connectors.map_options import Refine
+
+PERP_SUFFIX = "_PERP"  # as Binance writes its COIN-M perpetuals (BTCUSD_PERP), and a `-perp` folder names one
+# Tardis.dev's exchange ids of derivatives markets (spot's are `binance`, `bybit-spot`, `okex`, ...)
+DERIVATIVE_EXCHANGES = frozenset({
+    "binance-futures", "binance-delivery", "binance-options", "bybit", "bybit-options", "okex-swap",
+    "okex-futures", "okex-options", "deribit", "bitmex", "huobi-dm", "huobi-dm-swap", "huobi-dm-linear-swap",
+    "huobi-dm-options", "gate-io-futures", "bitget-futures", "kucoin-futures", "crypto-com-derivatives",
+    "coinbase-international", "cryptofacilities", "kraken-futures", "ftx", "phemex", "delta", "dydx", "dydx-v4",
+    "hyperliquid", "bitfinex-derivatives", "ascendex", "woo-x"})
+FUTURES_PRESETS = frozenset({"binance-futures-trades", "binance-futures-aggtrades", "binance-futures-bookticker"})
+# A name that already says it is a derivative: a perpetual's or swap's word, a delivery date (YYMMDD, Deribit's
+# 29MAR24, a month code and year: BTCUSDH24), an option's right, Kraken Futures' prefix. No look-arounds, so the
+# one pattern serves Python's re and polars' (Rust) regex alike.
+MARKED = (r"(?i)(PERP|SWAP|FUTURE|[-_]\d{6}$|-\d{1,2}(JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC)\d\d|"
+          r"[-_][CP]$|^[A-Z0-9]{5,}[FGHJKMNQUVXZ]\d\d$|^(PF|PI|FI|FF|PV)_)")
+BYBIT_DERIVATIVES = frozenset({"tickdirection", "trdmatchid"})  # public.bybit.com/trading/'s files
+TARDIS_NAME = re.compile(r"^(?P<exchange>[a-z0-9-]+)_[a-z_0-9]+_\d{4}-\d\d-\d\d")  # binance-futures_trades_2024-...
+
+
+def derivative_name(name: str) -> str:
+    """The stream of a derivatives market's instrument the venue names `name`: `name` when it already marks it as
+    a derivative, else `name` + PERP_SUFFIX."""
+    return name if re.search(MARKED, name) else name + PERP_SUFFIX
+
+
+def derivative_market(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> str | None:
+    """Which derivatives market a file says it is from, by its preset, its data.binance.vision path, its
+    Tardis.dev file name or Bybit's derivatives trading history's own columns (its spot files have none of them);
+    None when it does not say (its rows may still: `exchange_column`)."""
+    if cmap.preset in FUTURES_PRESETS:
+        return "binance-futures"
+    if BYBIT_DERIVATIVES <= {normal_name(n) for n in schema}:
+        return "bybit"
+    parts = [part.lower() for part in path.resolve().parts]
+    for above, here in zip(parts, parts[1:]):
+        if above == "futures" and here in ("um", "cm"):
+            return "binance-futures" if here == "um" else "binance-delivery"
+    found = TARDIS_NAME.match(path.name)
+    return found["exchange"] if found and found["exchange"] in DERIVATIVE_EXCHANGES else None
+
+
+def exchange_column(cmap: ColumnMap, schema: Mapping[str, Any]) -> str | None:
+    """A Tardis.dev file's `exchange` column, when the stream is not named by it already."""
+    if not {"exchange", "symbol"} <= {normal_name(n) for n in schema}:
+        return None
+    column = next(c for c in schema if normal_name(c) == "exchange")
+    return None if column in cmap.stream_columns else column
+
+
+def given_stream(given: Any) -> bool:
+    """Whether the map a user gave names the file's fixed stream (merging on purpose)."""
+    if isinstance(given, Refine):
+        return given.keys.get("stream") is not None
+    return isinstance(given, ColumnMap) and given.stream is not None
+
+
+def derivative_stream(path: Path, given: Any, cmap: ColumnMap,
+                      schema: Mapping[str, Any]) -> tuple[ColumnMap, list[str]]:
+    """The map with a derivatives market's fixed stream named by the rule, with a note when it changed."""
+    market = derivative_market(path, cmap, schema)
+    fixed = cmap.stream or (cmap.default_stream if cmap.stream_col is None else None)
+    if market is None or fixed is None or given_stream(given) or (named := derivative_name(fixed)) == fixed:
+        return cmap, []
+    return replace(cmap, stream=named), [
+        f"{path.name}: stream {named}, not {fixed}: a {market} file, a derivatives market whose instrument the "
+        f"venue names as its spot pair, so it is a stream of its own (docs/replay.md, Derivatives' streams; "
+        f"--columns stream_name={fixed} merges it with the spot stream on purpose)"]
+
+
+def derivative_rows(stream: pl.Expr, path: Path, cmap: ColumnMap,
+                    schema: Mapping[str, Any]) -> tuple[pl.Expr, list[str]]:
+    """A stream column's names by the rule, for the rows of a derivatives market: every row of a file that says
+    which (`derivative_market`, with a note), else those whose Tardis.dev `exchange` is one."""
+    plain = stream.is_not_null() & ~stream.str.contains(MARKED)
+    notes = []
+    if (market := derivative_market(path, cmap, schema)) is not None:
+        rows = plain
+        notes.append(f"{path.name}: a {market} file, a derivatives market: a symbol the venue writes as its spot "
+                     f"pair's (BTCUSDT) is stream {'BTCUSDT' + PERP_SUFFIX}, apart from the spot stream (docs/"
+                     f"replay.md, Derivatives' streams); a name that says its contract (BTCUSD_PERP) is kept")
+    elif (column := exchange_column(cmap, schema)) is not None:
+        venue = pl.col(column).cast(pl.String).str.strip_chars().str.to_lowercase()
+        rows = plain & venue.is_in(sorted(DERIVATIVE_EXCHANGES))
+    else:
+        return stream, []
+    return pl.when(rows).then(stream + PERP_SUFFIX).otherwise(stream), notes
