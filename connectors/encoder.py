@@ -51,7 +51,7 @@ from connectors.stream_encoder import StreamEncoder
 from connectors.stream_table import StreamTable
 from connectors.stream_names import MAX_STREAM_BYTES, check_normalized, check_stream
 from connectors.tick_errors import InvalidTick
-from connectors.tick_times import check_not_ahead, check_ts
+from connectors.tick_times import check_not_ahead, check_ts, check_ts_unit
 from connectors.ticks import Tick, validate
 from connectors.tokenized_items import TOKENIZED_FIELDS, check_ticks, check_tokens, listed_ticks, tokenized_items
 from connectors.wire_offsets import shifted_wire_tick
@@ -202,6 +202,8 @@ class StreamEncoders(StreamTable):
             return
         if self.max_ts_ahead_ns is not None:
             check_not_ahead(stream, ts, now_ns, self.max_ts_ahead_ns)
+        known = self._encoders.get(stream)
+        check_ts_unit(stream, ts, now_ns, known.last_ts if known is not None else self._expired_last_ts.get(stream))
         if stream not in self._encoders:
             self.names.check_new(stream)
 

@@ -168,6 +168,10 @@ class ExchangeMessage:
         return f"the keys of {self.title}: the wire's are {names}; {self.changes}"
 
 
+# A venue's capture saved as it came is read by file replay, which sends ticks the wire takes
+REPLAY_CAPTURE = ("or save the messages as JSON lines and send them with `flashtick feed replay FILE` "
+                  "(docs/replay.md)")
+
 # One table for every hint of an exchange's message (the wire's errors) and for the file layouts read by these keys.
 EXCHANGE_MESSAGES: dict[str, ExchangeMessage] = {
     "binance-trade": ExchangeMessage(  # trade and aggTrade events (aggTrade's `a` is its id, not an ask)
@@ -191,6 +195,29 @@ EXCHANGE_MESSAGES: dict[str, ExchangeMessage] = {
          ("bid_size", "best_bid_size"), ("ask_size", "best_ask_size")),
         "time is ISO 8601 text: ts is int ns; prices and sizes are text: send numbers; send the quote alone (its "
         "last trade, price and last_size, is a tick of its own)"),
+    # Venues' websocket envelopes, their trades in an array under `data` (review310 #11): file replay reads these
+    # captures (connectors/exchange_shapes.py); the wire takes one tick a map
+    "deribit-subscription": ExchangeMessage(
+        "a Deribit JSON-RPC subscription message (its trades in params.data)",
+        frozenset({"jsonrpc", "method", "params"}),
+        (("stream", "instrument_name"), ("ts", "timestamp"), ("price", "price"), ("size", "amount"),
+         ("side", "direction")), f"send each trade as a tick of its own: timestamp counts ms: ts is int ns (x "
+        f"1,000,000); {REPLAY_CAPTURE}"),
+    "bybit-topic": ExchangeMessage(
+        "a Bybit v5 message (publicTrade's trades in data)", frozenset({"topic", "data"}),
+        (("stream", "s"), ("ts", "T"), ("price", "p"), ("size", "v"), ("side", "S")),
+        f"send each trade as a tick of its own: T counts ms: ts is int ns (x 1,000,000); p and v are text: send "
+        f"numbers; S Buy/Sell as 'buy'/'sell'; {REPLAY_CAPTURE}"),
+    "bitmex-table": ExchangeMessage(
+        "a BitMEX message (its trade table's rows in data)", frozenset({"table", "action", "data"}),
+        (("stream", "symbol"), ("ts", "timestamp"), ("price", "price"), ("size", "size"), ("side", "side")),
+        f"send each trade as a tick of its own: timestamp is ISO 8601 text: ts is int ns; side Buy/Sell as "
+        f"'buy'/'sell'; {REPLAY_CAPTURE}"),
+    "okx-arg": ExchangeMessage(
+        "an OKX message (its trades in data)", frozenset({"arg", "data"}),
+        (("stream", "instId"), ("ts", "ts"), ("price", "px"), ("size", "sz"), ("side", "side")),
+        f"send each trade as a tick of its own: ts counts ms and is text: ts is int ns (x 1,000,000); px and sz "
+        f"are text: send numbers; {REPLAY_CAPTURE}"),
 }
 
 

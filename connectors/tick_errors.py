@@ -29,6 +29,7 @@ REASONS = (
     "crossed_quote",
     "ts_backwards",
     "ts_in_future",  # live service only: ts further ahead of its wall clock than limits.max_ts_ahead_s
+    "ts_unit",  # live service only: ts counted in s, ms or us, not ns (tick_times.check_ts_unit)
     "unencodable",  # valid, but the codec failed on it (a codec bug: the tick is refused, the service goes on)
     "bad_msgpack",
     "oversize",

@@ -69,6 +69,29 @@ def ts_unit_hint(ts: int) -> str | None:
             f"(x {per:,}); as nanoseconds it is in January 1970")
 
 
+# A new stream's first ts refused as another unit's (check_ts_unit) only when, read in that unit, it is within this
+# of the receiver's clock: a relative clock (a test's or simulation's 1, 2, 3, ... ns) is never that close to now
+TS_UNIT_NEAR_CLOCK_NS = 86_400 * 10**9
+
+
+def check_ts_unit(stream: str, ts: int, now_ns: int, last_ts: int | None) -> None:
+    """The live service's unit rule (review310 #6): a ts that, counted in s, ms or us, is a present-day time
+    (`ts_unit_guess`: as ns it is in January 1970) is refused as ts_unit, naming the probable unit, when the
+    stream's earlier ticks are epoch times (2000 or later: it would go back 50 years) or, for a stream with none,
+    when in that unit it is within TS_UNIT_NEAR_CLOCK_NS of the receiver's clock (a feed stamping time.time() in
+    ms). A stream on a clock of its own (small counts from 0, a simulation's) is left alone: its first tick is no
+    present-day time in any unit, and its later ones follow earlier ticks that are no epoch times."""
+    if ts >= _Y2000_NS or (guess := ts_unit_guess(ts)) is None:
+        return
+    unit, per = guess
+    if last_ts is not None and last_ts < _Y2000_NS:
+        return  # a clock of its own (or one accepted before this rule): its order rule alone applies
+    if last_ts is None and abs(ts * per - now_ns) > TS_UNIT_NEAR_CLOCK_NS:
+        return
+    raise InvalidTick("ts_unit", f"ts {ts} reads as {utc_text(ts)}: ts is in nanoseconds since the epoch; this looks "
+                                 f"like {unit} ({utc_text(ts * per)} read so): send ts x {per:,}", stream)
+
+
 def first_ts_hint(ts: int) -> str | None:
     """Why a stream's first ts looks wrong, in words (0: an unset time; else `ts_unit_hint`); None when it does not.
     Such a tick is accepted (a simulation may start at 0), but its stream then runs on a clock of its own."""
