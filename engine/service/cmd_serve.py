@@ -48,6 +48,14 @@ def _serve_config(args: argparse.Namespace) -> Any:
     else:
         data_dir = str(args.data_dir or config.log.dir or default_data_dir(config.model.model_id))
     config = dataclasses.replace(config, log=dataclasses.replace(config.log, dir=data_dir))
+    # a config without `queries:` (one written for its ports) asks what backtest asks, unless the data directory
+    # holds queries registered before (a restart brings those back as they were)
+    saved = data_dir is not None and (Path(data_dir) / "queries.yaml").is_file()
+    if args.config is not None and config.queries is None and is_tick_model(config) and not saved:
+        print(f"flashtick: no `queries:` in the config and none saved: registering {EXAMPLE_QUERIES.name} (the "
+              f"built-in model's example queries, as backtest asks them; `flashtick unregister NAME` drops one)",
+              file=sys.stderr, flush=True)
+        config = dataclasses.replace(config, queries=str(EXAMPLE_QUERIES))
     if args.shards is not None or args.ray_address is not None:
         from engine.service.config import ConfigError
 
