@@ -13,6 +13,7 @@ from typing import Any
 
 from engine.service.cli_common import EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, is_tick_model, service_config
 from engine.service.cli_reading import column_map_of
+from engine.service.market_caveat import spot_only, start_note
 from engine.service.reply_caveats import model_caveats, regime_caveat
 
 
@@ -213,6 +214,8 @@ def _say_setup(args: argparse.Namespace, server: Any) -> None:
     print(_kv_pool_line(server), file=sys.stderr, flush=True)  # a pool of GiBs is seen at the start, not in top
     for caveat in model_caveats(server.config):  # (the same in every ask, get and health reply: reply_caveats.py)
         print(f"flashtick: note: {caveat['text']}", file=sys.stderr, flush=True)
+    if spot_only(server.config.model.path):  # (a reply about a derivatives stream says it: market_caveat.py)
+        print(f"flashtick: note: {start_note()}", file=sys.stderr, flush=True)
 
 
 def _say_serving(server: Any, endpoints: dict[str, str]) -> None:

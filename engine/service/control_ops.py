@@ -92,7 +92,7 @@ class ControlOps:
         known = self.pipeline.encoders.accepted([stream])[stream] is not None
         refused = {"refused": no_accepted_tick(stream, *self._refused_streams[stream])} \
             if not known and stream in self._refused_streams else {}
-        caveats = self._caveats([self.pipeline.registry.get(query)])
+        caveats = self._caveats([self.pipeline.registry.get(query)], [stream])
         if answer is not None:
             return {"answer": answer.to_wire(), **refused, **caveats}
         # null either way; whether the stream has sent data tells "not yet" from a misspelt name (or an expired one),
@@ -121,7 +121,7 @@ class ControlOps:
                 note["note"] = f"kind {quoted(kind)} ignored: the spec says its own ({spec.kind})"
         else:
             raise ControlError("op 'ask' needs 'query' (a registered query's name) or 'spec' (a query mapping)")
-        note.update(self._caveats([spec]))  # (beside the answer, however it comes: cached, early or computed)
+        note.update(self._caveats([spec], [stream]))  # (beside the answer, however it comes: cached, early or computed)
         if spec.kind == "surprise":  # made by the ingest forward only: the latest one is the answer
             cached = self.pipeline.cache.get(spec.name, stream)
             if cached is None and "spec" in request:
@@ -160,12 +160,18 @@ class ControlOps:
         self._waiting[self._tickets] = lambda obj: reply({**obj, **note} if obj.get("ok") else obj)
         return None  # replied when a step has computed it
 
-    def _caveats(self, specs: list[QuerySpec]) -> dict[str, list[dict[str, str]]]:
-        """A reply's ``caveats`` on reading the answers of ``specs`` (reply_caveats.py): the model's, read once,
-        and a query's own; an empty list when there is none (the key is always there)."""
+    def _caveats(self, specs: list[QuerySpec], streams: list[str] = ()) -> dict[str, list[dict[str, str]]]:
+        """A reply's ``caveats`` on reading the answers of ``specs`` on ``streams`` (reply_caveats.py): the
+        model's, read once, a query's own and the streams'; an empty list when there is none (the key is always
+        there)."""
         if self._reply_caveats is None:
             self._reply_caveats = ReplyCaveats(self.config, self.pipeline.codec.questions)
-        return {"caveats": self._reply_caveats.of(specs)}
+        return {"caveats": self._reply_caveats.of(specs, streams)}
+
+    def _held_streams(self) -> list[str]:
+        """The streams this process holds (`health`'s caveats name the derivative ones among them)."""
+        encoders = getattr(self.pipeline, "encoders", None)
+        return list(encoders) if encoders is not None else []
 
     def _data_age(self, data_ts: int) -> dict[str, Any]:
         """An ask reply's `data_age_ms`: this machine's clock now less the answered tick's own ts. An answer "computed
@@ -369,4 +375,4 @@ class ControlOps:
                 # ... of which the offset this service adds to every wire tick's prices itself: a feed sends without
                 **({"ingest_price_offset": reading["price_offset"]} if "price_offset" in reading else {}),
                 **({"shards_down": down} if down else {}), **({"log_problem": problem} if problem else {}),
-                **self._caveats(self.pipeline.registry.list())}
+                **self._caveats(self.pipeline.registry.list(), self._held_streams())}

@@ -3,8 +3,8 @@ reply and in `health` (``caveats``: docs/wire-protocol.md), so a client that nev
 them too: the model was trained on prices shifted by --price-offset (the service adds it at ingest), or on files
 read with other options (a feed must send ticks read alike), its training
 labelled answers with another session gap than this service does, a query asks ``regime`` (ground truth on the
-synthetic market only). Each is ``{kind, text}``: ``kind`` stable for a client's switch, ``text`` for people, the
-start's note word for word."""
+synthetic market only), a spot-trained model answers a derivatives stream (market_caveat.py). Each is ``{kind,
+text}``: ``kind`` stable for a client's switch, ``text`` for people, the start's note word for word."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.service.checkpoint_notes import session_gap_mismatch
 from engine.service.config import ServiceConfig
+from engine.service.market_caveat import spot_only, stream_caveat
 
 INGEST_PRICE_OFFSET = "ingest_price_offset"  # the model learnt prices shifted by --price-offset: added at ingest
 TRAINED_READING = "trained_reading"  # it learnt from files read with --price-format, --tz and the like
@@ -58,14 +59,17 @@ def regime_caveat(specs: list[Any], questions: dict[str, Any]) -> dict[str, str]
 
 
 class ReplyCaveats:
-    """A service's caveats, for its replies: the model's read once, a query's regime caveat per reply."""
+    """A service's caveats, for its replies: the model's read once, a query's regime caveat per reply, and a
+    spot-trained model's on the derivative streams a reply is about (market_caveat.py)."""
 
     def __init__(self, config: ServiceConfig, questions: dict[str, Any]) -> None:
         self.model = model_caveats(config)
         self.questions = questions
+        self.spot_only = spot_only(config.model.path)  # (read from the model's card once)
 
-    def of(self, specs: list[Any]) -> list[dict[str, str]]:
+    def of(self, specs: list[Any], streams: list[str] = ()) -> list[dict[str, str]]:
         """The caveats of a reply about the answers of ``specs`` (an ask's or get's query; `health`: every query
-        registered), the model's first."""
+        registered) on ``streams`` (the one asked; `health`: those held), the model's first."""
         regime = regime_caveat(specs, self.questions)
-        return self.model + ([regime] if regime is not None else [])
+        market = stream_caveat(list(streams)) if self.spot_only else None
+        return self.model + [caveat for caveat in (regime, market) if caveat is not None]

@@ -1,0 +1,50 @@
+"""A model whose card lists spot training data only, serving a perpetual, a future or an option, says so: a
+`spot_trained_model` caveat in ask, get and health replies about such a stream, none about a spot pair
+(review310 #7). A real server with a real checkpoint whose card (TRAINING.md) is written here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgpack
+
+from conftest import serving, tiny_tick_checkpoint
+from engine.models.loader import BUILTIN_MODEL_DIR
+from engine.service.market_caveat import SPOT_TRAINED_MODEL, spot_only
+from test_cli import config, wait_for
+from wire_client import Control, push_socket, trade
+
+SPOT_CARD = ("# trained\n\n- Data: `BTCUSDT-trades-2024-01-02.csv`, `EURUSD.csv`; rows rejected: none\n"
+             "- Split per stream, in time: 80/10/10\n- Training: 10 steps\n")
+
+
+def test_the_built_in_models_card_lists_spot_data_only_and_a_derivatives_card_does_not(tmp_path: Path) -> None:
+    assert spot_only(BUILTIN_MODEL_DIR) and spot_only(None)  # (None: the built-in model)
+    (tmp_path / "TRAINING.md").write_text(SPOT_CARD.replace("`EURUSD.csv`", "`BTCUSDT_PERP-trades.csv`"))
+    assert not spot_only(tmp_path)
+    assert not spot_only(tmp_path / "no_card_here")  # no card: nothing is assumed
+
+
+def test_replies_about_a_derivatives_stream_carry_the_caveat(tmp_path: Path) -> None:
+    checkpoint = tiny_tick_checkpoint(tmp_path / "m")
+    (checkpoint / "TRAINING.md").write_text(SPOT_CARD)
+    with serving(config(checkpoint, tmp_path)) as server:
+        control, push = Control(server.endpoints["control"]), push_socket(server.endpoints["ingest"])
+        try:
+            t0 = 1_700_000_000 * 10**9
+            push.send(msgpack.packb([trade(stream, t0 + i, 100.0 + i) for i in range(5)
+                                     for stream in ("BTC-PERPETUAL", "BTCUSDT", "BTC-27DEC24-60000-C")]))
+            wait_for(lambda: control.ok("stats")["stats"]["ticks_in"] == 15, timeout_s=60)
+            kinds = lambda reply: [c["kind"] for c in reply["caveats"]]  # noqa: E731
+            perp = control.ok("ask", stream="BTC-PERPETUAL", query="dir")
+            assert kinds(perp) == [SPOT_TRAINED_MODEL]
+            assert perp["caveats"][0]["text"].startswith("by its name, BTC-PERPETUAL is a perpetual: this model was "
+                                                         "trained on spot markets only")
+            assert kinds(control.ok("get", stream="BTC-27DEC24-60000-C", query="dir")) == [SPOT_TRAINED_MODEL]
+            assert kinds(control.ok("ask", stream="BTCUSDT", query="dir")) == []
+            health = control.ok("health")["caveats"]
+            assert [c["kind"] for c in health] == [SPOT_TRAINED_MODEL]
+            assert "BTC-PERPETUAL is a perpetual" in health[0]["text"] and "is an option" in health[0]["text"]
+        finally:
+            control.sock.close()
+            push.close()
