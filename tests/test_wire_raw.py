@@ -385,8 +385,9 @@ def test_valid_sizes_and_prices_at_the_ends_of_their_ranges_are_answered(clients
     assert ctl.ok("health")["status"] == "serving"
 
 def test_a_stream_whose_ts_are_milliseconds_is_served_and_named_in_stats(clients) -> None:
-    """`ts: int(time.time() * 1000)`, a new client's likeliest slip: accepted (a simulation may start in 1970) and
-    answered, but stats name the stream and the unit its ts look like; a stream in ns is not named."""
+    """ms far from the service's clock (an old file's, 2024): accepted (a simulation may start in 1970) and
+    answered, but stats name the stream and the unit its ts look like; a stream in ns is not named. Near the clock,
+    `int(time.time() * 1000)`, they are refused as ts_unit (tests/test_wire_units_and_vendors.py)."""
     control, sub, push = clients
     s, ns, ctl, feed = fresh_stream("MS"), fresh_stream("NS"), control(), push()
     answers = sub(f"dir/{s}/")
