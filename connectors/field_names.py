@@ -207,7 +207,8 @@ EXCHANGE_MESSAGES: dict[str, ExchangeMessage] = {
         "a Bybit v5 message (publicTrade's trades in data)", frozenset({"topic", "data"}),
         (("stream", "s"), ("ts", "T"), ("price", "p"), ("size", "v"), ("side", "S")),
         f"send each trade as a tick of its own: T counts ms: ts is int ns (x 1,000,000); p and v are text: send "
-        f"numbers; S Buy/Sell as 'buy'/'sell'; {REPLAY_CAPTURE}"),
+        f"numbers; S Buy/Sell as 'buy'/'sell'; a perpetual's stream is s + '_PERP' (BTCUSDT_PERP), spot's s; "
+        f"{REPLAY_CAPTURE}"),
     "bitmex-table": ExchangeMessage(
         "a BitMEX message (its trade table's rows in data)", frozenset({"table", "action", "data"}),
         (("stream", "symbol"), ("ts", "timestamp"), ("price", "price"), ("size", "size"), ("side", "side")),
