@@ -85,11 +85,17 @@ def _columns(path: Path) -> tuple[list[str], dict[str, Any]]:
     return [], {}
 
 
-def not_ticks(path: Path, cmap: ColumnMap | Refine | None, named: str) -> str | None:
-    """Why the file holds no trades nor quotes (the note's text, naming it as ``named``); None for any other."""
+def not_ticks(path: Path, cmap: ColumnMap | Refine | None, named: str, archive: Path | None = None) -> str | None:
+    """Why the file holds no trades nor quotes (the note's text, naming it as ``named``); None for any other.
+
+    ``archive``: the zip ``path`` was unpacked from, whose own name and folders say what it holds as a file's do
+    (data.binance.vision's `.../markPriceKlines/BTCUSDT/1m/BTCUSDT-1m-2024-01-01.zip` holds a plain `BTCUSDT-1m-...csv`).
+    """
     if not path.is_file():
         return None
     parts = {*path.parent.parts[-3:], *re.split(r"[-_.]", path.name)}
+    if archive is not None:
+        parts |= {*archive.parent.parts[-3:], *re.split(r"[-_.]", archive.name)}
     bars = next((kind for kind in PRICE_BARS if kind in parts), None)
     if bars is not None:
         return (f"{named}: Binance {bars} ({PRICE_BARS[bars]} bars, no trades: their volume is 0); {QUESTIONS}; "

@@ -53,8 +53,8 @@ def derivative_market(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) ->
     None when it does not say (its rows may still: `exchange_column`)."""
     if cmap.preset in FUTURES_PRESETS:
         return "binance-futures"
-    if BYBIT_DERIVATIVES <= {normal_name(n) for n in schema}:
-        return "bybit"
+    if BYBIT_DERIVATIVES <= {normal_name(n) for n in schema}:  # BitMEX's own trades have the same columns
+        return "bitmex" if "bitmex" in path.name.lower() else "bybit"
     parts = [part.lower() for part in path.resolve().parts]
     for above, here in zip(parts, parts[1:]):
         if above == "futures" and here in ("um", "cm"):

@@ -25,10 +25,11 @@ def _usd_per_contract(coin: str, btc: int, other: int) -> str:
 
 
 # (pattern, venue, what its sizes count, given the pattern's coin)
+# (BitMEX's first: its perpetual read from a derivatives file is `XBTUSD_PERP`, which is no COIN-M name)
 INVERSE = (
+    (re.compile(r"^(XBT)(?:USD(?:_PERP)?|[FGHJKMNQUVXZ]\d\d)$"), "BitMEX inverse", lambda coin: "a contract is 1 USD"),
     (re.compile(r"^([A-Z0-9]+)USD_(?:PERP|\d{6})$"), "Binance COIN-M", lambda coin: _usd_per_contract(coin, 100, 10)),
     (re.compile(r"^([A-Z0-9]+)-USD-(?:SWAP|\d{6})$"), "OKX inverse", lambda coin: _usd_per_contract(coin, 100, 10)),
-    (re.compile(r"^(XBT)(?:USD|[FGHJKMNQUVXZ]\d\d)$"), "BitMEX inverse", lambda coin: "a contract is 1 USD"),
     (re.compile(r"^(BTC|ETH)-(?:PERPETUAL|\d{1,2}[A-Z]{3}\d{2})$"), "Deribit inverse", lambda coin: "amount in USD"),
 )
 

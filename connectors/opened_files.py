@@ -270,6 +270,8 @@ class OpenedFiles:
             if _no_data_rows(inside):
                 self._skip(inside, str(path) if copied else f"{path} ({inside.name} inside)", cmap)
                 continue
+            if (why := not_ticks(inside, cmap, f"{path} ({inside.name} inside)", archive=path)) is not None:
+                raise NotTicks(why)  # a zipped funding, mark-price or liquidations file: skipped beside others
             try:
                 plan = plan_file(inside, cmap, explicit)
             except ValueError as e:  # named as the user knows it: the archive, not where it was unpacked

@@ -5,6 +5,7 @@ trade prints. Each file is written here byte for byte in the vendor's layout (do
 from __future__ import annotations
 
 import gzip
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -48,10 +49,10 @@ def test_tardis_incremental_book_l2_replays_as_top_of_book_quotes(tmp_path: Path
     replay = FileReplay(path)
     t0 = T0_US * 1000
     assert quotes(replay) == [
-        ("quote", "BTCUSDT", t0, 42000.0, 1.5, 42000.5, 0.7),  # the snapshot, quoted once at its end
-        ("quote", "BTCUSDT", t0 + 100_000, 42000.0, 1.1, 42000.5, 0.7),
-        ("quote", "BTCUSDT", t0 + 200_000, 42000.0, 1.1, 42001.0, 3.0),  # the best ask deleted
-        ("quote", "BTCUSDT", t0 + 400_000, 41998.0, 4.0, 42001.0, 3.0),  # the new snapshot replaced the bids
+        ("quote", "BTCUSDT_PERP", t0, 42000.0, 1.5, 42000.5, 0.7),  # the snapshot, quoted once at its end
+        ("quote", "BTCUSDT_PERP", t0 + 100_000, 42000.0, 1.1, 42000.5, 0.7),
+        ("quote", "BTCUSDT_PERP", t0 + 200_000, 42000.0, 1.1, 42001.0, 3.0),  # the best ask deleted
+        ("quote", "BTCUSDT_PERP", t0 + 400_000, 41998.0, 4.0, 42001.0, 3.0),  # the new snapshot replaced the bids
     ]
     assert not replay.rejected
     assert any("incremental_book_L2" in note and "no trades" in note for note in replay.notes)
@@ -124,7 +125,7 @@ def test_a_liquidations_file_given_its_own_stream_is_read_apart(tmp_path: Path) 
     ticks = drain(FileReplay([trades, {"path": str(path), "columns": {"stream": "BTCUSDT-LIQ"}}]))
     assert [(t.stream, t.price, t.side) for t in ticks if t.stream == "BTCUSDT-LIQ"] == [
         ("BTCUSDT-LIQ", 41990.0, "sell"), ("BTCUSDT-LIQ", 42010.0, "buy")]
-    assert sum(t.stream == "BTCUSDT" for t in ticks) == 6
+    assert sum(t.stream == "BTCUSDT_PERP" for t in ticks) == 6  # binance-futures: the perpetual
 
 
 def test_binance_force_order_captures_are_liquidations(tmp_path: Path) -> None:
@@ -211,7 +212,7 @@ def test_inverse_contracts_are_noted_and_their_sizes_read_as_written(tmp_path: P
                       '"symbol":"XBTUSD","side":"Buy","size":100,"price":42000.5,"tickDirection":"PlusTick",'
                       '"trdMatchID":"00000000-006d-1000-0000-000000000001","grossValue":237900,'
                       '"homeNotional":0.002379,"foreignNotional":100,"trdType":"Regular"}]}\n')
-    assert any("XBTUSD (BitMEX inverse: a contract is 1 USD)" in note for note in FileReplay(bitmex).notes)
+    assert any("XBTUSD_PERP (BitMEX inverse: a contract is 1 USD)" in note for note in FileReplay(bitmex).notes)
 
 
 def test_a_full_map_reading_l2_levels_as_trades_still_reads_the_book(tmp_path: Path) -> None:
@@ -227,3 +228,23 @@ def test_mark_price_bars_are_known_by_their_folder_as_data_binance_vision_lays_t
     path = binance_mark_klines(folder / "BTCUSDT-1m-2024-01-02.csv")
     with pytest.raises(ValueError, match="nothing to replay: .*indexPriceKlines \\(index price bars"):
         FileReplay(path)
+
+
+def test_zipped_mark_price_and_funding_files_are_known_as_the_plain_ones(tmp_path: Path) -> None:
+    """data.binance.vision ships them zipped: the member is a plain `BTCUSDT-1m-2024-01-02.csv`, its folder says."""
+    folder = tmp_path / "futures" / "um" / "daily" / "markPriceKlines" / "BTCUSDT" / "1m"
+    folder.mkdir(parents=True)
+    member = binance_mark_klines(tmp_path / "BTCUSDT-1m-2024-01-02.csv")
+    archive = folder / "BTCUSDT-1m-2024-01-02.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.write(member, member.name)
+    with pytest.raises(ValueError, match="nothing to replay: .*markPriceKlines \\(mark price bars"):
+        FileReplay(archive)
+    funding = binance_funding(tmp_path / "BTCUSDT-fundingRate-2024-01.csv")
+    funding_zip = tmp_path / "BTCUSDT-fundingRate-2024-01.zip"
+    with zipfile.ZipFile(funding_zip, "w") as zipped:
+        zipped.write(funding, funding.name)
+    trades = tardis_trades(tmp_path / "binance-futures_trades_2024-01-02_BTCUSDT.csv.gz")
+    replay = FileReplay([trades, funding_zip])
+    assert len(drain(replay)) == 6  # the trades alone
+    assert sum("funding rates" in note and "Skipped; the other files replay" in note for note in replay.notes) == 1
