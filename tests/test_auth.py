@@ -120,15 +120,18 @@ def test_listed_clients_are_served_and_unknown_keys_refused(checkpoint, keys, ca
         assert topic.startswith("dir/") and payload["seq"] >= 1
         assert control.call("ask", stream=payload["stream"], query="dir")["answer"]["stream"] == payload["stream"]
 
-        started = time.monotonic()
+        # Told at once, not by a time-out: the refusal ("refused the connection: ...") is raised by the client's
+        # socket monitor as the handshake fails; a time-out would read "no reply from ... within the time-out", and
+        # HANG_S only bounds a hang (no clock in the assertion: a loaded machine may take seconds to refuse)
         for client_keys in (mallory, {"server_public_key": server_key}):  # unknown key; a throwaway keypair
-            with ControlClient(server.endpoints["control"], timeout_s=10, **client_keys) as intruder, \
-                    pytest.raises(ControlError, match="refused this client's key .CURVE authentication failed"):
+            with ControlClient(server.endpoints["control"], timeout_s=HANG_S, **client_keys) as intruder, \
+                    pytest.raises(ControlError, match="refused the connection: the server refused this client's "
+                                                      "key .CURVE authentication failed") as refused:
                 intruder.call("register", yaml=DIR_QUERY.replace("dir", "evil"))
-        assert time.monotonic() - started < 5  # told at once, not after the 10 s time-out
+            assert not isinstance(refused.value, TimeoutError), refused.value
         with AnswerSubscriber(server.endpoints["answers"], [""], **mallory) as intruder, \
-                pytest.raises(TimeoutError, match="refused this client's key"):
-            intruder.wait_ready(timeout_s=5)
+                pytest.raises(TimeoutError, match="refused the subscription: the server refused this client's key"):
+            intruder.wait_ready(timeout_s=HANG_S)
         with ControlClient(server.endpoints["control"], timeout_s=5) as plain, \
                 pytest.raises(ControlError, match="give --server-key"):
             plain.call("health")
