@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from connectors.bar_lengths import shown_length
 from connectors.bar_stamps import spacing_ns
+from connectors.event_time import duration_text
 from connectors.file_plan import FilePlan
 from connectors.questions import DEFAULT_QUESTIONS
 
@@ -24,9 +25,7 @@ def with_bar_questions_note(plan: FilePlan) -> FilePlan:
     """A bar file's plan with the note on what the built-in questions mean at its spacing; others as they are."""
     if not plan.bars or (spacing := spacing_ns(plan)) is None:
         return plan
-    daily = spacing == DAY  # (a daily file's weekends and holidays: bars count trading days, not calendar days)
-    horizons = ", ".join(f"{spec.name} {spec.horizon} bars ("
-                         f"{f'{spec.horizon} trading days' if daily else shown_length(spec.horizon * spacing)})"
+    horizons = ", ".join(f"{spec.name} {spec.horizon} bars ({horizon_span(spec.horizon, spacing)})"
                          for spec in DEFAULT_QUESTIONS if spec.horizon >= 1)
     edges = "; ".join(f"{spec.name}'s outer buckets beyond {spec.edges[-1]:g} bps" for spec in BPS_QUESTIONS)
     return replace(plan, notes=(*plan.notes, (
@@ -35,3 +34,10 @@ def with_bar_questions_note(plan: FilePlan) -> FilePlan:
         f"bucketed in bps sized for ticks ({edges}), which so many bars outgrow on most instruments: expect them "
         f"saturated; {' and '.join(DIRECTIONS)} ask a sign and read at any spacing. The built-in model was trained "
         f"on ticks, never on bars (docs/replay.md, \"Bars and the built-in questions\")")))
+
+
+def horizon_span(count: int, spacing: int) -> str:
+    """What ``count`` rows ``spacing`` ns apart (a stream's ordinary spacing) span, as the bar reader's note and
+    the backtest's note on a sampled series both say it: a daily series' in trading days (its weekends and
+    holidays are no rows, so 20 daily rows are about four weeks, not 20 calendar days), others about the time."""
+    return f"{count} trading days" if spacing == DAY else f"about {duration_text(count * spacing)}"

@@ -7,16 +7,20 @@ live scores count each stream's realised labels of such a question as they score
 stream is *saturated* where most of its labels that show a move are end buckets; the bucket of no move (`0`,
 `vlow`) is left out of both counts, so a quiet stream is not called saturated, nor a cheap one that rarely moves
 called fine. ``saturation_note`` is the line both print: its reason is worded for any cause (an option's tick, a
-spread near zero, a file of daily settlements), since it sees the labels, not the prices.
+spread near zero, a file of daily settlements), since it sees the labels, not the prices; a backtest that knows the saturated streams were read from bar files
+(its reader's plans) says their bar spacing alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
+from connectors.bar_lengths import shown_length
+from connectors.bar_questions import horizon_span
 from connectors.questions import QuestionSpec
 from connectors.ticks import shown_name
 
@@ -62,15 +66,26 @@ class LabelCount:
         return 2 * self.at_ends > self.moved
 
 
-def saturation_note(spec: QuestionSpec, buckets: EndBuckets, saturated: list[str], streams: int) -> str:
+def saturation_note(spec: QuestionSpec, buckets: EndBuckets, saturated: list[str], streams: int,
+                    bar_spacing: Mapping[str, int] | None = None) -> str:
     """What a backtest summary and `flashtick scores` say of a question saturated on the ``saturated`` streams
-    (sorted) of the ``streams`` it labelled."""
+    (sorted) of the ``streams`` it labelled. ``bar_spacing``: the streams read from bar files -> their ordinary
+    spacing (ns), as the backtest knows them from its reader's plans; when every saturated stream is one, the
+    bars' spacing is the cause and the note says it alone."""
     shown = ", ".join(map(shown_name, saturated[:SATURATED_SHOWN])) + (
         f", ... ({len(saturated)} in all)" if len(saturated) > SATURATED_SHOWN else "")
-    return (f"{spec.name} is saturated on {len(saturated)} of {streams} streams ({shown}): most of their realised "
-            f"labels that show a move are {buckets.text}: its buckets are fixed in bps over {spec.horizon} ticks, "
-            f"too narrow for these streams' moves over that many rows (bars: 50 one-minute or daily bars move more "
-            f"than its outer edges on most instruments; else one step of the price is many bps: a tick large "
-            f"against the price, a price near zero, settlements a day apart), so its answers say little there; ask "
-            f"direction_5/direction_20 of them, which read a sign at any spacing (docs/model.md; bars: "
-            f"docs/replay.md, \"Bars and the built-in questions\")")
+    said = (f"{spec.name} is saturated on {len(saturated)} of {streams} streams ({shown}): most of their realised "
+            f"labels that show a move are {buckets.text}: its buckets are fixed in bps over {spec.horizon} ticks, ")
+    bars = bar_spacing or {}
+    if saturated and all(stream in bars for stream in saturated):
+        spacings = {bars[stream] for stream in saturated}
+        span = (f" ({shown_length(spacing)} apart: {spec.horizon} bars span {horizon_span(spec.horizon, spacing)})"
+                if len(spacings) == 1 and (spacing := next(iter(spacings))) > 0 else "")
+        return (said + f"and these streams are bars read from bar files{span}: {spec.horizon} bars move more than "
+                f"its outer edges on most instruments, so its answers say little there; ask direction_5/direction_20 "
+                f"of them, which read a sign at any spacing (docs/replay.md, \"Bars and the built-in questions\")")
+    return (said + "too narrow for these streams' moves over that many rows (bars: 50 one-minute or daily bars move "
+            "more than its outer edges on most instruments; else one step of the price is many bps: a tick large "
+            "against the price, a price near zero, settlements a day apart), so its answers say little there; ask "
+            "direction_5/direction_20 of them, which read a sign at any spacing (docs/model.md; bars: "
+            "docs/replay.md, \"Bars and the built-in questions\")")

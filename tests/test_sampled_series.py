@@ -94,8 +94,8 @@ def test_backtest_of_daily_bars_cautions_a_split_once_and_its_spacing_is_no_clos
     assert "(its ticks are 24 h apart as a rule, so a --session-gap would leave every answer unscored: adjust the " \
            "prices before it)" in stepped[0]
     assert "--session-gap 1h" not in out, out  # every tick is a pause: that advice scores nothing
-    assert "note: NVDA: its ticks are 24 h apart as a rule" in out and "(dir20: 20 ticks, about 20 days; move50: 50 " \
-           "ticks, about 50 days)" in out, out
+    assert "note: NVDA: its ticks are 24 h apart as a rule" in out and "(dir20: 20 ticks, 20 trading days; move50: 50 " \
+           "ticks, 50 trading days)" in out, out
     assert main([*common, str(tmp_path / "AAPL.csv"), "--out", str(tmp_path / "aapl.parquet")]) == 0
     assert "stepped" not in capsys.readouterr().out
 
@@ -159,3 +159,24 @@ def test_evaluate_and_train_say_the_backtests_note_on_a_series_sampled_hourly(ti
                  "--split", "62/19/19"]) == 0
     err = capsys.readouterr().err
     assert f"flashtick train: {said}\n" in err, err
+
+
+def test_daily_bars_say_trading_days_in_both_notes_and_their_saturation_by_bar_spacing_alone(tiny: Path,
+                                                                                           tmp_path: Path,
+                                                                                           capsys) -> None:
+    """The bar reader's note and the backtest's note on a sampled series say a daily horizon alike, in trading
+    days (one helper: connectors/bar_questions.horizon_span); the saturation note of a stream read from a bar file
+    names its bar spacing as the cause, not an option's tick or a price near zero."""
+    yahoo_bars(tmp_path / "MSFT.csv", split_day=None, seed=8)
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    assert main(["backtest", str(tmp_path / "MSFT.csv"), "--model", str(tiny), "--queries", str(tmp_path / "q.yaml"),
+                 "--threads", "1", "--out", str(tmp_path / "ms.parquet")]) == 0
+    said = capsys.readouterr()
+    out = said.out + said.err
+    assert "direction_20 20 bars (20 trading days)" in out, out  # the reader's note
+    assert "(dir20: 20 ticks, 20 trading days; move50: 50 ticks, 50 trading days)" in out, out  # the backtest's
+    assert "days)" not in out.replace("trading days)", ""), out  # no calendar days beside them
+    [saturated] = [line for line in out.splitlines() if line.startswith("note: move50: move_bps_50 is saturated")]
+    assert "and these streams are bars read from bar files (1d apart: 50 bars span 50 trading days): 50 bars move " \
+           "more than its outer edges on most instruments" in saturated, saturated
+    assert "a tick large against the price" not in saturated and "settlements" not in saturated, saturated

@@ -54,7 +54,7 @@ from engine.service.run_record import parquet_metadata, resumed_from, run_record
 from engine.service.replay_progress import progress_bar
 from engine.service.session_gaps import gap_notes, split_cautions
 from engine.service.tick_origins import TickOrigins
-from engine.service.unscored_notes import UnscoredWhy, say_silent_queries, unscored_reasons
+from engine.service.unscored_notes import UnscoredWhy, bar_streams, say_silent_queries, unscored_reasons
 from queries.yaml_loader import no_query
 
 # the Python API (docs/replay.md); BacktestInterrupted is raised by the loop and resume (backtest_loop.py) and is
@@ -161,7 +161,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
             write_answers(pipeline, parts, marks, out, config.answers.session_gap_ns, parquet_metadata(record))
             scoring()  # at once: a stop from here on is said as one before the scores, not at a batch boundary
         scored = _score(pipeline, out, marks, test_from, config.answers.session_gap_ns, stop, note, replay,
-                        test_starts)
+                        bar_streams(replay.plans, origins, marks), test_starts)
         write_manifest(out, record, parts.written["rows"], resumed)  # (after the scores it names; before the parts go)
     except BaseException as e:
         _release_and_raise(parts, e)
@@ -189,7 +189,8 @@ class _Scored(NamedTuple):
 
 def _score(pipeline: TickPipeline, out: Path, marks: dict[str, MarkSeries], test_from: float | None,
            session_gap_ns: int | None, stop: Callable[[], bool], note: Callable[[str], None],
-           replay: FileReplay, test_starts: Mapping[str, tuple[int, int]] | None = None) -> _Scored:
+           replay: FileReplay, bar_spacing: Mapping[str, int],
+           test_starts: Mapping[str, tuple[int, int]] | None = None) -> _Scored:
     """Score the whole answers file `out` a query at a time (memory holds one query's scores), then write the
     scores and the plot beside it. `stop` is polled between queries and before each file: once it returns true
     the run ends with BacktestInterrupted before its scores (the answers are safe; a --resume makes them)."""
@@ -210,7 +211,7 @@ def _score(pipeline: TickPipeline, out: Path, marks: dict[str, MarkSeries], test
         stop_here()
         scores.append(score_query(name, graded.filter(pl.col("query") == name)))
     stream_ticks = {name: len(m) for name, m in marks.items()}
-    why = unscored_reasons(pipeline, scores, graded, answered, stream_ticks, marks, session_gap_ns)
+    why = unscored_reasons(pipeline, scores, graded, answered, stream_ticks, marks, session_gap_ns, bar_spacing)
     say_silent_queries(pipeline, answered, sorted(marks), note, replay.rejected)
     asked = {name: question.spec for name in sorted(answered) if (question := question_of(pipeline, name)) is not None}
     gaps_said = gap_notes(asked, graded, marks, session_gap_ns)

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 
+from connectors.bar_questions import horizon_span
 from connectors.durations import duration_text
 from connectors.labels import MarkSeries, closes_spanned, ordinary_spacing, session_gap_text, spanned_gaps
 from connectors.price_steps import price_steps
@@ -119,7 +120,7 @@ def sampled_note(horizons: Mapping[str, int], spacing: Mapping[str, int]) -> str
     by_horizon: dict[int, list[str]] = {}
     for query, h in horizons.items():
         by_horizon.setdefault(h, []).append(query)
-    span = "; ".join(f"{' and '.join(queries)}: {h} ticks" + (f", about {duration_text(h * spacing[sampled[0]])}"
+    span = "; ".join(f"{' and '.join(queries)}: {h} ticks" + (f", {horizon_span(h, spacing[sampled[0]])}"
                                                                 if one else "") for h, queries in by_horizon.items())
     its = "its" if len(sampled) == 1 else "their"
     names = ", ".join(map(shown_name, sampled[:3])) + (f" and {len(sampled) - 3} more" if len(sampled) > 3 else "")

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from array import array
 
+import numpy as np
+
 
 class TickOrigins:
     """Per stream, each accepted tick's (file index, row), in the order the stream accepted them."""
@@ -37,3 +39,8 @@ class TickOrigins:
         if files is None or not 0 < ticks <= len(files):
             return None, None
         return files[ticks - 1], self._rows[stream][ticks - 1]
+
+    def files_of(self, stream: str) -> set[int]:
+        """The indices of the files the stream's accepted ticks were read from (empty for a stream it has none of)."""
+        files = self._files.get(stream)
+        return set() if files is None else set(np.unique(np.frombuffer(files, dtype=np.intc)).tolist())

@@ -7,12 +7,12 @@ can be saturated on a stream. Each note names the cause and the way out, from th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import polars as pl
 
-from connectors.labels import NO_LABEL_DEFINED, MarkSeries, session_gap_text
+from connectors.labels import NO_LABEL_DEFINED, MarkSeries, ordinary_spacing, session_gap_text
 from connectors.rejected_rows import RejectCounter
 from connectors.saturation import LabelCount, end_buckets, saturation_note
 from connectors.ticks import shown_name
@@ -20,6 +20,7 @@ from engine.service.backtest_scores import QueryScore
 from engine.service.pipeline import TickPipeline
 from engine.service.rejections import every_tick_refused, lost_streams
 from engine.service.session_gaps import crossing_points
+from engine.service.tick_origins import TickOrigins
 from engine.stream_patterns import did_you_mean
 
 
@@ -32,9 +33,11 @@ class UnscoredWhy(NamedTuple):
 
 
 def unscored_reasons(pipeline: TickPipeline, scores: list[QueryScore], graded: pl.LazyFrame, answered: set[str],
-                     stream_ticks: dict[str, int], marks: Mapping[str, MarkSeries], gap: int | None) -> UnscoredWhy:
+                     stream_ticks: dict[str, int], marks: Mapping[str, MarkSeries], gap: int | None,
+                     bar_spacing: Mapping[str, int] | None = None) -> UnscoredWhy:
     """Why answers of `scores`' queries went unscored, from their `graded` rows of the answers file (the --test-from
-    slice), each stream's accepted ticks (`marks`, counted in `stream_ticks`) and the --session-gap (`gap`, ns)."""
+    slice), each stream's accepted ticks (`marks`, counted in `stream_ticks`) and the --session-gap (`gap`, ns);
+    `bar_spacing`: the streams read from bar files (`bar_streams`), for the saturation note."""
     outside = _outside_labels(graded)
     unscored_why = {s.query: _why_unscored(pipeline, s, graded.filter(pl.col("query") == s.query), stream_ticks,
                                            outside.get(s.query, 0), marks, gap)
@@ -46,11 +49,20 @@ def unscored_reasons(pipeline: TickPipeline, scores: list[QueryScore], graded: p
     partly_scored_why = {s.query: _outside_why(pipeline, s, outside[s.query], unrealised.get(s.query, 0))
                          for s in scores if s.scored and outside.get(s.query)}
     saturated_why = {name: why for name in sorted(answered)
-                     if (why := _saturated_why(pipeline, name, graded.filter(pl.col("query") == name)))}
+                     if (why := _saturated_why(pipeline, name, graded.filter(pl.col("query") == name), bar_spacing))}
     return UnscoredWhy(unscored_why, partly_scored_why, stream_unscored_why, saturated_why)
 
 
-def _saturated_why(pipeline: TickPipeline, query: str, rows: pl.LazyFrame) -> str | None:
+def bar_streams(plans: Sequence[Any], origins: TickOrigins, marks: Mapping[str, MarkSeries]) -> dict[str, int]:
+    """The streams whose every accepted tick was read from a bar file (a plan the reader read as bars: its note on
+    the built-in questions was said at read time) -> their ordinary spacing (ns): the bars' spacing."""
+    bar_files = {i for i, plan in enumerate(plans) if getattr(plan, "bars", False)}  # (a DBN plan has no bars)
+    return {stream: ordinary_spacing(series.ts()) for stream, series in marks.items()
+            if bar_files and (files := origins.files_of(stream)) and files <= bar_files}
+
+
+def _saturated_why(pipeline: TickPipeline, query: str, rows: pl.LazyFrame,
+                   bar_spacing: Mapping[str, int] | None = None) -> str | None:
     """The note for a query whose bps-bucketed question (move_bps_50, volatility_50) is saturated on most of some
     stream's realised labels (`rows`: the query's graded answers), else None."""
     spec = pipeline.registry.get(query) if query in pipeline.registry else None
@@ -63,7 +75,7 @@ def _saturated_why(pipeline: TickPipeline, query: str, rows: pl.LazyFrame) -> st
               .agg(moved=(realised != buckets.still).sum(), at_ends=realised.is_in(list(buckets.ends)).sum())
               .sort("stream").collect())
     saturated = [stream for stream, moved, at_ends in counts.iter_rows() if LabelCount(moved, at_ends).saturated]
-    return saturation_note(question.spec, buckets, saturated, counts.height) if saturated else None
+    return saturation_note(question.spec, buckets, saturated, counts.height, bar_spacing) if saturated else None
 
 
 def _outside_labels(rows: pl.LazyFrame) -> dict[str, int]:
