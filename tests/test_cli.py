@@ -968,9 +968,12 @@ def test_health_exits_3_for_a_service_that_is_connected_but_does_not_reply_in_ti
         # (a time-out long enough for the loopback handshake on a loaded machine: it must be seen to have happened)
         code, out, err = run(capsys, "health", "--control", f"tcp://127.0.0.1:{port}", "--timeout", "5")
         assert router.poll(0) and msgpack.unpackb(router.recv_multipart()[-1])["op"] == "health"  # it was taken
-        assert code == 3 and out == "", err
+        assert code == 3, err
         assert err.startswith(f"flashtick health: error: no reply from tcp://127.0.0.1:{port} within the time-out (5 s)"
                               f": connected, but the service did not answer in time (busy?) (exit 3: "), err
+        said = json.loads(out)  # stdout is JSON, a failure's too (tests/test_json_failures.py)
+        assert said == {"ok": False, "command": "flashtick health", "exit_status": 3,
+                        "error": err.strip().removeprefix("flashtick health: error: ")}, out
     finally:
         router.close(linger=0)
     with socket.socket() as nobody:  # a port bound, never listening: connections to it are refused
@@ -997,7 +1000,8 @@ def test_every_control_command_says_a_refused_connection_as_health_does(tmp_path
         endpoint = f"tcp://127.0.0.1:{nobody.getsockname()[1]}"
         for command in commands:
             code, out, err = run(capsys, *command, "--control", endpoint)
-            assert (code, out) == (2, ""), (command, err)
+            json_out = command[0] in ("health", "stats")  # their stdout is JSON, a failure's too
+            assert code == 2 and (json.loads(out)["ok"] is False if json_out else out == ""), (command, out, err)
             assert err == (f"flashtick {command[0]}: error: no connection to {endpoint}: it was refused (nothing "
                            f"listens there); is the service running there, and past its first seconds?\n"), err
 
@@ -1010,8 +1014,8 @@ def test_health_refuses_a_timeout_under_the_minimum_before_asking(checkpoint, tm
         control = ("--control", server.endpoints["control"])
         requests = server.counters["control_requests"]
         code, out, err = run(capsys, "health", *control, "--timeout", "0.05")
-        assert code == 2 and out == "" and err.startswith("flashtick health: error: --timeout must be at least 0.1 s, "
-                                                          "got 0.05: "), err
+        assert code == 2 and json.loads(out)["exit_status"] == 2 and err.startswith(
+            "flashtick health: error: --timeout must be at least 0.1 s, got 0.05: "), err
         assert server.counters["control_requests"] == requests  # nothing was asked
         code, out, err = run(capsys, "health", *control, "--timeout", "0.1")
         # asked (its exit is the service's: a loaded host may take longer than 0.1 s to connect or reply)

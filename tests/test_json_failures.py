@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,24 @@ def test_without_json_stdout_stays_empty(tmp_path: Path, capsys) -> None:
         main(["backtest", str(tmp_path / "t.csv"), "--json"])
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("error:") == 3
+
+
+@pytest.mark.parametrize("command", ["health", "stats"])
+def test_the_commands_whose_output_is_json_without_it_say_a_failure_in_json(command: str, tmp_path: Path,
+                                                                            capsys) -> None:
+    """`health` and `stats` print JSON on success without --json: a script reading their stdout got nothing when
+    they failed. A failure (a key file not there; nothing listening; a usage error) is one JSON object there too."""
+    assert main([command, "--server-key", MISSING_KEY]) == 2
+    captured = capsys.readouterr()
+    said = _failure(captured.out)
+    assert said == {"ok": False, "command": f"flashtick {command}", "exit_status": 2, "error": said["error"]}
+    assert MISSING_KEY in said["error"] and f"flashtick {command}: error: {said['error']}" in captured.err
+    with socket.socket() as nobody:  # a port bound, never listening: the connection is refused
+        nobody.bind(("127.0.0.1", 0))
+        assert main([command, "--control", f"tcp://127.0.0.1:{nobody.getsockname()[1]}", "--timeout", "5"]) == 2
+    said = _failure(capsys.readouterr().out)
+    assert said["exit_status"] == 2 and "it was refused (nothing listens there)" in said["error"], said
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--timeout", "soon"])
+    said = _failure(capsys.readouterr().out)
+    assert exit_.value.code == 2 and said["command"] == f"flashtick {command}" and "--timeout" in said["error"], said

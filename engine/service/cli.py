@@ -52,7 +52,8 @@ import threading
 from typing import NoReturn
 
 from engine.service.cli_common import (DEFAULT_ANSWERS, DEFAULT_CONTROL, DEFAULT_INGEST, EXAMPLE_QUERIES, Interrupted,
-                                       WorkWhole, interrupted_status, raise_interrupted)
+                                       WorkWhole, interrupted_status, raise_interrupted, say_failure_as_json,
+                                       says_json)
 from engine.service.cli_parser import (UsageError, asks_for_json, asks_for_log_timestamps, build_parser,
                                        parse_command_line)
 from engine.service.cmd_serve import default_data_dir
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
                 args = parse_command_line(parser, argv)
             except UsageError as e:  # said on stderr; with --json on stdout too
                 if asks_for_json(parser, sys.argv[1:] if argv is None else argv):
-                    _say_failure_as_json(e.prog, e.message, 2)
+                    say_failure_as_json(e.prog, e.message, 2)
                 raise
             _sigterm_as_the_command_has_it(args.command)
             _load_polars(args)
@@ -194,8 +195,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             _exit_now(code)
     except KeyboardInterrupt as e:
         code = interrupted_status(e)
-        if getattr(args, "json", False):
-            _say_failure_as_json(args.command_name, "interrupted", code)
+        if says_json(args):
+            say_failure_as_json(args.command_name, "interrupted", code)
     except BrokenPipeError:  # `flashtick answers ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
         return 0
@@ -204,8 +205,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
         if isinstance(e, ImportError):
             _say_package_clash()
         code = 2
-        if getattr(args, "json", False):
-            _say_failure_as_json(args.command_name, str(e).strip() or type(e).__name__, code)
+        if says_json(args):
+            say_failure_as_json(args.command_name, str(e).strip() or type(e).__name__, code)
     if (whole := getattr(args, "work_whole", None)) is not None:  # a backtest ended, or failed (cli_common.WorkWhole)
         if argv is None:  # its handlers kept through the exit, which is quick: no teardown for a signal to hit
             _exit_now(code, whole)
@@ -219,17 +220,6 @@ def _say_error(who: str, error: BaseException) -> None:
     problems says a line each, and a log reader that keys on `flashtick ...: error:` finds every one of them."""
     for line in (str(error).strip() or type(error).__name__).splitlines():
         print(f"{who}: error: {line}", file=sys.stderr)
-
-
-def _say_failure_as_json(who: str, error: str, code: int) -> None:
-    """A command given --json that fails: one JSON object on stdout (besides stderr's line), so a script that parses
-    stdout gets the failure in words and the exit status rather than nothing."""
-    import json
-
-    try:
-        print(json.dumps({"ok": False, "command": who, "error": error, "exit_status": code}), flush=True)
-    except (OSError, ValueError):  # stdout closed or its reader gone: stderr has said it
-        pass
 
 
 def _exit_now(code: int, whole: WorkWhole | None = None) -> NoReturn:

@@ -79,6 +79,21 @@ def printable_json(value: Any, **options: Any) -> str:
                    for c in text)
 
 
+def says_json(args: argparse.Namespace) -> bool:
+    """Whether the command's stdout is JSON: given --json, or a command whose output is JSON either way (`stats`,
+    `health`: its parser's default `json_on_stdout`), whose failure a script reading stdout must get there too."""
+    return bool(getattr(args, "json", False) or getattr(args, "json_on_stdout", False))
+
+
+def say_failure_as_json(who: str, error: str, code: int) -> None:
+    """A command whose stdout is JSON (`says_json`) that fails: one JSON object on stdout (besides stderr's line),
+    so a script that parses stdout gets the failure in words and the exit status rather than nothing."""
+    try:
+        print(json.dumps({"ok": False, "command": who, "error": error, "exit_status": code}), flush=True)
+    except (OSError, ValueError):  # stdout closed or its reader gone: stderr has said it
+        pass
+
+
 def _encodes(char: str, encoding: str) -> bool:
     try:
         char.encode(encoding)

@@ -134,8 +134,20 @@ def asks_for_log_timestamps(parser: argparse.ArgumentParser, argv: list[str]) ->
 
 def asks_for_json(parser: argparse.ArgumentParser, argv: list[str]) -> bool:
     """Whether ``argv`` gives a command that takes --json its --json (or an abbreviation argparse takes for it), read
-    without the parse, whose usage error a script reading the command's JSON must get on stdout too."""
-    return _gives_option(parser, argv, "--json")
+    without the parse, whose usage error a script reading the command's JSON must get on stdout too; or a command
+    whose output is JSON without it (`stats`, `health`: its parser's default `json_on_stdout`)."""
+    return _gives_option(parser, argv, "--json") or bool(_command_of(parser, argv).get_default("json_on_stdout"))
+
+
+def _command_of(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The (sub)command parser ``argv`` names, read without the parse (its first words that name subcommands)."""
+    command = parser
+    for token in argv:
+        if token == "--":
+            break
+        if not token.startswith("-"):
+            command = subcommands(command).get(token, command)
+    return command
 
 
 def _gives_option(parser: argparse.ArgumentParser, argv: list[str], option: str) -> bool:

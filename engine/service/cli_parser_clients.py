@@ -29,7 +29,8 @@ GET_EXIT_CODES = ("exit status: 0 when the cached answer was printed; 1 when the
                   "the service holds none of the stream's ticks now (refused at this start, e.g. under a lowered "
                   "scheduler.max_streams): the answer printed is then from before, said on stderr; 2 for an error")
 HEALTH_EXIT_STATUSES = (
-    "Prints the service's health reply as JSON. Exit status: 0 serving; 1 starting or degraded (the reply says why); "
+    "Prints the service's health reply as JSON; a failure as one JSON object too, {\"ok\": false, \"command\", "
+    "\"error\", \"exit_status\"} (besides stderr's line). Exit status: 0 serving; 1 starting or degraded (the reply says why); "
     "2 nothing answers (the service is down, or not yet bound in its first seconds: at once when the connection is "
     "refused, after the connect wait, the smaller of 10 s and --timeout, when nothing answers it at all, as behind a "
     "firewall that drops it), or another error (a --timeout under 0.1 s among them: refused before asking); "
@@ -205,8 +206,10 @@ def add_ask(sub: Any, shared: SharedOptions) -> None:
 
 
 def add_stats(sub: Any, shared: SharedOptions) -> None:
-    _add_json_command(sub, shared, "stats", cmd_stats, "the counters", "(the output is JSON either way)",
-                      help="the engine's counters (JSON)")
+    _add_json_command(sub, shared, "stats", cmd_stats, "the counters", "(the output is JSON either way, a "
+                      "failure's too: {\"ok\": false, \"command\", \"error\", \"exit_status\"})",
+                      help="the engine's counters (JSON; a failure too)")
+    sub.choices["stats"].set_defaults(json_on_stdout=True)
 
 
 def add_scores(sub: Any, shared: SharedOptions) -> None:
@@ -235,4 +238,4 @@ def add_health(sub: Any, shared: SharedOptions) -> None:
                          control=_control_options("the health reply", ": none in time is exit 3, busy rather than "
                                                   "down"),
                          description=HEALTH_EXIT_STATUSES)
-    p.set_defaults(run=cmd_health)
+    p.set_defaults(run=cmd_health, json_on_stdout=True)  # its reply is JSON: a failure is one on stdout too

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.service.cli_common import control_client, printable_json
+from engine.service.cli_common import control_client, printable_json, say_failure_as_json
 
 
 def cmd_stats(args: argparse.Namespace) -> None:
@@ -78,8 +78,9 @@ def cmd_health(args: argparse.Namespace) -> int | None:
         with control_client(args) as control:
             reply = control.call("health")
     except ControlBusy as e:  # up but late: its own status, so a probe tells it from down (2)
-        print(f"flashtick health: error: {e} (exit 3: up, but no reply in time; `flashtick health --help`)",
-              file=sys.stderr)
+        said = f"{e} (exit 3: up, but no reply in time; `flashtick health --help`)"
+        print(f"flashtick health: error: {said}", file=sys.stderr)
+        say_failure_as_json("flashtick health", said, HEALTH_BUSY)  # stdout is JSON, a failure's too
         return HEALTH_BUSY
     print(printable_json({k: v for k, v in reply.items() if k != "ok"}, sort_keys=True))
     if reply.get("status") != "serving":  # a readiness check: 0 once it serves, 1 while it starts or is degraded
