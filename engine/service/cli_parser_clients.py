@@ -30,7 +30,8 @@ GET_EXIT_CODES = ("exit status: 0 when the cached answer was printed; 1 when the
                   "scheduler.max_streams): the answer printed is then from before, said on stderr; 2 for an error")
 HEALTH_EXIT_STATUSES = (
     "Prints the service's health reply as JSON; a failure as one JSON object too, {\"ok\": false, \"command\", "
-    "\"error\", \"exit_status\"} (besides stderr's line). Exit status: 0 serving; 1 starting or degraded (the reply says why); "
+    "\"error\", \"exit_status\"} (besides stderr's line). Exit status: 0 serving; 1 starting or degraded (the "
+    "reply says why); "
     "2 nothing answers (the service is down, or not yet bound in its first seconds: at once when the connection is "
     "refused, after the connect wait, the smaller of 10 s and --timeout, when nothing answers it at all, as behind a "
     "firewall that drops it), or another error (a --timeout under 0.1 s among them: refused before asking); "
