@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import polars as pl
 
 from connectors import json_lines
+from connectors.closed_days import CLOSED_DAY, closed_day
 from connectors.column_map import ColumnMap
 from connectors.column_names import QUOTE_MARKS, TRADE_MARKS
 from connectors.csv_dialect import Dialect
@@ -206,6 +207,7 @@ class FilePlan:
         marks = tuple(cmap.keep) if split and cmap.keep and cmap.price and cmap.bid else None  # LSEG's Type
         # a bar of price 0 and volume 0 (Cboe DataShop's interval without trades): no trade, not a price of 0
         bar_price = self.keys.index("price") + 1 if self.bars and cmap.size is not None else None
+        self_bars = self.bars
 
         # a footer, a junk line, a header repeated, a row too long: checked on every row only where the file has one
         without_tick = self._line_without_tick if self.footer is not None or self.junk or self.header_rows or \
@@ -262,6 +264,8 @@ class FilePlan:
                                                        f"without trades, which has no price to replay")
                 return (_trade_and_quote(out)[0], no_trade) if split and ("bid" in out or "ask" in out) \
                     else no_trade
+            if self_bars and closed_day(out):  # Yahoo's holiday row (connectors/closed_days.py)
+                return InvalidTick("filtered_out", CLOSED_DAY, named)
             if signed and isinstance(size := out.get("size"), (int, float)) and "price" in out:
                 out["size"], out["side"] = abs(size), "sell" if size < 0 else "buy" if size > 0 else None
             if split and "price" in out and ("bid" in out or "ask" in out):

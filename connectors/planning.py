@@ -59,6 +59,7 @@ from connectors.repeated_hour import repeated_hour
 from connectors.row_exprs import ROW, csv_overrides, file_rows, filled_quotes, row_exprs
 from connectors.bar_questions import with_bar_questions_note
 from connectors.bar_stamps import stamped_at_close
+from connectors.closed_days import with_closed_days_note
 from connectors.repeated_bars import without_repeated_bars
 from connectors.row_order import in_time_order, is_newest_first
 from connectors.session_dates import trade_date_evenings
@@ -304,8 +305,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                     span=time_span(facts["min_ts"], facts["max_ts"], factor),
                     tickless=tickless, footer=footer, header_rows=frozenset(facts["header_rows"]), junk=junk_why,
                     end_messages=frozenset(facts["end_messages"]))
-    return with_bar_questions_note(stamped_at_close(without_repeated_bars(row_notes(plan, rows, raw_stream,
-                                                                                    schema))))
+    # (the closed days' note before a close stamp moves the times: it names a day as the file writes it)
+    return with_bar_questions_note(stamped_at_close(with_closed_days_note(without_repeated_bars(
+        row_notes(plan, rows, raw_stream, schema)))))
 
 
 # Tardis.dev's CSVs (trades, quotes, book snapshots): an empty bid or ask is a book side with no order (an option

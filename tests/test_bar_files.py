@@ -148,6 +148,33 @@ def cboe_interval(minute: int, right: str, close: float, volume: int) -> str:
             f"10,1.4500,12,1.5500,4742.10,4742.60\n")
 
 
+def test_yahoo_null_rows_of_closed_days_are_skipped_with_one_note_not_rejected(tmp_path: Path) -> None:
+    """Yahoo writes a market holiday as its date and nulls (`2024-01-15,null,...`): a closed day, not a bar whose
+    close is missing. Skipped as holding no bar (filtered_out, left out) with one note; a bar that has values but no
+    close is still rejected."""
+    path = tmp_path / "AAPL.csv"
+    path.write_text("Date,Open,High,Low,Close,Adj Close,Volume\n"
+                    "2024-01-11,185.21,186.12,183.62,185.59,184.80,49128400\n"
+                    "2024-01-12,186.06,186.74,185.19,185.92,185.13,40444700\n"
+                    "2024-01-15,null,null,null,null,null,null\n"
+                    "2024-01-16,182.16,184.26,180.93,183.63,182.85,65603000\n"
+                    "2024-01-17,181.27,182.93,180.30,,181.90,47317400\n"
+                    "2024-02-19,null,null,null,null,null,null\n"
+                    "2024-02-20,181.79,182.43,180.00,181.56,180.79,53665600\n")
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [t.price for t in ticks] == [185.59, 185.92, 183.63, 181.56]
+    assert dict(replay.rejected) == {"filtered_out": 2, "missing_field": 1}  # the bar without its close
+    example = replay.rejected.examples["filtered_out"]
+    assert example.startswith(f"{path} line 4: filtered_out: a closed day"), example
+    said = [note for note in replay.notes if "closed day" in note]
+    assert said == ["AAPL.csv: 2 rows hold a date and nulls alone (the first 2024-01-15T00:00:00Z): the vendor's way "
+                    "to write a closed day (a market holiday), skipped as holding no bar (counted as left out, "
+                    "filtered_out), not rejected"], replay.notes
+    lines = rejected_lines(dict(replay.rejected), replay.rejected.examples)
+    assert any(line.strip().startswith("left out filtered_out: 2") for line in lines), lines
+
+
 def test_cboe_intervals_without_trades_are_left_out_not_refused_as_prices_of_zero(tmp_path: Path) -> None:
     path = tmp_path / "UnderlyingOptionsIntervals_60sec_2024-01-02.csv"
     rows = [cboe_interval(i // 2, "CP"[i % 2], 1.50 if i % 3 == 0 else 0.0, 3 if i % 3 == 0 else 0) for i in range(8)]
