@@ -14,6 +14,7 @@ import polars as pl
 from connectors import json_lines
 from connectors.closed_days import CLOSED_DAY, closed_day
 from connectors.column_map import ColumnMap
+from connectors.csv_record_lines import record_line
 from connectors.column_names import QUOTE_MARKS, TRADE_MARKS
 from connectors.csv_dialect import Dialect
 from connectors.epoch_counts import scaled_ts
@@ -402,7 +403,7 @@ def row_in_file(path: Path, cmap: ColumnMap, dialect: Dialect | None, row: int) 
     if is_csv(path):
         header = cmap.names is None or dialect is not None and dialect.header
         skipped = dialect.skipped if dialect is not None else 0  # a banner above the header
-        return f"line {row + (2 if header else 1) + skipped}"
+        return f"line {record_line(path, row + (1 if header else 0) + skipped)}"  # (quoted line breaks counted)
     if is_json_lines(path):  # a line, a message's line (several ticks), a REST dump's record
         return json_lines.table(path).where(row)
     return f"row {row + 1}"

@@ -113,3 +113,23 @@ def test_an_mbp1_exports_rows_after_records_that_make_none_keep_their_numbers(tm
         # row 0: one side empty; 2: the top unchanged; 3: inside an event: none of them a tick
         assert [(row, t.kind) for t, _, row in got] == [(1, "quote"), (4, "trade"), (5, "quote")], path
         assert all(rows[row]["ts_recv"] == t.ts for t, _, row in got)
+
+
+def test_a_csv_record_whose_quoted_field_holds_line_breaks_is_one_row_and_named_by_its_own_line(
+        tmp_path: Path) -> None:
+    """A quoted field with line breaks (a free-text note) makes one record span lines: `row` stays the data-record
+    index (0-based after the header), not its line less two, and a rejected row is named by the line it starts on."""
+    path = tmp_path / "notes.csv"
+    path.write_text('ts,stream,price,size,note\n'
+                    f'{T0},A,100.0,1,"a note\non two lines"\n'  # record 0: lines 2-3
+                    f'{T0 + 1},A,100.5,2,plain\n'  # record 1: line 4
+                    f'{T0 + 2},A,101.0,3,"three\n""quoted"" lines\nhere"\n'  # record 2: lines 5-7, a doubled quote
+                    f'{T0 + 3},A,-5,4,plain\n'  # record 3: line 8, rejected
+                    f'{T0 + 4},A,101.5,5,plain\n')  # record 4: line 9
+    got = drained(path)
+    assert [(tick.price, row) for tick, _, row in got] == [(100.0, 0), (100.5, 1), (101.0, 2), (101.5, 4)]
+    with FileReplay(path) as replay:
+        while not replay.done:
+            replay.next_batch(100)
+        [said] = replay.rejected.examples.values()
+    assert said.startswith(f"{path} line 8: nonpositive_price"), said
