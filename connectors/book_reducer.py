@@ -40,8 +40,9 @@ class BookReducer:
 
     def record(self, key: Any, stream: str, ts: int, action: str, side: str | None, price: Any, size: Any,
                last: bool, order_id: Any = None, top: tuple[Any, Any, Any, Any] | None = None,
-               undefined: Any = None) -> dict[str, Any] | InvalidTick | None:
-        """The tick one record makes (None: it makes none; InvalidTick: a trade without a price). ``top``: MBP-1's
+               undefined: Any = None) -> dict[str, Any] | tuple[dict[str, Any], dict[str, Any]] | InvalidTick | None:
+        """The tick one record makes (None: it makes none; InvalidTick: a trade without a price; a trade that ends
+        its event, its trade and the event's quote, in that order, where the top of book changed). ``top``: MBP-1's
         (bid, bid size, ask, ask size), None while a side is empty. ``undefined``: the "no price" of this record's
         stream, where prices were shifted before (an export's rows), else the reducer's."""
         if self.rebuild:
@@ -51,21 +52,31 @@ class BookReducer:
                 self.first_unseen = self.first_unseen or (stream, order_id)
             top = apply_mbo(book, action, BOOK_SIDE.get(side), order_id, price, size)
         offset = offset_of(self.offset, stream)
+        trade = None
         if action == "T":
             if price == (self.undefined if undefined is None else undefined):  # as an empty book side is
                 return InvalidTick("missing_field", f"a trade record with Databento's undefined price "
                                                     f"(UNDEF_PRICE, {UNDEF_PRICE}): the trade has no price", stream)
-            wire = {"kind": TRADE, "stream": stream, "ts": ts, "price": shifted(price / self.scale, offset),
-                    "size": float(size)}
+            trade = {"kind": TRADE, "stream": stream, "ts": ts, "price": shifted(price / self.scale, offset),
+                     "size": float(size)}
             if side is not None:
-                wire["side"] = side
-            return wire
-        if action != "F" and last and top is not None and self.shown.get(key) != top:
-            self.shown[key] = top
-            bid, bid_size, ask, ask_size = top
-            return {"kind": QUOTE, "stream": stream, "ts": ts, "bid": shifted(bid / self.scale, offset),
-                    "ask": shifted(ask / self.scale, offset), "bid_size": float(bid_size), "ask_size": float(ask_size)}
-        return None
+                trade["side"] = side
+        # the event's top of book, when it ends, whatever record ends it: an event ending on a trade or a fill
+        # (F_LAST on its T or F) held the quote of its cancels and adds back until a later event ended
+        quote = self._quote(key, stream, ts, top, offset) if last else None
+        if trade is not None and quote is not None:
+            return trade, quote
+        return trade or quote
+
+    def _quote(self, key: Any, stream: str, ts: int, top: tuple[Any, Any, Any, Any] | None, offset: Any
+               ) -> dict[str, Any] | None:
+        """A quote of the top of book ``top`` when it is not the one last shown for ``key``, else None."""
+        if top is None or self.shown.get(key) == top:
+            return None
+        self.shown[key] = top
+        bid, bid_size, ask, ask_size = top
+        return {"kind": QUOTE, "stream": stream, "ts": ts, "bid": shifted(bid / self.scale, offset),
+                "ask": shifted(ask / self.scale, offset), "bid_size": float(bid_size), "ask_size": float(ask_size)}
 
     def unseen_note(self, name: str) -> list[str]:
         """The note on cancels and fills of orders the book never saw: said once, at the end of a run."""

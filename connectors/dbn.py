@@ -7,7 +7,8 @@ to write a book builder to run a backtest:
 * a trade (action `T`) becomes a trade tick: price, size and the aggressor's
   side (`B` buy, `A` sell, `N` none);
 * the best bid and offer become a quote tick whenever they change, at the end
-  of an exchange event (the `F_LAST` flag), while both sides have a price.
+  of an exchange event (the `F_LAST` flag), whatever record ends it (after a
+  trade that does, at its record), while both sides have a price.
   MBO rebuilds the book from adds, cancels, modifies and clears (fills and
   trades leave the book alone: the venue sends the cancels); MBP-1 carries the
   top level in every record; the trades schema has trades alone.
@@ -195,9 +196,11 @@ class DbnPlan:
                 if tick is not None and left_out is not None:
                     # after the reducer: the book outside the window still builds the top seen inside it
                     tick = left_out(record.ts_recv) or tick
-                if isinstance(tick, dict):
+                if isinstance(tick, (dict, tuple)):
                     symbols.tick_outside(record.instrument_id, stream, record.ts_recv)
-                if tick is not None:
+                if isinstance(tick, tuple):  # a trade that ended its event, and the event's quote: one record's
+                    out.extend((number, made) for made in tick)
+                elif tick is not None:
                     out.append((number, tick))
             if out:
                 yield out

@@ -431,3 +431,29 @@ def test_a_dbn_zst_cut_at_a_block_end_on_a_record_boundary_is_named_truncated(tm
         assert "it looks truncated (an interrupted download?)" in replay_error(cut)
     cut.write_bytes(data[:-2])  # the last block whole, half of its checksum
     assert "inside the 4-byte content checksum its header promises (2 of its bytes there)" in replay_error(cut)
+
+
+def test_an_mbo_event_ending_on_a_trade_or_a_fill_quotes_its_top_of_book_when_it_ends(tmp_path: Path) -> None:
+    """Databento MBO: an event whose last record (F_LAST) is a trade or a fill held the quote of the adds and cancels
+    before it back until a later event ended. The event's quote now comes when it ends, whatever record ends it:
+    after the trade, at the trade's record."""
+    def mbo(ts: int, order_id: int, action: object, side: object, quarters: int, last: bool) -> object:
+        return dbn.MBOMsg(publisher_id=1, instrument_id=ESH6, ts_event=ts, order_id=order_id, price=quarters * PX,
+                          size=2, action=action, side=side, ts_recv=ts, flags=dbn.F_LAST if last else 0)
+
+    add, trade_, fill = dbn.Action.ADD, dbn.Action.TRADE, dbn.Action.FILL
+    bid, ask = dbn.Side.BID, dbn.Side.ASK
+    records = [mbo(MAR5, 1, add, bid, 20000, True), mbo(MAR5 + 1, 2, add, ask, 20004, True),  # a quote
+               mbo(MAR5 + 2, 3, add, ask, 20003, False), mbo(MAR5 + 2, 0, trade_, bid, 20004, True),  # ends on T
+               mbo(MAR5 + 3, 4, add, bid, 20001, False), mbo(MAR5 + 3, 1, fill, bid, 20000, True),  # ends on F
+               mbo(MAR5 + 4, 5, add, bid, 19990, True)]  # behind the top: no quote
+    path = write_dbn(tmp_path / "es.mbo.dbn", dbn.Schema.MBO, records, {"ESH6": [(date(2026, 3, 1),
+                                                                                 date(2026, 3, 31), ESH6)]})
+    replay = FileReplay(path)
+    got = []
+    while not replay.done:
+        ticks = replay.next_batch(100)
+        got += [(t.kind, t.ts - MAR5, t.price, t.bid, t.ask, row) for t, (_, row) in zip(ticks, replay.origins)]
+    assert got == [("quote", 1, None, 5000.0, 5001.0, 1),
+                   ("trade", 2, 5001.0, None, None, 3), ("quote", 2, None, 5000.0, 5000.75, 3),
+                   ("quote", 3, None, 5000.25, 5000.75, 5)], got

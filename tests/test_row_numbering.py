@@ -94,7 +94,8 @@ def test_an_order_book_exports_ticks_name_the_record_that_made_them(tmp_path: Pa
 
 def test_an_mbp1_exports_rows_after_records_that_make_none_keep_their_numbers(tmp_path: Path) -> None:
     """MBP-1 as exported (each record with its top level): a record whose top is unchanged makes no tick, one inside
-    an event neither; the ticks after them name their own rows, in the CSV and in its Parquet copy alike."""
+    an event neither; an event that ends on a trade makes the trade and its quote; the ticks after them name their
+    own rows, in the CSV and in its Parquet copy alike."""
     header = ["ts_recv", "ts_event", "rtype", "publisher_id", "instrument_id", "action", "side", "depth", "price",
               "size", "flags", "ts_in_delta", "sequence", "bid_px_00", "ask_px_00", "bid_sz_00", "ask_sz_00",
               "bid_ct_00", "ask_ct_00", "symbol"]
@@ -110,8 +111,10 @@ def test_an_mbp1_exports_rows_after_records_that_make_none_keep_their_numbers(tm
     pl.DataFrame(rows).write_parquet(tmp_path / "nq.mbp-1.parquet")
     for path in (tmp_path / "nq.mbp-1.csv", tmp_path / "nq.mbp-1.parquet"):
         got = drained(path)
-        # row 0: one side empty; 2: the top unchanged; 3: inside an event: none of them a tick
-        assert [(row, t.kind) for t, _, row in got] == [(1, "quote"), (4, "trade"), (5, "quote")], path
+        # row 0: one side empty; 2: the top unchanged; 3: inside an event: none of them a tick; 4 ends the event
+        # that 3 began: its trade, then the event's quote (the ask 3's cancel moved), not held back to row 5's
+        assert [(row, t.kind) for t, _, row in got] == [(1, "quote"), (4, "trade"), (4, "quote"), (5, "quote")], path
+        assert [t.ask for t, _, row in got if t.kind == "quote"] == [80001 / 4, 80002 / 4, 80002 / 4], path
         assert all(rows[row]["ts_recv"] == t.ts for t, _, row in got)
 
 
