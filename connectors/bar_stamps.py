@@ -54,7 +54,7 @@ def stamped_at_close(plan: FilePlan) -> FilePlan:
         length, source = spacing, "the file's spacing, the median step between its bars"
     else:
         raise ValueError(f"{name}: bar_stamp close needs each bar's length, and one bar tells none: give it, "
-                         f"e.g. --columns bar_stamp=close,bar_length=1m")
+                         f"e.g. --bar-stamp close --bar-length 1m (the map's bar_stamp=close,bar_length=1m)")
     shift = length // plan.ts_factor if length % plan.ts_factor == 0 else length / plan.ts_factor
     span = None if plan.span is None else (plan.span[0] + length, plan.span[1] + length)
     note = (f"{name}: bars stamped at their close (bar_stamp close): each bar's start ({cmap.ts!r}) plus its length, "

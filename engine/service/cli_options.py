@@ -97,6 +97,14 @@ def _add_layout_options(group: argparse._ArgumentGroup) -> None:
                                     "Europe/London (default UTC)")
     group.add_argument("--date", help="the day of *_after_midnight times, e.g. "
                                       "2024-03-01")
+    group.add_argument("--bar-stamp", choices=("close", "open"), default=None,
+                       help="a bar file's stamp: open (the default: each bar at its time as written, its start, as "
+                            "most vendors stamp bars) or close (each bar at its start plus its length, as a live bar "
+                            "builder sends it: the length from --bar-length, else the file's name or its median "
+                            "step); the map's bar_stamp (close, start)")
+    group.add_argument("--bar-length", metavar="N{s,m,h,d,w}", default=None,
+                       help="with --bar-stamp close: each bar's length, added to its start, e.g. 1m, 5m, 1h, 1d; "
+                            "the map's bar_length")
 
 
 def _add_value_options(group: argparse._ArgumentGroup) -> None:

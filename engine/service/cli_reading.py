@@ -53,10 +53,22 @@ def column_map_of(args: argparse.Namespace, config: Any = None) -> dict[str, Any
                             ts_format=given(args.ts_format, "ts_format"),
                             price_offset=_price_offset(getattr(args, "price_offset", None)),
                             price_format=getattr(args, "price_format", None), hours=getattr(args, "hours", None),
-                            zero_bid=getattr(args, "zero_bid", None), sequence=sequence or None)
+                            zero_bid=getattr(args, "zero_bid", None), sequence=sequence or None,
+                            **_bar_options(args))
     if sequence == FILE_ORDER and spec:  # --no-sequence over a map that names a sequence column: file order
         spec = {key: value for key, value in spec.items() if key != "sequence"} or None
     return spec
+
+
+def _bar_options(args: argparse.Namespace) -> dict[str, str]:
+    """--bar-stamp and --bar-length as the map's bar_stamp and bar_length (open: the map's start); a length
+    without --bar-stamp close is refused in the options' words (the map's own check says its keys')."""
+    stamp, length = getattr(args, "bar_stamp", None), getattr(args, "bar_length", None)
+    if length is not None and stamp != "close":
+        raise ValueError(f"--bar-length {length} is the length added to a bar's start to stamp it at its close: "
+                         f"give --bar-stamp close too")
+    given = {"bar_stamp": {"open": "start"}.get(stamp, stamp), "bar_length": length}
+    return {key: value for key, value in given.items() if value is not None}
 
 
 def _price_offset(given: list[str] | None) -> str | None:
