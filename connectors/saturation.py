@@ -7,8 +7,8 @@ live scores count each stream's realised labels of such a question as they score
 stream is *saturated* where most of its labels that show a move are end buckets; the bucket of no move (`0`,
 `vlow`) is left out of both counts, so a quiet stream is not called saturated, nor a cheap one that rarely moves
 called fine. ``saturation_note`` is the line both print: its reason is worded for any cause (an option's tick, a
-spread near zero, a file of daily settlements), since it sees the labels, not the prices; a backtest that knows the saturated streams were read from bar files
-(its reader's plans) says their bar spacing alone.
+spread near zero, a file of daily settlements), since it sees the labels, not the prices; a backtest that knows
+the saturated streams were read from bar files (its reader's plans) says their bar spacing alone.
 """
 
 from __future__ import annotations

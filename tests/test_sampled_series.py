@@ -94,8 +94,8 @@ def test_backtest_of_daily_bars_cautions_a_split_once_and_its_spacing_is_no_clos
     assert "(its ticks are 24 h apart as a rule, so a --session-gap would leave every answer unscored: adjust the " \
            "prices before it)" in stepped[0]
     assert "--session-gap 1h" not in out, out  # every tick is a pause: that advice scores nothing
-    assert "note: NVDA: its ticks are 24 h apart as a rule" in out and "(dir20: 20 ticks, 20 trading days; move50: 50 " \
-           "ticks, 50 trading days)" in out, out
+    assert "note: NVDA: its ticks are 24 h apart as a rule" in out and "(dir20: 20 ticks, 20 trading days; " \
+           "move50: 50 ticks, 50 trading days)" in out, out
     assert main([*common, str(tmp_path / "AAPL.csv"), "--out", str(tmp_path / "aapl.parquet")]) == 0
     assert "stepped" not in capsys.readouterr().out
 
