@@ -152,7 +152,7 @@ def test_the_engine_shifts_every_wire_tick_so_feed_replay_and_a_raw_client_get_t
                     assert main(["feed", "replay", str(csv), "--endpoint", endpoints["ingest"], "--answers",
                                  endpoints["answers"], "--control", endpoints["control"]]) == 0
                     err = capsys.readouterr().err
-                    assert f"the engine adds --price-offset {STREAM}={OFFSET} to every tick it takes" in err, err
+                    assert f"the engine adds +{OFFSET} to the ticks of stream {STREAM} alone" in err, err
                 else:
                     push = push_socket(endpoints["ingest"])
                     for i in range(0, len(raw), 100):

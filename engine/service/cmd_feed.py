@@ -132,6 +132,7 @@ def _read_as_served(args: argparse.Namespace, resume: Any) -> bool:
     from connectors.price_offsets import checked_price_offset
     from engine.service.checkpoint_notes import take_recorded
     from engine.service.reading_record import PRICE_OPTIONS, reading_mismatch, reading_of
+    from engine.service.reply_caveats import ingest_shift_text
 
     health = resume.health()
     served = health.get("reading")
@@ -144,9 +145,9 @@ def _read_as_served(args: argparse.Namespace, resume: Any) -> bool:
               file=sys.stderr, flush=True)
     if (ingest := health.get("ingest_price_offset")) is not None:  # the engine adds it to every tick: sent without
         resume.ingest_offset = checked_price_offset(str(ingest))
-        print(f"{args.command_name}: note: the engine adds --price-offset {ingest} to every tick it takes (its "
-              f"model was trained so): the ticks go out as the files print them, read with the offset only for "
-              f"this feed's checks", file=sys.stderr, flush=True)
+        print(f"{args.command_name}: note: the engine adds {ingest_shift_text(str(ingest))} (--price-offset "
+              f"{ingest}: its model was trained so): the ticks go out as the files print them, read with the offset "
+              f"only for this feed's checks", file=sys.stderr, flush=True)
     if (mismatch := reading_mismatch(served, reading_of(column_map_of(args)), PRICE_OPTIONS)) is not None:
         print(f"{args.command_name}: warning: {mismatch.replace('this model', _SERVED)}",
               file=sys.stderr, flush=True)

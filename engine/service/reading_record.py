@@ -85,10 +85,30 @@ def recorded_reading(model_dir: Path | str | None) -> dict[str, str] | None:
     if model_dir is None:
         return None
     try:
-        reading = json.loads(read_text(Path(model_dir) / "evaluation.json"))["trained_on"]["reading"]
+        trained_on = json.loads(read_text(Path(model_dir) / "evaluation.json"))["trained_on"]
+        reading = trained_on["reading"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return {k: str(v) for k, v in reading.items() if k in READING_OPTIONS} if isinstance(reading, dict) else None
+    if not isinstance(reading, dict):
+        return None
+    recorded = {k: str(v) for k, v in reading.items() if k in READING_OPTIONS}
+    if "price_offset" in recorded:
+        recorded["price_offset"] = _offset_of_trained_streams(recorded["price_offset"], trained_on.get("streams"))
+    return recorded
+
+
+def _offset_of_trained_streams(offset: str, streams: Any) -> str:
+    """A bare --price-offset (`500`) was about the instruments the model was trained on, not about every stream a
+    later run reads (review315 #3: ES at 4800 read as 5300): it is recorded per stream trained on (`DEQH=500`), so
+    serve's ingest, evaluate and feed replay shift those streams alone. One already per stream stays as given; a
+    checkpoint that kept no stream names (or one whose names the inline form cannot write) keeps its bare offset."""
+    names = [str(name) for name in streams] if isinstance(streams, dict) else []
+    if not names or "=" in offset or any(set(name) & set("|=*?[") for name in names):
+        return offset
+    try:
+        return shown_offset({name: float(offset) for name in sorted(names)})
+    except ValueError:  # (not a number: checked_price_offset says so where it is read)
+        return offset
 
 
 def option_value(key: str, value: str) -> Any:

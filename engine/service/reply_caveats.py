@@ -28,9 +28,9 @@ def model_caveats(config: ServiceConfig) -> list[dict[str, str]]:
     caveats = []
     if "price_offset" in recorded:  # applied at ingest (StreamEncoders): said, so a feed does not shift twice
         caveats.append({"kind": INGEST_PRICE_OFFSET, "text": (
-            f"this model was trained on prices read with {shown(recorded, ['price_offset'])}: the service adds that "
-            f"offset to every tick it takes, whoever sends it, so feeds send prices as the venue prints them "
-            f"(`health`'s ingest_price_offset; docs/model.md)")})
+            f"this model was trained on prices read with {shown(recorded, ['price_offset'])}: the service adds "
+            f"{ingest_shift_text(recorded['price_offset'])}, whoever sends them, so feeds send prices as the venue "
+            f"prints them (`health`'s ingest_price_offset; docs/model.md)")})
     if other := {key: value for key, value in recorded.items() if key in FILE_READING and key != "price_offset"}:
         caveats.append({"kind": TRAINED_READING, "text": (
             f"this model was trained on files read with {shown(other, other)}: the service reads ticks as they are "
@@ -40,6 +40,24 @@ def model_caveats(config: ServiceConfig) -> list[dict[str, str]]:
     if labelled := session_gap_mismatch(recorded or None, config.answers.session_gap_ns, "answers.session_gap_s"):
         caveats.append({"kind": SESSION_GAP, "text": labelled})
     return caveats
+
+
+def ingest_shift_text(recorded_offset: str) -> str:
+    """What the ingest offset adds to which ticks, in words (after "adds"): a per-stream offset (a bare one is
+    recorded per stream trained on: reading_record.py) leaves every other stream unshifted."""
+    from connectors.price_offsets import checked_price_offset
+
+    offset = checked_price_offset(recorded_offset)
+    if not isinstance(offset, dict):
+        return f"{offset:g} to every tick it takes"
+    names = list(offset)
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    unshifted = "alone (every other stream is taken unshifted)"
+    if len(set(offset.values())) == 1:
+        return (f"{offset[names[0]]:+g} to the ticks of stream{'s' * (len(names) > 1)} {', '.join(names[:5])}{more} "
+                f"{unshifted}")
+    shifts = ", ".join(f"{name} {offset[name]:+g}" for name in names[:5])
+    return f"each stream's own offset to its ticks ({shifts}{more}) {unshifted}"
 
 
 def regime_caveat(specs: list[Any], questions: dict[str, Any]) -> dict[str, str] | None:
