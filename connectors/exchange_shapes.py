@@ -220,7 +220,7 @@ REST_SHAPES = (  # (name, keys, map, says): REST responses saved as they came, o
     ("polygon-aggregates", frozenset({"t", "o", "h", "l", "c", TICKER}),
      ColumnMap(ts="t", ts_unit=EPOCH, kind=TRADE, stream_col=TICKER, price="c", size="v"),
      "Polygon aggregates (/v2/aggs): Polygon's short keys (t the bar's start in ms, o, h, l, c, v), stream=the "
-     "response's ticker; vw and n are not read"),
+     "response's ticker, else each bar's T (grouped daily); vw and n are not read"),
 )
 
 

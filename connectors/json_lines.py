@@ -41,7 +41,7 @@ from typing import Any, Mapping
 
 import polars as pl
 
-from connectors.bar_documents import bar_document
+from connectors.bar_documents import bar_document, no_bars
 from connectors.column_map import ColumnMap
 from engine.disk_full import DiskFull, said_if_disk_full
 from connectors.exchange_shapes import BINANCE_BOOK_KEYS, Shape, array_shape_of, rest_shape_of, shape_of
@@ -231,6 +231,9 @@ def _convert(path: Path) -> JsonLinesTable:
     if RECEIVED in frame.columns and any(RECEIVE_PREFIX.match(line.strip()) for line in lines[:100]):
         notes.append(f"{path.name}: each line starts with a receive time before its JSON message: read as the "
                      f"message's field {RECEIVED!r} (--columns ts={RECEIVED} stamps the ticks with it)")
+    if records is not None and no_bars(records):
+        notes.append(f"{path.name}: a Polygon aggregates answer with no bars (resultsCount 0, status OK: a day "
+                     f"without trading): nothing to replay from it")
     if named:
         notes.append(f"{path.name}: its messages name their instrument only in 'ch' (market.btcusdt.trade.detail): "
                      f"its second part read as their 'symbol'")

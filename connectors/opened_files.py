@@ -219,6 +219,8 @@ class OpenedFiles:
         """A file of no data rows skipped as a day without prints; refused when its one line is no tick header."""
         if (line := not_a_header(path, cmap)) is not None:
             raise not_a_tick_file(named, line)
+        if is_json_lines(path):  # why a REST answer holds none (Polygon's resultsCount 0), said by its reader
+            self.notes.extend(json_lines.table(path).notes)
         self.skipped.append(named)
 
     def _plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
