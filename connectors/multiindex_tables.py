@@ -68,13 +68,16 @@ def long_copy(path: Path) -> LongCopy | None:
 
 def _csv_copy(path: Path) -> LongCopy | None:
     """The CSV `to_csv` writes: `Price,<fields>` / `Ticker,<tickers>` / `<Date|Datetime>,,,` (the last row left out
-    by pandas before 2.x, or when the index has no name), then the rows."""
+    by pandas before 2.x, or when the index has no name), then the rows; `group_by="ticker"` writes its first two
+    rows the other way round (`Ticker,AAPL,...` / `Price,Open,...`), read alike."""
     try:
         with text_opener(path)(path, "rt", encoding="utf-8-sig", errors="replace") as f:
             head = [f.readline().rstrip("\r\n") for _ in range(HEAD_LINES)]
     except (OSError, EOFError):
         return None
     fields, tickers = (line.split(",") for line in head[:2])
+    if fields[0].strip() == TICKER and tickers[0].strip() == "Price":  # group_by="ticker": the tickers' row first
+        fields, tickers = tickers, fields
     if len(fields) < 3 or len(fields) != len(tickers) or fields[0].strip() != "Price" or \
             tickers[0].strip() != TICKER or not _pairs(fields[1:], tickers[1:]):
         return None

@@ -64,6 +64,27 @@ def test_yfinance_two_tickers_become_two_streams(tmp_path: Path) -> None:
     assert "one stream per ticker (AAPL, MSFT)" in replay.notes[0]
 
 
+def test_yfinance_group_by_ticker_csv_reads_as_the_default_layout(tmp_path: Path) -> None:
+    """`yf.download(["AAPL","MSFT"], group_by="ticker").to_csv()`: the tickers' header row first, then the fields'
+    (each ticker's Open,High,Low,Close,Volume together): read by name, as the default layout is (review315 #4)."""
+    fields = ["Open", "High", "Low", "Close", "Volume"]
+    at = {"Close": 1, "High": 2, "Low": 3, "Open": 4, "Volume": 5}  # (YF_ROWS's order)
+    tickers = ["AAPL", "MSFT"]
+    lines = ["Ticker," + ",".join(t for t in tickers for _ in fields), "Price," + ",".join(fields * len(tickers)),
+             "Datetime" + "," * (len(fields) * len(tickers))]
+    for row in YF_ROWS:
+        lines.append(",".join([row[0], *(str(int(row[at[f]] * (k + 1))) if f == "Volume" else
+                                         f"{row[at[f]] * (k + 1):.2f}" for k in range(2) for f in fields)]))
+    path = tmp_path / "yf_byticker.csv"
+    path.write_text("\n".join(lines) + "\n")
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [(t.stream, t.price, t.size) for t in ticks] == [
+        (ticker, pytest.approx(round(r[1] * (k + 1), 2)), r[5] * (k + 1)) for r in YF_ROWS
+        for k, ticker in enumerate(tickers)]
+    assert "one stream per ticker (AAPL, MSFT)" in replay.notes[0] and replay.rejected.total() == 0
+
+
 def test_yfinance_multiindex_parquet_reads_its_tuple_named_columns(tmp_path: Path) -> None:
     frame = pl.DataFrame({"Datetime": [r[0] for r in YF_ROWS]}).with_columns(
         pl.col("Datetime").str.to_datetime("%Y-%m-%d %H:%M:%S%z").dt.convert_time_zone("America/New_York"))
