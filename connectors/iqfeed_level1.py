@@ -40,8 +40,12 @@ def level1_refusal(path: Path) -> str | None:
     if fields is None and not updates:
         return None
     named = f", its fields {', '.join(f for f in fields if f)}" if fields else ""
-    return (f"{path}: DTN IQFeed live Level 1 messages ({updates} `Q,` update(s) and `P,` summaries among its first "
-            f"{len(lines)} lines{named}): replay does not read them. Each is a snapshot of a symbol's Level 1 state, "
+    # only the kinds the file holds (review315 #7: two `Q,` lines were said as updates "and `P,` summaries")
+    kinds = [f"{n} `{kind},` {what}" for kind, what in (("Q", "update(s)"), ("P", "summary(ies)"))
+             if (n := sum(line.startswith(kind + ",") for line in lines))]
+    held = f"{' and '.join(kinds)} among its first {len(lines)} lines" if kinds else \
+        f"its field list among its first {len(lines)} lines"
+    return (f"{path}: DTN IQFeed live Level 1 messages ({held}{named}): replay does not read them. Each is a snapshot of a symbol's Level 1 state, "
             f"not a tick: it repeats the last trade beside a changed bid or ask, and its Most Recent Trade Time has "
             f"no date. To replay these symbols, request their tick history from IQFeed's lookup port (`HTT,SYMBOL,"
             f"BEGIN,END,,,,1` or `HTX,SYMBOL,N`) and save its lines: replay reads those as trades with the quotes "
