@@ -488,7 +488,8 @@ def test_iqfeed_live_level1_messages_are_refused_saying_what_to_do(tmp_path: Pat
         FileReplay(path)
     said = str(refused.value)
     assert said.startswith(f"{path}: DTN IQFeed live Level 1 messages (3 `Q,` update(s) and 1 `P,` summary(ies) "
-                           f"among its first 9 lines, its fields Symbol, Most Recent Trade, Most Recent Trade Size, "), said
+                           f"among its first 9 lines, its fields Symbol, Most Recent Trade, Most Recent Trade "
+                           f"Size, "), said
     assert "replay does not read them" in said and "`HTT,SYMBOL,BEGIN,END,,,,1`" in said and "ingest socket" in said
     out = tmp_path / "a.parquet"
     assert main(["backtest", str(path), "--out", str(out), "--quiet"]) == 2
