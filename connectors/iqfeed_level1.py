@@ -47,7 +47,8 @@ def level1_refusal(path: Path) -> str | None:
         f"its field list among its first {len(lines)} lines"
     return (f"{path}: DTN IQFeed live Level 1 messages ({held}{named}): replay does not read them. Each is a "
             f"snapshot of a symbol's Level 1 state, not a tick: it repeats the last trade beside a changed bid or "
-            f"ask, and its Most Recent Trade Time has no date. To replay these symbols, request their tick history from IQFeed's lookup port (`HTT,SYMBOL,"
-            f"BEGIN,END,,,,1` or `HTX,SYMBOL,N`) and save its lines: replay reads those as trades with the quotes "
-            f"they met, in US Eastern time. To serve them live, have the feed handler send each update's trade and "
-            f"quote as ticks to `flashtick serve`'s ingest socket (docs/wire-protocol.md)")
+            f"ask, and its Most Recent Trade Time has no date. To replay these symbols, request their tick history "
+            f"from IQFeed's lookup port (`HTT,SYMBOL,BEGIN,END,,,,1` or `HTX,SYMBOL,N`) and save its lines: replay "
+            f"reads those as trades with the quotes they met, in US Eastern time. To serve them live, have the "
+            f"feed handler send each update's trade and quote as ticks to `flashtick serve`'s ingest socket "
+            f"(docs/wire-protocol.md)")
