@@ -60,18 +60,30 @@ def ingest_shift_text(recorded_offset: str) -> str:
     return f"each stream's own offset to its ticks ({shifts}{more}) {unshifted}"
 
 
-def regime_caveat(specs: list[Any], questions: dict[str, Any]) -> dict[str, str] | None:
+SYNTHETIC_PREFIX = "SYN."  # the synthetic market's streams (connectors/synthetic.py), where regime has ground truth
+
+
+def regime_caveat(specs: list[Any], questions: dict[str, Any], stream: str | None = None) -> dict[str, str] | None:
     """The caveat of the queries among ``specs`` that ask the hidden regime, which only the synthetic market records
     (its answers on a real stream read "calm" at 0.99 through a crash); None when none does. Answers are left as
-    they are."""
-    asking = [spec.name for spec in specs
+    they are. A codec question asked directly (no query registered: its spec's name is the question's) is named as
+    the question, and queries that ask it of synthetic streams alone (SYN.*: their patterns, or ``stream``, the one
+    an ask or get is about) are told so, not warned of real ones (review315 #8)."""
+    asking = [spec for spec in specs
               if spec.question in questions and questions[spec.question].spec.kind == "regime"]
     if not asking:
         return None
-    named = ", ".join(asking[:3]) + (f" and {len(asking) - 3} more" if len(asking) > 3 else "")
+    names = [f"question {spec.name}" if spec.name == spec.question else f"query {spec.name}" for spec in asking]
+    named = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    asks = f"ask{'s' * (len(asking) == 1)} regime, the synthetic market's hidden regime"
+    asked = [stream] if stream is not None else [pattern for spec in asking for pattern in spec.streams]
+    if all(pattern.startswith(SYNTHETIC_PREFIX) for pattern in asked):
+        return {"kind": REGIME_QUESTION, "text": (
+            f"{named} {asks} of synthetic streams (SYN.*) alone, where it has ground truth and was calibrated; "
+            f"asked of a real stream its answers would be no evidence of a regime "
+            f"(docs/queries.md#questions-without-real-data-calibration)")}
     return {"kind": REGIME_QUESTION, "text": (
-        f"quer{'ies' if len(asking) > 1 else 'y'} {named} ask{'s' * (len(asking) == 1)} regime, the synthetic "
-        f"market's hidden regime: it has ground truth, and was calibrated, on synthetic data only (SYN.*), so on a "
+        f"{named} {asks}: it has ground truth, and was calibrated, on synthetic data only (SYN.*), so on a "
         f"real stream its answers and probabilities are no evidence of a regime; volatility_50 asks what the ticks "
         f"did (docs/queries.md#questions-without-real-data-calibration)")}
 
@@ -88,6 +100,7 @@ class ReplyCaveats:
     def of(self, specs: list[Any], streams: list[str] = ()) -> list[dict[str, str]]:
         """The caveats of a reply about the answers of ``specs`` (an ask's or get's query; `health`: every query
         registered) on ``streams`` (the one asked; `health`: those held), the model's first."""
-        regime = regime_caveat(specs, self.questions)
-        market = stream_caveat(list(streams)) if self.spot_only else None
+        streams = list(streams)
+        regime = regime_caveat(specs, self.questions, streams[0] if len(streams) == 1 else None)
+        market = stream_caveat(streams) if self.spot_only else None
         return self.model + [caveat for caveat in (regime, market) if caveat is not None]
