@@ -187,8 +187,9 @@ def test_streams_and_ask_print_the_context_a_computed_answer_attends(checkpoint,
         assert code == 0 and listed["context_ticks"] == 10 and listed["context_tokens"] > 0, listed
         context = f"context {listed['context_tokens']} tokens / 10 ticks"
         code, out, _ = run(capsys, "streams", "SYN.A", *control)
+        price = f"last_price {listed['last_price']:g}"  # (review315 #9: the level the model reads, in the text too)
         assert code == 0 and re.fullmatch(rf"SYN\.A\tlast_ts {listed['last_ts']}\tticks 10\tidle [0-9.]+s\t{context}"
-                                          rf"\tkv resident\trebuilds 0\n", out), out
+                                          rf"\tkv resident\trebuilds 0\t{re.escape(price)}\n", out), out
         code, out, err = run(capsys, "ask", "SYN.A", "direction_5", *control)
         assert code == 0 and json.loads(out)["query"] == "direction_5", out  # stdout: the answer alone
         assert f"flashtick ask: computed now over the stream's {context}; data " in err, err

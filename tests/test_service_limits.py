@@ -1059,7 +1059,8 @@ def test_streams_say_how_long_each_has_been_quiet_and_flag_the_quiet_ones(live, 
     out, err = capsys.readouterr()
     assert [line.split("\t")[0] for line in out.splitlines()] == [quiet]
     # (then what an answer computed now attends, and whether its KV is resident, last on the line)
-    assert re.search(r"\tidle \d+\.\ds\tcontext \d+ tokens / \d+ ticks\tkv resident\trebuilds 0$", out.strip()), out
+    assert re.search(r"\tidle \d+\.\ds\tcontext \d+ tokens / \d+ ticks\tkv resident\trebuilds 0"
+                     r"\tlast_price [-0-9.e+]+$", out.strip()), out
     assert f"1 stream with no tick for over {between:g}s" in err
     assert main(["streams", "--idle-over", "3600", "--control", server.endpoints["control"]]) == 0
     out, err = capsys.readouterr()
@@ -1111,7 +1112,7 @@ def test_idle_over_counts_a_restored_stream_quiet_for_the_whole_uptime(checkpoin
         # resident yet: the restart recomputes it once, in the serving loop's first forwards)
         assert re.fullmatch(rf"{market[0].stream}\tlast_ts {market[-1].ts}\tticks 10\tidle over \d+s \(none since "
                             rf"the start\)\tcontext \d+ tokens / 10 ticks\tkv (resident\trebuilds 1|not resident\t"
-                            rf"rebuilds 0)\n", out), out
+                            rf"rebuilds 0)\tlast_price {re.escape(f'{market[-1].level:g}')}\n", out), out
 
 
 def kept_by_conflation(sent: list) -> list:

@@ -76,8 +76,10 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             # (and, while some of it waits for a forward, how much and since when: a name the engine is behind on)
             waiting = "" if not accepted.get("waiting_ticks") else \
                 f"\twaiting {accepted['waiting_ticks']} ticks {accepted['waiting_s']:.1f}s"
+            # (last: its last tick's price as the model reads it, an ingest --price-offset added: review315 #9)
+            price = "" if accepted.get("last_price") is None else f"\tlast_price {accepted['last_price']:g}"
             print(f"{shown_name(name)}\tlast_ts {accepted['last_ts']}\tticks {accepted['ticks']}{quiet}{context}{kv}"
-                  f"{waiting}")
+                  f"{waiting}{price}")
         for name in refused if listing else ():  # after the held ones: the streams that hold nothing
             print(f"{shown_name(name)}\trefused ({refused[name]['ticks']} ticks)")
     # a name given that admission turned away holds nothing: a script checking its feeds hears it in the status
