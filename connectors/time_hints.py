@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from connectors.column_map import ColumnMap
-from connectors.datetime_text import built_formats, time_formats
+from connectors.datetime_text import built_formats, is_iso_time, time_formats
 from connectors.datetime_column import EPOCH_CODE, naive_time, zone_reading
 from connectors.epoch_counts import fraction_of_unit
 from connectors.event_time import DAY_CLOCK_LIMIT_NS
@@ -99,6 +99,13 @@ def time_hint(path: Path, cmap: ColumnMap, first: str, words: list[str] | None =
         example = f", e.g. --ts-format {fits[0]!r}" if fits else ""
         return (f"{where}: {name!r} names the clock of {zone}, not a UTC offset (it is {name[0]}ST or {name[0]}DT "
                 f"by the date): give that zone, --tz {zone}, and a format that reads the name as text{example}")
+    if cmap.ts_unit == "datetime" and cmap.ts_format and is_iso_time(first.strip()):
+        # ISO 8601 read without a format: the one given (--ts-format applies to every file of a run) is another
+        # file's (review315 #11: a FactSet export's beside an ISO file)
+        return (f"{where}, ISO 8601, which the format given, {cmap.ts_format!r}, does not read: a --ts-format "
+                f"applies to every file of the run; to give it to one file alone, name that file in a replay list "
+                f"entry with its own map (`replay: [{{path: FILE, columns: {{ts_format: '{cmap.ts_format}'}}}}]`) "
+                f"or in its own column map file, and read this one without it (docs/replay.md)")
     if cmap.ts_unit == "datetime":
         # a format built from the value quoted; none proposed where none is built (a common one, given as an example
         # of the codes, read no row of such a file)

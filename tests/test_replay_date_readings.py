@@ -215,3 +215,31 @@ def test_a_dashed_two_digit_year_the_rows_do_not_settle_is_refused_with_the_read
         FileReplay(path)
     assert str(refused.value).endswith(f"--ts-format '{DMY}' or --ts-format '{MDY}' or --ts-format '{YMD}': every "
                                        f"date of its first 60 rows reads all 3 ways"), refused.value
+
+
+def test_a_ts_format_for_one_file_of_a_run_says_how_to_give_it_to_that_file_alone(tmp_path: Path, capsys) -> None:
+    """review315 #11: `--ts-format` for a FactSet export (US dates) applied to an ISO 8601 file of the same run too,
+    and the refusal called the ISO stamp "not ISO 8601". It now says what the format given expected, that the
+    option reaches every file, and the replay list entry that gives it to one file; that list reads both."""
+    from conftest import drain
+    from connectors.replay import FileReplay
+    from engine.service.cli import main
+
+    (tmp_path / "fs.csv").write_text("timestamp,symbol,price,size\n01/02/2024 09:30:00.100,AAPL,185.1,10\n"
+                                     "01/02/2024 09:30:01.200,AAPL,185.2,10\n")
+    (tmp_path / "iso.csv").write_text("timestamp,symbol,price,size\n2024-01-02T14:30:00Z,MSFT,370.1,5\n"
+                                      "2024-01-02T14:30:01Z,MSFT,370.2,5\n")
+    (tmp_path / "q.yaml").write_text("queries:\n  - {name: d, streams: ['*'], question: direction_5, kind: choice, "
+                                     "trigger: {ticks: 1}}\n")
+    fmt = "%m/%d/%Y %H:%M:%S%.f"
+    assert main(["backtest", str(tmp_path / "fs.csv"), str(tmp_path / "iso.csv"), "--ts-format", fmt, "--queries",
+                 str(tmp_path / "q.yaml"), "--out", str(tmp_path / "a.parquet"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert (f"column 'timestamp' holds '2024-01-02T14:30:00Z', ISO 8601, which the format given, {fmt!r}, does not "
+            f"read: a --ts-format applies to every file of the run") in err, err
+    assert "not ISO 8601" not in err and f"replay: [{{path: FILE, columns: {{ts_format: '{fmt}'}}}}]" in err, err
+    (tmp_path / "list.yaml").write_text(f"replay:\n  - path: fs.csv\n    columns: {{ts_format: '{fmt}'}}\n"
+                                        f"  - path: iso.csv\n")
+    assert [(t.stream, t.ts) for t in drain(FileReplay(tmp_path / "list.yaml"))] == [
+        ("AAPL", 1704187800100000000), ("AAPL", 1704187801200000000), ("MSFT", 1704205800000000000),
+        ("MSFT", 1704205801000000000)]
