@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from connectors.bar_lengths import shown_length
 from connectors.bar_stamps import spacing_ns
-from connectors.event_time import duration_text
+from connectors.durations import duration_text
 from connectors.file_plan import FilePlan
 from connectors.questions import DEFAULT_QUESTIONS
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from connectors.event_time import scaled_ts
+from connectors.epoch_counts import scaled_ts
 from connectors.ticks import utc_text
 
 VALUE_KEYS = ("price", "size", "bid", "ask")  # what a bar row gives besides its time (and stream)
