@@ -143,7 +143,7 @@ def test_cli_feed_with_no_engine_exits_2_with_one_line(capsys) -> None:
         assert main(["feed", "synthetic", "--ticks", "10", "--endpoint", endpoint]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no engine accepting on tcp://127.0.0.1:" in err[0] and "sent" not in err[0]
-    assert time.monotonic() - start < 6.0
+    assert time.monotonic() - start < 60.0  # (a bound that only catches a hang: the machine may be loaded)
 
 
 def test_send_times_out_when_the_engine_stops_reading() -> None:
@@ -158,7 +158,7 @@ def test_send_times_out_when_the_engine_stops_reading() -> None:
             with pytest.raises(FeedTimeout, match="took no message for 300 ms .stopped, or not reading."):
                 run_feed(SyntheticSource(), client, batch=2000)  # ~100 kB messages fill the socket buffers fast
             assert client.ticks > 0
-        assert time.monotonic() - start < 5.0
+        assert time.monotonic() - start < 60.0  # (a hang, not a speed: send_timeout_ms is what gives up)
     finally:
         stalled.close()
 

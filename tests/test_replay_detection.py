@@ -150,7 +150,7 @@ def test_rejected_rows_say_what_to_do(tmp_path: Path) -> None:
     assert [(t.price, t.side) for t in drain(replay)] == [(12345.67, "buy"), (1.5, "sell")]
     examples = replay.rejected.examples
     assert examples["missing_field"].endswith("(column 'price': 'n/a' is not a number)")  # the cell, quoted
-    assert "got 'hold' (column 'side'; map other side values with side_map" in examples["unknown_side"]
+    assert "got \"hold\" (column 'side'; map other side values with side_map" in examples["unknown_side"]
     # the symbol column's own value: one fixed stream_name would merge every symbol into one stream
     assert "(column 'symbol'; the file's own value: fix it at the source, or name the streams by other columns" \
         in examples["bad_stream"] and "not stream_name=NAME" in examples["bad_stream"]

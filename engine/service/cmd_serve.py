@@ -13,8 +13,6 @@ from typing import Any
 
 from engine.service.cli_common import EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, is_tick_model, service_config
 from engine.service.cli_reading import column_map_of
-from engine.service.market_caveat import spot_only, start_note
-from engine.service.reply_caveats import model_caveats, regime_caveat
 
 
 def default_data_dir(model_id: str) -> Path:
@@ -197,6 +195,9 @@ def _started(args: argparse.Namespace) -> tuple[Any, dict[str, str]] | None:
 def _say_setup(args: argparse.Namespace, server: Any) -> None:
     """The start lines on what serves: where it logs, its shards, its model and KV pool, and the notes on how the
     model's training read its files."""
+    # (here, not at the top: the CLI's parser imports this module before it can name a shadowing package)
+    from engine.service.market_caveat import spot_only, start_note
+    from engine.service.reply_caveats import model_caveats
     config, data = server.config, server.pipeline.data
     default = str(default_data_dir(config.model.model_id))
     data_key = "--data-dir" if args.data_dir is not None else "log.dir" if config.log.dir != default else "the default"
@@ -223,6 +224,7 @@ def _say_serving(server: Any, endpoints: dict[str, str]) -> None:
     not do (no standing queries) or does (CURVE)."""
     from engine.service.descriptor_limit import low_limit_warning
     from engine.service.exposure import open_socket_warnings
+    from engine.service.reply_caveats import regime_caveat
 
     for warning in open_socket_warnings(endpoints, server.config.curve):  # before the serving line a probe waits for
         print(f"flashtick: {warning}", file=sys.stderr, flush=True)
