@@ -129,7 +129,8 @@ def leave_one_out_model(name: str, s: Settings, log: Callable[[str], None]) -> t
         f"(at most {cfg.max_minutes:g} min)")
     t0 = time.time()
     stats = train(cfg, out, log, s.data_dir)
-    command = reproduce_command(cfg, stats["steps_done"], s.data_dir) + f" --out {out}"
+    recipe = reproduce_command(cfg, stats["steps_done"], s.data_dir).removeprefix("nice -n 19 ")  # (its advice)
+    command = f"{nice_prefix()}{recipe} --out {out}"  # how this one ran
     write_training_md(cfg, stats, out, command)
     t1 = time.time()
     calibrate_only(out, s.data_dir, None, sets)
