@@ -253,7 +253,21 @@ def member_names(archive_path: Path) -> dict[str, str]:
         return {Path(m.filename).name: m.filename for m in tick_members(archive)}
 
 
-class Unpacked:
+class TemporaryFolder:
+    """Owns ``_dir``, a temporary folder of copies, removed on close (or when the object is collected)."""
+
+    _dir: str | None = None
+
+    def close(self) -> None:
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class Unpacked(TemporaryFolder):
     """One archive's files, unpacked; ``paths`` are readable until ``close`` (or garbage collection)."""
 
     def __init__(self, archive_path: Path, is_ticks: Callable[[Path], bool] = lambda _: True) -> None:
@@ -331,10 +345,3 @@ class Unpacked:
             shutil.copyfileobj(src, dst, COPY_CHARS)
         return copy
 
-    def close(self) -> None:
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
-
-    def __del__(self) -> None:
-        self.close()

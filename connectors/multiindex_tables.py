@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import ast
 import re
-import shutil
 import tempfile
 from pathlib import Path
 
 import polars as pl
 
-from connectors.archives import text_opener
+from connectors.archives import TemporaryFolder, text_opener
 
 TICKER = "Ticker"
 # yfinance's fields, as it spells them (a download's; `Ticker.history()` adds the last three)
@@ -27,7 +26,7 @@ TIME_NAMES = ("date", "datetime")  # the index's name: `Date` for daily bars, `D
 HEAD_LINES = 3
 
 
-class LongCopy:
+class LongCopy(TemporaryFolder):
     """A MultiIndex file as a long table in a private folder: `paths` (its one copy, named as the file is),
     `note` (what was done, for the plan's notes); removed by `close`."""
 
@@ -46,14 +45,6 @@ class LongCopy:
                      f"names, not by their position (yfinance writes Close,High,Low,Open), as one table of "
                      f"{', '.join(c for c in frame.columns if c not in (frame.columns[0], TICKER))} beside a "
                      f"{TICKER} column: {streams}{left}{where}")
-
-    def close(self) -> None:
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
-
-    def __del__(self) -> None:
-        self.close()
 
 
 def long_copy(path: Path) -> LongCopy | None:

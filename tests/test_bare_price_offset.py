@@ -10,35 +10,23 @@ import json
 from pathlib import Path
 
 import msgpack
-import numpy as np
 import polars as pl
 import pytest
 
 from conftest import serving
 from engine.service.cli import main
 from test_cli import config, wait_for
-from test_stream_selection import TINY
+from test_served_price_offset import power_model
 from wire_client import Control, push_socket, trade
 
 TRAINED = "DEQH"  # a power product that prints below zero: trained with a bare offset
 OTHER = "ESH4"  # an instrument the model never saw: taken as sent
-TICKS = 1400
 OFFSET = 21
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("bare_offset")
-    rng = np.random.default_rng(5)
-    level = np.where((np.arange(TICKS) > 500) & (np.arange(TICKS) < 800), -15.0, 40.0)
-    prices = np.round(level + np.cumsum(rng.choice([-0.05, 0.0, 0.05], TICKS)), 2)
-    times = [f"2026-11-03 08:{i // 600:02d}:{i // 10 % 60:02d}.{i % 10}00" for i in range(TICKS)]
-    csv = root / "power.csv"
-    pl.DataFrame({"timestamp": times, "symbol": [TRAINED] * TICKS, "price": prices,
-                  "size": np.round(rng.uniform(0.1, 25, TICKS), 1)}).write_csv(csv)
-    assert main(["train", str(csv), "--out", str(root / "m"), *TINY, "--steps", "1", "--batch", "1", "--max-points",
-                 "64", "--resamples", "10", "--quiet", "--json", "--price-offset", str(OFFSET)]) == 0
-    return root, csv
+    return power_model(tmp_path_factory.mktemp("bare_offset"), TRAINED, str(OFFSET), seed=5)
 
 
 def test_a_served_bare_offset_shifts_the_trained_stream_alone(trained, tmp_path) -> None:

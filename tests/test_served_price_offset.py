@@ -23,20 +23,25 @@ TICKS = 1400
 OFFSET = 21
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> tuple[Path, Path]:
-    """A quarter-hour product around 40 that dips to -15 for a while, and a tiny model trained on it lifted by 21."""
-    root = tmp_path_factory.mktemp("offset")
-    rng = np.random.default_rng(3)
+def power_model(root: Path, stream: str, price_offset: str, seed: int) -> tuple[Path, Path]:
+    """A quarter-hour product around 40 that dips to -15 for a while, and a tiny model (root/m) trained on it with
+    `--price-offset price_offset`; (root, the training CSV)."""
+    rng = np.random.default_rng(seed)
     level = np.where((np.arange(TICKS) > 500) & (np.arange(TICKS) < 800), -15.0, 40.0)
     prices = np.round(level + np.cumsum(rng.choice([-0.05, 0.0, 0.05], TICKS)), 2)
     times = [f"2026-11-03 08:{i // 600:02d}:{i // 10 % 60:02d}.{i % 10}00" for i in range(TICKS)]
     csv = root / "power.csv"
-    pl.DataFrame({"timestamp": times, "symbol": [STREAM] * TICKS, "price": prices,
+    pl.DataFrame({"timestamp": times, "symbol": [stream] * TICKS, "price": prices,
                   "size": np.round(rng.uniform(0.1, 25, TICKS), 1)}).write_csv(csv)
     assert main(["train", str(csv), "--out", str(root / "m"), *TINY, "--steps", "1", "--batch", "1", "--max-points",
-                 "64", "--resamples", "10", "--quiet", "--json", "--price-offset", f"{STREAM}={OFFSET}"]) == 0
+                 "64", "--resamples", "10", "--quiet", "--json", "--price-offset", price_offset]) == 0
     return root, csv
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> tuple[Path, Path]:
+    """The power product, its model trained lifted by 21 (the per-stream form)."""
+    return power_model(tmp_path_factory.mktemp("offset"), STREAM, f"{STREAM}={OFFSET}", seed=3)
 
 
 def test_feed_replay_into_serve_model_reads_the_files_as_the_model_was_trained(trained, tmp_path, capsys) -> None:
