@@ -180,7 +180,10 @@ _META_CHANGES = {"text_encoding": "the same ticks now encode to other tokens: th
                                   "tick's line otherwise than the one that wrote the directory (the encoding before "
                                   "the colon, e.g. a SentencePiece tokenizer's lines as continuations; the digest "
                                   "after it covers number formatting), so replaying its logged ticks would build "
-                                  "other sessions than its live run had"}
+                                  "other sessions than its live run had",
+                "ingest_price_offset": "its logged ticks hold prices shifted at ingest by the model's training "
+                                       "--price-offset, `health`'s ingest_price_offset: under another offset its "
+                                       "sessions and `ticklog export` would read them at other levels"}
 
 
 # meta.json keys a restart may change, said at the start rather than refused: the logged ticks replay into the same

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from connectors.codec import BinnedCodec, Codec
+from connectors.price_offsets import shown_offset
 from connectors.text_codec import TextCodec
 from engine.models import BUILTIN_MODEL_DIR
 from engine.models.linear import resolve_format
@@ -19,6 +20,7 @@ from engine.models.loader import default_weights
 from engine.service.answer_settings import answer_settings
 from engine.service.config import ModelSection, ServiceConfig
 from engine.service.file_samples import update_with_blocks
+from engine.service.reading_record import INGEST_PRICE_OFFSET, ingest_price_offset
 from engine.settings import WEIGHT_FORMATS
 
 
@@ -34,6 +36,10 @@ def written_by(config: ServiceConfig, codec: Codec, window: int | None = None) -
             "settings": answer_settings(config) | ({"scheduler.window": window} if window is not None else {})}
     if isinstance(codec, TextCodec):
         meta |= {"tokenizer": codec.fingerprint(), "text_encoding": codec.encoding_record()}
+    # the logged ticks hold prices shifted by it at ingest: `ticklog export` takes it off again. Written only when
+    # there is one, so a flashtick before this key still opens a directory of a model without an offset
+    if (offset := ingest_price_offset(config.model.path)) is not None:
+        meta[INGEST_PRICE_OFFSET] = shown_offset(offset)
     return meta
 
 

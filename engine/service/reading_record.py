@@ -160,6 +160,9 @@ def reading_mismatch(recorded: Mapping[str, str] | None, given: Mapping[str, str
     return "; ".join(said)
 
 
+INGEST_PRICE_OFFSET = "ingest_price_offset"  # meta.json's key for it, as `health` says it: `10`, or `NAME=10|B=1`
+
+
 def ingest_price_offset(model_path: str | None) -> PriceOffset | None:
     """The --price-offset a checkpoint's training read prices with (a number, or stream -> number), which a service
     serving it adds to every wire tick at ingest (connectors.encoder.StreamEncoders); None for none."""

@@ -9,6 +9,9 @@ Pre-tokenized items carry tokens, not prices: they are counted and left out, as 
 starts, expiries). The ticks of a stream logged before a ``{forgotten: stream}`` record (`flashtick forget`: an
 operator dropped the stream, often for a forged tick stamped ahead of the clock) are left out and counted too: a
 restart drops them there, so the file holds what the service holds and a backtest of it answers as the service did.
+Prices are written as the venue printed them: a service whose model was trained with --price-offset adds it at
+ingest and logs the shifted ticks; the offset it applied (meta.json's ingest_price_offset) is taken off again and
+named in a Parquet export's metadata, so `feed replay` of the export into that service shifts them once, not twice.
 So are the ticks of a message whose end the log lacks (message_ends.py: a kill as it was read in, or a message being
 read in as the export began), which a restart drops too.
 
@@ -20,6 +23,7 @@ before it stops the export with the file and byte offset unless ``skip_corrupt``
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,15 +33,19 @@ import msgpack
 import polars as pl
 
 from connectors.formula_guard import GUARD_NEEDED, guarded
+from connectors.price_offsets import PriceOffset, checked_price_offset, shown_offset
 from connectors.stream_selection import StreamSelection
 from connectors.ticks import counted, utc_text
 from connectors.time_range import TimeRange
+from connectors.wire_offsets import unshifted_tick
 from engine.rust_paths import rust_path
 from engine.service.log_format import segments
 from engine.service.log_reading import CorruptLog, read_unchanged
 from engine.service.log_stats import LogStats
 from engine.service.message_ends import is_item, item_ticks, whole_messages
 from engine.service.output_paths import said_if_disk_full, write_atomically
+from engine.service.reading_record import INGEST_PRICE_OFFSET
+from engine.text_files import read_text
 from engine.service.ticklog import FORGOTTEN, LOGGED, SEGMENT_START
 
 COLUMNS: dict[str, Any] = {"stream": pl.String, "ts": pl.Int64, "kind": pl.String, "price": pl.Float64,
@@ -73,6 +81,7 @@ class ExportSummary:
     dropped: int = 0  # records retention dropped before the first segment kept (the log's first record number)
     dropped_ticks: int | None = None  # the ticks among them, as that segment's start counts them; None: not said
     formula_names: int = 0  # streams whose names a CSV holds with a leading ' (a spreadsheet would run them)
+    price_offset: PriceOffset | None = None  # the service's ingest offset, taken off the logged prices
 
     def line(self, data_dir: Path, out: Path) -> str:
         """The one line said on stderr: what was written, then what the log held and was not written (and why),
@@ -101,7 +110,27 @@ class ExportSummary:
             said += (f"; {counted(self.formula_names, 'stream name')} beginning with =, +, -, @, a tab or a CR "
                      f"written with a leading ' (a spreadsheet opening the CSV would run it as a formula; "
                      f"flashtick's readers take it off)")
+        if self.price_offset is not None:
+            said += (f"; prices as the venue printed them: the service's ingest offset "
+                     f"{shown_offset(self.price_offset)} (its model's training --price-offset) taken off")
         return said
+
+
+def recorded_offset(data_dir: Path) -> PriceOffset | None:
+    """The price offset the service that wrote ``data_dir`` added at ingest (meta.json's ingest_price_offset, as its
+    `health` says it), or None: its logged ticks hold the shifted prices. A directory written before the key was
+    recorded says none (read as logged)."""
+    try:
+        meta = json.loads(read_text(data_dir / "meta.json"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise ExportError(f"{data_dir / 'meta.json'}: unreadable ({e}): it says which price offset the service "
+                          f"added at ingest, which the export takes off") from None
+    try:
+        return checked_price_offset(meta.get(INGEST_PRICE_OFFSET)) if isinstance(meta, dict) else None
+    except ValueError as e:
+        raise ExportError(f"{data_dir / 'meta.json'}: {INGEST_PRICE_OFFSET} {e}") from None
 
 
 def check_export_paths(data_dir: Path, out: Path) -> None:
@@ -136,7 +165,8 @@ def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, ti
     check_export_paths(data_dir, out)
     directory = data_dir / "ticks"
     selection = StreamSelection(streams) if streams else None
-    summary = ExportSummary(segments=len(segments(directory)))
+    offset = recorded_offset(data_dir)
+    summary = ExportSummary(segments=len(segments(directory)), price_offset=offset)
     spill = _Spill(out.with_name(out.name + ".chunks"), chunk_ticks)
     seen: set[str] = set()
     stats = LogStats()
@@ -165,12 +195,13 @@ def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, ti
                     (time_range is not None and not time_range.holds(tick["ts"])):
                 summary.left_out += 1
                 continue
-            spill.add(tick, number)
+            spill.add(unshifted_tick(tick, offset), number)  # (as sent: a replay into the service adds it again)
         spill.flush()
         spill.count_kept()
         if selection is not None:
             selection.check(seen)  # a pattern matching none of the logged streams is a typo, not an empty export
-        write_atomically(out, lambda tmp: spill.write(tmp, fmt))
+        metadata = {INGEST_PRICE_OFFSET: shown_offset(offset)} if offset is not None else None
+        write_atomically(out, lambda tmp: spill.write(tmp, fmt, metadata))
         if fmt == "csv":
             summary.formula_names = sum(1 for stream in spill.streams if re.match(GUARD_NEEDED, stream))
     except CorruptLog as e:
@@ -245,11 +276,12 @@ class _Spill:
         self.forgotten_streams = per_stream.filter(pl.col("_forgotten") > 0).height
         self.present = {name: name in ALWAYS or bool(written[name].any()) for name in COLUMNS}
 
-    def write(self, path: Path, fmt: str) -> None:
-        """The ticks kept, in order, to ``path``: streamed by polars, a row group at a time."""
+    def write(self, path: Path, fmt: str, metadata: dict[str, str] | None = None) -> None:
+        """The ticks kept, in order, to ``path``: streamed by polars, a row group at a time; ``metadata``: the
+        Parquet file's key-value metadata (a CSV has none: the summary line says it)."""
         ticks = self._spilled().filter(pl.col("_kept")).select(name for name in COLUMNS if self.present[name])
         if fmt == "parquet":
-            ticks.sink_parquet(rust_path(path), row_group_size=self.chunk_ticks)
+            ticks.sink_parquet(rust_path(path), row_group_size=self.chunk_ticks, metadata=metadata)
         else:  # names come from the wire: one a spreadsheet would take for a formula is quoted as text (OWASP)
             ticks.with_columns(guarded(pl.col("stream")).alias("stream")).sink_csv(rust_path(path))
 
