@@ -26,11 +26,13 @@ def time_spans(plan: Any) -> dict[str, tuple[int, int]]:
     if not isinstance(plan, FilePlan):
         return plan.time_spans() or {}
     cmap, ts = plan.columns, pl.col("_ts").drop_nulls()
+    # (bars a later file replaces are not replayed: the files then follow each other, bars_across_files.py)
+    frame = plan.frame.filter(~pl.col("_row").is_in(list(plan.replaced_bars))) if plan.replaced_bars else plan.frame
     if cmap.stream_col is None:
-        first, last = plan.frame.select(ts.min().alias("first"), ts.max().alias("last")).collect().row(0)
+        first, last = frame.select(ts.min().alias("first"), ts.max().alias("last")).collect().row(0)
         found = [(cmap.stream or cmap.default_stream or "", first, last)]
     else:
-        found = plan.frame.group_by("stream").agg(ts.min().alias("first"), ts.max().alias("last")).collect().rows()
+        found = frame.group_by("stream").agg(ts.min().alias("first"), ts.max().alias("last")).collect().rows()
     return {stream: (scaled_ts(first, plan.ts_factor), scaled_ts(last, plan.ts_factor)) for stream, first, last in found
             if stream is not None and first is not None}
 

@@ -34,6 +34,9 @@ from connectors.time_range import TimeRange
 # a bar file's row that a later bar of its stream and time replaces (connectors/repeated_bars.py)
 REPEATED_BAR = ("a bar repeated: a later row of the file has this stream's bar of the same time (a re-download "
                 "appended, or a revised bar), and only the last of them is replayed")
+# ... or that a bar of its stream and time in a file given after it replaces (connectors/bars_across_files.py)
+REPLACED_BAR = ("a bar replaced: a file given after this one has this stream's bar of the same time (a re-download or "
+                "a revised bar), and only the later file's is replayed")
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,7 @@ class FilePlan:
     span: tuple[int, int] | None = None  # the first and last time (ns) of its rows; None when not known as numbers
     range_dropped: pl.LazyFrame | None = None  # with a time range pushed into `frame` (`within`): the rows it drops
     repeated_bars: frozenset[int] = frozenset()  # bar rows a later bar of their time replaces (repeated_bars.py)
+    replaced_bars: frozenset[int] = frozenset()  # ... that a later file's bar replaces (bars_across_files.py)
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
@@ -212,7 +216,7 @@ class FilePlan:
 
         # a footer, a junk line, a header repeated, a row too long: checked on every row only where the file has one
         without_tick = self._line_without_tick if self.footer is not None or self.junk or self.header_rows or \
-            self.end_messages or long_rows or self.repeated_bars else None
+            self.end_messages or long_rows or self.repeated_bars or self.replaced_bars else None
         sequence = cmap.sequence  # its number is the row's next to last cell (connectors/row_order.py's SEQ)
         # (planning.py's _table_plan refuses a window without a zone for naive times)
         left_out_hours = Hours.parse(cmap.hours).left_out(cmap.tz or "UTC", cmap.hours) if cmap.hours else None
@@ -296,6 +300,8 @@ class FilePlan:
                                                "a concatenated export), no tick")
         if self.repeated_bars and row in self.repeated_bars:
             return InvalidTick("filtered_out", REPEATED_BAR)
+        if self.replaced_bars and row in self.replaced_bars:
+            return InvalidTick("filtered_out", REPLACED_BAR)
         if self.long_rows and (fields := self.long_rows.get(row)):
             return InvalidTick("extra_fields", f"the row has {fields} fields, more than the file's columns (a "
                                                f"stray separator?): its cells cannot be told apart")

@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterator, Sequence
 import polars as pl
 
 from connectors.archives import truncation_named
+from connectors.bars_across_files import without_bars_of_later_files
 from connectors.cautions import Caution
 from connectors.column_map import PRESETS, ColumnMap, preset  # re-exported: replay users import the mapping from here
 from connectors.file_cursor import NO_SEQUENCE, FileCursor
@@ -119,7 +120,10 @@ class FileReplay(Source):
             check_range(self.plans, self.time_range)
             self.plans = [plan.within(self.time_range) for plan in self.plans]
         self._dropped_by_query: int | None = None  # rows the plans' lazy queries left out by the range, once counted
-        self._venue_notes = across_files_notes(self.plans, self.selection) if len(self.plans) > 1 else []
+        # (before the notes across files: a bar a later file replaces is no longer one of its file's)
+        self.plans, replaced_bars = without_bars_of_later_files(self.plans)
+        self._venue_notes = replaced_bars + (across_files_notes(self.plans, self.selection) if len(self.plans) > 1
+                                             else [])
         self._fingerprint = fingerprint(self.readings())
         self._lines = [message_lines(plan) for plan in self.plans]  # (for `origins`)
         self.rejected = RejectCounter()

@@ -15,8 +15,11 @@ import pytest
 from conftest import serving
 from engine.service.cli import main
 from test_cli import config, wait_for
-from test_served_price_offset import OFFSET, STREAM, TICKS, trained  # noqa: F401 (trained: the fixture)
+import test_served_price_offset
+from test_served_price_offset import OFFSET, STREAM, TICKS
 from wire_client import Control, push_socket
+
+trained = test_served_price_offset.trained  # its module's fixture: the checkpoint trained with a per-stream offset
 
 
 def _served(server, send) -> tuple[dict, tuple]:
