@@ -23,6 +23,7 @@ from engine.service.config import ServiceConfig
 from engine.service.file_samples import content_digest
 from engine.service.log_provenance import codec_fingerprint, weights_fingerprint, written_by
 from engine.service.output_paths import write_atomically
+from engine.service.reading_record import INGEST_PRICE_OFFSET
 from engine.text_files import ENCODING
 
 PARQUET_KEY = "flashtick"  # the answers file's key-value metadata key holding the record (JSON)
@@ -97,6 +98,7 @@ def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries:
     """The record of a backtest of `replay` asking `queries` under `config`, whose resume key is `key`."""
     model = written_by(config, codec)  # the model id, weights fingerprint, codec: what serve's meta.json holds
     settings = model.pop("settings")
+    model.pop(INGEST_PRICE_OFFSET, None)  # (a serve's: a backtest reads its files with it, as `readings` say)
     return {
         "flashtick": flashtick_version(),
         "model": {"path": config.model.path, **model},
