@@ -46,7 +46,7 @@ from connectors.layout_notes import (
     vendor_notes,
 )
 from connectors.map_options import Refine
-from connectors.iqfeed_level1 import level1_refusal
+from connectors.iqfeed_level1 import is_level1_capture, undated_refusal
 from connectors.mapped_columns import (
     columns_lacking,
     numbers_not_nested,
@@ -64,8 +64,6 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     and the notes that say how it was read when that was a guess. `long_rows_of`: the dialect names the CSV's rows
     with more fields than its columns, which are read truncated (`long_rows`)."""
     if not isinstance(spec, ColumnMap) and (why := one_side_export(path)):
-        raise ValueError(why)
-    if is_csv(path) and (why := level1_refusal(path)):  # IQFeed's live Q,/P, lines: no map reads them
         raise ValueError(why)
     read = _columns_read(path, spec, long_rows_of)
     names, dialect, schema = read.names, read.dialect, read.schema
@@ -85,7 +83,12 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
         raise NoTickLayout(banner)  # the columns read are a banner's first line: no map mends that
     kind_notes = read.header_notes + kind_notes
     cmap, stream_notes = stream_of_file(path, spec, cmap, schema, names, dialect)
-    cmap, day_notes = date_of(path, cmap)
+    try:
+        cmap, day_notes = date_of(path, cmap)
+    except ValueError:
+        if is_level1_capture(path):  # IQFeed's times of day: said in its own words, with --columns date=
+            raise ValueError(undated_refusal(path)) from None
+        raise
     _refuse_lacking(path, spec, cmap, schema, names, dialect)
     # snapshots' total volume as the size; TRACE's `5MM+`, read as its cap
     stream_notes += size_notes(path, cmap, schema, names, dialect)

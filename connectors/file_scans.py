@@ -18,6 +18,7 @@ from connectors.csv_dialect import Dialect
 from connectors.utc_offsets import OFFSET_PATTERN, UTC_OFFSET
 from connectors.file_suffixes import CSV_SUFFIXES, DBN_SUFFIXES, PARQUET_SUFFIXES
 from connectors.json_columns import nested_fields
+from connectors.iqfeed_level1 import is_level1_capture
 from connectors.json_lines import JSON_LINES_SUFFIXES, is_json_lines
 from connectors.map_vocabulary import NUMERIC_FIELDS
 from connectors.number_separators import NUMBER_WRITTEN, code_after
@@ -30,7 +31,9 @@ def is_dbn(path: Path) -> bool:
 
 
 def is_csv(path: Path) -> bool:
-    return path.name.lower().endswith(CSV_SUFFIXES)
+    """A CSV by its suffix, but for a capture of IQFeed's Level 1 messages, read as a table of its ticks
+    (connectors/iqfeed_level1.py, through connectors/json_lines.py)."""
+    return path.name.lower().endswith(CSV_SUFFIXES) and not is_level1_capture(path)
 
 
 TICK_FILE_SUFFIXES = PARQUET_SUFFIXES + CSV_SUFFIXES + JSON_LINES_SUFFIXES + DBN_SUFFIXES

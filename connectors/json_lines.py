@@ -54,6 +54,7 @@ from connectors.json_objects import (
     NOT_JSON, RECEIVE_PREFIX, RECEIVED, line_objects, one_array, pretty_documents, read_lines, records_read,
 )
 from connectors.json_repeated_keys import DUPLICATE_KEY
+from connectors.iqfeed_level1 import LEVEL1_MAP, is_level1_capture, level1_table
 from connectors.map_vocabulary import DETECT
 from connectors.ticks import QUOTE
 from engine.rust_paths import rust_path
@@ -74,7 +75,7 @@ def is_json_lines(path: Path) -> bool:
     """A JSON-lines file by its suffix, or a `.gz`/`.log` whose first line is a JSON object (after a receive
     time, as hftbacktest writes one)."""
     name = path.name.lower()
-    if name.endswith(JSON_LINES_SUFFIXES):
+    if name.endswith(JSON_LINES_SUFFIXES) or is_level1_capture(path):  # (IQFeed's messages: a table the same way)
         return True
     if not name.endswith(SNIFFED_SUFFIXES) or name.endswith(OTHER_GZ_KINDS) or not path.is_file():
         return False
@@ -178,6 +179,8 @@ def _remove_copies() -> None:
 
 def _convert(path: Path) -> JsonLinesTable:
     lines = read_lines(path)
+    if is_level1_capture(path):  # IQFeed's Level 1 messages: their ticks are what changed between them
+        return _level1(path, lines)
     lines = pretty_documents(lines) or lines  # a body saved by `jq .`: one object spread over many lines
     records = one_array(lines)
     if records is None and (records := bar_document(lines)) is not None:  # Binance klines, Polygon aggregates
@@ -210,14 +213,7 @@ def _convert(path: Path) -> JsonLinesTable:
         row, (_, why) = next(iter(bad.items()))
         raise ValueError(f"{path}: no line is a JSON object (line {row + 1}: {why}); replay reads one JSON object per "
                          f"line, or a file of one JSON array of objects")
-    folder = Path(tempfile.mkdtemp(prefix="flashtick-jsonl-"))
-    copy = folder / f"{path.name}.parquet"
-    try:
-        with said_if_disk_full(copy, copy):  # in the temporary folder (TMPDIR): polars' words named no file
-            frame.write_parquet(rust_path(copy), compression="lz4")
-    except DiskFull:
-        shutil.rmtree(folder, ignore_errors=True)  # (its copy went with the error: no empty folder left behind)
-        raise
+    copy = _written(path, frame)
     if records is not None:
         shape = rest_shape_of(path, frame)
     elif from_arrays:
@@ -243,3 +239,26 @@ def _convert(path: Path) -> JsonLinesTable:
     skipped = {row: f"a message without ticks ({what})" for row, what in tickless.items()}
     return JsonLinesTable(path, copy, bad, objects, shape, notes, line_of=line_of, skipped=skipped,
                           records=records is not None)
+
+
+def _level1(path: Path, lines: list[bytes]) -> JsonLinesTable:
+    """A capture of IQFeed's Level 1 messages as its table (connectors/iqfeed_level1.py): a row per line, read by
+    its fixed map."""
+    read = level1_table([line.decode("utf-8", "replace").rstrip("\r") for line in lines])
+    copy = _written(path, read.frame)
+    objects = read.frame.height - read.frame.select(pl.all_horizontal(pl.all().is_null()).sum()).item()
+    shape = Shape("iqfeed-level1", LEVEL1_MAP, f"{path.name}: {read.notes[0]}")
+    return JsonLinesTable(path, copy, read.bad, objects, shape, read.notes[1:], skipped=read.tickless)
+
+
+def _written(path: Path, frame: pl.DataFrame) -> Path:
+    """A frame's Parquet copy, in a private temporary folder of its own."""
+    folder = Path(tempfile.mkdtemp(prefix="flashtick-jsonl-"))
+    copy = folder / f"{path.name}.parquet"
+    try:
+        with said_if_disk_full(copy, copy):  # in the temporary folder (TMPDIR): polars' words named no file
+            frame.write_parquet(rust_path(copy), compression="lz4")
+    except DiskFull:
+        shutil.rmtree(folder, ignore_errors=True)  # (its copy went with the error: no empty folder left behind)
+        raise
+    return copy

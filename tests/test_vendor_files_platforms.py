@@ -13,6 +13,7 @@ import pytest
 
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
+from connectors.iqfeed_level1 import ZONE
 from connectors.ticks import Tick
 from conftest import drain, ns
 from engine.service.cli import main
@@ -473,30 +474,90 @@ IQFEED_LEVEL1 = (
     "Q,@ESZ26,6850.00,1,08:30:02.004117,43,100003,6849.75,3,6850.00,9,6840.00,6855.25,6838.50,6845.00,Cba,01,\n")
 
 
-@pytest.mark.parametrize("name", ["ESZ26-level1.txt", "esz26.csv", "capture.csv.gz"])
-def test_iqfeed_live_level1_messages_are_refused_saying_what_to_do(tmp_path: Path, name: str, capsys) -> None:
-    """fix302 #1: a capture of IQFeed's live Level 1 messages (`Q,` updates, `P,` summaries, fields per `S,CURRENT
-    UPDATE FIELDNAMES`) was taken for a header-less CSV of another shape. Such lines are snapshots, not ticks: the
-    replay refuses them by name, naming the field list it saw, the tick history requests it reads instead and the
-    ingest socket for live updates; so does a backtest, exit 2, and so does a file of `Q,` lines alone."""
+LEVEL1_TICKS = [  # what IQFEED_LEVEL1 replays: the summary sets the state; a repeated trade is not a trade again
+    ("quote", ns("2026-11-30T13:30:01.612301+00:00"), None, None, 6849.5, 6849.75, 11.0, 8.0),
+    ("trade", ns("2026-11-30T13:30:01.612301+00:00"), 6849.75, 2.0, None, None, None, None),
+    ("quote", ns("2026-11-30T13:30:01.612301+00:00"), None, None, 6849.5, 6849.75, 14.0, 8.0),
+    ("quote", ns("2026-11-30T13:30:02.004117+00:00"), None, None, 6849.75, 6850.0, 3.0, 9.0),
+    ("trade", ns("2026-11-30T13:30:02.004117+00:00"), 6850.0, 1.0, None, None, None, None)]
+
+
+def _level1_ticks(replay: FileReplay) -> list[tuple]:
+    return [(t.kind, t.ts, t.price, t.size, t.bid, t.ask, t.bid_size, t.ask_size) for t in drain(replay)]
+
+
+@pytest.mark.parametrize("name", ["ESZ26_2026-11-30-level1.txt", "esz26_2026-11-30.csv", "2026-11-30.csv.gz"])
+def test_iqfeed_live_level1_messages_replay_as_the_quotes_and_trades_they_changed(tmp_path: Path, name: str) -> None:
+    """fix320 #1 (was refused, fix302): a capture of IQFeed's live Level 1 messages, fields per `S,CURRENT UPDATE
+    FIELDNAMES`, replays as ticks: a `Q,` update that changes the bid/ask or their sizes is a quote, one whose
+    Message Contents flags a trade (C) is that trade, the `P,` summary only sets the state (counted filtered_out,
+    naming its line), and the last trade repeated beside a changed bid size (line 7) is not replayed again. Times
+    of day are US Eastern on the day the file's name holds (08:30 EST = 13:30Z)."""
     import gzip
 
     path = tmp_path / name
     data = IQFEED_LEVEL1.encode()
     path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
-    with pytest.raises(ValueError) as refused:
+    replay = FileReplay(path)
+    assert _level1_ticks(replay) == LEVEL1_TICKS
+    assert {t.stream for t in drain(FileReplay(path))} == {"@ESZ26"}
+    assert replay.rejected.examples["filtered_out"].startswith(f"{path} line 5: filtered_out: an IQFeed summary")
+    assert sum(replay.rejected.values()) == 1
+    said = "\n".join(replay.notes)
+    assert "read as DTN IQFeed live Level 1 messages by its field list: 3 quote(s)" in said and ZONE in said
+
+
+def test_iqfeed_level1_without_a_field_list_reads_the_default_fields_and_trades_by_their_change(
+        tmp_path: Path) -> None:
+    """Without a field-names line the updates are IQFeed's default field set; with Message Contents left empty a
+    new trade is known by its Most Recent Trade fields changing, and the same fields again beside a new bid are no
+    second trade. Without a date in the name the replay is refused saying how to give it; --columns date= reads."""
+    lines = [line.replace(",Cba,", ",,").replace(",b,", ",,") for line in IQFEED_LEVEL1.splitlines()
+             if not line.startswith("S,")]
+    path = tmp_path / "ESZ26-level1.txt"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"times of day in US Eastern without a date.*--columns date=YYYY-MM-DD"):
         FileReplay(path)
-    said = str(refused.value)
-    assert said.startswith(f"{path}: DTN IQFeed live Level 1 messages (3 `Q,` update(s) and 1 `P,` summary(ies) "
-                           f"among its first 9 lines, its fields Symbol, Most Recent Trade, Most Recent Trade "
-                           f"Size, "), said
-    assert "replay does not read them" in said and "`HTT,SYMBOL,BEGIN,END,,,,1`" in said and "ingest socket" in said
+    replay = FileReplay(path, columns=map_from_options(columns="date=2026-11-30", detect=True))
+    assert _level1_ticks(replay) == LEVEL1_TICKS
+    assert "by IQFeed's default fields (no `S,CURRENT UPDATE FIELDNAMES` line)" in "\n".join(replay.notes)
+
+
+def test_iqfeed_level1_bid_and_ask_times_stamp_quotes_and_an_unreadable_line_is_named(tmp_path: Path) -> None:
+    """A field list with Bid Time and Ask Time stamps a quote alone at the later of them; a line of the wrong field
+    count, or whose price is no number, is rejected naming its line, and the lines after it still read."""
+    path = tmp_path / "NQ_2026-11-30.csv"
+    path.write_text(
+        "S,CURRENT UPDATE FIELDNAMES,Symbol,Most Recent Trade,Most Recent Trade Size,Most Recent Trade Time,"
+        "Bid,Bid Size,Bid Time,Ask,Ask Size,Ask Time,Message Contents,\n"
+        "P,@NQZ26,21000.25,1,09:30:00.000100,21000.00,5,09:30:00.000200,21000.25,4,09:30:00.000300,,\n"
+        "Q,@NQZ26,21000.25,1,09:30:00.000100,21000.00,6,09:30:01.500000,21000.25,4,09:30:00.000300,b,\n"
+        "Q,@NQZ26,21000.25,1,09:30:00.000100,21000.00,6,09:30:01.500000,\n"
+        "Q,@NQZ26,abc,1,09:30:02.000000,21000.00,6,09:30:01.500000,21000.25,4,09:30:00.000300,C,\n"
+        "Q,@NQZ26,21000.50,2,09:30:02.250000,21000.25,3,09:30:02.250000,21000.50,7,09:30:02.250000,Cba,\n")
+    replay = FileReplay(path)
+    assert [(t.kind, t.ts, t.price, t.bid, t.bid_size) for t in drain(replay)] == [
+        ("quote", ns("2026-11-30T14:30:01.5+00:00"), None, 21000.0, 6.0),
+        ("quote", ns("2026-11-30T14:30:02.25+00:00"), None, 21000.25, 3.0),
+        ("trade", ns("2026-11-30T14:30:02.25+00:00"), 21000.5, None, None)]
+    examples = replay.rejected.examples
+    assert examples["missing_field"].startswith(f"{path} line 4: missing_field: a `Q,` line of 7 fields, where its "
+                                                f"field list names 11 (given)"), examples
+    assert examples["wrong_type"].startswith(f"{path} line 5: wrong_type: a `Q,` line whose Most Recent Trade "
+                                             f"'abc' is not a number"), examples
+
+
+def test_iqfeed_level1_capture_backtests_through_the_cli(tmp_path: Path, capsys) -> None:
+    """`flashtick backtest` of a capture: exit 0, its ticks scored; without a day it exits 2 saying how to give it."""
+    path = tmp_path / "ESZ26_2026-11-30.txt"
+    path.write_text(IQFEED_LEVEL1)
     out = tmp_path / "a.parquet"
-    assert main(["backtest", str(path), "--out", str(out), "--quiet"]) == 2
-    assert "DTN IQFeed live Level 1 messages" in capsys.readouterr().err and not out.exists()
-    updates = tmp_path / "updates.csv"  # no field list: the updates alone still say what they are
-    updates.write_text("".join(line + "\n" for line in IQFEED_LEVEL1.splitlines() if line.startswith("Q,")))
-    with pytest.raises(ValueError, match=r"DTN IQFeed live Level 1 messages \(3 `Q,` update\(s\) among its ") \
-            as alone:  # (review315 #7: no `P,` summaries named where the file holds none)
-        FileReplay(updates)
-    assert "`P,`" not in str(alone.value)
+    assert main(["backtest", str(path), "--out", str(out), "--quiet"]) == 0
+    assert out.exists()
+    undated = tmp_path / "ESZ26.txt"
+    undated.write_text(IQFEED_LEVEL1)
+    assert main(["backtest", str(undated), "--out", str(tmp_path / "b.parquet"), "--quiet"]) == 2
+    assert "--columns date=YYYY-MM-DD" in capsys.readouterr().err
+    dated = tmp_path / "c.parquet"
+    assert main(["backtest", str(undated), "--out", str(dated), "--columns", "date=2026-11-30", "--quiet"]) == 0
+    assert dated.exists()
