@@ -547,6 +547,24 @@ def test_iqfeed_level1_bid_and_ask_times_stamp_quotes_and_an_unreadable_line_is_
                                              f"'abc' is not a number"), examples
 
 
+def test_iqfeed_level1_symbols_keep_their_own_state_and_a_log_capture_reads(tmp_path: Path) -> None:
+    """Two symbols' messages interleaved: each update is compared with its own symbol's last state (NQ's summary
+    does not make ES's next update a change), and a quote without a time field of its own is stamped at the
+    latest time the capture has shown (ES's summary, 08:30:01.550485), not NQ's older last trade."""
+    lines = IQFEED_LEVEL1.splitlines(keepends=True)
+    nq = ("P,@NQZ26,21000.25,1,08:29:59.000001,43,5000,21000.00,5,21000.25,4,0,0,0,0,,01,\n"
+          "Q,@NQZ26,21000.25,1,08:29:59.000001,43,5000,21000.00,6,21000.25,4,0,0,0,0,b,01,\n")
+    path = tmp_path / "capture_2026-11-30.log"
+    path.write_text("".join(lines[:5]) + nq + "".join(lines[5:]))
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [(t.stream, t.kind, t.ts, t.bid_size) for t in ticks if t.stream == "@NQZ26"] == [
+        ("@NQZ26", "quote", ns("2026-11-30T13:30:01.550485+00:00"), 6.0)]
+    assert [(t.kind, t.ts, t.price, t.size, t.bid, t.ask, t.bid_size, t.ask_size) for t in ticks
+            if t.stream == "@ESZ26"] == LEVEL1_TICKS
+    assert sum(replay.rejected.values()) == 2  # the two summaries, filtered_out
+
+
 def test_iqfeed_level1_capture_backtests_through_the_cli(tmp_path: Path, capsys) -> None:
     """`flashtick backtest` of a capture: exit 0, its ticks scored; without a day it exits 2 saying how to give it."""
     path = tmp_path / "ESZ26_2026-11-30.txt"
