@@ -23,7 +23,8 @@ before a line's JSON (hftbacktest's captures) is that message's `local_ts`.
 
 Parsing the lines is connectors/json_objects.py (a key given twice: connectors/json_repeated_keys.py); messages
 reshaped to a row per tick, connectors/json_messages.py; exchange-written values made columns,
-connectors/json_columns.py. This module holds the table a replay reads and its lifetime.
+connectors/json_columns.py. This module holds the table a replay reads and its lifetime. A capture of DTN IQFeed's
+Level 1 messages (connectors/iqfeed_level1.py) is made such a table too: a row per line, read by its fixed map.
 """
 
 from __future__ import annotations
