@@ -15,7 +15,8 @@ The capture holds `Q,` updates and `P,` summaries of a symbol's whole Level 1 st
 Times (`HH:MM:SS.ffffff`, US Eastern, no date): a trade's is its Most Recent Trade Time; a quote's the later of its
 Bid Time and Ask Time where the field list has them, else the trade's beside it, else the latest time the capture
 has shown (its `T,` stamps, the times of the lines before). They are read as microseconds after midnight of the day
-the file's name holds, or `--columns date=YYYY-MM-DD` gives.
+the file's name holds, or `--columns date=YYYY-MM-DD` gives; past midnight they count on into the next day
+(`_onward`).
 
 `level1_table` makes the frame connectors/json_lines.py writes as the replay's Parquet copy: a row per line (so a
 row names its line), a tick row where the line makes one (a quote and a trade in one row replay as the quote, then
@@ -47,6 +48,7 @@ DEFAULT_FIELDS = ("Symbol", "Most Recent Trade", "Most Recent Trade Size", "Most
                   "High", "Low", "Close", "Message Contents", "Most Recent Trade Conditions")
 TRADE_FLAGS = frozenset("CEO")  # Message Contents: last qualified, extended and other trade
 ZONE = "America/New_York"  # IQFeed's clock
+DAY = 86_400 * 10**6  # in microseconds
 # the first fields of the feed's messages: a Level 1 update or summary, a system message, a time stamp, a
 # fundamental message, a symbol not found, an error
 _MESSAGE = re.compile(r"^(?:[QP],[^,\s]+,|S,[A-Z ]+(,|$)|T,\d{8} \d\d:\d\d:\d\d|F,[^,\s]+,|n,[^,\s]+|E,)")
@@ -109,6 +111,15 @@ class _State:
     trade: tuple | None = None  # (time, price, size, total volume)
 
 
+def _onward(time: int | None, latest: int) -> int | None:
+    """A time of day on the capture's clock: moved on by whole days while it lies over half a day before the latest
+    time shown (a capture running past midnight, as a futures session from 18:00 ET does, counts on from its first
+    day: 00:00:01 after 23:59:59 is the next day's, read as 24:00:01)."""
+    while time is not None and time < latest - DAY // 2:
+        time += DAY
+    return time
+
+
 def _microseconds(text: str) -> int | None:
     """`HH:MM:SS.ffffff` as microseconds after midnight; None for an empty field; ValueError for another shape."""
     if not text:
@@ -145,7 +156,7 @@ def level1_table(lines: list[str]) -> Level1Table:
             fields, given = tuple(f for f in line.split(",")[2:] if f), True
             continue
         if (stamp := _STAMP.match(line)) is not None:  # the feed's clock, once a second
-            latest = max(latest, _microseconds(stamp[1]))
+            latest = max(latest, _onward(_microseconds(stamp[1]), latest))
             continue
         if not _UPDATE.match(line):  # S, F, n and E lines: the feed's own messages, no tick
             continue
@@ -183,14 +194,14 @@ def _row(message: str, cells: dict[str, str], states: dict[str, _State], latest:
     symbol = cells.get("Symbol", "")
     if not symbol:
         raise ValueError("Symbol is empty")
-    trade_time = _microseconds(cells.get("Most Recent Trade Time", ""))
+    trade_time = _onward(_microseconds(cells.get("Most Recent Trade Time", "")), latest)
     trade = (trade_time, _number(cells.get("Most Recent Trade", ""), "Most Recent Trade"),
              _number(cells.get("Most Recent Trade Size", ""), "Most Recent Trade Size"),
              _number(cells.get("Total Volume", ""), "Total Volume"))
     quote = (_number(cells.get("Bid", ""), "Bid"), _number(cells.get("Bid Size", ""), "Bid Size"),
              _number(cells.get("Ask", ""), "Ask"), _number(cells.get("Ask Size", ""), "Ask Size"))
-    quote_times = [t for t in (_microseconds(cells.get("Bid Time", "")), _microseconds(cells.get("Ask Time", "")))
-                   if t is not None]
+    quote_times = [_onward(t, latest) for t in (_microseconds(cells.get("Bid Time", "")),
+                                                _microseconds(cells.get("Ask Time", ""))) if t is not None]
     state = states.setdefault(symbol, _State())
     contents = cells.get("Message Contents", "")
     if message == "P":

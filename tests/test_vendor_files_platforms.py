@@ -565,6 +565,19 @@ def test_iqfeed_level1_symbols_keep_their_own_state_and_a_log_capture_reads(tmp_
     assert sum(replay.rejected.values()) == 2  # the two summaries, filtered_out
 
 
+def test_iqfeed_level1_capture_running_past_midnight_counts_on_into_the_next_day(tmp_path: Path) -> None:
+    """A futures session captured from the evening: a trade at 00:00:00.1 after one at 23:59:59.9 is the next day's
+    (not the first day's first tick), and the earlier trade repeated beside a later quote stays on its own day."""
+    path = tmp_path / "ESZ26_2026-11-30.txt"
+    path.write_text(
+        "Q,@ESZ26,6849.75,2,23:59:59.900000,43,100002,6849.50,11,6849.75,8,0,0,0,0,Cba,01,\n"
+        "Q,@ESZ26,6850.75,2,00:00:00.100000,43,100004,6849.50,11,6849.75,8,0,0,0,0,C,01,\n"
+        "Q,@ESZ26,6850.75,2,00:00:00.100000,43,100004,6849.75,11,6850.75,8,0,0,0,0,ba,01,\n")
+    assert [(t.kind, t.ts, t.price) for t in drain(FileReplay(path))] == [
+        ("quote", ns("2026-12-01T04:59:59.9+00:00"), None), ("trade", ns("2026-12-01T04:59:59.9+00:00"), 6849.75),
+        ("trade", ns("2026-12-01T05:00:00.1+00:00"), 6850.75), ("quote", ns("2026-12-01T05:00:00.1+00:00"), None)]
+
+
 def test_iqfeed_level1_capture_backtests_through_the_cli(tmp_path: Path, capsys) -> None:
     """`flashtick backtest` of a capture: exit 0, its ticks scored; without a day it exits 2 saying how to give it."""
     path = tmp_path / "ESZ26_2026-11-30.txt"
