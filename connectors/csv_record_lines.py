@@ -13,6 +13,8 @@ import bisect
 from functools import lru_cache
 from pathlib import Path
 
+from connectors.archives import text_opener
+
 QUOTE = ord('"')
 
 
@@ -35,7 +37,7 @@ def _spanning_records(path: Path, _size: int, _mtime_ns: int) -> tuple[list[int]
     open_quote = False
     if not _has_quote(path):  # every record a line (the common file): no line-by-line pass
         return records, added
-    with path.open("rb") as lines:
+    with text_opener(path)(path, "rb") as lines:  # (a .csv.gz's lines, not gzip's bytes)
         for line in lines:
             if line.count(QUOTE) % 2:
                 open_quote = not open_quote
@@ -52,7 +54,7 @@ def _spanning_records(path: Path, _size: int, _mtime_ns: int) -> tuple[list[int]
 
 
 def _has_quote(path: Path, chunk: int = 1 << 20) -> bool:
-    with path.open("rb") as data:
+    with text_opener(path)(path, "rb") as data:
         while block := data.read(chunk):
             if QUOTE in block:
                 return True

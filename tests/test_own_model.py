@@ -74,7 +74,7 @@ def test_a_text_checkpoint_served_over_the_sockets(tmp_path, capsys) -> None:
         value = json.loads(out)["value"]
         assert code == 0 and 1 <= len(value["tokens"]) <= 8 and isinstance(value["text"], str)
         code, _, err = run(capsys, "ask", "NOPE", "note", *control)  # a generate query drafts from the stream
-        assert code == 2 and err == "flashtick ask: error: stream 'NOPE' has sent no data\n"
+        assert code == 2 and err == 'flashtick ask: error: stream "NOPE" has sent no data\n'
         code, out, _ = run(capsys, "stats", *control)
         assert code == 0 and json.loads(out)["ticks_in"] == 40 and json.loads(out)["rejected"] == {}
         assert json.loads(out)["named_questions"] == []
@@ -376,7 +376,7 @@ def test_ask_a_free_text_question_from_the_command_line(tmp_path, capsys) -> Non
         value = json.loads(out)["value"]
         assert code == 0 and 1 <= len(value["tokens"]) <= 5 and isinstance(value["text"], str), err
         code, _, err = run(capsys, "ask", "NOPE", "--question", question, "--generate", "5", *control)
-        assert code == 2 and err == "flashtick ask: error: stream 'NOPE' has sent no data\n"
+        assert code == 2 and err == 'flashtick ask: error: stream "NOPE" has sent no data\n'
         for argv, said in [
             (["--question", question], "--question needs how it is answered: --choices A B ..."),
             (["dir5", "--question", question, "--generate", "3"], "give a query name ('dir5') or --question, not"),

@@ -205,7 +205,7 @@ def test_asking_a_surprise_on_a_stream_its_query_does_not_cover_says_so(live) ->
         wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 20 and not server.pipeline.engine.busy)
         stream = sorted(server.pipeline.engine.scheduler.streams)[0]
         assert control.call("ask", stream=stream, query="nll")["answer"]["value"]["nll"] is not None
-        with pytest.raises(ControlError, match=rf"query 'nll_zz' does not stand on stream '{stream}' \(its streams: "
+        with pytest.raises(ControlError, match=rf'query "nll_zz" does not stand on stream "{stream}" \(its streams: '
                                                r"\['ZZ\*'\]\)"):
             control.call("ask", stream=stream, query="nll_zz")
 
@@ -396,7 +396,7 @@ def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socke
                 control.call("ask", stream=refused, spec={"name": "x", "question": "direction_20", "kind": "choice"})
             # `streams` says a refused stream was refused, and why (it said nil, as for a name never seen)
             # 1,700 streams refused, more than the 1,024 remembered: a name not among them may be a forgotten one
-            with pytest.raises(ControlError, match=r"stream 'NEVER' has sent no data that was accepted \(1700 ticks "
+            with pytest.raises(ControlError, match=r'stream "NEVER" has sent no data that was accepted \(1700 ticks '
                                                    r"of new streams were refused .* more than the 1,024 streams"):
                 control.call("ask", stream="NEVER", spec={"name": "x", "question": "direction_20", "kind": "choice"})
             reply = control.call("streams", streams=[refused, "NEVER"])
@@ -479,7 +479,8 @@ def test_an_expired_stream_is_told_apart_from_one_never_seen(checkpoint, tmp_pat
                     control.call("ask", stream=stream, **ask)
                 assert refused.value.reason == "unknown_stream", ask
             assert control.call("get", stream=stream, query="dir") == {"ok": True, "answer": None,
-                                                                        "stream_known": True, "expired": True}
+                                                                        "stream_known": True, "expired": True,
+                                                                        "caveats": []}
             last = max(t.ts for t in market if t.stream == stream)
             expired = control.call("streams", streams=[stream])["streams"][stream]
             assert expired.pop("idle_s") >= 0.2  # quiet since before its expiry, and still told
@@ -610,7 +611,7 @@ def test_a_stream_forgotten_before_a_restart_reads_never_seen_whatever_the_limit
             assert control.call("streams")["refused_at_start"]["streams"] == 1
             stats = control.call("stats")["stats"]
             assert stats["log"]["replay_refused"] == stats["scheduler"]["refused_streams"] == count[late], stats
-            with pytest.raises(ControlError, match=f"stream '{gone}' has sent no data"):
+            with pytest.raises(ControlError, match=f'stream "{gone}" has sent no data'):
                 control.call("ask", stream=gone, query="dir")
         capsys.readouterr()
         assert main(["streams", gone, "--control", server.endpoints["control"]]) == 0
@@ -647,7 +648,7 @@ def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_expired(che
                 assert reply["streams"][idle]["ticks"] == 0 and "refused" not in reply, reply
                 assert "refused_at_start" not in control.call("streams")
                 assert control.call("stats")["stats"]["scheduler"]["refused_streams"] == 0
-                with pytest.raises(ControlError, match=f"stream '{idle}' expired after scheduler.stream_idle_s"):
+                with pytest.raises(ControlError, match=f'stream "{idle}" expired after scheduler.stream_idle_s'):
                     control.call("ask", stream=idle, query="dir")
             capsys.readouterr()
             assert main(["streams", idle, "--control", server.endpoints["control"]]) == 0, capsys.readouterr()
@@ -685,7 +686,7 @@ def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_refused(che
             assert reply["streams"][late]["ticks"] == 0 and "refused" not in reply, reply
             assert reply["streams"][late]["at_last_ts"] is not None, reply
             assert "refused_at_start" not in control.call("streams")
-            with pytest.raises(ControlError, match=f"stream '{late}' expired after scheduler.stream_idle_s"):
+            with pytest.raises(ControlError, match=f'stream "{late}" expired after scheduler.stream_idle_s'):
                 control.call("ask", stream=late, spec=ask)
     capsys.readouterr()
     with live_server(checkpoint, scheduler={"max_streams": 2}, **sections) as (server, push):
@@ -1363,13 +1364,13 @@ def test_an_ask_on_a_name_never_seen_is_not_hinted_refused_while_every_refused_n
             wait_for(lambda: control.call("stats")["stats"]["rejected"].get("stream_refused") == 3)
             with pytest.raises(ControlError) as never:
                 control.call("ask", stream="OPT9", spec={"name": "x", "question": "direction_20", "kind": "choice"})
-            assert str(never.value).startswith("stream 'OPT9' has sent no data") and "refused" not in str(never.value)
+            assert str(never.value).startswith('stream "OPT9" has sent no data') and "refused" not in str(never.value)
             with pytest.raises(ControlError, match=r"stream 'OPT4' has no accepted tick: its 1 tick was refused"):
                 control.call("ask", stream="OPT4", spec={"name": "x", "question": "direction_20", "kind": "choice"})
             # once a refused name fell out of the memory, a name not among those remembered may have been refused
             push.send(encode([trade(f"MORE{i}", 1_700_000_000_000_000_000 + i, 1.0, 1.0, "buy") for i in range(1030)]))
             wait_for(lambda: control.call("stats")["stats"]["rejected"].get("stream_refused") == 1033)
-            with pytest.raises(ControlError, match=r"stream 'OPT9' has sent no data that was accepted \(1033 ticks of "
+            with pytest.raises(ControlError, match=r'stream "OPT9" has sent no data that was accepted \(1033 ticks of '
                                                    r"new streams were refused as stream_refused"):
                 control.call("ask", stream="OPT9", spec={"name": "x", "question": "direction_20", "kind": "choice"})
 

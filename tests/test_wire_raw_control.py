@@ -342,7 +342,7 @@ CONTROL_ERRORS = [
     ({"op": "streams", "streams": ["R.OK"], "after": "R"}, "'streams' (the names to look up) or 'after' (a page of "
                                                            "every stream), not both: both were given"),
     ({"op": "streams", "drain": "yes"}, "op 'streams' takes drain as a bool (true: read what is queued on ingest "
-                                        "first; or nil), got str 'yes'"),
+                                        'first; or nil), got str "yes"'),
     ({"op": "streams", "drain": 1}, "takes drain as a bool"),
     ({"op": "answers", "topic": "dir/R.OK", "after": 0}, "topics end with '/'"),
     ({"op": "answers", "topic": "A" * 10_000, "after": 0}, "topics end with '/'"),
