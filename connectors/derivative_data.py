@@ -89,7 +89,8 @@ def not_ticks(path: Path, cmap: ColumnMap | Refine | None, named: str, archive: 
     """Why the file holds no trades nor quotes (the note's text, naming it as ``named``); None for any other.
 
     ``archive``: the zip ``path`` was unpacked from, whose own name and folders say what it holds as a file's do
-    (data.binance.vision's `.../markPriceKlines/BTCUSDT/1m/BTCUSDT-1m-2024-01-01.zip` holds a plain `BTCUSDT-1m-...csv`).
+    (data.binance.vision's `.../markPriceKlines/BTCUSDT/1m/BTCUSDT-1m-2024-01-01.zip` holds a plain
+    `BTCUSDT-1m-...csv`).
     """
     if not path.is_file():
         return None
