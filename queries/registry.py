@@ -246,7 +246,7 @@ class Registry:
         out = []
         with self._lock:
             for spec in self._matching(snap, stream):
-                if spec.trigger.kind == "on_demand":
+                if not spec.trigger.fires_by_itself:
                     continue
                 if self._snap.specs.get(spec.name) is not spec:
                     continue  # replaced or removed since we took the snapshot
@@ -260,7 +260,7 @@ class Registry:
         """The (query, tick count) firings that ``due`` would record at `stream`'s next group ends ((committed
         tick count, event time) each, in order), recording none: what a restart's tail of ticks owes."""
         snap = self._snap
-        specs = [spec for spec in self._matching(snap, stream) if spec.trigger.kind != "on_demand"]
+        specs = [spec for spec in self._matching(snap, stream) if spec.trigger.fires_by_itself]
         with self._lock:
             last = {spec.name: self._fired.get(spec.name, {}).get(stream) for spec in specs}
         out = []
@@ -275,7 +275,7 @@ class Registry:
         """Trigger state after a restart: as if ``query`` last fired on ``stream`` at (ticks, event_ts), the
         version and event time of its last published answer, so it fires next where it would have."""
         spec = self.current(query)
-        if spec is None or spec.trigger.kind == "on_demand":
+        if spec is None or not spec.trigger.fires_by_itself:
             return
         with self._lock:
             self._fired.setdefault(query, {})[stream] = _Fired(spec.trigger.cell(ticks, event_ts), ticks)
@@ -287,13 +287,14 @@ class Registry:
             self._fired.get(query, {}).pop(stream, None)
 
     def drop_stream(self, stream: str, keep_grid: bool = True) -> None:
-        """Forgets trigger state for a closed stream (expired): it fires afresh if it comes back, except an
-        `interval` query, which keeps its event-time grid: a sparse stream back within the same cell does not fire
-        again there, as a backtest (where nothing expires) would not. Its tick count starts over. ``keep_grid``
+        """Forgets trigger state for a closed stream (expired): it fires afresh if it comes back, except a query
+        whose trigger keeps its grid (`keeps_grid`: `interval`, an event-time grid): a sparse stream back within
+        the same cell does not fire again there, as a backtest (where nothing expires) would not. Its tick count
+        starts over. ``keep_grid``
         False: the grid goes too (a stream forgotten with its ordering guard: its next tick may be older)."""
         with self._lock:
             for name, per_stream in self._fired.items():
                 last = per_stream.pop(stream, None)
                 spec = self._snap.specs.get(name)
-                if keep_grid and last is not None and spec is not None and spec.trigger.kind == "interval":
+                if keep_grid and last is not None and spec is not None and spec.trigger.keeps_grid:
                     per_stream[stream] = _Fired(last.cell, 0)

@@ -34,7 +34,7 @@ from queries.limits import QueryLimits, clip, excerpt
 from queries.spec_errors import QuerySpecError, fail
 from queries.spec_values import checked_int, str_list, wire_text
 from queries.speculation import Gate, Lookup
-from queries.trigger import Trigger
+from queries.trigger import TRIGGER_TABLE, Trigger
 
 # LABELLED_KINDS (queries/answer_kinds.py) stays importable from here: engine/service/control_ops.py imports it so
 __all__ = ["FIELDS", "KINDS", "LABELLED_KINDS", "QueryLimits", "QuerySpec", "QuerySpecError", "Trigger",
@@ -109,10 +109,11 @@ class QuerySpec:
                 self._set("trigger", Trigger.parse(self.trigger))
             except ValueError as e:
                 raise fail("trigger", str(e)) from None
-        if self.kind == "surprise" and self.trigger.kind == "on_demand":  # an ask reads the cached score, and
+        if self.kind == "surprise" and not self.trigger.fires_by_itself:  # an ask reads the cached score, and
             # only an ingest forward that fires the query writes one: such a query would never answer
-            raise fail("trigger", "trigger on_demand does not apply to surprise queries: their score comes from the "
-                                  "ingest forward when the query fires (use batch, ticks or interval)")
+            fired = ", ".join(kind for kind, row in TRIGGER_TABLE.items() if row.fires_by_itself)
+            raise fail("trigger", f"trigger {self.trigger.kind} does not apply to surprise queries: their score "
+                                  f"comes from the ingest forward when the query fires (use {fired})")
         check_topic(self.topic, self.name, several_streams=len(self.streams) > 1 or bool(self._globs))
 
     def _validate_streams(self) -> None:
@@ -239,11 +240,12 @@ FIELDS = tuple(f for f in QuerySpec.__dataclass_fields__ if not f.startswith("_"
 
 
 def dump_queries(specs: Sequence[QuerySpec]) -> str:
+    """`queries:` holding ``specs`` as a person writes them (a trigger's period too: "500ms", not 500000000);
+    `load_queries` reads it back equal (queries.yaml of a data directory is written with it)."""
     docs = []
     for spec in specs:
         d = spec.to_dict()
-        if spec.trigger.kind == "interval":
-            d["trigger"] = {"interval": spec.trigger.interval_text()}  # "500ms" reads better than 500000000
+        d["trigger"] = spec.trigger.to_yaml()
         docs.append(d)
     return yaml.safe_dump({"queries": docs}, sort_keys=False, allow_unicode=True)
 

@@ -8,11 +8,12 @@ ns of event time) rather than to the last firing, so a stream whose batches
 do not line up with N still gets one answer per N ticks on average instead of
 drifting to one per 2N. A batch that crosses several grid lines fires once.
 
-Each kind is named once: a word (`WORD_TRIGGERS`) or a mapping to its period (`PERIODIC_TRIGGERS`, with the form
-the errors show and the parser of its period); `Trigger.cell` places a periodic one on its grid. Whether a trigger
+Each kind is one row of `TRIGGER_TABLE`: how it is written (a word, or a mapping to its period), parsed, formatted
+(YAML, wire, `flashtick list`) and placed on its grid, and how it behaves (`fires_by_itself`, `keeps_grid`); the
+rest of flashtick asks the row (`Trigger.fires_by_itself`, ...), never compares the kind's name. Whether a trigger
 fires at a group's end is queries/registry.py's `_fires`: a kind with no grid (`batch`) at every group, one with a
-grid when its cell moves on, every kind at a stream's first group. `on_demand` is left out before that (registry.py,
-and backtests: engine/service/backtest.py): it never fires by itself.
+grid when its cell moves on, every kind at a stream's first group; one that does not fire by itself (`on_demand`)
+is left out before that.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from typing import Any, NamedTuple
 
 from queries.limits import excerpt
 
-WORD_TRIGGERS = ("batch", "on_demand")  # written as the word alone; no period
 _UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000,
             "d": 86_400_000_000_000}  # d: 24 h of event time from the epoch (UTC midnights; no calendar, no DST)
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(ns|us|ms|s|m|h|d)")
@@ -55,20 +55,57 @@ def _tick_count(raw: Any) -> int:
     return raw
 
 
-class Periodic(NamedTuple):
-    """A trigger written `{kind: period}`: the period's form in errors, and its parser (raw YAML -> int >= 1)."""
+def duration_text(ns: int) -> str:
+    """A duration as the largest unit that divides it exactly: 500000000 -> '500ms'."""
+    for unit in ("d", "h", "m", "s", "ms", "us", "ns"):
+        if ns % _UNIT_NS[unit] == 0:
+            return f"{ns // _UNIT_NS[unit]}{unit}"
+    raise AssertionError("unreachable: every unit divides by 1 ns")
 
-    form: str
-    parse: Callable[[Any], int]
+
+class TriggerKind(NamedTuple):
+    """One kind of trigger, and everything the rest of flashtick asks of it: how it is written and read, and how
+    it behaves. A kind named here is parsed, checked, formatted (YAML, wire, `flashtick list`), round-tripped and
+    documented from this row alone (tests/test_trigger_kinds.py goes over every row).
+
+    ``form``: the period's form in errors, or None for a kind written as the word alone (no period).
+    ``parse``: raw YAML/wire value -> the period, an int >= 1 (None for a word).
+    ``text``: the period -> what a person writes (YAML and `flashtick list`); ``parse`` reads it back.
+    ``example``: a written period (the tests round-trip it; None for a word).
+    ``cell``: (period, ticks, event_ts) -> the grid cell a stream is in (a new cell means fire), or None: no grid.
+    ``fires_by_itself``: False for a kind answered only when asked (`on_demand`): left out of firing, of a
+    backtest and of what a restart owes.
+    ``keeps_grid``: its grid is event time, which an idle stream's expiry does not start over (registry.drop_stream).
+    ``wire``: the period -> its form on the wire (control replies; `QuerySpec.to_dict`), which ``parse`` reads back:
+    the int itself where ``parse`` takes an int (as `{interval: 500000000}`), else ``text``.
+    """
+
+    form: str | None
+    parse: Callable[[Any], int] | None
+    text: Callable[[int], Any]
+    example: Any
+    cell: Callable[[int, int, int], int] | None
+    fires_by_itself: bool = True
+    keeps_grid: bool = False
+    wire: Callable[[int], Any] = int
 
 
-PERIODIC_TRIGGERS = {  # kind -> Periodic; Trigger.cell gives each its grid
-    "ticks": Periodic("N", _tick_count),
-    "interval": Periodic("'500ms' | '2s' | '1m' | '1d' | <int ns>", parse_duration_ns),
+def _word(_: int) -> Any:
+    raise AssertionError("unreachable: a word trigger has no period")
+
+
+TRIGGER_TABLE: dict[str, TriggerKind] = {
+    "batch": TriggerKind(None, None, _word, None, None),
+    "on_demand": TriggerKind(None, None, _word, None, None, fires_by_itself=False),
+    "ticks": TriggerKind("N", _tick_count, int, 50, lambda every, ticks, event_ts: ticks // every),
+    "interval": TriggerKind("'500ms' | '2s' | '1m' | '1d' | <int ns>", parse_duration_ns, duration_text,
+                            "500ms", lambda every, ticks, event_ts: event_ts // every, keeps_grid=True),
 }
-TRIGGER_KINDS = (*WORD_TRIGGERS, *PERIODIC_TRIGGERS)
+WORD_TRIGGERS = tuple(kind for kind, row in TRIGGER_TABLE.items() if row.form is None)  # written as the word alone
+PERIODIC_TRIGGERS = {kind: row for kind, row in TRIGGER_TABLE.items() if row.form is not None}  # {kind: period}
+TRIGGER_KINDS = tuple(TRIGGER_TABLE)
 _FORMS = (", ".join(repr(word) for word in WORD_TRIGGERS) + ", "
-          + " or ".join(f"{{{kind}: {periodic.form}}}" for kind, periodic in PERIODIC_TRIGGERS.items()))
+          + " or ".join(f"{{{kind}: {row.form}}}" for kind, row in PERIODIC_TRIGGERS.items()))
 
 
 @dataclass(frozen=True)
@@ -107,20 +144,38 @@ class Trigger:
             return cls(key, PERIODIC_TRIGGERS[key].parse(value))
         raise ValueError(f"unknown trigger {excerpt(key)} (allowed: {', '.join(TRIGGER_KINDS)})")
 
-    def to_obj(self) -> str | dict[str, int]:
-        return self.kind if self.every == 0 else {self.kind: self.every}
+    @property
+    def row(self) -> TriggerKind:
+        """This trigger's kind as TRIGGER_TABLE describes it."""
+        return TRIGGER_TABLE[self.kind]
+
+    @property
+    def fires_by_itself(self) -> bool:
+        """False for a kind answered only when asked (`on_demand`)."""
+        return self.row.fires_by_itself
+
+    @property
+    def keeps_grid(self) -> bool:
+        """Its grid is event time: an idle stream's expiry keeps it (registry.drop_stream)."""
+        return self.row.keeps_grid
+
+    def to_obj(self) -> str | dict[str, Any]:
+        """The wire form (control replies, `QuerySpec.to_dict`); `parse` reads it back."""
+        return self.kind if self.every == 0 else {self.kind: self.row.wire(self.every)}
+
+    def to_yaml(self) -> str | dict[str, Any]:
+        """The written form (queries.yaml, `to_yaml`): the period as a person writes it; `parse` reads it."""
+        return self.kind if self.every == 0 else {self.kind: self.row.text(self.every)}
+
+    def text(self) -> str:
+        """On one line, as `flashtick list` shows it: batch, on_demand, ticks:50, interval:1s."""
+        return self.kind if self.every == 0 else f"{self.kind}:{self.row.text(self.every)}"
 
     def interval_text(self) -> str:
         """The period as the largest unit that divides it exactly: 500000000 -> '500ms'."""
-        for unit in ("d", "h", "m", "s", "ms", "us", "ns"):
-            if self.every % _UNIT_NS[unit] == 0:
-                return f"{self.every // _UNIT_NS[unit]}{unit}"
-        raise AssertionError("unreachable: every unit divides by 1 ns")
+        return duration_text(self.every)
 
     def cell(self, ticks: int, event_ts: int) -> int | None:
         """The grid cell a stream is in (a new cell means fire), or None for triggers without a grid."""
-        if self.kind == "ticks":
-            return ticks // self.every
-        if self.kind == "interval":
-            return event_ts // self.every
-        return None
+        grid = self.row.cell
+        return None if grid is None else grid(self.every, ticks, event_ts)

@@ -55,6 +55,7 @@ from engine.service.replay_progress import progress_bar
 from engine.service.session_gaps import gap_notes, split_cautions
 from engine.service.tick_origins import TickOrigins
 from engine.service.unscored_notes import UnscoredWhy, bar_streams, say_silent_queries, unscored_reasons
+from queries.trigger import TRIGGER_TABLE
 from queries.yaml_loader import no_query
 
 # the Python API (docs/replay.md); BacktestInterrupted is raised by the loop and resume (backtest_loop.py) and is
@@ -111,10 +112,10 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     pipeline = TickPipeline(config, live_scores=False, asks_on_demand=False)
     if not pipeline.registry.register_file(queries):  # nothing would be asked: refused before the files are read
         raise no_query(str(queries), "the backtest would ask nothing; give a file that lists the queries to ask")
-    if on_demand := [spec.name for spec in pipeline.registry.list() if spec.trigger.kind == "on_demand"]:
+    if on_demand := [spec.name for spec in pipeline.registry.list() if not spec.trigger.fires_by_itself]:
         note(f"skipping on_demand {'query' if len(on_demand) == 1 else 'queries'} "
              f"{', '.join(map(repr, on_demand))}: answered when asked, live; a backtest answers standing triggers "
-             f"only (batch, ticks, interval)")
+             f"only ({', '.join(kind for kind, row in TRIGGER_TABLE.items() if row.fires_by_itself)})")
     replay = FileReplay(list(files), columns=columns, streams=streams, time_range=time_range)
     for line in replay.notes:
         note(line)

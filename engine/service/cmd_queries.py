@@ -93,10 +93,14 @@ def _question_text(spec: dict[str, Any]) -> str:
 
 
 def _trigger_text(raw: Any) -> str:
-    """batch, on_demand, ticks:50, interval:1s (the YAML forms, on one line)."""
+    """batch, on_demand, ticks:50, interval:1s (the YAML forms, on one line). A trigger this client cannot read
+    (a kind a newer server knows) is shown as the server sent it, so one query never fails the whole list."""
     from queries.trigger import Trigger
 
-    trigger = Trigger.parse(raw)
-    if trigger.kind == "interval":
-        return f"interval:{trigger.interval_text()}"
-    return f"{trigger.kind}:{trigger.every}" if trigger.every else trigger.kind
+    try:
+        return Trigger.parse(raw).text()
+    except ValueError:
+        if isinstance(raw, dict) and len(raw) == 1:
+            (kind, period), = raw.items()
+            return _shown(f"{kind}:{period}")
+        return _shown(str(raw))

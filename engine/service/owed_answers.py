@@ -107,7 +107,7 @@ class TailStarts:
         due = set() if newest is None else {
             spec.name for spec, _ in self._registry.would_fire(stream, [(newest.version, newest.data_ts)])}
         for spec in self._registry.matching(stream):
-            if spec.trigger.kind == "on_demand" or spec.name in self._changed:
+            if not spec.trigger.fires_by_itself or spec.name in self._changed:
                 continue
             last = answers.get(spec.name)
             if last is None:

@@ -175,7 +175,7 @@ def say_silent_queries(pipeline: TickPipeline, answered: set[str], streams: list
     for spec in pipeline.registry.list():
         if spec.name in answered:
             continue
-        if spec.trigger.kind == "on_demand":  # said before the run, as skipped
+        if not spec.trigger.fires_by_itself:  # said before the run, as skipped
             continue
         if any(spec.matches(stream) for stream in streams):
             note(f"query {spec.name!r} published no answer: its trigger never fired on these ticks")
