@@ -5,33 +5,59 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib.abc
+import importlib.machinery
 import os
 import re
 import signal
+import sys
 import threading
 import time
 import weakref
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
-from transformers import (
-    LlamaConfig,
-    LlamaForCausalLM,
-    MistralConfig,
-    MistralForCausalLM,
-    PreTrainedModel,
-    Qwen2Config,
-    Qwen2ForCausalLM,
-)
 
-from connectors.replay import FileReplay
-from engine.engine import Engine
-from engine.kv_cache import CacheSpec
-from engine.models import from_hf_model
-from engine.runner import ModelRunner
-from engine.scheduler import SchedulerConfig
+# torch, transformers and the engine are imported where a helper needs them, not here: importing them took ~26 s
+# of every test file's run at a loaded machine's pace, before its first test, even a file of CSV readers alone
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel
+
+    from connectors.replay import FileReplay
+    from engine.engine import Engine
+    from engine.runner import ModelRunner
+    from engine.scheduler import SchedulerConfig
+
+
+class _OneTorchThread(importlib.abc.MetaPathFinder):
+    """Tiny models are latency-bound: one thread avoids OpenMP spin-waits when CI's two cores are busy. torch gets
+    it as soon as anything imports it (a test module, a helper, the CLI run in-process), as when this file imported
+    it itself; a process that never imports torch never pays for it."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)  # once: from here on torch is found as usual
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        load = spec.loader.exec_module
+
+        def load_with_one_thread(module) -> None:
+            load(module)
+            module.set_num_threads(1)
+
+        spec.loader.exec_module = load_with_one_thread
+        return spec
+
+
+if "torch" in sys.modules:  # (a plugin imported it first)
+    sys.modules["torch"].set_num_threads(1)
+else:
+    sys.meta_path.insert(0, _OneTorchThread())
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -124,32 +150,35 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-# Tiny models are latency-bound: one thread avoids OpenMP spin-waits when CI's two cores are busy.
-torch.set_num_threads(1)
-
 TINY = dict(vocab_size=160, hidden_size=64, intermediate_size=112, num_hidden_layers=2, max_position_embeddings=1024)
 
+# family -> (transformers config class, model class, config overrides); the classes by name (transformers is
+# imported by tiny_hf_model, when a test builds one)
 FAMILIES = {
     # llama3 RoPE scaling with a small original window so the scaling actually bites
-    "llama3": (LlamaConfig, LlamaForCausalLM, dict(
+    "llama3": ("LlamaConfig", "LlamaForCausalLM", dict(
         num_attention_heads=8, num_key_value_heads=2,
         rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                          "high_freq_factor": 4.0, "original_max_position_embeddings": 128})),
-    "llama2-linear-rope": (LlamaConfig, LlamaForCausalLM, dict(
+    "llama2-linear-rope": ("LlamaConfig", "LlamaForCausalLM", dict(
         num_attention_heads=4, num_key_value_heads=4, rope_parameters={"rope_type": "linear", "rope_theta": 10000.0,
                                                                       "factor": 2.0})),
     # Llama's attention_bias biases q, k, v and o; mlp_bias gate, up and down; head_dim apart from hidden/heads
-    "llama-biases": (LlamaConfig, LlamaForCausalLM, dict(
+    "llama-biases": ("LlamaConfig", "LlamaForCausalLM", dict(
         num_attention_heads=4, num_key_value_heads=2, head_dim=24, attention_bias=True, mlp_bias=True)),
-    "mistral": (MistralConfig, MistralForCausalLM, dict(num_attention_heads=8, num_key_value_heads=1,
+    "mistral": ("MistralConfig", "MistralForCausalLM", dict(num_attention_heads=8, num_key_value_heads=1,
                                                        sliding_window=None)),
-    "qwen2-tied": (Qwen2Config, Qwen2ForCausalLM, dict(num_attention_heads=4, num_key_value_heads=2,
+    "qwen2-tied": ("Qwen2Config", "Qwen2ForCausalLM", dict(num_attention_heads=4, num_key_value_heads=2,
                                                       tie_word_embeddings=True)),
 }
 
 
 def tiny_hf_model(family: str = "llama3", seed: int = 0, **overrides) -> PreTrainedModel:
-    config_cls, model_cls, extra = FAMILIES[family]
+    import torch
+    import transformers
+
+    config_name, model_name, extra = FAMILIES[family]
+    config_cls, model_cls = getattr(transformers, config_name), getattr(transformers, model_name)
     torch.manual_seed(seed)
     model = model_cls(config_cls(**{**TINY, **extra, **overrides})).eval()
     if (getattr(model.config, "attention_bias", False) or getattr(model.config, "mlp_bias", False)
@@ -162,16 +191,24 @@ def tiny_hf_model(family: str = "llama3", seed: int = 0, **overrides) -> PreTrai
 
 
 def tiny_runner(hf_model: PreTrainedModel, cells: int = 4096, block_size: int = 16) -> ModelRunner:
+    from engine.kv_cache import CacheSpec
+    from engine.models import from_hf_model
+    from engine.runner import ModelRunner
+
     return ModelRunner(from_hf_model(hf_model), CacheSpec(block_size=block_size, cells=cells))
 
 
 def tiny_engine(hf_model: PreTrainedModel, cells: int = 4096, block_size: int = 16,
                 scheduler: SchedulerConfig | None = None) -> Engine:
     """An engine over the model, for driving sessions directly (advance/probe/run)."""
+    from engine.engine import Engine
+
     return Engine(tiny_runner(hf_model, cells, block_size), scheduler)
 
 
 def hf_logits(hf_model: PreTrainedModel, tokens: list[int]) -> torch.Tensor:  # (T, vocab)
+    import torch
+
     with torch.no_grad():
         return hf_model(torch.tensor([tokens])).logits[0].float()
 
@@ -202,6 +239,9 @@ def ns(text: str) -> int:
 def tiny_tick_checkpoint(directory, seed: int = 0, codec_version: int = 1, **overrides):
     """A seeded random Llama sized for the BinnedCodec (spec `codec_version`), saved with its codec.json:
     a stand-in for the built-in model that tests can build in a second."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
     from connectors.codec import BinnedCodec, BinnedSpec
 
     codec = BinnedCodec(BinnedSpec(version=codec_version))
