@@ -110,3 +110,20 @@ def test_list_shows_a_trigger_this_client_does_not_know_as_the_server_sent_it(ca
     out = capsys.readouterr().out
     assert any(line.startswith("new_kind ") and " daily:20:55 " in line for line in out.splitlines()), out
     assert any(line.startswith("q_ticks ") and " ticks:50 " in line for line in out.splitlines()), out
+
+
+@pytest.mark.parametrize("kind", list(TRIGGER_TABLE))
+def test_the_registry_asks_every_kind_how_it_behaves_not_its_name(kind: str) -> None:
+    """`fires_by_itself` and `keeps_grid` of the kind's row decide what the registry does (review 322, finding 6:
+    `drop_stream` kept a grid for `kind == "interval"` alone, and `on_demand` was tested by name in 7 modules)."""
+    from queries.registry import Registry
+
+    row = TRIGGER_TABLE[kind]
+    registry = Registry()
+    registry.register([QuerySpec(**query_of(kind))])
+    ts = 1_700_000_000_000_000_000
+    assert [spec.name for spec in registry.due("S", 1, ts)] == ([f"q_{kind}"] if row.fires_by_itself else [])
+    assert bool(registry.would_fire("S", [(2, ts)])) == (row.fires_by_itself and row.cell is None)
+    registry.drop_stream("S")  # an idle expiry: back with its tick count started over, at the same event time
+    again = [spec.name for spec in registry.due("S", 1, ts)]
+    assert again == ([f"q_{kind}"] if row.fires_by_itself and not row.keeps_grid else [])
