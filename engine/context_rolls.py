@@ -20,7 +20,7 @@ from engine.stream import Stream
 
 # Bumped whenever where sessions roll changes (answers after a roll change with it): a backtest resumes only
 # parts written under the same rule (engine/service/backtest_resume.py's run key). 2: roll_points' early first roll.
-ROLL_RULE = 2
+ROLL_RULE = 2  # not 3 for rolls inside a forward (scheduler.roll_inside_forward): they roll at the same points
 
 Booked = tuple[list[int], list[int], int]  # a session's tokens, chunk boundaries and next roll point
 # what a window capped by the pool is, as the start line and the errors of a pool too small say it

@@ -76,7 +76,8 @@ class AnswerParts:
     """
 
     def __init__(self, out: Path, key: dict[str, Any], manifest: dict[str, Any] | None,
-                 readings: list | None = None, threads: int | None = None, lock: int | None = None) -> None:
+                 readings: list | None = None, threads: int | None = None, lock: int | None = None,
+                 rolls_inside: bool | None = None) -> None:
         self.dir = out.with_name(out.name + PARTS_SUFFIX)
         self._lock = lock
         self.key = key
@@ -85,6 +86,11 @@ class AnswerParts:
         # a resume at another count is told that it will not be byte-identical to an uninterrupted run
         self.threads = threads
         self.threads_before: int | None = (manifest or {}).get("threads")
+        # scheduler.roll_inside_forward, likewise: where sessions roll is the same either way (context_rolls.ROLL_RULE
+        # holds), only the packing of a forward and so its rounding (~1e-6) differs; a resume under the other value is
+        # told, not refused (None: a checkpoint written before it was kept here, under either value: nothing said)
+        self.rolls_inside = rolls_inside
+        self.rolls_inside_before: bool | None = (manifest or {}).get("roll_inside_forward")
         manifest = manifest or {"key": key, "consumed": 0, "parts": [], "answers": 0, "last_seq": {}}
         self.consumed: int = manifest["consumed"]
         self.resumed_at = self.consumed
@@ -96,18 +102,18 @@ class AnswerParts:
 
     @classmethod
     def open(cls, out: Path, key: dict[str, Any], resume: bool, readings: list | None = None,
-             threads: int | None = None) -> AnswerParts:
+             threads: int | None = None, rolls_inside: bool | None = None) -> AnswerParts:
         """The run's parts, their lock held (OutputInUse while another run holds it); `readings` ((file, its column
         map) per file, FileReplay.readings) are kept beside the key, so a resume with other files or options can say
         which (a checkpoint without them says less)."""
         while True:  # again when the folder went away before its lock was taken: the run holding it had finished
-            parts = cls._open_locked(out, key, resume, readings, threads)
+            parts = cls._open_locked(out, key, resume, readings, threads, rolls_inside)
             if parts is not None:
                 return parts
 
     @classmethod
     def _open_locked(cls, out: Path, key: dict[str, Any], resume: bool, readings: list | None,
-                     threads: int | None) -> AnswerParts | None:
+                     threads: int | None, rolls_inside: bool | None) -> AnswerParts | None:
         directory = out.with_name(out.name + PARTS_SUFFIX)
         if not resume:
             try:
@@ -117,12 +123,12 @@ class AnswerParts:
                     return None
                 if not (directory / MANIFEST).exists():  # stopped before its first checkpoint: nothing to continue
                     _clear(directory)  # (review218 #3: its abort said "nothing kept", then this refused the rerun)
-                    return cls(out, key, None, readings, threads, lock)
+                    return cls(out, key, None, readings, threads, lock, rolls_inside)
                 os.close(lock)  # not in use (else OutputInUse): a run that was stopped, to continue or delete
                 raise FileExistsError(f"{directory} holds an unfinished backtest; add --resume (resume=True from "
                                       f"Python) to continue it, or delete it to start over") from None
             lock = _take_lock(directory)
-            return None if lock is None else cls(out, key, None, readings, threads, lock)
+            return None if lock is None else cls(out, key, None, readings, threads, lock, rolls_inside)
         if not directory.exists() and out.is_file():  # a finished run: nothing to continue, and not to replace
             raise FileExistsError(f"{out} holds a finished backtest (no checkpoint in {directory}): the run there is "
                                   f"complete, so there is nothing to resume; to run it again, remove {out} or "
@@ -136,10 +142,10 @@ class AnswerParts:
                 print(f"flashtick backtest: no checkpoint in {directory}; starting from the beginning",
                       file=sys.stderr)
                 _clear(directory)
-                return cls(out, key, None, readings, threads, lock)
+                return cls(out, key, None, readings, threads, lock, rolls_inside)
             for stray in set(p.name for p in directory.iterdir()) - set(manifest["parts"]) - {MANIFEST, LOCK}:
                 (directory / stray).unlink()  # written after the last checkpoint: those answers come again
-            return cls(out, key, manifest, readings, threads, lock)
+            return cls(out, key, manifest, readings, threads, lock, rolls_inside)
         except BaseException:
             os.close(lock)
             raise
@@ -178,6 +184,7 @@ class AnswerParts:
         self.consumed = consumed
         manifest = {"key": self.key, "consumed": consumed, "parts": self.parts, "answers": self.answers,
                     "last_seq": self.last_seq, "readings": self.readings, "threads": self.threads,
+                    **({"roll_inside_forward": self.rolls_inside} if self.rolls_inside is not None else {}),
                     **({"written": self.written} if self.written is not None else {})}
         text = json.dumps(manifest, indent=1) + "\n"
         write_text_atomically(self.dir / MANIFEST, text)

@@ -41,7 +41,8 @@ from engine.service.answer_parts import AnswerParts
 from engine.service.answers_file import write_answers
 from engine.service.backtest_loop import BacktestInterrupted, replay_from
 from engine.service.backtest_report import BacktestReport
-from engine.service.backtest_resume import marks_to_score, resume_at_checkpoint, run_key, scores_owed
+from engine.service.backtest_resume import (marks_to_score, resume_at_checkpoint, rolls_inside_changed, run_key,
+                                           scores_owed)
 from engine.service.backtest_scores import QueryScore, later_slice, question_of, score_query
 from engine.service.calibration_plot import plot_backtest_calibration
 from engine.service.checkpoint_notes import TEST_PART, own_test_part
@@ -123,7 +124,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     threads = torch.get_num_threads()  # as the pipeline set it (model.threads, --threads)
     record = run_record(config, pipeline.codec, replay, Path(queries), key, test_from, threads)
     replaying()
-    parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads)
+    rolls_inside = config.scheduler.roll_inside_forward
+    parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads, rolls_inside=rolls_inside)
     resumed = resumed_from(parts.consumed, parts.answers, len(parts.parts), parts.written is not None)
     try:  # from here on, any raise (a note, a bad file found late, an interrupt) lets go of the parts' lock at once
         scores_only = parts.written is not None  # stopped while it scored: the answers are whole, scores owed
@@ -136,6 +138,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
             note(f"resuming at {threads} CPU threads (--threads) a run checkpointed at {parts.threads_before}: the "
                  f"answers after the resume point ({parts.consumed} ticks) may differ in their last float bits from a "
                  f"run at {parts.threads_before} (runs are byte-identical only at the same thread count)")
+        if not scores_only and parts.consumed and parts.rolls_inside_before not in (None, rolls_inside):
+            note(rolls_inside_changed(rolls_inside, parts.consumed))
         marks: dict[str, MarkSeries] = defaultdict(MarkSeries)  # each stream's accepted ticks, as labelling needs them
         origins = TickOrigins()  # and each one's file and row, named in the answers made after it
         bar = progress_bar(progress, replay, max_ticks)

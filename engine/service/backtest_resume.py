@@ -118,6 +118,16 @@ def _restore_answer_state(pipeline: TickPipeline, parts: AnswerParts) -> None:
     pipeline.cache.restore([], parts.last_seq)
 
 
+def rolls_inside_changed(now: bool, consumed: int) -> str:
+    """What a resume under the other scheduler.roll_inside_forward is told: not refused (sessions roll at the same
+    points either way, context_rolls.ROLL_RULE), but the answers after the resume point come from forwards packed
+    otherwise, which round otherwise (docs/configuration.md: ~1e-6)."""
+    then = "false" if now else "true"
+    return (f"resuming with scheduler.roll_inside_forward {str(now).lower()} a run checkpointed with {then}: the "
+            f"answers after the resume point ({consumed} ticks) come from forwards packed otherwise (the same rolls, "
+            f"the same ticks) and may differ from an uninterrupted run's by that packing's rounding (~1e-6)")
+
+
 def run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batch_ms: float,
             max_ticks: int | None) -> dict[str, Any]:
     """What a run's answers depend on; a resume must match it exactly."""
@@ -129,8 +139,11 @@ def run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batc
             # nor is model.threads (--threads): how fast, not what (a resume on more cores finishes sooner); it moves
             # the last float bits, so AnswerParts keeps it beside the key and a resume at another count is told
             # answers.session_gap_s is a key of its own (below), so that a refusal names --session-gap, not the config
+            # nor is scheduler.roll_inside_forward: rolls land where they did (ROLL_RULE), only a forward's packing
+            # and rounding (~1e-6) move; AnswerParts keeps it beside the key and a resume under the other is told
             "config": hashlib.sha256(repr(dataclasses.replace(
                 config, replay=ReplaySection(), model=dataclasses.replace(config.model, threads=None),
+                scheduler=dataclasses.replace(config.scheduler, roll_inside_forward=True),
                 answers=dataclasses.replace(config.answers, session_gap_s=None))).encode()
             ).hexdigest(),
             # it ends the adaptation's labels (answers.adapt) as well as the scores': the published answers move
