@@ -56,9 +56,14 @@ class RollsInForward:
             progressed = False
             for state in list(dict.fromkeys(plan.streams)):  # each stream once, in the order it was planned
                 last = max(i for i, planned in enumerate(plan.streams) if planned is state)
+                segment = len(plan.advances)  # where the segment goes, if one is added
                 if plan.tokens_left > 0 and self._at_roll_point(plan, state, last) and self._segment(plan, state, last):
                     if planner is not None:
-                        probe_budget = self.placement.add_due(plan, probe_budget, planner, len(plan.advances) - 1)
+                        probe_budget = self.placement.add_due(plan, probe_budget, planner, segment)
+                    # the probe budget may hand the whole segment back (its first cut had no room): the stream is
+                    # rolled, but its kept tokens are prefilled by a later forward, so no roll happened in this one
+                    if len(plan.advances) > segment:
+                        self.stats.rolls_in_forward += 1
                     progressed = True
         return probe_budget
 
@@ -115,5 +120,4 @@ class RollsInForward:
         plan.chunks.append(chunks)
         plan.cuts.append(cuts_of(state, chunks, closes, ticks_before))
         plan.tokens_left -= len(segment.tokens) + session.num_uncached
-        self.stats.rolls_in_forward += 1
         return True

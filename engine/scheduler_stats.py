@@ -25,4 +25,6 @@ class SchedulerStats:
     late_evictions: int = 0  # plans that needed room past what planning fitted (see plan(); expected 0)
     # queued tokens booked without a forward: a later roll dropped them before any query read them
     skipped_tokens: int = 0
-    rolls_in_forward: int = 0  # rolls after a stream's first chunk in a forward, going on past its roll point
+    # rolls after a stream's first chunk in a forward, going on past its roll point (a segment the probe budget hands
+    # back whole is not one: its kept tokens are prefilled by a later forward)
+    rolls_in_forward: int = 0

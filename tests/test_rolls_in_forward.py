@@ -209,3 +209,13 @@ def test_binding_budgets() -> None:
         assert (version, data_ts) == new[key][1:] and value.get("answer") == new[key][0].get("answer"), key
         for label, prob in (value.get("probs") or {}).items():
             assert new[key][0]["probs"][label] == pytest.approx(prob, abs=1e-5), key
+
+
+def test_rolls_in_forward_counts_only_segments_a_forward_ran() -> None:
+    """A segment whose first cut the probe budget has no room for is handed back whole (the stream is rolled, its
+    kept tokens prefilled by a later forward): `scheduler.rolls_in_forward` counted it anyway (5 where 2 ran). It
+    counts each forward's segments past a stream's first, as the plans hold them."""
+    new = run_both(None, 0.5, 512, exact=True, max_probe_tokens=100)[True]  # (its answers: test_binding_budgets)
+    ran = sum(n - 1 for forward in new["segments"] for n in forward.values())
+    assert new["stats"]["probes_deferred"] > 0 and ran > 0
+    assert new["stats"]["rolls_in_forward"] == ran
