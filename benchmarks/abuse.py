@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> dict:
               "streams_after_expiry": after["streams"], "streams_expired": after["streams_expired"]}
     path = write_json("abuse", result, output_dir(args))
     lat = result["control_latency_ms"]
-    print(f"abuse: {args.streams} new streams ({result['rejected']} refused) absorbed in {absorbed_s:.1f} s; control p50/p99 {lat['p50']:.1f}/"
+    print(f"abuse: {args.streams} new streams ({result['rejected']} refused) absorbed in {absorbed_s:.1f} s; control "
+          f"p50/p99 {lat['p50']:.1f}/"
           f"{lat['p99']:.1f} ms during it; the old stream's next answer after {old_answer_s:.1f} s; RSS "
           f"{rss_before:.0f} -> {rss_peak:.0f} MB, {result['rss_mb']['after_expiry']:.0f} MB after expiry "
           f"({after['streams_expired']} expired)  [{path}]")

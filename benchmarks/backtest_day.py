@@ -49,7 +49,8 @@ def matmul_gflops(n: int = 1024) -> float:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ticks", type=int, default=100_000, help="ticks of the day backtested (the rest extrapolated)")
+    parser.add_argument("--ticks", type=int, default=100_000, help="ticks of the day backtested (the rest "
+                                                                   "extrapolated)")
     add_output_arguments(parser)
     args = parser.parse_args(argv)
     n = min(args.ticks, DAY_TICKS)

@@ -77,7 +77,8 @@ def compare(trades: Path, out: Path, ticks: int | None, batch_ms: float, rounds:
     chunk_s, chunk_cpu = (statistics.median(x) for x in zip(*times[True]))
     side = lambda s, cpu, runs: {"seconds": s, "ticks_per_s": n / s, "cpu_seconds": cpu,  # noqa: E731
                                  "runs_seconds": [w for w, _ in runs]}
-    return {"batch_ms": batch_ms, "ticks": n, "rounds": rounds, "batch_by_batch": side(batch_s, batch_cpu, times[False]),
+    return {"batch_ms": batch_ms, "ticks": n, "rounds": rounds, "batch_by_batch": side(batch_s, batch_cpu,
+                                                                                       times[False]),
             "chunked": side(chunk_s, chunk_cpu, times[True]), "speedup": batch_s / chunk_s,
             "speedup_cpu": batch_cpu / chunk_cpu, "max_abs_diff": diff, "answers": rows,
             "rows_with_different_fields": mismatched}
@@ -86,7 +87,8 @@ def compare(trades: Path, out: Path, ticks: int | None, batch_ms: float, rounds:
 def line(run: dict) -> str:
     return (f"{run['ticks']} trades, batch_ms {run['batch_ms']:g}: batch-by-batch "
             f"{run['batch_by_batch']['ticks_per_s']:,.1f} ticks/s, chunked {run['chunked']['ticks_per_s']:,.1f} "
-            f"ticks/s, speedup {run['speedup']:.1f}x (CPU time {run['speedup_cpu']:.1f}x), max abs diff {run['max_abs_diff']:.2e} over "
+            f"ticks/s, speedup {run['speedup']:.1f}x (CPU time {run['speedup_cpu']:.1f}x), max abs diff "
+            f"{run['max_abs_diff']:.2e} over "
             f"{run['answers']} answers ({run['rows_with_different_fields']} rows differ)")
 
 

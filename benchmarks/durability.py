@@ -118,7 +118,8 @@ def recovery_only(ticks: int, streams: int, out_dir: Path, message_ticks: int = 
     print(f"recovery: {ticks:,} ticks of {streams} streams in messages of {message_ticks}"
           f"{', each answered' if answered else ''} "
           f"({result['bytes_per_tick']:.0f} B a tick) in "
-          f"{result['recovery_s']:.1f} s = {result['us_per_tick']:.1f} us a tick, {result['owed_answers']} owed answers, "
+          f"{result['recovery_s']:.1f} s = {result['us_per_tick']:.1f} us a tick, {result['owed_answers']} owed "
+          f"answers, "
           f"{torch.get_num_threads()} threads, load {result['load_avg_before'][0]:.2f}  [{path}]")
     return result
 
@@ -190,7 +191,8 @@ def main(argv: list[str] | None = None) -> dict:
     path = write_json("durability", result, output_dir(args))
     print(f"durability: logged/unlogged throughput {result['logged_over_unlogged_throughput']:.3f} end to end, "
           f"{result['logged_over_unlogged_ingest_only']:.3f} ingest only (fsync group); recovery "
-          f"{result['recovery_s_per_100k']:.1f} s per 100k ticks = {result['recovery_over_live_time']:.2f}x live  [{path}]")
+          f"{result['recovery_s_per_100k']:.1f} s per 100k ticks = {result['recovery_over_live_time']:.2f}x live  "
+          f"[{path}]")
     return result
 
 

@@ -109,7 +109,8 @@ def main(argv: list[str] | None = None) -> dict:
     vocab = BENCH_CONFIG["vocab_size"]
     stream = [rng.randrange(vocab) for _ in range(max(args.contexts))]
     questions = [[rng.randrange(vocab) for _ in range(QUESTION_TOKENS)] for _ in range(32)]
-    sides = {name: Side(hf, name, stream, args.contexts) for name in ["torch"] + [s for s in args.sides if s != "torch"]}
+    sides = {name: Side(hf, name, stream, args.contexts) for name in ["torch"] + [s for s in args.sides
+                                                                                  if s != "torch"]}
     diffs = logit_diffs(sides, args.contexts, questions[0])
     jobs = workloads(args.contexts, questions, rng)
     samples: dict[str, dict[str, list[float]]] = {w: {s: [] for s in sides} for w in jobs}

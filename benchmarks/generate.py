@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> dict:
           f"{result['preposition']['resume_speedup']:.2f}x from the kept draft", flush=True)
     result["lookup"] = lookup(max(3, args.reps // 4))
     result["lookup_speedup"] = result["lookup"]["lookup_speedup"]
-    print(f"prompt lookup: {result['lookup']['drafted_tokens_per_s']:.0f} vs {result['lookup']['plain_tokens_per_s']:.0f}"
+    print(f"prompt lookup: {result['lookup']['drafted_tokens_per_s']:.0f} vs "
+          f"{result['lookup']['plain_tokens_per_s']:.0f}"
           f" tokens/s, acceptance {result['lookup']['acceptance_rate']:.2f}", flush=True)
     if (args.data_dir / "binance-btcusdt-spot").is_dir():
         result["gate"] = gate(args.data_dir, args.gate_ticks)

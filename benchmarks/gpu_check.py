@@ -165,7 +165,8 @@ def workload1(quick: bool, smoke: bool = False) -> dict:
         print(f"workload1 {n:>5}: probe p50 {row['probe']['p50']:.2f} ms (eager {row['probe_eager']['p50']:.2f}), "
               f"transformers kept "
               f"{row['transformers_kept']['p50']:.2f} ms ({row['ratio_kept_over_probe_p50']:.1f}x), stateless "
-              f"{row['stateless']['p50']:.1f} ms; max|diff| vs fp32: engine {row['parity_vs_fp32']['engine_bf16']:.3f}, "
+              f"{row['stateless']['p50']:.1f} ms; max|diff| vs fp32: engine "
+              f"{row['parity_vs_fp32']['engine_bf16']:.3f}, "
               f"transformers {row['parity_vs_fp32']['transformers_bf16']:.3f}", flush=True)
     del fp32, hf
     batched = []

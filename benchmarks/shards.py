@@ -4,8 +4,8 @@ a shard move's rebuild time grows with the moved stream's logged ticks.
 Throughput: the built-in model and queries/examples/tick_model.yaml, the seeded synthetic market over 24
 streams, messages of 50 ticks fed through ShardedPipeline (the front door's whole ingest path: decode,
 validate, encode, tick log, route) as fast as the shards take them: a message goes in whenever the backlog
-is under 4,000 tokens (whatever the shard count), so every shard always has work. Timed from the first message to every tick
-computed and every due answer published. One torch thread per shard (model.threads: 1), one Ray CPU per
+is under 4,000 tokens (whatever the shard count), so every shard always has work. Timed from the first message to
+every tick computed and every due answer published. One torch thread per shard (model.threads: 1), one Ray CPU per
 shard, on a local Ray instance with num_cpus=2 and its workers at nice 0 (Ray's default is 15, which on a
 shared machine hands the shards' CPU to everyone else); 1 and 2 shards alternate, best of ``--repeats``.
 

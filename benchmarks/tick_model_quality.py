@@ -271,7 +271,8 @@ def _paces(zero_shot: dict[str, Any], builtin: dict[str, Any]) -> str:
 
 
 def summary_line(result: dict[str, Any]) -> str:
-    """Per instrument and row: questions with Brier <= prior and accuracy >= majority, direction accuracies vs logistic."""
+    """Per instrument and row: questions with Brier <= prior and accuracy >= majority, direction accuracies vs
+    logistic."""
     parts = []
     for name, rows in result["instruments"].items():
         cells = []
@@ -325,13 +326,16 @@ def main(argv: list[str] | None = None) -> None:
                         help="the JSON file (default: tick_model_quality.json in --out-dir's folder)")
     add_output_arguments(parser)
     args = parser.parse_args(argv)
-    if not data_available(args.data_dir) or not all(f.is_file() for n in FILES for f in instrument_files(args.data_dir, n)):
-        print(f"tick_model_quality: skipped: the shared instruments' files are not in {args.data_dir} (pass --data-dir)")
+    if not data_available(args.data_dir) or not all(f.is_file() for n in FILES for f in instrument_files(args.data_dir,
+                                                                                                         n)):
+        print(f"tick_model_quality: skipped: the shared instruments' files are not in {args.data_dir} (pass "
+              f"--data-dir)")
         return
     s = Settings(args.data_dir, args.models_dir, loo_recipe=TrainConfig(max_minutes=args.loo_minutes),
                  finetune_minutes=args.finetune_minutes, threads=args.threads,
                  evaluation=EvalOptions(max_points=args.max_points, adapt_history=args.adapt_history))
-    command = f"{nice_prefix()}python -m benchmarks.tick_model_quality " + shlex.join(sys.argv[1:] if argv is None else argv)
+    command = f"{nice_prefix()}python -m benchmarks.tick_model_quality " + shlex.join(sys.argv[1:] if argv is None
+                                                                                      else argv)
     log = lambda message: print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)  # noqa: E731
     result = report(s, tuple(n for n in args.instruments.split(",") if n), log, command.strip())
     out = args.out or output_dir(args) / "tick_model_quality.json"

@@ -55,7 +55,8 @@ def _offset_number(value: Any, whose: str) -> float:
         offset = math.nan
     if not math.isfinite(offset) or isinstance(value, bool):
         raise ValueError(f"price_offset{whose} must be a number (added to every price, bid and ask read), or "
-                         f"stream names mapped to numbers ({{ZNH6-ZNM6: 10}}; inline ZNH6-ZNM6=10), got {as_written(value)}")
+                         f"stream names mapped to numbers ({{ZNH6-ZNM6: 10}}; inline ZNH6-ZNM6=10), got "
+                         f"{as_written(value)}")
     if offset == 0:
         raise ValueError(f"price_offset{whose} is 0, which shifts nothing: prices stay as read, and a 0 bid stays "
                          f"no bid (a one-sided quote, rejected). To read an option's 0 bid as a price give zero_bid: "

@@ -232,7 +232,8 @@ class FlashQueries:
         job.idle = True
         return [job]
 
-    def answer_early(self, spec: QuerySpec, stream: str, ticks: int) -> tuple[Answer | None, str | None, list[ProbeJob]]:
+    def answer_early(self, spec: QuerySpec, stream: str, ticks: int
+                     ) -> tuple[Answer | None, str | None, list[ProbeJob]]:
         """An ask's answer without a forward, if one may be given: (answer, how, idle jobs to queue). ``how`` is
         "prepositioned" (decoded ahead, the stream has not moved) or "gated" (confident and fresh enough)."""
         ready = self.ready.get((spec.name, stream))

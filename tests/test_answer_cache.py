@@ -42,8 +42,10 @@ def test_topics_list_last_seqs_by_name_with_the_latest_answer_time():
     put(cache, "y", "A", 3, topic="shared/")  # 1003: two queries on one topic, the later answer dates it
     put(cache, "x", "A", 3, topic="shared/")  # 1004
     put(cache, "vol", "A", 1)  # 1005
-    assert cache.topics() == {"dir/A/": {"last_seq": 2, "answer_ts": 1002}, "dir/B/": {"last_seq": 1, "answer_ts": 1000},
-                              "shared/": {"last_seq": 2, "answer_ts": 1004}, "vol/A/": {"last_seq": 1, "answer_ts": 1005}}
+    assert cache.topics() == {"dir/A/": {"last_seq": 2, "answer_ts": 1002}, "dir/B/": {"last_seq": 1,
+                                                                                       "answer_ts": 1000},
+                              "shared/": {"last_seq": 2, "answer_ts": 1004}, "vol/A/": {"last_seq": 1,
+                                                                                        "answer_ts": 1005}}
     assert list(cache.topics("dir/")) == ["dir/A/", "dir/B/"]
     assert list(cache.topics(after="dir/B/", limit=1)) == ["shared/"]  # a page: past `after`, at most `limit`
     cache.drop_stream("B")  # its seq stays (never reused), its answer is gone: nothing to date it by

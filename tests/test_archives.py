@@ -47,7 +47,8 @@ def test_a_zip_of_one_binance_file_reads_as_that_file(tmp_path: Path) -> None:
     assert packed.notes[0] == "BTCUSDT-trades-2024-01-01.zip: read BTCUSDT-trades-2024-01-01.csv, its one file"
     assert packed.notes[1:] == plain.notes
     # a bad row is located in the archive the user gave, and the replay is fingerprinted by it, not by the copy
-    assert packed.rejected.examples["missing_field"].startswith(f"{archive} (BTCUSDT-trades-2024-01-01.csv inside) line 151")
+    assert packed.rejected.examples["missing_field"].startswith(f"{archive} (BTCUSDT-trades-2024-01-01.csv inside) "
+                                                                f"line 151")
     assert FileReplay(archive).snapshot()["fingerprint"] == packed.snapshot()["fingerprint"]
 
 

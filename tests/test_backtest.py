@@ -415,7 +415,8 @@ def test_a_text_model_backtest_says_what_it_did_not_answer_or_score_and_why_tick
     model = tiny_text_checkpoint(tmp_path / "text-model", max_position_embeddings=64)
     queries = tmp_path / "text.yaml"
     queries.write_text('queries:\n'
-                       '  - {name: up, streams: ["*"], question: "\\nUp? Answer:", kind: choice, choices: [" yes", " no"],'
+                       '  - {name: up, streams: ["*"], question: "\\nUp? Answer:", kind: choice, choices: [" yes", " '
+                       'no"],'
                        ' trigger: {ticks: 5}}\n'
                        '  - {name: note, streams: ["*"], question: "\\nSummary:", kind: generate, max_tokens: 4, '
                        'trigger: on_demand}\n')

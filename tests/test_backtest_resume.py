@@ -480,7 +480,8 @@ def test_progress_bar_on_a_terminal_and_quiet_elsewhere(setup: Path, monkeypatch
         reader.start()
         with open(follower, "w", closefd=True) as terminal:
             monkeypatch.setattr(sys, "stderr", terminal)
-            code = main(cli(setup, "bar.parquet", "--max-ticks", "2000", *extra))  # long enough to redraw: chunked is fast
+            # long enough to redraw: chunked is fast
+            code = main(cli(setup, "bar.parquet", "--max-ticks", "2000", *extra))
             monkeypatch.undo()
         reader.join(10)
         os.close(leader)
@@ -488,7 +489,8 @@ def test_progress_bar_on_a_terminal_and_quiet_elsewhere(setup: Path, monkeypatch
 
     code, shown = run()
     assert code == 0 and "2000/2000" in shown and "ticks/s" in shown and "<" in shown, shown[-500:]
-    assert len({line.split("|")[-1][:8] for line in shown.split("\r") if "ticks/s" in line}) > 2  # live, not 0 then done
+    # live, not 0 then done
+    assert len({line.split("|")[-1][:8] for line in shown.split("\r") if "ticks/s" in line}) > 2
     code, shown = run("--quiet")
     assert code == 0 and "ticks/s" not in shown
 

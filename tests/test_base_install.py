@@ -15,7 +15,8 @@ from conftest import tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRAS_ONLY = ["matplotlib", "gguf", "llama_cpp", "ray", "pytest", "hypothesis", "databento_dbn"]  # pyproject's optional extras
+# pyproject's optional extras
+EXTRAS_ONLY = ["matplotlib", "gguf", "llama_cpp", "ray", "pytest", "hypothesis", "databento_dbn"]
 # None in sys.modules: `import X` raises ModuleNotFoundError and importlib.util.find_spec(X) says absent,
 # exactly as when the package is not installed
 BLOCK_EXTRAS = f"""
@@ -82,4 +83,5 @@ from engine.service.cli import main
 raise SystemExit(main(["serve", "--shards", "2", "--no-log"]))
 """, cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-2000:]
-    assert result.stderr.strip().splitlines()[-1] == "flashtick serve: error: --shards needs Ray: pip install 'flashtick[ray]'"
+    assert result.stderr.strip().splitlines()[-1] == \
+        "flashtick serve: error: --shards needs Ray: pip install 'flashtick[ray]'"

@@ -159,7 +159,8 @@ def test_a_burst_in_one_group_computes_only_what_its_last_roll_keeps(setup) -> N
     def run(burst: int) -> tuple[TickPipeline, dict]:
         # the model's own answers: adaptation mixes in what was published before, and the every-tick engine
         # publishes at every tick
-        pipeline = TickPipeline(ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "answers": {"adapt": "off"},
+        pipeline = TickPipeline(ServiceConfig.from_dict({"model": {"path": str(checkpoint)},
+                                                         "answers": {"adapt": "off"},
                                                          "kv": {"cells": 8192, "block_size": 16}}))
         pipeline.registry.register(BATCH_QUERIES)
         answers = []

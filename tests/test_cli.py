@@ -29,7 +29,8 @@ from engine.service.client import AnswerSubscriber, ControlClient
 from engine.service.config import ServiceConfig
 
 DIR_QUERY = "queries:\n  - {name: dir, streams: ['*'], question: direction_20, kind: choice, trigger: batch}\n"
-VOL_QUERY = "queries:\n  - {name: vol, streams: ['SYN.*'], question: volatility_50, kind: choice, trigger: {ticks: 5}}\n"
+VOL_QUERY = ("queries:\n"
+             "  - {name: vol, streams: ['SYN.*'], question: volatility_50, kind: choice, trigger: {ticks: 5}}\n")
 LOCAL = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
 
 # the saturation note's reason, after the labels it names (connectors/saturation.py)
@@ -107,7 +108,8 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
                                     f"[]): nothing registered (`unregister` removes a query)\n", err
         with ControlClient(server.endpoints["control"]) as raw:  # the name is a short, plain file name
             bad = (tmp_path / "my_queries.yaml").read_text()
-            error = raw.request({"op": "register", "yaml": bad, "source": "/etc/../\x1b[31mq\u202e" + "x" * 99})["error"]
+            error = raw.request({"op": "register", "yaml": bad, "source": "/etc/../\x1b[31mq\u202e"
+                                 + "x" * 99})["error"]
             assert error.startswith("31mq" + "x" * 60 + ":2:")
             assert raw.request({"op": "register", "yaml": bad, "source": 7})["error"] == \
                 'op "register" needs "source" as str (got int 7)'
@@ -537,7 +539,8 @@ def test_clients_connect_to_the_endpoints_of_the_services_config_file(checkpoint
         bound["ingest"] = bound["ingest"].replace("127.0.0.1", "*")  # bound on every interface: reached locally
         service_yaml = tmp_path / "engine.yaml"
         service_yaml.write_text(f"model: {{path: {checkpoint}}}\nendpoints: {json.dumps(bound)}\n")
-        code, out, err = run(capsys, "feed", "synthetic", "--ticks", "30", "--rate", "3000", "--config", str(service_yaml))
+        code, out, err = run(capsys, "feed", "synthetic", "--ticks", "30", "--rate", "3000", "--config",
+                             str(service_yaml))
         assert code == 0, err
         wait_for(lambda: main(["stats", "--config", str(service_yaml)]) == 0 and
                  json.loads(capsys.readouterr().out)["ticks_in"] == 30)

@@ -85,7 +85,8 @@ def test_shipped_examples_load() -> None:
                                  r"'block_size'\?$"),
     # it named neither the file nor the section and printed Python lists, once a file was read
     ({"replay": {"columns": {"tss": "time", "price": "price"}}}, r"^engine.yaml: unknown key 'tss' in replay.columns "
-                                                                 r"\(allowed: ask, ask_size, bar_length, bar_stamp, bid, .*\); did you mean "
+                                                                 r"\(allowed: ask, ask_size, bar_length, bar_stamp, "
+                                                                 r"bid, .*\); did you mean "
                                                                  r"'ts'\?$"),
     # where that hint could lead: a list there was "stream must be a non-empty column name", once a file was read
     ({"replay": {"columns": {"stream": ["X*"]}}}, r"^engine.yaml: replay.columns.stream is one fixed stream name .*"

@@ -132,7 +132,8 @@ def test_every_bucket_launches_the_kernel_its_batches_would_with_room_for_them()
 
 
 def test_a_runner_on_cpu_captures_nothing_unless_asked() -> None:
-    runner = ModelRunner(from_hf_model(tiny_hf_model("llama3", num_hidden_layers=1)), CacheSpec(block_size=16, cells=256))
+    runner = ModelRunner(from_hf_model(tiny_hf_model("llama3", num_hidden_layers=1)), CacheSpec(block_size=16,
+                                                                                                cells=256))
     assert runner.graphs is None
     if HAVE_TRITON:
         from engine.cuda_graphs import CudaGraphs

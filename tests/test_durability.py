@@ -110,7 +110,8 @@ def test_a_restart_rebuilds_sessions_codec_state_and_queries_from_the_log(checkp
     feed_in_steps(live, ticks[:600], tokenized)
     assert live.engine.scheduler.stats.rolls > 0
     # the process dies here: nothing closed, nothing flushed by us
-    recovered = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after")))  # no queries file: from the data dir
+    # no queries file: from the data dir
+    recovered = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after")))
     assert sessions(recovered) == sessions(live)
     assert recovered.ticks_in == 601 and recovered.stats()["log"]["recovered_ticks"] == 601
     assert [s.name for s in recovered.registry.list()] == ["dir", "nll"]
@@ -269,7 +270,8 @@ def test_a_restart_says_which_live_registration_its_queries_file_replaced(checkp
     assert now > live_version and second.registry.get("dir").trigger == \
         load_queries(QUERIES, "q.yaml", second.registry.questions)[0].trigger
     assert f"flashtick: query 'dir': the spec in {queries} replaces the one kept in the data directory " \
-           f"(query_version {live_version} -> {now}; registered live, or the file changed) and starts afresh" in err, err
+           f"(query_version {live_version} -> {now}; registered live, or the file changed) and starts afresh" \
+           in err, err
     assert "query 'nll'" not in err, err
     second.close()
 
@@ -955,7 +957,8 @@ def test_a_disk_that_refuses_writes_refuses_ingest_and_loses_nothing_accepted(ch
             assert scraped["flashtick_log_append_errors_total"] >= stats["log"]["append_errors"]
             assert scraped["flashtick_serving"] == 0 and scraped["flashtick_log_problem"] == 1, scraped
             reason = rejects.recv(timeout_s=5)[1]
-            assert reason["reason"] == "log_unavailable" and "tick log" in reason["error"] and "not accepted" in reason["error"]
+            assert reason["reason"] == "log_unavailable"
+            assert "tick log" in reason["error"] and "not accepted" in reason["error"]
             health = control.call("health")  # it answers: degraded while it refuses ticks, saying why
             assert health["status"] == "degraded" and "log_unavailable" in health["log_problem"], health
             accepted = stats["ticks_in"]

@@ -207,7 +207,8 @@ def test_a_replay_that_falls_behind_its_speed_says_so_while_it_runs_and_at_the_e
         stats = run_feed(replay, client, rate=4.0, batch=1, say=said.append)  # ~2 s: held back by the cap
     assert stats.ticks == 8 and [decode(sock.recv()).ticks[0].price for _ in range(8)] == [100 + i for i in range(8)]
     assert len(said) == 1 and said[0].endswith("s behind --speed 100 (the engine pushes back, or this machine cannot "
-                                               "read the files that fast): the ticks leave late, in order, none dropped")
+                                               "read the files that fast): the ticks leave late, in order, none "
+                                               "dropped")
     pace = replay.pace()
     assert pace is not None and pace.startswith("--speed 100 was not kept: ") and "x reached over the file's clock, " \
         "behind it for " in pace, pace

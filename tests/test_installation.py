@@ -146,7 +146,8 @@ def test_a_missing_example_path_outside_the_clone_names_the_packaged_example(tmp
     site = installed_copy(tmp_path)
     (tmp_path / "ticks.csv").write_text("ts,symbol,price,size\n1,A,1.0,1\n")
     result = run_python(["-m", "engine.service.cli", "backtest", "ticks.csv", "--queries",
-                         "queries/examples/tick_model.yaml", "--out", "answers.parquet"], cwd=tmp_path, pythonpath=[site])
+                         "queries/examples/tick_model.yaml", "--out", "answers.parquet"], cwd=tmp_path,
+                         pythonpath=[site])
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.strip() == (
         "flashtick backtest: error: queries file queries/examples/tick_model.yaml does not exist; flashtick ships an "

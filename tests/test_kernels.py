@@ -198,7 +198,8 @@ def test_matmul_path_equals_flash_path(n: int) -> None:
     prefix_k, prefix_v = [cache[0][:, s:e] for s, e in runs], [cache[1][:, s:e] for s, e in runs]
     q = torch.randn(n, hkv * group, d, generator=gen)
     k_new, v_new = torch.randn(2, n, hkv, d, generator=gen)
-    tiled = torch.cat([_attend(q[t0 : t0 + Q_TILE], k_new[: t0 + Q_TILE], v_new[: t0 + Q_TILE], prefix_k, prefix_v, 0.25)
+    tiled = torch.cat([_attend(q[t0 : t0 + Q_TILE], k_new[: t0 + Q_TILE], v_new[: t0 + Q_TILE], prefix_k, prefix_v,
+                               0.25)
                        for t0 in range(0, n, Q_TILE)])
     torch.testing.assert_close(tiled, _attend_flash(q, k_new, v_new, prefix_k, prefix_v, 0.25), **FP32_TOL)
 

@@ -87,7 +87,8 @@ def test_semicolon_csv_with_bom_crlf_quotes_blank_lines_and_loose_header(tmp_pat
         assert (ticks[0].ts, ticks[0].price, ticks[0].stream) == (1_717_236_000_000 * 10**6, 67000.25, "BTC-USD")
     (tmp_path / "ticks.tsv").write_text("time\tprice\tsize\n1717236000.5\t10.5\t1\n1717236001.25\t10.75\t2\n")
     ticks = drain(FileReplay(tmp_path / "ticks.tsv"))
-    assert [(t.stream, t.ts) for t in ticks] == [("ticks", 1_717_236_000_500_000_000), ("ticks", 1_717_236_001_250_000_000)]
+    assert [(t.stream, t.ts) for t in ticks] == [("ticks", 1_717_236_000_500_000_000), ("ticks",
+                                                                                        1_717_236_001_250_000_000)]
 
 
 def test_futures_ns_integers_with_databento_sides_gzipped(tmp_path: Path) -> None:

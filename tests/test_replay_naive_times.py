@@ -83,7 +83,8 @@ def krx_stamps(path: Path) -> Path:
 
 @pytest.mark.parametrize("name, hint", [("005930.KS.csv", "e.g. --tz Asia/Seoul (the zone of 005930.KS's exchange)"),
                                         ("samsung_ticks.csv", "e.g. --tz America/New_York"),
-                                        ("DAT_ASCII_EURUSD_T_202606.csv", "--tz Etc/GMT+5 (HistData's files are in EST")])
+                                        ("DAT_ASCII_EURUSD_T_202606.csv", "--tz Etc/GMT+5 (HistData's files are in "
+                                                                          "EST")])
 def test_the_histdata_hint_is_for_files_named_as_histdatas_only(tmp_path: Path, name: str, hint: str) -> None:
     """review260 #3: `20260601 090007300` stamps got the HistData hint (--tz Etc/GMT+5, US EST) by their format alone,
     in a Korean `005930.KS.csv`; docs/replay.md tells HistData's files by their names. Others get the general hint,

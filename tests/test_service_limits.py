@@ -801,7 +801,8 @@ def test_context_rolls_are_not_kv_thrash(checkpoint, monkeypatch) -> None:
             wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 3000)
             stats = control.call("stats")["stats"]
     assert stats["scheduler"]["rolls"] > 0 and stats["scheduler"]["evictions"] == 0
-    assert stats["runner"]["tokens_rebuilt"] > stats["runner"]["tokens_advanced"]  # what the first version took for thrash
+    # what the first version took for thrash
+    assert stats["runner"]["tokens_rebuilt"] > stats["runner"]["tokens_advanced"]
     assert seen == {False}
 
 
@@ -961,7 +962,8 @@ def test_a_message_that_arrives_while_shedding_is_refused_whole_one_rejection_pe
     got = pipeline.ingest_message(encode(later))
     streams = sorted({t.stream for t in later})
     assert sorted((r["stream"], r["count"]) for r in got) == [(s, sum(t.stream == s for t in later)) for s in streams]
-    assert all(r["reason"] == "overloaded" and r["index"] == next(i for i, t in enumerate(later) if t.stream == r["stream"])
+    assert all(r["reason"] == "overloaded" and r["index"] == next(i for i, t in enumerate(later)
+                                                                  if t.stream == r["stream"])
                for r in got)
     assert pipeline.stats()["rejected"] == {"overloaded": 1 + 18} and pipeline.ticks_in == 11
     assert [r["reason"] for r in pipeline.ingest_message(b"\xc1")] == ["bad_msgpack"]  # not decoded: said so

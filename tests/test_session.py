@@ -35,7 +35,8 @@ def test_probes_leave_no_trace() -> None:
     assert torch.equal(probed_engine.runner.kv.tensor, kv_before)
     assert (list(probed.tokens), list(probed.blocks), probed.num_cached, probed.version) == state_before
     assert probed_engine.blocks.pool.refcount == refcounts_before
-    assert torch.equal(probed_engine.advance(probed, more, logits="all"), clean_engine.advance(clean, more, logits="all"))
+    assert torch.equal(probed_engine.advance(probed, more, logits="all"), clean_engine.advance(clean, more,
+                                                                                               logits="all"))
 
 
 def test_sixteen_sessions_in_one_batch_equal_one_at_a_time() -> None:

@@ -466,7 +466,8 @@ def test_a_killed_shard_is_restarted_and_rebuilt_with_no_tick_lost(checkpoint, t
     # the other shard went on (answered after the kill; whether before the victim's restore began is a race: a
     # restore can start within milliseconds of the kill, before the other shard's next answer)
     assert any(a["answer_ts"] > killed_ns for a in others)
-    back = min(a["answer_ts"] for _, a in got if a["stream"] in victim_streams and a["answer_ts"] > restore["started_ns"])
+    back = min(a["answer_ts"] for _, a in got if a["stream"] in victim_streams
+               and a["answer_ts"] > restore["started_ns"])
     print(f"\nthe killed shard's streams answered again {(back - killed_ns) / 1e9:.2f} s after ray.kill "
           f"(its restore: {restore['items']} logged items, {restore['s']:.3f} s)")
 
@@ -684,7 +685,8 @@ def shard_sessions(pipeline: ShardedPipeline) -> dict[str, tuple[int, int]]:
     held = {}
     for link in pipeline.links:
         held.update(ray.get(link.handle.__ray_call__.remote(
-            lambda shard: {name: (s.ticks, len(s.session.tokens)) for name, s in shard.engine.scheduler.streams.items()})))
+            lambda shard: {name: (s.ticks, len(s.session.tokens))
+                           for name, s in shard.engine.scheduler.streams.items()})))
     return held
 
 

@@ -33,9 +33,11 @@ def write_shared_layout(data_dir: Path, n: int = 1600) -> None:
                       "trade_ts_ms": [t.ts // 10**6 for t in trades], "trade_id": list(range(len(trades))),
                       "price": [t.price for t in trades], "qty": [t.size for t in trades],
                       "aggressor_side": [t.side for t in trades],
-                      "is_buyer_maker": [int(t.side == "sell") for t in trades]}).write_csv(data_dir / folder / "trades.csv")
+                      "is_buyer_maker": [int(t.side == "sell")
+                                         for t in trades]}).write_csv(data_dir / folder / "trades.csv")
         quotes = [t for t in ticks if not t.is_trade]
-        pl.DataFrame({"local_ts_ns": [t.ts for t in quotes], "event_ts_ms": pl.Series([None] * len(quotes), dtype=pl.Int64),
+        pl.DataFrame({"local_ts_ns": [t.ts for t in quotes], "event_ts_ms": pl.Series([None] * len(quotes),
+                                                                                      dtype=pl.Int64),
                       "update_id": list(range(len(quotes))), "bid_px": [t.bid for t in quotes],
                       "bid_qty": [t.bid_size for t in quotes], "ask_px": [t.ask for t in quotes],
                       "ask_qty": [t.ask_size for t in quotes]}).write_parquet(data_dir / folder / "bbo.parquet")
@@ -54,7 +56,8 @@ def expected_bar(questions: dict, predictor: str = "model") -> dict:
             "accuracy_ge_majority_all": all(m(q, "accuracy") >= sc[q]["majority"]["accuracy"] for q in sc),
             "direction_acc_ge_logistic": {q: m(q, "accuracy") >= sc[q]["logistic"]["accuracy"]
                                           for q in ("direction_5", "direction_20")},
-            "brier_lt_logistic": {q: m(q, "brier") < sc[q]["logistic"]["brier"] for q in ("direction_5", "direction_20")}}
+            "brier_lt_logistic": {q: m(q, "brier") < sc[q]["logistic"]["brier"] for q in ("direction_5",
+                                                                                          "direction_20")}}
 
 
 def test_report_scores_every_row_on_the_same_ticks_and_reuses_its_models(tmp_path: Path) -> None:
@@ -93,13 +96,15 @@ def test_report_scores_every_row_on_the_same_ticks_and_reuses_its_models(tmp_pat
         else:
             assert zero["model_dir"] == str(s.models_dir / f"loo_{name}")
             assert name not in zero["how_trained"]["trained_on"] and name not in zero["calibration_source"]
-            assert zero["how_trained"]["steps"] == 2 and "--calibrate-only" in zero["how_trained"]["calibration_command"]
+            how = zero["how_trained"]
+            assert how["steps"] == 2 and "--calibrate-only" in how["calibration_command"]
 
     weights = s.models_dir / "loo_BTCUSDT" / "model.safetensors"
     before = weights.stat().st_mtime_ns
     again = report(s, ("BTCUSDT",), log=lambda _: None)
     assert weights.stat().st_mtime_ns == before  # reused, not retrained
-    assert again["instruments"]["BTCUSDT"]["zero_shot"]["questions"] == result["instruments"]["BTCUSDT"]["zero_shot"]["questions"]
+    assert again["instruments"]["BTCUSDT"]["zero_shot"]["questions"] == \
+        result["instruments"]["BTCUSDT"]["zero_shot"]["questions"]
 
 
 def test_the_zero_shot_caveat_says_what_this_run_measured_not_a_fixed_budget() -> None:

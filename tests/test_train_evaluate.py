@@ -353,7 +353,8 @@ def test_evaluate_equals_hand_computation_on_a_fixture(tmp_path: Path) -> None:
                 probs.append(torch.softmax(logits[list(q.answers.values())], -1).numpy())
         probs = np.array(probs, dtype=np.float64)
         hand = {"accuracy": float(np.mean(probs.argmax(1) == y)),
-                "brier": float(np.mean([sum((probs[k, c] - (c == y[k])) ** 2 for c in range(3)) for k in range(len(y))]))}
+                "brier": float(np.mean([sum((probs[k, c] - (c == y[k])) ** 2 for c in range(3))
+                                        for k in range(len(y))]))}
         r = result[q.name]
         assert r["n"] == len(y)
         assert r["scores"]["model"] == pytest.approx(hand, abs=1e-5)

@@ -223,7 +223,8 @@ def test_lobster_messages_with_named_columns_read_as_the_preset_reads_them(tmp_p
     assert "keep type in 4|5" in replay.notes[0] and "price_scale=10000" in replay.notes[0]
     # in dollars, stamped in UTC, capitalised names, as a CSV with a header
     converted = table.with_columns((pl.col("price") / 10_000).round(4),
-                                   (pl.lit(LOBSTER_OPEN - 34200 * 10**9) + (pl.col("time") * 1e9).round().cast(pl.Int64))
+                                   (pl.lit(LOBSTER_OPEN - 34200 * 10**9)
+                                    + (pl.col("time") * 1e9).round().cast(pl.Int64))
                                    .cast(pl.Datetime("ns")).alias("time")).rename(str.capitalize)
     converted.write_csv(tmp_path / "aapl.csv")
     assert drain(FileReplay(tmp_path / "aapl.csv")) == [

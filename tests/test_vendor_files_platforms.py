@@ -202,7 +202,8 @@ def test_deribit_direction_coinapi_estimated_and_bitfinex_signed_sides(tmp_path:
     (tmp_path / "deribit.csv").write_text(
         "trade_seq,trade_id,timestamp,tick_direction,price,mark_price,iv,instrument_name,index_price,direction,amount\n"
         "1,ETH-1,1704153600000,0,0.0455,0.0452,55.1,BTC-29MAR24-60000-C,42000.5,sell,1.0\n")
-    assert [(t.stream, t.side) for t in drain(FileReplay(tmp_path / "deribit.csv"))] == [("BTC-29MAR24-60000-C", "sell")]
+    assert [(t.stream, t.side) for t in drain(FileReplay(tmp_path / "deribit.csv"))] == [("BTC-29MAR24-60000-C",
+                                                                                          "sell")]
     (tmp_path / "COINBASE_SPOT_ETH_USD_20240102.csv").write_text(
         "time_exchange;time_coinapi;guid;price;base_amount;taker_side\n"
         "2024-01-02T00:00:00.1Z;2024-01-02T00:00:00.2Z;a;2352.1;0.5;SELL_ESTIMATED\n"
@@ -280,7 +281,8 @@ def test_an_event_column_keeps_the_trades_and_a_contract_month_splits_the_stream
 
 
 def test_fx_ecn_quotes_with_their_deals_read_as_quotes_and_trades(tmp_path: Path) -> None:
-    (tmp_path / "ebs.csv").write_text("DateTime,CurrencyPair,BidPrice,BidSize,OfferPrice,OfferSize,Deal,DealSize,DealSide\n"
+    (tmp_path / "ebs.csv").write_text("DateTime,CurrencyPair,BidPrice,BidSize,OfferPrice,OfferSize,Deal,DealSize,"
+                                      "DealSide\n"
                                       "2024-03-08T07:00:01.441000Z,EUR/USD,1.09443,2,1.09448,5,1.09448,1,B\n"
                                       "2024-03-08T07:00:02.000000Z,EUR/USD,1.09444,3,1.09449,4,,,\n")
     t0 = ns("2024-03-08T07:00:01.441+00:00")

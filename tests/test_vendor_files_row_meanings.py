@@ -28,7 +28,8 @@ def vod_rows(path: Path, *rows: str) -> Path:
 
 def test_lseg_corrections_and_status_rows_are_left_out_and_counted(tmp_path: Path) -> None:
     path = vod_rows(tmp_path / "lseg.csv", "08:00:00.000000000Z,+0,Market Condition,,,,,,",
-                    "08:30:00.100000000Z,+0,Trade,97.52,900,,,,", "08:30:00.200000000Z,+0,Quote,,,97.53,5000,97.55,7000",
+                    "08:30:00.100000000Z,+0,Trade,97.52,900,,,,",
+                    "08:30:00.200000000Z,+0,Quote,,,97.53,5000,97.55,7000",
                     "08:32:28.400000000Z,+0,Correction,976.40,250000,,,,", "08:32:29.000000000Z,+0,Trade,97.54,100,,,,")
     replay = FileReplay(path)
     ticks = drain(replay)
@@ -165,7 +166,8 @@ def _streams(replay: FileReplay) -> list[str]:
 
 def test_spreadsheet_serial_dates_and_kdb_timestamps(tmp_path: Path) -> None:
     # Bloomberg's BDH export to Excel: `Dates` as serial days since 1899-12-30 (as epoch seconds: 1970-01-01)
-    (tmp_path / "bbg.csv").write_text("Dates,LAST_PRICE,VOLUME\n45293.39583333,185.64,1947\n45293.39652778,185.65,4960\n")
+    (tmp_path / "bbg.csv").write_text("Dates,LAST_PRICE,VOLUME\n45293.39583333,185.64,1947\n"
+                                      "45293.39652778,185.65,4960\n")
     replay = FileReplay(tmp_path / "bbg.csv")
     assert [t.ts for t in drain(replay)] == [ns("2024-01-02T09:30:00+00:00"), ns("2024-01-02T09:31:00+00:00")]
     assert any("read as spreadsheet serial dates" in note for note in replay.notes)

@@ -158,7 +158,8 @@ def test_coinbase_and_kraken_trade_exports(tmp_path: Path) -> None:
     assert bitstamp[:2] == [Tick("BTCUSD", T0 * 10**9, "trade", price=42290.0, size=0.0123, side="buy"),
                             Tick("BTCUSD", (T0 + 1) * 10**9, "trade", price=42291.0, size=0.0133, side="sell")]
     headed = drain(FileReplay(tmp_path / "kraken_XBTUSD.csv"))
-    assert [t.side for t in headed[:2]] == ["buy", "sell"] and headed[1].price == 42290.2 and headed[1].stream == "XBTUSD"
+    assert [t.side for t in headed[:2]] == ["buy",
+                                            "sell"] and headed[1].price == 42290.2 and headed[1].stream == "XBTUSD"
 
 
 def test_histdata_and_truefx_fx_ticks(tmp_path: Path, capsys) -> None:
@@ -222,7 +223,8 @@ def test_lobster_messages_without_the_preset_are_refused_with_it_named(tmp_path:
     with pytest.raises(ValueError, match=r"first line is data, not a header \(34200\.004241176,1,16113575,18,5853300,1"
                                          r"\): it looks like a LOBSTER message file .*--preset lobster-messages"):
         FileReplay(path)  # the preset is tested in test_vendor_files_maker_sides.py
-    with pytest.raises(ValueError, match=r"needs \['time', 'price', 'size'\].*first line is data, not a header: give its columns"):
+    with pytest.raises(ValueError, match=r"needs \['time', 'price', 'size'\].*first line is data, not a header: give "
+                                         r"its columns"):
         FileReplay(path, columns={"ts": "time", "price": "price", "size": "size"})
     # a map by hand without the preset's keep filter: prices are dollars x 10000; every message reads as a trade
     replay = FileReplay(path, columns={"names": ("time", "type", "order_id", "size", "price", "direction"),

@@ -544,7 +544,8 @@ def test_when_behind_shed_refuses_ticks_as_overloaded_and_max_streams_as_stream_
     try:
         feed.send(msgpack.packb([trade("SHED", T0 + i) for i in range(5)]))  # the first tick puts it behind
         got = [p for _, p in rejects.until(lambda g: len(g) >= 4)]
-        assert [(p["index"], p["reason"], p["stream"]) for p in got] == [(i, "overloaded", "SHED") for i in (1, 2, 3, 4)]
+        assert [(p["index"], p["reason"], p["stream"]) for p in got] == [(i, "overloaded", "SHED") for i in (1, 2, 3,
+                                                                                                             4)]
         st = wait_stats(ctl, lambda st: st["pending_tokens"] == 0)
         assert st["ticks_in"] == 1 and st["rejected"] == {"overloaded": 4}
         feed.send(msgpack.packb(trade("SHED", T0 + 9)))  # caught up: accepted again

@@ -159,7 +159,8 @@ class AnswerParts:
         try:
             manifest = json.loads(read_text(manifest_path))
         except (OSError, ValueError) as e:
-            raise ValueError(f"{manifest_path}: unreadable checkpoint ({e}); delete {directory} to start over") from None
+            raise ValueError(f"{manifest_path}: unreadable checkpoint ({e}); delete {directory} to start "
+                             f"over") from None
         if (damage := manifest_damage(manifest)) is not None:  # (before its key, which a damaged file may lack)
             raise ValueError(f"{manifest_path} is damaged: {damage}, so its checkpoint cannot be resumed; remove "
                              f"{directory} and run the command again to start over (a run without --resume refuses "

@@ -17,7 +17,8 @@ _ROLLS = "where sessions roll and how much context an answer sees (the logged ti
 # dotted config key -> what answers computed under another value differ by (the end of the restart's note)
 ANSWER_SETTINGS: dict[str, str] = {
     "answers.adapt": "the adaptation: whether the published probs mix in each stream's realised class frequencies",
-    "answers.session_gap_s": "the realised labels the adaptation learns from (a horizon across a longer pause has none)",
+    "answers.session_gap_s": "the realised labels the adaptation learns from (a horizon across a longer pause has "
+                             "none)",
     "scheduler.window": _ROLLS,
     "scheduler.keep_fraction": _ROLLS,
     "scheduler.sink_tokens": _ROLLS,

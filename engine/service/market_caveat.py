@@ -70,6 +70,7 @@ def stream_caveat(streams: list[str]) -> dict[str, str] | None:
     said = "; ".join(f"{stream} is {kind}" for stream, kind in named[:3]) + \
         (f"; and {len(named) - 3} more" if len(named) > 3 else "")
     return {"kind": SPOT_TRAINED_MODEL, "text": (
-        f"by {'its name' if len(named) == 1 else 'their names'}, {said}: this model was trained on spot markets only (its card, {MODEL_CARD}): funding, "
+        f"by {'its name' if len(named) == 1 else 'their names'}, {said}: this model was trained on spot markets only "
+        f"(its card, {MODEL_CARD}): funding, "
         f"basis, expiry and an option's premium are nothing it learnt, so its answers there are out of its "
         f"training's distribution (docs/model.md)")}

@@ -258,7 +258,8 @@ class _Spill:
 
     def _spilled(self) -> pl.LazyFrame:
         """Every spilled tick, in order, with ``_kept``: not logged before its stream's last forget."""
-        ticks = pl.concat([pl.scan_parquet(rust_path(p)) for p in self.paths]) if self.paths else pl.LazyFrame(schema=SPILLED)
+        ticks = pl.concat([pl.scan_parquet(rust_path(p)) for p in self.paths]) if self.paths else \
+            pl.LazyFrame(schema=SPILLED)
         forget_record = pl.col("stream").replace_strict(self.forgotten_at, default=-1, return_dtype=pl.Int64)
         return ticks.with_columns((pl.col(RECORD) > forget_record).alias("_kept"))
 

@@ -77,16 +77,19 @@ def write_training_md(cfg: TrainConfig, stats: dict, out_dir: Path, command: str
 
 - Command: `{command}` (from the repository root)
 - Seed: {cfg.seed}; deterministic for a given seed, step count and thread count ({cfg.threads} torch threads)
-- Hardware: {platform.processor() or platform.machine()}, {cfg.threads} CPU threads (a 2-core shared machine, niced), no GPU
+- Hardware: {platform.processor() or platform.machine()}, {cfg.threads} CPU threads (a 2-core shared machine,
+  niced), no GPU
 - torch {torch.__version__}; wall time {stats['total_seconds']} s total, {stats['train_seconds']} s of optimisation
-- Model: Llama ({cfg.layers} layers, hidden {cfg.hidden}, {cfg.heads} heads, {cfg.kv_heads} KV heads, MLP {cfg.intermediate},
-  max positions {cfg.max_positions}), {stats['params'] / 1e6:.2f}M parameters, fp32 safetensors
-- Steps: {stats['steps_done']} x batch {cfg.batch} windows of {cfg.window_ticks} ticks ({cfg.window_ticks * TOKENS_PER_TICK} tokens)
-  + {cfg.questions_per_window} question probes per window; AdamW lr {cfg.lr}, warmup {cfg.warmup}, cosine to 10%
+- Model: Llama ({cfg.layers} layers, hidden {cfg.hidden}, {cfg.heads} heads, {cfg.kv_heads} KV heads,
+  MLP {cfg.intermediate}, max positions {cfg.max_positions}), {stats['params'] / 1e6:.2f}M parameters, fp32 safetensors
+- Steps: {stats['steps_done']} x batch {cfg.batch} windows of {cfg.window_ticks} ticks
+  ({cfg.window_ticks * TOKENS_PER_TICK} tokens) + {cfg.questions_per_window} question probes per window;
+  AdamW lr {cfg.lr}, warmup {cfg.warmup}, cosine to 10%
 - Codec: BinnedCodec spec version {cfg.codec_version}
 - Data (mix {cfg.mix} synthetic / {' / '.join(cfg.real_sets)}):
 {chr(10).join('  - ' + n for n in stats['data'])}
-- Final losses (mean of the last 20 steps): next-token {stats['final_lm_loss']} nats, answer {stats['final_qa_loss']} nats
+- Final losses (mean of the last 20 steps): next-token {stats['final_lm_loss']} nats,
+  answer {stats['final_qa_loss']} nats
 - Serving contract: a session holds tick tokens only; a question is probed at position n (number of tick
   tokens) and must stay below max positions, so keep at most {cfg.window_ticks} ticks in a session window.
 
@@ -166,12 +169,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-minutes", type=float, default=TrainConfig.max_minutes)
     parser.add_argument("--out", type=Path, default=BUILTIN_MODEL_DIR,
                         help="checkpoint directory (default: the built-in model's, in a source checkout only)")
-    parser.add_argument("--stop-after", type=int, default=None, help="steps to run; the LR schedule still spans --steps")
+    parser.add_argument("--stop-after", type=int, default=None, help="steps to run; the LR schedule still spans "
+                                                                     "--steps")
     parser.add_argument("--log", type=Path, default=None)
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="real market data (binance-btcusdt-spot/, dukascopy-eurusd/); omitted: synthetic only")
     parser.add_argument("--sets", default=",".join(DEFAULT_SETS),
-                        help=f"real data sets to train on, comma-separated, of {','.join(LOADERS)} (default %(default)s)")
+                        help=f"real data sets to train on, comma-separated, of {','.join(LOADERS)} (default "
+                             f"%(default)s)")
     parser.add_argument("--mix", default=None, help="sampling weights: synthetic, then one per --sets entry, "
                         "comma-separated (default 0.5,0.2,0.3 for the default sets, else equal)")
     parser.add_argument("--wide-synthetic", action="store_true",
