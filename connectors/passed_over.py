@@ -13,31 +13,49 @@ them is held.
 
 from __future__ import annotations
 
-MAX_UNHELD_STREAMS = 100_000  # streams with no accepted tick yet tracked here: a flood of refused names stays bounded
+from collections import OrderedDict
+
+# streams with no accepted tick tracked here, the most recent kept: a flood of refused names (1M distinct ones) costs
+# this many entries (~200 bytes each), not one per name; a stream whose refused tick is followed by its accepted one
+# soon after (the case the count is for: a resuming feed) is among the most recent, unless a flood of this many other
+# new names came between the two
+MAX_UNHELD_STREAMS = 16_384
 
 
 class PassedOver:
     def __init__(self) -> None:
-        self._runs: dict[str, tuple[int, int]] = {}  # stream -> (ts, ticks stamped ts taken and not accepted)
+        # stream -> (ts, ticks stamped ts taken and not accepted): streams held (an accepted tick, live or before an
+        # expiry), bounded by the streams held; and the others, the most recent last, bounded by MAX_UNHELD_STREAMS
+        self._runs: dict[str, tuple[int, int]] = {}
+        self._unheld: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        self.forgotten = 0  # unheld streams' runs dropped for newer ones (their ticks still counted where refused)
 
     def note(self, stream: str, ts: int, ticks: int, last_ts: int | None, held: bool) -> None:
         """``ticks`` of ``stream`` stamped ``ts`` were refused or conflated; ``last_ts``: its last accepted tick's
         (older ones never count: a feed never sends them again), ``held``: whether the stream has any."""
         if last_ts is not None and ts < last_ts:
             return
-        run = self._runs.get(stream)
+        run = self._runs.pop(stream, None) or self._unheld.pop(stream, None)
         if run is not None and run[0] == ts:
-            self._runs[stream] = (ts, run[1] + ticks)
-        elif run is not None or held or len(self._runs) < MAX_UNHELD_STREAMS:
-            self._runs[stream] = (ts, ticks)  # a new ts: the earlier run is before the next accepted tick's ts
+            run = (ts, run[1] + ticks)
+        else:
+            run = (ts, ticks)  # a new ts: the earlier run is before the next accepted tick's ts
+        if held:
+            self._runs[stream] = run
+            return
+        self._unheld[stream] = run  # (popped above: now the most recent)
+        if len(self._unheld) > MAX_UNHELD_STREAMS:
+            self._unheld.popitem(last=False)
+            self.forgotten += 1
 
     def before(self, stream: str, ts: int) -> int:
         """How many ticks of ``stream`` stamped ``ts`` were passed over since its last accepted one."""
-        run = self._runs.get(stream)
+        run = self._runs.get(stream) or self._unheld.get(stream)
         return run[1] if run is not None and run[0] == ts else 0
 
     def accepted(self, stream: str) -> None:
         self._runs.pop(stream, None)
+        self._unheld.pop(stream, None)
 
     def __len__(self) -> int:
-        return len(self._runs)
+        return len(self._runs) + len(self._unheld)

@@ -11,9 +11,11 @@ import msgpack
 import zmq
 
 from conftest import serving, tiny_tick_checkpoint
+from connectors.passed_over import MAX_UNHELD_STREAMS
 from engine.service.client import AnswerSubscriber, ControlClient
 from engine.service.config import ServiceConfig
 from engine.service.new_stream_budget import NewStreamBudget
+from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT
 from engine.service.server import REJECTS_TOPIC
 
 TS = 1_723_161_254_087_896_568
@@ -93,3 +95,34 @@ def test_the_per_second_budget_refills_at_its_rate() -> None:
     budget.message_started()
     assert sum(budget.refusal(f"U{i}") is None for i in range(30)) == 10
     assert budget.refused_streams == 2 + 3 + 20
+
+
+def test_a_flood_of_refused_names_keeps_a_bounded_memory_of_the_most_recent(tmp_path) -> None:
+    """Every refused tick of a stream with no accepted one was remembered (the count a resuming feed's `at_last_ts`
+    needs, connectors/passed_over.py) for the first 100,000 names: ~22 MB for a flood of 200k names, and none for a
+    later name. Now the most recent MAX_UNHELD_STREAMS are: a recent name's refused tick is still counted when its
+    tick at the same ts is accepted, the oldest is forgotten (counted as such), and the `streams` op still says why a
+    recent name was refused (MAX_REFUSED_STREAMS_KEPT, the most recent too) while counting those that fell out."""
+    flood = MAX_UNHELD_STREAMS + 2_000
+    with serving(config(tmp_path, {"max_new_streams_per_message": 10**6, "max_new_streams_per_s": 1e9})) as server, \
+            push(server) as feed:
+        sent = 0
+        for first in range(0, flood, 5_000):  # a zero price: refused (nonpositive_price), never held
+            feed.send(msgpack.packb([{"stream": f"BAD{i}", "ts": TS + i, "price": 0.0, "size": 1.0}
+                                     for i in range(first, min(first + 5_000, flood))]))
+            sent += 1
+        after = until_read(server, sent)
+        assert after["rejected"].get("nonpositive_price") == flood and after["ticks_in"] == 0
+        passed_over = server.pipeline.encoders.passed_over
+        assert len(passed_over) == MAX_UNHELD_STREAMS and passed_over.forgotten == flood - MAX_UNHELD_STREAMS
+        oldest, recent = "BAD0", f"BAD{flood - 1}"
+        feed.send(msgpack.packb([trade(oldest, TS), trade(recent, TS + flood - 1)]))  # their ts again, good now
+        assert until_read(server, sent + 1)["ticks_in"] == 2
+        with ControlClient(server.endpoints["control"]) as control:
+            placed = control.call("streams", streams=[oldest, recent])["streams"]
+            assert placed[recent]["at_last_ts"] == 2  # the refused tick stamped the same ts, and the accepted one
+            assert placed[oldest]["at_last_ts"] == 1  # forgotten: a feed resuming there may send its tick again
+            refused = control.call("streams", streams=[f"BAD{flood - 2}", "BAD1"])
+            listing = control.call("streams")
+        assert "nonpositive_price" in str(refused["refused"][f"BAD{flood - 2}"]) and "BAD1" not in refused["refused"]
+        assert listing["refused_more"] == flood - MAX_REFUSED_STREAMS_KEPT
