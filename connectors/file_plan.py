@@ -1,5 +1,6 @@
 """One tabular file's plan (Parquet, CSV, JSON-lines): `FilePlan`, the file's normalised lazy query and how each
-of its rows becomes a wire map (a trade, a quote, both, or a reject said by its row). The lazy scans that read a
+of its rows becomes a wire map (a trade, a quote, both, or a reject said by its row; the shaping of a row's maps and
+rejects is in connectors/row_wires.py). The lazy scans that read a
 file (`scan_file`, `first_text`, `distinct_text`) and the kinds of tick file are in connectors/file_scans.py.
 Plans are made by connectors/planning.py and replayed by connectors/replay.py."""
 
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping
 
 import polars as pl
 
@@ -15,7 +16,6 @@ from connectors import json_lines
 from connectors.closed_days import CLOSED_DAY, closed_day
 from connectors.column_map import ColumnMap
 from connectors.csv_record_lines import record_line
-from connectors.column_names import QUOTE_MARKS, TRADE_MARKS
 from connectors.csv_dialect import Dialect
 from connectors.epoch_counts import scaled_ts
 from connectors.file_scans import is_csv, scan_file
@@ -24,8 +24,10 @@ from connectors.iqfeed_ticks import END_MESSAGE
 from connectors.json_lines import is_json_lines
 from connectors.keep_filter import keep_check
 from connectors.level_book import TARDIS_L2, LevelBookReducer
-from connectors.map_vocabulary import PRICE_FIELDS, QUOTE_FIELDS, TRADE_FIELDS
+from connectors.map_vocabulary import PRICE_FIELDS, QUOTE_FIELDS
 from connectors.price_offsets import offset_of
+from connectors.row_wires import (NO_TRADE, empty_side_reject, marked_lacking, offsets_by_stream,
+                                  quote_without_its_trade, stream_of, trade_and_quote)
 from connectors.side_maps import side_lookup
 from connectors.shifted_prices import shifted
 from connectors.ticks import QUOTE, TRADE, InvalidTick, one_sided_quote
@@ -197,7 +199,7 @@ class FilePlan:
         offset = cmap.price_offset
         # per stream: each row's own, looked up by its stream (a column's, at `stream_at`, or the fixed name)
         per_stream = offset if isinstance(offset, dict) else None
-        offset_by_stream = _offsets_by_stream(per_stream)
+        offset_by_stream = offsets_by_stream(per_stream)
         stream_at = self.keys.index("stream") + 1 if "stream" in self.keys else None
         pairs = tuple(enumerate(self.keys, start=1))
         kept = len(self.keys) + 1  # the keep columns follow the keys, then the book's (row_exprs.py's `_book_columns`)
@@ -255,30 +257,30 @@ class FilePlan:
                 if value is not None:
                     out[key] = value
             if marks is not None and "price" not in out and "bid" not in out and "ask" not in out and \
-                    (lacking := _marked_lacking(cmap, marks, row[kept:kept_end], out)) is not None:
+                    (lacking := marked_lacking(cmap, marks, row[kept:kept_end], out)) is not None:
                 return lacking
             no_side = one_sided_quote(out, zero_bid_is_price) if quotes and row_offset is None else None
             if no_side is None and empty_side and not unread and ("bid" in out) != ("ask" in out):
-                no_side = _empty_side(out)
+                no_side = empty_side_reject(out)
             if no_side is not None:  # the stream named, so that a stream the selection leaves out is filtered_out
-                no_side = InvalidTick(no_side.reason, no_side.message, _stream(out))
+                no_side = InvalidTick(no_side.reason, no_side.message, stream_of(out))
                 return no_side if not split or "price" not in out else \
                     (no_side, {k: v for k, v in out.items() if k not in QUOTE_FIELDS})
             if bar_price is not None and row[bar_price] == 0 and out.get("size") == 0:
                 no_trade = InvalidTick("filtered_out", f"{NO_TRADE} ({cmap.price} 0, {cmap.size} 0): a bar "
                                                        f"without trades, which has no price to replay")
-                return (_trade_and_quote(out)[0], no_trade) if split and ("bid" in out or "ask" in out) \
+                return (trade_and_quote(out)[0], no_trade) if split and ("bid" in out or "ask" in out) \
                     else no_trade
             if self_bars and closed_day(out):  # Yahoo's holiday row (connectors/closed_days.py)
                 return InvalidTick("filtered_out", CLOSED_DAY, named)
             if signed and isinstance(size := out.get("size"), (int, float)) and "price" in out:
                 out["size"], out["side"] = abs(size), "sell" if size < 0 else "buy" if size > 0 else None
             if split and "price" in out and ("bid" in out or "ask" in out):
-                return _trade_and_quote(out)
+                return trade_and_quote(out)
             # (either side: a bid that did not read beside an ask that did is a quote missing its bid, named)
             if split and ("bid" in out or "ask" in out) and \
                     (traded := next((k for k in ("size", "side") if k in out), None)):
-                return _quote_without_its_trade(out, traded)
+                return quote_without_its_trade(out, traded)
             return out
 
         if self.book == TARDIS_L2:  # (the raw side and snapshot flag follow the keep columns)
@@ -331,71 +333,6 @@ class FilePlan:
                                   order, None if empty else quote, undefined=undefined)
 
         return reduce
-
-
-def _offsets_by_stream(per_stream: Mapping[str, float] | None) -> Callable[[Any], float | None]:
-    """A stream's price offset (by its name or a glob of the map's), looked up once per stream."""
-    offsets_found: dict[Any, float | None] = {}  # stream -> its offset (by name or glob), looked up once
-
-    def offset_by_stream(name: Any) -> float | None:
-        if name not in offsets_found:
-            offsets_found[name] = offset_of(per_stream, name) or None
-        return offsets_found[name]
-    return offset_by_stream
-
-
-def _marked_lacking(cmap: ColumnMap, marks: Sequence[str], cells: Sequence[Any],
-                    out: dict[str, Any]) -> InvalidTick | None:
-    """A row without price, bid or ask whose kind column (LSEG's Type) marks it a trade or a quote: what it lacks
-    is said; None when no column marks it."""
-    for column, mark in zip(marks, cells):  # the row says its kind: what it lacks is said
-        if (kind_of := _marked_kind(mark)) is not None:
-            lacks = f"no price (column {cmap.price!r})" if kind_of == TRADE else \
-                f"neither bid nor ask (columns {cmap.bid!r}, {cmap.ask!r})"
-            return InvalidTick("missing_field", f"column {column!r} marks the row {mark} but it has "
-                                                f"{lacks}", _stream(out))
-    return None
-
-
-def _stream(wire: dict[str, Any]) -> str | None:
-    """A row's stream, for a reject made before validation (None: it has none, or not as text)."""
-    stream = wire.get("stream")
-    return stream if isinstance(stream, str) else None
-
-
-def _empty_side(wire: dict[str, Any]) -> InvalidTick:
-    """A quote row whose bid or ask cell is empty: no bid (or no offer), a one-sided quote, as a 0 side is
-    (connectors/ticks.py one_sided_quote); never the previous quote's side, which may no longer exist."""
-    side, other = ("bid", "ask") if "bid" not in wire else ("ask", "bid")
-    return InvalidTick("missing_field", f"{side} is empty beside {other} {wire[other]}: a one-sided quote (no {side}), "
-                                        f"which the engine does not take (a quote has both sides)")
-
-
-def _marked_kind(mark: Any) -> str | None:
-    """The kind a kind column's value names (LSEG's Type: Trade, Quote), else None."""
-    text = str(mark).strip().lower() if mark is not None else ""
-    return TRADE if text in TRADE_MARKS else QUOTE if text in QUOTE_MARKS else None
-
-
-def _quote_without_its_trade(row: dict[str, Any], traded: str) -> tuple[dict[str, Any], InvalidTick]:
-    """A row holding a quote and a trade whose price is empty or not a number: its quote replays, its trade is
-    rejected as missing_field on the price, as a row with a 0 bid keeps its trade (never a quote refused for a
-    trade field it holds)."""
-    quote, _ = _trade_and_quote(row)
-    return quote, InvalidTick("missing_field", f"price is missing beside {traded} {row[traded]}: the row's trade "
-                                               f"is not read (its quote is)", _stream(row))
-
-
-def _trade_and_quote(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A row holding a trade and a quote (a trade printed with the book's best bid and offer, Coinbase Advanced
-    Trade's, TAQ joined with the NBBO): two ticks at its time, the quote first (the book the trade met)."""
-    common = {k: row[k] for k in ("ts", "stream") if k in row}
-    quote = {**common, "kind": QUOTE, **{k: row[k] for k in QUOTE_FIELDS if k in row}}
-    trade = {**common, "kind": TRADE, **{k: row[k] for k in TRADE_FIELDS if k in row}}
-    return quote, trade
-
-
-NO_TRADE = "no trade in this interval"  # a bar's filtered_out: not an error, nor a price of 0
 
 
 def source_path(plan: Any) -> Path:

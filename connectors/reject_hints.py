@@ -11,7 +11,8 @@ from typing import Any
 
 from connectors.epoch_counts import fraction_of_unit
 from connectors.utc_offsets import UTC_OFFSET
-from connectors.file_plan import NO_TRADE, FilePlan
+from connectors.file_plan import FilePlan
+from connectors.row_wires import NO_TRADE
 from connectors.file_scans import BYTE_ORDER_MARK, first_text, time_sample
 from connectors.headerless_csv import zone_has_dst
 from connectors.json_lines import DUPLICATE_KEY, NOT_JSON

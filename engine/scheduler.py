@@ -9,7 +9,7 @@ quiet stream is never held back behind busy ones; engine/advance_planning.py), t
 standing queries made due by this batch's advances (engine/probe_placement.py), then spends the token budget left
 on streams stopped at a roll point, rolling them inside the forward (engine/rolls_in_forward.py); it allocates the
 KV for all of it (rebuilds included) through the block manager. ``commit()`` books the forward's results and
-returns the answers the jobs produced.
+returns the answers the jobs produced (engine/forward_commit.py).
 
 When the pool is full the policy decides: ``evict`` drops the least recently active sessions' KV
 (engine/lru_eviction.py; their token logs stay, so they rebuild exactly on next use), ``refuse`` admits a new
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import replace
 
 import torch
 
@@ -32,8 +31,9 @@ from engine.advance_planning import AdvancePlanning
 from engine.backlog_counts import BacklogCounts
 from engine.block_manager import BlockManager
 from engine.context_rolls import Booked, ContextWindow, roll_points
+from engine.forward_commit import ForwardCommit
 from engine.forward_plan import Plan, StepReport
-from engine.jobs import JobOutcome, ProbeJob, QueryPlanner, StreamProgress
+from engine.jobs import ProbeJob, QueryPlanner, StreamProgress
 from engine.lru_eviction import LruEviction
 from engine.probe_placement import ProbePlacement
 from engine.rebuild_planning import RebuildPlanning
@@ -42,7 +42,7 @@ from engine.scheduler_stats import SchedulerStats
 from engine.session import Session
 from engine.session_booking import SessionBooking
 from engine.settings import SchedulerConfig
-from engine.stream import Chunk, Stream, chunk_surprises, logit_rows
+from engine.stream import Chunk, Stream, logit_rows
 
 IDLE_EVERY = 8  # idle work (generate steps) also runs every Nth forward, so constant ingest cannot starve it
 
@@ -88,7 +88,6 @@ class Scheduler:
         self.header_logits: torch.Tensor | None = None  # (vocab,) the header's prediction, once the engine has it
         self._asks: deque[ProbeJob] = deque()
         self._idle: deque[ProbeJob] = deque()
-        self._batch_no = 0
         self._plans = 0
         # the helpers that act for it, one concept each; they share its streams, counters and job queues
         self.eviction = LruEviction(blocks, self.streams, self.stats, self.config.when_full)
@@ -98,6 +97,7 @@ class Scheduler:
         self.placement = ProbePlacement(self.streams, blocks, self.stats, self.backlog, self.eviction,
                                         self._asks, self._idle)
         self.rebuilds = RebuildPlanning(self.streams, blocks, self.booking, self.stats, self.config.max_batch_tokens)
+        self.forward_commit = ForwardCommit(blocks, self.stats, self._asks, self._idle, self.progress)
         self.rolls_in_forward = RollsInForward(self.booking, self.backlog, self.eviction, self.placement, self.stats,
                                                self._asks, self._idle)
 
@@ -324,57 +324,9 @@ class Scheduler:
     # -- after the forward -----------------------------------------------------------------------
 
     def commit(self, plan: Plan, logits: list[torch.Tensor]) -> StepReport:
-        """Book a forward that ran (``logits``: the runner's outputs per item) and finish its jobs."""
-        self.blocks.commit(plan.forward)
-        for retired in plan.retired:  # segments written before a roll inside the forward: read, now dropped
-            self.blocks.evict(retired)
-        self.stats.rebuilt_streams += len(plan.rebuilt)
-        for state in plan.rebuilt:
-            state.rebuilds += 1
-        advanced = self._commit_advances(plan, logits[: len(plan.advances)])
-        by_stream = {p.stream: p for p in advanced}
-        report = StepReport(advanced, list(plan.failed), plan.forward.num_tokens)
-        cursor = len(plan.advances)
-        for job in plan.jobs:
-            outputs = logits[cursor : cursor + len(job.probes)]
-            cursor += len(job.probes)
-            at = job.at or by_stream.get(job.stream) or self.progress(job.stream)
-            result = job.answer_from(outputs, at)
-            follow_up = result.follow_up
-            if follow_up is not None:
-                if follow_up.cut is None and follow_up.stream == job.stream:  # it goes on where its parent was
-                    follow_up.cut, follow_up.at = job.cut, job.at
-                # a follow-up runs before other idle work, so a topic's answers keep the order of their cuts
-                self._idle.appendleft(follow_up) if follow_up.idle else self._asks.append(follow_up)
-            else:
-                self.stats.jobs_done += 1
-                report.outcomes.append(JobOutcome(job, result.answer, at=at))
-        return report
-
-    def _commit_advances(self, plan: Plan, logits: list[torch.Tensor]) -> list[StreamProgress]:
-        self._batch_no += 1
-        self.stats.batches += 1
-        progress: dict[str, StreamProgress] = {}  # per stream, after its last segment
-        for state, chunks, cuts, item, rows in zip(plan.streams, plan.chunks, plan.cuts, plan.advances, logits):
-            if item.session is state.session:  # (a retired segment's chunks were booked when it was retired)
-                offset = len(state.session.tokens) - len(item.tokens)
-                for chunk in chunks:
-                    state.boundaries.append(offset)
-                    offset += len(chunk.tokens)
-            surprises = chunk_surprises(state, chunks, item.logits, rows, [c.chunk for c in cuts] + [len(chunks) - 1])
-            for cut in cuts:  # the jobs of a cut (idle ones included, they run later) see its progress
-                cut.progress = replace(cut.progress, surprise=surprises[cut.chunk])
-                for job in cut.jobs:
-                    job.at = cut.progress
-            state.next_token_logits = rows[-1].clone() if rows.shape[0] else state.next_token_logits
-            state.ticks += sum(c.ticks for c in chunks)
-            state.event_ts = chunks[-1].event_ts
-            state.arrival_ns = chunks[-1].arrival_ns
-            state.last_active = self._batch_no
-            if id(item) in plan.booked_after:  # chunks booked uncomputed after this segment: they are the latest
-                (state.event_ts, state.arrival_ns), state.next_token_logits = plan.booked_after[id(item)], None
-            progress[state.name] = state.progress([], surprises[len(chunks) - 1])
-        return list(progress.values())
+        """Book a forward that ran (``logits``: the runner's outputs per item) and finish its jobs
+        (engine/forward_commit.py)."""
+        return self.forward_commit.commit(plan, logits)
 
     # -- restoring booked streams (a restart replaying its tick log) ----------------------------------
 

@@ -1,0 +1,78 @@
+"""A file row's wire maps, as FilePlan (connectors/file_plan.py) shapes them: a row holding a trade and a quote
+split in two, a quote with an empty side or a trade with an empty price said as what it lacks, a row whose kind
+column marks it a trade or a quote said by that mark, and each stream's price offset looked up once."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+from connectors.column_map import ColumnMap
+from connectors.column_names import QUOTE_MARKS, TRADE_MARKS
+from connectors.map_vocabulary import QUOTE_FIELDS, TRADE_FIELDS
+from connectors.price_offsets import offset_of
+from connectors.ticks import QUOTE, TRADE, InvalidTick
+
+
+def offsets_by_stream(per_stream: Mapping[str, float] | None) -> Callable[[Any], float | None]:
+    """A stream's price offset (by its name or a glob of the map's), looked up once per stream."""
+    offsets_found: dict[Any, float | None] = {}  # stream -> its offset (by name or glob), looked up once
+
+    def offset_by_stream(name: Any) -> float | None:
+        if name not in offsets_found:
+            offsets_found[name] = offset_of(per_stream, name) or None
+        return offsets_found[name]
+    return offset_by_stream
+
+
+def marked_lacking(cmap: ColumnMap, marks: Sequence[str], cells: Sequence[Any],
+                    out: dict[str, Any]) -> InvalidTick | None:
+    """A row without price, bid or ask whose kind column (LSEG's Type) marks it a trade or a quote: what it lacks
+    is said; None when no column marks it."""
+    for column, mark in zip(marks, cells):  # the row says its kind: what it lacks is said
+        if (kind_of := marked_kind(mark)) is not None:
+            lacks = f"no price (column {cmap.price!r})" if kind_of == TRADE else \
+                f"neither bid nor ask (columns {cmap.bid!r}, {cmap.ask!r})"
+            return InvalidTick("missing_field", f"column {column!r} marks the row {mark} but it has "
+                                                f"{lacks}", stream_of(out))
+    return None
+
+
+def stream_of(wire: dict[str, Any]) -> str | None:
+    """A row's stream, for a reject made before validation (None: it has none, or not as text)."""
+    stream = wire.get("stream")
+    return stream if isinstance(stream, str) else None
+
+
+def empty_side_reject(wire: dict[str, Any]) -> InvalidTick:
+    """A quote row whose bid or ask cell is empty: no bid (or no offer), a one-sided quote, as a 0 side is
+    (connectors/ticks.py one_sided_quote); never the previous quote's side, which may no longer exist."""
+    side, other = ("bid", "ask") if "bid" not in wire else ("ask", "bid")
+    return InvalidTick("missing_field", f"{side} is empty beside {other} {wire[other]}: a one-sided quote (no {side}), "
+                                        f"which the engine does not take (a quote has both sides)")
+
+
+def marked_kind(mark: Any) -> str | None:
+    """The kind a kind column's value names (LSEG's Type: Trade, Quote), else None."""
+    text = str(mark).strip().lower() if mark is not None else ""
+    return TRADE if text in TRADE_MARKS else QUOTE if text in QUOTE_MARKS else None
+
+
+def quote_without_its_trade(row: dict[str, Any], traded: str) -> tuple[dict[str, Any], InvalidTick]:
+    """A row holding a quote and a trade whose price is empty or not a number: its quote replays, its trade is
+    rejected as missing_field on the price, as a row with a 0 bid keeps its trade (never a quote refused for a
+    trade field it holds)."""
+    quote, _ = trade_and_quote(row)
+    return quote, InvalidTick("missing_field", f"price is missing beside {traded} {row[traded]}: the row's trade "
+                                               f"is not read (its quote is)", stream_of(row))
+
+
+def trade_and_quote(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A row holding a trade and a quote (a trade printed with the book's best bid and offer, Coinbase Advanced
+    Trade's, TAQ joined with the NBBO): two ticks at its time, the quote first (the book the trade met)."""
+    common = {k: row[k] for k in ("ts", "stream") if k in row}
+    quote = {**common, "kind": QUOTE, **{k: row[k] for k in QUOTE_FIELDS if k in row}}
+    trade = {**common, "kind": TRADE, **{k: row[k] for k in TRADE_FIELDS if k in row}}
+    return quote, trade
+
+
+NO_TRADE = "no trade in this interval"  # a bar's filtered_out: not an error, nor a price of 0
