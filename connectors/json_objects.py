@@ -33,16 +33,44 @@ KRAKEN_REST_TRADE = (*KRAKEN_V1_TRADE, "trade_id")
 KRAKEN_REST_KEYS = {"error", "result"}
 
 
+# bytes of a (decompressed) JSON-lines file split into lines at a time; gzip drops what the read that finds a cut
+# decompressed, so a cut file's last whole line is named to within these bytes
+READ_CHUNK = 1 << 16
+
+
 def read_lines(path: Path) -> list[bytes]:
-    opener = text_opener(path)
+    """A JSON-lines file's lines (a UTF-8 byte-order mark dropped, a last empty line left out), read a chunk at a
+    time: a `.jsonl.gz`'s text is never held whole beside its lines (twice the file's size, at the peak). One cut
+    short is named (connectors/archives.py `truncation_named`) with its last line read whole."""
+    lines: list[bytes] = []
     with truncation_named(path):  # a cut .jsonl.gz: named, and said to be cut short
         try:
-            with opener(path, "rb") as f:
-                data = f.read()
+            with text_opener(path)(path, "rb") as f:
+                _split_into(f, lines)
         except OSError as e:
             raise ValueError(f"{path}: cannot read it: {e}") from None
-    lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+    if lines:
+        lines[0] = lines[0].removeprefix(b"\xef\xbb\xbf")
     return lines[:-1] if lines and not lines[-1].strip() else lines
+
+
+def _split_into(f: Any, lines: list[bytes]) -> None:
+    """Appends `f`'s lines to `lines` (the last one, unended, too: "" after a final newline). A gzip stream that
+    ends early raises EOFError naming the last line read whole, counted from 1 (0: none)."""
+    pending: list[bytes] = []  # the unended line's pieces (a REST dump on one line spans many chunks)
+    try:
+        while chunk := f.read(READ_CHUNK):
+            if b"\n" not in chunk:
+                pending.append(chunk)
+                continue
+            parts = chunk.split(b"\n")
+            pending.append(parts[0])
+            lines.append(b"".join(pending))
+            lines.extend(parts[1:-1])
+            pending = [parts[-1]]
+    except EOFError as e:
+        raise EOFError(f"{e}; its last line read whole is line {len(lines):,}") from None
+    lines.append(b"".join(pending))
 
 
 def pretty_documents(lines: list[bytes]) -> list[bytes] | None:

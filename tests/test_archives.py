@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import gzip
+import re
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
 
 from conftest import tiny_tick_checkpoint
+from connectors.json_objects import read_lines
 from connectors.replay import FileReplay
 from engine.service.backtest import BacktestInterrupted, run_backtest
 from engine.service.cli import main
@@ -167,6 +170,28 @@ def test_a_truncated_gzip_file_is_named_and_said_to_be_cut_short(tmp_path: Path,
     lines.write_bytes(whole[: len(whole) // 2])
     with pytest.raises(ValueError, match=f"^{lines}: its compressed data ends early .*looks truncated"):
         FileReplay(lines)
+
+
+def test_a_truncated_jsonl_gz_is_read_a_chunk_at_a_time_and_names_its_last_whole_line(tmp_path: Path) -> None:
+    """fix327 #3: a `.jsonl.gz` is split into lines as it decompresses (its text never held whole beside its
+    lines); one cut short is said as before, and names its last line read whole, just before the cut."""
+    text = "".join(f'{{"T": {1_704_067_200_000 + i}, "p": "42000.5", "q": "0.01", "i": {i}}}\n'
+                   for i in range(300_000)).encode()  # ~17 MB of text: many chunks
+    whole = gzip.compress(text)
+    cut = tmp_path / "BTCUSDT-trades.jsonl.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    cut_inside = zlib.decompressobj(31).decompress(cut.read_bytes()).count(b"\n") + 1  # all that can be had
+    assert 1 < cut_inside < 300_000
+    with pytest.raises(ValueError) as refused:
+        FileReplay(cut)
+    said = str(refused.value)
+    assert said.startswith(f"{cut}: its compressed data ends early (")
+    last_whole = int(re.search(r"its last line read whole is line ([\d,]+)\)", said)[1].replace(",", ""))
+    assert cut_inside - 2_000 < last_whole < cut_inside  # (gzip drops what its read that finds the cut decompressed)
+    assert "looks truncated (an interrupted download?)" in said
+    whole_file = tmp_path / "ETHUSDT-trades.jsonl.gz"  # the same lines whole: every one read, in order
+    whole_file.write_bytes(whole)
+    assert read_lines(whole_file) == text.split(b"\n")[:-1]
 
 
 @pytest.mark.parametrize("rows, at", [(400, 200), (200_000, -1)])  # an invalid code early; a failed CRC at the end
