@@ -37,6 +37,7 @@ from typing import Any, Iterator
 
 from connectors.archives import TRUNCATED, truncation_named
 from connectors.book_reducer import F_LAST, BookReducer
+from connectors.expansion import expansion_limits, refuse_past_limits
 from connectors.dbn_symbology import Symbology
 from connectors.hours_window import Hours
 from connectors.price_offsets import PriceOffset
@@ -46,6 +47,9 @@ PRICE_SCALE = 1e9  # DBN prices are int64 in units of 1e-9
 SCHEMAS = ("mbo", "mbp-1", "trades")
 AGGRESSOR = {"B": "buy", "A": "sell"}  # a trade's side is the aggressor's; N (none) leaves side unset
 MIN_READ_BYTES = 1 << 16
+# compressed bytes of a .dbn.zst its decoder is given at a time: zstd expands at most ~32,768:1 (a 4-byte RLE block
+# regenerates 128 KiB), so a bomb is refused within 128 MiB past a limit, never GBs of it held
+ZST_STEP = 1 << 12
 
 
 def _dbn() -> Any:
@@ -243,17 +247,25 @@ def _decoded(dbn: Any, path: Path, read_bytes: int) -> Iterator[list[Any]]:
     goes or called "not DBN"."""
     decoder = _decoder(dbn, path)
     decoded = False
+    zst = path.name.lower().endswith(".zst")
+    # a .dbn.zst is bounded as a .gz is (connectors/expansion.py): its decoder decompresses all it is given at once,
+    # so it is given ZST_STEP bytes at a time and what it made is counted after each
+    counted = _Unpacked(path) if zst else None
     with truncation_named(path), open(path, "rb") as f:
         while block := f.read(read_bytes):
-            decoder.write(block)
-            try:
-                records = decoder.decode()
-            except dbn.DBNError as e:  # e.g. "invalid DBN header": a file that is not DBN at all
-                raise ValueError(f"{path}: not a readable DBN file: {e}") from None
+            records: list[Any] = []
+            for at in range(0, len(block), ZST_STEP if zst else len(block)):
+                decoder.write(block[at: at + (ZST_STEP if zst else len(block))])
+                try:
+                    new = decoder.decode()
+                except dbn.DBNError as e:  # e.g. "invalid DBN header": a file that is not DBN at all
+                    raise ValueError(f"{path}: not a readable DBN file: {e}") from None
+                records += new
+                if counted is not None:
+                    counted.check(new, decoder)
             decoded = decoded or bool(records)
             yield records
         left = decoder.buffer()  # bytes of a record (or of the header) still waiting for the rest of it
-        zst = path.name.lower().endswith(".zst")
         # the decoder checks the 8-byte "DBN" + version prefix once it has it and keeps the metadata's bytes after it
         if not decoded and (not (left or zst) or len(left) < 8 and not b"DBN".startswith(left[:3])):
             raise ValueError(f"{path}: not a DBN file (no metadata header)")
@@ -264,3 +276,22 @@ def _decoded(dbn: Any, path: Path, read_bytes: int) -> Iterator[list[Any]]:
             raise ValueError(f"{path}: it ends {where}; {TRUNCATED}")
         if zst and (cut := cut_short(path)) is not None:  # cut at a block's end on a record's: whole records decoded
             raise EOFError(f"it ends {cut}")
+
+
+class _Unpacked:
+    """How far a `.dbn.zst` has expanded as its decoder decodes it: its records' bytes and those waiting in the
+    decoder (the metadata header's few aside), checked against the limits in force (`refuse_past_limits`: a zstd bomb is
+    refused by name, in the words a `.gz` one is). No progress notes: it is decoded as the replay goes, so its
+    time is the replay's, said by the replay's own."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.compressed = path, path.stat().st_size
+        self.limits = expansion_limits()
+        self.records_bytes = 0  # of the records decoded so far (the metadata header's are few)
+
+    def check(self, records: list[Any], decoder: Any) -> None:
+        """`records`: those the decoder gave since the last check."""
+        first = 1 if records and not hasattr(records[0], "record_size") else 0  # the metadata header, first of all
+        self.records_bytes += sum(r.record_size() for r in records[first:])
+        out = self.records_bytes + len(decoder.buffer())
+        refuse_past_limits(str(self.path), self.compressed, out, self.limits)

@@ -1,4 +1,5 @@
-"""Bounded decompression: a `.gz` file's text and a zip archive's members are read through `Bounded`, which refuses
+"""Bounded decompression: a `.gz` file's text and a zip archive's members are read through `Bounded` (a `.dbn.zst`'s
+records are counted as its decoder decodes them, connectors/dbn.py), which refuses
 a decompression bomb (a few MB that expand to GBs of newlines) by name before it fills a disk or a read runs for
 minutes, and says on stderr how far a long expansion has come.
 
@@ -80,6 +81,23 @@ class Progress:
             print(f"flashtick: note: {said()} ({now - self.started:.0f} s)", file=sys.stderr, flush=True)
 
 
+def refuse_past_limits(name_said: str, compressed: int, out: int, limits: ExpansionLimits) -> None:
+    """Raises ExpansionRefused when `out` bytes decompressed so far from `compressed` bytes are past a limit: the
+    file (`name_said`, as the user gave it, or `archive (member inside)`), its compressed size, the limit, and how
+    to raise it. `Bounded` checks its reads so; a `.dbn.zst`'s decoder checks what it decodes (connectors/dbn.py)."""
+    compressed = max(compressed, 1)
+    if out > limits.unpacked_bytes:
+        raise ExpansionRefused(
+            f"{name_said}: {said_size(compressed)} compressed expands past {said_size(out)}, over "
+            f"the limit of {said_size(limits.unpacked_bytes)} unpacked (a decompression bomb, or a file larger "
+            f"than any vendor's day); to read it anyway set {UNPACKED_VARIABLE} higher (bytes)")
+    if out > RATIO_FREE_BYTES and out > limits.ratio * compressed:
+        raise ExpansionRefused(
+            f"{name_said}: {said_size(compressed)} compressed expands past {said_size(out)}, over "
+            f"{limits.ratio:g} times its compressed size (a decompression bomb: tick data compresses 5-20:1); to "
+            f"read it anyway set {RATIO_VARIABLE} higher")
+
+
 class Bounded(io.RawIOBase):
     """A binary decompressing stream (`gzip.open(..., "rb")`, `ZipFile.open(member)`) read with the limits in force:
     past them a read raises ExpansionRefused naming ``name`` (the file as the user gave it, or `archive (member
@@ -115,17 +133,7 @@ class Bounded(io.RawIOBase):
         return len(data)
 
     def _check(self) -> None:
-        limits = self.limits
-        if self.out > limits.unpacked_bytes:
-            raise ExpansionRefused(
-                f"{self.name_said}: {said_size(self.compressed)} compressed expands past {said_size(self.out)}, over "
-                f"the limit of {said_size(limits.unpacked_bytes)} unpacked (a decompression bomb, or a file larger "
-                f"than any vendor's day); to read it anyway set {UNPACKED_VARIABLE} higher (bytes)")
-        if self.out > RATIO_FREE_BYTES and self.out > limits.ratio * self.compressed:
-            raise ExpansionRefused(
-                f"{self.name_said}: {said_size(self.compressed)} compressed expands past {said_size(self.out)}, over "
-                f"{limits.ratio:g} times its compressed size (a decompression bomb: tick data compresses 5-20:1); to "
-                f"read it anyway set {RATIO_VARIABLE} higher")
+        refuse_past_limits(self.name_said, self.compressed, self.out, self.limits)
         self._progress.tick(lambda: f"decompressing {self.name_said}: {said_size(self.out)} so far from "
                                     f"{said_size(self.compressed)} compressed")
 

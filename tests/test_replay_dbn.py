@@ -457,3 +457,41 @@ def test_an_mbo_event_ending_on_a_trade_or_a_fill_quotes_its_top_of_book_when_it
     assert got == [("quote", 1, None, 5000.0, 5001.0, 1),
                    ("trade", 2, 5001.0, None, None, 3), ("quote", 2, None, 5000.0, 5000.75, 3),
                    ("quote", 3, None, 5000.25, 5000.75, 5)], got
+
+
+def zstd_bomb(plain_header: bytes, blocks: int) -> bytes:
+    """A .dbn.zst bomb (RFC 8878): a real metadata header in a raw block, then `blocks` 4-byte RLE blocks of 0xA0
+    that each regenerate 128 KiB, 32,768:1 (0xA0 is the MBO record type and, as a length, a 640-byte record: the
+    decoder takes them for MBO records)."""
+    frame = bytearray((0xFD2FB528).to_bytes(4, "little") + bytes([0x00, 0x58]))  # no content size; an 8 MiB window
+    frame += (len(plain_header) << 3).to_bytes(3, "little") + plain_header
+    for i in range(blocks):  # block header: last-block bit, type 1 (RLE) << 1, regenerated size << 3; its one byte
+        frame += (((128 << 10) << 3) | (1 << 1) | (i == blocks - 1)).to_bytes(3, "little") + b"\xa0"
+    return bytes(frame)
+
+
+def test_a_dbn_zst_bomb_is_refused_by_name_as_a_gz_one_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fix327 #2: a .dbn.zst was decoded without bounds (databento's decoder decompresses all it is given); it is
+    now bounded by FLASHTICK_MAX_UNPACKED_BYTES and FLASHTICK_MAX_UNPACK_RATIO, refused in the words a .gz bomb is."""
+    from connectors.expansion import RATIO_VARIABLE, UNPACKED_VARIABLE, said_size
+
+    plain = many_trades(tmp_path / "one.dbn", 1).read_bytes()
+    header = plain[: 8 + int.from_bytes(plain[4:8], "little")]
+    bomb = tmp_path / "ESH6.mbo.dbn.zst"
+    bomb.write_bytes(zstd_bomb(header, 2_000))  # ~8 KiB that expand to 250 MiB
+    monkeypatch.setenv(UNPACKED_VARIABLE, str(8 << 20))
+    said = replay_error(bomb)
+    assert said.startswith(f"{bomb}: {said_size(bomb.stat().st_size)} compressed expands past "), said
+    assert said.endswith(f"over the limit of 8.0 MiB unpacked (a decompression bomb, or a file larger than any "
+                         f"vendor's day); to read it anyway set {UNPACKED_VARIABLE} higher (bytes)"), said
+    past = float(said.split("expands past ")[1].split(" MiB")[0])
+    assert 8 < past <= 8 + 128 < 250  # refused within one step (4 KiB compressed: 128 MiB at most) past the limit
+    monkeypatch.delenv(UNPACKED_VARIABLE)
+    bomb.write_bytes(zstd_bomb(header, 700))  # ~3 KiB to 87.5 MiB: the default ratio (200, past 64 MiB) refuses it
+    said = replay_error(bomb)
+    assert said.startswith(f"{bomb}: {said_size(bomb.stat().st_size)} compressed expands past "), said
+    assert "over 200 times its compressed size (a decompression bomb: tick data compresses 5-20:1); to read it " \
+           f"anyway set {RATIO_VARIABLE} higher" in said, said
+    bomb.write_bytes(zstd_bomb(header, 20))  # 2.5 MiB: within the bounds, its records read as the decoder takes them
+    monkeypatch.setenv(RATIO_VARIABLE, "1e6")
+    drain(FileReplay(bomb))  # read to its end: within the bounds, not refused (its records make no ticks)
