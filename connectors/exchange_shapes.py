@@ -43,6 +43,10 @@ BITSTAMP_TRADE_KEYS = frozenset({"microtimestamp", "type", "price", "amount", "b
 # "u", "seq"}}`): its top level only, where a delta's first level is the best one (deeper books' deltas are not)
 BYBIT_BOOK_KEYS = frozenset({"topic", "ts", "s", "b[0].price", "a[0].price"})
 BYBIT_TOP_OF_BOOK = "orderbook.1."
+BYBIT_BOOK_SAID = "Bybit orderbook.1 messages"  # how its shape's note names such a file
+# what a Bybit orderbook.1 delta does that makes its rows' sides filled (Bybit's v5 orderbook docs: a delta holds
+# the levels that changed; the best level of the side that did not change is not sent again)
+BYBIT_ONE_SIDED = "a Bybit orderbook.1 delta lists only the side whose best level changed, the other side's empty"
 
 
 @dataclass
@@ -87,7 +91,7 @@ def shape_of(path: Path, frame: pl.DataFrame, wrapped: bool = False) -> Shape | 
         return Shape("binance-bookticker", columns_map, note)
     if BYBIT_BOOK_KEYS <= columns and (topics := _counts(frame, "topic", "messages without topic")) and \
             all(topic.startswith(BYBIT_TOP_OF_BOOK) for topic in topics):
-        note = (f"{path.name}: Bybit orderbook.1 messages: quotes of the best level, bid=b[0], ask=a[0] (price and "
+        note = (f"{path.name}: {BYBIT_BOOK_SAID}: quotes of the best level, bid=b[0], ask=a[0] (price and "
                 f"size; a level of size 0 is deleted), ts=ts (ms), stream=s; a delta's side that did not change "
                 f"keeps the stream's last quote's")
         return Shape("bybit-orderbook1", ColumnMap(ts="ts", ts_unit=EPOCH, kind=QUOTE, stream_col="s",

@@ -159,15 +159,25 @@ def _holds_objects(value: Any) -> bool:
     return isinstance(value, list) and any(isinstance(v, dict) or _holds_objects(v) for v in value)
 
 
-def _skipped_said(skipped: list[str]) -> Caution:
-    """The one caution on files of no data rows, said again at the run's end: a day with no prints, or a day
-    missing from what is scored (a download that wrote a header alone)."""
-    if len(skipped) == 1:
-        return Caution(f"{skipped[0]}: no data rows; skipped (a header alone or zero bytes: a day left out)")
-    shown = ", ".join(skipped[:SKIPPED_SHOWN]) + (f", ... {len(skipped) - SKIPPED_SHOWN} more"
-                                                  if len(skipped) > SKIPPED_SHOWN else "")
-    return Caution(f"{len(skipped)} files of no data rows skipped (a header alone or zero bytes: days left out): "
-                   f"{shown}")
+HEADER_ALONE = "a header alone or zero bytes"  # why a tick file of no data rows has none (a day left out)
+JSON_NO_RECORDS = "a JSON answer of no records"  # a REST answer of none whose reader gives no reason of its own
+
+
+def _skipped_said(skipped: list[tuple[str, str | None]]) -> list[Caution]:
+    """The cautions on files of no data rows, said again at the run's end: a day with no prints, or a day missing
+    from what is scored (a download that wrote a header alone). One per reason (`why`, e.g. HEADER_ALONE), so each
+    file is said with the reason true of it; None: its reader's own note says why (Polygon's resultsCount 0)."""
+    said = []
+    for why in dict.fromkeys(why for _, why in skipped):
+        named = [name for name, reason in skipped if reason == why]
+        shown = ", ".join(named[:SKIPPED_SHOWN]) + (f", ... {len(named) - SKIPPED_SHOWN} more"
+                                                    if len(named) > SKIPPED_SHOWN else "")
+        if len(named) == 1:
+            said.append(Caution(f"{named[0]}: no data rows; skipped" + (f" ({why}: a day left out)" if why else "")))
+        else:
+            said.append(Caution(f"{len(named)} files of no data rows skipped" +
+                                (f" ({why}: days left out)" if why else "") + f": {shown}"))
+    return said
 
 
 LINE_SHOWN = 100  # characters of a refused one-line file shown
@@ -180,7 +190,8 @@ class OpenedFiles:
 
     def __init__(self) -> None:
         self.notes: list[str] = []
-        self.skipped: list[str] = []  # files of no data rows, as named: said once, with their count (_skipped_said)
+        # files of no data rows, as named, and why they hold none: said once, with their count (_skipped_said)
+        self.skipped: list[tuple[str, str | None]] = []
         # zip archives' files, unpacked, and JSON-lines files' Parquet copies, while the replay lives
         self.unpacked: list[Unpacked | json_lines.Opened] = []
 
@@ -212,16 +223,19 @@ class OpenedFiles:
             empty = tuple(path for path, _, _ in specs if folder_texts[path] == folder)
             raise no_tick_folder(folder, folder_held(folder), empty)
         self.notes.extend(_text_skipped(str(path), why) for path, why in no_layout)
-        self.notes.extend([_skipped_said(self.skipped)] if self.skipped else [])
+        self.notes.extend(_skipped_said(self.skipped))
         return plans
 
     def _skip(self, path: Path, named: str, cmap: ColumnMap | Refine | None) -> None:
         """A file of no data rows skipped as a day without prints; refused when its one line is no tick header."""
         if (line := not_a_header(path, cmap)) is not None:
             raise not_a_tick_file(named, line)
-        if is_json_lines(path):  # why a REST answer holds none (Polygon's resultsCount 0), said by its reader
-            self.notes.extend(json_lines.table(path).notes)
-        self.skipped.append(named)
+        why: str | None = HEADER_ALONE
+        if is_json_lines(path) and path.stat().st_size > 0:  # why a REST answer holds none (Polygon's resultsCount 0), said by its reader alone
+            notes = json_lines.table(path).notes
+            self.notes.extend(notes)
+            why = None if notes else JSON_NO_RECORDS
+        self.skipped.append((named, why))
 
     def _plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
         """The file's plan; for a zip archive, one per file inside, each with the map the archive was given.

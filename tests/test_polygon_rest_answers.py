@@ -82,3 +82,24 @@ def test_an_empty_polygon_answer_is_a_day_without_bars_not_a_failed_download(tmp
     assert (f"note: {empty.name}: a Polygon aggregates answer with no bars (resultsCount 0, status OK: a day "
             f"without trading): nothing to replay from it") in err, err
     assert "failed download" not in err and "Download it again" not in err, err
+
+
+def test_an_empty_json_answer_is_skipped_with_its_true_reason_alone(tmp_path: Path) -> None:
+    """fix327 #6: an empty Polygon answer's skip said "a header alone or zero bytes" beside its reader's true note
+    (resultsCount 0); it now says the skip with that note alone, while a CSV of a header alone keeps its reason and
+    an empty JSON array (no reader's note) is said to be a JSON answer of no records."""
+    empty = tmp_path / "AAPL_2024-01-01.json"
+    empty.write_text(json.dumps({"ticker": "AAPL", "queryCount": 0, "resultsCount": 0, "adjusted": True,
+                                 "status": "OK", "request_id": "r"}))
+    full = tmp_path / "AAPL_2024-01-02.json"
+    full.write_text(json.dumps(minute_page(0, 60, False)))
+    header_only = tmp_path / "AAPL_2024-01-03.csv"
+    header_only.write_text("timestamp,price,size\n")
+    replay = FileReplay([empty, full, header_only])
+    assert len(drain(replay)) == 60
+    notes = [str(note) for note in replay.notes]
+    assert f"{empty.name}: a Polygon aggregates answer with no bars (resultsCount 0, status OK: a day without " \
+           f"trading): nothing to replay from it" in notes, notes
+    assert f"{empty}: no data rows; skipped" in notes, notes
+    assert f"{header_only}: no data rows; skipped (a header alone or zero bytes: a day left out)" in notes, notes
+    assert not any(note.startswith(str(empty)) and "header alone" in note for note in notes), notes
