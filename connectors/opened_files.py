@@ -231,7 +231,8 @@ class OpenedFiles:
         if (line := not_a_header(path, cmap)) is not None:
             raise not_a_tick_file(named, line)
         why: str | None = HEADER_ALONE
-        if is_json_lines(path) and path.stat().st_size > 0:  # why a REST answer holds none (Polygon's resultsCount 0), said by its reader alone
+        # why a REST answer holds none (Polygon's resultsCount 0): said by its reader alone
+        if is_json_lines(path) and path.stat().st_size > 0:
             notes = json_lines.table(path).notes
             self.notes.extend(notes)
             why = None if notes else JSON_NO_RECORDS

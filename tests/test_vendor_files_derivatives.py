@@ -185,8 +185,8 @@ def test_bybit_orderbook_1_capture_replays_as_quotes(tmp_path: Path) -> None:
     path.write_text("\n".join(messages) + "\n")
     t0 = 1704153600000 * 10**6
     notes = [str(note) for note in FileReplay(path).notes]  # fix327 #6: why its sides are filled is Bybit's way
-    assert any(f"leave bid or ask empty where it did not change (a Bybit orderbook.1 delta lists only the side whose "
-               f"best level changed, the other side's empty)" in note for note in notes), notes
+    assert any("leave bid or ask empty where it did not change (a Bybit orderbook.1 delta lists only the side whose "
+               "best level changed, the other side's empty)" in note for note in notes), notes
     assert not any("MetaTrader" in note for note in notes), notes
     assert quotes(FileReplay(path)) == [("quote", "BTCUSDT", t0, 42000.1, 1.5, 42000.2, 0.3),
                                         ("quote", "BTCUSDT", t0 + 100_000_000, 42000.0, 2.0, 42000.2, 0.3),
