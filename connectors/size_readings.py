@@ -23,6 +23,7 @@ from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
+from connectors.layout_notes import trade_bars
 from connectors.file_scans import SAMPLE_ROWS, is_csv, scan_file
 from connectors.shell_words import columns_option
 
@@ -50,23 +51,47 @@ def size_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Se
     stream = pl.concat_str([pl.col(c).cast(pl.String) for c in cmap.stream_columns], separator=" ",
                            ignore_nulls=True) if cmap.stream_columns else pl.lit("")
     overrides = {c: pl.String for c in (cmap.size, *cmap.stream_columns)} if is_csv(path) else None
-    head = scan_file(path, names, dialect, overrides).head(SAMPLE_ROWS).select(  # (stream, size's text) per row
-        stream.alias("stream"), pl.col(cmap.size).cast(pl.String).str.strip_chars().alias("text")).collect()
-    return [*(_running_total_note(path, cmap, schema, head) if totals else []),
+    rows = scan_file(path, names, dialect, overrides).select(  # (stream, size's text) per row
+        stream.alias("stream"), pl.col(cmap.size).cast(pl.String).str.strip_chars().alias("text"))
+    head = rows.head(SAMPLE_ROWS).collect()
+    # a bar's volume is the bar's own, not a total: bars of a rising session (or a test's) are no snapshots
+    totals = totals and not _bar_file(cmap, names or list(schema))
+    return [*(_running_total_note(path, cmap, schema, head, rows) if totals else []),
             *(_capped_size_note(path, cmap, head) if capped else [])]
 
 
-def _running_total_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], head: pl.DataFrame) -> list[str]:
-    """A caution when the size column read never decreases within a stream (RISES_SAID rises or more, a reset per
-    1/FALLS_PER_RISE rises at most) in ``head``, unchanged on UNCHANGED_SHARE of its rows or named as a total: a
-    running total of volume, not a trade's size."""
+def _bar_file(cmap: ColumnMap, names: Sequence[str]) -> bool:
+    """Whether the map reads bars: a close beside its open, high and low, or a bar's stamp said."""
+    return cmap.bar_stamp is not None or cmap.bar_length is not None or trade_bars(cmap, names)
+
+
+def _size_facts(rows: pl.DataFrame | pl.LazyFrame) -> dict[str, Any]:
+    """How the size (its text, read as a number) steps within each stream over ``rows``: rises, falls, unchanged
+    steps, rows of a size, the least and the most."""
     size = pl.col("text").str.replace_all(",", "").cast(pl.Float64, strict=False)
     step = pl.col("size").diff().over("stream")
-    facts = head.select("stream", size.alias("size")).filter(pl.col("size").is_not_null()).select(
+    facts = rows.select("stream", size.alias("size")).filter(pl.col("size").is_not_null()).select(
         rises=(step > 0).sum(), falls=(step < 0).sum(), same=(step == 0).sum(), rows=pl.len(),
-        low=pl.col("size").min(), high=pl.col("size").max()).row(0, named=True)
-    if facts["rises"] < RISES_SAID or facts["falls"] > FALLS_PER_RISE * facts["rises"] or \
-            facts["same"] < UNCHANGED_SHARE * facts["rows"] and normal_name(cmap.size) not in TOTAL_NAMES:
+        low=pl.col("size").min(), high=pl.col("size").max())
+    return (facts.collect() if isinstance(facts, pl.LazyFrame) else facts).row(0, named=True)
+
+
+def _never_falls(cmap: ColumnMap, facts: dict[str, Any]) -> bool:
+    """RISES_SAID rises or more, a reset per 1/FALLS_PER_RISE rises at most, unchanged on UNCHANGED_SHARE of the
+    rows or named as a total."""
+    return not (facts["rises"] < RISES_SAID or facts["falls"] > FALLS_PER_RISE * facts["rises"] or
+                facts["same"] < UNCHANGED_SHARE * facts["rows"] and normal_name(cmap.size) not in TOTAL_NAMES)
+
+
+def _running_total_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], head: pl.DataFrame,
+                        rows: pl.LazyFrame) -> list[str]:
+    """A caution when the size column read never decreases within a stream (`_never_falls`) in ``head`` and then
+    over the whole file (``rows``, read only when the head says so: a file of trades whose first rows happen to
+    rise falls later): a running total of volume, not a trade's size."""
+    facts = _size_facts(head)
+    if not _never_falls(cmap, facts):
+        return []
+    if head.height >= SAMPLE_ROWS and not _never_falls(cmap, facts := _size_facts(rows)):  # (more rows to read)
         return []
     read = set(cmap.source_columns())
     quotes = [c for c in schema if c not in read and QUOTE_NAME.match(normal_name(c))]

@@ -136,3 +136,30 @@ def test_kalshis_yes_no_taker_side_is_the_outcome_bought_under_an_inline_map(tmp
     other = FileReplay(plain, columns=map_from_options(columns="price=px,size=count,stream_col=ticker", detect=True))
     drain(other)
     assert "unknown_side" in other.rejected
+
+
+def test_bar_volumes_that_rise_and_trades_whose_first_rows_rise_get_no_running_total_caution(tmp_path: Path) -> None:
+    """fix327 #6: a bar file's volume is the bar's own: a session of steadily rising bar volumes got the running-
+    total caution. Bars are never cautioned; other files are only when their sizes never fall over the whole file,
+    not just over the rows sampled first."""
+    bars = tmp_path / "AAPL_1min.csv"
+    bars.write_text("timestamp,open,high,low,close,volume\n" + "".join(
+        f"2024-11-05T14:{i // 60:02d}:{i % 60:02d}Z,{100 + i % 3},{101 + i % 3},{99 + i % 3},{100 + i % 2},"
+        f"{1000 + 50 * i}\n" for i in range(120)))
+    replay = FileReplay(bars)
+    assert len(drain(replay)) == 120
+    assert not any("running total" in n or "never decreases" in n for n in replay.notes), replay.notes
+    from connectors.file_scans import SAMPLE_ROWS
+    rising_first = tmp_path / "trades.csv"  # a total's name, rising over the rows sampled, then rising and falling
+    with rising_first.open("w") as f:
+        f.write("ts,symbol,price,volume\n")
+        for i in range(SAMPLE_ROWS + 60_000):  # falls on half the last rows: more than a day's reset a rise
+            size = i + 1 if i < SAMPLE_ROWS else (5, 9, 2, 7)[i % 4]
+            f.write(f"{1730815200000 + i},X,{40 + i % 3},{size}\n")
+    assert not any("never decreases" in n for n in FileReplay(rising_first).notes)
+    total = tmp_path / "snapshots.csv"  # a running total to the end: said, with the whole file's rows
+    with total.open("w") as f:
+        f.write("ts,symbol,price,volume\n")
+        f.writelines(f"{1730815200000 + i},X,{40 + i % 3},{i + 1}\n" for i in range(SAMPLE_ROWS + 20_000))
+    caution = next(n for n in FileReplay(total).cautions if "never decreases" in n)
+    assert f"(1 to {SAMPLE_ROWS + 20_000:,} over {SAMPLE_ROWS + 20_000:,} rows; 0 of them unchanged)" in caution
