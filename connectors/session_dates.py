@@ -54,12 +54,17 @@ def names_a_trade_date(column: str) -> bool:
 def session_open(minutes: list[int]) -> SessionOpen | None:
     """The evening open of sessions that run through midnight, from the distinct minutes of the day a file's rows
     are at (sorted): the end of the longest pause of at least BREAK_MINUTES in the afternoon or evening (a sparse
-    day session's gaps before noon are not it), when the times run through midnight (no such pause across it).
-    None: the file's sessions do not cross midnight."""
+    day session's gaps before noon are not it), when the times run through midnight (no such pause across it); with
+    no such pause, the longest that ends in the afternoon or evening: a file of night sessions alone (JPX's 17:00 to
+    06:00, a CME evening's export) pauses from its morning close to its evening open. None: the file's sessions do
+    not cross midnight."""
     if len(minutes) < 2 or minutes[0] + 24 * 60 - minutes[-1] >= BREAK_MINUTES:
         return None
-    pauses = [(after - before, before, after) for before, after in zip(minutes, minutes[1:])
-              if after - before >= BREAK_MINUTES and before >= EVENING_FROM_MINUTE]
+    gaps = [(after - before, before, after) for before, after in zip(minutes, minutes[1:])
+            if after - before >= BREAK_MINUTES]
+    # a night session's file holds no day session: its one pause runs from the morning close to the evening open
+    pauses = [gap for gap in gaps if gap[1] >= EVENING_FROM_MINUTE] or \
+        [gap for gap in gaps if gap[2] >= EVENING_FROM_MINUTE]
     if not pauses:
         return None
     _, before, after = max(pauses)

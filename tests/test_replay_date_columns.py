@@ -491,3 +491,26 @@ def test_a_map_key_says_a_column_is_a_trade_date_as_the_trade_date_header_does(t
                                          r"\(DATE\+TIME\), got ts='Time': --columns "
                                          r"ts=Session\+Time,trade_date=Session"):
         FileReplay(path, columns={**full, "ts": "Time", "trade_date": "Session"})
+
+
+def test_a_trade_date_file_of_night_sessions_alone_finds_its_evening_open(tmp_path: Path) -> None:
+    """fix327 #6: a file of JPX night sessions alone (17:00 to 06:00 JST, no day session) has no pause after noon,
+    only its morning close to its evening open: no open was found, and its evening rows read a day late. Its open
+    is now that pause's end; the rows past midnight stay on their trade date. UTC stamps by hand: JST is UTC+9."""
+    lines = ["Trade Date,Time,Symbol,Price,Volume"]
+    for day in ("2026-12-08", "2026-12-09"):  # Tuesday's and Wednesday's night sessions, from the evening before
+        lines += [f"{day},{h:02d}:{m:02d}:00,NK225M,{39000 + h},1" for h in (*range(17, 24), *range(0, 6))
+                  for m in (0, 20, 40)] + [f"{day},06:00:00,NK225M,39006,1"]
+    path = tmp_path / "NK225M_night.csv"
+    path.write_text("\n".join(lines) + "\n")
+    replay = FileReplay(path, columns={"tz": "Asia/Tokyo"})
+    stamps = [t.ts for t in drain(replay)]
+    assert len(stamps) == 80 and stamps == sorted(stamps)
+    assert stamps[0] == utc_ns("2026-12-07T08:00:00")  # Monday 17:00 JST: the evening before trade date Dec 8
+    assert stamps[20] == utc_ns("2026-12-07T14:40:00")  # Monday 23:40 JST
+    assert stamps[21] == utc_ns("2026-12-07T15:00:00")  # Tuesday 00:00 JST, on its trade date
+    assert stamps[39] == utc_ns("2026-12-07T21:00:00")  # Tuesday's 06:00 close
+    assert stamps[40] == utc_ns("2026-12-08T08:00:00")  # Tuesday 17:00 JST: trade date Dec 9's evening
+    said = "\n".join(replay.notes)
+    assert "column 'Trade Date' is an exchange trade (session) date: its 42 row(s) at or after 17:00 in 'Time' " \
+           "(the evening open, after the daily pause from 06:00) are its evening session" in said, said
