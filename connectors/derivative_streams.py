@@ -38,6 +38,12 @@ FUTURES_PRESETS = frozenset({"binance-futures-trades", "binance-futures-aggtrade
 MARKED = (r"(?i)(PERP|SWAP|FUTURE|[-_]\d{6}$|-\d{1,2}(JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC)\d\d|"
           r"[-_][CP]$|^[A-Z0-9]{5,}[FGHJKMNQUVXZ]\d\d$|^(PF|PI|FI|FF|PV)_)")
 BYBIT_DERIVATIVES = frozenset({"tickdirection", "trdmatchid"})  # public.bybit.com/trading/'s files
+# a BitMEX websocket capture's messages (`{"table": "trade", "action": "insert", "data": [...]}`): a derivatives
+# venue's, its rows named as Tardis.dev's `bitmex` files name them (XBTUSD_PERP), whatever the file is called
+BITMEX_MESSAGE = frozenset({"table", "action"})
+# Bybit v5 publicTrade rows of a perpetual or future: `L`, the tick direction, is "unique to perps & futures" (Bybit's
+# docs); a spot trade has none. Case matters: `T` is the trade's time, `S` its side
+BYBIT_CONTRACT_TRADE = frozenset({"T", "s", "S", "v", "p", "L"})
 TARDIS_NAME = re.compile(r"^(?P<exchange>[a-z0-9-]+)_[a-z_0-9]+_\d{4}-\d\d-\d\d")  # binance-futures_trades_2024-...
 
 
@@ -49,12 +55,17 @@ def derivative_name(name: str) -> str:
 
 def derivative_market(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> str | None:
     """Which derivatives market a file says it is from, by its preset, its data.binance.vision path, its
-    Tardis.dev file name or Bybit's derivatives trading history's own columns (its spot files have none of them);
-    None when it does not say (its rows may still: `exchange_column`)."""
+    Tardis.dev file name, Bybit's derivatives trading history's own columns (its spot files have none of them), a
+    BitMEX capture's message keys or a Bybit perpetual's publicTrade fields; None when it does not say (its rows
+    may still: `exchange_column`). One instrument so gets one stream, whichever of these files it comes in."""
     if cmap.preset in FUTURES_PRESETS:
         return "binance-futures"
+    if BITMEX_MESSAGE <= set(schema):
+        return "bitmex"
     if BYBIT_DERIVATIVES <= {normal_name(n) for n in schema}:  # BitMEX's own trades have the same columns
         return "bitmex" if "bitmex" in path.name.lower() else "bybit"
+    if BYBIT_CONTRACT_TRADE <= set(schema):  # a capture of Bybit's linear or inverse publicTrade
+        return "bybit"
     parts = [part.lower() for part in path.resolve().parts]
     for above, here in zip(parts, parts[1:]):
         if above == "futures" and here in ("um", "cm"):

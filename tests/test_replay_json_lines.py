@@ -218,8 +218,9 @@ def test_bybit_public_trades_skip_the_acks(tmp_path: Path) -> None:
              {"topic": "publicTrade.BTCUSDT", "type": "snapshot", "ts": T0 + 9, "data": [trade(2)]}]
     ticks, replay = read(write_lines(tmp_path / "bybit.jsonl", lines))
     assert [(t.stream, t.ts, t.price, t.size, t.side) for t in ticks] == [
-        ("BTCUSDT", T0 * 1_000_000, 16578.5, 0.001, "buy"), ("BTCUSDT", (T0 + 1) * 1_000_000, 16578.0, 0.002, "sell"),
-        ("BTCUSDT", (T0 + 2) * 1_000_000, 16577.5, 0.003, "sell")]
+        ("BTCUSDT_PERP", T0 * 1_000_000, 16578.5, 0.001, "buy"),  # a linear perpetual's trades (L): fix327 #5
+        ("BTCUSDT_PERP", (T0 + 1) * 1_000_000, 16578.0, 0.002, "sell"),
+        ("BTCUSDT_PERP", (T0 + 2) * 1_000_000, 16577.5, 0.003, "sell")]
     assert dict(replay.rejected) == {"filtered_out": 2}
     assert any(n.startswith("bybit.jsonl: Bybit publicTrade: ts=T (ms), stream=s") and
                n.endswith("messages without ticks left out, counted as filtered_out: subscribe (1), ping (1)")
@@ -457,8 +458,8 @@ def test_flattened_okx_kraken_and_bybit_records_read_as_the_docs_say(tmp_path: P
               "L": "PlusTick", "i": f"id{i}", "BT": False} for i in range(3)]
     ticks, _ = read(write_lines(tmp_path / "bybit.jsonl", bybit),
                     columns={"ts": "T", "stream_col": "s", "price": "p", "size": "v", "side": "S"})
-    assert [(t.stream, t.price, t.size, t.side) for t in ticks[:2]] == [("BTCUSDT", 16578.5, 0.001, "buy"),
-                                                                        ("BTCUSDT", 16578.5, 0.001, "sell")]
+    assert [(t.stream, t.price, t.size, t.side) for t in ticks[:2]] == [("BTCUSDT_PERP", 16578.5, 0.001, "buy"),
+                                                                        ("BTCUSDT_PERP", 16578.5, 0.001, "sell")]
 
 
 QUERIES = "queries:\n  - {name: dir5, streams: ['*'], question: direction_5, kind: choice, trigger: {ticks: 5}}\n"

@@ -252,3 +252,38 @@ def test_zipped_mark_price_and_funding_files_are_known_as_the_plain_ones(tmp_pat
     replay = FileReplay([trades, funding_zip])
     assert len(drain(replay)) == 6  # the trades alone
     assert sum("funding rates" in note and "Skipped; the other files replay" in note for note in replay.notes) == 1
+
+
+def test_a_bitmex_or_bybit_json_capture_names_the_stream_its_tardis_file_names(tmp_path: Path) -> None:
+    """fix327 #5: one instrument, one stream, whatever the file: a Bybit linear publicTrade capture kept the venue's
+    BTCUSDT where Tardis.dev's bybit file gives BTCUSDT_PERP, and a BitMEX capture was called "a bybit file" unless
+    its name said bitmex. A Bybit spot capture (no tick direction `L`: spot trades have none) stays BTCUSDT."""
+    def streams(path: Path, text: str) -> set[str]:
+        path.write_text(text)
+        return {t.stream for t in drain(FileReplay(path))}
+
+    tardis_header = "exchange,symbol,timestamp,local_timestamp,id,side,price,amount\n"
+    bybit_tardis = streams(tmp_path / "bybit_trades_2024-01-02_BTCUSDT.csv",
+                           tardis_header + "bybit,BTCUSDT,1704153600000000,1704153600001000,a1,buy,42000.5,0.001\n")
+    bybit_json = streams(tmp_path / "capture_linear.jsonl",
+                         '{"topic":"publicTrade.BTCUSDT","type":"snapshot","ts":1704153600000,"data":[{"T":'
+                         '1704153600000,"s":"BTCUSDT","S":"Buy","v":"0.001","p":"42000.5","L":"PlusTick","i":"a1",'
+                         '"BT":false}]}\n')
+    assert bybit_json == bybit_tardis == {"BTCUSDT_PERP"}
+    spot = streams(tmp_path / "capture_spot.jsonl",
+                   '{"topic":"publicTrade.BTCUSDT","type":"snapshot","ts":1704153600000,"data":[{"T":1704153600000,'
+                   '"s":"BTCUSDT","S":"Buy","v":"0.001","p":"42000.5","i":"a1","BT":false}]}\n')
+    assert spot == {"BTCUSDT"}
+    bitmex_tardis = streams(tmp_path / "bitmex_trades_2024-01-02_XBTUSD.csv",
+                            tardis_header + "bitmex,XBTUSD,1704153600000000,1704153600001000,a1,buy,42000.5,100\n")
+    capture = tmp_path / "ws_capture.jsonl"  # no venue in its name: its messages' keys say BitMEX
+    bitmex_json = streams(capture, '{"table":"trade","action":"insert","data":[{"timestamp":"2024-01-02T00:00:00.'
+                                   '000Z","symbol":"XBTUSD","side":"Buy","size":100,"price":42000.5,"tickDirection":'
+                                   '"PlusTick","trdMatchID":"00000000-006d-1000-0000-000000000001"}]}\n')
+    assert bitmex_json == bitmex_tardis == {"XBTUSD_PERP"}
+    assert any(note.startswith(f"{capture.name}: a bitmex file, a derivatives market")
+               for note in FileReplay(capture).notes)
+    quotes = streams(tmp_path / "ws_quotes.jsonl", '{"table":"quote","action":"insert","data":[{"timestamp":'
+                                                   '"2024-01-02T00:00:00.000Z","symbol":"XBTUSD","bidSize":100,'
+                                                   '"bidPrice":42000.5,"askPrice":42001.0,"askSize":200}]}\n')
+    assert quotes == {"XBTUSD_PERP"}
