@@ -28,6 +28,7 @@ from connectors.csv_dialect import (
     long_rows,
     sniff_csv,
 )
+from connectors import json_lines
 from connectors.epoch_parts import epoch_parts_map
 from connectors.exchange_shapes import BYBIT_BOOK_SAID, BYBIT_ONE_SIDED
 from connectors.detected_map import detected_map
@@ -47,6 +48,7 @@ from connectors.layout_notes import (
     vendor_notes,
 )
 from connectors.map_options import Refine
+from connectors.map_vocabulary import DATE_FROM_NAME
 from connectors.iqfeed_level1 import is_level1_capture, undated_refusal
 from connectors.mapped_columns import (
     columns_lacking,
@@ -85,7 +87,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     kind_notes = read.header_notes + kind_notes
     cmap, stream_notes = stream_of_file(path, spec, cmap, schema, names, dialect)
     try:
-        cmap, day_notes = date_of(path, cmap)
+        cmap, day_notes = _level1_day(path, cmap) if is_level1_capture(path) else date_of(path, cmap)
     except ValueError:
         if is_level1_capture(path):  # IQFeed's times of day: said in its own words, with --columns date=
             raise ValueError(undated_refusal(path)) from None
@@ -198,6 +200,26 @@ def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
         notes.append(f"{path.name}: its quote rows leave bid or ask empty where it did not change ({why}): each "
                      f"takes it from the stream's previous quote (--columns ...,fill_quotes=false rejects such rows "
                      f"instead)")
+    return cmap, notes
+
+
+def _level1_day(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
+    """An IQFeed Level 1 capture's day: the one its name (or a folder above it) holds, else its `T,` time stamp
+    lines' (the first one's date); the name's wins where they disagree (the day the user named it for), with a
+    note naming both. ValueError where neither gives one (the capture's own refusal says how to give it)."""
+    if cmap.date != DATE_FROM_NAME:  # a day given (--date, --columns date=)
+        return date_of(path, cmap)
+    stamped = json_lines.table(path).stamp_day
+    try:
+        cmap, notes = date_of(path, cmap)
+    except ValueError:
+        if stamped is None:
+            raise
+        return replace(cmap, date=stamped), [f"{path.name}: the day is {stamped}, from its first `T,` time stamp "
+                                             f"line (its name holds none), times in {cmap.tz} (--date gives another)"]
+    if stamped is not None and stamped != cmap.date:
+        notes.append(f"{path.name}: its name's day {cmap.date} is read, though its first `T,` time stamp line "
+                     f"says {stamped} (the feed's clock): --date {stamped} reads it on that day")
     return cmap, notes
 
 

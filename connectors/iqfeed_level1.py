@@ -10,12 +10,15 @@ The capture holds `Q,` updates and `P,` summaries of a symbol's whole Level 1 st
   (extended) or `O` (other trade) where the field list has it and the line fills it, else its Most Recent Trade
   fields (time, price, size, total volume) differ from the symbol's last ones. IQFeed repeats the last trade's
   fields beside every quote change: those are not replayed again;
-- a `P,` summary sets the symbol's state and makes no tick (nor does an update that changes neither).
+- a `P,` summary sets the symbol's state and makes no tick (nor does an update that changes neither);
+- so does a symbol's first sight, a `Q,` with no `P,` before it (its last trade printed before the capture began),
+  unless its Message Contents says what happened then: C/E/O a trade, b/a a quote change.
 
 Times (`HH:MM:SS.ffffff`, US Eastern, no date): a trade's is its Most Recent Trade Time; a quote's the later of its
 Bid Time and Ask Time where the field list has them, else the trade's beside it, else the latest time the capture
 has shown (its `T,` stamps, the times of the lines before). They are read as microseconds after midnight of the day
-the file's name holds, or `--columns date=YYYY-MM-DD` gives; past midnight they count on into the next day
+the file's name holds, else its first `T,YYYYMMDD` line's (the name's wins where they disagree, said in a note:
+connectors/file_layout.py), or `--columns date=YYYY-MM-DD` gives; past midnight they count on into the next day
 (`_onward`).
 
 `level1_table` makes the frame connectors/json_lines.py writes as the replay's Parquet copy: a row per line (so a
@@ -26,8 +29,11 @@ line that cannot be read (its fields not the field list's, a number or time that
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
+import gc
 import gzip
+import operator
 import re
 import zlib
 from dataclasses import dataclass
@@ -103,12 +109,34 @@ class Level1Table:
     bad: dict[int, tuple[str, str]]  # row -> (reason, why): a line that cannot be read
     tickless: dict[int, str]  # row -> what it is: an update or summary that makes no tick
     notes: list[str]
+    stamp_day: str | None = None  # the capture's first day by its `T,` lines (YYYY-MM-DD), None without one
 
 
 @dataclass
 class _State:
-    quote: tuple | None = None  # (bid, bid size, ask, ask size)
-    trade: tuple | None = None  # (time, price, size, total volume)
+    quote_text: tuple  # (bid, bid size, ask, ask size) as written: the same text is the same quote, unparsed
+    quote: tuple  # those read as numbers
+    trade_text: tuple  # (time, price, size, total volume) as written
+    trade: tuple  # those read: the time in microseconds on the capture's clock (`_onward`)
+
+
+# the fields a `Q,`/`P,` line's ticks are read from, in the order `_Fields.pick` gives them
+PICKED = ("Symbol", "Most Recent Trade Time", "Most Recent Trade", "Most Recent Trade Size", "Total Volume", "Bid",
+          "Bid Size", "Ask", "Ask Size", "Bid Time", "Ask Time", "Most Recent Trade Market Center",
+          "Most Recent Trade Conditions", "Message Contents")
+QUOTE_FLAGS = frozenset("ba")  # Message Contents: a bid update, an ask update (for the first sight of a symbol)
+CLOCKS_HELD = 1 << 16  # times of day kept read (a quote's unchanged side repeats its time): cleared past this many
+
+
+class _Fields:
+    """Where each of PICKED lies in a field list's lines: `pick(values)` gives them in one C call from the line
+    split at its commas (a field the list lacks: the empty text appended after the line's values). A name listed
+    twice is read at its last place, as a dict of the fields would."""
+
+    def __init__(self, fields: tuple[str, ...]) -> None:
+        self.fields, self.count = fields, len(fields)
+        at = {name: i for i, name in enumerate(fields, start=1)}  # (a line's values start with its message letter)
+        self.pick = operator.itemgetter(*(at.get(name, len(fields) + 1) for name in PICKED))
 
 
 def _onward(time: int | None, latest: int) -> int | None:
@@ -140,92 +168,167 @@ def _number(text: str, name: str) -> float | None:
         raise ValueError(f"{name} {text!r} is not a number") from None
 
 
+def _unreadable(picked: tuple[str, ...]) -> str:
+    """Why a line's fields cannot be read: the first of them, in the line's order of reading, that is no time or
+    no number (the fast reading below skips the text it has read before, so says none)."""
+    symbol, trade_time, price, size, volume, bid, bid_size, ask, ask_size, bid_time, ask_time = picked[:11]
+    try:
+        _microseconds(trade_time)
+        for text, name in ((price, "Most Recent Trade"), (size, "Most Recent Trade Size"), (volume, "Total Volume"),
+                           (bid, "Bid"), (bid_size, "Bid Size"), (ask, "Ask"), (ask_size, "Ask Size")):
+            _number(text, name)
+        _microseconds(bid_time), _microseconds(ask_time)
+    except ValueError as e:
+        return str(e)
+    return "fields do not read"  # (unreachable: the reading failed on one of them)
+
+
+class _Level1Reader:
+    """Reads a capture's lines into columns, a symbol's state at a time (`_State`): see the module's docstring.
+    Written for speed in pure Python (review309 #4: ~40k lines/s before): each line's fields picked in one C call,
+    a quote's or trade's text compared before it is read as numbers (IQFeed repeats the last trade beside every
+    quote change), times of day read once (`_clock`)."""
+
+    def __init__(self, count: int) -> None:
+        self.columns: dict[str, list] = {name: [None] * count for name in COLUMNS}
+        self.states: dict[str, _State] = {}
+        self.latest = 0  # the latest time the capture has shown, in microseconds after midnight
+        self.made = {"quotes": 0, "trades": 0}
+        self.stamp_day: str | None = None
+        self.given = False  # whether a field list was given (else IQFeed's default fields)
+        self._clocks: dict[str, int | None] = {}
+
+    def _clock(self, text: str) -> int | None:
+        found = self._clocks.get(text, -1)
+        if found == -1:
+            if len(self._clocks) >= CLOCKS_HELD:
+                self._clocks.clear()
+            found = self._clocks[text] = _microseconds(text)
+        return found
+
+    def stamp(self, line: str) -> None:
+        """A `T,YYYYMMDD HH:MM:SS` line: the feed's clock, once a second; the first one's date is the capture's
+        first day (the day before it when its time counts past a midnight the lines before it crossed)."""
+        time = _onward(_microseconds(line[11:19]), self.latest)
+        if self.stamp_day is None:
+            try:
+                first = dt.date(int(line[2:6]), int(line[6:8]), int(line[8:10])) - dt.timedelta(days=time // DAY)
+                self.stamp_day = first.isoformat()
+            except ValueError:  # no calendar date (20261399): no day from it; a later line may give one
+                pass
+        self.latest = max(self.latest, time)
+
+    def update(self, index: int, message: str, picked: tuple[str, ...]) -> bool:
+        """Reads a `Q,`/`P,` line's fields into row `index`; whether it made a tick. ValueError for a field that
+        is no number or time (the state left as it was)."""
+        symbol, trade_time, price, size, volume, bid, bid_size, ask, ask_size, bid_time, ask_time, center, \
+            conditions, contents = picked
+        if not symbol:
+            raise ValueError("Symbol is empty")
+        latest, state = self.latest, self.states.get(symbol)
+        trade_text, quote_text = (trade_time, price, size, volume), (bid, bid_size, ask, ask_size)
+        if state is not None and trade_text == state.trade_text:
+            trade = state.trade
+            if trade[0] is not None and trade[0] < latest - DAY // 2:  # (its time, counted on past a midnight)
+                trade = (_onward(trade[0], latest), *trade[1:])
+        else:
+            trade = (_onward(self._clock(trade_time), latest), float(price) if price else None,
+                     float(size) if size else None, float(volume) if volume else None)
+        if state is not None and quote_text == state.quote_text:
+            quote = state.quote
+        else:
+            quote = (float(bid) if bid else None, float(bid_size) if bid_size else None,
+                     float(ask) if ask else None, float(ask_size) if ask_size else None)
+        quote_times = [_onward(t, latest) for t in (self._clock(bid_time), self._clock(ask_time)) if t is not None] \
+            if bid_time or ask_time else ()
+        new_trade = new_quote = False
+        if message == "Q":
+            said_trade = "C" in contents or "E" in contents or "O" in contents  # (TRADE_FLAGS, without a set)
+            if state is None:  # first sight: its state only, unless the feed says what happened then
+                new_quote = "b" in contents or "a" in contents  # (QUOTE_FLAGS)
+                new_trade = said_trade
+            else:
+                new_quote = quote != state.quote
+                new_trade = said_trade if contents else trade != state.trade
+            new_quote = new_quote and quote[0] is not None and quote[2] is not None
+            new_trade = new_trade and trade[0] is not None and trade[1] is not None
+        if state is None:
+            self.states[symbol] = _State(quote_text, quote, trade_text, trade)
+        else:
+            state.quote_text, state.quote, state.trade_text, state.trade = quote_text, quote, trade_text, trade
+        shown = latest if trade[0] is None or trade[0] < latest else trade[0]
+        self.latest = max(shown, *quote_times) if quote_times else shown
+        if not (new_trade or new_quote):
+            return False
+        time = trade[0] if new_trade else max(quote_times) if quote_times else max(latest, trade[0] or 0)
+        row = self.columns
+        row["symbol"][index], row["time"][index] = symbol, time
+        row["market_center"][index], row["conditions"][index] = center or None, conditions or None
+        row["message_contents"][index] = contents or None
+        if new_trade:
+            row["price"][index], row["size"][index] = trade[1], trade[2]
+            self.made["trades"] += 1
+        if new_quote:
+            row["bid"][index], row["bid_size"][index], row["ask"][index], row["ask_size"][index] = quote
+            self.made["quotes"] += 1
+        return True
+
+
 def level1_table(lines: list[str]) -> Level1Table:
     """The capture's lines (without their ends) as a row each: see the module's docstring."""
-    fields, given = DEFAULT_FIELDS, False
-    states: dict[str, _State] = {}
-    rows: list[dict | None] = []
+    fields = _Fields(DEFAULT_FIELDS)
+    reader = _Level1Reader(len(lines))
     bad: dict[int, tuple[str, str]] = {}
     tickless: dict[int, str] = {}
-    latest = 0  # the latest time the capture has shown, in microseconds after midnight
-    made = {"quotes": 0, "trades": 0}
-    for index, raw in enumerate(lines):
-        line = raw.strip()
-        rows.append(None)
-        if line.startswith(FIELD_LINES):  # the fields of the updates after it
-            fields, given = tuple(f for f in line.split(",")[2:] if f), True
-            continue
-        if (stamp := _STAMP.match(line)) is not None:  # the feed's clock, once a second
-            latest = max(latest, _onward(_microseconds(stamp[1]), latest))
-            continue
-        if not _UPDATE.match(line):  # S, F, n and E lines: the feed's own messages, no tick
-            continue
-        values = line.split(",")[1:]
-        if len(values) > 1 and values[-1] == "" and len(values) != len(fields):  # the comma IQFeed ends each
-            values = values[:-1]  # message with (a field list's last field may be empty too: then it is kept)
-        if len(values) != len(fields):
-            bad[index] = ("missing_field", f"a `{line[0]},` line of {len(values)} fields, where its field list "
-                                           f"names {len(fields)} ({'given' if given else 'IQFeed default'})")
-            continue
-        cells = dict(zip(fields, values))
-        try:
-            row, latest = _row(line[0], cells, states, latest)
-        except ValueError as e:
-            bad[index] = ("wrong_type", f"a `{line[0]},` line whose {e}")
-            continue
-        if row is None:
-            tickless[index] = "an IQFeed summary (`P,`): it sets the symbol's state, no tick" if line[0] == "P" \
-                else "an IQFeed update that changes neither the quote nor the last trade"
-            continue
-        made["quotes"] += row["bid"] is not None
-        made["trades"] += row["price"] is not None
-        rows[index] = row
+    collecting = gc.isenabled()
+    gc.disable()  # millions of small lists and tuples made and dropped: the collector would scan them all, often
+    try:
+        _read_lines(lines, reader, bad, tickless, fields)
+    finally:
+        if collecting:
+            gc.enable()
     # built by column: a capture holds millions of lines, and polars reads lists faster than a row of dicts each
-    frame = pl.DataFrame({name: [row[name] if row else None for row in rows] for name in COLUMNS}, schema=COLUMNS)
-    which = "its field list" if given else "IQFeed's default fields (no `S,CURRENT UPDATE FIELDNAMES` line)"
+    frame = pl.DataFrame(reader.columns, schema=COLUMNS)
+    which = "its field list" if reader.given else "IQFeed's default fields (no `S,CURRENT UPDATE FIELDNAMES` line)"
+    made = reader.made
     notes = [f"read as DTN IQFeed live Level 1 messages by {which}: {made['quotes']} quote(s) where a `Q,` update "
              f"changed the bid or ask, {made['trades']} trade(s) where one printed a new trade (the last trade "
              f"repeated beside a quote is not replayed again), times of day in US Eastern ({ZONE})"]
-    return Level1Table(frame, bad, tickless, notes)
+    return Level1Table(frame, bad, tickless, notes, reader.stamp_day)
 
 
-def _row(message: str, cells: dict[str, str], states: dict[str, _State], latest: int) -> tuple[dict | None, int]:
-    """The tick row a `Q,`/`P,` line makes (None: none) and the latest time shown after it."""
-    symbol = cells.get("Symbol", "")
-    if not symbol:
-        raise ValueError("Symbol is empty")
-    trade_time = _onward(_microseconds(cells.get("Most Recent Trade Time", "")), latest)
-    trade = (trade_time, _number(cells.get("Most Recent Trade", ""), "Most Recent Trade"),
-             _number(cells.get("Most Recent Trade Size", ""), "Most Recent Trade Size"),
-             _number(cells.get("Total Volume", ""), "Total Volume"))
-    quote = (_number(cells.get("Bid", ""), "Bid"), _number(cells.get("Bid Size", ""), "Bid Size"),
-             _number(cells.get("Ask", ""), "Ask"), _number(cells.get("Ask Size", ""), "Ask Size"))
-    quote_times = [_onward(t, latest) for t in (_microseconds(cells.get("Bid Time", "")),
-                                                _microseconds(cells.get("Ask Time", ""))) if t is not None]
-    state = states.setdefault(symbol, _State())
-    contents = cells.get("Message Contents", "")
-    if message == "P":
-        new_trade, new_quote = False, False
-    else:
-        new_quote = quote != state.quote and quote[0] is not None and quote[2] is not None
-        if contents:  # the feed says what the update holds
-            new_trade = bool(TRADE_FLAGS & set(contents))
-        else:
-            new_trade = trade != state.trade
-        new_trade = new_trade and trade[0] is not None and trade[1] is not None
-    state.quote, state.trade = quote, trade
-    shown = [t for t in (trade_time, *quote_times) if t is not None]
-    if not (new_trade or new_quote):
-        return None, max([latest, *shown])
-    if new_trade:
-        time = trade_time
-    else:
-        time = max(quote_times) if quote_times else max(latest, trade_time or 0)
-    row = {"symbol": symbol, "time": time, "price": None, "size": None, "bid": None, "bid_size": None,
-           "ask": None, "ask_size": None, "market_center": cells.get("Most Recent Trade Market Center") or None,
-           "conditions": cells.get("Most Recent Trade Conditions") or None, "message_contents": contents or None}
-    if new_trade:
-        row |= {"price": trade[1], "size": trade[2]}
-    if new_quote:
-        row |= {"bid": quote[0], "bid_size": quote[1], "ask": quote[2], "ask_size": quote[3]}
-    return row, max([latest, *shown])
+def _read_lines(lines: list[str], reader: _Level1Reader, bad: dict[int, tuple[str, str]], tickless: dict[int, str],
+                fields: _Fields) -> None:
+    """Each line read into `reader`'s row of it, or named in `bad` or `tickless`."""
+    given = False
+    for index, raw in enumerate(lines):
+        line = raw.strip()
+        head = line[:2]
+        if head == "T," and _STAMP.match(line) is not None:  # the feed's clock, once a second
+            reader.stamp(line)
+            continue
+        if head not in ("Q,", "P,") or not _UPDATE.match(line):
+            if line.startswith(FIELD_LINES):  # the fields of the updates after it
+                fields, given = _Fields(tuple(f for f in line.split(",")[2:] if f)), True
+            continue  # S, F, n and E lines: the feed's own messages, no tick
+        values = line.split(",")  # the message's letter, then its fields
+        count = len(values) - 1
+        if count > 1 and values[-1] == "" and count != fields.count:  # the comma IQFeed ends each message with
+            values.pop()  # (a field list's last field may be empty too: then it is kept)
+            count -= 1
+        if count != fields.count:
+            bad[index] = ("missing_field", f"a `{line[0]},` line of {count} fields, where its field list "
+                                           f"names {fields.count} ({'given' if given else 'IQFeed default'})")
+            continue
+        values.append("")  # (what a field the list lacks reads as)
+        picked = fields.pick(values)
+        try:
+            made = reader.update(index, line[0], picked)
+        except ValueError as e:
+            why = str(e) if str(e) == "Symbol is empty" else _unreadable(picked)
+            bad[index] = ("wrong_type", f"a `{line[0]},` line whose {why}")
+            continue
+        if not made:
+            tickless[index] = "an IQFeed summary (`P,`): it sets the symbol's state, no tick" if line[0] == "P" \
+                else "an IQFeed update that changes neither the quote nor the last trade"
+    reader.given = given

@@ -115,6 +115,7 @@ class JsonLinesTable:
     skipped: dict[int, str] = field(default_factory=dict)  # row -> why: a message without ticks, filtered_out
     records: bool = False  # the file is one JSON array (a REST dump): a row is a record, not a line
     users: int = 0
+    stamp_day: str | None = None  # an IQFeed Level 1 capture's first day by its `T,` lines (YYYY-MM-DD)
 
     def where(self, row: int) -> str:
         """A row as a user finds it in the file: its line, or its record in a REST dump's array."""
@@ -249,7 +250,8 @@ def _level1(path: Path, lines: list[bytes]) -> JsonLinesTable:
     copy = _written(path, read.frame)
     objects = read.frame.height - read.frame.select(pl.all_horizontal(pl.all().is_null()).sum()).item()
     shape = Shape("iqfeed-level1", LEVEL1_MAP, f"{path.name}: {read.notes[0]}")
-    return JsonLinesTable(path, copy, read.bad, objects, shape, read.notes[1:], skipped=read.tickless)
+    return JsonLinesTable(path, copy, read.bad, objects, shape, read.notes[1:], skipped=read.tickless,
+                          stamp_day=read.stamp_day)
 
 
 def _written(path: Path, frame: pl.DataFrame) -> Path:

@@ -515,7 +515,8 @@ def test_iqfeed_level1_without_a_field_list_reads_the_default_fields_and_trades_
     new trade is known by its Most Recent Trade fields changing, and the same fields again beside a new bid are no
     second trade. Without a date in the name the replay is refused saying how to give it; --columns date= reads."""
     lines = [line.replace(",Cba,", ",,").replace(",b,", ",,") for line in IQFEED_LEVEL1.splitlines()
-             if not line.startswith("S,")]
+             if not line.startswith(("S,", "T,"))]  # (no `T,` lines either: their date would give the day)
+    lines.insert(1, lines[1])  # the first `Q,` (a new trade and quote after the summary), twice: no second tick
     path = tmp_path / "ESZ26-level1.txt"
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match=r"times of day in US Eastern without a date.*--columns date=YYYY-MM-DD"):
@@ -587,10 +588,49 @@ def test_iqfeed_level1_capture_backtests_through_the_cli(tmp_path: Path, capsys)
     out = tmp_path / "a.parquet"
     assert main(["backtest", str(path), "--out", str(out), "--quiet"]) == 0
     assert out.exists()
-    undated = tmp_path / "ESZ26.txt"
-    undated.write_text(IQFEED_LEVEL1)
+    undated = tmp_path / "ESZ26.txt"  # no date in its name, nor `T,` lines (whose date would give the day)
+    undated.write_text("".join(line for line in IQFEED_LEVEL1.splitlines(keepends=True) if not line.startswith("T,")))
     assert main(["backtest", str(undated), "--out", str(tmp_path / "b.parquet"), "--quiet"]) == 2
     assert "--columns date=YYYY-MM-DD" in capsys.readouterr().err
     dated = tmp_path / "c.parquet"
     assert main(["backtest", str(undated), "--out", str(dated), "--columns", "date=2026-11-30", "--quiet"]) == 0
     assert dated.exists()
+
+
+def test_iqfeed_level1_first_sight_of_a_symbol_sets_its_state_unless_the_feed_says_a_trade(tmp_path: Path) -> None:
+    """fix327 #4: a symbol's first `Q,` update with no `P,` before it counted its last trade (printed before the
+    capture began) as a new trade. The first sight now sets the state only, unless its Message Contents says what
+    happened then: C/E/O a trade, b/a a quote change. Without Message Contents it makes no tick at all."""
+    header = "S,CURRENT UPDATE FIELDNAMES,Symbol,Most Recent Trade,Most Recent Trade Size,Most Recent Trade Time," \
+             "Bid,Bid Size,Ask,Ask Size,Message Contents\n"
+    path = tmp_path / "CL_2026-11-30.txt"
+    path.write_text(header +
+                    "Q,@CLF27,70.10,3,08:00:00.100000,70.09,5,70.11,4,\n"  # first sight, no contents: state only
+                    "Q,@CLF27,70.10,3,08:00:00.100000,70.09,6,70.11,4,\n"  # bid size changed: a quote
+                    "Q,@NGF27,3.50,1,08:00:01.000000,3.49,2,3.51,2,C\n"  # first sight, a trade said: the trade
+                    "Q,@HOF27,2.40,1,07:59:00.000000,2.39,2,2.41,2,ba\n")  # first sight, a quote said: the quote
+    ticks = [(t.stream, t.kind, t.price, t.bid_size) for t in drain(FileReplay(path))]
+    assert ticks == [("@CLF27", "quote", None, 6.0), ("@NGF27", "trade", 3.5, None), ("@HOF27", "quote", None, 2.0)]
+
+
+def test_iqfeed_level1_day_from_its_t_lines_when_its_name_gives_none(tmp_path: Path) -> None:
+    """fix327 #4: a capture's `T,YYYYMMDD HH:MM:SS` lines give its day when its name (and folders) hold none; a name
+    that holds one wins where they disagree (the day the user named it for), with a note naming both."""
+    undated = tmp_path / "ESZ26-level1.txt"
+    undated.write_text(IQFEED_LEVEL1)
+    replay = FileReplay(undated)
+    assert _level1_ticks(replay) == LEVEL1_TICKS
+    assert any(note.startswith(f"{undated.name}: the day is 2026-11-30, from its first `T,` time stamp line")
+               for note in replay.notes), replay.notes
+    named = tmp_path / "ESZ26_2026-11-29.txt"
+    named.write_text(IQFEED_LEVEL1)
+    replay = FileReplay(named)
+    assert [t.ts for t in drain(replay)][0] == ns("2026-11-29T13:30:01.612301+00:00")
+    assert any("its name's day 2026-11-29 is read, though its first `T,` time stamp line says 2026-11-30" in note
+               and "--date 2026-11-30" in note for note in replay.notes), replay.notes
+    late = tmp_path / "ES-evening.txt"  # updates before midnight, its first `T,` line after it: the day before
+    late.write_text("Q,@ESZ26,6849.75,2,23:59:59.900000,43,100002,6849.50,11,6849.75,8,0,0,0,0,Cba,01,\n"
+                    "T,20261201 00:00:00\n"
+                    "Q,@ESZ26,6850.75,2,00:00:00.100000,43,100004,6849.50,11,6849.75,8,0,0,0,0,C,01,\n")
+    assert [t.ts for t in drain(FileReplay(late))] == [ns("2026-12-01T04:59:59.9+00:00")] * 2 + [
+        ns("2026-12-01T05:00:00.1+00:00")]
