@@ -164,8 +164,10 @@ class StreamEncoders(StreamTable):
                 if err.reason != "nonpositive_price":
                     raise
                 raise InvalidTick(err.reason, err.message + SHIFT_PRICES, err.stream) from None
-            self._check_live(tick.stream, tick.ts, now_ns)
             held = self.held.get(tick.stream)
+            if self._duplicate(tick, held):
+                return None  # a duplicate: dropped and counted, never refused (tick_sequences.py)
+            self._check_live(tick.stream, tick.ts, now_ns)
             supersedes = held is not None and hold_quotes and not tick.is_trade and tick.ts >= held.ts
             if held is not None and not supersedes:  # the stream's held quote goes first, as it came
                 del self.held[tick.stream]
@@ -193,6 +195,15 @@ class StreamEncoders(StreamTable):
             return item
 
         return self._ingest(data, submit, tokenized_items, first_phase, self.flush_held(submit))
+
+    def _duplicate(self, tick: Tick, held: EncodedTick | None) -> bool:
+        """Whether a wire tick's `seq` repeats one its stream took (or conflation holds): a duplicate, counted."""
+        if tick.seq is None:
+            return False
+        known = self._encoders.get(tick.stream)
+        last_ts = known.last_ts if known is not None else self._expired_last_ts.get(tick.stream)
+        held_seq = held.tick.seq if held is not None and held.tick is not None else None
+        return self.sequences.duplicate(tick, last_ts, held_seq)
 
     def _check_live(self, stream: str, ts: int, now_ns: int | None) -> None:
         """The checks of a wire tick's stream and ts against this service's state, for a live message only (one

@@ -250,22 +250,21 @@ def wire_field_of(name: object) -> str | None:
 
 
 # Keys a feed handler sends an exchange's sequence number or trade id under (CME's RptSeq, ITCH's match number,
-# a crypto venue's trade id): the wire has no field for one, so such a tick is refused with what to do instead
-SEQUENCE_KEYS = frozenset({"seq", "sequence", "seq_num", "seqnum", "seq_no", "seqno", "sequence_number",
+# a crypto venue's trade id): the wire's field for one is `seq`, so such a tick is refused saying so
+SEQUENCE_KEYS = frozenset({"sequence", "seq_num", "seqnum", "seq_no", "seqno", "sequence_number",
                            "seq_number", "msg_seq_num", "msgseqnum", "rpt_seq", "rptseq", "trade_id", "tradeid",
                            "match_id", "match_number", "exec_id", "execution_id", "update_id", "id", "tid"})
 
-SEQUENCE_HINT = ("the wire carries no sequence number or trade id: drop it; a stream's ticks are ordered by `ts` "
-                 "alone, in the order they are sent (an equal `ts` is taken, an older one refused as ts_backwards), "
-                 "so drop a recovery feed's resends before sending, as file replay's --sequence does: see "
-                 "Timestamps in docs/wire-protocol.md")
+SEQUENCE_HINT = ("the wire's field for a sequence number or trade id is `seq` (an int, optional): send it so, and "
+                 "the service drops a resend or an A/B line's second copy as a duplicate and counts gaps; see "
+                 "Sequence numbers in docs/wire-protocol.md")
 
 
 def renamed(keys: Iterable[object], field: str | None = None) -> str:
     """For an error about a map with ``keys``: " (key 'symbol' is 'stream' on the wire; ...)" for its keys that are
     other names of tick fields (of ``field`` only, when given); for an exchange's own message (a Binance trade
     event) what the wire calls each of its keys, and sends otherwise; for a sequence number's key (`seq`,
-    `trade_id`: SEQUENCE_KEYS) that the wire has none; else ""."""
+    `trade_id`: SEQUENCE_KEYS) that the wire calls it `seq`; else ""."""
     keys = list(keys)
     if (message := exchange_message(keys)) is not None:
         return f" ({message.hint()})"

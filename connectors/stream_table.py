@@ -17,6 +17,7 @@ from connectors.lookalike_names import LookalikeNames
 from connectors.passed_over import PassedOver
 from connectors.stamp_notes import StampNotes
 from connectors.stream_encoder import StreamEncoder
+from connectors.tick_sequences import TickSequences
 
 NAMES_HOLDER = "encoders"  # what LookalikeNames calls the streams held or expired here
 
@@ -46,6 +47,7 @@ class StreamTable:
         # every name held or expired here (and those the service remembers as refused) by its NFKC fold: a new wire
         # name that folds to another's is refused (lookalike_names.py)
         self.names = LookalikeNames()
+        self.sequences = TickSequences()  # each stream's last `seq`, duplicates dropped, gaps (tick_sequences.py)
 
     def __len__(self) -> int:
         return len(self._encoders)
@@ -78,6 +80,7 @@ class StreamTable:
         self._expired_last_ts.pop(stream, None)
         self.names.discard(stream, NAMES_HOLDER)
         self._expired_at_last_ts.pop(stream, None)
+        self.sequences.forget(stream)
         self.received_ns.pop(stream, None)
         self.held.pop(stream, None)
         self.passed_over.accepted(stream)
@@ -96,7 +99,8 @@ class StreamTable:
         """Each stream's last accepted tick: ``{ticks, last_ts, at_last_ts, last_price}`` (``ticks``: its session's
         tick count, 0 after an expiry, whose ordering guard stays; ``at_last_ts``: how many ticks stamped ``last_ts``
         were taken up to the last accepted one, refused and conflated ones before it included, None if unknown;
-        ``last_price``: the last raw tick's price level, a trade's price or a quote's mid, None if none), None for a
+        ``last_price``: the last raw tick's price level, a trade's price or a quote's mid, None if none; ``last_seq``
+        and the sequence counts, TickSequences.of), None for a
         name never seen; ``streams`` None: every stream known, in name order past ``after``, the first ``limit``. With
         ``now_ns`` (the wall clock), also ``idle_s``: seconds since its last tick came off the wire (None: none since
         this process started, a stream restored from a tick log)."""
@@ -112,17 +116,20 @@ class StreamTable:
                 last_ts = self._expired_last_ts.get(name)
                 out[name] = None if last_ts is None else {"ticks": 0, "last_ts": last_ts,
                                                           "at_last_ts": self._expired_at_last_ts.get(name)}
+            if out[name] is not None:
+                out[name].update(self.sequences.of(name))
             received = self.received_ns.get(name)
             if now_ns is not None and out[name] is not None:  # (a clock stepped back reads as 0, not negative)
                 out[name]["idle_s"] = None if received is None else round(max(0, now_ns - received) / 1e9, 3)
         return out
 
     def start_at(self, stream: str, ticks: int, last_ts: int | None, state: dict[str, Any] | None = None,
-                 at_last_ts: int | None = None) -> None:
+                 at_last_ts: int | None = None, last_seq: int | None = None) -> None:
         """A stream whose earlier ticks are gone (a tick log's retention): it counts on from ``ticks`` and guards
         order from ``last_ts`` (ticks 0: an expired stream, only its guard), with the codec state ``state``
         (``codec_states``' record of it) or, without one, fresh codec state; ``at_last_ts`` as ``accepted`` says
-        it (None: unknown)."""
+        it (None: unknown); ``last_seq``: its last `seq` (None: none, or an older log)."""
+        self.sequences.start_at(stream, last_seq)
         if ticks == 0:
             if last_ts is not None:
                 self._expired_last_ts[stream] = last_ts
@@ -158,7 +165,9 @@ class StreamTable:
             self.names.add(item.stream, NAMES_HOLDER)
             if encoder.last_ts is None:  # a stream's very first tick
                 self.stamp_notes.first_tick(item.stream, item.ts)
+        previous_ts = encoder.last_ts
         encoder.commit(item)
+        self.sequences.committed(item.stream, item.tick, previous_ts, live=self._message_ns is not None)
         self.passed_over.accepted(item.stream)
         if self._message_ns is not None:
             self.received_ns[item.stream] = self._message_ns

@@ -28,6 +28,7 @@ REASONS = (
     "unknown_side",
     "crossed_quote",
     "ts_backwards",
+    "seq_out_of_range",  # a `seq` outside [0, 2**64)
     "ts_in_future",  # live service only: ts further ahead of its wall clock than limits.max_ts_ahead_s
     "ts_unit",  # live service only: ts counted in s, ms or us, not ns (tick_times.check_ts_unit)
     "unencodable",  # valid, but the codec failed on it (a codec bug: the tick is refused, the service goes on)

@@ -26,7 +26,9 @@ integer (a bool or a float is rejected), in [0, 2**63). Prices must be finite, w
 (PRICE_RANGE: `price_out_of_range`) and > 0 (a quote's bid may be 0 beside an ask above it with
 ``zero_bid_is_price``: an option nobody bids, its mark ask / 2; otherwise that is TAQ's "no bid", a one-sided
 quote); sizes finite, >= 0 and below 1e18 (MAX_SIZE: `size_out_of_range`); a locked quote
-(bid == ask) is accepted, a crossed one (bid > ask) is not. Encoding omits optional fields that are None.
+(bid == ask) is accepted, a crossed one (bid > ask) is not; `seq` an int (not a bool: `wrong_type`) in [0, 2**64)
+(`seq_out_of_range`), used by the live service alone (connectors/tick_sequences.py: repeats dropped, gaps counted).
+Encoding omits optional fields that are None.
 
 A stream name is printable text of at most 128 UTF-8 bytes (configurable), with
 no '/' (answer topics use it), no leading '_' (the service's own topics) and no
@@ -39,7 +41,7 @@ Every rejection raises `InvalidTick` with a short machine-readable `reason`
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, NamedTuple, Sequence
 
 import msgpack
@@ -63,7 +65,7 @@ QUOTE = "quote"
 KINDS = (TRADE, QUOTE)
 SIDES = ("buy", "sell")
 
-_COMMON = ("stream", "ts", "kind")
+_COMMON = ("stream", "ts", "kind", "seq")
 _FIELDS = {
     TRADE: frozenset(_COMMON + ("price", "size", "side")),
     QUOTE: frozenset(_COMMON + ("bid", "ask", "bid_size", "ask_size")),
@@ -84,6 +86,7 @@ class Tick:
     ask: float | None = None
     bid_size: float | None = None
     ask_size: float | None = None
+    seq: int | None = None  # the feed's sequence number of this stream's tick (None: not sent)
 
     @property
     def is_trade(self) -> bool:
@@ -107,7 +110,7 @@ class Tick:
         return {k: getattr(self, k) for k in _WIRE_ORDER if k in keys and getattr(self, k) is not None}
 
 
-_WIRE_ORDER = ("stream", "ts", "kind", "price", "size", "side", "bid", "ask", "bid_size", "ask_size")
+_WIRE_ORDER = ("stream", "ts", "kind", "price", "size", "side", "bid", "ask", "bid_size", "ask_size", "seq")
 
 
 def plain(value: Any) -> Any:
@@ -265,6 +268,26 @@ def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES, zero_bid_is_pri
 
 
 def _validate_fields(obj: dict, stream: str, zero_bid_is_price: bool) -> Tick:
+    tick = _tick_fields(obj, stream, zero_bid_is_price)
+    seq = obj.get("seq")
+    return tick if seq is None else replace(tick, seq=_seq(seq))
+
+
+SEQ_MAX = 2**64  # a uint64: the widest sequence number a venue sends (ITCH's, a 64-bit trade id)
+
+
+def _seq(value: Any) -> int:
+    """The `seq` field's rule: an int (not a bool, not a float: a double loses a 64-bit number's last digits) in
+    [0, 2**64)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidTick("wrong_type", f"seq must be an int (the feed's sequence number of the stream's tick), got "
+                                        f"{wire_value(value, 24)}")
+    if not 0 <= value < SEQ_MAX:
+        raise InvalidTick("seq_out_of_range", f"seq must be in [0, 2**64), got {value}")
+    return value
+
+
+def _tick_fields(obj: dict, stream: str, zero_bid_is_price: bool) -> Tick:
     ts = check_ts(obj)
     kind = _kind(obj)
     extra = [k for k in obj if k not in _FIELDS[kind]]

@@ -235,8 +235,8 @@ class _LogSplit:
             if stream in self.seen or (self.streams is not None and stream not in self.streams):
                 continue
             self.seen.add(stream)
-            state, booked, at_last_ts = (kept + [None, None, None])[:3]  # (older logs: fewer of them)
-            self.encoders.start_at(stream, ticks, last_ts, state, at_last_ts)
+            state, booked, at_last_ts, last_seq = (kept + [None] * 4)[:4]  # (older logs: fewer of them)
+            self.encoders.start_at(stream, ticks, last_ts, state, at_last_ts, last_seq)
             if ticks:
                 self.target.start_at(stream, ticks, last_ts, booked)
                 self.counted[stream] = ticks

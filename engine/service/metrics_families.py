@@ -9,6 +9,13 @@ from __future__ import annotations
 COUNTERS = {
     "ticks_in": "Ticks accepted",
     "conflated": "Quotes dropped for a newer one of their stream while behind (limits.when_behind: conflate)",
+    "duplicates": "Wire ticks dropped because their seq repeats one their stream took (a resend, an A/B line's "
+                  "second copy): not rejections",
+    "seq_gaps": "Jumps in a stream's seq past the next number (the ticks were taken; numbers missing: seq_missing)",
+    "seq_missing": "Sequence numbers the gaps skipped, all streams together",
+    "seq_restarts": "Lower seqs taken as a numbering begun again (an hour or more after the stream's last tick)",
+    "repeats_taken": "Ticks without seq taken at their stream's last ts with the last tick's values (a resend taken "
+                     "again, or a trade that matched it: send seq to tell)",
     "answers_published": "Answers published on the PUB socket",
     "ingest_messages": "Ingest messages received",
     "control_requests": "Control requests received",

@@ -312,6 +312,7 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
             **({"log": self.data.stats()} if self.data is not None else {}),
             **self.encoders.ts_unit_summary(),
             **self.encoders.ahead_of_clock_summary(),
+            **self.encoders.sequences.summary(),
             **kernel_cache_summary(),
         }
 

@@ -1,5 +1,5 @@
-"""The first record of each tick log segment (``SEGMENT_START``): every stream's tick count, last accepted ts and
-codec state so far, and (one engine) its session as a replay would have booked it, so that a replay starting at
+"""The first record of each tick log segment (``SEGMENT_START``): every stream's tick count, last accepted ts,
+codec state, `at_last_ts` and last `seq` so far, and (one engine) its session as a replay would have booked it, so that a replay starting at
 that segment, once retention dropped the ones before, goes on exactly where the live run was (log_replay.py reads
 it). DataDir hands ``SegmentStarts.record`` to its TickLog, which writes it at every roll."""
 
@@ -35,7 +35,7 @@ class SegmentStarts:
         sessions = booked is not None
         while True:
             starts = {name: [a["ticks"], a["last_ts"], states.get(name),
-                             booked(name) if sessions and a["ticks"] else None, a["at_last_ts"]]
+                             booked(name) if sessions and a["ticks"] else None, a["at_last_ts"], a["last_seq"]]
                       for name, a in accepted.items()}
             record = msgpack.packb({SEGMENT_START: starts, LOGGED: ticks_logged}, use_bin_type=True)
             if not sessions or len(record) <= self.segment_bytes // SEGMENT_START_SHARE:

@@ -318,7 +318,8 @@ class ShardedPipeline(ShardedIngest):
                 "streams": len(self.shard_of), "queries": len(self.registry), "model": self.config.model.model_id,
                 "named_questions": sorted(self.codec.questions), "log": self.data.stats(),
                 "stale_answers_dropped": self.stale_dropped, "scores": self.scores.summary(),
-                **self.encoders.ts_unit_summary(), **self.encoders.ahead_of_clock_summary()}
+                **self.encoders.ts_unit_summary(), **self.encoders.ahead_of_clock_summary(),
+                **self.encoders.sequences.summary()}
 
     def close(self) -> None:
         ray = ray_module()
