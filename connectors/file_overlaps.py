@@ -59,7 +59,7 @@ def overlapping_files(plans: Sequence[Any], selection: StreamSelection | None = 
             if selection is None or selection.matches(stream):
                 fed[stream].append((first, last, plan))
     pairs: dict[tuple[str, str], list[tuple[str, int, int]]] = {}  # (file, file) -> (stream, overlap start, end)
-    repeats: list[Caution] = []  # the pairs whose overlap is trades repeated, by trade id (repeated_trades.py)
+    repeats: list[str] = []  # the pairs whose overlap is trades repeated, by trade id (repeated_trades.py)
     for stream, spans in sorted(fed.items()):
         spans.sort(key=lambda span: span[:2])
         for i, (first, last, plan) in enumerate(spans):
@@ -73,7 +73,8 @@ def overlapping_files(plans: Sequence[Any], selection: StreamSelection | None = 
                     raise ValueError(refused)
                 if repeated := repeated_across(plan, other, stream, other_first, end):  # pages overlapping
                     first = other.where(repeated.first_repeat).removeprefix(f"{other.given_name} ")
-                    repeats.append(across_caution(stream, plan.given_name, other.given_name, repeated, first))
+                    sequence = getattr(getattr(other, "columns", None), "sequence", None)
+                    repeats.append(across_caution(stream, plan.given_name, other.given_name, repeated, first, sequence))
                 elif rows := identical_rows(plan, other, stream, other_first, end):  # one day given twice
                     repeats.append(identical_caution(stream, plan.given_name, other.given_name, rows, other_first,
                                                      end))

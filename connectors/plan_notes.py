@@ -177,7 +177,7 @@ def row_notes(plan: FilePlan, rows: pl.LazyFrame, raw_stream: pl.Expr, schema: M
         line = lambda row: plan.where(row).removeprefix(f"{plan.given_name} ")  # noqa: E731 (the name is said)
         shape = json_lines.table(path).shape if json_lines.is_json_lines(path) else None  # a capture's own cause
         cause = shape.repeats if shape is not None and shape.repeats else OVERLAPPING_PAGES
-        said = ([repeated_caution(path.name, same, line, cause)] if same else []) + \
+        said = ([repeated_caution(path.name, same, line, cause, cmap.sequence)] if same else []) + \
             ([shared_id_note(path.name, other, line)] if other else [])
         plan = replace(plan, notes=(*plan.notes, *said)) if said else plan
     if plan.book is None and (lone := lone_prints(plan.frame, plan.keys, cmap)) is not None:  # (an order's price)

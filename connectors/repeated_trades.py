@@ -79,12 +79,29 @@ OVERLAPPING_PAGES = "export pages that overlap?"  # the likely cause in a file; 
 
 
 def repeated_caution(name: str, repeated: RepeatedIds, where: Callable[[int], str],
-                     cause: str = OVERLAPPING_PAGES) -> Caution:
-    return Caution(f"{name}: {repeated.rows} row(s) repeat an earlier row of their stream, its trade id (column "
-                   f"{repeated.column!r}), time, price and size alike, the first {where(repeated.first_repeat)} (id "
-                   f"{repeated.trade_id!r}, as {where(repeated.first_seen)}): each replays as one more tick, moving "
-                   f"every count, label and score after it ({cause}); write the file without the "
-                   f"repeats")
+                     cause: str = OVERLAPPING_PAGES, sequence: str | None = None) -> str:
+    """The rows that repeat an earlier trade: a caution to fix the file, or, read by a sequence column (``sequence``,
+    --sequence) that leaves such rows out, a note that says so (review323 #8: the caution told the user to fix a
+    file the run had already read right)."""
+    said = (f"{name}: {repeated.rows} row(s) repeat an earlier row of their stream, its trade id (column "
+            f"{repeated.column!r}), time, price and size alike, the first {where(repeated.first_repeat)} (id "
+            f"{repeated.trade_id!r}, as {where(repeated.first_seen)})")
+    return _by_sequence(said, repeated.column, sequence) or Caution(
+        f"{said}: each replays as one more tick, moving every count, label and score after it ({cause}); write the "
+        f"file without the repeats")
+
+
+def _by_sequence(said: str, id_column: str, sequence: str | None) -> str | Caution | None:
+    """What becomes of repeated trades read by a sequence column: left out where it is their id column (a note); a
+    caution where it is another column, which leaves out only the rows whose number repeats too; None without one."""
+    if sequence is None:
+        return None
+    if normal_name(sequence) == normal_name(id_column):
+        return (f"{said}: left out, the first read kept, as the sequence column {sequence!r} repeats with them (the "
+                f"run's last notes count them); the file needs no change")
+    return Caution(f"{said}: those whose sequence number (column {sequence!r}) repeats too are left out, the first "
+                   f"read kept (the run's last notes count them); any other replays as one more tick, moving every "
+                   f"count, label and score after it")
 
 
 def shared_id_note(name: str, shared: RepeatedIds, where: Callable[[int], str]) -> str:
@@ -165,13 +182,15 @@ def identical_caution(stream: str, one: str, other: str, rows: int, start: int, 
                    f"moving every count, label and score after it; replay one of them")
 
 
-def across_caution(stream: str, one: str, other: str, repeated: RepeatedIds, first: str) -> Caution:
-    """``first``: the first repeat's place in ``other``, as the user finds it (`line 2`)."""
-    return Caution(f"stream {stream}: {repeated.rows} trade(s) of {other} repeat trades of {one}, their trade id "
-                   f"(column {repeated.column!r}), time, price and size alike, the first at its {first} (id "
-                   f"{repeated.trade_id!r}): each replays as one more tick, moving every count, label and score after "
-                   f"it (export pages that overlap, each starting with the last trades of the one before?); write the "
-                   f"files without the repeats")
+def across_caution(stream: str, one: str, other: str, repeated: RepeatedIds, first: str,
+                   sequence: str | None = None) -> str:
+    """``first``: the first repeat's place in ``other``, as the user finds it (`line 2`); ``sequence``: the sequence
+    column ``other`` is read by (repeated_caution)."""
+    said = (f"stream {stream}: {repeated.rows} trade(s) of {other} repeat trades of {one}, their trade id (column "
+            f"{repeated.column!r}), time, price and size alike, the first at its {first} (id {repeated.trade_id!r})")
+    return _by_sequence(said, repeated.column, sequence) or Caution(
+        f"{said}: each replays as one more tick, moving every count, label and score after it (export pages that "
+        f"overlap, each starting with the last trades of the one before?); write the files without the repeats")
 
 
 # Binance's public trades and aggTrades files of one market: aggTrades are its trades grouped by taker order and

@@ -174,3 +174,21 @@ def test_binance_trades_beside_the_aggtrades_of_the_same_minutes_are_refused_nam
     later.mkdir()
     _, next_aggs = binance_trades(later, "2024-01-03", 1704240000000)
     assert len(drain(FileReplay([trades, next_aggs]))) == 39 + 20
+
+
+def test_read_by_their_id_as_sequence_the_repeats_are_said_left_out_not_to_be_fixed(tmp_path: Path, capsys) -> None:
+    """review323 #8: with `--sequence` naming the trade id column, the run drops the repeats; its words said they
+    replay as more ticks and to write the file without them, then dropped them (and said so at the end)."""
+    trades(list(range(30)) + list(range(25, N))).write_csv(tmp_path / "BTC-USD.csv")
+    replay = FileReplay(tmp_path / "BTC-USD.csv", columns={"preset": "coinbase-trades", "sequence": "trade_id"})
+    assert len(drain(replay)) == N and replay.cautions == []  # 45 rows, 5 repeats left out
+    said = ("BTC-USD.csv: 5 row(s) repeat an earlier row of their stream, its trade id (column 'trade_id'), time, "
+            "price and size alike, the first line 32 (id '25', as line 27): left out, the first read kept, as the "
+            "sequence column 'trade_id' repeats with them (the run's last notes count them); the file needs no change")
+    assert said in replay.notes, replay.notes
+    code = main(["backtest", str(tmp_path / "BTC-USD.csv"), "--preset", "coinbase-trades", "--sequence", "trade_id",
+                 "--out", str(tmp_path / "a.parquet"), "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0, out
+    assert f"replayed {N} ticks" in out and "warning" not in out + err, out + err
+    assert "5 tick(s) of 1 stream(s) repeat a sequence number (column 'trade_id')" in out + err, out + err

@@ -279,26 +279,23 @@ def test_an_exchanges_raw_message_is_told_the_wire_names_of_its_keys(clients) ->
         assert payload["reason"] == ("wrong_type" if "stream" in message else "missing_stream"), payload
 
 
-def test_a_tick_with_an_exchanges_sequence_number_is_told_the_wire_has_none(clients) -> None:
-    """review262 #4: a feed handler sending its exchange sequence number along (`seq`, `sequence`, `trade_id`,
-    `seq_num`) got a bare "fields ['seq'] not allowed in a trade": the rejection names the key, says the wire
-    carries no sequence number (drop it, order comes from ts) and where resends are dropped; sent without it, the
-    tick is taken."""
+def test_a_tick_with_an_exchanges_sequence_number_under_another_key_is_told_to_send_seq(clients) -> None:
+    """review262 #4, review323 #4: a feed handler sending its exchange sequence number along under a key of its
+    own (`sequence`, `trade_id`, `seq_num`) has the tick refused naming the key and the wire's field for it, `seq`;
+    sent as `seq`, the tick is taken (test_wire_sequences.py holds what the service does with it)."""
     control, sub, push = clients
     ctl, feed, rejects = control(), push(), sub("_rejects/")
     stream = fresh_stream("ESM4.SEQ")
-    keys = ["seq", "sequence", "trade_id", "seq_num"]
+    keys = ["sequence", "trade_id", "seq_num"]
     before = stats(ctl)["ticks_in"]
     feed.send(msgpack.packb([trade(stream, T0 + i, 5000.25, 1, **{key: 1000 + i}) for i, key in enumerate(keys)]))
     got = rejects.until(lambda g: len(g) >= len(keys))
     for key, (_, payload) in zip(keys, got):
         assert payload["reason"] == "unknown_field", payload
-        assert f"fields [{json.dumps(key)}] not allowed in a trade (key {json.dumps(key)}: the wire carries no " \
-               f"sequence number or trade " \
-               f"id: drop it; a stream's ticks are ordered by `ts` alone" in payload["error"], payload
-        assert "resends before sending, as file replay's --sequence does" in payload["error"], payload
+        assert f"fields [{json.dumps(key)}] not allowed in a trade (key {json.dumps(key)}: the wire's field for a " \
+               f"sequence number or trade id is `seq`" in payload["error"], payload
         assert not PYTHON_WORDS.search(payload["error"]), payload
-    feed.send(msgpack.packb(trade(stream, T0 + 10, 5000.25, 1)))
+    feed.send(msgpack.packb(trade(stream, T0 + 10, 5000.25, 1, seq=1010)))
     wait_stats(ctl, lambda st: st["ticks_in"] - before == 1)
 
 

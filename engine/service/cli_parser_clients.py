@@ -230,7 +230,8 @@ def add_streams(sub: Any, shared: SharedOptions) -> None:
                         "too) and exit 1 when there is one: a check for a feed gone quiet (exit 1 also when a name "
                         "given was refused)")
     p.add_argument("--json", action="store_true", help="one JSON object: streams (name -> {ticks, last_ts, "
-                   "at_last_ts, last_price, idle_s} or null), refused (name -> {ticks, error}) and refused_more")
+                   "at_last_ts, last_price, last_seq, duplicates, seq_gaps, seq_missing, repeats_taken, idle_s} or "
+                   "null), refused (name -> {ticks, error}) and refused_more")
     p.set_defaults(run=cmd_streams)
 
 

@@ -79,7 +79,7 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             # (last: its last tick's price as the model reads it, an ingest --price-offset added: review315 #9)
             price = "" if accepted.get("last_price") is None else f"\tlast_price {accepted['last_price']:g}"
             print(f"{shown_name(name)}\tlast_ts {accepted['last_ts']}\tticks {accepted['ticks']}{quiet}{context}{kv}"
-                  f"{waiting}{price}")
+                  f"{waiting}{price}{sequence_text(accepted)}")
         for name in refused if listing else ():  # after the held ones: the streams that hold nothing
             print(f"{shown_name(name)}\trefused ({refused[name]['ticks']} ticks)")
     # a name given that admission turned away holds nothing: a script checking its feeds hears it in the status
@@ -89,6 +89,19 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
               f"{args.idle_over:g}s", file=sys.stderr)
         return 1 if listed or named_refused else 0
     return 1 if named_refused else None
+
+
+def sequence_text(accepted: dict) -> str:
+    """Last on a stream's line (review323 #1, #2, #4): its last `seq` and, where not 0, its duplicates dropped, gaps
+    (and numbers missing) and ticks without `seq` taken as repeats at its last ts; "" for a server without them."""
+    text = "" if accepted.get("last_seq") is None else f"\tlast_seq {accepted['last_seq']}"
+    if accepted.get("duplicates"):
+        text += f"\tduplicates {accepted['duplicates']}"
+    if accepted.get("seq_gaps"):
+        text += f"\tseq_gaps {accepted['seq_gaps']} ({accepted['seq_missing']} missing)"
+    if accepted.get("repeats_taken"):
+        text += f"\trepeats_taken {accepted['repeats_taken']}"
+    return text
 
 
 def _say_refused_listed(refused: dict[str, dict], more: int) -> None:

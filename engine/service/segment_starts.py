@@ -1,7 +1,7 @@
 """The first record of each tick log segment (``SEGMENT_START``): every stream's tick count, last accepted ts,
-codec state, `at_last_ts` and last `seq` so far, and (one engine) its session as a replay would have booked it, so that a replay starting at
-that segment, once retention dropped the ones before, goes on exactly where the live run was (log_replay.py reads
-it). DataDir hands ``SegmentStarts.record`` to its TickLog, which writes it at every roll."""
+codec state, `at_last_ts` and last `seq` so far, and (one engine) its session as a replay would have booked it, so
+that a replay starting at that segment, once retention dropped the ones before, goes on exactly where the live run
+was (log_replay.py reads it). DataDir hands ``SegmentStarts.record`` to its TickLog, which writes it at every roll."""
 
 from __future__ import annotations
 
