@@ -6,6 +6,7 @@ and msgpack clients (wire_client.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import urllib.request
 
@@ -169,3 +170,34 @@ def test_the_last_seq_survives_a_restart_through_the_tick_log(tmp_path) -> None:
         finally:
             ctl.close()
             feed.close()
+
+
+def test_the_last_seq_survives_retention_through_the_segment_start_record(tmp_path) -> None:
+    """A stream whose every sequenced tick lies in segments retention dropped: the segment start record carries its
+    last `seq`, so after a restart a resend of its last ticks is still dropped as duplicates."""
+    from connectors.ticks import encode, trade as tick
+    from engine.service.pipeline import TickPipeline
+
+    small = {"dir": str(tmp_path / "data"), "segment_bytes": 16384, "retention_bytes": 3 * 16384}
+    made = {"model": {"path": str(tiny_tick_checkpoint(tmp_path / "tick", max_position_embeddings=256))},
+            "kv": {"cells": 8192, "block_size": 16}, "log": small}
+    quiet = [tick("QUIET", T0 + i, 100.0 + i % 3, 1.0, "buy") for i in range(30)]
+    quiet = [dataclasses.replace(t, seq=501 + i) for i, t in enumerate(quiet)]
+    live = TickPipeline(ServiceConfig.from_dict(made))
+    try:
+        assert live.ingest_message(encode(quiet)) == []
+        for i in range(0, 600, 10):  # other streams' ticks, until the segments holding QUIET's are dropped
+            assert live.ingest_message(encode([tick(f"R{k % 2}", T0 + 100 + i + k, 50.0 + k % 5, 1.0, "sell")
+                                               for k in range(10)])) == []
+            live.run_until_idle()
+        assert live.data.stats()["ticks_dropped_by_retention"] >= 30
+    finally:
+        live.close()
+    recovered = TickPipeline(ServiceConfig.from_dict(made))
+    try:
+        held = recovered.encoders.accepted(["QUIET"])["QUIET"]
+        assert (held["ticks"], held["last_seq"]) == (30, 530), held
+        assert recovered.ingest_message(encode(quiet[-3:])) == []  # a resend: dropped, not refused
+        assert recovered.stats()["duplicates"] == 3 and recovered.encoders.ticks_of("QUIET") == 30
+    finally:
+        recovered.close()
