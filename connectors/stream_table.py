@@ -47,7 +47,7 @@ class StreamTable:
         # every name held or expired here (and those the service remembers as refused) by its NFKC fold: a new wire
         # name that folds to another's is refused (lookalike_names.py)
         self.names = LookalikeNames()
-        self.sequences = TickSequences()  # each stream's last `seq`, duplicates dropped, gaps (tick_sequences.py)
+        self.sequences = TickSequences(notify)  # each stream's last `seq`, duplicates, gaps (tick_sequences.py)
 
     def __len__(self) -> int:
         return len(self._encoders)

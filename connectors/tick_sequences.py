@@ -4,7 +4,8 @@ Per stream it keeps the last `seq` accepted. A tick whose `seq` is at most that 
 reconnecting feed's resend, the second copy of an A/B line pair): it is dropped before the ordering guard, counted as
 a duplicate (per stream and in total, never as a rejection: nothing is lost, and `ts_backwards` keeps meaning a late
 tick) and not counted in `at_last_ts` (it is no tick the feed has not sent before). A `seq` past the last one plus
-one is a gap, counted (the numbers missing too) and never waited on: the tick is taken. A `seq` below the last one at
+one is a gap, counted (the numbers missing too; a stream's first said in the service's log) and never waited on:
+the tick is taken. A `seq` below the last one at
 a `ts` more than RESTARTED_AFTER_NS past the stream's last accepted tick is a venue's numbering begun again (a new
 session's trade ids), taken and counted as such, as file replay's --sequence reads a lower number at a later time.
 
@@ -22,16 +23,19 @@ connectors/stream_table.py because this is the sequence bookkeeping alone, which
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from connectors.sequence_watch import RESTAMPED_NS
-from connectors.ticks import Tick
+from connectors.ticks import Tick, utc_text
+from engine.quoting import quoted
 
 # A lower `seq` this long after the stream's last accepted tick starts a new numbering rather than repeating one:
 # the window file replay's --sequence looks for a restamped resend in (a resend comes minutes after, a venue's
 # numbering starts again after a night or a maintenance break)
 RESTARTED_AFTER_NS = RESTAMPED_NS
 SAID_STREAMS = 5  # the streams with most duplicates or gaps named in `stats`
+GAPS_SAID = 20  # the streams whose first gap the service's log says (the rest counted in stats alone)
 RUN_VALUES = 64  # the values of a stream's ticks at its last ts kept (a millisecond's trades); more are not compared
 
 
@@ -43,7 +47,9 @@ class TickSequences:
     """Per stream: the last `seq` accepted, duplicates dropped, gaps and the numbers they miss, numberings begun
     again, and unsequenced repeats taken (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, notify: Callable[[str], None] | None = None) -> None:
+        self.notify = notify  # the service's log: a stream's first gap, for up to GAPS_SAID streams
+        self._gaps_said: set[str] = set()
         self.last: dict[str, int] = {}
         self.duplicates: Counter[str] = Counter()
         self.gaps: Counter[str] = Counter()
@@ -84,11 +90,23 @@ class TickSequences:
             if live and last is not None and tick.seq > last + 1:
                 self.gaps[stream] += 1
                 self.missing[stream] += tick.seq - last - 1
+                self._say_gap(stream, last, tick)
             elif live and last is not None and tick.seq <= last:
                 self.restarts[stream] += 1
             self.last[stream] = tick.seq
         if len(run[1]) < RUN_VALUES:
             run[1].append(values)
+
+    def _say_gap(self, stream: str, last: int, tick: Tick) -> None:
+        """A stream's first gap in the service's log (up to GAPS_SAID streams): ticks a venue link lost."""
+        if self.notify is None or stream in self._gaps_said or len(self._gaps_said) >= GAPS_SAID:
+            return
+        self._gaps_said.add(stream)
+        more = "; said for the first gap of each stream, up to 20 streams" if len(self._gaps_said) == GAPS_SAID \
+            else ""
+        self.notify(f"stream {quoted(stream)}: a gap in its seq, {last} -> {tick.seq} ({tick.seq - last - 1:,} "
+                    f"missing) at {utc_text(tick.ts)}: the ticks after it are taken; gaps are counted in stats' "
+                    f"seq_gaps and streams' seq_gaps{more}")
 
     def start_at(self, stream: str, seq: int | None) -> None:
         """A stream restored from a tick log segment's start record (its earlier ticks gone by retention)."""

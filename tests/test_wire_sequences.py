@@ -27,7 +27,7 @@ def sequenced(stream: str, n: int, first: int = 1) -> list[dict]:
                   seq=first + k) for k in range(n)]
 
 
-def test_a_reconnecting_feeds_resend_is_dropped_as_duplicates_and_a_gap_is_counted(server, clients) -> None:
+def test_a_reconnecting_feeds_resend_is_dropped_as_duplicates_and_a_gap_is_counted(server, clients, capsys) -> None:
     control, sub, push = clients
     ctl, answers, rejects = control(), sub("dir/"), sub("_rejects/")
     stream = fresh_stream("SEQ.R")
@@ -49,6 +49,7 @@ def test_a_reconnecting_feeds_resend_is_dropped_as_duplicates_and_a_gap_is_count
     assert after["rejected"] == before["rejected"]  # nothing refused: no ts_backwards for a resend, nothing lost
     assert (after["seq_gaps"] - before["seq_gaps"], after["seq_missing"] - before["seq_missing"]) == (1, 2)
     assert after["sequence_streams"][stream] == {"duplicates": 5, "seq_gaps": 1, "seq_missing": 2}
+    assert f'stream "{stream}": a gap in its seq, 20 -> 23 (2 missing)' in capsys.readouterr().err  # the log says it
     held = held_of(ctl, stream)
     assert (held["ticks"], held["last_seq"], held["seq_gaps"], held["seq_missing"]) == (21, 23, 1, 2), held
     # the answers count each tick once: one per message that took ticks, at the stream's true tick count
