@@ -14,6 +14,7 @@ import msgpack
 import zmq
 
 from conftest import serving, tiny_tick_checkpoint
+from engine.service.cli import main
 from engine.service.config import ServiceConfig
 from wire_client import CTX, T0, Control, Sub, fresh_stream, held_of, push_socket, stats, trade, wait_stats
 from wire_server import clients, server  # noqa: F401 (fixtures)
@@ -144,7 +145,7 @@ def test_ab_lines_publishing_the_same_sequenced_ticks_are_arbitrated_to_one_copy
                 sock.close()
 
 
-def test_the_last_seq_survives_a_restart_through_the_tick_log(tmp_path) -> None:
+def test_the_last_seq_survives_a_restart_through_the_tick_log(tmp_path, capsys) -> None:
     config = ServiceConfig.from_dict({
         "model": {"path": str(tiny_tick_checkpoint(tmp_path / "tick"))}, "log": {"dir": str(tmp_path / "data")},
         "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
@@ -168,6 +169,9 @@ def test_the_last_seq_survives_a_restart_through_the_tick_log(tmp_path) -> None:
             assert done["rejected"] == {}
             held = held_of(ctl, stream)
             assert (held["ticks"], held["last_seq"]) == (12, 12), held
+            capsys.readouterr()
+            assert main(["streams", stream, "--control", second_run.endpoints["control"]]) == 0
+            assert capsys.readouterr().out.rstrip("\n").endswith("\tlast_seq 12\tduplicates 4")  # its line says it
         finally:
             ctl.close()
             feed.close()
