@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 from connectors.map_checks import ColumnMapChecks
 from connectors.map_vocabulary import VALUE_FIELDS, joined_columns
 from connectors.price_offsets import PriceOffset
-from connectors.presets import PRESET_MAPS, PRESET_VARIANT_MAPS
+from connectors.presets import PRESET_MAPS, PRESET_VARIANT_MAPS, preset_keys
 from engine.stream_patterns import did_you_mean
 
 
@@ -181,7 +181,8 @@ class ColumnMap(ColumnMapChecks):
 
 # The presets (connectors/presets.py) as maps, each knowing its name: built here, beside the class whose
 # `preset` key names them as a base
-PRESETS: dict[str, ColumnMap] = {name: ColumnMap(**spec, preset=name) for name, spec in PRESET_MAPS.items()}
+PRESETS: dict[str, ColumnMap] = {name: ColumnMap(**preset_keys(spec), preset=name)
+                                 for name, spec in PRESET_MAPS.items()}
 # A preset's other layouts of the same vendor's files, read when a file lacks the preset's own columns
 PRESET_VARIANTS: dict[str, tuple[ColumnMap, ...]] = {
     name: tuple(ColumnMap(**spec, preset=name) for spec in specs) for name, specs in PRESET_VARIANT_MAPS.items()}

@@ -29,14 +29,22 @@ SHARE_CLASS_NAMES = ("sym_suffix",)
 # An LME prompt beside its metal (`Metal` CAD, `Prompt` 3M / Cash): the stream is both, joined by a `.` (CAD.3M) as
 # a share class is, when a file mixes prompts (connectors/lme_prompts.py): 3M and Cash are two contracts' series
 PROMPT_NAMES = ("prompt",)
-# A column that says which kind of row each is (`event` X / B / A): only its trade rows are trades
-EVENT_NAMES = ("type", "event", "event_type", "msg_type", "message_type", "record_type", "tick_type", "update_type")
-TRADE_MARKS = frozenset({"t", "x", "trade", "trades", "e", "exec", "execution", "fill", "last"})
+# A column that says which kind of row each is (`event` X / B / A), by its normal name (field_names.normal_name:
+# `Event Type` is event_type, camel case `EventType` is eventtype, so both spellings are here): only its trade rows
+# are trades. This vocabulary and the marks below feed every file's detection (content_notes.py, row_exprs.py), not
+# one vendor's: a word added for one vendor is read in every file that has it (docs/extending.md)
+EVENT_NAMES = ("type", "event", "event_type", "eventtype", "msg_type", "msgtype", "message_type", "messagetype",
+               "record_type", "recordtype", "tick_type", "ticktype", "update_type", "updatetype", "entry_type",
+               "entrytype", "md_entry_type", "mdentrytype", "row_type", "rowtype")
+# Algoseek's TAQ marks trades TRADE and TRADE NB, both trades
+TRADE_MARKS = frozenset({"t", "x", "trade", "trades", "e", "exec", "execution", "fill", "last", "trade nb"})
 QUOTE_MARKS = frozenset({"q", "b", "a", "bid", "ask", "offer", "quote", "quotes", "bbo", "nbbo"})
 # Rows that are one side of a quote, their price in the one price column (Bloomberg's tick dump `time,type,value,
-# size`: BID, ASK, BEST_BID, BEST_ASK): read by the map's quote_sides, each field from the row its mark names
-BID_ROWS = frozenset({"bid", "best_bid"})
-ASK_ROWS = frozenset({"ask", "best_ask", "offer", "best_offer"})
+# size`: BID, ASK, BEST_BID, BEST_ASK; Algoseek's TAQ: QUOTE BID / QUOTE ASK, a venue's quote, and QUOTE BID NB /
+# QUOTE ASK NB, the national best): read by the map's quote_sides, each field from the row its mark names
+BID_ROWS = frozenset({"bid", "best_bid", "quote bid", "quote bid nb"})
+ASK_ROWS = frozenset({"ask", "best_ask", "offer", "best_offer", "quote ask", "quote ask nb"})
+QUOTE_SIDE_MARKS = TRADE_MARKS | BID_ROWS | ASK_ROWS  # every mark quote_sides reads (lower case)
 # Sides, via BUYER_MAKER (true = the taker sold): a buyer-maker flag, or a flag that the taker sold (Kaiko's `sell`)
 BUYER_MAKER_NAMES = ("is_buyer_maker", "isbuyermaker", "buyer_maker", "buyer_is_maker", "sell", "taker_side_sell",
                      "is_sell")

@@ -18,6 +18,7 @@ from connectors.column_names import (
     MAKER_NAMES,
     PREDICTION_MARKET_NAMES,
     QUOTE_MARKS,
+    QUOTE_SIDE_MARKS,
     TRADE_MARKS,
 )
 from connectors.csv_dialect import Dialect
@@ -110,6 +111,26 @@ def quote_sides_unread(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
                          f"rows are one side of a quote each, which the map given would read as trades at the bid "
                          f"and the ask: add quote_sides={column} to read them as quotes (--columns ...,quote_sides="
                          f"{column}), or keep: {{{column}: [TRADE]}} to read the trades alone (docs/replay.md)")
+
+
+def unread_quote_marks(path: Path, cmap: ColumnMap, names: Sequence[str] | None, dialect: Dialect | None) -> None:
+    """A map's quote_sides column holding marks it does not read (Algoseek's QUOTE BID under a vocabulary of BID
+    alone): each such row would be rejected as having no price, which it has. Refused with the marks unmatched,
+    the values seen and the marks it reads; values the map's keep leaves out are no concern (review322 #3)."""
+    column = cmap.quote_sides
+    if column is None:
+        return
+    values = distinct_text(path, names, dialect, column, 51)
+    kept = {str(v).strip().lower() for v in (cmap.keep or {}).get(column, ())}
+    unread = [v for v in values if v.lower() not in QUOTE_SIDE_MARKS and (not kept or v.lower() in kept)]
+    if not unread:
+        return
+    marks = lambda rows: ", ".join(sorted(m.upper() for m in rows))  # noqa: E731
+    raise ValueError(f"{path}: quote_sides={column} reads each row's mark, and {', '.join(map(repr, unread))} "
+                     f"{'is' if len(unread) == 1 else 'are'} none it knows (values seen: {', '.join(values[:20])}"
+                     f"{', ...' if len(values) > 20 else ''}): it reads trade rows marked {marks(TRADE_MARKS)}, "
+                     f"bid rows {marks(BID_ROWS)} and ask rows {marks(ASK_ROWS)} (any case). Leave the other rows "
+                     f"out with keep: {{{column}: [...]}} listing the marks to read (docs/replay.md)")
 
 
 def fix_sides(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,

@@ -18,7 +18,7 @@ import polars as pl
 from connectors.archives import not_utf8
 from connectors.column_map import ColumnMap, preset_variant
 from connectors.columns_read import ColumnsRead
-from connectors.content_notes import quote_sides_unread
+from connectors.content_notes import quote_sides_unread, unread_quote_marks
 from connectors.correction_notes import amendment_note
 from connectors.csv_dialect import (
     banner_note,
@@ -93,6 +93,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
             raise ValueError(undated_refusal(path)) from None
         raise
     _refuse_lacking(path, spec, cmap, schema, names, dialect)
+    unread_quote_marks(path, cmap, names, dialect)  # QUOTE BID under quote_sides: no row's price is lost unsaid
     # snapshots' total volume as the size; TRACE's `5MM+`, read as its cap
     stream_notes += size_notes(path, cmap, schema, names, dialect)
     if isinstance(spec, ColumnMap):  # a full map over TRACE's columns replays cancels as a detected one does: said
@@ -183,7 +184,9 @@ def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
     elif not isinstance(spec, ColumnMap):
         given = ("no column map given" if spec is None
                  else f"detected, with the keys given ({', '.join(sorted(spec.keys))})")
-        notes.append(f"{path.name}: {given}; read as {describe_map(cmap)}")
+        # a preset picked by its columns says so: its vendor's reading (sides, zone, filters) came with it
+        by_preset = f"preset {cmap.preset} (the file has its columns): " if cmap.preset else ""
+        notes.append(f"{path.name}: {given}; read as {by_preset}{describe_map(cmap)}")
         notes += vendor_notes(path, list(schema), cmap, by_keys=shaped_note is not None)
         cmap, zoned_notes = zone_of_header(path, cmap, schema, first)
         notes += zoned_notes

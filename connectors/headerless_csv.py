@@ -21,10 +21,9 @@ from connectors.datetime_text import is_iso_time, time_formats
 from connectors.written_zones import time_with_zone
 from connectors.file_names import HISTDATA_ZONE, histdata_frame
 from connectors.iqfeed_ticks import iqfeed_ticks
-from connectors.layout import PRESET_SIGNS
 from connectors.map_vocabulary import UNITS
 from connectors.number_separators import NUMBER
-from connectors.presets import LOBSTER_NAMES
+from connectors.presets import LOBSTER_NAMES, detected_by
 from connectors.ticks import utc_text
 from connectors.time_units import is_epoch
 
@@ -42,7 +41,7 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
     width = Counter(len(row) for row in rows).most_common(1)[0][0]
     rows = tuple(row for row in rows if len(row) == width) if len(rows) > 2 else rows  # a stray field: not the layout
     for name, cmap in PRESETS.items():
-        if cmap.names is not None and PRESET_SIGNS.get(name, ()) is not None and len(cmap.names) == width and \
+        if cmap.names is not None and detected_by(name) is not None and len(cmap.names) == width and \
                 all(_fits(cmap, row) for row in rows):
             return cmap, f"preset {name}"
     if (dated := _dated_bars(path, rows)) is not None:
@@ -80,7 +79,7 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
         hint += (f". If it holds Bitfinex's trades (no sell among its first rows, so AMOUNT's sign does not tell): "
                  f"--csv-names {','.join(BITFINEX_NAMES)}")
     nearly = [name for name, cmap in PRESETS.items() if cmap.names is not None and len(cmap.names) == width and
-              PRESET_SIGNS.get(name, ()) is not None and 2 * sum(_fits(cmap, row) for row in rows) >= len(rows)]
+              detected_by(name) is not None and 2 * sum(_fits(cmap, row) for row in rows) >= len(rows)]
     if nearly:  # a few bad rows among the first lines: the preset still reads the file, rejecting them
         hint += (f". Most of its first lines fit preset {nearly[0]}: --preset {nearly[0]} reads it, its rows that "
                  f"do not fit rejected and counted")

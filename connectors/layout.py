@@ -1,13 +1,13 @@
 """Layout detection: which columns of a tick file are which tick fields when no column map is given.
 
-In order (docs/replay.md): a preset whose columns (and PRESET_SIGNS) the file has; the columns named as vendors
-name them (FIELD_NAMES, with a date and a time column read as one: `detect_columns`); for a CSV whose first line
-is data, a vendor's header-less layout or a time and two numbers (connectors/headerless_csv.py). What detection
-reads by has a module each: a CSV's dialect (csv_dialect.py, number_separators.py), the names of columns beyond
-the tick fields (column_names.py), a time column's unit (time_units.py) and the strftime codes of datetime text
-that is not ISO 8601 (datetime_text.py), the symbol and the day a file's name holds (file_names.py). Every guess
-is printed as a note, so a wrong one shows at once; so is a layout that reads but may be a vendor's whose sides
-mean otherwise (layout_notes.py).
+In order (docs/replay.md): a preset whose columns (and its `detected_by`, connectors/presets.py) the file has; the
+columns named as vendors name them (FIELD_NAMES, with a date and a time column read as one: `detect_columns`); for
+a CSV whose first line is data, a vendor's header-less layout or a time and two numbers
+(connectors/headerless_csv.py). What detection reads by has a module each: a CSV's dialect (csv_dialect.py,
+number_separators.py), the names of columns beyond the tick fields (column_names.py), a time column's unit
+(time_units.py) and the strftime codes of datetime text that is not ISO 8601 (datetime_text.py), the symbol and the
+day a file's name holds (file_names.py). Every guess is printed as a note, so a wrong one shows at once; so is a
+layout that reads but may be a vendor's whose sides mean otherwise (layout_notes.py).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from connectors.date_columns import clock_beside
 from connectors.field_names import DATABENTO_HEADER, FIELD_NAMES, normal_name
 from connectors.header_zones import HeaderZone, name_before_tail, zoned_time_column
 from connectors.map_vocabulary import LOCAL_TIME_UNITS, QUOTE_FIELDS, TRADE_FIELDS, VALUE_FIELDS, joined_columns
-from connectors.presets import LOBSTER_EXECUTIONS, LOBSTER_NAMES
+from connectors.presets import LOBSTER_EXECUTIONS, LOBSTER_NAMES, detected_by
 from connectors.side_maps import ASK_BID, BUYER_MAKER
 from connectors.time_units import day_clock_unit, detected_unit
 from connectors.utc_offsets import UTC_OFFSET
@@ -60,13 +60,6 @@ class NoTickLayout(ValueError):
     `.txt` member that says so is a vendor's readme or licence, skipped when the archive's other members read."""
 
 
-# Columns that, beside its own, a file must have for detection to pick a preset; None: never detected.
-PRESET_SIGNS: dict[str, frozenset[str] | None] = {
-    "coinbase-matches": frozenset({"maker_order_id", "taker_order_id"}),  # only Coinbase's match messages
-    "bitstamp-transactions": frozenset({"tid"}),  # date, tid, price, type, amount: Bitstamp's own names
-    "coinbase-trades": None,  # its columns are any trade file's: flipping their sides must not be a guess
-    "lobster-messages": None,  # the refusal of a header-less file names it when the rows look like LOBSTER's
-}
 # Bitfinex's trades (`ID,MTS,AMOUNT,PRICE`): AMOUNT is signed, negative for a sell (`signed_size`)
 BITFINEX_TRADES = frozenset({"mts", "amount", "price"})
 
@@ -89,7 +82,7 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
         return preset
     by_normal = _by_normal_name(names)
     for name, cmap in PRESETS.items():  # a header-less preset's file with its header (Binance's newer files)
-        if cmap.names is not None and PRESET_SIGNS.get(name, ()) is not None and set(cmap.names) <= set(by_normal):
+        if cmap.names is not None and detected_by(name) is not None and set(cmap.names) <= set(by_normal):
             # read as the header-less file is, on its clock: bookTicker's transaction_time, not event_time
             return match_case(replace(cmap, names=None), schema)
     if set(LOBSTER_NAMES) <= set(by_normal):
@@ -156,9 +149,10 @@ def _yes_contract_trades(by_normal: dict[str, str]) -> dict[str, str]:
 
 
 def _preset_of(names: list[str]) -> ColumnMap | None:
-    """The preset whose columns (and PRESET_SIGNS) a file has, as detection reads it; None when none fits."""
+    """The headered preset whose columns (and `detected_by`) a file has, as detection reads it; None when none fits.
+    A preset without `detected_by` is never picked: only given by name."""
     for name, cmap in PRESETS.items():
-        sign = PRESET_SIGNS.get(name, frozenset())
+        sign = detected_by(name)
         if cmap.names is None and sign is not None and set(cmap.source_columns()) - set(cmap.keep or ()) | sign \
                 <= set(names):
             # no keep column: the preset less its filter, and no longer named it, so that a refinement (rebuilt

@@ -276,6 +276,10 @@ def describe_map(cmap: ColumnMap) -> str:
         named = next((name for name, side_map in SIDE_MAPS.items() if side_map == cmap.side_map), None)
         fields = [f + (f" ({named})" if named else f" (side_map {cmap.side_map})") if f.startswith("side=") else f
                   for f in fields]
+    if cmap.quote_sides is not None:  # bid, ask and their sizes are the price and size columns, by row
+        fields = [f for f in fields if f.split("=")[0] not in QUOTE_FIELDS]
+        fields.append(f"quote_sides={cmap.quote_sides} (its bid and ask rows one side of a quote each, the other "
+                      f"side the stream's previous one; its trade rows trades)")
     keep = [f"keep {c} in {'|'.join(str(v) for v in values)}" for c, values in (cmap.keep or {}).items()]
     signed = ["signed_size (negative: a sell)"] if cmap.signed_size else []
     offset = [f"utc_offset={cmap.utc_offset}"] if cmap.utc_offset else []

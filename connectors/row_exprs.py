@@ -193,9 +193,7 @@ def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect 
             else:
                 col = pl.col(name)
             if cmap.quote_sides is not None:  # Bloomberg's `type`: the one field this row's value is
-                marks = {"bid": BID_ROWS, "bid_size": BID_ROWS, "ask": ASK_ROWS, "ask_size": ASK_ROWS}
-                mark = pl.col(cmap.quote_sides).cast(pl.String).str.strip_chars().str.to_lowercase()
-                col = pl.when(mark.is_in(list(marks.get(key, TRADE_MARKS)))).then(col)
+                col = _quote_side_field(cmap, key, col)
             exprs.append(col.alias(key))
             keys.append(key)
     if cmap.price is not None and cmap.size is None:  # a price series: each price a trade of size 1
@@ -256,6 +254,18 @@ def _csv_number(text: pl.Expr, decimal_comma: bool) -> pl.Expr:
         text = pl.when(text.str.contains(COMMA_GROUPED)).then(text.str.replace_all(",", "", literal=True)) \
             .otherwise(text)
     return pl.when(spaced).then(plain).otherwise(text).cast(pl.Float64, strict=False)
+
+
+def _quote_side_field(cmap: ColumnMap, key: str, col: pl.Expr) -> pl.Expr:
+    """Field `key` of a quote_sides file's row: its value on the rows whose mark names that field, null on the
+    others. A row the map's keep leaves out (Algoseek's venue quotes beside the national best) is null in every
+    field, so that it never becomes the other side a later quote row takes from the stream's previous one."""
+    marks = {"bid": BID_ROWS, "bid_size": BID_ROWS, "ask": ASK_ROWS, "ask_size": ASK_ROWS}
+    mark = pl.col(cmap.quote_sides).cast(pl.String).str.strip_chars().str.to_lowercase()
+    read = mark.is_in(list(marks.get(key, TRADE_MARKS)))
+    if cmap.keep and cmap.quote_sides in cmap.keep:
+        read &= mark.is_in([str(v).strip().lower() for v in cmap.keep[cmap.quote_sides]])
+    return pl.when(read).then(col)
 
 
 def filled_quotes(keys: Sequence[str]) -> list[pl.Expr]:

@@ -114,7 +114,8 @@ def test_coinbase_websocket_matches_detected_by_their_order_ids_and_flipped(tmp_
                          Tick("BTC-USD", COINBASE_T0 + 1_500_001_000, "trade", price=64001.5, size=0.06,
                               side="buy")]
     assert len(ticks) == N and dict(replay.rejected) == {}
-    assert replay.notes == ["matches.csv: no column map given; read as ts=time (datetime), stream=product_id, "
+    assert replay.notes == ["matches.csv: no column map given; read as preset coinbase-matches (the file has its "
+                            "columns): ts=time (datetime), stream=product_id, "
                             "price=price, size=size, side=side (the maker's side, read flipped: buy = sell, "
                             "sell = buy), "
                             "keep type in match|last_match"]
