@@ -12,12 +12,13 @@ import re
 import stat
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import polars as pl
 
 from connectors import json_lines
 from connectors.column_map import ColumnMap
+from connectors.csv_dialect import Dialect
 from connectors.csv_quotes import unclosed_quote_refusal
 from connectors.datetime_column import NAIVE_TZ_ONLY
 from connectors.epoch_counts import WHOLE_TEXT_UNITS
@@ -208,25 +209,10 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     notes += nfc_notes
     cmap, derivative_notes = derivative_stream(path, given, cmap, schema)  # BTCUSDT.PERP beside spot's BTCUSDT
     notes += derivative_notes
-    if dialect is not None and dialect.long_rows:
-        notes.append(f"{path.name}: {len(dialect.long_rows)} row(s) with more fields than its {len(schema)} columns: "
-                     f"each rejected as extra_fields (the first is named among the rejects), the others read")
-    if dialect is not None and dialect.empty_tails:
-        notes.append(f"{path.name}: {dialect.empty_tails} row(s) end with a separator past its {len(schema)} columns "
-                     f"(an empty last cell, as Excel and broker exports write): read without it")
-    # a CSV's count of ms/us/ns written with a point anywhere in its column (`.000`, Gate.io's `...123.456`) is read
-    # as text, exactly: a first value without one no longer decides it, so a later `1712345678123.456` reads too
-    counted = is_csv(path) and cmap.ts_unit in WHOLE_TEXT_UNITS
-    first = first_text(path, cmap.names, dialect, cmap.ts_columns) if counted else None
-    pointed = first if first is None or "." in first or len(cmap.ts_columns) > 1 else \
-        first_text(path, cmap.names, dialect, cmap.ts_columns, POINTED_COUNT) or first
-    overrides = csv_overrides(cmap, pointed) if is_csv(path) else None
-    # what the scan below will read: date+time columns are joined as text
-    ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
-    if len(cmap.ts_columns) == 1 and cmap.ts in int96_instants(path):  # Impala's, Hive's: UTC by convention
-        local = cmap.tz is not None and (own_map or isinstance(given, ColumnMap))
-        ts_type = pl.Datetime(ts_type.time_unit) if local else ts_type  # the file's own tz: its wall clock
-        notes.append(int96_note(path.name, cmap.ts, cmap.tz if local else None))
+    notes += _dialect_notes(path, dialect, schema)
+    counted, first, overrides, ts_type, type_notes = _time_type(path, cmap, dialect, schema,
+                                                                local_map=own_map or isinstance(given, ColumnMap))
+    notes += type_notes
     text_times = ts_type == pl.String and cmap.ts_unit == "datetime" and not cmap.ts_format
     if not counted:
         first = (time_sample if text_times else first_text)(path, cmap.names, dialect, cmap.ts_columns)
@@ -237,16 +223,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     ts = apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first), first).alias("_ts")
     exprs, keys, raw_stream, price_texts, book, book_notes = row_exprs(path, given, cmap, schema, dialect,
                                                                         overrides, ts)
-    if book == TARDIS_L2:  # its price, amount and side are a level's, not a trade's: said so where the map is
-        trade = f"price={cmap.price}, size={cmap.size}, side={cmap.side}"
-        notes = [note.replace(trade, f"book levels price={cmap.price}, amount={cmap.size}, side={cmap.side}")
-                 for note in notes]
-    notes += book_notes
-    if "stream" in keys:  # a derivatives market's rows: their stream column's names by the same rule
-        at = keys.index("stream") + 1  # (exprs[0] is the time)
-        named, derivative_notes = derivative_rows(exprs[at], path, cmap, schema)
-        exprs[at] = named.alias("stream")
-        notes += derivative_notes
+    notes = _levels_said(cmap, notes, book) + book_notes
+    notes += _derivative_stream_rows(path, cmap, schema, exprs, keys)
     rows, junk = file_rows(path, cmap, dialect, overrides)
     wall = wall_clock_ns(path, cmap, ts_type, first)
     marks = pass_mark(time_column(cmap)) if text_times and is_interval(first) else None  # `(CET)`, `02:00B`
@@ -280,10 +258,77 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if cmap.fill_quotes:  # after the sort: "previous" is in time order, per stream
         frame = frame.with_columns(filled_quotes(keys))
     notes += stream_and_clock_notes(path, cmap, rows, raw_stream, facts, hour, factor)
+    plan = _file_plan(path, given, cmap, schema, dialect, rows, junk, exprs[0], frame, keys, facts,
+                      bool(facts["unsorted"] or out_of_sequence), factor, notes, book)
+    # (the closed days' note before a close stamp moves the times: it names a day as the file writes it)
+    return with_bar_questions_note(stamped_at_close(with_closed_days_note(without_repeated_bars(
+        row_notes(plan, rows, raw_stream, schema)))))
+
+
+def _levels_said(cmap: ColumnMap, notes: list[str], book: str | None) -> list[str]:
+    """The notes, where a Tardis L2 file's map is said, naming its price, amount and side a level's, not a trade's."""
+    if book != TARDIS_L2:
+        return notes
+    trade = f"price={cmap.price}, size={cmap.size}, side={cmap.side}"
+    return [note.replace(trade, f"book levels price={cmap.price}, amount={cmap.size}, side={cmap.side}")
+            for note in notes]
+
+
+def _derivative_stream_rows(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], exprs: list[pl.Expr],
+                            keys: list[str]) -> list[str]:
+    """A derivatives market's rows: their stream column's names by the same rule as a file's stream (the stream
+    expression in `exprs` replaced), and the notes that say so."""
+    if "stream" not in keys:
+        return []
+    at = keys.index("stream") + 1  # (exprs[0] is the time)
+    named, derivative_notes = derivative_rows(exprs[at], path, cmap, schema)
+    exprs[at] = named.alias("stream")
+    return derivative_notes
+
+def _dialect_notes(path: Path, dialect: Dialect | None, schema: Mapping[str, Any]) -> list[str]:
+    """What a CSV's dialect found in its rows: rows longer than its columns, rows ending in an empty last cell."""
+    notes = []
+    if dialect is not None and dialect.long_rows:
+        notes.append(f"{path.name}: {len(dialect.long_rows)} row(s) with more fields than its {len(schema)} columns: "
+                     f"each rejected as extra_fields (the first is named among the rejects), the others read")
+    if dialect is not None and dialect.empty_tails:
+        notes.append(f"{path.name}: {dialect.empty_tails} row(s) end with a separator past its {len(schema)} columns "
+                     f"(an empty last cell, as Excel and broker exports write): read without it")
+    return notes
+
+
+def _time_type(path: Path, cmap: ColumnMap, dialect: Dialect | None, schema: Mapping[str, Any], local_map: bool,
+               ) -> tuple[bool, str | None, dict | None, Any, list[str]]:
+    """How the scan reads the time column: whether it is a CSV's count read as text (`counted`), its first value
+    then, the CSV's column types, the time's type, and the note on Parquet INT96 instants. `local_map`: the map is
+    the file's own or given in full, so its `tz` is the INT96 times' wall clock."""
+    # a CSV's count of ms/us/ns written with a point anywhere in its column (`.000`, Gate.io's `...123.456`) is read
+    # as text, exactly: a first value without one no longer decides it, so a later `1712345678123.456` reads too
+    counted = is_csv(path) and cmap.ts_unit in WHOLE_TEXT_UNITS
+    first = first_text(path, cmap.names, dialect, cmap.ts_columns) if counted else None
+    pointed = first if first is None or "." in first or len(cmap.ts_columns) > 1 else \
+        first_text(path, cmap.names, dialect, cmap.ts_columns, POINTED_COUNT) or first
+    overrides = csv_overrides(cmap, pointed) if is_csv(path) else None
+    # what the scan below will read: date+time columns are joined as text
+    ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]
+    notes = []
+    if len(cmap.ts_columns) == 1 and cmap.ts in int96_instants(path):  # Impala's, Hive's: UTC by convention
+        local = cmap.tz is not None and local_map
+        ts_type = pl.Datetime(ts_type.time_unit) if local else ts_type  # the file's own tz: its wall clock
+        notes.append(int96_note(path.name, cmap.ts, cmap.tz if local else None))
+    return counted, first, overrides, ts_type, notes
+
+
+def _file_plan(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, schema: Mapping[str, Any],
+               dialect: Dialect | None, rows: Any, junk: Mapping[int, Any], ts: Any, frame: Any, keys: list[str],
+               facts: Mapping[str, Any], unsorted: bool, factor: int, notes: list[str], book: str | None,
+               ) -> FilePlan:
+    """The plan of a file whose rows are read and ordered: what its rejects, notes and scores need to know of it
+    (its footer and junk lines, a JSON-lines file's bad lines, zero prices, a prediction market's settling)."""
     empty_sides = cmap.bid is not None and TARDIS_SIGNS <= {normal_name(n) for n in schema}
     unit_given = isinstance(given, ColumnMap) and given.ts_unit in UNITS or \
         isinstance(given, Refine) and given.keys.get("ts_unit") in UNITS
-    footer = footer_line(rows, exprs[0], dialect.separator, junk) if is_csv(path) else None
+    footer = footer_line(rows, ts, dialect.separator, junk) if is_csv(path) else None
     junk_why = {row: junk_reason(cells, dialect.separator, len(schema)) for row, cells in junk.items()
                 if footer is None or row != footer[0]}
     lines = json_lines.table(path) if is_json_lines(path) else None  # (parsed once, kept by the module)
@@ -293,7 +338,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     top = settle_top(cmap, schema)  # a prediction market's cents (1-99) settle at 0 too
     at_zero = zero_prices(frame, keys) if facts["nonpositive_rows"] or facts["zero_sides"] else \
         ZeroPrices(frozenset(), {})
-    plan = FilePlan(path, cmap, frame, tuple(keys), bool(facts["unsorted"] or out_of_sequence), factor,
+    return FilePlan(path, cmap, frame, tuple(keys), unsorted, factor,
                     tuple(notes), book=book, dialect=dialect, schema=schema, unit_given=unit_given,
                     empty_sides=empty_sides, bars=trade_bars(cmap, schema),
                     nonpositive_prices=bool(facts["nonpositive_prices"]),
@@ -305,9 +350,6 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                     span=time_span(facts["min_ts"], facts["max_ts"], factor),
                     tickless=tickless, footer=footer, header_rows=frozenset(facts["header_rows"]), junk=junk_why,
                     end_messages=frozenset(facts["end_messages"]))
-    # (the closed days' note before a close stamp moves the times: it names a day as the file writes it)
-    return with_bar_questions_note(stamped_at_close(with_closed_days_note(without_repeated_bars(
-        row_notes(plan, rows, raw_stream, schema)))))
 
 
 # Tardis.dev's CSVs (trades, quotes, book snapshots): an empty bid or ask is a book side with no order (an option

@@ -109,14 +109,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     if isinstance(files, (str, Path)):  # one file, as FileReplay takes it (a str must not be read as its letters)
         files = [files]
     out = Path(out)
-    # the answers table is scored whole at the end; on_demand queries are never asked here
-    pipeline = TickPipeline(config, live_scores=False, asks_on_demand=False)
-    if not pipeline.registry.register_file(queries):  # nothing would be asked: refused before the files are read
-        raise no_query(str(queries), "the backtest would ask nothing; give a file that lists the queries to ask")
-    if on_demand := [spec.name for spec in pipeline.registry.list() if not spec.trigger.fires_by_itself]:
-        note(f"skipping on_demand {'query' if len(on_demand) == 1 else 'queries'} "
-             f"{', '.join(map(repr, on_demand))}: answered when asked, live; a backtest answers standing triggers "
-             f"only ({', '.join(kind for kind, row in TRIGGER_TABLE.items() if row.fires_by_itself)})")
+    pipeline = _standing_pipeline(config, queries, note)
     replay = FileReplay(list(files), columns=columns, streams=streams, time_range=time_range)
     for line in replay.notes:
         note(line)
@@ -128,38 +121,12 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads, rolls_inside=rolls_inside)
     resumed = resumed_from(parts.consumed, parts.answers, len(parts.parts), parts.written is not None)
     try:  # from here on, any raise (a note, a bad file found late, an interrupt) lets go of the parts' lock at once
-        scores_only = parts.written is not None  # stopped while it scored: the answers are whole, scores owed
-        if scores_only:
-            rows = parts.written_rows(out)  # (a changed OUT is refused before anything is said to begin)
-            scoring()  # now: a stop while the ticks are read again is one before the scores, not at a batch boundary
-            note(f"{out} holds every answer of this run ({rows} rows), but not their scores: "
-                 f"reading the files again to score them (no answer is computed again)")
-        elif parts.consumed and parts.threads_before not in (None, threads):
-            note(f"resuming at {threads} CPU threads (--threads) a run checkpointed at {parts.threads_before}: the "
-                 f"answers after the resume point ({parts.consumed} ticks) may differ in their last float bits from a "
-                 f"run at {parts.threads_before} (runs are byte-identical only at the same thread count)")
-        if not scores_only and parts.consumed and parts.rolls_inside_before not in (None, rolls_inside):
-            note(rolls_inside_changed(rolls_inside, parts.consumed))
+        scores_only = _said_resumption(parts, out, threads, rolls_inside, scoring, note)
         marks: dict[str, MarkSeries] = defaultdict(MarkSeries)  # each stream's accepted ticks, as labelling needs them
         origins = TickOrigins()  # and each one's file and row, named in the answers made after it
-        bar = progress_bar(progress, replay, max_ticks)
-        freeze_heap()  # the libraries and the model: the run's full collections walk only what it made
-        try:
-            if scores_only:
-                marks_to_score(pipeline, replay, parts, out, marks, bar, stop, max_ticks)
-            else:
-                consumed = (resume_at_checkpoint(pipeline, replay, parts, marks, origins, bar, stop)
-                            if parts.consumed else 0)
-                replay_from(pipeline, replay, parts, consumed, marks, origins, batch_ns=int(batch_ms * 1e6),
-                            max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar, chunked=chunked)
-        finally:
-            bar.close()
-            thaw_heap()
-        rejected = dict(Counter(replay.rejected) + pipeline.rejected)
-        examples = {**pipeline.reject_examples, **replay.rejected.examples}  # a reason's first row, located
-        # by stream: the files' rejects (a reason the engine's pipeline also counted would be said short of its count)
-        streams = {reason: said for reason, said in replay.rejected.streams_of().items()
-                   if reason not in pipeline.rejected}
+        _replay_ticks(pipeline, replay, parts, out, marks, origins, scores_only, progress, max_ticks, stop,
+                      batch_ms, checkpoint_s, chunked)
+        rejected, examples, streams = _rejects(pipeline, replay)
         if pipeline.ticks_in == 0:
             _refuse_nothing_replayed(parts, rejected, examples, streams, replay.range_left_out, time_range, resume)
         if not scores_only:  # (marks the checkpoint whole with the answers file: see write_answers)
@@ -178,6 +145,69 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                           scored.split_times, streams, scored.why.stream_unscored_why, scored.why.saturated_why,
                           scored.gap_notes, scored.step_cautions, scores_only, scored.split_ends,
                           scored.test_part)
+
+
+def _standing_pipeline(config: ServiceConfig, queries: str | Path, note: Callable[[str], None]) -> TickPipeline:
+    """The engine with `queries` registered; on_demand ones are never asked here (said), and the answers table is
+    scored whole at the end. A file that registers nothing is refused before the files are read."""
+    pipeline = TickPipeline(config, live_scores=False, asks_on_demand=False)
+    if not pipeline.registry.register_file(queries):
+        raise no_query(str(queries), "the backtest would ask nothing; give a file that lists the queries to ask")
+    if on_demand := [spec.name for spec in pipeline.registry.list() if not spec.trigger.fires_by_itself]:
+        note(f"skipping on_demand {'query' if len(on_demand) == 1 else 'queries'} "
+             f"{', '.join(map(repr, on_demand))}: answered when asked, live; a backtest answers standing triggers "
+             f"only ({', '.join(kind for kind, row in TRIGGER_TABLE.items() if row.fires_by_itself)})")
+    return pipeline
+
+
+def _said_resumption(parts: AnswerParts, out: Path, threads: int, rolls_inside: bool,
+                     scoring: Callable[[], None], note: Callable[[str], None]) -> bool:
+    """Whether the run resumes with its answers whole and their scores owed (then `scoring` is called now: a stop
+    while the ticks are read again is one before the scores); what a resume should know, said."""
+    if parts.written is not None:  # stopped while it scored
+        rows = parts.written_rows(out)  # (a changed OUT is refused before anything is said to begin)
+        scoring()
+        note(f"{out} holds every answer of this run ({rows} rows), but not their scores: "
+             f"reading the files again to score them (no answer is computed again)")
+        return True
+    if parts.consumed and parts.threads_before not in (None, threads):
+        note(f"resuming at {threads} CPU threads (--threads) a run checkpointed at {parts.threads_before}: the "
+             f"answers after the resume point ({parts.consumed} ticks) may differ in their last float bits from a "
+             f"run at {parts.threads_before} (runs are byte-identical only at the same thread count)")
+    if parts.consumed and parts.rolls_inside_before not in (None, rolls_inside):
+        note(rolls_inside_changed(rolls_inside, parts.consumed))
+    return False
+
+
+def _replay_ticks(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, out: Path,
+                  marks: dict[str, MarkSeries], origins: TickOrigins, scores_only: bool, progress: bool,
+                  max_ticks: int | None, stop: Callable[[], bool], batch_ms: float, checkpoint_s: float,
+                  chunked: bool) -> None:
+    """Every tick through the engine (from the checkpoint on, when resumed), or, when only the scores are owed,
+    read again for their marks alone; with the progress bar, and the heap frozen meanwhile."""
+    bar = progress_bar(progress, replay, max_ticks)
+    freeze_heap()  # the libraries and the model: the run's full collections walk only what it made
+    try:
+        if scores_only:
+            marks_to_score(pipeline, replay, parts, out, marks, bar, stop, max_ticks)
+        else:
+            consumed = (resume_at_checkpoint(pipeline, replay, parts, marks, origins, bar, stop)
+                        if parts.consumed else 0)
+            replay_from(pipeline, replay, parts, consumed, marks, origins, batch_ns=int(batch_ms * 1e6),
+                        max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar, chunked=chunked)
+    finally:
+        bar.close()
+        thaw_heap()
+
+
+def _rejects(pipeline: TickPipeline, replay: FileReplay) -> tuple[dict, dict, dict]:
+    """The run's rejected rows by reason (the files' and the engine's), each reason's first row located, and the
+    files' rejects by stream (a reason the engine's pipeline also counted would be said short of its count)."""
+    rejected = dict(Counter(replay.rejected) + pipeline.rejected)
+    examples = {**pipeline.reject_examples, **replay.rejected.examples}
+    streams = {reason: said for reason, said in replay.rejected.streams_of().items()
+               if reason not in pipeline.rejected}
+    return rejected, examples, streams
 
 
 class _Scored(NamedTuple):

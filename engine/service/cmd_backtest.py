@@ -66,58 +66,94 @@ def _backtest(args: argparse.Namespace) -> int:
     """`flashtick backtest` once cmd_backtest has said what a signal or an error does to its exit."""
     # the libraries and the config load with Python's own signal handling: a Ctrl-C is a KeyboardInterrupt (and a
     # SIGTERM one of its own, Interrupted: the CLI set raise_interrupted for a backtest)
-    from engine.service.backtest import BacktestInterrupted, run_backtest
-    from engine.service.backtest_report import percent
+    from engine.service.backtest import BacktestInterrupted
 
     time_range = time_range_of(args)  # a mistyped time is said before the model loads
     config, queries = _backtest_inputs(args)
     evaluation = checkpoint_evaluation(Path(config.model.path)) if config.model.path is not None else None
-    if args.test_from == TEST_PART:  # from here on the number it stands for, as if given: cut, notes and record alike
+    _own_test_part(args, evaluation, config)
+    check_outputs(args, _backtest_outputs(Path(args.out)), queries,
+                               *([Path(config.model.path)] if config.model.path else []))
+    signals = _StopSignals(args)
+    mismatch = _reading_notes(args, config)
+    report = None
+    try:
+        report = _run(args, config, queries, time_range, evaluation, signals)
+    except BacktestInterrupted as e:
+        args.work_whole = WorkWhole(None, signals.inherited)  # a signal more, in the exit too, changes nothing
+        print(f"flashtick backtest: {e}", file=sys.stderr)
+        return exit_status(signals.stopped_by[0] if signals.stopped_by else None)  # the signal that asked to stop
+    except KeyboardInterrupt as e:  # the second signal: aborted where it was, but what is on disk is whole
+        args.work_whole = WorkWhole(None, signals.inherited)
+        print(f"flashtick backtest: aborted; {_kept_on_disk(Path(args.out))}" if signals.began.is_set() else
+              _before_any_tick(args), file=sys.stderr)
+        return interrupted_status(e)
+    except Exception:  # a file refused, a model that does not load: said by cli._run, signals noted until the exit
+        args.work_whole = WorkWhole(ERROR_EXIT_LINE, signals.inherited)
+        raise
+    finally:  # as the process had them (a library's own included), unless the run ended: see WorkWhole
+        if report is None and getattr(args, "work_whole", None) is None:
+            restore_handlers(signals.inherited)
+    return _after_run(args, config, report, signals, same_reading=mismatch is None and time_range is None)
+
+
+def _own_test_part(args: argparse.Namespace, evaluation: Any, config: Any) -> None:
+    """`--test-from test`: from here on the number it stands for, as if given (cut, notes and record alike)."""
+    from engine.service.backtest_report import percent
+
+    if args.test_from == TEST_PART:
         args.test_from = own_test_from(evaluation, config.model.path)
         print(f"flashtick backtest: note: --test-from {TEST_PART}: this model was trained and validated on the first "
               f"{percent(args.test_from)} of each stream's ticks (its evaluation.json): scoring the answers after "
               f"them, as --test-from {args.test_from:g}", file=sys.stderr, flush=True)
-    check_outputs(args, _backtest_outputs(Path(args.out)), queries,
-                               *([Path(config.model.path)] if config.model.path else []))
-    stop = threading.Event()
-    began = threading.Event()  # set once the model is loaded and the files opened: the replay begins
-    scoring = threading.Event()  # set once the answers file is whole: a stop then ends the run before its scores
-    stopped_by: list[int] = []
 
-    def request_stop(signum: int, _: Any) -> None:
-        # The first signal ends the run at the next batch boundary, after a checkpoint (once the answers file is
-        # whole: before their scores); a second one (of either kind) aborts where it is, for a user (or a
-        # supervisor's second SIGTERM) who cannot wait.
-        stop.set()
-        stopped_by.append(signum)
-        for again in (signal.SIGINT, signal.SIGTERM):
-            if inherited[again] is not signal.SIG_IGN:
-                signal.signal(again, raise_interrupted)
-        # while the answers file is scored there is no batch boundary left, and nothing to lose: said in those words
-        said = (f"the answers are written to {args.out}; stopping the scores" if scoring.is_set() else
-                "stopping at the next batch boundary")
-        print(f"flashtick backtest: {said} (again to abort now)", file=sys.stderr, flush=True)
 
-    def scoring_begins() -> None:
-        scoring.set()
-        print(f"flashtick backtest: answers written to {args.out}; scoring them", file=sys.stderr, flush=True)
+class _StopSignals:
+    """What SIGINT and SIGTERM do during a backtest. While the model loads and the files open (seconds) there is
+    no boundary to stop at and nothing to keep: a signal ends the run at once, said in one line (a stop there
+    replayed a batch and left a checkpoint). Once the replay begins, the first signal ends the run at the next
+    batch boundary, after a checkpoint (once the answers file is whole: before their scores); a second one (of
+    either kind) aborts where it is, for a user (or a supervisor's second SIGTERM) who cannot wait. A signal the
+    process was started ignoring (SIGINT under `cmd &` in a script, nohup) stays ignored: a Ctrl-C at the terminal
+    must not stop a background run once its ticks flow, when it could not while it loaded."""
 
-    def handle_signals_with(handler: Any) -> None:
-        for signum, before in inherited.items():
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.out = args.out
+        self.stop = threading.Event()
+        self.began = threading.Event()  # set once the model is loaded and the files opened: the replay begins
+        self.scoring = threading.Event()  # set once the answers file is whole: a stop then ends it before scores
+        self.stopped_by: list[int] = []
+        self.inherited = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+        self._handle_with(raise_interrupted)
+
+    def _handle_with(self, handler: Any) -> None:
+        for signum, before in self.inherited.items():
             if before is not signal.SIG_IGN:
                 signal.signal(signum, handler)
 
-    def replay_begins() -> None:  # from here a signal stops at a batch boundary, after a checkpoint
-        began.set()
-        handle_signals_with(request_stop)
+    def request_stop(self, signum: int, _: Any) -> None:
+        self.stop.set()
+        self.stopped_by.append(signum)
+        for again in (signal.SIGINT, signal.SIGTERM):
+            if self.inherited[again] is not signal.SIG_IGN:
+                signal.signal(again, raise_interrupted)
+        # while the answers file is scored there is no batch boundary left, and nothing to lose: said in those words
+        said = (f"the answers are written to {self.out}; stopping the scores" if self.scoring.is_set() else
+                "stopping at the next batch boundary")
+        print(f"flashtick backtest: {said} (again to abort now)", file=sys.stderr, flush=True)
 
-    # a signal the process was started ignoring (SIGINT under `cmd &` in a script, nohup) stays ignored: a Ctrl-C
-    # at the terminal must not stop a background run once its ticks flow, when it could not while it loaded.
-    # While the model loads and the files open (seconds) there is no boundary to stop at and nothing to keep: a
-    # signal ends the run at once, said in one line (a stop there replayed a batch and left a checkpoint)
-    inherited = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    handle_signals_with(raise_interrupted)
-    from connectors.cautions import labelled
+    def scoring_begins(self) -> None:
+        self.scoring.set()
+        print(f"flashtick backtest: answers written to {self.out}; scoring them", file=sys.stderr, flush=True)
+
+    def replay_begins(self) -> None:  # from here a signal stops at a batch boundary, after a checkpoint
+        self.began.set()
+        self._handle_with(self.request_stop)
+
+
+def _reading_notes(args: argparse.Namespace, config: Any) -> str | None:
+    """The reading the model was trained on, taken for its own files, and how this run's differs from it (said);
+    the difference, None when the same."""
     from engine.service.reading_record import FILE_READING, reading_mismatch, recorded_reading
 
     said = lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr, flush=True)  # noqa: E731
@@ -130,41 +166,37 @@ def _backtest(args: argparse.Namespace) -> int:
     # (apart: other labelled points leave the ticks, and so training's tick positions, as they were)
     if (labelled_otherwise := session_gap_mismatch(recorded, config.answers.session_gap_ns)) is not None:
         said(labelled_otherwise)
-    report = None
-    try:
-        report = run_backtest(config, [str(f) for f in args.files], queries, args.out,
-                              columns=column_map_of(args, config),
-                              batch_ms=args.batch_ms if args.batch_ms is not None else config.replay.batch_ms,
-                              max_ticks=args.max_ticks, progress=not args.quiet, resume=args.resume,
-                              checkpoint_s=args.checkpoint_s if args.checkpoint_s is not None
-                              else config.replay.checkpoint_s, stop=stop.is_set, test_from=args.test_from,
-                              note=lambda line: print(f"flashtick backtest: {labelled(line)}", file=sys.stderr),
-                              streams=streams_to_read(args, config), time_range=time_range,
-                              scoring=scoring_begins, replaying=replay_begins,
-                              test_starts=test_part_starts(evaluation, args.test_from))
-    except BacktestInterrupted as e:
-        args.work_whole = WorkWhole(None, inherited)  # a signal more, in the exit too, changes nothing: said here
-        print(f"flashtick backtest: {e}", file=sys.stderr)
-        return exit_status(stopped_by[0] if stopped_by else None)  # the signal that asked for the stop
-    except KeyboardInterrupt as e:  # the second signal: aborted where it was, but what is on disk is whole
-        args.work_whole = WorkWhole(None, inherited)
-        print(f"flashtick backtest: aborted; {_kept_on_disk(Path(args.out))}" if began.is_set() else
-              _before_any_tick(args), file=sys.stderr)
-        return interrupted_status(e)
-    except Exception:  # a file refused, a model that does not load: said by cli._run, signals noted until the exit
-        args.work_whole = WorkWhole(ERROR_EXIT_LINE, inherited)
-        raise
-    finally:  # as the process had them (a library's own included), unless the run ended: see WorkWhole
-        if report is None and getattr(args, "work_whole", None) is None:
-            restore_handlers(inherited)
-    # The answers, scores and plot are on disk: a signal from here until the process ends (or main returns) is said
-    # in one line, exit 130 (143), and cuts nothing short. The CLI's handlers stay until then (cli._run).
-    args.work_whole = whole = WorkWhole(_whole_line(report), inherited)
-    if stopped_by:  # came after the last point the run polled `stop` (its plot being drawn)
-        whole.signum = stopped_by[0]
+    return mismatch
+
+
+def _run(args: argparse.Namespace, config: Any, queries: Path, time_range: Any, evaluation: Any,
+         signals: _StopSignals) -> Any:
+    """The replay and its scores (engine/service/backtest.py), with the command line's options."""
+    from connectors.cautions import labelled
+    from engine.service.backtest import run_backtest
+
+    return run_backtest(config, [str(f) for f in args.files], queries, args.out,
+                        columns=column_map_of(args, config),
+                        batch_ms=args.batch_ms if args.batch_ms is not None else config.replay.batch_ms,
+                        max_ticks=args.max_ticks, progress=not args.quiet, resume=args.resume,
+                        checkpoint_s=args.checkpoint_s if args.checkpoint_s is not None
+                        else config.replay.checkpoint_s, stop=signals.stop.is_set, test_from=args.test_from,
+                        note=lambda line: print(f"flashtick backtest: {labelled(line)}", file=sys.stderr),
+                        streams=streams_to_read(args, config), time_range=time_range,
+                        scoring=signals.scoring_begins, replaying=signals.replay_begins,
+                        test_starts=test_part_starts(evaluation, args.test_from))
+
+
+def _after_run(args: argparse.Namespace, config: Any, report: Any, signals: _StopSignals, same_reading: bool) -> int:
+    """The report of a run whose answers, scores and plot are on disk: a signal from here until the process ends
+    (or main returns) is said in one line, exit 130 (143), and cuts nothing short. The CLI's handlers stay until
+    then (cli._run)."""
+    args.work_whole = whole = WorkWhole(_whole_line(report), signals.inherited)
+    if signals.stopped_by:  # came after the last point the run polled `stop` (its plot being drawn)
+        whole.signum = signals.stopped_by[0]
     if config.model.path is not None and (said := in_sample_note(
             checkpoint_evaluation(Path(config.model.path)), args.files, report, args.test_from, args.max_ticks,
-            same_reading=mismatch is None and time_range is None)) is not None:
+            same_reading=same_reading)) is not None:
         print(f"flashtick backtest: note: {said}", file=sys.stderr, flush=True)  # before the scores it is about
     print(report.summary(by_stream=args.by_stream), flush=True)
     return whole.ended(0)
