@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from connectors.column_map import PRESETS
@@ -98,3 +99,25 @@ def test_every_preset_is_documented_and_offered_on_the_command_line() -> None:
     for name in PRESETS:
         assert re.search(rf"^\| `{name}` +\|", (docs / "replay.md").read_text(), re.MULTILINE), name
         assert name in offered and name in (docs / "configuration.md").read_text(), name
+
+
+def test_a_preset_without_detected_by_is_never_picked_by_layout_detection() -> None:
+    # review322 #5: a headered preset took over detection of every file with its columns unless a second table
+    # said otherwise; now a preset is picked only when its own entry says `detected_by`
+    from connectors.layout import NoTickLayout, detect_columns
+    from connectors.presets import detected_by
+
+    undetected = [name for name in PRESETS if detected_by(name) is None and PRESETS[name].names is None]
+    assert "coinbase-trades" in undetected
+    for name in undetected:
+        schema = dict.fromkeys(PRESETS[name].source_columns(), pl.String)
+        try:
+            detected = detect_columns(Path(f"{name}.csv"), schema)
+        except NoTickLayout:
+            continue
+        assert detected.preset != name, name
+    algoseek = dict.fromkeys(["Date", "Timestamp", "EventType", "Ticker", "Price", "Quantity", "Exchange",
+                              "Conditions"], pl.String)
+    assert detect_columns(Path("AAPL.csv"), algoseek).preset == "algoseek-taq"  # its detected_by: its header
+    del algoseek["Conditions"]
+    assert detect_columns(Path("AAPL.csv"), algoseek).preset is None
