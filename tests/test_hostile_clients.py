@@ -285,9 +285,7 @@ def test_the_distinct_subscriptions_subscribers_hold_are_counted_until_they_go(s
 
 def test_a_subscription_past_the_wire_limit_drops_its_subscriber_alone(service) -> None:
     """A subscription longer than any topic is held (it matches nothing; counted: test_wire_foreign_clients.py); one
-    past SUBSCRIPTION_WIRE_BYTES is not read: ZeroMQ drops that subscriber's connection, and no one else's."""
-    from engine.service.subscriptions_held import SUBSCRIPTION_WIRE_BYTES
-
+    past limits.max_subscription_bytes is not read: ZeroMQ drops that subscriber's connection, and no one else's."""
     limits = service.config.limits
     longest_topic = limits.max_topic_bytes + limits.max_stream_bytes + 1
     honest = _subscriber(service, b"_heartbeat/", b"q/" + b"S" * (longest_topic - 2), b"x" * (longest_topic + 1))
@@ -296,7 +294,7 @@ def test_a_subscription_past_the_wire_limit_drops_its_subscriber_alone(service) 
     events = greedy.get_monitor_socket(zmq.EVENT_DISCONNECTED)
     try:
         assert _heartbeat_arrives(greedy) and _heartbeat_arrives(honest) and _heartbeat_arrives(everything)
-        greedy.setsockopt(zmq.SUBSCRIBE, b"x" * SUBSCRIPTION_WIRE_BYTES)  # past the wire limit
+        greedy.setsockopt(zmq.SUBSCRIBE, b"x" * (limits.max_subscription_bytes + 1))  # past the wire limit
         assert events.poll(60_000), "the service kept the connection of a subscription past its wire limit"
         assert _heartbeat_arrives(honest) and _heartbeat_arrives(everything)
         honest.setsockopt(zmq.UNSUBSCRIBE, b"_heartbeat/")  # unsubscribing works as before
@@ -307,3 +305,49 @@ def test_a_subscription_past_the_wire_limit_drops_its_subscriber_alone(service) 
         events.close()
         for sock in (honest, everything, greedy):
             sock.close()
+
+
+LONG_SUBSCRIPTION = b"x" * (100 << 10)  # past the default limits.max_subscription_bytes (64 KiB)
+
+
+def _dropped_or_held(server, prefix: bytes) -> bool:
+    """Whether ``server`` keeps the connection of a subscriber that subscribes to ``prefix`` (True: held, its
+    heartbeats still arrive) or drops it (False: the disconnect ZeroMQ reports; 60 s only catches a hang)."""
+    sub = _subscriber(server, b"_heartbeat/", reconnect=False)
+    events = sub.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+    try:
+        assert _heartbeat_arrives(sub)
+        unmatchable = _stats(server)["subscriptions_unmatchable"]
+        sub.setsockopt(zmq.SUBSCRIBE, prefix)
+        wait_for(lambda: events.poll(0) or _stats(server)["subscriptions_unmatchable"] > unmatchable)
+        return not events.poll(0) and _heartbeat_arrives(sub)
+    finally:
+        sub.disable_monitor()
+        events.close()
+        sub.close()
+
+
+def test_the_default_subscription_limit_drops_a_100_kib_subscription(service) -> None:
+    assert service.config.limits.max_subscription_bytes == 64 << 10  # (the documented default)
+    assert _dropped_or_held(service, LONG_SUBSCRIPTION) is False
+
+
+def test_a_larger_subscription_limit_holds_a_100_kib_subscription(checkpoint) -> None:
+    """limits.max_subscription_bytes raised: the subscription the default drops is held, counted as unmatchable
+    (longer than any topic), its subscriber still served."""
+    config = ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 2048, "block_size": 16},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
+        "limits": {"heartbeat_s": 0.2, "max_subscription_bytes": 256 << 10}})
+    with serving(config) as server:
+        assert _dropped_or_held(server, LONG_SUBSCRIPTION) is True
+        assert _stats(server)["subscriptions_unmatchable"] == 1
+
+
+def test_a_subscription_limit_below_the_longest_topic_is_refused() -> None:
+    from engine.service.config import ConfigError
+
+    with pytest.raises(ConfigError, match="max_subscription_bytes must be at least the longest topic, 385 bytes"):
+        ServiceConfig.from_dict({"limits": {"max_subscription_bytes": 300}})
+    with pytest.raises(ConfigError, match="max_subscription_bytes must be a finite number > 0"):
+        ServiceConfig.from_dict({"limits": {"max_subscription_bytes": 0}})

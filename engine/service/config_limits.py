@@ -31,6 +31,9 @@ class LimitsSection:
     max_ingest_per_step: int = 10_000  # messages drained between two forwards
     # service
     max_control_bytes: int = 4 << 20  # ZeroMQ drops the connection of a peer sending a larger control request
+    # the longest subscription the answers socket reads: ZeroMQ drops the connection of a subscriber sending a longer
+    # one (engine/service/subscriptions_held.py says why it is well past the longest topic)
+    max_subscription_bytes: int = 64 << 10
     # bytes of replies the service holds for one control connection that is not reading them (beyond ZeroMQ's
     # queue of CONTROL_SNDHWM replies); past it a reply to it is dropped (counted as control_replies_dropped)
     control_queue_bytes: int = 16 << 20
@@ -67,6 +70,17 @@ class LimitsSection:
         return INGEST_WIRE_FACTOR * self.max_message_bytes
 
     @property
+    def longest_topic_bytes(self) -> int:
+        """The longest topic a query can publish on: its topic, a `/`, the stream's name."""
+        return self.max_topic_bytes + self.max_stream_bytes + 1
+
+    @property
+    def answers_wire_bytes(self) -> int:
+        """The answers socket's largest inbound message: a subscription (ZeroMQ's subscribe message is a flag byte, then
+        the prefix) of max_subscription_bytes."""
+        return self.max_subscription_bytes + 1
+
+    @property
     def ingest_rcvhwm(self) -> int:
         """The ingest PULL socket's high-water mark per connection: ingest_hwm messages, and no more than
         ingest_queue_bytes of messages of the largest size it reads (at least one)."""
@@ -91,3 +105,7 @@ class LimitsSection:
                 raise ConfigError(f"limits.{f.name} must be a finite number > 0, got {value}")
             if isinstance(value, int) and value >= MAX_LIMIT:  # ZeroMQ's options and timers take a C long
                 raise ConfigError(f"limits.{f.name} must be below {MAX_LIMIT:.0e}, got {value}")
+        if self.max_subscription_bytes < self.longest_topic_bytes:  # a subscriber to a real topic would be dropped
+            raise ConfigError(f"limits.max_subscription_bytes must be at least the longest topic, "
+                              f"{self.longest_topic_bytes} bytes (max_topic_bytes + max_stream_bytes + 1), "
+                              f"got {self.max_subscription_bytes}")

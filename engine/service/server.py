@@ -52,7 +52,7 @@ from engine.service.pipeline import TickPipeline
 from engine.service.port_binding import check_port_free
 from engine.service.sharded import ShardedPipeline
 from engine.service.stop_drain import StopDrain
-from engine.service.subscriptions_held import SUBSCRIPTION_WIRE_BYTES, SubscriptionsHeld
+from engine.service.subscriptions_held import SubscriptionsHeld
 from engine.service.wire_protocol import TOKENIZED_MARKER, pack
 from queries.cache import Answer
 from queries.limits import clip
@@ -100,8 +100,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
                               "ingest_messages": 0, "engine_errors": 0, "streams_expired": 0, "answer_fetches": 0,
                               "control_replies_dropped": early.dropped_replies, "subscriptions": 0,
                               "subscription_bytes": 0, "subscriptions_unmatchable": 0})
-        self._subscriptions = SubscriptionsHeld(  # (the longest topic a query can publish on)
-            config.limits.max_topic_bytes + config.limits.max_stream_bytes + 1)
+        self._subscriptions = SubscriptionsHeld(config.limits.longest_topic_bytes)
         control = early.control
         self._unsent: dict[bytes, UnsentReplies] = {}  # routing id -> replies ZeroMQ's queue had no room for yet
         self._snapshot: dict[str, Any] = {}
@@ -156,12 +155,12 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
                               curve=self.config.curve.ingest)
         # a subscriber's subscriptions are held by libzmq at ~46x their bytes, for as long as it stays connected:
         # one longer than any topic (it can match nothing) is held and counted (SubscriptionsHeld), and only one
-        # past SUBSCRIPTION_WIRE_BYTES drops its connection (XPUB_MANUAL does not help: libzmq keeps every
+        # past limits.max_subscription_bytes drops its connection (XPUB_MANUAL does not help: libzmq keeps every
         # subscription a manual XPUB receives in a trie of its own, to undo them at a disconnect)
         # XPUB, not PUB: it tells the service of each distinct subscription held and of each gone, so stats can say
         # what subscribers make libzmq hold (it publishes exactly as PUB does)
         answers = bind_socket(self, "answers", zmq.XPUB, ep.answers, sndhwm=limits.answers_hwm, curve=True,
-                               maxmsgsize=SUBSCRIPTION_WIRE_BYTES)
+                               maxmsgsize=limits.answers_wire_bytes)
         control = self._sockets["control"]  # bound before the recovery (__init__)
         for i, feed in enumerate(ep.feeds):
             sub = self.context.socket(zmq.SUB)

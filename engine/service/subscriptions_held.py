@@ -18,8 +18,8 @@ SUBSCRIPTION_BYTES_SAID = 1 << 20  # distinct subscription bytes held that the l
 # It was the longest topic a query can publish on (~385 bytes): a dashboard subscribing a long user-made topic went
 # dark, in a reconnect loop nothing logged or counted (review308 #2). Now a subscription up to this is held (one
 # longer than any topic matches nothing: counted and logged, its socket's other subscriptions served); only past
-# this one (~3 MiB of libzmq's trie) is the connection dropped
-SUBSCRIPTION_WIRE_BYTES = 64 << 10
+# limits.max_subscription_bytes (64 KiB by default, ~3 MiB of libzmq's trie; engine/service/config_limits.py) is the
+# connection dropped
 
 
 class SubscriptionsHeld:
