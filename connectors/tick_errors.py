@@ -34,6 +34,8 @@ REASONS = (
     "unencodable",  # valid, but the codec failed on it (a codec bug: the tick is refused, the service goes on)
     "bad_msgpack",
     "oversize",
+    "bad_framing",  # a whole message: 3 frames or more, or [ticks, ticks] (engine/service/ingest_reading.py)
+    "empty_list",  # a whole message that holds an empty list: no tick taken
     "bad_tokens",
     "stream_refused",
     "overloaded",

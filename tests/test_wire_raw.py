@@ -20,16 +20,28 @@ import msgpack
 import zmq
 
 from conftest import serving
+from connectors.tick_errors import REASONS
 from wire_client import (CTX, T0, Control, Sub, check_answer, fresh_stream, held_of, push_socket, quote, stats, trade,
                          wait_stats, wait_until)
 from wire_server import MAX_MESSAGE_BYTES, clients, server, serving_feed, tick_server_config  # noqa: F401 (fixtures)
 
-DOCUMENTED_REASONS = {
-    "not_a_map", "missing_stream", "bad_stream", "missing_field", "ts_not_int", "ts_out_of_range", "unknown_kind",
-    "ambiguous_kind", "unknown_field", "wrong_type", "duplicate_key", "nonfinite_price", "nonpositive_price",
-    "nonfinite_size", "negative_size", "price_out_of_range", "size_out_of_range", "unknown_side", "crossed_quote",
-    "ts_backwards", "bad_msgpack", "oversize",
-    "bad_framing", "bad_tokens", "stream_refused", "overloaded", "unencodable"}
+DOC = Path(__file__).resolve().parents[1] / "docs" / "wire-protocol.md"
+
+
+def documented_tick_codes() -> set[str]:
+    """The ingest and file-replay codes of docs/wire-protocol.md's error-code table: a row's own code, or each code
+    its "tick codes" / "file codes" row lists (the only backticked words of its meaning)."""
+    text = DOC.read_text()
+    table = text[text.index("| `reason` | where | meaning | produced by |"):]
+    codes: set[str] = set()
+    for row in table[:table.index("\n\n")].splitlines()[2:]:
+        name, where, meaning = (cell.strip() for cell in row.strip("|").split(" | ")[:3])
+        if where in ("ingest", "file replay"):
+            codes |= set(re.findall(r"`(\w+)`", meaning)) if name in ("tick codes", "file codes") else {name.strip("`")}
+    return codes
+
+
+DOCUMENTED_REASONS = documented_tick_codes() - {"filtered_out", "extra_fields", "not_json"}  # (the wire's)
 
 
 def test_trades_and_quotes_with_every_field_are_ingested_and_answered(clients) -> None:
@@ -170,6 +182,8 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
     ("bid and ask 0", msgpack.packb(quote("R.OK", T0, 0, 0.0)), 0, "missing_field", True),
     ("oversize", msgpack.packb([trade("R.OK", T0)] * 2000), -1, "oversize", False),
     ("three frames", [b"a", b"b", b"c"], -1, "bad_framing", False),
+    ("empty list", msgpack.packb([]), -1, "empty_list", False),
+    ("ts in 2096", msgpack.packb(trade("R.OK", 4 * 10**18)), 0, "ts_in_future", True),
     ("topic frame, then garbage", [b"ticks/R.OK", b"\xc1"], -1, "bad_msgpack", False),
     ("empty frame", b"", -1, "bad_msgpack", False),
     ("tokenized not a list", [b"tokens", msgpack.packb({"stream": "R.OK"})], -1, "bad_msgpack", False),
@@ -299,6 +313,13 @@ def test_a_tick_with_an_exchanges_sequence_number_under_another_key_is_told_to_s
     wait_stats(ctl, lambda st: st["ticks_in"] - before == 1)
 
 
+def test_the_reasons_a_tick_can_be_refused_for_are_the_documented_ones() -> None:
+    """fix326 #3: bad_framing and empty_list were counted and documented, yet not among REASONS; now InvalidTick
+    (which holds its reason to REASONS) makes every refusal, so a code the table lacks cannot be counted."""
+    assert set(REASONS) == documented_tick_codes()
+    assert len(REASONS) == len(set(REASONS))
+
+
 def test_every_documented_reject_reason_is_published_counted_and_leaves_the_service_serving(clients) -> None:
     control, sub, push = clients
     ctl, feed = control(), push()
@@ -332,10 +353,13 @@ def test_every_documented_reject_reason_is_published_counted_and_leaves_the_serv
                                              "replay: --price-offset X)"), payload
         seen[reason] = seen.get(reason, 0) + payload.get("count", 1)
     # those need other configs, or (unencodable) a codec bug: no valid tick is known to make one
-    assert DOCUMENTED_REASONS - seen.keys() == {"stream_refused", "overloaded", "unencodable"}
+    assert DOCUMENTED_REASONS - seen.keys() == {"stream_refused", "overloaded", "unencodable", "ts_unit",
+                                                "log_unavailable"}
     after = stats(ctl)
     for reason, n in seen.items():
         assert after["rejected"][reason] - before.get(reason, 0) == n, reason
+    # every label the service counted (these and any other test's on this server) is a code and documented
+    assert set(after["rejected"]) <= set(REASONS) & DOCUMENTED_REASONS, set(after["rejected"]) - DOCUMENTED_REASONS
     assert ctl.ok("health")["status"] == "serving"
 
 

@@ -12,7 +12,9 @@ from typing import Any
 import msgpack
 import zmq
 
+from connectors.encoded_items import Rejection
 from connectors.service_topics import echoed_topic, published_rejections, rejects_topic
+from connectors.tick_errors import InvalidTick
 from engine.service.config import ServiceConfig
 from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.feed_watch import FeedWatch
@@ -92,21 +94,19 @@ class IngestReading:
                 watch.read()
             tag = echoed_topic(frames[0]) if len(frames) == 2 and frames[0] != TOKENIZED_MARKER else None
             if frames[-1] in EMPTY_LISTS and len(frames) <= 2:  # (an encoder's bug that empties every batch)
-                self.pipeline.rejected["empty_list"] += 1
-                rejections = [{"index": -1, "reason": "empty_list", "error": "empty_list: the message holds an "
-                               "empty list: no tick taken (send one tick map or a list of at least one)"}]
+                rejections = self._message_refused(InvalidTick(
+                    "empty_list", "the message holds an empty list: no tick taken (send one tick map or a list of at "
+                                  "least one)"))
             elif len(frames) == 2 and frames[0] == TOKENIZED_MARKER:
                 rejections = self.pipeline.ingest_tokenized(frames[1])
             elif len(frames) == 1:
                 rejections = self.pipeline.ingest_message(frames[0])
             elif len(frames) == 2 and _looks_like_ticks(frames[0]):  # [ticks, ticks] or [ticks, topic]: a mistake
-                self.pipeline.rejected["bad_framing"] += 1
-                rejections = [{"index": -1, "reason": "bad_framing", "error": _framing_error(frames, tick_first=True)}]
+                rejections = self._message_refused(_framing_error(frames, tick_first=True))
             elif len(frames) == 2:  # [topic, ticks]: how PUB feeds frame a message for SUB filtering; topic unread
                 rejections = self.pipeline.ingest_message(frames[1])
             else:
-                self.pipeline.rejected["bad_framing"] += 1
-                rejections = [{"index": -1, "reason": "bad_framing", "error": _framing_error(frames)}]
+                rejections = self._message_refused(_framing_error(frames))
             if rejections and tag is not None:  # whose they are, for the sender (and its own topic: rejects_topic)
                 rejections = [{**rejection, "topic": tag} for rejection in rejections]
             self._remember_refused(rejections)
@@ -164,6 +164,12 @@ class IngestReading:
                 self.pipeline.encoders.names.discard(self._refused_streams.popitem(last=False)[0], REFUSED_HOLDER)
                 self._refused_forgotten += 1
 
+    def _message_refused(self, err: InvalidTick) -> list[dict[str, Any]]:
+        """A whole message refused before any tick of it was read (index -1): counted under its reason, which
+        InvalidTick holds to REASONS, and said on `_rejects/`."""
+        self.pipeline.rejected[err.reason] += 1
+        return [Rejection.of(-1, err).to_wire()]
+
     def _take_turned_away(self) -> None:
         """Streams the engine refused although their ticks were accepted and logged (a restart's replay under a
         lowered scheduler.max_streams; a shard's own admission), which the pipeline has forgotten: remembered as
@@ -173,11 +179,12 @@ class IngestReading:
                                 for stream, (ticks, error) in turned_away.items()])
 
 
-def _framing_error(frames: list[bytes], tick_first: bool = False) -> str:
+def _framing_error(frames: list[bytes], tick_first: bool = False) -> InvalidTick:
     first = quoted(frames[0]) if frames else "nothing"
     what = "whose first frame is itself ticks (it would be read as a topic and dropped) " if tick_first else ""
-    return (f"bad_framing: a message of {len(frames)} frames {what}(the first {first}); ingest takes one frame "
-            f"(msgpack ticks), two frames [topic, msgpack ticks] or [\"tokens\", msgpack array] (tokenized ticks)")
+    return InvalidTick("bad_framing", f"a message of {len(frames)} frames {what}(the first {first}); ingest takes one "
+                       f"frame (msgpack ticks), two frames [topic, msgpack ticks] or [\"tokens\", msgpack array] "
+                       f"(tokenized ticks)")
 
 
 def _looks_like_ticks(frame: bytes) -> bool:
