@@ -11,6 +11,8 @@ from connectors.stream_names import check_normalized
 from connectors.ticks import InvalidTick, NotMsgpack, RepeatedKeys, check_stream, read_msgpack, wire_type, wire_value
 from engine.stream_patterns import did_you_mean
 from engine.quoting import quoted
+from queries.limits import clip
+from queries.registry import UnknownQueryError
 from queries.spec_errors import MAX_LISTED
 
 ERROR_REPLY_CHARS = (MAX_LISTED + 1) * 500  # a control error: room for every listed query's own (clipped) message
@@ -165,6 +167,17 @@ def request_or_none(payload: bytes) -> Any:
 def sendable(text: str) -> str:
     """An error that quotes text which was not UTF-8 (decoded with surrogates), escaped: a reply must pack."""
     return text.encode("utf-8", "backslashreplace").decode()
+
+
+def refusal(e: ValueError | LookupError) -> tuple[str, str]:
+    """The `reason` and `error` of the reply to a request its op refused with ``e``: one engine's, and a shard's
+    for an ask it refused (carried back as they are, so the front door's reply is one engine's)."""
+    reason = e.reason if isinstance(e, ControlError) else \
+        "unknown_query" if isinstance(e, UnknownQueryError) else "bad_request"
+    # (a KeyError's own words, not the repr str() gives them; a registration's error lists up to MAX_LISTED invalid
+    # queries, each clipped on its own)
+    said = str(e.args[0]) if isinstance(e, KeyError) and len(e.args) == 1 else str(e)
+    return reason, sendable(clip(said or type(e).__name__, ERROR_REPLY_CHARS))
 
 
 NO_ID = object()  # a request whose id cannot be echoed (not a map, no id, its id given twice or not UTF-8)

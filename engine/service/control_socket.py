@@ -14,13 +14,12 @@ import zmq
 from engine.service.config import ServiceConfig
 from engine.service.control_requests import (CONTROL_OPS, ERROR_REPLY_CHARS, NO_ID, ControlError, check_request,
                                              envelope_problem, noted, refused_envelope, request_id, request_or_none,
-                                             sendable, unpack_request, unused_keys_note)
+                                             refusal, sendable, unpack_request, unused_keys_note)
 from engine.service.document_parse import DocumentParse
 from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.wire_protocol import pack, pack_with_raw, raw_map_value
 from engine.quoting import quoted
 from queries.limits import clip
-from queries.registry import UnknownQueryError
 from queries.spec import QuerySpecError
 
 
@@ -166,16 +165,8 @@ class ControlSocket:
         """The error reply to a request its op raised ``e`` for, counted."""
         self.counters["control_errors"] += 1
         if isinstance(e, (ControlError, QuerySpecError, ValueError, LookupError)):
-            # (a registration's error lists up to MAX_LISTED invalid queries, each clipped on its own)
-            reason = e.reason if isinstance(e, ControlError) else \
-                "unknown_query" if isinstance(e, UnknownQueryError) else "bad_request"
-            reply({"ok": False, "reason": reason,
-                   "error": sendable(clip(_said(e) or type(e).__name__, ERROR_REPLY_CHARS))})
+            reason, error = refusal(e)
+            reply({"ok": False, "reason": reason, "error": error})
         else:  # anything unforeseen: the service keeps serving
             reply({"ok": False, "reason": "internal",
                    "error": sendable(clip(f"{type(e).__name__}: {e}", ERROR_REPLY_CHARS))})
-
-
-def _said(e: Exception) -> str:
-    """An error's text: a KeyError's own words, not the repr str() gives them (quotes that are no value's)."""
-    return str(e.args[0]) if isinstance(e, KeyError) and len(e.args) == 1 else str(e)

@@ -6,7 +6,8 @@ counted and said on `_rejects/` like every refusal, and the sender may send them
 and a KV block, and put every stream already held two minutes behind.
 
 ZeroMQ's PULL socket does not say which peer sent a message, so the per-second bound is over all feeds together;
-CURVE's allow-list is what keeps an unknown peer off the socket (docs/configuration.md).
+CURVE's allow-list is what keeps an unknown peer off the socket (docs/configuration.md). One engine's ingest
+(tick_ingest.py) and the sharded front door's (sharded_ingest.py, over all its shards) each hold one.
 """
 
 from __future__ import annotations

@@ -266,6 +266,8 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
             reason, error = getattr(outcome.job, "reason", None), outcome.error  # (a shard's: RemoteJob)
             if reason == "unknown_stream" and error is None:  # its shard holds nothing of it: why, as one engine says
                 error = sendable(clip(str(self._no_session(outcome.job.stream)), ERROR_REPLY_CHARS))
+            if reason is not None:  # a refusal one engine makes at once, counted as its reply is
+                self.counters["control_errors"] += 1
             reply({"ok": False, "reason": reason or ("shard_lost" if outcome.retry else "ask_failed"), "error": error})
 
     def close(self) -> None:

@@ -38,6 +38,7 @@ from engine.engine import Engine
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, UnknownStream
 from engine.service.config import LogSection, ServiceConfig
+from engine.service.control_requests import refusal
 from engine.service.owed_answers import answer_tail, owed_jobs
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.heap_memory import freeze_heap, thaw_heap
@@ -302,8 +303,9 @@ class Shard:
                 # never seen with the close names)
                 return [JobOutcome(RemoteJob(ticket, reason="unknown_stream"),
                                    error=no_accepted_tick(stream, *held) if held else None)]
-            except (ValueError, LookupError) as e:
-                return [JobOutcome(RemoteJob(ticket), error=str(e).strip('"') or type(e).__name__)]
+            except (ValueError, LookupError) as e:  # as one engine refuses it: reason and words as they are
+                reason, error = refusal(e)
+                return [JobOutcome(RemoteJob(ticket, reason=reason), error=error)]
         else:
             raise ValueError(f"unknown shard op {kind!r}")
         return []
@@ -323,6 +325,7 @@ class Shard:
 
     def _ask(self, spec: QuerySpec, stream: str, ticket: Any) -> list[JobOutcome]:
         """An ask: answered at once when FlashQueries may answer early (decoded ahead, or gated), else queued."""
+        self.flash.compiled(spec)  # a question the model cannot answer is said first, as one engine's ask says it
         ticks = self.engine.progress(stream).ticks  # raises UnknownStream
         early, how, audits = self.flash.answer_early(spec, stream, ticks)
         for job in audits:
@@ -381,6 +384,8 @@ class RemoteJob:
     ticket: Any
     early: str | None = None  # an ask answered without a forward: "prepositioned" or "gated"
     context: dict[str, int] | None = None  # what a computed ask's answer attended (JobOutcome.context)
-    reason: str | None = None  # an error's wire reason, where not ask_failed: the shard holds nothing of the stream
+    # an error's wire reason, where not ask_failed: unknown_stream (the shard holds nothing of the stream), or the
+    # one an engine refuses the ask with (bad_request, unknown_query: control_requests.refusal), its error as is
+    reason: str | None = None
     stream: str | None = None  # the stream asked (set by the front door)
 

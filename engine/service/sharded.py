@@ -47,6 +47,7 @@ from engine.service.registration_marks import RegistrationMarks
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.live_scores import LiveScores
 from engine.service.log_provenance import written_by
+from engine.service.new_stream_budget import NewStreamBudget
 from engine.service.model_and_codec import answer_heads, build_codec
 from engine.service.pipeline import say
 from engine.service.reading_record import ingest_price_offset
@@ -88,6 +89,10 @@ class ShardedPipeline(ShardedIngest):
         self.last_received_ns: int | None = None  # (one engine's, receive_clock.py: the front door dates no message)
         self.rejected: Counter[str] = Counter()
         self.shed_counts = ShedCounts()  # ticks refused as overloaded, by stream
+        # the new streams a wire message may open, as one engine bounds them (new_stream_budget.py)
+        self.new_streams = NewStreamBudget(config.limits.max_new_streams_per_message,
+                                           config.limits.max_new_streams_per_s)
+        self.streams_refused_here = 0  # ticks of new streams the front door refused (scheduler.refused_streams)
         self.recovered: list[JobOutcome] = []  # owed answers come out of the first steps instead
         self.answers_out = 0
         self.stale_dropped = 0
@@ -308,12 +313,20 @@ class ShardedPipeline(ShardedIngest):
             answers += [o.answer for o in report.outcomes if o.job.ticket is None] if report else []
         return answers
 
+    def _gathered_stats(self) -> dict[str, Any]:
+        """The shards' figures, with the new streams the front door refused before any shard saw them counted in
+        scheduler.refused_streams, as one engine's scheduler counts them."""
+        gathered = gathered_stats(self.links)
+        refused = gathered["scheduler"].get("refused_streams", 0) + self.streams_refused_here
+        gathered["scheduler"] = {**gathered["scheduler"], "refused_streams": refused}
+        return gathered
+
     def stats(self) -> dict[str, Any]:
         for link in self.links:
             link.stats_due = True  # fresh figures with each shard's next reply
         return {"ticks_in": self.ticks_in, "rejected": dict(self.rejected), "conflated": self.encoders.conflated,
                 "answers_out": self.answers_out,
-                **gathered_stats(self.links), "pending_tokens": self.pending_tokens(), "behind": self.behind,
+                **self._gathered_stats(), "pending_tokens": self.pending_tokens(), "behind": self.behind,
                 "lag_s": round(self.lag_s(), 3), "shed_streams": self.shed_counts.most(),
                 "streams": len(self.shard_of), "queries": len(self.registry), "model": self.config.model.model_id,
                 "named_questions": sorted(self.codec.questions), "log": self.data.stats(),

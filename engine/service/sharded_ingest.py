@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Callable
 
 from connectors.encoder import EncodedTick, Ingested, StreamEncoders, listed_ticks
@@ -17,6 +19,7 @@ from engine.service.adaptation import AnswerAdaptation
 from engine.service.config import ServiceConfig
 from engine.service.durability import DataDir
 from engine.service.live_scores import LiveScores
+from engine.service.new_stream_budget import NewStreamBudget
 from engine.service.rejections import admission_limit
 from engine.service.rendezvous import shard_for
 from engine.service.shard import GroupEnd
@@ -45,6 +48,9 @@ class ShardedIngest:
     behind: bool
     pending_tokens: Callable[[], int]
     lag_s: Callable[[], float]
+    new_streams: NewStreamBudget
+    streams_refused_here: int
+    _reading_wire: bool = False  # (while a wire message is ingested: _wire_message)
     _grouping: dict[ShardLink, set[str]]
     _names: list[str]
     _by_name: dict[str, ShardLink]
@@ -59,8 +65,19 @@ class ShardedIngest:
     def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
         if (shed := shed_message(self, data, tokenized=False)) is not None:
             return shed
-        with self.data.items.message(listed_ticks(data)):
+        with self.data.items.message(listed_ticks(data)), self._wire_message():
             return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), time.time_ns()))
+
+    @contextmanager
+    def _wire_message(self) -> Iterator[None]:
+        """A wire message read now: the new streams it opens are bounded (new_stream_budget.py), as one engine's
+        are; quotes conflation held past their message are not (they were read with it)."""
+        self.new_streams.message_started()
+        self._reading_wire = True
+        try:
+            yield
+        finally:
+            self._reading_wire = False
 
     def flush_held(self) -> list[dict[str, Any]]:
         """Submit the quotes conflation holds (before each round of shard calls), logged as a message of their own
@@ -73,7 +90,7 @@ class ShardedIngest:
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
         if (shed := shed_message(self, data, tokenized=True)) is not None:
             return shed
-        with self.data.items.message(listed_ticks(data)):
+        with self.data.items.message(listed_ticks(data)), self._wire_message():
             return self._counted(self.encoders.ingest_tokenized(data, self._submit, time.time_ns()))
 
     def _counted(self, result: Ingested) -> list[dict[str, Any]]:
@@ -99,8 +116,11 @@ class ShardedIngest:
         if self.config.limits.when_behind == "shed" and (refusal := self.shed_refusal(item.stream)) is not None:
             raise refusal
         if item.stream not in self.shard_of:
-            problem = self._admission_problem(item.stream)
+            # a wire message's flood of names bounded first, then each shard's admission, as one engine checks them
+            problem = self.new_streams.refusal(item.stream) if self._reading_wire else None
+            problem = problem or self._admission_problem(item.stream)
             if problem is not None:
+                self.streams_refused_here += 1
                 raise InvalidTick("stream_refused", problem, item.stream)
         log_or_refuse(self.data, item)
         link = self._owner(item.stream)

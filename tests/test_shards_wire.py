@@ -1,0 +1,87 @@
+"""The sharded front door (`serve --shards 2`) says what one engine (`serve`) says, on real sockets: the same bad asks
+get the same replies (an ask a shard refuses comes back with its reason and words as they are, fix326 #2), and a
+message of too many new streams is refused as one engine refuses it, same error and counters (fix326 #6)."""
+
+from __future__ import annotations
+
+import os
+
+import msgpack
+import pytest
+
+ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'flashtick[ray]')")
+
+from conftest import serving  # noqa: E402
+from test_shards import QUERIES, config  # noqa: E402
+from test_shards import checkpoint  # noqa: E402,F401 (the model fixture)
+from wire_client import T0, Control, Sub, held_of, push_socket, stats, trade, wait_stats, wait_until  # noqa: E402
+
+# asks a front door cannot refuse alone: each reaches the stream's shard (or the one engine) before it is refused
+BAD_ASKS = [
+    {"op": "ask", "stream": "R.A", "spec": {"name": "odd", "question": "direction_20", "kind": "choice",
+                                            "choices": ["sideways"]}, "id": 1},
+    {"op": "ask", "stream": "R.A", "spec": {"name": "rain", "question": "will it rain", "kind": "choice",
+                                            "choices": ["yes", "no"]}, "id": 2},
+    {"op": "ask", "stream": "R.A", "query": "nope", "id": 3},
+    {"op": "ask", "stream": "R.B", "query": "dir", "id": 4},
+]
+PER_MESSAGE = 2  # limits.max_new_streams_per_message of these services
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # CPU actors: Ray leaves CUDA_VISIBLE_DEVICES be
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def said_by(checkpoint, tmp_path, shards: int) -> dict:
+    """What a service of ``shards`` shards (0: one engine) says to the bad asks and to a message of one new stream
+    past PER_MESSAGE: the replies, the rejections, and the counters that count them."""
+    queries = tmp_path / f"q{shards}.yaml"
+    queries.write_text(QUERIES)
+    cfg = config(checkpoint, tmp_path / f"data{shards}", shards, queries,
+                 limits={"heartbeat_s": 0.2, "max_new_streams_per_message": PER_MESSAGE},
+                 endpoints={"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
+                            "control": "tcp://127.0.0.1:0", "metrics_port": 0})
+    with serving(cfg) as server:
+        ctl, feed = Control(server.endpoints["control"]), push_socket(server.endpoints["ingest"])
+        rejects = Sub(server.endpoints["answers"], ["_rejects/"])
+        try:
+            feed.send(msgpack.packb(trade("R.A", T0)))
+            wait_until(lambda: (held_of(ctl, "R.A") or {}).get("ticks", 0) >= 1)
+            replies = [ctl.raw(msgpack.packb(ask), timeout_s=120) for ask in BAD_ASKS]
+            before = stats(ctl)
+            flood = [f"NEW.{i}" for i in range(PER_MESSAGE + 1)]
+            feed.send(msgpack.packb([trade(stream, T0, size=1.0) for stream in flood]))
+            _, rejection = rejects.until(lambda got: len(got) >= 1, timeout_s=120)[0]
+            after = wait_stats(ctl, lambda st: st["ticks_in"] - before["ticks_in"] == PER_MESSAGE, timeout_s=120)
+            held = {stream: held_of(ctl, stream) is not None for stream in flood}
+        finally:
+            rejects.close()
+            feed.close()
+            ctl.close()
+    counted = {key: after[key] - before[key] for key in ("ticks_in", "new_streams_refused") if key in after}
+    counted["stream_refused"] = after["rejected"].get("stream_refused", 0) - before["rejected"].get("stream_refused", 0)
+    counted["refused_streams"] = after["scheduler"]["refused_streams"] - before["scheduler"]["refused_streams"]
+    return {"replies": replies, "rejection": rejection, "counted": counted, "held": held}
+
+
+def test_one_engine_and_two_shards_say_the_same_to_bad_asks_and_to_a_flood_of_new_streams(checkpoint,
+                                                                                          tmp_path) -> None:
+    one, sharded = (said_by(checkpoint, tmp_path, shards) for shards in (0, 2))
+    for ask, alone, front in zip(BAD_ASKS, one["replies"], sharded["replies"]):
+        assert alone["ok"] is False and alone == front, (ask, alone, front)
+    reasons = [reply["reason"] for reply in one["replies"]]
+    assert reasons == ["bad_request", "bad_request", "unknown_query", "unknown_stream"], one["replies"]
+    # (a shard's refusal was `ask_failed`, its text's JSON quotes stripped: now the engine's own reason and words)
+
+    assert one["rejection"] == sharded["rejection"], (one["rejection"], sharded["rejection"])
+    rejection = one["rejection"]
+    assert (rejection["reason"], rejection["stream"]) == ("stream_refused", f"NEW.{PER_MESSAGE}"), rejection
+    assert "limits.max_new_streams_per_message" in rejection["error"], rejection
+    assert one["counted"] == sharded["counted"] == {"ticks_in": PER_MESSAGE, "stream_refused": 1,
+                                                    "refused_streams": 1}, (one["counted"], sharded["counted"])
+    assert one["held"] == sharded["held"] == {**{f"NEW.{i}": True for i in range(PER_MESSAGE)},
+                                              f"NEW.{PER_MESSAGE}": False}
