@@ -122,7 +122,7 @@ class StreamEncoders(StreamTable):
                 raise InvalidTick("unknown_field", f"fields {field_list(extra)} not allowed in a tokenized tick")
             ts = check_ts(item)
             if item.get("tokens") is None:  # (nil is left out, as for any field)
-                raise InvalidTick("missing_field", "field 'tokens' is required (an array of token ids)")
+                raise InvalidTick("missing_field", "field \"tokens\" is required (an array of token ids)")
             tokens = check_tokens(item["tokens"], self.vocab_size, self.max_item_tokens)
             ticks = check_ticks(item.get("ticks", 1), len(tokens))
             return self._encoder(stream).accept(ts, tokens, ticks)

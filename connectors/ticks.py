@@ -170,7 +170,8 @@ def _number(obj: dict, key: str, *, required: bool, is_price: bool, zero_ok: boo
     value = obj.get(key)
     if value is None:
         if required:
-            raise InvalidTick("missing_field", f"field {key!r} is required{renamed(obj, key) or _sizeless(obj, key)}")
+            raise InvalidTick("missing_field",
+                              f"field {quoted(key)} is required{renamed(obj, key) or _sizeless(obj, key)}")
         return None
     # bool is an int subclass; a True price is a bug upstream, not a price of 1.
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -221,9 +222,10 @@ def _kind(obj: dict) -> str:
     if kind is None:
         has_trade, has_quote = "price" in obj, ("bid" in obj or "ask" in obj)
         if has_trade and has_quote:
-            raise InvalidTick("ambiguous_kind", "no 'kind' and both trade (price) and quote (bid/ask) fields")
+            raise InvalidTick("ambiguous_kind", "no \"kind\" and both trade (price) and quote (bid/ask) fields")
         if not (has_trade or has_quote):
-            raise InvalidTick("unknown_kind", f"no 'kind' and neither 'price' nor 'bid'/'ask' present{renamed(obj)}")
+            raise InvalidTick("unknown_kind",
+                              f"no \"kind\" and neither \"price\" nor \"bid\"/\"ask\" present{renamed(obj)}")
         return TRADE if has_trade else QUOTE
     check_text("kind", kind)
     if kind not in KINDS:
@@ -257,7 +259,7 @@ def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES, zero_bid_is_pri
     if "stream" not in obj:  # perhaps sent with its key as bin: say that rather than "missing"
         check_keys(obj)
         if hint := renamed(obj, "stream"):  # `symbol`, `ticker`, ...: say what the field is called
-            raise InvalidTick("missing_stream", f"field 'stream' is required and must be non-empty{hint}")
+            raise InvalidTick("missing_stream", f"field \"stream\" is required and must be non-empty{hint}")
     stream = check_normalized(check_stream(obj.get("stream"), max_stream_bytes))
     try:  # from here a refusal names its stream
         check_keys(obj)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from connectors.utc_offsets import named_zone_reading
+from engine.quoting import quoted
 from engine.stream_patterns import did_you_mean
 
 EXAMPLES = "; use an IANA name like 'Europe/London', 'America/New_York' or 'UTC'"
@@ -27,7 +28,7 @@ def unknown_zone_hint(zone: object) -> str | None:
         return f"; {str(zone).upper()} is {which}: give {tz}"
     keys = available_timezones()
     same = {_folded(key): key for key in keys}.get(_folded(str(zone)))  # `America/NewYork`: that one, not Nuuk too
-    return f"; did you mean {same!r}?" if same is not None else did_you_mean([str(zone)], keys) or EXAMPLES
+    return f"; did you mean {quoted(same)}?" if same is not None else did_you_mean([str(zone)], keys) or EXAMPLES
 
 
 def _folded(zone: str) -> str:

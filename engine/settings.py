@@ -6,6 +6,7 @@ import); engine/scheduler.py, engine/kv_cache.py and engine/models/linear.py use
 from __future__ import annotations
 
 import math
+from engine.quoting import quoted
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -41,7 +42,7 @@ class SchedulerConfig:
         if self.max_batch_streams <= 0:
             raise ValueError(f"max_batch_streams must be > 0, got {self.max_batch_streams}")
         if self.when_full not in ("evict", "refuse"):
-            raise ValueError(f"when_full must be 'evict' or 'refuse', got {self.when_full!r}")
+            raise ValueError(f"when_full must be \"evict\" or \"refuse\", got {quoted(self.when_full)}")
         if not 0 < self.keep_fraction < 1:
             raise ValueError(f"keep_fraction must be in (0, 1), got {self.keep_fraction}")
         if self.sink_tokens < 0:
@@ -56,7 +57,7 @@ class SchedulerConfig:
             raise ValueError(f"stream_idle_s must be a number of seconds > 0 (or null for never), got "
                              f"{self.stream_idle_s}")
         if not isinstance(self.roll_inside_forward, bool):  # YAML's `no` is a bool; a 0 or a string is a mistake
-            raise ValueError(f"roll_inside_forward must be true or false, got {self.roll_inside_forward!r}")
+            raise ValueError(f"roll_inside_forward must be true or false, got {quoted(self.roll_inside_forward)}")
         if self.window is not None and self.window <= 0:  # 0 read as "the model's" (falsy) unsaid
             raise ValueError(f"window must be > 0 (or null for the model's positions), got {self.window}")
 

@@ -8,6 +8,8 @@ import fnmatch
 import re
 from collections.abc import Iterable
 
+from engine.quoting import quoted
+
 GLOB_CHARS = frozenset("*?[")  # a pattern with none of these is an exact stream name
 
 
@@ -23,7 +25,7 @@ def unclosed_bracket(pattern: str) -> str | None:
                 j += 1  # a leading ']' is a member of the set, as in fnmatch
             close = pattern.find("]", j)
             if close < 0:
-                return f"unclosed '[' at position {i}"
+                return f"unclosed \"[\" at position {i}"
             i = close
         i += 1
     return None
@@ -50,12 +52,13 @@ def close_matches(pattern: str, names: Iterable[str], limit: int = 3) -> list[st
 
 
 def did_you_mean(patterns: Iterable[str], names: Iterable[str]) -> str:
-    """`; did you mean 'X'?` for the patterns that have a close match among `names` (each named when more than
-    one pattern missed), or "" when none has: the end of a 'matches none of the streams' message."""
+    """`; did you mean "X"?` (names quoted as every error quotes them: engine/quoting.py) for the patterns that
+    have a close match among `names` (each named when more than one pattern missed), or "" when none has: the end
+    of a 'matches none of the streams' message."""
     patterns, names = list(patterns), list(names)
     hints = []
     for pattern in patterns:
         if close := close_matches(pattern, names):
-            meant = " or ".join(map(repr, close))
-            hints.append(meant if len(patterns) == 1 else f"{meant} for {pattern!r}")
+            meant = " or ".join(map(quoted, close))
+            hints.append(meant if len(patterns) == 1 else f"{meant} for {quoted(pattern)}")
     return f"; did you mean {', '.join(hints)}?" if hints else ""

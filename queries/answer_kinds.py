@@ -89,7 +89,7 @@ def _checked_generate(given: Mapping[str, Any]) -> dict[str, Any]:
 def _checked_choices(choices: Any, names_question: bool) -> tuple[str, ...] | None:
     if choices is None:
         if not names_question:
-            raise fail("choices", "choice query with a free-text question or question_tokens needs 'choices'")
+            raise fail("choices", "choice query with a free-text question or question_tokens needs \"choices\"")
         return None
     choices = str_list("choices", choices)
     _check_label_count("choices", choices, "labels", "one choice ({}) is always the answer, with probability 1: "
@@ -103,7 +103,7 @@ def _checked_choices(choices: Any, names_question: bool) -> tuple[str, ...] | No
 def _checked_values(values: Any, names_question: bool) -> Mapping[str, float] | None:
     if values is None:
         if not names_question:
-            raise fail("values", "expectation query with a free-text question or question_tokens needs 'values'")
+            raise fail("values", "expectation query with a free-text question or question_tokens needs \"values\"")
         return None
     if not isinstance(values, Mapping):
         raise fail("values", f"values must be a mapping of label -> number, got {yaml_kind(values)}")

@@ -24,7 +24,7 @@ def check_topic(topic: Any, query: str, several_streams: bool) -> None:
     """Refuses the topic template of the query named ``query`` unless answers can be published on it: it must name
     {stream} when the query matches ``several_streams`` (a glob or more than one name)."""
     if not isinstance(topic, str) or not topic.endswith("/"):
-        raise fail("topic", f"topic must end with '/' so prefix subscriptions are exact, "
+        raise fail("topic", f"topic must end with \"/\" so prefix subscriptions are exact, "
                             f"got {excerpt(topic)}")
     wire_text("topic", topic)
     if not topic.isprintable():  # the stream-name rule (connectors/ticks.py check_stream): a topic is
@@ -52,10 +52,10 @@ def _check_reserved(topic: str, query: str, fields: list[tuple]) -> None:
     """Topics starting with '_' are the service's own (_heartbeat/, _rejects/): no answer may go there."""
     shown = topic.format(query=query, stream="{stream}")
     if shown.startswith("_"):
-        raise fail("topic", f"topic {excerpt(shown)} starts with '_': topics starting with '_' are reserved "
+        raise fail("topic", f"topic {excerpt(shown)} starts with \"_\": topics starting with \"_\" are reserved "
                             f"for the service ({', '.join(RESERVED_TOPICS)})")
     if fields and fields[0][0] == "" and fields[0][1] == "stream":
-        raise fail("topic", "topic must not start with {stream}: a stream named '_...' would publish on a "
+        raise fail("topic", "topic must not start with {stream}: a stream named \"_...\" would publish on a "
                             "reserved topic; put a fixed prefix first, e.g. 'by_stream/{stream}/{query}/'")
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from queries.answer_kinds import LABELLED_KINDS
+from engine.quoting import quoted
 from queries.limits import excerpt
 from queries.spec import QuerySpec
 from queries.spec_errors import QuerySpecError
@@ -36,14 +37,14 @@ def check_questions(spec: QuerySpec, questions: Mapping[str, NamedQuestion]) -> 
         if spec.labels is None:  # with its own labels a one-word question is free text, not a codec name
             # a codec with named questions is a tick model's, which reads no free text; a text model's has none
             hint = ("a tick model answers only those" if questions else
-                    f"give '{'choices' if spec.kind == 'choice' else 'values'}' to ask it as text")
+                    f"give {quoted('choices' if spec.kind == 'choice' else 'values')} to ask it as text")
             names = ", ".join(questions) or "none: this model asks free-text questions"
             raise QuerySpecError(f"question {excerpt(spec.question)} is not one of the codec's questions ({names}); "
                                  f"{hint}", query=spec.name, key="question")
         return
     if spec.kind == "expectation" and spec.values is None and not known.values:
         raise QuerySpecError(f"codec question {excerpt(spec.question)} has no values per label; an expectation "
-                             f"query on it needs 'values'", query=spec.name, key="question")
+                             f"query on it needs \"values\"", query=spec.name, key="question")
     for label in spec.labels or ():
         if label not in known.labels:
             key = "choices" if spec.kind == "choice" else "values"

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from engine.quoting import quoted
 from queries.codec import CodecQuestion, QueryCodec
 from queries.spec import QuerySpec
 
@@ -73,8 +74,8 @@ def compile_query(spec: QuerySpec, codec: QueryCodec) -> CompiledQuery:
         question = tuple(spec.question_tokens)
         outside = next((i for i, t in enumerate(question) if t >= codec.vocab_size), None)
         if outside is not None:  # it would fail the whole forward it is batched into
-            raise QueryCompileError(f"query {spec.name!r}: question_tokens[{outside}] = {question[outside]} is not "
-                                    f"below the vocabulary size {codec.vocab_size}")
+            raise QueryCompileError(f"query {quoted(spec.name)}: question_tokens[{outside}] = {question[outside]} is "
+                                    f"not below the vocabulary size {codec.vocab_size}")
     else:
         question = tuple(_tokenize(codec, spec.question, spec.name))
     if spec.kind == "generate":
@@ -82,7 +83,7 @@ def compile_query(spec: QuerySpec, codec: QueryCodec) -> CompiledQuery:
     labels = spec.labels
     if not labels:
         needs = "values (label: number)" if spec.kind == "expectation" else "choices"
-        raise QueryCompileError(f"query {spec.name!r}: a free-text {spec.kind} query needs {needs}")
+        raise QueryCompileError(f"query {quoted(spec.name)}: a free-text {spec.kind} query needs {needs}")
     candidates = tuple(tuple(_tokenize(codec, label, spec.name, as_label=True)) for label in labels)
     values = tuple(spec.values[label] for label in labels) if spec.kind == "expectation" else ()
     if all(len(c) == 1 for c in candidates) and len({c[0] for c in candidates}) == len(candidates):
@@ -94,13 +95,15 @@ def _compile_named(spec: QuerySpec, named: CodecQuestion) -> CompiledQuery:
     labels = tuple(spec.labels or named.labels)
     unknown = [label for label in labels if label not in named.answers]
     if unknown:
-        raise QueryCompileError(f"query {spec.name!r}: {unknown} are not answers of {spec.question!r} "
-                                f"(answers: {list(named.answers)})")
+        raise QueryCompileError(f"query {quoted(spec.name)}: {', '.join(map(quoted, unknown))} "
+                                f"{'is not an answer' if len(unknown) == 1 else 'are not answers'} of "
+                                f"{quoted(spec.question)} (answers: {', '.join(map(quoted, named.answers))})")
     values: tuple[float, ...] = ()
     if spec.kind == "expectation":
         source = spec.values or named.values
         if not source:
-            raise QueryCompileError(f"query {spec.name!r}: question {spec.question!r} has no values; give `values`")
+            raise QueryCompileError(f"query {quoted(spec.name)}: question {quoted(spec.question)} has no values; give "
+                                    f"`values`")
         values = tuple(float(source[label]) for label in labels)
     if spec.kind == "generate":
         return CompiledQuery(spec, tuple(named.tokens))
@@ -116,17 +119,17 @@ def _tokenize(codec: QueryCodec, text: str | None, query: str, as_label: bool = 
     tokens = None if text is None else codec.question_tokens(text)
     if tokens is None and as_label:
         raise QueryCompileError(
-            f"query {query!r}: label {text!r} is free text, which a tick model cannot read: choices and values "
-            f"written as text need a text model; a tick model answers its named questions (question: one of "
+            f"query {quoted(query)}: label {quoted(text)} is free text, which a tick model cannot read: choices and "
+            f"values written as text need a text model; a tick model answers its named questions (question: one of "
             f"{', '.join(sorted(codec.questions))}), with choices or values among their answers"
         )
     if tokens is None:
         raise QueryCompileError(
-            f"query {query!r}: question {text!r} is not a question of this model's codec, and a tick model cannot "
-            f"read free text: it answers {', '.join(sorted(codec.questions))}"
+            f"query {quoted(query)}: question {quoted(text)} is not a question of this model's codec, and a tick model "
+            f"cannot read free text: it answers {', '.join(sorted(codec.questions))}"
         )
     if not tokens:
-        raise QueryCompileError(f"query {query!r}: {text!r} tokenizes to nothing")
+        raise QueryCompileError(f"query {quoted(query)}: {quoted(text)} tokenizes to nothing")
     return tokens
 
 

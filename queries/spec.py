@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from engine.quoting import quoted
 from engine.stream_patterns import GLOB_CHARS, unclosed_bracket  # (one glob rule for query streams and --streams)
 from engine.yaml_files import yaml_kind
 from queries.answer_kinds import KINDS, LABELLED_KINDS, OPTION_KEYS, checked_kind_options
@@ -124,11 +125,11 @@ class QuerySpec:
             if why := unclosed_bracket(s):
                 raise fail("streams", f"streams[{i}] {excerpt(s)} is not a valid glob: {why}", i)
             if "/" in s:  # the wire refuses such a name (bad_stream): answer topics are <query>/<stream>/
-                raise fail("streams", f"streams[{i}] {excerpt(s)} has a '/', which no stream name has (topics "
+                raise fail("streams", f"streams[{i}] {excerpt(s)} has a \"/\", which no stream name has (topics "
                                       f"use it): it would match no stream", i)
             if s.startswith("_"):  # the wire refuses these too: '_' topics are the engine's own (heartbeats)
-                raise fail("streams", f"streams[{i}] {excerpt(s)} starts with '_', which no stream name does (topics "
-                                      f"starting with '_' are the engine's own): it would match no stream", i)
+                raise fail("streams", f"streams[{i}] {excerpt(s)} starts with \"_\", which no stream name does (topics "
+                                      f"starting with \"_\" are the engine's own): it would match no stream", i)
             if s != s.strip(" "):
                 raise fail("streams", f"streams[{i}] {excerpt(s)} starts or ends with a space, which no stream name "
                                       f"does: it would match no stream", i)
@@ -144,7 +145,7 @@ class QuerySpec:
                 raise fail(key, f"{key} does not apply to surprise queries: they score the latest tick itself")
             return
         if (q is None) == (toks is None):
-            raise fail("question", f"{self.kind} query needs exactly one of 'question' or 'question_tokens'")
+            raise fail("question", f"{self.kind} query needs exactly one of \"question\" or \"question_tokens\"")
         if q is not None:
             if not isinstance(q, str) or not q:  # (whitespace is a prompt: a text model reads "\n" as one)
                 raise fail("question", f"question must be a non-empty string, got {excerpt(q)}")
@@ -228,7 +229,7 @@ class QuerySpec:
                                  key=clip(str(unknown[0]), 100))
         missing = [k for k in ("name", "streams", "kind") if k not in d]
         if missing:
-            raise QuerySpecError(f"missing required key {missing[0]!r}", query=name)
+            raise QuerySpecError(f"missing required key {quoted(missing[0])}", query=name)
         return cls(**d)
 
     def to_yaml(self) -> str:

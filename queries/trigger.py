@@ -24,6 +24,7 @@ from fractions import Fraction
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from engine.quoting import quoted
 from queries.limits import excerpt
 
 _UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000,
@@ -42,7 +43,7 @@ def parse_duration_ns(raw: Any) -> int:
             raise ValueError(f"interval {excerpt(raw)} is not a whole number of nanoseconds")
         ns = int(exact)
     else:
-        raise ValueError(f"interval must be a duration like '500ms', '2s', '1m' (units ns, us, ms, s, m, h, d) "
+        raise ValueError(f"interval must be a duration like \"500ms\", \"2s\", \"1m\" (units ns, us, ms, s, m, h, d) "
                          f"or an int of nanoseconds, got {excerpt(raw)}")
     if ns <= 0:
         raise ValueError(f"interval must be > 0, got {excerpt(raw)}")
@@ -98,13 +99,13 @@ TRIGGER_TABLE: dict[str, TriggerKind] = {
     "batch": TriggerKind(None, None, _word, None, None),
     "on_demand": TriggerKind(None, None, _word, None, None, fires_by_itself=False),
     "ticks": TriggerKind("N", _tick_count, int, 50, lambda every, ticks, event_ts: ticks // every),
-    "interval": TriggerKind("'500ms' | '2s' | '1m' | '1d' | <int ns>", parse_duration_ns, duration_text,
+    "interval": TriggerKind('"500ms" | "2s" | "1m" | "1d" | <int ns>', parse_duration_ns, duration_text,
                             "500ms", lambda every, ticks, event_ts: event_ts // every, keeps_grid=True),
 }
 WORD_TRIGGERS = tuple(kind for kind, row in TRIGGER_TABLE.items() if row.form is None)  # written as the word alone
 PERIODIC_TRIGGERS = {kind: row for kind, row in TRIGGER_TABLE.items() if row.form is not None}  # {kind: period}
 TRIGGER_KINDS = tuple(TRIGGER_TABLE)
-_FORMS = (", ".join(repr(word) for word in WORD_TRIGGERS) + ", "
+_FORMS = (", ".join(quoted(word) for word in WORD_TRIGGERS) + ", "
           + " or ".join(f"{{{kind}: {row.form}}}" for kind, row in PERIODIC_TRIGGERS.items()))
 
 
@@ -135,7 +136,7 @@ class Trigger:
                 return cls(raw)
             raise ValueError(f"unknown trigger {excerpt(raw)}; expected {_FORMS}")
         if raw is None:  # `trigger:` with nothing after it (YAML null): leave the key out for the default
-            raise ValueError(f"trigger is empty (YAML null): leave the key out for the default 'batch', or give "
+            raise ValueError(f"trigger is empty (YAML null): leave the key out for the default \"batch\", or give "
                              f"{_FORMS}")
         if not isinstance(raw, dict) or len(raw) != 1:
             raise ValueError(f"trigger must be {_FORMS}, got {excerpt(raw)}")

@@ -35,12 +35,12 @@ def _query_nodes(
 ) -> list[yaml.Node]:
     """The document's query mappings. An unknown top-level key beside `queries` goes to ``problems`` when given (so
     the queries' own problems are reported with it, not after it is fixed), else it is raised."""
-    form = "a mapping with a single key 'queries' holding a list of queries"
+    form = "a mapping with a single key \"queries\" holding a list of queries"
     if root is None:
         raise doc.error(f"empty document; expected {form}", None)
     untagged(root, doc)
     if not isinstance(root, yaml.MappingNode):
-        hint = " (put the list under 'queries:')" if isinstance(root, yaml.SequenceNode) else ""
+        hint = " (put the list under \"queries:\")" if isinstance(root, yaml.SequenceNode) else ""
         raise doc.error(f"expected {form}, got {node_kind(root)}{hint}", root)
     top = doc.pairs(root)
     for key, (key_node, _) in top.items():
@@ -50,10 +50,10 @@ def _query_nodes(
                 raise unknown
             problems.append(unknown)
     if "queries" not in top:
-        raise doc.error(f"missing key 'queries'; expected {form}", root)
+        raise doc.error(f"missing key \"queries\"; expected {form}", root)
     seq = untagged(top["queries"][1], doc)
     if not isinstance(seq, yaml.SequenceNode):
-        raise doc.error(f"'queries' must be a list of query mappings, got {node_kind(seq)}", seq)
+        raise doc.error(f"\"queries\" must be a list of query mappings, got {node_kind(seq)}", seq)
     if len(seq.value) > doc.limits.max_queries:
         raise doc.error(f"the document has {len(seq.value)} queries, over the limit of {doc.limits.max_queries} "
                         f"(max_queries)", seq)

@@ -42,9 +42,9 @@ def test_shipped_examples_load() -> None:
 
 
 @pytest.mark.parametrize("raw, message", [
-    ({"modle": {}}, "unknown key 'modle' in top level"),
-    ({"kv": {"cels": 10}}, "unknown key 'cels' in section 'kv'"),
-    ({"scheduler": {"when_full": "panic"}}, "engine.yaml: scheduler.when_full must be 'evict' or 'refuse'"),
+    ({"modle": {}}, "unknown key \"modle\" in top level"),
+    ({"kv": {"cels": 10}}, "unknown key \"cels\" in section \"kv\""),
+    ({"scheduler": {"when_full": "panic"}}, "engine.yaml: scheduler.when_full must be \"evict\" or \"refuse\""),
     ({"scheduler": {"keep_fraction": 2}}, "engine.yaml: scheduler.keep_fraction must be in"),
     ({"answers": {"adapt": "x"}}, r"engine.yaml: answers.adapt must be one of"),
     ({"kv": {"block_size": 0}}, "engine.yaml: kv.block_size must be > 0, got 0"),
@@ -55,9 +55,9 @@ def test_shipped_examples_load() -> None:
     ({"model": {"weights": "int8"}}, "model.weights must be one of"),
     ({"endpoints": {"ingest": "127.0.0.1:5555"}}, "endpoints.ingest must be a ZeroMQ endpoint"),
     # ZeroMQ itself binds these to the port modulo 65536 without a word
-    ({"endpoints": {"ingest": "tcp://127.0.0.1:99999"}}, r"endpoints.ingest 'tcp://127.0.0.1:99999': a tcp port is 1 "
+    ({"endpoints": {"ingest": "tcp://127.0.0.1:99999"}}, r"endpoints.ingest \"tcp://127.0.0.1:99999\": a tcp port is 1 "
                                                          r"to 65535 \(0 or \*: any free one\)"),
-    ({"endpoints": {"answers": "tcp://127.0.0.1:-5"}}, "endpoints.answers 'tcp://127.0.0.1:-5': a tcp port is 1"),
+    ({"endpoints": {"answers": "tcp://127.0.0.1:-5"}}, "endpoints.answers \"tcp://127.0.0.1:-5\": a tcp port is 1"),
     ({"endpoints": {"feeds": ["not-an-endpoint"]}}, "an endpoints.feeds entry must look like .tcp://host:port., got"),
     ({"endpoints": {"feeds": ["tcp://127.0.0.1:7000", "tcp://127.0.0.1:7000"]}}, "endpoints.feeds lists "
                                                                               "tcp://127.0.0.1:7000 more than once"),
@@ -77,48 +77,49 @@ def test_shipped_examples_load() -> None:
     ({"scheduler": {"stream_idle_s": float("inf")}}, r"scheduler.stream_idle_s must be a number of seconds > 0 "
                                                      r"\(or null for never\), got inf"),
     ({"scheduler": {"window": 0}}, "scheduler.window must be > 0"),
-    ({"replay": {"hours": "09:30-16:00 UTC"}}, r"'hours' is a column map's key: give it under replay.columns"),
+    ({"replay": {"hours": "09:30-16:00 UTC"}}, r"\"hours\" is a column map's key: give it under replay.columns"),
     # a typo of `streams` was sent under replay.columns, which refuses a list: the nearest key of the level first
-    ({"replay": {"stream": ["X*"]}}, r"unknown key 'stream' in section 'replay' \(allowed: .*\); did you mean "
-                                     r"'streams'\? \(as a column map's key, 'stream' goes under replay.columns"),
-    ({"kv": {"block_sise": 16}}, r"unknown key 'block_sise' in section 'kv' \(allowed: .*\); did you mean "
-                                 r"'block_size'\?$"),
+    ({"replay": {"stream": ["X*"]}}, r"unknown key \"stream\" in section \"replay\" \(allowed: .*\); did you mean "
+                                     r"\"streams\"\? \(as a column map's key, \"stream\" goes under replay.columns"),
+    ({"kv": {"block_sise": 16}}, r"unknown key \"block_sise\" in section \"kv\" \(allowed: .*\); did you mean "
+                                 r"\"block_size\"\?$"),
     # it named neither the file nor the section and printed Python lists, once a file was read
-    ({"replay": {"columns": {"tss": "time", "price": "price"}}}, r"^engine.yaml: unknown key 'tss' in replay.columns "
+    ({"replay": {"columns": {"tss": "time", "price": "price"}}}, r"^engine.yaml: unknown key \"tss\" in replay.columns "
                                                                  r"\(allowed: ask, ask_size, bar_length, bar_stamp, "
                                                                  r"bid, .*\); did you mean "
-                                                                 r"'ts'\?$"),
+                                                                 r"\"ts\"\?$"),
     # where that hint could lead: a list there was "stream must be a non-empty column name", once a file was read
     ({"replay": {"columns": {"stream": ["X*"]}}}, r"^engine.yaml: replay.columns.stream is one fixed stream name .*"
-                                                  r"got a list \['X\*'\]: the streams to read, as --streams, are "
+                                                  r'got a list \["X\*"\]: the streams to read, as --streams, are '
                                                   r"replay.streams"),
-    ({"replay": {"columns": {"stream_name": "X", "ts": "t"}}}, r"unknown key 'stream_name' in replay.columns .*"
+    ({"replay": {"columns": {"stream_name": "X", "ts": "t"}}}, r"unknown key \"stream_name\" in replay.columns .*"
                                                                r"\(stream_name is the inline --columns spelling"),
-    ({"log": {"group_ms": float("nan")}}, "log.group_ms must be a finite number > 0, got nan"),  # fsync threads spun
-    ({"log": {"group_ms": float("inf")}}, "log.group_ms must be a finite number > 0, got inf"),  # ... or died
+    ({"log": {"group_ms": float("nan")}}, "log.group_ms must be a finite number > 0, got NaN"),  # fsync threads spun
+    ({"log": {"group_ms": float("inf")}}, "log.group_ms must be a finite number > 0, got Infinity"),  # ... or died
     ({"kv": {"cells": 10**23}}, r"kv.cells must be below 1e\+15"),  # torch's overflow, 45 lines of C++ frames
     ({"limits": {"heartbeat_s": "1e9"}}, "YAML reads 1e9 as text: write 1000000000"),
     ({"curve": {"enabled": True}}, "curve.enabled needs"),
-    ({"kv": "big"}, "section 'kv' must be a mapping, got a string"),
-    ({"kv": None}, "section 'kv' must be a mapping, got null"),
+    ({"kv": "big"}, "section \"kv\" must be a mapping, got a string"),
+    ({"kv": None}, "section \"kv\" must be a mapping, got null"),
     (["kv"], "engine.yaml: the config must be a mapping, got a list"),
     ({"queries": ["q.yaml"]}, r"engine.yaml: queries must be the path of a queries file, got a list"),
     ({"kv": {"cells": 1000, "bytes": 10**8}}, "kv: give cells or bytes, not both"),
     # wrong types are named before the service starts (they were TypeErrors after binding)
-    ({"limits": {"heartbeat_s": "fast"}}, r"engine.yaml: limits.heartbeat_s must be a number, got 'fast'$"),
-    ({"kv": {"cells": "4096"}}, r"kv.cells must be an integer or null, got '4096' \(quoted in the YAML: drop"),
+    ({"limits": {"heartbeat_s": "fast"}}, r"engine.yaml: limits.heartbeat_s must be a number, got \"fast\"$"),
+    ({"kv": {"cells": "4096"}}, r"kv.cells must be an integer or null, got \"4096\" \(quoted in the YAML: drop"),
     ({"endpoints": {"metrics_port": True}}, "endpoints.metrics_port must be an integer or null, got true$"),
-    ({"scheduler": {"header": [1, "a"]}}, r"scheduler.header must be a list of integers, got \(1, 'a'\)"),
+    ({"scheduler": {"header": [1, "a"]}}, r"scheduler.header must be a list of integers, got \[1, \"a\"\]"),
     ({"replay": {"ts_unit": "fortnights"}}, r"engine.yaml: replay.ts_unit must be one of"),
     ({"replay": {"tz": "Nowhere/City"}}, r"engine.yaml: replay: unknown time zone"),
     ({"log": {"retention_bytes": "1GB"}}, r"log.retention_bytes must be a number of bytes \(e.g. 1073741824, not"),
     ({"log": {"retention_s": 0}}, r"log.retention_s must be a finite number > 0, got 0"),
     # each unit its own example: a duration's was a size's ("e.g. 1073741824, not '1GB'" for a retention_s of 7d)
-    ({"log": {"retention_s": "7d"}}, r"log.retention_s must be a number of seconds \(e.g. 604800, not '7d'\), "
-                                     r"got '7d'"),
-    ({"log": {"group_ms": "5ms"}}, r"log.group_ms must be a number of milliseconds \(e.g. 5, not '5ms'\)"),
-    ({"log": {"answers_keep": "100k"}}, r"log.answers_keep must be a number of answers \(e.g. 100000, not '100k'\)"),
-    ({"log": {"segment_bytes": "64MB"}}, r"log.segment_bytes must be a number of bytes \(e.g. 67108864, not '64MB'\)"),
+    ({"log": {"retention_s": "7d"}}, r"log.retention_s must be a number of seconds \(e.g. 604800, not \"7d\"\), "
+                                     r"got \"7d\""),
+    ({"log": {"group_ms": "5ms"}}, r"log.group_ms must be a number of milliseconds \(e.g. 5, not \"5ms\"\)"),
+    ({"log": {"answers_keep": "100k"}}, r"log.answers_keep must be a number of answers \(e.g. 100000, not \"100k\"\)"),
+    ({"log": {"segment_bytes": "64MB"}},
+     r"log.segment_bytes must be a number of bytes \(e.g. 67108864, not \"64MB\"\)"),
 ])
 def test_config_mistakes_are_named(raw: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -254,9 +255,9 @@ def test_backtest_names_the_config_file_and_key_of_a_bad_column_map_key(tmp_path
     code = main(["backtest", str(tmp_path / "t.csv"), "--config", str(config), "--out", str(tmp_path / "a.parquet"),
                  "--quiet"])
     err = capsys.readouterr().err
-    assert code == 2 and err.startswith(f"flashtick backtest: error: {config}: unknown key 'tss' in replay.columns "
+    assert code == 2 and err.startswith(f"flashtick backtest: error: {config}: unknown key \"tss\" in replay.columns "
                                         f"(allowed: ask, ask_size, bar_length, bar_stamp, bid,"), err
-    assert err.endswith("; did you mean 'ts'?\n") and err.count("\n") == 1, err
+    assert err.endswith("; did you mean \"ts\"?\n") and err.count("\n") == 1, err
 
 
 def test_replay_columns_read_yes_and_no_as_text_the_rest_of_the_config_as_booleans(tmp_path: Path) -> None:
@@ -277,7 +278,7 @@ def test_every_section_of_service_config_is_read_as_one() -> None:
     assert len(sections) == 11
     for name in sections:
         assert getattr(ServiceConfig.from_dict({name: {}}), name) == getattr(ServiceConfig(), name)
-        with pytest.raises(ConfigError, match=f"unknown key 'nope' in section '{name}'"):
+        with pytest.raises(ConfigError, match=f"unknown key \"nope\" in section \"{name}\""):
             ServiceConfig.from_dict({name: {"nope": 1}})
     with pytest.raises(ConfigError, match="queries must be the path of a queries file"):
         ServiceConfig.from_dict({"queries": {}})

@@ -39,7 +39,7 @@ def test_a_percent_s_time_past_2200_is_a_reject_naming_its_row_never_a_wrapped_t
     assert len(ticks) == 299 and max(t.ts for t in ticks) < 1_800_000_000 * 10**9
     assert replay.rejected == {"missing_field": 1}
     assert replay.rejected.examples["missing_field"] == (
-        f"{path} line 152: missing_field: field 'ts' is required (column 'time': '{FIRST_MS + 150_000}s': "
+        f"{path} line 152: missing_field: field \"ts\" is required (column 'time': '{FIRST_MS + 150_000}s': "
         f"{FIRST_MS + 150_000} s since the epoch, which is not in 1970..2200 (at its magnitude it counts ms))")
 
 

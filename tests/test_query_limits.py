@@ -75,7 +75,7 @@ def test_an_expanded_value_is_quoted_as_a_short_excerpt() -> None:
     error = refused(bomb(levels=5, key="question_tokens"), QueryLimits(max_yaml_nodes=10**6))
     assert "question_tokens" in str(error) and len(str(error)) < 200  # 59049 strings: once a 39 MB error
     huge = refused(f"queries:\n- {{name: x, streams: [x], kind: surprise, trigger: {'9' * 100_000}}}\n")
-    assert "q.yaml:2: query 'x': YAML error: cannot read '99999" in str(huge) and "as !!int" in str(huge)
+    assert "q.yaml:2: query \"x\": YAML error: cannot read \"99999" in str(huge) and "as !!int" in str(huge)
     assert len(str(huge)) < 200  # once a ValueError (more than 4300 digits) out of the loader
     hexed = refused(f"queries:\n- {{name: x, streams: [x], kind: surprise, trigger: {{ticks: 0x{'f' * 5000}}}}}\n")
     assert "period must be at most 2**63 - 1, got <an integer of 20000 bits>" in str(hexed)
@@ -146,13 +146,13 @@ def test_250k_queries_are_refused_in_well_under_a_second() -> None:
 
 
 @pytest.mark.parametrize("query, reason", [
-    (surprise("x", "_heartbeat/"), "topic '_heartbeat/' starts with '_': topics starting with '_' are reserved"),
-    (surprise("x", "_rejects/{stream}/"), "topic '_rejects/{stream}/' starts with '_'"),
-    (surprise("_hb"), "topic '_hb/{stream}/' starts with '_'"),
-    (surprise("x", "{stream}/{query}/"), "topic must not start with {stream}: a stream named '_...'"),
+    (surprise("x", "_heartbeat/"), "topic \"_heartbeat/\" starts with \"_\": topics starting with \"_\" are reserved"),
+    (surprise("x", "_rejects/{stream}/"), "topic \"_rejects/{stream}/\" starts with \"_\""),
+    (surprise("_hb"), "topic \"_hb/{stream}/\" starts with \"_\""),
+    (surprise("x", "{stream}/{query}/"), "topic must not start with {stream}: a stream named \"_...\""),
     # a reviewer's topic held ESC sequences and a newline, which `flashtick topics` printed raw: a forged line
     (surprise("x", "x\\e[2J\\n{stream}/").replace("'", '"'),
-     "topic 'x\\x1b[2J\\n{stream}/' contains U+001B (a control, format or other non-printable character)"),
+     "topic \"x\\u001b[2J\\n{stream}/\" contains U+001B (a control, format or other non-printable character)"),
     (surprise("x", "a\\u202e/{stream}/").replace("'", '"'), "contains U+202E"),
     (surprise("x", "{query}/" + "t" * 300 + "/{stream}/"), "topic is 304 bytes without the stream name, over the "
                                                            "limit of 256 (max_topic_bytes)"),
@@ -165,7 +165,7 @@ def test_reserved_and_overlong_topics_are_refused_by_key(query: str, reason: str
 def test_topic_limit_holds_for_specs_registered_from_python() -> None:
     reg = Registry(limits=QueryLimits(max_topic_bytes=8))
     reg.register([QuerySpec(name="abc", streams=("x",), kind="surprise")])  # "abc//" is 5 bytes
-    with pytest.raises(QuerySpecError, match="query 'abcdef': topic is 10 bytes"):
+    with pytest.raises(QuerySpecError, match="query \"abcdef\": topic is 10 bytes"):
         reg.register([QuerySpec(name="abcdef", streams=("x",), kind="surprise", topic="{query}/t/{stream}/")])
     with pytest.raises(QuerySpecError, match="reserved"):
         QuerySpec.from_dict({"name": "a", "streams": ["x"], "kind": "surprise", "topic": "_x/"})
@@ -248,7 +248,7 @@ def _node(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 NODES = st.recursive(SCALARS, _node, max_leaves=16)
 DOCUMENTS = st.one_of(
     st.lists(st.lists(st.tuples(KEYS, NODES), max_size=6), max_size=3).map(
-        lambda qs: "queries: [" + ", ".join("{name: q, streams: ['*'], kind: surprise, " + ", ".join(
+        lambda qs: "queries: [" + ", ".join("{name: q, streams: [\"*\"], kind: surprise, " + ", ".join(
             f"{k}: {v}" for k, v in kvs) + "}" for kvs in qs) + "]\n"),
     st.lists(st.tuples(st.sampled_from(["queries", "q"]), NODES), max_size=3).map(
         lambda kvs: "\n".join(f"{k}: {v}" for k, v in kvs)),
@@ -289,7 +289,7 @@ def _random_document(rng: random.Random) -> str:
     queries = []
     for _ in range(rng.randint(0, 4)):
         pairs = [(rng.choice(FIELD_KEYS), _random_node(rng, 1)) for _ in range(rng.randint(0, 6))]
-        queries.append("{name: q, streams: ['*'], kind: surprise, " + ", ".join(f"{k}: {v}" for k, v in pairs) + "}")
+        queries.append("{name: q, streams: [\"*\"], kind: surprise, " + ", ".join(f"{k}: {v}" for k, v in pairs) + "}")
     return "queries: [" + ", ".join(queries) + "]\n"
 
 
@@ -325,15 +325,15 @@ def test_fuzz_thousands_of_seeded_documents(seed: int) -> None:
 
 
 HOSTILE = [  # (document, its error's start, a part of it): each refused alike by libyaml's parser and PyYAML's own
-    ("queries: [{name: a, name: b}]", "q.yaml:1: query #1: ", "duplicate key 'name' (first at line 1)"),
+    ("queries: [{name: a, name: b}]", "q.yaml:1: query #1: ", "duplicate key \"name\" (first at line 1)"),
     ("queries:\n- name: a\n  streams: [x]\n  kind: surprise\n  trigger: {ticks: 1, ticks: 2}\n",
-     "q.yaml:2: query 'a': ", "duplicate key 'ticks' (first at line 5)"),
-    ("queries: []\nqueries: []\n", "q.yaml:2: ", "duplicate key 'queries' (first at line 1)"),
-    ("queries: [{name: a, streams: [x], kind: surprise, bogus: 1}]", "q.yaml:1: query 'a': ", "unknown key 'bogus'"),
-    ("queries: []\nextra: 1\n", "q.yaml:2: ", "unknown top-level key 'extra' (allowed: queries)"),
+     "q.yaml:2: query \"a\": ", "duplicate key \"ticks\" (first at line 5)"),
+    ("queries: []\nqueries: []\n", "q.yaml:2: ", "duplicate key \"queries\" (first at line 1)"),
+    ("queries: [{name: a, streams: [x], kind: surprise, bogus: 1}]", "q.yaml:1: query \"a\": ", "unknown key \"bogus\""),
+    ("queries: []\nextra: 1\n", "q.yaml:2: ", "unknown top-level key \"extra\" (allowed: queries)"),
     ("queries: !!python/object/apply:os.system ['touch {marker}']", "q.yaml:1: ", "the tag "),
     ("queries: [{name: a, streams: [x], kind: surprise, seed: !!python/object/apply:os.system ['touch {marker}']}]",
-     "q.yaml:1: query 'a': YAML error: ", "could not determine a constructor"),
+     "q.yaml:1: query \"a\": YAML error: ", "could not determine a constructor"),
     ("queries:\n- {name: x, streams: [x], kind: surprise, seed: " + "[" * 40 + "]" * 40 + "}\n", "q.yaml:2: ",
      f"collections nested more than {MAX_DEPTH} deep"),
     ("queries:\n- {name: x, streams: [x], kind: surprise, seed: " + "[" * 5000 + "]" * 5000 + "}\n", "q.yaml:2: ",
@@ -365,7 +365,7 @@ def test_both_parsers_refuse_hostile_documents_alike_and_load_safely(parser, tmp
 def test_both_parsers_read_a_valid_document_alike(parser) -> None:
     text = ("queries:\n- {name: big, streams: [" + ",".join(f"S{i}" for i in range(37000)) + "], "
             "question: direction_5, kind: choice, choices: [yes, no, +5]}\n"
-            "- {name: 'on', streams: ['*'], kind: surprise, topic: \"t/{stream}/\"}\n")
+            "- {name: \"on\", streams: [\"*\"], kind: surprise, topic: \"t/{stream}/\"}\n")
     big, on = load_queries(text, "q.yaml")
     assert big.streams == tuple(f"S{i}" for i in range(37000)) and big.choices == ("yes", "no", "+5")
     assert (on.name, on.streams, on.topic) == ("on", ("*",), "t/{stream}/")

@@ -60,10 +60,10 @@ def test_good_document_parses_with_defaults():
         streams: [a]
         question: direction_20
         kind: choice
-        trigerr: batch""", 6, "unknown key 'trigerr' (allowed: name, streams"),
+        trigerr: batch""", 6, "unknown key \"trigerr\" (allowed: name, streams"),
     ("""name: dir
         streams: [a, "ETH-[abc"]
-        kind: surprise""", 3, "streams[1] 'ETH-[abc' is not a valid glob: unclosed '['"),
+        kind: surprise""", 3, "streams[1] \"ETH-[abc\" is not a valid glob: unclosed \"[\""),
     ("""name: dir
         streams: []
         kind: surprise""", 3, "at least one stream"),
@@ -77,16 +77,16 @@ def test_good_document_parses_with_defaults():
         kind: choice
         question: "Up?"
         choices: [up, down,
-                  up]""", 7, "choice 'up' appears twice"),
+                  up]""", 7, "choice \"up\" appears twice"),
     ("""name: dir
         streams: [a]
         kind: choice
-        question: "Up or down?\"""", 2, "needs 'choices'"),
+        question: "Up or down?\"""", 2, "needs \"choices\""),
     ("""name: dir
         streams: [a]
         kind: expectation
         question: "How far?"
-        values: {a: 1, b: .nan}""", 6, "values['b'] must be a finite number"),
+        values: {a: 1, b: .nan}""", 6, "values[\"b\"] must be a finite number"),
     ("name: dir\n    streams: [a]\n    kind: choice\n    choices: [x]\n    question: " + "x" * 1001,
      6, "question is 1001 characters, over the limit of 1000"),
     ("""name: dir
@@ -105,7 +105,7 @@ def test_good_document_parses_with_defaults():
         kind: choice
         choices: [x]
         question: q
-        question_tokens: [1]""", 6, "exactly one of 'question' or 'question_tokens'"),
+        question_tokens: [1]""", 6, "exactly one of \"question\" or \"question_tokens\""),
     ("""name: dir
         streams: [a]
         kind: surprise
@@ -113,7 +113,7 @@ def test_good_document_parses_with_defaults():
     ("""name: dir
         streams: [a]
         kind: surprise
-        trigger: {tick: 3}""", 5, "unknown trigger 'tick'"),
+        trigger: {tick: 3}""", 5, "unknown trigger \"tick\""),
     ("""name: dir
         streams: [a]
         kind: surprise
@@ -121,7 +121,7 @@ def test_good_document_parses_with_defaults():
     ("""name: dir
         streams: [a]
         kind: surprise
-        trigger: {interval: 5 parsecs}""", 5, "interval must be a duration like '500ms'"),
+        trigger: {interval: 5 parsecs}""", 5, "interval must be a duration like \"500ms\""),
     ("""name: dir
         streams: [a]
         kind: surprise
@@ -133,11 +133,11 @@ def test_good_document_parses_with_defaults():
     ("""name: dir
         streams: [a]
         kind: surprise
-        trigger: always""", 5, "unknown trigger 'always'"),
+        trigger: always""", 5, "unknown trigger \"always\""),
     ("""name: dir
         streams: [a]
         kind: surprise
-        topic: "{query}/{stream}\"""", 5, "topic must end with '/'"),
+        topic: "{query}/{stream}\"""", 5, "topic must end with \"/\""),
     ("""name: dir
         streams: [a]
         kind: surprise
@@ -170,7 +170,7 @@ def test_good_document_parses_with_defaults():
         kind: choice
         question: "Up?"
         choices: [" yes", " no"]
-        score: mean""", 7, "score must be one of sequence, per_token, got 'mean'"),
+        score: mean""", 7, "score must be one of sequence, per_token, got \"mean\""),
     ("""name: dir
         streams: [a]
         kind: generate
@@ -210,11 +210,11 @@ def test_good_document_parses_with_defaults():
         streams: [a]
         kind: surprise""", 2, "name must match [A-Za-z0-9_.-]+"),
     ("""streams: [a]
-        kind: surprise""", 2, "missing required key 'name'"),
+        kind: surprise""", 2, "missing required key \"name\""),
     ("""name: dir
         streams: [a]
         kind: surprise
-        kind: choice""", 5, "duplicate key 'kind' (first at line 4)"),
+        kind: choice""", 5, "duplicate key \"kind\" (first at line 4)"),
     ("""name: dir
         streams: [a]
         kind: choice
@@ -241,7 +241,7 @@ def test_a_tag_on_a_collection_is_refused_not_ignored(text, line):
 
 def test_query_name_is_in_the_message():
     err = rejected(doc("name: dir\n    streams: [a]\n    kind: surprise\n    trigerr: batch"))
-    assert str(err).startswith("queries.yaml:5: query 'dir': unknown key 'trigerr'")
+    assert str(err).startswith("queries.yaml:5: query \"dir\": unknown key \"trigerr\"")
 
 
 def test_yaml_syntax_error_carries_its_line():
@@ -254,11 +254,11 @@ def test_yaml_syntax_error_carries_its_line():
 
 @pytest.mark.parametrize("text, line, reason", [
     ("", None, "empty document"),
-    ("- name: a\n", 1, "put the list under 'queries:'"),
-    ("queries: []\nextra: 1\n", 2, "unknown top-level key 'extra' (allowed: queries)"),
-    ("query: []\n", 1, "unknown top-level key 'query'"),
-    ("queries:\n", 1, "'queries' must be a list of query mappings, got null"),
-    ("queries: {a: 1}\n", 1, "'queries' must be a list of query mappings, got a mapping"),
+    ("- name: a\n", 1, "put the list under \"queries:\""),
+    ("queries: []\nextra: 1\n", 2, "unknown top-level key \"extra\" (allowed: queries)"),
+    ("query: []\n", 1, "unknown top-level key \"query\""),
+    ("queries:\n", 1, "\"queries\" must be a list of query mappings, got null"),
+    ("queries: {a: 1}\n", 1, "\"queries\" must be a list of query mappings, got a mapping"),
     ("queries:\n  - just a string\n", 2, "each query must be a mapping of keys, got a string"),
     ("queries:\n  - [1]\n", 2, "each query must be a mapping of keys, got a list"),
 ])
@@ -271,7 +271,7 @@ def test_duplicate_query_names_rejected_at_the_second():
     text = "queries:\n  - {name: a, streams: [x], kind: surprise}\n  - {name: b, streams: [x], kind: surprise}\n" \
            "  - {name: a, streams: [y], kind: surprise}\n"
     err = rejected(text)
-    assert str(err) == "queries.yaml:4: query 'a': duplicate query name (first defined at line 2)"
+    assert str(err) == "queries.yaml:4: query \"a\": duplicate query name (first defined at line 2)"
 
 
 def test_a_duplicate_name_is_reported_even_when_its_copies_have_problems_of_their_own():
@@ -280,9 +280,9 @@ def test_a_duplicate_name_is_reported_even_when_its_copies_have_problems_of_thei
     err = rejected(text)
     reasons = [str(p) for p in err.problems]
     assert [p.line for p in err.problems] == [2, 3, 3], reasons
-    assert "query 'dup': kind must be" in reasons[0]
-    assert "query 'dup': duplicate query name (first defined at line 2)" in reasons[1]
-    assert "query 'dup': unknown key 'oops'" in reasons[2]
+    assert "query \"dup\": kind must be" in reasons[0]
+    assert "query \"dup\": duplicate query name (first defined at line 2)" in reasons[1]
+    assert "query \"dup\": unknown key \"oops\"" in reasons[2]
 
 
 def test_a_gate_names_every_key_it_lacks():
@@ -295,21 +295,21 @@ def test_all_bad_queries_reported_together():
     text = "queries:\n  - {name: a, streams: [x], kind: surprise, oops: 1}\n  - {name: b, streams: [x], kind: nope}\n"
     err = rejected(text)
     assert [p.line for p in err.problems] == [2, 3]
-    assert "query 'a': unknown key 'oops'" in str(err) and "query 'b': kind must be" in str(err)
+    assert "query \"a\": unknown key \"oops\"" in str(err) and "query \"b\": kind must be" in str(err)
 
 
 def test_codec_questions_checked_when_given():
     ok = "queries:\n  - {name: a, streams: [x], kind: choice, question: direction_20}\n"
     assert load_queries(ok, "q.yaml", CODEC_QUESTIONS)[0].question == "direction_20"
     typo = rejected(ok.replace("direction_20", "direction_02"), questions=CODEC_QUESTIONS)
-    assert "question 'direction_02' is not one of the codec's questions (direction_5, direction_20" in str(typo)
+    assert "question \"direction_02\" is not one of the codec's questions (direction_5, direction_20" in str(typo)
     assert typo.line == 2
     no_values = rejected(ok.replace("choice", "expectation"), questions=CODEC_QUESTIONS)
     assert "has no values per label" in str(no_values)
     bad_label = "queries:\n  - name: a\n    streams: [x]\n    kind: choice\n    question: direction_20\n" \
                 "    choices: [up, sideways]\n"
     err = rejected(bad_label, questions=CODEC_QUESTIONS)
-    assert err.line == 6 and "'sideways' is not an answer of codec question 'direction_20'" in str(err)
+    assert err.line == 6 and "\"sideways\" is not an answer of codec question \"direction_20\"" in str(err)
     # a text model has no codec questions: a bare identifier needs its own labels
     assert "this model asks free-text questions" in str(rejected(ok, questions={}))
     expect = ok.replace("choice, question: direction_20", "expectation, question: move_bps_50")
@@ -331,7 +331,7 @@ def test_anchors_and_merge_keys():
           - {<<: *d, name: a, question: direction_5}
           - {<<: *d, name: b, question: direction_20, trigger: batch}
         """)
-    assert "unknown top-level key 'defaults'" in str(rejected(text))  # anchors must live inside queries
+    assert "unknown top-level key \"defaults\"" in str(rejected(text))  # anchors must live inside queries
     text = textwrap.dedent("""\
         queries:
           - &a {name: a, streams: ["SYN.*"], kind: choice, question: direction_5, trigger: {ticks: 5}}
@@ -377,12 +377,12 @@ def test_every_spec_is_hashable_and_equal_specs_hash_equal():
 
 
 def test_from_dict_rejects_unknown_keys_by_name():
-    with pytest.raises(QuerySpecError, match="query 'a': unknown key 'trigger_every'"):
+    with pytest.raises(QuerySpecError, match="query \"a\": unknown key \"trigger_every\""):
         QuerySpec.from_dict({"name": "a", "streams": ["x"], "kind": "surprise", "trigger_every": 3})
 
 
 def test_direct_construction_validates():
-    with pytest.raises(QuerySpecError, match="query 'a': choices must not be empty"):
+    with pytest.raises(QuerySpecError, match="query \"a\": choices must not be empty"):
         QuerySpec(name="a", streams=("x",), kind="choice", question="Up?", choices=())
     spec = QuerySpec(name="a", streams=("x",), kind="generate", question="Say", trigger={"interval": "2s"})
     assert spec.trigger == Trigger("interval", 2_000_000_000) and spec.max_tokens == 16
@@ -400,7 +400,7 @@ def test_missing_file_is_a_query_spec_error(tmp_path):
         Registry().register_file(tmp_path / "nope.yaml")
     path = tmp_path / "q.yaml"
     path.write_text("queries:\n  - {name: a, streams: [x], kind: surprise, bogus: 1}\n")
-    with pytest.raises(QuerySpecError, match=rf"^{path}:2: query 'a': unknown key 'bogus'"):
+    with pytest.raises(QuerySpecError, match=rf"^{path}:2: query \"a\": unknown key \"bogus\""):
         Registry().register_file(path)
 
 
@@ -416,22 +416,22 @@ def test_a_whitespace_question_is_a_prompt_and_an_empty_one_is_refused() -> None
     """A text model's question may be a bare separator ("\\n"); only an empty string has nothing to ask."""
     (spec,) = load_queries('queries: [{name: nl, streams: [x], kind: choice, question: "\\n", choices: [" a", " b"]}]')
     assert spec.question == "\n"
-    with pytest.raises(QuerySpecError, match="question must be a non-empty string, got ''"):
+    with pytest.raises(QuerySpecError, match="question must be a non-empty string, got \"\""):
         load_queries('queries: [{name: e, streams: [x], kind: choice, question: "", choices: [" a", " b"]}]')
 
 
 def test_queries_that_could_never_answer_anything_useful_are_refused() -> None:
     """A reviewer's `streams: ["AAA/x"]` (no stream name has a '/') and `choices: [up]` (always p=1) were taken."""
     slash = rejected('queries:\n  - {name: a, streams: ["AAA/x", ZZZ], question: direction_5, kind: choice}\n')
-    assert str(slash) == ("queries.yaml:2: query 'a': streams[0] 'AAA/x' has a '/', which no stream name has (topics "
+    assert str(slash) == ("queries.yaml:2: query \"a\": streams[0] \"AAA/x\" has a \"/\", which no stream name has (topics "
                           "use it): it would match no stream")
     one = rejected("queries:\n  - {name: b, streams: ['*'], question: direction_5, kind: choice, choices: [up]}\n")
-    assert "one choice ('up') is always the answer, with probability 1: give at least two" in str(one)
+    assert "one choice (\"up\") is always the answer, with probability 1: give at least two" in str(one)
     value = rejected("queries:\n  - {name: c, streams: ['*'], question: move_bps_50, kind: expectation,\n"
                      "     values: {up: 1}}\n")
-    assert "one label ('up') is always the answer" in str(value)
+    assert "one label (\"up\") is always the answer" in str(value)
     underscore = rejected("queries:\n  - {name: d, streams: [_hb*], question: direction_5, kind: choice}\n")
-    assert "streams[0] '_hb*' starts with '_', which no stream name does" in str(underscore)
+    assert "streams[0] \"_hb*\" starts with \"_\", which no stream name does" in str(underscore)
     for pattern in ("' BTC'", "'BTC* '"):
         spaced = rejected(f"queries:\n  - {{name: e, streams: [{pattern}], question: direction_5, kind: choice}}\n")
         assert "starts or ends with a space, which no stream name does: it would match no stream" in str(spaced)
@@ -439,11 +439,11 @@ def test_queries_that_could_never_answer_anything_useful_are_refused() -> None:
 
 def test_an_empty_trigger_says_to_leave_the_key_out() -> None:
     error = rejected("queries:\n  - {name: a, streams: ['*'], question: direction_5, kind: choice, trigger: null}\n")
-    assert "trigger is empty (YAML null): leave the key out for the default 'batch'" in str(error)
+    assert "trigger is empty (YAML null): leave the key out for the default \"batch\"" in str(error)
 
 
 def test_an_unknown_top_level_key_is_reported_with_the_queries_own_problems() -> None:
     error = rejected("extra_top: 1\nqueries:\n  - {name: a, streams: ['*'], question: direction_5, kind: choise}\n")
     lines = str(error).splitlines()
-    assert any("queries.yaml:1: unknown top-level key 'extra_top' (allowed: queries)" in line for line in lines), lines
-    assert any("queries.yaml:3: query 'a'" in line and "kind" in line for line in lines), lines
+    assert any("queries.yaml:1: unknown top-level key \"extra_top\" (allowed: queries)" in line for line in lines), lines
+    assert any("queries.yaml:3: query \"a\"" in line and "kind" in line for line in lines), lines

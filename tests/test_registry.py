@@ -42,18 +42,18 @@ def test_invalid_document_changes_nothing():
     reg.register([q("a")])
     before = (reg.version, reg.list())
     bad = "queries:\n  - {name: a, streams: [z], kind: surprise}\n  - {name: b, streams: [x], kind: oops}\n"
-    with pytest.raises(QuerySpecError, match="<string>:3: query 'b': kind must be"):
+    with pytest.raises(QuerySpecError, match="<string>:3: query \"b\": kind must be"):
         reg.register(bad)
-    with pytest.raises(QuerySpecError, match="query 'd': duplicate query name"):
+    with pytest.raises(QuerySpecError, match="query \"d\": duplicate query name"):
         reg.register([q("d"), q("d")])
     assert (reg.version, reg.list()) == before and reg.get("a").streams == ("SYN.*",)
 
 
 def test_register_checks_codec_questions_when_given():
     reg = Registry(questions={s.name: s for s in DEFAULT_QUESTIONS})
-    with pytest.raises(QuerySpecError, match=r"my.yaml:2: query 'a': question 'direction_7' is not one of"):
+    with pytest.raises(QuerySpecError, match=r"my.yaml:2: query \"a\": question \"direction_7\" is not one of"):
         reg.register("queries:\n  - {name: a, streams: [x], kind: choice, question: direction_7}\n", "my.yaml")
-    with pytest.raises(QuerySpecError, match="'sideways' is not an answer"):
+    with pytest.raises(QuerySpecError, match="\"sideways\" is not an answer"):
         reg.register([QuerySpec(name="a", streams=("x",), kind="choice", question="direction_5",
                                 choices=("up", "sideways"))])
     assert len(reg) == 0 and reg.version == 0
@@ -176,7 +176,7 @@ def test_register_file(tmp_path):
     reg = Registry()
     assert [s.name for s in reg.register_file(path)] == ["a"]
     path.write_text("queries:\n  - {name: a, streams: [x], kind: surprise, trigger: {ticks: 0}}\n")
-    with pytest.raises(QuerySpecError, match=rf"{path}:2: query 'a': ticks trigger"):
+    with pytest.raises(QuerySpecError, match=rf"{path}:2: query \"a\": ticks trigger"):
         reg.register_file(path)
     assert reg.get("a").trigger.every == 5
 
@@ -186,7 +186,7 @@ def test_a_query_the_model_cannot_answer_is_refused_when_registered():
     codec = BinnedCodec()
     reg = Registry(codec.questions, answerable=lambda spec: compile_query(spec, codec))
     reg.register("queries:\n  - {name: dir, streams: [x], question: direction_20, kind: choice}\n")
-    with pytest.raises(QuerySpecError, match="query 'text': question 'Up or down.' is not a question of this"):
+    with pytest.raises(QuerySpecError, match="query \"text\": question \"Up or down.\" is not a question of this"):
         reg.register("queries:\n  - {name: ok, streams: [x], kind: surprise}\n"
                      "  - {name: text, streams: [x], question: 'Up or down?', kind: choice, choices: [up, down]}\n")
     with pytest.raises(QuerySpecError, match=r"question_tokens\[1\] = 999 is not below the vocabulary size"):
@@ -198,20 +198,20 @@ def test_a_query_may_not_publish_on_another_querys_default_topics():
     """`dir20/{stream}/` are query dir20's topics: another query publishing there would interleave its answers
     with dir20's (the reverse too: a new query named after a shared topic); a topic shared on purpose is fine."""
     registry = Registry()
-    registry.register("queries:\n  - {name: dir20, streams: ['*'], kind: surprise}\n"
+    registry.register("queries:\n  - {name: dir20, streams: [\"*\"], kind: surprise}\n"
                       "  - {name: a, streams: [A], kind: surprise, topic: shared/}\n"
                       "  - {name: b, streams: [B], kind: surprise, topic: shared/}\n")
     # located in the document like its other problems (file:line: query 'name': reason), the name said once
-    with pytest.raises(QuerySpecError, match=r"^mine.yaml:3: query 'dirx': its topic 'dir20/\{stream\}/' starts where "
-                                             r"query 'dir20' publishes on its default topics.*give it a topic of its "
+    with pytest.raises(QuerySpecError, match=r"^mine.yaml:3: query \"dirx\": its topic \"dir20/\{stream\}/\" starts where "
+                                             r"query \"dir20\" publishes on its default topics.*give it a topic of its "
                                              r"own$"):
-        registry.register("queries:\n  - {name: ok1, streams: ['*'], kind: surprise}\n"
-                          "  - {name: dirx, streams: ['*'], kind: surprise, topic: 'dir20/{stream}/'}\n", "mine.yaml")
-    with pytest.raises(QuerySpecError, match=r"^<string>:2: query 'shared': query 'a' publishes on 'shared/', inside "
+        registry.register("queries:\n  - {name: ok1, streams: [\"*\"], kind: surprise}\n"
+                          "  - {name: dirx, streams: [\"*\"], kind: surprise, topic: 'dir20/{stream}/'}\n", "mine.yaml")
+    with pytest.raises(QuerySpecError, match=r"^<string>:2: query \"shared\": query \"a\" publishes on \"shared/\", inside "
                                              r"this query's default topics.*another name"):
-        registry.register("queries:\n  - {name: shared, streams: ['*'], kind: surprise}\n")
+        registry.register("queries:\n  - {name: shared, streams: [\"*\"], kind: surprise}\n")
     assert [s.name for s in registry.list()] == ["dir20", "a", "b"] and registry.version == 1
-    registry.register("queries:\n  - {name: c, streams: ['*'], kind: surprise, topic: 'shared/{stream}/'}\n")
+    registry.register("queries:\n  - {name: c, streams: [\"*\"], kind: surprise, topic: 'shared/{stream}/'}\n")
 
 
 def test_a_topic_clash_in_a_file_reads_file_line_query_reason_wherever_the_file_is_registered(tmp_path):
@@ -223,8 +223,8 @@ def test_a_topic_clash_in_a_file_reads_file_line_query_reason_wherever_the_file_
     (tmp_path / "coll1.yaml").write_text("queries: [{name: b.d5, streams: ['*'], kind: surprise}]\n")
     (tmp_path / "coll2.yaml").write_text("queries:\n  - {name: ok, streams: ['*'], kind: surprise}\n"
                                         "  - {name: b.d5x, streams: [A], kind: surprise, topic: 'b.d5/{stream}/x/'}\n")
-    clash = (re.escape(f"{tmp_path / 'coll2.yaml'}:3: query 'b.d5x': its topic 'b.d5/{{stream}}/x/' starts where "
-                       f"query 'b.d5' publishes on its default topics"))
+    clash = (re.escape(f"{tmp_path / 'coll2.yaml'}:3: query \"b.d5x\": its topic \"b.d5/{{stream}}/x/\" starts where "
+                       f"query \"b.d5\" publishes on its default topics"))
     for register in (Registry.register_file, lambda registry, path: register_changed(str(path), registry, print)):
         registry = Registry()
         registry.register_file(tmp_path / "coll1.yaml")

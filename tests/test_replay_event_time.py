@@ -218,7 +218,7 @@ def test_a_naive_time_among_times_with_offsets_is_said_to_lack_its_offset(tmp_pa
     replay = FileReplay(tmp_path / "mix.csv")
     assert len(drain(replay)) == 2 and replay.rejected == {"missing_field": 1}
     assert replay.rejected.examples["missing_field"].endswith(
-        "mix.csv line 3: missing_field: field 'ts' is required (column 'timestamp': '2026-10-25T01:20:00' lacks the "
+        "mix.csv line 3: missing_field: field \"ts\" is required (column 'timestamp': '2026-10-25T01:20:00' lacks the "
         "UTC offset the file's other times carry (the first of them: '2026-10-25T00:30:00+01:00'), so it is no "
         "instant: write the row with its offset)")
 

@@ -70,7 +70,7 @@ def test_yaml_column_map_file_with_a_side_map_and_unknown_keys_named(tmp_path: P
     err = capsys.readouterr().err
     # said as a user reads it: the key, the keys known and the nearest (it was a Python list of each)
     assert code == 2 and f"{tmp_path / 'typo.yaml'}: unknown column-map key \"syde\"; known keys: ts, ts_unit, " in err
-    assert err.endswith(", sequence, trade_date, quote_sides, bar_stamp, bar_length; did you mean 'side'?\n") \
+    assert err.endswith(", sequence, trade_date, quote_sides, bar_stamp, bar_length; did you mean \"side\"?\n") \
         and "['" not in err, err
 
 
@@ -267,9 +267,9 @@ def test_a_mistyped_zone_is_answered_with_the_closest_iana_names(tmp_path: Path,
         capsys.readouterr()
         assert main(["backtest", str(csv), *options, "--out", str(tmp_path / "z.parquet")]) == 2
         assert capsys.readouterr().err.endswith(f"\nflashtick backtest: error: {said}; did you mean "
-                                                f"'America/New_York'?\n")
+                                                f"\"America/New_York\"?\n")
     with pytest.raises(ConfigError, match=r"replay: unknown time zone tz='Europe/Londn'; did you mean "
-                                          r"'Europe/London' or "):
+                                          r'"Europe/London" or '):
         ServiceConfig.from_dict({"replay": {"tz": "Europe/Londn"}})
     with pytest.raises(ValueError, match=r"tz='Nowhere/City'; use an IANA name like 'Europe/London', "
                                          r"'America/New_York' or 'UTC'$"):

@@ -70,7 +70,7 @@ def test_a_junk_line_as_the_first_row_or_a_short_row_anywhere_is_one_reject(tmp_
     path.write_text("\n".join(lines) + "\n")
     replay = FileReplay(path)
     assert drained(replay) == 40 and dict(replay.rejected) == {"missing_field": 2}
-    assert f"{path} line 31: missing_field: field 'price' is required" in replay.rejected.examples["missing_field"]
+    assert f"{path} line 31: missing_field: field \"price\" is required" in replay.rejected.examples["missing_field"]
 
 
 def test_a_last_line_of_words_is_a_footer_not_junk(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ def test_naive_rows_are_rejected_by_line_whichever_kind_of_row_comes_first(tmp_p
         assert [tick.ts for tick in drain(replay)] == [TRUE_NS[2] - 2 * 3600 * 10**9, TRUE_NS[1]]  # time order
         assert replay.rejected == {"missing_field": 1}
         assert replay.rejected.examples["missing_field"].endswith(
-            f"{path.name} line {naive_line}: missing_field: field 'ts' is required (column 'time': "
+            f"{path.name} line {naive_line}: missing_field: field \"ts\" is required (column 'time': "
             f"'{TIMES[0]}' lacks the UTC offset the file's other times carry (the first of them: "
             f"'{TIMES[1]}Z'), so it is no instant: write the row with its offset)")
         assert not any("carry no UTC offset and are read as UTC" in note for note in replay.notes)

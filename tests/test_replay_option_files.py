@@ -65,7 +65,7 @@ def test_an_unreadable_side_is_not_called_one_sided(tmp_path: Path) -> None:
     replay = FileReplay(path)
     assert len(drain(replay)) == 1 and dict(replay.rejected) == {"missing_field": 1}
     example = replay.rejected.examples["missing_field"]
-    assert "field 'bid' is required" in example and "one-sided" not in example and "not a number" in example
+    assert "field \"bid\" is required" in example and "one-sided" not in example and "not a number" in example
 
 
 def test_metatrader_ticks_without_brackets_still_carry_the_unchanged_side(tmp_path: Path) -> None:

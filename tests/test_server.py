@@ -245,7 +245,7 @@ def test_control_errors_reach_the_sender(server) -> None:
         many = "queries:\n" + "".join(f"  - {{name: bad{i}, streams: [a], kind: choice, question: direction_20, "
                                        f"trigger: batch, colour{i}: red}}\n" for i in range(9))
         error = control.request({"op": "register", "yaml": many})["error"]
-        assert [f"query 'bad{i}'" in error for i in range(9)] == [True] * 9 and "characters)" not in error
+        assert [f"query \"bad{i}\"" in error for i in range(9)] == [True] * 9 and "characters)" not in error
         assert "no data" in control.request({"op": "ask", "stream": "nobody", "query": "dir"})["error"]
         control.send_raw(b"\xc1 garbage")
         error = control.receive()["error"]
@@ -265,8 +265,8 @@ def test_a_new_users_client_mistakes_are_explained(server, feed) -> None:
         assert reject["reason"] == "bad_msgpack" and "looks like JSON text" in reject["error"]
         control.send_raw(json.dumps({"op": "health"}).encode())
         assert "looks like JSON text: the engine reads msgpack" in control.receive()["error"]
-        assert "topics end with '/'" in control.request({"op": "answers", "topic": "dir/AAPL", "after": 0})["error"]
-        assert "needs 'query' (a registered query's name) or 'spec'" in control.request(
+        assert "topics end with \"/\"" in control.request({"op": "answers", "topic": "dir/AAPL", "after": 0})["error"]
+        assert "needs \"query\" (a registered query's name) or \"spec\"" in control.request(
             {"op": "ask", "stream": "AAPL"})["error"]
         for stale in (-1, "5", 2.5):
             error = control.request({"op": "ask", "stream": "AAPL", "query": "dir", "max_stale_ticks": stale})["error"]

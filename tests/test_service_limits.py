@@ -306,7 +306,7 @@ def test_an_empty_control_frame_is_said_as_such(live) -> None:
     finally:
         dealer.close()
     assert reply == {"ok": False, "reason": "bad_request",
-                     "error": "request is an empty frame: a request is one msgpack map with a string 'op'"}
+                     "error": "request is an empty frame: a request is one msgpack map with a string \"op\""}
 
 
 def test_the_stop_line_counts_what_it_computed_never_below_zero(checkpoint, capsys) -> None:
@@ -390,7 +390,7 @@ def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socke
             wait_for(lambda: sum(control.call("stats")["stats"]["rejected"].values()) >= 1700)
             stats = control.call("stats")["stats"]
             refused = sorted(server.pipeline.engine.scheduler.streams)[-1][:-5] + "01999"  # the burst's last name
-            with pytest.raises(ControlError, match=rf"stream '{refused}' has no accepted tick: its 1 tick was refused "
+            with pytest.raises(ControlError, match=rf"stream \"{refused}\" has no accepted tick: its 1 tick was refused "
                                                    rf"\(the first: stream_refused: stream '{refused}' refused: 300 "
                                                    r"streams are held"):
                 control.call("ask", stream=refused, spec={"name": "x", "question": "direction_20", "kind": "choice"})
@@ -502,7 +502,7 @@ def test_a_stream_whose_every_tick_was_refused_is_said_so_not_never_sent(live) -
                            ask_size=1.0)]))  # crossed too, on a stream that has accepted ticks
     with ControlClient(server.endpoints["control"]) as control:
         wait_for(lambda: sum(control.call("stats")["stats"]["rejected"].values()) == 3)
-        with pytest.raises(ControlError, match=r"stream 'UST10Y' has no accepted tick: its 2 ticks were refused "
+        with pytest.raises(ControlError, match=r"stream \"UST10Y\" has no accepted tick: its 2 ticks were refused "
                                                r"\(the first: crossed_quote: ") as refused:
             control.call("ask", stream="UST10Y", query="dir")
         assert refused.value.reason == "unknown_stream"
@@ -535,7 +535,7 @@ def test_streams_a_restart_refuses_under_a_lowered_max_streams_are_said_refused(
                "): scheduler.max_streams 2 reached (raise it to admit more streams); was the limit lowered" in err, err
         ticks_of = sum(t.stream == refused[0] for t in market)
         with ControlClient(server.endpoints["control"], timeout_s=60) as control:
-            with pytest.raises(ControlError, match=rf"stream '{refused[0]}' has no accepted tick: its {ticks_of} ticks "
+            with pytest.raises(ControlError, match=rf"stream \"{refused[0]}\" has no accepted tick: its {ticks_of} ticks "
                                                    rf"were refused \(the first: stream_refused: stream '{refused[0]}' "
                                                    r"refused: 2 streams are held, the limit \(scheduler.max_streams\), "
                                                    r"at this start's tick log replay\)"):
@@ -544,13 +544,13 @@ def test_streams_a_restart_refuses_under_a_lowered_max_streams_are_said_refused(
                                           "kind: choice, trigger: batch}\n")
             reply = control.call("get", stream=refused[0], query="dir2")
             assert reply["answer"] is None and reply["stream_known"] is False
-            assert reply["refused"].startswith(f"stream '{refused[0]}' has no accepted tick: its {ticks_of} ticks"), \
+            assert reply["refused"].startswith(f"stream \"{refused[0]}\" has no accepted tick: its {ticks_of} ticks"), \
                 reply
             reply = control.call("streams", streams=refused)
             assert reply["streams"] == {name: None for name in refused} and sorted(reply["refused"]) == refused
             reply = control.call("get", stream=refused[0], query="dir")  # answered before the restart: frozen now
             assert reply["answer"]["stream"] == refused[0], reply
-            assert reply["refused"].startswith(f"stream '{refused[0]}' has no accepted tick: its {ticks_of} ticks"), \
+            assert reply["refused"].startswith(f"stream \"{refused[0]}\" has no accepted tick: its {ticks_of} ticks"), \
                 reply
             held = control.call("get", stream=next(iter(server.pipeline.engine.scheduler.streams)), query="dir")
             assert held["answer"] is not None and "refused" not in held, held
@@ -564,7 +564,7 @@ def test_streams_a_restart_refuses_under_a_lowered_max_streams_are_said_refused(
         assert main(["get", refused[0], "dir", "--control", server.endpoints["control"]]) == 1
         out, err = capsys.readouterr()
         assert json.loads(out)["stream"] == refused[0]
-        assert err.startswith(f"flashtick get: stream '{refused[0]}' has no accepted tick: ") and \
+        assert err.startswith(f"flashtick get: stream \"{refused[0]}\" has no accepted tick: ") and \
                "is from before, not about ticks the service holds now" in err, err
         assert main(["streams", "--control", server.endpoints["control"]]) == 0
         out, err = capsys.readouterr()
@@ -699,7 +699,7 @@ def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_refused(che
             every = control.call("streams")
             assert every["refused_at_start"]["streams"] == 1 and list(every["refused"]) == [late], every
             assert control.call("stats")["stats"]["scheduler"]["refused_streams"] == late_ticks
-            with pytest.raises(ControlError, match=f"stream '{late}' has no accepted tick: its {late_ticks} ticks were "
+            with pytest.raises(ControlError, match=f"stream \"{late}\" has no accepted tick: its {late_ticks} ticks were "
                                                    r"refused \(the first: stream_refused: "):
                 control.call("ask", stream=late, spec=ask)
         capsys.readouterr()
@@ -998,7 +998,7 @@ def test_text_labels_and_adhoc_surprises_are_refused_with_what_works(live) -> No
     with ControlClient(server.endpoints["control"]) as control:
         wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 20)
         stream = sorted(server.pipeline.engine.scheduler.streams)[0]
-        with pytest.raises(ControlError, match=r"label 'up' is free text, which a tick model cannot read: choices "
+        with pytest.raises(ControlError, match=r"label \"up\" is free text, which a tick model cannot read: choices "
                                                r"and values written as text need a text model"):
             control.call("register", yaml="queries:\n  - {name: qt, streams: ['*'], kind: choice, "
                                           "question_tokens: [5], choices: [up, down]}")
@@ -1367,7 +1367,7 @@ def test_an_ask_on_a_name_never_seen_is_not_hinted_refused_while_every_refused_n
             with pytest.raises(ControlError) as never:
                 control.call("ask", stream="OPT9", spec={"name": "x", "question": "direction_20", "kind": "choice"})
             assert str(never.value).startswith('stream "OPT9" has sent no data') and "refused" not in str(never.value)
-            with pytest.raises(ControlError, match=r"stream 'OPT4' has no accepted tick: its 1 tick was refused"):
+            with pytest.raises(ControlError, match=r"stream \"OPT4\" has no accepted tick: its 1 tick was refused"):
                 control.call("ask", stream="OPT4", spec={"name": "x", "question": "direction_20", "kind": "choice"})
             # once a refused name fell out of the memory, a name not among those remembered may have been refused
             push.send(encode([trade(f"MORE{i}", 1_700_000_000_000_000_000 + i, 1.0, 1.0, "buy") for i in range(1030)]))

@@ -287,7 +287,7 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
         nobody = control.request({"op": "ask", "stream": "nobody", "query": "dir"})
         assert nobody["reason"] == "unknown_stream" and "no data" in nobody["error"], nobody
         misspelt = control.request({"op": "ask", "stream": "SYN.AA", "query": "dir"})  # the close names, as one engine
-        assert misspelt["reason"] == "unknown_stream" and "did you mean 'SYN.A'" in misspelt["error"], misspelt
+        assert misspelt["reason"] == "unknown_stream" and "did you mean \"SYN.A\"" in misspelt["error"], misspelt
         control.call("unregister", name="vol")
         with pytest.raises(ControlError, match="no query named .vol."):
             control.call("unregister", name="vol")
@@ -791,7 +791,7 @@ def test_an_ask_on_a_stream_whose_every_tick_a_shard_refused_says_so(checkpoint,
     assert len(refused) == len(streams) - 2, errors  # one stream per shard rebuilt, its asks answered
     for name, error in refused.items():
         assert asked[name]["reason"] == "unknown_stream", asked[name]  # as one engine says it (was bad_request)
-        assert error == (f"stream {name!r} has no accepted tick: its {sent[name]} ticks were refused (the first: "
+        assert error == (f"stream \"{name}\" has no accepted tick: its {sent[name]} ticks were refused (the first: "
                          f"stream_refused: stream {name!r} refused: 1 streams are held, the limit "
                          f"(scheduler.max_streams))"), error
     assert {name for name, held in reply["streams"].items() if held is None} == set(refused), reply
@@ -831,7 +831,7 @@ def test_an_ask_on_a_stream_retention_left_only_a_count_of_a_shard_refused_says_
         error = control.request({"op": "ask", "stream": "QUIET", "query": "dir"}).get("error")
         reply = control.call("streams", streams=["QUIET"])
         every = control.call("streams")
-    assert error == ("stream 'QUIET' has no accepted tick: its 7 ticks were refused (the first: stream_refused: stream "
+    assert error == ("stream \"QUIET\" has no accepted tick: its 7 ticks were refused (the first: stream_refused: stream "
                      "'QUIET' refused: the KV pool holds 1 streams of 256 tokens and all are admitted)"), error
     assert reply["streams"]["QUIET"] is None and reply["refused"]["QUIET"]["ticks"] == 7, reply
     assert sorted(every["streams"]) == ["BUSY"] and every["refused_at_start"]["streams"] == 1, every
@@ -931,7 +931,7 @@ def test_forget_on_shards_drops_the_stream_on_its_shard_and_a_restart_keeps_it_f
         wait_for(lambda: (control.call("get", query="dir", stream="FX.D")["answer"] or {}).get("version") == 1)
         assert control.call("get", query="dir", stream="FX.D")["answer"]["seq"] == seq_before + 1
         assert shard_sessions(server.pipeline)["FX.D"][0] == 1  # a new session on its shard
-    assert "forgot stream 'FX.D' at a control client's request" in capsys.readouterr().err
+    assert "forgot stream \"FX.D\" at a control client's request" in capsys.readouterr().err
 
     with serving(cfg) as server, ControlClient(server.endpoints["control"], timeout_s=60) as control, \
             FeedClient(server.endpoints["ingest"]) as feeder:  # a restart replays the log: forgotten at the record
@@ -1021,7 +1021,7 @@ def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_refused_on_
         wait_for(lambda: control.call("health")["status"] == "serving", timeout_s=120)
         reply = control.call("streams", streams=[late])
         every = control.call("streams")
-        with pytest.raises(ControlError, match=f"stream '{late}' has no accepted tick: its {late_ticks} ticks were "
+        with pytest.raises(ControlError, match=f"stream \"{late}\" has no accepted tick: its {late_ticks} ticks were "
                                                r"refused \(the first: stream_refused: "):
             control.call("ask", stream=late, spec=ask)
     assert reply["streams"] == {late: None} and reply["refused"][late]["ticks"] == late_ticks, reply
@@ -1052,4 +1052,4 @@ def test_the_front_door_refuses_a_new_stream_as_one_engine_does_in_the_same_word
     wanted = ("1 streams are held, the limit (scheduler.max_streams)" if limit == "max_streams" else
               "the KV pool holds 1 streams of")
     assert said[0] == said[1] and len(said[0]) == 1 and said[0][0][:2] == ("stream_refused", "B"), said
-    assert said[0][0][2].startswith("stream_refused: stream 'B' refused: " + wanted), said
+    assert said[0][0][2].startswith("stream_refused: stream \"B\" refused: " + wanted), said

@@ -19,7 +19,7 @@ from wire_client import T0, Control, Sub, held_of, push_socket, stats, trade, wa
 # asks a front door cannot refuse alone: each reaches the stream's shard (or the one engine) before it is refused
 BAD_ASKS = [
     {"op": "ask", "stream": "R.A", "spec": {"name": "odd", "question": "direction_20", "kind": "choice",
-                                            "choices": ["sideways"]}, "id": 1},
+                                            "choices": ["sideways", "up"]}, "id": 1},
     {"op": "ask", "stream": "R.A", "spec": {"name": "rain", "question": "will it rain", "kind": "choice",
                                             "choices": ["yes", "no"]}, "id": 2},
     {"op": "ask", "stream": "R.A", "query": "nope", "id": 3},
@@ -75,7 +75,8 @@ def test_one_engine_and_two_shards_say_the_same_to_bad_asks_and_to_a_flood_of_ne
         assert alone["ok"] is False and alone == front, (ask, alone, front)
     reasons = [reply["reason"] for reply in one["replies"]]
     assert reasons == ["bad_request", "bad_request", "unknown_query", "unknown_stream"], one["replies"]
-    # (a shard's refusal was `ask_failed`, its text's JSON quotes stripped: now the engine's own reason and words)
+    # a shard's refusal was `ask_failed`, its text's JSON quotes stripped: now the engine's own reason and words
+    assert 'query "odd": "sideways" is not an answer' in one["replies"][0]["error"], one["replies"][0]
 
     assert one["rejection"] == sharded["rejection"], (one["rejection"], sharded["rejection"])
     rejection = one["rejection"]

@@ -92,7 +92,7 @@ def test_a_pattern_that_matches_no_stream_exits_2_naming_the_streams_there_are(e
     assert "error: streams ['NQ*'] match none of the streams the files hold (AAPL, IBM, MSFT)" in err, err
     assert not (tmp_path / "a.parquet").exists() and not (tmp_path / "a.parquet.parts").exists()
     # feed replay refuses before it connects to any engine; a bad glob or a name with '/' is refused as queries are
-    for patterns, said in ((["ZZ"], "match none of the streams"), (["A[A"], "not a valid glob: unclosed '['"),
+    for patterns, said in ((["ZZ"], "match none of the streams"), (["A[A"], "not a valid glob: unclosed \"[\""),
                            (["EUR/USD"], "select 'EUR-USD'")):
         assert main(["feed", "replay", str(tape), "--streams", *patterns, "--endpoint", "tcp://127.0.0.1:9"]) == 2
         assert said in capsys.readouterr().err
@@ -187,13 +187,13 @@ def test_an_unpadded_occ_symbol_is_refused_with_the_padded_stream_it_names(engin
     """`SPY241220C00450000`, the compact OSI form vendors write, matches no stream; the refusal says which one it
     means (spaces and case folded, then difflib), wherever streams are selected."""
     chain = option_chain_csv(tmp_path / "chain.csv")
-    meant = "did you mean 'SPY   241220C00450000'?"
+    meant = "did you mean \"SPY   241220C00450000\"?"
     assert backtest(engine_files, [chain], tmp_path / "a.parquet", "--streams", "SPY241220C00450000") == 2
     err = capsys.readouterr().err
     assert "error: streams ['SPY241220C00450000'] match none of the streams the files hold (SPY, SPY   241220C0045" \
            f"0000, SPY   241220C00455000, SPY   241220P00450000); {meant}" in err, err
-    with pytest.raises(NoStreamMatched, match=r"did you mean 'SPY   241220C00450000' for 'spy 241220c00450000', "
-                                              r"'SPY   241220P00450000' or .* for 'SPY241220P0045000'\?$"):
+    with pytest.raises(NoStreamMatched, match=r'did you mean "SPY   241220C00450000" for "spy 241220c00450000", '
+                                              r'"SPY   241220P00450000" or .* for "SPY241220P0045000"\?$'):
         # a name in lower case, and one a digit short (its closest match named first)
         FileReplay(chain, streams=["SPY", "spy 241220c00450000", "SPY241220P0045000"])
     with pytest.raises(NoStreamMatched, match=r"\)$"):  # nothing close: no guess

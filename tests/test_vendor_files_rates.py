@@ -135,7 +135,7 @@ def test_a_quote_and_trade_row_whose_bid_and_price_do_not_read_names_the_bid_not
                                                                         ("trade", 110.6, None, None)]
     assert dict(replay.rejected) == {"missing_field": 2}  # the row's quote (no bid) and its trade (no price)
     example = replay.rejected.examples["missing_field"]
-    assert "line 2: missing_field: field 'bid' is required (column 'bid': '110-16' is not a number; if it is a " \
+    assert "line 2: missing_field: field \"bid\" is required (column 'bid': '110-16' is not a number; if it is a " \
            "futures price in 32nds, give --price-format 32nds" in example, example
     assert "unknown_field" not in dict(replay.rejected)
 

@@ -218,7 +218,7 @@ SAID = {"a scalar": "got int 5", "price ext": "got ext (type 5)", "price bool": 
         "price 2**64-1": "price must be within [1e-12, 1e+15], got 18446744073709551615",
         "size 2**64-1": "size must be below 1e+18, got 18446744073709551615",
         "ts ext timestamp": "got ext (msgpack's timestamp", "tokenized not a list": "array, got map of 1",
-        "tokenized no tokens": "field 'tokens' is required", "tokenized tokens a map": "got map of 0",
+        "tokenized no tokens": "field \"tokens\" is required", "tokenized tokens a map": "got map of 0",
         "ts float": "got float 1.7e+18", "stream an int": "got int 7", "json": "pack the same value as msgpack",
         "stream not NFC": "is not in Unicode NFC: send it as \"Société\" (its NFC form)",
         "tokenized stream not NFC": "send it as \"é\"",
@@ -254,7 +254,7 @@ def test_a_price_without_a_size_is_told_to_send_size_1(clients) -> None:
     stream = fresh_stream("SPX.IDX")
     feed.send(msgpack.packb([{"stream": stream, "ts": T0, "price": 5100.25}]))
     _, payload = rejects.until(lambda g: len(g) >= 1)[0]
-    assert payload["reason"] == "missing_field" and "field 'size' is required; a price series without sizes (an " \
+    assert payload["reason"] == "missing_field" and "field \"size\" is required; a price series without sizes (an " \
         "index level, an iNAV) is sent with size 1, as file replay reads one" in payload["error"], payload
     feed.send(msgpack.packb([{"stream": stream, "ts": T0, "price": 5100.25, "size": 1}]))
     after = wait_stats(ctl, lambda st: st["ticks_in"] - before == 1)  # the rejected one is no tick in

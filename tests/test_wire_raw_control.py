@@ -293,18 +293,18 @@ def test_a_key_an_op_does_not_take_is_served_with_a_note_naming_the_nearest_key(
     misspelt = ctl.ok("ask", stream=s, query="dir", max_stale=100, id=7)
     assert misspelt["cached"] is False and misspelt["id"] == 7  # served as before: the key is not read
     assert misspelt["note"] == ('key "max_stale" ignored: op "ask" takes no such key (its keys: stream, query, spec, '
-                                "kind, max_stale_ticks; and id); did you mean 'max_stale_ticks'?")
+                                "kind, max_stale_ticks; and id); did you mean \"max_stale_ticks\"?")
     assert "note" not in ctl.ok("ask", stream=s, query="dir", max_stale_ticks=100)  # (the key meant: cached)
     # beside the ask's own note (a codec question asked by name), joined
     direct = ctl.ok("ask", stream=s, query="direction_5", Kind="choice")
     assert direct["note"].startswith("no query is registered as \"direction_5\"")
     assert direct["note"].endswith('; key "Kind" ignored: op "ask" takes no such key (its keys: stream, query, spec, '
-                                   "kind, max_stale_ticks; and id); did you mean 'kind'?")
+                                   "kind, max_stale_ticks; and id); did you mean \"kind\"?")
     # every op, a key close to none named with what the op takes
     assert ctl.ok("health", unused_key=1)["note"] == ('key "unused_key" ignored: op "health" takes no such key (it '
                                                       "takes none but id)")
     held = ctl.ok("streams", stream=[s], after="")
-    assert held["note"].endswith("(its keys: streams, after, drain; and id); did you mean 'streams'?")
+    assert held["note"].endswith("(its keys: streams, after, drain; and id); did you mean \"streams\"?")
     many = ctl.ok("get", query="dir", stream=s, **{f"k{i}": i for i in range(6)})
     assert many["answer"]["stream"] == s and many["note"].startswith('keys "k0", "k1", "k2", "k3" and 2 more ignored')
     # an error reply keeps its documented shape (the error says what is missing)
@@ -314,8 +314,8 @@ def test_a_key_an_op_does_not_take_is_served_with_a_note_naming_the_nearest_key(
 CONTROL_ERRORS = [
     ({"op": "fly"}, 'unknown op "fly"'),
     ({"op": "answers", "topic": "dir/R.OK/", "after": True}, "needs \"after\" as int (got bool true)"),
-    ({"op": 5}, "string 'op'"),
-    ({"nop": "list"}, "string 'op'"),
+    ({"op": 5}, "string \"op\""),
+    ({"nop": "list"}, "string \"op\""),
     (["list"], "msgpack map"),
     ({"op": "register"}, "needs \"yaml\""),
     ({"op": "register", "yaml": "queries: [{name: x"}, "control:register"),
@@ -336,7 +336,7 @@ CONTROL_ERRORS = [
     ({"op": "ask", "stream": "R.OK", "query": "nope"}, 'no query named "nope" (registered: dir'),
     ({"op": "ask", "stream": "R.OK", "query": "nope"}, "\"nope\" is not a question of this model's codec either"),
     ({"op": "ask", "stream": "R.OK", "query": "direction_5", "kind": "surprise"}, 'kind "choice" or "expectation"'),
-    ({"op": "ask", "stream": "R.OK"}, "needs 'query'"),
+    ({"op": "ask", "stream": "R.OK"}, "needs \"query\""),
     ({"op": "ask", "stream": "R.OK", "query": "dir", "max_stale_ticks": -1}, "max_stale_ticks as an int >= 0"),
     ({"op": "ask", "stream": "R.OK", "spec": {"name": "x", "kind": "choice"}}, "question"),
     ({"op": "ask", "stream": "R.OK", "spec": "dir"}, "needs \"spec\" as map (got str \"dir\")"),
@@ -344,13 +344,13 @@ CONTROL_ERRORS = [
     ({"op": "streams", "streams": "R.OK"}, "array of at most 10000 stream names"),
     ({"op": "streams", "streams": [1]}, "array of at most 10000 stream names (str; or nil: every stream), got an "
                                         "array with int 1 at [0]"),
-    ({"op": "streams", "streams": ["R.OK"], "after": "R"}, "'streams' (the names to look up) or 'after' (a page of "
+    ({"op": "streams", "streams": ["R.OK"], "after": "R"}, "\"streams\" (the names to look up) or \"after\" (a page of "
                                                            "every stream), not both: both were given"),
-    ({"op": "streams", "drain": "yes"}, "op 'streams' takes drain as a bool (true: read what is queued on ingest "
+    ({"op": "streams", "drain": "yes"}, "op \"streams\" takes drain as a bool (true: read what is queued on ingest "
                                         'first; or nil), got str "yes"'),
     ({"op": "streams", "drain": 1}, "takes drain as a bool"),
-    ({"op": "answers", "topic": "dir/R.OK", "after": 0}, "topics end with '/'"),
-    ({"op": "answers", "topic": "A" * 10_000, "after": 0}, "topics end with '/'"),
+    ({"op": "answers", "topic": "dir/R.OK", "after": 0}, "topics end with \"/\""),
+    ({"op": "answers", "topic": "A" * 10_000, "after": 0}, "topics end with \"/\""),
     ({"op": "ask", "stream": "A" * 10_000, "query": "dir"}, "has sent no data"),
     ({"op": "get", "stream": "A", "query": "B" * 10_000, "id": 5}, "no query named"),  # the id echoed (below)
     ({"op": "answers", "topic": "dir/R.OK/"}, "needs \"after\""),
@@ -720,3 +720,40 @@ def test_asks_past_max_waiting_asks_are_refused_at_once(shedding) -> None:
     finally:
         ctl.close()
         feed.close(linger=0)
+
+
+def _quoted_after(text: str, marker: str) -> Any:
+    """The value quoted right after ``marker`` in an error, read back as JSON (a client in any language can)."""
+    start = text.index(marker) + len(marker)
+    value, _ = json.JSONDecoder().raw_decode(text[start:])
+    return value
+
+
+def test_every_error_on_the_wire_quotes_names_as_json(clients) -> None:
+    """fix326 #1: did-you-mean suggestions, registration errors (queries/limits.excerpt) and literal key names quoted
+    Python's way (`'SYN.A'`, `'query'`, `['sideways']`); each is JSON now, read back by a JSON parser."""
+    control, sub, push = clients
+    ctl, feed, s = control(), push(), fresh_stream("JQ")
+    rejects = sub("_rejects/")
+    feed.send(msgpack.packb(trade(s, T0)))
+    wait_until(lambda: (held_of(ctl, s) or {}).get("ticks", 0) >= 1)
+    misspelt = ctl("ask", stream=s.lower(), query="dir")  # a did-you-mean suggestion
+    assert misspelt["reason"] == "unknown_stream" and _quoted_after(misspelt["error"], "did you mean ") == s
+    no_query = ctl("ask", stream=s)  # literal key names
+    assert _quoted_after(no_query["error"], "op ") == "ask" and _quoted_after(no_query["error"], "needs ") == "query"
+    twice = ctl("register", yaml="queries:\n  - {name: t2, streams: ['*'], question: direction_5, kind: choice, "
+                                 "choices: [up, up]}\n")  # a registration error's excerpt of the value
+    assert _quoted_after(twice["error"], "query ") == "t2" and _quoted_after(twice["error"], "choice ") == "up", twice
+    unknown_key = ctl("register", yaml="queries:\n  - {name: k, streams: ['*'], kind: surprise, trigerr: 1}\n")
+    assert _quoted_after(unknown_key["error"], "unknown key ") == "trigerr", unknown_key
+    spec = {"name": "odd", "question": "direction_5", "kind": "choice", "choices": ["sideways", "up"]}
+    not_an_answer = ctl("ask", stream=s, spec=spec)  # the model's compile error: names and answers
+    assert not_an_answer["reason"] == "bad_request", not_an_answer
+    assert _quoted_after(not_an_answer["error"], "query ") == "odd", not_an_answer
+    assert _quoted_after(not_an_answer["error"], ": ") == "sideways", not_an_answer
+    assert _quoted_after(not_an_answer["error"], "is not an answer of ") == "direction_5", not_an_answer
+    feed.send(msgpack.packb({"stream": s, "ts": T0 + 1, "price": 1.0}))  # a tick's missing field, on _rejects/
+    _, rejection = rejects.until(lambda got: len(got) >= 1)[0]
+    assert _quoted_after(rejection["error"], "field ") == "size", rejection
+    for reply in (misspelt, no_query, twice, unknown_key, not_an_answer):
+        assert "'" not in reply["error"].replace("query's", "").replace("model's", ""), reply

@@ -20,6 +20,7 @@ from typing import Any, get_type_hints
 
 import yaml
 
+from engine.quoting import quoted
 from engine.rust_paths import written_path
 from engine.service.config_answers import AnswersSection
 from engine.service.config_curve import CurveSection
@@ -69,14 +70,14 @@ class ServiceConfig:
                 built[name] = value
                 continue
             if not isinstance(value, dict):
-                raise ConfigError(f"{source}: section {name!r} must be a mapping, got {yaml_kind(value)}")
-            reject_unknown(value, {f.name for f in dataclasses.fields(section_type)}, source, f"section {name!r}")
+                raise ConfigError(f"{source}: section {quoted(name)} must be a mapping, got {yaml_kind(value)}")
+            reject_unknown(value, {f.name for f in dataclasses.fields(section_type)}, source, f"section {quoted(name)}")
             if name == "replay" and isinstance(value.get("columns"), dict):  # named here, where the file is known
                 check_replay_columns(value["columns"], source)
             value = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
             if name == "kv" and value.get("cells") is not None and value.get("bytes") is not None:
-                raise ConfigError(f"{source}: kv: give cells or bytes, not both (got cells: {value['cells']!r}, "
-                                  f"bytes: {value['bytes']!r})")
+                raise ConfigError(f"{source}: kv: give cells or bytes, not both (got cells: {quoted(value['cells'])}, "
+                                  f"bytes: {quoted(value['bytes'])})")
             try:  # the section's own checks speak first; a wrong type they let through is named after them
                 built[name] = section_type(**value)
             except ValueError as e:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from connectors.feed import check_endpoint
+from engine.quoting import quoted
 from engine.service.config_error import ConfigError
 from queries.limits import excerpt  # values as YAML writes them: got true, got null (not True, None)
 
@@ -28,7 +29,7 @@ class EndpointsSection:
             port = value.rsplit(":", 1)[-1] if value.startswith("tcp://") and value.count(":") >= 2 else None
             # ZeroMQ binds tcp://host:99999 to port 34463 (the number modulo 65536) without a word; 0 or *: any free
             if port is not None and port != "*" and not (port.isdigit() and int(port) <= 65535):
-                raise ConfigError(f"endpoints.{name} {value!r}: a tcp port is 1 to 65535 (0 or *: any free one)")
+                raise ConfigError(f"endpoints.{name} {quoted(value)}: a tcp port is 1 to 65535 (0 or *: any free one)")
         if self.metrics_port is not None and not 0 <= self.metrics_port < 65536:
             raise ConfigError(f"endpoints.metrics_port must be a TCP port, got {self.metrics_port}")
         self._check_distinct_ports()

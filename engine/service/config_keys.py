@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from connectors.column_map import MAP_KEYS, inline_spelling
+from engine.quoting import quoted
 from engine.service.config_error import ConfigError
 from engine.service.config_limits import MAX_LIMIT
 from engine.stream_patterns import did_you_mean
@@ -74,10 +75,10 @@ def reject_unknown(raw: dict, allowed: Any, source: str, where: str) -> None:
     key = unknown[0]
     # the nearest key of this level first: `replay: {stream: [...]}` is a typo of `streams`, not a column map's key
     hint = did_you_mean([str(key)], [str(k) for k in allowed])
-    if where == "section 'replay'" and key in MAP_KEYS:  # replay.hours or replay.price_format: a column map's key
+    if where == "section \"replay\"" and key in MAP_KEYS:  # replay.hours or replay.price_format: a column map's key
         example = f"replay: {{columns: {{{key}: ...}}}}"
-        hint += f" (as a column map's key, {key!r} goes under replay.columns: {example})" if hint else \
-            f"; {key!r} is a column map's key: give it under replay.columns ({example})"
+        hint += f" (as a column map's key, {quoted(key)} goes under replay.columns: {example})" if hint else \
+            f"; {quoted(key)} is a column map's key: give it under replay.columns ({example})"
     if where == "replay.columns":
         hint += inline_spelling([str(key)])
-    raise ConfigError(f"{source}: unknown key {key!r} in {where} (allowed: {', '.join(sorted(allowed))}){hint}")
+    raise ConfigError(f"{source}: unknown key {quoted(key)} in {where} (allowed: {', '.join(sorted(allowed))}){hint}")

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from connectors.map_vocabulary import ZERO_BID_READINGS
+from engine.quoting import quoted
 from engine.service.config_error import ConfigError
 from queries.limits import excerpt  # values as YAML writes them: got true, got null (not True, None)
 
@@ -92,10 +93,10 @@ class LimitsSection:
 
     def __post_init__(self) -> None:
         if self.when_behind not in WHEN_BEHIND:
-            raise ConfigError(f"limits.when_behind must be one of {', '.join(map(repr, WHEN_BEHIND))}, "
+            raise ConfigError(f"limits.when_behind must be one of {', '.join(map(quoted, WHEN_BEHIND))}, "
                               f"got {excerpt(self.when_behind)}")
         if self.zero_bid not in ZERO_BID_READINGS:
-            raise ConfigError(f"limits.zero_bid must be one of {', '.join(map(repr, ZERO_BID_READINGS))}, "
+            raise ConfigError(f"limits.zero_bid must be one of {', '.join(map(quoted, ZERO_BID_READINGS))}, "
                               f"got {excerpt(self.zero_bid)}")
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)

@@ -13,13 +13,13 @@ from queries.limits import excerpt  # values as YAML writes them: got true, got 
 # the log section's numeric keys: each one's unit, with an example in that unit beside the suffixed text a user may
 # write for it (a duration's "7d" is refused with a duration's example, not a size's)
 LOG_NUMBER_UNITS = {
-    "group_ms": "milliseconds (e.g. 5, not '5ms')",
-    "segment_bytes": "bytes (e.g. 67108864, not '64MB')",
-    "retention_bytes": "bytes (e.g. 1073741824, not '1GB')",
-    "retention_s": "seconds (e.g. 604800, not '7d')",
-    "answers_keep": "answers (e.g. 100000, not '100k')",
-    "answers_segment_bytes": "bytes (e.g. 16777216, not '16MB')",
-    "answers_retention_bytes": "bytes (e.g. 268435456, not '256MB')",
+    "group_ms": "milliseconds (e.g. 5, not \"5ms\")",
+    "segment_bytes": "bytes (e.g. 67108864, not \"64MB\")",
+    "retention_bytes": "bytes (e.g. 1073741824, not \"1GB\")",
+    "retention_s": "seconds (e.g. 604800, not \"7d\")",
+    "answers_keep": "answers (e.g. 100000, not \"100k\")",
+    "answers_segment_bytes": "bytes (e.g. 16777216, not \"16MB\")",
+    "answers_retention_bytes": "bytes (e.g. 268435456, not \"256MB\")",
 }
 
 

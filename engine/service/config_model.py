@@ -49,7 +49,7 @@ class ModelSection:
             raise ConfigError(f"model.weights must be one of {WEIGHT_FORMATS} (or null: follow model.dtype), "
                               f"got {excerpt(self.weights)}")
         if not (self.device == "cpu" or self.device.startswith("cuda")):
-            raise ConfigError(f"model.device must be 'cpu' or 'cuda[:N]', got {excerpt(self.device)}")
+            raise ConfigError(f"model.device must be \"cpu\" or \"cuda[:N]\", got {excerpt(self.device)}")
 
     @property
     def model_id(self) -> str:

@@ -25,7 +25,7 @@ class ShardsSection:
         if type(self.count) is not int or self.count < 0:
             raise ConfigError(f"shards.count must be an integer >= 0, got {excerpt(self.count)}")
         if self.ray_address is not None and (not isinstance(self.ray_address, str) or not self.ray_address):
-            raise ConfigError(f"shards.ray_address must be 'auto' or HOST:PORT, got {excerpt(self.ray_address)}")
+            raise ConfigError(f"shards.ray_address must be \"auto\" or HOST:PORT, got {excerpt(self.ray_address)}")
         if type(self.max_restarts) is not int or self.max_restarts < -1:
             raise ConfigError(f"shards.max_restarts must be an integer >= -1, got {excerpt(self.max_restarts)}")
         for name in ("cpus", "step_ms", "start_timeout_s"):

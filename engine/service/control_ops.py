@@ -106,12 +106,12 @@ class ControlOps:
     def _op_ask(self, request: dict, reply: Any) -> dict | None:
         stream = asked_stream(request, self.pipeline.encoders)
         if "query" in request and "spec" in request:
-            raise ControlError("op 'ask' takes 'query' (a registered query's name) or 'spec' (a query mapping), "
+            raise ControlError("op \"ask\" takes \"query\" (a registered query's name) or \"spec\" (a query mapping), "
                                "not both")
         note: dict[str, Any] = {}  # said beside the answer when the name was not a registered query's
         kind = request.get("kind")
         if kind is not None and kind not in LABELLED_KINDS:  # checked whichever way the ask goes
-            raise ControlError(f"op 'ask' takes kind {' or '.join(map(quoted, LABELLED_KINDS))} (how a question of "
+            raise ControlError(f"op \"ask\" takes kind {' or '.join(map(quoted, LABELLED_KINDS))} (how a question of "
                                f"the model's own is asked), got {wire_value(kind)}")
         if "query" in request:
             spec = self._registered_or_question(request_field(request, "query", str), kind, note)
@@ -120,7 +120,7 @@ class ControlOps:
             if kind is not None and kind != spec.kind:
                 note["note"] = f"kind {quoted(kind)} ignored: the spec says its own ({spec.kind})"
         else:
-            raise ControlError("op 'ask' needs 'query' (a registered query's name) or 'spec' (a query mapping)")
+            raise ControlError("op \"ask\" needs \"query\" (a registered query's name) or \"spec\" (a query mapping)")
         note.update(self._caveats([spec], [stream]))  # (beside the answer, however it comes: cached, early or computed)
         if spec.kind == "surprise":  # made by the ingest forward only: the latest one is the answer
             cached = self.pipeline.cache.get(spec.name, stream)
@@ -138,7 +138,7 @@ class ControlOps:
             return {"answer": cached.to_wire(), "cached": True, **self._data_age(cached.data_ts), **note}
         max_stale = request.get("max_stale_ticks")
         if max_stale is not None and (type(max_stale) is not int or max_stale < 0):
-            raise ControlError(f"op 'ask' takes max_stale_ticks as an int >= 0 (or nil: compute now), got "
+            raise ControlError(f"op \"ask\" takes max_stale_ticks as an int >= 0 (or nil: compute now), got "
                                f"{wire_value(max_stale)}")
         found = self.pipeline.answer_at_once(spec, stream, max_stale)
         if found is not None:  # cached within max_stale, or answered early (decoded ahead, or gated)
@@ -236,14 +236,15 @@ class ControlOps:
         """A topic's published answers after a seq, from the kept history: how a subscriber fills a gap."""
         topic = request_field(request, "topic", str)
         if not topic.endswith("/"):
-            raise ControlError(f"topic {quoted(topic)} is not an answer topic: topics end with '/', "
-                               f"e.g. 'dir20/BTCUSDT/'")
+            raise ControlError(f"topic {quoted(topic)} is not an answer topic: topics end with \"/\", "
+                               f"e.g. \"dir20/BTCUSDT/\"")
         after = request_field(request, "after", int)
         if after < 0:
-            raise ControlError(f"op 'answers' takes after >= 0 (the last seq you have; 0 for all), got {after}")
+            raise ControlError(f"op \"answers\" takes after >= 0 (the last seq you have; 0 for all), got {after}")
         limit = request.get("limit", MAX_ANSWERS_PER_FETCH)
         if type(limit) is not int or not 1 <= limit <= MAX_ANSWERS_PER_FETCH:
-            raise ControlError(f"op 'answers' takes a limit from 1 to {MAX_ANSWERS_PER_FETCH}, got {wire_value(limit)}")
+            raise ControlError(f"op \"answers\" takes a limit from 1 to {MAX_ANSWERS_PER_FETCH}, "
+                               f"got {wire_value(limit)}")
         answers, complete = self.pipeline.history.after(topic, after, limit)
         last_seq = self.pipeline.cache.last_seq(topic)
         if not answers and last_seq is not None and last_seq > after:  # published, and none of them kept now
@@ -257,7 +258,7 @@ class ControlOps:
         began meanwhile (a new stream's answers), which no subscription of its own names yet."""
         prefix, after = (request.get(key) if request.get(key) is not None else "" for key in ("prefix", "after"))
         if type(prefix) is not str or type(after) is not str:
-            raise ControlError(f"op 'topics' takes prefix and after as strings (a topic prefix such as 'dir20/'; "
+            raise ControlError(f"op \"topics\" takes prefix and after as strings (a topic prefix such as \"dir20/\"; "
                                f"the last topic of the previous page), got {wire_value(prefix)}, {wire_value(after)}")
         found = self.pipeline.cache.topics(prefix, after, MAX_TOPICS_PER_REPLY + 1)
         truncated = len(found) > MAX_TOPICS_PER_REPLY
@@ -274,7 +275,7 @@ class ControlOps:
         ``drain: true`` (a feed placing itself) the messages already queued on ingest are read first."""
         drain = request.get("drain")
         if drain is not None and type(drain) is not bool:  # a "false" read as true would place a feed unasked
-            raise ControlError(f"op 'streams' takes drain as a bool (true: read what is queued on ingest first; "
+            raise ControlError(f"op \"streams\" takes drain as a bool (true: read what is queued on ingest first; "
                                f"or nil), got {wire_value(drain)}")
         if drain:
             self._read_before_placing()
@@ -284,14 +285,14 @@ class ControlOps:
             wrong = next((f"{wire_value(n)} at [{i}]" for i, n in enumerate(names) if type(n) is not str), None) \
                 if type(names) is list else None
             got = f"an array with {wrong}" if wrong else wire_value(names)
-            raise ControlError(f"op 'streams' takes 'streams' as an array of at most {MAX_STREAMS_PER_REPLY} stream "
-                               f"names (str; or nil: every stream), got {got}")
+            raise ControlError(f"op \"streams\" takes \"streams\" as an array of at most {MAX_STREAMS_PER_REPLY} "
+                               f"stream names (str; or nil: every stream), got {got}")
         after = request.get("after") if request.get("after") is not None else ""
         if type(after) is not str:
-            raise ControlError(f"op 'streams' takes after as a str (the last name of the previous page of every "
+            raise ControlError(f"op \"streams\" takes after as a str (the last name of the previous page of every "
                                f"stream), got {wire_value(after)}")
         if after and names is not None:
-            raise ControlError("op 'streams' takes 'streams' (the names to look up) or 'after' (a page of every "
+            raise ControlError("op \"streams\" takes \"streams\" (the names to look up) or \"after\" (a page of every "
                                "stream), not both: both were given")
         known = self.pipeline.encoders.accepted(names, limit=MAX_STREAMS_PER_REPLY + 1, after=after,
                                                 now_ns=time.time_ns())

@@ -147,7 +147,7 @@ def unpack_request(payload: bytes) -> Any:
     """The request as decoded, read as leniently as ticks are (keys of any type, text that is not UTF-8, a key
     given twice): `check_request` then says what is wrong with it, and the reply still carries its `id`."""
     if not payload:  # said as ingest says it, not as msgpack's "ends inside a value"
-        raise ControlError("request is an empty frame: a request is one msgpack map with a string 'op'")
+        raise ControlError("request is an empty frame: a request is one msgpack map with a string \"op\"")
     try:
         return read_msgpack(payload)
     except NotMsgpack as err:
@@ -230,7 +230,7 @@ def check_request(request: Any) -> dict:
     """A decoded request that is a map of str keys, each given once, whose text is UTF-8 and whose `op` is a str;
     raises ControlError saying which rule it breaks (text quoted escaped: a reply must pack)."""
     if not isinstance(request, dict):
-        raise ControlError(f"request must be a msgpack map with a string 'op', got {wire_value(request)}")
+        raise ControlError(f"request must be a msgpack map with a string \"op\", got {wire_value(request)}")
     for key in request:
         if type(key) is not str:
             raise ControlError(f"request keys must be msgpack str, got {wire_value(key)}"
@@ -246,7 +246,7 @@ def check_request(request: Any) -> dict:
         raise ControlError(f"request field {quoted(path)} holds a str that is not valid UTF-8 ({sent}): "
                            f"msgpack str is UTF-8 text")
     if not isinstance(request.get("op"), str):
-        raise ControlError(f"request must be a msgpack map with a string 'op', got 'op' as "
+        raise ControlError(f"request must be a msgpack map with a string \"op\", got \"op\" as "
                            f"{wire_value(request.get('op'))}")
     return request
 

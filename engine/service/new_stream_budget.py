@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import time
 
+from engine.quoting import quoted
+
 
 class NewStreamBudget:
     """The new streams the ingest may still open: ``message_started`` before each wire message, ``refusal`` for each
@@ -47,7 +49,7 @@ class NewStreamBudget:
 
     def _said(self, stream: str) -> str:
         if self._in_message >= self.per_message:
-            return (f"stream {stream!r} refused: this message opened {self.per_message:,} new streams, the limit "
+            return (f"stream {quoted(stream)} refused: this message opened {self.per_message:,} new streams, the limit "
                     f"(limits.max_new_streams_per_message); send its ticks again in another message")
-        return (f"stream {stream!r} refused: {self.per_s:,g} new streams a second were opened, the limit "
+        return (f"stream {quoted(stream)} refused: {self.per_s:,g} new streams a second were opened, the limit "
                 f"(limits.max_new_streams_per_s); send its ticks again a second later")

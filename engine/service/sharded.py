@@ -39,6 +39,7 @@ from connectors.encoder import StreamEncoders
 from engine.jobs import JobOutcome
 from engine.forward_plan import StepReport
 from engine.scheduler import UnknownStream
+from engine.quoting import quoted
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import DataDir
@@ -278,8 +279,8 @@ class ShardedPipeline(ShardedIngest):
         if link is None:
             raise UnknownStream(stream)
         if link.failed:
-            raise ShardGivenUp(f"stream {stream!r} is on {link.name}, which could not be restored ({link.failed}); "
-                               f"its ticks are logged and are computed when the service restarts")
+            raise ShardGivenUp(f"stream {quoted(stream)} is on {link.name}, which could not be restored "
+                               f"({link.failed}); its ticks are logged and are computed when the service restarts")
         registered = self.registry.current(spec.name) is spec
         self._asked[ticket] = (spec, stream)  # its answer is adapted here (``_as_published``)
         link.ops.append(("ask", ticket, stream, spec.name if registered else spec.to_dict()))

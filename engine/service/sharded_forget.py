@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.quoting import quoted
 from engine.service.pipeline import StreamBusy
 
 
@@ -23,10 +24,10 @@ def forget_stream(front: Any, stream: str) -> None:
     what the shard says of the stream before the op reaches it is not taken (ShardCalls._finish)."""
     link = front.shard_of.get(stream)
     if link is not None and (stream in link.call_streams or link.buffers(stream)):
-        raise StreamBusy(f"stream {stream!r} has data waiting for its shard ({link.name}): send the request again "
-                         f"in a moment (or once its feed is stopped)")
+        raise StreamBusy(f"stream {quoted(stream)} has data waiting for its shard ({link.name}): send the request "
+                         f"again in a moment (or once its feed is stopped)")
     if any(asked == stream for _, asked in front._asked.values()):
-        raise StreamBusy(f"stream {stream!r} has an ask waiting for its shard's reply: send the request again "
+        raise StreamBusy(f"stream {quoted(stream)} has an ask waiting for its shard's reply: send the request again "
                          f"in a moment")
     front.data.items.log_forgotten(stream)
     if link is not None:
