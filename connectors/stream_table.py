@@ -8,10 +8,12 @@ this table. `StreamEncoders` is the one table there is; the service only ever ma
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from connectors.codec import Codec
+from connectors.derivative_streams import MARKED
 from connectors.encoded_items import EncodedTick
 from connectors.lookalike_names import LookalikeNames
 from connectors.passed_over import PassedOver
@@ -19,6 +21,7 @@ from connectors.stamp_notes import StampNotes
 from connectors.stream_encoder import StreamEncoder
 from connectors.tick_sequences import TickSequences
 
+DERIVATIVE_NAME = re.compile(MARKED)  # a perpetual's, future's, swap's or option's name (derivative_streams.py)
 NAMES_HOLDER = "encoders"  # what LookalikeNames calls the streams held or expired here
 
 
@@ -48,6 +51,9 @@ class StreamTable:
         # name that folds to another's is refused (lookalike_names.py)
         self.names = LookalikeNames()
         self.sequences = TickSequences(notify)  # each stream's last `seq`, duplicates, gaps (tick_sequences.py)
+        # the held streams whose names say a derivative (a perpetual, future, swap, option), in the order first held:
+        # kept as streams come and go, so `health`'s caveat on them costs O(1), not a walk of every stream held
+        self.derivatives: dict[str, None] = {}
 
     def __len__(self) -> int:
         return len(self._encoders)
@@ -66,6 +72,7 @@ class StreamTable:
         guard stays (one int a name): a tick older than one accepted before the expiry is still refused, as
         the tick log's replay would refuse it after a restart."""
         encoder = self._encoders.pop(stream, None)
+        self.derivatives.pop(stream, None)
         if encoder is not None and encoder.last_ts is not None:
             self._expired_last_ts[stream] = encoder.last_ts
             self._expired_at_last_ts[stream] = encoder.at_last_ts
@@ -77,6 +84,7 @@ class StreamTable:
         lower scheduler.max_streams): as for a stream admission refused live, nothing of it is held, guard included,
         so `streams` says it was refused rather than giving counts of ticks no session holds."""
         self._encoders.pop(stream, None)
+        self.derivatives.pop(stream, None)
         self._expired_last_ts.pop(stream, None)
         self.names.discard(stream, NAMES_HOLDER)
         self._expired_at_last_ts.pop(stream, None)
@@ -137,6 +145,7 @@ class StreamTable:
                 self.names.add(stream, NAMES_HOLDER)
             return
         encoder = self._encoders[stream] = self._new_encoder(stream)
+        self._held(stream)
         encoder.ticks, encoder.last_ts, encoder.at_last_ts = ticks, last_ts, at_last_ts
         if state is not None:
             encoder.state = self.codec.state_from_record(state)
@@ -150,6 +159,11 @@ class StreamTable:
         encoder = self._encoders.get(stream)
         return encoder if encoder is not None else self._new_encoder(stream)
 
+    def _held(self, stream: str) -> None:
+        """``stream`` got its encoder: noted among ``derivatives`` when its name says one."""
+        if DERIVATIVE_NAME.search(stream):
+            self.derivatives[stream] = None
+
     def _new_encoder(self, stream: str) -> StreamEncoder:
         encoder = StreamEncoder(stream, self.codec, self.vocab_size, self.max_stream_bytes)
         encoder.last_ts = self._expired_last_ts.get(stream)
@@ -162,6 +176,7 @@ class StreamTable:
         encoder = self._encoders.get(item.stream)
         if encoder is None:
             encoder = self._encoders[item.stream] = self._new_encoder(item.stream)
+            self._held(item.stream)
             self.names.add(item.stream, NAMES_HOLDER)
             if encoder.last_ts is None:  # a stream's very first tick
                 self.stamp_notes.first_tick(item.stream, item.ts)

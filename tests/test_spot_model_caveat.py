@@ -48,3 +48,32 @@ def test_replies_about_a_derivatives_stream_carry_the_caveat(tmp_path: Path) -> 
         finally:
             control.sock.close()
             push.close()
+
+
+def test_healths_caveat_comes_and_goes_with_the_derivative_streams_held(tmp_path: Path) -> None:
+    """fix326 #5: health named the derivative streams by walking every stream held; the stream table now keeps them
+    as streams come and go. Forgotten, they leave the caveat; a new one brings it back; past three, counted."""
+    checkpoint = tiny_tick_checkpoint(tmp_path / "m")
+    (checkpoint / "TRAINING.md").write_text(SPOT_CARD)
+    derivatives = ["BTC-PERPETUAL", "ETH-PERPETUAL", "BTC-27DEC24-60000-C", "BTCUSDT_PERP", "ETHUSDT_PERP"]
+    with serving(config(checkpoint, tmp_path)) as server:
+        control, push = Control(server.endpoints["control"]), push_socket(server.endpoints["ingest"])
+        try:
+            t0 = 1_700_000_000 * 10**9
+            push.send(msgpack.packb([trade(stream, t0 + i, 100.0 + i) for i in range(3)
+                                     for stream in (*derivatives, "BTCUSDT")]))
+            wait_for(lambda: control.ok("stats")["stats"]["ticks_in"] == 18, timeout_s=60)
+            (caveat,) = control.ok("health")["caveats"]
+            assert caveat["kind"] == SPOT_TRAINED_MODEL and "; and 2 more:" in caveat["text"], caveat
+            assert caveat["text"].startswith("by their names, BTC-PERPETUAL is a perpetual; ETH-PERPETUAL is a "
+                                             "perpetual; BTC-27DEC24-60000-C is an option; and 2 more"), caveat
+            for stream in derivatives:
+                wait_for(lambda: control("forget", stream=stream)["ok"], timeout_s=60)  # (busy while computing)
+            assert control.ok("health")["caveats"] == []  # only BTCUSDT, a spot pair, is held
+            push.send(msgpack.packb(trade("SOL-PERP", t0 + 10, 20.0)))
+            wait_for(lambda: control.ok("health")["caveats"] != [], timeout_s=60)
+            (back,) = control.ok("health")["caveats"]
+            assert back["text"].startswith("by its name, SOL-PERP is a perpetual: "), back
+        finally:
+            control.sock.close()
+            push.close()

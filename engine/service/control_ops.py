@@ -4,6 +4,7 @@ replies to it, and returns the reply's fields, or None when the reply comes late
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 from collections import OrderedDict
@@ -160,18 +161,21 @@ class ControlOps:
         self._waiting[self._tickets] = lambda obj: reply({**obj, **note} if obj.get("ok") else obj)
         return None  # replied when a step has computed it
 
-    def _caveats(self, specs: list[QuerySpec], streams: list[str] = ()) -> dict[str, list[dict[str, str]]]:
+    def _caveats(self, specs: list[QuerySpec], streams: list[str] = (),
+                 derivatives: tuple[list[str], int] | None = None) -> dict[str, list[dict[str, str]]]:
         """A reply's ``caveats`` on reading the answers of ``specs`` on ``streams`` (reply_caveats.py): the
         model's, read once, a query's own and the streams'; an empty list when there is none (the key is always
         there)."""
         if self._reply_caveats is None:
             self._reply_caveats = ReplyCaveats(self.config, self.pipeline.codec.questions)
-        return {"caveats": self._reply_caveats.of(specs, streams)}
+        return {"caveats": self._reply_caveats.of(specs, streams, derivatives)}
 
-    def _held_streams(self) -> list[str]:
-        """The streams this process holds (`health`'s caveats name the derivative ones among them)."""
+    def _held_derivatives(self) -> tuple[list[str], int]:
+        """The first derivative streams this process holds (`health`'s caveat names three) and how many it holds:
+        kept by the stream table as streams come and go, so a health call does not walk every stream held."""
         encoders = getattr(self.pipeline, "encoders", None)
-        return list(encoders) if encoders is not None else []
+        held = encoders.derivatives if encoders is not None else {}
+        return list(itertools.islice(held, 3)), len(held)
 
     def _data_age(self, data_ts: int) -> dict[str, Any]:
         """An ask reply's `data_age_ms`: this machine's clock now less the answered tick's own ts. An answer "computed
@@ -376,4 +380,4 @@ class ControlOps:
                 # ... of which the offset this service adds to every wire tick's prices itself: a feed sends without
                 **({"ingest_price_offset": reading["price_offset"]} if "price_offset" in reading else {}),
                 **({"shards_down": down} if down else {}), **({"log_problem": problem} if problem else {}),
-                **self._caveats(self.pipeline.registry.list(), self._held_streams())}
+                **self._caveats(self.pipeline.registry.list(), derivatives=self._held_derivatives())}

@@ -61,16 +61,18 @@ def start_note() -> str:
             f"carry a {SPOT_TRAINED_MODEL} caveat (docs/model.md)")
 
 
-def stream_caveat(streams: list[str]) -> dict[str, str] | None:
+def stream_caveat(streams: list[str], count: int | None = None) -> dict[str, str] | None:
     """The caveat for the derivative streams among ``streams`` (the first three named), None when there is none;
-    for a spot-trained model only (the caller asks `spot_only`)."""
+    ``count``: how many there are in all, when ``streams`` holds only the first of them (`health`'s, from the
+    stream table's ``derivatives``). For a spot-trained model only (the caller asks `spot_only`)."""
     named = [(stream, kind) for stream in streams if (kind := kind_of(stream)) is not None]
     if not named:
         return None
+    total = len(named) if count is None else count
     said = "; ".join(f"{stream} is {kind}" for stream, kind in named[:3]) + \
-        (f"; and {len(named) - 3} more" if len(named) > 3 else "")
+        (f"; and {total - 3} more" if total > 3 else "")
     return {"kind": SPOT_TRAINED_MODEL, "text": (
-        f"by {'its name' if len(named) == 1 else 'their names'}, {said}: this model was trained on spot markets only "
+        f"by {'its name' if total == 1 else 'their names'}, {said}: this model was trained on spot markets only "
         f"(its card, {MODEL_CARD}): funding, "
         f"basis, expiry and an option's premium are nothing it learnt, so its answers there are out of its "
         f"training's distribution (docs/model.md)")}

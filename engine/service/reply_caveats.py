@@ -97,10 +97,13 @@ class ReplyCaveats:
         self.questions = questions
         self.spot_only = spot_only(config.model.path)  # (read from the model's card once)
 
-    def of(self, specs: list[Any], streams: list[str] = ()) -> list[dict[str, str]]:
+    def of(self, specs: list[Any], streams: list[str] = (),
+           derivatives: tuple[list[str], int] | None = None) -> list[dict[str, str]]:
         """The caveats of a reply about the answers of ``specs`` (an ask's or get's query; `health`: every query
-        registered) on ``streams`` (the one asked; `health`: those held), the model's first."""
+        registered) on ``streams`` (the one asked), the model's first; `health` gives ``derivatives`` instead: the
+        first derivative streams held and how many are held (O(1), however many streams are held)."""
         streams = list(streams)
         regime = regime_caveat(specs, self.questions, streams[0] if len(streams) == 1 else None)
-        market = stream_caveat(streams) if self.spot_only else None
+        market = None if not self.spot_only else \
+            stream_caveat(*derivatives) if derivatives is not None else stream_caveat(streams)
         return self.model + [caveat for caveat in (regime, market) if caveat is not None]
