@@ -1688,7 +1688,8 @@ def test_register_says_where_in_its_file_a_topic_clashes_with_a_registered_query
         control = ("--control", server.endpoints["control"])
         assert run(capsys, "register", str(tmp_path / "surp.yaml"), *control)[0] == 0
         code, _, err = run(capsys, "register", str(tmp_path / "topic_collide.yaml"), *control)
-        said = f"{tmp_path / 'topic_collide.yaml'}:2: query \"a\": its topic 'surp/{{stream}}/' starts where query \"surp\""
+        said = f"{tmp_path / 'topic_collide.yaml'}:2: query \"a\": its topic \"surp/{{stream}}/\" starts where " \
+            'query "surp"'
         assert code == 2 and err.startswith(f"flashtick register: error: {said} publishes"), err
 
 

@@ -118,8 +118,7 @@ def test_shipped_examples_load() -> None:
                                      r"got \"7d\""),
     ({"log": {"group_ms": "5ms"}}, r"log.group_ms must be a number of milliseconds \(e.g. 5, not \"5ms\"\)"),
     ({"log": {"answers_keep": "100k"}}, r"log.answers_keep must be a number of answers \(e.g. 100000, not \"100k\"\)"),
-    ({"log": {"segment_bytes": "64MB"}},
-     r"log.segment_bytes must be a number of bytes \(e.g. 67108864, not \"64MB\"\)"),
+    ({"log": {"segment_bytes": "64MB"}}, r'log.segment_bytes must be a number of bytes \(e.g. 67108864, not "64MB"\)'),
 ])
 def test_config_mistakes_are_named(raw: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

@@ -329,7 +329,7 @@ HOSTILE = [  # (document, its error's start, a part of it): each refused alike b
     ("queries:\n- name: a\n  streams: [x]\n  kind: surprise\n  trigger: {ticks: 1, ticks: 2}\n",
      "q.yaml:2: query \"a\": ", "duplicate key \"ticks\" (first at line 5)"),
     ("queries: []\nqueries: []\n", "q.yaml:2: ", "duplicate key \"queries\" (first at line 1)"),
-    ("queries: [{name: a, streams: [x], kind: surprise, bogus: 1}]", "q.yaml:1: query \"a\": ", "unknown key \"bogus\""),
+    ("queries: [{name: a, streams: [x], kind: surprise, bogus: 1}]", 'q.yaml:1: query "a": ', 'unknown key "bogus"'),
     ("queries: []\nextra: 1\n", "q.yaml:2: ", "unknown top-level key \"extra\" (allowed: queries)"),
     ("queries: !!python/object/apply:os.system ['touch {marker}']", "q.yaml:1: ", "the tag "),
     ("queries: [{name: a, streams: [x], kind: surprise, seed: !!python/object/apply:os.system ['touch {marker}']}]",

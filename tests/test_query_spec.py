@@ -423,7 +423,7 @@ def test_a_whitespace_question_is_a_prompt_and_an_empty_one_is_refused() -> None
 def test_queries_that_could_never_answer_anything_useful_are_refused() -> None:
     """A reviewer's `streams: ["AAA/x"]` (no stream name has a '/') and `choices: [up]` (always p=1) were taken."""
     slash = rejected('queries:\n  - {name: a, streams: ["AAA/x", ZZZ], question: direction_5, kind: choice}\n')
-    assert str(slash) == ("queries.yaml:2: query \"a\": streams[0] \"AAA/x\" has a \"/\", which no stream name has (topics "
+    assert str(slash) == ('queries.yaml:2: query "a": streams[0] "AAA/x" has a "/", which no stream name has (topics '
                           "use it): it would match no stream")
     one = rejected("queries:\n  - {name: b, streams: ['*'], question: direction_5, kind: choice, choices: [up]}\n")
     assert "one choice (\"up\") is always the answer, with probability 1: give at least two" in str(one)
@@ -445,5 +445,5 @@ def test_an_empty_trigger_says_to_leave_the_key_out() -> None:
 def test_an_unknown_top_level_key_is_reported_with_the_queries_own_problems() -> None:
     error = rejected("extra_top: 1\nqueries:\n  - {name: a, streams: ['*'], question: direction_5, kind: choise}\n")
     lines = str(error).splitlines()
-    assert any("queries.yaml:1: unknown top-level key \"extra_top\" (allowed: queries)" in line for line in lines), lines
+    assert any('queries.yaml:1: unknown top-level key "extra_top" (allowed: queries)' in line for line in lines), lines
     assert any("queries.yaml:3: query \"a\"" in line and "kind" in line for line in lines), lines

@@ -202,12 +202,12 @@ def test_a_query_may_not_publish_on_another_querys_default_topics():
                       "  - {name: a, streams: [A], kind: surprise, topic: shared/}\n"
                       "  - {name: b, streams: [B], kind: surprise, topic: shared/}\n")
     # located in the document like its other problems (file:line: query 'name': reason), the name said once
-    with pytest.raises(QuerySpecError, match=r"^mine.yaml:3: query \"dirx\": its topic \"dir20/\{stream\}/\" starts where "
+    with pytest.raises(QuerySpecError, match=r'^mine.yaml:3: query "dirx": its topic "dir20/\{stream\}/" starts where '
                                              r"query \"dir20\" publishes on its default topics.*give it a topic of its "
                                              r"own$"):
         registry.register("queries:\n  - {name: ok1, streams: [\"*\"], kind: surprise}\n"
                           "  - {name: dirx, streams: [\"*\"], kind: surprise, topic: 'dir20/{stream}/'}\n", "mine.yaml")
-    with pytest.raises(QuerySpecError, match=r"^<string>:2: query \"shared\": query \"a\" publishes on \"shared/\", inside "
+    with pytest.raises(QuerySpecError, match=r'^<string>:2: query "shared": query "a" publishes on "shared/", inside '
                                              r"this query's default topics.*another name"):
         registry.register("queries:\n  - {name: shared, streams: [\"*\"], kind: surprise}\n")
     assert [s.name for s in registry.list()] == ["dir20", "a", "b"] and registry.version == 1

@@ -390,7 +390,7 @@ def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socke
             wait_for(lambda: sum(control.call("stats")["stats"]["rejected"].values()) >= 1700)
             stats = control.call("stats")["stats"]
             refused = sorted(server.pipeline.engine.scheduler.streams)[-1][:-5] + "01999"  # the burst's last name
-            with pytest.raises(ControlError, match=rf"stream \"{refused}\" has no accepted tick: its 1 tick was refused "
+            with pytest.raises(ControlError, match=rf'stream "{refused}" has no accepted tick: its 1 tick was refused '
                                                    rf"\(the first: stream_refused: stream '{refused}' refused: 300 "
                                                    r"streams are held"):
                 control.call("ask", stream=refused, spec={"name": "x", "question": "direction_20", "kind": "choice"})
@@ -535,7 +535,7 @@ def test_streams_a_restart_refuses_under_a_lowered_max_streams_are_said_refused(
                "): scheduler.max_streams 2 reached (raise it to admit more streams); was the limit lowered" in err, err
         ticks_of = sum(t.stream == refused[0] for t in market)
         with ControlClient(server.endpoints["control"], timeout_s=60) as control:
-            with pytest.raises(ControlError, match=rf"stream \"{refused[0]}\" has no accepted tick: its {ticks_of} ticks "
+            with pytest.raises(ControlError, match=rf'stream "{refused[0]}" has no accepted tick: its {ticks_of} ticks '
                                                    rf"were refused \(the first: stream_refused: stream '{refused[0]}' "
                                                    r"refused: 2 streams are held, the limit \(scheduler.max_streams\), "
                                                    r"at this start's tick log replay\)"):
@@ -699,7 +699,7 @@ def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_refused(che
             every = control.call("streams")
             assert every["refused_at_start"]["streams"] == 1 and list(every["refused"]) == [late], every
             assert control.call("stats")["stats"]["scheduler"]["refused_streams"] == late_ticks
-            with pytest.raises(ControlError, match=f"stream \"{late}\" has no accepted tick: its {late_ticks} ticks were "
+            with pytest.raises(ControlError, match=f'stream "{late}" has no accepted tick: its {late_ticks} ticks were '
                                                    r"refused \(the first: stream_refused: "):
                 control.call("ask", stream=late, spec=ask)
         capsys.readouterr()

@@ -831,7 +831,7 @@ def test_an_ask_on_a_stream_retention_left_only_a_count_of_a_shard_refused_says_
         error = control.request({"op": "ask", "stream": "QUIET", "query": "dir"}).get("error")
         reply = control.call("streams", streams=["QUIET"])
         every = control.call("streams")
-    assert error == ("stream \"QUIET\" has no accepted tick: its 7 ticks were refused (the first: stream_refused: stream "
+    assert error == ('stream "QUIET" has no accepted tick: its 7 ticks were refused (the first: stream_refused: stream '
                      "'QUIET' refused: the KV pool holds 1 streams of 256 tokens and all are admitted)"), error
     assert reply["streams"]["QUIET"] is None and reply["refused"]["QUIET"]["ticks"] == 7, reply
     assert sorted(every["streams"]) == ["BUSY"] and every["refused_at_start"]["streams"] == 1, every
