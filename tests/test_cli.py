@@ -76,8 +76,8 @@ def test_every_line_of_a_query_file_with_several_problems_carries_the_error_pref
     bad.write_text("queries:\n  - {name: a, question: direction_5, kind: choice}\n"
                    "  - {name: b, question: direction_5, kind: choice}\n")
     (tmp_path / "t.csv").write_text("timestamp,symbol,price,size\n1717200000000,XAU,100.5,1\n")
-    expected = [f"{bad}:2: query \"a\": missing required key 'streams'", f"{bad}:3: query \"b\": missing required key "
-                                                                         f"'streams'"]
+    expected = [f'{bad}:2: query "a": missing required key "streams"', f'{bad}:3: query "b": missing required key '
+                                                                         f'"streams"']
     code, _, err = run(capsys, "backtest", str(tmp_path / "t.csv"), "--queries", str(bad), "--out",
                        str(tmp_path / "a.parquet"), "--model", str(checkpoint), "--quiet")
     assert code == 2 and err.splitlines()[-2:] == [f"flashtick backtest: error: {line}" for line in expected], err
@@ -123,7 +123,7 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
         assert {q["name"] for q in json.loads(out)["queries"]} == {"dir", "vol"}
 
         code, _, err = run(capsys, "get", "SYN.A", "dir", *control)  # no data yet: a misspelt name looks the same
-        assert code == 1 and "no stream \"SYN.A\" has sent data (`flashtick streams` lists those that have)" in err
+        assert code == 1 and "no stream 'SYN.A' has sent data (`flashtick streams` lists those that have)" in err
         code, _, err = run(capsys, "get", "SYN.A", "nope", *control)
         assert code == 2 and 'no query named "nope" (registered: dir, vol)' in err
         code, _, err = run(capsys, "get", "EUR/USD", "dir", *control)  # feeds replay it as EUR-USD
@@ -356,7 +356,7 @@ def test_answers_takes_a_query_name_or_a_prefix_naming_one_topic(checkpoint, tmp
             "subscribe dir/` follows them all live\n"), err
         code, out, err = run(capsys, "answers", "nosuch", *control)
         assert (code, out) == (1, "") and err.startswith("flashtick answers: no answer published on a topic starting "
-                                                         "'nosuch/' nor by a query \"nosuch\": "), err
+                                                         "'nosuch/' nor by a query 'nosuch': "), err
 
 
 def _subscribed_while_fed(server, capsys, *argv: str) -> tuple[int, str, str]:
@@ -393,7 +393,7 @@ def test_a_querys_own_topic_with_a_slash_before_the_stream_is_not_called_a_strea
         code, out, err = _subscribed_while_fed(server, capsys, "alerts/updown/SYN.B/", "--count", "1", *answers)
         assert code == 0 and out.startswith("alerts/updown/SYN.B/") and "note" not in err, err
         code, _, err = run(capsys, "subscribe", "dir/EUR/USD/", "_heartbeat/", "--count", "1", *answers, *control)
-        assert code == 0 and "'dir/EUR/USD/' names stream \"EUR/USD\"" in err and "subscribe to 'dir/EUR-USD/' (no " \
+        assert code == 0 and "'dir/EUR/USD/' names stream 'EUR/USD'" in err and "subscribe to 'dir/EUR-USD/' (no " \
             "registered query's topic starts so)" in err, err
 
         code, out, err = run(capsys, "answers", "updown", *control)
@@ -404,7 +404,7 @@ def test_a_querys_own_topic_with_a_slash_before_the_stream_is_not_called_a_strea
                                                                                 "alerts/updown/SYN.B/"], out
         code, out, err = run(capsys, "topics", "updown/", *control)
         assert (code, out) == (0, "") and err == "flashtick topics: no answer published yet on a topic starting " \
-            "'updown/': query \"updown\" publishes on its own topic 'alerts/updown/{stream}/' (`flashtick topics " \
+            "'updown/': query 'updown' publishes on its own topic 'alerts/updown/{stream}/' (`flashtick topics " \
             "alerts/updown/`)\n", err
 
 
@@ -713,9 +713,9 @@ def test_subscribe_says_once_when_a_stream_prefix_gets_other_streams(capsys) -> 
     err = capsys.readouterr().err
     assert err.count("note:") == 2 and said == {"dir5/ZNH6", "alerts/updown/ZN"}, err
     assert "'dir5/ZNH6' is a topic prefix: it gets 'dir5/ZNH6-ZNM6/' too, and every stream whose name starts with " \
-           "'ZNH6'; 'dir5/ZNH6/' is stream \"ZNH6\" alone" in err, err
+           "'ZNH6'; 'dir5/ZNH6/' is stream 'ZNH6' alone" in err, err
     # a query's own topic (alerts/{query}/{stream}/): the stream is the prefix's last part; `alerts/up` is no stream's
-    assert "every stream whose name starts with 'ZN'; 'alerts/updown/ZN/' is stream \"ZN\" alone" in err, err
+    assert "every stream whose name starts with 'ZN'; 'alerts/updown/ZN/' is stream 'ZN' alone" in err, err
 
 
 def test_register_says_which_queries_it_replaced(checkpoint, tmp_path, capsys) -> None:
@@ -934,7 +934,7 @@ def test_every_control_command_takes_a_timeout(capsys) -> None:
         with pytest.raises(SystemExit) as exited:  # a usage error (cli_types._timeout)
             main(["list", "--control", f"tcp://127.0.0.1:{port}", "--timeout", "0"])
         err = capsys.readouterr().err
-        assert exited.value.code == 2 and "argument --timeout: must be a finite number of seconds > 0, got \"0\"" in err
+        assert exited.value.code == 2 and "argument --timeout: must be a finite number of seconds > 0, got '0'" in err
         code, _, err = run(capsys, "stats", "--control", "tcp://127.0.0.1:1", "--timeout", "0.5")  # none listening
         assert code == 2 and "it was refused (nothing listens there)" in err, err  # (at once: review224 #10)
     finally:
@@ -1398,7 +1398,7 @@ def test_a_feed_at_another_price_level_than_the_engine_holds_is_warned_once_per_
         later = day(tmp_path / "b.csv", 15, [0.5 + i * 0.01 for i in range(40)])
         code, _, err = run(capsys, "feed", "replay", later, *endpoints, "--price-offset", "CLK0=40")
         assert code == 0 and "sent 80 ticks" in err, err
-        warning = ("flashtick feed replay: warning: stream \"CLK0\": its first price here, 40.5 (read with "
+        warning = ("flashtick feed replay: warning: stream 'CLK0': its first price here, 40.5 (read with "
                    "--price-offset 40), is far from the engine's last price of it, 0.93: the engine holds earlier "
                    "ticks of 'CLK0', read another way or of another instrument, and would continue them with these "
                    "as one stream; if the "
@@ -1581,7 +1581,7 @@ def test_a_stream_asked_for_with_a_slash_is_pointed_to_the_name_replay_gave_it(c
         assert out.splitlines()[1].startswith("EUR-USD\tlast_ts ")
         code, _, err = run(capsys, "subscribe", "dir/EUR/USD/", "_heartbeat/", "--count", "1", "--endpoint",
                            server.endpoints["answers"], *control)
-        assert code == 0 and "'dir/EUR/USD/' names stream \"EUR/USD\"" in err and "subscribe to 'dir/EUR-USD/'" in err
+        assert code == 0 and "'dir/EUR/USD/' names stream 'EUR/USD'" in err and "subscribe to 'dir/EUR-USD/'" in err
 
 
 def test_streams_of_a_name_never_seen_says_the_held_name_it_was_likely_meant_to_be(checkpoint, tmp_path,

@@ -294,7 +294,7 @@ def test_config_replay_section(engine_files: Path, tmp_path: Path, capsys) -> No
     # as on the command line, a zone (or unit, day, ...) alone refines each file's detected layout
     assert ServiceConfig.from_dict({"replay": {"tz": "America/New_York"}}).replay.column_map() == {
         "tz": "America/New_York"}
-    with pytest.raises(ConfigError, match=r"unknown key 'timezone' in section 'replay'"):
+    with pytest.raises(ConfigError, match=r'unknown key "timezone" in section "replay"'):
         ServiceConfig.from_dict({"replay": {"timezone": "UTC"}})
     with pytest.raises(ConfigError, match=r"replay: unknown time zone"):
         ServiceConfig.from_dict({"replay": {"preset": "dukascopy", "tz": "Nowhere/City"}})
