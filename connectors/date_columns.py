@@ -133,8 +133,9 @@ def date_read_as_epoch(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
                      f"(docs/replay.md)")
 
 
-# a time of day written alone, as a spreadsheet's time column holds it: `09:00:00,250`, `9:30`, a dotted `09.00.00`
-CLOCK_TEXT = re.compile(r"^\d{1,2}:\d\d(:\d\d([.,]\d+)?)?$|^\d{1,2}\.\d\d\.\d\d([.,]\d+)?$")
+# a time of day written alone, as a spreadsheet's time column holds it: `09:00:00,250`, `9:30`, a dotted `09.00.00`;
+# q's timespan of one: `0D09:30:00.265336495`
+CLOCK_TEXT = re.compile(r"^(0D)?\d{1,2}:\d\d(:\d\d([.,]\d+)?)?$|^\d{1,2}\.\d\d\.\d\d([.,]\d+)?$")
 
 
 def clock_beside(names: Sequence[str], date: str, first: Callable[[str], Any]) -> str | None:

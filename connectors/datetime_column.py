@@ -60,7 +60,9 @@ NAIVE_TZ_ONLY = ("for naive times: drop it (files of both kinds in one run: a re
                  "own map, `columns: {tz: ...}` on the naive ones; docs/replay.md)")
 
 
-CLOCK_ONLY = re.compile(r"^\d{1,2}:\d\d(:\d\d([.,]\d+)?)?$")  # a time of day, no date: `09:00:00.123`
+# a time of day, no date: `09:00:00.123`, or q's timespan of one (`0D09:30:00.123456789`: chrono_text drops the 0D)
+DATED = re.compile(r"^\d{4}[-./]?\d\d[-./]?\d\d|^\d\d?[-./]\d\d?[-./]\d{2,4}")  # a date first: `2019.02.04D09:30`
+CLOCK_ONLY = re.compile(r"^(0D)?\d{1,2}:\d\d(:\d\d([.,]\d+)?)?$")
 
 
 def datetime_text_ns(path: Path, cmap: ColumnMap, first: str | None, second_pass: pl.Expr | None) -> pl.Expr:
@@ -72,6 +74,8 @@ def datetime_text_ns(path: Path, cmap: ColumnMap, first: str | None, second_pass
                        .str.strip_chars(), is_interval(first))
     # the text's decimal comma before a fraction reads as a point (above): so does the format's (`%S,%3f`)
     fmt = re.sub(r"%S,%(\d?)f", r"%S.%\1f", start_format(cmap.ts_format)) if cmap.ts_format else None
+    if fmt is not None:  # a q timespan's `0D` is dropped from the text (chrono_text): from a format that wrote it too
+        fmt = re.sub(r"(^|\s)0D%H", r"\1%H", fmt)
     if fmt is not None and EPOCH_CODE in fmt:  # an epoch count is an instant: no zone, no clock of one day
         return _epoch_text(text, fmt)
     # a name other zones write too (CST) is read as the zone tz names writes it (Asia/Shanghai: +08:00)
@@ -87,14 +91,17 @@ def datetime_text_ns(path: Path, cmap: ColumnMap, first: str | None, second_pass
         if cmap.date is None:
             raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a time of day without a date: give "
                              f"the day with --date file_name (the one date each file's name, or else its folder, "
-                             f"holds: date=YYYY-MM-DD/, YYYY-MM-DD/) or, when every file given is of that one day, "
-                             f"--date YYYY-MM-DD, "
-                             f"and --tz ZONE for local times")
+                             f"holds: date=YYYY-MM-DD/, YYYY-MM-DD/, a kdb+ HDB's YYYY.MM.DD/) or, when every file "
+                             f"given is of that one day, --date YYYY-MM-DD, and --tz ZONE for local times")
         text = pl.concat_str([pl.lit(cmap.date), text], separator=" ")
         fmt = f"%Y-%m-%d {fmt}" if fmt else "%Y-%m-%d %H:%M:%S%.f" if first.count(":") == 2 else "%Y-%m-%d %H:%M"
     elif cmap.date is not None:
+        # a date and time needs no date given; a clock past a day (a timespan of days) is no time of one day
+        why = "which holds its own date: drop date" if first and DATED.match(first.strip()) else \
+            "which is no time of day (HH:MM:SS, under 48 hours): give its format with --ts-format, or a column of " \
+            "times of one day"
         raise ValueError(f"{path}: date {cmap.date!r} gives the day of times of day, but column {cmap.ts!r} holds "
-                         f"{(first or '')[:40]!r}, which is no time of day alone: drop date")
+                         f"{(first or '')[:40]!r}, {why}")
     if fmt is None and first is not None and two_way_date(first):  # polars would guess day-first
         raise ValueError(two_way_refusal(f"{path}: column {cmap.ts!r}", first, date_readings(first)))
     aware = any(code in fmt for code in ("%z", "%:z", "%#z")) if fmt else bool(first and UTC_OFFSET.search(first))

@@ -29,6 +29,7 @@ TIME_FORMATS = ("%Y%m%d %H:%M:%S%.f", "%Y%m%d %H%M%S%3f", "%Y%m%d %H%M%S", "%Y%m
                 # guessed; the file's rows settle one (a field > 12 is a day, > 31 a year) or the read is refused
                 "%d-%m-%y %H:%M:%S%.f", "%m-%d-%y %H:%M:%S%.f", "%y-%m-%d %H:%M:%S%.f",
                 "%Y-%m-%dD%H:%M:%S%.f",  # kdb+'s timestamps (BitMEX's dumps: 2024-01-02D00:00:01.000000789)
+                "%Y.%m.%dD%H:%M:%S%.f",  # ... and as q itself writes them (`save`, `0:`): 2019.02.04D09:30:00.26533
                 "%m/%d/%Y %H:%M", "%d/%m/%Y %H:%M",  # minute bars without seconds (Bloomberg's 1/2/2024 09:30)
                 # dates alone (settlements, daily bars: CME's 05/01/2020, Bloomberg's 1/16/2024), in the shapes above
                 # that polars would guess day-first or not read: settled or refused by the same rules
@@ -162,10 +163,16 @@ _STAMP = r"\d[\d./-]*\d[ T]\d\d?:\d\d(?::\d\d(?:[.,]\d+)?)?"
 INTERVAL = rf"^({_STAMP})[AB]?\s*-\s*{_STAMP}[AB]?(?:\s*\([A-Z]{{3,5}}\))?$"
 
 
+# q's timespan of less than a day (`0D09:30:00.265336495`, an RDB's or tickerplant's `time`), alone or after its
+# date column's text: the time of day it is, which chrono reads (review324 #3)
+Q_TIMESPAN = r"(^|\s)0D(\d\d:\d\d)"
+
+
 def _dot_fraction(text: str) -> str:
     """A fraction of a second as chrono reads it: 09:00:01,123 and 09.00.01,123 (a decimal comma) and NinjaTrader's
-    `20240102 143000 2537700` (a fraction after a space) with a dot; an interval (INTERVAL) as its start."""
-    text = re.sub(INTERVAL, r"\1", text)
+    `20240102 143000 2537700` (a fraction after a space) with a dot; an interval (INTERVAL) as its start; a q
+    timespan (Q_TIMESPAN) as its time of day."""
+    text = re.sub(Q_TIMESPAN, r"\1\2", re.sub(INTERVAL, r"\1", text))
     text = re.sub(DOTTED_COMMA_FRACTION, r"\1.\2\3", re.sub(COMMA_FRACTION, r"\1.\2", text))
     return re.sub(SPACED_FRACTION, r"\1.\2", text)
 
@@ -192,7 +199,7 @@ def chrono_text(text: pl.Expr, intervals: bool = True) -> pl.Expr:
     if intervals:
         text = text.str.replace(INTERVAL, "${1}")
     return text.str.replace(COMMA_FRACTION, "${1}.${2}").str.replace(DOTTED_COMMA_FRACTION, "${1}.${2}${3}") \
-        .str.replace(SPACED_FRACTION, "${1}.${2}")
+        .str.replace(SPACED_FRACTION, "${1}.${2}").str.replace(Q_TIMESPAN, "${1}${2}")
 
 
 def is_interval(text: str | None) -> bool:

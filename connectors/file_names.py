@@ -288,11 +288,12 @@ def folder_stream(path: Path) -> str:
 
 
 def _iso_dates(text: str) -> set[str]:
-    """The valid ISO dates (YYYY-MM-DD) a name holds, not inside longer runs of digits."""
+    """The valid ISO dates (YYYY-MM-DD) a name holds, not inside longer runs of digits; q's dotted ones too
+    (`2019.02.04`: how a kdb+ HDB names its date partitions, review324 #7)."""
     found = set()
-    for date in re.findall(r"(?<!\d)\d{4}-\d\d-\d\d(?!\d)", text):
+    for date in (m.group() for m in re.finditer(r"(?<!\d)\d{4}([-.])\d\d\1\d\d(?!\d)", text)):
         try:
-            found.add(Date.fromisoformat(date).isoformat())
+            found.add(Date.fromisoformat(date.replace(".", "-")).isoformat())
         except ValueError:
             pass
     return found
@@ -317,7 +318,8 @@ def date_of(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
     in_folder = _folder_date(path) if not found else None
     if len(found) != 1 and in_folder is None:
         held = f"several dates ({', '.join(sorted(found))})" if found else \
-            "no date (YYYY-MM-DD), nor does a folder above it (date=YYYY-MM-DD/ or YYYY-MM-DD/)"
+            "no date (YYYY-MM-DD or q's YYYY.MM.DD), nor does a folder above it (date=YYYY-MM-DD/, YYYY-MM-DD/ or an " \
+            "HDB's YYYY.MM.DD/)"
         kind = "seconds after midnight" if cmap.ts_unit in DAY_CLOCK_UNITS else "times of day"
         # (one --date stamps every file given with that day: for files of several days, each must say its own)
         raise ValueError(f"{path}: its times are {kind} and the day is not given; its name holds {held}: name each "

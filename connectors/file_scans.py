@@ -84,7 +84,8 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
         rows = pl.scan_parquet(rust_path(path))
         spark = _spark_instants(path)
         instants = spark + int96_instants(path, spark)
-        return nested_fields(rows.with_columns(pl.col(c).dt.replace_time_zone("UTC") for c in instants))
+        rows = rows.with_columns(pl.col(c).dt.replace_time_zone("UTC") for c in instants)
+        return nested_fields(clocks_as_text(rows))
     if is_json_lines(path):  # parsed once into a Parquet copy, a row per line
         return pl.scan_parquet(rust_path(json_lines.table(path).copy))
     if is_csv(path):
@@ -108,6 +109,30 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
             truncate_ragged_lines=dialect.ragged,
             with_column_names=None if names else lambda found: [n.strip() for n in found]))
     raise ValueError(unsupported_type(path))
+
+
+def clocks_as_text(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """A Parquet file's times of day (Arrow's time32/time64, a q time as pykx and arrowkdb write it) and timespans
+    (Duration, q's `n`) as clock text to the ns (`09:30:00.265336495`), which a date column, a `--date` or a date in
+    the file's name or folder gives the day of, as it does a CSV's. Polars' own cast of a time to text drops the
+    fraction of the second (review324 #1), and it casts no duration to text at all (#4). A timespan of a day or more
+    is written past 24:00 (`25:30:00`: 01:30 the day after, connectors/past_midnight.py); a negative one is null."""
+    schema = rows.collect_schema()
+    times = [c for c, dtype in schema.items() if dtype == pl.Time]
+    spans = [c for c, dtype in schema.items() if isinstance(dtype, pl.Duration)]
+    if not times and not spans:
+        return rows
+    return rows.with_columns([pl.col(c).dt.to_string("%H:%M:%S%.9f") for c in times]
+                             + [_span_clock(pl.col(c).dt.total_nanoseconds()).alias(c) for c in spans])
+
+
+def _span_clock(ns: pl.Expr) -> pl.Expr:
+    """Nanoseconds after midnight -> `HH:MM:SS.fffffffff` (hours past 23 as written: `25:30:00...`)."""
+    seconds = ns // 10**9
+    parts = [(seconds // 3600).cast(pl.String).str.zfill(2), pl.lit(":"),
+             (seconds // 60 % 60).cast(pl.String).str.zfill(2), pl.lit(":"),
+             (seconds % 60).cast(pl.String).str.zfill(2), pl.lit("."), (ns % 10**9).cast(pl.String).str.zfill(9)]
+    return pl.when(ns >= 0).then(pl.concat_str(parts))
 
 
 SPARK_SCHEMA = "org.apache.spark.sql.parquet.row.metadata"  # the key-value metadata Spark writes its schema in

@@ -364,7 +364,8 @@ def _date_and_time(by_normal: Mapping[str, str], first: Callable[..., Any] | Non
     clock = next((by_normal[c] for c in TIME_OF_DAY_NAMES if c in by_normal), None)
     if date is None or clock is None or first is None:
         return None
-    return f"{date}+{clock}" if re.match(r"^\d{1,2}:\d\d", str(first(clock) or "")) else None
+    # (q's timespan of a time of day, `0D09:30:00.265336495`, is one too)
+    return f"{date}+{clock}" if re.match(r"^(0D)?\d{1,2}:\d\d", str(first(clock) or "")) else None
 
 
 def _date_and_clock(names: list[str], ts: str | None, first: Callable[..., Any] | None) -> str | None:

@@ -478,8 +478,9 @@ def test_date_file_name_takes_the_day_of_the_nearest_folder_that_holds_one(tmp_p
     flat = tmp_path / "flat" / "trades.csv"  # no date in its name nor its folders: refused, one --date not urged
     flat.parent.mkdir()
     flat.write_text(paths[0].read_text())
-    with pytest.raises(ValueError, match=r"its name holds no date \(YYYY-MM-DD\), nor does a folder above it "
-                                         r"\(date=YYYY-MM-DD/ or YYYY-MM-DD/\): name each day's file or folder with "
+    with pytest.raises(ValueError, match=r"its name holds no date \(YYYY-MM-DD or q's YYYY.MM.DD\), nor does a "
+                                         r"folder above it \(date=YYYY-MM-DD/, YYYY-MM-DD/ or an HDB's YYYY.MM.DD/\): "
+                                         r"name each day's file or folder with "
                                          r"its date, or give the day with --date YYYY-MM-DD when every file given is "
                                          r"of that one day"):
         FileReplay(flat, columns=map_from_options(detect=True, date="file_name"))
@@ -500,7 +501,7 @@ def test_times_of_day_as_text_take_the_day_given(tmp_path: Path) -> None:
                                              r"folder, holds"):
             FileReplay(path, columns=map_from_options(detect=True, **options))
     (tmp_path / "full.csv").write_text("Time,Price,Volume\n2026-03-10 09:00:00,3450,100\n")
-    with pytest.raises(ValueError, match=r"which is no time of day alone: drop date"):
+    with pytest.raises(ValueError, match=r"which holds its own date: drop date"):
         FileReplay(tmp_path / "full.csv", columns=map_from_options(detect=True, date="2026-03-10"))
 
 

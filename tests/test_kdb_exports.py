@@ -1,0 +1,115 @@
+"""kdb+/q exports read as q writes them (review324): a date column beside a q time or timespan in Parquet (pykx's
+and arrowkdb's Time and Duration types) to the ns, q's timestamp text (`2019.02.04D09:30:00.123456789`) and
+timespans (`0D09:30:00.123`) in CSV without a hand-written format, and HDB partition folders (`2019.02.04/`) as
+each file's day. Every fixture is a real CSV or Parquet file written here and read by the real replay."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import drain
+from connectors.replay import FileReplay
+
+DAY = date(2019, 2, 4)
+OPEN_NS = int(datetime(2019, 2, 4, 9, 30, tzinfo=timezone.utc).timestamp()) * 10**9
+# sub-second parts of three rows at each precision q and its exporters write (time32[ms], time64[us], time64[ns])
+FRACTIONS = {"ms": [265_000_000, 370_000_000, 372_000_000],
+             "us": [265_336_000, 370_773_000, 372_437_000],
+             "ns": [265_336_495, 370_773_435, 372_437_508]}
+
+
+def trades(clock: list, **extra: list) -> pl.DataFrame:
+    return pl.DataFrame({**extra, "time": clock, "sym": ["AAPL", "MSFT", "GE"], "price": [170.0, 105.01, 9.49],
+                         "size": [500, 100, 200]})
+
+
+def read(paths: list[Path], columns: dict | None = None) -> tuple[list, FileReplay]:
+    replay = FileReplay(paths, columns=columns)
+    return drain(replay), replay
+
+
+@pytest.mark.parametrize("precision", ["ms", "us", "ns"])
+def test_a_parquet_date_beside_a_q_time_keeps_every_sub_second_digit(tmp_path: Path, precision: str) -> None:
+    fractions = FRACTIONS[precision]
+    clock = pl.Series("time", [(9 * 3600 + 30 * 60) * 10**9 + part for part in fractions]).cast(pl.Time)  # ns
+    frame = trades([None] * 3, date=[DAY] * 3).with_columns(clock)
+    assert frame.schema["time"] == pl.Time and frame.schema["date"] == pl.Date
+    path = tmp_path / "trade.parquet"
+    frame.write_parquet(path)
+    ticks, replay = read([path])
+    assert [t.ts for t in ticks] == [OPEN_NS + part for part in fractions]
+    assert any("2019-02-04 09:30:00.265" in note for note in replay.notes)  # the note quotes the full time
+
+
+@pytest.mark.parametrize("unit", ["ms", "us", "ns"])
+def test_a_parquet_timespan_beside_a_date_is_its_time_of_day(tmp_path: Path, unit: str) -> None:
+    fractions = FRACTIONS[unit]
+    spans = pl.Series("time", [(9 * 3600 + 30 * 60) * 10**9 + part for part in fractions]) \
+        .cast(pl.Duration("ns")).cast(pl.Duration(unit))
+    frame = trades([None] * 3, date=[DAY] * 3).with_columns(spans)
+    path = tmp_path / "trade.parquet"
+    frame.write_parquet(path)
+    ticks, _ = read([path], None)
+    assert [t.ts for t in ticks] == [OPEN_NS + part for part in fractions]
+
+
+def test_a_parquet_timespan_takes_its_day_from_an_hdb_partition_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "2019.02.04"
+    folder.mkdir()
+    spans = pl.Series("time", [(9 * 3600 + 30 * 60) * 10**9 + part for part in FRACTIONS["ns"]]) \
+        .cast(pl.Duration("ns"))
+    trades([None] * 3).with_columns(spans).write_parquet(folder / "trade.parquet")
+    ticks, replay = read([folder / "trade.parquet"], {"date": "file_name"})
+    assert [t.ts for t in ticks] == [OPEN_NS + part for part in FRACTIONS["ns"]]
+    assert any("from its folder '2019.02.04'" in note for note in replay.notes)
+
+
+def test_q_timestamp_text_is_read_to_the_ns_without_a_format(tmp_path: Path) -> None:
+    path = tmp_path / "trade.csv"
+    path.write_text("time,sym,price,size,ex,cond\n2019.02.04D09:30:00.265336495,AAPL,170,500,Z,@\n"
+                    "2019.02.04D09:30:00.370773435,MSFT,105.01,100,P, \n2019.02.04D09:30:00.372437508,GE,9.49,200,K,\n")
+    ticks, _ = read([path])
+    assert [t.ts for t in ticks] == [OPEN_NS + part for part in FRACTIONS["ns"]]
+
+
+@pytest.mark.parametrize("precision", ["ms", "us", "ns"])
+def test_a_csv_q_date_beside_a_q_time_or_timespan_keeps_its_digits(tmp_path: Path, precision: str) -> None:
+    digits = {"ms": 3, "us": 6, "ns": 9}[precision]
+    for prefix in ("", "0D"):  # a q time (`t`) or a timespan (`n`), as `save` writes each
+        path = tmp_path / f"trade{prefix}.csv"
+        rows = [f"2019.02.04,{prefix}09:30:00.{str(part).zfill(9)[:digits]},{sym},1,1"
+                for part, sym in zip(FRACTIONS[precision], ["AAPL", "MSFT", "GE"])]
+        path.write_text("date,time,sym,price,size\n" + "\n".join(rows) + "\n")
+        ticks, _ = read([path])
+        assert [t.ts for t in ticks] == [OPEN_NS + part for part in FRACTIONS[precision]], prefix
+
+
+def test_an_rdb_timespan_reads_on_the_date_given_with_or_without_its_format(tmp_path: Path) -> None:
+    path = tmp_path / "rdb_trade.csv"
+    path.write_text("time,sym,price,size\n0D09:30:00.265336495,AAPL,170.0,500\n0D09:30:00.370773435,MSFT,105.01,100\n")
+    expected = [OPEN_NS + part for part in FRACTIONS["ns"][:2]]
+    for extra in ({}, {"ts_format": "0D%H:%M:%S%.f"}, {"ts_format": "%H:%M:%S%.f"}):
+        ticks, _ = read([path], {"date": "2019-02-04", **extra})
+        assert [t.ts for t in ticks] == expected, extra
+    with pytest.raises(ValueError, match="a time of day without a date: give the day with --date"):
+        read([path])  # no date anywhere: asked for, not "drop date"
+
+
+def test_hdb_partition_folders_named_the_q_way_give_each_file_its_day(tmp_path: Path) -> None:
+    for day in ("2019.02.04", "2019.02.05"):
+        (tmp_path / day).mkdir()
+        (tmp_path / day / "trade.csv").write_text("time,sym,price,size\n09:30:00.265,AAPL,170,100\n")
+    ticks, replay = read([tmp_path], {"date": "file_name"})
+    assert sorted(t.ts for t in ticks) == [OPEN_NS + 265_000_000 + k * 86_400 * 10**9 for k in (0, 1)]
+    assert any("from its folder '2019.02.05'" in note for note in replay.notes)
+
+
+def test_a_q_date_in_a_file_name_is_its_day(tmp_path: Path) -> None:
+    path = tmp_path / "trade.2019.02.04.csv"
+    path.write_text("time,sym,price,size\n09:30:00.265,AAPL,170,100\n")
+    ticks, _ = read([path], {"date": "file_name"})
+    assert [t.ts for t in ticks] == [OPEN_NS + 265_000_000]
