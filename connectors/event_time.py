@@ -19,7 +19,8 @@ from connectors.epoch_counts import (
 )
 from connectors.epoch_parts import epoch_parts_ns, is_epoch_parts
 from connectors.local_times import local_instants, time_column
-from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, COUNT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS
+from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, COUNT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, NS_SINCE_2000, UNITS
+from connectors.tick_times import Q_EPOCH_NS
 from connectors.utc_offsets import UTC_OFFSET
 
 
@@ -66,6 +67,9 @@ def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None,
     if not (dtype.is_integer() or dtype.is_float() or isinstance(dtype, pl.Decimal)):
         hint = "; set ts_unit='datetime'" if isinstance(dtype, pl.Datetime) or dtype in (pl.Date, pl.String) else ""
         raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a number of {cmap.ts_unit}{hint}")
+    if cmap.ts_unit == NS_SINCE_2000:  # q's timestamp as its long: a wall clock's reading, as q's own are
+        naive = (col.cast(pl.Int64, strict=False) + Q_EPOCH_NS).cast(pl.Datetime("ns"))
+        return local_instants(naive, cmap.tz, second_pass).dt.epoch("ns")
     if cmap.ts_unit == EXCEL_DAYS:  # to the millisecond, the finest a spreadsheet's time holds (1e-8 day: 0.9 ms)
         offset = ((col.cast(pl.Float64) - EXCEL_EPOCH_DAYS) * 86_400e3).round().cast(pl.Int64, strict=False) * 10**6
         return local_instants(pl.lit(0).cast(pl.Datetime("ns")) + pl.duration(nanoseconds=offset, time_unit="ns"),
@@ -134,7 +138,7 @@ EXCEL_EPOCH_DAYS = 25569.0  # 1970-01-01 as a spreadsheet's serial date (day 0: 
 
 def ts_in_ns(cmap: ColumnMap, dtype: pl.DataType) -> bool:
     """Whether ts_expr already gives int ns (else raw numbers in ts_unit, scaled in Python)."""
-    return cmap.ts_unit in ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS) or \
+    return cmap.ts_unit in ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS, NS_SINCE_2000) or \
         (cmap.ts_unit in DECIMAL_TEXT_UNITS and dtype == pl.String) \
         or is_epoch_parts(cmap) or (isinstance(dtype, pl.Decimal) and cmap.ts_unit in UNITS)
 

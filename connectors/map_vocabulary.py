@@ -26,7 +26,10 @@ EPOCH = "epoch"  # an epoch number in the unit (s, ms, us, ns) its first value's
 DETECT = "auto"  # what the column's first value shows: datetime text (with its format), or an epoch number's unit
 # a spreadsheet's serial date: days (and their fraction) since 1899-12-30 (Bloomberg's `Dates`)
 EXCEL_DAYS = "excel_days"
-TS_UNITS = (*UNITS, EPOCH, "datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS, DETECT)
+# q's timestamp as its long (pykx's and arrowkdb's raw `p`): ns since 2000-01-01, wall-clock time like q's own (UTC
+# unless `tz`); read from 1970 it is ~30 years early (review324 #5)
+NS_SINCE_2000 = "ns_since_2000"
+TS_UNITS = (*UNITS, EPOCH, "datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS, NS_SINCE_2000, DETECT)
 DECIMALS = ("comma", "point")  # `decimal`: a CSV's decimal separator, as words
 DATE_FROM_NAME = "file_name"  # `date`: the one ISO date the file's name holds (LOBSTER's AAPL_2012-06-21_...)
 # `Date+Time`: a map's columns joined by '+', except a '+' inside a header's parentheses or brackets (the zone of
@@ -40,7 +43,7 @@ def joined_columns(text: str) -> tuple[str, ...]:
 
 
 # the units a `tz` applies to: epoch numbers are UTC already (DETECT: checked again once resolved)
-LOCAL_TIME_UNITS = ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS, DETECT)
+LOCAL_TIME_UNITS = ("datetime", *DAY_CLOCK_UNITS, EXCEL_DAYS, NS_SINCE_2000, DETECT)
 VALUE_FIELDS = ("price", "size", "side", "bid", "ask", "bid_size", "ask_size")
 NUMERIC_FIELDS = ("price", "size", "bid", "ask", "bid_size", "ask_size")
 TRADE_FIELDS = ("price", "size", "side")

@@ -79,8 +79,13 @@ def check_ts_unit(stream: str, ts: int, now_ns: int, last_ts: int | None) -> Non
     (`ts_unit_guess`: as ns it is in January 1970) is refused as ts_unit, naming the probable unit, when the
     stream's earlier ticks are epoch times (2000 or later: it would go back 50 years) or, for a stream with none,
     when in that unit it is within TS_UNIT_NEAR_CLOCK_NS of the receiver's clock (a feed stamping time.time() in
-    ms). A stream on a clock of its own (small counts from 0, a simulation's) is left alone: its first tick is no
+    ms). So is a new stream's first ts that, counted from q's epoch (2000-01-01: `q_epoch_reading`), is within that
+    of the clock: a kdb+ timestamp sent as its long. A stream on a clock of its own (small counts from 0, a simulation's) is left alone: its first tick is no
     present-day time in any unit, and its later ones follow earlier ticks that are no epoch times."""
+    if last_ts is None and q_epoch_reading(ts) and abs(ts + Q_EPOCH_NS - now_ns) <= TS_UNIT_NEAR_CLOCK_NS:
+        raise InvalidTick("ts_unit", f"ts {ts} reads as {utc_text(ts)}: ts is in nanoseconds since 1970-01-01; this "
+                                     f"looks like ns since 2000-01-01, q's epoch (a kdb+ timestamp's long: "
+                                     f"{utc_text(ts + Q_EPOCH_NS)} read so): send ts + {Q_EPOCH_NS:,}", stream)
     if ts >= _Y2000_NS or (guess := ts_unit_guess(ts)) is None:
         return
     unit, per = guess
@@ -93,11 +98,32 @@ def check_ts_unit(stream: str, ts: int, now_ns: int, last_ts: int | None) -> Non
 
 
 def first_ts_hint(ts: int) -> str | None:
-    """Why a stream's first ts looks wrong, in words (0: an unset time; else `ts_unit_hint`); None when it does not.
-    Such a tick is accepted (a simulation may start at 0), but its stream then runs on a clock of its own."""
+    """Why a stream's first ts looks wrong, in words (0: an unset time; else `ts_unit_hint`, `q_epoch_hint`); None
+    when it does not. Such a tick is accepted (a simulation may start at 0), but its stream then runs on a clock of
+    its own."""
     if ts == 0:
         return "ts 0: an unset time? (ts counts nanoseconds since the epoch; its next ticks may be years later)"
-    return ts_unit_hint(ts)
+    return ts_unit_hint(ts) or q_epoch_hint(ts)
+
+
+# q's epoch, 2000-01-01: a kdb+ timestamp's long (pykx's and arrowkdb's raw `p`, a q bridge's `"j"$`) counts ns from
+# it, so read from 1970 it is 946,684,800 s (~30 years) early: a 2026 tick reads as 1996 (review324 #5)
+Q_EPOCH_NS = _Y2000_NS
+_Y1980_NS = 315_532_800 * 10**9
+
+
+def q_epoch_reading(ts: int) -> bool:
+    """Whether ns since 1970 read as ns since q's epoch makes a present-day time the 1970 reading is not: before
+    2000 (from 1980) read so, 2000..2100 as q counts. Only ns: q's timestamps are ns."""
+    return _Y1980_NS <= ts < _Y2000_NS and ts + Q_EPOCH_NS < _Y2100_NS
+
+
+def q_epoch_hint(ts: int) -> str | None:
+    """A ts that looks counted from q's epoch (`q_epoch_reading`), in words; None otherwise."""
+    if not q_epoch_reading(ts):
+        return None
+    return (f"ts {ts} is {utc_text(ts)}, but as ns since 2000-01-01 (q's epoch: a kdb+ timestamp sent as its long) it "
+            f"is {utc_text(ts + Q_EPOCH_NS)}: if so, send ts + {Q_EPOCH_NS:,} (ns since 1970)")
 
 
 def utc_text(ns: int) -> str:

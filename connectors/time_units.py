@@ -12,11 +12,13 @@ from typing import Any, Callable
 
 import polars as pl
 
+from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.datetime_text import time_formats
 from connectors.field_names import normal_name
-from connectors.map_vocabulary import COUNT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS, joined_columns
+from connectors.map_vocabulary import COUNT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, NS_SINCE_2000, UNITS, joined_columns
 from connectors.number_separators import COMMA_GROUPED
+from connectors.tick_times import Q_EPOCH_NS, q_epoch_reading, utc_text
 
 # a present-day time, in ns since the epoch: 1990..2200 (a date of market data)
 EPOCH_1990_NS, EPOCH_2200_NS = 631_152_000 * 10**9, 7_258_118_400 * 10**9
@@ -35,12 +37,22 @@ def is_epoch(text: str) -> str | None:
 
 
 def epoch_note(path: Path, cmap: ColumnMap, first_ns: Any) -> list[str]:
-    """A note when the first time, read in the map's epoch unit, is not a date of market data (1990..2200)."""
-    if not isinstance(first_ns, int) or EPOCH_1990_NS <= first_ns < EPOCH_2200_NS:
+    """A note when the first time, read in the map's epoch unit, is not a date of market data (1990..2200), naming
+    the unit that makes it one; a warning when ns since q's epoch (2000-01-01) make it one while the 1970 reading is
+    before 2000 (a kdb+ timestamp's long: 2024's ticks read as 1994's, which is in 1990..2200)."""
+    if not isinstance(first_ns, int):
         return []
     raw = first_ns // UNITS[cmap.ts_unit]
-    if epoch_unit(raw) == cmap.ts_unit:  # no unit makes it a present-day time
+    if cmap.ts_unit == "ns" and q_epoch_reading(first_ns):
+        return [Caution(f"{path.name}: the first time, {raw} ns since 1970, is {utc_text(first_ns)}, but as ns since "
+                        f"2000-01-01 (q's epoch: a kdb+ timestamp written as a long, as pykx and arrowkdb write "
+                        f"its raw value) it is {utc_text(first_ns + Q_EPOCH_NS)}: if column {cmap.ts!r} counts from "
+                        f"2000, give --ts-unit {NS_SINCE_2000} (and --tz for local times)")]
+    if EPOCH_1990_NS <= first_ns < EPOCH_2200_NS:
         return []
+    if epoch_unit(raw) == cmap.ts_unit:  # no unit makes it a present-day time: said all the same
+        return [f"{path.name}: the first time, {raw} {cmap.ts_unit} since the epoch ({utc_text(first_ns)}), is not "
+                f"in 1990..2200, in any epoch unit: check column {cmap.ts!r} is the time"]
     return [f"{path.name}: the first time, {raw} {cmap.ts_unit} since the epoch, is not in 1990..2200: "
             f"if column {cmap.ts!r} counts {epoch_unit(raw)}, give --ts-unit {epoch_unit(raw)}"]
 

@@ -113,3 +113,25 @@ def test_a_q_date_in_a_file_name_is_its_day(tmp_path: Path) -> None:
     path.write_text("time,sym,price,size\n09:30:00.265,AAPL,170,100\n")
     ticks, _ = read([path], {"date": "file_name"})
     assert [t.ts for t in ticks] == [OPEN_NS + 265_000_000]
+
+
+@pytest.mark.parametrize("year", [2019, 2024])
+def test_a_q_epoch_long_column_is_warned_of_and_read_with_ns_since_2000(tmp_path: Path, year: int) -> None:
+    q_epoch = 946_684_800 * 10**9
+    opening = int(datetime(year, 2, 4, 14, 30, tzinfo=timezone.utc).timestamp()) * 10**9  # 09:30 in New York
+    path = tmp_path / "trade.parquet"
+    trades([opening - q_epoch + part - 5 * 3600 * 10**9 for part in FRACTIONS["ns"]]).write_parquet(path)
+    ticks, replay = read([path])  # read from 1970: 30 years early (1989, 1994), warned of with the option
+    assert [t.ts for t in ticks] == [opening - q_epoch + part - 5 * 3600 * 10**9 for part in FRACTIONS["ns"]]
+    warned, = [c for c in replay.cautions if "q's epoch" in c]
+    assert f"it is {year}-02-04T09:30:00.265336495Z" in warned and "give --ts-unit ns_since_2000" in warned
+    ticks, replay = read([path], {"ts_unit": "ns_since_2000", "tz": "America/New_York"})
+    assert [t.ts for t in ticks] == [opening + part for part in FRACTIONS["ns"]]
+    assert not [c for c in replay.cautions if "q's epoch" in c]
+
+
+def test_an_epoch_time_out_of_1990_2200_in_every_unit_gets_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "trade.csv"
+    path.write_text("time,sym,price,size\n160000000000000000,AAPL,170,1\n")  # 1975 as ns, no q epoch reading
+    _, replay = read([path], {"ts_unit": "ns"})
+    assert any("is not in 1990..2200" in note for note in replay.notes), replay.notes

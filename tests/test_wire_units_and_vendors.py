@@ -44,6 +44,22 @@ def test_ts_in_ms_or_us_is_refused_naming_the_unit(clients) -> None:
     assert ms not in held and us not in held and held[ns]["last_ts"] == T0
 
 
+def test_a_kdb_timestamp_sent_as_its_long_is_refused_naming_q_epoch(clients) -> None:
+    """review324 #5: a q bridge's `"j"$.z.p` counts ns from 2000-01-01, so read from 1970 today's tick is ~1996's."""
+    control, sub, push = clients
+    ctl, feed, rejects = control(), push(), sub("_rejects/")
+    q_epoch = 946_684_800 * 10**9
+    s = fresh_stream("QLONG")
+    q_long = time.time_ns() - q_epoch
+    refused, = _refusals(rejects, feed, trade(s, q_long))
+    assert refused["reason"] == "ts_unit" and refused["stream"] == s
+    assert "looks like ns since 2000-01-01, q's epoch" in refused["error"]
+    assert f"send ts + {q_epoch:,}" in refused["error"]
+    # the same stream sent right is taken: nothing of the refused tick held it
+    feed.send(msgpack.packb(trade(s, q_long + q_epoch)))
+    wait_until(lambda: (ctl.ok("streams", streams=[s])["streams"].get(s) or {}).get("last_ts") == q_long + q_epoch)
+
+
 def test_streams_on_a_clock_of_their_own_keep_working(clients) -> None:
     """Small counts (a test's, a simulation's) are no present-day time in any unit; once a stream runs on them, a
     later count that happens to read as today in ms is its own clock's next tick."""

@@ -89,7 +89,8 @@ def _add_layout_options(group: argparse._ArgumentGroup) -> None:
                        "datetime column), seconds_after_midnight, ms_after_midnight, us_after_midnight, "
                        "ns_after_midnight (with --date), hhmmss, hhmmss_ms, hhmmss_us, hhmmss_ns (a wall clock's "
                        "digits, KRX's 090001418 is hhmmss_ms), excel_days (a "
-                       "spreadsheet's serial date: days since 1899-12-30); a --columns map "
+                       "spreadsheet's serial date: days since 1899-12-30), ns_since_2000 (q's timestamp as a long: ns "
+                       "since q's epoch 2000-01-01); a --columns map "
                        "without it reads what the column's first value shows")
     group.add_argument("--ts-format", metavar="FORMAT", help="strftime codes of datetime text that is not ISO 8601, "
                        "e.g. '%%Y%%m%%d %%H:%%M:%%S%%.f' (implies --ts-unit datetime)")
