@@ -53,7 +53,8 @@ def condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names
 # Sale conditions (TAQ's TR_SCOND `@ F I`, Polygon's conditions `12,37`, TickData's Sales Condition): prints of
 # their kinds (odd lots, out-of-sequence, after hours, Form T), regular trades that no map reads unless it filters
 SALE_CONDITION_NAMES = ("tr_scond", "conditions", "condition", "sale_condition", "sale_conditions", "sales_condition",
-                        "sales_conditions", "trade_condition", "trade_conditions", "trade_conds")
+                        "sales_conditions", "trade_condition", "trade_conditions", "trade_conds",
+                        "cond")  # a kdb+ trade table's (`time sym price size ex cond`, TAQ's as q loads it)
 
 
 def sale_condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,

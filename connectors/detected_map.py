@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from connectors import json_lines
 from connectors.archives import not_utf8
@@ -41,7 +41,7 @@ def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Call
     every = "" if own_map else " (the keys given apply to every file; a replay list gives each file its own " \
                                "map: docs/replay.md)"
     if isinstance(spec, Refine):  # its columns as the file spells them (`TS` for `ts`), as a whole map's are
-        spec = Refine(spelled_as_the_file(spec.keys, schema))
+        spec = Refine(spelled_as_the_file(spec.keys, schema), spec.across_files)
         # detection reads the time column given by its name (polars' error would name no option); the other
         # columns are checked once the keys are applied, after what is wrong with the keys themselves
         timed = {key: spec.keys[key] for key in ("ts", "trade_date") if key in spec.keys}  # (`trade_date=TD`)
@@ -82,6 +82,9 @@ def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Call
     zoned = cmap.tz is not None  # a layout known to write its zone (IQFeed's Eastern time): no venue's note
     # TAQ's New York, B3's Sao Paulo, unless --tz says otherwise (or the times carry their offset)
     detected = cmap = venue_zone(cmap, schema, lambda: time_sample(path, names, dialect, cmap.ts_columns))
+    other_kind: list[str] = []
+    if isinstance(spec, Refine) and spec.across_files and not own_map:
+        spec, other_kind = _other_kinds_keys_left_out(path, spec, cmap, schema)
     try:
         cmap = spec.apply(cmap) if isinstance(spec, Refine) else cmap
     except ValueError as e:  # the keys given, applied to each file: name the one they do not fit
@@ -97,7 +100,28 @@ def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Call
     kind_notes += venue_note(path, cmap, schema, names, dialect) + correction_notes + [
         note for said in (condition_note, amendment_note, sale_condition_note)
         for note in said(path, cmap, schema, names, dialect)]
-    return spec, cmap, kind_notes, date_notes, zone_notes, shaped_note
+    return spec, cmap, other_kind + kind_notes, date_notes, zone_notes, shaped_note
+
+
+KIND_KEYS = {"trades": ("price", "size", "side"), "quotes": ("bid", "ask", "bid_size", "ask_size")}
+
+
+def _other_kinds_keys_left_out(path: Path, spec: Refine, cmap: ColumnMap, schema: Mapping[str, Any],
+                               ) -> tuple[Refine, list[str]]:
+    """The keys given for every file without those of the other kind of ticks that name columns this file lacks:
+    `--columns bid_size=bsize,ask_size=asize` for `trade.csv quote.csv` (kdb+tick's pair) reads the quote file's
+    sizes and leaves the trade file's map as detected, with a note (review324 #2); was a refusal of the trade
+    file. A key of this file's own kind that names a column it lacks is still refused (a typo, a wrong file)."""
+    own = KIND_KEYS["quotes"] if cmap.price is None else KIND_KEYS["trades"] if cmap.bid is None else ()
+    left = [k for k in spec.keys if k not in own and any(k in keys for keys in KIND_KEYS.values())
+            and isinstance(spec.keys[k], str) and spec.keys[k] not in schema]
+    if not own or not left:
+        return spec, []
+    kind = "quotes" if cmap.price is None else "trades"
+    given = ",".join(f"{k}={spec.keys[k]}" for k in left)
+    return Refine({k: v for k, v in spec.keys.items() if k not in left}, spec.across_files), [
+        f"{path.name}: --columns {given} not applied to this file of {kind}, which lacks "
+        f"{', '.join(repr(spec.keys[k]) for k in left)}: those keys read the other files' ticks"]
 
 
 # MetaTrader's tick export: what marks it is its FLAGS column (which of bid, ask, last, volume the row changed)

@@ -182,7 +182,7 @@ def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
         notes += histdata_zone(path, guessed, cmap)
         notes += quote_cautions(path, dialect.rows, guessed) if dialect is not None else []
     elif not isinstance(spec, ColumnMap):
-        given = ("no column map given" if spec is None
+        given = ("no column map given" if spec is None or not spec.keys  # (none left for it: `_other_kinds_...`)
                  else f"detected, with the keys given ({', '.join(sorted(spec.keys))})")
         # a preset picked by its columns says so: its vendor's reading (sides, zone, filters) came with it
         by_preset = f"preset {cmap.preset} (the file has its columns): " if cmap.preset else ""

@@ -93,9 +93,12 @@ READING_KEYS = ("price_offset", "hours", "price_format", "zero_bid")  # options 
 
 @dataclass(frozen=True)
 class Refine:
-    """Detect each file's layout (from `names` for a header-less CSV), then apply these keys to it."""
+    """Detect each file's layout (from `names` for a header-less CSV), then apply these keys to it. `across_files`:
+    the keys were given for several files at once (a key of the other kind of ticks that names a column a file lacks
+    is then left out for that file: connectors/detected_map.py)."""
 
     keys: dict[str, Any]
+    across_files: bool = False
 
     def apply(self, detected: ColumnMap) -> ColumnMap:
         spec = detected.to_dict() | self.keys

@@ -202,6 +202,9 @@ class OpenedFiles:
         Where the only files given are a folder's `.txt` files of no data rows (a one-line readme), the folder is
         refused as one holding no tick file, as the docs say, not read as files of no ticks."""
         plans, no_layout, not_ticks_said = [], [], []
+        if len(specs) > 1:  # one set of keys for several files (`trade.csv quote.csv`): each file's kind its own
+            specs = [(path, replace(cmap, across_files=True) if isinstance(cmap, Refine) else cmap, explicit)
+                     for path, cmap, explicit in specs]
         for spec in specs:
             try:
                 plans += self._plans(*spec)

@@ -135,3 +135,21 @@ def test_an_epoch_time_out_of_1990_2200_in_every_unit_gets_a_note(tmp_path: Path
     path.write_text("time,sym,price,size\n160000000000000000,AAPL,170,1\n")  # 1975 as ns, no q epoch reading
     _, replay = read([path], {"ts_unit": "ns"})
     assert any("is not in 1990..2200" in note for note in replay.notes), replay.notes
+
+
+def test_kdbtick_quote_sizes_are_read_and_a_quote_map_leaves_the_trade_file_beside_it_alone(tmp_path: Path) -> None:
+    trade, quote = tmp_path / "trade.csv", tmp_path / "quote.csv"
+    trade.write_text("time,sym,price,size,ex,cond\n2019.02.04D09:30:00.265336495,AAPL,170,500,Z,@\n")
+    quote.write_text("time,sym,bid,ask,bsize,asize,ex\n2019.02.04D09:30:01.453810772,AAPL,169.99,170.01,300,400,N\n")
+    ticks, replay = read([trade, quote])  # sym.q's quote schema: bsize/asize are the sizes
+    assert [(t.kind, t.bid_size, t.ask_size) for t in ticks] == [("trade", None, None), ("quote", 300.0, 400.0)]
+    assert any("bid_size=bsize, ask_size=asize" in note for note in replay.notes)
+    assert any("sale conditions are not read ('cond' holds '@')" in note for note in replay.notes)
+    quote.write_text("time,sym,bid,ask,bs,as_,ex\n2019.02.04D09:30:01.453810772,AAPL,169.99,170.01,300,400,N\n")
+    ticks, replay = read([trade, quote], {"bid_size": "bs", "ask_size": "as_"})
+    assert [(t.kind, t.size, t.bid_size, t.ask_size) for t in ticks] == [("trade", 500.0, None, None),
+                                                                         ("quote", None, 300.0, 400.0)]
+    assert "trade.csv: --columns bid_size=bs,ask_size=as_ not applied to this file of trades, which lacks 'bs', " \
+           "'as_': those keys read the other files' ticks" in replay.notes
+    with pytest.raises(ValueError, match=r"the column map needs \['bsz'\], which the file lacks"):
+        read([trade, quote], {"bid_size": "bsz"})  # a key of the quote file's own kind it lacks: still refused
