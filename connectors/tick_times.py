@@ -80,7 +80,8 @@ def check_ts_unit(stream: str, ts: int, now_ns: int, last_ts: int | None) -> Non
     stream's earlier ticks are epoch times (2000 or later: it would go back 50 years) or, for a stream with none,
     when in that unit it is within TS_UNIT_NEAR_CLOCK_NS of the receiver's clock (a feed stamping time.time() in
     ms). So is a new stream's first ts that, counted from q's epoch (2000-01-01: `q_epoch_reading`), is within that
-    of the clock: a kdb+ timestamp sent as its long. A stream on a clock of its own (small counts from 0, a simulation's) is left alone: its first tick is no
+    of the clock: a kdb+ timestamp sent as its long. A stream on a clock of its own (small counts from 0, a
+    simulation's) is left alone: its first tick is no
     present-day time in any unit, and its later ones follow earlier ticks that are no epoch times."""
     if last_ts is None and q_epoch_reading(ts) and abs(ts + Q_EPOCH_NS - now_ns) <= TS_UNIT_NEAR_CLOCK_NS:
         raise InvalidTick("ts_unit", f"ts {ts} reads as {utc_text(ts)}: ts is in nanoseconds since 1970-01-01; this "

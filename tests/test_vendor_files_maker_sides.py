@@ -238,7 +238,8 @@ def test_lobster_file_renamed_needs_its_day_and_is_pointed_to_the_preset(tmp_pat
                                          r"direction\): --preset lobster-messages reads its executions as trades"):
         FileReplay(path)
     with pytest.raises(ValueError, match=r"aapl-messages.csv: its times are seconds after midnight and the day is "
-                                         r"not given; its name holds no date \(YYYY-MM-DD or q.s YYYY.MM.DD\), nor does a folder above "
+                                         r"not given; its name holds no date \(YYYY-MM-DD or q.s YYYY.MM.DD\), "
+                                         r"nor does a folder above "
                                          r"it .*give the day with --date YYYY-MM-DD when every file given is of "
                                          r"that one day"):
         FileReplay(path, columns="lobster-messages")
