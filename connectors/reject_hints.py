@@ -125,11 +125,32 @@ def _decimal_comma_hint(plan: Any, text: str) -> str:
 NUMBER_AND_UNIT = re.compile(r"^[+-]?\d[\d.,'\s\u00a0\u202f]*?\s*(?P<unit>[^\W\d_]{1,5}|%)\.?$")
 
 
-def _unit_hint(text: str) -> str:
+def _number_unit_hint(text: str) -> str:
     """What a cell that did not read says when a unit follows its number (a currency sign alone is read)."""
     found = NUMBER_AND_UNIT.match(text.strip())
     return (f"; {found['unit']!r} after the number is a unit: remove it from the file (in Excel, format the cells as "
             f"Number before saving as CSV)") if found else ""
+
+
+# q's typed nulls and infinities as `save` and `0:` write them (`0n` float, `0N` long, `0Nj`, `0Np` timestamp, ...):
+# no value, not a number with a unit after it (review324 #9)
+Q_NULL = re.compile(r"^-?0[nNwW][hijefpmdznuvt]?$")
+
+
+def _q_null_hint(text: str) -> str:
+    """What a cell that did not read says when it is a q null or infinity (`0n`, `0N`, `0Nj`, `0w`), else ''."""
+    if not Q_NULL.match(text.strip()):
+        return ""
+    what = "an infinity" if "w" in text.lower() else "null: no value"
+    return (f" ({text.strip()!r} is q's {what}, as a kdb+ export writes it: the row has no such value; drop such "
+            f"rows in q before the export, e.g. select from t where not null price, or leave them rejected)")
+
+
+def _unit_hint(text: str) -> str:
+    """What a cell that did not read says: q's null (`_q_null_hint`), or a unit after its number."""
+    if q_null := _q_null_hint(text):
+        return q_null
+    return _number_unit_hint(text)
 
 
 def _unread_cell(plan: Any, row: int, column: str) -> str:

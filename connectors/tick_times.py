@@ -29,6 +29,17 @@ def _float_ts_hint(ts: Any) -> str:
             "BigInt, with @msgpack/msgpack's useBigInt64)")
 
 
+Q_LONG_NULL = -(2**63)  # q's long null (0N, 0Nj) and its timestamp's (0Np) as the int64 a bridge sends
+
+
+def q_null_said(value: Any) -> str:
+    """What a refusal adds for q's long null sent as a number (a q bridge's `0N`/`0Np`): no value, not a number."""
+    if isinstance(value, int) and not isinstance(value, bool) and value == Q_LONG_NULL:
+        return (" (q's long null, 0N / 0Np: no value, not a number; drop such rows in q, `where not null ...`, or "
+                "leave the field out where it is optional)")
+    return ""
+
+
 def check_ts(obj: dict) -> int:
     """The one timestamp-field rule: `ts` present, an int (not a bool), in [0, 2**63) (int64, from 1970).
 
@@ -44,7 +55,7 @@ def check_ts(obj: dict) -> int:
         raise InvalidTick("ts_not_int", f"ts must be an int of nanoseconds, got {wire_value(ts, 24)}"
                                         f"{_float_ts_hint(ts)}")
     if not 0 <= ts < TS_MAX:
-        raise InvalidTick("ts_out_of_range", f"ts must be in [0, 2**63), got {ts}")
+        raise InvalidTick("ts_out_of_range", f"ts must be in [0, 2**63), got {ts}{q_null_said(ts)}")
     return ts
 
 

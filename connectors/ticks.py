@@ -50,7 +50,7 @@ from connectors.field_names import SIDE_WORDS, renamed
 from connectors.msgpack_reading import NotMsgpack, RepeatedKeys, check_keys, read_msgpack, tick_items, unpack
 from connectors.stream_names import MAX_STREAM_BYTES, check_normalized, check_stream, shown_name, slash_hint
 from connectors.tick_errors import InvalidTick
-from connectors.tick_times import TS_MAX, check_ts, utc_text
+from connectors.tick_times import TS_MAX, check_ts, q_null_said, utc_text
 from connectors.wire_values import check_text, field_list, wire_type, wire_value
 from engine.quoting import quoted
 
@@ -182,7 +182,8 @@ def _number(obj: dict, key: str, *, required: bool, is_price: bool, zero_ok: boo
         if not math.isfinite(value):
             raise InvalidTick("nonfinite_price", f"{key} must be finite, got {sent}")
         if value < 0 or value == 0 and not zero_ok:
-            raise InvalidTick("nonpositive_price", f"{key} must be {'>=' if zero_ok else '>'} 0, got {sent}")
+            raise InvalidTick("nonpositive_price", f"{key} must be {'>=' if zero_ok else '>'} 0, got {sent}"
+                                                   f"{q_null_said(sent)}")
         if value != 0 and not PRICE_RANGE[0] <= value <= PRICE_RANGE[1]:
             raise InvalidTick("price_out_of_range", f"{key} must be within [{PRICE_RANGE[0]:g}, {PRICE_RANGE[1]:g}], "
                                                     f"got {sent}{_MAGNITUDE_WHY}")
@@ -190,7 +191,7 @@ def _number(obj: dict, key: str, *, required: bool, is_price: bool, zero_ok: boo
         if not math.isfinite(value):
             raise InvalidTick("nonfinite_size", f"{key} must be finite, got {sent}")
         if value < 0:
-            raise InvalidTick("negative_size", f"{key} must be >= 0, got {sent}")
+            raise InvalidTick("negative_size", f"{key} must be >= 0, got {sent}{q_null_said(sent)}")
         if value >= MAX_SIZE:
             raise InvalidTick("size_out_of_range", f"{key} must be below {MAX_SIZE:g}, got {sent}{_MAGNITUDE_WHY}")
     return value

@@ -153,3 +153,14 @@ def test_kdbtick_quote_sizes_are_read_and_a_quote_map_leaves_the_trade_file_besi
            "'as_': those keys read the other files' ticks" in replay.notes
     with pytest.raises(ValueError, match=r"the column map needs \['bsz'\], which the file lacks"):
         read([trade, quote], {"bid_size": "bsz"})  # a key of the quote file's own kind it lacks: still refused
+
+
+def test_q_nulls_in_a_csv_are_named_as_q_nulls_not_units(tmp_path: Path) -> None:
+    path = tmp_path / "trade.csv"
+    path.write_text("time,sym,price,size\n2019.02.04D09:30:00.265336495,AAPL,170,500\n"
+                    "2019.02.04D09:30:00.370773435,MSFT,0n,100\n2019.02.04D09:30:00.372437508,GE,9.49,0N\n")
+    ticks, replay = read([path])
+    assert [t.stream for t in ticks] == ["AAPL"] and replay.rejected["missing_field"] == 2
+    said = replay.rejected.examples["missing_field"]
+    assert "'0n' is q's null: no value, as a kdb+ export writes it" in said and "Excel" not in said
+    assert "after the number is a unit" not in said

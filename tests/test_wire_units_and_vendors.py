@@ -60,6 +60,15 @@ def test_a_kdb_timestamp_sent_as_its_long_is_refused_naming_q_epoch(clients) -> 
     wait_until(lambda: (ctl.ok("streams", streams=[s])["streams"].get(s) or {}).get("last_ts") == q_long + q_epoch)
 
 
+def test_q_long_nulls_sent_by_a_bridge_are_named_as_q_nulls(clients) -> None:
+    _, sub, push = clients
+    feed, rejects = push(), sub("_rejects/")
+    s = fresh_stream("QNULL")
+    refused = _refusals(rejects, feed, [trade(s, -(2**63)), {**trade(s, T0), "size": -(2**63)}], 2)
+    assert [r["reason"] for r in refused] == ["ts_out_of_range", "negative_size"]
+    assert all("q's long null, 0N / 0Np: no value" in r["error"] for r in refused), refused
+
+
 def test_streams_on_a_clock_of_their_own_keep_working(clients) -> None:
     """Small counts (a test's, a simulation's) are no present-day time in any unit; once a stream runs on them, a
     later count that happens to read as today in ms is its own clock's next tick."""
