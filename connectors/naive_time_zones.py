@@ -26,6 +26,7 @@ from connectors.header_zones import header_zone_note, unknown_zone_refusal, zone
 from connectors.headerless_csv import zone_has_dst
 from connectors.layout import zone_in_header
 from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, VALUE_FIELDS
+from connectors.us_session import us_session_said
 
 
 def naive_time_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
@@ -55,6 +56,9 @@ def naive_time_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], nam
         return replace(cmap, utc_offset=offsets), [
             f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and column {offsets!r} gives each row's "
             f"(hours): read as wall-clock times at that offset (--tz ZONE reads them in a zone instead)"]
+    if us_session := us_session_said(path, cmap, names, dialect):  # a warning: the run goes on in UTC
+        return cmap, [Caution(f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and are read as UTC"
+                              f"{us_session}")]
     return cmap, [f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and are read as UTC; if they are "
                   f"local times, give their zone, {_zone_hint(path, cmap, schema, first)}"]
 

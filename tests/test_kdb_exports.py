@@ -164,3 +164,19 @@ def test_q_nulls_in_a_csv_are_named_as_q_nulls_not_units(tmp_path: Path) -> None
     said = replay.rejected.examples["missing_field"]
     assert "'0n' is q's null: no value, as a kdb+ export writes it" in said and "Excel" not in said
     assert "after the number is a unit" not in said
+
+
+def test_naive_times_of_a_us_equity_session_get_a_warning_naming_new_york(tmp_path: Path) -> None:
+    path = tmp_path / "trade.csv"
+    rows = [f"2019.02.04D{clock},{sym},100,1" for clock, sym in
+            (("09:30:00.265", "AAPL"), ("11:00:00.000", "BRK.B"), ("15:59:59.999", "MSFT"))]
+    path.write_text("time,sym,price,size\n" + "\n".join(rows) + "\n")
+    _, replay = read([path])
+    warned, = [c for c in replay.cautions if "US equity session" in c]
+    assert "read as UTC" in warned and "give --tz America/New_York" in warned
+    ticks, replay = read([path], {"tz": "America/New_York"})  # the zone given: read so, nothing said
+    assert ticks[0].ts == OPEN_NS + 5 * 3600 * 10**9 + 265_000_000
+    assert not [c for c in replay.cautions if "US equity session" in c]
+    path.write_text("time,sym,price,size\n2019.02.04D00:00:00.994,EURUSD,1.14,1\n")  # FX around the clock: a note
+    _, replay = read([path])
+    assert not replay.cautions and any("read as UTC" in note for note in replay.notes)
