@@ -114,9 +114,28 @@ def check_keys(obj: dict) -> None:
             raise InvalidTick("wrong_type", f"map keys must be msgpack str, got {wire_value(key)}")
 
 
+def columnar_refusal(obj: dict) -> InvalidTick | None:
+    """A map whose values are all lists of one length (or `{"columns": {...}}` of them) is a table sent as columns,
+    as a q bridge hands one over (pykx's `.py()` of a table, qpython's dict of lists): refused in one rejection that
+    says to send a list of row maps, not as a tick whose fields are arrays (review324 #8). The wire takes rows only:
+    one shape, whose per-tick rejections locate each tick by its index (docs/wire-protocol.md)."""
+    table = obj.get("columns") if len(obj) == 1 and isinstance(obj.get("columns"), dict) else obj
+    lengths = {len(v) if isinstance(v, list) else -1 for v in table.values()}
+    if len(table) < 2 or len(lengths) != 1 or min(lengths) < 1:
+        return None
+    shown = ", ".join(f"{quoted(str(k))}: [{len(v)} values]" for k, v in list(table.items())[:4])
+    return InvalidTick("not_a_map", f"a table sent as columns ({{{shown}{', ...' if len(table) > 4 else ''}}}): the "
+                                    f"wire takes a tick map or a list of them, one map per row: send a list of rows, "
+                                    f"[{{stream, ts, price, size}}, ...] (in Python [dict(zip(columns, row)) for row "
+                                    f"in zip(*columns.values())], with the wire's names: docs/wire-protocol.md)")
+
+
 def tick_items(obj: Any) -> list[Any]:
-    """The items of an unpacked raw-tick message: one map or a list; raises InvalidTick("not_a_map")."""
+    """The items of an unpacked raw-tick message: one map or a list; raises InvalidTick("not_a_map"), naming the
+    rows to send for a table sent as columns (`columnar_refusal`)."""
     if isinstance(obj, dict):
+        if (refusal := columnar_refusal(obj)) is not None:
+            raise refusal
         return [obj]
     if isinstance(obj, list):
         return obj

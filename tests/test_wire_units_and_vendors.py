@@ -104,3 +104,18 @@ def test_a_venues_raw_websocket_message_is_told_what_to_send(clients) -> None:
         refused, = _refusals(rejects, feed, message)
         assert refused["reason"] == "missing_stream" and said in refused["error"], refused
         assert "`flashtick feed replay FILE` (docs/replay.md)" in refused["error"]
+
+
+def test_a_table_sent_as_columns_is_told_to_send_rows(clients) -> None:
+    """review324 #8: a q bridge's dict of lists (pykx `.py()` of a table) is refused once, naming the rows to send."""
+    control, sub, push = clients
+    ctl, feed, rejects = control(), push(), sub("_rejects/")
+    s = fresh_stream("QCOLS")
+    columns = {"stream": [s, s], "ts": [T0, T0 + 1], "price": [101.0, 101.5], "size": [1.0, 2.0]}
+    for message in (columns, {"columns": columns}):
+        refused, = _refusals(rejects, feed, message)
+        assert refused["reason"] == "not_a_map" and "a table sent as columns" in refused["error"], refused
+        assert "send a list of rows" in refused["error"]
+    rows = [dict(zip(columns, row)) for row in zip(*columns.values())]  # what the refusal says to send: taken
+    feed.send(msgpack.packb(rows))
+    wait_until(lambda: (ctl.ok("streams", streams=[s])["streams"].get(s) or {}).get("ticks") == 2)
