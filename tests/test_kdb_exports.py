@@ -132,7 +132,7 @@ def test_a_q_epoch_long_column_is_warned_of_and_read_with_ns_since_2000(tmp_path
 
 def test_an_epoch_time_out_of_1990_2200_in_every_unit_gets_a_note(tmp_path: Path) -> None:
     path = tmp_path / "trade.csv"
-    path.write_text("time,sym,price,size\n160000000000000000,AAPL,170,1\n")  # 1975 as ns, no q epoch reading
+    path.write_text("time,sym,price,size\n8800000000000000000,AAPL,170,1\n")  # 2248 as ns: no unit reads it
     _, replay = read([path], {"ts_unit": "ns"})
     assert any("is not in 1990..2200" in note for note in replay.notes), replay.notes
 
