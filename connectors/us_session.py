@@ -44,5 +44,5 @@ def us_session_said(path: Path, cmap: ColumnMap, names: Sequence[str] | None, di
         return ""
     shown = ", ".join(symbols[:3]) + (", ..." if len(symbols) > 3 else "")
     return (f"; they start at a US equity session's open ({minutes[0] // 60:02d}:{minutes[0] % 60:02d}, within "
-            f"09:30..16:00) on US tickers ({shown}); as UTC the open is at 04:30 or 05:30 in New York: if they are New York time, as "
-            f"a kdb+ or TAQ export's are, give --tz America/New_York")
+            f"09:30..16:00) on US tickers ({shown}); as UTC the open is at 04:30 or 05:30 in New York: if they are "
+            f"New York time, as a kdb+ or TAQ export's are, give --tz America/New_York")
