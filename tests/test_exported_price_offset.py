@@ -83,7 +83,7 @@ def test_a_directory_of_another_offset_is_refused_in_words(tmp_path) -> None:
     """A restart whose model adds another offset (or none) than the one the logged ticks were shifted by is refused,
     saying why: its sessions and exports would read the logged prices at other levels."""
     from engine.service.config import ConfigError
-    from engine.service.data_dir_open import check_meta
+    from engine.service.data_dir_meta import check_meta
 
     meta = tmp_path / "meta.json"
     check_meta(meta, {"model": "m", "ingest_price_offset": "A=21"})

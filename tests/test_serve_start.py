@@ -222,11 +222,11 @@ def test_a_restart_under_the_window_its_null_resolves_to_notes_nothing(tmp_path)
     """meta.json recorded `scheduler.window` as written: a restart that wrote out the number null resolves to (the
     tiny model's 1,024 positions, which the pool holds) noted a change of "null" to 1024, though every answer is
     computed alike. The window is recorded as the engine resolves it: the same effective window notes nothing."""
-    import json
+    from engine.service.data_dir_meta import read_record
 
     start = _starts(tmp_path)
     assert start() == []
-    assert json.loads((tmp_path / "data" / "meta.json").read_text())["settings"]["scheduler.window"] == 1024
+    assert read_record(tmp_path / "data" / "meta.json")["settings"]["scheduler.window"] == 1024
     assert start(sections="scheduler: {window: 1024}\n") == []
     assert start() == []
 
@@ -296,9 +296,9 @@ def test_a_restart_under_other_answer_changing_settings_names_each(tmp_path) -> 
         f"flashtick: note: data directory {data}: its logged answers were computed under scheduler.keep_fraction 0.5, "
         f"this start computes under 0.25: {said} {rolls}"], noted
     assert start(sections=changed) == []
-    import json
+    from engine.service.data_dir_meta import read_record
 
-    assert json.loads((data / "meta.json").read_text())["settings"]["answers.adapt"] == "off"
+    assert read_record(data / "meta.json")["settings"]["answers.adapt"] == "off"
 
 
 @pytest.mark.parametrize("case", ["built-in model", "binned checkpoint", "text model, empty template"])

@@ -9,7 +9,6 @@ answer again with continuous seqs and no accepted tick lost.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 import signal
@@ -30,6 +29,7 @@ from connectors.synthetic import SyntheticConfig, SyntheticMarket  # noqa: E402
 from connectors.ticks import encode, trade  # noqa: E402
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError  # noqa: E402
 from engine.service.config import ServiceConfig  # noqa: E402
+from engine.service.data_dir_meta import read_record  # noqa: E402
 from engine.service.pipeline import TickPipeline  # noqa: E402
 from engine.service.sharded import ShardedPipeline  # noqa: E402
 
@@ -170,7 +170,7 @@ def test_meta_json_of_a_sharded_data_directory_is_one_engines_window_included(ch
     one.close()
     two = ShardedPipeline(config(checkpoint, tmp_path / "two", 2))
     two.close()
-    meta = lambda name: json.loads((tmp_path / name / "meta.json").read_text())  # noqa: E731
+    meta = lambda name: read_record(tmp_path / name / "meta.json")  # noqa: E731
     assert meta("one")["settings"]["scheduler.window"] == 256
     assert meta("two") == meta("one")
     capsys.readouterr()

@@ -58,14 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class _VersionAction(argparse.Action):
-    """argparse's "version", its line made when asked for (installation.version_line reads package metadata)."""
+    """argparse's "version", its line made when asked for (release.version_line reads package metadata)."""
 
     def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
         super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help)
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
-        from engine.service.installation import version_line
+        from engine.service.release import version_line
 
         print(version_line())
         parser.exit()

@@ -263,10 +263,10 @@ def _stopped_line(server: Any) -> str:
 
 def cmd_serve(args: argparse.Namespace) -> int | None:
     # said before the imports (torch: seconds on a loaded host), so a supervisor's log shows a start began
-    from engine.service.installation import package_version
+    from engine.service.release import this_release
 
     config_file = f"config {args.config.absolute()}" if args.config is not None else "no config file"
-    print(f"flashtick {package_version()} starting (pid {os.getpid()}, {config_file})", file=sys.stderr, flush=True)
+    print(f"flashtick {this_release()} starting (pid {os.getpid()}, {config_file})", file=sys.stderr, flush=True)
     if (started := _started(args)) is None:
         return 0
     server, endpoints = started

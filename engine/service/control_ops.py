@@ -19,7 +19,7 @@ from engine.service.control_requests import (ControlBusy, ControlError, ControlS
                                              ControlUnknownStream,
                                              asked_stream, register_source, request_field)
 from engine.service.document_parse import DocumentParse
-from engine.service.installation import package_version
+from engine.service.release import release_fields
 from engine.service.pipeline import StreamBusy, TickPipeline
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, REFUSED_HOLDER, no_accepted_tick
 from engine.service.reply_caveats import ReplyCaveats
@@ -373,7 +373,7 @@ class ControlOps:
         problem = data.items.problem if data is not None else None
         return {"status": "degraded" if down or problem else "serving", "uptime_s": time.time() - self.started_at,
                 "streams": self.pipeline.stream_count, "model": self.config.model.model_id,
-                "protocol": WIRE_PROTOCOL, "version": package_version(), "epoch": self.epoch,
+                "protocol": WIRE_PROTOCOL, **release_fields(), "epoch": self.epoch,
                 "zero_bid": self.config.limits.zero_bid,  # (a feed reading 0 bids as prices says a mismatch up front)
                 # how the model's training read prices: `feed replay` reads its files alike unless told otherwise
                 **({"reading": reading} if (reading := trained_prices(self.config.model.path)) else {}),

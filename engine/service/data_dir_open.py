@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import fcntl
 import grp
-import json
 import os
 import pwd
 import secrets
 import stat
-import sys
 from pathlib import Path
 from typing import Any
 
-from engine.service.answer_settings import ANSWER_SETTINGS, RESOLVED_AT_START, settings_changed, shown
 from engine.service.config import ConfigError, LogSection
 from engine.service.private_dirs import private
 from engine.text_files import ENCODING, read_text
@@ -56,7 +53,8 @@ def _mib(n: float) -> str:
 
 # A data directory's own parts that a start makes before meta.json (the lock, then the epoch and logs, should
 # meta.json's write fail): a folder holding only these is one a start began; anything else there is the user's
-MADE_BEFORE_META = frozenset({"lock", "epoch", "ticks", "answers"})
+MADE_BEFORE_META = frozenset({"lock", "epoch", "ticks", "answers", "written_with.json", "written_with.json.tmp",
+                              "meta.json.tmp"})
 
 
 def refuse_the_users_folder(root: Path) -> None:
@@ -173,76 +171,3 @@ def read_epoch(path: Path) -> str:
 def new_epoch() -> str:
     """A fresh epoch id: 16 hex digits, random."""
     return secrets.token_hex(8)
-
-
-# What a change of a meta.json key means, said when a restart is refused for it (the others name themselves)
-_META_CHANGES = {"text_encoding": "the same ticks now encode to other tokens: this flashtick writes or tokenizes a "
-                                  "tick's line otherwise than the one that wrote the directory (the encoding before "
-                                  "the colon, e.g. a SentencePiece tokenizer's lines as continuations; the digest "
-                                  "after it covers number formatting), so replaying its logged ticks would build "
-                                  "other sessions than its live run had",
-                "ingest_price_offset": "its logged ticks hold prices shifted at ingest by the model's training "
-                                       "--price-offset, `health`'s ingest_price_offset: under another offset its "
-                                       "sessions and `ticklog export` would read them at other levels"}
-
-
-# meta.json keys a restart may change, said at the start rather than refused: the logged ticks replay into the same
-# tokens and sessions, only the numbers computed from them differ (an operator comparing answers across the restart
-# must know why they do); the change is recorded, so the next start says nothing. Key -> (config key, what differs)
-_META_NOTED = {"dtype": ("model.dtype", "that precision's rounding"),
-               "linear_weights": ("model.weights", "the linears' rounding (their weight format, engine/models/"
-                                                   "linear.py)")}
-SETTINGS = "settings"  # meta.json's answer_settings.ANSWER_SETTINGS, noted a key at a time as _META_NOTED's are
-
-
-def _resolved_kept(before: dict[str, Any], written_by: dict[str, Any]) -> dict[str, Any]:
-    """meta.json's settings as rewritten: a setting resolved where the engine runs (RESOLVED_AT_START) that this
-    start writes unresolved (null: a sharded front door before its shards said theirs) keeps the value recorded, so
-    a rewrite for another key never erases it ({} when there are no settings to merge)."""
-    if not isinstance(before.get(SETTINGS), dict) or SETTINGS not in written_by:
-        return {}
-    kept = {key: before[SETTINGS][key] for key in RESOLVED_AT_START
-            if written_by[SETTINGS].get(key, 0) is None and before[SETTINGS].get(key) is not None}
-    return {SETTINGS: written_by[SETTINGS] | kept}
-
-
-def check_meta(path: Path, written_by: dict[str, Any]) -> None:
-    if not path.is_file():
-        with open(path, "w", encoding=ENCODING, opener=private) as f:
-            f.write(json.dumps(written_by, indent=2) + "\n")
-        return
-    before = json.loads(read_text(path))
-    # a key the directory lacks was added by a later version: recorded now, not a difference
-    changes = [k for k in sorted(set(before) | set(written_by)) if k in before and before[k] != written_by.get(k)]
-    noted = [k for k in changes if (k in _META_NOTED or k == SETTINGS) and k in written_by]
-    differ = [k for k in changes if k not in noted]
-    if differ:
-        changed = ", ".join(f"{k}: {before.get(k)!r} -> {written_by.get(k)!r}" for k in differ)
-        why = "".join(f" ({k}: {_META_CHANGES[k]})" for k in differ if k in _META_CHANGES)
-        raise ConfigError(f"data directory {path.parent} was written by another model, weights or codec ({changed})"
-                          f"{why}; its sessions and answers belong to that one. Use another --data-dir, move this one "
-                          f"away, or restart with what wrote it. To carry its ticks over to this model: `flashtick "
-                          f"ticklog export {path.parent} --out ticks.parquet`, then `flashtick feed replay "
-                          f"ticks.parquet` into this service on another --data-dir (docs/durability.md, Reading the "
-                          f"tick log back)")
-    # (the dtype's note covers the linears' format it brings: one cause, one line)
-    said = [(_META_NOTED[k][0], before[k], written_by[k], _META_NOTED[k][1])
-            for k in noted if k != SETTINGS and not (k == "linear_weights" and "dtype" in noted)]
-    if SETTINGS in noted:
-        said += [(key, then, now, ANSWER_SETTINGS[key])
-                 for key, then, now in settings_changed(before[SETTINGS], written_by[SETTINGS])]
-    for setting, then, now, differ_by in said:
-        print(f"flashtick: note: data directory {path.parent}: its logged answers were computed under "
-              f"{setting} {shown(then)}, this start computes under {shown(now)}: answers after the "
-              f"restart (those it owes included) may differ from the logged ones by {differ_by}",
-              file=sys.stderr, flush=True)
-    if set(written_by) - set(before) or noted:
-        path.write_text(json.dumps(before | written_by | _resolved_kept(before, written_by), indent=2) + "\n",
-                        encoding=ENCODING)
-    if "text_encoding" in written_by and "text_encoding" not in before:
-        print(f"flashtick: note: data directory {path.parent} does not say how its text codec encoded ticks (written "
-              f"before meta.json recorded text_encoding): its logged ticks are taken as encoded the way this flashtick "
-              f"encodes them ({written_by['text_encoding']}), which is recorded now. A directory written before the "
-              f"text codec wrote SentencePiece lines as continuations and floats without exponents (docs/model.md) "
-              f"may replay into other tokens than its live run had: start it over on a fresh --data-dir if so",
-              file=sys.stderr, flush=True)

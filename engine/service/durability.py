@@ -8,6 +8,8 @@ starts again.
     DATA_DIR/queries.state.json  beside it: the registry's versions, and where each query started
                             (RegistrationMarks), so a restart owes a query no answer on ticks from before it
     DATA_DIR/meta.json      the model and codec the logs were written with (a restart must use the same)
+    DATA_DIR/written_with.json  the precision and settings its answers were computed under, the release that last
+                            opened it (data_dir_meta.py)
     DATA_DIR/epoch          the id of this directory's answer seqs (heartbeats, answers: `epoch`), made once
     DATA_DIR/lock           held (flock) by the one service using the directory
 
@@ -40,7 +42,8 @@ from typing import TYPE_CHECKING, Any
 from connectors.encoder import EncodedTick, StreamEncoders
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
-from engine.service.data_dir_open import (check_meta, others_access, read_epoch, refuse_the_users_folder,
+from engine.service.data_dir_meta import check_meta
+from engine.service.data_dir_open import (others_access, read_epoch, refuse_the_users_folder,
                                           retention_below_segments, retention_past_filesystem, take_lock,
                                           unusable_part)
 from engine.service.item_log import ItemLog

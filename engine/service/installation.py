@@ -18,26 +18,6 @@ OUR_DISTRIBUTION = "flashtick"
 PACKAGES_HOME = Path(__file__).resolve().parents[2]
 
 
-def package_version() -> str:
-    """flashtick's own version (pyproject.toml), or "unknown" for a source tree run without installing it."""
-    try:
-        return importlib.metadata.version(OUR_DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
-
-
-def version_line() -> str:
-    """`flashtick --version`'s line: flashtick's version, then torch's and Python's, what a bug report needs (torch's
-    read from its metadata, not imported: a second and more on a busy machine)."""
-    import platform
-
-    try:
-        torch = importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        torch = "not installed"
-    return f"flashtick {package_version()} (torch {torch}, Python {platform.python_version()})"
-
-
 def is_source_checkout(folder: Path) -> bool:
     """Whether ``folder`` is part of a source checkout (inside a git work tree, not installed under a
     site-packages folder): only there are the package's own files the developer's to rewrite."""

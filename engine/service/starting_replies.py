@@ -11,7 +11,7 @@ from collections.abc import Callable
 import zmq
 
 from engine.service.control_requests import NO_ID, envelope_problem, refused_envelope, request_id, request_or_none
-from engine.service.installation import package_version
+from engine.service.release import release_fields
 from engine.service.wire_protocol import WIRE_PROTOCOL, pack, pack_with_raw, raw_map_value
 
 class StartingReplies:
@@ -53,7 +53,7 @@ class StartingReplies:
             if op == "health":
                 reply = {"ok": True, "status": "starting", "uptime_s": time.time() - self.started_at,
                          "model": self.model, "phase": self.phase, "protocol": WIRE_PROTOCOL,
-                         "version": package_version(), "zero_bid": self.zero_bid}
+                         **release_fields(), "zero_bid": self.zero_bid}
             else:
                 reply = {"ok": False, "reason": "starting",
                          "error": "the service is starting (loading its model, recovering its streams from the tick "
