@@ -738,3 +738,59 @@ def test_a_resumed_backtest_leaves_out_the_resends_and_says_the_gaps_of_an_unint
     assert resumed.resumed_at == consumed and (resumed.ticks, resumed.rejected) == (whole.ticks, whole.rejected)
     assert resumed.found_notes == whole.found_notes
     assert_same_answers(pl.read_parquet(setup / "resent_cut.parquet"), pl.read_parquet(setup / "resent_whole.parquet"))
+
+
+def test_a_checkpoint_of_an_earlier_release_is_refused_naming_the_release_and_what_works(setup: Path, capsys) -> None:
+    """review321 #4: a half-done backtest of 0.1.0 resumed under the next release was refused as "different config
+    (--model, --config ...)" with neither given: the release's own new settings moved the config's digest, and
+    "resume with the same config" could not work. The checkpoint records its release now; one of another release
+    (or none: before 0.2.0) is refused naming it, the settings that differ by key, and what works: start over, or
+    finish it with that release. Starting over as told works."""
+    from engine.service.release import BEFORE_RECORDS, this_release
+
+    out, parts = stopped_early(setup, "older_release.parquet")
+    manifest = json.loads((parts / "progress.json").read_text())
+    assert manifest["release"] == this_release().record()
+    assert manifest["key"]["config_values"]["limits.max_queries"] == 1000
+    capsys.readouterr()
+
+    # a 0.1.0 build's checkpoint: no release, no values, a digest over fewer settings
+    older = {**manifest, "key": {k: v for k, v in manifest["key"].items() if k != "config_values"} | {"config": "0"}}
+    del older["release"]
+    (parts / "progress.json").write_text(json.dumps(older))
+    assert main(cli(setup, "older_release.parquet", "--resume", "--quiet", "--max-ticks", "600")) == 2
+    err = capsys.readouterr().err
+    assert f"{parts} was written by a backtest of {BEFORE_RECORDS}, and this is flashtick {this_release()}" in err
+    assert "--model, --config" not in err and "limits.max_new_streams_per_message " in err, err
+    assert (f"Start over: delete {parts} and run the command again without --resume; or finish it with the release "
+            f"that wrote it") in err
+
+    # a later release's: its values recorded, so the setting that differs is named with both values
+    values = manifest["key"]["config_values"] | {"limits.max_queries": 500}
+    other = {**manifest, "release": {"version": "0.1.9", "commit": "ab" * 20},
+             "key": manifest["key"] | {"config": "0", "config_values": values}}
+    (parts / "progress.json").write_text(json.dumps(other))
+    assert main(cli(setup, "older_release.parquet", "--resume", "--quiet", "--max-ticks", "600")) == 2
+    err = capsys.readouterr().err
+    assert "written by a backtest of 0.1.9 (git abababab)" in err
+    assert "differs in engine settings (limits.max_queries 500 then, 1000 now)" in err, err
+    assert "(a checkout of its commit abababab)" in err
+
+    shutil.rmtree(parts)  # the way forward it names
+    assert main(cli(setup, "older_release.parquet", "--quiet", "--max-ticks", "600")) == 0
+    assert pl.read_parquet(out).height > 0
+
+
+def test_a_config_changed_within_one_release_is_named_by_key(setup: Path, capsys) -> None:
+    """The same release with another --config: the refusal names each setting that differs, then and now (it said
+    only "config (--model, --config ...)"), and the same config resumes."""
+    out, parts = stopped_early(setup, "other_config.parquet")
+    (setup / "other.yaml").write_text((setup / "engine.yaml").read_text() + "limits: {max_queries: 500}\n")
+    capsys.readouterr()
+    changed = ["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
+               "--config", str(setup / "other.yaml"), "--resume", "--quiet", "--max-ticks", "600"]
+    assert main(changed) == 2
+    err = capsys.readouterr().err
+    assert ("with different config (--model, --config: the model or engine settings) (limits.max_queries 1000 "
+            "then, 500 now);") in err, err
+    assert main(cli(setup, "other_config.parquet", "--resume", "--quiet", "--max-ticks", "600")) == 0

@@ -175,7 +175,11 @@ def test_version_prints_flashtick_torch_and_python_in_one_line() -> None:
     import importlib.metadata
     import platform
 
-    want = (f"flashtick {importlib.metadata.version('flashtick')} (torch {importlib.metadata.version('torch')}, "
+    from engine.service.release import this_release
+
+    release = this_release()  # (review321 #5: pyproject.toml's version, and the commit in a checkout)
+    commit = f"git {release.commit[:8]}, " if release.commit else ""
+    want = (f"flashtick {release.version} ({commit}torch {importlib.metadata.version('torch')}, "
             f"Python {platform.python_version()})\n")
     for flag in ("--version", "-V"):
         done = subprocess.run([sys.executable, "-m", "engine.service.cli", flag], capture_output=True, text=True,

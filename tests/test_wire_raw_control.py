@@ -266,13 +266,16 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     assert set(ctl.ok("streams")["streams"][s]) == {"ticks", "last_ts", "at_last_ts", "last_price", "idle_s",
                                                         "resident", "rebuilds", *context, *waiting, *SEQUENCE_KEYS}
     health = ctl.ok("health")
-    assert set(health) == {"ok", "status", "uptime_s", "streams", "model", "protocol", "version", "epoch", "zero_bid",
-                           "caveats"}
+    assert set(health) == {"ok", "status", "uptime_s", "streams", "model", "protocol", "version", "commit", "epoch",
+                           "zero_bid", "caveats"}
     assert health["zero_bid"] == "no_bid"  # limits.zero_bid's default: how the service reads a quote's 0 bid
     assert health["status"] == "serving" and health["protocol"] == PROTOCOL
     assert type(health["streams"]) is int and isinstance(health["uptime_s"], float)
     assert health["version"] == tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())[
         "project"]["version"]
+    from engine.service.release import this_release  # (review321 #5: the checkout's commit; null for a wheel)
+
+    assert health["commit"] == this_release().commit
 
 
 def test_a_req_socket_works_too(clients) -> None:

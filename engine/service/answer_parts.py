@@ -2,7 +2,8 @@
 it computed and `flashtick backtest --resume` continues from the last checkpoint (engine/service/backtest_resume.py).
 
     OUT.parts/part-000001.parquet ...   answers, unscored, in the order they were made
-    OUT.parts/progress.json             the run's key, the replay position the parts cover, the parts' names
+    OUT.parts/progress.json             the run's key, the replay position the parts cover, the parts' names, the
+                                        flashtick release that wrote it
     OUT.parts/lock                      held (flock) by the one run writing the parts, its pid inside
 
 The parts are plain Parquet files: `pl.read_parquet("answers.parquet.parts/*.parquet")` reads an unfinished
@@ -26,6 +27,7 @@ import polars as pl
 from engine.rust_paths import rust_path
 from engine.service.output_lock import take_lock
 from engine.service.output_paths import DiskFull, temporary_name, write_atomically, write_text_atomically
+from engine.service.release import this_release
 from engine.service.resume_refusals import as_json, manifest_damage, refuse_changed_key
 from engine.service.tick_origins import TickOrigins
 from engine.text_files import read_text
@@ -186,6 +188,7 @@ class AnswerParts:
         manifest = {"key": self.key, "consumed": consumed, "parts": self.parts, "answers": self.answers,
                     "last_seq": self.last_seq, "readings": self.readings, "threads": self.threads,
                     **({"roll_inside_forward": self.rolls_inside} if self.rolls_inside is not None else {}),
+                    "release": this_release().record(),  # the release that wrote it (review321 #5)
                     **({"written": self.written} if self.written is not None else {})}
         text = json.dumps(manifest, indent=1) + "\n"
         write_text_atomically(self.dir / MANIFEST, text)

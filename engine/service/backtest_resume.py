@@ -132,20 +132,21 @@ def run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batc
             max_ticks: int | None) -> dict[str, Any]:
     """What a run's answers depend on; a resume must match it exactly."""
     read = input_files(replay)
+    # the replay section's effects are the column maps (in `files`) and batch_ms; its checkpoint_s is not one; nor
+    # is model.threads (--threads): how fast, not what (a resume on more cores finishes sooner); it moves the last
+    # float bits, so AnswerParts keeps it beside the key and a resume at another count is told.
+    # answers.session_gap_s is a key of its own (below), so that a refusal names --session-gap, not the config;
+    # nor is scheduler.roll_inside_forward: rolls land where they did (ROLL_RULE), only a forward's packing and
+    # rounding (~1e-6) move; AnswerParts keeps it beside the key and a resume under the other is told
+    keyed = dataclasses.replace(config, replay=ReplaySection(), model=dataclasses.replace(config.model, threads=None),
+                                scheduler=dataclasses.replace(config.scheduler, roll_inside_forward=True),
+                                answers=dataclasses.replace(config.answers, session_gap_s=None))
     return {"files": replay.snapshot()["fingerprint"], "file_sizes_and_times": read.sizes_and_times,
             "file_contents": read.contents,
             "queries": hashlib.sha256(Path(queries).read_bytes()).hexdigest(),
-            # the replay section's effects are the column maps (in `files`) and batch_ms; its checkpoint_s is not one;
-            # nor is model.threads (--threads): how fast, not what (a resume on more cores finishes sooner); it moves
-            # the last float bits, so AnswerParts keeps it beside the key and a resume at another count is told
-            # answers.session_gap_s is a key of its own (below), so that a refusal names --session-gap, not the config
-            # nor is scheduler.roll_inside_forward: rolls land where they did (ROLL_RULE), only a forward's packing
-            # and rounding (~1e-6) move; AnswerParts keeps it beside the key and a resume under the other is told
-            "config": hashlib.sha256(repr(dataclasses.replace(
-                config, replay=ReplaySection(), model=dataclasses.replace(config.model, threads=None),
-                scheduler=dataclasses.replace(config.scheduler, roll_inside_forward=True),
-                answers=dataclasses.replace(config.answers, session_gap_s=None))).encode()
-            ).hexdigest(),
+            "config": hashlib.sha256(repr(keyed).encode()).hexdigest(),
+            # what the digest covers, key by key: a refusal for `config` names the keys that differ (review321 #4)
+            "config_values": config_values(keyed),
             # it ends the adaptation's labels (answers.adapt) as well as the scores': the published answers move
             "session_gap_ns": config.answers.session_gap_ns,
             # the settings that change answers (in `config` too): a refusal for `config` names those that differ
@@ -153,3 +154,16 @@ def run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batc
             "batch_ms": batch_ms,
             "max_ticks": max_ticks,
             "context_roll_rule": ROLL_RULE}  # an upgrade that moves rolls moves every answer after one
+
+
+def config_values(config: Any) -> dict[str, Any]:
+    """Every key of ``config`` (a ServiceConfig) as the YAML names it (`limits.max_queries`), with its value as JSON
+    writes it (a tuple as a list, a path as text)."""
+    values: dict[str, Any] = {}
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if dataclasses.is_dataclass(value):
+            values |= {f"{field.name}.{key}": item for key, item in config_values(value).items()}
+        else:
+            values[field.name] = json.loads(json.dumps(value, default=str))
+    return values

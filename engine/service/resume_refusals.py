@@ -11,6 +11,7 @@ from typing import Any
 
 from connectors.labels import session_gap_text
 from engine.service.answer_settings import settings_changed
+from engine.service.release import recorded_release, same_release, this_release
 
 KEY_WORDS = {  # what each part of a run's key stands for, in the words of the command line
     "files": "files, or ways of reading them (a column map, --preset, --tz, --date, --ts-unit)",
@@ -26,7 +27,13 @@ MAP_OPTIONS = {"tz": "--tz", "date": "--date", "ts_unit": "--ts-unit", "ts_forma
                "hours": "--hours", "preset": "--preset", "streams": "--streams", "from": "--from", "to": "--to"}
 FILES_KEYS = {"files", "file_sizes_and_times", "file_contents"}  # said together by _files_differ
 # keys a checkpoint written by an older flashtick may lack: it is resumed unchecked on them, as it was written
-LATER_KEYS = {"file_contents", "settings"}
+LATER_KEYS = {"file_contents", "settings", "config_values"}
+# Engine settings the 0.1.0 builds lacked, which this release's config digest covers with their defaults: a
+# checkpoint of one of them (no release, no config_values recorded) differs in `config` with the same config file or
+# none (review321 #4). Those of every 0.1.0 build; and those the 2026-12-04 build lacked too (its key has no settings)
+KEYS_SINCE_0_1_0 = ("limits.max_new_streams_per_message", "limits.max_new_streams_per_s",
+                    "scheduler.roll_inside_forward")
+KEYS_SINCE_2026_12_04 = ("model.kernel_cache", "limits.control_queue_bytes", "answers.session_gap_s")
 SHOWN_FILES = 5  # files named in a refusal; the rest counted
 
 # what a manifest must hold to be resumed: each field's type and, for the refusal, what it is in words
@@ -58,20 +65,62 @@ def manifest_damage(manifest: Any) -> str | None:
 
 def refuse_changed_key(directory: Path, manifest: dict[str, Any], key: dict[str, Any], readings: list | None) -> None:
     """Raises ValueError, naming what differs, when the checkpoint ``manifest`` in ``directory`` was written by a run
-    with another key than ``key`` (``readings``: how this run reads each file, FileReplay.readings)."""
+    with another key than ``key`` (``readings``: how this run reads each file, FileReplay.readings). A checkpoint of
+    another release is told so, with the way forward that works: start over, or finish it with that release."""
     before = manifest.get("key", {})
     changed = [k for k in key if before.get(k) != as_json(key[k]) and (k in before or k not in LATER_KEYS)]
-    if changed:
-        upgrade = " (written by a flashtick that rolled sessions elsewhere)" if "context_roll_rule" in changed else ""
-        files = FILES_KEYS & set(changed)
-        said = _files_differ(manifest, key, as_json(readings or [])) if files else []
-        if "settings" in changed:  # (one of the config's: said in its words, each setting named)
-            changed = [k for k in changed if k != "settings"] + ([] if "config" in changed else ["config"])
-        named = ", ".join(said + [KEY_WORDS.get(k, k) + _key_values(before.get(k), key[k], k)
-                                  + (_settings_differ(before, key) if k == "config" else "")
-                                  for k in changed if k not in files])
-        raise ValueError(f"{directory} was written by a backtest with different {named}{upgrade}; "
-                         f"resume with the same files, queries, config and options, or delete it to start over")
+    if not changed:
+        return
+    upgrade = " (written by a flashtick that rolled sessions elsewhere)" if "context_roll_rule" in changed else ""
+    files = FILES_KEYS & set(changed)
+    said = _files_differ(manifest, key, as_json(readings or [])) if files else []
+    if {"settings", "config_values"} & set(changed):  # (the config's parts: said in its words, each key named)
+        changed = [k for k in changed if k not in ("settings", "config_values")] + (
+            [] if "config" in changed else ["config"])
+    other = not same_release(manifest.get("release"))
+    named = ", ".join(said + [_config_words(before, key, other) if k == "config" else
+                              KEY_WORDS.get(k, k) + _key_values(before.get(k), key[k], k)
+                              for k in changed if k not in files])
+    if other:
+        raise ValueError(_other_release(directory, manifest, named))
+    raise ValueError(f"{directory} was written by a backtest with different {named}{upgrade}; "
+                     f"resume with the same files, queries, config and options, or delete it to start over")
+
+
+def _config_words(before: dict[str, Any], key: dict[str, Any], other_release: bool) -> str:
+    """The config's part of a refusal: each key that differs, then and now, where the checkpoint recorded them;
+    else the answer-changing settings that differ, and for a checkpoint of a release before 0.2.0, the settings it
+    did not have (whose defaults alone move the digest)."""
+    then, now = before.get("config_values"), as_json(key.get("config_values") or {})
+    if isinstance(then, dict) and now:
+        differ = [(k, then.get(k), now.get(k)) for k in sorted(set(then) | set(now)) if then.get(k) != now.get(k)]
+        shown = "; ".join(f"{k} {_then_now(a, b)}" for k, a, b in differ[:SHOWN_FILES])
+        more = f"; and {len(differ) - SHOWN_FILES} more" if len(differ) > SHOWN_FILES else ""
+        what = "engine settings" if other_release else KEY_WORDS["config"]
+        return f"{what} ({shown}{more})" if differ else what
+    if not other_release:
+        return KEY_WORDS["config"] + _settings_differ(before, key)
+    lacked = KEYS_SINCE_0_1_0 + (() if "settings" in before else KEYS_SINCE_2026_12_04)
+    had = ", ".join(f"{k} {json.dumps(now[k])}" for k in lacked if k in now)
+    return (f"engine settings{_settings_differ(before, key)} (its config digest covers the settings of that release; "
+            f"this one has settings it had not, which the digest takes at their defaults even with the same --config "
+            f"or none: {had})")
+
+
+def _other_release(directory: Path, manifest: dict[str, Any], named: str) -> str:
+    """The refusal of a checkpoint written by another flashtick release: what differs, and what works."""
+    record = manifest.get("release")
+    if isinstance(record, dict) and isinstance(record.get("version"), str):
+        commit = record.get("commit")
+        with_it = (f"a checkout of its commit {commit[:8]}" if isinstance(commit, str) else
+                   f"pip install flashtick=={record['version']}")
+    else:
+        with_it = "a checkout of the commit it ran from, or the 0.1.0 package it was installed from"
+    return (f"{directory} was written by a backtest of {recorded_release(record)}, and this is flashtick "
+            f"{this_release()}: its checkpoint differs in {named}, and a backtest is continued only by the release "
+            f"that began it (its answers so far would mix with another release's). Start over: delete {directory} and "
+            f"run the command again without --resume; or finish it with the release that wrote it ({with_it}) and "
+            f"the same command with --resume (docs/upgrading.md)")
 
 
 def _then_now(then: Any, now: Any, show: Callable[[Any], str] = repr) -> str:
