@@ -91,6 +91,7 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
         return code
     if security := YELLOW_KEY.match(file_stem(path)):  # `VOD LN Equity.csv`, `ESZ4 Index.csv`: each key alike
         return security[1], f"file name {file_stem(path)!r}"
+    folder = stream_folder(path) or folder  # (past `data/`, `raw/`: BTCUSDT/data/trades.csv is BTCUSDT's)
     for name, where in ((file_stem(path), "file name"), (folder.name if folder else "", "folder name")):
         if where == "file name" and is_lake_part(path):
             continue
@@ -250,14 +251,7 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
                                                       f"(--columns stream_name=NAME to name it otherwise)"]
         return replace(cmap, stream=symbol), note
     if (cmap.default_stream is not None or cmap.preset is not None) and detected:
-        folder = folder_stream(path)
-        days = path.resolve().parent.relative_to(top).as_posix() if (top := named_folder(path)) else "."
-        kinds = "day or data-kind" if any(is_kind_folder(part) for part in Path(days).parts) else "day"
-        above = "" if days == "." else f" above the {kinds} folder(s) {days!r}"
-        return replace(cmap, stream=folder), [
-            f"{path.name}: stream {folder}, the name of its folder{above}: no symbol column, and neither the "
-            f"file's name nor its folder's names an instrument (the files of one folder are one stream, its days' "
-            f"folders' files too; --columns stream_name=NAME names it, NAME the instrument's symbol)"]
+        return replace(cmap, stream=folder_stream(path)), [_folder_note(path)]
     if cmap.default_stream is not None:
         given = f"--preset {cmap.preset}'s default" if cmap.preset else "the map's default_stream"
         return cmap, [f"{path.name}: stream {cmap.default_stream}, {given}: neither a symbol column nor the file's "
@@ -278,13 +272,52 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
 
 
 def folder_stream(path: Path) -> str:
-    """The stream of a file whose layout (a capture's trades.csv beside its bbo.parquet) names no instrument: its
-    folder's name, which the files of one folder share (and, above day folders, `capture/2024-08-08/`, the files of
-    every day), as a stream name may be (no leading '_', no space at its ends); the file name when no such name is
-    left."""
-    folder = named_folder(path)
+    """The stream of a file whose layout (a capture's trades.csv beside its bbo.parquet) names no instrument: the
+    name of its `stream_folder`, which the files of one folder share (and, above day folders, `capture/2024-08-08/`,
+    the files of every day), as a stream name may be (no leading '_', no space at its ends); with none, its own
+    folder's (`/data/`: `data`, for want of a name); the file name when no such name is left."""
+    folder = stream_folder(path) or named_folder(path)
     name = folder.name.strip().lstrip("_").strip() if folder else ""
     return name[:64] if name and name.isprintable() else file_stem(path)
+
+
+def stream_folder(path: Path) -> Path | None:
+    """The folder whose name names the stream of a file nothing else names: the first up its path that is neither a
+    day's, nor a kind of data's, nor one named by words of what data is alone (`data/`, `raw_data/`, `history/`:
+    docs/replay.md leaves them out of a name, review321 #1: `data/` named the stream `data`). Passing such a folder
+    stops at the user's home folder and at a folder under the root (`/tmp/`, `/mnt/`): a person's or the machine's
+    name, never an instrument's; None then."""
+    folder = named_folder(path)
+    skipped = False
+    while folder is not None and _data_words_only(folder.name):
+        folder, skipped = named_folder(folder), True
+    if folder is None or (skipped and (folder == Path.home().resolve() or folder.parent == Path(folder.anchor))):
+        return None
+    return folder
+
+
+def _data_words_only(name: str) -> bool:
+    """Whether a folder's name is words of what data is alone (DATA_WORDS: `data`, `raw_data`, `tick-history`)."""
+    tokens = [t for t in re.split(r"[-_.=\s]+", name.lower()) if t]
+    return bool(tokens) and all(t in DATA_WORDS for t in tokens)
+
+
+def _folder_note(path: Path) -> str:
+    """The note on a stream named by its folder (`folder_stream`): which folder, the ones passed over, and, when no
+    folder names one, that nothing does (review321 #1)."""
+    folder, stream = stream_folder(path), folder_stream(path)
+    how = "--columns stream_name=NAME names it, NAME the instrument's symbol"
+    if folder is None:
+        return (f"{path.name}: stream {stream}, for want of a name: no symbol column, and nothing in its path names an "
+                f"instrument (its folder's name says what the data is, and the folders above are the machine's or "
+                f"yours); the files of one folder are one stream ({how}, e.g. stream_name=BTCUSDT)")
+    days = path.resolve().parent.relative_to(folder).as_posix()
+    passed = [part for part in Path(days).parts if days != "."]
+    kinds = ("day or data-kind" if any(is_kind_folder(p) or _data_words_only(p) for p in passed) else "day")
+    above = "" if not passed else f" above the {kinds} folder(s) {days!r}"
+    return (f"{path.name}: stream {stream}, the name of its folder{above}: no symbol column, and neither the "
+            f"file's name nor its folder's names an instrument (the files of one folder are one stream, its days' "
+            f"folders' files too; {how})")
 
 
 def _iso_dates(text: str) -> set[str]:

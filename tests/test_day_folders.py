@@ -46,11 +46,11 @@ def test_two_days_of_one_instrument_are_one_stream_named_by_the_folder_above_the
 
 def test_without_an_instrument_the_days_share_the_folder_above_them_and_no_other_symbol_is_proposed(
         tmp_path: Path) -> None:
-    replay = FileReplay(capture_days(tmp_path / "capture"))
-    assert streams_of(replay) == {"capture"}
+    replay = FileReplay(capture_days(tmp_path / "session7"))  # (`capture/` says what it holds: passed over)
+    assert streams_of(replay) == {"session7"}
     said = [n for n in replay.notes if "the name of its folder" in n]
     assert said[0].endswith(
-        "2024-08-08/trades.csv: stream capture, the name of its folder above the day folder(s) '2024-08-08': no "
+        "2024-08-08/trades.csv: stream session7, the name of its folder above the day folder(s) '2024-08-08': no "
         "symbol column, and neither the file's name nor its folder's names an instrument (the files of one folder "
         "are one stream, its days' folders' files too; --columns stream_name=NAME names it, NAME the instrument's "
         "symbol)")
@@ -98,10 +98,10 @@ def test_a_folder_named_for_the_kind_of_data_is_skipped_like_a_day_folder(tmp_pa
     assert any(n.startswith("2 files: stream BTCUSDT, from the folder name 'BTCUSDT' (--columns "
                             "stream_name=NAME to name it otherwise) (") and n.endswith("2024-08-09.csv)")
                for n in replay.notes), replay.notes
-    replay = FileReplay(kind_folder_days(tmp_path / "capture", "type=quotes"))
-    assert streams_of(replay) == {"capture"}
+    replay = FileReplay(kind_folder_days(tmp_path / "session7", "type=quotes"))
+    assert streams_of(replay) == {"session7"}
     said = [n for n in replay.notes if "the name of its folder" in n]
-    assert said[0] == ("2 files: stream capture, the name of its folder above the day or data-kind "
+    assert said[0] == ("2 files: stream session7, the name of its folder above the day or data-kind "
                        "folder(s) 'type=quotes': no symbol column, and neither the file's name nor its folder's "
                        "names an instrument (the files of one folder are one stream, its days' folders' files "
                        "too; --columns stream_name=NAME names it, NAME the instrument's symbol) (2024-08-08.csv, "
@@ -173,3 +173,39 @@ def test_words_of_what_the_data_is_are_no_part_of_the_stream_name(tmp_path: Path
     if left_out is not None:
         assert any(f"stream {stream}, from the " in n and f"{left_out!r} left out: what the data is" in n
                    for n in replay.notes), replay.notes
+
+
+def _capture(folder: Path) -> list[Path]:
+    """The review's layout: a Binance capture's trades.csv and bbo.parquet (no symbol column) in ``folder``."""
+    folder.mkdir(parents=True)
+    pl.DataFrame({"local_ts_ns": [T0, T0 + 2], "price": [61828.25, 61828.5], "qty": [0.01, 0.02],
+                  "aggressor_side": ["sell", "buy"]}).write_csv(folder / "trades.csv")
+    pl.DataFrame({"local_ts_ns": [T0 + 1], "bid_px": [61828.0], "bid_qty": [1.5], "ask_px": [61828.5],
+                  "ask_qty": [0.7]}).write_parquet(folder / "bbo.parquet")
+    return [folder / "trades.csv", folder / "bbo.parquet"]
+
+
+def test_a_folder_named_by_what_its_data_is_is_passed_over_for_the_one_above(tmp_path: Path, monkeypatch) -> None:
+    """review321 #1: `review321/data/trades.csv` and `bbo.parquet` were stream `data`, though docs/replay.md leaves
+    `data` out of a file's or folder's name (a word of what the data is, never an instrument). Such a folder is
+    passed over as a day's is: the folder above it names the stream, an instrument's folder is found as one, and
+    when only the user's home folder (or one under the root) is left, the note says nothing names an instrument
+    and how to name it."""
+    replay = FileReplay(_capture(tmp_path / "review321" / "data"))
+    assert streams_of(replay) == {"review321"}
+    assert ("2 files: stream review321, the name of its folder above the day or data-kind folder(s) 'data': no "
+            "symbol column, and neither the file's name nor its folder's names an instrument") in "\n".join(
+        replay.notes), replay.notes
+
+    replay = FileReplay(_capture(tmp_path / "ETHUSDT" / "raw_data"))
+    assert streams_of(replay) == {"ETHUSDT"}
+    assert any("stream ETHUSDT, from the folder name 'ETHUSDT'" in n for n in replay.notes), replay.notes
+
+    monkeypatch.setenv("HOME", str(tmp_path / "alice"))  # ~/data/: past `data/` is the user's home, no instrument
+    replay = FileReplay(_capture(tmp_path / "alice" / "data"))
+    assert streams_of(replay) == {"data"}
+    assert any(n.startswith("2 files: stream data, for want of a name: no symbol column, and nothing in its path "
+                            "names an instrument") and "--columns stream_name=NAME names it" in n
+               for n in replay.notes), replay.notes
+    named = FileReplay(tmp_path / "alice" / "data" / "trades.csv", columns={"stream": "BTCUSDT"})
+    assert streams_of(named) == {"BTCUSDT"}
