@@ -29,7 +29,9 @@ class SchedulerConfig:
     header: tuple[int, ...] = ()  # tokens every session starts with; their KV is computed once and shared
     probe_reserve: int = 64  # positions kept free past a session's tokens for question (+ answer) probes
     max_probe_tokens: int = 8192  # question tokens per forward (asks + standing queries); the rest wait a forward
-    max_streams: int = 10_000  # streams held at once; a new one past it is refused (AdmissionRefused)
+    # streams held at once; a new one past it is refused (AdmissionRefused). 32,768 holds SPX's options chain (20,000+
+    # contracts) beside the rest of a feed; each costs 8-13 KiB of host memory while held (its KV is the pool's)
+    max_streams: int = 32_768
     stream_idle_s: float | None = 3600.0  # a stream silent this long (wall clock) is dropped; None: never
     # a stream far behind goes on past its roll point in the same forward (its kept tokens prefilled as a new
     # sequence, engine/rolls_in_forward.py), so the token budget, not the span between rolls, bounds how far it

@@ -1,7 +1,8 @@
 """A flood of new stream names (review309 #2): one wire message may open at most
 `limits.max_new_streams_per_message` new streams and all messages `limits.max_new_streams_per_s` a second; the rest
 are refused as `stream_refused` with the limit named, counted, while a stream already held keeps ticking. A feed that
-starts with its whole universe (2,500 names in one message) is taken whole under the defaults."""
+starts with its whole universe (2,500 names in one message) is taken whole under the defaults, and so is an options
+chain's first snapshot (review321 #2)."""
 
 from __future__ import annotations
 
@@ -126,3 +127,27 @@ def test_a_flood_of_refused_names_keeps_a_bounded_memory_of_the_most_recent(tmp_
             listing = control.call("streams")
         assert "nonpositive_price" in str(refused["refused"][f"BAD{flood - 2}"]) and "BAD1" not in refused["refused"]
         assert listing["refused_more"] == flood - MAX_REFUSED_STREAMS_KEPT
+
+
+def quote(stream: str, ts: int) -> dict:
+    return {"stream": stream, "ts": ts, "kind": "quote", "bid": 1.05, "ask": 1.1, "bid_size": 10, "ask_size": 12}
+
+
+def test_an_options_chains_first_snapshot_is_taken_whole_under_the_defaults(tmp_path) -> None:
+    """review321 #2: after an upgrade, one message of 5,000 quotes on 5,000 new streams (an options chain's first
+    snapshot) lost 904 of them to the new default of 4,096 (`limits.max_new_streams_per_message`), which the release
+    before took whole. Under the defaults now, that message is taken, and so is an SPX-sized chain, 20,000
+    contracts more, in the next messages of the same second (each within `limits.max_message_bytes`)."""
+    from engine.service.config import ServiceConfig as Defaults
+
+    limits = Defaults().limits
+    assert limits.max_new_streams_per_message >= 5_000 and limits.max_new_streams_per_s >= 25_000
+    assert Defaults().scheduler.max_streams >= 25_000
+    chain = [quote(f"SPXW 261218C{i:05d}", TS + i) for i in range(25_000)]
+    messages = [msgpack.packb(chain[:5_000])] + [msgpack.packb(chain[i : i + 10_000]) for i in (5_000, 15_000)]
+    assert all(len(m) <= limits.max_message_bytes for m in messages)
+    with serving(config(tmp_path, {})) as server, push(server) as feed:
+        for message in messages:
+            feed.send(message)
+        after = until_read(server, 3)
+        assert after["ticks_in"] == 25_000 and "stream_refused" not in after["rejected"], after["rejected"]

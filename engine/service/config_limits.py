@@ -46,9 +46,12 @@ class LimitsSection:
     drain_s: float = 10.0  # on SIGTERM/SIGINT/SIGHUP, seconds from the signal to read the queue and compute, then exit
     max_waiting_asks: int = 1024  # asks waiting for a forward, all clients together; more are refused at once
     # new streams one ingest message may open, and all messages together a second (a burst of a second's worth):
-    # a flood of new names must not stall the streams held (engine/service/new_stream_budget.py)
-    max_new_streams_per_message: int = 4096
-    max_new_streams_per_s: float = 4096.0
+    # a flood of new names must not stall the streams held (engine/service/new_stream_budget.py). Sized to take an
+    # options chain's first snapshot whole (review321 #2: 4,096 lost 904 of a 5,000-quote one): a message of
+    # max_message_bytes holds ~11,000 quotes (95 B each), and SPX's chain, 20,000+ contracts, comes in the first
+    # second's messages; a new stream costs 8-13 KiB and ~1.3 ms of forward (docs/configuration.md, measured)
+    max_new_streams_per_message: int = 16_384
+    max_new_streams_per_s: float = 32_768.0
     # queries
     max_yaml_bytes: int = 256 << 10  # a query document (file or register request)
     max_yaml_nodes: int = 100_000  # nodes of a query document, every alias expanded

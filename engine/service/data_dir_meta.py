@@ -18,7 +18,9 @@ its next start, so that every earlier release opens it again.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -142,6 +144,8 @@ def _write(path: Path, record: dict[str, Any]) -> None:
     for target, part in ((path.with_name(WRITTEN_WITH), {k: v for k, v in record.items() if k not in META_KEYS}),
                          (path, {k: v for k, v in record.items() if k in META_KEYS})):
         text = json.dumps(part, indent=2) + "\n"
+        if target.is_dir():  # (said as the part in the way: data_dir_open.unusable_part)
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
         if target.is_file() and read_text(target) == text:
             continue
         temporary = target.with_name(target.name + ".tmp")
