@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from itertools import zip_longest
-from importlib import metadata
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -24,6 +23,7 @@ from engine.service.file_samples import content_digest
 from engine.service.log_provenance import codec_fingerprint, weights_fingerprint, written_by
 from engine.service.output_paths import write_atomically
 from engine.service.reading_record import INGEST_PRICE_OFFSET
+from engine.service.release import this_release
 from engine.text_files import ENCODING
 
 PARQUET_KEY = "flashtick"  # the answers file's key-value metadata key holding the record (JSON)
@@ -31,10 +31,8 @@ MANIFEST_SUFFIX = ".manifest.json"  # answers.parquet -> answers.manifest.json
 
 
 def flashtick_version() -> str:
-    try:
-        return metadata.version("flashtick")
-    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
+    """The release that made the outputs (pyproject.toml's version in a checkout: release.py)."""
+    return this_release().version
 
 
 class InputFiles(NamedTuple):
@@ -86,7 +84,7 @@ def evaluation_record(model_dir: Path, codec: Codec, files: InputFiles, reading:
     """The record of a `flashtick evaluate` of the checkpoint in `model_dir`: the backtest's record's parts that
     apply (version, model, input files), how the files were read (`reading`, as training records it) and the
     options that change the scores."""
-    return {"flashtick": flashtick_version(), "command": "evaluate",
+    return {"flashtick": flashtick_version(), "commit": this_release().commit, "command": "evaluate",
             "model": {"path": str(model_dir), "model": Path(model_dir).resolve().name,
                       "codec": codec_fingerprint(codec), "weights": weights_fingerprint(Path(model_dir))},
             "files": files_record(files.sizes_and_times, files.contents, files.members), "reading": reading,
@@ -100,7 +98,7 @@ def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries:
     settings = model.pop("settings")
     model.pop(INGEST_PRICE_OFFSET, None)  # (a serve's: a backtest reads its files with it, as `readings` say)
     return {
-        "flashtick": flashtick_version(),
+        "flashtick": flashtick_version(), "commit": this_release().commit,  # (null for an installed wheel)
         "model": {"path": config.model.path, **model},
         "config_digest": key["config"], "settings": settings,
         "queries": {"path": str(Path(queries).resolve()), "sha256": key["queries"],
