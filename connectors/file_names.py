@@ -315,9 +315,12 @@ def _folder_note(path: Path) -> str:
     passed = [part for part in Path(days).parts if days != "."]
     kinds = ("day or data-kind" if any(is_kind_folder(p) or _data_words_only(p) for p in passed) else "day")
     above = "" if not passed else f" above the {kinds} folder(s) {days!r}"
+    own = named_folder(path)  # (passed over since 0.2.0: an upgrade's renamed topics are told, review321 #1)
+    before = (f"; a flashtick before 0.2.0 named it {own.name} or the preset's default: CHANGELOG.md"
+              if own is not None and own != folder and _data_words_only(own.name) else "")
     return (f"{path.name}: stream {stream}, the name of its folder{above}: no symbol column, and neither the "
             f"file's name nor its folder's names an instrument (the files of one folder are one stream, its days' "
-            f"folders' files too; {how})")
+            f"folders' files too; {how}{before})")
 
 
 def _iso_dates(text: str) -> set[str]:

@@ -196,6 +196,8 @@ def test_a_folder_named_by_what_its_data_is_is_passed_over_for_the_one_above(tmp
     assert ("2 files: stream review321, the name of its folder above the day or data-kind folder(s) 'data': no "
             "symbol column, and neither the file's name nor its folder's names an instrument") in "\n".join(
         replay.notes), replay.notes
+    assert any("a flashtick before 0.2.0 named it data or the preset's default: CHANGELOG.md)" in n
+               for n in replay.notes), replay.notes  # (an upgrade's renamed topics, told)
 
     replay = FileReplay(_capture(tmp_path / "ETHUSDT" / "raw_data"))
     assert streams_of(replay) == {"ETHUSDT"}
