@@ -77,7 +77,8 @@ def refuse_changed_key(directory: Path, manifest: dict[str, Any], key: dict[str,
     if {"settings", "config_values"} & set(changed):  # (the config's parts: said in its words, each key named)
         changed = [k for k in changed if k not in ("settings", "config_values")] + (
             [] if "config" in changed else ["config"])
-    other = not same_release(manifest.get("release"))
+    # another release's own settings or rolls differ from any config the user can give now: said as the release's
+    other = not same_release(manifest.get("release")) and bool({"config", "context_roll_rule"} & set(changed))
     named = ", ".join(said + [_config_words(before, key, other) if k == "config" else
                               KEY_WORDS.get(k, k) + _key_values(before.get(k), key[k], k)
                               for k in changed if k not in files])
@@ -117,9 +118,9 @@ def _other_release(directory: Path, manifest: dict[str, Any], named: str) -> str
     else:
         with_it = "a checkout of the commit it ran from, or the 0.1.0 package it was installed from"
     return (f"{directory} was written by a backtest of {recorded_release(record)}, and this is flashtick "
-            f"{this_release()}: its checkpoint differs in {named}, and a backtest is continued only by the release "
-            f"that began it (its answers so far would mix with another release's). Start over: delete {directory} and "
-            f"run the command again without --resume; or finish it with the release that wrote it ({with_it}) and "
+            f"{this_release()}: its checkpoint differs in {named}; a resume must match them, or its answers so far "
+            f"would mix two releases' computations. Start over: delete {directory} and run the command again without "
+            f"--resume; or finish it with the release that wrote it ({with_it}) and "
             f"the same command with --resume (docs/upgrading.md)")
 
 
