@@ -81,10 +81,11 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
                  # TAQ's NBBO and quote files (BIDSIZ, ASKSIZ: round lots; WRDS's NBBO: BEST_BIDSIZ, BEST_ASKSIZ)
                  "bidsiz", "best_bidsiz", "bids_0_amount",
                  "bsize",  # kdb+tick's quote table (sym.q: time sym bid ask bsize asize), and asize
-                 "best_bid_amount"),  # Deribit's ticker (best_bid_price, best_bid_amount)
+                 "best_bid_amount",  # Deribit's ticker (best_bid_price, best_bid_amount)
+                 "bid_sx"),  # CoinAPI's quote flat files (time_exchange;time_coinapi;ask_px;ask_sx;bid_px;bid_sx)
     "ask_size": ("ask_size", "ask_qty", "ask_sz", "asksize", "ask_volume", "askvolume", "ask_amount",
                  "best_ask_qty", "offer_size", "ask_sz_00", "sizeask", "offersize",
-                 "asksiz", "best_asksiz", "asks_0_amount", "best_ask_amount", "asize"),
+                 "asksiz", "best_asksiz", "asks_0_amount", "best_ask_amount", "asize", "ask_sx"),
 }
 # Japanese, Chinese and Korean headers (Japanese brokers' 約定日時,価格,数量 exports, SSE/SZSE vendors' 成交时间,证券代码,
 # 成交价,成交量, KRX's 체결시간,종목코드,체결가,체결량), after the English names: a file's first known name still wins

@@ -51,9 +51,28 @@ def venue_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Se
     # but not its quotes
     if not provider and all(len(v) <= 2 or v.isdigit() for v in values):
         return _venue_quotes(path, cmap, names, dialect, column, held, streams)
+    mixing, total = _streams_mixing(path, cmap, names, dialect, column)
+    if not mixing:  # each stream one venue's (Kaiko's symbol per exchange): a stream per venue already
+        return []
+    if mixing < total:
+        held = held.replace("each stream mixes them", f"{mixing:,} of {total:,} streams mix them (in its first rows)")
     what = "liquidity providers each quoting its own prices" if provider else "separate markets with their own prices"
     return [Caution(f"{held}: right for a consolidated tape, not for {what} (a stream per venue: --columns "
                     f"{streams})")]
+
+
+def _streams_mixing(path: Path, cmap: ColumnMap, names: Sequence[str] | None, dialect: Dialect | None,
+                    column: str) -> tuple[int, int]:
+    """How many streams, of how many, hold more than one venue in the first SAMPLE_ROWS rows (a stream named by
+    the file: the file's one stream)."""
+    text = lambda c: pl.col(c).cast(pl.String).str.strip_chars()  # noqa: E731
+    stream = pl.concat_str([text(c) for c in cmap.stream_columns], separator=" ", ignore_nulls=True) \
+        if cmap.stream_columns else pl.lit("")
+    overrides = {c: pl.String for c in (column, *cmap.stream_columns)} if is_csv(path) else None
+    venues = scan_file(path, names, dialect, overrides).head(SAMPLE_ROWS).select(
+        stream.alias("stream"), text(column).alias("venue")).filter(pl.col("venue").is_not_null()).group_by(
+        "stream").agg(pl.col("venue").n_unique().alias("venues")).collect()
+    return int((venues["venues"] > 1).sum()), venues.height
 
 
 def _venue_quotes(path: Path, cmap: ColumnMap, names: Sequence[str] | None, dialect: Dialect | None, column: str,
