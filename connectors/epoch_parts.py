@@ -1,7 +1,7 @@
 """An epoch time written as two columns: whole seconds since the epoch and the part of a second beside them, as
 Rithmic's R|Protocol stamps a trade (`ssboe`, `usecs`), and CQG's and TT's APIs alike. A map joins them as
 `ts=SECONDS+PART` with `ts_unit` the unit the part counts in (ms, us or ns); without one, the part's name says it
-(`usecs`: us, `nsecs`: ns, `msecs`: ms). A joined time is otherwise a date and a time of day: a first column of
+(`usecs`: us, `nsecs`: ns, `msecs`: ms; CoinDesk's `TIMESTAMP_NS`: ns). A joined time is otherwise a date and a time of day: a first column of
 epoch seconds is never read as a date (every tick in another century)."""
 
 from __future__ import annotations
@@ -68,10 +68,14 @@ def epoch_parts_map(path: Path, cmap: ColumnMap, first: Callable[[str], Any]) ->
         return cmap, []  # the unit given reads it
     named = next((u for u, name in PART_NAMES.items() if name.search(re.sub(r"[^a-z0-9]+", "_", part.lower()))),
                  None)
-    if cmap.ts_unit != DETECT or named is None:
-        given = "" if cmap.ts_unit == DETECT else f" (--ts-unit {cmap.ts_unit} reads a date and a time of day)"
+    # a unit detected from the part's name as a time of day (`TIMESTAMP_NS`: ns_after_midnight), or datetime (a
+    # joined map's default), cannot read epoch seconds: the part's named unit can
+    readable = (DETECT, "datetime", *(f"{u}_after_midnight" for u in PART_UNITS))
+    if cmap.ts_unit not in readable or named is None:
+        given = "" if cmap.ts_unit in readable else f" (--ts-unit {cmap.ts_unit} reads a date and a time of day)"
         raise ValueError(f"{path}: ts {cmap.ts!r}: {said}, not a date{given}: give the unit {part!r} counts within "
-                         f"each second, --ts-unit us (or ms, ns), to read the two as one time (docs/replay.md)")
+                         f"each second, --ts-unit ms or us, to read the two as one time (a part in ns: --ts-unit ns, "
+                         f"read so when the part's name says ns, as `nsecs` or `TIMESTAMP_NS` do; docs/replay.md)")
     return replace(cmap, ts_unit=named), [
         f"{path.name}: {said}, and column {part!r} the {named} of each second, as its name says: read as one time "
         f"(--ts-unit ms, us or ns says otherwise)"]

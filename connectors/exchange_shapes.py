@@ -25,7 +25,7 @@ from connectors.field_names import EXCHANGE_MESSAGES, FIELD_NAMES, normal_name
 from connectors.json_objects import RECEIVED
 from connectors.map_vocabulary import DETECT, EPOCH
 from connectors.presets import PRESET_MAPS
-from connectors.side_maps import BITSTAMP_TYPE, BUYER_MAKER
+from connectors.side_maps import BITSTAMP_TYPE, BUYER_MAKER, CRYPTOCOMPARE_FLAG
 from connectors.ticks import QUOTE, TRADE
 
 # (the keys are the wire's hints' too: connectors/field_names.py's EXCHANGE_MESSAGES)
@@ -47,6 +47,9 @@ BYBIT_BOOK_SAID = "Bybit orderbook.1 messages"  # how its shape's note names suc
 # what a Bybit orderbook.1 delta does that makes its rows' sides filled (Bybit's v5 orderbook docs: a delta holds
 # the levels that changed; the best level of the side that did not change is not sent again)
 BYBIT_ONE_SIDED = "a Bybit orderbook.1 delta lists only the side whose best level changed, the other side's empty"
+# CryptoCompare's legacy streamer trades (TYPE 0, CCData's `wss://streamer.cryptocompare.com/v2`): TS epoch seconds,
+# TSNS the ns within that second, F the taker's side flag, M the market, FSYM/TSYM the pair
+CRYPTOCOMPARE_TRADE_KEYS = frozenset({"TYPE", "M", "FSYM", "TSYM", "F", "TS", "Q", "P"})
 
 
 @dataclass
@@ -104,6 +107,17 @@ def shape_of(path: Path, frame: pl.DataFrame, wrapped: bool = False) -> Shape | 
                 f"side flipped (Coinbase's is the maker's), stream=product_id"
                 f"{'; other types left out, counted as filtered_out: ' + others if others else ''}")
         return Shape("coinbase-matches", PRESETS["coinbase-matches"], note, COINBASE_RECONNECT)
+    if CRYPTOCOMPARE_TRADE_KEYS <= columns and (types := _counts(frame, "TYPE", "messages without TYPE")) and \
+            "0" in types:
+        others = _said({k: n for k, n in types.items() if k != "0"})
+        ts = "TS+TSNS" if "TSNS" in columns else "TS"
+        note = (f"{path.name}: CryptoCompare streamer trades (TYPE 0): ts={ts} (epoch seconds"
+                f"{' and the ns within each' if 'TSNS' in columns else ''}), stream=M+FSYM+TSYM (market and pair), "
+                f"price=P, size=Q, side from F (1: the taker sold, 2: bought, 4: unknown)"
+                f"{'; other types left out, counted as filtered_out: ' + others if others else ''}")
+        return Shape("cryptocompare-trades", ColumnMap(ts=ts, ts_unit="ns" if "TSNS" in columns else "s", kind=TRADE,
+                                                       stream_col="M+FSYM+TSYM", price="P", size="Q", side="F",
+                                                       side_map=CRYPTOCOMPARE_FLAG, keep={"TYPE": ["0"]}), note)
     if BITSTAMP_TRADE_KEYS <= columns and (events := _counts(frame, "event", "messages without event")) and \
             "trade" in events:
         others = _said({k: n for k, n in events.items() if k != "trade"})

@@ -45,6 +45,8 @@ def finer_clock(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
             coarse=pl.col(cmap.ts).cast(pl.String).cast(pl.Float64, strict=False),
             fine=pl.col(column).cast(pl.String).cast(pl.Float64, strict=False)).drop_nulls().head(SAMPLE_ROWS)
         rows = rows.collect()
+        if part := _part_of_second(path, cmap, column, rows):
+            return part
         if not rows.height or UNITS[unit := epoch_unit(rows["fine"][0])] >= UNITS[cmap.ts_unit]:
             continue
         # one instant: the finer time within one coarse unit of the coarse one (truncated or rounded), compared in
@@ -60,3 +62,21 @@ def finer_clock(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
                       f"other instants ({row['fine']:.0f} beside {row['coarse']:.0f}): not read, its ticks are "
                       f"stamped with {cmap.ts!r} ({columns_option(f'ts={column}')} reads that one)"]
     return cmap, []
+
+
+def _part_of_second(path: Path, cmap: ColumnMap, column: str, rows: pl.DataFrame
+                    ) -> tuple[ColumnMap, list[str]] | None:
+    """Epoch seconds beside the part of each second in the unit the other column's name says, as CoinDesk's
+    (CCData's) trades write `TIMESTAMP` and `TIMESTAMP_NS` (342000000: .342 s): the map joining the two
+    (`ts=SECONDS+PART`, connectors/epoch_parts.py), with a note; None when the values are no such part."""
+    named = UNIT_AFTER.match(normal_name(column))
+    if cmap.ts_unit != "s" or not rows.height or named is None:
+        return None
+    unit = named["unit"]
+    fine, coarse = rows["fine"], rows["coarse"]
+    if not ((fine >= 0) & (fine < 10**9 // UNITS[unit]) & (fine == fine.floor()) & (coarse == coarse.floor())).all():
+        return None
+    note = (f"{path.name}: column {cmap.ts!r} holds epoch seconds and {column!r} the {unit} within each second, on "
+            f"each of its first {rows.height:,} rows: read as one time "
+            f"({columns_option(f'ts={cmap.ts}+{column}')} --ts-unit {unit})")
+    return replace(cmap, ts=f"{cmap.ts}+{column}", ts_unit=unit, ts_format=None), [note]

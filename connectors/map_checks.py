@@ -19,6 +19,7 @@ from connectors.map_vocabulary import (
     DETECT,
     EPOCH_IS_UTC,
     LOCAL_TIME_UNITS,
+    NS_PART_NAME,
     PRICE_FORMATS,
     QUOTE_FIELDS,
     THIRTY_SECONDS_FORM,
@@ -63,7 +64,8 @@ class ColumnMapChecks:
         """The time column and its unit, the stream, and which tick fields are mapped for the kind."""
         if not isinstance(self.ts, str) or not self.ts or not all(self.ts_columns):
             raise ValueError(f"ts must name the event-time column (or date+time columns), got {self.ts!r}")
-        if len(self.ts_columns) > 1 and self.ts_unit == "ns":  # the default: date and time columns are text
+        # the default: date and time columns are text; a part of a second named as ns counts in it (epoch_parts.py)
+        if len(self.ts_columns) > 1 and self.ts_unit == "ns" and not NS_PART_NAME.search(self.ts_columns[-1]):
             object.__setattr__(self, "ts_unit", "datetime")
         if self.ts_unit not in TS_UNITS:
             raise ValueError(f"ts_unit must be one of {TS_UNITS}, got {self.ts_unit!r}")

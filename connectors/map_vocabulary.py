@@ -77,3 +77,8 @@ def as_written(value: object) -> str:
     (`price_scale: -1` is '-1'), so a quoted repr would show quotes the user never typed; other values (a YAML list,
     an empty text) by their repr."""
     return value if isinstance(value, str) and value.strip() else repr(value)
+# the name of an epoch time's part of a second counted in ns (Rithmic's `nsecs`, CoinDesk's `TIMESTAMP_NS`, the
+# legacy CryptoCompare stream's `TSNS` beside `TS`): a map
+# joining epoch seconds to it (`ts=TIMESTAMP+TIMESTAMP_NS`) with ts_unit ns reads the two as one time, where a
+# joined ts's default unit is otherwise a date and a time of day as text (connectors/map_checks.py)
+NS_PART_NAME = re.compile(r"(^|[^a-z0-9]|^ts)(nsecs?|nanos?|nanoseconds?|ns)$", re.IGNORECASE)

@@ -23,6 +23,8 @@ LOBSTER_DIRECTION: dict[str, str] = {"1": "sell", "-1": "buy"}
 # Upbit's `ask_bid` and Bithumb's `type`: the taker's order side, ASK a sell order that took a bid (the taker sold)
 ASK_BID: dict[str, str] = {"ask": "sell", "bid": "buy"}
 BITSTAMP_TYPE: dict[str, str] = {"0": "buy", "1": "sell"}  # Bitstamp's transaction `type`: the taker bought (0) or sold
+# CryptoCompare's (CCData's legacy streamer) trade flag `F`: 1 the taker sold, 2 bought, 4 unknown
+CRYPTOCOMPARE_FLAG: dict[str, str | None] = {"1": "sell", "2": "buy", "4": None}
 # FIX AggressorSide (tag 1057/5797: CME MDP 3.0, Eurex EOBI, ...): 1 the buyer aggressed, 2 the seller, 0 neither
 FIX_AGGRESSOR: dict[str, str | None] = {"1": "buy", "2": "sell", "0": None}
 # IQFeed's TradeAggressor (protocol 6 tick history): as FIX's, and 3 "neither buy nor sell"

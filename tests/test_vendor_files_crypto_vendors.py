@@ -6,6 +6,9 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import pytest
+
+from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from conftest import drain
 
@@ -43,3 +46,65 @@ def test_kaiko_venues_each_in_their_own_stream_raise_no_caution(tmp_path: Path) 
     drain(replay)
     said = [str(c) for c in replay.cautions if "venues" in str(c)]
     assert len(said) == 1 and "1 of 2 streams mix them" in said[0], said
+
+
+COINDESK_TRADES = (
+    "TYPE,MARKET,INSTRUMENT,MAPPED_INSTRUMENT,BASE,QUOTE,SIDE,ID,TIMESTAMP,TIMESTAMP_NS,RECEIVED_TIMESTAMP,"
+    "RECEIVED_TIMESTAMP_NS,QUANTITY,PRICE,QUOTE_QUANTITY,SOURCE,CCSEQ\n"
+    "952,binance,BTCUSDT,BTC-USDT,BTC,USDT,SELL,3735683259,1723161255,342000000,1723161255,87896568,0.02,61837.63,"
+    "1236.7526,POLLING,0\n"
+    "952,binance,BTCUSDT,BTC-USDT,BTC,USDT,BUY,3735683260,1723161255,617000000,1723161255,347673567,0.048,61837.64,"
+    "2968.20624,POLLING,1\n"
+    "952,binance,BTCUSDT,BTC-USDT,BTC,USDT,SELL,3735683261,1723161256,5000,1723161256,9000000,0.5,61837.5,"
+    "30918.75,POLLING,2\n")
+
+
+def test_coindesk_trades_join_their_seconds_and_nanoseconds_with_no_options(tmp_path: Path) -> None:
+    path = tmp_path / "coindesk_binance_BTC-USDT_trades_2024-08-08.csv"
+    path.write_text(COINDESK_TRADES)
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [(t.stream, t.ts, t.price, t.size, t.side) for t in ticks] == [
+        ("BTCUSDT", 1723161255342000000, 61837.63, 0.02, "sell"),
+        ("BTCUSDT", 1723161255617000000, 61837.64, 0.048, "buy"),
+        ("BTCUSDT", 1723161256000005000, 61837.5, 0.5, "sell")]
+    assert any("'TIMESTAMP_NS' the ns within each second" in n for n in replay.notes), replay.notes
+    assert not any("another clock" in n for n in replay.notes), replay.notes
+
+
+def test_coindesk_seconds_plus_part_map_reads_with_or_without_its_unit(tmp_path: Path) -> None:
+    path = tmp_path / "coindesk.csv"
+    path.write_text(COINDESK_TRADES)
+    for unit in ("ns", None):
+        spec = map_from_options(columns="ts=TIMESTAMP+TIMESTAMP_NS", ts_unit=unit, detect=True)
+        assert [t.ts for t in drain(FileReplay(path, columns=spec))][:2] == [1723161255342000000,
+                                                                             1723161255617000000], unit
+    # a part whose name says no unit: the refusal names the units that read it, and --ts-unit us then does
+    (tmp_path / "parts.csv").write_text("secs,part,price,size\n1723161255,342000,61837.63,0.02\n")
+    with pytest.raises(ValueError, match="--ts-unit ms or us"):
+        drain(FileReplay(tmp_path / "parts.csv", columns=map_from_options(columns="ts=secs+part", detect=True)))
+    spec = map_from_options(columns="ts=secs+part", ts_unit="us", detect=True)
+    assert [t.ts for t in drain(FileReplay(tmp_path / "parts.csv", columns=spec))] == [1723161255342000000]
+
+
+def test_cryptocompare_streamer_trades_read_their_flag_and_nanoseconds(tmp_path: Path) -> None:
+    path = tmp_path / "cryptocompare_ws_trades.jsonl"
+    path.write_text(
+        '{"TYPE":"20","MESSAGE":"STREAMERWELCOME","SERVER_UPTIME_SECONDS":1262462}\n'
+        '{"TYPE": "0", "M": "Binance", "FSYM": "BTC", "TSYM": "USDT", "F": "1", "ID": "3735683259", "TS": 1723161255, '
+        '"Q": 0.02, "P": 61837.63, "TOTAL": 1236.7526, "RTS": 1723161254, "CCSEQ": 259, "TSNS": 342000000, '
+        '"RTSNS": 87896568}\n'
+        '{"TYPE":"999","MESSAGE":"HEARTBEAT","TIMEMS":1723161256000}\n'
+        '{"TYPE": "0", "M": "Binance", "FSYM": "BTC", "TSYM": "USDT", "F": "2", "ID": "3735683260", "TS": 1723161255, '
+        '"Q": 0.048, "P": 61837.64, "TOTAL": 2968.20624, "RTS": 1723161254, "CCSEQ": 260, "TSNS": 617000000, '
+        '"RTSNS": 347673567}\n'
+        '{"TYPE": "0", "M": "Binance", "FSYM": "BTC", "TSYM": "USDT", "F": "4", "ID": "3735683261", "TS": 1723161256, '
+        '"Q": 0.5, "P": 61837.5, "TOTAL": 30918.75, "RTS": 1723161256, "CCSEQ": 261, "TSNS": 5000, "RTSNS": 9000}\n')
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [(t.stream, t.ts, t.price, t.size, t.side) for t in ticks] == [
+        ("Binance BTC USDT", 1723161255342000000, 61837.63, 0.02, "sell"),
+        ("Binance BTC USDT", 1723161255617000000, 61837.64, 0.048, "buy"),
+        ("Binance BTC USDT", 1723161256000005000, 61837.5, 0.5, None)]
+    assert dict(replay.rejected) == {"filtered_out": 2}
+    assert any("CryptoCompare streamer trades" in n and "20 (1), 999 (1)" in n for n in replay.notes), replay.notes
