@@ -172,10 +172,16 @@ class ColumnMap(ColumnMapChecks):
         """The column(s) of the time: `Date+Time` names a date column and a time column, read joined by a space."""
         return joined_columns(self.ts)
 
+    @property
+    def sequence_columns(self) -> tuple[str, ...]:
+        """The sequence number's column(s): `block_number+log_index` orders an on-chain export's events by block,
+        then by their index within it (connectors/row_exprs.py joins the two into one number)."""
+        return joined_columns(self.sequence) if self.sequence else ()
+
     def source_columns(self) -> list[str]:
         """The file columns this map reads, without repeats."""
         names = [*self.ts_columns, *self.stream_columns, *(getattr(self, f) for f in VALUE_FIELDS), *(self.keep or ()),
-                 self.utc_offset, self.sequence, self.trade_date, self.quote_sides]
+                 self.utc_offset, *self.sequence_columns, self.trade_date, self.quote_sides]
         return list(dict.fromkeys(n for n in names if n is not None))
 
 

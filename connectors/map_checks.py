@@ -78,6 +78,9 @@ class ColumnMapChecks:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
                 raise ValueError(f"{name} must be a non-empty column name or omitted, got {value!r}")
+        if self.sequence is not None and (not all(self.sequence_columns) or len(self.sequence_columns) > 2):
+            raise ValueError(f"sequence names a column, or two joined by '+' (block_number+log_index: the block, "
+                             f"then the index within it), got {self.sequence!r}")
         if self.stream_col is not None and not all(self.stream_columns):
             raise ValueError(f"stream_col names a column, or columns joined by '+', got {self.stream_col!r}")
         if self.stream is not None and self.stream_col is not None:

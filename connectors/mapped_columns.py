@@ -45,7 +45,7 @@ def columns_lacking(path: Path, keys: Mapping[str, Any], schema: Mapping[str, An
 
 def _named_columns(keys: Mapping[str, Any]) -> list[tuple[str, str, list[str]]]:
     """(key, its value, the columns it names) for each key of a map that names columns (`ts=Date+Time`: two)."""
-    named = [(key, value, list(joined_columns(value)) if key in ("ts", "stream_col") else [value])
+    named = [(key, value, list(joined_columns(value)) if key in ("ts", "stream_col", "sequence") else [value])
              for key, value in keys.items() if key in COLUMN_KEYS and isinstance(value, str)]
     return named + [("keep", f"{{{column}: ...}}", [column]) for column in keys.get("keep") or ()]
 

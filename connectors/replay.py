@@ -145,7 +145,8 @@ class FileReplay(Source):
 
     def _open(self) -> None:
         self.rejected.clear()
-        self.emitted = 0
+        self.emitted = 0  # positions in the files, resends and leave_out's ticks among them (snapshot, restore)
+        self.released = 0  # the ticks released (stats' emitted)
         # the last batch's runs: (file index, the rows list they are a slice of, its start and end)
         self._runs: list[tuple[int, list[int], int, int]] = []
         self._anchor: tuple[int, int] | None = None  # (monotonic ns, event ts) of the first paced tick
@@ -156,7 +157,8 @@ class FileReplay(Source):
         self._kept_not_due: Tick | None = None  # the tick leave_out kept that was not due at the last call
         self.gaps = GapCap(self.max_gap_s)
         # a map's sequence column: its numbers' repeats left out (a recovery feed's resend), its gaps said
-        self._sequences = SequenceWatch() if sequence_columns(self.plans) else None
+        columns = sequence_columns(self.plans)
+        self._sequences = SequenceWatch(composite="+" in columns) if columns else None
         self._last_sent_ts: int | None = None  # with `speed`: the event time of the last tick released
         self._gap_measured: Tick | None = None  # the tick whose gap from the last one released was measured
         cursors = self._cursors = [FileCursor(p, self.chunk_rows, self.rejected, self.selection, self.time_range)
@@ -215,6 +217,7 @@ class FileReplay(Source):
             if j == start:  # the earliest tick is not due yet
                 break
             out.extend(released if picking else ticks[start:j])
+            self.released += len(released) if picking else j - start
             # (a cursor's rows list is replaced by its next chunk's, never changed: it stays the run's)
             runs.append((i, kept_rows, 0, len(kept_rows)) if picking else (i, cur.rows, start, j))
             self.emitted += j - start
@@ -319,7 +322,11 @@ class FileReplay(Source):
         return None if None in counts else sum(counts)
 
     def stats(self) -> dict[str, Any]:
-        return {"emitted": self.emitted, "rejected": dict(self.rejected), "done": self.done}
+        # emitted: the ticks released; `emitted` (the attribute) counts file positions, resends left out among them,
+        # for snapshot and restore
+        left_out = {"sequence_repeat": self._sequences.repeats} if self._sequences and self._sequences.repeats else {}
+        return {"emitted": self.released, "rejected": dict(self.rejected), **({"left_out": left_out} if left_out
+                                                                               else {}), "done": self.done}
 
     def snapshot(self) -> dict[str, Any]:
         return {"source": "replay", "fingerprint": self._fingerprint, "emitted": self.emitted}

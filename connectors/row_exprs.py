@@ -33,7 +33,7 @@ from connectors.map_vocabulary import (
 )
 from connectors.number_separators import COMMA_GROUPED, CURRENCY_SIGN, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
 from connectors.price_notation import FRACTIONAL_FORMS, fractional_price
-from connectors.row_order import SEQ
+from connectors.row_order import INNER_BITS, SEQ
 from connectors.size_readings import capped_size
 from connectors.stream_names import ERROR_CELL
 
@@ -54,7 +54,7 @@ def csv_overrides(cmap: ColumnMap, first: str | None = None) -> dict[str, pl.Dat
     # numbers are read as text and parsed by _csv_number (grouping commas, German Excel's `42.002,00`)
     out |= {getattr(cmap, f): pl.String for f in NUMERIC_FIELDS if getattr(cmap, f)}
     out |= {column: pl.String for column in cmap.stream_columns}
-    out |= {cmap.sequence: pl.String} if cmap.sequence else {}  # whole numbers, read by _sequence_number
+    out |= dict.fromkeys(cmap.sequence_columns, pl.String)  # whole numbers, read by _sequence_number
     if len(cmap.ts_columns) > 1:  # a date column's text, beside its time's (a time of day: a number after midnight)
         return out | {column: pl.String for column in cmap.ts_columns[:-1]} | {cmap.ts_columns[-1]: (
             ts_type if cmap.ts_unit in DAY_CLOCK_UNITS else pl.String)}
@@ -95,6 +95,18 @@ def _contract_part(column: str) -> pl.Expr:
     upper = text.str.to_uppercase()
     return pl.when(upper.is_in(["C", "CALL"])).then(pl.lit("C")) \
         .when(upper.is_in(["P", "PUT"])).then(pl.lit("P")).otherwise(text)
+
+
+def sequence_key(columns: tuple[str, ...], schema: Mapping[str, Any], as_text: bool) -> pl.Expr:
+    """A row's sequence number: one column's whole number, or two joined (`block_number+log_index`: the outer
+    number shifted past the inner's INNER_BITS, so that one Int64 orders by the first, then the second; null, the
+    row rejected as missing_field, where either is no whole number or out of its range)."""
+    numbers = [_sequence_number(c, pl.String if as_text else schema[c]) for c in columns]
+    if len(numbers) == 1:
+        return numbers[0]
+    outer, inner = numbers
+    fits = (outer >= 0) & (outer < 1 << (63 - INNER_BITS)) & (inner >= 0) & (inner < 1 << INNER_BITS)
+    return pl.when(fits).then(outer * (1 << INNER_BITS) + inner)
 
 
 def _sequence_number(column: str, dtype: pl.DataType) -> pl.Expr:
@@ -150,7 +162,7 @@ def row_exprs(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sch
     elif book is not None:
         exprs += _book_columns(schema)
     if cmap.sequence is not None:  # last before the row number: file_plan.py reads it at row[-2]
-        exprs.append(_sequence_number(cmap.sequence, pl.String if overrides else schema[cmap.sequence]).alias(SEQ))
+        exprs.append(sequence_key(cmap.sequence_columns, schema, bool(overrides)).alias(SEQ))
     return RowExprs(exprs, keys, raw_stream, price_texts, book, notes)
 
 

@@ -2,7 +2,9 @@
 stream's sequence number at the same time and of the same kind is a recovery feed's resend (or the same line
 captured twice, A and B) and is left out, counted; so is one that repeats a recent number with the same values at
 a later time (a resend the feed restamped with the time it sent it again); a stream's number that jumps past the
-next one is a gap, counted and said. connectors/replay.py asks `SequenceWatch.repeat` once per tick it merges, so
+next one is a gap, counted and said. A number read again at the same time with other values is no resend: kept,
+counted and said (a number that restarts, as a block's `log_index` does, needs its outer number joined to it:
+`block_number+log_index`, whose numbers are no count, so no gaps are looked for in them). connectors/replay.py asks `SequenceWatch.repeat` once per tick it merges, so
 a backtest and `feed replay` (the one reader) leave out the same ticks. Without a sequence column nothing is
 guessed: two equal rows may be two trades."""
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from connectors.row_order import INNER_BITS
 from connectors.ticks import Tick, utc_text
 
 SHOWN = 3  # gaps named in the note, the first ones in replay order
@@ -44,6 +47,9 @@ class SequenceWatch:
     first_gaps: list[str] = field(default_factory=list)
     gap_streams: set[str] = field(default_factory=set)
     restamped: int = 0  # of the repeats, those at a later time than the first reading
+    composite: bool = False  # numbers of two columns joined (block_number+log_index): an order, not a count
+    reused: int = 0  # ticks kept that repeat a number at its time with other values (a number that restarts)
+    first_reused: str = ""
     _last: dict[str, _Last] = field(default_factory=dict)
     # (stream, number, kind) -> the tick taken, of the recent ones, oldest first
     _recent: dict[tuple[str, float | int, str], Tick] = field(default_factory=dict)
@@ -54,7 +60,9 @@ class SequenceWatch:
         to be left out, the stream's last number unchanged); a number past the last one plus one counts a gap."""
         last = self._last.get(tick.stream)
         if last is not None and last.number == number and last.ts == tick.ts:
-            if tick.kind not in last.kinds:
+            taken = self._recent.get((tick.stream, number, tick.kind))
+            if tick.kind not in last.kinds or taken is not None and _values(taken) != _values(tick):
+                self._reuse(tick, number, plan, row, tick.kind in last.kinds)
                 last.kinds.add(tick.kind)
                 self._remember(tick, number)
                 return False
@@ -63,7 +71,7 @@ class SequenceWatch:
         if taken is not None and 0 <= tick.ts - taken.ts <= RESTAMPED_NS and _values(taken) == _values(tick):
             self.restamped += tick.ts > taken.ts  # (at its time, with other numbers read between: no restamp)
             return self._count(tick, number, plan, row)
-        if last is not None and number > last.number + 1:  # a lower number at a later time: a new session's
+        if not self.composite and last is not None and number > last.number + 1:  # a lower one later: a new session
             self.gaps += 1
             self.missing += number - last.number - 1
             self.gap_streams.add(tick.stream)
@@ -78,9 +86,21 @@ class SequenceWatch:
         self.repeats += 1
         self.repeat_streams.add(tick.stream)
         if not self.first_repeat:
-            where = plan.where(row) if row is not None and hasattr(plan, "where") else plan.path.name
-            self.first_repeat = f"{where} ({tick.stream}, number {int(number)})"
+            self.first_repeat = self._where(tick, number, plan, row)
         return True
+
+    def _reuse(self, tick: Tick, number: float | int, plan: Any, row: int | None, taken: bool) -> None:
+        """Count a number read again at its time with other values (`taken`: of a kind already taken), kept."""
+        if taken:
+            self.reused += 1
+            self.first_reused = self.first_reused or self._where(tick, number, plan, row)
+
+    def _where(self, tick: Tick, number: float | int, plan: Any, row: int | None) -> str:
+        """A tick as a user finds it: its file and line, stream and number (a joined number as its two parts)."""
+        where = plan.where(row) if row is not None and hasattr(plan, "where") else plan.path.name
+        said = f"{int(number) >> INNER_BITS}+{int(number) & ((1 << INNER_BITS) - 1)}" if self.composite else \
+            f"{int(number)}"
+        return f"{where} ({tick.stream}, number {said})"
 
     def _remember(self, tick: Tick, number: float | int) -> None:
         """Keep a tick taken among the recent ones a restamped resend is looked for in."""
@@ -97,6 +117,12 @@ class SequenceWatch:
             notes.append(f"{self.repeats} tick(s) of {len(self.repeat_streams)} stream(s) repeat a sequence number "
                          f"(column {column}) already read at the same time{later}, a recovery feed's resend or one "
                          f"line captured twice: left out, the first read kept (the first repeat: {self.first_repeat})")
+        if self.reused:
+            notes.append(f"{self.reused} tick(s) repeat a sequence number (column {column}) already read at the same "
+                         f"time with other values: kept, as no resend says other values (the first: "
+                         f"{self.first_reused}); a number that restarts, as a block's log_index does in every "
+                         f"block, orders them within their time by that number alone, interleaving blocks: join its "
+                         f"outer number, --sequence block_number+log_index (docs/replay.md, On-chain swaps)")
         if self.gaps:
             more = ", ..." if self.gaps > len(self.first_gaps) else ""
             notes.append(f"{self.gaps} gap(s) in the sequence numbers (column {column}) of {len(self.gap_streams)} "
