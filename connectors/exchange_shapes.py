@@ -165,11 +165,50 @@ ARRAY_SHAPES = (  # trades first: a capture of several channels replays its trad
                          side="side"),
                "Kraken REST trades (result.PAIR: arrays of price, volume, time, side, orderType, misc, trade_id): "
                "ts=time (s), stream=pair (the result's key), price, size=volume, side (b/s: the taker's)"),
+    # a capture of v1's trade and spread channels (connectors/exchange_envelopes.py makes spread arrays messages)
+    ArrayShape("kraken-v1-trades-spread", ("trade", "spread"), frozenset({"pair", "side", "price", "volume", "time",
+                                                                         "bid", "ask", "bidVolume", "askVolume"}),
+               ColumnMap(ts="time", ts_unit=DETECT, stream_col="pair", price="price", size="volume", side="side",
+                         bid="bid", ask="ask", bid_size="bidVolume", ask_size="askVolume"),
+               "Kraken v1 trade and spread arrays: ts=time (s), stream=pair; trades price, size=volume, side (b/s: "
+               "the taker's); spread the top of book, bid, ask, bid_size=bidVolume, ask_size=askVolume"),
+    ArrayShape("kraken-v1-spread", ("spread",), frozenset({"pair", "bid", "ask", "time", "bidVolume", "askVolume"}),
+               ColumnMap(ts="time", ts_unit=DETECT, kind=QUOTE, stream_col="pair", bid="bid", ask="ask",
+                         bid_size="bidVolume", ask_size="askVolume"),
+               "Kraken v1 spread (arrays: bid, ask, timestamp, bidVolume, askVolume): quotes of the top of book, "
+               "ts=timestamp (s), stream=pair"),
     ArrayShape("kraken-v1-trades", ("trade",), frozenset({"pair", "side", "price", "volume", "time", "orderType"}),
                ColumnMap(ts="time", ts_unit=DETECT, kind=TRADE, stream_col="pair", price="price", size="volume",
                          side="side"),
                "Kraken v1 trade (arrays: price, volume, time, side, orderType, misc): ts=time (s), stream=pair, "
                "price, size=volume, side (b/s: the taker's)"),
+    # Coinbase Advanced Trade (connectors/exchange_envelopes.py lifts its events' trades and tickers): its trades'
+    # side is the taker's (its API's Trade schema: "Taker side of the trade"), unlike Coinbase Exchange's matches
+    ArrayShape("coinbase-advanced-trades-ticker", ("market_trades", "ticker"),
+               frozenset({"trade_id", "product_id", "price", "size", "side", "time", "best_bid", "best_ask"}),
+               ColumnMap(ts="time", ts_unit=DETECT, stream_col="product_id", price="price", size="size", side="side",
+                         bid="best_bid", ask="best_ask", bid_size="best_bid_quantity",
+                         ask_size="best_ask_quantity"),
+               "Coinbase Advanced Trade market_trades and ticker: ts=time (the ticker's: its message's timestamp), "
+               "stream=product_id; trades price, size, side (BUY/SELL: the taker's, as Advanced Trade's API "
+               "documents it, not flipped as Coinbase Exchange's maker side is); ticker quotes bid=best_bid, "
+               "ask=best_ask, sizes best_bid_quantity, best_ask_quantity (its last price is the trade already read)"),
+    ArrayShape("coinbase-advanced-trades", ("market_trades",),
+               frozenset({"trade_id", "product_id", "price", "size", "side", "time"}),
+               ColumnMap(ts="time", ts_unit=DETECT, kind=TRADE, stream_col="product_id", price="price", size="size",
+                         side="side"),
+               "Coinbase Advanced Trade market_trades: ts=time, stream=product_id, price, size, side (BUY/SELL: the "
+               "taker's, as Advanced Trade's API documents it, not flipped as Coinbase Exchange's maker side is)"),
+    ArrayShape("coinbase-advanced-ticker", ("ticker", "ticker_batch"),
+               frozenset({"product_id", "best_bid", "best_ask", "time"}),
+               ColumnMap(ts="time", ts_unit=DETECT, kind=QUOTE, stream_col="product_id", bid="best_bid",
+                         ask="best_ask", bid_size="best_bid_quantity", ask_size="best_ask_quantity"),
+               "Coinbase Advanced Trade ticker: quotes bid=best_bid, ask=best_ask, sizes best_bid_quantity, "
+               "best_ask_quantity, ts=its message's timestamp, stream=product_id"),
+    ArrayShape("kraken-v2-ticker", ("ticker",), frozenset({"symbol", "bid", "ask", "bid_qty", "ask_qty", "timestamp"}),
+               ColumnMap(ts="timestamp", ts_unit=DETECT, kind=QUOTE, stream_col="symbol", bid="bid", ask="ask",
+                         bid_size="bid_qty", ask_size="ask_qty"),
+               "Kraken v2 ticker: quotes bid, ask, bid_size=bid_qty, ask_size=ask_qty, ts=timestamp, stream=symbol"),
     ArrayShape("deribit-trades", ("trades",), frozenset({"instrument_name", "direction", "amount", "price",
                                                         "timestamp"}),
                ColumnMap(ts="timestamp", ts_unit=EPOCH, kind=TRADE, stream_col="instrument_name", price="price",

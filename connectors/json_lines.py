@@ -45,6 +45,7 @@ import polars as pl
 from connectors.bar_documents import bar_document, no_bars
 from connectors.column_map import ColumnMap
 from engine.disk_full import DiskFull, said_if_disk_full
+from connectors.exchange_envelopes import unwrapped_messages
 from connectors.exchange_shapes import BINANCE_BOOK_KEYS, Shape, array_shape_of, rest_shape_of, shape_of
 from connectors.json_columns import best_levels, epoch_text_as_integers, lists_as_text, nested_fields
 from connectors.json_messages import (
@@ -184,6 +185,7 @@ def _convert(path: Path) -> JsonLinesTable:
     if is_level1_capture(path):  # IQFeed's Level 1 messages: their ticks are what changed between them
         return _level1(path, lines)
     lines = pretty_documents(lines) or lines  # a body saved by `jq .`: one object spread over many lines
+    lines = unwrapped_messages(lines)  # Coinbase Advanced Trade's events, Kraken v1's spread arrays
     records = one_array(lines)
     if records is None and (records := bar_document(lines)) is not None:  # Binance klines, Polygon aggregates
         frame, bad = records, {}
