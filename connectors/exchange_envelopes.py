@@ -10,12 +10,19 @@ connectors/exchange_shapes.py's ARRAY_SHAPES read them by their channel and keys
   "XBT/USD"]`, a message a line as its `trade` arrays are (those: connectors/json_objects.py).
 
 Any other line is kept as it was. A file is looked at only when its first lines show one of these layouts.
+
+`ticker_beside_matches`: a Coinbase Exchange capture of matches and ticker in one connection (as one subscribes in
+practice) keeps each ticker's best bid and ask as a quote, its trade fields (the match it echoes) emptied, so that
+the trade is read once, from its match, and its id is not taken for another trade's; its snapshot's levels are
+dropped (the book at subscribing, a message left out).
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+import polars as pl
 
 SNIFF_LINES = 50  # of a file's first lines: one of them shows the layout (after acks and heartbeats)
 # Kraken v1 spread's array, named as its docs name each value (the time named as the trade arrays' is, `time`)
@@ -73,3 +80,23 @@ def _kraken_spread(value: Any) -> dict[str, Any] | None:
         return None
     quote = dict(zip(KRAKEN_V1_SPREAD, (str(v) for v in value[1])))
     return {"channelID": value[0], "channel": "spread", "pair": value[3], "data": [quote]}
+
+
+# a Coinbase Exchange ticker's fields of the trade it follows (its match, read from the matches channel)
+TICKER_TRADE_FIELDS = ("price", "side", "last_size", "trade_id", "size")
+
+
+def ticker_beside_matches(frame: pl.DataFrame) -> pl.DataFrame:
+    """A Coinbase Exchange capture's frame with each `ticker` row's trade fields emptied where the capture holds
+    matches too (their trade is read from the match); any other frame as it is."""
+    if not {"type", "best_bid", "best_ask"} <= set(frame.columns) or frame.schema["type"] != pl.String:
+        return frame
+    types = set(frame["type"].drop_nulls().unique())
+    if "ticker" not in types or not types & {"match", "last_match"}:
+        return frame
+    echo = pl.col("type") == "ticker"
+    # the snapshot's levels (bids[0].price, ...) are the book at subscribing, a message left out: not columns that
+    # compete with the ticker's best bid and ask
+    frame = frame.drop([c for c in frame.columns if c.startswith(("bids[", "asks["))])
+    return frame.with_columns(pl.when(~echo.fill_null(False)).then(pl.col(c)).alias(c)
+                              for c in TICKER_TRADE_FIELDS if c in frame.columns)

@@ -102,11 +102,23 @@ def shape_of(path: Path, frame: pl.DataFrame, wrapped: bool = False) -> Shape | 
                                                    ask_size="a[0].size", fill_quotes=True), note)
     if COINBASE_MATCH_KEYS <= columns and (types := _counts(frame, "type", "messages without type")) and \
             any(t in types for t in COINBASE_MATCHES):
-        others = _said({k: n for k, n in types.items() if k not in COINBASE_MATCHES})
+        quotes = "ticker" in types and {"best_bid", "best_ask"} <= columns
+        kept = (*COINBASE_MATCHES, "ticker") if quotes else COINBASE_MATCHES
+        others = _said({k: n for k, n in types.items() if k not in kept})
+        ticker = ("; ticker read as quotes, bid=best_bid, ask=best_ask with their sizes (its trade is the match "
+                  "read already)" if quotes else "")
+        book = "; l2update is a change to the book, not its top: read ticker for the best bid and ask" \
+            if "l2update" in types and not quotes else ""
         note = (f"{path.name}: Coinbase Exchange websocket messages: match and last_match read as trades, their "
-                f"side flipped (Coinbase's is the maker's), stream=product_id"
-                f"{'; other types left out, counted as filtered_out: ' + others if others else ''}")
-        return Shape("coinbase-matches", PRESETS["coinbase-matches"], note, COINBASE_RECONNECT)
+                f"side flipped (Coinbase's is the maker's), stream=product_id{ticker}"
+                f"{'; other types left out, counted as filtered_out: ' + others if others else ''}{book}")
+        columns_map = PRESETS["coinbase-matches"]
+        if quotes:
+            columns_map = replace(columns_map, kind=None, bid="best_bid", ask="best_ask",
+                                  bid_size="best_bid_size" if "best_bid_size" in columns else None,
+                                  ask_size="best_ask_size" if "best_ask_size" in columns else None,
+                                  keep={"type": list(kept)}, preset=None)
+        return Shape("coinbase-matches", columns_map, note, COINBASE_RECONNECT)
     if CRYPTOCOMPARE_TRADE_KEYS <= columns and (types := _counts(frame, "TYPE", "messages without TYPE")) and \
             "0" in types:
         others = _said({k: n for k, n in types.items() if k != "0"})

@@ -73,3 +73,36 @@ def test_kraken_v1_spread_arrays_read_as_quotes_beside_its_trades(tmp_path: Path
     spread = tmp_path / "spread.jsonl"
     spread.write_text("".join(line + "\n" for line in KRAKEN_V1.splitlines() if '"spread","XBT' in line))
     assert [(t.kind, t.bid) for t in drain(FileReplay(spread))] == [("quote", 61837.6), ("quote", 61837.5)]
+
+
+def test_coinbase_exchange_matches_with_ticker_read_its_quotes_and_each_trade_once(tmp_path: Path) -> None:
+    path = tmp_path / "coinbase_ws_BTC-USD_2024-08-08.jsonl"
+    path.write_text(
+        '{"type": "subscriptions", "channels": [{"name": "matches", "product_ids": ["BTC-USD"]}, {"name": "ticker", '
+        '"product_ids": ["BTC-USD"]}, {"name": "level2_batch", "product_ids": ["BTC-USD"]}]}\n'
+        '{"type": "snapshot", "product_id": "BTC-USD", "bids": [["61837.63", "3.78826"]], "asks": [["61837.64", '
+        '"1.54698"]]}\n'
+        '{"type": "last_match", "trade_id": 657398432, "maker_order_id": "8954b1c6-c7d7-4543-4cc7-987e073329ec", '
+        '"taker_order_id": "be5945fe-c7ab-d0ae-e27d-3abb473fb750", "side": "buy", "size": "0.02000000", "price": '
+        '"61837.63", "product_id": "BTC-USD", "sequence": 84672938272, "time": "2024-08-08T23:54:15.342243Z"}\n'
+        '{"type": "l2update", "product_id": "BTC-USD", "changes": [["buy", "61837.63", "3.78826000"]], "time": '
+        '"2024-08-08T23:54:15.357891Z"}\n'
+        '{"type": "match", "trade_id": 657398433, "maker_order_id": "1c0e3b7a-7d8c-4a0a-9a43-3cbbd1e0a0b1", '
+        '"taker_order_id": "0f3c3a4e-2b8f-4a53-8f3e-0d6f0f8b1c2d", "side": "sell", "size": "0.00009000", "price": '
+        '"61837.64", "product_id": "BTC-USD", "sequence": 84672938321, "time": "2024-08-08T23:54:15.617133Z"}\n'
+        '{"type": "ticker", "sequence": 84672938321, "product_id": "BTC-USD", "price": "61837.64", "open_24h": '
+        '"60010.01", "volume_24h": "12011.3", "low_24h": "59800.00", "high_24h": "62101.00", "volume_30d": '
+        '"380000.1", "best_bid": "61837.63", "best_bid_size": "0.04819000", "best_ask": "61837.64", '
+        '"best_ask_size": "3.48478000", "side": "buy", "time": "2024-08-08T23:54:15.617133Z", "trade_id": 657398433, '
+        '"last_size": "0.00009000"}\n'
+        '{"type": "heartbeat", "last_trade_id": 657398433, "product_id": "BTC-USD", "sequence": 84672938322, '
+        '"time": "2024-08-08T23:54:16.000000Z"}\n')
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [(t.kind, t.ts, t.price, t.side, t.bid, t.ask, t.bid_size, t.ask_size) for t in ticks] == [
+        ("trade", 1723161255342243000, 61837.63, "sell", None, None, None, None),  # the maker bought: flipped
+        ("trade", 1723161255617133000, 61837.64, "buy", None, None, None, None),
+        ("quote", 1723161255617133000, None, None, 61837.63, 61837.64, 0.04819, 3.48478)]
+    said = " ".join(replay.notes)
+    assert "ticker read as quotes" in said and "is no unique trade id" not in said and "WRDS" not in said
+    assert dict(replay.rejected) == {"filtered_out": 4}  # subscriptions, snapshot, l2update, heartbeat
