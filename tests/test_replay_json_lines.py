@@ -120,12 +120,16 @@ def test_coinbase_match_messages_flip_the_makers_side_and_count_other_types(tmp_
               "time": "2024-01-02T00:00:01.5Z"},
              coinbase_match(2)]
     ticks, replay = read(write_lines(tmp_path / "coinbase.ndjson", lines))
-    assert [(t.stream, t.price, t.side) for t in ticks] == [("BTC-USD", 42290.12, "buy"),  # maker sold: a buy
-                                                           ("BTC-USD", 42291.12, "sell"), ("BTC-USD", 42292.12, "buy")]
+    # (review325 #7: the ticker beside the matches is read as a quote, its trade being the match read already)
+    assert [(t.stream, t.price, t.side, t.bid) for t in ticks] == [
+        ("BTC-USD", 42290.12, "buy", None),  # maker sold: a buy
+        ("BTC-USD", 42291.12, "sell", None), ("BTC-USD", None, None, 42291.11), ("BTC-USD", 42292.12, "buy", None)]
     assert ticks[0].ts == 1_704_153_600_123_456_000
-    assert dict(replay.rejected) == {"filtered_out": 4}
+    assert dict(replay.rejected) == {"filtered_out": 3}
     note = next(n for n in replay.notes if "Coinbase Exchange websocket messages" in n)
-    assert note.endswith("other types left out, counted as filtered_out: heartbeat (2), subscriptions (1), ticker (1)")
+    assert note.endswith("ticker read as quotes, bid=best_bid, ask=best_ask with their sizes (its trade is the match "
+                         "read already); other types left out, counted as filtered_out: heartbeat (2), "
+                         "subscriptions (1)")
 
 
 def test_a_malformed_line_is_rejected_with_its_line_number_and_the_rest_read(tmp_path: Path) -> None:
