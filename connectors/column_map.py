@@ -123,6 +123,9 @@ class ColumnMap(ColumnMapChecks):
     quote_sides: str | None = None
     bar_stamp: str | None = None  # a bar file's stamp: start (as written) or close (connectors/bar_stamps.py)
     bar_length: str | None = None  # the length a bar's close is stamped at after its start (1m, 1h, 1d)
+    size_scale: float | None = None  # on-chain swaps' keys (connectors/onchain_swaps.py)
+    token_decimals: tuple[int, int] | None = None
+    base_token: int | None = None
 
     def __post_init__(self) -> None:
         self._quote_sides()

@@ -32,7 +32,9 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
            "time_exchange",  # CoinAPI's flat files (time_exchange;time_coinapi;...)
            "tradetimestamp",  # Barchart OnDemand's ticks (tradeTimestamp, ISO with its offset)
            "trade_date", "business_date",  # a day alone, when no column has a time: settlements (Trade Date,Settle)
-           "datanegocio"),  # B3's public trades files: DataNegocio, joined to HoraFechamento's clock digits
+           "datanegocio",  # B3's public trades files: DataNegocio, joined to HoraFechamento's clock digits
+           # on-chain exports: BigQuery's and archive nodes' block_timestamp, Dune's evt_block_time, block_time
+           "block_timestamp", "evt_block_time", "block_time"),
     "stream": ("stream", "symbol", "ticker", "instrument", "sym", "pair", "ric", "contract", "product_id",
                "instrument_name", "instid", "inst_id",  # OKX's API (instId)
                "sym_root",  # TAQ's (SYM_ROOT, with SYM_SUFFIX for share classes)

@@ -271,6 +271,9 @@ def describe_map(cmap: ColumnMap) -> str:
     scale += [f"zero_bid={cmap.zero_bid} (a 0 bid beside an ask is a price)"] if cmap.zero_bid is not None else []
     scale += [f"sequence={cmap.sequence}"] if cmap.sequence is not None else []
     scale += [f"trade_date={cmap.trade_date}"] if cmap.trade_date is not None else []
+    scale += [f"size_scale={cmap.size_scale:g}"] if cmap.size_scale is not None else []
+    scale += [f"token_decimals={cmap.token_decimals[0]}/{cmap.token_decimals[1]}, base_token={cmap.base_token}"] \
+        if cmap.token_decimals is not None else []
     fields = [f"{f}={getattr(cmap, f)}" for f in VALUE_FIELDS if getattr(cmap, f) is not None]
     if cmap.side_map:
         named = next((name for name, side_map in SIDE_MAPS.items() if side_map == cmap.side_map), None)
@@ -281,7 +284,8 @@ def describe_map(cmap: ColumnMap) -> str:
         fields.append(f"quote_sides={cmap.quote_sides} (its bid and ask rows one side of a quote each, the other "
                       f"side the stream's previous one; its trade rows trades)")
     keep = [f"keep {c} in {'|'.join(str(v) for v in values)}" for c, values in (cmap.keep or {}).items()]
-    signed = ["signed_size (negative: a sell)"] if cmap.signed_size else []
+    signed = ["signed_size=pool (the pool's amount: negative, a buy)"] if cmap.signed_size == "pool" else \
+        ["signed_size (negative: a sell)"] if cmap.signed_size else []
     offset = [f"utc_offset={cmap.utc_offset}"] if cmap.utc_offset else []
     decimal = [f"decimal={cmap.decimal}"] if cmap.decimal else []
     hours = [f"hours {cmap.hours}"] if cmap.hours else []

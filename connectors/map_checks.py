@@ -29,6 +29,7 @@ from connectors.map_vocabulary import (
     ZERO_BID_READINGS,
     as_written,
 )
+from connectors.onchain_swaps import POOL_SIGN, check_swap_keys
 from connectors.price_offsets import checked_price_offset
 from connectors.ticks import QUOTE, TRADE
 from connectors.time_zones import unknown_zone_hint
@@ -119,9 +120,11 @@ class ColumnMapChecks:
                 raise ValueError("fill_quotes carries a quote's missing side forward: map bid and ask too")
             object.__setattr__(self, "fill_quotes", flag or None)  # false is the default: not kept in to_dict
         if self.signed_size is not None:
-            flag = _flag(self.signed_size)
+            # pool: a DEX pool's amount, its sign the pool's (connectors/onchain_swaps.py)
+            flag = POOL_SIGN if str(self.signed_size).strip().lower() == POOL_SIGN else _flag(self.signed_size)
             if flag is None:
-                raise ValueError(f"signed_size must be true or false, got {self.signed_size!r}")
+                raise ValueError(f"signed_size must be true, false or pool (a DEX pool-side amount: negative, the "
+                                 f"pool paid it out, a buy), got {self.signed_size!r}")
             if flag and (self.size is None or self.side is not None):
                 raise ValueError("signed_size reads a trade's side from its size's sign: map size, and no side column")
             object.__setattr__(self, "signed_size", flag or None)
@@ -145,8 +148,10 @@ class ColumnMapChecks:
             Hours.parse(self.hours)
         if self.price_format not in (None, *PRICE_FORMATS):
             raise ValueError(f"price_format must be one of {PRICE_FORMATS} (32nds: CME's notation of Treasury "
-                             f"futures, {THIRTY_SECONDS_FORM}; eighths: CBOT grains', 450'4 or 450-4 for 450 4/8), "
+                             f"futures, {THIRTY_SECONDS_FORM}; eighths: CBOT grains', 450'4 or 450-4 for 450 4/8; "
+                             f"sqrt_price_x96: a Uniswap v3 pool's price, with token_decimals and base_token), "
                              f"got {self.price_format!r}")
+        check_swap_keys(self)
         if self.zero_bid not in (None, *ZERO_BID_READINGS):
             raise ValueError(f"zero_bid must be one of {ZERO_BID_READINGS} (price: a 0 bid beside an ask is an "
                              f"option nobody bids, replayed; no_bid: TAQ's no bid, rejected), got {self.zero_bid!r}")

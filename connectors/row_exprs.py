@@ -33,6 +33,7 @@ from connectors.map_vocabulary import (
 )
 from connectors.number_separators import COMMA_GROUPED, CURRENCY_SIGN, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
 from connectors.price_notation import FRACTIONAL_FORMS, fractional_price
+from connectors.onchain_swaps import swap_value
 from connectors.row_order import INNER_BITS, SEQ
 from connectors.size_readings import capped_size
 from connectors.stream_names import ERROR_CELL
@@ -206,7 +207,7 @@ def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect 
                 col = pl.col(name)
             if cmap.quote_sides is not None:  # Bloomberg's `type`: the one field this row's value is
                 col = _quote_side_field(cmap, key, col)
-            exprs.append(col.alias(key))
+            exprs.append(swap_value(key, col, cmap).alias(key))  # a DEX export's base units and sqrtPriceX96
             keys.append(key)
     if cmap.price is not None and cmap.size is None:  # a price series: each price a trade of size 1
         exprs.append(pl.lit(1.0).alias("size"))

@@ -204,7 +204,8 @@ def _number(obj: dict, key: str, *, required: bool, is_price: bool, zero_ok: boo
 PRICE_RANGE = (1e-12, 1e15)
 MAX_SIZE = 1e18
 _MAGNITUDE_WHY = (", a magnitude no real instrument reaches (a unit error, an unset field's sentinel, a corrupt "
-                  "feed?; docs/wire-protocol.md#tick-wire-map-msgpack-never-pickle)")
+                  "feed?; docs/wire-protocol.md#tick-wire-map-msgpack-never-pickle; a DEX export's token base units "
+                  "or sqrtPriceX96: a file's map reads them, docs/replay.md#on-chain-swaps)")
 
 
 def _number_text_hint(value: Any) -> str:
