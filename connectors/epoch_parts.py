@@ -1,8 +1,8 @@
 """An epoch time written as two columns: whole seconds since the epoch and the part of a second beside them, as
 Rithmic's R|Protocol stamps a trade (`ssboe`, `usecs`), and CQG's and TT's APIs alike. A map joins them as
 `ts=SECONDS+PART` with `ts_unit` the unit the part counts in (ms, us or ns); without one, the part's name says it
-(`usecs`: us, `nsecs`: ns, `msecs`: ms; CoinDesk's `TIMESTAMP_NS`: ns). A joined time is otherwise a date and a time of day: a first column of
-epoch seconds is never read as a date (every tick in another century)."""
+(`usecs`: us, `nsecs`: ns, `msecs`: ms; CoinDesk's `TIMESTAMP_NS`: ns). A joined time is otherwise a date and a
+time of day: a first column of epoch seconds is never read as a date (every tick in another century)."""
 
 from __future__ import annotations
 

@@ -59,7 +59,9 @@ ZERO_BID_READINGS = ("no_bid", "price")
 # HANDLE-32NDS with a third digit for a quarter (2), half (5) or three quarters (7) of a 32nd, or `+` for a half;
 # screens and vendors also write the part as a fraction, ` 1/4`, ` 1/2`, ` 3/4` or `¼`, `½`, `¾` (a space before
 # the glyph optional), and the 2- and 3-year notes' eighths as ` 1/8`, ` 3/8`, ` 5/8`, ` 7/8`. No other fraction is read
-PRICE_FORMATS = ("decimal", "32nds", "eighths", "sqrt_price_x96")  # eighths: CBOT grains' cents and eighths (450'4; price_notation.py)
+# eighths: CBOT grains' cents and eighths (450'4; price_notation.py); sqrt_price_x96: a Uniswap v3 pool's price
+# (connectors/onchain_swaps.py)
+PRICE_FORMATS = ("decimal", "32nds", "eighths", "sqrt_price_x96")
 # the third digit: a 32nd's part in thousandths, cut to one digit (CME's notation): quarters 2, 5, 7 (.25, .5,
 # .75), and for the 2- and 3-year notes (ZT, Z3N), which tick in eighths of a 32nd, 1, 3, 6, 8 too (.125, .375,
 # .625, .875); never 4 nor 9. Source: CME's contract specs (cmegroup.com, 2- and 3-year T-note futures): minimum

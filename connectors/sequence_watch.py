@@ -4,8 +4,9 @@ captured twice, A and B) and is left out, counted; so is one that repeats a rece
 a later time (a resend the feed restamped with the time it sent it again); a stream's number that jumps past the
 next one is a gap, counted and said. A number read again at the same time with other values is no resend: kept,
 counted and said (a number that restarts, as a block's `log_index` does, needs its outer number joined to it:
-`block_number+log_index`, whose numbers are no count, so no gaps are looked for in them). connectors/replay.py asks `SequenceWatch.repeat` once per tick it merges, so
-a backtest and `feed replay` (the one reader) leave out the same ticks. Without a sequence column nothing is
+`block_number+log_index`, whose numbers are no count, so no gaps are looked for in them). connectors/replay.py
+asks `SequenceWatch.repeat` once per tick it merges, so a backtest and `feed replay` (the one reader) leave out
+the same ticks. Without a sequence column nothing is
 guessed: two equal rows may be two trades."""
 
 from __future__ import annotations

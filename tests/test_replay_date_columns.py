@@ -405,8 +405,8 @@ def test_epoch_seconds_joined_to_their_microseconds_read_as_one_time(tmp_path: P
     pl.DataFrame(records).rename({"usecs": "frac"}).write_csv(renamed)
     with pytest.raises(ValueError, match=r"ts 'ssboe\+frac': column 'ssboe' holds 1796049000, a count of s since the "
                                          r"epoch \(2026-11-30T14:30:00Z\), not a date: give the unit 'frac' counts "
-                                         r"within each second, --ts-unit ms or us, to read the two as one time \(a part in ns: "
-                                         r"--ts-unit ns, read so when the part's name says ns"):
+                                         r"within each second, --ts-unit ms or us, to read the two as one time "
+                                         r"\(a part in ns: --ts-unit ns, read so when the part's name says ns"):
         FileReplay(renamed, columns=map_from_options(columns=f"ts=ssboe+frac,{mapped}"))
     # a part of a second or more is no part: that row rejected, named
     late = tmp_path / "late.jsonl"
