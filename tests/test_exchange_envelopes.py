@@ -106,3 +106,23 @@ def test_coinbase_exchange_matches_with_ticker_read_its_quotes_and_each_trade_on
     said = " ".join(replay.notes)
     assert "ticker read as quotes" in said and "is no unique trade id" not in said and "WRDS" not in said
     assert dict(replay.rejected) == {"filtered_out": 4}  # subscriptions, snapshot, l2update, heartbeat
+
+
+def test_kraken_v2_ticker_with_its_timestamp_reads_as_quotes(tmp_path: Path) -> None:
+    path = tmp_path / "kraken_v2_ticker.jsonl"
+    path.write_text(
+        '{"method":"subscribe","result":{"channel":"ticker","event_trigger":"bbo","snapshot":true,'
+        '"symbol":"BTC/USD"},"success":true,"time_in":"2024-08-08T23:54:15.300000Z",'
+        '"time_out":"2024-08-08T23:54:15.300100Z"}\n'
+        '{"channel":"ticker","type":"snapshot","data":[{"symbol":"BTC/USD","bid":61837.6,"bid_qty":3.78826,'
+        '"ask":61837.7,"ask_qty":1.54698,"last":61837.6,"volume":1201.3,"vwap":61500.2,"low":59800.0,'
+        '"high":62101.0,"change":1800.1,"change_pct":3.02,"timestamp":"2024-08-08T23:54:15.357891Z"}]}\n'
+        '{"channel":"heartbeat"}\n'
+        '{"channel":"ticker","type":"update","data":[{"symbol":"BTC/USD","bid":61837.5,"bid_qty":3.0,'
+        '"ask":61837.7,"ask_qty":1.6052,"last":61837.6,"volume":1201.4,"vwap":61500.2,"low":59800.0,'
+        '"high":62101.0,"change":1800.1,"change_pct":3.02,"timestamp":"2024-08-08T23:54:15.386723Z"}]}\n')
+    replay = FileReplay(path)
+    assert [(t.stream, t.kind, t.ts, t.bid, t.ask, t.bid_size, t.ask_size) for t in drain(replay)] == [
+        ("BTC-USD", "quote", 1723161255357891000, 61837.6, 61837.7, 3.78826, 1.54698),
+        ("BTC-USD", "quote", 1723161255386723000, 61837.5, 61837.7, 3.0, 1.6052)]
+    assert any("Kraken v2 ticker" in n for n in replay.notes), replay.notes
