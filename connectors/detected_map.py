@@ -57,6 +57,11 @@ def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Call
             raise NoTickLayout(banner) from None
         if is_csv(path) and (why := not_utf8(path)):
             raise ValueError(f"{e}; {why}") from None
+        if isinstance(e, NoTickLayout) and (pool := [c for c in schema if normal_name(c) == "sqrtpricex96"]):
+            # a DEX pool's Swap events (Uniswap v3's): their price is the pool's, in both tokens' base units
+            raise NoTickLayout(f"{e}. {pool[0]!r} is a Uniswap v3 pool's price: a map reads it with "
+                               f"price_format=sqrt_price_x96, token_decimals=D0/D1 and base_token=0|1, the size from "
+                               f"the base token's amount with signed_size=pool (docs/replay.md#on-chain-swaps)") from None
         if isinstance(e, NoTickLayout) and is_json_lines(path) and (nested := json_lines.nested_arrays(schema)):
             # a column map would not reach the ticks either: say where they are and how to lift them out
             each = ".[]" if json_lines.table(path).records else ""

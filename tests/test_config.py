@@ -86,7 +86,7 @@ def test_shipped_examples_load() -> None:
     # it named neither the file nor the section and printed Python lists, once a file was read
     ({"replay": {"columns": {"tss": "time", "price": "price"}}}, r"^engine.yaml: unknown key \"tss\" in replay.columns "
                                                                  r"\(allowed: ask, ask_size, bar_length, bar_stamp, "
-                                                                 r"bid, .*\); did you mean "
+                                                                 r"base_token, bid, .*\); did you mean "
                                                                  r"\"ts\"\?$"),
     # where that hint could lead: a list there was "stream must be a non-empty column name", once a file was read
     ({"replay": {"columns": {"stream": ["X*"]}}}, r"^engine.yaml: replay.columns.stream is one fixed stream name .*"
@@ -255,7 +255,7 @@ def test_backtest_names_the_config_file_and_key_of_a_bad_column_map_key(tmp_path
                  "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith(f"flashtick backtest: error: {config}: unknown key \"tss\" in replay.columns "
-                                        f"(allowed: ask, ask_size, bar_length, bar_stamp, bid,"), err
+                                        f"(allowed: ask, ask_size, bar_length, bar_stamp, base_token, bid,"), err
     assert err.endswith("; did you mean \"ts\"?\n") and err.count("\n") == 1, err
 
 

@@ -137,8 +137,8 @@ def test_column_map_dict_form_presets_and_errors() -> None:
     assert ColumnMap.from_dict({"preset": "binance-bbo", "stream_col": "sym"}).stream is None
     assert ColumnMap.from_dict(cmap.to_dict()) == cmap
     with pytest.raises(ValueError, match=r"^unknown column-map key \"pricee\"; known keys: ts, ts_unit, stream, "
-                                         r'.*, sequence, trade_date, quote_sides, bar_stamp, bar_length; '
-                                         r'did you mean "price"( or "\w+")*\?$'):
+                                         r'.*, quote_sides, bar_stamp, bar_length, size_scale, token_decimals, '
+                                         r'base_token; did you mean "price"( or "\w+")*\?$'):
         ColumnMap.from_dict({"ts": "t", "pricee": "p", "size": "q"})
     with pytest.raises(ValueError, match=r"^unknown column-map keys \"pricee\", \"sise\"; known keys: .*; did you mean "
                                          r'"price".* for "pricee", "size".* for "sise"\?$'):

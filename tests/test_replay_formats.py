@@ -70,7 +70,7 @@ def test_yaml_column_map_file_with_a_side_map_and_unknown_keys_named(tmp_path: P
     err = capsys.readouterr().err
     # said as a user reads it: the key, the keys known and the nearest (it was a Python list of each)
     assert code == 2 and f"{tmp_path / 'typo.yaml'}: unknown column-map key \"syde\"; known keys: ts, ts_unit, " in err
-    assert err.endswith(", sequence, trade_date, quote_sides, bar_stamp, bar_length; did you mean \"side\"?\n") \
+    assert err.endswith(', bar_stamp, bar_length, size_scale, token_decimals, base_token; did you mean "side"?\n') \
         and "['" not in err, err
 
 

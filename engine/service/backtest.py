@@ -144,7 +144,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                           None if time_range is None else time_range.text(), replay.range_left_out,
                           scored.split_times, streams, scored.why.stream_unscored_why, scored.why.saturated_why,
                           scored.gap_notes, scored.step_cautions, scores_only, scored.split_ends,
-                          scored.test_part)
+                          scored.test_part, replay.stats().get("left_out", {}).get("sequence_repeat", 0))
 
 
 def _standing_pipeline(config: ServiceConfig, queries: str | Path, note: Callable[[str], None]) -> TickPipeline:

@@ -48,6 +48,7 @@ class BacktestReport:
     scores_only: bool = False  # a --resume of a run stopped while it scored: its answers file scored, none computed
     split_ends: dict[str, int] = field(default_factory=dict)  # stream -> its last scored answer's event time
     test_part: bool = False  # --test-from cut the model's training streams at their test part's first tick
+    resends: int = 0  # ticks left out as a sequence number's repeat (a resend: the note at the end says which)
 
     def summary(self, by_stream: bool = False) -> str:
         """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""
@@ -61,7 +62,8 @@ class BacktestReport:
         answers = "answers" if self.test_from is None else "in slice"
         left_out = self.rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
         skipped = f"{sum(self.rejected.values()) - left_out} rejected" + (
-            f", {left_out} left out by a filter" if left_out else "")
+            f", {left_out} left out by a filter" if left_out else "") + (
+            f", {self.resends} left out as resends of a sequence number" if self.resends else "")
         lines = [f"replayed {self.ticks} ticks ({skipped}{resumed}), "
                  f"{self.answers} answers -> {self.out}",
                  *rejected_lines(self.rejected, self.rejected_examples, self.ticks, self.rejected_streams),
