@@ -184,6 +184,7 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
     ("three frames", [b"a", b"b", b"c"], -1, "bad_framing", False),
     ("empty list", msgpack.packb([]), -1, "empty_list", False),
     ("ts in 2096", msgpack.packb(trade("R.OK", 4 * 10**18)), 0, "ts_in_future", True),
+    ("seq negative", msgpack.packb(trade("R.OK", T0, seq=-1)), 0, "seq_out_of_range", True),
     ("topic frame, then garbage", [b"ticks/R.OK", b"\xc1"], -1, "bad_msgpack", False),
     ("empty frame", b"", -1, "bad_msgpack", False),
     ("tokenized not a list", [b"tokens", msgpack.packb({"stream": "R.OK"})], -1, "bad_msgpack", False),
