@@ -6,8 +6,8 @@ built; unknown keys are rejected by name with their section. Every socket binds
 to 127.0.0.1 unless an endpoint says otherwise.
 
 Each section lives in its own module (engine/service/config_<section>.py: model and codec, kv, answers, endpoints,
-limits, log, curve, shards, replay; the scheduler's is engine/settings.py); the loader's checks of keys and types
-are engine/service/config_keys.py and ConfigError is engine/service/config_error.py. ServiceConfig, ConfigError
+ingest, limits, log, curve, shards, replay; the scheduler's is engine/settings.py); the loader's checks of keys and
+types are engine/service/config_keys.py and ConfigError is engine/service/config_error.py. ServiceConfig, ConfigError
 and the section classes stay importable from here.
 """
 
@@ -25,6 +25,7 @@ from engine.rust_paths import written_path
 from engine.service.config_answers import AnswersSection
 from engine.service.config_curve import CurveSection
 from engine.service.config_endpoints import EndpointsSection
+from engine.service.config_ingest import IngestSection
 from engine.service.config_error import ConfigError, keyed
 from engine.service.config_keys import check_types, reject_unknown
 from engine.service.config_kv import KVSection
@@ -46,6 +47,7 @@ class ServiceConfig:
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     endpoints: EndpointsSection = field(default_factory=EndpointsSection)
     limits: LimitsSection = field(default_factory=LimitsSection)
+    ingest: IngestSection = field(default_factory=IngestSection)
     curve: CurveSection = field(default_factory=CurveSection)
     log: LogSection = field(default_factory=LogSection)
     shards: ShardsSection = field(default_factory=ShardsSection)

@@ -307,7 +307,7 @@ class ControlOps:
             if entry is not None:  # ... whether its KV is in the pool: an evicted one's next ask pays a rebuild,
                 # ... and what of it waits for a forward, and since when: which names are behind
                 entry.update(self.pipeline.context_of(name), **self.pipeline.kv_of(name),
-                             **self.pipeline.backlog_of(name))
+                             **self.pipeline.backlog_of(name), **self._stream_feed(name))  # (feed_clocks.py)
         # a name asked for that admission turned away (and the engine holds nothing of): why, beside its nil
         refused = {name: self._refused_entry(name)
                    for name in names or () if known.get(name) is None and name in self._refused_streams}
@@ -380,4 +380,5 @@ class ControlOps:
                 # ... of which the offset this service adds to every wire tick's prices itself: a feed sends without
                 **({"ingest_price_offset": reading["price_offset"]} if "price_offset" in reading else {}),
                 **({"shards_down": down} if down else {}), **({"log_problem": problem} if problem else {}),
+                **self._feed_warnings(),  # (clocks ahead, two clocks interleaving: feed_clocks.py)
                 **self._caveats(self.pipeline.registry.list(), derivatives=self._held_derivatives())}

@@ -18,7 +18,9 @@ from engine.service.feed_watch import FeedWatch
 from engine.service.kv_thrash import KvThrashWatch
 from engine.service.pipeline import TickPipeline
 from engine.service.process_start import process_start_time
+from engine.service.reorder_window import ReorderWindow
 from engine.service.sharded import ShardedPipeline
+from engine.service.stream_refusals import StreamRefusals
 from engine.service.wire_protocol import WIRE_PROTOCOL
 
 BEHIND_WARNING_EVERY_S = 10.0
@@ -39,6 +41,8 @@ class Heartbeat:
     _snapshot: dict[str, Any]  # stats as of the last heartbeat (or `stats` request): what /metrics renders
     _handshakes: FailedHandshakes | None
     _feed_watches: dict[str, FeedWatch]
+    stream_refusals: StreamRefusals
+    reorder: ReorderWindow | None
 
     def _init_heartbeat(self) -> None:
         """The heartbeat's own state, once the pipeline is up (its restart's tail tells catching up)."""
@@ -93,6 +97,7 @@ class Heartbeat:
         self._kv_thrash.watch(self._snapshot, self.pipeline, self.config)
         self._watch_feeds()
         self._say_refused_streams()
+        self.stream_refusals.check_late(self.pipeline.encoders.ticks_of)  # (two clocks on one stream: said)
         self._say_behind(behind, pending, shed_total + conflated_total)  # (one of the two, as when_behind says)
 
     def _say_behind(self, behind: bool, pending: int, dropped_total: int) -> None:
@@ -177,6 +182,10 @@ class Heartbeat:
                           "kv_thrash": self._kv_thrash.thrashing, "process_resident_memory_bytes": resident_bytes(),
                           "process_start_time_seconds": PROCESS_START_TIME,
                           **({"log_problem": data.items.problem} if data is not None else {})}
+        self._snapshot["rejected_streams"] = self.stream_refusals.most()  # (stream_refusals.py)
+        if self.reorder is not None:  # ingest.reorder_window_ms: what it holds, and the late ticks it placed
+            self._snapshot["reorder"] = {"held": len(self.reorder), "placed": self.reorder.placed,
+                                         "released_early": self.reorder.released_early}
         if self._feed_watches:  # a quiet publisher told apart from one never connected (or dropped)
             self._snapshot["feeds"] = [watch.stats() for watch in self._feed_watches.values()]
 

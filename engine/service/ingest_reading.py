@@ -18,9 +18,11 @@ from connectors.tick_errors import InvalidTick
 from engine.service.config import ServiceConfig
 from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.feed_watch import FeedWatch
+from engine.service.ingest_holding import IngestHolding
 from engine.service.pipeline import TickPipeline
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, REFUSED_HOLDER
 from engine.service.sharded import ShardedPipeline
+from engine.service.stream_refusals import StreamRefusals
 from engine.service.wire_protocol import TOKENIZED_MARKER
 from engine.quoting import quoted
 
@@ -32,8 +34,9 @@ PLACING_SETTLE_MS = 50
 EMPTY_LISTS = (b"\x90", b"\xdc\x00\x00", b"\xdd\x00\x00\x00\x00")
 
 
-class IngestReading:
-    """The Server's ingest sockets (a mixin: it reads the server's sockets and feeds its pipeline)."""
+class IngestReading(IngestHolding):
+    """The Server's ingest sockets (a mixin: it reads the server's sockets and feeds its pipeline, through
+    IngestHolding's renaming and reorder window)."""
 
     config: ServiceConfig
     pipeline: TickPipeline | ShardedPipeline
@@ -43,13 +46,18 @@ class IngestReading:
     _unread_since: dict[str, float | None]  # per ingest socket: since when messages wait unread
     _refused_streams: OrderedDict[str, list]  # stream -> [ticks refused, the error], the most recent last
     _refused_forgotten: int  # refused streams that fell out of _refused_streams
+    stream_refusals: StreamRefusals  # refused ticks counted by stream and reason (stream_refusals.py)
 
     def _read_ingest(self, events: dict[zmq.Socket, int]) -> None:
         """Read the ingest and feed sockets ``events`` (the loop's poll) found messages on, and keep, per socket,
         since when messages wait unread (the pipeline's ``ingest_unread_s``)."""
-        for name, sock in self._sockets.items():
-            if name == "ingest" or name.startswith("feed"):
-                self._unread_since[name] = self._unread_clock(name, sock, events)
+        ingest = [(name, sock) for name, sock in self._sockets.items() if name == "ingest" or name.startswith("feed")]
+        if not self.pipeline.busy and not any(sock in events for _, sock in ingest):
+            # nothing to compute and nothing came: data its ts dates earlier waited upstream, not for this engine
+            self.pipeline.idle_at_ns = time.time_ns()
+        for name, sock in ingest:
+            self._unread_since[name] = self._unread_clock(name, sock, events)
+        self._release_due()
         self._refresh_unread()
 
     def _refresh_unread(self) -> None:
@@ -98,21 +106,27 @@ class IngestReading:
                     "empty_list", "the message holds an empty list: no tick taken (send one tick map or a list of at "
                                   "least one)"))
             elif len(frames) == 2 and frames[0] == TOKENIZED_MARKER:
-                rejections = self.pipeline.ingest_tokenized(frames[1])
+                rejections = self._ingest_tokenized(frames[1])
             elif len(frames) == 1:
-                rejections = self.pipeline.ingest_message(frames[0])
+                rejections = self._ingest_raw(frames[0], tag)
             elif len(frames) == 2 and _looks_like_ticks(frames[0]):  # [ticks, ticks] or [ticks, topic]: a mistake
                 rejections = self._message_refused(_framing_error(frames, tick_first=True))
             elif len(frames) == 2:  # [topic, ticks]: how PUB feeds frame a message for SUB filtering; topic unread
-                rejections = self.pipeline.ingest_message(frames[1])
+                rejections = self._ingest_raw(frames[1], tag)
             else:
                 rejections = self._message_refused(_framing_error(frames))
-            if rejections and tag is not None:  # whose they are, for the sender (and its own topic: rejects_topic)
-                rejections = [{**rejection, "topic": tag} for rejection in rejections]
-            self._remember_refused(rejections)
-            for rejection in published_rejections(rejections):  # PUSH has no way back: reasons on their own topic
-                self._send(rejects_topic(tag), rejection)
+            self._publish_rejections(rejections, tag)
         return False
+
+    def _publish_rejections(self, rejections: list[dict[str, Any]], tag: str | None) -> None:
+        """A message's refusals: counted by stream, remembered for streams that hold nothing, and published on
+        `_rejects/` (PUSH has no way back), under the sender's topic ``tag`` when it gave one."""
+        if rejections and tag is not None:  # whose they are, for the sender (and its own topic: rejects_topic)
+            rejections = [{**rejection, "topic": tag} for rejection in rejections]
+        self.stream_refusals.add(rejections, self.pipeline.encoders.ticks_of)
+        self._remember_refused(rejections)
+        for rejection in published_rejections(rejections):  # PUSH has no way back: reasons on their own topic
+            self._send(rejects_topic(tag), rejection)
 
     def _ingest_unread(self) -> bool:
         """Whether an ingest socket still holds messages (the drain's time ran out before them)."""
@@ -129,6 +143,7 @@ class IngestReading:
                 continue
             while time.monotonic() < deadline and not self._drain_ingest(sock, until=deadline):
                 pass
+        self._release_all()  # (held ticks are not in the tick log: a stop, or a feed placing itself, takes them)
         return self.counters["ingest_messages"] - before
 
     def _read_before_placing(self) -> None:

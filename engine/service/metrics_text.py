@@ -103,6 +103,17 @@ def render(snapshot: dict[str, Any], now: float | None = None) -> str:
     rejected = snapshot.get("rejected", {})
     metric("rejected_total", "counter", "Ticks or messages rejected, by reason",
            [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())])  # none yet: no sample (no fake reason)
+    by_stream = snapshot.get("rejected_streams") or {}  # the most refused streams, the rest as _other: bounded
+    metric("rejected_by_stream_total", "counter", "Ticks rejected, by stream and reason: the 10 streams refused most "
+           "(stats rejected_streams), every other stream's summed under stream=\"_other\"",
+           [(f'{{stream="{_label(stream)}",reason="{r}"}}', n) for stream, reasons in by_stream.items()
+            for r, n in sorted(reasons.items())])
+    if "reorder" in snapshot:  # ingest.reorder_window_ms
+        metric("reorder_held_ticks", "gauge", "Ticks held by ingest.reorder_window_ms, not yet released to the engine",
+               [("", snapshot["reorder"]["held"])])
+        metric("late_ticks_placed_total", "counter", "Ticks read after a newer one of their stream and placed before "
+               "it by ingest.reorder_window_ms (refused as ts_backwards without it)",
+               [("", snapshot["reorder"]["placed"])])
     for group, prefix, counters in (("scheduler", "", SCHEDULER_COUNTERS), ("runner", "", RUNNER_COUNTERS),
                                     ("speculation", "speculation_", SPECULATION_COUNTERS)):
         for key, help_text in counters.items():

@@ -104,6 +104,7 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
         # when the latest message read that its ticks' ts date reached the service (None: none since the server
         # last took it): what still waits behind it on its connection came no earlier (ingest_reading.py)
         self.last_received_ns: int | None = None
+        self.idle_at_ns: int | None = None  # when the server last found the engine idle (tick_ingest.py)
         self.shedding = Shedding(config.limits.max_lag_s, config.limits.max_backlog_tokens)
         self.rejected: Counter[str] = Counter()
         self.new_streams = NewStreamBudget(config.limits.max_new_streams_per_message,

@@ -37,6 +37,20 @@ class ReceiveClock:
         if offset < self._offsets.get(stream, offset + 1):
             self._offsets[stream] = offset
 
+    def offset_ns(self, stream: str) -> int | None:
+        """``stream``'s offset (the smallest read time - ts of its accepted ticks: the wire's latency plus how far
+        its clock runs behind this machine's, negative when it runs ahead), for a stream stamped with the wall
+        clock; None for any other, or one not held."""
+        offset = self._offsets.get(stream)
+        return None if offset is None or abs(offset) > WALL_CLOCK_S * 1e9 else offset
+
+    def most_ahead(self, threshold_ns: int, n: int) -> dict[str, int]:
+        """The ``n`` streams whose clocks run furthest ahead of this machine's, past ``threshold_ns``: name ->
+        offset (ns, negative), furthest first (O(streams): for `health`, not the ingest path)."""
+        ahead = [(offset, stream) for stream, offset in self._offsets.items()
+                 if -WALL_CLOCK_S * 1e9 <= offset < -threshold_ns]
+        return {stream: offset for offset, stream in sorted(ahead)[:n]}
+
     def drop(self, stream: str) -> None:
         """A stream expired or forgotten: its next ticks may come from another clock."""
         self._offsets.pop(stream, None)

@@ -8,7 +8,8 @@ not shared across threads), in a loop that never blocks while work is pending:
 
 This file holds the Server, its sockets' lifecycle and that loop; the loop's parts are modules beside it:
 ingest_reading (ingest and feed sockets), control_socket (requests in, replies out), control_ops (what each
-op does), heartbeat (the `_heartbeat/` message, stats snapshot and the operator's log lines), stop_drain (the
+op does), ingest_holding (ingest.rename and the reorder window), feed_clocks (each stream's clock offset and
+refused ticks), heartbeat (the `_heartbeat/` message, stats snapshot and the operator's log lines), stop_drain (the
 drain on stop), starting_replies (control while the model loads), port_binding, and the watchers feed_watch,
 subscriptions_held, expired_streams and kv_thrash.
 
@@ -43,6 +44,7 @@ from engine.service.control_socket import ControlSocket, UnsentReplies
 from engine.service.data_dir_open import new_epoch
 from engine.service.early_start import EarlyStart, bind_socket
 from engine.service.document_parse import DocumentParse
+from engine.service.feed_clocks import FeedClocks
 from engine.service.feed_watch import FeedWatch
 from engine.service.forward_pace import ForwardPace
 from engine.service.heartbeat import PROCESS_START_TIME, Heartbeat
@@ -68,7 +70,7 @@ RECONNECT_GRACE_S = 1.0
 __all__ = ["HEARTBEAT_TOPIC", "REJECTS_TOPIC", "TOKENIZED_MARKER", "Server"]
 
 
-class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
+class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, FeedClocks):
     """The service around one engine (or its shards): binds the sockets, runs the loop (serve_forever) until
     stop(), and closes. Its parts are mixins, each in the module of its name, sharing this object's state."""
 
@@ -116,6 +118,8 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
         # start, whose seqs begin at 1 again: a client holding seqs of another epoch must start over, not drop these
         data = getattr(self.pipeline, "data", None)
         self.epoch = data.epoch if data is not None else new_epoch()
+        self._init_feed_clocks()
+        self._init_holding()
         self._init_heartbeat()
         # the streams admission turned away most recently (name -> [ticks refused, the error]), for `streams`: a
         # client asking about one hears "refused, and why", not "never seen"; bounded, oldest forgotten first
@@ -225,6 +229,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
         read each socket's, a bounded share each: ingest and feeds, control requests, subscriptions."""
         busy = self.pipeline.busy
         wait_ms = 0 if busy else max(0, min(50, int((next_heartbeat - time.monotonic()) * 1000)))
+        wait_ms = self._holding_wait_ms(wait_ms)  # (no longer than until held ticks are due: ingest_holding.py)
         events = dict(self.poller.poll(wait_ms))
         self._read_ingest(events)
         self._take_parsed()  # (a `register` parsed off this thread: applied here)
@@ -289,7 +294,8 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain):
     # -- answers ------------------------------------------------------------------------------
 
     def _publish(self, answer: Answer) -> None:
-        self._send(answer.topic, {**answer.to_wire(), "epoch": self.epoch})
+        self._send(answer.topic, {**answer.to_wire(), "epoch": self.epoch,
+                                  **self._answer_feed(answer.stream, answer.data_ts)})
         self.counters["answers_published"] += 1
 
     def _send(self, topic: str, payload: dict[str, Any]) -> None:

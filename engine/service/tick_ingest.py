@@ -49,6 +49,10 @@ class TickIngest:
     ticks_in: int
     rejected: Counter[str]
     last_received_ns: int | None
+    # the last time the server found this engine idle (nothing to compute, no message waiting on ingest); data its
+    # ts dates earlier (a stalled venue's burst) waited upstream, not for the engine: its lag counts from here, so
+    # `lag_s`, `behind` and when_behind: shed are the engine's own (review323 #5). None: no server tells it
+    idle_at_ns: int | None
     _read_ns: int | None
     _grouping: set[str]
     shed_refusal: Callable[..., InvalidTick | None]  # (LagCheck's) why a tick read now is refused while behind
@@ -93,6 +97,8 @@ class TickIngest:
         """Every check, then the log, then the engine: the log holds exactly the accepted items."""
         read = self._read_ns  # (None for a quote conflation held past its message: it counts from its submit)
         received = None if read is None else self.receive_clock.received_ns(item.stream, item.ts, read)
+        if received is not None and self.idle_at_ns is not None:  # (what waited upstream of an idle engine is no lag)
+            received = min(read, max(received, self.idle_at_ns))
         waited_s = 0.0 if received is None else (read - received) / 1e9
         if self.config.limits.when_behind == "shed" and \
                 (refusal := self.shed_refusal(item.stream, waited_s)) is not None:

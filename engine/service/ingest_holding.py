@@ -1,0 +1,136 @@
+"""What the server does to a live wire message before its pipeline reads it, when the `ingest` section asks for it:
+its streams renamed (``ingest.rename``: a venue's symbol to the desk's name) and its raw ticks held for
+``ingest.reorder_window_ms`` (reorder_window.py) and released in event-time order. With neither set a message goes
+to the pipeline as read, untouched (no decode here).
+
+A message is decoded here only when one of them is set; one that does not decode, or is no tick map or list of them,
+goes on as read (the pipeline says why it is refused). Its items are packed again one by one as they were read (text
+that is not UTF-8 included, so every refusal reads as it would have); an item holding a key twice is refused here,
+as the pipeline would (packing it again would keep one value). A held tick's refusal, when it is released, names
+its index in the message it came in and goes to that message's `_rejects/` topic.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import msgpack
+
+from connectors.encoded_items import Rejection
+from connectors.msgpack_reading import RepeatedKeys, check_keys, tick_items, unpack
+from connectors.tick_errors import InvalidTick
+from engine.service.config import ServiceConfig
+from engine.service.pipeline import TickPipeline
+from engine.service.reorder_window import Release, ReorderWindow
+from engine.service.sharded import ShardedPipeline
+
+_PACKER = msgpack.Packer(unicode_errors="surrogateescape")  # (items read with surrogates go back as they came)
+
+
+class IngestHolding:
+    """The Server's renaming and reorder window (a mixin: it feeds the server's pipeline, and publishes the
+    rejections of what it releases as ingest_reading.py does for a message read)."""
+
+    config: ServiceConfig
+    pipeline: TickPipeline | ShardedPipeline
+    _publish_rejections: Callable[[list[dict[str, Any]], str | None], None]  # (IngestReading's)
+
+    def _init_holding(self) -> None:
+        ingest = self.config.ingest
+        self._renames: dict[str, str] = dict(ingest.rename)
+        self.reorder = (ReorderWindow(ingest.reorder_window_ns, ingest.reorder_max_ticks)
+                        if ingest.reorder_window_ms > 0 else None)
+
+    def _ingest_raw(self, payload: bytes, tag: str | None) -> list[dict[str, Any]]:
+        """A raw-tick message read now: renamed, its ticks held (their refusals come when they are released), the
+        rest ingested now; returns the refusals of now."""
+        if self.reorder is None and not self._renames:
+            return self.pipeline.ingest_message(payload)
+        items = self._decoded(payload, tick_items)
+        if items is None:
+            return self.pipeline.ingest_message(payload)
+        now_ns, now, refused, releases = time.time_ns(), [], [], []
+        for index, obj in enumerate(items):
+            if isinstance(obj, RepeatedKeys):
+                refused.append(self._refused_here(index, obj))
+            elif self.reorder is not None and type(obj) is dict and type(obj.get("stream")) is str \
+                    and type(obj.get("ts")) is int:
+                releases += self.reorder.hold(obj["stream"], obj["ts"], obj, tag, index, now_ns)
+            else:  # (no stream or ts to hold it by: its checks refuse it now)
+                now.append((index, obj))
+        rejections = refused + self._ingest_items(now, self.pipeline.ingest_message)
+        self._ingest_released(releases)
+        return rejections
+
+    def _ingest_tokenized(self, payload: bytes) -> list[dict[str, Any]]:
+        """A tokenized message: renamed (never held: its tokens are encoded against the sender's order)."""
+        if not self._renames:
+            return self.pipeline.ingest_tokenized(payload)
+        items = self._decoded(payload, lambda obj: obj if isinstance(obj, list) else None)
+        if items is None:
+            return self.pipeline.ingest_tokenized(payload)
+        refused = [self._refused_here(i, obj) for i, obj in enumerate(items) if isinstance(obj, RepeatedKeys)]
+        kept = [(i, obj) for i, obj in enumerate(items) if not isinstance(obj, RepeatedKeys)]
+        return refused + self._ingest_items(kept, self.pipeline.ingest_tokenized)
+
+    def _release_due(self) -> None:
+        """The held ticks whose window is up, to the engine (each turn of the loop)."""
+        if self.reorder is not None and len(self.reorder):
+            self._ingest_released(self.reorder.due(time.time_ns()))
+
+    def _release_all(self) -> None:
+        """Every held tick, to the engine now (a stop; a feed placing itself reads what the engine holds)."""
+        if self.reorder is not None and len(self.reorder):
+            self._ingest_released(self.reorder.flush())
+
+    def _holding_wait_ms(self, wait_ms: int) -> int:
+        """The loop's poll wait, no longer than until the next held stream's window is up."""
+        due = self.reorder.next_due_ns() if self.reorder is not None else None
+        return wait_ms if due is None else max(0, min(wait_ms, (due - time.time_ns()) // 1_000_000 + 1))
+
+    def _decoded(self, payload: bytes, items_of: Callable[[Any], list | None]) -> list | None:
+        """The message's items, renamed; None for a message the pipeline must read as it came (it says why)."""
+        try:
+            items = items_of(unpack(payload, max_bytes=self.config.limits.max_message_bytes))
+        except InvalidTick:
+            return None
+        if not items:
+            return None
+        return [self._renamed(obj) for obj in items]
+
+    def _renamed(self, obj: Any) -> Any:
+        if type(obj) is dict and type(name := obj.get("stream")) is str and name in self._renames:
+            return {**obj, "stream": self._renames[name]}
+        return obj
+
+    def _refused_here(self, index: int, obj: RepeatedKeys) -> dict[str, Any]:
+        try:
+            check_keys(obj)
+        except InvalidTick as err:
+            self.pipeline.rejected[err.reason] += 1
+            return Rejection.of(index, err).to_wire()
+        raise AssertionError("a map read with a key twice passes check_keys")  # (check_keys refuses every one)
+
+    def _ingest_items(self, indexed: list[tuple[int, Any]],
+                      ingest: Callable[[bytes], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """``indexed`` items (with their index in the message read) packed again as one message and ingested; the
+        refusals name the index each had in the message read (-1: the message's own)."""
+        if not indexed:
+            return []
+        rejections = ingest(_PACKER.pack([obj for _, obj in indexed]))
+        return [{**r, "index": indexed[r["index"]][0] if 0 <= r["index"] < len(indexed) else -1}
+                for r in rejections]
+
+    def _ingest_released(self, releases: list[Release]) -> None:
+        """Released ticks, one message per stream and tag, each read as reaching the engine now: the window they
+        were held is not the engine's lag (tick_ingest.py idle_at_ns)."""
+        for release in releases:
+            idle_at = getattr(self.pipeline, "idle_at_ns", None)
+            self.pipeline.idle_at_ns = time.time_ns()
+            try:
+                rejections = self._ingest_items([(t.index, t.obj) for t in release.ticks],
+                                                self.pipeline.ingest_message)
+            finally:
+                self.pipeline.idle_at_ns = idle_at
+            self._publish_rejections(rejections, release.tag)

@@ -1,0 +1,103 @@
+"""`ingest.reorder_window_ms`: live ticks held per stream for a window of wall time and released in event-time order,
+so a tick late by less than the window is placed among its stream's ticks, as file replay sorts a file's rows,
+rather than refused as `ts_backwards` (review323 #3, #7).
+
+A tick is held from when it is read. At each turn of the server's loop a stream whose oldest held tick has been
+held the whole window releases every held tick stamped no later than the newest of those held that long, in
+`ts` order (ties in the order read): a late tick read up to the window after a newer one goes out before it. What
+is released goes through the ordinary ingest path as one message per stream (one tick group), so every check,
+the tick log and the counters are the same as for a tick sent on time; a tick later than the window still meets
+the ordering guard there. `reorder_max_ticks` bounds the memory: a tick held past it releases its own stream's
+held ticks at once (in order). Nothing held is in the tick log yet: a stop releases every held tick first
+(stop_drain.py), and so does a feed placing itself with `streams` (it must read what the engine holds).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class HeldTick(NamedTuple):
+    ts: int
+    order: int  # read order, the tie-break: equal stamps go out as they came
+    read_ns: int
+    obj: dict[str, Any]  # the wire tick map as read (after ingest.rename)
+    tag: str | None  # the topic its message came under on a feed (its rejections go back there)
+    index: int  # its index in the message it came in: a rejection names that, as it would have unheld
+
+
+class Release(NamedTuple):
+    """Held ticks of one stream going to the engine together, in event-time order, all read under one tag."""
+
+    stream: str
+    tag: str | None
+    ticks: list[HeldTick]
+
+
+class ReorderWindow:
+    """The held ticks, per stream, in read order."""
+
+    def __init__(self, window_ns: int, max_ticks: int) -> None:
+        self.window_ns = window_ns
+        self.max_ticks = max_ticks
+        self._held: dict[str, list[HeldTick]] = {}
+        self._count = 0
+        self._order = 0
+        self.placed = 0  # ticks read after a newer one of their stream and released before it (late, placed)
+        self.released_early = 0  # ticks released before their window was up (reorder_max_ticks reached)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def hold(self, stream: str, ts: int, obj: dict[str, Any], tag: str | None, index: int, now_ns: int
+             ) -> list[Release]:
+        """Hold one tick; what the bound makes go at once (its stream's held ticks, it among them), else []."""
+        held = self._held.setdefault(stream, [])
+        if any(t.ts > ts for t in held):
+            self.placed += 1
+        self._order += 1
+        held.append(HeldTick(ts, self._order, now_ns, obj, tag, index))
+        self._count += 1
+        if self._count <= self.max_ticks:
+            return []
+        self.released_early += len(held)
+        return self._release(stream, len(held))
+
+    def due(self, now_ns: int) -> list[Release]:
+        """What has been held the whole window by ``now_ns``, with every tick it must not pass."""
+        out: list[Release] = []
+        for stream in [s for s, held in self._held.items() if held[0].read_ns + self.window_ns <= now_ns]:
+            held = self._held[stream]
+            waited = next((i for i, t in enumerate(held) if t.read_ns + self.window_ns > now_ns), len(held))
+            out += self._release(stream, waited)
+        return out
+
+    def flush(self) -> list[Release]:
+        """Every held tick, in order (a stop, or a feed placing itself)."""
+        out: list[Release] = []
+        for stream in list(self._held):
+            out += self._release(stream, len(self._held[stream]))
+        return out
+
+    def next_due_ns(self) -> int | None:
+        """When the next stream's window is up (the loop waits no longer for messages); None when none is held."""
+        oldest = min((held[0].read_ns for held in self._held.values()), default=None)
+        return None if oldest is None else oldest + self.window_ns
+
+    def _release(self, stream: str, waited: int) -> list[Release]:
+        """The first ``waited`` ticks held (read order) and every held tick stamped no later than the newest of
+        them, sorted; the rest stays held. Runs of one tag make one release each (their rejections' topics)."""
+        held = self._held.pop(stream)
+        cut = max(t.ts for t in held[:waited])
+        going = sorted((t for t in held if t.ts <= cut), key=lambda t: (t.ts, t.order))
+        kept = [t for t in held if t.ts > cut]
+        if kept:
+            self._held[stream] = kept
+        self._count -= len(going)
+        releases: list[Release] = []
+        for tick in going:
+            if releases and releases[-1].tag == tick.tag:
+                releases[-1].ticks.append(tick)
+            else:
+                releases.append(Release(stream, tick.tag, [tick]))
+        return releases

@@ -1,0 +1,101 @@
+"""Refused ticks by stream and reason (review323 #11: which stream lost ticks was kept nowhere but the transient
+`_rejects/` topic), and the warning of a stream whose ticks are refused as late at a rate that means two clocks
+interleave on it (review323 #6: two venues' feeds under one name lost 46% of their ticks live without a log line).
+
+The counts are kept for the STREAMS_KEPT streams refused most (a new one past them takes the least refused one's
+place, whose counts join ``other``), so a flood of names costs bounded memory; `streams` shows a stream's own
+(`rejected`), `stats` the most refused (`rejected_streams`) and /metrics the top STREAMS_SAID with the rest summed
+under `stream="_other"`. The interleave check runs at each heartbeat: a stream with at least LATE_MIN ticks refused
+as `ts_backwards` since the last one, and at least `ingest.late_share_warn` of its ticks, is said in the log (at most
+every WARN_EVERY_S) and in `health`'s `warnings` for WARNING_KEPT_S, naming `ingest.reorder_window_ms`.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from typing import Any, Callable
+
+STREAMS_KEPT = 64  # streams whose refusals are counted one by one
+STREAMS_SAID = 10  # the most refused, in `stats` (rejected_streams) and /metrics (flashtick_rejected_by_stream_total)
+OTHER = "_other"  # the label (and `stats` key) of every other stream's refusals summed (no stream starts with '_')
+LATE_MIN = 10  # ts_backwards refusals between two heartbeats before a stream's share of them is looked at
+WARN_EVERY_S = 10.0
+WARNING_KEPT_S = 600.0  # health says an interleaving stream this long after it was last seen so
+
+
+class StreamRefusals:
+    """One service's refused ticks, by stream and reason, and its late-tick warnings."""
+
+    def __init__(self, late_share_warn: float, window_ms: float) -> None:
+        self.late_share_warn = late_share_warn
+        self.window_ms = window_ms  # (ingest.reorder_window_ms now: the warning says what to set)
+        self._counts: dict[str, Counter[str]] = {}
+        self.other: Counter[str] = Counter()
+        self._late: dict[str, list[int]] = {}  # stream -> [ts_backwards since the last check, accepted ticks then]
+        self.warnings: dict[str, dict[str, Any]] = {}  # stream -> the last interleave seen (health), bounded
+        self._next_line = 0.0
+
+    def add(self, rejections: list[dict[str, Any]], accepted_of: Callable[[str], int | None] = lambda _: None
+            ) -> None:
+        """A message's refusals (as `_rejects/` carries them); ``accepted_of``: a stream's accepted tick count now,
+        the late check's base."""
+        for rejection in rejections:
+            stream, reason, count = rejection.get("stream"), rejection["reason"], rejection.get("count", 1)
+            if stream is None:
+                continue
+            if stream not in self._counts and len(self._counts) >= STREAMS_KEPT:
+                least = min(self._counts, key=lambda s: (sum(self._counts[s].values()), s))
+                self.other.update(self._counts.pop(least))
+            self._counts.setdefault(stream, Counter())[reason] += count
+            if reason == "ts_backwards" and (stream in self._late or len(self._late) < STREAMS_KEPT):
+                self._late.setdefault(stream, [0, accepted_of(stream) or 0])[0] += count
+
+    def of(self, stream: str) -> dict[str, int]:
+        """``stream``'s refused ticks by reason ({} when none is counted)."""
+        return dict(self._counts.get(stream, {}))
+
+    def most(self, n: int = STREAMS_SAID) -> dict[str, dict[str, int]]:
+        """The ``n`` most refused streams' counts by reason, most first, then every other stream's summed."""
+        ranked = sorted(self._counts.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
+        out = {stream: dict(counts) for stream, counts in ranked[:n]}
+        rest = sum((counts for _, counts in ranked[n:]), Counter()) + self.other
+        return {**out, **({OTHER: dict(rest)} if rest else {})}
+
+    def check_late(self, accepted_of: Callable[[str], int | None], now: float | None = None) -> list[str]:
+        """At a heartbeat: the streams whose ticks were refused as late since the last one at a rate that means two
+        clocks interleave, kept in ``warnings``; the log's line said (at most every WARN_EVERY_S). Returns them."""
+        now = time.time() if now is None else now
+        late, self._late = self._late, {}
+        seen = []
+        for stream, (refused, base) in late.items():
+            accepted = max(0, (accepted_of(stream) or 0) - base)
+            if refused >= LATE_MIN and refused >= self.late_share_warn * (refused + accepted):
+                seen.append(stream)
+                self.warnings.pop(stream, None)
+                self.warnings[stream] = {"ts_backwards": refused, "accepted": accepted, "at": round(now, 3),
+                                         "share": round(refused / (refused + accepted), 3)}
+        for stream in [s for s, w in self.warnings.items() if now - w["at"] > WARNING_KEPT_S]:
+            del self.warnings[stream]
+        while len(self.warnings) > STREAMS_SAID:  # (the oldest said first out)
+            del self.warnings[next(iter(self.warnings))]
+        if seen and time.monotonic() >= self._next_line:
+            self._next_line = time.monotonic() + WARN_EVERY_S
+            print(f"flashtick: {self.line(seen)}", file=sys.stderr, flush=True)
+        return seen
+
+    def line(self, streams: list[str]) -> str:
+        counts = [(s, self.warnings[s]["ts_backwards"], self.warnings[s]["accepted"]) for s in streams[:STREAMS_SAID]]
+        said = ", ".join(f"{s} {late} of {late + accepted}" for s, late, accepted in counts)
+        fix = (f"ingest.reorder_window_ms ({self.window_ms:g} now) holds ticks that long to place the late ones: "
+               f"raise it past their lateness" if self.window_ms else
+               "set ingest.reorder_window_ms (a window past their lateness) to place them in time order")
+        return (f"ticks refused as late (ts_backwards) since the last heartbeat: {said}: two clocks interleave on "
+                f"these streams (two feeds or venues under one name, or a venue sending out of order); {fix}, or "
+                f"give each feed its own name (ingest.rename)")
+
+    def health_warnings(self) -> list[dict[str, Any]]:
+        """`health`'s entries for the streams seen interleaving in the last WARNING_KEPT_S."""
+        return [{"stream": stream, "kind": "late_ticks", **w, "message": self.line([stream])}
+                for stream, w in self.warnings.items()]

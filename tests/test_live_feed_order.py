@@ -1,0 +1,237 @@
+"""Late, skewed and stalled live feeds (review323): `ingest.reorder_window_ms` places a tick late by less than the
+window as file replay sorts it, so `serve` decides like `backtest` on the same capture; a stalled venue's burst on
+an idle engine is computed under when_behind: shed, while a flood the engine cannot keep up with is still shed;
+`ingest.rename` maps venue symbols on the ingest socket and on endpoints.feeds; each stream's clock offset and
+refused ticks are kept (`streams`, `stats`, /metrics), published answers carry their age, and two clocks
+interleaving on one stream are said in the log and in `health`. Real sockets on 127.0.0.1, real files."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import msgpack
+import polars as pl
+import pytest
+import zmq
+
+from engine.service.backtest import run_backtest
+from engine.service.client import AnswerSubscriber, ControlClient
+from engine.service.metrics_text import render
+from engine.service.server import REJECTS_TOPIC
+from test_server import checkpoint  # noqa: F401  (the model fixture)
+from conftest import serving
+from test_service_limits import EPHEMERAL, live_server, pipeline_config, wait_for
+
+QUERY = "queries:\n  - {name: dir, streams: ['*'], question: direction_20, kind: choice, trigger: batch}\n"
+BASE_TS = 1_723_161_000_000_000_000  # 2024-08-08T23:50:00Z: a capture's time, not this machine's clock
+STEP_NS = 100_000_000
+
+
+def _tick(stream: str, ts: int, price: float, size: float = 1.0, side: str = "buy") -> dict:
+    return {"stream": stream, "ts": ts, "price": price, "size": size, "side": side}
+
+
+def _capture(n: int, late: int, by: int, seed: int = 3) -> list[dict]:
+    """``n`` trades 100 ms apart on a seeded walk, in the order a feed delivered them: trade ``late`` arrives after
+    trade ``late + by`` (late by ``by`` x 100 ms)."""
+    rng = random.Random(seed)
+    price, trades = 61_000.0, []
+    for k in range(n):
+        price += rng.choice((-1.5, -0.5, 0.5, 1.5))
+        trades.append(_tick("BTCUSDT", BASE_TS + k * STEP_NS, round(price, 1), round(rng.uniform(0.01, 2), 3),
+                            rng.choice(("buy", "sell"))))
+    moved = trades.pop(late)
+    trades.insert(late + by, moved)
+    return trades
+
+
+def _send_paced(push: zmq.Socket, ticks: list[dict], pause_s: float) -> None:
+    """One tick a message, ``pause_s`` apart (a feed handler forwarding a venue's trades as they come)."""
+    for tick in ticks:
+        push.send(msgpack.packb(tick))
+        time.sleep(pause_s)
+
+
+def _held(server) -> int:
+    return len(server.reorder) if server.reorder is not None else 0
+
+
+def test_a_late_tick_is_refused_without_a_window_and_placed_within_one(checkpoint) -> None:
+    """A trade delivered 3 trades (300 ms of event time, ~60 ms of wall time) after its place: refused as
+    ts_backwards by default, as before; with a 500 ms window it is placed and every trade is taken, and a tick
+    later than the window still meets the ordering guard."""
+    trades = _capture(12, late=5, by=3)
+    for window in (0, 500):
+        with live_server(checkpoint, ingest={"reorder_window_ms": window}, limits={"heartbeat_s": 0.2}) as (
+                server, push):
+            _send_paced(push, trades, 0.02)
+            wait_for(lambda: server.pipeline.ticks_in + sum(server.pipeline.rejected.values()) == 12
+                     and _held(server) == 0)
+            if window == 0:
+                assert dict(server.pipeline.rejected) == {"ts_backwards": 1}
+                continue
+            assert dict(server.pipeline.rejected) == {} and server.pipeline.ticks_in == 12
+            assert server.reorder.placed == 1
+            with ControlClient(server.endpoints["control"]) as control:
+                entry = control.call("streams", streams=["BTCUSDT"])["streams"]["BTCUSDT"]
+                assert entry["ticks"] == 12 and entry["last_ts"] == BASE_TS + 11 * STEP_NS
+                push.send(msgpack.packb(_tick("BTCUSDT", BASE_TS + 10 * STEP_NS, 61_000.0)))  # later than any window
+                wait_for(lambda: server.pipeline.rejected["ts_backwards"] == 1)
+                wait_for(lambda: "reorder" in control.call("stats")["stats"])
+                assert control.call("stats")["stats"]["reorder"]["placed"] == 1
+
+
+def test_live_with_the_window_decides_like_backtest_of_the_same_capture(checkpoint, tmp_path) -> None:
+    """review323 #3: the same capture (a late trade in it) sent live in arrival order and replayed by `backtest`:
+    with `ingest.reorder_window_ms` past the lateness, every live answer equals the backtest's at the same tick
+    (same tick count, same probabilities); without it the late trade is refused live and the answers after it
+    differ."""
+    trades = _capture(60, late=20, by=4)
+    capture = tmp_path / "capture.csv"
+    pl.DataFrame(trades).write_csv(capture)  # (in arrival order, as a feed recorder writes it)
+    (tmp_path / "q.yaml").write_text(QUERY)
+    config = pipeline_config(checkpoint, answers={"adapt": "off"})
+    run_backtest(config, [capture], tmp_path / "q.yaml", tmp_path / "bt.parquet", batch_ms=1, progress=False)
+    backtest = {(r["stream"], r["data_ts"]): r for r in pl.read_parquet(tmp_path / "bt.parquet").to_dicts()}
+    assert len(backtest) == 60  # (a batch of 1 ms: an answer at every trade)
+    for window, agree in ((1000, True), (0, False)):
+        with live_server(checkpoint, queries=str(tmp_path / "q.yaml"), answers={"adapt": "off"},
+                         ingest={"reorder_window_ms": window}) as (server, push):
+            with AnswerSubscriber(server.endpoints["answers"], ["dir/"]) as sub:
+                sub.wait_ready(timeout_s=60)
+                _send_paced(push, trades, 0.02)
+                wait_for(lambda: server.pipeline.ticks_in + sum(server.pipeline.rejected.values()) == 60
+                         and _held(server) == 0 and not server.pipeline.busy)
+                answers = []
+                while (got := sub.recv(timeout_s=2.0)) is not None:
+                    answers.append(got[1])
+        assert answers
+        same = [a for a in answers if (a["stream"], a["data_ts"]) in backtest
+                and a["version"] == backtest[a["stream"], a["data_ts"]]["ticks"]
+                and a["value"]["probs"] == pytest.approx(json.loads(backtest[a["stream"], a["data_ts"]]["probs"]),
+                                                         abs=1e-5)]
+        if agree:
+            assert len(same) == len(answers) and answers[-1]["version"] == 60, (len(same), len(answers))
+        else:
+            assert server.pipeline.rejected["ts_backwards"] == 1 and len(same) < len(answers)
+
+
+def test_a_stalled_venues_burst_on_an_idle_engine_is_computed_under_shed(checkpoint) -> None:
+    """review323 #5: a feed stamped with the wall clock, a stall (nothing arrives), then the ticks the venue made
+    during it in a burst. The engine was idle throughout: under when_behind: shed every tick is taken (it was
+    shed as "the engine is behind" before), and answers say how old they are."""
+    with live_server(checkpoint, limits={"when_behind": "shed", "max_lag_s": 0.5, "heartbeat_s": 0.2}) as (
+            server, push):
+        for k in range(5):
+            push.send(msgpack.packb(_tick("STALL", time.time_ns(), 100.0 + k)))
+        wait_for(lambda: server.pipeline.ticks_in == 5 and not server.pipeline.busy)
+        stalled_from = time.time_ns()
+        wait_for(lambda: time.time_ns() - stalled_from > 2_500_000_000)  # the venue's link stalls (a condition)
+        burst = [_tick("STALL", stalled_from + k * 40_000_000, 100.0 + k % 7) for k in range(60)]
+        for start in range(0, 60, 10):
+            push.send(msgpack.packb(burst[start:start + 10]))
+        wait_for(lambda: server.pipeline.ticks_in + sum(server.pipeline.rejected.values()) == 65)
+        assert dict(server.pipeline.rejected) == {} and server.pipeline.ticks_in == 65
+
+
+def test_a_flood_stamped_with_the_wall_clock_is_still_shed(checkpoint) -> None:
+    """The other side of #5: an engine that truly cannot keep up (forwards of 8 tokens, 1,000 ticks read at once)
+    still sheds under when_behind: shed, the ticks being stamped with the wall clock."""
+    with live_server(checkpoint, limits={"when_behind": "shed", "max_lag_s": 0.2},
+                     scheduler={"max_batch_tokens": 8}) as (server, push):
+        with AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC]) as sub:
+            sub.wait_ready(timeout_s=60)
+            push.send(msgpack.packb([_tick("FLOOD", time.time_ns(), 100.0 + k % 5) for k in range(10)]))
+            wait_for(lambda: server.pipeline.ticks_in == 10 and not server.pipeline.busy)
+            now = time.time_ns()
+            push.send(msgpack.packb([_tick("FLOOD", now + k, 100.0 + k % 5) for k in range(1000)]))
+            first = sub.recv(timeout_s=120)
+        assert first is not None and first[1]["reason"] == "overloaded", first
+        wait_for(lambda: server.pipeline.ticks_in + server.pipeline.rejected["overloaded"] == 1010)
+        assert 0 < server.pipeline.rejected["overloaded"] < 1000
+
+
+def test_venue_names_are_renamed_on_ingest_and_on_a_feed(checkpoint) -> None:
+    """review323 #9: `ingest.rename` maps a venue's symbol to the desk's stream name on the ingest socket and on an
+    external PUB feed (endpoints.feeds) alike; the venue's name is never a stream."""
+    context = zmq.Context.instance()
+    publisher = context.socket(zmq.PUB)
+    port = publisher.bind_to_random_port("tcp://127.0.0.1")
+    try:
+        config = pipeline_config(checkpoint, endpoints={**EPHEMERAL, "feeds": [f"tcp://127.0.0.1:{port}"]},
+                                 ingest={"rename": {"BTC-USD": "BTC.coinbase", "BTC/USD": "BTC.kraken"}})
+        with serving(config) as server, context.socket(zmq.PUSH) as push:
+            push.connect(server.endpoints["ingest"])
+            push.send(msgpack.packb(_tick("BTC-USD", BASE_TS, 61_000.0)))
+            push.send(msgpack.packb(_tick("BTC/USD", BASE_TS, 61_001.0)))  # (a name the wire refuses, renamed first)
+            k = 0
+
+            def fed() -> bool:  # (a SUB joins late: the publisher sends until one arrives, each later than the last)
+                nonlocal k
+                k += 1
+                publisher.send_multipart([b"coinbase", msgpack.packb(_tick("BTC-USD", BASE_TS + k, 61_000.0 + k))])
+                return server.pipeline.ticks_in >= 3
+
+            wait_for(fed)
+            with ControlClient(server.endpoints["control"]) as control:
+                streams = control.call("streams")["streams"]
+        assert "BTC.coinbase" in streams and "BTC.kraken" in streams and "BTC-USD" not in streams, streams
+        assert streams["BTC.coinbase"]["ticks"] >= 2 and dict(server.pipeline.rejected) == {}
+    finally:
+        publisher.close(linger=0)
+
+
+def test_two_clocks_on_one_stream_are_said_counted_and_flagged(checkpoint, capfd) -> None:
+    """review323 #6, #10, #11, #12: two venues' feeds under one name, one clock 2 s ahead. The ticks refused as late
+    are counted by stream (`streams`' rejected, `stats`' rejected_streams, /metrics), the log and `health` say the
+    stream has two clocks interleaving and name ingest.reorder_window_ms, `streams` and `health` show the clock 2 s
+    ahead, and published answers carry data_age_ms and the stream's clock_offset_ms."""
+    with live_server(checkpoint, limits={"heartbeat_s": 0.2}) as (server, push):
+        other = zmq.Context.instance().socket(zmq.PUSH)
+        other.connect(server.endpoints["ingest"])
+        try:
+            for k in range(30):
+                now = time.time_ns()
+                push.send(msgpack.packb(_tick("BTC", now, 61_000.0 + k % 3)))
+                other.send(msgpack.packb(_tick("BTC", now + 2_000_000_000, 61_005.0 + k % 3)))
+                time.sleep(0.01)
+            wait_for(lambda: server.pipeline.ticks_in + server.pipeline.rejected["ts_backwards"] == 60)
+        finally:
+            other.close(linger=0)
+        refused = server.pipeline.rejected["ts_backwards"]
+        assert refused >= 20
+        with ControlClient(server.endpoints["control"]) as control:
+            wait_for(lambda: any(w["kind"] == "late_ticks" for w in control.call("health").get("warnings", [])))
+            health = control.call("health")
+            entry = control.call("streams", streams=["BTC"])["streams"]["BTC"]
+            stats = control.call("stats")["stats"]
+    assert entry["rejected"] == {"ts_backwards": refused}
+    assert entry["clock_offset_ms"] < -1500 and "ahead of this machine's clock" in entry["clock_ahead"]
+    kinds = {(w["stream"], w["kind"]) for w in health["warnings"]}
+    assert kinds == {("BTC", "late_ticks"), ("BTC", "clock_ahead")}, health["warnings"]
+    late = next(w for w in health["warnings"] if w["kind"] == "late_ticks")
+    assert "two clocks interleave" in late["message"] and "ingest.reorder_window_ms" in late["message"]
+    assert stats["rejected_streams"] == {"BTC": {"ts_backwards": refused}}
+    assert f'flashtick_rejected_by_stream_total{{stream="BTC",reason="ts_backwards"}} {refused}' in render(stats)
+    assert "two clocks interleave" in capfd.readouterr().err
+
+
+def test_published_answers_carry_their_age_and_the_streams_clock_offset(checkpoint, tmp_path) -> None:
+    """review323 #12, #10: a stream stamped 2 s ahead: its answers carry data_ts, data_age_ms (negative by about
+    the skew) and clock_offset_ms, so the age since the tick reached the service (the one less the other) is
+    not negative; a stream of a capture's time (not the wall clock) carries no offset."""
+    (tmp_path / "q.yaml").write_text(QUERY)
+    with live_server(checkpoint, queries=str(tmp_path / "q.yaml")) as (server, push):
+        with AnswerSubscriber(server.endpoints["answers"], ["dir/"]) as sub:
+            sub.wait_ready(timeout_s=60)
+            push.send(msgpack.packb(_tick("AHEAD", time.time_ns() + 2_000_000_000, 10.0)))
+            push.send(msgpack.packb(_tick("OLD", BASE_TS, 10.0)))
+            got = {}
+            while len(got) < 2 and (message := sub.recv(timeout_s=60)) is not None:
+                got[message[1]["stream"]] = message[1]
+    ahead, old = got["AHEAD"], got["OLD"]
+    assert ahead["data_age_ms"] < -1000 and ahead["clock_offset_ms"] < -1500
+    assert ahead["data_age_ms"] - ahead["clock_offset_ms"] >= 0
+    assert old["data_age_ms"] > 1e9 and "clock_offset_ms" not in old
