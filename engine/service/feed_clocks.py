@@ -34,12 +34,14 @@ class FeedClocks:
         return None if clock is None else clock.offset_ns(stream)
 
     def _stream_feed(self, stream: str) -> dict[str, Any]:
-        """A `streams` entry's feed figures: `clock_offset_ms` (null: not stamped with the wall clock),
+        """A `streams` entry's feed figures: `clock_offset_ms` (absent: not stamped with the wall clock, or not held),
         `clock_ahead` (a caveat, past ingest.clock_ahead_warn_ms) and `rejected` (by reason, when any)."""
         offset = self._offset_ns(stream)
-        entry: dict[str, Any] = {"clock_offset_ms": None if offset is None else round(offset / 1e6, 3)}
-        if offset is not None and -offset > self.config.ingest.clock_ahead_warn_ms * 1e6:
-            entry["clock_ahead"] = _ahead_text(stream, offset)
+        entry: dict[str, Any] = {}
+        if offset is not None:
+            entry["clock_offset_ms"] = round(offset / 1e6, 3)
+            if -offset > self.config.ingest.clock_ahead_warn_ms * 1e6:
+                entry["clock_ahead"] = _ahead_text(stream, offset)
         if rejected := self.stream_refusals.of(stream):
             entry["rejected"] = rejected
         return entry
