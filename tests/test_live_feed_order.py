@@ -235,3 +235,22 @@ def test_published_answers_carry_their_age_and_the_streams_clock_offset(checkpoi
     assert ahead["data_age_ms"] < -1000 and ahead["clock_offset_ms"] < -1500
     assert ahead["data_age_ms"] - ahead["clock_offset_ms"] >= 0
     assert old["data_age_ms"] > 1e9 and "clock_offset_ms" not in old
+
+
+def test_held_ticks_are_released_by_a_stop_and_a_placing_streams_call(checkpoint, tmp_path) -> None:
+    """Held ticks are not in the tick log yet: a feed placing itself (`streams` with drain) reads them as accepted,
+    and a stop takes them in (logged: a restart on the data directory holds them) rather than dropping them."""
+    sections = {"log": {"dir": str(tmp_path / "d")}, "ingest": {"reorder_window_ms": 30_000}}
+    with live_server(checkpoint, **sections) as (server, push):
+        push.send(msgpack.packb([_tick("HELD", BASE_TS + k * STEP_NS, 10.0 + k) for k in (0, 2, 1)]))
+        wait_for(lambda: _held(server) == 3)
+        with ControlClient(server.endpoints["control"]) as control:
+            placed = control.call("streams", streams=["HELD"], drain=True)["streams"]["HELD"]
+        assert placed["ticks"] == 3 and placed["last_ts"] == BASE_TS + 2 * STEP_NS and _held(server) == 0
+        push.send(msgpack.packb(_tick("HELD", BASE_TS + 3 * STEP_NS, 13.0)))
+        wait_for(lambda: _held(server) == 1)
+    assert server.pipeline.rejected == {} and server.pipeline.ticks_in == 4  # (the stop released the last one)
+    with live_server(checkpoint, **sections) as (server, push):
+        with ControlClient(server.endpoints["control"]) as control:
+            again = control.call("streams", streams=["HELD"])["streams"]["HELD"]
+    assert again["ticks"] == 4 and again["last_ts"] == BASE_TS + 3 * STEP_NS
