@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 
 import msgpack
@@ -18,8 +19,11 @@ import zmq
 
 from engine.service.backtest import run_backtest
 from engine.service.client import AnswerSubscriber, ControlClient
+from engine.service.config import ConfigError, ServiceConfig
 from engine.service.metrics_text import render
+from engine.service.reorder_window import ReorderWindow
 from engine.service.server import REJECTS_TOPIC
+from engine.service.stream_refusals import STREAMS_KEPT, STREAMS_SAID, StreamRefusals
 from test_server import checkpoint  # noqa: F401  (the model fixture)
 from conftest import serving
 from test_service_limits import EPHEMERAL, live_server, pipeline_config, wait_for
@@ -175,10 +179,18 @@ def test_venue_names_are_renamed_on_ingest_and_on_a_feed(checkpoint) -> None:
                 return server.pipeline.ticks_in >= 3
 
             wait_for(fed)
+            ticks = server.pipeline.encoders.ticks_of("BTC.coinbase")
+            push.send_multipart([b"tokens", msgpack.packb([{"stream": "BTC-USD", "ts": BASE_TS + 10**9,
+                                                            "tokens": [5, 6, 7, 8]}])])  # (tokenized: renamed too)
+            # a key given twice is refused as the pipeline refuses it (packed again, one value would be kept)
+            push.send(b"\x92" + msgpack.packb(_tick("BTC-USD", BASE_TS + 2 * 10**9, 1.0))
+                      + b"\x82\xa6stream\xa7BTC-USD\xa6stream\xa7BTC-USD")
+            wait_for(lambda: server.pipeline.rejected["duplicate_key"] == 1
+                     and server.pipeline.encoders.ticks_of("BTC.coinbase") == ticks + 2)
             with ControlClient(server.endpoints["control"]) as control:
                 streams = control.call("streams")["streams"]
         assert "BTC.coinbase" in streams and "BTC.kraken" in streams and "BTC-USD" not in streams, streams
-        assert streams["BTC.coinbase"]["ticks"] >= 2 and dict(server.pipeline.rejected) == {}
+        assert streams["BTC.coinbase"]["ticks"] >= 4 and dict(server.pipeline.rejected) == {"duplicate_key": 1}
     finally:
         publisher.close(linger=0)
 
@@ -254,3 +266,57 @@ def test_held_ticks_are_released_by_a_stop_and_a_placing_streams_call(checkpoint
         with ControlClient(server.endpoints["control"]) as control:
             again = control.call("streams", streams=["HELD"])["streams"]["HELD"]
     assert again["ticks"] == 4 and again["last_ts"] == BASE_TS + 3 * STEP_NS
+
+
+def test_the_window_releases_in_event_time_order_and_bounds_what_it_holds() -> None:
+    """ReorderWindow alone: what has been held the whole window goes with every held tick not newer than it, sorted
+    (ties as read); a tick past reorder_max_ticks releases its stream at once."""
+    window = ReorderWindow(window_ns=100, max_ticks=4)
+    assert window.hold("A", 30, {"n": 0}, None, 0, now_ns=0) == []
+    assert window.hold("A", 10, {"n": 1}, None, 0, now_ns=50) == []  # late by 20: placed when released
+    assert window.hold("A", 40, {"n": 2}, "t", 1, now_ns=60) == []
+    assert window.due(99) == [] and window.next_due_ns() == 100
+    released = window.due(100)  # A's first tick (30) has waited: it goes with 10, not with 40
+    assert [(r.tag, [t.obj["n"] for t in r.ticks]) for r in released] == [(None, [1, 0])]
+    assert len(window) == 1 and window.placed == 1 and window.next_due_ns() == 160
+    assert window.hold("B", 5, {}, None, 0, 61) == [] and window.hold("B", 5, {"n": 9}, None, 1, 62) == []
+    assert window.hold("A", 40, {"n": 3}, "t", 0, 63) == []
+    early = window.hold("B", 1, {"n": 4}, None, 2, 64)  # the fifth tick held: B goes at once, in order
+    assert [[(t.ts, t.index) for t in r.ticks] for r in early] == [[(1, 2), (5, 0), (5, 1)]]
+    assert window.released_early == 3 and len(window) == 2
+    assert [[t.obj["n"] for t in r.ticks] for r in window.flush()] == [[2, 3]] and len(window) == 0
+
+
+def test_refusals_are_counted_by_stream_in_bounded_memory_and_two_clocks_are_told_from_a_late_tick() -> None:
+    """StreamRefusals alone: the most refused streams kept one by one (the rest summed under _other); a stream
+    with a share of its ticks refused as late past late_share_warn is warned of, a single late tick is not."""
+    refusals = StreamRefusals(late_share_warn=0.05, window_ms=0)
+    accepted = {"MIX": 100, "ONE": 100}
+    refusals.add([{"stream": "MIX", "reason": "ts_backwards", "count": 12}], accepted.get)
+    refusals.add([{"stream": "ONE", "reason": "ts_backwards"}], accepted.get)
+    accepted.update(MIX=200, ONE=1000)
+    assert refusals.check_late(accepted.get, now=1000.0) == ["MIX"]
+    assert [w["stream"] for w in refusals.health_warnings()] == ["MIX"]
+    assert refusals.check_late(accepted.get, now=1000.0 + 601) == [] and refusals.health_warnings() == []
+    for k in range(STREAMS_KEPT + 5):
+        refusals.add([{"stream": f"S{k:03d}", "reason": "bad_price", "count": 2}])
+    most = refusals.most()
+    assert list(most)[0] == "MIX" and len(most) == STREAMS_SAID + 1 and "_other" in most
+    assert sum(sum(r.values()) for r in most.values()) == 12 + 1 + 2 * (STREAMS_KEPT + 5)
+    assert refusals.of("MIX") == {"ts_backwards": 12}
+
+
+@pytest.mark.parametrize("section, message", [
+    ({"rename": {"A": "B", "B": "C"}}, "a name is renamed once; map 'A' to 'C'"),
+    ({"rename": {"A": "x/y"}}, "not a valid stream name"),
+    ({"rename": {"A": "A"}}, "renames 'A' to itself"),
+    ({"rename": ["A"]}, "ingest.rename must be a mapping"),
+    ({"reorder_window_ms": -1}, "ingest.reorder_window_ms must be a finite number of milliseconds >= 0"),
+    ({"reorder_window_ms": 60_000}, "below 60000"),
+    ({"late_share_warn": 0}, "ingest.late_share_warn must be a share in"),
+    ({"reorder_max_ticks": 0}, "ingest.reorder_max_ticks must be an integer > 0"),
+    ({"window": 5}, "unknown key 'window' in section 'ingest'"),
+])
+def test_the_ingest_section_is_checked_by_key(section, message) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        ServiceConfig.from_dict({"ingest": section}, "engine.yaml")
