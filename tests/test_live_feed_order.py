@@ -18,6 +18,7 @@ import pytest
 import zmq
 
 from engine.service.backtest import run_backtest
+from engine.service.cli import main
 from engine.service.client import AnswerSubscriber, ControlClient
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.metrics_text import render
@@ -179,6 +180,10 @@ def test_venue_names_are_renamed_on_ingest_and_on_a_feed(checkpoint) -> None:
                 return server.pipeline.ticks_in >= 3
 
             wait_for(fed)
+            # a last one after those still in flight (one connection keeps its order): once it is in, all are
+            publisher.send_multipart([b"coinbase", msgpack.packb(_tick("BTC-USD", BASE_TS + 10**8, 61_000.0))])
+            wait_for(lambda: server.pipeline.encoders.accepted(["BTC.coinbase"])["BTC.coinbase"]["last_ts"]
+                     == BASE_TS + 10**8)
             ticks = server.pipeline.encoders.ticks_of("BTC.coinbase")
             push.send_multipart([b"tokens", msgpack.packb([{"stream": "BTC-USD", "ts": BASE_TS + 10**9,
                                                             "tokens": [5, 6, 7, 8]}])])  # (tokenized: renamed too)
@@ -219,6 +224,7 @@ def test_two_clocks_on_one_stream_are_said_counted_and_flagged(checkpoint, capfd
             health = control.call("health")
             entry = control.call("streams", streams=["BTC"])["streams"]["BTC"]
             stats = control.call("stats")["stats"]
+        assert main(["streams", "BTC", "--control", server.endpoints["control"]]) in (0, None)
     assert entry["rejected"] == {"ts_backwards": refused}
     assert entry["clock_offset_ms"] < -1500 and "ahead of this machine's clock" in entry["clock_ahead"]
     kinds = {(w["stream"], w["kind"]) for w in health["warnings"]}
@@ -227,7 +233,10 @@ def test_two_clocks_on_one_stream_are_said_counted_and_flagged(checkpoint, capfd
     assert "two clocks interleave" in late["message"] and "ingest.reorder_window_ms" in late["message"]
     assert stats["rejected_streams"] == {"BTC": {"ts_backwards": refused}}
     assert f'flashtick_rejected_by_stream_total{{stream="BTC",reason="ts_backwards"}} {refused}' in render(stats)
-    assert "two clocks interleave" in capfd.readouterr().err
+    said = capfd.readouterr()
+    assert "two clocks interleave" in said.err
+    line = rf"^BTC\tlast_ts .*\trejected ts_backwards {refused}\tclock ahead [0-9.]+s$"  # (`flashtick streams`)
+    assert re.search(line, said.out, re.M), said.out
 
 
 def test_published_answers_carry_their_age_and_the_streams_clock_offset(checkpoint, tmp_path) -> None:

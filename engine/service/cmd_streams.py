@@ -78,8 +78,11 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
                 f"\twaiting {accepted['waiting_ticks']} ticks {accepted['waiting_s']:.1f}s"
             # (last: its last tick's price as the model reads it, an ingest --price-offset added: review315 #9)
             price = "" if accepted.get("last_price") is None else f"\tlast_price {accepted['last_price']:g}"
+            # (after it, what a desk asks first after an incident: its ticks refused by reason, a clock running ahead)
+            refusals = "".join(f"\trejected {reason} {n}" for reason, n in sorted(accepted.get("rejected", {}).items()))
+            ahead = "" if "clock_ahead" not in accepted else f"\tclock ahead {-accepted['clock_offset_ms'] / 1e3:.3f}s"
             print(f"{shown_name(name)}\tlast_ts {accepted['last_ts']}\tticks {accepted['ticks']}{quiet}{context}{kv}"
-                  f"{waiting}{price}{sequence_text(accepted)}")
+                  f"{waiting}{price}{sequence_text(accepted)}{refusals}{ahead}")
         for name in refused if listing else ():  # after the held ones: the streams that hold nothing
             print(f"{shown_name(name)}\trefused ({refused[name]['ticks']} ticks)")
     # a name given that admission turned away holds nothing: a script checking its feeds hears it in the status
