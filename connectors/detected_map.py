@@ -30,6 +30,7 @@ from connectors.map_vocabulary import DAY_CLOCK_UNITS
 from connectors.mapped_columns import columns_lacking, spelled_as_the_file
 from connectors.venue_notes import venue_note
 from connectors.venue_zones import venue_zone, venue_zone_note
+from engine.quoting import quoted
 
 
 def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Callable[..., Any], own_map: bool,
@@ -59,9 +60,10 @@ def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Call
             raise ValueError(f"{e}; {why}") from None
         if isinstance(e, NoTickLayout) and (pool := [c for c in schema if normal_name(c) == "sqrtpricex96"]):
             # a DEX pool's Swap events (Uniswap v3's): their price is the pool's, in both tokens' base units
-            raise NoTickLayout(f"{e}. {pool[0]!r} is a Uniswap v3 pool's price: a map reads it with "
+            raise NoTickLayout(f"{e}. {quoted(pool[0])} is a Uniswap v3 pool's price: a map reads it with "
                                f"price_format=sqrt_price_x96, token_decimals=D0/D1 and base_token=0|1, the size from "
-                               f"the base token's amount with signed_size=pool (docs/replay.md#on-chain-swaps)") from None
+                               f"the base token's amount with signed_size=pool (docs/replay.md#on-chain-swaps)"
+                               ) from None
         if isinstance(e, NoTickLayout) and is_json_lines(path) and (nested := json_lines.nested_arrays(schema)):
             # a column map would not reach the ticks either: say where they are and how to lift them out
             each = ".[]" if json_lines.table(path).records else ""
