@@ -128,6 +128,6 @@ def test_dune_and_bigquery_block_times_are_detected_as_the_time_column(tmp_path:
 def test_a_raw_swap_export_without_a_map_is_refused_naming_the_keys_that_read_it(tmp_path: Path) -> None:
     path = tmp_path / "univ3_usdc_weth_005_swaps.csv"
     path.write_text(BIGQUERY_SWAPS)
-    with pytest.raises(ValueError, match=r"read so far: ts=block_timestamp.*"sqrtPriceX96" is a Uniswap v3 pool's "
+    with pytest.raises(ValueError, match=r'read so far: ts=block_timestamp.*"sqrtPriceX96" is a Uniswap v3 pool.s '
                                          r"price: a map reads it with price_format=sqrt_price_x96"):
         FileReplay(path)
