@@ -22,6 +22,8 @@ from typing import Any
 
 import polars as pl
 
+from engine.quoting import quoted
+
 SQRT_PRICE_X96 = "sqrt_price_x96"  # a price_format
 POOL_SIGN = "pool"  # a signed_size value
 Q96 = 2.0 ** 96
@@ -36,7 +38,7 @@ def check_swap_keys(cmap: Any) -> None:
     if cmap.base_token is not None:
         if str(cmap.base_token).strip() not in ("0", "1"):
             raise ValueError(f"base_token is the pool's token priced and sized, 0 (token0) or 1 (token1), got "
-                             f"{cmap.base_token!r}")
+                             f"{quoted(cmap.base_token)}")
         object.__setattr__(cmap, "base_token", int(str(cmap.base_token).strip()))
     if cmap.price_format == SQRT_PRICE_X96 and (decimals is None or cmap.base_token is None):
         raise ValueError("price_format sqrt_price_x96 needs token_decimals (token0's and token1's, e.g. 6/18 for "
@@ -50,7 +52,7 @@ def check_swap_keys(cmap: Any) -> None:
             scale = math.nan
         if not 0 < scale < math.inf:
             raise ValueError(f"size_scale must be a number > 0 (the file's sizes are real sizes times it, e.g. 1e18 "
-                             f"for a token of 18 decimals in base units), got {cmap.size_scale!r}")
+                             f"for a token of 18 decimals in base units), got {quoted(cmap.size_scale)}")
         object.__setattr__(cmap, "size_scale", scale)
 
 
@@ -66,7 +68,7 @@ def _decimals(value: Any) -> tuple[int, int] | None:
         decimals = ()
     if len(decimals) != 2 or not all(0 <= d <= 36 for d in decimals):
         raise ValueError(f"token_decimals is the pool's two tokens' decimals, token0's then token1's (6/18 for "
-                         f"USDC/WETH; a YAML list [6, 18]), got {value!r}")
+                         f"USDC/WETH; a YAML list [6, 18]), got {quoted(value)}")
     return decimals[0], decimals[1]
 
 

@@ -317,15 +317,15 @@ def test_refusals_are_counted_by_stream_in_bounded_memory_and_two_clocks_are_tol
 
 
 @pytest.mark.parametrize("section, message", [
-    ({"rename": {"A": "B", "B": "C"}}, "a name is renamed once; map 'A' to 'C'"),
+    ({"rename": {"A": "B", "B": "C"}}, 'a name is renamed once; map "A" to "C"'),
     ({"rename": {"A": "x/y"}}, "not a valid stream name"),
-    ({"rename": {"A": "A"}}, "renames 'A' to itself"),
+    ({"rename": {"A": "A"}}, 'renames "A" to itself'),
     ({"rename": ["A"]}, "ingest.rename must be a mapping"),
     ({"reorder_window_ms": -1}, "ingest.reorder_window_ms must be a finite number of milliseconds >= 0"),
     ({"reorder_window_ms": 60_000}, "below 60000"),
     ({"late_share_warn": 0}, "ingest.late_share_warn must be a share in"),
     ({"reorder_max_ticks": 0}, "ingest.reorder_max_ticks must be an integer > 0"),
-    ({"window": 5}, "unknown key 'window' in section 'ingest'"),
+    ({"window": 5}, 'unknown key "window" in section "ingest"'),
 ])
 def test_the_ingest_section_is_checked_by_key(section, message) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):

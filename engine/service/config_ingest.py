@@ -15,6 +15,7 @@ from connectors.tick_errors import InvalidTick
 from engine.service.config_error import ConfigError
 from engine.yaml_files import yaml_kind
 from queries.limits import excerpt  # values as YAML writes them: got true, got null (not True, None)
+from engine.quoting import quoted
 
 MAX_REORDER_WINDOW_MS = 60_000.0  # a minute: past it answers are so late that a window is the wrong tool
 MAX_RENAMES = 100_000  # names in ingest.rename (a venue's whole symbol list fits; a mistake of a file does not)
@@ -70,10 +71,11 @@ def check_renames(rename: Any) -> None:
         try:
             check_normalized(check_stream(target))
         except InvalidTick as e:
-            raise ConfigError(f"ingest.rename: {source!r} -> {excerpt(target)}: not a valid stream name "
+            raise ConfigError(f"ingest.rename: {quoted(source)} -> {excerpt(target)}: not a valid stream name "
                               f"({e})") from None
         if source == target:
-            raise ConfigError(f"ingest.rename renames {source!r} to itself: leave it out")
+            raise ConfigError(f"ingest.rename renames {quoted(source)} to itself: leave it out")
         if target in rename:
-            raise ConfigError(f"ingest.rename renames {source!r} to {target!r}, which it renames in turn to "
-                              f"{rename[target]!r}: a name is renamed once; map {source!r} to {rename[target]!r}")
+            then = quoted(rename[target])
+            raise ConfigError(f"ingest.rename renames {quoted(source)} to {quoted(target)}, which it renames in turn "
+                              f"to {then}: a name is renamed once; map {quoted(source)} to {then}")

@@ -30,6 +30,7 @@ from engine.service.config import ConfigError
 from engine.service.private_dirs import private
 from engine.service.release import recorded_release, this_release
 from engine.text_files import ENCODING, read_text
+from engine.quoting import quoted
 
 WRITTEN_WITH = "written_with.json"  # beside meta.json
 RELEASE = "release"  # written_with.json's record of the release that last opened the directory
@@ -105,7 +106,7 @@ def check_meta(path: Path, written_by: dict[str, Any]) -> None:
 
 
 def _refuse(path: Path, before: dict[str, Any], written_by: dict[str, Any], differ: list[str]) -> None:
-    changed = ", ".join(f"{k}: {before.get(k)!r} -> {written_by.get(k)!r}" for k in differ)
+    changed = ", ".join(f"{k}: {quoted(before.get(k))} -> {quoted(written_by.get(k))}" for k in differ)
     why = "".join(f" ({k}: {_META_CHANGES[k]})" for k in differ if k in _META_CHANGES)
     raise ConfigError(f"data directory {path.parent} was written by another model, weights or codec ({changed})"
                       f"{why}; its sessions and answers belong to that one. Use another --data-dir, move this one "

@@ -16,6 +16,7 @@ from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 from engine.service.sharded import ShardedPipeline
 from engine.service.stream_refusals import STREAMS_SAID, StreamRefusals
+from engine.quoting import quoted
 
 
 class FeedClocks:
@@ -67,6 +68,6 @@ class FeedClocks:
 
 
 def _ahead_text(stream: str, offset_ns: int) -> str:
-    return (f"stream {stream!r} is stamped {-offset_ns / 1e9:.3f} s ahead of this machine's clock (its smallest "
+    return (f"stream {quoted(stream)} is stamped {-offset_ns / 1e9:.3f} s ahead of this machine's clock (its smallest "
             f"read time - ts): its answers' data_age_ms read that much low (negative); check the venue's or the "
             f"feed handler's clock, or this host's (ingest.clock_ahead_warn_ms)")
