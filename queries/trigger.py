@@ -18,8 +18,9 @@ is left out before that.
 
 from __future__ import annotations
 
+import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -111,10 +112,15 @@ _FORMS = (", ".join(quoted(word) for word in WORD_TRIGGERS) + ", "
 
 @dataclass(frozen=True)
 class Trigger:
-    """`every` is N ticks for 'ticks', T nanoseconds of event time for 'interval', 0 otherwise."""
+    """`every` is N ticks for 'ticks', T nanoseconds of event time for 'interval', 0 otherwise. `written`: the period
+    as its YAML or wire gave it ("1.5m", 1500000000, 50), kept beside the parsed one so that `flashtick list`,
+    queries.yaml and the wire show what the user wrote (review336 #10: `1.5m` listed as `interval:90s`); None for a
+    trigger built in Python (shown in the unit that divides it) and for a word. Not compared: `1.5m` and `90s` are
+    the same trigger."""
 
     kind: str = "batch"
     every: int = 0
+    written: int | str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.kind not in TRIGGER_KINDS:
@@ -126,15 +132,17 @@ class Trigger:
             raise ValueError(f"{self.kind} trigger period must be at most 2**63 - 1, got {excerpt(self.every)}")
         if not periodic and self.every != 0:
             raise ValueError(f"{self.kind} trigger takes no period, got {excerpt(self.every)}")
+        if self.written is not None and (not periodic or self.row.parse(self.written) != self.every):
+            raise ValueError(f"{self.kind} trigger written {excerpt(self.written)} is not its period {self.every}")
 
     @classmethod
     def parse(cls, raw: Any) -> Trigger:
         """From YAML/wire form: a word of WORD_TRIGGERS ('batch', 'on_demand') or {kind: period} of
-        PERIODIC_TRIGGERS ({ticks: N}, {interval: '2s' or int ns})."""
+        PERIODIC_TRIGGERS ({ticks: N}, {interval: '2s' or int ns}), the period kept as written."""
         if isinstance(raw, str):
             if raw in WORD_TRIGGERS:
                 return cls(raw)
-            raise ValueError(f"unknown trigger {excerpt(raw)}; expected {_FORMS}")
+            raise ValueError(f"unknown trigger {excerpt(raw)}; expected {_FORMS}{_word_hint(raw)}")
         if raw is None:  # `trigger:` with nothing after it (YAML null): leave the key out for the default
             raise ValueError(f"trigger is empty (YAML null): leave the key out for the default \"batch\", or give "
                              f"{_FORMS}")
@@ -142,9 +150,13 @@ class Trigger:
             raise ValueError(f"trigger must be {_FORMS}, got {excerpt(raw)}")
         (key, value), = raw.items()
         if key in PERIODIC_TRIGGERS:
-            return cls(key, PERIODIC_TRIGGERS[key].parse(value))
-        raise ValueError(f"unknown trigger {excerpt(key)} (allowed: {', '.join(TRIGGER_KINDS)})")
-
+            try:
+                every = PERIODIC_TRIGGERS[key].parse(value)
+            except ValueError as e:
+                raise ValueError(f"{e}{_quoted_number_hint(key, value)}") from None
+            # (a duration's own spaces dropped, "500 ms" -> "500ms": `list` shows it as one word on its line)
+            return cls(key, every, re.sub(r"\s+", "", value) if isinstance(value, str) else value)
+        raise ValueError(_mapping_refused(key, value))
     @property
     def row(self) -> TriggerKind:
         """This trigger's kind as TRIGGER_TABLE describes it."""
@@ -162,15 +174,22 @@ class Trigger:
 
     def to_obj(self) -> str | dict[str, Any]:
         """The wire form (control replies, `QuerySpec.to_dict`); `parse` reads it back."""
-        return self.kind if self.every == 0 else {self.kind: self.row.wire(self.every)}
+        if self.every == 0:
+            return self.kind
+        return {self.kind: self.row.wire(self.every) if self.written is None else self.written}
 
     def to_yaml(self) -> str | dict[str, Any]:
         """The written form (queries.yaml, `to_yaml`): the period as a person writes it; `parse` reads it."""
-        return self.kind if self.every == 0 else {self.kind: self.row.text(self.every)}
+        if self.every == 0:
+            return self.kind
+        return {self.kind: self.row.text(self.every) if self.written is None else self.written}
 
     def text(self) -> str:
-        """On one line, as `flashtick list` shows it: batch, on_demand, ticks:50, interval:1s."""
-        return self.kind if self.every == 0 else f"{self.kind}:{self.row.text(self.every)}"
+        """On one line, as `flashtick list` shows it, the period as written: batch, on_demand, ticks:50,
+        interval:1.5m."""
+        if self.every == 0:
+            return self.kind
+        return f"{self.kind}:{self.row.text(self.every) if self.written is None else self.written}"
 
     def interval_text(self) -> str:
         """The period as the largest unit that divides it exactly: 500000000 -> '500ms'."""
@@ -180,3 +199,66 @@ class Trigger:
         """The grid cell a stream is in (a new cell means fire), or None for triggers without a grid."""
         grid = self.row.cell
         return None if grid is None else grid(self.every, ticks, event_ts)
+
+
+def _folded(word: str) -> str:
+    """A trigger's name with case and `-`/`_` folded, as a hand or another tool writes it (`On-Demand`)."""
+    return word.strip().lower().replace("-", "_").replace(" ", "_")
+
+
+def _meant_kind(word: Any) -> str | None:
+    """The kind of TRIGGER_TABLE that ``word`` (a misspelt name) most likely means, or None."""
+    if not isinstance(word, str):
+        return None
+    folded = _folded(word)
+    if folded in TRIGGER_TABLE:
+        return folded
+    close = difflib.get_close_matches(folded, TRIGGER_KINDS, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _as_written(kind: str, period: Any = None) -> str:
+    """How ``kind`` is written in a queries file: the word, or `{kind: period}` (the row's example without one)."""
+    row = TRIGGER_TABLE[kind]
+    if row.form is None:
+        return f"trigger: {kind}"
+    shown = row.example if period is None else period
+    return f"trigger: {{{kind}: {shown if isinstance(shown, int) else quoted(shown)}}}"
+
+
+def _word_hint(word: str) -> str:
+    """After "unknown trigger" for a word: a periodic kind written without its period (`ticks`, or `ticks:50` as
+    `flashtick list` shows it), or a kind misspelt (`Batch`, `on-demand`): how to write it."""
+    name, colon, period = word.partition(":")
+    kind = _meant_kind(name)
+    if kind is None:
+        return ""
+    if TRIGGER_TABLE[kind].form is None:
+        return f"; did you mean {_as_written(kind)}?"
+    if colon and period.strip():  # (`list`'s one-line form, pasted): a mapping in YAML
+        value = period.strip()
+        return f"; a period is written as a mapping: {_as_written(kind, int(value) if value.isdigit() else value)}"
+    return f"; {kind} takes a period, written as a mapping: {_as_written(kind)}"
+
+
+def _mapping_refused(key: Any, value: Any) -> str:
+    """Why a one-key mapping is not a trigger: a word kind written as a mapping (`{batch: true}`, which is
+    `trigger: batch`), a kind misspelt (`{Ticks: 50}`), or no kind at all."""
+    kind = _meant_kind(key)
+    if kind is not None and TRIGGER_TABLE[kind].form is None:
+        return (f"trigger {excerpt(key)} takes no value: it is written as the word alone, {_as_written(kind)} "
+                f"(not a mapping, as {{{excerpt(key)}: {excerpt(value)}}})")
+    hint = f"; did you mean {_as_written(kind, value)}?" if kind is not None else ""
+    return f"unknown trigger {excerpt(key)}; expected {_FORMS}{hint}"
+
+
+def _quoted_number_hint(kind: str, value: Any) -> str:
+    """After a period refused: a number YAML read as text because it was quoted (`{ticks: "50"}`); not for a kind
+    whose periods are text as a rule (`{interval: "5"}` meant 5 s more likely than 5 ns)."""
+    if isinstance(value, str) and value.strip().isdigit() and isinstance(PERIODIC_TRIGGERS[kind].example, int):
+        try:
+            Trigger(kind, PERIODIC_TRIGGERS[kind].parse(int(value)))
+        except ValueError:
+            return ""
+        return f" (quoted in the YAML: drop the quotes, {_as_written(kind, int(value))})"
+    return ""

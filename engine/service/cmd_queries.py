@@ -93,14 +93,23 @@ def _question_text(spec: dict[str, Any]) -> str:
 
 
 def _trigger_text(raw: Any) -> str:
-    """batch, on_demand, ticks:50, interval:1s (the YAML forms, on one line). A trigger this client cannot read
-    (a kind a newer server knows) is shown as the server sent it, so one query never fails the whole list."""
+    """batch, on_demand, ticks:50, interval:1.5m (the YAML forms, on one line, the period as written). A trigger
+    this client cannot read (a kind a newer server knows) is shown as the server sent it, in JSON, never a Python
+    repr (review336 #10): `price_move:{"bps": 25}`, `null`, `{"ticks": 50, "interval": 1000000000}`, so one query
+    never fails the whole list and what is shown can be written back into a queries file."""
     from queries.trigger import Trigger
 
     try:
         return Trigger.parse(raw).text()
     except ValueError:
-        if isinstance(raw, dict) and len(raw) == 1:
-            (kind, period), = raw.items()
-            return _shown(f"{kind}:{period}")
-        return _shown(str(raw))
+        if isinstance(raw, dict) and len(raw) == 1 and isinstance(next(iter(raw)), str):
+            (kind, period), = raw.items()  # one kind and its period, as `ticks:50` is shown
+            return _shown(f"{kind}:{period if isinstance(period, str) else _json_text(period)}")
+        return _shown(raw if isinstance(raw, str) else _json_text(raw))
+
+
+def _json_text(value: Any) -> str:
+    """``value`` (msgpack-decoded) as JSON writes it, whole; what JSON has no form for (bytes) as errors quote it."""
+    from engine.quoting import quoted
+
+    return json.dumps(value, ensure_ascii=False, default=quoted)
