@@ -6,6 +6,7 @@ chain's first snapshot (review321 #2)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import msgpack
@@ -151,3 +152,66 @@ def test_an_options_chains_first_snapshot_is_taken_whole_under_the_defaults(tmp_
             feed.send(message)
         after = until_read(server, 3)
         assert after["ticks_in"] == 25_000 and "stream_refused" not in after["rejected"], after["rejected"]
+
+
+def test_a_refused_stream_forgotten_past_the_memory_is_said_refused_earlier_not_never_seen(tmp_path, capsys) -> None:
+    """review336 #8: 3 crossed quotes of FIRSTOPT, then one each of more names than the 1,024 refusals remembered,
+    then LASTOPT's: `streams FIRSTOPT` printed `never seen` and `ask FIRSTOPT` "has sent no data", sending the
+    operator to a feed that did send. A refusal that fell out of the memory is still known as one (a bounded filter
+    of the names forgotten), while a name never sent is still said never seen, without a hint of refusals."""
+    from engine.service.cli import main
+    from engine.service.forgotten_refusals import FILTER_BYTES
+
+    def crossed(stream: str, ts: int) -> dict:
+        return {"stream": stream, "ts": ts, "bid": 10.0, "ask": 9.0}
+
+    names = 1_500  # in 3 messages: with FIRSTOPT and LASTOPT, 478 past the 1,024 remembered
+    with serving(config(tmp_path, {})) as server, push(server) as feed:
+        control = ("--control", server.endpoints["control"])
+        feed.send(msgpack.packb([crossed("FIRSTOPT", TS + i) for i in range(3)]))
+        for first in range(0, names, 500):
+            feed.send(msgpack.packb([crossed(f"OPT{i:05d}", TS + i) for i in range(first, first + 500)]))
+        feed.send(msgpack.packb([crossed("LASTOPT", TS + i) for i in range(2)]))
+        assert until_read(server, 2 + names // 500)["ticks_in"] == 0
+        capsys.readouterr()
+        assert main(["streams", "FIRSTOPT", "LASTOPT", f"OPT{names - 1:05d}", "NEVERSENT", *control]) == 1
+        out, err = capsys.readouterr()
+        assert out.splitlines() == ["FIRSTOPT\trefused earlier (no longer remembered)", "LASTOPT\trefused (2 ticks)",
+                                    f"OPT{names - 1:05d}\trefused (1 ticks)", "NEVERSENT\tnever seen"], out
+        assert 'flashtick streams: FIRSTOPT refused earlier: stream "FIRSTOPT" has no accepted tick: it was ' \
+               "refused earlier" in err and f"up to {names + 2 - MAX_REFUSED_STREAMS_KEPT:,} more fell out" in err, err
+        assert main(["streams", "FIRSTOPT", "--json", *control]) == 1
+        said = json.loads(capsys.readouterr().out)
+        assert said["streams"] == {"FIRSTOPT": None}
+        assert "it was refused earlier" in said["refused_forgotten"]["FIRSTOPT"]["error"], said
+        assert main(["ask", "FIRSTOPT", "direction_5", *control]) == 2
+        err = capsys.readouterr().err
+        assert "has no accepted tick: it was refused earlier" in err and "has sent no data" not in err, err
+        assert main(["ask", "NEVERSENT", "direction_5", *control]) == 2
+        err = capsys.readouterr().err
+        assert 'stream "NEVERSENT" has sent no data' in err and "refused" not in err, err
+        with ControlClient(server.endpoints["control"]) as raw:
+            raw.call("register", yaml="queries: [{name: dir5, streams: ['*'], question: direction_5, kind: choice}]")
+            got = raw.call("get", query="dir5", stream="FIRSTOPT")
+        assert got["answer"] is None and "it was refused earlier" in got["refused"], got
+        # the memory stays bounded: one filter of fixed size beside the 1,024 names, however many are forgotten
+        assert len(server._forgotten_refusals._bits) == FILTER_BYTES and len(server._refused_streams) == 1024
+
+
+def test_the_filter_of_forgotten_names_misses_none_and_stays_its_size() -> None:
+    """No forgotten name is ever said never seen (a Bloom filter has no false negatives); its size does not grow
+    with the names; its false match rate, said once it is not negligible, grows as it fills."""
+    from engine.service.forgotten_refusals import ForgottenRefusals
+
+    forgotten = ForgottenRefusals(size_bytes=4096)  # 32,768 bits: filled by a few thousand names
+    assert "A" not in forgotten and forgotten.false_match == 0.0
+    rates = []
+    for batch in range(4):
+        for i in range(batch * 1000, (batch + 1) * 1000):
+            forgotten.add(f"OPT{i}")
+        rates.append(forgotten.false_match)
+        assert all(f"OPT{i}" in forgotten for i in range((batch + 1) * 1000))
+        assert len(forgotten._bits) == 4096
+    assert rates == sorted(rates) and rates[-1] > 1e-3
+    never = sum(f"NEVER{i}" in forgotten for i in range(20_000)) / 20_000
+    assert abs(never - rates[-1]) < 0.05, (never, rates[-1])  # the rate said is the rate met

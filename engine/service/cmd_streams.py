@@ -25,6 +25,7 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
 
     listed: dict[str, dict | None] = {}  # what is printed (--idle-over: the quiet ones only), for --json
     refused: dict[str, dict] = {}
+    forgotten: dict[str, dict] = {}  # (names given that were refused, their refusal no longer remembered: {error})
     refused_at_start: dict[str, Any] = {}  # (a listing of every stream: the logged ones this start refused, a count)
     refused_more = 0  # (... and the refused streams the service no longer remembers by name)
     with control_client(args) as control:
@@ -32,6 +33,7 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
         while True:  # every stream, a reply's page at a time (the names given: one reply)
             reply = control.call("streams", **({"streams": args.names} if args.names else {"after": after}))
             refused.update(reply.get("refused") or {})
+            forgotten.update(reply.get("refused_forgotten") or {})
             refused_at_start = reply.get("refused_at_start") or refused_at_start
             refused_more = reply.get("refused_more") or refused_more
             uptime_s = reply.get("uptime_s")  # (absent from an older server)
@@ -41,7 +43,8 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             if args.names or not reply["truncated"] or not reply["streams"]:
                 break
             after = list(reply["streams"])[-1]
-        never_seen = [name for name in args.names if reply["streams"].get(name) is None and name not in refused]
+        never_seen = [name for name in args.names
+                      if reply["streams"].get(name) is None and name not in refused and name not in forgotten]
         held = _held_stream_names(control) if never_seen and not args.json else []
     if refused_at_start:
         print(f"flashtick streams: {counted(refused_at_start['streams'], 'logged stream')} refused at this start: "
@@ -52,6 +55,7 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
     if args.json:
         print(printable_json({"streams": listed, **({"refused": refused} if refused else {}),
                               **({"refused_more": refused_more} if refused_more else {}),
+                              **({"refused_forgotten": forgotten} if forgotten else {}),
                               **({"refused_at_start": refused_at_start} if refused_at_start else {})},
                              sort_keys=True, indent=2))
     else:
@@ -59,6 +63,11 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             if accepted is None and name in refused:  # admission turned it away: say so, and why
                 print(f"flashtick streams: {shown_name(name)} refused: {refused[name]['error']}", file=sys.stderr)
                 print(f"{shown_name(name)}\trefused ({refused[name]['ticks']} ticks)")
+                continue
+            if accepted is None and name in forgotten:  # refused earlier: its count and why no longer remembered
+                print(f"flashtick streams: {shown_name(name)} refused earlier: {forgotten[name]['error']}",
+                      file=sys.stderr)
+                print(f"{shown_name(name)}\trefused earlier (no longer remembered)")
                 continue
             if accepted is None:
                 print(f"{shown_name(name)}\tnever seen")
@@ -86,7 +95,7 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
         for name in refused if listing else ():  # after the held ones: the streams that hold nothing
             print(f"{shown_name(name)}\trefused ({refused[name]['ticks']} ticks)")
     # a name given that admission turned away holds nothing: a script checking its feeds hears it in the status
-    named_refused = any(name in refused for name in args.names)
+    named_refused = any(name in refused or name in forgotten for name in args.names)
     if args.idle_over is not None:
         print(f"flashtick streams: {len(listed)} stream{'s' if len(listed) != 1 else ''} with no tick for over "
               f"{args.idle_over:g}s", file=sys.stderr)

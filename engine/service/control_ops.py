@@ -21,7 +21,8 @@ from engine.service.control_requests import (ControlBusy, ControlError, ControlS
 from engine.service.document_parse import DocumentParse
 from engine.service.release import release_fields
 from engine.service.pipeline import StreamBusy, TickPipeline
-from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, REFUSED_HOLDER, no_accepted_tick
+from engine.service.forgotten_refusals import ForgottenRefusals
+from engine.service.rejections import REFUSED_HOLDER, forgotten_refusal, no_accepted_tick
 from engine.service.reply_caveats import ReplyCaveats
 from engine.service.sharded import ShardedPipeline, ShardGivenUp
 from engine.service.ticklog import LogWriteError
@@ -49,6 +50,7 @@ class ControlOps:
     _snapshot: dict[str, Any]
     _refused_streams: OrderedDict[str, list]  # stream -> [ticks refused, the error]
     _refused_forgotten: int  # refused streams that fell out of _refused_streams (the oldest first)
+    _forgotten_refusals: ForgottenRefusals  # ... their names (a bounded filter)
     _parsing: DocumentParse | None  # a `register` whose document is being parsed off the engine thread
     _read_before_placing: Callable[[], None]  # (IngestReading's) the ingest sockets' queued messages, read
     _reply_caveats: ReplyCaveats | None = None  # made at the first reply that says them
@@ -91,8 +93,8 @@ class ControlOps:
         # a stream none of whose ticks is held says why (admission refused it, or every tick was bad), beside a
         # cached answer too: one from before a restart that refused the stream is frozen, not a live answer
         known = self.pipeline.encoders.accepted([stream])[stream] is not None
-        refused = {"refused": no_accepted_tick(stream, *self._refused_streams[stream])} \
-            if not known and stream in self._refused_streams else {}
+        why = None if known else self._why_refused(stream)
+        refused = {"refused": why} if why else {}
         caveats = self._caveats([self.pipeline.registry.get(query)], [stream])
         if answer is not None:
             return {"answer": answer.to_wire(), **refused, **caveats}
@@ -224,17 +226,22 @@ class ControlOps:
         if self.pipeline.encoders.accepted([stream])[stream] is not None:
             return ControlUnknownStream(f"stream {quoted(stream)} expired after scheduler.stream_idle_s without "
                                         f"data: its session is gone, and its next tick starts a new one")
+        if why := self._why_refused(stream):
+            return ControlUnknownStream(why)
+        # (a name neither remembered nor among those forgotten was never refused: no hint that it might have been,
+        # which sent a desk to `_rejects/` for a strike it mistyped)
+        return ControlUnknownStream(f"stream {quoted(stream)} has sent no data" + slash_hint(stream)
+                                    + did_you_mean([stream], self.pipeline.encoders))
+
+    def _why_refused(self, stream: str) -> str | None:
+        """Why ``stream``, which the engine holds nothing of, holds nothing when its ticks were refused: how many and
+        the first why, while remembered; once fallen out of that memory, that it was refused earlier (review336 #8:
+        "never seen"). None for a name never refused."""
         if stream in self._refused_streams:
-            return ControlUnknownStream(no_accepted_tick(stream, *self._refused_streams[stream]))
-        refused = self.pipeline.rejected.get("stream_refused", 0)  # (the count alone: stats() walks every stream)
-        # the refused names are remembered up to MAX_REFUSED_STREAMS_KEPT: until one fell out, a name not among them
-        # was never refused, and a hint that it might have been sent a desk to `_rejects/` for a strike it mistyped
-        forgotten = refused and self._refused_forgotten > 0
-        return ControlUnknownStream(f"stream {quoted(stream)} has sent no data" + (
-            f" that was accepted ({refused} ticks of new streams were refused as stream_refused: "
-            f"{self.pipeline.admission_limit()}; more than the {MAX_REFUSED_STREAMS_KEPT:,} streams whose refusal "
-            f"is remembered: `_rejects/` names them)" if forgotten else "") + slash_hint(stream)
-            + did_you_mean([stream], self.pipeline.encoders))
+            return no_accepted_tick(stream, *self._refused_streams[stream])
+        if stream in self._forgotten_refusals:
+            return forgotten_refusal(stream, self._refused_forgotten, self._forgotten_refusals.false_match)
+        return None
 
     def _op_answers(self, request: dict, _reply: Any) -> dict:
         """A topic's published answers after a seq, from the kept history: how a subscriber fills a gap."""
@@ -311,8 +318,12 @@ class ControlOps:
         # a name asked for that admission turned away (and the engine holds nothing of): why, beside its nil
         refused = {name: self._refused_entry(name)
                    for name in names or () if known.get(name) is None and name in self._refused_streams}
+        # ... and one refused whose refusal fell out of that memory: that it was, not nil alone ("never seen")
+        forgotten = {name: {"error": self._why_refused(name)} for name in names or ()
+                     if known.get(name) is None and name not in refused and name in self._forgotten_refusals}
         return {"streams": known, "truncated": truncated, "uptime_s": time.time() - self.started_at,
                 **({"refused": refused} if refused else {}),
+                **({"refused_forgotten": forgotten} if forgotten else {}),
                 **(self._refused_listing() if names is None and not after else {}),
                 **(self._still_refused_at_start() if names is None else {})}
 

@@ -19,6 +19,7 @@ from engine.service.config import ServiceConfig
 from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.feed_watch import FeedWatch
 from engine.service.ingest_holding import IngestHolding
+from engine.service.forgotten_refusals import ForgottenRefusals
 from engine.service.pipeline import TickPipeline
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, REFUSED_HOLDER
 from engine.service.sharded import ShardedPipeline
@@ -47,6 +48,7 @@ class IngestReading(IngestHolding):
     _refused_streams: OrderedDict[str, list]  # stream -> [ticks refused, the error], the most recent last
     _refused_forgotten: int  # refused streams that fell out of _refused_streams
     stream_refusals: StreamRefusals  # refused ticks counted by stream and reason (stream_refusals.py)
+    _forgotten_refusals: ForgottenRefusals  # ... their names, in a bounded filter
 
     def _read_ingest(self, events: dict[zmq.Socket, int]) -> None:
         """Read the ingest and feed sockets ``events`` (the loop's poll) found messages on, and keep, per socket,
@@ -176,8 +178,10 @@ class IngestReading(IngestHolding):
             held[0] += rejection.get("count", 1)
             self._refused_streams[stream] = held  # the most recent last
             if len(self._refused_streams) > MAX_REFUSED_STREAMS_KEPT:
-                self.pipeline.encoders.names.discard(self._refused_streams.popitem(last=False)[0], REFUSED_HOLDER)
+                forgotten = self._refused_streams.popitem(last=False)[0]
+                self.pipeline.encoders.names.discard(forgotten, REFUSED_HOLDER)
                 self._refused_forgotten += 1
+                self._forgotten_refusals.add(forgotten)  # (bounded: `streams NAME` says it was refused, not unseen)
 
     def _message_refused(self, err: InvalidTick) -> list[dict[str, Any]]:
         """A whole message refused before any tick of it was read (index -1): counted under its reason, which

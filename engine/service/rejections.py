@@ -94,6 +94,20 @@ def no_accepted_tick(stream: str, ticks: int, first_error: str) -> str:
             f"{'was' if ticks == 1 else 'were'} refused (the first: {first_error})")
 
 
+def forgotten_refusal(stream: str, more: int, false_match: float) -> str:
+    """Why a stream holds nothing whose refusal fell out of the MAX_REFUSED_STREAMS_KEPT remembered (``more``: how
+    many times one did, `refused_more`): it was refused, and how many ticks and why are no longer known; a name the
+    filter of forgotten names (forgotten_refusals.py) matches by chance (``false_match``) is said to be possible."""
+    from engine.service.forgotten_refusals import NEGLIGIBLE_FALSE_MATCH
+
+    chance = (f"; known from a filter of the forgotten names that also matches {false_match:.1%} of names never "
+              f"refused" if false_match >= NEGLIGIBLE_FALSE_MATCH else "")
+    return (f"stream {excerpt(stream)} has no accepted tick: it was refused earlier, and how many of its ticks and "
+            f"why are no longer remembered (the service keeps the last {MAX_REFUSED_STREAMS_KEPT:,} refused streams; "
+            f"up to {more:,} more fell out of that memory, counted as refused_more by `flashtick streams`; "
+            f"`_rejects/` named each with its reason{chance})")
+
+
 def turned_away_warning(turned_away: Mapping[str, list], limit: str) -> str:
     """The start's warning of the logged streams admission refused (name -> [ticks, the first why]) under
     ``limit`` (admission_limit's words): one engine's replay and a sharded front door's say it alike."""

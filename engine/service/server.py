@@ -46,6 +46,7 @@ from engine.service.early_start import EarlyStart, bind_socket
 from engine.service.document_parse import DocumentParse
 from engine.service.feed_clocks import FeedClocks
 from engine.service.feed_watch import FeedWatch
+from engine.service.forgotten_refusals import ForgottenRefusals
 from engine.service.forward_pace import ForwardPace
 from engine.service.heartbeat import PROCESS_START_TIME, Heartbeat
 from engine.service.ingest_reading import IngestReading
@@ -125,6 +126,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         # client asking about one hears "refused, and why", not "never seen"; bounded, oldest forgotten first
         self._refused_streams: OrderedDict[str, list] = OrderedDict()
         self._refused_forgotten = 0  # ... and how many of them fell out of it (`streams` counts them: refused_more)
+        self._forgotten_refusals = ForgottenRefusals()  # ... and their names, bounded: "refused earlier", not "never"
         self._take_turned_away()  # (a restart's: logged streams a lowered limit refused)
 
     def _start_pipeline(self, control: zmq.Socket) -> None:
