@@ -176,7 +176,8 @@ def read_origins(state_path: Path) -> dict[str, str]:
 
 
 def spec_digest(spec: QuerySpec) -> str:
-    """A query's identity as its saved YAML says it: equal specs, equal digests."""
+    """A query's identity as its saved YAML says it (a period as written: `1.5m` and `90s` differ): the same spec
+    saved, the same digest."""
     return _sha256(dump_queries([spec]))[:16]
 
 
