@@ -208,7 +208,8 @@ def _offset_it_lacks(plan: Any, text: str) -> str | None:
 def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = None) -> str:
     """A reject's row as a user finds it (file, line or row, column) and what to do about it."""
     column = next((plan.column_of(f) for f in ("ts", "stream", *VALUE_FIELDS)
-                   if (err.message.startswith(f"{f} ") or f"'{f}'" in err.message) and plan.column_of(f)),
+                   if (err.message.startswith(f"{f} ") or f'"{f}"' in err.message or f"'{f}'" in err.message)
+                   and plan.column_of(f)),
                   None)
     why = REJECT_HINTS.get(err.reason, "") if cause != "selection" else \
         "; not an error: ticks of the streams not selected"
