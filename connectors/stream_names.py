@@ -60,7 +60,7 @@ def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
     end. Anything else is `bad_stream`, with the rule it broke.
     """
     if stream is None or stream == "":
-        raise InvalidTick("missing_stream", "field 'stream' is required and must be non-empty")
+        raise InvalidTick("missing_stream", 'field "stream" is required and must be non-empty')
     check_text("stream", stream)
     if len(stream) > max_bytes:  # a character is at least one byte: a 1 MB name stops here, unread
         raise InvalidTick("bad_stream", f"stream name of {len(stream)} characters (so at least as many UTF-8 bytes) "

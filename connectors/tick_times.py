@@ -49,7 +49,7 @@ def check_ts(obj: dict) -> int:
     service bounds it by its own clock too (`check_not_ahead`).
     """
     if "ts" not in obj:
-        raise InvalidTick("missing_field", f"field 'ts' is required{renamed(obj, 'ts')}")
+        raise InvalidTick("missing_field", f"field \"ts\" is required{renamed(obj, 'ts')}")
     ts = obj["ts"]
     if isinstance(ts, bool) or not isinstance(ts, int):
         raise InvalidTick("ts_not_int", f"ts must be an int of nanoseconds, got {wire_value(ts, 24)}"

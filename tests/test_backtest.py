@@ -261,7 +261,7 @@ def test_cli_errors_are_one_readable_line(setup, capsys) -> None:
     bad = setup / "bad.yaml"
     bad.write_text("modle: {}\n")
     assert main(["serve", "--config", str(bad)]) == 2
-    assert "unknown key 'modle'" in capsys.readouterr().err
+    assert 'unknown key "modle"' in capsys.readouterr().err
 
 
 def test_a_backtest_that_cannot_answer_says_why(setup, tmp_path, capsys) -> None:
@@ -463,7 +463,7 @@ def test_an_on_demand_query_longer_than_probe_reserve_does_not_refuse_a_backtest
     assert set(pl.read_parquet(tmp_path / "a.parquet")["query"]) == {"up"}
     queries.write_text("queries:\n" + long_note.replace("TRIGGER", "batch"))
     assert main([*argv, "--out", str(tmp_path / "b.parquet")]) == 2
-    assert "query 'note': its question and answer take" in capsys.readouterr().err
+    assert 'query "note": its question and answer take' in capsys.readouterr().err
 
 
 def test_run_backtest_takes_one_path_as_it_takes_a_list(setup, tmp_path) -> None:
