@@ -2,7 +2,9 @@
 
 A checkpoint (answer_parts.py) holds every answer before a tick count. Resuming rebuilds the sessions, codec state,
 ordering guards, triggers and seqs to that tick without recomputing the answers, then the loop (backtest_loop.py)
-carries on: the answers file comes out byte-identical to an uninterrupted run's. A resume whose run key differs
+carries on: the answers file has an uninterrupted run's rows, every key, seq, label and answer equal, but not its
+bytes: probabilities and values are equal to float32 rounding (the rebuilt KV comes from other forwards, which moves
+its last bits; measured about 5e-6, tests allow 1e-4: docs/replay.md, *Backtests*). A resume whose run key differs
 from the checkpoint's is refused.
 """
 
