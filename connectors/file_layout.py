@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 import polars as pl
 
 from connectors.archives import not_utf8
-from connectors.column_map import ColumnMap, preset_variant
+from connectors.column_map import PRESETS, ColumnMap, preset_variant
 from connectors.columns_read import ColumnsRead
 from connectors.content_notes import quote_sides_unread, unread_quote_marks
 from connectors.correction_notes import amendment_note
@@ -49,6 +49,7 @@ from connectors.layout_notes import (
 )
 from connectors.map_options import Refine
 from connectors.map_vocabulary import DATE_FROM_NAME
+from connectors.preset_detection import preset_lacking_keep
 from connectors.iqfeed_level1 import is_level1_capture, undated_refusal
 from connectors.mapped_columns import (
     columns_lacking,
@@ -59,6 +60,7 @@ from connectors.mapped_columns import (
 from connectors.naive_time_zones import histdata_zone, naive_time_notes, zone_of_header
 from connectors.size_readings import size_notes
 from connectors.venue_zones import mapped_venue_zone
+from engine.quoting import quoted
 
 
 def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = False, own_map: bool = False,
@@ -167,6 +169,21 @@ def _refuse_lacking(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap
         raise NoTickLayout(f"{lacking}{headerless}{encoding}{instead}")
 
 
+def _preset_less_filter(names: list[str], cmap: ColumnMap) -> str:
+    """How a note names a preset detection read the file by without its filter (the file lacks the keep column):
+    the preset is named, and so is the column, as every row is read (none left out as the preset's filter would);
+    empty when the map is no such preset's."""
+    if (lacking := preset_lacking_keep(names)) is None:
+        return ""
+    name, columns = lacking
+    preset = PRESETS[name]
+    if cmap.keep is not None or (cmap.price, cmap.side_map) != (preset.price, preset.side_map):
+        return ""  # a refinement made it another map
+    said = ", ".join(quoted(column) for column in columns)
+    return (f"preset {name} less its filter (the file has its columns but not its keep column {said}: every row is "
+            f"read, none left out as the preset's filter would): ")
+
+
 def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap, read: ColumnsRead,
                    shaped_note: str | None, first: Callable[..., Any]) -> tuple[ColumnMap, list[str]]:
     """The notes that say how a guessed or detected layout reads the file (a header-less guess, a detection and
@@ -185,7 +202,8 @@ def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
         given = ("no column map given" if spec is None or not spec.keys  # (none left for it: `_other_kinds_...`)
                  else f"detected, with the keys given ({', '.join(sorted(spec.keys))})")
         # a preset picked by its columns says so: its vendor's reading (sides, zone, filters) came with it
-        by_preset = f"preset {cmap.preset} (the file has its columns): " if cmap.preset else ""
+        by_preset = f"preset {cmap.preset} (the file has its columns): " if cmap.preset else \
+            _preset_less_filter(list(schema), cmap)
         notes.append(f"{path.name}: {given}; read as {by_preset}{describe_map(cmap)}")
         notes += vendor_notes(path, list(schema), cmap, by_keys=shaped_note is not None)
         cmap, zoned_notes = zone_of_header(path, cmap, schema, first)

@@ -45,6 +45,7 @@ from connectors.date_columns import clock_beside
 from connectors.field_names import DATABENTO_HEADER, FIELD_NAMES, normal_name
 from connectors.header_zones import HeaderZone, name_before_tail, zoned_time_column
 from connectors.map_vocabulary import LOCAL_TIME_UNITS, QUOTE_FIELDS, TRADE_FIELDS, VALUE_FIELDS, joined_columns
+from connectors.preset_detection import detected_preset
 from connectors.presets import LOBSTER_EXECUTIONS, LOBSTER_NAMES, detected_by
 from connectors.side_maps import ASK_BID, BUYER_MAKER
 from connectors.time_units import day_clock_unit, detected_unit
@@ -78,7 +79,7 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     ns. The side is a side column, else a buyer-maker flag; integer prices in a Databento CSV are fixed-point 1e-9.
     """
     names = list(schema)
-    if (preset := _preset_of(names)) is not None:
+    if (preset := detected_preset(names)) is not None:
         return preset
     by_normal = _by_normal_name(names)
     for name, cmap in PRESETS.items():  # a header-less preset's file with its header (Binance's newer files)
@@ -146,19 +147,6 @@ def _yes_contract_trades(by_normal: dict[str, str]) -> dict[str, str]:
     if not {"yes_price", "no_price"} <= set(by_normal):
         return {}
     return {"price": by_normal["yes_price"]} | ({"size": by_normal["count"]} if "count" in by_normal else {})
-
-
-def _preset_of(names: list[str]) -> ColumnMap | None:
-    """The headered preset whose columns (and `detected_by`) a file has, as detection reads it; None when none fits.
-    A preset without `detected_by` is never picked: only given by name."""
-    for name, cmap in PRESETS.items():
-        sign = detected_by(name)
-        if cmap.names is None and sign is not None and set(cmap.source_columns()) - set(cmap.keep or ()) | sign \
-                <= set(names):
-            # no keep column: the preset less its filter, and no longer named it, so that a refinement (rebuilt
-            # from the preset's keys) does not bring the filter back
-            return cmap if set(cmap.keep or ()) <= set(names) else replace(cmap, keep=None, preset=None)
-    return None
 
 
 def _by_normal_name(names: list[str]) -> dict[str, str]:

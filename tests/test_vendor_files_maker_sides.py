@@ -125,6 +125,19 @@ def test_coinbase_websocket_matches_detected_by_their_order_ids_and_flipped(tmp_
     assert drain(FileReplay(tmp_path / "untyped.csv", columns={"ts_unit": "datetime"})) == ticks  # refined: the same
 
 
+def test_coinbase_matches_without_their_type_column_name_the_preset_and_the_column(tmp_path: Path) -> None:
+    """Read less its filter (no `type` column to keep matches by), the note still names the preset and says the
+    keep column is missing, so every row is read."""
+    pl.DataFrame(coinbase_matches()).drop("type").write_csv(tmp_path / "untyped.csv")
+    replay = FileReplay(tmp_path / "untyped.csv")
+    assert len(drain(replay)) == N
+    assert replay.notes[0] == (
+        'untyped.csv: no column map given; read as preset coinbase-matches less its filter (the file has its columns '
+        'but not its keep column "type": every row is read, none left out as the preset\'s filter would): '
+        "ts=time (datetime), stream=product_id, price=price, size=size, side=side (the maker's side, read flipped: "
+        "buy = sell, sell = buy)")
+
+
 def test_coinbase_full_channel_dump_keeps_only_the_matches(tmp_path: Path) -> None:
     """The `full` channel in one Parquet table: orders received, opened and done carry a side, price and size
     too, but only the matches are trades; the others are counted as filtered out."""
