@@ -192,7 +192,7 @@ EXCHANGE_MESSAGES: dict[str, ExchangeMessage] = {
         "a Coinbase match", frozenset({"type", "product_id", "price", "size", "side", "time"}),
         (("stream", "product_id"), ("ts", "time"), ("price", "price"), ("size", "size"), ("side", "side")),
         "time is ISO 8601 text: ts is int ns; price and size are text: send numbers; its side is the maker's: send "
-        "the other ('sell' for 'buy')"),
+        'the other ("sell" for "buy")'),
     "coinbase-ticker": ExchangeMessage(
         "a Coinbase ticker", frozenset({"type", "product_id", "best_bid", "best_ask", "time"}),
         (("stream", "product_id"), ("ts", "time"), ("bid", "best_bid"), ("ask", "best_ask"),
@@ -265,7 +265,7 @@ SEQUENCE_HINT = ("the wire's field for a sequence number or trade id is `seq` (a
 
 
 def renamed(keys: Iterable[object], field: str | None = None) -> str:
-    """For an error about a map with ``keys``: " (key 'symbol' is 'stream' on the wire; ...)" for its keys that are
+    """For an error about a map with ``keys``: ` (key "symbol" is "stream" on the wire; ...)` for its keys that are
     other names of tick fields (of ``field`` only, when given); for an exchange's own message (a Binance trade
     event) what the wire calls each of its keys, and sends otherwise; for a sequence number's key (`seq`,
     `trade_id`: SEQUENCE_KEYS) that the wire calls it `seq`; else ""."""

@@ -14,6 +14,7 @@ from connectors.rejected_rows import NOT_SELECTED, RejectCounter
 from connectors.stream_selection import StreamSelection
 from connectors.ticks import InvalidTick, Tick, validate
 from connectors.time_range import TimeRange
+from engine.quoting import quoted
 
 class FileCursor:
     """One file's valid ticks in order, one chunk of `chunk_rows` rows in memory at a time. A tick before its
@@ -97,7 +98,7 @@ class FileCursor:
     def _select(self, stream: Any) -> None:
         """A row of a stream the selection leaves out is filtered_out, whatever else is wrong with it."""
         if isinstance(stream, str) and not self._selection.matches(stream):
-            raise InvalidTick("filtered_out", f"stream {stream!r} {NOT_SELECTED} {self._selection.quoted()}",
+            raise InvalidTick("filtered_out", f"stream {quoted(stream)} {NOT_SELECTED} {self._selection.quoted()}",
                               stream)
 
     def _in_order(self, tick: Tick, row: int) -> None:

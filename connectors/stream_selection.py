@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from connectors.ticks import shown_name
+from engine.quoting import quoted
 from engine.stream_patterns import GLOB_CHARS, did_you_mean, unclosed_bracket
 
 SHOWN_STREAMS = 8  # streams named in a message; the rest counted
@@ -32,6 +33,11 @@ def shown(names: Sequence[str]) -> str:
     return ", ".join(map(shown_name, names[:SHOWN_STREAMS])) + more
 
 
+def quoted_list(patterns: Iterable[str]) -> str:
+    """Every pattern, quoted as errors quote a name: a JSON array (all of them: a selection is what the user gave)."""
+    return "[" + ", ".join(quoted(p) for p in patterns) + "]"
+
+
 class StreamSelection:
     """The streams a replay reads, by exact name or glob; checked when built, with messages a user can act on."""
 
@@ -41,7 +47,7 @@ class StreamSelection:
             raise ValueError("streams must name at least one stream or glob (None: every stream)")
         for pattern in patterns:
             if not isinstance(pattern, str) or not pattern:
-                raise ValueError(f"streams: each must be a non-empty stream name or glob, got {pattern!r}")
+                raise ValueError(f"streams: each must be a non-empty stream name or glob, got {quoted(pattern)}")
             if why := unclosed_bracket(pattern):
                 raise ValueError(f"streams: {pattern!r} is not a valid glob: {why}")
             if "/" in pattern:  # replay renames EUR/USD to EUR-USD: answer topics use '/'
@@ -67,15 +73,16 @@ class StreamSelection:
         none of them (a typo must not run on nothing, or on fewer instruments than asked for)."""
         held = sorted(set(held))
         if missing := self.unmatched(held):
-            raise NoStreamMatched(f"streams {list(missing)} match none of the streams the files hold "
+            raise NoStreamMatched(f"streams {quoted_list(missing)} match none of the streams the files hold "
                                   f"({shown(held) or 'none'}){did_you_mean(missing, held)}")
         kept = [s for s in held if self.matches(s)]
         return (f"streams selected {self.quoted()}: {shown(kept)}, {len(kept)} of the {len(held)} the "
                 f"files hold; the others' ticks are left out and counted as filtered_out")
 
     def quoted(self) -> str:
-        """The patterns as a message names them, each quoted: `['ICE:BRN F7', 'EPEX:DE H13']`, not four words."""
-        return str(list(self.patterns))
+        """The patterns as a message names them, each quoted as JSON writes it (engine/quoting.py): `["ICE:BRN F7",
+        "EPEX:DE H13"]`, not four words, nor a Python list."""
+        return quoted_list(self.patterns)
 
     def __repr__(self) -> str:
         return f"StreamSelection({list(self.patterns)!r})"

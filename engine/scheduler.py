@@ -41,6 +41,7 @@ from engine.rolls_in_forward import RollsInForward
 from engine.scheduler_stats import SchedulerStats
 from engine.session import Session
 from engine.session_booking import SessionBooking
+from engine.quoting import quoted
 from engine.settings import SchedulerConfig
 from engine.stream import Chunk, Stream, logit_rows
 
@@ -54,10 +55,10 @@ def new_stream_problem(name: str, held: int, config: SchedulerConfig, max_stream
     go in. The one check: Scheduler.admission_problem's, and a sharded front door's for the shard a stream goes to
     (whose limits are per shard), so the two refuse alike and in the same words."""
     if held >= config.max_streams:
-        return f"stream {name!r} refused: {held} streams are held, the limit (scheduler.max_streams)"
+        return f"stream {quoted(name)} refused: {held} streams are held, the limit (scheduler.max_streams)"
     if config.when_full == "refuse" and held >= max_streams_admitted:
-        return (f"stream {name!r} refused: the KV pool holds {max_streams_admitted} streams of {window} tokens and "
-                f"all are admitted")
+        return (f"stream {quoted(name)} refused: the KV pool holds {max_streams_admitted} streams of {window} "
+                f"tokens and all are admitted")
     return None
 
 
@@ -337,7 +338,7 @@ class Scheduler:
         once, by ``plan_rebuild`` or the stream's next forward. Raises AdmissionRefused like ``submit``."""
         state = self.streams.get(stream) or self._admit(stream)
         if state.pending:
-            raise ValueError(f"stream {stream!r} has chunks waiting for a forward: restore before live data")
+            raise ValueError(f"stream {quoted(stream)} has chunks waiting for a forward: restore before live data")
         self.booking.book(state, tokens, event_ts, ticks)
         state.last_seen_ns = time.time_ns()
 

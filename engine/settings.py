@@ -57,7 +57,7 @@ class SchedulerConfig:
             raise ValueError(f"max_streams must be > 0, got {self.max_streams}")
         if self.stream_idle_s is not None and not 0 < self.stream_idle_s < math.inf:  # NaN and inf too
             raise ValueError(f"stream_idle_s must be a number of seconds > 0 (or null for never), got "
-                             f"{self.stream_idle_s}")
+                             f"{quoted(self.stream_idle_s)}")
         if not isinstance(self.roll_inside_forward, bool):  # YAML's `no` is a bool; a 0 or a string is a mistake
             raise ValueError(f"roll_inside_forward must be true or false, got {quoted(self.roll_inside_forward)}")
         if self.window is not None and self.window <= 0:  # 0 read as "the model's" (falsy) unsaid

@@ -276,9 +276,9 @@ def test_a_backtest_that_cannot_answer_says_why(setup, tmp_path, capsys) -> None
     assert main(["backtest", str(setup / "ticks.parquet"), "--out", str(tmp_path / "a.parquet"), "--max-ticks", "300",
                  *argv]) == 0
     err = capsys.readouterr().err
-    assert "note: query 'eth' published no answer: its streams ['ETH*'] match none of the streams replayed (SYN.A, " \
+    assert 'note: query "eth" published no answer: its streams ["ETH*"] match none of the streams replayed (SYN.A, ' \
            "SYN.B, SYN.C, SYN.D)" in err
-    assert "'dir20' published no answer" not in err
+    assert '"dir20" published no answer' not in err
 
 
 def test_a_query_on_a_stream_that_lost_every_tick_is_told_so_not_another_name(setup, tmp_path, capsys) -> None:
@@ -298,16 +298,16 @@ def test_a_query_on_a_stream_that_lost_every_tick_is_told_so_not_another_name(se
     assert main(["backtest", str(path), "--queries", str(tmp_path / "q.yaml"), "--config", str(setup / "engine.yaml"),
                  "--out", str(tmp_path / "a.parquet"), "--quiet", "--streams", "CL*"]) == 0
     err = capsys.readouterr().err
-    assert ("note: query 'spread' published no answer: its streams ['CLK0-CLM0'] match CLK0-CLM0 (nonpositive_price "
+    assert ('note: query "spread" published no answer: its streams ["CLK0-CLM0"] match CLK0-CLM0 (nonpositive_price '
             "80), which is in the files, but every tick of it was rejected: to lift its prices above zero, "
             "--price-offset 'CLK0-CLM0=58' (docs/replay.md)\n") in err, err
-    assert ("note: query 'es' published no answer: its streams ['ES*'] match ESH5 (filtered_out 40), which is in the "
+    assert ('note: query "es" published no answer: its streams ["ES*"] match ESH5 (filtered_out 40), which is in the '
             "files, but every tick of it was left out by a filter: a filter (--streams, --from/--to, --hours, a map's "
             "keep) leaves such rows out on purpose: widen it to answer there\n") in err, err
     assert "did you mean" not in err  # a name in no file at all still gets the streams replayed, as before:
-    assert "note: query 'ng' published no answer: its streams ['NG*'] match none of the streams replayed (CLK0, CLM0)" \
+    assert 'note: query "ng" published no answer: its streams ["NG*"] match none of the streams replayed (CLK0, CLM0)' \
         in err, err
-    assert "'cl' published no answer" not in err
+    assert '"cl" published no answer' not in err
 
 
 def test_a_queries_file_that_lists_no_query_is_refused_by_serve_and_backtest_as_register_refuses_it(setup, tmp_path,

@@ -76,7 +76,7 @@ def test_a_demo_replay_lists_the_rows_it_did_not_feed_and_takes_the_reading_opti
     assert main([*argv, "--price-offset", "100", "--streams", "EPEX:*"]) == 0
     out, err = capsys.readouterr()
     assert "not fed" not in out and "80 ticks in" in out, out
-    assert "streams selected ['EPEX:*']" in err
+    assert "streams selected [\"EPEX:*\"]" in err
     assert main(["demo", "--price-offset", "100"]) == 2
     assert "read files: give them with --replay FILE" in capsys.readouterr().err
 

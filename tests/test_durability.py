@@ -269,7 +269,7 @@ def test_a_restart_says_which_live_registration_its_queries_file_replaced(checkp
     now = second.registry.query_version("dir")
     assert now > live_version and second.registry.get("dir").trigger == \
         load_queries(QUERIES, "q.yaml", second.registry.questions)[0].trigger
-    assert f"flashtick: query 'dir': the spec in {queries} replaces the one kept in the data directory " \
+    assert f"flashtick: query \"dir\": the spec in {queries} replaces the one kept in the data directory " \
            f"(query_version {live_version} -> {now}; registered live, or the file changed) and starts afresh" \
            in err, err
     assert "query 'nll'" not in err, err
@@ -328,7 +328,7 @@ def test_a_restart_says_which_query_unregistered_live_its_queries_file_registers
     second = TickPipeline(config(checkpoint, tmp_path / "data", queries))
     err = capsys.readouterr().err
     assert "nll" in second.registry
-    assert f"flashtick: query 'nll': in {queries} but not among the queries kept in the data directory " \
+    assert f"flashtick: query \"nll\": in {queries} but not among the queries kept in the data directory " \
            f"(unregistered live, or new in the file): registered" in err, err
     assert "query 'dir'" not in err, err  # kept as the file has it: nothing to say
     second.close()

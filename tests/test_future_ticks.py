@@ -104,7 +104,7 @@ def test_a_tick_far_ahead_of_the_clock_is_said_and_forget_lets_the_real_feed_in_
     err = capsys.readouterr().err
     assert "stream 'SYN.D': accepted a tick stamped 23.0 h ahead of this clock" in err, err
     assert "`flashtick forget SYN.D`" in err
-    assert "forgot stream 'SYN.D' at a control client's request" in err
+    assert "forgot stream \"SYN.D\" at a control client's request" in err
 
     with serving(_config(checkpoint, data_dir)) as server:  # a restart replays the log: the guard stays gone
         feed = Feed(server)

@@ -290,7 +290,7 @@ def test_an_instrument_id_outside_its_mapping_s_dates_is_a_stream_streams_select
     replay = FileReplay(path, streams=["1001"])
     assert [(t.stream, t.price) for t in drain(replay)] == [("1001", 6800.0), ("1001", 6800.25)]
     assert replay.rejected == {"filtered_out": 1}
-    assert replay.notes[-1].startswith("streams selected ['1001']: 1001, 1 of the 2 the files hold")
+    assert replay.notes[-1].startswith("streams selected [\"1001\"]: 1001, 1 of the 2 the files hold")
     covered = write_dbn(tmp_path / "mon.dbn", dbn.Schema.MBO, [trade(ESH6, MAR5, 27202)],
                         {"ESH6": [(date(2026, 3, 5), date(2026, 3, 9), ESH6)]})
     with pytest.raises(ValueError, match="1001 is the instrument id of ESH6"):

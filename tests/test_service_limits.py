@@ -391,7 +391,7 @@ def test_a_burst_of_new_streams_over_the_socket_is_bounded_and_the_control_socke
             stats = control.call("stats")["stats"]
             refused = sorted(server.pipeline.engine.scheduler.streams)[-1][:-5] + "01999"  # the burst's last name
             with pytest.raises(ControlError, match=rf'stream "{refused}" has no accepted tick: its 1 tick was refused '
-                                                   rf"\(the first: stream_refused: stream '{refused}' refused: 300 "
+                                                   rf"\(the first: stream_refused: stream \"{refused}\" refused: 300 "
                                                    r"streams are held"):
                 control.call("ask", stream=refused, spec={"name": "x", "question": "direction_20", "kind": "choice"})
             # `streams` says a refused stream was refused, and why (it said nil, as for a name never seen)
@@ -540,7 +540,7 @@ def test_streams_a_restart_refuses_under_a_lowered_max_streams_are_said_refused(
         ticks_of = sum(t.stream == refused[0] for t in market)
         with ControlClient(server.endpoints["control"], timeout_s=60) as control:
             with pytest.raises(ControlError, match=rf'stream "{refused[0]}" has no accepted tick: its {ticks_of} ticks '
-                                                   rf"were refused \(the first: stream_refused: stream '{refused[0]}' "
+                                                   rf'were refused \(the first: stream_refused: stream "{refused[0]}" '
                                                    r"refused: 2 streams are held, the limit \(scheduler.max_streams\), "
                                                    r"at this start's tick log replay\)"):
                 control.call("ask", stream=refused[0], query="dir")

@@ -792,7 +792,7 @@ def test_an_ask_on_a_stream_whose_every_tick_a_shard_refused_says_so(checkpoint,
     for name, error in refused.items():
         assert asked[name]["reason"] == "unknown_stream", asked[name]  # as one engine says it (was bad_request)
         assert error == (f"stream \"{name}\" has no accepted tick: its {sent[name]} ticks were refused (the first: "
-                         f"stream_refused: stream {name!r} refused: 1 streams are held, the limit "
+                         f"stream_refused: stream \"{name}\" refused: 1 streams are held, the limit "
                          f"(scheduler.max_streams))"), error
     assert {name for name, held in reply["streams"].items() if held is None} == set(refused), reply
     assert {name: held["ticks"] for name, held in reply["refused"].items()} == {name: sent[name] for name in refused}
@@ -832,7 +832,7 @@ def test_an_ask_on_a_stream_retention_left_only_a_count_of_a_shard_refused_says_
         reply = control.call("streams", streams=["QUIET"])
         every = control.call("streams")
     assert error == ('stream "QUIET" has no accepted tick: its 7 ticks were refused (the first: stream_refused: stream '
-                     "'QUIET' refused: the KV pool holds 1 streams of 256 tokens and all are admitted)"), error
+                     "\"QUIET\" refused: the KV pool holds 1 streams of 256 tokens and all are admitted)"), error
     assert reply["streams"]["QUIET"] is None and reply["refused"]["QUIET"]["ticks"] == 7, reply
     assert sorted(every["streams"]) == ["BUSY"] and every["refused_at_start"]["streams"] == 1, every
 

@@ -49,9 +49,9 @@ def test_backtest_answers_the_selected_streams_alone_and_counts_the_others(engin
     assert backtest(engine_files, [tape], tmp_path / "a.parquet", "--streams", "AAPL", "I*") == 0
     out, err = capsys.readouterr()
     assert "replayed 60 ticks (0 rejected, 30 left out by a filter)" in out, out
-    assert "left out filtered_out: 30 (MSFT 30; first: " in out and "stream 'MSFT' is not among the streams selected " \
-           "['AAPL', 'I*']" in out and "warning" not in out  # counted, not a misread column
-    assert "note: streams selected ['AAPL', 'I*']: AAPL, IBM, 2 of the 3 the files hold" in err
+    assert "left out filtered_out: 30 (MSFT 30; first: " in out and 'stream "MSFT" is not among the streams selected ' \
+           "[\"AAPL\", \"I*\"]" in out and "warning" not in out  # counted, not a misread column
+    assert "note: streams selected [\"AAPL\", \"I*\"]: AAPL, IBM, 2 of the 3 the files hold" in err
     assert set(pl.read_parquet(tmp_path / "a.parquet")["stream"]) == {"AAPL", "IBM"}
 
     # the config's replay section selects alike; --streams replaces it
@@ -71,9 +71,9 @@ def test_names_with_spaces_are_quoted_in_the_selection_note_and_the_rejects(tmp_
     (tmp_path / "energy.csv").write_text("\n".join(rows) + "\n")
     replay = FileReplay(tmp_path / "energy.csv", streams=["ICE:BRN F7", "EPEX:DE H13"])
     assert [t.stream for t in drain_all(replay)] == ["ICE:BRN F7", "EPEX:DE H13"]
-    assert replay.notes[-1].startswith("streams selected ['ICE:BRN F7', 'EPEX:DE H13']: EPEX:DE H13, ICE:BRN F7, 2 "
+    assert replay.notes[-1].startswith("streams selected [\"ICE:BRN F7\", \"EPEX:DE H13\"]: EPEX:DE H13, ICE:BRN F7, 2 "
                                        "of the 3 the files hold")
-    assert "stream 'CBOT:ZC H7' is not among the streams selected ['ICE:BRN F7', 'EPEX:DE H13']" in \
+    assert "stream \"CBOT:ZC H7\" is not among the streams selected [\"ICE:BRN F7\", \"EPEX:DE H13\"]" in \
         replay.rejected.examples["filtered_out"]
 
 
@@ -89,7 +89,7 @@ def test_a_pattern_that_matches_no_stream_exits_2_naming_the_streams_there_are(e
     tape = tape_csv(tmp_path / "tape.csv", 30)
     assert backtest(engine_files, [tape], tmp_path / "a.parquet", "--streams", "AAPL", "NQ*") == 2
     err = capsys.readouterr().err
-    assert "error: streams ['NQ*'] match none of the streams the files hold (AAPL, IBM, MSFT)" in err, err
+    assert "error: streams [\"NQ*\"] match none of the streams the files hold (AAPL, IBM, MSFT)" in err, err
     assert not (tmp_path / "a.parquet").exists() and not (tmp_path / "a.parquet.parts").exists()
     # feed replay refuses before it connects to any engine; a bad glob or a name with '/' is refused as queries are
     for patterns, said in ((["ZZ"], "match none of the streams"), (["A[A"], "not a valid glob: unclosed \"[\""),
@@ -137,7 +137,7 @@ def test_train_and_evaluate_read_the_selected_streams_alone(tmp_path: Path, caps
     result = json.loads(capsys.readouterr().out)
     assert set(result["streams"]) == {"SYN.B"} and result["rejected"]["filtered_out"] > 0
     assert main(["evaluate", str(out), str(ticks), "--streams", "SYN.Z"]) == 2
-    assert "streams ['SYN.Z'] match none of the streams the files hold (SYN.A, SYN.B, SYN.C, SYN.D)" in \
+    assert "streams [\"SYN.Z\"] match none of the streams the files hold (SYN.A, SYN.B, SYN.C, SYN.D)" in \
         capsys.readouterr().err
 
 
@@ -154,14 +154,14 @@ def test_a_dbn_file_of_several_futures_reads_the_selected_ones(tmp_path: Path, c
     replay = FileReplay(path, streams=["NQ*"], columns={"zero_bid": "price"})  # a key DBN takes: read as before
     assert [(t.stream, t.price) for t in drain(replay)] == [("NQM6", 25000.0), ("NQM6", 25001.0)]
     assert replay.rejected == {"filtered_out": 3}
-    assert replay.rejected.examples["filtered_out"].startswith(f"{path} record 2: filtered_out: stream 'ZNM6'")
-    assert replay.notes[-1] == ("streams selected ['NQ*']: NQM6, 1 of the 3 the files hold; the others' ticks are "
+    assert replay.rejected.examples["filtered_out"].startswith(f"{path} record 2: filtered_out: stream \"ZNM6\"")
+    assert replay.notes[-1] == ("streams selected [\"NQ*\"]: NQM6, 1 of the 3 the files hold; the others' ticks are "
                                 "left out and counted as filtered_out")  # each instrument counted once
-    with pytest.raises(NoStreamMatched, match=r"streams \['ES\*'\] match none of the streams the files hold "
+    with pytest.raises(NoStreamMatched, match=r"streams \[\x22ES\*\x22\] match none of the streams the files hold "
                                               r"\(6EM6, NQM6, ZNM6\)$"):
         FileReplay(path, streams=["ES*"])
     # an instrument id names no stream (its records are named by its symbol): refused, pointed to the symbol
-    with pytest.raises(NoStreamMatched, match=r"streams \['2002'\] match none .*; 2002 is the instrument id of "
+    with pytest.raises(NoStreamMatched, match=r"streams \[.2002.\] match none .*; 2002 is the instrument id of "
                                               r"ZNM6 \(a DBN file's streams are named by symbol: select that\)"):
         FileReplay(path, streams=["2002"])
     # on the command line, as for any file
@@ -190,7 +190,7 @@ def test_an_unpadded_occ_symbol_is_refused_with_the_padded_stream_it_names(engin
     meant = "did you mean \"SPY   241220C00450000\"?"
     assert backtest(engine_files, [chain], tmp_path / "a.parquet", "--streams", "SPY241220C00450000") == 2
     err = capsys.readouterr().err
-    assert "error: streams ['SPY241220C00450000'] match none of the streams the files hold (SPY, SPY   241220C0045" \
+    assert "error: streams [\"SPY241220C00450000\"] match none of the streams the files hold (SPY, SPY   241220C0045" \
            f"0000, SPY   241220C00455000, SPY   241220P00450000); {meant}" in err, err
     with pytest.raises(NoStreamMatched, match=r'did you mean "SPY   241220C00450000" for "spy 241220c00450000", '
                                               r'"SPY   241220P00450000" or .* for "SPY241220P0045000"\?$'):
@@ -209,6 +209,6 @@ def test_an_unpadded_occ_symbol_is_refused_with_the_padded_stream_it_names(engin
     queries.write_text(QUERIES + "  - {name: call, streams: [SPY241220C00450000], kind: surprise, trigger: batch}\n")
     assert main(["backtest", str(chain), "--queries", str(queries), "--out", str(tmp_path / "b.parquet"),
                  "--config", str(engine_files / "engine.yaml"), "--quiet"]) == 0
-    assert "note: query 'call' published no answer: its streams ['SPY241220C00450000'] match none of the streams " \
+    assert "note: query \"call\" published no answer: its streams [\"SPY241220C00450000\"] match none of the streams " \
            f"replayed (SPY, SPY   241220C00450000, SPY   241220C00455000, SPY   241220P00450000); {meant}" in \
            capsys.readouterr().err

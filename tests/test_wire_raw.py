@@ -283,7 +283,7 @@ def test_an_exchanges_raw_message_is_told_the_wire_names_of_its_keys(clients) ->
              "time": "2026-12-04T13:10:00.123456Z", "product_id": "BTC-USD", "size": "0.01", "price": "61000.1",
              "side": "sell"}, "(the keys of a Coinbase match: the wire's are stream (product_id), ts (time), price, "
                               "size, side; time is ISO 8601 text: ts is int ns; price and size are text: send numbers; "
-                              "its side is the maker's: send the other ('sell' for 'buy'))"),
+                              "its side is the maker's: send the other (\"sell\" for \"buy\"))"),
            (trade("R.TXT", T0, "61000.1"), 'price must be a number (int or float), got str "61000.1": send the number '
                                            "itself, not its text")]
     for message, said in raw:

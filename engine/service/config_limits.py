@@ -106,7 +106,7 @@ class LimitsSection:
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue
             if not 0 < value < math.inf:  # NaN and inf too: each becomes a count or a timer (an int) somewhere
-                raise ConfigError(f"limits.{f.name} must be a finite number > 0, got {value}")
+                raise ConfigError(f"limits.{f.name} must be a finite number > 0, got {excerpt(value)}")
             if isinstance(value, int) and value >= MAX_LIMIT:  # ZeroMQ's options and timers take a C long
                 raise ConfigError(f"limits.{f.name} must be below {MAX_LIMIT:.0e}, got {value}")
         if self.max_subscription_bytes < self.longest_topic_bytes:  # a subscriber to a real topic would be dropped

@@ -370,8 +370,8 @@ class ControlOps:
                                f"keeps it forgotten across a restart ({e})") from None
         if self._refused_streams.pop(stream, None) is not None:
             self.pipeline.encoders.names.discard(stream, REFUSED_HOLDER)
-        print(f"flashtick: forgot stream {stream!r} at a control client's request (op forget): its {held['ticks']} "
-              f"ticks' session, answers and ordering guard (last ts {held['last_ts']}, "
+        print(f"flashtick: forgot stream {quoted(stream)} at a control client's request (op forget): its "
+              f"{held['ticks']} ticks' session, answers and ordering guard (last ts {held['last_ts']}, "
               f"{utc_text(held['last_ts'])}) dropped; its next tick, of any time, starts it afresh",
               file=sys.stderr, flush=True)
         return {"forgotten": stream, "ticks": held["ticks"], "last_ts": held["last_ts"]}

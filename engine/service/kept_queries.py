@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from engine.quoting import quoted
 from engine.service.log_lines import named_few
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.private_dirs import private
@@ -76,11 +77,11 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
         for spec in changed:
             forget_query(spec.name)
     for name, old in replaced.items():
-        print(f"flashtick: query {name!r}: the spec in {path} replaces the one kept in the data directory "
+        print(f"flashtick: query {quoted(name)}: the spec in {path} replaces the one kept in the data directory "
               f"(query_version {old} -> {registry.query_version(name)}; registered live, or the file changed) and "
               f"starts afresh: a start applies its queries file on top of what was kept", file=sys.stderr, flush=True)
     for name in added_back:
-        print(f"flashtick: query {name!r}: in {path} but not among the queries kept in the data directory "
+        print(f"flashtick: query {quoted(name)}: in {path} but not among the queries kept in the data directory "
               f"(unregistered live, or new in the file): registered: a start applies its queries file on top of what "
               f"was kept (to keep it stopped, take it out of the file)", file=sys.stderr, flush=True)
     _say_kept_unlisted(path, registry, {spec.name for spec in specs}, kept_origins)

@@ -15,7 +15,9 @@ import polars as pl
 from connectors.labels import NO_LABEL_DEFINED, MarkSeries, ordinary_spacing, session_gap_text
 from connectors.rejected_rows import RejectCounter
 from connectors.saturation import LabelCount, end_buckets, saturation_note
+from connectors.stream_selection import quoted_list
 from connectors.ticks import shown_name
+from engine.quoting import quoted
 from engine.service.backtest_scores import QueryScore
 from engine.service.pipeline import TickPipeline
 from engine.service.rejections import every_tick_refused, lost_streams
@@ -178,10 +180,10 @@ def say_silent_queries(pipeline: TickPipeline, answered: set[str], streams: list
         if not spec.trigger.fires_by_itself:  # said before the run, as skipped
             continue
         if any(spec.matches(stream) for stream in streams):
-            note(f"query {spec.name!r} published no answer: its trigger never fired on these ticks")
+            note(f"query {quoted(spec.name)} published no answer: its trigger never fired on these ticks")
         elif refused := {stream: reasons for stream, reasons in lost.items() if spec.matches(stream)}:
-            note(f"query {spec.name!r} published no answer: its streams {list(spec.streams)} match "
+            note(f"query {quoted(spec.name)} published no answer: its streams {quoted_list(spec.streams)} match "
                  f"{every_tick_refused(refused, rejected.lowest_nonpositive)}")
         else:
-            note(f"query {spec.name!r} published no answer: its streams {list(spec.streams)} match none of the "
-                 f"streams replayed ({shown}){did_you_mean(spec.streams, streams)}")
+            note(f"query {quoted(spec.name)} published no answer: its streams {quoted_list(spec.streams)} match "
+                 f"none of the streams replayed ({shown}){did_you_mean(spec.streams, streams)}")
