@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import polars as pl
+
 from connectors.epoch_counts import fraction_of_unit
 from connectors.utc_offsets import UTC_OFFSET
 from connectors.file_plan import FilePlan
@@ -24,6 +26,7 @@ from connectors.stream_names import error_cell_hint
 from connectors.ticks import InvalidTick
 from connectors.time_hints import epoch_format_hint
 from connectors.time_units import epoch_unit
+from engine.quoting import quoted
 
 REJECT_HINTS = {  # what a user does about a file's rows rejected for these reasons
     "unknown_side": "; map other side values with side_map in a --columns YAML file (docs/replay.md)",
@@ -205,10 +208,25 @@ def _offset_it_lacks(plan: Any, text: str) -> str | None:
     return first if first is not None and UTC_OFFSET.search(first) else None
 
 
+def empty_names_hint(plan: Any, column: str) -> str:
+    """For a file's stream column with empty values (kdb+'s null symbol written as "", a blank cell): how many, and
+    the ways to read the file anyway; '' when the plan cannot count them (no frame with a stream column)."""
+    frame = getattr(plan, "frame", None)
+    if frame is None or "stream" not in frame.collect_schema().names():
+        return ""
+    empty = frame.select((pl.col("stream").is_null() | (pl.col("stream") == "")).sum()).collect().item()
+    if not empty:
+        return ""
+    return (f"; column {quoted(column)} has {empty:,} empty value{'s' if empty != 1 else ''} (an empty name, as "
+            f"kdb+ writes its null symbol, or a blank cell): no stream to read {'it' if empty == 1 else 'them'} "
+            f"into; give every row one stream with --columns stream_name=NAME, or leave such rows out with a filter "
+            f"(--streams, or a keep filter on {quoted(column)}: docs/replay.md)")
+
+
 def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = None) -> str:
     """A reject's row as a user finds it (file, line or row, column) and what to do about it."""
     column = next((plan.column_of(f) for f in ("ts", "stream", *VALUE_FIELDS)
-                   if (err.message.startswith(f"{f} ") or f'"{f}"' in err.message or f"'{f}'" in err.message)
+                   if (err.message.startswith(f"{f} ") or f"'{f}'" in err.message or f'"{f}"' in err.message)
                    and plan.column_of(f)),
                   None)
     why = REJECT_HINTS.get(err.reason, "") if cause != "selection" else \
@@ -220,7 +238,7 @@ def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = No
     if err.reason == "bad_stream":
         why = _stream_hint(plan)
     if err.reason == "missing_stream" and column is not None and hasattr(plan, "cell_text"):
-        why = error_cell_hint(plan.cell_text(row, column))  # `#N/A N/A` in the ticker column
+        why = error_cell_hint(plan.cell_text(row, column)) or empty_names_hint(plan, column)  # `#N/A N/A`, ``
     if err.reason == "crossed_quote" and (columns := getattr(plan, "columns", None)) is not None \
             and yield_columns(columns):  # a yield's bid is above its ask: the quote is no crossed book
         why = (f"; {columns.bid!r} and {columns.ask!r} are named as yields, and a yield quote's bid is above "

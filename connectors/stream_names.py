@@ -18,6 +18,7 @@ from engine.quoting import quoted
 from connectors.wire_values import check_text
 
 MAX_STREAM_BYTES = 128  # the service's default for limits.max_stream_bytes
+EMPTY_NAME = "an empty name (\"\", as kdb+ writes its null symbol)"
 # A spreadsheet's or a terminal's error value in a cell (Bloomberg's `#N/A N/A`, `#N/A Invalid Security`: a ticker
 # that did not resolve; Excel's `#VALUE!`, `#REF!`): no instrument's name, so a file's stream cell holding one is
 # read as empty (missing_stream, its text named), never as a stream of its own (review291 #2)
@@ -59,8 +60,10 @@ def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
     space but the ASCII one), with no '/', no leading '_' and no space at either
     end. Anything else is `bad_stream`, with the rule it broke.
     """
-    if stream is None or stream == "":
-        raise InvalidTick("missing_stream", 'field "stream" is required and must be non-empty')
+    if stream is None:
+        raise InvalidTick("missing_stream", "field \"stream\" is required and must be non-empty")
+    if stream == "":  # kdb+'s null symbol (` `), a blank cell read as text: said as empty, not as absent
+        raise InvalidTick("missing_stream", f"field \"stream\" is {EMPTY_NAME}: a stream name is required")
     check_text("stream", stream)
     if len(stream) > max_bytes:  # a character is at least one byte: a 1 MB name stops here, unread
         raise InvalidTick("bad_stream", f"stream name of {len(stream)} characters (so at least as many UTF-8 bytes) "

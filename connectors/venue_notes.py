@@ -132,14 +132,15 @@ def _venue_of(plan: Any) -> str | None:
 
 
 def _plan_streams(plan: Any) -> set[str]:
-    """The streams a plan's rows feed: its fixed stream, else its stream column's values in its first rows."""
+    """The streams a plan's rows feed: its fixed stream, else its stream column's values in its first rows. An
+    empty name (kdb+'s null symbol) is none: its rows are rejected as missing_stream, so they feed no stream."""
     cmap = getattr(plan, "columns", None)
     if not isinstance(cmap, ColumnMap):
         return set()
     if cmap.stream_col is None:
-        return {cmap.stream or cmap.default_stream or ""}
+        return {name} if (name := cmap.stream or cmap.default_stream) else set()
     found = plan.frame.head(SAMPLE_ROWS).select(pl.col("stream").drop_nulls().unique().head(50)).collect()
-    return set(found.to_series().to_list())
+    return set(found.to_series().to_list()) - {""}
 
 
 def mixed_venues(plans: Sequence[Any]) -> list[str]:
