@@ -15,8 +15,9 @@ from __future__ import annotations
 import polars as pl
 
 # the wire's columns in their order (connectors/ticks.py's to_wire): an export writes the first three and those of
-# the rest that any exported tick has
-EXPORT_COLUMNS = ("stream", "ts", "kind", "price", "size", "side", "bid", "ask", "bid_size", "ask_size")
+# the rest that any exported tick has (`seq`, the feed's sequence number, last, as the wire orders it)
+EXPORT_COLUMNS = ("stream", "ts", "kind", "price", "size", "side", "bid", "ask", "bid_size", "ask_size", "seq")
+EXPORT_SEQ = "seq"
 GUARD_NEEDED = r"^'*[=+\-@\t\r]"  # a formula's start, or one guarded already (a spreadsheet shows one ' less)
 GUARDED = r"^'('*[=+\-@\t\r])"  # a guarded name: the guard's ', then the name
 

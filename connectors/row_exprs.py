@@ -17,7 +17,7 @@ from connectors.csv_dialect import Dialect
 from connectors.epoch_counts import WHOLE_TEXT_UNITS
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, currency_codes, distinct_text, is_csv, scan_file
-from connectors.formula_guard import is_export_header, unguarded
+from connectors.formula_guard import EXPORT_SEQ, is_export_header, unguarded
 from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_lines
 from connectors.layout import databento_book
@@ -128,6 +128,14 @@ def _whole_float(number: pl.Expr) -> pl.Expr:
     return pl.when(number.is_finite() & (number == number.floor())).then(number.cast(pl.Int64, strict=False))
 
 
+def _export_seq(dtype: Any) -> pl.Expr:
+    """An export's `seq` column as the wire's field: a whole number (a CSV's read as text first, so a uint64 past
+    2**63 keeps its digits), empty where the tick was sent without one."""
+    seq = pl.col(EXPORT_SEQ)
+    return (seq.cast(pl.UInt64, strict=False) if dtype.is_integer() else
+            seq.cast(pl.String).str.strip_chars().cast(pl.UInt64, strict=False)).alias(EXPORT_SEQ)
+
+
 class RowExprs(NamedTuple):
     """What a file's rows are read as: the `_ts` expression first, then the wire fields' (`keys`), the keep
     columns', a book export's, the sequence number's."""
@@ -156,6 +164,9 @@ def row_exprs(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sch
     value_exprs, value_keys, price_texts = _value_columns(cmap, schema, dialect, currency_codes(path, cmap, dialect))
     exprs += value_exprs
     keys += value_keys
+    if EXPORT_SEQ in schema and is_export_header(list(schema)):  # flashtick's own export: each tick's wire seq
+        exprs.append(_export_seq(schema[EXPORT_SEQ]))  # (sent by `feed replay`: a live serve drops its repeats)
+        keys.append(EXPORT_SEQ)
     exprs += [pl.col(column).alias(f"_keep{i}") for i, column in enumerate(cmap.keep or ())]  # after the keys
     book, notes = _book_kind(path, given, cmap, schema, dialect)
     if book == TARDIS_L2:

@@ -50,7 +50,7 @@ from engine.service.ticklog import FORGOTTEN, LOGGED, SEGMENT_START
 
 COLUMNS: dict[str, Any] = {"stream": pl.String, "ts": pl.Int64, "kind": pl.String, "price": pl.Float64,
                            "size": pl.Float64, "side": pl.String, "bid": pl.Float64, "ask": pl.Float64,
-                           "bid_size": pl.Float64, "ask_size": pl.Float64}  # the wire's, in its order
+                           "bid_size": pl.Float64, "ask_size": pl.Float64, "seq": pl.UInt64}  # the wire's, in its order
 ALWAYS = ("stream", "ts", "kind")
 RECORD = "_record"  # a spilled tick's log record number: a later {forgotten: stream} record drops the ticks before it
 SPILLED = COLUMNS | {RECORD: pl.Int64}
