@@ -17,6 +17,7 @@ from engine.block_manager import BlockManager
 from engine.forward_plan import Plan
 from engine.jobs import JobOutcome, ProbeJob, QueryPlanner
 from engine.lru_eviction import LruEviction
+from engine.quoting import quoted
 from engine.scheduler_stats import SchedulerStats
 from engine.stream import Stream
 
@@ -119,5 +120,5 @@ class ProbePlacement:
         limit = self.blocks.max_positions
         if start + longest <= limit:
             return None
-        return (f"probe of {longest} tokens on stream {job.stream!r} would pass the model's {limit} positions "
+        return (f"probe of {longest} tokens on stream {quoted(job.stream)} would pass the model's {limit} positions "
                 f"(raise scheduler.probe_reserve or shorten the question)")

@@ -157,7 +157,7 @@ def test_a_refused_resume_names_what_differs(engine_files: Path, tmp_path: Path,
     assert f"different files (added: {msft.resolve()})" in refusal([*days, msft])
     assert f"different file order (file 1 was {first}, now {second}" in refusal(days[::-1])
     err = refusal(days, "--tz", "Europe/London")
-    assert f"different ways of reading {first}, {second} (--tz 'America/New_York' then, 'Europe/London' now)" in err
+    assert f"different ways of reading {first}, {second} (--tz \"America/New_York\" then, \"Europe/London\" now)" in err
     assert "a column map, --preset" not in err  # not the catch-all
     days[1].write_text(days[1].read_text() + f"{DAYS[1]} 09:31:00.000,AAPL,100.00,1\n")
     assert f"different file contents (size or modification time changed: {second});" in refusal(days)

@@ -405,7 +405,7 @@ def test_resume_under_another_answer_changing_setting_names_it_with_both_values(
     command = cli(setup, "adapted.parquet", "--resume", "--quiet", "--max-ticks", "600")
     assert main([str(other) if arg == str(setup / "engine.yaml") else arg for arg in command]) == 2
     assert (f"{parts} was written by a backtest with different config (--model, --config: the model or engine "
-            f"settings) (answers.adapt 'online' then, 'off' now);" in capsys.readouterr().err)
+            f"settings) (answers.adapt \"online\" then, \"off\" now);" in capsys.readouterr().err)
     assert main(command) == 0 and not parts.exists()
 
 

@@ -123,7 +123,7 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
         assert {q["name"] for q in json.loads(out)["queries"]} == {"dir", "vol"}
 
         code, _, err = run(capsys, "get", "SYN.A", "dir", *control)  # no data yet: a misspelt name looks the same
-        assert code == 1 and "no stream 'SYN.A' has sent data (`flashtick streams` lists those that have)" in err
+        assert code == 1 and "no stream \"SYN.A\" has sent data (`flashtick streams` lists those that have)" in err
         code, _, err = run(capsys, "get", "SYN.A", "nope", *control)
         assert code == 2 and 'no query named "nope" (registered: dir, vol)' in err
         code, _, err = run(capsys, "get", "EUR/USD", "dir", *control)  # feeds replay it as EUR-USD
@@ -309,7 +309,7 @@ def test_subscribe_prints_one_line_per_message_on_a_pipe(checkpoint, tmp_path, c
         assert code == 0 and topic in listed and listed[topic]["last_seq"] >= seqs[-1]
         assert all(t.startswith("dir/") for t in listed)
         code, out, err = run(capsys, "topics", "nothing/", "--control", server.endpoints["control"])
-        assert code == 0 and out == "" and "no answer published yet on a topic starting 'nothing/'" in err
+        assert code == 0 and out == "" and "no answer published yet on a topic starting \"nothing/\"" in err
 
         # the reserved topics (heartbeats): one key=value line each, not a table
         code, out, _ = run(capsys, "subscribe", "_", "--count", "2", "--endpoint", server.endpoints["answers"])
@@ -393,7 +393,7 @@ def test_a_querys_own_topic_with_a_slash_before_the_stream_is_not_called_a_strea
         code, out, err = _subscribed_while_fed(server, capsys, "alerts/updown/SYN.B/", "--count", "1", *answers)
         assert code == 0 and out.startswith("alerts/updown/SYN.B/") and "note" not in err, err
         code, _, err = run(capsys, "subscribe", "dir/EUR/USD/", "_heartbeat/", "--count", "1", *answers, *control)
-        assert code == 0 and "'dir/EUR/USD/' names stream 'EUR/USD'" in err and "subscribe to 'dir/EUR-USD/' (no " \
+        assert code == 0 and '"dir/EUR/USD/" names stream "EUR/USD"' in err and 'subscribe to "dir/EUR-USD/" (no ' \
             "registered query's topic starts so)" in err, err
 
         code, out, err = run(capsys, "answers", "updown", *control)
@@ -404,7 +404,7 @@ def test_a_querys_own_topic_with_a_slash_before_the_stream_is_not_called_a_strea
                                                                                 "alerts/updown/SYN.B/"], out
         code, out, err = run(capsys, "topics", "updown/", *control)
         assert (code, out) == (0, "") and err == "flashtick topics: no answer published yet on a topic starting " \
-            "'updown/': query 'updown' publishes on its own topic 'alerts/updown/{stream}/' (`flashtick topics " \
+            "\"updown/\": query \"updown\" publishes on its own topic \"alerts/updown/{stream}/\" (`flashtick topics " \
             "alerts/updown/`)\n", err
 
 
@@ -419,7 +419,7 @@ def test_answers_after_the_last_seq_exits_0_for_a_polling_loop(checkpoint, tmp_p
         code, out, err = run(capsys, "answers", "one/SYN.A/", "--after", str(seq - 1), *control)
         assert code == 0 and [json.loads(line)["seq"] for line in out.splitlines()] == [seq] and not err
         code, out, err = run(capsys, "answers", "dir/SYN.Z/", "--after", "0", *control)
-        assert (code, out) == (1, "") and "no answer published on 'dir/SYN.Z/'" in err, err
+        assert (code, out) == (1, "") and "no answer published on \"dir/SYN.Z/\"" in err, err
 
 
 def test_answers_prints_a_bounded_page_and_topics_says_when_no_answer_is_cached(checkpoint, tmp_path, capsys) -> None:
@@ -452,7 +452,7 @@ def test_answers_prints_a_bounded_page_and_topics_says_when_no_answer_is_cached(
         assert (code, out) == (1, "") and err.startswith("flashtick answers: 'dir/' names 4 topics (dir/SYN.A/, "
                                                          "dir/SYN.B/, "), err
         code, out, err = run(capsys, "answers", "nosuch/AAA/", *control)
-        assert (code, out) == (1, "") and err == "flashtick answers: no answer published on 'nosuch/AAA/' " \
+        assert (code, out) == (1, "") and err == "flashtick answers: no answer published on \"nosuch/AAA/\" " \
                                                  "(flashtick topics lists the topics)\n", err
 
         replaced = tmp_path / "dir_again.yaml"
@@ -712,8 +712,8 @@ def test_subscribe_says_once_when_a_stream_prefix_gets_other_streams(capsys) -> 
         _note_wider_prefix(prefixes, topic, said)
     err = capsys.readouterr().err
     assert err.count("note:") == 2 and said == {"dir5/ZNH6", "alerts/updown/ZN"}, err
-    assert "'dir5/ZNH6' is a topic prefix: it gets 'dir5/ZNH6-ZNM6/' too, and every stream whose name starts with " \
-           "'ZNH6'; 'dir5/ZNH6/' is stream 'ZNH6' alone" in err, err
+    assert '"dir5/ZNH6" is a topic prefix: it gets "dir5/ZNH6-ZNM6/" too, and every stream whose name starts with ' \
+           "\"ZNH6\"; \"dir5/ZNH6/\" is stream \"ZNH6\" alone" in err, err
     # a query's own topic (alerts/{query}/{stream}/): the stream is the prefix's last part; `alerts/up` is no stream's
     assert "every stream whose name starts with 'ZN'; 'alerts/updown/ZN/' is stream 'ZN' alone" in err, err
 
@@ -1398,9 +1398,9 @@ def test_a_feed_at_another_price_level_than_the_engine_holds_is_warned_once_per_
         later = day(tmp_path / "b.csv", 15, [0.5 + i * 0.01 for i in range(40)])
         code, _, err = run(capsys, "feed", "replay", later, *endpoints, "--price-offset", "CLK0=40")
         assert code == 0 and "sent 80 ticks" in err, err
-        warning = ("flashtick feed replay: warning: stream 'CLK0': its first price here, 40.5 (read with "
+        warning = ("flashtick feed replay: warning: stream \"CLK0\": its first price here, 40.5 (read with "
                    "--price-offset 40), is far from the engine's last price of it, 0.93: the engine holds earlier "
-                   "ticks of 'CLK0', read another way or of another instrument, and would continue them with these "
+                   "ticks of \"CLK0\", read another way or of another instrument, and would continue them with these "
                    "as one stream; if the "
                    "engine's are the ones read wrongly (fed before without an offset given now, say), stop this "
                    "feed, run `flashtick forget CLK0` (it drops that one stream at the engine, its answers and the "
@@ -1581,7 +1581,7 @@ def test_a_stream_asked_for_with_a_slash_is_pointed_to_the_name_replay_gave_it(c
         assert out.splitlines()[1].startswith("EUR-USD\tlast_ts ")
         code, _, err = run(capsys, "subscribe", "dir/EUR/USD/", "_heartbeat/", "--count", "1", "--endpoint",
                            server.endpoints["answers"], *control)
-        assert code == 0 and "'dir/EUR/USD/' names stream 'EUR/USD'" in err and "subscribe to 'dir/EUR-USD/'" in err
+        assert code == 0 and '"dir/EUR/USD/" names stream "EUR/USD"' in err and 'subscribe to "dir/EUR-USD/"' in err
 
 
 def test_streams_of_a_name_never_seen_says_the_held_name_it_was_likely_meant_to_be(checkpoint, tmp_path,
@@ -1599,9 +1599,9 @@ def test_streams_of_a_name_never_seen_says_the_held_name_it_was_likely_meant_to_
         code, out, err = run(capsys, "streams", "SPY   241220C00450000", "syn.a", "NOTHING.LIKE.IT", *control)
         assert code == 0 and out.splitlines() == ["SPY   241220C00450000\tnever seen", "syn.a\tnever seen",
                                                   "NOTHING.LIKE.IT\tnever seen"], out
-        assert err.splitlines() == [f"flashtick streams: 'SPY   241220C00450000' never seen; "
+        assert err.splitlines() == [f"flashtick streams: \"SPY   241220C00450000\" never seen; "
                                     f"did you mean \"{option}\"?",
-                                    "flashtick streams: 'syn.a' never seen; did you mean \"SYN.A\"?"], err
+                                    "flashtick streams: \"syn.a\" never seen; did you mean \"SYN.A\"?"], err
         code, out, err = run(capsys, "streams", "syn.a", "--json", *control)  # (JSON: as the reply says it)
         assert code == 0 and json.loads(out) == {"streams": {"syn.a": None}} and err == "", err
 

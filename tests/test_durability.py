@@ -299,7 +299,7 @@ def test_a_restart_names_kept_queries_by_where_they_came_from(checkpoint, tmp_pa
     tail = "still served, as a start applies its queries file on top of what was kept (to stop one: flashtick " \
            "unregister NAME)"
     assert kept == [f"flashtick: 1 query kept in the data directory (queries.yaml: registered live (op register)) and "
-                    f"not in {queries}: 'vol': {tail}",
+                    f"not in {queries}: \"vol\": {tail}",
                     f"flashtick: 1 query kept in the data directory (queries.yaml: listed by an earlier queries file, "
                     f"taken out of it since) and not in {queries}: 'nll': {tail}"], kept
     state = json.loads((tmp_path / "data" / "queries.state.json").read_text())
@@ -1744,7 +1744,7 @@ def test_a_start_on_a_data_directory_whose_tick_log_was_removed_says_so(checkpoi
     recovered = TickPipeline(config(checkpoint, after, queries))
     err = capsys.readouterr().err
     streams = sorted(live.engine.scheduler.streams)
-    assert f"the answer log has answers of {len(streams)} streams the tick log holds nothing of ({streams[0]!r}" \
+    assert f"the answer log has answers of {len(streams)} streams the tick log holds nothing of (\"{streams[0]}\"" \
            in err and "were tick log segments" in err, err
     assert recovered.cache.get("dir", streams[0]) is not None and not recovered.engine.scheduler.streams
 
@@ -2027,7 +2027,7 @@ def test_a_feed_whose_engine_restarts_having_kept_less_says_what_was_lost(checkp
     finally:
         server.stop()
         thread.join(30)
-    lost = {name: int(n) for n, name in re.findall(r"the engine holds (\d+) fewer ticks of '([^']+)' than it had "
+    lost = {name: int(n) for n, name in re.findall(r"the engine holds (\d+) fewer ticks of \"([^\"]+)\" than it had "
                                                    r"confirmed", capsys.readouterr().err)}
     # as the engine holds them: the copy may cut a message of 5 ticks, whose part it does not replay (nor count)
     held = logged_ticks(tmp_path / "new", held=True)

@@ -347,7 +347,7 @@ def test_a_probe_past_the_model_window_fails_the_job_not_the_engine(checkpoint) 
     engine.ask(ProbeJob("S", [[5] * 4], lambda logits, p: JobResult("ok")))
     failed, done = engine.step().outcomes
     assert failed.answer is None
-    assert failed.error.startswith(f"probe of {too_long} tokens on stream 'S' would pass the model's 512 positions")
+    assert failed.error.startswith(f"probe of {too_long} tokens on stream \"S\" would pass the model's 512 positions")
     assert done.answer == "ok" and done.error is None and engine.scheduler.stats.jobs_failed == 1
 
 

@@ -199,7 +199,7 @@ def test_a_query_taken_out_of_the_queries_file_and_still_served_is_named_at_the_
     again = serve_until_serving(["--config", str(config)], cwd=tmp_path)
     kept = [line for line in again if " kept in the data directory " in line]
     assert kept == [f"flashtick: 1 query kept in the data directory (queries.yaml: listed by an earlier queries file, "
-                    f"taken out of it since) and not in {queries}: 'dir5': still served, as a start applies its "
+                    f"taken out of it since) and not in {queries}: \"dir5\": still served, as a start applies its "
                     f"queries file on top of what was kept (to stop one: flashtick unregister NAME)"], again
 
 

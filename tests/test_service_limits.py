@@ -535,7 +535,7 @@ def test_streams_a_restart_refuses_under_a_lowered_max_streams_are_said_refused(
         err = capsys.readouterr().err
         refused = sorted({t.stream for t in market} - set(server.pipeline.engine.scheduler.streams))
         assert len(refused) == 2 and "removed?" not in err, err
-        assert f"warning: 2 logged streams refused at this start ({refused[0]!r}, {refused[1]!r}; " in err and \
+        assert f"warning: 2 logged streams refused at this start (\"{refused[0]}\", \"{refused[1]}\"; " in err and \
                "): scheduler.max_streams 2 reached (raise it to admit more streams); was the limit lowered" in err, err
         ticks_of = sum(t.stream == refused[0] for t in market)
         with ControlClient(server.endpoints["control"], timeout_s=60) as control:
@@ -608,7 +608,7 @@ def test_a_stream_forgotten_before_a_restart_reads_never_seen_whatever_the_limit
         assert server.pipeline.ticks_in == kept and server.pipeline.data.stats()["recovered_ticks"] == kept
     with live_server(checkpoint, scheduler={"max_streams": 2}, **sections) as (server, push):
         err = capsys.readouterr().err
-        assert f"warning: 1 logged stream refused at this start ({late!r}; {count[late]} logged ticks): " in err, err
+        assert f"warning: 1 logged stream refused at this start (\"{late}\"; {count[late]} logged ticks): " in err, err
         with ControlClient(server.endpoints["control"], timeout_s=60) as control:
             reply = control.call("streams", streams=[gone, late])
             assert reply["streams"] == {gone: None, late: None} and list(reply["refused"]) == [late], reply
@@ -695,7 +695,7 @@ def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_refused(che
     capsys.readouterr()
     with live_server(checkpoint, scheduler={"max_streams": 2}, **sections) as (server, push):
         err = capsys.readouterr().err
-        assert f"warning: 1 logged stream refused at this start ({late!r}; {late_ticks} logged ticks): " \
+        assert f"warning: 1 logged stream refused at this start (\"{late}\"; {late_ticks} logged ticks): " \
                "scheduler.max_streams 2 reached" in err, err
         with ControlClient(server.endpoints["control"], timeout_s=60) as control:
             reply = control.call("streams", streams=[late])

@@ -865,7 +865,7 @@ def test_answers_about_ticks_lost_with_the_logs_tail_are_taken_back_on_shards(ch
     err = capsys.readouterr().err
     kept = recovered.encoders.ticks_of(lost_stream)
     assert kept == lost_count - 1 and recovered.stats()["log"]["torn_tails"] == 1
-    assert f"2 answers refer to ticks lost with the log's tail ({lost_stream!r}" in err, err
+    assert f"2 answers refer to ticks lost with the log's tail (\"{lost_stream}\"" in err, err
     for query in ("dir", "nll"):  # the answer each query published last on a tick the stream still holds
         served = recovered.cache.get(query, lost_stream)
         before = [a for a in published if a.query == query and a.stream == lost_stream and a.version <= kept]

@@ -60,7 +60,7 @@ def test_past_the_bound_the_streams_over_their_share_are_refused_and_the_others_
     shed: set[str] = set()
     over = backlog(600, own=590, waiting=2)  # 0.6 s of work: past the bound, one stream holding nearly all of it
     assert shed_reason("FLOOD", over, MS_A_TOKEN, LIMITS, shed) is not None
-    assert "stream 'FLOOD' holds 590 of the tokens waiting, its share being 250 (2 streams waiting)" in \
+    assert "stream \"FLOOD\" holds 590 of the tokens waiting, its share being 250 (2 streams waiting)" in \
         shed_reason("FLOOD", over, MS_A_TOKEN, LIMITS, shed)
     assert shed == {"FLOOD"}
     assert shed_reason("QUIET", over._replace(stream_tokens=10), MS_A_TOKEN, LIMITS, shed) is None  # under 250
@@ -103,7 +103,7 @@ def test_a_message_past_the_bound_refuses_the_flooding_stream_and_takes_the_quie
     refused = [(r["stream"], r["reason"]) for r in got]
     assert refused == [("SYN.A", "overloaded")] * 19  # SYN.A took 11 ticks, to past the bound, SYN.B all of its 3
     assert pipeline.engine.scheduler.pending_tokens_of("SYN.B") == 12 and pipeline.ticks_in == 14
-    assert "stream 'SYN.A' holds 44 of the tokens waiting" in got[-1]["error"]
+    assert "stream \"SYN.A\" holds 44 of the tokens waiting" in got[-1]["error"]
     assert pipeline.stats()["shed_streams"] == {"SYN.A": 19}
     pipeline.run_until_idle()  # caught up: the flooding stream is accepted again
     assert pipeline.ingest_message(encode(stream_ticks(0, 31)[30:])) == []

@@ -110,10 +110,10 @@ def test_a_resume_with_another_selection_is_refused_naming_it(engine_files: Path
         run_backtest(ServiceConfig.load(engine_files / "engine.yaml"), [tape], engine_files / "q.yaml", out,
                      progress=False, stop=lambda: next(polls) >= 5, streams=["I*", "AAPL"])
     assert backtest(engine_files, [tape], out, "--resume", "--streams", "MSFT") == 2
-    assert f"different ways of reading {tape.resolve()} (--streams ['AAPL', 'I*'] then, ['MSFT'] now)" in \
+    assert f"different ways of reading {tape.resolve()} (--streams [\"AAPL\", \"I*\"] then, [\"MSFT\"] now)" in \
         capsys.readouterr().err
     assert backtest(engine_files, [tape], out, "--resume") == 2  # every stream is another selection too
-    assert "(--streams ['AAPL', 'I*'] then, not given now)" in capsys.readouterr().err
+    assert "(--streams [\"AAPL\", \"I*\"] then, not given now)" in capsys.readouterr().err
     # the same selection in another order is the same selection: it resumes
     assert backtest(engine_files, [tape], out, "--resume", "--streams", "AAPL", "I*") == 0
     assert set(pl.read_parquet(out)["stream"]) == {"AAPL", "IBM"}

@@ -10,6 +10,7 @@ import re
 import sys
 from typing import Any
 
+from engine.quoting import quoted
 from engine.service.cli_common import context_text, control_client, printable_json
 
 
@@ -21,8 +22,8 @@ def cmd_get(args: argparse.Namespace) -> int:
     answer = reply["answer"]
     if answer is None:
         if reply.get("expired"):
-            print(f"flashtick get: stream {args.stream!r} expired after scheduler.stream_idle_s without data: its "
-                  f"cached answers went with its session (its next tick starts a new one)", file=sys.stderr)
+            print(f"flashtick get: stream {quoted(args.stream)} expired after scheduler.stream_idle_s without data: "
+                  f"its cached answers went with its session (its next tick starts a new one)", file=sys.stderr)
         elif reply.get("refused"):  # its ticks came, and were refused: not the feed's silence
             print(f"flashtick get: {reply['refused']}", file=sys.stderr)
         elif reply.get("replaced"):  # the topic has answers, of the spec the query had before
@@ -31,7 +32,7 @@ def cmd_get(args: argparse.Namespace) -> int:
                   f"seq {seq} of {topic}: its new spec has not answered yet (a replace drops the old spec's cached "
                   f"answers; `flashtick answers {topic}` lists those still kept)", file=sys.stderr)
         elif reply.get("stream_known") is False:
-            print(f"flashtick get: no stream {args.stream!r} has sent data (`flashtick streams` lists those that "
+            print(f"flashtick get: no stream {quoted(args.stream)} has sent data (`flashtick streams` lists those that "
                   f"have)", file=sys.stderr)
         else:
             print(f"flashtick get: no cached answer of {args.query} on {args.stream} yet", file=sys.stderr)
@@ -99,7 +100,7 @@ def _no_answers(topic: str, after: int, last_seq: int | None, polled: bool) -> i
     date, the topic's last seq its --after; else 1 (as `get` without an answer): a topic never published on, or an
     --after past its last seq (seqs of another epoch, or of another topic)."""
     if not last_seq:  # (0 or None: never published on; seqs start at 1. _answer_topic said so for a prefix)
-        print(f"flashtick answers: no answer published on {topic!r} (flashtick topics lists the topics)",
+        print(f"flashtick answers: no answer published on {quoted(topic)} (flashtick topics lists the topics)",
               file=sys.stderr)
         return 1
     if after == last_seq and polled:
@@ -124,19 +125,19 @@ def _answer_topic(control: Any, given: str) -> str | None:
     if not found and "/" not in given:
         found = _query_topics(control, given)
     if len(found) == 1:
-        print(f"flashtick answers: {given!r} names the topic {found[0]!r}", file=sys.stderr)
+        print(f"flashtick answers: {quoted(given)} names the topic {quoted(found[0])}", file=sys.stderr)
         return found[0]
     if not found:
-        print(f"flashtick answers: no answer published on a topic starting {prefix!r}" + (
-              f" nor by a query {given!r}" if "/" not in given else "") + ": answers takes a topic as published, "
+        print(f"flashtick answers: no answer published on a topic starting {quoted(prefix)}" + (
+              f" nor by a query {quoted(given)}" if "/" not in given else "") + ": answers takes a topic as published, "
               "QUERY/STREAM/ or as its query's own `topic` makes it (flashtick topics lists them)", file=sys.stderr)
         return None
     shown = ", ".join(found[:5]) + (f", ... ({len(found)} in all)" if len(found) > 5 else "")
     shared = os.path.commonprefix(found)  # a query's own topic (`alerts/{query}/{stream}/`) is not under `given/`
     shared = shared[:shared.rfind("/") + 1] or prefix
-    print(f"flashtick answers: {given!r} names {len(found)} topics ({shown}): answers reads one whole topic, e.g. "
-          f"`flashtick answers {found[0]}`; `flashtick topics {shared}` lists them, `flashtick subscribe {shared}` "
-          f"follows them all live", file=sys.stderr)
+    print(f"flashtick answers: {quoted(given)} names {len(found)} topics ({shown}): answers reads one whole topic, "
+          f"e.g. `flashtick answers {found[0]}`; `flashtick topics {shared}` lists them, `flashtick subscribe "
+          f"{shared}` follows them all live", file=sys.stderr)
     return None
 
 
@@ -166,7 +167,7 @@ def cmd_topics(args: argparse.Namespace) -> None:
                   else f"answer_ts {info['answer_ts']}")
         print(f"{shown_name(topic)}\tlast_seq {info['last_seq']}\t{latest}")
     if not found:
-        where = f" on a topic starting {args.prefix!r}" if args.prefix else ""
+        where = f" on a topic starting {quoted(args.prefix)}" if args.prefix else ""
         print(f"flashtick topics: no answer published yet{where}{own or ''}", file=sys.stderr)
 
 
@@ -180,7 +181,8 @@ def _own_topic(control: Any, prefix: str) -> str | None:
     if spec is None or spec["topic"].format(query=name, stream="\0").startswith(prefix):
         return None
     head = spec["topic"].format(query=name, stream="\0").partition("\0")[0]
-    return f": query {name!r} publishes on its own topic {spec['topic'].format(query=name, stream='{stream}')!r}" + (
+    own = spec["topic"].format(query=name, stream="{stream}")
+    return f": query {quoted(name)} publishes on its own topic {quoted(own)}" + (
         f" (`flashtick topics {head}`)" if head else "")
 
 

@@ -9,14 +9,15 @@ import sys
 from collections import Counter
 from typing import Any
 
+from engine.quoting import quoted
 from engine.service.cli_common import context_text, control_client, printable_json
 
 
 def cmd_forget(args: argparse.Namespace) -> None:
     with control_client(args) as control:
         reply = control.call("forget", stream=args.stream)
-    print(f"forgot stream {args.stream!r}: its {reply['ticks']} ticks' session, answers and ordering guard (last ts "
-          f"{reply['last_ts']}) are dropped; its next tick, of any time, starts it afresh")
+    print(f"forgot stream {quoted(args.stream)}: its {reply['ticks']} ticks' session, answers and ordering guard "
+          f"(last ts {reply['last_ts']}) are dropped; its next tick, of any time, starts it afresh")
 
 
 def cmd_streams(args: argparse.Namespace) -> int | None:
@@ -72,7 +73,7 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             if accepted is None:
                 print(f"{shown_name(name)}\tnever seen")
                 if hint := slash_hint(name) + did_you_mean([name], held):
-                    print(f"flashtick streams: {name!r} never seen{hint}", file=sys.stderr)
+                    print(f"flashtick streams: {quoted(name)} never seen{hint}", file=sys.stderr)
                 continue
             idle = accepted.get("idle_s", "absent")  # absent: an older server
             quiet = "" if idle == "absent" else f"\tidle {idle:.1f}s" if idle is not None else \

@@ -9,6 +9,7 @@ import sys
 import time
 from typing import Any
 
+from engine.quoting import quoted
 from engine.service.cli_common import curve_keys, printable_json
 
 
@@ -145,7 +146,8 @@ def _slashed_stream_note(prefix: str) -> str | None:
     stream = stream.rstrip("/")
     if "/" not in stream or not (hint := slash_hint(stream)):
         return None
-    return f"{prefix!r} names stream {stream!r}{hint}: subscribe to {query + '/' + stream.replace('/', '-') + '/'!r}"
+    topic = query + "/" + stream.replace("/", "-") + "/"
+    return f"{quoted(prefix)} names stream {quoted(stream)}{hint}: subscribe to {quoted(topic)}"
 
 
 def _topic_templates(args: argparse.Namespace) -> list[tuple[str, str]] | None:
@@ -174,8 +176,9 @@ def _note_wider_prefix(prefixes: list[str], topic: str, said: set[str]) -> None:
                 or topic == prefix + "/" or topic[len(prefix):].count("/") != 1 or not topic.endswith("/")):
             continue
         said.add(prefix)
-        print(f"flashtick subscribe: note: {prefix!r} is a topic prefix: it gets {topic!r} too, and every stream "
-              f"whose name starts with {stream!r}; {prefix + '/'!r} is stream {stream!r} alone",
+        print(f"flashtick subscribe: note: {quoted(prefix)} is a topic prefix: it gets {quoted(topic)} too, and every "
+              f"stream whose name starts with {quoted(stream)}; {quoted(prefix + '/')} is stream {quoted(stream)} "
+              f"alone",
               file=sys.stderr, flush=True)
 
 

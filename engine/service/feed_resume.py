@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from connectors.ticks import Tick, counted, shown_name
+from engine.quoting import quoted
 from engine.service.client import ControlClient, ControlError
 from engine.service.feed_control import START_WAIT_S, FeedControl
 
@@ -142,8 +143,8 @@ class ControlFeedResume:
         read = f" (read with --price-offset {offset:g})" if offset else ""
         # forget only once this feed stopped: it drops the ticks this feed sent too, and a feed going on after it
         # would start the stream partway through its files
-        print(f"{self.who}: warning: stream {tick.stream!r}: its first price here, {price:g}{read}, is far from "
-              f"the engine's last price of it, {held:g}: the engine holds earlier ticks of {tick.stream!r}, read "
+        print(f"{self.who}: warning: stream {quoted(tick.stream)}: its first price here, {price:g}{read}, is far from "
+              f"the engine's last price of it, {held:g}: the engine holds earlier ticks of {quoted(tick.stream)}, read "
               f"another way or of another instrument, and would continue them with these as one stream; if the "
               f"engine's are the ones read wrongly (fed before without an offset given now, say), stop this feed, "
               f"run `flashtick forget {shlex.quote(tick.stream)}` (it drops that one stream at the engine, its "
@@ -271,7 +272,7 @@ class ControlFeedResume:
         """``n`` ticks of ``stream`` the engine had confirmed are not in it now: counted (the closing line says them)
         and said; they were let go once confirmed, so they cannot be sent again."""
         self.lost_ticks += n
-        print(f"{self.who}: the engine holds {n} fewer ticks of {stream!r} than it had confirmed (its data "
+        print(f"{self.who}: the engine holds {n} fewer ticks of {quoted(stream)} than it had confirmed (its data "
               f"directory was not kept?); they cannot be sent again", file=sys.stderr, flush=True)
 
     def _placed(self, stream: str, held: dict[str, Any]) -> int:

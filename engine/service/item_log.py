@@ -17,6 +17,7 @@ import msgpack
 
 from connectors.encoder import EncodedTick
 from connectors.ticks import counted
+from engine.quoting import quoted
 from engine.service.answer_log import AnswerLog
 from engine.service.log_replay import EXPIRED
 from engine.service.message_ends import END_RECORD, ENDS_LOGGED, MESSAGE_START, WHOLE, latched_end
@@ -88,7 +89,7 @@ class ItemLog:
             self._end_owed()
             self.log.append(msgpack.packb({EXPIRED: stream}, use_bin_type=True))
         except LogWriteError as e:
-            print(f"flashtick: could not log the expiry of stream {stream!r}: {e}", file=sys.stderr, flush=True)
+            print(f"flashtick: could not log the expiry of stream {quoted(stream)}: {e}", file=sys.stderr, flush=True)
 
     def log_forgotten(self, stream: str) -> None:
         """``stream`` forgotten here at an operator's request (``FORGOTTEN``): a restart forgets it at this point of

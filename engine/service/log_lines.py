@@ -12,6 +12,8 @@ import threading
 from datetime import datetime, timezone
 from typing import TextIO
 
+from engine.quoting import quoted
+
 
 def say(line: str) -> None:
     """One line of the service's log (stderr), as the server writes its own."""
@@ -19,9 +21,9 @@ def say(line: str) -> None:
 
 
 def named_few(names: list[str], shown: int = 5) -> str:
-    """The first ``shown`` of ``names`` quoted, and how many in all past them: `'A', 'B', ... (12 in all)` (a line
-    naming every stream or query of thousands would bury the log)."""
-    return ", ".join(map(repr, names[:shown])) + (f", ... ({len(names)} in all)" if len(names) > shown else "")
+    """The first ``shown`` of ``names`` quoted as JSON writes them (engine/quoting.py), and how many in all past
+    them: `"A", "B", ... (12 in all)` (a line naming every stream or query of thousands would bury the log)."""
+    return ", ".join(map(quoted, names[:shown])) + (f", ... ({len(names)} in all)" if len(names) > shown else "")
 
 
 def utc_stamp() -> str:

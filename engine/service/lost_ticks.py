@@ -11,6 +11,7 @@ from typing import Any
 
 from connectors.encoder import StreamEncoders
 from connectors.ticks import counted
+from engine.quoting import quoted
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.log_lines import named_few
 from queries.registry import Registry
@@ -34,7 +35,7 @@ def forget_lost_answers(answers: AnswerLog, restored: tuple[Registry, AnswerHist
     if not counts:
         return
     taken = answers.forget_lost(counts, history, registry, replayed)
-    named = ", ".join(f"{s!r} holds {n:,} ticks" for s, n in sorted(counts.items())[:5])
+    named = ", ".join(f"{quoted(s)} holds {n:,} ticks" for s, n in sorted(counts.items())[:5])
     more = f", ... ({len(counts)} streams in all)" if len(counts) > 5 else ""
     print(f"flashtick: warning: {counted(len(taken), 'answer')} refer to ticks lost with the log's tail ({named}"
           f"{more}; the answers went to tick {max(a.version for a in taken):,}): they are no longer served as "

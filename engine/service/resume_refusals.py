@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.labels import session_gap_text
+from engine.quoting import quoted
 from engine.service.answer_settings import settings_changed
 from engine.service.release import recorded_release, same_release, this_release
 
@@ -124,8 +125,8 @@ def _other_release(directory: Path, manifest: dict[str, Any], named: str) -> str
             f"the same command with --resume (docs/upgrading.md)")
 
 
-def _then_now(then: Any, now: Any, show: Callable[[Any], str] = repr) -> str:
-    """A changed value's two sides, as a refusal says them: `'A' then, not given now`."""
+def _then_now(then: Any, now: Any, show: Callable[[Any], str] = quoted) -> str:
+    """A changed value's two sides, as a refusal says them, quoted as JSON writes them: `"A" then, not given now`."""
     said = lambda value: "not given" if value is None else show(value)  # noqa: E731
     return f"{said(then)} then, {said(now)} now"
 
@@ -141,7 +142,7 @@ def _key_values(then: Any, now: Any, key: str = "") -> str:
 
 def _settings_differ(before: dict[str, Any], key: dict[str, Any]) -> str:
     """The answer-changing settings (answer_settings.py) a config differs in, as a refusal adds them to its words:
-    ` (answers.adapt 'online' then, 'off' now)`; nothing when none differs, or the checkpoint did not record them."""
+    ` (answers.adapt "online" then, "off" now)`; nothing when none differs, or the checkpoint did not record them."""
     changed = settings_changed(before.get("settings") or {}, as_json(key.get("settings") or {}))
     return f" ({'; '.join(f'{k} {_then_now(then, now)}' for k, then, now in changed)})" if changed else ""
 

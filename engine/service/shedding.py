@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from connectors.ticks import InvalidTick
+from engine.quoting import quoted
 from engine.service.forward_pace import ForwardPace
 
 SHED_STREAMS_KEPT = 64  # streams whose refusals are counted one by one (the most refused: a flood of names is bounded)
@@ -91,7 +92,7 @@ def shed_reason(stream: str | None, backlog: Backlog, seconds_per_token: float |
         shed_now.add(stream)
     if budget == 0:  # the oldest accepted tick waited the whole bound already: no stream has a share
         return why
-    return (f"{why}; stream {stream!r} holds {backlog.stream_tokens} of the tokens waiting, its share being "
+    return (f"{why}; stream {quoted(stream)} holds {backlog.stream_tokens} of the tokens waiting, its share being "
             f"{share:.0f} ({backlog.streams_waiting} streams waiting)")
 
 

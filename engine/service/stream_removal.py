@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from connectors.encoder import StreamEncoders
 from engine.engine import Engine
+from engine.quoting import quoted
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.durability import DataDir
 from engine.service.heap_memory import return_memory
@@ -59,8 +60,8 @@ class StreamRemoval:
         Logged first (a restart forgets it at the same point); raises LogWriteError, forgetting nothing, when
         the log refuses that, and StreamBusy while data or a query job waits on it."""
         if self.engine.scheduler.waiting_on(stream):
-            raise StreamBusy(f"stream {stream!r} has data or an ask waiting for a forward: send the request again "
-                             f"in a moment (or once its feed is stopped)")
+            raise StreamBusy(f"stream {quoted(stream)} has data or an ask waiting for a forward: send the request "
+                             f"again in a moment (or once its feed is stopped)")
         if self.data is not None:
             self.data.items.log_forgotten(stream)
         self.engine.scheduler.drop(stream)
