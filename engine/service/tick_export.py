@@ -3,7 +3,9 @@
 
 The file holds every accepted tick the log retains, in log order (arrival order: each stream's ticks in its own
 time order), in the wire's columns (connectors/ticks.py): ``stream, ts, kind, price, size, side, bid, ask,
-bid_size, ask_size``, ``ts`` int64 ns, a column no exported tick has left out; in a CSV, a stream name a spreadsheet
+bid_size, ask_size, seq``, ``ts`` int64 ns, ``seq`` uint64 (null for a tick sent without one: `feed replay` sends it
+again as the wire's seq, so a serve holding the ticks drops them as duplicates), a column no exported tick has left
+out; in a CSV, a stream name a spreadsheet
 would run as a formula has a leading ``'``, which flashtick's CSV reader takes off (connectors/formula_guard.py).
 Pre-tokenized items carry tokens, not prices: they are counted and left out, as are the log's own records (segment
 starts, expiries). The ticks of a stream logged before a ``{forgotten: stream}`` record (`flashtick forget`: an
