@@ -449,7 +449,7 @@ def test_answers_prints_a_bounded_page_and_topics_says_when_no_answer_is_cached(
         assert (code, out) == (1, "") and err.startswith(f"flashtick answers: nothing after seq {last + 5}: the "
                                                          f"topic's last is {last} (an --after past it: "), err
         code, out, err = run(capsys, "answers", "dir/", *control)
-        assert (code, out) == (1, "") and err.startswith("flashtick answers: 'dir/' names 4 topics (dir/SYN.A/, "
+        assert (code, out) == (1, "") and err.startswith('flashtick answers: "dir/" names 4 topics (dir/SYN.A/, '
                                                          "dir/SYN.B/, "), err
         code, out, err = run(capsys, "answers", "nosuch/AAA/", *control)
         assert (code, out) == (1, "") and err == "flashtick answers: no answer published on \"nosuch/AAA/\" " \
@@ -715,7 +715,7 @@ def test_subscribe_says_once_when_a_stream_prefix_gets_other_streams(capsys) -> 
     assert '"dir5/ZNH6" is a topic prefix: it gets "dir5/ZNH6-ZNM6/" too, and every stream whose name starts with ' \
            "\"ZNH6\"; \"dir5/ZNH6/\" is stream \"ZNH6\" alone" in err, err
     # a query's own topic (alerts/{query}/{stream}/): the stream is the prefix's last part; `alerts/up` is no stream's
-    assert "every stream whose name starts with 'ZN'; 'alerts/updown/ZN/' is stream 'ZN' alone" in err, err
+    assert 'every stream whose name starts with "ZN"; "alerts/updown/ZN/" is stream "ZN" alone' in err, err
 
 
 def test_register_says_which_queries_it_replaced(checkpoint, tmp_path, capsys) -> None:

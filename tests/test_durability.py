@@ -301,7 +301,7 @@ def test_a_restart_names_kept_queries_by_where_they_came_from(checkpoint, tmp_pa
     assert kept == [f"flashtick: 1 query kept in the data directory (queries.yaml: registered live (op register)) and "
                     f"not in {queries}: \"vol\": {tail}",
                     f"flashtick: 1 query kept in the data directory (queries.yaml: listed by an earlier queries file, "
-                    f"taken out of it since) and not in {queries}: 'nll': {tail}"], kept
+                    f"taken out of it since) and not in {queries}: \"nll\": {tail}"], kept
     state = json.loads((tmp_path / "data" / "queries.state.json").read_text())
     del state["origins"]  # as a flashtick before this one wrote it
     (tmp_path / "data" / "queries.state.json").write_text(json.dumps(state))
@@ -309,7 +309,7 @@ def test_a_restart_names_kept_queries_by_where_they_came_from(checkpoint, tmp_pa
     TickPipeline(config(checkpoint, tmp_path / "data", queries)).close()
     kept = [line for line in capsys.readouterr().err.splitlines() if " kept in the data directory " in line]
     assert kept == [f"flashtick: 2 queries kept in the data directory (queries.yaml: registered live, or listed by "
-                    f"an earlier queries file) and not in {queries}: 'nll', 'vol': {tail}"], kept
+                    f"an earlier queries file) and not in {queries}: \"nll\", \"vol\": {tail}"], kept
     assert json.loads((tmp_path / "data" / "queries.state.json").read_text())["origins"] == {"dir": "file"}
 
 
