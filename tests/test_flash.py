@@ -392,5 +392,5 @@ def test_a_startup_query_the_model_cannot_answer_stops_the_start_not_every_step(
                        "  - {name: gen, streams: ['*'], kind: generate, question_tokens: [100000]}\n")
     config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16},
                                       "queries": str(queries)})
-    with pytest.raises(QuerySpecError, match=r"query 'gen': question_tokens\[0\] = 100000 is not below"):
+    with pytest.raises(QuerySpecError, match=r'query "gen": question_tokens\[0\] = 100000 is not below'):
         TickPipeline(config)  # once: an IndexError in every forward, so no query ever answered
