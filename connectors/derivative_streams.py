@@ -33,10 +33,13 @@ DERIVATIVE_EXCHANGES = frozenset({
     "hyperliquid", "bitfinex-derivatives", "ascendex", "woo-x"})
 FUTURES_PRESETS = frozenset({"binance-futures-trades", "binance-futures-aggtrades", "binance-futures-bookticker"})
 # A name that already says it is a derivative: a perpetual's or swap's word, a delivery date (YYMMDD, Deribit's
-# 29MAR24, a month code and year: BTCUSDH24), an option's right, Kraken Futures' prefix. No look-arounds, so the
-# one pattern serves Python's re and polars' (Rust) regex alike.
+# 29MAR24, a month code and year: BTCUSDH24, BitMEX's XBTZ25), an option's right, Kraken Futures' prefix. No
+# look-arounds, so the one pattern serves Python's re and polars' (Rust) regex alike.
 MARKED = (r"(?i)(PERP|SWAP|FUTURE|[-_]\d{6}$|-\d{1,2}(JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC)\d\d|"
-          r"[-_][CP]$|^[A-Z0-9]{5,}[FGHJKMNQUVXZ]\d\d$|^(PF|PI|FI|FF|PV)_)")
+          r"[-_][CP]$|^[A-Z0-9]{3,}[FGHJKMNQUVXZ]\d\d$|^(PF|PI|FI|FF|PV)_)")
+# A spot pair as a derivatives venue writes its spot markets, base and quote apart (BitMEX's XBT_USDT, Deribit's
+# BTC_USDC): spot, never renamed (Tardis.dev's files keep these names as the venue writes them)
+SPOT_PAIR = r"^[A-Z0-9]{2,}_[A-Z]{3,5}$"
 BYBIT_DERIVATIVES = frozenset({"tickdirection", "trdmatchid"})  # public.bybit.com/trading/'s files
 # a BitMEX websocket capture's messages (`{"table": "trade", "action": "insert", "data": [...]}`): a derivatives
 # venue's, its rows named as Tardis.dev's `bitmex` files name them (XBTUSD_PERP), whatever the file is called
@@ -44,13 +47,20 @@ BITMEX_MESSAGE = frozenset({"table", "action"})
 # Bybit v5 publicTrade rows of a perpetual or future: `L`, the tick direction, is "unique to perps & futures" (Bybit's
 # docs); a spot trade has none. Case matters: `T` is the trade's time, `S` its side
 BYBIT_CONTRACT_TRADE = frozenset({"T", "s", "S", "v", "p", "L"})
-TARDIS_NAME = re.compile(r"^(?P<exchange>[a-z0-9-]+)_[a-z_0-9]+_\d{4}-\d\d-\d\d")  # binance-futures_trades_2024-...
+# Tardis.dev's file names: exchange, data type, day (binance-futures_trades_2024-01-02_BTCUSDT.csv.gz); a name such
+# as bybit_spot_trades_2024-01-02 is no Tardis name (its spot exchange is bybit-spot)
+TARDIS_NAME = re.compile(r"^(?P<exchange>[a-z0-9-]+)_(trades|quotes|incremental_book_l2|book_snapshot_\d+|book_ticker|"
+                         r"derivative_ticker|liquidations|options_chain)_\d{4}-\d\d-\d\d", re.IGNORECASE)
+# Bybit's v5 market categories as its websocket paths name them (/v5/public/linear): a book capture's own messages do
+# not say which (spot's and linear's orderbook.1 are alike), its file name or a folder above it may
+BYBIT_CATEGORY = re.compile(r"(?i)(?:^|[^a-z])(linear|inverse|spot)(?:$|[^a-z])")
+BYBIT_BOOK = frozenset({"topic", "s", "b[0].price", "a[0].price"})
 
 
 def derivative_name(name: str) -> str:
     """The stream of a derivatives market's instrument the venue names `name`: `name` when it already marks it as
     a derivative, else `name` + PERP_SUFFIX."""
-    return name if re.search(MARKED, name) else name + PERP_SUFFIX
+    return name if re.search(MARKED, name) or re.match(SPOT_PAIR, name) else name + PERP_SUFFIX
 
 
 def derivative_market(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> str | None:
@@ -64,14 +74,25 @@ def derivative_market(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) ->
         return "bitmex"
     if BYBIT_DERIVATIVES <= {normal_name(n) for n in schema}:  # BitMEX's own trades have the same columns
         return "bitmex" if "bitmex" in path.name.lower() else "bybit"
-    if BYBIT_CONTRACT_TRADE <= set(schema):  # a capture of Bybit's linear or inverse publicTrade
+    if BYBIT_CONTRACT_TRADE <= set(schema):  # a capture of Bybit's linear or inverse publicTrade (with books or not)
         return "bybit"
+    if BYBIT_BOOK <= set(schema):  # a book alone: its category where the path says one, else spot's as written
+        return "bybit" if bybit_category(path) in ("linear", "inverse") else None
     parts = [part.lower() for part in path.resolve().parts]
     for above, here in zip(parts, parts[1:]):
         if above == "futures" and here in ("um", "cm"):
             return "binance-futures" if here == "um" else "binance-delivery"
     found = TARDIS_NAME.match(path.name)
     return found["exchange"] if found and found["exchange"] in DERIVATIVE_EXCHANGES else None
+
+
+def bybit_category(path: Path) -> str | None:
+    """The Bybit category (linear, inverse, spot) the file's name says, else one of the two folders above it (a
+    recorder's `linear/2025-12-01/`); None when none does."""
+    for part in reversed(path.resolve().parts[-3:]):
+        if (found := BYBIT_CATEGORY.search(part)) is not None:
+            return found[1].lower()
+    return None
 
 
 def exchange_column(cmap: ColumnMap, schema: Mapping[str, Any]) -> str | None:
@@ -106,16 +127,28 @@ def derivative_rows(stream: pl.Expr, path: Path, cmap: ColumnMap,
                     schema: Mapping[str, Any]) -> tuple[pl.Expr, list[str]]:
     """A stream column's names by the rule, for the rows of a derivatives market: every row of a file that says
     which (`derivative_market`, with a note), else those whose Tardis.dev `exchange` is one."""
-    plain = stream.is_not_null() & ~stream.str.contains(MARKED)
+    plain = stream.is_not_null() & ~stream.str.contains(MARKED) & ~stream.str.contains(SPOT_PAIR)
     notes = []
     if (market := derivative_market(path, cmap, schema)) is not None:
         rows = plain
         notes.append(f"{path.name}: a {market} file, a derivatives market: a symbol the venue writes as its spot "
                      f"pair's (BTCUSDT) is stream {'BTCUSDT' + PERP_SUFFIX}, apart from the spot stream (docs/"
-                     f"replay.md, Derivatives' streams); a name that says its contract (BTCUSD_PERP) is kept")
+                     f"replay.md, Derivatives' streams); a name that says its contract (BTCUSD_PERP, a dated "
+                     f"future's XBTZ25) or a spot pair written apart (XBT_USDT) is kept")
     elif (column := exchange_column(cmap, schema)) is not None:
         venue = pl.col(column).cast(pl.String).str.strip_chars().str.to_lowercase()
         rows = plain & venue.is_in(sorted(DERIVATIVE_EXCHANGES))
     else:
-        return stream, []
+        return stream, unsaid_bybit_book(path, schema)
     return pl.when(rows).then(stream + PERP_SUFFIX).otherwise(stream), notes
+
+
+def unsaid_bybit_book(path: Path, schema: Mapping[str, Any]) -> list[str]:
+    """A note for a Bybit book capture whose category nothing says: read as written, as spot's names are."""
+    if not BYBIT_BOOK <= set(schema) or bybit_category(path) is not None:
+        return []
+    return [f"{path.name}: Bybit book messages do not say their market (spot's and linear's orderbook.1 are alike, "
+            f"BTCUSDT), nor does the file's name or a folder above it: read as written, the spot stream BTCUSDT. A "
+            f"capture of the linear or inverse book (wss://stream.bybit.com/v5/public/linear) is that market's "
+            f"stream, BTCUSDT{PERP_SUFFIX}, beside its trades, where its name or folder says linear or inverse "
+            f"(bybit_linear_ob.jsonl, linear/ob.jsonl) (docs/replay.md, Derivatives' streams)"]

@@ -8,6 +8,12 @@ connectors/exchange_shapes.py's ARRAY_SHAPES read them by their channel and keys
   `timestamp` stamps them). A ticker's last `price` is left out: it is the trade the market_trades channel sends.
 * Kraken v1 `spread` (the top of book): `[channelID, [bid, ask, timestamp, bidVolume, askVolume], "spread",
   "XBT/USD"]`, a message a line as its `trade` arrays are (those: connectors/json_objects.py).
+* Bybit v5 `publicTrade` beside `orderbook.1` in one capture (one connection subscribed to both, as one records
+  `wss://stream.bybit.com/v5/public/linear`): a book message's `data` is one object where a trade message's is a
+  list, which no one table holds. Each book message's object becomes a one-tick list, stamped `T` (a trade's time
+  key) with the message's `ts`, and every message gets `channel`, its topic less the symbol (`publicTrade`,
+  `orderbook.1`), so that trades and quotes read from one map (connectors/exchange_shapes.py's
+  `bybit-trades-book`).
 
 Any other line is kept as it was. A file is looked at only when its first lines show one of these layouts.
 
@@ -20,7 +26,7 @@ dropped (the book at subscribing, a message left out).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 import polars as pl
 
@@ -32,17 +38,35 @@ ADVANCED_TICKER = ("product_id", "best_bid", "best_bid_quantity", "best_ask", "b
 
 
 def unwrapped_messages(lines: list[bytes]) -> list[bytes]:
-    """The lines with Coinbase Advanced Trade envelopes and Kraken v1 spread arrays as `{"channel", "data"}`
-    messages; the same list when the file's first lines hold neither."""
+    """The lines with Coinbase Advanced Trade envelopes, Kraken v1 spread arrays and the messages of a Bybit capture
+    of trades and books as `{"channel", "data"}` messages; the same list when the file holds none of them."""
     head = [line for line in lines[:SNIFF_LINES] if line.strip()]
     advanced = any(b'"events"' in line and b'"channel"' in line for line in head)
     spread = any(line.lstrip().startswith(b"[") and b'"spread"' in line for line in head)
+    if any(b'"topic"' in line for line in head) and _bybit_trades_and_books(lines):
+        return [_unwrapped(line, _bybit_message) for line in lines]
     if not advanced and not spread:
         return lines
     return [_unwrapped(line) for line in lines]
 
 
-def _unwrapped(line: bytes) -> bytes:
+def _bybit_trades_and_books(lines: list[bytes]) -> bool:
+    """Whether a Bybit capture holds trade messages and book messages both (a byte search, no parse)."""
+    return any(b'"publicTrade.' in line for line in lines) and any(b'"orderbook.' in line for line in lines)
+
+
+def _bybit_message(value: Any) -> dict[str, Any] | None:
+    """A Bybit v5 message with `channel` (its topic less the symbol) and `data` a list: a book message's object as a
+    one-tick list stamped `T` with the message's `ts`; None for any other value (an ack, a pong: kept as it is)."""
+    if not isinstance(value, dict) or not isinstance(topic := value.get("topic"), str) or "." not in topic:
+        return None
+    data = value.get("data")
+    if isinstance(data, dict):
+        data = [data | ({"T": value["ts"]} if "ts" in value and "T" not in data else {})]
+    return value | {"channel": topic.rsplit(".", 1)[0], "data": data}
+
+
+def _unwrapped(line: bytes, rewrite: Callable[[Any], dict[str, Any] | None] | None = None) -> bytes:
     text = line.strip()
     if not text or text[:1] not in (b"{", b"["):
         return line
@@ -50,7 +74,10 @@ def _unwrapped(line: bytes) -> bytes:
         value = json.loads(text)
     except (ValueError, RecursionError):
         return line  # rejected as not_json where the lines are read
-    message = _advanced_trade(value) if isinstance(value, dict) else _kraken_spread(value)
+    if rewrite is not None:
+        message = rewrite(value)
+    else:
+        message = _advanced_trade(value) if isinstance(value, dict) else _kraken_spread(value)
     return line if message is None else json.dumps(message).encode()
 
 

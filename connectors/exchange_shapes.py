@@ -153,6 +153,7 @@ class ArrayShape:
     columns: ColumnMap
     says: str
     repeats: str | None = None  # why a capture of it repeats trades (Shape.repeats)
+    every_channel: bool = False  # read only where all its channels are found (a file of one is another shape's)
 
 
 OKX_BOOK = dict(ts="ts", ts_unit=EPOCH, kind=QUOTE, stream_col="instId")
@@ -161,6 +162,16 @@ ARRAY_SHAPES = (  # trades first: a capture of several channels replays its trad
                ColumnMap(ts="ts", ts_unit=EPOCH, kind=TRADE, stream_col="instId", price="px", size="sz",
                          side="side"),
                "OKX trades: ts=ts (ms), stream=instId, price=px, size=sz, side (the taker's)"),
+    # a capture of trades and the top of book (connectors/exchange_envelopes.py made its books' objects lists, each
+    # stamped T with its message's ts): before trades alone, whose keys it holds
+    ArrayShape("bybit-trades-book", ("publicTrade", "orderbook.1"),
+               frozenset({"T", "s", "S", "v", "p", "b[0].price", "a[0].price"}),
+               ColumnMap(ts="T", ts_unit=EPOCH, stream_col="s", price="p", size="v", side="S", bid="b[0].price",
+                         ask="a[0].price", bid_size="b[0].size", ask_size="a[0].size", fill_quotes=True),
+               f"Bybit publicTrade and {BYBIT_BOOK_SAID} in one capture: trades ts=T (ms), price=p, size=v, side=S "
+               f"(the taker's); quotes of the best level, bid=b[0], ask=a[0] (price and size; a level of size 0 is "
+               f"deleted), stamped with their message's ts (ms), a delta's side that did not change keeping the "
+               f"stream's last quote's; stream=s", every_channel=True),
     ArrayShape("bybit-trades", ("publicTrade",), frozenset({"T", "s", "S", "v", "p"}),
                ColumnMap(ts="T", ts_unit=EPOCH, kind=TRADE, stream_col="s", price="p", size="v", side="S"),
                "Bybit publicTrade: ts=T (ms), stream=s, price=p, size=v, side=S (the taker's)"),
@@ -259,7 +270,7 @@ def array_shape_of(path: Path, frame: pl.DataFrame, tickless: Mapping[str, int])
     channels = _counts(frame, "channel", "ticks without a channel")
     for shape in ARRAY_SHAPES:
         kept = [c for c in shape.channels if c in channels]
-        if kept and shape.keys <= set(frame.columns):
+        if kept and shape.keys <= set(frame.columns) and (len(kept) == len(shape.channels) or not shape.every_channel):
             others = _said({k: n for k, n in channels.items() if k not in kept})
             left = "".join(f"; {what} left out, counted as filtered_out: {said}" for what, said in (
                 ("other channels' ticks", others), ("messages without ticks", _said(tickless))) if said)

@@ -126,6 +126,7 @@ def line_objects(path: Path, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int
     except pl.exceptions.PolarsError:
         pass
     fixed, bad = [], {}
+    shapes: dict[str, dict[str, int]] = {}  # top-level key -> {object or list: its first line}, for the refusal
     for row, line in enumerate(lines):
         text = line.strip()
         if not text:
@@ -157,12 +158,20 @@ def line_objects(path: Path, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int
             bad[row] = NOT_JSON, f"a JSON {type(value).__name__.replace('dict', 'object')}, not an object: {shown}"
             fixed.append(b"{}")
             continue
+        for key, item in value.items():
+            if isinstance(item, (dict, list)):
+                shapes.setdefault(key, {}).setdefault("an object" if isinstance(item, dict) else "a list", row)
         fixed.append(text)
     try:
         return pl.read_ndjson(io.BytesIO(b"\n".join(fixed)), infer_schema_length=None), bad
-    except pl.exceptions.PolarsError as e:
-        raise ValueError(f"{path}: its objects do not read as one table ({str(e).splitlines()[0]}): a field holds "
-                         f"an object on some lines and a list on others") from None
+    except pl.exceptions.PolarsError:
+        mixed = next(((key, found) for key, found in shapes.items() if len(found) > 1), None)
+        where = "a field" if mixed is None else f"{mixed[0]!r}" + "".join(
+            f", {kind} on line {row + 1}" for kind, row in mixed[1].items())
+        raise ValueError(f"{path}: its messages are of kinds no one table holds ({where}): a capture of several "
+                         f"channels whose messages differ so; replay each channel from a file of its own (grep "
+                         f"its channel or topic into one), or see docs/replay.md's vendor table for the "
+                         f"captures read together") from None
 
 
 def one_array(lines: list[bytes]) -> pl.DataFrame | None:
