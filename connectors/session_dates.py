@@ -8,8 +8,10 @@ once in the afternoon or evening (the daily break before the evening open), the 
 read on the calendar day before their trade date, whatever the file's row order (sorted by trade date then time,
 or evening first). A file whose dated evening rows fall on a Saturday or a Sunday holds calendar dates under that
 name (no trade date is a weekend's at these exchanges): it is read as written, said in a note. An evening whose
-trade date skips a holiday mid-week (a Wednesday evening carrying Friday's date) is a day late still, and a Friday
-night session carrying Monday's date (JPX's) is read on the Sunday: only the exchange's calendar knows them
+trade date skips a holiday mid-week (a Wednesday evening carrying Friday's date) is a day late still: only the
+exchange's calendar knows it. Read in Asia/Tokyo (JPX, no Sunday session), an evening is the business day before:
+a Friday night session carrying Monday's date is read on the Friday, its rows after midnight (before the night's
+morning close) on the Saturday; elsewhere a Monday's evening is the Sunday's, as CME's week opens
 (docs/replay.md#trade-dates). The open is found per stream, from its own times (products of one file may pause at
 different hours), and the note names it.
 
@@ -36,13 +38,19 @@ MINUTE_NS, DAY_NS = 60 * 10**9, 86_400 * 10**9
 TRADE_DATE_NAMES = frozenset({"tradedate", "tradingday", "tradingdate", "sessiondate"})
 BREAK_MINUTES = 30  # the least pause of the times of day taken for a daily break (CME's is 60 min, JPX's 75)
 EVENING_FROM_MINUTE = 12 * 60  # the break before the evening open starts after noon (JPX's 06:00-08:45 is not it)
-SATURDAY, SUNDAY = 5, 6  # weekdays, Monday 0; epoch day 0 (1970-01-01) was a Thursday (3)
+MONDAY, SATURDAY, SUNDAY = 0, 5, 6  # weekdays, Monday 0; epoch day 0 (1970-01-01) was a Thursday (3)
+# zones of exchanges without a Sunday session, whose night session belongs to the NEXT business day: Monday's trade
+# date's night session opens on the Friday before (JPX/OSE's 17:00 JST, its rows after midnight on the Saturday).
+# CME's week opens on Sunday evening, which is Monday's trade date's evening: the day before, elsewhere
+NIGHT_SESSION_ZONES = frozenset({"Asia/Tokyo", "Japan"})
 
 
 class SessionOpen(NamedTuple):
-    """The evening open found in a trade-date file's times of day, and the break before it, in minutes."""
+    """The evening open found in a trade-date file's times of day, and the break before it, in minutes; the night
+    session's morning close where the times pause before noon (JPX's 06:00), else None."""
     open_minute: int
     break_from: int
+    night_close: int | None = None
 
 
 def names_a_trade_date(column: str) -> bool:
@@ -68,7 +76,10 @@ def session_open(minutes: list[int]) -> SessionOpen | None:
     if not pauses:
         return None
     _, before, after = max(pauses)
-    return SessionOpen(after, before)
+    # the morning close: the pause before noon (JPX's 06:00-08:45), or, a file of night sessions alone, the one above
+    mornings = [gap for gap in gaps if gap[2] < EVENING_FROM_MINUTE]
+    close = before if before < EVENING_FROM_MINUTE else max(mornings)[1] if mornings else None
+    return SessionOpen(after, before, close)
 
 
 def clock_text(minute: int) -> str:
@@ -91,6 +102,16 @@ class StreamOpens(NamedTuple):
         keys = list(self.opens)
         return minute >= stream.replace_strict(keys, [self.opens[k].open_minute for k in keys], default=None,
                                                return_dtype=pl.Int64)
+
+    def night_morning(self, stream: pl.Expr, minute: pl.Expr) -> pl.Expr:
+        """Whether a row is after midnight and at or before its stream's night session's morning close (false without
+        one)."""
+        keys = [k for k, opened in self.opens.items() if opened.night_close is not None]
+        if not keys:
+            return pl.lit(False)
+        close = stream.replace_strict(keys, [self.opens[k].night_close for k in keys], default=None,
+                                      return_dtype=pl.Int64)
+        return (minute <= close).fill_null(False)  # (the close: the last minute before the pause)
 
     def said(self, time: str) -> str:
         """The open(s) for a note: `17:00 in 'Time' (the evening open, after the daily pause from 16:00)`, or each
@@ -209,27 +230,52 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
         return ts, [f"{path.name}: column {date!r} is {said} as a trade date, but {weekend} of its rows at or after "
                     f"{at} fall on a Saturday or a Sunday, which is no trade date: read as calendar dates, as "
                     f"written"], None
+    night = cmap.tz in NIGHT_SESSION_ZONES  # Monday's night session on the Friday before (JPX's)
+    days_back = night_days_back(opens, stream, minute, evening, weekday) if night else evening.cast(pl.Int64)
     if counted:  # from the midnight before, at that day's offset
         day, counts = (pl.col(c) for c in cmap.ts_columns)
-        earlier = after_midnight(cmap, row_day(day) - pl.duration(days=1), counts.cast(pl.Float64, strict=False))
+        earlier = after_midnight(cmap, row_day(day) - pl.duration(days=days_back),
+                                 counts.cast(pl.Float64, strict=False))
     elif wall is None:
-        earlier = ts - DAY_NS
+        earlier = ts - days_back * DAY_NS
     else:  # the day before's wall clock, in the zone: its own UTC offset (a summer-time change between the two)
-        earlier = (wall - DAY_NS).cast(pl.Datetime("ns")).dt.replace_time_zone(
+        earlier = (wall - days_back * DAY_NS).cast(pl.Datetime("ns")).dt.replace_time_zone(
             cmap.tz, ambiguous="earliest", non_existent="null").dt.epoch("ns")
-    shifted = pl.when(evening).then(earlier).otherwise(ts).alias("_ts")
+    moving = (days_back > 0).fill_null(False)
+    shifted = pl.when(moving).then(earlier).otherwise(ts).alias("_ts")
     # a step back onto an evening's first row is the move's (day session written first); any other is not
     back = (shifted.forward_fill().diff() < 0).fill_null(False)
-    moved = back & evening.fill_null(False) & ~evening.shift(1).fill_null(False)
-    moved_back, others = rows.select(moved.sum(), stream.cast(pl.String).filter(back & ~moved)
-                                     .unique(maintain_order=True).head(3).implode()).collect().row(0)
+    moved = back & moving & ~moving.shift(1).fill_null(False)
+    moved_back, others, mondays = rows.select(
+        moved.sum().alias("moved"), stream.cast(pl.String).filter(back & ~moved).unique(maintain_order=True).head(3)
+        .implode().alias("others"), (evening & (weekday == MONDAY)).sum().alias("mondays")).collect().row(0)
     why = ("is an exchange trade (session) date" if named else
            "holds exchange trade (session) dates, not calendar dates: within a date its times run from the evening "
            "open through midnight to the day session, in file order")
     past_said = f" ({past_rows} of them written past 24:00, counted from that day's midnight)" if past_rows else ""
+    if night:
+        read_on = (f"read on the business day before their trade date: a Monday's night session on the Friday "
+                   f"before, its rows after midnight on the Saturday ({cmap.tz}: JPX's night session belongs to "
+                   f"the next business day; holidays are not known: a session before one is read late)")
+    else:
+        monday = (f"; {mondays} of them carry a Monday's date and are read on the Sunday, as CME's week opens; an "
+                  f"exchange whose Monday night session is the Friday's (JPX) is read so in --tz Asia/Tokyo"
+                  if mondays else "")
+        read_on = f"read on the calendar day before their trade date{monday}"
     return shifted, [f"{path.name}: column {date!r} {why}: its {count} row(s) at or after {at} are its evening "
-                     f"session{past_said}, read on the calendar day before their trade date "
-                     f"(docs/replay.md#trade-dates)"], EveningsMoved(int(moved_back), list(others))
+                     f"session{past_said}, {read_on} (docs/replay.md#trade-dates)"], \
+        EveningsMoved(int(moved_back), list(others))
+
+
+def night_days_back(opens: StreamOpens, stream: pl.Expr, minute: pl.Expr, evening: pl.Expr,
+                    weekday: pl.Expr) -> pl.Expr:
+    """Days before its trade date a row of an exchange without a Sunday session is at: an evening's row the
+    business day before (3 days from a Monday, else 1), a Monday night session's rows after midnight the Saturday
+    (2 days); others 0."""
+    monday = weekday == MONDAY
+    morning = opens.night_morning(stream, minute) & ~evening.fill_null(False)
+    return (pl.when(evening & monday).then(3).when(evening).then(1).when(morning & monday).then(2)
+            .otherwise(0).cast(pl.Int64))
 
 
 def counted_clock(cmap: ColumnMap) -> pl.Expr:

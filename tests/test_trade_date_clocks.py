@@ -84,8 +84,61 @@ def test_a_trade_date_with_a_clock_past_midnight_reads_each_row_at_its_instant(
     evenings = sum(1 for _, at in rows if at.hour >= 17 or (past_24 and at.hour < 8))
     said = [n for n in replay.notes if f"its {evenings} row(s) at or after 17:00 in 'Time'" in n]
     assert said and "are its evening session" in said[0], replay.notes
-    assert "read on the calendar day before their trade date" in said[0]
+    before = "business day before" if venue == "jpx" else "calendar day before"  # (Tuesday and Wednesday alike)
+    assert f"read on the {before} their trade date" in said[0]
     assert ("written past 24:00" in said[0]) == past_24
+
+
+def night_rows(trade_date: date, night_of: date, day_session: bool) -> list[datetime]:
+    """JPX's rows of one trade date every 15 min: its night session from 17:00 on `night_of` to 06:00 the day after,
+    then (day_session) 08:45 to 15:45 on the trade date."""
+    at = datetime.combine(night_of, datetime.min.time(), TOKYO).replace(hour=17)
+    end = at + timedelta(hours=13)
+    out = []
+    while at <= end:
+        out.append(at)
+        at += timedelta(minutes=15)
+    if day_session:
+        at = datetime.combine(trade_date, datetime.min.time(), TOKYO).replace(hour=8, minute=45)
+        while (at.hour, at.minute) <= (15, 45):
+            out.append(at)
+            at += timedelta(minutes=15)
+    return out
+
+
+@pytest.mark.parametrize("day_session", [False, True])
+def test_a_jpx_night_session_is_the_business_day_befores_evening(tmp_path: Path, day_session: bool) -> None:
+    """review336 #5: the Friday night session carries Monday's trade date and runs Friday 17:00 to Saturday 06:00;
+    a mid-week night (Wednesday's, Thursday's trade date) is the calendar day before's. Read two days late before."""
+    sessions_by_date = [(date(2026, 11, 26), date(2026, 11, 25)), (date(2026, 11, 27), date(2026, 11, 26)),
+                        (date(2026, 11, 30), date(2026, 11, 27)), (date(2026, 12, 1), date(2026, 11, 30))]
+    rows = [(trade_date, at) for trade_date, night_of in sessions_by_date
+            for at in night_rows(trade_date, night_of, day_session)]
+    lines = ["Trade Date,Time,Symbol,Price,Volume"] + [
+        f"{trade_date:%Y-%m-%d},{at:%H:%M:%S},NK225M,{38000 + i},1" for i, (trade_date, at) in enumerate(rows)]
+    path = tmp_path / "nk225m.csv"
+    path.write_text("\n".join(lines) + "\n")
+    replay = FileReplay(path, columns=map_from_options(
+        columns="ts=Trade Date+Time,price=Price,size=Volume,stream=Symbol,tz=Asia/Tokyo"))
+    ticks = drain(replay)
+    assert sorted(t.ts for t in ticks) == sorted(int(at.timestamp()) * 10**9 for _, at in rows)
+    friday = [t for t in ticks if 38000 + rows.index((date(2026, 11, 30), night_rows(
+        date(2026, 11, 30), date(2026, 11, 27), False)[0])) == t.price]
+    assert datetime.fromtimestamp(friday[0].ts / 1e9, TOKYO) == datetime(2026, 11, 27, 17, tzinfo=TOKYO)
+    assert not {datetime.fromtimestamp(t.ts / 1e9, TOKYO).weekday() for t in ticks} & {6}  # no Sunday
+    assert any("a Monday's night session on the Friday before, its rows after midnight on the Saturday" in n
+               for n in replay.notes), replay.notes
+
+
+def test_a_monday_evening_elsewhere_is_the_sunday_and_the_note_names_the_jpx_reading(tmp_path: Path) -> None:
+    """CME's week opens on Sunday evening, Monday's trade date: read so outside Asia/Tokyo, and said."""
+    rows = [(date(2026, 11, 30), at) for at in sessions(date(2026, 11, 30), **CME)]
+    path = write(tmp_path / "cme.csv", rows, past_24=False, counted=False)
+    replay = FileReplay(path, columns=map_from_options(
+        columns="ts=TradeDate+Time,price=Price,size=Volume,trade_date=TradeDate,tz=America/Chicago"))
+    assert [t.ts for t in drain(replay)] == [int(at.timestamp()) * 10**9 for _, at in rows]
+    assert any("carry a Monday's date and are read on the Sunday, as CME's week opens" in n and
+               "--tz Asia/Tokyo" in n for n in replay.notes), replay.notes
 
 
 def test_a_calendar_date_with_a_time_past_24_is_on_the_next_day(tmp_path: Path) -> None:
