@@ -25,6 +25,8 @@ from connectors.finer_clock import finer_clock
 from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout, detect_columns
 from connectors.layout_notes import coinbase_sides
+from connectors.iqfeed_level1 import is_level1_capture
+from connectors.iqfeed_ticks import IQFEED_NAMES
 from connectors.map_options import Refine
 from connectors.map_vocabulary import DAY_CLOCK_UNITS
 from connectors.mapped_columns import columns_lacking, spelled_as_the_file
@@ -87,6 +89,16 @@ def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Call
     if _writes_only_changes(cmap, list(schema)):
         cmap = replace(cmap, fill_quotes=True)
     zoned = cmap.tz is not None  # a layout known to write its zone (IQFeed's Eastern time): no venue's note
+    fixed_zone: list[str] = []
+    if zoned and _iqfeed_clock(path, guessed) and isinstance(spec, Refine) and not own_map and \
+            keys.get("tz") not in (None, cmap.tz):
+        # a --tz for every file is for naive times whose zone the file does not say: IQFeed's clock is always DTN's
+        # US Eastern (review336 #6: a JPX file's --tz moved an IQFeed capture beside it by 14 h)
+        fixed_zone = [f"{path.name}: its times are its format's clock, {cmap.tz}, so --tz {keys['tz']} (for the "
+                      f"files whose times name no zone) is not applied to it; its own map in a replay list "
+                      f"(columns: {{tz: ZONE}}) reads it in another"]
+        spec = Refine({k: v for k, v in spec.keys.items() if k != "tz"}, spec.across_files)
+        keys = spec.keys
     # TAQ's New York, B3's Sao Paulo, unless --tz says otherwise (or the times carry their offset)
     detected = cmap = venue_zone(cmap, schema, lambda: time_sample(path, names, dialect, cmap.ts_columns))
     other_kind: list[str] = []
@@ -107,7 +119,12 @@ def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Call
     kind_notes += venue_note(path, cmap, schema, names, dialect) + correction_notes + [
         note for said in (condition_note, amendment_note, sale_condition_note)
         for note in said(path, cmap, schema, names, dialect)]
-    return spec, cmap, other_kind + kind_notes, date_notes, zone_notes, shaped_note
+    return spec, cmap, fixed_zone + other_kind + kind_notes, date_notes, zone_notes, shaped_note
+
+
+def _iqfeed_clock(path: Path, guessed: ColumnMap | None) -> bool:
+    """Whether a file is one of DTN IQFeed's (a Level 1 capture, its tick history), whose times are US Eastern."""
+    return is_level1_capture(path) or guessed is not None and set(IQFEED_NAMES[:7]) <= set(guessed.names or ())
 
 
 KIND_KEYS = {"trades": ("price", "size", "side"), "quotes": ("bid", "ask", "bid_size", "ask_size")}

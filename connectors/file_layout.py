@@ -225,23 +225,31 @@ def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
 
 
 def _level1_day(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
-    """An IQFeed Level 1 capture's day: the one its name (or a folder above it) holds, else its `T,` time stamp
-    lines' (the first one's date); the name's wins where they disagree (the day the user named it for), with a
-    note naming both. ValueError where neither gives one (the capture's own refusal says how to give it)."""
+    """An IQFeed Level 1 capture's day: the feed's own, its first `T,` time stamp line's, else its lines' Most Recent
+    Trade Date (the first one's), else the one its name (or a folder above it) holds; the feed's wins where they
+    disagree (a file named for its trade date holds a session that opened the evening before: review336 #11), with
+    a note naming both. ValueError where none gives one (the capture's own refusal says how to give it)."""
     if cmap.date != DATE_FROM_NAME:  # a day given (--date, --columns date=)
         return date_of(path, cmap)
-    stamped = json_lines.table(path).stamp_day
+    table = json_lines.table(path)
+    feed = [(day, said) for day, said in ((table.stamp_day, "its first `T,` time stamp line (the feed's clock)"),
+                                         (table.field_day, "its lines' Most Recent Trade Date")) if day is not None]
     try:
-        cmap, notes = date_of(path, cmap)
+        named, notes = date_of(path, cmap)
     except ValueError:
-        if stamped is None:
+        if not feed:
             raise
-        return replace(cmap, date=stamped), [f"{path.name}: the day is {stamped}, from its first `T,` time stamp "
-                                             f"line (its name holds none), times in {cmap.tz} (--date gives another)"]
-    if stamped is not None and stamped != cmap.date:
-        notes.append(f"{path.name}: its name's day {cmap.date} is read, though its first `T,` time stamp line "
-                     f"says {stamped} (the feed's clock): --date {stamped} reads it on that day")
-    return cmap, notes
+        named, notes = None, []
+    if not feed or named is not None and named.date == feed[0][0]:
+        return named, notes
+    day, said = feed[0]
+    if named is None:
+        return replace(cmap, date=day), [f"{path.name}: the day is {day}, from {said} (its name holds none), times "
+                                         f"in {cmap.tz} (--date gives another)"]
+    return replace(cmap, date=day), [f"{path.name}: the day is {day}, from {said}, not its name's {named.date}: the "
+                                     f"feed's own date is read (a file named for a trade date may hold a session "
+                                     f"that opened the evening before); --date {named.date} reads it on the name's "
+                                     f"day"]
 
 
 def _names_over_header(path: Path, names: tuple[str, ...], dialect: Dialect, spec: ColumnMap | Refine | None,

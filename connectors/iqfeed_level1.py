@@ -73,9 +73,10 @@ def undated_refusal(path: Path) -> str:
     """Why a capture whose day neither its name (nor a folder above it) holds nor a key gives is not read, and how
     to give it (connectors/file_layout.py says it where the map's `date` finds none)."""
     return (f"{path}: DTN IQFeed live Level 1 messages: their times (Most Recent Trade Time, Bid Time, Ask Time) "
-            f"are times of day in US Eastern without a date, and neither the file's name nor a folder above it "
-            f"holds one (YYYY-MM-DD): give the day with --columns date=YYYY-MM-DD (or --date YYYY-MM-DD), or name "
-            f"the file with its date (ESZ26_2026-11-30.txt)")
+            f"are times of day in US Eastern, and nothing gives their date: no `T,YYYYMMDD HH:MM:SS` time stamp line "
+            f"(the feed sends one a second), no Most Recent Trade Date field in its field list (or none filled), and "
+            f"no date (YYYY-MM-DD) in the file's name or a folder above it: give the day with --columns "
+            f"date=YYYY-MM-DD (or --date YYYY-MM-DD), or name the file with its date (ESZ26_2026-11-30.txt)")
 
 
 def is_level1_capture(path: Path) -> bool:
@@ -110,6 +111,7 @@ class Level1Table:
     tickless: dict[int, str]  # row -> what it is: an update or summary that makes no tick
     notes: list[str]
     stamp_day: str | None = None  # the capture's first day by its `T,` lines (YYYY-MM-DD), None without one
+    field_day: str | None = None  # its first day by its lines' Most Recent Trade Date, None without one
 
 
 @dataclass
@@ -124,6 +126,7 @@ class _State:
 PICKED = ("Symbol", "Most Recent Trade Time", "Most Recent Trade", "Most Recent Trade Size", "Total Volume", "Bid",
           "Bid Size", "Ask", "Ask Size", "Bid Time", "Ask Time", "Most Recent Trade Market Center",
           "Most Recent Trade Conditions", "Message Contents")
+TRADE_DATE = "Most Recent Trade Date"  # a field a capture may select: the day of its Most Recent Trade Time
 QUOTE_FLAGS = frozenset("ba")  # Message Contents: a bid update, an ask update (for the first sight of a symbol)
 CLOCKS_HELD = 1 << 16  # times of day kept read (a quote's unchanged side repeats its time): cleared past this many
 
@@ -137,6 +140,15 @@ class _Fields:
         self.fields, self.count = fields, len(fields)
         at = {name: i for i, name in enumerate(fields, start=1)}  # (a line's values start with its message letter)
         self.pick = operator.itemgetter(*(at.get(name, len(fields) + 1) for name in PICKED))
+        self.date_at = at.get(TRADE_DATE)  # a line's Most Recent Trade Date (MM/DD/YYYY), where the list has it
+
+
+def _trade_day(text: str) -> dt.date | None:
+    """IQFeed's Most Recent Trade Date, `MM/DD/YYYY`, as a date; None for an empty or unreadable field."""
+    try:
+        return dt.datetime.strptime(text, "%m/%d/%Y").date() if text else None
+    except ValueError:
+        return None
 
 
 def _onward(time: int | None, latest: int) -> int | None:
@@ -195,6 +207,7 @@ class _Level1Reader:
         self.latest = 0  # the latest time the capture has shown, in microseconds after midnight
         self.made = {"quotes": 0, "trades": 0}
         self.stamp_day: str | None = None
+        self.field_day: str | None = None
         self.given = False  # whether a field list was given (else IQFeed's default fields)
         self._clocks: dict[str, int | None] = {}
 
@@ -217,6 +230,16 @@ class _Level1Reader:
             except ValueError:  # no calendar date (20261399): no day from it; a later line may give one
                 pass
         self.latest = max(self.latest, time)
+
+    def first_day_of_trade(self, day: dt.date, trade_time: str) -> None:
+        """The capture's first day from a line's Most Recent Trade Date: the day its trade time is on, less the
+        days the capture's clock has counted on past midnights."""
+        try:
+            time = _onward(self._clock(trade_time), self.latest)
+        except ValueError:
+            return  # (the line is rejected for it below)
+        if time is not None:
+            self.field_day = (day - dt.timedelta(days=time // DAY)).isoformat()
 
     def update(self, index: int, message: str, picked: tuple[str, ...]) -> bool:
         """Reads a `Q,`/`P,` line's fields into row `index`; whether it made a tick. ValueError for a field that
@@ -294,7 +317,7 @@ def level1_table(lines: list[str]) -> Level1Table:
     notes = [f"read as DTN IQFeed live Level 1 messages by {which}: {made['quotes']} quote(s) where a `Q,` update "
              f"changed the bid or ask, {made['trades']} trade(s) where one printed a new trade (the last trade "
              f"repeated beside a quote is not replayed again), times of day in US Eastern ({ZONE})"]
-    return Level1Table(frame, bad, tickless, notes, reader.stamp_day)
+    return Level1Table(frame, bad, tickless, notes, reader.stamp_day, reader.field_day)
 
 
 def _read_lines(lines: list[str], reader: _Level1Reader, bad: dict[int, tuple[str, str]], tickless: dict[int, str],
@@ -322,6 +345,8 @@ def _read_lines(lines: list[str], reader: _Level1Reader, bad: dict[int, tuple[st
             continue
         values.append("")  # (what a field the list lacks reads as)
         picked = fields.pick(values)
+        if reader.field_day is None and fields.date_at is not None and (day := _trade_day(values[fields.date_at])):
+            reader.first_day_of_trade(day, picked[1])
         try:
             made = reader.update(index, line[0], picked)
         except ValueError as e:

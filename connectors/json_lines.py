@@ -117,6 +117,7 @@ class JsonLinesTable:
     records: bool = False  # the file is one JSON array (a REST dump): a row is a record, not a line
     users: int = 0
     stamp_day: str | None = None  # an IQFeed Level 1 capture's first day by its `T,` lines (YYYY-MM-DD)
+    field_day: str | None = None  # ... by its lines' Most Recent Trade Date, where its field list selects it
 
     def where(self, row: int) -> str:
         """A row as a user finds it in the file: its line, or its record in a REST dump's array."""
@@ -254,7 +255,7 @@ def _level1(path: Path, lines: list[bytes]) -> JsonLinesTable:
     objects = read.frame.height - read.frame.select(pl.all_horizontal(pl.all().is_null()).sum()).item()
     shape = Shape("iqfeed-level1", LEVEL1_MAP, f"{path.name}: {read.notes[0]}")
     return JsonLinesTable(path, copy, read.bad, objects, shape, read.notes[1:], skipped=read.tickless,
-                          stamp_day=read.stamp_day)
+                          stamp_day=read.stamp_day, field_day=read.field_day)
 
 
 def _written(path: Path, frame: pl.DataFrame) -> Path:

@@ -519,7 +519,8 @@ def test_iqfeed_level1_without_a_field_list_reads_the_default_fields_and_trades_
     lines.insert(1, lines[1])  # the first `Q,` (a new trade and quote after the summary), twice: no second tick
     path = tmp_path / "ESZ26-level1.txt"
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(ValueError, match=r"times of day in US Eastern without a date.*--columns date=YYYY-MM-DD"):
+    with pytest.raises(ValueError, match=r"times of day in US Eastern, and nothing gives their date: no `T,YYYYMMDD "
+                                         r"HH:MM:SS` time stamp line.*--columns date=YYYY-MM-DD"):
         FileReplay(path)
     replay = FileReplay(path, columns=map_from_options(columns="date=2026-11-30", detect=True))
     assert _level1_ticks(replay) == LEVEL1_TICKS
@@ -614,8 +615,9 @@ def test_iqfeed_level1_first_sight_of_a_symbol_sets_its_state_unless_the_feed_sa
 
 
 def test_iqfeed_level1_day_from_its_t_lines_when_its_name_gives_none(tmp_path: Path) -> None:
-    """fix327 #4: a capture's `T,YYYYMMDD HH:MM:SS` lines give its day when its name (and folders) hold none; a name
-    that holds one wins where they disagree (the day the user named it for), with a note naming both."""
+    """fix327 #4: a capture's `T,YYYYMMDD HH:MM:SS` lines give its day when its name (and folders) hold none; where
+    a name holds another, the feed's clock wins (review336 #11: a session file named by its trade date), with a note
+    naming both and the --date that reads the name's day."""
     undated = tmp_path / "ESZ26-level1.txt"
     undated.write_text(IQFEED_LEVEL1)
     replay = FileReplay(undated)
@@ -625,9 +627,11 @@ def test_iqfeed_level1_day_from_its_t_lines_when_its_name_gives_none(tmp_path: P
     named = tmp_path / "ESZ26_2026-11-29.txt"
     named.write_text(IQFEED_LEVEL1)
     replay = FileReplay(named)
-    assert [t.ts for t in drain(replay)][0] == ns("2026-11-29T13:30:01.612301+00:00")
-    assert any("its name's day 2026-11-29 is read, though its first `T,` time stamp line says 2026-11-30" in note
-               and "--date 2026-11-30" in note for note in replay.notes), replay.notes
+    assert [t.ts for t in drain(replay)][0] == ns("2026-11-30T13:30:01.612301+00:00")
+    assert any("the day is 2026-11-30, from its first `T,` time stamp line (the feed's clock), not its name's "
+               "2026-11-29" in note and "--date 2026-11-29" in note for note in replay.notes), replay.notes
+    on_name = FileReplay(named, columns=map_from_options(columns="date=2026-11-29", detect=True))
+    assert [t.ts for t in drain(on_name)][0] == ns("2026-11-29T13:30:01.612301+00:00")
     late = tmp_path / "ES-evening.txt"  # updates before midnight, its first `T,` line after it: the day before
     late.write_text("Q,@ESZ26,6849.75,2,23:59:59.900000,43,100002,6849.50,11,6849.75,8,0,0,0,0,Cba,01,\n"
                     "T,20261201 00:00:00\n"
