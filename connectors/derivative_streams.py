@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import polars as pl
 
@@ -143,11 +143,35 @@ def derivative_rows(stream: pl.Expr, path: Path, cmap: ColumnMap,
     return pl.when(rows).then(stream + PERP_SUFFIX).otherwise(stream), notes
 
 
+UNSAID_BOOK = "Bybit book messages do not say their market"
+
+
+def split_market_notes(plans: list[Any], streams_of: Callable[[Any], list[str]]) -> list[str]:
+    """A caution for each Bybit book file read as written whose instrument another file of the run reads as a
+    derivative (`BTCUSDT` quotes beside `BTCUSDT_PERP` trades): one instrument on two streams, unless the book is
+    spot's (review336 #2)."""
+    books = [plan for plan in plans if any(UNSAID_BOOK in note for note in getattr(plan, "notes", ()))]
+    if not books:
+        return []
+    derived = {name: plan for plan in plans if plan not in books for name in streams_of(plan)
+               if name.endswith(PERP_SUFFIX)}
+    notes = []
+    for plan in books:
+        split = [(name, derived[name + PERP_SUFFIX]) for name in streams_of(plan) if name + PERP_SUFFIX in derived]
+        if split:
+            name, other = split[0]
+            notes.append(f"{plan.given_name}: its {name} quotes are stream {name}, while {other.given_name} reads "
+                         f"{name}{PERP_SUFFIX}: if this is the {name} perpetual's book, the two are one market on two "
+                         f"streams: name the book's file for its category (bybit_linear_ob.jsonl) or give it "
+                         f"--columns stream_name={name}{PERP_SUFFIX} in a replay list entry")
+    return notes
+
+
 def unsaid_bybit_book(path: Path, schema: Mapping[str, Any]) -> list[str]:
     """A note for a Bybit book capture whose category nothing says: read as written, as spot's names are."""
     if not BYBIT_BOOK <= set(schema) or bybit_category(path) is not None:
         return []
-    return [f"{path.name}: Bybit book messages do not say their market (spot's and linear's orderbook.1 are alike, "
+    return [f"{path.name}: {UNSAID_BOOK} (spot's and linear's orderbook.1 are alike, "
             f"BTCUSDT), nor does the file's name or a folder above it: read as written, the spot stream BTCUSDT. A "
             f"capture of the linear or inverse book (wss://stream.bybit.com/v5/public/linear) is that market's "
             f"stream, BTCUSDT{PERP_SUFFIX}, beside its trades, where its name or folder says linear or inverse "

@@ -54,7 +54,8 @@ def inverse_of(stream: str, bitmex: bool = True) -> tuple[str, str] | None:
     return None
 
 
-def _streams(plan: FilePlan) -> list[str]:
+def plan_streams(plan: FilePlan) -> list[str]:
+    """A file's stream names: its fixed one, or those of its first SAMPLE_ROWS rows."""
     cmap = plan.columns
     if cmap.stream_col is None:
         return [name] if (name := cmap.stream or cmap.default_stream) else []
@@ -72,7 +73,7 @@ def inverse_notes(plans: list[Any]) -> list[str]:
         if not isinstance(plan, FilePlan) or plan.columns.size is None and plan.columns.bid_size is None:
             continue
         bitmex = bitmex_file(plan)
-        found = [(stream, inverse) for stream in _streams(plan)
+        found = [(stream, inverse) for stream in plan_streams(plan)
                  if (inverse := inverse_of(stream, bitmex)) is not None]
         if not found:
             continue

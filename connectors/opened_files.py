@@ -26,7 +26,8 @@ from connectors.expansion import Progress
 from connectors.file_plan import FilePlan
 from connectors.file_scans import READ_TYPES, is_csv, is_dbn, is_tick_file
 from connectors.file_suffixes import PARQUET_SUFFIXES
-from connectors.inverse_contracts import inverse_notes
+from connectors.derivative_streams import split_market_notes
+from connectors.inverse_contracts import inverse_notes, plan_streams
 from connectors.input_paths import folder_held, no_tick_folder
 from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout, detect_columns
@@ -219,6 +220,7 @@ class OpenedFiles:
                              f"{not_ticks_said[0]}; and {len(not_ticks_said) - 1} more such files")) from None
         self.notes.extend(Caution(f"{why}. Skipped; the other files replay") for why in not_ticks_said)
         self.notes.extend(inverse_notes(plans))
+        self.notes.extend(Caution(note) for note in split_market_notes(plans, plan_streams))
         if no_layout and not plans:
             raise ValueError(no_layout[0][1])
         if not plans and specs and all(spec[0] in folder_texts for spec in specs):

@@ -78,6 +78,11 @@ def test_a_bybit_book_alone_takes_its_market_from_its_path_not_from_a_bybit_name
         assert {t.stream for t in ticks} == {"BTCUSDT"}
         assert any(n.startswith(f"{name}: Bybit book messages do not say their market") for n in notes)
         assert not any("a derivatives market" in n for n in notes)
+    # read beside the linear trades, the unsaid book is cautioned as one market on two streams
+    both = FileReplay([tmp_path / "linear_trades_2025-12-01.jsonl", tmp_path / "capture_ob_2025-12-01.jsonl"])
+    assert {t.stream for t in drain(both)} == {"BTCUSDT_PERP", "BTCUSDT"}
+    assert any("capture_ob_2025-12-01.jsonl: its BTCUSDT quotes are stream BTCUSDT, while " in str(n) and
+               "linear_trades_2025-12-01.jsonl reads BTCUSDT_PERP" in str(n) for n in both.notes), both.notes
 
 
 def test_bybit_files_named_for_the_spot_category_keep_the_venue_name(tmp_path: Path) -> None:
