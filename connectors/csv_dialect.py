@@ -7,6 +7,7 @@ rows with more fields than the file's columns, found once polars refuses a file 
 from __future__ import annotations
 
 import csv
+import functools
 import re
 from collections import Counter
 from contextlib import contextmanager
@@ -171,7 +172,21 @@ def check_line_lengths(path: Path) -> None:
 
 
 def sniff_csv(path: Path, decimal: str | None = None) -> Dialect:
-    """A CSV's dialect; `decimal` ("comma" / "point", the map's key) states its decimal separator."""
+    """A CSV's dialect; `decimal` ("comma" / "point", the map's key) states its decimal separator. Read once per
+    file as it is (planning asks three times: a zip of 300 small files spent 6 s of 15 sniffing them, fix339)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return _sniffed(path, decimal)  # (the open says what is wrong)
+    return _sniffed_once(path, stat.st_size, stat.st_mtime_ns, decimal)
+
+
+@functools.lru_cache(maxsize=64)  # (size and mtime in the key: a file written again is read again)
+def _sniffed_once(path: Path, _size: int, _mtime_ns: int, decimal: str | None) -> Dialect:
+    return _sniffed(path, decimal)
+
+
+def _sniffed(path: Path, decimal: str | None) -> Dialect:
     with _open_text(path) as f:
         lines, numbers = first_lines(f, path, NUMBER_LINES + 1)
     # a BDH export's title block holds dates (`Start Date,7/1/2024`), which no banner does: known by its Security

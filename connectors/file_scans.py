@@ -23,6 +23,7 @@ from connectors.json_lines import JSON_LINES_SUFFIXES, is_json_lines
 from connectors.map_vocabulary import NUMERIC_FIELDS
 from connectors.number_separators import NUMBER_WRITTEN, code_after
 from connectors.parquet_footer import int96_columns
+from connectors.small_csv_scans import held_scan
 from engine.rust_paths import rust_path
 
 
@@ -88,27 +89,35 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
         return nested_fields(clocks_as_text(rows))
     if is_json_lines(path):  # parsed once into a Parquet copy, a row per line
         return pl.scan_parquet(rust_path(json_lines.table(path).copy))
-    if is_csv(path):
-        names = list(names) if names is not None else None
-        # Typed on purpose: polars infers CSV types from the first rows, and a later "61837.5" in an inferred
-        # int column would abort the whole replay. Unparsable cells become nulls, rejected as missing_field.
-        # Header names lose the spaces around them (`time; price`); the BOM, CRLF and quotes polars handles.
-        # names given for a file whose first line is a header (file_layout's `_names_over_header`): it is skipped
-        header = names is None or dialect.header
-        if names is not None and dialect.ragged:  # polars counts a header-less file's columns from its rows
-            typed = {name: (overrides or {}).get(name, pl.String) for name in names}
-            return _without_joined_marks(marks_kept, pl.scan_csv(
-                rust_path(path), has_header=header, schema=typed, ignore_errors=overrides is not None,
-                encoding=_encoding(path), skip_rows=dialect.skipped, separator=dialect.separator,
-                decimal_comma=dialect.decimal_comma, truncate_ragged_lines=True,
-                extra_columns="ignore"))  # every row one longer (`...;100;`, `tails_empty`): polars counts it
-        return _without_joined_marks(marks_kept, pl.scan_csv(
-            rust_path(path), has_header=header, new_columns=names, schema_overrides=overrides,
-            encoding=_encoding(path), ignore_errors=overrides is not None, separator=dialect.separator,
-            skip_rows=dialect.skipped, decimal_comma=dialect.decimal_comma,
-            truncate_ragged_lines=dialect.ragged,
-            with_column_names=None if names else lambda found: [n.strip() for n in found]))
+    if is_csv(path):  # a small one parsed once per way of reading it: planning asks it some 25 questions
+        options = (tuple(names) if names is not None else None, dialect,
+                   tuple((k, repr(v)) for k, v in overrides.items()) if overrides is not None else None, marks_kept)
+        return held_scan(path, options, lambda: _scan_csv(path, names, dialect, overrides, marks_kept))
     raise ValueError(unsupported_type(path))
+
+
+def _scan_csv(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
+              overrides: dict[str, pl.DataType] | None, marks_kept: bool) -> pl.LazyFrame:
+    """`scan_file` of a CSV, from the file itself."""
+    names = list(names) if names is not None else None
+    # Typed on purpose: polars infers CSV types from the first rows, and a later "61837.5" in an inferred
+    # int column would abort the whole replay. Unparsable cells become nulls, rejected as missing_field.
+    # Header names lose the spaces around them (`time; price`); the BOM, CRLF and quotes polars handles.
+    # names given for a file whose first line is a header (file_layout's `_names_over_header`): it is skipped
+    header = names is None or dialect.header
+    if names is not None and dialect.ragged:  # polars counts a header-less file's columns from its rows
+        typed = {name: (overrides or {}).get(name, pl.String) for name in names}
+        return _without_joined_marks(marks_kept, pl.scan_csv(
+            rust_path(path), has_header=header, schema=typed, ignore_errors=overrides is not None,
+            encoding=_encoding(path), skip_rows=dialect.skipped, separator=dialect.separator,
+            decimal_comma=dialect.decimal_comma, truncate_ragged_lines=True,
+            extra_columns="ignore"))  # every row one longer (`...;100;`, `tails_empty`): polars counts it
+    return _without_joined_marks(marks_kept, pl.scan_csv(
+        rust_path(path), has_header=header, new_columns=names, schema_overrides=overrides,
+        encoding=_encoding(path), ignore_errors=overrides is not None, separator=dialect.separator,
+        skip_rows=dialect.skipped, decimal_comma=dialect.decimal_comma,
+        truncate_ragged_lines=dialect.ragged,
+        with_column_names=None if names else lambda found: [n.strip() for n in found]))
 
 
 def clocks_as_text(rows: pl.LazyFrame) -> pl.LazyFrame:
