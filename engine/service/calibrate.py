@@ -157,9 +157,9 @@ ValidationPairs = list[AnswerPoints]  # per question
 
 
 def validation_pairs(model: Any, codec: BinnedCodec, streams: list[StreamData], options: EvalOptions,
-                     part: str = "validation") -> ValidationPairs:
+                     part: str = "validation", advance: Callable[[int], None] | None = None) -> ValidationPairs:
     """Per question: its AnswerPoints at the labelled points of `part` of every stream (at most
-    `options.max_points` answer ticks per stream, as evenly spread runs)."""
+    `options.max_points` answer ticks per stream, as evenly spread runs); ``advance``: told the windows run."""
     W = window_ticks(model)
     zs: list[list[torch.Tensor]] = [[] for _ in codec.questions]
     ys: list[list[int]] = [[] for _ in codec.questions]
@@ -169,7 +169,7 @@ def validation_pairs(model: Any, codec: BinnedCodec, streams: list[StreamData], 
         ii, qq = sd.points(part)
         keep = np.isin(ii, chosen_ticks(np.unique(ii), W - W // 2, options.max_points))
         ii, qq = ii[keep], qq[keep]
-        logits = answer_logits(model, codec, sd, ii, qq, options)
+        logits = answer_logits(model, codec, sd, ii, qq, options, advance)
         features = sd.features
         for k, (i, q) in enumerate(zip(ii, qq)):
             zs[q].append(logits[k])

@@ -9,6 +9,7 @@ import dataclasses
 import math
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -135,13 +136,14 @@ def _train_settings(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _train_sayers(args: argparse.Namespace) -> tuple[Callable[[str], None], Callable[[str], None],
-                                                     Callable[[int], Any]]:
+                                                     Callable[[str, int, str], Any]]:
     """`fit`'s log (progress and notes), caution (what changes the results' meaning) and progress bar, as --quiet,
     --json and a terminal on stderr have them."""
     interactive = not args.quiet and not args.json and sys.stderr.isatty()
 
     def log(message: str) -> None:
-        said = message.startswith(("note: ", "interrupted"))  # how files were read, why it stopped: always said
+        # how files were read, why it stopped, what --max-minutes bounds: said on a pipe too (--quiet: not)
+        said = message.startswith(("note: ", "interrupted", "budget: "))
         if interactive or (said and not args.quiet and not args.json):
             from tqdm import tqdm
 
@@ -155,10 +157,14 @@ def _train_sayers(args: argparse.Namespace) -> tuple[Callable[[str], None], Call
 
             tqdm.write(f"flashtick train: {message}", file=sys.stderr)
 
-    def bar(total: int) -> Any:
+    def bar(what: str, total: int, unit: str) -> Any:
+        """A phase's progress: a bar on a terminal, a line now and then on a pipe (phase_progress.py)."""
         from tqdm import tqdm
 
-        return tqdm(total=total, unit=" steps", file=sys.stderr, disable=not interactive)
+        from engine.service.phase_progress import PhaseProgress, phase_mode
+
+        return PhaseProgress(what, total, unit, phase_mode(args.quiet, args.json, sys.stderr.isatty()),
+                             lambda line: tqdm.write(f"flashtick train: {line}", file=sys.stderr))
 
     return log, caution, bar
 
@@ -185,6 +191,7 @@ def _say_trained(record: dict[str, Any], args: argparse.Namespace, paused: list[
 
 
 def cmd_train(args: argparse.Namespace) -> None:
+    started = time.time()  # --max-minutes bounds the command from here: its reading and scoring too (train_tail.py)
     from engine.models import BUILTIN_MODEL_DIR
     from engine.service.finetune import CHECKPOINT_FILES, fit
     from engine.service.installation import user_train_refusal
@@ -209,7 +216,8 @@ def cmd_train(args: argparse.Namespace) -> None:
                                  note=lambda line: _say_on_disk(f"note: {line}", on_disk),
                                  caution=lambda line: _say_on_disk(line, on_disk)) as staging:
             record = fit([str(f) for f in args.files], column_map_of(args), staging, cfg,
-                         dataclasses.replace(options, points_out=points), log, bar, caution=caution)
+                         dataclasses.replace(options, points_out=points), log, bar, caution=caution,
+                         started=started)
     paused = pause_notes(record["evaluation"], args.session_gap, "out of training and scoring")
     record["cautions"] += on_disk + [f"note: {note}" for note in paused]
     if args.json:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -59,7 +59,7 @@ from engine.service.tick_checkpoint import window_ticks
 from engine.service.tick_origins import TickOrigins
 
 
-def _scored_test_points(sd: StreamData, W: int, options: EvalOptions) -> tuple[np.ndarray, np.ndarray, int, int]:
+def scored_test_points(sd: StreamData, W: int, options: EvalOptions) -> tuple[np.ndarray, np.ndarray, int, int]:
     """One stream's test-part answer points that are scored (ticks, question indices): with `batch_ms`, only the
     batch ends, then at most about `max_points` of them; and how many were labelled and how many were batch ends."""
     ii, qq = sd.points("test")
@@ -110,7 +110,8 @@ class _Gathered(NamedTuple):
 
 
 def _gathered(model: Any, codec: BinnedCodec, streams: list[StreamData], qs: list[Question], W: int,
-              options: EvalOptions, heads: dict[str, QuestionHead]) -> _Gathered:
+              options: EvalOptions, heads: dict[str, QuestionHead],
+              advance: Callable[[int], None] | None = None) -> _Gathered:
     """Every stream's train points (for the baselines) and scored test points with the model's answers on them,
     by question: one pass over the streams, each stream's model work done once."""
     train_x, train_y, test = [[] for _ in qs], [[] for _ in qs], [[] for _ in qs]
@@ -122,11 +123,11 @@ def _gathered(model: Any, codec: BinnedCodec, streams: list[StreamData], qs: lis
         for qi in range(len(qs)):
             train_x[qi].append(x[ii[qq == qi]])
             train_y[qi].append(sd.labels[ii[qq == qi], qi])
-        history = history_answers(model, codec, sd, W, options)  # adapted_history: train answers fed first
-        ii, qq, stream_labelled, stream_batch_ends = _scored_test_points(sd, W, options)
+        history = history_answers(model, codec, sd, W, options, advance)  # adapted_history: train answers first
+        ii, qq, stream_labelled, stream_batch_ends = scored_test_points(sd, W, options)
         labelled, batch_ends = labelled + stream_labelled, batch_ends + stream_batch_ends
         across_pauses += _across_pauses(sd, qs, ii, qq)
-        logits = answer_logits(model, codec, sd, ii, qq, options)
+        logits = answer_logits(model, codec, sd, ii, qq, options, advance)
         for qi, entry in enumerate(scored_entries(codec, sd, x, ii, qq, logits, history, heads, options)):
             test[qi].append(entry)
     return _Gathered(train_x, train_y, test, labelled, batch_ends, across_pauses)
@@ -135,8 +136,10 @@ def _gathered(model: Any, codec: BinnedCodec, streams: list[StreamData], qs: lis
 def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
                      options: EvalOptions | None = None, heads: dict[str, QuestionHead] | None = None,
                      points_out: Path | None = None, origins: TickOrigins | None = None,
-                     record: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Score `model` on the test part of `streams` against baselines fitted on their train parts; ``heads``:
+                     record: dict[str, Any] | None = None,
+                     advance: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Score `model` on the test part of `streams` against baselines fitted on their train parts (``advance``:
+    told the model's windows as they run, for progress); ``heads``:
     the checkpoint's answer heads (read_head), part of its answers ("model", and what "adapted" adapts);
     ``points_out``: a Parquet file to write every scored answer point to (write_points), each naming the file and
     row of its tick (``origins``: read_streams') and holding the run's ``record`` (whose `files` those index)."""
@@ -147,7 +150,7 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
     qs = list(codec.questions.values())
     W = window_ticks(model)
     train_x, train_y, test, labelled, batch_ends, across_pauses = _gathered(model, codec, streams, qs, W, options,
-                                                                             heads)
+                                                                             heads, advance)
     results, scored_points = {}, []
     for qi, q in enumerate(qs):
         y = np.concatenate([t[1] for t in test[qi]])

@@ -8,7 +8,7 @@ plain softmax), and ``headed_probs`` blends in the question's answer head as ser
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -22,12 +22,23 @@ from engine.service.tick_checkpoint import window_ticks
 from queries.probe_answers import calibrated_probs
 
 
+def window_starts(ii: np.ndarray, W: int) -> list[int]:
+    """The first answer tick of each window `answer_logits` runs for answer ticks ``ii``: runs of at most
+    W - W//2 consecutive answer ticks, one window each (also what a run's scoring is estimated by: train_tail.py)."""
+    run = W - W // 2
+    starts: list[int] = []
+    for t in np.unique(ii):
+        if not starts or t >= starts[-1] + run:
+            starts.append(int(t))
+    return starts
+
+
 @torch.no_grad()
 def answer_logits(model: Any, codec: BinnedCodec, sd: StreamData, ii: np.ndarray, qq: np.ndarray,
-                  options: EvalOptions) -> list[torch.Tensor]:
+                  options: EvalOptions, advance: Callable[[int], None] | None = None) -> list[torch.Tensor]:
     """The model's logits over the answers of question qq[k] at tick ii[k] (float32, uncalibrated: see
     `answer_probs`); each window has W ticks and answers its last W - W//2 ticks, so every answer sees
-    at least W//2 ticks of context (or all there is)."""
+    at least W//2 ticks of context (or all there is). ``advance``: told the windows each batch ran (progress)."""
     qs = list(codec.questions.values())
     q_tok = np.array([q.tokens[0] for q in qs])
     W = window_ticks(model)
@@ -35,10 +46,7 @@ def answer_logits(model: Any, codec: BinnedCodec, sd: StreamData, ii: np.ndarray
     out: list[torch.Tensor | None] = [None] * len(ii)
     order = np.argsort(ii, kind="stable")
     sorted_ii = ii[order]
-    starts: list[int] = []  # runs of at most `run` consecutive answer ticks, one window each
-    for t in np.unique(ii):
-        if not starts or t >= starts[-1] + run:
-            starts.append(int(t))
+    starts = window_starts(ii, W)
     jobs = [(max(0, t0 - W // 2), order[np.searchsorted(sorted_ii, t0) : np.searchsorted(sorted_ii, t0 + run)])
             for t0 in starts]
     for b0 in range(0, len(jobs), options.batch):
@@ -58,6 +66,8 @@ def answer_logits(model: Any, codec: BinnedCodec, sd: StreamData, ii: np.ndarray
         for b, (_, sel) in enumerate(group):
             for k, idx in enumerate(sel):
                 out[idx] = logits[b, L + k, list(qs[qq[idx]].answers.values())]
+        if advance is not None:
+            advance(len(group))
     return out  # type: ignore[return-value]
 
 

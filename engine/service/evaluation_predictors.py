@@ -10,7 +10,7 @@ microstructure features (`logistic`), and the test part's own class frequencies,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -25,8 +25,9 @@ from engine.service.splits import StreamData
 from queries.adapt import adapt_series
 
 
-def history_answers(model: Any, codec: BinnedCodec, sd: StreamData, W: int, options: EvalOptions
-                     ) -> tuple[np.ndarray, np.ndarray, list[torch.Tensor]] | None:
+def history_answers(model: Any, codec: BinnedCodec, sd: StreamData, W: int, options: EvalOptions,
+                    advance: Callable[[int], None] | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, list[torch.Tensor]] | None:
     """For `adapted_history`: the model's answers on up to `adapt_history` ticks of the train part (ticks, question
     indices, logits), fed to the adaptation first; None without adapt_history."""
     if not (options.adapt and options.adapt_history > 0):
@@ -34,7 +35,7 @@ def history_answers(model: Any, codec: BinnedCodec, sd: StreamData, W: int, opti
     hi, hq = sd.points("train")
     kept = np.isin(hi, chosen_ticks(np.unique(hi), W - W // 2, options.adapt_history))
     hi, hq = hi[kept], hq[kept]
-    return hi, hq, answer_logits(model, codec, sd, hi, hq, options)
+    return hi, hq, answer_logits(model, codec, sd, hi, hq, options, advance)
 
 
 def scored_entries(codec: BinnedCodec, sd: StreamData, x: np.ndarray, ii: np.ndarray, qq: np.ndarray,

@@ -42,12 +42,13 @@ from engine.service.output_paths import write_text_atomically
 from engine.service.reading_record import reading_of
 from engine.service.run_record import InputFiles, files_record, input_files
 from engine.service.splits import StreamData, longest_horizon, read_streams
-from engine.service.tick_checkpoint import load_tick_model
+from engine.service.tick_checkpoint import load_tick_model, window_ticks
 from engine.service.tick_origins import TickOrigins
 from engine.service.train_checkpoint import WEIGHTS_FILE, new_model, save_model
 from engine.service.train_config import TrainConfig
 from engine.service.train_data import question_tokens
 from engine.service.train_loop import optimise
+from engine.service.train_tail import FIXED_SECONDS, tail_of
 
 
 def resolve_device(device: str) -> str:
@@ -83,13 +84,24 @@ def _starting_model(cfg: TrainConfig, options: FitOptions) -> tuple[Any, BinnedC
     return model, codec, cfg
 
 
+def _phase(bar_factory: Callable[..., Any] | None, what: str, total: int, unit: str) -> Any:
+    return bar_factory(what, total, unit) if bar_factory else None
+
+
+def _closed(bar: Any) -> None:
+    if bar is not None:
+        bar.close()
+
+
 def _calibrated(model: Any, codec: BinnedCodec, streams: list[StreamData], options: FitOptions,
-                eval_options: EvalOptions, validated: bool) -> tuple[BinnedCodec, dict[str, QuestionHead]]:
+                eval_options: EvalOptions, validated: bool, bar: Any = None
+                ) -> tuple[BinnedCodec, dict[str, QuestionHead]]:
     """The codec with the answer calibration fitted to the trained weights on the validation part, and the answer
-    heads (with ``options.head``); without a validation part (``validated`` False), uncalibrated and no heads."""
+    heads (with ``options.head``); without a validation part (``validated`` False), uncalibrated and no heads.
+    ``bar``: told the validation windows as they run."""
     heads: dict[str, QuestionHead] = {}
     if validated:  # the base model's calibration belongs to the base weights: refit it to these
-        pairs = validation_pairs(model, codec, streams, eval_options)
+        pairs = validation_pairs(model, codec, streams, eval_options, advance=bar.update if bar else None)
         source = (f"the validation part of the training files (split "
                   f"{split_text(options.split, max(options.split.gap, longest_horizon(codec)))})")
         codec = codec.with_calibration(calibrate_streams(model, codec, streams, source, eval_options, pairs=pairs))
@@ -135,20 +147,23 @@ def _trained_on(files: list[str], options: FitOptions, reading: dict[str, Any], 
 
 
 def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: FitOptions, log: Callable[[str], None],
-        bar_factory=None, on_step: Callable[[int], None] | None = None,
-        caution: Callable[[str], None] | None = None) -> dict[str, Any]:
+        bar_factory: Callable[..., Any] | None = None, on_step: Callable[[int], None] | None = None,
+        caution: Callable[[str], None] | None = None, started: float | None = None) -> dict[str, Any]:
     """Train, keep the best validation weights, save the checkpoint, score the test part; the run's record.
     ``caution`` (default ``log``) takes the notes that change what the results mean or what to do (a --gap
     widened, streams over the same hours, a thin validation part, the reading's cautions: two instruments in one
-    stream): `train --quiet` says them still."""
+    stream): `train --quiet` says them still. ``bar_factory(what, total, unit)``: each phase's progress
+    (phase_progress.PhaseProgress). ``started``: when --max-minutes began (the command's start; default now): the
+    reading before training and the calibration and scoring after it fit in it too (train_tail.py)."""
     said = caution or log
+    started = time.time() if started is None else started
     cautions: list[str] = []  # as said, for the record: a script reading --json gets what a terminal shows
 
     def caution(line: str) -> None:
         cautions.append(line)
         said(line)
 
-    t0 = time.time()
+    t0 = started
     device = resolve_device(options.device)
     model, codec, cfg = _starting_model(cfg, options)
     read: list[InputFiles] = []  # with --points-out: the files its points' `file` indexes, and each tick's origin
@@ -158,27 +173,39 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         if origins is not None:  # (each file's bytes digested: only for the points that name them)
             read.append(input_files(replay))
 
+    bar = _phase(bar_factory, "reading", len(files), "files")  # (a slow file's read says itself every 10 s)
     streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"),
                                          streams=options.streams, caution=lambda line: caution(labelled(line)),
                                          opened=opened, origins=origins)
+    if bar is not None:
+        bar.update(len(files))
+        bar.close()
     streams, split_notes = split_streams(codec, streams_raw, rejected, cfg, options, log, caution)
     groups, weights = part_groups(codec, streams, "train")
     q_tokens = question_tokens(codec)
     val = stopping_validation(codec, streams, q_tokens, cfg, options)
     log(f"{sum(len(s.ticks) for s in streams)} ticks in {len(streams)} streams; training on {device}")
-    bar = bar_factory(cfg.steps) if bar_factory else None
-    stats = optimise(model, groups, weights, q_tokens, cfg, log, np.random.default_rng(cfg.seed), device, val,
-                     on_step=on_step, bar=bar, check_start=True)
-    if bar is not None:
-        bar.close()
-    model.eval()
     eval_options = dataclasses.replace(options.evaluation, device=device)
-    codec, heads = _calibrated(model, codec, streams, options, eval_options, val is not None)
+    tail = tail_of(streams, window_ticks(model), eval_options, val is not None)
+    log(f"budget: --max-minutes {cfg.max_minutes:g} bounds the whole run: reading took {time.time() - started:.1f} s;"
+        f" training stops in time for the calibration ({tail.validation:,} windows) and scoring "
+        f"({tail.test:,} windows) after it, priced at its own forwards")
+    bar = _phase(bar_factory, "training", cfg.steps, "steps")
+    stats = optimise(model, groups, weights, q_tokens, cfg, log, np.random.default_rng(cfg.seed), device, val,
+                     on_step=on_step, bar=bar, check_start=True, started=started,
+                     tail=(FIXED_SECONDS, tail.forwards(cfg.batch)))
+    _closed(bar)
+    model.eval()
+    bar = _phase(bar_factory, "calibrating on the validation part", tail.validation, "windows")
+    codec, heads = _calibrated(model, codec, streams, options, eval_options, val is not None, bar)
+    _closed(bar)
     log(f"answer calibration: {codec.calibration.source}")
     _save_checkpoint(model, codec, heads, out, len(files), log)
     points_record = {"command": "train", "files": files_record(*read[0])} if read else None
+    bar = _phase(bar_factory, "scoring the test part", tail.test, "windows")
     evaluation = evaluate_streams(model, codec, streams, eval_options, heads, points_out=options.points_out,
-                                  origins=origins, record=points_record)
+                                  origins=origins, record=points_record, advance=bar.update if bar else None)
+    _closed(bar)
     reading = reading_of(columns, options.streams, options.split.text(), options.split.gap, options.session_gap_ns)
     record = {"files": [str(f) for f in files], "reading": reading,
               "base": str(options.base) if options.base else "from scratch",

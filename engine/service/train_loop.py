@@ -96,16 +96,17 @@ def _say_step(step: int, lm: torch.Tensor, qa: torch.Tensor, hist: list[tuple[fl
 def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.ndarray, q_tokens: np.ndarray,
              cfg: TrainConfig, log: Callable[[str], None], rng: np.random.Generator, device: str = "cpu",
              val: Validation | None = None, on_step: Callable[[int], None] | None = None, bar: Any = None,
-             now: Callable[[], float] = time.time, check_start: bool = False) -> dict:
+             now: Callable[[], float] = time.time, check_start: bool = False, started: float | None = None,
+             tail: tuple[float, float] = (0.0, 0.0)) -> dict:
     """The one training loop (the built-in model and `flashtick train`): AdamW, warmup + cosine, packed
     serving-exact batches, next-token + answer loss. With `val`, keeps the weights of the best validation loss;
     with ``check_start`` too, the starting weights are a candidate (step 0: one validation pass), so a fine-tune
     never returns weights worse on validation than those it started from. ``now``: the clock --max-minutes is
-    measured on (seconds)."""
+    measured on (seconds); ``started`` and ``tail``: when it began and what must fit after the loop (StepClock)."""
     model.to(device).train()
     opt = _optimizer(model, cfg)
     t_train, hist, stopped, best = now(), [], "steps done", BestWeights()
-    clock = StepClock(cfg.max_minutes * 60, len(val.batches) if val is not None else 0, now)
+    clock = StepClock(cfg.max_minutes * 60, len(val.batches) if val is not None else 0, now, started, tail)
     try:  # Ctrl-C stops training like --max-minutes: the best weights so far are kept and written
         if val is not None and check_start:  # a run interrupted at step 2 kept a loss of 7.80, the base's lower
             clock.validation_started()
@@ -132,6 +133,9 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
             if on_step is not None:
                 on_step(step + 1)
             clock.step_done()
+            if step == 1 and clock.tail_forwards:  # the first step's time is a warm-up's: priced from the second
+                log(f"budget: the calibration and scoring after training estimated at {clock.tail_estimate:.0f} s "
+                    f"(from the forwards of {counted(2, 'step')}); training stops in time for them")
             if val is not None and best.since >= val.patience:
                 stopped = f"early stop: no better validation loss in {val.patience} checks"
                 break
@@ -148,6 +152,7 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
         model.load_state_dict(best.state)
     lm_end, qa_end = np.mean(hist[-20:], axis=0) if hist else (math.nan, math.nan)
     return {"steps_done": len(hist), "stopped": stopped, "train_seconds": round(now() - t_train, 1),
+            **({"tail_estimate_seconds": round(clock.tail_estimate, 1)} if clock.tail_forwards else {}),
             "final_lm_loss": round(float(lm_end), 4), "final_qa_loss": round(float(qa_end), 4),
             "best_validation_loss": round(best.loss, 4) if best.history else None,
             "best_step": best.step if best.history else None,  # 0: the starting weights (check_start)

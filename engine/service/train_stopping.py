@@ -37,9 +37,14 @@ class StepClock:
     once a second is measured the first is left out of the means; and an estimate from the first step alone does
     not stop a run before half its time: the second step runs if it alone fits, and measures again."""
 
-    def __init__(self, budget_s: float, validation_batches: int, now: Callable[[], float] = time.time) -> None:
+    def __init__(self, budget_s: float, validation_batches: int, now: Callable[[], float] = time.time,
+                 started: float | None = None, tail: tuple[float, float] = (0.0, 0.0)) -> None:
+        """``started``: when the budget began (`train`: the command's start, so its reading counts; default now);
+        ``tail``: what comes after the optimisation and must fit too, as (seconds, training forwards), priced at
+        the forwards measured (engine/service/train_tail.py: the calibration and the scoring)."""
         self.budget_s = budget_s
-        self.deadline = now() + budget_s
+        self.deadline = (now() if started is None else started) + budget_s
+        self.tail_s, self.tail_forwards = tail
         self.now = now
         self.validation_batches = validation_batches
         self._step_times: list[float] = []  # each step's (validations left out)
@@ -65,9 +70,15 @@ class StepClock:
         # an eval forward costs no more than a training one
         return self.validation_s if self.validation_s is not None else self.validation_batches * self.forward_s
 
+    @property
+    def tail_estimate(self) -> float:
+        """The seconds the work after the optimisation is estimated at, at the forwards measured so far."""
+        return self.tail_s + self.tail_forwards * self.forward_s
+
     def stop_reason(self) -> str | None:
         """None while another step may start; else why not: the time left and what was estimated to need more."""
-        left, validation_s = self.deadline - self.now(), self._validation_estimate()
+        to_deadline = self.deadline - self.now()
+        left, validation_s = to_deadline - self.tail_estimate, self._validation_estimate()
         if self.step_s + validation_s <= left:
             return None
         budget = self.budget_s
@@ -78,10 +89,12 @@ class StepClock:
         # a budget under a second (--max-minutes 0.001: 0.06 s) read as "0 s"; 3 digits keep it
         of = f"{budget:.0f}" if budget >= 100 else f"{budget:.3g}"
         # the step that always runs (the first) or a slow one can end past the limit: no time is left, not -2.3 s
-        over = "" if left >= 0 else \
-            f" ({'the first step' if len(self._step_times) == 1 else 'the last step'} ended {-left:.1f} s past it)"
-        return (f"--max-minutes {budget / 60:g}: {max(left, 0.0):.1f} s of {of} s left{over}, less than the next step "
-                f"and a validation, estimated at {self.step_s:.1f} s (from {steps}) + {validation_s:.1f} s "
+        over = "" if to_deadline >= 0 else \
+            f" ({'the first step' if len(self._step_times) == 1 else 'the last step'} ended {-to_deadline:.1f} s past it)"
+        after = f" once {self.tail_estimate:.1f} s are kept for the calibration and scoring after training" \
+            if self.tail_estimate else ""
+        return (f"--max-minutes {budget / 60:g}: {max(left, 0.0):.1f} s of {of} s left{after}{over}, less than the "
+                f"next step and a validation, estimated at {self.step_s:.1f} s (from {steps}) + {validation_s:.1f} s "
                 f"({measured})")
 
     def step_started(self) -> None:
