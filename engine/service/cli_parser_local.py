@@ -170,9 +170,9 @@ def add_train(sub: Any, shared: SharedOptions) -> None:
     p.add_argument("--batch", type=int, default=8, help="windows per step (default 8)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default 5e-4 fine-tuning, 2e-3 new)")
     p.add_argument("--max-minutes", type=float, default=10.0,
-                   help="end the optimisation, its validations included, by N "
-                   "minutes (default 10): a step starts only while it and a validation fit; reading the files, "
-                   "calibration, answer heads and scoring the test part come on top of it")
+                   help="end the whole run by N minutes (default 10): reading the files counts, and "
+                   "training stops in time for the calibration and scoring after it (counted in windows, priced at "
+                   "its own forwards); the first step always runs")
     p.add_argument("--eval-every", type=int, default=20, help="steps between validation checks (default 20)")
     p.add_argument("--patience", type=int, default=5, help="checks without a better validation loss before "
                    "stopping (default 5)")

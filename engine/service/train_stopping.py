@@ -89,8 +89,8 @@ class StepClock:
         # a budget under a second (--max-minutes 0.001: 0.06 s) read as "0 s"; 3 digits keep it
         of = f"{budget:.0f}" if budget >= 100 else f"{budget:.3g}"
         # the step that always runs (the first) or a slow one can end past the limit: no time is left, not -2.3 s
-        over = "" if to_deadline >= 0 else \
-            f" ({'the first step' if len(self._step_times) == 1 else 'the last step'} ended {-to_deadline:.1f} s past it)"
+        which = "the first step" if len(self._step_times) == 1 else "the last step"
+        over = "" if to_deadline >= 0 else f" ({which} ended {-to_deadline:.1f} s past it)"
         after = f" once {self.tail_estimate:.1f} s are kept for the calibration and scoring after training" \
             if self.tail_estimate else ""
         return (f"--max-minutes {budget / 60:g}: {max(left, 0.0):.1f} s of {of} s left{after}{over}, less than the "
