@@ -93,6 +93,16 @@ def _say_step(step: int, lm: torch.Tensor, qa: torch.Tensor, hist: list[tuple[fl
             f"{now() - started:.0f}s" + (f" val {best.history[-1][1]:.4f}" if best.history else ""))
 
 
+def _tail_said(tail_s: float, left_s: float) -> str:
+    """The `budget:` line on the calibration and scoring after training, once priced; past the time left, what
+    shortens them (a run of 60k swaps under --max-minutes 2 spent 90 s of its 120 scoring: review325 #10)."""
+    said = f"budget: the calibration and scoring after training estimated at {tail_s:.0f} s (from 2 steps' forwards)"
+    if tail_s <= left_s:
+        return f"{said}; training stops in time for them"
+    return (f"{said}, past the {max(left_s, 0.0):.0f} s left: the run will end past --max-minutes; fewer answer "
+            f"points (--max-points) shorten them")
+
+
 def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.ndarray, q_tokens: np.ndarray,
              cfg: TrainConfig, log: Callable[[str], None], rng: np.random.Generator, device: str = "cpu",
              val: Validation | None = None, on_step: Callable[[int], None] | None = None, bar: Any = None,
@@ -134,8 +144,7 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
                 on_step(step + 1)
             clock.step_done()
             if step == 1 and clock.tail_forwards:  # the first step's time is a warm-up's: priced from the second
-                log(f"budget: the calibration and scoring after training estimated at {clock.tail_estimate:.0f} s "
-                    f"(from the forwards of {counted(2, 'step')}); training stops in time for them")
+                log(_tail_said(clock.tail_estimate, clock.deadline - now()))
             if val is not None and best.since >= val.patience:
                 stopped = f"early stop: no better validation loss in {val.patience} checks"
                 break

@@ -82,8 +82,10 @@ class StepClock:
         if self.step_s + validation_s <= left:
             return None
         budget = self.budget_s
-        if len(self._step_times) == 1 and left > budget / 2 and self.step_s <= left:
-            return None  # one step's estimate (with its warm-up) does not end a run at under half its time
+        if len(self._step_times) == 1 and to_deadline > budget / 2 and self.step_s <= to_deadline:
+            # one step's estimate (with its warm-up) does not end a run at under half its time, nor does the tail
+            # priced at that step's forward (a warm-up's: a 60k-swap run's first put it at 159 s for 95)
+            return None
         steps = counted(len(self._step_times), "step")
         measured = "measured" if self.validation_s is not None else f"{self.validation_batches} batches' forwards"
         # a budget under a second (--max-minutes 0.001: 0.06 s) read as "0 s"; 3 digits keep it
