@@ -347,16 +347,16 @@ def test_answers_takes_a_query_name_or_a_prefix_naming_one_topic(checkpoint, tmp
     with answered(checkpoint, tmp_path, capsys) as (control, last):
         for given, topic in [("one", "one/SYN.A/"), ("mine", "alerts/SYN.C/"), ("dir/SYN.B", "dir/SYN.B/")]:
             code, out, err = run(capsys, "answers", given, "--all", *control)
-            assert code == 0 and err == f"flashtick answers: {given!r} names the topic {topic!r}\n", err
+            assert code == 0 and err == f"flashtick answers: {json.dumps(given)} names the topic {json.dumps(topic)}\n", err
             assert [json.loads(line)["topic"] for line in out.splitlines()] == [topic] * last[topic], out
         code, out, err = run(capsys, "answers", "dir", *control)
         assert (code, out) == (1, "") and err == (
-            "flashtick answers: 'dir' names 4 topics (dir/SYN.A/, dir/SYN.B/, dir/SYN.C/, dir/SYN.D/): answers reads "
+            'flashtick answers: "dir" names 4 topics (dir/SYN.A/, dir/SYN.B/, dir/SYN.C/, dir/SYN.D/): answers reads '
             "one whole topic, e.g. `flashtick answers dir/SYN.A/`; `flashtick topics dir/` lists them, `flashtick "
             "subscribe dir/` follows them all live\n"), err
         code, out, err = run(capsys, "answers", "nosuch", *control)
         assert (code, out) == (1, "") and err.startswith("flashtick answers: no answer published on a topic starting "
-                                                         "'nosuch/' nor by a query 'nosuch': "), err
+                                                         '"nosuch/" nor by a query "nosuch": '), err
 
 
 def _subscribed_while_fed(server, capsys, *argv: str) -> tuple[int, str, str]:
