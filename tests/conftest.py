@@ -313,7 +313,7 @@ def serving(config):
     server = Server(config)
     server.bind()
     thread, died = serve_on_a_thread(server)
-    # generous bounds: they only catch a hang. A stop computes what was accepted first (limits.drain_s, 10 s by
+    # generous bounds: they only catch a hang. A stop computes what was accepted first (limits.drain_s, 7 s by
     # default), which on a loaded 2-core machine is well past a few seconds (a 5 s join flaked there)
     server.ready.wait(60)
     try:

@@ -826,8 +826,9 @@ def test_serve_with_a_ray_address_where_nothing_listens_fails_at_once(tmp_path, 
 @pytest.mark.parametrize("stop_by", ["SIGTERM", "SIGINT"])
 def test_feed_stopped_by_a_signal_says_what_it_sent(checkpoint, tmp_path, stop_by: str) -> None:
     """A supervisor stops a feed with SIGTERM: it ends after the current batch and prints its summary (it died
-    silently, leaving the operator no account of what was sent), exit 0. A Ctrl-C does the same but exits 130, as
-    backtest does, so a script tells a feed cut short from a whole one (it exited 0)."""
+    silently, leaving the operator no account of what was sent), exit 143 (it was 0: a scheduler that stopped an
+    overrunning feed saw it succeed, review337 #4). A Ctrl-C does the same but exits 130, as backtest does, so a
+    script tells a feed cut short from a whole one."""
     import signal
     import subprocess
     import sys
@@ -841,8 +842,9 @@ def test_feed_stopped_by_a_signal_says_what_it_sent(checkpoint, tmp_path, stop_b
             _, err = feed.communicate(timeout=60)
         finally:
             feed.kill()
-    assert feed.returncode == (0 if stop_by == "SIGTERM" else 130), err
+    assert feed.returncode == (143 if stop_by == "SIGTERM" else 130), err
     assert "stopped by a signal" in err and "sent " in err, err
+    assert f"flashtick feed synthetic: interrupted by {stop_by}: " in err and "the same command sends the rest" in err
 
 
 def test_feed_says_the_engines_rejections_as_they_come_not_only_in_its_summary(checkpoint, tmp_path) -> None:
@@ -872,7 +874,7 @@ def test_feed_says_the_engines_rejections_as_they_come_not_only_in_its_summary(c
         finally:
             feed.kill()
     err = "".join(lines)
-    assert running and feed.returncode == 0, err
+    assert running and feed.returncode == 143, err  # stopped by the test's SIGTERM (docs/cli.md)
     first = [line for line in lines if "more rejections are counted" in line]
     assert len(first) == 1 and \
         first[0].startswith("flashtick feed synthetic: the engine refused 1 tick of stream ") and \
@@ -936,7 +938,7 @@ def test_every_control_command_takes_a_timeout(capsys) -> None:
         err = capsys.readouterr().err
         assert exited.value.code == 2 and "argument --timeout: must be a finite number of seconds > 0, got '0'" in err
         code, _, err = run(capsys, "stats", "--control", "tcp://127.0.0.1:1", "--timeout", "0.5")  # none listening
-        assert code == 2 and "it was refused (nothing listens there)" in err, err  # (at once: review224 #10)
+        assert code == 4 and "it was refused (nothing listens there)" in err, err  # (at once: review224 #10)
     finally:
         router.close(linger=0)
 
@@ -963,8 +965,8 @@ def test_every_control_commands_timeout_refuses_inf_and_nan_naming_the_option(ca
 def test_health_exits_3_for_a_service_that_is_connected_but_does_not_reply_in_time(capsys) -> None:
     """A service busy catching up after a restart took the probe's request and answered after --timeout: `health`
     exited 2, as for a service that is down, and a liveness probe restarted it (its catch-up then began again).
-    Connected but late is exit 3; nothing there stays 2, and a refused connection (a stopped service's port) is 2 at
-    once: it waited out the 10 s connect wait first (13.7 s on a loaded host), past a probe's own time-out."""
+    Connected but late is exit 3; nothing there is 4 (it was 2), and a refused connection (a stopped service's port) is 4
+    at once: it waited out the 10 s connect wait first (13.7 s on a loaded host), past a probe's own time-out."""
     import msgpack
 
     router = zmq.Context.instance().socket(zmq.ROUTER)  # accepts the connection and the request, never replies
@@ -986,10 +988,11 @@ def test_health_exits_3_for_a_service_that_is_connected_but_does_not_reply_in_ti
         nobody.bind(("127.0.0.1", 0))
         endpoint = f"tcp://127.0.0.1:{nobody.getsockname()[1]}"
         code, _, err = run(capsys, "health", "--control", endpoint, "--timeout", "1")
-        assert code == 2 and f"no connection to {endpoint}: it was refused (nothing listens there)" in err, err
+        # down is 4 (2 before review337, when a typo's status was the same)
+        assert code == 4 and f"no connection to {endpoint}: it was refused (nothing listens there)" in err, err
         # refused is known at once: the 10 s connect wait (--timeout 30, the default) is not waited out
         code, _, err = run(capsys, "health", "--control", endpoint)
-        assert code == 2 and "it was refused (nothing listens there)" in err, err
+        assert code == 4 and "it was refused (nothing listens there)" in err, err
 
 
 def test_every_control_command_says_a_refused_connection_as_health_does(tmp_path: Path, capsys) -> None:
@@ -1007,7 +1010,7 @@ def test_every_control_command_says_a_refused_connection_as_health_does(tmp_path
         for command in commands:
             code, out, err = run(capsys, *command, "--control", endpoint)
             json_out = command[0] in ("health", "stats")  # their stdout is JSON, a failure's too
-            assert code == 2 and (json.loads(out)["ok"] is False if json_out else out == ""), (command, out, err)
+            assert code == 4 and (json.loads(out)["ok"] is False if json_out else out == ""), (command, out, err)
             assert err == (f"flashtick {command[0]}: error: no connection to {endpoint}: it was refused (nothing "
                            f"listens there); is the service running there, and past its first seconds?\n"), err
 
@@ -1108,7 +1111,7 @@ def test_serve_log_timestamps_stamp_the_usage_error_too(capsys) -> None:
         lines = capsys.readouterr().err.splitlines()
         assert lines[0].startswith("flashtick serve: error: ") and not any(stamped.fullmatch(line) for line in lines)
     code, _, err = run(capsys, "--log-timestamps", "health", "--control", "tcp://127.0.0.1:1", "--timeout", "0.5")
-    assert code == 2 and stamped.fullmatch(err.rstrip("\n")).group(1).startswith("flashtick health: error: "), err
+    assert code == 4 and stamped.fullmatch(err.rstrip("\n")).group(1).startswith("flashtick health: error: "), err
 
 
 def test_log_timestamps_after_any_command_stamps_it_and_an_option_before_the_command_is_said_to_be(capsys) -> None:

@@ -47,6 +47,7 @@ from engine.service.backtest_scores import QueryScore, later_slice, question_of,
 from engine.service.calibration_plot import plot_backtest_calibration
 from engine.service.checkpoint_notes import TEST_PART, own_test_part
 from engine.service.config import ServiceConfig
+from engine.service.finished_backtest import refuse_or_skip_finished
 from engine.service.heap_memory import freeze_heap, thaw_heap
 from engine.service.output_paths import write_text_atomically
 from engine.service.pipeline import TickPipeline
@@ -117,6 +118,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     threads = torch.get_num_threads()  # as the pipeline set it (model.threads, --threads)
     record = run_record(config, pipeline.codec, replay, Path(queries), key, test_from, threads)
     replaying()
+    if resume:  # a finished run: done already when it is this one (AlreadyComplete), else refused
+        refuse_or_skip_finished(out, record)
     rolls_inside = config.scheduler.roll_inside_forward
     parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads, rolls_inside=rolls_inside)
     resumed = resumed_from(parts.consumed, parts.answers, len(parts.parts), parts.written is not None)

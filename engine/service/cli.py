@@ -1,7 +1,8 @@
 """The ``flashtick`` command line: serve, feed, subscribe, register, unregister, forget, list, get, ask, streams,
 stats, scores, health, ticklog export, keygen, backtest, train, evaluate, demo, answers.
 
-Errors are one readable line on stderr (exit status 2), never a traceback.
+Errors are one readable line on stderr, never a traceback; the exit status says what kind (exit_codes.py, the
+table in docs/cli.md: 2 usage or bad input, 3 service busy, 4 service unreachable, 5 output not written, ...).
 Every command that connects to a running service takes `--server-key FILE`
 (the server's public key: CURVE on) and `--client-key FILE` (this client's
 ``*.key_secret`` certificate, for a server with an allow-list); the
@@ -57,6 +58,7 @@ from engine.service.cli_common import (DEFAULT_ANSWERS, DEFAULT_CONTROL, DEFAULT
 from engine.service.cli_parser import (UsageError, asks_for_json, asks_for_log_timestamps, build_parser,
                                        parse_command_line)
 from engine.service.cmd_serve import default_data_dir
+from engine.service.exit_codes import USAGE, status_of_error
 
 # main is the console script's; build_parser, EXAMPLE_QUERIES and default_data_dir are imported from here by tests
 # and benchmarks (where they were before the commands had modules of their own)
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                 args = parse_command_line(parser, argv)
             except UsageError as e:  # said on stderr; with --json on stdout too
                 if asks_for_json(parser, sys.argv[1:] if argv is None else argv):
-                    say_failure_as_json(e.prog, e.message, 2)
+                    say_failure_as_json(e.prog, e.message, USAGE)
                 raise
             _sigterm_as_the_command_has_it(args.command)
             _load_polars(args)
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as e:  # the parser imports our connectors: another project's may have replaced them
             _say_error("flashtick", e)
             _say_package_clash()
-            return 2
+            return USAGE
         return _run(args, argv)
     finally:
         sys.stderr = plain
@@ -158,13 +160,17 @@ def _end_of_start() -> None:
 
 
 def _sigterm_as_the_command_has_it(command: str) -> None:
-    """SIGTERM, noted through the parse, as the command has it from here: a backtest ends where it is, exit 143,
-    in every phase (raise_interrupted; each phase says its line), the other commands die by it until they set their
-    own (serve, feed: a stop). A SIGTERM noted meanwhile raised."""
+    """SIGTERM, noted through the parse, as the command has it from here: a batch job (backtest, train, evaluate,
+    feed) takes it as a Ctrl-C, exit 143 (raise_interrupted; each phase says its line, and what was kept; a feed and
+    a train set their own stop at the next step), the other commands die by it until they set their own (serve: a
+    stop). A SIGTERM noted meanwhile raised."""
     if signal.getsignal(signal.SIGTERM) is not _note_interrupt:
         return
-    signal.signal(signal.SIGTERM, raise_interrupted if command == "backtest" else signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, raise_interrupted if command in _BATCH_JOBS else signal.SIG_DFL)
     _end_of_start()
+
+
+_BATCH_JOBS = frozenset({"backtest", "train", "evaluate", "feed"})  # what a scheduler stops with SIGTERM
 
 
 # The commands that only talk to a running service (or write keys): no polars, and a quick start.
@@ -204,7 +210,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
         _say_error(args.command_name, e)  # `flashtick ticklog export`, as its usage errors say
         if isinstance(e, ImportError):
             _say_package_clash()
-        code = 2
+        code = status_of_error(e)
         if says_json(args):
             say_failure_as_json(args.command_name, str(e).strip() or type(e).__name__, code)
     if (whole := getattr(args, "work_whole", None)) is not None:  # a backtest ended, or failed (cli_common.WorkWhole)

@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     for add in SUBCOMMANDS:
         add(sub, shared)
     _add_log_timestamps(parser)
+    _point_to_exit_statuses(parser)
     # a release engineer's first check after an install, and what inventory scripts call (review224 #8)
     parser.add_argument("--version", "-V", action=_VersionAction, help="print the versions of flashtick, torch and "
                         "Python in one line and exit")
@@ -69,6 +70,15 @@ class _VersionAction(argparse.Action):
 
         print(version_line())
         parser.exit()
+
+
+def _point_to_exit_statuses(parser: argparse.ArgumentParser) -> None:
+    """Every command's --help ends with the exit statuses in one line and where their table is (review337 #5)."""
+    from engine.service.exit_codes import EXIT_STATUS_EPILOG
+
+    parser.epilog = f"{parser.epilog}\n\n{EXIT_STATUS_EPILOG}" if parser.epilog else EXIT_STATUS_EPILOG
+    for command in {id(c): c for c in subcommands(parser).values()}.values():
+        _point_to_exit_statuses(command)
 
 
 def _add_log_timestamps(parser: argparse.ArgumentParser) -> None:

@@ -18,27 +18,30 @@ from engine.service.cmd_queries import cmd_list, cmd_register, cmd_unregister
 from engine.service.cmd_status import cmd_health, cmd_scores, cmd_stats
 from engine.service.cmd_streams import cmd_forget, cmd_streams
 from engine.service.cmd_subscribe import cmd_subscribe
+from engine.service.rejected_share import add_max_rejected_share
 
 ANSWERS_SHOWN = 100  # `answers` prints this many by default (--limit, --last, --all)
 ANSWERS_EXIT_CODES = ("exit status: 0 when answers were printed, and with --after SEQ when SEQ is the topic's last "
                       "(nothing newer yet, said on stderr: a polling loop under `set -e` goes on); 1 when none was "
                       "printed otherwise (said on stderr): no answer published on the topic, an --after past its "
-                      "last seq, or a name or prefix that names no topic or several; 2 for an error (the service "
-                      "unreachable, a bad option)")
+                      "last seq, or a name or prefix that names no topic or several; 2 for a bad option or name, 3 or "
+                      "4 for a service busy or unreachable (docs/cli.md)")
 GET_EXIT_CODES = ("exit status: 0 when the cached answer was printed; 1 when there is none (why, on stderr), or when "
                   "the service holds none of the stream's ticks now (refused at this start, e.g. under a lowered "
-                  "scheduler.max_streams): the answer printed is then from before, said on stderr; 2 for an error")
+                  "scheduler.max_streams): the answer printed is then from before, said on stderr; 2 for a "
+                  "bad option or name, 3 or 4 for a service busy or unreachable (docs/cli.md)")
 HEALTH_EXIT_STATUSES = (
     "Prints the service's health reply as JSON; a failure as one JSON object too, {\"ok\": false, \"command\", "
     "\"error\", \"exit_status\"} (besides stderr's line). Exit status: 0 serving; 1 starting or degraded (the "
     "reply says why); "
-    "2 nothing answers (the service is down, or not yet bound in its first seconds: at once when the connection is "
+    "2 a usage error or bad option (a --timeout under 0.1 s among them: refused before asking); "
+    "4 nothing answers (the service is down, or not yet bound in its first seconds: at once when the connection is "
     "refused, after the connect wait, the smaller of 10 s and --timeout, when nothing answers it at all, as behind a "
-    "firewall that drops it), or another error (a --timeout under 0.1 s among them: refused before asking); "
+    "firewall that drops it; 2 before review337); "
     "3 connected, but no reply within --timeout: a service is there and busy (a long forward, a restart catching up "
     "on what it owes), not down. The engine answers between forwards, so a probe's --timeout must cover one forward "
     "under load: while it is behind (heartbeats' behind, stats' owed_ticks) give it several seconds. A liveness "
-    "probe should restart on 2, and on 3 only once it has lasted far longer than a catch-up could (a stuck engine "
+    "probe should restart on 4, and on 3 only once it has lasted far longer than a catch-up could (a stuck engine "
     "gives 3 too): a restart while catching up starts the catch-up over, owing more.")
 
 
@@ -70,6 +73,7 @@ def add_feed(sub: Any, shared: SharedOptions) -> None:
     f = feed_sub.add_parser("replay", help="replay Parquet/CSV/DBN tick files",
                             parents=[keys, clients, feeding, reading, time_range])
     f.add_argument("files", nargs="+", type=Path, help=FILES_HELP)
+    add_max_rejected_share(f)
     f.add_argument("--speed", type=_speed, default=None, help="real time x N (default: as fast as possible); a "
                    "wait of more than 5 s for the next tick (a night's or a weekend's gap) is said as it begins")
     f.add_argument("--max-gap", type=_positive, default=None, metavar="SECONDS", help="with --speed: wait at most "

@@ -17,6 +17,7 @@ from engine.service.cmd_evaluate import cmd_evaluate
 from engine.service.cmd_local import cmd_keygen, cmd_ticklog_export
 from engine.service.cmd_serve import cmd_demo, cmd_serve
 from engine.service.cmd_train import SIZE_FLAGS, cmd_train
+from engine.service.rejected_share import add_max_rejected_share
 
 
 def add_serve(sub: Any, shared: SharedOptions) -> None:
@@ -77,6 +78,7 @@ def add_backtest(sub: Any, shared: SharedOptions) -> None:
     p = sub.add_parser("backtest", help="replay files in-process and score every answer",
                        parents=[reading, time_range])
     p.add_argument("files", nargs="+", type=Path, help=FILES_HELP)
+    add_max_rejected_share(p)
     p.add_argument("--queries", type=Path, action=OneQueriesFile, help="queries YAML, one file (default: the "
                    "config's queries, else for a tick model its example queries, queries/examples/tick_model.yaml)")
     p.add_argument("--out", type=Path, required=True, help="answers Parquet file (.parquet or .pq)")
@@ -162,7 +164,9 @@ def add_train(sub: Any, shared: SharedOptions) -> None:
     p = sub.add_parser("train", parents=[reading, data], help="fit a tick model to your own tick files and score it")
     p.add_argument("files", nargs="+", type=Path, help=FILES_HELP)
     p.add_argument("--out", type=Path, required=True, help="checkpoint directory to write (new or empty)")
-    p.add_argument("--overwrite", action="store_true", help="replace the checkpoint already in --out")
+    p.add_argument("--overwrite", action="store_true", help="replace the checkpoint already in --out (without it, "
+                   "an --out that holds one is refused, exit 2: a re-run after a success never replaces its model)")
+    add_max_rejected_share(p)
     start = p.add_mutually_exclusive_group()
     start.add_argument("--from-scratch", action="store_true", help="a new model instead of fine-tuning")
     start.add_argument("--base", type=Path, metavar="DIR", help="checkpoint to fine-tune (default: the built-in model)")
@@ -207,6 +211,7 @@ def add_evaluate(sub: Any, shared: SharedOptions) -> None:
                        "against naive and logistic-regression baselines")
     p.add_argument("model", help="checkpoint directory (with codec.json), or 'builtin'")
     p.add_argument("files", nargs="+", type=Path, help=FILES_HELP)
+    add_max_rejected_share(p)
     p.add_argument("--plot", type=Path, metavar="PNG", help="write the calibration diagram here (needs matplotlib): "
                    "a .png, .svg, .pdf, .jpg or .jpeg name, checked before the run")
     p.add_argument("--quiet", action="store_true", help="no notes on how the files were read, only the table (and "

@@ -67,6 +67,7 @@ def _backtest(args: argparse.Namespace) -> int:
     # the libraries and the config load with Python's own signal handling: a Ctrl-C is a KeyboardInterrupt (and a
     # SIGTERM one of its own, Interrupted: the CLI set raise_interrupted for a backtest)
     from engine.service.backtest import BacktestInterrupted
+    from engine.service.finished_backtest import AlreadyComplete
 
     time_range = time_range_of(args)  # a mistyped time is said before the model loads
     config, queries = _backtest_inputs(args)
@@ -79,6 +80,9 @@ def _backtest(args: argparse.Namespace) -> int:
     report = None
     try:
         report = _run(args, config, queries, time_range, evaluation, signals)
+    except AlreadyComplete as e:  # --resume of a finished run that is this one: done, as a scheduler re-runs it
+        print(f"flashtick backtest: {e}", file=sys.stderr, flush=True)
+        return 0
     except BacktestInterrupted as e:
         args.work_whole = WorkWhole(None, signals.inherited)  # a signal more, in the exit too, changes nothing
         print(f"flashtick backtest: {e}", file=sys.stderr)
@@ -199,7 +203,10 @@ def _after_run(args: argparse.Namespace, config: Any, report: Any, signals: _Sto
             same_reading=same_reading)) is not None:
         print(f"flashtick backtest: note: {said}", file=sys.stderr, flush=True)  # before the scores it is about
     print(report.summary(by_stream=args.by_stream), flush=True)
-    return whole.ended(0)
+    from engine.service.rejected_share import rejected_share_status
+
+    return whole.ended(rejected_share_status(report.rejected, report.ticks, args.max_rejected_share,
+                                             "flashtick backtest") or 0)
 
 
 def _before_any_tick(args: argparse.Namespace) -> str:

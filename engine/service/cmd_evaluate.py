@@ -12,7 +12,8 @@ from typing import Any, Callable
 from engine.service.checkpoint_notes import current_reading, read_as_trained, trained_on_overlap
 from engine.service.cli_common import check_outputs, printable_json
 from engine.service.cli_reading import column_map_of
-from engine.service.cmd_train import pause_notes, say_left_out, say_rejected_if_quiet, train_common
+from engine.service.cmd_train import (pause_notes, rejected_status, say_left_out, say_rejected_if_quiet,
+                                      train_common)
 from engine.service.output_paths import IMAGE, PARQUET, Output, check_plot_path
 
 
@@ -41,7 +42,8 @@ def _test_streams(args: argparse.Namespace, model: Any, codec: Any, split: Any, 
         caution(widened)
     say_left_out(skipped, short_streams_line(codec, streams, [sd.name for sd in prepared], split, min_ticks), args,
                  lambda line: print(f"flashtick evaluate: note: left out {line}", file=sys.stderr))
-    say_rejected_if_quiet(rejected, sum(map(len, streams.values())), args, "flashtick evaluate")
+    args.ticks_taken = sum(map(len, streams.values()))  # (--max-rejected-share's share is of these and the rejected)
+    say_rejected_if_quiet(rejected, args.ticks_taken, args, "flashtick evaluate")
     if (overlap := time_overlap_note(prepared)) is not None:
         caution(overlap)
     for sd in prepared:  # a split between two sessions or a roll, scored as a move (connectors/price_steps.py)
@@ -82,7 +84,7 @@ def _say_evaluation(args: argparse.Namespace, result: dict[str, Any], model_dir:
 SCORING_OPTIONS = ("batch_ms", "max_points", "block", "resamples", "seed")
 
 
-def cmd_evaluate(args: argparse.Namespace) -> None:
+def cmd_evaluate(args: argparse.Namespace) -> int | None:
     import dataclasses
 
     from engine.models import BUILTIN_MODEL_DIR
@@ -141,3 +143,4 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         write_text_atomically(args.points_out.with_suffix(MANIFEST_SUFFIX), json.dumps(
             {"run": record, "points": args.points_out.name}, indent=2, sort_keys=True, default=str) + "\n")
     _say_evaluation(args, result, model_dir, model, prepared, split)
+    return rejected_status(rejected, args.ticks_taken, args, "flashtick evaluate")

@@ -14,7 +14,8 @@ import threading
 import time
 from typing import Any, Callable
 
-from engine.service.cli_common import DEFAULT_ANSWERS, DEFAULT_CONTROL, DEFAULT_INGEST, curve_keys
+from engine.service.cli_common import (DEFAULT_ANSWERS, DEFAULT_CONTROL, DEFAULT_INGEST, curve_keys, exit_status,
+                                       interrupted_status)
 from engine.service.cli_reading import column_map_of, streams_to_read, time_range_of
 
 
@@ -327,10 +328,10 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
     try:  # (a Ctrl-C while it reads the files' layout or waits for the engine: its signal handler is not set yet)
         source = replay = _replay_source(args) if args.feed_source == "replay" else None  # a file's mistakes first
         resume = _feed_resume(args, stop)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # (SIGTERM's too: the CLI raises it as one until the feed's handler is set)
         print(f"{args.command_name}: interrupted while starting (reading the files, or waiting for the engine); "
               "nothing was sent", file=sys.stderr)
-        return 130
+        return interrupted_status(e)
     if replay is not None and resume is not None and _read_as_served(args, resume):
         source = replay = _replay_source(args)  # (the engine's model reads prices otherwise: the files re-read)
     if source is None:
@@ -343,9 +344,29 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
     for line in getattr(source, "notes", ()):
         print(f"{args.command_name}: {labelled(line)}", file=sys.stderr)
     interrupted = _stop_on_signals(stop)
-    stats = _sent(args, source, resume, stop, batch_ns)
+    try:
+        stats = _sent(args, source, resume, stop, batch_ns)
+    except ConnectionError as e:  # a stop while it waited for an engine that was down: interrupted, not unreachable
+        if not interrupted:
+            raise
+        print(f"{args.command_name}: {e}", file=sys.stderr, flush=True)
+        return exit_status(interrupted[0])
     _say_feed_summary(stats, stop, source, replay, args.command_name)
     _check_fed(args, stats, source)
-    # a feed cut short by Ctrl-C is told from a whole one by its exit (130, as backtest); a supervisor's SIGTERM is
-    # its normal stop: 0
-    return 130 if signal.SIGINT in interrupted else None
+    if interrupted:  # cut short: told from a whole feed by its exit, 128 + the signal, as backtest's (review337 #4)
+        print(f"{args.command_name}: interrupted by {signal.Signals(interrupted[0]).name}: {stats.ticks:,} ticks sent "
+              f"(the summary above); the same command sends the rest", file=sys.stderr, flush=True)
+        return exit_status(interrupted[0])
+    return _rejected_status(args, stats, source)
+
+
+def _rejected_status(args: argparse.Namespace, stats: Any, source: Any) -> int | None:
+    """--max-rejected-share over the ticks the files' reading rejected and the engine refused, of those read (sent,
+    held by the engine already, rejected)."""
+    from connectors.after_held import AfterHeld
+    from engine.service.rejected_share import rejected_share_status
+
+    held = sum(source.skipped.values()) if isinstance(source, AfterHeld) else 0
+    refused = sum(stats.rejected.values()) if stats.rejected is not None else 0
+    return rejected_share_status(dict(getattr(source, "rejected", None) or {}), stats.ticks + held,
+                                 getattr(args, "max_rejected_share", None), args.command_name, refused_after=refused)

@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from engine.service.cli_common import control_client, printable_json, say_failure_as_json
+from engine.service.exit_codes import PARTIAL, SERVICE_BUSY
 
 
 def cmd_stats(args: argparse.Namespace) -> None:
@@ -63,25 +64,25 @@ def cmd_scores(args: argparse.Namespace) -> None:
                   f"{fmt(thin['brier'])} vs {fmt(thin['prior_brier'])}")
 
 
-HEALTH_BUSY = 3  # `health`'s exit status for a connected service that did not reply in time
 
 
 def cmd_health(args: argparse.Namespace) -> int | None:
     from engine.service.control_client import TINY_REPLY_S, ControlBusy
 
-    # a probe given less waited out even an idle service's reply on a loaded host and exited 2, "down", which a
-    # liveness probe restarts on: refused before asking, the same every time, so it shows when the probe is set up
+    # a probe given less waited out even an idle service's reply on a loaded host and exited "down" (2, 4 since
+    # review337), which a liveness probe restarts on: refused before asking, the same every time, so it shows when
+    # the probe is set up
     if args.timeout < TINY_REPLY_S:
         raise ValueError(f"--timeout must be at least {TINY_REPLY_S:g} s, got {args.timeout:g}: a reply takes about "
-                         f"that even from an idle service, so a shorter wait would call a live one down (exit 2)")
+                         f"that even from an idle service, so a shorter wait would call a live one down (exit 4)")
     try:
         with control_client(args) as control:
             reply = control.call("health")
-    except ControlBusy as e:  # up but late: its own status, so a probe tells it from down (2)
+    except ControlBusy as e:  # up but late: its own status, so a probe tells it from down (4)
         said = f"{e} (exit 3: up, but no reply in time; `flashtick health --help`)"
         print(f"flashtick health: error: {said}", file=sys.stderr)
-        say_failure_as_json("flashtick health", said, HEALTH_BUSY)  # stdout is JSON, a failure's too
-        return HEALTH_BUSY
+        say_failure_as_json("flashtick health", said, SERVICE_BUSY)  # stdout is JSON, a failure's too
+        return SERVICE_BUSY
     print(printable_json({k: v for k, v in reply.items() if k != "ok"}, sort_keys=True))
     if reply.get("status") != "serving":  # a readiness check: 0 once it serves, 1 while it starts or is degraded
-        return 1
+        return PARTIAL

@@ -65,7 +65,7 @@ def _wait_ready(args: argparse.Namespace, sub: Any) -> float | None:
         return time.monotonic()
     except TimeoutError as e:
         if (refused := sub.refused()) is not None:
-            raise ConnectionError(f"{args.endpoint} refused the subscription: {refused}") from None
+            raise PermissionError(f"{args.endpoint} refused the subscription: {refused}") from None
         print(f"flashtick subscribe: note: {e}; waiting on (Ctrl-C stops)", file=sys.stderr, flush=True)
         return None
 
@@ -90,7 +90,7 @@ class _Watch:
         """No message this second: a refusal ends it; heartbeats gone quiet, or nothing published, are said once."""
         args = self.args
         if (refused := sub.refused()) is not None:
-            raise ConnectionError(f"{args.endpoint} refused the subscription: {refused}")
+            raise PermissionError(f"{args.endpoint} refused the subscription: {refused}")
         if self.beat_at is not None and not self.lost and now - self.beat_at > 2 * SUBSCRIBE_QUIET_S:
             self.lost = True  # the service stopped, or restarts: said once, and again when it is back
             print(f"flashtick subscribe: note: no heartbeat from {args.endpoint} for "

@@ -8,6 +8,7 @@ import argparse
 import dataclasses
 import math
 import os
+import shlex
 import sys
 import time
 from collections.abc import Iterator
@@ -15,7 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
-from engine.service.cli_common import check_outputs, printable_json
+from engine.service.cli_common import (check_outputs, exit_status, interrupted_status, printable_json,
+                                       raise_interrupted, restore_handlers)
 from engine.service.cli_reading import column_map_of
 from engine.service.output_lock import take_lock
 from engine.service.output_paths import PARQUET, Output, staged_file
@@ -90,9 +92,15 @@ def _check_train_out(out: Path, overwrite: bool) -> None:
     if not held:
         return
     if not overwrite:
-        raise ValueError(f"--out {out} already holds {', '.join(held[:5])}{', ...' if len(held) > 5 else ''}: give a "
-                         f"new or empty directory, or --overwrite to replace the checkpoint there (a service whose "
-                         f"data directory was written with it will refuse the new weights)")
+        # a re-run after a success is refused, never a no-op: a train is not repeatable bit for bit (--max-minutes
+        # ends it by the clock), so "the same model" cannot be told; a scheduled job gives --overwrite or a dated
+        # --out (docs/cli.md)
+        finished = " (a finished train's checkpoint: its model card TRAINING.md is there)" if MODEL_CARD in held else ""
+        raise ValueError(f"--out {shlex.quote(str(out))} already holds {', '.join(held[:5])}"
+                         f"{', ...' if len(held) > 5 else ''}{finished}: give a new or empty directory, or "
+                         f"--overwrite to replace the checkpoint there (a service whose data directory was written "
+                         f"with it will refuse the new weights); refused so that no re-run replaces a model by "
+                         f"accident")
     if not (out / "config.json").is_file():
         raise ValueError(f"--out {out} holds files but no checkpoint (no config.json): --overwrite only replaces a "
                          f"checkpoint; give a new or empty directory")
@@ -190,7 +198,38 @@ def _say_trained(record: dict[str, Any], args: argparse.Namespace, paused: list[
         print(f"flashtick train: note: {note}", file=sys.stderr)
 
 
-def cmd_train(args: argparse.Namespace) -> None:
+def cmd_train(args: argparse.Namespace) -> int | None:
+    """`train`, stopped by SIGTERM as by a Ctrl-C (a scheduler sends SIGTERM: it killed the run at once, its work
+    and lock left behind, review337 #3): at the next step the best weights so far are kept and written, and the run
+    exits 128 + the signal (130, 143) after saying so; a signal before training, or a second one, leaves --out as
+    it was, said too."""
+    inherited = _stop_on_sigterm()
+    try:
+        return _train(args)
+    except KeyboardInterrupt as e:
+        print(f"flashtick train: interrupted before the checkpoint was written: --out {shlex.quote(str(args.out))} "
+              f"is as it was (no checkpoint written, the lock released); run the same command to train again",
+              file=sys.stderr, flush=True)
+        return interrupted_status(e)
+    finally:
+        restore_handlers(inherited)
+
+
+def _stop_on_sigterm() -> dict[int, Any]:
+    """SIGTERM raised as a KeyboardInterrupt of its own (Interrupted) while `train` runs, unless the process was
+    started ignoring it; the handler it replaced, to put back."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():  # (only the main thread sets handlers)
+        return {}
+    inherited = {signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
+    if inherited[signal.SIGTERM] is not signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, raise_interrupted)
+    return inherited
+
+
+def _train(args: argparse.Namespace) -> int | None:
     started = time.time()  # --max-minutes bounds the command from here: its reading and scoring too (train_tail.py)
     from engine.models import BUILTIN_MODEL_DIR
     from engine.service.finetune import CHECKPOINT_FILES, fit
@@ -222,8 +261,13 @@ def cmd_train(args: argparse.Namespace) -> None:
     record["cautions"] += on_disk + [f"note: {note}" for note in paused]
     if args.json:
         print(printable_json(record, indent=1, default=str))
-        return
-    _say_trained(record, args, paused)
+    else:
+        _say_trained(record, args, paused)
+    if (signum := record["training"].get("interrupted_by")) is not None:  # a stopped run must not pass as finished
+        print(f"flashtick train: interrupted: the best weights of {record['training']['steps_done']} steps were kept "
+              f"and written to {shlex.quote(str(args.out))}; exit {exit_status(signum)}", file=sys.stderr, flush=True)
+        return exit_status(signum)
+    return rejected_status(record["rejected"], record["ticks_read"], args, "flashtick train")
 
 
 def _say_on_disk(line: str, said: list[str]) -> None:
@@ -255,6 +299,13 @@ def say_left_out(skipped: list[str], summed_up: str | None, args: argparse.Names
             say(line)
     elif summed_up is not None:
         say(summed_up)
+
+
+def rejected_status(rejected: dict[str, int], taken: int, args: argparse.Namespace, command: str) -> int | None:
+    """--max-rejected-share's exit status for `train` and `evaluate` (rejected_share.rejected_share_status)."""
+    from engine.service.rejected_share import rejected_share_status
+
+    return rejected_share_status(rejected, taken, args.max_rejected_share, command)
 
 
 def say_rejected_if_quiet(rejected: dict[str, int], read: int, args: argparse.Namespace, command: str) -> None:

@@ -43,7 +43,10 @@ class LimitsSection:
     # lag: keep everything, say so (heartbeat, metric, warning); shed: refuse new ticks; conflate: keep every trade
     # and of each stream's quotes only the newest that arrived between two forwards
     when_behind: str = "lag"
-    drain_s: float = 10.0  # on SIGTERM/SIGINT/SIGHUP, seconds from the signal to read the queue and compute, then exit
+    # on SIGTERM/SIGINT/SIGHUP, seconds from the signal to read the queue and compute, then exit: 7, so that a stop
+    # (drain_s plus up to ~2 s of exiting, measured at load 20) ends inside `docker stop`'s 10 s before SIGKILL
+    # (Kubernetes grants 30 s, systemd 90 s); it was 10, the grace itself (review337 #13)
+    drain_s: float = 7.0
     max_waiting_asks: int = 1024  # asks waiting for a forward, all clients together; more are refused at once
     # new streams one ingest message may open, and all messages together a second (a burst of a second's worth):
     # a flood of new names must not stall the streams held (engine/service/new_stream_budget.py). Sized to take an

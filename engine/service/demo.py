@@ -44,7 +44,7 @@ QUIET_BEATS = 2  # heartbeats in a row with nothing waiting once the feed ended:
 # load takes under a second (docs/benchmarks.md: p99 706 ms with 20,000 new streams), and a heartbeat follows each
 SILENT_BEATS = 10
 PROGRESS_EVERY_S = 5.0  # while the stop computes what is waiting
-# a Ctrl-C stops now: the summary says what was left uncomputed (limits.drain_s's 10 s of computing are serve's)
+# a Ctrl-C stops now: the summary says what was left uncomputed (limits.drain_s's 7 s of computing are serve's)
 DEMO_DRAIN_S = 1.0
 
 

@@ -9,6 +9,7 @@ best weights) is engine/service/train_stopping.py.
 from __future__ import annotations
 
 import math
+import signal
 import time
 from typing import Any, Callable
 
@@ -116,6 +117,7 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
     model.to(device).train()
     opt = _optimizer(model, cfg)
     t_train, hist, stopped, best = now(), [], "steps done", BestWeights()
+    interrupted_by: int | None = None  # the signal that stopped the run: its caller exits by it (128 + it)
     clock = StepClock(cfg.max_minutes * 60, len(val.batches) if val is not None else 0, now, started, tail)
     try:  # Ctrl-C stops training like --max-minutes: the best weights so far are kept and written
         if val is not None and check_start:  # a run interrupted at step 2 kept a loss of 7.80, the base's lower
@@ -148,9 +150,11 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
             if val is not None and best.since >= val.patience:
                 stopped = f"early stop: no better validation loss in {val.patience} checks"
                 break
-    except KeyboardInterrupt:
-        stopped = f"interrupted (Ctrl-C) after {counted(len(hist), 'step')}"
-        log(f"{stopped}: keeping the best weights so far, then calibrating, saving and scoring them (Ctrl-C "
+    except KeyboardInterrupt as e:  # SIGTERM too, as the CLI has it (cli_common.raise_interrupted): a scheduler's stop
+        interrupted_by = getattr(e, "signum", signal.SIGINT)
+        how = "Ctrl-C" if interrupted_by == signal.SIGINT else signal.Signals(interrupted_by).name
+        stopped = f"interrupted ({how}) after {counted(len(hist), 'step')}"
+        log(f"{stopped}: keeping the best weights so far, then calibrating, saving and scoring them ({how} "
             f"again aborts without writing)")
     if val is not None and hist and (not best.history or best.history[-1][0] != len(hist)):
         # Stopped between validations (--max-minutes, --stop-after, Ctrl-C; a short run may stop before its first):
@@ -165,4 +169,4 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
             "final_lm_loss": round(float(lm_end), 4), "final_qa_loss": round(float(qa_end), 4),
             "best_validation_loss": round(best.loss, 4) if best.history else None,
             "best_step": best.step if best.history else None,  # 0: the starting weights (check_start)
-            "validation": best.history}
+            "validation": best.history, "interrupted_by": interrupted_by}

@@ -1,0 +1,76 @@
+"""`backtest --resume` where --out holds a finished run: a no-op when that run is this one (the same files, queries,
+model, config and options), so that a scheduler can run one command line unchanged every hour, whether the last
+run was killed (it resumes), never started (it starts) or finished (review337 #2: this was an exit-2 error). A
+finished run whose record differs is still refused, naming what differs: its answers are not this command's.
+
+A finished run is an --out with no checkpoint folder beside it, its scores file and its manifest written (the
+manifest is the last file a run writes, answers.manifest.json); its record is compared with the answers file's own
+(Parquet metadata, run_record.PARQUET_KEY), so a file replaced since is not taken for the run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from engine.rust_paths import rust_path
+from engine.service.run_record import MANIFEST_SUFFIX, PARQUET_KEY
+
+# record keys that may differ in the same run: the CPU thread count (a resume on more cores is the same run;
+# AnswerParts tells, not refuses it)
+_NOT_COMPARED = frozenset({"threads"})
+
+
+class AlreadyComplete(FileExistsError):
+    """--resume on a finished run with this run's record: nothing to do (the CLI says so and exits 0). A
+    FileExistsError, as the refusal it replaces, for a Python caller that caught that."""
+
+
+def refuse_or_skip_finished(out: Path, record: dict[str, Any]) -> None:
+    """Before a --resume: where --out holds a finished run (no checkpoint folder beside it), AlreadyComplete when
+    its record is ``record`` (the CPU thread count aside), else FileExistsError saying what differs; nothing where
+    it holds none (a checkpoint to resume, or nothing: the run starts)."""
+    from engine.service.answer_parts import PARTS_SUFFIX
+
+    directory = out.with_name(out.name + PARTS_SUFFIX)
+    if directory.exists() or not out.is_file():
+        return
+    differs = _differences(out, json.loads(json.dumps(record, sort_keys=True, default=str)))
+    if not differs:
+        rows = _rows(out)
+        raise AlreadyComplete(f"already complete: {out} holds every answer of this run ({rows} rows, scored in "
+                              f"{out.with_suffix('.scores.json').name}); the same files, queries, model, config and "
+                              f"options: nothing to do")
+    raise FileExistsError(f"{out} holds a finished backtest (no checkpoint in {directory}) of other inputs or "
+                          f"settings than this command's ({differs}): there is nothing of this run to resume; to run "
+                          f"it, remove {out} or give another --out")
+
+
+def _differences(out: Path, record: dict[str, Any]) -> str:
+    """What differs between this run's record and the finished one's, in words ('' when nothing does)."""
+    manifest_path = out.with_suffix(MANIFEST_SUFFIX)
+    if not out.with_suffix(".scores.json").is_file() or not manifest_path.is_file():
+        return f"its scores or manifest, {manifest_path.name}, are missing"
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))["run"]
+        in_file = json.loads(_metadata(out)[PARQUET_KEY])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return f"its record is unreadable: {e}"
+    if manifest != in_file:
+        return f"{out.name} was replaced since {manifest_path.name} was written"
+    keys = sorted(k for k in set(record) | set(manifest) - _NOT_COMPARED
+                  if k not in _NOT_COMPARED and record.get(k) != manifest.get(k))
+    return f"its {', '.join(keys)} differ" if keys else ""
+
+
+def _metadata(out: Path) -> dict[str, str]:
+    import polars as pl
+
+    return pl.read_parquet_metadata(rust_path(out))
+
+
+def _rows(out: Path) -> int:
+    import polars as pl
+
+    return pl.scan_parquet(rust_path(out)).select(pl.len()).collect().item()

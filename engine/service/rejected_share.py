@@ -1,0 +1,51 @@
+"""--max-rejected-share: a replay that rejected more of the ticks it read than the user allows ends with exit status
+1, "partial" (exit_codes.PARTIAL), for a scheduler that alerts on statuses: the rows rejected were said, but a run
+that lost a third of its rows exited 0 like a whole one (review337 #8). Without the option nothing changes: rejected
+rows are said and never change the status. `backtest`, `feed replay`, `train` and `evaluate` take it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Mapping
+
+from engine.service.exit_codes import PARTIAL
+
+FILTERED_OUT = "filtered_out"  # rows a filter (--streams, --hours, a keep) left out on purpose: not rejected
+
+
+def add_max_rejected_share(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-rejected-share", type=_share, default=None, metavar="F",
+                        help="exit with status 1 (partial; docs/cli.md) when more than this share (0 to 1) of the "
+                             "ticks read from the files were rejected (rows a filter left out do not count): the "
+                             "run's work is done and kept all the same. Default: none, rejected rows are said and "
+                             "never change the exit status")
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a share from 0 to 1 (0.05: 5%), got {text!r}") from None
+    if math.isnan(value) or not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"a share from 0 to 1 (0.05: 5%), got {text!r}")
+    return value
+
+
+def rejected_share_status(rejected: Mapping[str, int], taken: int, limit: float | None, command: str,
+                          refused_after: int = 0) -> int | None:
+    """PARTIAL, said on stderr, when the ticks rejected (``rejected``: by reason, as the reading counts them, a
+    filter's left out among them but not counted; ``refused_after``: taken, then refused by the engine, a feed's)
+    are more than ``limit`` of the ticks read (``taken`` plus ``rejected``); None within it, or without a limit."""
+    if limit is None:
+        return None
+    lost = sum(n for reason, n in rejected.items() if reason != FILTERED_OUT) + refused_after
+    read = taken + sum(rejected.values())
+    if read == 0 or lost / read <= limit:
+        return None
+    print(f"{command}: partial: {lost:,} of the {read:,} ticks read ({lost / read:.1%}) were rejected, over "
+          f"--max-rejected-share {limit:g}: what the run did is kept, and it exits {PARTIAL} (partial)",
+          file=sys.stderr, flush=True)
+    return PARTIAL
