@@ -1,0 +1,240 @@
+"""Review337: the CLI under a job scheduler. One table of exit statuses (docs/cli.md, engine/service/exit_codes.py)
+instead of 2 for everything (#5); an interrupted `train` or `feed` exits by the signal after saying what it kept
+(#3, #4); --max-rejected-share makes a replay that rejected too much exit 1, partial (#8); `backtest --resume` can
+be re-run unchanged after a success (#2) and a `train --out` re-run is refused with its path quoted (#10). Every
+test runs the CLI on real files: a tiny model built from a config, real ZeroMQ sockets on 127.0.0.1."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import pty
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import zmq
+
+from conftest import engine_dir
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from engine.service.cli import main
+from engine.service.cli_parser import build_parser, subcommands
+from tests.test_train_folders import QUICK, START_US, TINY
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERIES = "queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: {ticks: 5}}\n"
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    """`flashtick ARGV` in this process: (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as e:  # a usage error: argparse's own exit
+            code = e.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def trades_csv(path: Path, rows: int, bad_every: int | None = None) -> Path:
+    """``rows`` trades of AAA a minute apart; every ``bad_every``-th with a negative price (rejected on reading)."""
+    prices = 60 + np.cumsum(np.random.default_rng(7).choice([-0.01, 0.0, 0.01], rows))
+    path.write_text("ts_us,symbol,price,size,aggressor_side\n" + "".join(
+        f"{START_US + i * 60_000_000},AAA,{-5 if bad_every and i % bad_every == 0 else prices[i]:.2f},{1 + i % 5},"
+        f"{'buy' if i % 3 else 'sell'}\n" for i in range(rows)))
+    return path
+
+
+def test_every_commands_help_points_to_the_exit_status_table_and_usage_errors_stay_2() -> None:
+    parser = build_parser()
+    commands = {"flashtick": parser, **subcommands(parser), **subcommands(subcommands(parser)["feed"])}
+    for name, command in commands.items():
+        text = " ".join(command.format_help().split())
+        assert "exit status: 0 done; 1 partial" in text and "4 service unreachable" in text, name
+        assert "the table is in docs/cli.md" in text, name
+    code, _, err = run("backtest", "x.csv", "--max-rejected-share", "1.5")
+    assert code == 2 and "--max-rejected-share: a share from 0 to 1 (0.05: 5%), got '1.5'" in err, err
+    code, _, err = run("evaluate", "builtin", str(ROOT / "missing.csv"))
+    assert code == 2 and "missing.csv: no such file" in err, err
+    table = (ROOT / "docs" / "cli.md").read_text()
+    for status in ("| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 4 |", "| 5 |", "| 130 |", "| 143 |"):
+        assert status in table, status
+
+
+def test_a_service_that_is_not_there_is_4_and_a_bad_key_file_is_2(tmp_path: Path) -> None:
+    """A scheduler retries 4 (nothing listens: the service not up yet) and alerts on 2 (the command is wrong)."""
+    with socket_bound_not_listening() as endpoint:
+        for command in (["stats"], ["streams"], ["list"], ["health"], ["get", "A", "q"]):
+            code, _, err = run(*command, "--control", endpoint, "--timeout", "5")
+            assert code == 4 and "it was refused (nothing listens there)" in err, (command, err)
+        code, _, err = run("stats", "--control", endpoint, "--server-key", str(tmp_path / "nope.key"))
+        assert code == 2 and "nope.key" in err, err
+
+
+@contextlib.contextmanager
+def socket_bound_not_listening():
+    import socket
+
+    with socket.socket() as nobody:  # a port bound, never listening: connections to it are refused
+        nobody.bind(("127.0.0.1", 0))
+        yield f"tcp://127.0.0.1:{nobody.getsockname()[1]}"
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory) -> Path:
+    """A tiny tick model's engine.yaml and q.yaml, and 400 synthetic ticks as Parquet."""
+    root = engine_dir(tmp_path_factory.mktemp("sched"), QUERIES)
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(400)
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "ticks.parquet")
+    return root
+
+
+def backtest(root: Path, files: list[str], out: Path, *extra: str) -> list[str]:
+    return ["backtest", *files, "--queries", str(root / "q.yaml"), "--config", str(root / "engine.yaml"),
+            "--out", str(out), "--quiet", *extra]
+
+
+def test_backtest_resume_runs_unchanged_every_hour(engine: Path, tmp_path: Path) -> None:
+    """The one command line a scheduler can run every hour: it starts where nothing is, does nothing (exit 0) where
+    the same run finished, and refuses (2, naming what differs) a finished run of other inputs."""
+    out = tmp_path / "out dir" / "answers.parquet"
+    argv = backtest(engine, [str(engine / "ticks.parquet")], out, "--resume")
+    code, _, err = run(*argv)
+    assert code == 0 and "starting from the beginning" in err and out.is_file(), err
+    written = out.stat().st_mtime_ns, out.with_suffix(".scores.json").read_bytes()
+    code, out_text, err = run(*argv)  # the same command, the next hour
+    assert code == 0, err
+    assert f"flashtick backtest: already complete: {out} holds every answer of this run (" in err, err
+    assert (out.stat().st_mtime_ns, out.with_suffix(".scores.json").read_bytes()) == written  # nothing rewritten
+    code, _, err = run(*argv, "--threads", "2")  # how fast, not what: the same run
+    assert code == 0 and "already complete" in err, err
+    code, _, err = run(*argv, "--max-ticks", "300")  # another run: its answers are not these
+    assert code == 2 and "holds a finished backtest" in err and "max_ticks" in err, err
+    assert out.stat().st_mtime_ns == written[0]
+
+
+def test_backtest_over_max_rejected_share_exits_1_with_its_work_kept(engine: Path, tmp_path: Path) -> None:
+    bad = trades_csv(tmp_path / "bad AAA.csv", 600, bad_every=3)  # 200 of 600 rejected: 33%
+    code, _, err = run(*backtest(engine, [str(bad)], tmp_path / "a.parquet"))
+    assert code == 0, err  # the default: rejected rows are said, and never change the status
+    code, _, err = run(*backtest(engine, [str(bad)], tmp_path / "b.parquet", "--max-rejected-share", "0.4"))
+    assert code == 0 and "partial" not in err, err
+    code, _, err = run(*backtest(engine, [str(bad)], tmp_path / "c.parquet", "--max-rejected-share", "0.05"))
+    assert code == 1, err
+    assert ("flashtick backtest: partial: 200 of the 600 ticks read (33.3%) were rejected, over "
+            "--max-rejected-share 0.05") in err, err
+    assert pl.read_parquet(tmp_path / "c.parquet").height == pl.read_parquet(tmp_path / "a.parquet").height
+
+
+def test_a_backtest_that_cannot_write_its_output_exits_5(engine: Path, tmp_path: Path) -> None:
+    """A full disk (here a file size limit, EFBIG, as `ulimit -f` sets) is 5: free space and resume, not a typo."""
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2048, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    done = subprocess.run([sys.executable, "-m", "engine.service.cli",
+                           *backtest(engine, [str(engine / "ticks.parquet")], tmp_path / "full.parquet")],
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                          preexec_fn=limited, timeout=600)
+    assert done.returncode == 5, done.stderr[-3000:]
+    assert "flashtick backtest: error: " in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
+
+
+def test_feed_replay_over_max_rejected_share_exits_1_after_sending_the_rest(tmp_path: Path) -> None:
+    bad = trades_csv(tmp_path / "bad XRP.csv", 300, bad_every=3)  # review337 #8: every third price set to -5
+    pull = zmq.Context.instance().socket(zmq.PULL)
+    pull.linger = 0
+    port = pull.bind_to_random_port("tcp://127.0.0.1")
+    try:
+        feed = ["feed", "replay", str(bad), "--endpoint", f"tcp://127.0.0.1:{port}", "--control", "", "--answers", ""]
+        code, _, err = run(*feed)
+        assert code == 0 and "nonpositive_price" in err, err
+        code, _, err = run(*feed, "--max-rejected-share", "0.25")
+        assert code == 1, err
+        assert ("flashtick feed replay: partial: 100 of the 300 ticks read (33.3%) were rejected, over "
+                "--max-rejected-share 0.25") in err, err
+        assert "sent 200 ticks" in err, err
+    finally:
+        pull.close()
+
+
+def test_train_refuses_an_out_holding_a_checkpoint_naming_it_quoted(tmp_path: Path) -> None:
+    """A re-run after a success is refused (exit 2), its --out quoted as a shell takes it back (review337 #10)."""
+    out = tmp_path / "mon modèle"
+    out.mkdir()
+    for name in ("config.json", "TRAINING.md"):
+        (out / name).write_text("{}")
+    code, _, err = run("train", str(trades_csv(tmp_path / "t.csv", 100)), "--out", str(out), *TINY)
+    assert code == 2, err
+    assert f"--out '{out}' already holds TRAINING.md, config.json (a finished train's checkpoint" in err, err
+    assert "--overwrite to replace the checkpoint there" in err and not (out / ".lock").exists()
+
+
+def test_train_over_max_rejected_share_exits_1_with_its_checkpoint_written(tmp_path: Path) -> None:
+    bad = trades_csv(tmp_path / "AAA.csv", 1200, bad_every=4)  # 300 of 1,200 rejected: 25%, 900 left to split
+    code, _, err = run("train", str(bad), "--out", str(tmp_path / "m"), *TINY, *QUICK, "--quiet",
+                       "--max-rejected-share", "0.2")
+    assert code == 1, err[-3000:]
+    assert "flashtick train: partial: 300 of the 1,200 ticks read (25.0%) were rejected" in err, err
+    assert (tmp_path / "m" / "config.json").is_file() and not (tmp_path / "m" / ".lock").exists()
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_train_stopped_by_a_signal_keeps_its_best_weights_and_exits_by_it(tmp_path: Path, signame: str) -> None:
+    """Review337 #3/#4: SIGTERM killed a train at once (nothing said, the work lost, its .lock left) and a Ctrl-C'd
+    one exited 0. Both now stop at the step under way, keep the best weights, write and score them, release the
+    lock, say so, and exit 128 + the signal. stderr is a terminal, so the run says its steps: the signal is sent
+    once one is said (the optimisation under way)."""
+    data = trades_csv(tmp_path / "AAA.csv", 1200)
+    out = tmp_path / "model"
+    leader, follower = pty.openpty()
+    assert TINY[-4:] == ["--steps", "1", "--batch", "1"]
+    tiny = [*TINY[:-4], "--batch", "1"]
+    child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "train", str(data), "--out", str(out),
+                              *tiny, *QUICK, "--steps", "100000", "--max-minutes", "30", "--eval-every", "5"],
+                             env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                             stderr=follower, text=True)
+    os.close(follower)
+    seen: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the child closed its end
+                return
+            if not chunk:
+                return
+            seen.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 600  # a hang guard, not a timed assertion
+        while time.monotonic() < deadline and child.poll() is None and b"step 10/" not in b"".join(seen):
+            time.sleep(0.05)
+        assert child.poll() is None, b"".join(seen).decode(errors="replace")[-3000:]
+        child.send_signal(getattr(signal, signame))
+        stdout, _ = child.communicate(timeout=600)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(60)
+    reader.join(30)
+    os.close(leader)
+    err = b"".join(seen).decode(errors="replace").replace("\r", "\n")
+    status = 128 + getattr(signal, signame)
+    assert child.returncode == status, err[-3000:]
+    how = "Ctrl-C" if signame == "SIGINT" else "SIGTERM"
+    assert f"interrupted ({how}) after " in err and f"({how} again aborts without writing)" in err, err[-3000:]
+    assert "flashtick train: interrupted: the best weights of " in err and f"exit {status}" in err, err[-3000:]
+    assert "trained " in stdout and f"(interrupted ({how}) after" in stdout, stdout
+    assert (out / "model.safetensors").is_file() and not (out / ".lock").exists()
+    assert f"interrupted ({how})" in (out / "TRAINING.md").read_text()
