@@ -565,7 +565,7 @@ def test_client_commands_start_without_importing_torch(checkpoint, tmp_path) -> 
     service_yaml.write_text(f"model: {{path: {checkpoint}}}\nendpoints: {{control: 'tcp://127.0.0.1:9'}}\n")
     probe = ("import sys; from engine.service.cli import main\n"
              "for extra in ([], ['--config', sys.argv[1]]):\n"
-             "    assert main(['stats', '--timeout', '0.1', *extra]) == 2\n"
+             "    assert main(['stats', '--timeout', '0.1', *extra]) == 4\n"
              "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))")
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, "-c", probe, str(service_yaml)], capture_output=True, text=True,
@@ -965,8 +965,9 @@ def test_every_control_commands_timeout_refuses_inf_and_nan_naming_the_option(ca
 def test_health_exits_3_for_a_service_that_is_connected_but_does_not_reply_in_time(capsys) -> None:
     """A service busy catching up after a restart took the probe's request and answered after --timeout: `health`
     exited 2, as for a service that is down, and a liveness probe restarted it (its catch-up then began again).
-    Connected but late is exit 3; nothing there is 4 (it was 2), and a refused connection (a stopped service's port) is 4
-    at once: it waited out the 10 s connect wait first (13.7 s on a loaded host), past a probe's own time-out."""
+    Connected but late is exit 3; nothing there is 4 (it was 2), and a refused connection (a stopped service's port)
+    is 4 at once: it waited out the 10 s connect wait first (13.7 s on a loaded host), past a probe's own
+    time-out."""
     import msgpack
 
     router = zmq.Context.instance().socket(zmq.ROUTER)  # accepts the connection and the request, never replies
@@ -1119,7 +1120,7 @@ def test_log_timestamps_after_any_command_stamps_it_and_an_option_before_the_com
     command, after it as before it. `flashtick --log-timestamps --bogus serve` blamed --bogus on serve."""
     stamped = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (.*)")
     code, _, err = run(capsys, "stats", "--log-timestamps", "--control", "tcp://127.0.0.1:1", "--timeout", "0.5")
-    assert code == 2 and stamped.fullmatch(err.rstrip("\n")).group(1).startswith("flashtick stats: error: no conn"), err
+    assert code == 4 and stamped.fullmatch(err.rstrip("\n")).group(1).startswith("flashtick stats: error: no conn"), err
     for argv, said in ((["feed", "replay", "x.csv", "--log-timestamps", "--bogus"], "flashtick feed replay: error: "),
                        (["stats", "--log-t", "--bogus"], "flashtick stats: error: unrecognized arguments: --bogus"),
                        (["--log-timestamps", "--bogus", "serve"],
@@ -1515,7 +1516,7 @@ def test_a_feed_that_ends_in_an_error_lists_the_rows_it_did_not_send_first(check
         _, err = paced.communicate(timeout=300)
     finally:
         paced.kill()
-    assert paced.returncode == 2 and "flashtick feed replay: error: the connection to the engine at " in err, err
+    assert paced.returncode == 4 and "flashtick feed replay: error: the connection to the engine at " in err, err
     assert "  rejected missing_field: 2 (" in err, err
     assert err.index("2 ticks read from the files not sent:\n") < err.index("flashtick feed replay: error: "), err
 

@@ -177,13 +177,18 @@ def test_train_refuses_an_out_holding_a_checkpoint_naming_it_quoted(tmp_path: Pa
     assert "--overwrite to replace the checkpoint there" in err and not (out / ".lock").exists()
 
 
-def test_train_over_max_rejected_share_exits_1_with_its_checkpoint_written(tmp_path: Path) -> None:
+def test_train_and_evaluate_over_max_rejected_share_exit_1_with_their_work_done(tmp_path: Path) -> None:
     bad = trades_csv(tmp_path / "AAA.csv", 1200, bad_every=4)  # 300 of 1,200 rejected: 25%, 900 left to split
     code, _, err = run("train", str(bad), "--out", str(tmp_path / "m"), *TINY, *QUICK, "--quiet",
                        "--max-rejected-share", "0.2")
     assert code == 1, err[-3000:]
     assert "flashtick train: partial: 300 of the 1,200 ticks read (25.0%) were rejected" in err, err
     assert (tmp_path / "m" / "config.json").is_file() and not (tmp_path / "m" / ".lock").exists()
+    code, out, err = run("evaluate", str(tmp_path / "m"), str(bad), *QUICK, "--quiet", "--max-rejected-share", "0.2")
+    assert code == 1 and "flashtick evaluate: partial: 300 of the 1,200 ticks read (25.0%)" in err, err[-3000:]
+    assert "test slice" in out, out  # its scores printed all the same
+    code, _, err = run("evaluate", str(tmp_path / "m"), str(bad), *QUICK, "--quiet", "--max-rejected-share", "0.3")
+    assert code == 0, err[-3000:]
 
 
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])

@@ -32,7 +32,7 @@ def cmd_register(args: argparse.Namespace) -> None:
         except ControlError as e:  # the service names only the file (a client's path means nothing there): the
             # user is shown the path as given, as serve and backtest name a queries file
             located = re.sub(rf"(?m)^{re.escape(args.file.name)}(?=:)", lambda _: str(args.file), str(e))
-            raise ControlError(located) from None
+            raise type(e)(located, e.reason) from None  # its kind kept: a service not there is exit 4, not 2
     replaced = reply.get("replaced")  # (absent from an older server)
     print(f"registered {', '.join(reply['registered'])} (registry version {reply['version']})" + (
         f"; replaced {', '.join(replaced)} (the earlier spec of each no longer answers)" if replaced else ""))
