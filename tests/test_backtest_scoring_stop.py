@@ -110,9 +110,9 @@ def test_ctrl_c_while_scoring_stops_before_the_scores_and_resume_makes_them(setu
     assert "scored from the answers file: none computed again" in said.out.splitlines()[0], said.out[:300]
     assert "resumed after" not in said.out
     assert_scored_as_uninterrupted(setup, "cut")
-    # complete with its scores: nothing to resume, refused as before
-    assert main(cli(setup, "cut.parquet", "--resume")) == 2
-    assert "holds a finished backtest" in capsys.readouterr().err
+    # complete with its scores: the same command again does nothing, exit 0 (it was refused, exit 2: review337 #2)
+    assert main(cli(setup, "cut.parquet", "--resume")) == 0
+    assert f"already complete: {out} holds every answer of this run" in capsys.readouterr().err
 
 
 def test_a_second_ctrl_c_while_scoring_aborts_and_says_how_to_get_the_scores(setup: Path, monkeypatch,

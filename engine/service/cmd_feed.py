@@ -354,8 +354,10 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
     _say_feed_summary(stats, stop, source, replay, args.command_name)
     _check_fed(args, stats, source)
     if interrupted:  # cut short: told from a whole feed by its exit, 128 + the signal, as backtest's (review337 #4)
+        rest = ("the same command sends the rest" if resume is not None else  # (it asks the engine what it holds)
+                "with no control socket to ask what the engine holds, a re-run sends it all again")
         print(f"{args.command_name}: interrupted by {signal.Signals(interrupted[0]).name}: {stats.ticks:,} ticks sent "
-              f"(the summary above); the same command sends the rest", file=sys.stderr, flush=True)
+              f"(the summary above); {rest}", file=sys.stderr, flush=True)
         return exit_status(interrupted[0])
     return _rejected_status(args, stats, source)
 

@@ -42,9 +42,9 @@ def refuse_or_skip_finished(out: Path, record: dict[str, Any]) -> None:
         raise AlreadyComplete(f"already complete: {out} holds every answer of this run ({rows} rows, scored in "
                               f"{out.with_suffix('.scores.json').name}); the same files, queries, model, config and "
                               f"options: nothing to do")
-    raise FileExistsError(f"{out} holds a finished backtest (no checkpoint in {directory}) of other inputs or "
-                          f"settings than this command's ({differs}): there is nothing of this run to resume; to run "
-                          f"it, remove {out} or give another --out")
+    raise FileExistsError(f"{out} holds a finished backtest (no checkpoint in {directory}): the run there is "
+                          f"complete, but not this command's ({differs}), so there is nothing of it to resume; to run "
+                          f"it, remove {out} or give another --out (a dated one, for a scheduled job)")
 
 
 def _differences(out: Path, record: dict[str, Any]) -> str:
