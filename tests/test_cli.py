@@ -347,7 +347,8 @@ def test_answers_takes_a_query_name_or_a_prefix_naming_one_topic(checkpoint, tmp
     with answered(checkpoint, tmp_path, capsys) as (control, last):
         for given, topic in [("one", "one/SYN.A/"), ("mine", "alerts/SYN.C/"), ("dir/SYN.B", "dir/SYN.B/")]:
             code, out, err = run(capsys, "answers", given, "--all", *control)
-            assert code == 0 and err == f"flashtick answers: {json.dumps(given)} names the topic {json.dumps(topic)}\n", err
+            said = f"flashtick answers: {json.dumps(given)} names the topic {json.dumps(topic)}\n"
+            assert code == 0 and err == said, err
             assert [json.loads(line)["topic"] for line in out.splitlines()] == [topic] * last[topic], out
         code, out, err = run(capsys, "answers", "dir", *control)
         assert (code, out) == (1, "") and err == (
