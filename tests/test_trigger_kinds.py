@@ -89,26 +89,9 @@ def test_every_kind_is_listed_by_a_server_and_comes_back_after_a_restart_of_its_
 
 def test_list_shows_a_trigger_this_client_does_not_know_as_the_server_sent_it(capsys) -> None:
     """A client one release behind the server: a kind it cannot parse is shown as sent, the other rows as ever."""
-    router = zmq.Context.instance().socket(zmq.ROUTER)
-    router.linger = 0
-    port = router.bind_to_random_port("tcp://127.0.0.1")
     queries = [{**query_of("batch"), "name": "new_kind", "trigger": {"daily": "20:55"}, "topic": "{query}/{stream}/"},
                {**query_of("ticks"), "trigger": {"ticks": 50}, "topic": "{query}/{stream}/"}]
-
-    def answer_once() -> None:
-        *route, payload = router.recv_multipart()
-        request = msgpack.unpackb(payload)
-        router.send_multipart([*route, msgpack.packb({"ok": True, "id": request["id"], "queries": queries,
-                                                      "version": 2})])
-
-    thread = threading.Thread(target=answer_once, daemon=True)
-    thread.start()
-    try:
-        assert main(["list", "--control", f"tcp://127.0.0.1:{port}"]) == 0
-        thread.join(30)
-    finally:
-        router.close(linger=0)
-    out = capsys.readouterr().out
+    out = listed_by_a_newer_service(queries, capsys)
     assert any(line.startswith("new_kind ") and " daily:20:55 " in line for line in out.splitlines()), out
     assert any(line.startswith("q_ticks ") and " ticks:50 " in line for line in out.splitlines()), out
 
@@ -225,11 +208,21 @@ def test_list_shows_unknown_kinds_in_json_never_a_python_repr(capsys) -> None:
             {"x\x1b[31m": True}]
     expected = ['price_move:{"bps": 25}', "null", "7", '["a", "b"]', '{"ticks": 50, "interval": 1000000000}',
                 "x\\x1b[31m:true"]
+    queries = [{**query_of("batch"), "name": f"n{i}", "trigger": trigger, "topic": "{query}/{stream}/"}
+               for i, trigger in enumerate(sent)]
+    out = listed_by_a_newer_service(queries, capsys)
+    for i, shown in enumerate(expected):
+        row = next(line for line in out.splitlines() if line.startswith(f"n{i} "))
+        assert f" {shown} " in row, (shown, row)
+    assert "'" not in out and "None" not in out and "True" not in out and "\x1b" not in out, out
+
+
+def listed_by_a_newer_service(queries: list[dict], capsys) -> str:
+    """What `flashtick list` prints for ``queries`` as a service of a later release sends them (a stand-in ROUTER
+    that answers one `list`)."""
     router = zmq.Context.instance().socket(zmq.ROUTER)
     router.linger = 0
     port = router.bind_to_random_port("tcp://127.0.0.1")
-    queries = [{**query_of("batch"), "name": f"n{i}", "trigger": trigger, "topic": "{query}/{stream}/"}
-               for i, trigger in enumerate(sent)]
 
     def answer_once() -> None:
         *route, payload = router.recv_multipart()
@@ -244,8 +237,4 @@ def test_list_shows_unknown_kinds_in_json_never_a_python_repr(capsys) -> None:
         thread.join(30)
     finally:
         router.close(linger=0)
-    out = capsys.readouterr().out
-    for i, shown in enumerate(expected):
-        row = next(line for line in out.splitlines() if line.startswith(f"n{i} "))
-        assert f" {shown} " in row, (shown, row)
-    assert "'" not in out and "None" not in out and "True" not in out and "\x1b" not in out, out
+    return capsys.readouterr().out
