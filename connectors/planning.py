@@ -65,6 +65,7 @@ from connectors.repeated_bars import without_repeated_bars
 from connectors.row_order import in_time_order, is_newest_first
 from connectors.session_dates import trade_date_evenings
 from connectors.shifted_prices import ZeroPrices, settle_top, settling_streams, zero_prices
+from engine.path_words import file_not_found, os_reason, shown_path
 
 
 # polars' refusals of a CSV row with more fields than the file's columns (with and without a header)
@@ -80,15 +81,15 @@ def regular_file(path: Path) -> Path:
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
-        raise FileNotFoundError(f"replay file not found: {path}") from None
+        raise file_not_found("replay file", path) from None
     except OSError as e:
-        raise ValueError(f"{path}: cannot read it: {e.strerror or e}") from None
+        raise ValueError(f"{shown_path(path)}: cannot read it: {os_reason(e)}") from None
     if stat.S_ISREG(mode):
         return path
     kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else
             "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode) else
             "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
-    raise ValueError(f"{path} is {kind}, not a file: a replay reads each file more than once (its layout, then its "
+    raise ValueError(f"{shown_path(path)} is {kind}, not a file: a replay reads each file more than once (its layout, then its "
                      f"rows); write what it holds to a file and give that")
 
 

@@ -6,6 +6,7 @@ folders and patterns expanded by connectors/input_paths.py), which commands that
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -14,6 +15,7 @@ import yaml
 from connectors.column_map import ColumnMap
 from connectors.input_paths import Expanded, expanded, item_path
 from connectors.map_options import Refine, as_column_map
+from engine.path_words import file_not_found, os_reason, shown_path
 from engine.rust_paths import written_path
 from engine.text_files import read_text
 from engine.yaml_files import safe_load_unique, yaml_error_line
@@ -47,7 +49,9 @@ def replay_list(path: Path) -> list[dict[str, Any]]:
     try:
         data = safe_load_unique(read_text(path), text_words=True)  # paths and column maps: `yes` is the text
     except OSError as e:
-        raise FileNotFoundError(f"replay list {path}: {e.strerror or e}") from None
+        if isinstance(e, FileNotFoundError):
+            raise file_not_found("replay list", path) from None
+        raise ValueError(f"replay list {shown_path(path)}: cannot read it: {os_reason(e)}") from None
     except yaml.YAMLError as e:
         raise ValueError(f"replay list {path}: not valid YAML ({yaml_error_line(e)})") from None
     if not isinstance(data, dict) or set(data) != {"replay"} or not isinstance(data["replay"], list) \
@@ -56,11 +60,12 @@ def replay_list(path: Path) -> list[dict[str, Any]]:
         raise ValueError(f"replay list {path}: a mapping with one key, replay: [{{path: ..., columns: ...}}, ...]; "
                          f"got {keys}")
     entries = []
+    here = Path(os.path.realpath(path)).parent  # the list's own folder, a link to it followed (as a config's)
     for i, entry in enumerate(data["replay"], start=1):
         if not isinstance(entry, dict) or "path" not in entry or set(entry) - {"path", "columns"}:
             got = sorted(map(str, entry)) if isinstance(entry, dict) else type(entry).__name__
             raise ValueError(f"replay list {path}: entry {i} needs path and may have columns; got {got}")
-        entries.append({**entry, "path": str(path.parent / Path(written_path(str(entry["path"]))).expanduser())})
+        entries.append({**entry, "path": str(here / Path(written_path(str(entry["path"]))).expanduser())})
     return entries
 
 

@@ -889,7 +889,7 @@ def test_feed_says_the_engines_rejections_as_they_come_not_only_in_its_summary(c
 
 def test_register_of_a_missing_file_says_so_before_connecting(tmp_path, capsys) -> None:
     code, _, err = run(capsys, "register", str(tmp_path / "nofile.yaml"), "--control", "tcp://127.0.0.1:1")
-    assert code == 2 and f"queries file {tmp_path / 'nofile.yaml'} does not exist" in err, err
+    assert code == 2 and f"queries file not found: {tmp_path / 'nofile.yaml'}" in err, err
 
 
 def test_health_exits_non_zero_until_the_service_serves(capsys) -> None:

@@ -150,8 +150,8 @@ def test_a_missing_example_path_outside_the_clone_names_the_packaged_example(tmp
                          pythonpath=[site])
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.strip() == (
-        "flashtick backtest: error: queries file queries/examples/tick_model.yaml does not exist; flashtick ships an "
-        f"example of that name at {site / 'queries' / 'examples' / 'tick_model.yaml'}")
+        f"flashtick backtest: error: queries file not found: queries/examples/tick_model.yaml (in {tmp_path}); "
+        f"flashtick ships an example of that name at {site / 'queries' / 'examples' / 'tick_model.yaml'}")
 
 
 @pytest.mark.parametrize("argv", [["serve", "--config", "elsewhere/engine.yaml"],
@@ -166,7 +166,7 @@ def test_a_missing_config_or_queries_file_is_said_before_anything_loads(capsys, 
     what = "config file" if "--config" in argv else "queries file"
     packaged = ROOT / "queries" / "examples" / Path(name).name
     shipped = f"; flashtick ships an example of that name at {packaged}" if packaged.is_file() else ""
-    assert err == f"flashtick {argv[0]}: error: {what} {name} does not exist{shipped}"
+    assert err == f"flashtick {argv[0]}: error: {what} not found: {name} (in {Path.cwd()}){shipped}"
 
 
 def test_version_prints_flashtick_torch_and_python_in_one_line() -> None:

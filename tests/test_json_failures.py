@@ -63,7 +63,7 @@ def test_train_and_evaluate_that_fail_say_so_in_json_on_stdout(tmp_path: Path, c
         captured = capsys.readouterr()
         said = _failure(captured.out)
         assert code == 2 and said["ok"] is False and said["exit_status"] == 2 and said["command"] == who
-        assert str(missing) in said["error"] and "no such file" in said["error"]
+        assert str(missing) in said["error"] and "replay file not found" in said["error"]
         assert f"{who}: error: {said['error']}" in captured.err
 
 

@@ -193,7 +193,7 @@ def test_finetuning_the_builtin_model_runs(ticks_file: Path, tmp_path: Path, cap
 
 def test_bad_input_is_one_line(tmp_path: Path, capsys) -> None:
     assert main(["train", str(tmp_path / "nope.csv"), "--out", str(tmp_path / "m")]) == 2
-    assert "nope.csv: no such file" in capsys.readouterr().err
+    assert f"replay file not found: {tmp_path / 'nope.csv'}" in capsys.readouterr().err
     f = write_ticks(tmp_path / "t.parquet", 300)
     assert main(["evaluate", "builtin", str(f), "--split", "70/20"]) == 2
     assert "add up to 100" in capsys.readouterr().err

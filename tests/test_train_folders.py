@@ -105,7 +105,7 @@ def test_train_still_refuses_what_it_cannot_read_before_any_work(models, tmp_pat
     rc, _, err = train([f"{folder}/BBB-*.csv"], tmp_path / "none")
     assert rc == 2 and f"error: no file matches {folder}/BBB-*.csv: a pattern that names no file" in err, err
     rc, _, err = train([str(folder / "AAA-2026-10-28.csv")], tmp_path / "missing")
-    assert rc == 2 and f"error: {folder / 'AAA-2026-10-28.csv'}: no such file" in err, err
+    assert rc == 2 and f"error: replay file not found: {folder / 'AAA-2026-10-28.csv'}" in err, err
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "notes.pdf").write_bytes(b"%PDF-1.4")
     rc, _, err = train([str(tmp_path / "docs")], tmp_path / "docs_model")

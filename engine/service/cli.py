@@ -52,6 +52,7 @@ import signal
 import threading
 from typing import NoReturn
 
+from engine.path_words import file_not_found, shown_path
 from engine.service.cli_common import (DEFAULT_ANSWERS, DEFAULT_CONTROL, DEFAULT_INGEST, EXAMPLE_QUERIES, Interrupted,
                                        WorkWhole, interrupted_status, raise_interrupted, say_failure_as_json,
                                        says_json)
@@ -273,8 +274,8 @@ def _check_named_files(args: argparse.Namespace) -> None:
         if path is None or path.exists():
             continue
         packaged = EXAMPLE_QUERIES.parent / path.name
-        shipped = f"; flashtick ships an example of that name at {packaged}" if packaged.is_file() else ""
-        raise FileNotFoundError(f"{what} {path} does not exist{shipped}")
+        shipped = f"; flashtick ships an example of that name at {shown_path(packaged)}" if packaged.is_file() else ""
+        raise file_not_found(what, path, shipped)
 
 
 def _client_endpoints(args: argparse.Namespace) -> None:

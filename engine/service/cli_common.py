@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from pathlib import Path
 from typing import Any
 
+from engine.path_words import file_not_found, shown_path
 from engine.service.output_paths import Output
 
 
@@ -39,9 +41,25 @@ def service_config(path: Path | None, queries: Path | None = None, serving: bool
         config = dataclasses.replace(config, model=dataclasses.replace(config.model, path=str(model)))
     if queries is not None:
         if not queries.is_file():
-            raise FileNotFoundError(f"queries file {queries} does not exist")
+            raise file_not_found("queries file", queries)
         config = dataclasses.replace(config, queries=str(queries))
+    elif serving:
+        configured_queries_file(config, path)
     return config if serving else dataclasses.replace(config, log=dataclasses.replace(config.log, dir=None))
+
+
+def configured_queries_file(config: Any, path: Path | None) -> Path | None:
+    """The config's `queries` file (None when it names none), refused by name when it is not there: the path as it
+    was read, from the folder of the config file itself (a link to the config followed), said with that folder, not
+    as the query reader's `[Errno 2]`."""
+    if config.queries is None:
+        return None
+    queries = Path(config.queries)
+    if not queries.is_file():
+        folder = Path(os.path.realpath(path)).parent if path is not None else Path.cwd()
+        raise file_not_found("queries file", queries, f" (the `queries` of the config {shown_path(path)}, read from "
+                                                      f"the config file's own folder {shown_path(folder)})")
+    return queries
 
 
 def curve_keys(args: argparse.Namespace) -> dict[str, Any]:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 from typing import NamedTuple
 
+from engine.path_words import map_or_user_path, user_path
 from engine.service.cli_common import DEFAULT_CONTROL
 from engine.service.cli_reading import FILE_ORDER
 from engine.service.cli_types import _timeout
@@ -36,7 +36,7 @@ class SharedOptions(NamedTuple):
 
 def shared_options() -> SharedOptions:
     clients = argparse.ArgumentParser(add_help=False)  # what every client of a running engine shares
-    clients.add_argument("--config", type=Path, metavar="FILE",
+    clients.add_argument("--config", type=user_path, metavar="FILE",
                          help="the service YAML the engine runs with: connect to its endpoints (an endpoint flag "
                               "overrides it; default: the default endpoints, 127.0.0.1:5555-5557)")
     return SharedOptions(keys=_key_options(), clients=clients, reading=_reading_options(),
@@ -47,10 +47,10 @@ def _key_options() -> argparse.ArgumentParser:
     """--server-key and --client-key, shared by every command that connects to a service."""
     keys = argparse.ArgumentParser(add_help=False)
     group = keys.add_argument_group("CURVE keys (when the service has curve.enabled)")
-    group.add_argument("--server-key", type=Path, default=os.environ.get("FLASHTICK_SERVER_KEY") or None,
+    group.add_argument("--server-key", type=user_path, default=os.environ.get("FLASHTICK_SERVER_KEY") or None,
                        metavar="FILE", help="the server's public key: its *.key certificate or a z85 key file "
                        "(default: $FLASHTICK_SERVER_KEY; none: no CURVE)")
-    group.add_argument("--client-key", type=Path, default=os.environ.get("FLASHTICK_CLIENT_KEY") or None,
+    group.add_argument("--client-key", type=user_path, default=os.environ.get("FLASHTICK_CLIENT_KEY") or None,
                        metavar="FILE", help="this client's keypair: a *.key_secret certificate (flashtick keygen); "
                        "needed when the server allows listed clients only (default: $FLASHTICK_CLIENT_KEY)")
     return keys
@@ -78,7 +78,7 @@ def _add_layout_options(group: argparse._ArgumentGroup) -> None:
 
     group.add_argument("--preset", help=f"column layout preset for every file: {', '.join(PRESETS)} "
                                         "(--columns keys override it)")
-    group.add_argument("--columns", metavar="MAP", help="column map for every file: inline, e.g. "
+    group.add_argument("--columns", metavar="MAP", type=map_or_user_path, help="column map for every file: inline, e.g. "
                        "ts=time,price=px,size=qty,side=side,stream=symbol (stream= names the stream column, "
                        "stream_name= a fixed stream; ts=Date+Time joins a date and a time column; price_scale=10000 "
                        "divides fixed-point prices); without ts= it refines the detected map (stream=#RIC); or a "

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from engine.path_words import user_path
 from engine.service.cli_common import DEFAULT_ANSWERS, DEFAULT_INGEST
 from engine.service.cli_options import FILES_HELP, SharedOptions, _control_options
 from engine.service.cli_types import _count, _non_negative, _positive, _speed, stream_name
@@ -72,7 +72,7 @@ def add_feed(sub: Any, shared: SharedOptions) -> None:
     f.set_defaults(run=cmd_feed)
     f = feed_sub.add_parser("replay", help="replay Parquet/CSV/DBN tick files",
                             parents=[keys, clients, feeding, reading, time_range])
-    f.add_argument("files", nargs="+", type=Path, help=FILES_HELP)
+    f.add_argument("files", nargs="+", type=user_path, help=FILES_HELP)
     add_max_rejected_share(f)
     f.add_argument("--speed", type=_speed, default=None, help="real time x N (default: as fast as possible); a "
                    "wait of more than 5 s for the next tick (a night's or a weekend's gap) is said as it begins")
@@ -127,7 +127,7 @@ def _add_json_command(sub: Any, shared: SharedOptions, name: str, run: Callable[
 def add_register(sub: Any, shared: SharedOptions) -> None:
     p = _control_command(sub, shared, "register", help="register (or replace) queries from a YAML file",
                          control=_control_options("the engine to check and register the queries"))
-    p.add_argument("file", type=Path, help="a queries YAML file (docs/queries.md)")
+    p.add_argument("file", type=user_path, help="a queries YAML file (docs/queries.md)")
     p.set_defaults(run=cmd_register)
 
 

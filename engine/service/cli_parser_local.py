@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from engine.path_words import user_path, user_path_text
 from engine.service.checkpoint_notes import TEST_PART
 from engine.service.cli_common import EXAMPLE_QUERIES
 from engine.service.cli_options import FILES_HELP, SESSION_GAP_HELP, SharedOptions
@@ -23,16 +24,16 @@ from engine.service.rejected_share import add_max_rejected_share
 def add_serve(sub: Any, shared: SharedOptions) -> None:
     """`flashtick serve`."""
     p = sub.add_parser("serve", help="run the engine service (ZeroMQ ingest, answers, control)")
-    p.add_argument("--config", type=Path, help="engine YAML config (default: built-in model, default endpoints, "
+    p.add_argument("--config", type=user_path, help="engine YAML config (default: built-in model, default endpoints, "
                                                 "and its example queries)")
-    p.add_argument("--queries", type=Path, action=OneQueriesFile, help="queries YAML registered at start, one file "
+    p.add_argument("--queries", type=user_path, action=OneQueriesFile, help="queries YAML registered at start, one file "
                    "(overrides the config's; default: the config's queries, and with no --config a tick model's "
                    "examples, queries/examples/tick_model.yaml, a text model none); the queries a data directory "
                    "kept come back either way")
-    p.add_argument("--model", type=Path, metavar="DIR", help="checkpoint directory (overrides the config's "
+    p.add_argument("--model", type=user_path, metavar="DIR", help="checkpoint directory (overrides the config's "
                    "model.path): a Hugging Face Llama, Mistral or Qwen2, or one written by flashtick train")
     log = p.add_mutually_exclusive_group()
-    log.add_argument("--data-dir", type=Path, help="keep the tick log, the answer log and the registered queries "
+    log.add_argument("--data-dir", type=user_path, help="keep the tick log, the answer log and the registered queries "
                      "here, and recover from them on start (default: the config's log.dir, else "
                      "$XDG_STATE_HOME/flashtick/<model id>, i.e. ~/.local/state/flashtick/<model id>)")
     log.add_argument("--no-log", action="store_true", help="keep nothing on disk: a restart starts empty")
@@ -54,9 +55,9 @@ def add_ticklog(sub: Any, shared: SharedOptions) -> None:
     t = ticklog_sub.add_parser("export", parents=[time_range],
                                help="write every accepted tick to a Parquet or CSV file that `backtest` and `feed "
                                     "replay` read as it is (docs/durability.md)")
-    t.add_argument("data_dir", type=Path, metavar="DATA_DIR", help="the data directory (serve --data-dir); a serve "
+    t.add_argument("data_dir", type=user_path, metavar="DATA_DIR", help="the data directory (serve --data-dir); a serve "
                    "may be using it: the export reads what was logged when it began and changes nothing there")
-    t.add_argument("--out", type=Path, required=True, metavar="FILE", help="the tick file: .parquet (or .pq) or .csv")
+    t.add_argument("--out", type=user_path, required=True, metavar="FILE", help="the tick file: .parquet (or .pq) or .csv")
     t.add_argument("--streams", nargs="+", default=None, metavar="PATTERN",
                    help="export only these streams (names or fnmatch globs, e.g. --streams NQM6 'ES*')")
     t.add_argument("--skip-corrupt", action="store_true", help="export past a damaged record (its ticks are lost; "
@@ -68,7 +69,7 @@ def add_keygen(sub: Any, shared: SharedOptions) -> None:
     """`flashtick keygen`."""
     p = sub.add_parser("keygen", help="make a CURVE keypair: NAME.key (public) and NAME.key_secret")
     p.add_argument("name", help="file name stem, e.g. server or alice")
-    p.add_argument("--dir", type=Path, default=Path("."), help="where to write them (default: here)")
+    p.add_argument("--dir", type=user_path, default=Path("."), help="where to write them (default: here)")
     p.set_defaults(run=cmd_keygen)
 
 
@@ -77,17 +78,17 @@ def add_backtest(sub: Any, shared: SharedOptions) -> None:
     reading, time_range = shared.reading, shared.time_range
     p = sub.add_parser("backtest", help="replay files in-process and score every answer",
                        parents=[reading, time_range])
-    p.add_argument("files", nargs="+", type=Path, help=FILES_HELP)
+    p.add_argument("files", nargs="+", type=user_path, help=FILES_HELP)
     add_max_rejected_share(p)
-    p.add_argument("--queries", type=Path, action=OneQueriesFile, help="queries YAML, one file (default: the "
+    p.add_argument("--queries", type=user_path, action=OneQueriesFile, help="queries YAML, one file (default: the "
                    "config's queries, else for a tick model its example queries, queries/examples/tick_model.yaml)")
-    p.add_argument("--out", type=Path, required=True, help="answers Parquet file (.parquet or .pq)")
-    p.add_argument("--config", type=Path, help="service YAML: model, budgets and its replay section")
+    p.add_argument("--out", type=user_path, required=True, help="answers Parquet file (.parquet or .pq)")
+    p.add_argument("--config", type=user_path, help="service YAML: model, budgets and its replay section")
     p.add_argument("--batch-ms", type=float, default=None, help="event-time width of a batch (default: the "
                                                                  "config's replay.batch_ms, 100); a batch of more "
                                                                  "than 8,192 ticks is answered every 8,192, as `feed "
                                                                  "replay --batch-ms` sends it")
-    p.add_argument("--model", type=Path, metavar="DIR", help="checkpoint directory (overrides the config's model.path)")
+    p.add_argument("--model", type=user_path, metavar="DIR", help="checkpoint directory (overrides the config's model.path)")
     p.add_argument("--test-from", type=_test_from, default=None, metavar="FRACTION|test", help="score only the "
                    "answers after this fraction of each stream's ticks, e.g. 0.7 (every answer is still written); "
                    "test: the --model checkpoint's own test part, as `flashtick evaluate` scores it (its split, "
@@ -147,7 +148,7 @@ def _train_data_options() -> argparse.ArgumentParser:
                       "each event-time batch of MS milliseconds, where `backtest --batch-ms MS` answers (cut as it "
                       "cuts them), so the scores compare with `backtest --test-from`'s (default: every tick, "
                       "mid-burst ones included)")
-    data.add_argument("--points-out", type=Path, default=None, metavar="FILE.parquet", help="write every scored "
+    data.add_argument("--points-out", type=user_path, default=None, metavar="FILE.parquet", help="write every scored "
                       "test answer point here: stream, tick, data_ts, question, realised label and each column's "
                       "probabilities, to recompute the table from")
     data.add_argument("--session-gap", type=_session_gap, default=None, metavar="DURATION",
@@ -162,14 +163,14 @@ def add_train(sub: Any, shared: SharedOptions) -> None:
     reading = shared.reading
     data = _train_data_options()
     p = sub.add_parser("train", parents=[reading, data], help="fit a tick model to your own tick files and score it")
-    p.add_argument("files", nargs="+", type=Path, help=FILES_HELP)
-    p.add_argument("--out", type=Path, required=True, help="checkpoint directory to write (new or empty)")
+    p.add_argument("files", nargs="+", type=user_path, help=FILES_HELP)
+    p.add_argument("--out", type=user_path, required=True, help="checkpoint directory to write (new or empty)")
     p.add_argument("--overwrite", action="store_true", help="replace the checkpoint already in --out (without it, "
                    "an --out that holds one is refused, exit 2: a re-run after a success never replaces its model)")
     add_max_rejected_share(p)
     start = p.add_mutually_exclusive_group()
     start.add_argument("--from-scratch", action="store_true", help="a new model instead of fine-tuning")
-    start.add_argument("--base", type=Path, metavar="DIR", help="checkpoint to fine-tune (default: the built-in model)")
+    start.add_argument("--base", type=user_path, metavar="DIR", help="checkpoint to fine-tune (default: the built-in model)")
     p.add_argument("--steps", type=int, default=300, help="optimiser steps (default 300)")
     p.add_argument("--batch", type=int, default=8, help="windows per step (default 8)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default 5e-4 fine-tuning, 2e-3 new)")
@@ -209,10 +210,10 @@ def add_evaluate(sub: Any, shared: SharedOptions) -> None:
     data = _train_data_options()
     p = sub.add_parser("evaluate", parents=[reading, data], help="score a tick model on the test slice of tick files "
                        "against naive and logistic-regression baselines")
-    p.add_argument("model", help="checkpoint directory (with codec.json), or 'builtin'")
-    p.add_argument("files", nargs="+", type=Path, help=FILES_HELP)
+    p.add_argument("model", type=user_path_text, help="checkpoint directory (with codec.json), or 'builtin'")
+    p.add_argument("files", nargs="+", type=user_path, help=FILES_HELP)
     add_max_rejected_share(p)
-    p.add_argument("--plot", type=Path, metavar="PNG", help="write the calibration diagram here (needs matplotlib): "
+    p.add_argument("--plot", type=user_path, metavar="PNG", help="write the calibration diagram here (needs matplotlib): "
                    "a .png, .svg, .pdf, .jpg or .jpeg name, checked before the run")
     p.add_argument("--quiet", action="store_true", help="no notes on how the files were read, only the table (and "
                    "one line on the streams too short to split, and one on the rows the files' reading rejected, if "
@@ -228,10 +229,10 @@ def add_demo(sub: Any, shared: SharedOptions) -> None:
     p = sub.add_parser("demo", help="the engine on the built-in model, a live feed and live answers",
                        parents=[reading])
     p.add_argument("--seconds", type=_positive, default=20.0, help="how long it feeds (default 20)")
-    p.add_argument("--replay", type=Path, nargs="+",
+    p.add_argument("--replay", type=user_path, nargs="+",
                    help="replay these files (or folders of them) instead of the synthetic market")
     p.add_argument("--rate", type=_positive, default=None, help="ticks per second fed (default 400, halved while "
                    "the engine falls behind on this CPU; a rate given here is kept)")
-    p.add_argument("--queries", type=Path, action=OneQueriesFile, default=EXAMPLE_QUERIES,
+    p.add_argument("--queries", type=user_path, action=OneQueriesFile, default=EXAMPLE_QUERIES,
                    help="the standing queries, one file (default: the built-in model's examples)")
     p.set_defaults(run=cmd_demo)

@@ -16,9 +16,9 @@ from typing import Any
 from engine.service.checkpoint_notes import (TEST_PART, checkpoint_evaluation, current_reading, in_sample_note,
                                              own_test_from, reads_training_files, session_gap_mismatch,
                                              take_recorded, test_part_starts)
-from engine.service.cli_common import (EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, WorkWhole, check_outputs, exit_status,
-                                       interrupted_status, is_tick_model, raise_interrupted, restore_handlers,
-                                       service_config)
+from engine.service.cli_common import (EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, WorkWhole, check_outputs,
+                                       configured_queries_file, exit_status, interrupted_status, is_tick_model,
+                                       raise_interrupted, restore_handlers, service_config)
 from engine.service.cli_reading import column_map_of, streams_to_read, time_range_of
 from engine.service.output_paths import PARQUET, Output
 from engine.text_files import read_text
@@ -34,7 +34,7 @@ def _backtest_inputs(args: argparse.Namespace) -> tuple[Any, Path]:
     if args.session_gap is not None:
         config = dataclasses.replace(config, answers=dataclasses.replace(config.answers,
                                                                          session_gap_s=args.session_gap / 1e9))
-    queries = args.queries or (Path(config.queries) if config.queries else None)
+    queries = args.queries or configured_queries_file(config, args.config)
     if queries is None:
         if not is_tick_model(config):
             raise ValueError(f"a text model's questions are free text: give them with --queries FILE (an example: "

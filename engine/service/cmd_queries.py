@@ -8,6 +8,7 @@ import json
 import re
 from typing import Any
 
+from engine.path_words import file_not_found
 from engine.service.cli_common import control_client, printable_json
 from engine.text_files import read_text
 
@@ -16,7 +17,7 @@ def cmd_register(args: argparse.Namespace) -> None:
     from engine.service.client import ControlDropped, ControlError
 
     if not args.file.is_file():
-        raise FileNotFoundError(f"queries file {args.file} does not exist")
+        raise file_not_found("queries file", args.file)
     text = read_text(args.file)  # UTF-8 whatever the locale, as serve --queries reads it
     with control_client(args) as control:  # the file name, so errors read `my_queries.yaml:12: ...`
         try:

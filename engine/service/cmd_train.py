@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
+from engine.path_words import file_not_found
 from engine.service.cli_common import (check_outputs, exit_status, interrupted_status, printable_json,
                                        raise_interrupted, restore_handlers)
 from engine.service.cli_reading import column_map_of
@@ -36,7 +37,7 @@ def train_common(args: argparse.Namespace) -> tuple[Any, Any]:
 
     for f in replay_files(args.files):  # before the model loads: a missing file is said at once
         if not f.is_file():
-            raise FileNotFoundError(f"{f}: no such file")
+            raise file_not_found("replay file", f)
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"--threads must be >= 1, got {args.threads}")
     # backtest's default (model.threads): torch's own took every core of a shared machine

@@ -14,12 +14,14 @@ and the section classes stay importable from here.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
 
 import yaml
 
+from engine.path_words import os_reason, shown_path
 from engine.quoting import quoted
 from engine.rust_paths import written_path
 from engine.service.config_answers import AnswersSection
@@ -98,9 +100,11 @@ class ServiceConfig:
         except yaml.YAMLError as e:  # one line: the problem and where
             raise ConfigError(f"{path}: not valid YAML: {yaml_error_line(e)}") from None
         except OSError as e:
-            raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+            raise ConfigError(f"{shown_path(path)}: cannot read: {os_reason(e)}") from None
         config = cls.from_dict(raw, str(path))
-        here = Path(path).parent
+        # the file's own folder, the link followed: a config kept in one place and linked into each job's folder
+        # reads its queries and logs from beside itself, not from beside the link
+        here = Path(os.path.realpath(path)).parent
 
         def beside(value: str | None) -> str | None:  # every path in a config file is relative to the file
             if value is None:

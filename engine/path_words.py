@@ -1,0 +1,50 @@
+"""How a user's paths are read and said: `~` expanded once where a command line is parsed (`user_path`), a path in an
+error quoted as a shell would take it back (`shown_path`: a name with a space is copy-pasted whole), one wording for
+a file that is not there (`file_not_found`), and the OS's reason in words (`os_reason`), not Python's `[Errno 2]`.
+In the engine core so that connectors (a replay file, a replay list) and the service say paths alike.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+
+def user_path(text: str) -> Path:
+    """An argparse type for every path option and positional file: ``text`` with a leading `~` or `~user` expanded,
+    as a shell would have: a job runner passes `--out '~/x.parquet'` unexpanded, and a literal `./~` folder made in
+    the working directory is an `rm -rf ~` waiting to happen. A `~user` with no such user is left as written."""
+    return Path(os.path.expanduser(text))
+
+
+def user_path_text(text: str) -> str:
+    """`user_path` for an argument that is a path or a word (`evaluate builtin`), kept as text."""
+    return os.path.expanduser(text)
+
+
+def map_or_user_path(text: str) -> str:
+    """An argparse type for `--columns`: an inline map (`ts=time,...`) as given, a YAML file's path with its `~`
+    expanded (a map names columns with `=`; a path that starts with `~` holds none)."""
+    return text if "=" in text else os.path.expanduser(text)
+
+
+def shown_path(path: str | Path) -> str:
+    """``path`` as an error names it: quoted shell-style where it needs it (`'/data/Börse Frankfurt/a.csv'`), as is
+    where it does not (`/data/ticks.csv`), so that it can be copy-pasted into a command line."""
+    return shlex.quote(str(path))
+
+
+def os_reason(error: OSError) -> str:
+    """The OS's reason for ``error`` in words, `no such file or directory`, without Python's `[Errno 2]` and the
+    path it repeats."""
+    reason = error.strerror or str(error) or type(error).__name__
+    return reason[:1].lower() + reason[1:]
+
+
+def file_not_found(what: str, path: str | Path, hint: str = "") -> FileNotFoundError:
+    """The one wording of a file a command was given that is not there, every command alike: `WHAT not found:
+    PATH`, with the folder a relative path was looked for in, and ``hint`` (`; ...`) after it."""
+    where = "" if Path(path).is_absolute() else f" (in {shown_path(Path.cwd())})"
+    tilde = " (its `~` names no user here, so it was read as written)" if str(path).startswith("~") else ""
+    return FileNotFoundError(f"{what} not found: {shown_path(path)}{where}{tilde}{hint}")

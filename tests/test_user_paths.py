@@ -1,0 +1,149 @@
+"""Paths as a scheduler passes them (review337 #1, #6, #7, #10, #14): a `~` unexpanded by any shell is the home
+folder in every path option and positional file of every command, never a literal `./~` folder; a config or replay
+list reached through a link reads its relative paths from beside the file itself; a path in an error is quoted as a
+shell takes it back, and a missing file is said in one wording by every command. Real files, the real CLI."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import engine_dir
+from engine.path_words import user_path
+from engine.service.cli import main
+from engine.service.cli_parser import build_parser, subcommands
+
+QUERIES = "queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: {ticks: 5}}\n"
+
+
+def trades_csv(path: Path, symbol: str = "AAA", rows: int = 60) -> Path:
+    lines = ["ts,symbol,price,size"] + [f"{1_700_000_000_000 + i * 100},{symbol},{100 + (i * 7 % 5) * 0.01:.2f},"
+                                        f"{1 + i % 3}" for i in range(rows)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def engine_files(tmp_path_factory) -> Path:
+    return engine_dir(tmp_path_factory.mktemp("cfg dir"), QUERIES)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch) -> Path:
+    """A home folder of the test's own (`~`), and a job folder as the working directory."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "job").mkdir()
+    monkeypatch.chdir(tmp_path / "job")
+    return home
+
+
+def test_every_path_argument_of_every_command_expands_a_tilde() -> None:
+    """No path option or positional file is parsed as a plain Path, which keeps `~` literal: each goes through
+    user_path, so a command added later with `type=Path` fails here."""
+    def actions(parser: argparse.ArgumentParser):
+        for action in parser._actions:  # noqa: SLF001 - argparse's own
+            yield action
+            for command in (action.choices or {}).values() if isinstance(action, argparse._SubParsersAction) else ():
+                yield from actions(command)
+
+    plain = [(action.dest, action.option_strings) for action in actions(build_parser()) if action.type is Path]
+    assert plain == [], plain
+    assert set(subcommands(build_parser())) >= {"backtest", "train", "evaluate", "serve", "feed", "ticklog"}
+
+
+def test_backtest_with_every_path_under_a_tilde_writes_in_the_home_folder(engine_files: Path, home: Path,
+                                                                           capsys) -> None:
+    """`backtest '~/ticks/a.csv' --out '~/out/a.parquet' --config '~/cfg/engine.yaml' --queries '~/cfg/q.yaml'`,
+    as a job runner passes it: read and written under the home folder; no `~` folder in the working directory (the
+    review's run left `./~/r337out/a.parquet.parts/lock` and failed "vanished", also with --resume)."""
+    trades_csv(home / "ticks" / "a.csv")
+    (home / "cfg").mkdir()
+    (home / "cfg" / "engine.yaml").write_text((engine_files / "engine.yaml").read_text())
+    (home / "cfg" / "q.yaml").write_text(QUERIES)
+    argv = ["backtest", "~/ticks/a.csv", "--out", "~/out/a.parquet", "--config", "~/cfg/engine.yaml",
+            "--queries", "~/cfg/q.yaml", "--quiet"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "replayed 60 ticks" in capsys.readouterr().out
+    assert pl.read_parquet(home / "out" / "a.parquet").height > 0
+    assert not Path("~").exists() and list(Path.cwd().iterdir()) == []
+    main([*argv, "--resume"])  # (what a re-run exits with is another rule's: only where it looked matters here)
+    assert not Path("~").exists()
+
+
+def test_ticklog_export_and_train_take_a_tilde_too(home: Path, capsys) -> None:
+    """`ticklog export '~/state' --out '~/x.csv'` and `train '~/ticks/a.csv'`: the home folder's paths, said
+    expanded in their errors (no such data directory, no such file), and nothing made in the working directory."""
+    (home / "state").mkdir()
+    assert main(["ticklog", "export", "~/state", "--out", "~/x.csv"]) == 2
+    err = capsys.readouterr().err
+    assert str(home / "state") in err and "~" not in err, err
+    assert main(["train", "~/ticks/none.csv", "--out", "~/model", "--steps", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"replay file not found: {home / 'ticks' / 'none.csv'}" in err, err
+    assert not Path("~").exists() and not (home / "model").exists()
+
+
+def test_a_linked_config_reads_its_paths_from_beside_the_file_itself(engine_files: Path, tmp_path: Path,
+                                                                     monkeypatch, capsys) -> None:
+    """configs kept in one folder, linked into each job's: `queries: q/dir.yaml` is read from the config file's
+    folder, not from the link's (review337 #6: "cannot read query file: [Errno 2] ... 'q/dir5.yaml'")."""
+    kept = tmp_path / "cfg dir"
+    (kept / "q").mkdir(parents=True)
+    (kept / "q" / "dir.yaml").write_text(QUERIES)
+    (kept / "engine.yaml").write_text((engine_files / "engine.yaml").read_text() + "queries: q/dir.yaml\n")
+    data = trades_csv(tmp_path / "data 株" / "AAA.csv")
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "link.yaml").symlink_to(kept / "engine.yaml")
+    monkeypatch.chdir(job)
+    assert main(["backtest", str(data), "--config", "link.yaml", "--out", "a.parquet", "--quiet"]) == 0, \
+        capsys.readouterr().err
+    assert set(pl.read_parquet(job / "a.parquet")["query"]) == {"dir20"}
+
+    # a replay list linked the same way: its `data 株/*.csv` from the list's own folder
+    (tmp_path / "list.yaml").write_text("replay:\n  - {path: 'data 株/*.csv'}\n")
+    (job / "list-link.yaml").symlink_to(tmp_path / "list.yaml")
+    assert main(["backtest", "list-link.yaml", "--config", "link.yaml", "--out", "b.parquet", "--quiet"]) == 0, \
+        capsys.readouterr().err
+    assert "replayed 60 ticks" in capsys.readouterr().out
+
+    # the config's queries file gone: named in full, with the folder it was read from, in words
+    (kept / "q" / "dir.yaml").unlink()
+    assert main(["backtest", str(data), "--config", "link.yaml", "--out", "c.parquet", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"queries file not found: {shlex.quote(str(kept / 'q' / 'dir.yaml'))}" in err, err
+    assert f"read from the config file's own folder {shlex.quote(str(kept))}" in err and "Errno" not in err, err
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["backtest", "{missing}", "--out", "a.parquet"], "replay file"),
+    (["feed", "replay", "{missing}", "--control", ""], "replay file"),
+    (["train", "{missing}", "--out", "m"], "replay file"),
+    (["evaluate", "builtin", "{missing}"], "replay file"),
+    (["streams", "--config", "{missing}"], "config file"),
+    (["backtest", "{here}", "--out", "a.parquet", "--queries", "{missing}"], "queries file"),
+])
+def test_a_missing_file_is_said_alike_by_every_command_quoted_as_a_shell_takes_it(argv: list[str], what: str,
+                                                                                   tmp_path: Path, monkeypatch,
+                                                                                   capsys) -> None:
+    """One wording, `WHAT not found: PATH`, for a log rule to key on (review337 #14: three wordings), the path quoted
+    shell-style so that a name with a space pastes back whole (#10)."""
+    monkeypatch.chdir(tmp_path)
+    missing = tmp_path / "Börse Frankfurt" / "nope 1.csv"
+    here = trades_csv(tmp_path / "a.csv")
+    argv = [a.format(missing=missing, here=here) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"error: {what} not found: '{missing}'" in err, err
+
+
+def test_user_path_expands_a_users_home_and_leaves_an_unknown_user_as_written() -> None:
+    assert user_path("~root/x") == Path("~root/x").expanduser()
+    assert user_path("~no_such_user_343/x") == Path("~no_such_user_343/x")
