@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from engine.path_words import shown_path
+
 
 class DiskFull(OSError):
     """An output could not be written for want of space: the disk or a quota full, or past a file size limit."""
@@ -91,7 +93,9 @@ def said_if_disk_full(path: Path, written: Path | None = None) -> Iterator[None]
     try:
         yield
     except Exception as error:  # noqa: BLE001 - polars' errors are not OSErrors: the errno is read from the text
-        code = error.errno if isinstance(error, OSError) else (
+        # polars' sink_csv raises an OSError with no errno, its cause only in the text: "No space left on device
+        # (os error 28)" (review337 #11: `ticklog export` said that alone, naming no file)
+        code = error.errno if isinstance(error, OSError) and error.errno is not None else (
             int(found.group(1)) if (found := _OS_ERROR.search(str(error))) else None)
         if code is None and _THRIFT_WRITE.search(str(error)):  # the disk filled inside a page header, or a limit
             code = errno.EFBIG if _at_size_limit(written or path) else \
@@ -103,6 +107,6 @@ def said_if_disk_full(path: Path, written: Path | None = None) -> Iterator[None]
             written.unlink(missing_ok=True)
         cause = f"{DISK_FULL[code]} ({file_size_limit()})" if code == errno.EFBIG else \
             f"{DISK_FULL[code]} ({space})" if space else DISK_FULL[code]
-        full = DiskFull(f"cannot write {path}: {cause}")
+        full = DiskFull(f"cannot write {shown_path(path)}: {cause}")
         full.errno = code  # (given as OSError's first argument, it would print as "[Errno 28] cannot write ...")
         raise full from None

@@ -5,8 +5,11 @@ data directory's tick log as a tick file).
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 
+from engine.disk_full import DiskFull
+from engine.path_words import shown_path
 from engine.service.cli_common import check_outputs
 from engine.service.cli_reading import time_range_of
 from engine.service.output_paths import TICK_TABLE, Output, said_if_disk_full
@@ -16,11 +19,18 @@ def cmd_ticklog_export(args: argparse.Namespace) -> None:
     from engine.service.tick_export import check_export_paths, export_ticks
 
     check_export_paths(args.data_dir, args.out)  # first: not a data directory, or --out inside one, says so
-    check_outputs(args, [Output("--out", args.out, kind=TICK_TABLE, example="ticks.parquet")])
+    check_outputs(args, [Output("--out", args.out, kind=TICK_TABLE, example="ticks.parquet", makes_parent=True)])
     time_range = time_range_of(args)
-    with said_if_disk_full(args.out):  # its spill (OUT.chunks/, beside it) too: polars named neither
-        summary = export_ticks(args.data_dir, args.out, streams=args.streams, time_range=time_range,
-                               skip_corrupt=args.skip_corrupt)
+    args.out.parent.mkdir(parents=True, exist_ok=True)  # as backtest makes its --out's folders
+    try:
+        with said_if_disk_full(args.out):  # its spill (OUT.chunks/, beside it) too: polars named neither
+            summary = export_ticks(args.data_dir, args.out, streams=args.streams, time_range=time_range,
+                                   skip_corrupt=args.skip_corrupt)
+    except DiskFull as e:  # what is left, and what to do: the export is written whole or not at all
+        remedy = ("raise the limit, or export less (--streams, --from/--to) or to Parquet (smaller)"
+                  if e.errno == errno.EFBIG else "free space and run the same command again")
+        raise DiskFull(f"{e}; nothing was written to {shown_path(args.out)} (an export is written whole or not at "
+                       f"all, and its spill files are removed): {remedy}") from None
     print(summary.line(args.data_dir, args.out), file=sys.stderr, flush=True)
 
 
