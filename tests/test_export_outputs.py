@@ -4,7 +4,7 @@ the CSV to stdout. Real tick logs written by the test, the real CLI."""
 
 from __future__ import annotations
 
-import io
+import os
 import resource
 import subprocess
 import sys
@@ -53,3 +53,14 @@ def test_an_export_makes_the_folders_of_its_out_as_backtest_does(tmp_path: Path,
     out = tmp_path / "exp 1" / "données" / "ticks é.csv"
     assert main(["ticklog", "export", str(tmp_path / "data"), "--out", str(out)]) == 0, capsys.readouterr().err
     assert pl.read_csv(out)["ts"].to_list() == [t.ts for t in ticks]
+
+
+def test_an_export_to_dash_writes_the_csv_to_stdout_and_its_line_to_stderr(tmp_path: Path) -> None:
+    """`ticklog export DIR --out -` (review337 #9: "not a tick file name"): the CSV on stdout, for a pipe."""
+    ticks = logged(tmp_path / "data", 300)
+    done = subprocess.run([sys.executable, "-m", "engine.service.cli", "ticklog", "export", str(tmp_path / "data"),
+                           "--out", "-"], cwd=tmp_path, capture_output=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert pl.read_csv(done.stdout)["ts"].to_list() == [t.ts for t in ticks]
+    assert b"to standard output" in done.stderr and list(tmp_path.iterdir()) == [tmp_path / "data"]

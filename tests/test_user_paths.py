@@ -6,7 +6,11 @@ shell takes it back, and a missing file is said in one wording by every command.
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import shlex
+import sys
+import threading
 from pathlib import Path
 
 import polars as pl
@@ -147,3 +151,55 @@ def test_a_missing_file_is_said_alike_by_every_command_quoted_as_a_shell_takes_i
 def test_user_path_expands_a_users_home_and_leaves_an_unknown_user_as_written() -> None:
     assert user_path("~root/x") == Path("~root/x").expanduser()
     assert user_path("~no_such_user_343/x") == Path("~no_such_user_343/x")
+
+
+def test_a_config_s_environment_references_are_expanded_and_an_unset_one_refused(engine_files: Path, tmp_path: Path,
+                                                                                monkeypatch, capsys) -> None:
+    """`queries: ${QDIR}/dir.yaml` (review337 #12: read as a folder named `${QDIR}`): the environment's QDIR; unset,
+    refused naming the key and the variable; `$${` is a literal `${`."""
+    (tmp_path / "q dir").mkdir()
+    (tmp_path / "q dir" / "dir.yaml").write_text(QUERIES)
+    config = tmp_path / "env.yaml"
+    config.write_text((engine_files / "engine.yaml").read_text() + "queries: ${QDIR}/dir.yaml\n")
+    data = trades_csv(tmp_path / "AAA.csv")
+    argv = ["backtest", str(data), "--config", str(config), "--out", str(tmp_path / "a.parquet"), "--quiet"]
+    monkeypatch.setenv("QDIR", str(tmp_path / "q dir"))
+    assert main(argv) == 0, capsys.readouterr().err
+    assert set(pl.read_parquet(tmp_path / "a.parquet")["query"]) == {"dir20"}
+    capsys.readouterr()
+    monkeypatch.delenv("QDIR")
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == (f"flashtick backtest: error: {config}: queries: ${{QDIR}} is not set "
+                                               f"in the environment (set it, or write $${{ for a literal ${{)")
+    config.write_text((engine_files / "engine.yaml").read_text() + "queries: $${QDIR}/dir.yaml\n")
+    assert main(argv) == 2
+    assert f"queries file not found: {tmp_path / '${QDIR}' / 'dir.yaml'}" in capsys.readouterr().err
+
+
+def test_standard_input_and_a_named_pipe_are_replayed_as_files(engine_files: Path, tmp_path: Path, monkeypatch,
+                                                               capsys) -> None:
+    """`backtest - < ticks.csv` and `backtest ETHUSDT.csv` where that is a FIFO (review337 #9: "replay file not
+    found: -", "is a FIFO ... write what it holds to a file"): each copied whole to a temporary file and replayed;
+    the FIFO's name still names its stream."""
+    data = trades_csv(tmp_path / "a.csv", symbol="AAA")
+    argv = ["--config", str(engine_files / "engine.yaml"), "--quiet"]
+    with open(data, "rb") as given:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(given)))
+        assert main(["backtest", "-", "--out", str(tmp_path / "a.parquet"), *argv]) == 0, capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "replayed 60 ticks" in out and "note: standard input: a stream, read whole" in err, err
+    assert set(pl.read_parquet(tmp_path / "a.parquet")["stream"]) == {"AAA"}
+
+    fifo = tmp_path / "ETHUSDT.csv"
+    os.mkfifo(fifo)
+    lines = data.read_text().replace(",AAA,", ",,").replace("symbol", "venue")  # no symbol: the name names it
+    writer = threading.Thread(target=fifo.write_text, args=(lines,))
+    writer.start()
+    try:
+        assert main(["backtest", str(fifo), "--out", str(tmp_path / "b.parquet"), *argv]) == 0, \
+            capsys.readouterr().err
+    finally:
+        writer.join()
+    assert set(pl.read_parquet(tmp_path / "b.parquet")["stream"]) == {"ETHUSDT"}
+    assert main(["backtest", "-", "-", "--out", str(tmp_path / "c.parquet"), *argv]) == 2
+    assert "- (standard input) given more than once" in capsys.readouterr().err

@@ -195,6 +195,10 @@ def _load_polars(args: argparse.Namespace) -> None:
 
 def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     try:
+        if getattr(args, "files", None):  # `-`, a pipe: copied to a file first, as a replay reads a file twice
+            from engine.service.stdin_files import spool_streams
+
+            spool_streams(args)
         _check_named_files(args)
         _client_endpoints(args)
         code = args.run(args) or 0

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import argparse
 import errno
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 from engine.disk_full import DiskFull
 from engine.path_words import shown_path
@@ -16,6 +19,21 @@ from engine.service.output_paths import TICK_TABLE, Output, said_if_disk_full
 
 
 def cmd_ticklog_export(args: argparse.Namespace) -> None:
+    if str(args.out) in STANDARD_OUTPUT:  # the CSV to stdout: written whole to a temporary file, then copied
+        with tempfile.TemporaryDirectory(prefix="flashtick-export-") as folder:
+            args.out = Path(folder) / "ticks.csv"
+            _export(args, shown="standard output")
+            with open(args.out, "rb") as written:
+                shutil.copyfileobj(written, sys.stdout.buffer, 1 << 20)
+            sys.stdout.flush()
+        return
+    _export(args)
+
+
+STANDARD_OUTPUT = ("-", "/dev/stdout")  # `--out -`: CSV on stdout, the summary line on stderr as ever
+
+
+def _export(args: argparse.Namespace, shown: str | None = None) -> None:
     from engine.service.tick_export import check_export_paths, export_ticks
 
     check_export_paths(args.data_dir, args.out)  # first: not a data directory, or --out inside one, says so
@@ -31,7 +49,7 @@ def cmd_ticklog_export(args: argparse.Namespace) -> None:
                   if e.errno == errno.EFBIG else "free space and run the same command again")
         raise DiskFull(f"{e}; nothing was written to {shown_path(args.out)} (an export is written whole or not at "
                        f"all, and its spill files are removed): {remedy}") from None
-    print(summary.line(args.data_dir, args.out), file=sys.stderr, flush=True)
+    print(summary.line(args.data_dir, shown or args.out), file=sys.stderr, flush=True)
 
 
 def cmd_keygen(args: argparse.Namespace) -> None:

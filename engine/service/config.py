@@ -28,6 +28,7 @@ from engine.service.config_answers import AnswersSection
 from engine.service.config_curve import CurveSection
 from engine.service.config_endpoints import EndpointsSection
 from engine.service.config_ingest import IngestSection
+from engine.service.config_env import with_environment
 from engine.service.config_error import ConfigError, keyed
 from engine.service.config_keys import check_types, reject_unknown
 from engine.service.config_kv import KVSection
@@ -97,6 +98,7 @@ class ServiceConfig:
         try:
             text = read_text(path)
             raw = replay_columns_as_text(safe_load_unique(text), text)
+            raw = with_environment(raw, shown_path(path))
         except yaml.YAMLError as e:  # one line: the problem and where
             raise ConfigError(f"{path}: not valid YAML: {yaml_error_line(e)}") from None
         except OSError as e:
