@@ -89,8 +89,8 @@ def regular_file(path: Path) -> Path:
     kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else
             "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode) else
             "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
-    raise ValueError(f"{shown_path(path)} is {kind}, not a file: a replay reads each file more than once (its layout, then its "
-                     f"rows); write what it holds to a file and give that")
+    raise ValueError(f"{shown_path(path)} is {kind}, not a file: a replay reads each file more than once (its layout, "
+                     f"then its rows); write what it holds to a file and give that")
 
 
 def plan_file(path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> Any:

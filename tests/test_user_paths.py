@@ -199,6 +199,8 @@ def test_standard_input_and_a_named_pipe_are_replayed_as_files(engine_files: Pat
         assert main(["backtest", str(fifo), "--out", str(tmp_path / "b.parquet"), *argv]) == 0, \
             capsys.readouterr().err
     finally:
+        if writer.is_alive():  # the command failed before it read the pipe: the writer let go
+            os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
         writer.join()
     assert set(pl.read_parquet(tmp_path / "b.parquet")["stream"]) == {"ETHUSDT"}
     assert main(["backtest", "-", "-", "--out", str(tmp_path / "c.parquet"), *argv]) == 2

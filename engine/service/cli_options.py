@@ -16,7 +16,7 @@ from engine.service.cli_types import _timeout
 
 CONTROL_HELP = f"the engine's control endpoint (default: the --config file's endpoints.control, else {DEFAULT_CONTROL})"
 FILES_HELP = ("tick files (Parquet, CSV or .csv.gz, JSON lines, DBN, a .zip of them), folders of them (or patterns), "
-              "or a replay list (.yaml)")
+              "or a replay list (.yaml); - (standard input) or a pipe is copied to a temporary file first")
 
 SESSION_GAP_HELP = ("leave unscored every answer whose label horizon crosses a pause in its stream's event times "
                     "this long or longer, e.g. 1h (a weekend, a night, a halt: CME's 16:00-17:00 CT and Tokyo's "
@@ -78,7 +78,8 @@ def _add_layout_options(group: argparse._ArgumentGroup) -> None:
 
     group.add_argument("--preset", help=f"column layout preset for every file: {', '.join(PRESETS)} "
                                         "(--columns keys override it)")
-    group.add_argument("--columns", metavar="MAP", type=map_or_user_path, help="column map for every file: inline, e.g. "
+    group.add_argument("--columns", metavar="MAP", type=map_or_user_path, help="column map for every file: inline, "
+                       "e.g. "
                        "ts=time,price=px,size=qty,side=side,stream=symbol (stream= names the stream column, "
                        "stream_name= a fixed stream; ts=Date+Time joins a date and a time column; price_scale=10000 "
                        "divides fixed-point prices); without ts= it refines the detected map (stream=#RIC); or a "

@@ -26,7 +26,8 @@ def add_serve(sub: Any, shared: SharedOptions) -> None:
     p = sub.add_parser("serve", help="run the engine service (ZeroMQ ingest, answers, control)")
     p.add_argument("--config", type=user_path, help="engine YAML config (default: built-in model, default endpoints, "
                                                 "and its example queries)")
-    p.add_argument("--queries", type=user_path, action=OneQueriesFile, help="queries YAML registered at start, one file "
+    p.add_argument("--queries", type=user_path, action=OneQueriesFile, help="queries YAML registered at start, one "
+                   "file "
                    "(overrides the config's; default: the config's queries, and with no --config a tick model's "
                    "examples, queries/examples/tick_model.yaml, a text model none); the queries a data directory "
                    "kept come back either way")
@@ -55,9 +56,11 @@ def add_ticklog(sub: Any, shared: SharedOptions) -> None:
     t = ticklog_sub.add_parser("export", parents=[time_range],
                                help="write every accepted tick to a Parquet or CSV file that `backtest` and `feed "
                                     "replay` read as it is (docs/durability.md)")
-    t.add_argument("data_dir", type=user_path, metavar="DATA_DIR", help="the data directory (serve --data-dir); a serve "
+    t.add_argument("data_dir", type=user_path, metavar="DATA_DIR", help="the data directory (serve --data-dir); a "
+                   "serve "
                    "may be using it: the export reads what was logged when it began and changes nothing there")
-    t.add_argument("--out", type=user_path, required=True, metavar="FILE", help="the tick file: .parquet (or .pq) or .csv")
+    t.add_argument("--out", type=user_path, required=True, metavar="FILE", help="the tick file: .parquet (or .pq) or "
+                   ".csv; - for CSV on stdout")
     t.add_argument("--streams", nargs="+", default=None, metavar="PATTERN",
                    help="export only these streams (names or fnmatch globs, e.g. --streams NQM6 'ES*')")
     t.add_argument("--skip-corrupt", action="store_true", help="export past a damaged record (its ticks are lost; "
@@ -88,7 +91,8 @@ def add_backtest(sub: Any, shared: SharedOptions) -> None:
                                                                  "config's replay.batch_ms, 100); a batch of more "
                                                                  "than 8,192 ticks is answered every 8,192, as `feed "
                                                                  "replay --batch-ms` sends it")
-    p.add_argument("--model", type=user_path, metavar="DIR", help="checkpoint directory (overrides the config's model.path)")
+    p.add_argument("--model", type=user_path, metavar="DIR", help="checkpoint directory (overrides the config's "
+                   "model.path)")
     p.add_argument("--test-from", type=_test_from, default=None, metavar="FRACTION|test", help="score only the "
                    "answers after this fraction of each stream's ticks, e.g. 0.7 (every answer is still written); "
                    "test: the --model checkpoint's own test part, as `flashtick evaluate` scores it (its split, "
@@ -170,7 +174,8 @@ def add_train(sub: Any, shared: SharedOptions) -> None:
     add_max_rejected_share(p)
     start = p.add_mutually_exclusive_group()
     start.add_argument("--from-scratch", action="store_true", help="a new model instead of fine-tuning")
-    start.add_argument("--base", type=user_path, metavar="DIR", help="checkpoint to fine-tune (default: the built-in model)")
+    start.add_argument("--base", type=user_path, metavar="DIR", help="checkpoint to fine-tune (default: the built-in "
+                       "model)")
     p.add_argument("--steps", type=int, default=300, help="optimiser steps (default 300)")
     p.add_argument("--batch", type=int, default=8, help="windows per step (default 8)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default 5e-4 fine-tuning, 2e-3 new)")
@@ -213,7 +218,8 @@ def add_evaluate(sub: Any, shared: SharedOptions) -> None:
     p.add_argument("model", type=user_path_text, help="checkpoint directory (with codec.json), or 'builtin'")
     p.add_argument("files", nargs="+", type=user_path, help=FILES_HELP)
     add_max_rejected_share(p)
-    p.add_argument("--plot", type=user_path, metavar="PNG", help="write the calibration diagram here (needs matplotlib): "
+    p.add_argument("--plot", type=user_path, metavar="PNG", help="write the calibration diagram here (needs "
+                   "matplotlib): "
                    "a .png, .svg, .pdf, .jpg or .jpeg name, checked before the run")
     p.add_argument("--quiet", action="store_true", help="no notes on how the files were read, only the table (and "
                    "one line on the streams too short to split, and one on the rows the files' reading rejected, if "
