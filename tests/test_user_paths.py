@@ -205,3 +205,14 @@ def test_standard_input_and_a_named_pipe_are_replayed_as_files(engine_files: Pat
     assert set(pl.read_parquet(tmp_path / "b.parquet")["stream"]) == {"ETHUSDT"}
     assert main(["backtest", "-", "-", "--out", str(tmp_path / "c.parquet"), *argv]) == 2
     assert "- (standard input) given more than once" in capsys.readouterr().err
+
+
+def test_an_output_path_in_an_error_is_quoted_as_a_shell_takes_it(tmp_path: Path, capsys) -> None:
+    """`--out ../models/mon modèle` printed bare split at the space when pasted back (review337 #10)."""
+    data = trades_csv(tmp_path / "a.csv")
+    (tmp_path / "mon modèle").write_text("a file")
+    assert main(["train", str(data), "--out", str(tmp_path / "mon modèle")]) == 2
+    assert f"error: --out {shlex.quote(str(tmp_path / 'mon modèle'))} is a file" in capsys.readouterr().err
+    (tmp_path / "exp 1").mkdir()
+    assert main(["backtest", str(data), "--out", str(tmp_path / "exp 1")]) == 2
+    assert f"error: --out '{tmp_path / 'exp 1'}' is a directory" in capsys.readouterr().err

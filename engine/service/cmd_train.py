@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
-from engine.path_words import file_not_found
+from engine.path_words import file_not_found, shown_path
 from engine.service.cli_common import (check_outputs, exit_status, interrupted_status, printable_json,
                                        raise_interrupted, restore_handlers)
 from engine.service.cli_reading import column_map_of
@@ -69,7 +69,8 @@ def out_held(out: Path) -> Iterator[None]:
         made = [p for p in (out, *out.parents) if not p.exists()]  # the folders this run makes, --out first
         out.mkdir(parents=True, exist_ok=True)
         if (fd := take_lock(out / OUT_LOCK, lambda pid, stop: (
-                f"--out {out} is being written by a running train{pid}: one run writes a checkpoint at a time; "
+                f"--out {shown_path(out)} is being written by a running train{pid}: one run writes a checkpoint at a "
+                f"time; "
                 f"wait for it to end (then --overwrite replaces its checkpoint), stop it ({stop}), or give another "
                 f"--out"))) is not None:
             break
@@ -88,7 +89,7 @@ def _check_train_out(out: Path, overwrite: bool) -> None:
     """--out is a new or empty directory, or with --overwrite one that holds a checkpoint (whose files are replaced;
     what else it holds is kept: staged_dir.staged_directory)."""
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file: give a directory to write the checkpoint in")
+        raise ValueError(f"--out {shown_path(out)} is a file: give a directory to write the checkpoint in")
     held = sorted(p.name for p in out.iterdir() if p.name != OUT_LOCK) if out.is_dir() else []
     if not held:
         return
@@ -97,13 +98,14 @@ def _check_train_out(out: Path, overwrite: bool) -> None:
         # ends it by the clock), so "the same model" cannot be told; a scheduled job gives --overwrite or a dated
         # --out (docs/cli.md)
         finished = " (a finished train's checkpoint: its model card TRAINING.md is there)" if MODEL_CARD in held else ""
-        raise ValueError(f"--out {shlex.quote(str(out))} already holds {', '.join(held[:5])}"
+        raise ValueError(f"--out {shown_path(out)} already holds {', '.join(held[:5])}"
                          f"{', ...' if len(held) > 5 else ''}{finished}: give a new or empty directory, or "
                          f"--overwrite to replace the checkpoint there (a service whose data directory was written "
                          f"with it will refuse the new weights); refused so that no re-run replaces a model by "
                          f"accident")
     if not (out / "config.json").is_file():
-        raise ValueError(f"--out {out} holds files but no checkpoint (no config.json): --overwrite only replaces a "
+        raise ValueError(f"--out {shown_path(out)} holds files but no checkpoint (no config.json): --overwrite only "
+                         f"replaces a "
                          f"checkpoint; give a new or empty directory")
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from engine.disk_full import DiskFull, said_if_disk_full
+from engine.path_words import shown_path
 from engine.text_files import ENCODING
 
 
@@ -126,26 +127,27 @@ def check_output_paths(outputs: list[Output]) -> None:
         special = _special_kind(path)
         if output.is_dir:
             if path.exists() and not path.is_dir():
-                raise OutputPathUnusable(f"{option} {path} is {special or 'a file'}: give a directory")
+                raise OutputPathUnusable(f"{option} {shown_path(path)} is {special or 'a file'}: give a directory")
             for name in output.atomic_files:
                 if (problem := temporary_name_problem(path / name)) is not None:
                     raise OutputPathUnusable(f"{option} {problem}")
         elif special is not None:
-            raise OutputPathUnusable(f"{option} {path} is {special}, not a regular file: the output is written whole "
+            raise OutputPathUnusable(f"{option} {shown_path(path)} is {special}, not a regular file: the output is "
+                                     f"written whole "
                                      f"under a temporary name, then renamed onto the path, so it cannot be streamed "
                                      f"into a pipe or a device (a reader would wait for ever); give a file's path and "
                                      f"read the file once the command is done")
         elif path.is_dir():
             such_as = f"a file name, such as {path / output.example}" if output.example else "another --out"
-            raise OutputPathUnusable(f"{option} {path} is a directory: give {such_as}")
+            raise OutputPathUnusable(f"{option} {shown_path(path)} is a directory: give {such_as}")
         elif (problem := temporary_name_problem(path)) is not None:
             raise OutputPathUnusable(f"{option} {problem}")
         makes_parent = output.makes_parent or output.is_dir  # made with the folders missing above it
         if (problem := parent_problem(path, makes_parent)) is not None:
-            raise OutputPathUnusable(f"{option} {path}: {problem}")
+            raise OutputPathUnusable(f"{option} {shown_path(path)}: {problem}")
         folder = next(p for p in (path.parent, *path.parent.parents) if p.exists()) if makes_parent else path.parent
         if not os.access(folder, os.W_OK | os.X_OK):
-            raise OutputPathUnusable(f"{option} {path}: {_why_unwritable(folder)}")
+            raise OutputPathUnusable(f"{option} {shown_path(path)}: {_why_unwritable(folder)}")
 
 
 def parent_problem(path: Path, makes_parent: bool) -> str | None:
@@ -298,6 +300,7 @@ def check_plot_path(option: str, path: Path) -> None:
     to write it in, or a directory in its place."""
     refuse_misnamed_outputs([Output(option, path, kind=IMAGE)])
     if path.is_dir():
-        raise ValueError(f"{option} {path} is a directory: give the image's file name, e.g. {path / 'calibration.png'}")
+        raise ValueError(f"{option} {shown_path(path)} is a directory: give the image's file name, e.g. "
+                         f"{shown_path(path / 'calibration.png')}")
     if (problem := parent_problem(path, makes_parent=False)) is not None:
-        raise ValueError(f"{option} {path}: {problem}")
+        raise ValueError(f"{option} {shown_path(path)}: {problem}")

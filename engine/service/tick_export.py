@@ -40,6 +40,7 @@ from connectors.stream_selection import StreamSelection
 from connectors.ticks import counted, utc_text
 from connectors.time_range import TimeRange
 from connectors.wire_offsets import unshifted_tick
+from engine.path_words import shown_path
 from engine.rust_paths import rust_path
 from engine.service.log_format import segments
 from engine.service.log_reading import CorruptLog, read_unchanged
@@ -143,13 +144,15 @@ def check_export_paths(data_dir: Path, out: Path) -> None:
     data_dir = Path(data_dir).expanduser()
     directory = data_dir / "ticks"
     if not directory.is_dir() or not segments(directory):
-        raise ExportError(f"{data_dir} holds no tick log ({directory}/ticks-*.log): give the data directory a "
+        raise ExportError(f"{shown_path(data_dir)} holds no tick log ({shown_path(directory)}/ticks-*.log): give the "
+                          f"data directory a "
                           f"`flashtick serve --data-dir` wrote")
     target = out.expanduser().resolve()
     given = data_dir.resolve()
     for folder in target.parents:
         if folder == given or ((folder / "meta.json").is_file() and (folder / "ticks").is_dir()):
-            raise ExportError(f"--out {out} is inside the data directory {folder}: the export writes nothing in a "
+            raise ExportError(f"--out {shown_path(out)} is inside the data directory {shown_path(folder)}: the export "
+                              f"writes nothing in a "
                               f"data directory (it runs beside a serve using it, which owns what is there); give a "
                               f"path outside it")
 
@@ -163,7 +166,7 @@ def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, ti
     data_dir = Path(data_dir).expanduser()
     fmt = SUFFIXES.get(out.suffix.lower())
     if fmt is None:
-        raise ExportError(f"--out {out}: give a file ending in .parquet (or .pq) or .csv")
+        raise ExportError(f"--out {shown_path(out)}: give a file ending in .parquet (or .pq) or .csv")
     check_export_paths(data_dir, out)
     directory = data_dir / "ticks"
     selection = StreamSelection(streams) if streams else None
