@@ -173,7 +173,7 @@ def test_a_config_s_environment_references_are_expanded_and_an_unset_one_refused
                                                f"in the environment (set it, or write $${{ for a literal ${{)")
     config.write_text((engine_files / "engine.yaml").read_text() + "queries: $${QDIR}/dir.yaml\n")
     assert main(argv) == 2
-    assert f"queries file not found: {tmp_path / '${QDIR}' / 'dir.yaml'}" in capsys.readouterr().err
+    assert f"queries file not found: {shlex.quote(str(tmp_path / '${QDIR}' / 'dir.yaml'))}" in capsys.readouterr().err
 
 
 def test_standard_input_and_a_named_pipe_are_replayed_as_files(engine_files: Path, tmp_path: Path, monkeypatch,
