@@ -216,3 +216,14 @@ def test_an_output_path_in_an_error_is_quoted_as_a_shell_takes_it(tmp_path: Path
     (tmp_path / "exp 1").mkdir()
     assert main(["backtest", str(data), "--out", str(tmp_path / "exp 1")]) == 2
     assert f"error: --out '{tmp_path / 'exp 1'}' is a directory" in capsys.readouterr().err
+
+
+def test_a_config_s_paths_may_start_with_a_tilde(engine_files: Path, home: Path, capsys) -> None:
+    """`queries: ~/q/dir.yaml` in a config: the home folder's, as a `~` on the command line is."""
+    (home / "q").mkdir()
+    (home / "q" / "dir.yaml").write_text(QUERIES)
+    (home / "engine.yaml").write_text((engine_files / "engine.yaml").read_text() + "queries: ~/q/dir.yaml\n")
+    data = trades_csv(home / "a.csv")
+    assert main(["backtest", str(data), "--config", "~/engine.yaml", "--out", "~/a.parquet", "--quiet"]) == 0, \
+        capsys.readouterr().err
+    assert set(pl.read_parquet(home / "a.parquet")["query"]) == {"dir20"}

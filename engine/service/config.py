@@ -112,7 +112,8 @@ class ServiceConfig:
             if value is None:
                 return None
             value = written_path(value)  # as Python names the file, whatever the locale
-            return value if Path(value).expanduser().is_absolute() else str(here / value)
+            expanded = os.path.expanduser(value)  # `~/q.yaml`: the home folder's, as on the command line
+            return expanded if Path(expanded).is_absolute() else str(here / value)
 
         return dataclasses.replace(
             config, queries=beside(config.queries),
