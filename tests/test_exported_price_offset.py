@@ -88,5 +88,5 @@ def test_a_directory_of_another_offset_is_refused_in_words(tmp_path) -> None:
     meta = tmp_path / "meta.json"
     check_meta(meta, {"model": "m", "ingest_price_offset": "A=21"})
     check_meta(meta, {"model": "m", "ingest_price_offset": "A=21"})  # (the same: opened)
-    with pytest.raises(ConfigError, match="ingest_price_offset: 'A=21' -> None.*shifted at ingest"):
+    with pytest.raises(ConfigError, match='ingest_price_offset: "A=21" -> null.*shifted at ingest'):
         check_meta(meta, {"model": "m"})
