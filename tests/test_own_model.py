@@ -252,7 +252,7 @@ def test_a_data_directory_remembers_how_the_text_codec_encodes(tmp_path, capsys)
     meta_file.write_text(json.dumps(meta | {"text_encoding": each_line_alone.encoding_record()}))
     with pytest.raises(ConfigError) as refused:
         TickPipeline(config)
-    assert f"(text_encoding: '{each_line_alone.encoding_record()}' -> '{meta['text_encoding']}')" in str(refused.value)
+    assert f'(text_encoding: "{each_line_alone.encoding_record()}" -> "{meta["text_encoding"]}")' in str(refused.value)
     assert "the same ticks now encode to other tokens" in str(refused.value)
     assert "Use another --data-dir" in str(refused.value)
 
@@ -282,7 +282,7 @@ def test_a_question_longer_than_probe_reserve_is_refused_at_registration(tmp_pat
     with pytest.raises(QuerySpecError, match=r"its question takes (\d+) tokens, more than scheduler.probe_reserve "
                                              r"\(64\)") as e:
         pipeline.registry.register(long)
-    with pytest.raises(QuerySpecError, match=r"^q.yaml:1: query 'long': its question takes"):  # as `register` reads it
+    with pytest.raises(QuerySpecError, match=r'^q.yaml:1: query "long": its question takes'):  # as `register` reads it
         load_queries(long, "q.yaml", pipeline.registry.questions, answerable=pipeline.registry.answerable)
     need = int(re.search(r"at least (\d+)", str(e.value)).group(1))
     roomy = TickPipeline(ServiceConfig.from_dict({**base, "scheduler": {"probe_reserve": need}}))
@@ -395,4 +395,4 @@ def test_ask_a_free_text_question_from_the_command_line(tmp_path, capsys) -> Non
         assert usage.value.code == 2 and "argument --generate: not allowed with argument --choices" in (
             capsys.readouterr().err)
         code, _, err = run(capsys, "ask", "SYN.A", "--question", question, "--choices", " yes", *control)
-        assert code == 2 and "one choice (' yes') is always the answer" in err, err  # the spec's rules, the service's
+        assert code == 2 and 'one choice (" yes") is always the answer' in err, err  # the spec's rules, the service's
