@@ -147,7 +147,7 @@ def test_rows_a_keep_filter_leaves_out_are_counted_under_their_streams_apart_fro
     assert replay.rejected.streams_of()["filtered_out"] == (f"2 of streams not selected: SPY 2; 3 by the map's "
                                                             f"keep: {WING} 2, {NEAR} 1")
     example = replay.rejected.examples["filtered_out"]
-    assert example.startswith(f"{path} line 2: filtered_out: stream 'SPY' is not among the streams selected")
+    assert example.startswith(f"{path} line 2: filtered_out: stream \"SPY\" is not among the streams selected")
     assert f"; first by the map's keep: {path} line 4: filtered_out: column 'condition' holds J, which the map's " \
            f"keep leaves out (it keeps R)" in example
     # without a selection: the keep's rows alone, under their streams (never "rows with no stream")
