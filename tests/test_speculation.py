@@ -211,7 +211,7 @@ queries:
 def test_gate_and_lookup_options_are_checked_by_name() -> None:
     with pytest.raises(ValueError, match="gate.min_prob must be a probability"):
         Gate(min_prob=1.5, max_stale_ticks=1)
-    with pytest.raises(ValueError, match="unknown gate key 'stale'"):
+    with pytest.raises(ValueError, match='unknown gate key "stale"'):
         Gate.parse({"min_prob": 0.9, "stale": 3})
     with pytest.raises(ValueError, match="lookup.draft must be an integer from 1 to 64"):
         Lookup.parse({"draft": 0})
