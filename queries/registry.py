@@ -17,13 +17,10 @@ from types import MappingProxyType
 
 from engine.quoting import quoted
 from queries.limits import QueryLimits, excerpt
+from queries.spec_errors import UnknownQueryError  # re-exported: callers import it from the registry
 from queries.codec_questions import NamedQuestion, check_questions
 from queries.spec import DEFAULT_TOPIC, QuerySpec, QuerySpecError, check_limits, unanswerable_reason
 from queries.yaml_loader import load_queries, located_in, read_queries_file
-
-
-class UnknownQueryError(LookupError):
-    """Raised for a name that is not registered; the message lists what is."""
 
 
 @dataclass(frozen=True)

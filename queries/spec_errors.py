@@ -13,6 +13,11 @@ from queries.limits import clip, excerpt
 MAX_LISTED = 20  # problems spelled out in one error; the rest are counted
 
 
+class UnknownQueryError(LookupError):
+    """Raised for a query name that is not registered; the message lists what is. Here, not in registry.py, so
+    control replies can tell it apart without importing the registry (and torch) before the engine starts."""
+
+
 class QuerySpecError(ValueError):
     """A rejected query; `problems` holds one error per offending query when a document has several."""
 

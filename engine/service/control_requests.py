@@ -12,8 +12,7 @@ from connectors.ticks import InvalidTick, NotMsgpack, RepeatedKeys, check_stream
 from engine.stream_patterns import did_you_mean
 from engine.quoting import quoted
 from queries.limits import clip
-from queries.registry import UnknownQueryError
-from queries.spec_errors import MAX_LISTED
+from queries.spec_errors import MAX_LISTED, UnknownQueryError
 
 ERROR_REPLY_CHARS = (MAX_LISTED + 1) * 500  # a control error: room for every listed query's own (clipped) message
 MAX_ENVELOPE_FRAMES = 4  # frames a control request may carry before it, to come back with the reply
