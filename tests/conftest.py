@@ -305,6 +305,36 @@ def _tiny_byte_level_tokenizer(eos: bool):
     return PreTrainedTokenizerFast(tokenizer_object=bpe, **names)
 
 
+def read_terminal(leader: int) -> tuple[threading.Thread, list[bytes]]:
+    """Reads a pseudo-terminal's leader end as output comes (a full terminal buffer would block the writer) on a
+    daemon thread, until the other end is closed; returns the thread and the chunks read so far (growing)."""
+    seen: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the other end was closed
+                return
+            if not chunk:
+                return
+            seen.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    return reader, seen
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A local Ray of 2 CPUs for a module's tests (with `pytestmark = pytest.mark.usefixtures("local_ray")`)."""
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'flashtick[ray]')")
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # CPU actors: Ray leaves CUDA_VISIBLE_DEVICES be
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
 @contextlib.contextmanager
 def serving(config):
     """A Server bound and serving on its own thread; stopped (and checked stopped) on exit."""

@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import engine_dir
+from conftest import engine_dir, read_terminal
 from connectors.codec import TOKENS_PER_TICK
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.backtest import BacktestReport, run_backtest
@@ -464,20 +464,7 @@ def test_progress_bar_on_a_terminal_and_quiet_elsewhere(setup: Path, monkeypatch
     def run(*extra: str) -> tuple[int, str]:
         leader, follower = pty.openpty()
         fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # as a terminal window
-        seen: list[bytes] = []
-
-        def drain() -> None:  # read as it comes: a full terminal buffer would block the writer
-            while True:
-                try:
-                    chunk = os.read(leader, 65536)
-                except OSError:  # the terminal was closed
-                    return
-                if not chunk:
-                    return
-                seen.append(chunk)
-
-        reader = threading.Thread(target=drain, daemon=True)
-        reader.start()
+        reader, seen = read_terminal(leader)
         with open(follower, "w", closefd=True) as terminal:
             monkeypatch.setattr(sys, "stderr", terminal)
             # long enough to redraw: chunked is fast

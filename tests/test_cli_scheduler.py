@@ -14,7 +14,6 @@ import resource
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import polars as pl
 import pytest
 import zmq
 
-from conftest import engine_dir
+from conftest import engine_dir, read_terminal
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.cli import main
 from engine.service.cli_parser import build_parser, subcommands
@@ -207,20 +206,7 @@ def test_train_stopped_by_a_signal_keeps_its_best_weights_and_exits_by_it(tmp_pa
                              env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
                              stderr=follower, text=True)
     os.close(follower)
-    seen: list[bytes] = []
-
-    def drain() -> None:
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the child closed its end
-                return
-            if not chunk:
-                return
-            seen.append(chunk)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
+    reader, seen = read_terminal(leader)
     try:
         deadline = time.monotonic() + 600  # a hang guard, not a timed assertion
         while time.monotonic() < deadline and child.poll() is None and b"step 10/" not in b"".join(seen):

@@ -41,12 +41,7 @@ queries:
 TOL = 1e-4
 
 
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # CPU actors: Ray leaves CUDA_VISIBLE_DEVICES be
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("local_ray")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,6 @@ message of too many new streams is refused as one engine refuses it, same error 
 
 from __future__ import annotations
 
-import os
-
 import msgpack
 import pytest
 
@@ -28,12 +26,7 @@ BAD_ASKS = [
 PER_MESSAGE = 2  # limits.max_new_streams_per_message of these services
 
 
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # CPU actors: Ray leaves CUDA_VISIBLE_DEVICES be
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("local_ray")  # tests/conftest.py
 
 
 def said_by(checkpoint, tmp_path, shards: int) -> dict:
