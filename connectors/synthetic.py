@@ -56,6 +56,19 @@ DEFAULT_STREAMS = (
 )
 
 
+
+
+def stream_set(count: int) -> tuple[StreamParams, ...]:
+    """``count`` streams for a feed or a load test: the first of DEFAULT_STREAMS (SYN.A .. SYN.D), then `SYN.5`,
+    `SYN.6`, ... taking the defaults' prices and tick sizes in turn (an FX-like stream every fourth)."""
+    if count < 1:
+        raise ValueError(f"need at least one stream, got {count}")
+    extra = (StreamParams(f"SYN.{i + 1}", DEFAULT_STREAMS[i % len(DEFAULT_STREAMS)].price,
+                          DEFAULT_STREAMS[i % len(DEFAULT_STREAMS)].tick_size)
+             for i in range(len(DEFAULT_STREAMS), count))
+    return (*DEFAULT_STREAMS[:count], *extra)
+
+
 # Where a market started "now" starts its event time: a year before the clock. The market keeps its own pace (~31
 # ticks a second of event time for the default streams), so a feed sending 1,000 ticks/s runs event time ~32x the
 # clock, and a live service refuses ticks stamped over limits.max_ts_ahead_s (a day) ahead of its clock: started at

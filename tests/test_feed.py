@@ -178,6 +178,27 @@ def test_run_feed_delivers_every_tick_of_a_finite_source(pull) -> None:
     assert got == want
 
 
+@pytest.mark.parametrize("count, streams", [(2, {"SYN.A", "SYN.B"}),
+                                             (7, {"SYN.A", "SYN.B", "SYN.C", "SYN.D", "SYN.5", "SYN.6", "SYN.7"})])
+def test_feed_synthetic_stream_count_feeds_that_many_streams(pull, count, streams, capsys) -> None:
+    """review352 #3: docs/extending.md's worked example, `feed synthetic --stream-count N`, exists and does what it
+    says: the first N of SYN.A .. SYN.D, then SYN.5, ... for a load test of many streams."""
+    from engine.service.cli import main
+
+    sock, endpoint = pull
+    assert main(["feed", "synthetic", "--ticks", "600", "--rate", "100000", "--stream-count", str(count),
+                 "--endpoint", endpoint, "--control", "", "--start-ts", str(TS)]) == 0, capsys.readouterr().err
+    got: list[Tick] = []
+    while len(got) < 600:
+        decoded = decode(sock.recv_multipart()[-1])  # [the feed's tag, the ticks]
+        assert decoded.errors == []
+        got += decoded.ticks
+    assert {t.stream for t in got} == streams
+    with pytest.raises(SystemExit) as exited:
+        main(["feed", "synthetic", "--stream-count", "0", "--endpoint", endpoint])
+    assert exited.value.code == 2  # a usage error
+
+
 def test_run_feed_rate_max_ticks_and_stop(pull) -> None:
     sock, endpoint = pull
     with FeedClient(endpoint) as client:

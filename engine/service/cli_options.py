@@ -175,6 +175,6 @@ def _control_options(reply: str, detail: str = "") -> argparse.ArgumentParser:
                             help=f"seconds to wait for {reply} (default 30){detail}. The engine replies between "
                                  f"forwards, so a forward in progress delays it; a connection nothing accepts is "
                                  f"given up after the connect wait, the smaller of 10 s and S; at once when it is "
-                                 f"refused (nothing listens there: exit 2)")
+                                 f"refused (nothing listens there: exit 4, docs/cli.md)")
     return control_op
 

@@ -66,6 +66,9 @@ def add_feed(sub: Any, shared: SharedOptions) -> None:
                    "prices and sizes (default 0)")
     f.add_argument("--ticks", type=_count, default=None, help="stop after N ticks (default: endless)")
     f.add_argument("--rate", type=_positive, default=1000.0, help="ticks per second (default 1000)")
+    f.add_argument("--stream-count", type=_count, default=4, metavar="N",
+                   help="how many streams: the first N of SYN.A .. SYN.D, past 4 also SYN.5, SYN.6, ... (a load "
+                        "test of many streams); the seed and N together give the same ticks (default 4)")
     f.add_argument("--start-ts", type=int, default=None,
                    help="event time of the first tick, ns since the epoch (default: a year before now, or just "
                         "after the engine's last tick of these streams when that is later)")

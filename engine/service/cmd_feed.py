@@ -25,9 +25,9 @@ def _synthetic_source(args: argparse.Namespace, engine_last_ts: dict[str, int]) 
     streams: a feed faster than the market's own pace runs event time faster than the clock, and the next one would
     be refused as ``ts_backwards`` until the clock caught up."""
     from connectors.source import SyntheticSource
-    from connectors.synthetic import SyntheticConfig
+    from connectors.synthetic import SyntheticConfig, stream_set
 
-    config = SyntheticConfig(seed=args.seed, start_ts=args.start_ts).anchored()
+    config = SyntheticConfig(seed=args.seed, streams=stream_set(args.stream_count), start_ts=args.start_ts).anchored()
     held = [engine_last_ts[s.name] for s in config.streams if s.name in engine_last_ts]
     if args.start_ts is None and held and max(held) >= config.start_ts:
         start = max(held) + 1
