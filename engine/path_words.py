@@ -1,4 +1,5 @@
-"""How a user's paths are read and said: `~` expanded once where a command line is parsed (`user_path`), a path in an
+"""How a user's paths are read and said: `~` expanded once where a command line is parsed or a Python entry point
+(`run_backtest`, `ServiceConfig`) is called (`user_path`, `user_item`), a path in an
 error quoted as a shell would take it back (`shown_path`: a name with a space is copy-pasted whole), one wording for
 a file that is not there (`file_not_found`), and the OS's reason in words (`os_reason`), not Python's `[Errno 2]`.
 In the engine core so that connectors (a replay file, a replay list) and the service say paths alike.
@@ -8,14 +9,28 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 
-def user_path(text: str) -> Path:
+def user_path(text: str | os.PathLike[str]) -> Path:
     """An argparse type for every path option and positional file: ``text`` with a leading `~` or `~user` expanded,
     as a shell would have: a job runner passes `--out '~/x.parquet'` unexpanded, and a literal `./~` folder made in
     the working directory is an `rm -rf ~` waiting to happen. A `~user` with no such user is left as written."""
     return Path(os.path.expanduser(text))
+
+
+def user_item(item: Any) -> Any:
+    """A replay input with its path's `~` expanded as `user_path` does: a path, a (path, map) pair or a
+    {"path": ...} entry, as a Python caller gives them to `run_backtest`; any other item as it is."""
+    if isinstance(item, (str, os.PathLike)):
+        return user_path(item)
+    if isinstance(item, tuple) and item and isinstance(item[0], (str, os.PathLike)):
+        return (user_path(item[0]), *item[1:])
+    if isinstance(item, Mapping) and isinstance(item.get("path"), (str, os.PathLike)):
+        return {**item, "path": user_path(item["path"])}
+    return item
 
 
 def user_path_text(text: str) -> str:

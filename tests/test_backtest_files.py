@@ -86,8 +86,8 @@ def test_an_empty_file_among_others_is_skipped_with_a_note(engine_files: Path, t
            f"{zero_bytes}, {no_rows}"
     assert f"warning: {said}" in err and f"warning (said above too): {said}" in out, (out, err)  # and at the end
 
-    assert backtest(engine_files, [header_only, zero_bytes, no_rows], tmp_path / "b.parquet") == 2
-    assert "the files hold no ticks (no data rows" in capsys.readouterr().err  # every file empty: still an error
+    assert backtest(engine_files, [header_only, zero_bytes, no_rows], tmp_path / "b.parquet") == 6
+    assert "the files hold no ticks (no data rows" in capsys.readouterr().err  # every file empty: no data yet (6)
 
 
 @pytest.mark.parametrize("name, body", [
@@ -289,9 +289,9 @@ def test_a_folder_or_a_quoted_pattern_reads_the_files_it_stands_for(engine_files
     assert "replayed 60 ticks" in out, out + err
     assert (f"note: {data}/*/AAPL.csv: a pattern, read as the 2 files it matches, sorted (2026-03-10/AAPL.csv, "
             f"2026-03-11/AAPL.csv)") in err, err
-    assert backtest(engine_files, [f"{data}/*/TSLA.csv"], tmp_path / "none.parquet") == 2
-    assert f"error: no file matches {data}/*/TSLA.csv: a pattern that names no file is expanded here as a shell " \
-        f"would" in capsys.readouterr().err
+    assert backtest(engine_files, [f"{data}/*/TSLA.csv"], tmp_path / "none.parquet") == 6  # no data yet
+    assert f"error: no file matches {data}/*/TSLA.csv: no data yet (a pattern that names no file is expanded here " \
+        f"as a shell would" in capsys.readouterr().err
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "notes.pdf").write_bytes(b"%PDF-1.4")
     assert backtest(engine_files, [tmp_path / "docs"], tmp_path / "docs.parquet") == 2

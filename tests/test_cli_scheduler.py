@@ -64,7 +64,7 @@ def test_every_commands_help_points_to_the_exit_status_table_and_usage_errors_st
     code, _, err = run("evaluate", "builtin", str(ROOT / "missing.csv"))
     assert code == 2 and "not found: " in err and "missing.csv" in err, err
     table = (ROOT / "docs" / "cli.md").read_text()
-    for status in ("| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 4 |", "| 5 |", "| 130 |", "| 143 |"):
+    for status in ("| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 4 |", "| 5 |", "| 6 |", "| 130 |", "| 143 |"):
         assert status in table, status
 
 
@@ -131,6 +131,75 @@ def test_backtest_over_max_rejected_share_exits_1_with_its_work_kept(engine: Pat
     assert ("flashtick backtest: partial: 200 of the 600 ticks read (33.3%) were rejected, over "
             "--max-rejected-share 0.05") in err, err
     assert pl.read_parquet(tmp_path / "c.parquet").height == pl.read_parquet(tmp_path / "a.parquet").height
+
+
+def test_a_finished_runs_no_op_resume_exits_as_the_run_did(engine: Path, tmp_path: Path) -> None:
+    """`backtest --resume` of a finished run that rejected more than --max-rejected-share allows: the first run
+    exited 1 (partial), and so does every hourly re-run that finds it complete; without the option, 0."""
+    bad = trades_csv(tmp_path / "bad AAA.csv", 600, bad_every=3)  # 200 of 600 rejected: 33%
+    argv = backtest(engine, [str(bad)], tmp_path / "c.parquet", "--resume", "--max-rejected-share", "0.05")
+    code, _, err = run(*argv)
+    assert code == 1 and "partial: 200 of the 600 ticks read (33.3%)" in err, err
+    code, _, err = run(*argv)  # the next hour: nothing to do, and the same status
+    assert code == 1 and "already complete" in err, err
+    assert "partial: 200 of the 600 ticks read (33.3%) were rejected, over --max-rejected-share 0.05" in err, err
+    code, _, err = run(*argv[:-1], "0.5")  # a looser limit: within it
+    assert code == 0 and "already complete" in err and "partial" not in err, err
+    code, _, err = run(*argv[:-2])  # no limit: rejected rows never change the status
+    assert code == 0 and "already complete" in err and "partial" not in err, err
+
+
+def no_data_inputs(tmp_path: Path) -> dict[str, list[str]]:
+    """Inputs that hold no tick yet, as an hourly job meets them before its data lands."""
+    (tmp_path / "hdr.csv").write_text("ts_us,symbol,price,size,aggressor_side\n")
+    (tmp_path / "zero.csv").write_text("")
+    (tmp_path / "drop").mkdir()
+    return {"no file matches": [str(tmp_path / "today" / "*.csv")],
+            "is an empty folder: no data yet": [str(tmp_path / "drop")],
+            "no data rows": [str(tmp_path / "hdr.csv"), str(tmp_path / "zero.csv")]}
+
+
+def mistakes(tmp_path: Path) -> dict[str, list[str]]:
+    """Inputs a re-run will not mend: still usage errors (2)."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.pdf").write_bytes(b"%PDF-1.4")
+    every_bad = trades_csv(tmp_path / "bad.csv", 40, bad_every=1)
+    return {"not found": [str(tmp_path / "typo.csv")], "a folder holding no tick file": [str(tmp_path / "docs")],
+            "every row was rejected": [str(every_bad)]}
+
+
+def test_no_data_yet_is_6_for_backtest_and_a_mistake_stays_2(engine: Path, tmp_path: Path) -> None:
+    """A job a scheduler runs every hour tells "no data yet" (6: skip or retry) from "typed it wrong" (2: alert)."""
+    for said, files in no_data_inputs(tmp_path).items():
+        out = tmp_path / "out.parquet"
+        code, _, err = run(*backtest(engine, files, out))
+        assert code == 6 and said in err and not out.exists(), (said, err)
+    for said, files in mistakes(tmp_path).items():
+        code, _, err = run(*backtest(engine, files, tmp_path / "out.parquet"))
+        assert code == 2 and said in err, (said, err)
+
+
+def test_no_data_yet_is_6_for_feed_train_and_evaluate(tmp_path: Path) -> None:
+    pull = zmq.Context.instance().socket(zmq.PULL)
+    pull.linger = 0
+    port = pull.bind_to_random_port("tcp://127.0.0.1")
+    try:
+        for said, files in no_data_inputs(tmp_path).items():
+            code, _, err = run("feed", "replay", *files, "--endpoint", f"tcp://127.0.0.1:{port}", "--control", "",
+                               "--answers", "")
+            assert code == 6 and said in err, ("feed", said, err)
+            code, _, err = run("train", *files, "--out", str(tmp_path / "m"), *TINY, "--quiet")
+            assert code == 6 and said in err and not (tmp_path / "m").exists(), ("train", said, err)
+            code, _, err = run("evaluate", "builtin", *files, *QUICK, "--quiet")
+            assert code == 6 and said in err, ("evaluate", said, err)
+        for said, files in mistakes(tmp_path).items():
+            code, _, err = run("feed", "replay", *files, "--endpoint", f"tcp://127.0.0.1:{port}", "--control", "",
+                               "--answers", "")
+            assert code == 2, ("feed", said, err)
+            code, _, err = run("evaluate", "builtin", *files, *QUICK, "--quiet")
+            assert code == 2 and said in err, ("evaluate", said, err)
+    finally:
+        pull.close()
 
 
 def test_a_backtest_that_cannot_write_its_output_exits_5(engine: Path, tmp_path: Path) -> None:

@@ -227,3 +227,28 @@ def test_a_config_s_paths_may_start_with_a_tilde(engine_files: Path, home: Path,
     assert main(["backtest", str(data), "--config", "~/engine.yaml", "--out", "~/a.parquet", "--quiet"]) == 0, \
         capsys.readouterr().err
     assert set(pl.read_parquet(home / "a.parquet")["query"]) == {"dir20"}
+
+
+def test_the_python_entry_points_expand_a_tilde_as_the_command_line_does(engine_files: Path, home: Path) -> None:
+    """`run_backtest(config, "~/ticks/a.csv", "~/cfg/q.yaml", out="~/out/a.parquet")` with the config from
+    `ServiceConfig.load("~/cfg/engine.yaml")` and a model given as `from_dict({"model": {"path": "~/..."}})`:
+    every path is the home folder's (engine/path_words.py, the CLI's too), never a `./~` folder in the working
+    directory; a (path, map) pair's path likewise."""
+    from engine.service.backtest import run_backtest
+    from engine.service.config import ServiceConfig
+
+    trades_csv(home / "ticks" / "a.csv")
+    trades_csv(home / "ticks" / "b.csv", symbol="BBB")
+    (home / "cfg").mkdir()
+    (home / "cfg" / "engine.yaml").write_text((engine_files / "engine.yaml").read_text())
+    (home / "cfg" / "q.yaml").write_text(QUERIES)
+    config = ServiceConfig.load("~/cfg/engine.yaml")
+    model = Path(config.model.path)
+    (home / "model").symlink_to(model, target_is_directory=True)
+    assert ServiceConfig.from_dict({"model": {"path": "~/model"}}).model.path == str(home / "model")
+    config = ServiceConfig.from_dict({"model": {"path": "~/model"}, "kv": {"cells": 8192, "block_size": 16}})
+    report = run_backtest(config, ["~/ticks/a.csv", ("~/ticks/b.csv", None)], "~/cfg/q.yaml", "~/out/a.parquet",
+                          progress=False)
+    assert report.ticks == 120 and Path(report.out) == home / "out" / "a.parquet"
+    assert pl.read_parquet(home / "out" / "a.parquet").height > 0
+    assert not Path("~").exists() and list(Path.cwd().iterdir()) == []

@@ -36,6 +36,7 @@ import torch
 from connectors.labels import MarkSeries
 from connectors.replay import FileReplay
 from connectors.time_range import TimeRange
+from engine.path_words import user_item, user_path
 from engine.rust_paths import rust_path
 from engine.service.answer_parts import AnswerParts
 from engine.service.answers_file import write_answers
@@ -49,6 +50,7 @@ from engine.service.checkpoint_notes import TEST_PART, own_test_part
 from engine.service.config import ServiceConfig
 from engine.service.finished_backtest import refuse_or_skip_finished
 from engine.service.heap_memory import freeze_heap, thaw_heap
+from engine.service.no_data import NoData, refuse_absent_inputs
 from engine.service.output_paths import write_text_atomically
 from engine.service.pipeline import TickPipeline
 from engine.service.rejections import rejected_lines
@@ -62,13 +64,18 @@ from queries.yaml_loader import no_query
 
 # the Python API (docs/replay.md); BacktestInterrupted is raised by the loop and resume (backtest_loop.py) and is
 # imported from here by cmd_backtest.py, tests and users' scripts alike
-__all__ = ["BacktestInterrupted", "BacktestReport", "NothingReplayed", "run_backtest"]
+__all__ = ["BacktestInterrupted", "BacktestReport", "FilesHoldNoTicks", "NoData", "NothingReplayed", "run_backtest"]
 
 CHECKPOINT_S = 10.0  # wall seconds between answer checkpoints (a part file each)
 
 
 class NothingReplayed(ValueError):
     """Every row of the files was rejected: there is nothing to backtest."""
+
+
+class FilesHoldNoTicks(NothingReplayed, NoData):
+    """The files hold no data row (each a header alone or zero bytes): no data yet, exit_codes.NO_DATA
+    (no_data.py); a NothingReplayed too, as it was."""
 
 
 def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], queries: str | Path, out: str | Path,
@@ -109,8 +116,10 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     _check_numbers(batch_ms, checkpoint_s, test_from)
     if isinstance(files, (str, Path)):  # one file, as FileReplay takes it (a str must not be read as its letters)
         files = [files]
-    out = Path(out)
+    # `~/x` read as the CLI reads it (path_words): a Python caller's paths are a user's too
+    files, queries, out = [user_item(f) for f in files], user_path(queries), user_path(out)
     pipeline = _standing_pipeline(config, queries, note)
+    refuse_absent_inputs(files)  # a pattern that matches no file yet, an empty folder: no data yet (NoData)
     replay = FileReplay(list(files), columns=columns, streams=streams, time_range=time_range)
     for line in replay.notes:
         note(line)
@@ -137,7 +146,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
             scoring()  # at once: a stop from here on is said as one before the scores, not at a batch boundary
         scored = _score(pipeline, out, marks, test_from, config.answers.session_gap_ns, stop, note, replay,
                         bar_streams(replay.plans, origins, marks), test_starts)
-        write_manifest(out, record, parts.written["rows"], resumed)  # (after the scores it names; before the parts go)
+        # (after the scores it names; before the parts go)
+        write_manifest(out, record, parts.written["rows"], resumed, pipeline.ticks_in, rejected)
     except BaseException as e:
         _release_and_raise(parts, e)
     parts.remove()  # the answers, scores and plot are whole beside `out` now (and the lock released with the folder)
@@ -294,8 +304,8 @@ def _refuse_nothing_replayed(parts: AnswerParts, rejected: dict[str, int], examp
                               + "\n".join(rejected_lines(rejected, examples, streams=streams)))
     if not resume:
         parts.remove()
-        raise NothingReplayed("the files hold no ticks (no data rows, or none before --max-ticks): nothing to "
-                              "backtest")
+        raise FilesHoldNoTicks("the files hold no ticks (no data rows, or none before --max-ticks): nothing to "
+                               "backtest")
 
 
 def _release_and_raise(parts: AnswerParts, error: BaseException) -> NoReturn:

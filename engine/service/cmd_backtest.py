@@ -82,7 +82,7 @@ def _backtest(args: argparse.Namespace) -> int:
         report = _run(args, config, queries, time_range, evaluation, signals)
     except AlreadyComplete as e:  # --resume of a finished run that is this one: done, as a scheduler re-runs it
         print(f"flashtick backtest: {e}", file=sys.stderr, flush=True)
-        return 0
+        return _finished_status(args, e)
     except BacktestInterrupted as e:
         args.work_whole = WorkWhole(None, signals.inherited)  # a signal more, in the exit too, changes nothing
         print(f"flashtick backtest: {e}", file=sys.stderr)
@@ -207,6 +207,20 @@ def _after_run(args: argparse.Namespace, config: Any, report: Any, signals: _Sto
 
     return whole.ended(rejected_share_status(report.rejected, report.ticks, args.max_rejected_share,
                                              "flashtick backtest") or 0)
+
+
+def _finished_status(args: argparse.Namespace, done: Any) -> int:
+    """The status of a no-op --resume (``done``: finished_backtest.AlreadyComplete): the finished run's, its rows
+    rejected checked against this command's --max-rejected-share, so that an hourly re-run exits as the run did."""
+    from engine.service.rejected_share import rejected_share_status
+
+    if args.max_rejected_share is None:
+        return 0
+    if done.rejected is None:  # a manifest from before it kept the counts: nothing to check them against
+        print("flashtick backtest: note: the finished run's manifest does not hold its rows rejected (written by an "
+              "older flashtick): --max-rejected-share is not checked", file=sys.stderr, flush=True)
+        return 0
+    return rejected_share_status(done.rejected, done.taken, args.max_rejected_share, "flashtick backtest") or 0
 
 
 def _before_any_tick(args: argparse.Namespace) -> str:

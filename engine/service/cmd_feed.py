@@ -41,9 +41,11 @@ def _synthetic_source(args: argparse.Namespace, engine_last_ts: dict[str, int]) 
 
 def _replay_source(args: argparse.Namespace) -> Any:
     from connectors.replay import FileReplay
+    from engine.service.no_data import refuse_absent_inputs
 
     if args.max_gap is not None and args.speed is None:
         raise ValueError("--max-gap shortens the waits of --speed: without --speed a replay does not wait")
+    refuse_absent_inputs(args.files)  # a pattern that matches no file yet, an empty folder: exit NO_DATA
     return FileReplay([str(f) for f in args.files], columns=column_map_of(args), speed=args.speed,
                       max_gap_s=args.max_gap, streams=streams_to_read(args), time_range=time_range_of(args))
 
@@ -314,7 +316,9 @@ def _check_fed(args: argparse.Namespace, stats: Any, source: Any) -> None:
                          if sum(source.rejected.values()) > left_out else
                          "every row of the files was left out by a filter (above); nothing was sent")
     if stats.ticks == 0 and args.feed_source == "replay" and not held:
-        raise ValueError("the files hold no ticks (no data rows): nothing was sent")
+        from engine.service.no_data import NoData
+
+        raise NoData("the files hold no ticks (no data rows): nothing was sent")
     if stats.rejected is not None and stats.ticks and sum(stats.rejected.values()) >= stats.ticks:
         raise ValueError(f"the engine rejected every tick sent ({stats.ticks}; reasons above): none was accepted")
 

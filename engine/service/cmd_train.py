@@ -33,8 +33,10 @@ def train_common(args: argparse.Namespace) -> tuple[Any, Any]:
     from connectors.replay_entries import replay_files
     from engine.service.config import ModelSection
     from engine.service.evaluate import EvalOptions
+    from engine.service.no_data import refuse_absent_inputs
     from engine.service.splits import SplitSpec
 
+    refuse_absent_inputs(args.files)  # a pattern that matches no file yet, an empty folder: exit NO_DATA
     for f in replay_files(args.files):  # before the model loads: a missing file is said at once
         if not f.is_file():
             raise file_not_found("replay file", f)

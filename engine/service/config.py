@@ -17,11 +17,11 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Callable, get_type_hints
 
 import yaml
 
-from engine.path_words import os_reason, shown_path
+from engine.path_words import os_reason, shown_path, user_path, user_path_text
 from engine.quoting import quoted
 from engine.rust_paths import written_path
 from engine.service.config_answers import AnswersSection
@@ -91,10 +91,12 @@ class ServiceConfig:
                 check_types(value, section_type, f"{source}: {name}")
                 raise ConfigError(f"{source}: {name}: {e}") from None
             check_types(value, section_type, f"{source}: {name}")
-        return cls(**built)
+        # `~/models/m1` read as the shell would, as the CLI reads its options: a config built in Python too
+        return cls(**built).with_paths(user_path_text)
 
     @classmethod
     def load(cls, path: str | Path) -> "ServiceConfig":
+        path = user_path(path)  # `ServiceConfig.load("~/engine.yaml")` as `--config ~/engine.yaml` reads it
         try:
             text = read_text(path)
             raw = replay_columns_as_text(safe_load_unique(text), text)
@@ -108,20 +110,25 @@ class ServiceConfig:
         # reads its queries and logs from beside itself, not from beside the link
         here = Path(os.path.realpath(path)).parent
 
-        def beside(value: str | None) -> str | None:  # every path in a config file is relative to the file
-            if value is None:
-                return None
+        def beside(value: str) -> str:  # every path in a config file is relative to the file (`~` expanded already)
             value = written_path(value)  # as Python names the file, whatever the locale
-            expanded = os.path.expanduser(value)  # `~/q.yaml`: the home folder's, as on the command line
-            return expanded if Path(expanded).is_absolute() else str(here / value)
+            return value if Path(value).is_absolute() else str(here / value)
+
+        return config.with_paths(beside)
+
+    def with_paths(self, change: Callable[[str], str]) -> "ServiceConfig":
+        """This config with ``change`` applied to each of its paths that is set (the queries file, model.path,
+        log.dir, curve's key files and clients folder): the one list of them."""
+        def changed(value: str | None) -> str | None:
+            return None if value is None else change(value)
 
         return dataclasses.replace(
-            config, queries=beside(config.queries),
-            model=dataclasses.replace(config.model, path=beside(config.model.path)),
-            log=dataclasses.replace(config.log, dir=beside(config.log.dir)),
-            curve=dataclasses.replace(config.curve, server_secret_key_file=beside(config.curve.server_secret_key_file),
-                                      server_public_key_file=beside(config.curve.server_public_key_file),
-                                      clients_dir=beside(config.curve.clients_dir)))
+            self, queries=changed(self.queries),
+            model=dataclasses.replace(self.model, path=changed(self.model.path)),
+            log=dataclasses.replace(self.log, dir=changed(self.log.dir)),
+            curve=dataclasses.replace(self.curve, server_secret_key_file=changed(self.curve.server_secret_key_file),
+                                      server_public_key_file=changed(self.curve.server_public_key_file),
+                                      clients_dir=changed(self.curve.clients_dir)))
 
 
 # section name -> its dataclass, read off ServiceConfig's fields (their hints are text under `annotations`), so a

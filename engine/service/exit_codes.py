@@ -17,12 +17,16 @@ USAGE = 2  # a usage error (argparse's own status), bad input or config, or stat
 SERVICE_BUSY = 3  # connected, but no reply in time, or the service asked to be asked again (starting, busy)
 SERVICE_UNREACHABLE = 4  # nothing accepted the connection, or it dropped: no service there (yet); retry later
 IO_FAILED = 5  # an output could not be written: the disk or a quota full, an I/O error (free space, then resume)
+NO_DATA = 6  # no data yet: a pattern that matches no file, an empty folder, files of a header alone or zero bytes
+# (no_data.py): not USAGE, so that a job run every hour before its data lands can be skipped or retried, and a typo
+# still alerts; not OK, so that a scheduler that knows nothing of it never takes a run of no output for a success
 INTERRUPTED_SIGINT = 130  # 128 + SIGINT: a Ctrl-C; what the command kept is said on stderr
 INTERRUPTED_SIGTERM = 143  # 128 + SIGTERM: a scheduler's or supervisor's stop
 
 EXIT_STATUS_EPILOG = ("exit status: 0 done; 1 partial (done, but not all of it); 2 usage or bad input; 3 service "
-                      "busy; 4 service unreachable; 5 output not written (disk full, I/O error); 130/143 "
-                      "interrupted by SIGINT/SIGTERM (what was kept is said): the table is in docs/cli.md")
+                      "busy; 4 service unreachable; 5 output not written (disk full, I/O error); 6 no data yet (no "
+                      "file matches, files of no rows); 130/143 interrupted by SIGINT/SIGTERM (what was kept is "
+                      "said): the table is in docs/cli.md")
 
 # a service reply's reasons that mean "ask again later", not a bad request (control_client.ControlError.reason)
 _RETRY_REASONS = frozenset({"starting", "busy", "shard_lost"})
@@ -37,6 +41,7 @@ def status_of_error(error: BaseException) -> int:
         return USAGE
     from engine.disk_full import DiskFull
     from engine.service.control_client import ControlBusy, ControlError, ControlUnreachable
+    from engine.service.no_data import NoData
 
     if isinstance(error, ControlBusy) or (isinstance(error, ControlError) and error.reason in _RETRY_REASONS):
         return SERVICE_BUSY
@@ -48,4 +53,4 @@ def status_of_error(error: BaseException) -> int:
         return IO_FAILED
     if (found := _RUST_OS_ERROR.search(str(error))) is not None and int(found.group(1)) in _WRITE_FAILED:
         return IO_FAILED
-    return USAGE
+    return NO_DATA if isinstance(error, NoData) else USAGE

@@ -23,8 +23,15 @@ _NOT_COMPARED = frozenset({"threads"})
 
 
 class AlreadyComplete(FileExistsError):
-    """--resume on a finished run with this run's record: nothing to do (the CLI says so and exits 0). A
-    FileExistsError, as the refusal it replaces, for a Python caller that caught that."""
+    """--resume on a finished run with this run's record: nothing to do (the CLI says so and exits as the run did:
+    0, or 1 where its rows rejected are over --max-rejected-share). A FileExistsError, as the refusal it replaces,
+    for a Python caller that caught that. ``taken`` and ``rejected``: the finished run's ticks taken and rejected by
+    reason, from its manifest (None for a manifest written before it held them)."""
+
+    def __init__(self, message: str, taken: int | None = None, rejected: dict[str, int] | None = None) -> None:
+        super().__init__(message)
+        self.taken = taken
+        self.rejected = rejected
 
 
 def refuse_or_skip_finished(out: Path, record: dict[str, Any]) -> None:
@@ -41,7 +48,7 @@ def refuse_or_skip_finished(out: Path, record: dict[str, Any]) -> None:
         rows = _rows(out)
         raise AlreadyComplete(f"already complete: {out} holds every answer of this run ({rows} rows, scored in "
                               f"{out.with_suffix('.scores.json').name}); the same files, queries, model, config and "
-                              f"options: nothing to do")
+                              f"options: nothing to do", *_counts(out))
     raise FileExistsError(f"{out} holds a finished backtest (no checkpoint in {directory}): the run there is "
                           f"complete, but not this command's ({differs}), so there is nothing of it to resume; to run "
                           f"it, remove {out} or give another --out (a dated one, for a scheduled job)")
@@ -62,6 +69,16 @@ def _differences(out: Path, record: dict[str, Any]) -> str:
     keys = sorted(k for k in set(record) | set(manifest) - _NOT_COMPARED
                   if k not in _NOT_COMPARED and record.get(k) != manifest.get(k))
     return f"its {', '.join(keys)} differ" if keys else ""
+
+
+def _counts(out: Path) -> tuple[int | None, dict[str, int] | None]:
+    """The finished run's ticks taken and rejected by reason, as its manifest says them (Nones where it does not)."""
+    try:
+        ticks = json.loads(out.with_suffix(MANIFEST_SUFFIX).read_text(encoding="utf-8"))["ticks"]
+        taken, rejected = int(ticks["taken"]), {str(k): int(v) for k, v in ticks["rejected"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None, None
+    return taken, rejected
 
 
 def _metadata(out: Path) -> dict[str, str]:

@@ -126,10 +126,13 @@ def parquet_metadata(record: dict[str, Any]) -> dict[str, str]:
     return {PARQUET_KEY: json.dumps(record, sort_keys=True, default=str)}
 
 
-def write_manifest(out: Path, record: dict[str, Any], rows: int, resumed: dict[str, Any]) -> None:
-    """`answers.manifest.json` beside `out`: the record under `run`, the outputs it describes, and whether the run
-    was resumed (resumed_from)."""
+def write_manifest(out: Path, record: dict[str, Any], rows: int, resumed: dict[str, Any], taken: int,
+                   rejected: dict[str, int]) -> None:
+    """`answers.manifest.json` beside `out`: the record under `run`, the outputs it describes, whether the run
+    was resumed (resumed_from), and the ticks it took and rejected (by reason): a no-op `--resume` of the finished
+    run checks --max-rejected-share against them, and exits as the run did (finished_backtest.py)."""
     text = json.dumps({"run": record, "answers": {"file": out.name, "rows": rows},
+                       "ticks": {"taken": taken, "rejected": rejected},
                        "scores": out.with_suffix(".scores.json").name, **resumed}, indent=2, sort_keys=True,
                       default=str) + "\n"
     write_atomically(out.with_suffix(MANIFEST_SUFFIX), lambda path: path.write_text(text))

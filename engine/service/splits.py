@@ -28,6 +28,7 @@ from connectors.ticks import Tick, shown_name
 from engine.service.backtest_scores import first_share
 from engine.service.rejections import rejected_lines
 from engine.service.features import microstructure_features
+from engine.service.no_data import NoData, refuse_absent_inputs
 from engine.service.tick_origins import TickOrigins
 
 PARTS = ("train", "validation", "test")
@@ -205,6 +206,7 @@ def read_streams(files: list[str], columns: Any = None, note: Callable[[str], No
     and so are said where the plain notes are quieted (--quiet). ``streams`` (names or globs) reads those alone.
     ``opened`` is given the replay once its files are open (evaluate records them: run_record.input_files);
     ``origins`` gets each tick's file and row, as a backtest's does (--points-out names them)."""
+    refuse_absent_inputs(files)  # a pattern that matches no file yet, an empty folder: no data yet (NoData)
     replay = FileReplay(files, columns=columns, streams=streams)
     opened(replay)
     for line in replay.notes:
@@ -222,9 +224,10 @@ def read_streams(files: list[str], columns: Any = None, note: Callable[[str], No
     read = sum(map(len, by_stream.values()))  # none read: the error below says so, no share to warn of
     said = [line.strip() for line in rejected_lines(dict(rejected), rejected.examples, read or None,
                                                     rejected.streams_of())]
-    if not by_stream:
-        raise ValueError("no tick was read from the files: " + ("every row was rejected: " + "; ".join(said)
-                                                                  if said else "they hold no data rows"))
+    if not by_stream and said:
+        raise ValueError("no tick was read from the files: every row was rejected: " + "; ".join(said))
+    if not by_stream:  # each file a header alone or zero bytes: no data yet, not a mistake (no_data.py)
+        raise NoData("no tick was read from the files: they hold no data rows")
     for line in said:
         note(line)
     return dict(by_stream), Rejected(Counter(rejected), [line for line in said if not line.startswith("warning: ")])
