@@ -1014,9 +1014,9 @@ def test_text_labels_and_adhoc_surprises_are_refused_with_what_works(live) -> No
 def test_every_stream_is_listed_page_by_page(live, monkeypatch, capsys) -> None:
     """Past one reply's names (10,000; 3 here) `streams` pages with `after`, as `topics` does: a daily options
     chain's expired names had left the rest unlistable."""
-    import engine.service.control_ops as control_ops_module
+    import engine.service.control_streams as control_streams_module
 
-    monkeypatch.setattr(control_ops_module, "MAX_STREAMS_PER_REPLY", 3)
+    monkeypatch.setattr(control_streams_module, "MAX_STREAMS_PER_REPLY", 3)
     server, push = live
     push.send(encode(ticks(40, seed=10, streams=4)))
     with ControlClient(server.endpoints["control"]) as control:

@@ -7,6 +7,7 @@ engine/service/metrics.py.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from engine.service.metrics_families import (
@@ -30,13 +31,38 @@ def render(snapshot: dict[str, Any], now: float | None = None) -> str:
     """The snapshot as Prometheus text (``now``: the scrape's time.time(), for the lag). One with ``starting`` (the
     start's phase: the service loads its model or replays its tick log) gives only what is known then: serving 0,
     the phase, the process's figures."""
-    lines: list[str] = []
+    text = _Text()
+    _service_state(text.metric, snapshot)
+    if snapshot.get("starting"):
+        return text.joined()
+    _engine_figures(text.metric, snapshot)
+    _waiting(text.metric, snapshot, now)
+    _rejections(text.metric, snapshot)
+    _loop_and_log(text.metric, snapshot)
+    _answers_and_shards(text.metric, snapshot)
+    return text.joined()
 
-    def metric(name: str, kind: str, help_text: str, samples: list[tuple[str, float]]) -> None:
-        lines.append(f"# HELP flashtick_{name} {help_text}")
-        lines.append(f"# TYPE flashtick_{name} {kind}")
-        lines.extend(f"flashtick_{name}{labels} {value}" for labels, value in samples)
 
+class _Text:
+    """The families rendered so far, in order: a HELP, a TYPE and the samples of each."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def metric(self, name: str, kind: str, help_text: str, samples: list[tuple[str, float]]) -> None:
+        self.lines.append(f"# HELP flashtick_{name} {help_text}")
+        self.lines.append(f"# TYPE flashtick_{name} {kind}")
+        self.lines.extend(f"flashtick_{name}{labels} {value}" for labels, value in samples)
+
+    def joined(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+Metric = Callable[[str, str, str, list[tuple[str, float]]], None]  # _Text.metric
+
+
+def _service_state(metric: Metric, snapshot: dict[str, Any]) -> None:
+    """What is known during a start too: serving, the start's phase, the process's figures, this endpoint's own."""
     starting = snapshot.get("starting")
     shards_down = any(s["state"] != "serving" for s in snapshot.get("shards") or ())
     metric("serving", "gauge", "1 while the service serves (`flashtick health`: serving); 0 while it starts, or "
@@ -63,8 +89,10 @@ def render(snapshot: dict[str, Any], now: float | None = None) -> str:
                f"request had all come, to make room for a new one while {METRICS_MAX_CONNECTIONS} were open (the "
                f"oldest such one each time): clients that connect and send slowly or nothing",
                [("", snapshot["connections_evicted"])])
-    if starting:
-        return "\n".join(lines) + "\n"
+
+
+def _engine_figures(metric: Metric, snapshot: dict[str, Any]) -> None:
+    """The engine's counters and gauges, its GEMM kernel cache, the answers a restart owes, the figures' age."""
     for key, help_text in COUNTERS.items():
         metric(f"{key}_total", "counter", help_text, [("", snapshot.get(key, 0))])
     for key, help_text in GAUGES.items():
@@ -87,6 +115,10 @@ def render(snapshot: dict[str, Any], now: float | None = None) -> str:
         metric("stats_timestamp_seconds", "gauge", "When the engine thread last refreshed the figures here (each "
                "heartbeat, each `stats` request), in seconds since the Unix epoch: time() minus it is their age",
                [("", round(snapshot["stats_time"], 3))])
+
+
+def _waiting(metric: Metric, snapshot: dict[str, Any], now: float | None) -> None:
+    """The lag as of the scrape, and the streams whose data has waited longest."""
     metric("lag_seconds", "gauge", "Seconds the oldest data not yet computed has waited, as of this scrape: accepted, "
            "or unread in the ingest queue (limits.max_lag_s); the data waiting at the last refresh is taken to wait "
            "still (an upper bound: lower if it was computed since; 0 when nothing waited then)",
@@ -100,6 +132,10 @@ def render(snapshot: dict[str, Any], now: float | None = None) -> str:
            [(f'{{stream="{_label(name)}"}}', w["waiting_s"]) for name, w in waiting.items()])
     metric("stream_waiting_ticks", "gauge", "Of the same streams, the ticks waiting for a forward",
            [(f'{{stream="{_label(name)}"}}', w["waiting_ticks"]) for name, w in waiting.items()])
+
+
+def _rejections(metric: Metric, snapshot: dict[str, Any]) -> None:
+    """Ticks rejected, by reason and by stream, and what the reorder window holds and placed."""
     rejected = snapshot.get("rejected", {})
     metric("rejected_total", "counter", "Ticks or messages rejected, by reason",
            [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())])  # none yet: no sample (no fake reason)
@@ -114,6 +150,10 @@ def render(snapshot: dict[str, Any], now: float | None = None) -> str:
         metric("late_ticks_placed_total", "counter", "Ticks read after a newer one of their stream and placed before "
                "it by ingest.reorder_window_ms (refused as ts_backwards without it)",
                [("", snapshot["reorder"]["placed"])])
+
+
+def _loop_and_log(metric: Metric, snapshot: dict[str, Any]) -> None:
+    """The scheduler's, runner's and speculation's counters, and the data directory's logs."""
     for group, prefix, counters in (("scheduler", "", SCHEDULER_COUNTERS), ("runner", "", RUNNER_COUNTERS),
                                     ("speculation", "speculation_", SPECULATION_COUNTERS)):
         for key, help_text in counters.items():
@@ -128,6 +168,10 @@ def render(snapshot: dict[str, Any], now: float | None = None) -> str:
             for key in path:
                 value = value.get(key, 0) if isinstance(value, dict) else 0
             metric(name, kind, help_text, [("", value)])
+
+
+def _answers_and_shards(metric: Metric, snapshot: dict[str, Any]) -> None:
+    """Live scores per query, each shard's state, and the answers' freshness and data age quantiles."""
     scores = snapshot.get("scores", {})  # live scores per query (engine/service/live_scores.py)
     for key, name, kind, help_text in LIVE_SCORES:
         metric(name, kind, help_text, [(f'{{query="{_label(query)}"}}', s[key]) for query, s in sorted(scores.items())
@@ -147,7 +191,6 @@ def render(snapshot: dict[str, Any], now: float | None = None) -> str:
         quantiles = snapshot.get(key, {})
         metric(name, "gauge", help_text,
                [(f'{{quantile="{q}"}}', quantiles[k]) for q, k in (("0.5", "p50"), ("0.99", "p99")) if k in quantiles])
-    return "\n".join(lines) + "\n"
 
 
 def _label(value: str) -> str:

@@ -64,7 +64,7 @@ from queries.registry import Registry
 from queries.spec import QuerySpec
 
 # what other modules import from here (sharded.py: say; sharded_ingest.py: log_or_refuse; sharded_forget.py and
-# control_ops.py: StreamBusy)
+# control_streams.py: StreamBusy)
 __all__ = ["StreamBusy", "TickPipeline", "log_or_refuse", "say"]
 
 

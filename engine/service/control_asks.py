@@ -1,0 +1,174 @@
+"""The control ops that answer a question (docs/wire-protocol.md, "Control"): `get` (a cached answer) and `ask` (a
+registered query, a question of the model's by name, or an ad-hoc spec: cached, early or computed in the next forward),
+with the caveats beside an answer and why a stream has none. A mixin of the Server's, as ControlOps is."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from connectors.ticks import slash_hint, wire_value
+from engine.scheduler import UnknownStream
+from engine.service.config import ServiceConfig
+from engine.service.control_requests import (ControlBusy, ControlError, ControlShardLost, ControlUnknownQuery,
+                                             ControlUnknownStream, asked_stream, request_field)
+from engine.service.pipeline import TickPipeline
+from engine.service.reply_caveats import ReplyCaveats
+from engine.service.sharded import ShardedPipeline, ShardGivenUp
+from engine.stream_patterns import did_you_mean
+from engine.quoting import quoted
+from queries.spec import LABELLED_KINDS, QuerySpec
+
+
+class AskOps:
+    """`get` and `ask`, and what their replies say beside the answer (a mixin: the server's pipeline and config)."""
+
+    config: ServiceConfig
+    pipeline: TickPipeline | ShardedPipeline
+    _waiting: dict[int, Any]  # ask ticket -> the control reply still owed
+    _tickets: int
+    _reply_caveats: ReplyCaveats | None = None  # made at the first reply that says them
+    _refresh_unread: Callable[[], None]  # (IngestReading's)
+    _why_refused: Callable[[str], str | None]  # (StreamOps')
+
+    def _op_get(self, request: dict, _reply: Any) -> dict:
+        # an unknown name is an error, not "no answer yet"
+        query = request_field(request, "query", str)
+        self.pipeline.registry.get(query)
+        stream = asked_stream(request, self.pipeline.encoders)
+        answer = self.pipeline.cache.get(query, stream)
+        # a stream none of whose ticks is held says why (admission refused it, or every tick was bad), beside a
+        # cached answer too: one from before a restart that refused the stream is frozen, not a live answer
+        known = self.pipeline.encoders.accepted([stream])[stream] is not None
+        why = None if known else self._why_refused(stream)
+        refused = {"refused": why} if why else {}
+        caveats = self._caveats([self.pipeline.registry.get(query)], [stream])
+        if answer is not None:
+            return {"answer": answer.to_wire(), **refused, **caveats}
+        # null either way; whether the stream has sent data tells "not yet" from a misspelt name (or an expired one),
+        # and where the query was replaced since it answered the stream, the seq its old spec's answers end at
+        forgotten = self.pipeline.cache.forgotten(query, stream)
+        return {"answer": None, "stream_known": known,
+                **({"expired": True} if self.pipeline.encoders.expired(stream) else {}),
+                **({"replaced": {"topic": forgotten[0], "seq": forgotten[1]}} if forgotten else {}), **refused,
+                **caveats}
+
+    def _op_ask(self, request: dict, reply: Any) -> dict | None:
+        stream = asked_stream(request, self.pipeline.encoders)
+        if "query" in request and "spec" in request:
+            raise ControlError("op \"ask\" takes \"query\" (a registered query's name) or \"spec\" (a query mapping), "
+                               "not both")
+        note: dict[str, Any] = {}  # said beside the answer when the name was not a registered query's
+        kind = request.get("kind")
+        if kind is not None and kind not in LABELLED_KINDS:  # checked whichever way the ask goes
+            raise ControlError(f"op \"ask\" takes kind {' or '.join(map(quoted, LABELLED_KINDS))} (how a question of "
+                               f"the model's own is asked), got {wire_value(kind)}")
+        if "query" in request:
+            spec = self._registered_or_question(request_field(request, "query", str), kind, note)
+        elif "spec" in request:
+            spec = QuerySpec.from_dict({"streams": ["*"], **request_field(request, "spec", dict)})  # the ask names it
+            if kind is not None and kind != spec.kind:
+                note["note"] = f"kind {quoted(kind)} ignored: the spec says its own ({spec.kind})"
+        else:
+            raise ControlError("op \"ask\" needs \"query\" (a registered query's name) or \"spec\" (a query mapping)")
+        note.update(self._caveats([spec], [stream]))  # (beside the answer, however it comes: cached, early or computed)
+        if spec.kind == "surprise":  # made by the ingest forward only: the latest one is the answer
+            cached = self.pipeline.cache.get(spec.name, stream)
+            if cached is None and "spec" in request:
+                raise ControlError("a surprise is computed by the ingest forward, for the standing queries of kind "
+                                   "surprise only: register one on the stream (its latest surprise is then an ask "
+                                   "of it by name)")
+            if cached is None and not spec.matches(stream):
+                raise ControlError(f"query {quoted(spec.name)} does not stand on stream {quoted(stream)} (its streams: "
+                                   f"{list(spec.streams)}): a surprise is computed by the ingest forward of the "
+                                   f"streams its query stands on; register one whose streams match it")
+            if cached is None:
+                raise self._no_session(stream) if self.pipeline.encoders.ticks_of(stream) is None else ControlError(
+                    f"no surprise on stream {quoted(stream)} yet: it is computed when ticks arrive")
+            return {"answer": cached.to_wire(), "cached": True, **self._data_age(cached.data_ts), **note}
+        max_stale = request.get("max_stale_ticks")
+        if max_stale is not None and (type(max_stale) is not int or max_stale < 0):
+            raise ControlError(f"op \"ask\" takes max_stale_ticks as an int >= 0 (or nil: compute now), got "
+                               f"{wire_value(max_stale)}")
+        found = self.pipeline.answer_at_once(spec, stream, max_stale)
+        if found is not None:  # cached within max_stale, or answered early (decoded ahead, or gated)
+            answer, how = found
+            return {"answer": answer.to_wire(), "cached": True, **({how: True} if how else {}),
+                    **self._data_age(answer.data_ts), **note}
+        most = self.config.limits.max_waiting_asks  # each is planned in every forward: a flood would stall them
+        if len(self._waiting) >= most:
+            raise ControlBusy(f"{len(self._waiting)} asks already wait for a forward (limits.max_waiting_asks: "
+                               f"{most}): send more when replies come back")
+        self._tickets += 1
+        try:
+            self.pipeline.ask(spec, stream, self._tickets)
+        except UnknownStream:
+            raise self._no_session(stream) from None
+        except ShardGivenUp as e:  # not the asker's mistake: its stream's shard could not be restored
+            raise ControlShardLost(str(e)) from None
+        # (an answer's reply: the caveats beside it; a failed ask's says why alone)
+        self._waiting[self._tickets] = lambda obj: reply({**obj, **note} if obj.get("ok") else obj)
+        return None  # replied when a step has computed it
+
+    def _caveats(self, specs: list[QuerySpec], streams: list[str] = (),
+                 derivatives: tuple[list[str], int] | None = None) -> dict[str, list[dict[str, str]]]:
+        """A reply's ``caveats`` on reading the answers of ``specs`` on ``streams`` (reply_caveats.py): the
+        model's, read once, a query's own and the streams'; an empty list when there is none (the key is always
+        there)."""
+        if self._reply_caveats is None:
+            self._reply_caveats = ReplyCaveats(self.config, self.pipeline.codec.questions)
+        return {"caveats": self._reply_caveats.of(specs, streams, derivatives)}
+
+    def _data_age(self, data_ts: int) -> dict[str, Any]:
+        """An ask reply's `data_age_ms`: this machine's clock now less the answered tick's own ts. An answer "computed
+        now" answers the last tick the engine has read and computed, which may be seconds old while newer ticks wait
+        (unread, upstream of the ingest socket, or queued): the asker sees how old, and `lag_s` and `behind` as
+        heartbeats say them (review243 #1: an ask right after a burst answered from the middle of it, and its reply,
+        `lag_s` only while behind, said nothing of what still waited)."""
+        self._refresh_unread()  # (IngestReading's)
+        return {"data_age_ms": round((time.time_ns() - data_ts) / 1e6, 3), "lag_s": round(self.pipeline.lag_s(), 3),
+                "behind": self.pipeline.behind}
+
+    def _registered_or_question(self, name: str, kind: Any, note: dict[str, Any]) -> QuerySpec:
+        """The query registered as ``name``; else, when the model's codec has a question of that name
+        (direction_5), that question asked as it is (``kind``: choice, the default, or expectation), said in
+        ``note``; else the error of a name not registered, saying it is no question either (``kind`` checked by
+        _op_ask)."""
+        registry = self.pipeline.registry
+        spec = registry.current(name)
+        if spec is not None:
+            if kind is not None and kind != spec.kind:
+                note["note"] = (f"kind {quoted(kind)} ignored: {quoted(name)} is a registered query, asked as it "
+                                f"stands ({spec.kind})")
+            return spec
+        questions = registry.questions or {}  # (a text model's questions are free text: none by name)
+        if name not in questions:
+            try:
+                registry.get(name)  # (raises: the error that lists what is registered)
+            except LookupError as e:
+                either = (f"; and {quoted(name)} is not a question of this model's codec either (its questions: "
+                          f"{', '.join(sorted(questions)[:20])})") if questions else ""
+                raise ControlUnknownQuery(f"{e}{either}") from None
+        kind = "choice" if kind is None else kind  # (checked by _op_ask)
+        if kind == "expectation" and not questions[name].values:
+            raise ControlError(f"no query is registered as {quoted(name)}, and the model's question {quoted(name)} has "
+                               f"no values to take an expectation over: ask it as kind \"choice\", or register a "
+                               f"query with its own `values`")
+        note["note"] = (f"no query is registered as {quoted(name)}: asked the model's question {quoted(name)} "
+                        f"directly (kind {kind})")
+        return QuerySpec.from_dict({"name": name, "streams": ["*"], "question": name, "kind": kind})
+
+    def _no_session(self, stream: str) -> ControlUnknownStream:
+        """Why an ask finds no session of ``stream``: it expired, or no tick of it was accepted (refused ones
+        said: the KV policy `refuse` turns new streams away while the pool is promised to others). Each is
+        `unknown_stream`, a stream the service holds no tick of: not `bad_request`, as the same ask is served once
+        the stream's next tick is accepted; the text says which."""
+        if self.pipeline.encoders.accepted([stream])[stream] is not None:
+            return ControlUnknownStream(f"stream {quoted(stream)} expired after scheduler.stream_idle_s without "
+                                        f"data: its session is gone, and its next tick starts a new one")
+        if why := self._why_refused(stream):
+            return ControlUnknownStream(why)
+        # (a name neither remembered nor among those forgotten was never refused: no hint that it might have been,
+        # which sent a desk to `_rejects/` for a strike it mistyped)
+        return ControlUnknownStream(f"stream {quoted(stream)} has sent no data" + slash_hint(stream)
+                                    + did_you_mean([stream], self.pipeline.encoders))

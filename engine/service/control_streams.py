@@ -1,0 +1,141 @@
+"""The control ops about streams (docs/wire-protocol.md, "Control"): `streams` (each stream's last accepted tick,
+where a feed resumes; the refused ones, and why) and `forget` (drop a stream from every layer, durably). A mixin of
+the Server's, as ControlOps is."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from connectors.ticks import utc_text, wire_value
+from engine.service.control_requests import ControlBusy, ControlError, ControlUnknownStream, asked_stream
+from engine.service.forgotten_refusals import ForgottenRefusals
+from engine.service.pipeline import StreamBusy, TickPipeline
+from engine.service.rejections import REFUSED_HOLDER, forgotten_refusal, no_accepted_tick
+from engine.service.sharded import ShardedPipeline
+from engine.service.ticklog import LogWriteError
+from engine.stream_patterns import did_you_mean
+from engine.quoting import quoted
+
+MAX_STREAMS_PER_REPLY = 10_000
+
+
+class StreamOps:
+    """`streams` and `forget`, and why a stream the engine holds nothing of was refused (a mixin: the server's
+    pipeline and its memory of refused streams)."""
+
+    pipeline: TickPipeline | ShardedPipeline
+    started_at: float
+    _refused_streams: OrderedDict[str, list]  # stream -> [ticks refused, the error]
+    _refused_forgotten: int  # refused streams that fell out of _refused_streams (the oldest first)
+    _forgotten_refusals: ForgottenRefusals  # ... their names (a bounded filter)
+    _read_before_placing: Callable[[], None]  # (IngestReading's) the ingest sockets' queued messages, read
+    _stream_feed: Callable[[str], dict[str, Any]]  # (FeedClocks')
+
+    def _why_refused(self, stream: str) -> str | None:
+        """Why ``stream``, which the engine holds nothing of, holds nothing when its ticks were refused: how many and
+        the first why, while remembered; once fallen out of that memory, that it was refused earlier (review336 #8:
+        "never seen"). None for a name never refused."""
+        if stream in self._refused_streams:
+            return no_accepted_tick(stream, *self._refused_streams[stream])
+        if stream in self._forgotten_refusals:
+            return forgotten_refusal(stream, self._refused_forgotten, self._forgotten_refusals.false_match)
+        return None
+
+    def _op_streams(self, request: dict, _reply: Any) -> dict:
+        """Each stream's last accepted tick (ts and count): where a feed resumes after the service restarted. With
+        ``drain: true`` (a feed placing itself) the messages already queued on ingest are read first."""
+        drain = request.get("drain")
+        if drain is not None and type(drain) is not bool:  # a "false" read as true would place a feed unasked
+            raise ControlError(f"op \"streams\" takes drain as a bool (true: read what is queued on ingest first; "
+                               f"or nil), got {wire_value(drain)}")
+        if drain:
+            self._read_before_placing()
+        names = request.get("streams")
+        if names is not None and (type(names) is not list or not all(type(n) is str for n in names)
+                                  or len(names) > MAX_STREAMS_PER_REPLY):
+            wrong = next((f"{wire_value(n)} at [{i}]" for i, n in enumerate(names) if type(n) is not str), None) \
+                if type(names) is list else None
+            got = f"an array with {wrong}" if wrong else wire_value(names)
+            raise ControlError(f"op \"streams\" takes \"streams\" as an array of at most {MAX_STREAMS_PER_REPLY} "
+                               f"stream names (str; or nil: every stream), got {got}")
+        after = request.get("after") if request.get("after") is not None else ""
+        if type(after) is not str:
+            raise ControlError(f"op \"streams\" takes after as a str (the last name of the previous page of every "
+                               f"stream), got {wire_value(after)}")
+        if after and names is not None:
+            raise ControlError("op \"streams\" takes \"streams\" (the names to look up) or \"after\" (a page of every "
+                               "stream), not both: both were given")
+        known = self.pipeline.encoders.accepted(names, limit=MAX_STREAMS_PER_REPLY + 1, after=after,
+                                                now_ns=time.time_ns())
+        truncated = names is None and len(known) > MAX_STREAMS_PER_REPLY
+        if truncated:
+            known.pop(max(known))
+        for name, entry in known.items():  # what an answer computed now attends: fewer tokens after a roll
+            if entry is not None:  # ... whether its KV is in the pool: an evicted one's next ask pays a rebuild,
+                # ... and what of it waits for a forward, and since when: which names are behind
+                entry.update(self.pipeline.context_of(name), **self.pipeline.kv_of(name),
+                             **self.pipeline.backlog_of(name), **self._stream_feed(name))  # (feed_clocks.py)
+        # a name asked for that admission turned away (and the engine holds nothing of): why, beside its nil
+        refused = {name: self._refused_entry(name)
+                   for name in names or () if known.get(name) is None and name in self._refused_streams}
+        # ... and one refused whose refusal fell out of that memory: that it was, not nil alone ("never seen")
+        forgotten = {name: {"error": self._why_refused(name)} for name in names or ()
+                     if known.get(name) is None and name not in refused and name in self._forgotten_refusals}
+        return {"streams": known, "truncated": truncated, "uptime_s": time.time() - self.started_at,
+                **({"refused": refused} if refused else {}),
+                **({"refused_forgotten": forgotten} if forgotten else {}),
+                **(self._refused_listing() if names is None and not after else {}),
+                **(self._still_refused_at_start() if names is None else {})}
+
+    def _refused_entry(self, name: str) -> dict[str, Any]:
+        ticks, error = self._refused_streams[name]
+        return {"ticks": ticks, "error": error}
+
+    def _refused_listing(self) -> dict[str, Any]:
+        """For a listing of every stream (its first page, which pages by held names): the refused streams that
+        hold nothing, by name, so a desk sees which strikes are not modelled without knowing their names first
+        (review200 #3): those remembered (MAX_REFUSED_STREAMS_KEPT at most, which bounds the reply), and how many
+        more fell out of that memory (`refused_more`: their names passed on `_rejects/` only; a name refused again
+        after it fell out counts again, so an upper bound: counting distinct names would need them all kept)."""
+        encoders = self.pipeline.encoders
+        refused = {name: self._refused_entry(name) for name in sorted(self._refused_streams)
+                   if name not in encoders and not encoders.expired(name)}
+        return {**({"refused": refused} if refused else {}),
+                **({"refused_more": self._refused_forgotten} if self._refused_forgotten else {})}
+
+    def _still_refused_at_start(self) -> dict[str, Any]:
+        """For a listing of every stream (which names held streams only): how many logged streams this start
+        refused and still holds nothing of, and the limit, so the listing does not pass over them in silence
+        (with --shards, those each shard's restore at this start refused, whose replies come after the start)."""
+        still = sum(1 for name in self.pipeline.refused_at_start
+                    if name in self._refused_streams and name not in self.pipeline.encoders)
+        return {"refused_at_start": {"streams": still, "why": self.pipeline.admission_limit()}} if still else {}
+
+    def _op_forget(self, request: dict, _reply: Any) -> dict:
+        """Drop one stream from every layer, its ordering guard included, durably (the tick log records it): the
+        operator's way out when a tick stamped ahead of the clock (forged, or a feed's mistake) blocks the stream's
+        real feed as ts_backwards. Said in the log, with what the stream held."""
+        stream = asked_stream(request, self.pipeline.encoders)  # (a '/', an NFD name: refused with their hint)
+        held = self.pipeline.encoders.accepted([stream])[stream]
+        if held is None:
+            raise ControlUnknownStream(f"stream {quoted(stream)} is not known: nothing to forget (`flashtick streams` "
+                                       f"lists the streams the engine holds, expired ones included)"
+                                       + did_you_mean([stream], self.pipeline.encoders))
+        try:
+            self.pipeline.forget_stream(stream)
+        except StreamBusy as e:
+            raise ControlBusy(str(e)) from None
+        except LogWriteError as e:
+            raise ControlError(f"stream {quoted(stream)} was not forgotten: the tick log refused the record that "
+                               f"keeps it forgotten across a restart ({e})") from None
+        if self._refused_streams.pop(stream, None) is not None:
+            self.pipeline.encoders.names.discard(stream, REFUSED_HOLDER)
+        print(f"flashtick: forgot stream {quoted(stream)} at a control client's request (op forget): its "
+              f"{held['ticks']} ticks' session, answers and ordering guard (last ts {held['last_ts']}, "
+              f"{utc_text(held['last_ts'])}) dropped; its next tick, of any time, starts it afresh",
+              file=sys.stderr, flush=True)
+        return {"forgotten": stream, "ticks": held["ticks"], "last_ts": held["last_ts"]}
