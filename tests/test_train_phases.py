@@ -69,6 +69,82 @@ def test_the_training_loop_ends_in_time_for_its_tail_on_a_hand_moved_clock(ticks
     assert any(line.startswith("budget: the calibration and scoring after training estimated at") for line in said)
 
 
+def test_the_tail_is_priced_again_from_its_own_first_chunk_and_follows_the_forwards() -> None:
+    """fix347 #5: the tail's answer windows were priced at a constant 2 training forwards each, from one run; on a
+    loaded host they cost more and the run overran. Once measured (here: 1 s a window, 40 windows, forwards of 0.5 s)
+    the tail is 80 forwards, and it moves with the forwards the run measures after: a load that doubles them doubles
+    it, and the run stops where the new estimate says."""
+    hand = HandClock()
+    clock = StepClock(100.0, 0, hand, started=0.0, tail=(5.0, 10.0), tail_windows=40)
+    run_step(clock, hand, 0.5, 0.5)
+    run_step(clock, hand, 0.5, 0.5)
+    assert clock.tail_estimate == 10.0  # 5 s + the constant's 10 forwards of 0.5 s
+    clock.tail_measured(1.0)  # the first chunk's evaluation: 1 s a window, under this moment's load
+    assert clock.tail_forwards == 80.0 and clock.tail_estimate == 45.0  # 5 s + 40 windows x 1 s
+    for _ in range(4):
+        run_step(clock, hand, 1.0, 1.0)  # the host's load doubles every cost
+    # the first (warm-up) forward left out: (0.5 + 4 x 1.0) / 5 = 0.9 s; the tail 5 s + 80 x 0.9 s
+    assert clock.forward_s == 0.9 and clock.tail_estimate == 77.0
+    assert clock.stop_reason() is None  # at 10 s: 100 - 10 - 77 = 13 s left, a step of 1.8 s fits
+    steps = 6
+    while clock.stop_reason() is None:
+        run_step(clock, hand, 1.0, 1.0)
+        steps += 1
+    assert hand.s + clock.step_s + clock.tail_estimate > 100.0 >= hand.s + clock.tail_estimate, (hand.s, steps)
+    unmeasured = StepClock(100.0, 0, HandClock(), started=0.0, tail=(5.0, 10.0), tail_windows=40)
+    unmeasured._forward_times = clock._forward_times  # the same forwards, the constant's price: a far later stop
+    assert unmeasured.tail_estimate < clock.tail_estimate / 4
+
+
+def test_the_training_loop_times_its_tails_first_chunk_and_stops_in_time_for_it(ticks_file: Path) -> None:
+    """The loop and the real probe (train_tail.first_chunk_seconds) on a tiny file, on a clock that moves by each
+    forward's cost: a training forward 0.125 s, an answer window's forward 0.5 s (a loaded host's, 4 forwards where
+    the constant said 2). The tail is priced from that chunk, said, recorded, and the loop ends in time for it; at
+    the constant's price the same loop runs on far longer."""
+    from connectors.codec import BinnedCodec
+    from engine.service.evaluation_options import EvalOptions
+    from engine.service.splits import SplitSpec, prepare, read_streams
+    from engine.service.tick_checkpoint import window_ticks
+    from engine.service.train_checkpoint import new_model
+    from engine.service.train_data import question_tokens, sample_batch
+    from engine.service.train_loop import optimise
+    from engine.service.train_stopping import Validation
+    from engine.service.train_tail import first_chunk_seconds
+
+    codec, groups, weights, cfg = _tiny_run(ticks_file, steps=50, max_minutes=30 / 60)
+    streams, _ = prepare(BinnedCodec(), read_streams([str(ticks_file)])[0], SplitSpec(0.7, 0.15, 0.15), min_ticks=64)
+
+    def run(measured: bool) -> tuple[dict, float, list[str]]:
+        model = new_model(cfg, codec.vocab_size)
+        batch = sample_batch(groups, weights, question_tokens(codec), cfg, np.random.default_rng(0))
+        seconds, probing = [1.0], [False]  # the reading's second; whether the tail's chunk is being timed
+        model.register_forward_hook(lambda *_: seconds.__setitem__(0, seconds[0] + (0.5 if probing[0] else 0.125)))
+        options = EvalOptions(batch=1)  # a chunk of one window: one forward
+
+        def probe() -> float | None:
+            probing[0] = True
+            try:
+                return first_chunk_seconds(model, codec, streams, window_ticks(model), options, now=lambda: seconds[0])
+            finally:
+                probing[0] = False
+
+        said: list[str] = []
+        stats = optimise(model, groups, weights, question_tokens(codec), cfg, said.append, np.random.default_rng(0),
+                         val=Validation([batch] * 10, every=10**6, patience=10**6),
+                         on_step=lambda _: seconds.__setitem__(0, seconds[0] + 0.375), now=lambda: seconds[0],
+                         started=0.0, tail=(1.0, 10.0), tail_windows=40, time_tail=probe if measured else None)
+        return stats, seconds[0], said
+
+    stats, end, said = run(measured=True)
+    assert stats["tail_window_seconds"] == 0.5 and stats["tail_estimate_seconds"] == 21.0, stats  # 1 + 160 x 0.125
+    # 1 s + 2 steps of 0.5 s + the chunk's 0.5 s, then steps of 0.5 s while one, a validation (10 forwards of
+    # 0.125 s) and the tail fit in 30 s: 12 steps, 7.5 s, and the last weights' validation: 8.75 s, 29.75 with the tail
+    assert stats["steps_done"] == 12 and end == 8.75, (stats, end)
+    assert any("from their first chunk, timed: 500 ms a window" in line for line in said), said
+    constant, _, _ = run(measured=False)
+    assert constant["tail_estimate_seconds"] == 2.2 and constant["steps_done"] > 40, constant
+
+
 def test_train_says_each_phase_on_a_pipe_and_nothing_under_quiet(ticks_file: Path, tmp_path: Path, capsys) -> None:
     run = [*TINY, "--steps", "3", "--batch", "2", "--max-minutes", "1", "--eval-every", "2", "--resamples", "20"]
     assert main(["train", str(ticks_file), "--out", str(tmp_path / "m"), *run]) == 0

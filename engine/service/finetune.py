@@ -48,7 +48,7 @@ from engine.service.train_checkpoint import WEIGHTS_FILE, new_model, save_model
 from engine.service.train_config import TrainConfig
 from engine.service.train_data import question_tokens
 from engine.service.train_loop import optimise
-from engine.service.train_tail import FIXED_SECONDS, tail_of
+from engine.service.train_tail import FIXED_SECONDS, first_chunk_seconds, tail_of
 
 
 def resolve_device(device: str) -> str:
@@ -193,7 +193,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     bar = _phase(bar_factory, "training", cfg.steps, "steps")
     stats = optimise(model, groups, weights, q_tokens, cfg, log, np.random.default_rng(cfg.seed), device, val,
                      on_step=on_step, bar=bar, check_start=True, started=started,
-                     tail=(FIXED_SECONDS, tail.forwards(cfg.batch)))
+                     tail=(FIXED_SECONDS, tail.forwards(cfg.batch)), tail_windows=tail.windows,
+                     time_tail=lambda: first_chunk_seconds(model, codec, streams, window_ticks(model), eval_options))
     _closed(bar)
     model.eval()
     bar = _phase(bar_factory, "calibrating on the validation part", tail.validation, "windows")

@@ -94,10 +94,12 @@ def _say_step(step: int, lm: torch.Tensor, qa: torch.Tensor, hist: list[tuple[fl
             f"{now() - started:.0f}s" + (f" val {best.history[-1][1]:.4f}" if best.history else ""))
 
 
-def _tail_said(tail_s: float, left_s: float) -> str:
+def _tail_said(tail_s: float, left_s: float, window_s: float | None) -> str:
     """The `budget:` line on the calibration and scoring after training, once priced; past the time left, what
     shortens them (a run of 60k swaps under --max-minutes 2 spent 90 s of its 120 scoring: review325 #10)."""
-    said = f"budget: the calibration and scoring after training estimated at {tail_s:.0f} s (from 2 steps' forwards)"
+    how = "2 steps' forwards" if window_s is None else \
+        f"their first chunk, timed: {window_s * 1000:.0f} ms a window, following the forwards measured from here"
+    said = f"budget: the calibration and scoring after training estimated at {tail_s:.0f} s (from {how})"
     if tail_s <= left_s:
         return f"{said}; training stops in time for them"
     return (f"{said}, past the {max(left_s, 0.0):.0f} s left: the run will end past --max-minutes; fewer answer "
@@ -108,17 +110,21 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
              cfg: TrainConfig, log: Callable[[str], None], rng: np.random.Generator, device: str = "cpu",
              val: Validation | None = None, on_step: Callable[[int], None] | None = None, bar: Any = None,
              now: Callable[[], float] = time.time, check_start: bool = False, started: float | None = None,
-             tail: tuple[float, float] = (0.0, 0.0)) -> dict:
+             tail: tuple[float, float] = (0.0, 0.0), tail_windows: int = 0,
+             time_tail: Callable[[], float | None] | None = None) -> dict:
     """The one training loop (the built-in model and `flashtick train`): AdamW, warmup + cosine, packed
     serving-exact batches, next-token + answer loss. With `val`, keeps the weights of the best validation loss;
     with ``check_start`` too, the starting weights are a candidate (step 0: one validation pass), so a fine-tune
     never returns weights worse on validation than those it started from. ``now``: the clock --max-minutes is
-    measured on (seconds); ``started`` and ``tail``: when it began and what must fit after the loop (StepClock)."""
+    measured on (seconds); ``started`` and ``tail``: when it began and what must fit after the loop (StepClock), of
+    which ``tail_windows`` answer windows; ``time_tail``: the seconds of one of them, timed when called (once, after
+    the second step: train_tail.first_chunk_seconds), which prices the tail from then on."""
     model.to(device).train()
     opt = _optimizer(model, cfg)
     t_train, hist, stopped, best = now(), [], "steps done", BestWeights()
     interrupted_by: int | None = None  # the signal that stopped the run: its caller exits by it (128 + it)
-    clock = StepClock(cfg.max_minutes * 60, len(val.batches) if val is not None else 0, now, started, tail)
+    clock = StepClock(cfg.max_minutes * 60, len(val.batches) if val is not None else 0, now, started, tail,
+                      tail_windows)
     try:  # Ctrl-C stops training like --max-minutes: the best weights so far are kept and written
         if val is not None and check_start:  # a run interrupted at step 2 kept a loss of 7.80, the base's lower
             clock.validation_started()
@@ -146,7 +152,9 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
                 on_step(step + 1)
             clock.step_done()
             if step == 1 and clock.tail_forwards:  # the first step's time is a warm-up's: priced from the second
-                log(_tail_said(clock.tail_estimate, clock.deadline - now()))
+                if time_tail is not None and (window_s := time_tail()) is not None:
+                    clock.tail_measured(window_s)
+                log(_tail_said(clock.tail_estimate, clock.deadline - now(), clock.tail_window_s))
             if val is not None and best.since >= val.patience:
                 stopped = f"early stop: no better validation loss in {val.patience} checks"
                 break
@@ -166,6 +174,7 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
     lm_end, qa_end = np.mean(hist[-20:], axis=0) if hist else (math.nan, math.nan)
     return {"steps_done": len(hist), "stopped": stopped, "train_seconds": round(now() - t_train, 1),
             **({"tail_estimate_seconds": round(clock.tail_estimate, 1)} if clock.tail_forwards else {}),
+            **({"tail_window_seconds": round(clock.tail_window_s, 4)} if clock.tail_window_s is not None else {}),
             "final_lm_loss": round(float(lm_end), 4), "final_qa_loss": round(float(qa_end), 4),
             "best_validation_loss": round(best.loss, 4) if best.history else None,
             "best_step": best.step if best.history else None,  # 0: the starting weights (check_start)

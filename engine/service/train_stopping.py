@@ -38,13 +38,16 @@ class StepClock:
     not stop a run before half its time: the second step runs if it alone fits, and measures again."""
 
     def __init__(self, budget_s: float, validation_batches: int, now: Callable[[], float] = time.time,
-                 started: float | None = None, tail: tuple[float, float] = (0.0, 0.0)) -> None:
+                 started: float | None = None, tail: tuple[float, float] = (0.0, 0.0), tail_windows: int = 0) -> None:
         """``started``: when the budget began (`train`: the command's start, so its reading counts; default now);
         ``tail``: what comes after the optimisation and must fit too, as (seconds, training forwards), priced at
-        the forwards measured (engine/service/train_tail.py: the calibration and the scoring)."""
+        the forwards measured (engine/service/train_tail.py: the calibration and the scoring); ``tail_windows``:
+        the answer windows among it, priced again once their own cost is measured (`tail_measured`)."""
         self.budget_s = budget_s
         self.deadline = (now() if started is None else started) + budget_s
         self.tail_s, self.tail_forwards = tail
+        self.tail_windows = tail_windows
+        self.tail_window_s: float | None = None  # an answer window's seconds, as measured (None: not yet)
         self.now = now
         self.validation_batches = validation_batches
         self._step_times: list[float] = []  # each step's (validations left out)
@@ -74,6 +77,14 @@ class StepClock:
     def tail_estimate(self) -> float:
         """The seconds the work after the optimisation is estimated at, at the forwards measured so far."""
         return self.tail_s + self.tail_forwards * self.forward_s
+
+    def tail_measured(self, window_s: float) -> None:
+        """The tail's windows priced again at ``window_s`` seconds each, the evaluation of its first chunk timed just
+        now (train_tail.first_chunk_seconds), in training forwards at the forward measured now: the estimate then
+        follows the forwards the run measures, so a load that rises later raises it too."""
+        if self.tail_windows and self.forward_s > 0:
+            self.tail_window_s = window_s
+            self.tail_forwards = self.tail_windows * window_s / self.forward_s
 
     def stop_reason(self) -> str | None:
         """None while another step may start; else why not: the time left and what was estimated to need more."""
