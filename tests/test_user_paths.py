@@ -252,3 +252,10 @@ def test_the_python_entry_points_expand_a_tilde_as_the_command_line_does(engine_
     assert report.ticks == 120 and Path(report.out) == home / "out" / "a.parquet"
     assert pl.read_parquet(home / "out" / "a.parquet").height > 0
     assert not Path("~").exists() and list(Path.cwd().iterdir()) == []
+    import zmq.auth
+
+    from engine.service.auth import read_keypair, read_public_key
+
+    public_file, _ = zmq.auth.create_certificates(str(home), "client")  # docs/python-clients.md's readers
+    assert read_keypair("~/client.key_secret")[0] == read_public_key("~/client.key") == \
+        zmq.auth.load_certificate(public_file)[0]

@@ -26,6 +26,7 @@ from zmq.auth.thread import ThreadAuthenticator
 from zmq.utils import z85
 from zmq.utils.monitor import recv_monitor_message
 
+from engine.path_words import user_path
 from engine.service.private_dirs import make_private_dirs
 
 Z85_KEY_LENGTH = 40
@@ -77,8 +78,8 @@ def server_keypair(secret_file: str | Path, public_file: str | Path | None = Non
 
 
 def _read(path: str | Path, bare_is_secret: bool = False) -> tuple[bytes | None, bytes | None]:
-    try:
-        text = Path(path).read_bytes()
+    try:  # `~/keys/client.key_secret` from Python as from --client-key (path_words.user_path)
+        text = user_path(path).read_bytes()
     except OSError as e:
         raise KeyFileError(f"{path}: cannot read key file: {e.strerror}") from None
     if b"public-key" in text or b"secret-key" in text:  # a zmq.auth certificate (ZPL text)

@@ -1,9 +1,9 @@
-""""No data yet": the inputs of a replay (`backtest`, `feed replay`, `train`, `evaluate`) that hold no tick because
+"""No data yet: the inputs of a replay (`backtest`, `feed replay`, `train`, `evaluate`) that hold no tick because
 none has arrived, not because a command line is wrong. A job a scheduler runs every hour before the day's first file
 lands, or while it holds its header alone, ends with its own exit status (exit_codes.NO_DATA), so that the
 scheduler can skip or retry it and still alert on a typo (exit_codes.USAGE). The cases, said in docs/cli.md:
 
-- a pattern (`'/data/today/*.csv'`) that matches no file;
+- a pattern given as an input (`'/data/today/*.csv'`) that matches no file (one inside a replay list: USAGE);
 - a folder that holds no file at all (a drop folder still empty);
 - files that hold no data row: each a header alone or zero bytes (a Parquet file of no rows alike).
 
