@@ -27,6 +27,7 @@ class EncodedTick(NamedTuple):
     state: Any  # codec state after this tick; None when pre-tokenized (the codec state does not move)
     tick: Tick | None = None  # the raw tick it came from (None when pre-tokenized): what a tick log keeps
     passed: int = 0  # ticks of its stream stamped ts taken just before it and refused or conflated (PassedOver)
+    seq: int | None = None  # the feed's sequence number of the item (a raw tick's is its tick's; None: none sent)
 
     def to_record(self) -> dict[str, Any]:
         """What a tick log keeps to replay this item through the same encoders: the raw tick, or the tokens, and
@@ -35,6 +36,8 @@ class EncodedTick(NamedTuple):
             record: dict[str, Any] = {"tick": self.tick.to_wire()}
         else:
             record = {"tokenized": {"stream": self.stream, "ts": self.ts, "tokens": self.tokens, "ticks": self.ticks}}
+            if self.seq is not None:  # (a restart's replay takes it back: a resend after it is still a duplicate)
+                record["tokenized"]["seq"] = self.seq
         if self.passed:
             record[PASSED] = self.passed
         return record

@@ -52,7 +52,7 @@ from connectors.stream_table import StreamTable
 from connectors.stream_names import MAX_STREAM_BYTES, check_normalized, check_stream
 from connectors.tick_errors import InvalidTick
 from connectors.tick_times import check_not_ahead, check_ts, check_ts_unit
-from connectors.ticks import Tick, validate
+from connectors.ticks import Tick, check_seq, validate
 from connectors.tokenized_items import TOKENIZED_FIELDS, check_ticks, check_tokens, listed_ticks, tokenized_items
 from connectors.wire_offsets import shifted_wire_tick
 from connectors.wire_values import field_list, wire_value
@@ -108,8 +108,21 @@ class StreamEncoders(StreamTable):
                                             f"{self.max_item_tokens} in one item", tick.stream)
         return item
 
-    def accept(self, item: Any) -> EncodedTick:
-        """Phase one for one pre-tokenized map; raises InvalidTick. Mutates nothing."""
+    def accept(self, item: Any) -> EncodedTick | None:
+        """Phase one for one pre-tokenized map; raises InvalidTick. Mutates nothing but the duplicates' count: None
+        for an item whose `seq` repeats one its stream took (dropped, counted, before its ordering guard, as a raw
+        tick's resend is)."""
+        stream, ts, tokens, ticks, seq = self._tokenized_fields(item)
+        if self._duplicate(stream, seq, ts):
+            return None
+        try:
+            return self._encoder(stream).accept(ts, tokens, ticks, seq)
+        except InvalidTick as err:
+            err.stream = stream
+            raise
+
+    def _tokenized_fields(self, item: Any) -> tuple[str, int, list[int], int, int | None]:
+        """A pre-tokenized map's checked fields: stream, ts, tokens, ticks and seq (None: none sent)."""
         if not isinstance(item, dict):
             raise InvalidTick("not_a_map", f"a tokenized tick is a map, got {wire_value(item)}")
         if "stream" not in item:  # perhaps sent with its key as bin, or given twice: say that rather than "missing"
@@ -125,10 +138,11 @@ class StreamEncoders(StreamTable):
                 raise InvalidTick("missing_field", "field \"tokens\" is required (an array of token ids)")
             tokens = check_tokens(item["tokens"], self.vocab_size, self.max_item_tokens)
             ticks = check_ticks(item.get("ticks", 1), len(tokens))
-            return self._encoder(stream).accept(ts, tokens, ticks)
+            seq = None if item.get("seq") is None else check_seq(item["seq"])
         except InvalidTick as err:
             err.stream = stream
             raise
+        return stream, ts, tokens, ticks, seq
 
     def _note_refused(self, stream: str | None, obj: Any) -> None:
         """A wire item refused before it was encoded, counted where it has a valid stream name and an int ts."""
@@ -165,7 +179,7 @@ class StreamEncoders(StreamTable):
                     raise
                 raise InvalidTick(err.reason, err.message + SHIFT_PRICES, err.stream) from None
             held = self.held.get(tick.stream)
-            if self._duplicate(tick, held):
+            if self._duplicate(tick.stream, tick.seq, tick.ts, held):
                 return None  # a duplicate: dropped and counted, never refused (tick_sequences.py)
             self._check_live(tick.stream, tick.ts, now_ns)
             supersedes = held is not None and hold_quotes and not tick.is_trade and tick.ts >= held.ts
@@ -189,21 +203,21 @@ class StreamEncoders(StreamTable):
         if now_ns is not None:
             self._message_ns = now_ns
 
-        def first_phase(obj: Any) -> EncodedTick:
+        def first_phase(obj: Any) -> EncodedTick | None:
             item = self.accept(obj)
-            self._check_live(item.stream, item.ts, now_ns)
+            if item is not None:  # (None: a duplicate, dropped and counted)
+                self._check_live(item.stream, item.ts, now_ns)
             return item
 
         return self._ingest(data, submit, tokenized_items, first_phase, self.flush_held(submit))
 
-    def _duplicate(self, tick: Tick, held: EncodedTick | None) -> bool:
-        """Whether a wire tick's `seq` repeats one its stream took (or conflation holds): a duplicate, counted."""
-        if tick.seq is None:
+    def _duplicate(self, stream: str, seq: int | None, ts: int, held: EncodedTick | None = None) -> bool:
+        """Whether a wire item's `seq` repeats one its stream took (or conflation holds): a duplicate, counted."""
+        if seq is None:
             return False
-        known = self._encoders.get(tick.stream)
-        last_ts = known.last_ts if known is not None else self._expired_last_ts.get(tick.stream)
-        held_seq = held.tick.seq if held is not None and held.tick is not None else None
-        return self.sequences.duplicate(tick, last_ts, held_seq)
+        known = self._encoders.get(stream)
+        last_ts = known.last_ts if known is not None else self._expired_last_ts.get(stream)
+        return self.sequences.duplicate(stream, seq, ts, last_ts, held.seq if held is not None else None)
 
     def _check_live(self, stream: str, ts: int, now_ns: int | None) -> None:
         """The checks of a wire tick's stream and ts against this service's state, for a live message only (one
@@ -240,20 +254,49 @@ class StreamEncoders(StreamTable):
         """A whole message refused (the engine is behind and sheds), one rejection per stream with the count of its
         ticks and ``refusal(stream)``'s reason, none of them validated or encoded: refusing tick by tick cost as much
         as accepting, so a queue of messages behind a shedding engine drained no faster than the feed filled it.
-        None for a message that does not decode (the normal path says why), or one with a stream ``refusal``
-        accepts (None for it): that message is read tick by tick. A tick without a valid stream name gets
-        ``refusal(None)``'s reason."""
+        A tick whose `seq` repeats one its stream took is a duplicate, dropped and counted as one, as when not
+        shedding (only those are validated: a resend is no load to shed). None for a message that does not decode
+        (the normal path says why), or one with a stream ``refusal`` accepts (None for it): that message is read
+        tick by tick. A tick without a valid stream name gets ``refusal(None)``'s reason."""
         read = message_streams(data, tokenized, self.max_message_bytes, self.max_stream_bytes)
         if read is None:
             return None
-        items, named, first = read
-        errors = {stream: refusal(stream) for stream in first}
+        items, named, streams = read
+        errors = {stream: refusal(stream) for stream in streams}
         if any(err is None for err in errors.values()):
             return None
-        for stream, obj in zip(named, items):
-            self._note_refused(stream, obj)
+        repeats = self._shed_duplicates(items, named, tokenized)
+        first: dict[str | None, list[int]] = {}  # stream -> [index of its first tick shed, its ticks shed]
+        for index, stream in enumerate(named):
+            if index not in repeats:
+                first.setdefault(stream, [index, 0])[1] += 1
+        for index, (stream, obj) in enumerate(zip(named, items)):
+            if index not in repeats:
+                self._note_refused(stream, obj)
         return Ingested([], [Rejection(index, errors[stream].reason, str(errors[stream]), stream, n)
                              for stream, (index, n) in first.items()])
+
+    def _shed_duplicates(self, items: list[Any], named: list[str | None], tokenized: bool) -> set[int]:
+        """The indices of a shed message's items whose `seq` repeats one their stream took, counted as duplicates.
+        Only an item whose `seq` is an int no greater than its stream's last is validated (a cheap look first)."""
+        repeats: set[int] = set()
+        for index, (stream, obj) in enumerate(zip(named, items)):
+            last = self.sequences.last.get(stream) if stream is not None else None
+            seq = obj.get("seq") if last is not None and isinstance(obj, dict) else None
+            if type(seq) is not int or seq > last:
+                continue
+            try:
+                if tokenized:
+                    stream, ts, _, _, seq = self._tokenized_fields(obj)
+                else:
+                    tick = validate(shifted_wire_tick(obj, self.price_offset), self.max_stream_bytes,
+                                    self.zero_bid_is_price)
+                    ts = tick.ts
+            except InvalidTick:  # (a bad tick is shed with the rest)
+                continue
+            if self._duplicate(stream, seq, ts, self.held.get(stream)):
+                repeats.add(index)
+        return repeats
 
     def _ingest(self, data: bytes, submit: Submit, items_of: Callable[[Any], list[Any]],
                 first_phase: Callable[[Any], EncodedTick | None], result: Ingested) -> Ingested:

@@ -45,13 +45,13 @@ class StreamEncoder:
         except Exception as e:  # a codec must never take the service down over one tick; the copy is dropped
             raise InvalidTick("unencodable", f"stream {self.stream!r}: the codec could not encode this tick "
                                              f"({type(e).__name__}: {e})", self.stream) from None
-        return EncodedTick(self.stream, tick.ts, tokens, 1, state, tick)
+        return EncodedTick(self.stream, tick.ts, tokens, 1, state, tick, seq=tick.seq)
 
-    def accept(self, ts: int, tokens: list[int], ticks: int = 1) -> EncodedTick:
-        """A pre-tokenized item of this stream (tokens and ticks already checked, see StreamEncoders.accept);
-        raises InvalidTick("ts_backwards"). Mutates nothing."""
+    def accept(self, ts: int, tokens: list[int], ticks: int = 1, seq: int | None = None) -> EncodedTick:
+        """A pre-tokenized item of this stream (tokens, ticks and ``seq`` already checked, see
+        StreamEncoders.accept); raises InvalidTick("ts_backwards"). Mutates nothing."""
         check_order(self.stream, ts, self.last_ts)
-        return EncodedTick(self.stream, ts, tokens, ticks, None)
+        return EncodedTick(self.stream, ts, tokens, ticks, None, seq=seq)
 
     def commit(self, item: EncodedTick) -> None:
         """Advance the stream past `item` (which this encoder made and the engine took)."""

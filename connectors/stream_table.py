@@ -182,7 +182,7 @@ class StreamTable:
                 self.stamp_notes.first_tick(item.stream, item.ts)
         previous_ts = encoder.last_ts
         encoder.commit(item)
-        self.sequences.committed(item.stream, item.tick, previous_ts, live=self._message_ns is not None)
+        self.sequences.committed(item.stream, item.tick, previous_ts, self._message_ns is not None, item.ts, item.seq)
         self.passed_over.accepted(item.stream)
         if self._message_ns is not None:
             self.received_ns[item.stream] = self._message_ns

@@ -1,4 +1,6 @@
-"""TickSequences: the live service's use of a wire tick's `seq`, the feed's sequence number of its stream's tick.
+"""TickSequences: the live service's use of a wire tick's `seq`, the feed's sequence number of its stream's tick. A
+pre-tokenized item's `seq` (a connector that tokenizes in its own process numbers its items) is kept the same way,
+one numbering per stream whichever form its ticks come in.
 
 Per stream it keeps the last `seq` accepted. A tick whose `seq` is at most that one repeats a tick already taken (a
 reconnecting feed's resend, the second copy of an A/B line pair): it is dropped before the ordering guard, counted as
@@ -14,7 +16,8 @@ side, quote) of a tick already taken at that `ts` is counted as `repeats_taken` 
 trade that matched the first: the wire cannot tell them apart without `seq`), so the repeats a reconnect or a second
 line let through are seen, not silent.
 
-The last `seq` goes into the tick log with its tick (Tick.to_wire) and each segment's start record, so a restart
+The last `seq` goes into the tick log with its tick (Tick.to_wire; a pre-tokenized item's record holds its own) and
+each segment's start record, so a restart
 replays it back and a resend after the restart is still a duplicate. The counts are this process's, as
 `stats.rejected` is. Counted only for ticks from the wire (`live`), never a tick log's replay. Apart from
 connectors/stream_table.py because this is the sequence bookkeeping alone, which the table consults and feeds.
@@ -59,53 +62,58 @@ class TickSequences:
         # each stream's last accepted ts and the values of its raw ticks taken then (unsequenced repeats)
         self._run: dict[str, tuple[int, list[tuple]]] = {}
 
-    def duplicate(self, tick: Tick, last_ts: int | None, held_seq: int | None = None) -> bool:
-        """Whether ``tick`` repeats a `seq` of its stream already taken (or held aside by conflation, ``held_seq``);
-        ``last_ts``: the stream's last accepted ts. A duplicate is counted here; the caller drops it."""
-        if tick.seq is None:
+    def duplicate(self, stream: str, seq: int | None, ts: int, last_ts: int | None, held_seq: int | None = None
+                  ) -> bool:
+        """Whether a wire item of ``stream`` numbered ``seq`` (a raw tick's or a pre-tokenized item's) and stamped
+        ``ts`` repeats a `seq` of its stream already taken (or held aside by conflation, ``held_seq``); ``last_ts``:
+        the stream's last accepted ts. A duplicate is counted here; the caller drops it."""
+        if seq is None:
             return False
-        known = [n for n in (self.last.get(tick.stream), held_seq) if n is not None]
-        if not known or tick.seq > max(known):
+        known = [n for n in (self.last.get(stream), held_seq) if n is not None]
+        if not known or seq > max(known):
             return False
-        if last_ts is not None and tick.ts - last_ts > RESTARTED_AFTER_NS:
+        if last_ts is not None and ts - last_ts > RESTARTED_AFTER_NS:
             return False  # a numbering begun again (counted when it is committed)
-        self.duplicates[tick.stream] += 1
+        self.duplicates[stream] += 1
         return True
 
-    def committed(self, stream: str, tick: Tick | None, previous_ts: int | None, live: bool) -> None:
-        """A tick of ``stream`` accepted (None: a pre-tokenized item, which has no values nor `seq`);
-        ``previous_ts``: the stream's last accepted ts before it. ``live``: from the wire, so counted."""
+    def committed(self, stream: str, tick: Tick | None, previous_ts: int | None, live: bool, ts: int = 0,
+                  seq: int | None = None) -> None:
+        """A tick of ``stream`` accepted (None: a pre-tokenized item, which has no values, stamped ``ts`` and
+        numbered ``seq``, None when it carries none); ``previous_ts``: the stream's last accepted ts before it.
+        ``live``: from the wire, so counted."""
         if tick is None:
             self._run.pop(stream, None)
-            return
-        values = _values(tick)
-        run = self._run.get(stream)
-        if run is None or run[0] != tick.ts or previous_ts != tick.ts:
-            run = self._run[stream] = (tick.ts, [])
-        if tick.seq is None:
-            if live and values in run[1]:
-                self.repeats_taken[stream] += 1
         else:
-            last = self.last.get(stream)
-            if live and last is not None and tick.seq > last + 1:
-                self.gaps[stream] += 1
-                self.missing[stream] += tick.seq - last - 1
-                self._say_gap(stream, last, tick)
-            elif live and last is not None and tick.seq <= last:
-                self.restarts[stream] += 1
-            self.last[stream] = tick.seq
-        if len(run[1]) < RUN_VALUES:
-            run[1].append(values)
+            ts, seq = tick.ts, tick.seq
+            values = _values(tick)
+            run = self._run.get(stream)
+            if run is None or run[0] != tick.ts or previous_ts != tick.ts:
+                run = self._run[stream] = (tick.ts, [])
+            if seq is None and live and values in run[1]:
+                self.repeats_taken[stream] += 1
+            if len(run[1]) < RUN_VALUES:
+                run[1].append(values)
+        if seq is None:
+            return
+        last = self.last.get(stream)
+        if live and last is not None and seq > last + 1:
+            self.gaps[stream] += 1
+            self.missing[stream] += seq - last - 1
+            self._say_gap(stream, last, seq, ts)
+        elif live and last is not None and seq <= last:
+            self.restarts[stream] += 1
+        self.last[stream] = seq
 
-    def _say_gap(self, stream: str, last: int, tick: Tick) -> None:
+    def _say_gap(self, stream: str, last: int, seq: int, ts: int) -> None:
         """A stream's first gap in the service's log (up to GAPS_SAID streams): ticks a venue link lost."""
         if self.notify is None or stream in self._gaps_said or len(self._gaps_said) >= GAPS_SAID:
             return
         self._gaps_said.add(stream)
         more = "; said for the first gap of each stream, up to 20 streams" if len(self._gaps_said) == GAPS_SAID \
             else ""
-        self.notify(f"stream {quoted(stream)}: a gap in its seq, {last} -> {tick.seq} ({tick.seq - last - 1:,} "
-                    f"missing) at {utc_text(tick.ts)}: the ticks after it are taken; gaps are counted in stats' "
+        self.notify(f"stream {quoted(stream)}: a gap in its seq, {last} -> {seq} ({seq - last - 1:,} "
+                    f"missing) at {utc_text(ts)}: the ticks after it are taken; gaps are counted in stats' "
                     f"seq_gaps and streams' seq_gaps{more}")
 
     def start_at(self, stream: str, seq: int | None) -> None:

@@ -274,15 +274,15 @@ def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES, zero_bid_is_pri
 def _validate_fields(obj: dict, stream: str, zero_bid_is_price: bool) -> Tick:
     tick = _tick_fields(obj, stream, zero_bid_is_price)
     seq = obj.get("seq")
-    return tick if seq is None else replace(tick, seq=_seq(seq))
+    return tick if seq is None else replace(tick, seq=check_seq(seq))
 
 
 SEQ_MAX = 2**64  # a uint64: the widest sequence number a venue sends (ITCH's, a 64-bit trade id)
 
 
-def _seq(value: Any) -> int:
-    """The `seq` field's rule: an int (not a bool, not a float: a double loses a 64-bit number's last digits) in
-    [0, 2**64)."""
+def check_seq(value: Any) -> int:
+    """The `seq` field's rule, a raw tick's and a pre-tokenized item's alike: an int (not a bool, not a float: a
+    double loses a 64-bit number's last digits) in [0, 2**64)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidTick("wrong_type", f"seq must be an int (the feed's sequence number of the stream's tick), got "
                                         f"{wire_value(value, 24)}")

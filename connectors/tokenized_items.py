@@ -1,4 +1,4 @@
-"""The pre-tokenized wire form of the ingest socket (a msgpack list of ``{stream, ts, tokens, ticks}`` from an
+"""The pre-tokenized wire form of the ingest socket (a msgpack list of ``{stream, ts, tokens, ticks, seq}`` from an
 out-of-process connector): its fields, the one token rule (`check_tokens`), the one tick-count rule
 (`check_ticks`), and how a message of them is read as items (`tokenized_items`); and `listed_ticks`, the ticks a
 message holds read from its first bytes alone, for either form.
@@ -13,7 +13,7 @@ from typing import Any
 from connectors.tick_errors import InvalidTick
 from connectors.wire_values import wire_value
 
-TOKENIZED_FIELDS = frozenset(("stream", "ts", "tokens", "ticks"))
+TOKENIZED_FIELDS = frozenset(("stream", "ts", "tokens", "ticks", "seq"))
 
 
 def listed_ticks(data: bytes) -> int:

@@ -1,6 +1,6 @@
 """What the server does to a live wire message before its pipeline reads it, when the `ingest` section asks for it:
-its streams renamed (``ingest.rename``: a venue's symbol to the desk's name) and its raw ticks held for
-``ingest.reorder_window_ms`` (reorder_window.py) and released in event-time order. With neither set a message goes
+its streams renamed (``ingest.rename``: a venue's symbol to the desk's name) and its ticks, raw and pre-tokenized,
+held for ``ingest.reorder_window_ms`` (reorder_window.py) and released in event-time order. With neither set a message goes
 to the pipeline as read, untouched (no decode here).
 
 A message is decoded here only when one of them is set; one that does not decode, or is no tick map or list of them,
@@ -50,29 +50,37 @@ class IngestHolding:
         items = self._decoded(payload, tick_items)
         if items is None:
             return self.pipeline.ingest_message(payload)
+        return self._held_or_ingested(items, tag, False)
+
+    def _ingest_tokenized(self, payload: bytes) -> list[dict[str, Any]]:
+        """A tokenized message read now: renamed, and its items held in the reorder window as raw ticks are, in one
+        order per stream with them: a stream fed both forms must not have its raw ticks, held, refused as late
+        behind a tokenized item that passed them. The sender's tokens are its codec's in its order, which the
+        window keeps for items sent in order (equal stamps go out as read); one sent late is placed by its `ts`, as
+        a raw tick is, rather than refused (the engine's codec state never moves for a tokenized item)."""
+        if self.reorder is None and not self._renames:
+            return self.pipeline.ingest_tokenized(payload)
+        items = self._decoded(payload, lambda obj: obj if isinstance(obj, list) else None)
+        if items is None:
+            return self.pipeline.ingest_tokenized(payload)
+        return self._held_or_ingested(items, None, True)
+
+    def _held_or_ingested(self, items: list[Any], tag: str | None, tokenized: bool) -> list[dict[str, Any]]:
+        """A message's items (renamed): each with a stream and an int ts held in the reorder window (when set), the
+        rest ingested now through their form's path; returns the refusals of now."""
+        ingest = self.pipeline.ingest_tokenized if tokenized else self.pipeline.ingest_message
         now_ns, now, refused, releases = time.time_ns(), [], [], []
         for index, obj in enumerate(items):
             if isinstance(obj, RepeatedKeys):
                 refused.append(self._refused_here(index, obj))
             elif self.reorder is not None and type(obj) is dict and type(obj.get("stream")) is str \
                     and type(obj.get("ts")) is int:
-                releases += self.reorder.hold(obj["stream"], obj["ts"], obj, tag, index, now_ns)
+                releases += self.reorder.hold(obj["stream"], obj["ts"], obj, tag, index, now_ns, tokenized)
             else:  # (no stream or ts to hold it by: its checks refuse it now)
                 now.append((index, obj))
-        rejections = refused + self._ingest_items(now, self.pipeline.ingest_message)
+        rejections = refused + self._ingest_items(now, ingest)
         self._ingest_released(releases)
         return rejections
-
-    def _ingest_tokenized(self, payload: bytes) -> list[dict[str, Any]]:
-        """A tokenized message: renamed (never held: its tokens are encoded against the sender's order)."""
-        if not self._renames:
-            return self.pipeline.ingest_tokenized(payload)
-        items = self._decoded(payload, lambda obj: obj if isinstance(obj, list) else None)
-        if items is None:
-            return self.pipeline.ingest_tokenized(payload)
-        refused = [self._refused_here(i, obj) for i, obj in enumerate(items) if isinstance(obj, RepeatedKeys)]
-        kept = [(i, obj) for i, obj in enumerate(items) if not isinstance(obj, RepeatedKeys)]
-        return refused + self._ingest_items(kept, self.pipeline.ingest_tokenized)
 
     def _release_due(self) -> None:
         """The held ticks whose window is up, to the engine (each turn of the loop)."""
@@ -129,8 +137,8 @@ class IngestHolding:
             idle_at = getattr(self.pipeline, "idle_at_ns", None)
             self.pipeline.idle_at_ns = time.time_ns()
             try:
-                rejections = self._ingest_items([(t.index, t.obj) for t in release.ticks],
-                                                self.pipeline.ingest_message)
+                ingest = self.pipeline.ingest_tokenized if release.tokenized else self.pipeline.ingest_message
+                rejections = self._ingest_items([(t.index, t.obj) for t in release.ticks], ingest)
             finally:
                 self.pipeline.idle_at_ns = idle_at
             self._publish_rejections(rejections, release.tag)

@@ -1,6 +1,8 @@
 """`ingest.reorder_window_ms`: live ticks held per stream for a window of wall time and released in event-time order,
 so a tick late by less than the window is placed among its stream's ticks, as file replay sorts a file's rows,
-rather than refused as `ts_backwards` (review323 #3, #7).
+rather than refused as `ts_backwards` (review323 #3, #7). Raw ticks and pre-tokenized items are held alike, in one
+order per stream: a stream fed both forms (or by two connectors) keeps its event-time order across them, and an item
+released goes through its own form's ingest path.
 
 A tick is held from when it is read. At each turn of the server's loop a stream whose oldest held tick has been
 held the whole window releases every held tick stamped no later than the newest of those held that long, in
@@ -24,14 +26,17 @@ class HeldTick(NamedTuple):
     obj: dict[str, Any]  # the wire tick map as read (after ingest.rename)
     tag: str | None  # the topic its message came under on a feed (its rejections go back there)
     index: int  # its index in the message it came in: a rejection names that, as it would have unheld
+    tokenized: bool = False  # a pre-tokenized item (its map as read), released through the tokenized path
 
 
 class Release(NamedTuple):
-    """Held ticks of one stream going to the engine together, in event-time order, all read under one tag."""
+    """Held ticks of one stream going to the engine together, in event-time order, all read under one tag and all
+    of one wire form (raw ticks, or ``tokenized`` items)."""
 
     stream: str
     tag: str | None
     ticks: list[HeldTick]
+    tokenized: bool = False
 
 
 class ReorderWindow:
@@ -49,14 +54,15 @@ class ReorderWindow:
     def __len__(self) -> int:
         return self._count
 
-    def hold(self, stream: str, ts: int, obj: dict[str, Any], tag: str | None, index: int, now_ns: int
-             ) -> list[Release]:
-        """Hold one tick; what the bound makes go at once (its stream's held ticks, it among them), else []."""
+    def hold(self, stream: str, ts: int, obj: dict[str, Any], tag: str | None, index: int, now_ns: int,
+             tokenized: bool = False) -> list[Release]:
+        """Hold one tick (``tokenized``: a pre-tokenized item); what the bound makes go at once (its stream's held
+        ticks, it among them), else []."""
         held = self._held.setdefault(stream, [])
         if any(t.ts > ts for t in held):
             self.placed += 1
         self._order += 1
-        held.append(HeldTick(ts, self._order, now_ns, obj, tag, index))
+        held.append(HeldTick(ts, self._order, now_ns, obj, tag, index, tokenized))
         self._count += 1
         if self._count <= self.max_ticks:
             return []
@@ -96,8 +102,8 @@ class ReorderWindow:
         self._count -= len(going)
         releases: list[Release] = []
         for tick in going:
-            if releases and releases[-1].tag == tick.tag:
+            if releases and (releases[-1].tag, releases[-1].tokenized) == (tick.tag, tick.tokenized):
                 releases[-1].ticks.append(tick)
             else:
-                releases.append(Release(stream, tick.tag, [tick]))
+                releases.append(Release(stream, tick.tag, [tick], tick.tokenized))
         return releases
