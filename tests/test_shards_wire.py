@@ -4,6 +4,9 @@ message of too many new streams is refused as one engine refuses it, same error 
 
 from __future__ import annotations
 
+import os
+import time
+
 import msgpack
 import pytest
 
@@ -79,3 +82,40 @@ def test_one_engine_and_two_shards_say_the_same_to_bad_asks_and_to_a_flood_of_ne
                                                     "refused_streams": 1}, (one["counted"], sharded["counted"])
     assert one["held"] == sharded["held"] == {**{f"NEW.{i}": True for i in range(PER_MESSAGE)},
                                               f"NEW.{PER_MESSAGE}": False}
+
+
+def clocks_said_by(checkpoint, tmp_path, shards: int) -> dict:
+    """What a service of ``shards`` shards (0: one engine) says of two streams stamped with the wall clock, one of
+    them 5 s ahead of it: their `streams` entries, a published answer of each, and `health`'s warnings."""
+    queries = tmp_path / f"qc{shards}.yaml"
+    queries.write_text(QUERIES)
+    cfg = config(checkpoint, tmp_path / f"clocks{shards}", shards, queries,
+                 limits={"heartbeat_s": 0.2},
+                 endpoints={"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
+                            "control": "tcp://127.0.0.1:0", "metrics_port": 0})
+    with serving(cfg) as server:
+        ctl, feed = Control(server.endpoints["control"]), push_socket(server.endpoints["ingest"])
+        answers = Sub(server.endpoints["answers"], ["dir/"])
+        try:
+            now = time.time_ns()
+            feed.send(msgpack.packb([trade("CLK.ON", now), trade("CLK.AHEAD", now + 5 * 10**9)]))
+            got = answers.until(lambda g: {p["stream"] for _, p in g} == {"CLK.ON", "CLK.AHEAD"}, timeout_s=120)
+            published = {p["stream"]: p for _, p in got}
+            held = {stream: held_of(ctl, stream) for stream in ("CLK.ON", "CLK.AHEAD")}
+            warnings = ctl.ok("health").get("warnings", [])
+        finally:
+            answers.close()
+            feed.close()
+            ctl.close()
+    return {"held": held, "published": published, "warnings": warnings}
+
+
+def test_two_shards_say_each_streams_clock_offset_as_one_engine_does(checkpoint, tmp_path) -> None:
+    one, sharded = (clocks_said_by(checkpoint, tmp_path, shards) for shards in (0, 2))
+    for said in (one, sharded):
+        on, ahead = said["held"]["CLK.ON"], said["held"]["CLK.AHEAD"]
+        assert 0 <= on["clock_offset_ms"] < 60_000 and "clock_ahead" not in on, on  # read after it was stamped
+        assert -5_000 <= ahead["clock_offset_ms"] < -4_000 and "ahead of this machine's clock" in ahead["clock_ahead"]
+        for stream, entry in said["held"].items():
+            assert said["published"][stream]["clock_offset_ms"] == entry["clock_offset_ms"], stream
+        assert [(w["stream"], w["kind"]) for w in said["warnings"]] == [("CLK.AHEAD", "clock_ahead")], said

@@ -4,8 +4,8 @@ to this machine's (the smallest read time - ts its ticks had: receive_clock.py),
 reason (stream_refusals.py), and `health`'s `warnings`: the streams whose clocks run ahead, and those whose ticks
 are refused as late at a rate that means two clocks interleave.
 
-One engine's figures: with `--shards` the front door reads no ticks' time, so `streams` and answers carry no
-`clock_offset_ms` there (the refused counts are the front door's, and are kept)."""
+With `--shards` the front door reads every wire tick, so it keeps the offsets (sharded_ingest.py) and `streams`,
+answers and `health` say them as one engine's do."""
 
 from __future__ import annotations
 
@@ -31,8 +31,7 @@ class FeedClocks:
         self.stream_refusals = StreamRefusals(ingest.late_share_warn, ingest.reorder_window_ms)
 
     def _offset_ns(self, stream: str) -> int | None:
-        clock = getattr(self.pipeline, "receive_clock", None)
-        return None if clock is None else clock.offset_ns(stream)
+        return self.pipeline.receive_clock.offset_ns(stream)
 
     def _stream_feed(self, stream: str) -> dict[str, Any]:
         """A `streams` entry's feed figures: `clock_offset_ms` (absent: not stamped with the wall clock, or not held),
@@ -58,9 +57,8 @@ class FeedClocks:
     def _feed_warnings(self) -> dict[str, Any]:
         """`health`'s `warnings` (absent when none): streams whose clock runs ahead past the threshold, the
         furthest STREAMS_SAID, and streams seen interleaving two clocks (stream_refusals.py)."""
-        clock = getattr(self.pipeline, "receive_clock", None)
-        ahead = clock.most_ahead(round(self.config.ingest.clock_ahead_warn_ms * 1e6), STREAMS_SAID) \
-            if clock is not None else {}
+        ahead = self.pipeline.receive_clock.most_ahead(round(self.config.ingest.clock_ahead_warn_ms * 1e6),
+                                                       STREAMS_SAID)
         warnings = [{"stream": stream, "kind": "clock_ahead", "clock_offset_ms": round(offset / 1e6, 3),
                      "message": _ahead_text(stream, offset)} for stream, offset in ahead.items()]
         warnings += self.stream_refusals.health_warnings()

@@ -139,4 +139,5 @@ class ShardReplies:
         front.progress.pop(stream, None)
         front.scores.drop_stream(stream)
         front.adaptation.drop_stream(stream)
+        front.receive_clock.drop(stream)  # (its next ticks may come from another clock)
         return True

@@ -52,6 +52,7 @@ from engine.service.new_stream_budget import NewStreamBudget
 from engine.service.model_and_codec import answer_heads, build_codec
 from engine.service.pipeline import say
 from engine.service.reading_record import ingest_price_offset
+from engine.service.receive_clock import ReceiveClock
 from engine.service.query_fit import compile_fitting
 from engine.service import ray_reaper
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
@@ -88,6 +89,9 @@ class ShardedPipeline(ShardedIngest):
         self.ticks_in = 0
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages
         self.last_received_ns: int | None = None  # (one engine's, receive_clock.py: the front door dates no message)
+        # each stream's clock offset to this machine's, from the wire ticks the front door reads (receive_clock.py):
+        # `streams`, published answers and `health` say it as one engine's do (the shards never see a read time)
+        self.receive_clock = ReceiveClock()
         self.rejected: Counter[str] = Counter()
         self.shed_counts = ShedCounts()  # ticks refused as overloaded, by stream
         # the new streams a wire message may open, as one engine bounds them (new_stream_budget.py)

@@ -43,4 +43,5 @@ def forget_stream(front: Any, stream: str) -> None:
     front.flash.drop_stream(stream)
     front.scores.drop_stream(stream)
     front.adaptation.drop_stream(stream)
+    front.receive_clock.drop(stream)
     front.data.answers.forget_stream(stream)

@@ -26,6 +26,7 @@ from engine.service.shard import GroupEnd
 from engine.service.shard_link import ShardLink
 from engine.service.shedding import ShedCounts
 from engine.service.pipeline import log_or_refuse
+from engine.service.receive_clock import ReceiveClock
 from engine.service.when_behind import conflating, overloaded, shed_message
 
 
@@ -51,6 +52,8 @@ class ShardedIngest:
     new_streams: NewStreamBudget
     streams_refused_here: int
     _reading_wire: bool = False  # (while a wire message is ingested: _wire_message)
+    _read_ns: int | None = None  # ... and when it was read (its ticks' clock offsets: receive_clock.py)
+    receive_clock: ReceiveClock
     _grouping: dict[ShardLink, set[str]]
     _names: list[str]
     _by_name: dict[str, ShardLink]
@@ -65,19 +68,20 @@ class ShardedIngest:
     def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
         if (shed := shed_message(self, data, tokenized=False)) is not None:
             return shed
-        with self.data.items.message(listed_ticks(data)), self._wire_message():
-            return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), time.time_ns()))
+        with self.data.items.message(listed_ticks(data)), self._wire_message() as read_ns:
+            return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), read_ns))
 
     @contextmanager
-    def _wire_message(self) -> Iterator[None]:
-        """A wire message read now: the new streams it opens are bounded (new_stream_budget.py), as one engine's
-        are; quotes conflation held past their message are not (they were read with it)."""
+    def _wire_message(self) -> Iterator[int]:
+        """A wire message read now (its read time, which its ticks' clock offsets are taken from): the new streams
+        it opens are bounded (new_stream_budget.py), as one engine's are; quotes conflation held past their message
+        are not (they were read with it)."""
         self.new_streams.message_started()
-        self._reading_wire = True
+        self._reading_wire, self._read_ns = True, time.time_ns()
         try:
-            yield
+            yield self._read_ns
         finally:
-            self._reading_wire = False
+            self._reading_wire, self._read_ns = False, None
 
     def flush_held(self) -> list[dict[str, Any]]:
         """Submit the quotes conflation holds (before each round of shard calls), logged as a message of their own
@@ -90,8 +94,8 @@ class ShardedIngest:
     def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
         if (shed := shed_message(self, data, tokenized=True)) is not None:
             return shed
-        with self.data.items.message(listed_ticks(data)), self._wire_message():
-            return self._counted(self.encoders.ingest_tokenized(data, self._submit, time.time_ns()))
+        with self.data.items.message(listed_ticks(data)), self._wire_message() as read_ns:
+            return self._counted(self.encoders.ingest_tokenized(data, self._submit, read_ns))
 
     def _counted(self, result: Ingested) -> list[dict[str, Any]]:
         """After a whole message: its tick group ends on each stream it fed (GroupEnd, in the shard's items, as one
@@ -129,6 +133,8 @@ class ShardedIngest:
         self._grouping.setdefault(link, set()).add(item.stream)
         self.adaptation.accepted(item)
         self.scores.accepted(item)
+        if self._read_ns is not None:  # (a wire tick: a quote conflation held past its message has no read time)
+            self.receive_clock.accepted(item.stream, item.ts, self._read_ns)
 
     def admission_limit(self) -> str:
         """Which limit of each shard turns new streams away (rejections.admission_limit)."""
