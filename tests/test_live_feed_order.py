@@ -240,6 +240,36 @@ def test_two_clocks_on_one_stream_are_said_counted_and_flagged(checkpoint, capfd
     assert re.search(line, said.out, re.M), said.out
 
 
+def test_the_late_ticks_warning_says_its_window_in_utc_however_late_health_is_read(checkpoint) -> None:
+    """`health` serves a late-ticks warning for 10 minutes: "since the last heartbeat" was false read a heartbeat
+    after it was seen. Its message names the window's UTC start and end, which the entry's `since` and `at` hold."""
+    with live_server(checkpoint, limits={"heartbeat_s": 0.5}) as (server, push):  # (10 late ticks in a heartbeat)
+        other = zmq.Context.instance().socket(zmq.PUSH)
+        other.connect(server.endpoints["ingest"])
+        try:
+            for k in range(30):
+                now = time.time_ns()
+                push.send(msgpack.packb(_tick("TWO", now, 61_000.0 + k % 3)))
+                other.send(msgpack.packb(_tick("TWO", now + 2_000_000_000, 61_005.0 + k % 3)))
+                time.sleep(0.01)
+            wait_for(lambda: server.pipeline.ticks_in + server.pipeline.rejected["ts_backwards"] == 60)
+        finally:
+            other.close(linger=0)
+        with ControlClient(server.endpoints["control"]) as control:
+            wait_for(lambda: any(w["kind"] == "late_ticks" for w in control.call("health").get("warnings", [])))
+            beats = server.counters["heartbeats"]
+            wait_for(lambda: server.counters["heartbeats"] >= beats + 3)  # read well after the heartbeat that saw it
+            late = next(w for w in control.call("health")["warnings"] if w["kind"] == "late_ticks")
+    assert "since the last heartbeat" not in late["message"], late
+    said = re.search(r"ticks refused as late \(ts_backwards\) from (\S+) to (\S+) \(([0-9.]+) s\): TWO (\d+) of "
+                     r"(\d+):", late["message"])
+    assert said is not None, late["message"]
+    utc = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t))  # noqa: E731
+    assert said[1].startswith(utc(late["since"])) and said[2].startswith(utc(late["at"])), late
+    assert late["since"] <= late["at"] and float(said[3]) == round(late["at"] - late["since"], 1)
+    assert (int(said[4]), int(said[5])) == (late["ts_backwards"], late["ts_backwards"] + late["accepted"])
+
+
 def test_published_answers_carry_their_age_and_the_streams_clock_offset(checkpoint, tmp_path) -> None:
     """review323 #12, #10: a stream stamped 2 s ahead: its answers carry data_ts, data_age_ms (negative by about
     the skew) and clock_offset_ms, so the age since the tick reached the service (the one less the other) is

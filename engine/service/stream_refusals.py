@@ -7,7 +7,9 @@ place, whose counts join ``other``), so a flood of names costs bounded memory; `
 (`rejected`), `stats` the most refused (`rejected_streams`) and /metrics the top STREAMS_SAID with the rest summed
 under `stream="_other"`. The interleave check runs at each heartbeat: a stream with at least LATE_MIN ticks refused
 as `ts_backwards` since the last one, and at least `ingest.late_share_warn` of its ticks, is said in the log (at most
-every WARN_EVERY_S) and in `health`'s `warnings` for WARNING_KEPT_S, naming `ingest.reorder_window_ms`.
+every WARN_EVERY_S) and in `health`'s `warnings` for WARNING_KEPT_S, naming `ingest.reorder_window_ms`; the warning
+says its window as UTC times (from its first late tick counted to the check), which stays true however late
+`health` is read.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 STREAMS_KEPT = 64  # streams whose refusals are counted one by one
@@ -33,7 +36,8 @@ class StreamRefusals:
         self.window_ms = window_ms  # (ingest.reorder_window_ms now: the warning says what to set)
         self._counts: dict[str, Counter[str]] = {}
         self.other: Counter[str] = Counter()
-        self._late: dict[str, list[int]] = {}  # stream -> [ts_backwards since the last check, accepted ticks then]
+        # stream -> [ts_backwards since the last check, accepted ticks at the first of them, when that one came]
+        self._late: dict[str, list[float]] = {}
         self.warnings: dict[str, dict[str, Any]] = {}  # stream -> the last interleave seen (health), bounded
         self._next_line = 0.0
 
@@ -50,7 +54,7 @@ class StreamRefusals:
                 self.other.update(self._counts.pop(least))
             self._counts.setdefault(stream, Counter())[reason] += count
             if reason == "ts_backwards" and (stream in self._late or len(self._late) < STREAMS_KEPT):
-                self._late.setdefault(stream, [0, accepted_of(stream) or 0])[0] += count
+                self._late.setdefault(stream, [0, accepted_of(stream) or 0, time.time()])[0] += count
 
     def of(self, stream: str) -> dict[str, int]:
         """``stream``'s refused ticks by reason ({} when none is counted)."""
@@ -69,12 +73,13 @@ class StreamRefusals:
         now = time.time() if now is None else now
         late, self._late = self._late, {}
         seen = []
-        for stream, (refused, base) in late.items():
-            accepted = max(0, (accepted_of(stream) or 0) - base)
+        for stream, (refused, base, since) in late.items():
+            refused, accepted = int(refused), max(0, (accepted_of(stream) or 0) - int(base))
             if refused >= LATE_MIN and refused >= self.late_share_warn * (refused + accepted):
                 seen.append(stream)
                 self.warnings.pop(stream, None)
                 self.warnings[stream] = {"ts_backwards": refused, "accepted": accepted, "at": round(now, 3),
+                                         "since": round(min(since, now), 3),
                                          "share": round(refused / (refused + accepted), 3)}
         for stream in [s for s, w in self.warnings.items() if now - w["at"] > WARNING_KEPT_S]:
             del self.warnings[stream]
@@ -86,12 +91,17 @@ class StreamRefusals:
         return seen
 
     def line(self, streams: list[str]) -> str:
+        """The warning of ``streams`` (seen at one check), its window said in absolute terms: `health` serves it
+        for WARNING_KEPT_S, long after "since the last heartbeat" meant anything."""
         counts = [(s, self.warnings[s]["ts_backwards"], self.warnings[s]["accepted"]) for s in streams[:STREAMS_SAID]]
         said = ", ".join(f"{s} {late} of {late + accepted}" for s, late, accepted in counts)
+        since = min(self.warnings[s]["since"] for s in streams[:STREAMS_SAID])
+        at = max(self.warnings[s]["at"] for s in streams[:STREAMS_SAID])
         fix = (f"ingest.reorder_window_ms ({self.window_ms:g} now) holds ticks that long to place the late ones: "
                f"raise it past their lateness" if self.window_ms else
                "set ingest.reorder_window_ms (a window past their lateness) to place them in time order")
-        return (f"ticks refused as late (ts_backwards) since the last heartbeat: {said}: two clocks interleave on "
+        return (f"ticks refused as late (ts_backwards) from {_utc(since)} to {_utc(at)} ({at - since:.1f} s): "
+                f"{said}: two clocks interleave on "
                 f"these streams (two feeds or venues under one name, or a venue sending out of order); {fix}, or "
                 f"give each feed its own name (ingest.rename)")
 
@@ -99,3 +109,8 @@ class StreamRefusals:
         """`health`'s entries for the streams seen interleaving in the last WARNING_KEPT_S."""
         return [{"stream": stream, "kind": "late_ticks", **w, "message": self.line([stream])}
                 for stream, w in self.warnings.items()]
+
+
+def _utc(seconds: float) -> str:
+    """A Unix time as ISO 8601 UTC to the ms (``2026-12-06T06:20:01.250Z``)."""
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
