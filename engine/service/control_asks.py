@@ -15,6 +15,7 @@ from engine.service.control_requests import (ControlBusy, ControlError, ControlS
 from engine.service.pipeline import TickPipeline
 from engine.service.reply_caveats import ReplyCaveats
 from engine.service.sharded import ShardedPipeline, ShardGivenUp
+from engine.service.answer_caveats import scored_as, skill_caveats
 from engine.stream_patterns import did_you_mean
 from engine.quoting import quoted
 from queries.spec import LABELLED_KINDS, QuerySpec
@@ -117,7 +118,11 @@ class AskOps:
         there)."""
         if self._reply_caveats is None:
             self._reply_caveats = ReplyCaveats(self.config, self.pipeline.codec.questions)
-        return {"caveats": self._reply_caveats.of(specs, streams, derivatives)}
+        caveats = self._reply_caveats.of(specs, streams, derivatives)
+        if len(specs) == 1 and len(streams) == 1:  # an ask's or get's: what live scores show of its stream
+            scored = scored_as(specs[0], self.pipeline.registry.list())
+            caveats += skill_caveats(self.pipeline.scores, scored, streams[0])
+        return {"caveats": caveats}
 
     def _data_age(self, data_ts: int) -> dict[str, Any]:
         """An ask reply's `data_age_ms`: this machine's clock now less the answered tick's own ts. An answer "computed

@@ -36,6 +36,7 @@ from connectors.service_topics import published_rejections
 from connectors.tcp_endpoints import ipv6_for
 from engine.jobs import JobOutcome
 from engine.memory_limit import resident_bytes
+from engine.service.answer_caveats import PublishedCaveats
 from engine.service.auth import FailedHandshakes
 from engine.service.config import ServiceConfig
 from engine.service.control_ops import ControlOps
@@ -74,6 +75,8 @@ __all__ = ["HEARTBEAT_TOPIC", "REJECTS_TOPIC", "TOKENIZED_MARKER", "Server"]
 class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, FeedClocks):
     """The service around one engine (or its shards): binds the sockets, runs the loop (serve_forever) until
     stop(), and closes. Its parts are mixins, each in the module of its name, sharing this object's state."""
+
+    _published_caveats: PublishedCaveats | None = None  # what a published answer carries as caveats (answer_caveats.py)
 
     def __init__(self, config: ServiceConfig, serve_hints: bool = True, early: EarlyStart | None = None) -> None:
         """``serve_hints``: the log's lines for an operator of `flashtick serve` (behind its limits.*, what a stop
@@ -296,8 +299,11 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
     # -- answers ------------------------------------------------------------------------------
 
     def _publish(self, answer: Answer) -> None:
+        if self._published_caveats is None:  # (made at the first answer: the model's card is read once)
+            self._published_caveats = PublishedCaveats(self.pipeline.scores, self.config.model.path)
         self._send(answer.topic, {**answer.to_wire(), "epoch": self.epoch,
-                                  **self._answer_feed(answer.stream, answer.data_ts)})
+                                  **self._answer_feed(answer.stream, answer.data_ts),
+                                  **self._published_caveats.of(answer.query, answer.stream)})
         self.counters["answers_published"] += 1
 
     def _send(self, topic: str, payload: dict[str, Any]) -> None:

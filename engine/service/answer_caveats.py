@@ -1,0 +1,73 @@
+"""The caveats a stream's answers carry where the service already knows the model is out of its range there
+(review325 #9: `scores` warned, while the published answers and `ask` said nothing, so a subscriber could not tell
+them from trusted ones). Decided exactly as `flashtick scores` decides it, from the live scores kept anyway
+(live_scores.py), so no forward is added and a published answer pays a few dict look-ups:
+
+* ``worse_than_prior``: the query's answers on this stream score worse (Brier) than the stream's own class
+  frequencies, with WORST_MIN_SCORED answers scored or more (`scores`' `worse_than_prior`);
+* ``saturated_question``: the query's bps-bucketed question (move_bps_50, volatility_50) is saturated on this stream
+  (`scores`' `saturated_streams`, connectors/saturation.py);
+* and on published answers, ``spot_trained_model`` (market_caveat.py), which `ask` and `get` replies carry already.
+
+Each is ``{kind, text}``, as a reply's `caveats` are (reply_caveats.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from engine.service.live_scores import WORST_MIN_SCORED, LiveScores
+from engine.service.market_caveat import spot_only, stream_caveat
+
+WORSE_THAN_PRIOR = "worse_than_prior"
+SATURATED_QUESTION = "saturated_question"
+
+
+def skill_caveats(scores: LiveScores, queries: Iterable[str], stream: str) -> list[dict[str, str]]:
+    """The caveats on ``stream``'s answers of the first of ``queries`` (standing query names: the one asked, then
+    those asking the same question) that live scores have scored there; [] when none applies."""
+    state = scores.streams.get(stream)
+    if state is None:
+        return []
+    for query in queries:
+        score, realised = state.scores.get(query), state.realised.get(query)
+        if score is None and realised is None:
+            continue
+        caveats = []
+        if score is not None and score.scored >= WORST_MIN_SCORED and score.brier > score.prior_brier:
+            caveats.append({"kind": WORSE_THAN_PRIOR, "text": (
+                f"on {stream}, the answers of {query} scored worse than the stream's own class frequencies (Brier "
+                f"{score.brier / score.scored:.3f} vs {score.prior_brier / score.scored:.3f} over {score.scored} "
+                f"answers scored since this start): the model shows no skill on this instrument, likely unlike "
+                f"its training data (flashtick scores; fine-tune on it: docs/model.md)")})
+        if realised is not None and realised.saturated and query in scores.bucketed:
+            spec, buckets = scores.bucketed[query]
+            caveats.append({"kind": SATURATED_QUESTION, "text": (
+                f"on {stream}, {spec.name} is saturated: most of its realised labels that show a move are "
+                f"{buckets.text}, its buckets being fixed in bps, so its answers say little there (flashtick "
+                f"scores; ask direction_5/direction_20, which read a sign at any spacing: docs/model.md)")})
+        return caveats
+    return []
+
+
+def scored_as(spec: Any, registered: list[Any]) -> list[str]:
+    """The standing queries whose live scores speak for ``spec``'s answers (a QuerySpec): itself, then those of
+    ``registered`` asking its question (an ad-hoc ask of direction_20 is read by a standing query's scores of it)."""
+    return [spec.name] + [s.name for s in registered
+                          if s.name != spec.name and spec.question is not None and s.question == spec.question]
+
+
+class PublishedCaveats:
+    """What a published answer carries as `caveats` (absent when none): the stream's caveats above, and for a model
+    trained on spot markets only, the one of a derivatives stream. The model's card is read once."""
+
+    def __init__(self, scores: LiveScores, model_path: Path | str | None) -> None:
+        self.scores = scores
+        self.spot_only = spot_only(model_path)
+
+    def of(self, query: str, stream: str) -> dict[str, list[dict[str, str]]]:
+        market = stream_caveat([stream]) if self.spot_only else None
+        caveats = ([market] if market is not None else []) + skill_caveats(self.scores, [query], stream)
+        return {"caveats": caveats} if caveats else {}
