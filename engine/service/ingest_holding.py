@@ -1,7 +1,7 @@
 """What the server does to a live wire message before its pipeline reads it, when the `ingest` section asks for it:
 its streams renamed (``ingest.rename``: a venue's symbol to the desk's name) and its ticks, raw and pre-tokenized,
-held for ``ingest.reorder_window_ms`` (reorder_window.py) and released in event-time order. With neither set a message goes
-to the pipeline as read, untouched (no decode here).
+held for ``ingest.reorder_window_ms`` (reorder_window.py) and released in event-time order. With neither set a
+message goes to the pipeline as read, untouched (no decode here).
 
 A message is decoded here only when one of them is set; one that does not decode, or is no tick map or list of them,
 goes on as read (the pipeline says why it is refused). Its items are packed again one by one as they were read (text
