@@ -4,7 +4,6 @@ message of too many new streams is refused as one engine refuses it, same error 
 
 from __future__ import annotations
 
-import os
 import time
 
 import msgpack
