@@ -53,3 +53,12 @@ def test_the_price_format_help_names_the_2_and_3_year_notes_eighths_of_a_32nd() 
     """`--price-format 32nds` reads ZT's and Z3N's `104-161` ... `104-168`; its help named only 110-16+ and 110'165."""
     helps = {action.help for _, action in arguments(build_parser()) if "--price-format" in action.option_strings}
     assert helps and all("104-161" in text and "104-168" in text and "eighths of a 32nd" in text for text in helps)
+
+
+def test_price_format_takes_every_format_a_column_map_takes() -> None:
+    """`--price-format` offered decimal, 32nds and eighths; a map's price_format takes sqrt_price_x96 too."""
+    from connectors.map_vocabulary import PRICE_FORMATS
+
+    choices = [action.choices for _, action in arguments(build_parser()) if "--price-format" in action.option_strings]
+    assert choices and all(tuple(options) == PRICE_FORMATS for options in choices)
+    assert "sqrt_price_x96" in PRICE_FORMATS

@@ -131,3 +131,18 @@ def test_a_raw_swap_export_without_a_map_is_refused_naming_the_keys_that_read_it
     with pytest.raises(ValueError, match=r'read so far: ts=block_timestamp.*"sqrtPriceX96" is a Uniswap v3 pool.s '
                                          r"price: a map reads it with price_format=sqrt_price_x96"):
         FileReplay(path)
+
+
+def test_the_cli_price_format_option_reads_a_swap_export_as_the_map_key_does(tmp_path: Path) -> None:
+    """`--price-format sqrt_price_x96` was refused by the CLI's choices though the map's key takes it."""
+    from engine.service.cli_parser import build_parser
+    from engine.service.cli_reading import column_map_of
+
+    path = tmp_path / "univ3_usdc_weth_005_swaps.csv"
+    path.write_text(BIGQUERY_SWAPS)
+    args = build_parser().parse_args(["backtest", str(path), "--out", str(tmp_path / "a.parquet"), "--price-format",
+                                      "sqrt_price_x96", "--columns",
+                                      SWAP_MAP.replace("price_format=sqrt_price_x96,", "")])
+    ticks = drain(FileReplay(path, columns=column_map_of(args)))
+    assert [(round(t.price, 6), t.side) for t in ticks] == [(2679.999795, "sell"), (2680.089594, "buy"),
+                                                            (2679.389238, "sell")]

@@ -9,6 +9,7 @@ import argparse
 import os
 from typing import NamedTuple
 
+from connectors.map_vocabulary import PRICE_FORMATS
 from engine.path_words import map_or_user_path, user_path
 from engine.service.cli_common import DEFAULT_CONTROL
 from engine.service.cli_reading import FILE_ORDER
@@ -118,12 +119,13 @@ def _add_value_options(group: argparse._ArgumentGroup) -> None:
                             "alone (a calendar spread among its outrights; repeat it for several; STREAM may be a "
                             "glob, as --streams takes). 0 is refused: it shifts nothing (an option's 0 bid: "
                             "--zero-bid price)")
-    group.add_argument("--price-format", choices=("decimal", "32nds", "eighths"), default=None,
+    group.add_argument("--price-format", choices=PRICE_FORMATS, default=None,  # the column map's price_format
                        help="how price, bid and ask are written: 32nds reads CME's notation of Treasury futures "
                             "(110-16, 110-16+, 110'165: 110 and 16.5/32; the 2- and 3-year notes' eighths of a 32nd, "
                             "104-161 ... 104-168: 104 16.125/32 ... 16.875/32) beside decimals; eighths reads CBOT "
                             "grains' cents and eighths of a cent (450'4 or 450-4: 450.5; 450'2, 450'6); decimal "
-                            "says 110'165 is thousands grouped by an apostrophe")
+                            "says 110'165 is thousands grouped by an apostrophe; sqrt_price_x96 reads a Uniswap v3 "
+                            "pool's sqrtPriceX96, with --columns token_decimals=D0/D1,base_token=0|1 (docs/replay.md)")
     group.add_argument("--zero-bid", choices=("no_bid", "price"), default=None,
                        help="what a quote's 0 bid beside an ask is: no_bid (the default: TAQ's no bid, a one-sided "
                             "quote, rejected) or price (an option nobody bids: replayed, its mark ask / 2)")
