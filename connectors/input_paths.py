@@ -15,6 +15,7 @@ from typing import Any, Mapping, NamedTuple
 from connectors.archives import is_zip
 from connectors.delta_log import current_files
 from connectors.file_scans import READ_TYPES, is_tick_file
+from engine.path_words import shown_path
 
 PATTERN_MARKS = re.compile(r"[*?[]")  # what makes a path a shell pattern
 SHOWN = 3  # files named in a note, at each end of the list
@@ -78,8 +79,9 @@ def _files_of(path: Path) -> tuple[list[Path], str] | None:
         return None
     matches = sorted(Path(m) for m in glob.glob(str(path.expanduser()), recursive=True))
     if not matches:
-        where = "" if path.expanduser().is_absolute() else f" (in {Path.cwd()})"
-        raise FileNotFoundError(f"no file matches {path}{where}: a pattern that names no file is expanded here as a "
+        where = "" if path.expanduser().is_absolute() else f" (in {shown_path(Path.cwd())})"
+        # quoted as a shell takes it back: pasted unquoted, the shell would expand the pattern itself
+        raise FileNotFoundError(f"no file matches {shown_path(path)}{where}: a pattern that names no file is expanded here as a "
                                 f"shell would (* any name, ? one character, [abc] one of these, ** folders inside)")
     fixed = Path(*_leading(path.expanduser().parts))  # the folder the pattern starts in
     # (`lake/**/*.parquet` matches a Delta log's checkpoints too)

@@ -290,8 +290,8 @@ def test_a_folder_or_a_quoted_pattern_reads_the_files_it_stands_for(engine_files
     assert (f"note: {data}/*/AAPL.csv: a pattern, read as the 2 files it matches, sorted (2026-03-10/AAPL.csv, "
             f"2026-03-11/AAPL.csv)") in err, err
     assert backtest(engine_files, [f"{data}/*/TSLA.csv"], tmp_path / "none.parquet") == 6  # no data yet
-    assert f"error: no file matches {data}/*/TSLA.csv: no data yet (a pattern that names no file is expanded here " \
-        f"as a shell would" in capsys.readouterr().err
+    assert f"error: no file matches '{data}/*/TSLA.csv': no data yet (a pattern that names no file is expanded " \
+        f"here as a shell would" in capsys.readouterr().err
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "notes.pdf").write_bytes(b"%PDF-1.4")
     assert backtest(engine_files, [tmp_path / "docs"], tmp_path / "docs.parquet") == 2

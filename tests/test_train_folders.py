@@ -103,7 +103,7 @@ def test_evaluate_of_a_folder_or_pattern_holding_the_training_files_says_they_we
 def test_train_still_refuses_what_it_cannot_read_before_any_work(models, tmp_path: Path) -> None:
     folder = models[0]
     rc, _, err = train([f"{folder}/BBB-*.csv"], tmp_path / "none")
-    assert rc == 6 and f"error: no file matches {folder}/BBB-*.csv: no data yet (a pattern that names no" in err, err
+    assert rc == 6 and f"error: no file matches '{folder}/BBB-*.csv': no data yet (a pattern that names no" in err, err
     rc, _, err = train([str(folder / "AAA-2026-10-28.csv")], tmp_path / "missing")
     assert rc == 2 and f"error: replay file not found: {folder / 'AAA-2026-10-28.csv'}" in err, err
     (tmp_path / "docs").mkdir()

@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from engine.path_words import shown_path
+
 
 class NoData(ValueError):
     """The inputs hold no tick yet (the cases above): exit_codes.NO_DATA. A ValueError, as the refusals it
@@ -37,8 +39,9 @@ def refuse_absent_inputs(items: Iterable[Any]) -> None:
         if path is None:
             continue
         if is_pattern(path) and not glob.glob(str(path.expanduser()), recursive=True):
-            where = "" if path.expanduser().is_absolute() else f" (in {Path.cwd()})"
-            raise NoData(f"no file matches {path}{where}: no data yet (a pattern that names no file is expanded here "
+            where = "" if path.expanduser().is_absolute() else f" (in {shown_path(Path.cwd())})"
+            # quoted as a shell takes it back: pasted unquoted, the shell would expand the pattern itself
+            raise NoData(f"no file matches {shown_path(path)}{where}: no data yet (a pattern that names no file is expanded here "
                          f"as a shell would: * any name, ? one character, [abc] one of these, ** folders inside)")
         if path.is_dir() and not folder_held(path):
-            raise NoData(f"{path} is an empty folder: no data yet (it holds no file)")
+            raise NoData(f"{shown_path(path)} is an empty folder: no data yet (it holds no file)")
