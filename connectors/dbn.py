@@ -68,6 +68,7 @@ class DbnPlan:
     def __init__(self, path: Path, price_offset: PriceOffset | None = None, hours: str | None = None,
                  zero_bid: str | None = None) -> None:
         self.path, self.price_offset, self.hours = path, price_offset, hours
+        self.origin: Path | None = None  # the zip archive it was unpacked from (connectors/opened_files.py)
         self.zero_bid_is_price = zero_bid == "price"  # OPRA's 0 bid: a price, or (the default) no bid
         # what the last read found, for the notes said at the end (`found_on_read`)
         self.symbols: Symbology | None = None
@@ -77,8 +78,8 @@ class DbnPlan:
         metadata = _read_metadata(dbn, path)
         self.schema = str(metadata.schema.value) if metadata.schema is not None else None
         if self.schema not in SCHEMAS:
-            raise ValueError(f"{path}: DBN schema {self.schema!r} is not supported; replay reads {', '.join(SCHEMAS)} "
-                             f"(order by order, top of book or trades)")
+            raise ValueError(f"{path}: DBN schema {self.schema!r} is not supported; replay reads "
+                             f"{', '.join(SCHEMAS)} (order by order, top of book or trades)")
         self.mappings = metadata.mappings or {}
         # the times the file covers, as its metadata says (end None: not said, a live capture's)
         self.start, self.end = metadata.start, metadata.end
@@ -149,11 +150,12 @@ class DbnPlan:
 
     @property
     def given_name(self) -> str:
-        """The file as the user gave it: the zip archive it came out of, else its path."""
-        return str(getattr(self, "origin", None) or self.path)
+        """The file as the user gave it: its path, or the zip archive it came out of and the member's name, as a
+        FilePlan names one (never the temporary copy it is read from)."""
+        return str(self.path) if self.origin is None else f"{self.origin} ({self.path.name} inside)"
 
     def where(self, row: int) -> str:
-        return f"{self.path} record {row + 1}"
+        return f"{self.given_name} record {row + 1}"
 
     def found_on_read(self) -> list[str]:
         """What reading the file found that a run says at its end: instruments named by their id outside their
@@ -177,7 +179,7 @@ class DbnPlan:
         # DBN times are UTC: a window without a zone is UTC's
         left_out = Hours.parse(self.hours).left_out("UTC", self.hours) if self.hours is not None else None
         number = -1  # record number in the file, metadata excluded
-        for records in _decoded(dbn, self.path, max(MIN_READ_BYTES, chunk_rows * 64)):
+        for records in _decoded(dbn, self.path, max(MIN_READ_BYTES, chunk_rows * 64), self.given_name):
             out: list[tuple[int, dict[str, Any]]] = []
             for record in records:
                 if isinstance(record, dbn.Metadata):
@@ -239,19 +241,19 @@ def _read_metadata(dbn: Any, path: Path) -> Any:
     return next(records[0] for records in _decoded(dbn, path, MIN_READ_BYTES) if records)
 
 
-def _decoded(dbn: Any, path: Path, read_bytes: int) -> Iterator[list[Any]]:
+def _decoded(dbn: Any, path: Path, read_bytes: int, name: str | None = None) -> Iterator[list[Any]]:
     """The file's records, a block's at a time, the metadata header first. A file that ends inside a record or a
     zstd block, or a .dbn.zst whose zstd frame lacks its last block or checksum (connectors/zstd_frames.py: a cut at
     a block's end that falls on a record's end decodes to whole records), is said to be truncated, and one whose
     zstd data fails its checksum to be damaged (connectors/archives.py `truncation_named`), not read as far as it
-    goes or called "not DBN"."""
+    goes or called "not DBN". ``name``: the file as its errors name it (an archive's member), else its path."""
     decoder = _decoder(dbn, path)
     decoded = False
     zst = path.name.lower().endswith(".zst")
     # a .dbn.zst is bounded as a .gz is (connectors/expansion.py): its decoder decompresses all it is given at once,
     # so it is given ZST_STEP bytes at a time and what it made is counted after each
-    counted = _Unpacked(path) if zst else None
-    with truncation_named(path), open(path, "rb") as f:
+    counted = _Unpacked(path, name or str(path)) if zst else None
+    with truncation_named(path, name), open(path, "rb") as f:
         while block := f.read(read_bytes):
             records: list[Any] = []
             for at in range(0, len(block), ZST_STEP if zst else len(block)):
@@ -259,7 +261,7 @@ def _decoded(dbn: Any, path: Path, read_bytes: int) -> Iterator[list[Any]]:
                 try:
                     new = decoder.decode()
                 except dbn.DBNError as e:  # e.g. "invalid DBN header": a file that is not DBN at all
-                    raise ValueError(f"{path}: not a readable DBN file: {e}") from None
+                    raise ValueError(f"{name or path}: not a readable DBN file: {e}") from None
                 records += new
                 if counted is not None:
                     counted.check(new, decoder)
@@ -268,12 +270,12 @@ def _decoded(dbn: Any, path: Path, read_bytes: int) -> Iterator[list[Any]]:
         left = decoder.buffer()  # bytes of a record (or of the header) still waiting for the rest of it
         # the decoder checks the 8-byte "DBN" + version prefix once it has it and keeps the metadata's bytes after it
         if not decoded and (not (left or zst) or len(left) < 8 and not b"DBN".startswith(left[:3])):
-            raise ValueError(f"{path}: not a DBN file (no metadata header)")
+            raise ValueError(f"{name or path}: not a DBN file (no metadata header)")
         if left or not decoded:  # a zstd block cut short decodes to nothing: a .dbn.zst cut in its first one
             where = f"inside a record (its first {len(left)} bytes)" if decoded else "inside its metadata header"
             if zst:
                 raise EOFError(f"it ends {where}")
-            raise ValueError(f"{path}: it ends {where}; {TRUNCATED}")
+            raise ValueError(f"{name or path}: it ends {where}; {TRUNCATED}")
         if zst and (cut := cut_short(path)) is not None:  # cut at a block's end on a record's: whole records decoded
             raise EOFError(f"it ends {cut}")
 
@@ -284,8 +286,8 @@ class _Unpacked:
     refused by name, in the words a `.gz` one is). No progress notes: it is decoded as the replay goes, so its
     time is the replay's, said by the replay's own."""
 
-    def __init__(self, path: Path) -> None:
-        self.path, self.compressed = path, path.stat().st_size
+    def __init__(self, path: Path, name: str) -> None:
+        self.path, self.name, self.compressed = path, name, path.stat().st_size
         self.limits = expansion_limits()
         self.records_bytes = 0  # of the records decoded so far (the metadata header's are few)
 
@@ -294,4 +296,4 @@ class _Unpacked:
         first = 1 if records and not hasattr(records[0], "record_size") else 0  # the metadata header, first of all
         self.records_bytes += sum(r.record_size() for r in records[first:])
         out = self.records_bytes + len(decoder.buffer())
-        refuse_past_limits(str(self.path), self.compressed, out, self.limits)
+        refuse_past_limits(self.name, self.compressed, out, self.limits)

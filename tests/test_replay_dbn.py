@@ -459,12 +459,15 @@ def test_an_mbo_event_ending_on_a_trade_or_a_fill_quotes_its_top_of_book_when_it
                    ("quote", 3, None, 5000.25, 5000.75, 5)], got
 
 
-def zstd_bomb(plain_header: bytes, blocks: int) -> bytes:
-    """A .dbn.zst bomb (RFC 8878): a real metadata header in a raw block, then `blocks` 4-byte RLE blocks of 0xA0
-    that each regenerate 128 KiB, 32,768:1 (0xA0 is the MBO record type and, as a length, a 640-byte record: the
-    decoder takes them for MBO records)."""
+def zstd_bomb(plain_header: bytes, blocks: int, records: bytes = b"") -> bytes:
+    """A .dbn.zst bomb (RFC 8878): a real metadata header in a raw block, ``records`` (real ones) in raw blocks,
+    then `blocks` 4-byte RLE blocks of 0xA0 that each regenerate 128 KiB, 32,768:1 (0xA0 is the MBO record type
+    and, as a length, a 640-byte record: the decoder takes them for MBO records)."""
     frame = bytearray((0xFD2FB528).to_bytes(4, "little") + bytes([0x00, 0x58]))  # no content size; an 8 MiB window
     frame += (len(plain_header) << 3).to_bytes(3, "little") + plain_header
+    for at in range(0, len(records), 64 << 10):  # raw blocks (type 0) of at most 64 KiB
+        raw = records[at: at + (64 << 10)]
+        frame += (len(raw) << 3).to_bytes(3, "little") + raw
     for i in range(blocks):  # block header: last-block bit, type 1 (RLE) << 1, regenerated size << 3; its one byte
         frame += (((128 << 10) << 3) | (1 << 1) | (i == blocks - 1)).to_bytes(3, "little") + b"\xa0"
     return bytes(frame)
@@ -495,3 +498,26 @@ def test_a_dbn_zst_bomb_is_refused_by_name_as_a_gz_one_is(tmp_path: Path, monkey
     bomb.write_bytes(zstd_bomb(header, 20))  # 2.5 MiB: within the bounds, its records read as the decoder takes them
     monkeypatch.setenv(RATIO_VARIABLE, "1e6")
     drain(FileReplay(bomb))  # read to its end: within the bounds, not refused (its records make no ticks)
+
+
+def test_a_dbn_zst_bomb_inside_a_zip_is_named_as_the_archive_s_member(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """review344 #4: a .dbn.zst unpacked from a zip was named by its temporary copy's path
+    (/tmp/flashtick-unzip-.../ESH6.mbo.dbn.zst), which the user never saw; it is the archive's member, named as
+    other members are: `ARCHIVE (MEMBER inside)`."""
+    import zipfile
+
+    from connectors.archives import UNZIP_PREFIX
+    from connectors.expansion import UNPACKED_VARIABLE
+
+    plain = many_trades(tmp_path / "trades.dbn", 2_000).read_bytes()
+    cut = 8 + int.from_bytes(plain[4:8], "little")
+    archive = tmp_path / "GLBX-20260305.zip"
+    with zipfile.ZipFile(archive, "w") as packed:  # stored: the member's own zstd is the bomb
+        # 2,000 real trades (110 KiB, past what planning reads of it) before the bomb: refused as the replay reads
+        packed.writestr("ESH6.mbo.dbn.zst", zstd_bomb(plain[:cut], 2_000, plain[cut:]))
+    monkeypatch.setenv(UNPACKED_VARIABLE, str(8 << 20))
+    said = replay_error(archive)
+    assert said.startswith(f"{archive} (ESH6.mbo.dbn.zst inside): "), said
+    assert "expands past" in said and "a decompression bomb" in said and UNPACKED_VARIABLE in said, said
+    assert UNZIP_PREFIX not in said, said
