@@ -33,10 +33,12 @@ DERIVATIVE_EXCHANGES = frozenset({
     "hyperliquid", "bitfinex-derivatives", "ascendex", "woo-x"})
 FUTURES_PRESETS = frozenset({"binance-futures-trades", "binance-futures-aggtrades", "binance-futures-bookticker"})
 # A name that already says it is a derivative: a perpetual's or swap's word, a delivery date (YYMMDD, Deribit's
-# 29MAR24, a month code and year: BTCUSDH24, BitMEX's XBTZ25), an option's right, Kraken Futures' prefix. No
-# look-arounds, so the one pattern serves Python's re and polars' (Rust) regex alike.
+# 29MAR24, a month code and year: BTCUSDH24, BitMEX's XBTZ25), an option's right, Kraken Futures' prefix, BitMEX's
+# up and down contracts (XBT7D_U110, XBT7D_D95: binary contracts that settle after 7 days, named by their term and
+# strike, not their date: kept, never a perpetual's name). No look-arounds, so the one pattern serves Python's re
+# and polars' (Rust) regex alike.
 MARKED = (r"(?i)(PERP|SWAP|FUTURE|[-_]\d{6}$|-\d{1,2}(JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC)\d\d|"
-          r"[-_][CP]$|^[A-Z0-9]{3,}[FGHJKMNQUVXZ]\d\d$|^(PF|PI|FI|FF|PV)_)")
+          r"[-_][CP]$|^[A-Z0-9]{3,}[FGHJKMNQUVXZ]\d\d$|^(PF|PI|FI|FF|PV)_|^[A-Z]{3,}\d{1,2}[DHW]_[UD]\d+$)")
 # A spot pair as a derivatives venue writes its spot markets, base and quote apart (BitMEX's XBT_USDT, Deribit's
 # BTC_USDC): spot, never renamed (Tardis.dev's files keep these names as the venue writes them)
 SPOT_PAIR = r"^[A-Z0-9]{2,}_[A-Z]{3,5}$"
@@ -123,24 +125,40 @@ def derivative_stream(path: Path, given: Any, cmap: ColumnMap,
         f"--columns stream_name={fixed} merges it with the spot stream on purpose)"]
 
 
-def derivative_rows(stream: pl.Expr, path: Path, cmap: ColumnMap,
-                    schema: Mapping[str, Any]) -> tuple[pl.Expr, list[str]]:
+def derivative_rows(stream: pl.Expr, path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
+                    rows: pl.LazyFrame) -> tuple[pl.Expr, list[str]]:
     """A stream column's names by the rule, for the rows of a derivatives market: every row of a file that says
-    which (`derivative_market`, with a note), else those whose Tardis.dev `exchange` is one."""
+    which (`derivative_market`, with a note naming the file's own first symbol from ``rows``), else those whose
+    Tardis.dev `exchange` is one."""
     plain = stream.is_not_null() & ~stream.str.contains(MARKED) & ~stream.str.contains(SPOT_PAIR)
     notes = []
     if (market := derivative_market(path, cmap, schema)) is not None:
+        notes.append(_derivatives_note(path, market, stream, plain, rows))
         rows = plain
-        notes.append(f"{path.name}: a {market} file, a derivatives market: a symbol the venue writes as its spot "
-                     f"pair's (BTCUSDT) is stream {'BTCUSDT' + PERP_SUFFIX}, apart from the spot stream (docs/"
-                     f"replay.md, Derivatives' streams); a name that says its contract (BTCUSD_PERP, a dated "
-                     f"future's XBTZ25) or a spot pair written apart (XBT_USDT) is kept")
     elif (column := exchange_column(cmap, schema)) is not None:
         venue = pl.col(column).cast(pl.String).str.strip_chars().str.to_lowercase()
         rows = plain & venue.is_in(sorted(DERIVATIVE_EXCHANGES))
     else:
         return stream, unsaid_bybit_book(path, schema)
     return pl.when(rows).then(stream + PERP_SUFFIX).otherwise(stream), notes
+
+
+def _derivatives_note(path: Path, market: str, stream: pl.Expr, plain: pl.Expr, rows: pl.LazyFrame) -> str:
+    """The note on a derivatives market's file, its example the file's own first symbol: one renamed when a row
+    has one (BitMEX's XBTUSD, not Binance's BTCUSDT), else one kept."""
+    first = rows.select(stream.alias("name"), plain.alias("plain")).drop_nulls("name").group_by(
+        "plain", maintain_order=True).first().collect()
+    named = dict(zip(first["plain"].to_list(), first["name"].to_list()))
+    lead = f"{path.name}: a {market} file, a derivatives market: "
+    kept = ("a name that says its contract (BTCUSD_PERP, a dated future's XBTZ25, BitMEX's up and down contracts' "
+            "XBT7D_U110) or a spot pair written apart (XBT_USDT) is kept")
+    where = "(docs/replay.md, Derivatives' streams)"
+    if (renamed := named.get(True)) is not None:
+        return (f"{lead}a symbol the venue writes as its spot pair's ({renamed}) is stream {renamed}{PERP_SUFFIX}, "
+                f"apart from the spot stream {where}; {kept}")
+    if (own := named.get(False)) is not None:
+        return f"{lead}its symbols name their contracts ({own}) and are kept as written {where}"
+    return f"{lead}a symbol the venue writes as its spot pair's is a stream of its own, NAME{PERP_SUFFIX} {where}"
 
 
 UNSAID_BOOK = "Bybit book messages do not say their market"

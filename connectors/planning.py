@@ -225,8 +225,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     exprs, keys, raw_stream, price_texts, book, book_notes = row_exprs(path, given, cmap, schema, dialect,
                                                                         overrides, ts)
     notes = _levels_said(cmap, notes, book) + book_notes
-    notes += _derivative_stream_rows(path, cmap, schema, exprs, keys)
     rows, junk = file_rows(path, cmap, dialect, overrides)
+    notes += _derivative_stream_rows(path, cmap, schema, exprs, keys, rows)
     wall = wall_clock_ns(path, cmap, ts_type, first)
     marks = pass_mark(time_column(cmap)) if text_times and is_interval(first) else None  # `(CET)`, `02:00B`
     hour = repeated_hour(rows, wall, cmap.tz, cmap.stream_columns, ROW, is_newest_first, marks)
@@ -276,13 +276,13 @@ def _levels_said(cmap: ColumnMap, notes: list[str], book: str | None) -> list[st
 
 
 def _derivative_stream_rows(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], exprs: list[pl.Expr],
-                            keys: list[str]) -> list[str]:
+                            keys: list[str], rows: pl.LazyFrame) -> list[str]:
     """A derivatives market's rows: their stream column's names by the same rule as a file's stream (the stream
     expression in `exprs` replaced), and the notes that say so."""
     if "stream" not in keys:
         return []
     at = keys.index("stream") + 1  # (exprs[0] is the time)
-    named, derivative_notes = derivative_rows(exprs[at], path, cmap, schema)
+    named, derivative_notes = derivative_rows(exprs[at], path, cmap, schema, rows)
     exprs[at] = named.alias("stream")
     return derivative_notes
 

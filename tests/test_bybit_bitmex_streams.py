@@ -132,3 +132,34 @@ def test_a_capture_of_channels_no_one_table_holds_is_refused_naming_the_field_an
         raise AssertionError("a capture of trade lists and ticker objects was read")
     assert "'data', a list on line 1, an object on line 2" in said
     assert "replay each channel from a file of its own" in said and "supertype" not in said
+
+
+def bitmex_trades(symbols: tuple[str, ...]) -> list[dict]:
+    """A BitMEX realtime capture's trade messages, one a symbol, a second apart."""
+    return [{"table": "trade", "action": "insert", "data": [{
+        "timestamp": f"2025-12-01T00:00:0{i}.000Z", "symbol": symbol, "side": "Buy", "size": 100,
+        "price": 0.55 if "_" in symbol else 91000.5, "tickDirection": "PlusTick",
+        "trdMatchID": f"00000000-006d-1000-0000-00000000000{i}"}]} for i, symbol in enumerate(symbols)]
+
+
+def test_bitmex_up_and_down_contracts_keep_their_names_never_a_perpetual_s(tmp_path: Path) -> None:
+    """review344 #5: BitMEX's weekly binary contracts (XBT7D_U110: up, XBT7D_D95: down) expire: they were named
+    XBT7D_U110_PERP, a perpetual's name; they keep the venue's symbol as a dated future does. The note's example is
+    the file's own first symbol renamed (XBTUSD), not Binance's BTCUSDT."""
+    symbols = ("XBT7D_U110", "XBT7D_D95", "ETH7D_U105", "XBTUSD")
+    ticks, notes = read(write(tmp_path / "bitmex_2025-12-01.jsonl", bitmex_trades(symbols)))
+    assert Counter(t.stream for t in ticks) == {"XBT7D_U110": 1, "XBT7D_D95": 1, "ETH7D_U105": 1, "XBTUSD_PERP": 1}
+    said = [n for n in notes if "a derivatives market" in n]
+    assert said and "(XBTUSD) is stream XBTUSD_PERP" in said[0] and "BTCUSDT" not in said[0], said
+    tardis = tmp_path / "bitmex_trades_2025-12-01.csv"
+    tardis.write_text("exchange,symbol,timestamp,local_timestamp,id,side,price,amount\n" + "".join(
+        f"bitmex,{s},{(T0_MS + i) * 1000},{(T0_MS + i) * 1000 + 5},a{i},buy,0.5,100\n" for i, s in enumerate(symbols)))
+    assert {t.stream for t in read(tardis)[0]} == {"XBT7D_U110", "XBT7D_D95", "ETH7D_U105", "XBTUSD_PERP"}
+
+
+def test_a_bitmex_file_of_contracts_alone_names_its_own_symbol_in_the_note(tmp_path: Path) -> None:
+    ticks, notes = read(write(tmp_path / "bitmex_2025-12-01.jsonl", bitmex_trades(("XBTZ25", "XBT7D_U110"))))
+    assert {t.stream for t in ticks} == {"XBTZ25", "XBT7D_U110"}
+    said = [n for n in notes if "a derivatives market" in n]
+    assert said and "its symbols name their contracts (XBTZ25) and are kept" in said[0], said
+    assert "BTCUSDT" not in said[0] and "_PERP" not in said[0], said
