@@ -91,6 +91,9 @@ def coinbase_sides(path: Path, names: Iterable[str], cmap: ColumnMap) -> ColumnM
     return replace(cmap, side_map=dict(MAKER_SIDE))
 
 
+BITMEX_CAPTURE = frozenset({"table", "action"})  # a BitMEX realtime message's keys (derivative_streams.py's too)
+
+
 def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, by_keys: bool = False) -> list[str]:
     """Notes on a detected layout that reads but is a vendor's whose fields mean otherwise. `by_keys`: the layout
     was known by an exchange's JSON keys (connectors/exchange_shapes.py), not by the file's name."""
@@ -137,12 +140,24 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, by_keys: bool = 
                      f"row has one ({'+'.join(cmap.stream_columns)}: BRK.B, BF.A; AAPL without), so two classes of "
                      f"one issuer are two streams")
     if cmap.kind is None and cmap.price is not None and cmap.bid is not None and "kind" not in columns \
-            and cmap.quote_sides is None \
+            and cmap.quote_sides is None and not by_keys \
             and databento_book(cmap, names) is None:  # a `kind` column (the wire layout): one kind per row
-        notes.append(f"{path.name}: it has trade ({cmap.price}) and quote ({cmap.bid}, {cmap.ask}) columns: a row "
+        # (by_keys: an exchange's capture, whose own note says which messages are trades and which quotes)
+        notes.append(_bitmex_kinds_note(path, cmap) if BITMEX_CAPTURE <= set(names) else
+                     f"{path.name}: it has trade ({cmap.price}) and quote ({cmap.bid}, {cmap.ask}) columns: a row "
                      f"with both replays as two ticks at its time, its quote then its trade; a map of one kind's "
                      f"columns (--columns ts=...,price=...,size=...) reads that kind only")
     return notes
+
+
+def _bitmex_kinds_note(path: Path, cmap: ColumnMap) -> str:
+    """A BitMEX realtime capture's trade and quote tables in one file, said in BitMEX's words: each message is one
+    table's, so a row is one kind; only a row holding both (a recorder's merged row) is two ticks."""
+    sizes = f", {cmap.bid_size}, {cmap.ask_size}" if cmap.bid_size and cmap.ask_size else ""
+    return (f"{path.name}: BitMEX trade and quote messages in one capture (its table field): a trade message's "
+            f"{cmap.price}, {cmap.size} and {cmap.side} (the taker's) replay as a trade, a quote message's "
+            f"{cmap.bid}, {cmap.ask}{sizes} as a quote, stamped with their {cmap.ts}; a row holding both replays as "
+            f"two ticks at its time, its quote then its trade")
 
 
 def _unit_notes(path: Path, cmap: ColumnMap) -> list[str]:

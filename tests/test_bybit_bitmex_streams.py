@@ -163,3 +163,24 @@ def test_a_bitmex_file_of_contracts_alone_names_its_own_symbol_in_the_note(tmp_p
     said = [n for n in notes if "a derivatives market" in n]
     assert said and "its symbols name their contracts (XBTZ25) and are kept" in said[0], said
     assert "BTCUSDT" not in said[0] and "_PERP" not in said[0], said
+
+
+def test_a_capture_of_trades_and_book_says_its_kinds_once_in_the_venue_s_words(tmp_path: Path) -> None:
+    """review344 #6: a Bybit or BitMEX capture of trades and quotes in one file got the generic note of a CSV whose
+    rows may hold both ("it has trade (p) and quote (b[0].price, a[0].price) columns: a row with both replays as two
+    ticks"); each message is one kind: the venue's own words say which columns read which, once a file."""
+    _, notes = read(write(tmp_path / "bybit_capture_2025-12-01.jsonl",
+                          [trade(0), book(1, "91000.00", "91000.10"), trade(2)]))
+    assert not any("a row with both" in n or "it has trade (" in n for n in notes), notes
+    assert sum("Bybit publicTrade and Bybit orderbook.1 messages in one capture: trades" in n for n in notes) == 1
+    quotes = [{"table": "quote", "action": "insert", "data": [{
+        "timestamp": f"2025-12-01T00:00:0{i}.500Z", "symbol": "XBTUSD", "bidSize": 1000, "bidPrice": 91000.0,
+        "askPrice": 91000.5, "askSize": 2000}]} for i in range(2)]
+    path = write(tmp_path / "bitmex_2025-12-01.jsonl", bitmex_trades(("XBTUSD", "XBTUSD")) + quotes)
+    ticks, notes = read(path)
+    assert Counter(t.kind for t in ticks) == {"trade": 2, "quote": 2}
+    said = [n for n in notes if "two ticks" in n]
+    assert len(said) == 1 and said[0].startswith(
+        "bitmex_2025-12-01.jsonl: BitMEX trade and quote messages in one capture (its table field): a trade "
+        "message's price, size and side (the taker's) replay as a trade, a quote message's bidPrice, askPrice, "
+        "bidSize, askSize as a quote, stamped with their timestamp"), notes
