@@ -9,7 +9,8 @@ read on the calendar day before their trade date, whatever the file's row order 
 or evening first). A file whose dated evening rows fall on a Saturday or a Sunday holds calendar dates under that
 name (no trade date is a weekend's at these exchanges): it is read as written, said in a note. An evening whose
 trade date skips a holiday mid-week (a Wednesday evening carrying Friday's date) is a day late still: only the
-exchange's calendar knows it. Read in Asia/Tokyo (JPX, no Sunday session), an evening is the business day before:
+exchange's calendar knows it. Read in Asia/Tokyo, Asia/Seoul or Asia/Singapore (JPX, KRX, SGX: no Sunday session,
+a night session booked to the next business day), an evening is the business day before:
 a Friday night session carrying Monday's date is read on the Friday, its rows after midnight (before the night's
 morning close) on the Saturday; elsewhere a Monday's evening is the Sunday's, as CME's week opens
 (docs/replay.md#trade-dates). The open is found per stream, from its own times (products of one file may pause at
@@ -41,8 +42,18 @@ EVENING_FROM_MINUTE = 12 * 60  # the break before the evening open starts after 
 MONDAY, SATURDAY, SUNDAY = 0, 5, 6  # weekdays, Monday 0; epoch day 0 (1970-01-01) was a Thursday (3)
 # zones of exchanges without a Sunday session, whose night session belongs to the NEXT business day: Monday's trade
 # date's night session opens on the Friday before (JPX/OSE's 17:00 JST, its rows after midnight on the Saturday).
+# KRX's own night market (from June 2025, 18:00-06:00 KST) is the next trading day's, settled with it, and SGX's
+# "T+1 session" (from 16:30-18:15 SGT to 05:15 or later) is booked to the next business day by name: both write
+# the next business day as a night row's trade date, a Friday night's the Monday. (Eurex's KOSPI 200 daily futures,
+# before KRX's own night market, carry Eurex's own date: no such file is known here by its zone.)
 # CME's week opens on Sunday evening, which is Monday's trade date's evening: the day before, elsewhere
-NIGHT_SESSION_ZONES = frozenset({"Asia/Tokyo", "Japan"})
+NIGHT_SESSIONS = {"Asia/Tokyo": "JPX's night session", "Japan": "JPX's night session",
+                  "Asia/Seoul": "KRX's night session", "ROK": "KRX's night session",
+                  "Asia/Singapore": "SGX's T+1 session", "Singapore": "SGX's T+1 session"}
+NIGHT_SESSION_ZONES = frozenset(NIGHT_SESSIONS)
+# SGX pauses 20-25 min between its T and T+1 sessions (Nikkei 225 14:30-14:55, FTSE China A50 16:35-17:00 SGT,
+# USD/CNH 19:55-20:15): shorter than BREAK_MINUTES, so its zone takes a shorter least pause
+LEAST_BREAK_MINUTES = {"Asia/Singapore": 15, "Singapore": 15}
 
 
 class SessionOpen(NamedTuple):
@@ -59,17 +70,17 @@ def names_a_trade_date(column: str) -> bool:
     return re.sub(r"[^a-z]", "", column.lower()) in TRADE_DATE_NAMES
 
 
-def session_open(minutes: list[int]) -> SessionOpen | None:
+def session_open(minutes: list[int], least_break: int = BREAK_MINUTES) -> SessionOpen | None:
     """The evening open of sessions that run through midnight, from the distinct minutes of the day a file's rows
     are at (sorted): the end of the longest pause of at least BREAK_MINUTES in the afternoon or evening (a sparse
     day session's gaps before noon are not it), when the times run through midnight (no such pause across it); with
     no such pause, the longest that ends in the afternoon or evening: a file of night sessions alone (JPX's 17:00 to
     06:00, a CME evening's export) pauses from its morning close to its evening open. None: the file's sessions do
-    not cross midnight."""
-    if len(minutes) < 2 or minutes[0] + 24 * 60 - minutes[-1] >= BREAK_MINUTES:
+    not cross midnight. ``least_break``: the least pause taken for the daily break (LEAST_BREAK_MINUTES)."""
+    if len(minutes) < 2 or minutes[0] + 24 * 60 - minutes[-1] >= least_break:
         return None
     gaps = [(after - before, before, after) for before, after in zip(minutes, minutes[1:])
-            if after - before >= BREAK_MINUTES]
+            if after - before >= least_break]
     # a night session's file holds no day session: its one pause runs from the morning close to the evening open
     pauses = [gap for gap in gaps if gap[1] >= EVENING_FROM_MINUTE] or \
         [gap for gap in gaps if gap[2] >= EVENING_FROM_MINUTE]
@@ -155,7 +166,8 @@ def product_of(stream: str) -> str | None:
     return None if match is None else match.group(1) + (match.group(2) or "")
 
 
-def stream_opens(rows: pl.LazyFrame, stream: pl.Expr, minute: pl.Expr) -> StreamOpens:
+def stream_opens(rows: pl.LazyFrame, stream: pl.Expr, minute: pl.Expr,
+                 least_break: int = BREAK_MINUTES) -> StreamOpens:
     """Each stream's evening open, from its own times of day: products of one file may pause at different hours
     (CME's equity index futures at 16:00 CT, its grains at 13:20; two venues), and one stream's rows in another's
     pause would hide it, were the open found over the whole file. A stream too thin to show its own (a back month's
@@ -164,8 +176,9 @@ def stream_opens(rows: pl.LazyFrame, stream: pl.Expr, minute: pl.Expr) -> Stream
     show no file-wide open) takes the earliest open of the file's streams."""
     found = (rows.select(stream.alias("_stream"), minute.alias("_minute")).drop_nulls().unique()
              .group_by("_stream").agg(pl.col("_minute").sort()).collect())
-    whole = session_open(sorted({m for minutes in found["_minute"] for m in minutes}))
-    own = {name: opened for name, minutes in found.iter_rows() if (opened := session_open(minutes)) is not None}
+    whole = session_open(sorted({m for minutes in found["_minute"] for m in minutes}), least_break)
+    own = {name: opened for name, minutes in found.iter_rows()
+           if (opened := session_open(minutes, least_break)) is not None}
     by_product: dict[str, tuple[SessionOpen, str]] = {}  # the earliest open of each product, and whose it is
     for name, opened in sorted(own.items(), key=lambda item: item[1]):
         by_product.setdefault(product_of(str(name)) or str(name), (opened, str(name)))
@@ -212,14 +225,15 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
     date, time = cmap.ts_columns
     # a bare `Date` (TAQ's, every bar export's) is told by the file's first rows before the whole file is read
     sample = rows.head(SAMPLE_ROWS) if bare else rows
-    opens = stream_opens(sample, stream, minute)
+    least_break = LEAST_BREAK_MINUTES.get(cmap.tz or "", BREAK_MINUTES)
+    opens = stream_opens(sample, stream, minute, least_break)
     if not opens.opens:
         return ts, [], None
     evening = opens.evening(stream, minute) | past
     if bare:
         if not wraps_at_the_open(sample, clock, evening, [stream, pl.col(date)]):
             return ts, [], None  # a calendar date (times ascending within each date), or nothing tells
-        opens = stream_opens(rows, stream, minute)  # a trade date: every stream's open, from all its rows
+        opens = stream_opens(rows, stream, minute, least_break)  # a trade date: every stream's open, from all rows
         evening = opens.evening(stream, minute) | past
     at = opens.said(time)
     weekday = (clock // DAY_NS - past.cast(pl.Int64) + 3) % 7  # the date written's: a row past 24:00 is on it
@@ -255,11 +269,12 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
     past_said = f" ({past_rows} of them written past 24:00, counted from that day's midnight)" if past_rows else ""
     if night:
         read_on = (f"read on the business day before their trade date: a Monday's night session on the Friday "
-                   f"before, its rows after midnight on the Saturday ({cmap.tz}: JPX's night session belongs to "
-                   f"the next business day; holidays are not known: a session before one is read late)")
+                   f"before, its rows after midnight on the Saturday ({cmap.tz}: {NIGHT_SESSIONS[cmap.tz]} belongs "
+                   f"to the next business day; holidays are not known: a session before one is read late)")
     else:
         monday = (f"; {mondays} of them carry a Monday's date and are read on the Sunday, as CME's week opens; an "
-                  f"exchange whose Monday night session is the Friday's (JPX) is read so in --tz Asia/Tokyo"
+                  f"exchange whose Monday night session is the Friday's is read so in its zone: --tz Asia/Tokyo "
+                  f"(JPX), Asia/Seoul (KRX), Asia/Singapore (SGX)"
                   if mondays else "")
         read_on = f"read on the calendar day before their trade date{monday}"
     return shifted, [f"{path.name}: column {date!r} {why}: its {count} row(s) at or after {at} are its evening "

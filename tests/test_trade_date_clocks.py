@@ -147,3 +147,43 @@ def test_a_calendar_date_with_a_time_past_24_is_on_the_next_day(tmp_path: Path) 
     replay = FileReplay(path, columns=map_from_options(columns="ts=Date+Time,price=Price,size=Volume,tz=Asia/Tokyo"))
     assert [t.ts for t in drain(replay)] == [int(datetime(2024, 6, 3, 23, 45, tzinfo=TOKYO).timestamp()) * 10**9,
                                             int(datetime(2024, 6, 4, 1, 30, tzinfo=TOKYO).timestamp()) * 10**9]
+
+
+# (zone, symbol, the night's open and close, the day session; rows every 5 min: SGX's T to T+1 pause is 25 min)
+NIGHT_VENUES = {
+    "krx": ("Asia/Seoul", "KOSPI200F", (18, 0), (6, 0), ((8, 45), (15, 45)), "KRX's night session"),
+    "sgx": ("Asia/Singapore", "SGXNK", (14, 55), (5, 15), ((7, 30), (14, 30)), "SGX's T+1 session")}
+
+
+@pytest.mark.parametrize("venue", sorted(NIGHT_VENUES))
+def test_krx_and_sgx_night_sessions_are_the_business_day_befores_evening(tmp_path: Path, venue: str) -> None:
+    """review344 #7: KRX's night market (18:00-06:00 KST, from June 2025) is the next trading day's, and SGX's
+    "T+1 session" is booked to the next business day: both stamp a night row with the next business day's trade
+    date, a Friday night's with the Monday's, as JPX does. Read in their zones, a Friday night is the Friday's
+    (not the Sunday's, as CME's week has it)."""
+    zone_name, symbol, opens, closes, day, said = NIGHT_VENUES[venue]
+    zone = ZoneInfo(zone_name)
+    sessions_by_date = [(date(2026, 11, 26), date(2026, 11, 25)), (date(2026, 11, 27), date(2026, 11, 26)),
+                        (date(2026, 11, 30), date(2026, 11, 27)), (date(2026, 12, 1), date(2026, 11, 30))]
+    rows = []
+    for trade_date, night_of in sessions_by_date:
+        at = datetime.combine(night_of, datetime.min.time(), zone).replace(hour=opens[0], minute=opens[1])
+        end = datetime.combine(night_of + timedelta(days=1), datetime.min.time(), zone).replace(
+            hour=closes[0], minute=closes[1])
+        while at <= end:
+            rows.append((trade_date, at))
+            at += timedelta(minutes=5)
+        at = datetime.combine(trade_date, datetime.min.time(), zone).replace(hour=day[0][0], minute=day[0][1])
+        while (at.hour, at.minute) <= day[1]:
+            rows.append((trade_date, at))
+            at += timedelta(minutes=5)
+    path = tmp_path / f"{venue}.csv"
+    path.write_text("Trade Date,Time,Symbol,Price,Volume\n" + "".join(
+        f"{trade_date:%Y-%m-%d},{at:%H:%M:%S},{symbol},{100 + i % 50},1\n" for i, (trade_date, at) in enumerate(rows)))
+    replay = FileReplay(path, columns=map_from_options(
+        columns=f"ts=Trade Date+Time,price=Price,size=Volume,stream=Symbol,tz={zone_name}"))
+    ticks = drain(replay)
+    assert sorted(t.ts for t in ticks) == sorted(int(at.timestamp()) * 10**9 for _, at in rows)
+    assert not {datetime.fromtimestamp(t.ts / 1e9, zone).weekday() for t in ticks} & {6}  # no Sunday
+    note = [n for n in replay.notes if "read on the business day before their trade date" in n]
+    assert note and f"({zone_name}: {said} belongs to the next business day" in note[0], replay.notes
