@@ -81,8 +81,9 @@ def _files_of(path: Path) -> tuple[list[Path], str] | None:
     if not matches:
         where = "" if path.expanduser().is_absolute() else f" (in {shown_path(Path.cwd())})"
         # quoted as a shell takes it back: pasted unquoted, the shell would expand the pattern itself
-        raise FileNotFoundError(f"no file matches {shown_path(path)}{where}: a pattern that names no file is expanded here as a "
-                                f"shell would (* any name, ? one character, [abc] one of these, ** folders inside)")
+        raise FileNotFoundError(f"no file matches {shown_path(path)}{where}: a pattern that names no file is expanded "
+                                f"here as a shell would (* any name, ? one character, [abc] one of these, ** folders "
+                                f"inside)")
     fixed = Path(*_leading(path.expanduser().parts))  # the folder the pattern starts in
     # (`lake/**/*.parquet` matches a Delta log's checkpoints too)
     files = [file for match in matches for file in (folder_files(match)[0] if match.is_dir() else [match])
