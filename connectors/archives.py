@@ -27,6 +27,7 @@ import polars as pl
 from connectors.day_folders import folder_chain
 from connectors.expansion import MEMBERS_VARIABLE, Bounded, bounded_gzip, expansion_limits
 from connectors.text_encodings import likely_encodings
+from engine.quoting import quoted
 
 ZIP_SUFFIX = ".zip"
 COMPRESSED_SUFFIXES = (".gz", ".zst", ZIP_SUFFIX)
@@ -294,7 +295,7 @@ class Unpacked(TemporaryFolder):
             names = [Path(m.filename).name for m in members]
             twice = sorted({n for n in names if names.count(n) > 1})
             if twice:
-                raise ValueError(f"{archive_path}: the zip archive holds {twice[0]!r} in more than one folder; "
+                raise ValueError(f"{archive_path}: the zip archive holds {quoted(twice[0])} in more than one folder; "
                                  f"unpack it and give the files")
             self._dir = tempfile.mkdtemp(prefix=UNZIP_PREFIX)
             folder = Path(self._dir).joinpath(*folder_chain(archive_path))

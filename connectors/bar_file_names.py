@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from connectors.bar_lengths import UNIT_NS
+from engine.quoting import quoted
 
 TRADINGVIEW = re.compile(r"^(?P<exchange>[A-Z0-9]+(?:_[A-Z0-9]+)*)_(?P<symbol>[A-Za-z0-9.!&-]+), ?"
                          r"(?P<period>\d*[SDWMH]?|\d+)(?:[ _-].*)?$")
@@ -35,17 +36,17 @@ def bar_export_symbol(stem: str) -> tuple[str, str] | None:
     if found := TRADINGVIEW.match(stem):
         symbol, exchange = found["symbol"], found["exchange"]
         if symbol.isdigit():  # a stock code names an instrument only with its exchange (0700_HK, as elsewhere)
-            return f"{exchange}_{symbol}", f"file name {stem!r}: TradingView's export, its period left out"
-        return symbol, (f"file name {stem!r}: TradingView's export, EXCHANGE_SYMBOL, PERIOD: the exchange "
+            return f"{exchange}_{symbol}", f"file name {quoted(stem)}: TradingView's export, its period left out"
+        return symbol, (f"file name {quoted(stem)}: TradingView's export, EXCHANGE_SYMBOL, PERIOD: the exchange "
                         f"{exchange} and the period left out")
     if found := STOOQ.match(stem):
         symbol = found["symbol"].upper() + (f".{found['market'].upper()}" if found["market"] else "")
-        return symbol, f"file name {stem!r}: stooq's download, symbol_market_period: its period left out"
+        return symbol, f"file name {quoted(stem)}: stooq's download, symbol_market_period: its period left out"
     if (found := MT4.match(stem)) is not None:
-        return found["symbol"], (f"file name {stem!r}: MetaTrader 4's History Center export, symbol and period "
+        return found["symbol"], (f"file name {quoted(stem)}: MetaTrader 4's History Center export, symbol and period "
                                  f"in minutes ({found['period']}): the period left out")
     if (found := PERIOD_TOKEN.match(stem)) is not None and CAPITALS.match(found["symbol"]):
-        return found["symbol"], f"file name {stem!r}: the bar period {found['period']!r} left out"
+        return found["symbol"], f"file name {quoted(stem)}: the bar period {quoted(found['period'])} left out"
     return None
 
 TOKEN_PERIOD = re.compile(r"^(?:(?P<n>[1-9]\d*)(?P<unit>s|sec|m|min|mins|minute|h|hour|d|day|w)|(?P<mt>[MHDW])(?P<mt_n>"

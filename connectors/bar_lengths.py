@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from engine.quoting import quoted
+
 UNIT_NS = {"s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9, "w": 7 * 86400 * 10**9}
 BAR_STAMPS = ("start", "close")
 LENGTH = re.compile(r"^([1-9]\d*)(s|m|min|h|d|w)$")
@@ -15,11 +17,11 @@ def checked_bar_stamp(stamp: Any, length: Any) -> tuple[str | None, str | None]:
     """A map's `bar_stamp` and `bar_length` as given, checked: a ValueError a user can act on otherwise."""
     if stamp not in (None, *BAR_STAMPS):
         raise ValueError(f"bar_stamp must be one of {BAR_STAMPS} (close: a start-stamped bar replayed at its "
-                         f"start plus its length, as a live bar builder sends it), got {stamp!r}")
+                         f"start plus its length, as a live bar builder sends it), got {quoted(stamp)}")
     if length is not None:
         if not isinstance(length, str) or LENGTH.match(length.strip()) is None:
             raise ValueError(f"bar_length is a bar's length as a number and a unit, s, m, h, d or w (1m, 5m, 1h, "
-                             f"1d), got {length!r}")
+                             f"1d), got {quoted(length)}")
         if stamp != "close":
             raise ValueError(f"bar_length {length} is the length added to a bar's start: give bar_stamp=close too")
     return stamp, length.strip() if isinstance(length, str) else None

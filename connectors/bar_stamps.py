@@ -22,6 +22,7 @@ from connectors.file_plan import FilePlan
 from connectors.file_suffixes import file_stem
 from connectors.field_names import normal_name
 from connectors.layout_notes import BAR_END_COLUMNS
+from engine.quoting import quoted
 
 
 def spacing_ns(plan: FilePlan) -> int | None:
@@ -45,11 +46,11 @@ def stamped_at_close(plan: FilePlan) -> FilePlan:
     name = plan.path.name
     if normal_name(cmap.ts) in BAR_END_COLUMNS:
         return replace(plan, notes=(*plan.notes, f"{name}: bar_stamp close: its bars are stamped with their end "
-                                                 f"({cmap.ts!r}) already, left as they are"))
+                                                 f"({quoted(cmap.ts)}) already, left as they are"))
     if cmap.bar_length is not None:
         length, source = length_ns(cmap.bar_length), f"bar_length {cmap.bar_length}"
     elif (period := period_in_name(file_stem(plan.path))) is not None:
-        length, source = period[0], f"the period {period[1]!r} its file name writes"
+        length, source = period[0], f"the period {quoted(period[1])} its file name writes"
     elif (spacing := spacing_ns(plan)) is not None:
         length, source = spacing, "the file's spacing, the median step between its bars"
     else:
@@ -57,7 +58,8 @@ def stamped_at_close(plan: FilePlan) -> FilePlan:
                          f"e.g. --bar-stamp close --bar-length 1m (the map's bar_stamp=close,bar_length=1m)")
     shift = length // plan.ts_factor if length % plan.ts_factor == 0 else length / plan.ts_factor
     span = None if plan.span is None else (plan.span[0] + length, plan.span[1] + length)
-    note = (f"{name}: bars stamped at their close (bar_stamp close): each bar's start ({cmap.ts!r}) plus its length, "
-            f"{shown_length(length)}, from {source}{'' if cmap.bar_length else ' (bar_length=... says otherwise)'}; a "
-            f"time range (--from/--to) cuts at these stamps")
+    note = (f"{name}: bars stamped at their close (bar_stamp close): each bar's start ({quoted(cmap.ts)}) plus its "
+            f"length, {shown_length(length)}, from "
+            f"{source}{'' if cmap.bar_length else ' (bar_length=... says otherwise)'}; a time range (--from/--to) "
+            "cuts at these stamps")
     return replace(plan, frame=plan.frame.with_columns(pl.col("_ts") + shift), span=span, notes=(*plan.notes, note))

@@ -15,6 +15,7 @@ import polars as pl
 from connectors.column_map import ColumnMap
 from connectors.column_names import TIME_HEADERS
 from connectors.field_names import normal_name
+from engine.quoting import quoted
 
 KEYS = "Equity|Index|Curncy|Comdty|Govt|Corp|Mtge|Muni|Pfd|M-Mkt"
 # the security (capitals, digits and the marks tickers hold), then its key
@@ -68,5 +69,5 @@ def bdh_stream(path: Path, cmap: ColumnMap, banner: tuple[str, ...]) -> tuple[Co
     stream = without_yellow_key(security)
     less = ", less its yellow key" if stream != security else ""
     return replace(cmap, stream=stream), [
-        f"{path.name}: stream {stream}, the security its BDH title block names ({security!r}{less}), as a file so "
-        f"named would be (--columns stream_name=NAME to name it otherwise)"]
+        f"{path.name}: stream {stream}, the security its BDH title block names ({quoted(security)}{less}), as a file "
+        "so named would be (--columns stream_name=NAME to name it otherwise)"]

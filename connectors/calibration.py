@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.quoting import quoted
 from engine.text_files import ENCODING, read_text
 
 CALIBRATION_FILE = "calibration.json"
@@ -54,15 +55,15 @@ class AnswerCalibration:
     def __post_init__(self) -> None:
         t = self.temperature
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
-            raise ValueError(f"temperature must be a finite number > 0, got {t!r}")
+            raise ValueError(f"temperature must be a finite number > 0, got {quoted(t)}")
         if not all(isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b) for b in self.bias):
-            raise ValueError(f"bias must be finite numbers, got {list(self.bias)!r}")
+            raise ValueError(f"bias must be finite numbers, got {quoted(list(self.bias))}")
         if isinstance(self.points, bool) or not isinstance(self.points, int) or self.points < 0:
-            raise ValueError(f"points must be an integer >= 0, got {self.points!r}")
+            raise ValueError(f"points must be an integer >= 0, got {quoted(self.points)}")
         for name in _FIT_RECORD:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
-                raise ValueError(f"{name} must be a finite number or absent, got {v!r}")
+                raise ValueError(f"{name} must be a finite number or absent, got {quoted(v)}")
 
     @property
     def identity(self) -> bool:
@@ -78,10 +79,11 @@ class AnswerCalibration:
             raise ValueError(f"must be a mapping, got {type(d).__name__}")
         unknown = set(d) - set(cls.__dataclass_fields__)
         if unknown:
-            raise ValueError(f"unknown keys {sorted(unknown)} (known: {sorted(cls.__dataclass_fields__)})")
+            raise ValueError(f"unknown keys {', '.join(map(quoted, sorted(unknown)))} "
+                             f"(known: {', '.join(sorted(cls.__dataclass_fields__))})")
         bias = d.get("bias", [])
         if not isinstance(bias, list):
-            raise ValueError(f"bias must be a list of numbers, got {bias!r}")
+            raise ValueError(f"bias must be a list of numbers, got {quoted(bias)}")
         return cls(**{k: v for k, v in d.items() if k != "bias"}, bias=tuple(bias))
 
 
@@ -107,7 +109,7 @@ class Calibration:
         for name, cal in self.questions.items():
             if name not in answers:
                 raise ValueError(f"{CALIBRATION_FILE}: questions.{name}: not a question of this codec "
-                                 f"(questions: {sorted(answers)})")
+                                 f"(questions: {', '.join(sorted(answers))})")
             if cal.bias and len(cal.bias) != answers[name]:
                 raise ValueError(f"{CALIBRATION_FILE}: questions.{name}.bias: {answers[name]} answers need "
                                  f"{answers[name]} biases, got {len(cal.bias)}")
@@ -121,10 +123,11 @@ class Calibration:
         d = json.loads(text)
         if not isinstance(d, dict) or d.get("format") != CALIBRATION_FORMAT:
             got = d.get("format") if isinstance(d, dict) else type(d).__name__
-            raise ValueError(f"{CALIBRATION_FILE}: format must be {CALIBRATION_FORMAT!r}, got {got!r}")
+            raise ValueError(f"{CALIBRATION_FILE}: format must be {quoted(CALIBRATION_FORMAT)}, got {quoted(got)}")
         unknown = set(d) - set(_TOP_KEYS)
         if unknown:
-            raise ValueError(f"{CALIBRATION_FILE}: unknown keys {sorted(unknown)} (known: {list(_TOP_KEYS)})")
+            raise ValueError(f"{CALIBRATION_FILE}: unknown keys {', '.join(map(quoted, sorted(unknown)))} "
+                             f"(known: {', '.join(_TOP_KEYS)})")
         questions = d.get("questions", {})
         if not isinstance(questions, dict):
             raise ValueError(f"{CALIBRATION_FILE}: questions must be a mapping of question name -> calibration")

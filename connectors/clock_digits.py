@@ -24,6 +24,7 @@ from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, is_csv, scan_file
 from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, CLOCK_FRACTION_DIGITS, COUNT_UNITS, DAY_CLOCK_UNITS
 from connectors.shell_words import shell_word
+from engine.quoting import quoted
 
 # a count that puts every time in the first minutes after midnight: what clock digits read as the count of the
 # finest unit that holds them come to (235959999 us: 236 s), no trading day's
@@ -105,17 +106,17 @@ def clock_digits(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: 
     count = _clock_text(int(sample.first) * DAY_CLOCK_UNITS[cmap.ts_unit])
     if _counts_unlikely(sample):
         return replace(cmap, ts_unit=sample.unit), [
-            f"{path.name}: column {time!r} holds a wall clock's digits, "
+            f"{path.name}: column {quoted(time)} holds a wall clock's digits, "
             f"HHMMSS{'f' * CLOCK_FRACTION_DIGITS[sample.unit]} "
             f"({sample.first} is {clock}), not a count after midnight (no minute or second of its values passes 59): "
-            f"read as ts_unit {sample.unit} of each row's day in {date!r} (--ts-unit {cmap.ts_unit} reads "
+            f"read as ts_unit {sample.unit} of each row's day in {quoted(date)} (--ts-unit {cmap.ts_unit} reads "
             f"{sample.first} as {count}, a count)"]
     joined = shell_word(f"ts={date}+{time}")
     if sample.largest * DAY_CLOCK_UNITS[cmap.ts_unit] >= SQUEEZED_NS:  # a count of hours, as detected before
-        return cmap, [f"{path.name}: column {time!r} read as a count after midnight ({sample.first} is {count}); its "
-                      f"values are also a wall clock's digits ({sample.first} is {clock}: --columns {joined} "
-                      f"--ts-unit {sample.unit} reads them so)"]
-    raise ValueError(f"{path}: column {time!r} reads two ways and its first rows do not tell which: as a wall "
+        return cmap, [f"{path.name}: column {quoted(time)} read as a count after midnight ({sample.first} is "
+                      f"{count}); its values are also a wall clock's digits ({sample.first} is {clock}: --columns "
+                      f"{joined} --ts-unit {sample.unit} reads them so)"]
+    raise ValueError(f"{path}: column {quoted(time)} reads two ways and its first rows do not tell which: as a wall "
                      f"clock's digits ({sample.first} is {clock}: --columns {joined} --ts-unit {sample.unit}) or "
                      f"as a count after midnight ({sample.first} is {count}: --columns {joined} --ts-unit "
                      f"{cmap.ts_unit}); give the one that is right (docs/replay.md)")

@@ -56,6 +56,7 @@ from connectors.binned_vocab import ZERO_BPS, TokenBin, tick_tokens
 from connectors.calibration import Calibration
 from connectors.questions import Question
 from connectors.ticks import QUOTE, Tick
+from engine.quoting import quoted
 
 TOKENS_PER_TICK = 4
 MAX_MOVE_BPS = 1e12  # a move is clipped here (a 10^8-fold price change), far past any real one
@@ -270,7 +271,7 @@ class BinnedCodec(Codec):
         d = json.loads(text)
         if not isinstance(d, dict) or d.get("format") != SPEC_FORMAT:
             found = d.get("format") if isinstance(d, dict) else None
-            raise ValueError(f"not a BinnedCodec spec: format {found!r}, expected {SPEC_FORMAT!r}")
+            raise ValueError(f"not a BinnedCodec spec: format {quoted(found)}, expected {quoted(SPEC_FORMAT)}")
         if unknown := sorted(set(d) - set(CODEC_JSON_KEYS)):  # a key read by nothing is refused, not ignored
             under = [key for key in unknown if key in BinnedSpec.__dataclass_fields__]
             hint = f" ({', '.join(under)} belongs under spec: spec.{under[0]})" if under else ""

@@ -18,6 +18,7 @@ from connectors.map_checks import ColumnMapChecks
 from connectors.map_vocabulary import VALUE_FIELDS, joined_columns
 from connectors.price_offsets import PriceOffset
 from connectors.presets import PRESET_MAPS, PRESET_VARIANT_MAPS, preset_keys
+from engine.quoting import quoted
 from engine.stream_patterns import did_you_mean
 
 
@@ -152,7 +153,7 @@ class ColumnMap(ColumnMapChecks):
             base.pop("stream_col", None)
         if "ts" not in base | spec:
             raise ValueError(f"a column map needs ts (the time column) unless it refines a detected layout; got "
-                             f"{sorted(spec)}")
+                             f"{', '.join(map(quoted, sorted(spec)))}")
         return cls(**(base | spec))
 
     def to_dict(self) -> dict[str, Any]:
@@ -219,7 +220,7 @@ def preset_variant(cmap: ColumnMap, columns: Sequence[str]) -> ColumnMap:
 
 def preset(name: str) -> ColumnMap:
     if name not in PRESETS:
-        raise ValueError(f"unknown replay preset {name!r}; known presets: {sorted(PRESETS)}")
+        raise ValueError(f"unknown replay preset {quoted(name)}; known presets: {', '.join(sorted(PRESETS))}")
     return PRESETS[name]
 
 

@@ -25,6 +25,7 @@ from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, distinct_text
 from connectors.side_maps import ASK_BID, FIX_AGGRESSOR, MAKER_ROLE, MAKER_SIDE, YES_NO
+from engine.quoting import quoted
 
 
 NO_AGGRESSOR = frozenset({"auction", "block"})  # Gemini's trade types that no taker's order made
@@ -50,22 +51,22 @@ def kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
         # Gemini's `type`: the taker's side; its auction and block trades (a cross, a negotiated print) have none.
         # Read so with a keep filter on that column too (review218 #2: one auction row turned every side off)
         crosses = sorted(v for v in values if v.lower() in NO_AGGRESSOR)
-        note = [f"{path.name}: column {column!r} read as the taker's side; its {', '.join(crosses)} trades have no "
-                f"aggressor: read with no side"] if crosses else []
+        note = [f"{path.name}: column {quoted(column)} read as the taker's side; its {', '.join(crosses)} trades have "
+                "no aggressor: read with no side"] if crosses else []
         return replace(cmap, side=column, side_map=dict.fromkeys(crosses) or None), note
     if (sides := quote_side_rows(values)) and cmap.side is None and cmap.bid is None and cmap.keep is None:
         # Bloomberg's tick dump (`type` TRADE, BID, ASK beside one `value`): each row one field, read so (review291)
         return replace(cmap, quote_sides=column), [
-            f"{path.name}: column {column!r} marks each row's one field ({', '.join(values)}): its {sides} rows "
+            f"{path.name}: column {quoted(column)} marks each row's one field ({', '.join(values)}): its {sides} rows "
             f"are quote sides, read as quotes each taking its other side from the stream's previous quote (as "
             f"--columns ...,quote_sides={column} reads them, Bloomberg's tick layout); TRADE rows are trades"]
     if cmap.side is None and cmap.bid is None and marks == set(ASK_BID):
         # Bithumb's transaction history (`type`: bid 매수, ask 매도): the taker's order side, as Upbit's `ask_bid`;
         # a type of bid and ask alone marks no kind of row (a quote's bid and ask are columns, never rows)
         return replace(cmap, side=column, side_map=dict(ASK_BID)), [
-            f"{path.name}: column {column!r} holds bid and ask alone: read as the taker's side, Bithumb's transaction "
-            f"history's (bid: a buy order took the ask, buy; ask: a sell order hit the bid, sell); a map given in "
-            f"full reads it otherwise"]
+            f"{path.name}: column {quoted(column)} holds bid and ask alone: read as the taker's side, Bithumb's "
+            "transaction history's (bid: a buy order took the ask, buy; ask: a sell order hit the bid, sell); a map "
+            "given in full reads it otherwise"]
     if cmap.keep is not None:
         return cmap, []
     trades = [v for v in values if v.lower() in TRADE_MARKS]
@@ -74,17 +75,17 @@ def kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
         left = [v for v in values if v not in trades and v not in others]
         if not (trades and others and left):
             return cmap, []
-        note = (f"{path.name}: column {column!r} marks each row's kind: its {', '.join(trades + others)} rows are "
-                f"read, its {', '.join(left)} rows left out and counted as filtered_out (a correction or a status "
+        note = (f"{path.name}: column {quoted(column)} marks each row's kind: its {', '.join(trades + others)} rows "
+                f"are read, its {', '.join(left)} rows left out and counted as filtered_out (a correction or a status "
                 f"message is no new trade or quote; a map given in full reads every row)")
         return replace(cmap, keep={column: trades + others}), [note]
     if trades and others and len(trades) + len(others) == len(values):
-        note = (f"{path.name}: column {column!r} marks each row's kind ({', '.join(values)}): its trade rows "
+        note = (f"{path.name}: column {quoted(column)} marks each row's kind ({', '.join(values)}): its trade rows "
                 f"({', '.join(trades)}) are read, the others left out and counted as filtered_out (a map given in "
                 f"full reads them otherwise)")
         return replace(cmap, keep={column: trades}), [note]
-    return cmap, [f"{path.name}: column {column!r} holds {', '.join(values[:10])}: if it marks kinds of rows (trades "
-                  f"and quotes), read only the trades with a keep filter (--columns FILE.yaml with keep: "
+    return cmap, [f"{path.name}: column {quoted(column)} holds {', '.join(values[:10])}: if it marks kinds of rows "
+                  "(trades and quotes), read only the trades with a keep filter (--columns FILE.yaml with keep: "
                   f"{{{column}: [...]}}, docs/replay.md); every row is read as a trade now"]
 
 
@@ -107,9 +108,9 @@ def quote_sides_unread(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
         return
     values = distinct_text(path, names, dialect, column, 51)
     if 2 <= len(values) <= 50 and (sides := quote_side_rows(values)):
-        raise ValueError(f"{path}: column {column!r} marks each row's one field ({', '.join(values)}): its {sides} "
-                         f"rows are one side of a quote each, which the map given would read as trades at the bid "
-                         f"and the ask: add quote_sides={column} to read them as quotes (--columns ...,quote_sides="
+        raise ValueError(f"{path}: column {quoted(column)} marks each row's one field ({', '.join(values)}): its "
+                         f"{sides} rows are one side of a quote each, which the map given would read as trades at the "
+                         f"bid and the ask: add quote_sides={column} to read them as quotes (--columns ...,quote_sides="
                          f"{column}), or keep: {{{column}: [TRADE]}} to read the trades alone (docs/replay.md)")
 
 
@@ -126,7 +127,7 @@ def unread_quote_marks(path: Path, cmap: ColumnMap, names: Sequence[str] | None,
     if not unread:
         return
     marks = lambda rows: ", ".join(sorted(m.upper() for m in rows))  # noqa: E731
-    raise ValueError(f"{path}: quote_sides={column} reads each row's mark, and {', '.join(map(repr, unread))} "
+    raise ValueError(f"{path}: quote_sides={column} reads each row's mark, and {', '.join(map(quoted, unread))} "
                      f"{'is' if len(unread) == 1 else 'are'} none it knows (values seen: {', '.join(values[:20])}"
                      f"{', ...' if len(values) > 20 else ''}): it reads trade rows marked {marks(TRADE_MARKS)}, "
                      f"bid rows {marks(BID_ROWS)} and ask rows {marks(ASK_ROWS)} (any case). Leave the other rows "

@@ -29,6 +29,7 @@ from connectors.field_names import normal_name
 from connectors.file_scans import is_csv, scan_file
 from connectors.instrument_identifiers import identifier_typed, shown_identifier
 from connectors.shell_words import columns_option
+from engine.quoting import quoted
 
 # A futures contract's name: a root, a month code (F..Z) and a year's last one or two digits (ESH4, CLM24, ES H4),
 # or a contract month as YYYYMM (202406)
@@ -82,19 +83,19 @@ def _split_by(path: Path, cmap: ColumnMap, root: str, column: str, split: Split)
     if not split.interleaved and split.contracts:
         return _rolled(path, cmap, root, column, split)
     if not split.interleaved or not split.levels_differ:
-        return cmap, [f"{path.name}: streams from column {root!r} ({split.roots}), though {column!r} ({shown}) "
-                      f"splits some into several values: {_why_not_split(split)}, so they read as one instrument "
-                      f"({columns_option(f'stream={root}+{column}')} reads a stream per value)"]
+        return cmap, [f"{path.name}: streams from column {quoted(root)} ({split.roots}), though {quoted(column)} "
+                      f"({shown}) splits some into several values: {_why_not_split(split)}, so they read as one "
+                      f"instrument ({columns_option(f'stream={root}+{column}')} reads a stream per value)"]
     measured = f"alternating {split.interleaved} times, {split.levels}"
     if split.extends:
         return replace(cmap, stream_col=column), [
-            f"{path.name}: streams from column {column!r} ({shown}), not {root!r} ({split.roots}): its values "
-            f"extend those of {root!r} and split each into contracts trading at once at different price levels "
-            f"({measured}) ({columns_option(f'stream={root}')} says otherwise)"]
+            f"{path.name}: streams from column {quoted(column)} ({shown}), not {quoted(root)} ({split.roots}): its "
+            f"values extend those of {quoted(root)} and split each into contracts trading at once at different price "
+            f"levels ({measured}) ({columns_option(f'stream={root}')} says otherwise)"]
     return replace(cmap, stream_col=f"{root}+{column}"), [
-        f"{path.name}: streams from columns {root!r} and {column!r} joined ({split.roots} with {shown}): "
-        f"{column!r} splits each {root!r} into contracts trading at once at different price levels ({measured}) "
-        f"({columns_option(f'stream={root}')} says otherwise)"]
+        f"{path.name}: streams from columns {quoted(root)} and {quoted(column)} joined ({split.roots} with {shown}): "
+        f"{quoted(column)} splits each {quoted(root)} into contracts trading at once at different price levels "
+        f"({measured}) ({columns_option(f'stream={root}')} says otherwise)"]
 
 
 def _calendar_months(path: Path, names: Sequence[str] | None, dialect: Dialect | None, column: str,
@@ -119,11 +120,11 @@ def _rolled(path: Path, cmap: ColumnMap, root: str, column: str, split: Split) -
     # each column named once: "from column 'Contract': 'Contract' (ESH4, ESM4) changes" said it twice
     if split.extends:
         return replace(cmap, stream_col=column), [
-            f"{path.name}: streams from column {column!r} ({shown}), whose values change from one contract to the "
-            f"next within {root!r} ({split.roots}): {said}"]
+            f"{path.name}: streams from column {quoted(column)} ({shown}), whose values change from one contract to "
+            f"the next within {quoted(root)} ({split.roots}): {said}"]
     return replace(cmap, stream_col=f"{root}+{column}"), [
-        f"{path.name}: streams from columns {root!r} and {column!r} joined ({split.roots} with {shown}), the "
-        f"contracts changing from one to the next: {said}"]
+        f"{path.name}: streams from columns {quoted(root)} and {quoted(column)} joined ({split.roots} with {shown}), "
+        f"the contracts changing from one to the next: {said}"]
 
 
 def _why_not_split(split: Split) -> str:
@@ -236,7 +237,7 @@ def levels_split_by(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
             continue
         joined = f"{cmap.stream_col}+{column}" if cmap.stream_col else column
         cautions.append(Caution(
-            f"{path.name}: column {column!r} ({shown}, ...) is not read, and where it changes "
+            f"{path.name}: column {quoted(column)} ({shown}, ...) is not read, and where it changes "
             f"within a stream ({facts['switches']} times) the price jumps by {facts['jump']:g} at the median, against "
             f"moves of {facts['step']:g}: two series at different price levels (two contracts, two currencies) "
             f"interleaved in one stream? If so, read the column as part of the stream: "

@@ -20,6 +20,7 @@ from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, distinct_text, is_csv, scan_file
 from connectors.keep_filter import keep_check, keep_key, keep_values, typed_key
 from connectors.shell_words import columns_option
+from engine.quoting import quoted
 
 
 # Columns that mark a print as corrected, cancelled or to be excluded (TickData's Correction Indicator and Exclude
@@ -44,7 +45,7 @@ def condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names
             marked[column] = values
     if not marked:
         return []
-    said = "; ".join(f"{c!r} holds {', '.join(v[:5])}" for c, v in marked.items())
+    said = "; ".join(f"{quoted(c)} holds {', '.join(v[:5])}" for c, v in marked.items())
     return [f"{path.name}: correction columns are not read ({said}): corrected, cancelled or excluded prints "
             f"replay as trades like any other; to leave them out, give a map with a keep filter on the values of "
             f"regular prints (docs/replay.md, `keep`)"]
@@ -67,10 +68,10 @@ def sale_condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], 
     values = distinct_text(path, names, dialect, column, 4, SAMPLE_ROWS)
     if not values:
         return []
-    shown = ", ".join(repr(v) for v in values[:3]) + (", ..." if len(values) > 3 else "")
+    shown = ", ".join(quoted(v) for v in values[:3]) + (", ..." if len(values) > 3 else "")
     how = ("a keep filter compares whole cells (`12,37` is one value), so to leave out one condition's prints, "
            "filter the file first" if any("," in v for v in values) else "a map's keep filter lists the cells to read")
-    return [f"{path.name}: sale conditions are not read ({column!r} holds {shown}): odd-lot, out-of-sequence, "
+    return [f"{path.name}: sale conditions are not read ({quoted(column)} holds {shown}): odd-lot, out-of-sequence, "
             f"after-hours and other conditioned prints replay as trades like any other; {how} (docs/replay.md, "
             f"`keep`)"]
 
@@ -107,13 +108,13 @@ def amendment_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names
         amending = [v for v in values if normal_name(v) in AMENDING_WORDS or normal_name(v) in codes]
         if amending and len(values) <= 20:
             shown = ", ".join(f"{v} {codes[normal_name(v)]}" if normal_name(v) in codes else v for v in amending[:4])
-            said.append(f"column {column!r} marks rows that amend an earlier trade ({shown})")
+            said.append(f"column {quoted(column)} marks rows that amend an earlier trade ({shown})")
             example = example or f"keep: {{{column}: [{', '.join(v for v in values if v not in amending)}]}}"
     still = ""
     for column in (c for c in schema if REFERENCE_NAME.match(normal_name(c)) and c not in read):
         if (referred := distinct_text(path, names, dialect, column, 3, SAMPLE_ROWS)) and \
                 _keeps_referring(path, cmap, names, dialect, column):
-            said.append(f"column {column!r} refers rows to earlier trades ({', '.join(referred)}, ...)")
+            said.append(f"column {quoted(column)} refers rows to earlier trades ({', '.join(referred)}, ...)")
             example = example or f"keep: {{{column}: [\"\"]}}, the rows that refer to none"
             still = still or _referred_trades(path, cmap, schema, names, dialect, column)
     if not said:
@@ -192,8 +193,8 @@ def taq_corrections(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
                                                                         ("price", "price"), ("size", "size"))
                     if getattr(cmap, attr) is not None)
     in_a_file = f"keep: {{{column}: [{', '.join(json.dumps(v) for v in regular)}]}}"  # quoted: YAML's 00 is no text
-    note = (f"{path.name}: column {column!r} marks cancelled and corrected prints ({', '.join(others[:6])}): only "
-            f"regular prints ({column} {', '.join(regular)}) are read, the others left out and counted as "
+    note = (f"{path.name}: column {quoted(column)} marks cancelled and corrected prints ({', '.join(others[:6])}): "
+            f"only regular prints ({column} {', '.join(regular)}) are read, the others left out and counted as "
             f"filtered_out; a map given in full reads every print ({columns_option(full)}), and the regular ones "
             f"only with {in_a_file} in its file (docs/replay.md)")
     return replace(cmap, keep={**(cmap.keep or {}), column: regular}), [note]

@@ -20,6 +20,7 @@ from connectors.bloomberg_names import bdh_security, bdh_title_lines
 from connectors.column_names import TIME_HEADERS
 from connectors.field_names import normal_name
 from connectors.number_separators import NUMBER, decimal_reading
+from engine.quoting import quoted
 
 
 SEPARATORS = ",;\t|"  # a CSV's delimiter is the one its first line has most of, outside quotes
@@ -276,10 +277,10 @@ def banner_note(path: Path, dialect: Dialect | None) -> list[str]:
         return []
     lines, text = len(dialect.banner), " / ".join(dialect.banner)[:80]
     if bdh_security(dialect.banner[0]) is not None:
-        return [f"{path.name}: its first {lines} lines, {text!r}, are a Bloomberg BDH export's title block, skipped "
-                f"(the table's header is the line after it)"]
+        return [f"{path.name}: its first {lines} lines, {quoted(text)}, are a Bloomberg BDH export's title block, "
+                "skipped (the table's header is the line after it)"]
     said = "its first line" if lines == 1 else f"its first {lines} lines"
-    return [f"{path.name}: {said}, {text!r}, {'is no CSV row' if lines == 1 else 'are no CSV rows'} (no cell of "
+    return [f"{path.name}: {said}, {quoted(text)}, {'is no CSV row' if lines == 1 else 'are no CSV rows'} (no cell of "
             f"{'it' if lines == 1 else 'them'} a number or a date, and few or no separators, or only empty cells "
             f"after the first, above a table that has them): skipped as a banner (up to {MAX_BANNER_LINES} lines "
             f"are)"]
@@ -304,27 +305,28 @@ def banner_refusal(path: Path, dialect: Dialect | None) -> str | None:
         cells = [c.strip().strip('"') for c in re.split(r"[,;\t|]", lines[above])]
         if repeated := sorted({c for c in cells if c and cells.count(c) > 1}):  # BDH's tickers side by side
             named = [c.strip().strip('"') for c in re.split(r"[,;\t|]", lines[above - 1]) if c.strip().strip('"')]
-            return (f"{path}: its line {header} ({lines[above].strip()[:60]!r}) repeats {', '.join(repeated)} under "
-                    f"the names above it ({', '.join(named[:5])}): a sheet of several securities side by side "
+            return (f"{path}: its line {header} ({quoted(lines[above].strip(), 60)}) repeats {', '.join(repeated)} "
+                    f"under the names above it ({', '.join(named[:5])}): a sheet of several securities side by side "
                     f"(Bloomberg BDH's wide layout), which replays as one: save one security per file (its dates "
                     f"and fields alone), or one long table with a ticker column, first (docs/replay.md)")
         if (joined := _names_above(lines, above)) is not None:  # `Datetime,,,,,`: the names are the lines above
             return (f"{path}: its first {above + 1} lines hold its column names between them (a multi-row header, "
-                    f"as pandas writes a MultiIndex), line {header} ({lines[above].strip()[:60]!r}) naming only "
+                    f"as pandas writes a MultiIndex), line {header} ({quoted(lines[above].strip(), 60)}) naming only "
                     f"the time: write one header line in their place that names every column, e.g. "
-                    f"{joined[:200]!r}, and replay that file; leaving the lines out would read the columns by "
+                    f"{quoted(joined, 200)}, and replay that file; leaving the lines out would read the columns by "
                     f"their position, which is no name (docs/replay.md)")
-        return (f"{path}: its first {above} lines ({lines[0].strip()[:60]!r} ... {lines[above - 1].strip()[:60]!r}) "
-                f"are a title block above a table whose header looks to be line {header} "
-                f"({lines[above].strip()[:60]!r}), and are not skipped as a banner is (some hold a number or a "
-                f"date): the title's first line was read as the header. Remove them first, e.g. "
+        return (f"{path}: its first {above} lines ({quoted(lines[0].strip(), 60)} ... "
+                f"{quoted(lines[above - 1].strip(), 60)}) are a title block above a table whose header looks to be "
+                f"line {header} ({quoted(lines[above].strip(), 60)}), and are not skipped as a banner is (some hold a "
+                "number or a date): the title's first line was read as the header. Remove them first, e.g. "
                 f"{_cut(path, header, gzipped)} > {plain.stem}-table{plain.suffix}, and replay that file "
                 f"(docs/replay.md)")
     header = numbers[above]
-    return (f"{path}: its first {above} lines ({lines[0].strip()[:60]!r} ... {lines[above - 1].strip()[:60]!r}) look "
-            f"like a title or banner above a table whose header is line {header}, and only up to {MAX_BANNER_LINES} "
-            f"such lines are skipped: the banner's first line was read as the header. Remove the banner first, e.g. "
-            f"{_cut(path, header, gzipped)} > {plain.stem}-table{plain.suffix}, and replay that file (docs/replay.md)")
+    return (f"{path}: its first {above} lines ({quoted(lines[0].strip(), 60)} ... "
+            f"{quoted(lines[above - 1].strip(), 60)}) look like a title or banner above a table whose header is line "
+            f"{header}, and only up to {MAX_BANNER_LINES} such lines are skipped: the banner's first line was read as "
+            f"the header. Remove the banner first, e.g. {_cut(path, header, gzipped)} > "
+            f"{plain.stem}-table{plain.suffix}, and replay that file (docs/replay.md)")
 
 
 def _names_above(lines: list[str], header: int) -> str | None:

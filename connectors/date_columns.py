@@ -23,6 +23,7 @@ from connectors.file_scans import SAMPLE_ROWS, first_text, is_csv, scan_file
 from connectors.map_vocabulary import COUNT_UNITS, DAY_CLOCK_UNITS, TIME_OF_DAY, UNITS
 from connectors.time_units import EPOCH_1990_NS, EPOCH_2200_NS, epoch_unit
 from connectors.shell_words import columns_option
+from engine.quoting import quoted
 
 FIRST_DATE, LAST_DATE = 19000101, 21001231  # YYYYMMDD integers a date column holds
 DAY_NS = 86_400 * 10**9
@@ -118,8 +119,8 @@ def date_read_as_epoch(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
     if clock is not None and may_pair:
         joined = replace(cmap, ts=f"{date}+{clock[0]}", ts_unit=clock[1], date=None)
         return joined, [Caution(
-            f"{path.name}: column {date!r} {held}, not a time since the epoch ({as_epoch}): read joined to "
-            f"{clock[0]!r}, the integer column beside it, whose values are times of one day in {clock[1]} "
+            f"{path.name}: column {quoted(date)} {held}, not a time since the epoch ({as_epoch}): read joined to "
+            f"{quoted(clock[0])}, the integer column beside it, whose values are times of one day in {clock[1]} "
             f"({columns_option(f'ts={date}+{clock[0]}')} --ts-unit ... says otherwise)")]
     others = ", ".join(u for u in COUNT_UNITS if u != "ns_after_midnight")
     read_by = (f"{columns_option(f'ts={date}+{clock[0]}')} --ts-unit {clock[1]}" if clock is not None else
@@ -128,7 +129,7 @@ def date_read_as_epoch(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
                f"--columns ts=COLUMN")
     alone = ("; dates alone (a row a day, as settlements): --ts-unit datetime --ts-format %Y%m%d"
              if numbers.dates else "")
-    raise ValueError(f"{path}: column {date!r} {held}, not a time since the epoch ({as_epoch}). Give {read_by}"
+    raise ValueError(f"{path}: column {quoted(date)} {held}, not a time since the epoch ({as_epoch}). Give {read_by}"
                      f"{alone}; --ts-unit {cmap.ts_unit} reads it as epoch {cmap.ts_unit} all the same "
                      f"(docs/replay.md)")
 
@@ -161,7 +162,7 @@ def clock_left_out(names: Sequence[str], cmap: ColumnMap, first: Callable[[str],
     day, time = first(cmap.ts).strip(), first(clock).strip()
     readings = date_readings(f"{day} {time}")  # the date's order given, where a format was: that one alone
     readings = [f for f in readings if cmap.ts_format and f.startswith(f"{cmap.ts_format} ")] or readings
-    formats = " or ".join(f"--ts-format {f!r}" for f in readings)
-    return (f"; {clock!r}, the column after it, holds the times of day ({time!r}), which the date alone leaves out "
-            f"(every tick at its day's midnight): {columns_option(f'ts={cmap.ts}+{clock}')}"
+    formats = " or ".join(f"--ts-format {quoted(f)}" for f in readings)
+    return (f"; {quoted(clock)}, the column after it, holds the times of day ({quoted(time)}), which the date alone "
+            f"leaves out (every tick at its day's midnight): {columns_option(f'ts={cmap.ts}+{clock}')}"
             f"{' with ' + formats if formats else ''} reads both")

@@ -23,6 +23,7 @@ from connectors.datetime_text import (
 )
 from connectors.local_times import time_column
 from connectors.file_scans import first_text, is_csv, scan_file
+from engine.quoting import quoted
 
 SETTLE_ROWS = 10_000  # rows read to settle a date that reads two ways in the first row
 
@@ -54,21 +55,21 @@ def settled_reading(path: Path, names: Sequence[str] | None, dialect: Dialect | 
         cmap = replace(cmap, ts_format=one[0])
     if cmap.ts_format is None and first is not None and two_way_date(first):
         readings = date_readings(first)
-        where = f"{path}: column {cmap.ts!r}"
+        where = f"{path}: column {quoted(cmap.ts)}"
         if not readings:  # no reading to settle: said so, no format proposed
             raise ValueError(two_way_refusal(where, first, readings) + beside)
         read = _rows_read(path, names, dialect, cmap, readings)
         if len(read.read_all) != 1:
             raise ValueError(two_way_refusal(where, first, readings, _advice(read)) + beside)
         cmap = replace(cmap, ts_format=read.read_all[0])
-        notes.append(f"{path.name}: its first date ({first[:24]!r}) reads two ways; its later rows read only as "
-                     f"{cmap.ts_format!r} (--ts-format says otherwise)")
+        notes.append(f"{path.name}: its first date ({quoted(first, 24)}) reads two ways; its later rows read only as "
+                     f"{quoted(cmap.ts_format)} (--ts-format says otherwise)")
     if first is not None and cmap.ts_format is not None and "%y" in cmap.ts_format and not format_given:
         stamp = pl.select(chrono_text(pl.lit(first)).str.to_datetime(cmap.ts_format, time_unit="ns",
                                                                       strict=False)).item()
         year = f"read as {stamp.year}" if stamp is not None else "read"
-        notes.append(f"{path.name}: its dates write the year in two digits ({first[:24]!r}): {year}, as polars reads "
-                     f"%y: 00-69 as 2000-2069, 70-99 as 1970-1999")
+        notes.append(f"{path.name}: its dates write the year in two digits ({quoted(first, 24)}): {year}, as polars "
+                     "reads %y: 00-69 as 2000-2069, 70-99 as 1970-1999")
     return cmap, notes
 
 
@@ -96,25 +97,25 @@ def _rows_read(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
 def _advice(read: RowsRead) -> str:
     """The refusal's advice from what the rows show: the one reading that rows read alone, else each reading."""
     alone = {f: found for f, found in read.only.items() if found[0]}
-    options = " or ".join(f"--ts-format {f!r}" for f in read.only)
+    options = " or ".join(f"--ts-format {quoted(f)}" for f in read.only)
     unread = f"; {read.unread:,} of them read no way" if read.unread else ""
     if len(alone) == 1:
         ((f, (count, example)),) = alone.items()
-        return (f"--ts-format {f!r}: of its first {read.rows:,} rows, {count:,} read only so ({example[:40]!r}"
-                f"{' and more' if count > 1 else ''}){unread}")
+        return (f"--ts-format {quoted(f)}: of its first {read.rows:,} rows, {count:,} read only so "
+                f"({quoted(example, 40)}{' and more' if count > 1 else ''}){unread}")
     if alone:
-        shown = " and others only as ".join(f"{f!r} ({example[:40]!r})" for f, (_, example) in alone.items())
+        shown = " and others only as ".join(f"{quoted(f)} ({quoted(example, 40)})" for f, (_, example) in alone.items())
         return (f"{options}: of its first {read.rows:,} rows, some read only as {shown}: dates written both ways, "
                 f"which no one format reads{unread}")
     if read.unread and not read.read_all:  # some rows read every way, the others none: counted apart
         return (f"{options}: of its first {read.rows:,} rows, {read.rows - read.unread:,} read "
-                f"{_ways(len(read.only))} and {read.unread:,} no way ({read.first_unread[:40]!r})")
+                f"{_ways(len(read.only))} and {read.unread:,} no way ({quoted(read.first_unread, 40)})")
     if not read.read_all or len(read.read_all) == len(read.only):
         return f"{options}: every date of its first {read.rows:,} rows reads {_ways(len(read.only))}"
     # a dashed two-digit year's three readings (`04-12-26`), one ruled out by a row (`13-12-26`: no month 13) and
     # two left (day-first, year-first): those two, and the rows that rule the others out
-    fitting = " or ".join(f"--ts-format {f!r}" for f in read.read_all)
-    ruled_out = "; ".join(f"{example[:40]!r} does not read as {f!r}" for f, example in read.missed.items()
+    fitting = " or ".join(f"--ts-format {quoted(f)}" for f in read.read_all)
+    ruled_out = "; ".join(f"{quoted(example, 40)} does not read as {quoted(f)}" for f, example in read.missed.items()
                           if example is not None)
     return f"{fitting}: every date of its first {read.rows:,} rows reads {_ways(len(read.read_all))} ({ruled_out})"
 

@@ -39,6 +39,7 @@ from connectors.utc_offsets import (
     unknown_zone_name,
     zone_tail,
 )
+from engine.quoting import quoted
 
 
 def zone_reading(cmap: ColumnMap, first: str | None) -> dict[str, str]:
@@ -82,17 +83,17 @@ def datetime_text_ns(path: Path, cmap: ColumnMap, first: str | None, second_pass
     reading = zone_reading(cmap, first)
     if (fmt is None or "%Z" in fmt) and first is not None and (name := name_needing_tz(first)) not in (None, *reading):
         given = f" (--tz {cmap.tz} writes no {name})" if cmap.tz else ""
-        raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a time written with {name}, which "
-                         f"three zones write for other offsets{given}: give the zone, {tz_for_name(name)}")
+        raise ValueError(f"{path}: column {quoted(cmap.ts)} holds {quoted(first, 40)}, a time written with {name}, "
+                         f"which three zones write for other offsets{given}: give the zone, {tz_for_name(name)}")
     if fmt is not None and "%Z" in fmt:  # polars reads a zone's name and drops it: read the offset it names
         _named_offsets_only(path, cmap, first, reading)
         fmt, text = format_reading_names(fmt), numeric_offsets(text, reading)
     if first is not None and CLOCK_ONLY.match(first):  # one file a day, its date in its name or given
         if cmap.date is None:
-            raise ValueError(f"{path}: column {cmap.ts!r} holds {first[:40]!r}, a time of day without a date: give "
-                             f"the day with --date file_name (the one date each file's name, or else its folder, "
-                             f"holds: date=YYYY-MM-DD/, YYYY-MM-DD/, a kdb+ HDB's YYYY.MM.DD/) or, when every file "
-                             f"given is of that one day, --date YYYY-MM-DD, and --tz ZONE for local times")
+            raise ValueError(f"{path}: column {quoted(cmap.ts)} holds {quoted(first, 40)}, a time of day without a "
+                             "date: give the day with --date file_name (the one date each file's name, or else its "
+                             "folder, holds: date=YYYY-MM-DD/, YYYY-MM-DD/, a kdb+ HDB's YYYY.MM.DD/) or, when every "
+                             "file given is of that one day, --date YYYY-MM-DD, and --tz ZONE for local times")
         text = pl.concat_str([pl.lit(cmap.date), text], separator=" ")
         fmt = f"%Y-%m-%d {fmt}" if fmt else "%Y-%m-%d %H:%M:%S%.f" if first.count(":") == 2 else "%Y-%m-%d %H:%M"
     elif cmap.date is not None:
@@ -100,10 +101,10 @@ def datetime_text_ns(path: Path, cmap: ColumnMap, first: str | None, second_pass
         why = "which holds its own date: drop date" if first and DATED.match(first.strip()) else \
             "which is no time of day (HH:MM:SS, under 48 hours): give its format with --ts-format, or a column of " \
             "times of one day"
-        raise ValueError(f"{path}: date {cmap.date!r} gives the day of times of day, but column {cmap.ts!r} holds "
-                         f"{(first or '')[:40]!r}, {why}")
+        raise ValueError(f"{path}: date {quoted(cmap.date)} gives the day of times of day, but column "
+                         f"{quoted(cmap.ts)} holds {quoted(first or '', 40)}, {why}")
     if fmt is None and first is not None and two_way_date(first):  # polars would guess day-first
-        raise ValueError(two_way_refusal(f"{path}: column {cmap.ts!r}", first, date_readings(first)))
+        raise ValueError(two_way_refusal(f"{path}: column {quoted(cmap.ts)}", first, date_readings(first)))
     aware = any(code in fmt for code in ("%z", "%:z", "%#z")) if fmt else bool(first and UTC_OFFSET.search(first))
     # without a format, each row is read by its own kind: the kind a file's times are (`first`: planning finds a
     # time with an offset wherever it is) never reads the other kind's rows, which become null (missing_field,
@@ -115,8 +116,8 @@ def datetime_text_ns(path: Path, cmap: ColumnMap, first: str | None, second_pass
             naive = pl.when(past_day_end(cmap)).then(naive + pl.duration(days=1, time_unit="ns")).otherwise(naive)
         return local_instants(naive, cmap.tz, second_pass).dt.epoch("ns")
     if cmap.tz is not None and not reading:
-        raise ValueError(f"{path}: ts column {cmap.ts!r} carries its UTC offset ({first!r}); tz={cmap.tz!r} is "
-                         f"{NAIVE_TZ_ONLY}")
+        raise ValueError(f"{path}: ts column {quoted(cmap.ts)} carries its UTC offset ({quoted(first)}); "
+                         f"tz={quoted(cmap.tz)} is {NAIVE_TZ_ONLY}")
     if not fmt:
         text = pl.when(offset_row).then(numeric_offsets(text, reading))
     return text.str.to_datetime(fmt, time_unit="ns", time_zone="UTC", strict=False).dt.epoch("ns")
@@ -133,9 +134,9 @@ def _named_offsets_only(path: Path, cmap: ColumnMap, first: str | None, reading:
     zone = f"--tz {clock[1]}" if clock else tz_for_name(name, naive_time(first, as_text))
     why = (f"the clock of {clock[1]}, {clock[0][0]}ST or {clock[0][0]}DT by the date" if clock else
            "no one UTC offset known here")
-    raise ValueError(f"{path}: --ts-format {cmap.ts_format!r} reads {name!r} (in {first[:40]!r}) with %Z, which names "
-                     f"{why}: a zone's name is not applied, so its times would be read as UTC. Write it as text in "
-                     f"the format ({as_text!r}) and give its zone with {zone}")
+    raise ValueError(f"{path}: --ts-format {quoted(cmap.ts_format)} reads {quoted(name)} (in {quoted(first, 40)}) "
+                     f"with %Z, which names {why}: a zone's name is not applied, so its times would be read as UTC. "
+                     f"Write it as text in the format ({quoted(as_text)}) and give its zone with {zone}")
 
 
 def naive_time(text: str, fmt: str) -> datetime | None:

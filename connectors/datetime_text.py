@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from connectors.utc_offsets import tail_format, zone_tail
+from engine.quoting import quoted
 
 
 # Datetime text that is not ISO 8601, in polars/chrono codes (`%.f`: an optional fraction of any length)
@@ -138,12 +139,12 @@ def two_way_refusal(where: str, first: str, readings: list[str], advice: str = "
     and `advice`: the reading the file's other rows support, with why; else each reading, as the user knows which.
     With no readings (no format built here reads its time), it says so and proposes none."""
     if not readings:
-        return (f"{where} holds {first[:40]!r}, a date that reads as month/day and as day/month, in text no format "
-                f"built here reads: give the one it is with --ts-format in strftime codes (%m/%d or %d/%m for the "
-                f"date, and the codes of its time of day; docs/replay.md)")
-    options = " or ".join(f"--ts-format {f!r}" for f in readings)
-    return (f"{where} holds {first[:40]!r}, a date that reads more than one way "
-            f"({' or '.join(repr(f) for f in readings)}): give the one it is, {advice or options}")
+        return (f"{where} holds {quoted(first, 40)}, a date that reads as month/day and as day/month, in text no "
+                "format built here reads: give the one it is with --ts-format in strftime codes (%m/%d or %d/%m for "
+                "the date, and the codes of its time of day; docs/replay.md)")
+    options = " or ".join(f"--ts-format {quoted(f)}" for f in readings)
+    return (f"{where} holds {quoted(first, 40)}, a date that reads more than one way "
+            f"({' or '.join(quoted(f) for f in readings)}): give the one it is, {advice or options}")
 
 
 # NinjaTrader's tick exports: `20240102 143000 2537700`, the fraction of the second in 100 ns after a space
@@ -189,7 +190,7 @@ def interval_said(text: str | None) -> str:
     start; '' for any other value."""
     if not is_interval(text):
         return ""
-    return f", each interval ({text.strip()[:40]!r}) at its start"
+    return f", each interval ({quoted(text.strip(), 40)}) at its start"
 
 
 def chrono_text(text: pl.Expr, intervals: bool = True) -> pl.Expr:

@@ -42,6 +42,7 @@ from connectors.dbn_symbology import Symbology
 from connectors.hours_window import Hours
 from connectors.price_offsets import PriceOffset
 from connectors.zstd_frames import cut_short
+from engine.quoting import quoted
 
 PRICE_SCALE = 1e9  # DBN prices are int64 in units of 1e-9
 SCHEMAS = ("mbo", "mbp-1", "trades")
@@ -78,7 +79,7 @@ class DbnPlan:
         metadata = _read_metadata(dbn, path)
         self.schema = str(metadata.schema.value) if metadata.schema is not None else None
         if self.schema not in SCHEMAS:
-            raise ValueError(f"{path}: DBN schema {self.schema!r} is not supported; replay reads "
+            raise ValueError(f"{path}: DBN schema {quoted(self.schema)} is not supported; replay reads "
                              f"{', '.join(SCHEMAS)} (order by order, top of book or trades)")
         self.mappings = metadata.mappings or {}
         # the times the file covers, as its metadata says (end None: not said, a live capture's)

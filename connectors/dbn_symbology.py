@@ -11,6 +11,7 @@ from datetime import date, datetime, timezone
 from typing import Any
 
 from connectors.ticks import utc_text
+from engine.quoting import quoted
 
 DAY_NS = 86_400 * 10**9
 
@@ -64,8 +65,8 @@ class Symbology:
                                                                     if end < 1 << 63 else "")
                               for start, end, symbol in sorted(self.dated[instrument_id]))
             notes.append(f"{name}: instrument {instrument_id} has {ticks} tick(s) outside its mapping's dates (the "
-                         f"first at {utc_text(first)}; it is {dated}, UTC dates), read as stream '{instrument_id}': a "
-                         f"stream apart from its symbol's")
+                         f"first at {utc_text(first)}; it is {dated}, UTC dates), read as stream "
+                         f"{quoted(str(instrument_id))}: a stream apart from its symbol's")
         return notes
 
 

@@ -71,7 +71,7 @@ def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Call
             each = ".[]" if json_lines.table(path).records else ""
             raise NoTickLayout(
                 f"cannot detect the column layout of {path}: columns found {list(schema)}, and its objects hold "
-                f"arrays of objects under {', '.join(map(repr, nested[:3]))}, where its ticks may be; no column map "
+                f"arrays of objects under {', '.join(map(quoted, nested[:3]))}, where its ticks may be; no column map "
                 f"reaches them (replay unwraps `data`, `params.data`, `tick.data` and Alpaca's `trades`/`quotes`: "
                 f"docs/replay.md, JSON lines): write them one object a line first, e.g. jq -c "
                 f"'{each}.{nested[0]}[]' {path.name} > ticks.jsonl") from None
@@ -145,7 +145,7 @@ def _other_kinds_keys_left_out(path: Path, spec: Refine, cmap: ColumnMap, schema
     given = ",".join(f"{k}={spec.keys[k]}" for k in left)
     return Refine({k: v for k, v in spec.keys.items() if k not in left}, spec.across_files), [
         f"{path.name}: --columns {given} not applied to this file of {kind}, which lacks "
-        f"{', '.join(repr(spec.keys[k]) for k in left)}: those keys read the other files' ticks"]
+        f"{', '.join(quoted(spec.keys[k]) for k in left)}: those keys read the other files' ticks"]
 
 
 # MetaTrader's tick export: what marks it is its FLAGS column (which of bid, ask, last, volume the row changed)

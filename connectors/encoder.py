@@ -56,6 +56,7 @@ from connectors.ticks import Tick, check_seq, validate
 from connectors.tokenized_items import TOKENIZED_FIELDS, check_ticks, check_tokens, listed_ticks, tokenized_items
 from connectors.wire_offsets import shifted_wire_tick
 from connectors.wire_values import field_list, wire_value
+from engine.quoting import quoted
 
 # A wire tick priced at zero or below: what its sender does for an instrument that trades there (file replay's
 # rejects name --price-offset, which does this for the files)
@@ -86,7 +87,7 @@ class StreamEncoders(StreamTable):
         for name, value in (("max_message_bytes", max_message_bytes), ("max_stream_bytes", max_stream_bytes),
                             ("max_item_tokens", 1 if max_item_tokens is None else max_item_tokens)):
             if type(value) is not int or value <= 0:
-                raise ValueError(f"{name} must be an int > 0, got {value!r}")
+                raise ValueError(f"{name} must be an int > 0, got {quoted(value)}")
         super().__init__(codec, vocab_size, max_stream_bytes, notify)
         self.max_message_bytes = max_message_bytes
         self.max_item_tokens = max_item_tokens

@@ -18,6 +18,7 @@ from connectors.map_vocabulary import DAY_CLOCK_UNITS, DETECT, UNITS
 from connectors.shell_words import columns_option
 from connectors.ticks import utc_text
 from connectors.time_units import EPOCH_1990_NS, EPOCH_2200_NS, epoch_unit
+from engine.quoting import quoted
 
 PART_UNITS = ("ms", "us", "ns")  # the units a part of a second counts in
 # a part's name that says its unit: Rithmic's usecs, nsecs; millis, micros, nanos; `_us`, `_ms`, `_ns`
@@ -54,15 +55,16 @@ def epoch_parts_map(path: Path, cmap: ColumnMap, first: Callable[[str], Any]) ->
     unit = epoch_unit(value) if value == value else "s"
     if value != value or not EPOCH_1990_NS <= value * UNITS[unit] < EPOCH_2200_NS:
         if cmap.ts_unit in PART_UNITS:  # a date (YYYYMMDD 20240603 is no present-day count), or no number
-            raise ValueError(f"{path}: ts {cmap.ts!r} joins date and time columns, and ts_unit {cmap.ts_unit} reads "
-                             f"them as epoch seconds and the part of a second, but column {seconds!r} holds "
-                             f"{first(seconds)!r}, no count of seconds since the epoch: ts_unit datetime reads a "
-                             f"date and a time of day as text, {', '.join(DAY_CLOCK_UNITS)} a number after midnight")
+            raise ValueError(f"{path}: ts {quoted(cmap.ts)} joins date and time columns, and ts_unit {cmap.ts_unit} "
+                             f"reads them as epoch seconds and the part of a second, but column {quoted(seconds)} "
+                             f"holds {quoted(first(seconds))}, no count of seconds since the epoch: ts_unit datetime "
+                             f"reads a date and a time of day as text, {', '.join(DAY_CLOCK_UNITS)} a number after "
+                             "midnight")
         return cmap, []
     at = utc_text(int(value * UNITS[unit]))
-    said = f"column {seconds!r} holds {first(seconds)}, a count of {unit} since the epoch ({at})"
+    said = f"column {quoted(seconds)} holds {first(seconds)}, a count of {unit} since the epoch ({at})"
     if unit != "s":
-        raise ValueError(f"{path}: ts {cmap.ts!r}: {said}, a whole time already: give "
+        raise ValueError(f"{path}: ts {quoted(cmap.ts)}: {said}, a whole time already: give "
                          f"{columns_option(f'ts={seconds}')} --ts-unit {unit} (docs/replay.md)")
     if cmap.ts_unit in PART_UNITS:
         return cmap, []  # the unit given reads it
@@ -73,9 +75,10 @@ def epoch_parts_map(path: Path, cmap: ColumnMap, first: Callable[[str], Any]) ->
     readable = (DETECT, "datetime", *(f"{u}_after_midnight" for u in PART_UNITS))
     if cmap.ts_unit not in readable or named is None:
         given = "" if cmap.ts_unit in readable else f" (--ts-unit {cmap.ts_unit} reads a date and a time of day)"
-        raise ValueError(f"{path}: ts {cmap.ts!r}: {said}, not a date{given}: give the unit {part!r} counts within "
-                         f"each second, --ts-unit ms or us, to read the two as one time (a part in ns: --ts-unit ns, "
-                         f"read so when the part's name says ns, as `nsecs` or `TIMESTAMP_NS` do; docs/replay.md)")
+        raise ValueError(f"{path}: ts {quoted(cmap.ts)}: {said}, not a date{given}: give the unit {quoted(part)} "
+                         "counts within each second, --ts-unit ms or us, to read the two as one time (a part in ns: "
+                         "--ts-unit ns, read so when the part's name says ns, as `nsecs` or `TIMESTAMP_NS` do; "
+                         "docs/replay.md)")
     return replace(cmap, ts_unit=named), [
-        f"{path.name}: {said}, and column {part!r} the {named} of each second, as its name says: read as one time "
-        f"(--ts-unit ms, us or ns says otherwise)"]
+        f"{path.name}: {said}, and column {quoted(part)} the {named} of each second, as its name says: read as one "
+        "time (--ts-unit ms, us or ns says otherwise)"]

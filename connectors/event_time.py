@@ -22,6 +22,7 @@ from connectors.local_times import local_instants, time_column
 from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, COUNT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, NS_SINCE_2000, UNITS
 from connectors.tick_times import Q_EPOCH_NS
 from connectors.utc_offsets import UTC_OFFSET
+from engine.quoting import quoted
 
 
 def wall_clock_ns(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None) -> pl.Expr | None:
@@ -43,18 +44,18 @@ def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None,
         return epoch_parts_ns(cmap)
     if cmap.ts_unit == "datetime":
         if cmap.date is not None and dtype != pl.String:
-            raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, which holds its own date: drop date "
-                             f"{cmap.date!r} (it gives the day of times of day)")
+            raise ValueError(f"{path}: ts column {quoted(cmap.ts)} is {dtype}, which holds its own date: drop date "
+                             f"{quoted(cmap.date)} (it gives the day of times of day)")
         if isinstance(dtype, pl.Datetime):
             if dtype.time_zone is not None and cmap.tz is not None:
-                raise ValueError(f"{path}: ts column {cmap.ts!r} already carries time zone {dtype.time_zone!r}; "
-                                 f"tz={cmap.tz!r} is {NAIVE_TZ_ONLY}")
+                raise ValueError(f"{path}: ts column {quoted(cmap.ts)} already carries time zone "
+                                 f"{quoted(dtype.time_zone)}; tz={quoted(cmap.tz)} is {NAIVE_TZ_ONLY}")
             return local_instants(col, cmap.tz, second_pass).dt.epoch("ns")
         if dtype == pl.Date:
             return local_instants(col.cast(pl.Datetime("ns")), cmap.tz, second_pass).dt.epoch("ns")
         if dtype == pl.String:
             return datetime_text_ns(path, cmap, first, second_pass)
-        raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a datetime; set ts_unit to ns/us/ms/s")
+        raise ValueError(f"{path}: ts column {quoted(cmap.ts)} is {dtype}, not a datetime; set ts_unit to ns/us/ms/s")
     if len(cmap.ts_columns) > 1 and cmap.ts_unit in DAY_CLOCK_UNITS:  # DATE+TIME: each row's day, its own
         day, clock = (pl.col(c) for c in cmap.ts_columns)
         return after_midnight(cmap, row_day(day), clock.cast(pl.Float64, strict=False), second_pass)
@@ -66,7 +67,7 @@ def ts_expr(path: Path, cmap: ColumnMap, dtype: pl.DataType, first: str | None,
         return decimal_count_ns(col, dtype, UNITS[cmap.ts_unit])
     if not (dtype.is_integer() or dtype.is_float() or isinstance(dtype, pl.Decimal)):
         hint = "; set ts_unit='datetime'" if isinstance(dtype, pl.Datetime) or dtype in (pl.Date, pl.String) else ""
-        raise ValueError(f"{path}: ts column {cmap.ts!r} is {dtype}, not a number of {cmap.ts_unit}{hint}")
+        raise ValueError(f"{path}: ts column {quoted(cmap.ts)} is {dtype}, not a number of {cmap.ts_unit}{hint}")
     if cmap.ts_unit == NS_SINCE_2000:  # q's timestamp as its long: a wall clock's reading, as q's own are
         naive = (col.cast(pl.Int64, strict=False) + Q_EPOCH_NS).cast(pl.Datetime("ns"))
         return local_instants(naive, cmap.tz, second_pass).dt.epoch("ns")
@@ -120,8 +121,8 @@ def apply_utc_offset(path: Path, cmap: ColumnMap, ts_ns: pl.Expr, first: str | N
     if cmap.utc_offset is None:
         return ts_ns
     if first is not None and UTC_OFFSET.search(first):
-        raise ValueError(f"{path}: its times ({first[:40]!r}) carry their own UTC offset; utc_offset "
-                         f"({cmap.utc_offset!r}) is for wall-clock times without one: drop it")
+        raise ValueError(f"{path}: its times ({quoted(first, 40)}) carry their own UTC offset; utc_offset "
+                         f"({quoted(cmap.utc_offset)}) is for wall-clock times without one: drop it")
     text = pl.col(cmap.utc_offset).cast(pl.String).str.strip_chars()
     # `+05:30` / `-0400` (an offset as ISO writes it, India's half hour): hours and minutes, not a number of hours
     clock = text.str.extract_groups(r"^([+-]?)(\d{1,2}):?(\d\d)$")

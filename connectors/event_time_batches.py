@@ -7,6 +7,7 @@ of a file answers at the ticks its backtest answers at.
 from __future__ import annotations
 
 from connectors.ticks import Tick
+from engine.quoting import quoted
 
 # An event-time batch of more ticks is sent in messages of this many (the service's default max_message_bytes,
 # 1 MiB, holds ~13,000 ticks of a short stream name)
@@ -28,7 +29,7 @@ class EventTimeCutter:
 
     def __init__(self, batch_ns: int) -> None:
         if isinstance(batch_ns, bool) or not isinstance(batch_ns, int) or batch_ns <= 0:
-            raise ValueError(f"batch_ns must be an int > 0, got {batch_ns!r}")
+            raise ValueError(f"batch_ns must be an int > 0, got {quoted(batch_ns)}")
         self.batch_ns = batch_ns
         self.held: list[Tick] = []  # the open batch: its end is not seen yet
         self._end: int | None = None

@@ -18,6 +18,8 @@ import sys
 import time
 from typing import IO, Callable, NamedTuple
 
+from engine.quoting import quoted
+
 UNPACKED_VARIABLE = "FLASHTICK_MAX_UNPACKED_BYTES"
 RATIO_VARIABLE = "FLASHTICK_MAX_UNPACK_RATIO"
 MEMBERS_VARIABLE = "FLASHTICK_MAX_ZIP_MEMBERS"
@@ -48,7 +50,7 @@ def _positive(variable: str, default: float, kind: Callable[[str], float]) -> fl
     except ValueError:
         value = 0
     if not value > 0:
-        raise ValueError(f"{variable} must be a number > 0, got {given!r}")
+        raise ValueError(f"{variable} must be a number > 0, got {quoted(given)}")
     return value
 
 

@@ -31,6 +31,7 @@ from connectors.tcp_endpoints import ipv6_for
 from connectors.ticks import Tick
 from connectors.wire_offsets import unshifted_tick
 from connectors.wire_payload import SendItem, pack
+from engine.quoting import quoted
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 WATCH_SLICE_MS = 50  # a watched send checks the connection at least this often while it waits
@@ -76,11 +77,11 @@ def check_endpoint(endpoint: Any, what: str = "endpoint") -> str:
     """An endpoint a client connects to: `transport://address`, and for tcp a port in 1..65535 (ZeroMQ takes
     tcp://host:99999 and then waits for ever)."""
     if not isinstance(endpoint, str) or "://" not in endpoint:
-        raise ValueError(f"{what} must look like 'tcp://host:port', got {endpoint!r}")
+        raise ValueError(f"{what} must look like 'tcp://host:port', got {quoted(endpoint)}")
     if endpoint.startswith("tcp://"):
         port = endpoint.rsplit(":", 1)[-1] if endpoint.count(":") >= 2 else ""
         if not (port.isdigit() and 1 <= int(port) <= 65535):
-            raise ValueError(f"{what} {endpoint!r}: a tcp endpoint needs a port from 1 to 65535 after the host "
+            raise ValueError(f"{what} {quoted(endpoint)}: a tcp endpoint needs a port from 1 to 65535 after the host "
                              f"('tcp://127.0.0.1:5555')")
     return endpoint
 
@@ -89,7 +90,7 @@ def _check_ms(name: str, value: Any, *, none_ok: bool) -> None:
     if value is None and none_ok:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be {'None (wait) or ' if none_ok else ''}an int >= 0, got {value!r}")
+        raise ValueError(f"{name} must be {'None (wait) or ' if none_ok else ''}an int >= 0, got {quoted(value)}")
 
 
 class FeedClient:
@@ -129,15 +130,15 @@ class FeedClient:
         waiting for it to come back and sending past what was lost in flight)."""
         check_endpoint(endpoint)
         if isinstance(hwm, bool) or not isinstance(hwm, int) or hwm < 0:
-            raise ValueError(f"hwm must be an int >= 0 (0 = unbounded), got {hwm!r}")
+            raise ValueError(f"hwm must be an int >= 0 (0 = unbounded), got {quoted(hwm)}")
         _check_ms("send_timeout_ms", send_timeout_ms, none_ok=True)
         _check_ms("connect_timeout_ms", connect_timeout_ms, none_ok=False)
         if not isinstance(linger_ms, int) or linger_ms < -1:
-            raise ValueError(f"linger_ms must be an int >= -1 (-1 = wait for ever), got {linger_ms!r}")
+            raise ValueError(f"linger_ms must be an int >= -1 (-1 = wait for ever), got {quoted(linger_ms)}")
         if client_keypair is not None and not server_public_key:
             raise ValueError("client_keypair needs server_public_key (the engine's CURVE public key) too")
         if tag is not None and (not isinstance(tag, str) or echoed_topic(tag.encode("utf-8")) != tag):
-            raise ValueError(f"tag must be printable ASCII, 1 to {MAX_ECHOED_TOPIC} characters, got {tag!r}")
+            raise ValueError(f"tag must be printable ASCII, 1 to {MAX_ECHOED_TOPIC} characters, got {quoted(tag)}")
         self.tag = tag
         # what the engine adds to every tick's prices at ingest (its model's training offset: `health`'s
         # ingest_price_offset): ticks read with it go out without it, as the venue prints them (None: as they are)

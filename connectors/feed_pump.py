@@ -19,6 +19,7 @@ from connectors.reject_watch import RejectWatch
 from connectors.source import BEHIND_SAID_S, Source
 from connectors.ticks import Tick
 from connectors.wire_payload import pack
+from engine.quoting import quoted
 
 
 def run_feed(
@@ -64,11 +65,12 @@ def run_feed(
     Without it, EngineLost ends the feed.
     """
     if rate is not None and not (isinstance(rate, (int, float)) and 0 < rate < float("inf")):
-        raise ValueError(f"rate must be a number of ticks per second > 0 (or not given, for no cap), got {rate!r}")
+        raise ValueError("rate must be a number of ticks per second > 0 (or not given, for no cap), got "
+                         f"{quoted(rate)}")
     if max_ticks is not None and (isinstance(max_ticks, bool) or not isinstance(max_ticks, int) or max_ticks < 0):
-        raise ValueError(f"max_ticks must be None or an int >= 0, got {max_ticks!r}")
+        raise ValueError(f"max_ticks must be None or an int >= 0, got {quoted(max_ticks)}")
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch must be an int >= 1, got {batch!r}")
+        raise ValueError(f"batch must be an int >= 1, got {quoted(batch)}")
     cutter = None if batch_ns is None else EventTimeCutter(batch_ns)
     if answers is None:
         stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None, resume, cutter, say)

@@ -106,7 +106,7 @@ class FileCursor:
         if latest is None:  # a stream's first tick of this file: the counter says rejects by stream when several
             self._rejects.streams_read.add(tick.stream)
         if latest is not None and tick.ts < latest[0]:
-            raise InvalidTick("ts_backwards", f"stream {tick.stream!r}: ts {tick.ts} < previous {latest[0]}, "
+            raise InvalidTick("ts_backwards", f"stream {quoted(tick.stream)}: ts {tick.ts} < previous {latest[0]}, "
                                               f"{(latest[0] - tick.ts) / 1e9:.1f} s later, of "
                                               f"{self._plan.where(latest[1])} (a row stamped ahead of its "
                                               f"neighbours sends the stream's next ones back)", tick.stream)

@@ -24,6 +24,7 @@ from connectors.price_notation import fractional_facts
 from connectors.row_exprs import ROW
 from connectors.row_order import rows_out_of_sequence
 from connectors.utc_offsets import SUMMER_CHECKED, in_us_summer, zone_name_of
+from engine.quoting import quoted
 
 
 def zone_named(cmap: ColumnMap, ts_type: pl.DataType) -> bool:
@@ -97,8 +98,8 @@ def _us_summer_facts() -> dict[str, pl.Expr]:
 def unparsed_times(path: Path, cmap: ColumnMap, first: str | None, error: Exception) -> str:
     """One line for a read that polars stopped: the file, the time column, a value, the option that says how."""
     said = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return (f"{path}: its times could not be read (column {cmap.ts!r}, e.g. {(first or '')[:40]!r}: {said}): give "
-            f"their format with strftime codes, e.g. --ts-format '%Y-%m-%d %H:%M:%S%.f%z'")
+    return (f"{path}: its times could not be read (column {quoted(cmap.ts)}, e.g. {quoted(first or '', 40)}: {said}): "
+            "give their format with strftime codes, e.g. --ts-format '%Y-%m-%d %H:%M:%S%.f%z'")
 
 
 def time_span(first: Any, last: Any, factor: int) -> tuple[int, int] | None:

@@ -21,6 +21,7 @@ from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.file_suffixes import file_stem
 from connectors.map_vocabulary import DATE_FROM_NAME, DAY_CLOCK_UNITS
 from connectors.venue_instruments import venue_instrument, without_venue
+from engine.quoting import quoted
 
 
 # Symbols in file and folder names: FX pairs of two currencies, crypto pairs against a quote asset, tickers
@@ -79,7 +80,7 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
     2024-01-02.csv`, `binance-ethusdt-spot/`, `DAT_ASCII_EURUSD_T_202401.csv`) or one ticker in capitals
     (`AAPL_2012-06-21_..._message_1.csv`). None when neither does, or does not clearly."""
     if ninja := re.match(r"^([A-Z0-9]{1,6} \d\d-\d\d)\.(Last|Bid|Ask)$", file_stem(path)):
-        return ninja[1], f"file name {file_stem(path)!r}"  # NinjaTrader's `ES 03-24.Last.txt`: the contract
+        return ninja[1], f"file name {quoted(file_stem(path))}"  # NinjaTrader's `ES 03-24.Last.txt`: the contract
     if bar_export := bar_export_symbol(file_stem(path)):  # TradingView's, stooq's, MT4's: the vendor's words left out
         return bar_export
     # the folder as resolved: `trades.csv` given inside binance-btcusdt-spot/ is in that folder too; a day's
@@ -90,28 +91,28 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
     if code := _stock_code(path, folder):
         return code
     if security := YELLOW_KEY.match(file_stem(path)):  # `VOD LN Equity.csv`, `ESZ4 Index.csv`: each key alike
-        return security[1], f"file name {file_stem(path)!r}"
+        return security[1], f"file name {quoted(file_stem(path))}"
     folder = stream_folder(path) or folder  # (past `data/`, `raw/`: BTCUSDT/data/trades.csv is BTCUSDT's)
     for name, where in ((file_stem(path), "file name"), (folder.name if folder else "", "folder name")):
         if where == "file name" and is_lake_part(path):
             continue
         if where == "folder name" and re.fullmatch(r"[0-9]{4,6}", name):  # named, so no day: 0700/2024-05-01/
-            return name, f"folder name {name!r}, a stock code"
+            return name, f"folder name {quoted(name)}, a stock code"
         beside = (file_stem(p) if where == "file name" else p.name
                   for p in paths_beside(path.resolve() if where == "file name" else folder))
         if venue := venue_instrument(name, beside):  # BTC-PERPETUAL, BTC-USDT-SWAP: the contract, not its coins alone
             left = [part for part in name.split(venue.name) if part.strip("-_. ")]
-            rest = f", {' and '.join(map(repr, left))} left out" if left else ""
-            return venue.name, f"{where} {name!r}: the {venue.kind}'s name{rest}"
+            rest = f", {' and '.join(map(quoted, left))} left out" if left else ""
+            return venue.name, f"{where} {quoted(name)}: the {venue.kind}'s name{rest}"
         # Bitfinex's tBTCUSD names the pair BTCUSD; a Hive partition's `symbol=BTCUSDT` its value
         tokens = [t[1:] if re.match(r"^t[A-Z0-9]{6,}$", t) and PAIR.match(t[1:]) else t
                   for t in without_venue(re.split(r"[-_.=\s]+", name)) if t]
         words = [t for t in tokens if t.lower() in DATA_WORDS]
         tokens = [t for t in tokens if t.lower() not in DATA_WORDS]
         if words and (symbol := _lone_symbol(tokens)):  # `ticks-sol`: the one token beside the words is the symbol
-            return symbol, f"{where} {name!r} ({' and '.join(map(repr, words))} left out: what the data is)"
+            return symbol, f"{where} {quoted(name)} ({' and '.join(map(quoted, words))} left out: what the data is)"
         if contract := _crypto_contract(tokens):
-            return contract, f"{where} {name!r}"
+            return contract, f"{where} {quoted(name)}"
         pairs = {t.upper() for t in tokens if PAIR.match(t)}
         # a pair written as two names (CoinAPI's COINBASE_SPOT_BTC_USD_..., EUR_USD): BTC-USD, as Coinbase names it
         split = [(a, b) for a, b in zip(tokens, tokens[1:])
@@ -124,7 +125,7 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
         tickers = {t for t in tokens if TICKER.match(t) and t not in NOT_TICKERS and t not in halves}
         found = pairs or (tickers - set(coded.values())) | set(coded)
         if len(found) == 1:
-            return found.pop(), f"{where} {name!r}"
+            return found.pop(), f"{where} {quoted(name)}"
         if found:
             return None
     return None
@@ -149,7 +150,7 @@ def hive_instrument(path: Path) -> tuple[str, str] | None:
             # and '/' -> '-' as in a symbol column's names (no stream name has a '/': answer topics use it)
             name = unquote(value).replace("/", "-")
             said = f", its value unescaped ({value} is {unquote(value)})" if name != value else ""
-            return name, f"folder name {folder.name!r}, a partition by {key}{said}"
+            return name, f"folder name {quoted(folder.name)}, a partition by {key}{said}"
     return None
 
 
@@ -165,11 +166,11 @@ def _stock_code(path: Path, folder: Path | None) -> tuple[str, str] | None:
         return None
     tokens = set(re.split(r"[-_.=\s]+", folder.name)) if folder else set()
     if exchanges := (tokens | {t.upper() for t in tokens if len(t) > 1}) & EXCHANGE_FOLDERS:
-        return stem, f"file name {stem!r} in exchange {min(exchanges)}'s folder"
+        return stem, f"file name {quoted(stem)} in exchange {min(exchanges)}'s folder"
     if folder and (venue_instrument(folder.name) or any(PAIR.match(t) for t in tokens)):
         return None
     if numeric_code(stem, (file_stem(p) for p in paths_beside(path.resolve()))):
-        return stem, f"file name {stem!r}, a numeric stock code"
+        return stem, f"file name {quoted(stem)}, a numeric stock code"
     return None
 
 
@@ -184,7 +185,7 @@ def one_side_export(path: Path) -> str | None:
     if side := NINJATRADER_SIDE.search(path.name):
         which, zone = side[1].lower(), ""
         last = path.name[: side.start()] + ".Last.txt"
-        instead = f"{last!r} instead, whose rows carry the bid and ask each trade met"
+        instead = f"{quoted(last)} instead, whose rows carry the bid and ask each trade met"
     elif (histdata := HISTDATA_NAME.match(path.name)) and histdata["frame"].upper() in ("T_BID", "T_ASK"):
         which, pair, month = histdata["frame"][2:].lower(), histdata["pair"], f"{histdata['date']}MM"[:6]
         instead = (f"HistData's DAT_ASCII_{pair}_T_{month}.csv instead, whose rows carry both sides, or its "
@@ -244,7 +245,7 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
     if cmap.preset is not None or cmap.default_stream is not None:
         normal = {normal_name(n): n for n in schema}
         if column := next((normal[c] for c in FIELD_NAMES["stream"] if c in normal), None):
-            return replace(cmap, stream_col=column), [f"{path.name}: streams from column {column!r}"]
+            return replace(cmap, stream_col=column), [f"{path.name}: streams from column {quoted(column)}"]
     if (found := symbol_in_name(path)) is not None:
         symbol, where = found
         note = [] if symbol == file_stem(path) else [f"{path.name}: stream {symbol}, from the {where} "
@@ -314,7 +315,7 @@ def _folder_note(path: Path) -> str:
     days = path.resolve().parent.relative_to(folder).as_posix()
     passed = [part for part in Path(days).parts if days != "."]
     kinds = ("day or data-kind" if any(is_kind_folder(p) or _data_words_only(p) for p in passed) else "day")
-    above = "" if not passed else f" above the {kinds} folder(s) {days!r}"
+    above = "" if not passed else f" above the {kinds} folder(s) {quoted(days)}"
     own = named_folder(path)  # (passed over since 0.2.0: an upgrade's renamed topics are told, review321 #1)
     before = (f"; a flashtick before 0.2.0 named it {own.name} or the preset's default: CHANGELOG.md"
               if own is not None and own != folder and _data_words_only(own.name) else "")
@@ -362,7 +363,7 @@ def date_of(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
                          f"day's file or folder with its date, or give the day with --date YYYY-MM-DD when every "
                          f"file given is of that one day")
     day, source = (found.pop(), "the file name") if in_folder is None else \
-        (in_folder[0], f"its folder {in_folder[1]!r}")
+        (in_folder[0], f"its folder {quoted(in_folder[1])}")
     zone = f", times in {cmap.tz}" if cmap.tz else ""
     return replace(cmap, date=day), [f"{path.name}: the day is {day}, from {source}{zone} (--date and --tz "
                                      f"give others)"]

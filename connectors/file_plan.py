@@ -32,6 +32,7 @@ from connectors.side_maps import side_lookup
 from connectors.shifted_prices import shifted
 from connectors.ticks import QUOTE, TRADE, InvalidTick, one_sided_quote
 from connectors.time_range import TimeRange
+from engine.quoting import quoted
 
 # a bar file's row that a later bar of its stream and time replaces (connectors/repeated_bars.py)
 REPEATED_BAR = ("a bar repeated: a later row of the file has this stream's bar of the same time (a re-download "
@@ -237,8 +238,8 @@ class FilePlan:
                 if left_out_hours is not None and type(out["ts"]) is int and (outside := left_out_hours(out["ts"])):
                     return InvalidTick(outside.reason, outside.message, named)
             if sequence is not None and row[-2] is None:  # its place among the rows of its time is unknown
-                return InvalidTick("missing_field", f"sequence (column {sequence!r}) is empty or not a whole number: "
-                                                    f"the row cannot be put among the rows of its time", named)
+                return InvalidTick("missing_field", f"sequence (column {quoted(sequence)}) is empty or not a whole "
+                                                    "number: the row cannot be put among the rows of its time", named)
             unread = False
             row_offset = offset if per_stream is None else \
                 offset_by_stream(row[stream_at] if stream_at is not None else stream)
@@ -292,9 +293,10 @@ class FilePlan:
         """Why the file's row ``row`` is no tick (its footer, a junk line, the header repeated, a row with more
         fields than the columns); None for a row read as one."""
         if self.footer is not None and row == self.footer[0]:
-            return InvalidTick("filtered_out", f"a footer line ({self.footer[1]!r}), no tick: not an error")
+            return InvalidTick("filtered_out", f"a footer line ({quoted(self.footer[1])}), no tick: not an error")
         if self.end_messages and row in self.end_messages:  # an answer's end, mid-file: files of several joined
-            return InvalidTick("filtered_out", f"IQFeed's end of an answer ({END_MESSAGE!r}), no tick: not an error")
+            return InvalidTick("filtered_out", f"IQFeed's end of an answer ({quoted(END_MESSAGE)}), no tick: not an "
+                                               "error")
         if self.junk and (why := self.junk.get(row)):
             return InvalidTick("missing_field", why)
         if self.header_rows and row in self.header_rows:

@@ -24,6 +24,7 @@ from connectors.map_vocabulary import NUMERIC_FIELDS
 from connectors.number_separators import NUMBER_WRITTEN, code_after
 from connectors.parquet_footer import int96_columns
 from connectors.small_csv_scans import held_scan
+from engine.quoting import quoted
 from engine.rust_paths import rust_path
 
 
@@ -56,7 +57,7 @@ def unsupported_type(path: Path) -> str:
                 f"the files inside, or give them zipped (.zip)")
     sheet = SPREADSHEET_HINT if path.suffix.lower() in SPREADSHEET_SUFFIXES else ""
     hint = OTHER_KIND_HINTS.get(path.suffix.lower(), "")
-    return f"{path}: unsupported file type {path.suffix.lower()!r}{hint}; replay reads {READ_TYPES}{sheet}"
+    return f"{path}: unsupported file type {quoted(path.suffix.lower())}{hint}; replay reads {READ_TYPES}{sheet}"
 
 
 # what a file of these suffixes that replay does not read is, and what it reads instead
@@ -79,7 +80,8 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
               overrides: dict[str, pl.DataType] | None = None, marks_kept: bool = False) -> pl.LazyFrame:
     """A file's rows; a CSV's `marks_kept`: a byte-order mark inside the file left in its cell (to show it)."""
     if names is not None and not is_csv(path):
-        raise ValueError(f"{path}: names (the columns of a header-less CSV) apply to CSV files, not {path.name!r}")
+        raise ValueError(f"{path}: names (the columns of a header-less CSV) apply to CSV files, not "
+                         f"{quoted(path.name)}")
     suffix = path.suffix.lower()
     if suffix in PARQUET_SUFFIXES:  # its struct columns' fields by path (`trade.price`), as a JSON line's are
         rows = pl.scan_parquet(rust_path(path))

@@ -19,6 +19,7 @@ from connectors.lme_prompts import prompt_beside_metal
 from connectors.json_lines import is_json_lines
 from connectors.map_options import Refine
 from connectors.shell_words import columns_option
+from engine.quoting import quoted
 
 
 def stream_of_file(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap, schema: Mapping[str, Any],
@@ -28,10 +29,10 @@ def stream_of_file(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
     column, or a REST dump that names no instrument."""
     if cmap.stream is not None and cmap.stream_col is None and \
             (column := next((n for n in schema if n.strip().lower() == cmap.stream.strip().lower()), None)):
-        raise ValueError(f"{path}: the column map names one fixed stream, {cmap.stream!r}, which is also a column of "
-                         f"the file: every row would go to that one stream. For a stream per value of the column give "
-                         f"stream_col: {column} (inline: --columns ...,stream={column}); a fixed name that is no "
-                         f"column is stream: NAME (inline: stream_name=NAME)")
+        raise ValueError(f"{path}: the column map names one fixed stream, {quoted(cmap.stream)}, which is also a "
+                         "column of the file: every row would go to that one stream. For a stream per value of the "
+                         f"column give stream_col: {column} (inline: --columns ...,stream={column}); a fixed name "
+                         "that is no column is stream: NAME (inline: stream_name=NAME)")
     named = _stream_named(spec)
     if not named and cmap.stream is None and cmap.stream_col is None and cmap.default_stream is None:
         cmap, stream_notes = name_column(path, cmap, schema, names, dialect)
@@ -54,9 +55,9 @@ def stream_of_file(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
             symbol_in_name(path) is None:  # the file's stem would be the stream: "trades" says nothing
         if (found := instrument_column(path, cmap, schema, names, dialect)) is not None:  # a fixed name would merge
             column, values = found
-            raise ValueError(f"{path}: a REST dump (one JSON array of records) whose records' column {column!r} holds "
-                             f"several values ({', '.join(values[:3])}, ...) that look like instruments, read by no "
-                             f"known name: give {columns_option(f'stream={column}')} (a stream per value; "
+            raise ValueError(f"{path}: a REST dump (one JSON array of records) whose records' column {quoted(column)} "
+                             f"holds several values ({', '.join(values[:3])}, ...) that look like instruments, read "
+                             f"by no known name: give {columns_option(f'stream={column}')} (a stream per value; "
                              f"docs/replay.md)")
         raise ValueError(f"{path}: a REST dump (one JSON array of records) whose records name no instrument, nor "
                          f"does its file name: give the stream, --columns stream_name=NAME (BTCUSDT, BTC-USD), or "

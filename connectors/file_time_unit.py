@@ -22,6 +22,7 @@ from connectors.datetime_column import CLOCK_ONLY
 from connectors.map_options import Refine
 from connectors.map_vocabulary import DAY_CLOCK_UNITS, DETECT, EPOCH, EXCEL_DAYS, TIME_OF_DAY
 from connectors.time_units import detected_unit, epoch_unit
+from engine.quoting import quoted
 
 
 def file_time_unit(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap, schema: Mapping[str, Any],
@@ -38,21 +39,22 @@ def file_time_unit(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
         unit = cmap.ts_unit
         said = (f"{unit}{', ' + ts_format if ts_format else ''}" if unit == "datetime" else
                 f"{unit} (spreadsheet serial dates)" if unit == EXCEL_DAYS else
-                f"{unit} of each row's day in {cmap.ts_columns[0]!r}" if unit in DAY_CLOCK_UNITS else
+                f"{unit} of each row's day in {quoted(cmap.ts_columns[0])}" if unit in DAY_CLOCK_UNITS else
                 f"{unit} since the epoch")
         # the zone its wall-clock times are read in, as a detected map's note says it (epoch counts are instants)
         local = unit in ("datetime", EXCEL_DAYS, *DAY_CLOCK_UNITS) and "%s" not in (ts_format or "")
         zone = f", in {cmap.tz} (the tz given)" if cmap.tz and local else ""
         if unit == "datetime" and len(cmap.ts_columns) == 1:
             said += interval_said(first(cmap.ts))  # (ENTSO-E's MTU: `01.01.2024 00:00 - 01.01.2024 00:15`)
-        unit_notes = clock_notes or [f"{path.name}: column {cmap.ts!r} read as {said}, as its first value shows{zone} "
-                                     f"(--ts-unit or --ts-format to say otherwise)"]
+        unit_notes = clock_notes or [f"{path.name}: column {quoted(cmap.ts)} read as {said}, as its first value "
+                                     f"shows{zone} (--ts-unit or --ts-format to say otherwise)"]
     else:
         unit_notes = []
     if cmap.ts_unit == TIME_OF_DAY and len(cmap.ts_columns) == 1 and CLOCK_ONLY.match(first(cmap.ts) or ""):
         cmap = replace(cmap, ts_unit="datetime")  # `09:00:00.123`: a time of day as text, not a number of seconds
-        unit_notes.append(f"{path.name}: column {cmap.ts!r} holds times of day as text ({first(cmap.ts)!r}): read "
-                          f"as wall-clock times of {cmap.date}{' in ' + cmap.tz if cmap.tz else ' (UTC)'}")
+        unit_notes.append(f"{path.name}: column {quoted(cmap.ts)} holds times of day as text "
+                          f"({quoted(first(cmap.ts))}): read as wall-clock times of "
+                          f"{cmap.date}{' in ' + cmap.tz if cmap.tz else ' (UTC)'}")
     # dates alone beside a column of times of day (`Date;Heure` mapped ts=Date): said, with the map that joins them
     beside = clock_left_out(list(schema), cmap, first) if cmap.ts_unit == "datetime" else ""
     if cmap.ts_unit == "datetime" and (cmap.ts_format is None or "%y" in cmap.ts_format):  # a full map's too
@@ -60,7 +62,8 @@ def file_time_unit(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
         cmap, settled = settled_reading(path, names, dialect, cmap, format_given=given, beside=beside)
         unit_notes += settled
     if beside:
-        unit_notes.append(Caution(f"{path.name}: column {cmap.ts!r} holds dates alone ({first(cmap.ts)!r}){beside}"))
+        unit_notes.append(Caution(f"{path.name}: column {quoted(cmap.ts)} holds dates alone "
+                                  f"({quoted(first(cmap.ts))}){beside}"))
     if cmap.ts_unit == EPOCH:  # the unit of the first time's magnitude: Binance's ms, and us since 2025
         try:
             unit = epoch_unit(float(first(cmap.ts) or "nan"))

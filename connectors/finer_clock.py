@@ -22,6 +22,7 @@ from connectors.file_scans import SAMPLE_ROWS, is_csv, scan_file
 from connectors.map_vocabulary import UNITS
 from connectors.time_units import epoch_unit
 from connectors.shell_words import columns_option
+from engine.quoting import quoted
 
 UNIT_AFTER = re.compile(r"^(?P<base>.+?)_?(?P<unit>ms|us|ns)$")  # `timestampms`, `timestamp_ms`, `ts_us`
 
@@ -53,14 +54,14 @@ def finer_clock(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
         # the coarse unit, whose magnitudes float64 holds exactly enough
         apart = (rows["fine"] * (UNITS[unit] / UNITS[cmap.ts_unit]) - rows["coarse"]).abs()
         if (apart < 1).all():
-            note = (f"{path.name}: column {column!r} read as the time, in {unit}: it writes the instants of "
-                    f"{cmap.ts!r} ({cmap.ts_unit}) finer, on each of its first {rows.height:,} rows "
+            note = (f"{path.name}: column {quoted(column)} read as the time, in {unit}: it writes the instants of "
+                    f"{quoted(cmap.ts)} ({cmap.ts_unit}) finer, on each of its first {rows.height:,} rows "
                     f"({columns_option(f'ts={cmap.ts}')} reads that one)")
             return replace(cmap, ts=column, ts_unit=unit, ts_format=None), [note]
         row = rows.row(int((apart >= 1).arg_max()), named=True)
-        return cmap, [f"{path.name}: column {column!r} ({unit}) is named as {cmap.ts!r} in finer units but writes "
-                      f"other instants ({row['fine']:.0f} beside {row['coarse']:.0f}): not read, its ticks are "
-                      f"stamped with {cmap.ts!r} ({columns_option(f'ts={column}')} reads that one)"]
+        return cmap, [f"{path.name}: column {quoted(column)} ({unit}) is named as {quoted(cmap.ts)} in finer units "
+                      f"but writes other instants ({row['fine']:.0f} beside {row['coarse']:.0f}): not read, its ticks "
+                      f"are stamped with {quoted(cmap.ts)} ({columns_option(f'ts={column}')} reads that one)"]
     return cmap, []
 
 
@@ -76,7 +77,7 @@ def _part_of_second(path: Path, cmap: ColumnMap, column: str, rows: pl.DataFrame
     fine, coarse = rows["fine"], rows["coarse"]
     if not ((fine >= 0) & (fine < 10**9 // UNITS[unit]) & (fine == fine.floor()) & (coarse == coarse.floor())).all():
         return None
-    note = (f"{path.name}: column {cmap.ts!r} holds epoch seconds and {column!r} the {unit} within each second, on "
-            f"each of its first {rows.height:,} rows: read as one time "
+    note = (f"{path.name}: column {quoted(cmap.ts)} holds epoch seconds and {quoted(column)} the {unit} within each "
+            f"second, on each of its first {rows.height:,} rows: read as one time "
             f"({columns_option(f'ts={cmap.ts}+{column}')} --ts-unit {unit})")
     return replace(cmap, ts=f"{cmap.ts}+{column}", ts_unit=unit, ts_format=None), [note]

@@ -25,6 +25,7 @@ from connectors.utc_offsets import (
     tz_for_name,
     tz_for_offset,
 )
+from engine.quoting import quoted
 
 # `Time (EET)`, `Time[UTC+9]`: a name, then the zone in parentheses or brackets (a '+' would split the column in a
 # map's `Date+Time`)
@@ -112,10 +113,11 @@ def header_zone_note(file: str, column: str, zoned: HeaderZone, tz: str | None) 
     if not zoned.known:
         named = ZONE_NAMES.get(zoned.written.upper())
         which = f"{named[1]}'s {named[0]}" if named else "none known here"
-        return f"{file}: column {column!r} names zone {zoned.written}, {which}; its times read in {tz} as given"
+        return f"{file}: column {quoted(column)} names zone {zoned.written}, {which}; its times read in {tz} as given"
     if tz != zoned.zone:
-        return f"{file}: column {column!r} names zone {zoned.written}; its times read in {tz or 'UTC'} as given instead"
-    said = f"{file}: column {column!r} names its zone: its times read"
+        return (f"{file}: column {quoted(column)} names zone {zoned.written}; its times read in {tz or 'UTC'} as "
+                "given instead")
+    said = f"{file}: column {quoted(column)} names its zone: its times read"
     if zoned.zone is None:
         return f"{said} as UTC"
     summer = (" as IANA has it, with the EU's summer time (from the last Sunday of March to the last Sunday of "
@@ -137,8 +139,8 @@ def unknown_zone_refusal(file: str, column: str, zoned: HeaderZone, columns: str
     which = "none known here"
     if (named := named_zone_reading(zoned.written)) is not None:  # `Time (MEZ)`: its zone, not how it is meant
         which, tz = named
-    return (f"{file}: column {column!r} is its time column, and its header names zone {zoned.written!r}, which is "
-            f"{which}: give the zone its times are in, {tz}; a map given in full reads it too: "
+    return (f"{file}: column {quoted(column)} is its time column, and its header names zone {quoted(zoned.written)}, "
+            f"which is {which}: give the zone its times are in, {tz}; a map given in full reads it too: "
             f"--columns '{columns}' {one}")
 
 

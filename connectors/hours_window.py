@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 
 from connectors.ticks import InvalidTick
 from connectors.time_zones import unknown_zone_hint
+from engine.quoting import quoted
 
 HOURS_LEFT_OUT = "is outside the hours kept"  # an `hours` window's filtered_out (rejected_rows.py's LEFT_OUT_CAUSES)
 # `hours`: a time-of-day window, `09:30-16:00` (seconds optional), maybe followed by its IANA zone
@@ -38,13 +39,13 @@ class Hours:
         clock = [int(g or 0) for g in found.groups()[:6]] if found else []
         if not found or clock[0] > 24 or clock[3] > 24 or max(clock[1], clock[2], clock[4], clock[5]) > 59:
             raise ValueError(f"hours must be a time-of-day window START-END, maybe with its zone, e.g. "
-                             f"'09:30-16:00' or '09:30-16:00 America/New_York', got {text!r}")
+                             f"'09:30-16:00' or '09:30-16:00 America/New_York', got {quoted(text)}")
         start, end = (min(h * 3600 + m * 60 + sec, 86400) for h, m, sec in (clock[:3], clock[3:]))
         if start == end:
-            raise ValueError(f"hours {text!r} is an empty window: its start is its end")
+            raise ValueError(f"hours {quoted(text)} is an empty window: its start is its end")
         zone = found.group(7)
         if zone is not None and (hint := unknown_zone_hint(zone)) is not None:
-            raise ValueError(f"hours {text!r}: unknown time zone {zone!r}{hint}")
+            raise ValueError(f"hours {quoted(text)}: unknown time zone {quoted(zone)}{hint}")
         return cls(start, end, zone)
 
     def inside(self, zone: str) -> Callable[[int], bool]:

@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from connectors.durations import duration_text
 from connectors.ticks import utc_text
+from engine.quoting import quoted
 
 # A replay silent longer than this looks hung: it says why. A few seconds, so that an ordinary pause in trading
 # at a high --speed (a quiet minute at x20: 3 s) is not said, while an overnight gap at x100 (10 min) always is.
@@ -40,7 +41,7 @@ class GapCap:
     def __init__(self, max_gap_s: float | None) -> None:
         if max_gap_s is not None and not (isinstance(max_gap_s, (int, float)) and 0 < max_gap_s < float("inf")):
             raise ValueError(f"max_gap_s must be None (no cap) or a finite number of wall seconds > 0, got "
-                             f"{max_gap_s!r}")
+                             f"{quoted(max_gap_s)}")
         self.max_gap_s = max_gap_s
         self.shortened = 0  # gaps cut
         self.saved_s = 0.0  # wall seconds those cuts saved

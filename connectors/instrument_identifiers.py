@@ -21,6 +21,7 @@ from connectors.file_scans import SAMPLE_ROWS, is_csv, scan_file
 from connectors.iqfeed_ticks import IQFEED_NAMES, MESSAGE_ID, PROTOCOL_6
 from connectors.shell_words import columns_option
 from connectors.venue_notes import PROVIDER_NAMES
+from engine.quoting import quoted
 
 
 NAME_COLUMNS = ("name", "security_name", "stock_name", "company_name", "issue_name")  # a symbol's name, maybe
@@ -119,8 +120,8 @@ def name_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
     if column is None or not (found := _identifier_columns(path, cmap, schema, names, dialect, [column])):
         return cmap, []
     return replace(cmap, stream_col=column), [
-        f"{path.name}: streams from column {column!r} ({', '.join(found[column][:3])}, ...): no symbol column, and "
-        f"it holds several names (--columns stream=COLUMN or stream_name=NAME says otherwise)"]
+        f"{path.name}: streams from column {quoted(column)} ({', '.join(found[column][:3])}, ...): no symbol column, "
+        "and it holds several names (--columns stream=COLUMN or stream_name=NAME says otherwise)"]
 
 
 def instrument_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
@@ -143,6 +144,6 @@ def unread_identifiers(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
     column, values = found
     stream = cmap.stream or cmap.default_stream
     stream = f"{stream}, the name the map gives it" if named else stream
-    return [Caution(f"{path.name}: every row goes to one stream, {stream}, but column {column!r} holds several "
+    return [Caution(f"{path.name}: every row goes to one stream, {stream}, but column {quoted(column)} holds several "
                     f"values ({', '.join(values[:3])}, ...) that look like instruments: if it names them, give "
                     f"{columns_option(f'stream={column}')} (a stream per value; docs/replay.md)")]

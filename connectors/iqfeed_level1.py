@@ -42,6 +42,7 @@ from pathlib import Path
 import polars as pl
 
 from connectors.column_map import ColumnMap
+from engine.quoting import quoted
 
 # the names a capture is saved under: text (connectors/file_suffixes.py's CSV ones, not imported: that module
 # imports connectors/json_lines.py, which imports this one) or a log, gzipped or not
@@ -166,7 +167,7 @@ def _microseconds(text: str) -> int | None:
         return None
     found = _CLOCK.match(text)
     if found is None:
-        raise ValueError(f"time {text!r} is not HH:MM:SS.ffffff")
+        raise ValueError(f"time {quoted(text)} is not HH:MM:SS.ffffff")
     hours, minutes, seconds, fraction = found.groups()
     return ((int(hours) * 60 + int(minutes)) * 60 + int(seconds)) * 10**6 + int((fraction or "0").ljust(6, "0"))
 
@@ -177,7 +178,7 @@ def _number(text: str, name: str) -> float | None:
     try:
         return float(text)
     except ValueError:
-        raise ValueError(f"{name} {text!r} is not a number") from None
+        raise ValueError(f"{name} {quoted(text)} is not a number") from None
 
 
 def _unreadable(picked: tuple[str, ...]) -> str:

@@ -59,6 +59,7 @@ from connectors.json_repeated_keys import DUPLICATE_KEY
 from connectors.iqfeed_level1 import LEVEL1_MAP, is_level1_capture, level1_table
 from connectors.map_vocabulary import DETECT
 from connectors.ticks import QUOTE
+from engine.quoting import quoted
 from engine.rust_paths import rust_path
 
 # what other modules import from here (DUPLICATE_KEY, NOT_JSON and nested_arrays live in the modules above)
@@ -232,7 +233,7 @@ def _convert(path: Path) -> JsonLinesTable:
                      f"message's own fields beside (a tick's field of the same name wins)")
     if RECEIVED in frame.columns and any(RECEIVE_PREFIX.match(line.strip()) for line in lines[:100]):
         notes.append(f"{path.name}: each line starts with a receive time before its JSON message: read as the "
-                     f"message's field {RECEIVED!r} (--columns ts={RECEIVED} stamps the ticks with it)")
+                     f"message's field {quoted(RECEIVED)} (--columns ts={RECEIVED} stamps the ticks with it)")
     if records is not None and no_bars(records):
         notes.append(f"{path.name}: a Polygon aggregates answer with no bars (resultsCount 0, status OK: a day "
                      f"without trading): nothing to replay from it")

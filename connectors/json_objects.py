@@ -19,6 +19,7 @@ from connectors.archives import text_opener, truncation_named
 from connectors.json_repeated_keys import (
     DUPLICATE_KEY, RepeatedKey, may_repeat_keys, records_with_a_key_twice, repeats_a_key, unique_pairs,
 )
+from engine.quoting import quoted
 
 NOT_JSON = "not_json"  # the reject reason of a line that is not a JSON object
 RECEIVED = "local_ts"  # the field a line's receive-time prefix is read into (hftbacktest's and Tardis.dev's name)
@@ -132,7 +133,7 @@ def line_objects(path: Path, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int
         if not text:
             fixed.append(b"{}")
             continue
-        shown = repr(text[:60].decode(errors='replace'))
+        shown = quoted(text[:60].decode(errors='replace'))
         try:
             value = json.loads(text, object_pairs_hook=unique_pairs if row in recheck else None)
         except RecursionError:  # a line of 200,000 '[': one bad row, as a line that is not JSON is, not the file's end
@@ -166,7 +167,7 @@ def line_objects(path: Path, lines: list[bytes]) -> tuple[pl.DataFrame, dict[int
         return pl.read_ndjson(io.BytesIO(b"\n".join(fixed)), infer_schema_length=None), bad
     except pl.exceptions.PolarsError:
         mixed = next(((key, found) for key, found in shapes.items() if len(found) > 1), None)
-        where = "a field" if mixed is None else f"{mixed[0]!r}" + "".join(
+        where = "a field" if mixed is None else f"{quoted(mixed[0])}" + "".join(
             f", {kind} on line {row + 1}" for kind, row in mixed[1].items())
         raise ValueError(f"{path}: its messages are of kinds no one table holds ({where}): a capture of several "
                          f"channels whose messages differ so; replay each channel from a file of its own (grep "

@@ -13,6 +13,8 @@ from typing import Any
 
 import polars as pl
 
+from engine.quoting import quoted
+
 DUPLICATE_KEY = "duplicate_key"  # a line with a key twice in one object: the wire's reason for a tick map's
 
 
@@ -62,8 +64,8 @@ def repeats_a_key(line: bytes) -> bool:
 
 class RepeatedKey(Exception):
     def __init__(self, key: str, values: list[Any]) -> None:
-        shown = ", ".join(repr(value)[:34] for value in values[:4])
-        super().__init__(f"key {key[:34]!r} given more than once in one object ({shown}): which value was meant "
+        shown = ", ".join(quoted(value, 34) for value in values[:4])
+        super().__init__(f"key {quoted(key, 34)} given more than once in one object ({shown}): which value was meant "
                          f"cannot be told")
 
 
@@ -92,7 +94,7 @@ def records_with_a_key_twice(data: bytes) -> dict[int, tuple[str, str]]:
                 break
             _, end = decoder.raw_decode(text, at)
             if repeats:
-                shown = repr(" ".join(text[at : min(end, at + 200)].split())[:60])  # on one line
+                shown = quoted(" ".join(text[at : min(end, at + 200)].split()), 60)  # on one line
                 line = text.count("\n", 0, at) + 1
                 bad[record] = DUPLICATE_KEY, f"{repeats[0]} (the record at line {line}): {shown}"
                 repeats.clear()

@@ -13,6 +13,7 @@ import polars as pl
 
 from connectors.csv_dialect import Dialect
 from connectors.file_scans import scan_file
+from engine.quoting import quoted
 
 SHOWN_CHARS = 40  # of a junk line's text in its reject
 
@@ -38,12 +39,14 @@ def junk_lines(path: Path, names: Sequence[str] | None, dialect: Dialect,
 
 
 def junk_reason(cells: tuple[str, ...], separator: str, columns: int) -> str:
-    """Why a junk line is rejected (as missing_field): what it holds, as text (a NUL as `\\x00`; NULs alone
-    counted)."""
+    """Why a junk line is rejected (as missing_field): what it holds, as text quoted as JSON writes it (a NUL as
+    `\\u0000`; NULs alone counted)."""
     text = separator.join(cells)
     if not text.strip("\x00"):
         shown = f"{len(text):,} NUL character(s) alone"
     else:
-        shown = ascii(text[:SHOWN_CHARS]) + (f" ... ({len(text):,} characters)" if len(text) > SHOWN_CHARS else "")
+        # as JSON writes it, every character past ASCII escaped (a NUL as \u0000), as the wire's errors quote
+        shown = quoted(text[:SHOWN_CHARS], SHOWN_CHARS, ascii_only=True) + \
+            (f" ... ({len(text):,} characters)" if len(text) > SHOWN_CHARS else "")
     return (f"the line holds {shown}, nothing that reads as a cell of the file's {columns} columns (a junk line "
             f"between rows: a stray word, a crashed writer's NULs?): no tick")

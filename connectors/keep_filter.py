@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
+from engine.quoting import quoted
+
 KEEP_LEAVES_OUT = "which the map's keep leaves out"  # a keep filter's filtered_out (rejected_rows.py's LEFT_OUT_CAUSES)
 
 
@@ -62,7 +64,7 @@ def _holds(values: KeepValues, cell: Any) -> bool:
 
 def _shown(value: str) -> str:
     """A keep value or cell as a message shows it: quoted when spaces or nothing could hide in it (TAQ's `@  I`)."""
-    return repr(value) if value == "" or " " in value else value
+    return quoted(value) if value == "" or " " in value else value
 
 
 def keep_check(keep: Mapping[str, Sequence[Any]]) -> Callable[[Sequence[Any]], str | None]:
@@ -81,7 +83,7 @@ def keep_check(keep: Mapping[str, Sequence[Any]]) -> Callable[[Sequence[Any]], s
             if not _holds(values, cell):
                 held = "" if cell is None else keep_key(cell)
                 shown = "nothing" if held == "" else _shown(held)
-                return f"column {column!r} holds {shown}, {KEEP_LEAVES_OUT} (it keeps {text})"
+                return f"column {quoted(column)} holds {shown}, {KEEP_LEAVES_OUT} (it keeps {text})"
         return None
 
     return check

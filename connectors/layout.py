@@ -50,6 +50,7 @@ from connectors.presets import LOBSTER_EXECUTIONS, LOBSTER_NAMES, detected_by
 from connectors.side_maps import ASK_BID, BUYER_MAKER
 from connectors.time_units import day_clock_unit, detected_unit
 from connectors.utc_offsets import UTC_OFFSET
+from engine.quoting import quoted
 
 
 # the names a header may write a zone or unit after (`Price (USD)`): a tick field's, a time's, a mid price's
@@ -212,8 +213,8 @@ def _no_layout(path: Path, names: list[str], ts: str | None, found: Mapping[str,
     """Why detection found no tick layout (no time column, or neither a price nor a bid and an ask), what it
     read so far and the column map or preset that would read the file."""
     if len(names) > 2 and all(not n or re.fullmatch(r"_duplicated_\d+", n) for n in names[1:]):
-        return (f"{path}: its header names only its first column ({names[0]!r}), the others' names are missing: a "
-                f"pandas MultiIndex file with its upper header rows cut off (a yfinance download after tail -n +3?). "
+        return (f"{path}: its header names only its first column ({quoted(names[0])}), the others' names are missing: "
+                "a pandas MultiIndex file with its upper header rows cut off (a yfinance download after tail -n +3?). "
                 f"Replay the file as saved (yfinance's layout is read by its columns' names), or write a header line "
                 f"that names each column; read by position, its columns would be a guess (yfinance writes Close, "
                 f"High, Low, Open)")
@@ -223,7 +224,7 @@ def _no_layout(path: Path, names: list[str], ts: str | None, found: Mapping[str,
     priced = found.get("price") or found.get("bid")  # a price beside the yield (TRACE's RPTD_PR): no conversion
     if not priced and (yields := [n for n in names if names_a_yield(n)]):  # cash Treasuries, quoted in yield
         named = "is named as a yield" if len(yields) == 1 else "are named as yields"
-        missing += (f". {', '.join(map(repr, yields))} {named}, which replay does not read as prices (a yield "
+        missing += (f". {', '.join(map(quoted, yields))} {named}, which replay does not read as prices (a yield "
                     f"up is a price down): convert them to prices first (docs/replay.md#yield-quoted-instruments)")
     return (f"cannot detect the column layout of {path}: columns found {names}; no {lacking} among them"
             f"{' (read so far: ' + seen + ')' if seen else ''}. Name its columns with a column map, e.g. --columns "

@@ -27,6 +27,7 @@ from connectors.price_offsets import shown_offset
 from connectors.side_maps import (BITSTAMP_TYPE, BUYER_MAKER, FIX_AGGRESSOR, LOBSTER_DIRECTION, MAKER_ROLE, MAKER_SIDE,
                                   YES_NO)
 from connectors.shell_words import columns_option
+from engine.quoting import quoted
 
 
 # A file of bars (OHLC, OHLCV): it has these besides its close. Each bar replays as one trade at its close.
@@ -103,8 +104,8 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, by_keys: bool = 
         known = ("its records are Coinbase Exchange's REST trades, known by their JSON keys" if by_keys else
                  "its columns are Coinbase Exchange's trades layout and its name says Coinbase")
         return [f"{path.name}: {known}: "
-                f"{cmap.side!r} is the MAKER's side, read flipped to the aggressor's (buy = sell, sell = buy), as "
-                f"--preset coinbase-trades reads it; a full map ("
+                f"{quoted(cmap.side)} is the MAKER's side, read flipped to the aggressor's (buy = sell, sell = buy), "
+                "as --preset coinbase-trades reads it; a full map ("
                 f"{columns_option(f'ts={cmap.ts}', f'price={cmap.price}', f'size={cmap.size}', f'side={cmap.side}')}) "
                 f"reads the sides as they are"]
     if cmap.side is not None and cmap.side_map is None and _coinbase_columns(columns):
@@ -115,13 +116,13 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, by_keys: bool = 
     notes = bar_notes(path, names, cmap, stamp)
     if not notes and cmap.bid is not None and _bar_close(cmap.bid, columns):
         notes.append(f"{path.name}: read as bid/ask bars: each row is one quote at their closes ({cmap.bid}, "
-                     f"{cmap.ask}), stamped with its {cmap.ts!r} column{stamp}")
+                     f"{cmap.ask}), stamped with its {quoted(cmap.ts)} column{stamp}")
     if cmap.price is not None and normal_name(cmap.price) in SETTLEMENT_NAMES:
         notes.append(f"{path.name}: read as settlement prices ({cmap.price}): an exchange's one price a day per "
                      f"contract, each replayed as a trade{' of size 1' if cmap.size is None else ''} stamped with its "
-                     f"{cmap.ts!r} column, so a question's horizon of N ticks is N days here")
+                     f"{quoted(cmap.ts)} column, so a question's horizon of N ticks is N days here")
     elif cmap.price is not None and normal_name(cmap.price) in MID_NAMES and cmap.bid is None:
-        notes.append(f"{path.name}: column {cmap.price!r} read as the price of a series of trades"
+        notes.append(f"{path.name}: column {quoted(cmap.price)} read as the price of a series of trades"
                      f"{' of size 1' if cmap.size is None else ''}: mid prices, with neither trades nor bid and ask "
                      f"beside them; a model trained on trades and quotes (the built-in one) reads it as a feed of "
                      f"trades only, and answers worse on one (docs/model.md, \"A feed of trades only\")")
@@ -129,7 +130,7 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, by_keys: bool = 
         notes.append(f"{path.name}: no size column: each price is a trade of size 1 (a price series); map size= "
                      f"if the file has sizes under another name")
     if cmap.bid is not None and (unread := _unread_quote_sizes(names, cmap)):
-        said = ", ".join(f"{column!r} looks like {field}" for field, column in unread)
+        said = ", ".join(f"{quoted(column)} looks like {field}" for field, column in unread)
         example = ",".join(f"{field}={column}" for field, column in unread)
         notes.append(f"{path.name}: {said}, not read: its quotes replay without sizes (--columns ...,{example} "
                      f"reads them)")
@@ -167,7 +168,7 @@ def _unit_notes(path: Path, cmap: ColumnMap) -> list[str]:
              and (unit := header_unit(column))]
     if not units:
         return []
-    said = "; ".join(f"{column!r} as the {field}, in {unit}" for field, column, unit in units)
+    said = "; ".join(f"{quoted(column)} as the {field}, in {unit}" for field, column, unit in units)
     return [f"{path.name}: read by the names before their units: {said} (a unit is noted, not applied: values are "
             f"read as written)"]
 
@@ -181,7 +182,7 @@ def currency_notes(path: Path, cmap: ColumnMap, first: Callable[[str], Any], cod
                                                               re.sub(CURRENCY_SIGN, "", text.strip()) != text.strip())]
     if not signed:
         return []
-    said = ", ".join(f"{column!r} ({text.strip()!r})" for column, text in signed)
+    said = ", ".join(f"{quoted(column)} ({quoted(text.strip())})" for column, text in signed)
     kind = "a currency sign" if not codes else "a currency code" if len(codes) == len(signed) else \
         "a currency sign or code"
     return [f"{path.name}: numbers written with {kind}, read without it: {said} (a unit is noted, not "
@@ -221,9 +222,9 @@ def other_clock_note(path: Path, names: list[str], cmap: ColumnMap) -> list[str]
     if not others or len(joined_columns(cmap.ts)) > 1 and any(normal_name(n) in TIME_OF_DAY_NAMES for n in others):
         return []
     return [f"{path.name}: also has time column{'s' if len(others) > 1 else ''} "
-            f"{', '.join(map(repr, others[:3]))}, another clock, not read: its ticks are stamped with {cmap.ts!r} "
-            f"({columns_option(f'ts={others[0]}')} reads them at that one's times; a stream's trades and quotes read "
-            f"from "
+            f"{', '.join(map(quoted, others[:3]))}, another clock, not read: its ticks are stamped with "
+            f"{quoted(cmap.ts)} ({columns_option(f'ts={others[0]}')} reads them at that one's times; a stream's "
+            "trades and quotes read from "
             f"files on two clocks are ordered by two clocks)"]
 
 
@@ -240,7 +241,7 @@ def bar_notes(path: Path, names: list[str], cmap: ColumnMap, stamp: str = BAR_ST
     empty = (f"; a bar of {cmap.price} 0 and {cmap.size} 0 is an interval without trades: left out, counted "
              f"as filtered_out" if cmap.size else "")
     return [f"{path.name}: read as bars: each row is one trade at its close ({cmap.price}, size {cmap.size or 1}, "
-            f"no side), stamped with its {cmap.ts!r} column{stamp}{empty}"]
+            f"no side), stamped with its {quoted(cmap.ts)} column{stamp}{empty}"]
 
 
 def headerless_bar_stamp(path: Path, cmap: ColumnMap) -> str:

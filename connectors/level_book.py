@@ -15,6 +15,7 @@ import heapq
 from typing import Any, Callable
 
 from connectors.ticks import QUOTE, InvalidTick
+from engine.quoting import quoted
 
 TARDIS_L2 = "tardis-l2"  # FilePlan.book's value for these files
 L2_SIGNS = frozenset({"is_snapshot", "side", "price", "amount"})  # beside Tardis's exchange, symbol, timestamp
@@ -92,7 +93,8 @@ class LevelBookReducer:
                 stream is None or ts is None:
             ended = self.flush()  # (rows before it stay quoted in order)
             why = InvalidTick("missing_field", f"a book level row needs a side bid/ask, a price and an amount, got "
-                                               f"side {side!r}, price {price!r}, amount {size!r}", stream)
+                                               f"side {quoted(side)}, price {quoted(price)}, amount {quoted(size)}",
+                              stream)
             return why if ended is None else (ended, why)
         ended = self.flush() if self.event is not None and self.event != (stream, ts) else None
         self.event = (stream, ts)

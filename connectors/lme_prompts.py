@@ -17,6 +17,7 @@ from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_scans import distinct_text
 from connectors.shell_words import columns_option
+from engine.quoting import quoted
 
 METAL_NAMES = ("metal",)  # the stream column an LME file names its instrument by (connectors/field_names.py)
 PROMPTS_SHOWN = 3
@@ -36,6 +37,6 @@ def prompt_beside_metal(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], 
         return cmap, []
     shown = ", ".join(prompts[:PROMPTS_SHOWN]) + (", ..." if len(prompts) > PROMPTS_SHOWN else "")
     return replace(cmap, stream_col=f"{metal}+{prompt}"), [
-        f"{path.name}: streams from columns {metal!r} and {prompt!r} joined by a '.' (CAD.3M): the file mixes "
-        f"prompts ({shown}), each a contract of its own price series ({columns_option(f'stream={metal}')} reads "
+        f"{path.name}: streams from columns {quoted(metal)} and {quoted(prompt)} joined by a '.' (CAD.3M): the file "
+        f"mixes prompts ({shown}), each a contract of its own price series ({columns_option(f'stream={metal}')} reads "
         f"a metal's prompts as one stream)"]

@@ -15,6 +15,7 @@ import yaml
 
 from connectors.column_map import MAP_KEYS, ColumnMap, preset, unknown_keys
 from connectors.map_vocabulary import DAY_CLOCK_UNITS, DETECT, UNITS
+from engine.quoting import quoted
 from engine.text_files import read_text
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
@@ -33,9 +34,10 @@ def parse_inline(text: str) -> dict[str, Any]:
         key, eq, value = part.partition("=")
         key, value = key.strip(), _unquoted(value.strip())
         if not eq or not key or not value:
-            raise ValueError(f"--columns: {part!r} is not key=column; e.g. ts=time,price=px,size=qty,stream=symbol "
-                             f"(a column name with a comma: inside double quotes, price=\"Close, AAPL\", or as it "
-                             f"is inside brackets, price=('Close', 'AAPL'); or the YAML form, --columns FILE.yaml)")
+            raise ValueError(f"--columns: {quoted(part)} is not key=column; e.g. "
+                             "ts=time,price=px,size=qty,stream=symbol (a column name with a comma: inside double "
+                             "quotes, price=\"Close, AAPL\", or as it is inside brackets, price=('Close', 'AAPL'); or "
+                             "the YAML form, --columns FILE.yaml)")
         if key in ("side_map", "keep"):
             raise ValueError(f"--columns: {key} needs the YAML form (--columns FILE.yaml)")
         key = {"stream": "stream_col", "stream_name": "stream"}.get(key, key)

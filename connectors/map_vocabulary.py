@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from engine.quoting import quoted
+
 UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 EPOCH_IS_UTC = "counts from the epoch, which is UTC already"  # why tz is refused for an epoch unit
 TIME_OF_DAY = "seconds_after_midnight"  # decimal seconds of a wall-clock day; needs `date`
@@ -77,8 +79,8 @@ THIRTY_SECONDS_FORM = ("HANDLE-32NDS or HANDLE'32NDS, the 32nds 00 to 31, maybe 
 def as_written(value: object) -> str:
     """A map value for an error, as the user wrote it: a map file's and `--columns`' values are read as text
     (`price_scale: -1` is '-1'), so a quoted repr would show quotes the user never typed; other values (a YAML list,
-    an empty text) by their repr."""
-    return value if isinstance(value, str) and value.strip() else repr(value)
+    an empty text) as JSON writes them (engine/quoting.py)."""
+    return value if isinstance(value, str) and value.strip() else quoted(value)
 # the name of an epoch time's part of a second counted in ns (Rithmic's `nsecs`, CoinDesk's `TIMESTAMP_NS`, the
 # legacy CryptoCompare stream's `TSNS` beside `TS`): a map
 # joining epoch seconds to it (`ts=TIMESTAMP+TIMESTAMP_NS`) with ts_unit ns reads the two as one time, where a

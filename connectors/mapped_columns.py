@@ -14,6 +14,7 @@ import polars as pl
 from connectors.column_map import ColumnMap
 from connectors.layout import detect_columns
 from connectors.map_vocabulary import VALUE_FIELDS, joined_columns
+from engine.quoting import quoted
 
 
 COLUMNS_LISTED = 20  # of a file's columns an error lists at most (a 5,000-column export's would fill a screen)
@@ -72,8 +73,8 @@ def numbers_not_nested(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -
         column = getattr(cmap, field, None)
         dtype = schema.get(column) if isinstance(column, str) else None
         if dtype is not None and (dtype.is_nested() or dtype == pl.Binary or dtype == pl.Object):
-            raise ValueError(f"{path}: column {column!r} (read as {field}) holds {dtype}, not numbers: map {field} "
-                             f"to a column of numbers (or of numbers as text), e.g. --columns {field}=COLUMN")
+            raise ValueError(f"{path}: column {quoted(column)} (read as {field}) holds {dtype}, not numbers: map "
+                             f"{field} to a column of numbers (or of numbers as text), e.g. --columns {field}=COLUMN")
 
 
 def unnamed_fields(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
@@ -95,7 +96,7 @@ def unnamed_fields(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
               if getattr(cmap, key) is None and getattr(detected, key) not in (None, *used)}
     if not missed:
         return []
-    said = "; ".join(f"{column!r} looks like {key}" for key, column in missed.items())
+    said = "; ".join(f"{quoted(column)} looks like {key}" for key, column in missed.items())
     key, column = next(iter(missed.items()))
     return [f"{path.name}: the column map reads only the columns it names; {said}, not read (name it in the map "
             f"to read it, e.g. --columns ...,{key}={column})"]
@@ -107,7 +108,7 @@ def repeated_columns(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) -> 
     security's columns would be read, as the file's one stream (review291 #8)."""
     read = set(cmap.source_columns())
     if repeated := sorted({n.rsplit("_duplicated_", 1)[0] for n in schema if "_duplicated_" in n} & read):
-        raise ValueError(f"{path}: its header repeats {', '.join(map(repr, repeated))}: a sheet of several "
+        raise ValueError(f"{path}: its header repeats {', '.join(map(quoted, repeated))}: a sheet of several "
                          f"securities side by side (Bloomberg BDH's wide layout), of which only the first one's "
                          f"columns would be read: save one security per file (its dates and fields alone), or one "
                          f"long table with a ticker column, first (docs/replay.md)")

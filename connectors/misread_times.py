@@ -14,6 +14,7 @@ from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.map_vocabulary import DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS
 from connectors.ticks import utc_text
+from engine.quoting import quoted
 
 EPOCH_1980_NS = 315_532_800 * 10**9
 HOUR_NS, DAY_NS = 3_600 * 10**9, 86_400 * 10**9
@@ -40,9 +41,9 @@ def time_facts(cmap: ColumnMap, factor: int) -> list[pl.Expr]:
 def _reading(cmap: ColumnMap) -> str:
     """How the time column was read, for a caution: its column(s) and unit."""
     unit = (f"{cmap.ts_unit} since the epoch" if cmap.ts_unit in UNITS else
-            f"{cmap.ts_unit} of each row's day in {cmap.ts_columns[0]!r}" if cmap.ts_unit in DAY_CLOCK_UNITS else
+            f"{cmap.ts_unit} of each row's day in {quoted(cmap.ts_columns[0])}" if cmap.ts_unit in DAY_CLOCK_UNITS else
             "spreadsheet serial dates" if cmap.ts_unit == EXCEL_DAYS else cmap.ts_unit)
-    return f"column {cmap.ts!r} read as {unit}"
+    return f"column {quoted(cmap.ts)} read as {unit}"
 
 
 def time_cautions(path: Path, cmap: ColumnMap, facts: dict[str, Any], first_ns: Any, last_ns: Any,
@@ -73,9 +74,9 @@ def trade_date_caution(path: Path, cmap: ColumnMap, facts: dict[str, Any]) -> li
         return []
     date, clock = cmap.ts_columns
     return [Caution(
-        f"{path.name}: {steps} time(s) in file order step back by 12 to 24 h between rows of one {date!r}: "
+        f"{path.name}: {steps} time(s) in file order step back by 12 to 24 h between rows of one {quoted(date)}: "
         f"that column looks like an exchange trade (session) date, not the calendar date. A futures evening "
-        f"session (from 17:00 CT at CME) carries the next business day's date, so its rows, joined to {clock!r}, "
+        f"session (from 17:00 CT at CME) carries the next business day's date, so its rows, joined to {quoted(clock)}, "
         f"are stamped a day late and sort after that day's day session. Give a calendar date column, or a full "
         f"timestamp column (--columns ts=...; docs/replay.md#trade-dates), or say it is a trade date, read with "
         f"its evening rows on the day before: --columns ...,trade_date={date} (or name the column 'Trade Date' in "

@@ -27,6 +27,7 @@ from connectors.headerless_csv import zone_has_dst
 from connectors.layout import zone_in_header
 from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, VALUE_FIELDS
 from connectors.us_session import us_session_said
+from engine.quoting import quoted
 
 
 def naive_time_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
@@ -48,18 +49,18 @@ def naive_time_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], nam
         return cmap, []
     offsets = next((c for c in schema if normal_name(c) in OFFSET_NAMES), None) if detected else None
     if any(code in (cmap.ts_format or "") for code in ("%z", "%Z")):  # `GMT%z`, `%Z`: the format reads it
-        return cmap, [f"{path.name}: its times ({text[:40]!r}) carry their UTC offset, which the format reads "
+        return cmap, [f"{path.name}: its times ({quoted(text, 40)}) carry their UTC offset, which the format reads "
                       f"({cmap.ts_format}): read at each row's own offset"]
     if UTC_OFFSET.search(text) or zone_after_time(text) is not None:  # (`... PM ET`: read in its zone)
         return cmap, []
     if offsets is not None:  # LSEG's GMT Offset beside local times
         return replace(cmap, utc_offset=offsets), [
-            f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and column {offsets!r} gives each row's "
-            f"(hours): read as wall-clock times at that offset (--tz ZONE reads them in a zone instead)"]
+            f"{path.name}: its times ({quoted(text, 40)}) carry no UTC offset and column {quoted(offsets)} gives each "
+            "row's (hours): read as wall-clock times at that offset (--tz ZONE reads them in a zone instead)"]
     if us_session := us_session_said(path, cmap, names, dialect):  # a warning: the run goes on in UTC
-        return cmap, [Caution(f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and are read as UTC"
+        return cmap, [Caution(f"{path.name}: its times ({quoted(text, 40)}) carry no UTC offset and are read as UTC"
                               f"{us_session}")]
-    return cmap, [f"{path.name}: its times ({text[:40]!r}) carry no UTC offset and are read as UTC; if they are "
+    return cmap, [f"{path.name}: its times ({quoted(text, 40)}) carry no UTC offset and are read as UTC; if they are "
                   f"local times, give their zone, {_zone_hint(path, cmap, schema, first)}"]
 
 
@@ -70,12 +71,12 @@ def _counted_note(path: Path, cmap: ColumnMap) -> str | None:
     if cmap.ts_unit == EXCEL_DAYS:
         zone = (f"in {cmap.tz} (--tz ZONE says otherwise)" if cmap.tz else
                 "in UTC: give --tz ZONE if they are local times (a Bloomberg terminal's are)")
-        return (f"{path.name}: column {cmap.ts!r} read as spreadsheet serial dates (days since 1899-12-30, to the "
-                f"millisecond; as epoch seconds they would be times on 1970-01-01), {zone}")
+        return (f"{path.name}: column {quoted(cmap.ts)} read as spreadsheet serial dates (days since 1899-12-30, to "
+                f"the millisecond; as epoch seconds they would be times on 1970-01-01), {zone}")
     if len(cmap.ts_columns) == 2 and cmap.ts_unit in DAY_CLOCK_UNITS and cmap.ts_unit not in CLOCK_DIGIT_UNITS:
-        return (f"{path.name}: column {cmap.ts_columns[1]!r} read as {cmap.ts_unit.replace('_', ' ')} of each row's "
-                f"day in column {cmap.ts_columns[0]!r}, in {cmap.tz or 'UTC'} (--ts-unit ns_after_midnight, "
-                f"us_after_midnight, ... says otherwise; --tz ZONE if they are local times)")
+        return (f"{path.name}: column {quoted(cmap.ts_columns[1])} read as {cmap.ts_unit.replace('_', ' ')} of each "
+                f"row's day in column {quoted(cmap.ts_columns[0])}, in {cmap.tz or 'UTC'} (--ts-unit "
+                "ns_after_midnight, us_after_midnight, ... says otherwise; --tz ZONE if they are local times)")
     return None
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from engine.quoting import quoted
+
 # a cell that is a number, its decimal a point or a comma
 NUMBER = re.compile(r"^[+-]?(\d+([.,]\d*)?|\.\d+)([eE][+-]?\d+)?$")
 # Numbers as spreadsheets write them: grouping commas (`1,234.5`), or dots grouping and a decimal comma
@@ -62,14 +64,14 @@ def decimal_reading(separator: str, rows: Sequence[Sequence[str]]) -> tuple[bool
             elif one := ONE_GROUP.match(cell):
                 ones[one[1]].append(cell)
             elif DECIMAL_COMMA.match(cell) or DOTS_GROUPING.match(cell):
-                comma.append(f"'{cell}'")
+                comma.append(quoted(cell))
             elif POINT_DECIMAL.match(cell) or COMMAS_GROUPING.match(cell):
-                point.append(f"'{cell}'")
+                point.append(quoted(cell))
         whole = next((c for c in column if WHOLE.match(c)), None)
         if whole is not None and ones[","]:  # `988` beside `3,450`: a price under a thousand, not 3.45 beside 988
-            point.append(f"'{whole}' beside '{ones[','][0]}' in one column")
+            point.append(f"{quoted(whole)} beside {quoted(ones[','][0])} in one column")
         if whole is not None and ones["."]:
-            comma.append(f"'{whole}' beside '{ones['.'][0]}' in one column")
+            comma.append(f"{quoted(whole)} beside {quoted(ones['.'][0])} in one column")
         grouped += ones[","] + ones["."]
     if not grouped and (not comma or point):
         return False, ""  # plain decimals, or none: nothing to say
@@ -88,7 +90,7 @@ def decimal_reading(separator: str, rows: Sequence[Sequence[str]]) -> tuple[bool
         f"a decimal point, {marked} grouping thousands"
     other = "point" if decimal_comma else "comma"
     example = next(iter(grouped), None)
-    shown = (f": '{example}' is {_reading(example, decimal_comma)}, not {_reading(example, not decimal_comma)}"
+    shown = (f": {quoted(example)} is {_reading(example, decimal_comma)}, not {_reading(example, not decimal_comma)}"
              if example else "")
     return decimal_comma, (f"numbers read with {said} ({told}){shown}; --columns ...,decimal={other} if its decimal "
                            f"is a {other}")
@@ -114,7 +116,7 @@ def _quoted_decimal_comma(rows: Sequence[Sequence[str]]) -> tuple[bool, str]:
     told = next((c for c in cells if DECIMAL_COMMA.match(c) and not ONE_GROUP.match(c) and "." not in c), None)
     if told is None or any(POINT_DECIMAL.match(c) or COMMAS_GROUPING.match(c) for c in cells):
         return False, ""
-    return True, (f"numbers read with a decimal comma (as the quoted '{told}' shows, in a comma-delimited file); "
+    return True, (f"numbers read with a decimal comma (as the quoted {quoted(told)} shows, in a comma-delimited file); "
                   f"--columns ...,decimal=point if its decimal is a point")
 
 

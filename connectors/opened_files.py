@@ -34,6 +34,7 @@ from connectors.layout import NoTickLayout, detect_columns
 from connectors.map_options import Refine
 from connectors.multiindex_tables import long_copy
 from connectors.planning import plan_file, regular_file
+from engine.quoting import quoted
 from engine.rust_paths import rust_path
 
 def _members_skipped(archive: Path, not_tick_files: list[str], no_layout: list[tuple[str, str]],
@@ -133,7 +134,7 @@ def not_a_tick_file(named: str, line: str) -> ValueError:
     """The refusal of a one-line file that is no tick file: a CSV's line that is no tick header, a JSON-lines
     file's one object with no tick's fields (`{"error": "Access denied"}`): a failed download saved as the day."""
     shown = line if len(line) <= LINE_SHOWN else line[:LINE_SHOWN] + "..."
-    return ValueError(f"{named}: not a tick file: its one line holds no time or price column ({shown!r}); a "
+    return ValueError(f"{named}: not a tick file: its one line holds no time or price column ({quoted(shown)}); a "
                       f"failed download's error saved as the file? Download it again (a day without prints "
                       f"is a header alone, or zero bytes)")
 

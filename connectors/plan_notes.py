@@ -36,6 +36,7 @@ from connectors.time_hints import time_hint, unread_zone_names, zone_words
 from connectors.time_units import epoch_note
 from connectors.utc_offsets import SUMMER_CHECKED, UTC_OFFSET, names_read_in, shared_name_notes, us_names_in_summer
 from connectors.shell_words import columns_option
+from engine.quoting import quoted
 
 
 # Zone names that read as a region's clock but are fixed offsets all year (IANA keeps them for old systems)
@@ -56,7 +57,8 @@ def _renamed_onto(path: Path, streams: pl.LazyFrame) -> list[str]:
     both = sorted(name for name in held if "/" in name and name.replace("/", "-") in held)
     if not both:
         return []
-    pairs = "; ".join(f"{name!r} and {name.replace('/', '-')!r} both replay as {name.replace('/', '-')!r}"
+    pairs = "; ".join(f"{quoted(name)} and {quoted(name.replace('/', '-'))} both replay as "
+                      f"{quoted(name.replace('/', '-'))}"
                       for name in both[:3])
     return [Caution(f"{path.name}: {pairs}{'; ...' if len(both) > 3 else ''}: one stream each, two names' rows "
                     f"interleaved. If they are two instruments, name the streams by another column (--columns "
@@ -76,7 +78,7 @@ def int96_note(name: str, column: str, tz: str | None) -> str:
     """What a Parquet file's INT96 timestamps without Spark's metadata are read as (file_scans.int96_instants): UTC,
     as Impala, Hive and parquet-mr store them, and how a file whose writer stored wall-clock times is read in its
     zone; or, given that zone in the file's own map, read so."""
-    said = (f"{name}: column {column!r} holds INT96 timestamps without Spark's metadata (Impala's, Hive's, older "
+    said = (f"{name}: column {quoted(column)} holds INT96 timestamps without Spark's metadata (Impala's, Hive's, older "
             f"parquet-mr's)")
     if tz is not None:
         return f"{said}: read as wall-clock times in {tz}, as the file's own map asks (INT96 is UTC by convention)"
@@ -111,7 +113,7 @@ def _epoch_beside(cmap: ColumnMap, rows: pl.LazyFrame) -> str:
     schema = rows.collect_schema()
     column = next((c for c in schema if c not in cmap.ts_columns and c.strip().lower() in EPOCH_BESIDE
                    and schema[c].is_integer()), None)
-    return f"; or read the epoch count in column {column!r} beside it: {columns_option(f'ts={column}')}" \
+    return f"; or read the epoch count in column {quoted(column)} beside it: {columns_option(f'ts={column}')}" \
         if column else ""
 
 
@@ -197,5 +199,5 @@ def _skipped_hours(path: Path, cmap: ColumnMap, first_ns: Any, last_ns: Any) -> 
     if not days:
         return []
     named = ", ".join(str(day) for day in days[:3]) + (", ..." if len(days) > 3 else "")
-    return [f"{path.name}: hours {cmap.hours!r} do not exist on {named} in {zone}: the clocks skip them when summer "
-            f"time starts, so every row of that day is left out"]
+    return [f"{path.name}: hours {quoted(cmap.hours)} do not exist on {named} in {zone}: the clocks skip them when "
+            "summer time starts, so every row of that day is left out"]

@@ -66,6 +66,7 @@ from connectors.row_order import in_time_order, is_newest_first
 from connectors.session_dates import trade_date_evenings
 from connectors.shifted_prices import ZeroPrices, settle_top, settling_streams, zero_prices
 from engine.path_words import file_not_found, os_reason, shown_path
+from engine.quoting import quoted
 
 
 # polars' refusals of a CSV row with more fields than the file's columns (with and without a header)
@@ -156,7 +157,7 @@ def _without_tz(path: Path, cmap: ColumnMap | Refine | None, refused: Exception)
     plan = _ragged_plan(path, Refine(rest) if rest else None, own_map=False)
     carry = "count from the epoch (1970-01-01 UTC)" if epoch else "carry their own UTC offset"
     said = (f"{path.name}: its times {carry}, so --tz {tz} (for naive times) is not applied to it"
-            + (f" (the hours kept, {rest['hours']!r}, are on its wall clock)" if bare_hours else ""))
+            + (f" (the hours kept, {quoted(rest['hours'])}, are on its wall clock)" if bare_hours else ""))
     return replace(plan, notes=(said, *plan.notes))
 
 
@@ -180,14 +181,14 @@ def _dbn_keys(path: Path, cmap: ColumnMap | Refine | None,
         hours = zoned_hours(hours, keys["tz"])  # --tz names the wall clock a bare window is on (not DBN's times)
     zero_bid = keys.get("zero_bid")
     if zero_bid not in (None, *ZERO_BID_READINGS):  # (a map for every file was checked; a file's own is here)
-        raise ValueError(f"{path}: zero_bid must be one of {ZERO_BID_READINGS}, got {zero_bid!r}")
+        raise ValueError(f"{path}: zero_bid must be one of {ZERO_BID_READINGS}, got {quoted(zero_bid)}")
     return checked_price_offset(keys.get("price_offset")), hours, zero_bid
 
 
 def bare_hours_refused(path: Path, hours: str) -> str:
     """A window without a zone, and no tz to put it on: whose wall clock it means cannot be guessed (even for
     times that carry their own zone, UTC's is seldom the one a trader writes hours in)."""
-    return (f"{path}: hours {hours!r} are a wall clock's, and no zone is given for it (none after the window, no "
+    return (f"{path}: hours {quoted(hours)} are a wall clock's, and no zone is given for it (none after the window, no "
             f"--tz): write the zone after the window, e.g. '{hours} America/New_York' or '{hours} UTC'")
 
 

@@ -26,6 +26,7 @@ from connectors.column_map import ColumnMap
 from connectors.column_names import names_a_yield
 from connectors.map_vocabulary import PRICE_FIELDS, THIRTY_SECONDS, THIRTY_SECONDS_FORM
 from connectors.number_separators import SPACE_GROUPED
+from engine.quoting import quoted
 
 # the last mark: a part of a 32nd (map_vocabulary.py's THIRTY_SECONDS), its spaces stripped
 PARTS = {"": 0.0, "0": 0.0, "1": 0.125, "2": 0.25, "3": 0.375, "5": 0.5, "6": 0.625, "7": 0.75, "8": 0.875, "+": 0.5,
@@ -109,11 +110,12 @@ def refuse_mixed_32nds(path: Path, cmap: ColumnMap, facts: Mapping[str, Any]) ->
         if (facts.get(f"_32_{field}_sure") or 0) and (facts.get(f"_32_{field}_thousands") or 0):
             sure, big = facts[f"_32_{field}_sure_first"], facts[f"_32_{field}_big"]
             raise ValueError(
-                f"{path.name}: column {getattr(cmap, field)!r} holds prices in CME's 32nds of Treasury futures "
-                f"('{sure}' is {_decimal_of(sure)} in 32nds, and no number), and {facts[f'_32_{field}_thousands']} "
-                f"of its cells would read as decimals 1000 times too large ('{big}' as {_thousands(big)}): give "
-                f"--price-format 32nds (column-map key price_format: 32nds; docs/replay.md#prices-in-32nds), or "
-                f"price_format: decimal if they are numbers grouped in thousands")
+                f"{path.name}: column {quoted(getattr(cmap, field))} holds prices in CME's 32nds of Treasury futures "
+                f"({quoted(sure)} is {_decimal_of(sure)} in 32nds, and no number), and "
+                f"{facts[f'_32_{field}_thousands']} of its cells would read as decimals 1000 times too large "
+                f"({quoted(big)} as {_thousands(big)}): give --price-format 32nds (column-map key price_format: "
+                "32nds; docs/replay.md#prices-in-32nds), or price_format: decimal if they are numbers grouped in "
+                "thousands")
 
 
 def _notation_caution(path: Path, cmap: ColumnMap, facts: Mapping[str, Any], notation: str) -> str:
@@ -123,7 +125,7 @@ def _notation_caution(path: Path, cmap: ColumnMap, facts: Mapping[str, Any], not
         looks = facts.get(f"{prefix}{field}_looks") or 0
         # an eighth (one digit after the mark) is never a number; a 32nd with an apostrophe may be thousands
         if looks and (notation == "eighths" or facts[f"_32_{field}_sure"] or looks == facts[f"_32_{field}_grouped"]):
-            columns.append(f"{getattr(cmap, field)!r} ({looks} cells)")
+            columns.append(f"{quoted(getattr(cmap, field))} ({looks} cells)")
             first, looks_total = first or facts[f"{prefix}{field}_first"], looks_total + looks
             if notation == "32nds" and cmap.price_format is None:  # read as a fraction, no cell is thousands
                 big, thousands = big or facts[f"_32_{field}_big"], thousands + facts[f"_32_{field}_thousands"]
@@ -133,15 +135,16 @@ def _notation_caution(path: Path, cmap: ColumnMap, facts: Mapping[str, Any], not
     if not thousands:
         read = f"they are no {'prices' if cmap.price_format else 'numbers'} (their rows rejected)"
     elif thousands == looks_total:
-        read = f"they are 1000 times too large ('{big}' read as {_thousands(big)}: an apostrophe grouping thousands)"
+        read = (f"they are 1000 times too large ({quoted(big)} read as {_thousands(big)}: an apostrophe grouping "
+                "thousands)")
     else:
-        read = (f"{thousands} of them are 1000 times too large ('{big}' read as {_thousands(big)}: an apostrophe "
-                f"grouping thousands) and the others no numbers (their rows rejected)")
+        read = (f"{thousands} of them are 1000 times too large ({quoted(big)} read as {_thousands(big)}: an "
+                f"apostrophe grouping thousands) and the others no numbers (their rows rejected)")
     # (a dash or a `+` groups no thousands: price_format: decimal is offered only where an apostrophe could)
     grouped = "; if they are numbers grouped in thousands, price_format: decimal" if thousands else ""
     value = _decimal_of(first) if notation == "32nds" else _eighths_of(first)
     return Caution(f"{path.name}: {'columns' if len(columns) > 1 else 'column'} {', '.join(columns)} "
-                   f"{'hold' if len(columns) > 1 else 'holds'} prices written like {name} ('{first}' is {value} "
+                   f"{'hold' if len(columns) > 1 else 'holds'} prices written like {name} ({quoted(first)} is {value} "
                    f"in {notation}); {read_as}, {read}. If they are {notation}, give --price-format {notation} "
                    f"(column-map key price_format: {notation}; docs/replay.md#prices-in-32nds){grouped}")
 
@@ -204,8 +207,8 @@ def yield_caution(path: Path, cmap: ColumnMap, crossed_rows: int = 0) -> list[st
         return []
     quotes = (f"; a yield quote's bid is above its ask, so its quotes ({crossed_rows} here) are rejected as "
               f"crossed_quote" if crossed_rows and (cmap.bid in named or cmap.ask in named) else "")
-    said = f"column {named[0]!r} is named as a yield" if len(named) == 1 else \
-        f"columns {' and '.join(map(repr, named))} are named as yields"
+    said = f"column {quoted(named[0])} is named as a yield" if len(named) == 1 else \
+        f"columns {' and '.join(map(quoted, named))} are named as yields"
     return [Caution(f"{path.name}: {said}: replayed as prices, an answer's up means the yield went up (the bond's "
                     f"price down){quotes}. Convert yields to prices to replay prices "
                     f"(docs/replay.md#yield-quoted-instruments)")]

@@ -12,6 +12,7 @@ import math
 from typing import Any, Mapping
 
 from connectors.map_vocabulary import as_written
+from engine.quoting import quoted
 from engine.stream_patterns import GLOB_CHARS, unclosed_bracket
 
 PriceOffset = float | dict[str, float]  # one offset for every stream, or stream name -> its own (others: none)
@@ -27,7 +28,7 @@ def checked_price_offset(value: Any) -> PriceOffset | None:
     if isinstance(value, str) and "=" in value:  # the inline form (--price-offset NAME=X repeated joins by '|')
         pairs = [part.rpartition("=") for part in value.split("|")]
         if not all(eq for _, eq, _ in pairs):
-            raise ValueError(f"price_offset per stream is NAME=X (several joined by '|'), got {value!r}")
+            raise ValueError(f"price_offset per stream is NAME=X (several joined by '|'), got {quoted(value)}")
         items = [(name.strip(), number.strip()) for name, _, number in pairs]
     elif isinstance(value, Mapping):
         items = list(value.items())
@@ -35,14 +36,14 @@ def checked_price_offset(value: Any) -> PriceOffset | None:
         return _offset_number(value, "")
     if not items or not all(isinstance(name, str) and name.strip() for name, _ in items):
         raise ValueError(f"price_offset per stream maps stream names to numbers, e.g. {{ZNH6-ZNM6: 10}}, "
-                         f"got {value!r}")
+                         f"got {quoted(value)}")
     offsets: dict[str, float] = {}
     for name, number in items:
         stream, offset = name.strip().replace("/", "-"), _offset_number(number, f" (stream {name})")
         if why := unclosed_bracket(stream):
-            raise ValueError(f"price_offset: {stream!r} is not a valid glob: {why}")
+            raise ValueError(f"price_offset: {quoted(stream)} is not a valid glob: {why}")
         if offsets.get(stream, offset) != offset:  # (ZNH6/ZNM6 is stream ZNH6-ZNM6): which one was meant?
-            raise ValueError(f"price_offset gives stream {stream!r} two offsets, {offsets[stream]:g} and "
+            raise ValueError(f"price_offset gives stream {quoted(stream)} two offsets, {offsets[stream]:g} and "
                              f"{offset:g}: give it one")
         offsets[stream] = offset
     return offsets

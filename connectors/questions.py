@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from connectors.calibration import IDENTITY, AnswerCalibration
+from engine.quoting import quoted
 
 QUESTION_KINDS = ("direction", "regime", "volatility", "move")
 
@@ -36,22 +37,24 @@ class QuestionSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in QUESTION_KINDS:
-            raise ValueError(f"question {self.name!r}: kind must be one of {QUESTION_KINDS}, got {self.kind!r}")
+            raise ValueError(f"question {quoted(self.name)}: kind must be one of {QUESTION_KINDS}, got "
+                             f"{quoted(self.kind)}")
         if self.kind != "regime" and self.horizon < 1:
-            raise ValueError(f"question {self.name!r}: horizon must be >= 1 ticks, got {self.horizon}")
+            raise ValueError(f"question {quoted(self.name)}: horizon must be >= 1 ticks, got {self.horizon}")
         if len(set(self.labels)) != len(self.labels) or len(self.labels) < 2:
-            raise ValueError(f"question {self.name!r}: needs >= 2 distinct labels, got {self.labels}")
+            raise ValueError(f"question {quoted(self.name)}: needs >= 2 distinct labels, got {self.labels}")
         if self.kind in ("volatility", "move"):
             if len(self.edges) != len(self.labels) - 1:
-                raise ValueError(f"question {self.name!r}: {len(self.labels)} labels need {len(self.labels) - 1} edges")
+                raise ValueError(f"question {quoted(self.name)}: {len(self.labels)} labels need "
+                                 f"{len(self.labels) - 1} edges")
             if any(b <= a for a, b in zip(self.edges, self.edges[1:])):
-                raise ValueError(f"question {self.name!r}: edges must increase strictly, got {self.edges}")
+                raise ValueError(f"question {quoted(self.name)}: edges must increase strictly, got {self.edges}")
         if self.kind == "direction" and self.labels != ("down", "flat", "up"):
-            raise ValueError(f"question {self.name!r}: direction labels are ('down', 'flat', 'up')")
+            raise ValueError(f"question {quoted(self.name)}: direction labels are ('down', 'flat', 'up')")
         if self.kind == "regime" and self.labels != ("calm", "volatile"):
-            raise ValueError(f"question {self.name!r}: regime labels are ('calm', 'volatile')")
+            raise ValueError(f"question {quoted(self.name)}: regime labels are ('calm', 'volatile')")
         if self.values and len(self.values) != len(self.labels):
-            raise ValueError(f"question {self.name!r}: values must match labels one to one")
+            raise ValueError(f"question {quoted(self.name)}: values must match labels one to one")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -131,8 +131,8 @@ NUMBER_AND_UNIT = re.compile(r"^[+-]?\d[\d.,'\s\u00a0\u202f]*?\s*(?P<unit>[^\W\d
 def _number_unit_hint(text: str) -> str:
     """What a cell that did not read says when a unit follows its number (a currency sign alone is read)."""
     found = NUMBER_AND_UNIT.match(text.strip())
-    return (f"; {found['unit']!r} after the number is a unit: remove it from the file (in Excel, format the cells as "
-            f"Number before saving as CSV)") if found else ""
+    return (f"; {quoted(found['unit'])} after the number is a unit: remove it from the file (in Excel, format the "
+            "cells as Number before saving as CSV)") if found else ""
 
 
 # q's typed nulls and infinities as `save` and `0:` write them (`0n` float, `0N` long, `0Nj`, `0Np` timestamp, ...):
@@ -145,7 +145,7 @@ def _q_null_hint(text: str) -> str:
     if not Q_NULL.match(text.strip()):
         return ""
     what = "an infinity" if "w" in text.lower() else "null: no value"
-    return (f" ({text.strip()!r} is q's {what}, as a kdb+ export writes it: the row has no such value; drop such "
+    return (f" ({quoted(text.strip())} is q's {what}, as a kdb+ export writes it: the row has no such value; drop such "
             f"rows in q before the export, e.g. select from t where not null price, or leave them rejected)")
 
 
@@ -165,25 +165,25 @@ def _unread_cell(plan: Any, row: int, column: str) -> str:
     if text is not None and not text.strip():
         return ": empty"
     if column in (plan.column_of("price"), plan.column_of("bid"), plan.column_of("ask")) and text is not None:
-        return f": {text!r} is not a number{unread_price_hint(text, getattr(plan, 'columns', None))}" \
+        return f": {quoted(text)} is not a number{unread_price_hint(text, getattr(plan, 'columns', None))}" \
             f"{_decimal_comma_hint(plan, text)}{_unit_hint(text)}"
     if column != plan.column_of("ts"):
-        return f": {text!r} is not a number{_decimal_comma_hint(plan, text)}{_unit_hint(text)}" \
+        return f": {quoted(text)} is not a number{_decimal_comma_hint(plan, text)}{_unit_hint(text)}" \
             if text is not None else ": empty, or not a number"
     ts_format = getattr(getattr(plan, "columns", None), "ts_format", None)
     if text is not None and ts_format and (epoch := epoch_format_hint(text, ts_format)) is not None:
-        return f": {text!r}: {epoch}"
+        return f": {quoted(text)}: {epoch}"
     if text is not None and (fraction := fraction_of_unit(text, getattr(plan.columns, "ts_unit", ""))) is not None:
-        return f": {text!r} holds {fraction}"
+        return f": {quoted(text)} holds {fraction}"
     if text is not None and (first := _offset_it_lacks(plan, text)) is not None:
-        return (f": {text!r} lacks the UTC offset the file's other times carry (the first of them: {first!r}), "
-                f"so it is no instant: write the row with its offset")
+        return (f": {quoted(text)} lacks the UTC offset the file's other times carry (the first of them: "
+                f"{quoted(first)}), so it is no instant: write the row with its offset")
     zone = getattr(getattr(plan, "columns", None), "tz", None)
     clock = f", or a local time the clocks skipped in {zone} (a DST change)" if zone and zone_has_dst(zone) else ""
     if text is not None and text.startswith(BYTE_ORDER_MARK):  # a number column cannot drop it (file_scans.py)
         clock += (": it starts with a byte-order mark (U+FEFF), as where two exports were joined (cat a.csv b.csv); "
                   "remove the mark from the file")
-    return f": {text!r} is not a time the map reads{clock}" if text is not None else \
+    return f": {quoted(text)} is not a time the map reads{clock}" if text is not None else \
         f": empty, or not a time the map reads{clock}"
 
 
@@ -241,8 +241,8 @@ def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = No
         why = error_cell_hint(plan.cell_text(row, column)) or empty_names_hint(plan, column)  # `#N/A N/A`, ``
     if err.reason == "crossed_quote" and (columns := getattr(plan, "columns", None)) is not None \
             and yield_columns(columns):  # a yield's bid is above its ask: the quote is no crossed book
-        why = (f"; {columns.bid!r} and {columns.ask!r} are named as yields, and a yield quote's bid is above "
-               f"its ask: convert yields to prices to replay them (docs/replay.md#yield-quoted-instruments)")
+        why = (f"; {quoted(columns.bid)} and {quoted(columns.ask)} are named as yields, and a yield quote's bid is "
+               "above its ask: convert yields to prices to replay them (docs/replay.md#yield-quoted-instruments)")
     if err.reason == "nonpositive_price" and settled(err, plan):
         top = getattr(plan, "settle_top", 1)
         cents = " (a prediction market's cents)" if top == 100 else ""
@@ -259,7 +259,7 @@ def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = No
         if "one-sided quote" in err.message or "neither side" in err.message:
             why = ""  # the message says what the empty or 0 side means
         elif side and columns is not None and columns.quote_sides is not None:  # Bloomberg's BID before any ASK
-            why = (f": one side of a quote, and no row of the other side (column {columns.quote_sides!r}) came "
+            why = (f": one side of a quote, and no row of the other side (column {quoted(columns.quote_sides)}) came "
                    f"before it in its stream to take that from")
         if side and getattr(plan, "empty_sides", False):
             why += ("; Tardis.dev leaves a side empty when the book has no orders there (an option far out "
@@ -272,4 +272,4 @@ def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = No
         # a spread quoted 0.00/0.01: an offset that lifts its 0s (its prices below zero, if any, are nonpositive_price
         # rejects, whose own line names the offset that lifts the lowest: this row's 0 is not the files' lowest)
         why += f"{near}, e.g. {offset_option(err.stream, lifting_offset(0.0))} (docs/replay.md)"
-    return f"{plan.where(row)}: {err}" + (f" (column {column!r}{why})" if column else why)
+    return f"{plan.where(row)}: {err}" + (f" (column {quoted(column)}{why})" if column else why)

@@ -23,6 +23,7 @@ from connectors.shifted_prices import (
     shifted_message,
 )
 from connectors.ticks import InvalidTick, counted
+from engine.quoting import quoted
 
 NOT_SELECTED = "is not among the streams selected"  # a selection's filtered_out (LEFT_OUT_CAUSES)
 
@@ -103,7 +104,7 @@ class RejectCounter(Counter):
         if first and shifted:
             column = plan.column_of(reading.field)
             self._first_nonpositive = f"{plan.where(row)}: {shifted_message(reading)}" + \
-                (f" (column {column!r})" if column else "")
+                (f" (column {quoted(column)})" if column else "")
         elif first:
             self._first_nonpositive = reject_example(err, plan, row)
         advised = self._offset_why is not None

@@ -19,6 +19,7 @@ from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.field_names import normal_name
 from connectors.ticks import utc_text
+from engine.quoting import quoted
 
 # Coinbase's `trade_id`, Binance's `id` / `agg_trade_id`, OKX's and Bitget's `tradeId`, Bybit's `trdMatchID`,
 # Kraken's and Bitfinex's `id`, Bitstamp's `tid`, Deribit's `trade_id`
@@ -84,8 +85,8 @@ def repeated_caution(name: str, repeated: RepeatedIds, where: Callable[[int], st
     --sequence) that leaves such rows out, a note that says so (review323 #8: the caution told the user to fix a
     file the run had already read right)."""
     said = (f"{name}: {repeated.rows} row(s) repeat an earlier row of their stream, its trade id (column "
-            f"{repeated.column!r}), time, price and size alike, the first {where(repeated.first_repeat)} (id "
-            f"{repeated.trade_id!r}, as {where(repeated.first_seen)})")
+            f"{quoted(repeated.column)}), time, price and size alike, the first {where(repeated.first_repeat)} (id "
+            f"{quoted(repeated.trade_id)}, as {where(repeated.first_seen)})")
     return _by_sequence(said, repeated.column, sequence) or Caution(
         f"{said}: each replays as one more tick, moving every count, label and score after it ({cause}); write the "
         f"file without the repeats")
@@ -97,18 +98,19 @@ def _by_sequence(said: str, id_column: str, sequence: str | None) -> str | Cauti
     if sequence is None:
         return None
     if normal_name(sequence) == normal_name(id_column):
-        return (f"{said}: left out, the first read kept, as the sequence column {sequence!r} repeats with them (the "
-                f"run's last notes count them); the file needs no change")
-    return Caution(f"{said}: those whose sequence number (column {sequence!r}) repeats too are left out, the first "
-                   f"read kept (the run's last notes count them); any other replays as one more tick, moving every "
-                   f"count, label and score after it")
+        return (f"{said}: left out, the first read kept, as the sequence column {quoted(sequence)} repeats with them "
+                "(the run's last notes count them); the file needs no change")
+    return Caution(f"{said}: those whose sequence number (column {quoted(sequence)}) repeats too are left out, the "
+                   "first read kept (the run's last notes count them); any other replays as one more tick, moving "
+                   "every count, label and score after it")
 
 
 def shared_id_note(name: str, shared: RepeatedIds, where: Callable[[int], str]) -> str:
     """Rows of one id and other trades: the column numbers something else (orders), and each row is a trade."""
-    return (f"{name}: column {shared.column!r} is no unique trade id: {shared.rows} row(s) share an earlier row's id "
-            f"at another time, price or size, the first {where(shared.first_repeat)} (id {shared.trade_id!r}, as "
-            f"{where(shared.first_seen)}), as an order id's partial fills do; each replays as the trade it is")
+    return (f"{name}: column {quoted(shared.column)} is no unique trade id: {shared.rows} row(s) share an earlier "
+            f"row's id at another time, price or size, the first {where(shared.first_repeat)} (id "
+            f"{quoted(shared.trade_id)}, as {where(shared.first_seen)}), as an order id's partial fills do; each "
+            "replays as the trade it is")
 
 
 def repeated_across(one: Any, other: Any, stream: str, start: int, end: int) -> RepeatedIds | None:
@@ -187,7 +189,8 @@ def across_caution(stream: str, one: str, other: str, repeated: RepeatedIds, fir
     """``first``: the first repeat's place in ``other``, as the user finds it (`line 2`); ``sequence``: the sequence
     column ``other`` is read by (repeated_caution)."""
     said = (f"stream {stream}: {repeated.rows} trade(s) of {other} repeat trades of {one}, their trade id (column "
-            f"{repeated.column!r}), time, price and size alike, the first at its {first} (id {repeated.trade_id!r})")
+            f"{quoted(repeated.column)}), time, price and size alike, the first at its {first} (id "
+            f"{quoted(repeated.trade_id)})")
     return _by_sequence(said, repeated.column, sequence) or Caution(
         f"{said}: each replays as one more tick, moving every count, label and score after it (export pages that "
         f"overlap, each starting with the last trades of the one before?); write the files without the repeats")

@@ -62,6 +62,7 @@ from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snap
 from connectors.stream_selection import StreamSelection
 from connectors.ticks import Tick
 from connectors.time_range import TimeRange
+from engine.quoting import quoted
 
 __all__ = ["PRESETS", "ColumnMap", "FileReplay", "as_column_map", "detect_columns", "preset", "replay_ticks"]
 
@@ -90,9 +91,10 @@ class FileReplay(Source):
         time_range: TimeRange | None = None,
     ) -> None:
         if speed is not None and not (isinstance(speed, (int, float)) and 0 < speed < float("inf")):
-            raise ValueError(f"speed must be None (as fast as possible) or a finite x real time > 0, got {speed!r}")
+            raise ValueError("speed must be None (as fast as possible) or a finite x real time > 0, got "
+                             f"{quoted(speed)}")
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
-            raise ValueError(f"chunk_rows must be an int >= 1, got {chunk_rows!r}")
+            raise ValueError(f"chunk_rows must be an int >= 1, got {quoted(chunk_rows)}")
         found = replay_items(files)  # replay lists' entries; a folder, a pattern no shell expanded: their files
         if not found.items:
             raise ValueError("FileReplay needs at least one file")

@@ -20,6 +20,7 @@ from connectors.stream_selection import NoStreamMatched, StreamSelection
 from connectors.ticks import utc_text
 from connectors.time_range import TimeRange
 from connectors.venue_notes import mixed_venues
+from engine.quoting import quoted
 
 
 def source_name(plan: Any) -> str:
@@ -91,7 +92,7 @@ def sequence_columns(plans: list[Any]) -> str:
     """The sequence columns the files are read by (a map's `sequence`), quoted, or "" when none is."""
     names = sorted({column for plan in plans
                     if (column := getattr(getattr(plan, "columns", None), "sequence", None)) is not None})
-    return " / ".join(map(repr, names))
+    return " / ".join(map(quoted, names))
 
 
 def found_on_read(plans: list[Any], sequences: SequenceWatch | None) -> list[str]:
@@ -106,7 +107,7 @@ def found_on_read(plans: list[Any], sequences: SequenceWatch | None) -> list[str
     held = {stream for plan in shifted for stream in plan.streams_held()}
     if unheld := sorted(offset_names(named, held)):
         shown = ", ".join(sorted(held)[:8]) + (", ..." if len(held) > 8 else "")
-        notes.append(f"price_offset names stream(s) {', '.join(map(repr, unheld))}, which the files never "
+        notes.append(f"price_offset names stream(s) {', '.join(map(quoted, unheld))}, which the files never "
                      f"hold: not shifted (their streams: {shown or 'none'})")
     return notes
 

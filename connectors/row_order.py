@@ -16,6 +16,7 @@ from connectors.epoch_counts import scaled_ts
 from connectors.misread_times import trade_date_caution
 from connectors.repeated_hour import RepeatedHour
 from connectors.session_dates import EveningsMoved
+from engine.quoting import quoted
 
 SEQ = "_seq"  # the row's sequence number (a map's `sequence`), which orders rows of equal times
 # a sequence of two columns (`block_number+log_index`) is one number, the first shifted past the second's bits: up
@@ -52,7 +53,7 @@ def in_time_order(path: Path, cmap: ColumnMap, frame: pl.LazyFrame, keys: list[s
     clock stepped back once by about a second (connectors/leap_seconds.clock_step_back), said for the generic one."""
     notes: list[str] = []
     out_of_sequence = int(facts["out_of_sequence"] or 0)
-    ties = f"in sequence order (column {cmap.sequence!r}) within each stream" if cmap.sequence is not None else \
+    ties = f"in sequence order (column {quoted(cmap.sequence)}) within each stream" if cmap.sequence is not None else \
         "in file order"
     newest_first = bool(facts["unsorted"]) and is_newest_first(facts["back_rows"], facts["forward_rows"])
     if newest_first:  # rows of one time are newest first too: reversed, the stable sort keeps them oldest first
@@ -82,9 +83,9 @@ def in_time_order(path: Path, cmap: ColumnMap, frame: pl.LazyFrame, keys: list[s
                      f"equal times {ties}")
         notes += trade_date
     elif out_of_sequence:
-        notes.append(f"{path.name}: {out_of_sequence} row(s) of a lower sequence number (column {cmap.sequence!r}) "
-                     f"than their stream's row before them at the same time; rows of equal times replayed by "
-                     f"stream, each stream's in sequence order")
+        notes.append(f"{path.name}: {out_of_sequence} row(s) of a lower sequence number (column "
+                     f"{quoted(cmap.sequence)}) than their stream's row before them at the same time; rows of equal "
+                     "times replayed by stream, each stream's in sequence order")
     return frame, notes, out_of_sequence
 
 

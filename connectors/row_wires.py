@@ -11,6 +11,7 @@ from connectors.column_names import QUOTE_MARKS, TRADE_MARKS
 from connectors.map_vocabulary import QUOTE_FIELDS, TRADE_FIELDS
 from connectors.price_offsets import offset_of
 from connectors.ticks import QUOTE, TRADE, InvalidTick
+from engine.quoting import quoted
 
 
 def offsets_by_stream(per_stream: Mapping[str, float] | None) -> Callable[[Any], float | None]:
@@ -30,9 +31,9 @@ def marked_lacking(cmap: ColumnMap, marks: Sequence[str], cells: Sequence[Any],
     is said; None when no column marks it."""
     for column, mark in zip(marks, cells):  # the row says its kind: what it lacks is said
         if (kind_of := marked_kind(mark)) is not None:
-            lacks = f"no price (column {cmap.price!r})" if kind_of == TRADE else \
-                f"neither bid nor ask (columns {cmap.bid!r}, {cmap.ask!r})"
-            return InvalidTick("missing_field", f"column {column!r} marks the row {mark} but it has "
+            lacks = f"no price (column {quoted(cmap.price)})" if kind_of == TRADE else \
+                f"neither bid nor ask (columns {quoted(cmap.bid)}, {quoted(cmap.ask)})"
+            return InvalidTick("missing_field", f"column {quoted(column)} marks the row {mark} but it has "
                                                 f"{lacks}", stream_of(out))
     return None
 

@@ -34,6 +34,7 @@ from connectors.event_time import after_midnight, row_day
 from connectors.file_scans import SAMPLE_ROWS
 from connectors.map_vocabulary import COUNT_UNITS, DAY_CLOCK_UNITS
 from connectors.past_midnight import past_day_end
+from engine.quoting import quoted
 
 MINUTE_NS, DAY_NS = 60 * 10**9, 86_400 * 10**9
 TRADE_DATE_NAMES = frozenset({"tradedate", "tradingday", "tradingdate", "sessiondate"})
@@ -125,21 +126,21 @@ class StreamOpens(NamedTuple):
         return (minute <= close).fill_null(False)  # (the close: the last minute before the pause)
 
     def said(self, time: str) -> str:
-        """The open(s) for a note: `17:00 in 'Time' (the evening open, after the daily pause from 16:00)`, or each
+        """The open(s) for a note: `17:00 in "Time" (the evening open, after the daily pause from 16:00)`, or each
         stream's, a few named; a stream's open taken from another is said borrowed, and from where."""
         by_open: dict[SessionOpen, list[str]] = {}
         for stream, opened in self.opens.items():
             by_open.setdefault(opened, []).append(stream)
         if len(by_open) == 1 and len(self.opens) == self.streams:
             opened, names = next(iter(by_open.items()))
-            return (f"{clock_text(opened.open_minute)} in {time!r} (the evening open, after the daily pause from "
+            return (f"{clock_text(opened.open_minute)} in {quoted(time)} (the evening open, after the daily pause from "
                     f"{clock_text(opened.break_from)}{self._borrowed(names)})")
         each = "; ".join(f"{clock_text(o.open_minute)} for {', '.join(self._listed(names)[:3])}"
                          f"{', ...' if len(names) > 3 else ''} (after the pause from {clock_text(o.break_from)}"
                          f"{self._borrowed(names)})" for o, names in sorted(by_open.items())[:4])
         without = self.streams - len(self.opens)
         whose = "each stream's own" if not self.lent else "each stream's own, or one it borrowed"
-        return (f"their stream's evening open in {time!r} ({whose}, after its daily pause: {each}"
+        return (f"their stream's evening open in {quoted(time)} ({whose}, after its daily pause: {each}"
                 f"{'; ...' if len(by_open) > 4 else ''}"
                 f"{f'; {without} stream(s) whose times do not run through midnight: as written' if without else ''})")
 
@@ -241,8 +242,8 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
                                             evening.sum().alias("n"), past.sum().alias("past")).collect().row(0)
     if weekend:
         said = "named" if by_name else "mapped (trade_date)" if named else "ordered"
-        return ts, [f"{path.name}: column {date!r} is {said} as a trade date, but {weekend} of its rows at or after "
-                    f"{at} fall on a Saturday or a Sunday, which is no trade date: read as calendar dates, as "
+        return ts, [f"{path.name}: column {quoted(date)} is {said} as a trade date, but {weekend} of its rows at or "
+                    f"after {at} fall on a Saturday or a Sunday, which is no trade date: read as calendar dates, as "
                     f"written"], None
     night = cmap.tz in NIGHT_SESSION_ZONES  # Monday's night session on the Friday before (JPX's)
     days_back = night_days_back(opens, stream, minute, evening, weekday) if night else evening.cast(pl.Int64)
@@ -277,7 +278,7 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
                   f"(JPX), Asia/Seoul (KRX), Asia/Singapore (SGX)"
                   if mondays else "")
         read_on = f"read on the calendar day before their trade date{monday}"
-    return shifted, [f"{path.name}: column {date!r} {why}: its {count} row(s) at or after {at} are its evening "
+    return shifted, [f"{path.name}: column {quoted(date)} {why}: its {count} row(s) at or after {at} are its evening "
                      f"session{past_said}, {read_on} (docs/replay.md#trade-dates)"], \
         EveningsMoved(int(moved_back), list(others))
 

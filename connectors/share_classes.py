@@ -14,6 +14,7 @@ from connectors.file_overlaps import tick_kinds
 from connectors.file_plan import source_path
 from connectors.stream_selection import StreamSelection
 from connectors.ticks import QUOTE, TRADE
+from engine.quoting import quoted
 
 SHARE_CLASS_SEPARATOR = re.compile(r"[. /-]")  # BRK.B, BRK B, BRK/B (replayed as BRK-B), BRK-B
 
@@ -39,8 +40,8 @@ def share_class_spellings(plans: Sequence[Any], spans: Sequence[dict[str, tuple[
         if trades is None or quotes is None:
             continue
         notes.append(Caution(
-            f"streams {trades!r} (trades only: {', '.join(files[trades][:2])}) and {quotes!r} (quotes only: "
-            f"{', '.join(files[quotes][:2])}) differ only in the share class's separator: if they are one "
+            f"streams {quoted(trades)} (trades only: {', '.join(files[trades][:2])}) and {quoted(quotes)} (quotes "
+            f"only: {', '.join(files[quotes][:2])}) differ only in the share class's separator: if they are one "
             f"instrument, its trades and quotes replay as two streams, each answered without the other. Give them "
             f"one name: a replay list entry for a file of that one instrument, columns: {{stream: {quotes}}}; a "
             f"file of several instruments renamed in the file first (docs/replay.md)"))

@@ -26,6 +26,7 @@ from connectors.field_names import normal_name
 from connectors.layout_notes import trade_bars
 from connectors.file_scans import SAMPLE_ROWS, is_csv, scan_file
 from connectors.shell_words import columns_option
+from engine.quoting import quoted
 
 RISES_SAID = 20  # rises of the size within a stream, at the least, before its never falling says anything
 FALLS_PER_RISE = 0.1  # falls allowed per rise: a day's total starts again from 0 (trade sizes fall about half the time)
@@ -101,12 +102,12 @@ def _running_total_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], 
             *([f"bid={pair[0]},ask={pair[1]}"] if pair else ["bid=BID,ask=ASK"])]
     unread = f"; its quote columns are not read ({', '.join(quotes[:6])})" if quotes else ""
     return [Caution(
-        f"{path.name}: column {cmap.size!r}, read as the size, never decreases within a stream ({facts['low']:,g} to "
-        f"{facts['high']:,g} over {facts['rows']:,} rows; {facts['same']:,} of them unchanged): a running total of "
-        f"volume, as a file of snapshots holds (not prints), so each row replays as a trade at {cmap.price!r} sized "
-        f"by the total so far, the unchanged rows after no new trade{unread}. To read the snapshots as quotes: "
-        f"{columns_option(*keys)}; to read trades, write each row's rise of {cmap.size!r} as its "
-        f"size and drop the rows without one first (docs/replay.md, running totals)")]
+        f"{path.name}: column {quoted(cmap.size)}, read as the size, never decreases within a stream "
+        f"({facts['low']:,g} to {facts['high']:,g} over {facts['rows']:,} rows; {facts['same']:,} of them unchanged): "
+        "a running total of volume, as a file of snapshots holds (not prints), so each row replays as a trade at "
+        f"{quoted(cmap.price)} sized by the total so far, the unchanged rows after no new trade{unread}. To read the "
+        f"snapshots as quotes: {columns_option(*keys)}; to read trades, write each row's rise of {quoted(cmap.size)} "
+        "as its size and drop the rows without one first (docs/replay.md, running totals)")]
 
 
 def capped_size(text: pl.Expr, number: pl.Expr) -> pl.Expr:
@@ -123,6 +124,6 @@ def _capped_size_note(path: Path, cmap: ColumnMap, head: pl.DataFrame) -> list[s
     if not found["rows"]:
         return []
     read = ", ".join(f"{v} as {float(re.match(CAPPED, v)[1]) * 1e6:,.0f}" for v in found["values"])
-    return [f"{path.name}: column {cmap.size!r} holds capped sizes on {found['rows']:,} rows (FINRA TRACE's, "
+    return [f"{path.name}: column {quoted(cmap.size)} holds capped sizes on {found['rows']:,} rows (FINRA TRACE's, "
             f"disseminated so above a cap): read {read}, the least each can be, so such a trade's size is a lower "
             f"bound"]

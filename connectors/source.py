@@ -13,6 +13,7 @@ from typing import Any
 
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick
+from engine.quoting import quoted
 
 BEHIND_SAID_S = 1.0  # a paced source (a replay's --speed) this late, in wall seconds, is said to be behind
 
@@ -62,7 +63,7 @@ class Source(ABC):
 
 def check_max_ticks(max_ticks: int) -> None:
     if isinstance(max_ticks, bool) or not isinstance(max_ticks, int) or max_ticks < 0:
-        raise ValueError(f"max_ticks must be an int >= 0, got {max_ticks!r}")
+        raise ValueError(f"max_ticks must be an int >= 0, got {quoted(max_ticks)}")
 
 
 def fingerprint(description: Any) -> str:
@@ -74,15 +75,15 @@ def check_snapshot(snapshot: dict[str, Any], source: str, expected_fingerprint: 
     """Validate a snapshot taken by a source of kind `source`; return its tick position."""
     if not isinstance(snapshot, dict) or snapshot.get("source") != source:
         got = snapshot.get("source") if isinstance(snapshot, dict) else type(snapshot).__name__
-        raise ValueError(f"not a {source} snapshot (source={got!r})")
+        raise ValueError(f"not a {source} snapshot (source={quoted(got)})")
     if snapshot.get("fingerprint") != expected_fingerprint:
         raise ValueError(
-            f"{source} snapshot was taken with different arguments (fingerprint {snapshot.get('fingerprint')!r}, "
-            f"this source is {expected_fingerprint!r}); build the source exactly as before restoring"
+            f"{source} snapshot was taken with different arguments (fingerprint {quoted(snapshot.get('fingerprint'))}, "
+            f"this source is {quoted(expected_fingerprint)}); build the source exactly as before restoring"
         )
     emitted = snapshot.get("emitted")
     if isinstance(emitted, bool) or not isinstance(emitted, int) or emitted < 0:
-        raise ValueError(f"snapshot 'emitted' must be an int >= 0, got {emitted!r}")
+        raise ValueError(f"snapshot 'emitted' must be an int >= 0, got {quoted(emitted)}")
     return emitted
 
 
@@ -97,7 +98,7 @@ class SyntheticSource(Source):
 
     def __init__(self, config: SyntheticConfig | None = None, limit: int | None = None) -> None:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise ValueError(f"limit must be None (endless) or an int >= 0, got {limit!r}")
+            raise ValueError(f"limit must be None (endless) or an int >= 0, got {quoted(limit)}")
         self.config = (config or SyntheticConfig()).anchored()
         self.limit = limit
         self._fingerprint = fingerprint(("synthetic", self.config))  # limit left out: resuming may run longer

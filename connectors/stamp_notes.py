@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from connectors.tick_times import first_ts_hint, utc_text
+from engine.quoting import quoted
 
 MAX_TS_UNIT_NOTES = 20  # streams named (stats, stderr) when many first ticks are 0 or look like s/ms/us; all counted
 # A wire tick accepted further ahead of the receiver's clock than this is said and counted (ticks_ahead_summary): its
@@ -41,7 +42,7 @@ class StampNotes:
             if len(self.ts_unit_notes) < MAX_TS_UNIT_NOTES:
                 self.ts_unit_notes[stream] = hint
                 if self.notify is not None:
-                    self.notify(f"stream {stream!r}: {hint}")
+                    self.notify(f"stream {quoted(stream)}: {hint}")
 
     def accepted(self, stream: str, ts: int, now_ns: int) -> None:
         """A wire tick of ``stream`` stamped ``ts`` accepted at the receiver's clock ``now_ns``."""
@@ -61,7 +62,7 @@ class StampNotes:
         self.ahead_of_clock[stream] = [1, round(ahead_s, 3)]
         if self.notify is not None:
             ahead = f"{ahead_s / 3600:.1f} h" if ahead_s >= 3600 else f"{ahead_s / 60:.0f} min"
-            self.notify(f"stream {stream!r}: accepted a tick stamped {ahead} ahead of this clock (ts {ts}, "
+            self.notify(f"stream {quoted(stream)}: accepted a tick stamped {ahead} ahead of this clock (ts {ts}, "
                         f"{utc_text(ts)}): its later ticks older than that are refused as ts_backwards until the "
                         f"clock passes it; if the stamp is wrong (forged, or a clock or unit mistake), `flashtick "
                         f"forget {stream}` drops the stream, its ordering guard included (stats ticks_ahead_of_clock)")

@@ -14,6 +14,7 @@ from connectors.stream_names import MAX_STREAM_BYTES, check_stream
 from connectors.tick_errors import InvalidTick
 from connectors.tick_times import check_order
 from connectors.ticks import Tick
+from engine.quoting import quoted
 
 
 class StreamEncoder:
@@ -37,13 +38,13 @@ class StreamEncoder:
     def encode(self, tick: Tick) -> EncodedTick:
         """Tokens for a validated tick of this stream; raises InvalidTick("ts_backwards"). Mutates nothing."""
         if tick.stream != self.stream:
-            raise ValueError(f"tick of stream {tick.stream!r} given to the encoder of {self.stream!r}")
+            raise ValueError(f"tick of stream {quoted(tick.stream)} given to the encoder of {quoted(self.stream)}")
         check_order(self.stream, tick.ts, self.last_ts)
         state = copy.copy(self.state)
         try:
             tokens = self.codec.encode(tick, state)
         except Exception as e:  # a codec must never take the service down over one tick; the copy is dropped
-            raise InvalidTick("unencodable", f"stream {self.stream!r}: the codec could not encode this tick "
+            raise InvalidTick("unencodable", f"stream {quoted(self.stream)}: the codec could not encode this tick "
                                              f"({type(e).__name__}: {e})", self.stream) from None
         return EncodedTick(self.stream, tick.ts, tokens, 1, state, tick, seq=tick.seq)
 

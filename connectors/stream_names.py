@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
 from typing import Any
 
 from connectors.tick_errors import InvalidTick
@@ -29,7 +28,7 @@ def error_cell_hint(text: str | None) -> str:
     """What a stream cell read as empty holds when it is an error value (ERROR_CELL); '' otherwise."""
     if text is None or not re.match(ERROR_CELL, text.strip()):
         return ""
-    return (f": {text.strip()!r} is a spreadsheet or terminal error value (a ticker that did not resolve), no "
+    return (f": {quoted(text.strip())} is a spreadsheet or terminal error value (a ticker that did not resolve), no "
             f"instrument's name: fix the cell at the source")
 
 
@@ -39,14 +38,14 @@ def slash_hint(name: str) -> str:
     if not isinstance(name, str) or "/" not in name or len(name) > 64:
         return ""
     return f" (no stream name has a '/', which answer topics use as their separator: file replay names " \
-           f"{quoted(name)} {quoted(name.replace('/', '-'))}{venue_caution(name.replace('/', '-'), quoted)})"
+           f"{quoted(name)} {quoted(name.replace('/', '-'))}{venue_caution(name.replace('/', '-'))})"
 
 
-def venue_caution(dashed: str, quote: Callable[[str], str] = repr) -> str:
+def venue_caution(dashed: str) -> str:
     """What to know before sending `BTC/USD` as `BTC-USD`, said wherever '/' -> '-' is suggested or done: that may be
     another venue's own name for the instrument (Coinbase's), and one engine fed by both would merge their ticks.
-    ``quote``: how the example name is quoted (the wire's errors: as JSON writes it, engine/quoting.py)."""
-    example = f", e.g. {quote(dashed + '.kraken')}" if len(dashed) <= 32 else ""
+    The example name is quoted as JSON writes it (engine/quoting.py), in a wire error and a file's note alike."""
+    example = f", e.g. {quoted(dashed + '.kraken')}" if len(dashed) <= 32 else ""
     return f"; it may be another venue's name too: name it by venue{example}"  # (a rejection is kept short)
 
 
@@ -76,7 +75,7 @@ def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
         raise InvalidTick("bad_stream", f"stream name of {size} UTF-8 bytes is longer than {max_bytes} bytes")
     if "/" in stream:  # answer topics are "<query>/<stream>/": a '/' would make prefix subscriptions ambiguous
         dashed = stream.replace("/", "-")
-        named = f"{quoted(dashed)}{venue_caution(dashed, quoted)}"
+        named = f"{quoted(dashed)}{venue_caution(dashed)}"
         raise InvalidTick("bad_stream", f"stream {_excerpt(stream, 64)} contains \"/\", which answer topics use as a "
                                         f"delimiter (file replay names it {named})")
     if stream[0] == "_":

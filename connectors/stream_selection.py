@@ -49,13 +49,13 @@ class StreamSelection:
             if not isinstance(pattern, str) or not pattern:
                 raise ValueError(f"streams: each must be a non-empty stream name or glob, got {quoted(pattern)}")
             if why := unclosed_bracket(pattern):
-                raise ValueError(f"streams: {pattern!r} is not a valid glob: {why}")
+                raise ValueError(f"streams: {quoted(pattern)} is not a valid glob: {why}")
             if "/" in pattern:  # replay renames EUR/USD to EUR-USD: answer topics use '/'
-                raise ValueError(f"streams: {pattern!r} has a '/', which no replayed stream name has (EUR/USD "
-                                 f"replays as EUR-USD): select {pattern.replace('/', '-')!r}")
+                raise ValueError(f"streams: {quoted(pattern)} has a '/', which no replayed stream name has (EUR/USD "
+                                 f"replays as EUR-USD): select {quoted(pattern.replace('/', '-'))}")
             if pattern.startswith("_") or pattern != pattern.strip(" "):
-                raise ValueError(f"streams: {pattern!r} starts with '_' or a space, or ends with a space, which no "
-                                 f"stream name does: it would match no stream")
+                raise ValueError(f"streams: {quoted(pattern)} starts with '_' or a space, or ends with a space, which "
+                                 "no stream name does: it would match no stream")
         self.patterns = tuple(dict.fromkeys(patterns))
         self._exact = frozenset(p for p in self.patterns if not GLOB_CHARS & set(p))
         self._globs = tuple(re.compile(fnmatch.translate(p)) for p in self.patterns if GLOB_CHARS & set(p))

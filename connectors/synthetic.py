@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
 
 from connectors.ticks import QUOTE, TRADE, Tick
+from engine.quoting import quoted
 
 CALM, VOLATILE = 0, 1
 REVERT, TREND_UP, TREND_DOWN = 0, 1, 2
@@ -45,7 +46,8 @@ class StreamParams:
         if not self.name:
             raise ValueError("stream name must be non-empty")
         if not (self.price > 0 and self.tick_size > 0 and self.tick_size < self.price):
-            raise ValueError(f"stream {self.name!r}: need 0 < tick_size < price, got {self.tick_size}, {self.price}")
+            raise ValueError(f"stream {quoted(self.name)}: need 0 < tick_size < price, got {self.tick_size}, "
+                             f"{self.price}")
 
 
 DEFAULT_STREAMS = (
@@ -118,7 +120,7 @@ class SyntheticConfig:
             raise ValueError(f"trend_bias must be in [0, 0.5), got {self.trend_bias}")
         start = self.start_ts
         if start is not None and (isinstance(start, bool) or not isinstance(start, int) or not 0 <= start < 2**62):
-            raise ValueError(f"start_ts must be None (now) or an int of ns in [0, 2**62), got {start!r}")
+            raise ValueError(f"start_ts must be None (now) or an int of ns in [0, 2**62), got {quoted(start)}")
 
     def anchored(self) -> SyntheticConfig:
         """This config with a start_ts of None replaced by the wall clock now less LIVE_START_BEHIND_NS (a fixed

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from engine.quoting import quoted
+
 TEMPLATE_FIELDS = ("stream", "ts", "kind", "price", "size", "side", "bid", "ask", "bid_size", "ask_size", "mid",
                    "gap_ms")
 
@@ -91,11 +93,11 @@ class TextCodecConfig:
         for name in ("trade_template", "quote_template"):
             tpl = getattr(self, name)
             if not tpl.endswith("\n"):
-                raise ValueError(f"{name} must end with a newline so lines stay separate, got {tpl!r}")
+                raise ValueError(f"{name} must end with a newline so lines stay separate, got {quoted(tpl)}")
             try:
                 fields = [f for _, f, _, _ in string.Formatter().parse(tpl) if f is not None]
             except ValueError as e:  # `{price` unclosed, a lone `}`: named by its key, as every template error
-                raise ValueError(f"{name} {tpl!r} is not a format string: {e} (write a literal brace as {{{{ or "
+                raise ValueError(f"{name} {quoted(tpl)} is not a format string: {e} (write a literal brace as {{{{ or "
                                  f"}}}})") from None
             bad = [f for f in fields if f not in TEMPLATE_FIELDS]
             if bad:
@@ -106,6 +108,6 @@ class TextCodecConfig:
                 which = _field_refusal(tpl, SAMPLE_FIELDS) or (
                     f"{type(e).__name__}: {e} (price, size, bid, ask, sizes and mid are floats, ts an int of ns, "
                     f"gap_ms, stream, kind and side text)")
-                raise ValueError(f"{name} {tpl!r} cannot write a tick: {which}") from None
+                raise ValueError(f"{name} {quoted(tpl)} cannot write a tick: {which}") from None
         if self.gap_decimals < 0:
             raise ValueError(f"gap_decimals must be >= 0, got {self.gap_decimals}")

@@ -7,6 +7,8 @@ raises it, and those live in modules of their own.
 
 from __future__ import annotations
 
+from engine.quoting import quoted
+
 REASONS = (
     "not_a_map",
     "missing_stream",
@@ -54,7 +56,7 @@ class InvalidTick(ValueError):
 
     def __init__(self, reason: str, message: str, stream: str | None = None) -> None:
         if reason not in REASONS:  # a typo here would silently split a counter
-            raise KeyError(f"unknown reason code {reason!r}")
+            raise KeyError(f"unknown reason code {quoted(reason)}")
         super().__init__(f"{reason}: {message}")
         self.reason = reason
         self.message = message

@@ -26,6 +26,7 @@ from connectors.utc_offsets import (
     unknown_zone_name,
     zone_writing,
 )
+from engine.quoting import quoted
 
 
 # a word written after a time of day (`10:00:00 AEST`, `9:30:00 PM EST`): a zone's name, or AM/PM
@@ -45,8 +46,8 @@ def _names_hint(names: list[str], fits: list[str]) -> str:
     proposes) with the --tz of a zone that writes them all, else each one's --tz."""
     if (zone := zone_writing(names)) is not None:
         reading = re.sub(r"\s*(%Z|[A-Za-z]+)$", " %Z", fits[0]) if fits else "... %Z"
-        return (f"{zone} writes them all: give --ts-format {reading!r} --tz {zone}, whose %Z then reads each name at "
-                f"the offset {zone} writes it for")
+        return (f"{zone} writes them all: give --ts-format {quoted(reading)} --tz {zone}, whose %Z then reads each "
+                f"name at the offset {zone} writes it for")
     each = "; ".join(f"{name}: {tz_for_name(name)}" for name in names)
     return f"no one zone known here writes them all ({each}): a format's %Z with --tz reads that zone's names only"
 
@@ -59,15 +60,15 @@ def unread_zone_names(path: Path, cmap: ColumnMap, first: str, words: list[str])
     if not unread:
         return None
     fits = [f for f in time_formats(first) or built_formats(first) if f != cmap.ts_format]
-    return (f"{path}: column {cmap.ts!r} holds times written with {', '.join(words)} (its first rows; "
-            f"{first[:40]!r}), and {', '.join(unread)} names no one UTC offset known here, so those rows' times would "
-            f"not be read: {_names_hint(words, fits)}")
+    return (f"{path}: column {quoted(cmap.ts)} holds times written with {', '.join(words)} (its first rows; "
+            f"{quoted(first, 40)}), and {', '.join(unread)} names no one UTC offset known here, so those rows' times "
+            f"would not be read: {_names_hint(words, fits)}")
 
 
 def time_hint(path: Path, cmap: ColumnMap, first: str, words: list[str] | None = None) -> str:
     """Why no row's time could be read, and the option that reads it; `words`: those after the file's first times
     (`zone_words`), every zone name a refusal names."""
-    where = f"{path}: no row's time could be read: column {cmap.ts!r} holds {first[:40]!r}"
+    where = f"{path}: no row's time could be read: column {quoted(cmap.ts)} holds {quoted(first, 40)}"
     if cmap.ts_unit in CLOCK_DIGIT_UNITS:
         return (f"{where}, not a wall clock's HHMMSS digits ({6 + CLOCK_FRACTION_DIGITS[cmap.ts_unit]} of them, "
                 f"hour < 24, minutes and seconds < 60) as ts_unit {cmap.ts_unit} reads: give the unit of its digits, "
@@ -96,28 +97,30 @@ def time_hint(path: Path, cmap: ColumnMap, first: str, words: list[str] | None =
     fits = [f for f in time_formats(first) or built_formats(first) if f != cmap.ts_format]
     if cmap.ts_unit == "datetime" and (clock := clock_name(first)) is not None:
         name, zone = clock
-        example = f", e.g. --ts-format {fits[0]!r}" if fits else ""
-        return (f"{where}: {name!r} names the clock of {zone}, not a UTC offset (it is {name[0]}ST or {name[0]}DT "
-                f"by the date): give that zone, --tz {zone}, and a format that reads the name as text{example}")
+        example = f", e.g. --ts-format {quoted(fits[0])}" if fits else ""
+        return (f"{where}: {quoted(name)} names the clock of {zone}, not a UTC offset (it is {name[0]}ST or "
+                f"{name[0]}DT by the date): give that zone, --tz {zone}, and a format that reads the name as "
+                f"text{example}")
     if cmap.ts_unit == "datetime" and cmap.ts_format and is_iso_time(first.strip()):
         # ISO 8601 read without a format: the one given (--ts-format applies to every file of a run) is another
         # file's (review315 #11: a FactSet export's beside an ISO file)
-        return (f"{where}, ISO 8601, which the format given, {cmap.ts_format!r}, does not read: a --ts-format "
+        return (f"{where}, ISO 8601, which the format given, {quoted(cmap.ts_format)}, does not read: a --ts-format "
                 f"applies to every file of the run; to give it to one file alone, name that file in a replay list "
                 f"entry with its own map (`replay: [{{path: FILE, columns: {{ts_format: '{cmap.ts_format}'}}}}]`) "
                 f"or in its own column map file, and read this one without it (docs/replay.md)")
     if cmap.ts_unit == "datetime":
         # a format built from the value quoted; none proposed where none is built (a common one, given as an example
         # of the codes, read no row of such a file)
-        example = (", e.g. --ts-format " + " or ".join(repr(f) for f in fits) if fits else
+        example = (", e.g. --ts-format " + " or ".join(quoted(f) for f in fits) if fits else
                    " (no format built here reads it; docs/replay.md lists the codes)")
         word = unknown_zone_name(first) if fits and UTC_OFFSET.search(first) is None else None
         names = list(dict.fromkeys([word.upper(), *(words or [])])) if word else []
         when = naive_time(first, fits[0]) if word else None
-        zone = f" and its zone with {tz_for_name(word, when)} ({word!r} is read as text, not applied)" if word else ""
+        zone = (f" and its zone with {tz_for_name(word, when)} ({quoted(word)} is read as text, not applied)"
+                if word else "")
         if len(names) > 1:  # `AEST` then `AEDT`: no name written as text reads them all
             zone = f"; but its first rows' times are written with {', '.join(names)}: {_names_hint(names, fits)}"
-        return (f"{where}, which is not ISO 8601{' nor ' + repr(cmap.ts_format) if cmap.ts_format else ''}: "
+        return (f"{where}, which is not ISO 8601{' nor ' + quoted(cmap.ts_format) if cmap.ts_format else ''}: "
                 f"give its format with strftime codes{example}{zone}"
                 + (" (both read it: which is the day?)" if len(fits) == 2 else
                    f" (all {len(fits)} read it: which is the day, which the year?)" if len(fits) > 2 else ""))
@@ -134,8 +137,8 @@ def epoch_format_hint(text: str, ts_format: str | None) -> str | None:
     if suffix and ts_format == f"%s{suffix}":  # read as it says, and still no present-day time
         magnitude = f" (at its magnitude it counts {unit})" if unit != suffix else ""
         return f"{count[1]} {suffix} since the epoch, which is not in 1970..2200{magnitude}"
-    option = f"--ts-format '%s{suffix}'" if suffix else f"--ts-unit {unit} (and no --ts-format)"
+    option = f"--ts-format {quoted('%s' + suffix)}" if suffix else f"--ts-unit {unit} (and no --ts-format)"
     if ts_format is None:
         return f"an epoch count with its unit written after it: give {option}"
-    return (f"--ts-format {ts_format!r} reads no time in 1970..2200 from it"
+    return (f"--ts-format {quoted(ts_format)} reads no time in 1970..2200 from it"
             f"{'' if suffix else f': at its magnitude it counts {unit}'}: give {option}")

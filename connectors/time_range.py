@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from connectors.tick_times import ts_unit_guess, utc_text
+from engine.quoting import quoted
 
 FRACTION = re.compile(r"(?<=:\d\d)[.,](\d+)")  # a time's fraction of a second, after its seconds
 TIME_SYNTAX = "ISO 8601 (2024-01-02, 2024-01-02T14:30, UTC unless an offset is given: +01:00) or ns since the epoch"
@@ -52,7 +53,7 @@ def _iso_time(given: str, option: str) -> tuple[datetime, int]:
     try:
         when = datetime.fromisoformat((FRACTION.sub("", given, count=1) if fraction else given).replace("z", "Z"))
     except ValueError:
-        raise ValueError(f"{option} {given!r} is not a time: give {TIME_SYNTAX}") from None
+        raise ValueError(f"{option} {quoted(given)} is not a time: give {TIME_SYNTAX}") from None
     return when, nanos
 
 

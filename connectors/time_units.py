@@ -19,6 +19,7 @@ from connectors.field_names import normal_name
 from connectors.map_vocabulary import COUNT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, NS_SINCE_2000, UNITS, joined_columns
 from connectors.number_separators import COMMA_GROUPED
 from connectors.tick_times import Q_EPOCH_NS, q_epoch_reading, utc_text
+from engine.quoting import quoted
 
 # a present-day time, in ns since the epoch: 1990..2200 (a date of market data)
 EPOCH_1990_NS, EPOCH_2200_NS = 631_152_000 * 10**9, 7_258_118_400 * 10**9
@@ -47,17 +48,17 @@ def epoch_note(path: Path, cmap: ColumnMap, first_ns: Any) -> list[str]:
     if cmap.ts_unit == "ns" and q_epoch_reading(first_ns):
         return [Caution(f"{path.name}: the first time, {raw} ns since 1970, is {utc_text(first_ns)}, but as ns since "
                         f"2000-01-01 (q's epoch: a kdb+ timestamp written as a long, as pykx and arrowkdb write "
-                        f"its raw value) it is {utc_text(first_ns + Q_EPOCH_NS)}: if column {cmap.ts!r} counts from "
-                        f"2000, give --ts-unit {NS_SINCE_2000} (and --tz for local times)")]
+                        f"its raw value) it is {utc_text(first_ns + Q_EPOCH_NS)}: if column {quoted(cmap.ts)} counts "
+                        f"from 2000, give --ts-unit {NS_SINCE_2000} (and --tz for local times)")]
     if EPOCH_1990_NS <= first_ns < EPOCH_2200_NS:
         return []
     if epoch_unit(raw) == cmap.ts_unit:  # no unit makes it a present-day time: said all the same
         if first_ns < EPOCH_1980_NS:  # (the warning on times before 1980 says it: connectors/misread_times.py)
             return []
         return [f"{path.name}: the first time, {raw} {cmap.ts_unit} since the epoch ({utc_text(first_ns)}), is not "
-                f"in 1990..2200, in any epoch unit: check column {cmap.ts!r} is the time"]
+                f"in 1990..2200, in any epoch unit: check column {quoted(cmap.ts)} is the time"]
     return [f"{path.name}: the first time, {raw} {cmap.ts_unit} since the epoch, is not in 1990..2200: "
-            f"if column {cmap.ts!r} counts {epoch_unit(raw)}, give --ts-unit {epoch_unit(raw)}"]
+            f"if column {quoted(cmap.ts)} counts {epoch_unit(raw)}, give --ts-unit {epoch_unit(raw)}"]
 
 
 def epoch_unit(value: float) -> str:

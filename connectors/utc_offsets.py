@@ -18,6 +18,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 import polars as pl
 
+from engine.quoting import quoted
+
 # Zones' names outside the US that stand for one UTC offset each wherever they are written, with the zone whose
 # clock writes them (its standard and its summer name by the date: AEST, then AEDT from October): a time written
 # with one is read at its offset; a time column's header naming one names that zone (connectors/header_zones.py)
@@ -237,7 +239,7 @@ def tz_for_name(name: str, when: datetime | None = None) -> str:
     picks = [_on_that_date(next((z for z in MARKET_ZONES if z in zones), zones[0]), offset, name, when)
              for offset, zones in by_offset.items()]
     if not picks:
-        return f"--tz ZONE (the IANA name of the zone whose clock writes {name!r})"
+        return f"--tz ZONE (the IANA name of the zone whose clock writes {quoted(name)})"
     if len(picks) == 1:
         return f"--tz {picks[0]}"
     said = [f"--tz {zone}" + ("" if "(" in zone else f" ({offset})") for zone, offset in zip(picks, by_offset)]

@@ -15,6 +15,7 @@ from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_plan import FilePlan, source_path
 from connectors.file_scans import SAMPLE_ROWS, distinct_text, is_csv, scan_file
+from engine.quoting import quoted
 
 
 VENUE_NAMES = ("exchange", "venue", "market", "exchange_id", "exchange_code", "ex", "mic")
@@ -45,7 +46,7 @@ def venue_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Se
     if provider and {v.lower() for v in values} & NOT_PROVIDERS:
         return []
     streams = f"stream={column}+{cmap.stream_col}" if cmap.stream_col else f"stream={column}"
-    held = f"{path.name}: column {column!r} holds {len(values)} venues ({', '.join(values[:5])}" \
+    held = f"{path.name}: column {quoted(column)} holds {len(values)} venues ({', '.join(values[:5])}" \
            f"{', ...' if len(values) > 5 else ''}) and each stream mixes them"
     # a tape's exchange codes are letters or numbers (TAQ's N, P, Q; Polygon's 4, 11): its prints are one market's,
     # but not its quotes

@@ -11,6 +11,7 @@ from connectors.column_map import ColumnMap
 from connectors.datetime_column import NAIVE_TZ_ONLY
 from connectors.datetime_text import built_formats
 from connectors.header_zones import zone_after_time
+from engine.quoting import quoted
 
 
 def time_with_zone(text: str | None) -> tuple[tuple[str, str], list[str]] | None:
@@ -41,11 +42,11 @@ def zone_in_times(path: Path, cmap: ColumnMap, first: str | None, full_map: bool
         return cmap, []
     named = f"their zone, {zone}" if word == zone else f"{word}, the clock of {zone}"
     notes = [f"{path.name}: its times are written with {named}: read in that zone, summer time included "
-             f"(--ts-format {fmt!r} --tz {zone})"]
+             f"(--ts-format {quoted(fmt)} --tz {zone})"]
     if cmap.tz is not None and cmap.tz != zone:
         if full_map:
-            raise ValueError(f"{path}: ts column {cmap.ts!r} carries its zone ({first[:48]!r}: {zone}); "
-                             f"tz={cmap.tz!r} is {NAIVE_TZ_ONLY}")
+            raise ValueError(f"{path}: ts column {quoted(cmap.ts)} carries its zone ({quoted(first, 48)}: {zone}); "
+                             f"tz={quoted(cmap.tz)} is {NAIVE_TZ_ONLY}")
         notes.insert(0, f"{path.name}: its times carry their own zone, so --tz {cmap.tz} (for naive times) is not "
                         f"applied to it")
     return replace(cmap, ts_format=fmt, tz=zone), notes

@@ -7,6 +7,7 @@ language's own notation (review308 #4: errors quoted Python literals, `b'C.A'`, 
     quoted(b"C.A")              -> bin 3 bytes 43 2e 41
     quoted(("trade", "quote"))  -> ["trade", "quote"]
     quoted(None), quoted(True)  -> null, true
+    quoted(Path("a b.csv")), quoted(date(2024, 3, 1)), quoted(numpy.int64(5))  -> "a b.csv", "2024-03-01", 5
 
 A value is cut short (a refused value may be megabytes): text past ``limit`` characters ends `"..."` outside the
 quotes, so what is inside them is the value's own start; bytes show their first 16; containers their first 4 items.
@@ -14,8 +15,11 @@ quotes, so what is inside them is the value's own start; bytes show their first 
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import math
 import unicodedata
+from pathlib import PurePath
 from typing import Any
 
 MAX_QUOTED = 80  # characters of a quoted text
@@ -35,7 +39,7 @@ def quoted(value: Any, limit: int = MAX_QUOTED, ascii_only: bool = False, _depth
         return str(value) if value.bit_length() <= 128 else f"<an integer of {value.bit_length()} bits>"
     if isinstance(value, float):
         return ("NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity") \
-            if not math.isfinite(value) else repr(value)
+            if not math.isfinite(value) else repr(float(value))  # (numpy 2's float64 repr is `np.float64(...)`)
     if isinstance(value, str):
         return _quoted_text(value, limit, ascii_only)
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -53,6 +57,14 @@ def quoted(value: Any, limit: int = MAX_QUOTED, ascii_only: bool = False, _depth
         items = sorted(value, key=str)[:MAX_ITEMS_SHOWN] if isinstance(value, (set, frozenset)) \
             else list(value[:MAX_ITEMS_SHOWN])
         return "[" + ", ".join(quoted(item, 32, ascii_only, _depth + 1) for item in items) + more + "]"
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):  # a numpy scalar a file's column gave
+        return quoted(value.item(), limit, ascii_only, _depth)
+    if isinstance(value, PurePath):  # a file names a path as text (a message about it: engine/path_words.py)
+        return _quoted_text(str(value), limit, ascii_only)
+    if isinstance(value, (datetime.date, datetime.time)):  # as JSON encoders write one: ISO 8601 text
+        return _quoted_text(value.isoformat(), limit, ascii_only)
+    if isinstance(value, decimal.Decimal):
+        return str(value)
     code = getattr(value, "code", None)
     if isinstance(code, int) and isinstance(getattr(value, "data", None), bytes):  # msgpack.ExtType
         return f"ext {code} ({len(value.data)} bytes)"

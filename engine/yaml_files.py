@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from engine.quoting import quoted
+
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _CORE_BOOLS = ("true", "false")  # YAML 1.2's core schema: the only booleans; `yes`/`no`/`on`/`off` are text
@@ -48,7 +50,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 break
             if line is not None:  # (by key, not line: `{a: 1, a: 2}` is on one)
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"found duplicate key {key!r} (first at line {line}); the last would win silently",
+                    None, None, f"found duplicate key {quoted(key)} (first at line {line}); the last would win "
+                                "silently",
                     key_node.start_mark)
             first[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)

@@ -64,7 +64,7 @@ def test_an_event_type_column_of_another_layout_reads_its_quote_rows_as_quotes(t
     ticks = drain(replay)
     assert [t.kind for t in ticks] == ["quote", "quote", "trade"]  # the first two: a bid with no ask before it
     assert (ticks[-2].bid, ticks[-2].ask) == (185.40, 185.60)
-    assert any("column 'EventType' marks each row's one field" in n for n in replay.notes)
+    assert any("column \"EventType\" marks each row's one field" in n for n in replay.notes)
 
 
 def test_quote_sides_over_marks_it_does_not_know_is_refused_naming_them(tmp_path: Path) -> None:
@@ -80,7 +80,7 @@ def test_quote_sides_over_marks_it_does_not_know_is_refused_naming_them(tmp_path
     with pytest.raises(ValueError) as refused:
         FileReplay(path, columns=columns)
     message = str(refused.value)
-    assert "'NO_QUOTE BID', 'ROTATION ASK' are none it knows" in message
+    assert '"NO_QUOTE BID", "ROTATION ASK" are none it knows' in message
     assert "values seen: NO_QUOTE BID, QUOTE BID, ROTATION ASK, TRADE" in message
     assert "keep: {EventType: [...]}" in message
     # the marks a keep leaves out are no concern: the rest read, those rows counted as filtered_out

@@ -62,7 +62,7 @@ def test_a_bad_limit_is_refused_by_its_variable(tmp_path: Path, monkeypatch: pyt
     gz = tmp_path / "BTCUSDT-trades.csv.gz"
     gz.write_bytes(gzip.compress(HEADER))
     monkeypatch.setenv(UNPACKED_VARIABLE, "lots")
-    with pytest.raises(ValueError, match=f"{UNPACKED_VARIABLE} must be a number > 0, got 'lots'"):
+    with pytest.raises(ValueError, match=f'{UNPACKED_VARIABLE} must be a number > 0, got "lots"'):
         FileReplay(gz)
 
 

@@ -107,7 +107,7 @@ def test_an_empty_zip_a_name_twice_or_not_a_zip_is_refused_by_name(tmp_path: Pat
     with zipfile.ZipFile(tmp_path / "twice.zip", "w") as z:
         z.write(a, "x/a.csv")
         z.write(a, "y/a.csv")
-    with pytest.raises(ValueError, match="holds 'a.csv' in more than one folder"):
+    with pytest.raises(ValueError, match='holds "a.csv" in more than one folder'):
         FileReplay(tmp_path / "twice.zip")
     (tmp_path / "fake.zip").write_text("id,price\n1,2\n")
     with pytest.raises(ValueError, match="not a readable zip archive"):

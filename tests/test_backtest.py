@@ -427,7 +427,7 @@ def test_a_text_model_backtest_says_what_it_did_not_answer_or_score_and_why_tick
     assert main(["backtest", str(setup / "ticks.parquet"), "--config", str(fits), "--out", str(tmp_path / "a.parquet"),
                  *argv]) == 0
     out, err = capsys.readouterr()
-    assert "skipping on_demand query 'note': answered when asked, live" in err, err
+    assert 'skipping on_demand query "note": answered when asked, live' in err, err
     assert "note: up: no answer scored: an answer is scored against what the ticks after it did" in out, out
     # every tick a line longer than one item may be: refused, and the summary says why, not just how many
     too_long = tmp_path / "long.yaml"
@@ -458,7 +458,7 @@ def test_an_on_demand_query_longer_than_probe_reserve_does_not_refuse_a_backtest
     assert main([*argv, "--out", str(tmp_path / "a.parquet")]) == 0
     err = capsys.readouterr().err
     notes = [line for line in err.splitlines() if "skipping on_demand" in line]  # (the tmp path holds on_demand)
-    assert notes == ["flashtick backtest: note: skipping on_demand queries 'note', 'note2': answered when asked, "
+    assert notes == ['flashtick backtest: note: skipping on_demand queries "note", "note2": answered when asked, '
                      "live; a backtest answers standing triggers only (batch, ticks, interval)"], err
     assert set(pl.read_parquet(tmp_path / "a.parquet")["query"]) == {"up"}
     queries.write_text("queries:\n" + long_note.replace("TRIGGER", "batch"))

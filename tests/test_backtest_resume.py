@@ -489,7 +489,7 @@ def test_a_run_that_rejects_every_row_exits_non_zero_with_the_reasons(setup: Pat
     err = capsys.readouterr().err
     assert code == 2 and "every row was rejected" in err
     assert f"rejected nonpositive_price: 2 (first: {tmp_path / 'bad.csv'} line 2: " in err
-    assert "column 'price'" in err and "rejected missing_field: 1" in err
+    assert 'column "price"' in err and "rejected missing_field: 1" in err
     assert not (tmp_path / "a.parquet").exists() and not (tmp_path / "a.parquet.parts").exists()
 
 

@@ -61,7 +61,7 @@ def test_yahoo_style_daily_bars_read_at_the_close_with_their_volume(tmp_path: Pa
     assert replay.notes[0] == ("AAPL.csv: no column map given; read as ts=Date (datetime), stream_name=AAPL, "
                                "price=Close, size=Volume")
     assert replay.notes[1].startswith("AAPL.csv: read as bars: each row is one trade at its close (Close, size "
-                                      "Volume, no side), stamped with its 'Date' column")
+                                      'Volume, no side), stamped with its "Date" column')
 
 
 def test_polygon_aggregates_parquet_and_minute_bars_with_an_offset(tmp_path: Path) -> None:
@@ -251,7 +251,7 @@ def test_a_footer_line_is_left_out_as_no_tick(tmp_path: Path) -> None:
     replay = FileReplay(path)
     assert [(t.price, t.size) for t in drain(replay)] == [(6850.25, 120), (6850.0, 80)]
     assert dict(replay.rejected) == {"filtered_out": 1}
-    assert "a footer line ('Downloaded from Barchart.com as of 03-06-2026 04:34pm CST'), no tick" in \
+    assert 'a footer line ("Downloaded from Barchart.com as of 03-06-2026 04:34pm CST"), no tick' in \
         replay.rejected.examples["filtered_out"]
     # a last row of data whose time does not read is still a reject, not a footer
     path.write_text("Time,Open,High,Low,Last,Change,%Chg,Volume\n"
@@ -278,7 +278,7 @@ def test_zero_prints_of_a_spread_trading_a_few_steps_above_zero_name_the_price_o
     drain(replay)
     assert replay.rejected.by_stream["nonpositive_price"] == {"ZNH5-ZNM5": 8, "ZNH5": 1}
     example = replay.rejected.examples["nonpositive_price"]
-    assert example.startswith(f"{path} line 16: nonpositive_price: price must be > 0, got 0.0 (column 'price')")
+    assert example.startswith(f'{path} line 16: nonpositive_price: price must be > 0, got 0.0 (column "price")')
     # the offset to paste lifts the spread alone: ZNH5's lone 0 lifted by 1 would be a price of 1 in a market at 110
     assert example.endswith("; ZNH5-ZNM5's other trade prices lie within 10 price steps of zero (a spread), where 0 "
                             "is a price, not bad data: an offset (--price-offset) shifts them above zero; the lowest "

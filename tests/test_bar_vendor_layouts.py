@@ -107,7 +107,7 @@ def test_a_multirow_header_of_other_names_is_refused_without_a_positional_fix(tm
     path.write_text(yf_csv(YF_ROWS, ["AAPL"]).replace("Ticker,", "Symbol,", 1))  # not yfinance's: no reshaping
     with pytest.raises(ValueError) as refused:
         FileReplay(path)
-    assert "'Datetime,Close AAPL,High AAPL,Low AAPL,Open AAPL,Volume AAPL'" in str(refused.value)
+    assert '"Datetime,Close AAPL,High AAPL,Low AAPL,Open AAPL,Volume AAPL"' in str(refused.value)
     assert "tail -n" not in str(refused.value)
 
 
@@ -120,7 +120,7 @@ def test_binance_rest_klines_json_replays_at_each_close_time(tmp_path: Path) -> 
     assert drain(replay) == [Tick("BTCUSDT", (t0 + (i + 1) * 60_000 - 1) * 1_000_000, "trade", price=42000.5 + i,
                                   size=5.4) for i in range(3)]
     bar_note = next(n for n in replay.notes if "read as bars" in n)
-    assert "stamped with its 'close_time' column, the bar's end" in bar_note  # review307 #11: no start warning
+    assert "stamped with its \"close_time\" column, the bar's end" in bar_note  # review307 #11: no start warning
     assert "most vendors" not in bar_note and "NinjaTrader" not in " ".join(replay.notes)
     assert any("Binance REST klines (/api/v3/klines)" in n for n in replay.notes)
 
@@ -135,7 +135,7 @@ def test_polygon_aggregates_json_replays_one_trade_per_bar(tmp_path: Path) -> No
     assert drain(replay) == [Tick("AAPL", (t0 + i * 60_000) * 1_000_000, "trade", price=184.9 + i,
                                   size=47065.0 + i) for i in range(3)]
     assert any("Polygon aggregates (/v2/aggs)" in n for n in replay.notes)
-    assert any("read as bars" in n and "'t' column" in n for n in replay.notes)
+    assert any("read as bars" in n and '"t" column' in n for n in replay.notes)
     (tmp_path / "AAPL_aggs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))  # jq's bar a line
     assert [(t.stream, t.price) for t in drain(FileReplay(tmp_path / "AAPL_aggs.jsonl"))] == [
         ("AAPL", 184.9 + i) for i in range(3)]
@@ -214,7 +214,7 @@ def test_start_stamped_bars_stamped_at_their_close_and_cut_there(tmp_path: Path)
     assert [t.ts for t in as_written] == [start + i * minute for i in range(5)]
     replay = FileReplay(tmp_path / "BATS_AAPL, 1.csv", columns=parse_inline("bar_stamp=close"))
     assert [(t.ts, t.price) for t in drain(replay)] == [(start + (i + 1) * minute, 185 + i) for i in range(5)]
-    assert any("stamped at their close (bar_stamp close)" in n and "1m, from the period '1' its file name" in n
+    assert any("stamped at their close (bar_stamp close)" in n and '1m, from the period "1" its file name' in n
                for n in replay.notes)
     # --from/--to cut at the close stamps: [14:32, 14:34) holds the bars that closed then, started at 14:31, 14:32
     cut = FileReplay(tmp_path / "BATS_AAPL, 1.csv", columns=parse_inline("bar_stamp=close"),
@@ -260,5 +260,5 @@ def test_backtest_of_bars_stamped_at_their_close_from_the_command_line(tmp_path:
 def test_a_yfinance_file_with_its_upper_header_rows_cut_off_is_refused_not_read_by_position(tmp_path: Path) -> None:
     path = tmp_path / "AAPL_yf-table.csv"
     path.write_text("\n".join(yf_csv(YF_ROWS, ["AAPL"]).splitlines()[2:]) + "\n")  # tail -n +3
-    with pytest.raises(ValueError, match="its header names only its first column \\('Datetime'\\)"):
+    with pytest.raises(ValueError, match='its header names only its first column \\("Datetime"\\)'):
         FileReplay(path)

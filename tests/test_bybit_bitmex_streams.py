@@ -130,7 +130,7 @@ def test_a_capture_of_channels_no_one_table_holds_is_refused_naming_the_field_an
         said = str(e)
     else:
         raise AssertionError("a capture of trade lists and ticker objects was read")
-    assert "'data', a list on line 1, an object on line 2" in said
+    assert '"data", a list on line 1, an object on line 2' in said
     assert "replay each channel from a file of its own" in said and "supertype" not in said
 
 

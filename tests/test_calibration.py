@@ -207,10 +207,10 @@ def _bad(tmp_path: Path, questions: dict, top: dict | None = None) -> str:
     ({"direction_5": {"temperature": "hot"}}, None, "temperature must be a finite number > 0"),
     ({"direction_5": {"bias": [0.1, 0.2]}}, None, "questions.direction_5.bias: 3 answers need 3 biases, got 2"),
     ({"direction_5": {"bias": [0.1, float("inf"), 0]}}, None, "bias must be finite numbers"),
-    ({"direction_5": {"temprature": 2.0}}, None, "unknown keys ['temprature']"),
+    ({"direction_5": {"temprature": 2.0}}, None, 'unknown keys "temprature" (known: bias, heldout_brier_calibrated, '),
     ({"direction_7": {"temperature": 2.0}}, None, "questions.direction_7: not a question of this codec"),
-    ({}, {"scale": 2}, "unknown keys ['scale']"),
-    ({}, {"format": "other"}, "format must be 'flashtick.calibration/1'"),
+    ({}, {"scale": 2}, 'unknown keys "scale"'),
+    ({}, {"format": "other"}, 'format must be "flashtick.calibration/1"'),
 ])
 def test_bad_calibration_is_refused_naming_the_key(tmp_path: Path, questions, top, named) -> None:
     message = _bad(tmp_path, questions, top)

@@ -125,17 +125,17 @@ def test_text_codec_template_validation() -> None:
         TextCodecConfig(quote_template="Q {spread}\n")
     # a format spec the tick's values cannot take is refused when the config is read, not on every tick after
     # ... naming the field, its type and a spec that fits, never the wrapper class floats are written through
-    with pytest.raises(ValueError, match=r"trade_template 'T \{price:.2f\} \{size:d\}\\n' cannot write a tick: "
+    with pytest.raises(ValueError, match=r'trade_template "T \{price:.2f\} \{size:d\}\\n" cannot write a tick: '
                                          r"\{size:d\}: size is a float, which that spec cannot write \(Unknown format "
                                          r"code 'd' for object of type 'float'\); write e.g. \{size:.2f\}$"):
         TextCodecConfig(trade_template="T {price:.2f} {size:d}\n")
-    with pytest.raises(ValueError, match=r"quote_template 'Q \{bid:d\} \{stream:x\}\\n' cannot write a tick: "
+    with pytest.raises(ValueError, match=r'quote_template "Q \{bid:d\} \{stream:x\}\\n" cannot write a tick: '
                                          r"\{bid:d\}: bid is a float, .*; write e.g. \{bid:.2f\}$"):
         TextCodecConfig(quote_template="Q {bid:d} {stream:x}\n")
     with pytest.raises(ValueError, match=r": \{stream:x\}: stream is text, .*; write e.g. \{stream:>8\}$"):
         TextCodecConfig(quote_template="Q {bid:.1f} {stream:x}\n")
     TextCodecConfig(trade_template="T {price:.2f} {size:.0f} {ts:d}\n")  # what the values can take
-    with pytest.raises(ValueError, match=r"trade_template 'T \{price\\n' is not a format string: expected '\}'"):
+    with pytest.raises(ValueError, match=r"trade_template \"T \{price\\n\" is not a format string: expected '\}'"):
         TextCodecConfig(trade_template="T {price\n")
 
 

@@ -39,7 +39,7 @@ def test_a_footer_of_a_semicolon_file_and_a_split_one_read_alike(tmp_path: Path)
     split.write_text(HEADER + trades(0, 2) + "Total rows: 2,000\r\n", newline="")
     replay = FileReplay(split)
     assert len(drain(replay)) == 2 and dict(replay.rejected) == {"filtered_out": 1}
-    assert "a footer line ('Total rows: 2,000'), no tick" in replay.rejected.examples["filtered_out"]
+    assert 'a footer line ("Total rows: 2,000"), no tick' in replay.rejected.examples["filtered_out"]
     # a last line of data whose time does not read is still a reject, not a footer
     split.write_text(HEADER + trades(0, 2) + "late,BTCUSDT,61837.5,1\r\n", newline="")
     replay = FileReplay(split)
@@ -63,5 +63,5 @@ def test_a_byte_order_mark_before_an_epoch_number_is_named_in_its_reject(tmp_pat
     replay = FileReplay(path)
     assert [t.price for t in drain(replay)] == [61837.5, 61837.7]
     assert dict(replay.rejected) == {"missing_field": 1}
-    assert "'\\ufeff1723161255617' is not a time the map reads: it starts with a byte-order mark (U+FEFF)" in \
+    assert '"\\ufeff1723161255617" is not a time the map reads: it starts with a byte-order mark (U+FEFF)' in \
         replay.rejected.examples["missing_field"]

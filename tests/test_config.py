@@ -167,17 +167,17 @@ def test_a_section_or_key_given_twice_is_refused_not_merged(tmp_path) -> None:
 
     path = tmp_path / "engine.yaml"
     path.write_text("kv:\n  cells: 4096\nendpoints:\n  ingest: tcp://127.0.0.1:5555\nkv:\n  block_size: 16\n")
-    with pytest.raises(ConfigError, match=r"not valid YAML: found duplicate key 'kv' \(first at line 1\).*\(line 5"):
+    with pytest.raises(ConfigError, match=r'not valid YAML: found duplicate key "kv" \(first at line 1\).*\(line 5'):
         ServiceConfig.load(path)
     path.write_text("limits: {heartbeat_s: 1, heartbeat_s: 2}\n")  # on one line too
-    with pytest.raises(ConfigError, match="duplicate key 'heartbeat_s' \\(first at line 1\\)"):
+    with pytest.raises(ConfigError, match='duplicate key "heartbeat_s" \\(first at line 1\\)'):
         ServiceConfig.load(path)
     path.write_text("limits:\n  heartbeat_s: 1\n  heartbeat_s: 2\n")
-    with pytest.raises(ConfigError, match="duplicate key 'heartbeat_s' \\(first at line 2\\)"):
+    with pytest.raises(ConfigError, match='duplicate key "heartbeat_s" \\(first at line 2\\)'):
         ServiceConfig.load(path)
     columns = tmp_path / "map.yaml"
     columns.write_text("ts: time\nprice: px\nprice: last\n")
-    with pytest.raises(ValueError, match=r"duplicate key 'price' \(first at line 2\).*\(line 3, column 1\)$") as e:
+    with pytest.raises(ValueError, match=r'duplicate key "price" \(first at line 2\).*\(line 3, column 1\)$') as e:
         load_map_file(columns)
     assert "\n" not in str(e.value)  # one line, not PyYAML's quoting of the source
     # merge keys still work, and a key after one overrides what it merged (YAML's rule, not a duplicate)

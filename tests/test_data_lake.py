@@ -92,7 +92,7 @@ def test_escaped_partition_values_name_the_stream_a_symbol_column_would(tmp_path
         write_part(tmp_path / "lake" / f"symbol={value}" / "date=2024-08-08" / PART.format(0), 0)
     replay = FileReplay([tmp_path / "lake"])
     assert stream_counts(replay) == {"BTC-USD": 5, "ES:FUT": 5, "AAPL": 5}
-    assert any("stream BTC-USD, from the folder name 'symbol=BTC%2FUSD', a partition by symbol, its value unescaped "
+    assert any('stream BTC-USD, from the folder name "symbol=BTC%2FUSD", a partition by symbol, its value unescaped '
                "(BTC%2FUSD is BTC/USD)" in n for n in replay.notes), replay.notes
     (tmp_path / "same.csv").write_text(f"timestamp,symbol,price,size\n{T0},BTC/USD,100.0,1\n{T0 + 1},ES:FUT,100.0,1\n")
     assert set(stream_counts(FileReplay([tmp_path / "same.csv"]))) == {"BTC-USD", "ES:FUT"}
@@ -159,7 +159,7 @@ def test_sparks_timestamp_columns_are_utc_instants(tmp_path: Path) -> None:
     replay = FileReplay([tmp_path / "BTCUSDT.parquet"])
     assert [t.ts for t in replay.next_batch(10)] == [T0, T0 + 1, T0 + 2]
     assert not [n for n in replay.notes if "--tz" in n], replay.notes
-    with pytest.raises(ValueError, match="already carries time zone 'UTC'"):
+    with pytest.raises(ValueError, match='already carries time zone "UTC"'):
         FileReplay([tmp_path / "BTCUSDT.parquet"], columns={"ts": "ts", "ts_unit": "datetime", "tz": "America/New_York",
                                                             "price": "price", "size": "size"})
 

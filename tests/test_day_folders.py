@@ -10,6 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from engine.quoting import quoted
+
 from connectors.day_folders import folder_chain, is_day_folder, is_kind_folder
 from connectors.replay import FileReplay
 
@@ -39,7 +41,7 @@ def test_two_days_of_one_instrument_are_one_stream_named_by_the_folder_above_the
     replay = FileReplay(capture_days(tmp_path / "BTCUSDT"))
     assert streams_of(replay) == {"BTCUSDT"}
     # (said once for the two days' files: review284 #6)
-    assert any(n.startswith("2 files: stream BTCUSDT, from the folder name 'BTCUSDT' (--columns "
+    assert any(n.startswith('2 files: stream BTCUSDT, from the folder name "BTCUSDT" (--columns '
                             "stream_name=NAME to name it otherwise) (") and n.endswith("2024-08-09/trades.csv)")
                for n in replay.notes), replay.notes
 
@@ -50,7 +52,7 @@ def test_without_an_instrument_the_days_share_the_folder_above_them_and_no_other
     assert streams_of(replay) == {"session7"}
     said = [n for n in replay.notes if "the name of its folder" in n]
     assert said[0].endswith(
-        "2024-08-08/trades.csv: stream session7, the name of its folder above the day folder(s) '2024-08-08': no "
+        '2024-08-08/trades.csv: stream session7, the name of its folder above the day folder(s) "2024-08-08": no '
         "symbol column, and neither the file's name nor its folder's names an instrument (the files of one folder "
         "are one stream, its days' folders' files too; --columns stream_name=NAME names it, NAME the instrument's "
         "symbol)")
@@ -95,14 +97,14 @@ def test_a_folder_named_for_the_kind_of_data_is_skipped_like_a_day_folder(tmp_pa
     instrument, so the one above it names the stream, as above a day's folder."""
     replay = FileReplay(kind_folder_days(tmp_path / "BTCUSDT", "trades"))
     assert streams_of(replay) == {"BTCUSDT"}
-    assert any(n.startswith("2 files: stream BTCUSDT, from the folder name 'BTCUSDT' (--columns "
+    assert any(n.startswith('2 files: stream BTCUSDT, from the folder name "BTCUSDT" (--columns '
                             "stream_name=NAME to name it otherwise) (") and n.endswith("2024-08-09.csv)")
                for n in replay.notes), replay.notes
     replay = FileReplay(kind_folder_days(tmp_path / "session7", "type=quotes"))
     assert streams_of(replay) == {"session7"}
     said = [n for n in replay.notes if "the name of its folder" in n]
     assert said[0] == ("2 files: stream session7, the name of its folder above the day or data-kind "
-                       "folder(s) 'type=quotes': no symbol column, and neither the file's name nor its folder's "
+                       "folder(s) \"type=quotes\": no symbol column, and neither the file's name nor its folder's "
                        "names an instrument (the files of one folder are one stream, its days' folders' files "
                        "too; --columns stream_name=NAME names it, NAME the instrument's symbol) (2024-08-08.csv, "
                        "2024-08-09.csv)"), said
@@ -130,7 +132,7 @@ def test_a_stock_code_s_folder_above_its_days_names_the_stream(tmp_path: Path) -
     for spec in (None, "binance-trades"):
         replay = FileReplay(paths, columns=spec)
         assert streams_of(replay) == {"0700", "0005"}, replay.notes
-        assert any(n.startswith("2 files: stream 0700, from the folder name '0700', a stock code (--columns "
+        assert any(n.startswith('2 files: stream 0700, from the folder name "0700", a stock code (--columns '
                                 "stream_name=NAME to name it otherwise) (") for n in replay.notes), replay.notes
     # a year's shape is a code beside one (2020 is ANTA Sports beside Tencent); alone it is a year
     assert streams_of(FileReplay([*paths, *capture_days(tmp_path / "2020")])) == {"0700", "0005", "2020"}
@@ -150,7 +152,7 @@ def test_a_data_lakes_partitions_by_symbol_name_the_streams_whatever_their_shape
             paths.append(folder / "part-0.parquet")
     replay = FileReplay(paths)
     assert streams_of(replay) == {"0700", "0005", "AAPL", "ES.c.0"}
-    assert any("stream 0700, from the folder name 'symbol=0700', a partition by symbol" in n for n in replay.notes)
+    assert any('stream 0700, from the folder name "symbol=0700", a partition by symbol' in n for n in replay.notes)
 
 
 @pytest.mark.parametrize(("folder", "name", "stream", "left_out"), [
@@ -171,7 +173,7 @@ def test_words_of_what_the_data_is_are_no_part_of_the_stream_name(tmp_path: Path
     replay = FileReplay(path)
     assert streams_of(replay) == {stream}
     if left_out is not None:
-        assert any(f"stream {stream}, from the " in n and f"{left_out!r} left out: what the data is" in n
+        assert any(f"stream {stream}, from the " in n and f"{quoted(left_out)} left out: what the data is" in n
                    for n in replay.notes), replay.notes
 
 
@@ -193,7 +195,7 @@ def test_a_folder_named_by_what_its_data_is_is_passed_over_for_the_one_above(tmp
     and how to name it."""
     replay = FileReplay(_capture(tmp_path / "review321" / "data"))
     assert streams_of(replay) == {"review321"}
-    assert ("2 files: stream review321, the name of its folder above the day or data-kind folder(s) 'data': no "
+    assert ('2 files: stream review321, the name of its folder above the day or data-kind folder(s) "data": no '
             "symbol column, and neither the file's name nor its folder's names an instrument") in "\n".join(
         replay.notes), replay.notes
     assert any("a flashtick before 0.2.0 named it data or the preset's default: CHANGELOG.md)" in n
@@ -201,7 +203,7 @@ def test_a_folder_named_by_what_its_data_is_is_passed_over_for_the_one_above(tmp
 
     replay = FileReplay(_capture(tmp_path / "ETHUSDT" / "raw_data"))
     assert streams_of(replay) == {"ETHUSDT"}
-    assert any("stream ETHUSDT, from the folder name 'ETHUSDT'" in n for n in replay.notes), replay.notes
+    assert any('stream ETHUSDT, from the folder name "ETHUSDT"' in n for n in replay.notes), replay.notes
 
     monkeypatch.setenv("HOME", str(tmp_path / "alice"))  # ~/data/: past `data/` is the user's home, no instrument
     replay = FileReplay(_capture(tmp_path / "alice" / "data"))

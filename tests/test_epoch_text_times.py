@@ -39,19 +39,19 @@ def test_a_percent_s_time_past_2200_is_a_reject_naming_its_row_never_a_wrapped_t
     assert len(ticks) == 299 and max(t.ts for t in ticks) < 1_800_000_000 * 10**9
     assert replay.rejected == {"missing_field": 1}
     assert replay.rejected.examples["missing_field"] == (
-        f"{path} line 152: missing_field: field \"ts\" is required (column 'time': '{FIRST_MS + 150_000}s': "
+        f'{path} line 152: missing_field: field "ts" is required (column "time": "{FIRST_MS + 150_000}s": '
         f"{FIRST_MS + 150_000} s since the epoch, which is not in 1970..2200 (at its magnitude it counts ms))")
 
 
 def test_percent_s_on_ms_text_is_refused_with_the_option_that_reads_it(tmp_path: Path, capsys) -> None:
     path = epoch_text_file(tmp_path / "trades.csv", [f"{FIRST_MS + 275 * i}ms" for i in range(300)])
     out = tmp_path / "a.parquet"
-    for given, said in (([], "an epoch count with its unit written after it: give --ts-format '%sms'"),
-                        (["--ts-format", "%s"], "--ts-format '%s' reads no time in 1970..2200 from it: give "
-                                                "--ts-format '%sms'")):
+    for given, said in (([], 'an epoch count with its unit written after it: give --ts-format "%sms"'),
+                        (["--ts-format", "%s"], '--ts-format "%s" reads no time in 1970..2200 from it: give '
+                                                '--ts-format "%sms"')):
         capsys.readouterr()
         assert main(["backtest", str(path), *given, "--out", str(out), "--quiet", "--max-ticks", "50"]) == 2
-        assert f"column 'time' holds '{FIRST_MS}ms': {said}" in capsys.readouterr().err
+        assert f'column "time" holds "{FIRST_MS}ms": {said}' in capsys.readouterr().err
         assert not out.exists()
     plain = epoch_text_file(tmp_path / "plain.csv", [f"x{FIRST_MS + i}" for i in range(3)])
     with pytest.raises(ValueError, match="not ISO 8601"):  # other text: the strftime advice as before
@@ -117,13 +117,13 @@ def test_a_fraction_of_a_ns_stays_a_reject_that_names_it(tmp_path: Path, capsys)
     replay = FileReplay(gate_csv(tmp_path / "gate.csv", cells), columns=GATE_COLUMNS | {"ts_unit": "ns"})
     assert [t.ts for t in replay.next_batch(100)] == [first_ns + 58 * i for i in range(4)]
     assert replay.rejected == {"missing_field": 1}
-    assert f"'{first_ns + 300}.5' holds a fraction of a ns after the point" in \
+    assert f'"{first_ns + 300}.5" holds a fraction of a ns after the point' in \
         replay.rejected.examples["missing_field"]
     fractions = gate_csv(tmp_path / "fractions.csv", [f"{first_ns + i}.25" for i in range(5)])
     out = tmp_path / "a.parquet"
     assert main(["backtest", str(fractions), "--columns", ",".join(f"{k}={v}" for k, v in GATE_COLUMNS.items()),
                  "--ts-unit", "ns", "--out", str(out), "--quiet", "--max-ticks", "50"]) == 2
-    assert f"column 'create_time_ms' holds '{first_ns}.25', a fraction of a ns after the point" in \
+    assert f"column \"create_time_ms\" holds \"{first_ns}.25\", a fraction of a ns after the point" in \
         capsys.readouterr().err and not out.exists()
 
 

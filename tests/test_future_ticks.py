@@ -102,7 +102,7 @@ def test_a_tick_far_ahead_of_the_clock_is_said_and_forget_lets_the_real_feed_in_
         finally:
             feed.close()
     err = capsys.readouterr().err
-    assert "stream 'SYN.D': accepted a tick stamped 23.0 h ahead of this clock" in err, err
+    assert 'stream "SYN.D": accepted a tick stamped 23.0 h ahead of this clock' in err, err
     assert "`flashtick forget SYN.D`" in err
     assert "forgot stream \"SYN.D\" at a control client's request" in err
 

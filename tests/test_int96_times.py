@@ -125,7 +125,7 @@ def test_impala_int96_times_are_utc_instants_with_a_note_that_says_how_to_read_t
     assert times(replay) == [T0 + i * 1000 for i in range(5)]
     assert not any("carry no UTC offset" in n for n in replay.notes), replay.notes  # no "naive time" note
     (said,) = [n for n in replay.notes if "INT96" in n]
-    assert said.startswith("BTCUSDT.parquet: column 'ts' holds INT96 timestamps without Spark's metadata (Impala's, "
+    assert said.startswith("BTCUSDT.parquet: column \"ts\" holds INT96 timestamps without Spark's metadata (Impala's, "
                            "Hive's, older parquet-mr's), which those writers store as UTC instants: read as UTC")
     assert "a replay list entry `{path: BTCUSDT.parquet, columns: {tz: ZONE}}`" in said
     # --tz for every file (it was applied: 4 h off) is for naive times: not applied, said

@@ -48,12 +48,12 @@ def test_an_interval_is_read_as_its_start(tmp_path: Path, ts_format: str | None)
 def test_the_note_says_the_start_is_read_and_a_wrong_format_gets_the_one_that_reads_every_row(tmp_path) -> None:
     csv = entsoe_qh(tmp_path / "entsoe_qh.csv")
     replay = FileReplay(csv, columns=map_from_options(None, "ts=MTU,price=Price,stream_name=DE-QH", detect=True))
-    assert any("each interval ('02.11.2026 00:00 - 02.11.2026 00:15') at its start" in note
+    assert any('each interval ("02.11.2026 00:00 - 02.11.2026 00:15") at its start' in note
                for note in replay.notes), replay.notes
     with pytest.raises(ValueError) as refused:  # the review's pasted suggestion: the first row's end as text
         FileReplay(csv, columns={"ts": "MTU", "price": "Price", "stream": "DE-QH",
                                  "ts_format": "%d.%m.%Y %H:%M - 02.11.2026 00:15"})
-    assert str(refused.value).endswith("give its format with strftime codes, e.g. --ts-format '%d.%m.%Y %H:%M'")
+    assert str(refused.value).endswith('give its format with strftime codes, e.g. --ts-format "%d.%m.%Y %H:%M"')
     from connectors.datetime_text import start_format
 
     assert start_format("%Y-%m-%d %H:%M - %Y-%m-%d %H:%M") == "%Y-%m-%d %H:%M"

@@ -90,7 +90,7 @@ def test_a_list_in_a_field_is_read_as_text_and_polygon_s_sip_timestamp_as_the_ti
     ticks, replay = read(path)
     assert seen(ticks) == [("AAPL", ns, p, 100.0, None) for ns, p, _, _ in TRADES]
     assert any("read as ts=sip_timestamp (ns)" in n for n in replay.notes)
-    assert any("sale conditions are not read ('conditions' holds '12,37')" in n for n in replay.notes)
+    assert any('sale conditions are not read ("conditions" holds "12,37")' in n for n in replay.notes)
 
 
 def test_kraken_v1_trade_arrays_are_read(tmp_path: Path) -> None:
@@ -175,7 +175,7 @@ def test_a_receive_time_before_each_line_is_read_as_local_ts(tmp_path: Path) -> 
 
 def test_hftbacktest_s_gz_and_log_captures_read_as_their_jsonl_does(tmp_path: Path, capsys) -> None:
     """fix280 #5: hftbacktest's collector writes gzipped `<ns> <json>` lines named `btcusdt_20240809.gz`; that and
-    a `.log` of the same lines were refused by suffix ("unsupported file type '.gz'"). Read, their text sniffed, as
+    a `.log` of the same lines were refused by suffix ('unsupported file type ".gz"'). Read, their text sniffed, as
     the `.jsonl` is; a folder of them too. A `.log` that is no JSON lines and hftbacktest's `.npz` are refused,
     naming what is read."""
     lines = [f"{ns + 1_270_000_000} " + json.dumps({"stream": "btcusdt@trade", "data": {
@@ -191,8 +191,8 @@ def test_hftbacktest_s_gz_and_log_captures_read_as_their_jsonl_does(tmp_path: Pa
         assert seen(read(path)[0]) == expected, path
     notes = write_lines(tmp_path / "collector.log", ["2024-08-09 collector started", "connected"])
     (tmp_path / "btcusdt_20240809.npz").write_bytes(b"PK\x03\x04")
-    for path, said in ((notes, "unsupported file type '.log' (its first line is not a JSON object)"),
-                       (tmp_path / "btcusdt_20240809.npz", "unsupported file type '.npz' (NumPy arrays, as "
+    for path, said in ((notes, 'unsupported file type ".log" (its first line is not a JSON object)'),
+                       (tmp_path / "btcusdt_20240809.npz", 'unsupported file type ".npz" (NumPy arrays, as '
                                                            "hftbacktest converts its captures to")):
         assert main(["backtest", str(path), "--out", str(tmp_path / "a.parquet"), "--quiet"]) == 2
         err = capsys.readouterr().err

@@ -65,7 +65,7 @@ def test_a_parquet_timespan_takes_its_day_from_an_hdb_partition_folder(tmp_path:
     trades([None] * 3).with_columns(spans).write_parquet(folder / "trade.parquet")
     ticks, replay = read([folder / "trade.parquet"], {"date": "file_name"})
     assert [t.ts for t in ticks] == [OPEN_NS + part for part in FRACTIONS["ns"]]
-    assert any("from its folder '2019.02.04'" in note for note in replay.notes)
+    assert any('from its folder "2019.02.04"' in note for note in replay.notes)
 
 
 def test_q_timestamp_text_is_read_to_the_ns_without_a_format(tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ def test_hdb_partition_folders_named_the_q_way_give_each_file_its_day(tmp_path: 
         (tmp_path / day / "trade.csv").write_text("time,sym,price,size\n09:30:00.265,AAPL,170,100\n")
     ticks, replay = read([tmp_path], {"date": "file_name"})
     assert sorted(t.ts for t in ticks) == [OPEN_NS + 265_000_000 + k * 86_400 * 10**9 for k in (0, 1)]
-    assert any("from its folder '2019.02.05'" in note for note in replay.notes)
+    assert any('from its folder "2019.02.05"' in note for note in replay.notes)
 
 
 def test_a_q_date_in_a_file_name_is_its_day(tmp_path: Path) -> None:
@@ -144,13 +144,13 @@ def test_kdbtick_quote_sizes_are_read_and_a_quote_map_leaves_the_trade_file_besi
     ticks, replay = read([trade, quote])  # sym.q's quote schema: bsize/asize are the sizes
     assert [(t.kind, t.bid_size, t.ask_size) for t in ticks] == [("trade", None, None), ("quote", 300.0, 400.0)]
     assert any("bid_size=bsize, ask_size=asize" in note for note in replay.notes)
-    assert any("sale conditions are not read ('cond' holds '@')" in note for note in replay.notes)
+    assert any('sale conditions are not read ("cond" holds "@")' in note for note in replay.notes)
     quote.write_text("time,sym,bid,ask,bs,as_,ex\n2019.02.04D09:30:01.453810772,AAPL,169.99,170.01,300,400,N\n")
     ticks, replay = read([trade, quote], {"bid_size": "bs", "ask_size": "as_"})
     assert [(t.kind, t.size, t.bid_size, t.ask_size) for t in ticks] == [("trade", 500.0, None, None),
                                                                          ("quote", None, 300.0, 400.0)]
-    assert "trade.csv: --columns bid_size=bs,ask_size=as_ not applied to this file of trades, which lacks 'bs', " \
-           "'as_': those keys read the other files' ticks" in replay.notes
+    assert 'trade.csv: --columns bid_size=bs,ask_size=as_ not applied to this file of trades, which lacks "bs", ' \
+           "\"as_\": those keys read the other files' ticks" in replay.notes
     with pytest.raises(ValueError, match=r"the column map needs \['bsz'\], which the file lacks"):
         read([trade, quote], {"bid_size": "bsz"})  # a key of the quote file's own kind it lacks: still refused
 
@@ -162,7 +162,7 @@ def test_q_nulls_in_a_csv_are_named_as_q_nulls_not_units(tmp_path: Path) -> None
     ticks, replay = read([path])
     assert [t.stream for t in ticks] == ["AAPL"] and replay.rejected["missing_field"] == 2
     said = replay.rejected.examples["missing_field"]
-    assert "'0n' is q's null: no value, as a kdb+ export writes it" in said and "Excel" not in said
+    assert "\"0n\" is q's null: no value, as a kdb+ export writes it" in said and "Excel" not in said
     assert "after the number is a unit" not in said
 
 

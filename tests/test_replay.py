@@ -143,7 +143,7 @@ def test_column_map_dict_form_presets_and_errors() -> None:
     with pytest.raises(ValueError, match=r"^unknown column-map keys \"pricee\", \"sise\"; known keys: .*; did you mean "
                                          r'"price".* for "pricee", "size".* for "sise"\?$'):
         ColumnMap.from_dict({"ts": "t", "pricee": "p", "sise": "q"})
-    with pytest.raises(ValueError, match="unknown replay preset 'binance'"):
+    with pytest.raises(ValueError, match='unknown replay preset "binance"'):
         ColumnMap.from_dict({"preset": "binance"})
     bad = [
         (dict(ts="t", ts_unit="sec", price="p", size="q"), "ts_unit must be one of"),
@@ -152,7 +152,7 @@ def test_column_map_dict_form_presets_and_errors() -> None:
         (dict(ts="t", bid="b"), "bid and ask"),
         (dict(ts="t"), "neither is mapped"),
         (dict(ts="t", kind="trade", price="p", size="q", bid="b", ask="a"), r"\['bid', 'ask'\]"),
-        (dict(ts="t", kind="quote", price="p", size="q"), "kind='quote'"),
+        (dict(ts="t", kind="quote", price="p", size="q"), 'kind="quote"'),
         (dict(ts="t", kind="order", price="p", size="q"), "kind must be"),
         (dict(ts="t", stream="X", stream_col="s", price="p", size="q"), "not both"),
         (dict(ts="t", price="p", size="q", side_map={1: "sell"}), "no side column"),
@@ -363,7 +363,7 @@ def test_construction_errors_are_actionable(tmp_path: Path) -> None:
     assert "one: a folder, read as its one file (a.csv)" in [note.removeprefix(f"{tmp_path}/")
                                                               for note in FileReplay(tmp_path / "one").notes]
     (tmp_path / "x.xlsx").write_text("{}")  # (.json is read: one JSON object a line, tests/test_replay_json_lines.py)
-    with pytest.raises(ValueError, match="unsupported file type '.xlsx'"):
+    with pytest.raises(ValueError, match='unsupported file type ".xlsx"'):
         FileReplay(tmp_path / "x.xlsx")
     pl.DataFrame({"t": [datetime(2024, 1, 1)], "p": [1.0], "q": [1.0]}).write_parquet(tmp_path / "d.parquet")
     with pytest.raises(ValueError, match="set ts_unit='datetime'"):  # a ColumnMap built in Python keeps ns

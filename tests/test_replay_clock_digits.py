@@ -50,7 +50,7 @@ def test_clock_digits_beside_a_date_read_as_the_wall_clock(tmp_path: Path, digit
     assert [t.ts for t in ticks] == [utc_ns(w) for w in written]
     assert ticks[0].ts == utc_ns(written[0]) and datetime.fromtimestamp(ticks[0].ts / 1e9, timezone.utc).hour == 0
     unit = "hhmmss_ms" if digits else "hhmmss"
-    assert f"read as ts_unit {unit} of each row's day in 'date'" in "\n".join(replay.notes)
+    assert f"read as ts_unit {unit} of each row's day in \"date\"" in "\n".join(replay.notes)
 
 
 def test_explicit_unit_reads_integers_without_the_leading_zero(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ def test_every_format_a_two_way_refusal_proposes_reads_the_file(
     with pytest.raises(ValueError, match="a date that reads more than one way") as refused:
         FileReplay(path)
     said = str(refused.value)
-    proposals = re.findall(r"--ts-format '([^']+)'", said.split("give the one it is, ", 1)[1])
+    proposals = re.findall(r'--ts-format "([^"]+)"', said.split("give the one it is, ", 1)[1])
     assert len(proposals) == 2 and said.endswith("every date of its first 3 rows reads both ways"), said
     for proposed, day in zip(proposals, ("%m/%d/%Y", "%d/%m/%Y")):
         replay = FileReplay(path, columns={"ts_format": proposed})

@@ -34,7 +34,7 @@ def test_a_map_of_the_time_column_alone_and_two_digit_years(tmp_path: Path) -> N
     assert drain(FileReplay(tmp_path / "trace.csv", columns=spec)) == [
         Tick("912828YK0", ns("2024-03-08T09:30:20+00:00"), "trade", price=99.53846, size=5000000, side="buy")]
     (tmp_path / "ig.csv").write_text("Date,Time,Bid,Offer\n08/03/24,08:00:03,7699.4,7700.4\n")
-    with pytest.raises(ValueError, match=r"'%d/%m/%y %H:%M:%S%.f' or '%m/%d/%y %H:%M:%S%.f'"):
+    with pytest.raises(ValueError, match=r'"%d/%m/%y %H:%M:%S%.f" or "%m/%d/%y %H:%M:%S%.f"'):
         FileReplay(tmp_path / "ig.csv")  # not '%Y/%m/%d', which read the year 8
     spec = map_from_options(ts_format="%d/%m/%y %H:%M:%S", tz="Europe/London", detect=True)
     assert [t.ts for t in drain(FileReplay(tmp_path / "ig.csv", columns=spec))] == [ns("2024-03-08T08:00:03+00:00")]
@@ -62,7 +62,7 @@ def test_times_in_a_unit_too_small_are_refused_not_wrapped(tmp_path: Path) -> No
         FileReplay(tmp_path / "t.csv", columns=spec)
     replay = FileReplay(tmp_path / "t.parquet", columns=spec)
     assert drain(replay) == [] and dict(replay.rejected) == {"ts_out_of_range": 5}
-    assert "if column 'time' counts ms, give --ts-unit ms" in replay.notes[0]
+    assert 'if column "time" counts ms, give --ts-unit ms' in replay.notes[0]
 
 
 def test_a_full_map_names_the_tick_columns_it_leaves_unread(tmp_path: Path) -> None:
@@ -73,7 +73,7 @@ def test_a_full_map_names_the_tick_columns_it_leaves_unread(tmp_path: Path) -> N
     replay = FileReplay(tmp_path / "t.csv", columns=map_from_options(columns="ts=time,price=px", detect=True))
     t0 = ns("2024-03-01T09:30:00+00:00")
     assert drain(replay)[0] == Tick("t", t0, "trade", price=100.01, size=1.0)  # as given: size 1, no side
-    assert "t.csv: the column map reads only the columns it names; 'qty' looks like size; 'side' looks like side, " \
+    assert 't.csv: the column map reads only the columns it names; "qty" looks like size; "side" looks like side, ' \
            "not read (name it in the map to read it, e.g. --columns ...,size=qty)" in replay.notes, replay.notes
     replay = FileReplay(tmp_path / "t.csv", columns=map_from_options(columns="ts=time,price=px,size=qty,side=side",
                                                                      detect=True))
@@ -100,7 +100,7 @@ def test_a_fixed_stream_named_as_a_column_is_refused_with_the_key_that_reads_the
     (tmp_path / "multi.csv").write_text("time,symbol,price,size\n" + "".join(
         f"2024-01-02T00:00:{i:02d}Z,{'AB'[i % 2]},{100 + 100 * (i % 2)},1\n" for i in range(N)))
     (tmp_path / "map.yaml").write_text("ts: time\nts_unit: datetime\nstream: symbol\nprice: price\nsize: size\n")
-    with pytest.raises(ValueError, match=r"names one fixed stream, 'symbol', which is also a column of the file.*"
+    with pytest.raises(ValueError, match=r'names one fixed stream, "symbol", which is also a column of the file.*'
                                          r"stream_col: symbol \(inline: --columns ...,stream=symbol\)"):
         FileReplay(tmp_path / "multi.csv", columns=map_from_options(columns=str(tmp_path / "map.yaml")))
     assert main(["backtest", str(tmp_path / "multi.csv"), "--columns", str(tmp_path / "map.yaml"), "--out",

@@ -14,6 +14,8 @@ from zoneinfo import ZoneInfo
 import polars as pl
 import pytest
 
+from engine.quoting import quoted
+
 from conftest import drain, engine_dir
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
@@ -56,9 +58,9 @@ def test_an_integer_trade_date_is_joined_to_the_time_of_day_beside_it_never_read
     assert ticks[0].ts == int(datetime(2024, 6, 3, 13, 30, tzinfo=UTC).timestamp()) * 10**9  # 09:30 EDT
     unit = {1: "ns_after_midnight", 10**6: "ms_after_midnight", 10**9: "seconds_after_midnight"}[scale]
     said = "\n".join(replay.notes)
-    assert "column 'trade_date' holds dates (YYYYMMDD, 20240603 first), not a time since the epoch" in said
-    assert f"read joined to {column!r}, the integer column beside it, whose values are times of one day in {unit}" \
-        in said
+    assert 'column "trade_date" holds dates (YYYYMMDD, 20240603 first), not a time since the epoch' in said
+    assert (f"read joined to {quoted(column)}, the integer column beside it, whose values are times of one day in "
+            f"{unit}") in said
     assert f"read as ts=trade_date+{column} ({unit}, America/New_York)" in said
     assert any("holds dates" in caution for caution in replay.cautions)  # said again at a run's end
     assert "1970" not in said.replace("every tick would fall in 1970", "")
@@ -85,7 +87,7 @@ def test_a_trade_date_with_no_time_of_day_beside_it_is_refused_naming_the_map_th
     with pytest.raises(ValueError) as refused:
         FileReplay(path)
     said = str(refused.value)
-    assert "column 'trade_date' holds dates (YYYYMMDD, 20240603 first), not a time since the epoch" in said
+    assert 'column "trade_date" holds dates (YYYYMMDD, 20240603 first), not a time since the epoch' in said
     assert "--columns ts=trade_date+TIME --ts-unit ns_after_midnight" in said
     assert "--ts-unit datetime --ts-format %Y%m%d" in said  # a date alone: a row a day
     engine = engine_dir(tmp_path / "engine", QUERIES)
@@ -107,16 +109,16 @@ def test_a_map_naming_the_date_as_the_time_is_refused_with_the_exact_columns(tmp
     as_seconds = FileReplay(write(equity_rows(days=(20240603,)), tmp_path / "one_day.csv"), columns={"ts_unit": "s"})
     assert {t.ts for t in drain(as_seconds)} == {20240603 * 10**9}
     cautions = "\n".join(as_seconds.cautions)
-    assert "every one of its 40 timed rows has the same time, 1970-08-23T06:23:23Z (column 'trade_date' read as s " \
+    assert 'every one of its 40 timed rows has the same time, 1970-08-23T06:23:23Z (column "trade_date" read as s ' \
            "since the epoch)" in cautions
-    assert "its times start at 1970-08-23T06:23:23Z, before 1980 (column 'trade_date' read as s since the epoch)" \
+    assert 'its times start at 1970-08-23T06:23:23Z, before 1980 (column "trade_date" read as s since the epoch)' \
         in cautions
 
 
 def test_a_column_named_as_a_date_is_no_count_of_epoch_units_unless_it_holds_present_day_times(
         tmp_path: Path) -> None:
     days = pl.DataFrame({"date": [19877, 19878], "symbol": "X", "price": [1.0, 2.0], "size": 1.0})  # days since 1970
-    with pytest.raises(ValueError, match=r"column 'date' is named as a date \(19877 first\), not a time since the "
+    with pytest.raises(ValueError, match=r'column "date" is named as a date \(19877 first\), not a time since the '
                                          r"epoch"):
         FileReplay(write(days, tmp_path / "days.csv"))
     epoch_seconds = days.with_columns(pl.Series("date", [1717400000, 1717400001]))  # Bitstamp's `date`
@@ -128,7 +130,7 @@ def test_a_time_before_1980_in_a_detected_epoch_column_is_warned(tmp_path: Path)
     old = pl.DataFrame({"timestamp": [86_400 + i for i in range(5)], "symbol": "X", "price": 1.0, "size": 1.0})
     replay = FileReplay(write(old, tmp_path / "old.parquet"))
     drain(replay)
-    assert any("its times start at 1970-01-02T00:00:00Z, before 1980 (column 'timestamp' read as s since the epoch)"
+    assert any('its times start at 1970-01-02T00:00:00Z, before 1980 (column "timestamp" read as s since the epoch)'
                in caution for caution in replay.cautions)
     assert not any("same time" in caution for caution in replay.cautions)
 
@@ -157,9 +159,9 @@ def test_a_bare_date_column_whose_times_wrap_within_a_date_is_read_as_a_trade_da
     assert rows["truth"].is_sorted()
     assert [t.ts for t in drain(replay)] == rows["truth"].to_list()  # before: the 63 evening rows a day late
     said = "\n".join(replay.notes)
-    assert "column 'Date' holds exchange trade (session) dates, not calendar dates: within a date its times run " \
+    assert 'column "Date" holds exchange trade (session) dates, not calendar dates: within a date its times run ' \
            "from the evening open through midnight to the day session, in file order: its 63 row(s) at or after " \
-           "17:00 in 'Time' (the evening open, after the daily pause from 15:40)" in said, said
+           '17:00 in "Time" (the evening open, after the daily pause from 15:40)' in said, said
     assert "not in time order" not in said
     assert not replay.cautions, replay.cautions
     # the same trades with the calendar date (times ascending within each date) are read as before, no note
@@ -186,7 +188,7 @@ def test_a_bare_date_column_whose_wrap_is_not_clean_is_read_as_written_with_a_ca
     said = "\n".join(replay.notes)
     assert "(a trade date's evening rows a day late, as said next)" in said
     caution = next(c for c in replay.cautions if "trade (session) date" in c)
-    assert "3 time(s) in file order step back by 12 to 24 h between rows of one 'Date'" in caution
+    assert '3 time(s) in file order step back by 12 to 24 h between rows of one "Date"' in caution
     assert "Give a calendar date column, or a full timestamp column (--columns ts=...;" in caution
     assert "or say it is a trade date, read with its evening rows on the day before: --columns ...,trade_date=Date " \
            "(or name the column 'Trade Date' in the file's header)" in caution
@@ -220,7 +222,7 @@ def test_a_trade_date_file_of_two_products_finds_each_streams_evening_open(tmp_p
     ticks = drain(replay)
     assert [t.ts for t in ticks] == rows["truth"].to_list()  # before: no open over the file, every row a day late
     said = "\n".join(replay.notes)
-    assert "its 60 row(s) at or after their stream's evening open in 'Time' (each stream's own, after its daily " \
+    assert "its 60 row(s) at or after their stream's evening open in \"Time\" (each stream's own, after its daily " \
            "pause: 18:00 for ESZ6 (after the pause from 16:40); 20:00 for BRNF7 (after the pause from 17:40))" \
            in said, said
     assert "not in time order" not in said
@@ -247,7 +249,7 @@ def test_a_thin_stream_of_a_trade_date_file_takes_the_files_open(tmp_path: Path)
     said = "\n".join(replay.notes)
     assert "(the evening open, after the daily pause from 15:40; CL-BLOCK's borrowed from the whole file's times)" \
         in said, said
-    assert any("its 64 row(s) at or after 17:00 in 'Time'" in note for note in replay.notes), replay.notes
+    assert any('its 64 row(s) at or after 17:00 in "Time"' in note for note in replay.notes), replay.notes
 
 
 def test_a_column_named_trade_date_reads_its_evening_rows_on_the_day_before_in_either_order(tmp_path: Path) -> None:
@@ -257,7 +259,7 @@ def test_a_column_named_trade_date_reads_its_evening_rows_on_the_day_before_in_e
                             columns={"tz": "America/Chicago"})
         assert [t.ts for t in drain(replay)] == rows["truth"].to_list(), order
         said = "\n".join(replay.notes)
-        assert "column 'Trade Date' is an exchange trade (session) date: its 63 row(s) at or after 17:00 in 'Time' " \
+        assert 'column "Trade Date" is an exchange trade (session) date: its 63 row(s) at or after 17:00 in "Time" ' \
                "(the evening open, after the daily pause from 15:40) are its evening session, read on the calendar " \
                "day before their trade date" in said, said
         assert not any("trade (session) date" in caution for caution in replay.cautions), replay.cautions
@@ -265,7 +267,7 @@ def test_a_column_named_trade_date_reads_its_evening_rows_on_the_day_before_in_e
     calendar = cme_rows(calendar=True)
     replay = FileReplay(write(calendar.drop("truth"), tmp_path / "cl_calendar.csv"), columns={"tz": "America/Chicago"})
     assert [t.ts for t in drain(replay)] == calendar["truth"].to_list()
-    assert any("column 'Trade Date' is named as a trade date, but 21 of its rows at or after 17:00" in note and
+    assert any('column "Trade Date" is named as a trade date, but 21 of its rows at or after 17:00' in note and
                "read as calendar dates, as written" in note for note in replay.notes), replay.notes
 
 
@@ -370,7 +372,7 @@ def test_a_date_column_beside_nanoseconds_after_midnight_reads_each_rows_day(tmp
     for name in ("ticks.parquet", "ticks.csv"):
         replay = FileReplay(tmp_path / name)  # detected: not ms since the epoch (every row out of range)
         assert [t.ts for t in drain(replay)] == want
-        assert any("column 'TIME_NS' read as ns after midnight of each row's day in column 'DATE'" in n
+        assert any("column \"TIME_NS\" read as ns after midnight of each row's day in column \"DATE\"" in n
                    for n in replay.notes)
         # the map written out, with and without its unit, reads the same
         spec = "ts=DATE+TIME_NS,price=PRICE,size=SIZE,stream=SYMBOL"
@@ -394,8 +396,8 @@ def test_epoch_seconds_joined_to_their_microseconds_read_as_one_time(tmp_path: P
     mapped = "price=trade_price,size=trade_size,stream=symbol"
     replay = FileReplay(path, columns=map_from_options(columns=f"ts=ssboe+usecs,{mapped}"))
     assert [t.ts for t in drain(replay)] == expected  # 2026-11-30T14:30:00.250000Z, ...
-    assert any("column 'ssboe' holds 1796049000, a count of s since the epoch (2026-11-30T14:30:00Z), and column "
-               "'usecs' the us of each second, as its name says: read as one time" in note for note in replay.notes)
+    assert any('column "ssboe" holds 1796049000, a count of s since the epoch (2026-11-30T14:30:00Z), and column '
+               '"usecs" the us of each second, as its name says: read as one time' in note for note in replay.notes)
     csv = tmp_path / "rithmic.csv"
     pl.DataFrame(records).write_csv(csv)
     given = FileReplay(csv, columns=map_from_options(columns=f"ts=ssboe+usecs,{mapped}", ts_unit="us"))
@@ -403,8 +405,8 @@ def test_epoch_seconds_joined_to_their_microseconds_read_as_one_time(tmp_path: P
     # a part whose name says no unit, and no --ts-unit: refused, naming the option
     renamed = tmp_path / "parts.csv"
     pl.DataFrame(records).rename({"usecs": "frac"}).write_csv(renamed)
-    with pytest.raises(ValueError, match=r"ts 'ssboe\+frac': column 'ssboe' holds 1796049000, a count of s since the "
-                                         r"epoch \(2026-11-30T14:30:00Z\), not a date: give the unit 'frac' counts "
+    with pytest.raises(ValueError, match=r'ts "ssboe\+frac": column "ssboe" holds 1796049000, a count of s since the '
+                                         r'epoch \(2026-11-30T14:30:00Z\), not a date: give the unit "frac" counts '
                                          r"within each second, --ts-unit ms or us, to read the two as one time "
                                          r"\(a part in ns: --ts-unit ns, read so when the part's name says ns"):
         FileReplay(renamed, columns=map_from_options(columns=f"ts=ssboe+frac,{mapped}"))
@@ -482,14 +484,14 @@ def test_a_map_key_says_a_column_is_a_trade_date_as_the_trade_date_header_does(t
         replay = FileReplay(path, columns=columns)
         assert [(t.ts, t.stream, t.price, t.size) for t in drain(replay)] == \
             [(t.ts, t.stream, t.price, t.size) for t in expected], columns
-        assert any("column 'Session' is an exchange trade (session) date: its 63 row(s) at or after 17:00 in 'Time'"
+        assert any('column "Session" is an exchange trade (session) date: its 63 row(s) at or after 17:00 in "Time"'
                    in note for note in replay.notes), replay.notes
         assert not replay.cautions, replay.cautions
     with pytest.raises(ValueError, match=r"the column map needs \['TradeDay'\], which the file lacks "
                                          r"\(--columns trade_date=TradeDay\)"):
         FileReplay(path, columns={"trade_date": "TradeDay", "tz": "America/Chicago"})
     with pytest.raises(ValueError, match=r"trade_date names the date column that ts joins to a time of day "
-                                         r"\(DATE\+TIME\), got ts='Time': --columns "
+                                         r'\(DATE\+TIME\), got ts="Time": --columns '
                                          r"ts=Session\+Time,trade_date=Session"):
         FileReplay(path, columns={**full, "ts": "Time", "trade_date": "Session"})
 
@@ -513,5 +515,5 @@ def test_a_trade_date_file_of_night_sessions_alone_finds_its_evening_open(tmp_pa
     assert stamps[39] == utc_ns("2026-12-07T21:00:00")  # Tuesday's 06:00 close
     assert stamps[40] == utc_ns("2026-12-08T08:00:00")  # Tuesday 17:00 JST: trade date Dec 9's evening
     said = "\n".join(replay.notes)
-    assert "column 'Trade Date' is an exchange trade (session) date: its 42 row(s) at or after 17:00 in 'Time' " \
+    assert 'column "Trade Date" is an exchange trade (session) date: its 42 row(s) at or after 17:00 in "Time" ' \
            "(the evening open, after the daily pause from 06:00) are its evening session" in said, said

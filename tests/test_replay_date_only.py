@@ -45,7 +45,7 @@ def refusal(path: Path) -> tuple[str, list[str]]:
     with pytest.raises(ValueError, match="a date that reads more than one way") as refused:
         FileReplay(path)
     said = str(refused.value)
-    return said, re.findall(r"--ts-format '([^']+)'", said.split("give the one it is, ", 1)[1])
+    return said, re.findall(r'--ts-format "([^"]+)"', said.split("give the one it is, ", 1)[1])
 
 
 def cl_settlements(path: Path, written: str = "%m/%d/%Y") -> tuple[Path, list[date]]:
@@ -85,7 +85,7 @@ def test_a_bloomberg_daily_export_without_zero_padding_is_settled_by_its_later_r
     ticks = drain(replay)
     assert dict(replay.rejected) == {}
     assert [day_of(t.ts) for t in ticks] == [datetime.strptime(d, "%m/%d/%Y").date() for d in TY_DAYS]
-    assert "TYH4_Comdty.csv: its first date ('1/2/2024') reads two ways; its later rows read only as '%m/%d/%Y' " \
+    assert 'TYH4_Comdty.csv: its first date ("1/2/2024") reads two ways; its later rows read only as "%m/%d/%Y" ' \
            "(--ts-format says otherwise)" in replay.notes
 
 
@@ -97,7 +97,7 @@ def test_dates_only_no_row_settles_are_refused_with_two_formats_that_each_read_t
     path = tmp_path / "settles.csv"
     path.write_text("Date,Symbol,Close\n" + "".join(f"{d},CLK0,{20 + i}\n" for i, d in enumerate(days)))
     said, proposals = refusal(path)
-    assert said.endswith("give the one it is, --ts-format '%m/%d/%Y' or --ts-format '%d/%m/%Y': every date of its "
+    assert said.endswith('give the one it is, --ts-format "%m/%d/%Y" or --ts-format "%d/%m/%Y": every date of its '
                          "first 3 rows reads both ways"), said
     for proposed in proposals:
         replay = FileReplay(path, columns={"ts_format": proposed})
@@ -114,8 +114,8 @@ def test_a_row_no_reading_reads_is_counted_and_the_formats_proposed_read_the_res
     path = tmp_path / "settles.csv"
     path.write_text("Date,Close\n01/05/2020,20\n04/05/2020,21\nn/a,22\n")
     said, proposals = refusal(path)
-    assert said.endswith("--ts-format '%m/%d/%Y' or --ts-format '%d/%m/%Y': of its first 3 rows, 2 read both ways "
-                         "and 1 no way ('n/a')"), said
+    assert said.endswith('--ts-format "%m/%d/%Y" or --ts-format "%d/%m/%Y": of its first 3 rows, 2 read both ways '
+                         'and 1 no way ("n/a")'), said
     assert proposals == ["%m/%d/%Y", "%d/%m/%Y"]
     for proposed in proposals:
         replay = FileReplay(path, columns={"ts_format": proposed})

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.quoting import quoted
+
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from conftest import drain, ns
@@ -36,8 +38,8 @@ def test_a_dashed_us_date_is_settled_month_first_by_a_later_row(tmp_path: Path) 
     ticks = drain(replay)
     assert dict(replay.rejected) == {}
     assert ticks[0].ts == ns("2026-12-04T15:00:00+00:00") and ticks[-1].ts == ns("2026-12-14T15:04:50+00:00")
-    assert f"us_dash.csv: its first date ('12-04-2026 10:00:00') reads two ways; its later rows read only as " \
-           f"'{DASHED}' (--ts-format says otherwise)" in replay.notes
+    assert f'us_dash.csv: its first date ("12-04-2026 10:00:00") reads two ways; its later rows read only as ' \
+           f'"{DASHED}" (--ts-format says otherwise)' in replay.notes
     # a date column and a time column alike
     path = timed_rows(tmp_path / "us_dash_2.csv", "Date,Time,Symbol,Price,Size", (4, 14),
                       "{t:%m-%d-%Y},{t:%H:%M:%S},XYZ,100.{i:02d},100")
@@ -55,7 +57,7 @@ def test_dashed_dates_that_never_settle_are_refused_with_both_readings(tmp_path:
     with pytest.raises(ValueError, match="a date that reads more than one way") as refused:
         FileReplay(path)
     assert str(refused.value).endswith(
-        f"give the one it is, --ts-format '%d-%m-%Y %H:%M:%S%.f' or --ts-format '{DASHED}': every date of its "
+        f'give the one it is, --ts-format "%d-%m-%Y %H:%M:%S%.f" or --ts-format "{DASHED}": every date of its '
         f"first 60 rows reads both ways")
     assert drain(FileReplay(path, columns={"ts_format": DASHED}))[0].ts == ns("2026-12-04T10:00:00+00:00")
 
@@ -81,7 +83,7 @@ def test_a_day_first_date_is_settled_by_later_rows_with_a_map_and_with_a_decimal
     fraction = 0.123 if "123" in clock else 0
     assert ticks[0].ts == ns("2026-12-11T13:00:00+00:00") + round(fraction * 1e9)
     assert ticks[-1].ts == ns("2026-12-14T13:04:50+00:00") + round(fraction * 1e9)
-    assert any("its later rows read only as '%d/%m/%Y %H:%M:%S%.f'" in note for note in replay.notes)
+    assert any('its later rows read only as "%d/%m/%Y %H:%M:%S%.f"' in note for note in replay.notes)
 
 
 def test_the_refusal_offers_the_reading_the_files_unambiguous_rows_support(tmp_path: Path) -> None:
@@ -93,9 +95,9 @@ def test_the_refusal_offers_the_reading_the_files_unambiguous_rows_support(tmp_p
     with pytest.raises(ValueError, match="reads more than one way") as refused:
         FileReplay(path, columns=map_from_options(columns=B3_MAP))
     said = str(refused.value)
-    assert said.endswith("give the one it is, --ts-format '%d/%m/%Y %H:%M:%S%.f': of its first 61 rows, 30 read "
-                         "only so ('14/12/2026 10:00:00,123' and more); 1 of them read no way")
-    proposed = re.search(r"give the one it is, --ts-format '([^']+)'", said)[1]
+    assert said.endswith('give the one it is, --ts-format "%d/%m/%Y %H:%M:%S%.f": of its first 61 rows, 30 read '
+                         'only so ("14/12/2026 10:00:00,123" and more); 1 of them read no way')
+    proposed = re.search(r'give the one it is, --ts-format "([^"]+)"', said)[1]
     replay = FileReplay(path, columns=map_from_options(columns=B3_MAP, ts_format=proposed))
     assert drain(replay)[0].ts == ns("2026-12-11T10:00:00.123+00:00")
     assert dict(replay.rejected) == {"missing_field": 1}
@@ -105,9 +107,9 @@ def test_the_refusal_offers_the_reading_the_files_unambiguous_rows_support(tmp_p
     path.write_text(path.read_text() + "14/12/2026;10:00:00;WINZ26;1;1\n12/15/2026;10:00:00;WINZ26;1;1\n")
     with pytest.raises(ValueError, match="reads more than one way") as refused:
         FileReplay(path)
-    assert "--ts-format '%m/%d/%Y %H:%M:%S%.f' or --ts-format '%d/%m/%Y %H:%M:%S%.f': of its first 32 rows, some " \
-           "read only as '%m/%d/%Y %H:%M:%S%.f' ('12/15/2026 10:00:00') and others only as '%d/%m/%Y %H:%M:%S%.f' " \
-           "('14/12/2026 10:00:00'): dates written both ways" in str(refused.value)
+    assert '--ts-format "%m/%d/%Y %H:%M:%S%.f" or --ts-format "%d/%m/%Y %H:%M:%S%.f": of its first 32 rows, some ' \
+           'read only as "%m/%d/%Y %H:%M:%S%.f" ("12/15/2026 10:00:00") and others only as "%d/%m/%Y %H:%M:%S%.f" ' \
+           '("14/12/2026 10:00:00"): dates written both ways' in str(refused.value)
 
 
 @pytest.mark.parametrize("written, upper, read_as", [("{t:%d-%b-%y %H:%M:%S}", False, "%d-%b-%y %H:%M:%S%.f"),
@@ -136,7 +138,7 @@ def test_a_two_digit_years_refusal_gives_a_format_that_reads_it(tmp_path: Path) 
                       "{t:%d-%b-%y %I:%M:%S %p},RELIANCE,2950.{i:02d},5")
     with pytest.raises(ValueError, match="which is not ISO 8601") as refused:
         drain(FileReplay(path, columns={"ts_format": "%Y%m%d %H:%M:%S%.f"}))
-    proposed = re.search(r"--ts-format '([^']+)'", str(refused.value))[1]
+    proposed = re.search(r'--ts-format "([^"]+)"', str(refused.value))[1]
     assert proposed == "%d-%b-%y %I:%M:%S%.f %p"
     for given in (proposed, None):
         replay = FileReplay(path, columns={"ts_format": given} if given else None)
@@ -206,14 +208,14 @@ def test_a_dashed_two_digit_year_the_rows_do_not_settle_is_refused_with_the_read
     with pytest.raises(ValueError, match="a date that reads more than one way") as refused:
         FileReplay(path)
     assert str(refused.value).endswith(
-        f"give the one it is, --ts-format '{DMY}' or --ts-format '{YMD}': every date of its first 60 rows reads both "
-        f"ways ('13-12-26 10:00:00' does not read as '{MDY}')"), refused.value
+        f'give the one it is, --ts-format "{DMY}" or --ts-format "{YMD}": every date of its first 60 rows reads both '
+        f'ways ("13-12-26 10:00:00" does not read as "{MDY}")'), refused.value
     assert "%Y" not in str(refused.value)
     assert drain(FileReplay(path, columns={"ts_format": DMY}))[0].ts == ns("2026-12-04T10:00:00+00:00")
     path = timed_rows(tmp_path / "never.csv", "Date,Price,Qty", (4, 7), "{t:%d-%m-%y %H:%M:%S},2500.{i:02d},10")
     with pytest.raises(ValueError, match="a date that reads more than one way") as refused:
         FileReplay(path)
-    assert str(refused.value).endswith(f"--ts-format '{DMY}' or --ts-format '{MDY}' or --ts-format '{YMD}': every "
+    assert str(refused.value).endswith(f'--ts-format "{DMY}" or --ts-format "{MDY}" or --ts-format "{YMD}": every '
                                        f"date of its first 60 rows reads all 3 ways"), refused.value
 
 
@@ -235,7 +237,8 @@ def test_a_ts_format_for_one_file_of_a_run_says_how_to_give_it_to_that_file_alon
     assert main(["backtest", str(tmp_path / "fs.csv"), str(tmp_path / "iso.csv"), "--ts-format", fmt, "--queries",
                  str(tmp_path / "q.yaml"), "--out", str(tmp_path / "a.parquet"), "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert (f"column 'timestamp' holds '2024-01-02T14:30:00Z', ISO 8601, which the format given, {fmt!r}, does not "
+    assert (f'column "timestamp" holds "2024-01-02T14:30:00Z", ISO 8601, which the format given, {quoted(fmt)}, does '
+            'not '
             f"read: a --ts-format applies to every file of the run") in err, err
     assert "not ISO 8601" not in err and f"replay: [{{path: FILE, columns: {{ts_format: '{fmt}'}}}}]" in err, err
     (tmp_path / "list.yaml").write_text(f"replay:\n  - path: fs.csv\n    columns: {{ts_format: '{fmt}'}}\n"

@@ -207,7 +207,7 @@ def test_hours_keep_a_session_of_a_dbn_file_and_the_book_built_before_it(tmp_pat
         assert replay.rejected == {"filtered_out": 1}, hours  # the quote at 08:29:30 (a bid alone is no quote)
         clock = "08:29:30 America/Chicago" if "Chicago" in hours else "14:29:30 UTC"
         assert f"ts at {clock} is outside the hours kept ({hours})" in replay.rejected.examples["filtered_out"]
-    with pytest.raises(ValueError, match="'14:30-21:15' are a wall clock's, and no zone is given for it"):
+    with pytest.raises(ValueError, match="\"14:30-21:15\" are a wall clock's, and no zone is given for it"):
         FileReplay(path, columns={"hours": "14:30-21:15"})  # not silently UTC's
     with pytest.raises(ValueError, match="hours must be a time-of-day window"):
         FileReplay(path, columns={"hours": "8:30 to 15:15"})
@@ -231,7 +231,7 @@ def test_a_per_stream_price_offset_shifts_the_spread_alone_and_names_a_stream_no
         replay = FileReplay(path, columns=columns)
         assert [(t.stream, t.price) for t in drain(replay)] == [
             ("ESH6", 6800.0), ("ESH6-ESM6", 9.25), ("ESH6", 6800.25)] and not replay.rejected
-        assert replay.found_notes == ["price_offset names stream(s) 'ESZ9', which the files never hold: not shifted "
+        assert replay.found_notes == ['price_offset names stream(s) "ESZ9", which the files never hold: not shifted '
                                       "(their streams: ESH6, ESH6-ESM6)"]
     with pytest.raises(ValueError, match=r"price_offset \(stream ESH6\) must be a number"):
         FileReplay(path, columns={"price_offset": {"ESH6": "ten"}})
@@ -248,7 +248,7 @@ def test_an_instrument_outside_its_mapping_s_dates_is_said_once_at_the_end(tmp_p
     assert [t.stream for t in drain(replay)] == ["1001", "1001", "ESH6"]
     assert replay.found_notes == [
         f"{path}: instrument 1001 has 2 tick(s) outside its mapping's dates (the first at 2026-03-04T14:30:00Z; "
-        f"it is ESH6 from 2026-03-05 to 2026-03-09 (excluded), UTC dates), read as stream '1001': a stream apart "
+        f'it is ESH6 from 2026-03-05 to 2026-03-09 (excluded), UTC dates), read as stream "1001": a stream apart '
         f"from its symbol's"]
     # ticks that --hours leaves out are not counted: none of the Sunday's is read, so nothing is said
     kept = FileReplay(path, columns={"hours": "14:30:30-15:00 UTC"})

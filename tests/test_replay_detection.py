@@ -33,7 +33,7 @@ def test_equities_iso_times_with_offsets_detected_and_backtested(tmp_path: Path,
         ("MSFT", ns("2024-06-03T13:30:00.323456+00:00")), ("MSFT", ns("2024-06-03T13:30:01+00:00"))]
     assert replay.notes[0] == ("taq.csv: no column map given; read as ts=timestamp (datetime), stream=symbol, "
                                "price=price, size=size")
-    assert replay.notes[1].startswith("taq.csv: sale conditions are not read ('conditions' holds '@', '@ F', ")
+    assert replay.notes[1].startswith('taq.csv: sale conditions are not read ("conditions" holds "@", "@ F", ')
     assert len(replay.notes) == 2
     with pytest.raises(ValueError, match="carries its UTC offset.*drop it .files of both kinds in one run: a replay "
                                          "list gives each file its own map"):
@@ -58,7 +58,7 @@ def test_fx_quotes_with_slashed_pairs_and_a_time_format(tmp_path: Path, capsys) 
         "20240603 09:30:01.012,GBP/USD,1.27601,1.27604\n"
         "20240603 09:30:00.456,EUR/USD,1.08502,1.08505\n")
     columns = {"ts": "DateTime", "stream_col": "Pair", "bid": "Bid", "ask": "Ask"}
-    with pytest.raises(ValueError, match=r"holds '20240603 09:30:00.123', which is not ISO 8601.*--ts-format"):
+    with pytest.raises(ValueError, match=r'holds "20240603 09:30:00.123", which is not ISO 8601.*--ts-format'):
         FileReplay(tmp_path / "fx.csv", columns=columns | {"ts_unit": "datetime"})
     replay = FileReplay(tmp_path / "fx.csv", columns=columns | {"ts_format": "%Y%m%d %H:%M:%S%.f"})
     ticks = drain(replay)
@@ -70,7 +70,7 @@ def test_fx_quotes_with_slashed_pairs_and_a_time_format(tmp_path: Path, capsys) 
     assert any("EUR/USD as EUR-USD" in n for n in replay.notes)
     assert main(["feed", "replay", str(tmp_path / "fx.csv"), "--columns", "ts=DateTime,stream=Pair,bid=Bid,ask=Ask",
                  "--ts-unit", "ms", "--endpoint", "tcp://127.0.0.1:1"]) == 2
-    assert "holds '20240603 09:30:00.123', not a number of ms since the epoch" in capsys.readouterr().err
+    assert 'holds "20240603 09:30:00.123", not a number of ms since the epoch' in capsys.readouterr().err
 
 
 def test_semicolon_csv_with_bom_crlf_quotes_blank_lines_and_loose_header(tmp_path: Path) -> None:
@@ -132,12 +132,12 @@ def test_time_column_in_the_wrong_unit_is_named_with_the_fix(tmp_path: Path) -> 
     columns = {"ts": "time", "stream_col": "sym", "price": "px", "size": "qty"}
     replay = FileReplay(tmp_path / "t.csv", columns=columns)  # a map as written: its unit read from the column
     assert [t.ts for t in drain(replay)] == [1717236000123_000_000, 1717236000456_000_000]
-    assert replay.notes == ["t.csv: column 'time' read as ms since the epoch, as its first value shows (--ts-unit or "
+    assert replay.notes == ['t.csv: column "time" read as ms since the epoch, as its first value shows (--ts-unit or '
                             "--ts-format to say otherwise)"]
     replay = FileReplay(tmp_path / "t.csv", columns=ColumnMap.from_dict(columns))  # ns: 1970, said in a note
     assert replay.notes == ["t.csv: the first time, 1717236000123 ns since the epoch, is not in 1990..2200: if "
-                            "column 'time' counts ms, give --ts-unit ms"]
-    with pytest.raises(ValueError, match=r"holds '1717236000123', a number: give its epoch unit, e.g. --ts-unit ms"):
+                            'column "time" counts ms, give --ts-unit ms']
+    with pytest.raises(ValueError, match=r'holds "1717236000123", a number: give its epoch unit, e.g. --ts-unit ms'):
         FileReplay(tmp_path / "t.csv", columns=columns | {"ts_unit": "datetime"})
     assert FileReplay(tmp_path / "t.csv", columns=columns | {"ts_unit": "ms", "price": "PX"}).notes == []
 
@@ -150,10 +150,10 @@ def test_rejected_rows_say_what_to_do(tmp_path: Path) -> None:
     replay = FileReplay(tmp_path / "t.csv")
     assert [(t.price, t.side) for t in drain(replay)] == [(12345.67, "buy"), (1.5, "sell")]
     examples = replay.rejected.examples
-    assert examples["missing_field"].endswith("(column 'price': 'n/a' is not a number)")  # the cell, quoted
-    assert "got \"hold\" (column 'side'; map other side values with side_map" in examples["unknown_side"]
+    assert examples["missing_field"].endswith('(column "price": "n/a" is not a number)')  # the cell, quoted
+    assert 'got "hold" (column "side"; map other side values with side_map' in examples["unknown_side"]
     # the symbol column's own value: one fixed stream_name would merge every symbol into one stream
-    assert "(column 'symbol'; the file's own value: fix it at the source, or name the streams by other columns" \
+    assert "(column \"symbol\"; the file's own value: fix it at the source, or name the streams by other columns" \
         in examples["bad_stream"] and "not stream_name=NAME" in examples["bad_stream"]
 
 
@@ -174,7 +174,7 @@ def test_a_time_that_does_not_read_is_quoted_and_a_dst_gap_named_only_in_a_zone_
         replay = FileReplay(tmp_path / "t.csv", columns={"tz": zone})
         drain(replay)
         example = replay.rejected.examples["missing_field"]
-        assert "(column 'time': 'soon' is not a time the map reads" in example
+        assert '(column "time": "soon" is not a time the map reads' in example
         assert ("DST" in example) is dst
 
 

@@ -126,7 +126,7 @@ def mac_trades(rows: int, bad_row: int | None = None) -> list[str]:
 def test_a_csv_whose_lines_end_in_cr_alone_reads_as_its_lines(tmp_path: Path) -> None:
     """Polars ends lines at \\n only: a CSV of a few trades ended by \\r alone was one line to it (the sniffer, which
     reads \\r as a line end, saw rows; polars a header alone), and `backtest` / `evaluate` failed with a bare
-    "unsupported operand type(s) for *: 'NoneType' and 'int'"; a long one was refused, "line 1 is longer than
+    'unsupported operand type(s) for *: "NoneType" and "int"'; a long one was refused, "line 1 is longer than
     131,072 characters". It reads as the same file ended by \\n, said in a note, its rows named by the user's
     file and line; so does its .csv.gz, and such a file in a zip."""
     import zipfile

@@ -177,8 +177,8 @@ def test_tz_for_every_file_leaves_a_file_of_epoch_times_as_it_is_with_a_note(tmp
     assert [ts for stream, ts in got if stream == "E"] == [ms * 10**6 for ms in epoch_ms]
     assert [ts for stream, ts in got if stream == "X"] == [1_780_320_600 * 10**9 + i * 10**9 for i in range(3)]
     assert any("ep.parquet: its times count from the epoch (1970-01-01 UTC), so --tz America/New_York (for naive "
-               "times) is not applied to it (the hours kept, '09:30-16:00 America/New_York'" in n for n in replay.notes)
-    with pytest.raises(ValueError, match="'ms' counts from the epoch, which is UTC already"):  # the file's own map
+               'times) is not applied to it (the hours kept, "09:30-16:00 America/New_York"' in n for n in replay.notes)
+    with pytest.raises(ValueError, match='"ms" counts from the epoch, which is UTC already'):  # the file's own map
         FileReplay([(tmp_path / "ep.parquet", {"tz": "America/New_York"})])
 
 
@@ -206,7 +206,7 @@ def test_hours_that_the_clocks_skip_on_a_day_are_said_not_to_exist_on_it(tmp_pat
     rows.with_columns(pl.col("timestamp").dt.strftime("%Y-%m-%d %H:%M:%S")).drop("ns").write_csv(tmp_path / "sp.csv")
     replay = FileReplay(tmp_path / "sp.csv", columns={"tz": "America/New_York", "hours": "02:00-02:30"})
     assert drain(replay) == [] and replay.rejected == {"filtered_out": 240}
-    assert replay.notes[-1] == ("sp.csv: hours '02:00-02:30' do not exist on 2026-03-08 in America/New_York: the "
+    assert replay.notes[-1] == ('sp.csv: hours "02:00-02:30" do not exist on 2026-03-08 in America/New_York: the '
                                 "clocks skip them when summer time starts, so every row of that day is left out")
     replay = FileReplay(tmp_path / "sp.csv", columns={"tz": "America/New_York", "hours": "01:30-02:30"})
     assert len(drain(replay)) == 30 and not any("do not exist" in n for n in replay.notes)  # 01:30..01:59 EST
@@ -218,8 +218,8 @@ def test_a_naive_time_among_times_with_offsets_is_said_to_lack_its_offset(tmp_pa
     replay = FileReplay(tmp_path / "mix.csv")
     assert len(drain(replay)) == 2 and replay.rejected == {"missing_field": 1}
     assert replay.rejected.examples["missing_field"].endswith(
-        "mix.csv line 3: missing_field: field \"ts\" is required (column 'timestamp': '2026-10-25T01:20:00' lacks the "
-        "UTC offset the file's other times carry (the first of them: '2026-10-25T00:30:00+01:00'), so it is no "
+        'mix.csv line 3: missing_field: field "ts" is required (column "timestamp": "2026-10-25T01:20:00" lacks the '
+        "UTC offset the file's other times carry (the first of them: \"2026-10-25T00:30:00+01:00\"), so it is no "
         "instant: write the row with its offset)")
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.quoting import quoted
+
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from conftest import drain, ns
@@ -110,7 +112,7 @@ def test_a_dotted_clock_with_a_decimal_comma_reads_with_the_format_written_and_t
     expected = [ns("2024-04-03T07:00:00+00:00") + i * 250_000_000 for i in range(8)]
     with pytest.raises(ValueError, match="a date that reads more than one way") as refused:
         FileReplay(path, columns={"tz": "Europe/Rome"})
-    assert "--ts-format '%d/%m/%Y %H.%M.%S%.f'" in str(refused.value)
+    assert '--ts-format "%d/%m/%Y %H.%M.%S%.f"' in str(refused.value)
     for fmt in ("%d/%m/%Y %H.%M.%S,%3f", "%d/%m/%Y %H.%M.%S%.f"):
         replay = FileReplay(path, columns={"ts_format": fmt, "tz": "Europe/Rome"})
         assert [t.ts for t in drain(replay)] == expected and dict(replay.rejected) == {}, fmt
@@ -137,10 +139,10 @@ def test_a_date_and_a_time_column_under_names_of_any_language_are_read_as_one_ti
     french = tmp_path / "fr.csv"
     french.write_text("\r\n".join(["Date;Heure;Symbole;Prix;Quantité;Sens", *(
         row.replace("03.04.2024", "03/04/2024") for row in german_rows(8))]) + "\r\n")
-    with pytest.raises(ValueError, match=r"column 'Date\+Heure' holds '03/04/2024 09:00:00,000', a date that reads "
+    with pytest.raises(ValueError, match=r'column "Date\+Heure" holds "03/04/2024 09:00:00,000", a date that reads '
                                          r"more than one way") as refused:
         FileReplay(french, columns=given("price=Prix,size=Quantité", tz="Europe/Paris"))
-    assert "--ts-format '%d/%m/%Y %H:%M:%S%.f'" in str(refused.value)
+    assert '--ts-format "%d/%m/%Y %H:%M:%S%.f"' in str(refused.value)
     replay = FileReplay(french, columns=given("price=Prix,size=Quantité", tz="Europe/Paris",
                                                   ts_format="%d/%m/%Y %H:%M:%S%.f"))
     assert [t.ts for t in drain(replay)] == expected
@@ -152,16 +154,16 @@ def test_a_date_column_mapped_alone_names_the_time_of_day_beside_it(tmp_path: Pa
     path = tmp_path / "fr.csv"
     path.write_text("\r\n".join(["Date;Heure;Symbole;Prix;Quantité;Sens", *(
         row.replace("03.04.2024", "03/04/2024") for row in german_rows(8))]) + "\r\n")
-    joined = ("'Heure', the column after it, holds the times of day ('09:00:00,000'), which the date alone leaves "
+    joined = ('"Heure", the column after it, holds the times of day ("09:00:00,000"), which the date alone leaves '
               "out (every tick at its day's midnight): --columns ts=Date+Heure with ")
     with pytest.raises(ValueError, match="a date that reads more than one way") as refused:
         FileReplay(path, columns=given("ts=Date,price=Prix,size=Quantité", tz="Europe/Paris"))
-    assert str(refused.value).endswith(f"; {joined}--ts-format '%m/%d/%Y %H:%M:%S%.f' or --ts-format "
-                                       f"'%d/%m/%Y %H:%M:%S%.f' reads both")
+    assert str(refused.value).endswith(f'; {joined}--ts-format "%m/%d/%Y %H:%M:%S%.f" or --ts-format '
+                                       f'"%d/%m/%Y %H:%M:%S%.f" reads both')
     replay = FileReplay(path, columns=given("ts=Date,price=Prix,size=Quantité", tz="Europe/Paris",
                                                 ts_format="%d/%m/%Y"))
     assert len(drain(replay)) == 8
-    assert (f"fr.csv: column 'Date' holds dates alone ('03/04/2024'); {joined}--ts-format '%d/%m/%Y %H:%M:%S%.f' "
+    assert (f'fr.csv: column "Date" holds dates alone ("03/04/2024"); {joined}--ts-format "%d/%m/%Y %H:%M:%S%.f" '
             f"reads both") in replay.notes
 
 
@@ -170,12 +172,13 @@ def test_tz_written_as_the_german_names_of_cet_and_cest_is_answered_as_a_header_
         name: str, offset: str, fixed: str) -> None:
     # --tz MEZ got "did you mean 'MET'?" (an IANA legacy name) and --tz MESZ only IANA examples, while a header
     # `Time (MEZ)` got Berlin's clock and the fixed offset
-    said = (f"unknown time zone tz={name!r}; {name} is Europe/Berlin's {offset}, but its times may be that zone's "
-            f"clock, summer time included: give --tz Europe/Berlin (its clock) or --tz {fixed} ({offset} all year)")
+    said = (f"unknown time zone tz={quoted(name)}; {name} is Europe/Berlin's {offset}, but its times may be that "
+            f"zone's clock, summer time included: give --tz Europe/Berlin (its clock) or --tz {fixed} ({offset} all "
+            "year)")
     with pytest.raises(ValueError) as refused:
         given("price=Kurs", tz=name)
     assert str(refused.value) == said
-    with pytest.raises(ValueError, match=f"unknown time zone '{name}'; {name} is Europe/Berlin's"):
+    with pytest.raises(ValueError, match=f"unknown time zone \"{name}\"; {name} is Europe/Berlin's"):
         given("price=Kurs", hours=f"09:00-17:30 {name}")
 
 
@@ -192,7 +195,7 @@ def test_prices_written_with_a_currency_sign_read_as_the_numbers_with_a_note(tmp
         replay = FileReplay(path, columns={"tz": "Europe/Berlin"})
         assert drain(replay) == drain(FileReplay(clean, columns={"tz": "Europe/Berlin"}))
         assert dict(replay.rejected) == {}
-        assert (f"{path.name}: numbers written with a currency {kind}, read without it: 'Price' ('61.836,00 {unit}') "
+        assert (f'{path.name}: numbers written with a currency {kind}, read without it: "Price" ("61.836,00 {unit}") '
                 "(a unit is noted, not applied: values are read as written)") in replay.notes
     # two currencies in one column are no numbers of one unit: each row rejected, the reject says what to remove
     mixed = tmp_path / "eur_usd.csv"
@@ -200,7 +203,7 @@ def test_prices_written_with_a_currency_sign_read_as_the_numbers_with_a_note(tmp
     replay = FileReplay(mixed, columns={"tz": "Europe/Berlin"})
     assert drain(replay) == [] and dict(replay.rejected) == {"missing_field": 8}
     assert str(replay.rejected.examples["missing_field"]).endswith(
-        "'61.836,00 EUR' is not a number; 'EUR' after the number is a unit: remove it from the file (in Excel, "
+        '"61.836,00 EUR" is not a number; "EUR" after the number is a unit: remove it from the file (in Excel, '
         "format the cells as Number before saving as CSV))")
 
 
@@ -210,7 +213,7 @@ def test_a_currency_code_after_comma_grouped_numbers_is_read_and_a_magnitude_wor
         f'2024-04-03T07:00:0{i}Z,SPX,"{5_200 + i:,}.50 USD",{i + 1}\n' for i in range(8)))
     replay = FileReplay(path)
     assert [t.price for t in drain(replay)] == [5200.5 + i for i in range(8)] and dict(replay.rejected) == {}
-    assert any("usd.csv: numbers written with a currency code, read without it: 'price' ('5,200.50 USD')" in n
+    assert any('usd.csv: numbers written with a currency code, read without it: "price" ("5,200.50 USD")' in n
                for n in replay.notes), replay.notes
     millions = tmp_path / "mio.csv"  # `1,5 MIO`: millions, never read as 1.5
     millions.write_text(path.read_text().replace(".50 USD", ".50 MIO"))
@@ -221,7 +224,7 @@ def test_a_currency_code_after_comma_grouped_numbers_is_read_and_a_magnitude_wor
 def test_a_workbook_is_refused_with_the_save_as_csv_that_reads_it(tmp_path: Path) -> None:
     path = tmp_path / "ticks.xlsx"
     path.write_bytes(b"PK\x05\x06" + b"\0" * 18)  # an empty zip, as a workbook starts
-    with pytest.raises(ValueError, match=r"unsupported file type '.xlsx'; replay reads .*; save the sheet as CSV "
+    with pytest.raises(ValueError, match=r'unsupported file type ".xlsx"; replay reads .*; save the sheet as CSV '
                                          r"first \(Excel: File > Save As > 'CSV UTF-8'"):
         FileReplay(path)
 

@@ -12,6 +12,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from engine.quoting import quoted
+
 from conftest import drain, engine_dir
 from connectors.column_map import ColumnMap
 from connectors.map_options import map_from_options, parse_inline
@@ -195,9 +197,9 @@ def test_a_stream_key_that_is_no_stream_name_says_what_to_write(tmp_path: Path, 
     assert code == 2 and "column name" not in err, err
     assert ("stream is one fixed stream name for every row (stream: AAPL); a column of stream names is "
             "stream_col: COLUMN, and the streams to read from a file of many are --streams (replay.streams); "
-            "got ['AAPL', 'MSFT']") in err, err
+            'got ["AAPL", "MSFT"]') in err, err
     for bad in (7, ""):
-        with pytest.raises(ValueError, match=rf"^stream is one fixed stream name .*; got {bad!r}$"):
+        with pytest.raises(ValueError, match=rf"^stream is one fixed stream name .*; got {quoted(bad)}$"):
             ColumnMap(ts="time", stream=bad, price="px", size="qty")
     with pytest.raises(ValueError, match="^stream_col must be a non-empty column name"):  # the columns' wording stays
         ColumnMap(ts="time", stream_col=7, price="px", size="qty")
@@ -260,18 +262,18 @@ def test_a_mistyped_zone_is_answered_with_the_closest_iana_names(tmp_path: Path,
     tz, --hours' zone) now names the closest (connectors/time_zones.py); one with none close gets the examples."""
     csv = tmp_path / "eq.csv"
     csv.write_text("timestamp,symbol,price,size\n2024-06-03 09:30:00.5,AAPL,190.01,5\n")
-    for options, said in ((["--tz", "America/NewYork"], "unknown time zone tz='America/NewYork'"),
-                          (["--tz", "america/new york"], "unknown time zone tz='america/new york'"),
+    for options, said in ((["--tz", "America/NewYork"], 'unknown time zone tz="America/NewYork"'),
+                          (["--tz", "america/new york"], 'unknown time zone tz="america/new york"'),
                           (["--hours", "09:30-16:00 America/NewYork"],
-                           "hours '09:30-16:00 America/NewYork': unknown time zone 'America/NewYork'")):
+                           'hours "09:30-16:00 America/NewYork": unknown time zone "America/NewYork"')):
         capsys.readouterr()
         assert main(["backtest", str(csv), *options, "--out", str(tmp_path / "z.parquet")]) == 2
         assert capsys.readouterr().err.endswith(f"\nflashtick backtest: error: {said}; did you mean "
                                                 f"\"America/New_York\"?\n")
-    with pytest.raises(ConfigError, match=r"replay: unknown time zone tz='Europe/Londn'; did you mean "
+    with pytest.raises(ConfigError, match=r'replay: unknown time zone tz="Europe/Londn"; did you mean '
                                           r'"Europe/London" or '):
         ServiceConfig.from_dict({"replay": {"tz": "Europe/Londn"}})
-    with pytest.raises(ValueError, match=r"tz='Nowhere/City'; use an IANA name like 'Europe/London', "
+    with pytest.raises(ValueError, match=r"tz=\"Nowhere/City\"; use an IANA name like 'Europe/London', "
                                          r"'America/New_York' or 'UTC'$"):
         ColumnMap(ts="t", ts_unit="datetime", tz="Nowhere/City", price="p", size="s")
 
@@ -366,7 +368,7 @@ def test_dbn_mbp1_and_compressed_files(tmp_path: Path) -> None:
         mbp(4, A.CANCEL, S.ASK, 80001, 6, 80000, 80002),  # -> quote
     ])
     depth = write_dbn(tmp_path / "d.dbn", dbn.Schema.MBP_10, [])
-    with pytest.raises(ValueError, match=r"DBN schema 'mbp-10' is not supported; replay reads mbo, mbp-1, trades"):
+    with pytest.raises(ValueError, match=r'DBN schema "mbp-10" is not supported; replay reads mbo, mbp-1, trades'):
         FileReplay(depth)
     ticks = drain(FileReplay(path))
     assert [(t.stream, t.kind, t.price or t.ask, t.side) for t in ticks] == [
@@ -419,7 +421,7 @@ def test_real_ethusdt_trades_on_the_exchange_clock_through_a_yaml_map(shared_dat
     own = pl.read_csv(trades, columns=["trade_ts_ms", "aggressor_side"]).sort("trade_ts_ms", maintain_order=True)
     assert [t.side for t in ticks] == own["aggressor_side"].to_list()
     assert all(t.ts % 1_000_000 == 0 for t in ticks)
-    with pytest.raises(ValueError, match="already carries time zone 'UTC'"):
+    with pytest.raises(ValueError, match='already carries time zone "UTC"'):
         FileReplay(shared_data / "dukascopy-eurusd" / "eurusd_ticks_2019-02-04_05.parquet",
                    columns=map_from_options("dukascopy", tz="Europe/London"))
 
@@ -472,7 +474,7 @@ def test_date_file_name_takes_the_day_of_the_nearest_folder_that_holds_one(tmp_p
     half_past = [int(datetime(2026, 9, day, 14, 30, tzinfo=timezone.utc).timestamp()) * NS for day in (1, 2)]
     assert [t.ts for t in drain(replay)] == [t0 + d for t0 in half_past for d in (500_000_000, 1_250_000_000)]
     dated = next(name for name in days[0].split("/") if "2026" in name)
-    assert f"{paths[0]}: the day is 2026-09-01, from its folder {dated!r} (--date and --tz give " \
+    assert f"{paths[0]}: the day is 2026-09-01, from its folder {quoted(dated)} (--date and --tz give " \
            f"others)" in replay.notes, replay.notes
     assert not any("overlap" in note for note in replay.notes)  # each day on its own date
     flat = tmp_path / "flat" / "trades.csv"  # no date in its name nor its folders: refused, one --date not urged
@@ -496,7 +498,7 @@ def test_times_of_day_as_text_take_the_day_given(tmp_path: Path) -> None:
         cmap = map_from_options(detect=True, tz="Asia/Tokyo", **options)
         assert [t.ts for t in replay_ticks(path, columns=cmap)] == want, options
     for options in ({}, {"ts_format": "%H:%M:%S%.f"}):
-        with pytest.raises(ValueError, match=r"holds '09:00:00.123', a time of day without a date: give the day "
+        with pytest.raises(ValueError, match=r'holds "09:00:00.123", a time of day without a date: give the day '
                                              r"with --date file_name \(the one date each file's name, or else its "
                                              r"folder, holds"):
             FileReplay(path, columns=map_from_options(detect=True, **options))
@@ -520,7 +522,7 @@ def test_a_map_files_bad_number_is_shown_as_written(tmp_path: Path, capsys: pyte
     ticks.write_text("ts,sym,px,qty\n1717236000000,AAA,1.0,1\n")
     out = str(tmp_path / "a.parquet")
     for line, said in (("price_scale: -1", "e.g. 10000), got -1"), ("price_offset: lots", "=10), got lots"),
-                       ("price_offset: {ZNH6: x}", "=10), got x"), ("price_scale: [1, 2]", "got ['1', '2']")):
+                       ("price_offset: {ZNH6: x}", "=10), got x"), ("price_scale: [1, 2]", 'got ["1", "2"]')):
         map_file = tmp_path / "map.yaml"
         map_file.write_text(f"ts: ts\nts_unit: ms\nstream_col: sym\nprice: px\nsize: qty\n{line}\n")
         assert main(["backtest", str(ticks), "--columns", str(map_file), "--out", out, "--quiet"]) == 2

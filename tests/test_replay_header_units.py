@@ -45,7 +45,7 @@ def test_lme_trade_date_time_and_price_with_its_unit(tmp_path: Path) -> None:
         ("ZDS", utc_ns("2024-01-02T11:40:03") + 100_000_000, 2650.5, 4.0)]
     notes = "\n".join(replay.notes)
     assert "stream=Metal, price=Price (USD/t), size=Lots" in notes
-    assert "'Price (USD/t)' as the price, in USD/t (a unit is noted, not applied" in notes
+    assert '"Price (USD/t)" as the price, in USD/t (a unit is noted, not applied' in notes
 
 
 def test_an_lme_file_mixing_prompts_reads_a_stream_per_metal_and_prompt(tmp_path: Path) -> None:
@@ -60,7 +60,7 @@ def test_an_lme_file_mixing_prompts_reads_a_stream_per_metal_and_prompt(tmp_path
                                                             ("CAD.3M", 8513.0), ("ZDS.3M", 2650.5)]
     notes = "\n".join(replay.notes)
     assert "stream=Metal+Prompt" in notes
-    assert "streams from columns 'Metal' and 'Prompt' joined by a '.' (CAD.3M): the file mixes prompts (3M, Cash)" \
+    assert "streams from columns \"Metal\" and \"Prompt\" joined by a '.' (CAD.3M): the file mixes prompts (3M, Cash)" \
         in notes and "--columns stream=Metal reads a metal's prompts as one stream" in notes
     # the option the note offers reads them as one, as before
     merged = FileReplay(path, columns={"tz": "Europe/London", "stream_col": "Metal"})

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.quoting import quoted
+
 from connectors.replay import FileReplay
 from conftest import drain
 
@@ -36,14 +38,14 @@ def test_a_time_header_naming_eet_is_the_time_column_read_in_eet_with_its_summer
                                      utc_ns("2024-03-31T01:00:00.250"), utc_ns("2024-06-30T21:00:01")]
     assert (ticks[0].stream, ticks[0].bid, ticks[0].ask, ticks[0].bid_size) == ("EURUSD", 1.1001, 1.10012, 2.0)
     assert replay.rejected == {}
-    assert ("EURUSD_Ticks_2024.csv: column 'Time (EET)' names its zone: its times read in EET as IANA has it, with "
+    assert ('EURUSD_Ticks_2024.csv: column "Time (EET)" names its zone: its times read in EET as IANA has it, with '
             "the EU's summer time (from the last Sunday of March to the last Sunday of October); --tz ZONE says "
             "otherwise") in replay.notes
     assert not any("carry no UTC offset" in note for note in replay.notes)
     # --tz wins, and the note says the header's zone was not read
     london = FileReplay(path, columns={"tz": "Europe/London"})
     assert drain(london)[0].ts == utc_ns("2024-01-02T00:00:00.123")
-    assert any("column 'Time (EET)' names zone EET; its times read in Europe/London as given instead" in note
+    assert any('column "Time (EET)" names zone EET; its times read in Europe/London as given instead' in note
                for note in london.notes)
 
 
@@ -51,14 +53,14 @@ def test_utc_and_a_clock_named_in_the_header_and_a_date_column_beside_it(tmp_pat
     utc = quotes(tmp_path / "EURUSD_utc.csv", "Time (UTC)", ["2024.07.01 00:00:00", "2024.07.01 00:01:00"])
     replay = FileReplay(utc)
     assert [t.ts for t in drain(replay)] == [utc_ns("2024-07-01T00:00:00"), utc_ns("2024-07-01T00:01:00")]
-    assert "EURUSD_utc.csv: column 'Time (UTC)' names its zone: its times read as UTC" in replay.notes
+    assert 'EURUSD_utc.csv: column "Time (UTC)" names its zone: its times read as UTC' in replay.notes
     new_york = tmp_path / "SPY_trades.csv"
     new_york.write_text("Date,Time (ET),Price,Volume\n2024-01-02,09:30:00,470.5,100\n2024-07-01,09:30:00,545.1,200\n")
     replay = FileReplay(new_york)
     ticks = drain(replay)
     assert [t.ts for t in ticks] == [utc_ns("2024-01-02T14:30:00"), utc_ns("2024-07-01T13:30:00")]
     assert [(t.price, t.size) for t in ticks] == [(470.5, 100), (545.1, 200)]
-    assert any("column 'Time (ET)' names its zone: its times read in America/New_York" in n for n in replay.notes)
+    assert any('column "Time (ET)" names its zone: its times read in America/New_York' in n for n in replay.notes)
 
 
 @pytest.mark.parametrize("header, cell, right", [
@@ -95,7 +97,7 @@ def test_a_zone_of_one_name_and_a_whole_hour_offset_in_the_header_are_read(tmp_p
     replay = FileReplay(trades(tmp_path / "ticks.csv", header))
     first = datetime(2024, 6, 3, 9, 0, 1, 500000, tzinfo=ZoneInfo(zone))
     assert [t.ts for t in drain(replay)][:1] == [round(first.timestamp() * 10**6) * 1000]
-    assert f"ticks.csv: column {header!r} names its zone: its times read in {said}; --tz ZONE says otherwise" \
+    assert f"ticks.csv: column {quoted(header)} names its zone: its times read in {said}; --tz ZONE says otherwise" \
         in replay.notes
 
 
@@ -106,17 +108,17 @@ def test_a_zone_not_known_in_the_header_makes_the_time_column_whose_zone_is_aske
     with pytest.raises(ValueError) as refused:
         FileReplay(ist)
     assert str(refused.value) == (
-        f"{ist}: column 'Time (IST)' is its time column, and its header names zone 'IST', which is none known here: "
+        f'{ist}: column "Time (IST)" is its time column, and its header names zone "IST", which is none known here: '
         f"give the zone its times are in, --tz Asia/Kolkata (+05:30), --tz Asia/Jerusalem (+02:00) or --tz "
         f"Europe/Dublin (+01:00), whichever zone's IST it is; a map given in full reads it too: --columns "
         f"'ts=Time (IST),stream=Symbol,price=Last,size=Volume' --tz ZONE")
     india = utc_ns("2024-06-03T03:30:01.500")
     replay = FileReplay(ist, columns={"tz": "Asia/Kolkata"})
     assert [t.ts for t in drain(replay)][:1] == [india]
-    assert "ist.csv: column 'Time (IST)' names zone IST, none known here; its times read in Asia/Kolkata as given" \
+    assert 'ist.csv: column "Time (IST)" names zone IST, none known here; its times read in Asia/Kolkata as given' \
         in replay.notes
     offset = trades(tmp_path / "offset.csv", "Time (UTC+05:30)")
-    with pytest.raises(ValueError, match=r"zone 'UTC\+05:30', which is none known here: give the zone its times are "
+    with pytest.raises(ValueError, match=r'zone "UTC\+05:30", which is none known here: give the zone its times are '
                                          r"in, --tz Asia/Kolkata \(a zone at UTC\+05:30\); a map given in full reads "
                                          r"it too: --columns 'ts=Time \(UTC\+05:30\),stream=Symbol,price=Last,"
                                          r"size=Volume' --tz Asia/Kolkata$"):
@@ -135,7 +137,7 @@ def test_a_full_map_naming_a_zoned_time_column_reads_its_zone_as_detection_does(
     `Time[UTC+9]`, its zone in brackets, was no time column at all, and a map split it at its '+'."""
     path = trades(tmp_path / "ticks.csv", header)
     first = datetime(2024, 6, 3, 9, 0, 1, 500000, tzinfo=ZoneInfo(zone))
-    note = f"ticks.csv: column {header!r} names its zone: its times read in {said}; --tz ZONE says otherwise"
+    note = f"ticks.csv: column {quoted(header)} names its zone: its times read in {said}; --tz ZONE says otherwise"
     full = {"ts": header, "stream_col": "Symbol", "price": "Last", "size": "Volume"}
     for spec in (None, full):
         replay = FileReplay(path, columns=spec)
@@ -146,10 +148,10 @@ def test_a_full_map_naming_a_zoned_time_column_reads_its_zone_as_detection_does(
     london = datetime(2024, 6, 3, 9, 0, 1, 500000, tzinfo=ZoneInfo("Europe/London"))
     assert [t.ts for t in drain(replay)][:1] == [round(london.timestamp() * 10**6) * 1000]
     written = header.split("(")[-1].split("[")[-1][:-1]  # JST, UTC+9
-    assert f"ticks.csv: column {header!r} names zone {written}; its times read in Europe/London as given " \
+    assert f"ticks.csv: column {quoted(header)} names zone {written}; its times read in Europe/London as given " \
            f"instead" in replay.notes
     # a zone none known here, in a full map without --tz: refused as detection refuses it
     ist = trades(tmp_path / "ist.csv", "Time (IST)")
-    with pytest.raises(ValueError, match=r"column 'Time \(IST\)' is its time column, and its header names zone "
-                                         r"'IST', which is none known here"):
+    with pytest.raises(ValueError, match=r'column "Time \(IST\)" is its time column, and its header names zone '
+                                         r'"IST", which is none known here'):
         FileReplay(ist, columns={**full, "ts": "Time (IST)"})

@@ -167,8 +167,8 @@ def test_a_key_given_twice_is_rejected_as_on_the_wire_and_the_rest_read(tmp_path
     assert [t.price for t in ticks] == [43000.1, 43001.1, 43003.1]
     assert dict(replay.rejected) == {"duplicate_key": 2}
     assert replay.rejected.examples["duplicate_key"].startswith(
-        f"{tmp_path / 'dup.jsonl'} line 3: duplicate_key: key 'p' given more than once in one object ('43002.10', "
-        f"'1.00'): which value was meant cannot be told")
+        f"{tmp_path / 'dup.jsonl'} line 3: duplicate_key: key \"p\" given more than once in one object (\"43002.10\", "
+        f'"1.00"): which value was meant cannot be told')
     assert not any("not JSON objects" in n for n in replay.notes)
     okx = [okx_message("trades", "BTC-USDT", okx_trade(0), okx_trade(1)),
            json.dumps(okx_message("trades", "BTC-USDT", okx_trade(2))).replace('"sz":', '"px": "1.0", "sz":'),
@@ -176,7 +176,7 @@ def test_a_key_given_twice_is_rejected_as_on_the_wire_and_the_rest_read(tmp_path
     ticks, replay = read(write_lines(tmp_path / "okx.jsonl", okx))
     assert [t.price for t in ticks] == [42219.9, 42220.9, 42222.9, 42223.9]
     assert dict(replay.rejected) == {"duplicate_key": 1}
-    assert "okx.jsonl line 2: duplicate_key: key 'px' given more than once" in replay.rejected.examples["duplicate_key"]
+    assert 'okx.jsonl line 2: duplicate_key: key "px" given more than once' in replay.rejected.examples["duplicate_key"]
 
 
 def okx_trade(i: int, inst: str = "BTC-USDT") -> dict:
@@ -257,7 +257,7 @@ def test_kraken_v2_trades_with_slashed_symbols_and_status_heartbeats_left_out(tm
     assert note.endswith("other channels' ticks left out, counted as filtered_out: status (1); messages without "
                          "ticks left out, counted as filtered_out: subscribe (1), heartbeat (1)")
     assert "kraken.jsonl: stream names with '/' replay with '-' instead (EUR/USD as EUR-USD): answer topics use '/' " \
-           "as their separator; it may be another venue's name too: name it by venue, e.g. 'EUR-USD.kraken'" in \
+           "as their separator; it may be another venue's name too: name it by venue, e.g. \"EUR-USD.kraken\"" in \
            replay.notes
 
 
@@ -393,14 +393,14 @@ def test_a_rest_dump_record_with_a_key_twice_is_rejected_as_a_line_is(tmp_path: 
         assert [t.ts // 1_000_000 - T0 for t in ticks] == [0, 2, 3, 4]
         assert dict(replay.rejected) == {"duplicate_key": 1}
         assert replay.rejected.examples["duplicate_key"].startswith(
-            f"{dump} record 2: duplicate_key: key 'price' given more than once in one object ('42220.00000000', "
-            f"'1.00'): which value was meant cannot be told (the record at line {11 if indent else 1}): ")
+            f'{dump} record 2: duplicate_key: key "price" given more than once in one object ("42220.00000000", '
+            f'"1.00"): which value was meant cannot be told (the record at line {11 if indent else 1}): ')
     nested = [{**trade, "fee": {"asset": "BNB", "amount": "0.1"}} for trade in trades]
     text = json.dumps(nested).replace('"amount": "0.1"}', '"amount": "0.1", "asset": "BTC"}', 1)
     dump.write_text(text)
     ticks, replay = read(dump)
     assert len(ticks) == 4 and dict(replay.rejected) == {"duplicate_key": 1}
-    assert f"{dump} record 1: duplicate_key: key 'asset' given more than once" in replay.rejected.examples[
+    assert f'{dump} record 1: duplicate_key: key "asset" given more than once' in replay.rejected.examples[
         "duplicate_key"]
     dump.write_text(json.dumps(nested))
     ticks, replay = read(dump)
@@ -435,15 +435,15 @@ def test_a_coinbase_rest_dump_s_note_gives_its_keys_not_its_name_as_the_reason(t
     assert {t.stream for t in ticks} == {"ADA-USD"}
     said = [n for n in replay.notes if "MAKER's side" in n]
     assert said == ["ADA-USD-trades.json: its records are Coinbase Exchange's REST trades, known by their JSON keys: "
-                    "'side' is the MAKER's side, read flipped to the aggressor's (buy = sell, sell = buy), as --preset "
-                    "coinbase-trades reads it; a full map (--columns ts=time,price=price,size=size,side=side) reads "
-                    "the sides as they are"], replay.notes
+                    "\"side\" is the MAKER's side, read flipped to the aggressor's (buy = sell, sell = buy), as "
+                    "--preset coinbase-trades reads it; a full map (--columns "
+                    "ts=time,price=price,size=size,side=side) reads the sides as they are"], replay.notes
     csv = tmp_path / "coinbase-ADA-USD.csv"
     csv.write_text("trade_id,side,size,price,time\n" + "".join(
         f"{r['trade_id']},{r['side']},{r['size']},{r['price']},{r['time']}\n" for r in page))
     _, replay = read(csv)
     assert any(n.startswith("coinbase-ADA-USD.csv: its columns are Coinbase Exchange's trades layout and its name "
-                            "says Coinbase: 'side' is the MAKER's side") for n in replay.notes), replay.notes
+                            "says Coinbase: \"side\" is the MAKER's side") for n in replay.notes), replay.notes
 
 def test_flattened_okx_kraken_and_bybit_records_read_as_the_docs_say(tmp_path: Path) -> None:
     """What `jq -c '.data[]'` writes of their websocket messages: OKX's epoch ms as a string, Kraken v2's ISO
@@ -584,7 +584,7 @@ def test_ticks_nested_where_nothing_unwraps_them_are_said_with_the_way_out(tmp_p
     trade = {"execTime": "1704153600000", "symbol": "BTCUSDT", "price": "42000.1", "size": "0.1", "side": "Buy"}
     path = tmp_path / "bybit_rest.json"
     path.write_text(json.dumps({"retCode": 0, "result": {"category": "spot", "list": [trade] * 3}}))
-    with pytest.raises(ValueError, match=r"arrays of objects under 'result\.list'.* no column map reaches them") as e:
+    with pytest.raises(ValueError, match=r'arrays of objects under "result\.list".* no column map reaches them') as e:
         FileReplay(path)
     assert "jq -c '.result.list[]' bybit_rest.json > ticks.jsonl" in str(e.value) and "--columns" not in str(e.value)
     pages = tmp_path / "pages.json"

@@ -44,7 +44,7 @@ def test_junk_lines_are_rejected_by_line_and_blank_lines_skipped(tmp_path: Path)
     assert drained(replay) == 40
     assert dict(replay.rejected) == {"missing_field": 2}
     assert replay.rejected.examples["missing_field"] == (
-        f"{path} line 5: missing_field: the line holds 'xxxx', nothing that reads as a cell of the file's 5 columns "
+        f"{path} line 5: missing_field: the line holds \"xxxx\", nothing that reads as a cell of the file's 5 columns "
         f"(a junk line between rows: a stray word, a crashed writer's NULs?): no tick")
     # the NUL line is the second: alone in a file, it is the first named
     lines = path.read_text().split("\n")
@@ -64,7 +64,7 @@ def test_a_junk_line_as_the_first_row_or_a_short_row_anywhere_is_one_reject(tmp_
     path.write_text("\n".join(lines) + "\n")
     replay = FileReplay(path)
     assert drained(replay) == 40 and dict(replay.rejected) == {"missing_field": 1}
-    assert replay.rejected.examples["missing_field"].startswith(f"{path} line 2: missing_field: the line holds 'oops'")
+    assert replay.rejected.examples["missing_field"].startswith(f'{path} line 2: missing_field: the line holds "oops"')
     assert any("read as ts=ts (ms)" in n for n in replay.notes)
     lines.insert(30, f"{T0 + 999},BTCUSDT")  # line 31: 2 of 5 fields
     path.write_text("\n".join(lines) + "\n")
@@ -104,4 +104,4 @@ def test_backtest_counts_a_junk_line_and_names_it_first(engine_files: Path, tmp_
     out = shown.out + shown.err
     assert code == 0, out
     assert "replayed 40 ticks (2 rejected)" in out
-    assert f"rejected missing_field: 2 (first: {path} line 5: missing_field: the line holds 'xxxx'" in out
+    assert f'rejected missing_field: 2 (first: {path} line 5: missing_field: the line holds "xxxx"' in out

@@ -115,9 +115,10 @@ def after_midnight(tmp_path: Path) -> Path:
 
 
 COUNTED = [(serial_dates, {"ts": "Dates", "ts_unit": "excel_days", "stream_col": "Ticker", "price": "Last",
-                           "size": "Volume"}, "column 'Dates' read as spreadsheet serial dates"),
+                           "size": "Volume"}, 'column "Dates" read as spreadsheet serial dates'),
            (after_midnight, {"ts": "day+ns", "ts_unit": "ns_after_midnight", "stream_col": "symbol", "price": "px",
-                             "size": "qty"}, "column 'ns' read as ns after midnight of each row's day in column 'day'")]
+                             "size": "qty"}, "column \"ns\" read as ns after midnight of each row's day in column "
+                                             '"day"')]
 
 
 @pytest.mark.parametrize("write, columns, said", COUNTED, ids=["serial_dates", "ns_after_midnight"])

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.quoting import quoted
+
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from conftest import drain
@@ -50,7 +52,7 @@ def test_a_full_maps_note_on_its_time_names_the_zone_given(tmp_path: Path) -> No
     replay = FileReplay(path, columns=spec)
     assert [t.ts for t in drain(replay)] == [utc_ns("2026-03-27T08:00:04.502+00:00"),
                                              utc_ns("2026-03-30T07:00:12.960+00:00")]  # CET, then CEST
-    assert ("xetra_de.csv: column 'Datum+Zeit' read as datetime, %d.%m.%Y %H:%M:%S%.f, as its first value shows, in "
+    assert ('xetra_de.csv: column "Datum+Zeit" read as datetime, %d.%m.%Y %H:%M:%S%.f, as its first value shows, in '
             "Europe/Berlin (the tz given) (--ts-unit or --ts-format to say otherwise)") in replay.notes
 
 
@@ -110,7 +112,7 @@ def test_names_of_no_known_offset_are_refused_naming_them_all_and_the_way_to_rea
         drain(FileReplay(path))
     said = str(refused.value)
     assert "holds times written with BST, GMT" in said and "BST names no one UTC offset known here" in said, said
-    fmt, tz = re.search(r"--ts-format '([^']+)' --tz ([\w/]+)", said).groups()
+    fmt, tz = re.search(r'--ts-format "([^"]+)" --tz ([\w/]+)', said).groups()
     assert (fmt, tz) == ("%Y-%m-%d %H:%M:%S%.f %Z", "Europe/London")
     replay = FileReplay(path, columns={"ts_format": fmt, "tz": tz})
     assert [t.ts for t in drain(replay)] == [utc_ns("2026-10-23T09:00:00+00:00"), utc_ns("2026-10-26T10:00:00+00:00")]
@@ -133,7 +135,8 @@ def test_a_header_naming_a_zone_name_of_one_offset_is_refused_naming_its_zone(tm
     with pytest.raises(ValueError) as refused:
         drain(FileReplay(path))
     said = str(refused.value)
-    assert f"header names zone {written!r}, which is {zone}'s" in said and f"--tz {zone} (its clock)" in said, said
+    assert f"header names zone {quoted(written)}, which is {zone}'s" in said, said
+    assert f"--tz {zone} (its clock)" in said, said
     assert (f" or --tz {fixed} (" in said) == (fixed is not None), said
     replay = FileReplay(path, columns={"tz": zone})
     drain(replay)
@@ -145,6 +148,6 @@ def test_zone_names_after_a_12_hour_clock_are_named_too(tmp_path: Path) -> None:
     path = trades(tmp_path / "lse_pm.csv", ["2026/10/23 3:00:00 PM BST", "2026/10/26 3:00:00 PM GMT"])
     with pytest.raises(ValueError, match="written with BST, GMT") as refused:
         drain(FileReplay(path))
-    fmt, tz = re.search(r"--ts-format '([^']+)' --tz ([\w/]+)", str(refused.value)).groups()
+    fmt, tz = re.search(r'--ts-format "([^"]+)" --tz ([\w/]+)', str(refused.value)).groups()
     replay = FileReplay(path, columns={"ts_format": fmt, "tz": tz})
     assert [t.ts for t in drain(replay)] == [utc_ns("2026-10-23T14:00:00+00:00"), utc_ns("2026-10-26T15:00:00+00:00")]

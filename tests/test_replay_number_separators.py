@@ -38,7 +38,7 @@ def test_grouping_commas_in_a_tab_file_are_thousands_not_decimals(tmp_path: Path
     assert crossing[8:12] == [998.0, 999.0, 1000.0, 1001.0]  # never 999, 1.0, 1.001
     assert {t.size for t in ticks if t.stream == "9434"} == {3000.0}
     note = next(n for n in replay.notes if "commas grouping thousands" in n)
-    assert "'3,450' is 3450, not 3.45" in note and "decimal=comma" in note
+    assert '"3,450" is 3450, not 3.45' in note and "decimal=comma" in note
 
 
 def test_quoted_grouped_cells_read_alike(tmp_path: Path) -> None:
@@ -56,7 +56,7 @@ def test_dots_grouping_whole_numbers_in_a_semicolon_file(tmp_path: Path) -> None
     replay = FileReplay(path, columns={"stream_col": "Code"})
     assert [t.price for t in drain(replay)] == [3450.0, 1200.0]
     note = next(n for n in replay.notes if "numbers read with" in n)
-    assert "no cell tells which" in note and "'3.450' is 3450, not 3.45" in note and "decimal=point" in note
+    assert "no cell tells which" in note and '"3.450" is 3450, not 3.45' in note and "decimal=point" in note
     # the key the note names reads the other way
     said = FileReplay(path, columns={"stream_col": "Code", "decimal": "point"})
     assert [t.price for t in drain(said)] == [3.45, 1.2]
@@ -82,11 +82,11 @@ def test_decimal_commas_are_said_in_a_note(tmp_path: Path) -> None:
     replay = FileReplay(path)
     assert [(t.price, t.size) for t in drain(replay)] == [(171.32, 1000.0), (171.325, 10.0)]
     note = next(n for n in replay.notes if "numbers read with" in n)
-    assert "a decimal comma, dots grouping thousands (as '171,32' shows)" in note and "decimal=point" in note
+    assert 'a decimal comma, dots grouping thousands (as "171,32" shows)' in note and "decimal=point" in note
 
 
 def test_a_decimal_key_that_is_no_separator_word_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"decimal is a CSV's decimal separator, comma or point .*got ','"):
+    with pytest.raises(ValueError, match=r"decimal is a CSV's decimal separator, comma or point .*got \",\""):
         map_from_options(columns={"ts": "t", "price": "p", "size": "s", "decimal": ","})
 
 
@@ -104,7 +104,7 @@ def test_thousands_grouped_by_spaces_or_apostrophes_read_as_numbers(tmp_path: Pa
     assert [t.price for t in drain(replay)] == [1234.5, 1234.75, 1235.0]
     # a cell that is still no number is rejected with its text quoted
     assert dict(replay.rejected) == {"missing_field": 1}
-    assert replay.rejected.examples["missing_field"].endswith("(column 'price': '1 2 3' is not a number)")
+    assert replay.rejected.examples["missing_field"].endswith('(column "price": "1 2 3" is not a number)')
 
 
 def test_quoted_decimal_commas_in_a_comma_delimited_file_are_read(tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ def test_quoted_decimal_commas_in_a_comma_delimited_file_are_read(tmp_path: Path
     replay = FileReplay(path)
     assert [(t.price, t.size) for t in drain(replay)] == [(61837.63, 0.02), (61837.5, 1.0)]
     note = next(n for n in replay.notes if "numbers read with" in n)
-    assert "decimal comma (as the quoted '61837,63' shows" in note and "decimal=point" in note
+    assert 'decimal comma (as the quoted "61837,63" shows' in note and "decimal=point" in note
 
 
 def test_a_decimal_comma_cell_that_did_not_read_names_the_decimal_key(tmp_path: Path) -> None:
@@ -126,7 +126,7 @@ def test_a_decimal_comma_cell_that_did_not_read_names_the_decimal_key(tmp_path: 
     replay = FileReplay(path)
     assert [t.price for t in drain(replay)] == [61837.5]
     assert replay.rejected.examples["missing_field"].endswith(
-        "'61837,63' is not a number; --columns ...,decimal=comma if the comma is its decimal mark)")
+        '"61837,63" is not a number; --columns ...,decimal=comma if the comma is its decimal mark)')
 
 
 def test_spreadsheet_serial_dates_with_a_decimal_comma_are_read(tmp_path: Path) -> None:

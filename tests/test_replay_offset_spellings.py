@@ -38,9 +38,9 @@ def test_naive_rows_are_rejected_by_line_whichever_kind_of_row_comes_first(tmp_p
         assert [tick.ts for tick in drain(replay)] == [TRUE_NS[2] - 2 * 3600 * 10**9, TRUE_NS[1]]  # time order
         assert replay.rejected == {"missing_field": 1}
         assert replay.rejected.examples["missing_field"].endswith(
-            f"{path.name} line {naive_line}: missing_field: field \"ts\" is required (column 'time': "
-            f"'{TIMES[0]}' lacks the UTC offset the file's other times carry (the first of them: "
-            f"'{TIMES[1]}Z'), so it is no instant: write the row with its offset)")
+            f'{path.name} line {naive_line}: missing_field: field "ts" is required (column "time": '
+            f"\"{TIMES[0]}\" lacks the UTC offset the file's other times carry (the first of them: "
+            f'"{TIMES[1]}Z"), so it is no instant: write the row with its offset)')
         assert not any("carry no UTC offset and are read as UTC" in note for note in replay.notes)
 
 
@@ -65,6 +65,6 @@ def test_a_read_polars_stops_is_said_in_one_line_with_the_file_column_value_and_
     error = RuntimeError("`strptime` / `to_datetime` was called with no format\n\nThis was previously allowed")
     cmap = ColumnMap(ts="time", ts_unit="datetime", stream="X", price="p", size="s")
     said = unparsed_times(Path("f.csv"), cmap, "2024-08-08 23:54:14 UTC", error)
-    assert "\n" not in said and said.startswith("f.csv: its times could not be read (column 'time', e.g. "
-                                                "'2024-08-08 23:54:14 UTC': `strptime` / `to_datetime` was called")
+    assert "\n" not in said and said.startswith('f.csv: its times could not be read (column "time", e.g. '
+                                                '"2024-08-08 23:54:14 UTC": `strptime` / `to_datetime` was called')
     assert "--ts-format" in said

@@ -75,8 +75,8 @@ def test_a_column_mixing_decimals_and_eighths_is_cautioned_at_the_start_as_32nds
     mixed = FileReplay(path)
     assert len(drain(mixed)) == 10 and dict(mixed.rejected) == {"missing_field": 10}
     assert mixed.cautions == [
-        "zc.csv: column 'price' (10 cells) holds prices written like CBOT grains' cents and eighths of a cent "
-        "('450'2' is 450.25 in eighths); read as decimals, they are no numbers (their rows rejected). If they are "
+        "zc.csv: column \"price\" (10 cells) holds prices written like CBOT grains' cents and eighths of a cent "
+        "(\"450'2\" is 450.25 in eighths); read as decimals, they are no numbers (their rows rejected). If they are "
         "eighths, give --price-format eighths (column-map key price_format: eighths; docs/replay.md#prices-in-32nds)"]
     as_32nds = FileReplay(path, columns={"price_format": "32nds"})
     assert len(drain(as_32nds)) == 10
@@ -91,6 +91,6 @@ def test_32nds_read_as_eighths_are_cautioned_by_the_same_rule(tmp_path: Path) ->
                         columns={"price_format": "eighths"})
     assert [t.price for t in drain(replay)] == [110.5]
     [caution] = replay.cautions
-    assert "column 'price' (2 cells) holds prices written like CME's 32nds of Treasury futures ('110-16+' is " \
+    assert "column \"price\" (2 cells) holds prices written like CME's 32nds of Treasury futures (\"110-16+\" is " \
         "110.515625 in 32nds); read as eighths, they are no prices (their rows rejected). If they are 32nds, give " \
         "--price-format 32nds" in caution

@@ -27,7 +27,7 @@ def test_rows_that_repeat_a_trade_id_are_counted_and_said_with_the_first(tmp_pat
     trades(ids).write_csv(tmp_path / "pages.csv")
     replay = FileReplay(tmp_path / "pages.csv", columns="coinbase-trades")
     assert len(drain(replay)) == len(ids)  # said, not dropped: the id column is known by its name only
-    said = ("pages.csv: 5 row(s) repeat an earlier row of their stream, its trade id (column 'trade_id'), time, "
+    said = ('pages.csv: 5 row(s) repeat an earlier row of their stream, its trade id (column "trade_id"), time, '
             "price and size alike, the first line 22 (id 15, as line 17): each replays as one more tick, moving every "
             "count, label and score after it (export pages that overlap?); write the file without the repeats")
     assert said in replay.notes and replay.cautions == [said]
@@ -46,7 +46,7 @@ def test_a_backtest_says_the_repeats_again_at_its_end(tmp_path: Path, capsys) ->
     out, err = capsys.readouterr()
     assert code == 0, out
     assert out.splitlines()[-1].startswith("warning (said above too): BTC-USD.csv: 5 row(s) repeat an earlier row "
-                                           "of their stream, its trade id (column 'id')"), out
+                                           'of their stream, its trade id (column "id")'), out
     # said first with the label it is said again with, not as one more `note:` among the reading's notes
     assert "flashtick backtest: warning: BTC-USD.csv: 5 row(s) repeat an earlier row" in err, err
 
@@ -58,7 +58,7 @@ def test_an_order_id_s_partial_fills_are_no_repeats_and_are_never_advised_away(t
     fills.write_csv(tmp_path / "orders.csv")
     replay = FileReplay(tmp_path / "orders.csv", columns="coinbase-trades")
     assert len(drain(replay)) == N and replay.cautions == []
-    said = ("orders.csv: column 'trade_id' is no unique trade id: 26 row(s) share an earlier row's id at another "
+    said = ("orders.csv: column \"trade_id\" is no unique trade id: 26 row(s) share an earlier row's id at another "
             "time, price or size, the first line 3 (id 0, as line 2), as an order id's partial fills do; each "
             "replays as the trade it is")
     assert said in replay.notes, replay.notes
@@ -66,9 +66,9 @@ def test_an_order_id_s_partial_fills_are_no_repeats_and_are_never_advised_away(t
     pl.concat([fills, fills.slice(30)]).write_csv(tmp_path / "both.csv")
     replay = FileReplay(tmp_path / "both.csv", columns="coinbase-trades")
     assert len(replay.cautions) == 1 and replay.cautions[0].startswith(
-        "both.csv: 10 row(s) repeat an earlier row of their stream, its trade id (column 'trade_id'), time, price "
+        'both.csv: 10 row(s) repeat an earlier row of their stream, its trade id (column "trade_id"), time, price '
         "and size alike, the first line 42 (id 10, as line 32)"), replay.cautions
-    assert any(note.startswith("both.csv: column 'trade_id' is no unique trade id: 26 row(s)") for note in replay.notes)
+    assert any(note.startswith('both.csv: column "trade_id" is no unique trade id: 26 row(s)') for note in replay.notes)
 
 
 BYBIT_HEADER = "timestamp,symbol,side,size,price,tickDirection,trdMatchID,grossValue,homeNotional,foreignNotional\n"
@@ -111,9 +111,9 @@ def test_trades_repeated_across_consecutive_pages_are_said_as_repeats_not_two_ve
     assert len(replay.cautions) == 3 and not any("two vendors" in c for c in replay.cautions), replay.cautions
     assert replay.cautions[0] == (
         f"stream BTC-USDT-SWAP: 3 trade(s) of {paths[1]} repeat trades of {paths[0]}, their trade id (column "
-        f"'trade_id'), time, price and size alike, the first at its line 2 (id '400000027'): each replays as one more "
-        f"tick, moving every count, label and score after it (export pages that overlap, each starting with the last "
-        f"trades of the one before?); write the files without the repeats")
+        '"trade_id"), time, price and size alike, the first at its line 2 (id "400000027"): each replays as one '
+        "more tick, moving every count, label and score after it (export pages that overlap, each starting with the "
+        "last trades of the one before?); write the files without the repeats")
     # pages that only follow each other: nothing to say
     apart = tmp_path / "apart"
     apart.mkdir()
@@ -134,7 +134,7 @@ def test_a_csv_page_and_a_parquet_page_with_whole_sizes_are_compared_not_a_join_
     out = capsys.readouterr().out
     assert code == 0, out
     assert (f"stream ETHUSDT: 2 trade(s) of {tmp_path / 'page1.parquet'} repeat trades of {tmp_path / 'page0.csv'}, "
-            f"their trade id (column 'trade_id')") in out, out
+            f'their trade id (column "trade_id")') in out, out
 
 
 def test_two_vendors_of_one_stream_over_one_time_keep_their_caution(tmp_path: Path) -> None:
@@ -182,13 +182,14 @@ def test_read_by_their_id_as_sequence_the_repeats_are_said_left_out_not_to_be_fi
     trades(list(range(30)) + list(range(25, N))).write_csv(tmp_path / "BTC-USD.csv")
     replay = FileReplay(tmp_path / "BTC-USD.csv", columns={"preset": "coinbase-trades", "sequence": "trade_id"})
     assert len(drain(replay)) == N and replay.cautions == []  # 45 rows, 5 repeats left out
-    said = ("BTC-USD.csv: 5 row(s) repeat an earlier row of their stream, its trade id (column 'trade_id'), time, "
-            "price and size alike, the first line 32 (id '25', as line 27): left out, the first read kept, as the "
-            "sequence column 'trade_id' repeats with them (the run's last notes count them); the file needs no change")
+    said = ('BTC-USD.csv: 5 row(s) repeat an earlier row of their stream, its trade id (column "trade_id"), time, '
+            'price and size alike, the first line 32 (id "25", as line 27): left out, the first read kept, as the '
+            "sequence column \"trade_id\" repeats with them (the run's last notes count them); the file needs no "
+            "change")
     assert said in replay.notes, replay.notes
     code = main(["backtest", str(tmp_path / "BTC-USD.csv"), "--preset", "coinbase-trades", "--sequence", "trade_id",
                  "--out", str(tmp_path / "a.parquet"), "--quiet"])
     out, err = capsys.readouterr()
     assert code == 0, out
     assert f"replayed {N} ticks" in out and "warning" not in out + err, out + err
-    assert "5 tick(s) of 1 stream(s) repeat a sequence number (column 'trade_id')" in out + err, out + err
+    assert '5 tick(s) of 1 stream(s) repeat a sequence number (column "trade_id")' in out + err, out + err

@@ -35,7 +35,7 @@ def test_a_resend_is_left_out_and_counted_with_a_sequence_column_and_kept_withou
         ticks = drain(replay)
         assert [t.ts % 10**9 for t in ticks] == [i * 1000 for i in range(1, 11)]
         assert replay.found_notes == [
-            "3 tick(s) of 1 stream(s) repeat a sequence number (column 'seq') already read at the same time, a "
+            '3 tick(s) of 1 stream(s) repeat a sequence number (column "seq") already read at the same time, a '
             "recovery feed's resend or one line captured twice: left out, the first read kept (the first repeat: "
             f"{path} line 12 (ESM4, number 6))"]
     with FileReplay(path) as replay:  # no sequence column: two equal rows may be two trades
@@ -46,7 +46,7 @@ def test_gaps_in_a_stream_s_numbers_are_said_with_the_first_ones(tmp_path: Path)
     with FileReplay(resent(tmp_path / "gap.csv", gap=True), columns=SEQUENCE) as replay:
         assert len(drain(replay)) == 8
         assert replay.found_notes[1] == (
-            "1 gap(s) in the sequence numbers (column 'seq') of 1 stream(s), 2 number(s) missing (ESM4 3 -> 6 at "
+            '1 gap(s) in the sequence numbers (column "seq") of 1 stream(s), 2 number(s) missing (ESM4 3 -> 6 at '
             "2024-03-01T14:30:00.000006000Z): messages the feed lost, or numbers that count across instruments (TAQ's, "
             "an OPRA channel's), whose every stream has gaps")
 
@@ -110,6 +110,6 @@ def test_a_resend_restamped_later_is_left_out_and_a_new_session_s_numbers_are_no
     assert main(["backtest", str(path), "--sequence", "seq", "--out", str(out), "--quiet", "--threads", "1"]) == 0
     said = capsys.readouterr().out
     assert "replayed 14 ticks (0 rejected, 3 left out as resends of a sequence number)" in said, said
-    assert ("note: 3 tick(s) of 1 stream(s) repeat a sequence number (column 'seq') already read at the same time "
+    assert ('note: 3 tick(s) of 1 stream(s) repeat a sequence number (column "seq") already read at the same time '
             "or, 3 of them, earlier with the same values (restamped)") in said, said
     assert f"(the first repeat: {path} line 12 (ESM4, number 6))" in said and "gap" not in said, said

@@ -63,10 +63,9 @@ def test_rows_of_equal_times_replay_in_sequence_order_whatever_order_the_file_ho
         assert bids(replay) == IN_SEQUENCE
         assert dict(replay.rejected) == {} and replay.sorted_files == [path]
     notes = " ".join(FileReplay(by_venue, columns=SEQUENCE).notes)
-    assert "sequence=seq" in notes and "rows of equal times in sequence order (column 'seq')" in notes
-    assert "20 row(s) of a lower sequence number (column 'seq') than their stream's row before them at the same time" \
-        in \
-        " ".join(FileReplay(reversed_ties, columns=SEQUENCE).notes)
+    assert "sequence=seq" in notes and 'rows of equal times in sequence order (column "seq")' in notes
+    assert ("20 row(s) of a lower sequence number (column \"seq\") than their stream's row before them at the same "
+            "time") in " ".join(FileReplay(reversed_ties, columns=SEQUENCE).notes)
     snapshot = FileReplay(by_venue, columns=SEQUENCE).snapshot()  # another order is another replay: not resumed
     with pytest.raises(ValueError, match="fingerprint"):
         FileReplay(by_venue).restore(snapshot)
@@ -105,7 +104,7 @@ def test_a_row_without_a_sequence_number_is_rejected_by_its_line(tmp_path: Path)
     assert bids(replay) == [b for b in IN_SEQUENCE if b not in (1.04, 1.10)]
     assert dict(replay.rejected) == {"missing_field": 2}
     line = frame["bid"].to_list().index(1.04) + 2  # after the header
-    assert f"gaps.csv line {line}: missing_field: sequence (column 'seq') is empty or not a whole number" in \
+    assert f'gaps.csv line {line}: missing_field: sequence (column "seq") is empty or not a whole number' in \
         replay.rejected.examples["missing_field"]
     floats = BY_VENUE.with_columns(pl.when(pl.col("bid") == 1.04).then(1003.5).otherwise(pl.col("seq")).alias("seq"))
     replay = FileReplay(written(floats, tmp_path / "floats.parquet"), columns=SEQUENCE)  # 1001.0: a whole number
@@ -243,7 +242,7 @@ def test_sequence_numbers_are_compared_within_a_stream_only(tmp_path: Path, suff
     reversed_path = written(reversed_ties, tmp_path / f"r{suffix}")
     replay = FileReplay(reversed_path, columns=SEQUENCE)
     assert prices_by_stream(replay) == in_order and replay.sorted_files == [reversed_path]
-    assert ("40 row(s) of a lower sequence number (column 'seq') than their stream's row before them at the same "
+    assert ("40 row(s) of a lower sequence number (column \"seq\") than their stream's row before them at the same "
             "time; rows of equal times replayed by stream, each stream's in sequence order") in " ".join(replay.notes)
 
 

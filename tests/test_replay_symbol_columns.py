@@ -11,6 +11,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from engine.quoting import quoted
+
 from connectors.replay import FileReplay
 from conftest import drain
 
@@ -37,7 +39,7 @@ def test_a_name_column_of_several_short_names_names_the_streams(tmp_path: Path) 
     path.write_text(two_stocks("Time,Name,Price,Volume\n", "Toyota", "SoftBank"))
     replay = FileReplay(path)
     assert {t.stream for t in drain(replay)} == {"Toyota", "SoftBank"}
-    assert any("streams from column 'Name'" in n for n in replay.notes)
+    assert any('streams from column "Name"' in n for n in replay.notes)
     # one name (a file of one instrument): the file's stream, as before
     (tmp_path / "one.csv").write_text(two_stocks("Time,Name,Price,Volume\n", "Toyota", "Toyota"))
     assert {t.stream for t in drain(FileReplay(tmp_path / "one.csv"))} == {"one"}
@@ -49,16 +51,16 @@ def test_one_stream_beside_an_unread_identifier_column_is_said(tmp_path: Path) -
     replay = FileReplay(path)
     assert {t.stream for t in drain(replay)} == {"day"}
     caution = next(n for n in replay.cautions if "look like instruments" in n)
-    assert "column 'Issue' holds several values (AAA1, BBB2" in caution and "--columns stream=Issue" in caution
+    assert 'column "Issue" holds several values (AAA1, BBB2' in caution and "--columns stream=Issue" in caution
     # a full map without a stream gets it too, and so does one that names the stream: a name is no instrument
     full = FileReplay(path, columns={"ts": "Time", "price": "Price", "size": "Volume"})
     assert any("--columns stream=Issue" in n for n in full.notes)
     named = FileReplay(path, columns={"ts": "Time", "price": "Price", "size": "Volume", "stream": "ALL"})
-    assert any("one stream, ALL, the name the map gives it, but column 'Issue'" in n for n in named.cautions)
+    assert any('one stream, ALL, the name the map gives it, but column "Issue"' in n for n in named.cautions)
     # integer codes under an identifier's name, in a Parquet file
     pl.read_csv(path).rename({"Issue": "issue_id"}).with_columns(
         pl.col("issue_id").str.slice(3).cast(pl.Int64)).write_parquet(tmp_path / "day.parquet")
-    assert any("column 'issue_id' holds several values (1, 2" in n for n in FileReplay(tmp_path / "day.parquet").notes)
+    assert any('column "issue_id" holds several values (1, 2' in n for n in FileReplay(tmp_path / "day.parquet").notes)
 
 
 def test_unique_ids_flags_and_sides_are_no_identifiers(tmp_path: Path) -> None:
@@ -102,7 +104,7 @@ def test_long_numeric_token_ids_are_offered_as_the_streams(tmp_path: Path) -> No
     replay = FileReplay(path)
     assert {t.stream for t in drain(replay)} == {"poly_two_markets"}
     split = next(n for n in replay.cautions if "two series at different price levels" in n)
-    assert "column 'asset_id' (1186216556...080786, 6923692362...044970, ...)" in split, split
+    assert 'column "asset_id" (1186216556...080786, 6923692362...044970, ...)' in split, split
     assert "--columns stream=asset_id" in split
     one = next(n for n in replay.cautions if "look like instruments" in n)
     assert "--columns stream=asset_id" in one
@@ -124,7 +126,7 @@ def test_a_fixed_stream_over_a_symbol_column_of_two_contracts_is_cautioned(tmp_p
         replay = FileReplay(path, columns=columns)
         assert {t.stream for t in drain(replay)} == {"BTC-PERP"}
         cautions = [c for c in replay.cautions if "look like instruments" in c]
-        assert len(cautions) == 1 and "column 'symbol' holds several values (BTC-PERPETUAL, BTC-27MAR26" in \
+        assert len(cautions) == 1 and 'column "symbol" holds several values (BTC-PERPETUAL, BTC-27MAR26' in \
             cautions[0] and "--columns stream=symbol" in cautions[0], replay.cautions
     # detected, the symbol column names the streams, and a True/true flag column is never called instruments
     replay = FileReplay(path)
@@ -164,8 +166,9 @@ def test_a_contract_column_beside_a_root_symbol_names_the_streams(tmp_path: Path
         assert [t.price for t in ticks if t.stream == named[contract]] == \
             frame.filter(pl.col(column) == contract)["price"].to_list()
     assert {t.stream for t in ticks} == set(named.values())
-    assert (f"es{suffix}: streams from column {column!r} ({', '.join(contracts)}), not 'symbol' (ES): its values "
-            f"extend those of 'symbol' and split each into contracts trading at once at different price levels "
+    assert (f"es{suffix}: streams from column {quoted(column)} ({', '.join(contracts)}), not \"symbol\" (ES): its "
+            "values "
+            f'extend those of "symbol" and split each into contracts trading at once at different price levels '
             f"(alternating 18 times, median prices 58.25 apart, moves of 0.5) (--columns stream=symbol says "
             f"otherwise)") in replay.notes
     assert {t.stream for t in drain(FileReplay(path, columns={"stream_col": "symbol"}))} == {"ES"}  # as told
@@ -178,8 +181,8 @@ def test_a_contract_column_that_does_not_extend_the_symbol_is_joined_to_it(tmp_p
     roll("instrument", ("Z4", "H5")).write_csv(path)
     replay = FileReplay(path)
     assert {t.stream for t in drain(replay)} == {"ES Z4", "ES H5"}
-    assert ("es.csv: streams from columns 'symbol' and 'instrument' joined (ES with Z4, H5): 'instrument' splits "
-            "each 'symbol' into contracts trading at once at different price levels (alternating 18 times, median "
+    assert ('es.csv: streams from columns "symbol" and "instrument" joined (ES with Z4, H5): "instrument" splits '
+            'each "symbol" into contracts trading at once at different price levels (alternating 18 times, median '
             "prices 58.25 apart, moves of 0.5) (--columns stream=symbol says otherwise)") in replay.notes
     stocks = tmp_path / "stocks.csv"
     pl.DataFrame({"timestamp": [f"2024-11-01T14:00:{i:02d}Z" for i in range(10)],
@@ -203,7 +206,7 @@ def test_a_renamed_ticker_and_a_stock_s_venue_rics_keep_the_symbol_s_stream(tmp_
     renamed.write_csv(tmp_path / "meta.csv")
     replay = FileReplay(tmp_path / "meta.csv")
     assert {t.stream for t in drain(replay)} == {"META"}
-    assert ("meta.csv: streams from column 'symbol' (META), though 'ticker' (FB, META) splits some into several "
+    assert ('meta.csv: streams from column "symbol" (META), though "ticker" (FB, META) splits some into several '
             "values: each value follows the one before and never alternates with it (a renamed ticker), so they read "
             "as one instrument (--columns stream=symbol+ticker reads a stream per value)") in replay.notes
     rics = [("VOD.L", "VOD.BS", "VOD.DE")[i % 3] for i in range(n)]
@@ -212,7 +215,7 @@ def test_a_renamed_ticker_and_a_stock_s_venue_rics_keep_the_symbol_s_stream(tmp_
     venues.write_csv(tmp_path / "vod.csv")
     replay = FileReplay(tmp_path / "vod.csv")
     assert {t.stream for t in drain(replay)} == {"VOD"}
-    assert ("vod.csv: streams from column 'symbol' (VOD), though 'ric' (VOD.L, VOD.BS, VOD.DE, ...) splits some into "
+    assert ('vod.csv: streams from column "symbol" (VOD), though "ric" (VOD.L, VOD.BS, VOD.DE, ...) splits some into '
             "several values: their values alternate (57 changes) at one price level (median prices 0.02 apart, "
             "moves of 0.02), so they read as one instrument (--columns stream=symbol+ric reads a stream per value)") \
         in replay.notes
@@ -233,12 +236,12 @@ def test_an_unread_column_whose_changes_jump_the_price_gets_a_caution(tmp_path: 
     frame.write_csv(path)
     replay = FileReplay(path)
     assert {t.stream for t in drain(replay)} == {"ES"}
-    caution = next(note for note in replay.notes if "'delivery'" in note)
-    assert caution.startswith("es.csv: column 'delivery' (ESZ4, ESH5, ...) is not read, and where it changes within a "
+    caution = next(note for note in replay.notes if '"delivery"' in note)
+    assert caution.startswith('es.csv: column "delivery" (ESZ4, ESH5, ...) is not read, and where it changes within a '
                               "stream (19 times) the price jumps by ")
     assert caution.endswith("interleaved in one stream? If so, read the column as part of the stream: --columns "
                             "stream=symbol+delivery")
-    assert not any("column 'venue' (" in note for note in replay.notes)
+    assert not any('column "venue" (' in note for note in replay.notes)
     one_level = frame.with_columns(price=pl.Series([5760.0 + 0.25 * (i % 4) for i in range(n)]))
     one_level.write_csv(path)  # both values at one level (two venues of one contract, say): nothing said
     assert not any("'delivery'" in note for note in FileReplay(path).notes)
@@ -267,8 +270,8 @@ def test_a_numeric_stock_code_and_its_exchange_name_the_stream(tmp_path: Path, n
     said = [n for n in replay.notes if "stream" in n and "from the" in n]
     stem = Path(name).name.removesuffix(".csv")
     assert said == ([] if stream == stem else
-                    [f"{name}: stream {stream}, from the file name {stem!r} (--columns stream_name=NAME to name it "
-                     f"otherwise)"])
+                    [f"{name}: stream {stream}, from the file name {quoted(stem)} (--columns stream_name=NAME to name "
+                     "it otherwise)"])
 
 
 def capture_trades(path: Path, price: float) -> Path:
@@ -346,15 +349,15 @@ def test_contracts_that_follow_one_another_are_a_roll_and_split_the_stream(tmp_p
     replay = FileReplay(tmp_path / "es.csv")
     assert {t.stream for t in drain(replay)} == {"ESH4", "ESM4"}
     # the column named once (it read "from column 'contract': 'contract' (ESH4, ESM4) changes")
-    assert ("es.csv: streams from column 'contract' (ESH4, ESM4), whose values change from one contract to the "
-            "next within 'symbol' (ES): a futures roll (ESH4 -> ESM4), median prices 55 apart, moves of 0.25, so each "
+    assert ('es.csv: streams from column "contract" (ESH4, ESM4), whose values change from one contract to the '
+            'next within "symbol" (ES): a futures roll (ESH4 -> ESM4), median prices 55 apart, moves of 0.25, so each '
             "contract is a stream (--columns stream=symbol reads them as one, its step at the roll scored as a move)"
             ) in replay.notes, replay.notes
     assert not any("renamed ticker" in note for note in replay.notes)
     pl.DataFrame({**rows, "contract": ["202403"] * 10 + ["202406"] * 10}).write_csv(tmp_path / "months.csv")
     replay = FileReplay(tmp_path / "months.csv")
     assert {t.stream for t in drain(replay)} == {"ES 202403", "ES 202406"}
-    assert ("months.csv: streams from columns 'symbol' and 'contract' joined (ES with 202403, 202406), the "
+    assert ('months.csv: streams from columns "symbol" and "contract" joined (ES with 202403, 202406), the '
             "contracts changing from one to the next: a futures roll (202403 -> 202406), ") in "\n".join(replay.notes)
 
 
@@ -387,7 +390,8 @@ def test_a_product_and_its_contract_month_roll_mid_file_into_a_stream_per_contra
     assert f"stream={root}+{month}" in replay.notes[0], replay.notes
     if month == "Month":
         said = next(n for n in replay.notes if "futures roll" in n)
-        assert said.startswith(f"es_export.csv: streams from columns {root!r} and 'Month' joined (ES with 202403, "
+        assert said.startswith(f'es_export.csv: streams from columns {quoted(root)} and "Month" joined (ES with '
+                               '202403, '
                                f"202406), the contracts changing from one to the next: a futures roll (202403 -> "
                                f"202406), median prices 55 apart"), said
         assert not any("from the file name" in n for n in replay.notes)
@@ -556,7 +560,7 @@ def test_bithumb_type_of_bid_and_ask_is_the_takers_side_and_other_types_stay_unr
     assert [t.side for t in ticks] == ["buy", "sell", "sell", "buy", "sell", "buy"]
     assert ticks[0].ts == int(datetime.fromisoformat("2024-01-02T00:00:00+00:00").timestamp()) * 10**9
     assert ticks[0].size == 0.0001
-    assert any("column 'type' holds bid and ask alone: read as the taker's side" in n for n in replay.notes)
+    assert any("column \"type\" holds bid and ask alone: read as the taker's side" in n for n in replay.notes)
     for other in (["limit", "market", "limit"], ["bid", "ask", "trade", "trade"]):
         path.write_text(bithumb_history(other))
         replay = FileReplay(path, columns=columns)
@@ -600,7 +604,7 @@ def test_a_rest_dump_refused_names_the_column_of_instruments(tmp_path: Path) -> 
     fixed stream name that would merge them."""
     path = tmp_path / "trades.json"
     path.write_text(json.dumps([{("issue" if k == "market" else k): v for k, v in r.items()} for r in upbit_trades()]))
-    with pytest.raises(ValueError, match=r"column 'issue' holds several values .* --columns stream=issue") as e:
+    with pytest.raises(ValueError, match=r'column "issue" holds several values .* --columns stream=issue') as e:
         FileReplay(path)
     assert "stream_name" not in str(e.value)
 

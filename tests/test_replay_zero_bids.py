@@ -69,7 +69,7 @@ def test_zero_bid_price_replays_an_options_zero_bids_with_the_mark_at_half_the_a
         assert sum(t.stream == NEAR for t in ticks) == 12  # its 0 bid kept, its 0 ask (no offer) not
         assert dict(replay.rejected) == {"missing_field": 1}
         assert "ask is 0 beside bid 1.2: a one-sided quote (no ask)" in replay.rejected.examples["missing_field"]
-    with pytest.raises(ValueError, match=r"zero_bid must be one of \('no_bid', 'price'\).*got 'keep'"):
+    with pytest.raises(ValueError, match=r"zero_bid must be one of \('no_bid', 'price'\).*got \"keep\""):
         map_from_options(zero_bid="keep", detect=True)
     # a checkpoint trained so records it, and evaluate says it as an option
     assert reading_of({"zero_bid": "price"}) == {"zero_bid": "price"} and reading_of({"zero_bid": "no_bid"}) == {}
@@ -129,7 +129,7 @@ def test_a_price_offset_of_0_is_refused_by_name_and_a_per_stream_offset_takes_gl
     assert dict(replay.rejected) == {"missing_field": 2} and not replay.found_notes  # NEAR's 0 bid and 0 ask
     unmatched = FileReplay(csv, columns=map_from_options(price_offset="QQQ*=1|SPY   2412*C005*=0.0001", detect=True))
     drain(unmatched)
-    assert unmatched.found_notes == [f"price_offset names stream(s) 'QQQ*', which the files never hold: not shifted "
+    assert unmatched.found_notes == [f'price_offset names stream(s) "QQQ*", which the files never hold: not shifted '
                                      f"(their streams: SPY, {NEAR}, {WING})"]
 
 
@@ -148,7 +148,7 @@ def test_rows_a_keep_filter_leaves_out_are_counted_under_their_streams_apart_fro
                                                             f"keep: {WING} 2, {NEAR} 1")
     example = replay.rejected.examples["filtered_out"]
     assert example.startswith(f"{path} line 2: filtered_out: stream \"SPY\" is not among the streams selected")
-    assert f"; first by the map's keep: {path} line 4: filtered_out: column 'condition' holds J, which the map's " \
+    assert f"; first by the map's keep: {path} line 4: filtered_out: column \"condition\" holds J, which the map's " \
            f"keep leaves out (it keeps R)" in example
     # without a selection: the keep's rows alone, under their streams (never "rows with no stream")
     replay = FileReplay(path, columns=map_from_options(None, keep, detect=True))
@@ -183,7 +183,7 @@ def test_a_spread_quoted_at_zero_is_pointed_at_the_offset_as_one_that_prints_the
     assert replay.rejected.by_stream["missing_field"] == {"CLZ4-CLF5": 10, "XYZ": 1}
     example = replay.rejected.examples["missing_field"]
     assert example.startswith(f"{path} line 8: missing_field: bid is 0 beside ask 0.01: a one-sided quote"), example
-    assert example.endswith("(column 'bid'; CLZ4-CLF5's other quotes lie within 10 price steps of zero (a spread), "
+    assert example.endswith("(column \"bid\"; CLZ4-CLF5's other quotes lie within 10 price steps of zero (a spread), "
                             "where 0 is a price, not a missing side: an offset (--price-offset) shifts them above "
                             "zero, e.g. --price-offset 'CLZ4-CLF5=1' (docs/replay.md))"), example
     stock = tmp_path / "stock_quotes.csv"  # the stock alone: its 0 bid is no bid, no offset named
@@ -205,7 +205,7 @@ def test_an_options_wing_quoted_at_zero_gets_the_one_sided_advice_alone(tmp_path
     drain(replay)
     example = replay.rejected.examples["missing_field"]
     assert example.endswith("a one-sided quote (no bid), which the engine does not take (a quote has both sides) (an "
-                            "option nobody bids, whose 0 bid is a price: zero_bid: price) (column 'bid')"), example
+                            'option nobody bids, whose 0 bid is a price: zero_bid: price) (column "bid")'), example
 
     def example_of(name: str, stream: str) -> str:
         rows = [f"{T0 + i * 10**9},{stream},{'0.01' if i % 4 == 3 else '0.00'},0.05,{i % 4 == 3:d},10\n"

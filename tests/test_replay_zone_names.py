@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.quoting import quoted
+
 from connectors.column_map import ColumnMap
 from connectors.replay import FileReplay
 from conftest import drain
@@ -51,18 +53,18 @@ def test_a_format_reading_the_name_with_percent_z_applies_its_offset(tmp_path: P
     replay = FileReplay(path, columns={"ts_format": "%m/%d/%Y %H:%M:%S %Z"})
     assert [t.ts for t in drain(replay)] == [utc_ns("2026-03-06T14:30:00"), utc_ns("2026-03-09T13:30:00")]
     assert not any("carry no UTC offset" in note for note in replay.notes)
-    assert any("its times ('03/06/2026 09:30:00 EST') carry their UTC offset, which the format reads "
+    assert any('its times ("03/06/2026 09:30:00 EST") carry their UTC offset, which the format reads '
                "(%m/%d/%Y %H:%M:%S %Z): read at each row's own offset" in note for note in replay.notes)
 
 
 def test_a_percent_z_name_of_no_known_offset_is_refused_with_the_format_and_tz_that_read_it(tmp_path: Path) -> None:
     path = trades(tmp_path / "t.csv", ["2026-07-06 09:30:00 BST", "2026-07-06 09:31:00 BST"])
-    with pytest.raises(ValueError, match="reads 'BST' .* with %Z, .* its times would be read as UTC") as refused:
+    with pytest.raises(ValueError, match='reads "BST" .* with %Z, .* its times would be read as UTC') as refused:
         drain(FileReplay(path, columns={"ts_format": "%Y-%m-%d %H:%M:%S %Z"}))
-    assert "('%Y-%m-%d %H:%M:%S%.f BST') and give its zone with --tz Europe/London" in str(refused.value)
+    assert '("%Y-%m-%d %H:%M:%S%.f BST") and give its zone with --tz Europe/London' in str(refused.value)
     with pytest.raises(ValueError, match="not ISO 8601") as unread:
         drain(FileReplay(path))
-    assert "--ts-format '%Y-%m-%d %H:%M:%S%.f BST' and its zone with --tz Europe/London" in str(unread.value)
+    assert '--ts-format "%Y-%m-%d %H:%M:%S%.f BST" and its zone with --tz Europe/London' in str(unread.value)
     fixed = FileReplay(path, columns={"ts_format": "%Y-%m-%d %H:%M:%S%.f BST", "tz": "Europe/London"})
     assert drain(fixed)[0].ts == utc_ns("2026-07-06T08:30:00")
     # %Z with the zone that writes the name reads it at the offset that zone writes it for
@@ -85,7 +87,7 @@ def test_every_format_and_tz_a_zone_name_refusal_proposes_reads_the_file(tmp_pat
         with pytest.raises(ValueError) as refused:
             drain(FileReplay(path, columns=columns))
         said = str(refused.value)
-        fmt = re.search(r"in the format \('([^']+)'\)|e\.g\. --ts-format '([^']+)'", said)
+        fmt = re.search(r'in the format \("([^"]+)"\)|e\.g\. --ts-format "([^"]+)"', said)
         fmt = fmt[1] or fmt[2]
         assert fmt == f"%Y-%m-%d %H:%M:%S%.f {name}", said
         tz = re.search(r"--tz (\S+)", said)[1]
@@ -99,14 +101,14 @@ def test_a_zones_clock_name_is_read_in_that_zone_as_a_headers_is(tmp_path: Path,
     format that read it, where a header's `Time (ET)` is read in that zone. Read so now, with a note naming what
     reads it; a `%Z` in a given format still refuses it (polars would drop the name and read UTC)."""
     path = trades(tmp_path / "t.csv", [f"2026-03-06 09:30:00.000 {name}", f"2026-03-09 09:30:00.000 {name}"])
-    with pytest.raises(ValueError, match=f"'{name}' .*the clock of {zone}.* --tz {zone}"):
+    with pytest.raises(ValueError, match=f'"{name}" .*the clock of {zone}.* --tz {zone}'):
         drain(FileReplay(path, columns={"ts_format": "%Y-%m-%d %H:%M:%S%.f %Z"}))
     shift = 5 if name == "ET" else 6
     right = [utc_ns("2026-03-06T09:30:00") + shift * HOUR_NS, utc_ns("2026-03-09T09:30:00") + (shift - 1) * HOUR_NS]
     replay = FileReplay(path)
     assert [t.ts for t in drain(replay)] == right and replay.rejected == {}
     said = f"t.csv: its times are written with {name}, the clock of {zone}: read in that zone, summer time " \
-           f"included (--ts-format '%Y-%m-%d %H:%M:%S%.f {name}' --tz {zone})"
+           f'included (--ts-format "%Y-%m-%d %H:%M:%S%.f {name}" --tz {zone})'
     assert said in replay.notes and not any("read as UTC" in note for note in replay.notes), replay.notes
     given = FileReplay(path, columns={"ts_format": f"%Y-%m-%d %H:%M:%S%.f {name}", "tz": zone})
     assert [t.ts for t in drain(given)] == right
@@ -133,7 +135,7 @@ def test_a_headerless_files_times_with_their_zone_are_read_as_a_headers_are(tmp_
     if written.startswith("03/06"):  # 03/06 reads as March 6 or June 3: refused, header or not, with both formats
         for folder, head in (("header", "time,price,size\n"), ("bare", "")):
             (tmp_path / folder / "XYZ.csv").write_text(head + rows.replace("03/06", "03/02").replace("03/16", "03/04"))
-            with pytest.raises(ValueError, match=r"more than one way .* --ts-format '%m/%d/%Y %I:%M:%S%.f %p ET'"):
+            with pytest.raises(ValueError, match=r'more than one way .* --ts-format "%m/%d/%Y %I:%M:%S%.f %p ET"'):
                 drain(FileReplay(tmp_path / folder / "XYZ.csv"))
 
 
@@ -163,7 +165,7 @@ def test_a_given_offset_format_is_said_read_at_each_rows_offset_quoting_the_raw_
         assert [t.ts for t in drain(replay)] == [utc_ns("2019-02-04T08:00:00.071")]
         said = [note for note in replay.notes if "UTC offset" in note]
         assert not any("carry no UTC offset" in note or "GMT+01'" in note for note in said)
-        assert any("its times ('04.02.2019 09:00:00.071 GMT+0100') carry their UTC offset, which the format reads "
+        assert any('its times ("04.02.2019 09:00:00.071 GMT+0100") carry their UTC offset, which the format reads '
                    "(%d.%m.%Y %H:%M:%S%.f GMT%z): read at each row's own offset" in note for note in said)
 
 
@@ -176,8 +178,8 @@ def test_the_not_iso_error_proposes_a_format_built_from_the_value_it_quotes(tmp_
     path = trades(tmp_path / "t.csv", [value])
     with pytest.raises(ValueError, match="which is not ISO 8601") as refused:
         drain(FileReplay(path))
-    assert f"holds {value!r}" in str(refused.value)
-    proposed = re.search(r"--ts-format '([^']+)'", str(refused.value))[1]
+    assert f"holds {quoted(value)}" in str(refused.value)
+    proposed = re.search(r'--ts-format "([^"]+)"', str(refused.value))[1]
     assert [t.ts for t in drain(FileReplay(path, columns={"ts_format": proposed}))] == [utc_ns(right)]
 
 
@@ -185,7 +187,7 @@ def test_a_date_of_two_readings_is_refused_with_formats_that_read_its_12_hour_cl
     path = trades(tmp_path / "t.csv", ["03/06/2026 9:30:00 PM", "03/06/2026 9:31:00 PM"])
     with pytest.raises(ValueError, match="reads more than one way") as refused:
         drain(FileReplay(path))
-    assert "('%m/%d/%Y %I:%M:%S%.f %p' or '%d/%m/%Y %I:%M:%S%.f %p')" in str(refused.value)
+    assert '("%m/%d/%Y %I:%M:%S%.f %p" or "%d/%m/%Y %I:%M:%S%.f %p")' in str(refused.value)
     ticks = drain(FileReplay(path, columns={"ts_format": "%m/%d/%Y %I:%M:%S%.f %p"}))
     assert ticks[0].ts == utc_ns("2026-03-06T21:30:00")
 
@@ -300,7 +302,7 @@ def test_a_12_hour_clocks_am_pm_is_no_zone_name_in_the_refusal(tmp_path: Path, m
     with pytest.raises(ValueError, match="a date that reads more than one way") as refused:
         drain(FileReplay(path))
     assert "--tz" not in str(refused.value) and "read as text" not in str(refused.value)
-    assert "'%m/%d/%y %I:%M:%S%.f %p'" in str(refused.value)
+    assert '"%m/%d/%y %I:%M:%S%.f %p"' in str(refused.value)
 
 
 def test_a_12_hour_clock_followed_by_a_zone_name_reads_as_the_24_hour_clock_with_it(tmp_path: Path) -> None:
@@ -334,7 +336,7 @@ def test_a_12_hour_clock_followed_by_its_zones_clock_or_key_is_read_in_that_zone
     right = [utc_ns("2024-03-08T14:30:00.123"), utc_ns("2024-03-11T20:00:00")]
     replay = FileReplay(path)
     assert [t.ts for t in drain(replay)] == right and replay.rejected == {}
-    assert any(f"(--ts-format '%Y-%m-%d %I:%M:%S%.f %p {written}' --tz America/New_York)" in note
+    assert any(f'(--ts-format "%Y-%m-%d %I:%M:%S%.f %p {written}" --tz America/New_York)' in note
                for note in replay.notes), replay.notes
     chicago = FileReplay(path, columns={"tz": "America/Chicago"})
     assert [t.ts for t in drain(chicago)] == right
@@ -342,5 +344,5 @@ def test_a_12_hour_clock_followed_by_its_zones_clock_or_key_is_read_in_that_zone
         in chicago.notes, chicago.notes
     whole = ColumnMap(ts="timestamp", ts_unit="datetime", stream_col="symbol", price="price", size="size",
                       tz="America/Chicago")
-    with pytest.raises(ValueError, match="carries its zone .*tz='America/Chicago' is for naive times"):
+    with pytest.raises(ValueError, match='carries its zone .*tz="America/Chicago" is for naive times'):
         drain(FileReplay(path, columns=whole))

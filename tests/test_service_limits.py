@@ -1287,7 +1287,7 @@ def test_streams_expired_at_heartbeat_after_heartbeat_are_one_line_at_most_every
                                "'SPY   241216C00450000'; a stream's next tick starts a new session"), lines
     assert "later expiries are said at most every 3600 s" in lines[0]
     assert lines[1:] == ["flashtick: expired 2 streams with no data for scheduler.stream_idle_s (0.3 s) since the "
-                         "last such line (3 in all): 'SPY   241216P00450000', 'SPY   241216C00455000'"]
+                         'last such line (3 in all): "SPY   241216P00450000", "SPY   241216C00455000"']
     assert server.counters["streams_expired"] == 3
 
 

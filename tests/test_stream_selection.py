@@ -93,10 +93,10 @@ def test_a_pattern_that_matches_no_stream_exits_2_naming_the_streams_there_are(e
     assert not (tmp_path / "a.parquet").exists() and not (tmp_path / "a.parquet.parts").exists()
     # feed replay refuses before it connects to any engine; a bad glob or a name with '/' is refused as queries are
     for patterns, said in ((["ZZ"], "match none of the streams"), (["A[A"], "not a valid glob: unclosed \"[\""),
-                           (["EUR/USD"], "select 'EUR-USD'")):
+                           (["EUR/USD"], 'select "EUR-USD"')):
         assert main(["feed", "replay", str(tape), "--streams", *patterns, "--endpoint", "tcp://127.0.0.1:9"]) == 2
         assert said in capsys.readouterr().err
-    with pytest.raises(ConfigError, match=r"replay: streams: 'A\[A' is not a valid glob"):
+    with pytest.raises(ConfigError, match=r'replay: streams: "A\[A" is not a valid glob'):
         ServiceConfig.from_dict({"replay": {"streams": ["A[A"]}})
 
 

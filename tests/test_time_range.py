@@ -37,7 +37,7 @@ def test_a_time_is_iso_text_in_utc_unless_it_says_its_offset_or_ns_since_the_epo
     assert parse_time("2024-01-02T00:00:00.25") == 1_704_153_600_250_000_000
     assert parse_time("1704153600000000001") == 1_704_153_600_000_000_001
     assert parse_time("2024-01-02T00:00:00.000000001Z") == parse_time(utc_text(1_704_153_600_000_000_001))
-    with pytest.raises(ValueError, match=r"--from 'monday' is not a time: give ISO 8601"):
+    with pytest.raises(ValueError, match=r'--from "monday" is not a time: give ISO 8601'):
         TimeRange.of("monday", None)
     with pytest.raises(ValueError, match=r"--from 2024-01-03T00:00:00Z is not before --to 2024-01-02T00:00:00Z: "
                                          r"the range is reversed"):

@@ -82,7 +82,7 @@ def test_a_trade_date_with_a_clock_past_midnight_reads_each_row_at_its_instant(
     assert not replay.rejected
     assert [t.price for t in ticks] == [38000.0 + i for i in range(len(rows))]  # the file's order is time order
     evenings = sum(1 for _, at in rows if at.hour >= 17 or (past_24 and at.hour < 8))
-    said = [n for n in replay.notes if f"its {evenings} row(s) at or after 17:00 in 'Time'" in n]
+    said = [n for n in replay.notes if f'its {evenings} row(s) at or after 17:00 in "Time"' in n]
     assert said and "are its evening session" in said[0], replay.notes
     before = "business day before" if venue == "jpx" else "calendar day before"  # (Tuesday and Wednesday alike)
     assert f"read on the {before} their trade date" in said[0]

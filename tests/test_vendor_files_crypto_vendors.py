@@ -68,7 +68,7 @@ def test_coindesk_trades_join_their_seconds_and_nanoseconds_with_no_options(tmp_
         ("BTCUSDT", 1723161255342000000, 61837.63, 0.02, "sell"),
         ("BTCUSDT", 1723161255617000000, 61837.64, 0.048, "buy"),
         ("BTCUSDT", 1723161256000005000, 61837.5, 0.5, "sell")]
-    assert any("'TIMESTAMP_NS' the ns within each second" in n for n in replay.notes), replay.notes
+    assert any('"TIMESTAMP_NS" the ns within each second' in n for n in replay.notes), replay.notes
     assert not any("another clock" in n for n in replay.notes), replay.notes
 
 

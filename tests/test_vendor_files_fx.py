@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.quoting import quoted
+
 from connectors.replay import FileReplay
 from conftest import drain
 
@@ -32,7 +34,7 @@ def test_a_liquidity_provider_column_gets_the_note_a_venue_column_gets(tmp_path:
     replay = FileReplay(path)
     assert {t.stream for t in drain(replay)} == {"EURUSD"}
     said = next(n for n in replay.notes if "each stream mixes them" in n)
-    assert f"column {column!r} holds 3 venues (LP1, LP2, LP3)" in said and "liquidity providers" in said
+    assert f"column {quoted(column)} holds 3 venues (LP1, LP2, LP3)" in said and "liquidity providers" in said
     assert f"--columns stream={column}+symbol" in said
     # the map the note gives: a stream per provider
     per_provider = FileReplay(path, columns={"stream_col": f"{column}+symbol"})
@@ -94,7 +96,7 @@ def test_a_maker_column_of_other_values_is_read_as_before(tmp_path: Path) -> Non
     # liquidity providers' names under `maker` are no side: no side read, the venue note as before
     replay = FileReplay(maker_trades(tmp_path / "btcusd_lp.csv", "maker", ["LP1", "LP2"]))
     assert {t.side for t in drain(replay)} == {None}
-    assert any("column 'maker' holds 2 venues (LP1, LP2)" in n for n in replay.notes)
+    assert any('column "maker" holds 2 venues (LP1, LP2)' in n for n in replay.notes)
     assert not any("side=maker" in n for n in replay.notes)
 
 
@@ -107,7 +109,7 @@ def test_a_tapes_exchange_codes_are_said_as_each_venues_own_quotes_and_a_provide
     assert "its quotes are each venue's own" in said and "liquidity providers" not in said
     banks = FileReplay(provider_quotes(tmp_path / "eurusd_bank.csv", "bank", ["GS", "DB", "JP"]))
     drain(banks)
-    assert any("column 'bank' holds 3 venues (DB, GS, JP)" in n for n in banks.notes)
+    assert any('column "bank" holds 3 venues (DB, GS, JP)' in n for n in banks.notes)
 
 
 DUKASCOPY_EXPORT = "Gmt time,Ask,Bid,AskVolume,BidVolume\n" + "".join(
@@ -142,8 +144,8 @@ def test_a_mid_only_feed_is_a_price_series_said_as_such(tmp_path: Path, column: 
     ticks = drain(replay)
     assert [(t.stream, t.kind, t.price, t.size) for t in ticks[:2]] == [("USD-JPY", "trade", 157.123, 1.0),
                                                                         ("USD-JPY", "trade", 157.124, 1.0)]
-    assert (f"usdjpy_mid.csv: column {column!r} read as the price of a series of trades of size 1: mid prices, with "
-            f"neither trades nor bid and ask beside them; a model trained on trades and quotes (the built-in one) "
+    assert (f"usdjpy_mid.csv: column {quoted(column)} read as the price of a series of trades of size 1: mid prices, "
+            "with neither trades nor bid and ask beside them; a model trained on trades and quotes (the built-in one) "
             f"reads it as a feed of trades only, and answers worse on one (docs/model.md, \"A feed of trades only\")"
             ) in replay.notes
     assert not any("no size column" in note for note in replay.notes)

@@ -66,7 +66,7 @@ def test_coinbase_rest_trades_read_flipped_with_the_preset_the_note_names(tmp_pa
     replay = FileReplay(tmp_path / "dump.parquet", columns="coinbase-trades")
     assert drain(replay) == [Tick("ETH-USD", t.ts, "trade", price=t.price, size=t.size, side=t.side)
                              for t in flipped]
-    assert replay.notes == ["dump.parquet: streams from column 'product_id'"]
+    assert replay.notes == ['dump.parquet: streams from column "product_id"']
     assert "give --preset coinbase-trades" in FileReplay(tmp_path / "dump.parquet").notes[1]
 
 
@@ -86,7 +86,7 @@ def test_coinbase_rest_trades_in_a_file_named_coinbase_read_flipped_with_a_note(
         assert ticks[0].side == ("buy" if trades[0]["side"] == "sell" else "sell")
         assert ("side=side (the maker's side, read flipped: buy = sell, sell = buy)" in replay.notes[0]), replay.notes
         assert replay.notes[1] == (f"{path.name}: its columns are Coinbase Exchange's trades layout and its name "
-                                   f"says Coinbase: 'side' is the MAKER's side, read flipped to the aggressor's "
+                                   f"says Coinbase: \"side\" is the MAKER's side, read flipped to the aggressor's "
                                    f"(buy = sell, sell = buy), as --preset coinbase-trades reads it; a full map "
                                    f"(--columns ts=time,price=price,size=size,side=side) reads the sides as they are")
         assert replay.cautions == []
@@ -156,7 +156,7 @@ def test_coinbase_full_channel_dump_keeps_only_the_matches(tmp_path: Path) -> No
                                   side="buy")]
     assert dict(replay.rejected) == {"filtered_out": 3}
     assert replay.rejected.examples["filtered_out"].startswith(
-        f"{tmp_path / 'full.parquet'} row 1: filtered_out: column 'type' holds received, which the map's keep leaves "
+        f"{tmp_path / 'full.parquet'} row 1: filtered_out: column \"type\" holds received, which the map's keep leaves "
         f"out (it keeps match, last_match); not an error")
 
 
@@ -211,9 +211,9 @@ def test_lobster_preset_reads_executions_at_the_aggressors_side(tmp_path: Path) 
         Tick("AAPL", LOBSTER_OPEN + 3_000_000_000, "trade", price=585.92, size=18.0, side="buy")]
     assert dict(replay.rejected) == {"filtered_out": 6}
     assert replay.rejected.examples["filtered_out"] == (
-        f"{path} line 1: filtered_out: column 'type' holds 1, which the map's keep leaves out (it keeps 4, 5); not an "
-        f"error: rows left out on purpose and counted (a keep filter's, or rows holding no tick)")
-    assert replay.notes == [f"{LOBSTER_NAME}: stream AAPL, from the file name '{LOBSTER_NAME[:-4]}' (--columns "
+        f"{path} line 1: filtered_out: column \"type\" holds 1, which the map's keep leaves out (it keeps 4, 5); not "
+        "an error: rows left out on purpose and counted (a keep filter's, or rows holding no tick)")
+    assert replay.notes == [f'{LOBSTER_NAME}: stream AAPL, from the file name "{LOBSTER_NAME[:-4]}" (--columns '
                             f"stream_name=NAME to name it otherwise)",
                             f"{LOBSTER_NAME}: the day is 2012-06-21, from the file name, times in America/New_York "
                             f"(--date and --tz give others)"]
@@ -277,7 +277,7 @@ def test_cli_backtest_of_lobster_messages_counts_what_it_leaves_out(tmp_path: Pa
     out, err = capsys.readouterr()
     assert code == 0, err
     assert f"replayed {N} ticks (0 rejected, {N} left out by a filter)" in out
-    assert f"  left out filtered_out: {N} (first: {path} line 1: filtered_out: column 'type' holds 1" in out
+    assert f'  left out filtered_out: {N} (first: {path} line 1: filtered_out: column "type" holds 1' in out
     assert "note: AAPL_2012-06-21_34200000_57600000_message_10.csv: the day is 2012-06-21, from the file name" in err
     answers = pl.read_parquet(tmp_path / "a.parquet")
     assert set(answers["stream"]) == {"AAPL"} and answers["data_ts"].min() > LOBSTER_OPEN

@@ -69,7 +69,7 @@ def test_minute_bars_read_as_bars_stamped_at_their_end(tmp_path: Path) -> None:
 def test_a_one_sided_export_is_refused_with_the_last_file_named(tmp_path: Path, side: str) -> None:
     path = tmp_path / f"ES 03-26.{side}.txt"
     path.write_text("20260301 170000 0000000;6849.75;3\n20260301 170001 0000000;6850.00;2\n")
-    with pytest.raises(ValueError, match=rf"best {side.lower()} alone .* Replay 'ES 03-26\.Last\.txt' instead"):
+    with pytest.raises(ValueError, match=rf'best {side.lower()} alone .* Replay "ES 03-26\.Last\.txt" instead'):
         FileReplay(path)
 
 
@@ -97,4 +97,4 @@ def test_a_row_whose_price_is_no_number_keeps_its_quote(tmp_path: Path) -> None:
     assert dict(replay.rejected) == {"missing_field": 1}
     example = replay.rejected.examples["missing_field"]
     assert "line 2: missing_field: price is missing beside size 2" in example
-    assert example.endswith("(column 'price': 'abc' is not a number)")
+    assert example.endswith('(column "price": "abc" is not a number)')

@@ -184,7 +184,7 @@ def test_coinapi_trades_name_their_pair_from_the_file_name(tmp_path: Path) -> No
     spec = map_from_options(columns="ts=time_exchange,price=price,size=base_amount,side=taker_side", detect=True)
     replay = FileReplay(path, columns=spec)
     ticks = drain(replay)
-    assert "column 'time_exchange' read as datetime, as its first value shows" in replay.notes[0]
+    assert 'column "time_exchange" read as datetime, as its first value shows' in replay.notes[0]
     assert ticks == [Tick("BTC-USD", ns("2024-01-02T00:00:00.100221+00:00"), "trade", price=45122.3, size=0.081933,
                           side="buy")]
 
@@ -272,7 +272,7 @@ def test_an_event_column_keeps_the_trades_and_a_contract_month_splits_the_stream
     replay = FileReplay(tmp_path / "mixed_event.csv")
     assert [(t.kind, t.price) for t in drain(replay)] == [("trade", 175.02)]  # bid and ask rows were trades
     assert dict(replay.rejected) == {"filtered_out": 2}
-    assert any("column 'event' marks each row's kind (A, B, X)" in note for note in replay.notes)
+    assert any("column \"event\" marks each row's kind (A, B, X)" in note for note in replay.notes)
     (tmp_path / "cl.csv").write_text("Trade Date,Trade Time,Symbol,Contract Month,Price,Volume,Aggressor\n"
                                      "2024-03-08,08:00:02.778,CL,202405,78.65,16,B\n"
                                      "2024-03-08,08:00:02.900,CL,202406,78.50,3,S\n")
@@ -443,7 +443,7 @@ def test_iqfeed_lines_ending_with_a_comma_an_lh_mark_and_endmsg_read_as_plain_li
 def test_iqfeed_endmsg_between_answers_joined_in_one_file_is_left_out_not_rejected(tmp_path: Path,
                                                                                    before: str) -> None:
     """fix292 #2: a file of two answers joined (two requests' lines saved one after the other) holds `!ENDMSG!`
-    after each; the first, mid-file, was rejected as missing_field ("'!ENDMSG!' is not a time the map reads").
+    after each; the first, mid-file, was rejected as missing_field ('"!ENDMSG!" is not a time the map reads').
     Each is left out as filtered_out, counted, no error."""
     lines = ["".join(before + line + ",\n" for line in IQFEED_6.splitlines()[i:i + 2]) for i in (0, 2)]
     end = before.replace("LH,", "") + "!ENDMSG!,\n"
@@ -456,7 +456,7 @@ def test_iqfeed_endmsg_between_answers_joined_in_one_file_is_left_out_not_reject
     assert drain(replay) == drain(FileReplay(plain)) != []
     assert replay.rejected == {"filtered_out": 2}
     assert replay.rejected.examples["filtered_out"].startswith(f"{path} line 3: filtered_out: IQFeed's end of an "
-                                                               f"answer ('!ENDMSG!'), no tick: not an error")
+                                                               f'answer ("!ENDMSG!"), no tick: not an error')
 
 
 # DTN IQFeed's live Level 1 feed (port 5009, protocol 6.2) as a capture saves it: the system messages, the update
@@ -548,7 +548,7 @@ def test_iqfeed_level1_bid_and_ask_times_stamp_quotes_and_an_unreadable_line_is_
     assert examples["missing_field"].startswith(f"{path} line 4: missing_field: a `Q,` line of 7 fields, where its "
                                                 f"field list names 11 (given)"), examples
     assert examples["wrong_type"].startswith(f"{path} line 5: wrong_type: a `Q,` line whose Most Recent Trade "
-                                             f"'abc' is not a number"), examples
+                                             f'"abc" is not a number'), examples
 
 
 def test_iqfeed_level1_symbols_keep_their_own_state_and_a_log_capture_reads(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ def test_a_running_total_volume_is_said_with_the_map_that_reads_the_quotes(tmp_p
     path.write_text(kalshi_snapshots())
     replay = FileReplay(path)
     caution = next(n for n in replay.cautions if "running total" in n)
-    assert "column 'volume', read as the size, never decreases within a stream (11 to 214 over 90 rows; 60 of " \
+    assert 'column "volume", read as the size, never decreases within a stream (11 to 214 over 90 rows; 60 of ' \
            "them unchanged)" in caution, caution
     assert "its quote columns are not read (yes_bid, yes_ask, no_bid, no_ask)" in caution
     suggested = caution.split("To read the snapshots as quotes: ")[1].split(";")[0]

@@ -51,11 +51,11 @@ def test_price_format_32nds_reads_quarters_written_as_fractions_and_refuses_othe
     assert [t.price for t in drain(replay)] == [99 + (31 + q) / 32 for q in (0.25, 0.5, 0.75, 0.25, 0.5, 0.75,
                                                                                 0.125, 0.875)]
     assert dict(replay.rejected) == {"missing_field": 4}
-    assert "'99-31 2/8' is not a number, nor a price in 32nds" in replay.rejected.examples["missing_field"]
+    assert '"99-31 2/8" is not a number, nor a price in 32nds' in replay.rejected.examples["missing_field"]
     assert "a fraction 1/4, 1/2, 3/4 (\u00bc, \u00bd, \u00be)" in replay.rejected.examples["missing_field"]
     # without the key, a column of them is said to look like 32nds, as `99-317` is
     unread = FileReplay(trades(tmp_path / "tu2.csv", "99-31 3/4", "99-31\u00bc", symbol="TUM6"))
-    assert not drain(unread) and "('99-31 3/4' is 99.9921875 in 32nds)" in unread.cautions[0]
+    assert not drain(unread) and '("99-31 3/4" is 99.9921875 in 32nds)' in unread.cautions[0]
 
 
 def test_price_format_32nds_reads_the_2_year_notes_eighths_of_a_32nd(tmp_path: Path) -> None:
@@ -81,7 +81,7 @@ def test_a_malformed_price_in_32nds_is_rejected_by_its_row_with_the_forms_named(
     assert [t.price for t in drain(replay)] == [110.5, 110.53125]
     assert dict(replay.rejected) == {"missing_field": 3}
     example = replay.rejected.examples["missing_field"]
-    assert "zn.csv line 3: " in example and "'110-33' is not a number, nor a price in 32nds (HANDLE-32NDS" in example
+    assert "zn.csv line 3: " in example and '"110-33" is not a number, nor a price in 32nds (HANDLE-32NDS' in example
     with pytest.raises(ValueError, match="price_format must be one of"):
         FileReplay(path, columns={"price_format": "64ths"})
 
@@ -92,15 +92,15 @@ def test_prices_that_look_like_32nds_without_the_key_are_a_caution_said_at_start
     zn = FileReplay(trades(tmp_path / "zn.csv", "110'165", "110'160", "110'172"))
     assert [t.price for t in drain(zn)] == [110165.0, 110160.0, 110172.0]  # as read: the caution says so
     [caution] = zn.cautions
-    assert caution == ("zn.csv: column 'price' (3 cells) holds prices written like CME's 32nds of Treasury futures "
-                       "('110'165' is 110.515625 in 32nds); read as decimals, they are 1000 times too large ('110'165' "
-                       "read as 110165: an apostrophe grouping thousands). If they are 32nds, give --price-format "
-                       "32nds (column-map key price_format: 32nds; docs/replay.md#prices-in-32nds); if they are "
-                       "numbers grouped in thousands, price_format: decimal")
+    assert caution == ("zn.csv: column \"price\" (3 cells) holds prices written like CME's 32nds of Treasury futures "
+                       "(\"110'165\" is 110.515625 in 32nds); read as decimals, they are 1000 times too large "
+                       "(\"110'165\" read as 110165: an apostrophe grouping thousands). If they are 32nds, give "
+                       "--price-format 32nds (column-map key price_format: 32nds; docs/replay.md#prices-in-32nds); if "
+                       "they are numbers grouped in thousands, price_format: decimal")
     # some cells 32nds for sure (`117'03`), others read 1000x: refused, not replayed on them (review242 finding 4)
-    with pytest.raises(ValueError, match=r"zb.csv: column 'price' holds prices in CME's 32nds of Treasury futures "
-                                         r"\('117'03' is 117.09375 in 32nds, and no number\), and 1 of its cells "
-                                         r"would read as decimals 1000 times too large \('117'315' as 117315\): "
+    with pytest.raises(ValueError, match=r"zb.csv: column \"price\" holds prices in CME's 32nds of Treasury futures "
+                                         r"\(\"117'03\" is 117.09375 in 32nds, and no number\), and 1 of its cells "
+                                         r"would read as decimals 1000 times too large \(\"117'315\" as 117315\): "
                                          r"give --price-format 32nds"):
         FileReplay(trades(tmp_path / "zb.csv", "117'03", "117'315", "117.125", symbol="ZBH6"))
     zb = FileReplay(tmp_path / "zb.csv", columns={"price_format": "decimal"})  # said to be thousands: read so
@@ -122,7 +122,7 @@ def test_a_quote_and_trade_row_whose_bid_and_price_do_not_read_names_the_bid_not
     path.write_text("timestamp,symbol,bid,ask,price,size\n2026-11-30T13:30:00.650Z,ZNH7,110'16,110'165,110'16,98\n"
                     "2026-11-30T13:30:01.284Z,ZNH7,110'165,110'17,110'17,10\n"
                     "2026-11-30T13:30:02.284Z,ZNH7,110'165,110'167,110'165,10\n")
-    with pytest.raises(ValueError, match=r"zn.csv: column 'price' holds prices in CME's 32nds .* give --price-format "
+    with pytest.raises(ValueError, match=r"zn.csv: column \"price\" holds prices in CME's 32nds .* give --price-format "
                                          r"32nds \(column-map key price_format: 32nds"):
         FileReplay(path)
     assert [(t.bid, t.ask) for t in drain(FileReplay(path, columns={"price_format": "32nds"})) if t.kind == "quote"] \
@@ -135,7 +135,7 @@ def test_a_quote_and_trade_row_whose_bid_and_price_do_not_read_names_the_bid_not
                                                                         ("trade", 110.6, None, None)]
     assert dict(replay.rejected) == {"missing_field": 2}  # the row's quote (no bid) and its trade (no price)
     example = replay.rejected.examples["missing_field"]
-    assert "line 2: missing_field: field \"bid\" is required (column 'bid': '110-16' is not a number; if it is a " \
+    assert 'line 2: missing_field: field "bid" is required (column "bid": "110-16" is not a number; if it is a ' \
            "futures price in 32nds, give --price-format 32nds" in example, example
     assert "unknown_field" not in dict(replay.rejected)
 
@@ -152,7 +152,7 @@ def test_swiss_thousands_still_read_where_they_cannot_be_32nds(tmp_path: Path) -
 def test_yield_named_columns_are_a_caution_and_their_crossed_quotes_say_why(tmp_path: Path) -> None:
     path = tmp_path / "ust10y.csv"
     path.write_text("timestamp,symbol,bid_yield,ask_yield\n2026-03-02T14:30:00Z,UST10Y,4.2150,4.2050\n")
-    with pytest.raises(ValueError, match=r"'bid_yield', 'ask_yield' are named as yields, which replay does not "
+    with pytest.raises(ValueError, match=r'"bid_yield", "ask_yield" are named as yields, which replay does not '
                                          r"read as prices \(a yield up is a price down\)"):
         FileReplay(path)
     mapped = map_from_options(columns="ts=timestamp,stream=symbol,bid=bid_yield,ask=ask_yield")
@@ -161,7 +161,7 @@ def test_yield_named_columns_are_a_caution_and_their_crossed_quotes_say_why(tmp_
     assert "a yield quote's bid is above its ask: convert yields to prices" in replay.rejected.examples[
         "crossed_quote"]
     assert replay.cautions == [
-        "ust10y.csv: columns 'bid_yield' and 'ask_yield' are named as yields: replayed as prices, an answer's up "
+        "ust10y.csv: columns \"bid_yield\" and \"ask_yield\" are named as yields: replayed as prices, an answer's up "
         "means the yield went up (the bond's price down); a yield quote's bid is above its ask, so its quotes (1 "
         "here) are rejected as crossed_quote. Convert yields to prices to replay prices "
         "(docs/replay.md#yield-quoted-instruments)"]
@@ -173,7 +173,7 @@ def test_yield_named_columns_are_a_caution_and_their_crossed_quotes_say_why(tmp_
         swapped.cautions[0]
     camel = tmp_path / "camel.csv"  # BidYield is bid_yield (camel case was read as one word: no caution)
     camel.write_text("timestamp,symbol,BidYield,AskYield\n2026-03-02T14:30:00Z,UST10Y,4.2150,4.2050\n")
-    with pytest.raises(ValueError, match=r"'BidYield', 'AskYield' are named as yields"):
+    with pytest.raises(ValueError, match=r'"BidYield", "AskYield" are named as yields'):
         FileReplay(camel)
 
 
@@ -186,7 +186,7 @@ def test_a_per_stream_price_offset_shifts_only_the_streams_it_names(tmp_path: Pa
     assert [(t.stream, t.price) for t in drain(replay)] == [
         ("ZNH6", 110.5), ("ZNH6-ZNM6", 9.828125), ("6E-H6", 2.085)]  # a name's '/' is the stream's '-'
     assert "price_offset=ZNH6-ZNM6=10|6E-H6=1|ZBH6=2" in replay.notes[0]
-    assert replay.found_notes == ["price_offset names stream(s) 'ZBH6', which the files never hold: not shifted "
+    assert replay.found_notes == ['price_offset names stream(s) "ZBH6", which the files never hold: not shifted '
                                   "(their streams: 6E-H6, ZNH6, ZNH6-ZNM6)"]
     from engine.service.cli import main
 
@@ -194,7 +194,7 @@ def test_a_per_stream_price_offset_shifts_only_the_streams_it_names(tmp_path: Pa
     assert "--price-offset is one number for every stream, or STREAM=X for each" in capsys.readouterr().err
     # one stream, two offsets (the last silently won): which was meant cannot be told
     for twice in ("ZNH6-ZNM6=10|ZNH6-ZNM6=20", {"ZNH6-ZNM6": 10, "ZNH6/ZNM6": 20}):
-        with pytest.raises(ValueError, match="price_offset gives stream 'ZNH6-ZNM6' two offsets, 10 and 20"):
+        with pytest.raises(ValueError, match='price_offset gives stream "ZNH6-ZNM6" two offsets, 10 and 20'):
             FileReplay(path, columns={"price_offset": twice})
 
 
@@ -208,7 +208,7 @@ def test_a_parquet_text_quote_in_32nds_is_named_by_its_text_not_as_an_empty_side
     replay = FileReplay(path)
     assert not drain(replay) and dict(replay.rejected) == {"missing_field": 2}
     example = replay.rejected.examples["missing_field"]
-    assert "(column 'bid_px': '110-15+' is not a number; if it is a futures price in 32nds, give --price-format " \
+    assert '(column "bid_px": "110-15+" is not a number; if it is a futures price in 32nds, give --price-format ' \
            "32nds" in example and "fill_quotes" not in example, example
     assert [(t.bid, t.ask) for t in drain(FileReplay(path, columns={"price_format": "32nds"}))] == [
         (110.484375, 110.5), (110.5, 110.515625)]
@@ -225,7 +225,7 @@ def test_a_zero_side_of_a_spread_crossing_zero_names_the_offset_and_is_a_price_w
     assert len(drain(plain)) == 1 and dict(plain.rejected) == {"missing_field": 1, "nonpositive_price": 2}
     assert plain.rejected.examples["missing_field"].endswith(  # its quotes lie near zero: named by the stream
         "a one-sided quote (no bid), which the engine does not take (a quote has both sides) (an option nobody bids, "
-        "whose 0 bid is a price: zero_bid: price) (column 'bid'; CLM6-N6's other quotes lie within 10 price steps of "
+        "whose 0 bid is a price: zero_bid: price) (column \"bid\"; CLM6-N6's other quotes lie within 10 price steps of "
         "zero (a spread), where 0 is a price, not a missing side: an offset (--price-offset) shifts them above zero, "
         "e.g. --price-offset 'CLM6-N6=1' (docs/replay.md))")
     assert "lift each stream above zero, --price-offset 'CLM6-N6=1'" in plain.rejected.examples["nonpositive_price"]
@@ -246,7 +246,7 @@ def test_an_offset_too_small_says_the_price_read_the_shift_and_an_offset_that_wo
     assert dict(replay.rejected) == {"nonpositive_price": 4}
     assert replay.rejected.examples["nonpositive_price"] == (
         f"{path} line 3: nonpositive_price: price -30.02 shifted by the price offset 30 is -0.02, still not above "
-        f"zero (column 'price'); the lowest price in the files: CLK0 -37.63, CLM6-N6 -31.5: to lift them all above "
+        f'zero (column "price"); the lowest price in the files: CLK0 -37.63, CLM6-N6 -31.5: to lift them all above '
         f"zero, --price-offset 38 (docs/replay.md)")  # one number for all given: one number again
     per_stream = FileReplay(path, columns=map_from_options(price_offset="CLK0=30|CLM6-N6=40", detect=True))
     assert [t.price for t in drain(per_stream)] == [31.5, 8.5]
@@ -271,7 +271,7 @@ def test_the_first_run_at_prices_below_zero_says_each_streams_lowest_and_the_off
     assert len(drain(plain)) == 4 and dict(plain.rejected) == {"nonpositive_price": 5}
     options = "--price-offset 'CLK0-CLM0=58' --price-offset 'CLK0=38' --price-offset 'CLM0-CLN0=1'"
     assert plain.rejected.examples["nonpositive_price"] == (
-        f"{path} line 3: nonpositive_price: price must be > 0, got -4.25 (column 'price'); the files hold prices "
+        f'{path} line 3: nonpositive_price: price must be > 0, got -4.25 (column "price"); the files hold prices '
         f"below zero (a spread, a power market): an offset (--price-offset) shifts them above zero; the lowest price "
         f"in the files: CLK0-CLM0 -57.03, CLK0 -37.63, CLM0-CLN0 -0.01: to lift each stream above zero, {options} "
         f"(docs/replay.md)")

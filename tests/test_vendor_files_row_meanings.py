@@ -51,7 +51,7 @@ def test_lseg_trade_row_without_a_price_is_a_missing_field_not_an_unknown_kind(t
     assert [t.price or t.bid for t in drain(replay)] == [97.52, 97.51, 97.54]
     assert dict(replay.rejected) == {"missing_field": 2, "filtered_out": 1}
     first = replay.rejected.examples["missing_field"]
-    assert "column 'Type' marks the row Trade but it has no price (column 'Price')" in first
+    assert 'column "Type" marks the row Trade but it has no price (column "Price")' in first
 
 
 def test_lseg_local_times_are_read_at_each_rows_gmt_offset(tmp_path: Path) -> None:
@@ -63,7 +63,7 @@ def test_lseg_local_times_are_read_at_each_rows_gmt_offset(tmp_path: Path) -> No
     replay = FileReplay(path)
     assert [t.ts for t in drain(replay)] == [ns("2024-01-02T14:30:00.127692+00:00") + 637,
                                              ns("2024-01-02T14:30:01+00:00"), ns("2024-01-02T14:30:02+00:00")]
-    assert any("column 'GMT Offset' gives each row's (hours)" in note for note in replay.notes)
+    assert any("column \"GMT Offset\" gives each row's (hours)" in note for note in replay.notes)
     # --tz reads them in a zone instead; the offset column is then not applied
     spec = map_from_options(tz="America/New_York", detect=True)
     assert drain(FileReplay(path, columns=spec))[0].ts == ns("2024-01-02T14:30:00.127692+00:00") + 637
@@ -182,7 +182,7 @@ def test_spreadsheet_serial_dates_and_kdb_timestamps(tmp_path: Path) -> None:
                for note in in_new_york.notes if "read as spreadsheet serial dates" in note), in_new_york.notes
     # its text form, minutes without seconds: refused with both readings of the day, then read with the one given
     (tmp_path / "bbg_text.csv").write_text("Dates,LAST_PRICE,VOLUME\n1/2/2024 09:30,185.64,1285\n")
-    with pytest.raises(ValueError, match=r"'%m/%d/%Y %H:%M' or '%d/%m/%Y %H:%M'"):
+    with pytest.raises(ValueError, match=r'"%m/%d/%Y %H:%M" or "%d/%m/%Y %H:%M"'):
         FileReplay(tmp_path / "bbg_text.csv")
     spec = map_from_options(ts_format="%m/%d/%Y %H:%M", detect=True)
     assert drain(FileReplay(tmp_path / "bbg_text.csv", columns=spec))[0].ts == ns("2024-01-02T09:30:00+00:00")
@@ -242,7 +242,7 @@ def test_venues_of_one_instrument_and_correction_columns_are_said(tmp_path: Path
                                         "2,cbse,btc-usd,1704153601111,42500.02,0.1,true\n")
     replay = FileReplay(tmp_path / "kaiko.csv")
     assert _streams(replay) == ["btc-usd"]
-    assert any("column 'exchange' holds 2 venues (bfnx, cbse)" in n and "--columns stream=exchange+symbol" in n
+    assert any('column "exchange" holds 2 venues (bfnx, cbse)' in n and "--columns stream=exchange+symbol" in n
                for n in replay.notes)
     spec = map_from_options(columns="stream=exchange+symbol", detect=True)
     assert _streams(FileReplay(tmp_path / "kaiko.csv", columns=spec)) == ["bfnx btc-usd", "cbse btc-usd"]
@@ -255,7 +255,7 @@ def test_venues_of_one_instrument_and_correction_columns_are_said(tmp_path: Path
         "2024-01-02,09:30:00.000,185.64,1000,Z,@,01,X\n2024-01-02,09:30:00.313,185.65,100,Q,@ TI,00,\n")
     replay = FileReplay(tmp_path / "tickdata.csv")
     assert len(drain(replay)) == 2
-    assert any("correction columns are not read ('Correction Indicator' holds 01; 'Exclude Record Flag' holds X)"
+    assert any('correction columns are not read ("Correction Indicator" holds 01; "Exclude Record Flag" holds X)'
                in n for n in replay.notes)
 
 
@@ -280,7 +280,7 @@ def test_a_date_that_reads_two_ways_is_settled_by_a_later_row(tmp_path: Path) ->
                                     "01/16/2024,09:30:19.000,185.83,100\n")
     replay = FileReplay(tmp_path / "t.csv")
     assert [t.ts for t in drain(replay)] == [ns("2024-01-12T09:30:00+00:00"), ns("2024-01-16T09:30:19+00:00")]
-    assert any("its later rows read only as '%m/%d/%Y %H:%M:%S%.f'" in note for note in replay.notes)
+    assert any('its later rows read only as "%m/%d/%Y %H:%M:%S%.f"' in note for note in replay.notes)
     (tmp_path / "u.csv").write_text("Date,Time,Price,Volume\n01/12/2024,09:30:00.000,185.64,100\n"
                                     "02/11/2024,09:30:19.000,185.83,100\n")  # every row reads both ways
     with pytest.raises(ValueError, match="reads more than one way"):
@@ -299,7 +299,7 @@ def test_coinapi_flat_files_without_a_map(tmp_path: Path) -> None:
 
 def test_tz_for_every_file_leaves_a_file_whose_times_carry_their_offset_as_it_is(tmp_path: Path) -> None:
     """The README's `trades.csv bbo.parquet` with --tz: naive-time trades beside UTC-aware quotes were refused
-    ("already carries time zone 'UTC'; tz=... is for naive times"). --tz is for naive times: the aware file keeps
+    ('already carries time zone "UTC"; tz=... is for naive times'). --tz is for naive times: the aware file keeps
     its own, said; a map of the file's own that contradicts it is still refused."""
     import polars as pl
 
@@ -312,7 +312,7 @@ def test_tz_for_every_file_leaves_a_file_whose_times_carry_their_offset_as_it_is
                                                        ("quote", ns("2024-06-03T13:30:01+00:00"))]
     assert any("bbo.parquet: its times carry their own UTC offset, so --tz America/New_York (for naive times) is "
                "not applied to it" in note for note in replay.notes), replay.notes
-    with pytest.raises(ValueError, match="already carries time zone 'UTC'"):
+    with pytest.raises(ValueError, match='already carries time zone "UTC"'):
         FileReplay([(tmp_path / "bbo.parquet", {"tz": "America/New_York"})])
 
 

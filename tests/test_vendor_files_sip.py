@@ -92,7 +92,7 @@ def test_a_wrds_cqm_file_whose_exchange_changes_within_a_stream_gets_the_venue_c
     replay = FileReplay(wrds_cqm(tmp_path / "cqm_20240102.csv", "NPQZ"), columns={"tz": "America/New_York"})
     assert {t.stream for t in drain(replay)} == {"AAPL", "BRK.B"}
     said = next(n for n in replay.notes if "each stream mixes them" in n)
-    assert said.startswith("cqm_20240102.csv: column 'EX' holds 4 venues (N, P, Q, Z) and each stream mixes them: its "
+    assert said.startswith('cqm_20240102.csv: column "EX" holds 4 venues (N, P, Q, Z) and each stream mixes them: its '
                            "quotes are each venue's own (a consolidated quote file, as WRDS's cqm), and the venue "
                            "changes 23 times within a stream in its first rows (in 1 of 2 streams)"), said
     assert "--columns stream=EX+SYM_ROOT+SYM_SUFFIX" in said and said in replay.cautions
@@ -122,7 +122,7 @@ def test_a_second_clock_column_is_named_with_the_map_that_reads_it(tmp_path: Pat
     first = drain(replay)[0].ts
     assert "ts=exchange_time" in replay.notes[0]
     said = next(n for n in replay.notes if "another clock" in n)
-    assert "'sip_timestamp'" in said and "--columns ts=sip_timestamp" in said
+    assert '"sip_timestamp"' in said and "--columns ts=sip_timestamp" in said
     on_sip = FileReplay(path, columns={"ts": "sip_timestamp"})
     assert drain(on_sip)[0].ts == first + 300_000
     assert not any("another clock" in n for n in on_sip.notes)  # a map names its time column: nothing to say
@@ -146,8 +146,8 @@ def test_one_share_class_spelt_two_ways_in_trades_and_quotes_files_is_a_caution(
         ("BF B", "trade"), ("BF.B", "quote"), ("BRK-B", "trade"), ("BRK.B", "quote")]
     said = [n for n in replay.notes if "share class's separator" in n]
     assert len(said) == 2 and all(type(n).__name__ == "Caution" for n in said)
-    assert "'BF B' (trades only: trades_cqs.csv) and 'BF.B' (quotes only: nbbo_taq.csv)" in said[0]
-    assert "'BRK-B' (trades only: trades_cqs.csv) and 'BRK.B'" in said[1]
+    assert '"BF B" (trades only: trades_cqs.csv) and "BF.B" (quotes only: nbbo_taq.csv)' in said[0]
+    assert '"BRK-B" (trades only: trades_cqs.csv) and "BRK.B"' in said[1]
     assert "columns: {stream: BF.B}" in said[0]
     # the way the caution gives: a replay list entry naming the one instrument's trades as its quotes
     (tmp_path / "one").mkdir()

@@ -80,8 +80,8 @@ def test_cancels_and_corrections_by_reference_are_said_and_a_keep_leaves_them_ou
     replay = FileReplay(path)
     assert len(drain(replay)) == 4  # not applied: each row replays as a trade
     note = next(n for n in replay.cautions if "by reference are not applied" in n)
-    assert "column 'action' marks rows that amend an earlier trade (CANCEL, CORRECT)" in note
-    assert "column 'orig_trade_id' refers rows to earlier trades (1, 2, ...)" in note
+    assert 'column "action" marks rows that amend an earlier trade (CANCEL, CORRECT)' in note
+    assert 'column "orig_trade_id" refers rows to earlier trades (1, 2, ...)' in note
     assert "keep: {action: [NEW]}" in note
     # the keep the note names leaves them out; so does keeping the rows whose reference column is empty
     kept = drain(FileReplay([{"path": str(path), "columns": {"keep": {"action": ["NEW"]}}}]))
@@ -89,7 +89,7 @@ def test_cancels_and_corrections_by_reference_are_said_and_a_keep_leaves_them_ou
     empty = FileReplay([{"path": str(path), "columns": {"keep": {"orig_trade_id": [""]}}}])
     assert [t.price for t in drain(empty)] == [170.02, 1700.8]
     assert dict(empty.rejected) == {"filtered_out": 2}
-    assert "holds 2, which the map's keep leaves out (it keeps '')" in empty.rejected.examples["filtered_out"]
+    assert "holds 2, which the map's keep leaves out (it keeps \"\")" in empty.rejected.examples["filtered_out"]
     # a reference column alone (no action column) is said too; a file with neither gets no such note
     pl.read_csv(path).drop("action").write_csv(tmp_path / "refs.csv")
     assert any("keep: {orig_trade_id: [\"\"]}" in n for n in FileReplay(tmp_path / "refs.csv").notes)
@@ -124,7 +124,7 @@ def test_hours_keep_regular_trading_hours_across_a_summer_time_change(tmp_path: 
                      "2024-03-05T14:30:00Z,AAPL,170.1,1\n2024-03-05T21:00:00Z,AAPL,170.2,1\n")
     replay = FileReplay(aware, columns={"tz": "America/New_York", "hours": "09:30-16:00"})
     assert [t.price for t in drain(replay)] == [170.1] and dict(replay.rejected) == {"filtered_out": 1}
-    assert any("(the hours kept, '09:30-16:00 America/New_York', are on its wall clock)" in n for n in replay.notes)
+    assert any('(the hours kept, "09:30-16:00 America/New_York", are on its wall clock)' in n for n in replay.notes)
     taq = tmp_path / "taq.csv"
     taq.write_text(TAQ_HEADER + "20240305,08:00:00.0,Q,AAPL,,@,1,170.0,00,1\n"
                                 "20240305,09:30:00.0,Q,AAPL,,@,1,170.1,00,2\n")
@@ -139,11 +139,11 @@ def test_sale_conditions_are_said_for_polygon_and_generic_columns(tmp_path: Path
                     f'AAPL,"12,37",0,4,1,{US_0930},170.01,0,{US_0930 + 100},5,3\n'
                     f"AAPL,12,0,4,2,{US_0930 + 1000},170.02,1,{US_0930 + 1100},100,3\n")
     note = next(n for n in FileReplay(path).notes if "sale conditions are not read" in n)
-    assert "'conditions' holds '12', '12,37'" in note and "compares whole cells" in note
+    assert '"conditions" holds "12", "12,37"' in note and "compares whole cells" in note
     (tmp_path / "iso.csv").write_text("timestamp,symbol,price,size,sale_condition\n"
                                       "2024-03-05T09:30:00-05:00,BRK.B,410.01,100,@\n"
                                       "2024-03-05T09:30:01-05:00,BRK.B,410.02,5,@ I\n")
-    assert any("'sale_condition' holds '@', '@ I'" in n for n in FileReplay(tmp_path / "iso.csv").notes)
+    assert any('"sale_condition" holds "@", "@ I"' in n for n in FileReplay(tmp_path / "iso.csv").notes)
 
 
 def test_a_keep_filter_shows_its_values_as_given(tmp_path: Path) -> None:
@@ -152,7 +152,7 @@ def test_a_keep_filter_shows_its_values_as_given(tmp_path: Path) -> None:
     replay = FileReplay([{"path": str(path), "columns": {"tz": "America/New_York", "keep": {"TR_SCOND": ["@   "]}}}])
     assert len(drain(replay)) == 4
     example = replay.rejected.examples["filtered_out"]
-    assert "holds '@  I', which the map's keep leaves out (it keeps '@   '; compared without spaces at their " \
+    assert "holds \"@  I\", which the map's keep leaves out (it keeps \"@   \"; compared without spaces at their " \
            "ends: @)" in example
     assert "no trades" not in example  # an odd lot left out is a trade, just not one the filter keeps
 
@@ -175,7 +175,7 @@ def test_a_slash_renamed_onto_a_name_the_file_writes_is_a_caution(tmp_path: Path
                     f"{US_0930},BF/B,48.0,100\n{US_0930 + 1},BF-B,4800.0,100\n{US_0930 + 2},EUR/USD,1.08,1\n")
     replay = FileReplay(path)
     assert {t.stream for t in drain(replay)} == {"BF-B", "EUR-USD"}
-    assert any("'BF/B' and 'BF-B' both replay as 'BF-B'" in n for n in replay.cautions)
+    assert any('"BF/B" and "BF-B" both replay as "BF-B"' in n for n in replay.cautions)
     assert not any("EUR" in n for n in replay.cautions)
 
 
@@ -245,7 +245,7 @@ def test_taq_cancelled_and_corrected_prints_are_left_out_and_counted(tmp_path: P
     assert dict(replay.rejected) == {"filtered_out": 2}
     note = next(n for n in replay.notes if "TR_CORR" in n and "cancelled" in n)
     assert "(08, 12)" in note and "TR_CORR 00, 01" in note
-    assert any("sale conditions are not read ('TR_SCOND' holds" in n for n in replay.notes)
+    assert any('sale conditions are not read ("TR_SCOND" holds' in n for n in replay.notes)
     # the map the note gives reads every print
     full = note.split("--columns ")[1].split(")")[0]
     assert len(drain(FileReplay(path, columns=map_from_options(columns=full)))) == 4
@@ -299,7 +299,7 @@ def test_an_unread_column_that_looks_like_a_quote_size_is_named(tmp_path: Path) 
                     "2024-01-02T09:30:00Z,AAPL,185.6,185.62,3,5\n")
     replay = FileReplay(path)
     assert len(drain(replay)) == 1
-    assert any("'bid_depth_lots' looks like bid_size, 'ask_depth_lots' looks like ask_size, not read" in n
+    assert any('"bid_depth_lots" looks like bid_size, "ask_depth_lots" looks like ask_size, not read' in n
                for n in replay.notes)
 
 

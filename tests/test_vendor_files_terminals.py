@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.quoting import quoted
+
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from conftest import drain, ns
@@ -24,7 +26,7 @@ def test_a_bloomberg_error_cell_in_the_ticker_column_is_a_reject_not_a_stream(tm
     assert Counter(t.stream for t in ticks) == {"VOD LN": 3}  # less its yellow key, as a file's name (fix303 #3)
     assert dict(replay.rejected) == {"missing_stream": 3}
     first = replay.rejected.examples["missing_stream"]
-    assert "line 3" in first and "'#N/A N/A' is a spreadsheet or terminal error value" in first
+    assert "line 3" in first and '"#N/A N/A" is a spreadsheet or terminal error value' in first
 
 
 def test_an_lseg_gmt_offset_written_as_hours_and_minutes_is_read_as_that_offset(tmp_path: Path) -> None:
@@ -48,7 +50,7 @@ def test_a_full_map_with_a_time_and_price_detection_does_not_know_names_the_size
         f"2024-07-0{day}T16:30:00Z,{72.5 + day / 10:.2f},{day * 100000}\n" for day in range(1, 6)))
     replay = FileReplay(path, columns=map_from_options(columns="ts=Pricing Date,price=Share Price"))
     assert {t.size for t in drain(replay)} == {1.0}  # read as given, but not without a word
-    assert any("'Volume' looks like size, not read" in note for note in replay.notes)
+    assert any('"Volume" looks like size, not read' in note for note in replay.notes)
 
 
 BLOOMBERG_TICKS = [("08:00:00.000", "ASK", 72.54, 300), ("08:00:00.000", "BID", 72.50, 200),
@@ -71,7 +73,7 @@ def test_a_bloomberg_tick_dump_replays_its_bid_and_ask_rows_as_quotes(tmp_path: 
     replay = FileReplay(dump, columns=map_from_options(columns="price=value", detect=True))
     assert [t.to_wire() for t in drain(replay)] == expected
     assert dict(replay.rejected) == {"missing_field": 1}  # the first side, before any of the other
-    assert any("column 'type' marks each row's one field" in note for note in replay.notes)
+    assert any("column \"type\" marks each row's one field" in note for note in replay.notes)
     full = map_from_options(columns="ts=time,price=value,size=size,quote_sides=type")
     assert [t.to_wire() for t in drain(FileReplay(dump, columns=full))] == expected
 
@@ -104,7 +106,7 @@ def test_a_quoted_table_below_a_title_line_reads_as_the_unquoted_one_does(tmp_pa
     plain.write_text("FactSet Research Systems\nDate,Time,Price,Volume\n" + "".join(row + "\n" for row in rows))
     replay = FileReplay(quoted)
     assert [t.to_wire() for t in drain(replay)] == [t.to_wire() for t in drain(FileReplay(plain))]
-    assert any("'FactSet Research Systems', is no CSV row" in note for note in replay.notes)
+    assert any('"FactSet Research Systems", is no CSV row' in note for note in replay.notes)
 
 
 def test_a_title_block_holding_dates_is_refused_with_the_command_that_removes_it(tmp_path: Path) -> None:
@@ -112,7 +114,7 @@ def test_a_title_block_holding_dates_is_refused_with_the_command_that_removes_it
     path.write_text("Report,Minute bars,\nStart Date,7/1/2024,\nEnd Date,7/1/2024,\nPeriodicity,1 Min,\n,,\n"
                     "Dates,LAST_PRICE,VOLUME\n" + "".join(f"7/1/2024 08:{i:02d},72.5,1000\n" for i in range(20)))
     for columns in (None, map_from_options(columns="ts=Dates,price=LAST_PRICE,size=VOLUME")):
-        with pytest.raises(ValueError, match=r"header looks to be line 6 \('Dates,LAST_PRICE,VOLUME'\).*"
+        with pytest.raises(ValueError, match=r'header looks to be line 6 \("Dates,LAST_PRICE,VOLUME"\).*'
                                              r"tail -n \+6 .*report.csv > report-table.csv"):
             drain(FileReplay(path, columns=columns))
 
@@ -133,7 +135,7 @@ def test_a_bdh_title_block_names_the_stream_of_a_file_without_a_ticker_column(tm
     assert len(ticks) == 20 and ticks == [t.to_wire() for t in drain(FileReplay(named))]
     assert {t["stream"] for t in ticks} == {security.rsplit(" ", 1)[0]}
     assert any("are a Bloomberg BDH export's title block, skipped" in note for note in replay.notes), replay.notes
-    assert any(f"the security its BDH title block names ({security!r}, less its yellow key)" in note
+    assert any(f"the security its BDH title block names ({quoted(security)}, less its yellow key)" in note
                for note in replay.notes)
     mapped = FileReplay(path, columns=map_from_options(columns="ts=Dates,price=LAST_PRICE,size=VOLUME"))
     assert [t.to_wire() for t in drain(mapped)] == ticks
@@ -152,7 +154,7 @@ def test_a_bdh_sheet_of_securities_side_by_side_is_refused_saying_one_security_p
     with pytest.raises(ValueError, match=r"repeats PX_LAST, PX_VOLUME under the names above it \(VOD LN Equity, "
                                          r"BARC LN Equity\): a sheet of several securities side by side"):
         drain(FileReplay(wide))
-    with pytest.raises(ValueError, match="repeats 'PX_LAST', 'PX_VOLUME': a sheet of several securities"):
+    with pytest.raises(ValueError, match='repeats "PX_LAST", "PX_VOLUME": a sheet of several securities'):
         drain(FileReplay(cut))
 
 

@@ -42,8 +42,8 @@ def test_trace_cancels_and_corrections_are_said_by_their_own_names(tmp_path: Pat
     for replay in (FileReplay(path, columns=TRACE_MAP), FileReplay(detected)):
         assert len(drain(replay)) == 12  # not applied: each row replays as a trade
         note = next(n for n in replay.cautions if "by reference are not applied" in n)
-        assert "column 'TRC_ST' marks rows that amend an earlier trade (C correction, X cancel)" in note, note
-        assert "column 'ORIG_MSG_SEQ_NB' refers rows to earlier trades (1001, 1005" in note
+        assert 'column "TRC_ST" marks rows that amend an earlier trade (C correction, X cancel)' in note, note
+        assert 'column "ORIG_MSG_SEQ_NB" refers rows to earlier trades (1001, 1005' in note
         assert "keep: {TRC_ST: [T]}" in note
         assert "the 2 trades they refer to (MSG_SEQ_NB 1001 at 100.51" in note
     kept = FileReplay(path, columns={**TRACE_MAP, "keep": {"TRC_ST": ["T"]}})
@@ -70,7 +70,7 @@ def test_a_keep_that_leaves_out_the_amending_rows_gets_no_keep_suggested(tmp_pat
         assert len(drain(kept)) == 10
         corrections_kept = FileReplay(copy, columns={**TRACE_MAP, "keep": {"TRC_ST": ["T", "C"]}})
         note = next(n for n in corrections_kept.cautions if "by reference are not applied" in n)
-        assert "column 'ORIG_MSG_SEQ_NB' refers rows to earlier trades (1001, 1005" in note, note
+        assert 'column "ORIG_MSG_SEQ_NB" refers rows to earlier trades (1001, 1005' in note, note
         assert 'keep: {ORIG_MSG_SEQ_NB: [""]}' in note
 
 
@@ -84,7 +84,7 @@ def test_trace_capped_sizes_read_as_their_cap_with_a_note(tmp_path: Path) -> Non
     ticks = drain(replay)
     assert not replay.rejected and [t.size for t in ticks[:4]] == [5000, 1_000_000, 5_000_000, 250_000]
     note = next(n for n in replay.notes if "capped sizes" in n)
-    assert "column 'ENTRD_VOL_QT' holds capped sizes on 6 rows" in note, note
+    assert 'column "ENTRD_VOL_QT" holds capped sizes on 6 rows' in note, note
     assert "read 1MM+ as 1,000,000, 5MM+ as 5,000,000, the least each can be" in note and "lower bound" in note
     parquet = tmp_path / "trace.parquet"
     pl.read_csv(path, infer_schema=False).write_parquet(parquet)
@@ -115,7 +115,7 @@ def test_enhanced_trace_columns_are_detected_and_a_price_beside_a_yield_needs_no
     assert "no time column" in str(refused.value) and "yield" not in str(refused.value), refused.value
     yields_only = tmp_path / "yields.csv"
     yields_only.write_text("CUSIP_ID,YLD_PT,ENTRD_VOL_QT\n037833AK6,4.9,5000\n")
-    with pytest.raises(ValueError, match="'YLD_PT' is named as a yield"):
+    with pytest.raises(ValueError, match='"YLD_PT" is named as a yield'):
         FileReplay(yields_only)
 
 

@@ -53,7 +53,7 @@ def test_binance_public_spot_trades_ms_and_us_without_options(tmp_path: Path) ->
                                       "is_best_match): ts=time (ms), stream_name=ETHUSDT")
     assert "side=is_buyer_maker (a buyer-maker flag: true = sell)" in replay.notes[0]
     assert "ts=time (us)" in replay.notes[2]
-    assert "stream ETHUSDT, from the file name 'ETHUSDT-trades-2024-01-02'" in replay.notes[1]
+    assert 'stream ETHUSDT, from the file name "ETHUSDT-trades-2024-01-02"' in replay.notes[1]
     # the preset by name reads the same, and a name that holds no symbol keeps the file name as the stream
     by_name = binance_trades(tmp_path / "dump" / "trades.csv", T0 * 1000, 37, 2352.61)
     assert [t.stream for t in drain(FileReplay(by_name, columns="binance-public-trades"))][:1] == ["trades"]
@@ -80,7 +80,7 @@ def test_binance_aggtrades_and_futures_files_with_a_header(tmp_path: Path) -> No
     assert futures[:2] == [Tick("ETHUSDT_PERP", T0 * 10**9, "trade", price=2351.9, size=0.012, side="buy"),
                            Tick("ETHUSDT_PERP", (T0 * 1000 + 25) * MS, "trade", price=2352.0, size=0.024,
                                 side="sell")]
-    assert replay.notes[1] == ("trades.csv: stream ETHUSDT_PERP, from the folder name 'binance-ethusdt-perp' "
+    assert replay.notes[1] == ('trades.csv: stream ETHUSDT_PERP, from the folder name "binance-ethusdt-perp" '
                                "(--columns stream_name=NAME to name it otherwise)")
     book = drain(FileReplay(tmp_path / "BTCUSDT-bookTicker-2024-01-02.csv"))
     # transaction_time, as the header-less preset reads it (and aggTrades' transact_time), not event_time
@@ -96,8 +96,8 @@ def test_binance_capture_presets_take_the_instruments_name(tmp_path: Path) -> No
     pl.DataFrame(rows).write_csv(folder / "trades.csv")
     pl.DataFrame(rows | {"symbol": ["SOLUSDT"] * 3}).write_csv(tmp_path / "mixed.csv")
     pl.DataFrame(rows).write_csv(tmp_path / "capture.csv")
-    for path, stream, note in ((folder / "trades.csv", "ETHUSDT", "from the folder name 'binance-ethusdt-spot'"),
-                               (tmp_path / "mixed.csv", "SOLUSDT", "streams from column 'symbol'"),
+    for path, stream, note in ((folder / "trades.csv", "ETHUSDT", 'from the folder name "binance-ethusdt-spot"'),
+                               (tmp_path / "mixed.csv", "SOLUSDT", 'streams from column "symbol"'),
                                (tmp_path / "capture.csv", "BTCUSDT", "--preset binance-trades's default")):
         for columns in (None, "binance-trades"):  # detected from its columns, or the preset by name
             expected, said = stream, note
@@ -357,11 +357,11 @@ def test_european_decimal_commas_and_signed_sides(tmp_path: Path) -> None:
                                                      "price": "Kurs", "size": "Stueck"})
     assert drain(named) == [Tick("SAP", ns("2024-01-02T09:00:00.100+00:00"), "trade", price=171.32, size=10.0)]
     (tmp_path / "us.csv").write_text("Time,Price,Size\n06/03/2024 09:30:00,192.31,100\n")  # June 3 or March 6?
-    with pytest.raises(ValueError, match=r"holds '06/03/2024 09:30:00', a date that reads more than one way "
-                                         r"\('%m/%d/%Y %H:%M:%S%\.f' or '%d/%m/%Y %H:%M:%S%\.f'\): give the one"):
+    with pytest.raises(ValueError, match=r'holds "06/03/2024 09:30:00", a date that reads more than one way '
+                                         r'\("%m/%d/%Y %H:%M:%S%\.f" or "%d/%m/%Y %H:%M:%S%\.f"\): give the one'):
         FileReplay(tmp_path / "us.csv")
     (tmp_path / "us_minutes.csv").write_text("Time,Price,Size\n06/03/2024 09:30,192.31,100\n")
-    with pytest.raises(ValueError, match=r"holds '06/03/2024 09:30', a date that reads more than one way"):
+    with pytest.raises(ValueError, match=r'holds "06/03/2024 09:30", a date that reads more than one way'):
         FileReplay(tmp_path / "us_minutes.csv", columns={"ts": "Time", "ts_unit": "datetime", "stream": "AAPL",
                                                          "price": "Price", "size": "Size"})
     (us,) = drain(FileReplay(tmp_path / "us.csv", columns={"ts_format": "%m/%d/%Y %H:%M:%S%.f"}))
@@ -452,7 +452,7 @@ def test_gemini_trades_read_their_millisecond_clock_and_the_takers_side(tmp_path
     assert ticks[1] == Tick("ETHUSD", times[1] * MS, "trade", price=3800.05, size=0.02, side="sell")
     assert dict(replay.rejected) == {}
     assert "read as ts=timestampms (ms), stream_name=ETHUSD, price=price, size=amount, side=type" in replay.notes[0]
-    assert (f"gemini_ethusd.csv: column 'timestampms' read as the time, in ms: it writes the instants of 'timestamp' "
+    assert (f'gemini_ethusd.csv: column "timestampms" read as the time, in ms: it writes the instants of "timestamp" '
             f"(s) finer, on each of its first {N} rows (--columns ts=timestamp reads that one)") in replay.notes
     assert not any("row kind" in note or "kinds of rows" in note or "another clock" in note for note in replay.notes)
     # the same records as the REST API returns them, a JSON array
@@ -463,7 +463,7 @@ def test_gemini_trades_read_their_millisecond_clock_and_the_takers_side(tmp_path
     other = gemini_trades(tmp_path / "other_ethusd.csv", times, sides, [T0 + i for i in range(N)])
     replay = FileReplay(other)
     assert [t.ts for t in drain(replay)] == [(T0 + i) * 10**9 for i in range(N)]
-    assert any("column 'timestampms' (ms) is named as 'timestamp' in finer units but writes other instants "
+    assert any('column "timestampms" (ms) is named as "timestamp" in finer units but writes other instants '
                "(1717200000000 beside 1704153600)" in note for note in replay.notes), replay.notes
 
 
@@ -480,7 +480,7 @@ def test_gemini_auction_and_block_trades_keep_the_other_trades_sides(tmp_path: P
     ticks = drain(replay)
     assert [t.side for t in ticks] == [None if s in ("auction", "block") else s for s in sides]
     assert dict(replay.rejected) == {}
-    assert ("gemini_ethusd.csv: column 'type' read as the taker's side; its auction, block trades have no aggressor: "
+    assert ("gemini_ethusd.csv: column \"type\" read as the taker's side; its auction, block trades have no aggressor: "
             "read with no side") in replay.notes, replay.notes
     (tmp_path / "keep.yaml").write_text("keep: {type: [buy, sell]}\n")
     kept = drain(FileReplay(path, columns=map_from_options(columns=str(tmp_path / "keep.yaml"), detect=True)))
@@ -506,10 +506,10 @@ def test_cryptodatadownload_bars_with_their_banner(tmp_path: Path, unit: int) ->
     assert [t.price for t in ticks][:4] == [42000.5, 42001.5, 42002.5, 42004.5]
     assert [t.size for t in ticks][:4] == [1.25, 2.25, 3.25, 5.25]
     assert {t.stream for t in ticks} == {"BTC-USDT"}
-    assert any("'https://www.CryptoDataDownload.com', is no CSV row" in n for n in replay.notes)
+    assert any('"https://www.CryptoDataDownload.com", is no CSV row' in n for n in replay.notes)
     assert f"Binance_BTCUSDT_1h.csv line {N - 1}" in " ".join(replay.rejected.examples.values())
     # its `date` named: refused (no format reads `07-AM`), pointing at the epoch column beside it
-    with pytest.raises(ValueError, match=r"not ISO 8601: .*; or read the epoch count in column 'unix' beside it: "
+    with pytest.raises(ValueError, match=r'not ISO 8601: .*; or read the epoch count in column "unix" beside it: '
                                          r"--columns ts=unix$"):
         drain(FileReplay(path, columns={"ts": "date"}))
 
@@ -531,7 +531,7 @@ def test_a_banner_of_several_lines_is_skipped_and_a_headerless_files_first_row_n
     ticks = drain(replay)
     assert [(t.ts, t.price, t.size) for t in ticks][:2] == [(T0 * 10**9, 42000.5, 1.25), ((T0 + 3600) * 10**9,
                                                                                          42001.5, 2.25)]
-    assert any("its first 3 lines, 'Example Data Vendor - hourly trades / Copyright (c) Example Data, Inc." in n
+    assert any("its first 3 lines, \"Example Data Vendor - hourly trades / Copyright (c) Example Data, Inc." in n
                and "skipped as a banner (up to 10 lines are)" in n for n in replay.notes), replay.notes
     headerless = tmp_path / "BTCUSDT_ticks.csv"
     headerless.write_text("".join(f"2024-01-02 10:00:{i:02d},{42000 + i}.5,0.{i + 1:02d}\n" for i in range(N)))
@@ -541,7 +541,7 @@ def test_a_banner_of_several_lines_is_skipped_and_a_headerless_files_first_row_n
     trailing = tmp_path / "BTCUSDT_trailing.csv"
     trailing.write_text("unix,symbol,price,size\n" + "".join(f"{row},\n" for row in rows))
     replay = FileReplay(trailing, columns={"ts": "unix", "price": "price"})  # (its rows: extra_fields, as before)
-    assert any("column 'unix' read as s" in n for n in replay.notes) and not any("banner" in n for n in replay.notes)
+    assert any('column "unix" read as s' in n for n in replay.notes) and not any("banner" in n for n in replay.notes)
 
 
 def test_a_banner_padded_as_the_table_is_skipped_and_one_too_long_is_said_with_its_tail(tmp_path: Path,
@@ -555,13 +555,13 @@ def test_a_banner_padded_as_the_table_is_skipped_and_one_too_long_is_said_with_i
     padded.write_text("Kursdaten Export;;;\nQuelle: Boerse;;;\ntime;symbol;price;size\n" + "\n".join(rows) + "\n")
     replay = FileReplay(padded)
     assert [t.price for t in drain(replay)][:2] == [185.0, 185.01]
-    assert any("its first 2 lines, 'Kursdaten Export;;; / Quelle: Boerse;;;', are no CSV rows" in n
+    assert any('its first 2 lines, "Kursdaten Export;;; / Quelle: Boerse;;;", are no CSV rows' in n
                for n in replay.notes), replay.notes
     banner = [f"Disclaimer line {chr(65 + i)} of the vendor" for i in range(11)]
     table = ["timestamp,symbol,price,size"] + [f"2024-03-04T14:30:{i:02d}Z,AAPL,185.{i:02d},{1 + i}" for i in range(N)]
     long = tmp_path / "banner11.csv"
     long.write_text("\n".join(banner + table) + "\n")
-    said = (f"{long}: its first 11 lines ('Disclaimer line A of the vendor' ... 'Disclaimer line K of the vendor') "
+    said = (f'{long}: its first 11 lines ("Disclaimer line A of the vendor" ... "Disclaimer line K of the vendor") '
             f"look like a title or banner above a table whose header is line 12, and only up to 10 such lines are "
             f"skipped: the banner's first line was read as the header. Remove the banner first, e.g. tail -n +12 "
             f"{long} > banner11-table.csv, and replay that file (docs/replay.md)")
@@ -589,13 +589,13 @@ def test_a_banner_line_with_a_date_amid_its_text_is_skipped_and_the_note_says_wh
                     + "\n".join(rows) + "\n")
     replay = FileReplay(path)
     assert len(drain(replay)) == N
-    assert any("its first 2 lines, 'Trade report for AAPL / Exported 2024-06-03 10:15 UTC', are no CSV rows (no cell "
+    assert any('its first 2 lines, "Trade report for AAPL / Exported 2024-06-03 10:15 UTC", are no CSV rows (no cell '
                "of them a number or a date, and few or no separators" in n for n in replay.notes), replay.notes
     one = tmp_path / "one_line.csv"
     one.write_text("Exported 2024-06-03 10:15 UTC\ntimestamp,symbol,price,size\n" + "\n".join(rows) + "\n")
     replay = FileReplay(one)
     assert len(drain(replay)) == N
-    assert any("its first line, 'Exported 2024-06-03 10:15 UTC', is no CSV row (no cell of it a number or a date"
+    assert any('its first line, "Exported 2024-06-03 10:15 UTC", is no CSV row (no cell of it a number or a date'
                in n for n in replay.notes), replay.notes
     headerless = tmp_path / "AAPL_ticks.csv"
     headerless.write_text("".join(f"2024-06-03 10:15:{i:02d},185.{i:02d},{1 + i}\n" for i in range(N)))

@@ -39,8 +39,8 @@ def test_a_perpetual_a_dated_future_and_options_are_streams_of_their_own(tmp_pat
                                "SOL_USDC-27DEC24-150-C", "SOL_USDC-27DEC24-200-P", "BTC_USDC-PERPETUAL")
     assert counts == {"BTC-PERPETUAL": 40, "BTC-29MAR24": 40, "SOL_USDC-27DEC24-150-C": 40,
                       "SOL_USDC-27DEC24-200-P": 40, "BTC_USDC-PERPETUAL": 40}
-    assert ("BTC-29MAR24_2024-01-02.csv: stream BTC-29MAR24, from the file name 'BTC-29MAR24_2024-01-02': the dated "
-            "future's name, '_2024-01-02' left out (--columns stream_name=NAME to name it otherwise)") in notes, notes
+    assert ('BTC-29MAR24_2024-01-02.csv: stream BTC-29MAR24, from the file name "BTC-29MAR24_2024-01-02": the dated '
+            "future's name, \"_2024-01-02\" left out (--columns stream_name=NAME to name it otherwise)") in notes, notes
 
 
 def test_a_day_written_as_a_contract_date_is_no_dated_future(tmp_path: Path) -> None:
@@ -59,7 +59,7 @@ def test_a_swap_beside_its_spot_pair_and_kraken_futures_beside_spot_are_four_str
     counts, notes = streams_of(tmp_path, "BTC-USDT-SWAP-2024-01-02", "BTC-USDT-2024-01-02", "PF_XBTUSD_2024-01-02",
                                "XBTUSD_2024-01-02")
     assert counts == {"BTC-USDT-SWAP": 40, "BTC-USDT": 40, "PF_XBTUSD": 40, "XBTUSD": 40}
-    assert any("stream PF_XBTUSD, from the file name 'PF_XBTUSD_2024-01-02': the Kraken Futures contract's name"
+    assert any("stream PF_XBTUSD, from the file name \"PF_XBTUSD_2024-01-02\": the Kraken Futures contract's name"
                in n for n in notes), notes
 
 
@@ -68,10 +68,10 @@ def test_a_venue_name_before_the_instrument_and_the_date_after_it_are_left_out(t
     counts, notes = streams_of(tmp_path, "okx-ETH-USDT-2024-01-02", "okx-ETH-USDT-2024-01-03",
                                "okx_BTC-USDT-SWAP_2024-01-02", "deribit_ETH-PERPETUAL_trades_20240102")
     assert counts == {"ETH-USDT": 80, "BTC-USDT-SWAP": 40, "ETH-PERPETUAL": 40}
-    assert ("okx_BTC-USDT-SWAP_2024-01-02.csv: stream BTC-USDT-SWAP, from the file name 'okx_BTC-USDT-SWAP_2024-01-02'"
-            ": the swap's name, 'okx_' and '_2024-01-02' left out (--columns stream_name=NAME to name it otherwise)"
+    assert ('okx_BTC-USDT-SWAP_2024-01-02.csv: stream BTC-USDT-SWAP, from the file name "okx_BTC-USDT-SWAP_2024-01-02"'
+            ": the swap's name, \"okx_\" and \"_2024-01-02\" left out (--columns stream_name=NAME to name it otherwise)"
             ) in notes, notes
-    assert "okx-ETH-USDT-2024-01-03.csv: stream ETH-USDT, from the file name 'okx-ETH-USDT-2024-01-03' (--columns " \
+    assert 'okx-ETH-USDT-2024-01-03.csv: stream ETH-USDT, from the file name "okx-ETH-USDT-2024-01-03" (--columns ' \
            "stream_name=NAME to name it otherwise)" in notes, notes
 
 

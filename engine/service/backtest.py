@@ -37,6 +37,7 @@ from connectors.labels import MarkSeries
 from connectors.replay import FileReplay
 from connectors.time_range import TimeRange
 from engine.path_words import user_item, user_path
+from engine.quoting import quoted
 from engine.rust_paths import rust_path
 from engine.service.answer_parts import AnswerParts
 from engine.service.answers_file import write_answers
@@ -168,7 +169,7 @@ def _standing_pipeline(config: ServiceConfig, queries: str | Path, note: Callabl
         raise no_query(str(queries), "the backtest would ask nothing; give a file that lists the queries to ask")
     if on_demand := [spec.name for spec in pipeline.registry.list() if not spec.trigger.fires_by_itself]:
         note(f"skipping on_demand {'query' if len(on_demand) == 1 else 'queries'} "
-             f"{', '.join(map(repr, on_demand))}: answered when asked, live; a backtest answers standing triggers "
+             f"{', '.join(map(quoted, on_demand))}: answered when asked, live; a backtest answers standing triggers "
              f"only ({', '.join(kind for kind, row in TRIGGER_TABLE.items() if row.fires_by_itself)})")
     return pipeline
 
