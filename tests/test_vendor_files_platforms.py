@@ -433,7 +433,7 @@ def test_iqfeed_lines_ending_with_a_comma_an_lh_mark_and_endmsg_read_as_plain_li
     replay = FileReplay(path)
     assert drain(replay) == drain(FileReplay(plain)) != []
     assert replay.rejected == {"filtered_out": 1}
-    assert "!ENDMSG!'), no tick: not an error" in replay.rejected.examples["filtered_out"]
+    assert '!ENDMSG!"), no tick: not an error' in replay.rejected.examples["filtered_out"]
     said = "\n".join(replay.notes)
     assert "each line ends with a comma, its empty last field not read" in said, said
     assert ("protocol 6's LH (not read)" in said) == ("LH" in before)
