@@ -41,7 +41,8 @@ def refuse_absent_inputs(items: Iterable[Any]) -> None:
         if is_pattern(path) and not glob.glob(str(path.expanduser()), recursive=True):
             where = "" if path.expanduser().is_absolute() else f" (in {shown_path(Path.cwd())})"
             # quoted as a shell takes it back: pasted unquoted, the shell would expand the pattern itself
-            raise NoData(f"no file matches {shown_path(path)}{where}: no data yet (a pattern that names no file is expanded here "
-                         f"as a shell would: * any name, ? one character, [abc] one of these, ** folders inside)")
+            raise NoData(f"no file matches {shown_path(path)}{where}: no data yet (a pattern that names no file is "
+                         f"expanded here as a shell would: * any name, ? one character, [abc] one of these, ** folders "
+                         f"inside)")
         if path.is_dir() and not folder_held(path):
             raise NoData(f"{shown_path(path)} is an empty folder: no data yet (it holds no file)")
