@@ -15,7 +15,7 @@ import yaml
 from connectors.column_map import ColumnMap
 from connectors.input_paths import Expanded, expanded, item_path
 from connectors.map_options import Refine, as_column_map
-from engine.path_words import file_not_found, os_reason, shown_path
+from engine.path_words import file_not_found, os_reason, shown_path, user_item
 from engine.rust_paths import written_path
 from engine.text_files import read_text
 from engine.yaml_files import safe_load_unique, yaml_error_line
@@ -32,7 +32,7 @@ def is_replay_list(item: Any) -> bool:
 def replay_items(files: FileSpec | Sequence[FileSpec]) -> Expanded:
     """What a FileReplay of ``files`` reads: each replay list's entries in its place, then each folder and each
     pattern that names no file replaced by its files (connectors/input_paths.py), with the notes that say so."""
-    items = [files] if isinstance(files, (str, Path)) else list(files)
+    items = [user_item(item) for item in ([files] if isinstance(files, (str, Path)) else list(files))]  # `~`: home
     return expanded([entry for item in items
                      for entry in (replay_list(Path(item)) if is_replay_list(item) else [item])])
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import engine_dir
+from conftest import drain, engine_dir
 from engine.path_words import user_path
 from engine.service.cli import main
 from engine.service.cli_parser import build_parser, subcommands
@@ -252,6 +252,9 @@ def test_the_python_entry_points_expand_a_tilde_as_the_command_line_does(engine_
     assert report.ticks == 120 and Path(report.out) == home / "out" / "a.parquet"
     assert pl.read_parquet(home / "out" / "a.parquet").height > 0
     assert not Path("~").exists() and list(Path.cwd().iterdir()) == []
+    from connectors.replay import FileReplay
+
+    assert {t.stream for t in drain(FileReplay(["~/ticks/b.csv"]))} == {"BBB"}  # a FileReplay of its own alike
     import zmq.auth
 
     from engine.service.auth import read_keypair, read_public_key
