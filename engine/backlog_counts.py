@@ -43,6 +43,7 @@ class BacklogCounts:
         self.tokens += tokens
         was_waiting = state.pending_tokens > 0
         state.pending_tokens += tokens
+        state.pending_ticks += sign * sum(c.ticks for c in chunks)
         self.streams_waiting += (state.pending_tokens > 0) - was_waiting
 
 

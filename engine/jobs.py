@@ -31,6 +31,9 @@ class StreamProgress:
     # the whole chunks among them (a tick each, a tokenized item each; not a rolled-away tick's tokens the sink kept)
     context_tokens: int = 0
     context_ticks: int = 0
+    # False at a due point inside a tick group (a chunk the layer above marked: Chunk.due): only what asked for that
+    # point is due there, never what is checked at group ends
+    group_end: bool = True
 
     @property
     def context(self) -> dict[str, int]:

@@ -124,6 +124,22 @@ class Scheduler:
         if state is not None and state.pending:
             state.pending[-1].cut = True
 
+    def due_point(self, stream: str) -> int | None:
+        """Make ``stream``'s latest pending chunk a due point inside its group: standing queries that asked for it
+        (the query layer's price moves) are checked right after it, with the prefix up to it; the group goes on.
+        Returns the stream's tick count there, None when nothing is pending (a booked chunk: no point to answer)."""
+        state = self.streams.get(stream)
+        if state is None or not state.pending:
+            return None
+        state.pending[-1].due = True
+        return state.ticks + state.pending_ticks
+
+    def accepted_ticks(self, stream: str) -> int:
+        """``stream``'s ticks accepted so far, computed or waiting (0 for a stream not held): the tick count a due
+        point at its latest chunk has."""
+        state = self.streams.get(stream)
+        return 0 if state is None else state.ticks + state.pending_ticks
+
     def admission_problem(self, name: str) -> str | None:
         """Why data for ``name`` would be refused now (a new stream past a limit); None when it would go in."""
         if name in self.streams:

@@ -20,6 +20,9 @@ class Chunk:
     arrival_ns: int  # wall clock when submitted, for freshness
     cut: bool = False  # it closes a tick group: standing queries are checked right after it
     received_ns: int = 0  # wall clock when it reached the service, if before arrival_ns (a wait upstream): lag
+    # a due point inside its group (Scheduler.due_point: the query layer's price-move triggers), a cut that closes
+    # no group, so the queries checked at group ends are not checked here
+    due: bool = False
 
 
 @dataclass(eq=False)
@@ -30,6 +33,7 @@ class Stream:
     pending: deque[Chunk] = field(default_factory=deque)
     waiting_since: int = 0  # order of arrival of the oldest pending chunk
     pending_tokens: int = 0  # the tokens of its pending chunks (the scheduler keeps it with them)
+    pending_ticks: int = 0  # ... and their ticks
     ticks: int = 0
     event_ts: int = 0
     arrival_ns: int = 0
@@ -85,16 +89,17 @@ class Cut:
 
 
 def cuts_of(state: Stream, chunks: list[Chunk], closes: list[bool], ticks_before: int = 0) -> list[Cut]:
-    """The cuts of an advance of ``chunks`` (placed after the session's current tokens): one per closed group.
+    """The cuts of an advance of ``chunks`` (placed after the session's current tokens): one per closed group and
+    one per due point inside a group (``Chunk.due``, its progress not a ``group_end``).
     ``ticks_before``: ticks of the stream's earlier segments in the same forward, not yet committed."""
     cuts = []
     position, ticks = len(state.session.tokens), state.ticks + ticks_before
     for k, (chunk, closed) in enumerate(zip(chunks, closes)):
         position += len(chunk.tokens)
         ticks += chunk.ticks
-        if closed:
+        if closed or chunk.due:
             progress = StreamProgress(state.name, ticks, chunk.event_ts, state.session.version + 1,
-                                      chunk.arrival_ns, None, position, len(state.boundaries) + k + 1)
+                                      chunk.arrival_ns, None, position, len(state.boundaries) + k + 1, closed)
             cuts.append(Cut(k, position, progress))
     return cuts
 

@@ -101,7 +101,7 @@ class FlashQueries:
     def due(self, progress: list[StreamProgress]) -> list[ProbeJob]:
         jobs = []
         for p in progress:
-            due = self.registry.due(p.stream, p.ticks, p.event_ts)
+            due = self.registry.due(p.stream, p.ticks, p.event_ts, p.group_end)
             if self.owes is not None:  # a restart answering what the stopped process owed: only that
                 due = [spec for spec in due if self.owes(spec, p)]
             for spec in due:

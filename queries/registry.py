@@ -17,6 +17,7 @@ from types import MappingProxyType
 
 from engine.quoting import quoted
 from queries.limits import QueryLimits, excerpt
+from queries.price_moves import PriceMoves
 from queries.spec_errors import UnknownQueryError  # re-exported: callers import it from the registry
 from queries.codec_questions import NamedQuestion, check_questions
 from queries.spec import DEFAULT_TOPIC, QuerySpec, QuerySpecError, check_limits, unanswerable_reason
@@ -85,6 +86,7 @@ class Registry:
         self._lock = threading.Lock()
         self._snap = _Snapshot(MappingProxyType({}), MappingProxyType({}), 0)
         self._fired: dict[str, dict[str, _Fired]] = {}  # query name -> stream -> last firing; under _lock
+        self._moves = PriceMoves()  # the move_bps queries' references and due points; under _lock
 
     # ---- mutations: all or nothing, one version bump each ----
 
@@ -135,6 +137,7 @@ class Registry:
             for spec in new:
                 versions[spec.name] = version
                 self._fired.pop(spec.name, None)
+                self._moves.forget(spec.name)
             self._snap = _Snapshot(MappingProxyType(merged), MappingProxyType(versions), version)
         return new
 
@@ -161,6 +164,7 @@ class Registry:
             versions = {k: v for k, v in old.versions.items() if k != name}
             self._snap = _Snapshot(MappingProxyType(specs), MappingProxyType(versions), old.version + 1)
             self._fired.pop(name, None)
+            self._moves.forget(name)
             return old.specs[name]
 
     def _check(self, specs: list[QuerySpec]) -> None:
@@ -228,7 +232,7 @@ class Registry:
 
     # ---- triggers ----
 
-    def due(self, stream: str, ticks: int, event_ts: int) -> list[QuerySpec]:
+    def due(self, stream: str, ticks: int, event_ts: int, group_end: bool = True) -> list[QuerySpec]:
         """The queries matching `stream` that are due now, recorded as fired.
 
         Call once after each batch that advanced `stream`, with its total
@@ -238,26 +242,53 @@ class Registry:
         `{interval: T}` when the event time enters a new multiple of T (a jump
         across several fires once). A tick count that goes backwards (the
         stream was reset) fires and starts over. `on_demand` never fires here.
+        `{move_bps: N}` fires where ``moved`` said it does, at that tick count
+        alone; a due point that is no ``group_end`` (one ``moved`` made inside
+        a group) fires nothing else.
         """
         snap = self._snap
         out = []
         with self._lock:
+            moved = self._moves.take(stream, ticks)
             for spec in self._matching(snap, stream):
                 if not spec.trigger.fires_by_itself:
                     continue
                 if self._snap.specs.get(spec.name) is not spec:
                     continue  # replaced or removed since we took the snapshot
+                if spec.trigger.on_moves or not group_end:
+                    if spec.trigger.on_moves and spec.name in moved:
+                        out.append(spec)
+                    continue
                 per_stream = self._fired.setdefault(spec.name, {})
                 if (fired := _fires(spec, per_stream.get(stream), ticks, event_ts)) is not None:
                     per_stream[stream] = fired
                     out.append(spec)
         return out
 
+    def moved(self, stream: str, ticks: int, mark: float) -> list[str]:
+        """The move queries (`{move_bps: N}`) that `stream`'s tick at count ``ticks``, its mark ``mark``, fires: its
+        first marked tick, or one N bps or more from the mark where the query last fired (queries/price_moves.py).
+        Each call moves their references; ``due_at`` then records the due point, where the engine reaches one."""
+        specs = [spec for spec in self._matching(self._snap, stream)
+                 if spec.trigger.on_moves and spec.trigger.fires_by_itself]
+        if not specs:
+            return []
+        with self._lock:
+            return [spec.name for spec in specs
+                    if self._moves.observe(spec.name, stream, ticks, mark, spec.trigger.move_bps)]
+
+    def due_at(self, stream: str, ticks: int, queries: list[str]) -> None:
+        """``queries`` (``moved``'s) are due at `stream`'s tick count ``ticks``: ``due`` fires them there."""
+        with self._lock:
+            self._moves.due_at(stream, ticks, queries)
+
     def would_fire(self, stream: str, group_ends: Iterable[tuple[int, int]]) -> list[tuple[QuerySpec, int]]:
         """The (query, tick count) firings that ``due`` would record at `stream`'s next group ends ((committed
-        tick count, event time) each, in order), recording none: what a restart's tail of ticks owes."""
+        tick count, event time) each, in order), recording none: what a restart's tail of ticks owes. A move query
+        is not among them: where it fires depends on the ticks' prices, which only their replay (``moved``) sees."""
         snap = self._snap
-        specs = [spec for spec in self._matching(snap, stream) if spec.trigger.fires_by_itself]
+        specs = [spec for spec in self._matching(snap, stream)
+                 if spec.trigger.fires_by_itself and not spec.trigger.on_moves]
         with self._lock:
             last = {spec.name: self._fired.get(spec.name, {}).get(stream) for spec in specs}
         out = []
@@ -275,6 +306,9 @@ class Registry:
         if spec is None or not spec.trigger.fires_by_itself:
             return
         with self._lock:
+            if spec.trigger.on_moves:  # its reference: the mark of that tick, as the rebuild's replay reaches it
+                self._moves.anchor(query, stream, ticks)
+                return
             self._fired.setdefault(query, {})[stream] = _Fired(spec.trigger.cell(ticks, event_ts), ticks)
 
     def unfire(self, query: str, stream: str) -> None:
@@ -282,6 +316,7 @@ class Registry:
         as on its first (a restart's answers owed: a query registered after the stream's last tick)."""
         with self._lock:
             self._fired.get(query, {}).pop(stream, None)
+            self._moves.forget(query, stream)
 
     def drop_stream(self, stream: str, keep_grid: bool = True) -> None:
         """Forgets trigger state for a closed stream (expired): it fires afresh if it comes back, except a query
@@ -290,6 +325,7 @@ class Registry:
         starts over. ``keep_grid``
         False: the grid goes too (a stream forgotten with its ordering guard: its next tick may be older)."""
         with self._lock:
+            self._moves.drop_stream(stream)
             for name, per_stream in self._fired.items():
                 last = per_stream.pop(stream, None)
                 spec = self._snap.specs.get(name)

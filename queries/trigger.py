@@ -1,4 +1,5 @@
-"""When a standing query fires: after every batch, every N ticks, every T of event time, or only when asked.
+"""When a standing query fires: after every batch, every N ticks, every T of event time, when the price has moved N
+basis points, or only when asked.
 
 A "batch" is a tick group (one ingest message, one backtest batch): the engine checks triggers at the end
 of each group, with the tick count and event time there, however many groups one forward advances.
@@ -13,12 +14,14 @@ Each kind is one row of `TRIGGER_TABLE`: how it is written (a word, or a mapping
 rest of flashtick asks the row (`Trigger.fires_by_itself`, ...), never compares the kind's name. Whether a trigger
 fires at a group's end is queries/registry.py's `_fires`: a kind with no grid (`batch`) at every group, one with a
 grid when its cell moves on, every kind at a stream's first group; one that does not fire by itself (`on_demand`)
-is left out before that.
+is left out before that. A kind that fires on price moves (`on_moves`: `move_bps`) is not checked at group ends: the
+service gives the registry each accepted tick's mark (`Registry.moved`), which fires it at that very tick.
 """
 
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -57,6 +60,32 @@ def _tick_count(raw: Any) -> int:
     return raw
 
 
+_BPS_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(bps|bp|basis points)?", re.IGNORECASE)
+MILLI_BPS = 1_000  # a move_bps period is kept in thousandths of a basis point: an int, like every other period
+
+
+def _move_size(raw: Any) -> int:
+    """A move_bps period as written (10, 2.5: basis points, a number > 0) -> thousandths of a basis point."""
+    fix = "write the basis points as a number, e.g. {move_bps: 10} or {move_bps: 2.5}"
+    if isinstance(raw, str) and (m := _BPS_RE.fullmatch(raw.strip())) and m.group(2):  # "10bps": the unit is the key's
+        fix = f"the unit is in the key's name: write {{move_bps: {m.group(1)}}}"
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise ValueError(f"move_bps trigger needs a number of basis points > 0, got {excerpt(raw)}; {fix}")
+    if not math.isfinite(raw) or raw <= 0:
+        raise ValueError(f"move_bps trigger needs a number of basis points > 0, got {excerpt(raw)}; {fix}")
+    exact = Fraction(str(raw)) * MILLI_BPS  # (as written: 0.1 is 100 thousandths, not the binary float's digits)
+    if exact.denominator != 1:
+        raise ValueError(f"move_bps trigger takes basis points to 3 decimals (0.001 bp), got {excerpt(raw)}; "
+                         f"round it, e.g. {{move_bps: {round(raw, 3) or 0.001}}}")
+    return int(exact)
+
+
+def move_text(milli_bps: int) -> int | float:
+    """A move_bps period as written: 10000 -> 10, 2500 -> 2.5 (basis points)."""
+    whole, part = divmod(milli_bps, MILLI_BPS)
+    return whole if part == 0 else milli_bps / MILLI_BPS
+
+
 def duration_text(ns: int) -> str:
     """A duration as the largest unit that divides it exactly: 500000000 -> '500ms'."""
     for unit in ("d", "h", "m", "s", "ms", "us", "ns"):
@@ -80,6 +109,8 @@ class TriggerKind(NamedTuple):
     ``keeps_grid``: its grid is event time, which an idle stream's expiry does not start over (registry.drop_stream).
     ``wire``: the period -> its form on the wire (control replies; `QuerySpec.to_dict`), which ``parse`` reads back:
     the int itself where ``parse`` takes an int (as `{interval: 500000000}`), else ``text``.
+    ``on_moves``: it fires on the stream's price, not at group ends: at the tick whose mark has moved the period
+    (thousandths of a basis point) from the mark at its last firing (Registry.moved; docs/queries.md).
     """
 
     form: str | None
@@ -90,6 +121,7 @@ class TriggerKind(NamedTuple):
     fires_by_itself: bool = True
     keeps_grid: bool = False
     wire: Callable[[int], Any] = int
+    on_moves: bool = False
 
 
 def _word(_: int) -> Any:
@@ -102,6 +134,8 @@ TRIGGER_TABLE: dict[str, TriggerKind] = {
     "ticks": TriggerKind("N", _tick_count, int, 50, lambda every, ticks, event_ts: ticks // every),
     "interval": TriggerKind('"500ms" | "2s" | "1m" | "1d" | <int ns>', parse_duration_ns, duration_text,
                             "500ms", lambda every, ticks, event_ts: event_ts // every, keeps_grid=True),
+    "move_bps": TriggerKind("N (basis points, a number > 0)", _move_size, move_text, 10, None, wire=move_text,
+                            on_moves=True),
 }
 WORD_TRIGGERS = tuple(kind for kind, row in TRIGGER_TABLE.items() if row.form is None)  # written as the word alone
 PERIODIC_TRIGGERS = {kind: row for kind, row in TRIGGER_TABLE.items() if row.form is not None}  # {kind: period}
@@ -112,7 +146,8 @@ _FORMS = (", ".join(quoted(word) for word in WORD_TRIGGERS) + ", "
 
 @dataclass(frozen=True)
 class Trigger:
-    """`every` is N ticks for 'ticks', T nanoseconds of event time for 'interval', 0 otherwise. `written`: the period
+    """`every` is N ticks for 'ticks', T nanoseconds of event time for 'interval', thousandths of a basis point for
+    'move_bps', 0 otherwise. `written`: the period
     as its YAML or wire gave it ("1.5m", 1500000000, 50), kept beside the parsed one so that `flashtick list`,
     queries.yaml and the wire show what the user wrote (review336 #10: `1.5m` listed as `interval:90s`); None for a
     trigger built in Python (shown in the unit that divides it) and for a word. Not compared: `1.5m` and `90s` are
@@ -166,6 +201,16 @@ class Trigger:
     def fires_by_itself(self) -> bool:
         """False for a kind answered only when asked (`on_demand`)."""
         return self.row.fires_by_itself
+
+    @property
+    def on_moves(self) -> bool:
+        """It fires where the stream's price moved (`move_bps`), at that tick, rather than at group ends."""
+        return self.row.on_moves
+
+    @property
+    def move_bps(self) -> float:
+        """A `move_bps` trigger's move in basis points (its period is kept in thousandths of one)."""
+        return self.every / MILLI_BPS
 
     @property
     def keeps_grid(self) -> bool:

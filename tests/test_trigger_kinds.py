@@ -106,10 +106,16 @@ def test_the_registry_asks_every_kind_how_it_behaves_not_its_name(kind: str) -> 
     registry = Registry()
     registry.register([QuerySpec(**query_of(kind))])
     ts = 1_700_000_000_000_000_000
-    assert [spec.name for spec in registry.due("S", 1, ts)] == ([f"q_{kind}"] if row.fires_by_itself else [])
-    assert bool(registry.would_fire("S", [(2, ts)])) == (row.fires_by_itself and row.cell is None)
+
+    def first_tick() -> list[str]:  # a stream's first tick, priced 100 (what a kind on price moves is given)
+        registry.due_at("S", 1, registry.moved("S", 1, 100.0))
+        return [spec.name for spec in registry.due("S", 1, ts)]
+
+    assert first_tick() == ([f"q_{kind}"] if row.fires_by_itself else [])
+    # a grid-less kind fires at every group; one on price moves where the prices say, which group ends do not
+    assert bool(registry.would_fire("S", [(2, ts)])) == (row.fires_by_itself and row.cell is None and not row.on_moves)
     registry.drop_stream("S")  # an idle expiry: back with its tick count started over, at the same event time
-    again = [spec.name for spec in registry.due("S", 1, ts)]
+    again = first_tick()
     assert again == ([f"q_{kind}"] if row.fires_by_itself and not row.keeps_grid else [])
 
 

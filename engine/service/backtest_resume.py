@@ -33,6 +33,7 @@ from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline
 from engine.service.replay_progress import show_read
 from engine.service.run_record import input_files
+from engine.service.tick_ingest import watch_moves
 from engine.service.tick_origins import TickOrigins
 
 
@@ -88,6 +89,7 @@ def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[
         except AdmissionRefused as e:  # refused by the run too, the same way: counted alike
             raise InvalidTick("stream_refused", str(e), item.stream) from None
         pipeline.adaptation.accepted(item)
+        watch_moves(pipeline.registry, scheduler, item)  # the move queries' references, as the run moved them
 
     done = 0
     while done < upto and not replay.done:

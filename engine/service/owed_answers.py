@@ -112,6 +112,8 @@ class TailStarts:
             last = answers.get(spec.name)
             if last is None:
                 behind: tuple[int, int | None] | None = (self._marks.start(spec.name, stream), None)
+            elif spec.trigger.on_moves:  # where it fired since is in the ticks' prices: their replay computes it
+                behind = (last.version, last.data_ts) if newest is not None and last.version < newest.version else None
             else:
                 behind = (last.version, last.data_ts) if spec.name in due else None
             if behind is not None and (point is None or behind[0] < point[0]):

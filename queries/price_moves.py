@@ -1,0 +1,105 @@
+"""Price-move triggers (`{move_bps: N}`): per (query, stream) the reference mark, and the due points moves made.
+
+A `move_bps` query fires at the tick whose mark (the service's: a trade's price, a two-sided quote's mid) first lies
+N basis points or more from its reference, either way; the reference is then that mark. The stream's first marked
+tick fires too and sets the first reference. So where it fires is a function of the stream's marks alone, never of
+how ticks are grouped into messages, batches or forwards: the service hands every accepted tick's mark over
+(``observe``), and a tick that fires a query becomes a due point of its own inside its group (Scheduler.due_point),
+where the registry's ``due`` answers the queries recorded here (``take``) and no others.
+
+Whatever rebuilds trigger state restores the reference: a restart or `--resume` says where each query last fired
+(``anchor``: the tick count of its last answer), and the reference becomes the mark of that very tick as the
+rebuild's replay reaches it; ticks replayed before it are passed over, as are ticks already seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BPS = 10_000
+# a move of exactly N bps as the decimal prices say it (100 -> 100.1 is 10 bps) comes out of float division a few
+# ulps short (9.9999999999994); so much below N still counts as N
+_ROUNDING = 1e-9
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The mark at a query's last firing on a stream and the stream's tick count there; ``mark`` None: an anchor
+    (a restart's or a resume's), whose mark is that of the tick at ``ticks`` once the replay reaches it."""
+
+    mark: float | None
+    ticks: int
+
+
+def moved(mark: float, reference: float, bps: float) -> bool:
+    """Whether ``mark`` lies ``bps`` basis points or more from ``reference``, either way."""
+    if reference == 0:  # (no relative move from a zero price: any other mark is one)
+        return mark != 0
+    return abs(mark - reference) / abs(reference) * BPS >= bps * (1 - _ROUNDING)
+
+
+class PriceMoves:
+    """The references and pending due points of every move query; the Registry holds one, under its lock."""
+
+    def __init__(self) -> None:
+        self.references: dict[str, dict[str, Reference]] = {}  # query -> stream -> reference
+        self._due: dict[str, dict[int, set[str]]] = {}  # stream -> tick count -> the move queries due there
+
+    def observe(self, query: str, stream: str, ticks: int, mark: float, bps: float) -> bool:
+        """The tick at count ``ticks`` of ``stream`` has ``mark``: whether it fires ``query`` (its reference moves)."""
+        per_stream = self.references.setdefault(query, {})
+        reference = per_stream.get(stream)
+        if reference is not None:
+            if ticks < reference.ticks or (ticks == reference.ticks and reference.mark is not None):
+                return False  # replayed before the anchor, or seen already
+            if reference.mark is None:  # the anchor's own tick (or, its tick gone from the log, the first after it)
+                per_stream[stream] = Reference(mark, ticks)
+                return False
+            if not moved(mark, reference.mark, bps):
+                return False
+        per_stream[stream] = Reference(mark, ticks)
+        return True
+
+    def due_at(self, stream: str, ticks: int, queries: list[str]) -> None:
+        """``queries`` fired at ``stream``'s tick ``ticks``, a due point the engine will reach."""
+        self._due.setdefault(stream, {}).setdefault(ticks, set()).update(queries)
+
+    def take(self, stream: str, ticks: int) -> set[str]:
+        """The move queries due at ``stream``'s tick count ``ticks``, taken. Points before it are dropped: the engine
+        checks a stream's due points in order, so those were booked by a rebuild (answered before it) or their query
+        was replaced, never to be reached."""
+        points = self._due.get(stream)
+        if not points:
+            return set()
+        due = points.pop(ticks, set())
+        for passed in [t for t in points if t < ticks]:
+            del points[passed]
+        return due
+
+    def would_take(self, stream: str, ticks: int) -> set[str]:
+        """What ``take`` would return, taking nothing."""
+        return set(self._due.get(stream, {}).get(ticks, ()))
+
+    def anchor(self, query: str, stream: str, ticks: int) -> None:
+        """``query`` last fired on ``stream`` at tick count ``ticks`` (a restart's answer log, a resume's parts): its
+        reference is that tick's mark. A reference already there (the rebuild replayed that tick) is kept."""
+        per_stream = self.references.setdefault(query, {})
+        reference = per_stream.get(stream)
+        if reference is None or reference.ticks != ticks or reference.mark is None:
+            per_stream[stream] = Reference(None, ticks)
+
+    def forget(self, query: str, stream: str | None = None) -> None:
+        """``query``'s references (on ``stream`` alone, when given) and due points go: it fires afresh."""
+        if stream is None:
+            self.references.pop(query, None)
+        else:
+            self.references.get(query, {}).pop(stream, None)
+        for points in self._due.values() if stream is None else [self._due.get(stream, {})]:
+            for names in points.values():
+                names.discard(query)
+
+    def drop_stream(self, stream: str) -> None:
+        """A stream expired or forgotten: its tick count starts over, so every query fires on its first tick back."""
+        for per_stream in self.references.values():
+            per_stream.pop(stream, None)
+        self._due.pop(stream, None)
