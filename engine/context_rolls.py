@@ -129,12 +129,12 @@ class ContextWindow:
         tokens, boundaries, roll_at = list(state.session.tokens), list(state.boundaries), state.roll_at
         skip = 0
         for k, chunk in enumerate(pending):
-            if k == len(pending) - 1 or (k and pending[k - 1].cut):
-                break  # the last chunk (and every one after a group's end) is read by the queries due there
+            if k == len(pending) - 1 or (k and pending[k - 1].checked):
+                break  # the last chunk, and every one after a group's end or a due point, is read by queries due there
             rolled = self.rolled(tokens, boundaries, roll_at, state.keep, len(chunk.tokens))
             if rolled is not None:
                 tokens, boundaries, roll_at = rolled
-                if not chunk.cut:
+                if not chunk.checked:
                     skip = k  # everything before chunk k is gone once it rolls, and nothing reads chunk k alone
             boundaries.append(len(tokens))
             tokens += chunk.tokens

@@ -32,11 +32,11 @@ class SessionBooking:
         reads them: a burst of many ticks in one group (a reconnecting feed, a replay's batch, a step that
         found a stream far behind) costs the window it ends with, not every window it passes through.
 
-        A chunk is skipped only when it closes no group and neither does any chunk before it (no standing
-        query is due there), and a roll happens at a later chunk that itself closes no group: the roll
-        re-encodes what it keeps, so every answer equals the one computed chunk by chunk; only the surprise of
-        the first chunk after the skip loses its first token's term (the prediction before it was never
-        computed: ``next_token_logits`` is cleared)."""
+        A chunk is skipped only when it closes no group and is no due point (``Chunk.checked``) and neither is
+        any chunk before it (no standing query is due there), and a roll happens at a later chunk that itself is
+        neither: the roll re-encodes what it keeps, so every answer equals the one computed chunk by chunk; only
+        the surprise of the first chunk after the skip loses its first token's term (the prediction before it was
+        never computed: ``next_token_logits`` is cleared)."""
         skip = self.context.discarded(state)
         if not skip:
             return

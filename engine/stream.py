@@ -24,6 +24,11 @@ class Chunk:
     # no group, so the queries checked at group ends are not checked here
     due: bool = False
 
+    @property
+    def checked(self) -> bool:
+        """Standing queries are checked right after it (a group's end or a due point): its prefix is read."""
+        return self.cut or self.due
+
 
 @dataclass(eq=False)
 class Stream:

@@ -94,6 +94,37 @@ def test_a_backtest_answers_at_the_very_ticks_the_moves_cross_chunked_or_group_b
     assert_same_answers(chunked, grouped)
 
 
+def crossings(ticks: list, bps: float) -> list[tuple[str, int]]:
+    """Where `{move_bps: bps}` fires, worked out from the prices alone: (stream, tick count) of each stream's first
+    priced tick and of each tick whose mark lies ``bps`` or more from the mark where it last fired."""
+    reference: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    out = []
+    for tick in ticks:
+        counts[tick.stream] = counts.get(tick.stream, 0) + 1
+        mark = tick.price if tick.is_trade else tick.mid
+        last = reference.get(tick.stream)
+        if mark is not None and (last is None or abs(mark - last) / last * 1e4 >= bps * (1 - 1e-9)):
+            reference[tick.stream] = mark
+            out.append((tick.stream, counts[tick.stream]))
+    return sorted(out)
+
+
+def test_moves_inside_messages_are_answered_through_context_rolls(root: Path) -> None:
+    """5-tick messages of 4 streams through a 256-position window: the sessions roll, and a roll may book queued
+    ticks uncomputed (skip_discarded); a due point is never among them, so every move is answered at its tick."""
+    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(500)
+    pipeline = TickPipeline(ServiceConfig.from_dict({
+        "model": {"path": str(root / "model")}, "kv": {"cells": 8192, "block_size": 16},
+        "scheduler": {"max_batch_tokens": 64}, "queries": str(root / "q3.yaml")}))
+    answers = []
+    for i in range(0, len(ticks), 5):
+        assert pipeline.ingest_message(encode(ticks[i : i + 5])) == []
+        answers += pipeline.run_until_idle()
+    assert pipeline.engine.scheduler.stats.rolls > 0 and pipeline.engine.scheduler.stats.skipped_tokens > 0
+    assert sorted((a.stream, a.version) for a in answers) == crossings(ticks, 3)
+
+
 def test_an_interrupted_backtest_resumed_gives_the_uninterrupted_answers(root: Path) -> None:
     """The references are rebuilt with the sessions: the resumed run fires where the uninterrupted one did."""
     config = ServiceConfig.load(root / "engine.yaml")

@@ -606,6 +606,35 @@ def test_a_restart_of_shards_answers_a_backlog_group_by_group_as_the_live_run_wo
     assert_owed_as_uninterrupted(owed, uninterrupted, TOL)
 
 
+def test_move_triggers_fire_on_two_shards_as_on_one_engine_and_after_a_restart(checkpoint, tmp_path) -> None:
+    """`{move_bps: N}` on 2 shards: the front door sends each item's mark beside its tokens (a shard cannot read a
+    price from them), so the shards answer at the ticks one engine answers at, inside 5-tick messages too, with
+    the same seqs; a restart owing a burst answers each move in it at its own tick, as the run that never stopped."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text("queries:\n  - {name: mv, streams: ['*'], question: direction_20, kind: choice, "
+                       "trigger: {move_bps: 3}}\n")
+    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(500)
+    messages = [ticks[i : i + 5] for i in range(0, len(ticks), 5)]
+    local = TickPipeline(ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
+        "scheduler": {"max_batch_tokens": 64}, "queries": str(queries)}))
+    expected = feed(local, messages)
+    live = ShardedPipeline(config(checkpoint, tmp_path / "data", 2, queries))
+    first = feed(live, messages[:40])
+    for message in messages[40:]:  # the burst: accepted and logged, not yet sent to a shard
+        assert live.ingest_message(encode(message)) == []
+    after = shutil.copytree(tmp_path / "data", tmp_path / "after")
+    uninterrupted = live.run_until_idle()
+    live.close()
+    assert {a.version % 5 for a in expected} != {0}  # moves inside the messages, each at its tick
+    assert_same(by_topic(expected), by_topic(first + uninterrupted))
+    restarted = ShardedPipeline(config(checkpoint, after, 2))
+    owed = restarted.run_until_idle()
+    restarted.close()
+    key = lambda a: (a.query, a.stream, a.version, a.seq, a.data_ts)  # noqa: E731
+    assert len(uninterrupted) > 10 and sorted(map(key, owed)) == sorted(map(key, uninterrupted))
+
+
 def test_a_restart_of_shards_before_any_answer_was_logged_rebuilds_every_stream_and_answers_what_it_owes(
         checkpoint, tmp_path) -> None:
     """The front door killed after it logged messages but before any shard's answer was logged: every logged

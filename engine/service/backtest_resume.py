@@ -33,7 +33,7 @@ from engine.service.config import ReplaySection, ServiceConfig
 from engine.service.pipeline import TickPipeline
 from engine.service.replay_progress import show_read
 from engine.service.run_record import input_files
-from engine.service.tick_ingest import watch_moves
+from engine.service.move_marks import move_mark, watch_moves
 from engine.service.tick_origins import TickOrigins
 
 
@@ -89,7 +89,8 @@ def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[
         except AdmissionRefused as e:  # refused by the run too, the same way: counted alike
             raise InvalidTick("stream_refused", str(e), item.stream) from None
         pipeline.adaptation.accepted(item)
-        watch_moves(pipeline.registry, scheduler, item)  # the move queries' references, as the run moved them
+        # the move queries' references, as the run moved them (booked: no due point)
+        watch_moves(pipeline.registry, scheduler, item.stream, move_mark(item.tick))
 
     done = 0
     while done < upto and not replay.done:

@@ -9,16 +9,6 @@ from queries.probe_answers import CompiledQuery, QueryCompileError, compile_quer
 from queries.spec import QuerySpec
 
 
-def refuse_moves_sharded(spec: QuerySpec) -> QuerySpec:
-    """``spec``, refused on a sharded service (`serve --shards N`) when it fires on price moves: a shard gets
-    encoded items, not prices, so it could not place the due point at the tick that moved (docs/scale-out.md)."""
-    if spec.trigger.on_moves:
-        raise ValueError("trigger {move_bps: ...} is not served by a sharded service yet (serve --shards): its "
-                         "shards see tokens, not prices; run `serve` without --shards (one engine), or give the "
-                         "query a ticks or interval trigger")
-    return spec
-
-
 def compile_fitting(spec: QuerySpec, codec: Codec, probe_reserve: int) -> CompiledQuery:
     """``compile_query``, refused when the query's probe (with a generated answer) is longer than the positions a
     session keeps free past its tokens (``scheduler.probe_reserve``): whenever a stream's window is nearly full its

@@ -23,6 +23,7 @@ and shard restarts). A shard that Ray restarted has an empty engine and says so
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import time
 from collections import OrderedDict
@@ -43,6 +44,7 @@ from engine.service.owed_answers import answer_tail, owed_jobs
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.heap_memory import freeze_heap, thaw_heap
 from engine.service.model_and_codec import load_model_and_codec
+from engine.service.move_marks import move_mark, watch_moves
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
@@ -51,8 +53,11 @@ from queries.probe_answers import compile_query
 from queries.registry import Registry
 from queries.spec import QuerySpec
 
-Item = tuple[str, list[int], int, int]  # (stream, tokens, event ts ns, ticks): an accepted, encoded item
-LiveItem = tuple[str, list[int], int, int, int]  # the same and when the front door accepted it (ns): a step's
+# (stream, tokens, event ts ns, ticks, mark): an accepted, encoded item and its mark (move_marks.move_mark: the price
+# a move_bps trigger watches, which a shard cannot read from tokens; None: none)
+Item = tuple[str, list[int], int, int, float | None]
+# (stream, tokens, ts, ticks, accepted ns, mark): a step's
+LiveItem = tuple[str, list[int], int, int, int, float | None]
 
 
 class GroupEnd(NamedTuple):
@@ -67,8 +72,8 @@ EXPIRE_EVERY_S = 1.0
 
 def pack_items(items: list[Item]) -> dict[str, Any]:
     """Many items (a restore's) as a few flat numpy arrays, which Ray ships whole instead of pickling every
-    small list and int: the stream names, each item's stream index and token count, the tokens, event times
-    and tick counts."""
+    small list and int: the stream names, each item's stream index and token count, the tokens, event times,
+    tick counts and marks (NaN: none)."""
     index: dict[str, int] = {}
     for item in items:
         index.setdefault(item[0], len(index))
@@ -78,16 +83,17 @@ def pack_items(items: list[Item]) -> dict[str, Any]:
             "lengths": lengths, "tokens": np.fromiter((t for item in items for t in item[1]), np.int64,
                                                       int(lengths.sum())),
             "ts": np.fromiter((item[2] for item in items), np.int64, n),
-            "ticks": np.fromiter((item[3] for item in items), np.int64, n)}
+            "ticks": np.fromiter((item[3] for item in items), np.int64, n),
+            "marks": np.fromiter((math.nan if item[4] is None else item[4] for item in items), np.float64, n)}
 
 
 def unpack_items(packed: dict[str, Any]) -> Iterator[Item]:
     """The items ``pack_items`` packed, in order."""
     names, tokens = packed["streams"], packed["tokens"].tolist()
     start = 0
-    for which, end, ts, ticks in zip(packed["which"].tolist(), np.cumsum(packed["lengths"]).tolist(),
-                                     packed["ts"].tolist(), packed["ticks"].tolist()):
-        yield names[which], tokens[start:end], ts, ticks
+    for which, end, ts, ticks, mark in zip(packed["which"].tolist(), np.cumsum(packed["lengths"]).tolist(),
+                                           packed["ts"].tolist(), packed["ticks"].tolist(), packed["marks"].tolist()):
+        yield names[which], tokens[start:end], ts, ticks, None if math.isnan(mark) else mark
         start = end
 
 
@@ -100,17 +106,21 @@ def pack_tail(tail: list[EncodedTick | None]) -> dict[str, Any]:
         if entry is None:
             message_starts.append(len(items))
         else:
-            items.append((entry.stream, entry.tokens, entry.ts, entry.ticks))
+            items.append((entry.stream, entry.tokens, entry.ts, entry.ticks, move_mark(entry.tick)))
     return {**pack_items(items), "message_starts": np.asarray(message_starts, np.int64)}
 
 
-def unpack_tail(packed: dict[str, Any]) -> Iterator[EncodedTick | None]:
-    """The tail ``pack_tail`` packed, in order."""
+def unpack_tail(packed: dict[str, Any]) -> tuple[list[EncodedTick | None], dict[int, float | None]]:
+    """The tail ``pack_tail`` packed, in order, and each item's mark by its id (an EncodedTick of no raw tick)."""
     message_starts = set(packed["message_starts"].tolist())
-    for i, (stream, tokens, ts, ticks) in enumerate(unpack_items(packed)):
+    tail: list[EncodedTick | None] = []
+    marks: dict[int, float | None] = {}
+    for i, (stream, tokens, ts, ticks, mark) in enumerate(unpack_items(packed)):
         if i in message_starts:
-            yield None
-        yield EncodedTick(stream, ts, tokens, ticks, None)
+            tail.append(None)
+        tail.append(item := EncodedTick(stream, ts, tokens, ticks, None))
+        marks[id(item)] = mark
+    return tail, marks
 
 
 def pack_logged(items: list[Item], starts: dict[str, tuple[int, int]], tail: list[EncodedTick | None]
@@ -183,17 +193,21 @@ class Shard:
             if problem is not None:  # the ticks retention dropped: refused as one engine refuses them (its items too)
                 self._refused(stream, ticks, problem)
         items, refused = logged["items"], 0
-        for stream, tokens, ts, ticks in unpack_items(items):
+        for stream, tokens, ts, ticks, mark in unpack_items(items):
             try:
                 scheduler.restore(stream, tokens, ts, ticks)
             except AdmissionRefused as e:  # the limits changed since it was logged: counted, never fatal
                 refused += 1
                 self._refused(stream, ticks, str(e))
+                continue
+            watch_moves(self.registry, scheduler, stream, mark)  # booked: the move references alone
         forwards = self.engine.rebuild()
         restored_marks = RegistrationMarks.from_marks(marks or {})
+        tail, tail_marks = unpack_tail(logged["tail"])
         outcomes, fed, tail_refused = answer_tail(
-            self.engine, self.flash, self.registry, self.cache, restored_marks, unpack_tail(logged["tail"]),
-            set(changed), step=self.engine.step, accepted=lambda item: None,
+            self.engine, self.flash, self.registry, self.cache, restored_marks, tail, set(changed),
+            step=self.engine.step,
+            accepted=lambda item: watch_moves(self.registry, scheduler, item.stream, tail_marks[id(item)]),
             refused_item=lambda item, why: self._refused(item.stream, item.ticks, why))
         streams = (set(items["streams"]) | set(logged["starts"]) | fed) & set(scheduler.streams)
         outcomes += self._answers_owed(streams, restored_marks)
@@ -252,9 +266,10 @@ class Shard:
             if isinstance(item, GroupEnd):
                 self.engine.close_groups(item.streams)
                 continue
-            stream, tokens, ts, ticks, accepted_ns = item
+            stream, tokens, ts, ticks, accepted_ns, mark = item
             try:  # admission was checked by the front door; freshness counts from when it accepted the item
                 self.engine.submit(stream, tokens, ts, ticks, arrival_ns=accepted_ns)
+                watch_moves(self.registry, self.engine.scheduler, stream, mark)
                 self.refused_streams.pop(stream, None)  # (taken now: an ask on it is answered)
                 self._refused_now.pop(stream, None)
             except AdmissionRefused as e:  # only when the limits changed since the stream was logged: counted

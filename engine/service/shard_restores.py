@@ -11,6 +11,7 @@ from typing import Any
 
 from connectors.encoder import EncodedTick
 from engine.scheduler import AdmissionRefused
+from engine.service.move_marks import move_mark
 from engine.service.shard import Item, pack_logged
 
 
@@ -29,7 +30,8 @@ class ShardRestores:
     def restore(self, item: EncodedTick) -> None:
         if self.accepted and (problem := self._refused(item.stream, item.ticks)) is not None:
             raise AdmissionRefused(problem)  # (split_log counts it, refused as stream_refused)
-        self.items.setdefault(item.stream, []).append((item.stream, item.tokens, item.ts, item.ticks))
+        self.items.setdefault(item.stream, []).append((item.stream, item.tokens, item.ts, item.ticks,
+                                                        move_mark(item.tick)))
         if self.accepted:
             self.front._owner(item.stream)
             self.front.adaptation.accepted(item)

@@ -53,7 +53,7 @@ from engine.service.model_and_codec import answer_heads, build_codec
 from engine.service.pipeline import say
 from engine.service.reading_record import ingest_price_offset
 from engine.service.receive_clock import ReceiveClock
-from engine.service.query_fit import compile_fitting, refuse_moves_sharded
+from engine.service.query_fit import compile_fitting
 from engine.service import ray_reaper
 from engine.service.ray_shards import connect, placement_group_for, ray_module, release, start_shard
 from engine.service.shedding import ShedCounts
@@ -138,8 +138,7 @@ class ShardedPipeline(ShardedIngest):
         limits = config.limits
         self.registry = Registry(self.codec.questions, QueryLimits(
             limits.max_yaml_bytes, limits.max_yaml_nodes, limits.max_queries, limits.max_topic_bytes),
-            answerable=lambda spec: compile_fitting(refuse_moves_sharded(spec), self.codec,
-                                                    config.scheduler.probe_reserve))
+            answerable=lambda spec: compile_fitting(spec, self.codec, config.scheduler.probe_reserve))
         self.cache = AnswerCache()
         self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)  # checks only
         self.history = AnswerHistory(config.log.answers_keep)

@@ -19,6 +19,7 @@ from engine.service.adaptation import AnswerAdaptation
 from engine.service.config import ServiceConfig
 from engine.service.durability import DataDir
 from engine.service.live_scores import LiveScores
+from engine.service.move_marks import move_mark
 from engine.service.new_stream_budget import NewStreamBudget
 from engine.service.rejections import admission_limit
 from engine.service.rendezvous import shard_for
@@ -128,7 +129,8 @@ class ShardedIngest:
                 raise InvalidTick("stream_refused", problem, item.stream)
         log_or_refuse(self.data, item)
         link = self._owner(item.stream)
-        link.buffer.append((item.stream, item.tokens, item.ts, item.ticks, time.time_ns()))  # (accepted now)
+        link.buffer.append((item.stream, item.tokens, item.ts, item.ticks, time.time_ns(),  # (accepted now)
+                            move_mark(item.tick)))
         link.buffered_tokens += len(item.tokens)
         self._grouping.setdefault(link, set()).add(item.stream)
         self.adaptation.accepted(item)

@@ -14,11 +14,12 @@ from typing import Any, Callable
 from connectors.encoder import EncodedTick, Ingested, StreamEncoders, listed_ticks
 from connectors.ticks import InvalidTick, Tick
 from engine.engine import Engine
-from engine.scheduler import AdmissionRefused, Scheduler
+from engine.scheduler import AdmissionRefused
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.config import ServiceConfig
 from engine.service.durability import DataDir
 from engine.service.live_scores import LiveScores
+from engine.service.move_marks import move_mark, watch_moves
 from engine.service.new_stream_budget import NewStreamBudget
 from engine.service.receive_clock import ReceiveClock
 from engine.service.shedding import Shedding
@@ -33,27 +34,6 @@ def log_or_refuse(data: DataDir, item: EncodedTick) -> None:
         data.items.append(item)
     except LogWriteError as e:
         raise InvalidTick("log_unavailable", f"{e} (the tick was not accepted)", item.stream) from None
-
-
-def move_mark(tick: Tick | None) -> float | None:
-    """The price a `move_bps` trigger watches: a trade's price, a quote's mid when it has both sides; None for a
-    one-sided quote and for a pre-tokenized item (no price: it moves no reference and fires nothing)."""
-    if tick is None:
-        return None
-    return tick.price if tick.is_trade else tick.mid
-
-
-def watch_moves(registry: Registry, scheduler: Scheduler, item: EncodedTick) -> None:
-    """An accepted item's mark to the move queries of its stream (Registry.moved); where it fires one and the item
-    waits for a forward, the item becomes a due point of its own (Scheduler.due_point), answered at that tick. An
-    item booked without a forward (a rebuild's replay: answered before the stop) moves the references alone."""
-    mark = move_mark(item.tick)
-    if mark is None:
-        return
-    ticks = scheduler.accepted_ticks(item.stream)
-    fired = registry.moved(item.stream, ticks, mark)
-    if fired and scheduler.due_point(item.stream) is not None:
-        registry.due_at(item.stream, ticks, fired)
 
 
 class TickIngest:
@@ -155,7 +135,7 @@ class TickIngest:
         """An item the engine took (live, or replayed from the tick log): its price, for what reads marks."""
         self.adaptation.accepted(item)
         self.scores.accepted(item)
-        watch_moves(self.registry, self.engine.scheduler, item)
+        watch_moves(self.registry, self.engine.scheduler, item.stream, move_mark(item.tick))
 
     def _enqueue(self, item: EncodedTick, received_ns: int | None = None) -> None:
         try:

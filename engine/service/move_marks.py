@@ -1,0 +1,30 @@
+"""Each accepted tick's mark to the price-move triggers (`{move_bps: N}`, queries/price_moves.py), and the due point
+it makes where it fires one: the one step every path that accepts or books ticks takes (tick_ingest.py live and at a
+restart, backtest_resume.py's rebuild, a shard's items and restore: shard.py), so each moves the references alike.
+"""
+
+from __future__ import annotations
+
+from connectors.ticks import Tick
+from engine.scheduler import Scheduler
+from queries.registry import Registry
+
+
+def move_mark(tick: Tick | None) -> float | None:
+    """The price a `move_bps` trigger watches: a trade's price, a quote's mid when it has both sides; None for a
+    one-sided quote and for a pre-tokenized item (no price: it moves no reference and fires nothing)."""
+    if tick is None:
+        return None
+    return tick.price if tick.is_trade else tick.mid
+
+
+def watch_moves(registry: Registry, scheduler: Scheduler, stream: str, mark: float | None) -> None:
+    """``stream``'s latest accepted item, its mark ``mark``, to the move queries (Registry.moved); where it fires one
+    and the item waits for a forward, the item becomes a due point of its own (Scheduler.due_point), answered at
+    that tick. An item booked without a forward (a rebuild: answered before the stop) moves the references alone."""
+    if mark is None:
+        return
+    ticks = scheduler.accepted_ticks(stream)
+    fired = registry.moved(stream, ticks, mark)
+    if fired and scheduler.due_point(stream) is not None:
+        registry.due_at(stream, ticks, fired)
