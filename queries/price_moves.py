@@ -8,8 +8,10 @@ how ticks are grouped into messages, batches or forwards: the service hands ever
 where the registry's ``due`` answers the queries recorded here (``take``) and no others.
 
 Whatever rebuilds trigger state restores the reference: a restart or `--resume` says where each query last fired
-(``anchor``: the tick count of its last answer), and the reference becomes the mark of that very tick as the
-rebuild's replay reaches it; ticks replayed before it are passed over, as are ticks already seen.
+(``anchor``: the tick count and event time of its last answer), and the reference becomes the mark of that very
+tick as the rebuild's replay reaches it; ticks replayed before it are passed over, as are ticks already seen. The
+event time tells that tick from one of the same count before an expiry the log replays (a stream that expired
+counts its ticks from 1 again).
 """
 
 from __future__ import annotations
@@ -24,11 +26,13 @@ _ROUNDING = 1e-9
 
 @dataclass(frozen=True)
 class Reference:
-    """The mark at a query's last firing on a stream and the stream's tick count there; ``mark`` None: an anchor
-    (a restart's or a resume's), whose mark is that of the tick at ``ticks`` once the replay reaches it."""
+    """The mark at a query's last firing on a stream, and the stream's tick count and event time there; ``mark``
+    None: an anchor (a restart's or a resume's), whose mark is that of the tick at (``ticks``, ``ts``) once the
+    replay reaches it."""
 
     mark: float | None
     ticks: int
+    ts: int
 
 
 def moved(mark: float, reference: float, bps: float) -> bool:
@@ -45,19 +49,19 @@ class PriceMoves:
         self.references: dict[str, dict[str, Reference]] = {}  # query -> stream -> reference
         self._due: dict[str, dict[int, set[str]]] = {}  # stream -> tick count -> the move queries due there
 
-    def observe(self, query: str, stream: str, ticks: int, mark: float, bps: float) -> bool:
-        """The tick at count ``ticks`` of ``stream`` has ``mark``: whether it fires ``query`` (its reference moves)."""
+    def observe(self, query: str, stream: str, ticks: int, ts: int, mark: float, bps: float) -> bool:
+        """The tick at count ``ticks`` of ``stream``, stamped ``ts``, has ``mark``: whether it fires ``query`` (its
+        reference moves)."""
         per_stream = self.references.setdefault(query, {})
         reference = per_stream.get(stream)
+        if reference is not None and reference.mark is None:  # an anchor: its own tick sets the reference, or
+            if (ticks, ts) == (reference.ticks, reference.ts) or ts > reference.ts:
+                per_stream[stream] = Reference(mark, ticks, ts)  # (retention dropped it) the first tick after it
+            return False
         if reference is not None:
-            if ticks < reference.ticks or (ticks == reference.ticks and reference.mark is not None):
-                return False  # replayed before the anchor, or seen already
-            if reference.mark is None:  # the anchor's own tick (or, its tick gone from the log, the first after it)
-                per_stream[stream] = Reference(mark, ticks)
-                return False
-            if not moved(mark, reference.mark, bps):
-                return False
-        per_stream[stream] = Reference(mark, ticks)
+            if ticks <= reference.ticks or not moved(mark, reference.mark, bps):
+                return False  # (a tick seen already, replayed)
+        per_stream[stream] = Reference(mark, ticks, ts)
         return True
 
     def due_at(self, stream: str, ticks: int, queries: list[str]) -> None:
@@ -80,13 +84,14 @@ class PriceMoves:
         """What ``take`` would return, taking nothing."""
         return set(self._due.get(stream, {}).get(ticks, ()))
 
-    def anchor(self, query: str, stream: str, ticks: int) -> None:
-        """``query`` last fired on ``stream`` at tick count ``ticks`` (a restart's answer log, a resume's parts): its
-        reference is that tick's mark. A reference already there (the rebuild replayed that tick) is kept."""
+    def anchor(self, query: str, stream: str, ticks: int, ts: int) -> None:
+        """``query`` last fired on ``stream`` at tick count ``ticks``, event time ``ts`` (a restart's answer log, a
+        resume's parts): its reference is that tick's mark. One already taken there (the rebuild replayed that
+        tick) is kept."""
         per_stream = self.references.setdefault(query, {})
         reference = per_stream.get(stream)
-        if reference is None or reference.ticks != ticks or reference.mark is None:
-            per_stream[stream] = Reference(None, ticks)
+        if reference is None or reference.mark is None or (reference.ticks, reference.ts) != (ticks, ts):
+            per_stream[stream] = Reference(None, ticks, ts)
 
     def forget(self, query: str, stream: str | None = None) -> None:
         """``query``'s references (on ``stream`` alone, when given) and due points go: it fires afresh."""
@@ -102,4 +107,13 @@ class PriceMoves:
         """A stream expired or forgotten: its tick count starts over, so every query fires on its first tick back."""
         for per_stream in self.references.values():
             per_stream.pop(stream, None)
+        self._due.pop(stream, None)
+
+    def replayed_expiry(self, stream: str) -> None:
+        """A restart's replay passed an expiry (or a `forget`) of ``stream``: the references its ticks before it set
+        go, as the live run's did there; an anchor not reached yet stays (its tick comes after the expiry)."""
+        for per_stream in self.references.values():
+            reference = per_stream.get(stream)
+            if reference is not None and reference.mark is not None:
+                del per_stream[stream]
         self._due.pop(stream, None)

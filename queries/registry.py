@@ -265,8 +265,9 @@ class Registry:
                     out.append(spec)
         return out
 
-    def moved(self, stream: str, ticks: int, mark: float) -> list[str]:
-        """The move queries (`{move_bps: N}`) that `stream`'s tick at count ``ticks``, its mark ``mark``, fires: its
+    def moved(self, stream: str, ticks: int, ts: int, mark: float) -> list[str]:
+        """The move queries (`{move_bps: N}`) that `stream`'s tick at count ``ticks``, stamped ``ts``, its mark
+        ``mark``, fires: its
         first marked tick, or one N bps or more from the mark where the query last fired (queries/price_moves.py).
         Each call moves their references; ``due_at`` then records the due point, where the engine reaches one."""
         specs = [spec for spec in self._matching(self._snap, stream)
@@ -275,7 +276,7 @@ class Registry:
             return []
         with self._lock:
             return [spec.name for spec in specs
-                    if self._moves.observe(spec.name, stream, ticks, mark, spec.trigger.move_bps)]
+                    if self._moves.observe(spec.name, stream, ticks, ts, mark, spec.trigger.move_bps)]
 
     def due_at(self, stream: str, ticks: int, queries: list[str]) -> None:
         """``queries`` (``moved``'s) are due at `stream`'s tick count ``ticks``: ``due`` fires them there."""
@@ -307,7 +308,7 @@ class Registry:
             return
         with self._lock:
             if spec.trigger.on_moves:  # its reference: the mark of that tick, as the rebuild's replay reaches it
-                self._moves.anchor(query, stream, ticks)
+                self._moves.anchor(query, stream, ticks, event_ts)
                 return
             self._fired.setdefault(query, {})[stream] = _Fired(spec.trigger.cell(ticks, event_ts), ticks)
 
@@ -317,6 +318,12 @@ class Registry:
         with self._lock:
             self._fired.get(query, {}).pop(stream, None)
             self._moves.forget(query, stream)
+
+    def replayed_expiry(self, stream: str) -> None:
+        """A restart's tick log replay passed an expiry or a `forget` of ``stream``: the move references its earlier
+        ticks set go, as they went live (PriceMoves.replayed_expiry); the state restored from the answer log stays."""
+        with self._lock:
+            self._moves.replayed_expiry(stream)
 
     def drop_stream(self, stream: str, keep_grid: bool = True) -> None:
         """Forgets trigger state for a closed stream (expired): it fires afresh if it comes back, except a query

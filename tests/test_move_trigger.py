@@ -146,10 +146,10 @@ def test_an_interrupted_backtest_resumed_gives_the_uninterrupted_answers(root: P
     assert_same_answers(resumed, whole)
 
 
-def logged_config(root: Path, data_dir: Path) -> ServiceConfig:
+def logged_config(root: Path, data_dir: Path, **scheduler) -> ServiceConfig:
     """q3.yaml's move query over a data directory, in small forwards (the replay groups ticks otherwise)."""
     return ServiceConfig.from_dict({"model": {"path": str(root / "model")}, "kv": {"cells": 8192, "block_size": 16},
-                                    "scheduler": {"max_batch_tokens": 64}, "answers": {"adapt": "off"},
+                                    "scheduler": {"max_batch_tokens": 64, **scheduler}, "answers": {"adapt": "off"},
                                     "log": {"dir": str(data_dir)}, "queries": str(root / "q3.yaml")})
 
 
@@ -182,6 +182,47 @@ def test_a_restart_owes_the_moves_of_a_burst_and_fires_after_it_as_the_live_run(
         after_live += live.run_until_idle()
         after_restart += recovered.run_until_idle()
     assert after_live and sorted(map(key, after_restart)) == sorted(map(key, after_live))
+    recovered.close()
+    live.close()
+
+
+@pytest.mark.parametrize(("expired", "answered"), [(False, 400), (True, 400), (True, 200)],
+                         ids=["forgotten, answered after", "expired, answered after", "expired, a burst after"])
+def test_a_restart_past_an_expiry_takes_the_reference_of_the_streams_new_life(root: Path, tmp_path: Path,
+                                                                             expired: bool, answered: int) -> None:
+    """A stream forgotten, or every stream expired (their ticks count from 1 again, the first firing), then fed
+    again, and a burst left unanswered: the restart's replay passes the expiry as the live run did (the references
+    the earlier ticks set go; an anchor of the new life is told apart by its time), so the owed answers and the
+    moves after the restart are the live run's."""
+    ticks = SyntheticMarket(SyntheticConfig(seed=11)).next_batch(700)
+    live = TickPipeline(logged_config(root, tmp_path / "data", stream_idle_s=0.05))
+    answers = []
+    for i in range(0, 500, 5):
+        if i == 200 and expired:  # (a wall-clock idle: waited for, never timed)
+            gone: list[str] = []
+            wait_for(lambda: gone.extend(live.expire_idle()) or len(gone) == 4)
+        elif i == 200:
+            live.forget_stream("SYN.A")
+        if i == 200:
+            before = len(answers)
+        assert live.ingest_message(encode(ticks[i : i + 5])) == []
+        if i < answered:
+            answers += live.run_until_idle()
+    shutil.copytree(tmp_path / "data", tmp_path / "after")
+    recovered = TickPipeline(logged_config(root, tmp_path / "after", stream_idle_s=0.05))
+    owed = [o.answer for o in recovered.recovered if o.answer]
+    uninterrupted = live.run_until_idle()
+    # its new life's first tick fired, answered before the stop or owed by the restart
+    assert ("SYN.A", 1) in [(a.stream, a.version) for a in answers[before:] + uninterrupted]
+    key = lambda a: (a.query, a.stream, a.version, a.seq, a.data_ts)  # noqa: E731
+    assert uninterrupted and sorted(map(key, owed)) == sorted(map(key, uninterrupted))
+    after_live, after_restart = [], []
+    for i in range(500, 700, 5):
+        assert live.ingest_message(encode(ticks[i : i + 5])) == recovered.ingest_message(encode(ticks[i : i + 5])) == []
+        after_live += live.run_until_idle()
+        after_restart += recovered.run_until_idle()
+    assert any(a.stream == "SYN.A" for a in after_live)
+    assert sorted(map(key, after_restart)) == sorted(map(key, after_live))
     recovered.close()
     live.close()
 

@@ -108,7 +108,7 @@ def test_the_registry_asks_every_kind_how_it_behaves_not_its_name(kind: str) -> 
     ts = 1_700_000_000_000_000_000
 
     def first_tick() -> list[str]:  # a stream's first tick, priced 100 (what a kind on price moves is given)
-        registry.due_at("S", 1, registry.moved("S", 1, 100.0))
+        registry.due_at("S", 1, registry.moved("S", 1, ts, 100.0))
         return [spec.name for spec in registry.due("S", 1, ts)]
 
     assert first_tick() == ([f"q_{kind}"] if row.fires_by_itself else [])

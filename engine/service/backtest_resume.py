@@ -90,7 +90,7 @@ def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[
             raise InvalidTick("stream_refused", str(e), item.stream) from None
         pipeline.adaptation.accepted(item)
         # the move queries' references, as the run moved them (booked: no due point)
-        watch_moves(pipeline.registry, scheduler, item.stream, move_mark(item.tick))
+        watch_moves(pipeline.registry, scheduler, item.stream, item.ts, move_mark(item.tick))
 
     done = 0
     while done < upto and not replay.done:

@@ -244,6 +244,7 @@ class _EngineReplay:
         self.scheduler.drop(stream)
         self.pipeline.scores.drop_stream(stream)
         self.pipeline.adaptation.drop_stream(stream)
+        self.pipeline.registry.replayed_expiry(stream)
         if held:
             self.restart.turned_away.discard(stream)
             self.scheduler.stats.refused_streams -= self.refused.pop(stream, 0)

@@ -200,14 +200,14 @@ class Shard:
                 refused += 1
                 self._refused(stream, ticks, str(e))
                 continue
-            watch_moves(self.registry, scheduler, stream, mark)  # booked: the move references alone
+            watch_moves(self.registry, scheduler, stream, ts, mark)  # booked: the move references alone
         forwards = self.engine.rebuild()
         restored_marks = RegistrationMarks.from_marks(marks or {})
         tail, tail_marks = unpack_tail(logged["tail"])
         outcomes, fed, tail_refused = answer_tail(
             self.engine, self.flash, self.registry, self.cache, restored_marks, tail, set(changed),
             step=self.engine.step,
-            accepted=lambda item: watch_moves(self.registry, scheduler, item.stream, tail_marks[id(item)]),
+            accepted=lambda item: watch_moves(self.registry, scheduler, item.stream, item.ts, tail_marks[id(item)]),
             refused_item=lambda item, why: self._refused(item.stream, item.ticks, why))
         streams = (set(items["streams"]) | set(logged["starts"]) | fed) & set(scheduler.streams)
         outcomes += self._answers_owed(streams, restored_marks)
@@ -269,7 +269,7 @@ class Shard:
             stream, tokens, ts, ticks, accepted_ns, mark = item
             try:  # admission was checked by the front door; freshness counts from when it accepted the item
                 self.engine.submit(stream, tokens, ts, ticks, arrival_ns=accepted_ns)
-                watch_moves(self.registry, self.engine.scheduler, stream, mark)
+                watch_moves(self.registry, self.engine.scheduler, stream, ts, mark)
                 self.refused_streams.pop(stream, None)  # (taken now: an ask on it is answered)
                 self._refused_now.pop(stream, None)
             except AdmissionRefused as e:  # only when the limits changed since the stream was logged: counted

@@ -135,7 +135,7 @@ class TickIngest:
         """An item the engine took (live, or replayed from the tick log): its price, for what reads marks."""
         self.adaptation.accepted(item)
         self.scores.accepted(item)
-        watch_moves(self.registry, self.engine.scheduler, item.stream, move_mark(item.tick))
+        watch_moves(self.registry, self.engine.scheduler, item.stream, item.ts, move_mark(item.tick))
 
     def _enqueue(self, item: EncodedTick, received_ns: int | None = None) -> None:
         try:
