@@ -19,9 +19,10 @@ def move_mark(tick: Tick | None) -> float | None:
 
 
 def watch_moves(registry: Registry, scheduler: Scheduler, stream: str, ts: int, mark: float | None) -> None:
-    """``stream``'s latest accepted item, stamped ``ts``, its mark ``mark``, to the move queries (Registry.moved); where it fires one
-    and the item waits for a forward, the item becomes a due point of its own (Scheduler.due_point), answered at
-    that tick. An item booked without a forward (a rebuild: answered before the stop) moves the references alone."""
+    """``stream``'s latest accepted item, stamped ``ts``, its mark ``mark``, to the move queries (Registry.moved);
+    where it fires one and the item waits for a forward, the item becomes a due point of its own
+    (Scheduler.due_point), answered at that tick. An item booked without a forward (a rebuild: answered before the
+    stop) moves the references alone."""
     if mark is None:
         return
     ticks = scheduler.accepted_ticks(stream)
