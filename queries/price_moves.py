@@ -64,6 +64,19 @@ class PriceMoves:
         per_stream[stream] = Reference(mark, ticks, ts)
         return True
 
+    def would_fire(self, query: str, stream: str, points: list[tuple[int, int, float]], bps: float) -> list[int]:
+        """The tick counts of ``points`` ((tick count, event time, mark) of ``stream``'s next ticks, in order) that
+        would fire ``query``, its reference left as it is: what a restart's tail owes, counted before it is run."""
+        per_stream = self.references.setdefault(query, {})
+        kept = per_stream.get(stream)
+        try:
+            return [ticks for ticks, ts, mark in points if self.observe(query, stream, ticks, ts, mark, bps)]
+        finally:
+            if kept is None:
+                per_stream.pop(stream, None)
+            else:
+                per_stream[stream] = kept
+
     def due_at(self, stream: str, ticks: int, queries: list[str]) -> None:
         """``queries`` fired at ``stream``'s tick ``ticks``, a due point the engine will reach."""
         self._due.setdefault(stream, {}).setdefault(ticks, set()).update(queries)

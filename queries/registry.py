@@ -278,6 +278,15 @@ class Registry:
             return [spec.name for spec in specs
                     if self._moves.observe(spec.name, stream, ticks, ts, mark, spec.trigger.move_bps)]
 
+    def would_move(self, stream: str, points: list[tuple[int, int, float]]) -> list[tuple[QuerySpec, int]]:
+        """The (move query, tick count) firings ``moved`` would make at `stream`'s next ticks ((tick count, event
+        time, mark) each, in order), recording none: what a restart's tail owes them."""
+        specs = [spec for spec in self._matching(self._snap, stream)
+                 if spec.trigger.on_moves and spec.trigger.fires_by_itself]
+        with self._lock:
+            return [(spec, ticks) for spec in specs
+                    for ticks in self._moves.would_fire(spec.name, stream, points, spec.trigger.move_bps)]
+
     def due_at(self, stream: str, ticks: int, queries: list[str]) -> None:
         """``queries`` (``moved``'s) are due at `stream`'s tick count ``ticks``: ``due`` fires them there."""
         with self._lock:

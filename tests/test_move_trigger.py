@@ -155,10 +155,10 @@ def logged_config(root: Path, data_dir: Path, **scheduler) -> ServiceConfig:
 
 @pytest.mark.parametrize("deferred", [False, True], ids=["at start", "deferred"])
 def test_a_restart_owes_the_moves_of_a_burst_and_fires_after_it_as_the_live_run(root: Path, tmp_path: Path,
-                                                                                 deferred: bool) -> None:
+                                                                                 deferred: bool, capsys) -> None:
     """A burst accepted and logged but not computed when the process died: the restart answers each move in it at
-    its tick (not one answer at the last tick), with the seqs of a run that never stopped, and the references
-    it rebuilt fire the later ticks where the live run fires them."""
+    its tick (not one answer at the last tick), with the seqs of a run that never stopped, and says how many it
+    owes before computing them; the references it rebuilt fire the later ticks where the live run fires them."""
     ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(900)
     live = TickPipeline(logged_config(root, tmp_path / "data"))
     for i in range(0, 200, 5):
@@ -171,6 +171,8 @@ def test_a_restart_owes_the_moves_of_a_burst_and_fires_after_it_as_the_live_run(
     owed = recovered.run_until_idle() if deferred else [o.answer for o in recovered.recovered if o.answer]
     uninterrupted = live.run_until_idle()
     assert len({(a.stream, a.version) for a in uninterrupted}) > 10  # moves inside the burst, each at its tick
+    lead = "owed: " if deferred else "computing what was owed: "
+    assert f"flashtick: {lead}{len(uninterrupted)} answers due on " in capsys.readouterr().err
     key = lambda a: (a.query, a.stream, a.version, a.seq, a.data_ts)  # noqa: E731
     assert sorted(map(key, owed)) == sorted(map(key, uninterrupted))
     by_key = {key(a): a for a in uninterrupted}

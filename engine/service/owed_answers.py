@@ -12,6 +12,7 @@ from engine.engine import Engine
 from engine.forward_plan import StepReport
 from engine.jobs import JobOutcome, ProbeJob, StreamProgress
 from engine.scheduler import AdmissionRefused
+from engine.service.move_marks import move_mark
 from engine.service.registration_marks import RegistrationMarks
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
@@ -165,6 +166,7 @@ def answers_owed_in_tail(registry: Registry, tail: Iterable[EncodedTick | None],
     counts: dict[str, int] = {}
     group_ends: dict[str, list[tuple[int, int]]] = {}
     open_groups: dict[str, int] = {}  # stream -> event time of its open group's latest item
+    marked: dict[str, list[tuple[int, int, float]]] = {}  # stream -> its priced items: where move queries fire
 
     def close_groups() -> None:
         for stream, ts in open_groups.items():
@@ -180,9 +182,13 @@ def answers_owed_in_tail(registry: Registry, tail: Iterable[EncodedTick | None],
             counts[item.stream] = 0 if start is None else start[0]
         counts[item.stream] += item.ticks
         open_groups[item.stream] = item.ts
+        if (mark := move_mark(item.tick)) is not None:
+            marked.setdefault(item.stream, []).append((counts[item.stream], item.ts, mark))
     close_groups()
     return sum(owes(spec, stream, ticks) for stream, ends in group_ends.items()
-               for spec, ticks in registry.would_fire(stream, ends))
+               for spec, ticks in registry.would_fire(stream, ends)) + sum(
+        owes(spec, stream, ticks) for stream, points in marked.items()
+        for spec, ticks in registry.would_move(stream, points))
 
 
 def answer_tail(engine: Engine, flash: FlashQueries, registry: Registry, cache: AnswerCache,
