@@ -106,6 +106,8 @@ class FlashQueries:
                 due = [spec for spec in due if self.owes(spec, p)]
             for spec in due:
                 jobs.append(self.job_for(spec, p.stream))
+            if not p.group_end:  # a price move's due point inside a group: what is decoded ahead waits for its end
+                continue
             for spec in self.registry.matching(p.stream):  # decoded ahead, unless published right now anyway
                 if spec.kind == "generate" and spec.preposition and spec not in due:
                     for job in self._idle_job("preposition", spec, p.stream, self._keep_ready(spec, p.stream)):
