@@ -606,7 +606,8 @@ def test_a_restart_of_shards_answers_a_backlog_group_by_group_as_the_live_run_wo
     assert_owed_as_uninterrupted(owed, uninterrupted, TOL)
 
 
-def test_move_triggers_fire_on_two_shards_as_on_one_engine_and_after_a_restart(checkpoint, tmp_path) -> None:
+def test_move_triggers_fire_on_two_shards_as_on_one_engine_and_after_a_restart(checkpoint, tmp_path,
+                                                                               capsys) -> None:
     """`{move_bps: N}` on 2 shards: the front door sends each item's mark beside its tokens (a shard cannot read a
     price from them), so the shards answer at the ticks one engine answers at, inside 5-tick messages too, with
     the same seqs; a restart owing a burst answers each move in it at its own tick, as the run that never stopped."""
@@ -628,11 +629,14 @@ def test_move_triggers_fire_on_two_shards_as_on_one_engine_and_after_a_restart(c
     live.close()
     assert {a.version % 5 for a in expected} != {0}  # moves inside the messages, each at its tick
     assert_same(by_topic(expected), by_topic(first + uninterrupted))
+    capsys.readouterr()
     restarted = ShardedPipeline(config(checkpoint, after, 2))
     owed = restarted.run_until_idle()
     restarted.close()
     key = lambda a: (a.query, a.stream, a.version, a.seq, a.data_ts)  # noqa: E731
     assert len(uninterrupted) > 10 and sorted(map(key, owed)) == sorted(map(key, uninterrupted))
+    # counted before any shard computes them, from the front door's own replay of the marks
+    assert f"flashtick: computing what was owed: {len(uninterrupted)} answers due on " in capsys.readouterr().err
 
 
 def test_a_restart_of_shards_before_any_answer_was_logged_rebuilds_every_stream_and_answers_what_it_owes(

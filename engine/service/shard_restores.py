@@ -26,6 +26,7 @@ class ShardRestores:
         self.accepted = accepted
         self.items: dict[str, list[Item]] = {}  # stream -> its booked items, in order
         self.starts: dict[str, tuple[int, int]] = {}  # stream -> (ticks, last ts) retention dropped
+        self._counts: dict[str, int] = {}  # stream -> its tick count so far (at the start: the move references')
 
     def restore(self, item: EncodedTick) -> None:
         if self.accepted and (problem := self._refused(item.stream, item.ticks)) is not None:
@@ -36,6 +37,11 @@ class ShardRestores:
             self.front._owner(item.stream)
             self.front.adaptation.accepted(item)
             self.front.scores.accepted(item)
+            # the front door's own move references, as the shard's replay sets them: what it says the tail owes
+            count = self._counts.get(item.stream, self.starts.get(item.stream, (0, 0))[0]) + item.ticks
+            self._counts[item.stream] = count
+            if (mark := move_mark(item.tick)) is not None:
+                self.front.registry.moved(item.stream, count, item.ts, mark)
 
     def start_at(self, stream: str, ticks: int, last_ts: int, booked: Any = None) -> None:
         if self.accepted and self._refused(stream, ticks) is not None:
@@ -54,7 +60,9 @@ class ShardRestores:
         a forgotten one counts nowhere."""
         self.items.pop(stream, None)
         self.starts.pop(stream, None)
+        self._counts.pop(stream, None)
         if self.accepted:
+            self.front.registry.replayed_expiry(stream)
             if forgotten or stream in self.front.shard_of:
                 self.front.turned_away.discard(stream)
             link = self.front.shard_of.pop(stream, None)
