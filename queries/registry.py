@@ -267,9 +267,9 @@ class Registry:
 
     def moved(self, stream: str, ticks: int, ts: int, mark: float) -> list[str]:
         """The move queries (`{move_bps: N}`) that `stream`'s tick at count ``ticks``, stamped ``ts``, its mark
-        ``mark``, fires: its
-        first marked tick, or one N bps or more from the mark where the query last fired (queries/price_moves.py).
-        Each call moves their references; ``due_at`` then records the due point, where the engine reaches one."""
+        ``mark``, fires: its first marked tick, or one N bps or more from the mark where the query last fired
+        (queries/price_moves.py). Each call moves their references; ``due_at`` then records the due point, where
+        the engine reaches one."""
         specs = [spec for spec in self._matching(self._snap, stream)
                  if spec.trigger.on_moves and spec.trigger.fires_by_itself]
         if not specs:

@@ -13,7 +13,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.service.shard import GroupEnd, Item
+from engine.service.shard import GroupEnd
+from engine.service.shard_items import Item
 from queries.flash import FlashStats
 
 

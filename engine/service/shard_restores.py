@@ -12,7 +12,7 @@ from typing import Any
 from connectors.encoder import EncodedTick
 from engine.scheduler import AdmissionRefused
 from engine.service.move_marks import move_mark
-from engine.service.shard import Item, pack_logged
+from engine.service.shard_items import Item, pack_logged
 
 
 class ShardRestores:
