@@ -1,5 +1,6 @@
-"""What a sharded front door sends its shards, packed: items (tokens, event time, tick count and mark), a restart's tail,
-and a restore's whole share of the tick log, as a few flat numpy arrays Ray ships whole (shard.py unpacks them).
+"""What a sharded front door sends its shards, packed: items (tokens, event time, tick count and mark), a restart's
+tail, and a restore's whole share of the tick log, as a few flat numpy arrays Ray ships whole (shard.py unpacks
+them).
 """
 
 from __future__ import annotations
