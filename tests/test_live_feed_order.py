@@ -201,23 +201,30 @@ def test_venue_names_are_renamed_on_ingest_and_on_a_feed(checkpoint) -> None:
         publisher.close(linger=0)
 
 
+def _two_clocks(server, push, stream: str) -> None:
+    """Two venues' feeds of ``stream`` interleaved, 30 ticks each, the second's clock 2 s ahead; back once every
+    tick is taken or refused."""
+    other = zmq.Context.instance().socket(zmq.PUSH)
+    other.connect(server.endpoints["ingest"])
+    try:
+        for k in range(30):
+            now = time.time_ns()
+            push.send(msgpack.packb(_tick(stream, now, 61_000.0 + k % 3)))
+            other.send(msgpack.packb(_tick(stream, now + 2_000_000_000, 61_005.0 + k % 3)))
+            time.sleep(0.01)
+        wait_for(lambda: server.pipeline.ticks_in + server.pipeline.rejected["ts_backwards"] == 60)
+    finally:
+        other.close(linger=0)
+
+
+
 def test_two_clocks_on_one_stream_are_said_counted_and_flagged(checkpoint, capfd) -> None:
     """review323 #6, #10, #11, #12: two venues' feeds under one name, one clock 2 s ahead. The ticks refused as late
     are counted by stream (`streams`' rejected, `stats`' rejected_streams, /metrics), the log and `health` say the
     stream has two clocks interleaving and name ingest.reorder_window_ms, `streams` and `health` show the clock 2 s
     ahead, and published answers carry data_age_ms and the stream's clock_offset_ms."""
     with live_server(checkpoint, limits={"heartbeat_s": 0.2}) as (server, push):
-        other = zmq.Context.instance().socket(zmq.PUSH)
-        other.connect(server.endpoints["ingest"])
-        try:
-            for k in range(30):
-                now = time.time_ns()
-                push.send(msgpack.packb(_tick("BTC", now, 61_000.0 + k % 3)))
-                other.send(msgpack.packb(_tick("BTC", now + 2_000_000_000, 61_005.0 + k % 3)))
-                time.sleep(0.01)
-            wait_for(lambda: server.pipeline.ticks_in + server.pipeline.rejected["ts_backwards"] == 60)
-        finally:
-            other.close(linger=0)
+        _two_clocks(server, push, "BTC")
         refused = server.pipeline.rejected["ts_backwards"]
         assert refused >= 20
         with ControlClient(server.endpoints["control"]) as control:
@@ -244,17 +251,7 @@ def test_the_late_ticks_warning_says_its_window_in_utc_however_late_health_is_re
     """`health` serves a late-ticks warning for 10 minutes: "since the last heartbeat" was false read a heartbeat
     after it was seen. Its message names the window's UTC start and end, which the entry's `since` and `at` hold."""
     with live_server(checkpoint, limits={"heartbeat_s": 0.5}) as (server, push):  # (10 late ticks in a heartbeat)
-        other = zmq.Context.instance().socket(zmq.PUSH)
-        other.connect(server.endpoints["ingest"])
-        try:
-            for k in range(30):
-                now = time.time_ns()
-                push.send(msgpack.packb(_tick("TWO", now, 61_000.0 + k % 3)))
-                other.send(msgpack.packb(_tick("TWO", now + 2_000_000_000, 61_005.0 + k % 3)))
-                time.sleep(0.01)
-            wait_for(lambda: server.pipeline.ticks_in + server.pipeline.rejected["ts_backwards"] == 60)
-        finally:
-            other.close(linger=0)
+        _two_clocks(server, push, "TWO")
         with ControlClient(server.endpoints["control"]) as control:
             wait_for(lambda: any(w["kind"] == "late_ticks" for w in control.call("health").get("warnings", [])))
             beats = server.counters["heartbeats"]
