@@ -170,7 +170,7 @@ def test_evaluate_records_what_made_its_scores_as_a_backtest_does(files: dict[st
     from another model's, file's or option's. Its --json now holds `run` (version, the model's weights and codec
     fingerprints, each file's size, time and content digest as a backtest's record has them, the reading and the
     scoring options), and --points-out a `.manifest.json` beside it with the same record."""
-    from engine.service.log_provenance import weights_fingerprint
+    from engine.service.model_digest import model_digest
     from engine.service.run_record import MANIFEST_SUFFIX
 
     out = tmp_path / "points.parquet"
@@ -182,7 +182,7 @@ def test_evaluate_records_what_made_its_scores_as_a_backtest_does(files: dict[st
     assert run["command"] == "evaluate" and run["flashtick"]
     assert run["files"] == [{"path": str(plain.resolve()), "size": plain.stat().st_size,
                              "mtime_ns": plain.stat().st_mtime_ns, "digest": run["files"][0]["digest"]}]
-    assert run["files"][0]["digest"] and run["model"]["weights"] == weights_fingerprint(files["model"])
+    assert run["files"][0]["digest"] and run["model"]["digest"] == model_digest(files["model"]).digest
     assert run["model"]["codec"].startswith("BinnedCodec:") and run["model"]["path"] == str(files["model"])
     assert run["options"]["seed"] == 7 and run["options"]["threads"] == 1 and run["options"]["resamples"] == 20
     assert run["options"]["split"] == "70/15/15" and isinstance(run["reading"], dict)

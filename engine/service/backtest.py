@@ -55,7 +55,7 @@ from engine.service.no_data import NoData, refuse_absent_inputs
 from engine.service.output_paths import write_text_atomically
 from engine.service.pipeline import TickPipeline
 from engine.service.rejections import rejected_lines
-from engine.service.run_record import parquet_metadata, resumed_from, run_record, write_manifest
+from engine.service.run_record import parquet_metadata, resumed_from, resumed_record, run_record, write_manifest
 from engine.service.replay_progress import progress_bar
 from engine.service.session_gaps import gap_notes, split_cautions
 from engine.service.tick_origins import TickOrigins
@@ -133,6 +133,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     rolls_inside = config.scheduler.roll_inside_forward
     parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads, rolls_inside=rolls_inside)
     resumed = resumed_from(parts.consumed, parts.answers, len(parts.parts), parts.written is not None)
+    if parts.written is None:  # (stopped while it scored: the answers file and its record were written whole)
+        record = resumed_record(record, parts.consumed)
     try:  # from here on, any raise (a note, a bad file found late, an interrupt) lets go of the parts' lock at once
         scores_only = _said_resumption(parts, out, threads, rolls_inside, scoring, note)
         marks: dict[str, MarkSeries] = defaultdict(MarkSeries)  # each stream's accepted ticks, as labelling needs them

@@ -30,6 +30,8 @@ from engine.service.answer_parts import AnswerParts
 from engine.service.answer_settings import answer_settings
 from engine.service.backtest_loop import READ_TICKS, BacktestInterrupted, ingest_tick
 from engine.service.config import ReplaySection, ServiceConfig
+from engine.service.log_provenance import checkpoint_dir
+from engine.service.model_digest import model_digest
 from engine.service.pipeline import TickPipeline
 from engine.service.replay_progress import show_read
 from engine.service.run_record import input_files
@@ -149,6 +151,9 @@ def run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batc
     return {"files": replay.snapshot()["fingerprint"], "file_sizes_and_times": read.sizes_and_times,
             "file_contents": read.contents,
             "queries": hashlib.sha256(Path(queries).read_bytes()).hexdigest(),
+            # every byte of every model file that moves an answer, by file: the config holds only the model's path,
+            # so a recalibration or fine-tune in place left the key as it was (review349 #1)
+            "model": model_digest(checkpoint_dir(config.model.path)).record(),
             "config": hashlib.sha256(repr(keyed).encode()).hexdigest(),
             # what the digest covers, key by key: a refusal for `config` names the keys that differ (review321 #4)
             "config_values": config_values(keyed),

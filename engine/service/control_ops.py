@@ -31,6 +31,7 @@ class ControlOps(AskOps, StreamOps):
 
     counters: dict[str, int]
     epoch: str
+    model_digest: str  # the served model's identity (model_digest.py): in every answer published and in `health`
     _snapshot: dict[str, Any]
     _parsing: DocumentParse | None  # a `register` whose document is being parsed off the engine thread
 
@@ -123,5 +124,8 @@ class ControlOps(AskOps, StreamOps):
                 # ... of which the offset this service adds to every wire tick's prices itself: a feed sends without
                 **({"ingest_price_offset": reading["price_offset"]} if "price_offset" in reading else {}),
                 **({"shards_down": down} if down else {}), **({"log_problem": problem} if problem else {}),
+                # the model's identity (model_digest.py), and what changed in its files since the logged answers
+                "model_digest": self.model_digest,
+                **({"model_changed": changed} if (changed := getattr(data, "model_changed", None)) else {}),
                 **self._feed_warnings(),  # (clocks ahead, two clocks interleaving: feed_clocks.py)
                 **self._caveats(self.pipeline.registry.list(), derivatives=self._held_derivatives())}

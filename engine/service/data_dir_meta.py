@@ -27,6 +27,7 @@ from typing import Any
 
 from engine.service.answer_settings import ANSWER_SETTINGS, RESOLVED_AT_START, settings_changed, shown
 from engine.service.config import ConfigError
+from engine.service.model_digest import MODEL_DIGEST, files_changed
 from engine.service.private_dirs import private
 from engine.service.release import recorded_release, this_release
 from engine.text_files import ENCODING, read_text
@@ -68,21 +69,23 @@ def read_record(meta: Path) -> dict[str, Any]:
     return record | keys
 
 
-def check_meta(path: Path, written_by: dict[str, Any]) -> None:
+def check_meta(path: Path, written_by: dict[str, Any]) -> str | None:
     """Refuses (ConfigError) a data directory whose meta.json (``path``) names another model, weights or codec than
     ``written_by`` (log_provenance.written_by); notes a change of what only moves the numbers, and of the release;
-    then records ``written_by`` and this release in the two files."""
+    then records ``written_by`` and this release in the two files. Returns what changed in the model's files
+    (model_changed) when their full digest differs from the one recorded, else None: the caller starts a new epoch."""
     now = written_by | {RELEASE: this_release().record()}
     if not path.is_file():
         _write(path, now)
-        return
+        return None
     before = read_record(path)
     # a key the directory lacks was added by a later version: recorded now, not a difference
     changes = [k for k in sorted(set(before) | set(written_by)) if k in before and k != RELEASE
                and before[k] != written_by.get(k)]
-    noted = [k for k in changes if (k in _META_NOTED or k == SETTINGS) and k in written_by]
+    noted = [k for k in changes if (k in _META_NOTED or k in (SETTINGS, MODEL_DIGEST)) and k in written_by]
     if differ := [k for k in changes if k not in noted]:
         _refuse(path, before, written_by, differ)
+    model_change = model_changed(before.get(MODEL_DIGEST), written_by[MODEL_DIGEST]) if MODEL_DIGEST in noted else None
     for setting, then, value, differ_by in _noted_changes(before, written_by, noted):
         _say(f"data directory {path.parent}: its logged answers were computed under {setting} {shown(then)}, this "
              f"start computes under {shown(value)}: answers after the restart (those it owes included) may differ "
@@ -103,6 +106,16 @@ def check_meta(path: Path, written_by: dict[str, Any]) -> None:
              f"wrote SentencePiece lines as continuations and floats without exponents (docs/model.md) may replay "
              f"into other tokens than its live run had: start it over on a fresh --data-dir if so")
     _write(path, before | now | _resolved_kept(before, written_by))
+    return model_change
+
+
+def model_changed(then: Any, now: dict[str, Any]) -> str:
+    """What differs in the model's files between the digest a data directory recorded (ModelDigest.record, or
+    something damaged) and this start's, in words: `health`'s `model_changed` and the start's note say it."""
+    if not isinstance(then, dict) or not isinstance(then.get("files"), dict):
+        return f"model files now {now['digest'][:16]} (the recorded digest is unreadable)"
+    return (f"model files {str(then.get('digest'))[:16]} -> {now['digest'][:16]}: "
+            f"{'; '.join(files_changed(then['files'], now['files']))}")
 
 
 def _refuse(path: Path, before: dict[str, Any], written_by: dict[str, Any], differ: list[str]) -> None:
@@ -121,7 +134,7 @@ def _noted_changes(before: dict[str, Any], written_by: dict[str, Any],
     """(config key, value then, value now, what answers differ by) of each noted change; the dtype's note covers the
     linears' format it brings: one cause, one line."""
     said = [(_META_NOTED[k][0], before[k], written_by[k], _META_NOTED[k][1])
-            for k in noted if k != SETTINGS and not (k == "linear_weights" and "dtype" in noted)]
+            for k in noted if k in _META_NOTED and not (k == "linear_weights" and "dtype" in noted)]
     if SETTINGS in noted:
         said += [(key, then, now, ANSWER_SETTINGS[key])
                  for key, then, now in settings_changed(before[SETTINGS], written_by[SETTINGS])]

@@ -53,7 +53,8 @@ def _mib(n: float) -> str:
 
 # A data directory's own parts that a start makes before meta.json (the lock, then the epoch and logs, should
 # meta.json's write fail): a folder holding only these is one a start began; anything else there is the user's
-MADE_BEFORE_META = frozenset({"lock", "epoch", "ticks", "answers", "written_with.json", "written_with.json.tmp",
+MADE_BEFORE_META = frozenset({"lock", "epoch", "epoch.tmp", "ticks", "answers", "written_with.json",
+                              "written_with.json.tmp",
                               "meta.json.tmp"})
 
 
@@ -156,16 +157,21 @@ def take_lock(path: Path) -> Any:
     return handle
 
 
-def read_epoch(path: Path) -> str:
+def read_epoch(path: Path, renew: bool = False) -> str:
     """The directory's epoch: made at its first start, the same at every later one, so a client that kept seqs can
-    tell this directory's answers from another's (a service without one makes a new epoch at each start)."""
-    try:
-        return read_text(path).strip()
-    except FileNotFoundError:
-        epoch = new_epoch()
-        with open(path, "w", encoding=ENCODING, opener=private) as f:
-            f.write(epoch + "\n")
-        return epoch
+    tell this directory's answers from another's (a service without one makes a new epoch at each start); made
+    anew when ``renew`` (a start with other model files than the logged answers came from)."""
+    if not renew:
+        try:
+            return read_text(path).strip()
+        except FileNotFoundError:
+            pass
+    epoch = new_epoch()
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "w", encoding=ENCODING, opener=private) as f:
+        f.write(epoch + "\n")
+    temporary.replace(path)  # (a start killed mid-write leaves the old epoch whole)
+    return epoch
 
 
 def new_epoch() -> str:

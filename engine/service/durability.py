@@ -150,8 +150,15 @@ class DataDir:
 
     def _open_parts(self, config: LogSection, cache: AnswerCache, written_by: dict[str, Any]) -> None:
         """What the directory holds: its metadata and epoch, then the tick and answer logs (each made if missing)."""
-        check_meta(self.root / "meta.json", written_by)
-        self.epoch = read_epoch(self.root / "epoch")
+        # other model files than the logged answers came from (a recalibration, a fine-tune in place): said, in
+        # `health` too, and a new epoch, so that a client holding seqs knows the answers from here on are another
+        # model's (review349 #2)
+        self.model_changed = check_meta(self.root / "meta.json", written_by)
+        self.epoch = read_epoch(self.root / "epoch", renew=self.model_changed is not None)
+        if self.model_changed is not None:
+            print(f"flashtick: note: data directory {self.root}: its logged answers came from other model files "
+                  f"({self.model_changed}); the answers from here on are this model's, published under a new epoch "
+                  f"{self.epoch} (health's model_changed says it too)", file=sys.stderr, flush=True)
         self.log = TickLog(self.root / "ticks", fsync=config.fsync, group_ms=config.group_ms,
                            segment_bytes=config.segment_bytes, retention_bytes=config.retention_bytes,
                            retention_s=config.retention_s, segment_start=self._segment_start,

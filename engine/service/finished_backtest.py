@@ -18,8 +18,8 @@ from engine.rust_paths import rust_path
 from engine.service.run_record import MANIFEST_SUFFIX, PARQUET_KEY
 
 # record keys that may differ in the same run: the CPU thread count (a resume on more cores is the same run;
-# AnswerParts tells, not refuses it)
-_NOT_COMPARED = frozenset({"threads"})
+# AnswerParts tells, not refuses it), and whether it was resumed (run_record.resumed_record)
+_NOT_COMPARED = frozenset({"threads", "resumed"})
 
 
 class AlreadyComplete(FileExistsError):

@@ -20,6 +20,7 @@ from engine.models.loader import default_weights
 from engine.service.answer_settings import answer_settings
 from engine.service.config import ModelSection, ServiceConfig
 from engine.service.file_samples import update_with_blocks
+from engine.service.model_digest import MODEL_DIGEST, model_digest
 from engine.service.reading_record import INGEST_PRICE_OFFSET, ingest_price_offset
 from engine.settings import WEIGHT_FORMATS
 
@@ -28,8 +29,12 @@ def written_by(config: ServiceConfig, codec: Codec, window: int | None = None) -
     """What a data directory's logs depend on: the model and the codec that turned ticks into tokens (for a
     text codec also the tokenizer itself: two of one vocabulary size give other tokens for the same tick; and
     how this code encodes with it, `text_encoding`: another flashtick may write or tokenize the same line otherwise)."""
+    model_dir = checkpoint_dir(config.model.path)
     meta = {"model": config.model.model_id, "codec": codec_fingerprint(codec),
-            "weights": weights_fingerprint(Path(config.model.path) if config.model.path else BUILTIN_MODEL_DIR),
+            "weights": weights_fingerprint(model_dir),
+            # every byte of every file that moves an answer (model_digest.py): written_with.json, where a change is
+            # said and starts a new epoch; `weights` above is the sampled one every release compares (review349 #2)
+            MODEL_DIGEST: model_digest(model_dir).record(),
             # (a change of either is said, not refused: data_dir_open._META_NOTED)
             "dtype": config.model.dtype, "linear_weights": linear_format(config.model),
             # (each noted when changed, as dtype is; the window as the engine resolved it, where one did: `window`)
@@ -41,6 +46,11 @@ def written_by(config: ServiceConfig, codec: Codec, window: int | None = None) -
     if (offset := ingest_price_offset(config.model.path)) is not None:
         meta[INGEST_PRICE_OFFSET] = shown_offset(offset)
     return meta
+
+
+def checkpoint_dir(path: str | None) -> Path:
+    """The directory a model is loaded from: ``model.path``, or the built-in model's own for none."""
+    return Path(path) if path else BUILTIN_MODEL_DIR
 
 
 def codec_fingerprint(codec: Codec) -> str:
@@ -63,8 +73,9 @@ def linear_format(model: ModelSection) -> str:
 
 
 def weights_fingerprint(model_dir: Path, edge: int = 1 << 20) -> str:
-    """Which weights a checkpoint directory holds: each weights file's name, size and its first and last MiB
-    (retraining changes every tensor, so both ends; reading whole multi-GB files would slow every start)."""
+    """meta.json's `weights`: each weights file's name, size and its first and last MiB. Sampled: it tells a
+    retrained model (every tensor changes), not a fine-tune of one layer or a recalibration; model_digest.py's full
+    digest does, and is the model's identity in records and answers. Kept because every release compares it."""
     digest = hashlib.sha256()
     for path in sorted(p for p in model_dir.iterdir() if p.suffix in (".safetensors", ".bin", ".pt", ".pth")):
         size = path.stat().st_size

@@ -12,13 +12,15 @@ from typing import Any
 from connectors.labels import session_gap_text
 from engine.quoting import quoted
 from engine.service.answer_settings import settings_changed
+from engine.service.model_digest import files_changed
 from engine.service.release import recorded_release, same_release, this_release
 
 KEY_WORDS = {  # what each part of a run's key stands for, in the words of the command line
     "files": "files, or ways of reading them (a column map, --preset, --tz, --date, --ts-unit)",
     "file_sizes_and_times": "file contents (sizes or modification times)",
     "file_contents": "file contents (their bytes, docs/replay.md)",
-    "queries": "queries (--queries)", "config": "config (--model, --config: the model or engine settings)",
+    "queries": "queries (--queries)", "model": "model files (--model)",
+    "config": "config (--model, --config: the model or engine settings)",
     "batch_ms": "--batch-ms", "max_ticks": "--max-ticks", "context_roll_rule": "context roll rule",
     "session_gap_ns": "--session-gap (answers.session_gap_s)"}
 # a file map's keys that are options of their own on the command line (the others come from --columns or --preset)
@@ -81,10 +83,16 @@ def refuse_changed_key(directory: Path, manifest: dict[str, Any], key: dict[str,
     # another release's own settings or rolls differ from any config the user can give now: said as the release's
     other = not same_release(manifest.get("release")) and bool({"config", "context_roll_rule"} & set(changed))
     named = ", ".join(said + [_config_words(before, key, other) if k == "config" else
+                              _model_words(before.get(k), key[k]) if k == "model" else
                               KEY_WORDS.get(k, k) + _key_values(before.get(k), key[k], k)
                               for k in changed if k not in files])
     if other:
         raise ValueError(_other_release(directory, manifest, named))
+    if "model" in changed:  # (review349 #1: one answers file never holds two models' answers)
+        raise ValueError(f"{directory} was written by a backtest with different {named}{upgrade}; its answers so far "
+                         f"came from the model's files as they were then, and the rest would come from these. Resume "
+                         f"with the model files it was made with, or start over: delete {directory} and run the "
+                         f"command again without --resume")
     raise ValueError(f"{directory} was written by a backtest with different {named}{upgrade}; "
                      f"resume with the same files, queries, config and options, or delete it to start over")
 
@@ -107,6 +115,14 @@ def _config_words(before: dict[str, Any], key: dict[str, Any], other_release: bo
     return (f"engine settings{_settings_differ(before, key)} (its config digest covers the settings of that release; "
             f"this one has settings it had not, which the digest takes at their defaults even with the same --config "
             f"or none: {had})")
+
+
+def _model_words(then: Any, now: dict[str, Any]) -> str:
+    """The model's part of a refusal: the files that differ, or that the checkpoint recorded no digest of them."""
+    if not isinstance(then, dict) or not isinstance(then.get("files"), dict):
+        return (f"{KEY_WORDS['model']} (the checkpoint records no digest of them: written by a flashtick that "
+                f"fingerprinted only part of the weights, so it cannot show these are the files its answers came from)")
+    return f"{KEY_WORDS['model']} ({'; '.join(files_changed(then['files'], now['files']))})"
 
 
 def _other_release(directory: Path, manifest: dict[str, Any], named: str) -> str:

@@ -18,9 +18,11 @@ from connectors.archives import is_zip, member_names
 from connectors.codec import Codec
 from connectors.file_plan import source_path
 from connectors.replay import FileReplay
-from engine.service.config import ServiceConfig
+from engine.models import BUILTIN_MODEL_DIR
+from engine.service.config import ModelSection, ServiceConfig
 from engine.service.file_samples import content_digest
-from engine.service.log_provenance import codec_fingerprint, weights_fingerprint, written_by
+from engine.service.log_provenance import codec_fingerprint, written_by
+from engine.service.model_digest import MODEL_DIGEST, model_digest
 from engine.service.output_paths import write_atomically
 from engine.service.reading_record import INGEST_PRICE_OFFSET
 from engine.service.release import this_release
@@ -85,21 +87,31 @@ def evaluation_record(model_dir: Path, codec: Codec, files: InputFiles, reading:
     apply (version, model, input files), how the files were read (`reading`, as training records it) and the
     options that change the scores."""
     return {"flashtick": flashtick_version(), "commit": this_release().commit, "command": "evaluate",
-            "model": {"path": str(model_dir), "model": Path(model_dir).resolve().name,
-                      "codec": codec_fingerprint(codec), "weights": weights_fingerprint(Path(model_dir))},
+            "model": {"path": str(model_dir), "model": evaluated_model_id(Path(model_dir)),
+                      "codec": codec_fingerprint(codec), **model_digest(Path(model_dir)).record()},
             "files": files_record(files.sizes_and_times, files.contents, files.members), "reading": reading,
             "options": options}
+
+
+def evaluated_model_id(model_dir: Path) -> str:
+    """The id `serve` and `backtest` give the model in ``model_dir`` (ModelSection.model_id): the built-in model is
+    `flashtick-tick` in all three commands, not the name of the folder it ships in (review349 #3)."""
+    return ModelSection(path=None if model_dir.resolve() == BUILTIN_MODEL_DIR.resolve() else str(model_dir)).model_id
 
 
 def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries: Path, key: dict[str, Any],
                test_from: float | None, threads: int) -> dict[str, Any]:
     """The record of a backtest of `replay` asking `queries` under `config`, whose resume key is `key`."""
-    model = written_by(config, codec)  # the model id, weights fingerprint, codec: what serve's meta.json holds
+    model = written_by(config, codec)  # the model id, codec, dtype: what serve's meta.json holds
     settings = model.pop("settings")
     model.pop(INGEST_PRICE_OFFSET, None)  # (a serve's: a backtest reads its files with it, as `readings` say)
+    # the model's identity is the full digest of its files (key["model"], which a resume checks), not meta.json's
+    # sampled `weights`, kept there for the releases that compare it (review349 #2)
+    model.pop("weights", None)
+    model.pop(MODEL_DIGEST, None)
     return {
         "flashtick": flashtick_version(), "commit": this_release().commit,  # (null for an installed wheel)
-        "model": {"path": config.model.path, **model},
+        "model": {"path": config.model.path, **model, **key["model"]},
         "config_digest": key["config"], "settings": settings,
         "queries": {"path": str(Path(queries).resolve()), "sha256": key["queries"],
                     "text": Path(queries).read_bytes().decode(ENCODING, errors="replace")},
@@ -114,11 +126,18 @@ def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries:
 def resumed_from(consumed: int, answers: int, parts: int, answers_whole: bool) -> dict[str, Any]:
     """Whether a backtest went on from a checkpoint (``consumed`` ticks, ``answers`` answers in ``parts`` part files
     kept; ``answers_whole``: stopped while it scored, the answers file whole), for its manifest beside the record.
-    Not in the record: a resumed run's answers file holds the bytes of an uninterrupted run's, its record included."""
+    The record itself says it too (resumed_record): a resumed file's numbers are an uninterrupted run's only to
+    float32 rounding, so a file apart from its manifest must still say it was resumed (review349 #7)."""
     if not consumed and not answers_whole:
         return {"resumed": False}
     return {"resumed": True, "resumed_from": {"ticks": consumed, "answers": answers, "parts": parts,
                                               "answers_file_whole": answers_whole}}
+
+
+def resumed_record(record: dict[str, Any], consumed: int) -> dict[str, Any]:
+    """``record`` of a run whose answers were computed in two processes, the second from tick ``consumed`` on:
+    `resumed` names that tick. A run stopped while it scored wrote its answers file whole in one process: none."""
+    return record | {"resumed": {"after_ticks": consumed}} if consumed else record
 
 
 def parquet_metadata(record: dict[str, Any]) -> dict[str, str]:

@@ -43,6 +43,8 @@ from engine.service.control_ops import ControlOps
 from engine.service.control_requests import ERROR_REPLY_CHARS, sendable
 from engine.service.control_socket import ControlSocket, UnsentReplies
 from engine.service.data_dir_open import new_epoch
+from engine.service.log_provenance import checkpoint_dir
+from engine.service.model_digest import model_digest
 from engine.service.early_start import EarlyStart, bind_socket
 from engine.service.document_parse import DocumentParse
 from engine.service.feed_clocks import FeedClocks
@@ -122,6 +124,9 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         # start, whose seqs begin at 1 again: a client holding seqs of another epoch must start over, not drop these
         data = getattr(self.pipeline, "data", None)
         self.epoch = data.epoch if data is not None else new_epoch()
+        # which model answers, every byte of its files (model_digest.py): published with each answer, so a desk can
+        # tie what it acted on to a model, not to a folder's name (review349 #3)
+        self.model_digest = model_digest(checkpoint_dir(self.config.model.path)).digest
         self._init_feed_clocks()
         self._init_holding()
         self._init_heartbeat()
@@ -301,7 +306,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
     def _publish(self, answer: Answer) -> None:
         if self._published_caveats is None:  # (made at the first answer: the model's card is read once)
             self._published_caveats = PublishedCaveats(self.pipeline.scores, self.config.model.path)
-        self._send(answer.topic, {**answer.to_wire(), "epoch": self.epoch,
+        self._send(answer.topic, {**answer.to_wire(), "epoch": self.epoch, "model_digest": self.model_digest,
                                   **self._answer_feed(answer.stream, answer.data_ts),
                                   **self._published_caveats.of(answer.query, answer.stream)})
         self.counters["answers_published"] += 1

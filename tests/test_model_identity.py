@@ -1,0 +1,147 @@
+"""Which model made an answer (review349 #1-#3): a full SHA-256 of every file of a checkpoint that moves an answer,
+checked by a backtest's --resume, recorded in its answers file, compared by a serve restart on its data directory,
+and published with every answer. Real checkpoints, real files, a real `flashtick serve`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import engine_dir, tiny_tick_checkpoint
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from engine.models import BUILTIN_MODEL_DIR
+from engine.service.backtest import BacktestInterrupted, run_backtest
+from engine.service.cli import main
+from engine.service.config import ServiceConfig
+from engine.service.model_digest import model_digest
+
+QUERIES = """
+queries:
+  - {name: dir20, streams: ["*"], question: direction_20, kind: choice, trigger: {ticks: 5}}
+"""
+
+
+def calibration(temperature: float) -> str:
+    """A calibration.json for the tick codec's direction_20 (the built-in model's entry, its temperature set)."""
+    builtin = json.loads((BUILTIN_MODEL_DIR / "calibration.json").read_text())
+    entry = builtin["questions"]["direction_20"] | {"temperature": temperature}
+    return json.dumps({"format": builtin["format"], "source": "test", "questions": {"direction_20": entry}})
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory) -> Path:
+    root = engine_dir(tmp_path_factory.mktemp("identity"), QUERIES, cells=16384)
+    (root / "model" / "calibration.json").write_text(calibration(1.0))
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(600)
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "ticks.parquet")
+    return root
+
+
+def test_the_digest_covers_every_byte_of_every_answer_file_and_no_report(tmp_path: Path) -> None:
+    """The sampled fingerprint read a weights file's first and last MiB only, and no calibration or answer head."""
+    model = shutil.copytree(BUILTIN_MODEL_DIR, tmp_path / "m")
+    first = model_digest(model)
+    weights = (model / "model.safetensors").read_bytes()
+    assert first.files["model.safetensors"] == hashlib.sha256(weights).hexdigest()  # what sha256sum prints
+    assert set(first.files) == {"calibration.json", "codec.json", "config.json", "model.safetensors"}
+
+    (model / "TRAINING.md").write_text("rewritten report")  # a report is no part of the model
+    assert model_digest(model) == first
+    middle = len(weights) // 2  # a byte 4 MiB from either end: a fine-tune of a middle layer
+    (model / "model.safetensors").write_bytes(weights[:middle] + bytes([weights[middle] ^ 1]) + weights[middle + 1:])
+    assert model_digest(model).digest != first.digest
+    (model / "model.safetensors").write_bytes(weights)
+    assert model_digest(model) == first
+    (model / "answer_head.json").write_text("{}")
+    assert "answer_head.json" in model_digest(model).files and model_digest(model).digest != first.digest
+
+
+def test_resume_with_recalibrated_model_files_is_refused_naming_the_file(setup: Path, capsys) -> None:
+    """review349 #1: a resume after calibration.json changed in place spliced two models' answers into one file
+    whose record named one. Refused now, naming the file; with the files put back it resumes, and the answers
+    file's own record says the model's digest and that it was resumed, from which tick."""
+    out = setup / "spliced.parquet"
+    polls = iter(range(10**9))
+    with pytest.raises(BacktestInterrupted):
+        run_backtest(ServiceConfig.load(setup / "engine.yaml"), [setup / "ticks.parquet"], setup / "q.yaml", out,
+                     progress=False, stop=lambda: next(polls) >= 40)
+    consumed = json.loads((setup / "spliced.parquet.parts" / "progress.json").read_text())["consumed"]
+    assert consumed > 0
+    command = ["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
+               "--config", str(setup / "engine.yaml"), "--resume", "--quiet"]
+    (setup / "model" / "calibration.json").write_text(calibration(3.0))
+    capsys.readouterr()
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert "was written by a backtest with different model files (--model) (calibration.json changed);" in err, err
+    assert "Resume with the model files it was made with, or start over" in err
+
+    (setup / "model" / "calibration.json").write_text(calibration(1.0))
+    assert main(command) == 0
+    record = json.loads(pl.read_parquet_metadata(out)["flashtick"])
+    assert record["model"]["digest"] == model_digest(setup / "model").digest
+    assert record["model"]["files"]["calibration.json"] == hashlib.sha256(
+        (setup / "model" / "calibration.json").read_bytes()).hexdigest()
+    assert record["resumed"] == {"after_ticks": consumed}
+    assert json.loads(out.with_suffix(".manifest.json").read_text())["run"] == record
+    # a --resume of the finished run is the same run: nothing to do, whatever the record says of the resume
+    assert main(command) == 0 and "already complete" in capsys.readouterr().err
+
+
+def test_a_finished_run_and_a_fresh_one_of_other_model_files_record_other_digests(setup: Path) -> None:
+    """review349 #2: four runs of four different models recorded one `weights`. The record's digest is the model's."""
+    config = ServiceConfig.load(setup / "engine.yaml")
+    run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "a.parquet", progress=False,
+                 max_ticks=200)
+    (setup / "model" / "calibration.json").write_text(calibration(2.0))
+    try:
+        run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "b.parquet", progress=False,
+                     max_ticks=200)
+    finally:
+        (setup / "model" / "calibration.json").write_text(calibration(1.0))
+    a, b = (json.loads(pl.read_parquet_metadata(setup / f"{n}.parquet")["flashtick"]) for n in "ab")
+    assert a["model"]["digest"] != b["model"]["digest"] and "weights" not in a["model"]
+    assert {k for k in a["model"]["files"] if a["model"]["files"][k] != b["model"]["files"][k]} == {"calibration.json"}
+    assert "resumed" not in a
+
+
+def test_a_serve_restart_on_recalibrated_model_files_says_so_and_starts_a_new_epoch(tmp_path: Path) -> None:
+    """review349 #2: a serve restarted on its data directory after the checkpoint was recalibrated in place continued
+    the same answer log and epoch without a word. The start now says which file changed and starts a new epoch."""
+    from test_serve_start import serve_until_serving
+
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    (checkpoint / "calibration.json").write_text(calibration(1.0))
+    config = tmp_path / "engine.yaml"
+    config.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\nlog: {{dir: data}}\n"
+                      f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
+                      f"control: 'tcp://127.0.0.1:0'}}\n")
+
+    def notes() -> list[str]:
+        return [line for line in serve_until_serving(["--config", str(config)], cwd=tmp_path) if "note:" in line]
+
+    assert notes() == []
+    epoch = (tmp_path / "data" / "epoch").read_text()
+    assert notes() == [] and (tmp_path / "data" / "epoch").read_text() == epoch
+    (checkpoint / "calibration.json").write_text(calibration(3.0))
+    said = notes()
+    new_epoch = (tmp_path / "data" / "epoch").read_text().strip()
+    assert new_epoch != epoch.strip()
+    assert len(said) == 1 and "its logged answers came from other model files (model files " in said[0], said
+    assert f"calibration.json changed); the answers from here on are this model's, published under a new epoch " \
+           f"{new_epoch}" in said[0], said
+    assert notes() == [] and (tmp_path / "data" / "epoch").read_text().strip() == new_epoch
+
+
+def test_the_builtin_model_has_one_name_in_evaluate_serve_and_backtest() -> None:
+    """review349 #3: `evaluate --json` called the built-in model `builtin` (its folder's name), serve and backtest
+    `flashtick-tick`."""
+    from engine.service.run_record import evaluated_model_id
+
+    assert evaluated_model_id(BUILTIN_MODEL_DIR) == ServiceConfig().model.model_id == "flashtick-tick"
+    assert evaluated_model_id(Path("/some/where/m1")) == "m1"
