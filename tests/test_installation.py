@@ -178,7 +178,7 @@ def test_version_prints_flashtick_torch_and_python_in_one_line() -> None:
     from engine.service.release import this_release
 
     release = this_release()  # (review321 #5: pyproject.toml's version, and the commit in a checkout)
-    commit = f"git {release.commit[:8]}, " if release.commit else ""
+    commit = f"git {release.short_commit}, " if release.commit else ""
     want = (f"flashtick {release.version} ({commit}torch {importlib.metadata.version('torch')}, "
             f"Python {platform.python_version()})\n")
     for flag in ("--version", "-V"):

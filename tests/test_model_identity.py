@@ -145,3 +145,42 @@ def test_the_builtin_model_has_one_name_in_evaluate_serve_and_backtest() -> None
 
     assert evaluated_model_id(BUILTIN_MODEL_DIR) == ServiceConfig().model.model_id == "flashtick-tick"
     assert evaluated_model_id(Path("/some/where/m1")) == "m1"
+
+
+def test_a_checkout_with_uncommitted_changes_is_recorded_dirty(tmp_path: Path) -> None:
+    """review349 #4: a run from a checkout with one edited constant recorded the same commit as the clean one."""
+    import subprocess
+
+    from engine.service.release import Release, _checkout_dirty, recorded_release
+
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "adapt.py").write_text("HALF_LIFE = 500\n")
+    subprocess.run([*git, "add", "adapt.py"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    assert _checkout_dirty(tmp_path) is False
+    (tmp_path / "adapt.py").write_text("HALF_LIFE = 50\n")
+    assert _checkout_dirty(tmp_path) is True
+    assert _checkout_dirty(tmp_path / "nowhere") is None
+    dirty = Release("0.2.0", "ab" * 20, True)
+    assert str(dirty) == "0.2.0 (git abababab-dirty)" and dirty.record()["dirty"] is True
+    assert recorded_release(dirty.record()) == "0.2.0 (git abababab-dirty)"
+
+
+def test_the_record_keeps_the_command_line_the_environment_and_whole_file_digests(setup: Path) -> None:
+    """review349 #8: no argv, no torch/Python/platform, and 64-bit truncated input digests of sampled blocks."""
+    import platform
+
+    import torch
+
+    from engine.service.release import this_release
+
+    command = ["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out",
+               str(setup / "argv.parquet"), "--config", str(setup / "engine.yaml"), "--quiet", "--max-ticks", "200"]
+    assert main(command) == 0
+    record = json.loads(pl.read_parquet_metadata(setup / "argv.parquet")["flashtick"])
+    assert record["argv"] == ["flashtick", *command]
+    assert record["environment"]["torch"] == torch.__version__
+    assert record["environment"]["python"] == platform.python_version()
+    assert record["files"][0]["digest"] == hashlib.sha256((setup / "ticks.parquet").read_bytes()).hexdigest()
+    assert record["commit"] == this_release().commit and record.get("dirty") == this_release().dirty

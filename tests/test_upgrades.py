@@ -92,7 +92,7 @@ def test_meta_json_keeps_the_keys_earlier_releases_compare(tmp_path, capsys) -> 
     meta, beside = (json.loads((data / name).read_text()) for name in ("meta.json", WRITTEN_WITH))
     assert set(meta) == {"model", "codec", "weights"}
     assert {"dtype", "linear_weights", "settings"} <= set(beside)
-    assert beside["release"] == {"version": this_release().version, "commit": this_release().commit}
+    assert beside["release"] == this_release().record()
     assert read_record(data / "meta.json") == meta | beside
 
     (data / "meta.json").write_text(json.dumps(meta | {"dtype": beside["dtype"], "linear_weights": "torch",
@@ -141,7 +141,7 @@ def test_the_release_names_its_version_and_commit() -> None:
         assert this_release().commit == head.stdout.strip()
     line = subprocess.run([sys.executable, "-m", "engine.service.cli", "--version"], capture_output=True, text=True,
                           cwd=REPO, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}).stdout
-    commit = f"git {this_release().commit[:8]}, " if this_release().commit else ""
+    commit = f"git {this_release().short_commit}, " if this_release().commit else ""
     assert line.startswith(f"flashtick {version} ({commit}torch ")
     assert recorded_release({"version": "0.2.0", "commit": "ab" * 20}) == "0.2.0 (git abababab)"
     assert recorded_release(None) == recorded_release("junk") == BEFORE_RECORDS

@@ -87,7 +87,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                  streams: list[str] | None = None, time_range: TimeRange | None = None,
                  scoring: Callable[[], None] = lambda: None,
                  replaying: Callable[[], None] = lambda: None,
-                 test_starts: Mapping[str, tuple[int, int]] | None = None) -> BacktestReport:
+                 test_starts: Mapping[str, tuple[int, int]] | None = None,
+                 command_line: list[str] | None = None) -> BacktestReport:
     """Replay `files` through the engine with `queries` standing; answers to `out` (Parquet), scores beside it.
 
     `chunked`: one forward advances many event-time batches, each answered at its own cut: the same answers
@@ -110,6 +111,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     then on is one at a batch boundary (before it, the CLI ends the run at once: nothing is on disk to keep).
     `streams` (names or globs) reads those streams of the files alone; a resume must select the same.
     `time_range` (connectors/time_range.py) reads the ticks stamped inside it alone; a resume must read the same.
+    `command_line` (the CLI's argv) is recorded as the run's `argv`; None from Python.
     """
     if test_from == TEST_PART:  # as the CLI's --test-from test: the number it stands for, and the streams' cuts
         test_from, own_starts = own_test_part(config.model.path)
@@ -126,7 +128,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         note(line)
     key = run_key(config, replay, queries, batch_ms, max_ticks)
     threads = torch.get_num_threads()  # as the pipeline set it (model.threads, --threads)
-    record = run_record(config, pipeline.codec, replay, Path(queries), key, test_from, threads)
+    record = run_record(config, pipeline.codec, replay, Path(queries), key, test_from, threads, command_line)
     replaying()
     if resume:  # a finished run: done already when it is this one (AlreadyComplete), else refused
         refuse_or_skip_finished(out, record)

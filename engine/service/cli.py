@@ -80,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stderr = TimestampedLines(plain)  # type: ignore[assignment]
             try:
                 args = parse_command_line(parser, argv)
+                # the command line as given, for the records a run writes (run_record.py: "re-run this")
+                args.command_line = ["flashtick", *(sys.argv[1:] if argv is None else argv)]
             except UsageError as e:  # said on stderr; with --json on stdout too
                 if asks_for_json(parser, sys.argv[1:] if argv is None else argv):
                     say_failure_as_json(e.prog, e.message, USAGE)

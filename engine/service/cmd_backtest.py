@@ -188,7 +188,8 @@ def _run(args: argparse.Namespace, config: Any, queries: Path, time_range: Any, 
                         note=lambda line: print(f"flashtick backtest: {labelled(line)}", file=sys.stderr),
                         streams=streams_to_read(args, config), time_range=time_range,
                         scoring=signals.scoring_begins, replaying=signals.replay_begins,
-                        test_starts=test_part_starts(evaluation, args.test_from))
+                        test_starts=test_part_starts(evaluation, args.test_from),
+                        command_line=getattr(args, "command_line", None))
 
 
 def _after_run(args: argparse.Namespace, config: Any, report: Any, signals: _StopSignals, same_reading: bool) -> int:

@@ -18,8 +18,9 @@ from engine.rust_paths import rust_path
 from engine.service.run_record import MANIFEST_SUFFIX, PARQUET_KEY
 
 # record keys that may differ in the same run: the CPU thread count (a resume on more cores is the same run;
-# AnswerParts tells, not refuses it), and whether it was resumed (run_record.resumed_record)
-_NOT_COMPARED = frozenset({"threads", "resumed"})
+# AnswerParts tells, not refuses it), whether it was resumed (run_record.resumed_record), and the command line
+# (this one has --resume, and may spell the same options otherwise)
+_NOT_COMPARED = frozenset({"threads", "resumed", "argv"})
 
 
 class AlreadyComplete(FileExistsError):

@@ -4,7 +4,8 @@ releases all said 0.1.0, and an upgrade could not tell whose files it opened).
 
 The version is pyproject.toml's when running from a source checkout (an editable install's metadata keeps the
 version it was installed at, which a `git pull` does not move), else the installed distribution's. The commit is
-read from the checkout's .git files (no `git` process: a start pays nothing for it); an installed wheel has none.
+read from the checkout's .git files; whether the checkout is modified from it, from `git status --porcelain` (one
+git process, once per process, only in a checkout); an installed wheel has neither.
 Standard library only, as installation.py: `--version` must work when our other modules do not import.
 """
 
@@ -23,23 +24,34 @@ BEFORE_RECORDS = "a flashtick before 0.2.0 (releases before it recorded none)"
 
 
 class Release(NamedTuple):
-    """``version``: the package version (pyproject.toml); ``commit``: the checkout's full commit id, or None."""
+    """``version``: the package version (pyproject.toml); ``commit``: the checkout's full commit id, or None;
+    ``dirty``: whether the checkout's tracked files differ from that commit (`git status --porcelain`), None where
+    that is unknown (no checkout, no git): the same commit with an edited constant computes other answers
+    (review349 #4)."""
     version: str
     commit: str | None
+    dirty: bool | None = None
 
     def __str__(self) -> str:
-        """`0.2.0 (git 6d353ba1)`, or `0.2.0` for an installed wheel."""
-        return self.version + (f" (git {self.commit[:8]})" if self.commit else "")
+        """`0.2.0 (git 6d353ba1)`, `0.2.0 (git 6d353ba1-dirty)` for a modified checkout, `0.2.0` for a wheel."""
+        return self.version + (f" (git {self.short_commit})" if self.commit else "")
+
+    @property
+    def short_commit(self) -> str:
+        """The commit's first 8 digits, `-dirty` after them for a modified checkout (as `git describe --dirty`)."""
+        return (self.commit or "")[:8] + ("-dirty" if self.dirty else "")
 
     def record(self) -> dict[str, Any]:
-        """As a data directory's and a checkpoint's JSON hold it."""
-        return {"version": self.version, "commit": self.commit}
+        """As a data directory's and a checkpoint's JSON hold it (`dirty` only with a commit)."""
+        return {"version": self.version, "commit": self.commit} | ({"dirty": self.dirty} if self.commit else {})
 
 
 @functools.cache
 def this_release() -> Release:
     """The running flashtick's release (read once per process)."""
-    return Release(_checkout_version() or _installed_version(), _checkout_commit(PACKAGES_HOME))
+    commit = _checkout_commit(PACKAGES_HOME)
+    return Release(_checkout_version() or _installed_version(), commit,
+                   _checkout_dirty(PACKAGES_HOME) if commit else None)
 
 
 def recorded_release(record: Any) -> str:
@@ -47,8 +59,8 @@ def recorded_release(record: Any) -> str:
     with none (or a damaged one), BEFORE_RECORDS."""
     if not isinstance(record, dict) or not isinstance(record.get("version"), str):
         return BEFORE_RECORDS
-    commit = record.get("commit")
-    return str(Release(record["version"], commit if isinstance(commit, str) else None))
+    commit, dirty = record.get("commit"), record.get("dirty")
+    return str(Release(record["version"], commit if isinstance(commit, str) else None, dirty is True))
 
 
 def same_release(record: Any) -> bool:
@@ -64,9 +76,9 @@ def package_version() -> str:
 
 
 def release_fields() -> dict[str, Any]:
-    """`health`'s `version` (str) and `commit` (str, the checkout's full commit id; null for an installed wheel)."""
-    release = this_release()
-    return {"version": release.version, "commit": release.commit}
+    """`health`'s `version` (str), `commit` (str, the checkout's full commit id; null for an installed wheel) and,
+    with a commit, `dirty` (bool: the checkout's files differ from it)."""
+    return this_release().record()
 
 
 def version_line() -> str:
@@ -79,7 +91,7 @@ def version_line() -> str:
     except importlib.metadata.PackageNotFoundError:
         torch = "not installed"
     release = this_release()
-    commit = f"git {release.commit[:8]}, " if release.commit else ""
+    commit = f"git {release.short_commit}, " if release.commit else ""
     return f"flashtick {release.version} ({commit}torch {torch}, Python {platform.python_version()})"
 
 
@@ -126,6 +138,19 @@ def _checkout_commit(home: Path) -> str | None:
     except (OSError, IndexError, UnicodeDecodeError):
         return None
     return None
+
+
+def _checkout_dirty(home: Path) -> bool | None:
+    """Whether the checkout at ``home`` has uncommitted changes to tracked files or files git does not ignore
+    (`git status --porcelain`); None where git cannot say (not installed, not a checkout it reads)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-C", str(home), "status", "--porcelain"], capture_output=True, text=True,
+                              timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return bool(done.stdout.strip()) if done.returncode == 0 else None
 
 
 def _is_commit(text: str) -> bool:

@@ -71,6 +71,8 @@ def refuse_changed_key(directory: Path, manifest: dict[str, Any], key: dict[str,
     with another key than ``key`` (``readings``: how this run reads each file, FileReplay.readings). A checkpoint of
     another release is told so, with the way forward that works: start over, or finish it with that release."""
     before = manifest.get("key", {})
+    if _sampled_digests(before.get("file_contents")):  # (not comparable with whole-file SHA-256s: as if unrecorded)
+        before = {k: v for k, v in before.items() if k != "file_contents"}
     changed = [k for k in key if before.get(k) != as_json(key[k]) and (k in before or k not in LATER_KEYS)]
     if not changed:
         return
@@ -115,6 +117,13 @@ def _config_words(before: dict[str, Any], key: dict[str, Any], other_release: bo
     return (f"engine settings{_settings_differ(before, key)} (its config digest covers the settings of that release; "
             f"this one has settings it had not, which the digest takes at their defaults even with the same --config "
             f"or none: {had})")
+
+
+def _sampled_digests(contents: Any) -> bool:
+    """Whether a checkpoint's `file_contents` holds the 16-digit digests a flashtick before review349 took (of a
+    file's first 64 MiB and blocks past it), which a whole file's SHA-256 cannot be compared with."""
+    return isinstance(contents, list) and any(isinstance(row, list) and len(row) == 2 and isinstance(row[1], str)
+                                              and len(row[1]) == 16 for row in contents)
 
 
 def _model_words(then: Any, now: dict[str, Any]) -> str:
@@ -194,7 +203,7 @@ def _files_differ(manifest: dict[str, Any], key: dict[str, Any], readings: list)
         said.append(f"file contents (size or modification time changed: {_shown(list(dict.fromkeys(edited)))})")
     digests = dict(manifest.get("key", {}).get("file_contents") or [])
     if rewritten := [p for p, digest in as_json(key.get("file_contents") or [])
-                     if p in digests and digests[p] != digest and p not in edited]:
+                     if p in digests and len(digests[p]) == len(digest) and digests[p] != digest and p not in edited]:
         said.append(f"file contents (the same size and modification time, other bytes: "
                     f"{_shown(list(dict.fromkeys(rewritten)))}: corrected in place, or copied over keeping its time?)")
     if "readings" not in manifest:

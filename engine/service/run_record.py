@@ -20,9 +20,8 @@ from connectors.file_plan import source_path
 from connectors.replay import FileReplay
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.config import ModelSection, ServiceConfig
-from engine.service.file_samples import content_digest
 from engine.service.log_provenance import codec_fingerprint, written_by
-from engine.service.model_digest import MODEL_DIGEST, model_digest
+from engine.service.model_digest import MODEL_DIGEST, file_sha256, model_digest
 from engine.service.output_paths import write_atomically
 from engine.service.reading_record import INGEST_PRICE_OFFSET
 from engine.service.release import this_release
@@ -47,11 +46,12 @@ class InputFiles(NamedTuple):
 
 def input_files(replay: FileReplay) -> InputFiles:
     """The files `replay` reads (a zip archive, not the copy unpacked from it), as a backtest's resume key checks
-    them (a file corrected in place keeps its size, and a copy, cp -p or rsync -t, its time: its bytes are checked)
-    and a run's record names them."""
+    them (a file corrected in place keeps its size, and a copy, cp -p or rsync -t, its time: its bytes are checked,
+    every one, by the SHA-256 `sha256sum` prints, so a record can be checked against a vendor file inventory) and a
+    run's record names them."""
     sources = [source_path(p) for p in replay.plans]
     stats = [(str(path.resolve()), st.st_size, st.st_mtime_ns) for path in sources for st in [path.stat()]]
-    return InputFiles(stats, [(str(path.resolve()), content_digest(path)) for path in sources],
+    return InputFiles(stats, [(str(path.resolve()), file_sha256(path)) for path in sources],
                       archive_members(replay))
 
 
@@ -82,11 +82,11 @@ def files_record(sizes_and_times: list[tuple[str, int, int]], contents: list[tup
 
 
 def evaluation_record(model_dir: Path, codec: Codec, files: InputFiles, reading: dict[str, Any],
-                      options: dict[str, Any]) -> dict[str, Any]:
+                      options: dict[str, Any], command_line: list[str] | None = None) -> dict[str, Any]:
     """The record of a `flashtick evaluate` of the checkpoint in `model_dir`: the backtest's record's parts that
     apply (version, model, input files), how the files were read (`reading`, as training records it) and the
     options that change the scores."""
-    return {"flashtick": flashtick_version(), "commit": this_release().commit, "command": "evaluate",
+    return {**release_fields(), "command": "evaluate", "argv": command_line, "environment": environment(),
             "model": {"path": str(model_dir), "model": evaluated_model_id(Path(model_dir)),
                       "codec": codec_fingerprint(codec), **model_digest(Path(model_dir)).record()},
             "files": files_record(files.sizes_and_times, files.contents, files.members), "reading": reading,
@@ -99,9 +99,30 @@ def evaluated_model_id(model_dir: Path) -> str:
     return ModelSection(path=None if model_dir.resolve() == BUILTIN_MODEL_DIR.resolve() else str(model_dir)).model_id
 
 
+def environment() -> dict[str, str]:
+    """What a run's numbers depend on besides flashtick's code and inputs (review349 #8): Python, torch, numpy and
+    the platform (another torch or CPU computes the last float bits otherwise: docs/replay.md)."""
+    import platform
+
+    import numpy
+    import torch
+
+    return {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,
+            "platform": platform.platform(), "machine": platform.machine()}
+
+
+def release_fields() -> dict[str, Any]:
+    """A record's `flashtick` version, `commit` (null for an installed wheel) and, with a commit, `dirty`: whether the
+    checkout was modified from it (release.py), so that "reproduce with this commit" is known to hold."""
+    release = this_release()
+    return {"flashtick": release.version, "commit": release.commit} | (
+        {"dirty": release.dirty} if release.commit else {})
+
+
 def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries: Path, key: dict[str, Any],
-               test_from: float | None, threads: int) -> dict[str, Any]:
-    """The record of a backtest of `replay` asking `queries` under `config`, whose resume key is `key`."""
+               test_from: float | None, threads: int, command_line: list[str] | None = None) -> dict[str, Any]:
+    """The record of a backtest of `replay` asking `queries` under `config`, whose resume key is `key`;
+    ``command_line``: the CLI's argv, recorded as `argv` (null from Python)."""
     model = written_by(config, codec)  # the model id, codec, dtype: what serve's meta.json holds
     settings = model.pop("settings")
     model.pop(INGEST_PRICE_OFFSET, None)  # (a serve's: a backtest reads its files with it, as `readings` say)
@@ -110,7 +131,7 @@ def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries:
     model.pop("weights", None)
     model.pop(MODEL_DIGEST, None)
     return {
-        "flashtick": flashtick_version(), "commit": this_release().commit,  # (null for an installed wheel)
+        **release_fields(), "argv": command_line, "environment": environment(),
         "model": {"path": config.model.path, **model, **key["model"]},
         "config_digest": key["config"], "settings": settings,
         "queries": {"path": str(Path(queries).resolve()), "sha256": key["queries"],
