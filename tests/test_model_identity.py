@@ -184,3 +184,32 @@ def test_the_record_keeps_the_command_line_the_environment_and_whole_file_digest
     assert record["environment"]["python"] == platform.python_version()
     assert record["files"][0]["digest"] == hashlib.sha256((setup / "ticks.parquet").read_bytes()).hexdigest()
     assert record["commit"] == this_release().commit and record.get("dirty") == this_release().dirty
+
+
+def test_the_builtin_model_scored_on_a_set_it_trained_on_says_so(tmp_path: Path, capsys) -> None:
+    """review349 #5: a backtest of the built-in model on the shared BTCUSDT trades, the data it trained on, said
+    nothing of it, where a trained checkpoint's backtest of its own files says its scores are not out of sample.
+    Real files in a folder named as the shared set's; a file elsewhere gets no note, nor --test-from 0.8."""
+    from engine.service.builtin_in_sample import SEEN_END
+    from engine.service.datasets import HELDOUT_FRACTION
+
+    assert SEEN_END == 1 - HELDOUT_FRACTION
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(300)
+    shared = tmp_path / "binance-btcusdt-spot"
+    shared.mkdir()
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(shared / "trades.parquet")
+    shutil.copy(shared / "trades.parquet", tmp_path / "other.parquet")
+    (tmp_path / "q.yaml").write_text(QUERIES)
+
+    def note(path: Path, *extra: str) -> list[str]:
+        capsys.readouterr()
+        assert main(["backtest", str(path), "--queries", str(tmp_path / "q.yaml"), "--out",
+                     str(tmp_path / f"{path.stem}{len(extra)}.parquet"), "--quiet", *extra]) == 0
+        return [line for line in capsys.readouterr().err.splitlines() if "built-in model was trained" in line]
+
+    said = note(shared / "trades.parquet")
+    assert len(said) == 1 and (f"the built-in model was trained and calibrated on the first 80% of the ticks of the "
+                               f"shared BTCUSDT set ({shared / 'trades.parquet'} among them), and every answer was "
+                               f"scored: the scores below are not out of sample (give --test-from") in said[0], said
+    assert note(tmp_path / "other.parquet") == []
+    assert note(shared / "trades.parquet", "--test-from", "0.8") == []

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from engine.service.builtin_in_sample import builtin_in_sample_note
 from engine.service.checkpoint_notes import current_reading, read_as_trained, trained_on_overlap
 from engine.service.cli_common import check_outputs, printable_json
 from engine.service.cli_reading import column_map_of
@@ -78,6 +79,11 @@ def _say_evaluation(args: argparse.Namespace, result: dict[str, Any], model_dir:
               for sd in prepared if len(sd.parts.test)}
     if (overlap := trained_on_overlap(model_dir, args.files, split, tested)) is not None:
         print(f"note: {overlap}", file=sys.stderr)
+    from engine.models import BUILTIN_MODEL_DIR
+
+    if model_dir.resolve() == BUILTIN_MODEL_DIR.resolve() and (said := builtin_in_sample_note(
+            args.files, 1 - split.test, "a --split")) is not None:  # (review349 #5)
+        print(f"note: {said}", file=sys.stderr)
 
 
 # evaluate's options that change its scores, past the reading (current_reading) and the device and threads
