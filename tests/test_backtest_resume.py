@@ -438,7 +438,7 @@ def test_the_outputs_carry_the_runs_provenance_through_a_resume_and_say_an_adapt
     run_backtest(off, [setup / "ticks.parquet"], setup / "q.yaml", setup / "off.parquet", progress=False,
                  max_ticks=600)
     unadapted = record(setup / "off.parquet")
-    assert {k for k in fresh if fresh[k] != unadapted[k]} == {"settings", "config_digest"}
+    assert {k for k in fresh if fresh[k] != unadapted[k]} == {"settings", "config", "config_digest"}
     assert {k: v for k, v in unadapted["settings"].items() if fresh["settings"][k] != v} == {"answers.adapt": "off"}
 
 

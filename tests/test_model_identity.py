@@ -210,6 +210,25 @@ def test_the_builtin_model_scored_on_a_set_it_trained_on_says_so(tmp_path: Path,
     said = note(shared / "trades.parquet")
     assert len(said) == 1 and (f"the built-in model was trained and calibrated on the first 80% of the ticks of the "
                                f"shared BTCUSDT set ({shared / 'trades.parquet'} among them), and every answer was "
-                               f"scored: the scores below are not out of sample (give --test-from") in said[0], said
+                               f"scored: the scores below are not out of sample (give --test-from 0.8 or later; "
+                               f"a file of part of a set") in said[0], said
     assert note(tmp_path / "other.parquet") == []
     assert note(shared / "trades.parquet", "--test-from", "0.8") == []
+
+
+def test_the_config_is_recorded_as_its_effective_values_and_endpoints_leave_its_digest(setup: Path) -> None:
+    """review349 #6: the same backtest under a config that set only the endpoints recorded another config digest (of
+    a Python repr nobody outside could recompute) and not the config itself."""
+    endpoints = setup / "with_endpoints.yaml"
+    endpoints.write_text((setup / "engine.yaml").read_text() + "endpoints: {ingest: 'tcp://127.0.0.1:50300', "
+                         "answers: 'tcp://127.0.0.1:50301', control: 'tcp://127.0.0.1:50302'}\n")
+    records = []
+    for config, name in ((setup / "engine.yaml", "plain"), (endpoints, "endpoints")):
+        run_backtest(ServiceConfig.load(config), [setup / "ticks.parquet"], setup / "q.yaml",
+                     setup / f"{name}.parquet", progress=False, max_ticks=100)
+        records.append(json.loads(pl.read_parquet_metadata(setup / f"{name}.parquet")["flashtick"]))
+    plain, with_endpoints = records
+    assert plain["config_digest"] == with_endpoints["config_digest"] and plain["config"] == with_endpoints["config"]
+    assert plain["config_digest"] == hashlib.sha256(json.dumps(plain["config"], sort_keys=True,
+                                                               separators=(",", ":")).encode()).hexdigest()
+    assert plain["config"]["answers.adapt"] == "online" and not any(k.startswith("endpoints.") for k in plain["config"])

@@ -148,15 +148,16 @@ def run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batc
     keyed = dataclasses.replace(config, replay=ReplaySection(), model=dataclasses.replace(config.model, threads=None),
                                 scheduler=dataclasses.replace(config.scheduler, roll_inside_forward=True),
                                 answers=dataclasses.replace(config.answers, session_gap_s=None))
+    values = effective_values(keyed)
     return {"files": replay.snapshot()["fingerprint"], "file_sizes_and_times": read.sizes_and_times,
             "file_contents": read.contents,
             "queries": hashlib.sha256(Path(queries).read_bytes()).hexdigest(),
             # every byte of every model file that moves an answer, by file: the config holds only the model's path,
             # so a recalibration or fine-tune in place left the key as it was (review349 #1)
             "model": model_digest(checkpoint_dir(config.model.path)).record(),
-            "config": hashlib.sha256(repr(keyed).encode()).hexdigest(),
+            "config": values_digest(values),
             # what the digest covers, key by key: a refusal for `config` names the keys that differ (review321 #4)
-            "config_values": config_values(keyed),
+            "config_values": values,
             # it ends the adaptation's labels (answers.adapt) as well as the scores': the published answers move
             "session_gap_ns": config.answers.session_gap_ns,
             # the settings that change answers (in `config` too): a refusal for `config` names those that differ
@@ -164,6 +165,25 @@ def run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batc
             "batch_ms": batch_ms,
             "max_ticks": max_ticks,
             "context_roll_rule": ROLL_RULE}  # an upgrade that moves rolls moves every answer after one
+
+
+# config sections a backtest never uses (it opens no socket, writes no data directory, runs one engine): their keys
+# are no part of the effective config a run records and digests, so that a serve's config with its endpoints backtests
+# under the digest of one without (review349 #6)
+SERVE_ONLY_SECTIONS = ("endpoints", "curve", "log", "shards")
+
+
+def effective_values(config: ServiceConfig) -> dict[str, Any]:
+    """The config's keys that can move a backtest's answers (config_values, less SERVE_ONLY_SECTIONS and the
+    top-level `queries` path, whose text a run records itself)."""
+    return {key: value for key, value in config_values(config).items()
+            if key.split(".", 1)[0] not in SERVE_ONLY_SECTIONS and key != "queries"}
+
+
+def values_digest(values: dict[str, Any]) -> str:
+    """The config digest a record holds: SHA-256 of ``values`` as compact JSON with sorted keys, which anyone can
+    recompute from the record's `config` (`json.dumps(config, sort_keys=True, separators=(",", ":"))`)."""
+    return hashlib.sha256(json.dumps(values, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def config_values(config: Any) -> dict[str, Any]:

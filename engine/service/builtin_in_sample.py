@@ -17,10 +17,10 @@ TRAINED_SETS = {"binance-btcusdt-spot": "BTCUSDT", "dukascopy-eurusd": "EURUSD"}
 SEEN_END = 0.8
 
 
-def builtin_in_sample_note(files: list[Path | str], scored_from: float | None, option: str) -> str | None:
+def builtin_in_sample_note(files: list[Path | str], scored_from: float | None, fix: str) -> str | None:
     """Why the built-in model's scores of ``files`` are not out of sample, if they are not: a file of a set it trained
     on, scored from ``scored_from`` (the fraction of each stream's ticks the scored part starts at; None: all)
-    before SEEN_END. ``option``: the option that moves the scored part (`--test-from`, `--split`)."""
+    before SEEN_END. ``fix``: what scores later ticks (`give --test-from 0.8 or later`)."""
     seen = sorted({str(path) for given in files for path in files_read(given)
                    if path.resolve().parent.name in TRAINED_SETS})
     if not seen or (scored_from is not None and scored_from >= SEEN_END - 1e-9):
@@ -29,5 +29,5 @@ def builtin_in_sample_note(files: list[Path | str], scored_from: float | None, o
     scored = "every answer was scored" if scored_from is None else f"the scored part starts at {scored_from:.0%}"
     return (f"the built-in model was trained and calibrated on the first {SEEN_END:.0%} of the ticks of the shared "
             f"{' and '.join(sets)} set{'s' * (len(sets) > 1)} ({', '.join(seen)} among them), and {scored}: the "
-            f"scores below are not out of sample (give {option} that scores after {SEEN_END:.0%} of the ticks; "
-            f"a file of part of a set, trades without quotes, counts its ticks otherwise: leave a margin)")
+            f"scores below are not out of sample ({fix}; a file of part of a set, trades without quotes, counts its "
+            f"ticks otherwise than the set it trained on: leave a margin)")

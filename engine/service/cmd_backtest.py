@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from engine.service.builtin_in_sample import builtin_in_sample_note
+from engine.service.builtin_in_sample import SEEN_END, builtin_in_sample_note
 from engine.service.checkpoint_notes import (TEST_PART, checkpoint_evaluation, current_reading, in_sample_note,
                                              own_test_from, reads_training_files, session_gap_mismatch,
                                              take_recorded, test_part_starts)
@@ -204,8 +204,8 @@ def _after_run(args: argparse.Namespace, config: Any, report: Any, signals: _Sto
             checkpoint_evaluation(Path(config.model.path)), args.files, report, args.test_from, args.max_ticks,
             same_reading=same_reading)) is not None:
         print(f"flashtick backtest: note: {said}", file=sys.stderr, flush=True)  # before the scores it is about
-    if config.model.path is None and (said := builtin_in_sample_note(args.files, _scored_from(args.test_from),
-                                                                     "--test-from")) is not None:
+    if config.model.path is None and (said := builtin_in_sample_note(
+            args.files, _scored_from(args.test_from), f"give --test-from {SEEN_END:g} or later")) is not None:
         print(f"flashtick backtest: note: {said}", file=sys.stderr, flush=True)
     print(report.summary(by_stream=args.by_stream), flush=True)
     from engine.service.rejected_share import rejected_share_status

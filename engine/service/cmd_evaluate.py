@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from engine.service.builtin_in_sample import builtin_in_sample_note
+from engine.service.builtin_in_sample import SEEN_END, builtin_in_sample_note
 from engine.service.checkpoint_notes import current_reading, read_as_trained, trained_on_overlap
 from engine.service.cli_common import check_outputs, printable_json
 from engine.service.cli_reading import column_map_of
@@ -82,7 +82,8 @@ def _say_evaluation(args: argparse.Namespace, result: dict[str, Any], model_dir:
     from engine.models import BUILTIN_MODEL_DIR
 
     if model_dir.resolve() == BUILTIN_MODEL_DIR.resolve() and (said := builtin_in_sample_note(
-            args.files, 1 - split.test, "a --split")) is not None:  # (review349 #5)
+            args.files, 1 - split.test, f"give a --split whose test part starts at {SEEN_END:.0%} or later, e.g. "
+                                        f"70/10/20")) is not None:  # (review349 #5)
         print(f"note: {said}", file=sys.stderr)
 
 

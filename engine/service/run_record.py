@@ -133,7 +133,9 @@ def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries:
     return {
         **release_fields(), "argv": command_line, "environment": environment(),
         "model": {"path": config.model.path, **model, **key["model"]},
-        "config_digest": key["config"], "settings": settings,
+        # the effective config (the keys that can move answers, as backtest_resume.effective_values takes them) and
+        # its digest, which a reader recomputes from them (review349 #6)
+        "config": key["config_values"], "config_digest": key["config"], "settings": settings,
         "queries": {"path": str(Path(queries).resolve()), "sha256": key["queries"],
                     "text": Path(queries).read_bytes().decode(ENCODING, errors="replace")},
         "files": files_record(key["file_sizes_and_times"], key["file_contents"], archive_members(replay)),
