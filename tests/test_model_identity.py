@@ -232,3 +232,21 @@ def test_the_config_is_recorded_as_its_effective_values_and_endpoints_leave_its_
     assert plain["config_digest"] == hashlib.sha256(json.dumps(plain["config"], sort_keys=True,
                                                                separators=(",", ":")).encode()).hexdigest()
     assert plain["config"]["answers.adapt"] == "online" and not any(k.startswith("endpoints.") for k in plain["config"])
+
+
+def test_a_finished_backtest_replaced_by_a_run_of_other_options_is_said(setup: Path) -> None:
+    """review349 #13: a finished run's answers, scores and manifest were replaced by a run with another --batch-ms
+    without a word. Replaced as documented, but said, naming what differs; the same run again says nothing."""
+    config = ServiceConfig.load(setup / "engine.yaml")
+
+    def notes(batch_ms: float) -> list[str]:
+        said: list[str] = []
+        run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "replaced.parquet", progress=False,
+                     max_ticks=100, batch_ms=batch_ms, note=said.append)
+        return [line for line in said if line.startswith("replacing")]
+
+    assert notes(100) == []
+    assert notes(50) == [f"replacing {setup / 'replaced.parquet'}, a finished backtest of another run (its batch_ms "
+                         f"100 then, 50 now differ): its answers, scores, plot and manifest are overwritten by this "
+                         f"run's (keep them with another --out)"]
+    assert notes(50) == []

@@ -49,7 +49,7 @@ from engine.service.backtest_scores import QueryScore, later_slice, question_of,
 from engine.service.calibration_plot import plot_backtest_calibration
 from engine.service.checkpoint_notes import TEST_PART, own_test_part
 from engine.service.config import ServiceConfig
-from engine.service.finished_backtest import refuse_or_skip_finished
+from engine.service.finished_backtest import refuse_or_skip_finished, replaced_note
 from engine.service.heap_memory import freeze_heap, thaw_heap
 from engine.service.no_data import NoData, refuse_absent_inputs
 from engine.service.output_paths import write_text_atomically
@@ -132,6 +132,8 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     replaying()
     if resume:  # a finished run: done already when it is this one (AlreadyComplete), else refused
         refuse_or_skip_finished(out, record)
+    elif (replacing := replaced_note(out, record)) is not None:  # (replaced, as documented: but said)
+        note(replacing)
     rolls_inside = config.scheduler.roll_inside_forward
     parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads, rolls_inside=rolls_inside)
     resumed = resumed_from(parts.consumed, parts.answers, len(parts.parts), parts.written is not None)

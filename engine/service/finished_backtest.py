@@ -11,6 +11,7 @@ manifest is the last file a run writes, answers.manifest.json); its record is co
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,30 @@ def refuse_or_skip_finished(out: Path, record: dict[str, Any]) -> None:
                           f"it, remove {out} or give another --out (a dated one, for a scheduled job)")
 
 
-def _differences(out: Path, record: dict[str, Any]) -> str:
+def replaced_note(out: Path, record: dict[str, Any]) -> str | None:
+    """Before a run without --resume: what it is about to replace, where ``out`` holds a finished backtest whose
+    record differs from ``record`` (review349 #13: an audit trail overwritten without a word); None where it holds
+    none, or the same run's."""
+    from engine.service.answer_parts import PARTS_SUFFIX
+
+    if out.with_name(out.name + PARTS_SUFFIX).exists() or not out.is_file():
+        return None
+    differs = _differences(out, json.loads(json.dumps(record, sort_keys=True, default=str)), _values)
+    if not differs:
+        return None
+    return (f"replacing {out}, a finished backtest of another run ({differs}): its answers, scores, plot and "
+            f"manifest are overwritten by this run's (keep them with another --out)")
+
+
+def _values(key: str, then: Any, now: Any) -> str:
+    """A differing record key as a note names it: with both values when they are short (`batch_ms 100 then, 50
+    now`), else by name alone."""
+    shown = [json.dumps(value, default=str) for value in (then, now)]
+    return f"{key} {shown[0]} then, {shown[1]} now" if max(map(len, shown)) <= 40 else key
+
+
+def _differences(out: Path, record: dict[str, Any],
+                 say: Callable[[str, Any, Any], str] = lambda key, then, now: key) -> str:
     """What differs between this run's record and the finished one's, in words ('' when nothing does)."""
     manifest_path = out.with_suffix(MANIFEST_SUFFIX)
     if not out.with_suffix(".scores.json").is_file() or not manifest_path.is_file():
@@ -69,7 +93,7 @@ def _differences(out: Path, record: dict[str, Any]) -> str:
         return f"{out.name} was replaced since {manifest_path.name} was written"
     keys = sorted(k for k in set(record) | set(manifest) - _NOT_COMPARED
                   if k not in _NOT_COMPARED and record.get(k) != manifest.get(k))
-    return f"its {', '.join(keys)} differ" if keys else ""
+    return f"its {', '.join(say(k, manifest.get(k), record.get(k)) for k in keys)} differ" if keys else ""
 
 
 def _counts(out: Path) -> tuple[int | None, dict[str, int] | None]:
