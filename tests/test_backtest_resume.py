@@ -570,6 +570,8 @@ def test_a_backtest_started_ignoring_sigint_keeps_ignoring_it(setup: Path) -> No
     _, err = child.communicate(timeout=300)
     assert child.returncode == 143 and err.count("stopping at the next batch boundary") == 1, err[-2000:]
     assert "interrupted after" in err
+    assert ("note: started with SIGINT ignored (a script's \"cmd &\", or nohup): Ctrl-C and kill -INT do not stop "
+            "it; kill -TERM PID does, at the next batch boundary, exit 143") in err  # (review349 #10)
 
 
 @pytest.mark.parametrize("when", ["started", "loading", "replaying"])

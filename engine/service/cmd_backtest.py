@@ -130,6 +130,10 @@ class _StopSignals:
         self.stopped_by: list[int] = []
         self.inherited = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
         self._handle_with(raise_interrupted)
+        if self.inherited[signal.SIGINT] is signal.SIG_IGN:  # (review349 #10: a `kill -INT` was ignored unsaid)
+            print("flashtick backtest: note: started with SIGINT ignored (a script's \"cmd &\", or nohup): Ctrl-C "
+                  "and kill -INT do not stop it; kill -TERM PID does, at the next batch boundary, exit 143",
+                  file=sys.stderr, flush=True)
 
     def _handle_with(self, handler: Any) -> None:
         for signum, before in self.inherited.items():

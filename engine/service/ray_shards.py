@@ -63,6 +63,10 @@ def connect(shards: ShardsSection) -> RayConnection:
     _check_reachable(shards)
     # (before Ray starts: a kill while it starts leaves nothing either)
     reaper = ray_reaper.start(os.path.dirname(ray.__file__) + os.sep) if shards.ray_address is None else None
+    if shards.ray_address is None:  # (review349 #12: five `E` lines on every healthy start, unexplained)
+        print("flashtick serve: note: starting a local Ray instance: Ray's processes each log an `E` line "
+              "\"Failed to establish connection to the metrics exporter agent\" as it starts; expected (no Ray "
+              "metrics agent runs, and flashtick uses none: docs/scale-out.md), no fault", file=sys.stderr, flush=True)
     try:
         ray.init(address=shards.ray_address, include_dashboard=False, log_to_driver=True, **local)
     except BaseException:
