@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -57,6 +58,14 @@ def test_the_digest_covers_every_byte_of_every_answer_file_and_no_report(tmp_pat
     assert model_digest(model).digest != first.digest
     (model / "model.safetensors").write_bytes(weights)
     assert model_digest(model) == first
+    # rewritten in place with its size and time given back (cp -p, touch -r), in this same process: not taken from
+    # the digests kept for it
+    stat = (model / "config.json").stat()
+    text = (model / "config.json").read_bytes()
+    (model / "config.json").write_bytes(text.replace(b"1", b"2", 1))
+    os.utime(model / "config.json", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert model_digest(model).files["config.json"] != first.files["config.json"]
+    (model / "config.json").write_bytes(text)
     (model / "answer_head.json").write_text("{}")
     assert "answer_head.json" in model_digest(model).files and model_digest(model).digest != first.digest
 

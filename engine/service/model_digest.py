@@ -4,8 +4,8 @@ training writes beside them), each file's digest kept too, so that a change is n
 
 Full length and unsampled (review349 #2: a fingerprint of each weights file's first and last MiB told neither a
 fine-tune of a middle layer nor a recalibration from the model it changed). Reading costs about 1 s per 0.5-1 GB on
-one core (docs/replay.md, *Provenance*), so a file's digest is kept for the process by its path, size and
-modification time: a serve's start and its record, or a backtest's key and record, read each file once.
+one core (docs/replay.md), so a file's digest is kept for the process by its path, inode, size, modification and
+change times: a serve's start and its record, or a backtest's key and record, read each file once.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ REPORT_SUFFIXES = (".md", ".png")
 READ_BLOCK = 1 << 20  # bytes hashed per read: the file is streamed, never held whole
 
 MODEL_DIGEST = "model_digest"  # the key a data directory's written_with.json and a serve's `health` hold it under
-_known: dict[tuple[str, int, int], str] = {}  # (resolved path, size, mtime_ns) -> sha256, for this process
+# (resolved path, device, inode, size, mtime_ns, ctime_ns) -> sha256, for this process. The change time too: bytes
+# rewritten in place with the size and modification time given back (cp -p, touch -r) move it, and nothing sets it
+_known: dict[tuple[str, int, int, int, int, int], str] = {}
 
 
 class ModelDigest(NamedTuple):
@@ -48,9 +50,10 @@ def answer_files(model_dir: Path) -> list[Path]:
 
 
 def file_sha256(path: Path) -> str:
-    """The SHA-256 of every byte of ``path`` (what `sha256sum` prints), read in blocks; kept per (path, size, mtime)."""
+    """The SHA-256 of every byte of ``path`` (what `sha256sum` prints), read in blocks; kept while the file's inode,
+    size, modification and change times stay as they were."""
     stat = path.stat()
-    known = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    known = (str(path.resolve()), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
     if known not in _known:
         digest = hashlib.sha256()
         with open(path, "rb") as f:
