@@ -266,8 +266,10 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     assert set(ctl.ok("streams")["streams"][s]) == {"ticks", "last_ts", "at_last_ts", "last_price", "idle_s",
                                                         "resident", "rebuilds", *context, *waiting, *SEQUENCE_KEYS}
     health = ctl.ok("health")
+    dirty = {"dirty"} if health["commit"] else set()  # (review349 #4: with a commit, whether the checkout is modified)
     assert set(health) == {"ok", "status", "uptime_s", "streams", "model", "protocol", "version", "commit", "epoch",
-                           "zero_bid", "caveats"}
+                           "zero_bid", "caveats", "model_digest", *dirty}
+    assert len(health["model_digest"]) == 64  # (review349 #3: the model's identity, model_digest.py)
     assert health["zero_bid"] == "no_bid"  # limits.zero_bid's default: how the service reads a quote's 0 bid
     assert health["status"] == "serving" and health["protocol"] == PROTOCOL
     assert type(health["streams"]) is int and isinstance(health["uptime_s"], float)

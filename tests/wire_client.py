@@ -148,12 +148,13 @@ def wait_stats(control: Control, predicate, timeout_s: float = 15.0) -> dict:
 
 def check_answer(topic: str, payload: dict, published: bool = True) -> None:
     """The documented payload: keys, types, topic == frame; ``published`` (PUB's, not a control reply's) carries
-    its epoch too."""
+    its epoch and its model's digest too."""
     # a published answer carries its epoch and age at publish, and its stream's clock offset when stamped with the
     # wall clock (this client's streams are on T0, 2023: never)
-    assert set(payload) == ANSWER_KEYS | ({"epoch", "data_age_ms"} if published else set()), payload
+    assert set(payload) == ANSWER_KEYS | ({"epoch", "model_digest", "data_age_ms"} if published else set()), payload
     if published:
         assert re.fullmatch(r"[0-9a-f]{16}", payload["epoch"]), payload
+        assert re.fullmatch(r"[0-9a-f]{64}", payload["model_digest"]), payload  # (review349 #3: which model)
         assert type(payload["data_age_ms"]) is float, payload
     assert payload["topic"] == topic == f"{payload['query']}/{payload['stream']}/"
     for key in ("seq", "version", "data_ts", "answer_ts"):
