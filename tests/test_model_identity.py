@@ -259,3 +259,21 @@ def test_a_finished_backtest_replaced_by_a_run_of_other_options_is_said(setup: P
                          f"100 then, 50 now differ): its answers, scores, plot and manifest are overwritten by this "
                          f"run's (keep them with another --out)"]
     assert notes(50) == []
+
+
+def test_a_checkpoint_that_recorded_no_model_digest_is_refused_saying_so(setup: Path, capsys) -> None:
+    """A half-done backtest begun before the model digest cannot show its model files are the ones it ran with."""
+    out = setup / "undigested.parquet"
+    polls = iter(range(10**9))
+    with pytest.raises(BacktestInterrupted):
+        run_backtest(ServiceConfig.load(setup / "engine.yaml"), [setup / "ticks.parquet"], setup / "q.yaml", out,
+                     progress=False, stop=lambda: next(polls) >= 40)
+    progress = setup / "undigested.parquet.parts" / "progress.json"
+    manifest = json.loads(progress.read_text())
+    del manifest["key"]["model"]
+    progress.write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert main(["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
+                 "--config", str(setup / "engine.yaml"), "--resume", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "different model files (--model) (the checkpoint records no digest of them:" in err, err
