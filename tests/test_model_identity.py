@@ -146,6 +146,24 @@ def test_a_serve_restart_on_recalibrated_model_files_says_so_and_starts_a_new_ep
            f"{new_epoch}" in said[0], said
     assert notes() == [] and (tmp_path / "data" / "epoch").read_text().strip() == new_epoch
 
+    # health says the model's identity, and, after a restart that changed it, what changed
+    import signal
+
+    from engine.service.client import ControlClient
+    from test_durability import serve
+
+    (checkpoint / "calibration.json").write_text(calibration(1.0))
+    process, endpoints = serve(config, tmp_path / "data")
+    try:
+        with ControlClient(endpoints["control"], timeout_s=30) as control:
+            health = control.call("health")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
+    assert health["model_digest"] == model_digest(checkpoint).digest
+    assert health["epoch"] == (tmp_path / "data" / "epoch").read_text().strip() != new_epoch
+    assert health["model_changed"].endswith(": calibration.json changed"), health
+
 
 def test_the_builtin_model_has_one_name_in_evaluate_serve_and_backtest() -> None:
     """review349 #3: `evaluate --json` called the built-in model `builtin` (its folder's name), serve and backtest
