@@ -428,9 +428,7 @@ def test_the_outputs_carry_the_runs_provenance_through_a_resume_and_say_an_adapt
     run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "fresh.parquet", progress=False,
                  max_ticks=600)
     resumed, fresh = record(out), record(setup / "fresh.parquet")
-    assert resumed.pop("resumed")["after_ticks"] > 0  # (review349 #7: says it was resumed)
-    assert resumed.pop("argv")[:2] == ["flashtick", "backtest"] and fresh.pop("argv") is None  # (CLI, Python)
-    assert resumed == fresh
+    assert resumed.pop("resumed")["after_ticks"] > 0 and resumed == fresh  # (review349 #7: says it was resumed)
     assert fresh["files"] == [{"path": str((setup / "ticks.parquet").resolve()), "size": (setup / "ticks.parquet")
                                .stat().st_size, "mtime_ns": (setup / "ticks.parquet").stat().st_mtime_ns,
                                "digest": fresh["files"][0]["digest"]}] and fresh["files"][0]["digest"]

@@ -111,7 +111,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     then on is one at a batch boundary (before it, the CLI ends the run at once: nothing is on disk to keep).
     `streams` (names or globs) reads those streams of the files alone; a resume must select the same.
     `time_range` (connectors/time_range.py) reads the ticks stamped inside it alone; a resume must read the same.
-    `command_line` (the CLI's argv) is recorded as the run's `argv`; None from Python.
+    `command_line` (the CLI's argv) is written as the manifest's `argv`; None from Python.
     """
     if test_from == TEST_PART:  # as the CLI's --test-from test: the number it stands for, and the streams' cuts
         test_from, own_starts = own_test_part(config.model.path)
@@ -128,7 +128,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         note(line)
     key = run_key(config, replay, queries, batch_ms, max_ticks)
     threads = torch.get_num_threads()  # as the pipeline set it (model.threads, --threads)
-    record = run_record(config, pipeline.codec, replay, Path(queries), key, test_from, threads, command_line)
+    record = run_record(config, pipeline.codec, replay, Path(queries), key, test_from, threads)
     replaying()
     if resume:  # a finished run: done already when it is this one (AlreadyComplete), else refused
         refuse_or_skip_finished(out, record)
@@ -154,7 +154,7 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
         scored = _score(pipeline, out, marks, test_from, config.answers.session_gap_ns, stop, note, replay,
                         bar_streams(replay.plans, origins, marks), test_starts)
         # (after the scores it names; before the parts go)
-        write_manifest(out, record, parts.written["rows"], resumed, pipeline.ticks_in, rejected)
+        write_manifest(out, record, parts.written["rows"], resumed, pipeline.ticks_in, rejected, command_line)
     except BaseException as e:
         _release_and_raise(parts, e)
     parts.remove()  # the answers, scores and plot are whole beside `out` now (and the lock released with the folder)

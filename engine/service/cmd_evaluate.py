@@ -131,7 +131,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
     # what made the scores, as a backtest records it: in --json, beside --points-out and in its metadata
     record = evaluation_record(model_dir, codec, read[0], current_reading(args), {
         "split": split.text(), "device": device, "threads": torch.get_num_threads(),
-        **{name: getattr(args, name) for name in SCORING_OPTIONS}}, getattr(args, "command_line", None))
+        **{name: getattr(args, name) for name in SCORING_OPTIONS}})
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device),
                               read_head(model_dir, codec), points_out=args.points_out, origins=origins,
                               record=record)

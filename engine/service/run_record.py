@@ -82,11 +82,11 @@ def files_record(sizes_and_times: list[tuple[str, int, int]], contents: list[tup
 
 
 def evaluation_record(model_dir: Path, codec: Codec, files: InputFiles, reading: dict[str, Any],
-                      options: dict[str, Any], command_line: list[str] | None = None) -> dict[str, Any]:
+                      options: dict[str, Any]) -> dict[str, Any]:
     """The record of a `flashtick evaluate` of the checkpoint in `model_dir`: the backtest's record's parts that
     apply (version, model, input files), how the files were read (`reading`, as training records it) and the
     options that change the scores."""
-    return {**release_fields(), "command": "evaluate", "argv": command_line, "environment": environment(),
+    return {**release_fields(), "command": "evaluate", "environment": environment(),
             "model": {"path": str(model_dir), "model": evaluated_model_id(Path(model_dir)),
                       "codec": codec_fingerprint(codec), **model_digest(Path(model_dir)).record()},
             "files": files_record(files.sizes_and_times, files.contents, files.members), "reading": reading,
@@ -120,9 +120,8 @@ def release_fields() -> dict[str, Any]:
 
 
 def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries: Path, key: dict[str, Any],
-               test_from: float | None, threads: int, command_line: list[str] | None = None) -> dict[str, Any]:
-    """The record of a backtest of `replay` asking `queries` under `config`, whose resume key is `key`;
-    ``command_line``: the CLI's argv, recorded as `argv` (null from Python)."""
+               test_from: float | None, threads: int) -> dict[str, Any]:
+    """The record of a backtest of `replay` asking `queries` under `config`, whose resume key is `key`."""
     model = written_by(config, codec)  # the model id, codec, dtype: what serve's meta.json holds
     settings = model.pop("settings")
     model.pop(INGEST_PRICE_OFFSET, None)  # (a serve's: a backtest reads its files with it, as `readings` say)
@@ -131,7 +130,7 @@ def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries:
     model.pop("weights", None)
     model.pop(MODEL_DIGEST, None)
     return {
-        **release_fields(), "argv": command_line, "environment": environment(),
+        **release_fields(), "environment": environment(),
         "model": {"path": config.model.path, **model, **key["model"]},
         # the effective config (the keys that can move answers, as backtest_resume.effective_values takes them) and
         # its digest, which a reader recomputes from them (review349 #6)
@@ -169,11 +168,13 @@ def parquet_metadata(record: dict[str, Any]) -> dict[str, str]:
 
 
 def write_manifest(out: Path, record: dict[str, Any], rows: int, resumed: dict[str, Any], taken: int,
-                   rejected: dict[str, int]) -> None:
+                   rejected: dict[str, int], command_line: list[str] | None = None) -> None:
     """`answers.manifest.json` beside `out`: the record under `run`, the outputs it describes, whether the run
-    was resumed (resumed_from), and the ticks it took and rejected (by reason): a no-op `--resume` of the finished
-    run checks --max-rejected-share against them, and exits as the run did (finished_backtest.py)."""
-    text = json.dumps({"run": record, "answers": {"file": out.name, "rows": rows},
+    was resumed (resumed_from), the ticks it took and rejected (by reason): a no-op `--resume` of the finished
+    run checks --max-rejected-share against them, and exits as the run did (finished_backtest.py); and `argv`, the
+    command line that wrote it (the CLI's; null from Python): beside the record, not in it, as `--out` is in it, and
+    two runs of the same inputs to two files write the same answers file bytes (review349 #8)."""
+    text = json.dumps({"run": record, "argv": command_line, "answers": {"file": out.name, "rows": rows},
                        "ticks": {"taken": taken, "rejected": rejected},
                        "scores": out.with_suffix(".scores.json").name, **resumed}, indent=2, sort_keys=True,
                       default=str) + "\n"
