@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 from conftest import engine_dir
+from engine.quoting import quoted
 from engine.service.cli import main
 
 QUERIES = "queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: {ticks: 5}}\n"
@@ -111,7 +112,7 @@ def test_a_failed_download_of_one_line_is_refused_not_skipped_as_an_empty_day(
     assert backtest(engine_files, [prints, failed], tmp_path / "a.parquet") == 2
     err = capsys.readouterr().err
     assert f"error: {failed}: not a tick file: its one line holds no time or price column (" in err, err
-    assert body.decode().strip() in err
+    assert quoted(body.decode().strip()) in err, err  # the line as JSON writes it
     assert "no data rows" not in err and not (tmp_path / "a.parquet").exists()
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from engine.quoting import quoted
+
 MAX_NAMED_EXPIRED = 5  # streams named in a log line of those expired for idleness
 EXPIRED_LINE_EVERY_S = 10.0  # after the first, streams expired for idleness are said at most this often
 
@@ -31,7 +33,7 @@ class ExpiredStreamsLine:
         if not self.waiting or (now < self.next_line_at and not stopping):
             return
         n, first = self.waiting, self.said == 0
-        names = ", ".join(map(repr, self.named)) + (f" and {n - len(self.named)} more" if n > len(self.named) else "")
+        names = ", ".join(map(quoted, self.named)) + (f" and {n - len(self.named)} more" if n > len(self.named) else "")
         what = f"{n} stream{'s' if n != 1 else ''} with no data for scheduler.stream_idle_s ({self.idle_s:g} s)"
         self.said, self.waiting, self.named = self.said + n, 0, []
         self.next_line_at = now + EXPIRED_LINE_EVERY_S
