@@ -521,6 +521,7 @@ def test_hostile_query_documents_are_refused_over_control_and_the_service_keeps_
 # stats figures /metrics carries under another name (or not at all: uptime_s is process_start_time_seconds'
 # difference from the scrape's time); every other number of `stats` is flashtick_<path>[_total]
 METRIC_NAMES = {"lag_s": "lag_seconds", "stats_time": "stats_timestamp_seconds", "uptime_s": None,
+                "answer_age_s": "answer_age_seconds", "tick_age_s": "tick_age_seconds",
                 "log/recovery_s": "log_recovery_seconds", "log/answers/errors": "answer_log_errors_total"}
 # maps /metrics carries as labelled families of their own (quantiles; a query's live scores, whose seven
 # answer-quality figures are there, not the bookkeeping beside them; rejections by reason; the streams shed)

@@ -40,6 +40,12 @@ class LimitsSection:
     control_queue_bytes: int = 16 << 20
     max_backlog_tokens: int = 1_000_000  # accepted tokens waiting for a forward before the engine is "behind"
     max_lag_s: float = 5.0  # ... or the oldest accepted tick (or an unread ingest message) waiting longer than this
+    # `health` says degraded and /readyz 503 while ticks arrive and the newest answer is older than this (a query's
+    # answers stopped coming: a stalled engine, a trigger that never fires); None: off (engine/service/readiness.py)
+    max_answer_age_s: float | None = 60.0
+    # /healthz (liveness) says 503 once the engine loop has not turned for this long: a forward, a tick-log roll or
+    # a drain slice takes seconds at most; minutes is a stall that a restart (the supervisor's) ends
+    stall_s: float = 120.0
     # lag: keep everything, say so (heartbeat, metric, warning); shed: refuse new ticks; conflate: keep every trade
     # and of each stream's quotes only the newest that arrived between two forwards
     when_behind: str = "lag"

@@ -110,12 +110,18 @@ class ControlOps(AskOps, StreamOps):
         return list(itertools.islice(held, 3)), len(held)
 
     def _op_health(self, _request: dict, _reply: Any) -> dict:
-        """``serving``; ``degraded`` with ``shards_down`` while a shard is restored after a loss, or failed, and with
-        ``log_problem`` while ticks are refused because the data directory's logs cannot be written."""
+        """``serving``; ``degraded`` with ``shards_down`` while a shard is restored after a loss, or failed, with
+        ``log_problem`` while the data directory's logs cannot be written (until a write succeeds again), and with
+        ``answers_stale`` while ticks arrive and no answer came for limits.max_answer_age_s. How far behind the
+        engine is (``behind``, ``lag_s``) and the newest answer's age (``answer_age_s``) come with every reply, so
+        one call can decide readiness (engine/service/readiness.py)."""
         down = self.pipeline.shards_down()
         data = getattr(self.pipeline, "data", None)
         problem = data.items.problem if data is not None else None
-        return {"status": "degraded" if down or problem else "serving", "uptime_s": time.time() - self.started_at,
+        fresh = self._freshness(time.time())
+        return {"status": "degraded" if down or problem or fresh["answers_stale"] else "serving",
+                "uptime_s": time.time() - self.started_at, "behind": self.pipeline.behind,
+                "lag_s": round(self.pipeline.lag_s(), 3), **fresh,
                 "streams": self.pipeline.stream_count, "model": self.config.model.model_id,
                 "protocol": WIRE_PROTOCOL, **release_fields(), "epoch": self.epoch,
                 "zero_bid": self.config.limits.zero_bid,  # (a feed reading 0 bids as prices says a mismatch up front)

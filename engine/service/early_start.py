@@ -43,6 +43,7 @@ class EarlyStart:
         self.dropped_replies = 0  # replies while starting to a client gone or not reading (Server counts them on)
         self.metrics_server: Any = None
         self._snapshot = self._starting_snapshot  # what a scrape shows: Server's, once it takes over
+        self._probe = self._starting_probe  # what /healthz and /readyz say: Server's, once it takes over
         try:
             self._start_curve()
             # with router_mandatory a reply past a client's CONTROL_HWM unread fails (zmq.Again) instead of being
@@ -92,7 +93,8 @@ class EarlyStart:
         if port is None:
             return
         try:
-            self.metrics_server = start_metrics_server(host, port, lambda: self._snapshot())
+            self.metrics_server = start_metrics_server(host, port, lambda: self._snapshot(),
+                                                       lambda path: self._probe(path))
         except OSError as e:  # like the sockets' bind errors: the key at fault and the endpoint
             raise metrics_bind_error(host, port, e) from None
         shown = f"[{host}]" if ":" in host else host  # (an IPv6 address is bracketed in a URL)
@@ -102,6 +104,11 @@ class EarlyStart:
         return {"starting": self.starting.phase if hasattr(self, "starting") else "binding the control socket",
                 "process_start_time_seconds": process_start_time(),
                 "process_resident_memory_bytes": resident_bytes()}
+
+    def _starting_probe(self, path: str) -> tuple[int, dict[str, Any]]:
+        from engine.service.readiness import probe_reply
+
+        return probe_reply(path, self._starting_snapshot(), None, self.config.limits)
 
     def close(self) -> None:
         """A start that fails: nothing stays bound."""

@@ -18,6 +18,7 @@ from engine.service.feed_watch import FeedWatch
 from engine.service.kv_thrash import KvThrashWatch
 from engine.service.pipeline import TickPipeline
 from engine.service.process_start import process_start_time
+from engine.service.readiness import answers_stale
 from engine.service.reorder_window import ReorderWindow
 from engine.service.sharded import ShardedPipeline
 from engine.service.stream_refusals import StreamRefusals
@@ -60,6 +61,8 @@ class Heartbeat:
         self._expired_line = ExpiredStreamsLine(self.config.scheduler.stream_idle_s)
         self._kv_thrash = KvThrashWatch()
         self._descriptors = DescriptorWatch(self.counters)  # none free: clients past the limit wait unanswered
+        # ticks_in at the last refresh (a restart's recovered ticks are not arriving ones), and when it last grew
+        self._ticks_seen, self._tick_at = self.pipeline.ticks_in, None
 
     def _heartbeat(self) -> None:
         self.counters["heartbeats"] += 1
@@ -183,11 +186,25 @@ class Heartbeat:
                           "process_start_time_seconds": PROCESS_START_TIME,
                           **({"log_problem": data.items.problem} if data is not None else {})}
         self._snapshot["rejected_streams"] = self.stream_refusals.most()  # (stream_refusals.py)
+        self._snapshot.update(self._freshness(now))
         if self.reorder is not None:  # ingest.reorder_window_ms: what it holds, and the late ticks it placed
             self._snapshot["reorder"] = {"held": len(self.reorder), "placed": self.reorder.placed,
                                          "released_early": self.reorder.released_early}
         if self._feed_watches:  # a quiet publisher told apart from one never connected (or dropped)
             self._snapshot["feeds"] = [watch.stats() for watch in self._feed_watches.values()]
+
+    def _freshness(self, now: float) -> dict[str, Any]:
+        """How old the newest answer and the newest accepted tick are (None: none yet), and whether answers are
+        stale while ticks arrive (limits.max_answer_age_s): `health`, /readyz and /metrics read them."""
+        if self.pipeline.ticks_in != self._ticks_seen:
+            self._ticks_seen, self._tick_at = self.pipeline.ticks_in, now
+        answer_at = getattr(self, "_answer_at", None)
+        answer_age = None if answer_at is None else round(now - answer_at, 3)
+        tick_age = None if self._tick_at is None else round(now - self._tick_at, 3)
+        standing = sum(spec.trigger.fires_by_itself for spec in self.pipeline.registry.list())  # (not on_demand)
+        stale = answers_stale(answer_age, tick_age, standing,
+                              now - getattr(self, "_serving_since", now), self.config.limits.max_answer_age_s)
+        return {"answer_age_s": answer_age, "tick_age_s": tick_age, "answers_stale": stale}
 
     def _watch_feeds(self) -> None:
         for watch in self._feed_watches.values():

@@ -45,7 +45,8 @@ class ItemLog:
         # logged and refused by the log (what a latched end record says: message_ends.LATCHED)
         self._listed, self._first, self._kept, self._log_refused = 0, 0, 0, 0
         self._refusal_said_at = -math.inf  # when stderr last heard that the tick log refuses ticks
-        self._refused: tuple[float, str] | None = None  # the latest refusal of a tick: when (monotonic) and why
+        # the latest refusal of a tick since the last one logged: when (monotonic) and why (`health`: degraded)
+        self._refused: tuple[float, str] | None = None
         self._refusals = RefusalSpell()  # since when ticks are refused, how many: said once a tick is accepted again
 
     @contextmanager
@@ -127,6 +128,7 @@ class ItemLog:
             self._first = number if self._message_start else self._first
             self._kept += item.ticks
         self.ticks_logged += item.ticks
+        self._refused = None  # (a write succeeded: `health` serving again)
         self._message_open |= self._message_start and not self._whole
         self._message_start = False
         self._refusals.accepted()
@@ -139,8 +141,9 @@ class ItemLog:
             return f"{latched}: no tick is accepted until the service restarts"
         if self.answers.failing:
             return f"the answer log cannot be written ({self.answers.unlogged} answers wait); ticks refused"
-        if self._refused is not None and time.monotonic() - self._refused[0] < REFUSAL_NOTE_S:
-            return f"ticks refused (log_unavailable) in the last {REFUSAL_NOTE_S:g} s: {self._refused[1]}"
+        if self._refused is not None:  # until a tick is logged again: a quiet feed on a full disk is still degraded
+            return (f"ticks refused (log_unavailable) since {time.monotonic() - self._refused[0]:.0f} s ago, until a "
+                    f"write succeeds again: {self._refused[1]}")
         return None
 
     def _say_refused(self, why: str) -> None:

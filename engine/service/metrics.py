@@ -1,5 +1,6 @@
 """The /metrics endpoint: the HTTP server (IPv4, or IPv6 for an IPv6 endpoints.metrics_host) that answers GET and
-HEAD of /metrics with the service's counters as Prometheus text, and closes the connections that would hold it.
+HEAD of /metrics with the service's counters as Prometheus text, of /healthz and /readyz with the probes' JSON
+(engine/service/readiness.py), and closes the connections that would hold it.
 
 The engine thread refreshes the snapshot (each heartbeat); the HTTP thread only
 reads that dict, so a scrape never touches live engine state. The text is engine/service/metrics_text.py, its
@@ -9,6 +10,7 @@ families engine/service/metrics_families.py, the limits on connections engine/se
 from __future__ import annotations
 
 import io
+import json
 import socket
 import sys
 import threading
@@ -135,7 +137,13 @@ class MetricsHTTPServer6(MetricsHTTPServer):
     address_family = socket.AF_INET6
 
 
-def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, Any]]) -> MetricsHTTPServer:
+PROBE_PATHS = ("/healthz", "/readyz")
+
+
+def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, Any]],
+                         probe: Callable[[str], tuple[int, dict[str, Any]]] | None = None) -> MetricsHTTPServer:
+    """``probe(path)``: the HTTP status and JSON body of /healthz or /readyz (off the engine thread, as /metrics)."""
+
     class Handler(BaseHTTPRequestHandler):
         timeout = METRICS_REQUEST_TIMEOUT_S  # each write's; the request's reads have one deadline (_RequestReader)
 
@@ -148,14 +156,22 @@ def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, 
                 self.close_connection = True
                 return
             self.connection.settimeout(self.timeout)
-            if self.path.split("?", 1)[0].rstrip("/") != "/metrics":  # a scraper's ?query parameters are ignored
-                self.send_error(404, "only /metrics is served")
+            path = self.path.split("?", 1)[0].rstrip("/")  # a scraper's ?query parameters are ignored
+            if probe is not None and path in PROBE_PATHS:
+                status, reply = probe(path)
+                self._reply(status, "application/json", (json.dumps(reply) + "\n").encode(), head)
+                return
+            if path != "/metrics":
+                self.send_error(404, "only /metrics, /healthz and /readyz are served")
                 return
             body = render({**snapshot(), "scrapes_abandoned": server.scrapes_abandoned,
                            "connections_refused": server.connections_refused,
                            "connections_evicted": server.connections_evicted}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self._reply(200, "text/plain; version=0.0.4", body, head)
+
+        def _reply(self, status: int, content_type: str, body: bytes, head: bool) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             if not head:

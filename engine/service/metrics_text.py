@@ -66,8 +66,10 @@ def _service_state(metric: Metric, snapshot: dict[str, Any]) -> None:
     starting = snapshot.get("starting")
     shards_down = any(s["state"] != "serving" for s in snapshot.get("shards") or ())
     metric("serving", "gauge", "1 while the service serves (`flashtick health`: serving); 0 while it starts, or "
-           "while degraded: its logs cannot be written (flashtick_log_problem) or a shard is down",
-           [("", int(not starting and not snapshot.get("log_problem") and not shards_down))])
+           "while degraded: its logs cannot be written (flashtick_log_problem), a shard is down, or its answers are "
+           "stale (flashtick_answers_stale)",
+           [("", int(not starting and not snapshot.get("log_problem") and not shards_down
+                     and not snapshot.get("answers_stale")))])
     # the phase without its progress figures ("replaying the tick log", not "...: 4,000 of 9,000 tokens"): a label
     # value that changed with every scrape would make a new series each time
     metric("starting", "gauge", "1 while the service starts, labelled with what it does (loading the model, "
@@ -123,6 +125,13 @@ def _waiting(metric: Metric, snapshot: dict[str, Any], now: float | None) -> Non
            "or unread in the ingest queue (limits.max_lag_s); the data waiting at the last refresh is taken to wait "
            "still (an upper bound: lower if it was computed since; 0 when nothing waited then)",
            [("", lag_now(snapshot, now))])
+    if snapshot.get("answer_age_s") is not None:
+        metric("answer_age_seconds", "gauge", "Seconds since the newest answer was published, as of the last refresh "
+               "(no sample before the first; limits.max_answer_age_s bounds it while ticks arrive)",
+               [("", snapshot["answer_age_s"])])
+    if snapshot.get("tick_age_s") is not None:
+        metric("tick_age_seconds", "gauge", "Seconds since ticks were last accepted, as of the last refresh (to the "
+               "heartbeat; no sample before the first tick of this run)", [("", snapshot["tick_age_s"])])
     # the few streams behind the longest, by name (at most LONGEST_WAITING_SAID series at a time: no per-stream
     # family for thousands of streams), so an alert says which names are late, not only that something is
     waiting = snapshot.get("longest_waiting") or {}

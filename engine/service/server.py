@@ -60,6 +60,7 @@ from engine.service.sharded import ShardedPipeline
 from engine.service.stop_drain import StopDrain
 from engine.service.subscriptions_held import SubscriptionsHeld
 from engine.service.wire_protocol import TOKENIZED_MARKER, pack
+from engine.service.readiness import probe_reply
 from queries.cache import Answer
 from queries.limits import clip
 
@@ -117,6 +118,10 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         self._starting.said("loading the model")
         self._starting._send = self._send_reply  # (replies past a client's queue wait and are counted from here)
         early._snapshot = self._metrics_snapshot
+        self._loop_turned: float | None = None  # monotonic time the serving loop last turned (/healthz)
+        self._answer_at: float | None = None  # time.time() of the newest answer published (readiness.py)
+        self._serving_since = time.time()
+        early._probe = self._http_probe
         self._early = early
         self._start_pipeline(control)
         self._starting.said("binding ingest and answers")  # until the loop serves (serve_forever)
@@ -208,6 +213,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         next_heartbeat = time.monotonic()
         try:
             while not self._stop.is_set():
+                self._loop_turned = time.monotonic()
                 self._read_sockets(next_heartbeat)
                 if self._stop.is_set():
                     break  # not a full forward now: the drain sizes its forwards to limits.drain_s
@@ -232,6 +238,8 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
             self._deliver(outcome)
         self.pipeline.recovered = []
         freeze_heap()  # after the model, the restored streams and the sockets: no collection walks them again
+        self._serving_since = time.time()
+        self._loop_turned = time.monotonic()
         self.ready.set()
 
     def _read_sockets(self, next_heartbeat: float) -> None:
@@ -310,6 +318,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
                                   **self._answer_feed(answer.stream, answer.data_ts),
                                   **self._published_caveats.of(answer.query, answer.stream)})
         self.counters["answers_published"] += 1
+        self._answer_at = time.time()
 
     def _send(self, topic: str, payload: dict[str, Any]) -> None:
         sock = self._sockets.get("answers")
@@ -325,6 +334,12 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
             return self._snapshot
         return {"starting": self._starting.phase, "process_start_time_seconds": PROCESS_START_TIME,
                 "process_resident_memory_bytes": resident_bytes()}
+
+    def _http_probe(self, path: str) -> tuple[int, dict[str, Any]]:
+        """/healthz and /readyz (on the HTTP thread, as /metrics): from the last snapshot and the loop's last turn."""
+        serving = self.ready.is_set() and self._loop_turned is not None
+        loop_age = time.monotonic() - self._loop_turned if serving else None
+        return probe_reply(path, self._metrics_snapshot(), loop_age, self.config.limits)
 
     def _stop_metrics(self) -> None:
         if self._metrics_server is not None:

@@ -1,0 +1,150 @@
+"""GET /healthz and /readyz on the metrics port, and `health`'s readiness figures (review351 #6, #8, #9): real
+HTTP requests to a real server's metrics listener, real ZeroMQ sockets on 127.0.0.1, a real `serve` process on a
+disk that refuses writes."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+import zmq
+
+from conftest import serving, tiny_tick_checkpoint
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.ticks import encode
+from connectors.feed import FeedClient
+from engine.service.client import ControlClient
+from engine.service.config import ServiceConfig
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick"))
+
+
+def probe(metrics_url: str, path: str) -> tuple[int, dict]:
+    url = metrics_url.rsplit("/metrics", 1)[0] + path
+    try:
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def config_of(checkpoint, tmp_path, queries: str, **limits) -> ServiceConfig:
+    path = tmp_path / "q.yaml"
+    path.write_text(queries)
+    return ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
+                      "control": "tcp://127.0.0.1:0", "metrics_port": 0},
+        "limits": {"heartbeat_s": 0.2, **limits}, "queries": str(path)})
+
+
+BATCH_QUERY = "queries:\n  - {name: dir, streams: ['*'], question: direction_20, kind: choice, trigger: batch}\n"
+
+
+def test_healthz_and_readyz_answer_on_the_metrics_port_and_readyz_says_behind(checkpoint, tmp_path) -> None:
+    """Every path but /metrics was 404: a probe had to run a Python client (seconds of CPU). /healthz is 200 while
+    the loop turns; /readyz is 200 when serving, 503 naming `behind` (and by how much) while the backlog is past
+    limits.max_backlog_tokens, and 200 again once it is computed."""
+    config = config_of(checkpoint, tmp_path, BATCH_QUERY, max_backlog_tokens=1)
+    with serving(config) as server:
+        url = server.endpoints["metrics"]
+        status, live = probe(url, "/healthz")
+        assert status == 200 and live["live"] and live["status"] == "live", live
+        status, ready = probe(url, "/readyz")
+        assert status == 200 and ready == {**ready, "ready": True, "status": "serving", "reasons": []}, ready
+        push = zmq.Context.instance().socket(zmq.PUSH)
+        push.linger = 1000
+        push.connect(server.endpoints["ingest"])
+        seen_behind = None
+        deadline = time.monotonic() + 120
+        market = SyntheticMarket(SyntheticConfig(seed=3))
+        while seen_behind is None and time.monotonic() < deadline:
+            push.send(encode(market.next_batch(400)))
+            status, ready = probe(url, "/readyz")
+            if status == 503:
+                seen_behind = ready
+            time.sleep(0.05)
+        push.close()
+        assert seen_behind is not None, "the backlog never showed on /readyz"
+        assert seen_behind["ready"] is False and seen_behind["status"] == "behind", seen_behind
+        behind = seen_behind["reasons"][0]
+        assert behind["reason"] == "behind" and "behind by" in behind["detail"] and "lag_s" in behind, behind
+        with ControlClient(server.endpoints["control"], timeout_s=60) as control:
+            health = control.call("health")  # one call carries what readiness needs
+            assert {"behind", "lag_s", "answer_age_s", "tick_age_s", "answers_stale"} <= health.keys(), health
+            while control.call("stats")["stats"]["pending_tokens"] and time.monotonic() < deadline:
+                time.sleep(0.1)
+        while probe(url, "/readyz")[0] != 200 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        status, ready = probe(url, "/readyz")
+        assert status == 200 and ready["answer_age_s"] is not None, ready
+        assert urllib.request.urlopen(url.rsplit("/metrics", 1)[0] + "/readyz", timeout=10).headers[
+            "Content-Type"] == "application/json"
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(url.rsplit("/metrics", 1)[0] + "/ready", timeout=10)
+        assert missing.value.code == 404
+
+
+def test_answers_stale_while_ticks_arrive_make_health_degraded_and_readyz_503(checkpoint, tmp_path) -> None:
+    """`health` said serving while answers were minutes old. A query that fired once (its stream's first group) and
+    not since, while ticks keep arriving: past limits.max_answer_age_s the service is degraded (answers_stale)."""
+    queries = "queries:\n  - {name: rare, streams: ['*'], question: direction_20, kind: choice, " \
+              "trigger: {ticks: 1000000}}\n"
+    config = config_of(checkpoint, tmp_path, queries, max_answer_age_s=1.0)
+    with serving(config) as server, ControlClient(server.endpoints["control"], timeout_s=60) as control, \
+            FeedClient(server.endpoints["ingest"]) as feed:
+        market = SyntheticMarket(SyntheticConfig(seed=4))
+        feed.send(market.next_batch(20))
+        while control.call("stats")["stats"]["answers_published"] == 0:
+            time.sleep(0.05)
+        assert control.call("health")["status"] == "serving"
+        health, deadline = {}, time.monotonic() + 60
+        while health.get("status") != "degraded" and time.monotonic() < deadline:
+            feed.send(market.next_batch(5))  # ticks keep arriving; the trigger does not fire again
+            time.sleep(0.1)
+            health = control.call("health")
+        assert health["status"] == "degraded" and health["answers_stale"] is True, health
+        assert health["answer_age_s"] > 1.0 and health["tick_age_s"] <= 1.0, health
+        status, ready = 200, {}
+        while status == 200 and time.monotonic() < deadline:
+            feed.send(market.next_batch(5))
+            time.sleep(0.1)
+            status, ready = probe(server.endpoints["metrics"], "/readyz")
+        assert status == 503 and any(r["reason"] == "answers_stale" for r in ready["reasons"]), ready
+
+
+def test_a_full_disk_keeps_health_degraded_until_a_write_succeeds(checkpoint, tmp_path) -> None:
+    """`health` went back to serving 10 s after the last refused tick while the disk was still full: with a quiet
+    feed the service read healthy while every tick that came was lost. It stays degraded (and /readyz 503) until
+    a write succeeds."""
+    from test_durability import serve, serve_config
+
+    config_path = serve_config(tmp_path, checkpoint, metrics=True)
+    ticks = SyntheticMarket(SyntheticConfig(seed=10)).next_batch(1000)
+    process, endpoints = serve(config_path, tmp_path / "data", max_file_bytes=32 << 10)
+    try:
+        with ControlClient(endpoints["control"], timeout_s=30) as control:
+            with FeedClient(endpoints["ingest"]) as feed:
+                for i in range(0, 1000, 50):
+                    feed.send(ticks[i : i + 50])
+            deadline = time.monotonic() + 60
+            while control.call("stats")["stats"]["rejected"].get("log_unavailable", 0) == 0 and \
+                    time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert control.call("health")["status"] == "degraded"
+            time.sleep(11)  # past the 10 s the old "refused recently" window lasted: the feed is quiet since
+            health = control.call("health")
+            assert health["status"] == "degraded" and "until a write succeeds" in health["log_problem"], health
+            status, ready = probe(endpoints["metrics"], "/readyz")
+        assert status == 503 and ready["reasons"][0]["reason"] == "log_unavailable", ready
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        process.kill()
