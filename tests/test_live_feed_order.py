@@ -357,3 +357,34 @@ def test_refusals_are_counted_by_stream_in_bounded_memory_and_two_clocks_are_tol
 def test_the_ingest_section_is_checked_by_key(section, message) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         ServiceConfig.from_dict({"ingest": section}, "engine.yaml")
+
+
+def test_a_clock_minutes_ahead_is_flagged_and_a_clock_stepped_back_is_said_with_what_to_do(checkpoint,
+                                                                                         capfd) -> None:
+    """review351 #5, #13: a feed 2 min ahead got no `clock_ahead` (3 s ahead did: offsets past 60 s were dropped),
+    and a feed whose clock stepped back an hour lost every tick silently, diagnosed as two clocks with advice for a
+    reorder window capped at 60 s. Now the clock ahead is flagged in `streams` and `health`, and the step back is
+    a warning naming the stream, the step, the ticks refused and what fits (fix the clock, or forget the stream)."""
+    with live_server(checkpoint, limits={"heartbeat_s": 0.2}) as (server, push):
+        now = time.time_ns()
+        for k in range(10):
+            push.send(msgpack.packb(_tick("FAR", now + 120 * 10**9 + k, 100.0)))
+        push.send(msgpack.packb(_tick("STEP", now, 100.0)))
+        for k in range(3):  # its feed's clock stepped back an hour
+            push.send(msgpack.packb(_tick("STEP", now - 3600 * 10**9 + k, 100.0)))
+        wait_for(lambda: server.pipeline.ticks_in + server.pipeline.rejected["ts_backwards"] == 14)
+        with ControlClient(server.endpoints["control"]) as control:
+            wait_for(lambda: any(w["kind"] == "clock_stepped_back" for w in control.call("health").get("warnings",
+                                                                                                       [])))
+            health = control.call("health")
+            far = control.call("streams", streams=["FAR"])["streams"]["FAR"]
+    assert far["clock_offset_ms"] < -100_000 and "ahead of this machine's clock" in far["clock_ahead"], far
+    kinds = {(w["stream"], w["kind"]) for w in health["warnings"]}
+    assert ("FAR", "clock_ahead") in kinds and ("STEP", "clock_stepped_back") in kinds, health["warnings"]
+    assert ("STEP", "late_ticks") not in kinds, health["warnings"]
+    step = next(w for w in health["warnings"] if w["kind"] == "clock_stepped_back")
+    assert step["ts_backwards"] == 3 and 3599 < step["step_s"] < 3601, step
+    assert "60.0 min behind" in step["message"] and "flashtick forget STEP" in step["message"], step
+    assert "No reorder window helps" in step["message"], step
+    said = capfd.readouterr().err
+    assert 'flashtick: WARNING: stream "STEP": 3 ticks refused as ts_backwards' in said, said

@@ -40,15 +40,17 @@ class ReceiveClock:
     def offset_ns(self, stream: str) -> int | None:
         """``stream``'s offset (the smallest read time - ts of its accepted ticks: the wire's latency plus how far
         its clock runs behind this machine's, negative when it runs ahead), for a stream stamped with the wall
-        clock; None for any other, or one not held."""
+        clock or ahead of it by any amount (review351 #5: a clock minutes ahead, a broken NTP, was said nowhere,
+        where 3 s ahead was; limits.max_ts_ahead_s bounds it); None for a stream of old data (a replay), or one not
+        held. (`received_ns` keeps to WALL_CLOCK_S both ways: one tick stamped an hour ahead must not date every
+        later tick of its stream an hour back.)"""
         offset = self._offsets.get(stream)
-        return None if offset is None or abs(offset) > WALL_CLOCK_S * 1e9 else offset
+        return None if offset is None or offset > WALL_CLOCK_S * 1e9 else offset
 
     def most_ahead(self, threshold_ns: int, n: int) -> dict[str, int]:
         """The ``n`` streams whose clocks run furthest ahead of this machine's, past ``threshold_ns``: name ->
         offset (ns, negative), furthest first (O(streams): for `health`, not the ingest path)."""
-        ahead = [(offset, stream) for stream, offset in self._offsets.items()
-                 if -WALL_CLOCK_S * 1e9 <= offset < -threshold_ns]
+        ahead = [(offset, stream) for stream, offset in self._offsets.items() if offset < -threshold_ns]
         return {stream: offset for offset, stream in sorted(ahead)[:n]}
 
     def drop(self, stream: str) -> None:

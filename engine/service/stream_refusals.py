@@ -14,11 +14,16 @@ says its window as UTC times (from its first late tick counted to the check), wh
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections import Counter
 from datetime import datetime, timezone
 from typing import Any, Callable
+
+from connectors.ticks import utc_text
+from engine.quoting import quoted
+from engine.service.config_ingest import MAX_REORDER_WINDOW_MS
 
 STREAMS_KEPT = 64  # streams whose refusals are counted one by one
 STREAMS_SAID = 10  # the most refused, in `stats` (rejected_streams) and /metrics (flashtick_rejected_by_stream_total)
@@ -26,6 +31,14 @@ OTHER = "_other"  # the label (and `stats` key) of every other stream's refusals
 LATE_MIN = 10  # ts_backwards refusals between two heartbeats before a stream's share of them is looked at
 WARN_EVERY_S = 10.0
 WARNING_KEPT_S = 600.0  # health says an interleaving stream this long after it was last seen so
+# ticks refused this far behind their stream's last accepted one are a clock jump (its feed's clock stepped back, a
+# tick stamped ahead), not two clocks interleaving: past what a reorder window can hold (MAX_REORDER_WINDOW_MS)
+STEP_BACK_NS = int(MAX_REORDER_WINDOW_MS * 1e6)
+_BACKWARDS = re.compile(r"ts (-?\d+) \(.*?\) < previous (-?\d+)")  # connectors/tick_times.py check_order's words
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.1f} min"
 
 
 class StreamRefusals:
@@ -36,10 +49,13 @@ class StreamRefusals:
         self.window_ms = window_ms  # (ingest.reorder_window_ms now: the warning says what to set)
         self._counts: dict[str, Counter[str]] = {}
         self.other: Counter[str] = Counter()
-        # stream -> [ts_backwards since the last check, accepted ticks at the first of them, when that one came]
+        # stream -> [ts_backwards since the last check, accepted ticks at the first of them, the furthest back (ns),
+        # the last accepted ts it was behind, when the first of them came]
         self._late: dict[str, list[float]] = {}
         self.warnings: dict[str, dict[str, Any]] = {}  # stream -> the last interleave seen (health), bounded
         self._next_line = 0.0
+        self._next_step_line: dict[str, float] = {}  # stream -> when (monotonic) its clock step may be said again
+        self.stepped_back = 0  # ticks refused as stamped more than STEP_BACK_NS behind their stream's last one
 
     def add(self, rejections: list[dict[str, Any]], accepted_of: Callable[[str], int | None] = lambda _: None
             ) -> None:
@@ -54,7 +70,11 @@ class StreamRefusals:
                 self.other.update(self._counts.pop(least))
             self._counts.setdefault(stream, Counter())[reason] += count
             if reason == "ts_backwards" and (stream in self._late or len(self._late) < STREAMS_KEPT):
-                self._late.setdefault(stream, [0, accepted_of(stream) or 0, time.time()])[0] += count
+                late = self._late.setdefault(stream, [0, accepted_of(stream) or 0, 0, 0, time.time()])
+                late[0] += count
+                if (times := _BACKWARDS.search(rejection.get("error") or "")) is not None:  # how far back, and from
+                    ts, last_ts = int(times.group(1)), int(times.group(2))
+                    late[2], late[3] = max(late[2], last_ts - ts), last_ts
 
     def of(self, stream: str) -> dict[str, int]:
         """``stream``'s refused ticks by reason ({} when none is counted)."""
@@ -73,13 +93,21 @@ class StreamRefusals:
         now = time.time() if now is None else now
         late, self._late = self._late, {}
         seen = []
-        for stream, (refused, base, since) in late.items():
+        stepped = []
+        for stream, (refused, base, back_ns, last_ts, since) in late.items():
             refused, accepted = int(refused), max(0, (accepted_of(stream) or 0) - int(base))
-            if refused >= LATE_MIN and refused >= self.late_share_warn * (refused + accepted):
+            if back_ns > STEP_BACK_NS:  # a clock jump, not two clocks: no window helps; said whatever the count
+                stepped.append(stream)
+                self.warnings.pop(stream, None)
+                self.warnings[stream] = {"kind": "clock_stepped_back", "ts_backwards": refused,
+                                         "accepted": accepted, "at": round(now, 3), "since": round(min(since, now), 3),
+                                         "step_s": round(back_ns / 1e9, 3), "last_ts": last_ts}
+                self.stepped_back += refused
+            elif refused >= LATE_MIN and refused >= self.late_share_warn * (refused + accepted):
                 seen.append(stream)
                 self.warnings.pop(stream, None)
-                self.warnings[stream] = {"ts_backwards": refused, "accepted": accepted, "at": round(now, 3),
-                                         "since": round(min(since, now), 3),
+                self.warnings[stream] = {"kind": "late_ticks", "ts_backwards": refused, "accepted": accepted,
+                                         "at": round(now, 3), "since": round(min(since, now), 3),
                                          "share": round(refused / (refused + accepted), 3)}
         for stream in [s for s, w in self.warnings.items() if now - w["at"] > WARNING_KEPT_S]:
             del self.warnings[stream]
@@ -88,12 +116,30 @@ class StreamRefusals:
         if seen and time.monotonic() >= self._next_line:
             self._next_line = time.monotonic() + WARN_EVERY_S
             print(f"flashtick: {self.line(seen)}", file=sys.stderr, flush=True)
-        return seen
+        for stream in stepped:  # (each at most every WARN_EVERY_S: a stream stepped back an hour refuses for an hour)
+            if time.monotonic() >= self._next_step_line.get(stream, 0.0):
+                self._next_step_line[stream] = time.monotonic() + WARN_EVERY_S
+                print(f"flashtick: WARNING: {self.step_line(stream)}", file=sys.stderr, flush=True)
+            if len(self._next_step_line) > STREAMS_KEPT:
+                self._next_step_line.pop(next(iter(self._next_step_line)))
+        return seen + stepped
+
+    def step_line(self, stream: str) -> str:
+        """A stream whose ticks come stamped far behind its last accepted one (its feed's clock stepped back, or
+        one tick came stamped ahead): how far, how many refused, until when, and what to do (review351 #13)."""
+        w = self.warnings[stream]
+        return (f"stream {quoted(stream)}: {w['ts_backwards']} ticks refused as ts_backwards from "
+                f"{_utc(w['since'])} to {_utc(w['at'])}, stamped up to {_duration(w['step_s'])} behind its last accepted tick "
+                f"({utc_text(w['last_ts'])}): its feed's clock stepped back, or one tick came stamped ahead; every "
+                f"tick of it is refused until its stamps pass that time. No reorder window helps (it holds "
+                f"{MAX_REORDER_WINDOW_MS / 1000:g} s at most): fix the feed's clock, or `flashtick forget "
+                f"{stream}` to start the stream afresh now (its session and ordering guard dropped)")
 
     def line(self, streams: list[str]) -> str:
         """The warning of ``streams`` (seen at one check), its window said in absolute terms: `health` serves it
         for WARNING_KEPT_S, long after "since the last heartbeat" meant anything."""
-        counts = [(s, self.warnings[s]["ts_backwards"], self.warnings[s]["accepted"]) for s in streams[:STREAMS_SAID]]
+        counts = [(s, self.warnings[s]["ts_backwards"], self.warnings[s]["accepted"]) for s in streams[:STREAMS_SAID]
+                  if self.warnings[s]["kind"] == "late_ticks"]
         said = ", ".join(f"{s} {late} of {late + accepted}" for s, late, accepted in counts)
         since = min(self.warnings[s]["since"] for s in streams[:STREAMS_SAID])
         at = max(self.warnings[s]["at"] for s in streams[:STREAMS_SAID])
@@ -107,8 +153,8 @@ class StreamRefusals:
 
     def health_warnings(self) -> list[dict[str, Any]]:
         """`health`'s entries for the streams seen interleaving in the last WARNING_KEPT_S."""
-        return [{"stream": stream, "kind": "late_ticks", **w, "message": self.line([stream])}
-                for stream, w in self.warnings.items()]
+        return [{"stream": stream, **w, "message": self.step_line(stream) if w["kind"] == "clock_stepped_back"
+                 else self.line([stream])} for stream, w in self.warnings.items()]
 
 
 def _utc(seconds: float) -> str:
