@@ -785,7 +785,7 @@ def test_serve_on_a_port_in_use_says_so_and_leaves_no_data_directory(checkpoint,
         fresh = tmp_path / "fresh"
         code, out, err = run(capsys, "serve", "--config", str(tmp_path / "engine.yaml"), "--data-dir",
                              str(fresh / "data"))
-    assert code == 2 and err.endswith(f"flashtick serve: error: cannot bind the {held} socket to tcp://127.0.0.1:"
+    assert code == 2 and err.endswith(f"flashtick serve: ERROR: cannot bind the {held} socket to tcp://127.0.0.1:"
                                       f"{port}: port {port} is in use (is another flashtick serve running? set "
                                       f"endpoints.{held} in the --config file)\n"), err
     assert not fresh.exists()
@@ -805,7 +805,7 @@ def test_serve_with_one_port_twice_in_its_config_names_the_two_keys(tmp_path, ca
     code, out, err = run(capsys, "serve", "--config", str(path))
     started, *rest = err.splitlines()  # (the first line, said before anything is read: a start began)
     assert started.endswith(f" starting (pid {os.getpid()}, config {path})"), err
-    assert code == 2 and rest == [f"flashtick serve: error: {path}: {said}: give each socket its own port (or 0 for "
+    assert code == 2 and rest == [f"flashtick serve: ERROR: {path}: {said}: give each socket its own port (or 0 for "
                                   f"any free one)"], err
 
 

@@ -55,7 +55,7 @@ def test_serve_raises_a_low_open_file_limit_says_it_and_counts_descriptors_exhau
         serving = read_until(proc, text, "flashtick serving ")
         endpoints = dict(word.split("=", 1) for word in serving.split()[2:])
         low = [line for line in text if "open-file limit" in line]
-        assert len(low) == 1 and low[0].startswith("flashtick: warning: the open-file limit is 64 (the hard limit "
+        assert len(low) == 1 and low[0].startswith("flashtick: WARNING: the open-file limit is 64 (the hard limit "
                                                    "too): at most "), text  # raised from 48 to the hard 64
         assert "ulimit -n 65536" in low[0] and "LimitNOFILE=65536" in low[0]
         # review261 #6: the figure is the limit less the descriptors the service holds as it starts serving (its
@@ -69,7 +69,7 @@ def test_serve_raises_a_low_open_file_limit_says_it_and_counts_descriptors_exhau
             sock.connect(endpoints["control"])
             clients.append(sock)
         said = read_until(proc, text, "no file descriptor is free")
-        assert said.startswith("flashtick: warning: no file descriptor is free (this process's open-file limit is "
+        assert said.startswith("flashtick: WARNING: no file descriptor is free (this process's open-file limit is "
                                "reached: 64): ZeroMQ cannot accept new connections, so clients beyond it wait "
                                "unanswered (stats descriptors_exhausted counts the heartbeats that found none); "), said
         for sock in clients:

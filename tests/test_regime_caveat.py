@@ -19,7 +19,7 @@ def test_serve_names_the_queries_that_ask_regime_at_its_start(tmp_path: Path) ->
         config.write_text(f"queries: {tmp_path / 'q.yaml'}\nlog: {{enabled: false}}\n{ENDPOINTS}")
         lines, _ = serve_lines(config)
         notes = [line for line in lines if "asks regime" in line]
-        assert notes == (["flashtick: note: query reg asks regime, the synthetic market's hidden regime: it has "
+        assert notes == (["flashtick: INFO: query reg asks regime, the synthetic market's hidden regime: it has "
                           "ground truth, and was calibrated, on synthetic data only (SYN.*), so on a real stream its "
                           "answers and probabilities are no evidence of a regime; volatility_50 asks what the ticks "
                           "did (docs/queries.md#questions-without-real-data-calibration)\n"] if said else []), lines

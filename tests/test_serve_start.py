@@ -69,7 +69,7 @@ def test_sockets_other_hosts_reach_without_curve_are_warned_of_at_the_start(tmp_
            "published, topics, streams' ticks held, counters and health; set curve.enabled with curve.clients_dir" \
            in control and control.endswith("or bind endpoints.control to 127.0.0.1"), control
     assert "set curve.ingest: true with curve.enabled and curve.clients_dir" in ingest, ingest
-    assert any(line.startswith("flashtick: warning: the metrics endpoint http://0.0.0.0:") and "plain HTTP" in line
+    assert any(line.startswith("flashtick: WARNING: the metrics endpoint http://0.0.0.0:") and "plain HTTP" in line
                for line in open_ones), open_ones
 
 
@@ -103,7 +103,7 @@ def test_serve_names_its_config_and_data_directory_and_warns_of_a_retention_past
     data = site / "data"  # beside the config file, said in full, with the key it came from
     assert f"flashtick: logging accepted ticks and published answers in {data} (log.dir; --no-log to keep " \
            f"nothing)" in lines, lines
-    assert any(line.startswith(f"flashtick: warning: log.retention_bytes 953,674,316.4 MiB + "
+    assert any(line.startswith(f"flashtick: WARNING: log.retention_bytes 953,674,316.4 MiB + "
                                f"log.answers_retention_bytes 256.0 MiB exceed the size of the filesystem holding "
                                f"{data} (") for line in lines), lines
     pool = [line for line in lines if "KV pool" in line]
@@ -127,7 +127,7 @@ def test_a_data_directory_given_by_data_dir_is_named_as_the_option_in_its_errors
         process.kill()
         process.wait()
     assert lines[0].endswith(f" starting (pid {process.pid}, config {config})"), lines
-    assert lines[-1].startswith(f"flashtick serve: error: --data-dir {tmp_path / 'afile'}: "), lines
+    assert lines[-1].startswith(f"flashtick serve: ERROR: --data-dir {tmp_path / 'afile'}: "), lines
 
 
 def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_it_was(tmp_path) -> None:
@@ -246,7 +246,7 @@ def test_a_restart_under_another_model_dtype_says_so_once(tmp_path) -> None:
 
     assert start("float32") == []
     assert start("bfloat16") == [
-        f"flashtick: note: data directory {tmp_path / 'data'}: its logged answers were computed under model.dtype "
+        f"flashtick: INFO: data directory {tmp_path / 'data'}: its logged answers were computed under model.dtype "
         f"float32, this start computes under bfloat16: answers after the restart (those it owes included) may differ "
         f"from the logged ones by that precision's rounding"]
     assert start("bfloat16") == []
@@ -266,7 +266,7 @@ def test_a_restart_under_another_model_weights_format_says_so_once(tmp_path) -> 
     assert start("float32") == []  # (what null gives a float32 model)
     assert start(here) == []  # (review218 #4: the same format named concretely was noted as a change)
     assert start("torch") == [
-        f"flashtick: note: data directory {tmp_path / 'data'}: its logged answers were computed under model.weights "
+        f"flashtick: INFO: data directory {tmp_path / 'data'}: its logged answers were computed under model.weights "
         f"{here}, this start computes under torch: answers after the restart (those it owes included) may differ "
         f"from the logged ones by the linears' rounding (their weight format, engine/models/linear.py)"]
     assert start("torch") == []
@@ -288,12 +288,12 @@ def test_a_restart_under_other_answer_changing_settings_names_each(tmp_path) -> 
     rolls = ("where sessions roll and how much context an answer sees (the logged ticks rebuild them under the new "
              "value)")
     assert noted == [
-        f"flashtick: note: data directory {data}: its logged answers were computed under answers.adapt online, "
+        f"flashtick: INFO: data directory {data}: its logged answers were computed under answers.adapt online, "
         f"this start computes under off: {said} the adaptation: whether the published probs mix in each stream's "
         f"realised class frequencies",
-        f"flashtick: note: data directory {data}: its logged answers were computed under scheduler.window 1024, this "
+        f"flashtick: INFO: data directory {data}: its logged answers were computed under scheduler.window 1024, this "
         f"start computes under 256: {said} {rolls}",
-        f"flashtick: note: data directory {data}: its logged answers were computed under scheduler.keep_fraction 0.5, "
+        f"flashtick: INFO: data directory {data}: its logged answers were computed under scheduler.keep_fraction 0.5, "
         f"this start computes under 0.25: {said} {rolls}"], noted
     assert start(sections=changed) == []
     from engine.service.data_dir_meta import read_record
@@ -332,4 +332,4 @@ def test_a_codec_template_that_would_do_nothing_is_refused_by_its_name(tmp_path,
                              "Hugging Face model's); this model's codec is binned (codec.kind: binned), which reads "
                              "no template: remove it, or serve a text model (--model DIR)",
         "text model, empty template": "trade_template must end with a newline so lines stay separate, got ''"}
-    assert lines[-1] == f"flashtick serve: error: {refused[case]}", lines
+    assert lines[-1] == f"flashtick serve: ERROR: {refused[case]}", lines

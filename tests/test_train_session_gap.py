@@ -117,11 +117,11 @@ def test_serve_of_a_checkpoint_says_when_its_session_gap_differs_from_the_config
                                                      cwd=tmp_path) if "--session-gap" in line]
 
     assert start("gapped", None) == [
-        "flashtick: note: this model was trained with --session-gap 1h; this service's answers.session_gap_s is "
+        "flashtick: INFO: this model was trained with --session-gap 1h; this service's answers.session_gap_s is "
         "null (off): its live scores and adaptation label answers otherwise than training did (set "
         "answers.session_gap_s: 3600 in the config)"]
     assert start("plain", "1800") == [
-        "flashtick: note: this model was trained with no --session-gap; this service's answers.session_gap_s is 1800 "
+        "flashtick: INFO: this model was trained with no --session-gap; this service's answers.session_gap_s is 1800 "
         "(30m): its live scores and adaptation label answers otherwise than training did (set "
         "answers.session_gap_s: null in the config)"]
     assert start("gapped", "3600") == []

@@ -153,7 +153,10 @@ def _start(args: argparse.Namespace, stopping: StartingStop) -> tuple[Any, dict[
     from engine.service.descriptor_limit import raise_open_file_limit
     from engine.service.early_start import EarlyStart
 
+    from engine.service.log_levels import level_the_log
+
     config = _serve_config(args)
+    level_the_log(config.log.format)
     stopping.logged = config.log.dir is not None
     raise_open_file_limit()  # a client connection takes a descriptor: a soft 1024 turned clients away silently
     # control and metrics bound before the engine's imports (torch: seconds on a loaded host), answering "starting"
@@ -263,8 +266,10 @@ def _stopped_line(server: Any) -> str:
 
 def cmd_serve(args: argparse.Namespace) -> int | None:
     # said before the imports (torch: seconds on a loaded host), so a supervisor's log shows a start began
+    from engine.service.log_levels import level_the_log
     from engine.service.release import this_release
 
+    level_the_log()  # a severity on every line from the first (json once the config says log.format: json)
     config_file = f"config {args.config.absolute()}" if args.config is not None else "no config file"
     print(f"flashtick {this_release()} starting (pid {os.getpid()}, {config_file})", file=sys.stderr, flush=True)
     if (started := _started(args)) is None:

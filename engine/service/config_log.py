@@ -39,8 +39,13 @@ class LogSection:
     answers_keep: int = 100_000  # published answers kept in memory for the `answers` op (gap fills)
     answers_segment_bytes: int = 16 << 20
     answers_retention_bytes: int | None = 256 << 20  # the answer log on disk (seqs survive it: checkpointed)
+    # the service's stderr lines: text (`flashtick: LEVEL: message`) or json (one object a line: ts, level, event,
+    # fields), engine/service/log_levels.py
+    format: str = "text"
 
     def __post_init__(self) -> None:
+        if self.format not in ("text", "json"):
+            raise ConfigError(f"log.format must be text or json, got {excerpt(self.format)}")
         if self.fsync not in ("always", "group", "never"):
             raise ConfigError(f"log.fsync must be always, group or never, got {excerpt(self.fsync)}")
         for name, unit in LOG_NUMBER_UNITS.items():

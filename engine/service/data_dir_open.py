@@ -5,6 +5,7 @@ retention limits against the size of the filesystem, and what a start says of a 
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import grp
 import os
@@ -12,9 +13,11 @@ import pwd
 import secrets
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from engine.disk_full import DISK_FULL, file_size_limit, space_left
 from engine.service.config import ConfigError, LogSection
+from engine.service.log_lines import utc_stamp
 from engine.service.private_dirs import private
 from engine.text_files import ENCODING, read_text
 
@@ -140,7 +143,24 @@ def unusable_part(root: Path, error: OSError) -> str:
             f"what is in the way, or give another --data-dir)")
 
 
-def take_lock(path: Path) -> Any:
+# what the lock file says once its service stopped (DataDir.close): a start that finds "pid N" without it follows a
+# run that was killed, crashed or lost power (review351 #15: such a restart looked like any other)
+CLEAN_STOP = "stopped cleanly"
+ROOM_CHECK_BYTES = 4096  # a start writes this much into the directory (then removes it) before replaying the log
+
+
+class DataDirFull(Exception):
+    """The data directory's filesystem cannot take a write at the start (full, a quota, a file size limit): said in
+    one line, before the replay, with its own exit status (exit_codes.DATA_DIR_FULL), so a supervisor stops
+    restarting a service that could only refuse every tick."""
+
+
+class DataDirLock(NamedTuple):
+    handle: Any  # the lock file, held (flock) until the service stops
+    previous: str  # what it said before this start: "" (new), "pid N" (an unclean stop), "pid N stopped cleanly ..."
+
+
+def take_lock(path: Path) -> DataDirLock:
     """One service per data directory: two appending to one log would interleave and corrupt it."""
     handle = open(path, "a+", encoding=ENCODING, opener=private)
     try:
@@ -151,10 +171,63 @@ def take_lock(path: Path) -> Any:
         handle.close()
         raise ConfigError(f"data directory {path.parent} is in use by {holder}; stop it, or give this service "
                           f"its own --data-dir (or --no-log)") from None
+    handle.seek(0)
+    previous = handle.read().strip()
+    try:
+        _rewrite(handle, f"pid {os.getpid()}")
+    except OSError as e:
+        handle.close()
+        if e.errno in DISK_FULL:
+            raise DataDirFull(_full_words(path.parent, e)) from None
+        raise
+    return DataDirLock(handle, previous)
+
+
+def release_lock(lock: DataDirLock, clean: bool = True) -> None:
+    """The lock let go: marked stopped cleanly (a stop, a start that refused the directory), or, ``clean`` False,
+    as it was before this start (a start that failed before it replayed anything)."""
+    try:
+        _rewrite(lock.handle, f"pid {os.getpid()} {CLEAN_STOP} at {utc_stamp()}" if clean else lock.previous)
+    except OSError:  # (a full disk: the next start reads this stop as unclean, which only costs a log line)
+        pass
+    lock.handle.close()
+
+
+def unclean_stop(previous: str) -> str | None:
+    """What the lock said of a run that did not stop cleanly (its pid), or None: a new directory, a clean stop."""
+    return previous if previous and CLEAN_STOP not in previous else None
+
+
+def _rewrite(handle: Any, text: str) -> None:
     handle.truncate(0)
-    handle.write(f"pid {os.getpid()}\n")
+    handle.write(text + "\n" if text else "")
     handle.flush()
-    return handle
+
+
+def check_room(root: Path) -> None:
+    """Raises DataDirFull when ``root`` cannot take a small write (ROOM_CHECK_BYTES, synced): a start on a full
+    disk said a bare "[Errno 28] No space left on device" after replaying the whole log, at every restart
+    (review351 #4)."""
+    probe = root / ".room-check"
+    try:
+        with open(probe, "wb", opener=private) as f:
+            f.write(b"\0" * ROOM_CHECK_BYTES)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        if e.errno in DISK_FULL:
+            raise DataDirFull(_full_words(root, e)) from None
+        raise
+    finally:
+        probe.unlink(missing_ok=True)
+
+
+def _full_words(root: Path, error: OSError) -> str:
+    cause = f"{DISK_FULL[error.errno]} ({file_size_limit()})" if error.errno == errno.EFBIG else \
+        f"{DISK_FULL[error.errno]} ({space_left(root) or 'free space unknown'})"
+    return (f"log.dir {root}: a {ROOM_CHECK_BYTES:,}-byte write failed before replaying the tick log: {cause}; "
+            f"the service would refuse every tick (log_unavailable): free space there (or move log.dir, lower "
+            f"log.retention_bytes), then start it again")
 
 
 def read_epoch(path: Path, renew: bool = False) -> str:

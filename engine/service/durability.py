@@ -43,9 +43,10 @@ from connectors.encoder import EncodedTick, StreamEncoders
 from engine.service.answer_log import AnswerHistory, AnswerLog
 from engine.service.config import ConfigError, LogSection
 from engine.service.data_dir_meta import check_meta
-from engine.service.data_dir_open import (others_access, read_epoch, refuse_the_users_folder,
-                                          retention_below_segments, retention_past_filesystem, take_lock,
-                                          unusable_part)
+from engine.disk_full import DISK_FULL
+from engine.service.data_dir_open import (DataDirFull, check_room, others_access, read_epoch, refuse_the_users_folder,
+                                          release_lock, retention_below_segments, retention_past_filesystem,
+                                          take_lock, unclean_stop, unusable_part)
 from engine.service.item_log import ItemLog
 from engine.service.kept_queries import (LIVE, RestoredQueries, read_origins, read_query_versions,
                                          write_queries_files)
@@ -101,7 +102,7 @@ class DataDir:
         except (OSError, ConfigError) as e:  # the lock goes too: a refused directory is not held by who refused it
             if getattr(self, "log", None) is not None:
                 self.log.close()
-            self._lock_file.close()
+            release_lock(self._lock_file)
             if isinstance(e, ConfigError):
                 raise
             # a file where a folder belongs (or the reverse), no permission: named, not a traceback
@@ -131,15 +132,27 @@ class DataDir:
         try:
             # 0700: every tick, answer and query of the desk is in here; another user of a shared host reads none
             make_private_dirs(self.root)
-            lock_file = take_lock(self.root / "lock")
+            lock = take_lock(self.root / "lock")
         except OSError as e:  # under a file, on a read-only filesystem, no permission: name the key
+            if e.errno in DISK_FULL:
+                raise DataDirFull(f"log.dir {self.root}: {e.strerror}: free space there, then start it again") \
+                    from None
             raise ConfigError(f"log.dir {self.root}: {e.strerror or e} (a data directory must be a writable "
                               f"directory)") from None
+        try:
+            check_room(self.root)  # before the replay: a full disk is said now, not after minutes of it
+        except BaseException:
+            release_lock(lock, clean=False)
+            raise
+        if (previous := unclean_stop(lock.previous)) is not None:  # counted by a log pipeline: crashes
+            print(f"flashtick: WARNING: recovering after an unclean stop: the previous run ({previous}) did not stop "
+                  f"cleanly (killed, crashed or lost power); every tick it accepted is replayed from the tick log",
+                  file=sys.stderr, flush=True)
         for problem in filter(None, [retention_past_filesystem(self.root, config), *retention_below_segments(config)]):
             print(f"flashtick: warning: {problem}", file=sys.stderr, flush=True)
         if access is not None:  # the user's own folder: said, not changed
             print(f"flashtick: {access}", file=sys.stderr, flush=True)
-        return lock_file
+        return lock
 
     def resolved(self, written_by: dict[str, Any]) -> None:
         """meta.json checked and recorded again with what was resolved after the directory was opened: a sharded
@@ -334,4 +347,4 @@ class DataDir:
         self.items.close()
         self.log.close()
         self.answers.close()
-        self._lock_file.close()
+        release_lock(self._lock_file)

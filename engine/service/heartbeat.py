@@ -63,6 +63,7 @@ class Heartbeat:
         self._descriptors = DescriptorWatch(self.counters)  # none free: clients past the limit wait unanswered
         # ticks_in at the last refresh (a restart's recovered ticks are not arriving ones), and when it last grew
         self._ticks_seen, self._tick_at = self.pipeline.ticks_in, None
+        self._log_refused_said = 0  # log_unavailable refusals the behind / caught-up lines have told of
 
     def _heartbeat(self) -> None:
         self.counters["heartbeats"] += 1
@@ -149,7 +150,7 @@ class Heartbeat:
         if not self.serve_hints:
             return
         self._said_behind = False
-        then = self._dropped(dropped_total, "answers lagged, none refused")
+        then = self._dropped(dropped_total, "answers lagged, none shed")
         print(f"flashtick: caught up; behind for {behind_for:.1f} s; when_behind: {self.config.limits.when_behind} "
               f"({then})", file=sys.stderr, flush=True)
 
@@ -160,6 +161,13 @@ class Heartbeat:
         then = (f"{dropped_total - self._shed_said} {what} since the last such line, {dropped_total} in all"
                 if what else none) + _most_shed(self._snapshot.get("shed_streams"))
         self._shed_said = dropped_total
+        # ticks the data directory refused meanwhile (a full disk) are said here too: "none refused" beside a
+        # full disk's refusals read as a contradiction in a shipped log (review351 #12)
+        log_refused = self._snapshot["rejected"].get("log_unavailable", 0)
+        if log_refused > self._log_refused_said:
+            then += (f"; {log_refused - self._log_refused_said} refused (disk full: log_unavailable) since the last "
+                     f"such line, {log_refused} in all")
+            self._log_refused_said = log_refused
         return then
 
     def _say_refused_streams(self) -> None:

@@ -1,0 +1,116 @@
+"""`serve`'s log lines with a severity on every one (review351 #14): `flashtick: WARNING: ticks refused ...`, or
+with `log.format: json` one JSON object a line, `{"ts", "level", "event", "fields": {"source", "message"}}`.
+
+The service's lines are plain prints to stderr from many modules (log_lines.py says why), so the level is put on
+the stream, as --log-timestamps puts its stamp (in text, every line but `flashtick serving ingest=... answers=...`,
+the ready line tools parse, which stays as it was): a line that names its own level (`flashtick: warning: ...`,
+`flashtick serve: error: ...`, `note:`) keeps it; any other gets the level of the first pattern of LEVELS its
+message starts with, else INFO. The table is the one place that decides what an operator must act on: WARNING is
+lost or late data, a resource running out, a client refused; ERROR is a failure of the service itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+from typing import TextIO
+
+from engine.service.log_lines import utc_stamp
+
+# (pattern on the message after `flashtick[ COMMAND]: `, level, event): first match wins
+LEVELS: list[tuple[re.Pattern[str], str, str]] = [(re.compile(pattern), level, event) for pattern, level, event in [
+    (r"engine step failed|metrics: a request .* failed|ZAP request failed", "ERROR", "service_error"),
+    (r"ticks refused \(log_unavailable\)|could not log|answer log: .*(cannot|refus)", "WARNING", "log_unavailable"),
+    (r"behind", "WARNING", "behind"),
+    (r"catching up after the restart", "WARNING", "catching_up"),
+    (r"KV thrash", "WARNING", "kv_thrash"),
+    (r"ticks refused as late|refused", "WARNING", "refused"),
+    (r"stopped reading at limits\.drain_s", "WARNING", "drain_cut_short"),
+    (r"feed .*(lost|not connected|disconnected)", "WARNING", "feed_lost"),
+    (r"clock|accepted a tick stamped", "WARNING", "feed_clock"),
+    (r"dropped a control reply|no file descriptor", "WARNING", "resource_exhausted"),
+    (r"recovering after an unclean stop", "WARNING", "unclean_stop"),
+    (r"caught up", "INFO", "caught_up"),
+    (r"expired", "INFO", "streams_expired"),
+    (r"recovered", "INFO", "recovered"),
+    (r"serving", "INFO", "serving"),
+]]
+# a line that names its level itself: `flashtick: warning: ...`, `flashtick serve: error: ...`
+_OWN_LEVEL = {"error": "ERROR", "warning": "WARNING", "note": "INFO", "info": "INFO"}
+_LINE = re.compile(r"(?P<source>flashtick(?: [a-z][\w-]*)?): (?:(?P<own>error|warning|note|info|ERROR|WARNING|INFO):"
+                   r" )?(?P<message>.*)", re.S)
+FORMATS = ("text", "json")
+
+
+def leveled(line: str) -> tuple[str, str, str, str]:
+    """(source, level, event, message) of one log line (no newline)."""
+    found = _LINE.fullmatch(line)
+    if found is None:  # (`flashtick serving ingest=...`, which tools parse; a library's warning, a traceback's line)
+        level = "WARNING" if "warning" in line.lower() else "INFO"
+        return "", level, "serving" if line.startswith("flashtick serving ") else "message", line
+    source, message = found.group("source"), found.group("message")
+    event = next((e for pattern, _, e in LEVELS if pattern.match(message)), "message")
+    if found.group("own"):
+        return source, _OWN_LEVEL[found.group("own").lower()], event, message
+    level = next((lv for pattern, lv, _ in LEVELS if pattern.match(message)), "INFO")
+    return source, level, event, message
+
+
+class LeveledLines:
+    """A text stream that writes each whole line to ``stream`` with its level: `source: LEVEL: message` (``fmt``
+    text), or one JSON object (json), stamped with the time. Safe across threads; a line written in pieces waits
+    for its newline."""
+
+    def __init__(self, stream: TextIO, fmt: str = "text", stamp: bool = False) -> None:
+        self._stream, self.fmt, self._stamp = stream, fmt, stamp
+        self._pending = ""
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._pending += text
+            *lines, self._pending = self._pending.split("\n")
+            if lines:
+                self._stream.write("".join(self._formatted(line) + "\n" for line in lines))
+        return len(text)
+
+    def _formatted(self, line: str) -> str:
+        if not line.strip():
+            return line
+        source, level, event, message = leveled(line)
+        if self.fmt == "json":
+            return json.dumps({"ts": utc_stamp(), "level": level, "event": event,
+                               "fields": {"source": source or "flashtick", "message": message}}, ensure_ascii=False)
+        if event == "serving" and not source:  # the ready line tools parse (`flashtick serving ingest=...`): as is
+            text = message
+        else:
+            text = f"{source}: {level}: {message}" if source else f"{level}: {message}"
+        return (utc_stamp() + " " if self._stamp else "") + text
+
+    def flush(self) -> None:  # (a line not ended yet waits for its newline: print writes its text, then that)
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return self._stream.encoding
+
+
+def level_the_log(fmt: str = "text") -> None:
+    """`serve`'s stderr leveled in ``fmt`` from here on (cli.main puts the plain stream back as it returns); over
+    --log-timestamps' stamping, which it takes over (a JSON line carries its time as `ts`, not before its brace)."""
+    from engine.service.log_lines import TimestampedLines
+
+    if isinstance(sys.stderr, LeveledLines):
+        sys.stderr.fmt = fmt
+        return
+    stamped = isinstance(sys.stderr, TimestampedLines)
+    inner = sys.stderr._stream if stamped else sys.stderr  # type: ignore[union-attr]
+    sys.stderr = LeveledLines(inner, fmt, stamp=stamped)  # type: ignore[assignment]

@@ -1,0 +1,110 @@
+"""What `serve` says about its data directory as it starts (review351 #4, #15): a full disk in one line before the
+replay, with its own exit status, and a restart after an unclean stop said as such. Real `serve` processes on a
+real data directory; a full disk is a file size limit (RLIMIT_FSIZE: writes past it fail with EFBIG)."""
+
+from __future__ import annotations
+
+import resource
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from conftest import tiny_tick_checkpoint
+from engine.service.exit_codes import DATA_DIR_FULL
+from test_durability import ROOT, feed_and_wait, serve, serve_config
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick"))
+
+
+def test_a_start_on_a_full_disk_says_so_in_one_line_before_the_replay(checkpoint, tmp_path) -> None:
+    """It replayed the whole log, then died with a bare `[Errno 28] No space left on device` and exit 5, at every
+    restart: a supervisor's loop that burnt a replay each time. Now the start says the directory, the cause and what
+    to do before replaying, and exits DATA_DIR_FULL (6), which docs/cli.md tells a supervisor not to restart on."""
+    config_path = serve_config(tmp_path, checkpoint)
+    process, endpoints = serve(config_path, tmp_path / "data")
+    try:
+        feed_and_wait(endpoints, SyntheticMarket(SyntheticConfig(seed=2)).next_batch(200), 200)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0
+    finally:
+        process.kill()
+
+    def limit() -> None:  # no file may grow past 1,000 bytes: the start's room check (4 KiB) cannot be written
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
+
+    full = subprocess.run([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config_path),
+                           "--data-dir", str(tmp_path / "data")], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, preexec_fn=limit)
+    assert full.returncode == DATA_DIR_FULL == 6, full.stderr
+    errors = [line for line in full.stderr.splitlines() if "ERROR:" in line]
+    assert len(errors) == 1, full.stderr
+    assert str(tmp_path / "data") in errors[0] and "before replaying the tick log" in errors[0], errors
+    assert "file size limit" in errors[0] and "free space there" in errors[0], errors
+    assert "recovered" not in full.stderr  # said before the replay, not after it
+    process, endpoints = serve(config_path, tmp_path / "data")  # room again: it starts, every tick there
+    try:
+        assert not any("unclean stop" in line for line in process.lines_read), process.lines_read
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
+
+
+def test_a_restart_after_kill_9_is_said_as_recovering_after_an_unclean_stop(checkpoint, tmp_path) -> None:
+    """After kill -9 the start read exactly as after a clean stop: a log pipeline could not count crashes."""
+    config_path = serve_config(tmp_path, checkpoint)
+    process, endpoints = serve(config_path, tmp_path / "data")
+    try:
+        feed_and_wait(endpoints, SyntheticMarket(SyntheticConfig(seed=3)).next_batch(100), 100)
+        killed_pid = process.pid
+        process.send_signal(signal.SIGKILL)
+        process.wait(30)
+    finally:
+        process.kill()
+    process, endpoints = serve(config_path, tmp_path / "data")
+    try:
+        said = [line for line in process.lines_read if "unclean stop" in line]
+        assert len(said) == 1 and "recovering after an unclean stop" in said[0], process.lines_read
+        assert f"pid {killed_pid}" in said[0] and "flashtick: WARNING: recovering" in said[0], said
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0
+    process, endpoints = serve(config_path, tmp_path / "data")  # after that clean stop: nothing to say
+    try:
+        assert not any("unclean stop" in line for line in process.lines_read), process.lines_read
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
+
+
+def test_every_serve_line_gets_a_level_and_json_is_one_object_a_line() -> None:
+    """review351 #14: `flashtick: note:` for a folder's mode, no level at all for ticks lost to a full disk. Each
+    line now has INFO, WARNING or ERROR (its own word kept as its level), or is one JSON object a line."""
+    import io
+    import json
+
+    from engine.service.log_levels import LeveledLines
+
+    lines = ["flashtick: ticks refused (log_unavailable): short write (is the disk full?)",
+             "flashtick: note: data directory /d can be listed by other users", "flashtick: caught up; behind 2 s",
+             "flashtick serve: error: log.dir /d: full", "flashtick serving ingest=tcp://127.0.0.1:1 answers=x"]
+    text = io.StringIO()
+    leveled = LeveledLines(text)
+    for line in lines:
+        print(line, file=leveled)  # (print writes the text, then its newline: one line each)
+    assert text.getvalue().splitlines() == [
+        "flashtick: WARNING: ticks refused (log_unavailable): short write (is the disk full?)",
+        "flashtick: INFO: data directory /d can be listed by other users", "flashtick: INFO: caught up; behind 2 s",
+        "flashtick serve: ERROR: log.dir /d: full", "flashtick serving ingest=tcp://127.0.0.1:1 answers=x"]
+    as_json = io.StringIO()
+    leveled = LeveledLines(as_json, "json")
+    leveled.write("flashtick: behind: 10 tokens wait")
+    leveled.write("\n")
+    record = json.loads(as_json.getvalue())
+    assert record["level"] == "WARNING" and record["event"] == "behind" and record["ts"].endswith("Z"), record
+    assert record["fields"] == {"source": "flashtick", "message": "behind: 10 tokens wait"}, record
