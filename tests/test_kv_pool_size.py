@@ -71,7 +71,7 @@ def test_serve_says_the_pools_size_and_the_key_that_sets_it(wide_checkpoint, tmp
     lines, pid = serve_lines(config)
     said = [line for line in lines if "KV pool" in line]
     # with the window in effect: a scheduler.window changed between restarts was applied without a word
-    assert said == ["flashtick: KV pool: 32768 cells x 8 KiB = 256 MiB (the default, 65536 cells and at most "
+    assert said == ["flashtick: INFO: KV pool: 32768 cells x 8 KiB = 256 MiB (the default, 65536 cells and at most "
                     "256 MiB: kv.cells or kv.bytes sets it); each session's window: 1024 tokens (the model's "
                     "positions, at most what the pool holds: scheduler.window sets it)\n"], lines
     # the first line comes before the heavy imports: a supervisor's log shows a start began, and which
@@ -84,7 +84,7 @@ def test_a_pool_under_a_gib_is_said_in_mib_not_as_0_00_gib(tmp_path) -> None:
     config.write_text(f"kv: {{cells: 1024}}\nlog: {{enabled: false}}\n{ENDPOINTS}")
     lines, _ = serve_lines(config)
     said = [line for line in lines if "KV pool" in line]
-    assert len(said) == 1 and said[0].startswith("flashtick: KV pool: 1024 cells x 4 KiB = 4 MiB (kv.cells); "), lines
+    assert len(said) == 1 and said[0].startswith("flashtick: INFO: KV pool: 1024 cells x 4 KiB = 4 MiB (kv.cells); "), lines
 
 
 def test_a_window_the_pool_capped_is_said_to_be_the_pools(tmp_path) -> None:

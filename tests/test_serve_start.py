@@ -101,7 +101,7 @@ def test_serve_names_its_config_and_data_directory_and_warns_of_a_retention_past
     lines = serve_until_serving(["--config", "site/engine.yaml"], cwd=tmp_path)
     assert lines[0].startswith("flashtick ") and lines[0].endswith(f" starting ({lines[-1]}, config {config})"), lines
     data = site / "data"  # beside the config file, said in full, with the key it came from
-    assert f"flashtick: logging accepted ticks and published answers in {data} (log.dir; --no-log to keep " \
+    assert f"flashtick: INFO: logging accepted ticks and published answers in {data} (log.dir; --no-log to keep " \
            f"nothing)" in lines, lines
     assert any(line.startswith(f"flashtick: WARNING: log.retention_bytes 953,674,316.4 MiB + "
                                f"log.answers_retention_bytes 256.0 MiB exceed the size of the filesystem holding "
@@ -169,13 +169,13 @@ def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_
     finally:
         process.kill()
         process.wait()
-    assert lines[-1] == ("flashtick: stopped while starting (SIGTERM); nothing accepted is lost: the tick log holds "
+    assert lines[-1] == ("flashtick: INFO: stopped while starting (SIGTERM); nothing accepted is lost: the tick log holds "
                          "it, and the next start replays it and computes what is owed"), lines
     assert not any("Traceback" in line for line in lines), lines
     assert {path.name: path.read_bytes() for path in (tmp_path / "data" / "ticks").iterdir()} == logged
     recovered = [line for line in serve_until_serving(["--config", str(config)], cwd=tmp_path)
-                 if line.startswith("flashtick: recovered ")]
-    assert recovered and recovered[0].startswith("flashtick: recovered 40,000 ticks of "), recovered
+                 if line.startswith("flashtick: INFO: recovered ")]
+    assert recovered and recovered[0].startswith("flashtick: INFO: recovered 40,000 ticks of "), recovered
 
 
 def test_a_query_taken_out_of_the_queries_file_and_still_served_is_named_at_the_start(tmp_path) -> None:

@@ -2,8 +2,9 @@
 with `log.format: json` one JSON object a line, `{"ts", "level", "event", "fields": {"source", "message"}}`.
 
 The service's lines are plain prints to stderr from many modules (log_lines.py says why), so the level is put on
-the stream, as --log-timestamps puts its stamp (in text, every line but `flashtick serving ingest=... answers=...`,
-the ready line tools parse, which stays as it was): a line that names its own level (`flashtick: warning: ...`,
+the stream, as --log-timestamps puts its stamp (in text, every line but the three that tools parse, `flashtick 0.2.0
+(...) starting (...)`, `flashtick serving ingest=...` and `flashtick stopped: ...`, kept as they were, INFO in
+json): a line that names its own level (`flashtick: warning: ...`,
 `flashtick serve: error: ...`, `note:`) keeps it; any other gets the level of the first pattern of LEVELS its
 message starts with, else INFO. The table is the one place that decides what an operator must act on: WARNING is
 lost or late data, a resource running out, a client refused; ERROR is a failure of the service itself.
@@ -42,14 +43,18 @@ _OWN_LEVEL = {"error": "ERROR", "warning": "WARNING", "note": "INFO", "info": "I
 _LINE = re.compile(r"(?P<source>flashtick(?: [a-z][\w-]*)?): (?:(?P<own>error|warning|note|info|ERROR|WARNING|INFO):"
                    r" )?(?P<message>.*)", re.S)
 FORMATS = ("text", "json")
+_LIFECYCLE = re.compile(r"flashtick (?:(?P<starting>\S+ \(.*\) starting \()|(?P<serving>serving )|(?P<stopped>stopped: ))")
+LIFECYCLE_EVENTS = ("starting", "serving", "stopped")
 
 
 def leveled(line: str) -> tuple[str, str, str, str]:
     """(source, level, event, message) of one log line (no newline)."""
+    lifecycle = _LIFECYCLE.match(line)
+    if lifecycle is not None:  # the start, ready and stop lines, which tools parse: as they are
+        return "", "INFO", lifecycle.lastgroup or "message", line
     found = _LINE.fullmatch(line)
-    if found is None:  # (`flashtick serving ingest=...`, which tools parse; a library's warning, a traceback's line)
-        level = "WARNING" if "warning" in line.lower() else "INFO"
-        return "", level, "serving" if line.startswith("flashtick serving ") else "message", line
+    if found is None:  # (a library's warning, a traceback's line)
+        return "", "WARNING" if "warning" in line.lower() else "INFO", "message", line
     source, message = found.group("source"), found.group("message")
     event = next((e for pattern, _, e in LEVELS if pattern.match(message)), "message")
     if found.group("own"):
@@ -83,8 +88,8 @@ class LeveledLines:
         if self.fmt == "json":
             return json.dumps({"ts": utc_stamp(), "level": level, "event": event,
                                "fields": {"source": source or "flashtick", "message": message}}, ensure_ascii=False)
-        if event == "serving" and not source:  # the ready line tools parse (`flashtick serving ingest=...`): as is
-            text = message
+        if event in LIFECYCLE_EVENTS and not source:  # `flashtick 0.2.0 ... starting`, `flashtick serving ...`,
+            text = message  # `flashtick stopped: ...`: the lines tools parse, as they were
         else:
             text = f"{source}: {level}: {message}" if source else f"{level}: {message}"
         return (utc_stamp() + " " if self._stamp else "") + text
