@@ -84,7 +84,8 @@ def test_a_pool_under_a_gib_is_said_in_mib_not_as_0_00_gib(tmp_path) -> None:
     config.write_text(f"kv: {{cells: 1024}}\nlog: {{enabled: false}}\n{ENDPOINTS}")
     lines, _ = serve_lines(config)
     said = [line for line in lines if "KV pool" in line]
-    assert len(said) == 1 and said[0].startswith("flashtick: INFO: KV pool: 1024 cells x 4 KiB = 4 MiB (kv.cells); "), lines
+    assert len(said) == 1 and said[0].startswith("flashtick: INFO: KV pool: 1024 cells x 4 KiB = 4 MiB (kv.cells); "), \
+        lines
 
 
 def test_a_window_the_pool_capped_is_said_to_be_the_pools(tmp_path) -> None:

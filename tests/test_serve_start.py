@@ -198,7 +198,7 @@ def test_a_query_taken_out_of_the_queries_file_and_still_served_is_named_at_the_
                        "  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: batch}\n")
     again = serve_until_serving(["--config", str(config)], cwd=tmp_path)
     kept = [line for line in again if " kept in the data directory " in line]
-    assert kept == [f"flashtick: 1 query kept in the data directory (queries.yaml: listed by an earlier queries file, "
+    assert kept == [f"flashtick: INFO: 1 query kept in the data directory (queries.yaml: listed by an earlier queries file, "
                     f"taken out of it since) and not in {queries}: \"dir5\": still served, as a start applies its "
                     f"queries file on top of what was kept (to stop one: flashtick unregister NAME)"], again
 
@@ -213,7 +213,8 @@ def _starts(tmp_path: Path) -> Callable[[str, str], list[str]]:
         config.write_text(f"model: {{path: {checkpoint}{model_keys}}}\nkv: {{cells: 8192, block_size: 16}}\n"
                           f"log: {{dir: data}}\nendpoints: {{ingest: 'tcp://127.0.0.1:0', "
                           f"answers: 'tcp://127.0.0.1:0', control: 'tcp://127.0.0.1:0'}}\n{sections}")
-        return [line for line in serve_until_serving(["--config", str(config)], cwd=tmp_path) if "note:" in line]
+        return [line for line in serve_until_serving(["--config", str(config)], cwd=tmp_path)
+                if "its logged answers were computed under" in line]
 
     return start
 
