@@ -169,8 +169,8 @@ def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_
     finally:
         process.kill()
         process.wait()
-    assert lines[-1] == ("flashtick: INFO: stopped while starting (SIGTERM); nothing accepted is lost: the tick log holds "
-                         "it, and the next start replays it and computes what is owed"), lines
+    assert lines[-1] == ("flashtick: INFO: stopped while starting (SIGTERM); nothing accepted is lost: the tick log "
+                         "holds it, and the next start replays it and computes what is owed"), lines
     assert not any("Traceback" in line for line in lines), lines
     assert {path.name: path.read_bytes() for path in (tmp_path / "data" / "ticks").iterdir()} == logged
     recovered = [line for line in serve_until_serving(["--config", str(config)], cwd=tmp_path)
@@ -198,9 +198,9 @@ def test_a_query_taken_out_of_the_queries_file_and_still_served_is_named_at_the_
                        "  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: batch}\n")
     again = serve_until_serving(["--config", str(config)], cwd=tmp_path)
     kept = [line for line in again if " kept in the data directory " in line]
-    assert kept == [f"flashtick: INFO: 1 query kept in the data directory (queries.yaml: listed by an earlier queries file, "
-                    f"taken out of it since) and not in {queries}: \"dir5\": still served, as a start applies its "
-                    f"queries file on top of what was kept (to stop one: flashtick unregister NAME)"], again
+    assert kept == [f"flashtick: INFO: 1 query kept in the data directory (queries.yaml: listed by an earlier queries "
+                    f"file, taken out of it since) and not in {queries}: \"dir5\": still served, as a start applies "
+                    f"its queries file on top of what was kept (to stop one: flashtick unregister NAME)"], again
 
 
 def _starts(tmp_path: Path) -> Callable[[str, str], list[str]]:

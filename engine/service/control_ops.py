@@ -110,11 +110,9 @@ class ControlOps(AskOps, StreamOps):
         return list(itertools.islice(held, 3)), len(held)
 
     def _op_health(self, _request: dict, _reply: Any) -> dict:
-        """``serving``; ``degraded`` with ``shards_down`` while a shard is restored after a loss, or failed, with
-        ``log_problem`` while the data directory's logs cannot be written (until a write succeeds again), and with
-        ``answers_stale`` while ticks arrive and no answer came for limits.max_answer_age_s. How far behind the
-        engine is (``behind``, ``lag_s``) and the newest answer's age (``answer_age_s``) come with every reply, so
-        one call can decide readiness (engine/service/readiness.py)."""
+        """``serving``; ``degraded`` with ``shards_down`` (a shard restored after a loss, or failed), ``log_problem``
+        (the logs cannot be written, until a write succeeds again) or ``answers_stale`` (limits.max_answer_age_s);
+        with ``behind``, ``lag_s`` and ``answer_age_s`` always, so one call decides readiness (readiness.py)."""
         down = self.pipeline.shards_down()
         data = getattr(self.pipeline, "data", None)
         problem = data.items.problem if data is not None else None

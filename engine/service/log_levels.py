@@ -43,7 +43,8 @@ _OWN_LEVEL = {"error": "ERROR", "warning": "WARNING", "note": "INFO", "info": "I
 _LINE = re.compile(r"(?P<source>flashtick(?: [a-z][\w-]*)?): (?:(?P<own>error|warning|note|info|ERROR|WARNING|INFO):"
                    r" )?(?P<message>.*)", re.S)
 FORMATS = ("text", "json")
-_LIFECYCLE = re.compile(r"flashtick (?:(?P<starting>\S+ \(.*\) starting \()|(?P<serving>serving )|(?P<stopped>stopped: ))")
+_LIFECYCLE = re.compile(r"flashtick (?:(?P<starting>\S+ \(.*\) starting \()|(?P<serving>serving )"
+                        r"|(?P<stopped>stopped: ))")
 LIFECYCLE_EVENTS = ("starting", "serving", "stopped")
 
 
