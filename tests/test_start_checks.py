@@ -8,11 +8,14 @@ import resource
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
+from connectors.feed import FeedClient
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from conftest import tiny_tick_checkpoint
+from engine.service.client import ControlClient
 from engine.service.exit_codes import DATA_DIR_FULL
 from test_durability import ROOT, feed_and_wait, serve, serve_config
 
@@ -108,3 +111,36 @@ def test_every_serve_line_gets_a_level_and_json_is_one_object_a_line() -> None:
     record = json.loads(as_json.getvalue())
     assert record["level"] == "WARNING" and record["event"] == "behind" and record["ts"].endswith("Z"), record
     assert record["fields"] == {"source": "flashtick", "message": "behind: 10 tokens wait"}, record
+
+
+def test_the_caught_up_line_counts_the_ticks_a_full_disk_refused(checkpoint, tmp_path) -> None:
+    """review351 #12: `caught up; ... (answers lagged, none refused)` came four seconds after `ticks refused
+    (log_unavailable)`, in a log an operator reads line by line. The caught-up line counts them."""
+    config_path = serve_config(tmp_path, checkpoint)
+    # behind as soon as anything waits, and heartbeats often: the log says behind, then caught up
+    config_path.write_text(config_path.read_text()
+                           + "limits: {max_backlog_tokens: 1, max_lag_s: 0.001, heartbeat_s: 0.05}\n")
+    ticks = SyntheticMarket(SyntheticConfig(seed=10)).next_batch(1000)
+    process, endpoints = serve(config_path, tmp_path / "data", max_file_bytes=32 << 10)
+    try:
+        with ControlClient(endpoints["control"], timeout_s=30) as control:
+            with FeedClient(endpoints["ingest"]) as feed:
+                for i in range(0, 1000, 50):
+                    feed.send(ticks[i : i + 50])
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                stats = control.call("stats")["stats"]
+                if stats["ticks_in"] + stats["rejected"].get("log_unavailable", 0) == 1000 and \
+                        not stats["pending_tokens"]:
+                    break
+                time.sleep(0.1)
+            refused = stats["rejected"]["log_unavailable"]
+            time.sleep(1)  # a few heartbeats: the one that finds the backlog cleared says caught up
+        process.send_signal(signal.SIGTERM)
+        said = process.communicate(timeout=60)[1]
+    finally:
+        process.kill()
+    caught_up = [line for line in said.splitlines() if "caught up;" in line]
+    assert refused > 0 and caught_up, said
+    assert f"{refused} in all" in caught_up[-1] and "refused (disk full: log_unavailable)" in caught_up[-1], said
+    assert "none refused" not in said, said
