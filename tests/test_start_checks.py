@@ -28,7 +28,7 @@ def checkpoint(tmp_path_factory):
 def test_a_start_on_a_full_disk_says_so_in_one_line_before_the_replay(checkpoint, tmp_path) -> None:
     """It replayed the whole log, then died with a bare `[Errno 28] No space left on device` and exit 5, at every
     restart: a supervisor's loop that burnt a replay each time. Now the start says the directory, the cause and what
-    to do before replaying, and exits DATA_DIR_FULL (6), which docs/cli.md tells a supervisor not to restart on."""
+    to do before replaying, and exits DATA_DIR_FULL (7), which docs/cli.md tells a supervisor not to restart on."""
     config_path = serve_config(tmp_path, checkpoint)
     process, endpoints = serve(config_path, tmp_path / "data")
     try:
@@ -44,7 +44,7 @@ def test_a_start_on_a_full_disk_says_so_in_one_line_before_the_replay(checkpoint
     full = subprocess.run([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config_path),
                            "--data-dir", str(tmp_path / "data")], cwd=ROOT, capture_output=True, text=True,
                           timeout=300, preexec_fn=limit)
-    assert full.returncode == DATA_DIR_FULL == 6, full.stderr
+    assert full.returncode == DATA_DIR_FULL == 7, full.stderr
     errors = [line for line in full.stderr.splitlines() if "ERROR:" in line]
     assert len(errors) == 1, full.stderr
     assert str(tmp_path / "data") in errors[0] and "before replaying the tick log" in errors[0], errors
