@@ -130,9 +130,9 @@ class StreamRefusals:
         w = self.warnings[stream]
         return (f"stream {quoted(stream)}: {w['ts_backwards']} ticks refused as ts_backwards from "
                 f"{_utc(w['since'])} to {_utc(w['at'])}, stamped up to {_duration(w['step_s'])} behind its last "
-                f"accepted tick ({utc_text(w['last_ts'])}): its feed's clock stepped back, or one tick came stamped ahead; every "
-                f"tick of it is refused until its stamps pass that time. No reorder window helps (it holds "
-                f"{MAX_REORDER_WINDOW_MS / 1000:g} s at most): fix the feed's clock, or `flashtick forget "
+                f"accepted tick ({utc_text(w['last_ts'])}): its feed's clock stepped back, or one tick came stamped "
+                f"ahead; every tick of it is refused until its stamps pass that time. No reorder window helps (it "
+                f"holds {MAX_REORDER_WINDOW_MS / 1000:g} s at most): fix the feed's clock, or `flashtick forget "
                 f"{stream}` to start the stream afresh now (its session and ordering guard dropped)")
 
     def line(self, streams: list[str]) -> str:
