@@ -47,6 +47,7 @@ from abc import ABC, abstractmethod
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
+from types import MappingProxyType
 from typing import Any
 
 from connectors.binned_scales import BinnedState, log2_ratio, running_mean
@@ -54,7 +55,7 @@ from connectors.binned_scales import BinnedState, log2_ratio, running_mean
 from connectors.binned_spec import CODEC_JSON_KEYS, SPEC_FORMAT, SPEC_VERSIONS, BinnedSpec
 from connectors.binned_vocab import ZERO_BPS, TokenBin, tick_tokens
 from connectors.calibration import Calibration
-from connectors.questions import Question
+from connectors.questions import Question, QuestionSpec
 from connectors.ticks import QUOTE, Tick
 from engine.quoting import quoted
 
@@ -76,6 +77,9 @@ class Codec(ABC):
     vocab_size: int
     questions: Mapping[str, Question]
     """Named questions the model was trained to answer (empty when questions are free text)."""
+    scored_questions: Mapping[str, QuestionSpec] = MappingProxyType({})
+    """Named questions a free-text choice query may be scored as (`scored_as`): none here, a tick model's queries
+    name their question; a text codec's are DEFAULT_QUESTIONS (connectors/text_codec.py)."""
     end_tokens: frozenset[int] = frozenset()
     """Token ids that end a generated answer (the model's end of sequence); the tick codec has none."""
 

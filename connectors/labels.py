@@ -35,9 +35,10 @@ from connectors.ticks import QUOTE, Tick
 
 NO_LABEL = -1
 # Why a query is never scored, said alike by backtest and `flashtick scores` (a text model's service)
-NO_LABEL_DEFINED = ("an answer is scored against what the ticks after it did, which only a tick model's named "
-                    "questions (direction_5, ...) define; a free-text question and a surprise score have no such "
-                    "label")
+NO_LABEL_DEFINED = ("an answer is scored against what the ticks after it did, which only the named questions "
+                    "(direction_5, ...) define; a free-text question and a surprise score have no such label (a text "
+                    "model's choice query is scored once it says which named question its choices mean: `scored_as`, "
+                    "docs/queries.md)")
 REGIMES = ("calm", "volatile")
 
 

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from connectors.codec import Codec
-from connectors.questions import Question
+from connectors.questions import DEFAULT_QUESTIONS, Question, QuestionSpec
 from connectors.text_templates import SAMPLE_FIELDS, TEMPLATE_FIELDS, TextCodecConfig, template_values
 from connectors.ticks import QUOTE, TRADE, Tick
 
@@ -65,6 +65,10 @@ class TextCodec(Codec):
         eos = getattr(tokenizer, "eos_token_id", None)
         self.end_tokens = frozenset(end_tokens) | (frozenset() if eos is None else {eos})
         self.questions: Mapping[str, Question] = MappingProxyType({})  # questions are free text
+        # ... whose choices a query may map to a named question's realised labels (`scored_as`): the built-in
+        # questions, but the regime (its ground truth exists on synthetic data only)
+        self.scored_questions: Mapping[str, QuestionSpec] = MappingProxyType(
+            {q.name: q for q in DEFAULT_QUESTIONS if q.kind != "regime"})
         # Count added tokens too: they are valid ids the model must embed.
         if hasattr(tokenizer, "get_vocab_size"):  # tokenizers.Tokenizer
             self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)

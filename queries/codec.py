@@ -53,6 +53,12 @@ class QueryCodec(Protocol):
         ...
 
     @property
+    def scored_questions(self) -> Mapping[str, NamedQuestion]:
+        """The named questions a free-text choice query may be scored as (`scored_as`): a text model's; empty for a
+        tick model, whose queries name their question."""
+        ...
+
+    @property
     def end_tokens(self) -> frozenset[int]:
         """Token ids that end a generated answer (the model's end of sequence); empty when there are none."""
         ...

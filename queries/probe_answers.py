@@ -85,10 +85,29 @@ def compile_query(spec: QuerySpec, codec: QueryCodec) -> CompiledQuery:
         needs = "values (label: number)" if spec.kind == "expectation" else "choices"
         raise QueryCompileError(f"query {quoted(spec.name)}: a free-text {spec.kind} query needs {needs}")
     candidates = tuple(tuple(_tokenize(codec, label, spec.name, as_label=True)) for label in labels)
+    if spec.scored_as is not None:
+        scored_labels(spec, codec)
     values = tuple(spec.values[label] for label in labels) if spec.kind == "expectation" else ()
     if all(len(c) == 1 for c in candidates) and len({c[0] for c in candidates}) == len(candidates):
         return CompiledQuery(spec, question, labels, answer_ids=tuple(c[0] for c in candidates), values=values)
     return CompiledQuery(spec, question, labels, candidates=candidates, values=values)
+
+
+def scored_labels(spec: QuerySpec, codec: QueryCodec) -> dict[str, str] | None:
+    """A scored_as query's choice -> label of its named question, checked against what the codec scores (the
+    QueryCompileError names the question or label that does not fit); None without scored_as."""
+    if spec.scored_as is None or spec.choices is None:
+        return None
+    question = codec.scored_questions.get(spec.scored_as.question)
+    if question is None:
+        known = ", ".join(codec.scored_questions)
+        raise QueryCompileError(f"query {quoted(spec.name)}: scored_as {quoted(spec.scored_as.question)} is not a "
+                                f"question this model's answers can be scored as "
+                                + (f"(one of {known})" if known else "(a tick model's query names its question)"))
+    try:
+        return spec.scored_as.mapping(spec.choices, question.labels)
+    except ValueError as e:
+        raise QueryCompileError(f"query {quoted(spec.name)}: {e}") from None
 
 
 def _compile_named(spec: QuerySpec, named: CodecQuestion) -> CompiledQuery:

@@ -32,6 +32,7 @@ from engine.yaml_files import yaml_kind
 from queries.answer_kinds import KINDS, LABELLED_KINDS, OPTION_KEYS, checked_kind_options
 from queries.answer_topics import DEFAULT_TOPIC, check_topic
 from queries.limits import QueryLimits, clip, excerpt
+from queries.scored_as import ScoredAs
 from queries.spec_errors import QuerySpecError, fail
 from queries.spec_values import checked_int, str_list, wire_text
 from queries.speculation import Gate, Lookup
@@ -84,6 +85,7 @@ class QuerySpec:
     lookup: Lookup | None = None  # generate: prompt-lookup drafts (greedy only); default on, `false`: off
     gate: Gate | None = None  # choice, expectation, generate: answer an ask from a confident, fresh cached answer
     score: str | None = None  # choice, expectation: how label tokens are scored (answer_kinds.SCORES); None: sequence
+    scored_as: ScoredAs | None = None  # a text choice query: the named question its choices mean (queries/scored_as.py)
     _exact: frozenset[str] = field(init=False, repr=False, compare=False)
     _globs: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
@@ -105,6 +107,7 @@ class QuerySpec:
         self._validate_streams()
         self._validate_question()
         self._validate_options()
+        self._validate_scored_as()
         if not isinstance(self.trigger, Trigger):
             try:
                 self._set("trigger", Trigger.parse(self.trigger))
@@ -167,6 +170,19 @@ class QuerySpec:
         for attr, value in checked_kind_options(self.kind, given, self.names_question).items():
             self._set(attr, value)
 
+    def _validate_scored_as(self) -> None:
+        if self.scored_as is None:
+            return
+        if self.kind != "choice" or self.choices is None or self.names_question:
+            why = (f"not {self.kind}" if self.kind != "choice" else
+                   "whose question names a codec question, which is scored as itself" if self.names_question else
+                   "without choices")
+            raise fail("scored_as", f"scored_as applies only to choice queries with a free-text question and their "
+                                    f"own choices, {why}")
+        scored_as = ScoredAs.parse(self.scored_as)
+        scored_as.check_choices(self.choices)
+        self._set("scored_as", scored_as)
+
     def __hash__(self) -> int:
         # The generated hash would hash every field, `values` included: a read-only mapping, which is unhashable.
         # Equal specs agree on these fields, so they still hash equal.
@@ -215,6 +231,8 @@ class QuerySpec:
             d["gate"] = self.gate.to_obj()
         if self.score is not None:
             d["score"] = self.score
+        if self.scored_as is not None:
+            d["scored_as"] = self.scored_as.to_obj()
         return d
 
     @classmethod

@@ -24,7 +24,7 @@ from queries.codec_questions import NamedQuestion, check_questions
 from queries.limits import QueryLimits, clip, excerpt
 from queries.spec import QuerySpec, QuerySpecError, check_limits
 
-_STRING_KEYS = frozenset({"name", "streams", "question", "topic", "choices", "stop", "kind"})
+_STRING_KEYS = frozenset({"name", "streams", "question", "topic", "choices", "stop", "kind", "scored_as"})
 # Tags the SafeLoader resolver gives plain scalars that are not strings; in a string position we keep the text.
 _IMPLICIT_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float", "timestamp"))
 _MERGE_TAG = "tag:yaml.org,2002:merge"

@@ -12,13 +12,15 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 import polars as pl
 
 from connectors.labels import NO_LABEL, MarkSeries, label_series, persistence_series
+from connectors.questions import QuestionSpec
 from engine.service.pipeline import TickPipeline
+from queries.probe_answers import scored_labels
 
 CALIBRATION_BINS = 10
 SCORE_SCHEMA = {"realised": pl.String, "persistence": pl.String, "correct": pl.Boolean, "brier": pl.Float64,
@@ -58,10 +60,25 @@ class QueryScore:
                                        for stream, part in self.by_stream.items()}}
 
 
-def question_of(pipeline: TickPipeline, query: str) -> Any:
-    """The codec question a registered query names (its realised labels), or None."""
+class ScoredQuestion(NamedTuple):
+    """What a query's answers are scored against: the named question's spec and, for a text query mapped to it
+    (scored_as), each label's choice (the answers' labels); None where the labels are the answers' own."""
+    name: str
+    spec: QuestionSpec
+    choice_of: dict[str, str] | None = None
+
+
+def question_of(pipeline: TickPipeline, query: str) -> ScoredQuestion | None:
+    """The named question a registered query is scored as (a codec question it names, or its scored_as), or None."""
     spec = pipeline.registry.get(query) if query in pipeline.registry else None
-    return pipeline.codec.questions.get(spec.question) if spec is not None and spec.question else None
+    if spec is None or not spec.question:
+        return None
+    labels = scored_labels(spec, pipeline.codec)
+    if labels is not None:
+        question = pipeline.codec.scored_questions[spec.scored_as.question]
+        return ScoredQuestion(question.name, question, {label: choice for choice, label in labels.items()})
+    named = pipeline.codec.questions.get(spec.question)
+    return None if named is None else ScoredQuestion(named.name, named.spec)
 
 
 def scored_part(pipeline: TickPipeline, raw: pl.DataFrame, marks: dict[str, MarkSeries],
@@ -83,6 +100,8 @@ def scored_part(pipeline: TickPipeline, raw: pl.DataFrame, marks: dict[str, Mark
             i = version - 1  # the answer point: just after the stream's tick number `version`
             realised = question.spec.labels[labels[i]] if labels[i] != NO_LABEL else None
             persistence = question.spec.labels[persisted[i]] if persisted[i] != NO_LABEL else None
+            if question.choice_of is not None:  # scored_as: the realised label as the choice that means it
+                realised, persistence = (question.choice_of.get(label) for label in (realised, persistence))
         model = _metrics(json.loads(model_probs) if model_probs else None, realised)
         extra.append({"realised": realised, "persistence": persistence,
                       **_metrics(json.loads(probs) if probs else None, realised),

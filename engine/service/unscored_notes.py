@@ -18,7 +18,7 @@ from connectors.saturation import LabelCount, end_buckets, saturation_note
 from connectors.stream_selection import quoted_list
 from connectors.ticks import shown_name
 from engine.quoting import quoted
-from engine.service.backtest_scores import QueryScore
+from engine.service.backtest_scores import QueryScore, question_of
 from engine.service.pipeline import TickPipeline
 from engine.service.rejections import every_tick_refused, lost_streams
 from engine.service.session_gaps import crossing_points
@@ -67,9 +67,9 @@ def _saturated_why(pipeline: TickPipeline, query: str, rows: pl.LazyFrame,
                    bar_spacing: Mapping[str, int] | None = None) -> str | None:
     """The note for a query whose bps-bucketed question (move_bps_50, volatility_50) is saturated on most of some
     stream's realised labels (`rows`: the query's graded answers), else None."""
-    spec = pipeline.registry.get(query) if query in pipeline.registry else None
-    question = pipeline.codec.questions.get(spec.question) if spec is not None and spec.question else None
-    buckets = end_buckets(question.spec) if question is not None else None
+    question = question_of(pipeline, query)
+    # (a scored_as query's realised column holds its choices, not the bucket labels the note counts)
+    buckets = end_buckets(question.spec) if question is not None and question.choice_of is None else None
     if buckets is None:
         return None
     realised = pl.col("realised")
@@ -113,8 +113,7 @@ def _why_unscored(pipeline: TickPipeline, score: QueryScore, rows: pl.LazyFrame,
     ticks than the question's horizon followed every answer (29 daily settlements and a 50-tick move), or each
     answer's horizon crossed a pause of ``session_gap_ns`` or more in ``marks``' event times, or ran past the
     file's end."""
-    spec = pipeline.registry.get(score.query) if score.query in pipeline.registry else None
-    question = pipeline.codec.questions.get(spec.question) if spec is not None and spec.question else None
+    question = question_of(pipeline, score.query)
     if question is None:
         return NO_LABEL_DEFINED
     if question.spec.kind == "regime":
@@ -124,12 +123,12 @@ def _why_unscored(pipeline: TickPipeline, score: QueryScore, rows: pl.LazyFrame,
         return _outside_why(pipeline, score, outside)
     followed = rows.select((pl.col("stream").replace_strict(stream_ticks, default=0, return_dtype=pl.Int64)
                             - pl.col("ticks")).max()).collect().item()
-    if followed is not None and followed < question.horizon:
-        return (f"{question.name} is scored on the next {question.horizon} ticks of the answer's stream, and no "
+    if followed is not None and followed < question.spec.horizon:
+        return (f"{question.name} is scored on the next {question.spec.horizon} ticks of the answer's stream, and no "
                 f"answer here had more than {followed} after it: its horizon is longer than what followed (more "
                 f"ticks per stream, or a question of a shorter horizon, can be scored)")
     if session_gap_ns is not None and marks is not None:
-        return _across_gap_why(question.name, question.horizon, rows, marks, session_gap_ns)
+        return _across_gap_why(question.name, question.spec.horizon, rows, marks, session_gap_ns)
     return NO_LABEL_DEFINED
 
 
