@@ -35,8 +35,8 @@ def cmd_scores(args: argparse.Namespace) -> None:
         if stats.get("named_questions") == []:  # a text model: "yet" would have its user wait for nothing
             from connectors.labels import NO_LABEL_DEFINED
 
-            print(f"(no answer scored: {NO_LABEL_DEFINED}; the model served, {stats.get('model')}, has none, so "
-                  f"none will be)")
+            print(f"(no answer scored: {NO_LABEL_DEFINED}; the model served, {stats.get('model')}, is a text model, "
+                  f"so only its scored_as queries are scored, once their horizon has passed)")
         else:
             print("(no standing query on a named question with a realised answer has published yet)")
         return

@@ -82,8 +82,10 @@ class LiveScores(StreamMarksBook):
 
     def expect(self, answer: Answer, query: QuerySpec | None) -> None:
         """A published standing answer of ``query`` (its registered spec; None if it went meanwhile)."""
-        named = query is not None and query.names_question
-        spec = self.questions.get(query.question) if named else None
+        scored_as = query.scored_as if query is not None else None
+        named = scored_as.question if scored_as is not None else (
+            query.question if query is not None and query.names_question else None)
+        spec = self.questions.get(named) if named is not None else None
         probs = answer.value.get("probs") if isinstance(answer.value, dict) else None
         if spec is None or probs is None:
             return
@@ -92,11 +94,15 @@ class LiveScores(StreamMarksBook):
             self._score(answer.query).unscorable += 1
             return
         own = answer.value.get("model_probs")  # the model's answer, where answers.adapt published a mix
-        labels = tuple(probs)
+        answered = tuple(probs)
+        labels = answered
+        if scored_as is not None:  # its choices, as the labels they mean (checked one to one at registration)
+            label_of = scored_as.mapping(query.choices or (), spec.labels)
+            labels = tuple(label_of[choice] for choice in answered)
         self.asked[answer.query] = "values" if query.kind == "expectation" else "choices"
         state.waiting.setdefault(answer.query, deque()).append(Waiting(
-            answer.version, spec, labels, np.array([probs[name] for name in labels]),
-            None if own is None else np.array([own[name] for name in labels])))
+            answer.version, spec, labels, np.array([probs[name] for name in answered]),
+            None if own is None else np.array([own[name] for name in answered])))
         self._realise(answer.stream, state)
 
     def _realise(self, stream: str, state: StreamMarks) -> None:

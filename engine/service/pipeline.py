@@ -113,7 +113,8 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
         self._grouping: set[str] = set()  # streams the message being ingested has fed
         self.history = AnswerHistory(config.log.answers_keep)  # published answers, for gap fills
         streams = self.engine.scheduler.streams
-        self.scores = LiveScores(self.codec.questions, lambda s: streams[s].ticks if s in streams else 0,
+        # a tick model's named questions, or those a text model's choice queries say they mean (scored_as)
+        self.scores = LiveScores({**self.codec.scored_questions, **self.codec.questions}, lambda s: streams[s].ticks if s in streams else 0,
                                  enabled=live_scores, session_gap_ns=config.answers.session_gap_ns)
         self.adaptation = AnswerAdaptation(self.codec.questions, lambda s: streams[s].ticks if s in streams else 0,
                                            enabled=config.answers.adapt == "online",

@@ -147,7 +147,8 @@ class ShardedPipeline(ShardedIngest):
     def _make_answer_views(self, config: ServiceConfig) -> None:
         """Live scores and answer adaptation, both kept here: every tick's price is seen at the front door, and
         the shards' replies bring each stream's progress."""
-        self.scores = LiveScores(self.codec.questions, lambda stream: self.progress.get(stream, 0),
+        scored = {**self.codec.scored_questions, **self.codec.questions}  # a text model's: its scored_as questions
+        self.scores = LiveScores(scored, lambda stream: self.progress.get(stream, 0),
                                  session_gap_ns=config.answers.session_gap_ns)
         # answers are adapted here, where every tick's price is seen (shards get tokens only), before publishing
         self.adaptation = AnswerAdaptation(self.codec.questions, lambda stream: self.progress.get(stream, 0),

@@ -78,8 +78,10 @@ class StreamMarksBook:
         # answers.session_gap_s: labels end at a pause that long or longer in event time
         self.session_gap_ns = session_gap_ns
         # named questions with a realised answer: {name: QuestionSpec}; none when disabled (then nothing is kept)
-        self.questions = {name: q.spec for name, q in questions.items()
-                          if enabled and hasattr(q, "spec") and q.spec.kind != "regime"}
+        # (a codec's Question carries its spec; a text codec's scored_questions are specs themselves)
+        specs = {name: getattr(q, "spec", q) for name, q in questions.items()}
+        self.questions = {name: spec for name, spec in specs.items()
+                          if enabled and isinstance(spec, QuestionSpec) and spec.kind != "regime"}
         self.committed = committed  # the engine's committed tick count of a stream (answers come at or after it)
         self.streams: dict[str, StreamMarks] = {}
         self.keep_features = features and bool(self.questions)  # each tick's microstructure features beside its mark
