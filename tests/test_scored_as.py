@@ -133,3 +133,29 @@ def test_live_scores_score_mapped_answers(model) -> None:
     assert live["accuracy"] == pytest.approx(np.mean([max(p, key=p.get) == r for p, r in scored]), abs=1e-6)
     assert live["brier"] == pytest.approx(np.mean([sum((q - (c == r)) ** 2 for c, q in p.items())
                                                    for p, r in scored]), abs=1e-6)
+
+
+def test_evaluate_scores_a_text_model_on_its_query_file_and_train_says_what_to_do(model, tmp_path, capsys) -> None:
+    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(200)
+    rows = [{"timestamp": t.ts, "symbol": t.stream, "price": t.price or t.mid, "size": t.size or 1.0} for t in ticks]
+    pl.DataFrame(rows).write_csv(tmp_path / "trades.csv")
+    (tmp_path / "q.yaml").write_text(IN_ORDER)
+    files = [str(tmp_path / "trades.csv")]
+    assert main(["evaluate", str(model), *files]) == 2
+    assert "give them with --queries Q.yaml" in capsys.readouterr().err
+    assert main(["train", *files, "--base", str(model), "--out", str(tmp_path / "ft")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "fine-tune it in transformers" in err and "scored_as" in err
+    code = main(["evaluate", str(model), *files, "--queries", str(tmp_path / "q.yaml"), "--split", "50/20/30",
+                 "--points-out", str(tmp_path / "points.parquet"), "--json", "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["test_from"] == pytest.approx(0.7) and [s["query"] for s in result["scores"]] == ["dir5"]
+    answers = pl.read_parquet(tmp_path / "points.parquet").filter(pl.col("query") == "dir5")
+    prices = {r["symbol"]: [float(q["price"]) for q in rows if q["symbol"] == r["symbol"]] for r in rows}
+    cut = {s: int(round(len(p) * 0.7, 6)) for s, p in prices.items()}
+    graded = [(json.loads(p), " " + r) for s, v, p in zip(answers["stream"], answers["ticks"], answers["probs"])
+              if v > cut[s] and (r := _realised("direction_5", prices[s], v)) is not None]
+    assert result["scores"][0]["scored"] == len(graded) > 0
+    assert result["scores"][0]["accuracy"] == pytest.approx(np.mean([max(p, key=p.get) == r for p, r in graded]))

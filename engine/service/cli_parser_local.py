@@ -214,9 +214,14 @@ def add_evaluate(sub: Any, shared: SharedOptions) -> None:
     reading = shared.reading
     data = _train_data_options()
     p = sub.add_parser("evaluate", parents=[reading, data], help="score a tick model on the test slice of tick files "
-                       "against naive and logistic-regression baselines")
-    p.add_argument("model", type=user_path_text, help="checkpoint directory (with codec.json), or 'builtin'")
+                       "against naive and logistic-regression baselines (a text model: its --queries' scored_as "
+                       "answers)")
+    p.add_argument("model", type=user_path_text, help="checkpoint directory (with codec.json, or a Hugging Face "
+                   "text model with --queries), or 'builtin'")
     p.add_argument("files", nargs="+", type=user_path, help=FILES_HELP)
+    p.add_argument("--queries", type=user_path, default=None, metavar="YAML", help="a Hugging Face text model: "
+                   "backtest these queries and score their scored_as answers on each stream's test part "
+                   "(docs/queries.md); a tick model is scored on its codec's questions")
     add_max_rejected_share(p)
     p.add_argument("--plot", type=user_path, metavar="PNG", help="write the calibration diagram here (needs "
                    "matplotlib): "

@@ -103,6 +103,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
     from engine.service.splits import longest_horizon
     from engine.service.run_record import MANIFEST_SUFFIX, InputFiles, evaluation_record, input_files
     from engine.service.output_paths import write_text_atomically
+    from engine.service.text_evaluation import evaluate_text_model, is_text_model, text_model_refusal
     from engine.service.tick_origins import TickOrigins
     import json
     import torch
@@ -120,10 +121,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
         print(f"flashtick evaluate: {labelled(line)}", file=sys.stderr)
 
     said = (lambda line: None) if args.quiet else caution
+    if is_text_model(model_dir):  # scored on its scored_as queries by a backtest of the test part
+        if args.queries is None:
+            raise ValueError(text_model_refusal(model_dir, "evaluate"))
+        split, _ = train_common(args)
+        return evaluate_text_model(args, model_dir, split.train + split.validation)
+    if args.queries is not None:
+        raise ValueError("--queries applies to a Hugging Face text model's evaluation; a tick model is scored on its "
+                         "codec's named questions")
     read_as_trained(args, model_dir, said)  # its --split too, before the split is parsed
     split, options = train_common(args)
     device = resolve_device(args.device)
-    model, codec = load_tick_model(model_dir, device)
+    model, codec = load_tick_model(model_dir, device, "evaluate")
     read: list[InputFiles] = []
     origins = TickOrigins()  # each tick's file and row, named by its answer points (--points-out)
     rejected, prepared, skipped = _test_streams(args, model, codec, split, said, caution,

@@ -117,11 +117,14 @@ def _train_settings(args: argparse.Namespace) -> tuple[Any, Any]:
 
     from engine.models import BUILTIN_MODEL_DIR
     from engine.service.finetune_options import FitOptions
+    from engine.service.text_evaluation import is_text_model, text_model_refusal
     from engine.service.train_config import TrainConfig
 
     if args.max_minutes <= 0 or args.steps < 1:
         raise ValueError(f"--max-minutes must be > 0 and --steps >= 1, got {args.max_minutes:g} and {args.steps}")
     base = None if args.from_scratch else (args.base or BUILTIN_MODEL_DIR)
+    if base is not None and is_text_model(Path(base)):  # said before any data is read, with what to do instead
+        raise ValueError(text_model_refusal(Path(base), "train"))
     if base is not None and (given := [f"--{k.replace('_', '-')}" for k in SIZE_FLAGS if getattr(args, k) is not None]):
         raise ValueError(f"{', '.join(given)} set the size of a new model: give --from-scratch, or leave them out "
                          f"(a fine-tuned model keeps its base's size)")

@@ -15,8 +15,9 @@ from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from engine.models.loader import check_checkpoint
 
 
-def load_tick_model(model_dir: Path, device: str = "cpu") -> tuple[Any, BinnedCodec]:
-    """A checkpoint directory with config.json, model.safetensors and codec.json (a BinnedCodec tick model)."""
+def load_tick_model(model_dir: Path, device: str = "cpu", command: str = "train") -> tuple[Any, BinnedCodec]:
+    """A checkpoint directory with config.json, model.safetensors and codec.json (a BinnedCodec tick model);
+    a text model is refused with what ``command`` would have its user do instead."""
     from transformers import LlamaForCausalLM
     from transformers.utils import logging as hf_logging
 
@@ -25,7 +26,9 @@ def load_tick_model(model_dir: Path, device: str = "cpu") -> tuple[Any, BinnedCo
     # weights that do not fit config.json), not with transformers' multi-line load report
     check_checkpoint(model_dir)
     if not (model_dir / "codec.json").is_file():
-        raise ValueError(f"{model_dir} has no codec.json: train and evaluate work on binned tick models only")
+        from engine.service.text_evaluation import text_model_refusal
+
+        raise ValueError(text_model_refusal(model_dir, command))
     codec = load_codec(model_dir)  # with the calibration.json fitted to these weights, if any
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # its load report (warning level, ANSI colours) says nothing checked above

@@ -1,0 +1,68 @@
+"""`flashtick evaluate` of a Hugging Face text model: its scored_as queries (queries/scored_as.py) backtested over
+the files and scored on each stream's test part, as `train`/`evaluate` split it.
+
+A text model has no codec questions of its own (no codec.json): what it is asked, and which realised label each
+answer means, is the user's query file. So evaluate runs the very backtest a user would (`backtest FILES --model DIR
+--queries Q --test-from F`, F the split's test start: 0.85 of 70/15/15) and prints its summary: the same scores,
+baselines and notes as that backtest, answers written to --points-out when given. Nothing is fitted on the train
+part (there is no head to fit): its baselines are the test part's class frequencies and persistence, in hindsight.
+And `train` refuses a text model with what to do instead (`text_model_refusal`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+# evaluate's options that mean something else to backtest, or that it sets itself
+_OWN = frozenset({"command", "run", "files", "model", "queries", "out", "test_from", "json", "quiet", "plot",
+                  "points_out"})
+
+
+def is_text_model(model_dir: Path) -> bool:
+    """A Hugging Face checkpoint folder without codec.json: a text model, not a tick model."""
+    return (model_dir / "config.json").is_file() and not (model_dir / "codec.json").is_file()
+
+
+def text_model_refusal(model_dir: Path, command: str) -> str:
+    """Why ``command`` (train, evaluate without --queries) does not take a text model, and what to do instead."""
+    head = f"{model_dir} is a Hugging Face text model (no codec.json): "
+    score = ("a choice query that says which realised label its choices mean (scored_as: direction_5, "
+             "docs/queries.md)")
+    if command == "evaluate":
+        return (head + f"evaluate scores it on the answers of {score}: give them with --queries Q.yaml (a tick "
+                       f"model is scored on its codec's named questions without)")
+    return (head + f"{command} fits tick models only; fine-tune it in transformers (Trainer or your own loop), "
+                   f"save_pretrained to a folder and serve or backtest that folder with --model; score its answers "
+                   f"with {score}, in `backtest --queries Q` or `evaluate DIR FILES --queries Q`")
+
+
+def evaluate_text_model(args: argparse.Namespace, model_dir: Path, test_start: float) -> int:
+    """Backtest ``args.queries`` with the text model over ``args.files``, scoring each stream's ticks from
+    ``test_start`` on (its share of ticks before the test part); returns backtest's exit status."""
+    from engine.service.cli_parser import build_parser
+    from engine.service.cmd_backtest import cmd_backtest
+
+    with tempfile.TemporaryDirectory(prefix="flashtick-evaluate-") as scratch:
+        out = args.points_out or Path(scratch) / "answers.parquet"
+        argv = ["backtest", *map(str, args.files), "--model", str(model_dir), "--queries", str(args.queries),
+                "--out", str(out), "--test-from", f"{test_start:g}"] + (["--quiet"] if args.quiet else [])
+        backtest = build_parser().parse_args(argv)
+        for name, value in vars(args).items():  # the reading options they share (--columns, --streams, ...)
+            if name not in _OWN and hasattr(backtest, name):
+                setattr(backtest, name, value)
+        print(f"flashtick evaluate: {model_dir} is a text model: backtesting {args.queries} over the files and "
+              f"scoring each stream's test part (its ticks after the first {100 * test_start:g}%; --split "
+              f"{args.split}), as `flashtick {' '.join(argv)}` does", file=sys.stderr)
+        # under --json, stdout holds the JSON alone: the backtest's table goes to stderr with its notes
+        with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+            status = cmd_backtest(backtest)
+        if args.json and Path(out).with_suffix(".scores.json").is_file():
+            print(json.dumps({"model": str(model_dir), "queries": str(args.queries), "split": args.split,
+                              "test_from": test_start,
+                              "scores": json.loads(Path(out).with_suffix(".scores.json").read_text())}, indent=1))
+        return status
