@@ -15,9 +15,11 @@ from engine.session import Session
 
 
 class BlockManager:
-    def __init__(self, pool: BlockPool, max_positions: int) -> None:
+    def __init__(self, pool: BlockPool, max_positions: int,
+                 positions_cause: str = "its max_position_embeddings") -> None:
         self.pool = pool
         self.max_positions = max_positions
+        self.positions_cause = positions_cause  # where max_positions comes from (ModelConfig.positions_cause)
 
     @property
     def block_size(self) -> int:

@@ -27,6 +27,19 @@ Booked = tuple[list[int], list[int], int]  # a session's tokens, chunk boundarie
 POOL_WINDOW = "what the KV pool holds, less the block a roll may straddle"
 
 
+def window_cause(blocks: BlockManager, window: int, explicit: bool) -> str:
+    """Why a session's window is ``window`` tokens: scheduler.window (``explicit``), the pool, or the model's
+    positions and where they come from (max_position_embeddings, a Mistral model's sliding_window): the one
+    wording of `serve`'s start line and a backtest's summary."""
+    if explicit:
+        return "scheduler.window"
+    if window < blocks.max_positions:
+        return (f"{POOL_WINDOW}; the model has {blocks.max_positions} positions ({blocks.positions_cause}): kv.cells, "
+                f"kv.bytes or scheduler.window sets it")
+    return (f"the model's positions: {blocks.positions_cause}, at most what the pool holds: scheduler.window "
+            f"sets it")
+
+
 def roll_points(name: str, roll_at: int, keep: int, sink: int = 0) -> tuple[int, int]:
     """(tokens past which stream ``name`` rolls the first time, tokens it keeps besides the sink at every
     roll): the window's roll point less up to half the span between rolls, and the keep less up to a
@@ -72,8 +85,7 @@ class ContextWindow:
         explicit = config.window
         if explicit is not None and explicit > blocks.max_positions:
             raise ValueError(f"scheduler.window {explicit} is past the model's {blocks.max_positions} positions "
-                             f"(its max_position_embeddings, or a Mistral model's sliding_window when smaller; "
-                             f"leave it out for the model's)")
+                             f"({blocks.positions_cause}; leave it out for the model's)")
         if explicit is not None and explicit > pool_window:
             raise ValueError(f"scheduler.window {explicit} does not fit the KV pool's window of {pool_window} "
                              f"positions ({_pool_window_words(blocks)}): raise kv.cells / kv.bytes, or leave "

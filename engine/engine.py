@@ -31,7 +31,8 @@ class Engine:
     def __init__(self, runner: ModelRunner, config: SchedulerConfig | None = None,
                  planner: QueryPlanner | None = None) -> None:
         self.runner = runner
-        self.blocks = BlockManager(runner.kv.new_pool(), runner.config.max_positions)
+        self.blocks = BlockManager(runner.kv.new_pool(), runner.config.max_positions,
+                                   getattr(runner.config, "positions_cause", "its max_position_embeddings"))
         self.scheduler = Scheduler(self.blocks, config, planner)
         self._in_flight = False
         if self.scheduler.header is not None:  # computed once; sessions share its blocks

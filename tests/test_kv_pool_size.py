@@ -73,7 +73,8 @@ def test_serve_says_the_pools_size_and_the_key_that_sets_it(wide_checkpoint, tmp
     # with the window in effect: a scheduler.window changed between restarts was applied without a word
     assert said == ["flashtick: INFO: KV pool: 32768 cells x 8 KiB = 256 MiB (the default, 65536 cells and at most "
                     "256 MiB: kv.cells or kv.bytes sets it); each session's window: 1024 tokens (the model's "
-                    "positions, at most what the pool holds: scheduler.window sets it)\n"], lines
+                    "positions: its max_position_embeddings, at most what the pool holds: scheduler.window sets "
+                    "it)\n"], lines
     # the first line comes before the heavy imports: a supervisor's log shows a start began, and which
     assert lines[0].startswith("flashtick ") and lines[0].endswith(f" starting (pid {pid}, config {config})\n")
 
@@ -97,7 +98,7 @@ def test_a_window_the_pool_capped_is_said_to_be_the_pools(tmp_path) -> None:
     # 8 blocks of 32: a 224-token window and the block a roll may straddle; the built-in model has 512 positions
     assert len(said) == 1 and said[0].endswith(
         "each session's window: 224 tokens (what the KV pool holds, less the block a roll may straddle; the model "
-        "has 512 positions: kv.cells, kv.bytes or scheduler.window sets it)\n"), lines
+        "has 512 positions (its max_position_embeddings): kv.cells, kv.bytes or scheduler.window sets it)\n"), lines
 
 
 @pytest.mark.parametrize("cells, window, blocks", [(100, 64, "3 blocks"), (32, 0, "1 block")])

@@ -728,9 +728,10 @@ def test_serve_without_a_config_registers_the_example_queries(tmp_path, capsys) 
 
 def test_an_explicit_window_that_does_not_fit_is_an_error_naming_the_key(checkpoint) -> None:
     """scheduler.window past the model's positions, or past what kv.cells holds, is refused, not clamped."""
-    # the limit may be a Mistral model's sliding_window, not its max_position_embeddings: the message names both
+    # the limit may be a Mistral model's sliding_window, not its max_position_embeddings: the message names which
+    # (tests/test_window_cause.py has the Mistral one)
     with pytest.raises(ValueError, match="scheduler.window 100000 is past the model's .* positions "
-                                         r"\(its max_position_embeddings, or a Mistral model's sliding_window"):
+                                         r"\(its max_position_embeddings; leave it out for the model's\)"):
         TickPipeline(pipeline_config(checkpoint, scheduler={"window": 100000}))
     with pytest.raises(ValueError, match="does not fit the KV pool.*raise kv.cells"):
         TickPipeline(pipeline_config(checkpoint, kv={"cells": 256, "block_size": 16}, scheduler={"window": 512}))

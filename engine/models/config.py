@@ -38,6 +38,8 @@ class ModelConfig:
     o_bias: bool = False  # the attention output's bias (Llama's attention_bias biases q, k, v and o)
     mlp_bias: bool = False
     tie_embeddings: bool = False
+    # where max_positions comes from, as the start line and the errors about the window say it (window_cause)
+    positions_cause: str = "its max_position_embeddings"
 
     def __post_init__(self) -> None:
         if self.model_type not in SUPPORTED_MODEL_TYPES:
@@ -74,9 +76,11 @@ class ModelConfig:
         heads = hf["num_attention_heads"]
         max_positions = hf["max_position_embeddings"]
         window = hf.get("sliding_window")
+        cause = "its max_position_embeddings"
         if model_type == "mistral" and window and window < max_positions:
             # Full attention within the window equals sliding-window attention, so
             # the session's context is capped at the window (DESIGN: context limit).
+            cause = f"its sliding_window, below its max_position_embeddings of {max_positions}"
             max_positions = window
         if model_type == "qwen2" and hf.get("use_sliding_window"):
             raise ValueError("Qwen2 sliding-window attention is not supported (use_sliding_window=true)")
@@ -97,6 +101,7 @@ class ModelConfig:
             o_bias=model_type == "llama" and bool(hf.get("attention_bias", False)),
             mlp_bias=bool(hf.get("mlp_bias", False)),
             tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
+            positions_cause=cause,
         )
 
 

@@ -39,7 +39,10 @@ LOCK = "lock"  # two runs on one --out (a --resume while the first still ran) in
 # file, row: where the tick the answer was made after was read (tick_origins.py); model_probs: before adaptation
 RAW_SCHEMA = {"query": pl.String, "stream": pl.String, "topic": pl.String, "seq": pl.Int64, "ticks": pl.Int64,
               "data_ts": pl.Int64, "file": pl.Int32, "row": pl.Int64, "answer": pl.String, "expected": pl.Float64,
-              "nll": pl.Float64, "text": pl.String, "probs": pl.String, "model_probs": pl.String}
+              "nll": pl.Float64, "text": pl.String, "probs": pl.String, "model_probs": pl.String,
+              # what the answer attended (an ask's reply's context): the session's tokens and the whole ticks among
+              # them, fewer than `ticks` once the stream's context rolled (docs/replay.md)
+              "context_tokens": pl.Int64, "context_ticks": pl.Int64}
 
 
 class PartsGone(FileNotFoundError):
@@ -171,12 +174,15 @@ class AnswerParts:
         _refuse_earlier_parts(directory, manifest["parts"])
         return manifest
 
-    def save(self, answers: list[Answer], consumed: int, origins: TickOrigins | None = None) -> None:
+    def save(self, answers: list[Answer], consumed: int, origins: TickOrigins | None = None,
+             contexts: dict[tuple[str, int], tuple[int, int]] | None = None) -> None:
         """Checkpoint: the answers since the last one as a part, then the manifest at `consumed`; `origins` names
-        the file and row of the tick each answer was made after (None: left null)."""
+        the file and row of the tick each answer was made after (None: left null); `contexts` each answer's context
+        by (topic, seq) (TickPipeline.answer_context: taken out of it as written; null where missing)."""
         if answers:
             origins = origins or TickOrigins()
-            rows = [_raw_row(a, origins) for a in answers]
+            contexts = {} if contexts is None else contexts
+            rows = [_raw_row(a, origins, contexts.pop((a.topic, a.seq), (None, None))) for a in answers]
             name = f"part-{len(self.parts) + 1:06d}.parquet"
             table = pl.DataFrame(rows, schema=RAW_SCHEMA, orient="row")
             write_atomically(self.dir / name, lambda tmp: table.write_parquet(rust_path(tmp)))
@@ -301,10 +307,10 @@ def out_of(parts_dir: Path) -> Path:
     return parts_dir.with_name(parts_dir.name.removesuffix(PARTS_SUFFIX))
 
 
-def _raw_row(a: Answer, origins: TickOrigins) -> tuple:
+def _raw_row(a: Answer, origins: TickOrigins, context: tuple[int | None, int | None]) -> tuple:
     probs = a.value.get("probs")
     return (a.query, a.stream, a.topic, a.seq, a.version, a.data_ts, *origins.of(a.stream, a.version),
             a.value.get("answer") or (max(probs, key=probs.get) if probs else None),
             a.value.get("expected"), a.value.get("nll"), a.value.get("text"),
             json.dumps(probs, sort_keys=True) if probs else None,
-            json.dumps(a.value["model_probs"], sort_keys=True) if "model_probs" in a.value else None)
+            json.dumps(a.value["model_probs"], sort_keys=True) if "model_probs" in a.value else None, *context)

@@ -45,6 +45,7 @@ from engine.service.backtest_loop import BacktestInterrupted, replay_from
 from engine.service.backtest_report import BacktestReport
 from engine.service.backtest_resume import (marks_to_score, resume_at_checkpoint, rolls_inside_changed, run_key,
                                            scores_owed)
+from engine.service.answer_context import backtest_context_lines
 from engine.service.backtest_scores import QueryScore, later_slice, question_of, score_query
 from engine.service.calibration_plot import plot_backtest_calibration
 from engine.service.checkpoint_notes import TEST_PART, own_test_part
@@ -164,13 +165,15 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                           None if time_range is None else time_range.text(), replay.range_left_out,
                           scored.split_times, streams, scored.why.stream_unscored_why, scored.why.saturated_why,
                           scored.gap_notes, scored.step_cautions, scores_only, scored.split_ends,
-                          scored.test_part, replay.stats().get("left_out", {}).get("sequence_repeat", 0))
+                          scored.test_part, replay.stats().get("left_out", {}).get("sequence_repeat", 0),
+                          backtest_context_lines(pipeline, out, config.scheduler.window is not None))
 
 
 def _standing_pipeline(config: ServiceConfig, queries: str | Path, note: Callable[[str], None]) -> TickPipeline:
     """The engine with `queries` registered; on_demand ones are never asked here (said), and the answers table is
     scored whole at the end. A file that registers nothing is refused before the files are read."""
     pipeline = TickPipeline(config, live_scores=False, asks_on_demand=False)
+    pipeline.answer_context = {}  # each answer's context, into the answers file
     if not pipeline.registry.register_file(queries):
         raise no_query(str(queries), "the backtest would ask nothing; give a file that lists the queries to ask")
     if on_demand := [spec.name for spec in pipeline.registry.list() if not spec.trigger.fires_by_itself]:

@@ -57,7 +57,7 @@ def replay_from(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, 
                     answers += pipeline.run_until_idle()
                     next_flush = (consumed // FLUSH_TICKS + 1) * FLUSH_TICKS
                     if stopping or time.monotonic() - saved_at >= checkpoint_s:
-                        parts.save(answers, consumed, origins)
+                        parts.save(answers, consumed, origins, pipeline.answer_context)
                         answers, saved_at = [], time.monotonic()
                 if stopping:
                     raise BacktestInterrupted(f"interrupted after {consumed} ticks; {parts.answers} answers kept in "
@@ -71,7 +71,7 @@ def replay_from(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, 
             ingest_tick(pipeline, tick, marks, origins, origin)
     show_read(bar, replay, consumed)
     answers += pipeline.run_until_idle()
-    parts.save(answers, consumed, origins)
+    parts.save(answers, consumed, origins, pipeline.answer_context)
     return consumed
 
 

@@ -49,6 +49,7 @@ class BacktestReport:
     split_ends: dict[str, int] = field(default_factory=dict)  # stream -> its last scored answer's event time
     test_part: bool = False  # --test-from cut the model's training streams at their test part's first tick
     resends: int = 0  # ticks left out as a sequence number's repeat (a resend: the note at the end says which)
+    context: list[str] = field(default_factory=list)  # the window, its cause, the answers' context (answer_context.py)
 
     def summary(self, by_stream: bool = False) -> str:
         """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""
@@ -69,6 +70,7 @@ class BacktestReport:
                  *rejected_lines(self.rejected, self.rejected_examples, self.ticks, self.rejected_streams),
                  *([f"  range {self.time_range}: {self.range_left_out} row(s) of the files outside it left out"]
                    if self.time_range is not None else []),
+                 *self.context,
                  *scored,
                  f"{'query':<16}{answers:>8}{'scored':>8}{'accuracy':>10}{'brier':>8}{'freq.brier':>11}"
                  f"{'logloss':>9}{'model acc':>10}{'model brier':>12}  baseline accuracy"]

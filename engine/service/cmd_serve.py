@@ -129,22 +129,30 @@ def _kv_pool_line(server: Any) -> str:
            f"the default, {DEFAULT_KV_CELLS} cells and at most {DEFAULT_KV_MAX_BYTES // 2**20} MiB: "
            f"kv.cells or kv.bytes sets it")
     width = f"{cell_bytes // 1024} KiB" if cell_bytes % 1024 == 0 else f"{cell_bytes} bytes"
-    window_key = ("scheduler.window" if server.config.scheduler.window is not None else
-                  _default_window_cause(pipeline, window))
+    window_key = _window_cause(pipeline, window, server.config.scheduler.window is not None)
     return (f"flashtick: KV pool{each}: {cells} cells x {width} = {_byte_size_text(cells * cell_bytes)} ({key}); "
             f"each session's window: {window} tokens ({window_key})")
 
 
-def _default_window_cause(pipeline: Any, window: int) -> str:
-    """Why the default window is what it is: the model's positions, or (a wide model) the pool, which keeps one
-    block beside a session's window for the roll that may straddle it, so 1,024 cells give a 992-token window."""
-    from engine.context_rolls import POOL_WINDOW
+def _few_ticks(server: Any) -> str | None:
+    """The warning for a session window that holds fewer than ~32 ticks of the model's codec (answer_context.py)."""
+    from engine.service.answer_context import few_ticks_warning, tokens_per_tick
 
-    engine = getattr(pipeline, "engine", None)  # the sharded front door has none: its shards fitted the window
-    if engine is not None and window < engine.blocks.max_positions:
-        return (f"{POOL_WINDOW}; the model has "
-                f"{engine.blocks.max_positions} positions: kv.cells, kv.bytes or scheduler.window sets it")
-    return "the model's positions, at most what the pool holds: scheduler.window sets it"
+    pipeline = server.pipeline
+    window = pipeline.window if server.config.shards.count else pipeline.engine.scheduler.window
+    return few_ticks_warning(window, tokens_per_tick(pipeline.codec), " (a typical trade line of its template)")
+
+
+def _window_cause(pipeline: Any, window: int, explicit: bool) -> str:
+    """Why the window is what it is (engine/context_rolls.py window_cause, as a backtest's summary says it); the
+    sharded front door has no engine of its own (its shards fitted the window): the model's positions."""
+    from engine.context_rolls import window_cause
+
+    engine = getattr(pipeline, "engine", None)
+    if engine is None:
+        return "scheduler.window" if explicit else "the model's positions, at most what the pool holds: " \
+            "scheduler.window sets it"
+    return window_cause(engine.blocks, window, explicit)
 
 
 def _start(args: argparse.Namespace, stopping: StartingStop) -> tuple[Any, dict[str, str]]:
@@ -216,6 +224,8 @@ def _say_setup(args: argparse.Namespace, server: Any) -> None:
           f"{'the built-in tick model' if model.path is None else Path(model.path).expanduser().resolve()})",
           file=sys.stderr, flush=True)  # a wrong model.path is seen at the start, not in the answers
     print(_kv_pool_line(server), file=sys.stderr, flush=True)  # a pool of GiBs is seen at the start, not in top
+    if (few := _few_ticks(server)) is not None:  # a window of a handful of ticks (a Mistral sliding_window), said
+        print(f"flashtick: {few}", file=sys.stderr, flush=True)
     for caveat in model_caveats(server.config):  # (the same in every ask, get and health reply: reply_caveats.py)
         print(f"flashtick: note: {caveat['text']}", file=sys.stderr, flush=True)
     if spot_only(server.config.model.path):  # (a reply about a derivatives stream says it: market_caveat.py)

@@ -112,6 +112,9 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
         self.reject_examples: dict[str, str] = {}  # reason -> the first such refusal's text (a backtest's summary)
         self._grouping: set[str] = set()  # streams the message being ingested has fed
         self.history = AnswerHistory(config.log.answers_keep)  # published answers, for gap fills
+        # (topic, seq) -> (context tokens, context ticks) of each standing answer kept, where a caller wants them
+        # (a backtest's answers file; None: not kept): what the answer attended, as an ask's reply says it
+        self.answer_context: dict[tuple[str, int], tuple[int, int]] | None = None
         streams = self.engine.scheduler.streams
         # a tick model's named questions, or those a text model's choice queries say they mean (scored_as)
         self.scores = LiveScores({**self.codec.scored_questions, **self.codec.questions}, lambda s: streams[s].ticks if s in streams else 0,
@@ -283,6 +286,9 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
                 if self.data is not None:
                     self.data.answers.record(packed)
                 self.scores.expect(answer, self.registry.current(answer.query))
+                if self.answer_context is not None and outcome.at is not None:
+                    self.answer_context[(answer.topic, answer.seq)] = (outcome.at.context_tokens,
+                                                                       outcome.at.context_ticks)
         return outcomes
 
     def stats(self) -> dict[str, Any]:
