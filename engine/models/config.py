@@ -72,7 +72,10 @@ class ModelConfig:
             raise ValueError(f"model_type {model_type!r} ({architectures}) is not supported: flashtick runs "
                              f"Llama-family decoders, model_type one of {', '.join(SUPPORTED_MODEL_TYPES)}")
         if hf.get("hidden_act", "silu") != "silu":
-            raise ValueError(f"only SiLU MLPs are supported, config has hidden_act={hf.get('hidden_act')!r}")
+            raise ValueError(f"only SiLU MLPs are supported, config has hidden_act={hf.get('hidden_act')!r}: flashtick "
+                             f"runs Llama 2/3, Mistral and Qwen2/2.5 checkpoints, whose MLP is SwiGLU (hidden_act "
+                             f"'silu'); editing hidden_act would change the model's answers, so serve a checkpoint of "
+                             f"one of those families")
         heads = hf["num_attention_heads"]
         max_positions = hf["max_position_embeddings"]
         window = hf.get("sliding_window")
@@ -83,7 +86,7 @@ class ModelConfig:
             cause = f"its sliding_window, below its max_position_embeddings of {max_positions}"
             max_positions = window
         if model_type == "qwen2" and hf.get("use_sliding_window"):
-            raise ValueError("Qwen2 sliding-window attention is not supported (use_sliding_window=true)")
+            raise ValueError(_qwen2_sliding_window(hf))
         return cls(
             model_type=model_type,
             vocab_size=hf["vocab_size"],
@@ -103,6 +106,23 @@ class ModelConfig:
             tie_embeddings=bool(hf.get("tie_word_embeddings", False)),
             positions_cause=cause,
         )
+
+
+def _qwen2_sliding_window(hf: dict[str, Any]) -> str:
+    """The refusal of a Qwen2 config with use_sliding_window true, and whether false is right for it: Qwen2 slides
+    the window only in the layers from max_window_layers on, so with max_window_layers >= num_hidden_layers no layer
+    slides and false computes the same model (the released Qwen2/2.5 configs ship false)."""
+    layers, full = hf.get("num_hidden_layers"), hf.get("max_window_layers")
+    head = ("Qwen2 sliding-window attention is not supported (use_sliding_window=true); the released Qwen2 and "
+            "Qwen2.5 configs set it false, so this one was edited or fine-tuned that way")
+    if isinstance(layers, int) and isinstance(full, int) and full >= layers:
+        return (f"{head}: its max_window_layers ({full}) >= num_hidden_layers ({layers}), so no layer slides and "
+                f"use_sliding_window: false in config.json is the same model")
+    window = hf.get("sliding_window")
+    return (f"{head}: with max_window_layers {full} below num_hidden_layers {layers} its upper layers attend only "
+            f"the last {window} tokens; within a window that short full attention is the same, so use_sliding_window:"
+            f" false in config.json with scheduler.window at most {window} gives this model's answers (a longer "
+            f"window would not)")
 
 
 def _rope_parameters(hf: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from connectors.codec import Codec
 from connectors.text_codec import TextCodec, TextCodecConfig
 from engine.models import BUILTIN_MODEL_DIR, LlamaModel, load_model
 from engine.models.linear import bound_kernel_cache
-from engine.models.loader import read_config
+from engine.models.loader import model_config, read_config
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.features import read_head
 from engine.text_files import read_text
@@ -70,18 +70,27 @@ def load_tokenizer(path: Path) -> Any:
                           f"as text and needs the model's own tokenizer; copy them from where the checkpoint "
                           f"came from (save_pretrained of its tokenizer writes them)")
     from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    # transformers' own warnings on the config it reads for the tokenizer (ids past the vocabulary, a model_type
+    # it does not know) are silenced while it loads, the verbosity restored after: errors are one line, ours
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
     try:
         return AutoTokenizer.from_pretrained(path, local_files_only=True)
     except Exception as e:  # transformers raises many types, with multi-line messages
         reason = " ".join(str(e).split()) or type(e).__name__
         raise ConfigError(f"{path}: cannot load its tokenizer: {reason}") from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
 
 
 def load_model_and_codec(config: ServiceConfig) -> tuple[LlamaModel, Codec]:
     """The model and the codec that feeds it, checked against each other; the codec first (it is cheap)."""
     if config.model.path is not None:
-        read_config(Path(config.model.path))  # a missing directory is named as such, not as a missing tokenizer
+        # a missing directory is named as such, not as a missing tokenizer; an unsupported model (GPT-2, a GELU MLP)
+        # is refused before transformers reads its config for the tokenizer and warns about what it found there
+        model_config(Path(config.model.path), read_config(Path(config.model.path)))
     codec = build_codec(config)
     device = config.model.device
     if device.startswith("cuda") and not torch.cuda.is_available():

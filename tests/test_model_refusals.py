@@ -1,0 +1,79 @@
+"""A Hugging Face checkpoint flashtick does not run is refused in one line, its own, with the next step: no warning
+of transformers' about the config before it (GPT-2's ids past the vocabulary, an unknown model_type), and the GELU
+and Qwen2 sliding-window refusals say which families or settings do work. A real `backtest` process each."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import tiny_text_checkpoint
+
+
+def _backtest_stderr(model, tmp_path) -> tuple[int, list[str]]:
+    (tmp_path / "t.csv").write_text("timestamp,symbol,price,size\n1700000000000000000,X,100.5,1\n")
+    (tmp_path / "q.yaml").write_text("queries: [{name: s, streams: ['*'], kind: surprise}]\n")
+    done = subprocess.run([sys.executable, "-m", "engine.service.cli", "backtest", str(tmp_path / "t.csv"), "--model",
+                           str(model), "--queries", str(tmp_path / "q.yaml"), "--out", str(tmp_path / "a.parquet"),
+                           "--quiet"], capture_output=True, text=True, env={**os.environ}, timeout=300)
+    return done.returncode, [line for line in done.stderr.splitlines() if line.strip()]
+
+
+def _edited(model, **changes):
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, **changes}))
+    return model
+
+
+@pytest.mark.parametrize("case", ["gpt2", "unknown model_type", "gelu", "qwen2 sliding window"])
+def test_a_refused_checkpoint_says_one_line_and_the_next_step(tmp_path, case: str) -> None:
+    model = tmp_path / "model"
+    if case == "gpt2":  # its bos/eos ids (50256) lie past this vocabulary: transformers warned twice
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        tiny_text_checkpoint(model, "llama3")
+        GPT2LMHeadModel(GPT2Config(vocab_size=300, n_embd=32, n_layer=1, n_head=2)).save_pretrained(model)
+        expected = "model_type 'gpt2' (GPT2LMHeadModel) is not supported: flashtick runs Llama-family decoders"
+    elif case == "unknown model_type":  # transformers warned it instantiates a model of another type
+        _edited(tiny_text_checkpoint(model, "llama3"), model_type="llamax")
+        expected = "model_type 'llamax' (LlamaForCausalLM) is not supported"
+    elif case == "gelu":
+        _edited(tiny_text_checkpoint(model, "llama3"), hidden_act="gelu_pytorch_tanh")
+        expected = ("only SiLU MLPs are supported, config has hidden_act='gelu_pytorch_tanh': flashtick runs Llama "
+                    "2/3, Mistral and Qwen2/2.5 checkpoints")
+    else:
+        _edited(tiny_text_checkpoint(model, "qwen2-tied"), use_sliding_window=True, sliding_window=128,
+                max_window_layers=1)
+        expected = ("use_sliding_window: false in config.json with scheduler.window at most 128 gives this model's "
+                    "answers")
+    code, lines = _backtest_stderr(model, tmp_path)
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"flashtick backtest: error: {model / 'config.json'}: ") and expected in lines[0], lines
+
+
+def test_a_qwen2_config_whose_layers_never_slide_is_told_false_is_the_same_model(tmp_path) -> None:
+    from engine.models.config import ModelConfig
+
+    config = json.loads((tiny_text_checkpoint(tmp_path, "qwen2-tied") / "config.json").read_text())
+    with pytest.raises(ValueError, match=r"its max_window_layers \(2\) >= num_hidden_layers \(2\), so no layer "
+                                         r"slides and use_sliding_window: false in config.json is the same model"):
+        ModelConfig.from_hf({**config, "use_sliding_window": True, "max_window_layers": 2})
+
+
+def test_loading_a_tokenizer_restores_transformers_verbosity(tmp_path) -> None:
+    from transformers.utils import logging as hf_logging
+
+    from engine.service.model_and_codec import load_tokenizer
+
+    tiny_text_checkpoint(tmp_path, "llama3")
+    before = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_info()
+    try:
+        load_tokenizer(tmp_path)
+        assert hf_logging.get_verbosity() == hf_logging.INFO
+    finally:
+        hf_logging.set_verbosity(before)
