@@ -22,9 +22,8 @@ import time
 from typing import Any, Mapping, Protocol, Sequence
 
 import zmq
-from zmq.utils.monitor import parse_monitor_message
 
-from connectors.handshake import curve_client
+from connectors.handshake import curve_client, monitor_event
 from connectors.price_offsets import PriceOffset
 from connectors.service_topics import MAX_ECHOED_TOPIC, echoed_topic
 from connectors.tcp_endpoints import ipv6_for
@@ -220,7 +219,7 @@ class FeedClient:
         """Whether the connection to the engine dropped since the last check (``watch_connection`` only)."""
         dropped = False
         while self._monitor is not None and self._monitor.poll(0):
-            dropped |= parse_monitor_message(self._monitor.recv_multipart())["event"] == zmq.EVENT_DISCONNECTED
+            dropped |= monitor_event(self._monitor.recv_multipart())["event"] == zmq.EVENT_DISCONNECTED
         self.connections_lost += dropped
         return dropped
 

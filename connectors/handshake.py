@@ -6,18 +6,28 @@ CURVE key, a socket of the wrong kind or nobody listening are said as such inste
 
 from __future__ import annotations
 
+import struct
 import threading
 import time
 import weakref
 
 import zmq
-from zmq.utils.monitor import recv_monitor_message
 
 # -- the client side: why did the handshake fail? ---------------------------------------------------
 
 # a socket of another kind answers a client's connection and then fails its handshake (ZeroMQ pairs socket types)
 WRONG_SOCKET = ("the socket this client is for: a service has three, ingest (PUSH feeds, :5555 by default), answers "
                 "(subscribers, :5556) and control (requests, :5557)")
+
+
+def monitor_event(frames: list[bytes]) -> dict[str, int | bytes]:
+    """A socket monitor's message as pyzmq's parse_monitor_message reads it ({event, value, endpoint}: a 16-bit
+    event id and a 32-bit value, then the endpoint), without importing zmq.utils.monitor, whose zmq.asyncio import
+    (asyncio, ssl) was a fifth of a client command's start (`flashtick ask`)."""
+    if len(frames) != 2 or len(frames[0]) != 6:
+        raise RuntimeError(f"invalid socket monitor message: {frames!r}")
+    event, value = struct.unpack("=hi", frames[0])
+    return {"event": event, "value": value, "endpoint": frames[1]}
 
 
 # how often the process's drain takes every open monitor's events: ZeroMQ retries a refused connection every 100 ms,
@@ -94,7 +104,7 @@ class HandshakeMonitor:
 
     def _take_events(self) -> None:
         while self._monitor.poll(0):
-            event = recv_monitor_message(self._monitor)
+            event = monitor_event(self._monitor.recv_multipart())
             kind = event["event"]
             if kind == zmq.EVENT_CONNECTED:
                 self.connected = True

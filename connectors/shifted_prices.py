@@ -16,14 +16,15 @@ import math
 import re
 import shlex
 from collections.abc import Iterable
-from typing import Any, NamedTuple
-
-import polars as pl
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from connectors.column_names import PREDICTION_MARKET_NAMES, PREDICTION_SIDES
 from connectors.field_names import normal_name
 from connectors.price_offsets import offset_of
 from connectors.ticks import InvalidTick
+
+if TYPE_CHECKING:  # polars is imported where a file's prices are scanned: the feed client (`shifted`) and every
+    import polars as pl  # control client that imports it (flashtick ask) never pays its import
 
 # validation's own words for a price, bid or ask at or below zero (connectors/ticks.py `_number`)
 NONPOSITIVE = re.compile(r"^(price|bid|ask) must be >=? 0, got (\S+)$")  # (>= for a bid where 0 is a price)
@@ -60,6 +61,8 @@ def settling_streams(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str], top
     Polymarket token, a prediction market's share, a Kalshi contract in cents) settling at 0 when it resolves NO. Its
     0 is no price that trades, and an offset would move every price of a 0.01-0.99 contract (and every bps answer
     with it); a spread's zeros come between its other prices. "" for a file without a stream column."""
+    import polars as pl
+
     if "price" not in keys:
         return frozenset()
     stream = pl.col("stream") if "stream" in keys else pl.lit("").alias("stream")
@@ -89,6 +92,8 @@ def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroP
     and quotes by one rule, so that a spread quoted at 0.00 is pointed at --price-offset as one that prints there
     is. An option is not near zero (`one_sided`: its 0 bids are no price). Read for reject_hints.py's
     `near_zero_hint` and rejected_rows.py's advice, only when the file has such prices (one more scan)."""
+    import polars as pl
+
     stream = pl.col("stream") if "stream" in keys else pl.lit("").alias("stream")
     traded = frame.filter(pl.col("size") > 0) if "size" in keys else frame  # a trade of size 0 prints no price
     parts = [(traded if field == "price" else frame).select(

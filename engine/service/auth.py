@@ -24,9 +24,9 @@ import zmq
 import zmq.auth
 from zmq.auth.thread import ThreadAuthenticator
 from zmq.utils import z85
-from zmq.utils.monitor import recv_monitor_message
 
 from engine.path_words import user_path
+from connectors.handshake import monitor_event
 from engine.service.private_dirs import make_private_dirs
 
 Z85_KEY_LENGTH = 40
@@ -222,7 +222,7 @@ class FailedHandshakes:
         for name, monitor in self._monitors.items():
             waiting = self._waiting[name]
             while monitor.poll(0):
-                message = recv_monitor_message(monitor)
+                message = monitor_event(monitor.recv_multipart())
                 event = message["event"]
                 if event == zmq.EVENT_ACCEPTED:
                     waiting.accepted(message["value"])

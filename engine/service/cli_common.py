@@ -64,10 +64,12 @@ def configured_queries_file(config: Any, path: Path | None) -> Path | None:
 
 def curve_keys(args: argparse.Namespace) -> dict[str, Any]:
     """The client keyword arguments for --server-key / --client-key."""
-    from engine.service.auth import read_keypair, read_server_public_key
-
     if args.client_key is not None and args.server_key is None:
         raise ValueError("--client-key needs --server-key (the server's public key)")
+    if args.server_key is None:  # no CURVE: the key files' module (pyzmq's ZAP thread, asyncio) is never imported
+        return {"server_public_key": None, "client_keypair": None}
+    from engine.service.auth import read_keypair, read_server_public_key
+
     return {"server_public_key": read_server_public_key(args.server_key) if args.server_key else None,
             "client_keypair": read_keypair(args.client_key) if args.client_key else None}
 

@@ -75,9 +75,11 @@ def _reading_options() -> argparse.ArgumentParser:
 
 def _add_layout_options(group: argparse._ArgumentGroup) -> None:
     """Which column is which, and how its times are written."""
-    from connectors.column_map import PRESETS  # light (no torch): the presets offered are the ones there are
+    # the presets' own table (no polars, numpy or torch: every command builds this parser, a client's too); the
+    # presets offered are the ones there are
+    from connectors.presets import PRESET_MAPS
 
-    group.add_argument("--preset", help=f"column layout preset for every file: {', '.join(PRESETS)} "
+    group.add_argument("--preset", help=f"column layout preset for every file: {', '.join(PRESET_MAPS)} "
                                         "(--columns keys override it)")
     group.add_argument("--columns", metavar="MAP", type=map_or_user_path, help="column map for every file: inline, "
                        "e.g. "

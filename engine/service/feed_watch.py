@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 import zmq
-from zmq.utils.monitor import recv_monitor_message
+from connectors.handshake import monitor_event
 
 class FeedWatch:
     """An external PUB feed's SUB socket: whether it is connected now (ZeroMQ's socket monitor) and what it
@@ -30,7 +30,7 @@ class FeedWatch:
         """What changed since the last call, in words (a connection made or lost)."""
         said = []
         while self._monitor.poll(0):
-            event = recv_monitor_message(self._monitor)["event"]
+            event = monitor_event(self._monitor.recv_multipart())["event"]
             if event == zmq.EVENT_CONNECTED and not self.connected:
                 self.connected, self.connections = True, self.connections + 1
                 said.append("connected" if self.connections == 1 else f"connected again ({self.connections} times)")
