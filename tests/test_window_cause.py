@@ -47,7 +47,8 @@ def test_a_backtest_says_its_window_and_each_answer_its_context(mistral, tmp_pat
     assert line.startswith(f"context: each session's window 160 tokens (the model's positions: {SLIDING}, at most "
                            f"what the pool holds")
     assert "context_ticks and context_tokens in the answers file" in line
-    assert any(line.startswith("warning: each session's window of 160 tokens holds about ") for line in out.splitlines())
+    warning = "warning: each session's window of 160 tokens holds about "
+    assert any(line.startswith(warning) for line in out.splitlines())
     assert answers["context_ticks"].null_count() == 0 and answers["context_tokens"].null_count() == 0
     assert (answers["context_ticks"] <= answers["ticks"]).all() and (answers["context_tokens"] <= 160).all()
     for _, stream in answers.sort("ticks").group_by("stream"):

@@ -230,7 +230,8 @@ def add_evaluate(sub: Any, shared: SharedOptions) -> None:
                    "one line on the streams too short to split, and one on the rows the files' reading rejected, if "
                    "any; the notes on what the split and scores mean, and the reading's cautions such as two "
                    "instruments in one stream, are said still)")
-    p.set_defaults(run=cmd_evaluate)
+    # a text model's evaluation is a backtest of its --queries (text_evaluation.py): given backtest's own parser
+    p.set_defaults(run=cmd_evaluate, backtest_parser=sub.choices.get("backtest"))
 
 
 def add_demo(sub: Any, shared: SharedOptions) -> None:

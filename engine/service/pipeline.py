@@ -117,8 +117,9 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
         self.answer_context: dict[tuple[str, int], tuple[int, int]] | None = None
         streams = self.engine.scheduler.streams
         # a tick model's named questions, or those a text model's choice queries say they mean (scored_as)
-        self.scores = LiveScores({**self.codec.scored_questions, **self.codec.questions}, lambda s: streams[s].ticks if s in streams else 0,
-                                 enabled=live_scores, session_gap_ns=config.answers.session_gap_ns)
+        scored = {**self.codec.scored_questions, **self.codec.questions}
+        self.scores = LiveScores(scored, lambda s: streams[s].ticks if s in streams else 0, enabled=live_scores,
+                                 session_gap_ns=config.answers.session_gap_ns)
         self.adaptation = AnswerAdaptation(self.codec.questions, lambda s: streams[s].ticks if s in streams else 0,
                                            enabled=config.answers.adapt == "online",
                                            heads=answer_heads(config, self.codec),

@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 
 # evaluate's options that mean something else to backtest, or that it sets itself
-_OWN = frozenset({"command", "run", "files", "model", "queries", "out", "test_from", "json", "quiet", "plot",
-                  "points_out"})
+_OWN = frozenset({"command", "command_name", "run", "files", "model", "queries", "out", "test_from", "json", "quiet",
+                  "plot", "points_out", "backtest_parser"})
 
 
 def is_text_model(model_dir: Path) -> bool:
@@ -44,14 +44,15 @@ def text_model_refusal(model_dir: Path, command: str) -> str:
 def evaluate_text_model(args: argparse.Namespace, model_dir: Path, test_start: float) -> int:
     """Backtest ``args.queries`` with the text model over ``args.files``, scoring each stream's ticks from
     ``test_start`` on (its share of ticks before the test part); returns backtest's exit status."""
-    from engine.service.cli_parser import build_parser
     from engine.service.cmd_backtest import cmd_backtest
 
     with tempfile.TemporaryDirectory(prefix="flashtick-evaluate-") as scratch:
         out = args.points_out or Path(scratch) / "answers.parquet"
         argv = ["backtest", *map(str, args.files), "--model", str(model_dir), "--queries", str(args.queries),
                 "--out", str(out), "--test-from", f"{test_start:g}"] + (["--quiet"] if args.quiet else [])
-        backtest = build_parser().parse_args(argv)
+        # backtest's own parser (cli_parser_local gives it to evaluate): its options' defaults and checks
+        backtest = args.backtest_parser.parse_args(argv[1:])
+        backtest.command, backtest.command_name = "backtest", "flashtick backtest"
         for name, value in vars(args).items():  # the reading options they share (--columns, --streams, ...)
             if name not in _OWN and hasattr(backtest, name):
                 setattr(backtest, name, value)
