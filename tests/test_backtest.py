@@ -540,9 +540,10 @@ def test_an_unscored_query_is_told_its_real_reason(setup, tmp_path) -> None:
         "note: move1d, move50: no answer scored: move_bps_50 is scored on the next 50 ticks of the answer's stream, "
         "and no answer here had more than 28 after it: its horizon is longer than what followed (more ticks per "
         "stream, or a question of a shorter horizon, can be scored)",
-        "note: nll: no answer scored: an answer is scored against what the ticks after it did, which only a tick "
-        "model's named questions (direction_5, ...) define; a free-text question and a surprise score have no such "
-        "label"], notes
+        "note: nll: no answer scored: an answer is scored against what the ticks after it did, which only the named "
+        "questions (direction_5, ...) define; a free-text question and a surprise score have no such label (a text "
+        "model's choice query is scored once it says which named question its choices mean: `scored_as`, "
+        "docs/queries.md)"], notes
 
 
 def test_a_ticks_trigger_answers_a_streams_first_tick_then_each_multiple_in_a_backtest_as_live(setup, tmp_path):

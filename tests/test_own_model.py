@@ -78,11 +78,11 @@ def test_a_text_checkpoint_served_over_the_sockets(tmp_path, capsys) -> None:
         code, out, _ = run(capsys, "stats", *control)
         assert code == 0 and json.loads(out)["ticks_in"] == 40 and json.loads(out)["rejected"] == {}
         assert json.loads(out)["named_questions"] == []
-        # none of a text model's answers is ever scored: said so, where "has published yet" had its user wait
+        # a text model's answers are scored only through scored_as (none here): said so, and how
         code, out, _ = run(capsys, "scores", *control)
         assert code == 0 and "(no answer scored: an answer is scored against what the ticks after it did, which " \
-            "only a tick model's named questions (direction_5, ...) define; " in out, out
-        assert "the model served, my-llama, has none, so none will be)" in out and "yet" not in out, out
+            "only the named questions (direction_5, ...) define; " in out, out
+        assert "the model served, my-llama, is a text model, so only its scored_as queries are scored" in out, out
         assert len(out.splitlines()) == 1, out  # that line alone: no table header above no rows
 
 
