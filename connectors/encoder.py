@@ -48,7 +48,7 @@ from connectors.message_shedding import message_streams
 from connectors.msgpack_reading import check_keys, tick_items, unpack
 from connectors.price_offsets import PriceOffset
 from connectors.stream_encoder import StreamEncoder
-from connectors.stream_table import StreamTable
+from connectors.stream_table import EXPIRED_KEPT, StreamTable
 from connectors.stream_names import MAX_STREAM_BYTES, check_normalized, check_stream
 from connectors.tick_errors import InvalidTick
 from connectors.tick_times import check_not_ahead, check_ts, check_ts_unit
@@ -78,17 +78,19 @@ class StreamEncoders(StreamTable):
     noted (`ts_unit_summary`, and `notify` when given). `max_ts_ahead_ns` bounds how far past
     the wall clock a wire message's ts may be (`check_not_ahead`; None: no bound), checked
     only where the caller gives the message's clock (`now_ns`): a live service, never a log's replay.
+    `expired_kept`: the expired streams whose ordering guard is kept (StreamTable).
     """
 
     def __init__(self, codec: Codec, vocab_size: int | None = None, max_message_bytes: int = 64 << 20, *,
                  max_item_tokens: int | None = None, max_stream_bytes: int = MAX_STREAM_BYTES,
                  notify: Callable[[str], None] | None = None, max_ts_ahead_ns: int | None = None,
-                 zero_bid_is_price: bool = False, price_offset: PriceOffset | None = None) -> None:
+                 zero_bid_is_price: bool = False, price_offset: PriceOffset | None = None,
+                 expired_kept: int = EXPIRED_KEPT) -> None:
         for name, value in (("max_message_bytes", max_message_bytes), ("max_stream_bytes", max_stream_bytes),
                             ("max_item_tokens", 1 if max_item_tokens is None else max_item_tokens)):
             if type(value) is not int or value <= 0:
                 raise ValueError(f"{name} must be an int > 0, got {quoted(value)}")
-        super().__init__(codec, vocab_size, max_stream_bytes, notify)
+        super().__init__(codec, vocab_size, max_stream_bytes, notify, expired_kept)
         self.max_message_bytes = max_message_bytes
         self.max_item_tokens = max_item_tokens
         self.max_ts_ahead_ns = max_ts_ahead_ns

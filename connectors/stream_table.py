@@ -23,6 +23,7 @@ from connectors.tick_sequences import TickSequences
 
 DERIVATIVE_NAME = re.compile(MARKED)  # a perpetual's, future's, swap's or option's name (derivative_streams.py)
 NAMES_HOLDER = "encoders"  # what LookalikeNames calls the streams held or expired here
+EXPIRED_KEPT = 100_000  # expired streams whose ordering guard is kept (scheduler.expired_streams_kept's default)
 
 
 class StreamTable:
@@ -32,8 +33,15 @@ class StreamTable:
     `StreamEncoders` (connectors/encoder.py), whose docstring gives the arguments."""
 
     def __init__(self, codec: Codec, vocab_size: int | None, max_stream_bytes: int,
-                 notify: Callable[[str], None] | None) -> None:
+                 notify: Callable[[str], None] | None, expired_kept: int = EXPIRED_KEPT) -> None:
         self.codec = codec
+        # the expired streams whose guard (and last `seq`, receive clock, sequence counts) are kept, the most
+        # recently expired; an older one is forgotten as `forget` does (scheduler.expired_streams_kept)
+        self.expired_kept = expired_kept
+        # expired streams forgotten past expired_kept, not yet taken by the service (``take_forgotten``), which
+        # frees what the answer side holds of them; and how many in all (stats: expired_streams_forgotten)
+        self._forgotten: list[str] = []
+        self.expired_forgotten = 0
         self.vocab_size = codec.vocab_size if vocab_size is None else vocab_size
         self.max_stream_bytes = max_stream_bytes
         self._encoders: dict[str, StreamEncoder] = {}
@@ -74,10 +82,44 @@ class StreamTable:
         encoder = self._encoders.pop(stream, None)
         self.derivatives.pop(stream, None)
         if encoder is not None and encoder.last_ts is not None:
-            self._expired_last_ts[stream] = encoder.last_ts
-            self._expired_at_last_ts[stream] = encoder.at_last_ts
+            self._keep_expired(stream, encoder.last_ts, encoder.at_last_ts)
         elif stream not in self._expired_last_ts:  # (nothing of it kept: a name no longer known here)
             self.names.discard(stream, NAMES_HOLDER)
+
+    def _keep_expired(self, stream: str, last_ts: int, at_last_ts: int | None) -> None:
+        """``stream``'s guard kept past its expiry, as the newest; the oldest past ``expired_kept`` forgotten. The
+        same drops in the same order (a tick log's replay of the expiries) forget the same streams."""
+        self._expired_last_ts.pop(stream, None)  # (re-inserted: the dicts' order is the order of expiry)
+        self._expired_at_last_ts.pop(stream, None)
+        self._expired_last_ts[stream] = last_ts
+        self._expired_at_last_ts[stream] = at_last_ts
+        while len(self._expired_last_ts) > self.expired_kept:
+            oldest = next(iter(self._expired_last_ts))
+            self.forget(oldest)
+            self._forgotten.append(oldest)
+            self.expired_forgotten += 1
+
+    def take_forgotten(self) -> list[str]:
+        """The expired streams forgotten past ``expired_kept`` since the last call (each once)."""
+        forgotten, self._forgotten = self._forgotten, []
+        return forgotten
+
+    def expired_held(self) -> int:
+        """Expired streams whose ordering guard is kept (at most ``expired_kept``)."""
+        return len(self._expired_last_ts)
+
+    def expired_guards(self) -> dict[str, dict[str, Any]]:
+        """The expired streams' guards kept, oldest expiry first, as ``accepted`` says them."""
+        return {name: {"ticks": 0, "last_ts": last_ts, "at_last_ts": self._expired_at_last_ts.get(name),
+                       **self.sequences.of(name)}
+                for name, last_ts in self._expired_last_ts.items() if name not in self._encoders}
+
+    def held_accepted(self) -> dict[str, dict[str, Any]]:
+        """The held streams' last accepted ticks, as ``accepted`` says them (no expired one, no name order, no
+        price)."""
+        return {name: {"ticks": e.ticks, "last_ts": e.last_ts, "at_last_ts": e.at_last_ts,
+                       **self.sequences.of(name)}
+                for name, e in self._encoders.items()}
 
     def forget(self, stream: str) -> None:
         """Forget a stream the engine turned away although its ticks were accepted here (a restart's replay under a
@@ -140,11 +182,12 @@ class StreamTable:
         self.sequences.start_at(stream, last_seq)
         if ticks == 0:
             if last_ts is not None:
-                self._expired_last_ts[stream] = last_ts
-                self._expired_at_last_ts[stream] = at_last_ts
                 self.names.add(stream, NAMES_HOLDER)
+                self._keep_expired(stream, last_ts, at_last_ts)
             return
         encoder = self._encoders[stream] = self._new_encoder(stream)
+        self._expired_last_ts.pop(stream, None)  # (held again: the encoder carries the guard)
+        self._expired_at_last_ts.pop(stream, None)
         self._held(stream)
         encoder.ticks, encoder.last_ts, encoder.at_last_ts = ticks, last_ts, at_last_ts
         if state is not None:
@@ -176,6 +219,8 @@ class StreamTable:
         encoder = self._encoders.get(item.stream)
         if encoder is None:
             encoder = self._encoders[item.stream] = self._new_encoder(item.stream)
+            self._expired_last_ts.pop(item.stream, None)  # (held again: the encoder carries the guard)
+            self._expired_at_last_ts.pop(item.stream, None)
             self._held(item.stream)
             self.names.add(item.stream, NAMES_HOLDER)
             if encoder.last_ts is None:  # a stream's very first tick

@@ -216,15 +216,16 @@ class Scheduler:
         """Streams with tokens waiting for a forward."""
         return self.backlog.streams_waiting
 
-    def expire_idle(self, now_ns: int | None = None) -> list[str]:
-        """Drop streams silent for ``stream_idle_s`` (no pending data, no waiting job): their KV returns to
-        the pool and their state is forgotten; a stream that comes back starts a new session. Returns them."""
+    def expire_idle(self, now_ns: int | None = None, limit: int | None = None) -> list[str]:
+        """Drop streams silent for ``stream_idle_s`` before ``now_ns`` (no pending data, no waiting job): their KV
+        returns to the pool and their state is forgotten; a stream that comes back starts a new session. At most
+        ``limit`` of them (None: all; the rest go at the next call). Returns them."""
         if self.config.stream_idle_s is None:
             return []
         cutoff = (now_ns or time.time_ns()) - int(self.config.stream_idle_s * 1e9)
         asked = {job.stream for job in (*self._asks, *self._idle)}
         idle = [name for name, s in self.streams.items()
-                if s.last_seen_ns < cutoff and not s.pending and name not in asked]
+                if s.last_seen_ns < cutoff and not s.pending and name not in asked][:limit]
         for name in idle:
             self.drop(name)
         self.stats.streams_expired += len(idle)

@@ -33,6 +33,9 @@ class SchedulerConfig:
     # contracts) beside the rest of a feed; each costs 8-13 KiB of host memory while held (its KV is the pool's)
     max_streams: int = 32_768
     stream_idle_s: float | None = 3600.0  # a stream silent this long (wall clock) is dropped; None: never
+    # the expired streams whose ordering guard and last `seq` are kept (the most recently expired); an older one is
+    # forgotten everywhere, so a service whose instrument names churn holds bounded state (connectors/stream_table.py)
+    expired_streams_kept: int = 100_000
     # a stream far behind goes on past its roll point in the same forward (its kept tokens prefilled as a new
     # sequence, engine/rolls_in_forward.py), so the token budget, not the span between rolls, bounds how far it
     # moves; false: it stops at its roll point and the rest waits for later forwards (the same answers)
@@ -58,6 +61,8 @@ class SchedulerConfig:
         if self.stream_idle_s is not None and not 0 < self.stream_idle_s < math.inf:  # NaN and inf too
             raise ValueError(f"stream_idle_s must be a number of seconds > 0 (or null for never), got "
                              f"{quoted(self.stream_idle_s)}")
+        if type(self.expired_streams_kept) is not int or self.expired_streams_kept < 0:
+            raise ValueError(f"expired_streams_kept must be an int >= 0, got {quoted(self.expired_streams_kept)}")
         if not isinstance(self.roll_inside_forward, bool):  # YAML's `no` is a bool; a 0 or a string is a mistake
             raise ValueError(f"roll_inside_forward must be true or false, got {quoted(self.roll_inside_forward)}")
         if self.window is not None and self.window <= 0:  # 0 read as "the model's" (falsy) unsaid

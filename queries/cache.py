@@ -61,6 +61,9 @@ class AnswerCache:
         self._lock = threading.Lock()
         self._answers: dict[str, dict[str, Answer]] = {}  # query -> stream -> latest answer
         self._seq: dict[str, int] = {}  # topic -> last seq handed out
+        # the highest seq of the topics forgotten (forget_topics): a topic not in _seq starts above it, so a topic
+        # forgotten and used again never repeats a seq, for one int instead of a seq per topic ever used
+        self.seq_floor = 0
         self._count = 0
         # query -> stream -> (topic, seq) of the latest answer drop_query forgot, until the query answers the stream
         # again: a `get` then says the query was replaced after that seq, not that the stream has no answer "yet"
@@ -72,7 +75,7 @@ class AnswerCache:
     ) -> Answer:
         """Caches (and returns, for publishing) the answer with the topic's next seq; last put wins."""
         with self._lock:
-            seq = self._seq.get(topic, 0) + 1
+            seq = self._seq.get(topic, self.seq_floor) + 1
             answer = Answer(query, stream, topic, seq, version, data_ts, self._clock(), value, model, query_version)
             self._seq[topic] = seq
             if self._forgotten:
@@ -86,7 +89,7 @@ class AnswerCache:
         """An answer computed elsewhere (an engine shard, whose own seqs do not count): cached as the latest and
         returned with the topic's next seq here, so one cache numbers every topic, whichever engine computed it."""
         with self._lock:
-            seq = self._seq.get(answer.topic, 0) + 1
+            seq = self._seq.get(answer.topic, self.seq_floor) + 1
             answer = replace(answer, seq=seq)
             self._seq[answer.topic] = seq
             if self._forgotten:
@@ -145,6 +148,13 @@ class AnswerCache:
             for per_query in self._forgotten.values():  # its session is gone: what a `get` says is that
                 per_query.pop(stream, None)
         return n
+
+    def forget_topics(self, topics: list[str]) -> None:
+        """``topics`` (an expired stream's, forgotten: stream_removal.forget_answer_side) are no longer numbered
+        here: one used again goes on past ``seq_floor``, the highest seq any forgotten topic reached."""
+        with self._lock:
+            for topic in topics:
+                self.seq_floor = max(self.seq_floor, self._seq.pop(topic, 0))
 
     def seqs(self) -> dict[str, int]:
         """Every topic's last seq (for a checkpoint)."""

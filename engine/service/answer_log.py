@@ -204,7 +204,7 @@ class AnswerLog:
 
     def _checkpoint(self, next_record: int) -> None:
         """Everything the records before ``next_record`` say, in one file replaced atomically."""
-        state = {"covers": next_record, "seqs": self.cache.seqs(),
+        state = {"covers": next_record, "seqs": self.cache.seqs(), "seq_floor": self.cache.seq_floor,
                  "latest": [a.to_wire() for a in self.cache.latest()]}
         tmp = self.state_path.with_suffix(".tmp")
         with open(tmp, "wb", opener=private) as f:
@@ -233,6 +233,7 @@ class AnswerLog:
             covers = state["covers"]
             latest = [Answer(**a) for a in state["latest"]]
             self.cache.restore(latest, state["seqs"])
+            self.cache.seq_floor = max(self.cache.seq_floor, state.get("seq_floor", 0))  # (older files: none)
             for answer in latest:
                 self._logged_version(answer)
         count = 0

@@ -8,6 +8,7 @@ import sys
 from engine.quoting import quoted
 
 MAX_NAMED_EXPIRED = 5  # streams named in a log line of those expired for idleness
+EXPIRE_PER_TURN = 4096  # streams one heartbeat (or shard step) expires at most: a whole chain gone quiet, the rest next
 EXPIRED_LINE_EVERY_S = 10.0  # after the first, streams expired for idleness are said at most this often
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 COUNTERS = {
     "ticks_in": "Ticks accepted",
+    "expired_streams_forgotten": "Expired streams forgotten, ordering guard and all, past "
+                                 "scheduler.expired_streams_kept (a later tick of one starts a new stream)",
     "conflated": "Quotes dropped for a newer one of their stream while behind (limits.when_behind: conflate)",
     "duplicates": "Wire ticks dropped because their seq repeats one their stream took (a resend, an A/B line's "
                   "second copy): not rejections",
@@ -41,6 +43,8 @@ COUNTERS = {
                   "while the service answers scrapes is an engine thread stalled in a long forward, or stuck",
 }
 GAUGES = {
+    "expired_streams_held": "Expired streams whose ordering guard and last seq are kept (at most "
+                            "scheduler.expired_streams_kept)",
     "kv_cells_used": "KV cells held by sessions",
     "kv_cells_capacity": "KV pool size in cells",
     "kv_cell_bytes": "Bytes one KV cell (a token's K and V in every layer) takes",

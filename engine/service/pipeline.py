@@ -95,7 +95,8 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
                                        max_stream_bytes=config.limits.max_stream_bytes, notify=say,
                                        max_ts_ahead_ns=config.limits.max_ts_ahead_ns,
                                        zero_bid_is_price=config.limits.zero_bid == "price",
-                                       price_offset=ingest_price_offset(config.model.path))
+                                       price_offset=ingest_price_offset(config.model.path),
+                                       expired_kept=config.scheduler.expired_streams_kept)
         self.ticks_in = 0
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages (ingest_reading.py)
         self._lag_checked, self._pending_lag_s = float("-inf"), 0.0
@@ -298,6 +299,8 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
             "ticks_in": self.ticks_in,
             "rejected": dict(self.rejected),
             "conflated": self.encoders.conflated,
+            "expired_streams_held": self.encoders.expired_held(),
+            "expired_streams_forgotten": self.encoders.expired_forgotten,
             "answers_out": self.flash.stats.answers,
             "query_errors": self.flash.stats.errors,
             "speculation": self.flash.stats.summary(),

@@ -37,6 +37,7 @@ from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, UnknownStream
 from engine.service.config import LogSection, ServiceConfig
 from engine.service.control_requests import refusal
+from engine.service.expired_streams import EXPIRE_PER_TURN
 from engine.service.owed_answers import answer_tail, owed_jobs
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.heap_memory import freeze_heap, thaw_heap
@@ -183,10 +184,11 @@ class Shard:
     # -- the work loop -----------------------------------------------------------------------------
 
     def step(self, items: list[LiveItem | GroupEnd], ops: list[tuple], step_ms: float, want_stats: bool,
-             may_expire: bool = True) -> dict[str, Any]:
+             unread_s: float = 0.0) -> dict[str, Any]:
         """Apply registry ops, queue ``items``, take the asks, then step the engine until idle or ``step_ms``;
-        streams idle past scheduler.stream_idle_s are expired on the way (every EXPIRE_EVERY_S) if ``may_expire``
-        (the front door's ingest queue is read to its end)."""
+        streams idle past scheduler.stream_idle_s are expired on the way (every EXPIRE_EVERY_S), past it plus
+        ``unread_s`` (how long the front door's ingest queue has held unread messages, which may hold their next
+        ticks: stream_removal.StreamRemoval.expire_idle)."""
         if not self.restored:
             return {"needs_restore": True}
         self.calls += 1
@@ -218,9 +220,10 @@ class Shard:
             if time.perf_counter() >= deadline:
                 break
         reply = self._reply(outcomes, progress)
-        if may_expire and time.monotonic() >= self._next_expire:
+        if time.monotonic() >= self._next_expire:
             self._next_expire = time.monotonic() + EXPIRE_EVERY_S
-            reply["expired"] = self._expire()
+            idle_s = self.engine.scheduler.config.stream_idle_s or 0.0  # (at most that more: stream_removal.py)
+            reply["expired"] = self._expire(time.time_ns() - int(min(unread_s, idle_s) * 1e9))
         if want_stats:
             reply["stats"] = self.stats()
         return reply
@@ -303,8 +306,8 @@ class Shard:
         return {"answers": answers, "replies": replies, "pending_tokens": scheduler.pending_tokens(),
                 "busy": self.engine.busy, "progress": progress, **({"refused": refused} if refused else {})}
 
-    def _expire(self) -> list[str]:
-        expired = self.engine.scheduler.expire_idle()
+    def _expire(self, now_ns: int) -> list[str]:
+        expired = self.engine.scheduler.expire_idle(now_ns, limit=EXPIRE_PER_TURN)
         for stream in expired:
             self.registry.drop_stream(stream)
             self.cache.drop_stream(stream)

@@ -59,9 +59,10 @@ class ShardCalls:
         link.call_forgets = {op[1] for op in ops if op[0] == "forget"}
         want_stats, link.stats_due = link.stats_due, False
         link.call_kind = "step"
-        # no idle expiry while the ingest queue holds unread messages: a stream's next ticks may be among them
+        # while the ingest queue holds unread messages, a stream must be idle that much longer to expire: its next
+        # ticks may be among them (stream_removal.StreamRemoval.expire_idle)
         link.call = link.handle.step.remote(items, ops, front.config.shards.step_ms, want_stats,
-                                            may_expire=front.ingest_unread_s == 0)
+                                            unread_s=front.ingest_unread_s)
 
     def _finish(self, link: ShardLink, outcomes: list[JobOutcome]) -> None:
         ray = ray_module()

@@ -89,7 +89,8 @@ class ShardRecovery:
         front, live = self.front, self.front.encoders
         upto = front.data.log.next_record
         encoders = StreamEncoders(front.codec, live.vocab_size, live.max_message_bytes,
-                                  max_item_tokens=live.max_item_tokens, max_stream_bytes=live.max_stream_bytes)
+                                  max_item_tokens=live.max_item_tokens, max_stream_bytes=live.max_stream_bytes,
+                                  expired_kept=live.expired_kept)
         streams = set(link.streams)
         answered = answered_points(front.cache, streams)  # here: the cache is this thread's
 

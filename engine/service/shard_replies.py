@@ -19,6 +19,7 @@ from connectors.ticks import counted
 from engine.jobs import JobOutcome
 from engine.service.shard import RemoteJob
 from engine.service.shard_link import ShardLink
+from engine.service.stream_removal import forget_answer_side
 from queries.cache import Answer
 from queries.spec import QuerySpec
 
@@ -115,6 +116,8 @@ class ShardReplies:
         front.encoders.drop(stream)
         front.registry.drop_stream(stream)
         front.cache.drop_stream(stream)
+        for forgotten in front.encoders.take_forgotten():  # (scheduler.expired_streams_kept)
+            forget_answer_side(front.registry, front.cache, forgotten)
         front.data.answers.forget_stream(stream)
         front.data.items.log_expired(stream)
         front._expired.append(stream)

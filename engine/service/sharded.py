@@ -171,7 +171,8 @@ class ShardedPipeline(ShardedIngest):
                                        max_stream_bytes=limits.max_stream_bytes, notify=say,
                                        max_ts_ahead_ns=limits.max_ts_ahead_ns,
                                        zero_bid_is_price=limits.zero_bid == "price",
-                                       price_offset=ingest_price_offset(config.model.path))
+                                       price_offset=ingest_price_offset(config.model.path),
+                                       expired_kept=config.scheduler.expired_streams_kept)
         self.data.encoders = self.encoders  # each new tick log segment starts with their counts
 
     def _start_shards(self) -> list[dict[str, Any]]:
@@ -331,6 +332,8 @@ class ShardedPipeline(ShardedIngest):
         for link in self.links:
             link.stats_due = True  # fresh figures with each shard's next reply
         return {"ticks_in": self.ticks_in, "rejected": dict(self.rejected), "conflated": self.encoders.conflated,
+                "expired_streams_held": self.encoders.expired_held(),
+                "expired_streams_forgotten": self.encoders.expired_forgotten,
                 "answers_out": self.answers_out,
                 **self._gathered_stats(), "pending_tokens": self.pending_tokens(), "behind": self.behind,
                 "lag_s": round(self.lag_s(), 3), "shed_streams": self.shed_counts.most(),

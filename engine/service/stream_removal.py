@@ -6,17 +6,28 @@ drops a stream its own way (sharded.py), with the same StreamBusy."""
 
 from __future__ import annotations
 
+import time
+
 from connectors.encoder import StreamEncoders
 from engine.engine import Engine
 from engine.quoting import quoted
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.durability import DataDir
+from engine.service.expired_streams import EXPIRE_PER_TURN
 from engine.service.heap_memory import return_memory
 from engine.service.live_scores import LiveScores
 from engine.service.receive_clock import ReceiveClock
 from queries.cache import AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
+
+
+def forget_answer_side(registry: Registry, cache: AnswerCache, stream: str) -> None:
+    """What the answer side keeps of an expired stream (an `interval` query's grid, its topics' seqs), gone once
+    its ordering guard is forgotten (scheduler.expired_streams_kept): it comes back as a new stream, whose topics'
+    seqs go on above every seq forgotten (AnswerCache.forget_topics), so none is handed out twice."""
+    registry.drop_stream(stream, keep_grid=False)
+    cache.forget_topics([spec.topic_for(stream) for spec in registry.matching(stream)])
 
 
 class StreamBusy(RuntimeError):
@@ -38,18 +49,27 @@ class StreamRemoval:
     ingest_unread_s: float  # (told by the server) how long its ingest queue has held unread messages
 
     def expire_idle(self) -> list[str]:
-        """Drop streams idle past scheduler.stream_idle_s from every layer; returns their names. None while the
-        server's ingest queue holds unread messages: a stream's next ticks may be among them (an engine behind on
-        a burst read a quiet stream's ticks seconds apart, and expired it between them, resetting its context)."""
-        if self.ingest_unread_s > 0:
-            return []
-        expired = self.engine.scheduler.expire_idle()
+        """Drop streams idle past scheduler.stream_idle_s from every layer, at most EXPIRE_PER_TURN a call (the
+        rest at the next); returns their names. While the server's ingest queue holds unread messages (for
+        ``ingest_unread_s``), a stream's next ticks may be among them, so it must be idle that much longer: every
+        unread message came within ``ingest_unread_s``, so a stream idle past both was silent for stream_idle_s
+        on its feed's side too, and an engine behind still expires what a caught-up one would (an engine behind on
+        a burst never expires a quiet stream between two of its ticks read seconds apart); that wait is at most
+        stream_idle_s more (undated messages: see below). The expired streams
+        whose guards are no longer kept (scheduler.expired_streams_kept) are forgotten here too (``_forget``)."""
+        idle_s = self.engine.scheduler.config.stream_idle_s or 0.0
+        # (at most stream_idle_s more: undated messages keep the clock of the first turn that found them, which an
+        # engine always behind never empties; a stream silent twice stream_idle_s expires however far behind)
+        now_ns = time.time_ns() - int(min(self.ingest_unread_s, idle_s) * 1e9)
+        expired = self.engine.scheduler.expire_idle(now_ns, limit=EXPIRE_PER_TURN)
         for stream in expired:
             if self.data is not None:
                 self.data.items.log_expired(stream)
             self.encoders.drop(stream)
             self.receive_clock.drop(stream)
             self._drop_answer_state(stream)
+        for stream in self.encoders.take_forgotten():
+            forget_answer_side(self.registry, self.cache, stream)
         if expired:
             return_memory()
         return expired

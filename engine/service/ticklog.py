@@ -121,6 +121,9 @@ class TickLog:
     def _open(self, path: Path) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)  # the desk's ticks: the owner's alone
         self._fd, self._size, self._path = fd, os.fstat(fd).st_size, path
+        # the bytes of the open segment's start record (0: none written by this process): a segment holds
+        # segment_bytes of records past it, so a start record near segment_bytes never rolls the log every tick
+        self._start_bytes = 0
         self._checked_at = time.monotonic()
 
     def append(self, payload: bytes) -> int:
@@ -134,7 +137,7 @@ class TickLog:
                 raise LogWriteError(f"{self.name} {self._path}: {self._sync_error}; {self._refused} until the "
                                     f"service restarts")
             try:
-                if self._size >= self.segment_bytes:
+                if self._size - self._start_bytes >= self.segment_bytes:  # (ticks past the start record)
                     self._roll()
                 self._check_not_deleted()
                 number = self._write_record(payload, record)
@@ -271,7 +274,9 @@ class TickLog:
         self._open(self.directory / segment_name(self.next_record, self.prefix))
         os.close(old)
         if self.segment_start is not None:
+            before = self._size
             self._write_record(self.segment_start())
+            self._start_bytes = self._size - before
         self._retain()
 
     def retain(self) -> None:
