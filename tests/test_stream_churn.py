@@ -122,3 +122,22 @@ def test_a_forgotten_stream_comes_back_as_a_new_one_and_its_topic_seqs_go_on(che
     assert live.encoders.accepted(["OPT000000"])["OPT000000"]["ticks"] == 1
     assert live.cache.last_seq("dir/OPT000000/") > live.cache.seq_floor >= 1
     live.close()
+
+
+def test_idle_streams_expire_while_the_ingest_queue_holds_unread_messages(checkpoint, tmp_path) -> None:
+    """review351 #2: expiry waited for an ingest queue read empty, so on a busy feed (a service a few seconds
+    behind) nothing ever expired: 5,120 streams held where ~800 were live. Now a stream expires once silent for
+    stream_idle_s plus how long the unread messages have waited (what the server tells the pipeline as
+    ``ingest_unread_s``): any tick of it among them came that recently, so it was silent that long on its feed's
+    side too; a stream read more recently than that waits."""
+    base = config(checkpoint, tmp_path / "data")
+    live = TickPipeline(dataclasses.replace(base, scheduler=dataclasses.replace(base.scheduler, stream_idle_s=0.05)))
+    assert live.ingest_message(encode([trade("QUIET", T0, 50.0, 1.0, "sell")])) == []
+    time.sleep(1.2)  # QUIET: silent past stream_idle_s + the 1 s the queue's messages have waited
+    assert live.ingest_message(encode([trade("RECENT", T0, 50.0, 1.0, "sell")])) == []
+    while live.step() is not None:
+        pass
+    live.ingest_unread_s = 1.0  # (as the server says it: messages have waited unread for 1 s)
+    assert live.expire_idle() == ["QUIET"]  # RECENT's next tick may be among them: it waits
+    assert live.encoders.expired("QUIET") and "RECENT" in live.encoders
+    live.close()

@@ -222,8 +222,7 @@ class Shard:
         reply = self._reply(outcomes, progress)
         if time.monotonic() >= self._next_expire:
             self._next_expire = time.monotonic() + EXPIRE_EVERY_S
-            idle_s = self.engine.scheduler.config.stream_idle_s or 0.0  # (at most that more: stream_removal.py)
-            reply["expired"] = self._expire(time.time_ns() - int(min(unread_s, idle_s) * 1e9))
+            reply["expired"] = self._expire(time.time_ns() - int(unread_s * 1e9))
         if want_stats:
             reply["stats"] = self.stats()
         return reply

@@ -54,13 +54,11 @@ class StreamRemoval:
         ``ingest_unread_s``), a stream's next ticks may be among them, so it must be idle that much longer: every
         unread message came within ``ingest_unread_s``, so a stream idle past both was silent for stream_idle_s
         on its feed's side too, and an engine behind still expires what a caught-up one would (an engine behind on
-        a burst never expires a quiet stream between two of its ticks read seconds apart); that wait is at most
-        stream_idle_s more (undated messages: see below). The expired streams
+        a burst never expires a quiet stream between two of its ticks read seconds apart). Messages whose ticks'
+        ts is the wall clock date the wait (how far behind the reading is: seconds); undated ones count from the
+        first turn that found them until a read empties the queue (ingest_reading.py). The expired streams
         whose guards are no longer kept (scheduler.expired_streams_kept) are forgotten here too (``_forget``)."""
-        idle_s = self.engine.scheduler.config.stream_idle_s or 0.0
-        # (at most stream_idle_s more: undated messages keep the clock of the first turn that found them, which an
-        # engine always behind never empties; a stream silent twice stream_idle_s expires however far behind)
-        now_ns = time.time_ns() - int(min(self.ingest_unread_s, idle_s) * 1e9)
+        now_ns = time.time_ns() - int(self.ingest_unread_s * 1e9)
         expired = self.engine.scheduler.expire_idle(now_ns, limit=EXPIRE_PER_TURN)
         for stream in expired:
             if self.data is not None:

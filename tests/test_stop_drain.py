@@ -1,0 +1,52 @@
+"""A stop's drain (limits.drain_s) computes what was accepted even while a feed keeps the ingest queue full: it
+computes first, and each read of the queues takes at most a share of the time left (review351 #11: every stop
+spent its whole drain_s reading and said "drained 0 pending tokens")."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import zmq
+
+from connectors.ticks import encode
+from test_server import checkpoint  # noqa: F401  (checkpoint: the model fixture)
+from test_service_limits import EPHEMERAL, pipeline_config, stopped_by_the_test, ticks, wait_for
+
+
+def test_a_stop_computes_what_was_accepted_while_a_feed_keeps_the_queue_full(checkpoint, capsys) -> None:
+    config = pipeline_config(checkpoint, endpoints=EPHEMERAL, limits={"drain_s": 3},
+                             scheduler={"max_batch_tokens": 4, "max_batch_streams": 1})
+    flood = encode(ticks(200, seed=5, streams=4))  # the same message again and again: read (and refused) each time
+    stop_flooding = threading.Event()
+    with stopped_by_the_test(config) as (server, thread, push):
+        push.send(encode(ticks(1000, seed=3, streams=4)))  # 4,000 tokens at 4 a forward: a backlog at the stop
+        wait_for(lambda: server.pipeline.ticks_in == 1000)
+
+        def keep_the_queue_full() -> None:
+            feed = zmq.Context.instance().socket(zmq.PUSH)
+            feed.linger, feed.sndtimeo = 0, 100
+            feed.connect(server.endpoints["ingest"])
+            try:
+                while not stop_flooding.is_set():
+                    try:
+                        feed.send(flood)
+                    except zmq.Again:
+                        pass
+            finally:
+                feed.close()
+
+        flooder = threading.Thread(target=keep_the_queue_full, daemon=True)
+        flooder.start()
+        wait_for(lambda: server.counters["ingest_messages"] > 20)  # (the flood arrives)
+        pending = server.pipeline.engine.scheduler.pending_tokens()
+        assert pending > 0
+        server.stop()
+        thread.join(120)
+        stop_flooding.set()
+        flooder.join(10)
+    err = capsys.readouterr().err
+    said = re.search(r"drained (\d+) pending tokens before stopping", err)
+    assert said is not None and int(said[1]) > 0, err  # (it said "drained 0" before)
+    forwards = re.search(r"\((\d+) forwards in [\d.]+ s; [\d.]+ s reading the ingest queues\)", err)
+    assert forwards is not None and int(forwards[1]) > 0, err
