@@ -18,7 +18,7 @@ import sys
 import threading
 from typing import TextIO
 
-from engine.service.log_lines import utc_stamp
+from engine.service.log_lines import WrappedStream, utc_stamp
 
 # (pattern on the message after `flashtick[ COMMAND]: `, level, event): first match wins
 LEVELS: list[tuple[re.Pattern[str], str, str]] = [(re.compile(pattern), level, event) for pattern, level, event in [
@@ -64,7 +64,7 @@ def leveled(line: str) -> tuple[str, str, str, str]:
     return source, level, event, message
 
 
-class LeveledLines:
+class LeveledLines(WrappedStream):  # (flush: a line not ended yet waits for its newline)
     """A text stream that writes each whole line to ``stream`` with its level: `source: LEVEL: message` (``fmt``
     text), or one JSON object (json), stamped with the time. Safe across threads; a line written in pieces waits
     for its newline."""
@@ -94,19 +94,6 @@ class LeveledLines:
         else:
             text = f"{source}: {level}: {message}" if source else f"{level}: {message}"
         return (utc_stamp() + " " if self._stamp else "") + text
-
-    def flush(self) -> None:  # (a line not ended yet waits for its newline: print writes its text, then that)
-        self._stream.flush()
-
-    def isatty(self) -> bool:
-        return self._stream.isatty()
-
-    def fileno(self) -> int:
-        return self._stream.fileno()
-
-    @property
-    def encoding(self) -> str:
-        return self._stream.encoding
 
 
 def level_the_log(fmt: str = "text") -> None:

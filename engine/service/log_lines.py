@@ -31,7 +31,27 @@ def utc_stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-class TimestampedLines:
+class WrappedStream:
+    """What a stream wrapper over stderr passes through to the stream it writes to (flush, isatty, fileno,
+    encoding): TimestampedLines here, log_levels.LeveledLines."""
+
+    _stream: TextIO
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return self._stream.encoding
+
+
+class TimestampedLines(WrappedStream):
     """A text stream that writes to ``stream``, each line prefixed with ``utc_stamp()`` and a space when its first
     character is written. Safe across threads: a line written in pieces (print's text, then its newline) from
     one thread is stamped once, and pieces of two threads' lines are not interleaved mid-stamp."""
@@ -51,16 +71,3 @@ class TimestampedLines:
                 self._at_line_start = piece.endswith(("\n", "\r"))
             self._stream.write("".join(out))
         return len(text)
-
-    def flush(self) -> None:
-        self._stream.flush()
-
-    def isatty(self) -> bool:
-        return self._stream.isatty()
-
-    def fileno(self) -> int:
-        return self._stream.fileno()
-
-    @property
-    def encoding(self) -> str:
-        return self._stream.encoding
