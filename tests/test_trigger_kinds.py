@@ -210,9 +210,9 @@ def test_list_the_wire_and_queries_yaml_show_a_period_as_it_was_written(tmp_path
 def test_list_shows_unknown_kinds_in_json_never_a_python_repr(capsys) -> None:
     """review336 #10: kinds from a newer service were shown as `price_move:{'bps': 25}`, `None`, `['a', 'b']`:
     Python reprs a user cannot write back. They are shown as JSON (a one-kind mapping as `kind:period`)."""
-    sent = [{"price_move": {"bps": 25}}, None, 7, ["a", "b"], {"ticks": 50, "interval": 1_000_000_000},
+    sent = [{"on_fill": {"side": "buy"}}, None, 7, ["a", "b"], {"ticks": 50, "interval": 1_000_000_000},
             {"x\x1b[31m": True}]
-    expected = ['price_move:{"bps": 25}', "null", "7", '["a", "b"]', '{"ticks": 50, "interval": 1000000000}',
+    expected = ['on_fill:{"side": "buy"}', "null", "7", '["a", "b"]', '{"ticks": 50, "interval": 1000000000}',
                 "x\\x1b[31m:true"]
     queries = [{**query_of("batch"), "name": f"n{i}", "trigger": trigger, "topic": "{query}/{stream}/"}
                for i, trigger in enumerate(sent)]

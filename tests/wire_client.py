@@ -151,7 +151,13 @@ def check_answer(topic: str, payload: dict, published: bool = True) -> None:
     its epoch and its model's digest too."""
     # a published answer carries its epoch and age at publish, and its stream's clock offset when stamped with the
     # wall clock (this client's streams are on T0, 2023: never)
-    assert set(payload) == ANSWER_KEYS | ({"epoch", "model_digest", "data_age_ms"} if published else set()), payload
+    always = ANSWER_KEYS | ({"epoch", "model_digest", "data_age_ms"} if published else set())
+    optional = {"clock_offset_ms", "caveats"} if published else set()  # (a wall-clock stream's; a stream the model
+    assert always <= set(payload) <= always | optional, payload  # is out of its range on: documented, typed below)
+    if "caveats" in payload:
+        assert all(set(c) >= {"kind", "text"} for c in payload["caveats"]), payload
+    if "clock_offset_ms" in payload:
+        assert type(payload["clock_offset_ms"]) is float, payload
     if published:
         assert re.fullmatch(r"[0-9a-f]{16}", payload["epoch"]), payload
         assert re.fullmatch(r"[0-9a-f]{64}", payload["model_digest"]), payload  # (review349 #3: which model)

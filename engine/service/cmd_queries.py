@@ -96,7 +96,7 @@ def _question_text(spec: dict[str, Any]) -> str:
 def _trigger_text(raw: Any) -> str:
     """batch, on_demand, ticks:50, interval:1.5m (the YAML forms, on one line, the period as written). A trigger
     this client cannot read (a kind a newer server knows) is shown as the server sent it, in JSON, never a Python
-    repr (review336 #10): `price_move:{"bps": 25}`, `null`, `{"ticks": 50, "interval": 1000000000}`, so one query
+    repr (review336 #10): `on_fill:{"side": "buy"}`, `null`, `{"ticks": 50, "interval": 1000000000}`, so one query
     never fails the whole list and what is shown can be written back into a queries file."""
     from queries.trigger import Trigger
 
