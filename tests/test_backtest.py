@@ -333,7 +333,7 @@ def test_a_queries_file_that_lists_no_query_is_refused_by_serve_and_backtest_as_
         _, err = process.communicate(timeout=120)
     finally:
         process.kill()
-    assert process.returncode == 2 and err.endswith(f"flashtick serve: error: {said}\n"), err
+    assert process.returncode == 2 and err.endswith(f"flashtick serve: ERROR: {said}\n"), err
     assert "no standing queries are registered" not in err and "flashtick serving" not in err
 
 
@@ -459,7 +459,7 @@ def test_an_on_demand_query_longer_than_probe_reserve_does_not_refuse_a_backtest
     err = capsys.readouterr().err
     notes = [line for line in err.splitlines() if "skipping on_demand" in line]  # (the tmp path holds on_demand)
     assert notes == ['flashtick backtest: note: skipping on_demand queries "note", "note2": answered when asked, '
-                     "live; a backtest answers standing triggers only (batch, ticks, interval)"], err
+                     "live; a backtest answers standing triggers only (batch, ticks, interval, move_bps)"], err
     assert set(pl.read_parquet(tmp_path / "a.parquet")["query"]) == {"up"}
     queries.write_text("queries:\n" + long_note.replace("TRIGGER", "batch"))
     assert main([*argv, "--out", str(tmp_path / "b.parquet")]) == 2

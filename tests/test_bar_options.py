@@ -20,7 +20,7 @@ HOUR = 3_600_000_000_000
 T0 = 1_704_189_600_000_000_000  # 2024-01-02T10:00:00Z, the first bar's start
 BARS = 800
 CLOSE = ["--bar-stamp", "close", "--bar-length", "1h"]
-NOTE = "bars stamped at their close (bar_stamp close): each bar's start ('Datetime') plus its length, 1h, from " \
+NOTE = 'bars stamped at their close (bar_stamp close): each bar\'s start ("Datetime") plus its length, 1h, from ' \
        "bar_length 1h"
 QUICK = ["--threads", "1", "--resamples", "20", "--max-points", "100000"]
 LOCAL = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}

@@ -84,4 +84,4 @@ raise SystemExit(main(["serve", "--shards", "2", "--no-log"]))
 """, cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.strip().splitlines()[-1] == \
-        "flashtick serve: error: --shards needs Ray: pip install 'flashtick[ray]'"
+        "flashtick serve: ERROR: --shards needs Ray: pip install 'flashtick[ray]'"

@@ -107,5 +107,5 @@ def test_serve_under_a_memory_limit_too_small_for_its_pool_says_so_and_exits_2(t
         limited.rmdir()  # (empty again: the process has ended)
     assert process.returncode == 2, process.stderr  # not 137, killed with nothing said
     said = process.stderr
-    assert ("flashtick serve: error: kv.cells / kv.bytes: the KV pool of 262144 cells x 4096 bytes per cell (this "
+    assert ("flashtick serve: ERROR: kv.cells / kv.bytes: the KV pool of 262144 cells x 4096 bytes per cell (this "
             "model, torch.float32) = 1.0 GiB does not fit under this process's memory limit of 0.75 GiB") in said

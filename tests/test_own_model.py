@@ -197,7 +197,7 @@ def test_what_a_new_user_is_told(tmp_path, capsys, case: str) -> None:
     capsys.readouterr()  # what building the checkpoint printed
     code, _, err = run(capsys, *argv)
     *notes, error = err.strip().splitlines()
-    assert code == 2 and error.startswith("flashtick serve: error: ") and re.search(expected, error), err
+    assert code == 2 and error.startswith("flashtick serve: ERROR: ") and re.search(expected, error), err
     assert not any("error" in note for note in notes), err
 
 

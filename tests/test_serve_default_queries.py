@@ -35,7 +35,7 @@ def test_serve_without_queries_in_its_config_asks_what_backtest_asks(tmp_path: P
         assert f"no `queries:` in the config and none saved: registering {EXAMPLE_QUERIES.name}" in said
         assert "no standing queries are registered" not in said
         # the built-in model's card lists spot data only: said before serving (review310 #7)
-        assert "flashtick: note: this model's card (TRAINING.md) lists training data of spot markets only" in said
+        assert "flashtick: INFO: this model's card (TRAINING.md) lists training data of spot markets only" in said
         control = re.search(r"control=(tcp://\S+)", lines[-1])[1]
         with ControlClient(control) as client:
             names = [q["name"] for q in client.call("list")["queries"]]

@@ -332,5 +332,5 @@ def test_a_codec_template_that_would_do_nothing_is_refused_by_its_name(tmp_path,
         "binned checkpoint": "codec.trade_template and codec.quote_template apply only to the text codec (a "
                              "Hugging Face model's); this model's codec is binned (codec.kind: binned), which reads "
                              "no template: remove it, or serve a text model (--model DIR)",
-        "text model, empty template": "trade_template must end with a newline so lines stay separate, got ''"}
+        "text model, empty template": "trade_template must end with a newline so lines stay separate, got \"\""}
     assert lines[-1] == f"flashtick serve: ERROR: {refused[case]}", lines

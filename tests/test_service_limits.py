@@ -1254,7 +1254,7 @@ def test_the_log_names_streams_that_expired(checkpoint, capsys) -> None:
         push.send(encode([trade("EEX:DEBY-2027", 1_790_000_000_000_000_000, -5.0 + 10, 1.0)]))
         wait_for(lambda: server.counters["streams_expired"] == 1)
     err = capsys.readouterr().err
-    assert "flashtick: expired 1 stream with no data for scheduler.stream_idle_s (0.3 s): 'EEX:DEBY-2027'; a " \
+    assert 'flashtick: expired 1 stream with no data for scheduler.stream_idle_s (0.3 s): "EEX:DEBY-2027"; a ' \
            "stream's next tick starts a new session" in err, err
 
 
@@ -1285,7 +1285,7 @@ def test_streams_expired_at_heartbeat_after_heartbeat_are_one_line_at_most_every
         assert said().count("flashtick: expired") == 1, said()  # the later two wait for the interval
     lines = [line for line in said().splitlines() if line.startswith("flashtick: expired")]
     assert lines[0].startswith("flashtick: expired 1 stream with no data for scheduler.stream_idle_s (0.3 s): "
-                               "'SPY   241216C00450000'; a stream's next tick starts a new session"), lines
+                               '"SPY   241216C00450000"; a stream\'s next tick starts a new session'), lines
     assert "later expiries are said at most every 3600 s" in lines[0]
     assert lines[1:] == ["flashtick: expired 2 streams with no data for scheduler.stream_idle_s (0.3 s) since the "
                          'last such line (3 in all): "SPY   241216P00450000", "SPY   241216C00455000"']

@@ -63,7 +63,7 @@ def test_a_sharded_front_door_that_ends_leaves_no_ray_process_running(tmp_path, 
     process, _ = serve(config, tmp_path / "data", extra=("--shards", "2"))
     # review349 #12: Ray's `E` lines of a healthy local start are explained before them, not left unexplained
     notes = [line for line in process.lines_read if "metrics exporter agent" in line]
-    assert notes and notes[0].startswith("flashtick serve: note: starting a local Ray instance"), process.lines_read
+    assert notes and notes[0].startswith("flashtick serve: INFO: starting a local Ray instance"), process.lines_read
     try:
         ray_processes = below(process.pid)
         assert len(ray_processes) >= 4, ray_processes  # the GCS, the raylet, its agents, the shards' workers

@@ -75,7 +75,7 @@ def test_serve_and_the_window_error_name_the_sliding_window(mistral, tmp_path) -
     said = [line for line in lines if "KV pool" in line]
     assert len(said) == 1 and said[0].endswith(f"each session's window: 160 tokens (the model's positions: {SLIDING}, "
                                                f"at most what the pool holds: scheduler.window sets it)\n"), lines
-    assert any(line.startswith("flashtick: warning: each session's window of 160 tokens holds about ")
+    assert any(line.startswith("flashtick: WARNING: each session's window of 160 tokens holds about ")
                for line in lines), lines
     with pytest.raises(ValueError, match=rf"scheduler.window 512 is past the model's 160 positions \({SLIDING}; "):
         TickPipeline(ServiceConfig.from_dict({"model": {"path": str(mistral)}, "scheduler": {"window": 512},

@@ -268,7 +268,9 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     health = ctl.ok("health")
     dirty = {"dirty"} if health["commit"] else set()  # (review349 #4: with a commit, whether the checkout is modified)
     assert set(health) == {"ok", "status", "uptime_s", "streams", "model", "protocol", "version", "commit", "epoch",
-                           "zero_bid", "caveats", "model_digest", *dirty}
+                           "zero_bid", "caveats", "model_digest", *dirty,
+                           # (review351 #6: how far behind, and how old the newest answer and tick are)
+                           "behind", "lag_s", "answers_stale", "answer_age_s", "tick_age_s"}
     assert len(health["model_digest"]) == 64  # (review349 #3: the model's identity, model_digest.py)
     assert health["zero_bid"] == "no_bid"  # limits.zero_bid's default: how the service reads a quote's 0 bid
     assert health["status"] == "serving" and health["protocol"] == PROTOCOL

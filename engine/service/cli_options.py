@@ -9,7 +9,6 @@ import argparse
 import os
 from typing import NamedTuple
 
-from connectors.map_vocabulary import PRICE_FORMATS
 from engine.path_words import map_or_user_path, user_path
 from engine.service.cli_common import DEFAULT_CONTROL
 from engine.service.cli_reading import FILE_ORDER
@@ -114,6 +113,9 @@ def _add_layout_options(group: argparse._ArgumentGroup) -> None:
 
 def _add_value_options(group: argparse._ArgumentGroup) -> None:
     """How prices are written and shifted, and the order of rows of equal times."""
+    # (here, not at the top: a parser built with another distribution's `connectors` says so, cli.py)
+    from connectors.map_vocabulary import PRICE_FORMATS
+
     group.add_argument("--price-offset", action="append", default=None, metavar="X|STREAM=X",
                        help="add X to every price, bid and ask read: an instrument that trades at zero or below (a "
                             "spread, a power market's negative hours) shifted above zero, as ticks must be; moves "
