@@ -1831,7 +1831,8 @@ def test_serve_log_timestamps_stamp_every_line_with_its_utc_time(checkpoint, tmp
     lines = [*process.lines_read, *rest.splitlines()]
     assert any("flashtick serving " in line for line in lines) and any("flashtick stopped: " in line for line in lines)
     # which model it serves, at the start (a wrong model.path showed only in the answers' `model`)
-    assert any(line.endswith(f"({Path(checkpoint).resolve()})") and " flashtick: INFO: model " in line for line in lines)
+    assert any(line.endswith(f"({Path(checkpoint).resolve()})") and " flashtick: INFO: model " in line
+               for line in lines)
     for line in lines:
         stamp, _, text = line.partition(" ")
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp) and text, line
