@@ -86,6 +86,7 @@ def test_every_stats_key_of_an_allow_list_service_is_documented_and_every_count_
         # /metrics serves a snapshot the engine refreshes each heartbeat: a scrape right after the stats call could
         # predate the count of this client's handshake (`flashtick_auth_allowed_total 0` on a loaded machine)
         wait_for(scraped_or_absent)
+        stats = control.call("stats")["stats"]  # (again: the first could predate the handshake's count, as the scrape)
     scraped = scrapes[-1]
     doc = (Path(__file__).parents[1] / "docs" / "wire-protocol.md").read_text()
     # the op's own section (the op table's row is one line: its reply's keys are under "#### Op `stats`")
