@@ -172,6 +172,9 @@ def test_venue_names_are_renamed_on_ingest_and_on_a_feed(checkpoint) -> None:
             push.connect(server.endpoints["ingest"])
             push.send(msgpack.packb(_tick("BTC-USD", BASE_TS, 61_000.0)))
             push.send(msgpack.packb(_tick("BTC/USD", BASE_TS, 61_001.0)))  # (a name the wire refuses, renamed first)
+            # both in before the feed's later ticks of the same stream: two connections keep no order between them,
+            # and a feed tick first made the pushed one late (ts_backwards) on a loaded host
+            wait_for(lambda: server.pipeline.ticks_in >= 2)
             k = 0
 
             def fed() -> bool:  # (a SUB joins late: the publisher sends until one arrives, each later than the last)
