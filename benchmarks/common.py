@@ -137,3 +137,61 @@ def write_json(name: str, payload: dict, folder: Path) -> Path:
     path = folder / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2) + "\n")
     return path
+
+
+def crop_to(cache, length: int) -> None:
+    """Cut a transformers DynamicCache back to ``length`` positions (the API's own crop changed meaning
+    across 5.x releases: by hand, per layer)."""
+    for layer in cache.layers:
+        layer.keys = layer.keys[:, :, :length]
+        layer.values = layer.values[:, :, :length]
+
+
+
+def cache_argument(hf) -> str:
+    """The forward keyword a transformers model takes its KV cache by: `cache` from 5.2x on (`past_key_values` is
+    deprecated there), `past_key_values` before (the GPU image's 5.17)."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(hf.forward).parameters else "past_key_values"
+
+
+class ForeignLoad:
+    """Share of the machine's CPU time used by *other* processes while a side was measured (from
+    /proc/stat and our own CPU time): the benchmark shares its cores, so the JSON says how much."""
+
+    def __enter__(self) -> "ForeignLoad":
+        self.start = (_machine_busy_s(), _own_cpu_s(), time.perf_counter())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        busy, own, wall = (b - a for a, b in zip(self.start, (_machine_busy_s(), _own_cpu_s(), time.perf_counter())))
+        share = max(0.0, busy - own) / (wall * (os.cpu_count() or 1)) if wall > 0 else 0.0
+        self.share = min(1.0, share)  # (/proc/stat's ticks and the wall clock differ by a tick: never over 100%)
+
+
+def _machine_busy_s() -> float:
+    try:
+        fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    except OSError:  # not Linux: unknown, report 0
+        return 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+# above this share of the machine's CPU taken by other processes a run's absolute times are not comparable with the
+# docs' (quiet) ones; same-run ratios still are, roughly
+LOADED_SHARE = 0.10
+
+
+def say_load(share: float) -> None:
+    """One line on stderr when other processes took more than LOADED_SHARE of the CPU during the measurement."""
+    if share > LOADED_SHARE:
+        print(f"warning: other processes used {100 * share:.0f}% of this machine's CPU during the run: its times are "
+              f"not comparable with a quiet machine's (same-run ratios roughly are); rerun on an idle machine",
+              file=sys.stderr, flush=True)

@@ -26,7 +26,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from benchmarks.common import (add_output_arguments, keep_triton_out_without_cuda, machine, output_dir, percentiles,
                                time_ms, write_json)
 from benchmarks.peers_latency import BENCH_CONFIG, QUESTION_TOKENS
-from benchmarks.streaming import ForeignLoad
+from benchmarks.common import ForeignLoad
 from engine.batch import Advance
 from engine.engine import Engine
 from engine.kv_cache import CacheSpec

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import add_output_arguments, machine, output_dir, percentiles
+from benchmarks.common import add_output_arguments, cache_argument, crop_to, machine, output_dir, percentiles
 
 GPU_CONFIG = dict(  # Llama-3.2-1B-like, with a 32k vocabulary: 1.1B parameters
     vocab_size=32000, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
@@ -78,14 +78,6 @@ def cuda_ms(fn, reps: int, warmup: int = 3) -> list[float]:
         synchronize()
         samples.append((time.perf_counter_ns() - start) / 1e6)
     return samples
-
-
-def crop_to(cache, length: int) -> None:
-    """Cut a transformers DynamicCache back to ``length`` positions (the API's own crop changed meaning
-    across 5.x releases: by hand, per layer)."""
-    for layer in cache.layers:
-        layer.keys = layer.keys[:, :, :length]
-        layer.values = layer.values[:, :, :length]
 
 
 def kernel_tests() -> dict:
@@ -139,11 +131,12 @@ def workload1(quick: bool, smoke: bool = False) -> dict:
         engine.runner.graphs = graphs
         with torch.inference_mode():
             cache = DynamicCache()
-            hf(torch.tensor([stream[:n]], device=device), past_key_values=cache, use_cache=True, logits_to_keep=1)
+            hf(torch.tensor([stream[:n]], device=device), logits_to_keep=1, **{cache_argument(hf): cache},
+               use_cache=True)
 
             def kept() -> None:
-                hf(torch.tensor([questions[next(i) % 8]], device=device), past_key_values=cache, use_cache=True,
-                   logits_to_keep=1)
+                hf(torch.tensor([questions[next(i) % 8]], device=device), logits_to_keep=1,
+                   **{cache_argument(hf): cache}, use_cache=True)
                 crop_to(cache, n)
 
             transformers_kept = cuda_ms(kept, reps, warmup=3)

@@ -40,7 +40,8 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from benchmarks.common import (add_output_arguments, keep_triton_out_without_cuda, machine, output_dir, percentiles,
                                require_extra, time_ms, write_json)
 from benchmarks.gguf_export import export_gguf, open_llama
-from benchmarks.streaming import ForeignLoad, last_logits
+from benchmarks.common import ForeignLoad
+from benchmarks.streaming import last_logits
 from engine.engine import Engine
 from engine.kv_cache import CacheSpec
 from engine.models import load_model

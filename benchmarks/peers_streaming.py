@@ -29,7 +29,7 @@ from benchmarks.common import (add_output_arguments, keep_triton_out_without_cud
 from benchmarks.gguf_export import export_gguf
 from benchmarks.streaming import (
     FlashtickDriver, LlamaCppApiDriver, LlamaCppDriver, Settings, StatelessDriver, VllmApiDriver, VllmSessionDriver,
-    add_arguments, plot_throughput, run_workload, settings_from,
+    add_arguments, plot_throughput, run_workload, settings_from, sustained_rate_text,
 )
 from engine.models.linear import WEIGHT_FORMATS, resolve_format
 
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> dict:
     path = write_json(name, result, output_dir(args))
     plot_throughput(result, path.with_suffix(".png"), "Workload 2: sustained tick rate vs streams")
     last = result["rows"][-1]
-    sustained = ", ".join(f"{n} ({s['kind']}) {_rate(s)}" for n, s in last["sides"].items())
+    sustained = ", ".join(f"{n} ({s['kind']}) {sustained_rate_text(s)}" for n, s in last["sides"].items())
     best = last["ratio_sustained_vs_best"]
     show = lambda kind: ("n/a" if kind not in best else "unbounded (no rate sustained)"  # noqa: E731
                          if best[kind] is None else f"{best[kind]:.2f}x")
@@ -122,13 +122,6 @@ def best_ratio(sides: dict, kind: str) -> float | None:
     """flashtick's sustained rate over the best peer of ``kind``'s; None if no such peer sustains any rate."""
     best = max(s["max_sustained_ticks_per_s"] for s in sides.values() if s.get("kind") == kind)
     return sides["flashtick"]["max_sustained_ticks_per_s"] / best if best else None
-
-
-def _rate(side: dict) -> str:
-    """A side's sustained ticks/s as the line prints it: "< N" when even the lowest rate tried failed the SLO."""
-    if side["max_sustained_ticks_per_s"] or "lowest_rate_tried_ticks_per_s" not in side:
-        return f"{side['max_sustained_ticks_per_s']:.0f}"
-    return f"< {side['lowest_rate_tried_ticks_per_s']:.0f}"
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.common import add_data_dir_argument
+from benchmarks.common import ForeignLoad, add_data_dir_argument, say_load
 from benchmarks.streaming_sides import (  # noqa: F401  (re-exported: the scripts import the sides from here)
     KEEP_FRACTION, QUESTION_ROOM, QUESTIONS, Driver, FlashtickDriver, LlamaCppApiDriver, LlamaCppDriver,
     StatelessDriver, VllmApiDriver, VllmSessionDriver, Window, last_logits,
@@ -269,33 +269,6 @@ def replay_ticks(streams: int, per_stream: int, data_dir: Path) -> dict[str, lis
                               for t in ticks[i * per_stream : (i + 1) * per_stream]] for i in range(streams)}
 
 
-class ForeignLoad:
-    """Share of the machine's CPU time used by *other* processes while a side was measured (from
-    /proc/stat and our own CPU time): the benchmark shares its cores, so the JSON says how much."""
-
-    def __enter__(self) -> "ForeignLoad":
-        self.start = (_machine_busy_s(), _own_cpu_s(), time.perf_counter())
-        return self
-
-    def __exit__(self, *exc) -> None:
-        busy, own, wall = (b - a for a, b in zip(self.start, (_machine_busy_s(), _own_cpu_s(), time.perf_counter())))
-        self.share = max(0.0, busy - own) / (wall * (os.cpu_count() or 1)) if wall > 0 else 0.0
-
-
-def _machine_busy_s() -> float:
-    try:
-        fields = [int(x) for x in open("/proc/stat").readline().split()[1:]]
-    except OSError:  # not Linux: unknown, report 0
-        return 0.0
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def _own_cpu_s() -> float:
-    t = os.times()
-    return t.user + t.system
-
-
 def measure_side(driver: Driver, history, future, s: Settings) -> dict:
     """Max sustained rate (search), then one run at the common rate; the driver keeps that run's answers."""
     available = min(len(t) for t in future.values())
@@ -373,13 +346,21 @@ def window_policy(checkpoint: Path) -> Window:
     return Window(positions, positions - QUESTION_ROOM, int(positions * KEEP_FRACTION))
 
 
+def sustained_rate_text(side: dict) -> str:
+    """A side's sustained ticks/s as the line prints it: "< N" when even the lowest rate tried failed the SLO."""
+    if side["max_sustained_ticks_per_s"] or "lowest_rate_tried_ticks_per_s" not in side:
+        return f"{side['max_sustained_ticks_per_s']:.0f}"
+    return f"< {side['lowest_rate_tried_ticks_per_s']:.0f}"
+
+
 def print_side(streams: int, name: str, side: dict) -> None:
     c = side["common_rate"]
-    print(f"{streams:>4} streams  {name:<24} sustained {side['max_sustained_ticks_per_s']:>9.0f} ticks/s "
+    print(f"{streams:>4} streams  {name:<24} sustained {sustained_rate_text(side):>9} ticks/s "
           f"({side['max_sustained_rate_per_stream']:.0f}/stream)  @{c['rate_per_stream']:.0f}/stream: freshness "
           f"p50 {c['freshness_p50_ms']:.1f} ms p99 {c['freshness_p99_ms']:.1f} ms, "
           f"{c['ms_per_answer_round']:.2f} ms per answer round  [{side['bench_wall_s']:.0f} s, "
           f"other processes {100 * side['foreign_cpu_share']:.0f}% CPU]", flush=True)
+    say_load(side["foreign_cpu_share"])
 
 
 def plot_throughput(result: dict, path: Path, title: str) -> None:
