@@ -140,7 +140,7 @@ class StreamEncoders(StreamTable):
             if item.get("tokens") is None:  # (nil is left out, as for any field)
                 raise InvalidTick("missing_field", "field \"tokens\" is required (an array of token ids)")
             tokens = check_tokens(item["tokens"], self.vocab_size, self.max_item_tokens)
-            ticks = check_ticks(item.get("ticks", 1), len(tokens))
+            ticks = check_ticks(1 if item.get("ticks") is None else item["ticks"], len(tokens))  # (nil: left out)
             seq = None if item.get("seq") is None else check_seq(item["seq"])
         except InvalidTick as err:
             err.stream = stream

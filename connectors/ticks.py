@@ -21,7 +21,8 @@ Wire map (one msgpack map per tick; a message carries one map or a list of maps)
 
 When `kind` is absent it is inferred: a map with `price` is a trade, a map with
 `bid` or `ask` (and no `price`) is a quote. A field marked `-` for the tick's
-kind, or any other key, is rejected as `unknown_field`. `ts` must be a msgpack
+kind, or any other key, is rejected as `unknown_field`; a field sent as nil is left out (a quote's `price: nil`,
+what a DataFrame row gives, is no trade field). `ts` must be a msgpack
 integer (a bool or a float is rejected), in [0, 2**63). Prices must be finite, within [1e-12, 1e15]
 (PRICE_RANGE: `price_out_of_range`) and > 0 (a quote's bid may be 0 beside an ask above it with
 ``zero_bid_is_price``: an option nobody bids, its mark ask / 2; otherwise that is TAQ's "no bid", a one-sided
@@ -70,6 +71,7 @@ _FIELDS = {
     TRADE: frozenset(_COMMON + ("price", "size", "side")),
     QUOTE: frozenset(_COMMON + ("bid", "ask", "bid_size", "ask_size")),
 }
+_TICK_FIELDS = _FIELDS[TRADE] | _FIELDS[QUOTE]
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,8 +223,9 @@ def _number_text_hint(value: Any) -> str:
 
 def _kind(obj: dict) -> str:
     kind = obj.get("kind")
-    if kind is None:
-        has_trade, has_quote = "price" in obj, ("bid" in obj or "ask" in obj)
+    if kind is None:  # (a field sent as nil is left out: it says nothing of the kind)
+        has_trade = obj.get("price") is not None
+        has_quote = obj.get("bid") is not None or obj.get("ask") is not None
         if has_trade and has_quote:
             raise InvalidTick("ambiguous_kind", "no \"kind\" and both trade (price) and quote (bid/ask) fields")
         if not (has_trade or has_quote):
@@ -294,7 +297,9 @@ def check_seq(value: Any) -> int:
 def _tick_fields(obj: dict, stream: str, zero_bid_is_price: bool) -> Tick:
     ts = check_ts(obj)
     kind = _kind(obj)
-    extra = [k for k in obj if k not in _FIELDS[kind]]
+    # another kind's field sent as nil is no field at all (the wire's rule: nil = left out): a DataFrame's rows
+    # (`df.to_dicts()`) give a quote None for price/size/side and a trade None for bid/ask/...
+    extra = [k for k in obj if k not in _FIELDS[kind] and not (k in _TICK_FIELDS and obj[k] is None)]
     if extra:
         raise InvalidTick("unknown_field", f"fields {field_list(extra)} not allowed in a {kind}{renamed(extra)}")
     if kind == TRADE:
