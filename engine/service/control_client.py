@@ -19,6 +19,9 @@ from connectors.feed import check_endpoint
 from connectors.handshake import HandshakeMonitor, curve_client
 from connectors.tcp_endpoints import ipv6_for
 from connectors.wire_payload import packable
+from engine.quoting import quoted
+from engine.service.control_requests import COMMON_KEYS, CONTROL_OPS
+from engine.stream_patterns import did_you_mean
 
 POLL_SLICE_MS = 100  # how often a waiting client looks at its handshake
 _NO_ID = object()  # a request the caller gave no id
@@ -65,6 +68,25 @@ def _positive_timeout(value: Any, name: str) -> float:
     return float(value)
 
 
+def unknown_keys(op: str, fields: dict[str, Any]) -> str | None:
+    """Why ``call(op, **fields)`` is refused before it is sent: a key its op does not take, which the service would
+    ignore with a reply's note (wire clients of other languages keep that), and a Python caller would not see
+    (review354 #12: `max_stale=20`, the CLI flag's name, computed a fresh answer where `max_stale_ticks` reads the
+    cache). None for a known op's own keys, and for an op this client does not know (a later service's: the
+    service says whether it has it)."""
+    known = CONTROL_OPS.get(op)
+    if known is None:
+        return None
+    unknown = [key for key in fields if key not in known.keys and key not in COMMON_KEYS]
+    if not unknown:
+        return None
+    takes = ", ".join(known.keys) + "; id" if known.keys else "none but id"
+    return (f"ControlClient.call({quoted(op)}): {'key' if len(unknown) == 1 else 'keys'} "
+            f"{', '.join(map(quoted, unknown))} not taken by op {quoted(op)} (its keys: {takes}; and the call's own "
+            f"timeout_s); nothing was sent (ControlClient.request({{...}}) sends a map as it is, for a key of a later "
+            f"service's){did_you_mean(unknown, known.keys)}")
+
+
 class ControlClient:
     """Requests to the control socket. Each `call` (and `request`) carries an `id` and takes only the reply with
     that id: a reply that comes after its call timed out is dropped when the next call reads it (counted in
@@ -100,7 +122,11 @@ class ControlClient:
 
     def call(self, op: str, timeout_s: float | None = None, **fields: Any) -> dict[str, Any]:
         """Send one request and wait for its reply (``timeout_s``: this call's own wait; default the client's);
-        raises ControlError on {ok: false}, time-out or refusal."""
+        raises ControlError on {ok: false}, time-out or refusal. A key ``op`` does not take raises TypeError before
+        anything is sent (the service would ignore it, with only a note); ``request`` sends a map as it is."""
+        refusal = unknown_keys(op, fields)
+        if refusal is not None:
+            raise TypeError(refusal)
         reply = self.request({"op": op, **fields}, timeout_s)
         if not reply.get("ok"):
             raise ControlError(reply.get("error", "unknown error"), reply.get("reason"))
