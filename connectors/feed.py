@@ -16,6 +16,7 @@ streams.
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import time
@@ -28,6 +29,7 @@ from connectors.price_offsets import PriceOffset
 from connectors.service_topics import MAX_ECHOED_TOPIC, echoed_topic
 from connectors.tcp_endpoints import ipv6_for
 from connectors.ticks import Tick
+from connectors.unclosed_clients import close_when_collected
 from connectors.wire_offsets import unshifted_tick
 from connectors.wire_payload import SendItem, pack
 from engine.quoting import quoted
@@ -92,6 +94,17 @@ def _check_ms(name: str, value: Any, *, none_ok: bool) -> None:
         raise ValueError(f"{name} must be {'None (wait) or ' if none_ok else ''}an int >= 0, got {quoted(value)}")
 
 
+def _close_feed_sockets(sock: zmq.Socket, monitor: zmq.Socket | None) -> None:
+    """The monitor first (libzmq keeps the descriptors of a socket closed under its monitor), then the socket, with
+    its own linger: queued messages still leave."""
+    if monitor is not None and not monitor.closed:
+        if not sock.closed:
+            sock.disable_monitor()
+        monitor.close(linger=0)
+    if not sock.closed:
+        sock.close()
+
+
 class FeedClient:
     """A PUSH socket connected to the engine's ingest PULL socket.
 
@@ -154,6 +167,10 @@ class FeedClient:
         self._sock.setsockopt(zmq.SNDTIMEO, connect_timeout_ms)  # until a first message has gone
         curve_client(self._sock, server_public_key, client_keypair)
         self._monitor = self._sock.get_monitor_socket(zmq.EVENT_DISCONNECTED) if watch_connection else None
+        # dropped unclosed (a notebook's `FeedClient(...).send(rows)`), it closes with its own linger: the messages
+        # a send took still leave, as after close()
+        self.unclosed = close_when_collected(self, f"FeedClient to {endpoint}",
+                                             functools.partial(_close_feed_sockets, self._sock, self._monitor))
         ipv6_for(self._sock, endpoint)
         self._sock.connect(endpoint)
         self.messages = 0
@@ -229,11 +246,8 @@ class FeedClient:
                              f"flight may not have reached it")
 
     def close(self) -> None:
-        if self._monitor is not None and not self._monitor.closed:
-            self._sock.disable_monitor()
-            self._monitor.close(linger=0)
-        if not self._sock.closed:
-            self._sock.close()
+        self.unclosed.detach()
+        _close_feed_sockets(self._sock, self._monitor)
 
     def __enter__(self) -> FeedClient:
         return self

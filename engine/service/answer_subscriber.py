@@ -4,6 +4,7 @@ It delivers what PUB delivers, drops and all; engine/service/gapless_subscriber.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections import deque
@@ -15,7 +16,8 @@ import zmq
 from connectors.handshake import HandshakeMonitor, curve_client
 from connectors.service_topics import HEARTBEAT_TOPIC
 from connectors.tcp_endpoints import ipv6_for
-from engine.service.control_client import POLL_SLICE_MS
+from connectors.unclosed_clients import close_when_collected
+from engine.service.control_client import POLL_SLICE_MS, close_sockets
 
 
 def topic_prefixes(topics: list[str] | None) -> list[str]:
@@ -39,6 +41,9 @@ class AnswerSubscriber:
         self._sock.linger = 0
         curve_client(self._sock, server_public_key, client_keypair)
         self._handshake = HandshakeMonitor(self._sock, curve=bool(server_public_key))
+        # a subscriber dropped unclosed (a notebook cell re-run) closes, ending its subscription at the service
+        self.unclosed = close_when_collected(self, f"AnswerSubscriber to {endpoint}",
+                                             functools.partial(close_sockets, self._handshake, self._sock))
         ipv6_for(self._sock, endpoint)
         self._sock.connect(endpoint)
         for topic in self.topics:
@@ -119,8 +124,8 @@ class AnswerSubscriber:
         return topic.decode(), msgpack.unpackb(payload, raw=False)
 
     def close(self) -> None:
-        self._handshake.close()
-        self._sock.close(linger=0)
+        self.unclosed.detach()
+        close_sockets(self._handshake, self._sock)
 
     def __enter__(self) -> "AnswerSubscriber":
         return self

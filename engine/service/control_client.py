@@ -5,6 +5,7 @@ control_ops.py; the public import is engine/service/client.py."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
@@ -18,6 +19,7 @@ import zmq
 from connectors.feed import check_endpoint
 from connectors.handshake import HandshakeMonitor, curve_client
 from connectors.tcp_endpoints import ipv6_for
+from connectors.unclosed_clients import close_when_collected
 from connectors.wire_payload import packable
 from engine.quoting import quoted
 from engine.service.control_requests import COMMON_KEYS, CONTROL_OPS
@@ -68,6 +70,13 @@ def _positive_timeout(value: Any, name: str) -> float:
     return float(value)
 
 
+def close_sockets(handshake: HandshakeMonitor, sock: zmq.Socket) -> None:
+    """A client's close: its monitor first (closed after the socket, libzmq keeps the descriptors), then the socket,
+    dropping what it holds unsent (a request or subscription of a client being closed is of no use)."""
+    handshake.close()
+    sock.close(linger=0)
+
+
 def unknown_keys(op: str, fields: dict[str, Any]) -> str | None:
     """Why ``call(op, **fields)`` is refused before it is sent: a key its op does not take, which the service would
     ignore with a reply's note (wire clients of other languages keep that), and a Python caller would not see
@@ -110,6 +119,8 @@ class ControlClient:
         self._sock.linger = 0
         curve_client(self._sock, server_public_key, client_keypair)
         self._handshake = HandshakeMonitor(self._sock, curve=bool(server_public_key))
+        self.unclosed = close_when_collected(self, f"ControlClient to {endpoint}",
+                                             functools.partial(close_sockets, self._handshake, self._sock))
         self._disconnects_at_send = 0
         ipv6_for(self._sock, endpoint)
         self._sock.connect(endpoint)
@@ -234,8 +245,8 @@ class ControlClient:
 
     def close(self) -> None:
         self._closed = True
-        self._handshake.close()
-        self._sock.close(linger=0)
+        self.unclosed.detach()
+        close_sockets(self._handshake, self._sock)
 
     def __enter__(self) -> "ControlClient":
         return self

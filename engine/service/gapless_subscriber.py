@@ -13,6 +13,7 @@ from numbers import Integral
 from typing import Any
 
 from connectors.service_topics import HEARTBEAT_TOPIC
+from connectors.unclosed_clients import close_when_collected
 from engine.service.answer_subscriber import AnswerSubscriber, topic_prefixes
 from engine.service.control_client import FETCH_LIMIT, ControlClient, ControlError
 
@@ -67,6 +68,8 @@ class GaplessSubscriber:
         if not any(HEARTBEAT_TOPIC.startswith(prefix) for prefix in wanted):
             wanted.append(HEARTBEAT_TOPIC)  # watched, never delivered
         self.subscriber = AnswerSubscriber(endpoint, wanted, **curve)
+        self.subscriber.unclosed.detach()  # said as this client's, not its inner subscriber's
+        self.unclosed = close_when_collected(self, f"GaplessSubscriber to {endpoint}", self.subscriber.close)
         # A topic first met past its seq 1 has answers this client missed. Resumed (``last_seqs`` given, even
         # empty), every one the service keeps is owed: the topic began while the client was away. Fresh, those
         # published since it started (server time, from its first heartbeat): "from now on", not the history.
@@ -305,6 +308,7 @@ class GaplessSubscriber:
         self._ready.append((topic, answer))
 
     def close(self) -> None:
+        self.unclosed.detach()
         self.subscriber.close()
 
     def __enter__(self) -> "GaplessSubscriber":

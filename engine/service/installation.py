@@ -12,7 +12,7 @@ import importlib.util
 from pathlib import Path
 
 # the wheel's top-level packages (pyproject.toml); their names are fixed by the design card's folder layout
-OUR_PACKAGES = ("engine", "connectors", "queries", "flashtick_kernels")
+OUR_PACKAGES = ("engine", "connectors", "queries", "flashtick_kernels", "flashtick")  # flashtick: the public API
 OUR_DISTRIBUTION = "flashtick"
 # where this installation keeps them: engine/service/installation.py -> the folder holding engine/
 PACKAGES_HOME = Path(__file__).resolve().parents[2]
