@@ -62,16 +62,17 @@ def slow_control():
 def test_a_reply_after_its_call_timed_out_is_never_the_next_calls(slow_control) -> None:
     control = ControlClient(slow_control.endpoint, timeout_s=5)
     with pytest.raises(ControlError, match=r"within the time-out \(0.2 s\)"):
-        control.call("ask", stream="BURST.B", slow=True, timeout_s=0.2)
+        control.request({"op": "ask", "stream": "BURST.B", "slow": True}, timeout_s=0.2)  # (`slow`: this
+        # fake service's own key, which `call` refuses: `request` sends a map as it is)
     time.sleep(0.8)  # the late reply is waiting on the socket now
     assert control.call("ask", stream="EQ.MSFT") == {"ok": True, "stream": "EQ.MSFT"}  # was BURST.B's reply
-    assert control.call("health", n=2) == {"ok": True, "n": 2}
+    assert control.call("answers", limit=2) == {"ok": True, "limit": 2}
     assert control.stale_replies == 1
     # an id of the caller's own, used twice: each call still gets its own reply, with the caller's id on it
     with pytest.raises(ControlTimeout):  # a TimeoutError too: `except TimeoutError` catches it
-        control.call("ask", stream="LATE", slow=True, id="req", timeout_s=0.2)
+        control.request({"op": "ask", "stream": "LATE", "slow": True, "id": "req"}, timeout_s=0.2)
     time.sleep(0.8)
-    assert control.call("health", id="req", n=3) == {"ok": True, "n": 3, "id": "req"}
+    assert control.call("answers", id="req", limit=3) == {"ok": True, "limit": 3, "id": "req"}
     assert control.call("answers", after=np.int64(7)) == {"ok": True, "after": 7}  # numpy values send
     control.close()
     with pytest.raises(ControlError, match="is closed"):
@@ -84,8 +85,8 @@ def test_threads_sharing_a_control_client_each_get_their_own_replies(slow_contro
 
     def asks(stream: str) -> None:
         for i in range(25):
-            reply = control.call("ask", stream=stream, i=i)
-            if (reply["stream"], reply["i"]) != (stream, i):
+            reply = control.call("answers", topic=stream, after=i)
+            if (reply["topic"], reply["after"]) != (stream, i):
                 wrong.append((stream, i))
 
     threads = [threading.Thread(target=asks, args=(f"S{n}",)) for n in range(4)]
@@ -96,7 +97,7 @@ def test_threads_sharing_a_control_client_each_get_their_own_replies(slow_contro
     assert wrong == [] and control.stale_replies == 0
     # a call's time-out counts its wait for another thread's call: 0.2 s, not the slow call's 4 (the margin is wide so
     # that a loaded machine cannot blur the two)
-    slow = threading.Thread(target=control.call, args=("ask",), kwargs={"slow": 4.0, "stream": "S"})
+    slow = threading.Thread(target=control.request, args=({"op": "ask", "slow": 4.0, "stream": "S"},))
     slow.start()
     time.sleep(0.05)
     started = time.monotonic()

@@ -95,7 +95,8 @@ def test_a_gapless_subscriber_dropped_unclosed_is_said_once_as_itself(server) ->
         with pytest.warns(ResourceWarning) as said:
             del gapless
             gc.collect()
-        assert [str(w.message).split(" was not closed")[0] for w in said] == [f"GaplessSubscriber to {server['answers']}"]
+        said_of = [str(w.message).split(" was not closed")[0] for w in said]
+        assert said_of == [f"GaplessSubscriber to {server['answers']}"]
         assert sock.closed
         control.call("health")  # the application's own client is its to close, and still serves
 
