@@ -35,6 +35,7 @@ _WHERE = {
     "FileReplay": "connectors.replay",
     "ColumnMap": "connectors.column_map",
     "replay_ticks": "connectors.replay",
+    "Source": "connectors.source",
     "SyntheticSource": "connectors.source",
     "SyntheticConfig": "connectors.synthetic",
     # feeding a running service (docs/python-clients.md)
@@ -64,7 +65,7 @@ _WHERE = {
 __all__ = ["__version__",
            "run_backtest", "BacktestReport", "QueryScore", "BacktestInterrupted", "AlreadyComplete", "FilesHoldNoTicks",
            "ServiceConfig", "ConfigError", "QuerySpecError",
-           "FileReplay", "ColumnMap", "replay_ticks", "SyntheticSource", "SyntheticConfig",
+           "FileReplay", "ColumnMap", "replay_ticks", "Source", "SyntheticSource", "SyntheticConfig",
            "FeedClient", "FeedTimeout", "EngineLost", "run_feed", "ControlFeedResume", "Tick", "trade", "quote",
            "InvalidTick",
            "AnswerSubscriber", "GaplessSubscriber", "ControlClient", "ControlError", "ControlTimeout", "ControlBusy",
@@ -102,7 +103,7 @@ if TYPE_CHECKING:  # what type checkers and editors see (these imports never run
     from connectors.feed import EngineLost, FeedClient, FeedTimeout
     from connectors.feed_pump import run_feed
     from connectors.replay import FileReplay, replay_ticks
-    from connectors.source import SyntheticSource
+    from connectors.source import Source, SyntheticSource
     from connectors.synthetic import SyntheticConfig
     from connectors.ticks import InvalidTick, Tick, quote, trade
     from engine.service.auth import read_keypair, read_public_key

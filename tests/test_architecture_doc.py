@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
-PACKAGES = ("engine", "flashtick_kernels", "queries", "connectors")
+PACKAGES = ("engine", "flashtick_kernels", "queries", "connectors", "flashtick")
 TABLE_HEADING = "## Where each concept lives"
 
 
