@@ -223,9 +223,11 @@ def _number_text_hint(value: Any) -> str:
 
 def _kind(obj: dict) -> str:
     kind = obj.get("kind")
-    if kind is None:  # (a field sent as nil is left out: it says nothing of the kind)
+    if kind is None:  # by the fields not nil (a DataFrame row's other kind's are), else by the keys sent
         has_trade = obj.get("price") is not None
         has_quote = obj.get("bid") is not None or obj.get("ask") is not None
+        if not (has_trade or has_quote):  # (a trade whose price is nil is refused for that, not for its kind)
+            has_trade, has_quote = "price" in obj, ("bid" in obj or "ask" in obj)
         if has_trade and has_quote:
             raise InvalidTick("ambiguous_kind", "no \"kind\" and both trade (price) and quote (bid/ask) fields")
         if not (has_trade or has_quote):

@@ -286,3 +286,19 @@ def test_numpy_datetime64_times_of_any_unit_are_taken_exactly() -> None:
     assert trade("X", np.datetime64("2024-01-01T00:00:00.123456789", "ns"), 1.0, 1.0).ts % 10**9 == 123_456_789
     with pytest.raises(InvalidTick, match="ts_not_int"):
         trade("X", np.datetime64("NaT"), 1.0, 1.0)
+
+
+def test_a_field_sent_as_nil_is_left_out_and_says_nothing_of_the_kind() -> None:
+    """review354 #5: a DataFrame's rows (`df.to_dicts()`) carry the other kind's fields as None; the wire says nil is
+    the same as left out. Without `kind`, the fields not nil tell it; a trade whose price is nil is still refused for
+    its price, and a key that is no tick field is refused whatever its value."""
+    quote_row = {"stream": "A", "ts": 1, "price": None, "size": None, "side": None, "bid": 1.0, "ask": 2.0}
+    assert validate(quote_row).kind == "quote"
+    assert validate({**quote_row, "kind": None, "seq": None}).kind == "quote"
+    trade_row = {"stream": "A", "ts": 1, "price": 1.5, "size": 2.0, "bid": None, "ask": None, "bid_size": None}
+    assert validate(trade_row) == validate({"stream": "A", "ts": 1, "price": 1.5, "size": 2.0})
+    with pytest.raises(InvalidTick, match='field "price" is required') as nil_price:
+        validate({"stream": "A", "ts": 1, "price": None, "size": 2.0})
+    assert nil_price.value.reason == "missing_field"
+    with pytest.raises(InvalidTick, match=r'fields \["venue"\] not allowed in a quote'):
+        validate({**quote_row, "venue": None})
