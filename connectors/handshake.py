@@ -64,7 +64,7 @@ class _MonitorDrain:
             for monitor in monitors:
                 try:
                     monitor.poll()
-                except zmq.ZMQError:  # its context was terminated under it (a shutdown): nothing left to read
+                except zmq.ZMQError:  # its context terminated (a shutdown), or it was closed meanwhile
                     with self._lock:
                         self._monitors.discard(monitor)
 
@@ -92,7 +92,10 @@ class HandshakeMonitor:
         self.disconnects = 0  # live connections (handshake done) that dropped: what was queued on one is gone
         self.connect_retries = 0  # connection attempts that failed (refused: nothing listens) and are retried
         self._live = False
-        self._lock = threading.Lock()  # the monitor socket is read by its owner's thread and the drain's
+        # the monitor socket is read by its owner's thread and the drain's. Re-entrant: a garbage collection that
+        # the drain's read sets off can run a dropped client's finalizer (unclosed_clients.py), which closes this
+        # very monitor on the same thread (its read then ends on the closed socket, which the drain expects)
+        self._lock = threading.RLock()
         self._closed = False
         _DRAIN.add(self)
 
