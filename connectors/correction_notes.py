@@ -26,7 +26,8 @@ from engine.quoting import quoted
 # Columns that mark a print as corrected, cancelled or to be excluded (TickData's Correction Indicator and Exclude
 # Record Flag, Polygon's correction, Cboe's canceled_trade_condition_id), read by no map unless it filters on them.
 # Sale conditions (TAQ's `@ F I`: sweeps, odd lots) describe regular prints and are not among them.
-CONDITION_NAMES = ("correction", "correction_indicator", "corr", "exclude_record_flag", "exclude",
+CONDITION_NAMES = ("correction", "correction_indicator", "trade_correction_indicator", "corr", "exclude_record_flag",
+                   "exclude",
                    "canceled_trade_condition_id", "cancelled", "canceled", "is_cancelled", "is_canceled")
 REGULAR_MARKS = frozenset({"0", "00", "0.0", "false", "n"})
 
@@ -166,18 +167,19 @@ def _referred_trades(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], nam
             f"print's price too; only a file cleaned first leaves {'it' if one else 'them'} out")
 
 
-# TAQ's trade correction indicator (WRDS's daily TAQ `TR_CORR`): 00 a regular print, 01 one later corrected (the
-# print stood when it was made); 07, 08 cancels, 10 a cancelled correction, 11 and 12 corrections of an earlier print
-TAQ_CORRECTION = "tr_corr"
+# TAQ's trade correction indicator (WRDS's daily TAQ `TR_CORR`, NYSE Daily TAQ's `Trade Correction Indicator`): 00 a
+# regular print, 01 one later corrected (the print stood when it was made); 07, 08 cancels, 10 a cancelled
+# correction, 11 and 12 corrections of an earlier print
+TAQ_CORRECTIONS = frozenset({"tr_corr", "trade_correction_indicator"})
 TAQ_REGULAR = ("00", "01")
 
 
 def taq_corrections(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                      dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
-    """A detected TAQ trades layout whose `TR_CORR` marks cancelled or corrected prints: only its regular prints
+    """A detected TAQ trades layout whose `TR_CORR` (`Trade Correction Indicator`) marks cancelled or corrected prints: only its regular prints
     (00, 01) are read, the others counted as filtered_out, with a note that says how to read them all; a
     cancelled print's price is no trade, and a correction repeats one already read."""
-    column = next((c for c in schema if normal_name(c) == TAQ_CORRECTION), None)
+    column = next((c for c in schema if normal_name(c) in TAQ_CORRECTIONS), None)
     if column is None or cmap.price is None or column in cmap.source_columns():
         return cmap, []
     # the marks as TAQ writes them, "00" and "01": a keep compares a CSV's cells as text, as written, and a

@@ -272,12 +272,20 @@ def _best_quote(found: dict[str, str], by_normal: Mapping[str, str]) -> dict[str
     files hold the quoting venue's BID/ASK and the resulting NBBO's BEST_BID/BEST_ASK on each row, and the venue's
     alternate between exchanges (said by `vendor_notes`). Sizes are the best ones too, or none: the venue's size
     beside the NBBO's price would be another quote's."""
-    best = {field: next((by_normal[c] for c in FIELD_NAMES[field] if c.startswith("best_") and c in by_normal), None)
-            for field in QUOTE_FIELDS}
+    best = {field: next((by_normal[c] for c in best_names(field) if c in by_normal), None) for field in QUOTE_FIELDS}
     if best["bid"] is None or best["ask"] is None or (found.get("bid"), found.get("ask")) == (best["bid"], best["ask"]):
         return found
     plain = {field: column for field, column in found.items() if field not in QUOTE_FIELDS}
     return plain | {field: column for field, column in best.items() if column is not None}
+
+
+def best_names(field: str) -> list[str]:
+    """The names a quote field's NBBO column goes by beside the quoting venue's: FIELD_NAMES' `best_*` ones, then
+    `best_` before each of its other names, so every spelling of a side reads alike (WRDS's BEST_BID, NYSE Daily
+    TAQ's Best_Bid_Price and Best_Offer_Price, their sizes Best_Bid_Size and Best_Offer_Size)."""
+    names = FIELD_NAMES[field]
+    listed = [name for name in names if name.startswith("best_")]
+    return listed + [f"best_{name}" for name in names if not name.startswith("best_") and f"best_{name}" not in listed]
 
 
 def _lobster_named(by_normal: Mapping[str, str], schema: Mapping[str, pl.DataType],
