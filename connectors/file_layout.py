@@ -33,7 +33,8 @@ from connectors.epoch_parts import epoch_parts_map
 from connectors.exchange_shapes import BYBIT_BOOK_SAID, BYBIT_ONE_SIDED
 from connectors.detected_map import detected_map
 from connectors.field_names import normal_name
-from connectors.file_names import date_of, one_side_export
+from connectors.file_names import one_side_export
+from connectors.name_dates import date_of
 from connectors.file_streams import stream_of_file
 from connectors.file_time_unit import file_time_unit
 from connectors.file_scans import currency_codes, first_text, is_csv, scan_file, time_sample

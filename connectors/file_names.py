@@ -1,14 +1,13 @@
 """What a tick file's name (or its folder's) says when its columns do not: the instrument it holds
 (`ETHUSDT-trades-2024-01-02.csv`, `binance-ethusdt-spot/`, `AAPL_...`: `symbol_in_name`), hence the stream a map
-that names none reads into (`stream_of`), the day of a file whose times are times of day (`date_of`), and a
-NinjaTrader export of one side of the book, which is not read (`one_side_export`). Every guess is said in a note.
+that names none reads into (`stream_of`), and a NinjaTrader export of one side of the book, which is not read
+(`one_side_export`). Every guess is said in a note. The day a name holds is connectors/name_dates.py's.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import replace
-from datetime import date as Date
 from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import unquote
@@ -19,7 +18,6 @@ from connectors.column_map import ColumnMap
 from connectors.day_folders import DATA_KIND_FOLDERS, is_kind_folder, named_folder, numeric_code, paths_beside
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.file_suffixes import file_stem
-from connectors.map_vocabulary import DATE_FROM_NAME, DAY_CLOCK_UNITS
 from connectors.venue_instruments import venue_instrument, without_venue
 from engine.quoting import quoted
 
@@ -322,48 +320,3 @@ def _folder_note(path: Path) -> str:
     return (f"{path.name}: stream {stream}, the name of its folder{above}: no symbol column, and neither the "
             f"file's name nor its folder's names an instrument (the files of one folder are one stream, its days' "
             f"folders' files too; {how}{before})")
-
-
-def _iso_dates(text: str) -> set[str]:
-    """The valid ISO dates (YYYY-MM-DD) a name holds, not inside longer runs of digits; q's dotted ones too
-    (`2019.02.04`: how a kdb+ HDB names its date partitions, review324 #7)."""
-    found = set()
-    for date in (m.group() for m in re.finditer(r"(?<!\d)\d{4}([-.])\d\d\1\d\d(?!\d)", text)):
-        try:
-            found.add(Date.fromisoformat(date.replace(".", "-")).isoformat())
-        except ValueError:
-            pass
-    return found
-
-
-def _folder_date(path: Path) -> tuple[str, str] | None:
-    """(the date, the folder's name) of the nearest folder above a file whose name holds one ISO date: a Hive
-    partition (`date=2026-09-01/`) or a day's folder (`ES/2026-09-01/trades.csv`)."""
-    for folder in path.parents:
-        if len(dates := _iso_dates(folder.name)) == 1:
-            return dates.pop(), folder.name
-    return None
-
-
-def date_of(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
-    """A map whose `date` is "file_name" takes the one ISO date (YYYY-MM-DD) the file's name holds, else (none in
-    its name) the one of the nearest folder above it that holds one (a day folder's, a Hive `date=` partition's),
-    with a note."""
-    if cmap.date != DATE_FROM_NAME:
-        return cmap, []
-    found = _iso_dates(file_stem(path))
-    in_folder = _folder_date(path) if not found else None
-    if len(found) != 1 and in_folder is None:
-        held = f"several dates ({', '.join(sorted(found))})" if found else \
-            "no date (YYYY-MM-DD or q's YYYY.MM.DD), nor does a folder above it (date=YYYY-MM-DD/, YYYY-MM-DD/ or an " \
-            "HDB's YYYY.MM.DD/)"
-        kind = "seconds after midnight" if cmap.ts_unit in DAY_CLOCK_UNITS else "times of day"
-        # (one --date stamps every file given with that day: for files of several days, each must say its own)
-        raise ValueError(f"{path}: its times are {kind} and the day is not given; its name holds {held}: name each "
-                         f"day's file or folder with its date, or give the day with --date YYYY-MM-DD when every "
-                         f"file given is of that one day")
-    day, source = (found.pop(), "the file name") if in_folder is None else \
-        (in_folder[0], f"its folder {quoted(in_folder[1])}")
-    zone = f", times in {cmap.tz}" if cmap.tz else ""
-    return replace(cmap, date=day), [f"{path.name}: the day is {day}, from {source}{zone} (--date and --tz "
-                                     f"give others)"]
