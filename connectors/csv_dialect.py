@@ -20,6 +20,7 @@ from connectors.bloomberg_names import bdh_security, bdh_title_lines
 from connectors.column_names import TIME_HEADERS
 from connectors.field_names import normal_name
 from connectors.number_separators import NUMBER, decimal_reading
+from connectors.trailer_lines import trailer_line
 from engine.quoting import quoted
 
 
@@ -54,6 +55,7 @@ class Dialect:
     empty_tails: int = 0
     skipped: int = 0  # lines above the header, a banner's (`_banner_lines`): polars and line numbers skip them
     banner: tuple[str, ...] = ()  # that banner's lines, for the note that says they were skipped
+    trailer: str = ""  # its last line when that is a trailer (NYSE's `END|20240308|1166`): skipped, said
 
     @property
     def ragged(self) -> bool:
@@ -212,8 +214,9 @@ def _sniffed(path: Path, decimal: str | None) -> Dialect:
         decimal_comma, numbers = decimal == "comma", ""  # given: the map says it (describe_map)
     else:
         decimal_comma, numbers = decimal_reading(separator, data)
+    trailer = trailer_line(path, separator, [row[0] for row in rows if row])
     return Dialect(separator, decimal_comma, header, tuple(data[:SAMPLE_LINES]), numbers=numbers, skipped=skipped,
-                   banner=banner)
+                   banner=banner, trailer=trailer)
 
 
 MAX_BANNER_LINES = 10  # a vendor's title and disclaimer above its table: 1 (CryptoDataDownload's URL) to 5 seen

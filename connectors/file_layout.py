@@ -52,6 +52,7 @@ from connectors.map_options import Refine
 from connectors.map_vocabulary import DATE_FROM_NAME
 from connectors.preset_detection import preset_lacking_keep
 from connectors.iqfeed_level1 import is_level1_capture, undated_refusal
+from connectors.trailer_lines import trailer_note
 from connectors.mapped_columns import (
     columns_lacking,
     numbers_not_nested,
@@ -117,7 +118,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     notes += naive_notes
     number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
     number_notes += currency_notes(path, cmap, first, currency_codes(path, cmap, dialect))
-    number_notes += banner_note(path, dialect)
+    number_notes += banner_note(path, dialect) + trailer_note(path, dialect.trailer if dialect is not None else "")
     notes = date_notes + notes + zone_notes
     return cmap, dialect, schema, notes + number_notes + kind_notes + parts_notes + unit_notes + stream_notes + \
         day_notes

@@ -15,6 +15,7 @@ from connectors import json_lines
 from connectors.archives import ZIP_SUFFIX, not_utf8
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
+from connectors.trailer_lines import trailer_prefix
 from connectors.utc_offsets import OFFSET_PATTERN, UTC_OFFSET
 from connectors.file_suffixes import CSV_SUFFIXES, DBN_SUFFIXES, PARQUET_SUFFIXES
 from connectors.json_columns import nested_fields
@@ -113,12 +114,13 @@ def _scan_csv(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
             rust_path(path), has_header=header, schema=typed, ignore_errors=overrides is not None,
             encoding=_encoding(path), skip_rows=dialect.skipped, separator=dialect.separator,
             decimal_comma=dialect.decimal_comma, truncate_ragged_lines=True,
+            comment_prefix=trailer_prefix(dialect.trailer, dialect.separator),
             extra_columns="ignore"))  # every row one longer (`...;100;`, `tails_empty`): polars counts it
     return _without_joined_marks(marks_kept, pl.scan_csv(
         rust_path(path), has_header=header, new_columns=names, schema_overrides=overrides,
         encoding=_encoding(path), ignore_errors=overrides is not None, separator=dialect.separator,
         skip_rows=dialect.skipped, decimal_comma=dialect.decimal_comma,
-        truncate_ragged_lines=dialect.ragged,
+        truncate_ragged_lines=dialect.ragged, comment_prefix=trailer_prefix(dialect.trailer, dialect.separator),
         with_column_names=None if names else lambda found: [n.strip() for n in found]))
 
 
