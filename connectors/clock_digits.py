@@ -22,7 +22,8 @@ from connectors.csv_dialect import Dialect
 from connectors.date_columns import UNIT_WORDS
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, is_csv, scan_file
-from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, CLOCK_FRACTION_DIGITS, COUNT_UNITS, DAY_CLOCK_UNITS
+from connectors.map_vocabulary import (
+    CLOCK_DIGIT_UNITS, CLOCK_FRACTION_DIGITS, COUNT_UNITS, DATE_FROM_NAME, DAY_CLOCK_UNITS, UNITS)
 from connectors.shell_words import shell_word
 from engine.quoting import quoted
 
@@ -41,6 +42,7 @@ class Sample(NamedTuple):
     distinct: int  # distinct HHMMSS
     largest: int  # the largest value, as a number
     valid: bool  # every HHMMSS a clock's (hour < 24, minutes and seconds < 60)
+    shortest: int  # digits of the shortest value, as written
 
 
 def _sample(path: Path, names: Sequence[str] | None, dialect: Dialect | None, column: str) -> Sample | None:
@@ -56,7 +58,7 @@ def _sample(path: Path, names: Sequence[str] | None, dialect: Dialect | None, co
     whole = values.cast(pl.Int64) // 10 ** CLOCK_FRACTION_DIGITS[unit]
     valid = bool(((whole // 10_000 < 24) & (whole // 100 % 100 < 60) & (whole % 100 < 60)).all())
     return Sample(unit, values[0], int(whole.min()), int(whole.max()), whole.n_unique(),
-                  int(values.cast(pl.Int64).max()), valid)
+                  int(values.cast(pl.Int64).max()), valid, int(values.str.len_chars().min()))
 
 
 def _clocks_up_to(hhmmss: int) -> int:
@@ -120,3 +122,31 @@ def clock_digits(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: 
                      f"clock's digits ({sample.first} is {clock}: --columns {joined} --ts-unit {sample.unit}) or "
                      f"as a count after midnight ({sample.first} is {count}: --columns {joined} --ts-unit "
                      f"{cmap.ts_unit}); give the one that is right (docs/replay.md)")
+
+
+# NYSE Daily TAQ's `Time`: HHMMSS and nine digits of the second, 15 digits as written (`040125562680053`), the day
+# in the file's name alone. As a number it is no present-day time in any epoch unit (its most, 235959999999999, is
+# under 1990's epoch us and past 2200's epoch ms), so the epoch reading detection gave it rejected every row.
+NS_CLOCK_DIGITS = 6 + CLOCK_FRACTION_DIGITS["hhmmss_ns"]
+
+
+def lone_clock_digits(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                      dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
+    """The map, and a note, with its one time column read as `hhmmss_ns` clock digits (the day: the date given,
+    else the one the file's name holds, `date: file_name`) when the column, detected as an epoch count, holds
+    HHMMSSxxxxxxxxx on every sampled row: 15 digits as written in a CSV, a Parquet copy's integers of 14 or 15
+    (its leading zero lost; fewer digits, before 01:00, could be epoch milliseconds).
+    Any other map is returned as it is."""
+    if len(cmap.ts_columns) != 1 or cmap.ts_unit not in UNITS or cmap.ts not in schema:
+        return cmap, []
+    sample = _sample(path, names, dialect, cmap.ts)
+    if sample is None or not sample.valid or sample.unit != "hhmmss_ns":
+        return cmap, []
+    if sample.shortest < (NS_CLOCK_DIGITS if is_csv(path) else NS_CLOCK_DIGITS - 1):
+        return cmap, []
+    clock = _as_clock(int(sample.first), sample.unit)
+    return replace(cmap, ts_unit=sample.unit, date=cmap.date or DATE_FROM_NAME), [
+        f"{path.name}: column {quoted(cmap.ts)} holds a clock's digits on every sampled row, HHMMSS and nine "
+        f"digits of the second ({sample.first} is {clock}, as NYSE's Daily TAQ files write it), no time since the "
+        f"epoch in any unit: read as ts_unit {sample.unit} of the day its name holds, else --date YYYY-MM-DD "
+        f"(--ts-unit says otherwise)"]

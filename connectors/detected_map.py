@@ -17,7 +17,7 @@ from connectors.columns_read import ColumnsRead
 from connectors.content_notes import fix_sides, kind_column, maker_sides
 from connectors.correction_notes import amendment_note, condition_note, sale_condition_note, taq_corrections
 from connectors.csv_dialect import banner_refusal
-from connectors.clock_digits import clock_digits
+from connectors.clock_digits import clock_digits, lone_clock_digits
 from connectors.date_columns import date_read_as_epoch
 from connectors.field_names import normal_name
 from connectors.file_scans import is_csv, time_sample
@@ -86,6 +86,10 @@ def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Call
     if guessed is None and not {"ts_unit", "ts_format"} & set(keys):  # `090001418`: 09:00:01.418, not 90 s
         cmap, clock_notes = clock_digits(path, cmap, schema, names, dialect)
         date_notes += clock_notes
+    if guessed is None and "ts_format" not in keys and keys.get("ts_unit") in (None, "hhmmss_ns"):
+        # NYSE Daily TAQ's `Time` (040125562680053): clock digits, the day in the file's name
+        cmap, clock_notes = lone_clock_digits(path, cmap, schema, names, dialect)
+        date_notes += clock_notes if "ts_unit" not in keys else []
     if _writes_only_changes(cmap, list(schema)):
         cmap = replace(cmap, fill_quotes=True)
     zoned = cmap.tz is not None  # a layout known to write its zone (IQFeed's Eastern time): no venue's note

@@ -24,6 +24,7 @@ from connectors.file_scans import time_sample
 from connectors.file_suffixes import file_stem
 from connectors.header_zones import header_zone_note, unknown_zone_refusal, zone_after_time
 from connectors.headerless_csv import zone_has_dst
+from connectors.hours_window import Hours
 from connectors.layout import zone_in_header
 from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, VALUE_FIELDS
 from connectors.us_session import us_session_said
@@ -57,6 +58,12 @@ def naive_time_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], nam
         return replace(cmap, utc_offset=offsets), [
             f"{path.name}: its times ({quoted(text, 40)}) carry no UTC offset and column {quoted(offsets)} gives each "
             "row's (hours): read as wall-clock times at that offset (--tz ZONE reads them in a zone instead)"]
+    if (window := Hours.parse(cmap.hours).zone if cmap.hours else None) not in (None, "UTC", "Etc/UTC"):
+        # the window names a zone, the times none: kept explicit (no zone is guessed), but never a quiet note
+        return cmap, [Caution(f"{path.name}: its times ({quoted(text, 40)}) carry no UTC offset and are read as "
+                              f"UTC, while the hours window ({cmap.hours}) is on {window}'s clock: it keeps the "
+                              f"rows whose UTC time falls in it there, not those the file stamps in it; if the times "
+                              f"are {window} times, give --tz {window}")]
     if us_session := us_session_said(path, cmap, names, dialect):  # a warning: the run goes on in UTC
         return cmap, [Caution(f"{path.name}: its times ({quoted(text, 40)}) carry no UTC offset and are read as UTC"
                               f"{us_session}")]

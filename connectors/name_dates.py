@@ -91,9 +91,10 @@ def date_of(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
             "no date (YYYY-MM-DD, q's YYYY.MM.DD or YYYYMMDD), nor does a folder above it (date=YYYY-MM-DD/, " \
             "YYYY-MM-DD/, YYYYMMDD/ or an HDB's YYYY.MM.DD/)"
         # (one --date stamps every file given with that day: for files of several days, each must say its own)
+        given = f"--ts-unit {cmap.ts_unit} --date YYYY-MM-DD --tz {cmap.tz or 'ZONE'}"  # the whole reading, said
         raise ValueError(f"{path}: its times are {times_said(cmap.ts_unit)} and the day is not given; its name "
                          f"holds {held}: name each day's file or folder with its date, or give the day with --date "
-                         f"YYYY-MM-DD when every file given is of that one day")
+                         f"YYYY-MM-DD when every file given is of that one day ({given})")
     day, source = (found.pop(), "the file name") if in_folder is None else \
         (in_folder[0], f"its folder {quoted(in_folder[1])}")
     zone = f", times in {cmap.tz}" if cmap.tz else ""

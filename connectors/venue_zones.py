@@ -1,7 +1,8 @@
 """The zone of a venue's own files, whose layout names the venue by its columns and whose times are the venue's
 wall clock, written without an offset. Read as UTC they were hours off: NYSE TAQ's (as WRDS serves them: daily
 TAQ's trades `ctm`, quotes `cqm`, NBBO `nbbom`, the NBBO files with `BEST_*` columns; TAQ-like `SYMBOL,DATE,
-TIME_M,...` exports) a 09:30 open at 05:30 New York time (review 115, finding 15); B3's public trades file
+TIME_M,...` exports; NYSE's own Daily TAQ files, `Time` of HHMMSSxxxxxxxxx) a 09:30 open at 05:30 New York time
+(review 115, finding 15; review355 #4); B3's public trades file
 (NEGOCIOSAVISTA: `DataNegocio+HoraFechamento`) 3 hours early; FINRA TRACE's (`TRD_EXCTN_DT+TRD_EXCTN_TM`, Eastern
 time) and Cboe DataShop's (`underlying_symbol,quote_datetime,...`, Eastern time) 4 or 5. A detected layout of
 one of them is read in its venue's zone, with a note, unless --tz (a map's `tz`) says otherwise, and so is a full
@@ -16,6 +17,7 @@ from typing import Any, Callable, Mapping
 
 from connectors.column_map import ColumnMap
 from connectors.field_names import normal_name
+from connectors.map_vocabulary import DAY_CLOCK_UNITS
 from connectors.utc_offsets import UTC_OFFSET
 
 TAQ_CLOCK = "time_m"  # TAQ's time of day (to the nanosecond since 2015), beside its DATE
@@ -25,12 +27,25 @@ TAQ_MARKS = frozenset({"sym_root", "sym_suffix", "tr_corr", "tr_scond", "tr_seqn
                        "natbbo_ind", "nbbo_qu_cond", "g127", "best_bidex", "best_askex"})
 
 
+# NYSE's own Daily TAQ files (`EQY_US_ALL_TRADE_YYYYMMDD`, `_NBBO_`, `_QUOTE_`): one `Time` column of clock digits
+# (HHMMSSxxxxxxxxx, the day in the name) beside columns no other layout writes
+DAILY_TAQ_CLOCK = "time"
+DAILY_TAQ_MARKS = frozenset({"trade_correction_indicator", "trade_stop_stock_indicator", "source_of_trade",
+                             "trade_reporting_facility", "national_bbo_ind", "finra_bbo_indicator",
+                             "quote_cancel_correction", "source_of_quote", "national_bbo_luld_indicator",
+                             "best_bid_exchange", "best_offer_exchange", "luld_nbbo_indicator"})
+
+
 def is_taq(cmap: ColumnMap, schema: Mapping[str, Any]) -> bool:
     """Whether a detected map reads a TAQ file's times: a date and a time-of-day column (`DATE+TIME_M`), the
-    clock TAQ's TIME_M or the file holding a column only TAQ writes."""
+    clock TAQ's TIME_M or the file holding a column only TAQ writes; or NYSE Daily TAQ's one `Time` of a day's
+    clock beside a column only it writes."""
+    columns = {normal_name(c) for c in schema}
+    if len(cmap.ts_columns) == 1:
+        return normal_name(cmap.ts) == DAILY_TAQ_CLOCK and cmap.ts_unit in DAY_CLOCK_UNITS and \
+            bool(columns & DAILY_TAQ_MARKS)
     if len(cmap.ts_columns) != 2:
         return False
-    columns = {normal_name(c) for c in schema}
     return normal_name(cmap.ts_columns[1]) == TAQ_CLOCK or bool(columns & TAQ_MARKS)
 
 
