@@ -1,0 +1,134 @@
+"""NYSE's own Daily TAQ files as a US equities engineer found them misread (review355): the NBBO file's
+Best_Bid_Price/Best_Offer_Price, the trades' Trade Correction Indicator, the 15-digit HHMMSSxxxxxxxxx `Time` whose
+day is only in the file's name (EQY_US_ALL_TRADE_20240308), New York times, the END trailer; and a zoned --hours
+over naive times read as UTC. Headers are byte-exact as review355 built them; every file is written here."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from connectors.cautions import Caution
+from connectors.name_dates import compact_dates
+from connectors.replay import FileReplay
+from conftest import drain
+
+TRADE_HEADER = ("Time|Exchange|Symbol|Sale Condition|Trade Volume|Trade Price|Trade Stop Stock Indicator|Trade "
+                "Correction Indicator|Sequence Number|Trade Id|Source of Trade|Trade Reporting Facility|Participant "
+                "Timestamp|Trade Reporting Facility TRF Timestamp|Trade Through Exempt Indicator\n")
+NBBO_HEADER = ("Time|Exchange|Symbol|Bid_Price|Bid_Size|Offer_Price|Offer_Size|Quote_Condition|Sequence_Number|"
+               "National_BBO_Ind|FINRA_BBO_Indicator|FINRA_ADF_MPID_Indicator|Quote_Cancel_Correction|"
+               "Source_Of_Quote|Best_Bid_Quote_Condition|Best_Bid_Exchange|Best_Bid_Price|Best_Bid_Size|"
+               "Best_Bid_FINRA_Market_Maker_ID|Best_Offer_Quote_Condition|Best_Offer_Exchange|Best_Offer_Price|"
+               "Best_Offer_Size|Best_Offer_FINRA_Market_Maker_ID|LULD_Indicator|LULD_NBBO_Indicator|"
+               "SIP_Generated_Message_Identifier|Participant_Timestamp|FINRA_ADF_Timestamp|"
+               "Security_Status_Indicator\n")
+TRADES = TRADE_HEADER + (
+    "040125562680053|B|SPY|@F I|13|262.95||00|1001|1001|C||040125562679553||0\n"
+    "093000100000000|J|IBM|@   |100|216.84||00|1002|1002|C||093000099999500||0\n"
+    "103000100000000|J|IBM|@   |100|216.90||10|1003|1003|C||103000099999500||0\n"
+    "103000100000007|J|IBM|@   |100|217.84||12|1004|1004|C||103000099999507||0\n"
+    "143000000000000|N|BRK B|@   |100|410.02||00|1005|1005|C||142959999999500||0\n"
+    "END|20240308|5\n")
+
+
+def _ns(clock: str, day: str = "2024-03-08") -> int:
+    """Epoch ns of a New York wall-clock time (HH:MM:SS.fffffffff) of `day`."""
+    whole, fraction = clock.split(".")
+    wall = datetime.fromisoformat(f"{day}T{whole}").replace(tzinfo=ZoneInfo("America/New_York"))
+    return int(wall.timestamp()) * 10**9 + int(fraction)
+
+
+def test_daily_taq_trades_read_with_no_options(tmp_path: Path) -> None:
+    """#3, #4, #5 with detection alone: the clock digits, the day from the name, New York's zone, said in notes;
+    #2: Trade Correction Indicator's cancel (10) and correction (12) left out as TAQ's TR_CORR's are; #9: the
+    END trailer is no row (no stream `5`, nothing rejected)."""
+    path = tmp_path / "EQY_US_ALL_TRADE_20240308.txt"
+    path.write_text(TRADES)
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [(t.stream, t.price) for t in ticks] == [("SPY", 262.95), ("IBM", 216.84), ("BRK B", 410.02)]
+    assert ticks[0].ts == _ns("04:01:25.562680053")  # EST: 09:01:25.562680053Z
+    assert ticks[2].ts == _ns("14:30:00.000000000")
+    assert dict(replay.rejected) == {"filtered_out": 2}
+    notes = " | ".join(replay.notes)
+    assert 'column "Time" holds a clock\'s digits' in notes and "read as ts_unit hhmmss_ns" in notes
+    assert "the day is 2024-03-08, from the file name, times in America/New_York" in notes
+    assert "read as New York wall-clock times" in notes and "read as UTC" not in notes
+    assert 'column "Trade Correction Indicator" marks cancelled and corrected prints (10, 12)' in notes
+    assert 'its last line, "END|20240308|5", is a trailer' in notes
+    # the keys the review gave read the same ticks, and a --tz given wins over New York
+    given = FileReplay(path, columns={"ts_unit": "hhmmss_ns", "date": "file_name", "tz": "America/New_York"})
+    assert [t.ts for t in drain(given)] == [t.ts for t in ticks]
+    utc = FileReplay(path, columns={"tz": "UTC"})
+    assert drain(utc)[0].ts == _ns("04:01:25.562680053") - 5 * 3600 * 10**9
+
+
+def test_daily_taq_time_without_a_day_is_refused_naming_the_options(tmp_path: Path) -> None:
+    path = tmp_path / "trades.txt"
+    path.write_text(TRADES)
+    with pytest.raises(ValueError) as refused:
+        drain(FileReplay(path))
+    said = str(refused.value)
+    assert "its times are a clock's digits, HHMMSSxxxxxxxxx (ts_unit hhmmss_ns)" in said
+    assert "seconds after midnight" not in said
+    assert "--ts-unit hhmmss_ns --date YYYY-MM-DD --tz America/New_York" in said
+    ticks = drain(FileReplay(path, columns={"date": "2024-03-08"}))
+    assert ticks[0].ts == _ns("04:01:25.562680053")
+
+
+def test_a_zoned_hours_window_over_naive_times_read_as_utc_warns(tmp_path: Path) -> None:
+    """#4: the window's zone is not taken for the times' (explicit), but a warning names --tz."""
+    path = tmp_path / "trades.csv"
+    path.write_text("time,symbol,price,size\n2024-03-08 09:31:00,ABC,10.0,100\n2024-03-08 15:32:00,ABC,10.1,100\n")
+    replay = FileReplay(path, columns={"hours": "09:30-16:00 America/New_York"})
+    assert [t.price for t in drain(replay)] == [10.1]  # 15:32 UTC is 10:32 in New York: read as UTC, as said
+    warned = [n for n in replay.notes if isinstance(n, Caution) and "hours window" in n]
+    assert len(warned) == 1 and "give --tz America/New_York" in warned[0]
+    zoned = FileReplay(path, columns={"hours": "09:30-16:00 America/New_York", "tz": "America/New_York"})
+    assert len(drain(zoned)) == 2 and not any("hours window" in n for n in zoned.notes)
+
+
+def test_nbbo_file_reads_best_bid_and_offer_not_the_participants(tmp_path: Path) -> None:
+    """#1: the NBBO columns (Best_Bid_Price, Best_Offer_Price and their sizes), with the note naming the quoting
+    participant's columns not read; the trailer skipped."""
+    path = tmp_path / "EQY_US_ALL_NBBO_20240311.txt"
+    path.write_text(NBBO_HEADER + (
+        "093000387682509|P|AAPL|100.07|2|100.12|1|R|5001|4| | | |C|R|Q|100.09|3|    |R|N|100.10|4|    |A| | |"
+        "093000000000000|||\n"
+        "093030719117539|P|MSFT|100.72|2|100.77|1|R|5002|4| | | |C|R|Q|100.74|3|    |R|N|100.75|4|    |A| | |"
+        "093030000000000|||\n"
+        "END|20240311|2\n"))
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [(t.stream, t.bid, t.ask, t.bid_size, t.ask_size) for t in ticks] == [
+        ("AAPL", 100.09, 100.10, 3.0, 4.0), ("MSFT", 100.74, 100.75, 3.0, 4.0)]
+    assert ticks[0].ts == _ns("09:30:00.387682509", "2024-03-11")  # EDT, the Monday after the change
+    assert dict(replay.rejected) == {}
+    note = next(n for n in replay.notes if "quotes read from Best_Bid_Price/Best_Offer_Price" in n)
+    assert "not from Bid_Price, Offer_Price, Bid_Size, Offer_Size beside them" in note
+    assert "--columns bid=Bid_Price,ask=Offer_Price,bid_size=Bid_Size,ask_size=Offer_Size" in note
+
+
+@pytest.mark.parametrize("name,found", [
+    ("EQY_US_ALL_TRADE_20240308", {"2024-03-08"}), ("AAPL_TRADES_20240102", {"2024-01-02"}),
+    ("ticks_20101990", set()),  # 2010-10-19 or 20.10.1990: ambiguous, no day
+    ("part_18991231", set()), ("trades_20241301", set()), ("id_202403081", set()),  # out of range, no date, 9 digits
+])
+def test_compact_dates_in_names(name: str, found: set[str]) -> None:
+    assert compact_dates(name) == found
+
+
+def test_date_file_name_reads_nyse_names_and_refuses_two_days(tmp_path: Path) -> None:
+    """#5: `--date file_name` over several days' files, each its own day from its YYYYMMDD."""
+    monday = tmp_path / "EQY_US_ALL_TRADE_20240311.txt"
+    monday.write_text(TRADE_HEADER + "040136578740312|Y|IBM|@  I|3|216.03||00|1001|1001|C||040136578739812||0\n")
+    keys = {"ts_unit": "hhmmss_ns", "date": "file_name", "tz": "America/New_York"}
+    assert drain(FileReplay(monday, columns=keys))[0].ts == _ns("04:01:36.578740312", "2024-03-11")  # EDT
+    two = tmp_path / "EQY_US_ALL_TRADE_20240308_20240311.txt"
+    two.write_text(monday.read_text())
+    with pytest.raises(ValueError, match="several dates"):
+        drain(FileReplay(two, columns=keys))
