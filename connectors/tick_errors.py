@@ -29,6 +29,7 @@ REASONS = (
     "size_out_of_range",  # a size at or above MAX_SIZE (ditto)
     "unknown_side",
     "crossed_quote",
+    "no_market",  # a quote of bid 0 and ask 0: no bid and no offer (a halt, a LULD pause): the market's state
     "ts_backwards",
     "seq_out_of_range",  # a `seq` outside [0, 2**64)
     "ts_in_future",  # live service only: ts further ahead of its wall clock than limits.max_ts_ahead_s

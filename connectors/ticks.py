@@ -150,7 +150,9 @@ def one_sided_quote(row: Mapping[str, Any], zero_bid_is_price: bool = False) -> 
     if not (bid == 0 or ask == 0) or not all(type(v) in (int, float) and v >= 0 for v in (bid, ask)):
         return None
     if bid == ask:
-        return InvalidTick("missing_field", "bid and ask are 0: a quote with neither side (no bid, no offer)")
+        # the market's state, not a bad row: counted apart, so a halt-heavy day reads as one, not as a misread column
+        return InvalidTick("no_market", "bid and ask are 0: no bid and no offer, a market with neither side (a "
+                                        "halt, a LULD pause, before the open), which no quote tick holds")
     if zero_bid_is_price and bid == 0:
         return None
     side, other = ("bid", "ask") if bid == 0 else ("ask", "bid")

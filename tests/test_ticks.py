@@ -60,7 +60,7 @@ BAD = [
     ("nonpositive_price", good_quote(ask=-1.0)),
     ("missing_field", good_quote(ask=0.0)),  # a one-sided market (no offer): nobody offers at 0
     ("missing_field", good_quote(bid=0.0)),  # TAQ's "no bid" unless the reader says 0 is a price (zero_bid: price)
-    ("missing_field", good_quote(bid=0, ask=0)),
+    ("no_market", good_quote(bid=0, ask=0)),  # a halt, a LULD pause: the market's state, counted apart
     ("nonpositive_price", good_quote(bid=-0.01)),
     ("negative_size", good_trade(size=-0.5)),
     ("negative_size", good_quote(bid_size=-1.0)),

@@ -15,6 +15,7 @@ from connectors.cautions import Caution
 from connectors.name_dates import compact_dates
 from connectors.replay import FileReplay
 from conftest import drain
+from engine.service.rejections import rejected_in_one_line, rejected_lines
 
 TRADE_HEADER = ("Time|Exchange|Symbol|Sale Condition|Trade Volume|Trade Price|Trade Stop Stock Indicator|Trade "
                 "Correction Indicator|Sequence Number|Trade Id|Source of Trade|Trade Reporting Facility|Participant "
@@ -26,6 +27,11 @@ NBBO_HEADER = ("Time|Exchange|Symbol|Bid_Price|Bid_Size|Offer_Price|Offer_Size|Q
                "Best_Offer_Size|Best_Offer_FINRA_Market_Maker_ID|LULD_Indicator|LULD_NBBO_Indicator|"
                "SIP_Generated_Message_Identifier|Participant_Timestamp|FINRA_ADF_Timestamp|"
                "Security_Status_Indicator\n")
+QUOTE_HEADER = ("Time|Exchange|Symbol|Bid_Price|Bid_Size|Offer_Price|Offer_Size|Quote_Condition|Sequence_Number|"
+                "National_BBO_Ind|FINRA_BBO_Indicator|FINRA_ADF_MPID_Indicator|Quote_Cancel_Correction|"
+                "Source_Of_Quote|Retail_Interest_Indicator|Short_Sale_Restriction_Indicator|LULD_BBO_Indicator|"
+                "SIP_Generated_Message_Identifier|National_BBO_LULD_Indicator|Participant_Timestamp|"
+                "FINRA_ADF_Timestamp|FINRA_ADF_Market_Participant_Quote_Indicator|Security_Status_Indicator\n")
 TRADES = TRADE_HEADER + (
     "040125562680053|B|SPY|@F I|13|262.95||00|1001|1001|C||040125562679553||0\n"
     "093000100000000|J|IBM|@   |100|216.84||00|1002|1002|C||093000099999500||0\n"
@@ -132,3 +138,22 @@ def test_date_file_name_reads_nyse_names_and_refuses_two_days(tmp_path: Path) ->
     two.write_text(monday.read_text())
     with pytest.raises(ValueError, match="several dates"):
         drain(FileReplay(two, columns=keys))
+
+
+def test_halt_quotes_are_no_market_apart_from_the_misread_column_warning(tmp_path: Path) -> None:
+    """#12: a LULD pause's 0/0 quotes (zero sizes) are `no_market`, counted apart; however many, they set off no
+    "is a column read as the file means it?" warning, and their reject suggests no fill_quotes."""
+    path = tmp_path / "EQY_US_ALL_NBBO_20240308.txt"
+    row = "{}|P|MSFT|{}|{}|{}|{}|{}|{}|2| | | |C||||||{}|||\n"
+    path.write_text(QUOTE_HEADER + row.format("093000000000000", "401.00", 2, "401.02", 1, "R", 1, "092959999999700")
+                    + "".join(row.format(f"1030{i:02d}000000000", "0.00", 0, "0.00", 0, "H", i + 2,
+                                         f"1030{i:02d}000000000") for i in range(10)))
+    replay = FileReplay(path, columns={"tz": "America/New_York"})
+    assert [t.bid for t in drain(replay)] == [401.0]
+    assert dict(replay.rejected) == {"no_market": 10}
+    assert "fill_quotes" not in replay.rejected.examples["no_market"]
+    lines = rejected_lines(dict(replay.rejected), dict(replay.rejected.examples), accepted=1)
+    assert not any(line.startswith("warning") for line in lines)
+    assert any(line.startswith("  rejected no_market: 10") for line in lines)
+    assert rejected_in_one_line({"no_market": 10}, 1).startswith("note:")
+    assert rejected_lines({"missing_field": 10}, {}, accepted=1)[0].startswith("warning")  # bad data still warns

@@ -166,7 +166,7 @@ def test_a_run_stopped_early_counts_only_the_rejects_before_its_stop(tmp_path: P
     assert len(replay.next_batch(20)) == 20
     assert dict(replay.rejected) == {}
     assert len(replay.next_batch(1000)) == 279  # the other 299 - 20
-    assert dict(replay.rejected) == {"missing_field": 1}
+    assert dict(replay.rejected) == {"no_market": 1}
 
 
 def test_a_slash_renamed_onto_a_name_the_file_writes_is_a_caution(tmp_path: Path) -> None:
@@ -288,9 +288,12 @@ def test_taq_quotes_read_their_sizes_and_a_zero_bid_is_a_one_sided_quote(tmp_pat
     replay = FileReplay(path)
     ticks = drain(replay)
     assert [(t.bid, t.ask, t.bid_size, t.ask_size) for t in ticks] == [(185.6, 185.62, 3.0, 5.0)]
-    assert dict(replay.rejected) == {"missing_field": 2}  # never nonpositive_price: 0 is no bid
+    # never nonpositive_price: 0 is no bid; 0 and 0 is no market (a LULD pause), counted apart (review355 #12)
+    assert dict(replay.rejected) == {"missing_field": 1, "no_market": 1}
     example = replay.rejected.examples["missing_field"]
     assert "line 3" in example and "a one-sided quote (no bid)" in example and "price-offset" not in example
+    halt = replay.rejected.examples["no_market"]
+    assert "line 4" in halt and "no bid and no offer" in halt and "fill_quotes" not in halt
 
 
 def test_an_unread_column_that_looks_like_a_quote_size_is_named(tmp_path: Path) -> None:

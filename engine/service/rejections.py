@@ -17,6 +17,8 @@ from queries.limits import excerpt
 MAX_REFUSED_STREAMS_KEPT = 1024  # streams with no accepted tick whose refusals `streams` and `ask` can say
 REFUSED_HOLDER = "refused"  # what LookalikeNames calls the names of those streams (a lookalike of one is refused)
 LOUD_REJECT_SHARE = 0.05  # a reason rejecting this share of a file's rows is more likely a misread column than bad data
+# reasons no misread column gives: rows a filter left out, and quotes of no market (0/0: a halt, a LULD pause)
+NOT_LOUD = ("filtered_out", "no_market")
 
 
 def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted: int | None = None,
@@ -43,7 +45,7 @@ def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted:
     total = (accepted or 0) + held + sum(rejected.values())
     by_count = sorted(rejected.items(), key=lambda kv: -kv[1])
     loud = [f"{reason} {count} ({count / total:.0%})" for reason, count in by_count
-            if accepted is not None and reason != "filtered_out" and count >= LOUD_REJECT_SHARE * total]
+            if accepted is not None and reason not in NOT_LOUD and count >= LOUD_REJECT_SHARE * total]
     if loud:
         of_held = f" ({held} of them not sent: stamped at or before the engine's last tick of their stream)" \
             if held else ""
@@ -80,7 +82,8 @@ def rejected_in_one_line(rejected: dict[str, int], accepted: int) -> str | None:
     said = (f"{sum(n for _, n in counts)} of the {total} ticks read rejected "
             f"({', '.join(f'{reason} {n}' for reason, n in counts)}), left out of every answer and score"
             + (f", and {filtered}" if filtered else ""))
-    loud = [f"{reason} {n / total:.0%}" for reason, n in counts if n >= LOUD_REJECT_SHARE * total]
+    loud = [f"{reason} {n / total:.0%}" for reason, n in counts
+            if reason not in NOT_LOUD and n >= LOUD_REJECT_SHARE * total]
     if loud:
         return (f"warning: {said}: {' and '.join(loud)} of them, is a column read as the file means it? (without "
                 f"--quiet: the first such row; docs/replay.md)")
