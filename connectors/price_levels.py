@@ -13,6 +13,7 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_names import RIGHT_NAMES, STRIKE_NAMES
+from connectors.derivative_streams import is_option_name
 from connectors.field_names import normal_name
 from connectors.file_plan import FilePlan
 from connectors.price_offsets import offset_of
@@ -28,7 +29,8 @@ LEVEL_ROWS = 50_000  # a file's level: the median price of its first rows (a fil
 def price_levels(plan: Any) -> dict[str, float]:
     """Each stream's price level in a tabular file: the median of its first LEVEL_ROWS rows' positive trade prices
     (a quote's mid where a row has no trade); {} for a DBN file, whose prices are read only as it replays, and for
-    an options file (a stream per strike and right), whose premiums may move many-fold from one day to the next."""
+    an options file (a stream per strike and right, or streams named as options), whose premiums may move
+    many-fold from one day to the next."""
     if not isinstance(plan, FilePlan) or any(normal_name(c) in (*STRIKE_NAMES, *RIGHT_NAMES)
                                              for c in plan.columns.stream_columns):
         return {}
@@ -48,8 +50,9 @@ def price_levels(plan: Any) -> dict[str, float]:
         found = [(plan.columns.stream or plan.columns.default_stream or "", head.select(level).collect().item())]
     else:
         found = head.group_by("stream").agg(level).collect().rows()
+    # an option named as one (OSI's `AAPL  261218C00150000`, Deribit's): its premium may move many-fold in a day
     levels = {stream: float(value) + offset_of(offset, stream) for stream, value in found
-              if stream is not None and value is not None}
+              if stream is not None and value is not None and not is_option_name(str(stream))}
     return {stream: value for stream, value in levels.items() if value > 0}
 
 
@@ -75,11 +78,11 @@ def far_apart_levels(plans: Sequence[Any], spans: Sequence[dict[str, tuple[int, 
     notes = []
     for (one, other), streams in pairs.items():
         stream, before, after = streams[0]
-        named = f"stream {shown_name(stream)}" if len(streams) == 1 else \
-            f"streams {shown([s for s, _, _ in streams])} ({len(streams)})"
+        named = f"one stream {shown_name(stream)}" if len(streams) == 1 else \
+            f"{len(streams)} streams, {shown([s for s, _, _ in streams])}, each"
         apart = max(before, after) / min(before, after)
         notes.append(Caution(
-            f"one {named} from two files whose prices differ {apart:.1f}-fold: two instruments? "
+            f"{named} from two files whose prices differ {apart:.1f}-fold: two instruments? "
             f"{plans[one].given_name}'s prices lie near {before:.6g} and {plans[other].given_name}'s, after it, near "
             f"{after:.6g}{' (for ' + shown_name(stream) + ')' if len(streams) > 1 else ''}; replayed as one stream, "
             f"the step between them is scored as a market move. Give each file its own stream in a replay list (an "

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from connectors.column_names import PREDICTION_MARKET_NAMES, PREDICTION_SIDES
+from connectors.derivative_streams import is_option_name
 from connectors.field_names import normal_name
 from connectors.price_offsets import offset_of
 from connectors.ticks import InvalidTick
@@ -39,10 +40,6 @@ SAID_STREAMS = 3  # streams a reject line names (offset advice, per-stream count
 # zero trades around zero (a calendar spread at 1/64..6/64, quoted 0.00/0.01): a 0 print one or two steps below its
 # others, or a 0 bid beside them, is a price, not bad data nor a missing side, however few there are
 NEAR_ZERO_STEPS = 10
-# An option's symbol as OCC (OSI: the root padded to six, `SPY   241220C00520000`), Polygon (`O:SPY241220C...`) and
-# most vendors write it: an option is never priced below zero, so its 0 bid is one-sided (nobody bids a worthless
-# wing), the options' zero_bid advice, never a spread's --price-offset
-OPTION_SYMBOL = re.compile(r"^(O:)?[A-Z][A-Z0-9.]{0,5} *\d{6}[CP]\d{8}$")
 
 
 def settle_top(cmap: Any, schema_names: Iterable[str]) -> int:
@@ -117,9 +114,10 @@ def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroP
 
 def one_sided(row: dict[str, Any]) -> bool:
     """Whether a stream of `near_zero_streams` (its aggregated row) is an option's, whose 0 bid is a one-sided
-    quote (zero_bid's advice), not a price to lift: named as an option (OPTION_SYMBOL), or a market nobody bids
+    quote (zero_bid's advice), not a price to lift: named as an option (`is_option_name`: an option is never
+    priced below zero, so its 0 bid is nobody bidding a worthless wing), or a market nobody bids
     whose only price at or below zero is its 0 bid."""
-    return bool(OPTION_SYMBOL.match(str(row["stream"]))) or row["never_bid"] and row["zero_bids_only"]
+    return is_option_name(str(row["stream"])) or row["never_bid"] and row["zero_bids_only"]
 
 
 def shifted(price: float, offset: float) -> float:

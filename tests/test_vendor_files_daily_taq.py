@@ -5,6 +5,7 @@ over naive times read as UTC. Headers are byte-exact as review355 built them; ev
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -12,10 +13,12 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from connectors.cautions import Caution
+from connectors.derivative_streams import MARKED, is_option_name
 from connectors.name_dates import compact_dates
 from connectors.replay import FileReplay
-from conftest import drain
+from engine.service.market_caveat import kind_of, stream_caveat
 from engine.service.rejections import rejected_in_one_line, rejected_lines
+from conftest import drain
 
 TRADE_HEADER = ("Time|Exchange|Symbol|Sale Condition|Trade Volume|Trade Price|Trade Stop Stock Indicator|Trade "
                 "Correction Indicator|Sequence Number|Trade Id|Source of Trade|Trade Reporting Facility|Participant "
@@ -157,3 +160,42 @@ def test_halt_quotes_are_no_market_apart_from_the_misread_column_warning(tmp_pat
     assert any(line.startswith("  rejected no_market: 10") for line in lines)
     assert rejected_in_one_line({"no_market": 10}, 1).startswith("note:")
     assert rejected_lines({"missing_field": 10}, {}, accepted=1)[0].startswith("warning")  # bad data still warns
+
+
+OSI_NAMES = ("AAPL  261218C00150000", "O:AAPL261218C00150000", "SPY   241220P00520000", "BRK.B 261218C00500000")
+
+
+@pytest.mark.parametrize("name", OSI_NAMES)
+def test_osi_and_polygon_option_symbols_are_options_by_their_name(name: str) -> None:
+    """#10: OCC/OSI's and Polygon's symbols are options wherever a name decides it: the spot-trained model's caveat
+    and the rule that marks a derivative's name."""
+    assert is_option_name(name) and kind_of(name) == "an option"
+    caveat = stream_caveat([name, "AAPL"])
+    assert caveat is not None and f"by its name, {name} is an option" in caveat["text"]
+    assert re.search(MARKED, name)
+
+
+@pytest.mark.parametrize("name", ("AAPL", "BRK.B", "BF B", "SPY", "ESZ4"))
+def test_stocks_are_no_options(name: str) -> None:
+    assert not is_option_name(name) and kind_of(name) != "an option"
+
+
+def _days(path: Path, day: str, prices: dict[str, float]) -> Path:
+    path.write_text("timestamp,symbol,price,size\n" + "".join(
+        f"{day}T{14 + i // 60:02d}:{i % 60:02d}:00Z,{symbol},{price + i * 0.01:.2f},1\n"
+        for symbol, price in prices.items() for i in range(5)))
+    return path
+
+
+def test_option_contracts_get_no_two_instruments_caution_and_stocks_get_it_in_plain_words(tmp_path: Path) -> None:
+    """#10: premiums move many-fold in a day, so contracts named as options are left out of the caution that two
+    files of one stream hold two instruments; where streams get it, its wording counts them."""
+    options = FileReplay([_days(tmp_path / "o1.csv", "2026-11-30", {OSI_NAMES[0]: 1.2, OSI_NAMES[2]: 0.5}),
+                          _days(tmp_path / "o2.csv", "2026-12-01", {OSI_NAMES[0]: 6.5, OSI_NAMES[2]: 3.1})])
+    assert len(drain(options)) == 20 and not options.cautions
+    stocks = FileReplay([_days(tmp_path / "s1.csv", "2026-11-30", {"ABC": 10.0, "XYZ": 20.0}),
+                         _days(tmp_path / "s2.csv", "2026-12-01", {"ABC": 50.0, "XYZ": 100.0})])
+    drain(stocks)
+    (caution,) = stocks.cautions
+    assert caution.startswith("2 streams, ABC, XYZ, each from two files whose prices differ"), caution
+    assert "one streams" not in caution

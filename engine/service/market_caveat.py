@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from connectors.derivative_streams import MARKED
+from connectors.derivative_streams import MARKED, is_option_name
 
 SPOT_TRAINED_MODEL = "spot_trained_model"
 MODEL_CARD = "TRAINING.md"
@@ -24,7 +24,7 @@ def kind_of(stream: str) -> str | None:
     """What derivative a stream's name says it is ("an option", "a perpetual", ...), None for any other name."""
     if not re.search(MARKED, stream):
         return None
-    if re.search(r"[-_][CP]$", stream):
+    if is_option_name(stream):  # BTC-27DEC24-60000-C, OSI's `AAPL  261218C00150000`, Polygon's `O:AAPL...`
         return "an option"
     if re.search(r"(?i)perp", stream):
         return "a perpetual"
