@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator, Mapping
 import polars as pl
 
 from connectors import json_lines
+from connectors.content_names import SHOWN_AS
 from connectors.closed_days import CLOSED_DAY, closed_day
 from connectors.column_map import ColumnMap
 from connectors.csv_record_lines import record_line
@@ -54,6 +55,7 @@ class FilePlan:
     ts_factor: int  # ns per unit of the `_ts` column: 1 when the query computed ns already
     notes: tuple[str, ...] = ()  # what a user should know about how the file was read (a guessed layout, ...)
     origin: Path | None = None  # the zip archive `path` was unpacked from (connectors/archives.py), if any
+    given: Path | None = None  # the file as given where `path` is a link named by its content (content_names.py)
     book: str | None = None  # "mbo" / "mbp-1": Databento order-book records, reduced as DBN files are (`_book`)
     empty_sides: bool = False  # an empty bid or ask is a book side with no orders (Tardis.dev's): never filled
     bars: bool = False  # rows are bars (OHLC), each a trade at its close (layout_notes.trade_bars)
@@ -114,6 +116,10 @@ class FilePlan:
     @property
     def given_name(self) -> str:
         """The file as the user gave it: its path, or an archive's path and the member's name."""
+        if self.given is not None:  # (a link named by its content: the temporary link is never named)
+            return str(self.given)
+        if str(self.path) in SHOWN_AS:  # a stream's temporary copy (standard input)
+            return SHOWN_AS[str(self.path)]
         return str(self.path if self.origin is None else self.origin if self.origin.name == self.path.name else
                    f"{self.origin} ({self.path.name} inside)")  # an archive's member; a UTF-16 file's copy is the file
 

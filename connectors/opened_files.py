@@ -20,6 +20,7 @@ from connectors import json_lines
 from connectors.archives import Unpacked, is_zip, not_utf8, text_copy_needed, text_opener, truncation_named
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
+from connectors.content_names import SHOWN_AS, NamedByContent, content_suffix
 from connectors.csv_dialect import first_lines, sniff_csv
 from connectors.derivative_data import NotTicks, not_ticks
 from connectors.expansion import Progress
@@ -195,7 +196,7 @@ class OpenedFiles:
         # files of no data rows, as named, and why they hold none: said once, with their count (_skipped_said)
         self.skipped: list[tuple[str, str | None]] = []
         # zip archives' files, unpacked, and JSON-lines files' Parquet copies, while the replay lives
-        self.unpacked: list[Unpacked | json_lines.Opened] = []
+        self.unpacked: list[Unpacked | json_lines.Opened | NamedByContent] = []
 
     def plans_of(self, specs: list[tuple[Path, ColumnMap | Refine | None, bool]], folder_texts: dict[Path, Path]
                  ) -> list[Any]:
@@ -245,9 +246,21 @@ class OpenedFiles:
         self.skipped.append((named, why))
 
     def _plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
+        """`_file_plans`, its refusal naming a stream's temporary copy (standard input's) as the user gave it."""
+        try:
+            return self._file_plans(path, cmap, explicit)
+        except ValueError as e:
+            if str(path) not in SHOWN_AS:
+                raise
+            e.args = (str(e).replace(str(path), SHOWN_AS[str(path)]),)
+            raise
+
+    def _file_plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
         """The file's plan; for a zip archive, one per file inside, each with the map the archive was given.
         None for a file with no data rows (a day without prints): skipped with a note."""
         regular_file(path)  # (a FIFO's open would wait for a writer; /dev/zero never ends)
+        if (suffix := content_suffix(path)) is not None:  # `EQY_US_ALL_TRADE_20240308(.gz)`: by its content
+            return self._named_by_content(NamedByContent(path, suffix), cmap, explicit)
         with truncation_named(path):  # the first read of a .csv.gz's text: a damaged one is named here
             copied = text_copy_needed(path) if is_csv(path) else None  # UTF-16, or \r alone ends lines: read a copy
             # read on, its odd bytes replaced: said (a UTF-16 file's copy is UTF-8)
@@ -310,6 +323,18 @@ class OpenedFiles:
             plans.append(plan)
         self.notes.extend(_members_skipped(path, unpacked.left_out, no_layout, read=bool(plans)))
         return plans
+
+    def _named_by_content(self, link: NamedByContent, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
+        """The plans of a file read through a link named by its content, each naming the file as given."""
+        self.unpacked.append(link)
+        try:
+            plans = self._plans(link.path, cmap, explicit)
+        except ValueError as e:
+            e.args = (link.named(str(e)),)
+            raise
+        self.notes.append(link.note())
+        return [replace(plan, given=link.given, notes=tuple(type(n)(link.named(n)) for n in plan.notes))
+                if isinstance(plan, FilePlan) else plan for plan in plans]
 
     def close(self) -> None:
         """Remove the temporary folders the zip archives and UTF-16 files were unpacked into."""

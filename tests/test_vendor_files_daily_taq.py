@@ -5,7 +5,11 @@ over naive times read as UTC. Headers are byte-exact as review355 built them; ev
 
 from __future__ import annotations
 
+import argparse
+import gzip
+import io
 import re
+import sys
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -18,6 +22,7 @@ from connectors.name_dates import compact_dates
 from connectors.replay import FileReplay
 from engine.service.market_caveat import kind_of, stream_caveat
 from engine.service.rejections import rejected_in_one_line, rejected_lines
+from engine.service.stdin_files import spool_streams
 from conftest import drain
 
 TRADE_HEADER = ("Time|Exchange|Symbol|Sale Condition|Trade Volume|Trade Price|Trade Stop Stock Indicator|Trade "
@@ -199,3 +204,44 @@ def test_option_contracts_get_no_two_instruments_caution_and_stocks_get_it_in_pl
     (caution,) = stocks.cautions
     assert caution.startswith("2 streams, ABC, XYZ, each from two files whose prices differ"), caution
     assert "one streams" not in caution
+
+
+HALTED = TRADES.replace("143000000000000|N|BRK B|@   |100|410.02|", "143000000000000|N|BRK B|@   |100||")  # no price
+
+
+def test_files_as_nyse_ships_them_are_read_by_their_content_in_place(tmp_path: Path) -> None:
+    """#8: `EQY_US_ALL_TRADE_20240308` (no extension) and its `.gz` read as the CSV they hold, through a link (no
+    copy), every message naming the file as given; a file of other bytes is still refused by its type."""
+    plain = tmp_path / "EQY_US_ALL_TRADE_20240308"
+    plain.write_text(HALTED)
+    packed = tmp_path / "gz" / "EQY_US_ALL_TRADE_20240308.gz"
+    packed.parent.mkdir()
+    packed.write_bytes(gzip.compress(HALTED.encode()))
+    for path in (plain, packed):
+        replay = FileReplay(path)
+        assert [t.stream for t in drain(replay)] == ["SPY", "IBM"], path
+        assert f"{path}: its name says no kind of file replay reads; its content does: read as " in \
+            " | ".join(replay.notes)
+        example = replay.rejected.examples["missing_field"]
+        assert example.startswith(f"{path} line 6: missing_field"), example
+        assert "flashtick-named-" not in " | ".join([*replay.notes, example])
+        replay.close()
+    binary = tmp_path / "blob"
+    binary.write_bytes(b"\x00\x01\x02binary")
+    with pytest.raises(ValueError, match="unsupported file type"):
+        drain(FileReplay(binary))
+
+
+def test_standard_input_rejects_name_standard_input_not_its_temporary_copy(tmp_path: Path, monkeypatch) -> None:
+    """#8: `zcat ... | flashtick backtest -` is copied to a temporary file, removed at the end: its rejects and its
+    refusals name standard input."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(HALTED.encode())))
+    args = argparse.Namespace(files=["-"], command_name="flashtick backtest")
+    spool_streams(args)
+    copy = Path(args.files[0])
+    with pytest.raises(ValueError) as refused:
+        drain(FileReplay(copy))
+    assert str(refused.value).startswith("standard input: its times are a clock's digits"), refused.value
+    replay = FileReplay(copy, columns={"date": "2024-03-08"})
+    assert len(drain(replay)) == 2
+    assert replay.rejected.examples["missing_field"].startswith("standard input line 6: missing_field")

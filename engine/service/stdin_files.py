@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
+from connectors.content_names import shown_as
+
 STANDARD_INPUT = "-"
 _STREAM_NAMES = ("/dev/stdin", "/proc/self/fd/0")
 _KNOWN_SUFFIXES = (".csv", ".tsv", ".txt", ".jsonl", ".ndjson", ".json", ".parquet", ".pq", ".gz", ".zst", ".dbn")
@@ -66,6 +68,7 @@ def _spooled(path: Path, folder: Path, index: int, who: str) -> Path:
         if not named:
             source.close()
     what = "standard input" if named else str(path)
+    shown_as(target, what)  # its rejects and notes name what was given, never the copy removed at the end
     print(f"{who}: note: {what}: a stream, read whole ({target.stat().st_size:,} bytes) into a temporary file and "
           f"replayed from there as {suffix.lstrip('.')}", file=sys.stderr, flush=True)
     return target
