@@ -122,7 +122,8 @@ def unread_quote_marks(path: Path, cmap: ColumnMap, names: Sequence[str] | None,
     if column is None:
         return
     values = distinct_text(path, names, dialect, column, 51)
-    kept = {str(v).strip().lower() for v in (cmap.keep or {}).get(column, ())}
+    listed = (cmap.keep or {}).get(column, ())  # (a keep of tests, `not`, `contains`: every mark is read)
+    kept = {str(v).strip().lower() for v in listed} if isinstance(listed, list) else set()
     unread = [v for v in values if v.lower() not in QUOTE_SIDE_MARKS and (not kept or v.lower() in kept)]
     if not unread:
         return

@@ -2,14 +2,19 @@
 left out was (`keep_check`, the words of its `filtered_out` reject). A cell of text (every CSV cell of a keep column)
 is compared with the values as text (`keep_key`: a value's end spaces dropped), so TAQ's `00` keeps `00`, not `0`; a
 typed cell (a Parquet or JSON number or boolean) has no text written, and is compared by its value (`typed_key`:
-`01` keeps 1, `4` keeps 4.0, `true` keeps True). Its own module because the file plan applies it and the notes on
-a file's contents compare cells with it, while the map only validates its shape.
+`01` keeps 1, `4` keeps 4.0, `true` keeps True). A column's values may instead be tests (`KEEP_TESTS`): `not` (the
+values whose rows are left out, every other kept), `contains` and `not_contains` (text a cell must hold, or must
+not: TAQ's sale conditions hold one character per condition, `I` an odd lot, review355 #11). Its own module
+because the file plan applies it and the notes on a file's contents compare cells with it, while the map only
+validates its shape.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
+
+import polars as pl
 
 from engine.quoting import quoted
 
@@ -43,23 +48,70 @@ def typed_key(value: Any) -> str | None:
     return str(int(number)) if number.is_integer() else repr(number)
 
 
+# a keep column's tests, where its values are a mapping: `{Sale Condition: {not_contains: [I]}}`
+KEEP_TESTS = ("not", "contains", "not_contains")
+
+
 class KeepValues(NamedTuple):
     texts: frozenset[str]  # what a text cell must hold (keep_key)
     typed: frozenset[str]  # what a typed cell must hold (typed_key): the values that read as numbers or booleans
+    excluded: bool = False  # `not`: the values are those whose rows are left out
+    contains: tuple[str, ...] = ()  # text a cell must hold one of (`contains`), as written
+    lacks: tuple[str, ...] = ()  # text a cell must hold none of (`not_contains`)
 
 
-def keep_values(values: Sequence[Any]) -> KeepValues:
-    """One column's `keep` values as its text cells and its typed cells compare with them."""
-    typed = (typed_key(v) for v in values)
-    return KeepValues(frozenset(keep_key(v) for v in values), frozenset(k for k in typed if k is not None))
+def keep_values(values: Sequence[Any] | Mapping[str, Sequence[Any]]) -> KeepValues:
+    """One column's `keep` values (or tests) as its text cells and its typed cells compare with them."""
+    tests = values if isinstance(values, Mapping) else {}
+    listed = tests.get("not", ()) if tests else values
+    typed = (typed_key(v) for v in listed)
+    return KeepValues(frozenset(keep_key(v) for v in listed), frozenset(k for k in typed if k is not None),
+                      excluded="not" in tests, contains=tuple(str(v) for v in tests.get("contains", ())),
+                      lacks=tuple(str(v) for v in tests.get("not_contains", ())))
 
 
 def _holds(values: KeepValues, cell: Any) -> bool:
-    """Whether a cell holds one of a column's `keep` values: a typed one (a Parquet or JSON number or boolean) by
-    its value, any other (text, or nothing: "") as text."""
+    """Whether a cell is kept: it holds one of a column's `keep` values (none of them, under `not`) and passes its
+    `contains` tests. A typed one (a Parquet or JSON number or boolean) is compared by its value, any other (text,
+    or nothing: "") as text."""
     if isinstance(cell, (bool, int, float)):
-        return typed_key(cell) in values.typed
-    return ("" if cell is None else keep_key(cell)) in values.texts
+        listed = typed_key(cell) in values.typed
+    else:
+        listed = ("" if cell is None else keep_key(cell)) in values.texts
+    if values.contains or values.lacks or values.excluded:
+        text = "" if cell is None else str(cell)
+        return not listed and (not values.contains or any(t in text for t in values.contains)) and \
+            not any(t in text for t in values.lacks)
+    return listed
+
+
+def keep_expr(values: Sequence[Any] | Mapping[str, Sequence[Any]], cell: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """`_holds` as a polars expression over a column of cells of `dtype`."""
+    wanted = keep_values(values)
+    if dtype.is_numeric():
+        listed = cell.cast(pl.Float64).is_in([float(k) for k in wanted.typed if k not in ("true", "false")])
+    elif dtype == pl.Boolean:
+        listed = cell.cast(pl.String).is_in(list(wanted.typed))
+    else:
+        listed = cell.cast(pl.String).str.strip_chars().is_in(list(wanted.texts))
+    listed = pl.when(cell.is_null()).then(pl.lit("" in wanted.texts)).otherwise(listed)
+    if not (wanted.contains or wanted.lacks or wanted.excluded):
+        return listed
+    text = cell.cast(pl.String).fill_null("")
+    kept = ~listed
+    if wanted.contains:
+        kept &= pl.any_horizontal(*(text.str.contains(t, literal=True) for t in wanted.contains))
+    for t in wanted.lacks:
+        kept &= ~text.str.contains(t, literal=True)
+    return kept
+
+
+def keep_said(values: Sequence[Any] | Mapping[str, Sequence[Any]]) -> str:
+    """A column's keep as a message shows it: `00, 01`; `not "@  I"`; `not containing I, X`."""
+    if not isinstance(values, Mapping):
+        return ", ".join(_shown(str(v)) for v in values)
+    words = {"not": "not", "contains": "containing", "not_contains": "not containing"}
+    return "; ".join(f"{words[test]} {', '.join(_shown(str(v)) for v in listed)}" for test, listed in values.items())
 
 
 def _shown(value: str) -> str:
@@ -72,8 +124,9 @@ def keep_check(keep: Mapping[str, Sequence[Any]]) -> Callable[[Sequence[Any]], s
     keeps the rows whose cell is empty (a reference column of rows that refer to nothing)."""
     wanted = []
     for column, values in keep.items():
-        text = ", ".join(_shown(str(v)) for v in values)
-        trimmed = [v for v in values if isinstance(v, str) and v != v.strip()]
+        text = keep_said(values)
+        listed = values.get("not", ()) if isinstance(values, Mapping) else values
+        trimmed = [v for v in listed if isinstance(v, str) and v != v.strip()]
         if trimmed:  # as given, and how they compare: a filter written with TAQ's padding must not look unread
             text += f"; compared without spaces at their ends: {', '.join(_shown(keep_key(v)) for v in trimmed)}"
         wanted.append((column, keep_values(values), text))

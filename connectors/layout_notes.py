@@ -20,6 +20,7 @@ from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.file_names import histdata_frame
 from connectors.finer_clock import finer_name_of
 from connectors.header_zones import header_unit
+from connectors.keep_filter import keep_said
 from connectors.layout import databento_book
 from connectors.map_vocabulary import QUOTE_FIELDS, VALUE_FIELDS, joined_columns
 from connectors.number_separators import CURRENCY_SIGN
@@ -299,7 +300,8 @@ def describe_map(cmap: ColumnMap) -> str:
         fields = [f for f in fields if f.split("=")[0] not in QUOTE_FIELDS]
         fields.append(f"quote_sides={cmap.quote_sides} (its bid and ask rows one side of a quote each, the other "
                       f"side the stream's previous one; its trade rows trades)")
-    keep = [f"keep {c} in {'|'.join(str(v) for v in values)}" for c, values in (cmap.keep or {}).items()]
+    keep = [f"keep {c} {keep_said(values)}" if isinstance(values, Mapping) else
+            f"keep {c} in {'|'.join(str(v) for v in values)}" for c, values in (cmap.keep or {}).items()]
     signed = ["signed_size=pool (the pool's amount: negative, a buy)"] if cmap.signed_size == "pool" else \
         ["signed_size (negative: a sell)"] if cmap.signed_size else []
     offset = [f"utc_offset={cmap.utc_offset}"] if cmap.utc_offset else []

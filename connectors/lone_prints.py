@@ -20,7 +20,7 @@ import polars as pl
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.epoch_counts import scaled_ts
-from connectors.keep_filter import keep_values
+from connectors.keep_filter import keep_expr
 from connectors.ticks import QUOTE, TRADE, shown_name, utc_text
 
 LONE_TIMES = 50  # the move into and out of a lone print: each more than this many usual large moves
@@ -55,14 +55,7 @@ def _kept(cmap: ColumnMap, schema: pl.Schema) -> pl.Expr:
     text cell as text, a number or a boolean by its value (connectors/keep_filter.py)."""
     kept = pl.lit(True)
     for i, values in enumerate((cmap.keep or {}).values()):
-        wanted, cell, dtype = keep_values(values), pl.col(f"_keep{i}"), schema[f"_keep{i}"]
-        if dtype.is_numeric():
-            held = cell.cast(pl.Float64).is_in([float(k) for k in wanted.typed if k not in ("true", "false")])
-        elif dtype == pl.Boolean:
-            held = cell.cast(pl.String).is_in(list(wanted.typed))
-        else:
-            held = cell.cast(pl.String).str.strip_chars().is_in(list(wanted.texts))
-        kept = kept & pl.when(cell.is_null()).then(pl.lit("" in wanted.texts)).otherwise(held)
+        kept = kept & keep_expr(values, pl.col(f"_keep{i}"), schema[f"_keep{i}"])
     return kept
 
 

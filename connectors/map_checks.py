@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 from connectors.bar_lengths import checked_bar_stamp
 from connectors.hours_window import Hours
+from connectors.keep_filter import KEEP_TESTS
 from connectors.map_vocabulary import (
     DATE_FROM_NAME,
     DAY_CLOCK_UNITS,
@@ -241,10 +242,20 @@ class ColumnMapChecks:
         if self.keep is None:
             return
         keep = self.keep
+        def listed(v: Any) -> bool:
+            return isinstance(v, (list, tuple)) and bool(v) and all(isinstance(x, (str, int, float)) for x in v)
+
+        for column, tests in (keep.items() if isinstance(keep, Mapping) else ()):
+            if isinstance(tests, Mapping) and (unknown := [t for t in tests if t not in KEEP_TESTS]):
+                raise ValueError(f"keep: {quoted(column)}: unknown test {quoted(unknown[0])}; a column's tests are "
+                                 f"{', '.join(KEEP_TESTS)} (e.g. {{{column}: {{not_contains: [I]}}}}), or a list of "
+                                 f"the values whose rows are kept")
         if not isinstance(keep, Mapping) or not keep or not all(isinstance(c, str) and c for c in keep) or not all(
-                isinstance(v, (list, tuple)) and v and all(isinstance(x, (str, int, float)) for x in v)
+                listed(v) or isinstance(v, Mapping) and v and all(listed(x) for x in v.values())
                 for v in keep.values()):
-            raise ValueError(f"keep must map a column to the values whose rows are kept, e.g. {{type: [4, 5]}}, "
-                             f"got {quoted(keep)}")
-        object.__setattr__(self, "keep", {c: list(v) for c, v in keep.items()})
+            raise ValueError(f"keep must map a column to the values whose rows are kept, e.g. {{type: [4, 5]}}, or "
+                             f"to tests of its cells ({', '.join(KEEP_TESTS)}: {{Sale Condition: {{not_contains: "
+                             f"[I]}}}}), got {quoted(keep)}")
+        object.__setattr__(self, "keep", {c: {t: list(x) for t, x in v.items()} if isinstance(v, Mapping) else list(v)
+                                          for c, v in keep.items()})
 

@@ -287,7 +287,7 @@ def _quote_side_field(cmap: ColumnMap, key: str, col: pl.Expr) -> pl.Expr:
     marks = {"bid": BID_ROWS, "bid_size": BID_ROWS, "ask": ASK_ROWS, "ask_size": ASK_ROWS}
     mark = pl.col(cmap.quote_sides).cast(pl.String).str.strip_chars().str.to_lowercase()
     read = mark.is_in(list(marks.get(key, TRADE_MARKS)))
-    if cmap.keep and cmap.quote_sides in cmap.keep:
+    if cmap.keep and isinstance(cmap.keep.get(cmap.quote_sides), list):
         read &= mark.is_in([str(v).strip().lower() for v in cmap.keep[cmap.quote_sides]])
     return pl.when(read).then(col)
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import polars as pl
 import pytest
 
 from connectors.cautions import Caution
@@ -245,3 +246,33 @@ def test_standard_input_rejects_name_standard_input_not_its_temporary_copy(tmp_p
     replay = FileReplay(copy, columns={"date": "2024-03-08"})
     assert len(drain(replay)) == 2
     assert replay.rejected.examples["missing_field"].startswith("standard input line 6: missing_field")
+
+
+CONDITIONED = TRADE_HEADER + "".join(
+    f"0930{i:02d}000000000|N|AAPL|{condition}|{size}|170.{i:02d}||00|{i}|{i}|C||0930{i:02d}000000000||0\n"
+    for i, (condition, size) in enumerate([("@   ", 100), ("@  I", 37), ("@F  ", 200), ("@F I", 5), ("@O X", 500),
+                                           ("@ T ", 100)]))
+
+
+def test_keep_tests_leave_out_by_a_character_or_by_value(tmp_path: Path) -> None:
+    """#11: TAQ's sale conditions hold a character per condition: `not_contains: [I]` leaves out every odd lot,
+    whatever else the cell holds; `not` leaves out the values listed; `contains` keeps only cells holding one. A
+    Parquet copy filters alike; an unknown test is refused by its name."""
+    path = tmp_path / "EQY_US_ALL_TRADE_20240308.txt"
+    path.write_text(CONDITIONED)
+    odd_lots = FileReplay(path, columns={"keep": {"Sale Condition": {"not_contains": ["I"]}}})
+    assert [t.size for t in drain(odd_lots)] == [100, 200, 500, 100]
+    assert dict(odd_lots.rejected) == {"filtered_out": 2}
+    assert any("keep Sale Condition not containing I" in n for n in odd_lots.notes)
+    assert "(it keeps not containing I)" in odd_lots.rejected.examples["filtered_out"]
+    listed = FileReplay(path, columns={"keep": {"Sale Condition": {"not": ["@  I", "@O X"]}}})
+    assert [t.size for t in drain(listed)] == [100, 200, 5, 100]
+    sweeps = FileReplay(path, columns={"keep": {"Sale Condition": {"contains": ["F", "T"], "not_contains": ["I"]}}})
+    assert [t.size for t in drain(sweeps)] == [200, 100]
+    pl.read_csv(path, separator="|").write_parquet(tmp_path / "t.parquet")  # Time as integers (no leading 0)
+    copy = FileReplay(tmp_path / "t.parquet", columns={"keep": {"Sale Condition": {"not_contains": ["I"]}},
+                                                       "date": "2024-03-08"})
+    ticks = drain(copy)
+    assert [t.size for t in ticks] == [100, 200, 500, 100] and ticks[0].ts == _ns("09:30:00.000000000")
+    with pytest.raises(ValueError, match=r"unknown test \"exclude\"; a column's tests are not, contains, not_contains"):
+        FileReplay(path, columns={"keep": {"Sale Condition": {"exclude": ["I"]}}})
