@@ -14,7 +14,7 @@ from pathlib import Path
 
 from connectors.column_map import ColumnMap
 from connectors.file_suffixes import file_stem
-from connectors.map_vocabulary import CLOCK_FRACTION_DIGITS, DATE_FROM_NAME
+from connectors.map_vocabulary import CLOCK_FRACTION_DIGITS, DATE_FROM_NAME, DAY_CLOCK_UNITS
 from engine.quoting import quoted
 
 FIRST_YEAR, LAST_YEAR = 1990, 2200  # the years a name's date may be: the span epoch times are read in
@@ -91,7 +91,8 @@ def date_of(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
             "no date (YYYY-MM-DD, q's YYYY.MM.DD or YYYYMMDD), nor does a folder above it (date=YYYY-MM-DD/, " \
             "YYYY-MM-DD/, YYYYMMDD/ or an HDB's YYYY.MM.DD/)"
         # (one --date stamps every file given with that day: for files of several days, each must say its own)
-        given = f"--ts-unit {cmap.ts_unit} --date YYYY-MM-DD --tz {cmap.tz or 'ZONE'}"  # the whole reading, said
+        unit = f"--ts-unit {cmap.ts_unit} " if cmap.ts_unit in DAY_CLOCK_UNITS else ""  # (text: no unit to say)
+        given = f"{unit}--date YYYY-MM-DD --tz {cmap.tz or 'ZONE'}"  # the whole reading, said
         raise ValueError(f"{path}: its times are {times_said(cmap.ts_unit)} and the day is not given; its name "
                          f"holds {held}: name each day's file or folder with its date, or give the day with --date "
                          f"YYYY-MM-DD when every file given is of that one day ({given})")

@@ -480,8 +480,9 @@ def test_date_file_name_takes_the_day_of_the_nearest_folder_that_holds_one(tmp_p
     flat = tmp_path / "flat" / "trades.csv"  # no date in its name nor its folders: refused, one --date not urged
     flat.parent.mkdir()
     flat.write_text(paths[0].read_text())
-    with pytest.raises(ValueError, match=r"its name holds no date \(YYYY-MM-DD or q's YYYY.MM.DD\), nor does a "
-                                         r"folder above it \(date=YYYY-MM-DD/, YYYY-MM-DD/ or an HDB's YYYY.MM.DD/\): "
+    with pytest.raises(ValueError, match=r"its name holds no date \(YYYY-MM-DD, q's YYYY.MM.DD or YYYYMMDD\), nor "
+                                         r"does a folder above it \(date=YYYY-MM-DD/, YYYY-MM-DD/, YYYYMMDD/ or an "
+                                         r"HDB's YYYY.MM.DD/\): "
                                          r"name each day's file or folder with "
                                          r"its date, or give the day with --date YYYY-MM-DD when every file given is "
                                          r"of that one day"):

@@ -250,8 +250,9 @@ def test_lobster_file_renamed_needs_its_day_and_is_pointed_to_the_preset(tmp_pat
     with pytest.raises(ValueError, match=r"looks like a LOBSTER message file \(time,type,order_id,size,price,"
                                          r"direction\): --preset lobster-messages reads its executions as trades"):
         FileReplay(path)
-    with pytest.raises(ValueError, match=r"aapl-messages.csv: its times are seconds after midnight and the day is "
-                                         r"not given; its name holds no date \(YYYY-MM-DD or q.s YYYY.MM.DD\), "
+    with pytest.raises(ValueError, match=r"aapl-messages.csv: its times are seconds after midnight \(ts_unit "
+                                         r"seconds_after_midnight\) and the day is not given; its name holds no date "
+                                         r"\(YYYY-MM-DD, q.s YYYY.MM.DD or YYYYMMDD\), "
                                          r"nor does a folder above "
                                          r"it .*give the day with --date YYYY-MM-DD when every file given is of "
                                          r"that one day"):
