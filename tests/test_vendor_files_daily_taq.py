@@ -21,6 +21,7 @@ from connectors.cautions import Caution
 from connectors.derivative_streams import MARKED, is_option_name
 from connectors.name_dates import compact_dates
 from connectors.replay import FileReplay
+from engine.service.backtest_report import unscored_stream_lines
 from engine.service.market_caveat import kind_of, stream_caveat
 from engine.service.rejections import rejected_in_one_line, rejected_lines
 from engine.service.stdin_files import spool_streams
@@ -276,3 +277,13 @@ def test_keep_tests_leave_out_by_a_character_or_by_value(tmp_path: Path) -> None
     assert [t.size for t in ticks] == [100, 200, 500, 100] and ticks[0].ts == _ns("09:30:00.000000000")
     with pytest.raises(ValueError, match=r"unknown test \"exclude\"; a column's tests are not, contains, not_contains"):
         FileReplay(path, columns={"keep": {"Sale Condition": {"exclude": ["I"]}}})
+
+
+def test_by_stream_unscored_notes_count_the_streams_and_name_a_few() -> None:
+    """#14: a sparse universe's streams that scored none of a query's answers: one note per reason, a count and
+    the first few names, not a line of every name."""
+    why = "direction_5 is scored on the next 5 ticks of the answer's stream"
+    sparse = {"dir5": {f"Z{i:03d}": why for i in range(285)} | {"BF B": "another reason"}, "up": {"Z000": why}}
+    lines = unscored_stream_lines(sparse)
+    assert lines == [f"note: dir5 on 285 streams (Z000, Z001, Z002 and 282 others); up on Z000: no answer scored: "
+                     f"{why}", "note: dir5 on BF B: no answer scored: another reason"]

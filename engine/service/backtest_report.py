@@ -88,11 +88,7 @@ class BacktestReport:
                 unscored[self.unscored_why.get(s.query, NO_LABEL_DEFINED)].append(s.query)
         lines += [f"note: {', '.join(queries)}: no answer scored: {why}" for why, queries in unscored.items()]
         if by_stream:  # a stream row of dashes under a query that scored on other streams: why, as a query's
-            unscored_rows: dict[str, list[str]] = defaultdict(list)
-            for query, streams in self.stream_unscored_why.items():
-                for stream, why in streams.items():
-                    unscored_rows[why].append(f"{query} on {shown_name(stream)}")
-            lines += [f"note: {', '.join(rows)}: no answer scored: {why}" for why, rows in unscored_rows.items()]
+            lines += unscored_stream_lines(self.stream_unscored_why)
         lines += [f"note: {s.query}: {s.scored} of {s.answers} answers scored: {self.partly_scored_why[s.query]}"
                   for s in self.scores if s.scored and s.query in self.partly_scored_why]
         if any(s.scored for s in self.scores):  # the same names as live `flashtick scores`' online baselines
@@ -179,3 +175,26 @@ def _score_row(name: str, s: QueryScore) -> str:
     base = f"{s.baseline} {fmt(s.baseline_accuracy)}" if s.baseline else "-"
     return (f"{name:<16}{s.answers:>8}{s.scored:>8}{fmt(s.accuracy):>10}{fmt(s.brier):>8}{fmt(s.frequency_brier):>11}"
             f"{fmt(s.log_loss):>9}{fmt(s.model_accuracy):>10}{fmt(s.model_brier):>12}  {base}")
+
+
+UNSCORED_STREAMS_SHOWN = 3  # streams named in a note on a query's streams none of whose answers scored
+
+
+def unscored_stream_lines(stream_unscored_why: dict[str, dict[str, str]]) -> list[str]:
+    """A note per reason on the streams a query scored none of the answers on (`--by-stream`'s rows of dashes):
+    each query with its count of such streams and the first few, as the reject summary counts its streams; a
+    sparse universe of thousands of names made one line of every name (review355 #14)."""
+    by_why: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))  # why -> query -> streams
+    for query, streams in stream_unscored_why.items():
+        for stream, why in streams.items():
+            by_why[why][query].append(shown_name(stream))
+    lines = []
+    for why, queries in by_why.items():
+        said = []
+        for query, streams in queries.items():
+            first = ", ".join(streams[:UNSCORED_STREAMS_SHOWN])
+            said.append(f"{query} on {first}" if len(streams) <= UNSCORED_STREAMS_SHOWN else
+                        f"{query} on {len(streams):,} streams ({first} and {len(streams) - UNSCORED_STREAMS_SHOWN:,} "
+                        f"others)")
+        lines.append(f"note: {'; '.join(said)}: no answer scored: {why}")
+    return lines
