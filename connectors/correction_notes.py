@@ -176,9 +176,9 @@ TAQ_REGULAR = ("00", "01")
 
 def taq_corrections(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                      dialect: Dialect | None) -> tuple[ColumnMap, list[str]]:
-    """A detected TAQ trades layout whose `TR_CORR` (`Trade Correction Indicator`) marks cancelled or corrected prints: only its regular prints
-    (00, 01) are read, the others counted as filtered_out, with a note that says how to read them all; a
-    cancelled print's price is no trade, and a correction repeats one already read."""
+    """A detected TAQ trades layout whose `TR_CORR` (`Trade Correction Indicator`) marks cancelled or corrected
+    prints: only its regular prints (00, 01) are read, the others counted as filtered_out, with a note that says
+    how to read them all; a cancelled print's price is no trade, and a correction repeats one already read."""
     column = next((c for c in schema if normal_name(c) in TAQ_CORRECTIONS), None)
     if column is None or cmap.price is None or column in cmap.source_columns():
         return cmap, []

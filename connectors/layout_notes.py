@@ -204,8 +204,9 @@ def _best_quote_note(path: Path, names: list[str], cmap: ColumnMap) -> list[str]
     sizes = "; the file writes no size of the best bid and offer, so its quotes replay without sizes" if \
         cmap.bid_size is None and cmap.ask_size is None else ""
     return [f"{path.name}: quotes read from {cmap.bid}/{cmap.ask} (the best bid and offer across venues, as NBBO "
-            f"files write it: WRDS's, NYSE Daily TAQ's), not from {', '.join(plain.values())} beside them (each row's quoting "
-            f"venue's, which alternate between venues): {columns_option(*(f'{f}={c}' for f, c in plain.items()))} "
+            f"files write it: WRDS's, NYSE Daily TAQ's), not from {', '.join(plain.values())} beside them (each "
+            f"row's quoting venue's, which alternate between venues): "
+            f"{columns_option(*(f'{f}={c}' for f, c in plain.items()))} "
             f"reads those{sizes}"]
 
 
