@@ -10,6 +10,7 @@ from connectors.archives import text_opener
 from engine.quoting import quoted
 
 TRAILER_WORD = "END"  # the first field of NYSE's trailer
+TRAILER_SEPARATOR = "|"  # NYSE's files' delimiter
 TAIL_BYTES = 4096  # of a plain file's end read to find its last line (a trailer is a few dozen characters)
 CHUNK_BYTES = 1 << 20
 
@@ -33,6 +34,8 @@ def _last_line(path: Path) -> str:
 def trailer_line(path: Path, separator: str, first_cells: list[str]) -> str:
     """The file's trailer line (`END|20240308|1166`), when its last line's first field is END and no row of its
     first lines (`first_cells`: their first cells) but the trailer itself starts so; "" otherwise."""
+    if text_opener(path) is not open and separator != TRAILER_SEPARATOR:
+        return ""  # a compressed file's end costs reading it all: only NYSE's pipe-delimited files are looked at
     try:
         last = _last_line(path)
     except (OSError, EOFError):  # (the read that plans it says why)
