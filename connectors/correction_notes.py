@@ -19,6 +19,7 @@ from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, distinct_text, is_csv, scan_file
 from connectors.keep_filter import keep_check, keep_key, keep_values, typed_key
+from connectors.map_vocabulary import DAY_CLOCK_UNITS
 from connectors.shell_words import columns_option
 from engine.quoting import quoted
 
@@ -191,8 +192,10 @@ def taq_corrections(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
     others = [v for v in values if (typed_key(v) not in kept.typed if integer else keep_key(v) not in kept.texts)]
     if not others:
         return cmap, []
+    # (a time of day's unit and day too: Daily TAQ's `Time` read as epoch ms rejected every row)
+    day = (("ts_unit", "ts_unit"), ("date", "date")) if cmap.ts_unit in DAY_CLOCK_UNITS else ()
     full = ",".join(f"{key}={getattr(cmap, attr)}" for key, attr in (("ts", "ts"), ("stream", "stream_col"),
-                                                                        ("price", "price"), ("size", "size"))
+                                                                        ("price", "price"), ("size", "size"), *day)
                     if getattr(cmap, attr) is not None)
     in_a_file = f"keep: {{{column}: [{', '.join(json.dumps(v) for v in regular)}]}}"  # quoted: YAML's 00 is no text
     note = (f"{path.name}: column {quoted(column)} marks cancelled and corrected prints ({', '.join(others[:6])}): "

@@ -19,6 +19,7 @@ import pytest
 
 from connectors.cautions import Caution
 from connectors.derivative_streams import MARKED, is_option_name
+from connectors.map_options import map_from_options
 from connectors.name_dates import compact_dates
 from connectors.replay import FileReplay
 from engine.service.backtest_report import unscored_stream_lines
@@ -76,6 +77,11 @@ def test_daily_taq_trades_read_with_no_options(tmp_path: Path) -> None:
     assert "read as New York wall-clock times" in notes and "read as UTC" not in notes
     assert 'column "Trade Correction Indicator" marks cancelled and corrected prints (10, 12)' in notes
     assert 'its last line, "END|20240308|5", is a trailer' in notes
+    # the map the correction note prints reads every print, the cancel and the correction too, at the same times
+    full = notes.split("a map given in full reads every print (--columns '")[1].split("'")[0]
+    assert full == "ts=Time,stream=Symbol,price=Trade Price,size=Trade Volume,ts_unit=hhmmss_ns,date=file_name"
+    every = drain(FileReplay(path, columns=map_from_options(columns=full)))
+    assert len(every) == 5 and every[0].ts == ticks[0].ts
     # the keys the review gave read the same ticks, and a --tz given wins over New York
     given = FileReplay(path, columns={"ts_unit": "hhmmss_ns", "date": "file_name", "tz": "America/New_York"})
     assert [t.ts for t in drain(given)] == [t.ts for t in ticks]
