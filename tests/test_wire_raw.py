@@ -179,7 +179,7 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
     ("ask 0 (no offer)", msgpack.packb(quote("R.OK", T0, 0.05, 0)), 0, "missing_field", True),
     ("bid 0 (TAQ's no bid: limits.zero_bid no_bid)", msgpack.packb(quote("R.OK", T0, 0, 0.02)), 0, "missing_field",
      True),
-    ("bid and ask 0", msgpack.packb(quote("R.OK", T0, 0, 0.0)), 0, "missing_field", True),
+    ("bid and ask 0", msgpack.packb(quote("R.OK", T0, 0, 0.0)), 0, "no_market", True),  # a halt: its own reason
     ("oversize", msgpack.packb([trade("R.OK", T0)] * 2000), -1, "oversize", False),
     ("three frames", [b"a", b"b", b"c"], -1, "bad_framing", False),
     ("empty list", msgpack.packb([]), -1, "empty_list", False),
