@@ -139,6 +139,11 @@ def lone_clock_digits(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], na
     Any other map is returned as it is."""
     if len(cmap.ts_columns) != 1 or cmap.ts_unit not in UNITS or cmap.ts not in schema:
         return cmap, []
+    # the first value first: an epoch count's 13 or 19 digits (the common case) costs no scan of the sample
+    head = scan_file(path, names, dialect, {cmap.ts: pl.String} if is_csv(path) else None).head(1)
+    first = head.select(pl.col(cmap.ts).cast(pl.String).str.strip_chars()).collect()[cmap.ts]
+    if first.is_empty() or first[0] is None or len(first[0]) not in (NS_CLOCK_DIGITS - 1, NS_CLOCK_DIGITS):
+        return cmap, []
     sample = _sample(path, names, dialect, cmap.ts)
     if sample is None or not sample.valid or sample.unit != "hhmmss_ns":
         return cmap, []
