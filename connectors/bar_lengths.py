@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from engine.quoting import quoted
+from engine.quoting import quoted, quoted_choices
 
 UNIT_NS = {"s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9, "w": 7 * 86400 * 10**9}
 BAR_STAMPS = ("start", "close")
@@ -16,8 +16,8 @@ LENGTH = re.compile(r"^([1-9]\d*)(s|m|min|h|d|w)$")
 def checked_bar_stamp(stamp: Any, length: Any) -> tuple[str | None, str | None]:
     """A map's `bar_stamp` and `bar_length` as given, checked: a ValueError a user can act on otherwise."""
     if stamp not in (None, *BAR_STAMPS):
-        raise ValueError(f"bar_stamp must be one of {BAR_STAMPS} (close: a start-stamped bar replayed at its "
-                         f"start plus its length, as a live bar builder sends it), got {quoted(stamp)}")
+        raise ValueError(f"bar_stamp must be one of {quoted_choices(BAR_STAMPS)} (close: a start-stamped bar replayed "
+                         f"at its start plus its length, as a live bar builder sends it), got {quoted(stamp)}")
     if length is not None:
         if not isinstance(length, str) or LENGTH.match(length.strip()) is None:
             raise ValueError(f"bar_length is a bar's length as a number and a unit, s, m, h, d or w (1m, 5m, 1h, "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from connectors.questions import DEFAULT_QUESTIONS, QuestionSpec
+from engine.quoting import quoted_choices, quoted_list
 
 SPEC_FORMAT = "flashtick.binned_codec/1"
 SPEC_VERSIONS = (1, 2)
@@ -23,9 +24,9 @@ def _check_increasing(name: str, edges: tuple[float, ...], positive: bool) -> No
     if not edges:
         raise ValueError(f"{name} must not be empty")
     if any(b <= a for a, b in zip(edges, edges[1:])):
-        raise ValueError(f"{name} must increase strictly, got {edges}")
+        raise ValueError(f"{name} must increase strictly, got {quoted_list(edges)}")
     if positive and edges[0] <= 0:
-        raise ValueError(f"{name} must be > 0, got {edges}")
+        raise ValueError(f"{name} must be > 0, got {quoted_list(edges)}")
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,8 @@ class BinnedSpec:
 
     def __post_init__(self) -> None:
         if self.version not in SPEC_VERSIONS:
-            raise ValueError(f"spec.version must be one of {SPEC_VERSIONS} (the codec spec's version), got "
-                             f"{self.version}")
+            raise ValueError(f"spec.version must be one of {quoted_choices(SPEC_VERSIONS)} (the codec spec's "
+                             f"version), got {self.version}")
         _check_increasing("move_log2_edges", self.move_log2_edges, positive=False)
         _check_increasing("gap_log2_edges", self.gap_log2_edges, positive=False)
         _check_increasing("scale_tag_edges_bps", self.scale_tag_edges_bps, positive=True)
@@ -69,7 +70,7 @@ class BinnedSpec:
             raise ValueError(f"size_ewma_alpha must be in (0, 1], got {self.size_ewma_alpha}")
         names = [q.name for q in self.questions]
         if len(set(names)) != len(names):
-            raise ValueError(f"question names must be unique, got {names}")
+            raise ValueError(f"question names must be unique, got {quoted_list(names)}")
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -32,7 +32,7 @@ from connectors.map_vocabulary import DAY_CLOCK_UNITS
 from connectors.mapped_columns import columns_lacking, spelled_as_the_file
 from connectors.venue_notes import venue_note
 from connectors.venue_zones import venue_zone, venue_zone_note
-from engine.quoting import quoted
+from engine.quoting import quoted, quoted_list
 
 
 def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Callable[..., Any], own_map: bool,
@@ -70,7 +70,7 @@ def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Call
             # a column map would not reach the ticks either: say where they are and how to lift them out
             each = ".[]" if json_lines.table(path).records else ""
             raise NoTickLayout(
-                f"cannot detect the column layout of {path}: columns found {list(schema)}, and its objects hold "
+                f"cannot detect the column layout of {path}: columns found {quoted_list(schema)}, and its objects hold "
                 f"arrays of objects under {', '.join(map(quoted, nested[:3]))}, where its ticks may be; no column map "
                 f"reaches them (replay unwraps `data`, `params.data`, `tick.data` and Alpaca's `trades`/`quotes`: "
                 f"docs/replay.md, JSON lines): write them one object a line first, e.g. jq -c "

@@ -62,7 +62,7 @@ from connectors.mapped_columns import (
 from connectors.naive_time_zones import histdata_zone, naive_time_notes, zone_of_header
 from connectors.size_readings import size_notes
 from connectors.venue_zones import mapped_venue_zone
-from engine.quoting import quoted
+from engine.quoting import quoted, quoted_list
 
 
 def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = False, own_map: bool = False,
@@ -282,7 +282,7 @@ def _names_misfit(path: Path, names: Sequence[str], dialect: Dialect | None, spe
     preset = spec.preset if isinstance(spec, ColumnMap) else None
     given = f"--preset {preset} names" if preset else "the names given are"
     if not width or width == len(names):
-        return (f"{path}: {given} {len(names)} columns {list(names)}, which do not fit the file's rows "
+        return (f"{path}: {given} {len(names)} columns {quoted_list(names)}, which do not fit the file's rows "
                 f"({str(error).splitlines()[0]})")
     try:
         detected = layout(path, None)[0]

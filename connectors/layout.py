@@ -50,7 +50,7 @@ from connectors.presets import LOBSTER_EXECUTIONS, LOBSTER_NAMES, detected_by
 from connectors.side_maps import ASK_BID, BUYER_MAKER
 from connectors.time_units import day_clock_unit, detected_unit
 from connectors.utc_offsets import UTC_OFFSET
-from engine.quoting import quoted
+from engine.quoting import quoted, quoted_list
 
 
 # the names a header may write a zone or unit after (`Price (USD)`): a tick field's, a time's, a mid price's
@@ -226,7 +226,7 @@ def _no_layout(path: Path, names: list[str], ts: str | None, found: Mapping[str,
         named = "is named as a yield" if len(yields) == 1 else "are named as yields"
         missing += (f". {', '.join(map(quoted, yields))} {named}, which replay does not read as prices (a yield "
                     f"up is a price down): convert them to prices first (docs/replay.md#yield-quoted-instruments)")
-    return (f"cannot detect the column layout of {path}: columns found {names}; no {lacking} among them"
+    return (f"cannot detect the column layout of {path}: columns found {quoted_list(names)}; no {lacking} among them"
             f"{' (read so far: ' + seen + ')' if seen else ''}. Name its columns with a column map, e.g. --columns "
             f"ts=time,price=px,size=qty,stream=symbol for trades, ts=time,bid=bp,ask=ap for quotes (the time's unit "
             f"is read from its first value; --ts-unit says otherwise){missing} "

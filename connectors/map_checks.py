@@ -34,7 +34,7 @@ from connectors.onchain_swaps import POOL_SIGN, check_swap_keys
 from connectors.price_offsets import checked_price_offset
 from connectors.ticks import QUOTE, TRADE
 from connectors.time_zones import unknown_zone_hint
-from engine.quoting import quoted
+from engine.quoting import quoted, quoted_choices, quoted_list, quoted_words
 
 
 def _flag(value: Any) -> bool | None:
@@ -72,7 +72,7 @@ class ColumnMapChecks:
         if len(self.ts_columns) > 1 and self.ts_unit == "ns" and not NS_PART_NAME.search(self.ts_columns[-1]):
             object.__setattr__(self, "ts_unit", "datetime")
         if self.ts_unit not in TS_UNITS:
-            raise ValueError(f"ts_unit must be one of {TS_UNITS}, got {quoted(self.ts_unit)}")
+            raise ValueError(f"ts_unit must be one of {quoted_choices(TS_UNITS)}, got {quoted(self.ts_unit)}")
         if self.stream is not None and (not isinstance(self.stream, str) or not self.stream):
             # a fixed name, not a column: a list here is most often the streams to read, which --streams selects
             raise ValueError(f"stream is one fixed stream name for every row (stream: AAPL); a column of stream names "
@@ -91,7 +91,7 @@ class ColumnMapChecks:
             raise ValueError(f"give a fixed stream or a stream_col, not both ({quoted(self.stream)}, "
                              f"{quoted(self.stream_col)})")
         if self.kind not in (None, TRADE, QUOTE):
-            raise ValueError(f"kind must be 'trade', 'quote' or omitted (inferred per row), got {quoted(self.kind)}")
+            raise ValueError(f'kind must be "trade", "quote" or omitted (inferred per row), got {quoted(self.kind)}')
         if self.size is not None and self.price is None:
             raise ValueError("size is mapped without a price (a trade needs a price)")
         if self.price is not None and self.size is None and self.bid is not None:
@@ -114,7 +114,7 @@ class ColumnMapChecks:
                 raise ValueError("side_map given but no side column is mapped")
             bad = {k: v for k, v in dict(self.side_map).items() if v not in ("buy", "sell", None)}
             if bad:
-                raise ValueError(f"side_map values must be 'buy', 'sell' or null, got {bad}")
+                raise ValueError(f'side_map values must be "buy", "sell" or null, got {quoted(bad)}')
             object.__setattr__(self, "side_map", dict(self.side_map))
         if self.fill_quotes is not None:
             flag = _flag(self.fill_quotes)
@@ -151,14 +151,14 @@ class ColumnMapChecks:
         if self.hours is not None:
             Hours.parse(self.hours)
         if self.price_format not in (None, *PRICE_FORMATS):
-            raise ValueError(f"price_format must be one of {PRICE_FORMATS} (32nds: CME's notation of Treasury "
-                             f"futures, {THIRTY_SECONDS_FORM}; eighths: CBOT grains', 450'4 or 450-4 for 450 4/8; "
-                             f"sqrt_price_x96: a Uniswap v3 pool's price, with token_decimals and base_token), "
+            raise ValueError(f"price_format must be one of {quoted_choices(PRICE_FORMATS)} (32nds: CME's notation of "
+                             f"Treasury futures, {THIRTY_SECONDS_FORM}; eighths: CBOT grains', 450'4 or 450-4 for 450 "
+                             "4/8; sqrt_price_x96: a Uniswap v3 pool's price, with token_decimals and base_token), "
                              f"got {quoted(self.price_format)}")
         check_swap_keys(self)
         if self.zero_bid not in (None, *ZERO_BID_READINGS):
-            raise ValueError(f"zero_bid must be one of {ZERO_BID_READINGS} (price: a 0 bid beside an ask is an "
-                             "option nobody bids, replayed; no_bid: TAQ's no bid, rejected), got "
+            raise ValueError(f"zero_bid must be one of {quoted_choices(ZERO_BID_READINGS)} (price: a 0 bid beside an "
+                             "ask is an option nobody bids, replayed; no_bid: TAQ's no bid, rejected), got "
                              f"{quoted(self.zero_bid)}")
         object.__setattr__(self, "zero_bid", None if self.zero_bid == "no_bid" else self.zero_bid)  # the default
         if self.decimal not in (None, *DECIMALS):
@@ -172,15 +172,16 @@ class ColumnMapChecks:
             if isinstance(names, str) or not all(isinstance(n, str) and n for n in names) or not names:
                 raise ValueError(f"names must be a list of column names (a header-less CSV's), got {quoted(names)}")
             if len(set(names)) != len(names):
-                raise ValueError(f"names repeat a column: {list(names)}")
+                raise ValueError(f"names repeat a column: {quoted_list(names)}")
             object.__setattr__(self, "names", tuple(names))
             if missing := [c for c in self.source_columns() if c not in names]:
-                raise ValueError(f"the map reads {missing}, which are not among names {list(names)}")
+                raise ValueError(f"the map reads {quoted_words(missing)}, which are not among names "
+                                 f"{quoted_list(names)}")
 
     def _check_time(self) -> None:
         if self.ts_format is not None:
             if not isinstance(self.ts_format, str) or "%" not in self.ts_format:
-                raise ValueError("ts_format must be strftime codes like '%Y%m%d %H:%M:%S%.f', got "
+                raise ValueError("ts_format must be strftime codes like \"%Y%m%d %H:%M:%S%.f\", got "
                                  f"{quoted(self.ts_format)}")
             if self.ts_unit in ("ns", DETECT):  # the default: a format says the column is datetime text
                 object.__setattr__(self, "ts_unit", "datetime")

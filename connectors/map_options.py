@@ -15,7 +15,7 @@ import yaml
 
 from connectors.column_map import MAP_KEYS, ColumnMap, preset, unknown_keys
 from connectors.map_vocabulary import DAY_CLOCK_UNITS, DETECT, UNITS
-from engine.quoting import quoted
+from engine.quoting import quoted, quoted_words
 from engine.text_files import read_text
 from engine.yaml_files import safe_load_unique, yaml_error_line
 
@@ -153,7 +153,7 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
     """
     given = {k: v for k, v in refinements.items() if v is not None}
     if unknown := sorted(k for k in given if k not in MAP_KEYS):
-        raise ValueError(f"unknown column-map option(s) {unknown}")
+        raise ValueError(f"unknown column-map option(s) {quoted_words(unknown)}")
     if isinstance(columns, str):
         is_file = columns.lower().endswith((".yaml", ".yml")) or Path(columns).is_file()
         columns = load_map_file(Path(columns)) if is_file else parse_inline(columns)

@@ -14,7 +14,7 @@ import polars as pl
 from connectors.column_map import ColumnMap
 from connectors.layout import detect_columns
 from connectors.map_vocabulary import VALUE_FIELDS, joined_columns
-from engine.quoting import quoted
+from engine.quoting import quoted, quoted_words
 
 
 COLUMNS_LISTED = 20  # of a file's columns an error lists at most (a 5,000-column export's would fill a screen)
@@ -40,8 +40,8 @@ def columns_lacking(path: Path, keys: Mapping[str, Any], schema: Mapping[str, An
     else:  # as --columns spells them: `stream=` names the stream column
         option = "--columns " + ",".join(f"{'stream' if key == 'stream_col' else key}={value}" for key, value in given)
     more = f" and {len(schema) - COLUMNS_LISTED:,} more" if len(schema) > COLUMNS_LISTED else ""
-    return (f"{path}: the column map needs {missing}, which the file lacks ({option}); columns found: "
-            f"{list(schema)[:COLUMNS_LISTED]}{more}")
+    return (f"{path}: the column map needs {quoted_words(missing)}, which the file lacks ({option}); columns found: "
+            f"{', '.join(map(quoted, list(schema)[:COLUMNS_LISTED]))}{more}")
 
 
 def _named_columns(keys: Mapping[str, Any]) -> list[tuple[str, str, list[str]]]:

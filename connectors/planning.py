@@ -66,7 +66,7 @@ from connectors.row_order import in_time_order, is_newest_first
 from connectors.session_dates import trade_date_evenings
 from connectors.shifted_prices import ZeroPrices, settle_top, settling_streams, zero_prices
 from engine.path_words import file_not_found, os_reason, shown_path
-from engine.quoting import quoted
+from engine.quoting import quoted, quoted_choices
 
 
 # polars' refusals of a CSV row with more fields than the file's columns (with and without a header)
@@ -181,7 +181,7 @@ def _dbn_keys(path: Path, cmap: ColumnMap | Refine | None,
         hours = zoned_hours(hours, keys["tz"])  # --tz names the wall clock a bare window is on (not DBN's times)
     zero_bid = keys.get("zero_bid")
     if zero_bid not in (None, *ZERO_BID_READINGS):  # (a map for every file was checked; a file's own is here)
-        raise ValueError(f"{path}: zero_bid must be one of {ZERO_BID_READINGS}, got {quoted(zero_bid)}")
+        raise ValueError(f"{path}: zero_bid must be one of {quoted_choices(ZERO_BID_READINGS)}, got {quoted(zero_bid)}")
     return checked_price_offset(keys.get("price_offset")), hours, zero_bid
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from connectors.calibration import IDENTITY, AnswerCalibration
-from engine.quoting import quoted
+from engine.quoting import quoted, quoted_choices, quoted_list, quoted_words
 
 QUESTION_KINDS = ("direction", "regime", "volatility", "move")
 
@@ -37,7 +37,7 @@ class QuestionSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in QUESTION_KINDS:
-            raise ValueError(f"question {quoted(self.name)}: kind must be one of {QUESTION_KINDS}, got "
+            raise ValueError(f"question {quoted(self.name)}: kind must be one of {quoted_choices(QUESTION_KINDS)}, got "
                              f"{quoted(self.kind)}")
         if self.kind != "regime" and self.horizon < 1:
             raise ValueError(f"question {quoted(self.name)}: horizon must be >= 1 ticks, got {self.horizon}")
@@ -48,11 +48,12 @@ class QuestionSpec:
                 raise ValueError(f"question {quoted(self.name)}: {len(self.labels)} labels need "
                                  f"{len(self.labels) - 1} edges")
             if any(b <= a for a, b in zip(self.edges, self.edges[1:])):
-                raise ValueError(f"question {quoted(self.name)}: edges must increase strictly, got {self.edges}")
+                raise ValueError(f"question {quoted(self.name)}: edges must increase strictly, got "
+                                 f"{quoted_list(self.edges)}")
         if self.kind == "direction" and self.labels != ("down", "flat", "up"):
-            raise ValueError(f"question {quoted(self.name)}: direction labels are ('down', 'flat', 'up')")
+            raise ValueError(f'question {quoted(self.name)}: direction labels are ["down", "flat", "up"]')
         if self.kind == "regime" and self.labels != ("calm", "volatile"):
-            raise ValueError(f"question {quoted(self.name)}: regime labels are ('calm', 'volatile')")
+            raise ValueError(f'question {quoted(self.name)}: regime labels are ["calm", "volatile"]')
         if self.values and len(self.values) != len(self.labels):
             raise ValueError(f"question {quoted(self.name)}: values must match labels one to one")
 
@@ -64,7 +65,8 @@ class QuestionSpec:
         known = set(cls.__dataclass_fields__)
         unknown = set(d) - known
         if unknown:
-            raise ValueError(f"unknown question spec keys {sorted(unknown)}")
+            raise ValueError(f"unknown question spec keys {quoted_words(sorted(unknown))} (known: "
+                             f"{quoted_words(sorted(known))})")
         tupled = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
         return cls(**tupled)
 

@@ -16,6 +16,7 @@ from connectors.column_map import ColumnMap
 from connectors.input_paths import Expanded, expanded, item_path
 from connectors.map_options import Refine, as_column_map
 from engine.path_words import file_not_found, os_reason, shown_path, user_item
+from engine.quoting import quoted_list, quoted_words
 from engine.rust_paths import written_path
 from engine.text_files import read_text
 from engine.yaml_files import safe_load_unique, yaml_error_line
@@ -56,7 +57,7 @@ def replay_list(path: Path) -> list[dict[str, Any]]:
         raise ValueError(f"replay list {path}: not valid YAML ({yaml_error_line(e)})") from None
     if not isinstance(data, dict) or set(data) != {"replay"} or not isinstance(data["replay"], list) \
             or not data["replay"]:
-        keys = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
+        keys = f"keys {quoted_words(sorted(map(str, data)))}" if isinstance(data, dict) else type(data).__name__
         raise ValueError(f"replay list {path}: a mapping with one key, replay: [{{path: ..., columns: ...}}, ...]; "
                          f"got {keys}")
     entries = []
@@ -76,7 +77,7 @@ def file_spec(item: FileSpec, default: ColumnMap | Refine | None) -> tuple[Path,
         return Path(item[0]), as_column_map(item[1]), True
     if isinstance(item, Mapping):
         if "path" not in item or set(item) - {"path", "columns"}:
-            raise ValueError(f"a replay file entry needs 'path' and may have 'columns'; got keys {list(item)}")
+            raise ValueError(f'a replay file entry needs "path" and may have "columns"; got keys {quoted_list(item)}')
         if "columns" in item:
             try:
                 return Path(item["path"]), as_column_map(item["columns"]), True

@@ -83,7 +83,7 @@ def check_snapshot(snapshot: dict[str, Any], source: str, expected_fingerprint: 
         )
     emitted = snapshot.get("emitted")
     if isinstance(emitted, bool) or not isinstance(emitted, int) or emitted < 0:
-        raise ValueError(f"snapshot 'emitted' must be an int >= 0, got {quoted(emitted)}")
+        raise ValueError(f"snapshot \"emitted\" must be an int >= 0, got {quoted(emitted)}")
     return emitted
 
 

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from connectors.ticks import shown_name
-from engine.quoting import quoted
+from engine.quoting import quoted, quoted_list
 from engine.stream_patterns import GLOB_CHARS, did_you_mean, unclosed_bracket
 
 SHOWN_STREAMS = 8  # streams named in a message; the rest counted
@@ -33,11 +33,6 @@ def shown(names: Sequence[str]) -> str:
     return ", ".join(map(shown_name, names[:SHOWN_STREAMS])) + more
 
 
-def quoted_list(patterns: Iterable[str]) -> str:
-    """Every pattern, quoted as errors quote a name: a JSON array (all of them: a selection is what the user gave)."""
-    return "[" + ", ".join(quoted(p) for p in patterns) + "]"
-
-
 class StreamSelection:
     """The streams a replay reads, by exact name or glob; checked when built, with messages a user can act on."""
 
@@ -51,11 +46,11 @@ class StreamSelection:
             if why := unclosed_bracket(pattern):
                 raise ValueError(f"streams: {quoted(pattern)} is not a valid glob: {why}")
             if "/" in pattern:  # replay renames EUR/USD to EUR-USD: answer topics use '/'
-                raise ValueError(f"streams: {quoted(pattern)} has a '/', which no replayed stream name has (EUR/USD "
+                raise ValueError(f"streams: {quoted(pattern)} has a \"/\", which no replayed stream name has (EUR/USD "
                                  f"replays as EUR-USD): select {quoted(pattern.replace('/', '-'))}")
             if pattern.startswith("_") or pattern != pattern.strip(" "):
-                raise ValueError(f"streams: {quoted(pattern)} starts with '_' or a space, or ends with a space, which "
-                                 "no stream name does: it would match no stream")
+                raise ValueError(f"streams: {quoted(pattern)} starts with \"_\" or a space, or ends with a space, "
+                                 "which no stream name does: it would match no stream")
         self.patterns = tuple(dict.fromkeys(patterns))
         self._exact = frozenset(p for p in self.patterns if not GLOB_CHARS & set(p))
         self._globs = tuple(re.compile(fnmatch.translate(p)) for p in self.patterns if GLOB_CHARS & set(p))

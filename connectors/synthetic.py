@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
 
 from connectors.ticks import QUOTE, TRADE, Tick
-from engine.quoting import quoted
+from engine.quoting import quoted, quoted_list
 
 CALM, VOLATILE = 0, 1
 REVERT, TREND_UP, TREND_DOWN = 0, 1, 2
@@ -110,7 +110,7 @@ class SyntheticConfig:
             raise ValueError("need at least one stream")
         names = [s.name for s in self.streams]
         if len(set(names)) != len(names):
-            raise ValueError(f"stream names must be unique, got {names}")
+            raise ValueError(f"stream names must be unique, got {quoted_list(names)}")
         for name in ("p_to_volatile", "p_to_calm", "p_phase_switch", "quote_share"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be a probability in [0, 1], got {getattr(self, name)}")

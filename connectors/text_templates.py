@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from engine.quoting import quoted
+from engine.quoting import quoted, quoted_words
 
 TEMPLATE_FIELDS = ("stream", "ts", "kind", "price", "size", "side", "bid", "ask", "bid_size", "ask_size", "mid",
                    "gap_ms")
@@ -101,7 +101,8 @@ class TextCodecConfig:
                                  f"}}}})") from None
             bad = [f for f in fields if f not in TEMPLATE_FIELDS]
             if bad:
-                raise ValueError(f"{name} uses unknown fields {bad}; allowed: {TEMPLATE_FIELDS}")
+                raise ValueError(f"{name} uses unknown fields {quoted_words(bad)}; allowed: "
+                                 f"{quoted_words(TEMPLATE_FIELDS)}")
             try:  # a format spec the values cannot take ({size:d} of a float) fails here, not on every tick
                 tpl.format(**template_values(SAMPLE_FIELDS))
             except (ValueError, TypeError, IndexError, KeyError) as e:

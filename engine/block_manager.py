@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from engine.batch import Advance, ForwardBatch, Probe, Sequence
 from engine.kv_cache import BlockPool, PoolExhausted
+from engine.quoting import quoted
 from engine.session import Session
 
 
@@ -62,7 +63,7 @@ class BlockManager:
             else:
                 at = cached if item.cut is None else item.cut
                 if not 0 <= at <= cached:  # a cut reads cells this batch has written or holds already
-                    raise ValueError(f"probe cut {item.cut} on session {s.name!r} outside [0, {cached}]")
+                    raise ValueError(f"probe cut {item.cut} on session {quoted(s.name)} outside [0, {cached}]")
                 batch.sequences.append(Sequence(s, list(item.tokens), at, 0, item.logits, writes=False))
             cached_after[id(s)] = cached
             batch.item_sequence.append(len(batch.sequences) - 1)
@@ -78,7 +79,7 @@ class BlockManager:
             cut = item.cut if isinstance(item, Probe) and item.cut is not None else committed
             after = cut + len(item.tokens)
             if after > self.max_positions:
-                raise ValueError(f"session {s.name!r} would reach {after} tokens, "
+                raise ValueError(f"session {quoted(s.name)} would reach {after} tokens, "
                                  f"past the model's {self.max_positions} positions")
             if isinstance(item, Advance):
                 length[id(s)] = after
@@ -93,7 +94,7 @@ class BlockManager:
         allocating blocks as needed; cells already reserved are reused."""
         bs = self.pool.block_size
         if start % bs and self.pool.refcount[session.blocks[start // bs]] > 1:
-            raise AssertionError(f"session {session.name!r} would write into a shared block")
+            raise AssertionError(f"session {quoted(session.name)} would write into a shared block")
         missing = self.pool.blocks_for(start + n) - len(session.blocks)
         if missing > 0:
             session.blocks += self.pool.allocate(missing, after=session.blocks[-1] if session.blocks else None)
@@ -129,9 +130,10 @@ class BlockManager:
         instead of computing them: full blocks are shared by refcount; a partial last block gets fresh
         cells, and the (source, target) cells to copy into them are returned for the runner."""
         if session.blocks or session.num_cached:
-            raise ValueError(f"session {session.name!r} already holds KV; evict it before adopting a prefix")
+            raise ValueError(f"session {quoted(session.name)} already holds KV; evict it before adopting a prefix")
         if length > source.num_cached or session.tokens[:length] != source.tokens[:length]:
-            raise ValueError(f"session {session.name!r} does not start with {source.name!r}'s first {length} tokens")
+            raise ValueError(f"session {quoted(session.name)} does not start with {quoted(source.name)}'s first "
+                             f"{length} tokens")
         bs = self.pool.block_size
         full = length // bs
         tail = length - full * bs

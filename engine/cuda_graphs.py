@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.quoting import quoted
 from flashtick_kernels import RaggedBatch
 from flashtick_kernels.split_kv import use_split_kv
 
@@ -64,7 +65,7 @@ class CudaGraphs:
                  device: torch.device, *, max_seqs: int = 64, max_tokens: int = 1024, max_graphs: int = 48,
                  mode: str = "capture") -> None:
         if mode not in ("capture", "eager"):
-            raise ValueError(f"mode must be 'capture' or 'eager', got {mode!r}")
+            raise ValueError(f'mode must be "capture" or "eager", got {quoted(mode)}')
         if mode == "capture" and device.type != "cuda":
             raise ValueError(f"CUDA graphs need a CUDA device, got {device}")
         self.model, self.kv, self.block_size, self.device, self.mode = model, kv, block_size, device, mode

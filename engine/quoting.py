@@ -9,6 +9,13 @@ language's own notation (review308 #4: errors quoted Python literals, `b'C.A'`, 
     quoted(None), quoted(True)  -> null, true
     quoted(Path("a b.csv")), quoted(date(2024, 3, 1)), quoted(numpy.int64(5))  -> "a b.csv", "2024-03-01", 5
 
+Several values a message names in full (the choices a key takes, the columns a map needs), never as Python prints a
+list or a tuple (`['x']`, `('ns', 'us')`):
+
+    quoted_list(["x", "y"])               -> ["x", "y"]            (a JSON array, every item)
+    quoted_words(("ns", "us", "ms"))      -> "ns", "us" and "ms"
+    quoted_choices(KINDS)                 -> "direction", "regime" or "move"   (the values a key takes)
+
 A value is cut short (a refused value may be megabytes): text past ``limit`` characters ends `"..."` outside the
 quotes, so what is inside them is the value's own start; bytes show their first 16; containers their first 4 items.
 """
@@ -20,7 +27,7 @@ import decimal
 import math
 import unicodedata
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Iterable
 
 MAX_QUOTED = 80  # characters of a quoted text
 MAX_BYTES_SHOWN = 16  # bytes of a bin value shown, in hex
@@ -71,6 +78,24 @@ def quoted(value: Any, limit: int = MAX_QUOTED, ascii_only: bool = False, _depth
     if type(value).__name__ == "Timestamp":  # msgpack's own timestamp ext
         return "ext -1 (msgpack's timestamp)"
     return f"<{type(value).__name__}>"
+
+
+def quoted_list(values: Iterable[Any]) -> str:
+    """Every one of ``values`` quoted, as a JSON array (`quoted` of a list shows its first few only)."""
+    return "[" + ", ".join(quoted(value) for value in values) + "]"
+
+
+def quoted_words(values: Iterable[Any], last: str = "and") -> str:
+    """Every one of ``values`` quoted, in prose: `"a"`, `"a" and "b"`, `"a", "b" and "c"`; no values: `none`."""
+    words = [quoted(value) for value in values]
+    if len(words) <= 1:
+        return words[0] if words else "none"
+    return f"{', '.join(words[:-1])} {last} {words[-1]}"
+
+
+def quoted_choices(values: Iterable[Any]) -> str:
+    """The values a key or option takes, for "must be one of ...": `"a", "b" or "c"`."""
+    return quoted_words(values, last="or")
 
 
 def _quoted_text(text: str, limit: int, ascii_only: bool) -> str:

@@ -17,6 +17,8 @@ import os
 import sys
 from pathlib import Path
 
+from engine.quoting import quoted
+
 
 def rust_path(path: str | Path) -> str:
     """``path`` as a Rust library must be given it (see the module's docstring); itself, as a str, under a UTF-8
@@ -28,10 +30,10 @@ def rust_path(path: str | Path) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ValueError(f"{str(path)!r}: this file name's bytes are not UTF-8 (the locale's encoding is "
-                         f"{locale.nl_langinfo(locale.CODESET)}), and polars and safetensors, which read and write "
-                         f"these files, take UTF-8 names only; rename it (e.g. convmv -f latin1 -t utf-8 --notest "
-                         f"FILE) or copy it to an ASCII name") from None
+        raise ValueError(f"{quoted(str(path), limit=len(str(path)))}: this file name's bytes are not UTF-8 (the "
+                         f"locale's encoding is {locale.nl_langinfo(locale.CODESET)}), and polars and safetensors, "
+                         "which read and write these files, take UTF-8 names only; rename it (e.g. convmv -f latin1 "
+                         "-t utf-8 --notest FILE) or copy it to an ASCII name") from None
 
 
 def written_path(text: str) -> str:

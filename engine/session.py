@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engine.quoting import quoted
+
 
 @dataclass(eq=False)
 class Session:
@@ -26,7 +28,8 @@ class Session:
 
     def check(self) -> None:
         if not 0 <= self.num_cached <= len(self.tokens):
-            raise ValueError(f"session {self.name!r}: num_cached={self.num_cached} outside [0, {len(self.tokens)}]")
+            raise ValueError(f"session {quoted(self.name)}: num_cached={self.num_cached} outside [0, "
+                             f"{len(self.tokens)}]")
 
     @property
     def num_uncached(self) -> int:

@@ -6,6 +6,7 @@ Triton backend needs ``TRITON_INTERPRET=1``).
 
 from __future__ import annotations
 
+import json
 import os
 
 import torch
@@ -21,7 +22,7 @@ def backend_for(device: torch.device) -> str:
     if forced in ("torch", "triton"):
         return forced
     if forced:
-        raise ValueError(f"FLASHTICK_KERNELS must be 'torch' or 'triton', got {forced!r}")
+        raise ValueError(f'FLASHTICK_KERNELS must be "torch" or "triton", got {json.dumps(forced)}')
     return "triton" if device.type == "cuda" else "torch"
 
 

@@ -152,12 +152,12 @@ def test_a_damaged_head_file_is_refused_at_start(tmp_path) -> None:
     write_head(checkpoint, {"direction_5": some_head(3, 1, 0.5)}, "test")
     good = json.loads((checkpoint / "answer_head.json").read_text())
     cases = [("{", "answer_head.json: not valid JSON"),
-             ({**good, "extra": 1}, r"unknown keys \['extra'\]"),
+             ({**good, "extra": 1}, r'unknown keys "extra" \(known: "format", "source"'),
              ({**good, "questions": {"direction_7": good["questions"]["direction_5"]}},
-              "a head for 'direction_7', which is no question of this checkpoint"),
-             ({**good, "questions": {"regime": good["questions"]["direction_5"]}}, "a head for 'regime'"),
+              "a head for \"direction_7\", which is no question of this checkpoint"),
+             ({**good, "questions": {"regime": good["questions"]["direction_5"]}}, "a head for \"regime\""),
              ({**good, "questions": {"move_bps_50": good["questions"]["direction_5"]}},
-              "question 'move_bps_50' has 9 answers, its head 3 weight columns")]
+              "question \"move_bps_50\" has 9 answers, its head 3 weight columns")]
     for doc, message in cases:
         (checkpoint / "answer_head.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
         with pytest.raises(ConfigError, match=message):

@@ -265,7 +265,7 @@ def test_members_that_are_no_tick_files_are_skipped_with_a_note(tmp_path: Path) 
     vendor = FileReplay(zipped(tmp_path / "vendor.zip", day, readme))
     assert vendor.next_batch(10_000) == FileReplay(day).next_batch(10_000)
     assert f"{tmp_path / 'vendor.zip'} (README.txt inside): skipped: a text file whose columns hold no tick " \
-           f"layout (a readme?): columns found ['Vendor X tick export']; no time column among them" in vendor.notes
+           f"layout (a readme?): columns found [\"Vendor X tick export\"]; no time column among them" in vendor.notes
 
 
 def test_an_archive_of_no_ticks_or_a_failing_data_member_stops_named(tmp_path: Path) -> None:

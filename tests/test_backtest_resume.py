@@ -280,7 +280,7 @@ def test_a_checkpoint_that_cannot_be_resumed_leaves_its_lock_free(tmp_path: Path
     parts.mkdir()
     (parts / "progress.json").write_text(json.dumps({"key": key, "consumed": 5}))  # no parts list: unusable
     for _ in range(2):
-        with pytest.raises(ValueError, match="is damaged: it has no 'parts' field"):
+        with pytest.raises(ValueError, match='is damaged: it has no "parts" field'):
             AnswerParts.open(tmp_path / "out.parquet", key, resume=True)
     whole = {"consumed": 5, "parts": [], "answers": 0, "last_seq": {}}
     (parts / "progress.json").write_text(json.dumps({"key": {**key, "queries": "other"}, **whole}))
@@ -307,8 +307,8 @@ def test_a_damaged_manifest_is_said_by_its_field_and_what_to_do(setup: Path, cap
     out, parts = stopped_early(setup, "damaged.parquet")
     manifest = json.loads((parts / "progress.json").read_text())
     command = cli(setup, "damaged.parquet", "--resume", "--quiet", "--max-ticks", "600")
-    for damage, said in (({"consumed": None}, "it has no 'consumed' field (the ticks its parts cover)"),
-                         ({"parts": "part-000001.parquet"}, "its 'parts' field (the names of its part files) is "
+    for damage, said in (({"consumed": None}, 'it has no "consumed" field (the ticks its parts cover)'),
+                         ({"parts": "part-000001.parquet"}, 'its "parts" field (the names of its part files) is '
                           "\"part-000001.parquet\", not a list of file names")):
         damaged = {k: v for k, v in {**manifest, **damage}.items() if v is not None}
         (parts / "progress.json").write_text(json.dumps(damaged))

@@ -156,7 +156,7 @@ def test_ticks_from_numpy_values_build_and_send() -> None:
 def test_subscribers_refuse_a_bare_topic_string_and_a_missing_control_client() -> None:
     from engine.service.client import AnswerSubscriber, GaplessSubscriber
 
-    with pytest.raises(TypeError, match=r"topics is a list of topic prefixes, e\.g\. \['dir20/'\]"):
+    with pytest.raises(TypeError, match=r'topics is a list of topic prefixes, e\.g\. \["dir20/"\]'):
         AnswerSubscriber("tcp://127.0.0.1:1", "dir20/")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="needs a ControlClient of the same service"):
         GaplessSubscriber("tcp://127.0.0.1:1", None)  # type: ignore[arg-type]

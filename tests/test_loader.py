@@ -41,7 +41,7 @@ def test_loader_errors_name_the_problem(tmp_path) -> None:
     with pytest.raises(ValueError, match="only SiLU"):
         load_model(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps({**config, "rope_parameters": {"rope_type": "yarn"}}))
-    with pytest.raises(ValueError, match="RoPE type 'yarn' is not supported"):
+    with pytest.raises(ValueError, match='RoPE type "yarn" is not supported'):
         load_model(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps(config))
     for f in tmp_path.glob("*.safetensors"):
@@ -63,8 +63,8 @@ def test_unsupported_architecture_is_refused_by_name(tmp_path) -> None:
     from transformers import GPT2Config, GPT2LMHeadModel
 
     GPT2LMHeadModel(GPT2Config(vocab_size=64, n_embd=32, n_layer=1, n_head=2, n_positions=64)).save_pretrained(tmp_path)
-    with pytest.raises(CheckpointError, match="model_type 'gpt2' \\(GPT2LMHeadModel\\) is not supported: .*"
-                                              "llama, mistral, qwen2"):
+    with pytest.raises(CheckpointError, match='model_type "gpt2" \\(GPT2LMHeadModel\\) is not supported: .*'
+                                              '"llama", "mistral" or "qwen2"'):
         load_model(tmp_path)
 
 
@@ -73,14 +73,14 @@ def test_rope_scaling_is_checked_by_name(tmp_path) -> None:
     config = json.loads((tmp_path / "config.json").read_text())
     config["rope_parameters"].pop("factor")
     (tmp_path / "config.json").write_text(json.dumps(config))
-    with pytest.raises(CheckpointError, match="config.json: RoPE type 'linear' needs factor"):
+    with pytest.raises(CheckpointError, match='config.json: RoPE type "linear" needs "factor"'):
         load_model(tmp_path)
     # older checkpoints: rope_scaling with "type", rope_theta beside it
     config.pop("rope_parameters")
     (tmp_path / "config.json").write_text(json.dumps({**config, "rope_theta": 1e4,
                                                       "rope_scaling": {"type": "dynamic", "factor": 2.0}}))
-    with pytest.raises(CheckpointError, match="RoPE type 'dynamic' is not supported; supported: default, linear, "
-                                              "llama3"):
+    with pytest.raises(CheckpointError, match='RoPE type "dynamic" is not supported; supported: "default", "linear" '
+                                              'and "llama3"'):
         load_model(tmp_path)
 
 
@@ -127,7 +127,7 @@ def test_directory_and_config_errors_name_the_file(tmp_path) -> None:
     config = tiny_hf_model("llama3").config.to_dict()
     config.pop("num_attention_heads")
     (tmp_path / "config.json").write_text(json.dumps(config))
-    with pytest.raises(CheckpointError, match="config.json: lacks 'num_attention_heads'"):
+    with pytest.raises(CheckpointError, match='config.json: lacks "num_attention_heads"'):
         load_model(tmp_path)
 
 

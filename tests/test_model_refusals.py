@@ -37,13 +37,13 @@ def test_a_refused_checkpoint_says_one_line_and_the_next_step(tmp_path, case: st
 
         tiny_text_checkpoint(model, "llama3")
         GPT2LMHeadModel(GPT2Config(vocab_size=300, n_embd=32, n_layer=1, n_head=2)).save_pretrained(model)
-        expected = "model_type 'gpt2' (GPT2LMHeadModel) is not supported: flashtick runs Llama-family decoders"
+        expected = 'model_type "gpt2" (GPT2LMHeadModel) is not supported: flashtick runs Llama-family decoders'
     elif case == "unknown model_type":  # transformers warned it instantiates a model of another type
         _edited(tiny_text_checkpoint(model, "llama3"), model_type="llamax")
-        expected = "model_type 'llamax' (LlamaForCausalLM) is not supported"
+        expected = 'model_type "llamax" (LlamaForCausalLM) is not supported'
     elif case == "gelu":
         _edited(tiny_text_checkpoint(model, "llama3"), hidden_act="gelu_pytorch_tanh")
-        expected = ("only SiLU MLPs are supported, config has hidden_act='gelu_pytorch_tanh': flashtick runs Llama "
+        expected = ('only SiLU MLPs are supported, config has hidden_act "gelu_pytorch_tanh": flashtick runs Llama '
                     "2/3, Mistral and Qwen2/2.5 checkpoints")
     else:
         _edited(tiny_text_checkpoint(model, "qwen2-tied"), use_sliding_window=True, sliding_window=128,

@@ -165,7 +165,7 @@ def test_what_a_new_user_is_told(tmp_path, capsys, case: str) -> None:
         from transformers import GPT2Config, GPT2LMHeadModel
 
         GPT2LMHeadModel(GPT2Config(vocab_size=300, n_embd=32, n_layer=1, n_head=2)).save_pretrained(model)
-        expected = "model_type 'gpt2' \\(GPT2LMHeadModel\\) is not supported: .* llama, mistral, qwen2"
+        expected = 'model_type "gpt2" \\(GPT2LMHeadModel\\) is not supported: .* "llama", "mistral" or "qwen2"'
     elif case == "pickle only":
         (model / "model.safetensors").rename(model / "pytorch_model.bin")
         expected = "pytorch_model.bin \\(pickle\\), which flashtick does not load.*save_pretrained"
@@ -188,7 +188,7 @@ def test_what_a_new_user_is_told(tmp_path, capsys, case: str) -> None:
         (tmp_path / "engine.yaml").write_text("model: {path: model, device: cuda}\n")
         argv = ["serve", "--config", str(tmp_path / "engine.yaml"), "--queries", str(tmp_path / "engine.yaml"),
                 "--no-log"]
-        expected = "model.device 'cuda': this torch .* sees no CUDA device .*use model.device cpu"
+        expected = 'model.device "cuda": this torch .* sees no CUDA device .*use model.device cpu'
     else:
         (tmp_path / "engine.yaml").write_text("model: {path: model}\ncodec: {kind: binned}\n")
         argv = ["serve", "--config", str(tmp_path / "engine.yaml"), "--queries", str(tmp_path / "engine.yaml"),
@@ -379,7 +379,7 @@ def test_ask_a_free_text_question_from_the_command_line(tmp_path, capsys) -> Non
         assert code == 2 and err == 'flashtick ask: error: stream "NOPE" has sent no data\n'
         for argv, said in [
             (["--question", question], "--question needs how it is answered: --choices A B ..."),
-            (["dir5", "--question", question, "--generate", "3"], "give a query name ('dir5') or --question, not"),
+            (["dir5", "--question", question, "--generate", "3"], 'give a query name ("dir5") or --question, not'),
             (["--choices", " yes", " no"], "--choices goes with --question TEXT"),
             ([], "give a query name (a registered query, or a question of the model's own) or --question TEXT"),
             (["--question", question, "--generate", "3", "--max-stale", "5"], "--max-stale takes a registered"),

@@ -487,7 +487,7 @@ def test_a_map_key_says_a_column_is_a_trade_date_as_the_trade_date_header_does(t
         assert any('column "Session" is an exchange trade (session) date: its 63 row(s) at or after 17:00 in "Time"'
                    in note for note in replay.notes), replay.notes
         assert not replay.cautions, replay.cautions
-    with pytest.raises(ValueError, match=r"the column map needs \['TradeDay'\], which the file lacks "
+    with pytest.raises(ValueError, match=r'the column map needs "TradeDay", which the file lacks '
                                          r"\(--columns trade_date=TradeDay\)"):
         FileReplay(path, columns={"trade_date": "TradeDay", "tz": "America/Chicago"})
     with pytest.raises(ValueError, match=r"trade_date names the date column that ts joins to a time of day "

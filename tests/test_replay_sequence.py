@@ -109,7 +109,7 @@ def test_a_row_without_a_sequence_number_is_rejected_by_its_line(tmp_path: Path)
     floats = BY_VENUE.with_columns(pl.when(pl.col("bid") == 1.04).then(1003.5).otherwise(pl.col("seq")).alias("seq"))
     replay = FileReplay(written(floats, tmp_path / "floats.parquet"), columns=SEQUENCE)  # 1001.0: a whole number
     assert bids(replay) == [b for b in IN_SEQUENCE if b != 1.04] and dict(replay.rejected) == {"missing_field": 1}
-    with pytest.raises(ValueError, match=r"the column map needs \['sequence'\], which the file lacks"):
+    with pytest.raises(ValueError, match=r'the column map needs "sequence", which the file lacks'):
         FileReplay(csv, columns=map_from_options(sequence="sequence", detect=True))
 
 

@@ -96,7 +96,7 @@ def test_train_parses_the_session_gap_as_backtest_does(tmp_path: Path, capsys) -
         with pytest.raises(SystemExit) as stopped:
             main([*command, "--session-gap", "soon"])
         assert stopped.value.code == 2
-        assert "--session-gap: must be a duration such as 1h, 30m or 90s, got 'soon'" in capsys.readouterr().err
+        assert '--session-gap: must be a duration such as 1h, 30m or 90s, got "soon"' in capsys.readouterr().err
 
 
 def test_serve_of_a_checkpoint_says_when_its_session_gap_differs_from_the_configs(trained, tmp_path: Path) -> None:

@@ -205,7 +205,7 @@ def test_dukascopy_export_with_ask_before_bid(tmp_path: Path) -> None:
     assert drain(preset) == ticks
     assert any("--preset dukascopy read in its vendor's other layout: ts=Gmt time" in n for n in preset.notes)
     # a preset whose columns the file lacks, where detection reads it: the way that works is named
-    with pytest.raises(ValueError, match=r"the column map needs \['local_ts_ns', .*; drop --preset binance-trades: "
+    with pytest.raises(ValueError, match=r'the column map needs "local_ts_ns", .*; drop --preset binance-trades: '
                                          r"detected as ts=Gmt time \(datetime, %d.%m.%Y %H:%M:%S%.f\), stream_name="
                                          r"EURUSD, bid=Bid, ask=Ask"):
         FileReplay(tmp_path / "EURUSD_Ticks_02.01.2024-02.01.2024.csv", columns="binance-trades")
@@ -223,7 +223,7 @@ def test_lobster_messages_without_the_preset_are_refused_with_it_named(tmp_path:
     with pytest.raises(ValueError, match=r"first line is data, not a header \(34200\.004241176,1,16113575,18,5853300,1"
                                          r"\): it looks like a LOBSTER message file .*--preset lobster-messages"):
         FileReplay(path)  # the preset is tested in test_vendor_files_maker_sides.py
-    with pytest.raises(ValueError, match=r"needs \['time', 'price', 'size'\].*first line is data, not a header: give "
+    with pytest.raises(ValueError, match=r'needs "time", "price" and "size".*first line is data, not a header: give '
                                          r"its columns"):
         FileReplay(path, columns={"ts": "time", "price": "price", "size": "size"})
     # a map by hand without the preset's keep filter: prices are dollars x 10000; every message reads as a trade

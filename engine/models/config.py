@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from engine.quoting import quoted, quoted_choices, quoted_words
+
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2")
 ROPE_KEYS = {  # RoPE type -> the parameters it needs
     "default": (), "linear": ("factor",),
@@ -43,7 +45,8 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         if self.model_type not in SUPPORTED_MODEL_TYPES:
-            raise ValueError(f"model_type must be one of {SUPPORTED_MODEL_TYPES}, got {self.model_type!r}")
+            raise ValueError(f"model_type must be one of {quoted_choices(SUPPORTED_MODEL_TYPES)}, got "
+                             f"{quoted(self.model_type)}")
         for name in ("vocab_size", "hidden_size", "intermediate_size", "num_layers", "num_heads", "num_kv_heads",
                      "head_dim", "max_positions"):
             if getattr(self, name) <= 0:
@@ -52,11 +55,13 @@ class ModelConfig:
             raise ValueError(f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.num_kv_heads})")
         rope_type = self.rope.get("rope_type", "default")
         if rope_type not in SUPPORTED_ROPE_TYPES:
-            raise ValueError(f"RoPE type {rope_type!r} is not supported; supported: {', '.join(SUPPORTED_ROPE_TYPES)} "
+            raise ValueError(f"RoPE type {quoted(rope_type)} is not supported; supported: "
+                             f"{quoted_words(SUPPORTED_ROPE_TYPES)} "
                              f"(rope_parameters, or rope_scaling, in config.json)")
         missing = [key for key in ROPE_KEYS[rope_type] if key not in self.rope]
         if missing:
-            raise ValueError(f"RoPE type {rope_type!r} needs {', '.join(missing)} in rope_parameters (or rope_scaling)")
+            raise ValueError(f"RoPE type {quoted(rope_type)} needs {quoted_words(missing)} in rope_parameters (or "
+                             "rope_scaling)")
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -69,13 +74,13 @@ class ModelConfig:
         model_type = hf.get("model_type", "")
         if model_type not in SUPPORTED_MODEL_TYPES:  # before any key lookup: a GPT-2 config lacks Llama's keys
             architectures = ", ".join(hf.get("architectures") or []) or "no architectures listed"
-            raise ValueError(f"model_type {model_type!r} ({architectures}) is not supported: flashtick runs "
-                             f"Llama-family decoders, model_type one of {', '.join(SUPPORTED_MODEL_TYPES)}")
+            raise ValueError(f"model_type {quoted(model_type)} ({architectures}) is not supported: flashtick runs "
+                             f"Llama-family decoders, model_type one of {quoted_choices(SUPPORTED_MODEL_TYPES)}")
         if hf.get("hidden_act", "silu") != "silu":
-            raise ValueError(f"only SiLU MLPs are supported, config has hidden_act={hf.get('hidden_act')!r}: flashtick "
-                             f"runs Llama 2/3, Mistral and Qwen2/2.5 checkpoints, whose MLP is SwiGLU (hidden_act "
-                             f"'silu'); editing hidden_act would change the model's answers, so serve a checkpoint of "
-                             f"one of those families")
+            raise ValueError(f"only SiLU MLPs are supported, config has hidden_act {quoted(hf.get('hidden_act'))}: "
+                             "flashtick runs Llama 2/3, Mistral and Qwen2/2.5 checkpoints, whose MLP is SwiGLU "
+                             "(hidden_act \"silu\"); editing hidden_act would change the model's answers, so serve a "
+                             "checkpoint of one of those families")
         heads = hf["num_attention_heads"]
         max_positions = hf["max_position_embeddings"]
         window = hf.get("sliding_window")

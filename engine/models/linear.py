@@ -40,6 +40,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from engine.quoting import quoted, quoted_choices
 from engine.settings import WEIGHT_FORMATS
 
 
@@ -85,7 +86,7 @@ def bound_kernel_cache(kernels: int) -> None:
     the first kernel is made (a model's first oneDNN layer): call it before any model loads; a later call
     changes nothing that has been read, so the first engine of a process sets it for all of them."""
     if type(kernels) is not int or kernels < 1:  # ideep's cache crashes the process at 0
-        raise ValueError(f"kernel_cache must be an integer >= 1, got {kernels!r}")
+        raise ValueError(f"kernel_cache must be an integer >= 1, got {quoted(kernels)}")
     if _KERNELS.capacity is None:
         for name in KERNEL_CACHE_VARIABLES:  # (one the operator exported stays: theirs is the deliberate one)
             os.environ.setdefault(name, str(kernels))
@@ -188,7 +189,7 @@ def fp32_gemm_library() -> str:
 def resolve_format(weights: str) -> str:
     """``weights`` with ``float32`` made concrete for this CPU (float32-mkl or float32-onednn)."""
     if weights not in WEIGHT_FORMATS:
-        raise ValueError(f"weights must be one of {WEIGHT_FORMATS}, got {weights!r}")
+        raise ValueError(f"weights must be one of {quoted_choices(WEIGHT_FORMATS)}, got {quoted(weights)}")
     return f"float32-{fp32_gemm_library()}" if weights == "float32" else weights
 
 
@@ -198,9 +199,9 @@ def prepare_linears(model: nn.Module, weights: str) -> nn.Module:
     if weights == "torch" or next(model.parameters()).device.type != "cpu":  # on CUDA the GEMMs are cuBLAS's
         return model
     if weights in ("bfloat16", "float32-onednn") and not torch.backends.mkldnn.is_available():
-        raise ValueError(f"weights={weights!r} needs torch built with oneDNN")
+        raise ValueError(f"weights {quoted(weights)} needs torch built with oneDNN")
     if weights == "bfloat16" and not bf16_linear_supported():
-        raise ValueError("weights='bfloat16' needs torch with oneDNN on a CPU with bf16 support")
+        raise ValueError("weights \"bfloat16\" needs torch with oneDNN on a CPU with bf16 support")
     layer = {
         "float32-mkl": TransposedLinear,
         "float32-onednn": lambda linear: OneDNNLinear(linear, torch.float32),

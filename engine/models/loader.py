@@ -21,6 +21,7 @@ from safetensors.torch import load_file
 from engine.models.config import ModelConfig
 from engine.models.linear import bf16_linear_supported, prepare_linears
 from engine.models.llama import LlamaModel, Rotary
+from engine.quoting import quoted
 from engine.rust_paths import rust_path
 from engine.text_files import read_text
 
@@ -93,7 +94,7 @@ def model_config(directory: Path, hf_config: dict[str, Any]) -> ModelConfig:
     try:
         return ModelConfig.from_hf(hf_config)
     except KeyError as e:
-        raise CheckpointError(f"{directory / 'config.json'}: lacks {e.args[0]!r}") from None
+        raise CheckpointError(f"{directory / 'config.json'}: lacks {quoted(e.args[0])}") from None
     except ValueError as e:
         raise CheckpointError(f"{directory / 'config.json'}: {e}") from None
 
@@ -271,7 +272,7 @@ def _fuse(config: ModelConfig, hf: dict[str, torch.Tensor]) -> dict[str, torch.T
             if not any(name.startswith(p) for name in hf):  # a whole layer: weights of a shallower model
                 raise CheckpointError(f"the weights do not fit config.json: it has num_hidden_layers "
                                       f"{config.num_layers}, the safetensors hold {held} layers") from None
-            raise CheckpointError(f"checkpoint lacks weight {missing.args[0]!r} for layer {i}") from None
+            raise CheckpointError(f"checkpoint lacks weight {quoted(missing.args[0])} for layer {i}") from None
     unused = sorted(name for name in hf.keys() - hf.taken
                     if not name.endswith("rotary_emb.inv_freq") and name != "lm_head.weight")  # (tied: a copy)
     if unused:  # a weight the model would not apply: a bias its config does not declare, another architecture's

@@ -17,6 +17,7 @@ from connectors.handshake import HandshakeMonitor, curve_client
 from connectors.service_topics import HEARTBEAT_TOPIC
 from connectors.tcp_endpoints import ipv6_for
 from connectors.unclosed_clients import close_when_collected
+from engine.quoting import quoted
 from engine.service.control_client import POLL_SLICE_MS, close_sockets
 
 
@@ -26,7 +27,8 @@ def topic_prefixes(topics: list[str] | None) -> list[str]:
     if topics is None:
         return [""]
     if isinstance(topics, (str, bytes)) or not all(isinstance(t, str) for t in topics):
-        raise TypeError(f"topics is a list of topic prefixes, e.g. ['dir20/'] or ['dir20/BTCUSDT/'], got {topics!r}")
+        raise TypeError('topics is a list of topic prefixes, e.g. ["dir20/"] or ["dir20/BTCUSDT/"], got '
+                        f'{quoted(topics)}')
     return list(topics)
 
 

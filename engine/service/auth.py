@@ -27,6 +27,7 @@ from zmq.utils import z85
 
 from engine.path_words import user_path
 from connectors.handshake import monitor_event
+from engine.quoting import quoted
 from engine.service.private_dirs import make_private_dirs
 
 Z85_KEY_LENGTH = 40
@@ -180,8 +181,8 @@ def keygen(directory: str | Path, name: str) -> tuple[Path, Path]:
     made for them is the user's alone (0700), as a data directory is: it holds a secret key."""
     # '' made hidden .key files, '.' and '..' hidden ..key ones: a key an allow-list folder's `ls` does not show
     if not name or name.startswith(".") or os.sep in name or (os.altsep and os.altsep in name):
-        raise ValueError(f"NAME {name!r} must be a file name stem without a path separator, not starting with '.', "
-                         f"e.g. server or alice: give the folder with --dir")
+        raise ValueError(f"NAME {quoted(name)} must be a file name stem without a path separator, not starting with "
+                         "\".\", e.g. server or alice: give the folder with --dir")
     folder = Path(directory)
     make_private_dirs(folder)
     public, secret = folder / f"{name}.key", folder / f"{name}.key_secret"

@@ -288,13 +288,13 @@ def _score(pipeline: TickPipeline, out: Path, marks: dict[str, MarkSeries], test
 def _check_numbers(batch_ms: float, checkpoint_s: float, test_from: float | None) -> None:
     """run_backtest's numeric arguments, refused with the option's name before anything is read."""
     if isinstance(batch_ms, bool) or not isinstance(batch_ms, (int, float)) or not 0 < batch_ms < math.inf:
-        raise ValueError(f"batch_ms (--batch-ms) must be a number of milliseconds > 0, got {batch_ms!r}")
+        raise ValueError(f"batch_ms (--batch-ms) must be a number of milliseconds > 0, got {quoted(batch_ms)}")
     if checkpoint_s <= 0:
         raise ValueError(f"checkpoint_s must be > 0, got {checkpoint_s}")
     if test_from is not None and (isinstance(test_from, bool) or not isinstance(test_from, (int, float))
                                   or not 0 < test_from < 1):
-        raise ValueError(f"test_from (--test-from) must be a fraction in (0, 1) or {TEST_PART!r} (the model's own "
-                         f"test part), got {test_from!r}")
+        raise ValueError(f"test_from (--test-from) must be a fraction in (0, 1) or {quoted(TEST_PART)} (the model's "
+                         f"own test part), got {quoted(test_from)}")
 
 
 def _refuse_nothing_replayed(parts: AnswerParts, rejected: dict[str, int], examples: dict[str, str],

@@ -7,6 +7,8 @@ import argparse
 import math
 import unicodedata
 
+from engine.quoting import quoted
+
 
 def _positive(text: str) -> float:
     """An argparse type: a finite number > 0 (a usage error, exit 2, otherwise)."""
@@ -40,7 +42,7 @@ def _finite_number(text: str, zero_ok: bool, what: str = "a finite number") -> f
     except ValueError:
         value = math.nan
     if not (0 <= value if zero_ok else 0 < value) or not value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be {what} {'>=' if zero_ok else '>'} 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be {what} {'>=' if zero_ok else '>'} 0, got {quoted(text)}")
     return value
 
 
@@ -51,7 +53,7 @@ def _session_gap(text: str) -> int:
     try:
         return parse_duration_ns(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a duration such as 1h, 30m or 90s, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a duration such as 1h, 30m or 90s, got {quoted(text)}") from None
 
 
 
@@ -62,7 +64,7 @@ def _count(text: str) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {quoted(text)}")
     return value
 
 

@@ -255,7 +255,7 @@ def ask_spec(args: argparse.Namespace) -> dict[str, Any] | None:
                              "--question TEXT with --choices A B ... or --generate N")
         return None
     if args.query is not None:
-        raise ValueError(f"give a query name ({args.query!r}) or --question, not both")
+        raise ValueError(f"give a query name ({quoted(args.query)}) or --question, not both")
     if answer_how is None:
         raise ValueError("--question needs how it is answered: --choices A B ... (the labels to choose among) "
                          "or --generate N (tokens to generate)")

@@ -99,7 +99,7 @@ class _Watch:
         if (not self.told and seen == 0 and self.beat_at is not None
                 and now - self.quiet_since > 2 * SUBSCRIBE_QUIET_S):
             self.told = True  # the service is there; a misspelt prefix matches nothing: say how to see what is
-            print(f"flashtick subscribe: note: nothing published on {', '.join(map(repr, args.topics))} in "
+            print(f"flashtick subscribe: note: nothing published on {', '.join(map(quoted, args.topics))} in "
                   f"{2 * SUBSCRIBE_QUIET_S:g} s while the service is up: a topic is QUERY/STREAM/ "
                   f"unless its query sets its own `topic` (case-sensitive), published when its query's "
                   f"trigger fires; `flashtick topics` lists those published so far", file=sys.stderr,

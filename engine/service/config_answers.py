@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from engine.quoting import quoted_choices
 from engine.service.config_error import ConfigError
 from queries.limits import excerpt  # values as YAML writes them: got true, got null (not True, None)
 
@@ -28,7 +29,7 @@ class AnswersSection:
         if isinstance(self.adapt, bool):  # YAML 1.1 reads a bare `off` (and `on`) as a boolean
             object.__setattr__(self, "adapt", "online" if self.adapt else "off")
         if self.adapt not in ADAPT_MODES:
-            raise ConfigError(f"answers.adapt must be one of {ADAPT_MODES}, got {excerpt(self.adapt)}")
+            raise ConfigError(f"answers.adapt must be one of {quoted_choices(ADAPT_MODES)}, got {excerpt(self.adapt)}")
         gap = self.session_gap_s
         if gap is not None and (isinstance(gap, bool) or not isinstance(gap, (int, float)) or not 0 < gap < math.inf):
             raise ConfigError(f"answers.session_gap_s must be a number of seconds > 0 (or null: off), got "

@@ -49,7 +49,7 @@ def check_types(values: dict, section_type: type, where: str) -> None:
             # PyYAML (YAML 1.1) reads a float only with a dot and a signed exponent: 1e9 and 1.5e9 are text
             hint = f" (YAML reads {value} as text: write {int(float(value))}, or drop the quotes if it is quoted)"
         elif isinstance(value, str) and EXPONENT_AS_TEXT.match(value.strip()):
-            hint = f" (YAML reads {value} as text: write {float(value)!r}, or drop the quotes if it is quoted)"
+            hint = f" (YAML reads {value} as text: write {quoted(float(value))}, or drop the quotes if it is quoted)"
         elif isinstance(value, str) and _fits(_number(value), kinds[0]):
             hint = " (quoted in the YAML: drop the quotes)"
         raise ConfigError(f"{where}.{key} must be {wanted}, got {excerpt(value)}{hint}")

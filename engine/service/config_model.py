@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.quoting import quoted_choices
 from engine.service.config_error import ConfigError
 from engine.settings import WEIGHT_FORMATS
 from queries.limits import excerpt  # values as YAML writes them: got true, got null (not True, None)
@@ -44,10 +45,10 @@ class ModelSection:
         if type(self.kernel_cache) is not int or self.kernel_cache < 1:
             raise ConfigError(f"model.kernel_cache must be an integer >= 1, got {excerpt(self.kernel_cache)}")
         if self.dtype not in DTYPES:
-            raise ConfigError(f"model.dtype must be one of {DTYPES}, got {excerpt(self.dtype)}")
+            raise ConfigError(f"model.dtype must be one of {quoted_choices(DTYPES)}, got {excerpt(self.dtype)}")
         if self.weights is not None and self.weights not in WEIGHT_FORMATS:
-            raise ConfigError(f"model.weights must be one of {WEIGHT_FORMATS} (or null: follow model.dtype), "
-                              f"got {excerpt(self.weights)}")
+            raise ConfigError(f"model.weights must be one of {quoted_choices(WEIGHT_FORMATS)} (or null: follow "
+                              f"model.dtype), got {excerpt(self.weights)}")
         if not (self.device == "cpu" or self.device.startswith("cuda")):
             raise ConfigError(f"model.device must be \"cpu\" or \"cuda[:N]\", got {excerpt(self.device)}")
 

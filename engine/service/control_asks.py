@@ -17,7 +17,7 @@ from engine.service.reply_caveats import ReplyCaveats
 from engine.service.sharded import ShardedPipeline, ShardGivenUp
 from engine.service.answer_caveats import scored_as, skill_caveats
 from engine.stream_patterns import did_you_mean
-from engine.quoting import quoted
+from engine.quoting import quoted, quoted_list
 from queries.spec import LABELLED_KINDS, QuerySpec
 
 
@@ -81,7 +81,7 @@ class AskOps:
                                    "of it by name)")
             if cached is None and not spec.matches(stream):
                 raise ControlError(f"query {quoted(spec.name)} does not stand on stream {quoted(stream)} (its streams: "
-                                   f"{list(spec.streams)}): a surprise is computed by the ingest forward of the "
+                                   f"{quoted_list(spec.streams)}): a surprise is computed by the ingest forward of the "
                                    f"streams its query stands on; register one whose streams match it")
             if cached is None:
                 raise self._no_session(stream) if self.pipeline.encoders.ticks_of(stream) is None else ControlError(

@@ -66,7 +66,7 @@ class ControlBusy(ControlTimeout):
 def _positive_timeout(value: Any, name: str) -> float:
     """A time-out in seconds, > 0: 0 or less would fail at once and be blamed on the service ("busy?", "down?")."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == math.inf:
-        raise ValueError(f"{name} is a number of seconds > 0, got {value!r}")
+        raise ValueError(f"{name} is a number of seconds > 0, got {quoted(value)}")
     return float(value)
 
 

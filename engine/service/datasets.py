@@ -20,6 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from connectors.ticks import InvalidTick, Tick, validate
+from engine.quoting import quoted_words
 from engine.rust_paths import rust_path
 
 HELDOUT_FRACTION = 0.2
@@ -113,10 +114,10 @@ def load_real(data_dir: Path, names: tuple[str, ...] = DEFAULT_SETS) -> list[Rea
     default ones; a named set whose folder is missing is an error, not a silent omission."""
     unknown = [n for n in names if n not in LOADERS]
     if unknown:
-        raise ValueError(f"unknown data sets {unknown}; known: {sorted(LOADERS)}")
+        raise ValueError(f"unknown data sets {quoted_words(unknown)}; known: {quoted_words(sorted(LOADERS))}")
     if not data_available(data_dir):
         return []
     missing = [LOADERS[n][1] for n in names if not (data_dir / LOADERS[n][1]).is_dir()]
     if missing:
-        raise FileNotFoundError(f"{data_dir} lacks {missing}")
+        raise FileNotFoundError(f"{data_dir} lacks {quoted_words(missing)}")
     return [LOADERS[n][0](data_dir) for n in names]

@@ -15,6 +15,7 @@ import zmq
 
 from connectors.tcp_endpoints import endpoint_host, ipv6_for
 from engine.memory_limit import resident_bytes
+from engine.quoting import quoted
 from engine.service.auth import ClientAllowList, allowed_client_keys, server_keypair
 from engine.service.config import ServiceConfig
 from engine.service.port_binding import bind_retrying, metrics_bind_error, port_in_use
@@ -151,7 +152,7 @@ def bind_socket(owner: Any, name: str, kind: int, endpoint: str, curve: bool = F
         if e.errno == zmq.EADDRINUSE:
             raise port_in_use(name, endpoint) from None
         # ZeroMQ takes a host that is no address for a network interface's name: "No such device" alone misleads
-        named = (f"; ZeroMQ took {endpoint_host(endpoint)!r} for a network interface's name, and this host has "
+        named = (f"; ZeroMQ took {quoted(endpoint_host(endpoint))} for a network interface's name, and this host has "
                  f"none of that name: give an address (127.0.0.1, [::1], 0.0.0.0)" if e.errno == errno.ENODEV
                  else "")
         raise OSError(f"cannot bind the {name} socket to {endpoint}: {e.strerror}{named} (set endpoints.{name} in "

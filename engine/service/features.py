@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from connectors.ticks import TRADE, Tick
+from engine.quoting import quoted, quoted_list, quoted_words
 from engine.text_files import read_text
 
 FEATURES = ("ret_1", "ret_5", "ret_20", "ret_50", "vol_20", "imbalance_20", "sign_run", "spread_bps",
@@ -198,7 +199,7 @@ class QuestionHead(NamedTuple):
     def from_dict(cls, d: dict, where: str) -> "QuestionHead":
         keys = set(cls._fields) - {"logistic"} | {"mean", "scale", "weights", "bias"}
         if not isinstance(d, dict) or set(d) != keys:
-            raise ValueError(f"{where}: needs exactly the keys {sorted(keys)}")
+            raise ValueError(f"{where}: needs exactly the keys {quoted_words(sorted(keys))}")
         arrays = [np.asarray(d[k], dtype=np.float64) for k in ("mean", "scale", "weights", "bias")]
         mean, scale, weights, bias = arrays
         n_features = len(FEATURES)
@@ -209,7 +210,7 @@ class QuestionHead(NamedTuple):
                              f"{n_features} rows of one weight per answer, bias one per answer")
         w = d["model_weight"]
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0.0 <= w <= 1.0:
-            raise ValueError(f"{where}: model_weight must be a number in [0, 1], got {w!r}")
+            raise ValueError(f"{where}: model_weight must be a number in [0, 1], got {quoted(w)}")
         return cls(LogisticBaseline(mean, scale, weights, bias), float(w), int(d["points"]),
                    int(d["validation_points"]), float(d["brier_model"]), float(d["brier_blend"]))
 
@@ -254,22 +255,24 @@ def read_head(model_dir: str | Path, codec: Any = None) -> dict[str, QuestionHea
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON: {e}") from None
     if not isinstance(doc, dict) or doc.get("format") != HEAD_FORMAT:
-        raise ValueError(f"{path}: not an answer head file (format {HEAD_FORMAT!r})")
+        raise ValueError(f"{path}: not an answer head file (format {quoted(HEAD_FORMAT)})")
     if unknown := sorted(set(doc) - set(HEAD_KEYS)):
-        raise ValueError(f"{path}: unknown keys {unknown} (known: {list(HEAD_KEYS)})")
+        raise ValueError(f"{path}: unknown keys {quoted_words(unknown)} (known: {quoted_words(HEAD_KEYS)})")
     if doc.get("features") != list(FEATURES):
-        raise ValueError(f"{path}: its features {doc.get('features')} are not this version's {list(FEATURES)}")
+        raise ValueError(f"{path}: its features {quoted(doc.get('features'))} are not this version's "
+                         f"{quoted_list(FEATURES)}")
     if not isinstance(doc.get("questions"), dict):
         raise ValueError(f"{path}: questions must be a mapping of question name -> head")
-    heads = {name: QuestionHead.from_dict(d, f"{path}: question {name!r}") for name, d in doc["questions"].items()}
+    heads = {name: QuestionHead.from_dict(d, f"{path}: question {quoted(name)}")
+             for name, d in doc["questions"].items()}
     questions = getattr(codec, "questions", None)
     for name, head in heads.items() if questions is not None else ():
         question = questions.get(name)
         if question is None or question.spec.kind == "regime":
             named = [n for n, q in questions.items() if q.spec.kind != "regime"]
-            raise ValueError(f"{path}: a head for {name!r}, which is no question of this checkpoint with realised "
-                             f"answers ({', '.join(named)})")
+            raise ValueError(f"{path}: a head for {quoted(name)}, which is no question of this checkpoint with "
+                             f"realised answers ({quoted_words(named)})")
         if head.logistic.weights.shape[1] != len(question.labels):
-            raise ValueError(f"{path}: question {name!r} has {len(question.labels)} answers, its head "
+            raise ValueError(f"{path}: question {quoted(name)} has {len(question.labels)} answers, its head "
                              f"{head.logistic.weights.shape[1]} weight columns")
     return heads

@@ -31,6 +31,7 @@ from connectors.calibration import CALIBRATION_FILE, Calibration
 from connectors.cautions import labelled
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from connectors.replay_entries import replay_files
+from engine.quoting import quoted
 from engine.service.calibrate import calibrate_streams, fit_heads, validation_pairs
 from engine.service.evaluate import EvalOptions, evaluate_streams
 from engine.service.evaluation_report import plot
@@ -57,7 +58,7 @@ def resolve_device(device: str) -> str:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"--device {device}: CUDA is not available here")
     if not (device == "cpu" or device.startswith("cuda")):
-        raise ValueError(f"--device must be auto, cpu or cuda[:N], got {device!r}")
+        raise ValueError(f"--device must be auto, cpu or cuda[:N], got {quoted(device)}")
     return device
 
 

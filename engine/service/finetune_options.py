@@ -9,6 +9,7 @@ from pathlib import Path
 
 from connectors.codec import SPEC_VERSIONS
 from engine.models import BUILTIN_MODEL_DIR
+from engine.quoting import quoted_choices
 from engine.service.evaluate import EvalOptions
 from engine.service.splits import SplitSpec
 
@@ -39,4 +40,4 @@ class FitOptions:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.codec_version is not None and self.codec_version not in SPEC_VERSIONS:
-            raise ValueError(f"codec version must be one of {SPEC_VERSIONS}, got {self.codec_version}")
+            raise ValueError(f"codec version must be one of {quoted_choices(SPEC_VERSIONS)}, got {self.codec_version}")

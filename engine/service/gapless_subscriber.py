@@ -14,6 +14,7 @@ from typing import Any
 
 from connectors.service_topics import HEARTBEAT_TOPIC
 from connectors.unclosed_clients import close_when_collected
+from engine.quoting import quoted
 from engine.service.answer_subscriber import AnswerSubscriber, topic_prefixes
 from engine.service.control_client import FETCH_LIMIT, ControlClient, ControlError
 
@@ -29,9 +30,9 @@ def _saved_seqs(last_seqs: Any) -> dict[str, int]:
                         f"{type(last_seqs).__name__}")
     for topic, seq in last_seqs.items():
         if not isinstance(seq, Integral) or isinstance(seq, bool) or seq < 0:
-            raise ValueError(f"last_seqs[{topic!r}] is {seq!r}: a saved seq is an int >= 0, the last seq delivered "
-                             f"on its topic; for a topic with nothing seen yet leave it out (or give 0), and its "
-                             f"kept answers are fetched from the first")
+            raise ValueError(f"last_seqs[{quoted(topic)}] is {quoted(seq)}: a saved seq is an int >= 0, the last seq "
+                             "delivered on its topic; for a topic with nothing seen yet leave it out (or give 0), "
+                             "and its kept answers are fetched from the first")
     return {topic: int(seq) for topic, seq in last_seqs.items()}
 
 
@@ -62,7 +63,7 @@ class GaplessSubscriber:
                  last_seqs: dict[str, int] | None = None, epoch: str | None = None, **curve: Any) -> None:
         if not callable(getattr(control, "call", None)):
             raise TypeError(f"GaplessSubscriber needs a ControlClient of the same service (it fetches missed answers "
-                            f"with its `answers` op), got {control!r}")
+                            f"with its `answers` op), got a {type(control).__name__}")
         saved = _saved_seqs(last_seqs)  # (checked before any socket is made)
         wanted = topic_prefixes(topics)
         if not any(HEARTBEAT_TOPIC.startswith(prefix) for prefix in wanted):

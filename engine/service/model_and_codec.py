@@ -17,6 +17,7 @@ from connectors.text_codec import TextCodec, TextCodecConfig
 from engine.models import BUILTIN_MODEL_DIR, LlamaModel, load_model
 from engine.models.linear import bound_kernel_cache
 from engine.models.loader import model_config, read_config
+from engine.quoting import quoted
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.features import read_head
 from engine.text_files import read_text
@@ -94,7 +95,7 @@ def load_model_and_codec(config: ServiceConfig) -> tuple[LlamaModel, Codec]:
     codec = build_codec(config)
     device = config.model.device
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"model.device {device!r}: this torch ({torch.__version__}) sees no CUDA device (a CPU "
+        raise ConfigError(f"model.device {quoted(device)}: this torch ({torch.__version__}) sees no CUDA device (a CPU "
                           f"build, or no GPU visible): use model.device cpu")
     bound_kernel_cache(config.model.kernel_cache)  # before the model's first oneDNN kernel, which reads it
     model = load_model(config.model.path, getattr(torch, config.model.dtype), device, config.model.weights)

@@ -11,6 +11,7 @@ import math
 import sys
 from collections.abc import Mapping
 
+from engine.quoting import quoted
 from engine.service.exit_codes import PARTIAL
 
 FILTERED_OUT = "filtered_out"  # rows a filter (--streams, --hours, a keep) left out on purpose: not rejected
@@ -28,9 +29,9 @@ def _share(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"a share from 0 to 1 (0.05: 5%), got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"a share from 0 to 1 (0.05: 5%), got {quoted(text)}") from None
     if math.isnan(value) or not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"a share from 0 to 1 (0.05: 5%), got {text!r}")
+        raise argparse.ArgumentTypeError(f"a share from 0 to 1 (0.05: 5%), got {quoted(text)}")
     return value
 
 

@@ -53,12 +53,12 @@ def manifest_damage(manifest: Any) -> str | None:
         return f"it holds {type(manifest).__name__}, not a JSON object"
     for name, (kind, what) in MANIFEST_FIELDS.items():
         if name not in manifest:
-            return f"it has no {name!r} field ({what})"
+            return f"it has no {quoted(name)} field ({what})"
         value = manifest[name]
         fits = isinstance(value, kind) and not isinstance(value, bool) and (kind is not int or value >= 0) and (
             kind is not list or all(isinstance(part, str) for part in value))
         if not fits:
-            return f"its {name!r} field ({what}) is {json.dumps(value)[:60]}, not {TYPE_WORDS[kind]}"
+            return f"its {quoted(name)} field ({what}) is {json.dumps(value)[:60]}, not {TYPE_WORDS[kind]}"
     written = manifest.get("written")  # (a manifest from before the answers file was whole has none)
     if written is not None and not (isinstance(written, dict) and all(
             type(written.get(k)) is int for k in ("rows", "size", "mtime_ns"))):

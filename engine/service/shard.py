@@ -33,6 +33,7 @@ import torch
 
 from engine.jobs import JobOutcome
 from engine.engine import Engine
+from engine.quoting import quoted
 from engine.runner import ModelRunner
 from engine.scheduler import AdmissionRefused, UnknownStream
 from engine.service.config import LogSection, ServiceConfig
@@ -256,7 +257,7 @@ class Shard:
                 reason, error = refusal(e)
                 return [JobOutcome(RemoteJob(ticket, reason=reason), error=error)]
         else:
-            raise ValueError(f"unknown shard op {kind!r}")
+            raise ValueError(f"unknown shard op {quoted(kind)}")
         return []
 
     def _refused(self, stream: str, ticks: int, why: str) -> None:

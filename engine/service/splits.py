@@ -25,6 +25,7 @@ from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.labels import NO_LABEL, label_series, marks_of
 from connectors.replay import FileReplay
 from connectors.ticks import Tick, shown_name
+from engine.quoting import quoted
 from engine.service.backtest_scores import first_share
 from engine.service.rejections import rejected_lines
 from engine.service.features import microstructure_features
@@ -61,11 +62,12 @@ class SplitSpec:
         try:
             parts = [float(x) / 100 for x in text.split("/")]
         except ValueError:
-            raise ValueError(f"--split must look like 70/15/15 (train/validation/test percent), got {text!r}") from None
+            raise ValueError("--split must look like 70/15/15 (train/validation/test percent), got "
+                             f"{quoted(text)}") from None
         if len(parts) == 2:
             parts.insert(1, 0.0)
         if len(parts) != 3:
-            raise ValueError(f"--split must look like 70/15/15 (train/validation/test percent), got {text!r}")
+            raise ValueError(f"--split must look like 70/15/15 (train/validation/test percent), got {quoted(text)}")
         try:
             return cls(*parts, gap=gap)
         except ValueError as e:  # in the user's words: "--split 70/20", not the 70/0/20 it was read as

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from engine.quoting import quoted
 from engine.service.log_format import HEADER, MAGIC, MAX_RECORD_BYTES, segment_name, segments
 from engine.service.log_reading import segment_records
 from engine.service.log_stats import LogStats
@@ -80,7 +81,7 @@ class TickLog:
 
     def __post_init__(self) -> None:
         if self.fsync not in ("always", "group", "never"):
-            raise ValueError(f"fsync must be 'always', 'group' or 'never', got {self.fsync!r}")
+            raise ValueError(f'fsync must be "always", "group" or "never", got {quoted(self.fsync)}')
         self.directory = Path(self.directory)
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # its files are the owner's alone: so is it
         self._directory_id = _identity(self.directory)  # a directory removed and made again is not this one

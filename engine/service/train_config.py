@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK
+from engine.quoting import quoted_choices, quoted_list, quoted_words
 from engine.service.datasets import DEFAULT_SETS, LOADERS
 
 
@@ -50,12 +51,12 @@ class TrainConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if len(self.mix) != 1 + len(self.real_sets) or min(self.mix) < 0 or sum(self.mix) <= 0:
-            raise ValueError(f"mix needs one weight >= 0 for synthetic and one per real set {self.real_sets}, "
-                             f"got {self.mix}")
+            raise ValueError(f"mix needs one weight >= 0 for synthetic and one per real set "
+                             f"({quoted_words(self.real_sets)}), got {quoted_list(self.mix)}")
         unknown = [n for n in self.real_sets if n not in LOADERS]
         if unknown:
-            raise ValueError(f"unknown real data sets {unknown}; known: {sorted(LOADERS)}")
+            raise ValueError(f"unknown real data sets {quoted_words(unknown)}; known: {quoted_words(sorted(LOADERS))}")
         if self.codec_version not in SPEC_VERSIONS:
-            raise ValueError(f"codec_version must be one of {SPEC_VERSIONS}, got {self.codec_version}")
+            raise ValueError(f"codec_version must be one of {quoted_choices(SPEC_VERSIONS)}, got {self.codec_version}")
         if self.hidden % self.heads or self.heads % self.kv_heads:
             raise ValueError(f"hidden ({self.hidden}) % heads ({self.heads}) and heads % kv_heads must be 0")

@@ -15,9 +15,8 @@ import polars as pl
 from connectors.labels import NO_LABEL_DEFINED, MarkSeries, ordinary_spacing, session_gap_text
 from connectors.rejected_rows import RejectCounter
 from connectors.saturation import LabelCount, end_buckets, saturation_note
-from connectors.stream_selection import quoted_list
 from connectors.ticks import shown_name
-from engine.quoting import quoted
+from engine.quoting import quoted, quoted_list
 from engine.service.backtest_scores import QueryScore, question_of
 from engine.service.pipeline import TickPipeline
 from engine.service.rejections import every_tick_refused, lost_streams
