@@ -31,6 +31,15 @@ class _Snapshot:
     version: int
     # stream -> matching specs; filled lazily by readers, never shared across snapshots, so a swap invalidates it
     by_stream: dict[str, tuple[QuerySpec, ...]] = field(default_factory=dict)
+    # whether any query fires on price moves (`move_bps`): without one, each accepted tick skips the move lookup
+    has_moves: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "has_moves", any(_watches_moves(spec) for spec in self.specs.values()))
+
+
+def _watches_moves(spec: QuerySpec) -> bool:
+    return spec.trigger.on_moves and spec.trigger.fires_by_itself
 
 
 @dataclass
@@ -212,6 +221,12 @@ class Registry:
     def __len__(self) -> int:
         return len(self._snap.specs)
 
+    @property
+    def has_move_queries(self) -> bool:
+        """Whether any registered query fires on price moves (`{move_bps: N}`): where none does, an accepted tick's
+        mark needs no lookup at all (engine/service/move_marks.py)."""
+        return self._snap.has_moves
+
     def matching(self, stream: str) -> list[QuerySpec]:
         """Queries whose stream selector matches `stream`, in registration order (cached per stream)."""
         return list(self._matching(self._snap, stream))
@@ -270,8 +285,8 @@ class Registry:
         ``mark``, fires: its first marked tick, or one N bps or more from the mark where the query last fired
         (queries/price_moves.py). Each call moves their references; ``due_at`` then records the due point, where
         the engine reaches one."""
-        specs = [spec for spec in self._matching(self._snap, stream)
-                 if spec.trigger.on_moves and spec.trigger.fires_by_itself]
+        snap = self._snap
+        specs = [spec for spec in self._matching(snap, stream) if _watches_moves(spec)] if snap.has_moves else []
         if not specs:
             return []
         with self._lock:
@@ -281,8 +296,10 @@ class Registry:
     def would_move(self, stream: str, points: list[tuple[int, int, float]]) -> list[tuple[QuerySpec, int]]:
         """The (move query, tick count) firings ``moved`` would make at `stream`'s next ticks ((tick count, event
         time, mark) each, in order), recording none: what a restart's tail owes them."""
-        specs = [spec for spec in self._matching(self._snap, stream)
-                 if spec.trigger.on_moves and spec.trigger.fires_by_itself]
+        snap = self._snap
+        specs = [spec for spec in self._matching(snap, stream) if _watches_moves(spec)] if snap.has_moves else []
+        if not specs:
+            return []
         with self._lock:
             return [(spec, ticks) for spec in specs
                     for ticks in self._moves.would_fire(spec.name, stream, points, spec.trigger.move_bps)]

@@ -231,3 +231,28 @@ def test_a_topic_clash_in_a_file_reads_file_line_query_reason_wherever_the_file_
         with pytest.raises(QuerySpecError, match="^" + clash):
             register(registry, tmp_path / "coll2.yaml")
         assert [s.name for s in registry.list()] == ["b.d5"]
+
+
+def test_the_registry_says_whether_any_query_fires_on_price_moves_and_watch_moves_skips_without_one():
+    """Each accepted tick goes to `watch_moves`; a registry with no `move_bps` query says so in its snapshot, so
+    the tick costs no lookup (not even the scheduler's tick count: none is given here) and moves no reference."""
+    from engine.service.move_marks import watch_moves
+
+    reg = Registry()
+    assert not reg.has_move_queries
+    reg.register([q("a"), q("b", trigger={"ticks": 5})])
+    assert not reg.has_move_queries
+    assert watch_moves(reg, None, "SYN.A", T0, 100.0) is None  # type: ignore[arg-type]
+    assert reg.moved("SYN.A", 1, T0, 100.0) == [] and reg.would_move("SYN.A", [(1, T0, 100.0)]) == []
+    reg.register("queries:\n  - {name: mv, streams: ['SYN.*'], kind: surprise, trigger: {move_bps: 10}}\n")
+    assert reg.has_move_queries
+    assert reg.moved("SYN.A", 1, T0, 100.0) == ["mv"]  # the stream's first mark fires and sets the reference
+    assert reg.moved("SYN.A", 2, T0 + S, 100.05) == [] and reg.moved("SYN.A", 3, T0 + 2 * S, 100.1) == ["mv"]
+    reg.restore_versions(reg.version, {"mv": 1})
+    assert reg.has_move_queries
+    reg.register([q("mv")])  # replaced by a batch query: no move query is left
+    assert not reg.has_move_queries and reg.moved("SYN.A", 4, T0 + 3 * S, 200.0) == []
+    reg.register("queries:\n  - {name: mv2, streams: ['SYN.*'], kind: surprise, trigger: {move_bps: 5}}\n")
+    assert reg.has_move_queries
+    reg.unregister("mv2")
+    assert not reg.has_move_queries

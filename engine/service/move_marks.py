@@ -22,8 +22,8 @@ def watch_moves(registry: Registry, scheduler: Scheduler, stream: str, ts: int, 
     """``stream``'s latest accepted item, stamped ``ts``, its mark ``mark``, to the move queries (Registry.moved);
     where it fires one and the item waits for a forward, the item becomes a due point of its own
     (Scheduler.due_point), answered at that tick. An item booked without a forward (a rebuild: answered before the
-    stop) moves the references alone."""
-    if mark is None:
+    stop) moves the references alone. Where no query fires on moves (the usual case), nothing is looked up."""
+    if mark is None or not registry.has_move_queries:
         return
     ticks = scheduler.accepted_ticks(stream)
     fired = registry.moved(stream, ticks, ts, mark)
