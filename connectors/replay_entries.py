@@ -64,7 +64,7 @@ def replay_list(path: Path) -> list[dict[str, Any]]:
     here = Path(os.path.realpath(path)).parent  # the list's own folder, a link to it followed (as a config's)
     for i, entry in enumerate(data["replay"], start=1):
         if not isinstance(entry, dict) or "path" not in entry or set(entry) - {"path", "columns"}:
-            got = sorted(map(str, entry)) if isinstance(entry, dict) else type(entry).__name__
+            got = f"keys {quoted_words(sorted(map(str, entry)))}" if isinstance(entry, dict) else type(entry).__name__
             raise ValueError(f"replay list {path}: entry {i} needs path and may have columns; got {got}")
         entries.append({**entry, "path": str(here / Path(written_path(str(entry["path"]))).expanduser())})
     return entries

@@ -299,10 +299,10 @@ def test_keygen_refuses_a_name_that_is_no_file_stem_and_a_dir_through_a_file_in_
 
     (tmp_path / "afile").write_text("not a folder")
     for argv, said in [
-        (["", "--dir", str(tmp_path)], "NAME '' must be a file name stem without a path separator"),
-        (["bad/name", "--dir", str(tmp_path)], "NAME 'bad/name' must be a file name stem without a path separator"),
-        ([".", "--dir", str(tmp_path)], "NAME '.' must be a file name stem without a path separator, not starting "
-                                        "with '.'"),  # (it wrote a hidden ..key)
+        (["", "--dir", str(tmp_path)], 'NAME "" must be a file name stem without a path separator'),
+        (["bad/name", "--dir", str(tmp_path)], 'NAME "bad/name" must be a file name stem without a path separator'),
+        ([".", "--dir", str(tmp_path)], 'NAME "." must be a file name stem without a path separator, not starting '
+                                        'with "."'),  # (it wrote a hidden ..key)
         (["x", "--dir", str(tmp_path / "afile")], f"--dir {tmp_path / 'afile'}: {tmp_path / 'afile'} is a file, "
                                                   f"not a folder"),
         (["x", "--dir", str(tmp_path / "afile" / "sub")], f"{tmp_path / 'afile'} is a file, not a folder, so "

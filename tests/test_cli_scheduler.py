@@ -60,7 +60,7 @@ def test_every_commands_help_points_to_the_exit_status_table_and_usage_errors_st
         assert "exit status: 0 done; 1 partial" in text and "4 service unreachable" in text, name
         assert "the table is in docs/cli.md" in text, name
     code, _, err = run("backtest", "x.csv", "--max-rejected-share", "1.5")
-    assert code == 2 and "--max-rejected-share: a share from 0 to 1 (0.05: 5%), got '1.5'" in err, err
+    assert code == 2 and "--max-rejected-share: a share from 0 to 1 (0.05: 5%), got \"1.5\"" in err, err
     code, _, err = run("evaluate", "builtin", str(ROOT / "missing.csv"))
     assert code == 2 and "not found: " in err and "missing.csv" in err, err
     table = (ROOT / "docs" / "cli.md").read_text()

@@ -147,7 +147,7 @@ def test_a_codec_json_version_in_the_wrong_place_or_out_of_range_is_refused_nami
     for name, change, said in (
             ("top", lambda d: d.update(version=3), "unknown codec.json key version; known keys: format, spec, "
                                                    "vocab (version belongs under spec: spec.version)"),
-            ("spec", lambda d: d["spec"].update(version=3), "spec.version must be one of (1, 2) (the codec "
+            ("spec", lambda d: d["spec"].update(version=3), "spec.version must be one of 1 or 2 (the codec "
                                                             "spec's version), got 3")):
         model = tmp_path / name
         shutil.copytree(BUILTIN_MODEL_DIR, model)

@@ -342,7 +342,7 @@ def test_feed_replay_speed_0_negative_or_inf_is_refused_naming_how_to_ask_for_as
         err = capsys.readouterr().err
         assert exited.value.code == 2, err
         assert err.splitlines()[0] == (f"flashtick feed replay: error: argument --speed: must be a finite number > 0, "
-                                        f"got '{value}' (leave --speed out for as fast as possible)"), err
+                                        f'got "{value}" (leave --speed out for as fast as possible)'), err
     with pytest.raises(zmq.Again):
         sock.recv(zmq.NOBLOCK)
 
@@ -382,7 +382,7 @@ def test_feed_rate_0_or_negative_is_a_usage_error_before_connecting(tmp_path, ca
                   "--endpoint", "tcp://127.0.0.1:1"])
         err = capsys.readouterr().err
         assert exited.value.code == 2, err
-        assert err.splitlines()[0].endswith(f"error: argument --rate: must be a finite number > 0, got '{value}'"), err
+        assert err.splitlines()[0].endswith(f'error: argument --rate: must be a finite number > 0, got "{value}"'), err
 
 
 def test_feed_replays_notes_and_errors_share_its_full_name(pull, tmp_path) -> None:

@@ -92,7 +92,7 @@ def test_a_bind_that_fails_names_its_cause_not_the_port(checkpoint, tmp_path) ->
     from engine.service.server import Server
 
     with pytest.raises(OSError, match=r"cannot bind the control socket to tcp://nosuchif0:\*: No such device.*; "
-                                      r"ZeroMQ took 'nosuchif0' for a network interface's name, and this host has "
+                                      r"ZeroMQ took \"nosuchif0\" for a network interface's name, and this host has "
                                       r"none of that name: give an address"):
         Server(config(checkpoint, tmp_path, control="tcp://nosuchif0:0"))
     with pytest.raises(OSError, match=r"cannot serve metrics on 192\.0\.2\.250:\d+: .*\(not an address of this "

@@ -30,7 +30,7 @@ def test_a_replay_list_gives_each_file_its_own_map_from_the_command_line(tmp_pat
         Tick("AAPL", t0, "quote", bid=185.49, ask=185.51, bid_size=300, ask_size=700),
         Tick("AAPL", t0 + 10**9, "trade", price=185.5, size=100)]
     (tmp_path / "bad.yaml").write_text("replay:\n  - {path: ib/trades.csv, colums: {ts: time}}\n")
-    with pytest.raises(ValueError, match=r"entry 1 needs path and may have columns; got \['colums', 'path'\]"):
+    with pytest.raises(ValueError, match=r'entry 1 needs path and may have columns; got keys "colums" and "path"'):
         FileReplay(tmp_path / "bad.yaml")
     (tmp_path / "other.yaml").write_text("files: [a.csv]\n")
     with pytest.raises(ValueError, match="one key, replay"):
