@@ -135,6 +135,11 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
         code, out, _ = run(capsys, "get", "SYN.A", "dir", *control)
         answer = json.loads(out)
         assert code == 0 and answer["topic"] == "dir/SYN.A/" and answer["seq"] >= 1
+        code, out, _ = run(capsys, "list", "--json", *control)  # the queries' model, as published answers name it
+        listed = json.loads(out)
+        _, out, _ = run(capsys, "health", *control)
+        assert code == 0 and len(listed["model_digest"]) == 64 and listed["model"] == answer["model"] and \
+            listed["model_digest"] == json.loads(out)["model_digest"]
         with ControlClient(server.endpoints["control"]) as raw:
             assert raw.call("get", query="dir", stream="SYN.Z") == {"ok": True, "answer": None, "stream_known": False,
                                                                       "caveats": []}
@@ -938,7 +943,7 @@ def test_every_control_command_takes_a_timeout(capsys) -> None:
         with pytest.raises(SystemExit) as exited:  # a usage error (cli_types._timeout)
             main(["list", "--control", f"tcp://127.0.0.1:{port}", "--timeout", "0"])
         err = capsys.readouterr().err
-        assert exited.value.code == 2 and "argument --timeout: must be a finite number of seconds > 0, got '0'" in err
+        assert exited.value.code == 2 and "argument --timeout: must be a finite number of seconds > 0, got \"0\"" in err
         code, _, err = run(capsys, "stats", "--control", "tcp://127.0.0.1:1", "--timeout", "0.5")  # none listening
         assert code == 4 and "it was refused (nothing listens there)" in err, err  # (at once: review224 #10)
     finally:
@@ -961,7 +966,7 @@ def test_every_control_commands_timeout_refuses_inf_and_nan_naming_the_option(ca
             err = capsys.readouterr().err
             assert exited.value.code == 2, (command, value, err)
             assert err.strip().splitlines()[0] == (f"flashtick {command}: error: argument --timeout: must be a finite "
-                                                    f"number of seconds > 0, got '{value}'"), (command, err)
+                                                    f"number of seconds > 0, got \"{value}\""), (command, err)
 
 
 def test_health_exits_3_for_a_service_that_is_connected_but_does_not_reply_in_time(capsys) -> None:
@@ -1232,7 +1237,7 @@ def test_subscribe_says_when_the_service_goes_away_and_comes_back(checkpoint, tm
         wait_for(lambda: heartbeats.stat().st_size > 0, timeout_s=60)  # (no fixed sleep: a loaded box starts late)
 
     def next_line_but_quiet_notes() -> str:
-        # the quiet-topic note ("nothing published on 'dir/' in 10 s") comes on its own clock and, on a loaded
+        # the quiet-topic note ('nothing published on "dir/" in 10 s') comes on its own clock and, on a loaded
         # machine, before or after either line this test waits for
         line = child.stderr.readline()
         while "nothing published" in line:

@@ -169,15 +169,20 @@ def test_evaluate_records_what_made_its_scores_as_a_backtest_does(files: dict[st
     """`evaluate` wrote no provenance record (a backtest writes one: run_record.py): its scores could not be told
     from another model's, file's or option's. Its --json now holds `run` (version, the model's weights and codec
     fingerprints, each file's size, time and content digest as a backtest's record has them, the reading and the
-    scoring options), and --points-out a `.manifest.json` beside it with the same record."""
+    scoring options), and --points-out a `.manifest.json` beside it with the same record; both with `argv`, the
+    command line, beside the record as a backtest's manifest has it."""
     from engine.service.model_digest import model_digest
     from engine.service.run_record import MANIFEST_SUFFIX
 
     out = tmp_path / "points.parquet"
-    assert main(["evaluate", str(files["model"]), str(files["plain"]), *QUICK, "--json", "--points-out",
-                 str(out), "--seed", "7"]) == 0
-    run = json.loads(capsys.readouterr().out)["run"]
-    assert json.loads(out.with_suffix(MANIFEST_SUFFIX).read_text()) == {"run": run, "points": out.name}
+    command = ["evaluate", str(files["model"]), str(files["plain"]), *QUICK, "--json", "--points-out", str(out),
+               "--seed", "7"]
+    assert main(command) == 0
+    result = json.loads(capsys.readouterr().out)
+    run = result["run"]
+    assert result["argv"] == ["flashtick", *command]
+    assert json.loads(out.with_suffix(MANIFEST_SUFFIX).read_text()) == {"run": run, "argv": ["flashtick", *command],
+                                                                        "points": out.name}
     plain = files["plain"]
     assert run["command"] == "evaluate" and run["flashtick"]
     assert run["files"] == [{"path": str(plain.resolve()), "size": plain.stat().st_size,

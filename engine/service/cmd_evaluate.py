@@ -101,11 +101,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
     from engine.service.features import read_head
     from engine.service.finetune import resolve_device
     from engine.service.splits import longest_horizon
-    from engine.service.run_record import MANIFEST_SUFFIX, InputFiles, evaluation_record, input_files
+    from engine.service.run_record import (MANIFEST_SUFFIX, InputFiles, evaluation_record, input_files,
+                                           manifest_text)
     from engine.service.output_paths import write_text_atomically
     from engine.service.text_evaluation import evaluate_text_model, is_text_model, text_model_refusal
     from engine.service.tick_origins import TickOrigins
-    import json
     import torch
 
     from connectors.cautions import labelled
@@ -154,9 +154,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
                "session_gap_ns": args.session_gap}
     for note in pause_notes(result, args.session_gap, "unscored"):
         caution(note)
-    result["run"] = record
+    # the record, and beside it the command line that made it, as a backtest's manifest holds them
+    command_line = getattr(args, "command_line", None)
+    result |= {"run": record, "argv": command_line}
     if args.points_out is not None and args.points_out.is_file():  # (a run that scores nothing writes no points)
-        write_text_atomically(args.points_out.with_suffix(MANIFEST_SUFFIX), json.dumps(
-            {"run": record, "points": args.points_out.name}, indent=2, sort_keys=True, default=str) + "\n")
+        write_text_atomically(args.points_out.with_suffix(MANIFEST_SUFFIX),
+                              manifest_text(record, command_line, points=args.points_out.name))
     _say_evaluation(args, result, model_dir, model, prepared, split)
     return rejected_status(rejected, args.ticks_taken, args, "flashtick evaluate")

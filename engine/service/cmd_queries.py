@@ -53,8 +53,9 @@ def cmd_list(args: argparse.Namespace) -> None:
 
     with control_client(args) as control:
         reply = control.call("list")
-    if args.json:
-        print(printable_json({"queries": reply["queries"], "version": reply["version"]}, sort_keys=True, indent=2))
+    if args.json:  # with the model answering them, as their answers name it (a service before 0.2.0 says none)
+        listed = {key: reply[key] for key in ("queries", "version", "model", "model_digest") if key in reply}
+        print(printable_json(listed, sort_keys=True, indent=2))
         return
     rows = [(shown_name(q["name"]), q["kind"], _shown(_question_text(q)), _trigger_text(q["trigger"]),
              ",".join(_listed_stream(s) for s in q["streams"])) for q in reply["queries"]]

@@ -61,8 +61,11 @@ class ControlOps(AskOps, StreamOps):
         return {"version": self.pipeline.registry.version}
 
     def _op_list(self, _request: dict, _reply: Any) -> dict:
+        # the model that answers every query listed, as each of their answers names it (`model`, `model_digest`):
+        # a client checks the answers it holds against the queries' model without waiting for a new one
         return {"queries": [s.to_dict() for s in self.pipeline.registry.list()],
-                "version": self.pipeline.registry.version}
+                "version": self.pipeline.registry.version, "model": self.config.model.model_id,
+                "model_digest": self.model_digest}
 
     def _op_answers(self, request: dict, _reply: Any) -> dict:
         """A topic's published answers after a seq, from the kept history: how a subscriber fills a gap."""

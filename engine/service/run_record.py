@@ -174,8 +174,14 @@ def write_manifest(out: Path, record: dict[str, Any], rows: int, resumed: dict[s
     run checks --max-rejected-share against them, and exits as the run did (finished_backtest.py); and `argv`, the
     command line that wrote it (the CLI's; null from Python): beside the record, not in it, as `--out` is in it, and
     two runs of the same inputs to two files write the same answers file bytes (review349 #8)."""
-    text = json.dumps({"run": record, "argv": command_line, "answers": {"file": out.name, "rows": rows},
-                       "ticks": {"taken": taken, "rejected": rejected},
-                       "scores": out.with_suffix(".scores.json").name, **resumed}, indent=2, sort_keys=True,
-                      default=str) + "\n"
+    text = manifest_text(record, command_line, answers={"file": out.name, "rows": rows},
+                         ticks={"taken": taken, "rejected": rejected}, scores=out.with_suffix(".scores.json").name,
+                         **resumed)
     write_atomically(out.with_suffix(MANIFEST_SUFFIX), lambda path: path.write_text(text))
+
+
+def manifest_text(record: dict[str, Any], command_line: list[str] | None, **beside: Any) -> str:
+    """A run's manifest as written (a backtest's, `evaluate --points-out`'s): ``record`` under `run`, `argv` the
+    command line that made it (the CLI's; null from Python), beside the record and not in it, and what ``beside``
+    names (the outputs it describes)."""
+    return json.dumps({"run": record, "argv": command_line, **beside}, indent=2, sort_keys=True, default=str) + "\n"

@@ -53,6 +53,7 @@ def evaluate_text_model(args: argparse.Namespace, model_dir: Path, test_start: f
         # backtest's own parser (cli_parser_local gives it to evaluate): its options' defaults and checks
         backtest = args.backtest_parser.parse_args(argv[1:])
         backtest.command, backtest.command_name = "backtest", "flashtick backtest"
+        backtest.command_line = getattr(args, "command_line", None)  # its manifest's `argv`: the evaluate that ran it
         for name, value in vars(args).items():  # the reading options they share (--columns, --streams, ...)
             if name not in _OWN and hasattr(backtest, name):
                 setattr(backtest, name, value)
