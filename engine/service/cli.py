@@ -58,12 +58,12 @@ from engine.service.cli_common import (DEFAULT_ANSWERS, DEFAULT_CONTROL, DEFAULT
                                        says_json)
 from engine.service.cli_parser import (UsageError, asks_for_json, asks_for_log_timestamps, build_parser,
                                        parse_command_line)
-from engine.service.cmd_serve import default_data_dir
 from engine.service.exit_codes import USAGE, status_of_error
 
-# main is the console script's; build_parser, EXAMPLE_QUERIES and default_data_dir are imported from here by tests
-# and benchmarks (where they were before the commands had modules of their own)
-__all__ = ["EXAMPLE_QUERIES", "build_parser", "default_data_dir", "main"]
+# main is the console script's; build_parser and EXAMPLE_QUERIES are imported from here by tests and benchmarks
+# (where they were before the commands had modules of their own); default_data_dir is cmd_serve's, which a client
+# command does not import
+__all__ = ["EXAMPLE_QUERIES", "build_parser", "main"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,17 +73,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             _end_of_start()  # Python's own Ctrl-C from here on: a Ctrl-C in a blocking read must still end it
-            parser = build_parser()
-            if asks_for_log_timestamps(parser, sys.argv[1:] if argv is None else argv):  # every line, the parse's
+            given = sys.argv[1:] if argv is None else argv
+            parser = build_parser(given)  # the command given built in full; the others by name alone
+            if asks_for_log_timestamps(parser, given):  # every line, the parse's
                 from engine.service.log_lines import TimestampedLines
 
                 sys.stderr = TimestampedLines(plain)  # type: ignore[assignment]
             try:
                 args = parse_command_line(parser, argv)
                 # the command line as given, for the records a run writes (run_record.py: "re-run this")
-                args.command_line = ["flashtick", *(sys.argv[1:] if argv is None else argv)]
+                args.command_line = ["flashtick", *given]
             except UsageError as e:  # said on stderr; with --json on stdout too
-                if asks_for_json(parser, sys.argv[1:] if argv is None else argv):
+                if asks_for_json(parser, given):
                     say_failure_as_json(e.prog, e.message, USAGE)
                 raise
             _sigterm_as_the_command_has_it(args.command)

@@ -6,8 +6,8 @@ cli_parser_local.py."""
 from __future__ import annotations
 
 import argparse
+import functools
 import os
-from typing import NamedTuple
 
 from engine.path_words import map_or_user_path, user_path
 from engine.service.cli_common import DEFAULT_CONTROL
@@ -25,22 +25,30 @@ SESSION_GAP_HELP = ("leave unscored every answer whose label horizon crosses a p
                     "a pause of an hour or more")
 
 
-class SharedOptions(NamedTuple):
-    """The parents the subcommands take, each built once: every command's parser copies what it names."""
+class SharedOptions:
+    """The parents the subcommands take, each built once, when a command's parser first names it: a command copies
+    what it names, and one that reads no files (`list`) never builds the reading options (nor imports their presets
+    table)."""
 
-    keys: argparse.ArgumentParser  # --server-key, --client-key
-    clients: argparse.ArgumentParser  # --config of a client of a running engine
-    reading: argparse.ArgumentParser  # how tick files are read
-    time_range: argparse.ArgumentParser  # --from, --to
+    @functools.cached_property
+    def keys(self) -> argparse.ArgumentParser:  # --server-key, --client-key
+        return _key_options()
 
+    @functools.cached_property
+    def clients(self) -> argparse.ArgumentParser:  # --config of a client of a running engine
+        clients = argparse.ArgumentParser(add_help=False)
+        clients.add_argument("--config", type=user_path, metavar="FILE",
+                             help="the service YAML the engine runs with: connect to its endpoints (an endpoint flag "
+                                  "overrides it; default: the default endpoints, 127.0.0.1:5555-5557)")
+        return clients
 
-def shared_options() -> SharedOptions:
-    clients = argparse.ArgumentParser(add_help=False)  # what every client of a running engine shares
-    clients.add_argument("--config", type=user_path, metavar="FILE",
-                         help="the service YAML the engine runs with: connect to its endpoints (an endpoint flag "
-                              "overrides it; default: the default endpoints, 127.0.0.1:5555-5557)")
-    return SharedOptions(keys=_key_options(), clients=clients, reading=_reading_options(),
-                         time_range=_time_range_options())
+    @functools.cached_property
+    def reading(self) -> argparse.ArgumentParser:  # how tick files are read
+        return _reading_options()
+
+    @functools.cached_property
+    def time_range(self) -> argparse.ArgumentParser:  # --from, --to
+        return _time_range_options()
 
 
 def _key_options() -> argparse.ArgumentParser:
@@ -74,8 +82,8 @@ def _reading_options() -> argparse.ArgumentParser:
 
 def _add_layout_options(group: argparse._ArgumentGroup) -> None:
     """Which column is which, and how its times are written."""
-    # the presets' own table (no polars, numpy or torch: every command builds this parser, a client's too); the
-    # presets offered are the ones there are
+    # the presets' own table (no polars, numpy or torch: `feed replay` builds this parser, a client of the service);
+    # the presets offered are the ones there are
     from connectors.presets import PRESET_MAPS
 
     group.add_argument("--preset", help=f"column layout preset for every file: {', '.join(PRESET_MAPS)} "

@@ -9,19 +9,54 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any, NoReturn
 
-from engine.service.cli_options import shared_options
+from engine.service.cli_options import SharedOptions
 from engine.service.cli_parser_clients import (add_answers, add_ask, add_feed, add_forget, add_get, add_health,
                                                add_list, add_register, add_scores, add_stats, add_streams,
                                                add_subscribe, add_topics, add_unregister)
 from engine.service.cli_parser_local import (add_backtest, add_demo, add_evaluate, add_keygen, add_serve, add_ticklog,
                                              add_train)
 
-# the subcommands in the order `flashtick --help` lists them
-SUBCOMMANDS = (add_serve, add_feed, add_subscribe, add_register, add_unregister, add_forget, add_list, add_get,
-               add_answers, add_topics, add_ask, add_stats, add_scores, add_streams, add_health, add_ticklog,
-               add_keygen, add_backtest, add_train, add_evaluate, add_demo)
+# the subcommands in the order `flashtick --help` lists them: each one's line there, and what builds its parser
+SUBCOMMANDS: dict[str, tuple[str, Callable[[Any, SharedOptions, str], None]]] = {
+    "serve": ("run the engine service (ZeroMQ ingest, answers, control)", add_serve),
+    "feed": ("push ticks into a running engine", add_feed),
+    "subscribe": ("print answers as they are published", add_subscribe),
+    "register": ("register (or replace) queries from a YAML file", add_register),
+    "unregister": ("remove a registered query (its cached answers go too)", add_unregister),
+    "forget": ("drop one stream, its ordering guard included (a tick stamped ahead of the clock blocks its feed as "
+               "ts_backwards): recorded in the tick log, logged",
+               add_forget),
+    "list": ("the registered queries", add_list),
+    "get": ("the cached answer of a query on a stream (computes nothing)", add_get),
+    "answers": ("a topic's published answers after a seq (fill a gap)", add_answers),
+    "topics": ("the answer topics published on, with their last seq (what a client that was away looks for)",
+               add_topics),
+    "ask": ("ask a registered query (or a question of the model, e.g. direction_5, or, of a text model, --question "
+            "TEXT) on a stream now",
+            add_ask),
+    "stats": ("the engine's counters (JSON; a failure too)", add_stats),
+    "scores": ("live scores: each query's answers against what the market did next, beside the streams' own class "
+               "frequencies",
+               add_scores),
+    "streams": ("each stream's last accepted tick (ts, count): where a feed resumes after a restart; every stream: "
+                "the refused ones after them, `NAME refused (N ticks)`; exit 1 when a name given was refused "
+                "(admission turned it away, or every tick of it was bad)",
+                add_streams),
+    "health": ("is the service up: status, uptime, streams, model", add_health),
+    "ticklog": ("read a data directory's tick log back", add_ticklog),
+    "keygen": ("make a CURVE keypair: NAME.key (public) and NAME.key_secret", add_keygen),
+    "backtest": ("replay files in-process and score every answer", add_backtest),
+    "train": ("fit a tick model to your own tick files and score it", add_train),
+    "evaluate": ("score a tick model on the test slice of tick files against naive and logistic-regression baselines "
+                 "(a text model: its --queries' scored_as answers)",
+                 add_evaluate),
+    "demo": ("the engine on the built-in model, a live feed and live answers", add_demo),
+}
+# a command whose run reads another's command line, built with it: evaluate backtests a text model's queries
+BUILT_WITH = {"evaluate": ("backtest",)}
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -44,18 +79,33 @@ class UsageError(SystemExit):
         self.message, self.prog = message, prog
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; given the command line it will parse (``argv``), only the command it names is built in
+    full, every other one by its name and line in `flashtick --help` alone, whose output is the same: a client
+    command (`ask`, `list`) then builds and imports nothing of the others' (their option groups, the presets table
+    of the reading options, their cmd_*.py modules: a fifth of its start)."""
     parser = CommandParser(prog="flashtick", description="Streaming inference engine for market data.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    shared = shared_options()
-    for add in SUBCOMMANDS:
-        add(sub, shared)
+    shared = SharedOptions()
+    built = None if argv is None else _named_commands(argv)
+    for name, (line, add) in SUBCOMMANDS.items():
+        if built is None or name in built:
+            add(sub, shared, line)
+        else:
+            sub.add_parser(name, help=line)
     _add_log_timestamps(parser)
     _point_to_exit_statuses(parser)
     # a release engineer's first check after an install, and what inventory scripts call (review224 #8)
     parser.add_argument("--version", "-V", action=_VersionAction, help="print the versions of flashtick, torch and "
                         "Python in one line and exit")
     return parser
+
+
+def _named_commands(argv: list[str]) -> set[str]:
+    """The command ``argv`` names (flashtick's own options take no value: its first word that is not an option), with
+    those it is built with (BUILT_WITH); none for a command line that names none (`flashtick --help`)."""
+    command = next((token for token in argv if not token.startswith("-")), None)
+    return {command, *BUILT_WITH.get(command, ())} if command in SUBCOMMANDS else set()
 
 
 class _VersionAction(argparse.Action):

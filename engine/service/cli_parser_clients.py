@@ -5,19 +5,13 @@ what the command does is in its engine/service/cmd_*.py."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
 from engine.path_words import user_path
 from engine.service.cli_common import DEFAULT_ANSWERS, DEFAULT_INGEST
 from engine.service.cli_options import FILES_HELP, SharedOptions, _control_options
 from engine.service.cli_types import _count, _non_negative, _positive, _speed, stream_name
-from engine.service.cmd_answers import ask_spec, cmd_answers, cmd_ask, cmd_get, cmd_topics
-from engine.service.cmd_feed import cmd_feed
-from engine.service.cmd_queries import cmd_list, cmd_register, cmd_unregister
-from engine.service.cmd_status import cmd_health, cmd_scores, cmd_stats
-from engine.service.cmd_streams import cmd_forget, cmd_streams
-from engine.service.cmd_subscribe import cmd_subscribe
+from engine.service.deferred import Deferred
 from engine.service.rejected_share import add_max_rejected_share
 
 ANSWERS_SHOWN = 100  # `answers` prints this many by default (--limit, --last, --all)
@@ -45,10 +39,10 @@ HEALTH_EXIT_STATUSES = (
     "gives 3 too): a restart while catching up starts the catch-up over, owing more.")
 
 
-def add_feed(sub: Any, shared: SharedOptions) -> None:
+def add_feed(sub: Any, shared: SharedOptions, help: str) -> None:
     """`flashtick feed synthetic` and `feed replay`: the endpoints they share, and each source's own."""
     keys, clients, reading, time_range = shared.keys, shared.clients, shared.reading, shared.time_range
-    p = sub.add_parser("feed", help="push ticks into a running engine")
+    p = sub.add_parser("feed", help=help)
     feed_sub = p.add_subparsers(dest="feed_source", required=True, metavar="SOURCE")
     feeding = argparse.ArgumentParser(add_help=False)  # what every feed source shares
     feeding.add_argument("--endpoint", default=None, help="the engine's ingest endpoint (default: the --config "
@@ -72,7 +66,7 @@ def add_feed(sub: Any, shared: SharedOptions) -> None:
     f.add_argument("--start-ts", type=int, default=None,
                    help="event time of the first tick, ns since the epoch (default: a year before now, or just "
                         "after the engine's last tick of these streams when that is later)")
-    f.set_defaults(run=cmd_feed)
+    f.set_defaults(run=Deferred("cmd_feed", "cmd_feed"))
     f = feed_sub.add_parser("replay", help="replay Parquet/CSV/DBN tick files",
                             parents=[keys, clients, feeding, reading, time_range])
     f.add_argument("files", nargs="+", type=user_path, help=FILES_HELP)
@@ -90,13 +84,13 @@ def add_feed(sub: Any, shared: SharedOptions) -> None:
                         "ticks as messages of 8,192), cut as `backtest --batch-ms` cuts them, so the live run answers "
                         "at the ticks a backtest of the files answers at (default: up to 256 ticks a message, as "
                         "read)")
-    f.set_defaults(run=cmd_feed)
+    f.set_defaults(run=Deferred("cmd_feed", "cmd_feed"))
 
 
-def add_subscribe(sub: Any, shared: SharedOptions) -> None:
+def add_subscribe(sub: Any, shared: SharedOptions, help: str) -> None:
     """`flashtick subscribe`."""
     keys, clients = shared.keys, shared.clients
-    p = sub.add_parser("subscribe", help="print answers as they are published", parents=[keys, clients])
+    p = sub.add_parser("subscribe", help=help, parents=[keys, clients])
     p.add_argument("topics", nargs="*", default=[""], type=stream_name,
                    help="topic prefixes, e.g. dir20/ or dir20/BTCUSDT/")
     p.add_argument("--endpoint", "--answers", dest="endpoint", default=None,  # --answers: as `feed` names it
@@ -108,7 +102,7 @@ def add_subscribe(sub: Any, shared: SharedOptions) -> None:
                    help="the engine's control endpoint, asked for the registered queries' topics when a prefix looks "
                         "mistaken (default: the --config file's, or the default one when --endpoint is the default "
                         "answers one; '' to skip)")
-    p.set_defaults(run=cmd_subscribe)
+    p.set_defaults(run=Deferred("cmd_subscribe", "cmd_subscribe"))
 
 
 def _control_command(sub: Any, shared: SharedOptions, name: str, control: argparse.ArgumentParser,
@@ -118,8 +112,8 @@ def _control_command(sub: Any, shared: SharedOptions, name: str, control: argpar
     return sub.add_parser(name, parents=[shared.keys, shared.clients, control], **parser)
 
 
-def _add_json_command(sub: Any, shared: SharedOptions, name: str, run: Callable[[argparse.Namespace], Any],
-                      reply: str, json_help: str, **parser: Any) -> None:
+def _add_json_command(sub: Any, shared: SharedOptions, name: str, run: Deferred, reply: str, json_help: str,
+                      **parser: Any) -> None:
     """A control command whose one option of its own is --json (``json_help``: what it prints then); ``reply``: what
     its --timeout waits for (_control_options)."""
     p = _control_command(sub, shared, name, control=_control_options(reply), **parser)
@@ -127,43 +121,42 @@ def _add_json_command(sub: Any, shared: SharedOptions, name: str, run: Callable[
     p.set_defaults(run=run)
 
 
-def add_register(sub: Any, shared: SharedOptions) -> None:
-    p = _control_command(sub, shared, "register", help="register (or replace) queries from a YAML file",
+def add_register(sub: Any, shared: SharedOptions, help: str) -> None:
+    p = _control_command(sub, shared, "register", help=help,
                          control=_control_options("the engine to check and register the queries"))
     p.add_argument("file", type=user_path, help="a queries YAML file (docs/queries.md)")
-    p.set_defaults(run=cmd_register)
+    p.set_defaults(run=Deferred("cmd_queries", "cmd_register"))
 
 
-def add_unregister(sub: Any, shared: SharedOptions) -> None:
-    p = _control_command(sub, shared, "unregister", help="remove a registered query (its cached answers go too)",
+def add_unregister(sub: Any, shared: SharedOptions, help: str) -> None:
+    p = _control_command(sub, shared, "unregister", help=help,
                          control=_control_options("the engine to remove the query"))
     p.add_argument("name", help="the registered query's name")
-    p.set_defaults(run=cmd_unregister)
+    p.set_defaults(run=Deferred("cmd_queries", "cmd_unregister"))
 
 
-def add_forget(sub: Any, shared: SharedOptions) -> None:
-    p = _control_command(sub, shared, "forget", help="drop one stream, its ordering guard included (a tick stamped "
-                         "ahead of the clock blocks its feed as ts_backwards): recorded in the tick log, logged",
+def add_forget(sub: Any, shared: SharedOptions, help: str) -> None:
+    p = _control_command(sub, shared, "forget", help=help,
                          control=_control_options("the engine to drop the stream"))
     p.add_argument("stream", type=stream_name, help="the stream's name")
-    p.set_defaults(run=cmd_forget)
+    p.set_defaults(run=Deferred("cmd_streams", "cmd_forget"))
 
 
-def add_list(sub: Any, shared: SharedOptions) -> None:
-    _add_json_command(sub, shared, "list", cmd_list, "the list of registered queries", "the full specs as JSON",
-                      help="the registered queries")
+def add_list(sub: Any, shared: SharedOptions, help: str) -> None:
+    _add_json_command(sub, shared, "list", Deferred("cmd_queries", "cmd_list"), "the list of registered queries",
+                      "the full specs as JSON", help=help)
 
 
-def add_get(sub: Any, shared: SharedOptions) -> None:
-    p = _control_command(sub, shared, "get", help="the cached answer of a query on a stream (computes nothing)",
+def add_get(sub: Any, shared: SharedOptions, help: str) -> None:
+    p = _control_command(sub, shared, "get", help=help,
                          control=_control_options("the cached answer"), epilog=GET_EXIT_CODES)
     p.add_argument("stream", type=stream_name, help="the stream's name")
     p.add_argument("query", help="a registered query's name")
-    p.set_defaults(run=cmd_get)
+    p.set_defaults(run=Deferred("cmd_answers", "cmd_get"))
 
 
-def add_answers(sub: Any, shared: SharedOptions) -> None:
-    p = _control_command(sub, shared, "answers", help="a topic's published answers after a seq (fill a gap)",
+def add_answers(sub: Any, shared: SharedOptions, help: str) -> None:
+    p = _control_command(sub, shared, "answers", help=help,
                          control=_control_options("the kept answers"), epilog=ANSWERS_EXIT_CODES)
     p.add_argument("topic", help="an answer topic, e.g. dir20/SYN.A/; or a query's name (dir20) or a topic prefix "
                                  "(dir20/) that names one published topic")
@@ -175,20 +168,18 @@ def add_answers(sub: Any, shared: SharedOptions) -> None:
                            f"the next ones start")
     many.add_argument("--last", type=_count, default=None, metavar="N", help="print the newest N (after --after)")
     many.add_argument("--all", action="store_true", help="print every kept answer after --after")
-    p.set_defaults(run=cmd_answers)
+    p.set_defaults(run=Deferred("cmd_answers", "cmd_answers"))
 
 
-def add_topics(sub: Any, shared: SharedOptions) -> None:
-    p = _control_command(sub, shared, "topics", help="the answer topics published on, with their last seq (what a "
-                         "client that was away looks for)", control=_control_options("the list of topics"))
+def add_topics(sub: Any, shared: SharedOptions, help: str) -> None:
+    p = _control_command(sub, shared, "topics", help=help, control=_control_options("the list of topics"))
     p.add_argument("prefix", nargs="?", default="", help="a topic prefix, e.g. dir20/ (default: every topic)")
     p.add_argument("--json", action="store_true", help="one JSON object: topic -> {last_seq, answer_ts}")
-    p.set_defaults(run=cmd_topics)
+    p.set_defaults(run=Deferred("cmd_answers", "cmd_topics"))
 
 
-def add_ask(sub: Any, shared: SharedOptions) -> None:
-    p = _control_command(sub, shared, "ask", help="ask a registered query (or a question of the model, e.g. "
-                         "direction_5, or, of a text model, --question TEXT) on a stream now",
+def add_ask(sub: Any, shared: SharedOptions, help: str) -> None:
+    p = _control_command(sub, shared, "ask", help=help,
                          control=_control_options(
                              "the answer", ": one computed now waits for the stream's ticks accepted before the ask, "
                              "so an engine behind on a burst answers late (--max-stale: a cached one, without waiting "
@@ -210,27 +201,24 @@ def add_ask(sub: Any, shared: SharedOptions) -> None:
                         "among, each as it follows the question (\" yes\" \" no\")")
     answer.add_argument("--generate", type=_count, metavar="N", help="with --question: generate up to N tokens "
                         "(the spec's max_tokens)")
-    p.set_defaults(run=cmd_ask, check_usage=ask_spec)  # a query or --question: said as the line is parsed
+    # a query or --question: said as the line is parsed
+    p.set_defaults(run=Deferred("cmd_answers", "cmd_ask"), check_usage=Deferred("cmd_answers", "ask_spec"))
 
 
-def add_stats(sub: Any, shared: SharedOptions) -> None:
-    _add_json_command(sub, shared, "stats", cmd_stats, "the counters", "(the output is JSON either way, a "
-                      "failure's too: {\"ok\": false, \"command\", \"error\", \"exit_status\"})",
-                      help="the engine's counters (JSON; a failure too)")
+def add_stats(sub: Any, shared: SharedOptions, help: str) -> None:
+    _add_json_command(sub, shared, "stats", Deferred("cmd_status", "cmd_stats"), "the counters", "(the output is "
+                      "JSON either way, a failure's too: {\"ok\": false, \"command\", \"error\", \"exit_status\"})",
+                      help=help)
     sub.choices["stats"].set_defaults(json_on_stdout=True)
 
 
-def add_scores(sub: Any, shared: SharedOptions) -> None:
-    _add_json_command(sub, shared, "scores", cmd_scores, "the scores", "the stats op's `scores` as JSON",
-                      help="live scores: each query's answers against what the market did next, beside the "
-                           "streams' own class frequencies")
+def add_scores(sub: Any, shared: SharedOptions, help: str) -> None:
+    _add_json_command(sub, shared, "scores", Deferred("cmd_status", "cmd_scores"), "the scores",
+                      "the stats op's `scores` as JSON", help=help)
 
 
-def add_streams(sub: Any, shared: SharedOptions) -> None:
-    p = _control_command(sub, shared, "streams", help="each stream's last accepted tick (ts, count): where a feed "
-                         "resumes after a restart; every stream: the refused ones after them, `NAME refused (N "
-                         "ticks)`; exit 1 when a name given was refused (admission turned it away, or every tick of it "
-                         "was bad)", control=_control_options("the streams' last ticks"))
+def add_streams(sub: Any, shared: SharedOptions, help: str) -> None:
+    p = _control_command(sub, shared, "streams", help=help, control=_control_options("the streams' last ticks"))
     p.add_argument("names", nargs="*", type=stream_name, help="stream names (default: every stream)")
     p.add_argument("--idle-over", type=_non_negative, metavar="SECONDS",
                    help="list only the streams with no tick for longer than SECONDS (a name given and never seen "
@@ -239,12 +227,13 @@ def add_streams(sub: Any, shared: SharedOptions) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object: streams (name -> {ticks, last_ts, "
                    "at_last_ts, last_price, last_seq, duplicates, seq_gaps, seq_missing, repeats_taken, idle_s} or "
                    "null), refused (name -> {ticks, error}) and refused_more")
-    p.set_defaults(run=cmd_streams)
+    p.set_defaults(run=Deferred("cmd_streams", "cmd_streams"))
 
 
-def add_health(sub: Any, shared: SharedOptions) -> None:
-    p = _control_command(sub, shared, "health", help="is the service up: status, uptime, streams, model",
+def add_health(sub: Any, shared: SharedOptions, help: str) -> None:
+    p = _control_command(sub, shared, "health", help=help,
                          control=_control_options("the health reply", ": none in time is exit 3, busy rather than "
                                                   "down"),
                          description=HEALTH_EXIT_STATUSES)
-    p.set_defaults(run=cmd_health, json_on_stdout=True)  # its reply is JSON: a failure is one on stdout too
+    # its reply is JSON: a failure is one on stdout too
+    p.set_defaults(run=Deferred("cmd_status", "cmd_health"), json_on_stdout=True)

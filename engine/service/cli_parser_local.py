@@ -9,26 +9,21 @@ from pathlib import Path
 from typing import Any
 
 from engine.path_words import user_path, user_path_text
-from engine.service.checkpoint_notes import TEST_PART
+from engine.quoting import quoted
 from engine.service.cli_common import EXAMPLE_QUERIES
 from engine.service.cli_options import FILES_HELP, SESSION_GAP_HELP, SharedOptions
 from engine.service.cli_types import OneQueriesFile, _count, _positive, _session_gap
-from engine.service.cmd_backtest import cmd_backtest
-from engine.service.cmd_evaluate import cmd_evaluate
-from engine.service.cmd_local import cmd_keygen, cmd_ticklog_export
-from engine.service.cmd_serve import cmd_demo, cmd_serve
-from engine.service.cmd_train import SIZE_FLAGS, cmd_train
+from engine.service.deferred import Deferred
 from engine.service.rejected_share import add_max_rejected_share
 
 
-def add_serve(sub: Any, shared: SharedOptions) -> None:
+def add_serve(sub: Any, shared: SharedOptions, help: str) -> None:
     """`flashtick serve`."""
-    p = sub.add_parser("serve", help="run the engine service (ZeroMQ ingest, answers, control)")
+    p = sub.add_parser("serve", help=help)
     p.add_argument("--config", type=user_path, help="engine YAML config (default: built-in model, default endpoints, "
                                                 "and its example queries)")
     p.add_argument("--queries", type=user_path, action=OneQueriesFile, help="queries YAML registered at start, one "
-                   "file "
-                   "(overrides the config's; default: the config's queries, and with no --config a tick model's "
+                   "file (overrides the config's; default: the config's queries, and with no --config a tick model's "
                    "examples, queries/examples/tick_model.yaml, a text model none); the queries a data directory "
                    "kept come back either way")
     p.add_argument("--model", type=user_path, metavar="DIR", help="checkpoint directory (overrides the config's "
@@ -45,42 +40,40 @@ def add_serve(sub: Any, shared: SharedOptions) -> None:
     scale.add_argument("--ray-address", default=None, metavar="auto|HOST:PORT",
                        help="join a running Ray cluster (default: the config's shards.ray_address, else a local "
                             "Ray instance)")
-    p.set_defaults(run=cmd_serve)
+    p.set_defaults(run=Deferred("cmd_serve", "cmd_serve"))
 
 
-def add_ticklog(sub: Any, shared: SharedOptions) -> None:
+def add_ticklog(sub: Any, shared: SharedOptions, help: str) -> None:
     """`flashtick ticklog export`."""
     time_range = shared.time_range
-    p = sub.add_parser("ticklog", help="read a data directory's tick log back")
+    p = sub.add_parser("ticklog", help=help)
     ticklog_sub = p.add_subparsers(dest="ticklog_command", required=True, metavar="ACTION")
     t = ticklog_sub.add_parser("export", parents=[time_range],
                                help="write every accepted tick to a Parquet or CSV file that `backtest` and `feed "
                                     "replay` read as it is (docs/durability.md)")
     t.add_argument("data_dir", type=user_path, metavar="DATA_DIR", help="the data directory (serve --data-dir); a "
-                   "serve "
-                   "may be using it: the export reads what was logged when it began and changes nothing there")
+                   "serve may be using it: the export reads what was logged when it began and changes nothing there")
     t.add_argument("--out", type=user_path, required=True, metavar="FILE", help="the tick file: .parquet (or .pq) or "
                    ".csv; - for CSV on stdout")
     t.add_argument("--streams", nargs="+", default=None, metavar="PATTERN",
                    help="export only these streams (names or fnmatch globs, e.g. --streams NQM6 'ES*')")
     t.add_argument("--skip-corrupt", action="store_true", help="export past a damaged record (its ticks are lost; "
                    "the log is left as it is) instead of stopping at it")
-    t.set_defaults(run=cmd_ticklog_export)
+    t.set_defaults(run=Deferred("cmd_local", "cmd_ticklog_export"))
 
 
-def add_keygen(sub: Any, shared: SharedOptions) -> None:
+def add_keygen(sub: Any, shared: SharedOptions, help: str) -> None:
     """`flashtick keygen`."""
-    p = sub.add_parser("keygen", help="make a CURVE keypair: NAME.key (public) and NAME.key_secret")
+    p = sub.add_parser("keygen", help=help)
     p.add_argument("name", help="file name stem, e.g. server or alice")
     p.add_argument("--dir", type=user_path, default=Path("."), help="where to write them (default: here)")
-    p.set_defaults(run=cmd_keygen)
+    p.set_defaults(run=Deferred("cmd_local", "cmd_keygen"))
 
 
-def add_backtest(sub: Any, shared: SharedOptions) -> None:
+def add_backtest(sub: Any, shared: SharedOptions, help: str) -> None:
     """`flashtick backtest`."""
     reading, time_range = shared.reading, shared.time_range
-    p = sub.add_parser("backtest", help="replay files in-process and score every answer",
-                       parents=[reading, time_range])
+    p = sub.add_parser("backtest", help=help, parents=[reading, time_range])
     p.add_argument("files", nargs="+", type=user_path, help=FILES_HELP)
     add_max_rejected_share(p)
     p.add_argument("--queries", type=user_path, action=OneQueriesFile, help="queries YAML, one file (default: the "
@@ -110,19 +103,22 @@ def add_backtest(sub: Any, shared: SharedOptions) -> None:
     p.add_argument("--session-gap", type=_session_gap, default=None, metavar="DURATION",
                    help=SESSION_GAP_HELP + " (overrides the config's answers.session_gap_s; the adaptation's labels "
                    "end there too)")
-    p.set_defaults(run=cmd_backtest)
+    p.set_defaults(run=Deferred("cmd_backtest", "cmd_backtest"))
 
 
 def _test_from(text: str) -> float | str:
     """`backtest --test-from`: a number (its range is checked with the run's other numbers: run_backtest), or
     `test`, the checkpoint's own split, which cmd_backtest reads from the checkpoint once it knows which."""
+    from engine.service.checkpoint_notes import TEST_PART
+
     if text == TEST_PART:
         return text
     try:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a fraction of each stream's ticks in (0, 1), e.g. 0.7, or "
-                                         f"'{TEST_PART}' (the model's own test part), got {text!r}") from None
+                                         f"{quoted(TEST_PART)} (the model's own test part), got "
+                                         f"{quoted(text)}") from None
 
 
 def _train_data_options() -> argparse.ArgumentParser:
@@ -161,12 +157,12 @@ def _train_data_options() -> argparse.ArgumentParser:
     return data
 
 
-def add_train(sub: Any, shared: SharedOptions) -> None:
+def add_train(sub: Any, shared: SharedOptions, help: str) -> None:
     """`flashtick train`: the files, how to read and split them (`_train_data_options`), the optimisation and the
     model's size."""
     reading = shared.reading
     data = _train_data_options()
-    p = sub.add_parser("train", parents=[reading, data], help="fit a tick model to your own tick files and score it")
+    p = sub.add_parser("train", parents=[reading, data], help=help)
     p.add_argument("files", nargs="+", type=user_path, help=FILES_HELP)
     p.add_argument("--out", type=user_path, required=True, help="checkpoint directory to write (new or empty)")
     p.add_argument("--overwrite", action="store_true", help="replace the checkpoint already in --out (without it, "
@@ -196,6 +192,8 @@ def add_train(sub: Any, shared: SharedOptions) -> None:
                    "one line on the streams too short to split, and one on the rows the files' reading rejected, if "
                    "any; the notes on what the split and scores mean, and the reading's cautions such as two "
                    "instruments in one stream, are said still)")
+    from engine.service.cmd_train import SIZE_FLAGS
+
     size = p.add_argument_group("model size (with --from-scratch)")
     for flag, default in SIZE_FLAGS.items():
         size.add_argument(f"--{flag.replace('_', '-')}", type=int, default=None, help=f"(default {default})")
@@ -206,16 +204,14 @@ def add_train(sub: Any, shared: SharedOptions) -> None:
     size.add_argument("--codec-version", type=int, choices=(1, 2), default=None,
                       help="BinnedCodec spec: 1 absolute bins, 2 relative to each stream's scales (default: the "
                       "built-in model's)")
-    p.set_defaults(run=cmd_train)
+    p.set_defaults(run=Deferred("cmd_train", "cmd_train"))
 
 
-def add_evaluate(sub: Any, shared: SharedOptions) -> None:
+def add_evaluate(sub: Any, shared: SharedOptions, help: str) -> None:
     """`flashtick evaluate`: a checkpoint scored on the files' test part, read and split as `train` does."""
     reading = shared.reading
     data = _train_data_options()
-    p = sub.add_parser("evaluate", parents=[reading, data], help="score a tick model on the test slice of tick files "
-                       "against naive and logistic-regression baselines (a text model: its --queries' scored_as "
-                       "answers)")
+    p = sub.add_parser("evaluate", parents=[reading, data], help=help)
     p.add_argument("model", type=user_path_text, help="checkpoint directory (with codec.json, or a Hugging Face "
                    "text model with --queries), or 'builtin'")
     p.add_argument("files", nargs="+", type=user_path, help=FILES_HELP)
@@ -224,22 +220,20 @@ def add_evaluate(sub: Any, shared: SharedOptions) -> None:
                    "(docs/queries.md); a tick model is scored on its codec's questions")
     add_max_rejected_share(p)
     p.add_argument("--plot", type=user_path, metavar="PNG", help="write the calibration diagram here (needs "
-                   "matplotlib): "
-                   "a .png, .svg, .pdf, .jpg or .jpeg name, checked before the run")
+                   "matplotlib): a .png, .svg, .pdf, .jpg or .jpeg name, checked before the run")
     p.add_argument("--quiet", action="store_true", help="no notes on how the files were read, only the table (and "
                    "one line on the streams too short to split, and one on the rows the files' reading rejected, if "
                    "any; the notes on what the split and scores mean, and the reading's cautions such as two "
                    "instruments in one stream, are said still)")
     # a text model's evaluation is a backtest of its --queries (text_evaluation.py): given backtest's own parser
-    p.set_defaults(run=cmd_evaluate, backtest_parser=sub.choices.get("backtest"))
+    p.set_defaults(run=Deferred("cmd_evaluate", "cmd_evaluate"), backtest_parser=sub.choices.get("backtest"))
 
 
-def add_demo(sub: Any, shared: SharedOptions) -> None:
+def add_demo(sub: Any, shared: SharedOptions, help: str) -> None:
     """`flashtick demo`."""
     reading = shared.reading
     # the reading options (--streams, --price-offset, ...) read the --replay files, as `feed replay` reads its own
-    p = sub.add_parser("demo", help="the engine on the built-in model, a live feed and live answers",
-                       parents=[reading])
+    p = sub.add_parser("demo", help=help, parents=[reading])
     p.add_argument("--seconds", type=_positive, default=20.0, help="how long it feeds (default 20)")
     p.add_argument("--replay", type=user_path, nargs="+",
                    help="replay these files (or folders of them) instead of the synthetic market")
@@ -247,4 +241,4 @@ def add_demo(sub: Any, shared: SharedOptions) -> None:
                    "the engine falls behind on this CPU; a rate given here is kept)")
     p.add_argument("--queries", type=user_path, action=OneQueriesFile, default=EXAMPLE_QUERIES,
                    help="the standing queries, one file (default: the built-in model's examples)")
-    p.set_defaults(run=cmd_demo)
+    p.set_defaults(run=Deferred("cmd_serve", "cmd_demo"))
