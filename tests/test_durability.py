@@ -890,10 +890,27 @@ def serve(config_path: Path, data_dir: Path, max_file_bytes: int | None = None, 
     return process, endpoints
 
 
-def feed_and_wait(endpoints: dict[str, str], ticks, total: int) -> None:
+@contextlib.contextmanager
+def serving_a_disk_that_fills(config_path: Path, data_dir: Path) -> Iterator[tuple[subprocess.Popen, dict[str, str],
+                                                                                   list]]:
+    """`serve` (above) under a 32 KiB file-size limit, which its tick log passes within the 1,000 synthetic ticks
+    yielded with it: a disk that fills while a feed sends them (send_by_fifty). Killed on the way out."""
+    process, endpoints = serve(config_path, data_dir, max_file_bytes=32 << 10)
+    try:
+        yield process, endpoints, SyntheticMarket(SyntheticConfig(seed=10)).next_batch(1000)
+    finally:
+        process.kill()
+
+
+def send_by_fifty(endpoints: dict[str, str], ticks: list) -> None:
+    """``ticks`` to the service's ingest socket, 50 a message."""
     with FeedClient(endpoints["ingest"]) as feed:
         for i in range(0, len(ticks), 50):
             feed.send(ticks[i : i + 50])
+
+
+def feed_and_wait(endpoints: dict[str, str], ticks, total: int) -> None:
+    send_by_fifty(endpoints, ticks)
     with ControlClient(endpoints["control"], timeout_s=10) as control:
         deadline = time.monotonic() + 60
         while control.call("stats")["stats"]["ticks_in"] < total and time.monotonic() < deadline:
@@ -938,15 +955,11 @@ def test_a_disk_that_refuses_writes_refuses_ingest_and_loses_nothing_accepted(ch
     """The tick log cannot grow (a full disk, a file size limit): ticks are refused as log_unavailable, told
     to the sender and counted; the service keeps serving; every tick it did accept is recovered on restart."""
     config_path = serve_config(tmp_path, checkpoint, metrics=True)
-    ticks = SyntheticMarket(SyntheticConfig(seed=10)).next_batch(1000)
-    process, endpoints = serve(config_path, tmp_path / "data", max_file_bytes=32 << 10)
-    try:
+    with serving_a_disk_that_fills(config_path, tmp_path / "data") as (process, endpoints, ticks):
         with ControlClient(endpoints["control"], timeout_s=10) as control, \
                 AnswerSubscriber(endpoints["answers"], [REJECTS_TOPIC]) as rejects:
             rejects.wait_ready()
-            with FeedClient(endpoints["ingest"]) as feed:
-                for i in range(0, 1000, 50):
-                    feed.send(ticks[i : i + 50])
+            send_by_fifty(endpoints, ticks)
             deadline = time.monotonic() + 60
             while sum(control.call("stats")["stats"]["rejected"].values()) + control.call("stats")["stats"][
                     "ticks_in"] < 1000 and time.monotonic() < deadline:
@@ -966,8 +979,6 @@ def test_a_disk_that_refuses_writes_refuses_ingest_and_loses_nothing_accepted(ch
             accepted = stats["ticks_in"]
         process.send_signal(signal.SIGTERM)
         assert process.wait(30) == 0
-    finally:
-        process.kill()
     process, endpoints = serve(config_path, tmp_path / "data")  # the disk has room again
     try:
         with ControlClient(endpoints["control"], timeout_s=30) as control:
@@ -1845,7 +1856,7 @@ def test_the_folders_made_above_the_default_data_directory_are_the_owner_s_alone
     """A first `serve` made ~/.local/state and ~/.local/state/flashtick 0755 around its 0700 data directory; the XDG
     base directory spec asks for 0700 on a state directory a program makes. Each folder it makes is 0700; one the
     user had is left as it was."""
-    from engine.service.cli import default_data_dir
+    from engine.service.cmd_serve import default_data_dir
 
     (tmp_path / "home").mkdir(mode=0o755)
     (tmp_path / "home").chmod(0o755)

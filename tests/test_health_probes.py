@@ -124,16 +124,12 @@ def test_a_full_disk_keeps_health_degraded_until_a_write_succeeds(checkpoint, tm
     """`health` went back to serving 10 s after the last refused tick while the disk was still full: with a quiet
     feed the service read healthy while every tick that came was lost. It stays degraded (and /readyz 503) until
     a write succeeds."""
-    from test_durability import serve, serve_config
+    from test_durability import send_by_fifty, serve_config, serving_a_disk_that_fills
 
     config_path = serve_config(tmp_path, checkpoint, metrics=True)
-    ticks = SyntheticMarket(SyntheticConfig(seed=10)).next_batch(1000)
-    process, endpoints = serve(config_path, tmp_path / "data", max_file_bytes=32 << 10)
-    try:
+    with serving_a_disk_that_fills(config_path, tmp_path / "data") as (process, endpoints, ticks):
         with ControlClient(endpoints["control"], timeout_s=30) as control:
-            with FeedClient(endpoints["ingest"]) as feed:
-                for i in range(0, 1000, 50):
-                    feed.send(ticks[i : i + 50])
+            send_by_fifty(endpoints, ticks)
             deadline = time.monotonic() + 60
             while control.call("stats")["stats"]["rejected"].get("log_unavailable", 0) == 0 and \
                     time.monotonic() < deadline:
@@ -146,5 +142,3 @@ def test_a_full_disk_keeps_health_degraded_until_a_write_succeeds(checkpoint, tm
         assert status == 503 and ready["reasons"][0]["reason"] == "log_unavailable", ready
         process.send_signal(signal.SIGTERM)
         assert process.wait(30) == 0
-    finally:
-        process.kill()

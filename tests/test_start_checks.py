@@ -12,12 +12,11 @@ import time
 
 import pytest
 
-from connectors.feed import FeedClient
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from conftest import tiny_tick_checkpoint
 from engine.service.client import ControlClient
 from engine.service.exit_codes import DATA_DIR_FULL
-from test_durability import ROOT, feed_and_wait, serve, serve_config
+from test_durability import ROOT, feed_and_wait, send_by_fifty, serve, serve_config, serving_a_disk_that_fills
 
 
 @pytest.fixture(scope="module")
@@ -120,13 +119,9 @@ def test_the_caught_up_line_counts_the_ticks_a_full_disk_refused(checkpoint, tmp
     # behind as soon as anything waits, and heartbeats often: the log says behind, then caught up
     config_path.write_text(config_path.read_text()
                            + "limits: {max_backlog_tokens: 1, max_lag_s: 0.001, heartbeat_s: 0.05}\n")
-    ticks = SyntheticMarket(SyntheticConfig(seed=10)).next_batch(1000)
-    process, endpoints = serve(config_path, tmp_path / "data", max_file_bytes=32 << 10)
-    try:
+    with serving_a_disk_that_fills(config_path, tmp_path / "data") as (process, endpoints, ticks):
         with ControlClient(endpoints["control"], timeout_s=30) as control:
-            with FeedClient(endpoints["ingest"]) as feed:
-                for i in range(0, 1000, 50):
-                    feed.send(ticks[i : i + 50])
+            send_by_fifty(endpoints, ticks)
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
                 stats = control.call("stats")["stats"]
@@ -138,8 +133,6 @@ def test_the_caught_up_line_counts_the_ticks_a_full_disk_refused(checkpoint, tmp
             time.sleep(1)  # a few heartbeats: the one that finds the backlog cleared says caught up
         process.send_signal(signal.SIGTERM)
         said = process.communicate(timeout=60)[1]
-    finally:
-        process.kill()
     caught_up = [line for line in said.splitlines() if "caught up;" in line]
     assert refused > 0 and caught_up, said
     assert f"{refused} in all" in caught_up[-1] and "refused (disk full: log_unavailable)" in caught_up[-1], said

@@ -11,7 +11,7 @@ import msgpack
 from conftest import serving, tiny_tick_checkpoint
 from engine.service.config import ServiceConfig
 from wire_client import T0, Control, Sub, fresh_stream, held_of, push_socket, stats, trade, wait_stats, wait_until
-from wire_server import clients, server  # noqa: F401 (fixtures)
+from wire_server import clients, resent_after_a_restart, server  # noqa: F401 (fixtures)
 
 MS = 1_000_000
 HOUR = 3600 * 10**9
@@ -72,31 +72,10 @@ def test_a_bad_seq_on_a_tokenized_item_refuses_it_alone_by_the_raw_ticks_rule(cl
 
 
 def test_a_tokenized_items_seq_survives_a_restart_through_the_tick_log(tmp_path) -> None:
-    config = ServiceConfig.from_dict({
-        "model": {"path": str(tiny_tick_checkpoint(tmp_path / "tick"))}, "log": {"dir": str(tmp_path / "data")},
-        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
-        "limits": {"heartbeat_s": 0.1}})
+    """The connector resends from where it thought it was, as a raw feed does (test_wire_sequences.py)."""
     stream = fresh_stream("TSEQ.LOG")
-    with serving(config) as first_run:
-        ctl, feed = Control(first_run.endpoints["control"]), push_socket(first_run.endpoints["ingest"])
-        try:
-            send_tokens(feed, items(stream, list(range(1, 11))))
-            wait_stats(ctl, lambda st: st["ticks_in"] == 10)
-        finally:
-            ctl.close()
-            feed.close()
-    with serving(config) as second_run:
-        ctl, feed = Control(second_run.endpoints["control"]), push_socket(second_run.endpoints["ingest"])
-        try:
-            assert held_of(ctl, stream)["last_seq"] == 10  # from the tick log
-            send_tokens(feed, items(stream, list(range(7, 13))))  # the connector resends from where it thought
-            done = wait_stats(ctl, lambda st: st["duplicates"] == 4 and st["ticks_in"] == 12)  # 10 replayed, 2 new
-            assert done["rejected"] == {}
-            held = held_of(ctl, stream)
-            assert (held["ticks"], held["last_seq"]) == (12, 12), held
-        finally:
-            ctl.close()
-            feed.close()
+    with resent_after_a_restart(tmp_path, stream, lambda feed, seqs: send_tokens(feed, items(stream, list(seqs)))):
+        pass
 
 
 def test_the_reorder_window_holds_tokenized_items_with_the_streams_raw_ticks(tmp_path) -> None:

@@ -17,7 +17,7 @@ from conftest import serving, tiny_tick_checkpoint
 from engine.service.cli import main
 from engine.service.config import ServiceConfig
 from wire_client import CTX, T0, Control, Sub, fresh_stream, held_of, push_socket, stats, trade, wait_stats
-from wire_server import clients, server  # noqa: F401 (fixtures)
+from wire_server import clients, resent_after_a_restart, server  # noqa: F401 (fixtures)
 
 MS = 1_000_000
 
@@ -146,35 +146,13 @@ def test_ab_lines_publishing_the_same_sequenced_ticks_are_arbitrated_to_one_copy
 
 
 def test_the_last_seq_survives_a_restart_through_the_tick_log(tmp_path, capsys) -> None:
-    config = ServiceConfig.from_dict({
-        "model": {"path": str(tiny_tick_checkpoint(tmp_path / "tick"))}, "log": {"dir": str(tmp_path / "data")},
-        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
-        "limits": {"heartbeat_s": 0.1}})
     stream = fresh_stream("SEQ.LOG")
-    ticks = sequenced(stream, 12)
-    with serving(config) as first_run:
-        ctl, feed = Control(first_run.endpoints["control"]), push_socket(first_run.endpoints["ingest"])
-        try:
-            feed.send(msgpack.packb(ticks[:10]))
-            wait_stats(ctl, lambda st: st["ticks_in"] == 10)
-        finally:
-            ctl.close()
-            feed.close()
-    with serving(config) as second_run:
-        ctl, feed = Control(second_run.endpoints["control"]), push_socket(second_run.endpoints["ingest"])
-        try:
-            assert held_of(ctl, stream)["last_seq"] == 10  # from the tick log
-            feed.send(msgpack.packb(ticks[6:]))  # the feed resends from where it thinks it was: 7..12
-            done = wait_stats(ctl, lambda st: st["duplicates"] == 4 and st["ticks_in"] == 12)  # 10 replayed, 2 new
-            assert done["rejected"] == {}
-            held = held_of(ctl, stream)
-            assert (held["ticks"], held["last_seq"]) == (12, 12), held
-            capsys.readouterr()
-            assert main(["streams", stream, "--control", second_run.endpoints["control"]]) == 0
-            assert capsys.readouterr().out.rstrip("\n").endswith("\tlast_seq 12\tduplicates 4")  # its line says it
-        finally:
-            ctl.close()
-            feed.close()
+    ticks = sequenced(stream, 12)  # (seqs 1..12)
+    with resent_after_a_restart(tmp_path, stream, lambda feed, seqs: feed.send(msgpack.packb(
+            [ticks[seq - 1] for seq in seqs]))) as endpoints:
+        capsys.readouterr()
+        assert main(["streams", stream, "--control", endpoints["control"]]) == 0
+        assert capsys.readouterr().out.rstrip("\n").endswith("\tlast_seq 12\tduplicates 4")  # its line says it
 
 
 def test_the_last_seq_survives_retention_through_the_segment_start_record(tmp_path) -> None:

@@ -4,7 +4,8 @@ over a seeded tiny tick model; fixtures that hand the raw clients of wire_client
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ import zmq
 
 from conftest import serving, tiny_tick_checkpoint
 from engine.service.config import ServiceConfig
-from wire_client import Control, Sub, push_socket
+from wire_client import Control, Sub, held_of, push_socket, wait_stats
 
 MAX_MESSAGE_BYTES = 64 << 10
 
@@ -93,3 +94,38 @@ def serving_feed(tmp_path, feed: str) -> Iterator[dict[str, str]]:
     })
     with serving(config) as srv:
         yield srv.endpoints
+
+
+@contextlib.contextmanager
+def resent_after_a_restart(tmp_path: Path, stream: str, send: Callable[[zmq.Socket, range], None]
+                           ) -> Iterator[dict[str, str]]:
+    """A feed that resends after the service's restart, over any wire form: ``send(feed, seqs)`` sends ``stream``'s
+    ticks of those seqs. Seqs 1..10 to a service with a data directory; restarted, it has the stream's last seq from
+    the tick log, and the feed resends 7..12 from where it thought it was: 7..10 are dropped as duplicates, 11 and 12
+    taken, nothing rejected. Yields the second run's endpoints, still serving."""
+    config = ServiceConfig.from_dict({
+        "model": {"path": str(tiny_tick_checkpoint(tmp_path / "tick"))}, "log": {"dir": str(tmp_path / "data")},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
+        "limits": {"heartbeat_s": 0.1}})
+    with serving(config) as first_run:
+        ctl, feed = Control(first_run.endpoints["control"]), push_socket(first_run.endpoints["ingest"])
+        try:
+            send(feed, range(1, 11))
+            wait_stats(ctl, lambda st: st["ticks_in"] == 10)
+        finally:
+            ctl.close()
+            feed.close()
+    with serving(config) as second_run:
+        ctl, feed = Control(second_run.endpoints["control"]), push_socket(second_run.endpoints["ingest"])
+        try:
+            assert held_of(ctl, stream)["last_seq"] == 10  # from the tick log
+            send(feed, range(7, 13))
+            done = wait_stats(ctl, lambda st: st["duplicates"] == 4 and st["ticks_in"] == 12)  # 10 replayed, 2 new
+            assert done["rejected"] == {}
+            held = held_of(ctl, stream)
+            assert (held["ticks"], held["last_seq"]) == (12, 12), held
+            yield second_run.endpoints
+        finally:
+            ctl.close()
+            feed.close()
+
