@@ -211,7 +211,7 @@ def test_a_trade_in_a_nested_object_is_reached_by_its_dotted_path(tmp_path: Path
     path = write_lines(tmp_path / "gateio-ws.jsonl", [
         {"time": 1723161250, "channel": "spot.trades", "event": "subscribe", "result": {"status": "success"}},
         *(gate_trade(i, *t) for i, t in enumerate(TRADES))])
-    with pytest.raises(ValueError, match=r"columns found \[.*'result\.price'"):
+    with pytest.raises(ValueError, match=r'columns found \[.*"result\.price"'):
         FileReplay(path)
     ticks, _ = read(path, columns={"ts": "time_ms", "price": "result.price", "size": "result.amount",
                                    "side": "result.side", "stream_col": "result.currency_pair"})

@@ -206,7 +206,7 @@ def test_asking_a_surprise_on_a_stream_its_query_does_not_cover_says_so(live) ->
         stream = sorted(server.pipeline.engine.scheduler.streams)[0]
         assert control.call("ask", stream=stream, query="nll")["answer"]["value"]["nll"] is not None
         with pytest.raises(ControlError, match=rf'query "nll_zz" does not stand on stream "{stream}" \(its streams: '
-                                               r"\['ZZ\*'\]\)"):
+                                               r'\["ZZ\*"\]\)'):
             control.call("ask", stream=stream, query="nll_zz")
 
 
