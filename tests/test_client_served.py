@@ -131,8 +131,8 @@ def test_a_negative_saved_seq_is_refused_at_once_and_leaving_the_topic_out_fetch
         feed(server, stream, 30)
         wait_until(lambda: control.topics(topic).get(topic, {}).get("last_seq"))
         for saved in (-1, -5, 2.0, None):
-            with pytest.raises(ValueError, match=rf'last_seqs\["{topic}"\] is {json.dumps(saved)}: a saved seq is an int >= 0.*'
-                                                 r"leave it out \(or give 0\)"):
+            with pytest.raises(ValueError, match=rf'last_seqs\["{topic}"\] is {json.dumps(saved)}: a saved seq is an '
+                                                 r"int >= 0.*leave it out \(or give 0\)"):
                 GaplessSubscriber(server["answers"], control, [topic], last_seqs={topic: saved})
         with GaplessSubscriber(server["answers"], control, [topic], last_seqs={}) as subscriber:  # as the error says
             subscriber.wait_ready(timeout_s=30)
