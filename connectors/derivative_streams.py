@@ -22,6 +22,7 @@ import polars as pl
 from connectors.column_map import ColumnMap
 from connectors.field_names import normal_name
 from connectors.map_options import Refine
+from connectors.option_names import MARKED
 
 PERP_SUFFIX = "_PERP"  # as Binance writes its COIN-M perpetuals (BTCUSD_PERP), and a `-perp` folder names one
 # Tardis.dev's exchange ids of derivatives markets (spot's are `binance`, `bybit-spot`, `okex`, ...)
@@ -32,19 +33,6 @@ DERIVATIVE_EXCHANGES = frozenset({
     "coinbase-international", "cryptofacilities", "kraken-futures", "ftx", "phemex", "delta", "dydx", "dydx-v4",
     "hyperliquid", "bitfinex-derivatives", "ascendex", "woo-x"})
 FUTURES_PRESETS = frozenset({"binance-futures-trades", "binance-futures-aggtrades", "binance-futures-bookticker"})
-# A name that already says it is a derivative: a perpetual's or swap's word, a delivery date (YYMMDD, Deribit's
-# 29MAR24, a month code and year: BTCUSDH24, BitMEX's XBTZ25), an option's right, Kraken Futures' prefix, BitMEX's
-# up and down contracts (XBT7D_U110, XBT7D_D95: binary contracts that settle after 7 days, named by their term and
-# strike, not their date: kept, never a perpetual's name). No look-arounds, so the one pattern serves Python's re
-# and polars' (Rust) regex alike.
-# An option's symbol as OCC (OSI: the root padded to six, `AAPL  261218C00150000`), OPRA, Cboe, Polygon
-# (`O:AAPL261218C00150000`) and most US vendors write it: root, expiry YYMMDD, right, strike x 1000 in 8 digits
-OSI_OPTION = r"^(O:)?[A-Z][A-Z0-9.]{0,5} *\d{6}[CP]\d{8}$"
-# An option's name, every venue's way (Deribit's BTC-27DEC24-60000-C, Binance's, OKX's; OSI's): `is_option_name`
-OPTION_NAME = re.compile(rf"(?i)[-_][CP]$|{OSI_OPTION}")
-MARKED = (r"(?i)(PERP|SWAP|FUTURE|[-_]\d{6}$|-\d{1,2}(JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC)\d\d|"
-          r"[-_][CP]$|^[A-Z0-9]{3,}[FGHJKMNQUVXZ]\d\d$|^(PF|PI|FI|FF|PV)_|^[A-Z]{3,}\d{1,2}[DHW]_[UD]\d+$|"
-          rf"{OSI_OPTION})")
 # A spot pair as a derivatives venue writes its spot markets, base and quote apart (BitMEX's XBT_USDT, Deribit's
 # BTC_USDC): spot, never renamed (Tardis.dev's files keep these names as the venue writes them)
 SPOT_PAIR = r"^[A-Z0-9]{2,}_[A-Z]{3,5}$"
@@ -63,12 +51,6 @@ TARDIS_NAME = re.compile(r"^(?P<exchange>[a-z0-9-]+)_(trades|quotes|incremental_
 # not say which (spot's and linear's orderbook.1 are alike), its file name or a folder above it may
 BYBIT_CATEGORY = re.compile(r"(?i)(?:^|[^a-z])(linear|inverse|spot)(?:$|[^a-z])")
 BYBIT_BOOK = frozenset({"topic", "s", "b[0].price", "a[0].price"})
-
-
-def is_option_name(stream: str) -> bool:
-    """Whether a stream's name says it is an option: the one rule for the spot-trained model's caveat, the
-    two-instruments price caution and the zero-bid advice (review355 #10: OSI's names were none of them)."""
-    return bool(OPTION_NAME.search(stream.strip()))
 
 
 def derivative_name(name: str) -> str:

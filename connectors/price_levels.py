@@ -13,7 +13,7 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_names import RIGHT_NAMES, STRIKE_NAMES
-from connectors.derivative_streams import is_option_name
+from connectors.option_names import is_option_name
 from connectors.field_names import normal_name
 from connectors.file_plan import FilePlan
 from connectors.price_offsets import offset_of

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from connectors.column_names import PREDICTION_MARKET_NAMES, PREDICTION_SIDES
-from connectors.derivative_streams import is_option_name
+from connectors.option_names import is_option_name
 from connectors.field_names import normal_name
 from connectors.price_offsets import offset_of
 from connectors.ticks import InvalidTick

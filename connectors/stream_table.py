@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from connectors.codec import Codec
-from connectors.derivative_streams import MARKED
+from connectors.option_names import MARKED
 from connectors.encoded_items import EncodedTick
 from connectors.lookalike_names import LookalikeNames
 from connectors.passed_over import PassedOver

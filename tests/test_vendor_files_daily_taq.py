@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 from connectors.cautions import Caution
-from connectors.derivative_streams import MARKED, is_option_name
+from connectors.option_names import MARKED, is_option_name
 from connectors.map_options import map_from_options
 from connectors.name_dates import compact_dates
 from connectors.replay import FileReplay

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from connectors.derivative_streams import MARKED, is_option_name
+from connectors.option_names import MARKED, is_option_name
 
 SPOT_TRAINED_MODEL = "spot_trained_model"
 MODEL_CARD = "TRAINING.md"
