@@ -47,6 +47,7 @@ from connectors.cautions import Caution
 from connectors.column_map import PRESETS, ColumnMap, preset  # re-exported: replay users import the mapping from here
 from connectors.file_cursor import NO_SEQUENCE, FileCursor
 from connectors.file_plan import source_path
+from connectors.frame_files import DEFAULT_NAME, NamedFrame, frames_as_files
 from connectors.idle_gaps import GapCap, LongWait
 from connectors.layout import detect_columns  # re-exported, as the column map's names above
 from connectors.layout_notes import alike_reads_once
@@ -71,7 +72,7 @@ class FileReplay(Source):
     """Ticks from Parquet/CSV files, merged in event-time order (see the module docstring).
 
     `files`: a path, or a list of paths, (path, column map) pairs and
-    {"path": ..., "columns": ...} dicts, where a map is a ColumnMap, a preset
+    {"path": ..., "columns": ...} dicts (a DataFrame in memory in place of a path: connectors/frame_files.py), where a map is a ColumnMap, a preset
     name or a dict (a folder or a file pattern: the files it stands for, connectors/input_paths.py); `columns` is
     the map for entries without one (None: detect each file's layout from its columns). `streams`: names or
     fnmatch globs of the streams to read (connectors/stream_selection.py; None: every stream). `time_range`: the
@@ -95,6 +96,8 @@ class FileReplay(Source):
                              f"{quoted(speed)}")
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
             raise ValueError(f"chunk_rows must be an int >= 1, got {quoted(chunk_rows)}")
+        # a DataFrame held in memory is read through its Parquet copy, as that file would be (frame_files.py)
+        files, self._frame_copies = frames_as_files(files)
         found = replay_items(files)  # replay lists' entries; a folder, a pattern no shell expanded: their files
         if not found.items:
             raise ValueError("FileReplay needs at least one file")
@@ -109,8 +112,15 @@ class FileReplay(Source):
         try:
             self._read_files(specs, found.folder_texts, [*found.notes, *repeats])
         except BaseException:  # a refusal partway (the second file, after an archive was unpacked): its copies go
-            self._opened.close()  # now, not when the exception (its traceback holds this replay) is let go
+            self.close()  # now, not when the exception (its traceback holds this replay) is let go
             raise
+
+    @classmethod
+    def from_frame(cls, frame: Any, name: str = DEFAULT_NAME, **options: Any) -> FileReplay:
+        """A replay of a DataFrame held in memory (polars, or pandas), read as a Parquet file of its table would be:
+        its columns detected (or mapped by ``columns=``), and, without a symbol column, its stream named ``name``
+        (connectors/frame_files.py). ``options``: FileReplay's keywords."""
+        return cls(NamedFrame(name, frame), **options)
 
     def _read_files(self, specs: list[tuple[Path, ColumnMap | Refine | None, bool]], folder_texts: dict[Path, Path],
                     found_notes: list[str]) -> None:
@@ -348,6 +358,8 @@ class FileReplay(Source):
         """Stop the replay and remove the temporary folders its zip archives and UTF-16 files were unpacked into."""
         self._heap = []
         self._opened.close()
+        for copy in self._frame_copies:
+            copy.close()
 
     def __enter__(self) -> FileReplay:
         return self

@@ -7,6 +7,7 @@ In the engine core so that connectors (a replay file, a replay list) and the ser
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 from collections.abc import Mapping
@@ -57,9 +58,21 @@ def os_reason(error: OSError) -> str:
     return reason[:1].lower() + reason[1:]
 
 
+class NotFound(FileNotFoundError):
+    """A file a command (or a Python caller) was given that is not there: a FileNotFoundError with ``errno``
+    (ENOENT) and ``filename`` set, as the OS's own has them for code that reads them (review354 #13), said in the
+    one wording alone (no `[Errno 2]` before it, no repr of the name after it)."""
+
+    def __init__(self, message: str, path: str | Path) -> None:
+        super().__init__(errno.ENOENT, message, str(path))
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
 def file_not_found(what: str, path: str | Path, hint: str = "") -> FileNotFoundError:
     """The one wording of a file a command was given that is not there, every command alike: `WHAT not found:
     PATH`, with the folder a relative path was looked for in, and ``hint`` (`; ...`) after it."""
     where = "" if Path(path).is_absolute() else f" (in {shown_path(Path.cwd())})"
     tilde = " (its `~` names no user here, so it was read as written)" if str(path).startswith("~") else ""
-    return FileNotFoundError(f"{what} not found: {shown_path(path)}{where}{tilde}{hint}")
+    return NotFound(f"{what} not found: {shown_path(path)}{where}{tilde}{hint}", path)

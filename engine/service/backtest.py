@@ -34,6 +34,7 @@ import polars as pl
 import torch
 
 from connectors.labels import MarkSeries
+from connectors.frame_files import NamedFrame, file_items, holds_frame
 from connectors.replay import FileReplay
 from connectors.time_range import TimeRange
 from engine.path_words import user_item, user_path
@@ -42,6 +43,7 @@ from engine.rust_paths import rust_path
 from engine.service.answer_parts import AnswerParts
 from engine.service.answers_file import write_answers
 from engine.service.backtest_loop import BacktestInterrupted, replay_from
+from engine.service.backtest_queries import BacktestQueries, backtest_queries
 from engine.service.backtest_report import BacktestReport
 from engine.service.backtest_resume import (marks_to_score, resume_at_checkpoint, rolls_inside_changed, run_key,
                                            scores_owed)
@@ -50,11 +52,13 @@ from engine.service.backtest_scores import QueryScore, later_slice, question_of,
 from engine.service.calibration_plot import plot_backtest_calibration
 from engine.service.checkpoint_notes import TEST_PART, own_test_part
 from engine.service.config import ServiceConfig
-from engine.service.finished_backtest import refuse_or_skip_finished, replaced_note
+from engine.service.ctrl_c_stop import CtrlCStop
+from engine.service.finished_backtest import AlreadyComplete, finished_report, refuse_or_skip_finished, replaced_note
 from engine.service.heap_memory import freeze_heap, thaw_heap
 from engine.service.no_data import NoData, refuse_absent_inputs
 from engine.service.output_paths import write_text_atomically
 from engine.service.pipeline import TickPipeline
+from engine.service.process_state import process_state_kept
 from engine.service.rejections import rejected_lines
 from engine.service.run_record import parquet_metadata, resumed_from, resumed_record, run_record, write_manifest
 from engine.service.replay_progress import progress_bar
@@ -66,7 +70,8 @@ from queries.yaml_loader import no_query
 
 # the Python API (docs/replay.md); BacktestInterrupted is raised by the loop and resume (backtest_loop.py) and is
 # imported from here by cmd_backtest.py, tests and users' scripts alike
-__all__ = ["BacktestInterrupted", "BacktestReport", "FilesHoldNoTicks", "NoData", "NothingReplayed", "run_backtest"]
+__all__ = ["AlreadyComplete", "BacktestInterrupted", "BacktestReport", "FilesHoldNoTicks", "NamedFrame", "NoData",
+           "NothingReplayed", "run_backtest"]
 
 CHECKPOINT_S = 10.0  # wall seconds between answer checkpoints (a part file each)
 
@@ -80,9 +85,9 @@ class FilesHoldNoTicks(NothingReplayed, NoData):
     (no_data.py); a NothingReplayed too, as it was."""
 
 
-def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], queries: str | Path, out: str | Path,
+def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Path,
                  columns: Any = None, batch_ms: float = 100.0, max_ticks: int | None = None,
-                 progress: bool = True, resume: bool = False, checkpoint_s: float = CHECKPOINT_S,
+                 progress: bool | None = None, resume: bool = False, checkpoint_s: float = CHECKPOINT_S,
                  stop: Callable[[], bool] = lambda: False, test_from: float | str | None = None,
                  chunked: bool = True, note: Callable[[str], None] = lambda _: None,
                  streams: list[str] | None = None, time_range: TimeRange | None = None,
@@ -92,16 +97,27 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                  command_line: list[str] | None = None) -> BacktestReport:
     """Replay `files` through the engine with `queries` standing; answers to `out` (Parquet), scores beside it.
 
+    What `flashtick backtest` runs, alike (docs/replay.md, "From Python"): `config` is run as an in-process run,
+    never opening its service's data directory (``log.dir``: ServiceConfig.in_process). `files`: a path, a list of
+    paths and entries, or a DataFrame held in memory (polars DataFrame or LazyFrame, pandas DataFrame,
+    connectors.frame_files.NamedFrame). `queries`: a queries file's path, its YAML text, or the document parsed
+    (a dict, or the list of queries): backtest_queries.py. `progress`: None shows a bar on a terminal or in a
+    notebook and none in a pipe, True always, False never (replay_progress.py). A Ctrl-C (a notebook's interrupt)
+    once the replay began stops as `stop` does (ctrl_c_stop.py). Torch's thread count and the environment the run
+    sets are put back when it returns (process_state.py).
+
     `chunked`: one forward advances many event-time batches, each answered at its own cut: the same answers
     as running the engine to idle after every batch (`chunked=False`), in fewer, fuller forwards.
 
     Answers are checkpointed as part files every `checkpoint_s` seconds in ``OUT.parts/``, at the first
     event-time batch boundary after a multiple of FLUSH_TICKS ticks (a fixed grid: the answers' bits never
     depend on the wall clock); `resume` continues an interrupted run from its last checkpoint, and `stop` (polled
-    at each boundary) ends a run there with BacktestInterrupted. The parts are scored one at a time into the
-    final file, so memory does not grow with the answers. Once that file is whole, `scoring` is called and the
-    scores and plot are made from it: a `stop` then ends the run before them (BacktestInterrupted, the answers
-    kept), and `resume` makes them from that file, reading the ticks again but computing no answer.
+    at each boundary) ends a run there with BacktestInterrupted (its fields: what was kept, and where). The parts
+    are scored one at a time into the final file, so memory does not grow with the answers. Once that file is
+    whole, `scoring` is called and the scores and plot are made from it: a `stop` then ends the run before them
+    (BacktestInterrupted, the answers kept), and `resume` makes them from that file, reading the ticks again but
+    computing no answer. `resume` on a run that finished with these arguments runs nothing: it returns that run's
+    report, read back (its ``already_complete`` set; the CLI says so and exits as the run did).
     `test_from` (a fraction in (0, 1)) scores only answers after that fraction of each stream's ticks: every
     answer is still computed and written, and the realised answers of the scored ones lie wholly after the cut;
     ``test_starts`` (checkpoint_notes.test_part_starts) moves a stream's cut to its test part's first tick.
@@ -114,25 +130,55 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
     `time_range` (connectors/time_range.py) reads the ticks stamped inside it alone; a resume must read the same.
     `command_line` (the CLI's argv) is written as the manifest's `argv`; None from Python.
     """
+    if not isinstance(config, ServiceConfig):
+        raise TypeError(f"config: expected a ServiceConfig (ServiceConfig.load(PATH), ServiceConfig() or "
+                        f"ServiceConfig.from_dict(...)), got {type(config).__qualname__}")
+    config = config.in_process()  # as the CLI's service_config makes it: a service's data directory is its own
     if test_from == TEST_PART:  # as the CLI's --test-from test: the number it stands for, and the streams' cuts
         test_from, own_starts = own_test_part(config.model.path)
         test_starts = own_starts if test_starts is None else test_starts
-    _check_numbers(batch_ms, checkpoint_s, test_from)
-    if isinstance(files, (str, Path)):  # one file, as FileReplay takes it (a str must not be read as its letters)
-        files = [files]
+    _check_numbers(batch_ms, checkpoint_s, test_from, max_ticks)
+    asked = backtest_queries(queries)
+    _, files = file_items(files)  # (a str is one path, not its letters; a DataFrame one frame, not its columns)
     # `~/x` read as the CLI reads it (path_words): a Python caller's paths are a user's too
-    files, queries, out = [user_item(f) for f in files], user_path(queries), user_path(out)
+    files, out = [user_item(f) for f in files], user_path(out)
+    ctrl_c = CtrlCStop(note)
+
+    def began() -> None:  # the replay begins: from here a Ctrl-C stops at a batch boundary, after a checkpoint
+        ctrl_c.arm()
+        replaying()
+
+    with process_state_kept():
+        try:
+            return _run(config, files, asked, out, columns, batch_ms, max_ticks, progress, resume, checkpoint_s,
+                        lambda: ctrl_c.requested or stop(), test_from, chunked, note, streams, time_range, scoring,
+                        began, test_starts, command_line)
+        finally:
+            ctrl_c.disarm()
+
+
+def _run(config: ServiceConfig, files: list[Any], queries: BacktestQueries, out: Path, columns: Any,
+         batch_ms: float, max_ticks: int | None, progress: bool | None, resume: bool, checkpoint_s: float,
+         stop: Callable[[], bool], test_from: float | None, chunked: bool, note: Callable[[str], None],
+         streams: list[str] | None, time_range: TimeRange | None, scoring: Callable[[], None],
+         replaying: Callable[[], None], test_starts: Mapping[str, tuple[int, int]] | None,
+         command_line: list[str] | None) -> BacktestReport:
+    """run_backtest once its arguments are checked and read: the replay, its answers, scores and report."""
     pipeline = _standing_pipeline(config, queries, note)
-    refuse_absent_inputs(files)  # a pattern that matches no file yet, an empty folder: no data yet (NoData)
+    # a pattern that matches no file yet, an empty folder: no data yet (NoData); a frame is no file to look for
+    refuse_absent_inputs([f for f in files if not holds_frame(f)])
     replay = FileReplay(list(files), columns=columns, streams=streams, time_range=time_range)
     for line in replay.notes:
         note(line)
-    key = run_key(config, replay, queries, batch_ms, max_ticks)
+    key = run_key(config, replay, queries.data(), batch_ms, max_ticks)
     threads = torch.get_num_threads()  # as the pipeline set it (model.threads, --threads)
-    record = run_record(config, pipeline.codec, replay, Path(queries), key, test_from, threads)
+    record = run_record(config, pipeline.codec, replay, queries.shown(), queries.data(), key, test_from, threads)
     replaying()
-    if resume:  # a finished run: done already when it is this one (AlreadyComplete), else refused
-        refuse_or_skip_finished(out, record)
+    if resume:  # a finished run: done already when it is this one (its report read back), else refused
+        try:
+            refuse_or_skip_finished(out, record)
+        except AlreadyComplete as done:
+            return finished_report(out, done, test_from, config.model.path)
     elif (replacing := replaced_note(out, record)) is not None:  # (replaced, as documented: but said)
         note(replacing)
     rolls_inside = config.scheduler.roll_inside_forward
@@ -169,13 +215,14 @@ def run_backtest(config: ServiceConfig, files: str | Path | list[str | Path], qu
                           backtest_context_lines(pipeline, out, config.scheduler.window is not None))
 
 
-def _standing_pipeline(config: ServiceConfig, queries: str | Path, note: Callable[[str], None]) -> TickPipeline:
+def _standing_pipeline(config: ServiceConfig, queries: BacktestQueries, note: Callable[[str], None]) -> TickPipeline:
     """The engine with `queries` registered; on_demand ones are never asked here (said), and the answers table is
-    scored whole at the end. A file that registers nothing is refused before the files are read."""
+    scored whole at the end. A document that registers nothing is refused before the files are read."""
     pipeline = TickPipeline(config, live_scores=False, asks_on_demand=False)
     pipeline.answer_context = {}  # each answer's context, into the answers file
-    if not pipeline.registry.register_file(queries):
-        raise no_query(str(queries), "the backtest would ask nothing; give a file that lists the queries to ask")
+    registry = pipeline.registry
+    if not registry.register(queries.text(registry.limits), queries.source):  # (as register_file reads a file)
+        raise no_query(queries.source, "the backtest would ask nothing; give a file that lists the queries to ask")
     if on_demand := [spec.name for spec in pipeline.registry.list() if not spec.trigger.fires_by_itself]:
         note(f"skipping on_demand {'query' if len(on_demand) == 1 else 'queries'} "
              f"{', '.join(map(quoted, on_demand))}: answered when asked, live; a backtest answers standing triggers "
@@ -254,7 +301,7 @@ def _score(pipeline: TickPipeline, out: Path, marks: dict[str, MarkSeries], test
     the run ends with BacktestInterrupted before its scores (the answers are safe; a --resume makes them)."""
     def stop_here() -> None:
         if stop():
-            raise BacktestInterrupted(scores_owed(out))
+            raise scores_owed(out, pipeline.ticks_in, table.select(pl.len()).collect().item())
 
     table = pl.scan_parquet(rust_path(out))
     answered = set(table.select(pl.col("query").unique()).collect()["query"])
@@ -285,8 +332,11 @@ def _score(pipeline: TickPipeline, out: Path, marks: dict[str, MarkSeries], test
     return _Scored(scores, split_times, split_ends, stream_ticks, why, gaps_said, steps_said, test_part)
 
 
-def _check_numbers(batch_ms: float, checkpoint_s: float, test_from: float | None) -> None:
+def _check_numbers(batch_ms: float, checkpoint_s: float, test_from: float | None, max_ticks: int | None) -> None:
     """run_backtest's numeric arguments, refused with the option's name before anything is read."""
+    if max_ticks is not None and (isinstance(max_ticks, bool) or not isinstance(max_ticks, int) or max_ticks < 1):
+        raise ValueError(f"max_ticks (--max-ticks) must be a whole number of ticks >= 1, or None for every tick, got "
+                         f"{max_ticks!r}")
     if isinstance(batch_ms, bool) or not isinstance(batch_ms, (int, float)) or not 0 < batch_ms < math.inf:
         raise ValueError(f"batch_ms (--batch-ms) must be a number of milliseconds > 0, got {quoted(batch_ms)}")
     if checkpoint_s <= 0:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from connectors.encoder import EncodedTick
@@ -29,7 +30,24 @@ FLUSH_TICKS = 512  # the engine runs until idle at the first batch boundary afte
 
 
 class BacktestInterrupted(Exception):
-    """Stopped by a signal at an event-time batch boundary, after a checkpoint: `--resume` continues."""
+    """Stopped (a `stop` that returned true, a Ctrl-C, a signal to the CLI) at an event-time batch boundary after
+    a checkpoint, or before the scores of a whole answers file: the same call with ``resume=True`` (the same
+    command with --resume) continues. What was kept, for a caller that goes on from it (review354 #7):
+
+    - ``ticks``: the replay ticks whose answers are kept (None: not known where it stopped);
+    - ``answers``: the answers kept;
+    - ``kept``: where: the checkpoint folder (``OUT.parts``), or the answers file when ``scores_owed``;
+    - ``scores_owed``: the answers are whole in the answers file, their scores and plot not made yet;
+    - ``resume``: how to go on, in words.
+    """
+
+    RESUME = "call run_backtest again with the same arguments and resume=True (the CLI: the same command with --resume)"
+
+    def __init__(self, message: str, *, ticks: int | None = None, answers: int | None = None,
+                 kept: Path | None = None, scores_owed: bool = False) -> None:
+        super().__init__(message)
+        self.ticks, self.answers, self.kept, self.scores_owed = ticks, answers, kept, scores_owed
+        self.resume = self.RESUME
 
 
 def replay_from(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, consumed: int,
@@ -62,7 +80,8 @@ def replay_from(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, 
                 if stopping:
                     raise BacktestInterrupted(f"interrupted after {consumed} ticks; {parts.answers} answers kept in "
                                               f"{parts.dir}; run the same command with --resume (resume=True from "
-                                              f"Python) to continue")
+                                              f"Python) to continue", ticks=consumed, answers=parts.answers,
+                                              kept=parts.dir)
                 batch_ends = batch_end(tick.ts, batch_ns)  # (a burst's next group: the same window's end)
                 group_ticks = 0
                 show_read(bar, replay, consumed)

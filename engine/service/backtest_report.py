@@ -19,6 +19,18 @@ from engine.service.rejections import rejected_lines
 
 @dataclass
 class BacktestReport:
+    """What ``run_backtest`` returns: the run's counts, its scores and the notes that explain them.
+
+    The main fields: ``ticks`` (taken from the files), ``rejected`` (rows refused, by reason; ``rejected_examples``:
+    each reason's first row, located), ``answers`` (rows written), ``out`` (the answers Parquet file: read it with
+    ``pl.read_parquet(report.out)``; the scores are in ``out.with_suffix(".scores.json")``, the plot in
+    ``.calibration.png``, the run's record in ``.manifest.json``), ``scores`` (one QueryScore per query, each
+    stream's in its ``by_stream``). ``summary()`` is the table `flashtick backtest` prints. ``already_complete``:
+    set by ``resume=True`` on a run that had finished (finished_backtest.AlreadyComplete: its message and counts):
+    nothing was run, and this report is read back from the finished run's manifest and scores, with its counts and
+    scores alone (the notes of the run are in its manifest, not here).
+    """
+
     ticks: int
     rejected: dict[str, int]
     answers: int
@@ -50,6 +62,7 @@ class BacktestReport:
     test_part: bool = False  # --test-from cut the model's training streams at their test part's first tick
     resends: int = 0  # ticks left out as a sequence number's repeat (a resend: the note at the end says which)
     context: list[str] = field(default_factory=list)  # the window, its cause, the answers' context (answer_context.py)
+    already_complete: Exception | None = None  # resume=True of a finished run: nothing run, this read back (above)
 
     def summary(self, by_stream: bool = False) -> str:
         """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""

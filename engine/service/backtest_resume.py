@@ -48,8 +48,9 @@ def resume_at_checkpoint(pipeline: TickPipeline, replay: FileReplay, parts: Answ
         for row in pl.read_parquet(rust_path(path), columns=["query", "stream", "ticks", "model_probs"]).iter_rows():
             if row[3] is not None:  # the answers so far re-feed the adaptation as the rebuild reaches them
                 pipeline.adaptation.owed(*row[:3], {"model_probs": json.loads(row[3])})
-    consumed = _rebuild(pipeline, replay, parts.consumed, marks, origins, bar, stop,
-                        f"interrupted while rebuilding sessions; {parts_note(parts.consumed)}")
+    stopped = BacktestInterrupted(f"interrupted while rebuilding sessions; {parts_note(parts.consumed)}",
+                                  ticks=parts.consumed, answers=parts.answers, kept=parts.dir)
+    consumed = _rebuild(pipeline, replay, parts.consumed, marks, origins, bar, stop, stopped)
     _restore_answer_state(pipeline, parts)
     bar.set_description("replaying")
     return consumed
@@ -61,8 +62,8 @@ def marks_to_score(pipeline: TickPipeline, replay: FileReplay, parts: AnswerPart
     again as the run read it (the same ticks through the same encoders, refused and counted alike, no forward);
     returns the replay ticks consumed, all of the run's."""
     bar.set_description("reading the ticks to score the answers")
-    consumed = _rebuild(pipeline, replay, parts.consumed, marks, TickOrigins(), bar, stop, scores_owed(out),
-                        compute=False)
+    consumed = _rebuild(pipeline, replay, parts.consumed, marks, TickOrigins(), bar, stop,
+                        scores_owed(out, parts.consumed, parts.written["rows"]), compute=False)
     while not replay.done and (max_ticks is None or pipeline.ticks_in < max_ticks):  # as the run's loop ended
         if replay.next_batch(READ_TICKS):  # (rows it rejected past its last tick are counted, as the run's were)
             raise ValueError(f"the files hold more than the {consumed} ticks the answers in {out} were made from: "
@@ -70,19 +71,22 @@ def marks_to_score(pipeline: TickPipeline, replay: FileReplay, parts: AnswerPart
     return consumed
 
 
-def scores_owed(out: Path) -> str:
-    """Why a run stopped while it scored ends, and how to get its scores."""
-    return (f"stopped before the scores: the answers are whole in {out}; run the same command with --resume "
-            f"(resume=True from Python) to score them")
+def scores_owed(out: Path, ticks: int | None, answers: int | None) -> BacktestInterrupted:
+    """A run stopped while it scored its whole answers file `out` (of ``answers`` rows, made from ``ticks``): why it
+    ends, and how to get its scores."""
+    return BacktestInterrupted(f"stopped before the scores: the answers are whole in {out}; run the same command "
+                               f"with --resume (resume=True from Python) to score them", ticks=ticks,
+                               answers=answers, kept=out, scores_owed=True)
 
 
 def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[str, MarkSeries],
-             origins: TickOrigins, bar: Any, stop: Callable[[], bool], stopped: str, compute: bool = True) -> int:
+             origins: TickOrigins, bar: Any, stop: Callable[[], bool], stopped: BacktestInterrupted,
+             compute: bool = True) -> int:
     """Bring sessions, codec state and ordering guards to where the interrupted run checkpointed, as `serve`
     recovers from its tick log (engine/service/log_replay.py): the first `upto` ticks go through the same
     encoders and are booked on their streams without computing them (Scheduler.restore: token logs and rolls
     end exactly where the run's forwards left them), then (`compute`) each window's KV is computed once. Answers
-    before `upto` are in the parts already. A `stop` raises BacktestInterrupted saying `stopped`."""
+    before `upto` are in the parts already. A `stop` raises `stopped`."""
     scheduler = pipeline.engine.scheduler
 
     def book(item: EncodedTick) -> None:
@@ -97,7 +101,7 @@ def _rebuild(pipeline: TickPipeline, replay: FileReplay, upto: int, marks: dict[
     done = 0
     while done < upto and not replay.done:
         if stop():  # the checkpoint on disk is still the one to resume from
-            raise BacktestInterrupted(stopped)
+            raise stopped
         ticks = replay.next_batch(min(READ_TICKS, upto - done))
         for tick, origin in zip(ticks, replay.origins):
             ingest_tick(pipeline, tick, marks, origins, origin, book)
@@ -135,9 +139,10 @@ def rolls_inside_changed(now: bool, consumed: int) -> str:
             f"the same ticks) and may differ from an uninterrupted run's by that packing's rounding (~1e-6)")
 
 
-def run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batch_ms: float,
+def run_key(config: ServiceConfig, replay: FileReplay, queries: bytes, batch_ms: float,
             max_ticks: int | None) -> dict[str, Any]:
-    """What a run's answers depend on; a resume must match it exactly."""
+    """What a run's answers depend on; a resume must match it exactly. ``queries``: the queries document's bytes
+    (a file's as on disk; text or a parsed document given in Python, as backtest_queries.py writes it)."""
     read = input_files(replay)
     # the replay section's effects are the column maps (in `files`) and batch_ms; its checkpoint_s is not one; nor
     # is model.threads (--threads): how fast, not what (a resume on more cores finishes sooner); it moves the last
@@ -151,7 +156,7 @@ def run_key(config: ServiceConfig, replay: FileReplay, queries: str | Path, batc
     values = effective_values(keyed)
     return {"files": replay.snapshot()["fingerprint"], "file_sizes_and_times": read.sizes_and_times,
             "file_contents": read.contents,
-            "queries": hashlib.sha256(Path(queries).read_bytes()).hexdigest(),
+            "queries": hashlib.sha256(queries).hexdigest(),
             # every byte of every model file that moves an answer, by file: the config holds only the model's path,
             # so a recalibration or fine-tune in place left the key as it was (review349 #1)
             "model": model_digest(checkpoint_dir(config.model.path)).record(),

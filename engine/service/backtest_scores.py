@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, NamedTuple
 
 import numpy as np
@@ -58,6 +58,17 @@ class QueryScore:
         return pooled | {"by_stream": {stream: {key: value for key, value in vars(part).items()
                                                 if key not in ("query", "by_stream")}
                                        for stream, part in self.by_stream.items()}}
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any], query: str | None = None) -> QueryScore:
+        """A scores.json entry read back (``query``: a `by_stream` entry's, which names none); keys this release
+        does not know (a later one's) are left out."""
+        known = {f.name for f in fields(cls)} - {"by_stream"}
+        pooled = {key: value for key, value in entry.items() if key in known}
+        if query is not None:
+            pooled["query"] = query
+        parts = entry.get("by_stream") or {}
+        return cls(**pooled, by_stream={stream: cls.from_json(part, pooled["query"]) for stream, part in parts.items()})
 
 
 class ScoredQuestion(NamedTuple):

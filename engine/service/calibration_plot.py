@@ -27,16 +27,17 @@ def plot_calibration(path: Path, curves: dict[str, list[dict[str, float]]], titl
     if not curves:
         return False
     _usable_config_dir()
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+    try:  # a Figure on its own Agg canvas: pyplot, its backend and its figures are the caller's (a notebook's
+        # inline backend switched to Agg by a library call stopped showing figures: review354 #3)
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
     except ImportError:
         print(f"{who}: matplotlib is not installed; skipping the calibration plot "
               "(pip install 'flashtick[bench]')", file=sys.stderr)
         return False
-    fig, ax = plt.subplots(figsize=(5, 5))
+    fig = Figure(figsize=(5, 5))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
     ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfectly calibrated")
     for label, table in curves.items():
         ax.plot([c["predicted"] for c in table], [c["observed"] for c in table], marker="o", label=label)
@@ -45,10 +46,8 @@ def plot_calibration(path: Path, curves: dict[str, list[dict[str, float]]], titl
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    try:  # through the one writer of every output: a full disk is said naming the image
-        write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=100, format=path.suffix[1:].lower()))
-    finally:
-        plt.close(fig)
+    # through the one writer of every output: a full disk is said naming the image
+    write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=100, format=path.suffix[1:].lower()))
     return True
 
 

@@ -45,7 +45,7 @@ def service_config(path: Path | None, queries: Path | None = None, serving: bool
         config = dataclasses.replace(config, queries=str(queries))
     elif serving:
         configured_queries_file(config, path)
-    return config if serving else dataclasses.replace(config, log=dataclasses.replace(config.log, dir=None))
+    return config if serving else config.in_process()
 
 
 def configured_queries_file(config: Any, path: Path | None) -> Path | None:

@@ -68,7 +68,6 @@ def _backtest(args: argparse.Namespace) -> int:
     # the libraries and the config load with Python's own signal handling: a Ctrl-C is a KeyboardInterrupt (and a
     # SIGTERM one of its own, Interrupted: the CLI set raise_interrupted for a backtest)
     from engine.service.backtest import BacktestInterrupted
-    from engine.service.finished_backtest import AlreadyComplete
 
     time_range = time_range_of(args)  # a mistyped time is said before the model loads
     config, queries = _backtest_inputs(args)
@@ -81,9 +80,10 @@ def _backtest(args: argparse.Namespace) -> int:
     report = None
     try:
         report = _run(args, config, queries, time_range, evaluation, signals)
-    except AlreadyComplete as e:  # --resume of a finished run that is this one: done, as a scheduler re-runs it
-        print(f"flashtick backtest: {e}", file=sys.stderr, flush=True)
-        return _finished_status(args, e)
+        if (done := report.already_complete) is not None:  # --resume of a finished run that is this one: done, as
+            report = None  # a scheduler re-runs it (run_backtest returns the finished run's report, read back)
+            print(f"flashtick backtest: {done}", file=sys.stderr, flush=True)
+            return _finished_status(args, done)
     except BacktestInterrupted as e:
         args.work_whole = WorkWhole(None, signals.inherited)  # a signal more, in the exit too, changes nothing
         print(f"flashtick backtest: {e}", file=sys.stderr)
@@ -187,7 +187,7 @@ def _run(args: argparse.Namespace, config: Any, queries: Path, time_range: Any, 
     return run_backtest(config, [str(f) for f in args.files], queries, args.out,
                         columns=column_map_of(args, config),
                         batch_ms=args.batch_ms if args.batch_ms is not None else config.replay.batch_ms,
-                        max_ticks=args.max_ticks, progress=not args.quiet, resume=args.resume,
+                        max_ticks=args.max_ticks, progress=False if args.quiet else None, resume=args.resume,
                         checkpoint_s=args.checkpoint_s if args.checkpoint_s is not None
                         else config.replay.checkpoint_s, stop=signals.stop.is_set, test_from=args.test_from,
                         note=lambda line: print(f"flashtick backtest: {labelled(line)}", file=sys.stderr),

@@ -116,6 +116,12 @@ class ServiceConfig:
 
         return config.with_paths(beside)
 
+    def in_process(self) -> "ServiceConfig":
+        """This config as an in-process run (`backtest`, from the CLI or ``run_backtest``) runs it: without its data
+        directory. ``log.dir`` is a service's tick and answer logs; a run in this process must neither wait on the
+        lock of a `serve` that holds it, nor replay its ticks, nor append its own to them (review354 #1)."""
+        return dataclasses.replace(self, log=dataclasses.replace(self.log, dir=None))
+
     def with_paths(self, change: Callable[[str], str]) -> "ServiceConfig":
         """This config with ``change`` applied to each of its paths that is set (the queries file, model.path,
         log.dir, curve's key files and clients folder): the one list of them."""

@@ -36,6 +36,18 @@ class AlreadyComplete(FileExistsError):
         self.rejected = rejected
 
 
+def finished_report(out: Path, done: AlreadyComplete, test_from: float | None, model_path: str | None) -> Any:
+    """The report of the finished run a --resume found (``done``), read back from its manifest and scores file:
+    what a Python caller gets from ``run_backtest(..., resume=True)`` then (review354 #9), its counts and scores."""
+    from engine.service.backtest_report import BacktestReport
+    from engine.service.backtest_scores import QueryScore
+
+    scores = json.loads(out.with_suffix(".scores.json").read_text(encoding="utf-8"))
+    return BacktestReport(done.taken or 0, dict(done.rejected or {}), _rows(out), out,
+                          [QueryScore.from_json(entry) for entry in scores], test_from=test_from,
+                          model_path=model_path, already_complete=done)
+
+
 def refuse_or_skip_finished(out: Path, record: dict[str, Any]) -> None:
     """Before a --resume: where --out holds a finished run (no checkpoint folder beside it), AlreadyComplete when
     its record is ``record`` (the CPU thread count aside), else FileExistsError saying what differs; nothing where

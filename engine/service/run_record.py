@@ -119,9 +119,10 @@ def release_fields() -> dict[str, Any]:
         {"dirty": release.dirty} if release.commit else {})
 
 
-def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries: Path, key: dict[str, Any],
-               test_from: float | None, threads: int) -> dict[str, Any]:
-    """The record of a backtest of `replay` asking `queries` under `config`, whose resume key is `key`."""
+def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries: str, queries_data: bytes,
+               key: dict[str, Any], test_from: float | None, threads: int) -> dict[str, Any]:
+    """The record of a backtest of `replay` asking the queries of `queries` (a file's resolved path, or where they
+    were given in Python: backtest_queries.py) under `config`, whose resume key is `key`."""
     model = written_by(config, codec)  # the model id, codec, dtype: what serve's meta.json holds
     settings = model.pop("settings")
     model.pop(INGEST_PRICE_OFFSET, None)  # (a serve's: a backtest reads its files with it, as `readings` say)
@@ -135,8 +136,8 @@ def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries:
         # the effective config (the keys that can move answers, as backtest_resume.effective_values takes them) and
         # its digest, which a reader recomputes from them (review349 #6)
         "config": key["config_values"], "config_digest": key["config"], "settings": settings,
-        "queries": {"path": str(Path(queries).resolve()), "sha256": key["queries"],
-                    "text": Path(queries).read_bytes().decode(ENCODING, errors="replace")},
+        "queries": {"path": queries, "sha256": key["queries"],
+                    "text": queries_data.decode(ENCODING, errors="replace")},
         "files": files_record(key["file_sizes_and_times"], key["file_contents"], archive_members(replay)),
         "readings": [{"file": name, **reading} for name, reading in replay.readings()],  # --tz, --streams, --from ...
         "batch_ms": key["batch_ms"], "max_ticks": key["max_ticks"], "test_from": test_from,
