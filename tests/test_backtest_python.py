@@ -1,0 +1,241 @@
+"""`run_backtest` as a library call from a notebook (review354): a service's config never opens its data directory,
+a DataFrame in memory is backtested as its file would be, queries come as a path, YAML text or a parsed document,
+a Ctrl-C stops at a batch boundary with BacktestInterrupted saying what was kept, the process's own settings
+(torch threads, environment, matplotlib backend, threads) are as they were after the call, and a resume of a
+finished run returns its report. Real files, real frames, the tiny tick model, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+
+import polars as pl
+import pytest
+import torch
+
+from conftest import engine_dir
+from connectors.replay import FileReplay
+from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from engine.service.backtest import BacktestInterrupted, NamedFrame, run_backtest
+from engine.service.config import ServiceConfig
+from engine.service.data_dir_open import take_lock
+from engine.service.replay_progress import NoBar, progress_bar
+from queries.spec_errors import QuerySpecError
+
+QUERIES = """
+queries:
+  - {name: dir5, streams: ["*"], question: direction_5, kind: choice, trigger: {ticks: 3}}
+  - {name: dir20, streams: ["*"], question: direction_20, kind: choice, trigger: batch}
+"""
+PARSED = {"queries": [{"name": "dir5", "streams": ["*"], "question": "direction_5", "kind": "choice",
+                       "trigger": {"ticks": 3}},
+                      {"name": "dir20", "streams": ["*"], "question": "direction_20", "kind": "choice",
+                       "trigger": "batch"}]}
+TICKS = 1500
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory) -> Path:
+    root = engine_dir(tmp_path_factory.mktemp("python_api"), QUERIES)
+    ticks = SyntheticMarket(SyntheticConfig(seed=11)).next_batch(TICKS)
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "ticks.parquet")
+    report = run_backtest(ServiceConfig.load(root / "engine.yaml"), root / "ticks.parquet", root / "q.yaml",
+                          root / "whole.parquet", progress=False)
+    assert report.answers > 0
+    return root
+
+
+def _config(root: Path) -> ServiceConfig:
+    return ServiceConfig.load(root / "engine.yaml")
+
+
+def _answers(path: Path) -> pl.DataFrame:
+    return pl.read_parquet(path)
+
+
+def test_a_service_config_never_opens_its_data_directory(setup: Path, tmp_path: Path) -> None:
+    """Review354 #1: a config whose log.dir a running `serve` holds runs as `flashtick backtest --config` does: the
+    lock is not waited on, nothing is written there, and the same call again gives the same answers."""
+    state = tmp_path / "state"
+    state.mkdir()
+    text = (setup / "engine.yaml").read_text() + f"log: {{dir: {state}, enabled: false}}\n"
+    (tmp_path / "engine.yaml").write_text(text)
+    config = ServiceConfig.load(tmp_path / "engine.yaml")
+    assert config.log.dir == str(state) and config.in_process().log.dir is None
+    held = take_lock(state / "lock")  # as the service holding that directory has it
+    try:
+        for run in ("a", "b"):
+            report = run_backtest(config, setup / "ticks.parquet", setup / "q.yaml", tmp_path / f"{run}.parquet",
+                                  progress=False)
+            assert report.ticks == TICKS
+    finally:
+        held.handle.close()
+    assert sorted(p.name for p in state.iterdir()) == ["lock"]
+    whole = _answers(setup / "whole.parquet")
+    assert _answers(tmp_path / "a.parquet").equals(whole) and _answers(tmp_path / "b.parquet").equals(whole)
+
+
+def test_a_dataframe_is_backtested_as_its_file(setup: Path, tmp_path: Path) -> None:
+    """Review354 #2: a polars DataFrame, a LazyFrame, a NamedFrame: read through a Parquet copy, detected and named
+    as a file is; the same answers as the file's; anything else a TypeError naming what is accepted."""
+    frame = pl.read_parquet(setup / "ticks.parquet")
+    report = run_backtest(_config(setup), frame, setup / "q.yaml", tmp_path / "frame.parquet", progress=False)
+    assert report.ticks == TICKS and _answers(tmp_path / "frame.parquet").equals(_answers(setup / "whole.parquet"))
+    one = frame.filter(pl.col("stream") == frame["stream"][0]).drop("stream")
+    lazy = run_backtest(_config(setup), one.lazy(), setup / "q.yaml", tmp_path / "lazy.parquet", progress=False)
+    named = run_backtest(_config(setup), NamedFrame("ES", one), setup / "q.yaml", tmp_path / "n.parquet",
+                         progress=False)
+    assert set(lazy.stream_ticks) == {"frame"} and set(named.stream_ticks) == {"ES"}
+    assert lazy.ticks == named.ticks == len(one)
+    replay = FileReplay.from_frame(one, name="NQ")
+    assert {t.stream for t in replay.next_batch(10)} == {"NQ"}
+    replay.close()
+    for wrong in (42, [frame, 3.5], b"ticks.parquet"):
+        with pytest.raises(TypeError, match="a polars DataFrame or LazyFrame, a pandas DataFrame"):
+            run_backtest(_config(setup), wrong, setup / "q.yaml", tmp_path / "x.parquet", progress=False)
+    assert not (tmp_path / "x.parquet").exists()
+
+
+def test_a_dataframe_run_resumes_with_the_same_frame(setup: Path, tmp_path: Path) -> None:
+    """The frame's copy is named by its bytes: an interrupted run of a frame resumes with the same frame (given
+    again, as a re-run cell gives it), and ends with the uninterrupted run's answers."""
+    frame = pl.read_parquet(setup / "ticks.parquet")
+    out, polls = tmp_path / "cut.parquet", iter(range(10**9))
+    with pytest.raises(BacktestInterrupted):
+        run_backtest(_config(setup), frame, setup / "q.yaml", out, progress=False, stop=lambda: next(polls) >= 20)
+    report = run_backtest(_config(setup), frame.clone(), setup / "q.yaml", out, progress=False, resume=True)
+    assert report.resumed_at > 0 and _answers(out).equals(_answers(setup / "whole.parquet"))
+
+
+@pytest.mark.parametrize("form", ["path", "str path", "text", "one line", "dict", "list"])
+def test_queries_as_a_path_text_or_parsed_document(setup: Path, tmp_path: Path, form: str) -> None:
+    """Review354 #8: each form asks the same queries, so the answers are the file's."""
+    given = {"path": setup / "q.yaml", "str path": str(setup / "q.yaml"), "text": QUERIES,
+             "one line": json.dumps(PARSED), "dict": PARSED, "list": PARSED["queries"]}[form]
+    out = tmp_path / "a.parquet"
+    run_backtest(_config(setup), setup / "ticks.parquet", given, out, progress=False, max_ticks=600)
+    reference = tmp_path / "ref.parquet"
+    run_backtest(_config(setup), setup / "ticks.parquet", setup / "q.yaml", reference, progress=False, max_ticks=600)
+    assert _answers(out).equals(_answers(reference))
+
+
+def test_queries_are_checked_alike_in_every_form(setup: Path, tmp_path: Path) -> None:
+    """A bad query is refused by the registry's own checks, located in what was given; a type that is no queries
+    document is a TypeError naming the forms accepted."""
+    bad = {"queries": [{"name": "d7", "streams": ["*"], "question": "direction_7", "kind": "choice"}]}
+    for given, source in ((bad, "<queries dict>"), (json.dumps(bad) + "\n", "<queries text>")):
+        with pytest.raises(QuerySpecError, match="direction_7") as refused:
+            run_backtest(_config(setup), setup / "ticks.parquet", given, tmp_path / "a.parquet", progress=False)
+        assert source in str(refused.value)
+    for wrong in (None, 3, {1, 2}):
+        with pytest.raises(TypeError, match="queries file's path .* its YAML text, or the document parsed"):
+            run_backtest(_config(setup), setup / "ticks.parquet", wrong, tmp_path / "a.parquet", progress=False)
+
+
+def test_ctrl_c_stops_at_a_batch_boundary_and_says_what_was_kept(setup: Path, tmp_path: Path) -> None:
+    """Review354 #7: a real SIGINT once the replay began (sent as it begins) ends the call with BacktestInterrupted,
+    its fields saying what was kept and how to go on; Python's handler is back; resume=True finishes the run with
+    the uninterrupted run's answers."""
+    out, notes = tmp_path / "a.parquet", []
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as a plain script and a notebook have it
+    try:
+        with pytest.raises(BacktestInterrupted) as stopped:
+            run_backtest(_config(setup), setup / "ticks.parquet", setup / "q.yaml", out, progress=False,
+                         checkpoint_s=0.01, note=notes.append,
+                         replaying=lambda: os.kill(os.getpid(), signal.SIGINT))
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    e = stopped.value
+    assert e.ticks is not None and 0 < e.ticks < TICKS and e.answers is not None and not e.scores_owed
+    assert e.kept == out.with_name(out.name + ".parts") and e.kept.is_dir() and "resume=True" in e.resume
+    assert "resume=True" in str(e) and any("Ctrl-C: stopping at the next batch boundary" in n for n in notes)
+    report = run_backtest(_config(setup), setup / "ticks.parquet", setup / "q.yaml", out, progress=False, resume=True)
+    assert report.resumed_at == e.ticks and _answers(out).equals(_answers(setup / "whole.parquet"))
+
+
+def test_a_second_ctrl_c_aborts_where_the_run_is(setup: Path, tmp_path: Path) -> None:
+    """The second SIGINT (sent as the first is noted) is a KeyboardInterrupt, as at the terminal; the handler is
+    Python's again afterwards."""
+    def again(line: str) -> None:
+        if line.startswith("Ctrl-C"):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_backtest(_config(setup), setup / "ticks.parquet", setup / "q.yaml", tmp_path / "a.parquet",
+                         progress=False, note=again, replaying=lambda: os.kill(os.getpid(), signal.SIGINT))
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_the_callers_process_state_is_put_back(setup: Path, tmp_path: Path) -> None:
+    """Review354 #3 and #6: the torch thread count and the oneDNN cache variables as they were; pyplot's backend
+    and figures untouched (the plot is drawn on its own canvas); no tqdm monitor thread without a bar."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    threads = torch.get_num_threads()
+    text = (setup / "engine.yaml").read_text().replace("model: {", "model: {threads: 1, ") \
+        if threads != 1 else (setup / "engine.yaml").read_text().replace("model: {", "model: {threads: 2, ")
+    (tmp_path / "engine.yaml").write_text(text)
+    config = ServiceConfig.load(tmp_path / "engine.yaml")
+    assert config.model.threads not in (None, threads)
+    backend = matplotlib.get_backend()
+    figure = plt.figure()
+    variables = {name: os.environ.get(name) for name in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")}
+    monitors = {t for t in threading.enumerate() if t.name == "tqdm_monitor"}
+    try:
+        report = run_backtest(config, setup / "ticks.parquet", setup / "q.yaml", tmp_path / "a.parquet",
+                              progress=False, max_ticks=600)
+        assert torch.get_num_threads() == threads
+        assert {name: os.environ.get(name) for name in variables} == variables
+        assert matplotlib.get_backend() == backend and plt.get_fignums() == [figure.number]
+        assert {t for t in threading.enumerate() if t.name == "tqdm_monitor"} <= monitors
+        assert (tmp_path / "a.calibration.png").is_file() and report.ticks == 600
+    finally:
+        plt.close(figure)
+
+
+def test_progress_is_automatic(setup: Path) -> None:
+    """Review354 #10: None (the default) draws no bar where stderr is no terminal and this is no notebook (a pipe,
+    pytest's capture); True always draws one."""
+    replay = FileReplay(setup / "ticks.parquet")
+    try:
+        assert isinstance(progress_bar(None, replay, None), NoBar)
+        assert isinstance(progress_bar(False, replay, None), NoBar)
+        shown = progress_bar(True, replay, 100)
+        assert not isinstance(shown, NoBar) and shown.total == 100
+        shown.close()
+    finally:
+        replay.close()
+
+
+def test_resume_of_a_finished_run_returns_its_report(setup: Path, tmp_path: Path) -> None:
+    """Review354 #9: resume=True on a run that finished runs nothing and returns that run's report, read back."""
+    out = tmp_path / "a.parquet"
+    first = run_backtest(_config(setup), setup / "ticks.parquet", setup / "q.yaml", out, progress=False)
+    again = run_backtest(_config(setup), setup / "ticks.parquet", setup / "q.yaml", out, progress=False, resume=True)
+    assert first.already_complete is None and "already complete" in str(again.already_complete)
+    assert (again.ticks, again.answers, again.rejected, again.out) == (first.ticks, first.answers, first.rejected, out)
+    assert [s.to_json() for s in again.scores] == json.loads(json.dumps([s.to_json() for s in first.scores]))
+    assert "dir5" in again.summary()
+
+
+def test_errors_carry_their_structure(setup: Path, tmp_path: Path) -> None:
+    """Review354 #13: a missing file's FileNotFoundError has its filename and errno; max_ticks <= 0 is a
+    ValueError naming the argument."""
+    missing = tmp_path / "none.parquet"
+    with pytest.raises(FileNotFoundError) as absent:
+        run_backtest(_config(setup), missing, setup / "q.yaml", tmp_path / "a.parquet", progress=False)
+    assert absent.value.filename == str(missing) and absent.value.errno == 2
+    assert str(absent.value).startswith("replay file not found:")
+    for wrong in (0, -5, 2.5):
+        with pytest.raises(ValueError, match="max_ticks"):
+            run_backtest(_config(setup), setup / "ticks.parquet", setup / "q.yaml", tmp_path / "a.parquet",
+                         max_ticks=wrong)
