@@ -72,12 +72,12 @@ class FileReplay(Source):
     """Ticks from Parquet/CSV files, merged in event-time order (see the module docstring).
 
     `files`: a path, or a list of paths, (path, column map) pairs and
-    {"path": ..., "columns": ...} dicts (a DataFrame in memory in place of a path: connectors/frame_files.py), where a map is a ColumnMap, a preset
-    name or a dict (a folder or a file pattern: the files it stands for, connectors/input_paths.py); `columns` is
-    the map for entries without one (None: detect each file's layout from its columns). `streams`: names or
-    fnmatch globs of the streams to read (connectors/stream_selection.py; None: every stream). `time_range`: the
-    ticks read, by their event time (connectors/time_range.py; None: all); `range_left_out` counts the rows it left
-    out.
+    {"path": ..., "columns": ...} dicts (a DataFrame in memory in place of a path: connectors/frame_files.py),
+    where a map is a ColumnMap, a preset name or a dict (a folder or a file pattern: the files it stands for,
+    connectors/input_paths.py); `columns` is the map for entries without one (None: detect each file's layout
+    from its columns). `streams`: names or fnmatch globs of the streams to read (connectors/stream_selection.py;
+    None: every stream). `time_range`: the ticks read, by their event time (connectors/time_range.py; None: all);
+    `range_left_out` counts the rows it left out.
     """
 
     def __init__(

@@ -2,10 +2,10 @@
 
 ``progress=None`` (the default, and the CLI's without --quiet) is automatic: a bar on stderr when it is a terminal,
 a notebook's own bar (tqdm.notebook's widget where ipywidgets is installed, else the text bar) when run in a Jupyter
-kernel, whose stderr is no terminal (review354 #10), and nothing in a log or a pipe. ``True`` always shows one, ``False`` never. tqdm is
-imported only when a bar is shown: tqdm starts its monitor thread for every bar made, a disabled one too, so a run
-without a bar makes none (review354 #6). The loop (backtest_loop.py) and a resume's rebuild (backtest_resume.py)
-advance it (`show_read`).
+kernel, whose stderr is no terminal (review354 #10), and nothing in a log or a pipe. ``True`` always shows one,
+``False`` never. tqdm is imported only when a bar is shown: tqdm starts its monitor thread for every bar made, a
+disabled one too, so a run without a bar makes none (review354 #6). The loop (backtest_loop.py) and a resume's
+rebuild (backtest_resume.py) advance it (`show_read`).
 """
 
 from __future__ import annotations
