@@ -33,6 +33,7 @@ _WHERE = {
     "QuerySpecError": "queries.spec_errors",
     # files and sources (docs/replay.md)
     "FileReplay": "connectors.replay",
+    "NamedFrame": "connectors.frame_files",
     "ColumnMap": "connectors.column_map",
     "replay_ticks": "connectors.replay",
     "Source": "connectors.source",
@@ -65,7 +66,7 @@ _WHERE = {
 __all__ = ["__version__",
            "run_backtest", "BacktestReport", "QueryScore", "BacktestInterrupted", "AlreadyComplete", "FilesHoldNoTicks",
            "ServiceConfig", "ConfigError", "QuerySpecError",
-           "FileReplay", "ColumnMap", "replay_ticks", "Source", "SyntheticSource", "SyntheticConfig",
+           "FileReplay", "NamedFrame", "ColumnMap", "replay_ticks", "Source", "SyntheticSource", "SyntheticConfig",
            "FeedClient", "FeedTimeout", "EngineLost", "run_feed", "ControlFeedResume", "Tick", "trade", "quote",
            "InvalidTick",
            "AnswerSubscriber", "GaplessSubscriber", "ControlClient", "ControlError", "ControlTimeout", "ControlBusy",
@@ -102,6 +103,7 @@ if TYPE_CHECKING:  # what type checkers and editors see (these imports never run
     from connectors.column_map import ColumnMap
     from connectors.feed import EngineLost, FeedClient, FeedTimeout
     from connectors.feed_pump import run_feed
+    from connectors.frame_files import NamedFrame
     from connectors.replay import FileReplay, replay_ticks
     from connectors.source import Source, SyntheticSource
     from connectors.synthetic import SyntheticConfig
