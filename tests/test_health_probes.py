@@ -120,6 +120,52 @@ def test_answers_stale_while_ticks_arrive_make_health_degraded_and_readyz_503(ch
         assert status == 503 and any(r["reason"] == "answers_stale" for r in ready["reasons"]), ready
 
 
+def test_answers_are_stale_per_query_by_its_own_streams(checkpoint, tmp_path) -> None:
+    """The check counted any tick against the newest answer of any query: a query covering one stream read stale
+    (health degraded, /readyz 503) while only other streams ticked. Now each standing query is judged by its own
+    streams: quiet ones owe nothing, and once its own stream ticks without an answer past limits.max_answer_age_s
+    it is stale, named in `health`'s `stale_queries` and /readyz's reason."""
+    queries = "queries:\n  - {name: only_a, streams: ['SYN.A'], question: direction_20, kind: choice, " \
+              "trigger: {ticks: 1000000}}\n"
+    config = config_of(checkpoint, tmp_path, queries, max_answer_age_s=1.0)
+    ticks = SyntheticMarket(SyntheticConfig(seed=6)).next_batch(4000)
+    a_ticks = [t for t in ticks if t.stream == "SYN.A"]
+    others = [t for t in ticks if t.stream != "SYN.A"]
+    with serving(config) as server, ControlClient(server.endpoints["control"], timeout_s=60) as control, \
+            FeedClient(server.endpoints["ingest"]) as feed:
+        feed.send(a_ticks[:5])  # its first group: the query's one answer
+        while control.call("stats")["stats"]["answers_published"] == 0:
+            time.sleep(0.05)
+        health, deadline, sent = {}, time.monotonic() + 60, 0
+        # other streams tick, SYN.A is quiet: until the newest answer is past the bound while ticks arrive (where
+        # the old check said stale), the query is not stale
+        while not ((health.get("answer_age_s") or 0) > 1.0 and (health.get("tick_age_s") or 9) <= 1.0) and \
+                time.monotonic() < deadline:
+            feed.send(others[sent : sent + 5])
+            sent += 5
+            time.sleep(0.1)
+            health = control.call("health")
+        assert health["answer_age_s"] > 1.0 and health["tick_age_s"] <= 1.0, health
+        assert health["status"] == "serving" and health["answers_stale"] is False, health
+        assert "stale_queries" not in health
+        sent = 5
+        while health.get("status") != "degraded" and time.monotonic() < deadline:
+            feed.send(a_ticks[sent : sent + 5])  # its own stream ticks; its trigger does not fire again
+            sent += 5
+            time.sleep(0.1)
+            health = control.call("health")
+        assert health["answers_stale"] is True and health["stale_queries"] == ["only_a"], health
+        status, ready = 200, {}
+        while status == 200 and time.monotonic() < deadline:
+            feed.send(a_ticks[sent : sent + 5])
+            sent += 5
+            time.sleep(0.1)
+            status, ready = probe(server.endpoints["metrics"], "/readyz")
+        stale = [r for r in ready["reasons"] if r["reason"] == "answers_stale"]
+        assert status == 503 and stale and stale[0]["stale_queries"] == ["only_a"], ready
+        assert '"only_a"' in stale[0]["detail"], stale
+
+
 def test_a_full_disk_keeps_health_degraded_until_a_write_succeeds(checkpoint, tmp_path) -> None:
     """`health` went back to serving 10 s after the last refused tick while the disk was still full: with a quiet
     feed the service read healthy while every tick that came was lost. It stays degraded (and /readyz 503) until

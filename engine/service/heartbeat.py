@@ -18,7 +18,7 @@ from engine.service.feed_watch import FeedWatch
 from engine.service.kv_thrash import KvThrashWatch
 from engine.service.pipeline import TickPipeline
 from engine.service.process_start import process_start_time
-from engine.service.readiness import answers_stale
+from engine.service.answer_freshness import STALE_QUERIES_SAID, AnswerFreshness
 from engine.service.reorder_window import ReorderWindow
 from engine.service.sharded import ShardedPipeline
 from engine.service.stream_refusals import StreamRefusals
@@ -38,6 +38,7 @@ class Heartbeat:
     counters: dict[str, int]
     epoch: str
     started_at: float
+    answer_freshness: AnswerFreshness  # each standing query's newest answer (the server's _publish tells it)
     serve_hints: bool
     _snapshot: dict[str, Any]  # stats as of the last heartbeat (or `stats` request): what /metrics renders
     _handshakes: FailedHandshakes | None
@@ -209,10 +210,13 @@ class Heartbeat:
         answer_at = getattr(self, "_answer_at", None)
         answer_age = None if answer_at is None else round(now - answer_at, 3)
         tick_age = None if self._tick_at is None else round(now - self._tick_at, 3)
-        standing = sum(spec.trigger.fires_by_itself for spec in self.pipeline.registry.list())  # (not on_demand)
-        stale = answers_stale(answer_age, tick_age, standing,
-                              now - getattr(self, "_serving_since", now), self.config.limits.max_answer_age_s)
-        return {"answer_age_s": answer_age, "tick_age_s": tick_age, "answers_stale": stale}
+        registry = self.pipeline.registry
+        encoders = getattr(self.pipeline, "encoders", None)
+        stale = self.answer_freshness.stale(registry.list(), registry.matching,
+                                            encoders.received_ns if encoders is not None else {}, now,
+                                            getattr(self, "_serving_since", now), self.config.limits.max_answer_age_s)
+        return {"answer_age_s": answer_age, "tick_age_s": tick_age, "answers_stale": bool(stale),
+                **({"stale_queries": stale[:STALE_QUERIES_SAID]} if stale else {})}
 
     def _watch_feeds(self) -> None:
         for watch in self._feed_watches.values():

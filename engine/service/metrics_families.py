@@ -54,8 +54,8 @@ GAUGES = {
     "pending_tokens": "Tokens waiting for a forward",
     "behind": "1 while more than limits.max_backlog_tokens wait for a forward, or data waited past limits.max_lag_s",
     "kv_thrash": "1 while evicted sessions are recomputed more than new tokens are (kv.cells too small)",
-    "answers_stale": "1 while ticks arrive and the newest answer is older than limits.max_answer_age_s (health: "
-                     "degraded, /readyz 503)",
+    "answers_stale": "1 while a standing query's own streams tick and its newest answer is older than "
+                     "limits.max_answer_age_s (health: degraded, stale_queries; /readyz 503)",
     "queries": "Registered queries",
     "subscriptions": "Distinct subscriptions the answer socket's subscribers hold (libzmq keeps each in memory, "
                      "about 46 bytes a byte, until its subscribers disconnect)",

@@ -4,8 +4,9 @@ readiness figures of the `health` op (review351 #6, #8, #9).
 A probe must not wait on the engine thread (a forward, a roll of the tick log: seconds, minutes when stalled), so
 the HTTP thread decides from what the engine thread last left: the heartbeat's stats snapshot, and the time its
 loop last turned. Liveness is only that the loop turns (limits.stall_s); readiness is that the service serves and
-keeps up: not starting, its logs writable, not behind its limits, and its answers not stale while ticks arrive
-(limits.max_answer_age_s). docs/deployment.md says which probe to wire to what.
+keeps up: not starting, its logs writable, not behind its limits, and no standing query's answers stale while its
+own streams' ticks arrive (limits.max_answer_age_s, answer_freshness.py). docs/deployment.md says which probe to
+wire to what.
 """
 
 from __future__ import annotations
@@ -13,17 +14,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from engine.quoting import quoted
 from engine.service.metrics_text import lag_now
-
-
-def answers_stale(answer_age_s: float | None, tick_age_s: float | None, queries: int, serving_s: float,
-                  bound_s: float | None) -> bool:
-    """Whether answers are staler than ``bound_s`` while ticks arrive: standing queries are registered, a tick was
-    accepted within the bound, and the newest answer (or the start of serving, when none was published yet) is
-    older than it. A quiet feed (nights, weekends) is not stale: nothing is owed."""
-    if bound_s is None or not queries or tick_age_s is None or tick_age_s > bound_s:
-        return False
-    return (answer_age_s if answer_age_s is not None else serving_s) > bound_s
 
 
 def not_ready_reasons(snapshot: dict[str, Any], loop_age_s: float | None, limits: Any,
@@ -51,11 +43,12 @@ def not_ready_reasons(snapshot: dict[str, Any], loop_age_s: float | None, limits
                         "detail": f"behind by {lag:.1f} s (limits.max_lag_s={limits.max_lag_s:g}, "
                                   f"{snapshot.get('pending_tokens', 0)} tokens wait for a forward)"})
     if snapshot.get("answers_stale"):
-        age = snapshot.get("answer_age_s")
-        reasons.append({"reason": "answers_stale", "answer_age_s": age,
-                        "detail": f"ticks arrive but the newest answer is "
-                                  f"{'none yet' if age is None else f'{age:.1f} s old'} "
-                                  f"(limits.max_answer_age_s={limits.max_answer_age_s:g})"})
+        age, names = snapshot.get("answer_age_s"), snapshot.get("stale_queries") or []
+        reasons.append({"reason": "answers_stale", "answer_age_s": age, "stale_queries": names,
+                        "detail": f"ticks of their own streams arrive but standing queries published no answer "
+                                  f"within limits.max_answer_age_s={limits.max_answer_age_s:g} s: "
+                                  f"{', '.join(quoted(name) for name in names)}; the newest answer of any query is "
+                                  f"{'none yet' if age is None else f'{age:.1f} s old'}"})
     return reasons
 
 

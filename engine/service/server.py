@@ -37,6 +37,7 @@ from connectors.tcp_endpoints import ipv6_for
 from engine.jobs import JobOutcome
 from engine.memory_limit import resident_bytes
 from engine.service.answer_caveats import PublishedCaveats
+from engine.service.answer_freshness import AnswerFreshness
 from engine.service.auth import FailedHandshakes
 from engine.service.config import ServiceConfig
 from engine.service.control_ops import ControlOps
@@ -120,6 +121,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         early._snapshot = self._metrics_snapshot
         self._loop_turned: float | None = None  # monotonic time the serving loop last turned (/healthz)
         self._answer_at: float | None = None  # time.time() of the newest answer published (readiness.py)
+        self.answer_freshness = AnswerFreshness()  # ... and of each query's (answer_freshness.py)
         self._serving_since = time.time()
         early._probe = self._http_probe
         self._early = early
@@ -319,6 +321,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
                                   **self._published_caveats.of(answer.query, answer.stream)})
         self.counters["answers_published"] += 1
         self._answer_at = time.time()
+        self.answer_freshness.published(answer.query, self._answer_at)
 
     def _send(self, topic: str, payload: dict[str, Any]) -> None:
         sock = self._sockets.get("answers")
