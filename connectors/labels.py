@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from connectors.questions import Question, QuestionSpec
 from connectors.ticks import QUOTE, Tick
@@ -206,6 +207,30 @@ def label_series(spec: QuestionSpec, marks: np.ndarray, regimes: np.ndarray | No
     if ts is not None and session_gap_ns is not None:
         out[spanned_gaps(ts, h, session_gap_ns)] = NO_LABEL
     return out
+
+
+def window_labels(spec: QuestionSpec, marks: np.ndarray, ts: np.ndarray | None = None,
+                  session_gap_ns: int | None = None) -> np.ndarray:
+    """(n - horizon,) the label of each answer point i < n - horizon as ``label_series`` gives it for that point's
+    own window alone, ``label_series(spec, marks[i : i + horizon + 1])[0]``, all at once: the same float64 operations
+    on the same values in the same order (a window's volatility sums its squared returns left to right from 0.0, as
+    a window's own cumulative sum does; a whole stream's running sum would round otherwise), so a label realised in
+    a batch (a restart re-feeding many answers, the adaptation's labels due) is bit for bit the one realised alone."""
+    h = spec.horizon
+    n = len(marks) - h
+    if n <= 0:
+        return np.full(0, NO_LABEL, dtype=np.int64)
+    if spec.kind != "volatility":  # (a regime is never labelled from marks; a move is elementwise: no sum at all)
+        return label_series(spec, marks, ts=ts, session_gap_ns=session_gap_ns)[:n]
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        r2 = np.square(np.diff(np.log(marks)) * 1e4)  # (n + h - 1,)
+        lost = ~np.isfinite(r2)
+        sums = np.cumsum(sliding_window_view(np.where(lost, 0.0, r2), h), axis=1)[:, -1]  # (n,) each window's own
+        vol = np.where(sliding_window_view(lost, h).any(axis=1), np.nan, np.sqrt(np.maximum(sums, 0.0)))
+    out = np.where(np.isfinite(vol), np.searchsorted(np.asarray(spec.edges), vol, side="left"), NO_LABEL)
+    if ts is not None and session_gap_ns is not None:
+        out[spanned_gaps(ts, h, session_gap_ns)[:n]] = NO_LABEL
+    return out.astype(np.int64)
 
 
 def persistence_series(spec: QuestionSpec, marks: np.ndarray, ts: np.ndarray | None = None,

@@ -160,6 +160,8 @@ class LiveScores(StreamMarksBook):
     def _prune(self, stream: str, state: StreamMarks) -> None:
         """Drop marks no answer can still need: before the oldest waiting answer's point and before the
         engine's committed count (answers still to come are at or after it)."""
+        if state.ticks - state.base < PRUNE_EVERY:  # (nothing could go: the bounds below are at most ticks)
+            return
         oldest = min((w[0].version for w in state.waiting.values() if w), default=state.ticks)
         keep_from = min(oldest, self.committed(stream), state.ticks)  # tick count of the first mark kept
         drop = keep_from - state.base
