@@ -9,7 +9,9 @@ which warns about a prefix no registered query's topic can start with.
 
 from __future__ import annotations
 
+import re
 import string
+from functools import lru_cache
 from typing import Any
 
 from queries.limits import excerpt
@@ -78,3 +80,18 @@ def _may_start(prefix: str, parts: list[str]) -> bool:
     if slash < 0:  # the stream name may start with all of it
         return True
     return any(_may_start(rest[cut:], after) for cut in range(1, slash + 1))  # a stream name up to its first '/'
+
+
+def renders(topic: str, template: str, query: str) -> bool:
+    """Whether ``template`` renders ``topic`` for the query ``query`` and some stream name (no '/', not empty):
+    whether ``topic`` is one of that query's topics (a removed query's topics are told from the others' by it)."""
+    return _rendering(template, query).fullmatch(topic) is not None
+
+
+@lru_cache(maxsize=1024)
+def _rendering(template: str, query: str) -> re.Pattern[str]:
+    """The pattern of every topic ``template`` renders for ``query``: its {stream}s one and the same name."""
+    parts = template.format(query=query, stream="\0").split("\0")  # (no name or topic has NUL)
+    stream = "(?P<stream>[^/]+)" if len(parts) > 1 else ""
+    return re.compile(re.escape(parts[0]) + "".join(
+        (stream if i == 0 else "(?P=stream)") + re.escape(part) for i, part in enumerate(parts[1:])))

@@ -44,6 +44,12 @@ class Answer:
         """How many ticks the stream has committed since this answer was computed."""
         return current_version - self.version
 
+    @classmethod
+    def from_wire(cls, wire: dict[str, Any]) -> Answer:
+        """An answer back from its wire form, the keys a published payload adds to it (``data_age_ms``, ``caveats``,
+        ...: kept beside it in the answer log and the gap-fill history) left out."""
+        return cls(**{name: wire[name] for name in ANSWER_FIELDS if name in wire})
+
     def to_wire(self) -> dict[str, Any]:
         """The published payload: msgpack-able primitives. The value is the evaluator's own dict, shared with the
         cached answer, not a copy (asdict's deep copy was a tenth of a backtest): read it, don't change it."""
@@ -68,6 +74,15 @@ class AnswerCache:
         # query -> stream -> (topic, seq) of the latest answer drop_query forgot, until the query answers the stream
         # again: a `get` then says the query was replaced after that seq, not that the stream has no answer "yet"
         self._forgotten: dict[str, dict[str, tuple[str, int]]] = {}
+        # topic -> last seq, of the topics no registered query publishes on any more (``retire_topics``: a query
+        # removed, or replaced by one with another topic): still listed by ``topics`` and numbered by ``last_seq``
+        # while the gap-fill history keeps answers of them (a client away meanwhile still finds and fills them),
+        # then dropped (``drop_retired``) under ``seq_floor``: the seqs kept follow the registered queries' topics,
+        # not every topic ever published on
+        self._retired: dict[str, int] = {}
+        # topic -> its first seq, where that is past 1 (it began past ``seq_floor``): a gap fill from 0 then misses
+        # nothing before it (``first_seq``)
+        self._first: dict[str, int] = {}
 
     def put(
         self, query: str, stream: str, topic: str, value: dict[str, Any], version: int, data_ts: int, model: str,
@@ -75,7 +90,7 @@ class AnswerCache:
     ) -> Answer:
         """Caches (and returns, for publishing) the answer with the topic's next seq; last put wins."""
         with self._lock:
-            seq = self._seq.get(topic, self.seq_floor) + 1
+            seq = self._next_seq(topic)
             answer = Answer(query, stream, topic, seq, version, data_ts, self._clock(), value, model, query_version)
             self._seq[topic] = seq
             if self._forgotten:
@@ -89,7 +104,7 @@ class AnswerCache:
         """An answer computed elsewhere (an engine shard, whose own seqs do not count): cached as the latest and
         returned with the topic's next seq here, so one cache numbers every topic, whichever engine computed it."""
         with self._lock:
-            seq = self._seq.get(answer.topic, self.seq_floor) + 1
+            seq = self._next_seq(answer.topic)
             answer = replace(answer, seq=seq)
             self._seq[answer.topic] = seq
             if self._forgotten:
@@ -98,6 +113,22 @@ class AnswerCache:
             self._count += answer.stream not in per_query
             per_query[answer.stream] = answer
         return answer
+
+    def _next_seq(self, topic: str) -> int:
+        """The topic's next seq (under the lock): after its last, a retired one's too (in use again), else past
+        ``seq_floor``."""
+        last = self._seq.get(topic)
+        if last is None:
+            last = self._retired.pop(topic, None)
+            if last is None and self.seq_floor:  # a topic begun (or begun again) past the seqs forgotten
+                last = self.seq_floor
+                self._first[topic] = last + 1
+        return (last or 0) + 1
+
+    def first_seq(self, topic: str) -> int:
+        """The seq of the first answer ``topic`` had (as far as its seqs are kept): 1, or past ``seq_floor`` for a
+        topic begun after seqs were forgotten (a gap fill from 0 misses none before it)."""
+        return self._first.get(topic, 1)
 
     def unpublished(self, query: str, stream: str, topic: str, value: dict[str, Any], version: int, data_ts: int,
                     model: str, query_version: int = 0) -> Answer:
@@ -154,25 +185,61 @@ class AnswerCache:
         here: one used again goes on past ``seq_floor``, the highest seq any forgotten topic reached."""
         with self._lock:
             for topic in topics:
-                self.seq_floor = max(self.seq_floor, self._seq.pop(topic, 0))
+                self.seq_floor = max(self.seq_floor, self._seq.pop(topic, 0), self._retired.pop(topic, 0))
+                self._first.pop(topic, None)
+
+    def retire_topics(self, was_owned: Callable[[str], bool], owned: Callable[[str], bool]) -> list[str]:
+        """The topics ``was_owned`` says a changed query published on (a query removed or replaced) that no
+        registered query publishes on now (``owned``) are retired (see ``_retired``); returns them."""
+        with self._lock:
+            retired = [topic for topic in self._seq if was_owned(topic) and not owned(topic)]
+            for topic in retired:
+                self._retired[topic] = self._seq.pop(topic)
+        return retired
+
+    def drop_retired(self, kept: Callable[[str], bool]) -> int:
+        """Retired topics of which the gap-fill history keeps no answer (``kept``: whether it keeps any) are
+        forgotten, their seqs under ``seq_floor`` (one used again goes on past it, so none is handed out twice), and
+        so is what a `get` said of their queries' dropped answers; returns how many."""
+        with self._lock:
+            gone = {topic for topic in self._retired if not kept(topic)}
+            for topic in gone:
+                self.seq_floor = max(self.seq_floor, self._retired.pop(topic))
+                self._first.pop(topic, None)
+            for query in list(self._forgotten):
+                per_stream = self._forgotten[query]
+                for stream in [s for s, (topic, _) in per_stream.items() if topic in gone]:
+                    del per_stream[stream]
+                if not per_stream:
+                    del self._forgotten[query]
+        return len(gone)
 
     def seqs(self) -> dict[str, int]:
-        """Every topic's last seq (for a checkpoint)."""
+        """Every topic's last seq, the retired ones' included (for a checkpoint)."""
         with self._lock:
-            return dict(self._seq)
+            return {**self._retired, **self._seq}
 
     def latest(self) -> list[Answer]:
         """Every cached answer (the latest per query and stream)."""
         with self._lock:
             return [a for per_query in self._answers.values() for a in per_query.values()]
 
-    def restore(self, answers: list[Answer], seqs: dict[str, int]) -> None:
+    def first_seqs(self) -> dict[str, int]:
+        """``first_seq`` of every topic begun past 1 (for a checkpoint)."""
+        with self._lock:
+            return dict(self._first)
+
+    def restore(self, answers: list[Answer], seqs: dict[str, int], first_seqs: dict[str, int] | None = None) -> None:
         """After a restart: ``answers`` become the latest (in order), and no topic's seq goes below what
-        ``seqs`` or the answers say was handed out, so seqs continue and are never reused."""
+        ``seqs`` or the answers say was handed out, so seqs continue and are never reused. ``first_seqs``: the
+        checkpoint's; a topic an answer begins (not numbered yet) past 1 begun there."""
         with self._lock:
             for topic, seq in seqs.items():
                 self._seq[topic] = max(self._seq.get(topic, 0), seq)
+            self._first.update(first_seqs or {})
             for answer in answers:
+                if answer.topic not in self._seq and answer.seq > 1:
+                    self._first[answer.topic] = answer.seq
                 self._seq[answer.topic] = max(self._seq.get(answer.topic, 0), answer.seq)
                 per_query = self._answers.setdefault(answer.query, {})
                 self._count += answer.stream not in per_query
@@ -184,16 +251,22 @@ class AnswerCache:
         the latest cached answer's (None once its stream closed or its query was replaced). How a client that was
         away finds the topics that began meanwhile."""
         with self._lock:
-            names = sorted(t for t in self._seq if t.startswith(prefix) and t > after)[:limit]
+            names = sorted(t for t in (*self._seq, *self._retired) if t.startswith(prefix) and t > after)[:limit]
             answer_ts: dict[str, int] = {}  # a topic several queries or streams share: its latest answer's
             for per_query in self._answers.values():
                 for a in per_query.values():
                     answer_ts[a.topic] = max(answer_ts.get(a.topic, a.answer_ts), a.answer_ts)
-            return {t: {"last_seq": self._seq[t], "answer_ts": answer_ts.get(t)} for t in names}
+            return {t: {"last_seq": self.last_seq(t), "answer_ts": answer_ts.get(t)} for t in names}
 
     def last_seq(self, topic: str) -> int:
-        """The last seq handed out on `topic`, 0 if none."""
-        return self._seq.get(topic, 0)
+        """The last seq handed out on `topic`, 0 if none (or none is kept: a retired topic dropped)."""
+        seq = self._seq.get(topic)
+        return seq if seq is not None else self._retired.get(topic, 0)
+
+    @property
+    def topics_numbered(self) -> int:
+        """Topics whose last seq is kept, retired ones included (what grows with topics: stats, tests)."""
+        return len(self._seq) + len(self._retired)
 
     def __len__(self) -> int:
         return self._count

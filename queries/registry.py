@@ -227,6 +227,10 @@ class Registry:
         mark needs no lookup at all (engine/service/move_marks.py)."""
         return self._snap.has_moves
 
+    def publishes_on(self, topic: str) -> bool:
+        """Whether a registered query publishes on ``topic`` (a removed one's topics are retired: queries/cache.py)."""
+        return any(spec.publishes_on(topic) for spec in self._snap.specs.values())
+
     def matching(self, stream: str) -> list[QuerySpec]:
         """Queries whose stream selector matches `stream`, in registration order (cached per stream)."""
         return list(self._matching(self._snap, stream))

@@ -30,7 +30,7 @@ from engine.quoting import quoted
 from engine.stream_patterns import GLOB_CHARS, unclosed_bracket  # (one glob rule for query streams and --streams)
 from engine.yaml_files import yaml_kind
 from queries.answer_kinds import KINDS, LABELLED_KINDS, OPTION_KEYS, checked_kind_options
-from queries.answer_topics import DEFAULT_TOPIC, check_topic
+from queries.answer_topics import DEFAULT_TOPIC, check_topic, renders
 from queries.limits import QueryLimits, clip, excerpt
 from queries.scored_as import ScoredAs
 from queries.spec_errors import QuerySpecError, fail
@@ -205,6 +205,10 @@ class QuerySpec:
 
     def topic_for(self, stream: str) -> str:
         return self.topic.format(query=self.name, stream=stream)
+
+    def publishes_on(self, topic: str) -> bool:
+        """Whether ``topic`` is one of this query's (``topic_for`` of some stream name)."""
+        return renders(topic, self.topic, self.name)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain msgpack-able primitives; `from_dict(to_dict())` gives an equal spec. Unset options are left out."""

@@ -59,12 +59,12 @@ def test_a_subscriber_that_leaves_and_comes_back_fills_its_gap_with_the_answers_
     for i in range(12, 15):
         feed.send(msgpack.packb(trade(s, T0 + i)))
     fill = ctl.ok("answers", topic=topic, after=last_seq)  # 2. what was missed
-    assert set(fill) == {"ok", "answers", "complete", "last_seq", "oldest_seq", "epoch"}
+    assert set(fill) == {"ok", "answers", "complete", "last_seq", "oldest_seq", "first_seq", "epoch"}
     assert fill["complete"] is True and fill["oldest_seq"] == 1 and type(fill["last_seq"]) is int
     seqs = [a["seq"] for a in fill["answers"]]
     assert seqs[0] == last_seq + 1 and seqs == list(range(seqs[0], seqs[0] + len(seqs)))
     for answer in fill["answers"]:
-        check_answer(answer["topic"], answer, published=False)
+        check_answer(answer["topic"], answer, published=False, filled=True)
     live = again.until(lambda g: g and g[-1][1]["seq"] == 15)
     merged = sorted({*seqs, *(p["seq"] for _, p in live)})  # 3. duplicates dropped by seq
     assert merged == list(range(last_seq + 1, 16))

@@ -146,14 +146,16 @@ def wait_stats(control: Control, predicate, timeout_s: float = 15.0) -> dict:
     return s
 
 
-def check_answer(topic: str, payload: dict, published: bool = True) -> None:
+def check_answer(topic: str, payload: dict, published: bool = True, filled: bool = False) -> None:
     """The documented payload: keys, types, topic == frame; ``published`` (PUB's, not a control reply's) carries
-    its epoch and its model's digest too."""
+    its epoch and its model's digest too; ``filled`` (an `answers` op's, a gap fill) the age, clock offset and
+    caveats it was published with, not its epoch nor digest."""
     # a published answer carries its epoch and age at publish, and its stream's clock offset when stamped with the
     # wall clock (this client's streams are on T0, 2023: never)
-    always = ANSWER_KEYS | ({"epoch", "model_digest", "data_age_ms"} if published else set())
-    optional = {"clock_offset_ms", "caveats"} if published else set()  # (a wall-clock stream's; a stream the model
-    assert always <= set(payload) <= always | optional, payload  # is out of its range on: documented, typed below)
+    always = ANSWER_KEYS | ({"epoch", "model_digest", "data_age_ms"} if published else set()) | (
+        {"data_age_ms"} if filled else set())
+    optional = {"clock_offset_ms", "caveats"} if published or filled else set()  # (a wall-clock stream's; a stream
+    assert always <= set(payload) <= always | optional, payload  # the model is out of its range on: typed below)
     if "caveats" in payload:
         assert all(set(c) >= {"kind", "text"} for c in payload["caveats"]), payload
     if "clock_offset_ms" in payload:
@@ -161,6 +163,7 @@ def check_answer(topic: str, payload: dict, published: bool = True) -> None:
     if published:
         assert re.fullmatch(r"[0-9a-f]{16}", payload["epoch"]), payload
         assert re.fullmatch(r"[0-9a-f]{64}", payload["model_digest"]), payload  # (review349 #3: which model)
+    if published or filled:
         assert type(payload["data_age_ms"]) is float, payload
     assert payload["topic"] == topic == f"{payload['query']}/{payload['stream']}/"
     for key in ("seq", "version", "data_ts", "answer_ts"):

@@ -94,7 +94,7 @@ class AnswerHistory:
             if answer.get("query_version", 0) != stale.query_version or answer["version"] > above:
                 return None
             if answer["version"] <= ticks:
-                return Answer(**answer)
+                return Answer.from_wire(answer)
             above = answer["version"]
         return None
 
@@ -205,6 +205,7 @@ class AnswerLog:
     def _checkpoint(self, next_record: int) -> None:
         """Everything the records before ``next_record`` say, in one file replaced atomically."""
         state = {"covers": next_record, "seqs": self.cache.seqs(), "seq_floor": self.cache.seq_floor,
+                 "first_seqs": self.cache.first_seqs(),
                  "latest": [a.to_wire() for a in self.cache.latest()]}
         tmp = self.state_path.with_suffix(".tmp")
         with open(tmp, "wb", opener=private) as f:
@@ -220,7 +221,15 @@ class AnswerLog:
         ``owed``, ``forget_owed``) when given. Returns how many answers were read."""
         count = self.read_back(history, skip_corrupt, replayed)
         self.settle(registry, replayed)
+        self.retire_unregistered(registry, history)
         return count
+
+    def retire_unregistered(self, registry: Registry, history: AnswerHistory) -> None:
+        """After a restart's read back: the topics no registered query publishes on retired, and dropped where
+        ``history`` keeps none of their answers (queries/cache.py ``_retired``): seqs of queries removed before
+        the stop are not kept for ever."""
+        self.cache.retire_topics(lambda topic: True, registry.publishes_on)
+        self.cache.drop_retired(lambda topic: history.oldest_seq(topic) is not None)
 
     def read_back(self, history: AnswerHistory, skip_corrupt: bool, replayed: Any = None) -> int:
         """``restore``'s reading: the cache and ``history`` filled, ``replayed`` fed, and ``logged_query_versions``
@@ -232,7 +241,7 @@ class AnswerLog:
             state = msgpack.unpackb(self.state_path.read_bytes(), raw=False)
             covers = state["covers"]
             latest = [Answer(**a) for a in state["latest"]]
-            self.cache.restore(latest, state["seqs"])
+            self.cache.restore(latest, state["seqs"], state.get("first_seqs"))  # (older files: none)
             self.cache.seq_floor = max(self.cache.seq_floor, state.get("seq_floor", 0))  # (older files: none)
             for answer in latest:
                 self._logged_version(answer)
@@ -241,7 +250,7 @@ class AnswerLog:
                                     prefix="answers"):
             kind, body = payload[:1], payload[1:]
             if kind == ANSWER:
-                answer = Answer(**msgpack.unpackb(body, raw=False))
+                answer = Answer.from_wire(msgpack.unpackb(body, raw=False))
                 history.add(answer.topic, answer.seq, body)
                 self._logged_version(answer)
                 count += 1

@@ -80,13 +80,15 @@ class ControlOps(AskOps, StreamOps):
         if type(limit) is not int or not 1 <= limit <= MAX_ANSWERS_PER_FETCH:
             raise ControlError(f"op \"answers\" takes a limit from 1 to {MAX_ANSWERS_PER_FETCH}, "
                                f"got {wire_value(limit)}")
-        answers, complete = self.pipeline.history.after(topic, after, limit)
+        # a topic begun past seqs forgotten (first_seq > 1) had no answer before its first: none is missing there
+        first_seq = self.pipeline.cache.first_seq(topic)
+        answers, complete = self.pipeline.history.after(topic, max(after, first_seq - 1), limit)
         last_seq = self.pipeline.cache.last_seq(topic)
         if not answers and last_seq is not None and last_seq > after:  # published, and none of them kept now
             complete = False
         self.counters["answer_fetches"] += 1
-        return {"answers": answers, "complete": complete, "epoch": self.epoch,
-                "last_seq": last_seq, "oldest_seq": self.pipeline.history.oldest_seq(topic)}
+        return {"answers": answers, "complete": complete, "epoch": self.epoch, "last_seq": last_seq,
+                "oldest_seq": self.pipeline.history.oldest_seq(topic), "first_seq": first_seq}
 
     def _op_topics(self, request: dict, _reply: Any) -> dict:
         """The answer topics published on, with their last seq: how a client that was away finds topics that

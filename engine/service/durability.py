@@ -189,6 +189,7 @@ class DataDir:
         self.recovered_answers = self.answers.read_back(history, self.config.skip_corrupt, replayed)
         afresh = self._catch_up_versions(registry)
         self.answers.settle(registry, replayed)
+        self.answers.retire_unregistered(registry, history)
         return afresh
 
     def _catch_up_versions(self, registry: Registry) -> set[str]:

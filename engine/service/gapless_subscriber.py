@@ -269,8 +269,10 @@ class GaplessSubscriber:
             reply = self.control.call("answers", topic=topic, after=after, limit=FETCH_LIMIT)
             answers = [a for a in reply["answers"] if (upto is None or a["seq"] <= upto)
                        and a.get("topic", topic) == topic]  # (the reply is this request's: ControlClient's ids)
-            if since is None and ((answers and answers[0]["seq"] > after + 1) or (not answers and upto is not None)):
-                self.unrecoverable += (answers[0]["seq"] - 1 if answers else upto) - after  # no longer kept
+            begun = max(after, reply.get("first_seq", 1) - 1)  # (seqs before a topic's first were never its own)
+            if since is None and ((answers and answers[0]["seq"] > begun + 1) or (not answers and upto is not None
+                                                                                   and upto > begun)):
+                self.unrecoverable += (answers[0]["seq"] - 1 if answers else upto) - begun  # no longer kept
             if not answers:
                 return
             for answer in answers:

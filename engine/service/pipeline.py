@@ -24,7 +24,6 @@ import time
 from collections import Counter
 from typing import Any, Callable
 
-import msgpack
 import torch
 
 from connectors.encoder import StreamEncoders
@@ -45,6 +44,7 @@ from engine.service.log_lines import say
 from engine.service.log_provenance import written_by
 from engine.service.model_and_codec import answer_heads, load_model_and_codec
 from engine.service.owed_answers import steps_while_full
+from engine.service.published_fields import PublishedFields
 from engine.service.query_changes import QueryChanges
 from engine.service.query_fit import compile_fitting
 from engine.service.reading_record import ingest_price_offset
@@ -113,6 +113,7 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
         self.reject_examples: dict[str, str] = {}  # reason -> the first such refusal's text (a backtest's summary)
         self._grouping: set[str] = set()  # streams the message being ingested has fed
         self.history = AnswerHistory(config.log.answers_keep)  # published answers, for gap fills
+        self.published = PublishedFields()  # what the server publishes with each answer, kept with it (fix353)
         # (topic, seq) -> (context tokens, context ticks) of each standing answer kept, where a caller wants them
         # (a backtest's answers file; None: not kept): what the answer attended, as an ask's reply says it
         self.answer_context: dict[tuple[str, int], tuple[int, int]] | None = None
@@ -283,7 +284,7 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
                 self.flash.stats.errors += 1
             elif outcome.job.ticket is None and outcome.answer is not None:
                 answer = outcome.answer
-                packed = msgpack.packb(answer.to_wire(), use_bin_type=True)
+                packed = self.published.packed(answer)
                 self.history.add(answer.topic, answer.seq, packed)
                 if self.data is not None:
                     self.data.answers.record(packed)

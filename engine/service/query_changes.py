@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from engine.engine import Engine
 from engine.service.adaptation import AnswerAdaptation
+from engine.service.answer_log import AnswerHistory
 from engine.service.durability import DataDir
 from engine.service.live_scores import LiveScores
 from engine.service.registration_marks import RegistrationMarks
@@ -15,6 +16,16 @@ from queries.flash import FlashQueries
 from queries.probe_answers import CompiledQuery
 from queries.registry import Registry
 from queries.spec import QuerySpec, dump_queries
+
+
+def retire_topics(cache: AnswerCache, history: AnswerHistory, registry: Registry, changed: list[QuerySpec]) -> None:
+    """The topics of ``changed`` (the specs a registration replaced, or a removed one) that no registered query
+    publishes on now are retired (AnswerCache.retire_topics), and the retired topics of which ``history`` keeps no
+    answer any more are dropped: what a gap fill or a resuming client can still fetch stays numbered and listed,
+    and the seqs kept stay bounded by the registered queries' topics and the history (register/remove churn)."""
+    if changed:
+        cache.retire_topics(lambda topic: any(spec.publishes_on(topic) for spec in changed), registry.publishes_on)
+    cache.drop_retired(lambda topic: history.oldest_seq(topic) is not None)
 
 
 class QueryChanges:
@@ -28,12 +39,15 @@ class QueryChanges:
     adaptation: AnswerAdaptation
     marks: RegistrationMarks
     data: DataDir | None
+    history: AnswerHistory
 
     def register_queries(self, specs: list[QuerySpec]) -> None:
         """Add or replace standing queries (all or nothing); a replaced query's old answers are not served."""
         for spec in specs:  # fail now, not at the first due tick, when the model cannot answer it
             self.flash.compiled(spec)
+        replaced = [old for spec in specs if (old := self.registry.current(spec.name)) is not None]
         self.registry.register(specs)
+        retire_topics(self.cache, self.history, self.registry, replaced)
         for spec in specs:
             self.forget_query(spec.name, logged=False)
         self.marks.registered([spec.name for spec in specs], self._committed())
@@ -43,7 +57,9 @@ class QueryChanges:
         self._log_forgotten([spec.name for spec in specs])
 
     def unregister_query(self, name: str) -> None:
+        removed = self.registry.current(name)
         self.registry.unregister(name)
+        retire_topics(self.cache, self.history, self.registry, [removed] if removed is not None else [])
         self.forget_query(name, logged=False)
         self.marks.removed(name)
         self.save_queries()

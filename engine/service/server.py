@@ -157,6 +157,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
                 # one engine in this process, or N engine shards (Ray actors) behind the same sockets
                 self.pipeline = ShardedPipeline(config) if config.shards.count else \
                     TickPipeline(config, progress=starting.said, defer_owed=True)
+            self.pipeline.published.of = self._published_fields  # kept with each answer from here on
         except BaseException:  # (a config the engine refuses): nothing stays bound
             self._early.close()
             self._metrics_server = self._auth = None
@@ -313,12 +314,20 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
 
     # -- answers ------------------------------------------------------------------------------
 
-    def _publish(self, answer: Answer) -> None:
+    def _published_fields(self, answer: Answer) -> dict[str, Any]:
+        """What a published answer carries beyond its cached form: its data age and stream's clock offset now, its
+        caveats (published_fields.py: fixed when it is kept, so a gap fill gives the same)."""
         if self._published_caveats is None:  # (made at the first answer: the model's card is read once)
             self._published_caveats = PublishedCaveats(self.pipeline.scores, self.config.model.path)
+        return {**self._answer_feed(answer.stream, answer.data_ts),
+                **self._published_caveats.of(answer.query, answer.stream)}
+
+    def _publish(self, answer: Answer) -> None:
+        fields = self.pipeline.published.take(answer)
+        if fields is None:  # kept before the server told the pipeline (none expected): its fields as of now
+            fields = self._published_fields(answer)
         self._send(answer.topic, {**answer.to_wire(), "epoch": self.epoch, "model_digest": self.model_digest,
-                                  **self._answer_feed(answer.stream, answer.data_ts),
-                                  **self._published_caveats.of(answer.query, answer.stream)})
+                                  **fields})
         self.counters["answers_published"] += 1
         self._answer_at = time.time()
         self.answer_freshness.published(answer.query, self._answer_at)

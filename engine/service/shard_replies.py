@@ -13,7 +13,6 @@ import dataclasses
 import sys
 from typing import Any
 
-import msgpack
 
 from connectors.ticks import counted
 from engine.jobs import JobOutcome
@@ -82,7 +81,7 @@ class ShardReplies:
                                                                           answer.version),
                                      query_version=front.registry.query_version(answer.query))
         answer = front.cache.publish(answer)
-        packed = msgpack.packb(answer.to_wire(), use_bin_type=True)
+        packed = front.published.packed(answer)
         front.history.add(answer.topic, answer.seq, packed)
         front.data.answers.record(packed)  # before it is published: a seq seen is never handed out again
         front.answers_out += 1

@@ -50,6 +50,8 @@ from engine.service.live_scores import LiveScores
 from engine.service.log_provenance import written_by
 from engine.service.new_stream_budget import NewStreamBudget
 from engine.service.model_and_codec import answer_heads, build_codec
+from engine.service.published_fields import PublishedFields
+from engine.service.query_changes import retire_topics
 from engine.service.pipeline import say
 from engine.service.reading_record import ingest_price_offset
 from engine.service.receive_clock import ReceiveClock
@@ -142,6 +144,7 @@ class ShardedPipeline(ShardedIngest):
         self.cache = AnswerCache()
         self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)  # checks only
         self.history = AnswerHistory(config.log.answers_keep)
+        self.published = PublishedFields()  # what the server publishes with each answer, kept with it
         self._configured = configured_queries(config.queries, self.registry) if config.queries else None
 
     def _make_answer_views(self, config: ServiceConfig) -> None:
@@ -248,7 +251,9 @@ class ShardedPipeline(ShardedIngest):
         """Checked here (compiled, limits), then queued to every shard: all of them or none."""
         for spec in specs:
             self.flash.compiled(spec)
+        replaced = [old for spec in specs if (old := self.registry.current(spec.name)) is not None]
         self.registry.register(specs)
+        retire_topics(self.cache, self.history, self.registry, replaced)
         for spec in specs:
             self.forget_query(spec.name, logged=False)
         self.marks.registered([spec.name for spec in specs], dict(self.progress))
@@ -260,7 +265,9 @@ class ShardedPipeline(ShardedIngest):
             link.ops.append(("register", dump_queries(specs)))
 
     def unregister_query(self, name: str) -> None:
+        removed = self.registry.current(name)
         self.registry.unregister(name)
+        retire_topics(self.cache, self.history, self.registry, [removed] if removed is not None else [])
         self.forget_query(name, logged=False)
         self.marks.removed(name)
         self.save_queries()
