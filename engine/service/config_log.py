@@ -33,7 +33,8 @@ class LogSection:
     fsync: str = "group"  # always | group (at most every group_ms) | never
     group_ms: float = 5.0
     segment_bytes: int = 64 << 20
-    retention_bytes: int | None = 2 << 30  # drop the oldest segments past this total (~20M ticks); None: keep all
+    # drop the oldest segments past this total (~5M ticks: a restart replays it, ~5 minutes of a core; None: keep all)
+    retention_bytes: int | None = 512 << 20
     retention_s: float | None = None  # drop segments older than this; None: keep all
     skip_corrupt: bool = False  # on start, skip damaged records (counted) instead of refusing to start
     answers_keep: int = 100_000  # published answers kept in memory for the `answers` op (gap fills)
