@@ -17,6 +17,7 @@ changing it.
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -200,11 +201,19 @@ class AnswerAdaptation(StreamMarksBook):
             owed.extend(kept)
 
     def forget_query(self, name: str) -> None:
-        """A query replaced or removed: its mixes go (a new spec starts cold), and its answers waiting to be re-fed
-        (fed now, they would only have fed the mixes that go)."""
+        """A query replaced or removed: its mixes go (a new spec starts cold), and so do its re-fed answers that the
+        stream's ticks have reached and ``_refeed`` has not fed yet (fed one at a time, they would only have fed the
+        mixes that go); those not reached yet stay, as they did."""
         for mixes in self.mixes.values():
             mixes.pop(name, None)
-        self.forget_owed(name)
+        for stream, owed in self._owed.items():
+            state = self.streams.get(stream)
+            ticks = state.ticks if state is not None else -1
+            reached = next((i for i, entry in enumerate(owed) if entry[1] > ticks), len(owed))
+            if any(entry[0] == name for entry in itertools.islice(owed, reached)):
+                kept = [entry for i, entry in enumerate(owed) if i >= reached or entry[0] != name]
+                owed.clear()
+                owed.extend(kept)
 
 
 class _LabelRun:
