@@ -14,23 +14,29 @@ from pathlib import Path
 
 import pytest
 
+from child_runs import ChildRuns
+
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.xdist_group("test_benchmark_scripts")  # (the module's child interpreter, started once)
 # Scripts that write no results: an export tool, and vLLM's side (run by vLLM's own interpreter, never ours).
 WRITE_NOTHING = {"gguf_export", "vllm_peer"}
 SCRIPTS = sorted(p.stem for p in (ROOT / "benchmarks").glob("*.py")
                  if "\ndef main(" in p.read_text() and p.stem not in WRITE_NOTHING)
 
 
-def run_script(module: str, args: list[str], pythonpath: list[Path], blocked: tuple[str, ...] = ()
-               ) -> subprocess.CompletedProcess:
-    """``python -m module args`` in a child; ``blocked`` modules unimportable there (None in sys.modules: what
-    importlib.util.find_spec and `import` see when a package is not installed)."""
-    code = (f"import runpy, sys\nsys.modules.update(dict.fromkeys({list(blocked)!r}))\n"
-            f"sys.argv = [{module!r}, *{args!r}]\n"
+def script_code(module: str, args: list[str]) -> str:
+    """``python -m module args`` as code for a child (``ChildRuns.run``). The module is run as a fresh `python -m`
+    finds it: not yet imported (an earlier run may have imported it, as peers_latency imports gguf_export)."""
+    return (f"import runpy, sys\nsys.argv = [{module!r}, *{args!r}]\nsys.modules.pop({module!r}, None)\n"
             f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, pythonpath)), "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-c", code], cwd=pythonpath[0], capture_output=True, text=True,
-                          timeout=600, env=env)
+
+
+@pytest.fixture(scope="module")
+def child() -> ChildRuns:
+    """One child interpreter (PYTHONPATH this checkout) for the runs that only read an exit status and stderr: each
+    paid a fresh interpreter's start and torch's import before."""
+    with ChildRuns([ROOT]) as runs:
+        yield runs
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -61,24 +67,27 @@ def test_a_plain_run_leaves_the_committed_reference_alone(tmp_path: Path) -> Non
     reference = results / "replay_json_lines.json"
     reference.write_text('{"committed": true}\n')
     small = ["--lines", "300", "--reps", "1"]
+    # the three runs in one child interpreter (benchmarks/ from the copy), each one checked before the next starts
+    with ChildRuns([tmp_path, ROOT]) as copy:
+        def run_copy(args: list[str]) -> subprocess.CompletedProcess:
+            return copy.run(script_code("benchmarks.replay_json_lines", args), tmp_path)
 
-    plain = run_script("benchmarks.replay_json_lines", small, [tmp_path, ROOT])
-    assert plain.returncode == 0, plain.stderr[-3000:]
-    assert reference.read_text() == '{"committed": true}\n'
-    local = results / "local" / "replay_json_lines.json"
-    assert json.loads(local.read_text())["lines"] == 300
-    assert str(local) in plain.stdout, plain.stdout  # the run says where its numbers went
+        plain = run_copy(small)
+        assert plain.returncode == 0, plain.stderr[-3000:]
+        assert reference.read_text() == '{"committed": true}\n'
+        local = results / "local" / "replay_json_lines.json"
+        assert json.loads(local.read_text())["lines"] == 300
+        assert str(local) in plain.stdout, plain.stdout  # the run says where its numbers went
 
-    elsewhere = run_script("benchmarks.replay_json_lines", [*small, "--out-dir", str(tmp_path / "mine")],
-                           [tmp_path, ROOT])
-    assert elsewhere.returncode == 0, elsewhere.stderr[-3000:]
-    assert json.loads((tmp_path / "mine" / "replay_json_lines.json").read_text())["lines"] == 300
-    assert reference.read_text() == '{"committed": true}\n'
+        elsewhere = run_copy([*small, "--out-dir", str(tmp_path / "mine")])
+        assert elsewhere.returncode == 0, elsewhere.stderr[-3000:]
+        assert json.loads((tmp_path / "mine" / "replay_json_lines.json").read_text())["lines"] == 300
+        assert reference.read_text() == '{"committed": true}\n'
 
-    saved = run_script("benchmarks.replay_json_lines", [*small, "--save-reference"], [tmp_path, ROOT])
-    assert saved.returncode == 0, saved.stderr[-3000:]
-    assert json.loads(reference.read_text())["lines"] == 300
-    assert str(reference) in saved.stdout, saved.stdout
+        saved = run_copy([*small, "--save-reference"])
+        assert saved.returncode == 0, saved.stderr[-3000:]
+        assert json.loads(reference.read_text())["lines"] == 300
+        assert str(reference) in saved.stdout, saved.stdout
 
 
 OUT = "{out}"  # the test's own folder: nothing may be written there
@@ -92,8 +101,8 @@ OUT = "{out}"  # the test's own folder: nothing may be written there
     ("shards", ["--ticks", "100", "--out-dir", OUT], ("ray",), "ray", "make setup"),
 ])
 def test_a_missing_extra_is_one_line_and_exit_2(script: str, args: list[str], blocked: tuple[str, ...], extra: str,
-                                                make_target: str, tmp_path: Path) -> None:
-    result = run_script(f"benchmarks.{script}", [a.format(out=tmp_path) for a in args], [ROOT], blocked)
+                                                make_target: str, tmp_path: Path, child: ChildRuns) -> None:
+    result = child.run(script_code(f"benchmarks.{script}", [a.format(out=tmp_path) for a in args]), ROOT, blocked)
     assert result.returncode == 2, (result.returncode, result.stderr[-3000:])
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     lines = result.stderr.strip().splitlines()
