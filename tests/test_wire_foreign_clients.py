@@ -19,6 +19,9 @@ from wire_client import CTX, T0, fresh_stream, held_of, stats, trade, wait_stats
 from wire_server import clients, server  # noqa: F401 (fixtures)
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "wire-protocol.md"
+# one worker takes the file under `--dist loadgroup`: its module `server` (a model load and a start) is built once,
+# not once on each worker that got some of its tests
+pytestmark = pytest.mark.xdist_group("test_wire_foreign_clients")
 
 
 def dealer(endpoint: str, routing_id: bytes | None = None) -> zmq.Socket:
