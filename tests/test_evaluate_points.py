@@ -4,6 +4,8 @@ written here, a real tiny model, the real backtest."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -18,6 +20,9 @@ from engine.service.evaluation_points import batch_last_ticks
 
 BURST = 8  # ticks of one burst, 0.1 ms apart; bursts 37 ms apart (so a 100 ms batch holds two or three)
 QUICK = ["--threads", "1", "--resamples", "20", "--max-points", "100000"]
+# one worker takes the file under `--dist loadgroup`: its module fixtures (a model, two 6,000-tick files, an
+# evaluate run) are built once
+pytestmark = pytest.mark.xdist_group("test_evaluate_points")
 
 
 def write_ticks(path: Path, n: int, bursty: bool) -> Path:
@@ -41,6 +46,15 @@ def files(tmp_path_factory) -> dict[str, Path]:
             "plain": write_ticks(folder / "plain.parquet", 6000, bursty=False)}
 
 
+@pytest.fixture(scope="module")
+def plain_table(files: dict[str, Path]) -> str:
+    """What `evaluate MODEL plain.parquet` prints (its table), run once: two tests read it."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["evaluate", str(files["model"]), str(files["plain"]), *QUICK]) == 0
+    return out.getvalue()
+
+
 def recomputed(points: pl.DataFrame, question: str, column: str) -> tuple[float, float, int]:
     """Accuracy (first most likely label on ties) and Brier of one column, from the file alone."""
     rows = points.filter(pl.col("question") == question)
@@ -51,8 +65,8 @@ def recomputed(points: pl.DataFrame, question: str, column: str) -> tuple[float,
         len(y)
 
 
-def test_every_column_of_evaluate_recomputes_from_its_points_file(files: dict[str, Path], tmp_path: Path,
-                                                                   capsys) -> None:
+def test_every_column_of_evaluate_recomputes_from_its_points_file(files: dict[str, Path], plain_table: str,
+                                                                   tmp_path: Path, capsys) -> None:
     out = tmp_path / "points.parquet"
     assert main(["evaluate", str(files["model"]), str(files["plain"]), *QUICK, "--json", "--points-out",
                  str(out)]) == 0
@@ -71,8 +85,7 @@ def test_every_column_of_evaluate_recomputes_from_its_points_file(files: dict[st
     joined = points.join(ticks.select("stream", "tick", pl.col("ts").alias("file_ts")), on=["stream", "tick"])
     assert joined.height == points.height and (joined["data_ts"] == joined["file_ts"]).all()
     # the table printed is the same numbers
-    assert main(["evaluate", str(files["model"]), str(files["plain"]), *QUICK]) == 0
-    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("direction_20 "))
+    row = next(line for line in plain_table.splitlines() if line.startswith("direction_20 "))
     accuracy, brier, n = recomputed(points, "direction_20", "model")
     assert row.split()[1:3] == [str(n), f"{accuracy:.3f}"] and f"{brier:.3f}" in row.split()
 
@@ -130,13 +143,13 @@ def test_the_cut_is_the_backtests_event_time_batches() -> None:
     assert batch_last_ticks(np.zeros(0, dtype=np.int64), 100).tolist() == []
 
 
-def test_a_bursty_test_part_gets_a_note_that_a_backtest_scores_differently(files: dict[str, Path], capsys) -> None:
+def test_a_bursty_test_part_gets_a_note_that_a_backtest_scores_differently(files: dict[str, Path], plain_table: str,
+                                                                           capsys) -> None:
     assert main(["evaluate", str(files["model"]), str(files["bursty"]), *QUICK]) == 0
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("answer points: "))
     assert line.startswith("answer points: every labelled tick of the test part; note: ")
     assert "within 1 ms of the next" in line and "--batch-ms 100 scores those points instead" in line
-    assert main(["evaluate", str(files["model"]), str(files["plain"]), *QUICK]) == 0
-    assert "answer points: every labelled tick of the test part\n" in capsys.readouterr().out  # no burst, no note
+    assert "answer points: every labelled tick of the test part\n" in plain_table  # no burst, no note
     assert main(["evaluate", str(files["model"]), str(files["bursty"]), *QUICK, "--batch-ms", "100"]) == 0
     assert "answer points: the last tick of each 100 ms event-time batch of the test part, where `backtest " \
            "--batch-ms 100` answers" in capsys.readouterr().out
