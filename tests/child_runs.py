@@ -77,9 +77,11 @@ class ChildRuns:
         ready, _, _ = select.select([self._child.stdout], [], [], self.timeout_s)
         reply = self._child.stdout.readline() if ready else ""
         if not reply:  # (a hang, or the child died: a run that killed its interpreter is no run to report)
+            said = err.read_text(errors="replace")[-3000:] if err.exists() else ""
+            self._child.kill()
             self.close()
             raise AssertionError(f"the child interpreter gave no exit status for {code!r} (exit "
-                                 f"{self._child.returncode}); its stderr: {err.read_text(errors='replace')[-3000:]}")
+                                 f"{self._child.returncode}); its stderr: {said}")
         return subprocess.CompletedProcess(code, json.loads(reply), out.read_text(), err.read_text())
 
     def close(self) -> None:
