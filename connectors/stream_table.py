@@ -47,6 +47,9 @@ class StreamTable:
         self._encoders: dict[str, StreamEncoder] = {}
         self._expired_last_ts: dict[str, int] = {}  # expired streams' last accepted ts (see drop)
         self._expired_at_last_ts: dict[str, int | None] = {}  # ... and how many of their ticks it stamped
+        # ... and their encoder's codec state, tick count and last price level, so the next tick of an expired stream
+        # is encoded and counted as if it had never expired (its context is kept too: engine/kept_contexts.py)
+        self._expired_codec: dict[str, tuple[Any, int, float | None]] = {}
         self.stamp_notes = StampNotes(notify)  # first ts in another unit, ticks ahead of the clock
         self.held: dict[str, EncodedTick] = {}  # each stream's newest quote kept aside by conflation, not submitted
         self.passed_over = PassedOver()  # refused and conflated ticks since each stream's last accepted one
@@ -76,13 +79,15 @@ class StreamTable:
         return self._encoders[stream]
 
     def drop(self, stream: str) -> None:
-        """Forget a stream (expired by the engine): its next tick starts it afresh, except that its ordering
-        guard stays (one int a name): a tick older than one accepted before the expiry is still refused, as
-        the tick log's replay would refuse it after a restart."""
+        """A stream expired by the engine: its encoder goes, and what its next tick needs stays (a few values a
+        name): the ordering guard (a tick older than one accepted before the expiry is still refused, as the tick
+        log's replay would refuse it after a restart) and the codec state and counts (that tick is encoded and
+        counted as if the stream had never expired, as a backtest, where nothing expires, encodes it)."""
         encoder = self._encoders.pop(stream, None)
         self.derivatives.pop(stream, None)
         if encoder is not None and encoder.last_ts is not None:
             self._keep_expired(stream, encoder.last_ts, encoder.at_last_ts)
+            self._expired_codec[stream] = (encoder.state, encoder.ticks, encoder.last_level)
         elif stream not in self._expired_last_ts:  # (nothing of it kept: a name no longer known here)
             self.names.discard(stream, NAMES_HOLDER)
 
@@ -130,6 +135,7 @@ class StreamTable:
         self._expired_last_ts.pop(stream, None)
         self.names.discard(stream, NAMES_HOLDER)
         self._expired_at_last_ts.pop(stream, None)
+        self._expired_codec.pop(stream, None)
         self.sequences.forget(stream)
         self.received_ns.pop(stream, None)
         self.held.pop(stream, None)
@@ -147,7 +153,8 @@ class StreamTable:
     def accepted(self, streams: list[str] | None = None, limit: int | None = None, after: str = "",
                  now_ns: int | None = None) -> dict[str, dict[str, Any] | None]:
         """Each stream's last accepted tick: ``{ticks, last_ts, at_last_ts, last_price}`` (``ticks``: its session's
-        tick count, 0 after an expiry, whose ordering guard stays; ``at_last_ts``: how many ticks stamped ``last_ts``
+        tick count, kept past an expiry with its ordering guard and codec state; ``at_last_ts``: how many ticks
+        stamped ``last_ts``
         were taken up to the last accepted one, refused and conflated ones before it included, None if unknown;
         ``last_price``: the last raw tick's price level, a trade's price or a quote's mid, None if none; ``last_seq``
         and the sequence counts, TickSequences.of), None for a
@@ -164,7 +171,7 @@ class StreamTable:
                              "last_price": encoder.last_level}
             else:
                 last_ts = self._expired_last_ts.get(name)
-                out[name] = None if last_ts is None else {"ticks": 0, "last_ts": last_ts,
+                out[name] = None if last_ts is None else {"ticks": self._expired_ticks(name), "last_ts": last_ts,
                                                           "at_last_ts": self._expired_at_last_ts.get(name)}
             if out[name] is not None:
                 out[name].update(self.sequences.of(name))
@@ -188,6 +195,7 @@ class StreamTable:
         encoder = self._encoders[stream] = self._new_encoder(stream)
         self._expired_last_ts.pop(stream, None)  # (held again: the encoder carries the guard)
         self._expired_at_last_ts.pop(stream, None)
+        self._expired_codec.pop(stream, None)
         self._held(stream)
         encoder.ticks, encoder.last_ts, encoder.at_last_ts = ticks, last_ts, at_last_ts
         if state is not None:
@@ -207,10 +215,18 @@ class StreamTable:
         if DERIVATIVE_NAME.search(stream):
             self.derivatives[stream] = None
 
+    def _expired_ticks(self, stream: str) -> int:
+        """An expired stream's tick count, which its next tick goes on from (0: its codec state was not kept)."""
+        kept = self._expired_codec.get(stream)
+        return 0 if kept is None else kept[1]
+
     def _new_encoder(self, stream: str) -> StreamEncoder:
         encoder = StreamEncoder(stream, self.codec, self.vocab_size, self.max_stream_bytes)
         encoder.last_ts = self._expired_last_ts.get(stream)
         encoder.at_last_ts = self._expired_at_last_ts.get(stream, 0)
+        kept = self._expired_codec.get(stream)
+        if kept is not None:  # an expired stream back: encoded and counted on from where it stopped
+            encoder.state, encoder.ticks, encoder.last_level = kept
         return encoder
 
     # -- phase two ---------------------------------------------------------------------------
@@ -221,6 +237,7 @@ class StreamTable:
             encoder = self._encoders[item.stream] = self._new_encoder(item.stream)
             self._expired_last_ts.pop(item.stream, None)  # (held again: the encoder carries the guard)
             self._expired_at_last_ts.pop(item.stream, None)
+            self._expired_codec.pop(item.stream, None)
             self._held(item.stream)
             self.names.add(item.stream, NAMES_HOLDER)
             if encoder.last_ts is None:  # a stream's very first tick

@@ -33,6 +33,7 @@ from engine.block_manager import BlockManager
 from engine.context_rolls import Booked, ContextWindow, roll_points
 from engine.forward_commit import ForwardCommit
 from engine.forward_plan import Plan, StepReport
+from engine.kept_contexts import KeptContexts
 from engine.jobs import ProbeJob, QueryPlanner, StreamProgress
 from engine.lru_eviction import LruEviction
 from engine.probe_placement import ProbePlacement
@@ -82,6 +83,7 @@ class Scheduler:
         self.window, self.sink, self.keep, self.roll_at = context.window, context.sink, context.keep, context.roll_at
         self.max_streams_admitted = self.context.windows_in_pool  # for the 'refuse' policy
         self.streams: dict[str, Stream] = {}
+        self.kept = KeptContexts(self.config.expired_streams_kept)  # expired streams' contexts, without their KV
         self.stats = SchedulerStats()
         self.backlog = BacklogCounts()  # what waits for a forward, counted
         # tokens every session starts with; the engine prefills them once, sessions share the blocks
@@ -151,9 +153,12 @@ class Scheduler:
         if problem is not None:
             self.stats.refused_streams += 1
             raise AdmissionRefused(problem)
-        roll_at, keep = roll_points(name, self.roll_at, self.keep, self.sink)
-        state = Stream(Session(name, list(self.config.header)), roll_at=roll_at, keep=keep,
-                       next_token_logits=self.header_logits)  # the first tick's first token has the header before it
+        state = self.kept.take(name)  # an expired stream back: its session goes on, its KV recomputed
+        if state is None:
+            roll_at, keep = roll_points(name, self.roll_at, self.keep, self.sink)
+            state = Stream(Session(name, list(self.config.header)), roll_at=roll_at, keep=keep,
+                           next_token_logits=self.header_logits,  # the first tick's first token has the header before
+                           context_reset=self.kept.was_reset(name))
         self.streams[name] = state
         return state
 
@@ -217,9 +222,9 @@ class Scheduler:
         return self.backlog.streams_waiting
 
     def expire_idle(self, now_ns: int | None = None, limit: int | None = None) -> list[str]:
-        """Drop streams silent for ``stream_idle_s`` before ``now_ns`` (no pending data, no waiting job): their KV
-        returns to the pool and their state is forgotten; a stream that comes back starts a new session. At most
-        ``limit`` of them (None: all; the rest go at the next call). Returns them."""
+        """Expire streams silent for ``stream_idle_s`` before ``now_ns`` (no pending data, no waiting job): their KV
+        returns to the pool and their context is kept (``expire``). At most ``limit`` of them (None: all; the rest
+        go at the next call). Returns them."""
         if self.config.stream_idle_s is None:
             return []
         cutoff = (now_ns or time.time_ns()) - int(self.config.stream_idle_s * 1e9)
@@ -227,9 +232,17 @@ class Scheduler:
         idle = [name for name, s in self.streams.items()
                 if s.last_seen_ns < cutoff and not s.pending and name not in asked][:limit]
         for name in idle:
-            self.drop(name)
+            self.expire(name)
         self.stats.streams_expired += len(idle)
         return idle
+
+    def expire(self, stream: str) -> None:
+        """``stream`` expired (here, or in the run a tick log replays): its KV returns to the pool, its context is
+        kept (engine/kept_contexts.py), so its next data goes on with the same session, as if it had never left."""
+        state = self.streams.get(stream)
+        self.drop(stream, give_up=False)
+        if state is not None:
+            self.kept.keep(state)
 
     def start_at(self, stream: str, ticks: int, event_ts: int,
                  booked: Booked | None = None) -> str | None:
@@ -257,10 +270,13 @@ class Scheduler:
         return (state is not None and bool(state.pending)) or any(
             job.stream == stream for job in (*self._asks, *self._idle))
 
-    def drop(self, stream: str) -> None:
-        """Forget ``stream`` (expired, here or in the run a tick log replays; forgotten): its KV returns to the pool,
-        and its next data starts a new session. Jobs waiting on it go too (a shard told to forget a stream: its
-        front door lets no ask wait on it, and a standing query's probe answers a session that is gone)."""
+    def drop(self, stream: str, give_up: bool = True) -> None:
+        """Forget ``stream`` (forgotten; turned away): its KV returns to the pool, its context (a kept one too) is
+        given up, and its next data starts a new session, marked reset. Jobs waiting on it go too (a shard told to
+        forget a stream: its front door lets no ask wait on it, and a standing query's probe answers a session that
+        is gone). ``give_up`` False: the caller keeps the context (``expire``)."""
+        if give_up:
+            self.kept.forget(stream)
         state = self.streams.pop(stream, None)
         if state is not None:
             # (the backlog's counts stay those of the streams held)
@@ -375,6 +391,9 @@ class Scheduler:
             "kv_cells_used": pool.used_cells,
             "sessions_resident": sum(1 for s in self.streams.values() if s.session.blocks),
             "streams": len(self.streams),
+            "contexts_kept": len(self.kept),
+            "contexts_resumed": self.kept.resumed,
+            "contexts_given_up": self.kept.given_up,
         }
 
 

@@ -66,6 +66,7 @@ class SessionBooking:
             return
         self.blocks.evict(session)
         session.tokens, state.boundaries, state.roll_at = rolled
+        state.context_reset = False
         self.stats.rolls += 1
 
     def share_header(self, session: Session, plan: Plan) -> None:

@@ -47,6 +47,9 @@ class Stream:
     rebuilds: int = 0  # forwards that recomputed this session's evicted or restored KV (`streams` says it per stream)
     boundaries: list[int] = field(default_factory=list)  # token offsets where chunks begin
     next_token_logits: torch.Tensor | None = None  # (vocab,) prediction for the next token
+    # its earlier context was given up (engine/kept_contexts.py): its answers say so until its first roll, when a
+    # run that kept it (a backtest) would have rolled its context to recent ticks too
+    context_reset: bool = False
 
     @property
     def name(self) -> str:

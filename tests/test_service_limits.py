@@ -74,7 +74,9 @@ def test_backlog_past_the_bound_is_reported_and_shed_only_when_asked(checkpoint)
         assert sum(s.ticks for s in pipeline.engine.scheduler.streams.values()) == accepted
 
 
-def test_idle_streams_expire_from_every_layer_and_come_back_afresh(checkpoint) -> None:
+def test_idle_streams_free_their_kv_and_come_back_onto_their_kept_context(checkpoint) -> None:
+    """An expiry frees a stream's KV and cached answers and keeps its context (review355 #7): its next ticks go on
+    from it, counted on, answering as a pipeline where nothing expired answers."""
     # (an idle bound well above a loaded machine's forward of 20 ticks: "not idle yet" below must hold)
     pipeline = TickPipeline(pipeline_config(checkpoint, scheduler={"stream_idle_s": 3.0}))
     pipeline.registry.register(QUERIES)
@@ -91,15 +93,25 @@ def test_idle_streams_expire_from_every_layer_and_come_back_afresh(checkpoint) -
     assert not pipeline.engine.scheduler.streams and len(pipeline.encoders) == 0
     assert pipeline.engine.blocks.pool.used_cells == 0 and pipeline.cache.get("dir", streams[0]) is None
     assert pipeline.engine.scheduler.stats.streams_expired == len(streams)
+    assert all(name in pipeline.engine.scheduler.kept for name in streams)
     older = next(t for t in batch if t.stream == streams[0])  # accepted before the expiry: its guard stays
     with pytest.raises(InvalidTick, match="ts_backwards|< previous"):
         pipeline.ingest(dataclasses.replace(older, ts=max(t.ts for t in batch if t.stream == streams[0]) - 1))
     later = [t for t in ticks(60) if t.stream == streams[0]][-3:]  # same stream, later ticks
     for tick in later:
         pipeline.ingest(tick)
-    answers = pipeline.run_until_idle()
-    assert pipeline.engine.scheduler.streams[streams[0]].ticks == 3  # a new session
-    assert any(a.query == "dir" and a.stream == streams[0] for a in answers)
+    answers = [a for a in pipeline.run_until_idle() if a.stream == streams[0]]
+    before = sum(t.stream == streams[0] for t in batch)
+    assert pipeline.engine.scheduler.streams[streams[0]].ticks == before + 3  # its session goes on
+    steady = TickPipeline(pipeline_config(checkpoint, scheduler={"stream_idle_s": None}))
+    steady.registry.register(QUERIES)
+    for tick in batch + later:
+        steady.ingest(tick)
+    expected = [a for a in steady.run_until_idle() if a.stream == streams[0]][-len(answers):]
+    assert [(a.query, a.version) for a in answers] == [(a.query, a.version) for a in expected]
+    for got, want in zip(answers, expected):
+        assert json.dumps(got.value, sort_keys=True) == json.dumps(want.value, sort_keys=True) or \
+            got.value["probs"] == pytest.approx(want.value["probs"], abs=1e-5)
 
 
 def ingest_each(pipeline: TickPipeline, sent: list) -> list[InvalidTick]:
@@ -487,7 +499,8 @@ def test_an_expired_stream_is_told_apart_from_one_never_seen(checkpoint, tmp_pat
             last = max(t.ts for t in market if t.stream == stream)
             expired = control.call("streams", streams=[stream])["streams"][stream]
             assert expired.pop("idle_s") >= 0.2  # quiet since before its expiry, and still told
-            assert expired == {"ticks": 0, "last_ts": last, "at_last_ts": 1,  # (no seq: sequence figures 0/None)
+            # its count is kept with its context (its next tick goes on from it); no seq: sequence figures 0/None
+            assert expired == {"ticks": sum(t.stream == stream for t in market), "last_ts": last, "at_last_ts": 1,
                                "last_seq": None, "duplicates": 0, "seq_gaps": 0, "seq_missing": 0, "repeats_taken": 0}
 
 
@@ -648,8 +661,9 @@ def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_expired(che
         with live_server(checkpoint, scheduler={"max_streams": limit}, **sections) as (server, push):
             assert "refused at this start" not in capsys.readouterr().err
             with ControlClient(server.endpoints["control"], timeout_s=60) as control:
-                reply = control.call("streams", streams=[idle])
-                assert reply["streams"][idle]["ticks"] == 0 and "refused" not in reply, reply
+                reply = control.call("streams", streams=[idle])  # (its count kept with its context)
+                assert reply["streams"][idle]["ticks"] == sum(t.stream == idle for t in early), reply
+                assert "refused" not in reply, reply
                 assert "refused_at_start" not in control.call("streams")
                 assert control.call("stats")["stats"]["scheduler"]["refused_streams"] == 0
                 with pytest.raises(ControlError, match=f'stream "{idle}" expired after scheduler.stream_idle_s'):
@@ -686,8 +700,8 @@ def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_refused(che
     with live_server(checkpoint, scheduler={"max_streams": 3}, **sections) as (server, push):
         assert "refused at this start" not in capsys.readouterr().err
         with ControlClient(server.endpoints["control"], timeout_s=60) as control:
-            reply = control.call("streams", streams=[late])
-            assert reply["streams"][late]["ticks"] == 0 and "refused" not in reply, reply
+            reply = control.call("streams", streams=[late])  # (its count kept with its context)
+            assert reply["streams"][late]["ticks"] == late_ticks and "refused" not in reply, reply
             assert reply["streams"][late]["at_last_ts"] is not None, reply
             assert "refused_at_start" not in control.call("streams")
             with pytest.raises(ControlError, match=f'stream "{late}" expired after scheduler.stream_idle_s'):
@@ -1242,8 +1256,8 @@ queries:
     assert fired(0) == ["each", "hourly"] and fired(10) == ["each"]
     time.sleep(0.3)
     assert pipeline.expire_idle() == ["CBOT:ZC H7"]
-    assert fired(40) == ["each"]  # a new session (the ticks query fires as on a new stream), the same hour
-    assert pipeline.engine.scheduler.streams["CBOT:ZC H7"].ticks == 1
+    assert fired(40) == ["each"]  # its kept context goes on (the third tick), the same hour
+    assert pipeline.engine.scheduler.streams["CBOT:ZC H7"].ticks == 3
     assert fired(65) == ["each", "hourly"]
 
 
@@ -1254,8 +1268,8 @@ def test_the_log_names_streams_that_expired(checkpoint, capsys) -> None:
         push.send(encode([trade("EEX:DEBY-2027", 1_790_000_000_000_000_000, -5.0 + 10, 1.0)]))
         wait_for(lambda: server.counters["streams_expired"] == 1)
     err = capsys.readouterr().err
-    assert 'flashtick: expired 1 stream with no data for scheduler.stream_idle_s (0.3 s): "EEX:DEBY-2027"; a ' \
-           "stream's next tick starts a new session" in err, err
+    assert 'flashtick: expired 1 stream with no data for scheduler.stream_idle_s (0.3 s): "EEX:DEBY-2027"; their ' \
+           "KV went back to the pool and their context is kept: a stream's next tick goes on from it" in err, err
 
 
 def test_streams_expired_at_heartbeat_after_heartbeat_are_one_line_at_most_every_interval(checkpoint, capsys,
@@ -1285,7 +1299,7 @@ def test_streams_expired_at_heartbeat_after_heartbeat_are_one_line_at_most_every
         assert said().count("flashtick: expired") == 1, said()  # the later two wait for the interval
     lines = [line for line in said().splitlines() if line.startswith("flashtick: expired")]
     assert lines[0].startswith("flashtick: expired 1 stream with no data for scheduler.stream_idle_s (0.3 s): "
-                               '"SPY   241216C00450000"; a stream\'s next tick starts a new session'), lines
+                               '"SPY   241216C00450000"; their KV went back to the pool'), lines
     assert "later expiries are said at most every 3600 s" in lines[0]
     assert lines[1:] == ["flashtick: expired 2 streams with no data for scheduler.stream_idle_s (0.3 s) since the "
                          'last such line (3 in all): "SPY   241216P00450000", "SPY   241216C00455000"']

@@ -721,7 +721,7 @@ def shard_sessions(pipeline: ShardedPipeline) -> dict[str, tuple[int, int]]:
 def test_a_restart_of_shards_keeps_expiries_and_the_tick_counts_retention_dropped(checkpoint, tmp_path) -> None:
     """As on one engine: a stream whose first ticks retention dropped counts on from where the live run was (an
     answer's `version` never goes backwards), and streams the live run expired for idleness stay expired (a
-    stream that came back is rebuilt as the new session it is), owed no answer."""
+    stream that came back goes on from its kept context), owed no answer."""
     from connectors.ticks import trade
 
     queries = tmp_path / "q.yaml"
@@ -760,9 +760,9 @@ def test_a_restart_of_shards_keeps_expiries_and_the_tick_counts_retention_droppe
         wait_for(expired, 30)
         live.ingest_unread_s = unread  # and nothing more from here on, however long the rest takes
         assert sorted(live.expire_idle()) == ["IDLE0", "IDLE1"]
-        feed(live, [[trade("IDLE0", t0 + 6000 + i, 21.0, 2.0, "buy")] for i in range(3)])  # back: a new session
+        feed(live, [[trade("IDLE0", t0 + 6000 + i, 21.0, 2.0, "buy")] for i in range(3)])  # back onto its context
         held = shard_sessions(live)
-        assert set(held) == {"QUIET", "R0", "R1", "IDLE0"} and held["IDLE0"][0] == 3 and held["QUIET"][0] == 21
+        assert set(held) == {"QUIET", "R0", "R1", "IDLE0"} and held["IDLE0"][0] == 23 and held["QUIET"][0] == 21
         after = shutil.copytree(tmp_path / "data", tmp_path / "after")  # the disk, were the service killed now
         message = [trade("R0", t0 + 10_000, 51.0, 1.0, "buy"), trade("QUIET", t0 + 10_001, 101.0, 1.0, "buy"),
                    trade("IDLE0", t0 + 10_002, 22.0, 2.0, "buy")]
@@ -776,10 +776,10 @@ def test_a_restart_of_shards_keeps_expiries_and_the_tick_counts_retention_droppe
     assert restarted.run_until_idle() == []  # nothing owed: every tick was answered
     rebuilt = shard_sessions(restarted)  # counts as live; a window reaching into a dropped segment holds what is kept
     assert {name: ticks for name, (ticks, _) in rebuilt.items()} == {name: ticks for name, (ticks, _) in held.items()}
-    assert rebuilt["IDLE0"] == held["IDLE0"]  # the new session, whole in the kept log, not its expired ticks
+    assert rebuilt["IDLE0"] == held["IDLE0"]  # its session gone on past its expiry (its context kept), as live
     got = {(a.query, a.stream): (a.version, a.seq) for a in feed(restarted, [message])}
     restarted.close()
-    assert got == want and want[("dir", "QUIET")][0] == 22 and want[("dir", "IDLE0")][0] == 4
+    assert got == want and want[("dir", "QUIET")][0] == 22 and want[("dir", "IDLE0")][0] == 24
 
 
 def test_an_ask_on_a_stream_whose_every_tick_a_shard_refused_says_so(checkpoint, tmp_path) -> None:

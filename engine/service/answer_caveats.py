@@ -7,6 +7,9 @@ them from trusted ones). Decided exactly as `flashtick scores` decides it, from 
   frequencies, with WORST_MIN_SCORED answers scored or more (`scores`' `worse_than_prior`);
 * ``saturated_question``: the query's bps-bucketed question (move_bps_50, volatility_50) is saturated on this stream
   (`scores`' `saturated_streams`, connectors/saturation.py);
+* ``context_reset``: the stream's earlier context was given up (an operator's `forget`, or its expiry fell past
+  scheduler.expired_streams_kept: engine/kept_contexts.py), so until its first context roll its answers read only
+  the ticks since, where a backtest of the same ticks, in which nothing is given up, reads the earlier ones too;
 * and on published answers, ``spot_trained_model`` (market_caveat.py), which `ask` and `get` replies carry already.
 
 Each is ``{kind, text}``, as a reply's `caveats` are (reply_caveats.py).
@@ -16,13 +19,30 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.service.live_scores import WORST_MIN_SCORED, LiveScores
 from engine.service.market_caveat import spot_only, stream_caveat
 
+if TYPE_CHECKING:  # (the scheduler's module imports torch; this one is read before it is)
+    from engine.scheduler import Scheduler
+
 WORSE_THAN_PRIOR = "worse_than_prior"
 SATURATED_QUESTION = "saturated_question"
+CONTEXT_RESET = "context_reset"
+
+
+def context_caveats(scheduler: Scheduler | None, stream: str) -> list[dict[str, str]]:
+    """``context_reset`` on ``stream``'s answers while its session holds only ticks since its context was given up
+    (``Stream.context_reset``, cleared at its first roll); [] otherwise, or without a scheduler here (sharded)."""
+    state = scheduler.streams.get(stream) if scheduler is not None else None
+    if state is None or not state.context_reset:
+        return []
+    return [{"kind": CONTEXT_RESET, "text": (
+        f"{stream}'s earlier context was given up (an operator's forget, or it expired past the "
+        f"scheduler.expired_streams_kept most recent expiries, whose contexts are kept): this answer reads the "
+        f"{len(state.boundaries)} ticks since, where a backtest of the same ticks reads the earlier ones too, until "
+        f"its first context roll (raise scheduler.expired_streams_kept for a feed of many sparse names)")}]
 
 
 def skill_caveats(scores: LiveScores, queries: Iterable[str], stream: str) -> list[dict[str, str]]:
@@ -63,11 +83,13 @@ class PublishedCaveats:
     """What a published answer carries as `caveats` (absent when none): the stream's caveats above, and for a model
     trained on spot markets only, the one of a derivatives stream. The model's card is read once."""
 
-    def __init__(self, scores: LiveScores, model_path: Path | str | None) -> None:
+    def __init__(self, scores: LiveScores, model_path: Path | str | None, scheduler: Scheduler | None = None) -> None:
         self.scores = scores
         self.spot_only = spot_only(model_path)
+        self.scheduler = scheduler  # one engine's, for context_reset (None: sharded, its shards hold the sessions)
 
     def of(self, query: str, stream: str) -> dict[str, list[dict[str, str]]]:
         market = stream_caveat([stream]) if self.spot_only else None
         caveats = ([market] if market is not None else []) + skill_caveats(self.scores, [query], stream)
+        caveats += context_caveats(self.scheduler, stream)
         return {"caveats": caveats} if caveats else {}

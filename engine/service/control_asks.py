@@ -15,7 +15,7 @@ from engine.service.control_requests import (ControlBusy, ControlError, ControlS
 from engine.service.pipeline import TickPipeline
 from engine.service.reply_caveats import ReplyCaveats
 from engine.service.sharded import ShardedPipeline, ShardGivenUp
-from engine.service.answer_caveats import scored_as, skill_caveats
+from engine.service.answer_caveats import context_caveats, scored_as, skill_caveats
 from engine.stream_patterns import did_you_mean
 from engine.quoting import quoted, quoted_list
 from queries.spec import LABELLED_KINDS, QuerySpec
@@ -122,6 +122,8 @@ class AskOps:
         if len(specs) == 1 and len(streams) == 1:  # an ask's or get's: what live scores show of its stream
             scored = scored_as(specs[0], self.pipeline.registry.list())
             caveats += skill_caveats(self.pipeline.scores, scored, streams[0])
+            engine = getattr(self.pipeline, "engine", None)  # (a sharded front door holds no session)
+            caveats += context_caveats(engine.scheduler if engine is not None else None, streams[0])
         return {"caveats": caveats}
 
     def _data_age(self, data_ts: int) -> dict[str, Any]:
@@ -169,8 +171,11 @@ class AskOps:
         `unknown_stream`, a stream the service holds no tick of: not `bad_request`, as the same ask is served once
         the stream's next tick is accepted; the text says which."""
         if self.pipeline.encoders.accepted([stream])[stream] is not None:
+            kept = stream in self.pipeline.engine.scheduler.kept
             return ControlUnknownStream(f"stream {quoted(stream)} expired after scheduler.stream_idle_s without "
-                                        f"data: its session is gone, and its next tick starts a new one")
+                                        f"data: its KV was freed; " + (
+                                            "its context is kept, and its next tick goes on from it" if kept else
+                                            "its context is gone too, and its next tick starts a new one"))
         if why := self._why_refused(stream):
             return ControlUnknownStream(why)
         # (a name neither remembered nor among those forgotten was never refused: no hint that it might have been,

@@ -236,19 +236,27 @@ class _EngineReplay:
         self.pipeline.adaptation.start_at(stream, ticks)
 
     def drop(self, stream: str) -> None:
-        """An expiry. A stream whose session this replay holds reads expired, as live: the refusals of its items
-        before it go (the later event wins), nor are they counted in refused_streams. One the replay refused and
-        has not admitted since holds nothing to expire: it stays refused at this start, said and counted as a
-        held stream refused is (review200 #2: they read "expired" with `at_last_ts: null`, unsaid)."""
-        held = stream in self.scheduler.streams
+        """An expiry. A stream whose session this replay holds reads expired, as live, its context kept as live
+        keeps it (engine/kept_contexts.py): the refusals of its items before it go (the later event wins), nor are
+        they counted in refused_streams. One the replay refused and has not admitted since holds nothing to expire:
+        it stays refused at this start, said and counted as a held stream refused is (review200 #2: they read
+        "expired" with `at_last_ts: null`, unsaid)."""
+        self._removed(stream, stream in self.scheduler.streams)
+        self.scheduler.expire(stream)
+
+    def context_gone(self, stream: str) -> None:
+        self.scheduler.kept.forget(stream)
+
+    def forget(self, stream: str) -> None:
+        """As an expiry, its context given up and its answer side with it (split_log forgets its ordering guard
+        too): it reads as never seen."""
+        self._removed(stream, stream in self.scheduler.streams)
         self.scheduler.drop(stream)
         self.pipeline.scores.drop_stream(stream)
         self.pipeline.adaptation.drop_stream(stream)
         self.pipeline.registry.replayed_expiry(stream)
+
+    def _removed(self, stream: str, held: bool) -> None:
         if held:
             self.restart.turned_away.discard(stream)
             self.scheduler.stats.refused_streams -= self.refused.pop(stream, 0)
-
-    def forget(self, stream: str) -> None:
-        """As an expiry (split_log forgets its ordering guard too): it reads as never seen."""
-        self.drop(stream)

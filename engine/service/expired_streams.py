@@ -13,11 +13,11 @@ EXPIRED_LINE_EVERY_S = 10.0  # after the first, streams expired for idleness are
 
 
 class ExpiredStreamsLine:
-    """Streams expired for idleness, said on stderr. A stream dropped for idleness loses its context: a sparse feed
-    (a contract that trades hourly) must hear of it, or its next answers, from a fresh session, look like the
-    model's. But a chain of option series going quiet one by one expires a few at almost every heartbeat: the first
-    expiry is said at once, later ones at most every EXPIRED_LINE_EVERY_S, with how many since the last such line
-    and in all, the first few named (stats' `streams_expired` counts every one)."""
+    """Streams expired for idleness, said on stderr: their KV is freed (their context kept, engine/kept_contexts.py),
+    so an operator sizing kv.cells sees the churn. A chain of option series going quiet one by one expires a few at
+    almost every heartbeat: the first expiry is said at once, later ones at most every EXPIRED_LINE_EVERY_S, with
+    how many since the last such line and in all, the first few named (stats' `streams_expired` counts every
+    one)."""
 
     def __init__(self, idle_s: float | None) -> None:
         self.idle_s = idle_s
@@ -39,9 +39,9 @@ class ExpiredStreamsLine:
         self.said, self.waiting, self.named = self.said + n, 0, []
         self.next_line_at = now + EXPIRED_LINE_EVERY_S
         if first:
-            print(f"flashtick: expired {what}: {names}; a stream's next tick starts a new session (its context "
-                  f"gone; interval triggers keep their grid): raise scheduler.stream_idle_s for feeds that tick less "
-                  f"often (later expiries are said at most every {EXPIRED_LINE_EVERY_S:g} s)",
+            print(f"flashtick: expired {what}: {names}; their KV went back to the pool and their context is kept: "
+                  f"a stream's next tick goes on from it, its KV recomputed then (later expiries are said at most "
+                  f"every {EXPIRED_LINE_EVERY_S:g} s)",
                   file=sys.stderr, flush=True)
             return
         print(f"flashtick: expired {what} since the last such line ({self.said} in all): {names}",

@@ -37,7 +37,11 @@ class ReplayTarget(Protocol):
         session then (Scheduler.booked), when the log kept it."""
 
     def drop(self, stream: str) -> None:
-        """The live run expired ``stream`` for idleness here: its session and what is kept beside it go."""
+        """The live run expired ``stream`` for idleness here: its KV goes, its context is kept (kept_contexts.py)."""
+
+    def context_gone(self, stream: str) -> None:
+        """``stream`` expired in segments retention dropped: only its ordering guard is left, so its next tick
+        starts a new context, whose answers say so (``context_reset``)."""
 
     def forget(self, stream: str) -> None:
         """An operator had ``stream`` forgotten here: as ``drop``, and the refusals of its items this replay
@@ -221,7 +225,12 @@ class _LogSplit:
         return self.pending[stream]
 
     def reached(self, stream: str, point: tuple[int, int | None]) -> bool:
-        if self.counted.get(stream, 0) != point[0] or point[1] not in (None, self.booked_ts.get(stream)):
+        """Whether ``stream``'s items booked so far reach ``point``: an answer's (count and time) exactly; a
+        registration's (count alone) once its count is reached, which a stream counting on past an expiry (its
+        context kept) may have passed already when it looks for the point again: reached at its next item."""
+        counted = self.counted.get(stream, 0)
+        if (counted != point[0] if point[1] is not None else counted < point[0]) or \
+                point[1] not in (None, self.booked_ts.get(stream)):
             return False
         self.owed.add(stream)
         self.pending[stream] = None
@@ -241,6 +250,8 @@ class _LogSplit:
                 self.target.start_at(stream, ticks, last_ts, booked)
                 self.counted[stream] = ticks
                 self.started += ticks
+            else:
+                self.target.context_gone(stream)
 
     def book(self, item: EncodedTick) -> None:
         self.seen.add(item.stream)
@@ -288,7 +299,11 @@ class _LogSplit:
     def expire(self, stream: str) -> None:
         """The later event wins: a stream whose items were refused here and that the live run then expired reads
         expired (its guard at its last tick, as live) where the target held a session of it then (target.drop takes
-        the refusals back); one the target never admitted stays refused (target.drop keeps it)."""
+        the refusals back); one the target never admitted stays refused (target.drop keeps it). Its context and
+        tick count are kept (scheduler.expired_streams_kept > 0: engine/kept_contexts.py), so its answered point
+        counts on across the expiry (a point reached before it was that session's, whose owed items are booked
+        here so the expiry frees its slot as live); kept none, its next session counts afresh."""
+        kept = self.encoders.expired_kept > 0
         self.earlier_session(stream)
         self.target.drop(stream)
         self.encoders.drop(stream)
@@ -296,7 +311,8 @@ class _LogSplit:
         held = self.encoders.accepted([stream])[stream]
         if refused is not None and (held is None or held["last_ts"] is None or held["last_ts"] < refused):
             self.encoders.start_at(stream, 0, refused)  # (ticks 0: only its guard; how many at that ts unknown)
-        self.counted.pop(stream, None)  # the answered point counts the session after the last expiry
+        if not kept:
+            self.counted.pop(stream, None)  # the answered point counts the session after the last expiry
         if stream in self.placed:
             self.expired_at[stream] = self.placed[stream][0]
 

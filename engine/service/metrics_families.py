@@ -25,7 +25,10 @@ COUNTERS = {
     "control_replies_dropped": "Control replies dropped: their client had limits.control_queue_bytes of replies "
                                "unread, or had disconnected",
     "engine_errors": "Engine steps that failed (the service kept serving)",
-    "streams_expired": "Idle streams dropped (scheduler.stream_idle_s)",
+    "streams_expired": "Idle streams expired (scheduler.stream_idle_s): their KV freed, their context kept",
+    "contexts_resumed": "Expired streams that came back onto their kept context (their answers as if never expired)",
+    "contexts_given_up": "Kept contexts given up: past scheduler.expired_streams_kept, or `forget` (that stream's "
+                         "next answers carry the context_reset caveat)",
     "auth_denied": "CURVE handshakes refused: client key not in curve.clients_dir",
     "auth_allowed": "CURVE handshakes let in: client key in curve.clients_dir (one per connection, a reconnect "
                     "counted again)",
@@ -51,6 +54,8 @@ GAUGES = {
     "kv_bytes_capacity": "KV pool size in bytes",
     "sessions_resident": "Sessions whose KV is resident",
     "streams": "Streams known",
+    "contexts_kept": "Expired streams whose context (tokens, not KV) is kept for their next tick (at most "
+                     "scheduler.expired_streams_kept)",
     "pending_tokens": "Tokens waiting for a forward",
     "behind": "1 while more than limits.max_backlog_tokens wait for a forward, or data waited past limits.max_lag_s",
     "kv_thrash": "1 while evicted sessions are recomputed more than new tokens are (kv.cells too small)",

@@ -318,7 +318,9 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         """What a published answer carries beyond its cached form: its data age and stream's clock offset now, its
         caveats (published_fields.py: fixed when it is kept, so a gap fill gives the same)."""
         if self._published_caveats is None:  # (made at the first answer: the model's card is read once)
-            self._published_caveats = PublishedCaveats(self.pipeline.scores, self.config.model.path)
+            engine = getattr(self.pipeline, "engine", None)  # (one engine's; a sharded front door holds none)
+            self._published_caveats = PublishedCaveats(self.pipeline.scores, self.config.model.path,
+                                                       engine.scheduler if engine is not None else None)
         return {**self._answer_feed(answer.stream, answer.data_ts),
                 **self._published_caveats.of(answer.query, answer.stream)}
 

@@ -135,6 +135,9 @@ class Shard:
                 self._refused(stream, ticks, str(e))
                 continue
             watch_moves(self.registry, scheduler, stream, ts, mark)  # booked: the move references alone
+        for stream in logged.get("expired", ()):  # expired live and silent since: its context kept, as live
+            if not scheduler.waiting_on(stream):
+                scheduler.expire(stream)
         forwards = self.engine.rebuild()
         restored_marks = RegistrationMarks.from_marks(marks or {})
         tail, tail_marks = unpack_tail(logged["tail"])
@@ -308,8 +311,7 @@ class Shard:
 
     def _expire(self, now_ns: int) -> list[str]:
         expired = self.engine.scheduler.expire_idle(now_ns, limit=EXPIRE_PER_TURN)
-        for stream in expired:
-            self.registry.drop_stream(stream)
+        for stream in expired:  # (its trigger state stays with its kept context: engine/kept_contexts.py)
             self.cache.drop_stream(stream)
             self.flash.drop_stream(stream)
         return expired

@@ -110,10 +110,10 @@ class ShardReplies:
 
     def _expire(self, link: ShardLink, stream: str) -> None:
         if not self._let_go(link, stream):
-            return  # it sent data since: the shard starts it afresh, the front door keeps it
+            return  # it sent data since: the shard takes its kept context back, the front door keeps it
         front = self.front
+        # its KV and cached answers go; its codec state, trigger state and context stay (engine/kept_contexts.py)
         front.encoders.drop(stream)
-        front.registry.drop_stream(stream)
         front.cache.drop_stream(stream)
         for forgotten in front.encoders.take_forgotten():  # (scheduler.expired_streams_kept)
             forget_answer_side(front.registry, front.cache, forgotten)

@@ -27,10 +27,14 @@ class ShardRestores:
         self.items: dict[str, list[Item]] = {}  # stream -> its booked items, in order
         self.starts: dict[str, tuple[int, int]] = {}  # stream -> (ticks, last ts) retention dropped
         self._counts: dict[str, int] = {}  # stream -> its tick count so far (at the start: the move references')
+        # streams the live run expired and that sent nothing since: their shard restores their items and expires them
+        # again, so their contexts are kept there as live (engine/kept_contexts.py)
+        self.expired: dict[str, None] = {}
 
     def restore(self, item: EncodedTick) -> None:
         if self.accepted and (problem := self._refused(item.stream, item.ticks)) is not None:
             raise AdmissionRefused(problem)  # (split_log counts it, refused as stream_refused)
+        self.expired.pop(item.stream, None)
         self.items.setdefault(item.stream, []).append((item.stream, item.tokens, item.ts, item.ticks,
                                                         move_mark(item.tick)))
         if self.accepted:
@@ -57,7 +61,14 @@ class ShardRestores:
         """An expiry (or a `forget`). A stream a shard holds reads expired, as live: the refusals of its items
         before it go (the later event wins). One this start refused and has not admitted since holds nothing to
         expire: it stays refused at this start, as one engine's replay keeps it (engine_restart._EngineReplay.drop);
-        a forgotten one counts nowhere."""
+        a forgotten one counts nowhere. An expired one keeps its items, restored and expired again by its shard
+        (its context kept there, as live), and its counts here."""
+        if not forgotten:
+            if self.accepted and stream in self.front.shard_of:
+                self.front.turned_away.discard(stream)
+            self.expired[stream] = None
+            return
+        self.expired.pop(stream, None)
         self.items.pop(stream, None)
         self.starts.pop(stream, None)
         self._counts.pop(stream, None)
@@ -71,6 +82,9 @@ class ShardRestores:
             self.front.progress.pop(stream, None)
             self.front.scores.drop_stream(stream)
             self.front.adaptation.drop_stream(stream)
+
+    def context_gone(self, stream: str) -> None:
+        """(A front door holds no session, and a shard's restart restores no expired stream's context.)"""
 
     def forget(self, stream: str) -> None:
         self.drop(stream, forgotten=True)  # (its items go before any shard sees them: no shard refuses them)
@@ -119,4 +133,5 @@ class ShardRestores:
         """What restores the shard of the streams ``mine``: their items, starts and tail (pack_logged)."""
         items = [item for stream in self.items if stream in mine for item in self.items[stream]]
         starts = {stream: start for stream, start in self.starts.items() if stream in mine}
-        return pack_logged(items, starts, [item for item in tail if item is None or item.stream in mine])
+        return {**pack_logged(items, starts, [item for item in tail if item is None or item.stream in mine]),
+                "expired": [stream for stream in self.expired if stream in mine]}

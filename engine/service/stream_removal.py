@@ -1,8 +1,11 @@
-"""A stream dropped from one engine's every layer: when idle past scheduler.stream_idle_s (``expire_idle``), or at an
-operator's request (``forget_stream``, refused as StreamBusy while data or an ask waits on it): its session, its
-encoder's ordering and codec state, its receive clock and what the queries held of it, logged first so a restart
-drops it at the same point. A mixin of TickPipeline (pipeline.py), whose state it reads; the sharded front door
-drops a stream its own way (sharded.py), with the same StreamBusy."""
+"""A stream expired or dropped from one engine's every layer. Idle past scheduler.stream_idle_s (``expire_idle``), its
+KV and cached answers are freed and its context kept (its tokens, codec state, trigger state, adaptation: its next
+tick goes on as if it had never expired, engine/kept_contexts.py); at an operator's request (``forget_stream``,
+refused as StreamBusy while data or an ask waits on it), or once an expired one is forgotten past
+scheduler.expired_streams_kept: its session, its encoder's ordering and codec state, its receive clock and what the
+queries held of it go. Each is logged first so a restart does it at the same point. A mixin of TickPipeline
+(pipeline.py), whose state it reads; the sharded front door drops a stream its own way (sharded.py), with the same
+StreamBusy."""
 
 from __future__ import annotations
 
@@ -65,8 +68,10 @@ class StreamRemoval:
                 self.data.items.log_expired(stream)
             self.encoders.drop(stream)
             self.receive_clock.drop(stream)
-            self._drop_answer_state(stream)
+            self._drop_expired_answers(stream)
         for stream in self.encoders.take_forgotten():
+            self.engine.scheduler.kept.forget(stream)
+            self._drop_answer_state(stream, keep_grid=False)
             forget_answer_side(self.registry, self.cache, stream)
         if expired:
             return_memory()
@@ -87,9 +92,19 @@ class StreamRemoval:
         self.receive_clock.drop(stream)
         self._drop_answer_state(stream, keep_grid=False)
 
+    def _drop_expired_answers(self, stream: str) -> None:
+        """What an expiry frees on the answer side: the cached answers and those made ready ahead. What decides the
+        stream's next answers stays with its kept context (its trigger counts and marks, its answers' adaptation
+        and live scores), so they are those a run where it never expired (a backtest) gives."""
+        self.cache.drop_stream(stream)
+        self.flash.drop_stream(stream)
+        if self.data is not None:  # (a restart drops them at the same point: its replay books the stream by it)
+            self.data.answers.forget_stream(stream)
+
     def _drop_answer_state(self, stream: str, keep_grid: bool = True) -> None:
         """What the queries held of ``stream`` (triggers, cached answers, flash state, scores, adaptation, the
-        answer log's marks), gone with it: an expiry and a `forget` alike."""
+        answer log's marks), gone with its context: a `forget`, or an expired stream forgotten past
+        scheduler.expired_streams_kept."""
         self.registry.drop_stream(stream, keep_grid=keep_grid)
         self.cache.drop_stream(stream)
         self.flash.drop_stream(stream)
