@@ -78,19 +78,20 @@ class StreamEncoders(StreamTable):
     noted (`ts_unit_summary`, and `notify` when given). `max_ts_ahead_ns` bounds how far past
     the wall clock a wire message's ts may be (`check_not_ahead`; None: no bound), checked
     only where the caller gives the message's clock (`now_ns`): a live service, never a log's replay.
-    `expired_kept`: the expired streams whose ordering guard is kept (StreamTable).
+    `expired_kept`: the expired streams whose ordering guard is kept (StreamTable). `seq_scope`: what one `seq`
+    numbering counts, "stream" or "feed" (ingest.seq_scope, connectors/tick_sequences.py).
     """
 
     def __init__(self, codec: Codec, vocab_size: int | None = None, max_message_bytes: int = 64 << 20, *,
                  max_item_tokens: int | None = None, max_stream_bytes: int = MAX_STREAM_BYTES,
                  notify: Callable[[str], None] | None = None, max_ts_ahead_ns: int | None = None,
                  zero_bid_is_price: bool = False, price_offset: PriceOffset | None = None,
-                 expired_kept: int = EXPIRED_KEPT) -> None:
+                 expired_kept: int = EXPIRED_KEPT, seq_scope: str = "stream") -> None:
         for name, value in (("max_message_bytes", max_message_bytes), ("max_stream_bytes", max_stream_bytes),
                             ("max_item_tokens", 1 if max_item_tokens is None else max_item_tokens)):
             if type(value) is not int or value <= 0:
                 raise ValueError(f"{name} must be an int > 0, got {quoted(value)}")
-        super().__init__(codec, vocab_size, max_stream_bytes, notify, expired_kept)
+        super().__init__(codec, vocab_size, max_stream_bytes, notify, expired_kept, seq_scope)
         self.max_message_bytes = max_message_bytes
         self.max_item_tokens = max_item_tokens
         self.max_ts_ahead_ns = max_ts_ahead_ns
@@ -153,6 +154,9 @@ class StreamEncoders(StreamTable):
         if stream is not None and type(ts) is int:  # type(): a bool is not a ts
             ticks = obj.get("ticks", 1)  # (a pre-tokenized item's)
             self.note_passed(stream, ts, ticks if type(ticks) is int and ticks >= 1 else 1)
+        seq = obj.get("seq") if isinstance(obj, dict) else None
+        if type(seq) is int and seq >= 0 and type(ts) is int:  # (its number was received: no gap of a feed's)
+            self.seen_seq(seq, ts)
 
     # -- whole paths: check, submit, commit -------------------------------------------------
 
@@ -194,6 +198,7 @@ class StreamEncoders(StreamTable):
                 self.conflated += supersedes  # only now: a quote that fails its checks leaves the held one held
                 if supersedes:
                     self.note_passed(held.stream, held.ts, held.ticks)
+                    self.seen_seq(held.seq, held.ts)
                 self.held[tick.stream] = item
                 return None
             return item
@@ -343,6 +348,7 @@ class StreamEncoders(StreamTable):
         except InvalidTick as err:
             err.stream = err.stream or item.stream
             self.note_passed(item.stream, item.ts, item.ticks)
+            self.seen_seq(item.seq, item.ts)
             raise
         self.commit(item)
         return item

@@ -33,7 +33,8 @@ class StreamTable:
     `StreamEncoders` (connectors/encoder.py), whose docstring gives the arguments."""
 
     def __init__(self, codec: Codec, vocab_size: int | None, max_stream_bytes: int,
-                 notify: Callable[[str], None] | None, expired_kept: int = EXPIRED_KEPT) -> None:
+                 notify: Callable[[str], None] | None, expired_kept: int = EXPIRED_KEPT,
+                 seq_scope: str = "stream") -> None:
         self.codec = codec
         # the expired streams whose guard (and last `seq`, receive clock, sequence counts) are kept, the most
         # recently expired; an older one is forgotten as `forget` does (scheduler.expired_streams_kept)
@@ -61,7 +62,8 @@ class StreamTable:
         # every name held or expired here (and those the service remembers as refused) by its NFKC fold: a new wire
         # name that folds to another's is refused (lookalike_names.py)
         self.names = LookalikeNames()
-        self.sequences = TickSequences(notify)  # each stream's last `seq`, duplicates, gaps (tick_sequences.py)
+        # each stream's last `seq`, duplicates, gaps (per stream, or per feed: ingest.seq_scope; tick_sequences.py)
+        self.sequences = TickSequences(notify, seq_scope)
         # the held streams whose names say a derivative (a perpetual, future, swap, option), in the order first held:
         # kept as streams come and go, so `health`'s caveat on them costs O(1), not a walk of every stream held
         self.derivatives: dict[str, None] = {}
@@ -253,6 +255,17 @@ class StreamTable:
     def ahead_of_clock_summary(self) -> dict[str, Any]:
         """For stats: wire ticks accepted well ahead of the clock (StampNotes; empty when none)."""
         return self.stamp_notes.ahead_of_clock_summary()
+
+    def reading_feed(self, tag: str | None) -> None:
+        """The messages read next came from the feed ``tag`` (their topic frame; None: untagged), whose numbering
+        a `seq` of scope "feed" counts in (ingest.seq_scope)."""
+        self.sequences.feed = tag or ""
+
+    def seen_seq(self, seq: int | None, ts: int) -> None:
+        """A live wire tick numbered ``seq`` that was not accepted (refused, conflated, shed): its number was
+        received all the same (TickSequences.seen; a tick log's replay is no wire)."""
+        if self._message_ns is not None:
+            self.sequences.seen(seq, ts)
 
     def note_passed(self, stream: str, ts: int, ticks: int = 1) -> None:
         """``ticks`` of ``stream`` stamped ``ts`` were taken off the wire and refused or conflated (PassedOver); a

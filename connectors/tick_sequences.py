@@ -16,6 +16,15 @@ side, quote) of a tick already taken at that `ts` is counted as `repeats_taken` 
 trade that matched the first: the wire cannot tell them apart without `seq`), so the repeats a reconnect or a second
 line let through are seen, not silent.
 
+Feeds that number every instrument's messages with one counter (US SIPs, OPRA channels, TAQ's Sequence Number) set
+``scope`` "feed" (`ingest.seq_scope`): a stream's numbers then rise with gaps that are other instruments' ticks, so
+gaps and numberings begun again are counted per feed, as the wire identifies a feed (the message's topic frame,
+`[TAG, ticks]`: a channel; messages without one are the untagged feed), over every number the feed's ticks brought,
+refused, conflated and shed ones included (numbers received are not missing). Repeats are still dropped per stream:
+a feed-wide number rises within each stream too, and a stream's last `seq` survives a restart in the tick log, so a
+resend after one is still a duplicate. A feed's last number is this process's: after a restart its first tick starts
+it again, with no gap counted.
+
 The last `seq` goes into the tick log with its tick (Tick.to_wire; a pre-tokenized item's record holds its own) and
 each segment's start record, so a restart
 replays it back and a resend after the restart is still a duplicate. The counts are this process's, as
@@ -39,6 +48,7 @@ from engine.quoting import quoted
 RESTARTED_AFTER_NS = RESTAMPED_NS
 SAID_STREAMS = 5  # the streams with most duplicates or gaps named in `stats`
 GAPS_SAID = 20  # the streams whose first gap the service's log says (the rest counted in stats alone)
+SEQ_SCOPES = ("stream", "feed")  # ingest.seq_scope: what one numbering counts, a stream's ticks or a feed's
 RUN_VALUES = 64  # the values of a stream's ticks at its last ts kept (a millisecond's trades); more are not compared
 
 
@@ -50,9 +60,14 @@ class TickSequences:
     """Per stream: the last `seq` accepted, duplicates dropped, gaps and the numbers they miss, numberings begun
     again, and unsequenced repeats taken (see the module docstring)."""
 
-    def __init__(self, notify: Callable[[str], None] | None = None) -> None:
-        self.notify = notify  # the service's log: a stream's first gap, for up to GAPS_SAID streams
-        self._gaps_said: set[str] = set()
+    def __init__(self, notify: Callable[[str], None] | None = None, scope: str = "stream") -> None:
+        if scope not in SEQ_SCOPES:
+            raise ValueError(f"seq scope must be one of {', '.join(map(quoted, SEQ_SCOPES))}, got {quoted(scope)}")
+        self.notify = notify  # the service's log: a stream's (or feed's) first gap, for up to GAPS_SAID of them
+        self.scope = scope
+        self._gaps_said: set[tuple[bool, str]] = set()  # (a feed's?, its name)
+        self.feed = ""  # the feed of the message being read (its topic; "": untagged), told by the reader
+        self.feeds = FeedNumbers(self)  # scope "feed": each feed's last number, gaps, numberings begun again
         self.last: dict[str, int] = {}
         self.duplicates: Counter[str] = Counter()
         self.gaps: Counter[str] = Counter()
@@ -96,6 +111,11 @@ class TickSequences:
                 run[1].append(values)
         if seq is None:
             return
+        if self.scope == "feed":  # repeats per stream (below), gaps per feed
+            if live:
+                self.feeds.numbered(seq, ts)
+            self.last[stream] = seq
+            return
         last = self.last.get(stream)
         if live and last is not None and seq > last + 1:
             self.gaps[stream] += 1
@@ -105,16 +125,24 @@ class TickSequences:
             self.restarts[stream] += 1
         self.last[stream] = seq
 
-    def _say_gap(self, stream: str, last: int, seq: int, ts: int) -> None:
-        """A stream's first gap in the service's log (up to GAPS_SAID streams): ticks a venue link lost."""
-        if self.notify is None or stream in self._gaps_said or len(self._gaps_said) >= GAPS_SAID:
+    def seen(self, seq: int | None, ts: int) -> None:
+        """A live tick numbered ``seq`` was taken off the wire and not accepted (refused, conflated, shed): under
+        scope "feed" its number was received all the same, so no gap is counted for it."""
+        if self.scope == "feed" and seq is not None:
+            self.feeds.numbered(seq, ts)
+
+    def _say_gap(self, stream: str, last: int, seq: int, ts: int, feed: bool = False) -> None:
+        """A stream's (or feed's) first gap in the service's log (up to GAPS_SAID of them): ticks a link lost."""
+        if self.notify is None or (feed, stream) in self._gaps_said or len(self._gaps_said) >= GAPS_SAID:
             return
-        self._gaps_said.add(stream)
-        more = "; said for the first gap of each stream, up to 20 streams" if len(self._gaps_said) == GAPS_SAID \
-            else ""
-        self.notify(f"stream {quoted(stream)}: a gap in its seq, {last} -> {seq} ({seq - last - 1:,} "
-                    f"missing) at {utc_text(ts)}: the ticks after it are taken; gaps are counted in stats' "
-                    f"seq_gaps and streams' seq_gaps{more}")
+        self._gaps_said.add((feed, stream))
+        whose = ("streams", "stream") if not feed else ("feeds", "feed")
+        more = f"; said for the first gap of each {whose[1]}, up to 20 {whose[0]}" \
+            if len(self._gaps_said) == GAPS_SAID else ""
+        name = (f"feed {quoted(stream)}" if stream else "the untagged feed") if feed else f"stream {quoted(stream)}"
+        where = "stats' seq_gaps and sequence_feeds" if feed else "stats' seq_gaps and streams' seq_gaps"
+        self.notify(f"{name}: a gap in its seq, {last} -> {seq} ({seq - last - 1:,} "
+                    f"missing) at {utc_text(ts)}: the ticks after it are taken; gaps are counted in {where}{more}")
 
     def start_at(self, stream: str, seq: int | None) -> None:
         """A stream restored from a tick log segment's start record (its earlier ticks gone by retention)."""
@@ -137,9 +165,48 @@ class TickSequences:
     def summary(self) -> dict[str, Any]:
         """For `stats` (and /metrics, its top-level ints as counters)."""
         worst = Counter({s: self.duplicates[s] + self.gaps[s] for s in self.duplicates.keys() | self.gaps.keys()})
-        return {"duplicates": self.duplicates.total(), "seq_gaps": self.gaps.total(),
-                "seq_missing": self.missing.total(), "seq_restarts": self.restarts.total(),
+        feeds = self.feeds
+        return {"duplicates": self.duplicates.total(), "seq_gaps": self.gaps.total() + feeds.gaps.total(),
+                "seq_missing": self.missing.total() + feeds.missing.total(),
+                "seq_restarts": self.restarts.total() + feeds.restarts.total(),
                 "repeats_taken": self.repeats_taken.total(),
+                **({"seq_scope": "feed", "sequence_feeds": feeds.summary()} if self.scope == "feed" else {}),
                 "sequence_streams": {s: {"duplicates": self.duplicates[s], "seq_gaps": self.gaps[s],
                                          "seq_missing": self.missing[s]}
                                      for s, _ in worst.most_common(SAID_STREAMS) if worst[s]}}
+
+
+FEEDS_SAID = 20  # the feeds of most gaps in `stats`' sequence_feeds
+
+
+class FeedNumbers:
+    """Scope "feed": each feed's last number (and the ts that brought it), its gaps, the numbers they skipped and
+    its numberings begun again, counted over every number its live ticks brought (TickSequences.committed and
+    .seen), keyed by the feed of the message being read (TickSequences.feed)."""
+
+    def __init__(self, sequences: TickSequences) -> None:
+        self.sequences = sequences
+        self.last: dict[str, tuple[int, int]] = {}  # feed -> (its highest number seen, that tick's ts)
+        self.gaps: Counter[str] = Counter()
+        self.missing: Counter[str] = Counter()
+        self.restarts: Counter[str] = Counter()
+
+    def numbered(self, seq: int, ts: int) -> None:
+        feed = self.sequences.feed
+        last = self.last.get(feed)
+        if last is not None and seq <= last[0]:
+            if ts - last[1] <= RESTARTED_AFTER_NS:
+                return  # a number already passed (a line's second copy, a stream's resend): no gap, no restart
+            self.restarts[feed] += 1  # a numbering begun again (the next session's)
+        elif last is not None and seq > last[0] + 1:
+            self.gaps[feed] += 1
+            self.missing[feed] += seq - last[0] - 1
+            self.sequences._say_gap(feed, last[0], seq, ts, feed=True)
+        self.last[feed] = (seq, ts)
+
+    def summary(self) -> dict[str, dict[str, int]]:
+        """Each feed's figures (the FEEDS_SAID of most gaps), for `stats`' sequence_feeds; "" is the untagged
+        feed."""
+        feeds = sorted(self.last, key=lambda f: (-self.gaps[f], f))[:FEEDS_SAID]
+        return {feed: {"last_seq": self.last[feed][0], "seq_gaps": self.gaps[feed],
+                       "seq_missing": self.missing[feed], "seq_restarts": self.restarts[feed]} for feed in feeds}

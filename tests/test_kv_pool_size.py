@@ -71,10 +71,13 @@ def test_serve_says_the_pools_size_and_the_key_that_sets_it(wide_checkpoint, tmp
     lines, pid = serve_lines(config)
     said = [line for line in lines if "KV pool" in line]
     # with the window in effect: a scheduler.window changed between restarts was applied without a word
+    # and what it holds in streams (review355 #6): before a thrash warning tells a feed of sparse names
     assert said == ["flashtick: INFO: KV pool: 32768 cells x 8 KiB = 256 MiB (the default, 65536 cells and at most "
                     "256 MiB: kv.cells or kv.bytes sets it); each session's window: 1024 tokens (the model's "
                     "positions: its max_position_embeddings, at most what the pool holds: scheduler.window sets "
-                    "it)\n"], lines
+                    "it); it holds 31 streams at a full window (1056 cells each) and 1,024 at one block of 32 cells, "
+                    "the least a stream that has ticked holds; an idle stream's KV is freed after "
+                    "scheduler.stream_idle_s (3600 s), its context kept\n"], lines
     # the first line comes before the heavy imports: a supervisor's log shows a start began, and which
     assert lines[0].startswith("flashtick ") and lines[0].endswith(f" starting (pid {pid}, config {config})\n")
 
@@ -98,7 +101,10 @@ def test_a_window_the_pool_capped_is_said_to_be_the_pools(tmp_path) -> None:
     # 8 blocks of 32: a 224-token window and the block a roll may straddle; the built-in model has 512 positions
     assert len(said) == 1 and said[0].endswith(
         "each session's window: 224 tokens (what the KV pool holds, less the block a roll may straddle; the model "
-        "has 512 positions (its max_position_embeddings): kv.cells, kv.bytes or scheduler.window sets it)\n"), lines
+        "has 512 positions (its max_position_embeddings): kv.cells, kv.bytes or scheduler.window sets it); it holds "
+        "1 stream at a full window (256 cells each) and 8 at one block of 32 cells, the least a stream that has "
+        "ticked holds; an idle stream's KV is freed after scheduler.stream_idle_s (3600 s), its context kept\n"), \
+        lines
 
 
 @pytest.mark.parametrize("cells, window, blocks", [(100, 64, "3 blocks"), (32, 0, "1 block")])
@@ -119,3 +125,18 @@ def test_a_pool_too_small_for_a_window_is_said_as_the_start_line_says_a_pools_wi
         "scheduler.window 300 does not fit the KV pool's window of 224 positions (what the KV pool holds, less the "
         "block a roll may straddle: 8 blocks of 32 cells, one held back): raise kv.cells / kv.bytes, or leave "
         "scheduler.window out")
+
+
+def test_the_pool_line_counts_the_built_in_models_default_pool_in_streams() -> None:
+    """review355 #6: the built-in model's default pool, 65,536 cells, holds 120 streams at a full window of 512
+    tokens and 2,048 names that printed a few times (a block of 32 each): a US universe of ~8,000 sparse names needs
+    more, which the start line now says before the KV thrash warning does."""
+    from engine.service.cmd_serve import _streams_in_pool
+
+    assert _streams_in_pool(65536, 512, 32, 3600.0) == (
+        "it holds 120 streams at a full window (544 cells each) and 2,048 at one block of 32 cells, the least a "
+        "stream that has ticked holds; an idle stream's KV is freed after scheduler.stream_idle_s (3600 s), its "
+        "context kept")
+    assert _streams_in_pool(1 << 20, 512, 32, None).startswith("it holds 1,927 streams at a full window")
+    assert _streams_in_pool(1 << 20, 512, 32, None).endswith("scheduler.stream_idle_s is null: a stream's KV is "
+                                                              "never freed for idleness")

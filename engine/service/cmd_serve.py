@@ -131,7 +131,20 @@ def _kv_pool_line(server: Any) -> str:
     width = f"{cell_bytes // 1024} KiB" if cell_bytes % 1024 == 0 else f"{cell_bytes} bytes"
     window_key = _window_cause(pipeline, window, server.config.scheduler.window is not None)
     return (f"flashtick: KV pool{each}: {cells} cells x {width} = {_byte_size_text(cells * cell_bytes)} ({key}); "
-            f"each session's window: {window} tokens ({window_key})")
+            f"each session's window: {window} tokens ({window_key}); "
+            + _streams_in_pool(cells, window, kv.block_size, server.config.scheduler.stream_idle_s))
+
+
+def _streams_in_pool(cells: int, window: int, block: int, idle_s: float | None) -> str:
+    """What the pool holds counted in streams (review355 #6: a US feed of thousands of sparse names learnt it only
+    from the thrash warning): streams at a full window (the window and the block a roll may straddle), and at one
+    block, the least a stream that has ticked holds (a name that printed a few times); and what frees it."""
+    full = (-(-window // block) + 1) * block
+    freed = (f"an idle stream's KV is freed after scheduler.stream_idle_s ({idle_s:g} s), its context kept"
+             if idle_s is not None else "scheduler.stream_idle_s is null: a stream's KV is never freed for idleness")
+    at_full = cells // full
+    return (f"it holds {at_full:,} stream{'s' if at_full != 1 else ''} at a full window ({full} cells each) and "
+            f"{cells // block:,} at one block of {block} cells, the least a stream that has ticked holds; {freed}")
 
 
 def _few_ticks(server: Any) -> str | None:

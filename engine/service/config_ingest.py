@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connectors.stream_names import MAX_STREAM_BYTES, check_normalized, check_stream
+from connectors.tick_sequences import SEQ_SCOPES
 from connectors.tick_errors import InvalidTick
 from engine.service.config_error import ConfigError
 from engine.yaml_files import yaml_kind
@@ -35,6 +36,10 @@ class IngestSection:
     # between two heartbeats, a stream with at least this share of its ticks refused as ts_backwards (and 10 of
     # them) is said in the log and in health: two clocks interleave on it (two feeds under one name)
     late_share_warn: float = 0.05
+    # what one `seq` numbering counts: "stream" (a venue's per-instrument number) or "feed" (one counter across the
+    # instruments of a feed, as US SIPs, OPRA and TAQ's Sequence Number count): gaps and numberings begun again are
+    # then counted per feed (the message's topic frame), repeats still per stream (connectors/tick_sequences.py)
+    seq_scope: str = "stream"
 
     def __post_init__(self) -> None:
         for name, top in (("reorder_window_ms", MAX_REORDER_WINDOW_MS), ("clock_ahead_warn_ms", math.inf)):
@@ -49,6 +54,10 @@ class IngestSection:
         if isinstance(value, int) and not isinstance(value, bool) and not 0 < value < 10**9:
             raise ConfigError(f"ingest.reorder_max_ticks must be an integer > 0 (and below 1e9), got {value}")
         check_renames(self.rename)
+        if self.seq_scope not in SEQ_SCOPES:
+            raise ConfigError(f"ingest.seq_scope must be {' or '.join(map(quoted, SEQ_SCOPES))} (what one seq "
+                              f"numbering counts: a stream's ticks, or a feed's across its instruments), got "
+                              f"{excerpt(self.seq_scope)}")
 
     @property
     def reorder_window_ns(self) -> int:

@@ -138,6 +138,7 @@ class IngestHolding:
             self.pipeline.idle_at_ns = time.time_ns()
             try:
                 ingest = self.pipeline.ingest_tokenized if release.tokenized else self.pipeline.ingest_message
+                self.pipeline.encoders.reading_feed(release.tag)  # (the feed it came from: ingest.seq_scope)
                 rejections = self._ingest_items([(t.index, t.obj) for t in release.ticks], ingest)
             finally:
                 self.pipeline.idle_at_ns = idle_at

@@ -103,6 +103,7 @@ class IngestReading(IngestHolding):
             if watch is not None:
                 watch.read()
             tag = echoed_topic(frames[0]) if len(frames) == 2 and frames[0] != TOKENIZED_MARKER else None
+            self.pipeline.encoders.reading_feed(tag)  # (whose numbering a feed-wide seq counts in: ingest.seq_scope)
             if frames[-1] in EMPTY_LISTS and len(frames) <= 2:  # (an encoder's bug that empties every batch)
                 rejections = self._message_refused(InvalidTick(
                     "empty_list", "the message holds an empty list: no tick taken (send one tick map or a list of at "

@@ -96,7 +96,8 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
                                        max_ts_ahead_ns=config.limits.max_ts_ahead_ns,
                                        zero_bid_is_price=config.limits.zero_bid == "price",
                                        price_offset=ingest_price_offset(config.model.path),
-                                       expired_kept=config.scheduler.expired_streams_kept)
+                                       expired_kept=config.scheduler.expired_streams_kept,
+                                       seq_scope=config.ingest.seq_scope)
         self.ticks_in = 0
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages (ingest_reading.py)
         self._lag_checked, self._pending_lag_s = float("-inf"), 0.0

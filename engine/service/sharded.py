@@ -175,7 +175,8 @@ class ShardedPipeline(ShardedIngest):
                                        max_ts_ahead_ns=limits.max_ts_ahead_ns,
                                        zero_bid_is_price=limits.zero_bid == "price",
                                        price_offset=ingest_price_offset(config.model.path),
-                                       expired_kept=config.scheduler.expired_streams_kept)
+                                       expired_kept=config.scheduler.expired_streams_kept,
+                                       seq_scope=config.ingest.seq_scope)
         self.data.encoders = self.encoders  # each new tick log segment starts with their counts
 
     def _start_shards(self) -> list[dict[str, Any]]:
