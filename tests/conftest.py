@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 import weakref
-from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -87,34 +86,13 @@ def pytest_collection_modifyitems(config, items) -> None:
     has not (on a worker under loadgroup only)."""
     if not getattr(config.option, "loadgroup", False):
         return
-    group_module_fixture_users(items)
     for item in items:
-        names = _groups(item)
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
         if names and "@" not in item.nodeid:  # (an xdist or pytest that still agree never gets here)
             from _pytest.nodeid import coerce_node_id  # pytest 9: no public way to rename a collected item
 
             item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(names)}")
-    # the groups first, the largest first: a group is one worker's, and one left for the end of the run kept that
-    # worker busy while the other had nothing left (the ungrouped tests after them fill in around them)
-    sizes = Counter("_".join(_groups(item)) for item in items if _groups(item))
-    items.sort(key=lambda item: -sizes["_".join(_groups(item))] if _groups(item) else 0)
-
-
-def _groups(item) -> list[str]:
-    return sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-                   for m in item.iter_markers("xdist_group")})
-
-
-def group_module_fixture_users(items) -> None:
-    """A test that uses a module-scoped fixture (a trained checkpoint, a server, a local Ray) joins its module's
-    xdist_group unless it has one: spread over both workers, such a fixture was built on each (the whole suite
-    holds ~60 such modules; CI's 2 cores paid each fixture twice)."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None or _groups(item):
-            continue
-        if any(d.scope in ("module", "package") for defs in info.name2fixturedefs.values() for d in defs):
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
 
 
 # Our client objects, whose socket a test must close (or leave to a `with`) before it returns: one left open with
