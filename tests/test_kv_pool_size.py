@@ -140,3 +140,24 @@ def test_the_pool_line_counts_the_built_in_models_default_pool_in_streams() -> N
     assert _streams_in_pool(1 << 20, 512, 32, None).startswith("it holds 1,927 streams at a full window")
     assert _streams_in_pool(1 << 20, 512, 32, None).endswith("scheduler.stream_idle_s is null: a stream's KV is "
                                                               "never freed for idleness")
+def test_serve_says_once_when_max_streams_admits_more_streams_than_the_pool_holds(tmp_path) -> None:
+    """review353 #4: the default pool (65,536 cells, a 32-cell block a stream) holds 2,048 streams, 120 at a full
+    window, while max_streams admits 32,768: thrash at a few thousand instruments, unsaid until `KV thrash`."""
+    config = tmp_path / "serve.yaml"
+    config.write_text(f"log: {{enabled: false}}\n{ENDPOINTS}")
+    lines, _ = serve_lines(config)
+    said = [line for line in lines if "scheduler.max_streams" in line]
+    assert len(said) == 1 and "scheduler.max_streams 32,768 admits more streams than kv.cells 65,536 holds " \
+        "resident: 2,048 at one 32-cell block each, 120 once their contexts fill the 512-token window" in said[0], lines
+    config.write_text(f"kv: {{cells: 1024}}\nscheduler: {{max_streams: 32}}\nlog: {{enabled: false}}\n{ENDPOINTS}")
+    lines, _ = serve_lines(config)
+    assert not [line for line in lines if "scheduler.max_streams" in line], lines
+
+
+def test_the_capacity_note_is_left_out_under_when_full_refuse_and_said_per_shard() -> None:
+    from engine.service.stream_capacity import capacity_note, resident_streams
+
+    assert resident_streams(65536, 32, 512) == (2048, 120)
+    assert capacity_note(32768, "refuse", 65536, 32, 512) is None  # admission is bounded by the pool itself
+    assert capacity_note(2048, "evict", 65536, 32, 512) is None
+    assert "holds resident on each shard: 64 at one" in capacity_note(100, "evict", 2048, 32, 512, shards=2)

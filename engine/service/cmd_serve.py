@@ -147,6 +147,19 @@ def _streams_in_pool(cells: int, window: int, block: int, idle_s: float | None) 
             f"{cells // block:,} at one block of {block} cells, the least a stream that has ticked holds; {freed}")
 
 
+def _capacity_note(server: Any) -> str | None:
+    """The warning for a scheduler.max_streams above what the KV pool holds resident (stream_capacity.py)."""
+    from engine.service.stream_capacity import capacity_note
+
+    pipeline, config = server.pipeline, server.config
+    if config.shards.count:
+        cells, window = pipeline.shard_kv_cells, pipeline.window
+    else:
+        cells, window = pipeline.runner.kv.num_blocks * config.kv.block_size, pipeline.engine.scheduler.window
+    return capacity_note(config.scheduler.max_streams, config.scheduler.when_full, cells, config.kv.block_size,
+                         window, config.shards.count)
+
+
 def _few_ticks(server: Any) -> str | None:
     """The warning for a session window that holds fewer than ~32 ticks of the model's codec (answer_context.py)."""
     from engine.service.answer_context import few_ticks_warning, tokens_per_tick
@@ -237,6 +250,8 @@ def _say_setup(args: argparse.Namespace, server: Any) -> None:
           f"{'the built-in tick model' if model.path is None else Path(model.path).expanduser().resolve()})",
           file=sys.stderr, flush=True)  # a wrong model.path is seen at the start, not in the answers
     print(_kv_pool_line(server), file=sys.stderr, flush=True)  # a pool of GiBs is seen at the start, not in top
+    if (capacity := _capacity_note(server)) is not None:  # max_streams past what the pool holds resident
+        print(f"flashtick: {capacity}", file=sys.stderr, flush=True)
     if (few := _few_ticks(server)) is not None:  # a window of a handful of ticks (a Mistral sliding_window), said
         print(f"flashtick: {few}", file=sys.stderr, flush=True)
     for caveat in model_caveats(server.config):  # (the same in every ask, get and health reply: reply_caveats.py)
