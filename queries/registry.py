@@ -363,6 +363,9 @@ class Registry:
         False: the grid goes too (a stream forgotten with its ordering guard: its next tick may be older)."""
         with self._lock:
             self._moves.drop_stream(stream)
+            # the queries it matched, cached: the lookup is redone if it comes back, and a feed whose names churn
+            # would otherwise hold an entry for every name ever seen (review353: ~0.2 KB each, never freed)
+            self._snap.by_stream.pop(stream, None)
             for name, per_stream in self._fired.items():
                 last = per_stream.pop(stream, None)
                 spec = self._snap.specs.get(name)

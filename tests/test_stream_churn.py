@@ -6,7 +6,9 @@ tick, and a restart recovers every accepted tick as the live run held it (review
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
+from collections import deque
 from pathlib import Path
 
 import msgpack
@@ -140,4 +142,57 @@ def test_idle_streams_expire_while_the_ingest_queue_holds_unread_messages(checkp
     live.ingest_unread_s = 1.0  # (as the server says it: messages have waited unread for 1 s)
     assert live.expire_idle() == ["QUIET"]  # RECENT's next tick may be among them: it waits
     assert live.encoders.expired("QUIET") and "RECENT" in live.encoders
+    live.close()
+
+
+def containers_naming(root: object, names: set[str]) -> dict[str, int]:
+    """Every dict, set, list or deque reachable from ``root`` through our objects' attributes that holds any of
+    ``names`` (as a key or item, alone, in a tuple or inside a topic string), with how many of them: found by
+    walking, so a container added later is checked too. Library objects (torch, ZeroMQ) are not entered."""
+    def named(container) -> set[str]:
+        found = set()
+        for key in container:
+            for part in key if isinstance(key, tuple) else (key,):
+                if isinstance(part, str):
+                    found.update(name for name in (part, *part.split("/")) if name in names)
+        return found
+
+    seen, counts, stack = set(), {}, [(root, "pipeline")]
+    while stack:
+        obj, path = stack.pop()
+        if id(obj) in seen or isinstance(obj, (str, bytes, int, float, type)) or \
+                type(obj).__module__.split(".")[0] in ("torch", "zmq", "threading", "msgpack"):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, (dict, set, frozenset, list, deque)):
+            if found := named(obj):
+                counts[path] = len(found)
+            values = obj.items() if isinstance(obj, dict) else enumerate(obj)
+            stack += [(value, f"{path}[{key!r:.24}]") for key, value in itertools.islice(values, 64)]
+        elif isinstance(obj, tuple):
+            stack += [(value, f"{path}[{i}]") for i, value in enumerate(obj)]
+        else:
+            slots = [slot for cls in type(obj).__mro__ for slot in getattr(cls, "__slots__", ())]
+            attributes = {**getattr(obj, "__dict__", {}), **{slot: getattr(obj, slot, None) for slot in slots}}
+            stack += [(value, f"{path}.{name}") for name, value in attributes.items()]
+    return counts
+
+
+def test_no_per_stream_container_holds_more_than_the_expired_streams_kept(checkpoint, tmp_path) -> None:
+    """review353 #5: memory grew ~8 KB a name ever seen. The registry's cache of the queries each stream matches
+    kept every name (a forgotten stream's topics were looked up through it after its expiry dropped it), and the
+    answers kept for the `answers` op held a deque a topic. After 2,000 churned names, every container in the
+    pipeline names at most the KEPT streams whose guards stay (log.answers_keep: at most that many answers)."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+    live = churned(checkpoint, tmp_path / "data", queries, answers_keep=KEPT)
+    churn(live, rounds=20, per_round=100)
+    names = {f"OPT{k:06d}" for k in range(2000)}
+    counts = containers_naming(live, names)
+    assert counts, "the walk found no per-stream container at all: it no longer reaches the pipeline's state"
+    for walked in ("._expired_last_ts", "._all", "cache._seq", "sequences._run"):
+        assert any(path.endswith(walked) for path in counts), (walked, counts)
+    over = {path: n for path, n in counts.items() if n > KEPT}
+    assert over == {}, f"holding more than scheduler.expired_streams_kept={KEPT} of 2,000 expired names: {over}"
+    assert live.history.after(f"dir/OPT{1999:06d}/", 0, 10)[0], "the newest answers are still served"
     live.close()

@@ -42,31 +42,44 @@ RETRY_S = 1.0  # records the log could not take are tried again at most this oft
 SAY_EVERY_S = 10.0  # at most one stderr line this often while the answer log fails
 
 
+def _run_of(kept: tuple[int, deque[bytes] | bytes]) -> deque[bytes] | tuple[bytes]:
+    """A topic's kept answers, oldest first, whether held as a run (a deque) or as its one answer."""
+    answers = kept[1]
+    return (answers,) if isinstance(answers, bytes) else answers
+
+
 class AnswerHistory:
-    """The last ``keep`` published answers, packed (msgpack, ~200 bytes each), each topic's in seq order."""
+    """The last ``keep`` published answers, packed (msgpack, ~300 bytes each with the built-in model's answers),
+    each topic's in seq order. A topic with one answer kept holds it bare: an empty deque alone is ~600 bytes,
+    and a feed whose names churn has most of its topics at one or two answers (review353: ~1.2 KB of history an
+    answer when each held a deque)."""
 
     def __init__(self, keep: int) -> None:
         self.keep = keep
         self._all: deque[tuple[str, int]] = deque()  # (topic, seq) of each kept answer, oldest first
-        self._by_topic: dict[str, tuple[int, deque[bytes]]] = {}  # topic -> (seq of its oldest, packed answers)
+        # topic -> (seq of its oldest, its packed answers: bare while it is one)
+        self._by_topic: dict[str, tuple[int, deque[bytes] | bytes]] = {}
 
     def add(self, topic: str, seq: int, packed: bytes) -> None:
         """A published answer (``packed``: its msgpack wire form, seq ``seq``)."""
         kept = self._by_topic.get(topic)
-        if kept is None or kept[0] + len(kept[1]) != seq:  # a new topic, or seqs restarted past a lost window
-            kept = self._by_topic[topic] = (seq, deque())
-        kept[1].append(packed)
+        if kept is None or kept[0] + len(_run_of(kept)) != seq:  # a new topic, or seqs restarted past a lost window
+            self._by_topic[topic] = (seq, packed)
+        elif isinstance(kept[1], bytes):
+            self._by_topic[topic] = (kept[0], deque((kept[1], packed)))
+        else:
+            kept[1].append(packed)
         self._all.append((topic, seq))
         while len(self._all) > self.keep:
             oldest, oldest_seq = self._all.popleft()
             first, answers = self._by_topic.get(oldest, (None, None))
             if first != oldest_seq:
                 continue  # it was discarded with a run of seqs that did not continue
-            answers.popleft()  # a topic's oldest is the oldest overall among its own
-            if answers:
-                self._by_topic[oldest] = (first + 1, answers)
-            else:
+            if isinstance(answers, bytes) or len(answers) == 1:
                 del self._by_topic[oldest]
+                continue
+            answers.popleft()  # a topic's oldest is the oldest overall among its own
+            self._by_topic[oldest] = (first + 1, answers[0] if len(answers) == 1 else answers)
 
     def after(self, topic: str, seq: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
         """Up to ``limit`` answers of ``topic`` with seq > ``seq``, oldest first, and whether they start right
@@ -74,7 +87,7 @@ class AnswerHistory:
         kept = self._by_topic.get(topic)
         if kept is None:
             return [], True
-        first, answers = kept
+        first, answers = kept[0], _run_of(kept)
         start = seq + 1 - first  # seqs are contiguous within a topic's history
         if start >= len(answers):  # past the newest kept: a seq of any size (islice takes none past sys.maxsize)
             return [], True
@@ -87,7 +100,7 @@ class AnswerHistory:
         Going back, a count that rises is an earlier session of the stream (before it expired): not taken."""
         kept = self._by_topic.get(stale.topic)
         above = stale.version
-        for packed in reversed(kept[1] if kept else ()):
+        for packed in reversed(_run_of(kept) if kept else ()):
             answer = msgpack.unpackb(packed, raw=False)
             if (answer["query"], answer["stream"]) != (stale.query, stale.stream) or answer["seq"] >= stale.seq:
                 continue

@@ -29,8 +29,9 @@ def forget_answer_side(registry: Registry, cache: AnswerCache, stream: str) -> N
     """What the answer side keeps of an expired stream (an `interval` query's grid, its topics' seqs), gone once
     its ordering guard is forgotten (scheduler.expired_streams_kept): it comes back as a new stream, whose topics'
     seqs go on above every seq forgotten (AnswerCache.forget_topics), so none is handed out twice."""
-    registry.drop_stream(stream, keep_grid=False)
-    cache.forget_topics([spec.topic_for(stream) for spec in registry.matching(stream)])
+    topics = [spec.topic_for(stream) for spec in registry.matching(stream)]
+    registry.drop_stream(stream, keep_grid=False)  # after the lookup, which caches the queries it matched
+    cache.forget_topics(topics)
 
 
 class StreamBusy(RuntimeError):
