@@ -29,8 +29,8 @@ class SchedulerConfig:
     header: tuple[int, ...] = ()  # tokens every session starts with; their KV is computed once and shared
     probe_reserve: int = 64  # positions kept free past a session's tokens for question (+ answer) probes
     max_probe_tokens: int = 8192  # question tokens per forward (asks + standing queries); the rest wait a forward
-    # streams held at once; a new one past it is refused (AdmissionRefused). 32,768 holds SPX's options chain (20,000+
-    # contracts) beside the rest of a feed; each costs 8-13 KiB of host memory while held (its KV is the pool's)
+    # streams held at once; a new one past it is refused (AdmissionRefused). It bounds admission and host memory
+    # (~0.2 MB a stream of ~30 ticks), not KV: the default pool holds 2,048 streams resident (service/stream_capacity)
     max_streams: int = 32_768
     stream_idle_s: float | None = 3600.0  # a stream silent this long (wall clock) is dropped; None: never
     # the expired streams whose ordering guard and last `seq` are kept (the most recently expired); an older one is
