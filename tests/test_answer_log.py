@@ -78,3 +78,23 @@ def test_a_restart_continues_every_seq_even_after_retention_dropped_the_old_segm
     # and trigger state: every3 last fired on S0 at tick 300, so not again before 303
     assert registry.due("S0", 301, 0) == [registry.get("each")]
     assert registry.due("S0", 303, 0) == [registry.get("every3"), registry.get("each")]
+
+
+def test_history_keeps_a_topics_one_answer_bare_and_serves_runs_across_eviction() -> None:
+    """review353 #5: a deque a topic (~600 bytes) for churned names' one answer each. A topic of one answer holds it
+    bare, a second makes a run, eviction back to one answer makes it bare again; `after` reads each form alike."""
+    history = AnswerHistory(keep=3)
+    pack = lambda topic, seq: msgpack.packb({"topic": topic, "seq": seq})  # noqa: E731
+    history.add("a/", 1, pack("a/", 1))
+    assert isinstance(history._by_topic["a/"][1], bytes)
+    assert [x["seq"] for x in history.after("a/", 0, 10)[0]] == [1]
+    history.add("a/", 2, pack("a/", 2))
+    history.add("b/", 1, pack("b/", 1))
+    assert [x["seq"] for x in history.after("a/", 0, 10)[0]] == [1, 2]
+    history.add("b/", 2, pack("b/", 2))  # past keep: a/'s seq 1 goes, a/ is back to one answer, bare
+    assert isinstance(history._by_topic["a/"][1], bytes) and history.oldest_seq("a/") == 2
+    assert history.after("a/", 0, 10) == ([{"topic": "a/", "seq": 2}], False)  # seq 1 no longer kept
+    history.add("c/", 1, pack("c/", 1))  # a/'s last goes: the topic is gone
+    assert "a/" not in history._by_topic and history.after("a/", 0, 10) == ([], True)
+    history.add("b/", 5, pack("b/", 5))  # seqs that do not continue start the topic afresh
+    assert [x["seq"] for x in history.after("b/", 4, 10)[0]] == [5] and len(history) == 3
