@@ -139,12 +139,14 @@ def _streams_in_pool(cells: int, window: int, block: int, idle_s: float | None) 
     """What the pool holds counted in streams (review355 #6: a US feed of thousands of sparse names learnt it only
     from the thrash warning): streams at a full window (the window and the block a roll may straddle), and at one
     block, the least a stream that has ticked holds (a name that printed a few times); and what frees it."""
-    full = (-(-window // block) + 1) * block
+    from engine.service.stream_capacity import full_window_cells, resident_streams
+
     freed = (f"an idle stream's KV is freed after scheduler.stream_idle_s ({idle_s:g} s), its context kept"
              if idle_s is not None else "scheduler.stream_idle_s is null: a stream's KV is never freed for idleness")
-    at_full = cells // full
-    return (f"it holds {at_full:,} stream{'s' if at_full != 1 else ''} at a full window ({full} cells each) and "
-            f"{cells // block:,} at one block of {block} cells, the least a stream that has ticked holds; {freed}")
+    at_block, at_full = resident_streams(cells, block, window)
+    return (f"it holds {at_full:,} stream{'s' if at_full != 1 else ''} at a full window "
+            f"({full_window_cells(block, window)} cells each) and {at_block:,} at one block of {block} cells, the "
+            f"least a stream that has ticked holds; {freed}")
 
 
 def _capacity_note(server: Any) -> str | None:
