@@ -18,47 +18,28 @@ from engine.service.client import ControlClient
 from engine.service.exit_codes import DATA_DIR_FULL
 from test_durability import ROOT, feed_and_wait, send_by_fifty, serve, serve_config, serving_a_disk_that_fills
 
+# the tests share the module's checkpoint: `--dist loadgroup` keeps them on one worker, which builds it once
+pytestmark = pytest.mark.xdist_group("test_start_checks")
+
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick"))
 
 
-def test_a_start_on_a_full_disk_says_so_in_one_line_before_the_replay(checkpoint, tmp_path) -> None:
-    """It replayed the whole log, then died with a bare `[Errno 28] No space left on device` and exit 5, at every
-    restart: a supervisor's loop that burnt a replay each time. Now the start says the directory, the cause and what
-    to do before replaying, and exits DATA_DIR_FULL (7), which docs/cli.md tells a supervisor not to restart on."""
-    config_path = serve_config(tmp_path, checkpoint)
-    process, endpoints = serve(config_path, tmp_path / "data")
-    try:
-        feed_and_wait(endpoints, SyntheticMarket(SyntheticConfig(seed=2)).next_batch(200), 200)
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(60) == 0
-    finally:
-        process.kill()
+def test_a_restart_after_kill_9_is_said_as_recovering_and_a_start_on_a_full_disk_says_so_before_the_replay(
+        checkpoint, tmp_path) -> None:
+    """After kill -9 the start read exactly as after a clean stop: a log pipeline could not count crashes. Now the
+    restart says it recovers after an unclean stop (the killed pid named), and a start after a clean stop says
+    nothing of it.
 
-    def limit() -> None:  # no file may grow past 1,000 bytes: the start's room check (4 KiB) cannot be written
-        resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
+    A start on a full disk replayed the whole log, then died with a bare `[Errno 28] No space left on device` and
+    exit 5, at every restart: a supervisor's loop that burnt a replay each time. Now the start says the directory,
+    the cause and what to do before replaying, and exits DATA_DIR_FULL (7), which docs/cli.md tells a supervisor not
+    to restart on; the start after it (room again) reads as after the clean stop before it, not as unclean.
 
-    full = subprocess.run([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config_path),
-                           "--data-dir", str(tmp_path / "data")], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, preexec_fn=limit)
-    assert full.returncode == DATA_DIR_FULL == 7, full.stderr
-    errors = [line for line in full.stderr.splitlines() if "ERROR:" in line]
-    assert len(errors) == 1, full.stderr
-    assert str(tmp_path / "data") in errors[0] and "before replaying the tick log" in errors[0], errors
-    assert "file size limit" in errors[0] and "free space there" in errors[0], errors
-    assert "recovered" not in full.stderr  # said before the replay, not after it
-    process, endpoints = serve(config_path, tmp_path / "data")  # room again: it starts, every tick there
-    try:
-        assert not any("unclean stop" in line for line in process.lines_read), process.lines_read
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(60)
-
-
-def test_a_restart_after_kill_9_is_said_as_recovering_after_an_unclean_stop(checkpoint, tmp_path) -> None:
-    """After kill -9 the start read exactly as after a clean stop: a log pipeline could not count crashes."""
+    (One data directory walks through both: each `serve` process costs a torch import, so the kill -9 restart's
+    clean stop is the stop the full-disk start follows, as a separate run of each once paid for twice.)"""
     config_path = serve_config(tmp_path, checkpoint)
     process, endpoints = serve(config_path, tmp_path / "data")
     try:
@@ -76,7 +57,21 @@ def test_a_restart_after_kill_9_is_said_as_recovering_after_an_unclean_stop(chec
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0
-    process, endpoints = serve(config_path, tmp_path / "data")  # after that clean stop: nothing to say
+
+    def limit() -> None:  # no file may grow past 1,000 bytes: the start's room check (4 KiB) cannot be written
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
+
+    full = subprocess.run([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config_path),
+                           "--data-dir", str(tmp_path / "data")], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, preexec_fn=limit)
+    assert full.returncode == DATA_DIR_FULL == 7, full.stderr
+    errors = [line for line in full.stderr.splitlines() if "ERROR:" in line]
+    assert len(errors) == 1, full.stderr
+    assert str(tmp_path / "data") in errors[0] and "before replaying the tick log" in errors[0], errors
+    assert "file size limit" in errors[0] and "free space there" in errors[0], errors
+    assert "recovered" not in full.stderr  # said before the replay, not after it
+    # room again: it starts, every tick there; after that clean stop (and the full start's refusal) nothing to say
+    process, endpoints = serve(config_path, tmp_path / "data")
     try:
         assert not any("unclean stop" in line for line in process.lines_read), process.lines_read
     finally:
