@@ -28,12 +28,15 @@ BAD_ASKS = [
 PER_MESSAGE = 2  # limits.max_new_streams_per_message of these services
 
 
-pytestmark = pytest.mark.usefixtures("local_ray")  # tests/conftest.py
+# tests/conftest.py; the services the tests read are started once: `--dist loadgroup` keeps them on one worker
+pytestmark = [pytest.mark.usefixtures("local_ray"), pytest.mark.xdist_group("test_shards_wire")]
 
 
 def said_by(checkpoint, tmp_path, shards: int) -> dict:
     """What a service of ``shards`` shards (0: one engine) says to the bad asks and to a message of one new stream
-    past PER_MESSAGE: the replies, the rejections, and the counters that count them."""
+    past PER_MESSAGE (the replies, the rejections, and the counters that count them), then of two streams stamped
+    with the wall clock, one of them 5 s ahead of it (their `streams` entries, a published answer of each, and
+    `health`'s warnings). One service answers both: each start of a sharded one costs two Ray actors' processes."""
     queries = tmp_path / f"q{shards}.yaml"
     queries.write_text(QUERIES)
     cfg = config(checkpoint, tmp_path / f"data{shards}", shards, queries,
@@ -43,6 +46,7 @@ def said_by(checkpoint, tmp_path, shards: int) -> dict:
     with serving(cfg) as server:
         ctl, feed = Control(server.endpoints["control"]), push_socket(server.endpoints["ingest"])
         rejects = Sub(server.endpoints["answers"], ["_rejects/"])
+        answers = None
         try:
             feed.send(msgpack.packb(trade("R.A", T0)))
             wait_until(lambda: (held_of(ctl, "R.A") or {}).get("ticks", 0) >= 1)
@@ -53,19 +57,37 @@ def said_by(checkpoint, tmp_path, shards: int) -> dict:
             _, rejection = rejects.until(lambda got: len(got) >= 1, timeout_s=120)[0]
             after = wait_stats(ctl, lambda st: st["ticks_in"] - before["ticks_in"] == PER_MESSAGE, timeout_s=120)
             held = {stream: held_of(ctl, stream) is not None for stream in flood}
+
+            # the clocks: two more new streams (within PER_MESSAGE), stamped now; the streams above are stamped
+            # in 2023, behind this machine's clock, so only CLK.AHEAD may be said to run ahead
+            answers = Sub(server.endpoints["answers"], ["dir/"])
+            now = time.time_ns()
+            feed.send(msgpack.packb([trade("CLK.ON", now), trade("CLK.AHEAD", now + 5 * 10**9)]))
+            got = answers.until(lambda g: {p["stream"] for _, p in g} >= {"CLK.ON", "CLK.AHEAD"}, timeout_s=120)
+            published = {p["stream"]: p for _, p in got}
+            clocks_held = {stream: held_of(ctl, stream) for stream in ("CLK.ON", "CLK.AHEAD")}
+            warnings = ctl.ok("health").get("warnings", [])
         finally:
+            if answers is not None:
+                answers.close()
             rejects.close()
             feed.close()
             ctl.close()
     counted = {key: after[key] - before[key] for key in ("ticks_in", "new_streams_refused") if key in after}
     counted["stream_refused"] = after["rejected"].get("stream_refused", 0) - before["rejected"].get("stream_refused", 0)
     counted["refused_streams"] = after["scheduler"]["refused_streams"] - before["scheduler"]["refused_streams"]
-    return {"replies": replies, "rejection": rejection, "counted": counted, "held": held}
+    return {"replies": replies, "rejection": rejection, "counted": counted, "held": held,
+            "clocks": {"held": clocks_held, "published": published, "warnings": warnings}}
 
 
-def test_one_engine_and_two_shards_say_the_same_to_bad_asks_and_to_a_flood_of_new_streams(checkpoint,
-                                                                                          tmp_path) -> None:
-    one, sharded = (said_by(checkpoint, tmp_path, shards) for shards in (0, 2))
+@pytest.fixture(scope="module")
+def said(checkpoint, tmp_path_factory, local_ray) -> dict[int, dict]:
+    """What one engine (0) and two shards (2) said, each service started once for the module's tests to read."""
+    return {shards: said_by(checkpoint, tmp_path_factory.mktemp(f"said{shards}"), shards) for shards in (0, 2)}
+
+
+def test_one_engine_and_two_shards_say_the_same_to_bad_asks_and_to_a_flood_of_new_streams(said) -> None:
+    one, sharded = said[0], said[2]
     for ask, alone, front in zip(BAD_ASKS, one["replies"], sharded["replies"]):
         assert alone["ok"] is False and alone == front, (ask, alone, front)
     reasons = [reply["reason"] for reply in one["replies"]]
@@ -83,38 +105,12 @@ def test_one_engine_and_two_shards_say_the_same_to_bad_asks_and_to_a_flood_of_ne
                                               f"NEW.{PER_MESSAGE}": False}
 
 
-def clocks_said_by(checkpoint, tmp_path, shards: int) -> dict:
-    """What a service of ``shards`` shards (0: one engine) says of two streams stamped with the wall clock, one of
-    them 5 s ahead of it: their `streams` entries, a published answer of each, and `health`'s warnings."""
-    queries = tmp_path / f"qc{shards}.yaml"
-    queries.write_text(QUERIES)
-    cfg = config(checkpoint, tmp_path / f"clocks{shards}", shards, queries,
-                 limits={"heartbeat_s": 0.2},
-                 endpoints={"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
-                            "control": "tcp://127.0.0.1:0", "metrics_port": 0})
-    with serving(cfg) as server:
-        ctl, feed = Control(server.endpoints["control"]), push_socket(server.endpoints["ingest"])
-        answers = Sub(server.endpoints["answers"], ["dir/"])
-        try:
-            now = time.time_ns()
-            feed.send(msgpack.packb([trade("CLK.ON", now), trade("CLK.AHEAD", now + 5 * 10**9)]))
-            got = answers.until(lambda g: {p["stream"] for _, p in g} == {"CLK.ON", "CLK.AHEAD"}, timeout_s=120)
-            published = {p["stream"]: p for _, p in got}
-            held = {stream: held_of(ctl, stream) for stream in ("CLK.ON", "CLK.AHEAD")}
-            warnings = ctl.ok("health").get("warnings", [])
-        finally:
-            answers.close()
-            feed.close()
-            ctl.close()
-    return {"held": held, "published": published, "warnings": warnings}
-
-
-def test_two_shards_say_each_streams_clock_offset_as_one_engine_does(checkpoint, tmp_path) -> None:
-    one, sharded = (clocks_said_by(checkpoint, tmp_path, shards) for shards in (0, 2))
-    for said in (one, sharded):
-        on, ahead = said["held"]["CLK.ON"], said["held"]["CLK.AHEAD"]
+def test_two_shards_say_each_streams_clock_offset_as_one_engine_does(said) -> None:
+    for said_there in (said[0]["clocks"], said[2]["clocks"]):
+        on, ahead = said_there["held"]["CLK.ON"], said_there["held"]["CLK.AHEAD"]
         assert 0 <= on["clock_offset_ms"] < 60_000 and "clock_ahead" not in on, on  # read after it was stamped
         assert -5_000 <= ahead["clock_offset_ms"] < -4_000 and "ahead of this machine's clock" in ahead["clock_ahead"]
-        for stream, entry in said["held"].items():
-            assert said["published"][stream]["clock_offset_ms"] == entry["clock_offset_ms"], stream
-        assert [(w["stream"], w["kind"]) for w in said["warnings"]] == [("CLK.AHEAD", "clock_ahead")], said
+        for stream, entry in said_there["held"].items():
+            assert said_there["published"][stream]["clock_offset_ms"] == entry["clock_offset_ms"], stream
+        assert [(w["stream"], w["kind"]) for w in said_there["warnings"]] == [("CLK.AHEAD", "clock_ahead")], \
+            said_there
