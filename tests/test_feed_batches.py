@@ -43,6 +43,16 @@ queries:
 """
 
 
+# the tests share the module's tiny checkpoint (read only): `--dist loadgroup` keeps them on one worker
+pytestmark = pytest.mark.xdist_group("test_feed_batches")
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    """The tiny tick model every test here serves and backtests (the same seed each built before)."""
+    return tiny_tick_checkpoint(tmp_path_factory.mktemp("feed_batches") / "model")
+
+
 def trade_at(ts: int, stream: str = "A") -> Tick:
     return Tick(stream, ts, TRADE, price=100.0, size=1.0, side="buy")
 
@@ -69,8 +79,7 @@ class Backtested(NamedTuple):
     answers: dict[tuple[str, str, int], dict]  # the backtest's rows by (query, stream, ticks)
 
 
-def backtested(tmp_path: Path, n_ticks: int) -> Backtested:
-    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+def backtested(checkpoint: Path, tmp_path: Path, n_ticks: int) -> Backtested:
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(n_ticks)
@@ -121,8 +130,8 @@ def fed_live(file: Backtested, data: Path, expected: int, timeout_s: float) -> t
     return live, stats
 
 
-def test_a_live_feed_cut_in_event_time_batches_answers_as_the_backtest_does(tmp_path) -> None:
-    file = backtested(tmp_path, 450)
+def test_a_live_feed_cut_in_event_time_batches_answers_as_the_backtest_does(checkpoint, tmp_path) -> None:
+    file = backtested(checkpoint, tmp_path, 450)
     live, stats = fed_live(file, file.data, len(file.answers), 60)
     assert stats.ticks == len(file.ticks) and stats.split_batches == 0
     assert_as_backtested(live, file.answers, tol=1e-6)  # (the tiny model here stays within 1e-6)
@@ -144,12 +153,12 @@ def test_an_event_time_batch_past_one_message_goes_in_several_and_is_counted(tmp
     assert "1 event-time batch over 8,192 ticks sent in several messages" in stats.summary()
 
 
-def test_a_burst_past_one_message_is_answered_live_where_its_backtest_answers(tmp_path) -> None:
+def test_a_burst_past_one_message_is_answered_live_where_its_backtest_answers(checkpoint, tmp_path) -> None:
     """review262 #3: a batch of more than MAX_BATCH_TICKS ticks went live as several messages (tick groups) while
     the backtest answered it once, so the live run answered at extra ticks and its adapted numbers drifted. The
     backtest now cuts such a batch into groups of MAX_BATCH_TICKS ticks as the feed does, so both answer at the
     same ticks with the same numbers."""
-    file = backtested(tmp_path, 40)
+    file = backtested(checkpoint, tmp_path, 40)
     t0 = file.ticks[-1].ts + 10**9
     burst = [Tick("A", t0 + i * 500, TRADE, price=100.0 + (i % 7) * 0.01, size=1.0 + i % 3, side="buy")
              for i in range(MAX_BATCH_TICKS + 300)]  # one 100 ms batch, 4.2 ms of event time
@@ -188,14 +197,14 @@ def answer_history(control: ControlClient) -> dict[tuple[str, str, int], dict]:
     return history
 
 
-def test_a_feed_cut_in_event_time_batches_keeps_its_cuts_across_a_kill_9_of_the_engine(tmp_path) -> None:
+def test_a_feed_cut_in_event_time_batches_keeps_its_cuts_across_a_kill_9_of_the_engine(checkpoint, tmp_path) -> None:
     """`flashtick serve` is killed with SIGKILL while `flashtick feed replay --batch-ms` sends, and started again on
     its data directory: the feed sends what the engine does not hold again, each batch as the one message it first
     went in, so the service's answers, every topic's from seq 1, are the backtest's: the same ticks answered under
     the same seqs, the same numbers (docs/queries.md: 5e-6). (Before, the feed sent them again in messages of up to
     256 ticks: every `batch` and `{ticks: N}` query answered at other ticks from there on, and, adapted
     (answers.adapt), with other numbers: review206 #1.)"""
-    file = backtested(tmp_path, 1500)
+    file = backtested(checkpoint, tmp_path, 1500)
     endpoints = {name: f"tcp://127.0.0.1:{free_port()}" for name in ("ingest", "answers", "control")}
     config_path = tmp_path / "engine.yaml"  # fixed ports: the restarted engine binds the ones the feed knows
     config_path.write_text(json.dumps({**file.engine, "queries": str(file.queries), "endpoints": endpoints,
@@ -228,14 +237,13 @@ def test_a_feed_cut_in_event_time_batches_keeps_its_cuts_across_a_kill_9_of_the_
     assert_as_backtested(live, file.answers, tol=5e-6)
 
 
-def test_a_paced_feed_sends_the_batch_before_a_pause_in_the_file_once_its_window_closes(tmp_path) -> None:
+def test_a_paced_feed_sends_the_batch_before_a_pause_in_the_file_once_its_window_closes(checkpoint, tmp_path) -> None:
     """`feed replay --batch-ms 100 --speed X` held the last batch before a pause in the file until the pause ended
     (a batch left only once a tick past its end was read, and a paced replay reads that tick only when it is due):
     its answers came the whole pause late, and a pause past `scheduler.stream_idle_s` expired the stream before
     its own last ticks came (review225 #1). Now the batch goes once the replay's clock passes its end: here the
     5th tick is answered, at version 5, while the feed still waits out the pause (5 min of wall time at --speed 10;
     the test ends the feed there)."""
-    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
     queries = tmp_path / "q.yaml"
     queries.write_text("queries:\n  - {name: dir, streams: [A], question: direction_5, kind: choice, trigger: batch}\n")
     t0 = 1_793_900_000 * 10**9
@@ -267,14 +275,23 @@ def test_a_paced_feed_sends_the_batch_before_a_pause_in_the_file_once_its_window
     assert versions == [1, 2, 3, 4, 5] and ticks_in == 5
 
 
-def feed_file(path: Path, endpoints: dict[str, str]) -> str:
-    """A real `flashtick feed replay --batch-ms 100` of ``path`` (it asks the engine what it holds first, and sends
-    the rest); its stderr."""
-    done = subprocess.run([sys.executable, "-m", "engine.service.cli", "feed", "replay", str(path), "--batch-ms", "100",
-                           "--endpoint", endpoints["ingest"], "--answers", endpoints["answers"], "--control",
-                           endpoints["control"]], stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=180)
-    assert done.returncode == 0, done.stderr
-    return done.stderr
+def feed_file(path: Path, endpoints: dict[str, str], capsys) -> str:
+    """`flashtick feed replay --batch-ms 100` of ``path`` (it asks the engine what it holds first, and sends the
+    rest), run to its end in this process (the feed's own process start cost more than its run; the service it
+    feeds is a real process); its stderr."""
+    from engine.service.cli import main
+
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    capsys.readouterr()
+    try:
+        code = main(["feed", "replay", str(path), "--batch-ms", "100", "--endpoint", endpoints["ingest"], "--answers",
+                     endpoints["answers"], "--control", endpoints["control"]])
+    finally:  # (a command may take these signals for its run: this process's own come back)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    err = capsys.readouterr().err
+    assert code == 0, err
+    return err
 
 
 def computed(control: ControlClient, ticks: int) -> None:
@@ -283,7 +300,8 @@ def computed(control: ControlClient, ticks: int) -> None:
              and not stats["pending_tokens"] and not stats["owed_ticks"], timeout_s=90)
 
 
-def test_a_message_a_kill_cut_short_is_left_out_at_the_restart_and_sent_again_whole(tmp_path) -> None:
+def test_a_message_a_kill_cut_short_is_left_out_at_the_restart_and_sent_again_whole(checkpoint, tmp_path,
+                                                                                   capsys) -> None:
     """A `kill -9` while the service read a message in leaves part of it in the tick log (each tick is logged as it
     is taken), none of it answered. Built here at the byte level: a real serve fed the file's first batches, then
     one more batch (one message), killed, its tick log cut in the middle of that message and its answer log where
@@ -291,7 +309,7 @@ def test_a_message_a_kill_cut_short_is_left_out_at_the_restart_and_sent_again_wh
     `feed replay` of the whole file sends it again whole: every answer, every topic's from seq 1, is the backtest's.
     (Before, the restart booked the part as a tick group of its own and answered it: `batch` and `{ticks: N}`
     queries answered at other ticks than the backtest from there on; message_ends.py.)"""
-    file = backtested(tmp_path, 900)
+    file = backtested(checkpoint, tmp_path, 900)
     cutter = EventTimeCutter(100 * MS)
     batches = cutter.add(file.ticks) + cutter.flush()
     # a batch whose first tick's stream has more ticks in it: cut after that tick, its stream's group is split
@@ -308,11 +326,11 @@ def test_a_message_a_kill_cut_short_is_left_out_at_the_restart_and_sent_again_wh
     tick_log, answer_log = data / "ticks" / f"ticks-{0:020d}.log", data / "answers" / f"answers-{0:020d}.log"
     process, _ = serve(config_path, data)
     try:
-        feed_file(tmp_path / "first.parquet", endpoints)
+        feed_file(tmp_path / "first.parquet", endpoints, capsys)
         with ControlClient(endpoints["control"], timeout_s=10) as control:
             computed(control, len(first))
             before = tick_log.stat().st_size, answer_log.stat().st_size
-            feed_file(tmp_path / "cut.parquet", endpoints)
+            feed_file(tmp_path / "cut.parquet", endpoints, capsys)
             computed(control, len(first) + len(cut_batch))
         process.send_signal(signal.SIGKILL)
         process.wait(10)
@@ -335,7 +353,7 @@ def test_a_message_a_kill_cut_short_is_left_out_at_the_restart_and_sent_again_wh
             streams = control.call("streams", streams=sorted(held))["streams"]
             assert {stream: streams[stream]["ticks"] for stream in held} == held
             assert all(version <= held[stream] for _, stream, version in answer_history(control))
-            fed = feed_file(file.data, endpoints)
+            fed = feed_file(file.data, endpoints, capsys)
             assert f"{len(first)} ticks not sent" in fed and "holds part of" not in fed, fed
             computed(control, len(file.ticks))
             live = answer_history(control)
