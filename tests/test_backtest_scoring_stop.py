@@ -26,7 +26,7 @@ queries:
   - {name: dir20, streams: ["*"], question: direction_20, kind: choice, trigger: batch}
   - {name: nll, streams: ["*"], kind: surprise, trigger: {ticks: 10}}
 """
-TICKS = 1200
+TICKS = 500  # (what the scoring and its stops meet does not depend on the run's length)
 SCORING = "scoring them"  # the end of the stderr line that says the answers are whole and their scoring begins
 
 
@@ -47,6 +47,11 @@ class SignalAtLine(io.TextIOBase):
 
     def flush(self) -> None:
         self.passed_to.flush()
+
+
+# the tests share the module's checkpoint, ticks and reference backtest:
+# `--dist loadgroup` keeps them on one worker, which builds it once
+pytestmark = pytest.mark.xdist_group("test_backtest_scoring_stop")
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +111,7 @@ def test_ctrl_c_while_scoring_stops_before_the_scores_and_resume_makes_them(setu
     said = capsys.readouterr()
     assert f"{out} holds every answer" in said.err and "scoring them" in said.err, said.err[-3000:]
     assert said.out.startswith("replayed ") and "query " in said.out  # the summary table, as a run prints it
-    # it computed no answer: not "resumed after 1200" (ticks), as a resume that replays from a checkpoint says
+    # it computed no answer: not "resumed after 500" (ticks), as a resume that replays from a checkpoint says
     assert "scored from the answers file: none computed again" in said.out.splitlines()[0], said.out[:300]
     assert "resumed after" not in said.out
     assert_scored_as_uninterrupted(setup, "cut")
