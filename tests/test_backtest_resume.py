@@ -40,6 +40,11 @@ WINDOW = 1024  # the tiny checkpoint's max_position_embeddings (tests/conftest.p
 FLOAT_COLUMNS = ("expected", "nll", "brier", "log_loss", "model_brier")
 
 
+# the tests share the module's checkpoint, ticks and uninterrupted backtest:
+# `--dist loadgroup` keeps them on one worker, which builds it once
+pytestmark = pytest.mark.xdist_group("test_backtest_resume")
+
+
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory) -> Path:
     root = engine_dir(tmp_path_factory.mktemp("resume"), QUERIES, cells=16384)
@@ -506,6 +511,14 @@ def test_summary_lists_rejected_rows_by_reason(setup: Path, tmp_path: Path, caps
     assert f"rejected unknown_kind: 1 ({rows[10]['stream']} 1; first: {tmp_path / 't.parquet'} row 11: " in out
 
 
+def _asleep_in_a_pipe_read(pid: int) -> bool:
+    """Whether the process's main thread sleeps in a pipe's read (Linux's /proc wait channel; False elsewhere)."""
+    try:
+        return "pipe_read" in Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return False
+
+
 @pytest.mark.parametrize("resuming", [False, True])
 def test_ctrl_c_before_the_run_begins_says_nothing_was_kept(setup: Path, tmp_path: Path, resuming: bool) -> None:
     """A Ctrl-C while the backtest still loads (its libraries, config, model) once exited 130 without a word.
@@ -530,8 +543,11 @@ def test_ctrl_c_before_the_run_begins_says_nothing_was_kept(setup: Path, tmp_pat
         except OSError:
             time.sleep(0.02)
     # let the read block first: the kernel may hand a signal to a library's worker thread (numpy's OpenBLAS pool)
-    # when the main thread sleeps in a read, which then never heard of it (a CI run hung here for 300 s)
-    time.sleep(0.5)
+    # when the main thread sleeps in a read, which then never heard of it (a CI run hung here for 300 s). Waited
+    # for as the kernel says it (the main thread's wait channel), at most the half second this once slept for
+    settle = time.monotonic() + 0.5
+    while child.poll() is None and time.monotonic() < settle and not _asleep_in_a_pipe_read(child.pid):
+        time.sleep(0.01)
     try:
         child.send_signal(signal.SIGINT)
         _, err = child.communicate(timeout=60)
