@@ -42,6 +42,11 @@ SATURATION_WHY = ("its buckets are fixed in bps over 50 ticks, too narrow for th
                   "sign at any spacing (docs/model.md; bars: docs/replay.md, \"Bars and the built-in questions\")")
 
 
+# the tests share the module's checkpoint and ticks (setup):
+# `--dist loadgroup` keeps them on one worker, which builds it once
+pytestmark = pytest.mark.xdist_group("test_backtest")
+
+
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("bt")
@@ -327,13 +332,17 @@ def test_a_queries_file_that_lists_no_query_is_refused_by_serve_and_backtest_as_
     config = tmp_path / "serve.yaml"
     config.write_text((setup / "engine.yaml").read_text() + "endpoints: {ingest: 'tcp://127.0.0.1:0', "
                       "answers: 'tcp://127.0.0.1:0', control: 'tcp://127.0.0.1:0'}\n")
-    process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config),
-                                "--queries", str(empty), "--no-log"], stderr=subprocess.PIPE, text=True)
+    # in this process (a `serve` process's start, a torch import, cost more than the rest of the test): what the
+    # refusal says and its status are main's, which the console script exits with
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    capsys.readouterr()
     try:
-        _, err = process.communicate(timeout=120)
-    finally:
-        process.kill()
-    assert process.returncode == 2 and err.endswith(f"flashtick serve: ERROR: {said}\n"), err
+        code = main(["serve", "--config", str(config), "--queries", str(empty), "--no-log"])
+    finally:  # (serve's start takes these signals, and a start refused in-process leaves them taken)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    err = capsys.readouterr().err
+    assert code == 2 and err.endswith(f"flashtick serve: ERROR: {said}\n"), err
     assert "no standing queries are registered" not in err and "flashtick serving" not in err
 
 
