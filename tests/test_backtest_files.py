@@ -29,6 +29,11 @@ def day_csv(path: Path, symbol: str, rows: int, day: str = DAYS[0]) -> Path:
     return path
 
 
+# the tests share the module's checkpoint and queries:
+# `--dist loadgroup` keeps them on one worker, which builds it once
+pytestmark = pytest.mark.xdist_group("test_backtest_files")
+
+
 @pytest.fixture(scope="module")
 def engine_files(tmp_path_factory) -> Path:
     return engine_dir(tmp_path_factory.mktemp("files"), QUERIES)

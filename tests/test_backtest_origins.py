@@ -41,6 +41,11 @@ def _rows(file: int) -> list[dict]:
     return rows
 
 
+# the tests share the module's checkpoint and files:
+# `--dist loadgroup` keeps them on one worker, which builds it once
+pytestmark = pytest.mark.xdist_group("test_backtest_origins")
+
+
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory) -> Path:
     root = engine_dir(tmp_path_factory.mktemp("origins"), QUERIES)

@@ -22,6 +22,11 @@ ROOT = Path(__file__).resolve().parents[1]
 QUERIES = "queries: [{name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: {ticks: 5}}]\n"
 
 
+# the tests share the module's checkpoint and ticks:
+# `--dist loadgroup` keeps them on one worker, which builds it once
+pytestmark = pytest.mark.xdist_group("test_backtest_signals")
+
+
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory) -> Path:
     root = engine_dir(tmp_path_factory.mktemp("signals"), QUERIES)

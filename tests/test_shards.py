@@ -41,7 +41,9 @@ queries:
 TOL = 1e-4
 
 
-pytestmark = pytest.mark.usefixtures("local_ray")  # tests/conftest.py
+# tests/conftest.py; one worker (`--dist loadgroup`) runs the module: one local Ray instance and one checkpoint,
+# not one on each worker (two Ray instances of 2 CPUs each on CI's 2 cores, their shards starting at once)
+pytestmark = [pytest.mark.usefixtures("local_ray"), pytest.mark.xdist_group("test_shards")]
 
 
 @pytest.fixture(scope="module")
