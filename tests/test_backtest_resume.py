@@ -40,11 +40,6 @@ WINDOW = 1024  # the tiny checkpoint's max_position_embeddings (tests/conftest.p
 FLOAT_COLUMNS = ("expected", "nll", "brier", "log_loss", "model_brier")
 
 
-# the tests share the module's checkpoint, ticks and uninterrupted backtest:
-# `--dist loadgroup` keeps them on one worker, which builds it once
-pytestmark = pytest.mark.xdist_group("test_backtest_resume")
-
-
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory) -> Path:
     root = engine_dir(tmp_path_factory.mktemp("resume"), QUERIES, cells=16384)
