@@ -251,18 +251,18 @@ def test_a_second_ctrl_c_says_what_was_kept(engine_files: Path, tmp_path: Path, 
 
 
 def test_threads_sets_the_forwards_torch_threads(engine_files: Path, tmp_path: Path, capsys) -> None:
-    """--threads replaces the config's model.threads (1): a user with idle cores can use them."""
+    """--threads replaces the config's model.threads (1): a user with idle cores can use them. The run's record says
+    the threads its forwards ran with, and the caller's torch threads are as they were after it (a backtest run
+    in-process, from Python, leaves the process as it found it)."""
     import torch
 
     prints = day_csv(tmp_path / "AAPL.csv", "AAPL", 30)
     before = torch.get_num_threads()
-    try:
-        assert backtest(engine_files, [prints], tmp_path / "a.parquet", "--threads", "2") == 0
-        assert torch.get_num_threads() == 2
-        assert backtest(engine_files, [prints], tmp_path / "b.parquet", "--threads", "0") == 2
-        assert "--threads must be >= 1, got 0" in capsys.readouterr().err
-    finally:
-        torch.set_num_threads(before)
+    assert backtest(engine_files, [prints], tmp_path / "a.parquet", "--threads", "2") == 0
+    assert json.loads((tmp_path / "a.manifest.json").read_text())["run"]["threads"] == 2
+    assert torch.get_num_threads() == before
+    assert backtest(engine_files, [prints], tmp_path / "b.parquet", "--threads", "0") == 2
+    assert "--threads must be >= 1, got 0" in capsys.readouterr().err
 
 
 def test_a_folder_or_a_quoted_pattern_reads_the_files_it_stands_for(engine_files: Path, tmp_path: Path,

@@ -172,7 +172,7 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     assert set(reg) == {"ok", "registered", "replaced", "version"} and reg["registered"] == ["vol", "move", "surp"]
     assert type(reg["version"]) is int
     listed = ctl.ok("list")
-    assert set(listed) == {"ok", "queries", "version"} and listed["version"] == reg["version"]
+    assert set(listed) == {"ok", "queries", "version", "model", "model_digest"} and listed["version"] == reg["version"]
     specs = {q["name"]: q for q in listed["queries"]}
     assert {"dir", "vol", "move", "surp"} <= set(specs) and specs["move"]["kind"] == "expectation"
     answers = sub("vol/", "move/", "surp/")
