@@ -171,11 +171,16 @@ class AskOps:
         `unknown_stream`, a stream the service holds no tick of: not `bad_request`, as the same ask is served once
         the stream's next tick is accepted; the text says which."""
         if self.pipeline.encoders.accepted([stream])[stream] is not None:
-            kept = stream in self.pipeline.engine.scheduler.kept
+            engine = getattr(self.pipeline, "engine", None)  # (a sharded front door holds none: its shards do)
+            if engine is None:
+                context = ("its shard keeps its context (one of the scheduler.expired_streams_kept most recently "
+                           "expired), and its next tick goes on from it")
+            elif stream in engine.scheduler.kept:
+                context = "its context is kept, and its next tick goes on from it"
+            else:
+                context = "its context is gone too, and its next tick starts a new one"
             return ControlUnknownStream(f"stream {quoted(stream)} expired after scheduler.stream_idle_s without "
-                                        f"data: its KV was freed; " + (
-                                            "its context is kept, and its next tick goes on from it" if kept else
-                                            "its context is gone too, and its next tick starts a new one"))
+                                        f"data: its KV was freed; {context}")
         if why := self._why_refused(stream):
             return ControlUnknownStream(why)
         # (a name neither remembered nor among those forgotten was never refused: no hint that it might have been,

@@ -126,8 +126,13 @@ class Shard:
             problem = scheduler.start_at(stream, ticks, last_ts)
             if problem is not None:  # the ticks retention dropped: refused as one engine refuses them (its items too)
                 self._refused(stream, ticks, problem)
-        items, refused = logged["items"], 0
-        for stream, tokens, ts, ticks, mark in unpack_items(items):
+        items, refused = list(unpack_items(logged["items"])), 0
+        # expired live and silent since: each is expired again right after its own items (a stream's items come
+        # together), so its context is kept as live and its slot is free for the streams after it, as one engine's
+        # replay admits in log order (a restart under a lowered scheduler.max_streams)
+        expired = set(logged.get("expired", ()))
+        last_item = {stream: i for i, (stream, *_) in enumerate(items)}
+        for i, (stream, tokens, ts, ticks, mark) in enumerate(items):
             try:
                 scheduler.restore(stream, tokens, ts, ticks)
             except AdmissionRefused as e:  # the limits changed since it was logged: counted, never fatal
@@ -135,8 +140,7 @@ class Shard:
                 self._refused(stream, ticks, str(e))
                 continue
             watch_moves(self.registry, scheduler, stream, ts, mark)  # booked: the move references alone
-        for stream in logged.get("expired", ()):  # expired live and silent since: its context kept, as live
-            if not scheduler.waiting_on(stream):
+            if stream in expired and last_item[stream] == i and not scheduler.waiting_on(stream):
                 scheduler.expire(stream)
         forwards = self.engine.rebuild()
         restored_marks = RegistrationMarks.from_marks(marks or {})

@@ -29,7 +29,7 @@ class ShardRestores:
         self._counts: dict[str, int] = {}  # stream -> its tick count so far (at the start: the move references')
         # streams the live run expired and that sent nothing since: their shard restores their items and expires them
         # again, so their contexts are kept there as live (engine/kept_contexts.py)
-        self.expired: dict[str, None] = {}
+        self.expired: dict[str, Any] = {}  # stream -> the ShardLink that held it (None: not placed here)
 
     def restore(self, item: EncodedTick) -> None:
         if self.accepted and (problem := self._refused(item.stream, item.ticks)) is not None:
@@ -64,9 +64,17 @@ class ShardRestores:
         a forgotten one counts nowhere. An expired one keeps its items, restored and expired again by its shard
         (its context kept there, as live), and its counts here."""
         if not forgotten:
-            if self.accepted and stream in self.front.shard_of:
-                self.front.turned_away.discard(stream)
-            self.expired[stream] = None
+            link = None
+            if self.accepted:  # let go of here as the live expiry does (shard_replies._let_go): its slot is free
+                if stream in self.front.shard_of:
+                    self.front.turned_away.discard(stream)
+                link = self.front.shard_of.pop(stream, None)
+                if link is not None:
+                    link.streams.discard(stream)
+                self.front.progress.pop(stream, None)
+                self.front.scores.drop_stream(stream)
+                self.front.adaptation.drop_stream(stream)
+            self.expired[stream] = link
             return
         self.expired.pop(stream, None)
         self.items.pop(stream, None)
@@ -85,6 +93,10 @@ class ShardRestores:
 
     def context_gone(self, stream: str) -> None:
         """(A front door holds no session, and a shard's restart restores no expired stream's context.)"""
+
+    def expired_on(self, link: Any) -> set[str]:
+        """The expired streams ``link``'s shard held, whose items it restores and expires again."""
+        return {stream for stream, held_by in self.expired.items() if held_by is link}
 
     def forget(self, stream: str) -> None:
         self.drop(stream, forgotten=True)  # (its items go before any shard sees them: no shard refuses them)

@@ -56,4 +56,5 @@ def restart_front_door(front: Any) -> None:
     front.save_queries()
     for link in front.links:
         link.lost = True  # until its restore is in
-        front.recovery.send_restore(link, restores.logged(link.streams, tail), changed=tuple(changed))
+        front.recovery.send_restore(link, restores.logged(link.streams | restores.expired_on(link), tail),
+                                    changed=tuple(changed))
