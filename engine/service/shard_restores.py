@@ -63,18 +63,10 @@ class ShardRestores:
         expire: it stays refused at this start, as one engine's replay keeps it (engine_restart._EngineReplay.drop);
         a forgotten one counts nowhere. An expired one keeps its items, restored and expired again by its shard
         (its context kept there, as live), and its counts here."""
-        if not forgotten:
-            link = None
-            if self.accepted:  # let go of here as the live expiry does (shard_replies._let_go): its slot is free
-                if stream in self.front.shard_of:
-                    self.front.turned_away.discard(stream)
-                link = self.front.shard_of.pop(stream, None)
-                if link is not None:
-                    link.streams.discard(stream)
-                self.front.progress.pop(stream, None)
-                self.front.scores.drop_stream(stream)
-                self.front.adaptation.drop_stream(stream)
-            self.expired[stream] = link
+        if not forgotten:  # let go of here as the live expiry does: its slot is free for the streams after it
+            if self.accepted and stream in self.front.shard_of:
+                self.front.turned_away.discard(stream)
+            self.expired[stream] = self._let_go(stream) if self.accepted else None
             return
         self.expired.pop(stream, None)
         self.items.pop(stream, None)
@@ -82,14 +74,19 @@ class ShardRestores:
         self._counts.pop(stream, None)
         if self.accepted:
             self.front.registry.replayed_expiry(stream)
-            if forgotten or stream in self.front.shard_of:
-                self.front.turned_away.discard(stream)
-            link = self.front.shard_of.pop(stream, None)
-            if link is not None:
-                link.streams.discard(stream)
-            self.front.progress.pop(stream, None)
-            self.front.scores.drop_stream(stream)
-            self.front.adaptation.drop_stream(stream)
+            self.front.turned_away.discard(stream)
+            self._let_go(stream)
+
+    def _let_go(self, stream: str) -> Any:
+        """``stream`` let go of at the front door, as a live expiry does (shard_replies._let_go): its shard, progress,
+        live scores and answer mix; returns the ShardLink that held it (None: none did)."""
+        link = self.front.shard_of.pop(stream, None)
+        if link is not None:
+            link.streams.discard(stream)
+        self.front.progress.pop(stream, None)
+        self.front.scores.drop_stream(stream)
+        self.front.adaptation.drop_stream(stream)
+        return link
 
     def context_gone(self, stream: str) -> None:
         """(A front door holds no session, and a shard's restart restores no expired stream's context.)"""
