@@ -126,13 +126,14 @@ class Shard:
             problem = scheduler.start_at(stream, ticks, last_ts)
             if problem is not None:  # the ticks retention dropped: refused as one engine refuses them (its items too)
                 self._refused(stream, ticks, problem)
-        items, refused = list(unpack_items(logged["items"])), 0
+        items, refused = logged["items"], 0
+        unpacked = list(unpack_items(items))
         # expired live and silent since: each is expired again right after its own items (a stream's items come
         # together), so its context is kept as live and its slot is free for the streams after it, as one engine's
         # replay admits in log order (a restart under a lowered scheduler.max_streams)
         expired = set(logged.get("expired", ()))
-        last_item = {stream: i for i, (stream, *_) in enumerate(items)}
-        for i, (stream, tokens, ts, ticks, mark) in enumerate(items):
+        last_item = {stream: i for i, (stream, *_) in enumerate(unpacked)}
+        for i, (stream, tokens, ts, ticks, mark) in enumerate(unpacked):
             try:
                 scheduler.restore(stream, tokens, ts, ticks)
             except AdmissionRefused as e:  # the limits changed since it was logged: counted, never fatal
