@@ -3,12 +3,12 @@ says it in. A default of 65536 cells took 4 GiB of a tiny model with Llama-3-8B'
 
 from __future__ import annotations
 
+import io
 import os
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import TextIO
 
 import pytest
 
@@ -47,19 +47,46 @@ def test_a_checkpoint_with_wide_cells_gets_a_default_pool_of_256_mib_not_65536_c
     assert pool_of({"model": {"path": str(wide_checkpoint)}, "kv": {"bytes": 64 * MIB}})["kv_cells_capacity"] == 8192
 
 
+class _StartLines(io.TextIOBase):
+    """serve's stderr, passed on to ``stream``: its lines up to `flashtick serving`, which stops it as a SIGTERM
+    would, with serve's own handler (a stop that drains and exits 0)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream, self._pending, self.lines = stream, "", []
+        self.serving = False
+
+    def write(self, text: str) -> int:
+        self._stream.write(text)
+        self._pending += text
+        *whole, self._pending = self._pending.split("\n")
+        for line in whole if not self.serving else ():
+            self.lines.append(line + "\n")
+            if line.startswith("flashtick serving"):
+                self.serving = True
+                signal.raise_signal(signal.SIGTERM)  # (its handler runs here, on this the main thread)
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
 def serve_lines(config: Path) -> tuple[list[str], int]:
-    """What `serve --config CONFIG` says on stderr up to `flashtick serving`, and its pid (stopped with SIGTERM)."""
-    process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config)],
-                               stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    """What `serve --config CONFIG` says on stderr up to `flashtick serving`, and its pid; stopped with SIGTERM, its
+    status checked. Run in this process (`cli.main`, as the `flashtick` script runs it): the start lines are what
+    these tests read, and a process of its own cost a torch import and an interpreter each (~2-6 s of CPU)."""
+    from engine.service.cli import main
+
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    said, stderr = _StartLines(sys.stderr), sys.stderr
+    sys.stderr = said
     try:
-        lines, deadline = [], time.monotonic() + 120  # only catches a hang
-        while not (lines and lines[-1].startswith("flashtick serving")) and time.monotonic() < deadline:
-            lines.append(process.stderr.readline())
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0
-    finally:
-        process.kill()
-    return lines, process.pid
+        code = main(["serve", "--config", str(config)])
+    finally:  # (serve takes these signals for its run: this process's own come back)
+        sys.stderr = stderr
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    assert said.serving and code in (0, None), said.lines
+    return said.lines, os.getpid()
 
 
 ENDPOINTS = "endpoints: {ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', control: 'tcp://127.0.0.1:0'}\n"
