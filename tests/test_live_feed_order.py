@@ -109,8 +109,10 @@ def test_live_with_the_window_decides_like_backtest_of_the_same_capture(checkpoi
                 _send_paced(push, trades, 0.02)
                 wait_for(lambda: server.pipeline.ticks_in + sum(server.pipeline.rejected.values()) == 60
                          and _held(server) == 0 and not server.pipeline.busy)
-                answers = []
-                while (got := sub.recv(timeout_s=2.0)) is not None:
+                with ControlClient(server.endpoints["control"]) as control:
+                    computed = control.call("stats")["stats"]["answers_out"]  # (idle: every answer it will send)
+                answers = []  # each one published, read as it comes (not until 2 s pass without one)
+                while len(answers) < computed and (got := sub.recv(timeout_s=60)) is not None:
                     answers.append(got[1])
         assert answers
         same = [a for a in answers if (a["stream"], a["data_ts"]) in backtest
