@@ -179,10 +179,11 @@ def test_live_scores_and_the_adaptation_end_labels_at_the_session_gap() -> None:
 
 
 def test_evaluate_notes_labels_across_a_pause_and_leaves_them_out_with_the_option(setup, capsys) -> None:
-    root, _, _ = setup
+    root, checkpoint, _ = setup
     ticks = fx_week(700, seed=2)
     pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "long_week.parquet")
-    common = ["evaluate", "builtin", str(root / "long_week.parquet"), "--split", "20/20/60", "--max-points", "2000",
+    # (the module's tiny model: the notes are the labels', whichever model answers; the built-in one cost ~4x)
+    common = ["evaluate", str(checkpoint), str(root / "long_week.parquet"), "--split", "20/20/60", "--max-points", "2000",
               "--resamples", "10", "--threads", "1", "--json"]
     assert main(common) == 0
     said = capsys.readouterr()
@@ -304,14 +305,14 @@ def test_train_and_evaluate_say_labels_across_a_pause_under_quiet(setup, tmp_pat
     """--quiet quiets progress and the reading's notes, as backtest's does, not a note that changes what the scores
     mean: `train --quiet` and `evaluate --quiet` dropped the one on labels across a pause (and train's on streams
     over the same hours and a missing validation part, tests/test_train_evaluate.py)."""
-    root, _, _ = setup
+    root, checkpoint, _ = setup
     week = root / "quiet_week.parquet"
     pl.DataFrame([t.to_wire() for t in fx_week(700, seed=2)]).write_parquet(week)
     tiny = ["--from-scratch", "--hidden", "32", "--layers", "1", "--heads", "2", "--kv-heads", "1",
             "--intermediate", "64", "--window-ticks", "63", "--steps", "1"]
     common = [str(week), "--split", "20/20/60", "--max-points", "2000", "--resamples", "10", "--threads", "1",
               "--quiet"]
-    for argv in (["train", *common, "--out", str(tmp_path / "model"), *tiny], ["evaluate", "builtin", *common]):
+    for argv in (["train", *common, "--out", str(tmp_path / "model"), *tiny], ["evaluate", str(checkpoint), *common]):
         assert main(argv) == 0
         err = capsys.readouterr().err
         assert f"flashtick {argv[0]}: note: " in err and "scored answer points are labelled across a pause of an " \
