@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -33,6 +34,11 @@ queries:
   - {name: moved, streams: ["*"], question: direction_5, kind: choice, trigger: {move_bps: 2}}
   - {name: surprise, streams: ["*"], kind: surprise, trigger: batch, topic: "surprise/{stream}/"}
 """
+
+
+# the restart cases share the module's model and its uninterrupted run (read only): `--dist loadgroup` keeps them on one
+# worker
+pytestmark = pytest.mark.xdist_group("test_restart_replay")
 
 
 @pytest.fixture(scope="module")
@@ -91,42 +97,69 @@ def assert_same_mixes(got: dict, want: dict) -> None:
             assert mine == pytest.approx(theirs, rel=1e-5, abs=1e-5), (name, field)
 
 
+class Uninterrupted(NamedTuple):
+    """The run that never stopped, shared by the restarts below (read only): its live answers before the stop, the
+    data directory as the stop left it, the answers owed then, its mixes, and its answers to the ticks after."""
+    ticks: list
+    answered: list
+    at_stop: Path
+    owed: list
+    mixes: dict
+    after: list
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(root: Path, tmp_path_factory) -> Uninterrupted:
+    """The live run, once for every restart case: it re-feeds nothing (REFEED_EVERY and a deferred tail are the
+    restart's alone), so each case's own was the same run again."""
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(1700)
+    data = tmp_path_factory.mktemp("uninterrupted") / "data"
+    live = TickPipeline(config(root, data))
+    try:
+        answered = []
+        for i in range(0, 1200, 8):  # answered as they came: the log's answers, re-fed at the restart
+            assert live.ingest_message(encode(ticks[i : i + 8])) == []
+            answered += live.run_until_idle()
+        for i in range(1200, 1400, 8):  # a burst: accepted and logged, not yet computed when the process died
+            assert live.ingest_message(encode(ticks[i : i + 8])) == []
+        at_stop = data.with_name("at_stop")
+        shutil.copytree(data, at_stop)
+        owed = live.run_until_idle()
+        live_mixes = mixes(live)
+        after = []
+        for i in range(1400, 1700, 8):
+            assert live.ingest_message(encode(ticks[i : i + 8])) == []
+            after += live.run_until_idle()
+    finally:
+        live.close()
+    return Uninterrupted(ticks, answered, at_stop, owed, live_mixes, after)
+
+
 @pytest.mark.parametrize("refeed_every", [16, adaptation.REFEED_EVERY], ids=["runs in the replay", "at its end"])
 @pytest.mark.parametrize("deferred", [False, True], ids=["at start", "deferred"])
 def test_a_restart_of_every_trigger_kind_publishes_what_an_uninterrupted_run_does(
-        root: Path, tmp_path: Path, monkeypatch, capsys, refeed_every: int, deferred: bool) -> None:
+        uninterrupted: Uninterrupted, root: Path, tmp_path: Path, monkeypatch, capsys, refeed_every: int,
+        deferred: bool) -> None:
     monkeypatch.setattr(adaptation, "REFEED_EVERY", refeed_every)
-    market = SyntheticMarket(SyntheticConfig(seed=5))
-    ticks = market.next_batch(1700)
-    live = TickPipeline(config(root, tmp_path / "data"))
-    answered = []
-    for i in range(0, 1200, 8):  # answered as they came: the log's answers, re-fed at the restart
-        assert live.ingest_message(encode(ticks[i : i + 8])) == []
-        answered += live.run_until_idle()
-    for i in range(1200, 1400, 8):  # a burst: accepted and logged, not yet computed when the process died
-        assert live.ingest_message(encode(ticks[i : i + 8])) == []
-    shutil.copytree(tmp_path / "data", tmp_path / "after")
+    ticks, answered = uninterrupted.ticks, uninterrupted.answered
+    shutil.copytree(uninterrupted.at_stop, tmp_path / "after")
     capsys.readouterr()
     recovered = TickPipeline(config(root, tmp_path / "after"), defer_owed=deferred)
     owed = recovered.run_until_idle() if deferred else [o.answer for o in recovered.recovered if o.answer]
-    uninterrupted = live.run_until_idle()
     assert {a.query for a in answered} == {"grp", "vol", "mv50", "moved", "surprise"}
-    assert {a.query for a in uninterrupted} == {"grp", "vol", "mv50", "moved", "surprise"}
+    assert {a.query for a in uninterrupted.owed} == {"grp", "vol", "mv50", "moved", "surprise"}
     assert any("model_probs" in a.value and a.value["probs"] != a.value["model_probs"] for a in answered)
     lead = "owed: " if deferred else "computing what was owed: "
-    assert f"flashtick: {lead}{len(uninterrupted)} answers due on " in capsys.readouterr().err
-    assert_same(owed, uninterrupted)
-    assert_same_mixes(mixes(recovered), mixes(live))
-    after_live, after_restart = [], []
+    assert f"flashtick: {lead}{len(uninterrupted.owed)} answers due on " in capsys.readouterr().err
+    assert_same(owed, uninterrupted.owed)
+    assert_same_mixes(mixes(recovered), uninterrupted.mixes)
+    after_restart = []
     for i in range(1400, 1700, 8):  # the trigger state and the mixes rebuilt answer the next ticks as live
-        assert live.ingest_message(encode(ticks[i : i + 8])) == recovered.ingest_message(encode(ticks[i : i + 8])) \
-            == []
-        after_live += live.run_until_idle()
+        assert recovered.ingest_message(encode(ticks[i : i + 8])) == []
         after_restart += recovered.run_until_idle()
-    assert {a.query for a in after_live} == {"grp", "vol", "mv50", "moved", "surprise"}
-    assert_same(after_restart, after_live)
+    assert {a.query for a in uninterrupted.after} == {"grp", "vol", "mv50", "moved", "surprise"}
+    assert_same(after_restart, uninterrupted.after)
     recovered.close()
-    live.close()
 
 
 def test_labels_of_many_points_at_once_are_bit_for_bit_those_of_each_alone() -> None:
