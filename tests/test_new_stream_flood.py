@@ -10,6 +10,7 @@ import json
 import time
 
 import msgpack
+import pytest
 import zmq
 
 from conftest import serving, tiny_tick_checkpoint
@@ -23,9 +24,19 @@ from engine.service.server import REJECTS_TOPIC
 TS = 1_723_161_254_087_896_568
 
 
-def config(root, limits: dict) -> ServiceConfig:
+# the tests share the module's tiny checkpoint (read only): `--dist loadgroup` keeps them on one worker
+pytestmark = pytest.mark.xdist_group("test_new_stream_flood")
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """The tiny tick model every service here serves (each test built the same one before)."""
+    return tiny_tick_checkpoint(tmp_path_factory.mktemp("new_stream_flood"))
+
+
+def config(checkpoint, limits: dict) -> ServiceConfig:
     return ServiceConfig.from_dict({
-        "model": {"path": str(tiny_tick_checkpoint(root))},
+        "model": {"path": str(checkpoint)},
         "kv": {"cells": 65536, "block_size": 16},
         "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
         "limits": {"heartbeat_s": 0.1, "max_ts_ahead_s": None, **limits},
@@ -56,11 +67,11 @@ def trade(stream: str, ts: int) -> dict:
     return {"stream": stream, "ts": ts, "price": 100.0, "size": 1.0}
 
 
-def test_one_message_opens_at_most_its_share_of_new_streams(tmp_path) -> None:
+def test_one_message_opens_at_most_its_share_of_new_streams(checkpoint) -> None:
     limits = {"max_new_streams_per_message": 50, "max_new_streams_per_s": 1e6}
-    with serving(config(tmp_path, limits)) as server, push(server) as feed, \
+    with serving(config(checkpoint, limits)) as server, push(server) as feed, \
             AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC]) as rejects:
-        time.sleep(0.3)  # PUB drops what it publishes before the subscription reaches it
+        rejects.wait_ready(timeout_s=60)  # PUB drops what it publishes before the subscription reaches it
         feed.send(msgpack.packb([trade("HELD", TS)]))
         until_read(server, 1)
         flood = [trade(f"M{i}", TS + i) for i in range(200)] + [trade("HELD", TS + 1_000)]
@@ -77,8 +88,8 @@ def test_one_message_opens_at_most_its_share_of_new_streams(tmp_path) -> None:
         assert until_read(server, 3)["ticks_in"] == 1 + 50 + 1 + 50
 
 
-def test_a_feed_starting_with_2500_names_in_one_message_is_taken_whole(tmp_path) -> None:
-    with serving(config(tmp_path, {})) as server, push(server) as feed:
+def test_a_feed_starting_with_2500_names_in_one_message_is_taken_whole(checkpoint) -> None:
+    with serving(config(checkpoint, {})) as server, push(server) as feed:
         feed.send(msgpack.packb([trade(f"EQ{i:04d}", TS + i) for i in range(2500)]))
         after = until_read(server, 1)
         assert after["ticks_in"] == 2500 and "stream_refused" not in after["rejected"]
@@ -99,14 +110,14 @@ def test_the_per_second_budget_refills_at_its_rate() -> None:
     assert budget.refused_streams == 2 + 3 + 20
 
 
-def test_a_flood_of_refused_names_keeps_a_bounded_memory_of_the_most_recent(tmp_path) -> None:
+def test_a_flood_of_refused_names_keeps_a_bounded_memory_of_the_most_recent(checkpoint) -> None:
     """Every refused tick of a stream with no accepted one was remembered (the count a resuming feed's `at_last_ts`
     needs, connectors/passed_over.py) for the first 100,000 names: ~22 MB for a flood of 200k names, and none for a
     later name. Now the most recent MAX_UNHELD_STREAMS are: a recent name's refused tick is still counted when its
     tick at the same ts is accepted, the oldest is forgotten (counted as such), and the `streams` op still says why a
     recent name was refused (MAX_REFUSED_STREAMS_KEPT, the most recent too) while counting those that fell out."""
     flood = MAX_UNHELD_STREAMS + 2_000
-    with serving(config(tmp_path, {"max_new_streams_per_message": 10**6, "max_new_streams_per_s": 1e9})) as server, \
+    with serving(config(checkpoint, {"max_new_streams_per_message": 10**6, "max_new_streams_per_s": 1e9})) as server, \
             push(server) as feed:
         sent = 0
         for first in range(0, flood, 5_000):  # a zero price: refused (nonpositive_price), never held
@@ -134,7 +145,7 @@ def quote(stream: str, ts: int) -> dict:
     return {"stream": stream, "ts": ts, "kind": "quote", "bid": 1.05, "ask": 1.1, "bid_size": 10, "ask_size": 12}
 
 
-def test_an_options_chains_first_snapshot_is_taken_whole_under_the_defaults(tmp_path) -> None:
+def test_an_options_chains_first_snapshot_is_taken_whole_under_the_defaults(checkpoint) -> None:
     """review321 #2: after an upgrade, one message of 5,000 quotes on 5,000 new streams (an options chain's first
     snapshot) lost 904 of them to the new default of 4,096 (`limits.max_new_streams_per_message`), which the release
     before took whole. Under the defaults now, that message is taken, and so is an SPX-sized chain, 20,000
@@ -147,14 +158,14 @@ def test_an_options_chains_first_snapshot_is_taken_whole_under_the_defaults(tmp_
     chain = [quote(f"SPXW 261218C{i:05d}", TS + i) for i in range(25_000)]
     messages = [msgpack.packb(chain[:5_000])] + [msgpack.packb(chain[i : i + 10_000]) for i in (5_000, 15_000)]
     assert all(len(m) <= limits.max_message_bytes for m in messages)
-    with serving(config(tmp_path, {})) as server, push(server) as feed:
+    with serving(config(checkpoint, {})) as server, push(server) as feed:
         for message in messages:
             feed.send(message)
         after = until_read(server, 3)
         assert after["ticks_in"] == 25_000 and "stream_refused" not in after["rejected"], after["rejected"]
 
 
-def test_a_refused_stream_forgotten_past_the_memory_is_said_refused_earlier_not_never_seen(tmp_path, capsys) -> None:
+def test_a_refused_stream_forgotten_past_the_memory_is_said_refused_earlier_not_never_seen(checkpoint, capsys) -> None:
     """review336 #8: 3 crossed quotes of FIRSTOPT, then one each of more names than the 1,024 refusals remembered,
     then LASTOPT's: `streams FIRSTOPT` printed `never seen` and `ask FIRSTOPT` "has sent no data", sending the
     operator to a feed that did send. A refusal that fell out of the memory is still known as one (a bounded filter
@@ -166,7 +177,7 @@ def test_a_refused_stream_forgotten_past_the_memory_is_said_refused_earlier_not_
         return {"stream": stream, "ts": ts, "bid": 10.0, "ask": 9.0}
 
     names = 1_500  # in 3 messages: with FIRSTOPT and LASTOPT, 478 past the 1,024 remembered
-    with serving(config(tmp_path, {})) as server, push(server) as feed:
+    with serving(config(checkpoint, {})) as server, push(server) as feed:
         control = ("--control", server.endpoints["control"])
         feed.send(msgpack.packb([crossed("FIRSTOPT", TS + i) for i in range(3)]))
         for first in range(0, names, 500):
