@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import NamedTuple
 
 import msgpack
 import polars as pl
@@ -18,7 +19,7 @@ from conftest import tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode, quote, trade
 from engine.service.backtest import BacktestInterrupted, run_backtest
-from engine.service.client import AnswerSubscriber
+from engine.service.client import AnswerSubscriber, ControlClient
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 from queries.spec import QuerySpecError
@@ -153,23 +154,51 @@ def logged_config(root: Path, data_dir: Path, **scheduler) -> ServiceConfig:
                                     "log": {"dir": str(data_dir)}, "queries": str(root / "q3.yaml")})
 
 
+class BurstRun(NamedTuple):
+    """The run that never stopped, shared by both restarts below (read only): the data directory as the process
+    death left it (a burst logged, not computed), the answers owed then, and its answers to the ticks after."""
+    ticks: list
+    at_death: Path
+    owed: list
+    after: list
+
+
+@pytest.fixture(scope="module")
+def burst_run(root: Path, tmp_path_factory) -> BurstRun:
+    """The live run, once for both restarts (a deferred tail is the restart's alone: each ran the same live run)."""
+    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(900)
+    data = tmp_path_factory.mktemp("burst_run") / "data"
+    live = TickPipeline(logged_config(root, data))
+    try:
+        for i in range(0, 200, 5):
+            assert live.ingest_message(encode(ticks[i : i + 5])) == []
+            live.run_until_idle()
+        for i in range(200, 600, 5):  # the burst: accepted and logged, not yet computed
+            assert live.ingest_message(encode(ticks[i : i + 5])) == []
+        at_death = data.with_name("at_death")
+        shutil.copytree(data, at_death)  # what the disk holds if the process died now
+        owed = live.run_until_idle()
+        after = []
+        for i in range(600, 900, 5):
+            assert live.ingest_message(encode(ticks[i : i + 5])) == []
+            after += live.run_until_idle()
+    finally:
+        live.close()
+    return BurstRun(ticks, at_death, owed, after)
+
+
 @pytest.mark.parametrize("deferred", [False, True], ids=["at start", "deferred"])
-def test_a_restart_owes_the_moves_of_a_burst_and_fires_after_it_as_the_live_run(root: Path, tmp_path: Path,
-                                                                                 deferred: bool, capsys) -> None:
+def test_a_restart_owes_the_moves_of_a_burst_and_fires_after_it_as_the_live_run(burst_run: BurstRun, root: Path,
+                                                                                 tmp_path: Path, deferred: bool,
+                                                                                 capsys) -> None:
     """A burst accepted and logged but not computed when the process died: the restart answers each move in it at
     its tick (not one answer at the last tick), with the seqs of a run that never stopped, and says how many it
     owes before computing them; the references it rebuilt fire the later ticks where the live run fires them."""
-    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(900)
-    live = TickPipeline(logged_config(root, tmp_path / "data"))
-    for i in range(0, 200, 5):
-        assert live.ingest_message(encode(ticks[i : i + 5])) == []
-        live.run_until_idle()
-    for i in range(200, 600, 5):  # the burst: accepted and logged, not yet computed
-        assert live.ingest_message(encode(ticks[i : i + 5])) == []
-    shutil.copytree(tmp_path / "data", tmp_path / "after")  # what the disk holds if the process died now
+    ticks, uninterrupted = burst_run.ticks, burst_run.owed
+    shutil.copytree(burst_run.at_death, tmp_path / "after")
+    capsys.readouterr()
     recovered = TickPipeline(logged_config(root, tmp_path / "after"), defer_owed=deferred)
     owed = recovered.run_until_idle() if deferred else [o.answer for o in recovered.recovered if o.answer]
-    uninterrupted = live.run_until_idle()
     assert len({(a.stream, a.version) for a in uninterrupted}) > 10  # moves inside the burst, each at its tick
     lead = "owed: " if deferred else "computing what was owed: "
     assert f"flashtick: {lead}{len(uninterrupted)} answers due on " in capsys.readouterr().err
@@ -178,14 +207,12 @@ def test_a_restart_owes_the_moves_of_a_burst_and_fires_after_it_as_the_live_run(
     by_key = {key(a): a for a in uninterrupted}
     for answer in owed:
         assert answer.value["probs"] == pytest.approx(by_key[key(answer)].value["probs"], abs=TOL)
-    after_live, after_restart = [], []
+    after_restart = []
     for i in range(600, 900, 5):  # after the restart: the next ticks fire the same moves on both
-        assert live.ingest_message(encode(ticks[i : i + 5])) == recovered.ingest_message(encode(ticks[i : i + 5])) == []
-        after_live += live.run_until_idle()
+        assert recovered.ingest_message(encode(ticks[i : i + 5])) == []
         after_restart += recovered.run_until_idle()
-    assert after_live and sorted(map(key, after_restart)) == sorted(map(key, after_live))
+    assert burst_run.after and sorted(map(key, after_restart)) == sorted(map(key, burst_run.after))
     recovered.close()
-    live.close()
 
 
 @pytest.mark.parametrize(("expired", "answered"), [(False, 400), (True, 400), (True, 200)],
@@ -245,8 +272,10 @@ def test_a_live_serve_publishes_an_answer_at_each_move_and_none_otherwise(root: 
             for tick in one[7:] + flat[7:]:
                 push.send(msgpack.packb(tick.to_wire()))
             wait_for(lambda: server.pipeline.ticks_in == 40 and not server.pipeline.busy)
-            answers = []
-            while (got := sub.recv(timeout_s=2.0)) is not None:
+            with ControlClient(server.endpoints["control"]) as control:  # (idle: every mv answer it will send)
+                published = sum(topic["last_seq"] for topic in control.topics("mv/").values())
+            answers = []  # each one published, read as it comes (not until 2 s pass without one)
+            while len(answers) < published and (got := sub.recv(timeout_s=60)) is not None:
                 answers.append(got[1])
     assert sorted(a["version"] for a in answers if a["stream"] == "ONE") == ONE_FIRES
     assert [a["version"] for a in answers if a["stream"] == "FLAT"] == [1]
