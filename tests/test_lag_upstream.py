@@ -67,13 +67,17 @@ def test_a_tick_its_ts_shows_waited_upstream_counts_in_the_lag_and_is_shed(check
     """A stream stamped with the wall clock: its first tick dates its offset; a later one read 1.5 s after its
     `ts` (as a burst's tail is) waited that long before the service read it. It is lag (behind past max_lag_s) and,
     under `shed`, refused."""
-    for policy in ("lag", "shed"):
-        pipeline = TickPipeline(pipeline_config(checkpoint, limits={"max_lag_s": 1.0, "when_behind": policy}))
-        sent = time.time_ns()
-        assert pipeline.ingest_message(_tick("WALL", 0, sent)) == []
+    pipelines = {policy: TickPipeline(pipeline_config(checkpoint, limits={"max_lag_s": 1.0, "when_behind": policy}))
+                 for policy in ("lag", "shed")}
+    sent = {}
+    for policy, pipeline in pipelines.items():
+        sent[policy] = time.time_ns()
+        assert pipeline.ingest_message(_tick("WALL", 0, sent[policy])) == []
         pipeline.run_until_idle()
-        wait_for(lambda: time.time_ns() - sent > 1_500_000_000)  # (the next tick, stamped next, read this late)
-        late = pipeline.ingest_message(_tick("WALL", 1, sent + 1))
+    # (the next tick, stamped next, read this late: one wait for both policies' streams, each dated by its own tick)
+    wait_for(lambda: time.time_ns() - max(sent.values()) > 1_500_000_000)
+    for policy, pipeline in pipelines.items():
+        late = pipeline.ingest_message(_tick("WALL", 1, sent[policy] + 1))
         if policy == "lag":
             assert late == []
             wait_for(lambda: pipeline.behind)  # (lag_s is looked up at most every 0.1 s)
