@@ -183,8 +183,8 @@ def test_evaluate_notes_labels_across_a_pause_and_leaves_them_out_with_the_optio
     ticks = fx_week(700, seed=2)
     pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "long_week.parquet")
     # (the module's tiny model: the notes are the labels', whichever model answers; the built-in one cost ~4x)
-    common = ["evaluate", str(checkpoint), str(root / "long_week.parquet"), "--split", "20/20/60", "--max-points", "2000",
-              "--resamples", "10", "--threads", "1", "--json"]
+    common = ["evaluate", str(checkpoint), str(root / "long_week.parquet"), "--split", "20/20/60", "--max-points",
+              "2000", "--resamples", "10", "--threads", "1", "--json"]
     assert main(common) == 0
     said = capsys.readouterr()
     assert "scored answer points are labelled across a pause of an hour or more" in said.err
