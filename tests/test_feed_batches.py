@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -197,7 +198,8 @@ def answer_history(control: ControlClient) -> dict[tuple[str, str, int], dict]:
     return history
 
 
-def test_a_feed_cut_in_event_time_batches_keeps_its_cuts_across_a_kill_9_of_the_engine(checkpoint, tmp_path) -> None:
+def test_a_feed_cut_in_event_time_batches_keeps_its_cuts_across_a_kill_9_of_the_engine(checkpoint, tmp_path,
+                                                                                         capsys) -> None:
     """`flashtick serve` is killed with SIGKILL while `flashtick feed replay --batch-ms` sends, and started again on
     its data directory: the feed sends what the engine does not hold again, each batch as the one message it first
     went in, so the service's answers, every topic's from seq 1, are the backtest's: the same ticks answered under
@@ -210,18 +212,26 @@ def test_a_feed_cut_in_event_time_batches_keeps_its_cuts_across_a_kill_9_of_the_
     config_path.write_text(json.dumps({**file.engine, "queries": str(file.queries), "endpoints": endpoints,
                                        "limits": {"heartbeat_s": 0.2}}))
     process, _ = serve(config_path, tmp_path / "data")
-    feed = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "feed", "replay", str(file.data), "--batch-ms",
-                             "100", "--rate", "400", "--endpoint", endpoints["ingest"], "--answers",
-                             endpoints["answers"], "--control", endpoints["control"]],
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    restarted: list[Any] = []  # the service started again, or what stopped the thread that kills and starts it
+
+    def kill_and_restart() -> None:  # (beside the feed, which runs on this process's main thread: cli.main's signals)
+        try:
+            with ControlClient(endpoints["control"], timeout_s=10) as control:
+                wait_for(lambda: control.call("stats")["stats"]["ticks_in"] >= 500, timeout_s=60)
+            process.send_signal(signal.SIGKILL)  # mid-feed: messages sent and not yet read are lost with it
+            process.wait(10)
+            restarted.append(serve(config_path, tmp_path / "data")[0])
+        except BaseException as e:
+            restarted.append(e)
+
+    killer = threading.Thread(target=kill_and_restart, name="kill_and_restart", daemon=True)
+    killer.start()
     try:
-        with ControlClient(endpoints["control"], timeout_s=10) as control:
-            wait_for(lambda: control.call("stats")["stats"]["ticks_in"] >= 500, timeout_s=60)
-        process.send_signal(signal.SIGKILL)  # mid-feed: messages sent and not yet read are lost with it
-        process.wait(10)
-        process, _ = serve(config_path, tmp_path / "data")
-        _, said = feed.communicate(timeout=120)
-        assert feed.returncode == 0, said
+        # the feed in this process (its own process start cost more than its run; the service is a real process,
+        # killed and started again)
+        said = feed_file(file.data, endpoints, capsys, "--rate", "400")
+        killer.join(120)
+        assert restarted and isinstance(restarted[0], subprocess.Popen), restarted
         assert "it is back: sending" in said, said
         # a kill while the service read a message in (rare: small messages are read in well under a millisecond)
         # leaves part of it logged, which the restart leaves out (message_ends.py): the feed sends it again whole
@@ -231,9 +241,11 @@ def test_a_feed_cut_in_event_time_batches_keeps_its_cuts_across_a_kill_9_of_the_
                      and not stats["pending_tokens"] and not stats["owed_ticks"], timeout_s=60)
             live = answer_history(control)
     finally:
-        feed.kill()
-        process.send_signal(signal.SIGTERM)
-        process.wait(30)
+        killer.join(120)
+        for each in [process, *(p for p in restarted if isinstance(p, subprocess.Popen))]:
+            if each.poll() is None:
+                each.send_signal(signal.SIGTERM)
+                each.wait(30)
     assert_as_backtested(live, file.answers, tol=5e-6)
 
 
@@ -275,17 +287,17 @@ def test_a_paced_feed_sends_the_batch_before_a_pause_in_the_file_once_its_window
     assert versions == [1, 2, 3, 4, 5] and ticks_in == 5
 
 
-def feed_file(path: Path, endpoints: dict[str, str], capsys) -> str:
+def feed_file(path: Path, endpoints: dict[str, str], capsys, *extra: str) -> str:
     """`flashtick feed replay --batch-ms 100` of ``path`` (it asks the engine what it holds first, and sends the
-    rest), run to its end in this process (the feed's own process start cost more than its run; the service it
-    feeds is a real process); its stderr."""
+    rest; ``extra``: more of its options), run to its end in this process (the feed's own process start cost more
+    than its run; the service it feeds is a real process); its stderr."""
     from engine.service.cli import main
 
     handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     capsys.readouterr()
     try:
         code = main(["feed", "replay", str(path), "--batch-ms", "100", "--endpoint", endpoints["ingest"], "--answers",
-                     endpoints["answers"], "--control", endpoints["control"]])
+                     endpoints["answers"], "--control", endpoints["control"], *extra])
     finally:  # (a command may take these signals for its run: this process's own come back)
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
