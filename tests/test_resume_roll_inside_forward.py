@@ -32,6 +32,11 @@ HALF_WAY = 6  # of the 12 times the run polls `stop`: a checkpoint mid-file
 TOLERANCE = 1e-5  # the doc's ~1e-6 per logit; a surprise sums a tick's tokens (measured 1.9e-6)
 
 
+# the tests share the module's checkpoint and its two uninterrupted backtests, which they only read:
+# `--dist loadgroup` keeps them on one worker, which builds it once
+pytestmark = pytest.mark.xdist_group("test_resume_roll_inside_forward")
+
+
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory) -> Path:
     root = engine_dir(tmp_path_factory.mktemp("rolls_resume"), QUERIES, cells=16384)

@@ -32,6 +32,11 @@ def trades_csv(path: Path, symbol: str = "AAA", rows: int = 60) -> Path:
     return path
 
 
+# the tests share the module's checkpoint and queries (engine_files), which they only read:
+# `--dist loadgroup` keeps them on one worker, which builds it once
+pytestmark = pytest.mark.xdist_group("test_user_paths")
+
+
 @pytest.fixture(scope="module")
 def engine_files(tmp_path_factory) -> Path:
     return engine_dir(tmp_path_factory.mktemp("cfg dir"), QUERIES)
