@@ -129,6 +129,16 @@ def run_both(model: str | None, keep: float, window: int, exact: bool, block_siz
 
 MODELS = {"builtin": (None, 512), "tiny-llama": ("tiny", 256)}
 
+# the tests share the module's tiny checkpoint and the probe-budget runs, which they only read: `--dist loadgroup`
+# keeps them on one worker, which builds each once
+pytestmark = pytest.mark.xdist_group("test_rolls_in_forward")
+
+
+@pytest.fixture(scope="module")
+def probe_budget_runs() -> dict[bool, dict]:
+    """Both paths under a probe budget that runs out inside the rolled segments (read by two tests)."""
+    return run_both(None, 0.5, 512, exact=True, max_probe_tokens=100)
+
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
@@ -194,11 +204,11 @@ def test_a_small_pool_is_never_exceeded(when_full) -> None:
                                                    if p.engine.scheduler.header else 0)
 
 
-def test_binding_budgets() -> None:
+def test_binding_budgets(probe_budget_runs) -> None:
     """A probe budget that runs out inside the rolled segments hands their rest back and still answers bit for bit;
     a token budget that ends a segment sooner than the next forward would computes a shorter sequence, the same
     answers on the same ticks within rounding."""
-    runs = run_both(None, 0.5, 512, exact=True, max_probe_tokens=100)
+    runs = probe_budget_runs
     assert runs[True]["stats"]["probes_deferred"] > 0 and runs[True]["stats"]["rolls_in_forward"] > 0
     assert answer_rows(runs[True]["answers"]) == answer_rows(runs[False]["answers"])
     runs = run_both(None, 0.5, 512, exact=True, max_batch_tokens=1024)
@@ -211,11 +221,11 @@ def test_binding_budgets() -> None:
             assert new[key][0]["probs"][label] == pytest.approx(prob, abs=1e-5), key
 
 
-def test_rolls_in_forward_counts_only_segments_a_forward_ran() -> None:
+def test_rolls_in_forward_counts_only_segments_a_forward_ran(probe_budget_runs) -> None:
     """A segment whose first cut the probe budget has no room for is handed back whole (the stream is rolled, its
     kept tokens prefilled by a later forward): `scheduler.rolls_in_forward` counted it anyway (5 where 2 ran). It
     counts each forward's segments past a stream's first, as the plans hold them."""
-    new = run_both(None, 0.5, 512, exact=True, max_probe_tokens=100)[True]  # (its answers: test_binding_budgets)
+    new = probe_budget_runs[True]  # (its answers: test_binding_budgets)
     ran = sum(n - 1 for forward in new["segments"] for n in forward.values())
     assert new["stats"]["probes_deferred"] > 0 and ran > 0
     assert new["stats"]["rolls_in_forward"] == ran
