@@ -35,7 +35,11 @@ PARSED = {"queries": [{"name": "dir5", "streams": ["*"], "question": "direction_
                        "trigger": {"ticks": 3}},
                       {"name": "dir20", "streams": ["*"], "question": "direction_20", "kind": "choice",
                        "trigger": "batch"}]}
-TICKS = 1500
+# enough for dozens of batch boundaries (a Ctrl-C, a stop at the 20th) and answers scored on every stream
+TICKS = 600
+
+# the tests share the module's backtest (setup): `--dist loadgroup` keeps them on one worker, which runs it once
+pytestmark = pytest.mark.xdist_group("test_backtest_python")
 
 
 @pytest.fixture(scope="module")
@@ -115,14 +119,12 @@ def test_a_dataframe_run_resumes_with_the_same_frame(setup: Path, tmp_path: Path
 
 @pytest.mark.parametrize("form", ["path", "str path", "text", "one line", "dict", "list"])
 def test_queries_as_a_path_text_or_parsed_document(setup: Path, tmp_path: Path, form: str) -> None:
-    """Review354 #8: each form asks the same queries, so the answers are the file's."""
+    """Review354 #8: each form asks the same queries, so the answers are the file's (the module's run of q.yaml)."""
     given = {"path": setup / "q.yaml", "str path": str(setup / "q.yaml"), "text": QUERIES,
              "one line": json.dumps(PARSED), "dict": PARSED, "list": PARSED["queries"]}[form]
     out = tmp_path / "a.parquet"
-    run_backtest(_config(setup), setup / "ticks.parquet", given, out, progress=False, max_ticks=600)
-    reference = tmp_path / "ref.parquet"
-    run_backtest(_config(setup), setup / "ticks.parquet", setup / "q.yaml", reference, progress=False, max_ticks=600)
-    assert _answers(out).equals(_answers(reference))
+    run_backtest(_config(setup), setup / "ticks.parquet", given, out, progress=False, max_ticks=TICKS)
+    assert _answers(out).equals(_answers(setup / "whole.parquet"))
 
 
 def test_queries_are_checked_alike_in_every_form(setup: Path, tmp_path: Path) -> None:
@@ -196,12 +198,12 @@ def test_the_callers_process_state_is_put_back(setup: Path, tmp_path: Path) -> N
     monitors = {t for t in threading.enumerate() if t.name == "tqdm_monitor"}
     try:
         report = run_backtest(config, setup / "ticks.parquet", setup / "q.yaml", tmp_path / "a.parquet",
-                              progress=False, max_ticks=600)
+                              progress=False, max_ticks=TICKS // 2)
         assert torch.get_num_threads() == threads
         assert {name: os.environ.get(name) for name in variables} == variables
         assert matplotlib.get_backend() == backend and plt.get_fignums() == [figure.number]
         assert {t for t in threading.enumerate() if t.name == "tqdm_monitor"} <= monitors
-        assert (tmp_path / "a.calibration.png").is_file() and report.ticks == 600
+        assert (tmp_path / "a.calibration.png").is_file() and report.ticks == TICKS // 2
     finally:
         plt.close(figure)
 
