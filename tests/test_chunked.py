@@ -30,6 +30,11 @@ queries:
 """
 
 
+# the tests share the module's checkpoint and ticks (setup) and the slow feed's answers (slow_feed), which they only
+# read: `--dist loadgroup` keeps them on one worker, which builds each once
+pytestmark = pytest.mark.xdist_group("test_chunked")
+
+
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("chunked")
@@ -93,10 +98,17 @@ def feed(checkpoint, ticks, burst: int, cells: int = 8192, **scheduler) -> tuple
     return pipeline, {(a.query, a.stream, a.seq): a for a in answers}
 
 
-@pytest.mark.parametrize("cells", [8192, 640], ids=["big-pool", "pool-of-two-windows"])
-def test_live_bursts_answer_like_a_slow_feed(setup, cells: int) -> None:
+@pytest.fixture(scope="module")
+def slow_feed(setup) -> tuple[TickPipeline, dict]:
+    """The engine run after every message of the first 700 ticks: what each burst size is held to (read only)."""
     _, checkpoint, ticks = setup
-    slow, slow_answers = feed(checkpoint, ticks[:700], burst=1)
+    return feed(checkpoint, ticks[:700], burst=1)
+
+
+@pytest.mark.parametrize("cells", [8192, 640], ids=["big-pool", "pool-of-two-windows"])
+def test_live_bursts_answer_like_a_slow_feed(setup, slow_feed, cells: int) -> None:
+    _, checkpoint, ticks = setup
+    slow, slow_answers = slow_feed
     # 40 messages per burst, and budgets that bind: forwards of 96 tokens, 24 question tokens, and a KV pool
     # that holds two of the four streams' windows (sessions evicted and rebuilt between forwards)
     burst, burst_answers = feed(checkpoint, ticks[:700], burst=40, cells=cells, max_batch_tokens=96,
