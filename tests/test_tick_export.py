@@ -22,6 +22,7 @@ from conftest import serving, tiny_tick_checkpoint
 from connectors.feed import FeedClient
 from connectors.feed_pump import run_feed
 from connectors.replay import FileReplay, replay_ticks
+from connectors.service_topics import HEARTBEAT_TOPIC
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import utc_text
 from engine.service.backtest import run_backtest
@@ -41,6 +42,11 @@ def export(capsys, *args: str) -> tuple[int, str]:
     capsys.readouterr()
     code = main(["ticklog", "export", *map(str, args)])
     return code, capsys.readouterr().err
+
+
+# the tests share the served module fixture (a serve fed over real sockets, its checkpoint), which they only read:
+# `--dist loadgroup` keeps them on one worker, which builds it once
+pytestmark = pytest.mark.xdist_group("test_tick_export")
 
 
 @pytest.fixture(scope="module")
@@ -65,14 +71,19 @@ def served(tmp_path_factory):
         sub.wait_ready()
         with FeedClient(server.endpoints["ingest"]) as client:
             assert run_feed(FileReplay([str(source)]), client, batch_ns=100 * MS).ticks == len(ticks)
-        quiet_until = time.monotonic() + 3  # every answer is out once none came for a while
-        deadline = time.monotonic() + 90
-        while time.monotonic() < min(quiet_until, deadline):
+        # every answer is out once heartbeats (every 0.1 s, on the answers socket after what it published before)
+        # say every tick fed was read and nothing waits, twice in a row as the demo's stop takes it
+        quiet, deadline = 0, time.monotonic() + 90
+        while quiet < 2:
+            assert time.monotonic() < deadline, f"{len(live)} answers; no quiet heartbeat"
             message = sub.recv(timeout_s=0.2)
             if message and not message[0].startswith("_"):
                 payload = message[1]
                 live[(payload["query"], payload["stream"], payload["version"])] = payload
-                quiet_until = time.monotonic() + 3
+            elif message and message[0].startswith(HEARTBEAT_TOPIC):
+                beat = message[1]
+                idle = beat["ticks_in"] == len(ticks) and not beat["pending_tokens"] and not beat["lag_s"]
+                quiet = quiet + 1 if idle else 0
         while_serving = root / "while_serving.parquet"
         assert main(["ticklog", "export", str(data_dir), "--out", str(while_serving)]) == 0  # the lock is held
     return {"root": root, "checkpoint": checkpoint, "queries": queries, "ticks": ticks, "data": data_dir, "live": live,
