@@ -37,21 +37,28 @@ def engines(family: str, device: str, graphs) -> tuple[Engine, Engine, torch.nn.
     return with_graphs, plain, hf
 
 
+# the largest bucket's tokens in the CPU check: small, as the interpreter runs ~30 programs a token a layer
+MAX_TOKENS = 16
+
+
 def drive(engine: Engine, vocab: int) -> tuple[list[torch.Tensor], list[int]]:
-    """Mixed batches: advances of several sessions, probes with and without cuts, shapes that fall in the same
-    bucket one after another (so stale buffer contents would show), a batch past the largest bucket.
+    """Mixed batches: advances of several sessions (one over a prefix across a block boundary), probes with and
+    without cuts, shapes that fall in the same bucket one after another (so stale buffer contents would show),
+    buckets of the paged and (once a prefix passes split_kv.SPLIT_MIN_PREFIX) the split-KV kernel, a probe of
+    SPLIT_MAX_NEW (16) tokens, a batch past the largest bucket (MAX_TOKENS on CPU). Each batch fits MAX_TOKENS
+    but the one past it: each padded token costs the interpreted check ~30 programs a layer.
     Returns every item's logits, and the first batch's tokens of session "a"."""
     rng = random.Random(0)
     tok = lambda n: [rng.randrange(vocab) for _ in range(n)]  # noqa: E731
     a, b, c = Session("a"), Session("b"), Session("c")
-    first = tok(40)
-    out = [*engine.run([Advance(a, first, "all"), Advance(b, tok(9), "all")])]
-    out += engine.run([Probe(a, tok(5)), Probe(b, tok(3)), Advance(c, tok(17), "last")])
-    out += engine.run([Probe(a, tok(6)), Probe(b, tok(2))])  # the same bucket as a smaller batch
-    out += engine.run([Advance(a, tok(3), "all"), Probe(a, tok(4), cut=a.num_cached + 1), Probe(c, tok(16))])
-    out += engine.run([Probe(b, tok(1), "last"), Probe(c, tok(7))])
-    out += engine.run([Advance(b, tok(70), "all")])  # 70 tokens: past max_tokens=64 below, eager
-    out += engine.run([Probe(a, tok(16)), Probe(b, tok(16)), Probe(c, tok(16))])
+    first = tok(13)
+    out = [*engine.run([Advance(a, first, "all"), Advance(b, tok(3), "all")])]
+    out += engine.run([Advance(a, tok(4), "all"), Probe(b, tok(3)), Advance(c, tok(9), "last")])  # a: cells 13-16
+    out += engine.run([Probe(a, tok(6)), Probe(b, tok(2))])
+    out += engine.run([Advance(a, tok(3), "all"), Probe(a, tok(4), cut=a.num_cached + 1), Probe(c, tok(9))])
+    out += engine.run([Probe(b, tok(1), "last"), Probe(c, tok(7))])  # the third's paged bucket again
+    out += engine.run([Advance(b, tok(MAX_TOKENS + 1), "all")])  # past max_tokens=MAX_TOKENS below, eager
+    out += engine.run([Probe(a, tok(16))])
     return out, first
 
 
@@ -63,9 +70,10 @@ def check_padded_path(family: str, min_split_prefix: int | None) -> None:
     from engine.cuda_graphs import CudaGraphs
 
     graphed, plain, hf = engines(family, "cpu", False)
-    runner = graphed.runner  # buffers for at most 64 tokens: the 70-token batch runs eagerly
+    runner = graphed.runner  # buffers for at most MAX_TOKENS tokens: the batch of one more runs eagerly
     runner.graphs = graphs = CudaGraphs(runner.model, runner.kv.tensor, runner.kv.block_size,
-                                        runner.config.max_positions, runner.device, max_tokens=64, mode="eager")
+                                        runner.config.max_positions, runner.device, max_tokens=MAX_TOKENS,
+                                        mode="eager")
     # The padded path on the Triton kernels against the plain forward on the torch reference kernels (each
     # Triton kernel is checked against its reference in test_kernels/test_fused/test_split_kv; the
     # interpreter runs a program at a time, so a Triton plain side doubled this check's minutes)
@@ -79,7 +87,7 @@ def check_padded_path(family: str, min_split_prefix: int | None) -> None:
     for g, w in zip(got, want):
         assert g.shape == w.shape
         torch.testing.assert_close(g, w, rtol=0, atol=1e-5)
-    assert graphs.stats.eager == 1  # the 70-token batch; every other one went through the padded buffers
+    assert graphs.stats.eager == 1  # the MAX_TOKENS + 1 batch; every other one went through the padded buffers
     split = [b for b in graphs.buckets if b.split_prefix]
     assert (len(split) > 0) == (min_split_prefix is not None), graphs.buckets  # the split-KV kernel's buckets too
     assert len(graphs.buckets) < 7  # batches of one shape share a bucket
