@@ -514,9 +514,11 @@ def test_by_stream_scores_each_instrument_of_a_backtest_from_the_same_answers(se
         printed[query_row + 1]
     assert any(line.startswith("indented: each stream's own rows of the same answers") for line in printed)
     assert main(["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out",
-                 str(tmp_path / "b.parquet"), "--config", str(setup / "engine.yaml"), "--max-ticks", "800",
-                 "--quiet"]) == 0
-    assert not any(line.startswith("  SYN.") for line in capsys.readouterr().out.splitlines())  # pooled alone
+                 str(tmp_path / "b.parquet"), "--config", str(setup / "engine.yaml"), "--max-ticks", "200",
+                 "--quiet"]) == 0  # (fewer ticks: what is printed of any run without --by-stream)
+    pooled = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("dir20 ") for line in pooled), pooled
+    assert not any(line.startswith("  SYN.") for line in pooled)  # pooled alone
 
 
 def test_a_backtest_names_a_stream_with_a_backslash_in_quotes(setup, tmp_path, capsys) -> None:
