@@ -6,6 +6,7 @@ when a sharded service starts, never at module import.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import subprocess
@@ -126,15 +127,24 @@ def release(group: Any, timeout_s: float = 5.0) -> None:
     thread.join(timeout_s)
 
 
+@functools.cache
+def shard_actor_class() -> Any:
+    """``ray.remote(Shard)``, made once per process. Ray exports an actor class to the cluster the first time one of
+    its actors starts in a job (again in a new job), but every ``ray.remote(Shard)`` is a new class exported anew,
+    its collision identifier computed by disassembling all of Shard's code: ~0.3 s of the front door's CPU per
+    shard at every start (cProfile of ShardedPipeline starts), for the same class each time."""
+    return ray_module().remote(Shard)
+
+
 def start_shard(config: ServiceConfig, group: Any, index: int) -> Any:
     """The actor of shard ``index`` in bundle ``index`` of ``group``; Ray restarts it when it dies."""
-    ray, shards = ray_module(), config.shards
+    shards = config.shards
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
     # the shards import flashtick from where this process did (a checkout), else from their own install
     root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    return ray.remote(Shard).options(
+    return shard_actor_class().options(
         max_restarts=shards.max_restarts, max_task_retries=0, num_cpus=shards.cpus,
         num_gpus=1 if config.model.device.startswith("cuda") else 0,
         scheduling_strategy=PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=index),
