@@ -329,10 +329,21 @@ def read_terminal(leader: int) -> tuple[threading.Thread, list[bytes]]:
 def local_ray():
     """A local Ray of 2 CPUs for a module's tests (with `pytestmark = pytest.mark.usefixtures("local_ray")`)."""
     ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'flashtick[ray]')")
-    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # CPU actors: Ray leaves CUDA_VISIBLE_DEVICES be
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+    from engine.service.config import ShardsSection
+    from engine.service.ray_shards import set_ray_environment
+
+    # Ray's settings as `serve --shards` gives its own local instance (CPU actors leave CUDA_VISIBLE_DEVICES be): the
+    # shards at the tests' priority, not Ray's nice 15, which under `-n 2` gave a starting shard a few % of a core
+    # beside the other worker's tests; no metrics agent. Taken back after the module
+    before = set(os.environ)
+    set_ray_environment(ShardsSection(), os.environ, sys.stderr)
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        yield
+        ray.shutdown()
+    finally:
+        for key in set(os.environ) - before:  # (it only sets what was not set)
+            del os.environ[key]
 
 
 @contextlib.contextmanager
