@@ -162,17 +162,18 @@ def test_meta_json_of_a_sharded_data_directory_is_one_engines_window_included(ch
     """A `--shards` front door recorded `scheduler.window: null` in meta.json (it holds no engine to resolve it),
     where one engine records the number it resolved (the model's 256 positions here): the shards say theirs, and
     meta.json is the same as one engine's; a sharded start on one engine's directory keeps that number (it was
-    rewritten null) and notes no change, and one engine on the sharded directory notes none either."""
+    rewritten null) and notes no change, and one engine on the sharded directory notes none either. One shard each
+    (the front door records what its first shard says, whatever the count): each start costs Ray a worker process."""
     one = TickPipeline(config(checkpoint, tmp_path / "one", 1))  # (one engine: TickPipeline reads no shards)
     one.close()
-    two = ShardedPipeline(config(checkpoint, tmp_path / "two", 2))
+    two = ShardedPipeline(config(checkpoint, tmp_path / "two", 1))
     two.close()
     meta = lambda name: read_record(tmp_path / name / "meta.json")  # noqa: E731
     assert meta("one")["settings"]["scheduler.window"] == 256
     assert meta("two") == meta("one")
     capsys.readouterr()
     for pipeline, directory in ((ShardedPipeline, "one"), (TickPipeline, "two")):  # each on the other's
-        pipeline(config(checkpoint, tmp_path / directory, 2)).close()
+        pipeline(config(checkpoint, tmp_path / directory, 1)).close()
         assert meta(directory) == meta("one") and "note" not in capsys.readouterr().err
 
 
