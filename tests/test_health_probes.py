@@ -35,11 +35,11 @@ def probe(metrics_url: str, path: str) -> tuple[int, dict]:
         return e.code, json.loads(e.read())
 
 
-def config_of(checkpoint, tmp_path, queries: str, **limits) -> ServiceConfig:
+def config_of(checkpoint, tmp_path, queries: str, scheduler: dict | None = None, **limits) -> ServiceConfig:
     path = tmp_path / "q.yaml"
     path.write_text(queries)
     return ServiceConfig.from_dict({
-        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "scheduler": scheduler or {},
         "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
                       "control": "tcp://127.0.0.1:0", "metrics_port": 0},
         "limits": {"heartbeat_s": 0.2, **limits}, "queries": str(path)})
@@ -52,7 +52,10 @@ def test_healthz_and_readyz_answer_on_the_metrics_port_and_readyz_says_behind(ch
     """Every path but /metrics was 404: a probe had to run a Python client (seconds of CPU). /healthz is 200 while
     the loop turns; /readyz is 200 when serving, 503 naming `behind` (and by how much) while the backlog is past
     limits.max_backlog_tokens, and 200 again once it is computed."""
-    config = config_of(checkpoint, tmp_path, BATCH_QUERY, max_backlog_tokens=1)
+    # forwards of 64 tokens: a message's ~1,600 tokens wait past the bound over many turns, so a heartbeat sees them.
+    # With the default 4,096 one forward took each message whole, the backlog never showed, and the feed ran until
+    # the unread ingest queue made it behind by limits.max_lag_s (5 s) instead: ~15,000 ticks to compute (42 s)
+    config = config_of(checkpoint, tmp_path, BATCH_QUERY, scheduler={"max_batch_tokens": 64}, max_backlog_tokens=1)
     with serving(config) as server:
         url = server.endpoints["metrics"]
         status, live = probe(url, "/healthz")
@@ -76,6 +79,7 @@ def test_healthz_and_readyz_answer_on_the_metrics_port_and_readyz_says_behind(ch
         assert seen_behind["ready"] is False and seen_behind["status"] == "behind", seen_behind
         behind = seen_behind["reasons"][0]
         assert behind["reason"] == "behind" and "behind by" in behind["detail"] and "lag_s" in behind, behind
+        assert behind["pending_tokens"] > 1, behind  # past limits.max_backlog_tokens, as the config bounds it
         with ControlClient(server.endpoints["control"], timeout_s=60) as control:
             health = control.call("health")  # one call carries what readiness needs
             assert {"behind", "lag_s", "answer_age_s", "tick_age_s", "answers_stale"} <= health.keys(), health
