@@ -28,6 +28,7 @@ import pytest
 import zmq
 
 from conftest import assert_owed_as_uninterrupted, serving, tiny_tick_checkpoint
+from test_health_probes import probe
 from test_server import wait_for
 from connectors.feed import FeedClient
 from connectors.feed_pump import run_feed
@@ -952,9 +953,13 @@ def serve_config(tmp_path: Path, checkpoint: Path, metrics: bool = False) -> Pat
     return config_path
 
 
-def test_a_disk_that_refuses_writes_refuses_ingest_and_loses_nothing_accepted(checkpoint, tmp_path) -> None:
+def test_a_disk_that_refuses_writes_refuses_ingest_stays_degraded_and_loses_nothing_accepted(checkpoint,
+                                                                                           tmp_path) -> None:
     """The tick log cannot grow (a full disk, a file size limit): ticks are refused as log_unavailable, told
-    to the sender and counted; the service keeps serving; every tick it did accept is recovered on restart."""
+    to the sender and counted; the service keeps serving; every tick it did accept is recovered on restart.
+    And `health` stays degraded (/readyz 503) until a write succeeds: it went back to serving 10 s after the last
+    refused tick while the disk was still full, so with a quiet feed the service read healthy while every tick
+    that came was lost. (One run checks both: each paid a `serve` process filling its disk.)"""
     config_path = serve_config(tmp_path, checkpoint, metrics=True)
     with serving_a_disk_that_fills(config_path, tmp_path / "data") as (process, endpoints, ticks):
         with ControlClient(endpoints["control"], timeout_s=10) as control, \
@@ -978,6 +983,11 @@ def test_a_disk_that_refuses_writes_refuses_ingest_and_loses_nothing_accepted(ch
             health = control.call("health")  # it answers: degraded while it refuses ticks, saying why
             assert health["status"] == "degraded" and "log_unavailable" in health["log_problem"], health
             accepted = stats["ticks_in"]
+            time.sleep(11)  # past the 10 s the old "refused recently" window lasted: the feed is quiet since
+            health = control.call("health")
+            assert health["status"] == "degraded" and "until a write succeeds" in health["log_problem"], health
+            status, ready = probe(endpoints["metrics"], "/readyz")
+        assert status == 503 and ready["reasons"][0]["reason"] == "log_unavailable", ready
         process.send_signal(signal.SIGTERM)
         assert process.wait(30) == 0
     process, endpoints = serve(config_path, tmp_path / "data")  # the disk has room again
