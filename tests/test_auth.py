@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import socket
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -159,12 +160,28 @@ def test_curve_ingest_takes_ticks_from_listed_feeds_only(checkpoint, keys, capfd
     with serving(config) as server, ControlClient(server.endpoints["control"], timeout_s=HANG_S,
                                                   server_public_key=server_key,
                                                   client_keypair=read_keypair(keys / "alice.key_secret")) as control:
-        for refused in ({}, {"server_public_key": server_key},
-                        {"server_public_key": server_key, "client_keypair": read_keypair(keys / "mallory.key_secret")}):
-            with FeedClient(server.endpoints["ingest"], linger_ms=0, send_timeout_ms=1000, **refused) as feed, \
-                    contextlib.suppress(FeedTimeout):
-                feed.send(market.next_batch(10))  # queued here (or timed out): the handshake never completes
-                time.sleep(0.3)
+        refused = ({}, {"server_public_key": server_key},
+                   {"server_public_key": server_key, "client_keypair": read_keypair(keys / "mallory.key_secret")})
+        batches = [market.next_batch(10) for _ in refused]
+        failed: list[BaseException] = []
+
+        def refused_feed(client_keys: dict, batch: list) -> None:
+            try:
+                with FeedClient(server.endpoints["ingest"], linger_ms=0, send_timeout_ms=1000, **client_keys) as feed, \
+                        contextlib.suppress(FeedTimeout):
+                    feed.send(batch)  # queued here (or timed out): the handshake never completes
+                    time.sleep(0.3)
+            except BaseException as e:  # (said by the assertion below)
+                failed.append(e)
+
+        # the three at once, each on its own thread: a first send waits out connect_timeout_ms (3 s) for a handshake
+        # that never completes, 9 s one after another
+        feeders = [threading.Thread(target=refused_feed, args=pair) for pair in zip(refused, batches)]
+        for feeder in feeders:
+            feeder.start()
+        for feeder in feeders:
+            feeder.join(HANG_S)
+        assert failed == [] and not any(feeder.is_alive() for feeder in feeders), failed
         assert control.call("stats")["stats"]["ticks_in"] == 0
         with FeedClient(server.endpoints["ingest"], server_public_key=server_key, connect_timeout_ms=HANDSHAKE_MS,
                         linger_ms=HANDSHAKE_MS, client_keypair=read_keypair(keys / "alice.key_secret")) as feed:
