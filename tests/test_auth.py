@@ -254,14 +254,28 @@ def test_curve_ingest_without_an_allow_list_needs_only_the_server_key(checkpoint
     market = SyntheticMarket(SyntheticConfig(seed=3))
     with serving(curve_config(checkpoint, keys, ingest=True)) as server, \
             ControlClient(server.endpoints["control"], timeout_s=HANG_S, server_public_key=server_key) as control:
-        with FeedClient(server.endpoints["ingest"], linger_ms=0, send_timeout_ms=1000) as plain, \
-                contextlib.suppress(FeedTimeout):
-            plain.send(market.next_batch(10))
-            time.sleep(0.3)
+        plain_batch = market.next_batch(10)
+        failed: list[BaseException] = []
+
+        def plain_feed() -> None:
+            try:
+                with FeedClient(server.endpoints["ingest"], linger_ms=0, send_timeout_ms=1000) as plain, \
+                        contextlib.suppress(FeedTimeout):
+                    plain.send(plain_batch)
+                    time.sleep(0.3)
+            except BaseException as e:  # (said by the assertion below)
+                failed.append(e)
+
+        # on its own thread while the keyed feed sends: its first send waits out connect_timeout_ms (3 s)
+        plain = threading.Thread(target=plain_feed)
+        plain.start()
         with FeedClient(server.endpoints["ingest"], server_public_key=server_key, connect_timeout_ms=HANDSHAKE_MS,
                         linger_ms=HANDSHAKE_MS) as feed:
             feed.send(market.next_batch(10))
         wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 10)
+        plain.join(HANG_S)
+        assert failed == [] and not plain.is_alive(), failed
+        assert control.call("stats")["stats"]["ticks_in"] == 10  # the plain feed's never got in
         assert "auth_denied" not in control.call("stats")["stats"]  # no ZAP handler without clients_dir
 
 
