@@ -999,10 +999,14 @@ def test_a_disk_that_refuses_writes_refuses_ingest_stays_degraded_and_loses_noth
         process.wait(30)
 
 
-def test_kill_9_loses_no_accepted_tick_and_the_next_answers_match(checkpoint, tmp_path) -> None:
+def test_kill_9_loses_no_accepted_tick_and_the_next_answers_match_and_log_timestamps_stamp_each_line(checkpoint,
+                                                                                                    tmp_path) -> None:
     """A real `flashtick serve` killed with SIGKILL mid-feed and started again on its data directory: every
     accepted tick is in the recovered sessions, the answers after the restart equal an uninterrupted run's,
-    and a subscriber that lived through it sees every topic's seqs 1, 2, 3, ... once each, no gap, no reuse."""
+    and a subscriber that lived through it sees every topic's seqs 1, 2, 3, ... once each, no gap, no reuse.
+    The restart runs with `--log-timestamps`: a service log kept in a file (nohup, a redirect) could not place its
+    "behind" or restart lines in time; every stderr line starts with its UTC time, from the first line to the stop
+    line, which exits 0. (One run checks both: each paid a `serve` process of its own.)"""
     config_path = serve_config(tmp_path, checkpoint)
     queries = tmp_path / "q.yaml"
     ticks = SyntheticMarket(SyntheticConfig(seed=8)).next_batch(500)
@@ -1019,7 +1023,8 @@ def test_kill_9_loses_no_accepted_tick_and_the_next_answers_match(checkpoint, tm
         process.wait(10)
     finally:
         process.kill()
-    process, endpoints = serve(config_path, tmp_path / "data")
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    process, endpoints = serve(config_path, tmp_path / "data", extra=("--log-timestamps",))
     try:
         with ControlClient(endpoints["control"], timeout_s=30) as control, \
                 GaplessSubscriber(endpoints["answers"], control, last_seqs=last_seqs) as answers:
@@ -1037,8 +1042,20 @@ def test_kill_9_loses_no_accepted_tick_and_the_next_answers_match(checkpoint, tm
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(30)
+    rest = process.stderr.read()
+    assert process.returncode == 0, rest
     # the stop line tells this run's ticks from the log's (ticks_in counts both after a restart)
-    assert "flashtick stopped: 500 ticks in (100 this run, 400 from the tick log), " in process.stderr.read()
+    assert "flashtick stopped: 500 ticks in (100 this run, 400 from the tick log), " in rest
+    lines = [*process.lines_read, *rest.splitlines()]
+    assert any("flashtick serving " in line for line in lines) and any("flashtick stopped: " in line for line in lines)
+    # which model it serves, at the start (a wrong model.path showed only in the answers' `model`)
+    assert any(line.endswith(f"({Path(checkpoint).resolve()})") and " flashtick: INFO: model " in line
+               for line in lines)
+    for line in lines:
+        stamp, _, text = line.partition(" ")
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp) and text, line
+        assert before <= datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc) \
+            <= datetime.now(timezone.utc), line
     assert len(seqs) == 8  # 2 queries x 4 streams
     for topic, got in seqs.items():
         assert got == list(range(1, len(got) + 1)), topic  # continuous across the kill: no gap, no reuse
@@ -1844,27 +1861,6 @@ def test_a_moved_data_directory_is_a_problem_and_no_tick_goes_where_a_restart_do
     assert [r["reason"] for r in refused] == ["log_unavailable"] and "moved or renamed" in refused[0]["error"], refused
     assert live.data.log.next_record == logged
     live.close()
-
-
-def test_serve_log_timestamps_stamp_every_line_with_its_utc_time(checkpoint, tmp_path) -> None:
-    """A service log kept in a file (nohup, a redirect) could not place its "behind" or restart lines in time:
-    `--log-timestamps` starts every stderr line with its UTC time, from the first line to the stop line."""
-    config_path = serve_config(tmp_path, checkpoint)
-    before = datetime.now(timezone.utc).replace(microsecond=0)
-    process, _ = serve(config_path, tmp_path / "data", extra=("--log-timestamps",))
-    process.send_signal(signal.SIGTERM)
-    _, rest = process.communicate(timeout=60)
-    assert process.returncode == 0, rest
-    lines = [*process.lines_read, *rest.splitlines()]
-    assert any("flashtick serving " in line for line in lines) and any("flashtick stopped: " in line for line in lines)
-    # which model it serves, at the start (a wrong model.path showed only in the answers' `model`)
-    assert any(line.endswith(f"({Path(checkpoint).resolve()})") and " flashtick: INFO: model " in line
-               for line in lines)
-    for line in lines:
-        stamp, _, text = line.partition(" ")
-        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp) and text, line
-        assert before <= datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc) \
-            <= datetime.now(timezone.utc), line
 
 
 def test_the_folders_made_above_the_default_data_directory_are_the_owner_s_alone(checkpoint, tmp_path,
