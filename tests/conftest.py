@@ -346,11 +346,22 @@ def local_ray():
             del os.environ[key]
 
 
+def freeze_before_a_start() -> None:
+    """Freeze the test process's heap as it is, uncollected (``gc.freeze``), before a Server is built in it: serve's
+    freeze_heap then collects only what came since. Its full collection walked all of pytest, torch and transformers
+    at every in-process start (~0.2 s of CPU of an idle start's ~0.25 s, measured at 400k objects); the server's
+    thaw at its stop unfreezes it all again, so later collections see what was frozen here."""
+    gc.freeze()
+
+
 @contextlib.contextmanager
-def serving(config):
-    """A Server bound and serving on its own thread; stopped (and checked stopped) on exit."""
+def serving(config, freeze_first: bool = True):
+    """A Server bound and serving on its own thread; stopped (and checked stopped) on exit. ``freeze_first``: the
+    heap frozen before its start (freeze_before_a_start), unless a test watches serve's own freeze."""
     from engine.service.server import Server
 
+    if freeze_first:
+        freeze_before_a_start()
     server = Server(config)
     server.bind()
     thread, died = serve_on_a_thread(server)

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 import zmq
 
-from conftest import assert_owed_as_uninterrupted, serving, tiny_tick_checkpoint
+from conftest import assert_owed_as_uninterrupted, freeze_before_a_start, serving, tiny_tick_checkpoint
 from test_health_probes import probe
 from test_server import wait_for
 from connectors.feed import FeedClient
@@ -1343,6 +1343,7 @@ def start_server(cfg: ServiceConfig):
     """A Server serving ``cfg`` in a thread, once ready; and the thread."""
     from engine.service.server import Server
 
+    freeze_before_a_start()
     server = Server(cfg)
     server.bind()
     thread = threading.Thread(target=server.serve_forever, daemon=True)

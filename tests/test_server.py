@@ -18,7 +18,7 @@ import pytest
 import torch
 import zmq
 
-from conftest import documented_nested_stats, nested_stats_keys, serving, tiny_tick_checkpoint
+from conftest import documented_nested_stats, freeze_before_a_start, nested_stats_keys, serving, tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError
@@ -103,7 +103,7 @@ def test_the_serving_loop_runs_with_its_heap_frozen_and_thaws_it_on_stop(checkpo
     config = ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 2048, "block_size": 16},
                                       "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0",
                                                     "control": "tcp://127.0.0.1:0", "metrics_port": 0}})
-    with serving(config):
+    with serving(config, freeze_first=False):  # (serve's own freeze, not the test helper's)
         assert gc.get_freeze_count() > 10_000  # torch and transformers alone hold more than this
     assert gc.get_freeze_count() == 0  # stopped: what it leaves behind is collected as usual
 
@@ -439,6 +439,7 @@ def test_curve_protects_control_and_answers(checkpoint, tmp_path) -> None:
         "curve": {"enabled": True, "server_secret_key_file": str(tmp_path / "server.key"),
                   "server_public_key_file": str(tmp_path / "server.pub")},
     })
+    freeze_before_a_start()
     srv = Server(config)
     srv.bind()
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
