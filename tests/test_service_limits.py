@@ -4,6 +4,7 @@ effects, draining on stop and socket size caps, over real sockets and real model
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import dataclasses
 import os
@@ -851,8 +852,11 @@ def test_a_send_to_a_server_whose_loop_ended_fails_rather_than_blocking_the_test
         server.stop()
         wait_for(lambda: not server._sockets)  # (the loop has ended and closed them)
         with pytest.raises(AssertionError, match=r"the server stopped serving \(its sockets are closed\)"):
-            for tick in ticks(2000):  # past the PUSH's HWM
-                send_while_served(push, server, encode(tick))
+            # until a send has nowhere to go: past the PUSH's HWM and the kernel's socket buffers, which take
+            # thousands of messages while a loaded machine's libzmq has not yet seen the peer gone
+            messages = [encode(tick) for tick in ticks(1000)]
+            for message in itertools.islice(itertools.cycle(messages), 2_000_000):
+                send_while_served(push, server, message)
         push.linger = 0  # (what it holds has nowhere to go)
 
 
