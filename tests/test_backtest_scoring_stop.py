@@ -226,6 +226,7 @@ def launched(root: Path, out: str, marks: tuple[str, ...]) -> tuple[int, str, st
     and waits for the signal to be sent): its exit status, stdout and stderr."""
     import subprocess
 
+    # a real process (not tests/forked_cli.py's): its own launcher code (-c), an fd passed, SIGINT set before exec
     go_read, go_write = os.pipe()
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "GO_FD": str(go_read)}
     child = subprocess.Popen([sys.executable, "-c", LAUNCHER, *cli(root, out)], env=env,

@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 
 from conftest import engine_dir
+from forked_cli import cli_popen
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,11 +71,10 @@ def test_a_signal_exits_by_its_number_in_every_phase(setup: Path, tmp_path: Path
         for f in (setup / "model").iterdir():
             (model / f.name).symlink_to(f)
         os.mkfifo(model / "evaluation.json")
-    command = [sys.executable, "-m", "engine.service.cli", "backtest", str(setup / "ticks.parquet"), "--queries",
-               str(setup / "q.yaml"), "--out", str(out), "--config", str(config), "--checkpoint-s", "0.05",
-               *(["--model", str(model)] if model else [])]
-    child = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
+    command = ["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
+               "--config", str(config), "--checkpoint-s", "0.05", *(["--model", str(model)] if model else [])]
+    child = cli_popen(command, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+                      stderr=subprocess.PIPE, text=True)
     writer = None
     try:
         if phase == "replaying":
@@ -118,7 +118,8 @@ def test_the_entry_module_takes_ctrl_c_before_it_imports_anything() -> None:
     ending in the console script's `from engine.service.cli import main` (rc -2). Before the entry module's handler
     the interpreter's start and the import of `engine` and `engine.service` (empty packages) are Python's; the
     entry module itself imported `signal` first, whose enums took ~0.7 ms of that window (a loop of Ctrl-Cs caught
-    one there). It imports nothing before its handler now (`_signal` is built in)."""
+    one there). It imports nothing before its handler now (`_signal` is built in). A real interpreter (not
+    tests/forked_cli.py's): what it imports, and when, is what is checked."""
     done = subprocess.run([sys.executable, "-c", START], env={**os.environ, "PYTHONPATH": str(ROOT)},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -8,12 +8,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from forked_cli import cli_popen
 
 ROOT = Path(__file__).resolve().parents[1]
 LOADING = "no --queries: asking"  # said once the config is read, before the model loads and the files open
@@ -23,11 +23,10 @@ FAILED = "flashtick backtest: error: "
 def signalled(args: list[str], marks: tuple[str, ...]) -> tuple[int, list[str]]:
     """`flashtick backtest ARGS` (the built-in model and queries), sent SIGINT as its stderr shows each of
     `marks` in turn: its exit status and its stderr's lines."""
-    child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "backtest", *args],
-                             env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True,
-                             # (a SIGINT this process ignores would stay ignored in the child)
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler))
+    # forked (tests/forked_cli.py): its SIGINT is Python's default handler, as the zygote's is (started after
+    # conftest's _ctrl_c_as_at_a_terminal), however this process was started
+    child = cli_popen(["backtest", *args], env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+                      stderr=subprocess.PIPE, text=True)
     left, said = list(marks), []
     try:
         for line in child.stderr:

@@ -16,6 +16,7 @@ import polars as pl
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.cli import main
 from engine.service.ticklog import TickLog
+from forked_cli import cli_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,6 +36,7 @@ def test_an_export_past_the_file_size_limit_names_the_file_and_leaves_nothing(tm
     logged(tmp_path / "data")
     out = tmp_path / "exp 1" / "t.csv"
     limit = 100_000  # the 3,000 ticks' Parquet spill is ~50 KB, their CSV ~180 KB
+    # a real process: the file size limit is set between its fork and its exec (preexec_fn)
     done = subprocess.run([sys.executable, "-m", "engine.service.cli", "ticklog", "export", str(tmp_path / "data"),
                            "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300,
                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE,
@@ -58,9 +60,8 @@ def test_an_export_makes_the_folders_of_its_out_as_backtest_does(tmp_path: Path,
 def test_an_export_to_dash_writes_the_csv_to_stdout_and_its_line_to_stderr(tmp_path: Path) -> None:
     """`ticklog export DIR --out -` (review337 #9: "not a tick file name"): the CSV on stdout, for a pipe."""
     ticks = logged(tmp_path / "data", 300)
-    done = subprocess.run([sys.executable, "-m", "engine.service.cli", "ticklog", "export", str(tmp_path / "data"),
-                           "--out", "-"], cwd=tmp_path, capture_output=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = cli_run(["ticklog", "export", str(tmp_path / "data"), "--out", "-"], cwd=tmp_path, capture_output=True,
+                   timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     assert pl.read_csv(done.stdout)["ts"].to_list() == [t.ts for t in ticks]
     assert b"to standard output" in done.stderr and list(tmp_path.iterdir()) == [tmp_path / "data"]

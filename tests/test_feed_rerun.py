@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -16,6 +15,7 @@ import polars as pl
 import pytest
 
 from conftest import serving, tiny_tick_checkpoint
+from forked_cli import cli_popen, cli_run
 from engine.service.client import ControlClient
 from engine.service.config import ServiceConfig
 
@@ -40,10 +40,9 @@ def ms_clock_file(path: Path, n: int) -> Counter:
 
 
 def feed(path: Path, endpoints: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "engine.service.cli", "feed", "replay", str(path), "--ts-unit", "ms",
-                             "--batch-ms", "5", "--endpoint", endpoints["ingest"], "--control", endpoints["control"],
-                             "--answers", ""], stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return cli_popen(["feed", "replay", str(path), "--ts-unit", "ms", "--batch-ms", "5", "--endpoint",
+                      endpoints["ingest"], "--control", endpoints["control"], "--answers", ""], stderr=subprocess.PIPE,
+                     text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def history(control: ControlClient, topic: str) -> list[dict]:
@@ -57,9 +56,9 @@ def history(control: ControlClient, topic: str) -> list[dict]:
 
 
 def backtest(checkpoint: Path, path: Path, queries: Path, out: Path) -> pl.DataFrame:
-    subprocess.run([sys.executable, "-m", "engine.service.cli", "backtest", str(path), "--ts-unit", "ms", "--model",
-                    str(checkpoint), "--queries", str(queries), "--batch-ms", "5", "--out", str(out), "--quiet"],
-                   check=True, capture_output=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    cli_run(["backtest", str(path), "--ts-unit", "ms", "--model", str(checkpoint), "--queries", str(queries),
+             "--batch-ms", "5", "--out", str(out), "--quiet"], check=True, capture_output=True, cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)})
     return pl.read_parquet(out)
 
 

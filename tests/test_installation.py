@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from engine.service.installation import OUR_PACKAGES, builtin_write_refusal, is_source_checkout
+from forked_cli import cli_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,6 +29,8 @@ def installed_copy(tmp_path: Path) -> Path:
 
 
 def run_python(args: list[str], cwd: Path, pythonpath: list[Path]) -> subprocess.CompletedProcess:
+    # real processes (not tests/forked_cli.py's): each imports our packages from where its PYTHONPATH says, which is
+    # what these tests check
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, pythonpath))}
     return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
@@ -183,6 +186,6 @@ def test_version_prints_flashtick_torch_and_python_in_one_line() -> None:
     want = (f"flashtick {release.version} ({commit}torch {importlib.metadata.version('torch')}, "
             f"Python {platform.python_version()})\n")
     for flag in ("--version", "-V"):
-        done = subprocess.run([sys.executable, "-m", "engine.service.cli", flag], capture_output=True, text=True,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+        done = cli_run([flag], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                       timeout=300)
         assert (done.returncode, done.stdout, done.stderr) == (0, want, ""), done

@@ -26,6 +26,7 @@ NAMES = ("DAX€", "日経225")  # outside ASCII and Latin-1 both
 
 
 def flashtick(*argv: str, cwd: Path = ROOT, **popen: object) -> subprocess.CompletedProcess:
+    # a real process (not tests/forked_cli.py's): its locale, and what Python's start makes of it, is what is tested
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONIOENCODING", "LANGUAGE")}
     env |= ASCII_LOCALE | {"PYTHONPATH": str(ROOT)}
     popen = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE} | popen

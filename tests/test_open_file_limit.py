@@ -46,6 +46,8 @@ def test_serve_raises_a_low_open_file_limit_says_it_and_counts_descriptors_exhau
     config = tmp_path / "serve.yaml"
     config.write_text('endpoints: {ingest: "tcp://127.0.0.1:0", answers: "tcp://127.0.0.1:0", '
                       'control: "tcp://127.0.0.1:0", metrics_port: 0}\nlimits: {heartbeat_s: 0.1}\n')
+    # a real process (not tests/forked_cli.py's): its open-file limit is set before exec (preexec_fn), and the
+    # descriptors it holds are counted
     proc = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config),
                              "--no-log"], stderr=subprocess.PIPE, preexec_fn=_low_limit,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -259,17 +259,17 @@ def test_an_output_whose_temporary_name_is_a_fifo_is_refused_without_waiting(tic
     for a reader for ever. It is refused before any work, as the command's other refusals (exit 2, one line), and
     left as it was; a command run in a child, so the old wait fails the test at the bound instead of hanging it."""
     import stat
-    import subprocess
-    import sys
+
+    from forked_cli import cli_run
 
     data = tmp_path / "data"
     with TickLog(data / "ticks", fsync="never") as log:
         log.append(msgpack.packb({"tick": SyntheticMarket().next_batch(1)[0].to_wire()}, use_bin_type=True))
     out = tmp_path / "ticks.csv"
     os.mkfifo(tmp_path / "ticks.csv.tmp")
-    child = subprocess.run([sys.executable, "-m", "engine.service.cli", "ticklog", "export", str(data), "--out",
-                            str(out)], env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
-                           capture_output=True, text=True, timeout=120)
+    child = cli_run(["ticklog", "export", str(data), "--out", str(out)],
+                    env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}, capture_output=True,
+                    text=True, timeout=120)
     assert child.returncode == 2, child.stderr
     assert child.stderr == (f"flashtick ticklog export: error: --out {out}: {out}.tmp is a FIFO (named pipe), not a "
                             f"regular file; the output is written under that temporary name and then renamed onto "

@@ -17,6 +17,7 @@ from engine.service.config import ServiceConfig
 from engine.service.data_dir_meta import META_KEYS, WRITTEN_WITH, read_record
 from engine.service.pipeline import TickPipeline
 from engine.service.release import BEFORE_RECORDS, recorded_release, this_release
+from forked_cli import cli_run
 
 REPO = Path(__file__).resolve().parents[1]
 # a start of a release's own TickPipeline on a data directory, as `serve` opens one: prints the ticks it recovered
@@ -58,6 +59,7 @@ def _release_tree(tmp_path: Path, commit: str) -> Path:
 
 
 def _start_release(tree: Path, data: Path) -> subprocess.CompletedProcess:
+    # a real process (not tests/forked_cli.py's): it imports the release's own code, from its tree
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1",
            "XDG_STATE_HOME": str(data.parent / "state")}
     return subprocess.run([sys.executable, "-c", START, str(data)], capture_output=True, text=True, env=env,
@@ -139,8 +141,8 @@ def test_the_release_names_its_version_and_commit() -> None:
     if (REPO / ".git").exists() and shutil.which("git"):
         head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True)
         assert this_release().commit == head.stdout.strip()
-    line = subprocess.run([sys.executable, "-m", "engine.service.cli", "--version"], capture_output=True, text=True,
-                          cwd=REPO, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}).stdout
+    line = cli_run(["--version"], capture_output=True, text=True, cwd=REPO,
+                   env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}).stdout
     commit = f"git {this_release().short_commit}, " if this_release().commit else ""
     assert line.startswith(f"flashtick {version} ({commit}torch ")
     assert recorded_release({"version": "0.2.0", "commit": "ab" * 20}) == "0.2.0 (git abababab)"
