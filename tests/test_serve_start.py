@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,14 +14,22 @@ from pathlib import Path
 import pytest
 
 from conftest import tiny_text_checkpoint, tiny_tick_checkpoint
+from forked_cli import cli_popen
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    """The tiny tick model every serve here runs (read only: each test has its own config and data directory)."""
+    return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick") / "model")
+
+
 def start_lines(argv: list[str], cwd: Path) -> tuple[subprocess.Popen, list[str]]:
-    """A `flashtick serve` process and its stderr lines up to its "serving" line (or its exit)."""
-    process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", *argv], stderr=subprocess.PIPE,
-                               text=True, cwd=cwd, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    """A `flashtick serve` process (forked: tests/forked_cli.py) and its stderr lines up to its "serving" line (or
+    its exit)."""
+    process = cli_popen(["serve", *argv], stderr=subprocess.PIPE, text=True, cwd=cwd,
+                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
     lines: list[str] = []
     deadline = time.monotonic() + 180  # only catches a hang
     while not (lines and lines[-1].startswith("flashtick serving")) and time.monotonic() < deadline:
@@ -47,11 +54,10 @@ def serve_until_serving(argv: list[str], cwd: Path) -> list[str]:
     return lines
 
 
-def test_sockets_other_hosts_reach_without_curve_are_warned_of_at_the_start(tmp_path) -> None:
+def test_sockets_other_hosts_reach_without_curve_are_warned_of_at_the_start(tmp_path, checkpoint) -> None:
     """An SRE's review bound every socket to 0.0.0.0 with CURVE off: the service started without a word, while
     anyone reaching the host could register queries and feed ticks. Each such socket is named now, with the way to
     secure it; one on loopback is not."""
-    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
     config = tmp_path / "engine.yaml"
     config.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\nlog: {{enabled: false}}\n"
                       f"endpoints: {{ingest: 'tcp://0.0.0.0:0', answers: 'tcp://127.0.0.1:0', "
@@ -84,12 +90,11 @@ def test_the_ops_table_the_exposure_warning_reads_holds_every_op_the_control_soc
     assert all(op.does in said and op.effect in ("changes", "computes", "reads") for op in CONTROL_OPS.values())
 
 
-def test_serve_names_its_config_and_data_directory_and_warns_of_a_retention_past_the_disk(tmp_path) -> None:
+def test_serve_names_its_config_and_data_directory_and_warns_of_a_retention_past_the_disk(tmp_path, checkpoint) -> None:
     """An SRE's review: the first line came only after the imports (13-23 s under load), the data directory was
     named as the config wrote it (relative to the config file, not to the working directory) and the config file
     never; a retention larger than the disk was taken silently; the window in effect was not said. Now each is
     said at the start."""
-    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
     site = tmp_path / "site"
     site.mkdir()
     config = site / "engine.yaml"
@@ -111,10 +116,9 @@ def test_serve_names_its_config_and_data_directory_and_warns_of_a_retention_past
     assert not any("reachable from other hosts" in line for line in lines), lines  # loopback: nothing to warn of
 
 
-def test_a_data_directory_given_by_data_dir_is_named_as_the_option_in_its_errors(tmp_path) -> None:
+def test_a_data_directory_given_by_data_dir_is_named_as_the_option_in_its_errors(tmp_path, checkpoint) -> None:
     """`--data-dir` on a file (or a read-only filesystem) was reported as `log.dir ...`, a key the operator had not
     set."""
-    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
     config = tmp_path / "engine.yaml"
     config.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n"
                       f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
@@ -130,7 +134,7 @@ def test_a_data_directory_given_by_data_dir_is_named_as_the_option_in_its_errors
     assert lines[-1].startswith(f"flashtick serve: ERROR: --data-dir {tmp_path / 'afile'}: "), lines
 
 
-def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_it_was(tmp_path) -> None:
+def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_it_was(tmp_path, checkpoint) -> None:
     """An SRE's review (review189 #4): SIGTERM while serving exits 0, but SIGTERM while `serve` replayed its tick log
     re-raised the signal (rc 143, `Terminated`), which a supervisor checking for 0 flags. A stop signal during the
     start is now a clean exit, 0, with a line that says so and which signal; the log is left as it was, and the
@@ -142,7 +146,6 @@ def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_
     from engine.service.pipeline import TickPipeline
     from test_durability import free_port
 
-    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
     control = f"tcp://127.0.0.1:{free_port()}"  # fixed: `health` is asked while it starts, before any line names it
     config = tmp_path / "engine.yaml"
     config.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\nlog: {{dir: data}}\n"
@@ -154,9 +157,8 @@ def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_
         assert logging.ingest_message(encode(ticks[i : i + 500])) == []
     logging.close()
     logged = {path.name: path.read_bytes() for path in (tmp_path / "data" / "ticks").iterdir()}
-    process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config)],
-                               stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    process = cli_popen(["serve", "--config", str(config)], stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         # (its imports may take longer than the default 10 s for a connection on a loaded machine)
         with ControlClient(control, timeout_s=120, connect_timeout_s=120) as client:
@@ -178,12 +180,11 @@ def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_
     assert recovered and recovered[0].startswith("flashtick: INFO: recovered 40,000 ticks of "), recovered
 
 
-def test_a_query_taken_out_of_the_queries_file_and_still_served_is_named_at_the_start(tmp_path) -> None:
+def test_a_query_taken_out_of_the_queries_file_and_still_served_is_named_at_the_start(tmp_path, checkpoint) -> None:
     """An SRE's review (review189 #4): a query taken out of the config's `queries:` file was still served after a
     restart (the data directory keeps every registration; the file is applied on top, as documented), and the start
     said only `restored 2 queries`. It now names each query it serves that the file does not list, and how to stop
     it."""
-    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
     queries = tmp_path / "q.yaml"
     queries.write_text("queries:\n"
                        "  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: batch}\n"
@@ -203,10 +204,9 @@ def test_a_query_taken_out_of_the_queries_file_and_still_served_is_named_at_the_
                     f"its queries file on top of what was kept (to stop one: flashtick unregister NAME)"], again
 
 
-def _starts(tmp_path: Path) -> Callable[[str, str], list[str]]:
+def _starts(tmp_path: Path, checkpoint: Path) -> Callable[[str, str], list[str]]:
     """Starts of a service on one data directory, ``model_keys`` added to its model section and ``sections`` (YAML
     lines) to its config: the notes each start says."""
-    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
     config = tmp_path / "engine.yaml"
 
     def start(model_keys: str = "", sections: str = "") -> list[str]:
@@ -219,31 +219,31 @@ def _starts(tmp_path: Path) -> Callable[[str, str], list[str]]:
     return start
 
 
-def test_a_restart_under_the_window_its_null_resolves_to_notes_nothing(tmp_path) -> None:
+def test_a_restart_under_the_window_its_null_resolves_to_notes_nothing(tmp_path, checkpoint) -> None:
     """meta.json recorded `scheduler.window` as written: a restart that wrote out the number null resolves to (the
     tiny model's 1,024 positions, which the pool holds) noted a change of "null" to 1024, though every answer is
     computed alike. The window is recorded as the engine resolves it: the same effective window notes nothing."""
     from engine.service.data_dir_meta import read_record
 
-    start = _starts(tmp_path)
+    start = _starts(tmp_path, checkpoint)
     assert start() == []
     assert read_record(tmp_path / "data" / "meta.json")["settings"]["scheduler.window"] == 1024
     assert start(sections="scheduler: {window: 1024}\n") == []
     assert start() == []
 
 
-def _noted_starts(tmp_path: Path, key: str) -> Callable[[str], list[str]]:
+def _noted_starts(tmp_path: Path, checkpoint: Path, key: str) -> Callable[[str], list[str]]:
     """Starts of a service on one data directory with ``model.<key>`` set to a value: the notes each start says."""
-    starts = _starts(tmp_path)
+    starts = _starts(tmp_path, checkpoint)
     return lambda value: starts(f", {key}: {value}")
 
 
-def test_a_restart_under_another_model_dtype_says_so_once(tmp_path) -> None:
+def test_a_restart_under_another_model_dtype_says_so_once(tmp_path, checkpoint) -> None:
     """An SRE's review (review189 #4): a restart on the same data directory with `model.dtype: bfloat16`, its logs
     written in float32, was taken without a word (meta.json did not record the dtype), so answers after it came at
     another precision than the logged ones. The start now says so, and records the new dtype (the next start says
     nothing)."""
-    start = _noted_starts(tmp_path, "dtype")
+    start = _noted_starts(tmp_path, checkpoint, "dtype")
 
     assert start("float32") == []
     assert start("bfloat16") == [
@@ -253,14 +253,14 @@ def test_a_restart_under_another_model_dtype_says_so_once(tmp_path) -> None:
     assert start("bfloat16") == []
 
 
-def test_a_restart_under_another_model_weights_format_says_so_once(tmp_path) -> None:
+def test_a_restart_under_another_model_weights_format_says_so_once(tmp_path, checkpoint) -> None:
     """A restart with another `model.weights` (the linears' format: bf16 GEMMs, plain nn.Linear) changed the answers'
     rounding without a word: meta.json recorded `model.dtype`, noted when it changed, but not the linears' format.
     It now records the format the linears compute in and notes its change the same way (null and its dtype's
     format are one and the same: no note between them)."""
     from engine.models.linear import resolve_format
 
-    start = _noted_starts(tmp_path, "weights")
+    start = _noted_starts(tmp_path, checkpoint, "weights")
     here = resolve_format("float32")  # float32-onednn or float32-mkl: what float32 computes as on this CPU
 
     assert start("null") == []
@@ -273,13 +273,13 @@ def test_a_restart_under_another_model_weights_format_says_so_once(tmp_path) -> 
     assert start("torch") == []
 
 
-def test_a_restart_under_other_answer_changing_settings_names_each(tmp_path) -> None:
+def test_a_restart_under_other_answer_changing_settings_names_each(tmp_path, checkpoint) -> None:
     """review206 #3: a restart on the same data directory under `answers.adapt: off` and `scheduler.keep_fraction:
     0.25` was taken without a word (meta.json recorded the model's precision, not these), so a subscriber's history
     mixed answers of two configurations under one epoch. meta.json now records every setting of
     answer_settings.ANSWER_SETTINGS, and a start under another value of one notes it, old -> new, as model.dtype's;
     the next start under the same says nothing."""
-    start = _starts(tmp_path)
+    start = _starts(tmp_path, checkpoint)
     data = tmp_path / "data"
 
     assert start() == []
@@ -303,13 +303,13 @@ def test_a_restart_under_other_answer_changing_settings_names_each(tmp_path) -> 
 
 
 @pytest.mark.parametrize("case", ["built-in model", "binned checkpoint", "text model, empty template"])
-def test_a_codec_template_that_would_do_nothing_is_refused_by_its_name(tmp_path, case: str) -> None:
+def test_a_codec_template_that_would_do_nothing_is_refused_by_its_name(tmp_path, checkpoint, case: str) -> None:
     """review261 #2: `codec.trade_template` / `quote_template` under the built-in model (binned codec) were taken
     and never read, so a user believed them in effect; and a text model's empty template (no newline) was swapped
     for the default without a word. Both are refused now, naming the key."""
     model, codec = "", "codec: {trade_template: 'T {price}'}"
     if case == "binned checkpoint":
-        model = f"model: {{path: {tiny_tick_checkpoint(tmp_path / 'model')}}}\n"
+        model = f"model: {{path: {checkpoint}}}\n"
         codec = "codec: {kind: binned, quote_template: 'Q {bid}', trade_template: 'T {price}\\n'}"
     elif case == "text model, empty template":
         model = f"model: {{path: {tiny_text_checkpoint(tmp_path / 'model')}}}\n"
