@@ -51,6 +51,7 @@ PRELOAD = ("torch", "torch.fx.experimental.symbolic_shapes", "numpy", "polars", 
            "engine.models.loader", "engine.engine", "connectors.replay", "queries.registry")
 # (the bytes one request or reply may take: argv and env as JSON)
 MESSAGE_BYTES = 1 << 20
+START_TIMEOUT_S = 600
 
 # Popen keywords a fork cannot honour as an exec would; a test that needs one keeps a real Popen
 _UNSUPPORTED = {"preexec_fn": None, "pass_fds": (), "shell": False, "executable": None, "user": None, "group": None,
@@ -68,7 +69,7 @@ class ForkedPopen(subprocess.Popen):
         self._report: socket.socket | None = None
         super().__init__([sys.executable, "-m", "engine.service.cli", *map(os.fsdecode, args)], **kwargs)
 
-    def _execute_child(self, *params) -> None:  # noqa: C901 - Popen's signature, bound by name
+    def _execute_child(self, *params) -> None:  # (Popen calls it with its parameters by position)
         given = _EXECUTE_CHILD.bind(self, *params).arguments
         fds = [given["p2cread"], given["c2pwrite"], given["errwrite"]]
         fds = [fd if fd != -1 else default for fd, default in zip(fds, (0, 1, 2))]
@@ -171,9 +172,12 @@ class _Zygote:
             # stdin: a pipe whose end is its signal to stop, however this process ends
             self.process = subprocess.Popen([sys.executable, __file__, self.address], env=env, cwd=self._scratch.name,
                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
-        ready = self.process.stdout.readline()
+        # (a bound that only catches a hang: its imports take seconds, a minute on a loaded 2-core machine)
+        started = select.select([self.process.stdout], [], [], START_TIMEOUT_S)[0]
+        ready = self.process.stdout.readline() if started else b""
         self.process.stdout.close()
         if ready != b"ready\n":
+            self.process.kill()
             self.process.wait()
             raise RuntimeError(f"the fork server did not start: {self.log.read_text(errors='replace')[-3000:]}")
 

@@ -20,6 +20,7 @@ import pytest
 import zmq
 
 from conftest import serving, tiny_tick_checkpoint
+from forked_cli import cli_popen
 from connectors.feed import FeedClient
 from connectors.synthetic import DEFAULT_STREAMS, StreamParams, SyntheticConfig, SyntheticMarket
 from engine.service.auth import keygen
@@ -837,11 +838,10 @@ def test_feed_stopped_by_a_signal_says_what_it_sent(checkpoint, tmp_path, stop_b
     script tells a feed cut short from a whole one."""
     import signal
     import subprocess
-    import sys
 
     with serving(config(checkpoint, tmp_path)) as server:
-        feed = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "feed", "synthetic", "--rate", "200",
-                                 "--endpoint", server.endpoints["ingest"]], stderr=subprocess.PIPE, text=True)
+        feed = cli_popen(["feed", "synthetic", "--rate", "200", "--endpoint", server.endpoints["ingest"]],
+                         stderr=subprocess.PIPE, text=True)
         try:
             wait_for(lambda: server.pipeline.ticks_in > 20, timeout_s=60)
             feed.send_signal(getattr(signal, stop_by))
@@ -861,14 +861,12 @@ def test_feed_says_the_engines_rejections_as_they_come_not_only_in_its_summary(c
     three are refused, every tick, from the first."""
     import signal
     import subprocess
-    import sys
 
     limited = dataclasses.replace(config(checkpoint, tmp_path), scheduler=dataclasses.replace(
         config(checkpoint, tmp_path).scheduler, max_streams=1))
     with serving(limited) as server:
-        feed = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "feed", "synthetic", "--rate", "40",
-                                 "--endpoint", server.endpoints["ingest"], "--answers", server.endpoints["answers"],
-                                 "--control", ""], stderr=subprocess.PIPE, text=True)
+        feed = cli_popen(["feed", "synthetic", "--rate", "40", "--endpoint", server.endpoints["ingest"], "--answers",
+                          server.endpoints["answers"], "--control", ""], stderr=subprocess.PIPE, text=True)
         lines: list[str] = []
         reader = threading.Thread(target=lambda: lines.extend(feed.stderr), daemon=True)  # (a line at a time)
         reader.start()
@@ -1190,15 +1188,13 @@ def test_a_nested_commands_errors_carry_its_full_name_as_its_usage_errors_do(tmp
 def test_subscribe_to_nothing_says_so_instead_of_waiting_in_silence(tmp_path) -> None:
     """A wrong endpoint (or a service not up yet) printed nothing at all, for ever."""
     import subprocess
-    import sys
     from pathlib import Path
 
     with socket_free_port() as port:
         pass
     root = Path(__file__).resolve().parents[1]
-    child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "subscribe", "dir/", "--endpoint",
-                              f"tcp://127.0.0.1:{port}"], stderr=subprocess.PIPE, text=True, cwd=root,
-                             env={**os.environ, "PYTHONPATH": str(root)})
+    child = cli_popen(["subscribe", "dir/", "--endpoint", f"tcp://127.0.0.1:{port}"], stderr=subprocess.PIPE,
+                      text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
     try:
         line = child.stderr.readline()  # within SUBSCRIBE_QUIET_S (5 s) of its start
         assert f"flashtick subscribe: note: no heartbeat from tcp://127.0.0.1:{port} within 5 s" in line, line
@@ -1220,7 +1216,6 @@ def socket_free_port():
 def test_subscribe_says_when_the_service_goes_away_and_comes_back(checkpoint, tmp_path) -> None:
     """After the service was up, its heartbeats stopping (a stop, a restart) was silence too."""
     import subprocess
-    import sys
     from pathlib import Path
 
     with socket_free_port() as port:
@@ -1231,9 +1226,9 @@ def test_subscribe_says_when_the_service_goes_away_and_comes_back(checkpoint, tm
     root = Path(__file__).resolve().parents[1]
     heartbeats = tmp_path / "heartbeats.jsonl"  # the child shows the heartbeats it gets: then it is up and subscribed
     with serving(cfg), heartbeats.open("w") as shown:
-        child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "subscribe", "dir/", "_heartbeat/",
-                                  "--endpoint", f"tcp://127.0.0.1:{port}"], stdout=shown, stderr=subprocess.PIPE,
-                                 text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+        child = cli_popen(["subscribe", "dir/", "_heartbeat/", "--endpoint", f"tcp://127.0.0.1:{port}"],
+                          stdout=shown, stderr=subprocess.PIPE, text=True, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
         wait_for(lambda: heartbeats.stat().st_size > 0, timeout_s=60)  # (no fixed sleep: a loaded box starts late)
 
     def next_line_but_quiet_notes() -> str:
@@ -1496,7 +1491,6 @@ def test_a_feed_that_ends_in_an_error_lists_the_rows_it_did_not_send_first(check
     """The rows the files' own checks refused are recorded nowhere but in the feed's list of rows not sent: a feed
     that ended with an error (older ticks than the engine's, the engine gone mid-feed) ended without it."""
     import subprocess
-    import sys
 
     later = quotes_csv(tmp_path / "later.csv", "OPT", 20, 0, hour=15)
     earlier = quotes_csv(tmp_path / "earlier.csv", "OPT", 30, 2, hour=14)  # more ticks than held: not a re-feed
@@ -1511,9 +1505,8 @@ def test_a_feed_that_ends_in_an_error_lists_the_rows_it_did_not_send_first(check
         assert err.index("2 ticks read from the files not sent:\n") < err.index("error: nothing was sent"), err
         # the engine stops mid-feed, and the feed (not told its control socket: no resume) ends with EngineLost
         paced_csv = quotes_csv(tmp_path / "paced.csv", "PACED", 300, 2, zero_bids_first=True)
-        paced = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "feed", "replay", paced_csv,
-                                  "--speed", "1", "--endpoint", server.endpoints["ingest"], "--answers", "",
-                                  "--control", ""], stderr=subprocess.PIPE, text=True)
+        paced = cli_popen(["feed", "replay", paced_csv, "--speed", "1", "--endpoint", server.endpoints["ingest"],
+                           "--answers", "", "--control", ""], stderr=subprocess.PIPE, text=True)
         try:
             wait_for(lambda: server.pipeline.ticks_in > 20, timeout_s=120)  # paced: a tick a second of 300
         except BaseException:
