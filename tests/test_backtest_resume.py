@@ -22,6 +22,7 @@ import polars as pl
 import pytest
 
 from conftest import engine_dir, read_terminal
+from forked_cli import cli_popen
 from connectors.codec import TOKENS_PER_TICK
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.backtest import BacktestReport, run_backtest
@@ -82,8 +83,8 @@ def test_killed_backtest_resumes_to_the_uninterrupted_answers(setup: Path, unint
 
     manifest = setup / "cut.parquet.parts" / "progress.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", *cli(setup, "cut.parquet",
-                              "--checkpoint-s", "0.05")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = cli_popen(cli(setup, "cut.parquet", "--checkpoint-s", "0.05"), env=env, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and child.poll() is None:
@@ -122,8 +123,8 @@ def test_a_second_backtest_on_the_same_out_is_refused_while_the_first_runs(setup
     blocks nothing."""
     lock, manifest = setup / "twice.parquet.parts" / "lock", setup / "twice.parquet.parts" / "progress.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    first = subprocess.Popen([sys.executable, "-m", "engine.service.cli", *cli(setup, "twice.parquet",
-                              "--checkpoint-s", "0.05")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = cli_popen(cli(setup, "twice.parquet", "--checkpoint-s", "0.05"), env=env, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and first.poll() is None and not (
@@ -444,9 +445,8 @@ def test_the_outputs_carry_the_runs_provenance_through_a_resume_and_say_an_adapt
 
 def test_sigterm_stops_at_a_checkpoint_and_says_how_to_resume(setup: Path) -> None:
     manifest = setup / "term.parquet.parts" / "progress.json"
-    child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", *cli(setup, "term.parquet",
-                              "--checkpoint-s", "0.05")], env={**os.environ, "PYTHONPATH": str(ROOT)},
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = cli_popen(cli(setup, "term.parquet", "--checkpoint-s", "0.05"), env={**os.environ, "PYTHONPATH": str(ROOT)},
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and child.poll() is None and not (
             manifest.is_file() and json.loads(manifest.read_text())["consumed"] > 0):
@@ -525,11 +525,10 @@ def test_ctrl_c_before_the_run_begins_says_nothing_was_kept(setup: Path, tmp_pat
     if resuming:  # the checkpoint an interrupted run left: a manifest naming what it kept
         (tmp_path / "a.parquet.parts").mkdir()
         (tmp_path / "a.parquet.parts" / "progress.json").write_text('{"consumed": 960, "answers": 960, "parts": []}')
-    child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "backtest", str(setup / "ticks.parquet"),
-                              "--queries", str(setup / "q.yaml"), "--out", str(tmp_path / "a.parquet"),
-                              "--config", str(config), *(["--resume"] if resuming else [])],
-                             env={**os.environ, "PYTHONPATH": str(ROOT)},
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = cli_popen(["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out",
+                       str(tmp_path / "a.parquet"), "--config", str(config), *(["--resume"] if resuming else [])],
+                      env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                      text=True)
     deadline = time.monotonic() + 120
     writer = None
     while writer is None and time.monotonic() < deadline and child.poll() is None:
@@ -567,6 +566,7 @@ def test_a_backtest_started_ignoring_sigint_keeps_ignoring_it(setup: Path) -> No
     """`cmd &` in a script (or nohup) starts a backtest with SIGINT ignored: a Ctrl-C at the terminal was ignored
     while it loaded, then stopped it once its ticks flowed. It stays ignored; SIGTERM still stops it."""
     manifest = setup / "bg.parquet.parts" / "progress.json"
+    # a real process: the SIGINT ignored is set between its fork and its exec (preexec_fn), as a shell's `cmd &`
     child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", *cli(setup, "bg.parquet",
                               "--checkpoint-s", "0.05")], env={**os.environ, "PYTHONPATH": str(ROOT)},
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -592,11 +592,13 @@ def test_ctrl_c_at_any_point_of_a_backtest_ends_it_as_documented(setup: Path, tm
     handling. Sent right after the start (the CLI module importing, `-X importtime` says when), while the libraries
     load (torch importing) and while ticks replay, it ends the run with 130 and a line, never a traceback."""
     out = tmp_path / "a.parquet"
-    child = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "engine.service.cli", "backtest",
-                              str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
-                              "--config", str(setup / "engine.yaml"), "--checkpoint-s", "0.05"],
-                             env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    argv = ["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
+            "--config", str(setup / "engine.yaml"), "--checkpoint-s", "0.05"]
+    # a real process while it still imports (its imports are what is timed); once it replays, a forked one
+    start = cli_popen if when == "replaying" else lambda argv, **popen: subprocess.Popen(
+        [sys.executable, "-X", "importtime", "-m", "engine.service.cli", *argv], **popen)
+    child = start(argv, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                  text=True)
     marks = {"started": lambda line: line.endswith("| argparse\n"),  # imported by the CLI module, past its start
              "loading": lambda line: re.search(r"\|\s+torch\.", line)}  # a part of torch: torch still importing
     lines: list[str] = []
