@@ -23,6 +23,7 @@ import pytest
 import zmq
 
 from conftest import engine_dir, read_terminal
+from forked_cli import cli_popen
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.cli import main
 from engine.service.cli_parser import build_parser, subcommands
@@ -207,6 +208,7 @@ def test_a_backtest_that_cannot_write_its_output_exits_5(engine: Path, tmp_path:
     def limited() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (2048, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
 
+    # a real process: the file size limit is set between its fork and its exec (preexec_fn), as `ulimit -f` would be
     done = subprocess.run([sys.executable, "-m", "engine.service.cli",
                            *backtest(engine, [str(engine / "ticks.parquet")], tmp_path / "full.parquet")],
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
@@ -270,10 +272,9 @@ def test_train_stopped_by_a_signal_keeps_its_best_weights_and_exits_by_it(tmp_pa
     leader, follower = pty.openpty()
     assert TINY[-4:] == ["--steps", "1", "--batch", "1"]
     tiny = [*TINY[:-4], "--batch", "1"]
-    child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "train", str(data), "--out", str(out),
-                              *tiny, *QUICK, "--steps", "100000", "--max-minutes", "30", "--eval-every", "5"],
-                             env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-                             stderr=follower, text=True)
+    child = cli_popen(["train", str(data), "--out", str(out), *tiny, *QUICK, "--steps", "100000", "--max-minutes",
+                       "30", "--eval-every", "5"], env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                      stderr=follower, text=True)
     os.close(follower)
     reader, seen = read_terminal(leader)
     try:
