@@ -4,11 +4,13 @@ real data directory; a full disk is a file size limit (RLIMIT_FSIZE: writes past
 
 from __future__ import annotations
 
+import os
 import resource
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -16,7 +18,8 @@ from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from conftest import tiny_tick_checkpoint
 from engine.service.client import ControlClient
 from engine.service.exit_codes import DATA_DIR_FULL
-from test_durability import ROOT, feed_and_wait, send_by_fifty, serve, serve_config, serving_a_disk_that_fills
+from forked_cli import cli_popen
+from test_durability import ROOT, feed_and_wait, send_by_fifty, serve_config, serving_a_disk_that_fills
 
 # the tests share the module's checkpoint: `--dist loadgroup` keeps them on one worker, which builds it once
 pytestmark = pytest.mark.xdist_group("test_start_checks")
@@ -25,6 +28,21 @@ pytestmark = pytest.mark.xdist_group("test_start_checks")
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick"))
+
+
+def serve_forked(config_path: Path, data_dir: Path) -> tuple[subprocess.Popen, dict[str, str]]:
+    """test_durability's ``serve`` (no file size limit), forked (tests/forked_cli.py): a `flashtick serve` process
+    and its endpoints, its stderr lines up to its "serving" line kept as ``lines_read``."""
+    process = cli_popen(["serve", "--config", str(config_path), "--data-dir", str(data_dir)], stderr=subprocess.PIPE,
+                        text=True, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + 120
+    line, process.lines_read = "", []
+    while "flashtick serving" not in line and time.monotonic() < deadline:
+        line = process.stderr.readline()
+        assert line or process.poll() is None, "serve exited"
+        process.lines_read.append(line.rstrip("\n"))
+    endpoints = dict(part.split("=", 1) for part in line.split("flashtick serving ", 1)[1].split())
+    return process, endpoints
 
 
 def test_a_restart_after_kill_9_is_said_as_recovering_and_a_start_on_a_full_disk_says_so_before_the_replay(
@@ -41,7 +59,7 @@ def test_a_restart_after_kill_9_is_said_as_recovering_and_a_start_on_a_full_disk
     (One data directory walks through both: each `serve` process costs a torch import, so the kill -9 restart's
     clean stop is the stop the full-disk start follows, as a separate run of each once paid for twice.)"""
     config_path = serve_config(tmp_path, checkpoint)
-    process, endpoints = serve(config_path, tmp_path / "data")
+    process, endpoints = serve_forked(config_path, tmp_path / "data")
     try:
         feed_and_wait(endpoints, SyntheticMarket(SyntheticConfig(seed=3)).next_batch(100), 100)
         killed_pid = process.pid
@@ -49,7 +67,7 @@ def test_a_restart_after_kill_9_is_said_as_recovering_and_a_start_on_a_full_disk
         process.wait(30)
     finally:
         process.kill()
-    process, endpoints = serve(config_path, tmp_path / "data")
+    process, endpoints = serve_forked(config_path, tmp_path / "data")
     try:
         said = [line for line in process.lines_read if "unclean stop" in line]
         assert len(said) == 1 and "recovering after an unclean stop" in said[0], process.lines_read
@@ -61,6 +79,7 @@ def test_a_restart_after_kill_9_is_said_as_recovering_and_a_start_on_a_full_disk
     def limit() -> None:  # no file may grow past 1,000 bytes: the start's room check (4 KiB) cannot be written
         resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
 
+    # a real process: the file size limit is set between its fork and its exec (preexec_fn)
     full = subprocess.run([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config_path),
                            "--data-dir", str(tmp_path / "data")], cwd=ROOT, capture_output=True, text=True,
                           timeout=300, preexec_fn=limit)
@@ -71,7 +90,7 @@ def test_a_restart_after_kill_9_is_said_as_recovering_and_a_start_on_a_full_disk
     assert "file size limit" in errors[0] and "free space there" in errors[0], errors
     assert "recovered" not in full.stderr  # said before the replay, not after it
     # room again: it starts, every tick there; after that clean stop (and the full start's refusal) nothing to say
-    process, endpoints = serve(config_path, tmp_path / "data")
+    process, endpoints = serve_forked(config_path, tmp_path / "data")
     try:
         assert not any("unclean stop" in line for line in process.lines_read), process.lines_read
     finally:
