@@ -1,6 +1,7 @@
 """Which model made an answer (review349 #1-#3): a full SHA-256 of every file of a checkpoint that moves an answer,
 checked by a backtest's --resume, recorded in its answers file, compared by a serve restart on its data directory,
-and published with every answer. Real checkpoints, real files, a real `flashtick serve`."""
+and published with every answer. Real checkpoints, real files, a real `flashtick serve` process (forked warm:
+tests/train_processes.py)."""
 
 from __future__ import annotations
 
@@ -122,7 +123,7 @@ def test_a_finished_run_and_a_fresh_one_of_other_model_files_record_other_digest
 def test_a_serve_restart_on_recalibrated_model_files_says_so_and_starts_a_new_epoch(tmp_path: Path) -> None:
     """review349 #2: a serve restarted on its data directory after the checkpoint was recalibrated in place continued
     the same answer log and epoch without a word. The start now says which file changed and starts a new epoch."""
-    from test_serve_start import serve_until_serving
+    from tests.train_processes import serve_started, serve_until_serving, stop_served
 
     checkpoint = tiny_tick_checkpoint(tmp_path / "model")
     (checkpoint / "calibration.json").write_text(calibration(1.0))
@@ -148,19 +149,17 @@ def test_a_serve_restart_on_recalibrated_model_files_says_so_and_starts_a_new_ep
     assert notes() == [] and (tmp_path / "data" / "epoch").read_text().strip() == new_epoch
 
     # health says the model's identity, and, after a restart that changed it, what changed
-    import signal
-
     from engine.service.client import ControlClient
-    from test_durability import serve
 
     (checkpoint / "calibration.json").write_text(calibration(1.0))
-    process, endpoints = serve(config, tmp_path / "data")
+    process, lines = serve_started(["--config", str(config), "--data-dir", str(tmp_path / "data")], cwd=tmp_path)
     try:
+        assert lines and lines[-1].startswith("flashtick serving"), lines
+        endpoints = dict(part.split("=", 1) for part in lines[-1].split("flashtick serving ", 1)[1].split())
         with ControlClient(endpoints["control"], timeout_s=30) as control:
             health = control.call("health")
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(60)
+        stop_served(process)
     assert health["model_digest"] == model_digest(checkpoint).digest
     assert health["epoch"] == (tmp_path / "data" / "epoch").read_text().strip() != new_epoch
     assert health["model_changed"].endswith(": calibration.json changed"), health

@@ -1,11 +1,12 @@
 """`python -m engine.service.cli ARGS` in a process of its own, forked from a warm multiprocessing "forkserver"
-rather than started afresh: ``cli_process(argv, ...)`` (a ``subprocess.Popen``-like handle) and
-``run_cli(argv, ...)`` (a ``subprocess.CompletedProcess``).
+rather than started afresh: ``cli_process(argv, ...)`` (a ``subprocess.Popen``-like handle), ``run_cli(argv, ...)``
+(a ``subprocess.CompletedProcess``), and a `serve` up to its "serving" line (``serve_started``,
+``serve_until_serving``).
 
 Why: a fresh `flashtick train` process paid the interpreter's start and the imports of torch, transformers, polars
 and matplotlib (~10 s of its ~14 s of CPU on a loaded 2-core machine) before it read a tick, and the training
 tests that need a process of their own (a file size limit, a kill -9, a lock held by another pid that is stopped)
-started several each. The forkserver (stdlib multiprocessing, one per test worker, started at the first use)
+started several each (and `serve` checks of a trained checkpoint's start lines, a few each). The forkserver (stdlib multiprocessing, one per test worker, started at the first use)
 imports those once, single-threaded and without running any torch or polars work (their thread pools start in
 each child, at its first use), and forks one child per call.
 
@@ -33,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # what `train` and `evaluate` import (the costly third-party modules first); a child imports anything else itself
 PRELOAD = ["torch", "numpy", "polars", "matplotlib.backends.backend_agg", "transformers",
            "transformers.models.llama.modeling_llama", "engine.service.cli", "engine.service.cmd_train",
-           "engine.service.finetune", "engine.service.evaluate", "engine.service.calibrate"]
+           "engine.service.finetune", "engine.service.evaluate", "engine.service.calibrate", "zmq",
+           "engine.service.cmd_serve", "engine.service.server"]
 
 _context: multiprocessing.context.ForkServerContext | None = None
 
@@ -86,7 +88,7 @@ class CliProcess:
     threads as it comes (a full pipe would block the child)."""
 
     def __init__(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None,
-                 file_limit: int | None = None) -> None:
+                 file_limit: int | None = None, stderr_lines: bool = False) -> None:
         context = _forks()
         pipes = [os.pipe(), os.pipe()]
         env = {**os.environ, "PYTHONPATH": str(ROOT)} if env is None else env
@@ -100,8 +102,10 @@ class CliProcess:
         self.pid = self._process.pid
         self.args = argv
         self._chunks: tuple[list[bytes], list[bytes]] = ([], [])
+        # stderr_lines: the test reads stderr itself, as it comes (``self.stderr``, a text file), as from a Popen's
+        self.stderr = open(pipes[1][0], "r") if stderr_lines else None
         self._readers = [threading.Thread(target=_read_all, args=(r, chunks), daemon=True)
-                         for (r, _), chunks in zip(pipes, self._chunks)]
+                         for (r, _), chunks in zip(pipes[:1] if stderr_lines else pipes, self._chunks)]
         for reader in self._readers:
             reader.start()
 
@@ -158,3 +162,47 @@ def run_cli(argv: list[str], timeout: float = 600, **options) -> subprocess.Comp
             process.kill()
             process.wait(60)
     return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+
+def serve_started(argv: list[str], cwd: Path) -> tuple[CliProcess, list[str]]:
+    """A forked `flashtick serve ARGV` and its stderr lines up to its "flashtick serving" line (or its exit), as
+    tests/test_serve_start.py's start_lines gives a real process's."""
+    import time
+
+    process = CliProcess(["serve", *argv], env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"},
+                         cwd=cwd, stderr_lines=True)
+    lines: list[str] = []
+    deadline = time.monotonic() + 180  # only catches a hang
+    while not (lines and lines[-1].startswith("flashtick serving")) and time.monotonic() < deadline:
+        line = process.stderr.readline()
+        if not line:  # its stderr closed: it exited
+            break
+        lines.append(line.rstrip("\n"))
+    return process, lines
+
+
+def stop_served(process: CliProcess) -> int:
+    """SIGTERM, as a supervisor stops a serve, and its exit status (killed if it has not ended in 60 s)."""
+    import signal
+
+    try:
+        process.send_signal(signal.SIGTERM)
+        return process.wait(60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(60)
+        process.stderr.close()
+
+
+def serve_until_serving(argv: list[str], cwd: Path) -> list[str]:
+    """tests/test_serve_start.py's serve_until_serving, forked: the start lines of a `flashtick serve` that must
+    come to serve; stopped with SIGTERM after, which it must end by with status 0."""
+    process, lines = serve_started(argv, cwd)
+    try:
+        assert lines and lines[-1].startswith("flashtick serving"), lines
+    finally:
+        status = stop_served(process)
+    assert status == 0, lines
+    lines.append(f"pid {process.pid}")  # (last: the first line names it)
+    return lines
