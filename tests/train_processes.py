@@ -6,9 +6,10 @@ rather than started afresh: ``cli_process(argv, ...)`` (a ``subprocess.Popen``-l
 Why: a fresh `flashtick train` process paid the interpreter's start and the imports of torch, transformers, polars
 and matplotlib (~10 s of its ~14 s of CPU on a loaded 2-core machine) before it read a tick, and the training
 tests that need a process of their own (a file size limit, a kill -9, a lock held by another pid that is stopped)
-started several each (and `serve` checks of a trained checkpoint's start lines, a few each). The forkserver (stdlib multiprocessing, one per test worker, started at the first use)
-imports those once, single-threaded and without running any torch or polars work (their thread pools start in
-each child, at its first use), and forks one child per call.
+started several each, as did the `serve` checks of a checkpoint's start lines. The forkserver (stdlib
+multiprocessing, one per test worker, started at the first use) imports those once, single-threaded and without
+running any torch or polars work (their thread pools start in each child, at its first use), and forks one child
+per call.
 
 Why it is real enough for these tests: the child is a real process: its own pid (the lock file records it, signals
 reach it), its own rlimits (``file_limit``: RLIMIT_FSIZE, set in the child alone, as `ulimit -f` in a shell), its
