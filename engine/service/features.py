@@ -98,6 +98,9 @@ class LogisticBaseline(NamedTuple):
         return p / p.sum(axis=1, keepdims=True)
 
 
+ABSENT_BIAS = -50.0  # a class the training points never take: exp(-50) ~ 2e-22 of a present class's odds
+
+
 def fit_logistic(x: np.ndarray, y: np.ndarray, n_classes: int, l2: float = 1e-3,
                  max_iter: int = 100) -> LogisticBaseline:
     """Minimise mean cross-entropy + l2/2 * |W|^2 over (W, b); x (N, F), y (N,) class indices. Newton's method
@@ -109,9 +112,12 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, n_classes: int, l2: float = 1e-3,
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale = np.where(scale > 1e-12, scale, 1.0)
     xb = np.hstack([np.clip((x - mean) / scale, -CLIP, CLIP), np.ones((len(x), 1))])  # (N, F + 1): the bias last
-    onehot = np.eye(n_classes)[y]  # (N, C)
+    # a class no training point has: its minimum is at a bias of -inf (probability 0), which Newton's steps would
+    # chase for ever; it is left out of the fit and given weights 0 and the bias ABSENT_BIAS (finite, for JSON)
+    present = np.flatnonzero(np.bincount(y, minlength=n_classes))
+    onehot = np.eye(n_classes)[y][:, present]  # (N, C present)
     penalty = np.r_[np.full(x.shape[1], l2), 0.0][:, None]  # (F + 1, 1): the weights', not the bias's
-    theta = np.zeros((xb.shape[1], n_classes))  # (F + 1, C)
+    theta = np.zeros((xb.shape[1], len(present)))  # (F + 1, C present)
     loss, probs = _penalised_loss(xb, onehot, theta, penalty)
     for _ in range(max_iter):
         grad = xb.T @ (probs - onehot) / len(xb) + penalty * theta  # (F + 1, C)
@@ -130,7 +136,10 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, n_classes: int, l2: float = 1e-3,
         theta, probs, gained, loss = theta - t * step, new_probs, loss - new_loss, new_loss
         if gained <= 1e-14 * max(1.0, abs(loss)):
             break
-    return LogisticBaseline(mean, scale, theta[:-1], theta[-1])
+    full = np.zeros((xb.shape[1], n_classes))
+    full[-1] = ABSENT_BIAS
+    full[:, present] = theta
+    return LogisticBaseline(mean, scale, full[:-1], full[-1])
 
 
 def _penalised_loss(xb: np.ndarray, onehot: np.ndarray, theta: np.ndarray, penalty: np.ndarray
