@@ -35,6 +35,7 @@ import inspect
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -48,7 +49,13 @@ from pathlib import Path
 PRELOAD = ("torch", "torch.fx.experimental.symbolic_shapes", "numpy", "polars", "zmq", "yaml", "safetensors",
            "matplotlib.backends.backend_agg", "engine.service.cli", "engine.service.cmd_serve",
            "engine.service.cmd_backtest", "engine.service.server", "engine.service.backtest", "engine.service.pipeline",
-           "engine.models.loader", "engine.engine", "connectors.replay", "queries.registry")
+           "engine.models.loader", "engine.engine", "connectors.replay", "queries.registry",
+           # `train` and `evaluate` (the training tests' children): transformers is their costliest import
+           "transformers", "transformers.models.llama.modeling_llama", "engine.service.cmd_train",
+           "engine.service.finetune", "engine.service.evaluate", "engine.service.calibrate")
+# the checkout these tests test: a request with no PYTHONPATH gets a zygote that imports it from here (its child, as a
+# fresh process would, imports the installed flashtick: in CI and a user's clone, an editable install of this one)
+ROOT = Path(__file__).resolve().parent.parent
 # (the bytes one request or reply may take: argv and env as JSON)
 MESSAGE_BYTES = 1 << 20
 START_TIMEOUT_S = 600
@@ -62,7 +69,10 @@ class ForkedPopen(subprocess.Popen):
     """A ``subprocess.Popen`` whose child the zygote forks: pipes, text mode, communicate, send_signal, kill and
     the context manager are Popen's own; only the start and the wait are the zygote's."""
 
-    def __init__(self, args, **kwargs) -> None:
+    def __init__(self, args, rlimits: dict[int, int] | None = None, **kwargs) -> None:
+        """``rlimits``: soft limits set in the child alone (``{resource.RLIMIT_FSIZE: n}``, as `ulimit -f` before a
+        command), where a real Popen would take a ``preexec_fn``."""
+        self._rlimits = {int(k): int(v) for k, v in (rlimits or {}).items()}
         refused = [name for name, default in _UNSUPPORTED.items() if name in kwargs and kwargs[name] != default]
         if refused:
             raise TypeError(f"a forked CLI child cannot take {', '.join(refused)}: use subprocess.Popen")
@@ -81,9 +91,9 @@ class ForkedPopen(subprocess.Popen):
             raise (NotADirectoryError if code == errno.ENOTDIR else FileNotFoundError)(code, os.strerror(code),
                                                                                      given["cwd"])
         request = dict(argv=self.args[3:], env=env, cwd=cwd, new_session=bool(given["start_new_session"]),
-                       process_group=given.get("process_group", -1))
+                       process_group=given.get("process_group", -1), rlimits=self._rlimits)
         try:
-            self.pid, self._report = _zygote(env.get("PYTHONPATH")).fork(request, fds)
+            self.pid, self._report = _zygote(env.get("PYTHONPATH") or str(ROOT)).fork(request, fds)
             self._child_created = True
         finally:
             self._close_pipe_fds(given["p2cread"], given["p2cwrite"], given["c2pread"], given["c2pwrite"],
@@ -154,6 +164,45 @@ def cli_run(args, *, input=None, capture_output: bool = False, timeout: float | 
     if check and code:
         raise subprocess.CalledProcessError(code, process.args, output=stdout, stderr=stderr)
     return subprocess.CompletedProcess(process.args, code, stdout, stderr)
+
+
+def serve_started(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[ForkedPopen, list[str]]:
+    """A forked `flashtick serve ARGV` and its stderr lines up to its "flashtick serving" line (or its exit)."""
+    process = cli_popen(["serve", *argv], stderr=subprocess.PIPE, text=True, cwd=cwd,
+                        env={**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"})
+    lines: list[str] = []
+    deadline = time.monotonic() + 180  # only catches a hang
+    while not (lines and lines[-1].startswith("flashtick serving")) and time.monotonic() < deadline:
+        line = process.stderr.readline()
+        if not line:  # its stderr closed: it exited
+            break
+        lines.append(line.rstrip("\n"))
+    return process, lines
+
+
+def stop_served(process: ForkedPopen) -> int:
+    """SIGTERM, as a supervisor stops a serve, and its exit status (killed if it has not ended in 60 s)."""
+    try:
+        process.send_signal(signal.SIGTERM)
+        return process.wait(60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(60)
+        process.stderr.close()
+
+
+def serve_until_serving(argv: list[str], cwd: Path) -> list[str]:
+    """The start lines of a `flashtick serve` that must come to serve, then stopped with SIGTERM, which it must end
+    by with status 0; last, ``pid N`` (its first line names it)."""
+    process, lines = serve_started(argv, cwd)
+    try:
+        assert lines and lines[-1].startswith("flashtick serving"), lines
+    finally:
+        status = stop_served(process)
+    assert status == 0, lines
+    lines.append(f"pid {process.pid}")
+    return lines
 
 
 class _Zygote:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -125,6 +126,8 @@ def _child(request: dict, fds: list[int], conn: socket.socket, stdio: dict, held
             os.dup2(fd, target)
         for fd in set(fds):
             os.close(fd)
+        for limit, soft in request["rlimits"].items():  # (as `ulimit` before the command: this child's alone)
+            resource.setrlimit(int(limit), (soft, resource.getrlimit(int(limit))[1]))
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])

@@ -1,7 +1,7 @@
 """Which model made an answer (review349 #1-#3): a full SHA-256 of every file of a checkpoint that moves an answer,
 checked by a backtest's --resume, recorded in its answers file, compared by a serve restart on its data directory,
 and published with every answer. Real checkpoints, real files, a real `flashtick serve` process (forked warm:
-tests/train_processes.py)."""
+tests/forked_cli.py)."""
 
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def test_a_finished_run_and_a_fresh_one_of_other_model_files_record_other_digest
 def test_a_serve_restart_on_recalibrated_model_files_says_so_and_starts_a_new_epoch(tmp_path: Path) -> None:
     """review349 #2: a serve restarted on its data directory after the checkpoint was recalibrated in place continued
     the same answer log and epoch without a word. The start now says which file changed and starts a new epoch."""
-    from tests.train_processes import serve_started, serve_until_serving, stop_served
+    from forked_cli import serve_started, serve_until_serving, stop_served
 
     checkpoint = tiny_tick_checkpoint(tmp_path / "model")
     (checkpoint / "calibration.json").write_text(calibration(1.0))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import tiny_text_checkpoint, tiny_tick_checkpoint
-from forked_cli import cli_popen
+from forked_cli import cli_popen, serve_started, serve_until_serving
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,35 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 def checkpoint(tmp_path_factory) -> Path:
     """The tiny tick model every serve here runs (read only: each test has its own config and data directory)."""
     return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick") / "model")
-
-
-def start_lines(argv: list[str], cwd: Path) -> tuple[subprocess.Popen, list[str]]:
-    """A `flashtick serve` process (forked: tests/forked_cli.py) and its stderr lines up to its "serving" line (or
-    its exit)."""
-    process = cli_popen(["serve", *argv], stderr=subprocess.PIPE, text=True, cwd=cwd,
-                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    lines: list[str] = []
-    deadline = time.monotonic() + 180  # only catches a hang
-    while not (lines and lines[-1].startswith("flashtick serving")) and time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if not line:  # its stderr closed: it exited
-            break
-        lines.append(line.rstrip("\n"))
-    return process, lines
-
-
-def serve_until_serving(argv: list[str], cwd: Path) -> list[str]:
-    """The start lines of a serve that must come to serve; stopped with SIGTERM after, as a supervisor would."""
-    process, lines = start_lines(argv, cwd)
-    try:
-        assert lines[-1].startswith("flashtick serving"), lines
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0
-    finally:
-        process.kill()
-        process.wait()
-    lines.append(f"pid {process.pid}")  # (last: the first line names it)
-    return lines
 
 
 def test_sockets_other_hosts_reach_without_curve_are_warned_of_at_the_start(tmp_path, checkpoint) -> None:
@@ -124,7 +95,7 @@ def test_a_data_directory_given_by_data_dir_is_named_as_the_option_in_its_errors
                       f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
                       f"control: 'tcp://127.0.0.1:0'}}\n")
     (tmp_path / "afile").write_text("not a directory\n")
-    process, lines = start_lines(["--config", str(config), "--data-dir", str(tmp_path / "afile")], cwd=tmp_path)
+    process, lines = serve_started(["--config", str(config), "--data-dir", str(tmp_path / "afile")], cwd=tmp_path)
     try:
         assert process.wait(timeout=60) == 2
     finally:
@@ -318,7 +289,7 @@ def test_a_codec_template_that_would_do_nothing_is_refused_by_its_name(tmp_path,
     config.write_text(f"{model}kv: {{cells: 8192, block_size: 16}}\nlog: {{enabled: false}}\n{codec}\n"
                       f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
                       f"control: 'tcp://127.0.0.1:0'}}\n")
-    process, lines = start_lines(["--config", str(config)], cwd=tmp_path)
+    process, lines = serve_started(["--config", str(config)], cwd=tmp_path)
     try:
         assert not lines[-1].startswith("flashtick serving"), lines
         assert process.wait(timeout=60) == 2

@@ -103,7 +103,7 @@ def test_serve_of_a_checkpoint_says_when_its_session_gap_differs_from_the_config
     """`serve --model` said nothing of a checkpoint's --session-gap (evaluate and backtest do): its live scores and
     adaptation then label answers across pauses otherwise than training did. One start line names both values and
     the config key; none when they agree (1h given as 3600 s)."""
-    from tests.train_processes import serve_until_serving  # (forked warm: a process of its own each)
+    from forked_cli import serve_until_serving  # (forked warm: a process of its own each)
 
     root = trained["root"]
 

@@ -3,20 +3,21 @@ model.safetensors, config.json, codec.json and calibration.json without evaluati
 `serve --model` and `evaluate` loaded; with --overwrite, the new weights beside the last run's card and scores. The
 checkpoint is now written beside --out and renamed into place once whole (engine/service/staged_dir.py). A real
 tiny model trained through the CLI; the write that fails is a real one, past the file size limit (RLIMIT_FSIZE,
-`ulimit -f`) of a `flashtick train` process of its own (forked warm: tests/train_processes.py): its weights fit
+`ulimit -f`) of a `flashtick train` process of its own (forked warm: tests/forked_cli.py): its weights fit
 under it, its evaluation.json does not."""
 
 from __future__ import annotations
 
 import json
 import re
+import resource
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 from tests.test_train_folders import QUICK, TINY, train, write_days
-from tests.train_processes import cli_process, run_cli
+from forked_cli import cli_popen, cli_run
 
 SMALL = ["--hidden", "4", "--intermediate", "8"]  # weights of ~6 KB: smaller than the run's evaluation.json (~10 KB)
 WEIGHTS = "model.safetensors"
@@ -29,8 +30,9 @@ def files_of(folder: Path) -> dict[str, bytes]:
 
 def train_limited(files: list[str], out: Path, limit: int, *options: str) -> subprocess.CompletedProcess:
     """`flashtick train` in a process whose files may not grow past ``limit`` bytes (a write past it: EFBIG): a
-    process of its own, forked warm (tests/train_processes.py)."""
-    return run_cli(["train", *files, "--out", str(out), *TINY, *QUICK, *SMALL, "--quiet", *options], file_limit=limit)
+    process of its own, forked warm (tests/forked_cli.py)."""
+    return cli_run(["train", *files, "--out", str(out), *TINY, *QUICK, *SMALL, "--quiet", *options],
+                   rlimits={resource.RLIMIT_FSIZE: limit}, capture_output=True, text=True, timeout=600)
 
 
 def test_a_train_that_fails_part_way_leaves_out_as_it_was(tmp_path: Path) -> None:
@@ -116,7 +118,8 @@ def test_a_later_train_removes_what_a_killed_one_left_beside_out(tmp_path: Path)
     its staging folder is there (the folder stays until the swap at the run's end, so the wait is not a race)."""
     files = [str(f) for f in write_days(tmp_path / "days")]
     out = tmp_path / "model"
-    first = cli_process(["train", *files, "--out", str(out), *TINY, *QUICK, "--quiet"])
+    first = cli_popen(["train", *files, "--out", str(out), *TINY, *QUICK, "--quiet"], stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 300  # a wait for the run to make its staging folder, not a timed assertion
         while time.monotonic() < deadline and first.poll() is None and not list(tmp_path.glob(".model.*.partial")):
