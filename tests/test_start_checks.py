@@ -4,7 +4,6 @@ real data directory; a full disk is a file size limit (RLIMIT_FSIZE: writes past
 
 from __future__ import annotations
 
-import os
 import resource
 import signal
 import subprocess
@@ -18,7 +17,7 @@ from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from conftest import tiny_tick_checkpoint
 from engine.service.client import ControlClient
 from engine.service.exit_codes import DATA_DIR_FULL
-from forked_cli import cli_popen
+from forked_cli import serve_started
 from test_durability import ROOT, feed_and_wait, send_by_fifty, serve_config, serving_a_disk_that_fills
 
 # the tests share the module's checkpoint: `--dist loadgroup` keeps them on one worker, which builds it once
@@ -33,16 +32,10 @@ def checkpoint(tmp_path_factory):
 def serve_forked(config_path: Path, data_dir: Path) -> tuple[subprocess.Popen, dict[str, str]]:
     """test_durability's ``serve`` (no file size limit), forked (tests/forked_cli.py): a `flashtick serve` process
     and its endpoints, its stderr lines up to its "serving" line kept as ``lines_read``."""
-    process = cli_popen(["serve", "--config", str(config_path), "--data-dir", str(data_dir)], stderr=subprocess.PIPE,
-                        text=True, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    deadline = time.monotonic() + 120
-    line, process.lines_read = "", []
-    while "flashtick serving" not in line and time.monotonic() < deadline:
-        line = process.stderr.readline()
-        assert line or process.poll() is None, "serve exited"
-        process.lines_read.append(line.rstrip("\n"))
-    endpoints = dict(part.split("=", 1) for part in line.split("flashtick serving ", 1)[1].split())
-    return process, endpoints
+    process, lines = serve_started(["--config", str(config_path), "--data-dir", str(data_dir)], cwd=ROOT)
+    process.lines_read = lines
+    assert lines and lines[-1].startswith("flashtick serving"), lines
+    return process, dict(part.split("=", 1) for part in lines[-1].split("flashtick serving ", 1)[1].split())
 
 
 def test_a_restart_after_kill_9_is_said_as_recovering_and_a_start_on_a_full_disk_says_so_before_the_replay(
