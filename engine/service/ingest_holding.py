@@ -1,7 +1,8 @@
 """What the server does to a live wire message before its pipeline reads it, when the `ingest` section asks for it:
 its streams renamed (``ingest.rename``: a venue's symbol to the desk's name) and its ticks, raw and pre-tokenized,
-held for ``ingest.reorder_window_ms`` (reorder_window.py) and released in event-time order. With neither set a
-message goes to the pipeline as read, untouched (no decode here).
+held for ``ingest.reorder_window_ms`` (reorder_window.py) and released in event-time order; and a placed feed's ticks
+that the engine took already, left out (placed_feeds.py). With none of them at work a message goes to the pipeline
+as read, untouched (no decode here).
 
 A message is decoded here only when one of them is set; one that does not decode, or is no tick map or list of them,
 goes on as read (the pipeline says why it is refused). Its items are packed again one by one as they were read (text
@@ -22,6 +23,7 @@ from connectors.msgpack_reading import RepeatedKeys, check_keys, tick_items, unp
 from connectors.tick_errors import InvalidTick
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
+from engine.service.placed_feeds import PlacedFeeds
 from engine.service.reorder_window import Release, ReorderWindow
 from engine.service.sharded import ShardedPipeline
 
@@ -34,6 +36,7 @@ class IngestHolding:
 
     config: ServiceConfig
     pipeline: TickPipeline | ShardedPipeline
+    counters: dict[str, int]
     _publish_rejections: Callable[[list[dict[str, Any]], str | None], None]  # (IngestReading's)
 
     def _init_holding(self) -> None:
@@ -41,16 +44,28 @@ class IngestHolding:
         self._renames: dict[str, str] = dict(ingest.rename)
         self.reorder = (ReorderWindow(ingest.reorder_window_ns, ingest.reorder_max_ticks)
                         if ingest.reorder_window_ms > 0 else None)
+        self.placed_feeds = PlacedFeeds()  # feeds placed by `streams` (drain, tag): what they send again, left out
+        self.counters["placing_duplicates"] = 0
 
     def _ingest_raw(self, payload: bytes, tag: str | None) -> list[dict[str, Any]]:
         """A raw-tick message read now: renamed, its ticks held (their refusals come when they are released), the
         rest ingested now; returns the refusals of now."""
-        if self.reorder is None and not self._renames:
+        placed = self.placed_feeds.watches(tag)
+        if self.reorder is None and not self._renames and not placed:
             return self.pipeline.ingest_message(payload)
         items = self._decoded(payload, tick_items)
         if items is None:
             return self.pipeline.ingest_message(payload)
-        return self._held_or_ingested(items, tag, False)
+        keep = None
+        if placed:
+            keep = self.placed_feeds.kept(tag, items, self._ticks_taken)
+            self.counters["placing_duplicates"] += keep.count(False)
+        return self._held_or_ingested(items, tag, False, keep)
+
+    def _ticks_taken(self, stream: str) -> int:
+        """The engine's tick count of ``stream`` now (0: it holds none)."""
+        held = self.pipeline.encoders.accepted([stream])[stream]
+        return 0 if held is None else held["ticks"]
 
     def _ingest_tokenized(self, payload: bytes) -> list[dict[str, Any]]:
         """A tokenized message read now: renamed, and its items held in the reorder window as raw ticks are, in one
@@ -65,12 +80,16 @@ class IngestHolding:
             return self.pipeline.ingest_tokenized(payload)
         return self._held_or_ingested(items, None, True)
 
-    def _held_or_ingested(self, items: list[Any], tag: str | None, tokenized: bool) -> list[dict[str, Any]]:
+    def _held_or_ingested(self, items: list[Any], tag: str | None, tokenized: bool,
+                          keep: list[bool] | None = None) -> list[dict[str, Any]]:
         """A message's items (renamed): each with a stream and an int ts held in the reorder window (when set), the
-        rest ingested now through their form's path; returns the refusals of now."""
+        rest ingested now through their form's path; returns the refusals of now. ``keep``: per item, False for one
+        left out (a placed feed's tick taken already: placed_feeds.py), the others keeping their index."""
         ingest = self.pipeline.ingest_tokenized if tokenized else self.pipeline.ingest_message
         now_ns, now, refused, releases = time.time_ns(), [], [], []
         for index, obj in enumerate(items):
+            if keep is not None and not keep[index]:
+                continue
             if isinstance(obj, RepeatedKeys):
                 refused.append(self._refused_here(index, obj))
             elif self.reorder is not None and type(obj) is dict and type(obj.get("stream")) is str \

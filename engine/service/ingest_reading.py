@@ -21,6 +21,7 @@ from engine.service.feed_watch import FeedWatch
 from engine.service.ingest_holding import IngestHolding
 from engine.service.forgotten_refusals import ForgottenRefusals
 from engine.service.pipeline import TickPipeline
+from engine.service.placed_feeds import PlacedFeeds
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, REFUSED_HOLDER
 from engine.service.sharded import ShardedPipeline
 from engine.service.stream_refusals import StreamRefusals
@@ -47,6 +48,7 @@ class IngestReading(IngestHolding):
     _unread_since: dict[str, float | None]  # per ingest socket: since when messages wait unread
     _refused_streams: OrderedDict[str, list]  # stream -> [ticks refused, the error], the most recent last
     _refused_forgotten: int  # refused streams that fell out of _refused_streams
+    placed_feeds: PlacedFeeds  # (IngestHolding's) feeds placed by `streams`, and the feeds read before them
     stream_refusals: StreamRefusals  # refused ticks counted by stream and reason (stream_refusals.py)
     _forgotten_refusals: ForgottenRefusals  # ... their names, in a bounded filter
 
@@ -103,6 +105,8 @@ class IngestReading(IngestHolding):
             if watch is not None:
                 watch.read()
             tag = echoed_topic(frames[0]) if len(frames) == 2 and frames[0] != TOKENIZED_MARKER else None
+            if tag is not None:  # (a feed placed later reads the feeds read before it: placed_feeds.py)
+                self.placed_feeds.read(tag)
             self.pipeline.encoders.reading_feed(tag)  # (whose numbering a feed-wide seq counts in: ingest.seq_scope)
             if frames[-1] in EMPTY_LISTS and len(frames) <= 2:  # (an encoder's bug that empties every batch)
                 rejections = self._message_refused(InvalidTick(

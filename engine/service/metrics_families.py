@@ -18,6 +18,8 @@ COUNTERS = {
     "seq_restarts": "Lower seqs taken as a numbering begun again (an hour or more after the stream's last tick)",
     "repeats_taken": "Ticks without seq taken at their stream's last ts with the last tick's values (a resend taken "
                      "again, or a trade that matched it: send seq to tell)",
+    "placing_duplicates": "Ticks left out as sent twice around a feed's placing `streams` (drain, tag): a killed "
+                          "feed's read after the reply, and the placed feed's copy of them",
     "answers_published": "Answers published on the PUB socket",
     "ingest_messages": "Ingest messages received",
     "control_requests": "Control requests received",

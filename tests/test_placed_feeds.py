@@ -1,0 +1,96 @@
+"""A feed placed by `streams` (drain, tag) takes no tick twice when the killed feed's last messages are read after
+the placing reply (engine/service/placed_feeds.py): what the kernels' buffers or ZeroMQ's I/O thread still held of
+the dead feed's connection is read late on a loaded machine (tests/test_feed_rerun.py held 2,004 ticks of a 2,000
+tick stream at load 30 to 80). A message read late and a message sent late are one thing to the engine, so here the
+"killed" feed's last message is sent after the placing reply, on its open connection: the race, made certain."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import serving, tiny_tick_checkpoint
+from test_server import wait_for
+from connectors.feed import FeedClient
+from engine.service.client import ControlClient, ControlError
+from engine.service.config import ServiceConfig
+
+TS = 1_700_000_000_000_000_000
+EACH_TS = 4  # ticks of a stream stamped alike (a 5 ms clock): a tick group's ticks at the last `ts` are accepted
+OLD, NEW = "feed/111.aaaa", "feed/222.bbbb"
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick"), max_position_embeddings=256)
+
+
+@pytest.fixture
+def server(checkpoint):
+    endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
+    with serving(ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 2048},
+                                          "endpoints": endpoints, "log": {"enabled": False}})) as served:
+        yield served
+
+
+def group(stream: str, k: int) -> list[dict]:
+    """The k-th message of a feed of ``stream``: EACH_TS trades stamped alike, the k-th 5 ms step."""
+    return [{"stream": stream, "ts": TS + k * 5_000_000, "price": 100.0 + 0.01 * (k % 7 + i), "size": 1.0 + i}
+            for i in range(EACH_TS)]
+
+
+def sent(client: FeedClient, control: ControlClient, messages: list[list[dict]]) -> None:
+    """``messages`` sent, and read by the engine (its ingest count grown by as many)."""
+    before = control.call("stats")["stats"]["ingest_messages"]
+    for message in messages:
+        client.send(message)
+    wait_for(lambda: control.call("stats")["stats"]["ingest_messages"] == before + len(messages), timeout_s=60)
+
+
+def held(control: ControlClient, stream: str) -> int:
+    return control.call("streams", streams=[stream])["streams"][stream]["ticks"]
+
+
+@pytest.mark.parametrize("late_after_new", [False, True], ids=["before-its-first-tick", "after-its-first-tick"])
+def test_the_killed_feeds_message_read_after_the_placing_reply_is_not_taken_twice(server, late_after_new) -> None:
+    """The killed feed (OLD) sent groups 0..5 of AAA; the engine had read 0..4 when the new feed (NEW) asked where
+    to go on, and reads 5 after the reply: NEW, placed after 0..4, sends 5 and 6. Whichever comes first, group 5's
+    ticks are taken once: NEW's copy left out where OLD's was read first, OLD's late one where NEW's was. A feed of
+    another stream read before the placement (BBB) goes on untouched."""
+    control_at = server.endpoints["control"]
+    with ControlClient(control_at, timeout_s=30) as control, \
+            FeedClient(server.endpoints["ingest"], tag=OLD) as old, \
+            FeedClient(server.endpoints["ingest"], tag="feed/333.cccc") as other:
+        sent(old, control, [group("AAA", k) for k in range(5)])
+        sent(other, control, [group("BBB", 0)])
+        placed = control.call("streams", streams=None, drain=True, tag=NEW)["streams"]
+        assert placed["AAA"]["ticks"] == 5 * EACH_TS
+        with FeedClient(server.endpoints["ingest"], tag=NEW) as new:
+            if late_after_new:
+                sent(new, control, [group("AAA", 5)])
+                sent(old, control, [group("AAA", 5)])  # (read late: past NEW's own copy)
+            else:
+                sent(old, control, [group("AAA", 5)])  # (read late: before NEW's first tick)
+                sent(new, control, [group("AAA", 5)])
+            sent(new, control, [group("AAA", 6)])
+        sent(other, control, [group("BBB", 1)])
+        stats = control.call("stats")["stats"]
+        assert held(control, "AAA") == 7 * EACH_TS, "a tick group of the killed feed taken twice"
+        assert held(control, "BBB") == 2 * EACH_TS
+        assert stats["placing_duplicates"] == EACH_TS
+        assert stats["repeats_taken"] == 0
+        assert not any(stats["rejected"].values()), stats["rejected"]  # (none refused as ts_backwards either)
+
+
+def test_a_placed_feed_sends_what_no_feed_sent_before_it(server) -> None:
+    """Placed with nothing read late, a feed's ticks all go in (no tick of it left out), the streams new to the
+    engine too; a tag that is no echoed topic is refused by name."""
+    with ControlClient(server.endpoints["control"], timeout_s=30) as control, \
+            FeedClient(server.endpoints["ingest"], tag=OLD) as old:
+        sent(old, control, [group("AAA", k) for k in range(3)])
+        control.call("streams", streams=None, drain=True, tag=NEW)
+        with FeedClient(server.endpoints["ingest"], tag=NEW) as new:
+            sent(new, control, [group("AAA", 3), group("CCC", 0), group("AAA", 4), group("CCC", 1)])
+        assert (held(control, "AAA"), held(control, "CCC")) == (5 * EACH_TS, 2 * EACH_TS)
+        assert control.call("stats")["stats"]["placing_duplicates"] == 0
+        with pytest.raises(ControlError, match="takes tag as a str"):
+            control.call("streams", streams=None, drain=True, tag="feed/\n")
