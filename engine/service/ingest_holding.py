@@ -1,8 +1,9 @@
 """What the server does to a live wire message before its pipeline reads it, when the `ingest` section asks for it:
 its streams renamed (``ingest.rename``: a venue's symbol to the desk's name) and its ticks, raw and pre-tokenized,
 held for ``ingest.reorder_window_ms`` (reorder_window.py) and released in event-time order; and a placed feed's ticks
-that the engine took already, left out (placed_feeds.py). With none of them at work a message goes to the pipeline
-as read, untouched (no decode here).
+that the engine took already, left out (placed_feeds.py: a watched feed's message has its stream names read first,
+and is decoded here only when one of its ticks is left out). With none of them at work a message goes to the
+pipeline as read, untouched (no decode here).
 
 A message is decoded here only when one of them is set; one that does not decode, or is no tick map or list of them,
 goes on as read (the pipeline says why it is refused). Its items are packed again one by one as they were read (text
@@ -23,7 +24,7 @@ from connectors.msgpack_reading import RepeatedKeys, check_keys, tick_items, unp
 from connectors.tick_errors import InvalidTick
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
-from engine.service.placed_feeds import PlacedFeeds
+from engine.service.placed_feeds import PlacedFeeds, streams_read
 from engine.service.reorder_window import Release, ReorderWindow
 from engine.service.sharded import ShardedPipeline
 
@@ -50,15 +51,15 @@ class IngestHolding:
     def _ingest_raw(self, payload: bytes, tag: str | None) -> list[dict[str, Any]]:
         """A raw-tick message read now: renamed, its ticks held (their refusals come when they are released), the
         rest ingested now; returns the refusals of now."""
-        placed = self.placed_feeds.watches(tag)
-        if self.reorder is None and not self._renames and not placed:
+        keep = None
+        if self.placed_feeds.watches(tag) and (streams := streams_read(payload, self._renames)) is not None:
+            keep = self.placed_feeds.kept(tag, streams, self._ticks_taken)
+        if self.reorder is None and not self._renames and keep is None:
             return self.pipeline.ingest_message(payload)
         items = self._decoded(payload, tick_items)
-        if items is None:
+        if items is None or (keep is not None and len(keep) != len(items)):  # (read otherwise: nothing left out)
             return self.pipeline.ingest_message(payload)
-        keep = None
-        if placed:
-            keep = self.placed_feeds.kept(tag, items, self._ticks_taken)
+        if keep is not None:
             self.counters["placing_duplicates"] += keep.count(False)
         return self._held_or_ingested(items, tag, False, keep)
 

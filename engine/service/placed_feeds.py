@@ -26,11 +26,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgpack
+
 MAX_PLACEMENTS = 16  # placements watched at once (feeds placed in the last PLACEMENT_WATCH_S), the oldest dropped
 MAX_TAGS_KEPT = 1024  # tags of the feeds read lately, the ones a placement reads as before it
 # How long a placement is watched: what a dead feed left in flight is what the kernels' buffers and ZeroMQ's queues
-# held when it died, read in seconds; minutes leave room for a loaded machine, and then its messages stop being
-# decoded twice (a placed feed's messages are decoded here while its placement is watched)
+# held when it died, read in seconds; minutes leave room for a loaded machine, and then the messages of the feeds
+# it concerns stop being read twice (their stream names, streams_read: about a quarter of a 256-tick message's read)
 PLACEMENT_WATCH_S = 300.0
 
 
@@ -52,7 +54,6 @@ class PlacedFeeds:
     def __init__(self) -> None:
         self._tags: OrderedDict[str, None] = OrderedDict()  # feeds' tags read, the most recent last
         self._placements: OrderedDict[str, Placement] = OrderedDict()  # placed feed's tag -> its placement
-        self.duplicates = 0  # ticks left out (counted in the stats as placing_duplicates)
 
     def read(self, tag: str) -> None:
         """A message of the feed tagged ``tag`` was read."""
@@ -79,15 +80,12 @@ class PlacedFeeds:
             self._placements.popitem(last=False)
         return any(tag == placed or tag in p.earlier for placed, p in self._placements.items())
 
-    def kept(self, tag: str, items: list[Any], ticks_of: Callable[[str], int]) -> list[bool]:
-        """Per item of a message of the feed tagged ``tag``, whether it goes on (False: a tick left out, counted);
-        ``ticks_of``: the engine's tick count of a stream now."""
-        keep = []
-        for obj in items:
-            stream = obj.get("stream") if type(obj) is dict else None
-            keep.append(type(stream) is not str or not self._left_out(tag, stream, ticks_of))
-        self.duplicates += keep.count(False)
-        return keep
+    def kept(self, tag: str, streams: list[str | None], ticks_of: Callable[[str], int]) -> list[bool] | None:
+        """Per item of a message of the feed tagged ``tag`` (``streams``: each one's stream, None where it names
+        none), whether it goes on (False: a tick left out, counted); None when all do. ``ticks_of``: the engine's
+        tick count of a stream now."""
+        keep = [stream is None or not self._left_out(tag, stream, ticks_of) for stream in streams]
+        return None if all(keep) else keep
 
     def _left_out(self, tag: str, stream: str, ticks_of: Callable[[str], int]) -> bool:
         # a feed read before a placement: superseded on the streams the placed feed has begun sending
@@ -103,3 +101,18 @@ class PlacedFeeds:
             placed.to_skip[stream] -= 1
             return True
         return False
+
+
+def streams_read(payload: bytes, renames: Mapping[str, str]) -> list[str | None] | None:
+    """Each item's stream (renamed) of a raw-tick message, None where it names none; None for a message that is no
+    msgpack map or list (the pipeline says why). A plain read, in C: a watched feed's messages are read twice only
+    where a tick of them is left out (the pipeline's own read checks every key)."""
+    try:
+        obj = msgpack.unpackb(payload, raw=False, strict_map_key=False, unicode_errors="surrogateescape")
+    except Exception:  # (any malformed message: the pipeline's read refuses it, saying why)
+        return None
+    items = [obj] if isinstance(obj, dict) else obj if isinstance(obj, list) else None
+    if items is None:
+        return None
+    streams = [item.get("stream") if isinstance(item, dict) else None for item in items]
+    return [renames.get(name, name) if type(name) is str else None for name in streams]
