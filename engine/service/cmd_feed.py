@@ -86,7 +86,7 @@ def _control_for(args: argparse.Namespace) -> str | None:
 
 def _feed_resume(args: argparse.Namespace, stop: Any) -> Any:
     """A ControlFeedResume on the engine's control socket, or None (said) when there is none to ask."""
-    from connectors.feed import EngineLost, new_tag
+    from connectors.feed import EngineLost
     from engine.service.client import ControlClient, ControlError, ControlUnreachable
     from engine.service.feed_control import START_WAIT_S
     from engine.service.feed_resume import ControlFeedResume
@@ -96,9 +96,8 @@ def _feed_resume(args: argparse.Namespace, stop: Any) -> Any:
         return None
     try:
         # (a short connect time-out: while the engine is down, each try gives up soon, and a signal is heard)
-        # (tagged as its messages will be: the engine keeps where it placed this feed, by the tag)
         return ControlFeedResume(lambda: ControlClient(control, timeout_s=5, connect_timeout_s=2, **curve_keys(args)),
-                                 stop=stop, who=args.command_name, tag=new_tag())
+                                 stop=stop, who=args.command_name)
     except EngineLost as e:  # a signal while the engine was starting: nothing was sent
         raise ConnectionError(f"{e}; nothing was sent") from None
     except ControlUnreachable:  # no engine there after the start wait: one error, not a note and then another
@@ -247,7 +246,7 @@ def _sent(args: argparse.Namespace, source: Any, resume: Any, stop: threading.Ev
     client = None
     try:
         # tagged: the engine echoes the tag in its rejections, so this feed counts its own rejections, not those of
-        # another publisher of the same streams; the resume's tag: the engine placed this feed by it
+        # another publisher of the same streams; the one the engine's placing reply gave (placed_feeds.py), if any
         tag = getattr(resume, "tag", None) or new_tag()
         with FeedClient(args.endpoint, watch_connection=True, tag=tag, **curve_keys(args)) as client:
             # (an engine of an earlier version says no ingest offset: the ticks go out as read, shifted)

@@ -64,7 +64,7 @@ CONTROL_OPS = {
                      ("stream", "query", "spec", "kind", "max_stale_ticks")),
     "answers": ControlOp("reads", "answers published", ("topic", "after", "limit")),
     "topics": ControlOp("reads", "topics", ("prefix", "after")),
-    "streams": ControlOp("reads", "streams' ticks held", ("streams", "after", "drain", "tag")),
+    "streams": ControlOp("reads", "streams' ticks held", ("streams", "after", "drain")),
     "stats": ControlOp("reads", "counters"),
     "health": ControlOp("reads", "health"),
     "forget": ControlOp("changes", "forget streams (session, cached answers and ordering guard, written to the tick "

@@ -10,7 +10,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from connectors.service_topics import MAX_ECHOED_TOPIC, echoed_topic
 from connectors.ticks import utc_text, wire_value
 from engine.service.control_requests import ControlBusy, ControlError, ControlUnknownStream, asked_stream
 from engine.service.forgotten_refusals import ForgottenRefusals
@@ -34,7 +33,7 @@ class StreamOps:
     _refused_streams: OrderedDict[str, list]  # stream -> [ticks refused, the error]
     _refused_forgotten: int  # refused streams that fell out of _refused_streams (the oldest first)
     _forgotten_refusals: ForgottenRefusals  # ... their names (a bounded filter)
-    placed_feeds: PlacedFeeds  # (IngestHolding's) feeds placed by `streams` with drain and tag
+    placed_feeds: PlacedFeeds  # (IngestHolding's) feeds placed by `streams` with drain, by the tag it gives them
     _read_before_placing: Callable[[], None]  # (IngestReading's) the ingest sockets' queued messages, read
     _stream_feed: Callable[[str], dict[str, Any]]  # (FeedClocks')
 
@@ -50,16 +49,13 @@ class StreamOps:
 
     def _op_streams(self, request: dict, _reply: Any) -> dict:
         """Each stream's last accepted tick (ts and count): where a feed resumes after the service restarted. With
-        ``drain: true`` (a feed placing itself) the messages already queued on ingest are read first; with its
-        ``tag`` too (its messages' first frame), the placement is kept: what it sends again of ticks read after the
-        reply is left out (placed_feeds.py)."""
-        drain, tag = request.get("drain"), request.get("tag")
+        ``drain: true`` (a feed placing itself) the messages already queued on ingest are read first, and the reply
+        gives a ``tag`` for the placed feed's messages: the placement is kept under it, and what the feed sends
+        again of ticks read after the reply is left out (placed_feeds.py)."""
+        drain = request.get("drain")
         if drain is not None and type(drain) is not bool:  # a "false" read as true would place a feed unasked
             raise ControlError(f"op \"streams\" takes drain as a bool (true: read what is queued on ingest first; "
                                f"or nil), got {wire_value(drain)}")
-        if tag is not None and (type(tag) is not str or echoed_topic(tag.encode("utf-8", "replace")) != tag):
-            raise ControlError(f"op \"streams\" takes tag as a str (the placing feed's messages' tag, printable ASCII, "
-                               f"1 to {MAX_ECHOED_TOPIC} characters; or nil), got {wire_value(tag)}")
         if drain:
             self._read_before_placing()
         names = request.get("streams")
@@ -82,8 +78,8 @@ class StreamOps:
         truncated = names is None and len(known) > MAX_STREAMS_PER_REPLY
         if truncated:
             known.pop(max(known))
-        if drain and tag is not None:  # (a listing of every stream from its start: the streams absent hold none)
-            self.placed_feeds.place(tag, known, complete=names is None and not after and not truncated)
+        # (a listing of every stream from its start: the streams absent from it hold none)
+        tag = self.placed_feeds.place(known, complete=names is None and not after and not truncated) if drain else None
         for name, entry in known.items():  # what an answer computed now attends: fewer tokens after a roll
             if entry is not None:  # ... whether its KV is in the pool: an evicted one's next ask pays a rebuild,
                 # ... and what of it waits for a forward, and since when: which names are behind
@@ -96,6 +92,7 @@ class StreamOps:
         forgotten = {name: {"error": self._why_refused(name)} for name in names or ()
                      if known.get(name) is None and name not in refused and name in self._forgotten_refusals}
         return {"streams": known, "truncated": truncated, "uptime_s": time.time() - self.started_at,
+                **({"tag": tag} if tag is not None else {}),
                 **({"refused": refused} if refused else {}),
                 **({"refused_forgotten": forgotten} if forgotten else {}),
                 **(self._refused_listing() if names is None and not after else {}),

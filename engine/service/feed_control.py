@@ -32,21 +32,21 @@ class FeedControl:
         self.control: ControlClient | None = None
         self.wait_s = wait_s
 
-    def first_reply(self, start_wait_s: float, tag: str | None = None) -> dict[str, Any]:
+    def first_reply(self, start_wait_s: float) -> dict[str, Any]:
         """The engine's streams when the feed begins, once it serves: a feed started with (or just after) a `serve`
         that is still loading or replaying its tick log must not send before it can place itself after the ticks
         the engine holds (a synthetic market starting "now" was refused as ts_backwards behind a previous run's).
-        ``tag``: the feed's messages' tag, so the engine keeps this placement (what of the killed feed's it reads
-        after the reply, this feed sends again and the engine leaves out: placed_feeds.py). ControlError when nothing
-        accepts the control socket within ``start_wait_s``."""
+        Its ``tag`` is for the feed's messages: the engine keeps this placement under it (what of a killed feed's it
+        reads after the reply, this feed sends again and the engine leaves out: placed_feeds.py). ControlError when
+        nothing accepts the control socket within ``start_wait_s``."""
         started = time.monotonic()
         said = ""
         while True:
             try:
                 # drain: what a feed of these streams killed before this one left queued at the engine is read
-                # first, so this feed places itself after it; what comes later the engine sorts out by the tag (an
-                # engine of an earlier version ignores both)
-                return self.call(streams=None, drain=True, **({"tag": tag} if tag is not None else {}))
+                # first, so this feed places itself after it; what comes later the engine sorts out by the tag it
+                # gives (an engine of an earlier version ignores drain, and gives none)
+                return self.call(streams=None, drain=True)
             except ControlError as e:
                 starting = e.reason == STARTING or e.reason is None and STARTING_WORDS in str(e)
                 self._stopped("start")

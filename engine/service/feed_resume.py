@@ -38,6 +38,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from connectors.service_topics import echoed_topic
 from connectors.ticks import Tick, counted, shown_name
 from engine.quoting import quoted
 from engine.service.client import ControlClient, ControlError
@@ -66,21 +67,23 @@ class SentAs(NamedTuple):
 class ControlFeedResume:
     def __init__(self, connect: Callable[[], ControlClient], wait_s: float = 600.0,
                  confirm_every_s: float = CONFIRM_EVERY_S, stop: threading.Event | None = None,
-                 start_wait_s: float = START_WAIT_S, who: str = "flashtick feed replay", tag: str | None = None
-                 ) -> None:
+                 start_wait_s: float = START_WAIT_S, who: str = "flashtick feed replay") -> None:
         """``connect`` makes a client of the engine's control socket (made again after a failed call: a request
         lost with a dropped connection must not leave its late reply to be read as another's); ``wait_s``: how
         long to wait for the engine to come back after the connection dropped, or for one that is starting
         (loading its model, replaying its tick log) to serve; ``start_wait_s``: how long to wait for a control
         socket that accepts nothing yet (a `serve` launched a moment before the feed); ``stop`` (a signal's): ends
         those waits (EngineLost), so a feed stops while its engine is down rather than when it is back; ``who``: the
-        feed command's full name, the prefix of the lines it prints (as of the command's errors); ``tag``: the tag
-        of the feed's messages (FeedClient's), said to the engine as it places the feed (placed_feeds.py)."""
+        feed command's full name, the prefix of the lines it prints (as of the command's errors)."""
         self.who = who
-        self.tag = tag
         self.link = FeedControl(connect, wait_s, stop, who)
         self.confirm_every_s = confirm_every_s
-        reply = self.link.first_reply(start_wait_s, tag)
+        reply = self.link.first_reply(start_wait_s)
+        # the tag for the feed's messages (FeedClient's) the engine placed it under (placed_feeds.py); None from an
+        # engine of an earlier version, or a tag a FeedClient would refuse
+        tag = reply.get("tag")
+        self.tag: str | None = tag if isinstance(tag, str) and echoed_topic(tag.encode("utf-8", "replace")) == tag \
+            else None
         self.base: dict[str, int] = {name: held["ticks"] for name, held in reply["streams"].items() if held}
         # stream -> (ticks, last_ts, at_last_ts) of its session in the engine's last reply: a lower count later is a
         # session begun afresh (an idle expiry, its last tick where it was or later) or ticks lost (its last went back)

@@ -1,4 +1,4 @@
-"""A feed placed by `streams` (``drain: true``, its ``tag``) takes no tick twice, whatever arrives late.
+"""A feed placed by `streams` (``drain: true``) takes no tick twice, whatever arrives late.
 
 A `feed replay` killed and run again places itself after what the engine holds: the placing `streams` reads what is
 queued on ingest first (IngestReading._read_before_placing). But what the killed feed sent may still be in the
@@ -7,7 +7,7 @@ as it likes): read after the reply, its ticks were taken, and the new feed, plac
 those stamped at a stream's last `ts` taken twice (review234 #2, seen at load 30 to 80). No wait closes that race
 (only the end of the dead feed's connection says its last byte came, and the engine cannot tell a dead feed's
 connection from a live one until then), so the engine keeps where it placed the feed and sorts out what comes
-late, by the feeds' message tags (FeedClient ``tag``):
+late, by the feeds' message tags (FeedClient ``tag``; the placed feed's is the one the placing reply gives it):
 
 * the placed feed's first ticks of a stream that took ticks after the placement (the dead feed's tail, read late)
   are those same ticks sent again: the first that many are left out, counted in ``placing_duplicates``;
@@ -20,6 +20,7 @@ live publisher of the same stream that began before the placement has its later 
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -62,14 +63,16 @@ class PlacedFeeds:
         if len(self._tags) > MAX_TAGS_KEPT:
             self._tags.popitem(last=False)
 
-    def place(self, tag: str, held: Mapping[str, dict[str, Any] | None], complete: bool) -> None:
-        """The feed tagged ``tag`` was placed by a `streams` reply of ``held`` (every stream when ``complete``)."""
-        self._placements.pop(tag, None)
+    def place(self, held: Mapping[str, dict[str, Any] | None], complete: bool) -> str:
+        """A feed placed by a `streams` reply of ``held`` (every stream when ``complete``): the tag its messages are
+        to carry (new: no feed read before carries it), under which the placement is kept."""
+        tag = f"feed/placed.{secrets.token_hex(6)}"
         self._placements[tag] = Placement({name: entry["ticks"] for name, entry in held.items() if entry}, complete,
                                           frozenset(t for t in self._tags if t != tag),
                                           time.monotonic() + PLACEMENT_WATCH_S)
         if len(self._placements) > MAX_PLACEMENTS:
             self._placements.popitem(last=False)
+        return tag
 
     def watches(self, tag: str | None) -> bool:
         """Whether the messages of the feed tagged ``tag`` are looked through (it, or a feed before it, was placed)."""
