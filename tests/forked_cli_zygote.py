@@ -20,7 +20,10 @@ _STDIO = ("stdin", "stdout", "stderr")
 
 def serve(address: str, preload: tuple[str, ...], message_bytes: int) -> None:
     for name in preload:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except ImportError:  # an extra not installed (matplotlib: bench; transformers' train path): the child
+            pass  # imports it itself, and says what a fresh process would
     # what this interpreter's start chose from the locale (the children's stdio is rebuilt with it)
     stdio = {name: (getattr(sys, name).encoding, getattr(sys, name).errors) for name in _STDIO}
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
