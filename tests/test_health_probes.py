@@ -16,6 +16,7 @@ from conftest import serving, tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from connectors.feed import FeedClient
+from engine.service.ages import age_said
 from engine.service.client import ControlClient
 from engine.service.config import ServiceConfig
 
@@ -93,6 +94,16 @@ def test_healthz_and_readyz_answer_on_the_metrics_port_and_readyz_says_behind(ch
         with pytest.raises(urllib.error.HTTPError) as missing:
             urllib.request.urlopen(url.rsplit("/metrics", 1)[0] + "/ready", timeout=10)
         assert missing.value.code == 404
+
+
+def test_an_age_past_its_limit_reads_past_it_in_a_reply() -> None:
+    """CI saw `degraded` beside answer_age_s 1.0 under max_answer_age_s 1.0 (and `behind` beside lag_s 1.0 under
+    max_lag_s 1.0): a limit is checked on the unrounded age, which was then rounded to nearest."""
+    for limit in (0.5, 1.0, 60.0):
+        for excess in (1e-6, 4e-4, 4.99e-4, 1e-3):
+            assert age_said(limit + excess) > limit, (limit, excess)
+        assert age_said(limit) == limit
+    assert age_said(0.25) == 0.25 and age_said(0.1 + 0.2) == 0.3 and age_said(0.0) == 0.0
 
 
 def test_answers_stale_while_ticks_arrive_make_health_degraded_and_readyz_503(checkpoint, tmp_path) -> None:

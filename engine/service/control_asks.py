@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from connectors.ticks import slash_hint, wire_value
 from engine.scheduler import UnknownStream
+from engine.service.ages import age_said
 from engine.service.config import ServiceConfig
 from engine.service.control_requests import (ControlBusy, ControlError, ControlShardLost, ControlUnknownQuery,
                                              ControlUnknownStream, asked_stream, request_field)
@@ -133,7 +134,7 @@ class AskOps:
         heartbeats say them (review243 #1: an ask right after a burst answered from the middle of it, and its reply,
         `lag_s` only while behind, said nothing of what still waited)."""
         self._refresh_unread()  # (IngestReading's)
-        return {"data_age_ms": round((time.time_ns() - data_ts) / 1e6, 3), "lag_s": round(self.pipeline.lag_s(), 3),
+        return {"data_age_ms": round((time.time_ns() - data_ts) / 1e6, 3), "lag_s": age_said(self.pipeline.lag_s()),
                 "behind": self.pipeline.behind}
 
     def _registered_or_question(self, name: str, kind: Any, note: dict[str, Any]) -> QuerySpec:

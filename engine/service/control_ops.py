@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from connectors.ticks import wire_value
+from engine.service.ages import age_said
 from engine.service.checkpoint_notes import trained_prices
 from engine.service.control_asks import AskOps
 from engine.service.control_requests import ControlError, register_source, request_field
@@ -124,7 +125,7 @@ class ControlOps(AskOps, StreamOps):
         fresh = self._freshness(time.time())
         return {"status": "degraded" if down or problem or fresh["answers_stale"] else "serving",
                 "uptime_s": time.time() - self.started_at, "behind": self.pipeline.behind,
-                "lag_s": round(self.pipeline.lag_s(), 3), **fresh,
+                "lag_s": age_said(self.pipeline.lag_s()), **fresh,
                 "streams": self.pipeline.stream_count, "model": self.config.model.model_id,
                 "protocol": WIRE_PROTOCOL, **release_fields(), "epoch": self.epoch,
                 "zero_bid": self.config.limits.zero_bid,  # (a feed reading 0 bids as prices says a mismatch up front)

@@ -10,6 +10,7 @@ from typing import Any
 
 from connectors.service_topics import HEARTBEAT_TOPIC
 from engine.memory_limit import resident_bytes
+from engine.service.ages import age_said
 from engine.service.auth import FailedHandshakes
 from engine.service.config import ServiceConfig
 from engine.service.descriptor_limit import DescriptorWatch
@@ -208,8 +209,8 @@ class Heartbeat:
         if self.pipeline.ticks_in != self._ticks_seen:
             self._ticks_seen, self._tick_at = self.pipeline.ticks_in, now
         answer_at = getattr(self, "_answer_at", None)
-        answer_age = None if answer_at is None else round(now - answer_at, 3)
-        tick_age = None if self._tick_at is None else round(now - self._tick_at, 3)
+        answer_age = None if answer_at is None else age_said(now - answer_at)
+        tick_age = None if self._tick_at is None else age_said(now - self._tick_at)
         registry = self.pipeline.registry
         encoders = getattr(self.pipeline, "encoders", None)
         stale = self.answer_freshness.stale(registry.list(), registry.matching,

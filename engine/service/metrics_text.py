@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from engine.service.ages import age_said
 from engine.service.metrics_families import (
     COUNTERS, GAUGES, LIVE_SCORES, LOG_FIGURES, PROCESS_GAUGES, RUNNER_COUNTERS, SCHEDULER_COUNTERS,
     SPECULATION_COUNTERS,
@@ -24,7 +25,7 @@ def lag_now(snapshot: dict[str, Any], now: float | None = None) -> float:
     lag = snapshot.get("lag_s", 0.0)
     if not lag or "stats_time" not in snapshot:
         return lag
-    return round(lag + max(0.0, (time.time() if now is None else now) - snapshot["stats_time"]), 3)
+    return age_said(lag + max(0.0, (time.time() if now is None else now) - snapshot["stats_time"]))
 
 
 def render(snapshot: dict[str, Any], now: float | None = None) -> str:

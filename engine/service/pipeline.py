@@ -34,6 +34,7 @@ from engine.models.linear import kernel_cache_summary
 from engine.jobs import JobOutcome
 from engine.runner import ModelRunner
 from engine.service.adaptation import AnswerAdaptation
+from engine.service.ages import age_said
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ServiceConfig
 from engine.service.durability import DataDir
@@ -311,7 +312,7 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
             "pending_tokens": scheduler.pending_tokens(),
             "owed_ticks": self.owed_ticks,
             "behind": self.behind,
-            "lag_s": round(self.lag_s(), 3),
+            "lag_s": age_said(self.lag_s()),
             "shed_streams": self.shedding.counts.most(),
             "longest_waiting": self.longest_waiting(),
             **scheduler.kv_summary(),

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from engine.quoting import quoted
+from engine.service.ages import age_said
 from engine.service.metrics_text import lag_now
 
 
@@ -29,7 +30,7 @@ def not_ready_reasons(snapshot: dict[str, Any], loop_age_s: float | None, limits
                  "detail": f"the service is starting: {snapshot['starting']}"}]
     reasons: list[dict[str, Any]] = []
     if loop_age_s is not None and loop_age_s > limits.stall_s:
-        reasons.append({"reason": "stalled", "loop_age_s": round(loop_age_s, 3),
+        reasons.append({"reason": "stalled", "loop_age_s": age_said(loop_age_s),
                         "detail": f"the engine loop has not turned for {loop_age_s:.1f} s (limits.stall_s="
                                   f"{limits.stall_s:g})"})
     if snapshot.get("log_problem"):
@@ -61,7 +62,7 @@ def probe_reply(path: str, snapshot: dict[str, Any], loop_age_s: float | None,
     now = time.time()
     reasons = not_ready_reasons(snapshot, loop_age_s, limits, now)
     figures = {"lag_s": lag_now(snapshot, now), "answer_age_s": snapshot.get("answer_age_s"),
-               "heartbeat_age_s": round(now - snapshot["stats_time"], 3) if "stats_time" in snapshot else None}
+               "heartbeat_age_s": age_said(now - snapshot["stats_time"]) if "stats_time" in snapshot else None}
     if path == "/healthz":
         stalled = [r for r in reasons if r["reason"] == "stalled"]
         status = "starting" if snapshot.get("starting") else "stalled" if stalled else "live"

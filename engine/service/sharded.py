@@ -40,6 +40,7 @@ from engine.jobs import JobOutcome
 from engine.forward_plan import StepReport
 from engine.scheduler import UnknownStream
 from engine.quoting import quoted
+from engine.service.ages import age_said
 from engine.service.answer_log import AnswerHistory
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.durability import DataDir
@@ -344,7 +345,7 @@ class ShardedPipeline(ShardedIngest):
                 "expired_streams_forgotten": self.encoders.expired_forgotten,
                 "answers_out": self.answers_out,
                 **self._gathered_stats(), "pending_tokens": self.pending_tokens(), "behind": self.behind,
-                "lag_s": round(self.lag_s(), 3), "shed_streams": self.shed_counts.most(),
+                "lag_s": age_said(self.lag_s()), "shed_streams": self.shed_counts.most(),
                 "streams": len(self.shard_of), "queries": len(self.registry), "model": self.config.model.model_id,
                 "named_questions": sorted(self.codec.questions), "log": self.data.stats(),
                 "stale_answers_dropped": self.stale_dropped, "scores": self.scores.summary(),
