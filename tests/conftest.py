@@ -378,6 +378,16 @@ def serving(config, freeze_first: bool = True):
         raise AssertionError(f"the server's loop died: {died[0]!r}") from died[0]
 
 
+def serving_unlogged(checkpoint, kv_cells: int = 2048):
+    """``serving`` the model at ``checkpoint`` with no tick log, every socket on an ephemeral 127.0.0.1 port: a real
+    service for tests of what a feed or client does against it (their own restarts are not what they check)."""
+    from engine.service.config import ServiceConfig
+
+    endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
+    return serving(ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": kv_cells},
+                                            "endpoints": endpoints, "log": {"enabled": False}}))
+
+
 @contextlib.contextmanager
 def heap_frozen_as_served():
     """The test process's heap frozen as `serve` freezes its own once up (heap_memory.freeze_heap), thawed after: a

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import serving, tiny_tick_checkpoint
+from conftest import serving_unlogged, tiny_tick_checkpoint
 from test_server import wait_for
 from connectors.feed import FeedClient
 from connectors.feed_stats import FeedStats
 from connectors.reject_watch import RejectWatch
 from connectors.ticks import trade
 from engine.service.client import ControlClient
-from engine.service.config import ServiceConfig
 from engine.service.feed_resume import ControlFeedResume
 
 TS = 1_723_161_254_087_896_567
@@ -25,9 +24,7 @@ def checkpoint(tmp_path_factory):
 
 @pytest.fixture
 def server(checkpoint):
-    endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
-    with serving(ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 2048},
-                                          "endpoints": endpoints, "log": {"enabled": False}})) as served:
+    with serving_unlogged(checkpoint) as served:
         yield served
 
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import serving, tiny_tick_checkpoint
+from conftest import serving_unlogged, tiny_tick_checkpoint
 from test_server import wait_for
 from connectors.feed import FeedClient
 from engine.service.client import ControlClient
-from engine.service.config import ServiceConfig
 
 TS = 1_700_000_000_000_000_000
 EACH_TS = 4  # ticks of a stream stamped alike (a 5 ms clock): a tick group's ticks at the last `ts` are accepted
@@ -27,9 +26,7 @@ def checkpoint(tmp_path_factory):
 
 @pytest.fixture
 def server(checkpoint):
-    endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
-    with serving(ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": 2048},
-                                          "endpoints": endpoints, "log": {"enabled": False}})) as served:
+    with serving_unlogged(checkpoint) as served:
         yield served
 
 
