@@ -240,12 +240,13 @@ def _stop_on_sigterm() -> dict[int, Any]:
 def _train(args: argparse.Namespace) -> int | None:
     started = time.time()  # --max-minutes bounds the command from here: its reading and scoring too (train_tail.py)
     from engine.models import BUILTIN_MODEL_DIR
-    from engine.service.finetune import CHECKPOINT_FILES, fit
     from engine.service.installation import user_train_refusal
-    from engine.service.train_checkpoint import WEIGHTS_FILE
 
     if (refusal := user_train_refusal(args.out, BUILTIN_MODEL_DIR)) is not None:  # even with --overwrite
-        raise ValueError(refusal)
+        raise ValueError(refusal)  # (before importing the training: transformers, most of a refusal's seconds)
+    from engine.service.finetune import CHECKPOINT_FILES, fit
+    from engine.service.train_checkpoint import WEIGHTS_FILE
+
     check_outputs(args, [Output("--out", args.out, is_dir=True, atomic_files=(WEIGHTS_FILE,)),
                          Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet")])
     with out_held(args.out):  # checked once this run holds it: no other run can fill it after the check
