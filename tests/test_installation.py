@@ -14,10 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from child_runs import ChildRuns
 from engine.service.installation import OUR_PACKAGES, builtin_write_refusal, is_source_checkout
 from forked_cli import cli_run
 
 ROOT = Path(__file__).resolve().parents[1]
+# the installed copy and its interpreter are built once, on one worker (`--dist loadgroup`)
+pytestmark = pytest.mark.xdist_group("test_installation")
 
 
 def installed_copy(tmp_path: Path) -> Path:
@@ -29,10 +32,31 @@ def installed_copy(tmp_path: Path) -> Path:
 
 
 def run_python(args: list[str], cwd: Path, pythonpath: list[Path]) -> subprocess.CompletedProcess:
-    # real processes (not tests/forked_cli.py's): each imports our packages from where its PYTHONPATH says, which is
-    # what these tests check
+    # real processes (not tests/forked_cli.py's, nor the installed copy's shared interpreter: each shadows our
+    # packages with its own folder): each imports our packages from where its PYTHONPATH says, which is what these
+    # tests check
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, pythonpath))}
     return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> tuple[Path, ChildRuns]:
+    """One installed copy (site-packages) for the tests that only run commands from it and check that it is left
+    as it was, and one interpreter whose PYTHONPATH is that copy alone, which runs them one after another: each run
+    of a fresh interpreter paid Python's start and torch's import (~7 s of CPU on a loaded machine) only to be
+    refused. What is checked is where our packages are imported from, the same in one interpreter as in four."""
+    site = installed_copy(tmp_path_factory.mktemp("installed"))
+    with ChildRuns([site]) as child:
+        yield site, child
+
+
+def run_installed(installed: tuple[Path, ChildRuns], module: str, args: list[str], cwd: Path
+                  ) -> subprocess.CompletedProcess:
+    """``python -m module args`` in ``cwd``, in the installed copy's interpreter: the module run afresh, as
+    ``-m`` runs it (not yet imported: an earlier run may have imported it)."""
+    code = (f"import runpy, sys\nsys.argv = [{module!r}, *{args!r}]\nsys.modules.pop({module!r}, None)\n"
+            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)\n")
+    return installed[1].run(code, cwd)
 
 
 def digests(folder: Path) -> dict[str, str]:
@@ -40,11 +64,11 @@ def digests(folder: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("args", [["--calibrate-only"], ["--steps", "1"]], ids=["calibrate-only", "train"])
-def test_the_training_module_refuses_to_rewrite_an_installed_builtin_model(tmp_path, args) -> None:
-    site = installed_copy(tmp_path)
+def test_the_training_module_refuses_to_rewrite_an_installed_builtin_model(tmp_path, installed, args) -> None:
+    site = installed[0]
     builtin = site / "engine" / "models" / "builtin"
     before = digests(builtin)
-    result = run_python(["-m", "engine.service.train_builtin", *args], cwd=tmp_path, pythonpath=[site])
+    result = run_installed(installed, "engine.service.train_builtin", args, cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-2000:]
     last = result.stderr.strip().splitlines()[-1]
     assert f"--out {builtin} is the built-in model of the installed package (not a source checkout)" in last
@@ -53,12 +77,12 @@ def test_the_training_module_refuses_to_rewrite_an_installed_builtin_model(tmp_p
     assert digests(builtin) == before
 
 
-def test_flashtick_train_refuses_an_installed_builtin_model_as_out_even_with_overwrite(tmp_path) -> None:
-    site = installed_copy(tmp_path)
+def test_flashtick_train_refuses_an_installed_builtin_model_as_out_even_with_overwrite(tmp_path, installed) -> None:
+    site = installed[0]
     builtin = site / "engine" / "models" / "builtin"
     before = digests(builtin)
-    result = run_python(["-m", "engine.service.cli", "train", "ticks.csv", "--out", str(builtin), "--overwrite"],
-                        cwd=tmp_path, pythonpath=[site])
+    result = run_installed(installed, "engine.service.cli", ["train", "ticks.csv", "--out", str(builtin),
+                                                             "--overwrite"], cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.startswith(f"flashtick train: error: --out {builtin} is the built-in model's folder, which "
                                     f"flashtick train never rewrites"), result.stderr[-2000:]
@@ -146,12 +170,12 @@ def test_a_package_shadowed_without_a_distribution_is_named_by_its_folder(tmp_pa
     assert "remove or rename that folder" in lines[1]
 
 
-def test_a_missing_example_path_outside_the_clone_names_the_packaged_example(tmp_path) -> None:
-    site = installed_copy(tmp_path)
+def test_a_missing_example_path_outside_the_clone_names_the_packaged_example(tmp_path, installed) -> None:
+    site = installed[0]
     (tmp_path / "ticks.csv").write_text("ts,symbol,price,size\n1,A,1.0,1\n")
-    result = run_python(["-m", "engine.service.cli", "backtest", "ticks.csv", "--queries",
-                         "queries/examples/tick_model.yaml", "--out", "answers.parquet"], cwd=tmp_path,
-                         pythonpath=[site])
+    result = run_installed(installed, "engine.service.cli", ["backtest", "ticks.csv", "--queries",
+                                                             "queries/examples/tick_model.yaml", "--out",
+                                                             "answers.parquet"], cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.strip() == (
         f"flashtick backtest: error: queries file not found: queries/examples/tick_model.yaml (in {tmp_path}); "
