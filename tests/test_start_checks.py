@@ -7,7 +7,6 @@ from __future__ import annotations
 import resource
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from conftest import tiny_tick_checkpoint
 from engine.service.client import ControlClient
 from engine.service.exit_codes import DATA_DIR_FULL
-from forked_cli import serve_started
+from forked_cli import cli_run, serve_started
 from test_durability import ROOT, feed_and_wait, send_by_fifty, serve_config, serving_a_disk_that_fills
 
 # the tests share the module's checkpoint: `--dist loadgroup` keeps them on one worker, which builds it once
@@ -69,13 +68,11 @@ def test_a_restart_after_kill_9_is_said_as_recovering_and_a_start_on_a_full_disk
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0
 
-    def limit() -> None:  # no file may grow past 1,000 bytes: the start's room check (4 KiB) cannot be written
-        resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
-
-    # a real process: the file size limit is set between its fork and its exec (preexec_fn)
-    full = subprocess.run([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config_path),
-                           "--data-dir", str(tmp_path / "data")], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, preexec_fn=limit)
+    # no file may grow past 1,000 bytes: the start's room check (4 KiB) cannot be written. A process of its own,
+    # forked warm with the limit set in it alone (as `ulimit -f 1` before the command; it was a fresh interpreter
+    # with a preexec_fn, which paid Python's start and torch's import to be refused)
+    full = cli_run(["serve", "--config", str(config_path), "--data-dir", str(tmp_path / "data")], cwd=ROOT,
+                   rlimits={resource.RLIMIT_FSIZE: 1000}, capture_output=True, text=True, timeout=300)
     assert full.returncode == DATA_DIR_FULL == 7, full.stderr
     errors = [line for line in full.stderr.splitlines() if "ERROR:" in line]
     assert len(errors) == 1, full.stderr
