@@ -28,9 +28,10 @@ from flashtick_kernels.metadata import RaggedBatch
 from test_kernels import HAVE_TRITON, needs_cuda
 
 
-def engines(family: str, device: str, graphs, layers: int = 2) -> tuple[Engine, Engine, torch.nn.Module]:
-    """(an engine with graphs as given, one without, the transformers model) over the same weights."""
-    hf = tiny_hf_model(family, seed=5, num_hidden_layers=layers)
+def engines(family: str, device: str, graphs, layers: int = 2, **shape) -> tuple[Engine, Engine, torch.nn.Module]:
+    """(an engine with graphs as given, one without, the transformers model) over the same weights (``shape``:
+    the family's config overridden)."""
+    hf = tiny_hf_model(family, seed=5, num_hidden_layers=layers, **shape)
     spec = CacheSpec(block_size=16, cells=2048)
     with_graphs = Engine(ModelRunner(from_hf_model(hf, device=device), spec, cuda_graphs=graphs))
     plain = Engine(ModelRunner(from_hf_model(hf, device=device), spec, cuda_graphs=False))
@@ -69,10 +70,12 @@ def check_padded_path(family: str, min_split_prefix: int | None) -> None:
         flashtick_kernels.split_kv.SPLIT_MIN_PREFIX = min_split_prefix
     from engine.cuda_graphs import CudaGraphs
 
-    # one layer: engine/cuda_graphs.py pads the batch into its static buffers around the whole forward and holds
-    # nothing per layer, so a second layer runs none of its code again and doubled the interpreter's programs (the
-    # layer loop over the paged KV on the Triton kernels: test_fused's model checks, two layers)
-    graphed, plain, hf = engines(family, "cpu", False, layers=1)
+    # one layer and 4 query heads on 2 KV heads (GQA groups of 2): engine/cuda_graphs.py pads the batch into its
+    # static buffers around the whole forward and holds nothing per layer or head, so a second layer or more heads
+    # ran none of its code again, only more of the interpreter's programs (a token's RoPE+KV write is one a head: 12
+    # of llama3's 8 + 2 + 2, now 8). The layer loop and llama3's groups of 4 on the Triton kernels: test_fused's
+    # model checks (two layers)
+    graphed, plain, hf = engines(family, "cpu", False, layers=1, num_attention_heads=4, num_key_value_heads=2)
     runner = graphed.runner  # buffers for at most MAX_TOKENS tokens: the batch of one more runs eagerly
     runner.graphs = graphs = CudaGraphs(runner.model, runner.kv.tensor, runner.kv.block_size,
                                         runner.config.max_positions, runner.device, max_tokens=MAX_TOKENS,
