@@ -181,7 +181,9 @@ def build_model(
 ) -> LlamaModel:
     with torch.device("meta"), _no_weight_init():  # no random init of weights that are about to be overwritten
         model = LlamaModel(config)
-    model.to_empty(device=device)
+    # (Module.to_empty's empty_like of a meta tensor runs torch's Python reference op, whose first call imports
+    # torch.fx's symbolic shapes and sympy: ~0.4 s of CPU at every model load; torch.empty allocates the same)
+    model._apply(lambda t: torch.empty(t.shape, dtype=t.dtype, device=device))
     model.rotary = Rotary(config).to(device)
     fused = _fuse(config, hf_state)
     _check_fit(config, fused, model.state_dict())
