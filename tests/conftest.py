@@ -337,15 +337,16 @@ def local_ray():
     """A local Ray of 2 CPUs for a module's tests (with `pytestmark = pytest.mark.usefixtures("local_ray")`)."""
     ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'flashtick[ray]')")
     from engine.service.config import ShardsSection
-    from engine.service.ray_shards import set_ray_environment
+    from engine.service.ray_shards import set_ray_environment, start_local_ray
 
     # Ray's settings as `serve --shards` gives its own local instance (CPU actors leave CUDA_VISIBLE_DEVICES be): the
     # shards at the tests' priority, not Ray's nice 15, which under `-n 2` gave a starting shard a few % of a core
-    # beside the other worker's tests; no metrics agent. Taken back after the module
+    # beside the other worker's tests; no metrics agent; the shards' path inherited, as serve's are (no runtime_env:
+    # the first shards take the workers Ray starts with it). Taken back after the module
     before = set(os.environ)
     set_ray_environment(ShardsSection(), os.environ, sys.stderr)
     try:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        start_local_ray(num_cpus=2, log_to_driver=False)
         yield
         ray.shutdown()
     finally:

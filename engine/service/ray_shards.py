@@ -57,9 +57,6 @@ def connect(shards: ShardsSection) -> RayConnection:
     ray = ray_module()
     if ray.is_initialized():
         return RayConnection(False, None)
-    local: dict[str, Any] = {}
-    if shards.ray_address is None:
-        local["_node_ip_address"] = "127.0.0.1"  # Ray's own sockets on loopback too, as every socket of ours
     set_ray_environment(shards, os.environ, sys.stderr)
     _check_reachable(shards)
     # (before Ray starts: a kill while it starts leaves nothing either)
@@ -69,11 +66,45 @@ def connect(shards: ShardsSection) -> RayConnection:
               "\"Failed to establish connection to the metrics exporter agent\" as it starts; expected (no Ray "
               "metrics agent runs, and flashtick uses none: docs/scale-out.md), no fault", file=sys.stderr, flush=True)
     try:
-        ray.init(address=shards.ray_address, include_dashboard=False, log_to_driver=True, **local)
+        if shards.ray_address is None:  # Ray's own sockets on loopback too, as every socket of ours
+            start_local_ray(log_to_driver=True, _node_ip_address="127.0.0.1")
+        else:
+            ray.init(address=shards.ray_address, include_dashboard=False, log_to_driver=True)
     except BaseException:
         ray_reaper.stop(reaper)
         raise
     return RayConnection(True, reaper)
+
+
+# the GCS address of each local Ray instance this process started (start_local_ray) -> the PYTHONPATH its processes
+# inherited: its shards need no runtime_env to import flashtick from where this process does
+_LOCAL_PATHS: dict[str, str] = {}
+
+
+def shard_python_path() -> str:
+    """The PYTHONPATH a shard's process needs: the directory this flashtick was imported from first (a checkout's
+    shards import the checkout, else their own install), then this process's own."""
+    root = str(Path(__file__).resolve().parents[2])
+    rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != root]
+    return os.pathsep.join([root, *rest])
+
+
+def start_local_ray(**init: Any) -> None:
+    """``ray.init`` of a local instance (no dashboard) whose raylet, and so every worker it starts, inherits
+    shard_python_path(): start_shard then passes no runtime_env, so a shard takes one of the workers Ray starts
+    with the instance (as many as it has CPUs), where a runtime_env'd actor had a new one started for it and the
+    runtime-env agent set up (measured: ~5 s of CPU at each instance's first shards, the same afterwards)."""
+    ray = ray_module()
+    path, before = shard_python_path(), os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = path  # (the raylet starts within ray.init; this process's own is put back after)
+    try:
+        ray.init(include_dashboard=False, **init)
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+    _LOCAL_PATHS[ray.get_runtime_context().gcs_address] = path
 
 
 def _check_reachable(shards: ShardsSection) -> None:
@@ -141,11 +172,12 @@ def start_shard(config: ServiceConfig, group: Any, index: int) -> Any:
     shards = config.shards
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-    # the shards import flashtick from where this process did (a checkout), else from their own install
-    root = str(Path(__file__).resolve().parents[2])
-    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    # the shards import flashtick from where this process did (a checkout), else from their own install: a local
+    # instance started here gave its workers that path (start_local_ray); elsewhere the actor's runtime_env does
+    path = shard_python_path()
+    inherited = _LOCAL_PATHS.get(ray_module().get_runtime_context().gcs_address) == path
     return shard_actor_class().options(
         max_restarts=shards.max_restarts, max_task_retries=0, num_cpus=shards.cpus,
         num_gpus=1 if config.model.device.startswith("cuda") else 0,
         scheduling_strategy=PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=index),
-        runtime_env={"env_vars": {"PYTHONPATH": path}}).remote(config, f"shard-{index}")
+        **({} if inherited else {"runtime_env": {"env_vars": {"PYTHONPATH": path}}})).remote(config, f"shard-{index}")
