@@ -599,23 +599,29 @@ def test_asks_of_a_shard_ray_does_not_restart_are_each_refused_shard_lost(checkp
     assert health["status"] == "degraded" and health["shards_down"] == [victim.name]
 
 
-def test_restarts_of_shards_owing_a_backlog_answer_it_group_by_group_as_the_live_run_would(checkpoint,
-                                                                                          tmp_path) -> None:
+def test_restarts_of_shards_owing_a_backlog_answer_it_group_by_group_and_move_by_move_as_the_live_run_would(
+        checkpoint, tmp_path, capsys) -> None:
     """Messages the front door accepted and logged but no shard computed when the process died: a restart on
     shards answers each of them as the run that never stopped does (a `batch` answer per message and stream, a
-    `{ticks: 10}` answer at each multiple of 10), with the same seqs, not one answer per query at the last tick.
-    One live run (1,000 ticks of 4 streams in 3-tick messages, rolling past 256 positions; its data directory
-    copied twice, the disk were it killed then), two deaths:
+    `{ticks: 10}` answer at each multiple of 10, a `{move_bps: 3}` answer at each move's own tick), with the same
+    seqs, not one answer per query at the last tick; it counts what it owes before any shard computes it, from
+    the front door's own replay of the items' marks. One live run (1,000 ticks of 4 streams in 3-tick messages,
+    rolling past 256 positions; its data directory copied twice, the disk were it killed then), two deaths:
 
     - before any answer was logged (500 ticks accepted and logged, none computed): every logged item is owed
       tail (no stream was booked), and each stream is still placed on its shard, rebuilt with the tokens the live
       run's shard holds and answered as the run that never stopped was, as one engine's restart does (review234
       #1: the shards restored 0 streams, the owed answers never came and `ask` said the streams had expired);
     - later, those 500 answered and 500 more accepted behind them: the restart rebuilds what was answered and
-      answers the backlog message by message."""
+      answers the backlog message by message.
+
+    And live, `{move_bps: N}` on 2 shards answers at the ticks one engine answers at (the front door sends each
+    item's mark beside its tokens: a shard cannot read a price from them), inside the messages too, with the same
+    seqs. (One live run for both deaths and the moves: each sharded start costs Ray two worker processes.)"""
     queries = tmp_path / "q.yaml"
+    moves = "  - {name: mv, streams: ['*'], question: direction_20, kind: choice, trigger: {move_bps: 3}}\n"
     queries.write_text(QUERIES + "  - {name: d10, streams: ['*'], question: direction_20, kind: choice, "
-                                 "trigger: {ticks: 10}}\n")
+                                 "trigger: {ticks: 10}}\n" + moves)
     ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(1000)
     messages = [ticks[i : i + 3] for i in range(0, len(ticks), 3)]
     first = len(messages) // 2
@@ -632,6 +638,22 @@ def test_restarts_of_shards_owing_a_backlog_answer_it_group_by_group_as_the_live
         uninterrupted_then = live.run_until_idle()
     finally:
         live.close()
+    moves_only = tmp_path / "mv.yaml"  # one engine, fed the same messages the same way: the moves' answers
+    moves_only.write_text("queries:\n" + moves)
+    local = TickPipeline(config(checkpoint, tmp_path / "one", 0, moves_only))
+    try:
+        expected = []
+        for part in (messages[:first], messages[first:]):
+            for message in part:
+                assert local.ingest_message(encode(message)) == []
+            expected += local.run_until_idle()
+    finally:
+        local.close()
+    assert {a.version % 3 for a in expected} != {0}  # moves inside the messages, each at its tick
+    assert_same(by_topic(expected), by_topic([a for a in uninterrupted_first + uninterrupted_then if a.query == "mv"]))
+    assert sum(a.query == "mv" for a in uninterrupted_then) > 10
+
+    capsys.readouterr()
     restarted = ShardedPipeline(config(checkpoint, unanswered, 2))  # the answer log holds none
     try:
         owed = restarted.run_until_idle()
@@ -641,45 +663,15 @@ def test_restarts_of_shards_owing_a_backlog_answer_it_group_by_group_as_the_live
         restarted.close()
     assert sum(r["streams"] for r in restored) == 4
     assert_owed_as_uninterrupted(owed, uninterrupted_first, TOL)
+    # counted before any shard computes them, from the front door's own replay of the marks
+    assert f"flashtick: computing what was owed: {len(uninterrupted_first)} answers due on " in capsys.readouterr().err
     restarted = ShardedPipeline(config(checkpoint, behind, 2))
     try:
         owed = restarted.run_until_idle()
     finally:
         restarted.close()
     assert_owed_as_uninterrupted(owed, uninterrupted_then, TOL)
-
-
-def test_move_triggers_fire_on_two_shards_as_on_one_engine_and_after_a_restart(checkpoint, tmp_path,
-                                                                               capsys) -> None:
-    """`{move_bps: N}` on 2 shards: the front door sends each item's mark beside its tokens (a shard cannot read a
-    price from them), so the shards answer at the ticks one engine answers at, inside 5-tick messages too, with
-    the same seqs; a restart owing a burst answers each move in it at its own tick, as the run that never stopped."""
-    queries = tmp_path / "q.yaml"
-    queries.write_text("queries:\n  - {name: mv, streams: ['*'], question: direction_20, kind: choice, "
-                       "trigger: {move_bps: 3}}\n")
-    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(500)
-    messages = [ticks[i : i + 5] for i in range(0, len(ticks), 5)]
-    local = TickPipeline(ServiceConfig.from_dict({
-        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
-        "scheduler": {"max_batch_tokens": 64}, "queries": str(queries)}))
-    expected = feed(local, messages)
-    live = ShardedPipeline(config(checkpoint, tmp_path / "data", 2, queries))
-    first = feed(live, messages[:40])
-    for message in messages[40:]:  # the burst: accepted and logged, not yet sent to a shard
-        assert live.ingest_message(encode(message)) == []
-    after = shutil.copytree(tmp_path / "data", tmp_path / "after")
-    uninterrupted = live.run_until_idle()
-    live.close()
-    assert {a.version % 5 for a in expected} != {0}  # moves inside the messages, each at its tick
-    assert_same(by_topic(expected), by_topic(first + uninterrupted))
-    capsys.readouterr()
-    restarted = ShardedPipeline(config(checkpoint, after, 2))
-    owed = restarted.run_until_idle()
-    restarted.close()
-    key = lambda a: (a.query, a.stream, a.version, a.seq, a.data_ts)  # noqa: E731
-    assert len(uninterrupted) > 10 and sorted(map(key, owed)) == sorted(map(key, uninterrupted))
-    # counted before any shard computes them, from the front door's own replay of the marks
-    assert f"flashtick: computing what was owed: {len(uninterrupted)} answers due on " in capsys.readouterr().err
+    assert f"flashtick: computing what was owed: {len(uninterrupted_then)} answers due on " in capsys.readouterr().err
 
 
 def logged_ticks_of(directory: Path, stream: str) -> int:
