@@ -12,11 +12,12 @@ validates its shape.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
-
-import polars as pl
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Sequence
 
 from engine.quoting import quoted
+
+if TYPE_CHECKING:  # polars is imported where an expression is built (a file replay): the
+    import polars as pl  # service's config imports this module, and each shard's and CLI start paid it
 
 KEEP_LEAVES_OUT = "which the map's keep leaves out"  # a keep filter's filtered_out (rejected_rows.py's LEFT_OUT_CAUSES)
 
@@ -87,6 +88,8 @@ def _holds(values: KeepValues, cell: Any) -> bool:
 
 def keep_expr(values: Sequence[Any] | Mapping[str, Sequence[Any]], cell: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     """`_holds` as a polars expression over a column of cells of `dtype`."""
+    import polars as pl
+
     wanted = keep_values(values)
     if dtype.is_numeric():
         listed = cell.cast(pl.Float64).is_in([float(k) for k in wanted.typed if k not in ("true", "false")])

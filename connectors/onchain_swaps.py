@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from engine.quoting import quoted
+
+if TYPE_CHECKING:  # polars is imported where an expression is built (a file replay): the
+    import polars as pl  # service's config imports this module, and each shard's and CLI start paid it
 
 SQRT_PRICE_X96 = "sqrt_price_x96"  # a price_format
 POOL_SIGN = "pool"  # a signed_size value
@@ -75,6 +76,8 @@ def _decimals(value: Any) -> tuple[int, int] | None:
 def swap_value(key: str, col: pl.Expr, cmap: Any) -> pl.Expr:
     """A value's expression with the map's swap keys applied: sizes scaled (and a pool-side sign turned to the
     trader's), a sqrtPriceX96 made the base token's price."""
+    import polars as pl
+
     if key in SIZE_FIELDS and cmap.size_scale is not None:
         col = col.cast(pl.Float64) / cmap.size_scale
     if key == "size" and cmap.signed_size == POOL_SIGN:

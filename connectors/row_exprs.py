@@ -34,7 +34,8 @@ from connectors.map_vocabulary import (
 from connectors.number_separators import COMMA_GROUPED, CURRENCY_SIGN, DOT_GROUPED, GROUP_MARKS, SPACE_GROUPED
 from connectors.price_notation import FRACTIONAL_FORMS, fractional_price
 from connectors.onchain_swaps import swap_value
-from connectors.row_order import INNER_BITS, SEQ
+from connectors.row_order import SEQ
+from connectors.sequence_watch import INNER_BITS
 from connectors.size_readings import capped_size
 from connectors.stream_names import ERROR_CELL
 

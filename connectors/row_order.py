@@ -19,9 +19,6 @@ from connectors.session_dates import EveningsMoved
 from engine.quoting import quoted
 
 SEQ = "_seq"  # the row's sequence number (a map's `sequence`), which orders rows of equal times
-# a sequence of two columns (`block_number+log_index`) is one number, the first shifted past the second's bits: up
-# to 2**24 events a block, blocks up to 2**39 (connectors/row_exprs.py's sequence_key, sequence_watch.py's notes)
-INNER_BITS = 24
 
 NEWEST_FIRST_SHARE = 0.99  # of the steps between two times, those back: an export newest first, pages overlapping
 

@@ -14,11 +14,13 @@ import functools
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-import polars as pl
-
 from engine.quoting import quoted
+
+if TYPE_CHECKING:  # polars is imported where an expression is built (a file replay): the
+    import polars as pl  # service's config imports this module, and each shard's and CLI start paid it
 
 # Zones' names outside the US that stand for one UTC offset each wherever they are written, with the zone whose
 # clock writes them (its standard and its summer name by the date: AEST, then AEDT from October): a time written
@@ -96,6 +98,8 @@ def numeric_offsets(text: pl.Expr, zone_reading: Mapping[str, str] | None = None
     (`-05:00`, `+0100`), as polars reads it; other text as it is. `zone_reading`: names read at other offsets than
     NAMED_OFFSETS' (`names_read_in`: CST as +08:00 with --tz Asia/Shanghai), or that it has none for (a format's
     `%Z` with --tz Europe/London: BST as +01:00, `names_in_zone`)."""
+    import polars as pl
+
     offsets = NAMED_OFFSETS | dict(zone_reading or {})
     name = zone_name_of(text, offsets)
     names = "|".join(sorted(offsets, key=len, reverse=True))
@@ -307,6 +311,8 @@ def etc_zone(offset: str) -> str | None:
 def in_us_summer(ts_ns: pl.Expr, name: pl.Expr, written: str) -> pl.Expr:
     """Per row: whether its instant (int ns) is written with `written` (a SUMMER_CHECKED name) on a date that US
     zone keeps summer time (its clock writes CDT, PDT, EDT then)."""
+    import polars as pl
+
     local = pl.from_epoch(ts_ns, "ns").dt.replace_time_zone("UTC").dt.convert_time_zone(SUMMER_CHECKED[written])
     return (name == written) & (local.dt.dst_offset() > pl.duration(seconds=0))
 
