@@ -12,6 +12,7 @@ import dataclasses
 import os
 import shutil
 import signal
+import sys
 import threading
 import time
 import urllib.request
@@ -23,7 +24,7 @@ import pytest
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'flashtick[ray]')")
 
 from conftest import (assert_owed_as_uninterrupted, documented_nested_stats, nested_stats_keys, serving,  # noqa: E402
-                      tiny_tick_checkpoint)
+                      shared_tiny_tick_checkpoint)
 from connectors.feed import FeedClient  # noqa: E402
 from connectors.synthetic import SyntheticConfig, SyntheticMarket  # noqa: E402
 from connectors.ticks import encode, trade  # noqa: E402
@@ -47,8 +48,8 @@ pytestmark = [pytest.mark.usefixtures("local_ray"), pytest.mark.xdist_group("tes
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick"), max_position_embeddings=256)
+def checkpoint(tmp_path_factory):  # (test_shards_wire's too: one build for both on their worker)
+    return shared_tiny_tick_checkpoint(tmp_path_factory, max_position_embeddings=256)
 
 
 def config(checkpoint, data_dir: Path, shards: int, queries: Path | None = None, **extra) -> ServiceConfig:
@@ -256,6 +257,13 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
                                                                                             "SYN.C", "SYN.D")))
         shards = {link.name: set(link.streams) for link in server.pipeline.links}
         assert all(shards.values())  # both shards serve streams
+        # each shard's process: started without a runtime_env (this process's local Ray gave its workers the path,
+        # ray_shards.start_local_ray), and its start imported neither sympy (a model load's Module.to_empty did) nor
+        # polars (the config's connectors did): ~0.7 s of CPU at each shard's start
+        for link in server.pipeline.links:
+            assert ray.get(link.handle.__ray_call__.remote(lambda _: (
+                ray.get_runtime_context().get_runtime_env_string(), "sympy" in sys.modules,
+                "polars" in sys.modules))) == ("{}", False, False)
         bad = control.request({"op": "register", "yaml": "queries:\n  - {name: vol, streams: ['*'], kind: choice,"
                                                          " question: volatility_50, trigerr: batch}\n"})
         assert not bad["ok"] and "trigerr" in bad["error"]  # refused at the front door: no shard saw it
@@ -688,13 +696,15 @@ def test_retention_on_shards_keeps_what_no_shard_answered_live_and_at_a_start(ch
     """Retention (small segments, a small limit) under a front door: live, a segment holding ticks no shard has
     answered yet stays (the front door's bound follows the shards' progress); once they are answered, the next
     heartbeat's check drops it. At a start, a stream none of whose answers were logged keeps its ticks too: the
-    restart answers each of its messages as the run that never stopped did, not one answer at its latest tick."""
+    restart answers each of its messages as the run that never stopped did, not one answer at its latest tick. One
+    shard: what retention keeps follows each stream's answered ticks, whichever shard holds it (a second shard
+    cost Ray a worker process at each of the two starts)."""
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(2000)
     of = lambda stream, n: [t for t in ticks if t.stream == stream][:n]  # noqa: E731
     log = {"dir": str(tmp_path / "data"), "segment_bytes": 4096, "retention_bytes": 2 * 4096}
-    live = ShardedPipeline(config(checkpoint, tmp_path / "data", 2, queries, log=log))
+    live = ShardedPipeline(config(checkpoint, tmp_path / "data", 1, queries, log=log))
     try:
         old, new = of("SYN.A", 120), of("SYN.B", 240)
         feed(live, [old[i : i + 10] for i in range(0, len(old), 10)])  # answered, logged: droppable
@@ -709,7 +719,7 @@ def test_retention_on_shards_keeps_what_no_shard_answered_live_and_at_a_start(ch
     finally:
         live.close()
     capsys.readouterr()
-    restarted = ShardedPipeline(config(checkpoint, after, 2, log={**log, "dir": str(after)}))
+    restarted = ShardedPipeline(config(checkpoint, after, 1, log={**log, "dir": str(after)}))
     try:
         owed = restarted.run_until_idle()
     finally:
@@ -737,13 +747,14 @@ def shard_sessions(pipeline: ShardedPipeline) -> dict[str, tuple[int, int]]:
 def test_a_restart_of_shards_keeps_expiries_and_the_tick_counts_retention_dropped(checkpoint, tmp_path) -> None:
     """As on one engine: a stream whose first ticks retention dropped counts on from where the live run was (an
     answer's `version` never goes backwards), and streams the live run expired for idleness stay expired (a
-    stream that came back goes on from its kept context), owed no answer."""
+    stream that came back goes on from its kept context), owed no answer. One shard: expiries and counts are each
+    stream's, whichever shard holds it (a second shard cost Ray a worker process at each of the two starts)."""
     from connectors.ticks import trade
 
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     idle_s = 5.0  # (the margin of the one call that feeds the three streams kept and expires the two idle ones)
-    cfg = config(checkpoint, tmp_path / "data", 2, queries, scheduler={"max_batch_tokens": 64, "stream_idle_s": idle_s},
+    cfg = config(checkpoint, tmp_path / "data", 1, queries, scheduler={"max_batch_tokens": 64, "stream_idle_s": idle_s},
                  log={"dir": str(tmp_path / "data"), "segment_bytes": 4096, "retention_bytes": 4 * 4096})
     # idleness is wall-clock time, and a loaded machine takes longer than any stream_idle_s to feed the streams (the
     # 600 ticks of R0/R1 took more than 8 s beside a CPU hog, and QUIET, fed before them, expired): the shards expire
@@ -783,7 +794,7 @@ def test_a_restart_of_shards_keeps_expiries_and_the_tick_counts_retention_droppe
         message = [trade("R0", t0 + 10_000, 51.0, 1.0, "buy"), trade("QUIET", t0 + 10_001, 101.0, 1.0, "buy"),
                    trade("IDLE0", t0 + 10_002, 22.0, 2.0, "buy")]
         want = {(a.query, a.stream): (a.version, a.seq) for a in feed(live, [message])}
-    except BaseException:  # a failure must hand the two shards back too, or the next shards test cannot start
+    except BaseException:  # a failure must hand the shard back too, or the next shards test cannot start
         live.close()
         raise
     live.close()  # (the local Ray instance holds two shards at a time)
