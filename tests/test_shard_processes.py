@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -14,10 +16,25 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'flashtick[ray]')")
 
-from conftest import tiny_tick_checkpoint  # noqa: E402
-from test_durability import serve  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="lists processes from /proc (Linux)")
+
+
+def serve_one_shard(config: Path, data_dir: Path) -> subprocess.Popen:
+    """A real `flashtick serve --shards 1` on its own process, read up to its "serving" line; the stderr lines read
+    kept as its ``lines_read``. (Here, not test_durability's `serve`: importing that module imported the engine and
+    torch into this process, which needs neither.)"""
+    process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config),
+                                "--data-dir", str(data_dir), "--shards", "1"], stderr=subprocess.PIPE, text=True,
+                               cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + 120
+    line, process.lines_read = "", []
+    while "flashtick serving" not in line and time.monotonic() < deadline:
+        line = process.stderr.readline()
+        assert line or process.poll() is None, "serve exited"
+        process.lines_read.append(line.rstrip("\n"))
+    return process
 
 
 def below(pid: int) -> dict[int, str]:
@@ -55,13 +72,14 @@ def running(processes: dict[int, str]) -> list[int]:
 # another ~37 s of a 2-core CI run
 @pytest.mark.parametrize("how", [signal.SIGKILL], ids=["kill -9"])
 def test_a_sharded_front_door_that_ends_leaves_no_ray_process_running(tmp_path, how) -> None:
-    model = tiny_tick_checkpoint(tmp_path / "tick", max_position_embeddings=256)
+    # the built-in model (what the shard runs is not what is checked): no checkpoint built in this process, which
+    # imported torch and transformers for it
     config = tmp_path / "engine.yaml"
-    config.write_text(f"model: {{path: {model}}}\nkv: {{cells: 4096, block_size: 16}}\nshards: {{cpus: 0.5}}\n"
-                      f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
-                      f"control: 'tcp://127.0.0.1:0'}}\n")
+    config.write_text("kv: {cells: 4096, block_size: 16}\nshards: {cpus: 0.5}\n"
+                      "endpoints: {ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
+                      "control: 'tcp://127.0.0.1:0'}\n")
     # one shard: its worker is one of Ray's processes as a second one would be, and each costs a process start
-    process, _ = serve(config, tmp_path / "data", extra=("--shards", "1"))
+    process = serve_one_shard(config, tmp_path / "data")
     # review349 #12: Ray's `E` lines of a healthy local start are explained before them, not left unexplained
     notes = [line for line in process.lines_read if "metrics exporter agent" in line]
     assert notes and notes[0].startswith("flashtick serve: INFO: starting a local Ray instance"), process.lines_read
