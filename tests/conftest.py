@@ -332,26 +332,67 @@ def read_terminal(leader: int) -> tuple[threading.Thread, list[bytes]]:
     return reader, seen
 
 
+_ray_env_before: set[str] | None = None  # os.environ's keys before this worker's local Ray started; None: none runs
+
+
 @pytest.fixture(scope="module")
 def local_ray():
-    """A local Ray of 2 CPUs for a module's tests (with `pytestmark = pytest.mark.usefixtures("local_ray")`)."""
+    """A local Ray of 2 CPUs for a module's tests (with `pytestmark = pytest.mark.usefixtures("local_ray")`). It runs
+    on while the next test this process runs asks for it too, and is shut down after the last that does
+    (pytest_runtest_teardown below): the modules of one xdist group (test_shards, test_shards_wire) share one start
+    (~5 s of CPU, and its idle processes' while a module builds its fixtures)."""
+    global _ray_env_before
     ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'flashtick[ray]')")
     from engine.service.config import ShardsSection
     from engine.service.ray_shards import set_ray_environment, start_local_ray
 
-    # Ray's settings as `serve --shards` gives its own local instance (CPU actors leave CUDA_VISIBLE_DEVICES be): the
-    # shards at the tests' priority, not Ray's nice 15, which under `-n 2` gave a starting shard a few % of a core
-    # beside the other worker's tests; no metrics agent; the shards' path inherited, as serve's are (no runtime_env:
-    # the first shards take the workers Ray starts with it). Taken back after the module
-    before = set(os.environ)
-    set_ray_environment(ShardsSection(), os.environ, sys.stderr)
-    try:
-        start_local_ray(num_cpus=2, log_to_driver=False)
-        yield
-        ray.shutdown()
-    finally:
-        for key in set(os.environ) - before:  # (it only sets what was not set)
-            del os.environ[key]
+    if _ray_env_before is None:
+        # Ray's settings as `serve --shards` gives its own local instance (CPU actors leave CUDA_VISIBLE_DEVICES be):
+        # the shards at the tests' priority, not Ray's nice 15, which under `-n 2` gave a starting shard a few % of a
+        # core beside the other worker's tests; no metrics agent; the shards' path inherited, as serve's are (no
+        # runtime_env: the first shards take the workers Ray starts with it). Taken back when it is shut down
+        before = set(os.environ)
+        set_ray_environment(ShardsSection(), os.environ, sys.stderr)
+        try:
+            start_local_ray(num_cpus=2, log_to_driver=False)
+        except BaseException:
+            _forget_ray_environment(before)
+            raise
+        _ray_env_before = before
+    assert ray.is_initialized()
+    yield
+
+
+def _forget_ray_environment(before: set[str]) -> None:
+    for key in set(os.environ) - before:  # (set_ray_environment only sets what was not set)
+        del os.environ[key]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """The local Ray (local_ray) shut down once the next test does not ask for it (or none follows)."""
+    global _ray_env_before
+    yield
+    if _ray_env_before is not None and (nextitem is None or "local_ray" not in nextitem.fixturenames):
+        import ray
+
+        before, _ray_env_before = _ray_env_before, None
+        try:
+            ray.shutdown()
+        finally:
+            _forget_ray_environment(before)
+
+
+_shared_checkpoints: dict[tuple, Path] = {}
+
+
+def shared_tiny_tick_checkpoint(tmp_path_factory, **overrides) -> Path:
+    """tiny_tick_checkpoint built once per worker process for the same ``overrides``, for modules that only read it
+    (a module fixture each built its own, transformers imported for it)."""
+    key = tuple(sorted(overrides.items()))
+    if key not in _shared_checkpoints:
+        _shared_checkpoints[key] = tiny_tick_checkpoint(tmp_path_factory.mktemp("tick"), **overrides)
+    return _shared_checkpoints[key]
 
 
 def freeze_before_a_start() -> None:

@@ -1,6 +1,8 @@
-"""The sharded front door (`serve --shards 2`) says what one engine (`serve`) says, on real sockets: the same bad asks
+"""The sharded front door (`serve --shards 1`) says what one engine (`serve`) says, on real sockets: the same bad asks
 get the same replies (an ask a shard refuses comes back with its reason and words as they are, fix326 #2), and a
-message of too many new streams is refused as one engine refuses it, same error and counters (fix326 #6)."""
+message of too many new streams is refused as one engine refuses it, same error and counters (fix326 #6). One
+shard: the asks reach a shard, the new streams and the clocks are the front door's (a second shard cost Ray a
+worker process)."""
 
 from __future__ import annotations
 
@@ -28,8 +30,9 @@ BAD_ASKS = [
 PER_MESSAGE = 2  # limits.max_new_streams_per_message of these services
 
 
-# tests/conftest.py; the services the tests read are started once: `--dist loadgroup` keeps them on one worker
-pytestmark = [pytest.mark.usefixtures("local_ray"), pytest.mark.xdist_group("test_shards_wire")]
+# tests/conftest.py; the services the tests read are started once: `--dist loadgroup` keeps them on one worker, with
+# test_shards' tests (one local Ray instance and one checkpoint for both modules, not one each)
+pytestmark = [pytest.mark.usefixtures("local_ray"), pytest.mark.xdist_group("test_shards")]
 
 
 def said_by(checkpoint, tmp_path, shards: int) -> dict:
@@ -82,12 +85,12 @@ def said_by(checkpoint, tmp_path, shards: int) -> dict:
 
 @pytest.fixture(scope="module")
 def said(checkpoint, tmp_path_factory, local_ray) -> dict[int, dict]:
-    """What one engine (0) and two shards (2) said, each service started once for the module's tests to read."""
-    return {shards: said_by(checkpoint, tmp_path_factory.mktemp(f"said{shards}"), shards) for shards in (0, 2)}
+    """What one engine (0) and one shard (1) said, each service started once for the module's tests to read."""
+    return {shards: said_by(checkpoint, tmp_path_factory.mktemp(f"said{shards}"), shards) for shards in (0, 1)}
 
 
-def test_one_engine_and_two_shards_say_the_same_to_bad_asks_and_to_a_flood_of_new_streams(said) -> None:
-    one, sharded = said[0], said[2]
+def test_one_engine_and_a_sharded_front_door_say_the_same_to_bad_asks_and_to_a_flood_of_new_streams(said) -> None:
+    one, sharded = said[0], said[1]
     for ask, alone, front in zip(BAD_ASKS, one["replies"], sharded["replies"]):
         assert alone["ok"] is False and alone == front, (ask, alone, front)
     reasons = [reply["reason"] for reply in one["replies"]]
@@ -105,8 +108,8 @@ def test_one_engine_and_two_shards_say_the_same_to_bad_asks_and_to_a_flood_of_ne
                                               f"NEW.{PER_MESSAGE}": False}
 
 
-def test_two_shards_say_each_streams_clock_offset_as_one_engine_does(said) -> None:
-    for said_there in (said[0]["clocks"], said[2]["clocks"]):
+def test_a_sharded_front_door_says_each_streams_clock_offset_as_one_engine_does(said) -> None:
+    for said_there in (said[0]["clocks"], said[1]["clocks"]):
         on, ahead = said_there["held"]["CLK.ON"], said_there["held"]["CLK.AHEAD"]
         assert 0 <= on["clock_offset_ms"] < 60_000 and "clock_ahead" not in on, on  # read after it was stamped
         assert -5_000 <= ahead["clock_offset_ms"] < -4_000 and "ahead of this machine's clock" in ahead["clock_ahead"]
