@@ -111,11 +111,13 @@ def assert_same(a: dict, b: dict) -> None:
 
 
 def test_two_shards_answer_rounds_and_bursts_as_one_engine_and_a_restart_on_another_shard_count_continues(
-        checkpoint, tmp_path) -> None:
+        checkpoint, tmp_path, capsys) -> None:
     """One engine and 2 shards fed the same rounds answer alike (fp32, 1e-4) with the same per-topic seqs, score
     alike, and answer an ask with the same answer mix; a restart on 2 shards of what one engine logged (its data
     directory copied half way, as a crash leaves it) rebuilds every stream on the shard it hashes to, and its seqs
-    continue where the one-engine run left them, its answers alike.
+    continue where the one-engine run left them, its answers alike; that sharded start on one engine's directory
+    keeps the meta.json one engine wrote, its resolved scheduler.window included, and notes no change
+    (test_meta_json_of_a_sharded_data_directory_is_one_engines_window_included's other half).
 
     Then, on the same two services, bursts: messages of several ticks per stream, taken faster than forwards run:
     each message is one tick group per stream, and a `batch` query answers at the end of each, on shards as on one
@@ -160,13 +162,18 @@ def test_two_shards_answer_rounds_and_bursts_as_one_engine_and_a_restart_on_anot
     assert_bursts_answered_alike(*bursts)
 
     # a restart on 2 shards of what one engine logged: every stream rebuilt on the shard it hashes to now
+    written = read_record(crashed / "meta.json")
+    capsys.readouterr()
     moved = ShardedPipeline(config(checkpoint, crashed, 2))
+    started = capsys.readouterr().err
     try:
         assert moved.ticks_in == sum(len(b) for b in batches[:half])
         second = by_topic(moved.run_until_idle() + feed(moved, batches[half:]))
         restored = [r for link in moved.links for r in link.restores]
     finally:
         moved.close()
+    assert written["settings"]["scheduler.window"] == 256  # (one engine's, resolved: the model's positions)
+    assert read_record(crashed / "meta.json") == written and "note" not in started, started
     assert sum(r["streams"] for r in restored) == 4 and all(r["streams"] for r in restored)
     for topic, answers in second.items():  # seqs continue where the one-engine run left them; answers alike
         assert_same({topic: expected[topic][-len(answers):]}, {topic: answers})
@@ -214,8 +221,9 @@ def assert_bursts_answered_alike(expected, got, messages, sent, placed, asked, f
 def test_meta_json_of_a_sharded_data_directory_is_one_engines_window_included(checkpoint, tmp_path, capsys) -> None:
     """A `--shards` front door recorded `scheduler.window: null` in meta.json (it holds no engine to resolve it),
     where one engine records the number it resolved (the model's 256 positions here): the shards say theirs, and
-    meta.json is the same as one engine's; a sharded start on one engine's directory keeps that number (it was
-    rewritten null) and notes no change, and one engine on the sharded directory notes none either. One shard each
+    meta.json is the same as one engine's, and one engine on the sharded directory notes no change. (A sharded
+    start on one engine's directory keeps that number, where it was rewritten null, and notes no change: the
+    2-shard restart of test_two_shards_answer_rounds_and_bursts_... checks it, a Ray worker start fewer.) One shard
     (the front door records what its first shard says, whatever the count): each start costs Ray a worker process."""
     one = TickPipeline(config(checkpoint, tmp_path / "one", 1))  # (one engine: TickPipeline reads no shards)
     one.close()
@@ -225,9 +233,8 @@ def test_meta_json_of_a_sharded_data_directory_is_one_engines_window_included(ch
     assert meta("one")["settings"]["scheduler.window"] == 256
     assert meta("two") == meta("one")
     capsys.readouterr()
-    for pipeline, directory in ((ShardedPipeline, "one"), (TickPipeline, "two")):  # each on the other's
-        pipeline(config(checkpoint, tmp_path / directory, 1)).close()
-        assert meta(directory) == meta("one") and "note" not in capsys.readouterr().err
+    TickPipeline(config(checkpoint, tmp_path / "two", 1)).close()  # one engine on the sharded directory
+    assert meta("two") == meta("one") and "note" not in capsys.readouterr().err
 
 
 def served(checkpoint, tmp_path: Path, shards: int, queries: Path) -> ServiceConfig:
