@@ -244,10 +244,12 @@ def served(checkpoint, tmp_path: Path, shards: int, queries: Path) -> ServiceCon
 
 
 def wait_for(predicate, timeout_s: float = 60.0) -> None:
+    """Polls ``predicate`` every 0.1 s: a predicate that calls `stats` has every shard send its figures with its next
+    reply (ShardedPipeline.stats), a call to each shard per poll, which every 20 ms kept both shards busy."""
     deadline = time.monotonic() + timeout_s
     while not predicate():
         assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
+        time.sleep(0.1)
 
 
 def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
