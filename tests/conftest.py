@@ -99,7 +99,8 @@ def pytest_collection_modifyitems(config, items) -> None:
 # collected test items' and every library's, which serve's freeze_heap would exempt in a product process but a
 # Server stopping in a test thaws (heap_memory.thaw_heap), so each automatic full collection walked it all again:
 # 17 of them took 2.2 s of 26 s of CPU over test_server, test_query_limits and test_replay_symbol_columns (8%),
-# 1 after this; test_durability 15 taking 2.8 s of 64 s, 2 taking 0.2 s after. Explicit gc.collect() calls (freeze_heap, return_memory, tests) are unchanged.
+# 1 after this; test_durability 15 taking 2.8 s of 64 s, 2 taking 0.2 s after. Explicit gc.collect() calls
+# (freeze_heap, return_memory, tests) are unchanged.
 gc.set_threshold(gc.get_threshold()[0], gc.get_threshold()[1], 10 * gc.get_threshold()[2])
 
 # Our client objects, whose socket a test must close (or leave to a `with`) before it returns: one left open with
