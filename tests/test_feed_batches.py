@@ -9,7 +9,6 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -22,6 +21,7 @@ import pytest
 import zmq
 
 from conftest import serving, tiny_tick_checkpoint
+from forked_cli import cli_popen
 from test_durability import ROOT, free_port, serve
 from test_server import wait_for
 from connectors.event_time_batches import MAX_BATCH_TICKS, EventTimeCutter
@@ -94,6 +94,13 @@ def backtested(checkpoint: Path, tmp_path: Path, n_ticks: int) -> Backtested:
     return Backtested(data, queries, ticks, engine, answers)
 
 
+@pytest.fixture(scope="module")
+def file(checkpoint, tmp_path_factory) -> Backtested:
+    """The file of 900 synthetic ticks that the live, kill -9 and cut-short tests feed, and its backtest: built once
+    for them all (each read it only; each built its own of 450, 1,500 and 900 ticks before, two backtests more)."""
+    return backtested(checkpoint, tmp_path_factory.mktemp("backtested"), 900)
+
+
 def assert_as_backtested(live: dict[tuple[str, str, int], dict], backtest: dict[tuple[str, str, int], dict],
                          tol: float) -> None:
     """The live answers (wire payloads by query, stream and version) are the backtest's: the same answered ticks,
@@ -131,8 +138,7 @@ def fed_live(file: Backtested, data: Path, expected: int, timeout_s: float) -> t
     return live, stats
 
 
-def test_a_live_feed_cut_in_event_time_batches_answers_as_the_backtest_does(checkpoint, tmp_path) -> None:
-    file = backtested(checkpoint, tmp_path, 450)
+def test_a_live_feed_cut_in_event_time_batches_answers_as_the_backtest_does(file: Backtested) -> None:
     live, stats = fed_live(file, file.data, len(file.answers), 60)
     assert stats.ticks == len(file.ticks) and stats.split_batches == 0
     assert_as_backtested(live, file.answers, tol=1e-6)  # (the tiny model here stays within 1e-6)
@@ -154,18 +160,18 @@ def test_an_event_time_batch_past_one_message_goes_in_several_and_is_counted(tmp
     assert "1 event-time batch over 8,192 ticks sent in several messages" in stats.summary()
 
 
-def test_a_burst_past_one_message_is_answered_live_where_its_backtest_answers(checkpoint, tmp_path) -> None:
+def test_a_burst_past_one_message_is_answered_live_where_its_backtest_answers(file: Backtested, tmp_path) -> None:
     """review262 #3: a batch of more than MAX_BATCH_TICKS ticks went live as several messages (tick groups) while
     the backtest answered it once, so the live run answered at extra ticks and its adapted numbers drifted. The
     backtest now cuts such a batch into groups of MAX_BATCH_TICKS ticks as the feed does, so both answer at the
     same ticks with the same numbers."""
-    file = backtested(checkpoint, tmp_path, 40)
-    t0 = file.ticks[-1].ts + 10**9
+    first = file.ticks[:40]  # (the module file's first ticks: its model, queries and backtest config)
+    t0 = first[-1].ts + 10**9
     burst = [Tick("A", t0 + i * 500, TRADE, price=100.0 + (i % 7) * 0.01, size=1.0 + i % 3, side="buy")
              for i in range(MAX_BATCH_TICKS + 300)]  # one 100 ms batch, 4.2 ms of event time
     after = [trade_at(t0 + 10**9 + i * 50 * MS) for i in range(5)]
     data = tmp_path / "burst.parquet"
-    pl.DataFrame([t.to_wire() for t in [*file.ticks, *burst, *after]]).write_parquet(data)
+    pl.DataFrame([t.to_wire() for t in [*first, *burst, *after]]).write_parquet(data)
     out = tmp_path / "burst_answers.parquet"
     run_backtest(ServiceConfig.from_dict(file.engine), [data], file.queries, out, batch_ms=100.0, progress=False)
     backtest = {(r["query"], r["stream"], r["ticks"]): r for r in pl.read_parquet(out).iter_rows(named=True)}
@@ -198,7 +204,7 @@ def answer_history(control: ControlClient) -> dict[tuple[str, str, int], dict]:
     return history
 
 
-def test_a_feed_cut_in_event_time_batches_keeps_its_cuts_across_a_kill_9_of_the_engine(checkpoint, tmp_path,
+def test_a_feed_cut_in_event_time_batches_keeps_its_cuts_across_a_kill_9_of_the_engine(file: Backtested, tmp_path,
                                                                                          capsys) -> None:
     """`flashtick serve` is killed with SIGKILL while `flashtick feed replay --batch-ms` sends, and started again on
     its data directory: the feed sends what the engine does not hold again, each batch as the one message it first
@@ -206,7 +212,6 @@ def test_a_feed_cut_in_event_time_batches_keeps_its_cuts_across_a_kill_9_of_the_
     the same seqs, the same numbers (docs/queries.md: 5e-6). (Before, the feed sent them again in messages of up to
     256 ticks: every `batch` and `{ticks: N}` query answered at other ticks from there on, and, adapted
     (answers.adapt), with other numbers: review206 #1.)"""
-    file = backtested(checkpoint, tmp_path, 1500)
     endpoints = {name: f"tcp://127.0.0.1:{free_port()}" for name in ("ingest", "answers", "control")}
     config_path = tmp_path / "engine.yaml"  # fixed ports: the restarted engine binds the ones the feed knows
     config_path.write_text(json.dumps({**file.engine, "queries": str(file.queries), "endpoints": endpoints,
@@ -217,7 +222,8 @@ def test_a_feed_cut_in_event_time_batches_keeps_its_cuts_across_a_kill_9_of_the_
     def kill_and_restart() -> None:  # (beside the feed, which runs on this process's main thread: cli.main's signals)
         try:
             with ControlClient(endpoints["control"], timeout_s=10) as control:
-                wait_for(lambda: control.call("stats")["stats"]["ticks_in"] >= 500, timeout_s=60)
+                # (a third of the file in: the rest, 2.4 s of the feed's pace, is still to send when the kill comes)
+                wait_for(lambda: control.call("stats")["stats"]["ticks_in"] >= 300, timeout_s=60)
             process.send_signal(signal.SIGKILL)  # mid-feed: messages sent and not yet read are lost with it
             process.wait(10)
             restarted.append(serve(config_path, tmp_path / "data")[0])
@@ -229,7 +235,7 @@ def test_a_feed_cut_in_event_time_batches_keeps_its_cuts_across_a_kill_9_of_the_
     try:
         # the feed in this process (its own process start cost more than its run; the service is a real process,
         # killed and started again)
-        said = feed_file(file.data, endpoints, capsys, "--rate", "400")
+        said = feed_file(file.data, endpoints, capsys, "--rate", "250")
         killer.join(120)
         assert restarted and isinstance(restarted[0], subprocess.Popen), restarted
         assert "it is back: sending" in said, said
@@ -268,9 +274,10 @@ def test_a_paced_feed_sends_the_batch_before_a_pause_in_the_file_once_its_window
                                       "endpoints": {"ingest": local, "answers": local, "control": local}})
     with serving(config) as server, AnswerSubscriber(server.endpoints["answers"], ["dir/"]) as sub:
         sub.wait_ready()
-        feed = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "feed", "replay", str(data), "--batch-ms",
-                                 "100", "--speed", "10", "--endpoint", server.endpoints["ingest"]],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        # (a real process, forked warm: the test ends it with a kill while it waits out the pause)
+        feed = cli_popen(["feed", "replay", str(data), "--batch-ms", "100", "--speed", "10", "--endpoint",
+                          server.endpoints["ingest"]], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         cwd=ROOT)
         try:
             versions: list[int] = []
             while 5 not in versions:
@@ -312,7 +319,7 @@ def computed(control: ControlClient, ticks: int) -> None:
              and not stats["pending_tokens"] and not stats["owed_ticks"], timeout_s=90)
 
 
-def test_a_message_a_kill_cut_short_is_left_out_at_the_restart_and_sent_again_whole(checkpoint, tmp_path,
+def test_a_message_a_kill_cut_short_is_left_out_at_the_restart_and_sent_again_whole(file: Backtested, tmp_path,
                                                                                    capsys) -> None:
     """A `kill -9` while the service read a message in leaves part of it in the tick log (each tick is logged as it
     is taken), none of it answered. Built here at the byte level: a real serve fed the file's first batches, then
@@ -321,7 +328,6 @@ def test_a_message_a_kill_cut_short_is_left_out_at_the_restart_and_sent_again_wh
     `feed replay` of the whole file sends it again whole: every answer, every topic's from seq 1, is the backtest's.
     (Before, the restart booked the part as a tick group of its own and answered it: `batch` and `{ticks: N}`
     queries answered at other ticks than the backtest from there on; message_ends.py.)"""
-    file = backtested(checkpoint, tmp_path, 900)
     cutter = EventTimeCutter(100 * MS)
     batches = cutter.add(file.ticks) + cutter.flush()
     # a batch whose first tick's stream has more ticks in it: cut after that tick, its stream's group is split
