@@ -14,13 +14,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 import msgpack
 import numpy as np
@@ -28,6 +27,7 @@ import pytest
 import zmq
 
 from conftest import assert_owed_as_uninterrupted, freeze_before_a_start, serving, tiny_tick_checkpoint
+from forked_cli import cli_popen
 from test_health_probes import probe
 from test_server import wait_for
 from connectors.feed import FeedClient
@@ -538,16 +538,34 @@ def test_quotes_flushed_by_conflation_are_a_group_of_their_own_after_a_restart_t
             assert answer.value["probs"] == pytest.approx(by_key[key(answer)].value["probs"], abs=PROB_TOL)
 
 
-@pytest.mark.parametrize("heads,deferred", [(False, False), (True, False), (False, True)],
-                         ids=["model", "answer heads", "deferred"])
-def test_a_restart_answers_a_backlog_group_by_group_as_the_live_run_would(checkpoint, headed_checkpoint, heads,
-                                                                          deferred, tmp_path, capsys) -> None:
-    """Messages accepted but not yet computed when the process died (a burst ahead of the engine): the restart
-    answers each of them as a run that never stopped does (a `batch` answer per message and stream, a
-    `{ticks: 10}` answer per multiple of 10), with the same seqs, not one answer per query at the last tick.
-    With answer heads: the features the replay rebuilds are the live run's. Deferred (the server's way: ingest
-    bound first), the owed tail is queued at the start and its answers come out of the first forwards."""
-    checkpoint = headed_checkpoint if heads else checkpoint
+class LiveBacklog(NamedTuple):
+    """A live run that died with a burst of messages accepted and logged but not computed, and went on: its model,
+    the data directory as the death left it, the burst's size, the answers the live run then computed for it and its
+    sessions after them, and each later message with the answers the live run gave it (`nll`'s left out)."""
+    checkpoint: Path
+    at_death: Path
+    burst: int
+    uninterrupted: list
+    sessions: dict
+    after: list[tuple[bytes, dict]]
+
+
+@pytest.fixture(scope="module")
+def live_backlog(checkpoint, headed_checkpoint, tmp_path_factory) -> Callable[[bool], LiveBacklog]:
+    """The backlog tests' live run by model (``heads``: the checkpoint with answer heads), run once each: the
+    restart in place and the deferred one compare with the same run that never stopped (each ran its own before)."""
+    runs: dict[bool, LiveBacklog] = {}
+
+    def run(heads: bool) -> LiveBacklog:
+        if heads not in runs:
+            runs[heads] = _run_live_backlog(headed_checkpoint if heads else checkpoint,
+                                            tmp_path_factory.mktemp("backlog"))
+        return runs[heads]
+
+    return run
+
+
+def _run_live_backlog(checkpoint: Path, tmp_path: Path) -> LiveBacklog:
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES + "  - {name: d10, streams: ['*'], question: direction_20, kind: choice, "
                                  "trigger: {ticks: 10}}\n")
@@ -559,17 +577,44 @@ def test_a_restart_answers_a_backlog_group_by_group_as_the_live_run_would(checkp
         live.run_until_idle()
     for message in messages[30:]:  # the burst: accepted and logged, not yet computed
         assert live.ingest_message(encode(message)) == []
+    at_death = crash_copy(tmp_path / "data", tmp_path / "at_death")
+    uninterrupted = live.run_until_idle()
+    held = sessions(live)
+    after = []
+    for message in [ticks[i : i + 3] for i in range(501, 800, 3)]:
+        assert live.ingest_message(encode(message)) == []
+        after.append((encode(message), {answer_key(a): a.value for a in live.run_until_idle() if a.query != "nll"}))
+    live.close()
+    return LiveBacklog(checkpoint, at_death, sum(map(len, messages[30:])), uninterrupted, held, after)
+
+
+def answer_key(answer) -> tuple:
+    """What tells one published answer from another: query, stream, version, seq and data time."""
+    return answer.query, answer.stream, answer.version, answer.seq, answer.data_ts
+
+
+@pytest.mark.parametrize("heads,deferred", [(False, False), (True, False), (False, True)],
+                         ids=["model", "answer heads", "deferred"])
+def test_a_restart_answers_a_backlog_group_by_group_as_the_live_run_would(live_backlog, heads, deferred, tmp_path,
+                                                                          capsys) -> None:
+    """Messages accepted but not yet computed when the process died (a burst ahead of the engine): the restart
+    answers each of them as a run that never stopped does (a `batch` answer per message and stream, a
+    `{ticks: 10}` answer per multiple of 10), with the same seqs, not one answer per query at the last tick.
+    With answer heads: the features the replay rebuilds are the live run's. Deferred (the server's way: ingest
+    bound first), the owed tail is queued at the start and its answers come out of the first forwards."""
+    live = live_backlog(heads)
     phases: list[str] = []  # what `health` says while the service starts
-    recovered = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after")),
+    capsys.readouterr()
+    recovered = TickPipeline(config(live.checkpoint, crash_copy(live.at_death, tmp_path / "after")),
                              progress=phases.append, defer_owed=deferred)
-    burst = sum(map(len, messages[30:]))
+    burst = live.burst
     if deferred:
         assert recovered.recovered == [] and recovered.owed_ticks == burst  # queued, nothing computed yet
         owed = recovered.run_until_idle()
         assert recovered.owed_ticks == 0 and recovered.flash.owes is None
     else:
         owed = [o.answer for o in recovered.recovered if o.answer is not None]
-    uninterrupted = live.run_until_idle()
+    uninterrupted = live.uninterrupted
     assert_owed_as_uninterrupted(owed, uninterrupted, PROB_TOL)
     # the log says how many answers were owed, counted before they were computed: as many as came out
     lead = "owed: " if deferred else "computing what was owed: "
@@ -580,18 +625,16 @@ def test_a_restart_answers_a_backlog_group_by_group_as_the_live_run_would(checkp
     computing = phases[1:-1]  # one line per forward of the tail, the last at 100%
     assert deferred or (computing and all(p.startswith(f"computing what was owed: {burst} ticks, ") for p in computing)
                         and computing[-1].endswith("(100%)")), computing
-    key = lambda a: (a.query, a.stream, a.version, a.seq, a.data_ts)  # noqa: E731
-    assert sessions(recovered) == sessions(live)
+    assert sessions(recovered) == live.sessions
     # and after: the answer adaptation learnt from the same answers, so the published (adapted) answers agree too
     # (one answer per query at the last tick had moved them by up to 0.015)
-    for message in [ticks[i : i + 3] for i in range(501, 800, 3)]:
-        assert live.ingest_message(encode(message)) == recovered.ingest_message(encode(message)) == []
-        want = {key(a): a.value for a in live.run_until_idle() if a.query != "nll"}
-        got = {key(a): a.value for a in recovered.run_until_idle() if a.query != "nll"}
+    for message, want in live.after:
+        assert recovered.ingest_message(message) == []
+        got = {answer_key(a): a.value for a in recovered.run_until_idle() if a.query != "nll"}
         assert got.keys() == want.keys()
         for k, value in got.items():
             assert value["probs"] == pytest.approx(want[k]["probs"], abs=PROB_TOL)
-
+    recovered.close()
 
 
 def test_ticks_arriving_while_a_deferred_restart_computes_its_tail_queue_behind_it(checkpoint, tmp_path) -> None:
@@ -821,7 +864,8 @@ def test_ticks_dropped_by_retention_counts_the_segments_retention_drops_while_se
     config_path.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n"
                            f"log: {{segment_bytes: 16384, retention_bytes: 49152}}\n"
                            f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
-                           f"control: 'tcp://127.0.0.1:0'}}\n")
+                           f"control: 'tcp://127.0.0.1:0'}}\n"
+                           f"limits: {{heartbeat_s: 0.2}}\n")  # (the drop waits for heartbeats: 0.2 s apart)
     process, endpoints = serve(config_path, tmp_path / "data")
     try:
         feed_and_wait(endpoints, SyntheticMarket(SyntheticConfig(seed=21)).next_batch(1500), 1500)
@@ -876,12 +920,12 @@ def serve(config_path: Path, data_dir: Path, max_file_bytes: int | None = None, 
           ) -> tuple[subprocess.Popen, dict[str, str]]:
     """A real `flashtick serve` on its own process (``extra``: more of its options); ``max_file_bytes``: no file it
     writes may grow past that (RLIMIT_FSIZE: a write past it fails with EFBIG, as on a full disk; Python ignores
-    SIGXFSZ). The stderr lines read up to its "serving" line are kept as the process's ``lines_read``."""
-    limit = (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
-             ) if max_file_bytes else None
-    process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config_path),
-                                "--data-dir", str(data_dir), *extra], stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=limit)
+    SIGXFSZ). The stderr lines read up to its "serving" line are kept as the process's ``lines_read``. Forked from
+    the worker's warm zygote (tests/forked_cli.py): what these tests watch (a SIGKILL, a file size limit, its exit
+    status and stderr) is a real process's, and each start no longer imports torch again (~2 s of CPU idle)."""
+    process = cli_popen(["serve", "--config", str(config_path), "--data-dir", str(data_dir), *extra],
+                        stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                        rlimits={resource.RLIMIT_FSIZE: max_file_bytes} if max_file_bytes else None)
     deadline = time.monotonic() + 120
     line, process.lines_read = "", []
     while "flashtick serving" not in line and time.monotonic() < deadline:
@@ -949,6 +993,7 @@ def serve_config(tmp_path: Path, checkpoint: Path, metrics: bool = False) -> Pat
     config_path.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n"
                            f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
                            f"control: 'tcp://127.0.0.1:0'{', metrics_port: 0' if metrics else ''}}}\n"
+                           f"limits: {{heartbeat_s: 0.2}}\n"  # (a restarted subscriber waits for a heartbeat)
                            f"queries: {queries}\n")
     return config_path
 
@@ -1562,9 +1607,9 @@ def test_health_and_metrics_say_starting_while_the_tick_log_replays(checkpoint, 
     cfg = dataclasses.replace(cfg, endpoints=dataclasses.replace(cfg.endpoints, metrics_port=metrics_port),
                               limits=dataclasses.replace(cfg.limits, zero_bid="price", drain_s=0.5))
     pipeline = TickPipeline(cfg)
-    # a replay of 20,000 ticks lasts ~1.5 s on a CI core (as long as logging them): many polls of the loop below
-    # land in it (40,000 doubled a test whose every second is this setup and that replay)
-    ticks = SyntheticMarket(SyntheticConfig(seed=13)).next_batch(20_000)
+    # a replay of 10,000 ticks lasts ~0.7 s on a CI core (as long as logging them): several polls of the loop
+    # below (~50 ms apart) land in it, and one is all it needs (40,000, then 20,000, were most of this test's CPU)
+    ticks = SyntheticMarket(SyntheticConfig(seed=13)).next_batch(10_000)
     for i in range(0, len(ticks), 500):
         assert pipeline.ingest_message(encode(ticks[i : i + 500])) == []
     pipeline.close()
