@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import resource
 import signal
+import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -49,6 +50,17 @@ def receive(sub: AnswerSubscriber, got: list[tuple[str, int, int, int]], quiet_s
         got.append((topic, answer["seq"], answer["version"], answer["data_ts"]))
 
 
+def receive_published(sub: AnswerSubscriber, got: list[tuple[str, int, int, int]], server, before: int) -> None:
+    """Receives until ``got`` holds its ``before`` answers and each one ``server`` published (idle, with nothing
+    left to send): a subscriber connected throughout gets every one, so no quiet period is waited out for them."""
+    deadline = time.monotonic() + 120  # (only catches a hang)
+    while len(got) < before + server.counters["answers_published"]:
+        assert time.monotonic() < deadline, f"received {len(got) - before} of the {server.counters} published"
+        if (message := sub.recv(timeout_s=0.5)) is not None:
+            topic, answer = message
+            got.append((topic, answer["seq"], answer["version"], answer["data_ts"]))
+
+
 class Stopped(NamedTuple):
     """What ``stop_with_answers_unlogged`` saw: answers received before the last start and at it, the `answers` op's
     history of each topic after it, how many answers the stop said it could not log, the tick log's segments after
@@ -83,8 +95,10 @@ def stop_with_answers_unlogged(checkpoint: Path, tmp_path: Path, capsys, answere
                               + [t for t in ticks if t.stream == "SYN.B"][i : i + 1])
                 wait_for(lambda: server.pipeline.ticks_in == 2 * answered and not server.pipeline.engine.busy,
                          timeout_s=60)
-                receive(sub, seen, quiet_s=1.0)
-            receive(sub, seen, quiet_s=0.5)  # (what came before the stop read: libzmq reconnects only then)
+                receive_published(sub, seen, server, 0)  # (read while it serves: a closed PUB sends no more)
+            # a read after the stop: libzmq takes the closed connection in (and reconnects the SUB to the next start,
+            # in time for the answers it owes) only when the socket is read; what it reads is kept, should any come
+            receive(sub, seen, quiet_s=0.5)
             errs.append(capsys.readouterr().err)
             behind = TickPipeline(cfg)  # accepted before a stop, none computed: the next start's tail
             for message in backlog:
@@ -95,22 +109,26 @@ def stop_with_answers_unlogged(checkpoint: Path, tmp_path: Path, capsys, answere
             assert answers_file.stat().st_size > max(p.stat().st_size for p in segments) + 1000  # (limits every file)
             # room for an answer of the tail's first forward or two: the log fails among one group's answers
             resource.setrlimit(resource.RLIMIT_FSIZE, (answers_file.stat().st_size + 600, hard))
+            answered_before = len(seen)
             with serving(cfg) as server:
                 # (the log's refusal comes when the answers are written, which may be after the last forward: the
                 # wait is for it, not only for the computation; a start that never fails the log times out here)
                 wait_for(lambda: server.pipeline.data.answers.unlogged > 0 and not server.pipeline.owed_ticks
                          and not server.pipeline.engine.busy, timeout_s=120)
-                receive(sub, seen, quiet_s=1.0)
-            receive(sub, seen, quiet_s=0.5)
+                receive_published(sub, seen, server, answered_before)
+            receive(sub, seen, quiet_s=0.5)  # (the closed connection taken in, as above)
             errs.append(capsys.readouterr().err)  # stopped while the answers wait: the stop says how many
             unlogged = int(re.search(r"answer log: (\d+) published answers could not be logged", errs[-1])[1])
             resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
             before = {(topic, seq): (version, ts) for topic, seq, version, ts in seen}
             assert len(before) == len(seen)
             with serving(cfg) as server, ControlClient(endpoints["control"], timeout_s=30) as control:
-                wait_for(lambda: not server.pipeline.owed_ticks and not server.pipeline.engine.busy, timeout_s=120)
+                # (owed_ticks can read 0 before the tail's first forward: idle is idle once as many as the stop said
+                # unlogged went out, none owed, none pending; any beyond them would have come from the same forwards)
+                wait_for(lambda: server.counters["answers_published"] >= unlogged and not server.pipeline.owed_ticks
+                         and not server.pipeline.engine.busy, timeout_s=120)
                 again: list[tuple[str, int, int, int]] = []
-                receive(sub, again, quiet_s=1.5)
+                receive_published(sub, again, server, 0)
                 history = {t: control.call("answers", topic=t, after=0)["answers"] for t in {k[0] for k in before}}
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
