@@ -578,13 +578,14 @@ def test_when_behind_shed_refuses_ticks_as_overloaded_and_max_streams_as_stream_
 
 def start_serve(config: str, data_dir: str) -> tuple[Any, dict[str, str]]:
     """`python -m engine.service.cli serve` (the `flashtick serve` command) on ephemeral ports, built-in model;
-    the endpoints are read from its 'flashtick serving ingest=... answers=... control=...' line on stderr."""
+    the endpoints are read from its 'flashtick serving ingest=... answers=... control=...' line on stderr. A real
+    process, forked from the worker's warm zygote (tests/forked_cli.py): its start does not import torch again."""
     import select
     import subprocess
-    import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", config,
-                             "--data-dir", data_dir], stderr=subprocess.PIPE)
+    from forked_cli import cli_popen
+
+    proc = cli_popen(["serve", "--config", config, "--data-dir", data_dir], stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     text = b""
     while time.monotonic() < deadline and proc.poll() is None:
