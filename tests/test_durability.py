@@ -1290,15 +1290,17 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def restartable(checkpoint, tmp_path: Path, **sections: dict) -> tuple[dict[str, str], ServiceConfig]:
+def restartable(checkpoint, tmp_path: Path, queries: bool = True, **sections: dict
+                ) -> tuple[dict[str, str], ServiceConfig]:
     """A service config on fixed free ports (a restart binds the same ones, so clients reconnect by themselves),
-    with a data directory, the two test queries and 0.2 s heartbeats (``sections``: more config); and its
-    endpoints."""
-    queries = tmp_path / "q.yaml"
-    queries.write_text(QUERIES)
+    with a data directory, the two test queries (unless not ``queries``: a feed test that looks at what the engine
+    takes and logs, not at answers, spares the probes and answers of 1,500-2,400 ticks) and 0.2 s heartbeats
+    (``sections``: more config); and its endpoints."""
+    (tmp_path / "q.yaml").write_text(QUERIES)
     endpoints = {name: f"tcp://127.0.0.1:{free_port()}" for name in ("ingest", "answers", "control")}
     return endpoints, ServiceConfig.from_dict({
-        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "queries": str(queries),
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
+        **({"queries": str(tmp_path / "q.yaml")} if queries else {}),
         "log": {"dir": str(tmp_path / "data")}, "endpoints": endpoints, "limits": {"heartbeat_s": 0.2}, **sections})
 
 
@@ -1404,7 +1406,7 @@ def test_a_feed_waits_for_an_engine_that_restarts_before_its_first_heartbeat(che
     it ended with "no heartbeat ...: is it the answers endpoint of a running `flashtick serve`?")"""
     from engine.service.feed_resume import ControlFeedResume
 
-    endpoints, cfg = restartable(checkpoint, tmp_path)
+    endpoints, cfg = restartable(checkpoint, tmp_path, queries=False)
     ticks = SyntheticMarket(SyntheticConfig(seed=14)).next_batch(200)
     server, thread = start_server(cfg)
     resume = ControlFeedResume(lambda: ControlClient(endpoints["control"], timeout_s=5, connect_timeout_s=5))
@@ -1447,7 +1449,7 @@ def test_a_feed_stops_on_a_signal_while_its_engine_is_down(checkpoint, tmp_path,
     from connectors.feed import EngineLost
     from engine.service.feed_resume import ControlFeedResume
 
-    endpoints, cfg = restartable(checkpoint, tmp_path)
+    endpoints, cfg = restartable(checkpoint, tmp_path, queries=False)
     server, thread = start_server(cfg)
     stop = threading.Event()
     resume = ControlFeedResume(lambda: ControlClient(endpoints["control"], timeout_s=5, connect_timeout_s=1),
@@ -1487,7 +1489,7 @@ def test_a_feed_resumes_with_no_tick_lost_or_repeated_when_the_engine_restarts(c
     said it had sent everything.)"""
     from engine.service.feed_resume import ControlFeedResume
 
-    endpoints, cfg = restartable(checkpoint, tmp_path)
+    endpoints, cfg = restartable(checkpoint, tmp_path, queries=False)
     # (1,500: the stop comes past 800 of them mid-feed, and 325 of SYN.A place the later tick; 3,000 computed the
     # same paths twice over, 4-6 s of CPU a case)
     ticks = SyntheticMarket(SyntheticConfig(seed=12)).next_batch(1500)
@@ -1545,7 +1547,7 @@ def test_a_feed_resumes_with_no_tick_lost_or_repeated_after_its_streams_expired_
     a duplicate of each the engine held.)"""
     from engine.service.feed_resume import ControlFeedResume
 
-    endpoints, cfg = restartable(checkpoint, tmp_path, scheduler={"stream_idle_s": 0.5})
+    endpoints, cfg = restartable(checkpoint, tmp_path, queries=False, scheduler={"stream_idle_s": 0.5})
     ticks = SyntheticMarket(SyntheticConfig(seed=13)).next_batch(2400)
     start = functools.partial(start_server, cfg)
     server, thread = start()
@@ -1687,7 +1689,7 @@ def test_a_feed_launched_with_its_serve_waits_for_it_and_starts_after_the_ticks_
     ticks ts_backwards. It now waits for the engine to serve, then starts after the ticks the engine holds."""
     from engine.service.cli import main
 
-    endpoints, cfg = restartable(checkpoint, tmp_path)
+    endpoints, cfg = restartable(checkpoint, tmp_path, queries=False)
     service_yaml = tmp_path / "engine.yaml"
     service_yaml.write_text(f"endpoints: {json.dumps(endpoints)}\n")
     feed = ["feed", "synthetic", "--ticks", "200", "--rate", "20000", "--config", str(service_yaml)]
@@ -2073,7 +2075,7 @@ def test_a_feed_whose_engine_restarts_having_kept_less_says_what_was_lost(checkp
     holds and those the restart lost, which it says. (The truncated log's loss went unsaid and uncounted.)"""
     from engine.service.feed_resume import ControlFeedResume
 
-    endpoints, cfg = restartable(checkpoint, tmp_path)
+    endpoints, cfg = restartable(checkpoint, tmp_path, queries=False)
     ticks = SyntheticMarket(SyntheticConfig(seed=16)).next_batch(2000)  # (the restart at 1,200: 800 sent after it)
     server, thread = start_server(cfg)
     resume = ControlFeedResume(lambda: ControlClient(endpoints["control"], timeout_s=5, connect_timeout_s=5),
