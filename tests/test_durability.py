@@ -541,13 +541,15 @@ def test_quotes_flushed_by_conflation_are_a_group_of_their_own_after_a_restart_t
 class LiveBacklog(NamedTuple):
     """A live run that died with a burst of messages accepted and logged but not computed, and went on: its model,
     the data directory as the death left it, the burst's size, the answers the live run then computed for it and its
-    sessions after them, and each later message with the answers the live run gave it (`nll`'s left out)."""
+    sessions after them, each later message with the answers the live run computed for it (one at a time), and its
+    sessions at the end."""
     checkpoint: Path
     at_death: Path
     burst: int
     uninterrupted: list
     sessions: dict
-    after: list[tuple[bytes, dict]]
+    after: list[tuple[bytes, list]]
+    sessions_at_end: dict
 
 
 @pytest.fixture(scope="module")
@@ -583,9 +585,10 @@ def _run_live_backlog(checkpoint: Path, tmp_path: Path) -> LiveBacklog:
     after = []
     for message in [ticks[i : i + 3] for i in range(501, 800, 3)]:
         assert live.ingest_message(encode(message)) == []
-        after.append((encode(message), {answer_key(a): a.value for a in live.run_until_idle() if a.query != "nll"}))
+        after.append((encode(message), live.run_until_idle()))
+    at_end = sessions(live)
     live.close()
-    return LiveBacklog(checkpoint, at_death, sum(map(len, messages[30:])), uninterrupted, held, after)
+    return LiveBacklog(checkpoint, at_death, sum(map(len, messages[30:])), uninterrupted, held, after, at_end)
 
 
 def answer_key(answer) -> tuple:
@@ -628,36 +631,32 @@ def test_a_restart_answers_a_backlog_group_by_group_as_the_live_run_would(live_b
     assert sessions(recovered) == live.sessions
     # and after: the answer adaptation learnt from the same answers, so the published (adapted) answers agree too
     # (one answer per query at the last tick had moved them by up to 0.015)
-    for message, want in live.after:
+    for message, answers in live.after:
         assert recovered.ingest_message(message) == []
         got = {answer_key(a): a.value for a in recovered.run_until_idle() if a.query != "nll"}
+        want = {answer_key(a): a.value for a in answers if a.query != "nll"}
         assert got.keys() == want.keys()
         for k, value in got.items():
             assert value["probs"] == pytest.approx(want[k]["probs"], abs=PROB_TOL)
     recovered.close()
 
 
-def test_ticks_arriving_while_a_deferred_restart_computes_its_tail_queue_behind_it(checkpoint, tmp_path) -> None:
+def test_ticks_arriving_while_a_deferred_restart_computes_its_tail_queue_behind_it(live_backlog, tmp_path) -> None:
     """The server binds ingest before the owed tail is computed: ticks that arrive meanwhile are each stream's next
-    ones, and every answer (the tail's owed ones and the new ticks') is what a run that never stopped published."""
-    queries = tmp_path / "q.yaml"
-    queries.write_text(QUERIES)
-    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(700)
-    messages = [ticks[i : i + 3] for i in range(0, 699, 3)]
-    live = TickPipeline(config(checkpoint, tmp_path / "data", queries))
-    for message in messages[:30]:
-        assert live.ingest_message(encode(message)) == []
-        live.run_until_idle()
-    for message in messages[30:160]:  # the burst: accepted and logged, not yet computed
-        assert live.ingest_message(encode(message)) == []
-    recovered = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "after")), defer_owed=True)
-    assert recovered.owed_ticks == 3 * 130
-    for message in messages[160:]:  # arriving before the loop has computed the tail
-        assert live.ingest_message(encode(message)) == recovered.ingest_message(encode(message)) == []
-    uninterrupted, after_restart = live.run_until_idle(), recovered.run_until_idle()
+    ones, and every answer (the tail's owed ones and the new ticks') is what a run that never stopped published.
+    (The backlog tests' live run: its burst owed, then its later messages, all arriving before the tail is
+    computed, where the live run computed each as it came.)"""
+    live = live_backlog(False)
+    recovered = TickPipeline(config(live.checkpoint, crash_copy(live.at_death, tmp_path / "after")), defer_owed=True)
+    assert recovered.owed_ticks == live.burst
+    for message, _ in live.after:  # arriving before the loop has computed the tail
+        assert recovered.ingest_message(message) == []
+    after_restart = recovered.run_until_idle()
     assert recovered.owed_ticks == 0
+    uninterrupted = live.uninterrupted + [answer for _, answers in live.after for answer in answers]
     assert_owed_as_uninterrupted(after_restart, uninterrupted, PROB_TOL)
-    assert sessions(recovered) == sessions(live)
+    assert sessions(recovered) == live.sessions_at_end
+    recovered.close()
 
 
 @pytest.mark.parametrize("deferred", [False, True], ids=["in place", "deferred"])
