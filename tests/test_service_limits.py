@@ -1331,12 +1331,13 @@ def test_idle_expiry_waits_while_the_ingest_queue_holds_unread_messages(checkpoi
     queries.write_text(QUERIES)
     t0 = 1_700_000_000_000_000_000
     messages = []
-    for i in range(160):  # one message read per loop: the queue stays unread for the whole burst
+    # (80 messages and a 0.1 s idle bound: the ratio of 160 and 0.2 s, at half the forwards)
+    for i in range(80):  # one message read per loop: the queue stays unread for the whole burst
         batch = [trade("HOT", t0 + i * 100 + j, 100.0 + j % 3, 1.0, "buy") for j in range(48)]
-        if i % 40 == 39:  # QUIET's four ticks, a quarter of the burst apart
+        if i % 20 == 19:  # QUIET's four ticks, a quarter of the burst apart
             batch.append(trade("QUIET", t0 + i * 100 + 99, 50.0 + i % 2, 1.0, "sell"))
         messages.append(encode(batch))
-    with live_server(checkpoint, queries=str(queries), scheduler={"stream_idle_s": 0.2},
+    with live_server(checkpoint, queries=str(queries), scheduler={"stream_idle_s": 0.1},
                      limits={"heartbeat_s": 0.05, "max_ingest_per_step": 1}) as (server, push):
         with AnswerSubscriber(server.endpoints["answers"], ["dir/QUIET/"]) as sub:
             sub.wait_ready()
