@@ -189,18 +189,19 @@ def containers_naming(root: object, names: set[str]) -> dict[str, int]:
 def test_no_per_stream_container_holds_more_than_the_expired_streams_kept(checkpoint, tmp_path) -> None:
     """review353 #5: memory grew ~8 KB a name ever seen. The registry's cache of the queries each stream matches
     kept every name (a forgotten stream's topics were looked up through it after its expiry dropped it), and the
-    answers kept for the `answers` op held a deque a topic. After 2,000 churned names, every container in the
-    pipeline names at most the KEPT streams whose guards stay (log.answers_keep: at most that many answers)."""
+    answers kept for the `answers` op held a deque a topic. After 1,000 churned names (25 times the KEPT; 2,000
+    computed the same paths twice over), every container in the pipeline names at most the KEPT streams whose guards
+    stay (log.answers_keep: at most that many answers)."""
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     live = churned(checkpoint, tmp_path / "data", queries, answers_keep=KEPT)
-    churn(live, rounds=20, per_round=100)
-    names = {f"OPT{k:06d}" for k in range(2000)}
+    churn(live, rounds=10, per_round=100)
+    names = {f"OPT{k:06d}" for k in range(1000)}
     counts = containers_naming(live, names)
     assert counts, "the walk found no per-stream container at all: it no longer reaches the pipeline's state"
     for walked in ("._expired_last_ts", "._all", "cache._seq", "sequences._run"):
         assert any(path.endswith(walked) for path in counts), (walked, counts)
     over = {path: n for path, n in counts.items() if n > KEPT}
-    assert over == {}, f"holding more than scheduler.expired_streams_kept={KEPT} of 2,000 expired names: {over}"
-    assert live.history.after(f"dir/OPT{1999:06d}/", 0, 10)[0], "the newest answers are still served"
+    assert over == {}, f"holding more than scheduler.expired_streams_kept={KEPT} of 1,000 expired names: {over}"
+    assert live.history.after(f"dir/OPT{999:06d}/", 0, 10)[0], "the newest answers are still served"
     live.close()
