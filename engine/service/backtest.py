@@ -94,7 +94,7 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
                  scoring: Callable[[], None] = lambda: None,
                  replaying: Callable[[], None] = lambda: None,
                  test_starts: Mapping[str, tuple[int, int]] | None = None,
-                 command_line: list[str] | None = None) -> BacktestReport:
+                 command_line: list[str] | None = None, plot: bool = True) -> BacktestReport:
     """Replay `files` through the engine with `queries` standing; answers to `out` (Parquet), scores beside it.
 
     What `flashtick backtest` runs, alike (docs/replay.md, "From Python"): `config` is run as an in-process run,
@@ -129,6 +129,8 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
     `streams` (names or globs) reads those streams of the files alone; a resume must select the same.
     `time_range` (connectors/time_range.py) reads the ticks stamped inside it alone; a resume must read the same.
     `command_line` (the CLI's argv) is written as the manifest's `argv`; None from Python.
+    `plot`: False draws no calibration plot (the CLI's `--no-plot`), and removes one an earlier run left at `out`:
+    the scores are written all the same, and a sweep of many runs skips the drawing, about half of a short run.
     """
     if not isinstance(config, ServiceConfig):
         raise TypeError(f"config: expected a ServiceConfig (ServiceConfig.load(PATH), ServiceConfig() or "
@@ -152,7 +154,7 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
         try:
             return _run(config, files, asked, out, columns, batch_ms, max_ticks, progress, resume, checkpoint_s,
                         lambda: ctrl_c.requested or stop(), test_from, chunked, note, streams, time_range, scoring,
-                        began, test_starts, command_line)
+                        began, test_starts, command_line, plot)
         finally:
             ctrl_c.disarm()
 
@@ -162,7 +164,7 @@ def _run(config: ServiceConfig, files: list[Any], queries: BacktestQueries, out:
          stop: Callable[[], bool], test_from: float | None, chunked: bool, note: Callable[[str], None],
          streams: list[str] | None, time_range: TimeRange | None, scoring: Callable[[], None],
          replaying: Callable[[], None], test_starts: Mapping[str, tuple[int, int]] | None,
-         command_line: list[str] | None) -> BacktestReport:
+         command_line: list[str] | None, plot: bool) -> BacktestReport:
     """run_backtest once its arguments are checked and read: the replay, its answers, scores and report."""
     pipeline = _standing_pipeline(config, queries, note)
     # a pattern that matches no file yet, an empty folder: no data yet (NoData); a frame is no file to look for
@@ -199,7 +201,7 @@ def _run(config: ServiceConfig, files: list[Any], queries: BacktestQueries, out:
             write_answers(pipeline, parts, marks, out, config.answers.session_gap_ns, parquet_metadata(record))
             scoring()  # at once: a stop from here on is said as one before the scores, not at a batch boundary
         scored = _score(pipeline, out, marks, test_from, config.answers.session_gap_ns, stop, note, replay,
-                        bar_streams(replay.plans, origins, marks), test_starts)
+                        bar_streams(replay.plans, origins, marks), test_starts, plot)
         # (after the scores it names; before the parts go)
         write_manifest(out, record, parts.written["rows"], resumed, pipeline.ticks_in, rejected, command_line)
     except BaseException as e:
@@ -295,7 +297,7 @@ class _Scored(NamedTuple):
 def _score(pipeline: TickPipeline, out: Path, marks: dict[str, MarkSeries], test_from: float | None,
            session_gap_ns: int | None, stop: Callable[[], bool], note: Callable[[str], None],
            replay: FileReplay, bar_spacing: Mapping[str, int],
-           test_starts: Mapping[str, tuple[int, int]] | None = None) -> _Scored:
+           test_starts: Mapping[str, tuple[int, int]] | None = None, plot: bool = True) -> _Scored:
     """Score the whole answers file `out` a query at a time (memory holds one query's scores), then write the
     scores and the plot beside it. `stop` is polled between queries and before each file: once it returns true
     the run ends with BacktestInterrupted before its scores (the answers are safe; a --resume makes them)."""
@@ -325,6 +327,9 @@ def _score(pipeline: TickPipeline, out: Path, marks: dict[str, MarkSeries], test
     text = json.dumps([s.to_json() for s in scores], indent=2) + "\n"
     write_text_atomically(out.with_suffix(".scores.json"), text)
     stop_here()
+    if not plot:  # (an earlier run's plot beside these answers would be taken for theirs)
+        out.with_suffix(".calibration.png").unlink(missing_ok=True)
+        return _Scored(scores, split_times, split_ends, stream_ticks, why, gaps_said, steps_said, test_part)
     try:  # last: the answers and scores are on disk whatever happens here
         plot_backtest_calibration(out, scores)
     except Exception as e:  # a plotting problem must not turn a finished backtest into a failure

@@ -96,6 +96,9 @@ def add_backtest(sub: Any, shared: SharedOptions, help: str) -> None:
     p.add_argument("--checkpoint-s", type=float, default=None, help="wall seconds between answer checkpoints "
                    "(default: the config's replay.checkpoint_s, 10)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (it shows only on a terminal anyway)")
+    p.add_argument("--no-plot", action="store_true", help="no calibration plot (OUT.calibration.png; one an earlier "
+                   "run left there is removed): the scores are written all the same, and a sweep of short runs "
+                   "skips about half its time")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads for the forward (default: the "
                    "config's model.threads, 1)")
     p.add_argument("--by-stream", action="store_true", help="also a row per stream (instrument) under each query, "

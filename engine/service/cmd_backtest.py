@@ -194,7 +194,7 @@ def _run(args: argparse.Namespace, config: Any, queries: Path, time_range: Any, 
                         streams=streams_to_read(args, config), time_range=time_range,
                         scoring=signals.scoring_begins, replaying=signals.replay_begins,
                         test_starts=test_part_starts(evaluation, args.test_from),
-                        command_line=getattr(args, "command_line", None))
+                        command_line=getattr(args, "command_line", None), plot=not getattr(args, "no_plot", False))
 
 
 def _after_run(args: argparse.Namespace, config: Any, report: Any, signals: _StopSignals, same_reading: bool) -> int:
