@@ -16,9 +16,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import engine_dir
+from conftest import engine_dir, heap_frozen_first
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
-from engine.service.cli import main
+from engine.service.cli import main as unfrozen_main
+
+# in-process runs with the heap frozen first: their freeze_heap collects what came since (conftest.py)
+main = heap_frozen_first(unfrozen_main)
 
 QUERIES = """
 queries:
@@ -26,7 +29,7 @@ queries:
   - {name: dir20, streams: ["*"], question: direction_20, kind: choice, trigger: batch}
   - {name: nll, streams: ["*"], kind: surprise, trigger: {ticks: 10}}
 """
-TICKS = 500  # (what the scoring and its stops meet does not depend on the run's length)
+TICKS = 200  # (what the scoring and its stops meet does not depend on the run's length: 200 score every query)
 SCORING = "scoring them"  # the end of the stderr line that says the answers are whole and their scoring begins
 
 
