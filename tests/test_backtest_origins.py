@@ -4,6 +4,7 @@ one-forward-per-batch path alike."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import zipfile
@@ -12,12 +13,17 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import engine_dir
+from conftest import engine_dir, heap_frozen_first
 from connectors.event_time_batches import MAX_BATCH_TICKS
 from connectors.replay import FileReplay
-from engine.service.backtest import BacktestInterrupted, run_backtest
-from engine.service.cli import main
+from engine.service.backtest import BacktestInterrupted, run_backtest as unfrozen_run_backtest
+from engine.service.cli import main as unfrozen_main
 from engine.service.config import ServiceConfig
+
+# in-process runs with the heap frozen first: their freeze_heap collects what came since (conftest.py); and
+# without the calibration plot, about half of a short run's time, where a test does not read it (plot=True)
+run_backtest = functools.partial(heap_frozen_first(unfrozen_run_backtest), plot=False)
+main = heap_frozen_first(unfrozen_main)
 
 QUERIES = """
 queries:
@@ -71,7 +77,7 @@ def _accepted(root: Path) -> dict[str, list[tuple[int, int, int, float]]]:
 
 def test_each_answer_names_the_file_and_row_of_its_tick(setup: Path, capsys) -> None:
     out = setup / "a.parquet"
-    code = main(["backtest", str(setup / "day0.csv"), str(setup / "day1.parquet"), "--queries",
+    code = main(["backtest", "--no-plot", str(setup / "day0.csv"), str(setup / "day1.parquet"), "--queries",
                  str(setup / "q.yaml"), "--out", str(out), "--config", str(setup / "engine.yaml"), "--batch-ms", "10",
                  "--quiet"])
     assert code == 0, capsys.readouterr().err
@@ -106,7 +112,7 @@ def test_an_archives_members_are_named_so_that_a_row_joins_back(setup: Path, cap
         z.writestr("jan/day0.csv", (setup / "day0.csv").read_bytes())
         z.writestr("feb.csv", pl.DataFrame(_rows(1)).write_csv())
     out = setup / "zipped.parquet"
-    code = main(["backtest", str(archive), "--queries", str(setup / "q.yaml"), "--out", str(out),
+    code = main(["backtest", "--no-plot", str(archive), "--queries", str(setup / "q.yaml"), "--out", str(out),
                  "--config", str(setup / "engine.yaml"), "--batch-ms", "10", "--quiet"])
     assert code == 0, capsys.readouterr().err
     files = json.loads(pl.read_parquet_metadata(out)["flashtick"])["files"]
