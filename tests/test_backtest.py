@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -13,18 +14,23 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import tiny_text_checkpoint, tiny_tick_checkpoint
+from conftest import heap_frozen_first, tiny_text_checkpoint, tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.labels import MarkSeries
 from connectors.ticks import TRADE, Tick, trade
 from engine.service.answer_parts import AnswerParts
 from engine.service.answers_file import ANSWER_ORDER, write_answers
-from engine.service.backtest import run_backtest
-from engine.service.cli import main
+from engine.service.backtest import run_backtest as unfrozen_run_backtest
+from engine.service.cli import main as unfrozen_main
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 from queries.cache import Answer
 from queries.registry import Registry
+
+# in-process runs with the heap frozen first: their freeze_heap collects what came since (conftest.py); and
+# without the calibration plot, about half of a short run's time, where a test does not read it (plot=True)
+run_backtest = functools.partial(heap_frozen_first(unfrozen_run_backtest), plot=False)
+main = heap_frozen_first(unfrozen_main)
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = """
@@ -61,7 +67,8 @@ def setup(tmp_path_factory):
 
 def test_backtest_is_deterministic_and_scored(setup) -> None:
     config = ServiceConfig.load(setup / "engine.yaml")
-    first = run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "a.parquet", progress=False)
+    first = run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "a.parquet", progress=False,
+                         plot=True)
     second = run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "b.parquet", progress=False)
     assert (setup / "a.parquet").read_bytes() == (setup / "b.parquet").read_bytes()
     assert first.ticks == second.ticks == 1500 and first.answers > 100
@@ -90,6 +97,27 @@ def test_backtest_is_deterministic_and_scored(setup) -> None:
 
     assert all("{} (Brier {} vs the class frequencies' {}".format(q.query, *_told_apart(q.brier, q.frequency_brier))
                in verdict for q in losers)
+
+
+def test_no_plot_writes_the_answers_and_scores_without_the_plot_and_removes_an_earlier_runs(setup, tmp_path,
+                                                                                           capsys) -> None:
+    """`--no-plot` (run_backtest's plot=False): the same answers and scores as a run that draws the plot, no plot; and
+    a plot an earlier run left beside the answers is removed, not taken for theirs."""
+    out = tmp_path / "a.parquet"
+    argv = ["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
+            "--config", str(setup / "engine.yaml"), "--max-ticks", "300", "--quiet"]
+    assert main(argv) == 0
+    plotted = {suffix: out.with_suffix(suffix).read_bytes() for suffix in (".parquet", ".scores.json")}
+    assert out.with_suffix(".calibration.png").stat().st_size > 1000
+    assert main([*argv, "--no-plot"]) == 0  # over the finished run: replaced, as a run without the option replaces it
+    assert "calibration" not in capsys.readouterr().err
+    assert {suffix: out.with_suffix(suffix).read_bytes() for suffix in plotted} == plotted
+    assert not out.with_suffix(".calibration.png").exists()
+    report = run_backtest(ServiceConfig.load(setup / "engine.yaml"), setup / "ticks.parquet", setup / "q.yaml",
+                          tmp_path / "b.parquet", max_ticks=300, progress=False, plot=False)
+    assert report.scores and (tmp_path / "b.scores.json").read_bytes() == plotted[".scores.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.manifest.json", "a.parquet", "a.scores.json",
+                                                         "b.manifest.json", "b.parquet", "b.scores.json"]
 
 
 def test_a_note_calling_a_score_worse_prints_it_apart_from_what_it_loses_to(tmp_path: Path) -> None:
@@ -233,7 +261,7 @@ def test_answer_parts_are_scored_one_at_a_time_into_one_ordered_file(setup, tmp_
 
 def test_cli_backtest_of_the_real_binance_files(shared_data: Path, setup, capsys) -> None:
     out = setup / "btc.parquet"
-    code = main(["backtest", str(shared_data / "binance-btcusdt-spot" / "trades.csv"),
+    code = main(["backtest", "--no-plot", str(shared_data / "binance-btcusdt-spot" / "trades.csv"),
                  str(shared_data / "binance-btcusdt-spot" / "bbo.parquet"), "--queries", str(setup / "q.yaml"),
                  "--out", str(out), "--config", str(setup / "engine.yaml"), "--max-ticks", "4000"])
     assert code == 0
@@ -246,14 +274,14 @@ def test_cli_backtest_of_the_real_binance_files(shared_data: Path, setup, capsys
 def test_cli_backtest_without_queries_asks_the_example_questions_of_a_tick_model(setup, capsys) -> None:
     """No --queries and none in the config: a tick model gets queries/examples/tick_model.yaml, said in a note;
     a text model (no codec.json) is told to give its own, with the example's path."""
-    code = main(["backtest", str(setup / "ticks.parquet"), "--out", str(setup / "example.parquet"),
+    code = main(["backtest", "--no-plot", str(setup / "ticks.parquet"), "--out", str(setup / "example.parquet"),
                  "--config", str(setup / "engine.yaml"), "--max-ticks", "300", "--quiet"])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "note: no --queries: asking tick_model.yaml" in err
     assert {"dir20", "vol50", "move50"} <= set(pl.read_parquet(setup / "example.parquet")["query"])
     text_model = tiny_text_checkpoint(setup / "text-model")
-    assert main(["backtest", str(setup / "ticks.parquet"), "--out", str(setup / "t.parquet"),
+    assert main(["backtest", "--no-plot", str(setup / "ticks.parquet"), "--out", str(setup / "t.parquet"),
                  "--model", str(text_model)]) == 2
     assert "give them with --queries FILE (an example: " in capsys.readouterr().err
 
@@ -279,7 +307,7 @@ def test_a_backtest_that_cannot_answer_says_why(setup, tmp_path, capsys) -> None
     (tmp_path / "q.yaml").write_text(QUERIES + "  - {name: eth, streams: [ETH*], kind: surprise, trigger: batch}\n")
     argv[1] = str(tmp_path / "q.yaml")
     assert main(["backtest", str(setup / "ticks.parquet"), "--out", str(tmp_path / "a.parquet"), "--max-ticks", "300",
-                 *argv]) == 0
+                 "--no-plot", *argv]) == 0
     err = capsys.readouterr().err
     assert 'note: query "eth" published no answer: its streams ["ETH*"] match none of the streams replayed (SYN.A, ' \
            "SYN.B, SYN.C, SYN.D)" in err
@@ -301,7 +329,7 @@ def test_a_query_on_a_stream_that_lost_every_tick_is_told_so_not_another_name(se
                                      "  - {name: ng, streams: [NG*], kind: surprise, trigger: batch}\n"
                                      "  - {name: cl, streams: [CLK0], kind: surprise, trigger: batch}\n")
     assert main(["backtest", str(path), "--queries", str(tmp_path / "q.yaml"), "--config", str(setup / "engine.yaml"),
-                 "--out", str(tmp_path / "a.parquet"), "--quiet", "--streams", "CL*"]) == 0
+                 "--out", str(tmp_path / "a.parquet"), "--quiet", "--no-plot", "--streams", "CL*"]) == 0
     err = capsys.readouterr().err
     assert ('note: query "spread" published no answer: its streams ["CLK0-CLM0"] match CLK0-CLM0 (nonpositive_price '
             "80), which is in the files, but every tick of it was rejected: to lift its prices above zero, "
@@ -434,7 +462,7 @@ def test_a_text_model_backtest_says_what_it_did_not_answer_or_score_and_why_tick
     fits.write_text(f"model: {{path: {model}}}\n{scheduler}")
     argv = ["--queries", str(queries), "--max-ticks", "60", "--quiet"]
     assert main(["backtest", str(setup / "ticks.parquet"), "--config", str(fits), "--out", str(tmp_path / "a.parquet"),
-                 *argv]) == 0
+                 "--no-plot", *argv]) == 0
     out, err = capsys.readouterr()
     assert 'skipping on_demand query "note": answered when asked, live' in err, err
     assert "note: up: no answer scored: an answer is scored against what the ticks after it did" in out, out
@@ -443,7 +471,7 @@ def test_a_text_model_backtest_says_what_it_did_not_answer_or_score_and_why_tick
     too_long.write_text(f"model: {{path: {model}}}\n{scheduler}"
                         "codec: {trade_template: \"{stream} {ts} {ts} {ts} {price}\\n\", "
                         "quote_template: \"{stream} {ts} {ts} {ts} {bid}\\n\"}\n")
-    assert main(["backtest", str(setup / "ticks.parquet"), "--config", str(too_long), "--out",
+    assert main(["backtest", "--no-plot", str(setup / "ticks.parquet"), "--config", str(too_long), "--out",
                  str(tmp_path / "b.parquet"), *argv]) == 2
     err = capsys.readouterr().err
     assert "rejected bad_tokens: " in err and "(first: stream SYN." in err and "the engine takes at most" in err, err
@@ -492,7 +520,8 @@ def test_by_stream_scores_each_instrument_of_a_backtest_from_the_same_answers(se
     (the pooled entries as they were), weighted by their scored answers adding up to the pooled row."""
     out = tmp_path / "a.parquet"
     assert main(["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
-                 "--config", str(setup / "engine.yaml"), "--max-ticks", "800", "--quiet", "--by-stream"]) == 0
+                 "--config", str(setup / "engine.yaml"), "--max-ticks", "800", "--quiet", "--no-plot",
+                 "--by-stream"]) == 0
     printed = capsys.readouterr().out.splitlines()
     entries = {e["query"]: e for e in json.loads(out.with_suffix(".scores.json").read_text())}
     dir20 = entries["dir20"]
@@ -513,7 +542,7 @@ def test_by_stream_scores_each_instrument_of_a_backtest_from_the_same_answers(se
     assert printed[query_row + 1].startswith("  SYN.A") and f"{streams['SYN.A']['accuracy']:.3f}" in \
         printed[query_row + 1]
     assert any(line.startswith("indented: each stream's own rows of the same answers") for line in printed)
-    assert main(["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out",
+    assert main(["backtest", "--no-plot", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out",
                  str(tmp_path / "b.parquet"), "--config", str(setup / "engine.yaml"), "--max-ticks", "200",
                  "--quiet"]) == 0  # (fewer ticks: what is printed of any run without --by-stream)
     pooled = capsys.readouterr().out.splitlines()
@@ -527,7 +556,7 @@ def test_a_backtest_names_a_stream_with_a_backslash_in_quotes(setup, tmp_path, c
     ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(600)
     rows = [t.to_wire() | {"stream": t.stream.replace("SYN.A", "C:\\feed\\ES")} for t in ticks]
     pl.DataFrame(rows).write_parquet(tmp_path / "named.parquet")
-    assert main(["backtest", str(tmp_path / "named.parquet"), "--queries", str(setup / "q.yaml"), "--out",
+    assert main(["backtest", "--no-plot", str(tmp_path / "named.parquet"), "--queries", str(setup / "q.yaml"), "--out",
                  str(tmp_path / "a.parquet"), "--config", str(setup / "engine.yaml"), "--quiet", "--by-stream"]) == 0
     rows = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("  ")]
     assert "'C:\\\\feed\\\\ES'" in rows and "SYN.B" in rows, rows
