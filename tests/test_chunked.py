@@ -4,18 +4,23 @@ kind, every answer kind, across context rolls, in backtests and for live bursts.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 
 import polars as pl
 import pytest
 
-from conftest import tiny_tick_checkpoint
+from conftest import heap_frozen_first, tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
-from engine.service.backtest import run_backtest
+from engine.service.backtest import run_backtest as unfrozen_run_backtest
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
+
+# in-process runs with the heap frozen first: their freeze_heap collects what came since (conftest.py); and
+# without the calibration plot, about half of a short run's time, where a test does not read it (plot=True)
+run_backtest = functools.partial(heap_frozen_first(unfrozen_run_backtest), plot=False)
 
 TOL = 1e-4
 QUERIES = """
@@ -42,7 +47,8 @@ def setup(tmp_path_factory):
     checkpoint = tiny_tick_checkpoint(root / "model", seed=3, max_position_embeddings=256)
     (root / "q.yaml").write_text(QUERIES)
     ticks = SyntheticMarket(SyntheticConfig(seed=13)).next_batch(1200)
-    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "ticks.parquet")
+    # the backtests' file: 600 ticks, each stream's ~150 (600 tokens) rolling its window of 256 positions again
+    pl.DataFrame([t.to_wire() for t in ticks[:600]]).write_parquet(root / "ticks.parquet")
     return root, checkpoint, ticks
 
 
