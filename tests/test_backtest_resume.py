@@ -4,6 +4,7 @@ and resumed, the same answers as an uninterrupted run; progress on a terminal; r
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import pty
@@ -21,13 +22,18 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import engine_dir, read_terminal
+from conftest import heap_frozen_first, read_terminal, tiny_tick_checkpoint
 from forked_cli import cli_popen
 from connectors.codec import TOKENS_PER_TICK
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
-from engine.service.backtest import BacktestReport, run_backtest
-from engine.service.cli import main
+from engine.service.backtest import BacktestReport, run_backtest as unfrozen_run_backtest
+from engine.service.cli import main as unfrozen_main
 from engine.service.config import ServiceConfig
+
+# in-process runs with the heap frozen first: their freeze_heap collects what came since (conftest.py); and
+# without the calibration plot, about half of a short run's time, where a test does not read it (plot=True)
+run_backtest = functools.partial(heap_frozen_first(unfrozen_run_backtest), plot=False)
+main = heap_frozen_first(unfrozen_main)
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = """
@@ -36,14 +42,22 @@ queries:
   - {name: move50, streams: ["*"], question: move_bps_50, kind: expectation, trigger: {interval: 2s}}
   - {name: nll, streams: ["*"], kind: surprise, trigger: batch}
 """
-TICKS = 2500
-WINDOW = 1024  # the tiny checkpoint's max_position_embeddings (tests/conftest.py TINY)
+# the first checkpoint falls after 512 ticks (backtest_loop.FLUSH_TICKS): a run stopped or killed there (TICKS // 3
+# is short of it) still has ~1,000 to go, a margin for the signals sent as it shows (with 500, a loaded host's run
+# finished its replay first)
+TICKS = 1500
+# the module's checkpoint's max_position_embeddings: a quarter of tests/conftest.py TINY's, so its sessions roll
+# after 64 ticks of a stream (TICKS // 3, where the killed run is cut, holds more): a run of TICKS crosses rolls
+WINDOW = 256
 FLOAT_COLUMNS = ("expected", "nll", "brier", "log_loss", "model_brier")
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory) -> Path:
-    root = engine_dir(tmp_path_factory.mktemp("resume"), QUERIES, cells=16384)
+    root = tmp_path_factory.mktemp("resume")  # (as conftest.engine_dir makes one, with a checkpoint of WINDOW)
+    checkpoint = tiny_tick_checkpoint(root / "model", max_position_embeddings=WINDOW)
+    (root / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 16384, block_size: 16}}\n")
+    (root / "q.yaml").write_text(QUERIES)
     ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(TICKS)
     pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "ticks.parquet")
     return root
@@ -57,8 +71,9 @@ def uninterrupted(setup: Path) -> BacktestReport:
 
 
 def cli(root: Path, out: str, *extra: str) -> list[str]:
+    """The command line of a backtest of the module's files to `out`, with no calibration plot (none is read here)."""
     return ["backtest", str(root / "ticks.parquet"), "--queries", str(root / "q.yaml"), "--out", str(root / out),
-            "--config", str(root / "engine.yaml"), *extra]
+            "--config", str(root / "engine.yaml"), "--no-plot", *extra]
 
 
 def assert_same_answers(got: pl.DataFrame, want: pl.DataFrame) -> None:
@@ -189,7 +204,7 @@ def test_stop_request_checkpoints_and_resume_refuses_other_inputs(setup: Path, u
 
     with pytest.raises(BacktestInterrupted, match="--resume"):
         run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False,
-                     stop=lambda: next(polls) >= 300)  # as SIGTERM would, at the 300th batch boundary (of ~620)
+                     stop=lambda: next(polls) >= 120)  # as SIGTERM would, at the 120th batch boundary (of ~330)
     kept = json.loads((setup / "stopped.parquet.parts" / "progress.json").read_text())
     assert kept["consumed"] > 0 and kept["answers"] > 0
     (setup / "q2.yaml").write_text(QUERIES.replace("ticks: 5", "ticks: 7"))
@@ -468,14 +483,14 @@ def test_progress_bar_on_a_terminal_and_quiet_elsewhere(setup: Path, monkeypatch
         with open(follower, "w", closefd=True) as terminal:
             monkeypatch.setattr(sys, "stderr", terminal)
             # long enough to redraw: chunked is fast
-            code = main(cli(setup, "bar.parquet", "--max-ticks", "2000", *extra))
+            code = main(cli(setup, "bar.parquet", "--max-ticks", str(TICKS), *extra))
             monkeypatch.undo()
         reader.join(10)
         os.close(leader)
         return code, b"".join(seen).decode(errors="replace")
 
     code, shown = run()
-    assert code == 0 and "2000/2000" in shown and "ticks/s" in shown and "<" in shown, shown[-500:]
+    assert code == 0 and f"{TICKS}/{TICKS}" in shown and "ticks/s" in shown and "<" in shown, shown[-500:]
     # live, not 0 then done
     assert len({line.split("|")[-1][:8] for line in shown.split("\r") if "ticks/s" in line}) > 2
     code, shown = run("--quiet")
@@ -497,7 +512,7 @@ def test_summary_lists_rejected_rows_by_reason(setup: Path, tmp_path: Path, caps
     rows = [t.to_wire() for t in SyntheticMarket(SyntheticConfig(seed=2)).next_batch(200)]
     rows[10]["price"] = rows[10]["bid"] = None
     pl.DataFrame(rows).with_columns(pl.col("ts").cast(pl.Int64)).write_parquet(tmp_path / "t.parquet")
-    code = main(["backtest", str(tmp_path / "t.parquet"), "--queries", str(setup / "q.yaml"), "--out",
+    code = main(["backtest", "--no-plot", str(tmp_path / "t.parquet"), "--queries", str(setup / "q.yaml"), "--out",
                  str(tmp_path / "a.parquet"), "--config", str(setup / "engine.yaml")])
     out, err = capsys.readouterr()
     assert code == 0 and "replayed 199 ticks (1 rejected)" in out, err
