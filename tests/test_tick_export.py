@@ -3,6 +3,7 @@ answers are the ones the live service published; beside a running serve, and ove
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -18,15 +19,15 @@ import msgpack
 import polars as pl
 import pytest
 
-from conftest import serving, tiny_tick_checkpoint
+from conftest import heap_frozen_first, serving, tiny_tick_checkpoint
 from connectors.feed import FeedClient
 from connectors.feed_pump import run_feed
 from connectors.replay import FileReplay, replay_ticks
 from connectors.service_topics import HEARTBEAT_TOPIC
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import utc_text
-from engine.service.backtest import run_backtest
-from engine.service.cli import main
+from engine.service.backtest import run_backtest as unfrozen_run_backtest
+from engine.service.cli import main as unfrozen_main
 from engine.service.client import AnswerSubscriber, ControlError
 from engine.service.config import ServiceConfig
 from engine.service.tick_export import CHUNK_TICKS, COLUMNS, export_ticks
@@ -34,6 +35,11 @@ from engine.service.ticklog import TickLog
 from test_answer_context import wait_for
 from test_feed_batches import MS, QUERIES  # the queries live answers were held to a backtest's with, every trigger
 from test_future_ticks import HOUR_NS, Feed, _config, _tick
+
+# in-process runs with the heap frozen first: their freeze_heap collects what came since (conftest.py); and
+# without the calibration plot, about half of a short run's time, where a test does not read it (plot=True)
+run_backtest = functools.partial(heap_frozen_first(unfrozen_run_backtest), plot=False)
+main = heap_frozen_first(unfrozen_main)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -335,10 +341,20 @@ def test_an_export_is_written_a_chunk_at_a_time_in_row_groups(tmp_path, capsys) 
     assert pl.read_parquet(tmp_path / "trades.parquet").columns == ["stream", "ts", "kind", "price", "size", "side"]
 
 
+def many_ticks(n: int) -> list:
+    """``n`` ticks in time order, enough to fill export chunks: 2,000 synthetic ones repeated, each copy after the
+    last (what is checked of them is their number and order; generating 131k synthetic ticks took ~2 s of CPU)."""
+    from dataclasses import replace
+
+    some = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(2_000)
+    span = some[-1].ts - some[0].ts + 1
+    return [replace(tick, ts=tick.ts + copy * span) for copy in range(-(-n // len(some))) for tick in some][:n]
+
+
 def test_an_export_killed_midway_leaves_no_file(tmp_path) -> None:
     """Written under a temporary name and renamed once whole: a killed export leaves no FILE, only its spill and
     temporary files, which the next export to FILE replaces."""
-    ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(2 * CHUNK_TICKS + 100)
+    ticks = many_ticks(2 * CHUNK_TICKS + 100)
     write_log(tmp_path / "data", ticks)
     out = tmp_path / "day.parquet"
     first_chunk = tmp_path / "day.parquet.chunks" / "chunk-000000.parquet"
@@ -399,7 +415,7 @@ def test_a_csv_export_reads_back_with_the_stream_names_the_service_had(tmp_path,
     code, err = export(capsys, tmp_path / "data", "--out", out)
     assert code == 0, err
     assert list(replay_ticks(str(out))) == ticks  # what backtest and feed replay read: the names, exactly
-    assert main(["backtest", str(out), "--out", str(tmp_path / "answers.parquet"), "--quiet"]) == 0
+    assert main(["backtest", "--no-plot", str(out), "--out", str(tmp_path / "answers.parquet"), "--quiet"]) == 0
     assert set(pl.read_parquet(tmp_path / "answers.parquet")["stream"]) == set(names)
     other = tmp_path / "other.csv"  # not an export's header: a leading ' is the name's own
     other.write_text("ts,stream,price,size\n1700000000000000000,'@ES,100.0,1.0\n")
