@@ -123,7 +123,8 @@ def test_a_dataframe_run_resumes_with_the_same_frame(setup: Path, tmp_path: Path
 
 
 # the ticks a run of each form of the queries reads: every query answered and scored on every stream; what the form
-# changes is what is asked, which the first ticks show as well as all of them
+# changes is what is asked, which the first ticks show as well as all of them (and a short run enough to see what a
+# run leaves of the caller's process state)
 FORM_TICKS = 120
 
 
@@ -220,12 +221,12 @@ def test_the_callers_process_state_is_put_back(setup: Path, tmp_path: Path) -> N
     monitors = {t for t in threading.enumerate() if t.name == "tqdm_monitor"}
     try:
         report = run_backtest(config, setup / "ticks.parquet", setup / "q.yaml", tmp_path / "a.parquet",
-                              progress=False, max_ticks=TICKS // 2, plot=True)
+                              progress=False, max_ticks=FORM_TICKS, plot=True)
         assert torch.get_num_threads() == threads
         assert {name: os.environ.get(name) for name in variables} == variables
         assert matplotlib.get_backend() == backend and plt.get_fignums() == [figure.number]
         assert {t for t in threading.enumerate() if t.name == "tqdm_monitor"} <= monitors
-        assert (tmp_path / "a.calibration.png").is_file() and report.ticks == TICKS // 2
+        assert (tmp_path / "a.calibration.png").is_file() and report.ticks == FORM_TICKS
     finally:
         plt.close(figure)
 
