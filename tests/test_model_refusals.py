@@ -1,25 +1,23 @@
 """A Hugging Face checkpoint flashtick does not run is refused in one line, its own, with the next step: no warning
 of transformers' about the config before it (GPT-2's ids past the vocabulary, an unknown model_type), and the GELU
-and Qwen2 sliding-window refusals say which families or settings do work. A real `backtest` process each."""
+and Qwen2 sliding-window refusals say which families or settings do work. A real `backtest` process each (forked
+warm, tests/forked_cli.py: transformers' warnings come at the config's load, in the child, onto its stderr)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from conftest import tiny_text_checkpoint
+from forked_cli import cli_run
 
 
 def _backtest_stderr(model, tmp_path) -> tuple[int, list[str]]:
     (tmp_path / "t.csv").write_text("timestamp,symbol,price,size\n1700000000000000000,X,100.5,1\n")
     (tmp_path / "q.yaml").write_text("queries: [{name: s, streams: ['*'], kind: surprise}]\n")
-    done = subprocess.run([sys.executable, "-m", "engine.service.cli", "backtest", str(tmp_path / "t.csv"), "--model",
-                           str(model), "--queries", str(tmp_path / "q.yaml"), "--out", str(tmp_path / "a.parquet"),
-                           "--quiet"], capture_output=True, text=True, env={**os.environ}, timeout=300)
+    done = cli_run(["backtest", str(tmp_path / "t.csv"), "--model", str(model), "--queries", str(tmp_path / "q.yaml"),
+                    "--out", str(tmp_path / "a.parquet"), "--quiet"], capture_output=True, text=True, timeout=300)
     return done.returncode, [line for line in done.stderr.splitlines() if line.strip()]
 
 

@@ -2,29 +2,25 @@
 exited 0, and the later one replaced the earlier one's checkpoint file by file without --overwrite. A run now holds
 --out's lock (backtest's, engine/service/output_lock.py) from before that check to its end: a second run is refused
 at once naming the first's pid, and a lock left by a run that is gone (SIGKILL) blocks nothing. A real tiny model
-trained through the CLI, the first run a process of its own."""
+trained through the CLI, the first run a process of its own (forked warm: tests/forked_cli.py)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from engine.service.cli import main
+from forked_cli import cli_popen
 from tests.test_train_folders import QUICK, TINY, train, write_days
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_a_second_train_on_the_same_out_is_refused_while_the_first_runs(tmp_path: Path) -> None:
     files = [str(f) for f in write_days(tmp_path / "days")]
     out, lock = tmp_path / "model", tmp_path / "model" / ".lock"
-    first = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "train", *files, "--out", str(out), *TINY,
-                              *QUICK, "--quiet"], env={**os.environ, "PYTHONPATH": str(ROOT)},
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = cli_popen(["train", *files, "--out", str(out), *TINY, *QUICK, "--quiet"], stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 300  # a wait for the first to take its lock, not a timed assertion
         while time.monotonic() < deadline and first.poll() is None and not (
