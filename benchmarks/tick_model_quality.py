@@ -81,6 +81,7 @@ class Settings:
     finetune_extra: tuple[str, ...] = ()  # more `flashtick train` options (the test's tiny run)
     threads: int = 1
     evaluation: EvalOptions = EvalOptions()
+    loo_calibration: EvalOptions | None = None  # the leave-one-out models' answer points (None: --calibrate-only's)
 
 
 def instrument_files(data_dir: Path, name: str) -> list[Path]:
@@ -133,7 +134,7 @@ def leave_one_out_model(name: str, s: Settings, log: Callable[[str], None]) -> t
     command = f"{nice_prefix()}{recipe} --out {out}"  # how this one ran
     write_training_md(cfg, stats, out, command)
     t1 = time.time()
-    calibrate_only(out, s.data_dir, None, sets)
+    calibrate_only(out, s.data_dir, None, sets, s.loo_calibration)
     how = {"command": command,
            "calibration_command": f"{nice_prefix()}python -m engine.service.train_builtin --calibrate-only "
                                   f"--data-dir {s.data_dir} --sets {','.join(sets)} --out {out}",
@@ -142,6 +143,8 @@ def leave_one_out_model(name: str, s: Settings, log: Callable[[str], None]) -> t
            "calibration_minutes": round((time.time() - t1) / 60, 1), "trained_on": ["synthetic", *sets],
            "final_losses": {"next_token": stats["final_lm_loss"], "answer": stats["final_qa_loss"]},
            "config": dataclasses.asdict(cfg)}
+    if s.loo_calibration is not None:  # (not what the command above runs: say what it was)
+        how["calibration_options"] = dataclasses.asdict(s.loo_calibration)
     (out / "how_trained.json").write_text(json.dumps(how, indent=1) + "\n")
     return out, how
 

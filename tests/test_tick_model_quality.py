@@ -68,7 +68,8 @@ def test_report_scores_every_row_on_the_same_ticks_and_reuses_its_models(tmp_pat
     stats = train(cfg, builtin, lambda _: None, data)
     write_training_md(cfg, stats, builtin, "tiny built-in stand-in")
     s = Settings(data, tmp_path / "models", builtin=builtin, loo_recipe=TINY, finetune_minutes=1.0,
-                 finetune_extra=TINY_FINETUNE, evaluation=EvalOptions(max_points=300, resamples=20, adapt_history=200))
+                 finetune_extra=TINY_FINETUNE, evaluation=EvalOptions(max_points=300, resamples=20, adapt_history=200),
+                 loo_calibration=EvalOptions(max_points=300))  # (--calibrate-only's 10,000 points a stream: 45% of it)
     result = json.loads(json.dumps(report(s, log=lambda _: None, command="test")))  # what the JSON file holds
 
     assert {"command", "machine", "threads", "instruments", "bar"} <= set(result)
@@ -98,6 +99,7 @@ def test_report_scores_every_row_on_the_same_ticks_and_reuses_its_models(tmp_pat
             assert name not in zero["how_trained"]["trained_on"] and name not in zero["calibration_source"]
             how = zero["how_trained"]
             assert how["steps"] == 2 and "--calibrate-only" in how["calibration_command"]
+            assert how["calibration_options"]["max_points"] == 300  # recorded, as the command does not say it
 
     weights = s.models_dir / "loo_BTCUSDT" / "model.safetensors"
     before = weights.stat().st_mtime_ns

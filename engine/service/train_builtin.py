@@ -33,7 +33,7 @@ import platform
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import torch
@@ -47,6 +47,9 @@ from engine.service.train_config import TrainConfig
 from engine.service.train_data import build_sources, question_tokens
 from engine.service.train_loop import optimise
 from engine.text_files import ENCODING, read_text
+
+if TYPE_CHECKING:
+    from engine.service.evaluate import EvalOptions
 
 
 def train(cfg: TrainConfig, out_dir: Path, log, data_dir: Path | None = None) -> dict:
@@ -118,10 +121,11 @@ def reproduce_command(cfg: TrainConfig, steps_done: int, data_dir: Path | None, 
 
 
 def calibrate_only(out: Path, data_dir: Path | None, log_path: Path | None = None,
-                   sets: tuple[str, ...] = DEFAULT_SETS) -> None:
+                   sets: tuple[str, ...] = DEFAULT_SETS, options: EvalOptions | None = None) -> None:
     """Fit the answer calibration of the checkpoint in `out` on validation slices of its training data (the
     real `sets` it was trained on; engine/service/calibrate.py `calibrate_builtin`), write calibration.json
-    and record it in TRAINING.md. The weights are not touched."""
+    and record it in TRAINING.md. The weights are not touched. ``options``: the answer points fitted on
+    (None: calibrate_builtin's, as --calibrate-only runs it)."""
     from connectors.calibration import write_calibration
     from engine.service.calibrate import calibrate_builtin, calibration_table
     from engine.service.tick_checkpoint import load_tick_model
@@ -130,7 +134,7 @@ def calibrate_only(out: Path, data_dir: Path | None, log_path: Path | None = Non
     t0 = time.time()
     log = _logger(log_path)
     model, codec = load_tick_model(out)
-    calibration = calibrate_builtin(model, codec, data_dir, log, sets=sets)
+    calibration = calibrate_builtin(model, codec, data_dir, log, options, sets)
     write_calibration(out, calibration)
     options = "".join(f" {flag}" for flag, used in (
         (f"--data-dir {data_dir}", data_dir is not None), (f"--sets {','.join(sets)}", sets != DEFAULT_SETS),
