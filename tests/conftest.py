@@ -32,6 +32,13 @@ if TYPE_CHECKING:
     from engine.scheduler import SchedulerConfig
 
 
+# numpy's OpenBLAS starts a thread per core that spin-waits for work: beside the other worker on CI's two cores, an
+# evaluate's logistic baselines (small Newton solves) cost ~25% more CPU for it (1.9-2.1 s of CPU against 1.5 s with
+# one thread, measured on a loaded machine). Set before anything imports numpy (nothing above does); the CLI
+# children and the fork server inherit it; a value the caller set is kept
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 class _OneTorchThread(importlib.abc.MetaPathFinder):
     """Tiny models are latency-bound: one thread avoids OpenMP spin-waits when CI's two cores are busy. torch gets
     it as soon as anything imports it (a test module, a helper, the CLI run in-process), as when this file imported

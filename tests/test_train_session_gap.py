@@ -17,6 +17,9 @@ from engine.service.cli import main
 from test_session_gap import FRIDAY_21H, WEEKEND
 from test_stream_selection import TINY
 
+# one worker takes the file under `--dist loadgroup`: its module fixture (two trainings) is built once
+pytestmark = pytest.mark.xdist_group("test_train_session_gap")
+
 SESSION = 470  # quotes a session, 15 s apart; three sessions, a weekend between each
 RUN = ["--split", "50/10/40", "--steps", "1", "--batch", "1", "--resamples", "10"]  # a pause in train and in test
 
