@@ -20,8 +20,8 @@ from engine.service.evaluation_points import batch_last_ticks
 
 BURST = 8  # ticks of one burst, 0.1 ms apart; bursts 37 ms apart (so a 100 ms batch holds two or three)
 QUICK = ["--threads", "1", "--resamples", "20", "--max-points", "100000"]
-# one worker takes the file under `--dist loadgroup`: its module fixtures (a model, two 6,000-tick files, an
-# evaluate run) are built once
+# one worker takes the file under `--dist loadgroup`: its module fixtures (a model, two 6,000-tick files, two
+# evaluate runs) are built once
 pytestmark = pytest.mark.xdist_group("test_evaluate_points")
 
 
@@ -55,6 +55,19 @@ def plain_table(files: dict[str, Path]) -> str:
     return out.getvalue()
 
 
+@pytest.fixture(scope="module")
+def plain_points(files: dict[str, Path], tmp_path_factory) -> tuple[list[str], dict, Path]:
+    """(the command, its --json result, its --points-out file) of `evaluate MODEL plain.parquet --json --points-out
+    POINTS --seed 7`, run once: two tests read it (the seed moves the bootstrap's intervals alone, no score)."""
+    out = tmp_path_factory.mktemp("plain_points") / "points.parquet"
+    command = ["evaluate", str(files["model"]), str(files["plain"]), *QUICK, "--json", "--points-out", str(out),
+               "--seed", "7"]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+        assert main(command) == 0
+    return command, json.loads(printed.getvalue()), out
+
+
 def recomputed(points: pl.DataFrame, question: str, column: str) -> tuple[float, float, int]:
     """Accuracy (first most likely label on ties) and Brier of one column, from the file alone."""
     rows = points.filter(pl.col("question") == question)
@@ -66,11 +79,8 @@ def recomputed(points: pl.DataFrame, question: str, column: str) -> tuple[float,
 
 
 def test_every_column_of_evaluate_recomputes_from_its_points_file(files: dict[str, Path], plain_table: str,
-                                                                   tmp_path: Path, capsys) -> None:
-    out = tmp_path / "points.parquet"
-    assert main(["evaluate", str(files["model"]), str(files["plain"]), *QUICK, "--json", "--points-out",
-                 str(out)]) == 0
-    result = json.loads(capsys.readouterr().out)
+                                                                   plain_points: tuple[list[str], dict, Path]) -> None:
+    _, result, out = plain_points
     points = pl.read_parquet(out)
     assert {"stream", "tick", "data_ts", "question", "labels", "realised", "model", "adapted", "prior", "majority",
             "logistic"} <= set(points.columns)
@@ -177,8 +187,8 @@ def test_a_batch_ms_past_the_test_part_names_the_option_and_writes_no_points(fil
     assert not points.exists()
 
 
-def test_evaluate_records_what_made_its_scores_as_a_backtest_does(files: dict[str, Path], tmp_path: Path,
-                                                                 capsys) -> None:
+def test_evaluate_records_what_made_its_scores_as_a_backtest_does(files: dict[str, Path],
+                                                                 plain_points: tuple[list[str], dict, Path]) -> None:
     """`evaluate` wrote no provenance record (a backtest writes one: run_record.py): its scores could not be told
     from another model's, file's or option's. Its --json now holds `run` (version, the model's weights and codec
     fingerprints, each file's size, time and content digest as a backtest's record has them, the reading and the
@@ -187,11 +197,7 @@ def test_evaluate_records_what_made_its_scores_as_a_backtest_does(files: dict[st
     from engine.service.model_digest import model_digest
     from engine.service.run_record import MANIFEST_SUFFIX
 
-    out = tmp_path / "points.parquet"
-    command = ["evaluate", str(files["model"]), str(files["plain"]), *QUICK, "--json", "--points-out", str(out),
-               "--seed", "7"]
-    assert main(command) == 0
-    result = json.loads(capsys.readouterr().out)
+    command, result, out = plain_points
     run = result["run"]
     assert result["argv"] == ["flashtick", *command]
     assert json.loads(out.with_suffix(MANIFEST_SUFFIX).read_text()) == {"run": run, "argv": ["flashtick", *command],

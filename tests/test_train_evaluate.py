@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import json
 import re
 from pathlib import Path
@@ -398,22 +400,22 @@ def test_from_scratch_takes_the_codec_version_and_finetuning_keeps_its_bases(tic
 
 def test_train_and_evaluate_say_how_the_files_were_read(ticks_file: Path, tmp_path: Path, capsys) -> None:
     """Files are read as `backtest` reads them, and its notes come with them: naive local times read as UTC
-    (with the option that gives their zone), as for a backtest of the same file."""
+    (with the option that gives their zone), as for a backtest of the same file; and a --gap below the longest
+    horizon is widened to it, as train does, and said (in the same run: the reading's note does not hang on it)."""
     frame = pl.read_parquet(ticks_file)  # each stream long enough for parts of a window (and a tick) each
     naive = frame.with_columns(pl.from_epoch("ts", time_unit="ns").dt.strftime("%Y-%m-%d %H:%M:%S%.9f").alias("ts"))
     local = tmp_path / "local.csv"
     naive.write_csv(local)
-    assert main(["evaluate", "builtin", str(local), "--max-points", "32", "--resamples", "10", "--threads", "1"]) == 0
+    assert main(["evaluate", "builtin", str(local), "--max-points", "32", "--resamples", "10", "--threads", "1",
+                 "--gap", "10"]) == 0
     err = capsys.readouterr().err
     assert "flashtick evaluate: note: " in err and "read as UTC" in err and "--tz" in err
+    assert "note: --gap 10 is below the longest question horizon; 50 ticks are left out" in err  # widened, said
     assert main(["evaluate", "builtin", str(local), "--max-points", "32", "--resamples", "10", "--threads", "1",
                  "--quiet"]) == 0
     quiet = capsys.readouterr()
     assert "read as UTC" not in quiet.err and "direction_20" in quiet.out  # the table, as without --quiet
     assert "training ticks run past the start of" in quiet.err  # what the scores mean: said under --quiet too
-    assert main(["evaluate", "builtin", str(local), "--max-points", "32", "--resamples", "10", "--threads", "1",
-                 "--gap", "10"]) == 0  # widened to the horizon, as train does, and said
-    assert "note: --gap 10 is below the longest question horizon; 50 ticks are left out" in capsys.readouterr().err
 
 
 
@@ -692,12 +694,22 @@ def test_train_quiet_still_says_the_notes_that_change_what_its_results_mean(tick
     assert "note: --split 70/30 has no validation part" in err and "no column map given" not in err
 
 
-def test_streams_of_the_same_hours_are_flagged(ticks_file: Path, capsys) -> None:
+@pytest.fixture(scope="module")
+def builtin_by_stream(ticks_file: Path) -> tuple[str, str]:
+    """(stdout, stderr) of `evaluate builtin TICKS --by-stream`, run once: two tests read it (each grouped with
+    the other under `--dist loadgroup`, so one worker runs it)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main(["evaluate", "builtin", str(ticks_file), "--max-points", "32", "--resamples", "10", "--threads",
+                     "1", "--by-stream"]) == 0
+    return out.getvalue(), err.getvalue()
+
+
+@pytest.mark.xdist_group("test_train_evaluate_builtin")
+def test_streams_of_the_same_hours_are_flagged(builtin_by_stream: tuple[str, str]) -> None:
     """The split is per stream: the synthetic market's four instruments cover the same hours, so one's training
     ticks run past the start of another's test slice; evaluate and train say so."""
-    assert main(["evaluate", "builtin", str(ticks_file), "--max-points", "64", "--resamples", "10",
-                 "--threads", "1"]) == 0
-    err = capsys.readouterr().err
+    err = builtin_by_stream[1]
     assert re.search(r"note: (SYN\.\w's(, | and ))*SYN\.\w's training ticks run past the start of SYN\.\w's test "
                      r"slice.*not fully out of sample", err), err
 
@@ -807,7 +819,9 @@ def test_a_fine_tune_keeps_its_starting_weights_when_no_step_beats_them(ticks_fi
     assert start_kept(stats | {"best_step": 2}) == ""
 
 
-def test_evaluate_says_each_part_s_first_and_last_event_time(ticks_file: Path, capsys) -> None:
+@pytest.mark.xdist_group("test_train_evaluate_builtin")
+def test_evaluate_says_each_part_s_first_and_last_event_time(ticks_file: Path, builtin_by_stream: tuple[str, str],
+                                                             capsys) -> None:
     """The split is in tick indices per stream; where it fell in time is what a user checks against a calendar:
     each part's first and last tick's time, UTC, overall and each stream's, in the table and in the JSON."""
     argv = ["evaluate", "builtin", str(ticks_file), "--max-points", "32", "--resamples", "10", "--threads", "1"]
@@ -826,8 +840,7 @@ def test_evaluate_says_each_part_s_first_and_last_event_time(ticks_file: Path, c
     overall = {part: [utc_text(min(s[0] for s in found)), utc_text(max(s[1] for s in found))]
                for part, found in spans.items()}
     assert result["part_times"] == overall
-    assert main([*argv, "--by-stream"]) == 0
-    printed = capsys.readouterr().out.splitlines()
+    printed = builtin_by_stream[0].splitlines()  # (`evaluate builtin TICKS --by-stream`, argv's run without --json)
     assert "parts (UTC event times): " + "; ".join(f"{part} {a} to {b}" for part, (a, b) in overall.items()) \
         in printed
     first = next(iter(result["streams"]))
