@@ -19,6 +19,7 @@ import pytest
 from engine.service.cli import main
 from engine.service.output_paths import temporary_name, write_text_atomically
 from tests.test_train_folders import QUICK, train, write_days
+from tests.train_cache import trained_copy
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -38,11 +39,12 @@ def small_tmpfs(where: Path, size: int):
         subprocess.run(["umount", str(where)], check=True)
 
 
-def test_a_disk_that_fills_after_the_weights_is_said_naming_config_json(tmp_path: Path) -> None:
+def test_a_disk_that_fills_after_the_weights_is_said_naming_config_json(tmp_path: Path, tmp_path_factory) -> None:
     """A tmpfs with room for --out's lock and the weights alone: the next file, config.json, fails; it said
     "[Errno 28] No space left on device" and now names the file, as the weights' own message does."""
     files = [str(f) for f in write_days(tmp_path / "days")]
-    rc, _, _ = train(files, tmp_path / "sized")  # the same tiny model where the disk is not full: its weights' size
+    rc, _, _ = trained_copy(tmp_path_factory, tmp_path / "sized")  # the same tiny model where the disk is not full: its
+    # weights' size (trained once per process: tests/train_cache.py)
     assert rc == 0
     weights = (tmp_path / "sized" / "model.safetensors").stat().st_size
     pages = 1 + -(-weights // PAGE)  # the lock file's page and the weights' (tmpfs counts whole pages)
@@ -60,11 +62,12 @@ def test_a_disk_that_fills_after_the_weights_is_said_naming_config_json(tmp_path
         assert not any(small.iterdir())  # its space given back, the unfinished checkpoint with it
 
 
-def test_evaluate_plot_and_a_text_output_past_the_file_size_limit_name_the_file(tmp_path: Path) -> None:
+def test_evaluate_plot_and_a_text_output_past_the_file_size_limit_name_the_file(tmp_path: Path,
+                                                                              tmp_path_factory) -> None:
     """`ulimit -f` (RLIMIT_FSIZE) under the plot's size: evaluate's numbers are printed and its warning names the
     image (matplotlib's own error before); a text output is said the same way."""
     files = [str(f) for f in write_days(tmp_path / "days")]
-    rc, _, err = train(files, tmp_path / "model")
+    rc, _, err = trained_copy(tmp_path_factory, tmp_path / "model")
     assert rc == 0, err
     plot = tmp_path / "cal.png"
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)

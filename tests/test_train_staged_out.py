@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from tests.test_train_folders import QUICK, TINY, train, write_days
+from tests.train_cache import trained_copy
 from forked_cli import cli_popen, cli_run
 
 SMALL = ["--hidden", "4", "--intermediate", "8"]  # weights of ~6 KB: smaller than the run's evaluation.json (~10 KB)
@@ -35,10 +36,10 @@ def train_limited(files: list[str], out: Path, limit: int, *options: str) -> sub
                    rlimits={resource.RLIMIT_FSIZE: limit}, capture_output=True, text=True, timeout=600)
 
 
-def test_a_train_that_fails_part_way_leaves_out_as_it_was(tmp_path: Path) -> None:
+def test_a_train_that_fails_part_way_leaves_out_as_it_was(tmp_path: Path, tmp_path_factory) -> None:
     files = [str(f) for f in write_days(tmp_path / "days")]
     out = tmp_path / "model"
-    rc, _, err = train(files, out, *SMALL)
+    rc, _, err = trained_copy(tmp_path_factory, out, *SMALL)  # (trained once per process: tests/train_cache.py)
     assert rc == 0, err[-2000:]
     before, mode = files_of(out), out.stat().st_mode
     sizes = {name: len(data) for name, data in before.items()}
@@ -77,7 +78,7 @@ def tree_of(folder: Path) -> dict[str, bytes | None]:
     return {str(p.relative_to(folder)): None if p.is_dir() else p.read_bytes() for p in sorted(folder.rglob("*"))}
 
 
-def test_an_overwrite_keeps_what_out_holds_besides_the_checkpoint(tmp_path: Path) -> None:
+def test_an_overwrite_keeps_what_out_holds_besides_the_checkpoint(tmp_path: Path, tmp_path_factory) -> None:
     """review272 #1: `train --overwrite` replaced --out as a whole, deleting a user's notes and backtests/ folder
     kept beside the checkpoint (exit 0, nothing said). Only the checkpoint's files are replaced now; a run that
     fails part way still leaves --out byte for byte as it was. The second run goes through a symlink to --out."""
@@ -85,7 +86,7 @@ def test_an_overwrite_keeps_what_out_holds_besides_the_checkpoint(tmp_path: Path
 
     files = [str(f) for f in write_days(tmp_path / "days")]
     out, link = tmp_path / "model", tmp_path / "link"
-    rc, _, err = train(files, out, *SMALL)
+    rc, _, err = trained_copy(tmp_path_factory, out, *SMALL)
     assert rc == 0, err[-2000:]
     checkpoint = files_of(out)
     assert set(checkpoint) <= CHECKPOINT_FILES, set(checkpoint) - CHECKPOINT_FILES  # every file a run writes
@@ -170,7 +171,7 @@ def test_a_killed_runs_folder_removed_is_said_under_quiet_and_json(tmp_path: Pat
             assert said in json.loads(text)["cautions"]
 
 
-def test_an_old_out_left_by_a_kill_mid_swap_is_dealt_with_once(tmp_path: Path) -> None:
+def test_an_old_out_left_by_a_kill_mid_swap_is_dealt_with_once(tmp_path: Path, tmp_path_factory) -> None:
     """fix286 #2: a train killed between the swap's two renames left --out's old folder as `.OUT.X.replaced`, and
     every later train named it again, for ever. With a whole checkpoint in --out (its model card there: the swap
     had put it in place) the swap is finished: what the old folder held besides a checkpoint moves into --out, the
@@ -178,7 +179,7 @@ def test_an_old_out_left_by_a_kill_mid_swap_is_dealt_with_once(tmp_path: Path) -
     checkpoint: renamed to a visible `OUT.previous-X` beside --out and named once. The folders are left by hand."""
     files = [str(f) for f in write_days(tmp_path / "days")]
     out = tmp_path / "model"
-    rc, _, err = train(files, out, *SMALL)
+    rc, _, err = trained_copy(tmp_path_factory, out, *SMALL)
     assert rc == 0, err[-2000:]
     checkpoint = files_of(out)
     old = tmp_path / ".model.abcdefgh.replaced"
