@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import engine_dir, tiny_tick_checkpoint
+from conftest import engine_dir, freeze_before_a_start, tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.backtest import BacktestInterrupted, run_backtest
@@ -33,6 +33,14 @@ def calibration(temperature: float) -> str:
     builtin = json.loads((BUILTIN_MODEL_DIR / "calibration.json").read_text())
     entry = builtin["questions"]["direction_20"] | {"temperature": temperature}
     return json.dumps({"format": builtin["format"], "source": "test", "questions": {"direction_20": entry}})
+
+
+@pytest.fixture(autouse=True)
+def _heap_frozen_before_the_test() -> None:
+    """The test process's heap frozen as it is (conftest.freeze_before_a_start) before each test: a backtest's
+    freeze_heap then collects what came since, not all of pytest, torch and transformers (~0.2 s of CPU a run, as a
+    CLI process's own heap never cost it). A backtest thaws what it froze at its end."""
+    freeze_before_a_start()
 
 
 @pytest.fixture(scope="module")
@@ -231,6 +239,7 @@ def test_the_builtin_model_scored_on_a_set_it_trained_on_says_so(tmp_path: Path,
 
     def note(path: Path, *extra: str) -> list[str]:
         capsys.readouterr()
+        freeze_before_a_start()  # (each run: the one before thawed it)
         assert main(["backtest", str(path), "--queries", str(tmp_path / "q.yaml"), "--out",
                      str(tmp_path / f"{path.stem}{len(extra)}.parquet"), "--quiet", *extra]) == 0
         return [line for line in capsys.readouterr().err.splitlines() if "built-in model was trained" in line]
@@ -252,6 +261,7 @@ def test_the_config_is_recorded_as_its_effective_values_and_endpoints_leave_its_
                          "answers: 'tcp://127.0.0.1:50301', control: 'tcp://127.0.0.1:50302'}\n")
     records = []
     for config, name in ((setup / "engine.yaml", "plain"), (endpoints, "endpoints")):
+        freeze_before_a_start()  # (each run: the one before thawed it)
         run_backtest(ServiceConfig.load(config), [setup / "ticks.parquet"], setup / "q.yaml",
                      setup / f"{name}.parquet", progress=False, max_ticks=100)
         records.append(json.loads(pl.read_parquet_metadata(setup / f"{name}.parquet")["flashtick"]))
@@ -269,6 +279,7 @@ def test_a_finished_backtest_replaced_by_a_run_of_other_options_is_said(setup: P
 
     def notes(batch_ms: float) -> list[str]:
         said: list[str] = []
+        freeze_before_a_start()  # (each run: the one before thawed it)
         run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "replaced.parquet", progress=False,
                      max_ticks=100, batch_ms=batch_ms, note=said.append)
         return [line for line in said if line.startswith("replacing")]
