@@ -106,6 +106,7 @@ def test_the_weekend_is_noted_without_the_option_and_left_unscored_with_it(setup
 
     gapped = {}
     for name, chunked in [("chunked", True), ("batches", False)]:
+        freeze_before_a_start()  # (each run: the one before thawed it)
         report = run_backtest(config(checkpoint, 3600), [root / "week.parquet"], root / "q.yaml",
                               root / f"{name}.parquet", progress=False, chunked=chunked)
         gapped[name] = pl.read_parquet(root / f"{name}.parquet").sort(["query", "stream", "seq"])
@@ -224,6 +225,7 @@ def test_a_split_between_two_sessions_gets_a_caution(setup) -> None:
     assert "near 1/2 (a 2-for-1 split, or a data error?)" in cautions[0]
     assert "split-adjusted files are expected (docs/replay.md)" in cautions[0]
     assert "scored as that move (--session-gap 1h leaves them unscored)" in cautions[0]
+    freeze_before_a_start()  # (each run: the one before thawed it)
     report = run_backtest(config(checkpoint, 3600), [root / "split.parquet"], root / "q.yaml",
                           root / "split_b.parquet", progress=False)
     assert "the answers whose label horizon spans it are left unscored (--session-gap 1h)" in report.summary()
@@ -268,6 +270,7 @@ def test_a_halt_of_exactly_the_session_gap_is_cut_and_an_hour_pause_is_noted(set
     out = capsys.readouterr().out
     assert "are labelled across a pause of an hour or more in their stream's event times (1 such pause; the " \
            "widest: ESM4, 60 min from 2024-03-13T21:00:00Z to 2024-03-13T22:00:00Z)" in out, out
+    freeze_before_a_start()  # (each run: the one before thawed it)
     assert main([*common, "--out", str(root / "halt_cut.parquet"), "--session-gap", "1h"]) == 0
     out = capsys.readouterr().out
     table = pl.read_parquet(root / "halt_cut.parquet")
