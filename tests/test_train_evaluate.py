@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 import torch
 
-from conftest import tiny_tick_checkpoint
+from conftest import freeze_before_a_start, tiny_tick_checkpoint
 from connectors.codec import BinnedCodec
 from connectors.labels import label_series, marks_of
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
@@ -127,6 +127,7 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     verdict = [line for line in printed.out.splitlines() if line.startswith("verdict: ")]
     assert verdict and all(q in " ".join(verdict) for q in ("direction_5", "direction_20"))
     answers = tmp_path / "answers.parquet"
+    freeze_before_a_start()  # (its freeze_heap then collects what came since, not all of pytest: conftest)
     rc = main(["backtest", str(ticks_file), "--model", str(out), "--queries",
                str(ROOT / "queries" / "examples" / "tick_model.yaml"), "--out", str(answers), "--max-ticks", "800",
                "--test-from", "0.5"])
@@ -154,6 +155,7 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     assert set(probs) == {"down", "flat", "up"} and abs(sum(probs.values()) - 1) < 1e-4
     # --test-from past the trained fraction, but of a run cut to its first 800 ticks (of 6,000): still inside
     # what the model was trained on, counted in ticks, and said
+    freeze_before_a_start()  # (each run: the one before thawed it)
     assert main(["backtest", str(ticks_file), "--model", str(out), "--queries",
                  str(ROOT / "queries" / "examples" / "tick_model.yaml"), "--out", str(tmp_path / "cut.parquet"),
                  "--max-ticks", "800", "--test-from", "0.9", "--quiet"]) == 0
