@@ -118,13 +118,14 @@ def trained(tmp_path_factory) -> tuple[Path, Path, str, str]:
 @pytest.fixture(scope="module")
 def at_the_split(trained, tmp_path_factory) -> tuple[Path, str]:
     """(the answers file, the summary printed) of `backtest CSV --model M --test-from 0.85` (the checkpoint's own
-    split, the files read as they are), run once: two tests read it."""
+    split, the files read as they are), run once: two tests read it. Its checks are dir20's: it asks dir20 alone."""
     csv, model, _, _ = trained
-    out, printed = tmp_path_factory.mktemp("at_the_split") / "bt.parquet", io.StringIO()
+    folder = tmp_path_factory.mktemp("at_the_split")
+    out, printed = folder / "bt.parquet", io.StringIO()
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
         freeze_before_a_start()  # (its freeze_heap then collects what came since, not all of pytest: conftest)
         assert main(["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet", "--out", str(out),
-                     "--test-from", "0.85"]) == 0
+                     "--test-from", "0.85", "--queries", str(dir20_queries(folder))]) == 0
     return out, printed.getvalue()
 
 
@@ -534,7 +535,7 @@ def test_backtest_test_from_test_scores_the_checkpoint_s_own_test_part(trained, 
     parts = json.loads((model / "evaluation.json").read_text())["streams"]
     out = tmp_path / "bt.parquet"
     assert main(["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet", "--out", str(out),
-                 "--test-from", "test"]) == 0
+                 "--test-from", "test", "--queries", str(dir20_queries(tmp_path))]) == 0  # (its checks are dir20's)
     captured = capsys.readouterr()
     assert ("flashtick backtest: note: --test-from test: this model was trained and validated on the first 85% of "
             "each stream's ticks (its evaluation.json): scoring the answers after them, as --test-from 0.85"
