@@ -27,7 +27,7 @@ import pytest
 import zmq
 
 from conftest import assert_owed_as_uninterrupted, freeze_before_a_start, serving, tiny_tick_checkpoint
-from forked_cli import cli_popen
+from forked_cli import cli_popen, start_lines
 from test_health_probes import probe
 from test_server import wait_for
 from connectors.feed import FeedClient
@@ -925,13 +925,10 @@ def serve(config_path: Path, data_dir: Path, max_file_bytes: int | None = None, 
     process = cli_popen(["serve", "--config", str(config_path), "--data-dir", str(data_dir), *extra],
                         stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
                         rlimits={resource.RLIMIT_FSIZE: max_file_bytes} if max_file_bytes else None)
-    deadline = time.monotonic() + 120
-    line, process.lines_read = "", []
-    while "flashtick serving" not in line and time.monotonic() < deadline:
-        line = process.stderr.readline()
-        assert line or process.poll() is None, "serve exited"
-        process.lines_read.append(line.rstrip("\n"))
-    endpoints = dict(part.split("=", 1) for part in line.split("flashtick serving ", 1)[1].split())
+    process.lines_read = start_lines(process)
+    assert process.lines_read and "flashtick serving" in process.lines_read[-1], \
+        ["serve exited", *process.lines_read]
+    endpoints = dict(part.split("=", 1) for part in process.lines_read[-1].split("flashtick serving ", 1)[1].split())
     return process, endpoints
 
 
@@ -985,14 +982,17 @@ def receive_until_each_has(answers: GaplessSubscriber, got: dict[str, list[int]]
     receive_until_quiet(answers, got, quiet_s=0.5)
 
 
-def serve_config(tmp_path: Path, checkpoint: Path, metrics: bool = False) -> Path:
+def serve_config(tmp_path: Path, checkpoint: Path, metrics: bool = False, **limits: float) -> Path:
+    """A `serve` config file on ephemeral ports, heartbeats every 0.2 s (a restarted subscriber waits for one),
+    ``limits``: more of the limits section (heartbeat_s included)."""
+    limits = {"heartbeat_s": 0.2, **limits}
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     config_path = tmp_path / "engine.yaml"
     config_path.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n"
                            f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
                            f"control: 'tcp://127.0.0.1:0'{', metrics_port: 0' if metrics else ''}}}\n"
-                           f"limits: {{heartbeat_s: 0.2}}\n"  # (a restarted subscriber waits for a heartbeat)
+                           f"limits: {{{', '.join(f'{key}: {value}' for key, value in limits.items())}}}\n"
                            f"queries: {queries}\n")
     return config_path
 

@@ -119,10 +119,8 @@ def test_every_serve_line_gets_a_level_and_json_is_one_object_a_line() -> None:
 def test_the_caught_up_line_counts_the_ticks_a_full_disk_refused(checkpoint, tmp_path) -> None:
     """review351 #12: `caught up; ... (answers lagged, none refused)` came four seconds after `ticks refused
     (log_unavailable)`, in a log an operator reads line by line. The caught-up line counts them."""
-    config_path = serve_config(tmp_path, checkpoint)
     # behind as soon as anything waits, and heartbeats often: the log says behind, then caught up
-    config_path.write_text(config_path.read_text()
-                           + "limits: {max_backlog_tokens: 1, max_lag_s: 0.001, heartbeat_s: 0.05}\n")
+    config_path = serve_config(tmp_path, checkpoint, max_backlog_tokens=1, max_lag_s=0.001, heartbeat_s=0.05)
     with serving_a_disk_that_fills(config_path, tmp_path / "data") as (process, endpoints, ticks):
         with ControlClient(endpoints["control"], timeout_s=30) as control:
             send_by_fifty(endpoints, ticks)
