@@ -170,14 +170,20 @@ def serve_started(argv: list[str], cwd: Path, env: dict[str, str] | None = None)
     """A forked `flashtick serve ARGV` and its stderr lines up to its "flashtick serving" line (or its exit)."""
     process = cli_popen(["serve", *argv], stderr=subprocess.PIPE, text=True, cwd=cwd,
                         env={**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"})
+    return process, start_lines(process)
+
+
+def start_lines(process: subprocess.Popen) -> list[str]:
+    """A starting `flashtick serve`'s stderr lines (a text pipe), read up to its "flashtick serving" line (after
+    its UTC time with --log-timestamps), or up to the end of its stderr (it exited); forked or not."""
     lines: list[str] = []
     deadline = time.monotonic() + 180  # only catches a hang
-    while not (lines and lines[-1].startswith("flashtick serving")) and time.monotonic() < deadline:
+    while not (lines and "flashtick serving" in lines[-1]) and time.monotonic() < deadline:
         line = process.stderr.readline()
         if not line:  # its stderr closed: it exited
             break
         lines.append(line.rstrip("\n"))
-    return process, lines
+    return lines
 
 
 def stop_served(process: ForkedPopen) -> int:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from forked_cli import start_lines
+
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'flashtick[ray]')")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,12 +30,9 @@ def serve_one_shard(config: Path, data_dir: Path) -> subprocess.Popen:
     process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config),
                                 "--data-dir", str(data_dir), "--shards", "1"], stderr=subprocess.PIPE, text=True,
                                cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    deadline = time.monotonic() + 120
-    line, process.lines_read = "", []
-    while "flashtick serving" not in line and time.monotonic() < deadline:
-        line = process.stderr.readline()
-        assert line or process.poll() is None, "serve exited"
-        process.lines_read.append(line.rstrip("\n"))
+    process.lines_read = start_lines(process)
+    assert process.lines_read and "flashtick serving" in process.lines_read[-1], \
+        ["serve exited", *process.lines_read]
     return process
 
 
