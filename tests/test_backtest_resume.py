@@ -64,15 +64,27 @@ def setup(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def long_ticks(setup: Path) -> Path:
+    """The module's ticks and 9 times as many after them, for the tests that signal a run while it replays and never
+    resume it: a signal sent once the first checkpoint shows (after 512 ticks) lands while ticks still flow, however
+    fast the host (an idle one replayed the ~1,000 ticks left of TICKS within the test's 0.2 s); the run stops there,
+    so the length costs nothing past the file."""
+    path = setup / "long_ticks.parquet"
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(10 * TICKS)
+    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(path)
+    return path
+
+
+@pytest.fixture(scope="module")
 def uninterrupted(setup: Path) -> BacktestReport:
     """The reference: the same backtest run start to end (whole.parquet)."""
     config = ServiceConfig.load(setup / "engine.yaml")
     return run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "whole.parquet", progress=False)
 
 
-def cli(root: Path, out: str, *extra: str) -> list[str]:
+def cli(root: Path, out: str, *extra: str, ticks: str = "ticks.parquet") -> list[str]:
     """The command line of a backtest of the module's files to `out`, with no calibration plot (none is read here)."""
-    return ["backtest", str(root / "ticks.parquet"), "--queries", str(root / "q.yaml"), "--out", str(root / out),
+    return ["backtest", str(root / ticks), "--queries", str(root / "q.yaml"), "--out", str(root / out),
             "--config", str(root / "engine.yaml"), "--no-plot", *extra]
 
 
@@ -460,9 +472,10 @@ def test_the_outputs_carry_the_runs_provenance_through_a_resume_and_say_an_adapt
     assert {k: v for k, v in unadapted["settings"].items() if fresh["settings"][k] != v} == {"answers.adapt": "off"}
 
 
-def test_sigterm_stops_at_a_checkpoint_and_says_how_to_resume(setup: Path) -> None:
+def test_sigterm_stops_at_a_checkpoint_and_says_how_to_resume(setup: Path, long_ticks: Path) -> None:
     manifest = setup / "term.parquet.parts" / "progress.json"
-    child = cli_popen(cli(setup, "term.parquet", "--checkpoint-s", "0.05"), env={**os.environ, "PYTHONPATH": str(ROOT)},
+    child = cli_popen(cli(setup, "term.parquet", "--checkpoint-s", "0.05", ticks=long_ticks.name),
+                      env={**os.environ, "PYTHONPATH": str(ROOT)},
                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and child.poll() is None and not (
@@ -473,7 +486,7 @@ def test_sigterm_stops_at_a_checkpoint_and_says_how_to_resume(setup: Path) -> No
     assert child.returncode == 143, err[-2000:]  # 128 + SIGTERM, as in every phase (test_backtest_signals.py)
     assert "interrupted after" in err and "--resume" in err
     kept = json.loads(manifest.read_text())
-    assert 0 < kept["consumed"] < TICKS and not (setup / "term.parquet").exists()
+    assert 0 < kept["consumed"] < 10 * TICKS and not (setup / "term.parquet").exists()
 
 
 def test_progress_bar_on_a_terminal_and_quiet_elsewhere(setup: Path, monkeypatch) -> None:
@@ -579,13 +592,14 @@ def test_ctrl_c_before_the_run_begins_says_nothing_was_kept(setup: Path, tmp_pat
     assert not (tmp_path / "a.parquet").exists() and not (tmp_path / "a.parquet.parts").exists()
 
 
-def test_a_backtest_started_ignoring_sigint_keeps_ignoring_it(setup: Path) -> None:
+def test_a_backtest_started_ignoring_sigint_keeps_ignoring_it(setup: Path, long_ticks: Path) -> None:
     """`cmd &` in a script (or nohup) starts a backtest with SIGINT ignored: a Ctrl-C at the terminal was ignored
     while it loaded, then stopped it once its ticks flowed. It stays ignored; SIGTERM still stops it."""
     manifest = setup / "bg.parquet.parts" / "progress.json"
     # a real process: the SIGINT ignored is set between its fork and its exec (preexec_fn), as a shell's `cmd &`
     child = subprocess.Popen([sys.executable, "-m", "engine.service.cli", *cli(setup, "bg.parquet",
-                              "--checkpoint-s", "0.05")], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              "--checkpoint-s", "0.05", ticks=long_ticks.name)],
+                             env={**os.environ, "PYTHONPATH": str(ROOT)},
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     deadline = time.monotonic() + 120
@@ -603,13 +617,14 @@ def test_a_backtest_started_ignoring_sigint_keeps_ignoring_it(setup: Path) -> No
 
 
 @pytest.mark.parametrize("when", ["started", "loading", "replaying"])
-def test_ctrl_c_at_any_point_of_a_backtest_ends_it_as_documented(setup: Path, tmp_path: Path, when: str) -> None:
+def test_ctrl_c_at_any_point_of_a_backtest_ends_it_as_documented(setup: Path, long_ticks: Path, tmp_path: Path,
+                                                                 when: str) -> None:
     """A Ctrl-C ~3 s into a backtest once ended it by the signal (rc -2, a traceback) instead of exit 130 with a
     line saying what was kept: one landing while the program still imported its own modules met Python's default
     handling. Sent right after the start (the CLI module importing, `-X importtime` says when), while the libraries
     load (torch importing) and while ticks replay, it ends the run with 130 and a line, never a traceback."""
     out = tmp_path / "a.parquet"
-    argv = ["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
+    argv = ["backtest", str(long_ticks), "--queries", str(setup / "q.yaml"), "--out", str(out),
             "--config", str(setup / "engine.yaml"), "--checkpoint-s", "0.05"]
     # a real process while it still imports (its imports are what is timed); once it replays, a forked one
     start = cli_popen if when == "replaying" else lambda argv, **popen: subprocess.Popen(
