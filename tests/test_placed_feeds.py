@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import serving_unlogged, tiny_tick_checkpoint
+from test_feed_resume_counts import checkpoint, server  # noqa: F401  (fixtures: the tiny model served unlogged)
 from test_server import wait_for
 from connectors.feed import FeedClient
 from engine.service.client import ControlClient
@@ -17,17 +17,6 @@ from engine.service.client import ControlClient
 TS = 1_700_000_000_000_000_000
 EACH_TS = 4  # ticks of a stream stamped alike (a 5 ms clock): a tick group's ticks at the last `ts` are accepted
 OLD = "feed/111.aaaa"
-
-
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick"), max_position_embeddings=256)
-
-
-@pytest.fixture
-def server(checkpoint):
-    with serving_unlogged(checkpoint) as served:
-        yield served
 
 
 def group(stream: str, k: int) -> list[dict]:
