@@ -20,9 +20,18 @@ RIGHT_NAMES = ("right", "put_call", "call_put", "putcall", "callput", "option_ty
 # A contract's month beside its symbol (`Symbol=CL, Contract Month=202406`): the stream is both
 CONTRACT_MONTH_NAMES = ("contract_month", "delivery_month", "expiry", "expiration", "expiration_date", "maturity",
                         "maturity_date", "month_code",
+                        # German, French, Italian, Spanish and Dutch futures exports' (Eurex's `Produkt;Verfall`,
+                        # `03.2025`: review373 #2)
+                        "verfall", "verfallmonat", "verfallsmonat", "verfalltag", "verfallsdatum", "verfalldatum",
+                        "fälligkeit", "faelligkeit", "liefermonat", "kontraktmonat", "échéance", "echeance",
+                        "mois_d_échéance", "mois_d_echeance", "scadenza", "mese_di_scadenza", "vencimiento",
+                        "mes_de_vencimiento", "vervaldatum", "vervalmaand", "expiratie", "expiratiemaand",
                         # a power product's delivery period (EPEX's continuous trades: Product, DeliveryStart):
                         # each quarter-hour or hour delivered is an instrument of its own, as each month is
                         "deliverystart", "delivery_start", "delivery_start_time")
+# A bare `Month` beside a product (`Product` ES, `Month` 202403 then 202406): a contract month when its values read as
+# one (YYYYMM, not each row's own month: connectors/contract_column.py), as CONTRACT_MONTH_NAMES are by their names
+MONTH_NAMES = ("month",)
 # A share class's suffix beside its root (WRDS TAQ's SYM_ROOT=BRK, SYM_SUFFIX=B): the stream is both, joined by a
 # `.` as the class is conventionally written (BRK.B, as Polygon's tickers have it); an empty suffix adds nothing
 SHARE_CLASS_NAMES = ("sym_suffix",)

@@ -23,7 +23,7 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
-from connectors.column_names import CONTRACT_MONTH_NAMES
+from connectors.column_names import CONTRACT_MONTH_NAMES, MONTH_NAMES
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_scans import is_csv, scan_file
@@ -35,16 +35,14 @@ from engine.quoting import quoted
 # or a contract month as YYYYMM (202406)
 CONTRACT_PATTERN = r"^(?:[A-Z][A-Z0-9]{0,3} ?[FGHJKMNQUVXZ]\d{1,2}|(?:19|20)\d\d(?:0[1-9]|1[0-2]))$"
 
-# A bare `Month` beside a product (`Product` ES, `Month` 202403 then 202406): a contract month when its values read as
-# one (YYYYMM, not each row's own month), as CONTRACT_MONTH_NAMES are by their names (connectors/layout.py)
-MONTH_NAMES = ("month",)
 # A futures product's root (CME's `Product`), the root of a contract column beside it when no stream column is
-PRODUCT_NAMES = ("product", "product_code")
+PRODUCT_NAMES = ("product", "product_code", "produkt", "produit", "prodotto", "producto")
 
 # Columns that name one contract of a root (a `stream` column is no such: Binance's names a symbol's channel)
 CONTRACT_NAMES = ("contract", "local_symbol", "localsymbol", "instrument", "instrument_name", "contract_symbol",
                   "contract_code", "raw_symbol", "trading_symbol", "tradingsymbol", "full_symbol", "ric", "ticker",
-                  "bbg_ticker", "bloomberg_ticker", "security", "security_des", "series", "outright")
+                  "bbg_ticker", "bloomberg_ticker", "security", "security_des", "series", "outright",
+                  "kontrakt", "contrat", "contratto", "contrato")  # European exports' contract
 
 
 def contract_beside_root(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,

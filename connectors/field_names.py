@@ -100,10 +100,13 @@ FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
 # European exchanges' and brokers' headers (Xetra's and German brokers' Zeit;Wertpapier;Kurs;Stück, Euronext's
 # Heure;Symbole;Cours;Quantité, Borsa Italiana's Ora;Titolo;Prezzo;Quantità, BME's Hora;Símbolo;Precio;Volumen),
 # after the others: a file's first known name still wins. Geld/Brief (German), Achat/Vente (French), Denaro/Lettera
-# (Italian) and Compra/Venta (Spanish) head a quote's bid and ask; as side cells they are SIDE_WORDS' buy and sell
+# (Italian) and Compra/Venta (Spanish) head a quote's bid and ask; as side cells they are SIDE_WORDS' buy and sell.
+# A futures export's product (Eurex's German `Produkt;Verfall`: FDAX beside its contract month, review373 #2) and
+# contract are streams as `product` and `contract` are; the month beside them is a CONTRACT_MONTH_NAMES column
 FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
     "ts": ("zeit", "uhrzeit", "zeitstempel", "handelszeit", "heure", "horodatage", "ora", "orario", "hora"),
-    "stream": ("symbole", "wertpapier", "titolo", "simbolo", "símbolo"),
+    "stream": ("symbole", "wertpapier", "titolo", "simbolo", "símbolo", "produkt", "produit", "prodotto", "producto",
+               "kontrakt", "contrat", "contratto", "contrato"),
     "price": ("kurs", "preis", "prix", "prezzo", "precio", "cours"),
     "size": ("menge", "volumen", "stück", "stueck", "quantité", "quantite", "quantità", "quantita", "cantidad",
              "anzahl"),

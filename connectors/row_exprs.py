@@ -12,7 +12,17 @@ import polars as pl
 
 from connectors.bloomberg_names import yellow_key_dropped
 from connectors.column_map import ColumnMap
-from connectors.column_names import ASK_ROWS, BID_ROWS, PROMPT_NAMES, RIGHT_NAMES, SHARE_CLASS_NAMES, TRADE_MARKS
+from connectors.column_names import (
+    ASK_ROWS,
+    BID_ROWS,
+    CONTRACT_MONTH_NAMES,
+    MONTH_NAMES,
+    PROMPT_NAMES,
+    RIGHT_NAMES,
+    SHARE_CLASS_NAMES,
+    STRIKE_NAMES,
+    TRADE_MARKS,
+)
 from connectors.csv_dialect import Dialect
 from connectors.epoch_counts import WHOLE_TEXT_UNITS
 from connectors.field_names import normal_name
@@ -83,15 +93,27 @@ def _stream_column(cmap: ColumnMap) -> pl.Expr:
     return pl.when(joined != "").then(joined)  # every part empty: no stream (missing_stream)
 
 
+# A contract month written as a month and a year (`03.2025`, `12.2030`; German and French exports' `MM.YYYY`)
+MONTH_AND_YEAR = r"^(0?[1-9]|1[0-2])\.(19|20)\d\d$"
+
+
 def _contract_part(column: str) -> pl.Expr:
     """One part of a contract's name: a number with a decimal point in its shortest exact form (a strike
     `150.00`, `0150.0`, a Parquet float 150.0 -> `150`; `150.50`, `.5` -> `150.5`, `0.5`), a put/call column's
     value as C or P (`c`, `Call`, `CALL` -> `C`); other text (an integer too: an expiry's `0119`) as written, less
-    spaces at its ends."""
+    spaces at its ends. A contract month is a date, no number: a contract-month column's value (Eurex's `Verfall`)
+    and, outside a strike column, a month and year (`03.2025`, `10.2030`) are kept as written (`FDAX 03.2025`;
+    read as numbers they were `3.2025` and `10.203`: review373 #2)."""
     text = pl.col(column).cast(pl.String).str.strip_chars()
+    normal = normal_name(column)
+    if normal in CONTRACT_MONTH_NAMES or normal in MONTH_NAMES:
+        return text
     shortest = (text.str.replace(r"0+$", "").str.replace(r"\.$", "")  # the fraction's trailing zeros, a bare point
                 .str.replace(r"^([+-]?)0+(\d)", "${1}${2}").str.replace(r"^([+-]?)\.", "${1}0."))  # leading zeros
-    text = pl.when(text.str.contains(r"^[+-]?(\d+\.\d*|\.\d+)$")).then(shortest).otherwise(text)
+    number = text.str.contains(r"^[+-]?(\d+\.\d*|\.\d+)$")
+    if normal not in STRIKE_NAMES:
+        number = number & ~text.str.contains(MONTH_AND_YEAR)
+    text = pl.when(number).then(shortest).otherwise(text)
     if normal_name(column) not in RIGHT_NAMES:
         return text
     upper = text.str.to_uppercase()
