@@ -9,12 +9,15 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
 
 import polars as pl
 
 from connectors.column_map import ColumnMap
-from connectors.column_names import TIME_HEADERS
+from connectors.column_names import EVENT_NAMES, QUOTE_SIDE_MARKS, TIME_HEADERS
 from connectors.field_names import normal_name
+from connectors.map_vocabulary import joined_columns
+from connectors.shell_words import columns_option
 from engine.quoting import quoted
 
 KEYS = "Equity|Index|Curncy|Comdty|Govt|Corp|Mtge|Muni|Pfd|M-Mkt"
@@ -60,14 +63,56 @@ def bdh_security(line: str) -> str | None:
     return named[0] if normal_name(cells[0]) == "security" and len(named) == 1 else None
 
 
+def lone_security(line: str) -> str | None:
+    """The security a first line holding it alone names (`CLK0 Comdty,,,`: an Excel download of a tick history,
+    the security above the table's header), None for any other line: its one cell that is not empty must end with a
+    yellow key, so a banner's title (`Kursdaten Export;;;`) names nothing."""
+    named = [c for c in (c.strip().strip('"').strip() for c in CELLS.split(line)) if c]
+    return named[0] if len(named) == 1 and YELLOW_KEY.match(named[0]) else None
+
+
 def bdh_stream(path: Path, cmap: ColumnMap, banner: tuple[str, ...]) -> tuple[ColumnMap, list[str]]:
     """A map that names no stream takes the security a BDH title block (``banner``, the lines skipped above the
-    header) names, less its yellow key, with a note; any other map as it is."""
+    header) names, or a first line holding a security alone (review374 #5: the stream was the download's name,
+    `export (1)`), less its yellow key, with a note; any other map as it is."""
     security = bdh_security(banner[0]) if banner else None
-    if security is None or cmap.stream is not None or cmap.stream_col is not None:
+    lone = lone_security(banner[0]) if banner and security is None else None
+    if security is None and lone is None or cmap.stream is not None or cmap.stream_col is not None:
         return cmap, []
-    stream = without_yellow_key(security)
-    less = ", less its yellow key" if stream != security else ""
+    stream = without_yellow_key(security or lone or "")
+    less = ", less its yellow key" if stream != (security or lone) else ""
+    where = "its BDH title block names" if security else "its first line names alone, above the header"
     return replace(cmap, stream=stream), [
-        f"{path.name}: stream {stream}, the security its BDH title block names ({quoted(security)}{less}), as a file "
-        "so named would be (--columns stream_name=NAME to name it otherwise)"]
+        f"{path.name}: stream {stream}, the security {where} ({quoted(security or lone)}{less}), as a file so named "
+        "would be (--columns stream_name=NAME to name it otherwise)"]
+
+
+# The one value column of Bloomberg's tick history (IntradayTickRequest as Excel saves it: `Dates,Type,Value,Size`)
+TICK_VALUE_NAMES = ("value",)
+
+
+def tick_dump_value(by_normal: Mapping[str, str], first: Callable[[str], Any] | None) -> dict[str, str]:
+    """Bloomberg's tick history read without a map (review374 #6: `Dates,Type,Value,Size` was refused, though
+    `Price` for `Value` is detected): its `Value` is the price when a row-type column (`Type`) beside it starts with
+    a trade or quote-side mark (TRADE, BID, ASK, BEST_BID, any case); {} for any other file. Its rows are then read
+    by their marks as a `Price` column's are (content_notes.kind_column: quote_sides)."""
+    value = next((by_normal[c] for c in TICK_VALUE_NAMES if c in by_normal), None)
+    kind = next((by_normal[c] for c in EVENT_NAMES if c in by_normal), None)
+    if value is None or kind is None or first is None:
+        return {}
+    return {"price": value} if str(first(kind) or "").strip().lower() in QUOTE_SIDE_MARKS else {}
+
+
+def tick_dump_example(names: Sequence[str], ts: str | None, found: Mapping[str, str]) -> str | None:
+    """The map a refusal gives for a file with a row-type column (`Type`) and no price found: its first column
+    that nothing reads as the price, a refinement that detection completes (the `Type` column's marks read as
+    detected: TRADE rows trades, BID and ASK rows one side of a quote), so the map it gives is one that reads the
+    file (review374 #6: `ts=time,price=px,size=qty` was refused for Bloomberg's layout); None for other files."""
+    kinds = next((n for n in names if normal_name(n) in EVENT_NAMES), None)
+    read = {*joined_columns(ts or ""), *found.values(), kinds}
+    unread = [n for n in names if n not in read and n.strip()]
+    if ts is None or kinds is None or not unread:
+        return None
+    return (f"{columns_option(f'price={unread[0]}')} (the other columns and the row marks of {quoted(kinds)} read "
+            f"as detected: Bloomberg's TRADE rows trades, its BID and ASK rows one side of a quote each; "
+            f"docs/replay.md)")

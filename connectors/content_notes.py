@@ -56,10 +56,12 @@ def kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
         return replace(cmap, side=column, side_map=dict.fromkeys(crosses) or None), note
     if (sides := quote_side_rows(values)) and cmap.side is None and cmap.bid is None and cmap.keep is None:
         # Bloomberg's tick dump (`type` TRADE, BID, ASK beside one `value`): each row one field, read so (review291)
+        trades = [v for v in values if v.strip().lower() in TRADE_MARKS]
         return replace(cmap, quote_sides=column), [
             f"{path.name}: column {quoted(column)} marks each row's one field ({', '.join(values)}): its {sides} rows "
             f"are quote sides, read as quotes each taking its other side from the stream's previous quote (as "
-            f"--columns ...,quote_sides={column} reads them, Bloomberg's tick layout); TRADE rows are trades"]
+            f"--columns ...,quote_sides={column} reads them, Bloomberg's tick layout)"
+            + (f"; its {', '.join(trades)} rows are trades" if trades else "")]
     if cmap.side is None and cmap.bid is None and marks == set(ASK_BID):
         # Bithumb's transaction history (`type`: bid 매수, ask 매도): the taker's order side, as Upbit's `ask_bid`;
         # a type of bid and ask alone marks no kind of row (a quote's bid and ask are columns, never rows)
@@ -90,11 +92,15 @@ def kind_column(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: S
 
 
 def quote_side_rows(values: Sequence[str]) -> str:
-    """The quote-side marks among a row-type column's values written as Bloomberg writes them (upper case, every
-    value a trade or a quote side: TRADE, BID, ASK, BEST_BID, BEST_ASK), joined for a message; '' for any other
-    column (Bithumb's lower-case bid and ask are its takers' sides)."""
+    """The quote-side marks among a row-type column's values, every value a trade or a quote side (Bloomberg's
+    TRADE, BID, ASK, BEST_BID, BEST_ASK), in any case: a spreadsheet's PROPER() or a retyped `Trade`/`Bid`/`Ask`
+    is the same file (review374 #3: read as trades only, 56% of its rows left out). Joined for a message; '' for
+    any other column, and for lower-case bid and ask alone (Bithumb's `type`: its takers' sides; beside a trade
+    mark a bid or an ask is a row's kind, never a taker's side)."""
     marks = {v.strip().lower() for v in values}
-    if not all(v.strip().isupper() for v in values) or not marks <= TRADE_MARKS | BID_ROWS | ASK_ROWS:
+    if not marks <= TRADE_MARKS | BID_ROWS | ASK_ROWS or not marks & (BID_ROWS | ASK_ROWS):
+        return ""
+    if not marks & TRADE_MARKS and all(v.strip().islower() for v in values):
         return ""
     return ", ".join(v for v in values if v.strip().lower() in BID_ROWS | ASK_ROWS)
 

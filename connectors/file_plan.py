@@ -27,7 +27,7 @@ from connectors.keep_filter import keep_check
 from connectors.level_book import TARDIS_L2, LevelBookReducer
 from connectors.map_vocabulary import PRICE_FIELDS, QUOTE_FIELDS
 from connectors.price_offsets import offset_of
-from connectors.row_wires import (NO_TRADE, empty_side_reject, marked_lacking, offsets_by_stream,
+from connectors.row_wires import (NO_TRADE, empty_side_reject, marked_lacking, offsets_by_stream, one_side_crossed,
                                   quote_without_its_trade, stream_of, trade_and_quote)
 from connectors.side_maps import side_lookup
 from connectors.shifted_prices import shifted
@@ -222,6 +222,7 @@ class FilePlan:
         # a bar of price 0 and volume 0 (Cboe DataShop's interval without trades): no trade, not a price of 0
         bar_price = self.keys.index("price") + 1 if self.bars and cmap.size is not None else None
         self_bars = self.bars
+        one_sided = cmap.quote_sides is not None  # each quote row one side, the other carried: a cross is no error
 
         # a footer, a junk line, a header repeated, a row too long: checked on every row only where the file has one
         without_tick = self._line_without_tick if self.footer is not None or self.junk or self.header_rows or \
@@ -282,6 +283,8 @@ class FilePlan:
                 return InvalidTick("filtered_out", CLOSED_DAY, named)
             if signed and isinstance(size := out.get("size"), (int, float)) and "price" in out:
                 out["size"], out["side"] = abs(size), "sell" if size < 0 else "buy" if size > 0 else None
+            if one_sided and (crossed := one_side_crossed(out)) is not None:
+                return crossed
             if split and "price" in out and ("bid" in out or "ask" in out):
                 return trade_and_quote(out)
             # (either side: a bid that did not read beside an ask that did is a quote missing its bid, named)

@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 
 import polars as pl
 
+from connectors.bloomberg_names import tick_dump_example, tick_dump_value
 from connectors.column_map import PRESETS, ColumnMap
 from connectors.column_names import (
     ASK_BID_NAMES,
@@ -108,7 +109,7 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     ts = (hints or {}).get("ts", ts)
     quotes = {"bid", "ask"} <= set(found)
     if not ("price" in found or quotes):
-        found |= _yes_contract_trades(by_normal)
+        found |= _yes_contract_trades(by_normal) or tick_dump_value(by_normal, first)  # Kalshi's; Bloomberg's
     if not ("price" in found or quotes) and (mid := next((by_normal[c] for c in MID_NAMES if c in by_normal), None)):
         found["price"] = mid  # a mid-only feed: the price of a series of trades (layout_notes.vendor_notes says so)
     if ts is None or not ("price" in found or quotes):
@@ -226,6 +227,9 @@ def _no_layout(path: Path, names: list[str], ts: str | None, found: Mapping[str,
         named = "is named as a yield" if len(yields) == 1 else "are named as yields"
         missing += (f". {', '.join(map(quoted, yields))} {named}, which replay does not read as prices (a yield "
                     f"up is a price down): convert them to prices first (docs/replay.md#yield-quoted-instruments)")
+    if not priced and (example := tick_dump_example(names, ts, found)) is not None:  # a row-type column's file
+        return (f"cannot detect the column layout of {path}: columns found {quoted_list(names)}; no {lacking} among "
+                f"them (read so far: {seen}). Name its price column, e.g. {example}")
     return (f"cannot detect the column layout of {path}: columns found {quoted_list(names)}; no {lacking} among them"
             f"{' (read so far: ' + seen + ')' if seen else ''}. Name its columns with a column map, e.g. --columns "
             f"ts=time,price=px,size=qty,stream=symbol for trades, ts=time,bid=bp,ask=ap for quotes (the time's unit "
