@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from connectors import json_lines
 from connectors.archives import not_utf8
 from connectors.column_map import ColumnMap
 from connectors.columns_read import ColumnsRead
+from connectors.column_names import EVENT_NAMES
 from connectors.content_notes import fix_sides, kind_column, maker_sides
 from connectors.correction_notes import amendment_note, condition_note, sale_condition_note, taq_corrections
-from connectors.csv_dialect import banner_refusal
+from connectors.csv_dialect import Dialect, banner_refusal
 from connectors.clock_digits import clock_digits, lone_clock_digits
 from connectors.date_columns import date_read_as_epoch
 from connectors.field_names import normal_name
@@ -25,6 +26,7 @@ from connectors.finer_clock import finer_clock
 from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout, detect_columns
 from connectors.layout_notes import coinbase_sides
+from connectors.lseg_qualifiers import qualifier_note
 from connectors.iqfeed_level1 import is_level1_capture
 from connectors.iqfeed_ticks import IQFEED_NAMES
 from connectors.map_options import Refine
@@ -113,7 +115,7 @@ def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Call
     except ValueError as e:  # the keys given, applied to each file: name the one they do not fit
         raise ValueError(f"{path}: {e}{every}") from None
     zone_notes = [] if "tz" in keys or zoned else venue_zone_note(path, detected, cmap, schema)
-    cmap, kind_notes = kind_column(path, cmap, schema, names, dialect)
+    cmap, kind_notes = _kinds_beside_keep(path, cmap, schema, names, dialect, "keep" in keys)
     if not {"ts", "ts_unit", "ts_format"} & set(keys):  # a time column or unit given is read as given
         cmap, clock_notes = finer_clock(path, cmap, schema, names, dialect)
         kind_notes += clock_notes
@@ -121,9 +123,26 @@ def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Call
     cmap = cmap if "side" in keys else coinbase_sides(path, list(schema), cmap)  # by its name, with a note
     cmap, correction_notes = taq_corrections(path, cmap, schema, names, dialect)
     kind_notes += venue_note(path, cmap, schema, names, dialect) + correction_notes + [
-        note for said in (condition_note, amendment_note, sale_condition_note)
+        note for said in (condition_note, amendment_note, sale_condition_note, qualifier_note)
         for note in said(path, cmap, schema, names, dialect)]
     return spec, cmap, fixed_zone + other_kind + kind_notes, date_notes, zone_notes, shaped_note
+
+
+def _kinds_beside_keep(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                       dialect: Dialect | None, keep_given: bool) -> tuple[ColumnMap, list[str]]:
+    """The map with a column marking each row's kind read (`kind_column`), a `keep` given in the keys refining
+    that reading rather than replacing it: LSEG's detected `Type in Trade|Quote` stays beside the user's filter on
+    `Qualifiers` (review373 #6: the Type filter went without a word, its `Market Condition` rows then rejected).
+    A keep that names the kind column itself says which kinds to read: it is the one filter on it."""
+    kinds = next((c for c in schema if normal_name(c) in EVENT_NAMES), None)
+    given = cmap.keep
+    if not keep_given or not given or kinds is None or kinds in given:
+        return kind_column(path, cmap, schema, names, dialect)
+    cmap, notes = kind_column(path, replace(cmap, keep=None), schema, names, dialect)
+    detected = cmap.keep or {}
+    notes += [f"{path.name}: the keep given ({', '.join(map(quoted, given))}) applies beside the filter detected on "
+              f"{quoted(kinds)}: a row is read when both keep it"] if detected else []
+    return replace(cmap, keep={**detected, **given}), notes
 
 
 def _iqfeed_clock(path: Path, guessed: ColumnMap | None) -> bool:

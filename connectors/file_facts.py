@@ -21,6 +21,7 @@ from connectors.iqfeed_ticks import END_MESSAGE, IQFEED_NAMES, MESSAGE_ID
 from connectors.leap_seconds import leap_text_facts
 from connectors.misread_times import time_facts
 from connectors.price_notation import fractional_facts
+from connectors.price_series import series_columns, series_fact
 from connectors.row_exprs import ROW
 from connectors.row_order import rows_out_of_sequence
 from connectors.utc_offsets import SUMMER_CHECKED, in_us_summer, zone_name_of
@@ -50,8 +51,9 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
     sequence = [exprs[-1]] if cmap.sequence is not None else []
     zones = [zone_name_of(time_column(cmap).str.strip_chars()).alias("_zone")] if named else []
     leap = [sixtieth.alias("_sixtieth")] if sixtieth is not None else []
+    series = series_columns(cmap, exprs, keys)  # streams whose trades have no size: an index's levels
     facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *dates, *sequence, *zones, *leap,
-                        pl.col(ROW),
+                        *series, pl.col(ROW),
                         _header_repeats(rows, dialect).alias("_header"), _end_message(rows).alias("_end"),
                         *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
@@ -79,6 +81,7 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
         zone_names=pl.col("_zone").drop_nulls().unique().implode() if named else pl.lit(None),
         *fractional_facts({key: pl.col(f"_text_{key}") for key in price_texts}), *time_facts(cmap, factor),
         **(_us_summer_facts() if named else {}), **(leap_text_facts(pl.col("_sixtieth")) if leap else {}),
+        **series_fact(series),
     )
     try:
         return facts.collect().row(0, named=True)

@@ -57,6 +57,7 @@ from connectors.plan_notes import (
 )
 from connectors.price_offsets import PriceOffset, checked_price_offset
 from connectors.repeated_hour import repeated_hour
+from connectors.price_series import sized_as_series
 from connectors.row_exprs import ROW, csv_overrides, file_rows, filled_quotes, row_exprs
 from connectors.bar_questions import with_bar_questions_note
 from connectors.bar_stamps import stamped_at_close
@@ -249,6 +250,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         facts = file_facts(path, cmap, rows, exprs, keys, raw_stream, price_texts, dialect, factor, named, first,
                            sixtieth)
         notes += repeats.notes(path, factor)
+    notes += sized_as_series(path, cmap, exprs, keys, facts)  # an index's levels beside trades: size 1
     frame = rows.select(*exprs, ROW)
     notes += price_and_zone_notes(path, cmap, facts, first, named)
     refuse_unread_times(path, cmap, rows, facts, first, named)

@@ -1,0 +1,85 @@
+"""fix374 (review373 #4, #5, #6): LSEG Tick History as a European desk exports it. An index RIC's `Trade` rows
+(`.GDAXI`: a `Price`, an empty `Volume`) were each rejected, a whole instrument lost with no option for a file;
+`Qualifiers` (opening and closing auction prints) were ignored without a word; and a user's `keep` replaced the
+detected `Type in Trade|Quote` filter, so `Market Condition` rows came back as rejects. Real files in tmp_path,
+read by FileReplay (the reader the CLI uses)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from connectors.map_options import map_from_options
+from connectors.replay import FileReplay
+from conftest import drain
+
+HEADER = "#RIC,Domain,Date-Time,GMT Offset,Type,Price,Volume,Bid Price,Bid Size,Ask Price,Ask Size,Qualifiers\n"
+
+
+def _index_and_stock(vod_gap: bool = False) -> str:
+    rows = []
+    for i in range(20):
+        rows.append(f".GDAXI,Market Price,2025-03-28T09:00:{i:02d}.5,+1,Trade,{22462.02 + i:.2f},,,,,,\"\"\n")
+        volume = "" if vod_gap and i == 7 else str(100 + i)
+        rows.append(f"VOD.L,Market Price,2025-03-28T08:00:{i:02d}.7,+0,Trade,{72.5 + i / 100:.2f},{volume},,,,,\"\"\n")
+    return HEADER + "".join(rows)
+
+
+def test_an_index_rics_price_only_rows_read_as_a_price_series(tmp_path: Path) -> None:
+    path = tmp_path / "trth_idx_vod.csv"
+    path.write_text(_index_and_stock())
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert Counter(t.stream for t in ticks) == {".GDAXI": 20, "VOD.L": 20} and not dict(replay.rejected)
+    assert {t.size for t in ticks if t.stream == ".GDAXI"} == {1.0}
+    assert [t.size for t in ticks if t.stream == "VOD.L"][:3] == [100.0, 101.0, 102.0]
+    assert any(".GDAXI: no trade row of this stream has a size" in note for note in replay.notes), replay.notes
+
+
+def test_an_empty_size_among_a_streams_sized_trades_is_still_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "trth_gap.csv"
+    path.write_text(_index_and_stock(vod_gap=True))
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert dict(replay.rejected) == {"missing_field": 1}
+    assert Counter(t.stream for t in ticks) == {".GDAXI": 20, "VOD.L": 19}
+
+
+def _auction_day() -> str:
+    """A stock's day: an opening auction print, continuous trades and quotes, a Market Condition row, a closing
+    auction print."""
+    rows = ['SIEGn.DE,Market Price,2025-03-28T08:00:00.05Z,+1,Trade,212.30,5000,,,,,'
+            '"AUC[GV3_FLAG];Opening auction[TR_TRD_FLAG];  [PRC_QL_CD]"',
+            'SIEGn.DE,Market Price,2025-03-28T08:00:01.00Z,+1,Market Condition,,,,,,,"VOLA[INST_PHASE]"']
+    for i in range(10):
+        rows.append(f'SIEGn.DE,Market Price,2025-03-28T08:01:{i:02d}.10Z,+1,Quote,,,{212.2 + i / 100:.2f},300,'
+                    f'{212.3 + i / 100:.2f},200,"[BID_TONE];   [ASK_TONE]"')
+        rows.append(f'SIEGn.DE,Market Price,2025-03-28T08:01:{i:02d}.50Z,+1,Trade,{212.25 + i / 100:.2f},{100 + i},,,,,'
+                    f'" [ACT_FLAG1];A[GV3_FLAG];   [PRC_QL_CD]"')
+    rows.append('SIEGn.DE,Market Price,2025-03-28T16:35:00.00Z,+1,Trade,212.15,36100,,,,,'
+                '"CLS[GV3_FLAG];Closing auction[TR_TRD_FLAG]"')
+    return HEADER + "\n".join(rows) + "\n"
+
+
+def test_auction_prints_in_qualifiers_are_said_with_the_filter_that_leaves_them_out(tmp_path: Path) -> None:
+    path = tmp_path / "trth_long.csv"
+    path.write_text(_auction_day())
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert Counter(t.kind for t in ticks) == {"trade": 12, "quote": 10}  # the auction prints replay, said
+    note = next(n for n in replay.notes if "qualifiers are not read" in n)
+    assert "2 trade row(s) are marked as auction prints (AUC[GV3_FLAG], CLS[GV3_FLAG]" in note, note
+    assert 'keep: {Qualifiers: {not_contains: ["AUC[GV3_FLAG]", "CLS[GV3_FLAG]"]}}' in note, note
+
+
+def test_a_keep_given_refines_the_detected_type_filter(tmp_path: Path) -> None:
+    path, keep = tmp_path / "trth_long.csv", tmp_path / "keep_auc.yaml"
+    path.write_text(_auction_day())
+    keep.write_text('keep:\n  Qualifiers:\n    not_contains: ["AUC[GV3_FLAG]", "CLS[GV3_FLAG]"]\n')
+    replay = FileReplay(path, columns=map_from_options(columns=str(keep), detect=True))
+    ticks = drain(replay)
+    assert Counter(t.kind for t in ticks) == {"trade": 10, "quote": 10}
+    # the two auction prints left out by the keep given, the Market Condition row by the detected Type filter
+    assert dict(replay.rejected) == {"filtered_out": 3}
+    assert any("keep Type in Trade|Quote, keep Qualifiers not containing" in n for n in replay.notes), replay.notes
+    assert not any("qualifiers are not read" in n for n in replay.notes)
