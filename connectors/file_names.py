@@ -120,7 +120,8 @@ def symbol_in_name(path: Path) -> tuple[str, str] | None:
         halves = {t for pair in split for t in pair}
         coded = {m[0]: exchange for m in NUMERIC_CODE.finditer(name)
                  if (exchange := m["after"] or m["before"]) in NUMERIC_CODE_EXCHANGES}
-        tickers = {t for t in tokens if TICKER.match(t) and t not in NOT_TICKERS and t not in halves}
+        tickers = {t for t in tokens if (TICKER.match(t) or _caseless_name(t)) and t not in NOT_TICKERS
+                   and t not in halves}
         found = pairs or (tickers - set(coded.values())) | set(coded)
         if len(found) == 1:
             return found.pop(), f"{where} {quoted(name)}"
@@ -209,6 +210,17 @@ def histdata_frame(path: Path) -> str | None:
     """The frame of a HistData export by its name (`DAT_MS_EURUSD_M1_2024.csv`: "M1"; "T", "T_LAST", ...), else
     None: the one rule that tells HistData's files, whose times are all in HISTDATA_ZONE."""
     return found["frame"].upper() if (found := HISTDATA_NAME.match(path.name)) else None
+
+
+def _caseless_name(token: str) -> bool:
+    """Whether a name's token is an instrument's name in a script without capitals (Japanese `トヨタ自動車`, Chinese
+    `贵州茅台`, Korean `삼성전자`): read as a ticker in capitals is, so that the date beside it (`トヨタ自動車_20240405`)
+    is no part of the stream, as `TOYOTA_20240405`'s is not (review375 #4: each day was a stream of its own)."""
+    return 0 < len(token) <= CASELESS_LETTERS and not token.isascii() and any(c.isalpha() for c in token) and \
+        all(c.isdigit() or c.isalpha() and c.upper() == c.lower() for c in token)
+
+
+CASELESS_LETTERS = 16  # a company's name in such a script: 2 to 10 characters (`トヨタ自動車`, `三菱UFJ` is mixed)
 
 
 def _lone_symbol(tokens: list[str]) -> str | None:

@@ -56,9 +56,50 @@ def unsupported_type(path: Path) -> str:
     if tar := next((s for s in TAR_SUFFIXES if path.name.lower().endswith(s)), None):
         return (f"{path}: a tar archive ({tar}), which replay does not unpack: extract it (tar xf {path}) and give "
                 f"the files inside, or give them zipped (.zip)")
+    if path.suffix.lower() not in SPREADSHEET_SUFFIXES and (kind := sniffed_container(path)) is not None:
+        return kind  # its name says nothing of it (an attachment that lost its extension)
     sheet = SPREADSHEET_HINT if path.suffix.lower() in SPREADSHEET_SUFFIXES else ""
     hint = OTHER_KIND_HINTS.get(path.suffix.lower(), "")
     return f"{path}: unsupported file type {quoted(path.suffix.lower())}{hint}; replay reads {READ_TYPES}{sheet}"
+
+
+ZIP_MAGIC = b"PK\x03\x04"
+OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # a legacy Office file's (.xls)
+# a zipped workbook's own member: Excel's (.xlsx, .xlsm), OpenDocument's (.ods, its `mimetype` says which)
+WORKBOOK_MEMBERS = {"xl/workbook.xml": ("an Excel workbook", ".xlsx"), "xl/workbook.bin": ("an Excel workbook", ".xlsb")}
+
+
+def sniffed_container(path: Path) -> str | None:
+    """Why a file whose name says no kind replay reads is not read, from its first bytes, when they say a workbook
+    (a zip holding `xl/workbook.xml`, OpenDocument's spreadsheet, a legacy .xls) or a zip archive without its
+    `.zip` (review374 #11: an e-mailed `.xlsx` that lost its extension was `unsupported file type ""`, no word of
+    a workbook); None for any other file."""
+    import zipfile
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+        if head.startswith(OLE2_MAGIC):
+            return _workbook_refusal(path, "a legacy Excel workbook", ".xls", "its first bytes")
+        if not head.startswith(ZIP_MAGIC):
+            return None
+        with zipfile.ZipFile(path) as archive:
+            members = set(archive.namelist())
+            mimetype = archive.read("mimetype").decode("ascii", "replace") if "mimetype" in members else ""
+    except (OSError, zipfile.BadZipFile, KeyError):
+        return None
+    if kind := next((said for member, said in WORKBOOK_MEMBERS.items() if member in members), None):
+        return _workbook_refusal(path, *kind, "its content (a zip holding xl/workbook.*)")
+    if "spreadsheet" in mimetype:
+        return _workbook_refusal(path, "an OpenDocument spreadsheet", ".ods", "its content")
+    return (f"{path}: a zip archive by its content, though its name lacks .zip: name it {path.name}{ZIP_SUFFIX} "
+            f"(replay reads the tick files inside a .zip)")
+
+
+def _workbook_refusal(path: Path, kind: str, suffix: str, told_by: str) -> str:
+    return (f"{path}: {kind} ({suffix}) by {told_by}, though its name lacks the extension (an e-mail "
+            f"attachment that lost it?); replay does not open workbooks: name it {path.name}{suffix} to open it, "
+            f"then{SPREADSHEET_HINT.removeprefix(';')}")
 
 
 # what a file of these suffixes that replay does not read is, and what it reads instead

@@ -1,0 +1,65 @@
+"""fix374 (review375 #4, review374 #11): what a file's name and first bytes say. A name in a script without
+capitals (`トヨタ自動車_20240405.csv`) kept its date in the stream, so each day was a stream of its own where
+`TOYOTA_20240405.csv`'s days were one; and a workbook that lost its `.xlsx` (an e-mail attachment) was refused as
+`unsupported file type ""`, no word of a workbook. Real files in tmp_path, read by FileReplay (the reader the CLI
+uses)."""
+
+from __future__ import annotations
+
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from connectors.replay import FileReplay
+from conftest import drain
+
+
+def _day(path: Path, day: str) -> Path:
+    path.write_text("time,price,volume\n" + "".join(
+        f"{day}T09:00:{i:02d},{2800 + i},{100 * (i + 1)}\n" for i in range(10)), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("name", ["トヨタ自動車", "삼성전자", "贵州茅台", "TOYOTA"])
+def test_the_date_beside_a_name_in_any_script_is_no_part_of_its_stream(tmp_path: Path, name: str) -> None:
+    files = [_day(tmp_path / f"{name}_{d.replace('-', '')}.csv", d) for d in ("2024-04-05", "2024-04-08")]
+    replay = FileReplay(files, columns={"tz": "Asia/Tokyo"})
+    assert Counter(t.stream for t in drain(replay)) == {name: 20}
+    assert any(f'stream {name}, from the file name "{name}_20240405"' in note for note in replay.notes), replay.notes
+
+
+def test_a_latin_name_in_lower_case_keeps_its_whole_stem_as_before(tmp_path: Path) -> None:
+    path = _day(tmp_path / "société_20240405.csv", "2024-04-05")
+    assert {t.stream for t in drain(FileReplay(path))} == {"société_20240405"}
+
+
+def _workbook(path: Path, members: dict[str, str]) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in members.items():
+            archive.writestr(name, text)
+    return path
+
+
+XLSX = {"[Content_Types].xml": "<Types/>", "xl/workbook.xml": "<workbook/>", "xl/worksheets/sheet1.xml": "<sheet/>"}
+
+
+def test_a_workbook_without_its_extension_is_said_to_be_one(tmp_path: Path) -> None:
+    path = _workbook(tmp_path / "CLK0 from Jim", XLSX)
+    with pytest.raises(ValueError) as refused:
+        drain(FileReplay(path))
+    message = str(refused.value)
+    assert "an Excel workbook (.xlsx) by its content" in message and "name it CLK0 from Jim.xlsx" in message
+    assert "Save As > 'CSV UTF-8'" in message and 'unsupported file type ""' not in message
+
+
+def test_an_opendocument_sheet_and_a_zip_without_their_extensions_are_named(tmp_path: Path) -> None:
+    ods = _workbook(tmp_path / "ticks_ods", {"mimetype": "application/vnd.oasis.opendocument.spreadsheet",
+                                            "content.xml": "<office/>"})
+    with pytest.raises(ValueError, match=r"an OpenDocument spreadsheet \(\.ods\) by its content"):
+        drain(FileReplay(ods))
+    archive = _workbook(tmp_path / "ticks_zip", {"a.csv": "time,price\n2024-01-02T00:00:00Z,1\n"})
+    with pytest.raises(ValueError, match="a zip archive by its content, though its name lacks .zip: name it "
+                                         "ticks_zip.zip"):
+        drain(FileReplay(archive))
