@@ -66,7 +66,8 @@ def unsupported_type(path: Path) -> str:
 ZIP_MAGIC = b"PK\x03\x04"
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # a legacy Office file's (.xls)
 # a zipped workbook's own member: Excel's (.xlsx, .xlsm), OpenDocument's (.ods, its `mimetype` says which)
-WORKBOOK_MEMBERS = {"xl/workbook.xml": ("an Excel workbook", ".xlsx"), "xl/workbook.bin": ("an Excel workbook", ".xlsb")}
+WORKBOOK_MEMBERS = {"xl/workbook.xml": ("an Excel workbook", ".xlsx"),
+                    "xl/workbook.bin": ("an Excel workbook", ".xlsb")}
 
 
 def sniffed_container(path: Path) -> str | None:
