@@ -14,6 +14,7 @@ from typing import Any
 from connectors.hours_window import HOURS_LEFT_OUT
 from connectors.keep_filter import KEEP_LEAVES_OUT
 from connectors.reject_hints import needing_offsets, price_offset_hint, reject_example
+from connectors.row_wires import ONE_SIDE_MOVED
 from connectors.shifted_prices import (
     SAID_STREAMS,
     ZERO_MAY_BE_A_PRICE,
@@ -168,7 +169,8 @@ class RejectCounter(Counter):
 # why a row was left out (filtered_out), as a summary says it: a stream selection's, a keep filter's, --hours',
 # or a row holding no tick (a footer, a bar without trades, a heartbeat)
 LEFT_OUT_CAUSES = {"selection": "of streams not selected", "keep": "by the map's keep",
-                   "hours": "outside the hours kept", "no_tick": "holding no tick"}
+                   "hours": "outside the hours kept", "no_tick": "holding no tick",
+                   "one_side": "crossed by one side moving first"}
 
 
 def left_out_cause(err: InvalidTick) -> str:
@@ -177,6 +179,8 @@ def left_out_cause(err: InvalidTick) -> str:
         return "selection"
     if KEEP_LEAVES_OUT in err.message:
         return "keep"
+    if ONE_SIDE_MOVED in err.message:  # a quote_sides file's crossed book (connectors/row_wires.py)
+        return "one_side"
     return "hours" if HOURS_LEFT_OUT in err.message else "no_tick"
 
 

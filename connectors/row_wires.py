@@ -90,6 +90,9 @@ def one_side_crossed(wire: dict[str, Any]) -> InvalidTick | None:
     if not isinstance(bid, (int, float)) or not isinstance(ask, (int, float)) or not bid > ask > 0:
         return None  # (a side at or below 0 is rejected for that, as in any quote)
     return InvalidTick("filtered_out", f"bid {bid} above ask {ask}, one side carried from the stream's previous "
-                                       f"quote: one side of the book moved before the other's row came (a "
-                                       f"one-sided update), so this crossed quote is left out, not an error; the "
-                                       f"next row of the other side makes the quote", stream_of(wire))
+                                       f"quote: {ONE_SIDE_MOVED} before the other's row came (a one-sided update), so "
+                                       f"this crossed quote is left out, not an error; the next row of the other "
+                                       f"side makes the quote", stream_of(wire))
+
+
+ONE_SIDE_MOVED = "one side of the book moved"  # its filtered_out's words (rejected_rows.py's LEFT_OUT_CAUSES)
