@@ -272,4 +272,14 @@ def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = No
         # a spread quoted 0.00/0.01: an offset that lifts its 0s (its prices below zero, if any, are nonpositive_price
         # rejects, whose own line names the offset that lifts the lowest: this row's 0 is not the files' lowest)
         why += f"{near}, e.g. {offset_option(err.stream, lifting_offset(0.0))} (docs/replay.md)"
-    return f"{plan.where(row)}: {err}" + (f" (column {quoted(column)}{why})" if column else why)
+    said = str(err)
+    if err.reason == "missing_field" and WIRE_SIZELESS in said:  # a file's row, not a wire client's tick
+        said = said.split(WIRE_SIZELESS)[0] + FILE_SIZELESS
+    return f"{plan.where(row)}: {said}" + (f" (column {quoted(column)}{why})" if column else why)
+
+
+WIRE_SIZELESS = "; a price series without sizes"  # connectors/ticks.py's advice to a wire client
+# what a file's empty size is (review373 #4: the wire's advice, "send it with size 1", fits no file)
+FILE_SIZELESS = ("; its stream has sizes on other trade rows, so this empty one is a cell lost, not a price series "
+                 "(a stream none of whose trade rows has a size, an index level, reads as trades of size 1: "
+                 "docs/replay.md#price-series)")

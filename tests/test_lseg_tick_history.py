@@ -43,6 +43,8 @@ def test_an_empty_size_among_a_streams_sized_trades_is_still_rejected(tmp_path: 
     ticks = drain(replay)
     assert dict(replay.rejected) == {"missing_field": 1}
     assert Counter(t.stream for t in ticks) == {".GDAXI": 20, "VOD.L": 19}
+    said = replay.rejected.examples["missing_field"]  # advice for a file's row, not for a wire client's tick
+    assert "its stream has sizes on other trade rows" in said and "is sent with size 1" not in said, said
 
 
 def _auction_day() -> str:
