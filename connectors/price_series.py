@@ -29,30 +29,33 @@ def series_columns(cmap: ColumnMap, exprs: list[pl.Expr], keys: list[str]) -> li
 
 
 def series_fact(columns: list[pl.Expr]) -> dict[str, pl.Expr]:
-    """The streams whose every trade row (a price read) has an empty size: file_facts' `price_series`."""
+    """The streams with a trade row (a price read) of an empty size, and those with one of a size: file_facts'
+    `sizeless_streams` and `sized_streams`, whose difference is the price series (no window over the file's rows:
+    a set of names each)."""
     if not columns:
-        return {"price_series": pl.lit(None)}
-    bare = (pl.col(SIZE_EMPTY) | pl.col("price").is_null()).all().over(SERIES_STREAM)
-    priced = pl.col("price").is_not_null()
-    return {"price_series": pl.col(SERIES_STREAM).filter(bare & priced).drop_nulls().unique().sort().implode()}
+        return {"sizeless_streams": pl.lit(None), "sized_streams": pl.lit(None)}
+    priced, stream = pl.col("price").is_not_null(), pl.col(SERIES_STREAM)
+    return {"sizeless_streams": stream.filter(priced & pl.col(SIZE_EMPTY)).drop_nulls().unique().implode(),
+            "sized_streams": stream.filter(priced & ~pl.col(SIZE_EMPTY)).drop_nulls().unique().implode()}
 
 
 def sized_as_series(path: Path, cmap: ColumnMap, exprs: list[pl.Expr], keys: list[str],
                     facts: dict[str, Any]) -> list[str]:
     """`exprs` with each price series' trade rows at size 1 (in place), and the note that names those streams."""
-    streams = [s for s in facts.get("price_series") or () if s is not None]
+    streams = sorted(set(facts.get("sizeless_streams") or ()) - set(facts.get("sized_streams") or ()))
     if not streams:
         return []
     at = keys.index("size") + 1
     size, price = exprs[at], exprs[keys.index("price") + 1]
     exprs[at] = pl.when(size.is_null() & price.is_not_null() & _stream(exprs, keys).is_in(streams)).then(
         pl.lit(1.0)).otherwise(size).alias("size")
-    shown = ", ".join(streams[:5]) + (f" and {len(streams) - 5} more" if len(streams) > 5 else "")
+    named = [s or cmap.stream or "its stream" for s in streams]  # "": the file's one stream, named by the map
+    shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
     which = "this stream" if len(streams) == 1 else "these streams"
     return [f"{path.name}: {shown}: no trade row of {which} has a size (column {quoted(cmap.size)} empty on each: "
             f"an index level, an iNAV, a fixing, as LSEG writes an index RIC's ticks), so each is read as a price "
-            f"series, each price a trade of size 1, as a file without a size column is; other streams' empty sizes "
-            f"are still rejected (docs/replay.md#price-series)"]
+            f"series, each price a trade of size 1, as a file without a size column is; a stream with a size on "
+            f"some trade rows still has its empty ones rejected (docs/replay.md#price-series)"]
 
 
 def _stream(exprs: list[pl.Expr], keys: list[str]) -> pl.Expr:

@@ -85,3 +85,11 @@ def test_a_keep_given_refines_the_detected_type_filter(tmp_path: Path) -> None:
     assert dict(replay.rejected) == {"filtered_out": 3}
     assert any("keep Type in Trade|Quote, keep Qualifiers not containing" in n for n in replay.notes), replay.notes
     assert not any("qualifiers are not read" in n for n in replay.notes)
+
+
+def test_a_one_stream_file_whose_size_column_is_empty_is_a_price_series_named_by_its_file(tmp_path: Path) -> None:
+    path = tmp_path / "DAX.csv"
+    path.write_text("time,price,volume\n" + "".join(f"2025-03-28T09:00:0{i}Z,{22462 + i},\n" for i in range(5)))
+    replay = FileReplay(path)
+    assert [(t.stream, t.size) for t in drain(replay)] == [("DAX", 1.0)] * 5
+    assert any("DAX.csv: DAX: no trade row of this stream has a size" in note for note in replay.notes), replay.notes
