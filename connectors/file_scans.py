@@ -97,10 +97,17 @@ def sniffed_container(path: Path) -> str | None:
             f"(replay reads the tick files inside a .zip)")
 
 
+def workbook_named_as_text(path: Path) -> str | None:
+    """Why a file named as a CSV is not read as one when its first bytes say a workbook or a zip (an `.xlsx` saved
+    or renamed `.csv`: polars' words were "found more fields than defined in 'Schema'"); None for a text file."""
+    return sniffed_container(path) if is_csv(path) and not path.name.lower().endswith(".gz") else None
+
+
 def _workbook_refusal(path: Path, kind: str, suffix: str, told_by: str) -> str:
-    return (f"{path}: {kind} ({suffix}) by {told_by}, though its name lacks the extension (an e-mail "
-            f"attachment that lost it?); replay does not open workbooks: name it {path.name}{suffix} to open it, "
-            f"then{SPREADSHEET_HINT.removeprefix(';')}")
+    named = f"its name says {path.suffix}" if path.suffix else "its name lacks the extension"
+    return (f"{path}: {kind} ({suffix}) by {told_by}, though {named} (an e-mail attachment that lost its own, a "
+            f"file renamed?); replay does not open workbooks: name it {path.stem if path.suffix else path.name}"
+            f"{suffix} to open it, then{SPREADSHEET_HINT.removeprefix(';')}")
 
 
 # what a file of these suffixes that replay does not read is, and what it reads instead

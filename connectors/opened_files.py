@@ -25,7 +25,7 @@ from connectors.csv_dialect import first_lines, sniff_csv
 from connectors.derivative_data import NotTicks, not_ticks
 from connectors.expansion import Progress
 from connectors.file_plan import FilePlan
-from connectors.file_scans import READ_TYPES, is_csv, is_dbn, is_tick_file
+from connectors.file_scans import READ_TYPES, is_csv, is_dbn, is_tick_file, workbook_named_as_text
 from connectors.file_suffixes import PARQUET_SUFFIXES
 from connectors.derivative_streams import split_market_notes
 from connectors.inverse_contracts import inverse_notes, plan_streams
@@ -261,6 +261,8 @@ class OpenedFiles:
         regular_file(path)  # (a FIFO's open would wait for a writer; /dev/zero never ends)
         if (suffix := content_suffix(path)) is not None:  # `EQY_US_ALL_TRADE_20240308(.gz)`: by its content
             return self._named_by_content(NamedByContent(path, suffix), cmap, explicit)
+        if why := workbook_named_as_text(path):  # an .xlsx renamed .csv: before its bytes are copied as text
+            raise ValueError(why)
         with truncation_named(path):  # the first read of a .csv.gz's text: a damaged one is named here
             copied = text_copy_needed(path) if is_csv(path) else None  # UTF-16, or \r alone ends lines: read a copy
             # read on, its odd bytes replaced: said (a UTF-16 file's copy is UTF-8)

@@ -63,3 +63,12 @@ def test_an_opendocument_sheet_and_a_zip_without_their_extensions_are_named(tmp_
     with pytest.raises(ValueError, match="a zip archive by its content, though its name lacks .zip: name it "
                                          "ticks_zip.zip"):
         drain(FileReplay(archive))
+
+
+def test_a_workbook_named_as_a_csv_is_said_to_be_one(tmp_path: Path) -> None:
+    """polars' own words were "found more fields than defined in 'Schema'", of the zip's bytes read as text."""
+    path = _workbook(tmp_path / "CLK0.csv", XLSX)
+    with pytest.raises(ValueError) as refused:
+        drain(FileReplay(path))
+    assert "an Excel workbook (.xlsx) by its content" in str(refused.value) and "its name says .csv" in str(
+        refused.value) and "name it CLK0.xlsx" in str(refused.value)
