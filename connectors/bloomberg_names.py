@@ -103,16 +103,29 @@ def tick_dump_value(by_normal: Mapping[str, str], first: Callable[[str], Any] | 
     return {"price": value} if str(first(kind) or "").strip().lower() in QUOTE_SIDE_MARKS else {}
 
 
-def tick_dump_example(names: Sequence[str], ts: str | None, found: Mapping[str, str]) -> str | None:
-    """The map a refusal gives for a file with a row-type column (`Type`) and no price found: its first column
-    that nothing reads as the price, a refinement that detection completes (the `Type` column's marks read as
-    detected: TRADE rows trades, BID and ASK rows one side of a quote), so the map it gives is one that reads the
-    file (review374 #6: `ts=time,price=px,size=qty` was refused for Bloomberg's layout); None for other files."""
+def tick_dump_example(names: Sequence[str], ts: str | None, found: Mapping[str, str],
+                      first: Callable[[str], Any] | None) -> str | None:
+    """The map a refusal gives for a file with a row-type column (`Type`) whose first mark is a trade's or a quote
+    side's and no price found: its first column that nothing reads and that holds a number, as the price, a
+    refinement that detection completes (the `Type` column's marks read as detected: TRADE rows trades, BID and
+    ASK rows one side of a quote), so the map it gives is one that reads the file (review374 #6:
+    `ts=time,price=px,size=qty` was refused for Bloomberg's layout); None for other files."""
     kinds = next((n for n in names if normal_name(n) in EVENT_NAMES), None)
-    read = {*joined_columns(ts or ""), *found.values(), kinds}
-    unread = [n for n in names if n not in read and n.strip()]
-    if ts is None or kinds is None or not unread:
+    if ts is None or kinds is None or first is None or \
+            str(first(kinds) or "").strip().lower() not in QUOTE_SIDE_MARKS:
         return None
-    return (f"{columns_option(f'price={unread[0]}')} (the other columns and the row marks of {quoted(kinds)} read "
+    read = {*joined_columns(ts), *found.values(), kinds}
+    numbers = [n for n in names if n not in read and n.strip() and _number(first(n))]
+    if not numbers:
+        return None
+    return (f"{columns_option(f'price={numbers[0]}')} (the other columns and the row marks of {quoted(kinds)} read "
             f"as detected: Bloomberg's TRADE rows trades, its BID and ASK rows one side of a quote each; "
             f"docs/replay.md)")
+
+
+def _number(value: Any) -> bool:
+    try:
+        float(str(value).strip().replace(",", ""))
+    except ValueError:
+        return False
+    return True

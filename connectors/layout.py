@@ -113,7 +113,7 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     if not ("price" in found or quotes) and (mid := next((by_normal[c] for c in MID_NAMES if c in by_normal), None)):
         found["price"] = mid  # a mid-only feed: the price of a series of trades (layout_notes.vendor_notes says so)
     if ts is None or not ("price" in found or quotes):
-        raise NoTickLayout(_no_layout(path, names, ts, found, quotes))
+        raise NoTickLayout(_no_layout(path, names, ts, found, quotes, first))
     if "price" in found and "size" not in found and ts == by_normal.get(TRANSACTION_TIME) \
             and TRANSACTION_UNITS in by_normal:
         found["size"] = by_normal[TRANSACTION_UNITS]  # Bithumb's transaction history: each trade's units
@@ -210,7 +210,8 @@ def _base_volume(by_normal: Mapping[str, str], stream_col: str | None, first: Ca
     return volumes[base[0]] if len(base) == 1 else None
 
 
-def _no_layout(path: Path, names: list[str], ts: str | None, found: Mapping[str, str], quotes: bool) -> str:
+def _no_layout(path: Path, names: list[str], ts: str | None, found: Mapping[str, str], quotes: bool,
+               first: Callable[..., Any] | None = None) -> str:
     """Why detection found no tick layout (no time column, or neither a price nor a bid and an ask), what it
     read so far and the column map or preset that would read the file."""
     if len(names) > 2 and all(not n or re.fullmatch(r"_duplicated_\d+", n) for n in names[1:]):
@@ -227,7 +228,7 @@ def _no_layout(path: Path, names: list[str], ts: str | None, found: Mapping[str,
         named = "is named as a yield" if len(yields) == 1 else "are named as yields"
         missing += (f". {', '.join(map(quoted, yields))} {named}, which replay does not read as prices (a yield "
                     f"up is a price down): convert them to prices first (docs/replay.md#yield-quoted-instruments)")
-    if not priced and (example := tick_dump_example(names, ts, found)) is not None:  # a row-type column's file
+    if not priced and (example := tick_dump_example(names, ts, found, first)) is not None:  # a row-type column's
         return (f"cannot detect the column layout of {path}: columns found {quoted_list(names)}; no {lacking} among "
                 f"them (read so far: {seen}). Name its price column, e.g. {example}")
     return (f"cannot detect the column layout of {path}: columns found {quoted_list(names)}; no {lacking} among them"
