@@ -11,7 +11,7 @@ from datetime import date as Date
 from typing import Any, Mapping
 
 from connectors.bar_lengths import checked_bar_stamp
-from connectors.hours_window import Hours
+from connectors.hours_window import Hours, hours_text
 from connectors.keep_filter import KEEP_TESTS
 from connectors.map_vocabulary import (
     DATE_FROM_NAME,
@@ -150,6 +150,7 @@ class ColumnMapChecks:
         object.__setattr__(self, "bar_length", length)
         if self.hours is not None:
             Hours.parse(self.hours)
+            object.__setattr__(self, "hours", hours_text(self.hours))  # a YAML list of windows: one text
         if self.price_format not in (None, *PRICE_FORMATS):
             raise ValueError(f"price_format must be one of {quoted_choices(PRICE_FORMATS)} (32nds: CME's notation of "
                              f"Treasury futures, {THIRTY_SECONDS_FORM}; eighths: CBOT grains', 450'4 or 450-4 for 450 "

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 import yaml
 
 from connectors.column_map import MAP_KEYS, ColumnMap, preset, unknown_keys
+from connectors.hours_window import hours_text
 from connectors.map_vocabulary import DAY_CLOCK_UNITS, DETECT, UNITS
 from engine.quoting import quoted, quoted_words
 from engine.text_files import read_text
@@ -135,7 +136,7 @@ def as_column_map(spec: ColumnMap | str | Mapping[str, Any] | None) -> ColumnMap
     if isinstance(spec, Mapping) and is_refinement(spec):
         if unknown := sorted(str(k) for k in spec if k not in MAP_KEYS):  # said now, not once a file is read
             raise ValueError(unknown_keys(unknown, MAP_KEYS))
-        return Refine(dict(spec))
+        return Refine(_hours_joined(spec))
     return ColumnMap.from_dict(with_detected_unit(spec))
 
 
@@ -151,13 +152,13 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
     (`--tz Etc/GMT+5`); without it they need a map. The map is checked here, so a mistake is reported before any
     file is read.
     """
-    given = {k: v for k, v in refinements.items() if v is not None}
+    given = _hours_joined({k: v for k, v in refinements.items() if v is not None})
     if unknown := sorted(k for k in given if k not in MAP_KEYS):
         raise ValueError(f"unknown column-map option(s) {quoted_words(unknown)}")
     if isinstance(columns, str):
         is_file = columns.lower().endswith((".yaml", ".yml")) or Path(columns).is_file()
         columns = load_map_file(Path(columns)) if is_file else parse_inline(columns)
-    spec = dict(columns or {})
+    spec = _hours_joined(columns or {})
     if preset_name is not None:
         spec = {"preset": preset_name, **spec}
     if detect and is_refinement(spec | given):  # checked on a stand-in map: a bad zone or unit is named now
@@ -180,6 +181,14 @@ def map_from_options(preset_name: str | None = None, columns: str | Mapping[str,
         return None
     spec = with_detected_unit(spec | given)
     ColumnMap.from_dict(spec)
+    return spec
+
+
+def _hours_joined(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A map's keys with `hours` given as a list of windows (a replay list's YAML, repeated --hours) as one text."""
+    spec = dict(spec)
+    if "hours" in spec:
+        spec["hours"] = hours_text(spec["hours"])
     return spec
 
 

@@ -34,7 +34,7 @@ from connectors.file_layout import layout
 from connectors.file_plan import FilePlan, row_in_file
 from connectors.level_book import TARDIS_L2
 from connectors.file_scans import first_text, int96_instants, is_csv, is_dbn, time_sample
-from connectors.hours_window import Hours
+from connectors.hours_window import Hours, hours_text
 from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_reason
 from connectors.leap_seconds import (
@@ -196,7 +196,7 @@ def bare_hours_refused(path: Path, hours: str) -> str:
 def zoned_hours(hours: str, tz: str) -> str:
     """A window without a zone, on the wall clock of the `tz` given for every file, for a file whose times carry
     their own zone (a DBN file's, `...Z` text, a UTC Parquet), to which `tz` itself does not apply."""
-    return f"{hours.strip()} {tz}"
+    return f"{hours_text(hours).strip()} {tz}"
 
 
 POINTED_COUNT = r"^[+-]?\d+\.\d*$"  # a count written with a point: its column is read as text (`_table_plan`)

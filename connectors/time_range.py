@@ -1,9 +1,10 @@
 """A replay's event-time range (`--from` / `--to`): which ticks of the files a run reads, by each tick's own time.
 
 From is inclusive, to exclusive, so a day is `--from 2024-01-02 --to 2024-01-03` and consecutive ranges never
-share a tick. A time is ISO 8601 text, a date (its UTC midnight) or a date and time (`2024-01-02T14:30`,
-`2024-01-02 14:30:00.25`), in UTC unless it carries its offset (`Z`, `+01:00`), or an integer of ns since the
-epoch, as ticks carry it (one that reads as a time of 2000..2100 in s, ms or us is refused as the unit mistake it
+share a tick. A time is ISO 8601 text, a date (its midnight) or a date and time (`2024-01-02T14:30`,
+`2024-01-02 14:30:00.25`), in UTC unless it carries its offset (`Z`, `+01:00`) or a zone is given for it (`--tz`:
+a desk's day is its market's, `--tz Australia/Sydney --from 2024-04-05` starts at Sydney's midnight), or an
+integer of ns since the epoch, as ticks carry it (one that reads as a time of 2000..2100 in s, ms or us is refused as the unit mistake it
 is: as ns it is in January 1970). connectors/replay.py applies the range: pushed into a tabular file's lazy query where
 its times are numbers, else tick by tick.
 """
@@ -13,17 +14,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
 
 from connectors.tick_times import ts_unit_guess, utc_text
 from engine.quoting import quoted
 
 FRACTION = re.compile(r"(?<=:\d\d)[.,](\d+)")  # a time's fraction of a second, after its seconds
-TIME_SYNTAX = "ISO 8601 (2024-01-02, 2024-01-02T14:30, UTC unless an offset is given: +01:00) or ns since the epoch"
+TIME_SYNTAX = ("ISO 8601 (2024-01-02, 2024-01-02T14:30: on --tz's clock when it is given, else UTC, unless an offset "
+               "is given: +01:00, Z) or ns since the epoch")
 
 
-def parse_time(text: str, option: str = "time") -> int:
-    """A time as ns since the epoch (see the module docstring); ValueError naming `option` and the syntax, or, for
-    an integer that reads as a time of 2000..2100 in s, ms or us (as ns: January 1970), the ns and ISO it meant."""
+def parse_time(text: str, option: str = "time", zone: str | None = None) -> int:
+    """A time as ns since the epoch (see the module docstring), text without an offset on `zone`'s clock (None:
+    UTC); ValueError naming `option` and the syntax, or, for an integer that reads as a time of 2000..2100 in s, ms
+    or us (as ns: January 1970), the ns and ISO it meant."""
     given = text.strip()
     if given.isdigit():
         value = int(given)
@@ -33,8 +37,8 @@ def parse_time(text: str, option: str = "time") -> int:
                              f"({utc_text(value * per)}); as ns it is {utc_text(value)}")
         return value
     when, nanos = _iso_time(given, option)
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+    if when.tzinfo is None:  # (a wall-clock time the clocks skip or repeat: its first reading, fold 0)
+        when = when.replace(tzinfo=ZoneInfo(zone) if zone else timezone.utc)
     delta = when - datetime(1970, 1, 1, tzinfo=timezone.utc)
     return (delta.days * 86_400 + delta.seconds) * 10**9 + nanos
 
@@ -72,12 +76,13 @@ class TimeRange:
                              f"{'empty' if self.start == self.end else 'reversed'} (from is inclusive, to exclusive)")
 
     @classmethod
-    def of(cls, start: str | None, end: str | None) -> TimeRange | None:
-        """The range of the `--from` / `--to` texts; None when neither is given."""
+    def of(cls, start: str | None, end: str | None, zone: str | None = None) -> TimeRange | None:
+        """The range of the `--from` / `--to` texts, those without an offset on `zone`'s clock (None: UTC); None
+        when neither is given."""
         if start is None and end is None:
             return None
-        return cls(None if start is None else parse_time(start, "--from"),
-                   None if end is None else parse_time(end, "--to"))
+        return cls(None if start is None else parse_time(start, "--from", zone),
+                   None if end is None else parse_time(end, "--to", zone))
 
     def holds(self, ts: int) -> bool:
         return (self.start is None or ts >= self.start) and (self.end is None or ts < self.end)

@@ -150,16 +150,47 @@ def test_an_integer_time_in_seconds_ms_or_us_is_refused_naming_the_ns_and_iso_ti
     assert TimeRange.of("0", "1000").start == 0  # small ns (a simulation's clock) stay ns
 
 
-def test_a_naive_iso_time_beside_tz_is_read_as_utc_and_says_so(market, capsys) -> None:
+def test_a_naive_iso_time_beside_tz_is_read_on_its_clock_and_says_so(market, capsys) -> None:
+    """review375 #8: `--tz Australia/Sydney --from 2024-04-05` cut at UTC's midnight, dropping the session's first
+    hour; a time without an offset is now on --tz's clock (a desk's day is its market's), said in a note."""
     root, _ = market
     feed = ["feed", "replay", str(root / "ticks.parquet"), "--endpoint", "tcp://127.0.0.1:9", "--tz",
             "America/New_York"]
     assert main([*feed, "--from", "2099-01-01T09:30", "--to", "2099-01-02T00:00Z"]) == 2
     err = capsys.readouterr().err
-    assert ("flashtick feed replay: note: --from 2099-01-01T09:30 read as UTC: --tz America/New_York is the zone "
-            "of the files' times, not of --from/--to") in err, err
-    assert "--from 2099-01-01T09:30:00Z --to 2099-01-02T00:00:00Z holds none of the files' ticks" in err, err
+    assert ("flashtick feed replay: note: --from 2099-01-01T09:30 read on America/New_York's clock, as --tz gives "
+            "it for the files' times (--from 2099-01-01T14:30:00Z --to 2099-01-02T00:00:00Z;") in err, err
+    assert "--from 2099-01-01T14:30:00Z --to 2099-01-02T00:00:00Z holds none of the files' ticks" in err, err
     assert main([*feed, "--from", "2099-01-01T09:30-05:00"]) == 2
     assert ": note: " not in capsys.readouterr().err
-    assert main([*feed[:-2], "--from", "2099-01-01T09:30"]) == 2  # no --tz: nothing to confuse it with
-    assert ": note: " not in capsys.readouterr().err
+    assert main([*feed[:-2], "--from", "2099-01-01T09:30"]) == 2  # no --tz: UTC, nothing to say
+    err = capsys.readouterr().err
+    assert ": note: " not in err and "--from 2099-01-01T09:30:00Z holds none" in err, err
+
+
+def test_a_bare_date_with_tz_is_that_zones_midnight_summer_time_included() -> None:
+    # Sydney: AEDT (+11) on 2024-04-05, AEST (+10) from 2024-04-07 03:00
+    sydney = TimeRange.of("2024-04-05", "2024-04-08", "Australia/Sydney")
+    assert (utc_text(sydney.start), utc_text(sydney.end)) == ("2024-04-04T13:00:00Z", "2024-04-07T14:00:00Z")
+    assert TimeRange.of("2024-04-05T00:00Z", None, "Australia/Sydney").start == TimeRange.of("2024-04-05", None).start
+
+
+def test_a_reading_option_given_twice_with_two_values_is_a_usage_error(market, capsys) -> None:
+    """review375 #1: argparse kept the last of two values and dropped the first silently (a second --hours
+    dropped the morning session, exit 0); a window is now added, a one-value option given twice refused."""
+    root, _ = market
+    feed = ["feed", "replay", str(root / "ticks.parquet"), "--endpoint", "tcp://127.0.0.1:9"]
+    for twice, said in ((["--tz", "Asia/Tokyo", "--tz", "Asia/Hong_Kong"], '--tz: given again ("Asia/Hong_Kong" after '
+                                                                         '"Asia/Tokyo")'),
+                        (["--from", "2024-01-02", "--from", "2024-01-03"], "--from: given again"),
+                        (["--date", "2024-01-02", "--date", "2024-01-03"], "--date: given again"),
+                        (["--sequence", "seq", "--no-sequence"], '--no-sequence: given again (--no-sequence after '
+                                                                  '"seq")')):
+        with pytest.raises(SystemExit) as usage:
+            main([*feed, *twice])
+        assert usage.value.code == 2
+        err = capsys.readouterr().err
+        assert said in err and "give it once" in err, err
+    # the same value twice drops nothing: taken
+    assert main([*feed, "--tz", "UTC", "--tz", "UTC", "--from", "2099-01-01"]) == 2
+    assert "holds none of the files' ticks" in capsys.readouterr().err

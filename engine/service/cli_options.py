@@ -12,7 +12,7 @@ import os
 from engine.path_words import map_or_user_path, user_path
 from engine.service.cli_common import DEFAULT_CONTROL
 from engine.service.cli_reading import FILE_ORDER
-from engine.service.cli_types import _timeout
+from engine.service.cli_types import GivenOnce, _timeout
 
 CONTROL_HELP = f"the engine's control endpoint (default: the --config file's endpoints.control, else {DEFAULT_CONTROL})"
 FILES_HELP = ("tick files (Parquet, CSV or .csv.gz, JSON lines, DBN, a .zip of them), folders of them (or patterns), "
@@ -86,16 +86,20 @@ def _add_layout_options(group: argparse._ArgumentGroup) -> None:
     # the presets offered are the ones there are
     from connectors.presets import PRESET_MAPS
 
-    group.add_argument("--preset", help=f"column layout preset for every file: {', '.join(PRESET_MAPS)} "
+    group.add_argument("--preset", action=GivenOnce,
+                       help=f"column layout preset for every file: {', '.join(PRESET_MAPS)} "
                                         "(--columns keys override it)")
-    group.add_argument("--columns", metavar="MAP", type=map_or_user_path, help="column map for every file: inline, "
+    group.add_argument("--columns", action=GivenOnce, metavar="MAP", type=map_or_user_path,
+                       help="column map for every file: inline, "
                        "e.g. "
                        "ts=time,price=px,size=qty,side=side,stream=symbol (stream= names the stream column, "
                        "stream_name= a fixed stream; ts=Date+Time joins a date and a time column; price_scale=10000 "
                        "divides fixed-point prices); without ts= it refines the detected map (stream=#RIC); or a "
                        "YAML file of docs/replay.md's keys")
-    group.add_argument("--csv-names", metavar="A,B,...", help="the columns of a header-less CSV, in order")
-    group.add_argument("--ts-unit", help="time column unit: ns, us, ms, s (since the epoch), epoch (one of those, "
+    group.add_argument("--csv-names", action=GivenOnce, metavar="A,B,...",
+                       help="the columns of a header-less CSV, in order")
+    group.add_argument("--ts-unit", action=GivenOnce,
+                       help="time column unit: ns, us, ms, s (since the epoch), epoch (one of those, "
                        "by the first time's magnitude), datetime (ISO 8601 text, with or without a UTC offset, or a "
                        "datetime column), seconds_after_midnight, ms_after_midnight, us_after_midnight, "
                        "ns_after_midnight (with --date), hhmmss, hhmmss_ms, hhmmss_us, hhmmss_ns (a wall clock's "
@@ -103,18 +107,20 @@ def _add_layout_options(group: argparse._ArgumentGroup) -> None:
                        "spreadsheet's serial date: days since 1899-12-30), ns_since_2000 (q's timestamp as a long: ns "
                        "since q's epoch 2000-01-01); a --columns map "
                        "without it reads what the column's first value shows")
-    group.add_argument("--ts-format", metavar="FORMAT", help="strftime codes of datetime text that is not ISO 8601, "
+    group.add_argument("--ts-format", action=GivenOnce, metavar="FORMAT",
+                       help="strftime codes of datetime text that is not ISO 8601, "
                        "e.g. '%%Y%%m%%d %%H:%%M:%%S%%.f' (implies --ts-unit datetime)")
-    group.add_argument("--tz", help="time zone of naive times (datetime, *_after_midnight, excel_days), e.g. "
-                                    "Europe/London (default UTC)")
-    group.add_argument("--date", help="the day of *_after_midnight times, e.g. "
+    group.add_argument("--tz", action=GivenOnce,
+                       help="time zone of naive times (datetime, *_after_midnight, excel_days), e.g. "
+                            "Europe/London (default UTC); --from/--to without an offset are on its clock too")
+    group.add_argument("--date", action=GivenOnce, help="the day of *_after_midnight times, e.g. "
                                       "2024-03-01")
-    group.add_argument("--bar-stamp", choices=("close", "open"), default=None,
+    group.add_argument("--bar-stamp", action=GivenOnce, choices=("close", "open"), default=None,
                        help="a bar file's stamp: open (the default: each bar at its time as written, its start, as "
                             "most vendors stamp bars) or close (each bar at its start plus its length, as a live bar "
                             "builder sends it: the length from --bar-length, else the file's name or its median "
                             "step); the map's bar_stamp (close, start)")
-    group.add_argument("--bar-length", metavar="N{s,m,h,d,w}", default=None,
+    group.add_argument("--bar-length", action=GivenOnce, metavar="N{s,m,h,d,w}", default=None,
                        help="with --bar-stamp close: each bar's length, added to its start, e.g. 1m, 5m, 1h, 1d; "
                             "the map's bar_length")
 
@@ -131,37 +137,41 @@ def _add_value_options(group: argparse._ArgumentGroup) -> None:
                             "alone (a calendar spread among its outrights; repeat it for several; STREAM may be a "
                             "glob, as --streams takes). 0 is refused: it shifts nothing (an option's 0 bid: "
                             "--zero-bid price)")
-    group.add_argument("--price-format", choices=PRICE_FORMATS, default=None,  # the column map's price_format
+    group.add_argument("--price-format", action=GivenOnce, choices=PRICE_FORMATS,  # the column map's price_format
                        help="how price, bid and ask are written: 32nds reads CME's notation of Treasury futures "
                             "(110-16, 110-16+, 110'165: 110 and 16.5/32; the 2- and 3-year notes' eighths of a 32nd, "
                             "104-161 ... 104-168: 104 16.125/32 ... 16.875/32) beside decimals; eighths reads CBOT "
                             "grains' cents and eighths of a cent (450'4 or 450-4: 450.5; 450'2, 450'6); decimal "
                             "says 110'165 is thousands grouped by an apostrophe; sqrt_price_x96 reads a Uniswap v3 "
                             "pool's sqrtPriceX96, with --columns token_decimals=D0/D1,base_token=0|1 (docs/replay.md)")
-    group.add_argument("--zero-bid", choices=("no_bid", "price"), default=None,
+    group.add_argument("--zero-bid", action=GivenOnce, choices=("no_bid", "price"), default=None,
                        help="what a quote's 0 bid beside an ask is: no_bid (the default: TAQ's no bid, a one-sided "
                             "quote, rejected) or price (an option nobody bids: replayed, its mark ask / 2)")
-    group.add_argument("--sequence", metavar="COLUMN",
+    group.add_argument("--sequence", metavar="COLUMN", action=GivenOnce, set_by={FILE_ORDER: "--no-sequence"},
                        help="the column of each row's sequence number (OPRA, TAQ, CME MDP, an exchange's update "
                             "id), compared within a stream: rows of equal times replay by stream, each stream's in "
                             "its order, across files too, not in file order; a "
                             "row without one is rejected (missing_field). The map's `sequence`")
-    group.add_argument("--no-sequence", dest="sequence", action="store_const", const=FILE_ORDER,
+    group.add_argument("--no-sequence", dest="sequence", action=GivenOnce, const=FILE_ORDER,
+                       set_by={FILE_ORDER: "--no-sequence"},
                        help="rows of equal times in file order, as without --sequence (evaluate: not in the order "
                             "of the column its checkpoint was trained with)")
 
 
 def _add_row_filters(group: argparse._ArgumentGroup) -> None:
     """Which rows are read: a time-of-day window and the streams."""
-    group.add_argument("--hours", metavar="START-END[ ZONE]",
+    group.add_argument("--hours", metavar="START-END[ ZONE]", action="append", default=None,
                        help="keep the rows stamped inside this time-of-day window, its end excluded, e.g. "
                             "'09:30-16:01 America/New_York' (regular US trading hours with the closing auction's "
                             "prints, stamped 16:00:00 or just after, which an end of 16:00 leaves out; seconds may "
-                            "be given, 16:00:05; summer time followed; the zone may be left out with --tz); the "
+                            "be given, 16:00:05; summer time followed; the zone may be left out with --tz); several "
+                            "windows, repeated or in one, keep a lunch break out: --hours '09:00-11:30,12:30-15:00 "
+                            "Asia/Tokyo'; hours past 24 are the next day's (JPX's night session, 16:30-30:00); the "
                             "others are counted as filtered_out")
-    group.add_argument("--streams", nargs="+", default=None, metavar="PATTERN",
+    group.add_argument("--streams", nargs="+", action="extend", default=None, metavar="PATTERN",
                        help="read only these streams (names or fnmatch globs on the stream name as replay names "
-                            "it, e.g. --streams NQM6 'ES*'); the other streams' ticks are counted as filtered_out, "
+                            "it, e.g. --streams NQM6 'ES*'; repeated, all of them); the other streams' ticks are "
+                            "counted as filtered_out, "
                             "and a pattern that matches no stream of the files is an error")
 
 
@@ -173,9 +183,11 @@ def _time_range_options() -> argparse.ArgumentParser:
     group = window.add_argument_group("time range", f"read only the ticks stamped from --from (inclusive) to --to "
                                       f"(exclusive), each by its own event time; a time is {TIME_SYNTAX}; the rows "
                                       f"left out are counted in the summary")
-    group.add_argument("--from", dest="time_from", metavar="TIME", help="the first event time read, e.g. 2024-01-02 "
+    group.add_argument("--from", action=GivenOnce, dest="time_from", metavar="TIME",
+                       help="the first event time read, e.g. 2024-01-02 "
                        "or 2024-01-02T14:30:00Z")
-    group.add_argument("--to", dest="time_to", metavar="TIME", help="the event time the read stops before, e.g. "
+    group.add_argument("--to", action=GivenOnce, dest="time_to", metavar="TIME",
+                       help="the event time the read stops before, e.g. "
                        "2024-01-03")
     return window
 

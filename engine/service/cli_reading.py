@@ -15,14 +15,21 @@ FILE_ORDER = ""  # --no-sequence: rows of equal times in file order, said apart 
 
 
 def time_range_of(args: argparse.Namespace) -> Any:
+    """--from/--to; a time without an offset (a bare date) on --tz's clock when it is given, as a desk means its
+    market's day (review375 #8: Sydney's first hour was cut at UTC's midnight), said in a note; else UTC."""
     from connectors.time_range import TimeRange, names_no_offset
+    from connectors.time_zones import unknown_zone_hint
 
     given = {"--from": getattr(args, "time_from", None), "--to": getattr(args, "time_to", None)}
-    time_range = TimeRange.of(given["--from"], given["--to"])
+    zone = getattr(args, "tz", None)
+    if zone is not None and unknown_zone_hint(zone) is not None:
+        zone = None  # (an unknown zone is refused, naming itself, where the files' map is checked)
+    time_range = TimeRange.of(given["--from"], given["--to"], zone)
     naive = [f"{option} {text}" for option, text in given.items() if text is not None and names_no_offset(text)]
-    if naive and getattr(args, "tz", None):  # --tz zones the files' naive times: one might expect it here too
-        print(f"{args.command_name}: note: {' and '.join(naive)} read as UTC: --tz {args.tz} is the zone of "
-              f"the files' times, not of --from/--to (give an offset, e.g. 2024-01-02T09:30-05:00)", file=sys.stderr)
+    if naive and zone:
+        print(f"{args.command_name}: note: {' and '.join(naive)} read on {zone}'s clock, as --tz gives it for the "
+              f"files' times ({time_range.text()}; give an offset, e.g. 2024-01-02T09:30Z, for another clock)",
+              file=sys.stderr)
     return time_range
 
 

@@ -86,3 +86,28 @@ class OneQueriesFile(argparse.Action):
                                                f"file, as the config's `queries` and `register` do: list the queries "
                                                f"of both in one file")
         setattr(namespace, self.dest, values)
+
+
+class GivenOnce(argparse.Action):
+    """An option of one value (--tz, --date, --from, ...): argparse keeps the last of two and drops the first
+    silently (review375 #1: a second --hours dropped the morning session, exit 0); a usage error instead, unless
+    it repeats the same value. One that names a store_const (--no-sequence beside --sequence COLUMN) counts too;
+    `set_by` names the option that sets a value (--no-sequence's), for the error."""
+
+    def __init__(self, *args: object, set_by: dict[object, str] | None = None, **kwargs: object) -> None:
+        self.set_by = set_by or {}
+        self.store_const = "const" in kwargs and "nargs" not in kwargs and "type" not in kwargs
+        if self.store_const:
+            kwargs["nargs"] = 0
+        super().__init__(*args, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        value = self.const if self.store_const else values
+        earlier = getattr(namespace, self.dest, None)
+        if earlier is not None and earlier != self.default and earlier != value:
+            shown = lambda v: self.set_by.get(v) or quoted(v)  # noqa: E731
+            raise argparse.ArgumentError(self, f"given again ({shown(value)} after {shown(earlier)}): it takes one "
+                                               f"value, and argparse would keep the last and drop the first "
+                                               f"silently; give it once")
+        setattr(namespace, self.dest, value)
