@@ -47,6 +47,7 @@ from connectors.leap_seconds import (
 from connectors.layout_notes import trade_bars
 from connectors.map_options import Refine
 from connectors.map_vocabulary import EPOCH_IS_UTC, UNITS, ZERO_BID_READINGS
+from connectors.night_dates import nights_on_next_day
 from connectors.plan_notes import (
     int96_note,
     nfc_stream,
@@ -238,6 +239,9 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     exprs[0], session_notes, evenings_moved = trade_date_evenings(path, cmap, rows, exprs[0], wall,
                                                                        raw_stream)
     notes += session_notes
+    exprs[0], night_notes = nights_on_next_day(path, cmap, rows, exprs[0], wall, raw_stream,  # 16:30 to 06:00
+                                               lambda row: row_in_file(path, cmap, dialect, row))
+    notes += night_notes
     if (sixtieth := sixtieth_second(cmap, ts_type)) is not None:  # `23:59:60.5`: not the next second's .5
         exprs[0] = in_leap_second(exprs[0], cmap, sixtieth)
     factor = 1 if ts_in_ns(cmap, ts_type) else UNITS[cmap.ts_unit]
