@@ -19,6 +19,7 @@ from connectors.datetime_column import EPOCH_CODE
 from connectors.local_times import time_column
 from connectors.iqfeed_ticks import END_MESSAGE, IQFEED_NAMES, MESSAGE_ID
 from connectors.leap_seconds import leap_text_facts
+from connectors.market_zones import MARKET_NAME
 from connectors.misread_times import time_facts
 from connectors.price_notation import fractional_facts
 from connectors.price_series import series_columns, series_fact
@@ -26,6 +27,8 @@ from connectors.row_exprs import ROW
 from connectors.row_order import rows_out_of_sequence
 from connectors.utc_offsets import SUMMER_CHECKED, in_us_summer, zone_name_of
 from engine.quoting import quoted
+
+MARKET_STREAMS = 64  # the streams named per file, at most: enough to name a few of each market
 
 
 def zone_named(cmap: ColumnMap, ts_type: pl.DataType) -> bool:
@@ -66,6 +69,9 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
         # steps back within a stream's own rows: none in a file grouped by stream (LSEG's, by RIC), each in order
         stream_back_rows=(pl.col("_ts").forward_fill().diff().over("_stream") < 0).sum(),
         streams=pl.col("_stream").drop_nulls().n_unique(),
+        # streams whose names point at their exchange (`0005.HK`): a zone given is checked against theirs
+        market_streams=pl.col("_stream").filter(pl.col("_stream").str.contains(MARKET_NAME)).unique(
+            maintain_order=True).head(MARKET_STREAMS).implode(),
         min_ts=pl.col("_ts").min(), max_ts=pl.col("_ts").max(),
         first_ts=pl.col("_ts").drop_nulls().first(), slashes=pl.col("_stream").str.contains("/", literal=True).any(),
         denormalized=(pl.col("_stream") != pl.col("_stream").str.normalize("NFC")).any(),

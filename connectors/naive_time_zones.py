@@ -26,6 +26,7 @@ from connectors.header_zones import header_zone_note, unknown_zone_refusal, zone
 from connectors.headerless_csv import zone_has_dst
 from connectors.hours_window import Hours
 from connectors.layout import zone_in_header
+from connectors.market_zones import header_language, named_market
 from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, VALUE_FIELDS
 from connectors.us_session import us_session_said
 from engine.quoting import quoted
@@ -109,8 +110,10 @@ def _naive_sample(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names:
 def _zone_hint(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], first: Callable[..., Any]) -> str:
     """The --tz a note on naive times read as UTC suggests: HistData's EST by its file's name, Korea time for
     Bithumb's transaction history, the zone of the exchange a stock code's suffix names (`7203.T`, `005930.KS`,
-    in the file's name or its first stream), those the script of the header can mean (`시간`: Seoul), those a bare
-    code's shape can mean (`005930`: Seoul or Shanghai), else New York's as an example."""
+    in the file's name or its first stream), the market a stream's name points at (`RELIANCE.NS`, `NK225M2406`:
+    connectors/market_zones.py), those the script of the header can mean (`시간`: Seoul), the clock of a European
+    header's language (`Uhrzeit`: Berlin's), those a bare code's shape can mean (`005930`: Seoul or Shanghai), else
+    none."""
     if histdata_frame(path) is not None:
         return "--tz Etc/GMT+5 (HistData's files are in EST all year, no summer time)"
     if normal_name(cmap.ts) == TRANSACTION_TIME:
@@ -119,18 +122,26 @@ def _zone_hint(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], first: Ca
     for found in (m for name in streams for m in NUMERIC_CODE.finditer(str(name))):
         if (zone := EXCHANGE_ZONES.get(found["after"] or found["before"])) is not None:
             return f"e.g. --tz {zone} (the zone of {found[0].strip()}'s exchange)"
+    if (named := named_market(str(name) for name in streams)) is not None:  # `RELIANCE.NS`, `NK225M2406`
+        name, market = named
+        return f"e.g. --tz {market.zone} (the zone of {name}'s exchange, {market.market})"
     # a header in Hangul, Kana or Chinese characters says more of where a file was written than a bare code's
     # shape (6 digits: Seoul or Shanghai); New York's example would have sent it 13 to 14 h off
-    if script := _header_script_zones([str(name) for name in schema]):
-        zones, name, writers = script
-        return f"{' or '.join(f'--tz {z}' for z in zones)} (a guess from the script of its header, {name}: {writers})"
+    for where, names in (("its header", [str(name) for name in schema]), ("its name", [file_stem(path)])):
+        if script := _header_script_zones(names):  # (`トヨタ自動車_20240405.csv`: Japan's too)
+            zones, name, writers = script
+            return f"{' or '.join(f'--tz {z}' for z in zones)} (a guess from the script of {where}, {name}: {writers})"
+    if (language := header_language(schema)) is not None:  # `Datum;Uhrzeit;Kurs`: a European exchange's clock
+        zone, said, column = language
+        return f"e.g. --tz {zone} (a guess from its {said} header, {column})"
     # a bare code (`005930.csv`, stream `7203`) names no exchange, but its shape narrows it to Asia's
     for code in (name for name in streams if isinstance(name, str) and numeric_code(name)):
         if shape := _code_shape_zones(code):
             zones, writers = shape
             return (f"{' or '.join(f'--tz {z}' for z in zones)} (a guess from the shape of {code}: {len(code)} "
                     f"digits, like the stock codes of {writers})")
-    return "e.g. --tz America/New_York"
+    # nothing in the file names its market: no zone is guessed (New York's example sent India's 9.5 h off)
+    return "--tz ZONE (the IANA zone of their exchange: nothing in the file names its market)"
 
 
 def _header_script_zones(names: Sequence[str]) -> tuple[tuple[str, ...], str, str] | None:

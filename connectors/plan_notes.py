@@ -23,6 +23,7 @@ from connectors.file_scans import SAMPLE_ROWS
 from connectors.hours_window import Hours
 from connectors.lone_prints import lone_caution, lone_prints
 from connectors.map_vocabulary import UNITS
+from connectors.market_zones import misread_markets
 from connectors.misread_times import time_cautions
 from connectors.price_notation import fractional_caution, refuse_mixed_32nds, yield_caution
 from connectors.repeated_hour import RepeatedHour
@@ -149,6 +150,7 @@ def stream_and_clock_notes(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, raw_
         notes.append(f"{path.name}: stream names {NFD_WRITTEN} replay in Unicode NFC, the one form the engine "
                      f"takes, so that a name is one stream however it was written")
     notes += hour.notes(path.name) if hour is not None else []
+    notes += _markets_elsewhere(path, cmap, facts, factor)
     if (region := FIXED_ZONES.get(cmap.tz or "")) is not None:  # a trader's "EST" means New York's clock
         notes.append(f"{path.name}: tz {cmap.tz} is a fixed offset all year, with no summer time: if the times are "
                      f"{region[0]}'s clock (summer time included), give --tz {region[1]}")
@@ -186,6 +188,25 @@ def row_notes(plan: FilePlan, rows: pl.LazyFrame, raw_stream: pl.Expr, schema: M
         line = lambda row: plan.where(row).removeprefix(f"{plan.given_name} ")  # noqa: E731
         plan = replace(plan, notes=(*plan.notes, lone_caution(path.name, lone, line, plan.ts_factor)))
     return plan
+
+
+def _markets_elsewhere(path: Path, cmap: ColumnMap, facts: Mapping[str, Any], factor: int) -> list[str]:
+    """A warning for a file whose naive times are read in a zone (--tz, one for every file) while its streams'
+    names point at exchanges on other clocks (`0005.HK`, `TCS.NS` under `--tz Asia/Tokyo`): their times are off by
+    the difference (review375 #3: a cross-market study misaligned without a word)."""
+    if cmap.tz is None or cmap.ts_unit in UNITS or cmap.utc_offset is not None or facts["min_ts"] is None \
+            or not facts.get("market_streams"):
+        return []
+    first, last = scaled_ts(facts["min_ts"], factor), scaled_ts(facts["max_ts"], factor)
+    if not (misread := misread_markets(cmap.tz, facts["market_streams"], first, last)):
+        return []
+    named = "; ".join(f"{', '.join(streams[:3])}{' and others' if len(streams) > 3 else ''} ({market.market}: "
+                      f"{market.zone})" for market, streams in misread.items())
+    zone = next(iter(misread)).zone
+    return [Caution(f"{path.name}: its times are read in {cmap.tz}, but streams name exchanges on other clocks: "
+                    f"{named}; if the file writes their local times, each is read hours off: give each market's "
+                    f"files their own zone in a replay list (`replay: [{{path: {path.name}, columns: {{tz: "
+                    f"{zone}}}}}]`, docs/replay.md), or read them in their own run")]
 
 
 def _skipped_hours(path: Path, cmap: ColumnMap, first_ns: Any, last_ns: Any) -> list[str]:

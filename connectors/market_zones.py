@@ -1,0 +1,90 @@
+"""The zone of the market a file's names point at: a ticker's exchange suffix (`RELIANCE.NS`, `BHP.AX`, `0005.HK`),
+an exchange's futures code (JPX's `NK225M2406`), the language of a European header (`Datum;Uhrzeit;Kurs`). The note
+on naive times read as UTC suggests it (review375 #7, review373 #9: New York's zone was suggested for India,
+Australia, Osaka and a German export, 9.5 to 14 hours off); a file read in a zone whose UTC offset is not that of
+its streams' exchanges gets a warning naming them (review375 #3: `.HK` and `.NS` read under `--tz Asia/Tokyo`)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Iterable, NamedTuple
+from zoneinfo import ZoneInfo
+
+from connectors.field_names import normal_name
+
+
+class MarketZone(NamedTuple):
+    zone: str
+    market: str  # as a note names it: "NSE/BSE India"
+
+
+# a ticker's exchange suffix, Yahoo Finance's and Refinitiv's shared ones (a share class, `BRK.B`, is none of them)
+SUFFIX_ZONES = {
+    "T": MarketZone("Asia/Tokyo", "the Tokyo exchange"), "HK": MarketZone("Asia/Hong_Kong", "HKEX"),
+    "NS": MarketZone("Asia/Kolkata", "NSE India"), "BO": MarketZone("Asia/Kolkata", "BSE India"),
+    "AX": MarketZone("Australia/Sydney", "ASX"), "SI": MarketZone("Asia/Singapore", "SGX"),
+    "TW": MarketZone("Asia/Taipei", "TWSE"), "TWO": MarketZone("Asia/Taipei", "TPEx"),
+    "KS": MarketZone("Asia/Seoul", "KRX"), "KQ": MarketZone("Asia/Seoul", "KOSDAQ"),
+    "SS": MarketZone("Asia/Shanghai", "the Shanghai exchange"), "SZ": MarketZone("Asia/Shanghai", "the Shenzhen "
+                                                                                                 "exchange"),
+    "NZ": MarketZone("Pacific/Auckland", "NZX"), "JK": MarketZone("Asia/Jakarta", "IDX"),
+    "BK": MarketZone("Asia/Bangkok", "SET"), "KL": MarketZone("Asia/Kuala_Lumpur", "Bursa Malaysia"),
+    "L": MarketZone("Europe/London", "the London exchange"), "DE": MarketZone("Europe/Berlin", "Xetra"),
+    "PA": MarketZone("Europe/Paris", "Euronext Paris"), "AS": MarketZone("Europe/Amsterdam", "Euronext Amsterdam"),
+    "MI": MarketZone("Europe/Rome", "Borsa Italiana"), "MC": MarketZone("Europe/Madrid", "BME Madrid"),
+    "SW": MarketZone("Europe/Zurich", "SIX Swiss"), "ST": MarketZone("Europe/Stockholm", "Nasdaq Stockholm"),
+    "TO": MarketZone("America/Toronto", "the Toronto exchange"), "SA": MarketZone("America/Sao_Paulo", "B3")}
+# an exchange's own futures codes: JPX's Nikkei 225 (mini), TOPIX and JGB futures (`NK225M2406`); HKEX's Hang Seng
+# index futures (`HSIM4`, `MHIM4`, `HHIM4`)
+FUTURES_ZONES = ((re.compile(r"^(NK225M?|TOPIXM?|JGBL?)\d{2,4}$"), MarketZone("Asia/Tokyo", "JPX (Osaka)")),
+                 (re.compile(r"^(HSI|MHI|HHI)[FGHJKMNQUVXZ]\d{1,2}$"), MarketZone("Asia/Hong_Kong", "HKEX")))
+SUFFIX = re.compile(r"\.([A-Za-z]{1,3})$")
+# a stream name that names its market, as a polars regex (the file facts pick such names out of a file's streams)
+MARKET_NAME = (r"(?i)\.(" + "|".join(SUFFIX_ZONES) + r")$|^(NK225M?|TOPIXM?|JGBL?)\d{2,4}$"
+               r"|^(HSI|MHI|HHI)[FGHJKMNQUVXZ]\d{1,2}$")
+# a European export's header words (field_names.py reads them): the language says the clock, one for the CET
+# zones (Berlin's, Vienna's and Zurich's clocks agree; so do Paris', Brussels' and Rome's)
+HEADER_LANGUAGES = (
+    ({"datum", "uhrzeit", "zeit", "zeitstempel", "handelszeit", "handelsdatum", "kurs", "stück", "wertpapier",
+      "geld", "brief", "menge", "geldkurs", "briefkurs"}, "Europe/Berlin", "German"),
+    ({"heure", "horodatage", "cours", "prix", "quantité", "symbole"}, "Europe/Paris", "French"),
+    ({"orario", "prezzo", "titolo", "quantità", "denaro", "lettera"}, "Europe/Rome", "Italian"))
+
+
+def market_of(stream: str) -> MarketZone | None:
+    """The market a stream's name points at (its suffix, a futures code), or None."""
+    if (suffix := SUFFIX.search(stream)) is not None and suffix[1].upper() in SUFFIX_ZONES:
+        return SUFFIX_ZONES[suffix[1].upper()]
+    return next((market for code, market in FUTURES_ZONES if code.match(stream.upper())), None)
+
+
+def named_market(names: Iterable[str]) -> tuple[str, MarketZone] | None:
+    """The first of `names` (a file's name, its first stream) that points at a market, and that market."""
+    for name in names:
+        if name and (market := market_of(str(name))) is not None:
+            return str(name), market
+    return None
+
+
+def header_language(columns: Iterable[str]) -> tuple[str, str, str] | None:
+    """(zone, language, the column that shows it) of a header in a European language that names its clock."""
+    names = [str(c) for c in columns]
+    for words, zone, language in HEADER_LANGUAGES:
+        if column := next((c for c in names if normal_name(c).replace("_", " ").strip() in words), None):
+            return zone, language, column
+    return None
+
+
+def misread_markets(tz: str, streams: Iterable[str], first_ns: int, last_ns: int) -> dict[MarketZone, list[str]]:
+    """The streams (by market) whose names point at an exchange whose UTC offset differs from `tz`'s at the file's
+    first or last time: read in `tz`, their times are that difference off (Hong Kong's an hour under Tokyo's)."""
+    zone = ZoneInfo(tz)
+    moments = [datetime.fromtimestamp(ns / 1e9, ZoneInfo("UTC")) for ns in (first_ns, last_ns)]
+    offsets = {moment.astimezone(zone).utcoffset() for moment in moments}
+    found: dict[MarketZone, list[str]] = {}
+    for stream in streams:
+        market = market_of(stream)
+        if market is not None and {m.astimezone(ZoneInfo(market.zone)).utcoffset() for m in moments} != offsets:
+            found.setdefault(market, []).append(stream)
+    return found
