@@ -155,3 +155,32 @@ def lone_clock_digits(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], na
         f"digits of the second ({sample.first} is {clock}, as NYSE's Daily TAQ files write it), no time since the "
         f"epoch in any unit: read as ts_unit {sample.unit} of the day its name holds, else --date YYYY-MM-DD "
         f"(--ts-unit says otherwise)"]
+
+
+EPOCH_1990_NS = 631_152_000 * 10**9  # a present-day epoch count is past it (name_dates' FIRST_YEAR)
+
+
+def dated_clock_digits(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                       dialect: Dialect | None, day: str | None) -> tuple[ColumnMap, list[str]]:
+    """The map, and a note, with its one time column read as clock digits (`90016599`: 09:00:16.599, hhmmss_ms)
+    of `day` (a date given, or `file_name` when the file's name holds one) when the column, detected as an epoch
+    count, holds no present-day epoch time (90016599 s is 1972-11-07) and its sampled values are a clock's past
+    belief for counts (no minute or second passes 59). review375 #6: Asian vendors' clocks so read ran from 1972,
+    exit 0. Any other map (no day to read them on) is returned as it is."""
+    if day is None or len(cmap.ts_columns) != 1 or cmap.ts_unit not in UNITS or cmap.ts not in schema:
+        return cmap, []
+    sample = _sample(path, names, dialect, cmap.ts)
+    if sample is None or not sample.valid or sample.largest * UNITS[cmap.ts_unit] >= EPOCH_1990_NS \
+            or not _counts_unlikely(sample):
+        return cmap, []
+    clock = _as_clock(int(sample.first), sample.unit)
+    said = f"the day given, {day}" if day != DATE_FROM_NAME else "the day its name holds"
+    return replace(cmap, ts_unit=sample.unit, date=cmap.date or day), [
+        f"{path.name}: column {quoted(cmap.ts)} holds a wall clock's digits, HHMMSS"
+        f"{'f' * CLOCK_FRACTION_DIGITS[sample.unit]} ({sample.first} is {clock}; no minute or second of its values "
+        f"passes 59), not epoch {cmap.ts_unit} (which put {sample.first} in {_epoch_year(sample, cmap.ts_unit)}): "
+        f"read as ts_unit {sample.unit} of {said} (--ts-unit says otherwise)"]
+
+
+def _epoch_year(sample: Sample, unit: str) -> int:
+    return 1970 + int(int(sample.first) * UNITS[unit] // (365.2425 * 86_400 * 10**9))

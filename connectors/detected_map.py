@@ -18,7 +18,7 @@ from connectors.column_names import EVENT_NAMES
 from connectors.content_notes import fix_sides, kind_column, maker_sides
 from connectors.correction_notes import amendment_note, condition_note, sale_condition_note, taq_corrections
 from connectors.csv_dialect import Dialect, banner_refusal
-from connectors.clock_digits import clock_digits, lone_clock_digits
+from connectors.clock_digits import clock_digits, dated_clock_digits, lone_clock_digits
 from connectors.date_columns import date_read_as_epoch
 from connectors.field_names import normal_name
 from connectors.file_scans import is_csv, time_sample
@@ -30,7 +30,8 @@ from connectors.lseg_qualifiers import qualifier_note
 from connectors.iqfeed_level1 import is_level1_capture
 from connectors.iqfeed_ticks import IQFEED_NAMES
 from connectors.map_options import Refine
-from connectors.map_vocabulary import DAY_CLOCK_UNITS
+from connectors.map_vocabulary import DAY_CLOCK_UNITS, UNITS
+from connectors.name_dates import named_day
 from connectors.mapped_columns import columns_lacking, spelled_as_the_file
 from connectors.venue_notes import venue_note
 from connectors.venue_zones import venue_zone, venue_zone_note
@@ -92,6 +93,12 @@ def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Call
         # NYSE Daily TAQ's `Time` (040125562680053): clock digits, the day in the file's name
         cmap, clock_notes = lone_clock_digits(path, cmap, schema, names, dialect)
         date_notes += clock_notes if "ts_unit" not in keys else []
+    if guessed is None and not {"ts_unit", "ts_format"} & set(keys):  # `90016599`: 09:00:16.599 of a dated file
+        day = keys.get("date") or named_day(path)
+        cmap, clock_notes = dated_clock_digits(path, cmap, schema, names, dialect, day)
+        date_notes += clock_notes
+        if "date" in keys and cmap.ts_unit in UNITS and len(cmap.ts_columns) == 1:
+            raise ValueError(_dated_epoch_refusal(path, cmap, keys["date"], first(cmap.ts)))
     if _writes_only_changes(cmap, list(schema)):
         cmap = replace(cmap, fill_quotes=True)
     zoned = cmap.tz is not None  # a layout known to write its zone (IQFeed's Eastern time): no venue's note
@@ -143,6 +150,15 @@ def _kinds_beside_keep(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
     notes += [f"{path.name}: the keep given ({', '.join(map(quoted, given))}) applies beside the filter detected on "
               f"{quoted(kinds)}: a row is read when both keep it"] if detected else []
     return replace(cmap, keep={**detected, **given}), notes
+
+
+def _dated_epoch_refusal(path: Path, cmap: ColumnMap, day: str, value: Any) -> str:
+    """A date given for a time column detection reads as an epoch count (which carries its own date): said in
+    the words of what was given and what was detected, not as a map whose ts_unit nobody gave (review375 #6)."""
+    return (f"{path}: date {quoted(day)} (--date) gives the day of times of day, but column {quoted(cmap.ts)} holds "
+            f"{quoted(str(value), 40)}, which detection reads as epoch {cmap.ts_unit} (a time since 1970, its date "
+            f"its own), and not as a clock's digits: give its unit, --ts-unit hhmmss, hhmmss_ms, ... for a wall "
+            f"clock's HHMMSS digits or ..._after_midnight for a count of the day, or drop --date for epoch times")
 
 
 def _iqfeed_clock(path: Path, guessed: ColumnMap | None) -> bool:

@@ -70,6 +70,13 @@ def _folder_date(path: Path) -> tuple[str, str] | None:
     return None
 
 
+def named_day(path: Path) -> str | None:
+    """`file_name` when the file's name (else a folder above it) holds one date, as `date_of` would take it;
+    None when it holds none or several."""
+    found = _dates(file_stem(path))
+    return DATE_FROM_NAME if len(found) == 1 or not found and _folder_date(path) is not None else None
+
+
 def times_said(unit: str | None) -> str:
     """What a time-of-day unit's times are, in words: `hhmmss_ns` is a clock's digits, not seconds after midnight."""
     if unit in CLOCK_FRACTION_DIGITS:
