@@ -23,6 +23,7 @@ from conftest import serving, tiny_tick_checkpoint
 from forked_cli import cli_popen
 from connectors.feed import FeedClient
 from connectors.synthetic import DEFAULT_STREAMS, StreamParams, SyntheticConfig, SyntheticMarket
+from connectors.ticks import utc_text
 from engine.service.auth import keygen
 from engine.service.cli import main
 from engine.service.cmd_status import ONLINE_BASELINES
@@ -197,7 +198,9 @@ def test_streams_and_ask_print_the_context_a_computed_answer_attends(checkpoint,
         context = f"context {listed['context_tokens']} tokens / 10 ticks"
         code, out, _ = run(capsys, "streams", "SYN.A", *control)
         price = f"last_price {listed['last_price']:g}"  # (review315 #9: the level the model reads, in the text too)
-        assert code == 0 and re.fullmatch(rf"SYN\.A\tlast_ts {listed['last_ts']}\tticks 10\tidle [0-9.]+s\t{context}"
+        # (review375 #12: its UTC time beside the ns, in the same column)
+        last = re.escape(f"{listed['last_ts']} ({utc_text(listed['last_ts'])})")
+        assert code == 0 and re.fullmatch(rf"SYN\.A\tlast_ts {last}\tticks 10\tidle [0-9.]+s\t{context}"
                                           rf"\tkv resident\trebuilds 0\t{re.escape(price)}\n", out), out
         code, out, err = run(capsys, "ask", "SYN.A", "direction_5", *control)
         assert code == 0 and json.loads(out)["query"] == "direction_5", out  # stdout: the answer alone

@@ -19,7 +19,7 @@ import pytest
 import zmq
 
 from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
-from connectors.ticks import InvalidTick, encode
+from connectors.ticks import InvalidTick, encode, utc_text
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError
 from engine.service.config import ServiceConfig
 from engine.service.forward_pace import ForwardPace
@@ -1147,7 +1147,7 @@ def test_idle_over_counts_a_restored_stream_quiet_for_the_whole_uptime(checkpoin
         out = capsys.readouterr().out
         # (the session rebuilt from the tick log: the context an answer computed now attends, and whether its KV is
         # resident yet: the restart recomputes it once, in the serving loop's first forwards)
-        assert re.fullmatch(rf"{market[0].stream}\tlast_ts {market[-1].ts}\tticks 10\tidle over \d+s \(none since "
+        assert re.fullmatch(rf"{market[0].stream}\tlast_ts {market[-1].ts} \({utc_text(market[-1].ts)}\)\tticks 10\tidle over \d+s \(none since "
                             rf"the start\)\tcontext \d+ tokens / 10 ticks\tkv (resident\trebuilds 1|not resident\t"
                             rf"rebuilds 0)\tlast_price {re.escape(f'{market[-1].level:g}')}\n", out), out
 

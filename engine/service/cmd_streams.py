@@ -17,7 +17,15 @@ def cmd_forget(args: argparse.Namespace) -> None:
     with control_client(args) as control:
         reply = control.call("forget", stream=args.stream)
     print(f"forgot stream {quoted(args.stream)}: its {reply['ticks']} ticks' session, answers and ordering guard "
-          f"(last ts {reply['last_ts']}) are dropped; its next tick, of any time, starts it afresh")
+          f"(last ts {_with_utc(reply['last_ts'])}) are dropped; its next tick, of any time, starts it afresh")
+
+
+def _with_utc(ns: Any) -> str:
+    """An event time in ns as the wire carries it, with its UTC time beside it to be read without a calculator
+    (review375 #12: feeds in four zones): `1712296353450000000 (2024-04-05T05:52:33.45Z)`."""
+    from connectors.ticks import utc_text
+
+    return f"{ns} ({utc_text(ns)})" if type(ns) is int else str(ns)
 
 
 def cmd_streams(args: argparse.Namespace) -> int | None:
@@ -91,8 +99,9 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             # (after it, what a desk asks first after an incident: its ticks refused by reason, a clock running ahead)
             refusals = "".join(f"\trejected {reason} {n}" for reason, n in sorted(accepted.get("rejected", {}).items()))
             ahead = "" if "clock_ahead" not in accepted else f"\tclock ahead {-accepted['clock_offset_ms'] / 1e3:.3f}s"
-            print(f"{shown_name(name)}\tlast_ts {accepted['last_ts']}\tticks {accepted['ticks']}{quiet}{context}{kv}"
-                  f"{waiting}{price}{sequence_text(accepted)}{refusals}{ahead}")
+            # (its UTC time inside the same column, so a script cutting the columns reads them as ever)
+            print(f"{shown_name(name)}\tlast_ts {_with_utc(accepted['last_ts'])}\tticks {accepted['ticks']}{quiet}"
+                  f"{context}{kv}{waiting}{price}{sequence_text(accepted)}{refusals}{ahead}")
         for name in refused if listing else ():  # after the held ones: the streams that hold nothing
             print(f"{shown_name(name)}\trefused ({refused[name]['ticks']} ticks)")
     # a name given that admission turned away holds nothing: a script checking its feeds hears it in the status
