@@ -4,9 +4,9 @@ From is inclusive, to exclusive, so a day is `--from 2024-01-02 --to 2024-01-03`
 share a tick. A time is ISO 8601 text, a date (its midnight) or a date and time (`2024-01-02T14:30`,
 `2024-01-02 14:30:00.25`), in UTC unless it carries its offset (`Z`, `+01:00`) or a zone is given for it (`--tz`:
 a desk's day is its market's, `--tz Australia/Sydney --from 2024-04-05` starts at Sydney's midnight), or an
-integer of ns since the epoch, as ticks carry it (one that reads as a time of 2000..2100 in s, ms or us is refused as the unit mistake it
-is: as ns it is in January 1970). connectors/replay.py applies the range: pushed into a tabular file's lazy query where
-its times are numbers, else tick by tick.
+integer of ns since the epoch, as ticks carry it (one that reads as a time of 2000..2100 in s, ms or us is refused
+as the unit mistake it is: as ns it is in January 1970). connectors/replay.py applies the range: pushed into a
+tabular file's lazy query where its times are numbers, else tick by tick.
 """
 
 from __future__ import annotations
