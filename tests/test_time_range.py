@@ -195,14 +195,3 @@ def test_a_reading_option_given_twice_with_two_values_is_a_usage_error(market, c
     assert main([*feed, "--tz", "UTC", "--tz", "UTC", "--from", "2099-01-01"]) == 2
     assert "holds none of the files' ticks" in capsys.readouterr().err
 
-
-def test_any_command_refuses_a_plain_option_given_twice(capsys) -> None:
-    """Every option of one value (OnceParser), not the reading options alone: `--out a --out b` wrote b only."""
-    for argv, said in ((["backtest", "x.csv", "--out", "a.parquet", "--out", "b.parquet"],
-                        'argument --out: given again ("b.parquet" after "a.parquet")'),
-                       (["streams", "--timeout", "30", "--timeout", "2"], "argument --timeout: given again (2.0 after "
-                                                                          "30.0)")):
-        with pytest.raises(SystemExit) as usage:
-            main(argv)
-        assert usage.value.code == 2
-        assert said in capsys.readouterr().err

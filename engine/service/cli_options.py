@@ -12,7 +12,7 @@ import os
 from engine.path_words import map_or_user_path, user_path
 from engine.service.cli_common import DEFAULT_CONTROL
 from engine.service.cli_reading import FILE_ORDER
-from engine.service.cli_types import GivenOnce, OnceParser, _timeout
+from engine.service.cli_types import GivenOnce, _timeout
 
 CONTROL_HELP = f"the engine's control endpoint (default: the --config file's endpoints.control, else {DEFAULT_CONTROL})"
 FILES_HELP = ("tick files (Parquet, CSV or .csv.gz, JSON lines, DBN, a .zip of them), folders of them (or patterns), "
@@ -36,7 +36,7 @@ class SharedOptions:
 
     @functools.cached_property
     def clients(self) -> argparse.ArgumentParser:  # --config of a client of a running engine
-        clients = OnceParser(add_help=False)
+        clients = argparse.ArgumentParser(add_help=False)
         clients.add_argument("--config", type=user_path, metavar="FILE",
                              help="the service YAML the engine runs with: connect to its endpoints (an endpoint flag "
                                   "overrides it; default: the default endpoints, 127.0.0.1:5555-5557)")
@@ -53,7 +53,7 @@ class SharedOptions:
 
 def _key_options() -> argparse.ArgumentParser:
     """--server-key and --client-key, shared by every command that connects to a service."""
-    keys = OnceParser(add_help=False)
+    keys = argparse.ArgumentParser(add_help=False)
     group = keys.add_argument_group("CURVE keys (when the service has curve.enabled)")
     group.add_argument("--server-key", type=user_path, default=os.environ.get("FLASHTICK_SERVER_KEY") or None,
                        metavar="FILE", help="the server's public key: its *.key certificate or a z85 key file "
@@ -66,7 +66,7 @@ def _key_options() -> argparse.ArgumentParser:
 
 def _reading_options() -> argparse.ArgumentParser:
     """How tick files are read (docs/replay.md): `feed replay`, `backtest`, `train`, `evaluate` and `demo`."""
-    reading = OnceParser(add_help=False)
+    reading = argparse.ArgumentParser(add_help=False)
     group = reading.add_argument_group("reading the files", "Without these options each file's layout is "
                                        "detected from its column names (time/timestamp/ts_event, symbol/ticker, "
                                        "price/px, size/qty/volume, side, bid, ask, bid_size, ask_size; "
@@ -179,7 +179,7 @@ def _time_range_options() -> argparse.ArgumentParser:
     """--from / --to, the event-time range read of the files (docs/replay.md): `backtest` and `feed replay`."""
     from connectors.time_range import TIME_SYNTAX  # light (no torch)
 
-    window = OnceParser(add_help=False)
+    window = argparse.ArgumentParser(add_help=False)
     group = window.add_argument_group("time range", f"read only the ticks stamped from --from (inclusive) to --to "
                                       f"(exclusive), each by its own event time; a time is {TIME_SYNTAX}; the rows "
                                       f"left out are counted in the summary")
@@ -195,7 +195,7 @@ def _time_range_options() -> argparse.ArgumentParser:
 def _control_options(reply: str, detail: str = "") -> argparse.ArgumentParser:
     """--control and --timeout for one command of the control socket, its --timeout help saying what that command
     waits for: ``reply`` ("the list of registered queries"), then ``detail`` (": ..."), if any."""
-    control_op = OnceParser(add_help=False)
+    control_op = argparse.ArgumentParser(add_help=False)
     control_op.add_argument("--control", default=None, help=CONTROL_HELP)
     control_op.add_argument("--timeout", type=_timeout, default=30.0, metavar="S",
                             help=f"seconds to wait for {reply} (default 30){detail}. The engine replies between "

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from engine.service.cli_options import SharedOptions
-from engine.service.cli_types import OnceParser
 from engine.service.cli_parser_clients import (add_answers, add_ask, add_feed, add_forget, add_get, add_health,
                                                add_list, add_register, add_scores, add_stats, add_streams,
                                                add_subscribe, add_topics, add_unregister)
@@ -60,11 +59,11 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[Any, SharedOptions, str], None]]] = 
 BUILT_WITH = {"evaluate": ("backtest",)}
 
 
-class CommandParser(OnceParser):
+class CommandParser(argparse.ArgumentParser):
     """An argparse parser whose usage error is the error, then where the help is: argparse printed the command's
     whole usage first (11 lines for `feed replay`, 17 for `train` at 100 columns) and the error last, under options
     the user had not asked about. Every subcommand's parser is one too (add_subparsers makes its parsers of the
-    parent's class). A plain option given twice with two values is such an error (OnceParser)."""
+    parent's class)."""
 
     def error(self, message: str) -> NoReturn:
         self._print_message(f"{self.prog}: error: {message}\nsee {self.prog} --help\n", sys.stderr)

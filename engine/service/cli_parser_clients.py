@@ -10,7 +10,7 @@ from typing import Any
 from engine.path_words import user_path
 from engine.service.cli_common import DEFAULT_ANSWERS, DEFAULT_INGEST
 from engine.service.cli_options import FILES_HELP, SharedOptions, _control_options
-from engine.service.cli_types import OnceParser, _count, _non_negative, _positive, _speed, stream_name
+from engine.service.cli_types import _count, _non_negative, _positive, _speed, stream_name
 from engine.service.deferred import Deferred
 from engine.service.rejected_share import add_max_rejected_share
 
@@ -44,7 +44,7 @@ def add_feed(sub: Any, shared: SharedOptions, help: str) -> None:
     keys, clients, reading, time_range = shared.keys, shared.clients, shared.reading, shared.time_range
     p = sub.add_parser("feed", help=help)
     feed_sub = p.add_subparsers(dest="feed_source", required=True, metavar="SOURCE")
-    feeding = OnceParser(add_help=False)  # what every feed source shares
+    feeding = argparse.ArgumentParser(add_help=False)  # what every feed source shares
     feeding.add_argument("--endpoint", default=None, help="the engine's ingest endpoint (default: the --config "
                          f"file's endpoints.ingest, else {DEFAULT_INGEST})")
     feeding.add_argument("--answers", default=None,

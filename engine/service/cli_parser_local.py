@@ -12,7 +12,7 @@ from engine.path_words import user_path, user_path_text
 from engine.quoting import quoted
 from engine.service.cli_common import EXAMPLE_QUERIES
 from engine.service.cli_options import FILES_HELP, SESSION_GAP_HELP, SharedOptions
-from engine.service.cli_types import OnceParser, OneQueriesFile, _count, _positive, _session_gap
+from engine.service.cli_types import OneQueriesFile, _count, _positive, _session_gap
 from engine.service.deferred import Deferred
 from engine.service.rejected_share import add_max_rejected_share
 
@@ -126,7 +126,7 @@ def _test_from(text: str) -> float | str:
 
 def _train_data_options() -> argparse.ArgumentParser:
     """What `train` and `evaluate` share: how the files are split, and the scoring knobs."""
-    data = OnceParser(add_help=False)
+    data = argparse.ArgumentParser(add_help=False)
     data.add_argument("--split", default=None, help="train/validation/test percent of each stream, in time "
                       "order (default 70/15/15, evaluate: the split its checkpoint was trained with; 70/30: no "
                       "validation part, so train stops by --steps alone)")

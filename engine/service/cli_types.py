@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 import math
 import unicodedata
-import weakref
-from typing import Any
 
 from engine.quoting import quoted
 
@@ -94,8 +92,7 @@ class GivenOnce(argparse.Action):
     """An option of one value (--tz, --date, --from, ...): argparse keeps the last of two and drops the first
     silently (review375 #1: a second --hours dropped the morning session, exit 0); a usage error instead, unless
     it repeats the same value. One that names a store_const (--no-sequence beside --sequence COLUMN) counts too;
-    `set_by` names the option that sets a value (--no-sequence's), for the error. OnceParser makes it every
-    option's default action."""
+    `set_by` names the option that sets a value (--no-sequence's), for the error."""
 
     def __init__(self, *args: object, set_by: dict[object, str] | None = None, **kwargs: object) -> None:
         self.set_by = set_by or {}
@@ -103,28 +100,14 @@ class GivenOnce(argparse.Action):
         if self.store_const:
             kwargs["nargs"] = 0
         super().__init__(*args, **kwargs)
-        self._given_in: weakref.ref | None = None  # the namespace this option was given into, once
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
                  option_string: str | None = None) -> None:
         value = self.const if self.store_const else values
         earlier = getattr(namespace, self.dest, None)
-        given = self._given_in is not None and self._given_in() is namespace
-        # (another option of the same dest given before, --no-sequence's: told from the default by its value)
-        if earlier != value and (given or earlier is not None and earlier != self.default):
+        if earlier is not None and earlier != self.default and earlier != value:
             shown = lambda v: self.set_by.get(v) or quoted(v)  # noqa: E731
             raise argparse.ArgumentError(self, f"given again ({shown(value)} after {shown(earlier)}): it takes one "
                                                f"value, and argparse would keep the last and drop the first "
                                                f"silently; give it once")
-        self._given_in = weakref.ref(namespace)
         setattr(namespace, self.dest, value)
-
-
-class OnceParser(argparse.ArgumentParser):
-    """A parser whose plain options (argparse's `store`) take one value each and refuse a second (GivenOnce);
-    an option meant to be repeated says so (`append`, `extend`)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.register("action", None, GivenOnce)
-        self.register("action", "store", GivenOnce)
