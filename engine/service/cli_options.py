@@ -88,7 +88,7 @@ def _add_layout_options(group: argparse._ArgumentGroup) -> None:
 
     group.add_argument("--preset", action=GivenOnce,
                        help=f"column layout preset for every file: {', '.join(PRESET_MAPS)} "
-                                        "(--columns keys override it)")
+                            "(--columns keys override it)")
     group.add_argument("--columns", action=GivenOnce, metavar="MAP", type=map_or_user_path,
                        help="column map for every file: inline, "
                        "e.g. "
@@ -113,8 +113,10 @@ def _add_layout_options(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--tz", action=GivenOnce,
                        help="time zone of naive times (datetime, *_after_midnight, excel_days), e.g. "
                             "Europe/London (default UTC); --from/--to without an offset are on its clock too")
-    group.add_argument("--date", action=GivenOnce, help="the day of *_after_midnight times, e.g. "
-                                      "2024-03-01")
+    group.add_argument("--date", action=GivenOnce,
+                       help="the day of *_after_midnight times and of times of day, e.g. 2024-03-01, or file_name "
+                            "(the date each file's name holds: a night session's date, the day it opens, its rows "
+                            "after midnight on the next day)")
     group.add_argument("--bar-stamp", action=GivenOnce, choices=("close", "open"), default=None,
                        help="a bar file's stamp: open (the default: each bar at its time as written, its start, as "
                             "most vendors stamp bars) or close (each bar at its start plus its length, as a live bar "
