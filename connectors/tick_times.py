@@ -155,14 +155,20 @@ def check_order(stream: str, ts: int, last_ts: int | None) -> None:
 
 
 def check_not_ahead(stream: str, ts: int, now_ns: int, max_ahead_ns: int) -> None:
-    """The live service's clock rule: ts at most ``max_ahead_ns`` past its wall clock ``now_ns``. A tick years
-    ahead (a corrupt or mis-scaled time) would otherwise be accepted and then, as the stream's last ts, refuse
-    every real tick after it as ts_backwards, across restarts too. Files replayed offline are never checked."""
+    """The live service's clock rule: ts at most ``max_ahead_ns`` past its wall clock ``now_ns``. A tick ahead (a
+    forged stamp, a corrupt or mis-scaled time, a clock that runs ahead) would otherwise be accepted and then, as the
+    stream's last ts, refuse every real tick after it as ts_backwards until the clock passes it, across restarts
+    too, its answers reading younger than they are. Files replayed offline are never checked."""
     if ts - now_ns > max_ahead_ns:
+        ahead = ts - now_ns
+        # whole hours ahead (within a minute) read as a venue's local time sent as UTC
+        local = "a venue's local time sent as UTC, " if ahead >= 3_600 * 10**9 - 60 * 10**9 and \
+            (ahead + 60 * 10**9) % (3_600 * 10**9) <= 120 * 10**9 and ahead <= 15 * 3_600 * 10**9 else ""
         raise InvalidTick("ts_in_future", f"stream {quoted(stream)}: ts {ts} ({utc_text(ts)}) is "
-                                          f"{_duration(ts - now_ns)} ahead of this service's clock "
+                                          f"{_duration(ahead)} ahead of this service's clock "
                                           f"({utc_text(now_ns)}); limits.max_ts_ahead_s allows "
-                                          f"{_duration(max_ahead_ns)} (a sender's clock or unit mistake?)", stream)
+                                          f"{_duration(max_ahead_ns)} ({local}a sender's clock or unit mistake?): the "
+                                          f"stream's ticks after it are taken as before", stream)
 
 
 def _duration(ns: int) -> str:

@@ -62,7 +62,8 @@ class FlashStats:
         if arrival_ns:
             self.freshness_ns.append(answer.answer_ts - arrival_ns)
             del self.freshness_ns[:-10_000]  # bounded window
-            self.data_age_ns.append(answer.answer_ts - answer.data_ts)
+            # never negative, as each answer's data_age_ms (a tick stamped ahead of the clock is caveated there)
+            self.data_age_ns.append(max(0, answer.answer_ts - answer.data_ts))
             del self.data_age_ns[:-10_000]
 
 

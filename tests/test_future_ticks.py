@@ -1,4 +1,4 @@
-"""A tick stamped hours ahead of the clock (within limits.max_ts_ahead_s) blocks its stream's real feed as
+"""A tick stamped hours ahead of the clock (within limits.max_ts_ahead_s, set to a day here) blocks its stream's real feed as
 ts_backwards: the service says so when it accepts it, and `forget` drops the stream and its ordering guard,
 durably (a restart does not bring the guard back). Real sockets, a real data directory, the tiny tick model."""
 
@@ -21,10 +21,12 @@ HOUR_NS = 3600 * 10**9
 
 
 def _config(checkpoint, data_dir) -> ServiceConfig:
+    """A service whose clock bound is a day (limits.max_ts_ahead_s; its default, 10 s, refuses these forged ticks:
+    test_clock_ahead.py), so a tick stamped hours ahead is accepted and blocks its stream: what `forget` is for."""
     return ServiceConfig.from_dict({
         "model": {"path": str(checkpoint)}, "kv": {"cells": 2048, "block_size": 16},
         "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
-        "limits": {"heartbeat_s": 0.2}, "log": {"dir": str(data_dir)}})
+        "limits": {"heartbeat_s": 0.2, "max_ts_ahead_s": 86_400}, "log": {"dir": str(data_dir)}})
 
 
 def _tick(stream: str, ts: int, price: float = 100.0) -> bytes:

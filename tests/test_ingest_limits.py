@@ -142,27 +142,31 @@ def test_tokenized_items_over_the_window_huge_tick_counts_and_bad_ts_are_refused
 
 def test_a_tick_far_ahead_of_the_clock_is_refused_and_its_stream_goes_on(server, feed) -> None:
     """One tick from year 2191 was accepted and answered, and as its stream's last ts it refused every real tick
-    after it as ts_backwards (across restarts too, from the tick log). limits.max_ts_ahead_s (a day) refuses it,
-    raw or tokenized, with its time in UTC; an hour's clock skew still goes in."""
+    after it as ts_backwards (across restarts too, from the tick log). limits.max_ts_ahead_s (10 s) refuses it, raw or
+    tokenized, with its time in UTC, and so a tick an hour ahead (review376 #1: a day let it in, and it refused the
+    real feed for that hour): each told to its sender, the real ticks after them taken."""
     now = time.time_ns()
     far = 7_000_000_000_000_000_000
     raw = [tick("FUT.A", now - 10**9 + i) for i in range(5)] + [tick("FUT.A", far), tick("FUT.A", now + 3600 * 10**9)]
-    later = [tick("FUT.A", now + 3600 * 10**9 + i) for i in range(1, 6)]
+    later = [tick("FUT.A", now + i) for i in range(1, 6)]
     with AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC]) as sub:
         time.sleep(0.3)
         before = stats(server)
         feed.send(msgpack.packb(raw))
         feed.send_multipart([TOKENIZED_MARKER, msgpack.packb([{"stream": "FUT.A", "ts": far, "tokens": [1, 2]}])])
         feed.send(msgpack.packb(later))
-        rejects = rejects_until(sub, 2)
-        after = wait_ticks_in(server, before["ticks_in"] + 11)
+        rejects = rejects_until(sub, 3)
+        after = wait_ticks_in(server, before["ticks_in"] + 10)
     assert [(r["index"], r["reason"], r["stream"]) for r in rejects] == [(5, "ts_in_future", "FUT.A"),
+                                                                         (6, "ts_in_future", "FUT.A"),
                                                                          (0, "ts_in_future", "FUT.A")]
     error = rejects[0]["error"]
     assert error.startswith('ts_in_future: stream "FUT.A": ts 7000000000000000000 (2191-10-27T12:26:40Z) is ')
-    assert " d ahead of this service's clock (" in error and "limits.max_ts_ahead_s allows 1 d (" in error
-    assert after["ticks_in"] - before["ticks_in"] == 11  # the hour-ahead tick and every real one after it
-    assert after["rejected"]["ts_in_future"] - before["rejected"].get("ts_in_future", 0) == 2
+    assert " d ahead of this service's clock (" in error and "limits.max_ts_ahead_s allows 10 s (" in error
+    hour = rejects[1]["error"]
+    assert "ahead of this service's clock (" in hour and "a venue's local time sent as UTC" in hour, hour
+    assert after["ticks_in"] - before["ticks_in"] == 10  # every real tick, those after the refused ones too
+    assert after["rejected"]["ts_in_future"] - before["rejected"].get("ts_in_future", 0) == 3
     assert after["rejected"].get("ts_backwards", 0) == before["rejected"].get("ts_backwards", 0)
 
 

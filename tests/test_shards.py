@@ -970,8 +970,9 @@ def test_forget_on_shards_drops_the_stream_on_its_shard_and_a_restart_keeps_it_f
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     cfg = served(checkpoint, tmp_path, 1, queries)
+    cfg = dataclasses.replace(cfg, limits=dataclasses.replace(cfg.limits, max_ts_ahead_s=86_400.0))
     now = time.time_ns()
-    forged = now + 23 * 3600 * 10**9  # within limits.max_ts_ahead_s (a day): accepted
+    forged = now + 23 * 3600 * 10**9  # within limits.max_ts_ahead_s (set to a day): accepted
     with serving(cfg) as server, ControlClient(server.endpoints["control"], timeout_s=60) as control, \
             FeedClient(server.endpoints["ingest"]) as feeder:
 

@@ -68,10 +68,12 @@ class LimitsSection:
     max_topic_bytes: int = 256  # a query's topic, without the stream name
     # streams
     max_stream_bytes: int = 128  # longest stream name in UTF-8 bytes (the name rule: connectors/ticks.py check_stream)
-    # a tick stamped further ahead of the service's wall clock than this is refused (ts_in_future): one tick from
-    # year 2191 would otherwise refuse every real tick of its stream after it as ts_backwards. A day: above any
-    # clock skew or a venue's local time read as UTC (at most 14 h), below any corrupt or mis-scaled time. None: off
-    max_ts_ahead_s: float | None = 86_400.0
+    # a tick stamped further ahead of the service's wall clock than this is refused (ts_in_future): a tick accepted
+    # ahead becomes its stream's last ts, and every real tick after it is refused as ts_backwards until the clock
+    # passes it, while its answer reads younger than it is. 10 s: above the clock skew of hosts that keep time (NTP:
+    # ms), so one bad stamp holds its stream back 10 s at most (review376 #1: a day let one tick an hour ahead refuse
+    # the real feed for that hour). A venue's local time read as UTC is refused, its error naming this key. None: off
+    max_ts_ahead_s: float | None = 10.0
     # a quote's 0 bid beside an ask above it: no_bid (TAQ's "no bid": a one-sided quote, refused as missing_field)
     # or price (an option nobody bids: taken, its mark ask / 2)
     zero_bid: str = "no_bid"

@@ -4,13 +4,13 @@ with the caveats beside an answer and why a stream has none. A mixin of the Serv
 
 from __future__ import annotations
 
-import time
 from typing import Any, Callable
 
 from connectors.ticks import slash_hint, wire_value
 from engine.scheduler import UnknownStream
 from engine.service.ages import age_said
 from engine.service.config import ServiceConfig
+from engine.service.feed_clocks import data_age_ms
 from engine.service.control_requests import (ControlBusy, ControlError, ControlShardLost, ControlUnknownQuery,
                                              ControlUnknownStream, asked_stream, request_field)
 from engine.service.pipeline import TickPipeline
@@ -32,6 +32,7 @@ class AskOps:
     _reply_caveats: ReplyCaveats | None = None  # made at the first reply that says them
     _refresh_unread: Callable[[], None]  # (IngestReading's)
     _why_refused: Callable[[str], str | None]  # (StreamOps')
+    _clock_caveats: Callable[[str], list[dict[str, str]]]  # (FeedClocks')
 
     def _op_get(self, request: dict, _reply: Any) -> dict:
         # an unknown name is an error, not "no answer yet"
@@ -45,8 +46,8 @@ class AskOps:
         why = None if known else self._why_refused(stream)
         refused = {"refused": why} if why else {}
         caveats = self._caveats([self.pipeline.registry.get(query)], [stream])
-        if answer is not None:
-            return {"answer": answer.to_wire(), **refused, **caveats}
+        if answer is not None:  # (its age as an ask's reply says it: a strategy gates a get on it too)
+            return {"answer": answer.to_wire(), "data_age_ms": data_age_ms(answer.data_ts), **refused, **caveats}
         # null either way; whether the stream has sent data tells "not yet" from a misspelt name (or an expired one),
         # and where the query was replaced since it answered the stream, the seq its old spec's answers end at
         forgotten = self.pipeline.cache.forgotten(query, stream)
@@ -125,6 +126,7 @@ class AskOps:
             caveats += skill_caveats(self.pipeline.scores, scored, streams[0])
             engine = getattr(self.pipeline, "engine", None)  # (a sharded front door holds no session)
             caveats += context_caveats(engine.scheduler if engine is not None else None, streams[0])
+            caveats = self._clock_caveats(streams[0]) + caveats  # (FeedClocks': a feed stamped ahead)
         return {"caveats": caveats}
 
     def _data_age(self, data_ts: int) -> dict[str, Any]:
@@ -132,9 +134,9 @@ class AskOps:
         now" answers the last tick the engine has read and computed, which may be seconds old while newer ticks wait
         (unread, upstream of the ingest socket, or queued): the asker sees how old, and `lag_s` and `behind` as
         heartbeats say them (review243 #1: an ask right after a burst answered from the middle of it, and its reply,
-        `lag_s` only while behind, said nothing of what still waited)."""
+        `lag_s` only while behind, said nothing of what still waited). Never negative (feed_clocks.data_age_ms)."""
         self._refresh_unread()  # (IngestReading's)
-        return {"data_age_ms": round((time.time_ns() - data_ts) / 1e6, 3), "lag_s": age_said(self.pipeline.lag_s()),
+        return {"data_age_ms": data_age_ms(data_ts), "lag_s": age_said(self.pipeline.lag_s()),
                 "behind": self.pipeline.behind}
 
     def _registered_or_question(self, name: str, kind: Any, note: dict[str, Any]) -> QuerySpec:

@@ -321,8 +321,9 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
             engine = getattr(self.pipeline, "engine", None)  # (one engine's; a sharded front door holds none)
             self._published_caveats = PublishedCaveats(self.pipeline.scores, self.config.model.path,
                                                        engine.scheduler if engine is not None else None)
-        return {**self._answer_feed(answer.stream, answer.data_ts),
-                **self._published_caveats.of(answer.query, answer.stream)}
+        caveats = self._published_caveats.of(answer.query, answer.stream).get("caveats", [])
+        caveats = self._clock_caveats(answer.stream) + caveats
+        return {**self._answer_feed(answer.stream, answer.data_ts), **({"caveats": caveats} if caveats else {})}
 
     def _publish(self, answer: Answer) -> None:
         fields = self.pipeline.published.take(answer)

@@ -1,0 +1,59 @@
+"""A tick stamped ahead of the service's clock (review376 #1): one an hour ahead was accepted (within a day), gave its
+stream's answers a negative `data_age_ms` that passed any freshness gate, and then refused the real feed for the hour,
+while `ask` and `get` replies carried no caveat. Now `limits.max_ts_ahead_s` (10 s) refuses it to its sender, the
+stream goes on, and a tick within the bound gives answers whose age is never negative and that carry a
+`clock_ahead` caveat, published, asked and got alike. Real sockets on 127.0.0.1, the seeded tiny tick model."""
+
+from __future__ import annotations
+
+import time
+
+import msgpack
+
+from wire_client import fresh_stream, held_of, trade, wait_stats
+from wire_server import clients, server  # noqa: F401 (fixtures)
+
+HOUR_NS = 3600 * 10**9
+
+
+def test_a_tick_an_hour_ahead_is_refused_to_its_sender_and_the_real_feed_goes_on(clients) -> None:
+    control, sub, push = clients
+    ctl, answers, rejects = control(), sub("dir/"), sub("_rejects/edge1/")
+    stream = fresh_stream("EDGE")
+    feed = push()
+    now = time.time_ns()
+    before = ctl.ok("stats")["stats"]
+    for seq, ts in ((1, now), (2, now + HOUR_NS), (3, now + 1000)):
+        feed.send_multipart([b"edge1", msgpack.packb(trade(stream, ts, seq=seq))])
+    got = rejects.until(lambda g: any(p.get("stream") == stream for _, p in g))
+    refused = [p for _, p in got if p.get("stream") == stream]
+    assert [(p["index"], p["reason"]) for p in refused] == [(0, "ts_in_future")], refused  # (on _rejects/edge1/)
+    assert "limits.max_ts_ahead_s allows 10 s" in refused[0]["error"]
+    after = wait_stats(ctl, lambda st: st["ticks_in"] - before["ticks_in"] == 2)
+    assert after["rejected"].get("ts_backwards", 0) == before["rejected"].get("ts_backwards", 0)
+    held = held_of(ctl, stream)
+    assert (held["ticks"], held["last_ts"], held["last_seq"]) == (2, now + 1000, 3), held
+    published = answers.until(lambda g: any(p["stream"] == stream and p["version"] == 2 for _, p in g))
+    assert all(p["data_age_ms"] >= 0 for _, p in published if p["stream"] == stream)
+
+
+def test_a_tick_ahead_within_the_bound_is_never_younger_than_zero_and_says_the_clock_is_ahead(clients) -> None:
+    control, sub, push = clients
+    ctl, answers = control(), sub("dir/")
+    stream, honest = fresh_stream("AHEAD"), fresh_stream("ONTIME")
+    feed = push()
+    ahead = time.time_ns() + 8 * 10**9  # within limits.max_ts_ahead_s, past ingest.clock_ahead_warn_ms
+    feed.send(msgpack.packb([trade(stream, ahead), trade(honest, time.time_ns())]))
+    got = answers.until(lambda g: {p["stream"] for _, p in g} >= {stream, honest})
+    published = {p["stream"]: p for _, p in got}
+    assert published[stream]["data_age_ms"] >= 0 and published[stream]["clock_offset_ms"] < -1000
+    assert [c["kind"] for c in published[stream]["caveats"]] == ["clock_ahead"], published[stream]
+    assert "ahead of this machine's clock" in published[stream]["caveats"][0]["text"]
+    assert "caveats" not in published[honest] and published[honest]["data_age_ms"] >= 0
+    for reply in (ctl.ok("ask", stream=stream, query="dir", max_stale_ticks=5),
+                  ctl.ok("ask", stream=stream, query="dir"), ctl.ok("get", stream=stream, query="dir")):
+        assert reply["data_age_ms"] >= 0, reply
+        assert [c["kind"] for c in reply["caveats"]] == ["clock_ahead"], reply
+    for reply in (ctl.ok("ask", stream=honest, query="dir", max_stale_ticks=5),
+                  ctl.ok("get", stream=honest, query="dir")):
+        assert reply["data_age_ms"] >= 0 and reply["caveats"] == [], reply
