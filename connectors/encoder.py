@@ -155,8 +155,8 @@ class StreamEncoders(StreamTable):
             ticks = obj.get("ticks", 1)  # (a pre-tokenized item's)
             self.note_passed(stream, ts, ticks if type(ticks) is int and ticks >= 1 else 1)
         seq = obj.get("seq") if isinstance(obj, dict) else None
-        if type(seq) is int and seq >= 0 and type(ts) is int:  # (its number was received: no gap of a feed's)
-            self.seen_seq(seq, ts)
+        if type(seq) is int and seq >= 0 and type(ts) is int:  # (its number was received: no gap for it)
+            self.seen_seq(stream, seq, ts)
 
     # -- whole paths: check, submit, commit -------------------------------------------------
 
@@ -198,7 +198,7 @@ class StreamEncoders(StreamTable):
                 self.conflated += supersedes  # only now: a quote that fails its checks leaves the held one held
                 if supersedes:
                     self.note_passed(held.stream, held.ts, held.ticks)
-                    self.seen_seq(held.seq, held.ts)
+                    self.seen_seq(held.stream, held.seq, held.ts)
                 self.held[tick.stream] = item
                 return None
             return item
@@ -225,7 +225,8 @@ class StreamEncoders(StreamTable):
             return False
         known = self._encoders.get(stream)
         last_ts = known.last_ts if known is not None else self._expired_last_ts.get(stream)
-        return self.sequences.duplicate(stream, seq, ts, last_ts, held.seq if held is not None else None)
+        return self.sequences.duplicate(stream, seq, ts, last_ts, held.seq if held is not None else None,
+                                        held.ts if held is not None else None)
 
     def _check_live(self, stream: str, ts: int, now_ns: int | None) -> None:
         """The checks of a wire tick's stream and ts against this service's state, for a live message only (one
@@ -348,7 +349,7 @@ class StreamEncoders(StreamTable):
         except InvalidTick as err:
             err.stream = err.stream or item.stream
             self.note_passed(item.stream, item.ts, item.ticks)
-            self.seen_seq(item.seq, item.ts)
+            self.seen_seq(item.stream, item.seq, item.ts)
             raise
         self.commit(item)
         return item

@@ -261,11 +261,11 @@ class StreamTable:
         a `seq` of scope "feed" counts in (ingest.seq_scope)."""
         self.sequences.feed = tag or ""
 
-    def seen_seq(self, seq: int | None, ts: int) -> None:
-        """A live wire tick numbered ``seq`` that was not accepted (refused, conflated, shed): its number was
-        received all the same (TickSequences.seen; a tick log's replay is no wire)."""
+    def seen_seq(self, stream: str | None, seq: int | None, ts: int) -> None:
+        """A live wire tick of ``stream`` numbered ``seq`` that was not accepted (refused, conflated, shed): its
+        number was received all the same (TickSequences.seen; a tick log's replay is no wire)."""
         if self._message_ns is not None:
-            self.sequences.seen(seq, ts)
+            self.sequences.seen(stream, seq, ts)
 
     def note_passed(self, stream: str, ts: int, ticks: int = 1) -> None:
         """``ticks`` of ``stream`` stamped ``ts`` were taken off the wire and refused or conflated (PassedOver); a

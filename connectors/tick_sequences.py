@@ -2,14 +2,21 @@
 pre-tokenized item's `seq` (a connector that tokenizes in its own process numbers its items) is kept the same way,
 one numbering per stream whichever form its ticks come in.
 
-Per stream it keeps the last `seq` accepted. A tick whose `seq` is at most that one repeats a tick already taken (a
-reconnecting feed's resend, the second copy of an A/B line pair): it is dropped before the ordering guard, counted as
-a duplicate (per stream and in total, never as a rejection: nothing is lost, and `ts_backwards` keeps meaning a late
-tick) and not counted in `at_last_ts` (it is no tick the feed has not sent before). A `seq` past the last one plus
-one is a gap, counted (the numbers missing too; a stream's first said in the service's log) and never waited on:
-the tick is taken. A `seq` below the last one at
-a `ts` more than RESTARTED_AFTER_NS past the stream's last accepted tick is a venue's numbering begun again (a new
-session's trade ids), taken and counted as such, as file replay's --sequence reads a lower number at a later time.
+Per stream it keeps the last `seq` accepted. A tick whose `seq` is at most that one and whose `ts` is at most the
+stream's last accepted `ts` repeats a tick already taken (a reconnecting feed's resend, the second copy of an A/B line
+pair): it is dropped before the ordering guard, counted as a duplicate (per stream and in total, never as a
+rejection: nothing is lost, and `ts_backwards` keeps meaning a late tick) and not counted in `at_last_ts` (it is no
+tick the feed has not sent before). A `seq` past the last one plus one is a gap, counted (the numbers missing too; a
+stream's first said in the service's log) and never waited on: the tick is taken. The numbers a stream's recent gaps
+skipped are kept (MISSING_KEPT ranges a stream): a tick numbered in one came late, never a repeat, so it meets the
+ordering guard as a tick without `seq` does (refused as `ts_backwards`, told to its sender, when stamped before the
+stream's last tick) and is counted as `seq_late` (its number was not lost after all), not as a duplicate (review376
+#3). A live tick refused before its stream's last number was passed (`seen`: refused, conflated, shed) had its number
+received: the next accepted one counts no gap for it (review376 #10). A `seq` at most the last one stamped after the
+stream's last accepted tick repeats no tick taken (every tick taken is stamped at or before it): a numbering begun
+again (a feed handler that restarted its per-session counter, a venue's new session), taken, counted in
+`seq_restarts` and said in the log for a stream's first (review376 #2: it was dropped as a duplicate for an hour,
+silently). A resend keeps the `ts` it first had; one restamped later reads as a numbering begun again.
 
 A tick without `seq` is taken as before; one taken at its stream's last `ts` with the values (kind, price, size,
 side, quote) of a tick already taken at that `ts` is counted as `repeats_taken` (a resend taken again, or a second
@@ -42,10 +49,11 @@ from connectors.sequence_watch import RESTAMPED_NS
 from connectors.ticks import Tick, utc_text
 from engine.quoting import quoted
 
-# A lower `seq` this long after the stream's last accepted tick starts a new numbering rather than repeating one:
-# the window file replay's --sequence looks for a restamped resend in (a resend comes minutes after, a venue's
-# numbering starts again after a night or a maintenance break)
+# A feed-wide number (scope "feed") at most the feed's last, this long after it, starts a new numbering rather than
+# repeating one: the window file replay's --sequence looks for a restamped resend in (a resend comes minutes after,
+# a venue's numbering starts again after a night or a maintenance break)
 RESTARTED_AFTER_NS = RESTAMPED_NS
+MISSING_KEPT = 8  # a stream's most recent gaps whose numbers are kept, so a late tick numbered in one is told as late
 SAID_STREAMS = 5  # the streams with most duplicates or gaps named in `stats`
 GAPS_SAID = 20  # the streams whose first gap the service's log says (the rest counted in stats alone)
 SEQ_SCOPES = ("stream", "feed")  # ingest.seq_scope: what one numbering counts, a stream's ticks or a feed's
@@ -66,28 +74,39 @@ class TickSequences:
         self.notify = notify  # the service's log: a stream's (or feed's) first gap, for up to GAPS_SAID of them
         self.scope = scope
         self._gaps_said: set[tuple[bool, str]] = set()  # (a feed's?, its name)
+        self._restarts_said: set[str] = set()
         self.feed = ""  # the feed of the message being read (its topic; "": untagged), told by the reader
         self.feeds = FeedNumbers(self)  # scope "feed": each feed's last number, gaps, numberings begun again
         self.last: dict[str, int] = {}
         self.duplicates: Counter[str] = Counter()
         self.gaps: Counter[str] = Counter()
         self.missing: Counter[str] = Counter()
+        self.late: Counter[str] = Counter()  # numbers a gap skipped that came after all (a late tick)
         self.restarts: Counter[str] = Counter()
         self.repeats_taken: Counter[str] = Counter()
         # each stream's last accepted ts and the values of its raw ticks taken then (unsequenced repeats)
         self._run: dict[str, tuple[int, list[tuple]]] = {}
+        # scope "stream": the [first, last] numbers each stream's recent gaps skipped and that have not come yet, and
+        # the highest number of a live tick refused above its stream's last (received: no gap for it)
+        self._skipped: dict[str, list[list[int]]] = {}
+        self._received: dict[str, int] = {}
 
-    def duplicate(self, stream: str, seq: int | None, ts: int, last_ts: int | None, held_seq: int | None = None
-                  ) -> bool:
+    def duplicate(self, stream: str, seq: int | None, ts: int, last_ts: int | None, held_seq: int | None = None,
+                  held_ts: int | None = None) -> bool:
         """Whether a wire item of ``stream`` numbered ``seq`` (a raw tick's or a pre-tokenized item's) and stamped
-        ``ts`` repeats a `seq` of its stream already taken (or held aside by conflation, ``held_seq``); ``last_ts``:
-        the stream's last accepted ts. A duplicate is counted here; the caller drops it."""
+        ``ts`` repeats a `seq` of its stream already taken (or held aside by conflation, ``held_seq`` stamped
+        ``held_ts``); ``last_ts``: the stream's last accepted ts. A duplicate is counted here; the caller drops it.
+        A number a gap skipped is a late tick's, and one stamped after every tick taken starts a numbering again:
+        neither repeats a tick, so neither is a duplicate (the module docstring)."""
         if seq is None:
             return False
         known = [n for n in (self.last.get(stream), held_seq) if n is not None]
         if not known or seq > max(known):
             return False
-        if last_ts is not None and ts - last_ts > RESTARTED_AFTER_NS:
+        if self._skipped_at(stream, seq) is not None:
+            return False  # a late tick: its ordering guard decides (ts_backwards, told to its sender)
+        newest = max((t for t in (last_ts, held_ts) if t is not None), default=None)
+        if newest is not None and ts > newest:
             return False  # a numbering begun again (counted when it is committed)
         self.duplicates[stream] += 1
         return True
@@ -96,7 +115,8 @@ class TickSequences:
                   seq: int | None = None) -> None:
         """A tick of ``stream`` accepted (None: a pre-tokenized item, which has no values, stamped ``ts`` and
         numbered ``seq``, None when it carries none); ``previous_ts``: the stream's last accepted ts before it.
-        ``live``: from the wire, so counted."""
+        ``live``: from the wire, so counted (a tick log's replay keeps the numbers alone, deciding as the live
+        service did: the same ticks in the same order)."""
         if tick is None:
             self._run.pop(stream, None)
         else:
@@ -117,19 +137,82 @@ class TickSequences:
             self.last[stream] = seq
             return
         last = self.last.get(stream)
-        if live and last is not None and seq > last + 1:
-            self.gaps[stream] += 1
-            self.missing[stream] += seq - last - 1
-            self._say_gap(stream, last, seq, ts)
-        elif live and last is not None and seq <= last:
-            self.restarts[stream] += 1
+        if last is not None and seq > last:
+            received = self._received.get(stream)
+            if received is not None and received <= seq:
+                del self._received[stream]
+            top = last if received is None else max(last, received)
+            if seq > top + 1:
+                self._skip(stream, top + 1, seq - 1)
+                if live:
+                    self.gaps[stream] += 1
+                    self.missing[stream] += seq - top - 1
+                    self._say_gap(stream, top, seq, ts)
+        elif last is not None and self._came_late(stream, seq, live):
+            return  # (the stream's last number stays: this one filled a gap behind it)
+        elif last is not None:
+            self._skipped.pop(stream, None)  # (a numbering begun again: the old one's gaps are no longer awaited)
+            self._received.pop(stream, None)
+            if live:
+                self.restarts[stream] += 1
+                self._say_restart(stream, last, seq, ts)
         self.last[stream] = seq
 
-    def seen(self, seq: int | None, ts: int) -> None:
-        """A live tick numbered ``seq`` was taken off the wire and not accepted (refused, conflated, shed): under
-        scope "feed" its number was received all the same, so no gap is counted for it."""
-        if self.scope == "feed" and seq is not None:
+    def seen(self, stream: str | None, seq: int | None, ts: int) -> None:
+        """A live tick of ``stream`` numbered ``seq`` was taken off the wire and not accepted (refused, conflated,
+        shed): its number was received all the same, so no gap is counted for it (under scope "feed", in its feed;
+        else in its stream, where a number a gap skipped counts as late)."""
+        if seq is None:
+            return
+        if self.scope == "feed":
             self.feeds.numbered(seq, ts)
+            return
+        last = self.last.get(stream) if stream is not None else None
+        if last is None:
+            return
+        if seq > last:
+            self._received[stream] = max(seq, self._received.get(stream, seq))
+        else:
+            self._came_late(stream, seq, True)
+
+    def _skipped_at(self, stream: str, seq: int) -> int | None:
+        """The index of ``stream``'s kept gap that skipped ``seq`` (None: none did)."""
+        for index, (first, last) in enumerate(self._skipped.get(stream, ())):
+            if first <= seq <= last:
+                return index
+        return None
+
+    def _skip(self, stream: str, first: int, last: int) -> None:
+        """A gap skipped ``first``..``last``: kept, the MISSING_KEPT most recent of the stream (an older one's
+        numbers then read as repeats, as before they were kept)."""
+        ranges = self._skipped.setdefault(stream, [])
+        ranges.append([first, last])
+        del ranges[:-MISSING_KEPT]
+
+    def _came_late(self, stream: str, seq: int, live: bool) -> bool:
+        """Whether ``seq`` is a number one of ``stream``'s gaps skipped: then it is no longer awaited, and a live one
+        is counted as late (seq_late)."""
+        index = self._skipped_at(stream, seq)
+        if index is None:
+            return False
+        ranges = self._skipped[stream]
+        first, last = ranges.pop(index)
+        ranges[index:index] = [r for r in ([first, seq - 1], [seq + 1, last]) if r[0] <= r[1]]
+        if not ranges:
+            del self._skipped[stream]
+        if live:
+            self.late[stream] += 1
+        return True
+
+    def _say_restart(self, stream: str, last: int, seq: int, ts: int) -> None:
+        """A stream's first numbering begun again in the service's log (up to GAPS_SAID streams)."""
+        if self.notify is None or stream in self._restarts_said or len(self._restarts_said) >= GAPS_SAID:
+            return
+        self._restarts_said.add(stream)
+        self.notify(f"stream {quoted(stream)}: its seq went back, {last} -> {seq}, on a tick stamped after its last "
+                    f"one ({utc_text(ts)}): taken as a numbering begun again (a feed handler whose counter started "
+                    f"again), counted in streams' seq_restarts; a resend keeps the ts it first had and is dropped as "
+                    f"a duplicate")
 
     def _say_gap(self, stream: str, last: int, seq: int, ts: int, feed: bool = False) -> None:
         """A stream's (or feed's) first gap in the service's log (up to GAPS_SAID of them): ticks a link lost."""
@@ -153,21 +236,23 @@ class TickSequences:
         """An operator's `forget`: the stream's numbering is forgotten with its ordering guard."""
         self.last.pop(stream, None)
         self._run.pop(stream, None)
-        for counts in (self.duplicates, self.gaps, self.missing, self.restarts, self.repeats_taken):
+        self._skipped.pop(stream, None)
+        self._received.pop(stream, None)
+        for counts in (self.duplicates, self.gaps, self.missing, self.late, self.restarts, self.repeats_taken):
             counts.pop(stream, None)
 
     def of(self, stream: str) -> dict[str, Any]:
         """A stream's figures as `streams` says them."""
         return {"last_seq": self.last.get(stream), "duplicates": self.duplicates[stream],
-                "seq_gaps": self.gaps[stream], "seq_missing": self.missing[stream],
-                "repeats_taken": self.repeats_taken[stream]}
+                "seq_gaps": self.gaps[stream], "seq_missing": self.missing[stream], "seq_late": self.late[stream],
+                "seq_restarts": self.restarts[stream], "repeats_taken": self.repeats_taken[stream]}
 
     def summary(self) -> dict[str, Any]:
         """For `stats` (and /metrics, its top-level ints as counters)."""
         worst = Counter({s: self.duplicates[s] + self.gaps[s] for s in self.duplicates.keys() | self.gaps.keys()})
         feeds = self.feeds
         return {"duplicates": self.duplicates.total(), "seq_gaps": self.gaps.total() + feeds.gaps.total(),
-                "seq_missing": self.missing.total() + feeds.missing.total(),
+                "seq_missing": self.missing.total() + feeds.missing.total(), "seq_late": self.late.total(),
                 "seq_restarts": self.restarts.total() + feeds.restarts.total(),
                 "repeats_taken": self.repeats_taken.total(),
                 **({"seq_scope": "feed", "sequence_feeds": feeds.summary()} if self.scope == "feed" else {}),

@@ -26,7 +26,8 @@ from wire_client import (PROTOCOL, T0, Control, Sub, check_answer, fresh_stream,
                          resume_after, stats, trade, wait_stats, wait_until)
 from wire_server import clients, private_server, server, shedding  # noqa: F401 (fixtures)
 
-SEQUENCE_KEYS = ("last_seq", "duplicates", "seq_gaps", "seq_missing", "repeats_taken")  # `streams`' per stream
+SEQUENCE_KEYS = ("last_seq", "duplicates", "seq_gaps", "seq_missing", "seq_late", "seq_restarts",
+                 "repeats_taken")  # `streams`' per stream
 
 
 # -- answers (PUB) -------------------------------------------------------------------------------------------------
@@ -189,7 +190,7 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
         assert payload["seq"] == 1
 
     got = ctl.ok("get", query="vol", stream=s)
-    assert set(got) == {"ok", "answer", "caveats"} and got["answer"]["topic"] == f"vol/{s}/"
+    assert set(got) == {"ok", "answer", "data_age_ms", "caveats"} and got["answer"]["topic"] == f"vol/{s}/"
     assert got["caveats"] == []  # (a stable key: none for this model and query)
     assert ctl.ok("get", query="vol", stream="NOBODY.X") == {"ok": True, "answer": None, "stream_known": False,
                                                             "caveats": []}
@@ -259,7 +260,8 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     assert waiting == {"waiting_ticks": 0, "waiting_tokens": 0, "waiting_s": 0.0}
     # and its sequence numbers: none sent, none dropped (test_wire_sequences.py: a feed that sends `seq`)
     sequence = {key: accepted["streams"][s].pop(key) for key in SEQUENCE_KEYS}
-    assert sequence == {"last_seq": None, "duplicates": 0, "seq_gaps": 0, "seq_missing": 0, "repeats_taken": 0}
+    assert sequence == {"last_seq": None, "duplicates": 0, "seq_gaps": 0, "seq_missing": 0, "seq_late": 0,
+                        "seq_restarts": 0, "repeats_taken": 0}
     assert accepted == {"ok": True, "streams": {s: {"ticks": 2, "last_ts": T0 + 1, "at_last_ts": 1, **context},
                                                        "NOBODY.X": None},
                         "truncated": False}

@@ -15,7 +15,8 @@ COUNTERS = {
                   "second copy): not rejections",
     "seq_gaps": "Jumps in a stream's seq past the next number (the ticks were taken; numbers missing: seq_missing)",
     "seq_missing": "Sequence numbers the gaps skipped, all streams together",
-    "seq_restarts": "Lower seqs taken as a numbering begun again (an hour or more after the stream's last tick)",
+    "seq_late": "Sequence numbers a gap skipped that came after all: a late tick (refused as ts_backwards, or taken)",
+    "seq_restarts": "Lower seqs taken as a numbering begun again (stamped after the stream's last tick)",
     "repeats_taken": "Ticks without seq taken at their stream's last ts with the last tick's values (a resend taken "
                      "again, or a trade that matched it: send seq to tell)",
     "placing_duplicates": "Ticks left out as sent twice around a feed's placing `streams` (drain, tag): a killed "

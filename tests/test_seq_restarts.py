@@ -1,0 +1,87 @@
+"""A `seq` that goes back (review376 #2, #3, #10): a feed handler whose counter starts again at 1 had every tick
+dropped as a duplicate for an hour, silently, though stamped after all the stream had; a late tick carrying `seq`
+was dropped silently and counted as a duplicate and a gap, where the same tick without `seq` was refused as
+`ts_backwards` to its sender; a tick refused as `ts_backwards` left a gap in the numbers. Real servers on 127.0.0.1
+ephemeral ports, raw pyzmq and msgpack clients (wire_client.py)."""
+
+from __future__ import annotations
+
+import msgpack
+
+from wire_client import T0, fresh_stream, held_of, stats, trade, wait_stats
+from wire_server import clients, server  # noqa: F401 (fixtures)
+
+MS = 1_000_000
+
+
+def test_a_feed_handler_whose_seq_starts_again_at_one_has_its_later_ticks_taken_and_said(clients, capsys) -> None:
+    control, sub, push = clients
+    ctl, answers = control(), sub("dir/")
+    stream = fresh_stream("SEQR")
+    feed = push()
+    before = stats(ctl)
+    first = [trade(stream, T0 + k * MS, 100.0 + k * 0.01, seq=1 + k) for k in range(10)]
+    again = [trade(stream, T0 + (20 + k) * MS, 101.0 + k * 0.01, seq=1 + k) for k in range(10)]  # stamped later
+    for tick in first + again:
+        feed.send_multipart([b"handler-1", msgpack.packb(tick)])
+    after = wait_stats(ctl, lambda st: st["ticks_in"] - before["ticks_in"] == 20)
+    assert after["duplicates"] == before["duplicates"] and after["rejected"] == before["rejected"]
+    assert after["seq_restarts"] - before["seq_restarts"] == 1 and after["seq_gaps"] == before["seq_gaps"]
+    held = held_of(ctl, stream)
+    assert (held["ticks"], held["last_seq"], held["seq_restarts"], held["duplicates"]) == (20, 10, 1, 0), held
+    assert f'stream "{stream}": its seq went back, 10 -> 1, on a tick stamped after its last one' \
+        in capsys.readouterr().err
+    got = answers.until(lambda g: any(p["stream"] == stream and p["version"] == 20 for _, p in g))
+    assert [p["version"] for _, p in got if p["stream"] == stream] == list(range(1, 21))
+    # a resend of the new numbering's last ticks, with the ts they first had: repeats, dropped as before
+    for tick in again[-3:]:
+        feed.send_multipart([b"handler-1", msgpack.packb(tick)])
+    wait_stats(ctl, lambda st: st["duplicates"] - before["duplicates"] == 3)
+    assert held_of(ctl, stream)["ticks"] == 20
+
+
+def test_a_late_tick_is_refused_alike_with_or_without_seq_and_is_no_duplicate(clients) -> None:
+    control, sub, push = clients
+    ctl, rejects = control(), sub("_rejects/ooo/")
+    with_seq, without = fresh_stream("OOO.SEQ"), fresh_stream("OOO.NOSEQ")
+    feed = push()
+    before = stats(ctl)
+    for stream, numbered in ((with_seq, True), (without, False)):
+        for k in (1, 2, 4, 3, 5):  # seq 3 arrives late, its ts between 2's and 4's
+            tick = trade(stream, T0 + k * MS, 100.0 + k, **({"seq": k} if numbered else {}))
+            feed.send_multipart([b"ooo", msgpack.packb(tick)])
+    got = rejects.until(lambda g: {p.get("stream") for _, p in g} >= {with_seq, without})
+    told = {p["stream"]: (p["index"], p["reason"]) for _, p in got}
+    assert told == {with_seq: (0, "ts_backwards"), without: (0, "ts_backwards")}, got
+    after = wait_stats(ctl, lambda st: st["ticks_in"] - before["ticks_in"] == 8)
+    assert after["duplicates"] == before["duplicates"]
+    assert after["rejected"]["ts_backwards"] - before["rejected"].get("ts_backwards", 0) == 2
+    held = held_of(ctl, with_seq)
+    # the gap 2 -> 4 was counted when 4 came; 3 came after all: late, not missing any more
+    assert (held["ticks"], held["last_seq"], held["duplicates"], held["seq_gaps"], held["seq_missing"],
+            held["seq_late"]) == (4, 5, 0, 1, 1, 1), held
+    assert after["seq_late"] - before["seq_late"] == 1
+    assert held_of(ctl, without)["ticks"] == 4
+
+
+def test_a_late_tick_stamped_at_the_streams_last_ts_is_taken_and_a_refused_number_is_no_gap(clients) -> None:
+    control, _, push = clients
+    ctl = control()
+    stream = fresh_stream("LATE")
+    feed = push()
+    before = stats(ctl)
+    # 1, 2 taken; 3 refused (a year back: ts_backwards); 4 taken: no gap, 3 was received
+    for seq, ts in ((1, T0), (2, T0 + MS), (3, T0 - 365 * 86_400 * 10**9), (4, T0 + 2 * MS)):
+        feed.send(msgpack.packb(trade(stream, ts, seq=seq)))
+    wait_stats(ctl, lambda st: st["ticks_in"] - before["ticks_in"] == 3)
+    held = held_of(ctl, stream)
+    assert (held["last_seq"], held["seq_gaps"], held["seq_missing"]) == (4, 0, 0), held
+    # 6 skips 5; 5 then comes stamped as the stream's last tick: taken (the ordering guard allows it), late
+    feed.send(msgpack.packb([trade(stream, T0 + 3 * MS, seq=6), trade(stream, T0 + 3 * MS, seq=5)]))
+    wait_stats(ctl, lambda st: st["ticks_in"] - before["ticks_in"] == 5)
+    held = held_of(ctl, stream)
+    assert (held["last_seq"], held["seq_gaps"], held["seq_missing"], held["seq_late"], held["duplicates"]) == \
+        (6, 1, 1, 1, 0), held
+    # and a resend of 5 now is a duplicate: its number was taken
+    feed.send(msgpack.packb(trade(stream, T0 + 3 * MS, seq=5)))
+    wait_stats(ctl, lambda st: st["duplicates"] - before["duplicates"] == 1)
