@@ -16,8 +16,9 @@ from engine.quoting import quoted
 
 MAX_TS_UNIT_NOTES = 20  # streams named (stats, stderr) when many first ticks are 0 or look like s/ms/us; all counted
 # A wire tick accepted further ahead of the receiver's clock than this is said and counted (ticks_ahead_summary): its
-# stream's later ticks must not be older, so one forged or mis-stamped tick (within limits.max_ts_ahead_s, a day)
-# refuses the stream's real feed as ts_backwards until the clock passes it. Minutes: above clock skew between hosts
+# stream's later ticks must not be older, so one forged or mis-stamped tick (within limits.max_ts_ahead_s, once set
+# past its default of 10 s) refuses the stream's real feed as ts_backwards until the clock passes it. Minutes: above
+# clock skew between hosts
 AHEAD_OF_CLOCK_NOTE_NS = 300 * 10**9
 
 

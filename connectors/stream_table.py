@@ -20,6 +20,7 @@ from connectors.passed_over import PassedOver
 from connectors.stamp_notes import StampNotes
 from connectors.stream_encoder import StreamEncoder
 from connectors.tick_sequences import TickSequences
+from connectors.answered_seqs import SeqAtCount
 
 DERIVATIVE_NAME = re.compile(MARKED)  # a perpetual's, future's, swap's or option's name (derivative_streams.py)
 NAMES_HOLDER = "encoders"  # what LookalikeNames calls the streams held or expired here
@@ -64,6 +65,7 @@ class StreamTable:
         self.names = LookalikeNames()
         # each stream's last `seq`, duplicates, gaps (per stream, or per feed: ingest.seq_scope; tick_sequences.py)
         self.sequences = TickSequences(notify, seq_scope)
+        self.seq_at = SeqAtCount()  # which `seq` the tick that brought a stream to a count carried (answers' tick_seq)
         # the held streams whose names say a derivative (a perpetual, future, swap, option), in the order first held:
         # kept as streams come and go, so `health`'s caveat on them costs O(1), not a walk of every stream held
         self.derivatives: dict[str, None] = {}
@@ -139,6 +141,7 @@ class StreamTable:
         self._expired_at_last_ts.pop(stream, None)
         self._expired_codec.pop(stream, None)
         self.sequences.forget(stream)
+        self.seq_at.forget(stream)
         self.received_ns.pop(stream, None)
         self.held.pop(stream, None)
         self.passed_over.accepted(stream)
@@ -189,6 +192,8 @@ class StreamTable:
         (``codec_states``' record of it) or, without one, fresh codec state; ``at_last_ts`` as ``accepted`` says
         it (None: unknown); ``last_seq``: its last `seq` (None: none, or an older log)."""
         self.sequences.start_at(stream, last_seq)
+        if ticks:
+            self.seq_at.committed(stream, ticks, last_seq)  # (the tick at its count: what an answer there covers)
         if ticks == 0:
             if last_ts is not None:
                 self.names.add(stream, NAMES_HOLDER)
@@ -247,6 +252,7 @@ class StreamTable:
         previous_ts = encoder.last_ts
         encoder.commit(item)
         self.sequences.committed(item.stream, item.tick, previous_ts, self._message_ns is not None, item.ts, item.seq)
+        self.seq_at.committed(item.stream, encoder.ticks, item.seq)
         self.passed_over.accepted(item.stream)
         if self._message_ns is not None:
             self.received_ns[item.stream] = self._message_ns

@@ -73,8 +73,8 @@ def stream_set(count: int) -> tuple[StreamParams, ...]:
 
 # Where a market started "now" starts its event time: a year before the clock. The market keeps its own pace (~31
 # ticks a second of event time for the default streams), so a feed sending 1,000 ticks/s runs event time ~32x the
-# clock, and a live service refuses ticks stamped over limits.max_ts_ahead_s (a day) ahead of its clock: started at
-# the clock, such a feed was refused after ~45 minutes; a year back, after ~12 days.
+# clock, and a live service refuses ticks stamped over limits.max_ts_ahead_s (10 s) ahead of its clock: started at
+# the clock, such a feed would be refused after seconds; a year back, after ~12 days.
 LIVE_START_BEHIND_NS = 365 * 86_400 * 10**9
 
 

@@ -36,6 +36,8 @@ def test_a_tick_an_hour_ahead_is_refused_to_its_sender_and_the_real_feed_goes_on
     assert (held["ticks"], held["last_ts"], held["last_seq"], held["seq_gaps"]) == (2, now + 1000, 3, 0), held
     published = answers.until(lambda g: any(p["stream"] == stream and p["version"] == 2 for _, p in g))
     assert all(p["data_age_ms"] >= 0 for _, p in published if p["stream"] == stream)
+    # the answers say which of the feed's ticks they cover: the refused one is counted in no version
+    assert [(p["version"], p["tick_seq"]) for _, p in published if p["stream"] == stream] == [(1, 1), (2, 3)]
 
 
 def test_a_tick_ahead_within_the_bound_is_never_younger_than_zero_and_says_the_clock_is_ahead(clients) -> None:

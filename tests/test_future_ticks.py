@@ -1,5 +1,5 @@
-"""A tick stamped hours ahead of the clock (within limits.max_ts_ahead_s, set to a day here) blocks its stream's real feed as
-ts_backwards: the service says so when it accepts it, and `forget` drops the stream and its ordering guard,
+"""A tick stamped hours ahead of the clock (within limits.max_ts_ahead_s, set to a day here) blocks its stream's
+real feed as ts_backwards: the service says so when it accepts it, and `forget` drops the stream and its ordering guard,
 durably (a restart does not bring the guard back). Real sockets, a real data directory, the tiny tick model."""
 
 from __future__ import annotations

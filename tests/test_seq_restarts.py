@@ -33,6 +33,11 @@ def test_a_feed_handler_whose_seq_starts_again_at_one_has_its_later_ticks_taken_
         in capsys.readouterr().err
     got = answers.until(lambda g: any(p["stream"] == stream and p["version"] == 20 for _, p in g))
     assert [p["version"] for _, p in got if p["stream"] == stream] == list(range(1, 21))
+    # each answer says which of the publisher's ticks it covers (review376 #7): its version counts the ticks taken
+    assert [p["tick_seq"] for _, p in got if p["stream"] == stream] == [*range(1, 11), *range(1, 11)]
+    assert ctl.ok("get", stream=stream, query="dir")["answer"]["tick_seq"] == 10
+    asked = ctl.ok("ask", stream=stream, query="dir")["answer"]
+    assert (asked["version"], asked["tick_seq"]) == (20, 10)
     # a resend of the new numbering's last ticks, with the ts they first had: repeats, dropped as before
     for tick in again[-3:]:
         feed.send_multipart([b"handler-1", msgpack.packb(tick)])

@@ -155,7 +155,10 @@ def check_answer(topic: str, payload: dict, published: bool = True, filled: bool
     always = ANSWER_KEYS | ({"epoch", "model_digest", "data_age_ms"} if published else set()) | (
         {"data_age_ms"} if filled else set())
     optional = {"clock_offset_ms", "caveats"} if published or filled else set()  # (a wall-clock stream's; a stream
+    optional |= {"tick_seq"}  # (the answered tick's seq, where its feed sent one)
     assert always <= set(payload) <= always | optional, payload  # the model is out of its range on: typed below)
+    if "tick_seq" in payload:
+        assert type(payload["tick_seq"]) is int and payload["tick_seq"] >= 0, payload
     if "caveats" in payload:
         assert all(set(c) >= {"kind", "text"} for c in payload["caveats"]), payload
     if "clock_offset_ms" in payload:

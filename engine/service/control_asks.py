@@ -33,6 +33,7 @@ class AskOps:
     _refresh_unread: Callable[[], None]  # (IngestReading's)
     _why_refused: Callable[[str], str | None]  # (StreamOps')
     _clock_caveats: Callable[[str], list[dict[str, str]]]  # (FeedClocks')
+    _answer_wire: Callable[[Any], dict[str, Any]]  # (FeedClocks': an answer and its tick_seq)
 
     def _op_get(self, request: dict, _reply: Any) -> dict:
         # an unknown name is an error, not "no answer yet"
@@ -47,7 +48,8 @@ class AskOps:
         refused = {"refused": why} if why else {}
         caveats = self._caveats([self.pipeline.registry.get(query)], [stream])
         if answer is not None:  # (its age as an ask's reply says it: a strategy gates a get on it too)
-            return {"answer": answer.to_wire(), "data_age_ms": data_age_ms(answer.data_ts), **refused, **caveats}
+            return {"answer": self._answer_wire(answer), "data_age_ms": data_age_ms(answer.data_ts), **refused,
+                    **caveats}
         # null either way; whether the stream has sent data tells "not yet" from a misspelt name (or an expired one),
         # and where the query was replaced since it answered the stream, the seq its old spec's answers end at
         forgotten = self.pipeline.cache.forgotten(query, stream)
@@ -88,7 +90,7 @@ class AskOps:
             if cached is None:
                 raise self._no_session(stream) if self.pipeline.encoders.ticks_of(stream) is None else ControlError(
                     f"no surprise on stream {quoted(stream)} yet: it is computed when ticks arrive")
-            return {"answer": cached.to_wire(), "cached": True, **self._data_age(cached.data_ts), **note}
+            return {"answer": self._answer_wire(cached), "cached": True, **self._data_age(cached.data_ts), **note}
         max_stale = request.get("max_stale_ticks")
         if max_stale is not None and (type(max_stale) is not int or max_stale < 0):
             raise ControlError(f"op \"ask\" takes max_stale_ticks as an int >= 0 (or nil: compute now), got "
@@ -96,7 +98,7 @@ class AskOps:
         found = self.pipeline.answer_at_once(spec, stream, max_stale)
         if found is not None:  # cached within max_stale, or answered early (decoded ahead, or gated)
             answer, how = found
-            return {"answer": answer.to_wire(), "cached": True, **({how: True} if how else {}),
+            return {"answer": self._answer_wire(answer), "cached": True, **({how: True} if how else {}),
                     **self._data_age(answer.data_ts), **note}
         most = self.config.limits.max_waiting_asks  # each is planned in every forward: a flood would stall them
         if len(self._waiting) >= most:

@@ -1,8 +1,9 @@
 """What the service tells of each live stream's feed beside its ticks (review323 #10, #11, #12): its clock's offset
 to this machine's (the smallest read time - ts its ticks had: receive_clock.py), flagged past
-`ingest.clock_ahead_warn_ms` ahead (its answers' `data_age_ms` would be negative by about that much: it is floored at 0
-and the answer carries a `clock_ahead` caveat, review376 #1), its refused ticks by reason (stream_refusals.py), and `health`'s `warnings`: the streams whose clocks run ahead, and those whose ticks
-are refused as late at a rate that means two clocks interleave.
+`ingest.clock_ahead_warn_ms` ahead (its answers' `data_age_ms` would be negative by about that much: it is floored
+at 0 and the answer carries a `clock_ahead` caveat, review376 #1), its refused ticks by reason (stream_refusals.py),
+and `health`'s `warnings`: the streams whose clocks run ahead, and those whose ticks are refused as late at a rate
+that means two clocks interleave.
 
 With `--shards` the front door reads every wire tick, so it keeps the offsets (sharded_ingest.py) and `streams`,
 answers and `health` say them as one engine's do."""
@@ -17,6 +18,7 @@ from engine.service.pipeline import TickPipeline
 from engine.service.sharded import ShardedPipeline
 from engine.service.stream_refusals import STREAMS_SAID, StreamRefusals
 from engine.quoting import quoted
+from queries.cache import Answer
 
 
 class FeedClocks:
@@ -53,6 +55,16 @@ class FeedClocks:
         offset = self._offset_ns(stream)
         return {"data_age_ms": data_age_ms(data_ts),
                 **({"clock_offset_ms": round(offset / 1e6, 3)} if offset is not None else {})}
+
+    def _tick_seq(self, answer: Answer) -> dict[str, int]:
+        """``answer``'s `tick_seq`: the `seq` its feed gave the last tick it covers, the one that brought its stream
+        to its `version` (connectors/answered_seqs.py); empty where that tick carried none (or is too old to know)."""
+        seq = self.pipeline.encoders.seq_at.of(answer.stream, answer.version)
+        return {} if seq is None else {"tick_seq": seq}
+
+    def _answer_wire(self, answer: Answer) -> dict[str, Any]:
+        """``answer`` as an ask's or get's reply holds it: its cached form and its `tick_seq`, as published."""
+        return {**answer.to_wire(), **self._tick_seq(answer)}
 
     def _clock_caveats(self, stream: str) -> list[dict[str, str]]:
         """The `clock_ahead` caveat of an answer on ``stream`` (published, or in an ask's or get's reply) while its

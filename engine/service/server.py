@@ -285,7 +285,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         reply = self._waiting.pop(outcome.job.ticket, None)
         if reply is not None and outcome.answer is not None:
             early = getattr(outcome.job, "early", None)  # a shard's ask answered without a forward (RemoteJob)
-            reply({"ok": True, "answer": outcome.answer.to_wire(), "cached": early is not None,
+            reply({"ok": True, "answer": self._answer_wire(outcome.answer), "cached": early is not None,
                    **({early: True} if early else {}), **self._data_age(outcome.answer.data_ts),
                    **(outcome.context or getattr(outcome.job, "context", None) or {})})  # (a shard's: RemoteJob)
         elif reply is not None:  # its shard lost mid-ask: the same ask, sent again, is answered; else the question's
@@ -323,7 +323,8 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
                                                        engine.scheduler if engine is not None else None)
         caveats = self._published_caveats.of(answer.query, answer.stream).get("caveats", [])
         caveats = self._clock_caveats(answer.stream) + caveats
-        return {**self._answer_feed(answer.stream, answer.data_ts), **({"caveats": caveats} if caveats else {})}
+        return {**self._tick_seq(answer), **self._answer_feed(answer.stream, answer.data_ts),
+                **({"caveats": caveats} if caveats else {})}
 
     def _publish(self, answer: Answer) -> None:
         fields = self.pipeline.published.take(answer)
