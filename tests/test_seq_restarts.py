@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import msgpack
 
+from engine.service.cli import main
 from wire_client import T0, fresh_stream, held_of, stats, trade, wait_stats
 from wire_server import clients, server  # noqa: F401 (fixtures)
 
@@ -45,7 +46,7 @@ def test_a_feed_handler_whose_seq_starts_again_at_one_has_its_later_ticks_taken_
     assert held_of(ctl, stream)["ticks"] == 20
 
 
-def test_a_late_tick_is_refused_alike_with_or_without_seq_and_is_no_duplicate(clients) -> None:
+def test_a_late_tick_is_refused_alike_with_or_without_seq_and_is_no_duplicate(server, clients, capsys) -> None:
     control, sub, push = clients
     ctl, rejects = control(), sub("_rejects/ooo/")
     with_seq, without = fresh_stream("OOO.SEQ"), fresh_stream("OOO.NOSEQ")
@@ -67,6 +68,9 @@ def test_a_late_tick_is_refused_alike_with_or_without_seq_and_is_no_duplicate(cl
             held["seq_late"]) == (4, 5, 0, 1, 1, 1), held
     assert after["seq_late"] - before["seq_late"] == 1
     assert held_of(ctl, without)["ticks"] == 4
+    capsys.readouterr()
+    assert main(["streams", with_seq, "--control", server["control"]]) in (0, None)
+    assert "\tseq_gaps 1 (1 missing, 1 came late)" in capsys.readouterr().out
 
 
 def test_a_late_tick_stamped_at_the_streams_last_ts_is_taken_and_a_refused_number_is_no_gap(clients) -> None:

@@ -115,12 +115,16 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
 
 def sequence_text(accepted: dict) -> str:
     """Last on a stream's line (review323 #1, #2, #4): its last `seq` and, where not 0, its duplicates dropped, gaps
-    (and numbers missing) and ticks without `seq` taken as repeats at its last ts; "" for a server without them."""
+    (and numbers missing, those that came late), numberings begun again and ticks without `seq` taken as repeats at
+    its last ts; "" for a server without them."""
     text = "" if accepted.get("last_seq") is None else f"\tlast_seq {accepted['last_seq']}"
     if accepted.get("duplicates"):
         text += f"\tduplicates {accepted['duplicates']}"
-    if accepted.get("seq_gaps"):
-        text += f"\tseq_gaps {accepted['seq_gaps']} ({accepted['seq_missing']} missing)"
+    if accepted.get("seq_gaps"):  # (numbers that came late after all are not missing: review376 #3)
+        late = f", {accepted['seq_late']} came late" if accepted.get("seq_late") else ""
+        text += f"\tseq_gaps {accepted['seq_gaps']} ({accepted['seq_missing']} missing{late})"
+    if accepted.get("seq_restarts"):
+        text += f"\tseq_restarts {accepted['seq_restarts']}"
     if accepted.get("repeats_taken"):
         text += f"\trepeats_taken {accepted['repeats_taken']}"
     return text
