@@ -6,6 +6,8 @@ ephemeral ports, raw pyzmq and msgpack clients (wire_client.py)."""
 
 from __future__ import annotations
 
+import urllib.request
+
 import msgpack
 
 from engine.service.cli import main
@@ -67,6 +69,8 @@ def test_a_late_tick_is_refused_alike_with_or_without_seq_and_is_no_duplicate(se
     assert (held["ticks"], held["last_seq"], held["duplicates"], held["seq_gaps"], held["seq_missing"],
             held["seq_late"]) == (4, 5, 0, 1, 1, 1), held
     assert after["seq_late"] - before["seq_late"] == 1
+    scrape = urllib.request.urlopen(server["metrics"], timeout=30).read().decode()
+    assert f"flashtick_seq_late_total {after['seq_late']}" in scrape
     assert held_of(ctl, without)["ticks"] == 4
     capsys.readouterr()
     assert main(["streams", with_seq, "--control", server["control"]]) in (0, None)
