@@ -86,9 +86,9 @@ class TickSequences:
         self.repeats_taken: Counter[str] = Counter()
         # each stream's last accepted ts and the values of its raw ticks taken then (unsequenced repeats)
         self._run: dict[str, tuple[int, list[tuple]]] = {}
-        # scope "stream": the [first, last] numbers each stream's recent gaps skipped and that have not come yet, and
-        # the highest number of a live tick refused above its stream's last (received: no gap for it)
-        self._skipped: dict[str, list[list[int]]] = {}
+        # scope "stream": the numbers each stream's recent gaps skipped that have not come yet, and the highest
+        # number of a live tick refused above its stream's last (received: no gap for it)
+        self._skipped = SkippedNumbers()
         self._received: dict[str, int] = {}
 
     def duplicate(self, stream: str, seq: int | None, ts: int, last_ts: int | None, held_seq: int | None = None,
@@ -103,7 +103,7 @@ class TickSequences:
         known = [n for n in (self.last.get(stream), held_seq) if n is not None]
         if not known or seq > max(known):
             return False
-        if self._skipped_at(stream, seq) is not None:
+        if self._skipped.at(stream, seq) if self.scope == "stream" else self.feeds.skipped.at(self.feed, seq):
             return False  # a late tick: its ordering guard decides (ts_backwards, told to its sender)
         newest = max((t for t in (last_ts, held_ts) if t is not None), default=None)
         if newest is not None and ts > newest:
@@ -132,9 +132,9 @@ class TickSequences:
         if seq is None:
             return
         if self.scope == "feed":  # repeats per stream (below), gaps per feed
-            if live:
-                self.feeds.numbered(seq, ts)
-            self.last[stream] = seq
+            late = live and self.feeds.numbered(seq, ts)
+            if not late or self.last.get(stream, -1) < seq:  # (a late one keeps the stream's last number)
+                self.last[stream] = seq
             return
         last = self.last.get(stream)
         if last is not None and seq > last:
@@ -143,7 +143,7 @@ class TickSequences:
                 del self._received[stream]
             top = last if received is None else max(last, received)
             if seq > top + 1:
-                self._skip(stream, top + 1, seq - 1)
+                self._skipped.skip(stream, top + 1, seq - 1)
                 if live:
                     self.gaps[stream] += 1
                     self.missing[stream] += seq - top - 1
@@ -151,7 +151,7 @@ class TickSequences:
         elif last is not None and self._came_late(stream, seq, live):
             return  # (the stream's last number stays: this one filled a gap behind it)
         elif last is not None:
-            self._skipped.pop(stream, None)  # (a numbering begun again: the old one's gaps are no longer awaited)
+            self._skipped.drop(stream)  # (a numbering begun again: the old one's gaps are no longer awaited)
             self._received.pop(stream, None)
             if live:
                 self.restarts[stream] += 1
@@ -175,31 +175,11 @@ class TickSequences:
         else:
             self._came_late(stream, seq, True)
 
-    def _skipped_at(self, stream: str, seq: int) -> int | None:
-        """The index of ``stream``'s kept gap that skipped ``seq`` (None: none did)."""
-        for index, (first, last) in enumerate(self._skipped.get(stream, ())):
-            if first <= seq <= last:
-                return index
-        return None
-
-    def _skip(self, stream: str, first: int, last: int) -> None:
-        """A gap skipped ``first``..``last``: kept, the MISSING_KEPT most recent of the stream (an older one's
-        numbers then read as repeats, as before they were kept)."""
-        ranges = self._skipped.setdefault(stream, [])
-        ranges.append([first, last])
-        del ranges[:-MISSING_KEPT]
-
     def _came_late(self, stream: str, seq: int, live: bool) -> bool:
         """Whether ``seq`` is a number one of ``stream``'s gaps skipped: then it is no longer awaited, and a live one
         is counted as late (seq_late)."""
-        index = self._skipped_at(stream, seq)
-        if index is None:
+        if not self._skipped.fill(stream, seq):
             return False
-        ranges = self._skipped[stream]
-        first, last = ranges.pop(index)
-        ranges[index:index] = [r for r in ([first, seq - 1], [seq + 1, last]) if r[0] <= r[1]]
-        if not ranges:
-            del self._skipped[stream]
         if live:
             self.late[stream] += 1
         return True
@@ -236,7 +216,7 @@ class TickSequences:
         """An operator's `forget`: the stream's numbering is forgotten with its ordering guard."""
         self.last.pop(stream, None)
         self._run.pop(stream, None)
-        self._skipped.pop(stream, None)
+        self._skipped.drop(stream)
         self._received.pop(stream, None)
         for counts in (self.duplicates, self.gaps, self.missing, self.late, self.restarts, self.repeats_taken):
             counts.pop(stream, None)
@@ -252,7 +232,7 @@ class TickSequences:
         worst = Counter({s: self.duplicates[s] + self.gaps[s] for s in self.duplicates.keys() | self.gaps.keys()})
         feeds = self.feeds
         return {"duplicates": self.duplicates.total(), "seq_gaps": self.gaps.total() + feeds.gaps.total(),
-                "seq_missing": self.missing.total() + feeds.missing.total(), "seq_late": self.late.total(),
+                "seq_missing": self.missing.total() + feeds.missing.total(), "seq_late": self.late.total() + feeds.late.total(),
                 "seq_restarts": self.restarts.total() + feeds.restarts.total(),
                 "repeats_taken": self.repeats_taken.total(),
                 **({"seq_scope": "feed", "sequence_feeds": feeds.summary()} if self.scope == "feed" else {}),
@@ -275,19 +255,29 @@ class FeedNumbers:
         self.gaps: Counter[str] = Counter()
         self.missing: Counter[str] = Counter()
         self.restarts: Counter[str] = Counter()
+        self.late: Counter[str] = Counter()  # numbers a gap skipped that came after all
+        self.skipped = SkippedNumbers()  # the numbers each feed's recent gaps skipped, not come yet
 
-    def numbered(self, seq: int, ts: int) -> None:
+    def numbered(self, seq: int, ts: int) -> bool:
+        """A live tick numbered ``seq`` taken off the wire (accepted or not) from the feed being read; True when its
+        number is one a gap skipped (a late tick, counted as such)."""
         feed = self.sequences.feed
         last = self.last.get(feed)
         if last is not None and seq <= last[0]:
+            if self.skipped.fill(feed, seq):
+                self.late[feed] += 1
+                return True
             if ts - last[1] <= RESTARTED_AFTER_NS:
-                return  # a number already passed (a line's second copy, a stream's resend): no gap, no restart
+                return False  # a number already passed (a line's second copy, a stream's resend): no gap, no restart
             self.restarts[feed] += 1  # a numbering begun again (the next session's)
+            self.skipped.drop(feed)
         elif last is not None and seq > last[0] + 1:
             self.gaps[feed] += 1
             self.missing[feed] += seq - last[0] - 1
+            self.skipped.skip(feed, last[0] + 1, seq - 1)
             self.sequences._say_gap(feed, last[0], seq, ts, feed=True)
         self.last[feed] = (seq, ts)
+        return False
 
     def summary(self) -> dict[str, dict[str, int]]:
         """Each feed's figures (the FEEDS_SAID of most gaps), for `stats`' sequence_feeds; "" is the untagged
@@ -295,3 +285,42 @@ class FeedNumbers:
         feeds = sorted(self.last, key=lambda f: (-self.gaps[f], f))[:FEEDS_SAID]
         return {feed: {"last_seq": self.last[feed][0], "seq_gaps": self.gaps[feed],
                        "seq_missing": self.missing[feed], "seq_restarts": self.restarts[feed]} for feed in feeds}
+
+
+class SkippedNumbers:
+    """Per stream (or feed): the [first, last] ranges of numbers its MISSING_KEPT most recent gaps skipped that have
+    not come yet, so a tick numbered in one reads as late, not as a repeat (an older gap's numbers read as repeats,
+    as before any was kept)."""
+
+    def __init__(self) -> None:
+        self._ranges: dict[str, list[list[int]]] = {}
+
+    def at(self, key: str, seq: int) -> bool:
+        """Whether a gap of ``key`` skipped ``seq`` (and it has not come since)."""
+        return self._index(key, seq) is not None
+
+    def skip(self, key: str, first: int, last: int) -> None:
+        ranges = self._ranges.setdefault(key, [])
+        ranges.append([first, last])
+        del ranges[:-MISSING_KEPT]
+
+    def fill(self, key: str, seq: int) -> bool:
+        """``seq`` came: no longer awaited. False when no kept gap of ``key`` skipped it."""
+        index = self._index(key, seq)
+        if index is None:
+            return False
+        ranges = self._ranges[key]
+        first, last = ranges.pop(index)
+        ranges[index:index] = [r for r in ([first, seq - 1], [seq + 1, last]) if r[0] <= r[1]]
+        if not ranges:
+            del self._ranges[key]
+        return True
+
+    def drop(self, key: str) -> None:
+        self._ranges.pop(key, None)
+
+    def _index(self, key: str, seq: int) -> int | None:
+        for index, (first, last) in enumerate(self._ranges.get(key, ())):
+            if first <= seq <= last:
+                return index
+        return None

@@ -86,3 +86,22 @@ def test_untagged_messages_are_one_feed_and_the_key_is_checked_by_name(checkpoin
                              ({"seq_scop": "feed"}, 'unknown key "seq_scop" in section "ingest"')):
         with pytest.raises(ConfigError, match=message):
             ServiceConfig.from_dict({"ingest": section})
+
+
+def test_a_feeds_late_tick_is_told_as_late_not_dropped_as_a_duplicate(checkpoint) -> None:
+    """review376 #3 under `seq_scope: feed`: a number the feed's gap skipped, sent after, was dropped as a duplicate
+    of its stream, silently. It meets its stream's ordering guard: stamped before the stream's last tick it is refused
+    as `ts_backwards` (to the sender), stamped after it is taken; either way `seq_late` counts it, no duplicate."""
+    ticks = _channel(1, 4, 3)  # 12 numbers over 4 contracts, each contract's ticks a second apart
+    late_refused, late_taken = ticks[5], ticks[10]  # numbers 6 and 11 come after all of the others
+    late_refused_stream_next = ticks[9]  # (6's stream ticks again as number 10, before 6 comes: 6 is then late)
+    assert late_refused["stream"] == late_refused_stream_next["stream"]
+    first = [t for t in ticks if t not in (late_refused, late_taken)]
+    with live_server(checkpoint, ingest={"seq_scope": "feed"}) as (server, push):
+        _send(push, b"SIP", first)
+        wait_for(lambda: server.pipeline.ticks_in == 10)
+        _send(push, b"SIP", [late_refused, late_taken])
+        wait_for(lambda: server.pipeline.ticks_in == 11 and server.pipeline.rejected["ts_backwards"] == 1)
+        stats = _stats(server)
+    assert stats["duplicates"] == 0 and stats["seq_late"] == 2 and stats["rejected"] == {"ts_backwards": 1}
+    assert stats["sequence_feeds"]["SIP"] == {"last_seq": 12, "seq_gaps": 2, "seq_missing": 2, "seq_restarts": 0}
