@@ -232,7 +232,8 @@ class TickSequences:
         worst = Counter({s: self.duplicates[s] + self.gaps[s] for s in self.duplicates.keys() | self.gaps.keys()})
         feeds = self.feeds
         return {"duplicates": self.duplicates.total(), "seq_gaps": self.gaps.total() + feeds.gaps.total(),
-                "seq_missing": self.missing.total() + feeds.missing.total(), "seq_late": self.late.total() + feeds.late.total(),
+                "seq_missing": self.missing.total() + feeds.missing.total(),
+                "seq_late": self.late.total() + feeds.late.total(),
                 "seq_restarts": self.restarts.total() + feeds.restarts.total(),
                 "repeats_taken": self.repeats_taken.total(),
                 **({"seq_scope": "feed", "sequence_feeds": feeds.summary()} if self.scope == "feed" else {}),
