@@ -98,3 +98,41 @@ def test_a_late_tick_stamped_at_the_streams_last_ts_is_taken_and_a_refused_numbe
     # and a resend of 5 now is a duplicate: its number was taken
     feed.send(msgpack.packb(trade(stream, T0 + 3 * MS, seq=5)))
     wait_stats(ctl, lambda st: st["duplicates"] - before["duplicates"] == 1)
+
+
+def test_tick_seq_is_known_again_after_a_restart_and_kept_in_the_gap_fill(tmp_path) -> None:
+    """A restart rebuilds which seq each count's tick carried from the tick log (a refused tick's number skipped),
+    and the `answers` gap fill returns each answer's tick_seq as it was published."""
+    from conftest import serving, tiny_tick_checkpoint
+    from engine.service.config import ServiceConfig
+    from wire_client import Control, Sub, push_socket
+
+    queries = tmp_path / "q.yaml"
+    queries.write_text("queries:\n  - {name: dir, streams: ['*'], question: direction_20, kind: choice,"
+                       " trigger: batch}\n")
+    config = ServiceConfig.from_dict({
+        "model": {"path": str(tiny_tick_checkpoint(tmp_path / "tick"))}, "log": {"dir": str(tmp_path / "data")},
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
+        "limits": {"heartbeat_s": 0.1}, "queries": str(queries)})
+    stream = "SEQ.RESTART"
+    sent = [(1, T0), (2, T0 + MS), (3, T0 - MS), (4, T0 + 2 * MS)]  # 3 refused (ts_backwards)
+    for run, ticks in enumerate((sent, [(5, T0 + 3 * MS)])):
+        with serving(config) as srv:
+            ctl, answers = Control(srv.endpoints["control"]), Sub(srv.endpoints["answers"], ["dir/"])
+            feed = push_socket(srv.endpoints["ingest"])
+            try:
+                for seq, ts in ticks:
+                    feed.send(msgpack.packb(trade(stream, ts, seq=seq)))
+                version = 3 if run == 0 else 4
+                got = answers.until(lambda g: any(p["version"] == version for _, p in g))
+                published = [(p["version"], p["tick_seq"]) for _, p in got]
+                if run == 1:
+                    assert published == [(4, 5)], published  # the count's tick known again from the tick log
+                    filled = ctl.ok("answers", topic=f"dir/{stream}/", after=0)["answers"]
+                    assert [(a["version"], a["tick_seq"]) for a in filled] == [(1, 1), (2, 2), (3, 4), (4, 5)]
+                    assert ctl.ok("get", stream=stream, query="dir")["answer"]["tick_seq"] == 5
+                else:
+                    assert published == [(1, 1), (2, 2), (3, 4)], published
+            finally:
+                for sock in (ctl, answers, feed):
+                    sock.close()
