@@ -51,7 +51,7 @@ from connectors.stream_encoder import StreamEncoder
 from connectors.stream_table import EXPIRED_KEPT, StreamTable
 from connectors.stream_names import MAX_STREAM_BYTES, check_normalized, check_stream
 from connectors.tick_errors import InvalidTick
-from connectors.tick_times import check_not_ahead, check_ts, check_ts_unit
+from connectors.tick_times import check_not_ahead, check_order, check_ts, check_ts_unit
 from connectors.ticks import Tick, check_seq, validate
 from connectors.tokenized_items import TOKENIZED_FIELDS, check_ticks, check_tokens, listed_ticks, tokenized_items
 from connectors.wire_offsets import shifted_wire_tick
@@ -237,7 +237,10 @@ class StreamEncoders(StreamTable):
         if self.max_ts_ahead_ns is not None:
             check_not_ahead(stream, ts, now_ns, self.max_ts_ahead_ns)
         known = self._encoders.get(stream)
-        check_ts_unit(stream, ts, now_ns, known.last_ts if known is not None else self._expired_last_ts.get(stream))
+        last_ts = known.last_ts if known is not None else self._expired_last_ts.get(stream)
+        check_ts_unit(stream, ts, now_ns, last_ts)
+        if last_ts is not None and last_ts > now_ns:  # (the guard ahead of the clock: said why, review376 #1)
+            check_order(stream, ts, last_ts, now_ns)
         if stream not in self._encoders:
             self.names.check_new(stream)
 

@@ -146,12 +146,17 @@ def utc_text(ns: int) -> str:
     return f"{when}.{fraction:09d}Z" if fraction else f"{when}Z"
 
 
-def check_order(stream: str, ts: int, last_ts: int | None) -> None:
+def check_order(stream: str, ts: int, last_ts: int | None, now_ns: int | None = None) -> None:
     """The one ordering rule: ts may not go below the stream's last accepted ts (equal is fine:
-    exchanges stamp many trades with one millisecond)."""
+    exchanges stamp many trades with one millisecond). ``now_ns`` (a live service's clock): a last ts still ahead of
+    it is said, with how long the stream stays held back (review376 #1: the refusals named no cause)."""
     if last_ts is not None and ts < last_ts:
+        ahead = "" if now_ns is None or last_ts <= now_ns else (
+            f", which is stamped {_duration(last_ts - now_ns)} ahead of this service's clock: the stream's ticks "
+            f"stamped before it are refused until the clock passes it (limits.max_ts_ahead_s bounds how far ahead a "
+            f"tick is taken), or `flashtick forget {stream}` drops the stream and its guard")
         raise InvalidTick("ts_backwards", f"stream {quoted(stream)}: ts {ts} ({utc_text(ts)}) < previous {last_ts} "
-                                          f"({utc_text(last_ts)})", stream)
+                                          f"({utc_text(last_ts)}){ahead}", stream)
 
 
 def check_not_ahead(stream: str, ts: int, now_ns: int, max_ahead_ns: int) -> None:

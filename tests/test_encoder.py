@@ -266,6 +266,26 @@ def test_the_clock_bound_applies_to_live_messages_only_and_null_switches_it_off(
         assert len(encoders.ingest_tokenized(tokenized(item), Sink(), now_ns=now_ns).accepted) == 1
 
 
+def test_ts_backwards_behind_a_tick_ahead_of_the_clock_says_so_and_how_long_it_holds() -> None:
+    """review376 #1: a stream whose last tick is stamped ahead of the live clock refuses the real feed as
+    ts_backwards: the refusal says the guard is ahead, by how much, and the ways out; without the clock (a tick log's
+    replay) or once the clock has passed it, the plain words."""
+    now = 1_796_000_000_000_000_000
+    live = StreamEncoders(CODEC, max_ts_ahead_ns=10 * 10**9)
+    first = live.ingest_message(msgpack.packb(trade("A", now + 8 * 10**9, 1.0, 1.0).to_wire()), Sink(), now_ns=now)
+    assert len(first.accepted) == 1
+    refused = live.ingest_message(msgpack.packb(trade("A", now + 10**6, 1.0, 1.0).to_wire()), Sink(),
+                                  now_ns=now + 10**6).rejections
+    assert [r.reason for r in refused] == ["ts_backwards"]
+    assert refused[0].error.endswith(", which is stamped 8 s ahead of this service's clock: the stream's ticks stamped "
+                                     "before it are refused until the clock passes it (limits.max_ts_ahead_s bounds "
+                                     "how far ahead a tick is taken), or `flashtick forget A` drops the stream and "
+                                     "its guard"), refused[0].error
+    later = live.ingest_message(msgpack.packb(trade("A", now, 1.0, 1.0).to_wire()), Sink(), now_ns=now + 9 * 10**9)
+    assert [r.reason for r in later.rejections] == ["ts_backwards"]
+    assert later.rejections[0].error.endswith("(2026-11-30T00:53:28Z)"), later.rejections[0].error
+
+
 def test_ts_backwards_says_both_times_in_utc() -> None:
     encoders = StreamEncoders(CODEC)
     result = encoders.ingest_message(msgpack.packb([trade("A", 7 * 10**18, 1.0, 1.0).to_wire(),
