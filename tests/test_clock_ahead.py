@@ -1,8 +1,9 @@
 """A tick stamped ahead of the service's clock (review376 #1): one an hour ahead was accepted (within a day), gave its
 stream's answers a negative `data_age_ms` that passed any freshness gate, and then refused the real feed for the hour,
 while `ask` and `get` replies carried no caveat. Now `limits.max_ts_ahead_s` (10 s) refuses it to its sender, the
-stream goes on, and a tick within the bound gives answers whose age is never negative and that carry a
-`clock_ahead` caveat, published, asked and got alike. Real sockets on 127.0.0.1, the seeded tiny tick model."""
+stream goes on, and a tick within the bound gives answers whose age is never negative (counted from the earliest
+the tick can have come) and that carry a `clock_ahead` caveat, published, asked and got alike. Real sockets on
+127.0.0.1, the seeded tiny tick model."""
 
 from __future__ import annotations
 
@@ -53,6 +54,11 @@ def test_a_tick_ahead_within_the_bound_is_never_younger_than_zero_and_says_the_c
     assert [c["kind"] for c in published[stream]["caveats"]] == ["clock_ahead"], published[stream]
     assert "ahead of this machine's clock" in published[stream]["caveats"][0]["text"]
     assert "caveats" not in published[honest] and published[honest]["data_age_ms"] >= 0
+    # never younger than the answer: counted from the earliest the tick can have come (ts less the stream's lead,
+    # -clock_offset_ms), so at least from its read to the answer's computing, where the plain ts gave below 0
+    answer = published[stream]
+    assert answer["data_age_ms"] >= (answer["answer_ts"] - answer["data_ts"]) / 1e6 - answer["clock_offset_ms"] - 0.01
+    assert published[honest]["data_age_ms"] >= (published[honest]["answer_ts"] - published[honest]["data_ts"]) / 1e6
     for reply in (ctl.ok("ask", stream=stream, query="dir", max_stale_ticks=5),
                   ctl.ok("ask", stream=stream, query="dir"), ctl.ok("get", stream=stream, query="dir")):
         assert reply["data_age_ms"] >= 0, reply

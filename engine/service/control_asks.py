@@ -10,7 +10,6 @@ from connectors.ticks import slash_hint, wire_value
 from engine.scheduler import UnknownStream
 from engine.service.ages import age_said
 from engine.service.config import ServiceConfig
-from engine.service.feed_clocks import data_age_ms
 from engine.service.control_requests import (ControlBusy, ControlError, ControlShardLost, ControlUnknownQuery,
                                              ControlUnknownStream, asked_stream, request_field)
 from engine.service.pipeline import TickPipeline
@@ -33,6 +32,7 @@ class AskOps:
     _refresh_unread: Callable[[], None]  # (IngestReading's)
     _why_refused: Callable[[str], str | None]  # (StreamOps')
     _clock_caveats: Callable[[str], list[dict[str, str]]]  # (FeedClocks')
+    _age_ms: Callable[[str, int], float]  # (FeedClocks': an answer's data_age_ms)
     _answer_wire: Callable[[Any], dict[str, Any]]  # (FeedClocks': an answer and its tick_seq)
 
     def _op_get(self, request: dict, _reply: Any) -> dict:
@@ -48,7 +48,7 @@ class AskOps:
         refused = {"refused": why} if why else {}
         caveats = self._caveats([self.pipeline.registry.get(query)], [stream])
         if answer is not None:  # (its age as an ask's reply says it: a strategy gates a get on it too)
-            return {"answer": self._answer_wire(answer), "data_age_ms": data_age_ms(answer.data_ts), **refused,
+            return {"answer": self._answer_wire(answer), "data_age_ms": self._age_ms(stream, answer.data_ts), **refused,
                     **caveats}
         # null either way; whether the stream has sent data tells "not yet" from a misspelt name (or an expired one),
         # and where the query was replaced since it answered the stream, the seq its old spec's answers end at
@@ -90,7 +90,8 @@ class AskOps:
             if cached is None:
                 raise self._no_session(stream) if self.pipeline.encoders.ticks_of(stream) is None else ControlError(
                     f"no surprise on stream {quoted(stream)} yet: it is computed when ticks arrive")
-            return {"answer": self._answer_wire(cached), "cached": True, **self._data_age(cached.data_ts), **note}
+            return {"answer": self._answer_wire(cached), "cached": True, **self._data_age(stream, cached.data_ts),
+                    **note}
         max_stale = request.get("max_stale_ticks")
         if max_stale is not None and (type(max_stale) is not int or max_stale < 0):
             raise ControlError(f"op \"ask\" takes max_stale_ticks as an int >= 0 (or nil: compute now), got "
@@ -99,7 +100,7 @@ class AskOps:
         if found is not None:  # cached within max_stale, or answered early (decoded ahead, or gated)
             answer, how = found
             return {"answer": self._answer_wire(answer), "cached": True, **({how: True} if how else {}),
-                    **self._data_age(answer.data_ts), **note}
+                    **self._data_age(answer.stream, answer.data_ts), **note}
         most = self.config.limits.max_waiting_asks  # each is planned in every forward: a flood would stall them
         if len(self._waiting) >= most:
             raise ControlBusy(f"{len(self._waiting)} asks already wait for a forward (limits.max_waiting_asks: "
@@ -131,14 +132,14 @@ class AskOps:
             caveats = self._clock_caveats(streams[0]) + caveats  # (FeedClocks': a feed stamped ahead)
         return {"caveats": caveats}
 
-    def _data_age(self, data_ts: int) -> dict[str, Any]:
+    def _data_age(self, stream: str, data_ts: int) -> dict[str, Any]:
         """An ask reply's `data_age_ms`: this machine's clock now less the answered tick's own ts. An answer "computed
         now" answers the last tick the engine has read and computed, which may be seconds old while newer ticks wait
         (unread, upstream of the ingest socket, or queued): the asker sees how old, and `lag_s` and `behind` as
         heartbeats say them (review243 #1: an ask right after a burst answered from the middle of it, and its reply,
-        `lag_s` only while behind, said nothing of what still waited). Never negative (feed_clocks.data_age_ms)."""
+        `lag_s` only while behind, said nothing of what still waited). Never negative (FeedClocks._age_ms)."""
         self._refresh_unread()  # (IngestReading's)
-        return {"data_age_ms": data_age_ms(data_ts), "lag_s": age_said(self.pipeline.lag_s()),
+        return {"data_age_ms": self._age_ms(stream, data_ts), "lag_s": age_said(self.pipeline.lag_s()),
                 "behind": self.pipeline.behind}
 
     def _registered_or_question(self, name: str, kind: Any, note: dict[str, Any]) -> QuerySpec:

@@ -1,7 +1,7 @@
 """What the service tells of each live stream's feed beside its ticks (review323 #10, #11, #12): its clock's offset
 to this machine's (the smallest read time - ts its ticks had: receive_clock.py), flagged past
-`ingest.clock_ahead_warn_ms` ahead (its answers' `data_age_ms` would be negative by about that much: it is floored
-at 0 and the answer carries a `clock_ahead` caveat, review376 #1), its refused ticks by reason (stream_refusals.py),
+`ingest.clock_ahead_warn_ms` ahead (its answers' `data_age_ms` counts from the earliest their tick can have come, not
+from its ts, and they carry a `clock_ahead` caveat, review376 #1), its refused ticks by reason (stream_refusals.py),
 and `health`'s `warnings`: the streams whose clocks run ahead, and those whose ticks are refused as late at a rate
 that means two clocks interleave.
 
@@ -49,12 +49,22 @@ class FeedClocks:
         return entry
 
     def _answer_feed(self, stream: str, data_ts: int) -> dict[str, Any]:
-        """A published answer's age at publish (`data_age_ms`: this machine's clock less the answered tick's ts,
-        never below 0) and its stream's `clock_offset_ms` when stamped with the wall clock (the age less the offset
-        is how long since the tick reached the service, whatever the venue's clock)."""
+        """A published answer's age at publish (`data_age_ms`, `_age_ms`) and its stream's `clock_offset_ms` when
+        stamped with the wall clock."""
         offset = self._offset_ns(stream)
-        return {"data_age_ms": data_age_ms(data_ts),
+        return {"data_age_ms": self._age_ms(stream, data_ts),
                 **({"clock_offset_ms": round(offset / 1e6, 3)} if offset is not None else {})}
+
+    def _age_ms(self, stream: str, data_ts: int) -> float:
+        """An answer's `data_age_ms`: this machine's clock less the answered tick's ts; for a stream whose clock
+        runs ahead of this machine's (a negative offset), less the earliest the tick can have reached the service,
+        its ts less that lead (every tick of the stream was read at least that long before its ts). So it is never
+        negative and never younger than the answer is (review376 #1: a tick stamped an hour ahead gave an hour's
+        negative age, which passed every freshness gate): a clock that runs ahead steadily reads its true age, one
+        stamp ahead makes its stream's later answers read older by that lead, never fresher."""
+        offset = self._offset_ns(stream)
+        lead = -offset if offset is not None and offset < 0 else 0
+        return data_age_ms(data_ts - lead)
 
     def _tick_seq(self, answer: Answer) -> dict[str, int]:
         """``answer``'s `tick_seq`: the `seq` its feed gave the last tick it covers, the one that brought its stream
@@ -68,9 +78,10 @@ class FeedClocks:
 
     def _clock_caveats(self, stream: str) -> list[dict[str, str]]:
         """The `clock_ahead` caveat of an answer on ``stream`` (published, or in an ask's or get's reply) while its
-        feed's clock runs past ingest.clock_ahead_warn_ms ahead of this machine's: its `data_age_ms`, floored at 0,
-        reads younger than the answer is (review376 #1: an answer about a tick stamped an hour ahead passed every
-        freshness gate, its reply's caveats empty). The same test as `streams`' `clock_ahead`, so they agree."""
+        feed's clock runs past ingest.clock_ahead_warn_ms ahead of this machine's: its `data_ts` is ahead of when it
+        happened, and its `data_age_ms` counts from the earliest the tick can have come (review376 #1: an answer about
+        a tick stamped an hour ahead passed every freshness gate, its reply's caveats empty). The same test as
+        `streams`' `clock_ahead`, so they agree."""
         offset = self._offset_ns(stream)
         if offset is None or -offset <= self.config.ingest.clock_ahead_warn_ms * 1e6:
             return []
@@ -89,13 +100,13 @@ class FeedClocks:
 
 def _ahead_text(stream: str, offset_ns: int) -> str:
     return (f"stream {quoted(stream)} is stamped {-offset_ns / 1e9:.3f} s ahead of this machine's clock (its smallest "
-            f"read time - ts): its answers' data_age_ms read that much low (floored at 0), so gate on it with care; "
-            f"check the venue's or the feed handler's clock, or this host's (ingest.clock_ahead_warn_ms)")
+            f"read time - ts): its ticks' ts are ahead of when they happened, and its answers' data_age_ms counts from "
+            f"the earliest each tick can have come (ts less that lead), so it reads older, never younger, than they "
+            f"are; check the venue's or the feed handler's clock, or this host's (ingest.clock_ahead_warn_ms)")
 
 
 def data_age_ms(data_ts: int, now_ns: int | None = None) -> float:
-    """An answer's `data_age_ms`: this machine's clock less the answered tick's `ts`, in ms, never negative. A tick
-    stamped ahead of the clock would give a negative age, which passes any freshness gate (`data_age_ms < X`);
-    its answer says the clock is ahead in its caveats instead (`_clock_caveats`)."""
+    """This machine's clock less ``data_ts``, in ms, never negative: a negative age passes any freshness gate
+    (`data_age_ms < X`). FeedClocks._age_ms moves ``data_ts`` back by a stream's lead first."""
     now_ns = time.time_ns() if now_ns is None else now_ns
     return max(0.0, round((now_ns - data_ts) / 1e6, 3))

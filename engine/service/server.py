@@ -286,7 +286,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         if reply is not None and outcome.answer is not None:
             early = getattr(outcome.job, "early", None)  # a shard's ask answered without a forward (RemoteJob)
             reply({"ok": True, "answer": self._answer_wire(outcome.answer), "cached": early is not None,
-                   **({early: True} if early else {}), **self._data_age(outcome.answer.data_ts),
+                   **({early: True} if early else {}), **self._data_age(outcome.answer.stream, outcome.answer.data_ts),
                    **(outcome.context or getattr(outcome.job, "context", None) or {})})  # (a shard's: RemoteJob)
         elif reply is not None:  # its shard lost mid-ask: the same ask, sent again, is answered; else the question's
             reason, error = getattr(outcome.job, "reason", None), outcome.error  # (a shard's: RemoteJob)
