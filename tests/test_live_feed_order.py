@@ -274,8 +274,8 @@ def test_the_late_ticks_warning_says_its_window_in_utc_however_late_health_is_re
 
 def test_published_answers_carry_their_age_and_the_streams_clock_offset(checkpoint, tmp_path) -> None:
     """review323 #12, #10: a stream stamped 2 s ahead: its answers carry data_ts, data_age_ms (counted from the
-    earliest the tick can have come: not negative by the skew) and clock_offset_ms, and a `clock_ahead` caveat; a stream of a capture's time (not the
-    wall clock) carries no offset."""
+    earliest the tick can have come: not negative by the skew) and clock_offset_ms, and a `clock_ahead` caveat; a
+    stream of a capture's time (not the wall clock) carries no offset."""
     (tmp_path / "q.yaml").write_text(QUERY)
     with live_server(checkpoint, queries=str(tmp_path / "q.yaml")) as (server, push):
         with AnswerSubscriber(server.endpoints["answers"], ["dir/"]) as sub:
