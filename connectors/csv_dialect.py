@@ -19,7 +19,7 @@ from connectors.archives import text_opener, truncation_named
 from connectors.bloomberg_names import bdh_security, bdh_title_lines
 from connectors.column_names import TIME_HEADERS
 from connectors.field_names import normal_name
-from connectors.number_separators import NUMBER, decimal_reading
+from connectors.number_separators import NUMBER, ColumnNumbers, columns_numbers, decimal_reading
 from connectors.trailer_lines import trailer_line
 from engine.quoting import quoted
 
@@ -56,6 +56,15 @@ class Dialect:
     skipped: int = 0  # lines above the header, a banner's (`_banner_lines`): polars and line numbers skip them
     banner: tuple[str, ...] = ()  # that banner's lines, for the note that says they were skipped
     trailer: str = ""  # its last line when that is a trailer (NYSE's `END|20240308|1166`): skipped, said
+    # what each column's cells say of its numbers' marks (`columns_numbers`; none where `decimal` was given or the
+    # file is comma-delimited), and the decimal mark of each number column once a map names them
+    # (connectors/column_decimals.py): (column, a decimal comma)
+    columns: tuple[ColumnNumbers, ...] = ()
+    column_decimals: tuple[tuple[str, bool], ...] = ()
+
+    def decimal_comma_of(self, column: str) -> bool:
+        """Whether a number column's cells are read with a decimal comma: its own decision, else the file's."""
+        return dict(self.column_decimals).get(column, self.decimal_comma)
 
     @property
     def ragged(self) -> bool:
@@ -210,13 +219,15 @@ def _sniffed(path: Path, decimal: str | None) -> Dialect:
     header = bool(rows) and not any(NUMBER.match(c) or DATE_LIKE.match(c) or c.lower() in ("true", "false")
                                     for c in rows[0])
     data = rows[1:] if header else rows
+    columns: tuple[ColumnNumbers, ...] = ()
     if decimal is not None:
         decimal_comma, numbers = decimal == "comma", ""  # given: the map says it (describe_map)
     else:
-        decimal_comma, numbers = decimal_reading(separator, data)
+        columns = columns_numbers(data) if separator != "," else ()
+        decimal_comma, numbers = decimal_reading(separator, data, columns)
     trailer = trailer_line(path, separator, [row[0] for row in rows if row])
     return Dialect(separator, decimal_comma, header, tuple(data[:SAMPLE_LINES]), numbers=numbers, skipped=skipped,
-                   banner=banner, trailer=trailer)
+                   banner=banner, trailer=trailer, columns=columns)
 
 
 MAX_BANNER_LINES = 10  # a vendor's title and disclaimer above its table: 1 (CryptoDataDownload's URL) to 5 seen

@@ -17,6 +17,7 @@ import polars as pl
 
 from connectors.archives import not_utf8
 from connectors.column_map import PRESETS, ColumnMap, preset_variant
+from connectors.column_decimals import mapped_decimals
 from connectors.columns_read import ColumnsRead
 from connectors.content_notes import quote_sides_unread, unread_quote_marks
 from connectors.correction_notes import amendment_note
@@ -116,7 +117,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     cmap, naive_notes = naive_time_notes(path, cmap, schema, names, dialect, first,
                                          detected=not isinstance(spec, ColumnMap))
     notes += naive_notes
-    number_notes = [f"{path.name}: {dialect.numbers}"] if dialect is not None and dialect.numbers else []
+    dialect, number_notes = mapped_decimals(path, cmap, dialect, list(schema))  # each number column's own mark
     number_notes += currency_notes(path, cmap, first, currency_codes(path, cmap, dialect))
     number_notes += banner_note(path, dialect) + trailer_note(path, dialect.trailer if dialect is not None else "")
     notes = date_notes + notes + zone_notes

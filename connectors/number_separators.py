@@ -7,7 +7,7 @@ rows to tell which its numbers use (and says so in a note when that was a guess)
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from engine.quoting import quoted
 
@@ -39,40 +39,82 @@ DOTS_GROUPING = re.compile(r"^[+-]?\d{1,3}(\.\d{3}){2,}$")  # `1.234.567`
 WHOLE = re.compile(r"^[+-]?\d+$")
 
 
-def decimal_reading(separator: str, rows: Sequence[Sequence[str]]) -> tuple[bool, str]:
-    """Whether a CSV's numbers use a decimal comma, and what a note says of how they were read ("": nothing to say).
+class ColumnNumbers(NamedTuple):
+    """What one column's cells say of the marks its numbers use: the first cell (or reason) that tells a decimal
+    comma, a decimal point, a cell of one group of three digits that reads either way (`3,450`, `1.200`: "" where
+    none), the marks that group thousands where no comma or dot does (`61 837,63`), and a time's fraction written
+    after a comma or a point (`08:00:01,356`: a clock tells the file's decimal mark, never its grouping)."""
+
+    comma: str = ""
+    point: str = ""
+    grouped: str = ""
+    marks: str = ""
+    clock: str = ""
+
+    @property
+    def told(self) -> bool | None:
+        """Whether its cells tell a decimal comma (True), a point (False), or neither or both (None)."""
+        return bool(self.comma) if bool(self.comma) != bool(self.point) else None
+
+
+# a clock's fraction of a second after a comma or a point (`08:00:01,356`, `31.03.2025 09:00:00.203736`)
+CLOCK_FRACTION = re.compile(r"(?:^|[ T])\d{1,2}:\d\d:\d\d([.,])\d+")
+
+
+def column_numbers(column: Sequence[str]) -> ColumnNumbers:
+    """What one column's cells (a CSV's first lines) say of its numbers' marks (`ColumnNumbers`)."""
+    comma = point = clock = ""
+    marks: set[str] = set()
+    ones: dict[str, list[str]] = {",": [], ".": []}
+    cells = [without_currency(cell) for cell in column]  # `61.836,63 €` tells as `61.836,63` does
+    for cell in cells:
+        if spaced := re.match(SPACE_GROUPED, cell):
+            marks.add(spaced[1][0])
+        elif one := ONE_GROUP.match(cell):
+            ones[one[1]].append(cell)
+        elif DECIMAL_COMMA.match(cell) or DOTS_GROUPING.match(cell):
+            comma = comma or quoted(cell)
+        elif POINT_DECIMAL.match(cell) or COMMAS_GROUPING.match(cell):
+            point = point or quoted(cell)
+        elif not clock and CLOCK_FRACTION.search(cell):
+            clock = cell
+    wholes = [c for c in cells if WHOLE.match(c)]
+    short = next((c for c in wholes if len(c.lstrip("+-")) <= 3), None)  # under a thousand
+    # `988` beside `3,450`s: a price under a thousand, so the comma groups thousands (a point), as `988` beside
+    # `1.200`s tells dots grouping; `3000` beside them, a thousand written without grouping: the mark is no group
+    whole, grouping = (short, True) if short is not None else (next(iter(wholes), None), False)
+    for mark, told_comma in ((",", not grouping), (".", grouping)):
+        if whole is not None and ones[mark]:
+            told = f"{quoted(whole)} beside {quoted(ones[mark][0])} in one column"
+            comma, point = (comma or told, point) if told_comma else (comma, point or told)
+    grouped = next(iter(ones[","] + ones["."]), "")
+    return ColumnNumbers(comma, point, grouped, "".join(sorted(marks)), clock)
+
+
+def columns_numbers(rows: Sequence[Sequence[str]]) -> tuple[ColumnNumbers, ...]:
+    """`column_numbers` of each column of a CSV's first rows (those as wide as the first)."""
+    width = len(rows[0]) if rows else 0
+    return tuple(column_numbers(column) for column in zip(*(row for row in rows if len(row) == width)))
+
+
+def decimal_reading(separator: str, rows: Sequence[Sequence[str]],
+                    columns: Sequence[ColumnNumbers] | None = None) -> tuple[bool, str]:
+    """Whether a CSV's numbers use a decimal comma, and what a note says of how they were read ("": nothing to say),
+    from every column: the first guess, before a column map says which columns hold numbers (then
+    connectors/column_decimals.py decides each number column's from those columns, and the times, alone).
 
     A comma-delimited file's decimal is a point. Otherwise some cells tell: `1,0853`, `0,450`, `42.002,00` and
     `1.234.567` a decimal comma; `988.5`, `1.0853`, `1,234,567` and `1,234.5` a point, and so does a whole number
     (`988`) in a column of `3,450`s (a price below a thousand, written without grouping), as `988` beside `1.200`s
     tells dots grouping. Where no cell tells (every such number one group of three digits), the file's delimiter
     decides (a `;` file is written as Europe writes numbers: a decimal comma, dots grouping), and the note names
-    the `decimal` key that says otherwise."""
+    the `decimal` key that says otherwise. `columns`: `columns_numbers(rows)`, when read already."""
     if separator == ",":
         return _quoted_decimal_comma(rows)
-    comma: list[str] = []  # why a decimal comma: the cells that tell it
-    point: list[str] = []
-    grouped: list[str] = []  # one-group cells (`3,450`, `1.200`), which read two ways
-    marks: set[str] = set()  # the marks that group thousands where no comma or dot does (`61 837,63`)
-    width = len(rows[0]) if rows else 0
-    for column in zip(*(row for row in rows if len(row) == width)):
-        column = tuple(without_currency(cell) for cell in column)  # `61.836,63 €` tells as `61.836,63` does
-        ones = {",": [], ".": []}
-        for cell in column:
-            if spaced := re.match(SPACE_GROUPED, cell):
-                marks.add(spaced[1][0])
-            elif one := ONE_GROUP.match(cell):
-                ones[one[1]].append(cell)
-            elif DECIMAL_COMMA.match(cell) or DOTS_GROUPING.match(cell):
-                comma.append(quoted(cell))
-            elif POINT_DECIMAL.match(cell) or COMMAS_GROUPING.match(cell):
-                point.append(quoted(cell))
-        whole = next((c for c in column if WHOLE.match(c)), None)
-        if whole is not None and ones[","]:  # `988` beside `3,450`: a price under a thousand, not 3.45 beside 988
-            point.append(f"{quoted(whole)} beside {quoted(ones[','][0])} in one column")
-        if whole is not None and ones["."]:
-            comma.append(f"{quoted(whole)} beside {quoted(ones['.'][0])} in one column")
-        grouped += ones[","] + ones["."]
+    columns = columns_numbers(rows) if columns is None else columns
+    comma = [c.comma for c in columns if c.comma]
+    point = [c.point for c in columns if c.point]
+    grouped = [c.grouped for c in columns if c.grouped]
     if not grouped and (not comma or point):
         return False, ""  # plain decimals, or none: nothing to say
     if comma and not point or point and not comma:
@@ -81,19 +123,25 @@ def decimal_reading(separator: str, rows: Sequence[Sequence[str]]) -> tuple[bool
     else:  # no cell tells (or cells tell both): a `;` file writes numbers as Europe does
         decimal_comma = separator == ";" and not point
         told = "no cell tells which" if not point else f"cells tell both ways ({comma[0]}, {point[0]})"
+    marks = "".join(c.marks for c in columns)
+    return decimal_comma, reading_note(decimal_comma, told, grouped, marks, comma if decimal_comma else point)
+
+
+def reading_note(decimal_comma: bool, told: str, grouped: Sequence[str], marks: str, telling: Sequence[str]) -> str:
+    """The note that says how numbers were read: their decimal mark, the mark grouping thousands, why, how a cell of
+    one group reads (`grouped`'s first), and the `decimal` key that reads them the other way."""
     # the grouping mark the cells show: a dot (or a comma), unless only spaces or apostrophes group them (a French
     # file's `61 837,63` was said to have "dots grouping thousands": review259 #8)
     spaced = " and ".join(sorted({MARK_NAMES[mark] for mark in marks}))
-    by_separator = bool(grouped) or _grouped_by_separator(comma if decimal_comma else point)
+    by_separator = bool(grouped) or _grouped_by_separator(list(telling))
     marked = spaced if spaced and not by_separator else "dots" if decimal_comma else "commas"
     said = f"a decimal comma, {marked} grouping thousands" if decimal_comma else \
         f"a decimal point, {marked} grouping thousands"
     other = "point" if decimal_comma else "comma"
     example = next(iter(grouped), None)
-    shown = (f": {quoted(example)} is {_reading(example, decimal_comma)}, not {_reading(example, not decimal_comma)}"
+    shown = (f": {quoted(example)} is {reading(example, decimal_comma)}, not {reading(example, not decimal_comma)}"
              if example else "")
-    return decimal_comma, (f"numbers read with {said} ({told}){shown}; --columns ...,decimal={other} if its decimal "
-                           f"is a {other}")
+    return f"numbers read with {said} ({told}){shown}; --columns ...,decimal={other} if its decimal is a {other}"
 
 
 MARK_NAMES = {" ": "spaces", "\u00a0": "no-break spaces", "\u202f": "narrow no-break spaces", "'": "apostrophes",
@@ -120,7 +168,7 @@ def _quoted_decimal_comma(rows: Sequence[Sequence[str]]) -> tuple[bool, str]:
                   f"--columns ...,decimal=point if its decimal is a point")
 
 
-def _reading(cell: str, decimal_comma: bool) -> str:
+def reading(cell: str, decimal_comma: bool) -> str:
     """A number's text read with a decimal comma (dots grouping) or a decimal point (commas grouping), as text."""
     text = cell.replace(".", "").replace(",", ".") if decimal_comma else cell.replace(",", "")
     return f"{float(text):g}" if abs(float(text)) < 1e15 else text

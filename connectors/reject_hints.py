@@ -115,10 +115,10 @@ def _stream_hint(plan: Any) -> str:
             "(docs/wire-protocol.md#stream-names)")
 
 
-def _decimal_comma_hint(plan: Any, text: str) -> str:
-    """The option that reads `61837,63` when the file was not read with a decimal comma."""
+def _decimal_comma_hint(plan: Any, text: str, column: str) -> str:
+    """The option that reads `61837,63` when its column was not read with a decimal comma."""
     dialect, columns = getattr(plan, "dialect", None), getattr(plan, "columns", None)
-    if not DECIMAL_COMMA.match(text.strip()) or dialect is not None and dialect.decimal_comma or \
+    if not DECIMAL_COMMA.match(text.strip()) or dialect is not None and dialect.decimal_comma_of(column) or \
             getattr(columns, "decimal", None) == "comma":
         return ""
     return "; --columns ...,decimal=comma if the comma is its decimal mark"
@@ -166,9 +166,9 @@ def _unread_cell(plan: Any, row: int, column: str) -> str:
         return ": empty"
     if column in (plan.column_of("price"), plan.column_of("bid"), plan.column_of("ask")) and text is not None:
         return f": {quoted(text)} is not a number{unread_price_hint(text, getattr(plan, 'columns', None))}" \
-            f"{_decimal_comma_hint(plan, text)}{_unit_hint(text)}"
+            f"{_decimal_comma_hint(plan, text, column)}{_unit_hint(text)}"
     if column != plan.column_of("ts"):
-        return f": {quoted(text)} is not a number{_decimal_comma_hint(plan, text)}{_unit_hint(text)}" \
+        return f": {quoted(text)} is not a number{_decimal_comma_hint(plan, text, column)}{_unit_hint(text)}" \
             if text is not None else ": empty, or not a number"
     ts_format = getattr(getattr(plan, "columns", None), "ts_format", None)
     if text is not None and ts_format and (epoch := epoch_format_hint(text, ts_format)) is not None:

@@ -217,7 +217,7 @@ def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect 
             if key in NUMERIC_FIELDS and dialect is not None:  # a CSV's numbers, read as text
                 raw = pl.col(name).cast(pl.String).str.strip_chars()
                 raw = raw.str.replace(rf"\s*{codes[name]}$", "") if name in codes else raw  # `61.836,63 EUR`
-                col = _csv_number(raw, dialect.decimal_comma)
+                col = _csv_number(raw, dialect.decimal_comma_of(name))
                 col = capped_size(raw, col) if key == "size" else col  # TRACE's `5MM+`: its cap
                 if key in price_texts and cmap.price_format in FRACTIONAL_FORMS:
                     col = fractional_price(raw, col, cmap.price_format)

@@ -50,29 +50,87 @@ def test_quoted_grouped_cells_read_alike(tmp_path: Path) -> None:
 
 
 def test_dots_grouping_whole_numbers_in_a_semicolon_file(tmp_path: Path) -> None:
+    """`988`-style whole sizes beside `3.450`s tell nothing of the prices; the time's `,100` tells a decimal comma."""
     path = tmp_path / "de.csv"
-    path.write_text("Date;Time;Code;Price;Volume\n10.03.2026;09:00:00;SAP;3.450;100\n"
-                    "10.03.2026;09:00:01;SAP;1.200;200\n")
+    path.write_text("Date;Time;Code;Price;Volume\n10.03.2026;09:00:00,100;SAP;3.450;100\n"
+                    "10.03.2026;09:00:01,100;SAP;1.200;200\n")
     replay = FileReplay(path, columns={"stream_col": "Code"})
     assert [t.price for t in drain(replay)] == [3450.0, 1200.0]
     note = next(n for n in replay.notes if "numbers read with" in n)
-    assert "no cell tells which" in note and '"3.450" is 3450, not 3.45' in note and "decimal=point" in note
+    assert 'as the time "09:00:00,100" shows' in note and '"3.450" is 3450, not 3.45' in note
+    assert "decimal=point" in note
     # the key the note names reads the other way
     said = FileReplay(path, columns={"stream_col": "Code", "decimal": "point"})
     assert [t.price for t in drain(said)] == [3.45, 1.2]
     assert not any("numbers read with" in n for n in said.notes)
 
 
-def test_a_file_that_cannot_tell_is_read_one_way_with_the_key_for_the_other(tmp_path: Path) -> None:
+@pytest.mark.parametrize("separator", [";", "\t"])
+def test_a_file_that_cannot_tell_is_refused_naming_the_cell_and_the_key(tmp_path: Path, separator: str) -> None:
+    """Every price one group of three digits, whole sizes under a thousand, times without a fraction: 3.45 or
+    3450 is a guess either way, 1000 times off if wrong, so the run stops before reading and names the key."""
     path = tmp_path / "ambiguous.txt"
-    path.write_text(JPX_HEADER + "2026/03/10\t09:00:00.000\t7203\t3,450\t5,000\n"
-                                 "2026/03/10\t09:00:01.000\t7203\t3,455\t1,000\n")
-    replay = FileReplay(path, columns={"stream_col": "Code"})
-    assert [t.price for t in drain(replay)] == [3450.0, 3455.0]
+    path.write_text(separator.join(["Date", "Time", "Code", "Price", "Volume"]) + "\n" + "".join(
+        separator.join(["2026/03/10", f"09:00:0{i}", "7203", price, "500"]) + "\n"
+        for i, price in enumerate(["3,450", "3,455"] if separator == "\t" else ["3.450", "3.455"])))
+    with pytest.raises(ValueError) as refused:
+        FileReplay(path, columns={"stream_col": "Code"})
+    cell, comma, point = ("3,450", [3.45, 3.455], [3450.0, 3455.0]) if separator == "\t" else \
+        ("3.450", [3450.0, 3455.0], [3.45, 3.455])
+    said = str(refused.value)
+    assert f'column "Price"\'s "{cell}" reads two ways' in said and "no cell of the file's prices, sizes or times" \
+        in said and "--columns ...,decimal=point" in said and "--columns ...,decimal=comma" in said
+    for decimal, prices in (("comma", comma), ("point", point)):
+        inline = map_from_options(columns=f"stream=Code,decimal={decimal}", detect=True)
+        assert [t.price for t in drain(FileReplay(path, columns=inline))] == prices
+
+
+def test_a_column_the_map_does_not_read_does_not_decide_the_prices(tmp_path: Path) -> None:
+    """review373 #1: a German Eurex export's contract month `06.2025` (a point, were it a number) beside whole index
+    points with a thousands dot (`22.962`) and a time with a decimal comma: the prices are 22962, not 22.962."""
+    path = tmp_path / "fdax_whole.csv"
+    rows = [("08:00:01,356", "06.2025", "22.962", "12"), ("08:00:03,171", "03.2025", "22.801", "8"),
+            ("08:00:04,848", "06.2025", "22.963", "3")]
+    path.write_text("Datum;Zeit;Produkt;Verfall;Kurs;Menge\n" + "".join(
+        f"13.03.2025;{clock};FDAX;{month};{price};{size}\n" for clock, month, price, size in rows))
+    replay = FileReplay(path, columns={"tz": "Europe/Berlin"})
+    assert [(t.price, t.size) for t in drain(replay)] == [(22962.0, 12.0), (22801.0, 8.0), (22963.0, 3.0)]
     note = next(n for n in replay.notes if "numbers read with" in n)
-    assert "no cell tells which" in note and "--columns ...,decimal=comma" in note
-    inline = map_from_options(columns="decimal=comma", detect=True)
-    assert [(t.price, t.size) for t in drain(FileReplay(path, columns=inline))] == [(3.45, 5.0), (3.455, 1.0)]
+    assert "06.2025" not in note and 'as the time "08:00:01,356" shows' in note and '"22.962" is 22962' in note
+    # the export's usual `22.962,0` reads as well, the month column beside it notwithstanding
+    path.write_text(path.read_text().replace(";12\n", ",0;12\n").replace(";8\n", ",5;8\n").replace(";3\n", ",0;3\n"))
+    assert [t.price for t in drain(FileReplay(path, columns={"tz": "Europe/Berlin"}))] == [22962.0, 22801.5, 22963.0]
+
+
+def test_a_semicolon_file_with_decimal_points_is_told_by_its_times(tmp_path: Path) -> None:
+    """review373 #7: Euronext's `10.450` (3 decimals) in a `;` file whose times write `09:00:00.331`: 10.45."""
+    path = tmp_path / "euronext_semicolon_point.csv"
+    path.write_text("Date;Time;Symbol;ISIN;Price;Volume\n"
+                    "28/03/2025;09:00:00.331;ORA;FR0000133308;10.450;150\n"
+                    "28/03/2025;09:00:01.909;ORA;FR0000133308;10.445;3000\n")
+    replay = FileReplay(path, columns={"tz": "Europe/Paris"})
+    assert [(t.price, t.size) for t in drain(replay)] == [(10.45, 150.0), (10.445, 3000.0)]
+    note = next(n for n in replay.notes if "numbers read with" in n)
+    assert 'a decimal point' in note and '"10.450" is 10.45, not 10450' in note and "decimal=comma" in note
+
+
+def test_each_number_column_is_read_by_its_own_cells(tmp_path: Path) -> None:
+    """A price column of `10.45`s (a point) beside sizes of `1.500` and `250` (dots grouping): each by its own."""
+    path = tmp_path / "mixed_columns.csv"
+    path.write_text("time;symbol;price;size\n2026-03-10 09:00:00;ORA;10.45;1.500\n"
+                    "2026-03-10 09:00:01;ORA;10.455;250\n")
+    replay = FileReplay(path)
+    assert [(t.price, t.size) for t in drain(replay)] == [(10.45, 1500.0), (10.455, 250.0)]
+    notes = [n for n in replay.notes if "numbers read with" in n]
+    assert any('column "size": numbers read with a decimal comma' in n for n in notes)
+    assert any('column "price": numbers read with a decimal point' in n and '"10.455" is 10.455' in n for n in notes)
+
+
+def test_a_whole_thousand_beside_one_group_tells_the_mark_is_no_group(tmp_path: Path) -> None:
+    """`3000` written without grouping beside `1.200`: the dot is no thousands mark, so `1.200` is 1.2."""
+    path = tmp_path / "ungrouped.csv"
+    path.write_text("time;symbol;price;size\n2026-03-10 09:00:00;X;1.200;5\n2026-03-10 09:00:01;X;3000;5\n")
+    assert [t.price for t in drain(FileReplay(path))] == [1.2, 3000.0]
 
 
 def test_decimal_commas_are_said_in_a_note(tmp_path: Path) -> None:
