@@ -26,7 +26,7 @@ import polars as pl
 
 from connectors.day_folders import folder_chain
 from connectors.expansion import MEMBERS_VARIABLE, Bounded, bounded_gzip, expansion_limits
-from connectors.text_encodings import likely_encodings
+from connectors.text_encodings import Encoding, likely_encodings
 from engine.quoting import quoted
 
 ZIP_SUFFIX = ".zip"
@@ -120,6 +120,40 @@ def not_utf8(path: Path) -> str | None:
     is checked once (`_first_not_utf8`: a Euronext export's `Société Générale` may first come at line 1,500), so
     the read is decided before it starts. The encoding named is the one whose reading looks like words of its
     script (connectors/text_encodings.py), two when the text cannot tell them apart."""
+    if (found := _legacy_text(path)) is None:
+        return None
+    line, likely = found
+    if not likely:
+        return f"its text is not UTF-8 (line {line}); convert it to UTF-8 (iconv -f ENCODING -t utf-8)"
+    source, converted = _iconv_command(path, likely[0].iconv)
+    if len(likely) > 1:  # the sample cannot tell: both named, the user sees which text reads right
+        return (f"its text is not UTF-8 (line {line}): it reads as {likely[0].said} or as {likely[1].said}, which "
+                f"its text cannot tell apart; convert it with the one whose text reads right, e.g. {source} > "
+                f"{shlex.quote(converted)} (or iconv -f {likely[1].iconv})")
+    return (f"its text is not UTF-8 (line {line}): it reads as {likely[0].said}; convert it first, e.g. {source} > "
+            f"{shlex.quote(converted)}")
+
+
+def legacy_encoding(path: Path) -> tuple[Encoding, str] | None:
+    """The one encoding a text file that is neither UTF-8 nor UTF-16 is in (Windows-1252, GBK, Shift_JIS, ...), and
+    what a note says of its reading, with the command that converts it should its text still read wrong; None for a
+    file of UTF-8. A ValueError, the command first, where its text cannot tell which (two readings, or none): read
+    as UTF-8, each such byte replaced, a German export's `Stück` was no size column and every trade had size 1
+    (review373 #3)."""
+    if (found := _legacy_text(path)) is None:
+        return None
+    line, likely = found
+    if len(likely) != 1:
+        raise ValueError(f"{_shown(path)}: {not_utf8(path)}; then replay the converted file (replay reads UTF-8 "
+                         f"and UTF-16, and a text whose encoding it can tell)")
+    source, converted = _iconv_command(path, likely[0].iconv)
+    return likely[0], (f"its text is {likely[0].said}, not UTF-8 (from line {line}), and is read as such; were its "
+                       f"names or symbols to read wrong, convert it to UTF-8 first, e.g. {source} > "
+                       f"{shlex.quote(converted)}, with the encoding it is in")
+
+
+def _legacy_text(path: Path) -> tuple[int, list[Encoding]] | None:
+    """(the first line that is not UTF-8, its likely encodings) of a text file, None when it is all UTF-8."""
     try:
         stat = path.stat()
         found = _first_not_utf8(str(path), stat.st_size, stat.st_mtime_ns)
@@ -128,22 +162,23 @@ def not_utf8(path: Path) -> str | None:
     if found is None:
         return None
     line, sample = found
-    likely = likely_encodings(sample, {"gb18030": _gbk_pairs, "cp932": _shift_jis_leads})
-    if not likely:
-        return f"its text is not UTF-8 (line {line}); convert it to UTF-8 (iconv -f ENCODING -t utf-8)"
-    # an archive's member is unpacked in a temporary folder: the user converts it once unpacked, by its name
-    shown = path.name if any(part.startswith(UNZIP_PREFIX) for part in path.parts) else str(path)
+    return line, likely_encodings(sample)
+
+
+def _shown(path: Path) -> str:
+    """A file as the user knows it: an archive's member, unpacked in a temporary folder, by its name."""
+    return path.name if any(part.startswith(UNZIP_PREFIX) for part in path.parts) else str(path)
+
+
+def _iconv_command(path: Path, iconv: str) -> tuple[str, str]:
+    """The command that converts a file from `iconv` to UTF-8, and the file it writes."""
+    shown = _shown(path)
     gzipped = shown.lower().endswith(".gz")
     converted = str(Path(shown).with_name(f"utf8_{Path(shown).name[:-3] if gzipped else Path(shown).name}"))
     # iconv reads bytes as they are: a gzipped file's text is what `gunzip -c` gives, not the file itself
-    source = f"gunzip -c {shlex.quote(shown)} | iconv -f {likely[0].iconv} -t utf-8" if gzipped else \
-        f"iconv -f {likely[0].iconv} -t utf-8 {shlex.quote(shown)}"
-    if len(likely) > 1:  # the sample cannot tell: both named, the user sees which text reads right
-        return (f"its text is not UTF-8 (line {line}): it reads as {likely[0].said} or as {likely[1].said}, which "
-                f"its text cannot tell apart; convert it with the one whose text reads right, e.g. {source} > "
-                f"{shlex.quote(converted)} (or iconv -f {likely[1].iconv})")
-    return (f"its text is not UTF-8 (line {line}): it reads as {likely[0].said}; convert it first, e.g. {source} > "
-            f"{shlex.quote(converted)}")
+    source = f"gunzip -c {shlex.quote(shown)} | iconv -f {iconv} -t utf-8" if gzipped else \
+        f"iconv -f {iconv} -t utf-8 {shlex.quote(shown)}"
+    return source, converted
 
 
 SCAN_CHUNK = 1 << 20  # bytes of a text file checked for UTF-8 at a time (an ASCII chunk at C speed)
@@ -189,56 +224,31 @@ class TextCopy(NamedTuple):
     # a \r alone inside its first line (`size\r\r1722...\r\n`: text converted twice): polars read the header and
     # the first row as one line, that row lost without a count and the header's last name misread (review309 #7)
     cr_inside: bool = False
+    legacy: str = ""  # a legacy encoding's reading (`legacy_encoding`: Windows-1252, GBK, ...), as its note says it
 
 
 def text_copy_needed(path: Path) -> TextCopy | None:
-    """How a CSV must be copied before polars can read it (``Unpacked.text_copy``): UTF-16 text, or lines ended by
-    \\r alone (classic Mac OS, and Excel for Mac's "CSV (Macintosh)"), told by its first TEXT_HEAD bytes holding a
-    \\r and no \\n; None when it reads as it is."""
-    encoding = utf16_encoding(path)
+    """How a CSV must be copied before polars can read it (``Unpacked.text_copy``): UTF-16 text, text of one legacy
+    encoding (`legacy_encoding`: Windows-1252, GBK, Big5, Shift_JIS, ...; a ValueError where its text cannot tell
+    which), or lines ended by \\r alone (classic Mac OS, and Excel for Mac's "CSV (Macintosh)"), told by its first
+    TEXT_HEAD bytes holding a \\r and no \\n; None when it reads as it is."""
+    encoding, legacy = utf16_encoding(path), ""
+    if encoding is None and (found := legacy_encoding(path)) is not None:
+        encoding, legacy = found[0].python, found[1]
     try:
         with text_opener(path)(path, "rb") as f:
             head = f.read(TEXT_HEAD)
     except (OSError, EOFError):  # (the read that plans it says why)
         head = b""
-    if encoding is not None:  # a UTF-16 \r or \n is two bytes, one of them maybe part of another character
+    if encoding is not None and not legacy:  # a UTF-16 \r or \n is two bytes, one of them maybe part of another
         head = head.decode(encoding, errors="replace").encode()
     cr_lines = b"\r" in head and b"\n" not in head
     cr_inside = not cr_lines and LONE_CR.search(head.split(b"\n", 1)[0]) is not None
-    return TextCopy(encoding, cr_lines or cr_inside, cr_inside and not cr_lines) \
+    return TextCopy(encoding, cr_lines or cr_inside, cr_inside and not cr_lines, legacy) \
         if encoding is not None or cr_lines or cr_inside else None
 
 
 LONE_CR = re.compile(rb"\r(?=[^\r\n])")  # a \r that ends no line (`\r\r\n`, Windows' doubled CR, ends one)
-
-
-def _shift_jis_leads(head: bytes) -> bool:
-    """Whether most of a text's two-byte characters, read as Shift_JIS, lead with 0x81..0x9F, as kana and the
-    common kanji do: Windows-1252's `é` (0xE9) before an ASCII letter reads as a rare kanji, led by 0xE0..0xEF."""
-    leads, i = [], 0
-    while i < len(head):
-        byte = head[i]
-        if byte < 0x80 or 0xA1 <= byte <= 0xDF:  # ASCII, or a half-width katakana: one byte
-            i += 1
-            continue
-        leads.append(0x81 <= byte <= 0x9F)
-        i += 2
-    return sum(leads) >= len(leads) / 2 if leads else False
-
-
-def _gbk_pairs(head: bytes) -> bool:
-    """Whether the high bytes of a text come as GB2312's Chinese does: in pairs, both bytes 0xA1..0xFE (most of
-    them). Windows-1252's accented letters come one at a time (`Soci\xe9t\xe9`: a pair of GBK with the ASCII after
-    it), Shift_JIS's kanji and kana mostly lead with 0x81..0x9F: both decode as GBK, into CJK noise."""
-    runs = list(re.finditer(rb"[\x80-\xff]+", head))
-    if any(len(run.group()) % 2 for run in runs if run.end() < len(head)):  # (a run may be cut where the sample ends)
-        return False
-    pairs = [run.group()[i: i + 2] for run in runs for i in range(0, len(run.group()) - 1, 2)]
-    # no whole pair at all (`St\xfcck`: one umlaut, then ASCII) is no Chinese, however it decodes
-    return bool(pairs) and sum(0xA1 <= a <= 0xFE and 0xA1 <= b <= 0xFE for a, b in pairs) >= GB2312_SHARE * len(pairs)
-
-
-GB2312_SHARE = 0.9  # of a text's pairs of high bytes, those in GB2312's rows: Chinese (GBK's rarer forms aside)
 
 
 def tick_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
@@ -329,7 +339,7 @@ class Unpacked(TemporaryFolder):
         Streamed a megabyte at a time, never held whole; a `.gz` file's copy is not compressed. Read, named and
         closed as an archive's one member is."""
         copy = cls.__new__(cls)
-        said = [*(["UTF-16 text, read as UTF-8"] if how.encoding else []),
+        said = [*([how.legacy] if how.legacy else ["UTF-16 text, read as UTF-8"] if how.encoding else []),
                 *(["a line end of \\r alone inside its first line (a file converted twice?), read as a line end"]
                  if how.cr_inside else
                  ["lines ended by \\r alone (classic Mac OS), read as lines ended by \\n"] if how.cr_lines else [])]
@@ -340,9 +350,15 @@ class Unpacked(TemporaryFolder):
         copy.paths[0].parent.mkdir(parents=True)
         # bytes that are not UTF-8 pass through as they are (surrogateescape): polars replaces them, as in the file
         errors = "strict" if how.encoding else "surrogateescape"
-        with text_opener(path)(path, "rt", encoding=how.encoding or "utf-8", errors=errors,
-                                         newline=None if how.cr_lines else "") as src, \
-                open(copy.paths[0], "w", encoding="utf-8", errors=errors, newline="") as dst:
-            shutil.copyfileobj(src, dst, COPY_CHARS)
+        try:
+            with text_opener(path)(path, "rt", encoding=how.encoding or "utf-8", errors=errors,
+                                   newline=None if how.cr_lines else "") as src, \
+                    open(copy.paths[0], "w", encoding="utf-8", errors=errors, newline="") as dst:
+                shutil.copyfileobj(src, dst, COPY_CHARS)
+        except UnicodeDecodeError as e:  # a byte its encoding has no character for, past the sample that told it
+            copy.close()
+            raise ValueError(f"{_shown(path)}: {how.legacy or 'its UTF-16 text'}; but it holds a byte that encoding "
+                             f"has no character for ({e.object[e.start:e.end]!r}, {e.reason}): convert it yourself"
+                             f" with the encoding it is in") from None
         return copy
 

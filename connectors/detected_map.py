@@ -61,8 +61,8 @@ def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Call
     except ValueError as e:  # names misread from another encoding than UTF-8 are why: said
         if isinstance(e, NoTickLayout) and (banner := banner_refusal(path, dialect)):  # a banner's line as header
             raise NoTickLayout(banner) from None
-        if is_csv(path) and (why := not_utf8(path)):
-            raise ValueError(f"{e}; {why}") from None
+        if is_csv(path) and (why := not_utf8(path)):  # the cause first, not after a long list of presets
+            raise ValueError(f"{path}: {why}; so its column names read wrong: {e}") from None
         if isinstance(e, NoTickLayout) and (pool := [c for c in schema if normal_name(c) == "sqrtpricex96"]):
             # a DEX pool's Swap events (Uniswap v3's): their price is the pool's, in both tokens' base units
             raise NoTickLayout(f"{e}. {quoted(pool[0])} is a Uniswap v3 pool's price: a map reads it with "

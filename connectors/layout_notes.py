@@ -28,7 +28,7 @@ from connectors.price_offsets import shown_offset
 from connectors.side_maps import (BITSTAMP_TYPE, BUYER_MAKER, FIX_AGGRESSOR, LOBSTER_DIRECTION, MAKER_ROLE, MAKER_SIDE,
                                   YES_NO)
 from connectors.shell_words import columns_option
-from engine.quoting import quoted
+from engine.quoting import quoted, quoted_words
 
 
 # A file of bars (OHLC, OHLCV): it has these besides its close. Each bar replays as one trade at its close.
@@ -96,6 +96,25 @@ def coinbase_sides(path: Path, names: Iterable[str], cmap: ColumnMap) -> ColumnM
 BITMEX_CAPTURE = frozenset({"table", "action"})  # a BitMEX realtime message's keys (derivative_streams.py's too)
 
 
+# words of a column name that may hold sizes, in the languages field_names.py reads (a name it does not know)
+SIZE_WORDS = ("size", "qty", "quant", "vol", "menge", "stück", "stueck", "shares", "lots", "amount", "anzahl",
+              "cantidad", "contracts", "数量", "量", "수량")
+
+
+def _size_one_note(path: Path, names: list[str], cmap: ColumnMap) -> str:
+    """The note that each price is a trade of size 1, a caution naming the columns not read that may hold the sizes
+    (a name of a size word, or one holding a character that did not decode): `St\ufffdck` was no size column, and
+    every trade of a German export replayed at size 1 under a note (review373 #3)."""
+    read = {*cmap.ts_columns, *cmap.stream_columns, *(getattr(cmap, f) for f in VALUE_FIELDS)}
+    maybe = [n for n in names if n not in read and ("\ufffd" in n or any(w in normal_name(n) for w in SIZE_WORDS))]
+    if not maybe:
+        return (f"{path.name}: no size column: each price is a trade of size 1 (a price series); map size= if the "
+                f"file has sizes under another name")
+    return Caution(f"{path.name}: no size column found, so each price is read as a trade of size 1, yet "
+                   f"{quoted_words(maybe)} {'is' if len(maybe) == 1 else 'are'} not read: if one holds the sizes, "
+                   f"give it, e.g. {columns_option(f'size={maybe[0]}')}")
+
+
 def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, by_keys: bool = False) -> list[str]:
     """Notes on a detected layout that reads but is a vendor's whose fields mean otherwise. `by_keys`: the layout
     was known by an exchange's JSON keys (connectors/exchange_shapes.py), not by the file's name."""
@@ -128,8 +147,7 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, by_keys: bool = 
                      f"beside them; a model trained on trades and quotes (the built-in one) reads it as a feed of "
                      f"trades only, and answers worse on one (docs/model.md, \"A feed of trades only\")")
     elif cmap.price is not None and cmap.size is None:
-        notes.append(f"{path.name}: no size column: each price is a trade of size 1 (a price series); map size= "
-                     f"if the file has sizes under another name")
+        notes.append(_size_one_note(path, names, cmap))
     if cmap.bid is not None and (unread := _unread_quote_sizes(names, cmap)):
         said = ", ".join(f"{quoted(column)} looks like {field}" for field, column in unread)
         example = ",".join(f"{field}={column}" for field, column in unread)

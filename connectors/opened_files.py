@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from connectors import json_lines
-from connectors.archives import Unpacked, is_zip, not_utf8, text_copy_needed, text_opener, truncation_named
+from connectors.archives import TextCopy, Unpacked, is_zip, text_copy_needed, text_opener, truncation_named
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.content_names import SHOWN_AS, NamedByContent, content_suffix
@@ -80,6 +80,14 @@ def named_apart(plans: list[Any]) -> list[Any]:
                             if note.startswith(f"{name}: ")), note) for note in plan.notes)
         apart.append(replace(plan, notes=notes))
     return apart
+
+
+def _member_copy(archive: Path, inside: Path) -> TextCopy | None:
+    """`text_copy_needed` of an archive's member, its refusal naming the archive and the member."""
+    try:
+        return text_copy_needed(inside)
+    except ValueError as e:
+        raise ValueError(f"{archive} ({inside.name} inside): {str(e).split(': ', 1)[1]}") from None
 
 
 def _no_data_rows(path: Path) -> bool:
@@ -264,12 +272,9 @@ class OpenedFiles:
         if why := workbook_named_as_text(path):  # an .xlsx renamed .csv: before its bytes are copied as text
             raise ValueError(why)
         with truncation_named(path):  # the first read of a .csv.gz's text: a damaged one is named here
-            copied = text_copy_needed(path) if is_csv(path) else None  # UTF-16, or \r alone ends lines: read a copy
-            # read on, its odd bytes replaced: said (a UTF-16 file's copy is UTF-8)
-            why = not_utf8(path) if is_csv(path) and (copied is None or copied.encoding is None) else None
-        if why:
-            self.notes.append(Caution(f"{path}: {why}; read as UTF-8 meanwhile, each byte that is not UTF-8 "
-                                            f"replaced (names and symbols that hold one are misspelled)"))
+            # UTF-16, Windows-1252 or GBK text, or \r alone ends lines: read a copy (text of no encoding it tells:
+            # refused, never read with its odd bytes replaced)
+            copied = text_copy_needed(path) if is_csv(path) else None
         if is_json_lines(path) and path.is_file():  # its Parquet copy lives while the replay does
             self.unpacked.append(json_lines.Opened(path))
         if not isinstance(cmap, ColumnMap) and not is_zip(path) and (long := long_copy(path)) is not None:
@@ -296,13 +301,10 @@ class OpenedFiles:
         for i, inside in enumerate(unpacked.paths):
             progress.tick(lambda: f"reading {path}: {i:,} of its {len(unpacked.paths):,} files planned")
             copy = None
-            if copied is None and is_csv(inside) and (member := text_copy_needed(inside)):  # such a file in a zip
+            if copied is None and is_csv(inside) and (member := _member_copy(path, inside)):  # such a file in a zip
                 copy = Unpacked.text_copy(inside, member)
                 self.unpacked.append(copy)
                 inside = copy.paths[0]
-            elif is_csv(inside) and (why := not_utf8(inside)):
-                self.notes.append(Caution(f"{path} ({inside.name} inside): {why}; read as UTF-8 meanwhile, "
-                                                f"each byte that is not UTF-8 replaced"))
             if is_json_lines(inside):
                 self.unpacked.append(json_lines.Opened(inside))
             if _no_data_rows(inside):

@@ -2,7 +2,9 @@
 decoding is scored by how plausible its words are: letters of the one script that encoding writes, in a shape that
 script's words have (Cyrillic `Сбербанк`, not `сБЕРБАНК`; Hangul `삼성전자`; Western words mostly ASCII with an
 accented letter, not `Ñáåðáàíê`). GBK read every Windows-1251 word of even length and every Korean word as Chinese,
-and Windows-1252 anything else, so MOEX's and KRX's exports got an `iconv` that garbled them (review 231, finding 3).
+and Windows-1252 anything else, so MOEX's and KRX's exports got an `iconv` that garbled them (review 231, finding 3);
+GBK and Big5 are told apart by their bytes (Big5's trail bytes in the ASCII range), and a Chinese name's full-width
+`－ＳＷ` is a Chinese word's (a GBK file of them was called Windows-1252: review375 #5).
 When the sample cannot tell two readings apart, both are named."""
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ def _han(c: str) -> bool:
 
 def _japanese(c: str) -> bool:  # kana, kanji, full-width forms
     return "\u3040" <= c <= "\u30ff" or _han(c) or "\uff00" <= c <= "\uffef"
+
+
+def _cjk_word(word: str) -> bool:
+    """Chinese: Han characters, with the full-width letters and punctuation Chinese names hold (`阿里巴巴－ＳＷ`)."""
+    return all(_han(c) or "\uff00" <= c <= "\uffef" or "\u3000" <= c <= "\u303f" for c in word if ord(c) > 0x7f)
 
 
 def _latin(c: str) -> bool:
@@ -68,8 +75,9 @@ ENCODINGS = (
     Encoding("Windows-1251 (Cyrillic)", "cp1251", "cp1251", _cyrillic_word),
     Encoding("KOI8-R (Cyrillic)", "koi8-r", "koi8_r", _cyrillic_word),
     Encoding("EUC-KR (cp949)", "cp949", "cp949", lambda w: all(_hangul(c) for c in w if ord(c) > 0x7f)),
-    Encoding("GBK (cp936)", "gbk", "gb18030", lambda w: all(_han(c) for c in w if ord(c) > 0x7f)),
+    Encoding("GBK (cp936)", "gbk", "gb18030", _cjk_word),
     Encoding("Shift_JIS (cp932)", "cp932", "cp932", lambda w: all(_japanese(c) for c in w if ord(c) > 0x7f)),
+    Encoding("Big5 (Traditional Chinese, with HKSCS)", "big5-hkscs", "big5hkscs", _cjk_word),
     Encoding("Windows-1252", "cp1252", "cp1252", _western_word),
 )
 
@@ -98,10 +106,11 @@ def _vowel_share(text: str) -> float:
     return sum(c in CYRILLIC_VOWELS for c in letters) / len(letters) if letters else 0.0
 
 
-def likely_encodings(head: bytes, byte_checks: dict[str, Callable[[bytes], bool]]) -> list[Encoding]:
+def likely_encodings(head: bytes) -> list[Encoding]:
     """The likely encodings of a text that is not UTF-8, best first: one when the sample tells, two when it cannot
-    tell them apart, none when no reading is plausible. `byte_checks`: a byte-level condition an encoding's reading
-    also needs (GBK's high bytes in pairs, Shift_JIS's lead bytes), by its Python codec."""
+    tell them apart, none when no reading is plausible. BYTE_CHECKS: a byte-level condition an encoding's reading
+    also needs (GBK's high bytes in pairs, Big5's trail bytes, Shift_JIS's lead bytes), by its Python codec."""
+    byte_checks = BYTE_CHECKS
     scored = []
     for encoding in ENCODINGS:
         text = _decoded(head, encoding.python)
@@ -124,3 +133,56 @@ def likely_encodings(head: bytes, byte_checks: dict[str, Callable[[bytes], bool]
             return [first, second]
         return [closer[0][1]]
     return [first] if words >= FEW_WORDS else [first, second]
+
+
+def _shift_jis_leads(head: bytes) -> bool:
+    """Whether most of a text's two-byte characters, read as Shift_JIS, lead with 0x81..0x9F, as kana and the
+    common kanji do: Windows-1252's `é` (0xE9) before an ASCII letter reads as a rare kanji, led by 0xE0..0xEF."""
+    leads, i = [], 0
+    while i < len(head):
+        byte = head[i]
+        if byte < 0x80 or 0xA1 <= byte <= 0xDF:  # ASCII, or a half-width katakana: one byte
+            i += 1
+            continue
+        leads.append(0x81 <= byte <= 0x9F)
+        i += 2
+    return sum(leads) >= len(leads) / 2 if leads else False
+
+
+def _gbk_pairs(head: bytes) -> bool:
+    """Whether the high bytes of a text come as GB2312's Chinese does: in pairs, both bytes 0xA1..0xFE (most of
+    them). Windows-1252's accented letters come one at a time (`Soci\xe9t\xe9`: a pair of GBK with the ASCII after
+    it), Shift_JIS's kanji and kana mostly lead with 0x81..0x9F: both decode as GBK, into CJK noise."""
+    runs = list(re.finditer(rb"[\x80-\xff]+", head))
+    if any(len(run.group()) % 2 for run in runs if run.end() < len(head)):  # (a run may be cut where the sample ends)
+        return False
+    pairs = [run.group()[i: i + 2] for run in runs for i in range(0, len(run.group()) - 1, 2)]
+    # no whole pair at all (`St\xfcck`: one umlaut, then ASCII) is no Chinese, however it decodes
+    return bool(pairs) and sum(0xA1 <= a <= 0xFE and 0xA1 <= b <= 0xFE for a, b in pairs) >= GB2312_SHARE * len(pairs)
+
+
+GB2312_SHARE = 0.9  # of a text's pairs of high bytes, those in GB2312's rows: Chinese (GBK's rarer forms aside)
+
+
+def _big5_pairs(head: bytes) -> bool:
+    """Whether a text's high bytes come as Big5's characters do: a lead byte 0x81..0xFE, then a trail byte
+    0x40..0x7E or 0xA1..0xFE, some trail bytes in the ASCII range (`\xa5N`: 代), which GB2312's never are; without
+    one, a text whose pairs all read as GB2312's is GBK's (the GB2312 Chinese that Big5 decodes into noise)."""
+    low, pairs, i = 0, 0, 0
+    while i < len(head):
+        if head[i] < 0x80:
+            i += 1
+            continue
+        if i + 1 >= len(head):  # a character cut where the sample ends
+            break
+        lead, trail = head[i], head[i + 1]
+        if not (0x81 <= lead <= 0xFE and (0x40 <= trail <= 0x7E or 0xA1 <= trail <= 0xFE)):
+            return False
+        if chr(trail).isalpha() and head[i + 2: i + 3].isalpha():  # `St\xfcck`: an accented letter inside a word
+            return False
+        low, pairs, i = low + (trail <= 0x7E), pairs + 1, i + 2
+    return pairs > 0 and (low > 0 or not _gbk_pairs(head))
+
+
+BYTE_CHECKS: dict[str, Callable[[bytes], bool]] = {"gb18030": _gbk_pairs, "cp932": _shift_jis_leads,
+                                                    "big5hkscs": _big5_pairs}

@@ -13,6 +13,7 @@ import pytest
 
 from connectors.archives import not_utf8
 from connectors.replay import FileReplay
+from conftest import drain
 
 CYRILLIC = "Дата;Время;Инструмент;Наименование;Цена;Объём\n" + "".join(
     f"2024-01-03;10:00:{i:02d};SBER;Сбербанк ао;271,{45 + i};{10 + i}\n" for i in range(5))
@@ -49,13 +50,14 @@ def test_each_encoding_is_named_with_the_iconv_that_gives_its_text_back(
     assert path.read_bytes().decode({"koi8-r": "koi8_r"}.get(named, named)) == text  # what the advice gives
 
 
-def test_the_moex_file_read_on_carries_the_cp1251_caution(tmp_path: Path) -> None:
+def test_the_moex_file_is_read_as_cp1251(tmp_path: Path) -> None:
     path = tmp_path / "moex_trades.csv"
     path.write_bytes(MOEX.encode("cp1251"))
     replay = FileReplay(path, columns={"ts": "TRADEDATE+TRADETIME", "price": "PRICE", "size": "QUANTITY",
-                                       "stream_col": "SECID", "tz": "Europe/Moscow"})
-    assert any("reads as Windows-1251 (Cyrillic)" in c and "iconv -f cp1251" in c for c in replay.cautions)
-    assert not any("GBK" in c or "cp1252" in c for c in replay.cautions)
+                                       "stream_col": "SHORTNAME", "tz": "Europe/Moscow"})
+    assert [t.stream for t in drain(replay)] == ["Сбербанк", "ГАЗПРОМ ао", "ЛУКОЙЛ", "Сбербанк"]
+    assert any("its text is Windows-1251 (Cyrillic)" in n and "iconv -f cp1251" in n for n in replay.notes)
+    assert not any("GBK" in n or "cp1252" in n for n in replay.notes) and replay.cautions == []
 
 
 def test_a_text_that_cannot_tell_two_readings_apart_names_both(tmp_path: Path) -> None:

@@ -21,60 +21,80 @@ from conftest import drain
 JAPANESE = "時刻,銘柄コード,約定値,出来高\n2026-03-10T09:00:00,7203,3450,100\n"
 
 
-def test_a_shift_jis_file_is_named_with_the_command_that_converts_it(tmp_path: Path, monkeypatch) -> None:
-    # the command names the path as given (it once named `jpx.csv` alone, which fails pasted where ours ran),
-    # shell-quoted
+def test_a_shift_jis_file_is_read_as_shift_jis_with_a_note_that_names_the_command(tmp_path: Path,
+                                                                                  monkeypatch) -> None:
+    """Its text read in the encoding it is told to be in (it was refused: its names read as UTF-8 were mojibake); the
+    note names the encoding first, and the command that converts it by the path as given, shell-quoted."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "my exports").mkdir()
     path = Path("my exports/jpx.csv")
     path.write_bytes(JAPANESE.encode("cp932"))
-    with pytest.raises(ValueError, match=r"cannot detect the column layout.*its text is not UTF-8 \(line 1\): it "
-                                         r"reads as Shift_JIS \(cp932\); convert it first, e.g. iconv -f cp932 -t "
-                                         r"utf-8 'my exports/jpx.csv' > 'my exports/utf8_jpx.csv'"):
-        FileReplay(path)
-    named = {"ts": "時刻", "stream_col": "銘柄コード", "price": "約定値", "size": "出来高"}
-    with pytest.raises(ValueError, match=r"the column map needs .*which the file lacks.*iconv -f cp932"):
-        FileReplay(path, columns=named)
-    converted = tmp_path / "my exports" / "utf8_jpx.csv"  # as the command would write it
-    converted.write_text(JAPANESE)
-    assert [(t.stream, t.price) for t in drain(FileReplay(converted, columns=named))] == [("7203", 3450.0)]
+    replay = FileReplay(path)
+    assert [(t.stream, t.price, t.size) for t in drain(replay)] == [("7203", 3450.0, 100.0)]
+    note = next(n for n in replay.notes if "Shift_JIS" in n)
+    assert note.startswith("jpx.csv: its text is Shift_JIS (cp932), not UTF-8 (from line 1), and is read as such; "
+                           "were its names or symbols to read wrong, convert it to UTF-8 first, e.g. iconv -f cp932 "
+                           "-t utf-8 'my exports/jpx.csv' > 'my exports/utf8_jpx.csv'"), note
+    assert replay.cautions == []
     gzipped = tmp_path / "jpx.csv.gz"
     gzipped.write_bytes(gzip.compress(JAPANESE.encode("cp932")))
-    with pytest.raises(ValueError, match=r"reads as Shift_JIS \(cp932\)"):
-        FileReplay(gzipped)
+    assert [t.price for t in drain(FileReplay(gzipped))] == [3450.0]
     zipped = tmp_path / "my exports" / "jpx.zip"  # a member is named as unpacked, never by our temporary folder
     with zipfile.ZipFile(zipped, "w") as archive:
         archive.writestr("jpx.csv", JAPANESE.encode("cp932"))
-    with pytest.raises(ValueError, match=r"iconv -f cp932 -t utf-8 jpx.csv > utf8_jpx.csv$"):
-        FileReplay(zipped)
+    unzipped = FileReplay(zipped)
+    assert [t.price for t in drain(unzipped)] == [3450.0]
+    assert any("iconv -f cp932 -t utf-8 jpx.csv > utf8_jpx.csv" in n for n in unzipped.notes), unzipped.notes
 
 
-def test_a_windows_1252_file_that_reads_is_read_with_a_caution(tmp_path: Path) -> None:
-    path = tmp_path / "de.csv"
-    path.write_bytes("Zeit,Kurs,Stück,Börse\n2024-01-02T09:00:00,171.32,10,Xetra\n".encode("cp1252"))
-    replay = FileReplay(path, columns={"ts": "Zeit", "price": "Kurs", "size": "Kurs"})
-    assert len(drain(replay)) == 1
-    (caution,) = replay.cautions
-    assert "its text is not UTF-8 (line 1): it reads as Windows-1252" in caution and "iconv -f cp1252" in caution
+def test_a_windows_1252_export_is_read_as_windows_1252(tmp_path: Path) -> None:
+    """review373 #3: German Excel's `CSV (Trennzeichen-getrennt)` is Windows-1252; read as UTF-8, `Stück` was no
+    size column and every trade had size 1. Read in its encoding, its sizes are the file's."""
+    path = tmp_path / "xetra.csv"
+    path.write_bytes("Datum;Uhrzeit;Wertpapier;Kurs;Stück;Börse\r\n28.03.2025;09:00:00,175529;SIEMENS;212,35;2.000;"
+                     "Xetra\r\n28.03.2025;09:00:01,175529;SIEMENS;212,40;350;Xetra\r\n".encode("cp1252"))
+    replay = FileReplay(path, columns={"tz": "Europe/Berlin"})
+    assert [(t.stream, t.price, t.size) for t in drain(replay)] == [("SIEMENS", 212.35, 2000.0),
+                                                                    ("SIEMENS", 212.4, 350.0)]
+    assert replay.cautions == [] and not replay.rejected
+    assert any("xetra.csv: its text is Windows-1252, not UTF-8" in n for n in replay.notes), replay.notes
+    assert any("size=Stück" in n for n in replay.notes)
     plain = tmp_path / "plain.csv"
     plain.write_text("Zeit,Kurs,Stück\n2024-01-02T09:00:00,171.32,10\n")
-    assert FileReplay(plain, columns={"ts": "Zeit", "price": "Kurs", "size": "Stück"}).cautions == []
+    said = FileReplay(plain, columns={"ts": "Zeit", "price": "Kurs", "size": "Stück"})
+    assert said.cautions == [] and not any("UTF-8" in n for n in said.notes)
+
+
+def test_a_size_column_not_found_is_a_caution_naming_the_columns_that_may_hold_it(tmp_path: Path) -> None:
+    """A price series of size 1 is what a file without sizes is; one with a column that may hold them (a size word
+    its names do not know) says so in a warning, naming the option, not in a note."""
+    path = tmp_path / "prices.csv"
+    path.write_text("time,price,Handelsvolumen\n2024-01-02T09:00:00Z,171.32,10\n2024-01-02T09:00:01Z,171.3,5\n")
+    replay = FileReplay(path)
+    assert [t.size for t in drain(replay)] == [1.0, 1.0]
+    (caution,) = replay.cautions
+    assert 'each price is read as a trade of size 1, yet "Handelsvolumen" is not read' in caution
+    assert "--columns size=Handelsvolumen" in caution
+    series = tmp_path / "series.csv"
+    series.write_text("time,price,venue\n2024-01-02T09:00:00Z,171.32,X\n")
+    quiet = FileReplay(series)
+    assert quiet.cautions == [] and any("no size column: each price is a trade of size 1" in n for n in quiet.notes)
 
 
 def test_a_gzipped_windows_1252_file_is_named_with_a_command_that_decompresses_it_first(tmp_path: Path) -> None:
-    """iconv reads the bytes it is given: for a .csv.gz those are gzip's, so the command the caution gives pipes
+    """iconv reads the bytes it is given: for a .csv.gz those are gzip's, so the command the note gives pipes
     `gunzip -c` into it (it named the compressed file itself, which converts to garbage). And one umlaut alone
     (`St\\xfcck`: no whole pair of high bytes) is Windows-1252, not GBK (it was named GBK, `iconv -f gbk`)."""
     path = tmp_path / "de trades.csv.gz"
     path.write_bytes(gzip.compress("Zeit,Kurs,Stück\n2024-01-02T09:00:00,171.32,10\n".encode("cp1252")))
-    replay = FileReplay(path, columns={"ts": "Zeit", "price": "Kurs", "size": "Kurs"})
-    assert len(drain(replay)) == 1
-    (caution,) = replay.cautions
-    assert (f"convert it first, e.g. gunzip -c '{path}' | iconv -f cp1252 -t utf-8 > "
-            f"'{tmp_path / 'utf8_de trades.csv'}'" in caution), caution
+    replay = FileReplay(path, columns={"ts": "Zeit", "price": "Kurs", "size": "Stück"})
+    assert [t.size for t in drain(replay)] == [10.0]
+    note = next(n for n in replay.notes if "Windows-1252" in n)
+    assert (f"convert it to UTF-8 first, e.g. gunzip -c '{path}' | iconv -f cp1252 -t utf-8 > "
+            f"'{tmp_path / 'utf8_de trades.csv'}'" in note), note
 
 
-def test_a_windows_1252_name_first_written_past_the_header_and_the_first_64_kib_is_read_with_a_caution(
+def test_a_windows_1252_name_first_written_past_the_header_and_the_first_64_kib_is_read_as_windows_1252(
         tmp_path: Path) -> None:
     # a Euronext export: ASCII header and rows, then `Société Générale` at line 1,500 (past the first 64 KiB)
     name = lambda i: "Société Générale" if i >= 1498 else "GLE"  # noqa: E731
@@ -83,36 +103,61 @@ def test_a_windows_1252_name_first_written_past_the_header_and_the_first_64_kib_
     path = tmp_path / "gle.csv"
     path.write_bytes(("Date;Time;Name;Price;Volume;Venue\r\n" + "\r\n".join(rows) + "\r\n").encode("cp1252"))
     assert path.read_bytes().index(b"\xe9") > 1 << 16
-    replay = FileReplay(path, columns={"tz": "Europe/Paris"})
-    assert len(drain(replay)) == 1600 and replay.rejected == {}
-    (caution,) = replay.cautions
-    assert (f"{path}: its text is not UTF-8 (line 1500): it reads as Windows-1252; convert it first, e.g. iconv -f "
-            f"cp1252 -t utf-8 {path} > {tmp_path / 'utf8_gle.csv'}; read as UTF-8 meanwhile, each byte that is not "
-            f"UTF-8 replaced"
-            in caution), caution
+    replay = FileReplay(path, columns={"tz": "Europe/Paris", "stream_col": "Name"})
+    ticks = drain(replay)
+    assert len(ticks) == 1600 and replay.rejected == {} and replay.cautions == []
+    assert {t.stream for t in ticks} == {"GLE", "Société Générale"}
+    assert any(n.startswith("gle.csv: its text is Windows-1252, not UTF-8 (from line 1500)") for n in replay.notes)
 
 
-def test_a_gbk_export_is_named_gbk_not_windows_1252_and_read_with_a_caution(tmp_path: Path) -> None:
+def test_a_gbk_export_is_read_as_gbk_not_windows_1252(tmp_path: Path) -> None:
     # a CTP export: an ASCII header, a name column in GBK (GB2312's pairs of high bytes)
     rows = "".join(f"20261127,21:00:{i:02d},cu2601,沪铜2601,{78250 + 10 * (i % 9)},5\n" for i in range(30))
     path = tmp_path / "cu.csv"
     path.write_bytes(("Date,Time,Symbol,Name,Price,Volume\n" + rows).encode("gbk"))
-    replay = FileReplay(path, columns={"tz": "Asia/Shanghai"})
-    assert [(t.stream, t.price) for t in drain(replay)][:2] == [("cu2601", 78250.0), ("cu2601", 78260.0)]
-    (caution,) = replay.cautions
-    assert "its text is not UTF-8 (line 2): it reads as GBK (cp936); convert it first, e.g. iconv -f gbk -t " \
-           f"utf-8 {path} > {tmp_path / 'utf8_cu.csv'}" in caution, caution
-    # Chinese column names in GBK: the refusal names GBK, whose reading (iconv -f gbk) gives the names back
-    header = "交易日,合约代码,最后修改时间,最新价,数量\n"
+    replay = FileReplay(path, columns={"tz": "Asia/Shanghai", "stream_col": "Name"})
+    assert [(t.stream, t.price) for t in drain(replay)][:2] == [("沪铜2601", 78250.0), ("沪铜2601", 78260.0)]
+    assert any("cu.csv: its text is GBK (cp936), not UTF-8 (from line 2)" in n and "iconv -f gbk -t utf-8" in n
+               for n in replay.notes)
+    # Chinese column names in GBK: read by their names, as the UTF-8 file's are
+    header = "成交时间,代码,成交价,数量\n"
     named = tmp_path / "cu_cn.csv"
-    named.write_bytes((header + "20261130,cu2601,09:00:00,78250,5\n").encode("gbk"))
-    with pytest.raises(ValueError, match=r"reads as GBK \(cp936\); convert it first, e.g. iconv -f gbk"):
-        FileReplay(named)
-    assert named.read_bytes().decode("gbk").startswith(header)
+    named.write_bytes((header + "2026-11-30 09:00:00,cu2601,78250,5\n").encode("gbk"))
+    assert [(t.stream, t.price, t.size) for t in drain(FileReplay(named))] == [("cu2601", 78250.0, 5.0)]
     # Windows-1252's accented letters decode as GBK too, into CJK noise: told apart, as Shift_JIS is
     latin = tmp_path / "latin.csv"
     latin.write_bytes("Zeit,Kurs,Stück,Börse\n2024-01-02T09:00:00,171.32,10,Xetra\n".encode("cp1252"))
-    assert "reads as Windows-1252" in FileReplay(latin, columns={"ts": "Zeit", "price": "Kurs"}).cautions[0]
+    assert any("its text is Windows-1252" in n for n in FileReplay(latin, columns={"ts": "Zeit", "price": "Kurs"}).notes)
+
+
+@pytest.mark.parametrize("codec, header, name, said, iconv", [
+    ("gbk", "时间,代码,名称,价格,成交量", "阿里巴巴－ＳＷ", "GBK (cp936)", "gbk"),
+    ("big5hkscs", "時間,代碼,名稱,價格,成交量", "騰訊控股", "Big5 (Traditional Chinese, with HKSCS)", "big5-hkscs"),
+])
+def test_gbk_and_big5_exports_are_told_apart_and_read(tmp_path: Path, codec: str, header: str, name: str, said: str,
+                                                      iconv: str) -> None:
+    """review375 #5: a Hong Kong export in GBK (full-width `－ＳＷ` in its names) or in Big5-HKSCS was called
+    Windows-1252, whose `iconv -f cp1252` gave mojibake. Each is named as it is, read, and the command it names
+    gives its text back."""
+    rows = "".join(f"2024-04-05 09:30:{i:02d}.385,9988.HK,{name},72.{i % 9},{100 * (i + 1)}\n" for i in range(20))
+    path = tmp_path / "hk.csv"
+    path.write_bytes((header + "\n" + rows).encode(codec))
+    replay = FileReplay(path, columns={"tz": "Asia/Hong_Kong", "stream_col": header.split(",")[2]})
+    ticks = drain(replay)
+    assert [(t.stream, t.price, t.size) for t in ticks[:2]] == [(name, 72.0, 100.0), (name, 72.1, 200.0)]
+    note = next(n for n in replay.notes if "not UTF-8" in n)
+    assert note.startswith(f"hk.csv: its text is {said}, not UTF-8 (from line 1)") and f"iconv -f {iconv} " in note
+    assert path.read_bytes().decode({"gbk": "gb18030"}.get(iconv, iconv.replace("-", ""))) == header + "\n" + rows
+
+
+def test_a_text_whose_encoding_cannot_be_told_is_refused_with_the_command_first(tmp_path: Path) -> None:
+    """One `€` alone (Windows-1252's, or Windows-1251's `Ђ`): no reading is sure, so none is taken; the refusal says
+    so first and names both commands (it was read as UTF-8, the byte replaced, with a caution)."""
+    path = tmp_path / "eur.csv"
+    path.write_bytes("time,Preis (€),size\n2024-01-02T10:00:00Z,1.5,2\n".encode("cp1252"))
+    with pytest.raises(ValueError, match=re.escape(f"{path}: its text is not UTF-8 (line 1): it reads as ")) as e:
+        FileReplay(path)
+    assert "iconv -f cp1252" in str(e.value) and "then replay the converted file" in str(e.value)
 
 
 def mac_trades(rows: int, bad_row: int | None = None) -> list[str]:
@@ -225,19 +270,21 @@ def utf16_read_in_each_form(tmp_path: Path, stem: str, data: bytes, columns: dic
 
 @pytest.mark.skipif(shutil.which("iconv") is None, reason="iconv is not installed: the command cannot be run")
 @pytest.mark.parametrize("name, pack", [("de trades.csv", bytes), ("de trades.csv.gz", gzip.compress)])
-def test_the_iconv_command_a_caution_proposes_writes_a_file_that_reads(tmp_path: Path, name: str, pack) -> None:
-    """The command is run as the caution gives it, where the user ran ours; its copy reads with no caution."""
+def test_the_iconv_command_a_note_proposes_writes_a_file_that_reads(tmp_path: Path, name: str, pack) -> None:
+    """The command is run as the note gives it, where the user ran ours; its copy reads alike, with no such note."""
     text = "Zeit,Kurs,Menge,Börse\n2024-01-02T09:00:00,171.32,10,Xetra\n2024-01-02T09:00:01,171.34,5,Xetra\n"
     path = tmp_path / name
     path.write_bytes(pack(text.encode("cp1252")))
     columns = {"ts": "Zeit", "price": "Kurs", "size": "Menge"}
-    (caution,) = FileReplay(path, columns=columns).cautions
-    command = re.search(r"e\.g\. (.+?); read as UTF-8 meanwhile", caution)[1]
+    replay = FileReplay(path, columns=columns)
+    expected = [(1704186000 * 10**9, 171.32, 10.0), (1704186001 * 10**9, 171.34, 5.0)]
+    assert [(t.ts, t.price, t.size) for t in drain(replay)] == expected
+    note = next(n for n in replay.notes if "Windows-1252" in n)
+    command = re.search(r"e\.g\. (.+?), with the encoding it is in", note)[1]
     subprocess.run(["sh", "-c", command], cwd=tmp_path, check=True)
     converted = FileReplay(tmp_path / f"utf8_{name.removesuffix('.gz')}", columns=columns)
-    assert [(t.ts, t.price, t.size) for t in drain(converted)] == [
-        (1704186000 * 10**9, 171.32, 10.0), (1704186001 * 10**9, 171.34, 5.0)]
-    assert converted.cautions == []
+    assert [(t.ts, t.price, t.size) for t in drain(converted)] == expected
+    assert converted.cautions == [] and not any("UTF-8" in n for n in converted.notes)
 
 
 @pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
