@@ -27,8 +27,9 @@ from connectors.keep_filter import keep_check
 from connectors.level_book import TARDIS_L2, LevelBookReducer
 from connectors.map_vocabulary import PRICE_FIELDS, QUOTE_FIELDS
 from connectors.price_offsets import offset_of
-from connectors.row_wires import (NO_TRADE, empty_side_reject, marked_lacking, offsets_by_stream, one_side_crossed,
-                                  quote_without_its_trade, stream_of, trade_and_quote)
+from connectors.row_exprs import ERROR_VALUE
+from connectors.row_wires import (NO_TRADE, empty_side_reject, error_value_reject, marked_lacking, offsets_by_stream,
+                                  one_side_crossed, quote_without_its_trade, stream_of, trade_and_quote)
 from connectors.side_maps import side_lookup
 from connectors.shifted_prices import shifted
 from connectors.ticks import QUOTE, TRADE, InvalidTick, one_sided_quote
@@ -223,6 +224,7 @@ class FilePlan:
         bar_price = self.keys.index("price") + 1 if self.bars and cmap.size is not None else None
         self_bars = self.bars
         one_sided = cmap.quote_sides is not None  # each quote row one side, the other carried: a cross is no error
+        error_value = ERROR_VALUE in self.keys
 
         # a footer, a junk line, a header repeated, a row too long: checked on every row only where the file has one
         without_tick = self._line_without_tick if self.footer is not None or self.junk or self.header_rows or \
@@ -264,6 +266,8 @@ class FilePlan:
                         value = shifted(value, row_offset)
                 if value is not None:
                     out[key] = value
+            if error_value and (cell := out.pop(ERROR_VALUE, None)) is not None:  # `#N/A N/A` in a number column
+                return error_value_reject(cell, stream_of(out) or named)
             if marks is not None and "price" not in out and "bid" not in out and "ask" not in out and \
                     (lacking := marked_lacking(cmap, marks, row[kept:kept_end], out)) is not None:
                 return lacking

@@ -246,7 +246,26 @@ def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect 
     if cmap.price is not None and cmap.size is None:  # a price series: each price a trade of size 1
         exprs.append(pl.lit(1.0).alias("size"))
         keys.append("size")
+    if (errors := _error_values(cmap, schema, dialect)) is not None:  # last: file_plan.py pops it before sending
+        exprs.append(errors.alias(ERROR_VALUE))
+        keys.append(ERROR_VALUE)
     return exprs, keys, price_texts
+
+
+ERROR_VALUE = "error_value"  # the key of a row's first number cell that holds an error value: "field\ttext"
+
+
+def _error_values(cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect | None) -> pl.Expr | None:
+    """A row's first number cell (price, size, bid, ...) that holds a spreadsheet's or terminal's error value
+    (ERROR_CELL: Bloomberg's `#N/A N/A`, Excel's `#VALUE!`), as "field\ttext", else null; None where no number
+    column is read from text. Such a row is rejected as error_value, its cell quoted (it was unknown_kind or
+    missing_field, as if the cell were empty: review374 #2)."""
+    cells = []
+    for key in NUMERIC_FIELDS:
+        if (name := getattr(cmap, key)) is not None and (dialect is not None or schema[name] == pl.String):
+            text = pl.col(name).cast(pl.String).str.strip_chars()
+            cells.append(pl.when(text.str.contains(ERROR_CELL)).then(pl.lit(f"{key}\t") + text))
+    return pl.coalesce(cells) if cells else None
 
 
 def _book_kind(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, schema: Mapping[str, Any],
@@ -284,12 +303,20 @@ def file_rows(path: Path, cmap: ColumnMap, dialect: Dialect | None,
     return rows, junk
 
 
+ACCOUNTING_NEGATIVE = r"^\(\s*[^()\s+-][^()+-]*\)$"  # `(37.63)`, `(1,234.50)`, `($5.00)`: a number in parentheses
+
+
 def _csv_number(text: pl.Expr, decimal_comma: bool) -> pl.Expr:
     """A CSV cell's number: plain (`1234.5`, `1e-3`), with grouping commas (`1,234.5`), or in a decimal-comma file
     with dots grouping (`42.002,00`, `0,5183`). A cell of another shape (`0,5` in a file not written with decimal
     commas) is null: rejected as missing_field, never read as some other number. Thousands grouped by spaces or
     apostrophes (`1 234,50`, `1'234.50`) read in any file: their decimal mark is the one after the groups. A
-    currency sign before or after the number (`61.836,63 €`, Excel's currency format) is a unit, read without it."""
+    currency sign before or after the number (`61.836,63 €`, Excel's currency format) is a unit, read without it;
+    a number in parentheses (`(37.63)`, Excel's accounting format) is negative."""
+    # Excel's accounting format writes a negative in parentheses, `(37.63)`, and that is what "Save as CSV" writes:
+    # read as -37.63 (then refused as a price below zero is, naming --price-offset), not as no number (review374 #2)
+    text = pl.when(text.str.contains(ACCOUNTING_NEGATIVE)).then(pl.lit("-") + text.str.strip_chars("() ")) \
+        .otherwise(text)
     text = text.str.replace_all(CURRENCY_SIGN, "${1}")
     spaced = text.str.contains(SPACE_GROUPED)
     plain = text.str.replace_all(f"[{GROUP_MARKS}]", "").str.replace(",", ".", literal=True)

@@ -44,6 +44,16 @@ def stream_of(wire: dict[str, Any]) -> str | None:
     return stream if isinstance(stream, str) else None
 
 
+def error_value_reject(cell: str, stream: str | None) -> InvalidTick:
+    """A row whose number cell holds a spreadsheet's or terminal's error value (row_exprs.py's ERROR_VALUE, "field\t
+    text"): its own reason, the cell quoted, and what it is (review374 #2: it was unknown_kind, as if empty)."""
+    field, text = cell.split("\t", 1)
+    return InvalidTick("error_value", f"{field} {quoted(text)} is a spreadsheet's or terminal's error value, not a "
+                                      f"number (Bloomberg's #N/A N/A: no value for the field at that time; Excel's "
+                                      f"#VALUE!, #REF!): no tick to read; fix or leave out such rows at the source",
+                       stream)
+
+
 def empty_side_reject(wire: dict[str, Any]) -> InvalidTick:
     """A quote row whose bid or ask cell is empty: no bid (or no offer), a one-sided quote, as a 0 side is
     (connectors/ticks.py one_sided_quote); never the previous quote's side, which may no longer exist."""

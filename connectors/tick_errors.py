@@ -46,6 +46,7 @@ REASONS = (
     "filtered_out",  # file replay only: a row a column map's `keep` leaves out (not a trade)
     "extra_fields",  # file replay only: a CSV row with more fields than the file's columns
     "not_json",  # file replay only: a JSON-lines file's line that is not a JSON object
+    "error_value",  # file replay only: a number cell holding a spreadsheet's or terminal's error value (`#N/A N/A`)
 )
 
 

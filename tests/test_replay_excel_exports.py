@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from engine.quoting import quoted
@@ -262,3 +263,43 @@ def test_a_headerless_file_with_a_column_past_the_names_is_still_refused(tmp_pat
     path.write_text("\r\n".join(row + ";XETR" for row in german_rows(30)) + "\r\n")
     with pytest.raises(ValueError, match="the file has 7 columns, the names given are 6"):
         FileReplay(path, columns=given("names=" + "|".join(HEADER.split(";")), tz="Europe/Berlin"))
+
+
+BLOOMBERG_TICKS = ("Date,Type,Price,Size\n"
+                   "4/20/2020 13:00,BID,1.10,5\n4/20/2020 13:00,ASK,1.12,5\n4/20/2020 13:00,TRADE,1.11,\"1,200\"\n"
+                   "4/20/2020 13:01,TRADE,#N/A N/A,3\n4/20/2020 13:01,TRADE,(0.50),2\n"
+                   "4/20/2020 13:02,TRADE,\"(1,037.63)\",4\n4/20/2020 13:03,TRADE,1.15,#VALUE!\n")
+
+
+def test_accounting_negatives_read_as_negative_and_take_the_price_offset(tmp_path: Path) -> None:
+    """review374 #2: Excel's accounting format writes -37.63 as `(37.63)`, which "Save as CSV" keeps; read as the
+    negative number it is, so a price below zero is refused naming --price-offset as a written `-37.63` is, and read
+    exactly with the offset (it was unknown_kind, as if the cell were empty, whatever the offset)."""
+    path = tmp_path / "CLK0 acct.csv"
+    path.write_text(BLOOMBERG_TICKS)
+    plain = FileReplay(path)
+    assert [t.price for t in drain(plain) if t.kind == "trade"] == [1.11]
+    assert plain.rejected["nonpositive_price"] == 2
+    said = plain.rejected.examples["nonpositive_price"]
+    assert "got -0.5" in said and "--price-offset 'CLK0=1038'" in said, said
+    shifted = FileReplay(path, columns=given("", price_offset="CLK0=1038"))
+    assert [t.price for t in drain(shifted) if t.kind == "trade"] == [1039.11, 1037.5, 0.37]
+    assert "nonpositive_price" not in shifted.rejected
+
+
+def test_error_values_in_number_cells_are_rejected_by_their_own_reason_quoting_the_cell(tmp_path: Path) -> None:
+    """Bloomberg's `#N/A N/A` (no value for the field) and Excel's `#VALUE!`: rejected as error_value with the cell
+    quoted and its column named, not as unknown_kind or missing_field, as though the cell were empty."""
+    path = tmp_path / "CLK0 acct.csv"
+    path.write_text(BLOOMBERG_TICKS)
+    replay = FileReplay(path, columns=given("", price_offset="CLK0=1038"))
+    drain(replay)
+    assert replay.rejected["error_value"] == 2 and "unknown_kind" not in replay.rejected
+    said = replay.rejected.examples["error_value"]
+    assert 'line 5: error_value: price "#N/A N/A" is a spreadsheet\'s or terminal\'s error value' in said, said
+    assert said.endswith('(column "Price")'), said
+    parquet = tmp_path / "ticks.parquet"  # a Parquet column of text numbers reads its cells alike
+    pl.DataFrame({"time": ["2024-01-02T10:00:00Z", "2024-01-02T10:00:01Z"], "price": ["#N/A N/A", "(5.25)"],
+                  "size": ["1", "2"]}).write_parquet(parquet)
+    read = FileReplay(parquet, columns=given("", price_offset="10"))
+    assert [t.price for t in drain(read)] == [4.75] and dict(read.rejected) == {"error_value": 1}
