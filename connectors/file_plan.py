@@ -27,9 +27,10 @@ from connectors.keep_filter import keep_check
 from connectors.level_book import TARDIS_L2, LevelBookReducer
 from connectors.map_vocabulary import PRICE_FIELDS, QUOTE_FIELDS
 from connectors.price_offsets import offset_of
-from connectors.row_exprs import ERROR_VALUE
+from connectors.row_exprs import UNREAD_CELL
 from connectors.row_wires import (NO_TRADE, empty_side_reject, error_value_reject, marked_lacking, offsets_by_stream,
-                                  one_side_crossed, quote_without_its_trade, stream_of, trade_and_quote)
+                                  one_side_crossed, quote_without_its_trade, stream_of, trade_and_quote,
+                                  unread_number_reject)
 from connectors.side_maps import side_lookup
 from connectors.shifted_prices import shifted
 from connectors.ticks import QUOTE, TRADE, InvalidTick, one_sided_quote
@@ -224,7 +225,7 @@ class FilePlan:
         bar_price = self.keys.index("price") + 1 if self.bars and cmap.size is not None else None
         self_bars = self.bars
         one_sided = cmap.quote_sides is not None  # each quote row one side, the other carried: a cross is no error
-        error_value = ERROR_VALUE in self.keys
+        unread_cells = UNREAD_CELL in self.keys
 
         # a footer, a junk line, a header repeated, a row too long: checked on every row only where the file has one
         without_tick = self._line_without_tick if self.footer is not None or self.junk or self.header_rows or \
@@ -266,8 +267,10 @@ class FilePlan:
                         value = shifted(value, row_offset)
                 if value is not None:
                     out[key] = value
-            if error_value and (cell := out.pop(ERROR_VALUE, None)) is not None:  # `#N/A N/A` in a number column
-                return error_value_reject(cell, stream_of(out) or named)
+            # a number cell that did not read (`#N/A N/A`, `110-16+`), taken out of the wire map before any use
+            cell = out.pop(UNREAD_CELL, None) if unread_cells else None
+            if cell is not None and cell[0] == "!":
+                return error_value_reject(cell[1:], stream_of(out) or named)
             if marks is not None and "price" not in out and "bid" not in out and "ask" not in out and \
                     (lacking := marked_lacking(cmap, marks, row[kept:kept_end], out)) is not None:
                 return lacking
@@ -285,6 +288,8 @@ class FilePlan:
                     else no_trade
             if self_bars and closed_day(out):  # Yahoo's holiday row (connectors/closed_days.py)
                 return InvalidTick("filtered_out", CLOSED_DAY, named)
+            if cell is not None and "price" not in out and "bid" not in out and "ask" not in out:
+                return unread_number_reject(cell[1:], stream_of(out) or named)  # (it was unknown_kind)
             if signed and isinstance(size := out.get("size"), (int, float)) and "price" in out:
                 out["size"], out["side"] = abs(size), "sell" if size < 0 else "buy" if size > 0 else None
             if one_sided and (crossed := one_side_crossed(out)) is not None:

@@ -121,7 +121,11 @@ def refuse_mixed_32nds(path: Path, cmap: ColumnMap, facts: Mapping[str, Any]) ->
 def _notation_caution(path: Path, cmap: ColumnMap, facts: Mapping[str, Any], notation: str) -> str:
     name, prefix = NOTATIONS[notation]
     columns, first, big, looks_total, thousands = [], None, None, 0, 0
+    seen: set[str] = set()  # a column read as price, bid and ask (Bloomberg's `Value`, quote_sides) is named once
     for field in PRICE_FIELDS:
+        if getattr(cmap, field) in seen:
+            continue
+        seen.add(getattr(cmap, field))
         looks = facts.get(f"{prefix}{field}_looks") or 0
         # an eighth (one digit after the mark) is never a number; a 32nd with an apostrophe may be thousands
         if looks and (notation == "eighths" or facts[f"_32_{field}_sure"] or looks == facts[f"_32_{field}_grouped"]):

@@ -14,7 +14,7 @@ import polars as pl
 from connectors.epoch_counts import fraction_of_unit
 from connectors.utc_offsets import UTC_OFFSET
 from connectors.file_plan import FilePlan
-from connectors.row_wires import NO_TRADE
+from connectors.row_wires import NO_TRADE, UNREAD_SAID
 from connectors.file_scans import BYTE_ORDER_MARK, first_text, time_sample
 from connectors.headerless_csv import zone_has_dst
 from connectors.json_lines import DUPLICATE_KEY, NOT_JSON
@@ -253,19 +253,20 @@ def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = No
     if err.reason == "negative_size" and err.message.startswith("size "):
         why = "; if its sign is the side (negative: a sell), give --columns ...,signed_size=true"
     if err.reason == "missing_field" and column is not None:  # a typed read makes an unreadable cell null
+        said = err.message.endswith(UNREAD_SAID)  # row_wires.unread_number_reject: the cell and its hint, no more
         why = _unread_cell(plan, row, column)
         columns = getattr(plan, "columns", None)
         side = column in (plan.column_of("bid"), plan.column_of("ask"))
         if "one-sided quote" in err.message or "neither side" in err.message:
             why = ""  # the message says what the empty or 0 side means
-        elif side and columns is not None and columns.quote_sides is not None:  # Bloomberg's BID before any ASK
+        elif side and columns is not None and columns.quote_sides is not None and not said:  # a BID before any ASK
             why = (f": one side of a quote, and no row of the other side (column {quoted(columns.quote_sides)}) came "
                    f"before it in its stream to take that from")
-        if side and getattr(plan, "empty_sides", False):
+        if side and getattr(plan, "empty_sides", False) and not said:
             why += ("; Tardis.dev leaves a side empty when the book has no orders there (an option far out "
                     "of the money): such a quote has no bid and ask to replay")
         elif side and columns is not None and not columns.fill_quotes and "is 0 beside" not in err.message \
-                and "is not a number" not in why:  # a value there (`110-15+`) is no side left empty
+                and "is not a number" not in why and not said:  # a value there (`110-15+`) is no side left empty
             why += ("; if the file leaves a side empty where it did not change, not where there is none, "
                     "--columns ...,fill_quotes=true carries the stream's previous one")
     if ZERO_SIDE.search(str(err)) and (near := near_zero_hint(err, plan, "quotes", "a missing side")):

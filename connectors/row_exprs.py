@@ -209,6 +209,7 @@ def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect 
     exprs: list[pl.Expr] = []
     keys: list[str] = []
     price_texts: dict[str, pl.Expr] = {}  # price, bid, ask read from text: what may be written in 32nds
+    unread: dict[str, tuple[str, pl.Expr, pl.Expr]] = {}  # by column: (field, text, number), numbers read from text
     for key in VALUE_FIELDS:
         if (name := getattr(cmap, key)) is not None:
             text = key in NUMERIC_FIELDS and schema[name] == pl.String  # Parquet of JSON: Coinbase's "42290.12"
@@ -239,6 +240,8 @@ def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect 
                 col = pl.col(name).cast(pl.String).cast(pl.Float64, strict=False)
             else:
                 col = pl.col(name)
+            if key in NUMERIC_FIELDS and (dialect is not None or text) and name not in unread:
+                unread[name] = (key, pl.col(name).cast(pl.String).str.strip_chars(), col)
             if cmap.quote_sides is not None:  # Bloomberg's `type`: the one field this row's value is
                 col = _quote_side_field(cmap, key, col)
             exprs.append(swap_value(key, col, cmap).alias(key))  # a DEX export's base units and sqrtPriceX96
@@ -246,26 +249,26 @@ def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect 
     if cmap.price is not None and cmap.size is None:  # a price series: each price a trade of size 1
         exprs.append(pl.lit(1.0).alias("size"))
         keys.append("size")
-    if (errors := _error_values(cmap, schema, dialect)) is not None:  # last: file_plan.py pops it before sending
-        exprs.append(errors.alias(ERROR_VALUE))
-        keys.append(ERROR_VALUE)
+    if unread:  # last: file_plan.py pops it before the row is sent
+        exprs.append(_unread_cell(unread).alias(UNREAD_CELL))
+        keys.append(UNREAD_CELL)
     return exprs, keys, price_texts
 
 
-ERROR_VALUE = "error_value"  # the key of a row's first number cell that holds an error value: "field\ttext"
+UNREAD_CELL = "unread_cell"  # the key of a row's first number cell that did not read: "!field\ttext" or "?field\t..."
 
 
-def _error_values(cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect | None) -> pl.Expr | None:
-    """A row's first number cell (price, size, bid, ...) that holds a spreadsheet's or terminal's error value
-    (ERROR_CELL: Bloomberg's `#N/A N/A`, Excel's `#VALUE!`), as "field\ttext", else null; None where no number
-    column is read from text. Such a row is rejected as error_value, its cell quoted (it was unknown_kind or
-    missing_field, as if the cell were empty: review374 #2)."""
-    cells = []
-    for key in NUMERIC_FIELDS:
-        if (name := getattr(cmap, key)) is not None and (dialect is not None or schema[name] == pl.String):
-            text = pl.col(name).cast(pl.String).str.strip_chars()
-            cells.append(pl.when(text.str.contains(ERROR_CELL)).then(pl.lit(f"{key}\t") + text))
-    return pl.coalesce(cells) if cells else None
+def _unread_cell(unread: dict[str, tuple[str, pl.Expr, pl.Expr]]) -> pl.Expr:
+    """A row's first number cell (price, size, bid, ...; each column once) that is not empty and did not read, as
+    "!field\ttext" where it holds a spreadsheet's or terminal's error value (ERROR_CELL: Bloomberg's `#N/A N/A`,
+    Excel's `#VALUE!`), else "?field\ttext"; null where every one read. `unread`: by column, (field, text,
+    number). file_plan.py rejects such a row as error_value, or as missing_field where it then holds no price, bid or
+    ask, its cell quoted (both were unknown_kind, as if the cell were empty: review374 #2, #8)."""
+    cells = [pl.when(text.is_not_null() & (text != "") & (number.is_null() | number.is_nan()))
+             .then(pl.when(text.str.contains(ERROR_CELL)).then(pl.lit(f"!{field}\t")).otherwise(pl.lit(f"?{field}\t"))
+                   + text)
+             for field, text, number in unread.values()]
+    return pl.coalesce(cells)
 
 
 def _book_kind(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, schema: Mapping[str, Any],

@@ -54,6 +54,18 @@ def error_value_reject(cell: str, stream: str | None) -> InvalidTick:
                        stream)
 
 
+UNREAD_SAID = "did not read as a number"  # what the reject below says, for reject_hints.py's cell and its hint
+
+
+def unread_number_reject(cell: str, stream: str | None) -> InvalidTick:
+    """A row whose only price, bid or ask cell is text that reads as no number ("field\ttext"): missing_field, the
+    reject's example then quoting the cell with what it may be (`110-16+`: CME's 32nds, naming --price-format
+    32nds), where it was unknown_kind ("neither price nor bid/ask present") for a file whose rows are of either
+    kind (review374 #8)."""
+    field = cell.split("\t", 1)[0]
+    return InvalidTick("missing_field", f"{field} {UNREAD_SAID}", stream)
+
+
 def empty_side_reject(wire: dict[str, Any]) -> InvalidTick:
     """A quote row whose bid or ask cell is empty: no bid (or no offer), a one-sided quote, as a 0 side is
     (connectors/ticks.py one_sided_quote); never the previous quote's side, which may no longer exist."""

@@ -94,3 +94,27 @@ def test_32nds_read_as_eighths_are_cautioned_by_the_same_rule(tmp_path: Path) ->
     assert "column \"price\" (2 cells) holds prices written like CME's 32nds of Treasury futures (\"110-16+\" is " \
         "110.515625 in 32nds); read as eighths, they are no prices (their rows rejected). If they are 32nds, give " \
         "--price-format 32nds" in caution
+
+
+def test_bloomberg_32nds_in_one_value_column_are_named_once_and_their_rejects_name_the_option(tmp_path: Path) -> None:
+    """review374 #8: Bloomberg's tick layout reads one `Value` column as the price, the bid and the ask; the caution
+    named it three times, and each row was rejected as unknown_kind ("neither price nor bid/ask present"), no word of
+    32nds. The caution names it once; the reject quotes the cell and names --price-format 32nds, which reads them."""
+    path = tmp_path / "TYM4 Comdty.csv"
+    path.write_text("Dates,Type,Value,Size\n5/14/2024 13:30:01,ASK,110-16+,901\n5/14/2024 13:30:01,BID,110-16,40\n"
+                    "5/14/2024 13:30:01,TRADE,110-16,433\n5/14/2024 13:30:04,TRADE,110-15+,45\n")
+    columns = {"price": "Value", "ts_format": "%m/%d/%Y %H:%M:%S"}
+    replay = FileReplay(path, columns=columns)
+    assert drain(replay) == []
+    (caution,) = [c for c in replay.cautions if "32nds" in c]
+    assert 'column "Value" (4 cells) holds prices written like CME\'s 32nds' in caution and caution.count("Value") == 1
+    assert dict(replay.rejected) == {"missing_field": 4}
+    said = replay.rejected.examples["missing_field"]
+    assert 'line 2: missing_field: price did not read as a number (column "Value": "110-16+" is not a number; ' \
+        "if it is a futures price in 32nds, give --price-format 32nds" in said, said
+    read = FileReplay(path, columns={**columns, "price_format": "32nds"})
+    ticks = drain(read)
+    assert [t.price for t in ticks if t.kind == "trade"] == [110.5, 110.484375]
+    # (the first ASK, before any BID, is a quote of one side: rejected as before, saying so)
+    assert dict(read.rejected) == {"missing_field": 1} and "did not read" not in read.rejected.examples["missing_field"]
+    assert [(t.bid, t.ask) for t in ticks if t.kind == "quote"] == [(110.5, 110.515625)]
