@@ -127,7 +127,8 @@ def test_a_gbk_export_is_read_as_gbk_not_windows_1252(tmp_path: Path) -> None:
     # Windows-1252's accented letters decode as GBK too, into CJK noise: told apart, as Shift_JIS is
     latin = tmp_path / "latin.csv"
     latin.write_bytes("Zeit,Kurs,Stück,Börse\n2024-01-02T09:00:00,171.32,10,Xetra\n".encode("cp1252"))
-    assert any("its text is Windows-1252" in n for n in FileReplay(latin, columns={"ts": "Zeit", "price": "Kurs"}).notes)
+    latin_read = FileReplay(latin, columns={"ts": "Zeit", "price": "Kurs"})
+    assert any("its text is Windows-1252" in n for n in latin_read.notes)
 
 
 @pytest.mark.parametrize("codec, header, name, said, iconv", [
