@@ -32,21 +32,31 @@ def trained_prices(model_path: str | None) -> dict[str, str]:
     return {key: value for key, value in (recorded_reading(model_path) or {}).items() if key in PRICE_OPTIONS}
 
 
-def read_as_trained(args: argparse.Namespace, model_dir: Path, said: Callable[[str], None]) -> None:
-    """`evaluate` reads the files with the --price-offset, --price-format, --zero-bid, --sequence, --split and --gap
-    the checkpoint was trained with, and, when they are its training files, with its --tz, --hours, --columns,
-    --streams and the rest of how it read them (reading_record.py), each unless given (--no-sequence for none; a
-    mismatch then said): the same files read otherwise drop other rows, shift times against each other, order ticks
-    of equal times otherwise and cut other parts."""
-    from engine.service.reading_record import (LAYOUT_OPTIONS, PRICE_OPTIONS, READING_OPTIONS, SPLIT_OPTIONS,
-                                               reading_mismatch, recorded_reading)
+def trained_options(same_files: bool, splits: bool) -> dict[str, str]:
+    """The one rule of which recorded reading options a run on a checkpoint takes unless given (`evaluate`,
+    `backtest --model`, `feed replay` into a service; `serve` adds the offset at ingest): how prices are read and
+    ordered (--price-offset, --price-format, --zero-bid, --sequence) on any file, as the model learnt prices at that
+    level whatever file holds them; how the files are laid out (--tz ... --streams) only on its training files,
+    which other files need not share; and the split (--split, --gap) where the run splits the files (``splits``:
+    evaluate's test part is training's; a backtest scores every answer)."""
+    from engine.service.reading_record import LAYOUT_OPTIONS, PRICE_OPTIONS, SPLIT_OPTIONS
 
-    recorded = recorded_reading(model_dir) or {}
-    same_files = reads_training_files(model_dir, args.files)
-    take_recorded(args, recorded, PRICE_OPTIONS | SPLIT_OPTIONS | (LAYOUT_OPTIONS if same_files else {}), said)
-    if (mismatch := reading_mismatch(recorded_reading(model_dir), current_reading(args),
-                                     READING_OPTIONS)) is not None:
-        said(mismatch)
+    return PRICE_OPTIONS | (SPLIT_OPTIONS if splits else {}) | (LAYOUT_OPTIONS if same_files else {})
+
+
+def read_as_trained(args: argparse.Namespace, model_dir: Path | str | None, said: Callable[[str], None],
+                    splits: bool, config: Any = None) -> dict[str, str] | None:
+    """Read ``args.files`` with the options ``model_dir``'s training read its files with, as trained_options says
+    (a mismatch of the ones given is for the caller to say, over the keys it compares); returns what it recorded
+    (None: a checkpoint that does not say, of which nothing is assumed): the same files read otherwise drop other rows, shift times against
+    each other, order ticks of equal times otherwise and cut other parts."""
+    from engine.service.reading_record import recorded_reading
+
+    recorded = recorded_reading(model_dir)
+    if recorded:
+        same_files = reads_training_files(model_dir, args.files)
+        take_recorded(args, recorded, trained_options(same_files, splits), said, config)
+    return recorded
 
 
 def session_gap_mismatch(recorded: dict[str, str] | None, session_gap_ns: int | None,

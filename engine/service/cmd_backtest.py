@@ -15,8 +15,8 @@ from typing import Any
 
 from engine.service.builtin_in_sample import SEEN_END, builtin_in_sample_note
 from engine.service.checkpoint_notes import (TEST_PART, checkpoint_evaluation, current_reading, in_sample_note,
-                                             own_test_from, reads_training_files, session_gap_mismatch,
-                                             take_recorded, test_part_starts)
+                                             own_test_from, read_as_trained, session_gap_mismatch,
+                                             test_part_starts)
 from engine.service.cli_common import (EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, WorkWhole, check_outputs,
                                        configured_queries_file, exit_status, interrupted_status, is_tick_model,
                                        raise_interrupted, restore_handlers, service_config)
@@ -163,12 +163,11 @@ class _StopSignals:
 def _reading_notes(args: argparse.Namespace, config: Any) -> str | None:
     """The reading the model was trained on, taken for its own files, and how this run's differs from it (said);
     the difference, None when the same."""
-    from engine.service.reading_record import FILE_READING, reading_mismatch, recorded_reading
+    from engine.service.reading_record import reading_mismatch
 
     said = lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr, flush=True)  # noqa: E731
-    recorded = recorded_reading(config.model.path)
-    if recorded and reads_training_files(config.model.path, args.files):
-        take_recorded(args, recorded, FILE_READING, said, config)
+    # its price options on any file, its layout on its own files (trained_options: evaluate's rule, no split)
+    recorded = read_as_trained(args, config.model.path, said, splits=False, config=config)
     reading_now = current_reading(args, config)
     if (mismatch := reading_mismatch(recorded, reading_now)) is not None:
         said(mismatch)

@@ -16,6 +16,7 @@ from engine.service.cli_reading import column_map_of
 from engine.service.cmd_train import (pause_notes, rejected_status, say_left_out, say_rejected_if_quiet,
                                       train_common)
 from engine.service.output_paths import IMAGE, PARQUET, Output, check_plot_path
+from engine.service.reading_record import READING_OPTIONS, reading_mismatch
 
 
 def _test_streams(args: argparse.Namespace, model: Any, codec: Any, split: Any, said: Callable[[str], None],
@@ -129,7 +130,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
     if args.queries is not None:
         raise ValueError("--queries applies to a Hugging Face text model's evaluation; a tick model is scored on its "
                          "codec's named questions")
-    read_as_trained(args, model_dir, said)  # its --split too, before the split is parsed
+    recorded = read_as_trained(args, model_dir, said, splits=True)  # its --split too, before the split is parsed
+    if (mismatch := reading_mismatch(recorded, current_reading(args), READING_OPTIONS)) is not None:
+        said(mismatch)
     split, options = train_common(args)
     device = resolve_device(args.device)
     model, codec = load_tick_model(model_dir, device, "evaluate")

@@ -133,7 +133,7 @@ def _read_as_served(args: argparse.Namespace, resume: Any) -> bool:
     --model` and `evaluate` say it: the model reads a stream's ticks as it learnt them, however they come. An
     option given otherwise is warned of. True when an option was taken (the files are then read again)."""
     from connectors.price_offsets import checked_price_offset
-    from engine.service.checkpoint_notes import take_recorded
+    from engine.service.checkpoint_notes import take_recorded, trained_options
     from engine.service.reading_record import PRICE_OPTIONS, reading_mismatch, reading_of
     from engine.service.reply_caveats import ingest_shift_text
 
@@ -142,7 +142,8 @@ def _read_as_served(args: argparse.Namespace, resume: Any) -> bool:
     if not isinstance(served, dict) or not served:
         return False
     taken: list[str] = []
-    take_recorded(args, {str(k): str(v) for k, v in served.items()}, PRICE_OPTIONS, taken.append)
+    # (health says the price options alone: the files fed are not the training files, and a feed does not split)
+    take_recorded(args, {str(k): str(v) for k, v in served.items()}, trained_options(False, False), taken.append)
     for line in taken:
         print(f"{args.command_name}: note: {line.replace('this model', _SERVED)}",
               file=sys.stderr, flush=True)
