@@ -48,8 +48,8 @@ def read_as_trained(args: argparse.Namespace, model_dir: Path | str | None, said
                     splits: bool, config: Any = None) -> dict[str, str] | None:
     """Read ``args.files`` with the options ``model_dir``'s training read its files with, as trained_options says
     (a mismatch of the ones given is for the caller to say, over the keys it compares); returns what it recorded
-    (None: a checkpoint that does not say, of which nothing is assumed): the same files read otherwise drop other rows, shift times against
-    each other, order ticks of equal times otherwise and cut other parts."""
+    (None: a checkpoint that does not say, of which nothing is assumed): the same files read otherwise drop other
+    rows, shift times against each other, order ticks of equal times otherwise and cut other parts."""
     from engine.service.reading_record import recorded_reading
 
     recorded = recorded_reading(model_dir)

@@ -9,9 +9,9 @@
 * the labels: --session-gap (a label horizon across a pause that long or longer in event time left unlabelled).
 `evaluate` and `backtest --model` read any file with the first (and evaluate with the split) unless given their
 own, and with the second when their files are the training files (checkpoint_notes.trained_options, the one rule,
-`feed replay`'s too); otherwise a run whose reading differs says so, and `serve --model` says them at its start. A --session-gap is never taken: `evaluate`
-and `backtest` score with their own (none unless given, or the config's answers.session_gap_s), and say when it
-differs from training's."""
+`feed replay`'s too); otherwise a run whose reading differs says so, and `serve --model` says them at its start.
+A --session-gap is never taken: `evaluate` and `backtest` score with their own (none unless given, or the config's
+answers.session_gap_s), and say when it differs from training's."""
 
 from __future__ import annotations
 
