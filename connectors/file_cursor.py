@@ -35,6 +35,9 @@ class FileCursor:
         self._zero_bid_is_price = bool(getattr(plan, "zero_bid_is_price", False))  # the files' zero_bid reading
         self._rejects = rejects
         self._latest: dict[str, tuple[int, int]] = {}  # stream -> (ts, row) of its latest valid tick
+        # streams whose price at or below zero was refused after a tick of theirs: cut (RejectCounter.cut) when
+        # another tick of theirs follows, a stretch gone from their middle (zero_crossings.py)
+        self._refused_below_zero: set[str] = set()
         # rejected rows not counted yet: (how many of the chunk's ticks come before it, reject, row)
         self._pending: list[tuple[int, InvalidTick, int]] = []
         self.ticks: list[Tick] = []
@@ -66,6 +69,7 @@ class FileCursor:
             return self._fill()
 
     def _fill(self) -> bool:
+        below_zero = self._refused_below_zero
         for chunk in self._batches:
             ticks, sequences, rows = [], [], []
             for row, wire, *sequence in chunk:
@@ -82,11 +86,16 @@ class FileCursor:
                         raise wire
                     tick = validate(wire, zero_bid_is_price=self._zero_bid_is_price)
                     self._in_order(tick, row)
+                    if below_zero and tick.stream in below_zero:
+                        below_zero.discard(tick.stream)
+                        self._rejects.cut.add(tick.stream)
                     ticks.append(tick)
                     sequences.append((tick.stream, sequence[0]) if sequence else NO_SEQUENCE)
                     rows.append(row)
                 except InvalidTick as err:
                     self._pending.append((len(ticks), err, row))
+                    if err.reason == "nonpositive_price" and err.stream in self._latest:
+                        below_zero.add(err.stream)
             if ticks:
                 self.ticks, self.sequences, self.rows, self.pos = ticks, sequences, rows, 0
                 return True

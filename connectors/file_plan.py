@@ -66,6 +66,7 @@ class FilePlan:
     near_zero_streams: frozenset[str] = frozenset()  # streams priced near zero, at 0 too ("": the file's one) (ditto)
     # stream -> its lowest price at or below zero as the file holds it ("": the file's one): the offset advice's
     lowest_prices: Mapping[str, float] = field(default_factory=dict)
+    cut_streams: frozenset[str] = frozenset()  # of those, the ones with such a price between two above zero
     settling_streams: frozenset[str] = frozenset()  # streams priced within [0, settle_top] ending at 0: settled
     settle_top: int = 1  # ... 1 (a probability), or 100 in a prediction market's file (its cents: shifted_prices.py)
     long_rows: Mapping[int, int] = field(default_factory=dict)  # row -> its fields, for rows with too many

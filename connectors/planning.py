@@ -345,13 +345,14 @@ def _file_plan(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sc
     notes += lines.notes if lines is not None else []
     top = settle_top(cmap, schema)  # a prediction market's cents (1-99) settle at 0 too
     at_zero = zero_prices(frame, keys) if facts["nonpositive_rows"] or facts["zero_sides"] else \
-        ZeroPrices(frozenset(), {})
+        ZeroPrices(frozenset(), {}, frozenset())
     return FilePlan(path, cmap, frame, tuple(keys), unsorted, factor,
                     tuple(notes), book=book, dialect=dialect, schema=schema, unit_given=unit_given,
                     empty_sides=empty_sides, bars=trade_bars(cmap, schema),
                     nonpositive_prices=bool(facts["nonpositive_prices"]),
                     nonpositive_rows=(int(facts["nonpositive_rows"] or 0), int(facts["trading_rows"] or 0)),
                     near_zero_streams=at_zero.near_zero, lowest_prices=at_zero.lowest,
+                    cut_streams=at_zero.cut,
                     settling_streams=settling_streams(frame, keys, top) if facts["nonpositive_rows"] else frozenset(),
                     settle_top=top,
                     long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,

@@ -13,14 +13,13 @@ so that a split is said once, at its day, not at every pause whose windows strad
 
 from __future__ import annotations
 
-import re
 from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
 
-from connectors.contract_column import CONTRACT_PATTERN
 from connectors.durations import duration_text
+from connectors.futures_codes import futures_name
 from connectors.labels import ordinary_spacing, session_gap_text
 from connectors.ticks import shown_name, utc_text
 
@@ -145,15 +144,6 @@ class LastingStep(NamedTuple):
                 f"({self.after / self.before - 1:+.2%}) at its tick {self.tick:,} ({utc_text(self.after_ts)}), "
                 f"{self.times_typical:.0f} times its typical move, and stayed there ({what}): prices are replayed "
                 f"as the files give them; {scored}")
-
-
-# A futures stream by its name: a contract (CONTRACT_PATTERN: ESH4, CLM24, 202406) or a continuous series as vendors
-# write one (CL1, ES1!, CL=F, CLc1, ES.c.0, @ES): its lasting step after a pause is a roll, not a halt
-CONTINUOUS_FUTURE = re.compile(r"^(?:@[A-Z0-9]{1,4}|[A-Z][A-Z0-9]{0,3}(?:\d!?|=F|c\d|\.[cvn]\.\d+))$")
-
-
-def futures_name(stream: str) -> bool:
-    return re.match(CONTRACT_PATTERN, stream) is not None or CONTINUOUS_FUTURE.match(stream) is not None
 
 
 def _unscored(gap_ns: int, session_gap_ns: int | None) -> str | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from connectors.hours_window import HOURS_LEFT_OUT
 from connectors.keep_filter import KEEP_LEAVES_OUT
-from connectors.reject_hints import needing_offsets, price_offset_hint, reject_example
+from connectors.reject_hints import needing_offsets, price_offset_hint, reject_example, settled
 from connectors.row_wires import ONE_SIDE_MOVED
 from connectors.shifted_prices import (
     SAID_STREAMS,
@@ -47,6 +47,11 @@ class RejectCounter(Counter):
         self._offset_why: str | None = None  # None: no offset advised (yet): a lone 0 is bad data
         self._one_offset_for_all = False
         self.below_zero = False  # a price below zero was rejected (not shifted by an offset)
+        # stream -> its lowest price as read, of the streams whose rows at or below zero an offset should lift
+        # (needing_offsets: below zero, or at 0 where 0 is a price; not a contract's settlement, nor a lone 0 print):
+        # (zero_crossings.py: one with such rows between two of its ticks read, `cut`, has holes cut out of it)
+        self.to_lift: dict[str, float] = {}
+        self.cut: set[str] = set()  # streams with a price at or below zero refused between two of their ticks read
         # filtered_out by cause (LEFT_OUT_CAUSES): rows, rows by stream, the first row
         self.left_out_rows: Counter = Counter()
         self.left_out_streams: defaultdict[str, Counter] = defaultdict(Counter)
@@ -70,6 +75,11 @@ class RejectCounter(Counter):
         elif err.reason not in self.examples:
             self.examples[err.reason] = reject_example(err, plan, row)
         self._zero_may_be_a_price(err)
+
+    @property
+    def one_offset_for_all(self) -> bool:
+        """Whether the offset that left prices at or below zero was one number for every stream."""
+        return self._one_offset_for_all
 
     def _left_out_example(self) -> str:
         """The first row each filter left out: the first cause's as it is, each other's named by its cause."""
@@ -101,6 +111,8 @@ class RejectCounter(Counter):
         lower = low is not None and low < self.lowest_nonpositive.get(reading.stream, math.inf)
         if lower:
             self.lowest_nonpositive[reading.stream] = low
+        if reading is not None and not settled(err, plan) and needing_offsets({reading.stream: low}, plan):
+            self.to_lift[reading.stream] = min(low, self.to_lift.get(reading.stream, math.inf))
         first = not self._first_nonpositive
         if first and shifted:
             column = plan.column_of(reading.field)
@@ -161,6 +173,8 @@ class RejectCounter(Counter):
         self._offset_why = None
         self._one_offset_for_all = False
         self.below_zero = False
+        self.to_lift.clear()
+        self.cut.clear()
         self.left_out_rows.clear()
         self.left_out_streams.clear()
         self.left_out_examples.clear()

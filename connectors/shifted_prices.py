@@ -79,6 +79,8 @@ class ZeroPrices(NamedTuple):
 
     near_zero: frozenset[str]  # streams priced a few steps above zero, at 0 too ("": the file's one stream)
     lowest: dict[str, float]  # stream -> its lowest price, bid or ask as the file holds it (before any offset)
+    cut: frozenset[str]  # streams with a price at or below zero between two above it, in file order: a stretch
+    # refused out of their middle unless an offset lifts it (zero_crossings.py)
 
 
 def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroPrices:
@@ -92,15 +94,17 @@ def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroP
     import polars as pl
 
     stream = pl.col("stream") if "stream" in keys else pl.lit("").alias("stream")
+    frame = frame.with_row_index("_at")  # file order, for the stretches at or below zero between others
     traded = frame.filter(pl.col("size") > 0) if "size" in keys else frame  # a trade of size 0 prints no price
     parts = [(traded if field == "price" else frame).select(
-        stream, pl.col(field).cast(pl.Float64).alias("_price"), pl.lit(field == "bid").alias("_bid"))
+        stream, pl.col(field).cast(pl.Float64).alias("_price"), pl.lit(field == "bid").alias("_bid"), "_at")
         for field in ("price", "bid", "ask") if field in keys]
     if not parts:
-        return ZeroPrices(frozenset(), {})
-    price, bid = pl.col("_price"), pl.col("_bid")
+        return ZeroPrices(frozenset(), {}, frozenset())
+    price, bid, at = pl.col("_price"), pl.col("_bid"), pl.col("_at")
     levels = pl.concat(parts).filter(price.is_not_null() & price.is_not_nan()).group_by("stream").agg(
         at_or_below_zero=(price <= 0).sum(), level=price.filter(price > 0).median(), lowest=price.min(),
+        between=((price <= 0) & (at > at.filter(price > 0).min()) & (at < at.filter(price > 0).max())).sum(),
         # the smallest step between its prices above zero (unique: each above 0); 0's distance to them is no step
         step=price.filter(price > 0).round(9).unique().sort().diff().min(),
         # never bid above 0, and 0 only as a bid: a market nobody bids (an option's wing), not a spread at zero
@@ -109,7 +113,8 @@ def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroP
     rows = [row for row in levels.iter_rows(named=True) if row["at_or_below_zero"]]
     return ZeroPrices(frozenset(row["stream"] for row in rows if row["level"] is not None and row["step"] is not None
                                 and row["level"] <= NEAR_ZERO_STEPS * row["step"] and not one_sided(row)),
-                      {str(row["stream"]): float(row["lowest"]) for row in rows})
+                      {str(row["stream"]): float(row["lowest"]) for row in rows},
+                      frozenset(str(row["stream"]) for row in rows if row["between"]))
 
 
 def one_sided(row: dict[str, Any]) -> bool:

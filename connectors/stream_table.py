@@ -8,12 +8,11 @@ this table. `StreamEncoders` is the one table there is; the service only ever ma
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from connectors.codec import Codec
-from connectors.option_names import MARKED
+from connectors.futures_codes import derivative_kind
 from connectors.encoded_items import EncodedTick
 from connectors.lookalike_names import LookalikeNames
 from connectors.passed_over import PassedOver
@@ -22,7 +21,6 @@ from connectors.stream_encoder import StreamEncoder
 from connectors.tick_sequences import TickSequences
 from connectors.answered_seqs import SeqAtCount
 
-DERIVATIVE_NAME = re.compile(MARKED)  # a perpetual's, future's, swap's or option's name (derivative_streams.py)
 NAMES_HOLDER = "encoders"  # what LookalikeNames calls the streams held or expired here
 EXPIRED_KEPT = 100_000  # expired streams whose ordering guard is kept (scheduler.expired_streams_kept's default)
 
@@ -219,7 +217,7 @@ class StreamTable:
 
     def _held(self, stream: str) -> None:
         """``stream`` got its encoder: noted among ``derivatives`` when its name says one."""
-        if DERIVATIVE_NAME.search(stream):
+        if derivative_kind(stream) is not None:  # (futures_codes.py: the caveat's rule)
             self.derivatives[stream] = None
 
     def _expired_ticks(self, stream: str) -> int:

@@ -250,14 +250,15 @@ def test_the_in_sample_notes_name_the_streams_trained_on(trained, tmp_path: Path
 
 def test_backtest_states_the_trained_part_in_event_times_when_its_positions_do_not_map(trained, tmp_path: Path,
                                                                                        capsys) -> None:
-    """Read with another --price-offset than the one it was trained with (0.03, not 1), the spread loses 2 rows of
-    7: training's tick positions ("trained and validated on its ticks before 850") are not this run's. Said in
-    event times, of the streams trained on; a --test-from past the trained part in time is not called in sample.
-    (Without the option, a backtest of the training files reads them as trained.)"""
+    """Read with another --price-offset than the one it was trained with (2, not 1), the files are read otherwise:
+    training's tick positions ("trained and validated on its ticks before 850") are not taken to be this run's.
+    Said in event times, of the streams trained on; a --test-from past the trained part in time is not called in
+    sample. (Without the option, a backtest of the training files reads them as trained; one too small to lift the
+    spread, 0.03, would leave holes in it, which a backtest refuses: test_zero_crossings.py.)"""
     csv, model, _, _ = trained
     argv = ["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet", "--queries",
             str(dir20_queries(tmp_path))]
-    assert main([*argv, "--out", str(tmp_path / "a.parquet"), "--price-offset", "SPREAD=0.03"]) == 0
+    assert main([*argv, "--out", str(tmp_path / "a.parquet"), "--price-offset", "SPREAD=2"]) == 0
     err = capsys.readouterr().err
     note = next(line for line in err.splitlines() if "not out of sample" in line)
     assert note.startswith("flashtick backtest: note: this model was trained and validated on the first 85% of the "
@@ -267,11 +268,10 @@ def test_backtest_states_the_trained_part_in_event_times_when_its_positions_do_n
             f"{utc_text(int(back[849]))}, UTC event times: this run reads the files otherwise than training did, so "
             f"training's tick positions do not map onto its ticks)") in note, note
     assert "THIN" not in note and "MID" not in note and "scored from its tick" not in note
-    # 90% of the spread's accepted ticks is its 900th of 1000 or so in time: after its trained part, as are the
-    # others' (the positions said its tick 643 of 714, inside the 850 trained on)
+    # 90% of the spread's ticks is after its trained part in time, as are the others'
     freeze_before_a_start()  # (each run: the one before thawed it)
     assert main([*argv, "--out", str(tmp_path / "b.parquet"), "--test-from", "0.9", "--price-offset",
-                 "SPREAD=0.03"]) == 0
+                 "SPREAD=2"]) == 0
     assert "not out of sample" not in capsys.readouterr().err
     # read as trained, the positions are this run's and said so, as before
     freeze_before_a_start()  # (each run: the one before thawed it)

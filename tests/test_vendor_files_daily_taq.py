@@ -23,7 +23,8 @@ from connectors.map_options import map_from_options
 from connectors.name_dates import compact_dates
 from connectors.replay import FileReplay
 from engine.service.backtest_report import unscored_stream_lines
-from engine.service.market_caveat import kind_of, stream_caveat
+from connectors.futures_codes import derivative_kind as kind_of
+from engine.service.market_caveat import stream_caveat
 from engine.service.rejections import rejected_in_one_line, rejected_lines
 from engine.service.stdin_files import spool_streams
 from conftest import drain

@@ -276,8 +276,13 @@ def test_the_first_run_at_prices_below_zero_says_each_streams_lowest_and_the_off
         f"in the files: CLK0-CLM0 -57.03, CLK0 -37.63, CLM0-CLN0 -0.01: to lift each stream above zero, {options} "
         f"(docs/replay.md)")
     out = tmp_path / "cl.parquet"
-    assert main(["backtest", str(path), "--out", str(out), "--quiet"]) == 0
-    assert f"to lift each stream above zero, {options} (docs/replay.md))" in capsys.readouterr().out
+    # CLK0 crosses zero: its rows below it would leave holes, so the run is refused (zero_crossings.py), with the
+    # offsets of every stream that needs one, CLK0's and the spreads' always below zero alike
+    assert main(["backtest", str(path), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "error: stream CLK0 has prices on both sides of zero" in err, err
+    assert f"to lift each stream above zero, {options} (docs/replay.md); or leave it out" in err, err
+    assert not out.exists()
     assert main(["backtest", str(path), "--out", str(tmp_path / "shifted.parquet"), "--quiet",
                  *shlex.split(options)]) == 0  # pasted as printed
     said = capsys.readouterr().out
@@ -289,16 +294,19 @@ def test_reject_lines_of_backtest_and_feed_replay_say_which_streams_lost_rows(tm
     the spread beside it fine): each reason line names its streams, the most first."""
     from engine.service.cli import main
 
-    rows = [("CLK0", 18.2), ("CLM6-N6", 0.05), ("CLK0", -1.5), ("CLK0", -2.5), ("CLM6-N6", -0.01), ("CLK0", -3.5),
-            ("CLM6-N6", 0.04), ("CLK0", 18.3)]
+    # (CLK0 wholly below zero and ES's lone 0 print leave no stream with holes, which a backtest would refuse:
+    # zero_crossings.py)
+    rows = [("CLN0", 18.2), ("ESM6", 5000.25), ("CLK0", -1.5), ("CLK0", -2.5), ("ESM6", 0.0), ("CLK0", -3.5),
+            ("ESM6", 5000.5), ("CLN0", 18.3)]
     path = tmp_path / "cl.csv"
     path.write_text(HEADER + "".join(f"2026-03-10T13:00:0{i}Z,{symbol},{price},1\n"
                                      for i, (symbol, price) in enumerate(rows)))
     assert main(["backtest", str(path), "--out", str(tmp_path / "a.parquet")]) == 0
-    assert f"rejected nonpositive_price: 4 (CLK0 3, CLM6-N6 1; first: {path} line 4: " in capsys.readouterr().out
+    assert (f"rejected nonpositive_price: 4 (CLK0 3, ESM6 1; CLK0 lost every tick (none read); first: {path} line 4: "
+            in capsys.readouterr().out)
     replay = FileReplay(path, streams=["CLK0"])
     drain(replay)
-    assert replay.rejected.streams_of() == {"nonpositive_price": "CLK0 3", "filtered_out": "CLM6-N6 3"}
+    assert replay.rejected.streams_of() == {"nonpositive_price": "CLK0 3", "filtered_out": "ESM6 3, CLN0 2"}
     # a file of one stream says no breakdown: its one name is no news
     one = FileReplay(trades(tmp_path / "one.csv", "1.5", "-1.5"))
     drain(one)

@@ -37,6 +37,7 @@ from connectors.labels import MarkSeries
 from connectors.frame_files import NamedFrame, file_items, holds_frame
 from connectors.replay import FileReplay
 from connectors.time_range import TimeRange
+from connectors.zero_crossings import holes_refusal, planned_refusal
 from engine.path_words import user_item, user_path
 from engine.quoting import quoted
 from engine.rust_paths import rust_path
@@ -172,6 +173,10 @@ def _run(config: ServiceConfig, files: list[Any], queries: BacktestQueries, out:
     replay = FileReplay(list(files), columns=columns, streams=streams, time_range=time_range)
     for line in replay.notes:
         note(line)
+    # a stream whose prices cross zero, foreseen by the files' plans: refused before the model runs (a time range
+    # may leave the stretch below zero out, so then the rejects' own count decides, below)
+    if time_range is None and (refused := planned_refusal(replay.plans, replay.selection, "backtest")) is not None:
+        raise ValueError(refused)
     key = run_key(config, replay, queries.data(), batch_ms, max_ticks)
     threads = torch.get_num_threads()  # as the pipeline set it (model.threads, --threads)
     record = run_record(config, pipeline.codec, replay, queries.shown(), queries.data(), key, test_from, threads)
@@ -195,6 +200,9 @@ def _run(config: ServiceConfig, files: list[Any], queries: BacktestQueries, out:
         _replay_ticks(pipeline, replay, parts, out, marks, origins, scores_only, progress, max_ticks, stop,
                       batch_ms, checkpoint_s, chunked)
         rejected, examples, streams = _rejects(pipeline, replay)
+        if (holes := holes_refusal(replay.rejected, "backtest")) is not None:  # before any label is made: no
+            parts.remove()  # checkpoint of a run refused as a whole (its --resume would read the files so again)
+            raise ValueError(holes)
         if pipeline.ticks_in == 0:
             _refuse_nothing_replayed(parts, rejected, examples, streams, replay.range_left_out, time_range, resume)
         if not scores_only:  # (marks the checkpoint whole with the answers file: see write_answers)

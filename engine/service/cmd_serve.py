@@ -235,7 +235,7 @@ def _say_setup(args: argparse.Namespace, server: Any) -> None:
     """The start lines on what serves: where it logs, its shards, its model and KV pool, and the notes on how the
     model's training read its files."""
     # (here, not at the top: the CLI's parser imports this module before it can name a shadowing package)
-    from engine.service.market_caveat import spot_only, start_note
+    from engine.service.market_caveat import start_note
     from engine.service.reply_caveats import model_caveats
     config, data = server.config, server.pipeline.data
     default = str(default_data_dir(config.model.model_id))
@@ -258,8 +258,10 @@ def _say_setup(args: argparse.Namespace, server: Any) -> None:
         print(f"flashtick: {few}", file=sys.stderr, flush=True)
     for caveat in model_caveats(server.config):  # (the same in every ask, get and health reply: reply_caveats.py)
         print(f"flashtick: note: {caveat['text']}", file=sys.stderr, flush=True)
-    if spot_only(server.config.model.path):  # (a reply about a derivatives stream says it: market_caveat.py)
-        print(f"flashtick: note: {start_note()}", file=sys.stderr, flush=True)
+    # a spot-trained model's caveat (said in each reply about a derivatives stream), or what a model trained on
+    # derivatives was trained on (market_caveat.py)
+    if (markets := start_note(server.config.model.path)) is not None:
+        print(f"flashtick: note: {markets}", file=sys.stderr, flush=True)
 
 
 def _say_serving(server: Any, endpoints: dict[str, str]) -> None:

@@ -177,7 +177,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     bar = _phase(bar_factory, "reading", len(files), "files")  # (a slow file's read says itself every 10 s)
     streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"),
                                          streams=options.streams, caution=lambda line: caution(labelled(line)),
-                                         opened=opened, origins=origins)
+                                         opened=opened, origins=origins, command="train")
     if bar is not None:
         bar.update(len(files))
         bar.close()

@@ -51,6 +51,24 @@ def split_text(spec: SplitSpec, gap: int) -> str:
     return "/".join(f"{100 * x:g}" for x in (spec.train, spec.validation, spec.test)) + f" (gap {gap} ticks)"
 
 
+def _reading_line(reading: dict[str, str]) -> str:
+    """How the training files were read, where not as detected (`--price-offset CLK0=38`, `--tz ...`): every answer
+    of the model depends on it, and the card is what a colleague reads (review374 #10). Before `- Data`, so that
+    no option's words are taken for the data's market (market_caveat.card_data)."""
+    from engine.service.reading_record import FILE_READING, shown
+
+    read = {key: value for key, value in reading.items() if key in FILE_READING}
+    if not read:
+        return ""
+    line = (f"\n- Read with: {shown(read, read)} (evaluation.json's trained_on.reading; `evaluate`, `backtest "
+            f"--model`, `feed replay` and `serve` read files and ticks so unless given otherwise: docs/model.md)")
+    if "price_offset" in read:
+        line += ("\n  Its prices were shifted by that offset: its `direction_*` answers read a move's sign as the "
+                 "market made it, but `volatility_*` and `move_bps_*` count bps of the shifted level, so they "
+                 "measure the offset, not the market: ask `direction_*` of these instruments (docs/replay.md)")
+    return line
+
+
 def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
     stats, cfg, ev = record["training"], record["config"], record["evaluation"]
     span = lambda r: f"[{r[0]}, {r[1]})"  # noqa: E731  (JSON keeps a range as [start, stop])
@@ -78,7 +96,8 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
     text = f"""# Tick model trained with `flashtick train`
 
 - Base: {record['base']}{base_heads}; {record['params'] / 1e6:.2f}M parameters; window {cfg['window_ticks']} ticks
-  ({cfg['max_positions']} positions): keep at most {cfg['window_ticks']} ticks in a session window
+  ({cfg['max_positions']} positions): keep at most {cfg['window_ticks']} ticks in a session window\
+{_reading_line(record.get("reading") or {})}
 - Data: {', '.join(f'`{f}`' for f in record['files'])}; rows rejected: {record['rejected'] or 'none'}
 - Split per stream, in time: {record['split']}; labels of each part use that part's ticks only{paused}
 {streams}{left_out}

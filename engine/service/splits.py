@@ -25,6 +25,7 @@ from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.labels import NO_LABEL, label_series, marks_of
 from connectors.replay import FileReplay
 from connectors.ticks import Tick, shown_name
+from connectors.zero_crossings import holes_refusal
 from engine.quoting import quoted
 from engine.service.backtest_scores import first_share
 from engine.service.rejections import rejected_lines
@@ -199,15 +200,17 @@ class Rejected(dict):
 
 def read_streams(files: list[str], columns: Any = None, note: Callable[[str], None] = lambda _: None,
                  streams: list[str] | None = None, caution: Callable[[str], None] | None = None,
-                 opened: Callable[[FileReplay], None] = lambda _: None, origins: TickOrigins | None = None
-                 ) -> tuple[dict[str, list[Tick]], Rejected]:
+                 opened: Callable[[FileReplay], None] = lambda _: None, origins: TickOrigins | None = None,
+                 command: str = "this run") -> tuple[dict[str, list[Tick]], Rejected]:
     """Every valid tick of `files` (FileReplay: presets, column maps, detection), grouped by stream;
     and the rejected rows by reason (`Rejected`). ``note`` is told how the files are read (the map detected, a time zone
     assumed, ...), as `backtest` tells it; ``caution`` (default ``note``) the reading's cautions among them (two
     instruments in one stream, two sources interleaved: connectors/cautions.py), which change what the scores mean
     and so are said where the plain notes are quieted (--quiet). ``streams`` (names or globs) reads those alone.
     ``opened`` is given the replay once its files are open (evaluate records them: run_record.input_files);
-    ``origins`` gets each tick's file and row, as a backtest's does (--points-out names them)."""
+    ``origins`` gets each tick's file and row, as a backtest's does (--points-out names them). A stream whose
+    prices cross zero, its rows at or below it refused out of its middle, is refused (zero_crossings.py): no label
+    of ``command`` (`train`, `evaluate`) may span such a hole."""
     refuse_absent_inputs(files)  # a pattern that matches no file yet, an empty folder: no data yet (NoData)
     replay = FileReplay(files, columns=columns, streams=streams)
     opened(replay)
@@ -232,6 +235,8 @@ def read_streams(files: list[str], columns: Any = None, note: Callable[[str], No
         raise NoData("no tick was read from the files: they hold no data rows")
     for line in said:
         note(line)
+    if (holes := holes_refusal(rejected, command)) is not None:
+        raise ValueError(holes)
     return dict(by_stream), Rejected(Counter(rejected), [line for line in said if not line.startswith("warning: ")])
 
 

@@ -1,0 +1,99 @@
+"""Futures by their exchange codes, one rule (connectors/futures_codes.py) for `serve`'s start line, `health`'s and
+every reply's `spot_trained_model` caveat: the start line promised the caveat for "a future", yet Eurex's `FDXM5`
+and `FGBLM5`, JPX's `NK225M2406` and CME's `ESM4` got none, only crypto-style expiries did (review373 #8, review375
+#10). And a model trained on the user's own futures is not called spot-trained: `serve` says what it was trained
+on, and its card records the --price-offset its prices were read with (review374 #10). A real server, real
+sockets, a real checkpoint trained here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import msgpack
+import pytest
+
+from conftest import serving, tiny_tick_checkpoint
+from connectors.futures_codes import derivative_kind, futures_name
+from engine.service.market_caveat import SPOT_TRAINED_MODEL, spot_only, start_note
+from test_cli import config, wait_for
+from test_served_price_offset import power_model
+from test_spot_model_caveat import SPOT_CARD
+from wire_client import Control, push_socket, trade
+
+EXCHANGE_FUTURES = ["FDXM5", "FGBLM5", "NK225M2406", "ESM4", "CLZ24", "JGBL2406"]
+# spot names of every market the reviews fed, an ISIN, a token whose name ends in a digit: none is a derivative
+SPOT = ["BTCUSDT", "EURUSD", "AAPL", "7203.T", "0700.HK", "SIEGn.DE", "DE0007236101", "US0378331005", "LUNA2",
+        "トヨタ自動車", "SPY"]
+
+
+def test_exchange_futures_codes_are_dated_futures_and_spot_names_are_none() -> None:
+    for name in EXCHANGE_FUTURES:
+        assert derivative_kind(name) == "a dated future", name
+    assert derivative_kind("CLZ4-CLF5") == "a futures calendar spread"
+    for name in SPOT:
+        assert derivative_kind(name) is None, name
+    # the crypto shapes as before
+    assert [derivative_kind(n) for n in ("BTC-29MAR24", "XBTZ25", "BTCUSDT_PERP", "BTC-USD-SWAP",
+                                          "BTC-27DEC24-60000-C")] == \
+        ["a dated future", "a dated future", "a perpetual", "a swap", "an option"]
+    # a price step's roll reading takes a continuous series too, a shape too loose for the caveat (LUNA2)
+    assert all(futures_name(n) for n in ("CL1", "ES1!", "CL=F", "CLc1", "@ES", *EXCHANGE_FUTURES))
+    assert not any(futures_name(n) for n in ("AAPL", "7203.T", "DE0007236101"))
+
+
+def test_every_name_serves_start_line_gives_is_one_the_rule_caveats() -> None:
+    line = start_note(None)  # the built-in model: spot data only
+    assert line is not None and "ESM4, FDXM5, NK225M2406" in line
+    named = re.search(r"\(([^()]*)\) is out of its training's distribution", line)[1]
+    examples = re.findall(r"\b[A-Z][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*|\b[A-Z]+-[A-Z]+(?:-[A-Z]+)?\b|\b[A-Z]+_PERP\b",
+                          named)
+    assert len(examples) >= 8, examples
+    for name in examples:
+        assert derivative_kind(name) is not None, name
+
+
+def test_replies_about_exchange_futures_carry_the_caveat(tmp_path: Path) -> None:
+    checkpoint = tiny_tick_checkpoint(tmp_path / "m")
+    (checkpoint / "TRAINING.md").write_text(SPOT_CARD)
+    streams = ["FDXM5", "NK225M2406", "ESM4", "7203.T"]
+    with serving(config(checkpoint, tmp_path)) as server:
+        control, push = Control(server.endpoints["control"]), push_socket(server.endpoints["ingest"])
+        try:
+            t0 = 1_700_000_000 * 10**9
+            push.send(msgpack.packb([trade(stream, t0 + i, 100.0 + i) for i in range(5) for stream in streams]))
+            wait_for(lambda: control.ok("stats")["stats"]["ticks_in"] == 20, timeout_s=60)
+            nk = control.ok("ask", stream="NK225M2406", query="dir")["caveats"]
+            assert [c["kind"] for c in nk] == [SPOT_TRAINED_MODEL]
+            assert nk[0]["text"].startswith("by its name, NK225M2406 is a dated future: this model was trained on "
+                                            "spot markets only"), nk
+            assert [c["kind"] for c in control.ok("get", stream="ESM4", query="dir")["caveats"]] == \
+                [SPOT_TRAINED_MODEL]
+            assert control.ok("ask", stream="7203.T", query="dir")["caveats"] == []
+            (held,) = control.ok("health")["caveats"]
+            assert held["text"].startswith("by their names, FDXM5 is a dated future; NK225M2406 is a dated future; "
+                                           "ESM4 is a dated future: "), held
+        finally:
+            control.sock.close()
+            push.close()
+
+
+@pytest.fixture(scope="module")
+def futures_model(tmp_path_factory) -> Path:
+    """A tiny model trained on a crude future's own ticks, read with --price-offset (CL below zero)."""
+    root, _ = power_model(tmp_path_factory.mktemp("futures_model"), "CLK0", "CLK0=21", seed=9)
+    return root / "m"
+
+
+def test_a_model_trained_on_futures_says_what_it_was_trained_on(futures_model: Path) -> None:
+    assert not spot_only(futures_model)
+    line = start_note(futures_model)
+    assert line is not None and "lists training data of CLK0 (a dated future): not spot markets only" in line, line
+    assert "spot markets only:" not in line
+
+
+def test_its_card_records_the_offset_and_what_it_does_to_the_bps_questions(futures_model: Path) -> None:
+    card = (futures_model / "TRAINING.md").read_text()
+    assert "\n- Read with: --price-offset CLK0=21 (evaluation.json's trained_on.reading;" in card, card[:800]
+    assert "`volatility_*` and `move_bps_*` count bps of the shifted level, so they measure the offset" in card
+    assert card.index("- Read with:") < card.index("- Data:")  # (outside the data lines the caveat reads)

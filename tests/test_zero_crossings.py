@@ -1,0 +1,116 @@
+"""A stream whose prices cross zero, read without an offset that lifts them, lost its rows at or below zero out of
+its middle, and `backtest`, `evaluate` and `train` went on with exit 0, labelling across the holes (a move from the
+last price above zero straight to the next) and `train` writing a checkpoint fitted to that series (review374 #4).
+Each now refuses the files, naming the offset that reads the stream whole; a lone 0 print of an instrument far from
+zero, or a stream wholly below zero, is no hole. Real CSV files written here, the real commands."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from connectors.replay import FileReplay
+from connectors.zero_crossings import holes_refusal, planned_lifts, read_lifts
+from engine.service.cli import main
+from test_stream_selection import TINY
+
+SPREAD = "CLZ4-CLF5"
+ROWS = 600
+DIPS = range(250, 330)  # the rows where the spread trades at or below zero
+
+
+def spread_file(path: Path) -> Path:
+    """A calendar spread around +0.06 that dips to -0.05 for a while (0.00 prints too), one trade a second, and an
+    outright beside it that never goes near zero."""
+    rng = np.random.default_rng(7)
+    prices = np.round(0.06 + np.cumsum(rng.choice([-0.01, 0.0, 0.01], ROWS)) * 0.2, 2)
+    prices = np.clip(prices, 0.01, None)
+    prices[list(DIPS)] = np.round(rng.choice([-0.05, -0.03, -0.01, 0.0], len(DIPS)), 2)
+    times = [f"2024-11-12T15:{i // 60:02d}:{i % 60:02d}Z" for i in range(ROWS)]
+    spread = pl.DataFrame({"timestamp": times, "symbol": [SPREAD] * ROWS, "price": prices, "size": [1.0] * ROWS})
+    outright = spread.with_columns(symbol=pl.lit("CLZ4"), price=pl.Series(np.round(70 + prices * 10, 2)))
+    pl.concat([spread, outright]).sort("timestamp", maintain_order=True).write_csv(path)
+    return path
+
+
+@pytest.fixture()
+def spread(tmp_path: Path) -> Path:
+    return spread_file(tmp_path / "spread.csv")
+
+
+OFFSET = f"--price-offset '{SPREAD}=1'"  # the next whole number above its lowest, -0.05
+
+
+def test_backtest_refuses_a_stream_crossing_zero_before_its_model_runs(spread, tmp_path, capsys) -> None:
+    out = tmp_path / "a.parquet"
+    assert main(["backtest", str(spread), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"error: stream {SPREAD} has prices on both sides of zero, and those at or below it are refused, out of " \
+           f"the middle of it: backtest labels each tick by the ticks after it" in err, err
+    assert f"to lift each stream above zero, {OFFSET} (docs/replay.md)" in err, err
+    assert "CLZ4 " not in err.split("error: ")[1]  # (the outright beside it is no hole: not named)
+    assert not out.exists() and not out.with_name(out.name + ".parts").exists()  # nothing written, no checkpoint
+    # pasted as printed: the stream read whole, every label between real neighbours
+    assert main(["backtest", str(spread), "--out", str(out), "--quiet", *shlex.split(OFFSET)]) == 0
+    assert capsys.readouterr().out.startswith(f"replayed {2 * ROWS} ticks (0 rejected)")
+
+
+def test_evaluate_and_train_refuse_it_and_train_writes_no_checkpoint(spread, tmp_path, capsys) -> None:
+    assert main(["evaluate", "builtin", str(spread), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"error: stream {SPREAD} (80 rows refused) has prices on both sides of zero" in err, err
+    assert "evaluate labels each tick by the ticks after it" in err and OFFSET in err, err
+    model = tmp_path / "m"
+    assert main(["train", str(spread), "--out", str(model), *TINY, "--steps", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "train labels each tick by the ticks after it" in err and OFFSET in err, err
+    assert not (model / "config.json").exists()
+
+
+def test_a_time_range_decides_by_the_rows_it_reads(spread, tmp_path, capsys) -> None:
+    """The plan's prices are the whole file's: with --from/--to the rows read decide (the refusal after the
+    replay, before any label), so a range before the dip runs and one across it is refused."""
+    before = ["--from", "2024-11-12T15:00:00Z", "--to", "2024-11-12T15:04:00Z"]
+    assert main(["backtest", str(spread), "--out", str(tmp_path / "a.parquet"), "--quiet", *before]) == 0
+    assert "0 rejected" in capsys.readouterr().out
+    across = ["--from", "2024-11-12T15:03:00Z", "--to", "2024-11-12T15:07:00Z"]
+    out = tmp_path / "b.parquet"
+    assert main(["backtest", str(spread), "--out", str(out), "--quiet", *across]) == 2
+    err = capsys.readouterr().err
+    assert f"stream {SPREAD} (80 rows refused) has prices on both sides of zero" in err and OFFSET in err, err
+    assert not out.exists() and not out.with_name(out.name + ".parts").exists()
+
+
+def test_the_plans_foresee_what_the_rejects_count(spread) -> None:
+    """One rule, before and after the read: the streams the plans foresee holed are those the rejects leave holed,
+    with the same lowest prices; a selection that leaves the spread out foresees none."""
+    replay = FileReplay(spread)
+    foreseen = planned_lifts(replay.plans)
+    while not replay.done:
+        replay.next_batch(4096)
+    assert foreseen == read_lifts(replay.rejected) == ({SPREAD: -0.05}, frozenset({SPREAD}))
+    outright = FileReplay(spread, streams=["CLZ4"])
+    assert planned_lifts(outright.plans, outright.selection).holed == frozenset()
+
+
+def test_a_lone_zero_print_and_a_stream_wholly_below_zero_are_no_holes(tmp_path, capsys) -> None:
+    """An outright's lone 0 is a bad print (refused, said; the run goes on); a spread always below zero loses every
+    tick, not some, and the run goes on with the rejects' advice for it."""
+    rows = [("ESZ4", 6000.25 + i / 4) for i in range(60)]
+    rows[30] = ("ESZ4", 0.0)
+    rows += [("CLF5-CLG5", -0.5 - i / 100) for i in range(5)]
+    path = tmp_path / "es.csv"
+    path.write_text("timestamp,symbol,price,size\n" + "".join(
+        f"2024-11-12T15:00:{i:02d}Z,{symbol},{price},1\n" for i, (symbol, price) in enumerate(rows)))
+    replay = FileReplay(path)
+    assert planned_lifts(replay.plans).holed == frozenset()
+    while not replay.done:
+        replay.next_batch(4096)
+    assert holes_refusal(replay.rejected, "backtest") is None
+    assert main(["backtest", str(path), "--out", str(tmp_path / "a.parquet"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "replayed 59 ticks (6 rejected)" in out and "--price-offset 'CLF5-CLG5=1'" in out, out
