@@ -15,6 +15,7 @@ from connectors.labels import NO_LABEL_DEFINED
 from connectors.ticks import shown_name, utc_text
 from engine.service.backtest_scores import QueryScore
 from engine.service.rejections import rejected_lines
+from engine.service.text_columns import name_width, padded
 
 
 @dataclass
@@ -74,6 +75,9 @@ class BacktestReport:
                    f"(--test-from {self.test_from:g}; 'in slice' counts them){test_part}; every answer is in the file",
                    self._split_line()] if self.test_from is not None else [])
         answers = "answers" if self.test_from is None else "in slice"
+        # the name column as wide as its longest name in terminal cells (a CJK stream name takes two a character)
+        width = name_width([s.query for s in self.scores] + [f"  {shown_name(stream)}" for s in self.scores
+                                                             for stream in (s.by_stream if by_stream else {})], 16)
         left_out = self.rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
         skipped = f"{sum(self.rejected.values()) - left_out} rejected" + (
             f", {left_out} left out by a filter" if left_out else "") + (
@@ -85,11 +89,11 @@ class BacktestReport:
                    if self.time_range is not None else []),
                  *self.context,
                  *scored,
-                 f"{'query':<16}{answers:>8}{'scored':>8}{'accuracy':>10}{'brier':>8}{'freq.brier':>11}"
+                 f"{padded('query', width)}{answers:>8}{'scored':>8}{'accuracy':>10}{'brier':>8}{'freq.brier':>11}"
                  f"{'logloss':>9}{'model acc':>10}{'model brier':>12}  baseline accuracy"]
         for s in self.scores:
-            lines.append(_score_row(s.query, s))
-            lines += [_score_row(f"  {shown_name(stream)}", part)
+            lines.append(_score_row(s.query, s, width))
+            lines += [_score_row(f"  {shown_name(stream)}", part, width)
                       for stream, part in (s.by_stream if by_stream else {}).items()]
         if by_stream and any(s.by_stream for s in self.scores):
             lines.append("indented: each stream's own rows of the same answers (freq.brier, majority: its own class "
@@ -183,10 +187,10 @@ def percent(fraction: float) -> str:
     return f"{fraction * 100:g}%"
 
 
-def _score_row(name: str, s: QueryScore) -> str:
+def _score_row(name: str, s: QueryScore, width: int = 16) -> str:
     fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
     base = f"{s.baseline} {fmt(s.baseline_accuracy)}" if s.baseline else "-"
-    return (f"{name:<16}{s.answers:>8}{s.scored:>8}{fmt(s.accuracy):>10}{fmt(s.brier):>8}{fmt(s.frequency_brier):>11}"
+    return (f"{padded(name, width)}{s.answers:>8}{s.scored:>8}{fmt(s.accuracy):>10}{fmt(s.brier):>8}{fmt(s.frequency_brier):>11}"
             f"{fmt(s.log_loss):>9}{fmt(s.model_accuracy):>10}{fmt(s.model_brier):>12}  {base}")
 
 

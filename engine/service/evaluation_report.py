@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from connectors.ticks import shown_name
 from engine.service.evaluate import MIN_POINTS, MIN_SECOND_ANSWER
+from engine.service.text_columns import name_width, padded
 
 BURST_SHARE = 0.3  # above this share of a test part's ticks in bursts, every-tick scores differ from a backtest's
 MIN_BLOCKS = 5  # a test slice of fewer bootstrap blocks gets no verdict: its percentile interval is degenerate
@@ -92,10 +93,13 @@ def format_table(result: dict[str, Any], by_stream: bool = False) -> str:
     raw = [c for c in ("raw", "alone", "adapted") if any(c in r["scores"] for r in questions)]
     acc_cols, brier_cols = [*raw, "prior", "majority", "logistic"], [*raw, "prior", "logistic"]
     head = lambda cols: "".join(f"{SHORT_COLUMNS.get(c, c):>7}" for c in cols)  # noqa: E731
-    lines = [f"{'question':<15}{'n':>7}  {'accuracy: model':>15}{head(acc_cols)}  {'Brier: model':>12}"
+    # the name column as wide as its longest name in terminal cells (a CJK stream name takes two a character)
+    width = name_width([*result["questions"], *(f"  {shown_name(stream)}" for r in questions
+                                                for stream in (r.get("by_stream", {}) if by_stream else {}))], 15)
+    lines = [f"{padded('question', width)}{'n':>7}  {'accuracy: model':>15}{head(acc_cols)}  {'Brier: model':>12}"
              f"{head(brier_cols)}  model-logit acc [95% CI]   Brier [95% CI]"]
     few = [name for name, r in result["questions"].items() if r.get("blocks", MIN_BLOCKS) < MIN_BLOCKS]
-    lines += _question_rows(result, acc_cols, brier_cols, few, by_stream)
+    lines += _question_rows(result, acc_cols, brier_cols, few, by_stream, width)
     if "answer_points" in result:
         lines.append(answer_points_line(result["answer_points"]))
     if "part_times" in result:
@@ -106,7 +110,7 @@ def format_table(result: dict[str, Any], by_stream: bool = False) -> str:
 
 
 def _question_rows(result: dict[str, Any], acc_cols: list[str], brier_cols: list[str], few: list[str],
-                   by_stream: bool) -> list[str]:
+                   by_stream: bool, width: int = 15) -> list[str]:
     """A row per question (its scores, model minus logistic with intervals, * where too ``few`` blocks to call),
     each followed, with ``by_stream``, by its streams' rows."""
     lines = []
@@ -114,9 +118,10 @@ def _question_rows(result: dict[str, Any], acc_cols: list[str], brier_cols: list
         s, d = r["scores"], r["model_minus"]["logistic"]
         mark = "*" if name in few else ""
         ci = lambda x: f"{signed(x['diff'])} [{signed(x['lo'])},{signed(x['hi'])}]{mark}"  # noqa: E731
-        lines.append(f"{name:<15}{r['n']:>7}  {scores_row(s, acc_cols, brier_cols)}  {ci(d['accuracy']):<26} "
-                     f"{ci(d['brier'])}")
-        lines += [f"  {shown_name(stream):<13}{part['n']:>7}  {scores_row(part['scores'], acc_cols, brier_cols)}"
+        lines.append(f"{padded(name, width)}{r['n']:>7}  {scores_row(s, acc_cols, brier_cols)}  "
+                     f"{ci(d['accuracy']):<26} {ci(d['brier'])}")
+        lines += [f"{padded('  ' + shown_name(stream), width)}{part['n']:>7}  "
+                  f"{scores_row(part['scores'], acc_cols, brier_cols)}"
                   for stream, part in (r.get("by_stream", {}) if by_stream else {}).items()]
     return lines
 
