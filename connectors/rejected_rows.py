@@ -15,6 +15,7 @@ from connectors.hours_window import HOURS_LEFT_OUT
 from connectors.keep_filter import KEEP_LEAVES_OUT
 from connectors.reject_hints import needing_offsets, price_offset_hint, reject_example, settled
 from connectors.row_wires import ONE_SIDE_MOVED
+from connectors.zero_crossings import near_zero
 from connectors.shifted_prices import (
     SAID_STREAMS,
     ZERO_MAY_BE_A_PRICE,
@@ -52,6 +53,7 @@ class RejectCounter(Counter):
         # (zero_crossings.py: one with such rows between two of its ticks read, `cut`, has holes cut out of it)
         self.to_lift: dict[str, float] = {}
         self.cut: set[str] = set()  # streams with a price at or below zero refused between two of their ticks read
+        self.crossing: set[str] = set()  # of to_lift, those whose prices cross zero: below it, or a spread near it
         # filtered_out by cause (LEFT_OUT_CAUSES): rows, rows by stream, the first row
         self.left_out_rows: Counter = Counter()
         self.left_out_streams: defaultdict[str, Counter] = defaultdict(Counter)
@@ -113,6 +115,8 @@ class RejectCounter(Counter):
             self.lowest_nonpositive[reading.stream] = low
         if reading is not None and not settled(err, plan) and needing_offsets({reading.stream: low}, plan):
             self.to_lift[reading.stream] = min(low, self.to_lift.get(reading.stream, math.inf))
+            if low < 0 or near_zero(reading.stream, plan):
+                self.crossing.add(reading.stream)
         first = not self._first_nonpositive
         if first and shifted:
             column = plan.column_of(reading.field)
@@ -175,6 +179,7 @@ class RejectCounter(Counter):
         self.below_zero = False
         self.to_lift.clear()
         self.cut.clear()
+        self.crossing.clear()
         self.left_out_rows.clear()
         self.left_out_streams.clear()
         self.left_out_examples.clear()

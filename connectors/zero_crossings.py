@@ -9,8 +9,9 @@ that reads it whole (`--price-offset 'CLZ4-CLF5=1'`), instead of scoring or trai
 
 Which rows an offset should lift is the reject advice's rule (reject_hints.needing_offsets: a price below zero, or
 0 where 0 is a price; never a contract settling at 0 nor an outright's lone 0 print), counted by RejectCounter
-(`to_lift`); a stream is holed when such a row was refused between two of its ticks read (FileCursor counts it,
-RejectCounter.cut). A stretch at the start or the end of a stream, or a stream with every price at or below zero,
+(`to_lift`); a stream is holed when its prices cross zero (one below it, or 0 in a spread a few steps above it:
+`near_zero`) and such a row was refused between two of its ticks read (FileCursor counts it, RejectCounter.cut).
+Many 0 prints of a stream far from zero get the advice as before but are no crossing: the run goes on. A stretch at the start or the end of a stream, or a stream with every price at or below zero,
 leaves no label across a hole (the ticks before it, or after, are all there is) and is no reason to refuse (the
 rejects say it), but the refusal's advice lifts such streams too, so that the options pasted read every stream of
 the files whole. A backtest foresees the holes from its files' plans (FilePlan.cut_streams, in file order) and
@@ -37,11 +38,20 @@ class Lifts(NamedTuple):
     holed: frozenset[str]
 
 
+def near_zero(stream: str, plan: Any) -> bool:
+    """Whether a stream trades a few price steps above zero (FilePlan.near_zero_streams: a spread), where 0 is one
+    of its prices: with one below zero, what makes its prices cross zero. A stream far from zero whose file has
+    many 0 prints (a corrupt column, a power market's hours at 0) gets the offset advice but is no crossing."""
+    near = getattr(plan, "near_zero_streams", frozenset())
+    return stream in near or "" in near
+
+
 def read_lifts(rejected: Any) -> Lifts:
     """Lifts of a replay read (its RejectCounter): the streams that lost rows an offset should lift, holed where
-    such a row was refused between two of their ticks read."""
+    their prices cross zero (below it, or a spread at it) and such a row was refused between two of their ticks."""
     lowest = dict(getattr(rejected, "to_lift", {}))
-    return Lifts(lowest, frozenset(lowest.keys() & getattr(rejected, "cut", set())))
+    return Lifts(lowest, frozenset(lowest.keys() & getattr(rejected, "cut", set()) & getattr(rejected, "crossing",
+                                                                                             set())))
 
 
 def planned_lifts(plans: list[Any], selection: Any = None) -> Lifts:
@@ -64,7 +74,7 @@ def planned_lifts(plans: list[Any], selection: Any = None) -> Lifts:
             if shifted(low, offset) > 0:
                 continue
             lowest[name] = min(low, lowest.get(name, math.inf))
-            if stream in cut and not offset:
+            if stream in cut and not offset and (low < 0 or near_zero(stream, plan)):
                 holed.add(name)
     return Lifts(lowest, frozenset(holed))
 
