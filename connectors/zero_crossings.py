@@ -11,12 +11,13 @@ Which rows an offset should lift is the reject advice's rule (reject_hints.needi
 0 where 0 is a price; never a contract settling at 0 nor an outright's lone 0 print), counted by RejectCounter
 (`to_lift`); a stream is holed when its prices cross zero (one below it, or 0 in a spread a few steps above it:
 `near_zero`) and such a row was refused between two of its ticks read (FileCursor counts it, RejectCounter.cut).
-Many 0 prints of a stream far from zero get the advice as before but are no crossing: the run goes on. A stretch at the start or the end of a stream, or a stream with every price at or below zero,
-leaves no label across a hole (the ticks before it, or after, are all there is) and is no reason to refuse (the
-rejects say it), but the refusal's advice lifts such streams too, so that the options pasted read every stream of
-the files whole. A backtest foresees the holes from its files' plans (FilePlan.cut_streams, in file order) and
-refuses before its model runs; where it cannot (an offset given too small, a time range, a DBN file), the count
-after the read decides, before any label is made.
+Many 0 prints of a stream far from zero get the advice as before but are no crossing: the run goes on. A stretch
+at the start or the end of a stream, or a stream with every price at or below zero, leaves no label across a hole
+(the ticks before it, or after, are all there is) and is no reason to refuse (the rejects say it), but the
+refusal's advice lifts such streams too, so that the options pasted read every stream of the files whole. A
+backtest foresees the holes from its files' plans (FilePlan.cut_streams, in file order) and refuses before its
+model runs; where it cannot (an offset given too small, a time range, a DBN file), the count after the read
+decides, before any label is made.
 """
 
 from __future__ import annotations
@@ -50,16 +51,16 @@ def read_lifts(rejected: Any) -> Lifts:
     """Lifts of a replay read (its RejectCounter): the streams that lost rows an offset should lift, holed where
     their prices cross zero (below it, or a spread at it) and such a row was refused between two of their ticks."""
     lowest = dict(getattr(rejected, "to_lift", {}))
-    return Lifts(lowest, frozenset(lowest.keys() & getattr(rejected, "cut", set()) & getattr(rejected, "crossing",
-                                                                                             set())))
+    crossing = getattr(rejected, "crossing", set())
+    return Lifts(lowest, frozenset(lowest.keys() & getattr(rejected, "cut", set()) & crossing))
 
 
 def planned_lifts(plans: list[Any], selection: Any = None) -> Lifts:
     """read_lifts foreseen from the files' plans before a tick is read (a backtest refuses before its model runs):
     of the streams ``selection`` (a StreamSelection; None: all) reads, those whose lowest price after the plan's
-    offset is at or below zero by the advice's rule (needing_offsets), holed where the file holds such a price
-    between two above zero and no offset is given for the stream (one given too small is left to the rejects'
-    count, as is a file whose plan does not say: DBN)."""
+    offset is at or below zero by the advice's rule (needing_offsets), holed where their prices cross zero and the
+    file holds such a price between two above zero and no offset is given for the stream (one given too small is
+    left to the rejects' count, as is a file whose plan does not say: DBN)."""
     lowest: dict[str, float] = {}
     holed: set[str] = set()
     for plan in plans:
