@@ -66,7 +66,7 @@ from connectors.closed_days import with_closed_days_note
 from connectors.repeated_bars import without_repeated_bars
 from connectors.row_order import in_time_order, is_newest_first
 from connectors.session_dates import trade_date_evenings
-from connectors.shifted_prices import ZeroPrices, settle_top, settling_streams, zero_prices
+from connectors.shifted_prices import ZeroPrices, offset_step_notes, settle_top, settling_streams, zero_prices
 from engine.path_words import file_not_found, os_reason, shown_path
 from engine.quoting import quoted, quoted_choices
 
@@ -345,7 +345,8 @@ def _file_plan(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sc
     notes += lines.notes if lines is not None else []
     top = settle_top(cmap, schema)  # a prediction market's cents (1-99) settle at 0 too
     at_zero = zero_prices(frame, keys) if facts["nonpositive_rows"] or facts["zero_sides"] else \
-        ZeroPrices(frozenset(), {}, frozenset())
+        ZeroPrices(frozenset(), {}, frozenset(), {})
+    notes += offset_step_notes(path.name, cmap, at_zero)  # an offset that makes one step many bps
     return FilePlan(path, cmap, frame, tuple(keys), unsorted, factor,
                     tuple(notes), book=book, dialect=dialect, schema=schema, unit_given=unit_given,
                     empty_sides=empty_sides, bars=trade_bars(cmap, schema),

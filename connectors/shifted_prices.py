@@ -81,6 +81,7 @@ class ZeroPrices(NamedTuple):
     lowest: dict[str, float]  # stream -> its lowest price, bid or ask as the file holds it (before any offset)
     cut: frozenset[str]  # streams with a price at or below zero between two above it, in file order: a stretch
     # refused out of their middle unless an offset lifts it (zero_crossings.py)
+    steps: dict[str, float]  # stream -> the smallest step between its prices above zero (`offset_step_notes`)
 
 
 def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroPrices:
@@ -100,7 +101,7 @@ def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroP
         stream, pl.col(field).cast(pl.Float64).alias("_price"), pl.lit(field == "bid").alias("_bid"), "_at")
         for field in ("price", "bid", "ask") if field in keys]
     if not parts:
-        return ZeroPrices(frozenset(), {}, frozenset())
+        return ZeroPrices(frozenset(), {}, frozenset(), {})
     price, bid, at = pl.col("_price"), pl.col("_bid"), pl.col("_at")
     levels = pl.concat(parts).filter(price.is_not_null() & price.is_not_nan()).group_by("stream").agg(
         at_or_below_zero=(price <= 0).sum(), level=price.filter(price > 0).median(), lowest=price.min(),
@@ -114,7 +115,8 @@ def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroP
     return ZeroPrices(frozenset(row["stream"] for row in rows if row["level"] is not None and row["step"] is not None
                                 and row["level"] <= NEAR_ZERO_STEPS * row["step"] and not one_sided(row)),
                       {str(row["stream"]): float(row["lowest"]) for row in rows},
-                      frozenset(str(row["stream"]) for row in rows if row["between"]))
+                      frozenset(str(row["stream"]) for row in rows if row["between"]),
+                      {str(row["stream"]): float(row["step"]) for row in rows if row["step"]})
 
 
 def one_sided(row: dict[str, Any]) -> bool:
@@ -208,3 +210,31 @@ def offset_advice(lowest: dict[str, float], one_for_all: bool = False) -> str:
             f"{offset_option(None, lifting_offset(said[0][1]))} (one number for every stream of the files, each "
             f"one's moves in bps then relative to its shifted level; or one per stream, the next whole number above "
             f"its lowest price, {first} and so on) (docs/replay.md)")
+
+
+# One step of a stream's price, in bps of its lowest price once shifted, at or past which a shifted instrument's
+# bps questions say more of the offset than of the market: volatility_50's top bucket starts at 10 bps, so one step
+# alone fills it (CLK0 lifted by 38 to 0.38: one 0.01 step is 263 bps, review374 #9)
+STEP_BPS_SAID = 10
+
+
+def offset_step_notes(name: str, cmap: Any, zero: ZeroPrices) -> list[Any]:
+    """A caution per stream of a file (``name``) whose --price-offset (its map ``cmap``'s) lifts its lowest price
+    so little above zero that one step of its price is STEP_BPS_SAID bps or more there: its volatility_* and
+    move_bps_* answers then count the offset's level, not the market's moves (docs/replay.md)."""
+    from connectors.cautions import Caution
+
+    said = []
+    for stream, low in zero.lowest.items():
+        named = stream or cmap.stream or cmap.default_stream  # "": the file's one stream, named by the map
+        lifted = shifted(low, offset_of(cmap.price_offset, named))
+        step = zero.steps.get(stream)
+        if step is None or lifted <= 0 or low == lifted or step / lifted * 1e4 < STEP_BPS_SAID:
+            continue
+        whose = f"{named}'s" if named else "its"
+        said.append(Caution(
+            f"{name}: --price-offset lifts {whose} lowest price {shown(low)} to {shown(lifted)}, where one step of "
+            f"its price ({shown(step)}) is {step / lifted * 1e4:.0f} bps: volatility_* and move_bps_* count bps of "
+            f"the shifted level, so there they measure the offset, not the market; ask direction_5/direction_20 of "
+            f"it (a larger offset only hides this: docs/replay.md)"))
+    return said

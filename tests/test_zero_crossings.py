@@ -54,9 +54,14 @@ def test_backtest_refuses_a_stream_crossing_zero_before_its_model_runs(spread, t
     assert f"to lift each stream above zero, {OFFSET} (docs/replay.md)" in err, err
     assert "CLZ4 " not in err.split("error: ")[1]  # (the outright beside it is no hole: not named)
     assert not out.exists() and not out.with_name(out.name + ".parts").exists()  # nothing written, no checkpoint
-    # pasted as printed: the stream read whole, every label between real neighbours
+    # pasted as printed: the stream read whole, every label between real neighbours; and what the offset does to
+    # the bps questions there is said (review374 #9: one 0.01 step near 0.95 is 105 bps)
     assert main(["backtest", str(spread), "--out", str(out), "--quiet", *shlex.split(OFFSET)]) == 0
-    assert capsys.readouterr().out.startswith(f"replayed {2 * ROWS} ticks (0 rejected)")
+    out_text, err = capsys.readouterr()
+    assert out_text.startswith(f"replayed {2 * ROWS} ticks (0 rejected)")
+    assert (f"warning: spread.csv: --price-offset lifts {SPREAD}'s lowest price -0.05 to 0.95, where one step of its "
+            f"price (0.01) is 105 bps: volatility_* and move_bps_* count bps of the shifted level, so there they "
+            f"measure the offset, not the market") in err, err
 
 
 def test_evaluate_and_train_refuse_it_and_train_writes_no_checkpoint(spread, tmp_path, capsys) -> None:
