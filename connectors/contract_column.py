@@ -26,14 +26,15 @@ from connectors.column_map import ColumnMap
 from connectors.column_names import CONTRACT_MONTH_NAMES, MONTH_NAMES
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
+from connectors.futures_codes import DATED_CODE
 from connectors.file_scans import is_csv, scan_file
 from connectors.instrument_identifiers import identifier_typed, shown_identifier
 from connectors.shell_words import columns_option
 from engine.quoting import quoted
 
 # A futures contract's name: a root, a month code (F..Z) and a year's last one or two digits (ESH4, CLM24, ES H4),
-# or a contract month as YYYYMM (202406)
-CONTRACT_PATTERN = r"^(?:[A-Z][A-Z0-9]{0,3} ?[FGHJKMNQUVXZ]\d{1,2}|(?:19|20)\d\d(?:0[1-9]|1[0-2]))$"
+# or a contract month as YYYYMM (202406): futures_codes' rule for an exchange's dated code
+CONTRACT_PATTERN = rf"^(?:{DATED_CODE})$"
 
 # A futures product's root (CME's `Product`), the root of a contract column beside it when no stream column is
 PRODUCT_NAMES = ("product", "product_code", "produkt", "produit", "prodotto", "producto")
