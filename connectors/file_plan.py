@@ -64,6 +64,7 @@ class FilePlan:
     nonpositive_prices: bool = False  # every price of a row that trades is <= 0 (reject_hints.py's `price_offset_hint`)
     nonpositive_rows: tuple[int, int] = (0, 0)  # (rows that trade at a price <= 0, rows that trade) (ditto)
     near_zero_streams: frozenset[str] = frozenset()  # streams priced near zero, at 0 too ("": the file's one) (ditto)
+    crossing_streams: frozenset[str] = frozenset()  # streams whose prices cross zero (shifted_prices.crossing_walk)
     # stream -> its lowest price at or below zero as the file holds it ("": the file's one): the offset advice's
     lowest_prices: Mapping[str, float] = field(default_factory=dict)
     cut_streams: frozenset[str] = frozenset()  # of those, the ones with such a price between two above zero

@@ -15,7 +15,7 @@ from connectors.hours_window import HOURS_LEFT_OUT
 from connectors.keep_filter import KEEP_LEAVES_OUT
 from connectors.reject_hints import needing_offsets, price_offset_hint, reject_example, settled
 from connectors.row_wires import ONE_SIDE_MOVED
-from connectors.zero_crossings import near_zero
+from connectors.zero_crossings import crosses_zero
 from connectors.shifted_prices import (
     SAID_STREAMS,
     ZERO_MAY_BE_A_PRICE,
@@ -115,7 +115,7 @@ class RejectCounter(Counter):
             self.lowest_nonpositive[reading.stream] = low
         if reading is not None and not settled(err, plan) and needing_offsets({reading.stream: low}, plan):
             self.to_lift[reading.stream] = min(low, self.to_lift.get(reading.stream, math.inf))
-            if low < 0 or near_zero(reading.stream, plan):
+            if crosses_zero(reading.stream, plan):
                 self.crossing.add(reading.stream)
         first = not self._first_nonpositive
         if first and shifted:

@@ -82,6 +82,7 @@ class ZeroPrices(NamedTuple):
     cut: frozenset[str]  # streams with a price at or below zero between two above it, in file order: a stretch
     # refused out of their middle unless an offset lifts it (zero_crossings.py)
     steps: dict[str, float]  # stream -> the smallest step between its prices above zero (`offset_step_notes`)
+    crossing: frozenset[str] = frozenset()  # streams whose prices cross zero (`crossing_streams`)
 
 
 def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroPrices:
@@ -105,6 +106,7 @@ def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroP
     price, bid, at = pl.col("_price"), pl.col("_bid"), pl.col("_at")
     levels = pl.concat(parts).filter(price.is_not_null() & price.is_not_nan()).group_by("stream").agg(
         at_or_below_zero=(price <= 0).sum(), level=price.filter(price > 0).median(), lowest=price.min(),
+        lowest_above=price.filter(price > 0).min(),
         between=((price <= 0) & (at > at.filter(price > 0).min()) & (at < at.filter(price > 0).max())).sum(),
         # the smallest step between its prices above zero (unique: each above 0); 0's distance to them is no step
         step=price.filter(price > 0).round(9).unique().sort().diff().min(),
@@ -112,11 +114,26 @@ def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroP
         never_bid=(bid & (price > 0)).sum() == 0, zero_bids_only=((price < 0) | ~bid & (price == 0)).sum() == 0
     ).collect()
     rows = [row for row in levels.iter_rows(named=True) if row["at_or_below_zero"]]
-    return ZeroPrices(frozenset(row["stream"] for row in rows if row["level"] is not None and row["step"] is not None
-                                and row["level"] <= NEAR_ZERO_STEPS * row["step"] and not one_sided(row)),
-                      {str(row["stream"]): float(row["lowest"]) for row in rows},
+    near = frozenset(row["stream"] for row in rows if row["level"] is not None and row["step"] is not None
+                     and row["level"] <= NEAR_ZERO_STEPS * row["step"] and not one_sided(row))
+    return ZeroPrices(near, {str(row["stream"]): float(row["lowest"]) for row in rows},
                       frozenset(str(row["stream"]) for row in rows if row["between"]),
-                      {str(row["stream"]): float(row["step"]) for row in rows if row["step"]})
+                      {str(row["stream"]): float(row["step"]) for row in rows if row["step"]},
+                      frozenset(str(row["stream"]) for row in rows if row["stream"] in near or crossing_walk(row)))
+
+
+# A stream whose lowest price above zero is under this share of its median one went most of the way down to zero
+# (WTI on 20 April 2020: a median near 15, prints of 0.01 before -37.63): a price below zero there continues it
+TOWARD_ZERO_SHARE = 0.1
+
+
+def crossing_walk(row: dict[str, Any]) -> bool:
+    """Whether a stream's price below zero (its aggregated row) continues a walk down to zero rather than being a
+    bad print: a spread near zero is `near_zero`; an outright crosses when it also traded far below its usual level
+    above zero. A stock at 100 with a row of -1 or a vendor's -999 "no price" sentinel is a bad row (rejected and
+    counted, the run goes on), not a stream crossing zero."""
+    return row["lowest"] < 0 and row["level"] is not None and row["lowest_above"] is not None and \
+        row["lowest_above"] <= TOWARD_ZERO_SHARE * row["level"]
 
 
 def one_sided(row: dict[str, Any]) -> bool:

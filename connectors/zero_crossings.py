@@ -9,8 +9,9 @@ that reads it whole (`--price-offset 'CLZ4-CLF5=1'`), instead of scoring or trai
 
 Which rows an offset should lift is the reject advice's rule (reject_hints.needing_offsets: a price below zero, or
 0 where 0 is a price; never a contract settling at 0 nor an outright's lone 0 print), counted by RejectCounter
-(`to_lift`); a stream is holed when its prices cross zero (one below it, or 0 in a spread a few steps above it:
-`near_zero`) and such a row was refused between two of its ticks read (FileCursor counts it, RejectCounter.cut).
+(`to_lift`); a stream is holed when its prices cross zero (a spread a few steps above it with one at or below
+it, or an outright that walked down near zero and on below it: `crosses_zero`) and such a row was refused between
+two of its ticks read (FileCursor counts it, RejectCounter.cut). A stock at 100 with a bad print of -1 is no crossing.
 Many 0 prints of a stream far from zero get the advice as before but are no crossing: the run goes on. A stretch
 at the start or the end of a stream, or a stream with every price at or below zero, leaves no label across a hole
 (the ticks before it, or after, are all there is) and is no reason to refuse (the rejects say it), but the
@@ -39,12 +40,13 @@ class Lifts(NamedTuple):
     holed: frozenset[str]
 
 
-def near_zero(stream: str, plan: Any) -> bool:
-    """Whether a stream trades a few price steps above zero (FilePlan.near_zero_streams: a spread), where 0 is one
-    of its prices: with one below zero, what makes its prices cross zero. A stream far from zero whose file has
-    many 0 prints (a corrupt column, a power market's hours at 0) gets the offset advice but is no crossing."""
-    near = getattr(plan, "near_zero_streams", frozenset())
-    return stream in near or "" in near
+def crosses_zero(stream: str, plan: Any) -> bool:
+    """Whether a stream's prices cross zero (FilePlan.crossing_streams): a spread a few price steps above zero,
+    where 0 is one of its prices, or an outright whose prices walked down near zero and on below it. A stream far
+    from zero whose file has many 0 prints (a corrupt column, a power market's hours at 0), or a stock at 100 with a
+    bad print of -1, gets the offset advice but is no crossing: its bad rows are rejected and the run goes on."""
+    crossing = getattr(plan, "crossing_streams", frozenset())
+    return stream in crossing or "" in crossing
 
 
 def read_lifts(rejected: Any) -> Lifts:
@@ -75,7 +77,7 @@ def planned_lifts(plans: list[Any], selection: Any = None) -> Lifts:
             if shifted(low, offset) > 0:
                 continue
             lowest[name] = min(low, lowest.get(name, math.inf))
-            if stream in cut and not offset and (low < 0 or near_zero(stream, plan)):
+            if stream in cut and not offset and crosses_zero(stream, plan):
                 holed.add(name)
     return Lifts(lowest, frozenset(holed))
 
