@@ -40,6 +40,7 @@ REASONS = (
     "bad_framing",  # a whole message: 3 frames or more, or [ticks, ticks] (engine/service/ingest_reading.py)
     "empty_list",  # a whole message that holds an empty list: no tick taken
     "bad_tokens",
+    "stopping",  # a whole message read after a stop's limits.drain_s ran out: not taken (engine/service/stop_drain.py)
     "stream_refused",
     "overloaded",
     "log_unavailable",

@@ -868,8 +868,9 @@ def test_a_send_to_a_server_whose_loop_ended_fails_rather_than_blocking_the_test
 
 def test_a_stop_reads_the_queue_only_until_drain_s_and_says_what_it_left_unread(checkpoint, tmp_path, capsys) -> None:
     """A reviewer's SIGTERM with limits.drain_s 10 took 17 s: reading the queued messages alone took 13 s, past the
-    deadline. Now the reading ends at the deadline too, and the stop says it left messages in the queue (never
-    accepted: a feed resumes from `streams`); what it did read is accepted, in the tick log for the next start."""
+    deadline. Now the reading ends at the deadline too, and the stop refuses what is still queued as `stopping`
+    for a bounded while (never accepted: a feed resumes from `streams`) and says how many; what it did read is
+    accepted, in the tick log for the next start."""
     sent = ticks(2000, seed=4)
     config = pipeline_config(checkpoint, endpoints=EPHEMERAL, log={"dir": str(tmp_path / "data")},
                              limits={"drain_s": 0.001})
@@ -891,8 +892,12 @@ def test_a_stop_reads_the_queue_only_until_drain_s_and_says_what_it_left_unread(
     finally:
         push.close()
     said = capsys.readouterr().err
-    assert "stopped reading at limits.drain_s=0.001 s with messages still queued at the ingest sockets: they are " \
-           "not accepted" in said
+    refused = re.search(r"stopped reading at limits.drain_s=0.001 s with messages still queued at the ingest "
+                        r"sockets: (\d+) more read were refused as `stopping`", said)
+    assert refused is not None, said
+    # what was not taken is counted (review376 #4): refused as `stopping`, the rest of the queue left unread
+    assert server.pipeline.rejected["stopping"] == int(refused[1]) > 0
+    assert server.pipeline.ticks_in + int(refused[1]) <= len(sent)
     assert server.pipeline.ticks_in < len(sent)
     restarted = TickPipeline(config)  # what the stop read (it may be none) is in the tick log, no more, no less
     try:

@@ -8,6 +8,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -321,6 +322,19 @@ def cmd_serve(args: argparse.Namespace) -> int | None:
     _say_serving(server, endpoints)
     server.serve_forever()
     print(_stopped_line(server), file=sys.stderr)
+    _flush_on_exit(server)
+
+
+def _flush_on_exit(server: Any) -> None:
+    """Wait (server.STOP_FLUSH_S at most) for the last answers, `_rejects/` entries and control replies the closed
+    sockets still queue: a process that exits without terminating its ZeroMQ context drops them unsent."""
+    from engine.service.server import STOP_FLUSH_S
+
+    if server.context.closed:  # (a CURVE service's own context, terminated by close(): flushed there)
+        return
+    flush = threading.Thread(target=server.context.term, name="flashtick-flush", daemon=True)
+    flush.start()
+    flush.join(STOP_FLUSH_S + 0.5)  # (a socket left open would hold term() for ever: the exit does not wait)
 
 
 def cmd_demo(args: argparse.Namespace) -> None:

@@ -115,6 +115,13 @@ class ControlError(ValueError):
     reason = "bad_request"
 
 
+class ControlStopping(ControlError):
+    """A request read while the service stops (limits.drain_s): refused at once, so a client tells "going down"
+    from "hung" and sends it again once the service is back (review376 #12)."""
+
+    reason = "stopping"
+
+
 class ControlBusy(ControlError):
     """A request refused for now (too many waiting): the same request, sent again later, is served."""
 

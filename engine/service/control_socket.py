@@ -5,6 +5,7 @@ one a client has no room for waits, bounded in bytes, and is dropped and counted
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections import deque
 from typing import Any, Callable
@@ -12,7 +13,8 @@ from typing import Any, Callable
 import zmq
 
 from engine.service.config import ServiceConfig
-from engine.service.control_requests import (CONTROL_OPS, ERROR_REPLY_CHARS, NO_ID, ControlError, check_request,
+from engine.service.control_requests import (CONTROL_OPS, ERROR_REPLY_CHARS, NO_ID, ControlError, ControlStopping,
+                                             check_request,
                                              envelope_problem, noted, refused_envelope, request_id, request_or_none,
                                              refusal, sendable, unpack_request, unused_keys_note)
 from engine.service.document_parse import DocumentParse
@@ -22,7 +24,9 @@ from engine.quoting import quoted
 from queries.limits import clip
 from queries.spec import QuerySpecError
 
-
+# a stop reads the requests still queued at the control socket for at most this long, each refused as `stopping`
+STOPPING_READ_S = 0.5
+STOPPING_WORDS = "the service is stopping: send it again once it is back (`health` says serving)"
 
 def echoed_id(payload: bytes, rid: object) -> bytes:
     """The msgpack bytes a reply carries as `id`: the request's own, byte for byte (raw_map_value), else ``rid``
@@ -61,6 +65,8 @@ class ControlSocket:
     _parsing: DocumentParse | None  # a `register` whose document is being parsed off the engine thread
     poller: zmq.Poller  # the loop's: control leaves it while a `register` parses
     _registered: Callable[[DocumentParse], dict]  # (ControlOps)
+    _waiting: dict[int, Any]  # ask ticket -> the control reply still owed (the Server's)
+    _stop: threading.Event  # set by stop(): requests read from then on are refused as `stopping`
 
     def _send_reply(self, frames: list[bytes]) -> None:
         """A control reply to its client (``frames[0]``, its routing id). One that finds the client's ZeroMQ queue
@@ -134,6 +140,8 @@ class ControlSocket:
                 if echoed is not None:
                     raise ControlError(echoed)
                 check_request(request)
+                if self._stop.is_set():
+                    raise ControlStopping(STOPPING_WORDS)
                 handler = getattr(self, f"_op_{request['op']}", None)
                 if handler is None:
                     raise ControlError(f"unknown op {quoted(request['op'])} (ops: {', '.join(CONTROL_OPS)})")
@@ -147,6 +155,24 @@ class ControlSocket:
             if self._parsing is not None:  # a `register` parses off the engine thread: control waits for it
                 self.poller.unregister(sock)  # (ingest, forwards and heartbeats go on: _take_parsed reads it again)
                 return
+
+    def answer_owed_requests(self) -> None:
+        """At a stop, once the drain is done: every control request still owed a reply gets one (review376 #12: an
+        `ask` read just before a SIGTERM under load got none): asks waiting for a forward and a `register` still
+        parsing are refused as `stopping`, and so is each request still queued at the socket (STOPPING_READ_S at
+        most). The replies go out as the socket closes (Server.close lingers for them)."""
+        stopping = {"ok": False, "reason": "stopping", "error": STOPPING_WORDS}
+        owed = list(self._waiting.values()) + ([self._parsing.reply] if self._parsing is not None else [])
+        self._waiting.clear()
+        self._parsing = None
+        for reply in owed:
+            self.counters["control_errors"] += 1
+            reply(stopping)
+        sock = self._sockets["control"]
+        deadline = time.monotonic() + STOPPING_READ_S
+        while time.monotonic() < deadline and sock.poll(0):
+            self._drain_control()
+        self._send_unsent()
 
     def _take_parsed(self) -> None:
         """A `register` whose document is parsed: applied and replied to here, on the engine thread, and control read

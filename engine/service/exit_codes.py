@@ -31,7 +31,7 @@ EXIT_STATUS_EPILOG = ("exit status: 0 done; 1 partial (done, but not all of it);
                       "interrupted by SIGINT/SIGTERM (what was kept is said): the table is in docs/cli.md")
 
 # a service reply's reasons that mean "ask again later", not a bad request (control_client.ControlError.reason)
-_RETRY_REASONS = frozenset({"starting", "busy", "shard_lost"})
+_RETRY_REASONS = frozenset({"starting", "busy", "shard_lost", "stopping"})
 _WRITE_FAILED = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 # polars' form of an OS error: `No space left on device (os error 28)`
 _RUST_OS_ERROR = re.compile(r"\(os error (\d+)\)")

@@ -157,15 +157,45 @@ class IngestReading(IngestHolding):
         """Before a `streams` reply that places a feed (``drain``, a feed's first): the messages already queued on
         the ingest sockets, read. A feed killed and run again otherwise placed itself before the dead feed's last
         messages, still queued here; it sent their ticks again and each stamped at a stream's last `ts` was taken
-        twice (review234 #2: 30,008 ticks held of a 30,000-tick file on a 5 ms clock). After the queue reads empty
-        it is polled a moment more: ZeroMQ's I/O thread moves what the kernel still holds of the dead connection
-        into the queue as it drains. Bounded (PLACING_DRAIN_S): another feed's flood must not hold the reply."""
-        deadline = time.monotonic() + PLACING_DRAIN_S
+        twice (review234 #2: 30,008 ticks held of a 30,000-tick file on a 5 ms clock). Bounded (PLACING_DRAIN_S):
+        another feed's flood must not hold the reply."""
+        self._read_until_settled(time.monotonic() + PLACING_DRAIN_S)
+
+    def _read_until_settled(self, deadline: float) -> int:
+        """The messages queued on the ingest sockets, read until they stay empty for PLACING_SETTLE_MS, or until
+        ``deadline``: after a queue reads empty it is polled a moment more, since ZeroMQ's I/O thread moves what
+        the kernel still holds of a connection into the queue as it drains (a burst waits mostly there). Returns
+        how many were read."""
+        read = 0
         ingest = [sock for name, sock in self._sockets.items() if name == "ingest" or name.startswith("feed")]
         while time.monotonic() < deadline:
-            self._read_queued_ingest(deadline)
-            if not any(sock.poll(PLACING_SETTLE_MS) for sock in ingest):
-                return
+            read += self._read_queued_ingest(deadline)
+            settle_ms = max(0, min(PLACING_SETTLE_MS, int((deadline - time.monotonic()) * 1000)))
+            if not any(sock.poll(settle_ms) for sock in ingest):
+                break
+        return read
+
+    def _refuse_unread(self, until: float) -> int:
+        """A stop past limits.drain_s: the messages the ingest sockets still hold, read until ``until`` and each
+        refused whole as `stopping` (counted, and said on `_rejects/` under its sender's topic), where closing the
+        sockets dropped them unsaid (review376 #4). Returns how many."""
+        refused = 0
+        for name, sock in self._sockets.items():
+            if name != "ingest" and not name.startswith("feed"):
+                continue
+            while time.monotonic() < until:
+                try:
+                    frames = sock.recv_multipart(zmq.NOBLOCK, copy=True)
+                except zmq.Again:
+                    break
+                self.counters["ingest_messages"] += 1
+                refused += 1
+                tag = echoed_topic(frames[0]) if len(frames) == 2 and frames[0] != TOKENIZED_MARKER else None
+                self._publish_rejections(self._message_refused(InvalidTick(
+                    "stopping", "the service is stopping and its limits.drain_s ran out before this message: not "
+                                "taken (send it again once the service is back: `streams` says each stream's last "
+                                "seq and ts)")), tag)
+        return refused
 
     def _remember_refused(self, rejections: list[dict[str, Any]]) -> None:
         """Streams none of whose ticks was accepted, with how many were refused and the first reason: `streams`

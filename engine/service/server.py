@@ -70,6 +70,12 @@ from queries.limits import clip
 # GaplessSubscriber fetches whatever it still missed when a heartbeat shows the restart). libzmq reconnects a SUB
 # that had not read all the old connection's messages only once it reads them: such a one misses them (seqs show it)
 RECONNECT_GRACE_S = 1.0
+# at a stop, the answers and control sockets are closed with this linger: the last answers, `_rejects/` entries and
+# `stopping` replies still in ZeroMQ's queues go out to subscribers and clients that read them within it (a
+# subscriber further behind loses the rest: docs/wire-protocol.md, *Gapless answers*, says how it sees that);
+# `flashtick serve` waits for them as it exits (flush_on_exit). Within the second or two of exiting limits.drain_s
+# leaves before a supervisor's SIGKILL
+STOP_FLUSH_S = 1.0
 
 # tests import the service's topics and the tokenized ticks' marker from here (defined in connectors.service_topics
 # and wire_protocol): named so they stay importable where they always were
@@ -303,8 +309,8 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         if self._handshakes is not None:
             self._handshakes.close()
             self._handshakes = None
-        for sock in self._sockets.values():
-            sock.close(linger=0)
+        for name, sock in self._sockets.items():
+            sock.close(linger=round(STOP_FLUSH_S * 1000) if name in ("answers", "control") else 0)
         self._sockets.clear()
         if self._auth is not None:
             self._auth.stop()

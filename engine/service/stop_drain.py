@@ -1,11 +1,16 @@
-"""The drain on stop: what the feeds already handed to the ingest sockets is read and computed (and its answers
-published) within limits.drain_s of the stop, each forward sized to the time left, and what was left is said."""
+"""The drain on stop: what the feeds already handed to the ingest sockets is read first (accepted, and logged when
+there is a tick log, so a restart owes their answers), then computed (and its answers published) within
+limits.drain_s of the stop, each forward sized to the time left; what could not be read is refused as `stopping`
+(the sender told on `_rejects/`, the count in the stop line), and a request to the control socket gets a reply."""
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import zmq
 
 from engine.service.config import ServiceConfig
 from engine.service.expired_streams import ExpiredStreamsLine
@@ -17,12 +22,20 @@ from engine.service.sharded import ShardedPipeline
 # came while the stop computed is read (accepted and logged), not dropped with the socket
 LAST_READ_S = 1.0
 LAST_READ_SHARE = 0.1
+# the first read, before any forward, takes at most this share of drain_s: reading a message costs a small part of
+# computing it, and one read is accepted (logged: a restart answers it) where one left unread is lost with the
+# socket (review376 #4: computing first left 7,335 of a 30,000-tick burst unread); a feed that keeps the queues full
+# still leaves the stop the rest to compute
+FIRST_READ_SHARE = 0.6
 # a stop's forwards are each sized to this share of the time it has left, at the recent forwards' pace: one that runs
 # twice as slow as they did (a loaded machine's pace moves) still ends in time
 FORWARD_SHARE_OF_TIME_LEFT = 0.5
 # each read of the ingest queues during a stop takes at most this share of the time left: a feed that keeps them
 # full must leave the stop time to compute what it read
 READ_SHARE_OF_TIME_LEFT = 0.5
+# past limits.drain_s, what the ingest sockets still hold is read for at most this long and refused as `stopping`:
+# each sender told on `_rejects/`, the count said in the stop line, where closing the socket dropped it unsaid
+REFUSE_UNREAD_S = 0.5
 
 
 @dataclass
@@ -30,6 +43,7 @@ class DrainDone:
     """What a stop's drain did: messages read, tokens computed, forwards, and the seconds of each."""
 
     read: int = 0
+    refused: int = 0  # messages read past limits.drain_s and refused as `stopping`
     drained: int = 0
     forwards: int = 0
     read_s: float = 0.0
@@ -45,20 +59,28 @@ class StopDrain:
     _stop_requested: float | None  # monotonic time of the first stop(): limits.drain_s counts from it
     _pace: ForwardPace
     _expired_line: ExpiredStreamsLine
+    answer_owed_requests: Callable[[], None]  # (control_socket.py)
+    _drain_control: Callable[[], None]  # (control_socket.py)
+    _sockets: dict[str, zmq.Socket]
 
     def _drain(self) -> None:
-        """On stop: compute (and publish) what was accepted first, then read what the feeds already handed to the
-        ingest sockets and compute that, again while more arrives meanwhile; then read once more right before the
-        sockets close (accepted and logged: a restart owes their answers), so only what is still on the wire when
-        they close is lost, not whatever came while the drain computed. All of it within limits.drain_s of the
-        stop: each forward sized to a share of the time left (at the recent forwards' pace), each read given at
-        most READ_SHARE_OF_TIME_LEFT of it (a feed that keeps the queue full took the whole drain_s in reading, and
-        nothing was computed: review351 #11), the last read given the end of it, reading stopped at the deadline;
-        what was not read stays unaccepted (a feed resumes from `streams`). Say what it did and what is left."""
+        """On stop: first read what the feeds already handed to the ingest sockets (until they stay empty, for at
+        most FIRST_READ_SHARE of limits.drain_s): read, it is accepted and logged, and a restart owes its answers,
+        where unread it was lost with the socket. Then compute (and publish) what was accepted, reading again while
+        more arrives meanwhile; then read once more right before the sockets close, so only what is still on the
+        wire when they close is left, not whatever came while the drain computed. All of it within limits.drain_s
+        of the stop: each forward sized to a share of the time left (at the recent forwards' pace), each later read
+        given at most READ_SHARE_OF_TIME_LEFT of it (a feed that keeps the queue full took the whole drain_s in
+        reading, and nothing was computed: review351 #11), the last read given the end of it. What the sockets
+        still hold then is refused as `stopping` (REFUSE_UNREAD_S at most: each sender told on `_rejects/`, the
+        count said), and every control request still owed a reply gets one. Say what it did and what is left."""
         drain_s = self.config.limits.drain_s
         deadline = (self._stop_requested or time.monotonic()) + drain_s
         compute_until = deadline - min(LAST_READ_S, LAST_READ_SHARE * drain_s)  # the rest is the last read's
         done = DrainDone()
+        started = time.monotonic()
+        done.read += self._read_until_settled(min(compute_until, started + FIRST_READ_SHARE * drain_s))
+        done.read_s += time.monotonic() - started
         self._compute_until(compute_until, done)
         while (now := time.monotonic()) < compute_until:
             started = now
@@ -68,9 +90,12 @@ class StopDrain:
                 break
             self._compute_until(compute_until, done)
         started = time.monotonic()
-        done.read += self._read_queued_ingest(deadline)  # (accepted, not computed: left)
+        done.read += self._read_until_settled(deadline)  # (accepted, not computed: left)
         done.read_s += time.monotonic() - started
-        self._say_drained(done, unread=time.monotonic() >= deadline and self._ingest_unread())
+        if time.monotonic() >= deadline and self._ingest_unread():
+            done.refused = self._refuse_unread(time.monotonic() + REFUSE_UNREAD_S)
+        self._say_drained(done)
+        self.answer_owed_requests()  # (control_socket.py: asks still waiting, requests that came meanwhile)
         self._expired_line.say(time.monotonic(), stopping=True)  # the log accounts for every expiry
 
     def _compute_until(self, until: float, done: DrainDone) -> None:
@@ -80,24 +105,29 @@ class StopDrain:
                 FORWARD_SHARE_OF_TIME_LEFT * (until - time.monotonic()))):
             self._step(tokens)
             done.forwards += 1
+            if self._sockets["control"].poll(0):  # a request meanwhile: refused as `stopping` now, not after
+                self._drain_control()
         done.drained += max(0, pending - self.pipeline.pending_tokens())
         done.compute_s += time.monotonic() - started
 
-    def _say_drained(self, done: DrainDone, unread: bool) -> None:
+    def _say_drained(self, done: DrainDone) -> None:
         read, drained, left = done.read, done.drained, self.pipeline.pending_tokens()
         drain_s = self.config.limits.drain_s
         if not self.serve_hints:
             return
+        kept = "logged: the restart answers them" if self.pipeline.data is not None else "not logged (no log.dir)"
         if read:
-            print(f"flashtick: read {read} messages the feeds had queued before stopping; a message sent after this "
-                  f"is not read (a feed resumes from `streams` once the service is back: `flashtick feed` does)",
-                  file=sys.stderr, flush=True)
-        if unread:
-            print(f"flashtick: stopped reading at limits.drain_s={drain_s:g} s with messages still queued at the "
-                  f"ingest sockets: they are not accepted (a feed resumes from `streams` once the service is back: "
+            print(f"flashtick: read {read} messages the feeds had queued before stopping (accepted, {kept}); a "
+                  f"message sent after this is not read (a feed resumes from `streams` once the service is back: "
                   f"`flashtick feed` does)", file=sys.stderr, flush=True)
+        if done.refused:
+            print(f"flashtick: stopped reading at limits.drain_s={drain_s:g} s with messages still queued at the "
+                  f"ingest sockets: {done.refused} more read were refused as `stopping` (each sender told on "
+                  f"`_rejects/`), any left unread are not accepted (a feed resumes from `streams` once the service "
+                  f"is back: `flashtick feed` does)", file=sys.stderr, flush=True)
         if drained or left:
             print(f"flashtick: drained {drained} pending tokens before stopping"
                   + (f"; {left} still pending after limits.drain_s={drain_s:g} s" if left else "")
+                  + (" (logged: the restart computes them)" if left and self.pipeline.data is not None else "")
                   + f" ({done.forwards} forwards in {done.compute_s:.1f} s; {done.read_s:.1f} s reading the "
                     f"ingest queues)", file=sys.stderr, flush=True)
