@@ -18,7 +18,9 @@ import zmq
 from forked_cli import cli_popen, start_lines
 from connectors.service_topics import REJECTS_TOPIC
 from engine.service.client import ControlClient
+from connectors.ticks import encode
 from test_durability import QUERIES, ROOT, checkpoint  # noqa: F401  (checkpoint: the model fixture)
+from test_service_limits import EPHEMERAL, pipeline_config, stopped_by_the_test, ticks
 
 STREAMS = [f"BUR{i:02d}" for i in range(8)]
 
@@ -86,6 +88,16 @@ class Rejects:
         self._sub.close(linger=0)
 
 
+def every_answer(control: ControlClient, topic: str) -> list[dict]:
+    """Every answer the service keeps of ``topic``, from its first."""
+    answers: list[dict] = []
+    while True:
+        got = control.call("answers", topic=topic, after=answers[-1]["seq"] if answers else 0)["answers"]
+        if not got:
+            return answers
+        answers += got
+
+
 def wait_for(predicate, timeout_s: float = 180.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -104,7 +116,7 @@ def test_a_burst_sent_before_sigterm_is_read_logged_and_answered_after_the_resta
         with ControlClient(endpoints["control"], timeout_s=10) as control:
             wait_for(lambda: control.call("health")["status"] == "serving")
             time.sleep(0.5)  # (the `_rejects/` subscription reaches the service: no timing is asserted on)
-            sent = burst(endpoints["ingest"], 6000, time.time_ns() - 10**12)
+            sent = burst(endpoints["ingest"], 6000, time.time_ns())  # (stamped with the wall clock: an offset)
             wait_for(lambda: control.call("stats")["stats"]["ticks_in"] > 0)
             before = control.call("stats")["stats"]
         # the engine computes 2 ticks a forward: most of the burst is unread (in the socket's queue, the kernel's
@@ -136,6 +148,44 @@ def test_a_burst_sent_before_sigterm_is_read_logged_and_answered_after_the_resta
             for stream in STREAMS:  # each accepted tick answered: the standing answer is about the stream's last
                 answer = control.call("get", stream=stream, query="dir")["answer"]
                 assert answer["version"] == streams[stream]["ticks"], (stream, answer, streams[stream])
+            # review376 #11: the answers owed at the restart carry their stream's clock offset, as before it
+            for stream in STREAMS:
+                kept = every_answer(control, f"dir/{stream}/")
+                assert len(kept) == streams[stream]["ticks"]
+                lacking = [answer["seq"] for answer in kept if "clock_offset_ms" not in answer]
+                assert not lacking, (stream, lacking[:5], len(lacking))
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(60)
+
+
+def test_every_control_request_read_before_or_during_a_stop_gets_a_reply(checkpoint) -> None:
+    """Review376 #12: an `ask` sent just before a SIGTERM under load got no reply, and a request sent during the
+    drain was never read. Now an ask waiting for a forward is answered (by the drain's forwards) or refused as
+    `stopping`, and a request read during the drain is refused as `stopping` at once."""
+    config = pipeline_config(checkpoint, endpoints=EPHEMERAL, limits={"drain_s": 4},
+                             scheduler={"max_batch_tokens": 4, "max_batch_streams": 1})
+    with stopped_by_the_test(config) as (server, thread, push):
+        push.send(encode(ticks(3000, seed=3, streams=4)))  # 12,000 tokens at 4 a forward: a drain of seconds
+        wait_for(lambda: server.pipeline.ticks_in == 3000)
+        dealer = zmq.Context.instance().socket(zmq.DEALER)
+        dealer.linger = 0
+        dealer.connect(server.endpoints["control"])
+        try:
+            stream = sorted(server.pipeline.engine.scheduler.streams)[-1]
+            dealer.send(msgpack.packb({"op": "ask", "stream": stream, "query": "direction_20", "id": 1}))
+            wait_for(lambda: server._waiting or not server.pipeline.busy)  # (read, and waiting for a forward)
+            server.stop()
+            wait_for(lambda: server._stop.is_set())
+            dealer.send(msgpack.packb({"op": "health", "id": 2}))  # read by the drain (or just after it)
+            thread.join(60)
+            replies = {}
+            while len(replies) < 2 and dealer.poll(30_000):
+                reply = msgpack.unpackb(dealer.recv())
+                replies[reply["id"]] = reply
+        finally:
+            dealer.close()
+    assert set(replies) == {1, 2}, replies
+    assert replies[1]["ok"] or replies[1]["reason"] == "stopping", replies[1]
+    assert (replies[2]["ok"], replies[2]["reason"]) == (False, "stopping"), replies[2]
+    assert "send it again once it is back" in replies[2]["error"]

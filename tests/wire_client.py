@@ -15,12 +15,12 @@ import zmq
 CTX = zmq.Context.instance()
 # an error reply's `reason`
 CONTROL_REASONS = {"starting", "busy", "shard_lost", "bad_request", "unknown_stream", "unknown_query", "ask_failed",
-                   "internal"}
+                   "internal", "stopping"}
 T0 = 1_700_000_000_000_000_000  # int64 ns since the epoch
 ANSWER_KEYS = {"query", "stream", "topic", "seq", "version", "data_ts", "answer_ts", "model", "value",
                "query_version"}
 HEARTBEAT_KEYS = {"seq", "ts", "ticks_in", "answers_out", "pending_tokens", "behind", "lag_s", "shed",
-                  "conflated", "max_message_bytes", "protocol", "epoch", "registry_version"}
+                  "conflated", "max_message_bytes", "protocol", "epoch", "registry_version", "last_seqs"}
 PROTOCOL = 1  # the wire protocol this client is written to (docs/wire-protocol.md, "Compatibility")
 _names = itertools.count()
 
@@ -93,7 +93,9 @@ class Sub:
             assert set(payload) == HEARTBEAT_KEYS and payload["protocol"] == PROTOCOL \
                 and isinstance(payload["behind"], bool) \
                 and isinstance(payload["lag_s"], float) and all(type(payload[key]) is int and payload[key] >= 0
-                                                                for key in ("shed", "conflated", "registry_version"))
+                                                                for key in ("shed", "conflated", "registry_version")) \
+                and all(type(topic) is str and type(seq) is int and seq > 0
+                        for topic, seq in payload["last_seqs"].items())
             self.heartbeats.append(payload)
             return None
         self.kept.append((topic, payload))

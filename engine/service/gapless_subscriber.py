@@ -147,6 +147,7 @@ class GaplessSubscriber:
                 self._epoch(epoch)
             if topic.startswith(HEARTBEAT_TOPIC):
                 self._heartbeat(answer.get("seq"), answer.get("ts"))
+                self._tails(answer.get("last_seqs"))
                 continue
             if topic.startswith("_"):
                 continue
@@ -205,6 +206,17 @@ class GaplessSubscriber:
         for topic, after in list(self.last_seq.items()):
             self._fill(topic, after, None)
         self._discover()
+
+    def _tails(self, last_seqs: Any) -> None:
+        """A heartbeat's `last_seqs`: a topic this client follows whose last seq published is past its own lost
+        its tail (past the high-water mark, or in a stop it read too slowly for), which no later answer of the
+        topic may ever show as a gap: fetched."""
+        if not isinstance(last_seqs, dict):  # (a service of an earlier version sends none)
+            return
+        for topic, seq in last_seqs.items():
+            last = self.last_seq.get(topic)
+            if last is not None and type(seq) is int and seq > last:
+                self._fill(topic, last, seq)
 
     def _discover(self, fill: bool = True) -> None:
         """Topics of this client's prefixes that it has not met, found with the op ``topics``: a topic that began

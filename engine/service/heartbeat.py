@@ -16,6 +16,7 @@ from engine.service.config import ServiceConfig
 from engine.service.descriptor_limit import DescriptorWatch
 from engine.service.expired_streams import ExpiredStreamsLine
 from engine.service.feed_watch import FeedWatch
+from engine.service.heartbeat_seqs import HeartbeatSeqs
 from engine.service.kv_thrash import KvThrashWatch
 from engine.service.pipeline import TickPipeline
 from engine.service.process_start import process_start_time
@@ -66,6 +67,8 @@ class Heartbeat:
         # ticks_in at the last refresh (a restart's recovered ticks are not arriving ones), and when it last grew
         self._ticks_seen, self._tick_at = self.pipeline.ticks_in, None
         self._log_refused_said = 0  # log_unavailable refusals the behind / caught-up lines have told of
+        # each topic's last seq, for heartbeats: a loss at a topic's tail shows as a gap (heartbeat_seqs.py)
+        self.heartbeat_seqs = HeartbeatSeqs(lambda after, limit: self.pipeline.cache.topics("", after, limit))
 
     def _heartbeat(self) -> None:
         self.counters["heartbeats"] += 1
@@ -99,7 +102,8 @@ class Heartbeat:
                                      "lag_s": self._snapshot["lag_s"], "shed": shed, "conflated": conflated,
                                      "max_message_bytes": self.config.limits.max_message_bytes,
                                      "protocol": WIRE_PROTOCOL, "epoch": self.epoch,
-                                     "registry_version": self.pipeline.registry.version})
+                                     "registry_version": self.pipeline.registry.version,
+                                     "last_seqs": self.heartbeat_seqs.take()})
         self._kv_thrash.watch(self._snapshot, self.pipeline, self.config)
         self._watch_feeds()
         self._say_refused_streams()

@@ -52,6 +52,7 @@ from engine.service.reading_record import ingest_price_offset
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.live_scores import LiveScores
 from engine.service.new_stream_budget import NewStreamBudget
+from engine.service.clock_offsets import load_offsets, save_offsets
 from engine.service.receive_clock import ReceiveClock
 from engine.service.rejections import admission_limit
 from engine.service.shedding import Shedding
@@ -158,6 +159,7 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
         changed = sorted(reregistered - set(changed)) + changed
         if self.data is not None:
             self.recovered = self.restart.replay(changed, defer_owed)
+            load_offsets(self.data.root, self.receive_clock, self.encoders)  # (owed answers carry clock_offset_ms)
 
     @property
     def refused_at_start(self) -> set[str]:
@@ -248,6 +250,7 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
 
     def close(self) -> None:
         if self.data is not None:
+            save_offsets(self.data.root, self.receive_clock)  # (before the directory's lock is let go)
             self.data.close()
 
     def step(self, max_tokens: int | None = None) -> StepReport | None:

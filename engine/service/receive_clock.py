@@ -53,6 +53,16 @@ class ReceiveClock:
         ahead = [(offset, stream) for stream, offset in self._offsets.items() if offset < -threshold_ns]
         return {stream: offset for offset, stream in sorted(ahead)[:n]}
 
+    def offsets(self) -> dict[str, int]:
+        """Every stream's offset (ns), to keep across a restart (clock_offsets.py)."""
+        return dict(self._offsets)
+
+    def restore(self, offsets: dict[str, int]) -> None:
+        """Offsets kept at the last clean stop: a stream's next ticks lower them as ever."""
+        for stream, offset in offsets.items():
+            if offset < self._offsets.get(stream, offset + 1):
+                self._offsets[stream] = offset
+
     def drop(self, stream: str) -> None:
         """A stream expired or forgotten: its next ticks may come from another clock."""
         self._offsets.pop(stream, None)

@@ -55,6 +55,7 @@ from engine.service.published_fields import PublishedFields
 from engine.service.query_changes import retire_topics
 from engine.service.pipeline import say
 from engine.service.reading_record import ingest_price_offset
+from engine.service.clock_offsets import load_offsets, save_offsets
 from engine.service.receive_clock import ReceiveClock
 from engine.service.query_fit import compile_fitting
 from engine.service import ray_reaper
@@ -95,6 +96,7 @@ class ShardedPipeline(ShardedIngest):
         # each stream's clock offset to this machine's, from the wire ticks the front door reads (receive_clock.py):
         # `streams`, published answers and `health` say it as one engine's do (the shards never see a read time)
         self.receive_clock = ReceiveClock()
+        load_offsets(self.data.root, self.receive_clock)  # (kept at the last clean stop: clock_offsets.py)
         self.rejected: Counter[str] = Counter()
         self.shed_counts = ShedCounts()  # ticks refused as overloaded, by stream
         # the new streams a wire message may open, as one engine bounds them (new_stream_budget.py)
@@ -355,6 +357,7 @@ class ShardedPipeline(ShardedIngest):
     def close(self) -> None:
         ray = ray_module()
         self.recovery.close()
+        save_offsets(self.data.root, self.receive_clock)
         self.data.close()  # the logs flushed and the directory's lock released first, whatever Ray does next
         for link in self.links:
             ray.kill(link.handle, no_restart=True)

@@ -1,0 +1,111 @@
+"""A loss at a topic's tail shows as a gap (review376 #5): heartbeats carry `last_seqs`, the last seq of every topic
+published since the previous heartbeat and, after each start, of every topic the service holds. A slow subscriber
+that lost the last answers of a topic as the service stopped (and the topic then published nothing more) holds
+fewer than the restarted service's heartbeats name, where before it saw no gap at all."""
+
+from __future__ import annotations
+
+import msgpack
+import zmq
+
+from conftest import serving
+from connectors.ticks import encode
+from engine.service.client import ControlClient
+from engine.service.server import HEARTBEAT_TOPIC
+from test_server import checkpoint  # noqa: F401  (checkpoint: the model fixture)
+from test_service_limits import EPHEMERAL, QUERIES, pipeline_config, ticks, wait_for
+
+
+def received(sub: zmq.Socket, quiet_ms: int = 2000) -> list[tuple[str, dict]]:
+    """Everything ``sub`` holds and receives until ``quiet_ms`` pass with nothing."""
+    got = []
+    while sub.poll(quiet_ms):
+        topic, payload = sub.recv_multipart()
+        got.append((topic.decode(), msgpack.unpackb(payload)))
+    return got
+
+
+def test_a_tail_a_slow_subscriber_lost_at_a_stop_is_named_by_the_restarted_services_heartbeats(checkpoint,
+                                                                                                tmp_path) -> None:
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    config = pipeline_config(checkpoint, endpoints=EPHEMERAL, queries=str(tmp_path / "q.yaml"),
+                             log={"dir": str(tmp_path / "data")}, limits={"heartbeat_s": 0.2, "answers_hwm": 20})
+    slow = zmq.Context.instance().socket(zmq.SUB)
+    slow.rcvhwm, slow.linger = 10, 0
+    slow.setsockopt(zmq.SUBSCRIBE, b"dir/")
+    try:
+        with serving(config) as server:
+            slow.connect(server.endpoints["answers"])
+            wait_for(lambda: server.counters["subscriptions"] > 0)  # (its subscription reached the service)
+            push = zmq.Context.instance().socket(zmq.PUSH)
+            push.linger = 1000
+            push.connect(server.endpoints["ingest"])
+            for tick in ticks(400, seed=2, streams=2):  # one a message: 200 answers a topic, past 30 of room
+                push.send(encode([tick]))
+            push.close()
+            wait_for(lambda: server.pipeline.ticks_in == 400 and not server.pipeline.busy)
+            topics = {topic for topic in server.pipeline.cache.topics("dir/")}
+            published = {topic: server.pipeline.cache.last_seq(topic) for topic in topics}
+        # the service stopped; the subscriber, which read nothing meanwhile, reads what its queues kept
+        held: dict[str, list[int]] = {}
+        for topic, answer in received(slow):
+            held.setdefault(topic, []).append(answer["seq"])
+        # a loss in the middle shows as a gap at the next answer held; the last answers lost show nothing: no
+        # answer after them will come (the review's case: each topic's tail, lost unseen)
+        lost = {topic for topic in topics if max(held.get(topic, [0])) < published[topic]}
+        assert lost, (held, published)
+
+        # the restarted service's first heartbeats name every topic's last seq: the client finds its loss
+        with serving(config) as server:
+            beats = zmq.Context.instance().socket(zmq.SUB)
+            beats.linger = 0
+            beats.setsockopt(zmq.SUBSCRIBE, HEARTBEAT_TOPIC.encode())
+            beats.connect(server.endpoints["answers"])
+            named: dict[str, int] = {}
+            try:
+                while not topics <= named.keys() and beats.poll(30_000):
+                    named.update(msgpack.unpackb(beats.recv_multipart()[1])["last_seqs"])
+            finally:
+                beats.close()
+        assert {topic: named.get(topic) for topic in topics} == published
+        assert all(named[topic] > max(held.get(topic, [0])) for topic in lost)
+    finally:
+        slow.close()
+
+
+def test_each_heartbeat_names_the_topics_published_since_the_one_before(checkpoint) -> None:
+    """A client that receives every answer holds each topic's entry already (PUB keeps a subscriber's messages in
+    order): the heartbeat after the answers names the same last seq it received, so no loss is seen where none is."""
+    config = pipeline_config(checkpoint, endpoints=EPHEMERAL, limits={"heartbeat_s": 0.2})
+    with serving(config) as server:
+        sub = zmq.Context.instance().socket(zmq.SUB)
+        sub.linger = 0
+        sub.setsockopt(zmq.SUBSCRIBE, b"")
+        sub.connect(server.endpoints["answers"])
+        wait_for(lambda: server.counters["subscriptions"] > 0)
+        with ControlClient(server.endpoints["control"]) as control:
+            control.call("register", yaml="queries:\n  - {name: dir, streams: ['*'], question: direction_20, "
+                                          "kind: choice, trigger: batch}\n")
+        push = zmq.Context.instance().socket(zmq.PUSH)
+        push.linger = 1000
+        push.connect(server.endpoints["ingest"])
+        for tick in ticks(40, seed=5, streams=2):  # one a message: an answer each
+            push.send(encode([tick]))
+        push.close()
+        last: dict[str, int] = {}
+        named: dict[str, int] = {}
+        try:
+            while sub.poll(30_000):
+                topic, payload = sub.recv_multipart()
+                message = msgpack.unpackb(payload)
+                if topic.decode().startswith(HEARTBEAT_TOPIC):
+                    for name, seq in message["last_seqs"].items():
+                        assert seq == last.get(name), (name, seq, last.get(name))  # nothing lost, none said lost
+                        named[name] = seq
+                    if len(named) == 2 and sum(named.values()) == 40:
+                        break
+                elif not topic.startswith(b"_"):
+                    last[topic.decode()] = message["seq"]
+        finally:
+            sub.close()
+    assert named == last and sum(named.values()) == 40
