@@ -5,7 +5,10 @@ fewer than the restarted service's heartbeats name, where before it saw no gap a
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import msgpack
+import pytest
 import zmq
 
 from conftest import serving
@@ -109,3 +112,41 @@ def test_each_heartbeat_names_the_topics_published_since_the_one_before(checkpoi
         finally:
             sub.close()
     assert named == last and sum(named.values()) == 40
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="the unread backlog is read from Linux's /proc/net/tcp")
+def test_heartbeats_count_a_burst_still_unread_at_the_ingest_socket(checkpoint) -> None:
+    """Review376 #6: `pending_tokens` stayed 0 through an 80 s backlog, which waited unread in the connection's
+    kernel buffers. Heartbeats now say `unread_messages` and `unread_bytes` while a burst waits there, and 0 once
+    every message is read."""
+    config = pipeline_config(checkpoint, endpoints=EPHEMERAL, limits={"heartbeat_s": 0.2},
+                             scheduler={"max_batch_tokens": 8, "max_batch_streams": 2})
+    sent = ticks(6000, seed=4, streams=4)
+    with serving(config) as server:
+        beats = zmq.Context.instance().socket(zmq.SUB)
+        beats.linger = 0
+        beats.setsockopt(zmq.SUBSCRIBE, HEARTBEAT_TOPIC.encode())
+        beats.connect(server.endpoints["answers"])
+        wait_for(lambda: server.counters["subscriptions"] > 0)
+        push = zmq.Context.instance().socket(zmq.PUSH)
+        push.linger = 5000
+        push.connect(server.endpoints["ingest"])
+        for tick in sent:  # one a message: the engine computes 2 ticks a forward, the rest waits unread
+            push.send(encode([tick]))
+        seen = []
+        try:
+            while beats.poll(60_000):
+                beat = msgpack.unpackb(beats.recv_multipart()[1])
+                seen.append(beat)
+                if beat["ticks_in"] == len(sent) and beat["unread_messages"] == 0:
+                    break
+        finally:
+            beats.close()
+            push.close()
+    waiting = [beat for beat in seen if beat["unread_messages"]]
+    assert waiting, seen[-3:]
+    first = waiting[0]  # a burst waiting unread is seen as such, where pending_tokens sees only what was read
+    assert first["unread_bytes"] > 0 and first["ticks_in"] + first["unread_messages"] > first["ticks_in"]
+    # the estimate (the bytes at the mean message's size) is of the burst's own size: no more than was sent
+    assert max(beat["ticks_in"] + beat["unread_messages"] for beat in waiting) <= len(sent) * 1.1
+    assert (seen[-1]["ticks_in"], seen[-1]["unread_messages"], seen[-1]["unread_bytes"]) == (len(sent), 0, 0)

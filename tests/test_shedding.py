@@ -10,12 +10,12 @@ import zmq
 
 from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
-from engine.service.client import AnswerSubscriber
+from engine.service.client import AnswerSubscriber, ControlClient
 from engine.service.pipeline import TickPipeline
 from engine.service.server import REJECTS_TOPIC
 from engine.service.shedding import SHED_STREAMS_KEPT, Backlog, ShedCounts, ShedLimits, shed_reason
 from test_server import checkpoint  # noqa: F401  (the model fixture)
-from test_service_limits import live_server, pipeline_config, wait_for
+from test_service_limits import QUERIES, live_server, pipeline_config, ticks, wait_for
 
 LIMITS = ShedLimits(max_lag_s=0.5, max_backlog_tokens=1_000_000)
 MS_A_TOKEN = 0.001  # the recent pace in these decisions: 1,000 tokens a second
@@ -179,3 +179,38 @@ def test_a_flood_on_one_stream_leaves_a_slow_feed_on_another_accepted(checkpoint
         assert server.pipeline.encoders.accepted(["SYN.B"])["SYN.B"]["ticks"] == len(slow)
         shed = server.pipeline.stats()["shed_streams"]
         assert list(shed) == ["SYN.A"] and shed["SYN.A"] == server.pipeline.rejected["overloaded"] > 0
+
+
+def test_a_get_after_shedding_says_how_many_newer_ticks_of_its_stream_were_refused(checkpoint, tmp_path) -> None:
+    """Review376 #13: shedding keeps a burst's oldest ticks and refuses its newest, so a stream's standing answer
+    describes it as of the burst's start, and `get` said nothing. Now `ask` and `get` carry a `shed_newer` caveat
+    naming how many ticks newer than the last accepted one were refused, until one is accepted again."""
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    sent = ticks(2100, seed=6, streams=2)
+    burst, later = sent[:2000], sent[2000:]
+    with live_server(checkpoint, queries=str(tmp_path / "q.yaml"), scheduler={"max_batch_tokens": 8},
+                     limits={"when_behind": "shed", "max_backlog_tokens": 40, "max_lag_s": 60}) as (server, push):
+        for tick in burst:  # one a message: 2 ticks a forward, a backlog bound of 10 ticks
+            push.send(encode([tick]))
+        wait_for(lambda: server.pipeline.ticks_in + server.pipeline.rejected["overloaded"] == len(burst)
+                 and not server.pipeline.busy)
+        with ControlClient(server.endpoints["control"]) as control:
+            streams = control.call("streams")["streams"]
+            caveats = {stream: [c for c in control.call("get", stream=stream, query="dir")["caveats"]
+                                if c["kind"] == "shed_newer"] for stream in streams}
+            # the ticks refused after each stream's last accepted one: the feed's own count, sent after it
+            newer = {stream: sum(1 for t in burst if t.stream == stream and t.ts > info["last_ts"])
+                     for stream, info in streams.items()}
+            assert any(newer.values()), newer  # (shedding refused the burst's newest ticks)
+            for stream, refused in newer.items():
+                if refused:
+                    assert len(caveats[stream]) == 1 and caveats[stream][0]["text"].startswith(
+                        f"{refused} tick{'s' if refused != 1 else ''} of \"{stream}\" newer than the last one "
+                        f"accepted"), (stream, refused, caveats[stream])
+                else:
+                    assert caveats[stream] == [], caveats[stream]
+            shed = next(stream for stream, refused in newer.items() if refused)
+            push.send(encode([next(t for t in later if t.stream == shed)]))  # caught up: accepted
+            wait_for(lambda: server.pipeline.encoders.accepted([shed])[shed]["ticks"] == streams[shed]["ticks"] + 1)
+            reply = control.call("get", stream=shed, query="dir")
+            assert not [c for c in reply["caveats"] if c["kind"] == "shed_newer"], reply["caveats"]

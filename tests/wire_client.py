@@ -20,7 +20,8 @@ T0 = 1_700_000_000_000_000_000  # int64 ns since the epoch
 ANSWER_KEYS = {"query", "stream", "topic", "seq", "version", "data_ts", "answer_ts", "model", "value",
                "query_version"}
 HEARTBEAT_KEYS = {"seq", "ts", "ticks_in", "answers_out", "pending_tokens", "behind", "lag_s", "shed",
-                  "conflated", "max_message_bytes", "protocol", "epoch", "registry_version", "last_seqs"}
+                  "conflated", "max_message_bytes", "protocol", "epoch", "registry_version", "last_seqs",
+                  "unread_messages", "unread_bytes"}
 PROTOCOL = 1  # the wire protocol this client is written to (docs/wire-protocol.md, "Compatibility")
 _names = itertools.count()
 

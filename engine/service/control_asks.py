@@ -129,6 +129,8 @@ class AskOps:
             caveats += skill_caveats(self.pipeline.scores, scored, streams[0])
             engine = getattr(self.pipeline, "engine", None)  # (a sharded front door holds no session)
             caveats += context_caveats(engine.scheduler if engine is not None else None, streams[0])
+            shedding = getattr(self.pipeline, "shedding", None)  # (one engine's: when_behind: shed)
+            caveats += shedding.refused_caveat(streams[0]) if shedding is not None else []
             caveats = self._clock_caveats(streams[0]) + caveats  # (FeedClocks': a feed stamped ahead)
         return {"caveats": caveats}
 

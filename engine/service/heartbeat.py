@@ -24,6 +24,7 @@ from engine.service.answer_freshness import STALE_QUERIES_SAID, AnswerFreshness
 from engine.service.reorder_window import ReorderWindow
 from engine.service.sharded import ShardedPipeline
 from engine.service.stream_refusals import StreamRefusals
+from engine.service.unread_ingest import tcp_port, unread_bytes
 from engine.service.wire_protocol import WIRE_PROTOCOL
 
 BEHIND_WARNING_EVERY_S = 10.0
@@ -98,7 +99,8 @@ class Heartbeat:
         self._send(HEARTBEAT_TOPIC, {"seq": self.counters["heartbeats"], "ts": time.time_ns(),
                                      "ticks_in": self.pipeline.ticks_in,
                                      "answers_out": self.counters["answers_published"],
-                                     "pending_tokens": pending, "behind": behind,
+                                     "pending_tokens": pending, "unread_messages": self._snapshot["unread_messages"],
+                                     "unread_bytes": self._snapshot["unread_bytes"], "behind": behind,
                                      "lag_s": self._snapshot["lag_s"], "shed": shed, "conflated": conflated,
                                      "max_message_bytes": self.config.limits.max_message_bytes,
                                      "protocol": WIRE_PROTOCOL, "epoch": self.epoch,
@@ -200,12 +202,25 @@ class Heartbeat:
                           "process_start_time_seconds": PROCESS_START_TIME,
                           **({"log_problem": data.items.problem} if data is not None else {})}
         self._snapshot["rejected_streams"] = self.stream_refusals.most()  # (stream_refusals.py)
+        self._snapshot.update(self._unread())
         self._snapshot.update(self._freshness(now))
         if self.reorder is not None:  # ingest.reorder_window_ms: what it holds, and the late ticks it placed
             self._snapshot["reorder"] = {"held": len(self.reorder), "placed": self.reorder.placed,
                                          "released_early": self.reorder.released_early}
         if self._feed_watches:  # a quiet publisher told apart from one never connected (or dropped)
             self._snapshot["feeds"] = [watch.stats() for watch in self._feed_watches.values()]
+
+    def _unread(self) -> dict[str, int | None]:
+        """What waits at the ingest socket before it is read (unread_ingest.py): `unread_bytes` in this host's
+        kernel buffers, and `unread_messages`, those bytes at the mean size of the messages read so far (ZeroMQ's
+        framing, 2 bytes a frame, included); None where it cannot be seen."""
+        port = tcp_port(self.endpoints.get("ingest", "")) if hasattr(self, "endpoints") else None
+        waiting = unread_bytes(port) if port is not None else None
+        read = self.counters.get("ingest_messages", 0)
+        per_message = (getattr(self, "ingest_bytes", 0) + 2 * read) / read if read else None
+        messages = None if waiting is None else 0 if not waiting else \
+            round(waiting / per_message) if per_message else None
+        return {"unread_bytes": waiting, "unread_messages": messages}
 
     def _freshness(self, now: float) -> dict[str, Any]:
         """How old the newest answer and the newest accepted tick are (None: none yet), and whether answers are

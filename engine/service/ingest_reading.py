@@ -51,6 +51,7 @@ class IngestReading(IngestHolding):
     placed_feeds: PlacedFeeds  # (IngestHolding's) feeds placed by `streams`, and the feeds read before them
     stream_refusals: StreamRefusals  # refused ticks counted by stream and reason (stream_refusals.py)
     _forgotten_refusals: ForgottenRefusals  # ... their names, in a bounded filter
+    ingest_bytes: int = 0  # the bytes of the ingest messages read (their frames'), for the unread backlog's estimate
 
     def _read_ingest(self, events: dict[zmq.Socket, int]) -> None:
         """Read the ingest and feed sockets ``events`` (the loop's poll) found messages on, and keep, per socket,
@@ -102,6 +103,7 @@ class IngestReading(IngestHolding):
             except zmq.Again:
                 return True
             self.counters["ingest_messages"] += 1
+            self.ingest_bytes += sum(map(len, frames))  # (the unread backlog's size in messages: unread_ingest.py)
             if watch is not None:
                 watch.read()
             tag = echoed_topic(frames[0]) if len(frames) == 2 and frames[0] != TOKENIZED_MARKER else None

@@ -60,6 +60,9 @@ GAUGES = {
     "contexts_kept": "Expired streams whose context (tokens, not KV) is kept for their next tick (at most "
                      "scheduler.expired_streams_kept)",
     "pending_tokens": "Tokens waiting for a forward",
+    "unread_messages": "Messages waiting unread at the ingest socket, before they are decoded or tokenised (this "
+                       "host's kernel buffers for its connections, at the mean message size read; Linux, tcp:// only)",
+    "unread_bytes": "Bytes this host's kernel holds for the ingest connections, not yet read (Linux, tcp:// only)",
     "behind": "1 while more than limits.max_backlog_tokens wait for a forward, or data waited past limits.max_lag_s",
     "kv_thrash": "1 while evicted sessions are recomputed more than new tokens are (kv.cells too small)",
     "answers_stale": "1 while a standing query's own streams tick and its newest answer is older than "

@@ -121,6 +121,28 @@ class Shedding:
         self.pace = ForwardPace()  # tokens the recent forwards took off the backlog, and how long they took
         self.shed_now: set[str] = set()
         self.counts = ShedCounts()
+        # stream held -> its ticks refused as overloaded since its last accepted one: shedding refuses a burst's
+        # newest ticks, so the stream's latest answer is about its state before them (review376 #13); an `ask` or
+        # `get` on it says so (refused_caveat), until a tick of it is accepted again
+        self.newer_refused: dict[str, int] = {}
+
+    def refused(self, stream: str, ticks: int) -> None:
+        self.newer_refused[stream] = self.newer_refused.get(stream, 0) + ticks
+
+    def accepted(self, stream: str) -> None:
+        if self.newer_refused:
+            self.newer_refused.pop(stream, None)
+
+    def refused_caveat(self, stream: str) -> list[dict[str, str]]:
+        """The `shed_newer` caveat of a stream whose newest ticks were refused (none when none was)."""
+        refused = self.newer_refused.get(stream)
+        if not refused:
+            return []
+        return [{"kind": "shed_newer", "text": (
+            f"{refused} tick{'s' if refused != 1 else ''} of {quoted(stream)} newer than the last one accepted "
+            f"{'were' if refused != 1 else 'was'} refused as overloaded (limits.when_behind: shed; the feed was told "
+            f"on _rejects/): this answer is about the stream as of its data_ts, before them, not its latest state; "
+            f"it stays so until a tick of the stream is accepted again")}]
 
     def refusal(self, stream: str | None, backlog: Backlog) -> InvalidTick | None:
         why = shed_reason(stream, backlog, self.pace.seconds_per_token, self.limits, self.shed_now)

@@ -20,6 +20,7 @@ from engine.service.expired_streams import EXPIRE_PER_TURN
 from engine.service.heap_memory import return_memory
 from engine.service.live_scores import LiveScores
 from engine.service.receive_clock import ReceiveClock
+from engine.service.shedding import Shedding
 from queries.cache import AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
@@ -44,6 +45,7 @@ class StreamRemoval:
     engine: Engine
     encoders: StreamEncoders
     receive_clock: ReceiveClock
+    shedding: Shedding  # (its streams' newer ticks refused: dropped with the stream)
     registry: Registry
     cache: AnswerCache
     flash: FlashQueries
@@ -69,6 +71,7 @@ class StreamRemoval:
                 self.data.items.log_expired(stream)
             self.encoders.drop(stream)
             self.receive_clock.drop(stream)
+            self.shedding.newer_refused.pop(stream, None)
             self._drop_expired_answers(stream)
         for stream in self.encoders.take_forgotten():
             self.engine.scheduler.kept.forget(stream)
@@ -91,6 +94,7 @@ class StreamRemoval:
         self.engine.scheduler.drop(stream)
         self.encoders.forget(stream)
         self.receive_clock.drop(stream)
+        self.shedding.newer_refused.pop(stream, None)
         self._drop_answer_state(stream, keep_grid=False)
 
     def _drop_expired_answers(self, stream: str) -> None:

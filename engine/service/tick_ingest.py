@@ -135,6 +135,7 @@ class TickIngest:
         """An item the engine took (live, or replayed from the tick log): its price, for what reads marks."""
         self.adaptation.accepted(item)
         self.scores.accepted(item)
+        self.shedding.accepted(item.stream)
         watch_moves(self.registry, self.engine.scheduler, item.stream, item.ts, move_mark(item.tick))
 
     def _enqueue(self, item: EncodedTick, received_ns: int | None = None) -> None:
@@ -153,4 +154,6 @@ class TickIngest:
             self.rejected[r.reason] += r.count
             if r.reason == "overloaded" and r.stream is not None:
                 self.shedding.counts.add(r.stream, r.count)
+                if r.stream in self.engine.scheduler.streams:  # (held: its answers say their newer ticks refused)
+                    self.shedding.refused(r.stream, r.count)
         return [r.to_wire() for r in result.rejections]

@@ -1,0 +1,53 @@
+"""What waits unread at the ingest socket, before any tick of it is decoded or tokenised (review376 #6: heartbeats
+said `pending_tokens: 0` through an 80 s backlog, the burst waiting in the connections' kernel buffers).
+
+ZeroMQ moves a connection's bytes into the PULL socket's small queue (32 messages) only as it is read, and says
+nothing of the rest. On Linux the kernel does: /proc/net/tcp and tcp6 list each connection's receive queue (bytes
+arrived, not read) and send queue (bytes written, not yet acknowledged by the peer). For the ingest port, the
+bytes waiting are the receive queues of its accepted connections plus, for a sender on this host, the send queue
+of the sender's end of each. What a sender's own ZeroMQ queue holds (up to its SNDHWM), and a sender's kernel
+buffers on another host, are not seen: a lower bound. None where nothing can be read (not Linux, not tcp://).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PROC_TCP = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))
+ESTABLISHED = "01"
+
+
+def tcp_port(endpoint: str) -> int | None:
+    """The port of a bound ``tcp://host:port`` endpoint; None for any other transport."""
+    if not endpoint.startswith("tcp://"):
+        return None
+    try:
+        return int(endpoint.rsplit(":", 1)[1])
+    except ValueError:
+        return None
+
+
+def unread_bytes(port: int) -> int | None:
+    """Bytes this host's kernel holds for the connections to ``port`` (a bound ingest port) that its reader has
+    not read yet; None when /proc/net/tcp cannot be read."""
+    rows: list[tuple[str, str, int, int]] = []  # (local, remote, tx_queue, rx_queue) of established connections
+    readable = False
+    for path in PROC_TCP:
+        try:
+            lines = path.read_text().splitlines()[1:]
+        except OSError:
+            continue
+        readable = True
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 5 or fields[3] != ESTABLISHED:
+                continue
+            tx, rx = fields[4].split(":")
+            rows.append((fields[1], fields[2], int(tx, 16), int(rx, 16)))
+    if not readable:
+        return None
+    accepted = {(local, remote) for local, remote, _, _ in rows if int(local.rsplit(":", 1)[1], 16) == port}
+    waiting = sum(rx for local, remote, _, rx in rows if (local, remote) in accepted)
+    # a sender on this host: its end of an accepted connection is the row with the two addresses swapped
+    waiting += sum(tx for local, remote, tx, _ in rows if (remote, local) in accepted)
+    return waiting
