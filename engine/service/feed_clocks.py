@@ -95,6 +95,8 @@ class FeedClocks:
         warnings = [{"stream": stream, "kind": "clock_ahead", "clock_offset_ms": round(offset / 1e6, 3),
                      "message": _ahead_text(stream, offset)} for stream, offset in ahead.items()]
         warnings += self.stream_refusals.health_warnings()
+        kv_watch = getattr(self, "_kv_thrash", None)  # (Heartbeat's: the live streams' KV past the pool)
+        warnings += kv_watch.health_warnings() if kv_watch is not None else []
         return {"warnings": warnings} if warnings else {}
 
 

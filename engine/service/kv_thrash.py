@@ -14,6 +14,10 @@ from engine.stream import Stream
 THRASH_WINDOW_S = 10.0  # KV thrash is judged over this long (see KvThrashWatch.watch)
 THRASH_MIN_CELLS = 10_000  # fewer KV cells evicted than this in a window is never thrash
 THRASH_WARNING_EVERY_S = 60.0
+# a stream that ticked within this long is live: the pool must hold its whole window once it fills, or each of its
+# ticks evicts another live stream's KV and recomputes its own (review376 #8: 200 live streams on the default pool,
+# tick-to-answer 6 ms -> 4.5 s). Said at once, before the windows fill and answers come late, not only once they do
+LIVE_S = 60.0
 
 
 class KvThrashWatch:
@@ -21,6 +25,7 @@ class KvThrashWatch:
 
     def __init__(self) -> None:
         self.thrashing = False
+        self.pool_short: str | None = None  # while the live streams' full windows pass the pool: why (`health`)
         self._mark: tuple[float, tuple[int, int]] | None = None  # (monotonic time, (advanced, evicted)) at its start
         self._next_warning = 0.0
 
@@ -30,6 +35,7 @@ class KvThrashWatch:
         stderr with a size for kv.cells at most every THRASH_WARNING_EVERY_S, and as `kv_thrash` in stats
         (``snapshot``: the heartbeat's, which it updates; ``pipeline``: one engine's, or the shards' front door)."""
         now = time.monotonic()
+        self._watch_live(snapshot, pipeline, config)
         # evicted cells, not tokens_rebuilt: a context roll's re-prefill is rebuilt too, and is no sign of a small pool
         counts = (snapshot.get("runner", {}).get("tokens_advanced", 0),
                   snapshot.get("scheduler", {}).get("evicted_cells", 0))
@@ -58,6 +64,36 @@ class KvThrashWatch:
             print(f"flashtick: KV thrash: the last {THRASH_WINDOW_S:.0f} s evicted {evicted} cells of KV for "
                   f"{advanced} new ones; {streams} streams of up to {window or 'the model'} positions {want}, "
                   f"kv.cells is {capacity}: raise it (answers come late meanwhile)", file=sys.stderr, flush=True)
+
+
+    def _watch_live(self, snapshot: dict[str, Any], pipeline: Any, config: ServiceConfig) -> None:
+        """Whether the streams that ticked in the last LIVE_S will want more KV than the pool holds once their
+        windows fill: said on stderr the moment it becomes so (once, until it is no longer so), and in `health`'s
+        warnings while it is (``pool_short``). One engine's (a sharded front door holds no sessions)."""
+        engine = getattr(pipeline, "engine", None)
+        capacity = snapshot.get("kv_cells_capacity", 0)
+        if engine is None or not capacity or not engine.scheduler.window:
+            return
+        window, block = engine.scheduler.window, config.kv.block_size
+        since = time.time_ns() - int(LIVE_S * 1e9)
+        live = sum(1 for state in engine.scheduler.streams.values() if state.last_seen_ns >= since)
+        need = _kv_cells_at_full_windows(live, window, block)
+        if need <= capacity:
+            self.pool_short = None
+            return
+        if self.pool_short is None:
+            holds = capacity // _kv_cells_at_full_windows(1, window, block)
+            self.pool_short = (f"{live} streams ticked in the last {LIVE_S:.0f} s; once their {window}-token windows "
+                               f"fill they want {need} KV cells ({window + block} each), and kv.cells is {capacity} "
+                               f"(about {holds} streams at a full window): past that each tick of a stream evicts "
+                               f"another's KV and recomputes its own, and answers come seconds late (KV thrash). "
+                               f"Set kv.cells to {need} or more (docs/configuration.md, kv.cells)")
+            print(f"flashtick: WARNING: KV pool too small for the live streams: {self.pool_short}", file=sys.stderr,
+                  flush=True)
+
+    def health_warnings(self) -> list[dict[str, str]]:
+        """`health`'s warning while the live streams want more KV than the pool holds (none otherwise)."""
+        return [{"kind": "kv_pool_small", "message": self.pool_short}] if self.pool_short else []
 
 
 def _kv_cells_wanted(streams: Iterable[Stream], window: int, block: int) -> int:
