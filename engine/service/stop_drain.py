@@ -115,9 +115,10 @@ class StopDrain:
         drain_s = self.config.limits.drain_s
         if not self.serve_hints:
             return
-        kept = "logged: the restart answers them" if self.pipeline.data is not None else "not logged (no log.dir)"
+        kept = "logged: the restart answers them" if self.pipeline.data is not None else "not logged: no log.dir"
         if read:
-            print(f"flashtick: read {read} messages the feeds had queued before stopping (accepted, {kept}); a "
+            print(f"flashtick: read {read} messages the feeds had queued before stopping (their ticks accepted, "
+                  f"{kept}, or refused with a reason as ever); a "
                   f"message sent after this is not read (a feed resumes from `streams` once the service is back: "
                   f"`flashtick feed` does)", file=sys.stderr, flush=True)
         if done.refused:
