@@ -13,11 +13,12 @@ import time
 from pathlib import Path
 
 import msgpack
+import pytest
 import zmq
 
 from forked_cli import cli_popen, start_lines
 from connectors.service_topics import REJECTS_TOPIC
-from engine.service.client import ControlClient
+from engine.service.client import ControlClient, ControlError
 from connectors.ticks import encode
 from test_durability import QUERIES, ROOT, checkpoint  # noqa: F401  (checkpoint: the model fixture)
 from test_service_limits import EPHEMERAL, pipeline_config, stopped_by_the_test, ticks
@@ -123,6 +124,12 @@ def test_a_burst_sent_before_sigterm_is_read_logged_and_answered_after_the_resta
         # buffers) or read and not computed when the signal comes
         assert before["ticks_in"] < len(sent), before["ticks_in"]
         process.send_signal(signal.SIGTERM)
+        # a request during the drain (3 s of a backlog it cannot finish) is answered at once, and the reply
+        # reaches the client although the process exits right after (its sockets linger for the last replies)
+        with ControlClient(endpoints["control"], timeout_s=30) as control:
+            with pytest.raises(ControlError) as refused_now:
+                control.call("health")
+        assert refused_now.value.reason == "stopping", refused_now.value
         err = process.communicate(timeout=120)[1]
         assert process.returncode == 0, err
     finally:
