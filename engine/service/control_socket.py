@@ -156,7 +156,7 @@ class ControlSocket:
                 self.poller.unregister(sock)  # (ingest, forwards and heartbeats go on: _take_parsed reads it again)
                 return
 
-    def answer_owed_requests(self) -> None:
+    def _answer_owed_requests(self) -> None:
         """At a stop, once the drain is done: every control request still owed a reply gets one (review376 #12: an
         `ask` read just before a SIGTERM under load got none): asks waiting for a forward and a `register` still
         parsing are refused as `stopping`, and so is each request still queued at the socket (STOPPING_READ_S at

@@ -69,7 +69,7 @@ class Heartbeat:
         self._ticks_seen, self._tick_at = self.pipeline.ticks_in, None
         self._log_refused_said = 0  # log_unavailable refusals the behind / caught-up lines have told of
         # each topic's last seq, for heartbeats: a loss at a topic's tail shows as a gap (heartbeat_seqs.py)
-        self.heartbeat_seqs = HeartbeatSeqs(lambda after, limit: self.pipeline.cache.topics("", after, limit))
+        self._heartbeat_seqs = HeartbeatSeqs(lambda after, limit: self.pipeline.cache.topics("", after, limit))
 
     def _heartbeat(self) -> None:
         self.counters["heartbeats"] += 1
@@ -105,7 +105,7 @@ class Heartbeat:
                                      "max_message_bytes": self.config.limits.max_message_bytes,
                                      "protocol": WIRE_PROTOCOL, "epoch": self.epoch,
                                      "registry_version": self.pipeline.registry.version,
-                                     "last_seqs": self.heartbeat_seqs.take()})
+                                     "last_seqs": self._heartbeat_seqs.take()})
         self._kv_thrash.watch(self._snapshot, self.pipeline, self.config)
         self._watch_feeds()
         self._say_refused_streams()

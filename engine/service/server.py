@@ -339,7 +339,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         self._send(answer.topic, {**answer.to_wire(), "epoch": self.epoch, "model_digest": self.model_digest,
                                   **fields})
         self.counters["answers_published"] += 1
-        self.heartbeat_seqs.published(answer.topic, answer.seq)
+        self._heartbeat_seqs.published(answer.topic, answer.seq)
         self._answer_at = time.time()
         self.answer_freshness.published(answer.query, self._answer_at)
 

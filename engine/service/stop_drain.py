@@ -59,7 +59,7 @@ class StopDrain:
     _stop_requested: float | None  # monotonic time of the first stop(): limits.drain_s counts from it
     _pace: ForwardPace
     _expired_line: ExpiredStreamsLine
-    answer_owed_requests: Callable[[], None]  # (control_socket.py)
+    _answer_owed_requests: Callable[[], None]  # (control_socket.py)
     _drain_control: Callable[[], None]  # (control_socket.py)
     _sockets: dict[str, zmq.Socket]
 
@@ -95,7 +95,7 @@ class StopDrain:
         if time.monotonic() >= deadline and self._ingest_unread():
             done.refused = self._refuse_unread(time.monotonic() + REFUSE_UNREAD_S)
         self._say_drained(done)
-        self.answer_owed_requests()  # (control_socket.py: asks still waiting, requests that came meanwhile)
+        self._answer_owed_requests()  # (control_socket.py: asks still waiting, requests that came meanwhile)
         self._expired_line.say(time.monotonic(), stopping=True)  # the log accounts for every expiry
 
     def _compute_until(self, until: float, done: DrainDone) -> None:
