@@ -303,8 +303,12 @@ def _stopped_line(server: Any) -> str:
     recovered = getattr(data, "recovered_ticks", 0) if data is not None else 0
     earlier = f" ({stats['ticks_in'] - recovered} this run, {recovered} from the tick log)" if recovered else ""
     conflated = f", {stats['conflated']} quotes conflated (when_behind: conflate)" if stats.get("conflated") else ""
+    # what the stop could not read at all (stop_drain.py): on the wire, lost with the socket, its senders must resend
+    unread = (getattr(server, "unread_at_stop", None) or {}).get("unread_messages")
+    left = f", about {unread} messages left unread at the ingest socket (not accepted: send them again)" \
+        if unread else ""
     return (f"flashtick stopped: {stats['ticks_in']} ticks in{earlier}, {stats['answers_out']} answers out this run"
-            f"{refused}{conflated}")
+            f"{refused}{conflated}{left}")
 
 
 def cmd_serve(args: argparse.Namespace) -> int | None:

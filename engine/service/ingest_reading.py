@@ -25,6 +25,7 @@ from engine.service.placed_feeds import PlacedFeeds
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, REFUSED_HOLDER
 from engine.service.sharded import ShardedPipeline
 from engine.service.stream_refusals import StreamRefusals
+from engine.service.unread_ingest import tcp_port, unread_bytes
 from engine.service.wire_protocol import TOKENIZED_MARKER
 from engine.quoting import quoted
 
@@ -51,6 +52,7 @@ class IngestReading(IngestHolding):
     placed_feeds: PlacedFeeds  # (IngestHolding's) feeds placed by `streams`, and the feeds read before them
     stream_refusals: StreamRefusals  # refused ticks counted by stream and reason (stream_refusals.py)
     _forgotten_refusals: ForgottenRefusals  # ... their names, in a bounded filter
+    endpoints: dict[str, str]  # the bound endpoints (ports resolved)
     ingest_bytes: int = 0  # the bytes of the ingest messages read (their frames'), for the unread backlog's estimate
 
     def _read_ingest(self, events: dict[zmq.Socket, int]) -> None:
@@ -170,10 +172,15 @@ class IngestReading(IngestHolding):
         how many were read."""
         read = 0
         ingest = [sock for name, sock in self._sockets.items() if name == "ingest" or name.startswith("feed")]
+        port = tcp_port(self.endpoints.get("ingest", ""))
         while time.monotonic() < deadline:
             read += self._read_queued_ingest(deadline)
             settle_ms = max(0, min(PLACING_SETTLE_MS, int((deadline - time.monotonic()) * 1000)))
-            if not any(sock.poll(settle_ms) for sock in ingest):
+            if any(sock.poll(settle_ms) for sock in ingest):
+                continue
+            # on a loaded host ZeroMQ's I/O thread may take longer than the settle to refill the queue: the kernel
+            # says whether the ingest connections still hold bytes unread (unread_ingest.py; Linux, tcp://)
+            if port is None or not unread_bytes(port):
                 break
         return read
 

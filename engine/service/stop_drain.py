@@ -22,10 +22,11 @@ from engine.service.sharded import ShardedPipeline
 # came while the stop computed is read (accepted and logged), not dropped with the socket
 LAST_READ_S = 1.0
 LAST_READ_SHARE = 0.1
-# the first read, before any forward, takes at most this share of drain_s: reading a message costs a small part of
-# computing it, and one read is accepted (logged: a restart answers it) where one left unread is lost with the
-# socket (review376 #4: computing first left 7,335 of a 30,000-tick burst unread); a feed that keeps the queues full
-# still leaves the stop the rest to compute
+# the first read, before any forward: reading a message costs a small part of computing it, and one read is accepted
+# where one left unread is lost with the socket (review376 #4: computing first left 7,335 of a 30,000-tick burst
+# unread). With a tick log what is read is logged and the restart answers it, so the first read may take all of
+# drain_s but the last read's share; without one, what is read and not computed is lost all the same, so it takes at
+# most this share of drain_s and leaves the rest to compute (a feed that keeps the queues full: review351 #11)
 FIRST_READ_SHARE = 0.6
 # a stop's forwards are each sized to this share of the time it has left, at the recent forwards' pace: one that runs
 # twice as slow as they did (a loaded machine's pace moves) still ends in time
@@ -62,6 +63,8 @@ class StopDrain:
     _answer_owed_requests: Callable[[], None]  # (control_socket.py)
     _drain_control: Callable[[], None]  # (control_socket.py)
     _sockets: dict[str, zmq.Socket]
+    _unread: Callable[[], dict[str, int | None]]  # (heartbeat.py: what waits unread at the ingest socket)
+    unread_at_stop: dict[str, int | None] | None = None  # ... as the sockets close (the stop line says it)
 
     def _drain(self) -> None:
         """On stop: first read what the feeds already handed to the ingest sockets (until they stay empty, for at
@@ -79,7 +82,9 @@ class StopDrain:
         compute_until = deadline - min(LAST_READ_S, LAST_READ_SHARE * drain_s)  # the rest is the last read's
         done = DrainDone()
         started = time.monotonic()
-        done.read += self._read_until_settled(min(compute_until, started + FIRST_READ_SHARE * drain_s))
+        logged = self.pipeline.data is not None
+        done.read += self._read_until_settled(compute_until if logged else
+                                              min(compute_until, started + FIRST_READ_SHARE * drain_s))
         done.read_s += time.monotonic() - started
         self._compute_until(compute_until, done)
         while (now := time.monotonic()) < compute_until:
@@ -94,6 +99,7 @@ class StopDrain:
         done.read_s += time.monotonic() - started
         if time.monotonic() >= deadline and self._ingest_unread():
             done.refused = self._refuse_unread(time.monotonic() + REFUSE_UNREAD_S)
+        self.unread_at_stop = self._unread()  # (what is still on the wire: lost with the socket, said)
         self._say_drained(done)
         self._answer_owed_requests()  # (control_socket.py: asks still waiting, requests that came meanwhile)
         self._expired_line.say(time.monotonic(), stopping=True)  # the log accounts for every expiry
@@ -121,11 +127,15 @@ class StopDrain:
                   f"{kept}, or refused with a reason as ever); a "
                   f"message sent after this is not read (a feed resumes from `streams` once the service is back: "
                   f"`flashtick feed` does)", file=sys.stderr, flush=True)
-        if done.refused:
+        unread = (self.unread_at_stop or {}).get("unread_messages")
+        if done.refused or unread:
             print(f"flashtick: stopped reading at limits.drain_s={drain_s:g} s with messages still queued at the "
                   f"ingest sockets: {done.refused} more read were refused as `stopping` (each sender told on "
-                  f"`_rejects/`), any left unread are not accepted (a feed resumes from `streams` once the service "
-                  f"is back: `flashtick feed` does)", file=sys.stderr, flush=True)
+                  f"`_rejects/`)" + (f", about {unread} more ({self.unread_at_stop['unread_bytes']} bytes in this "
+                                     f"host's kernel buffers) are left unread and lost with the socket" if unread
+                                     else "") +
+                  "; not accepted, they must be sent again (a feed resumes from `streams` once the service is back: "
+                  "`flashtick feed` does)", file=sys.stderr, flush=True)
         if drained or left:
             print(f"flashtick: drained {drained} pending tokens before stopping"
                   + (f"; {left} still pending after limits.drain_s={drain_s:g} s" if left else "")
