@@ -19,6 +19,7 @@ import zmq
 from forked_cli import cli_popen, start_lines
 from connectors.service_topics import REJECTS_TOPIC
 from engine.service.client import ControlClient, ControlError
+from engine.service.exit_codes import SERVICE_BUSY, status_of_error
 from connectors.ticks import encode
 from test_durability import QUERIES, ROOT, checkpoint  # noqa: F401  (checkpoint: the model fixture)
 from test_service_limits import EPHEMERAL, pipeline_config, stopped_by_the_test, ticks
@@ -130,6 +131,7 @@ def test_a_burst_sent_before_sigterm_is_read_logged_and_answered_after_the_resta
             with pytest.raises(ControlError) as refused_now:
                 control.call("health")
         assert refused_now.value.reason == "stopping", refused_now.value
+        assert status_of_error(refused_now.value) == SERVICE_BUSY  # (the CLI's "try again later", as `starting`)
         err = process.communicate(timeout=120)[1]
         assert process.returncode == 0, err
     finally:

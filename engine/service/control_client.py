@@ -34,7 +34,7 @@ FETCH_LIMIT = 1000  # answers per `answers` request (the service's most)
 
 class ControlError(RuntimeError):
     """The service answered {ok: false, error}, did not answer in time, or refused the connection. ``reason``: the
-    reply's (``starting``, ``busy``, ``shard_lost``: send the same request again later; ``bad_request``,
+    reply's (``starting``, ``busy``, ``shard_lost``, ``stopping``: send the same request again later; ``bad_request``,
     ``unknown_stream``, ``ask_failed``, ``internal``: see docs/wire-protocol.md), None without one (no reply, or a
     service of an earlier version)."""
 
