@@ -5,6 +5,7 @@ from the options, its start lines, its stop on a signal) and `demo` (the engine 
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import signal
 import sys
@@ -330,15 +331,24 @@ def cmd_serve(args: argparse.Namespace) -> int | None:
 
 
 def _flush_on_exit(server: Any) -> None:
-    """Wait (server.STOP_FLUSH_S at most) for the last answers, `_rejects/` entries and control replies the closed
-    sockets still queue: a process that exits without terminating its ZeroMQ context drops them unsent."""
+    """At the process's exit, wait (server.STOP_FLUSH_S at most) for the last answers, `_rejects/` entries and control
+    replies the closed sockets still queue: a process that exits without terminating its ZeroMQ context drops them
+    unsent. At exit, not now: the context is the process's shared one (zmq.Context.instance()), which a caller that
+    goes on after serve (a test running it in-process) still uses."""
     from engine.service.server import STOP_FLUSH_S
 
-    if server.context.closed:  # (a CURVE service's own context, terminated by close(): flushed there)
+    context = server.context
+    if context.closed:  # (a CURVE service's own context, terminated by close(): flushed there)
         return
-    flush = threading.Thread(target=server.context.term, name="flashtick-flush", daemon=True)
-    flush.start()
-    flush.join(STOP_FLUSH_S + 0.5)  # (a socket left open would hold term() for ever: the exit does not wait)
+
+    def flush() -> None:
+        if context.closed:
+            return
+        term = threading.Thread(target=context.term, name="flashtick-flush", daemon=True)
+        term.start()
+        term.join(STOP_FLUSH_S + 0.5)  # (a socket left open would hold term() for ever: the exit does not wait)
+
+    atexit.register(flush)
 
 
 def cmd_demo(args: argparse.Namespace) -> None:

@@ -14,9 +14,8 @@ import zmq
 
 from engine.service.config import ServiceConfig
 from engine.service.control_requests import (CONTROL_OPS, ERROR_REPLY_CHARS, NO_ID, ControlError, ControlStopping,
-                                             check_request,
-                                             envelope_problem, noted, refused_envelope, request_id, request_or_none,
-                                             refusal, sendable, unpack_request, unused_keys_note)
+                                             check_request, envelope_problem, noted, refused_envelope, request_id,
+                                             request_or_none, refusal, sendable, unpack_request, unused_keys_note)
 from engine.service.document_parse import DocumentParse
 from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.wire_protocol import pack, pack_with_raw, raw_map_value
@@ -27,6 +26,7 @@ from queries.spec import QuerySpecError
 # a stop reads the requests still queued at the control socket for at most this long, each refused as `stopping`
 STOPPING_READ_S = 0.5
 STOPPING_WORDS = "the service is stopping: send it again once it is back (`health` says serving)"
+
 
 def echoed_id(payload: bytes, rid: object) -> bytes:
     """The msgpack bytes a reply carries as `id`: the request's own, byte for byte (raw_map_value), else ``rid``
