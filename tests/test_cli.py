@@ -50,8 +50,10 @@ def checkpoint(tmp_path_factory):
 
 def config(checkpoint, tmp_path, curve: dict | None = None) -> ServiceConfig:
     (tmp_path / "q.yaml").write_text(DIR_QUERY)
+    # a pool that holds the synthetic market's 4 streams at a full window (1,040 cells each): a smaller one is warned
+    # of on stderr (KV pool too small for the live streams), which tests of what a command prints would read
     return ServiceConfig.from_dict({
-        "model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16},
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
         "endpoints": LOCAL, "limits": {"heartbeat_s": 0.2}, "queries": str(tmp_path / "q.yaml"),
         **({"curve": curve} if curve else {}),
     })
@@ -480,7 +482,7 @@ def test_answers_says_how_many_of_a_topics_answers_are_gone_when_none_is_kept(ch
     None are no longer kept" (review225 #2): it says that none of them is kept, how many and which seqs."""
     (tmp_path / "q.yaml").write_text(DIR_QUERY)
     with serving(ServiceConfig.from_dict({
-            "model": {"path": str(checkpoint)}, "kv": {"cells": 4096, "block_size": 16}, "endpoints": LOCAL,
+            "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "endpoints": LOCAL,
             "queries": str(tmp_path / "q.yaml"), "log": {"answers_keep": 1}})) as server:
         control = ("--control", server.endpoints["control"])
         with FeedClient(server.endpoints["ingest"]) as feed, ControlClient(server.endpoints["control"]) as raw:

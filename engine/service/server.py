@@ -73,8 +73,8 @@ RECONNECT_GRACE_S = 1.0
 # at a stop, the answers and control sockets are closed with this linger: the last answers, `_rejects/` entries and
 # `stopping` replies still in ZeroMQ's queues go out to subscribers and clients that read them within it (a
 # subscriber further behind loses the rest: docs/wire-protocol.md, *Gapless answers*, says how it sees that);
-# `flashtick serve` waits for them as it exits (cmd_serve._flush_on_exit). Within the second or two of exiting limits.drain_s
-# leaves before a supervisor's SIGKILL
+# `flashtick serve` waits for them as it exits (cmd_serve._flush_on_exit). Within the second or two of exiting
+# limits.drain_s leaves before a supervisor's SIGKILL
 STOP_FLUSH_S = 1.0
 
 # tests import the service's topics and the tokenized ticks' marker from here (defined in connectors.service_topics
