@@ -191,7 +191,8 @@ def _score_row(name: str, s: QueryScore, width: int = 16) -> str:
     fmt = lambda x: f"{x:.3f}" if x is not None else "-"  # noqa: E731
     base = f"{s.baseline} {fmt(s.baseline_accuracy)}" if s.baseline else "-"
     return (f"{padded(name, width)}{s.answers:>8}{s.scored:>8}{fmt(s.accuracy):>10}{fmt(s.brier):>8}"
-            f"{fmt(s.frequency_brier):>11}{fmt(s.log_loss):>9}{fmt(s.model_accuracy):>10}{fmt(s.model_brier):>12}  {base}")
+            f"{fmt(s.frequency_brier):>11}{fmt(s.log_loss):>9}{fmt(s.model_accuracy):>10}{fmt(s.model_brier):>12}"
+            f"  {base}")
 
 
 UNSCORED_STREAMS_SHOWN = 3  # streams named in a note on a query's streams none of whose answers scored
