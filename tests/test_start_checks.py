@@ -135,7 +135,14 @@ def test_the_caught_up_line_counts_the_ticks_a_full_disk_refused(checkpoint, tmp
             time.sleep(1)  # a few heartbeats: the one that finds the backlog cleared says caught up
         process.send_signal(signal.SIGTERM)
         said = process.communicate(timeout=60)[1]
-    caught_up = [line for line in said.splitlines() if "caught up;" in line]
-    assert refused > 0 and caught_up, said
-    assert f"{refused} in all" in caught_up[-1] and "refused (disk full: log_unavailable)" in caught_up[-1], said
-    assert "none refused" not in said, said
+    lines = said.splitlines()
+    caught_up = [at for at, line in enumerate(lines) if "caught up;" in line]
+    assert refused > 0 and "none refused" not in said, said
+    assert f"{refused} rejected (log_unavailable {refused})" in lines[-1], said  # the stop line, whatever came before
+    # Whether a heartbeat finds the service behind at all is timing (the full disk's refusals cost nothing to
+    # compute; on an idle host the 303 ticks taken may all be computed between two heartbeats, and then no behind
+    # nor caught-up line is printed: seen on main too). Where the log said behind, every refusal is counted by the
+    # time it says caught up: in that line, or, when the disk refused them all before, in the behind line it ends.
+    if caught_up:
+        counted = [line for line in lines[:caught_up[-1] + 1] if "refused (disk full: log_unavailable)" in line]
+        assert counted and f"{refused} in all" in counted[-1], said
