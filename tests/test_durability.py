@@ -983,14 +983,17 @@ def receive_until_each_has(answers: GaplessSubscriber, got: dict[str, list[int]]
     receive_until_quiet(answers, got, quiet_s=0.5)
 
 
-def serve_config(tmp_path: Path, checkpoint: Path, metrics: bool = False, **limits: float) -> Path:
+def serve_config(tmp_path: Path, checkpoint: Path, metrics: bool = False, scheduler: str = "",
+                 **limits: float) -> Path:
     """A `serve` config file on ephemeral ports, heartbeats every 0.2 s (a restarted subscriber waits for one),
-    ``limits``: more of the limits section (heartbeat_s included)."""
+    ``scheduler``: a scheduler section in YAML flow style, ``limits``: more of the limits section (heartbeat_s
+    included)."""
     limits = {"heartbeat_s": 0.2, **limits}
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     config_path = tmp_path / "engine.yaml"
     config_path.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n"
+                           + (f"scheduler: {scheduler}\n" if scheduler else "") +
                            f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
                            f"control: 'tcp://127.0.0.1:0'{', metrics_port: 0' if metrics else ''}}}\n"
                            f"limits: {{{', '.join(f'{key}: {value}' for key, value in limits.items())}}}\n"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import signal
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -16,12 +15,11 @@ import msgpack
 import pytest
 import zmq
 
-from forked_cli import cli_popen, start_lines
 from connectors.service_topics import REJECTS_TOPIC
 from engine.service.client import ControlClient, ControlError
 from engine.service.exit_codes import SERVICE_BUSY, status_of_error
 from connectors.ticks import encode
-from test_durability import QUERIES, ROOT, checkpoint  # noqa: F401  (checkpoint: the model fixture)
+from test_durability import checkpoint, serve, serve_config  # noqa: F401  (checkpoint: the model fixture)
 from test_service_limits import EPHEMERAL, pipeline_config, stopped_by_the_test, ticks
 
 STREAMS = [f"BUR{i:02d}" for i in range(8)]
@@ -30,20 +28,9 @@ STREAMS = [f"BUR{i:02d}" for i in range(8)]
 def serve_slowly(tmp_path: Path, checkpoint: Path, drain_s: float) -> tuple:
     """`flashtick serve` on its own process, with a data directory, whose forwards take 8 tokens (2 ticks) each:
     a burst leaves a backlog the stop cannot compute within ``drain_s``. Returns (process, endpoints)."""
-    queries = tmp_path / "q.yaml"
-    queries.write_text(QUERIES)
-    config_path = tmp_path / "engine.yaml"
-    config_path.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n"
-                           f"scheduler: {{max_batch_tokens: 8, max_batch_streams: 2}}\n"
-                           f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
-                           f"control: 'tcp://127.0.0.1:0'}}\n"
-                           f"limits: {{heartbeat_s: 0.2, drain_s: {drain_s}}}\nqueries: {queries}\n")
-    process = cli_popen(["serve", "--config", str(config_path), "--data-dir", str(tmp_path / "data")],
-                        stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    process.lines_read = start_lines(process)
-    assert process.lines_read and "flashtick serving" in process.lines_read[-1], process.lines_read
-    endpoints = dict(part.split("=", 1) for part in process.lines_read[-1].split("flashtick serving ", 1)[1].split())
-    return process, endpoints
+    config_path = serve_config(tmp_path, checkpoint, scheduler="{max_batch_tokens: 8, max_batch_streams: 2}",
+                               drain_s=drain_s)
+    return serve(config_path, tmp_path / "data")
 
 
 def burst(endpoint: str, n: int, start_ns: int) -> list[tuple[str, int]]:
