@@ -34,7 +34,9 @@ def test_a_tail_a_slow_subscriber_lost_at_a_stop_is_named_by_the_restarted_servi
     config = pipeline_config(checkpoint, endpoints=EPHEMERAL, queries=str(tmp_path / "q.yaml"),
                              log={"dir": str(tmp_path / "data")}, limits={"heartbeat_s": 0.2, "answers_hwm": 20})
     slow = zmq.Context.instance().socket(zmq.SUB)
-    slow.rcvhwm, slow.linger = 10, 0
+    # a small kernel buffer under the subscriber's queue: with the kernel's own (auto-tuned up to megabytes) all
+    # 400 answers could fit in the TCP buffers of a loaded host and no tail be lost
+    slow.rcvhwm, slow.linger, slow.rcvbuf = 10, 0, 4096
     slow.setsockopt(zmq.SUBSCRIBE, b"dir/")
     try:
         with serving(config) as server:
