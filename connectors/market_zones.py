@@ -35,6 +35,15 @@ SUFFIX_ZONES = {
     "MI": MarketZone("Europe/Rome", "Borsa Italiana"), "MC": MarketZone("Europe/Madrid", "BME Madrid"),
     "SW": MarketZone("Europe/Zurich", "SIX Swiss"), "ST": MarketZone("Europe/Stockholm", "Nasdaq Stockholm"),
     "TO": MarketZone("America/Toronto", "the Toronto exchange"), "SA": MarketZone("America/Sao_Paulo", "B3")}
+# The zones of the exchanges a stock code's suffix or prefix in a file's name names (connectors/file_names.py's
+# NUMERIC_CODE_EXCHANGES, Asia's, whose local times a file most often writes without an offset): Yahoo's and
+# Refinitiv's suffixes as above, and Bloomberg's (JT, TT, C1, ...) and Google's (TYO, HKG, ...) codes for them
+EXCHANGE_ZONES = {
+    **{code: market.zone for code, market in SUFFIX_ZONES.items()},
+    **dict.fromkeys(("JT", "JP", "TYO"), "Asia/Tokyo"), "HKG": "Asia/Hong_Kong", "KRX": "Asia/Seoul",
+    **dict.fromkeys(("TT", "TPE"), "Asia/Taipei"), **dict.fromkeys(("CH", "C1", "C2", "SHA", "SHE"), "Asia/Shanghai"),
+    **dict.fromkeys(("SP", "SGX"), "Asia/Singapore"), "MK": "Asia/Kuala_Lumpur", "TB": "Asia/Bangkok",
+    "IJ": "Asia/Jakarta", **dict.fromkeys(("SR", "AB"), "Asia/Riyadh")}
 # an exchange's own futures codes: JPX's Nikkei 225 (mini), TOPIX and JGB futures (`NK225M2406`); HKEX's Hang Seng
 # index futures (`HSIM4`, `MHIM4`, `HHIM4`)
 FUTURES_ZONES = ((re.compile(r"^(NK225M?|TOPIXM?|JGBL?)\d{2,4}$"), MarketZone("Asia/Tokyo", "JPX (Osaka)")),

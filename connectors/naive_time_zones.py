@@ -26,7 +26,7 @@ from connectors.header_zones import header_zone_note, unknown_zone_refusal, zone
 from connectors.headerless_csv import zone_has_dst
 from connectors.hours_window import Hours
 from connectors.layout import zone_in_header
-from connectors.market_zones import header_language, named_market
+from connectors.market_zones import EXCHANGE_ZONES, header_language, named_market
 from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, VALUE_FIELDS
 from connectors.us_session import us_session_said
 from engine.quoting import quoted
@@ -211,12 +211,3 @@ def histdata_zone(path: Path, guessed: ColumnMap, cmap: ColumnMap) -> list[str]:
 
 
 OFFSET_NAMES = ("gmt_offset", "utc_offset")  # a column of each row's UTC offset in hours (LSEG's `GMT Offset`)
-# The zones of the exchanges a stock code's suffix or prefix names (connectors/file_names.py's NUMERIC_CODE_EXCHANGES)
-# where one zone serves: Asia's, whose local times a file most often writes without an offset
-EXCHANGE_ZONES = {
-    **dict.fromkeys(("T", "JT", "JP", "TYO"), "Asia/Tokyo"), **dict.fromkeys(("HK", "HKG"), "Asia/Hong_Kong"),
-    **dict.fromkeys(("KS", "KQ", "KRX"), "Asia/Seoul"), **dict.fromkeys(("TW", "TWO", "TT", "TPE"), "Asia/Taipei"),
-    **dict.fromkeys(("SS", "SZ", "CH", "C1", "C2", "SHA", "SHE"), "Asia/Shanghai"),
-    **dict.fromkeys(("SI", "SP", "SGX"), "Asia/Singapore"), **dict.fromkeys(("KL", "MK"), "Asia/Kuala_Lumpur"),
-    **dict.fromkeys(("BK", "TB"), "Asia/Bangkok"), **dict.fromkeys(("JK", "IJ"), "Asia/Jakarta"),
-    **dict.fromkeys(("SR", "AB"), "Asia/Riyadh")}
