@@ -1,8 +1,9 @@
 """The paged KV cache: a fixed pool of blocks with refcounts, and the tensor whose cells they index.
 
 Capacity is counted in cells (token slots): ``num_blocks * block_size``. The
-pool never grows; an allocation that does not fit raises ``PoolExhausted``
-before anything is taken, so a failed request leaves the pool untouched.
+pool never grows (on the CPU its memory is committed as cells are first written);
+an allocation that does not fit raises ``PoolExhausted`` before anything is
+taken, so a failed request leaves the pool untouched.
 Blocks shared between sessions (a common prefix, a fork) are refcounted and
 always full: nobody writes into a shared block.
 """
@@ -10,7 +11,9 @@ always full: nobody writes into a shared block.
 from __future__ import annotations
 
 import heapq
+import math
 
+import numpy as np
 import torch
 
 from engine.memory_limit import pool_over_memory_limit
@@ -33,6 +36,7 @@ class BlockPool:
         self.refcount = [0] * num_blocks
         self._free_heap = list(range(num_blocks))  # lowest id first; may hold stale ids (lazy deletion)
         self.num_free = num_blocks
+        self.touched_blocks = 0  # one past the highest block ever taken: what the pool's memory has been used up to
 
     @property
     def capacity_cells(self) -> int:
@@ -65,6 +69,7 @@ class BlockPool:
                 taken.append(block)
                 self.refcount[block] = 1
         self.num_free -= n
+        self.touched_blocks = max(self.touched_blocks, max(taken, default=-1) + 1)
         return taken
 
     def share(self, blocks: list[int]) -> None:
@@ -115,7 +120,8 @@ class KVCache:
                 problem := pool_over_memory_limit(cells * self.cell_bytes, self.cell_bytes)) is not None:
             raise MemoryError(f"kv.cells / kv.bytes: {pool} {problem}")
         try:
-            self.tensor = torch.zeros(shape, dtype=dtype, device=device)
+            self.tensor = (_lazily_zeroed(shape, dtype) if torch.device(device).type == "cpu"
+                           else torch.zeros(shape, dtype=dtype, device=device))
         except (RuntimeError, MemoryError) as e:  # the allocator's own words name neither the key nor the size
             raise MemoryError(f"kv.cells / kv.bytes: cannot allocate {pool} on {device}: lower kv.cells or kv.bytes "
                               f"({type(e).__name__})") from None
@@ -136,3 +142,18 @@ class KVCache:
         index_src = torch.tensor(src, device=self.tensor.device)
         index_dst = torch.tensor(dst, device=self.tensor.device)
         self.tensor.index_copy_(3, index_dst, self.tensor.index_select(3, index_src))
+
+
+# 64 bytes: a cache line, and the alignment torch's own CPU allocator gives (vector loads stay aligned)
+ALIGNMENT = 64
+
+
+def _lazily_zeroed(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """A zeroed host tensor whose pages are committed only when first written. torch.zeros writes every byte at
+    once, so the default pool (a quarter of memory, config_kv.py) would be resident from the start however few
+    streams use it. numpy's zeros is calloc, whose large blocks are the kernel's zero pages until written: cells
+    never written still read as zeros, as torch.zeros' did (a kernel that loads a whole block reads them)."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    raw = torch.from_numpy(np.zeros(nbytes + ALIGNMENT, dtype=np.uint8))  # (nbytes + 64,) uint8
+    start = -raw.data_ptr() % ALIGNMENT
+    return raw[start:start + nbytes].view(dtype).view(shape)  # (layers, 2, Hkv, cells, D)

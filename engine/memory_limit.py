@@ -67,6 +67,17 @@ def _limits_up(mount: Path, path: str, name: str) -> list[int]:
     return found
 
 
+def usable_memory_bytes(proc_self: Path = PROC_SELF, cgroup_root: Path = CGROUP_ROOT) -> int | None:
+    """The memory this process may use: its cgroup's limit where one is set, else the host's RAM; None where
+    neither can be read."""
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):
+        ram = None
+    known = [size for size in (cgroup_memory_limit(proc_self, cgroup_root), ram) if size]
+    return min(known, default=None)
+
+
 def pool_over_memory_limit(pool_bytes: int, cell_bytes: int, held_bytes: int | None = None,
                            proc_self: Path = PROC_SELF, cgroup_root: Path = CGROUP_ROOT) -> str | None:
     """Why a KV pool of ``pool_bytes`` would take this process past its cgroup's memory limit, beside

@@ -389,6 +389,9 @@ class Scheduler:
         return {
             "kv_cells_capacity": pool.capacity_cells,
             "kv_cells_used": pool.used_cells,
+            # the most cells ever held at once, up to the highest block taken: on the CPU the pool's memory is
+            # committed as its cells are first written, so this x kv_cell_bytes is what the pool holds resident
+            "kv_cells_touched": pool.touched_blocks * pool.block_size,
             "sessions_resident": sum(1 for s in self.streams.values() if s.session.blocks),
             "streams": len(self.streams),
             "contexts_kept": len(self.kept),

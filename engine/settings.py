@@ -30,7 +30,7 @@ class SchedulerConfig:
     probe_reserve: int = 64  # positions kept free past a session's tokens for question (+ answer) probes
     max_probe_tokens: int = 8192  # question tokens per forward (asks + standing queries); the rest wait a forward
     # streams held at once; a new one past it is refused (AdmissionRefused). It bounds admission and host memory
-    # (~0.2 MB a stream of ~30 ticks), not KV: the default pool holds 2,048 streams resident (service/stream_capacity)
+    # (~0.2 MB a stream of ~30 ticks), not KV: the pool's size says how many stay resident (service/stream_capacity)
     max_streams: int = 32_768
     stream_idle_s: float | None = 3600.0  # a stream silent this long (wall clock) is dropped; None: never
     # the expired streams whose ordering guard and last `seq` are kept (the most recently expired); an older one is
@@ -74,23 +74,19 @@ MAX_KV = 10**15  # cells or bytes: far past any machine's memory, well inside th
 
 @dataclass(frozen=True)
 class CacheSpec:
-    """How big the pool is: exactly one of ``cells`` or ``bytes``; with ``cells``, ``max_bytes`` caps them for a
-    model whose cells are wide (the service's default pool: a cell count tuned for the built-in model's 4 KiB cells
-    would take GiBs of a checkpoint with Llama-sized ones)."""
+    """How big the pool is: exactly one of ``cells`` or ``bytes`` (the service's default is in bytes, so a model with
+    wide cells gets fewer of them: config_kv.py)."""
 
     block_size: int = 32
     cells: int | None = None
     bytes: int | None = None
-    max_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if (self.cells is None) == (self.bytes is None):
             raise ValueError("give the KV capacity as exactly one of cells or bytes")
-        if self.max_bytes is not None and self.cells is None:
-            raise ValueError("max_bytes caps a pool given in cells; give bytes alone instead")
         if self.block_size <= 0:
             raise ValueError(f"block_size must be > 0, got {self.block_size}")
-        for name in ("cells", "bytes", "max_bytes"):
+        for name in ("cells", "bytes"):
             if (value := getattr(self, name)) is not None and value <= 0:
                 raise ValueError(f"{name} must be > 0, got {value}")
             if value is not None and value >= MAX_KV:  # past torch's sizes (an overflow, not "cannot allocate")
@@ -99,8 +95,6 @@ class CacheSpec:
     def num_blocks(self, config: ModelConfig, dtype: torch.dtype) -> int:
         block_bytes = config.kv_bytes_per_token * dtype.itemsize * self.block_size
         blocks = self.cells // self.block_size if self.cells is not None else self.bytes // block_bytes
-        if self.max_bytes is not None:  # at least one block: a pool of none serves nothing
-            blocks = min(blocks, max(1, self.max_bytes // block_bytes))
         if blocks <= 0:
             raise ValueError(f"kv.cells / kv.bytes: KV capacity below one block of {self.block_size} cells "
                              f"({block_bytes} bytes)")

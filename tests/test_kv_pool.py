@@ -77,12 +77,6 @@ def test_capacity_from_bytes_and_cells() -> None:
 
     assert CacheSpec(block_size=16, bytes=512 * 16 * 10).num_blocks(config, torch.float32) == 10
     assert CacheSpec(block_size=16, cells=100).num_blocks(config, torch.float32) == 6
-    # max_bytes caps cells (the service's default pool), never below one block
-    assert CacheSpec(block_size=16, cells=100, max_bytes=512 * 16 * 4).num_blocks(config, torch.float32) == 4
-    assert CacheSpec(block_size=16, cells=100, max_bytes=512 * 16 * 9).num_blocks(config, torch.float32) == 6
-    assert CacheSpec(block_size=16, cells=100, max_bytes=1).num_blocks(config, torch.float32) == 1
-    with pytest.raises(ValueError, match="max_bytes caps a pool given in cells"):
-        CacheSpec(block_size=16, bytes=4096, max_bytes=1024)
     with pytest.raises(ValueError, match="exactly one of cells or bytes"):
         CacheSpec(block_size=16)
     with pytest.raises(ValueError, match="below one block"):

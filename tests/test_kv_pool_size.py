@@ -1,5 +1,7 @@
 """The KV pool's default size, for the built-in model and for a checkpoint with wide cells, and the line `serve`
-says it in. A default of 65536 cells took 4 GiB of a tiny model with Llama-3-8B's per-layer KV width, unsaid."""
+says it in. A default of 65536 cells took 4 GiB of a tiny model with Llama-3-8B's per-layer KV width, unsaid; a
+fixed 256 MiB made 200 live streams thrash on a 24 GiB host (review376 #8). The default is now a quarter of memory,
+at most 4 GiB, committed as its cells are first used."""
 
 from __future__ import annotations
 
@@ -12,16 +14,22 @@ from pathlib import Path
 from typing import TextIO
 
 import pytest
+import torch
 
 from connectors.ticks import Tick, encode
+from engine.kv_cache import CacheSpec, KVCache
+from engine.memory_limit import cgroup_memory_limit, resident_bytes
+from engine.models import ModelConfig
 from engine.service.client import ControlClient
+from engine.service.cmd_serve import _byte_size_text
 from engine.service.config import ServiceConfig
+from engine.service.config_kv import KVSection, default_kv_bytes
 from engine.service.pipeline import TickPipeline
 from conftest import tiny_text_checkpoint
 from test_server import checkpoint  # noqa: F401  (checkpoint: the model fixture)
 from test_service_limits import live_server, wait_for
 
-MIB = 2**20
+MIB, GIB = 2**20, 2**30
 # 1 layer x (K, V) x 8 KV heads x head_dim 128 x 4 bytes: 8 KiB a cell, so 65536 cells would be 512 MiB
 WIDE = dict(num_hidden_layers=1, num_attention_heads=8, num_key_value_heads=8, head_dim=128)
 
@@ -39,17 +47,52 @@ def pool_of(config: dict) -> dict[str, int]:
         pipeline.close()
 
 
-def test_the_built_in_models_default_pool_is_still_65536_cells() -> None:
+def default_pool_bytes(cell_bytes: int, block: int = 32) -> int:
+    """A quarter of what this process may use (the host's RAM, or its cgroup's limit), at most 4 GiB, in whole
+    blocks: read here from the host, not from the code under test."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if (limit := cgroup_memory_limit()) is not None:
+        memory = min(memory, limit)
+    size = min(4 * GIB, memory // 4)
+    return size // (cell_bytes * block) * cell_bytes * block
+
+
+def test_the_default_pool_is_a_quarter_of_memory_at_most_4_gib_in_whole_cells_of_the_model() -> None:
     pool = pool_of({})
-    assert (pool["kv_cells_capacity"], pool["kv_cell_bytes"], pool["kv_bytes_capacity"]) == (65536, 4096, 256 * MIB)
+    want = default_pool_bytes(4096)
+    assert (pool["kv_cell_bytes"], pool["kv_bytes_capacity"], pool["kv_cells_capacity"]) == (4096, want, want // 4096)
+    # split among shards, and capped: 8 GiB shared by 2 shards is 1 GiB each, 64 GiB one engine 4 GiB
+    assert (default_kv_bytes(2, memory=8 * GIB), default_kv_bytes(memory=64 * GIB)) == (GIB, 4 * GIB)
+    assert KVSection().spec(shards=2).bytes == default_kv_bytes(2)
 
 
-def test_a_checkpoint_with_wide_cells_gets_a_default_pool_of_256_mib_not_65536_cells(wide_checkpoint) -> None:
+def test_a_checkpoint_with_wide_cells_gets_the_same_bytes_so_fewer_cells(wide_checkpoint) -> None:
     pool = pool_of({"model": {"path": str(wide_checkpoint)}})
-    assert (pool["kv_cell_bytes"], pool["kv_bytes_capacity"], pool["kv_cells_capacity"]) == (8192, 256 * MIB, 32768)
+    want = default_pool_bytes(8192)
+    assert (pool["kv_cell_bytes"], pool["kv_bytes_capacity"], pool["kv_cells_capacity"]) == (8192, want, want // 8192)
     # a size the config gives is the size, wide cells or not
     assert pool_of({"model": {"path": str(wide_checkpoint)}, "kv": {"cells": 40960}})["kv_cells_capacity"] == 40960
     assert pool_of({"model": {"path": str(wide_checkpoint)}, "kv": {"bytes": 64 * MIB}})["kv_cells_capacity"] == 8192
+
+
+def test_the_pool_takes_host_memory_only_as_its_cells_are_first_used() -> None:
+    """A 1 GiB pool of zeros: resident as a few MiB until cells are written, zeros where never written, aligned;
+    kv_cells_touched says how far the cells held have reached (what is resident of it)."""
+    config = ModelConfig("llama", 100, 64, 128, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=16,
+                         max_positions=256)  # 512 bytes a cell in fp32
+    before = resident_bytes()
+    cache = KVCache(config, CacheSpec(block_size=16, bytes=GIB), torch.float32, "cpu")
+    assert cache.nbytes == GIB and cache.tensor.data_ptr() % 64 == 0
+    assert resident_bytes() - before < 64 * MIB
+    cache.tensor[:, :, :, : cache.tensor.shape[3] // 4].fill_(1.0)  # a quarter of the cells, in every layer
+    assert resident_bytes() - before > 200 * MIB
+    assert float(cache.tensor[:, :, :, -16:].abs().sum()) == 0.0  # never written: zeros
+    pool = cache.new_pool()
+    first = pool.allocate(3)
+    pool.free(first)
+    pool.allocate(2)
+    assert pool.touched_blocks == 3 and pool.used_cells == 32
+    assert pool_of({"kv": {"cells": 4096}})["kv_cells_touched"] == 0  # nothing held yet
 
 
 class _StartLines(io.TextIOBase):
@@ -104,12 +147,15 @@ def test_serve_says_the_pools_size_and_the_key_that_sets_it(wide_checkpoint, tmp
     said = [line for line in lines if "KV pool" in line]
     # with the window in effect: a scheduler.window changed between restarts was applied without a word
     # and what it holds in streams (review355 #6): before a thrash warning tells a feed of sparse names
-    assert said == ["flashtick: INFO: KV pool: 32768 cells x 8 KiB = 256 MiB (the default, 65536 cells and at most "
-                    "256 MiB: kv.cells or kv.bytes sets it); each session's window: 1024 tokens (the model's "
-                    "positions: its max_position_embeddings, at most what the pool holds: scheduler.window sets "
-                    "it); it holds 31 streams at a full window (1056 cells each) and 1,024 at one block of 32 cells, "
-                    "the least a stream that has ticked holds; an idle stream's KV is freed after "
-                    "scheduler.stream_idle_s (3600 s), its context kept\n"], lines
+    cells = default_pool_bytes(8192) // 8192
+    at_block, at_full = cells // 32, cells // 1056
+    assert said == [f"flashtick: INFO: KV pool: {cells} cells x 8 KiB = {_byte_size_text(cells * 8192)} (the default: "
+                    "1/4 of this host's memory or its cgroup's limit, at most 4 GiB; on the CPU its memory is taken "
+                    "as its cells are first used; kv.cells or kv.bytes sets it); each session's window: 1024 tokens "
+                    "(the model's positions: its max_position_embeddings, at most what the pool holds: "
+                    f"scheduler.window sets it); it holds {at_full:,} streams at a full window (1056 cells each) and "
+                    f"{at_block:,} at one block of 32 cells, the least a stream that has ticked holds; an idle "
+                    "stream's KV is freed after scheduler.stream_idle_s (3600 s), its context kept\n"], lines
     # the first line comes before the heavy imports: a supervisor's log shows a start began, and which
     assert lines[0].startswith("flashtick ") and lines[0].endswith(f" starting (pid {pid}, config {config})\n")
 
@@ -160,7 +206,7 @@ def test_a_pool_too_small_for_a_window_is_said_as_the_start_line_says_a_pools_wi
 
 
 def test_the_pool_line_counts_the_built_in_models_default_pool_in_streams() -> None:
-    """review355 #6: the built-in model's default pool, 65,536 cells, holds 120 streams at a full window of 512
+    """review355 #6: the built-in model's former default pool, 65,536 cells, holds 120 streams at a full window of 512
     tokens and 2,048 names that printed a few times (a block of 32 each): a US universe of ~8,000 sparse names needs
     more, which the start line now says before the KV thrash warning does."""
     from engine.service.cmd_serve import _streams_in_pool
@@ -173,10 +219,11 @@ def test_the_pool_line_counts_the_built_in_models_default_pool_in_streams() -> N
     assert _streams_in_pool(1 << 20, 512, 32, None).endswith("scheduler.stream_idle_s is null: a stream's KV is "
                                                               "never freed for idleness")
 def test_serve_says_once_when_max_streams_admits_more_streams_than_the_pool_holds(tmp_path) -> None:
-    """review353 #4: the default pool (65,536 cells, a 32-cell block a stream) holds 2,048 streams, 120 at a full
-    window, while max_streams admits 32,768: thrash at a few thousand instruments, unsaid until `KV thrash`."""
+    """review353 #4: a pool of 65,536 cells (the default before 0.2.0; a 32-cell block a stream) holds 2,048 streams,
+    120 at a full window, while max_streams admits 32,768: thrash at a few thousand instruments, unsaid until `KV
+    thrash`."""
     config = tmp_path / "serve.yaml"
-    config.write_text(f"log: {{enabled: false}}\n{ENDPOINTS}")
+    config.write_text(f"kv: {{cells: 65536}}\nlog: {{enabled: false}}\n{ENDPOINTS}")
     lines, _ = serve_lines(config)
     said = [line for line in lines if "scheduler.max_streams" in line]
     assert len(said) == 1 and "scheduler.max_streams 32,768 admits more streams than kv.cells 65,536 holds " \

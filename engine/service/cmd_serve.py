@@ -118,7 +118,7 @@ def _byte_size_text(size: int) -> str:
 def _kv_pool_line(server: Any) -> str:
     """The KV pool's size as allocated, and the key that sets it: `KV pool: 4096 cells x 64 KiB = 256 MiB (...)`;
     then each session's window in effect (a window changed between restarts is applied, and seen here)."""
-    from engine.service.config_kv import DEFAULT_KV_CELLS, DEFAULT_KV_MAX_BYTES
+    from engine.service.config_kv import DEFAULT_KV_MAX_BYTES, DEFAULT_KV_MEMORY_SHARE
 
     pipeline, kv = server.pipeline, server.config.kv
     if server.config.shards.count:
@@ -128,7 +128,9 @@ def _kv_pool_line(server: Any) -> str:
         cells, cell_bytes, each = pipeline.runner.kv.num_blocks * kv.block_size, pipeline.runner.kv.cell_bytes, ""
         window = pipeline.engine.scheduler.window
     key = ("kv.cells" if kv.cells is not None else "kv.bytes" if kv.bytes is not None else
-           f"the default, {DEFAULT_KV_CELLS} cells and at most {DEFAULT_KV_MAX_BYTES // 2**20} MiB: "
+           f"the default: 1/{DEFAULT_KV_MEMORY_SHARE} of this host's memory or its cgroup's limit"
+           f"{', shared by the shards' if server.config.shards.count else ''}, at most "
+           f"{_byte_size_text(DEFAULT_KV_MAX_BYTES)}; on the CPU its memory is taken as its cells are first used; "
            f"kv.cells or kv.bytes sets it")
     width = f"{cell_bytes // 1024} KiB" if cell_bytes % 1024 == 0 else f"{cell_bytes} bytes"
     window_key = _window_cause(pipeline, window, server.config.scheduler.window is not None)

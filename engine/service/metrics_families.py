@@ -53,6 +53,7 @@ GAUGES = {
                             "scheduler.expired_streams_kept)",
     "kv_cells_used": "KV cells held by sessions",
     "kv_cells_capacity": "KV pool size in cells",
+    "kv_cells_touched": "KV cells up to the highest ever held (their memory is committed)",
     "kv_cell_bytes": "Bytes one KV cell (a token's K and V in every layer) takes",
     "kv_bytes_capacity": "KV pool size in bytes",
     "sessions_resident": "Sessions whose KV is resident",

@@ -70,7 +70,8 @@ class Shard:
         if config.model.threads is not None:
             torch.set_num_threads(config.model.threads)
         model, self.codec = load_model_and_codec(config)
-        self.runner = ModelRunner(model, config.kv.spec(), cuda_graphs=None if config.model.cuda_graphs else False)
+        self.runner = ModelRunner(model, config.kv.spec(config.shards.count),  # the default pool: split among shards
+                                  cuda_graphs=None if config.model.cuda_graphs else False)
         self.restored = False  # a (re)started actor serves nothing until the front door restores it
         self.calls = 0
         self.refused_items = 0  # items the front door accepted that this engine's limits refused

@@ -87,8 +87,8 @@ def gathered_stats(links: list[ShardLink]) -> dict[str, Any]:
         "speculation": FlashStats(**_summed([s.get("speculation", {}) for s in lives])).summary(),
         # the slowest shard's percentiles (an upper bound on the service's)
         **{key: _slowest([s[key] for s in shards if s.get(key)]) for key in ("freshness_ms", "data_age_ms")},
-        **{key: sum(s.get(key, 0) for s in shards) for key in ("kv_cells_capacity", "kv_cells_used",
-                                                               "sessions_resident", "kv_bytes_capacity")},
+        **{key: sum(s.get(key, 0) for s in shards) for key in (
+            "kv_cells_capacity", "kv_cells_used", "kv_cells_touched", "sessions_resident", "kv_bytes_capacity")},
         "kv_cell_bytes": max((s.get("kv_cell_bytes", 0) for s in shards), default=0),  # one model: the same on each
         "scheduler": _summed([s.get("scheduler", {}) for s in lives]),
         "runner": _summed([s.get("runner", {}) for s in lives]),
