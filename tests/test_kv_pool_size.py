@@ -265,7 +265,36 @@ def test_live_streams_whose_full_windows_pass_the_pool_are_warned_of_at_once_and
             wait_for(lambda: any(w["kind"] == "kv_pool_small" for w in control.call("health").get("warnings", [])))
             warning = next(w for w in control.call("health")["warnings"] if w["kind"] == "kv_pool_small")
     need = (holds + 5) * (window + block)
-    assert f"{holds + 5} streams ticked in the last 60 s" in warning["message"], warning
+    assert f"{holds + 5} streams held ({holds + 5} ticked in the last 60 s; each keeps its KV until " \
+           f"scheduler.stream_idle_s (3600 s) without data)" in warning["message"], warning
     assert f"Set kv.cells to {need} or more" in warning["message"], warning
     err = capsys.readouterr().err
     assert err.count("WARNING: KV pool too small for the live streams") == 1, err
+
+
+def test_the_pool_warning_counts_every_stream_held_not_only_those_that_ticked_in_the_last_minute(
+        checkpoint, monkeypatch, capsys) -> None:
+    """Review380 #2: the first warning sized kv.cells on the streams that ticked in the last 60 s (293 of a
+    1,500-name scanner: "Set kv.cells to 159392"), while KV is held for scheduler.stream_idle_s, and the `KV thrash`
+    line then wanted 816,000. Every stream held counts now; here none ticked within LIVE_S (0 s), as a name that
+    prints every few minutes has not, and the warning still sizes the pool on all of them."""
+    from engine.service import kv_thrash
+
+    monkeypatch.setattr(kv_thrash, "LIVE_S", 0.0)
+    config = ServiceConfig.from_dict({"log": {"enabled": False}, "kv": {"cells": 4096}})
+    pipeline = TickPipeline(config, live_scores=False)
+    try:
+        window, block = pipeline.engine.scheduler.window, config.kv.block_size
+        streams = 4096 // (window + block) + 3  # (more full windows than the pool holds)
+        now = time.time_ns()
+        for i in range(streams):
+            pipeline.ingest(Tick(stream=f"QUIET{i:02d}", ts=now, kind="trade", price=100.0, size=1.0))
+        pipeline.run_until_idle()
+        watch = kv_thrash.KvThrashWatch()
+        watch.watch({"kv_cells_capacity": 4096}, pipeline, config)
+    finally:
+        pipeline.close()
+    assert watch.pool_short is not None, "no warning: the streams that ticked earlier than LIVE_S were not counted"
+    assert watch.pool_short.startswith(f"{streams} streams held (0 ticked in the last 0 s;"), watch.pool_short
+    assert f"Set kv.cells to {streams * (window + block)} or more" in watch.pool_short, watch.pool_short
+    assert "KV pool too small for the live streams" in capsys.readouterr().err

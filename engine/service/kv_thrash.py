@@ -14,9 +14,10 @@ from engine.stream import Stream
 THRASH_WINDOW_S = 10.0  # KV thrash is judged over this long (see KvThrashWatch.watch)
 THRASH_MIN_CELLS = 10_000  # fewer KV cells evicted than this in a window is never thrash
 THRASH_WARNING_EVERY_S = 60.0
-# a stream that ticked within this long is live: the pool must hold its whole window once it fills, or each of its
-# ticks evicts another live stream's KV and recomputes its own (review376 #8: 200 live streams on the default pool,
-# tick-to-answer 6 ms -> 4.5 s). Said at once, before the windows fill and answers come late, not only once they do
+# the pool must hold every held stream's whole window once it fills, or each of its ticks evicts another stream's KV
+# and recomputes its own (review376 #8: 200 live streams on the default pool, tick-to-answer 6 ms -> 4.5 s). Said at
+# once, before the windows fill and answers come late, not only once they do; how many of them ticked within this
+# long is said beside it (what is busy now), never what the pool is sized on (review380 #2)
 LIVE_S = 60.0
 
 
@@ -67,27 +68,36 @@ class KvThrashWatch:
 
 
     def _watch_live(self, snapshot: dict[str, Any], pipeline: Any, config: ServiceConfig) -> None:
-        """Whether the streams that ticked in the last LIVE_S will want more KV than the pool holds once their
-        windows fill: said on stderr the moment it becomes so (once, until it is no longer so), and in `health`'s
-        warnings while it is (``pool_short``). One engine's (a sharded front door holds no sessions)."""
+        """Whether the streams the engine holds will want more KV than the pool holds once their windows fill: said
+        on stderr the moment it becomes so (once, until it is no longer so), and in `health`'s warnings while it is
+        (``pool_short``). Sized on every stream held, not only those that ticked in the last LIVE_S: a stream keeps
+        its KV until scheduler.stream_idle_s without data (3600 s by default), so a name printing every few minutes
+        holds a window as a busy one does (review380 #2: "293 streams ticked in the last 60 s ... Set kv.cells to
+        159392" for a universe that wanted 816,000, the figure the `KV thrash` line gave two lines later). One
+        engine's (a sharded front door holds no sessions)."""
         engine = getattr(pipeline, "engine", None)
         capacity = snapshot.get("kv_cells_capacity", 0)
         if engine is None or not capacity or not engine.scheduler.window:
             return
         window, block = engine.scheduler.window, config.kv.block_size
-        since = time.time_ns() - int(LIVE_S * 1e9)
-        live = sum(1 for state in engine.scheduler.streams.values() if state.last_seen_ns >= since)
-        need = _kv_cells_at_full_windows(live, window, block)
+        held = engine.scheduler.streams.values()
+        need = _kv_cells_at_full_windows(len(held), window, block)  # (the `KV thrash` line's "once every window")
         if need <= capacity:
             self.pool_short = None
             return
         if self.pool_short is None:
+            since = time.time_ns() - int(LIVE_S * 1e9)
+            live = sum(1 for state in held if state.last_seen_ns >= since)
+            idle_s = config.scheduler.stream_idle_s
+            keeps = (f"each keeps its KV until scheduler.stream_idle_s ({idle_s:g} s) without data" if idle_s is not None
+                     else "scheduler.stream_idle_s is null: each keeps its KV for good")
             holds = capacity // _kv_cells_at_full_windows(1, window, block)
-            self.pool_short = (f"{live} streams ticked in the last {LIVE_S:.0f} s; once their {window}-token windows "
-                               f"fill they want {need} KV cells ({window + block} each), and kv.cells is {capacity} "
-                               f"(about {holds} streams at a full window): past that each tick of a stream evicts "
-                               f"another's KV and recomputes its own, and answers come seconds late (KV thrash). "
-                               f"Set kv.cells to {need} or more (docs/configuration.md, kv.cells)")
+            self.pool_short = (f"{len(held)} streams held ({live} ticked in the last {LIVE_S:.0f} s; {keeps}); "
+                               f"once their {window}-token windows fill they want {need} KV cells ({window + block} "
+                               f"each), and kv.cells is {capacity} (about {holds} streams at a full window): past "
+                               f"that each tick of a stream evicts another's KV and recomputes its own, and answers "
+                               f"come seconds late (KV thrash). Set kv.cells to {need} or more "
+                               f"(docs/configuration.md, kv.cells)")
             print(f"flashtick: WARNING: KV pool too small for the live streams: {self.pool_short}", file=sys.stderr,
                   flush=True)
 
