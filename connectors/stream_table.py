@@ -57,6 +57,13 @@ class StreamTable:
         # stream has been quiet (`accepted` with now_ns); kept past an expiry, as the ordering guard is. A tick
         # replayed from a tick log has no such clock: a stream restarted from one and quiet since has none.
         self.received_ns: dict[str, int] = {}
+        # ... and when that tick reached the service, which may be long before its read: a burst the engine cannot
+        # take at once waits upstream of the ingest socket, and is read at the engine's pace (review380 #3: a feed
+        # stopped 40 s earlier read as idle 0.002 s while the engine was behind). ``idle_s`` counts from it.
+        # ``arrival_of(stream, ts, read_ns)`` dates it (the service's receive clock, by the tick's own `ts` for a
+        # feed stamped with the wall clock); None, or it answering None: the read time
+        self.arrived_ns: dict[str, int] = {}
+        self.arrival_of: Callable[[str, int, int], int | None] | None = None
         self._message_ns: int | None = None  # the clock of the wire message being ingested (None: none given)
         # every name held or expired here (and those the service remembers as refused) by its NFKC fold: a new wire
         # name that folds to another's is refused (lookalike_names.py)
@@ -141,6 +148,7 @@ class StreamTable:
         self.sequences.forget(stream)
         self.seq_at.forget(stream)
         self.received_ns.pop(stream, None)
+        self.arrived_ns.pop(stream, None)
         self.held.pop(stream, None)
         self.passed_over.accepted(stream)
 
@@ -162,8 +170,9 @@ class StreamTable:
         ``last_price``: the last raw tick's price level, a trade's price or a quote's mid, None if none; ``last_seq``
         and the sequence counts, TickSequences.of), None for a
         name never seen; ``streams`` None: every stream known, in name order past ``after``, the first ``limit``. With
-        ``now_ns`` (the wall clock), also ``idle_s``: seconds since its last tick came off the wire (None: none since
-        this process started, a stream restored from a tick log)."""
+        ``now_ns`` (the wall clock), also ``idle_s``: seconds since its last tick reached the service (``arrived_ns``:
+        its read, or earlier where its `ts` shows it waited upstream of the socket; None: none since this process
+        started, a stream restored from a tick log)."""
         names = sorted(n for n in self._encoders.keys() | self._expired_last_ts.keys() if n > after) \
             if streams is None else streams
         out: dict[str, dict[str, Any] | None] = {}
@@ -178,7 +187,7 @@ class StreamTable:
                                                           "at_last_ts": self._expired_at_last_ts.get(name)}
             if out[name] is not None:
                 out[name].update(self.sequences.of(name))
-            received = self.received_ns.get(name)
+            received = self.arrived_ns.get(name, self.received_ns.get(name))
             if now_ns is not None and out[name] is not None:  # (a clock stepped back reads as 0, not negative)
                 out[name]["idle_s"] = None if received is None else round(max(0, now_ns - received) / 1e9, 3)
         return out
@@ -254,6 +263,8 @@ class StreamTable:
         self.passed_over.accepted(item.stream)
         if self._message_ns is not None:
             self.received_ns[item.stream] = self._message_ns
+            arrived = self.arrival_of(item.stream, item.ts, self._message_ns) if self.arrival_of is not None else None
+            self.arrived_ns[item.stream] = self._message_ns if arrived is None else min(arrived, self._message_ns)
             self.stamp_notes.accepted(item.stream, item.ts, self._message_ns)
 
     def ahead_of_clock_summary(self) -> dict[str, Any]:

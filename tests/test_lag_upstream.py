@@ -92,3 +92,32 @@ def test_a_tick_its_ts_shows_waited_upstream_counts_in_the_lag_and_is_shed(check
     assert pipeline.ingest_message(_tick("OLD", 0, year_ago)) == []
     assert pipeline.ingest_message(_tick("OLD", 1, year_ago + 1)) == []
     assert not pipeline.behind and pipeline.lag_s() < 1.0
+
+
+def test_a_stream_is_idle_from_when_its_last_tick_reached_the_service_not_from_its_read(checkpoint) -> None:
+    """Review380 #3: 40 s after a feed stopped, `streams --idle-over 30` listed nothing (idle_s 0.002) because the
+    engine, 46 s behind, was still reading the feed's last ticks. A service kept behind: a stream's first tick is
+    read at once, its second (stamped next, as the feed sent it) only 1.5 s later, having waited upstream of the
+    ingest socket while the engine computed; the engine found idle before the first, never in between. Its
+    idle_s counts from when the second reached the service (its `ts` says it), not from its read. A stream the
+    engine keeps up with (found idle just before the read) is quiet from its read, whatever its `ts`."""
+    from engine.service.cmd_streams import _quiet
+
+    pipeline = TickPipeline(pipeline_config(checkpoint))
+    try:
+        pipeline.idle_at_ns = time.time_ns()  # (as the server marks it: nothing to compute, nothing unread)
+        sent = time.time_ns()
+        assert pipeline.ingest_message(_tick("BEHIND", 0, sent)) == []
+        pipeline.run_until_idle()
+        wait_for(lambda: time.time_ns() - sent > 1_500_000_000)
+        assert pipeline.ingest_message(_tick("BEHIND", 1, sent + 1)) == []  # read late: it waited upstream
+        accepted = pipeline.encoders.accepted(["BEHIND"], now_ns=time.time_ns())["BEHIND"]
+        assert accepted["ticks"] == 2 and accepted["idle_s"] >= 1.5, accepted
+        assert _quiet(accepted, False, 60.0, 1.0)  # what `streams --idle-over 1` lists
+        # the engine idle with nothing waiting just before the read: a late `ts` is the feed's, not a wait here
+        pipeline.idle_at_ns = time.time_ns()
+        assert pipeline.ingest_message(_tick("BEHIND", 2, sent + 2)) == []
+        accepted = pipeline.encoders.accepted(["BEHIND"], now_ns=time.time_ns())["BEHIND"]
+        assert accepted["idle_s"] < 1.5, accepted
+    finally:
+        pipeline.close()

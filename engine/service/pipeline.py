@@ -104,6 +104,9 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages (ingest_reading.py)
         self._lag_checked, self._pending_lag_s = float("-inf"), 0.0
         self.receive_clock = ReceiveClock()  # when a wall-clock stamped tick reached the service, by its ts
+        # `streams`' idle_s counts from when a tick reached the service, not from its read (review380 #3)
+        self.encoders.arrival_of = lambda stream, ts, read: self.receive_clock.arrived_ns(stream, ts, read,
+                                                                                          self.idle_at_ns)
         self._read_ns: int | None = None  # when the wire message being ingested was read
         # when the latest message read that its ticks' ts date reached the service (None: none since the server
         # last took it): what still waits behind it on its connection came no earlier (ingest_reading.py)

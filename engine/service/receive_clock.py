@@ -30,6 +30,16 @@ class ReceiveClock:
             return None
         return min(read_ns, ts + offset)
 
+    def arrived_ns(self, stream: str, ts: int, read_ns: int, idle_at_ns: int | None) -> int | None:
+        """``received_ns``, no earlier than ``idle_at_ns``: when the server last found the engine idle with nothing
+        waiting on ingest, so what its `ts` dates earlier waited upstream of the feed, not of this service (a late
+        print of a venue the engine keeps up with arrived when read). When a tick reached the service, for its lag
+        (tick_ingest.py) and for how long its stream has been quiet (`streams`' idle_s: review380 #3)."""
+        received = self.received_ns(stream, ts, read_ns)
+        if received is None or idle_at_ns is None:
+            return received
+        return min(read_ns, max(received, idle_at_ns))
+
     def accepted(self, stream: str, ts: int, read_ns: int) -> None:
         """A tick of ``stream`` the engine took: its offset kept (only for streams held: a flood of refused names
         costs nothing)."""

@@ -96,6 +96,7 @@ class ShardedPipeline(ShardedIngest):
         # each stream's clock offset to this machine's, from the wire ticks the front door reads (receive_clock.py):
         # `streams`, published answers and `health` say it as one engine's do (the shards never see a read time)
         self.receive_clock = ReceiveClock()
+        self.idle_at_ns: int | None = None  # when the server last found the front door idle (ingest_reading.py)
         load_offsets(self.data.root, self.receive_clock)  # (kept at the last clean stop: clock_offsets.py)
         self.rejected: Counter[str] = Counter()
         self.shed_counts = ShedCounts()  # ticks refused as overloaded, by stream
@@ -181,6 +182,9 @@ class ShardedPipeline(ShardedIngest):
                                        expired_kept=config.scheduler.expired_streams_kept,
                                        seq_scope=config.ingest.seq_scope)
         self.data.encoders = self.encoders  # each new tick log segment starts with their counts
+        # `streams`' idle_s counts from when a tick reached the service, not from its read (review380 #3)
+        self.encoders.arrival_of = lambda stream, ts, read: self.receive_clock.arrived_ns(stream, ts, read,
+                                                                                          self.idle_at_ns)
 
     def _start_shards(self) -> list[dict[str, Any]]:
         """The shards' actors, started and answering; returns what each says of its engine's limits."""

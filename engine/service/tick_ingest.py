@@ -99,9 +99,8 @@ class TickIngest:
     def _submit(self, item: EncodedTick) -> None:
         """Every check, then the log, then the engine: the log holds exactly the accepted items."""
         read = self._read_ns  # (None for a quote conflation held past its message: it counts from its submit)
-        received = None if read is None else self.receive_clock.received_ns(item.stream, item.ts, read)
-        if received is not None and self.idle_at_ns is not None:  # (what waited upstream of an idle engine is no lag)
-            received = min(read, max(received, self.idle_at_ns))
+        # (what waited upstream of an idle engine is no lag)
+        received = None if read is None else self.receive_clock.arrived_ns(item.stream, item.ts, read, self.idle_at_ns)
         waited_s = 0.0 if received is None else (read - received) / 1e9
         if self.config.limits.when_behind == "shed" and \
                 (refusal := self.shed_refusal(item.stream, waited_s)) is not None:
