@@ -7,7 +7,7 @@ from __future__ import annotations
 from conftest import tiny_tick_checkpoint
 from connectors.ticks import encode, trade
 from engine.service.config import ServiceConfig
-from engine.service.heartbeat import _longest_waiting
+from engine.service.heartbeat import _longest_waiting, where_the_backlog_is
 from engine.service.metrics_text import render
 from engine.service.pipeline import LONGEST_WAITING_SAID, TickPipeline
 
@@ -42,3 +42,15 @@ def test_streams_stats_and_metrics_say_what_of_each_stream_waits(tmp_path) -> No
     assert pipeline.stats()["longest_waiting"] == {}
     text = render({**pipeline.stats(), "stats_time": 0.0})
     assert "# TYPE flashtick_stream_waiting_seconds gauge" in text and "flashtick_stream_waiting_seconds{" not in text
+
+
+def test_the_behind_line_says_where_the_backlog_waits() -> None:
+    """Review379 #12: `behind: 0 tokens wait for a forward ..., the oldest data for 5.7 s` while the backlog was
+    unread at the ingest socket, where accepted tokens are not counted yet. The line says it, with the socket's
+    unread messages and bytes (stats' unread_*), beside the accepted tokens, or that it cannot see them."""
+    assert where_the_backlog_is(0, 1200, 96_000) == ("the backlog waits unread: about 1,200 messages, 96,000 bytes "
+                                                      "unread at the ingest socket (read at the engine's pace)")
+    assert where_the_backlog_is(5000, 3, 240).startswith("besides them, about 3 messages, 240 bytes unread at")
+    assert where_the_backlog_is(5000, 0, 0) == "nothing waits unread at the ingest socket"
+    assert "the backlog is in the socket's small queue or the senders' own queues" in where_the_backlog_is(0, 0, 0)
+    assert "not seen here" in where_the_backlog_is(0, None, None)

@@ -145,9 +145,12 @@ class Heartbeat:
                       f"{limits.when_behind} ({then}); now {pending} tokens wait for a forward, the oldest data for "
                       f"{self._snapshot['lag_s']:.1f} s", file=sys.stderr, flush=True)
                 return
+            where = where_the_backlog_is(pending, self._snapshot.get("unread_messages"),
+                                         self._snapshot.get("unread_bytes"))
             print(f"flashtick: behind: {pending} tokens wait for a forward (limits.max_backlog_tokens="
                   f"{limits.max_backlog_tokens}), the oldest data for {self._snapshot['lag_s']:.1f} s "
-                  f"(limits.max_lag_s={limits.max_lag_s:g}; read or still waiting to be read)"
+                  f"(limits.max_lag_s={limits.max_lag_s:g}; read or still waiting to be read); "
+                  f"{where}"
                   f"{_longest_waiting(self._snapshot.get('longest_waiting'))}; "
                   f"when_behind: {limits.when_behind} ({then})", file=sys.stderr, flush=True)
 
@@ -250,6 +253,24 @@ def _most_shed(counts: dict[str, int] | None) -> str:
         return ""
     most = ", ".join(f"{stream} {n}" for stream, n in counts.items())
     return f"; most refused streams (in all): {most} (stats shed_streams)"
+
+
+def where_the_backlog_is(pending: int, unread_messages: int | None, unread_bytes: int | None) -> str:
+    """Where the data the `behind` line dates waits: accepted tokens are counted only once a message is read, and
+    the engine reads at its own pace, so a burst mostly waits unread at the ingest socket (review379 #12: "0 tokens
+    wait for a forward ..., the oldest data for 5.7 s" read as a contradiction). Said with the socket's unread
+    messages and bytes (stats' `unread_messages`, `unread_bytes`), or that they cannot be seen here."""
+    if unread_bytes is None:
+        where = ("what waits unread at the ingest socket is not seen here (a tcp:// endpoint on Linux shows it): "
+                 "the backlog is there or in the senders' queues")
+        return where if not pending else f"besides the accepted tokens, {where}"
+    if not unread_bytes:
+        return ("nothing waits unread at the ingest socket" if pending else
+                "nothing waits unread in this host's buffers either: the backlog is in the socket's small queue "
+                "or the senders' own queues, read at the engine's pace")
+    messages = f"about {unread_messages:,} messages, " if unread_messages is not None else ""
+    unread = f"{messages}{unread_bytes:,} bytes unread at the ingest socket (read at the engine's pace)"
+    return f"the backlog waits unread: {unread}" if not pending else f"besides them, {unread}"
 
 
 def _longest_waiting(waiting: dict[str, dict] | None) -> str:
