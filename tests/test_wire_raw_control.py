@@ -313,7 +313,7 @@ def test_a_key_an_op_does_not_take_is_served_with_a_note_naming_the_nearest_key(
     assert ctl.ok("health", unused_key=1)["note"] == ('key "unused_key" ignored: op "health" takes no such key (it '
                                                       "takes none but id)")
     held = ctl.ok("streams", stream=[s], after="")
-    assert held["note"].endswith("(its keys: streams, after, drain; and id); did you mean \"streams\"?")
+    assert held["note"].endswith("(its keys: streams, after, drain, sort, limit; and id); did you mean \"streams\"?")
     many = ctl.ok("get", query="dir", stream=s, **{f"k{i}": i for i in range(6)})
     assert many["answer"]["stream"] == s and many["note"].startswith('keys "k0", "k1", "k2", "k3" and 2 more ignored')
     # an error reply keeps its documented shape (the error says what is missing)

@@ -26,8 +26,8 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[Any, SharedOptions, str], None]]] = 
     "subscribe": ("print answers as they are published", add_subscribe),
     "register": ("register (or replace) queries from a YAML file", add_register),
     "unregister": ("remove a registered query (its cached answers go too)", add_unregister),
-    "forget": ("drop one stream, its ordering guard included (a tick stamped ahead of the clock blocks its feed as "
-               "ts_backwards): recorded in the tick log, logged",
+    "forget": ("drop streams (one, several names, or --glob PATTERN), ordering guards included (a tick stamped ahead "
+               "of the clock blocks its feed as ts_backwards): recorded in the tick log, logged",
                add_forget),
     "list": ("the registered queries", add_list),
     "get": ("the cached answer of a query on a stream (computes nothing)", add_get),

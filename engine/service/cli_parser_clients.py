@@ -138,7 +138,13 @@ def add_unregister(sub: Any, shared: SharedOptions, help: str) -> None:
 def add_forget(sub: Any, shared: SharedOptions, help: str) -> None:
     p = _control_command(sub, shared, "forget", help=help,
                          control=_control_options("the engine to drop the stream"))
-    p.add_argument("stream", type=stream_name, help="the stream's name")
+    p.add_argument("streams", nargs="+", metavar="stream", help="the streams' exact names (every one known, or "
+                   "none is dropped); with --glob, patterns")
+    p.add_argument("--glob", action="store_true", help="each name is a pattern (* ? [..], quoted from the shell: "
+                   "'FG001*') and drops every stream held that it matches; without it a name is exact, so a typo "
+                   "cannot drop a universe")
+    p.add_argument("--dry-run", action="store_true", help="say how many streams (and which first) it would drop, "
+                   "and drop none")
     p.set_defaults(run=Deferred("cmd_streams", "cmd_forget"))
 
 
@@ -220,6 +226,10 @@ def add_scores(sub: Any, shared: SharedOptions, help: str) -> None:
 def add_streams(sub: Any, shared: SharedOptions, help: str) -> None:
     p = _control_command(sub, shared, "streams", help=help, control=_control_options("the streams' last ticks"))
     p.add_argument("names", nargs="*", type=stream_name, help="stream names (default: every stream)")
+    p.add_argument("--sort", choices=("idle", "waiting", "ticks", "name"), help="order the streams: idle (the most "
+                   "idle first), waiting (the longest waiting for a forward first), ticks (the most first), name "
+                   "(the default); the service sorts, so with --limit the reply stays small")
+    p.add_argument("--limit", type=_count, metavar="N", help="the first N streams of the order only")
     p.add_argument("--idle-over", type=_non_negative, metavar="SECONDS",
                    help="list only the streams with no tick for longer than SECONDS (a name given and never seen "
                         "too) and exit 1 when there is one: a check for a feed gone quiet (exit 1 also when a name "

@@ -13,11 +13,58 @@ from engine.quoting import quoted
 from engine.service.cli_common import context_text, control_client, printable_json
 
 
-def cmd_forget(args: argparse.Namespace) -> None:
+def cmd_forget(args: argparse.Namespace) -> int | None:
+    """`forget NAME...`: exact names (one: the op's `stream`, as ever; several: every one known or none dropped);
+    `--glob PATTERN...`: every stream held each matches; `--dry-run`: how many would go, none dropped."""
+    from engine.service.cli_types import stream_name
+
+    from engine.service.control_client import ControlError
+
+    names = args.streams if args.glob else [stream_name(name) for name in args.streams]
+    try:
+        return _forget(args, names)
+    except ControlError as e:  # a pattern given as a name: an exact name it is not, said with the way to a glob
+        if e.reason == "unknown_stream" and not args.glob and any(c in name for name in names for c in "*?["):
+            raise ControlError(f"{e} (a name is exact: to forget the streams a pattern matches, give --glob; "
+                               f"--dry-run says how many first)", e.reason) from None
+        raise
+
+
+def _forget(args: argparse.Namespace, names: list[str]) -> int | None:
     with control_client(args) as control:
-        reply = control.call("forget", stream=args.stream)
-    print(f"forgot stream {quoted(args.stream)}: its {reply['ticks']} ticks' session, answers and ordering guard "
-          f"(last ts {_with_utc(reply['last_ts'])}) are dropped; its next tick, of any time, starts it afresh")
+        if not args.glob and len(names) == 1 and not args.dry_run:
+            reply = control.call("forget", stream=names[0])
+            print(f"forgot stream {quoted(names[0])}: its {reply['ticks']} ticks' session, answers and ordering "
+                  f"guard (last ts {_with_utc(reply['last_ts'])}) are dropped; its next tick, of any time, starts it "
+                  f"afresh")
+            return None
+        asks = [{"pattern": pattern} for pattern in names] if args.glob else [{"streams": names}]
+        busy = 0
+        for ask in asks:
+            what = f"matching {quoted(ask['pattern'])}" if args.glob else "named"
+            if args.dry_run:
+                reply = control.call("forget", dry_run=True, **ask)
+                print(f"would forget {reply['matched']} streams {what} ({_first(reply['streams'], reply['matched'])})"
+                      f": --dry-run, none dropped")
+                continue
+            forgotten, ticks, first = 0, 0, []
+            while True:  # (a pattern matching more than one request drops: asked again for the rest)
+                reply = control.call("forget", **ask)
+                forgotten, ticks = forgotten + reply["forgotten"], ticks + reply["ticks"]
+                first = first or reply["streams"]
+                busy += len(reply.get("busy", {}))
+                for stream, why in reply.get("busy", {}).items():
+                    print(f"flashtick forget: {quoted(stream)} not forgotten: {why}", file=sys.stderr)
+                if not reply.get("remaining") or not reply["forgotten"]:
+                    break
+            print(f"forgot {forgotten} streams {what} ({_first(first, forgotten)}): their {ticks} ticks' sessions, "
+                  f"answers and ordering guards are dropped; their next ticks, of any time, start them afresh")
+    return 1 if busy else None
+
+
+def _first(names: list[str], count: int) -> str:
+    """The first names of ``count`` streams, as a `forget` of many says them."""
+    return ", ".join(quoted(name) for name in names) + (", ..." if count > len(names) else "")
 
 
 def _with_utc(ns: Any) -> str:
@@ -39,8 +86,11 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
     refused_more = 0  # (... and the refused streams the service no longer remembers by name)
     with control_client(args) as control:
         after = ""
+        # an order or a limit: one reply, the service's sort (review380 #10: the 10 stalest of 3,000 streams)
+        ordered = {**({"sort": args.sort} if args.sort else {}), **({"limit": args.limit} if args.limit else {})}
         while True:  # every stream, a reply's page at a time (the names given: one reply)
-            reply = control.call("streams", **({"streams": args.names} if args.names else {"after": after}))
+            reply = control.call("streams", **({"streams": args.names} if args.names else {"after": after}),
+                                 **ordered)
             refused.update(reply.get("refused") or {})
             forgotten.update(reply.get("refused_forgotten") or {})
             refused_at_start = reply.get("refused_at_start") or refused_at_start
@@ -49,7 +99,7 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             for name, accepted in reply["streams"].items():
                 if args.idle_over is None or _quiet(accepted, name in refused, uptime_s, args.idle_over):
                     listed[name] = accepted
-            if args.names or not reply["truncated"] or not reply["streams"]:
+            if args.names or ordered or not reply["truncated"] or not reply["streams"]:
                 break
             after = list(reply["streams"])[-1]
         never_seen = [name for name in args.names
@@ -66,7 +116,7 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
                               **({"refused_more": refused_more} if refused_more else {}),
                               **({"refused_forgotten": forgotten} if forgotten else {}),
                               **({"refused_at_start": refused_at_start} if refused_at_start else {})},
-                             sort_keys=True, indent=2))
+                             sort_keys=not ordered, indent=2))  # (ordered: as the service sorted them)
     else:
         for name, accepted in listed.items():
             if accepted is None and name in refused:  # admission turned it away: say so, and why
@@ -106,6 +156,9 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             print(f"{shown_name(name)}\trefused ({refused[name]['ticks']} ticks)")
     # a name given that admission turned away holds nothing: a script checking its feeds hears it in the status
     named_refused = any(name in refused or name in forgotten for name in args.names)
+    if ordered and reply.get("matched", 0) > len(reply["streams"]):
+        print(f"flashtick streams: the first {len(reply['streams'])} of {reply['matched']} streams"
+              f"{' by ' + args.sort if args.sort else ''}", file=sys.stderr)
     if args.idle_over is not None:
         print(f"flashtick streams: {len(listed)} stream{'s' if len(listed) != 1 else ''} with no tick for over "
               f"{args.idle_over:g}s", file=sys.stderr)

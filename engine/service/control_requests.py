@@ -64,11 +64,12 @@ CONTROL_OPS = {
                      ("stream", "query", "spec", "kind", "max_stale_ticks")),
     "answers": ControlOp("reads", "answers published", ("topic", "after", "limit")),
     "topics": ControlOp("reads", "topics", ("prefix", "after")),
-    "streams": ControlOp("reads", "streams' ticks held", ("streams", "after", "drain")),
+    "streams": ControlOp("reads", "streams' ticks held", ("streams", "after", "drain", "sort", "limit")),
     "stats": ControlOp("reads", "counters"),
     "health": ControlOp("reads", "health"),
     "forget": ControlOp("changes", "forget streams (session, cached answers and ordering guard, written to the tick "
-                                   "log: a restart forgets them too)", ("stream",)),
+                                   "log: a restart forgets them too)",
+                      ("stream", "streams", "pattern", "dry_run")),
 }
 MAX_UNUSED_NAMED = 4  # unused keys a note names (a request may carry thousands)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import OrderedDict
+from fnmatch import fnmatchcase
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,10 @@ from engine.stream_patterns import did_you_mean
 from engine.quoting import quoted
 
 MAX_STREAMS_PER_REPLY = 10_000
+# `streams`' orders (review380 #10: the 10 stalest of 3,000 streams meant fetching all 3,000, 1.6 MB): the most idle,
+# the longest waiting for a forward, the most ticks first; by name as ever. A key's ties go by name.
+STREAM_ORDERS = ("name", "idle", "waiting", "ticks")
+FORGET_NAMES_SAID = 5  # a `forget` of many streams: the names its log line and reply name (the count says the rest)
 
 
 class StreamOps:
@@ -73,11 +78,18 @@ class StreamOps:
         if after and names is not None:
             raise ControlError("op \"streams\" takes \"streams\" (the names to look up) or \"after\" (a page of every "
                                "stream), not both: both were given")
-        known = self.pipeline.encoders.accepted(names, limit=MAX_STREAMS_PER_REPLY + 1, after=after,
-                                                now_ns=time.time_ns())
-        truncated = names is None and len(known) > MAX_STREAMS_PER_REPLY
-        if truncated:
-            known.pop(max(known))
+        order, limit = _stream_order(request, after)
+        if order == "name" and limit is None:
+            known = self.pipeline.encoders.accepted(names, limit=MAX_STREAMS_PER_REPLY + 1, after=after,
+                                                    now_ns=time.time_ns())
+            truncated = names is None and len(known) > MAX_STREAMS_PER_REPLY
+            if truncated:
+                known.pop(max(known))
+            matched = len(known)
+        else:  # every stream (or every name given) weighed, the first `limit` of the order kept: a small reply
+            known, matched = self._ordered(names, after, order, min(limit or MAX_STREAMS_PER_REPLY,
+                                                                    MAX_STREAMS_PER_REPLY))
+            truncated = matched > len(known)
         # (a listing of every stream from its start: the streams absent from it hold none)
         tag = self.placed_feeds.place(known, complete=names is None and not after and not truncated) if drain else None
         for name, entry in known.items():  # what an answer computed now attends: fewer tokens after a roll
@@ -92,11 +104,94 @@ class StreamOps:
         forgotten = {name: {"error": self._why_refused(name)} for name in names or ()
                      if known.get(name) is None and name not in refused and name in self._forgotten_refusals}
         return {"streams": known, "truncated": truncated, "uptime_s": time.time() - self.started_at,
+                **({"matched": matched} if order != "name" or limit is not None else {}),
                 **({"tag": tag} if tag is not None else {}),
                 **({"refused": refused} if refused else {}),
                 **({"refused_forgotten": forgotten} if forgotten else {}),
                 **(self._refused_listing() if names is None and not after else {}),
                 **(self._still_refused_at_start() if names is None else {})}
+
+    def _ordered(self, names: list[str] | None, after: str, order: str, limit: int
+                 ) -> tuple[dict[str, dict[str, Any] | None], int]:
+        """The first ``limit`` streams (of ``names``, or every one past ``after``) in ``order``, and how many there
+        were: each weighed by its own entry (a never-seen name given last), only the kept ones completed."""
+        every = self.pipeline.encoders.accepted(names, after=after, now_ns=time.time_ns())
+        uptime_s = time.time() - self.started_at
+
+        def weight(name: str) -> tuple:
+            entry = every[name]
+            if entry is None:
+                return (1, 0.0, name)
+            if order == "idle":  # (none since the start: quiet for the whole uptime, a restored stream)
+                idle = entry.get("idle_s")
+                return (0, -(uptime_s if idle is None else idle), name)
+            if order == "waiting":
+                return (0, -(self.pipeline.backlog_of(name).get("waiting_s") or 0.0), name)
+            if order == "ticks":
+                return (0, -entry["ticks"], name)
+            return (0, 0.0, name)
+
+        kept = sorted(every, key=weight)[:limit]
+        return {name: every[name] for name in kept}, len(every)
+
+    def _forget_many(self, request: dict) -> dict:
+        """`forget` of several streams (review380 #13: a scanner's universe churns, and 3,000 names took 3,000
+        round trips): ``streams``, exact names, every one known or none is dropped (a typo drops nothing); or
+        ``pattern``, a glob on the names held (expired ones included), which a client sends only when asked for
+        one (the CLI's --glob: `FG001*` as a name is refused as unknown), matching at least one. At most
+        MAX_STREAMS_PER_REPLY a request (``remaining``: how many more match; send it again). ``dry_run``: what
+        would go, nothing dropped. A stream with data waiting is left (``busy``: its name -> why), the rest go."""
+        names, pattern, dry_run = request.get("streams"), request.get("pattern"), request.get("dry_run")
+        if dry_run is not None and type(dry_run) is not bool:
+            raise ControlError(f"op \"forget\" takes dry_run as a bool, got {wire_value(dry_run)}")
+        encoders = self.pipeline.encoders
+        if pattern is not None:
+            if names is not None or type(pattern) is not str or not pattern:
+                raise ControlError(f"op \"forget\" takes pattern as a non-empty str (a glob: * ? [..]), without "
+                                   f"\"streams\", got {wire_value(pattern)}")
+            matched = [name for name in encoders.accepted() if fnmatchcase(name, pattern)]
+            if not matched:
+                raise ControlUnknownStream(f"no stream held matches {quoted(pattern)}: nothing to forget "
+                                           f"(`flashtick streams` lists the streams the engine holds)")
+        else:
+            if type(names) is not list or not names or len(names) > MAX_STREAMS_PER_REPLY \
+                    or not all(type(n) is str for n in names):
+                raise ControlError(f"op \"forget\" takes \"streams\" as an array of 1 to {MAX_STREAMS_PER_REPLY} "
+                                   f"stream names (str), got {wire_value(names)}")
+            matched = list(dict.fromkeys(asked_stream({"stream": n}, encoders) for n in names))
+            known = encoders.accepted(matched)
+            unknown = [name for name in matched if known[name] is None]
+            if unknown:  # none dropped: a list with a typo in it is a mistake to fix, not a partial success
+                said = ", ".join(quoted(n) for n in unknown[:FORGET_NAMES_SAID])
+                more = f" and {len(unknown) - FORGET_NAMES_SAID} more" if len(unknown) > FORGET_NAMES_SAID else ""
+                raise ControlUnknownStream(f"{len(unknown)} of the {len(matched)} streams given are not known "
+                                           f"({said}{more}): nothing forgotten" + did_you_mean(unknown, encoders))
+        now, remaining = matched[:MAX_STREAMS_PER_REPLY], max(0, len(matched) - MAX_STREAMS_PER_REPLY)
+        if dry_run:
+            return {"matched": len(matched), "streams": now[:FORGET_NAMES_SAID], "dry_run": True}
+        forgotten, busy, ticks = [], {}, 0
+        for stream in now:
+            held = encoders.accepted([stream])[stream]
+            try:
+                self.pipeline.forget_stream(stream)
+            except StreamBusy as e:
+                busy[stream] = str(e)
+                continue
+            except LogWriteError as e:  # the log refuses every record alike: the rest are not tried
+                raise ControlError(f"{len(forgotten)} streams forgotten, then {quoted(stream)} was not: the tick "
+                                   f"log refused the record that keeps it forgotten across a restart ({e})") from None
+            forgotten.append(stream)
+            ticks += held["ticks"]
+            if self._refused_streams.pop(stream, None) is not None:
+                encoders.names.discard(stream, REFUSED_HOLDER)
+        said = ", ".join(quoted(n) for n in forgotten[:FORGET_NAMES_SAID])
+        what = f"matching {quoted(pattern)}" if pattern is not None else "named"
+        print(f"flashtick: forgot {len(forgotten)} streams {what} at a control client's request (op forget; "
+              f"{said}{', ...' if len(forgotten) > FORGET_NAMES_SAID else ''}): their {ticks} ticks' sessions, "
+              f"answers and ordering guards dropped" + (f"; {len(busy)} left, data waiting on them" if busy else ""),
+              file=sys.stderr, flush=True)
+        return {"forgotten": len(forgotten), "streams": forgotten[:FORGET_NAMES_SAID], "ticks": ticks,
+                "remaining": remaining, **({"busy": busy} if busy else {})}
 
     def _refused_entry(self, name: str) -> dict[str, Any]:
         ticks, error = self._refused_streams[name]
@@ -125,7 +220,10 @@ class StreamOps:
     def _op_forget(self, request: dict, _reply: Any) -> dict:
         """Drop one stream from every layer, its ordering guard included, durably (the tick log records it): the
         operator's way out when a tick stamped ahead of the clock (forged, or a feed's mistake) blocks the stream's
-        real feed as ts_backwards. Said in the log, with what the stream held."""
+        real feed as ts_backwards. Said in the log, with what the stream held. With ``streams`` (exact names) or
+        ``pattern`` (a glob, fnmatch's, on the names held) in place of ``stream``: several (forget_many)."""
+        if request.get("streams") is not None or request.get("pattern") is not None:
+            return self._forget_many(request)
         stream = asked_stream(request, self.pipeline.encoders)  # (a '/', an NFD name: refused with their hint)
         held = self.pipeline.encoders.accepted([stream])[stream]
         if held is None:
@@ -146,3 +244,22 @@ class StreamOps:
               f"{utc_text(held['last_ts'])}) dropped; its next tick, of any time, starts it afresh",
               file=sys.stderr, flush=True)
         return {"forgotten": stream, "ticks": held["ticks"], "last_ts": held["last_ts"]}
+
+
+def _stream_order(request: dict, after: str) -> tuple[str, int | None]:
+    """`streams`' ``sort`` (one of STREAM_ORDERS; nil: by name) and ``limit`` (an int >= 1; nil: a page of
+    MAX_STREAMS_PER_REPLY), refused with what is accepted. An order other than by name weighs every stream, so it
+    pages by ``limit``, not by ``after``."""
+    order = request.get("sort") if request.get("sort") is not None else "name"
+    if order not in STREAM_ORDERS:
+        raise ControlError(f"op \"streams\" takes sort as one of {', '.join(STREAM_ORDERS)} (idle: the most idle "
+                           f"first; waiting: the longest waiting for a forward; ticks: the most ticks), or nil "
+                           f"(by name), got {wire_value(order)}")
+    limit = request.get("limit")
+    if limit is not None and (type(limit) is not int or limit < 1):
+        raise ControlError(f"op \"streams\" takes limit as an int >= 1 (the first N streams of the order), or nil, "
+                           f"got {wire_value(limit)}")
+    if after and order != "name":
+        raise ControlError(f"op \"streams\" takes \"after\" (a page of every stream by name) or sort {order!r} "
+                           f"with limit, not both: both were given")
+    return order, limit

@@ -89,8 +89,8 @@ class KvThrashWatch:
             since = time.time_ns() - int(LIVE_S * 1e9)
             live = sum(1 for state in held if state.last_seen_ns >= since)
             idle_s = config.scheduler.stream_idle_s
-            keeps = (f"each keeps its KV until scheduler.stream_idle_s ({idle_s:g} s) without data" if idle_s is not None
-                     else "scheduler.stream_idle_s is null: each keeps its KV for good")
+            keeps = ("scheduler.stream_idle_s is null: each keeps its KV for good" if idle_s is None
+                     else f"each keeps its KV until scheduler.stream_idle_s ({idle_s:g} s) without data")
             holds = capacity // _kv_cells_at_full_windows(1, window, block)
             self.pool_short = (f"{len(held)} streams held ({live} ticked in the last {LIVE_S:.0f} s; {keeps}); "
                                f"once their {window}-token windows fill they want {need} KV cells ({window + block} "
