@@ -82,6 +82,10 @@ def test_a_sharded_front_door_that_ends_leaves_no_ray_process_running(tmp_path, 
     # review349 #12: Ray's `E` lines of a healthy local start are explained before them, not left unexplained
     notes = [line for line in process.lines_read if "metrics exporter agent" in line]
     assert notes and notes[0].startswith("flashtick serve: INFO: starting a local Ray instance"), process.lines_read
+    # review380 #9: a pool sized for one engine is held once per shard; the start line says the total too
+    pool = [line for line in process.lines_read if "KV pool per shard" in line]
+    assert pool and "KV pool per shard (x 1: 16 MiB of KV on all shards together): 4096 cells x 4 KiB = 16 MiB" \
+        in pool[0], pool or process.lines_read
     try:
         ray_processes = below(process.pid)
         assert len(ray_processes) >= 4, ray_processes  # the GCS, the raylet, its agents, the shard's worker

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import signal
 import sys
@@ -330,8 +331,15 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
         assert {s["name"]: s["streams"] for s in stats["shards"]} == {n: len(s) for n, s in shards.items()}
         # fix292 #3: the nested maps' keys are one engine's, documented (speculation was the shards' raw counts)
         assert nested_stats_keys(stats) == documented_nested_stats()
+        # review380 #4: the front door's RSS left the shards' out (0.52 GB said, 9.8 GB held): each shard's own, and
+        # their sum, beside it in stats and on /metrics
+        rss = {s["name"]: s["resident_memory_bytes"] for s in stats["shards"]}
+        assert all(type(n) is int and n > 0 for n in rss.values()), rss
+        assert stats["shards_resident_memory_bytes"] == sum(rss.values())
         metrics = urllib.request.urlopen(server.endpoints["metrics"], timeout=5).read().decode()
         assert "flashtick_ticks_in_total 200" in metrics  # the gathered figures, scraped as from one engine
+        assert re.search(r"^flashtick_shards_resident_memory_bytes \d+$", metrics, re.M), metrics
+        assert len(re.findall(r"^flashtick_shard_resident_memory_bytes\{shard=", metrics, re.M)) == 2, metrics
     text = (tmp_path / "data" / "queries.yaml").read_text()
     assert "dir" in text and "vol" not in text
 

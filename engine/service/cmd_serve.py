@@ -123,7 +123,9 @@ def _kv_pool_line(server: Any) -> str:
     pipeline, kv = server.pipeline, server.config.kv
     if server.config.shards.count:
         cells, cell_bytes = pipeline.shard_kv_cells, pipeline.shard_kv_cell_bytes
-        each, window = f" per shard (x {server.config.shards.count})", pipeline.window
+        count = server.config.shards.count  # (the total too: a config sized for one engine holds it N times over)
+        each = f" per shard (x {count}: {_byte_size_text(count * cells * cell_bytes)} of KV on all shards together)"
+        window = pipeline.window
     else:
         cells, cell_bytes, each = pipeline.runner.kv.num_blocks * kv.block_size, pipeline.runner.kv.cell_bytes, ""
         window = pipeline.engine.scheduler.window

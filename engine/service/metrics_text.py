@@ -192,6 +192,13 @@ def _answers_and_shards(metric: Metric, snapshot: dict[str, Any]) -> None:
                [(f'{{shard="{_label(s["name"])}"}}', int(s["state"] == "serving")) for s in shards])
         metric("shard_restarts_total", "counter", "Times the shard was lost and restored from the tick log",
                [(f'{{shard="{_label(s["name"])}"}}', s["restarts"]) for s in shards])
+        metric("shard_resident_memory_bytes", "gauge", "Resident memory (RSS) of the shard's process, as of its last "
+               "reply", [(f'{{shard="{_label(s["name"])}"}}', s["resident_memory_bytes"]) for s in shards
+                         if s.get("resident_memory_bytes") is not None])
+        if snapshot.get("shards_resident_memory_bytes") is not None:  # (alert on it beside the front door's own)
+            metric("shards_resident_memory_bytes", "gauge", "Resident memory (RSS) of every shard's process together "
+                   "(process_resident_memory_bytes is the front door's alone)",
+                   [("", snapshot["shards_resident_memory_bytes"])])
     quantile_families = (
         ("freshness_ms", "answer_freshness_ms", "Tick read off the ingest socket to answer cached, over the last "
                                                 "10,000 published answers (not a time window: kept when answers stop)"),
