@@ -7,8 +7,8 @@ from __future__ import annotations
 import sys
 import time
 from collections import OrderedDict
-from fnmatch import fnmatchcase
 from collections.abc import Callable
+from fnmatch import fnmatchcase
 from typing import Any
 
 from connectors.ticks import utc_text, wire_value
