@@ -6,10 +6,16 @@ so that `serve`'s start line, which names the shapes, and every reply agree. The
 * an option (connectors/option_names.py: `BTC-27DEC24-60000-C`, OSI's `AAPL  261218C00150000`), a perpetual or a
   swap (`BTCUSDT_PERP`, `BTC-PERPETUAL`, `BTC-USD-SWAP`), a crypto venue's dated future (`BTC-29MAR24`,
   `BTCUSDT_240329`, `XBTZ25`): option_names.MARKED;
-* an exchange's futures contract code: a root of up to four letters and digits, the month's letter and the year's
-  last one or two digits (CME's `ESM4`, `CLZ24`, ICE's `BZF5`, Eurex's `FDXM5`, `FGBLM5`), or a product code
-  followed by the contract's year and month (JPX/OSE's `NK225M2406`, Nikkei 225 mini June 2024; `JGBL2406`), or a
-  contract month alone (`202406`, a contract column's value); and a calendar spread of two (`CLZ4-CLF5`);
+* an exchange's futures contract code: a root of up to four letters and digits (a digit first only before a
+  letter: CME's FX `6EH5`), the month's letter and the year's last digit, its last two up to `39`, or all four
+  (CME's `ESM4`, `CLZ24`, `SR3Z4`, `ESZ2024`, ICE's `BZF5`, Eurex's `FDXM5`, `FGBLM5`), or a product code with its
+  digits and a letter followed by the contract's year and month (JPX/OSE's `NK225M2406`, Nikkei 225 mini June
+  2024), or a contract month alone (`202406`, a contract column's value); and a calendar spread of two
+  (`CLZ4-CLF5`). A name of letters then one run of digits is a future only in the first shape: a scanner's IDs
+  (`EQ00103`) and index CFDs (`HK50`, `EU50`) have that shape too, and were called dated futures (review380 #11,
+  so JPX's `JGBL2406` is no longer one by its name);
+* a venue's suffix after a dot (`SR3Z4.cme`, as a `bad_stream` refusal advises naming a stream by venue) is read
+  past first (review379 #8): `7203.T` and `BRK.B` are then `7203` and `BRK`, none of the shapes;
 * for a price step's reading only, a continuous series as vendors write one (`CL1`, `ES1!`, `CL=F`, `CLc1`,
   `ES.c.0`, `@ES`), a shape too loose to caveat a stream with (`LUNA2`, a token, has it).
 An ISIN (`DE0007236101`) or an exchange's numeric code (`7203`) is none of them.
@@ -22,10 +28,17 @@ import re
 from connectors.option_names import MARKED, is_option_name
 
 MONTH_CODES = "FGHJKMNQUVXZ"  # January to December, as every futures exchange writes them
-# CME/ICE/Eurex: root, month letter, year (ESM4, CLZ24, FDXM5, FGBLM5); a contract month alone (202406)
-DATED_CODE = rf"[A-Z][A-Z0-9]{{0,3}} ?[{MONTH_CODES}]\d{{1,2}}|(?:19|20)\d\d(?:0[1-9]|1[0-2])"
-# JPX/OSE: a product code, then the contract's year and month (NK225M2406, JGBL2406, TOPIX2412)
-YEAR_MONTH_CODE = r"[A-Z]{2,6}\d{0,3}[A-Z]?\d\d(?:0[1-9]|1[0-2])"
+# CME/ICE/Eurex: root, month letter, year (ESM4, CLZ24, ESZ2024, FDXM5, 6EH5); a contract month alone (202406).
+# A two-digit year stops at 39: `HK50`, `EU50`, `CN50` are index CFDs, not contracts of 2050
+ROOT = r"(?:[A-Z][A-Z0-9]{0,3}|\d[A-Z][A-Z0-9]{0,2})"
+YEAR = r"(?:(?:19|20)\d\d|[0-3]\d|\d)"
+DATED_CODE = rf"{ROOT} ?[{MONTH_CODES}]{YEAR}|(?:19|20)\d\d(?:0[1-9]|1[0-2])"
+# JPX/OSE: a product code with digits and a letter, then the contract's year and month (NK225M2406). Letters then
+# digits alone (JGBL2406) are not read so: a scanner's `EQ00103` reads the same way (module docstring)
+YEAR_MONTH_CODE = r"[A-Z]{2,6}\d{1,3}[A-Z]\d\d(?:0[1-9]|1[0-2])"
+# A venue after a dot, as a refusal advises naming a stream (`SR3Z4.cme`, `BTC-29MAR24.deribit`); a continuous
+# series' `.c.0` ends in a digit and stays
+VENUE_SUFFIX = re.compile(r"\.[A-Za-z][A-Za-z0-9_-]*$")
 FUTURES_CONTRACT = re.compile(rf"^(?:{DATED_CODE}|{YEAR_MONTH_CODE})$")
 CONTINUOUS_FUTURE = re.compile(r"^(?:@[A-Z0-9]{1,4}|[A-Z][A-Z0-9]{0,3}(?:\d!?|=F|c\d|\.[cvn]\.\d+))$")
 DATED_FUTURE = "a dated future"
@@ -34,7 +47,7 @@ DATED_FUTURE = "a dated future"
 def futures_kind(stream: str) -> str | None:
     """What futures market an exchange's code says a stream is ("a dated future", "a futures calendar spread"),
     None for any other name."""
-    name = stream.strip()
+    name = bare_name(stream)
     if FUTURES_CONTRACT.match(name):
         return DATED_FUTURE
     legs = name.split("-")
@@ -46,6 +59,7 @@ def futures_kind(stream: str) -> str | None:
 def derivative_kind(stream: str) -> str | None:
     """What derivative a stream's name says it is ("an option", "a perpetual", "a swap", "a dated future", "a
     futures calendar spread"), None for any other name: the one rule (module docstring)."""
+    stream = bare_name(stream)
     if is_option_name(stream):
         return "an option"
     if (futures := futures_kind(stream)) is not None:
@@ -60,4 +74,9 @@ def derivative_kind(stream: str) -> str | None:
 def futures_name(stream: str) -> bool:
     """Whether a stream is a future by its name, a continuous series' included (a price step's reading: a
     lasting step after a pause is a roll, not a halt)."""
-    return futures_kind(stream) is not None or CONTINUOUS_FUTURE.match(stream) is not None
+    return futures_kind(stream) is not None or CONTINUOUS_FUTURE.match(bare_name(stream)) is not None
+
+
+def bare_name(stream: str) -> str:
+    """A stream's name without a venue's suffix (`SR3Z4.cme` -> `SR3Z4`), what the shapes are read from."""
+    return VENUE_SUFFIX.sub("", stream.strip())

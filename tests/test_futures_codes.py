@@ -21,7 +21,7 @@ from test_served_price_offset import power_model
 from test_spot_model_caveat import SPOT_CARD
 from wire_client import Control, push_socket, trade
 
-EXCHANGE_FUTURES = ["FDXM5", "FGBLM5", "NK225M2406", "ESM4", "CLZ24", "JGBL2406"]
+EXCHANGE_FUTURES = ["FDXM5", "FGBLM5", "NK225M2406", "ESM4", "CLZ24"]
 # spot names of every market the reviews fed, an ISIN, a token whose name ends in a digit: none is a derivative
 SPOT = ["BTCUSDT", "EURUSD", "AAPL", "7203.T", "0700.HK", "SIEGn.DE", "DE0007236101", "US0378331005", "LUNA2",
         "トヨタ自動車", "SPY"]
@@ -42,6 +42,28 @@ def test_exchange_futures_codes_are_dated_futures_and_spot_names_are_none() -> N
     assert not any(futures_name(n) for n in ("AAPL", "7203.T", "DE0007236101"))
 
 
+# real contract codes (CME, CBOT, ICE, Eurex, JPX), bare and named by venue as a `bad_stream` refusal advises
+REAL_CODES = ["ESM4", "ESZ24", "ESZ2024", "SR3Z4", "FDXH5", "NK225M2503", "CLK0", "6EH5", "ZNH5", "BZF5", "FGBLM5"]
+# real equities, indices and a scanner's internal IDs of letters and digits (review380 #11: 360 of EQ00000..EQ02999
+# were called dated futures), index CFDs whose digits are no year
+NOT_FUTURES = ["EQ00103", "EQ00005", "AAPL", "BRK.B", "7203.T", "F", "ES", "HK50", "EU50", "CN50", "US30", "UK100",
+               "JP225", "SPX500", "0700.HK"]
+
+
+def test_real_codes_are_futures_bare_or_by_venue_and_ids_are_not() -> None:
+    for name in REAL_CODES:
+        for named in (name, f"{name}.cme", f"{name}.ice-eu"):
+            assert derivative_kind(named) == "a dated future", named
+    assert derivative_kind("CLZ4-CLF5.nymex") == "a futures calendar spread"
+    assert derivative_kind("BTC-27DEC24-60000-C.deribit") == "an option"
+    for name in NOT_FUTURES:
+        assert derivative_kind(name) is None, name
+    ids = [f"EQ{i:05d}" for i in range(3000)]
+    assert [name for name in ids if derivative_kind(name) is not None] == []
+    # the letters-then-digits shape stays a future where a root ends in a month code and the year follows
+    assert derivative_kind("EQZ4") == "a dated future" and derivative_kind("EQ00Z24") == "a dated future"
+
+
 def test_every_name_serves_start_line_gives_is_one_the_rule_caveats() -> None:
     line = start_note(None)  # the built-in model: spot data only
     assert line is not None and "ESM4, FDXM5, NK225M2406" in line
@@ -56,13 +78,13 @@ def test_every_name_serves_start_line_gives_is_one_the_rule_caveats() -> None:
 def test_replies_about_exchange_futures_carry_the_caveat(tmp_path: Path) -> None:
     checkpoint = tiny_tick_checkpoint(tmp_path / "m")
     (checkpoint / "TRAINING.md").write_text(SPOT_CARD)
-    streams = ["FDXM5", "NK225M2406", "ESM4", "7203.T"]
+    streams = ["FDXM5", "NK225M2406", "ESM4", "7203.T", "SR3Z4.cme", "EQ00103"]
     with serving(config(checkpoint, tmp_path)) as server:
         control, push = Control(server.endpoints["control"]), push_socket(server.endpoints["ingest"])
         try:
             t0 = 1_700_000_000 * 10**9
             push.send(msgpack.packb([trade(stream, t0 + i, 100.0 + i) for i in range(5) for stream in streams]))
-            wait_for(lambda: control.ok("stats")["stats"]["ticks_in"] == 20, timeout_s=60)
+            wait_for(lambda: control.ok("stats")["stats"]["ticks_in"] == 30, timeout_s=60)
             nk = control.ok("ask", stream="NK225M2406", query="dir")["caveats"]
             assert [c["kind"] for c in nk] == [SPOT_TRAINED_MODEL]
             assert nk[0]["text"].startswith("by its name, NK225M2406 is a dated future: this model was trained on "
@@ -70,9 +92,13 @@ def test_replies_about_exchange_futures_carry_the_caveat(tmp_path: Path) -> None
             assert [c["kind"] for c in control.ok("get", stream="ESM4", query="dir")["caveats"]] == \
                 [SPOT_TRAINED_MODEL]
             assert control.ok("ask", stream="7203.T", query="dir")["caveats"] == []
+            # named by venue, as a refusal advises (review379 #8); a scanner's ID is no future (review380 #11)
+            assert [c["kind"] for c in control.ok("ask", stream="SR3Z4.cme", query="dir")["caveats"]] == \
+                [SPOT_TRAINED_MODEL]
+            assert control.ok("get", stream="EQ00103", query="dir")["caveats"] == []
             (held,) = control.ok("health")["caveats"]
             assert held["text"].startswith("by their names, FDXM5 is a dated future; NK225M2406 is a dated future; "
-                                           "ESM4 is a dated future: "), held
+                                           "ESM4 is a dated future; and 1 more: "), held
         finally:
             control.sock.close()
             push.close()
