@@ -222,7 +222,8 @@ def _run(config: ServiceConfig, files: list[Any], queries: BacktestQueries, out:
                           scored.split_times, streams, scored.why.stream_unscored_why, scored.why.saturated_why,
                           scored.gap_notes, scored.step_cautions, scores_only, scored.split_ends,
                           scored.test_part, replay.stats().get("left_out", {}).get("sequence_repeat", 0),
-                          backtest_context_lines(pipeline, out, config.scheduler.window is not None))
+                          backtest_context_lines(pipeline, out, config.scheduler.window is not None),
+                          one_class_why=scored.why.one_class_why)
 
 
 def _standing_pipeline(config: ServiceConfig, queries: BacktestQueries, note: Callable[[str], None]) -> TickPipeline:

@@ -64,6 +64,8 @@ class BacktestReport:
     resends: int = 0  # ticks left out as a sequence number's repeat (a resend: the note at the end says which)
     context: list[str] = field(default_factory=list)  # the window, its cause, the answers' context (answer_context.py)
     already_complete: Exception | None = None  # resume=True of a finished run: nothing run, this read back (above)
+    # query -> its bps-bucketed question's labels are one inner bucket on some of its streams (review379 #4)
+    one_class_why: dict[str, str] = field(default_factory=dict)
 
     def summary(self, by_stream: bool = False) -> str:
         """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""
@@ -126,6 +128,7 @@ class BacktestReport:
                          f"the class frequencies as a constant forecast ({worst.query}: Brier {model} vs "
                          f"{frequencies}); what was published is the adapted mix.{fit}")
         lines += [f"note: {query}: {why}" for query, why in self.saturated_why.items()]
+        lines += [f"note: {query}: {why}" for query, why in self.one_class_why.items()]
         lines += [f"note: {said}" for said in self.gap_notes]
         lines += [f"warning: {caution}" for caution in self.step_cautions]
         lines += self._published_verdict()

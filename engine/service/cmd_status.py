@@ -54,6 +54,8 @@ def cmd_scores(args: argparse.Namespace) -> None:
             print(f"note: {query}: {s['unscored_why']}")
         if s.get("saturated_why"):
             print(f"note: {query}: {s['saturated_why']}")
+        if s.get("one_class_why"):  # an inner bucket on nearly every label: accuracy there is no skill
+            print(f"note: {query}: {s['one_class_why']}")
         if s.get("across_gap"):  # answers.session_gap_s at work: otherwise they would pass for pending or lost
             print(f"note: {query}: {s['across_gap']} answers not scored because their horizon crossed a pause of "
                   f"answers.session_gap_s or more (across_gap)")

@@ -20,7 +20,8 @@ that answer was scored.
                                "unscored_why" (where there are such): that, said with the count,
                                "worse_than_prior": [{"stream", "scored", "brier", "prior_brier"}, ...],
                                "thin_streams": {"streams", "scored", "brier", "prior_brier"},
-                               "saturated_streams": n, "saturated_why" (where n is not 0): the note}}
+                               "saturated_streams": n, "saturated_why" (where n is not 0): the note,
+                               "one_class_streams": n, "one_class_why" (where n is not 0): the note}}
 
 `worse_than_prior` names the streams (worst first, at most 5, each with 100 answers scored or more) where
 the query's answers score worse than that stream's own class frequencies: with many instruments, where
@@ -28,7 +29,9 @@ the model needs fine-tuning. `thin_streams` pools the streams with fewer answers
 option series that each tick a few times never reaches it): their answers' Brier beside their class frequencies'.
 `saturated_streams` counts the streams where a question bucketed in bps (move_bps_50, volatility_50) is saturated
 (connectors/saturation.py: most realised labels that show a move in an end bucket, wherever one step of the price
-is many bps: a tick large against the price, a price near zero, rows a day apart).
+is many bps: a tick large against the price, a price near zero, rows a day apart); `one_class_streams` those where
+95% or more of its realised labels are one inner bucket (EURUSD's `volatility_50`: all `low`), where an accuracy of
+1.000 is that bucket's share, not skill.
 
 Scores count from when the process started (a restart starts them afresh; the answers themselves are
 unaffected: this only reads them). A stream fed already-tokenized ticks has no prices to label with and is
@@ -50,7 +53,8 @@ import numpy as np
 
 from connectors.labels import NO_LABEL
 from connectors.questions import QuestionSpec
-from connectors.saturation import EndBuckets, LabelCount, end_buckets, saturation_note
+from connectors.saturation import (EndBuckets, LabelCount, end_buckets, one_class, one_class_note,
+                                  saturation_note)
 from engine.service.live_score_tally import QueryScore, ThinStreams, Waiting, majority_hit
 from engine.service.stream_marks import PRUNE_EVERY, StreamMarks, StreamMarksBook
 from queries.cache import Answer
@@ -209,9 +213,13 @@ class LiveScores(StreamMarksBook):
         """The streams where ``query``'s bps-bucketed question is saturated (connectors/saturation.py): how many,
         and where there are any, the note `flashtick scores` prints (`saturated_why`)."""
         if query not in self.bucketed:
-            return {"saturated_streams": 0}
+            return {"saturated_streams": 0, "one_class_streams": 0}
         counted = {stream: state.realised[query] for stream, state in self.streams.items() if query in state.realised}
         saturated = sorted(stream for stream, count in counted.items() if count.saturated)
+        spec, buckets = self.bucketed[query]
+        found = [one for stream, count in sorted(counted.items())
+                 if (one := one_class(stream, count.by_label, buckets)) is not None]
         return {"saturated_streams": len(saturated),
-                **({"saturated_why": saturation_note(*self.bucketed[query], saturated, len(counted))}
-                   if saturated else {})}
+                **({"saturated_why": saturation_note(spec, buckets, saturated, len(counted))} if saturated else {}),
+                "one_class_streams": len(found),
+                **({"one_class_why": one_class_note(spec, found, len(counted))} if found else {})}

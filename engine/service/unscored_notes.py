@@ -2,7 +2,8 @@
 
 An answer goes unscored when its query names no codec question, when what the market did is none of the labels it
 gave, when the file ends (or a --session-gap pause falls) within the question's horizon; a bps-bucketed question
-can be saturated on a stream. Each note names the cause and the way out, from the answers file's rows.
+can be saturated on a stream, or not split it (one bucket on nearly every label). Each note names the cause and
+the way out, from the answers file's rows.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import polars as pl
 
 from connectors.labels import NO_LABEL_DEFINED, MarkSeries, ordinary_spacing, session_gap_text
 from connectors.rejected_rows import RejectCounter
-from connectors.saturation import LabelCount, end_buckets, saturation_note
+from connectors.saturation import LabelCount, end_buckets, one_class, one_class_note, saturation_note
 from connectors.ticks import shown_name
 from engine.quoting import quoted, quoted_list
 from engine.service.backtest_scores import QueryScore, question_of
@@ -31,6 +32,7 @@ class UnscoredWhy(NamedTuple):
     partly_scored_why: dict[str, str]  # why some were not, for a query that scored others
     stream_unscored_why: dict[str, dict[str, str]]  # stream -> why none on it was, for a query that scored others'
     saturated_why: dict[str, str]  # its bps-bucketed question is saturated on some of its streams
+    one_class_why: dict[str, str]  # its bps-bucketed question's labels are one inner bucket on some of its streams
 
 
 def unscored_reasons(pipeline: TickPipeline, scores: list[QueryScore], graded: pl.LazyFrame, answered: set[str],
@@ -51,7 +53,9 @@ def unscored_reasons(pipeline: TickPipeline, scores: list[QueryScore], graded: p
                          for s in scores if s.scored and outside.get(s.query)}
     saturated_why = {name: why for name in sorted(answered)
                      if (why := _saturated_why(pipeline, name, graded.filter(pl.col("query") == name), bar_spacing))}
-    return UnscoredWhy(unscored_why, partly_scored_why, stream_unscored_why, saturated_why)
+    one_class_why = {name: why for name in sorted(answered)
+                     if (why := _one_class_why(pipeline, name, graded.filter(pl.col("query") == name)))}
+    return UnscoredWhy(unscored_why, partly_scored_why, stream_unscored_why, saturated_why, one_class_why)
 
 
 def bar_streams(plans: Sequence[Any], origins: TickOrigins, marks: Mapping[str, MarkSeries]) -> dict[str, int]:
@@ -77,6 +81,22 @@ def _saturated_why(pipeline: TickPipeline, query: str, rows: pl.LazyFrame,
               .sort("stream").collect())
     saturated = [stream for stream, moved, at_ends in counts.iter_rows() if LabelCount(moved, at_ends).saturated]
     return saturation_note(question.spec, buckets, saturated, counts.height, bar_spacing) if saturated else None
+
+
+def _one_class_why(pipeline: TickPipeline, query: str, rows: pl.LazyFrame) -> str | None:
+    """The note for a query whose bps-bucketed question's realised labels (`rows`: its graded answers) fall in one
+    inner bucket on nearly all of some stream's answers (connectors/saturation.one_class), else None."""
+    question = question_of(pipeline, query)
+    buckets = end_buckets(question.spec) if question is not None and question.choice_of is None else None
+    if buckets is None:
+        return None
+    counts = (rows.filter(pl.col("realised").is_not_null()).group_by("stream", "realised").len()
+              .sort("stream").collect())
+    by_stream: dict[str, dict[str, int]] = {}
+    for stream, label, n in counts.iter_rows():
+        by_stream.setdefault(stream, {})[label] = n
+    found = [one for stream, labels in sorted(by_stream.items()) if (one := one_class(stream, labels, buckets))]
+    return one_class_note(question.spec, found, len(by_stream)) if found else None
 
 
 def _outside_labels(rows: pl.LazyFrame) -> dict[str, int]:
