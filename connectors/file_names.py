@@ -18,6 +18,7 @@ from connectors.column_map import ColumnMap
 from connectors.day_folders import DATA_KIND_FOLDERS, is_kind_folder, named_folder, numeric_code, paths_beside
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.file_suffixes import file_stem
+from connectors.stream_names import dashed_name
 from connectors.venue_instruments import venue_instrument, without_venue
 from engine.quoting import quoted
 
@@ -147,7 +148,7 @@ def hive_instrument(path: Path) -> tuple[str, str] | None:
             # Hive and Spark escape `/ : = % #` in a value (`symbol=BTC%2FUSD`): the instrument is the value unescaped,
             # as a symbol column writes it (review284 #3: the lake's `BTC%2FUSD` and the CSV's `BTC-USD` were two)
             # and '/' -> '-' as in a symbol column's names (no stream name has a '/': answer topics use it)
-            name = unquote(value).replace("/", "-")
+            name = dashed_name(unquote(value))
             said = f", its value unescaped ({value} is {unquote(value)})" if name != value else ""
             return name, f"folder name {quoted(folder.name)}, a partition by {key}{said}"
     return None

@@ -12,6 +12,7 @@ import math
 from typing import Any, Mapping
 
 from connectors.map_vocabulary import as_written
+from connectors.stream_names import dashed_name
 from engine.quoting import quoted
 from engine.stream_patterns import GLOB_CHARS, unclosed_bracket
 
@@ -39,7 +40,7 @@ def checked_price_offset(value: Any) -> PriceOffset | None:
                          f"got {quoted(value)}")
     offsets: dict[str, float] = {}
     for name, number in items:
-        stream, offset = name.strip().replace("/", "-"), _offset_number(number, f" (stream {name})")
+        stream, offset = dashed_name(name.strip()), _offset_number(number, f" (stream {name})")
         if why := unclosed_bracket(stream):
             raise ValueError(f"price_offset: {quoted(stream)} is not a valid glob: {why}")
         if offsets.get(stream, offset) != offset:  # (ZNH6/ZNM6 is stream ZNH6-ZNM6): which one was meant?

@@ -47,7 +47,7 @@ from connectors.onchain_swaps import swap_value
 from connectors.row_order import SEQ
 from connectors.sequence_watch import INNER_BITS
 from connectors.size_readings import capped_size
-from connectors.stream_names import ERROR_CELL
+from connectors.stream_names import ERROR_CELL, SLASH, SLASH_AS
 
 
 ROW = "_row"  # the file row number, carried through a sort so a rejected row can be named
@@ -182,7 +182,7 @@ def row_exprs(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sch
     if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD; NFC: see check_normalized
         # `ESZ4 Index` as `ESZ4`, as a file so named is read (a joined contract's parts are no securities)
         named = yellow_key_dropped(raw_stream) if len(cmap.stream_columns) == 1 else raw_stream
-        exprs.append(named.str.replace_all("/", "-", literal=True).str.normalize("NFC").alias("stream"))
+        exprs.append(named.str.replace_all(SLASH, SLASH_AS, literal=True).str.normalize("NFC").alias("stream"))
         keys.append("stream")
     value_exprs, value_keys, price_texts = _value_columns(cmap, schema, dialect, currency_codes(path, cmap, dialect))
     exprs += value_exprs

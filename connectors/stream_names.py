@@ -32,13 +32,24 @@ def error_cell_hint(text: str | None) -> str:
             f"instrument's name: fix the cell at the source")
 
 
+# The one rule for a '/' in an instrument's name (`EUR/USD`), which no stream name holds since answer topics use it as
+# their separator: file replay (a symbol column, a Hive partition's value, --price-offset's names) and, with
+# ingest.slashes: dash, live ingest read it as this (review379 #7: one pair was EUR-USD in files and refused live)
+SLASH, SLASH_AS = "/", "-"
+
+
+def dashed_name(name: str) -> str:
+    """``name`` with each '/' read as '-' (`EUR/USD` -> `EUR-USD`): the shared rule (SLASH_AS)."""
+    return name.replace(SLASH, SLASH_AS)
+
+
 def slash_hint(name: str) -> str:
     """For a name asked for that has a '/' (`EUR/USD`), which no stream has: the name file replay gives that
     instrument (`EUR-USD`), else ""."""
     if not isinstance(name, str) or "/" not in name or len(name) > 64:
         return ""
     return f" (no stream name has a '/', which answer topics use as their separator: file replay names " \
-           f"{quoted(name)} {quoted(name.replace('/', '-'))}{venue_caution(name.replace('/', '-'))})"
+           f"{quoted(name)} {quoted(dashed_name(name))}{venue_caution(dashed_name(name))})"
 
 
 def venue_caution(dashed: str) -> str:
@@ -74,7 +85,7 @@ def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
     if size > max_bytes:
         raise InvalidTick("bad_stream", f"stream name of {size} UTF-8 bytes is longer than {max_bytes} bytes")
     if "/" in stream:  # answer topics are "<query>/<stream>/": a '/' would make prefix subscriptions ambiguous
-        dashed = stream.replace("/", "-")
+        dashed = dashed_name(stream)
         named = f"{quoted(dashed)}{venue_caution(dashed)}"
         raise InvalidTick("bad_stream", f"stream {_excerpt(stream, 64)} contains \"/\", which answer topics use as a "
                                         f"delimiter (file replay names it {named})")

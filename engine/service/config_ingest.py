@@ -1,5 +1,6 @@
 """The `ingest` section of the service config: what `serve` does with live ticks before the engine sees them: the
-venue-to-desk stream names (``rename``), the late-tick policy (``reorder_window_ms``: hold each stream's newest
+venue-to-desk stream names (``rename``, exact or by a pattern, and ``slashes``: connectors/stream_renames.py), the
+late-tick policy (``reorder_window_ms``: hold each stream's newest
 ticks that long and release them in event-time order, as file replay sorts a file), and the thresholds of the
 feed-clock warnings (a stream's clock ahead of this machine's, two clocks interleaving on one stream).
 """
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connectors.stream_names import MAX_STREAM_BYTES, check_normalized, check_stream
+from connectors.stream_renames import SLASH_POLICIES, rename_pattern
 from connectors.tick_sequences import SEQ_SCOPES
 from connectors.tick_errors import InvalidTick
 from engine.service.config_error import ConfigError
@@ -26,7 +28,11 @@ MAX_RENAMES = 100_000  # names in ingest.rename (a venue's whole symbol list fit
 class IngestSection:
     # venue symbol -> the stream name the engine keeps (`BTC-USD: BTC.coinbase`), applied to every raw and
     # tokenized tick read on the ingest socket and on endpoints.feeds before any check
+    # (or by a pattern, each `*` some text: `"*/*": "*-*.lmax"`, `EUR/USD` -> `EUR-USD.lmax`)
     rename: dict = field(default_factory=dict)
+    # a '/' in a live stream's name: "refuse" it (bad_stream: BTC-USD may be another venue's name) or "dash" it,
+    # `EUR/USD` -> `EUR-USD`, as file replay reads one (the shared rule); after rename, for a name it left alone
+    slashes: str = "refuse"
     # hold each stream's ticks this long (wall clock) and release them in event-time order: a tick late by less
     # than the window is placed, not refused as ts_backwards; every answer comes this much later. 0: off
     reorder_window_ms: float = 0.0
@@ -54,6 +60,10 @@ class IngestSection:
         if isinstance(value, int) and not isinstance(value, bool) and not 0 < value < 10**9:
             raise ConfigError(f"ingest.reorder_max_ticks must be an integer > 0 (and below 1e9), got {value}")
         check_renames(self.rename)
+        if self.slashes not in SLASH_POLICIES:
+            raise ConfigError(f"ingest.slashes must be {' or '.join(map(quoted, SLASH_POLICIES))} (a '/' in a live "
+                              f"stream's name refused, or read as '-' as file replay reads it: EUR/USD -> EUR-USD), "
+                              f"got {excerpt(self.slashes)}")
         if self.seq_scope not in SEQ_SCOPES:
             raise ConfigError(f"ingest.seq_scope must be {' or '.join(map(quoted, SEQ_SCOPES))} (what one seq "
                               f"numbering counts: a stream's ticks, or a feed's across its instruments), got "
@@ -78,10 +88,16 @@ def check_renames(rename: Any) -> None:
         if not isinstance(source, str) or not source or len(source) > MAX_STREAM_BYTES * 4:
             raise ConfigError(f"ingest.rename: a venue name must be a non-empty string, got {excerpt(source)}")
         try:
-            check_normalized(check_stream(target))
+            if isinstance(target, str) and "*" in source:  # a pattern: its name checked with each '*' as a letter
+                rename_pattern(source, target)
+                check_normalized(check_stream(target.replace("*", "x")))
+            else:
+                check_normalized(check_stream(target))
         except InvalidTick as e:
             raise ConfigError(f"ingest.rename: {quoted(source)} -> {excerpt(target)}: not a valid stream name "
                               f"({e})") from None
+        except ValueError as e:  # (a pattern's '*' that do not pair: InvalidTick is a ValueError, caught first)
+            raise ConfigError(f"ingest.rename: {e}") from None
         if source == target:
             raise ConfigError(f"ingest.rename renames {quoted(source)} to itself: leave it out")
         if target in rename:

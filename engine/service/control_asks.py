@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from connectors.stream_renames import StreamRenames
 from connectors.ticks import slash_hint, wire_value
 from engine.scheduler import UnknownStream
 from engine.service.ages import age_said
@@ -34,12 +35,13 @@ class AskOps:
     _clock_caveats: Callable[[str], list[dict[str, str]]]  # (FeedClocks')
     _age_ms: Callable[[str, int], float]  # (FeedClocks': an answer's data_age_ms)
     _answer_wire: Callable[[Any], dict[str, Any]]  # (FeedClocks': an answer and its tick_seq)
+    stream_renames: StreamRenames  # (IngestHolding's) a name asked for read as live ingest reads its ticks'
 
     def _op_get(self, request: dict, _reply: Any) -> dict:
         # an unknown name is an error, not "no answer yet"
         query = request_field(request, "query", str)
         self.pipeline.registry.get(query)
-        stream = asked_stream(request, self.pipeline.encoders)
+        stream = asked_stream(request, self.pipeline.encoders, self.stream_renames.renamed)
         answer = self.pipeline.cache.get(query, stream)
         # a stream none of whose ticks is held says why (admission refused it, or every tick was bad), beside a
         # cached answer too: one from before a restart that refused the stream is frozen, not a live answer
@@ -59,7 +61,7 @@ class AskOps:
                 **caveats}
 
     def _op_ask(self, request: dict, reply: Any) -> dict | None:
-        stream = asked_stream(request, self.pipeline.encoders)
+        stream = asked_stream(request, self.pipeline.encoders, self.stream_renames.renamed)
         if "query" in request and "spec" in request:
             raise ControlError("op \"ask\" takes \"query\" (a registered query's name) or \"spec\" (a query mapping), "
                                "not both")

@@ -4,7 +4,7 @@ field readers here are shared by the serving loop, the control ops and the repli
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Callable, Container
 from typing import Any, NamedTuple
 
 from connectors.stream_names import check_normalized
@@ -276,18 +276,24 @@ def request_field(request: dict, name: str, kind: type) -> Any:
     return value
 
 
-def asked_stream(request: dict, held: Container[str] = ()) -> str:
+def asked_stream(request: dict, held: Container[str] = (), renamed: Callable[[str], str] | None = None) -> str:
     """The `stream` of a `get`, an `ask` or a `forget`, refused (`bad_request`) when no stream can have that name
     (the rules ingest holds ticks to: a `/`, a leading `_`, ..., and Unicode NFC), with the rule and, for a `/`,
     the name file replay gives it, for a name not in NFC the form to send: such a name never has an answer, and a
     client polling it must not read "none yet" for ever (review243 #2: a wire `get` of `BTC/USDT` replied
     `answer: null` with no hint; review260 #2: an NFD `パナソニック` too). A name `held` (a tick log from before the
-    NFC rule restored it) is asked as it is. The one check for `get`, `ask`, `forget` and the CLI."""
+    NFC rule restored it) is asked as it is; another is first read as live ingest reads its ticks (``renamed``:
+    `serve`'s ingest.rename and ingest.slashes, so `get EUR/USD` finds the stream `EUR/USD` ticks went to, review379
+    #7). The one check for `get`, `ask`, `forget` and the CLI."""
     stream = request_field(request, "stream", str)
+    if renamed is not None and stream not in held:
+        stream = renamed(stream)
     try:
         check_stream(stream, 1 << 16)  # (the rule: a name over limits.max_stream_bytes may be a restart's, logged)
         if stream not in held:
             check_normalized(stream)
     except InvalidTick as e:
-        raise ControlError(f"{quoted(stream)} cannot be a stream: {e}") from None
+        live = ("; serve's ingest.slashes: dash (or an ingest.rename pattern, \"*/*\": \"*-*\") reads such names so "
+                "live" if "/" in stream else "")  # (the wire's refusal is kept short: said here, where one asks)
+        raise ControlError(f"{quoted(stream)} cannot be a stream: {e}{live}") from None
     return stream

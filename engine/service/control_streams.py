@@ -11,6 +11,7 @@ from collections.abc import Callable
 from fnmatch import fnmatchcase
 from typing import Any
 
+from connectors.stream_renames import StreamRenames
 from connectors.ticks import utc_text, wire_value
 from engine.service.control_requests import ControlBusy, ControlError, ControlUnknownStream, asked_stream
 from engine.service.forgotten_refusals import ForgottenRefusals
@@ -41,6 +42,7 @@ class StreamOps:
     placed_feeds: PlacedFeeds  # (IngestHolding's) feeds placed by `streams` with drain, by the tag it gives them
     _read_before_placing: Callable[[], None]  # (IngestReading's) the ingest sockets' queued messages, read
     _stream_feed: Callable[[str], dict[str, Any]]  # (FeedClocks')
+    stream_renames: StreamRenames  # (IngestHolding's) a name asked for read as live ingest reads its ticks'
 
     def _why_refused(self, stream: str) -> str | None:
         """Why ``stream``, which the engine holds nothing of, holds nothing when its ticks were refused: how many and
@@ -224,7 +226,8 @@ class StreamOps:
         ``pattern`` (a glob, fnmatch's, on the names held) in place of ``stream``: several (forget_many)."""
         if request.get("streams") is not None or request.get("pattern") is not None:
             return self._forget_many(request)
-        stream = asked_stream(request, self.pipeline.encoders)  # (a '/', an NFD name: refused with their hint)
+        # (a '/' not renamed, an NFD name: refused with their hint)
+        stream = asked_stream(request, self.pipeline.encoders, self.stream_renames.renamed)
         held = self.pipeline.encoders.accepted([stream])[stream]
         if held is None:
             raise ControlUnknownStream(f"stream {quoted(stream)} is not known: nothing to forget (`flashtick streams` "

@@ -1,5 +1,6 @@
 """What the server does to a live wire message before its pipeline reads it, when the `ingest` section asks for it:
-its streams renamed (``ingest.rename``: a venue's symbol to the desk's name) and its ticks, raw and pre-tokenized,
+its streams renamed (``ingest.rename``: a venue's symbol to the desk's name, exact or by a pattern, and
+``ingest.slashes``: connectors/stream_renames.py) and its ticks, raw and pre-tokenized,
 held for ``ingest.reorder_window_ms`` (reorder_window.py) and released in event-time order; and a placed feed's ticks
 that the engine took already, left out (placed_feeds.py: a watched feed's message has its stream names read first,
 and is decoded here only when one of its ticks is left out). With none of them at work a message goes to the
@@ -21,6 +22,7 @@ import msgpack
 
 from connectors.encoded_items import Rejection
 from connectors.msgpack_reading import RepeatedKeys, check_keys, tick_items, unpack
+from connectors.stream_renames import StreamRenames
 from connectors.tick_errors import InvalidTick
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
@@ -42,7 +44,7 @@ class IngestHolding:
 
     def _init_holding(self) -> None:
         ingest = self.config.ingest
-        self._renames: dict[str, str] = dict(ingest.rename)
+        self.stream_renames = StreamRenames(ingest.rename, ingest.slashes)
         self.reorder = (ReorderWindow(ingest.reorder_window_ns, ingest.reorder_max_ticks)
                         if ingest.reorder_window_ms > 0 else None)
         self.placed_feeds = PlacedFeeds()  # feeds placed by `streams` (drain, tag): what they send again, left out
@@ -52,9 +54,10 @@ class IngestHolding:
         """A raw-tick message read now: renamed, its ticks held (their refusals come when they are released), the
         rest ingested now; returns the refusals of now."""
         keep = None
-        if self.placed_feeds.watches(tag) and (streams := streams_read(payload, self._renames)) is not None:
+        if self.placed_feeds.watches(tag) and \
+                (streams := streams_read(payload, self.stream_renames.renamed)) is not None:
             keep = self.placed_feeds.kept(tag, streams, self._ticks_taken)
-        if self.reorder is None and not self._renames and keep is None:
+        if self.reorder is None and not self.stream_renames and keep is None:
             return self.pipeline.ingest_message(payload)
         items = self._decoded(payload, tick_items)
         if items is None or (keep is not None and len(keep) != len(items)):  # (read otherwise: nothing left out)
@@ -74,7 +77,7 @@ class IngestHolding:
         behind a tokenized item that passed them. The sender's tokens are its codec's in its order, which the
         window keeps for items sent in order (equal stamps go out as read); one sent late is placed by its `ts`, as
         a raw tick is, rather than refused (the engine's codec state never moves for a tokenized item)."""
-        if self.reorder is None and not self._renames:
+        if self.reorder is None and not self.stream_renames:
             return self.pipeline.ingest_tokenized(payload)
         items = self._decoded(payload, lambda obj: obj if isinstance(obj, list) else None)
         if items is None:
@@ -128,8 +131,9 @@ class IngestHolding:
         return [self._renamed(obj) for obj in items]
 
     def _renamed(self, obj: Any) -> Any:
-        if type(obj) is dict and type(name := obj.get("stream")) is str and name in self._renames:
-            return {**obj, "stream": self._renames[name]}
+        if type(obj) is dict and type(name := obj.get("stream")) is str \
+                and (renamed := self.stream_renames.renamed(name)) != name:
+            return {**obj, "stream": renamed}
         return obj
 
     def _refused_here(self, index: int, obj: RepeatedKeys) -> dict[str, Any]:

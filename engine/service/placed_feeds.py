@@ -106,7 +106,7 @@ class PlacedFeeds:
         return False
 
 
-def streams_read(payload: bytes, renames: Mapping[str, str]) -> list[str | None] | None:
+def streams_read(payload: bytes, renamed: Callable[[str], str]) -> list[str | None] | None:
     """Each item's stream (renamed) of a raw-tick message, None where it names none; None for a message that is no
     msgpack map or list (the pipeline says why). A plain read, in C: a watched feed's messages are read twice only
     where a tick of them is left out (the pipeline's own read checks every key)."""
@@ -118,4 +118,4 @@ def streams_read(payload: bytes, renames: Mapping[str, str]) -> list[str | None]
     if items is None:
         return None
     streams = [item.get("stream") if isinstance(item, dict) else None for item in items]
-    return [renames.get(name, name) if type(name) is str else None for name in streams]
+    return [renamed(name) if type(name) is str else None for name in streams]
