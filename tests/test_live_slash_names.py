@@ -72,8 +72,8 @@ def test_without_it_a_slashed_name_is_refused_and_the_refusal_names_the_option(m
         with ControlClient(server.endpoints["control"]) as control:
             reply = control.request({"op": "get", "stream": "EUR/USD", "query": "dir5"})
     assert server.pipeline.rejected["bad_stream"] == 3 and server.pipeline.ticks_in == 3
-    assert reply["ok"] is False and "serve's ingest.slashes: dash (or an ingest.rename pattern, \"*/*\": \"*-*\") reads such names so live" in \
-        reply["error"], reply
+    hint = "serve's ingest.slashes: dash (or an ingest.rename pattern, \"*/*\": \"*-*\") reads such names so live"
+    assert reply["ok"] is False and hint in reply["error"], reply
 
 
 def test_a_rename_pattern_names_a_whole_ecn_feed_and_a_pair_added_upstream(model, tmp_path) -> None:
