@@ -7,13 +7,13 @@ so that `serve`'s start line, which names the shapes, and every reply agree. The
   swap (`BTCUSDT_PERP`, `BTC-PERPETUAL`, `BTC-USD-SWAP`), a crypto venue's dated future (`BTC-29MAR24`,
   `BTCUSDT_240329`, `XBTZ25`): option_names.MARKED;
 * an exchange's futures contract code: a root of up to four letters and digits (a digit first only before a
-  letter: CME's FX `6EH5`), the month's letter and the year's last digit, its last two up to `39`, or all four
-  (CME's `ESM4`, `CLZ24`, `SR3Z4`, `ESZ2024`, ICE's `BZF5`, Eurex's `FDXM5`, `FGBLM5`), or a product code with its
-  digits and a letter followed by the contract's year and month (JPX/OSE's `NK225M2406`, Nikkei 225 mini June
-  2024), or a contract month alone (`202406`, a contract column's value); and a calendar spread of two
+  letter: CME's FX `6EH5`), the month's letter and the year's last digit, its last two (`00`..`39`, `90`..`99`),
+  or all four (CME's `ESM4`, `CLZ24`, `SR3Z4`, `ESZ2024`, ICE's `BZF5`, Eurex's `FDXM5`, `FGBLM5`), or a product
+  code with its digits and a letter followed by the contract's year and month (JPX/OSE's `NK225M2406`, Nikkei 225
+  mini June 2024), or a contract month alone (`202406`, a contract column's value); and a calendar spread of two
   (`CLZ4-CLF5`). A name of letters then one run of digits is a future only in the first shape: a scanner's IDs
-  (`EQ00103`) and index CFDs (`HK50`, `EU50`) have that shape too, and were called dated futures (review380 #11,
-  so JPX's `JGBL2406` is no longer one by its name);
+  (`EQ00103`) and index CFDs (`HK50`, `EU50`) have that shape too, and were called dated futures (review380 #11;
+  so JPX's `JGBL2406` is no longer one by its name, and `CH20`, a CFD of the SMI, still reads as one);
 * a venue's suffix after a dot (`SR3Z4.cme`, as a `bad_stream` refusal advises naming a stream by venue) is read
   past first (review379 #8): `7203.T` and `BRK.B` are then `7203` and `BRK`, none of the shapes;
 * for a price step's reading only, a continuous series as vendors write one (`CL1`, `ES1!`, `CL=F`, `CLc1`,
@@ -29,9 +29,9 @@ from connectors.option_names import MARKED, is_option_name
 
 MONTH_CODES = "FGHJKMNQUVXZ"  # January to December, as every futures exchange writes them
 # CME/ICE/Eurex: root, month letter, year (ESM4, CLZ24, ESZ2024, FDXM5, 6EH5); a contract month alone (202406).
-# A two-digit year stops at 39: `HK50`, `EU50`, `CN50` are index CFDs, not contracts of 2050
+# A two-digit year is 00..39 or the 1990s' 90..99: `HK50`, `EU50`, `CN50` are index CFDs, not contracts of 2050
 ROOT = r"(?:[A-Z][A-Z0-9]{0,3}|\d[A-Z][A-Z0-9]{0,2})"
-YEAR = r"(?:(?:19|20)\d\d|[0-3]\d|\d)"
+YEAR = r"(?:(?:19|20)\d\d|[0-39]\d|\d)"
 DATED_CODE = rf"{ROOT} ?[{MONTH_CODES}]{YEAR}|(?:19|20)\d\d(?:0[1-9]|1[0-2])"
 # JPX/OSE: a product code with digits and a letter, then the contract's year and month (NK225M2406). Letters then
 # digits alone (JGBL2406) are not read so: a scanner's `EQ00103` reads the same way (module docstring)

@@ -62,6 +62,7 @@ def test_real_codes_are_futures_bare_or_by_venue_and_ids_are_not() -> None:
     assert [name for name in ids if derivative_kind(name) is not None] == []
     # the letters-then-digits shape stays a future where a root ends in a month code and the year follows
     assert derivative_kind("EQZ4") == "a dated future" and derivative_kind("EQ00Z24") == "a dated future"
+    assert derivative_kind("CLZ99") == "a dated future"  # (a 1990s contract: 90..99 are years too)
 
 
 def test_every_name_serves_start_line_gives_is_one_the_rule_caveats() -> None:
