@@ -17,7 +17,7 @@ from connectors.replay import FileReplay
 from engine.service.cli import build_parser, main
 from engine.service.cli_reading import column_map_of
 from engine.service.cmd_feed import _replay_source
-from engine.service.splits import read_streams
+from engine.service.stream_reading import read_streams
 from conftest import drain
 
 T0 = 1734359400_000_000_000

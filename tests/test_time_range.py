@@ -3,6 +3,7 @@ hand; the rows left out counted; an empty, reversed or unreadable range refused 
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from pathlib import Path
 
@@ -195,3 +196,26 @@ def test_a_reading_option_given_twice_with_two_values_is_a_usage_error(market, c
     assert main([*feed, "--tz", "UTC", "--tz", "UTC", "--from", "2099-01-01"]) == 2
     assert "holds none of the files' ticks" in capsys.readouterr().err
 
+
+
+def test_a_backtest_test_from_a_time_scores_the_answers_from_then_on(market, tmp_path: Path, capsys) -> None:
+    """`backtest --test-from TIME` (review382 #9): the answers whose data time is then or later are scored, the same
+    instant for every stream, not a share of each stream's ticks; the summary says which."""
+    root, ticks = market
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    (tmp_path / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 16384, block_size: 16}}\n")
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    cut = ticks[700].ts
+    out = tmp_path / "timed.parquet"
+    assert main(["backtest", str(root / "ticks.parquet"), "--out", str(out), "--queries", str(tmp_path / "q.yaml"),
+                 "--config", str(tmp_path / "engine.yaml"), "--quiet", "--test-from", utc_text(cut)]) == 0
+    printed = capsys.readouterr().out
+    assert f"scored: the answers from {utc_text(cut)} on (--test-from, UTC event time; 'in slice' counts " \
+           f"them)" in printed, printed
+    answers = pl.read_parquet(out)
+    scores = {s["query"]: s for s in json.loads(out.with_suffix(".scores.json").read_text())}
+    later = answers.filter(pl.col("data_ts") >= cut)
+    assert 0 < later.height < answers.height
+    for query, score in scores.items():  # 'in slice': the answers from the cut on, every stream alike
+        assert score["answers"] == later.filter(pl.col("query") == query).height, query
+    assert json.loads(out.with_suffix(".manifest.json").read_text())["run"]["test_from"] == utc_text(cut)

@@ -28,8 +28,9 @@ from engine.service.evaluation_report import format_table
 from engine.service.features import fit_logistic, microstructure_features, read_head
 from engine.service.finetune_data import to_source
 from engine.service.splits import (
-    PARTS, SplitSpec, longest_horizon, prepare, read_streams, split_ticks, ticks_needed,
+    PARTS, SplitSpec, longest_horizon, prepare, split_ticks, ticks_needed,
 )
+from engine.service.stream_reading import read_streams
 from engine.service.train_checkpoint import new_model
 from engine.service.train_config import TrainConfig
 from queries.adapt import NO_LABEL, adapt_series

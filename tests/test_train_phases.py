@@ -102,7 +102,8 @@ def test_the_training_loop_times_its_tails_first_chunk_and_stops_in_time_for_it(
     the constant's price the same loop runs on far longer."""
     from connectors.codec import BinnedCodec
     from engine.service.evaluation_options import EvalOptions
-    from engine.service.splits import SplitSpec, prepare, read_streams
+    from engine.service.splits import SplitSpec, prepare
+    from engine.service.stream_reading import read_streams
     from engine.service.tick_checkpoint import window_ticks
     from engine.service.train_checkpoint import new_model
     from engine.service.train_data import question_tokens, sample_batch

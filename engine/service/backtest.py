@@ -64,6 +64,7 @@ from engine.service.rejections import rejected_lines
 from engine.service.run_record import parquet_metadata, resumed_from, resumed_record, run_record, write_manifest
 from engine.service.replay_progress import progress_bar
 from engine.service.session_gaps import gap_notes, split_cautions
+from engine.service.test_start import TestStart
 from engine.service.tick_origins import TickOrigins
 from engine.service.unscored_notes import UnscoredWhy, bar_streams, say_silent_queries, unscored_reasons
 from queries.trigger import TRIGGER_TABLE
@@ -179,7 +180,8 @@ def _run(config: ServiceConfig, files: list[Any], queries: BacktestQueries, out:
         raise ValueError(refused)
     key = run_key(config, replay, queries.data(), batch_ms, max_ticks)
     threads = torch.get_num_threads()  # as the pipeline set it (model.threads, --threads)
-    record = run_record(config, pipeline.codec, replay, queries.shown(), queries.data(), key, test_from, threads)
+    recorded_from = test_from.text() if isinstance(test_from, TestStart) else test_from  # (JSON: a time as text)
+    record = run_record(config, pipeline.codec, replay, queries.shown(), queries.data(), key, recorded_from, threads)
     replaying()
     if resume:  # a finished run: done already when it is this one (its report read back), else refused
         try:
@@ -355,10 +357,10 @@ def _check_numbers(batch_ms: float, checkpoint_s: float, test_from: float | None
         raise ValueError(f"batch_ms (--batch-ms) must be a number of milliseconds > 0, got {quoted(batch_ms)}")
     if checkpoint_s <= 0:
         raise ValueError(f"checkpoint_s must be > 0, got {checkpoint_s}")
-    if test_from is not None and (isinstance(test_from, bool) or not isinstance(test_from, (int, float))
-                                  or not 0 < test_from < 1):
-        raise ValueError(f"test_from (--test-from) must be a fraction in (0, 1) or {quoted(TEST_PART)} (the model's "
-                         f"own test part), got {quoted(test_from)}")
+    if test_from is not None and not isinstance(test_from, TestStart) and (
+            isinstance(test_from, bool) or not isinstance(test_from, (int, float)) or not 0 < test_from < 1):
+        raise ValueError(f"test_from (--test-from) must be a fraction in (0, 1), an event time (test_start.TestStart) "
+                         f"or {quoted(TEST_PART)} (the model's own test part), got {quoted(test_from)}")
 
 
 def _refuse_nothing_replayed(parts: AnswerParts, rejected: dict[str, int], examples: dict[str, str],

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from connectors.labels import NO_LABEL_DEFINED
 from connectors.ticks import shown_name, utc_text
@@ -39,7 +40,8 @@ class BacktestReport:
     scores: list[QueryScore]
     rejected_examples: dict[str, str] = field(default_factory=dict)  # reason -> first rejected row, located
     resumed_at: int = 0  # replay ticks taken over from an interrupted run (0: a fresh run)
-    test_from: float | None = None  # only answers after this fraction of each stream's ticks were scored
+    # only answers after this fraction of each stream's ticks were scored, or from this time on (test_start.py)
+    test_from: Any = None
     model_path: str | None = None  # the checkpoint that answered (None: the built-in model)
     stream_ticks: dict[str, int] = field(default_factory=dict)  # each stream's ticks in this run (what test_from cuts)
     cautions: list[str] = field(default_factory=list)  # notes on the reading said again at the end (cautions.Caution)
@@ -73,8 +75,7 @@ class BacktestReport:
                    f", resumed after {self.resumed_at}" if self.resumed_at else "")
         test_part = (": on the streams the model was trained on, from its test part's first tick, after the gap "
                      "its training left before it, as `flashtick evaluate` scores it" if self.test_part else "")
-        scored = ([f"scored: the answers after the first {percent(self.test_from)} of each stream's ticks "
-                   f"(--test-from {self.test_from:g}; 'in slice' counts them){test_part}; every answer is in the file",
+        scored = ([f"scored: {self._scored_part()}; 'in slice' counts them){test_part}; every answer is in the file",
                    self._split_line()] if self.test_from is not None else [])
         answers = "answers" if self.test_from is None else "in slice"
         # the name column as wide as its longest name in terminal cells (a CJK stream name takes two a character)
@@ -135,6 +136,14 @@ class BacktestReport:
         lines += [f"note: {found}" for found in self.found_notes]
         lines += [f"warning (said above too): {caution}" for caution in self.cautions]
         return "\n".join(lines)
+
+    def _scored_part(self) -> str:
+        """Which answers --test-from scored, in words, up to the option in brackets left open: after a share of
+        each stream's ticks, or from a time on."""
+        if hasattr(self.test_from, "ns"):  # test_start.TestStart
+            return f"the answers from {self.test_from.text()} on (--test-from, UTC event time"
+        return f"the answers after the first {percent(self.test_from)} of each stream's ticks (--test-from " \
+               f"{self.test_from:g}"
 
     def _split_line(self) -> str:
         """Where --test-from split each stream, in event time: its first scored answer's (UTC)."""

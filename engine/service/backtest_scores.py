@@ -126,11 +126,14 @@ def first_share(n: int, fraction: float) -> int:
     return int(round(n * fraction, 6))
 
 
-def later_slice(table: pl.LazyFrame, marks: dict[str, MarkSeries], test_from: float,
+def later_slice(table: pl.LazyFrame, marks: dict[str, MarkSeries], test_from: Any,
                 test_starts: Mapping[str, tuple[int, int]] | None = None) -> pl.LazyFrame:
     """The answers given after the first `test_from` of their stream's ticks (answer point = tick `ticks`); a
     stream of ``test_starts`` (stream -> (its ticks in training, its test part's first tick): test_part_starts)
-    that has as many ticks here is cut where its test part starts instead, after the gap, as evaluate scores it."""
+    that has as many ticks here is cut where its test part starts instead, after the gap, as evaluate scores it.
+    A `test_from` of an event time (test_start.TestStart): the answers whose data time is then or later."""
+    if (ns := getattr(test_from, "ns", None)) is not None:
+        return table.filter(pl.col("data_ts") >= ns)
     starts = test_starts or {}
     cut = {stream: starts[stream][1] if stream in starts and starts[stream][0] == len(m)
            else first_share(len(m), test_from) for stream, m in marks.items()}

@@ -182,6 +182,22 @@ def _stream_times(recorded: Any) -> dict[str, int] | None:
     return {str(name): int(ts) for name, ts in recorded.items()} if isinstance(recorded, dict) else None
 
 
+def _same_files_note(seen: TrainedOn, inside: list[tuple[str, int, int]]) -> str | None:
+    """Why the test slice of the training files, cut by a time or read over a time range, is not out of sample, if
+    it is not: it begins inside the event times the model trained and validated on (``inside``, as in
+    _other_files_note)."""
+    from connectors.ticks import utc_text
+
+    if not inside:
+        return None
+    name, first, last = inside[0]
+    more = f"; so for {len(inside) - 1} more stream{'s' * (len(inside) > 2)}" if len(inside) > 1 else ""
+    return (f"this model was trained and validated on stream {name}'s ticks up to {utc_text(seen.streams[name])} "
+            f"(UTC event times, its evaluation.json), and the test slice of {name} runs from {utc_text(first)} to "
+            f"{utc_text(last)}{more}: those scores are not out of sample (give a --test-from after "
+            f"{utc_text(seen.streams[name])})")
+
+
 def _other_files_note(seen: TrainedOn, inside: list[tuple[str, int, int]], scored: str, fix: str) -> str | None:
     """Why scores on files other than the training files are not out of sample, if they are not: their ticks of a
     stream trained on fall inside the event times it was trained and validated on (``inside``: TrainedOn.overlapping
@@ -287,7 +303,8 @@ def in_sample_note(evaluation: dict[str, Any] | None, files: list[Path], report:
     mapped = same_reading and all(
         n == trained_ticks.get(name) or (max_ticks is not None and n <= (trained_ticks.get(name) or 0))
         for name, n in report.stream_ticks.items() if name in trained_ticks)
-    inside = _scored_inside(evaluation, report.stream_ticks, test_from) if mapped else None
+    by_time = hasattr(test_from, "ns")  # --test-from TIME (test_start.TestStart): compared in event times
+    inside = _scored_inside(evaluation, report.stream_ticks, test_from) if mapped and not by_time else None
     if inside:
         where = (f" (stream {inside[0][0]}: scored from its tick {inside[0][1]:,}, trained and validated on its "
                  f"ticks before {inside[0][2]:,})")
@@ -298,14 +315,19 @@ def in_sample_note(evaluation: dict[str, Any] | None, files: list[Path], report:
             return None
         name, first = late[0]
         where = (f" (stream {name}: scored from {utc_text(first)}, trained and validated on its ticks up to "
-                 f"{utc_text(seen.streams[name])}, UTC event times: this run reads the files otherwise than training "
-                 f"did, so training's tick positions do not map onto its ticks)")
-    elif inside is None and (test_from is None or test_from < seen.seen_end - 1e-9):
+                 f"{utc_text(seen.streams[name])}, UTC event times" + (")" if by_time else ": this run reads the "
+                 "files otherwise than training did, so training's tick positions do not map onto its ticks)"))
+        if by_time:
+            return (f"this model was trained and validated on {_seen_text(seen, shared)}, and --test-from "
+                    f"{test_from.text()}{where}: the scores below are not out of sample (give a --test-from after "
+                    f"{utc_text(max(seen.streams[n] for n in shared if n in seen.streams))})")
+    elif inside is None and not by_time and (test_from is None or test_from < seen.seen_end - 1e-9):
         where = ("" if mapped else " (this run reads the files otherwise than training did, so training's tick "
                  "positions do not map onto its ticks)")
     else:
         return None
-    scored = "every answer was scored" if test_from is None else f"--test-from {test_from:g}"
+    scored = ("every answer was scored" if test_from is None else f"--test-from {test_from.text()}" if by_time
+              else f"--test-from {test_from:g}")
     whole = ", over the whole files" if inside else ""  # (a run --max-ticks cut: its fractions are of fewer ticks)
     return (f"this model was trained and validated on {_seen_text(seen, shared)}, and {scored}{where}: the scores "
             f"below are not out of sample (give --test-from {seen.seen_end:g} or later{whole})")
@@ -329,15 +351,21 @@ def _scored_inside(evaluation: dict[str, Any] | None, stream_ticks: dict[str, in
             if first_scored[name] < seen[name]]
 
 
-def trained_on_overlap(model_dir: Path, files: list[Path], split: Any, evaluated: dict[str, tuple[int, int]]
-                       ) -> str | None:
+def trained_on_overlap(model_dir: Path, files: list[Path], split: Any, evaluated: dict[str, tuple[int, int]],
+                       by_time: bool = False) -> str | None:
     """Why the test slice is not out of sample for a checkpoint `flashtick train` wrote, if it is not: the same
     files, streams it trained on among the ``evaluated`` ones (stream -> its test slice's first and last event
     time, ns), and the test slice starts inside the part the model was trained on; or other files whose test
     slice of a stream trained on lies inside the event times the model trained and validated on."""
     from engine.service.backtest_report import percent
 
-    seen = _trained_on(checkpoint_evaluation(model_dir), files)
+    evaluation = checkpoint_evaluation(model_dir)
+    seen = _trained_on(evaluation, files)
+    # a time range (train's or this run's) or a test part cut at a time: the shares of the same files are of other
+    # ticks, so the test slice is compared with what training saw in event times
+    by_time = by_time or bool(((evaluation or {}).get("trained_on") or {}).get("time_range"))
+    if seen is not None and seen.files and by_time and seen.streams is not None:
+        return _same_files_note(seen, seen.overlapping(evaluated))
     if seen is not None and not seen.files:
         return _other_files_note(seen, seen.overlapping(evaluated), "the test slice",
                                  "score ticks after those it saw: later ticks, or a --split whose test part begins "

@@ -178,13 +178,15 @@ def _add_row_filters(group: argparse._ArgumentGroup) -> None:
 
 
 def _time_range_options() -> argparse.ArgumentParser:
-    """--from / --to, the event-time range read of the files (docs/replay.md): `backtest` and `feed replay`."""
+    """--from / --to, the event-time range read of the files (docs/replay.md): `backtest`, `feed replay`, `ticklog
+    export`, and `train` and `evaluate`, whose split then cuts the ticks inside the range alone."""
     from connectors.time_range import TIME_SYNTAX  # light (no torch)
 
     window = argparse.ArgumentParser(add_help=False)
     group = window.add_argument_group("time range", f"read only the ticks stamped from --from (inclusive) to --to "
                                       f"(exclusive), each by its own event time; a time is {TIME_SYNTAX}; the rows "
-                                      f"left out are counted in the summary")
+                                      f"left out are counted in the summary (train, evaluate: before the split, "
+                                      f"which cuts the ticks kept)")
     group.add_argument("--from", action=GivenOnce, dest="time_from", metavar="TIME",
                        help="the first event time read, e.g. 2024-01-02 "
                        "or 2024-01-02T14:30:00Z")

@@ -86,8 +86,9 @@ def add_backtest(sub: Any, shared: SharedOptions, help: str) -> None:
                                                                  "replay --batch-ms` sends it")
     p.add_argument("--model", type=user_path, metavar="DIR", help="checkpoint directory (overrides the config's "
                    "model.path)")
-    p.add_argument("--test-from", type=_test_from, default=None, metavar="FRACTION|test", help="score only the "
-                   "answers after this fraction of each stream's ticks, e.g. 0.7 (every answer is still written); "
+    p.add_argument("--test-from", type=_test_from, default=None, metavar="FRACTION|TIME|test", help="score only "
+                   "the answers after this fraction of each stream's ticks, e.g. 0.7, or from this event time on, "
+                   "e.g. 2024-03-13 (on --tz's clock without an offset; every answer is still written); "
                    "test: the --model checkpoint's own test part, as `flashtick evaluate` scores it (its split, "
                    "from its evaluation.json)")
     p.add_argument("--max-ticks", type=_count, default=None, help="stop after N ticks")
@@ -110,18 +111,36 @@ def add_backtest(sub: Any, shared: SharedOptions, help: str) -> None:
 
 
 def _test_from(text: str) -> float | str:
-    """`backtest --test-from`: a number (its range is checked with the run's other numbers: run_backtest), or
+    """`backtest --test-from`: a number (its range is checked with the run's other numbers: run_backtest), an event
+    time (its text, its syntax checked here: read on --tz's clock once every option is read, test_start.py), or
     `test`, the checkpoint's own split, which cmd_backtest reads from the checkpoint once it knows which."""
     from engine.service.checkpoint_notes import TEST_PART
 
     if text == TEST_PART:
         return text
+    return _test_from_time_or_fraction(text, f", or {quoted(TEST_PART)} (the model's own test part)")
+
+
+def _evaluate_test_from(text: str) -> float | str:
+    """`evaluate --test-from`: a fraction of each stream's ticks, or an event time (its text)."""
+    return _test_from_time_or_fraction(text, "")
+
+
+def _test_from_time_or_fraction(text: str, more: str) -> float | str:
+    from connectors.time_range import parse_time
+    from engine.service.test_start import looks_like_time
+
+    if looks_like_time(text):
+        try:
+            parse_time(text, "--test-from")
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return text
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a fraction of each stream's ticks in (0, 1), e.g. 0.7, or "
-                                         f"{quoted(TEST_PART)} (the model's own test part), got "
-                                         f"{quoted(text)}") from None
+        raise argparse.ArgumentTypeError(f"expected a fraction of each stream's ticks in (0, 1), e.g. 0.7, or an "
+                                         f"event time, e.g. 2024-03-13{more}, got {quoted(text)}") from None
 
 
 def _train_data_options() -> argparse.ArgumentParser:
@@ -163,9 +182,9 @@ def _train_data_options() -> argparse.ArgumentParser:
 def add_train(sub: Any, shared: SharedOptions, help: str) -> None:
     """`flashtick train`: the files, how to read and split them (`_train_data_options`), the optimisation and the
     model's size."""
-    reading = shared.reading
+    reading, time_range = shared.reading, shared.time_range
     data = _train_data_options()
-    p = sub.add_parser("train", parents=[reading, data], help=help)
+    p = sub.add_parser("train", parents=[reading, time_range, data], help=help)
     p.add_argument("files", nargs="+", type=user_path, help=FILES_HELP)
     p.add_argument("--out", type=user_path, required=True, help="checkpoint directory to write (new or empty)")
     p.add_argument("--overwrite", action="store_true", help="replace the checkpoint already in --out (without it, "
@@ -212,9 +231,9 @@ def add_train(sub: Any, shared: SharedOptions, help: str) -> None:
 
 def add_evaluate(sub: Any, shared: SharedOptions, help: str) -> None:
     """`flashtick evaluate`: a checkpoint scored on the files' test part, read and split as `train` does."""
-    reading = shared.reading
+    reading, time_range = shared.reading, shared.time_range
     data = _train_data_options()
-    p = sub.add_parser("evaluate", parents=[reading, data], help=help)
+    p = sub.add_parser("evaluate", parents=[reading, time_range, data], help=help)
     p.add_argument("model", type=user_path_text, help="checkpoint directory (with codec.json, or a Hugging Face "
                    "text model with --queries), or 'builtin'")
     p.add_argument("files", nargs="+", type=user_path, help=FILES_HELP)
@@ -222,6 +241,11 @@ def add_evaluate(sub: Any, shared: SharedOptions, help: str) -> None:
                    "backtest these queries and score their scored_as answers on each stream's test part "
                    "(docs/queries.md); a tick model is scored on its codec's questions")
     add_max_rejected_share(p)
+    p.add_argument("--test-from", type=_evaluate_test_from, default=None, metavar="TIME|FRACTION", help="score each "
+                   "stream from this event time on, e.g. 2024-03-13 (on --tz's clock without an offset): files the "
+                   "model never saw are scored whole; the ticks before it, less the gap, fit the baselines, so "
+                   "give files from before it too (the training files serve); or from this fraction of each "
+                   "stream's ticks, e.g. 0.8 (the split's train and validation share the rest)")
     p.add_argument("--plot", type=user_path, metavar="PNG", help="write the calibration diagram here (needs "
                    "matplotlib): a .png, .svg, .pdf, .jpg or .jpeg name, checked before the run")
     p.add_argument("--quiet", action="store_true", help="no notes on how the files were read, only the table (and "

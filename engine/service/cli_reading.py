@@ -14,9 +14,10 @@ from typing import Any
 FILE_ORDER = ""  # --no-sequence: rows of equal times in file order, said apart from an option not given (None)
 
 
-def time_range_of(args: argparse.Namespace) -> Any:
+def time_range_of(args: argparse.Namespace, quiet: bool = False) -> Any:
     """--from/--to; a time without an offset (a bare date) on --tz's clock when it is given, as a desk means its
-    market's day (review375 #8: Sydney's first hour was cut at UTC's midnight), said in a note; else UTC."""
+    market's day (review375 #8: Sydney's first hour was cut at UTC's midnight), said in a note (not ``quiet``: read
+    again after it was said); else UTC."""
     from connectors.time_range import TimeRange, names_no_offset
     from connectors.time_zones import unknown_zone_hint
 
@@ -26,7 +27,7 @@ def time_range_of(args: argparse.Namespace) -> Any:
         zone = None  # (an unknown zone is refused, naming itself, where the files' map is checked)
     time_range = TimeRange.of(given["--from"], given["--to"], zone)
     naive = [f"{option} {text}" for option, text in given.items() if text is not None and names_no_offset(text)]
-    if naive and zone:
+    if naive and zone and not quiet:
         print(f"{args.command_name}: note: {' and '.join(naive)} read on {zone}'s clock, as --tz gives it for the "
               f"files' times ({time_range.text()}; give an offset, e.g. 2024-01-02T09:30Z, for another clock)",
               file=sys.stderr)

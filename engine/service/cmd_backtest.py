@@ -70,6 +70,10 @@ def _backtest(args: argparse.Namespace) -> int:
     from engine.service.backtest import BacktestInterrupted
 
     time_range = time_range_of(args)  # a mistyped time is said before the model loads
+    if isinstance(args.test_from, str) and args.test_from != TEST_PART:  # --test-from TIME, on --tz's clock
+        from engine.service.test_start import test_start_of
+
+        args.test_from = test_start_of(args.test_from, args.tz)
     config, queries = _backtest_inputs(args)
     evaluation = checkpoint_evaluation(Path(config.model.path)) if config.model.path is not None else None
     _own_test_part(args, evaluation, config)
@@ -192,7 +196,7 @@ def _run(args: argparse.Namespace, config: Any, queries: Path, time_range: Any, 
                         note=lambda line: print(f"flashtick backtest: {labelled(line)}", file=sys.stderr),
                         streams=streams_to_read(args, config), time_range=time_range,
                         scoring=signals.scoring_begins, replaying=signals.replay_begins,
-                        test_starts=test_part_starts(evaluation, args.test_from),
+                        test_starts=test_part_starts(evaluation, _scored_from(args.test_from)),
                         command_line=getattr(args, "command_line", None), plot=not getattr(args, "no_plot", False))
 
 

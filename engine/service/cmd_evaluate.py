@@ -12,8 +12,8 @@ from typing import Any, Callable
 from engine.service.builtin_in_sample import SEEN_END, builtin_in_sample_note
 from engine.service.checkpoint_notes import current_reading, read_as_trained, trained_on_overlap
 from engine.service.cli_common import check_outputs, printable_json
-from engine.service.cli_reading import column_map_of
-from engine.service.cmd_train import (pause_notes, rejected_status, say_left_out, say_rejected_if_quiet,
+from engine.service.cli_reading import column_map_of, time_range_of
+from engine.service.cmd_train import (DEFAULT_SPLIT, pause_notes, rejected_status, say_left_out, say_rejected_if_quiet,
                                       train_common)
 from engine.service.output_paths import IMAGE, PARQUET, Output, check_plot_path
 from engine.service.reading_record import READING_OPTIONS, reading_mismatch
@@ -30,12 +30,13 @@ def _test_streams(args: argparse.Namespace, model: Any, codec: Any, split: Any, 
     from connectors.labels import tick_price
     from connectors.price_steps import price_steps
     from engine.service.evaluate import window_ticks
-    from engine.service.splits import (gap_note, min_part_ticks, prepare, read_streams, short_streams_line,
+    from engine.service.stream_reading import read_streams
+    from engine.service.splits import (gap_note, min_part_ticks, prepare, short_streams_line,
                                        time_overlap_note)
 
     streams, rejected = read_streams([str(f) for f in args.files], column_map_of(args), note=said,
                                      streams=args.streams, caution=caution, opened=opened,
-                                     origins=origins, command="evaluate")
+                                     origins=origins, command="evaluate", time_range=time_range_of(args))
     # train's rule: a part of fewer ticks left a test slice of one tick, an empty table and exit 0
     min_ticks = min_part_ticks(codec, window_ticks(model))
     prepared, skipped = prepare(codec, streams, split, min_ticks, training=False, name_all=args.verbose,
@@ -66,7 +67,7 @@ def _say_evaluation(args: argparse.Namespace, result: dict[str, Any], model_dir:
         print(printable_json(result, indent=1))
     else:
         streams = counted(len(prepared), "stream")
-        print(f"{model_dir} on the test slice ({args.split}) of {streams}, window {window_ticks(model)} "
+        print(f"{model_dir} on {_test_part_words(args, split)} of {streams}, window {window_ticks(model)} "
               f"ticks; baselines fitted on the train slice")
         print(format_table(result, args.by_stream))
     if args.plot is not None:  # after the numbers: a plotting problem never loses them
@@ -78,7 +79,8 @@ def _say_evaluation(args: argparse.Namespace, result: dict[str, Any], model_dir:
         return
     tested = {sd.name: (sd.ticks[sd.parts.test.start].ts, sd.ticks[sd.parts.test.stop - 1].ts)
               for sd in prepared if len(sd.parts.test)}
-    if (overlap := trained_on_overlap(model_dir, args.files, split, tested)) is not None:
+    by_time = split.test_from_ns is not None or time_range_of(args, quiet=True) is not None
+    if (overlap := trained_on_overlap(model_dir, args.files, split, tested, by_time)) is not None:
         print(f"note: {overlap}", file=sys.stderr)
     from engine.models import BUILTIN_MODEL_DIR
 
@@ -86,6 +88,39 @@ def _say_evaluation(args: argparse.Namespace, result: dict[str, Any], model_dir:
             args.files, 1 - split.test, f"give a --split whose test part starts at {SEEN_END:.0%} or later, e.g. "
                                         f"70/10/20")) is not None:  # (review349 #5)
         print(f"note: {said}", file=sys.stderr)
+
+
+def _split_from_test_from(args: argparse.Namespace) -> Any:
+    """--test-from: a fraction sets --split's test share (train and validation sharing the rest as the split has
+    them), so the record, the heading and the notes all say the split scored; a time is returned
+    (test_start.TestStart), for the split to cut each stream there; None without it."""
+    from engine.service.splits import SplitSpec
+    from engine.service.test_start import test_start_of
+
+    if args.test_from is None:
+        return None
+    if isinstance(args.test_from, str):
+        return test_start_of(args.test_from, args.tz)
+    share = args.test_from
+    if not 0 < share < 1:
+        raise ValueError(f"--test-from must be a fraction in (0, 1) of each stream's ticks, e.g. 0.8, or an event "
+                         f"time, e.g. 2024-03-13 (to score whole files the model never saw: the time they start), "
+                         f"got {share:g}")
+    given = SplitSpec.parse(args.split or DEFAULT_SPLIT)
+    seen = given.train + given.validation
+    train = round(100 * share * given.train / seen, 4)
+    args.split = f"{train:g}/{round(100 * share - train, 4):g}/{round(100 * (1 - share), 4):g}"
+    return None
+
+
+def _test_part_words(args: argparse.Namespace, split: Any) -> str:
+    """What was scored, for the heading: the test slice of a split, or each stream's ticks from a time on."""
+    from connectors.ticks import utc_text
+
+    if split.test_from_ns is None:
+        return f"the test slice ({args.split})"
+    return (f"the test part from {utc_text(split.test_from_ns)} on (--test-from: each stream's every tick from "
+            f"then; the ticks before it, less the gap, are the train part)")
 
 
 # evaluate's options that change its scores, past the reading (current_reading) and the device and threads
@@ -125,15 +160,20 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
     if is_text_model(model_dir):  # scored on its scored_as queries by a backtest of the test part
         if args.queries is None:
             raise ValueError(text_model_refusal(model_dir, "evaluate"))
+        _split_from_test_from(args)
         split, _ = train_common(args)
-        return evaluate_text_model(args, model_dir, split.train + split.validation)
+        return evaluate_text_model(args, model_dir, split.train + split.validation if args.test_from is None or
+                                   isinstance(args.test_from, float) else args.test_from)
     if args.queries is not None:
         raise ValueError("--queries applies to a Hugging Face text model's evaluation; a tick model is scored on its "
                          "codec's named questions")
     recorded = read_as_trained(args, model_dir, said, splits=True)  # its --split too, before the split is parsed
     if (mismatch := reading_mismatch(recorded, current_reading(args), READING_OPTIONS)) is not None:
         said(mismatch)
+    test_start = _split_from_test_from(args)
     split, options = train_common(args)
+    if test_start is not None:
+        split = dataclasses.replace(split, test_from_ns=test_start.ns)
     device = resolve_device(args.device)
     model, codec = load_tick_model(model_dir, device, "evaluate")
     read: list[InputFiles] = []

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from engine.path_words import file_not_found, shown_path
 from engine.service.cli_common import (check_outputs, exit_status, interrupted_status, printable_json,
                                        raise_interrupted, restore_handlers)
-from engine.service.cli_reading import column_map_of
+from engine.service.cli_reading import column_map_of, time_range_of
 from engine.service.output_lock import take_lock
 from engine.service.output_paths import PARQUET, Output, staged_file
 from engine.service.staged_dir import staged_directory
@@ -147,7 +147,8 @@ def _train_settings(args: argparse.Namespace) -> tuple[Any, Any]:
     options = FitOptions(split=split, base=base, eval_every=args.eval_every, patience=args.patience,
                          device=args.device, evaluation=evaluation, codec_version=args.codec_version,
                          head=not args.no_head, streams=tuple(args.streams) if args.streams else None,
-                         name_left_out=args.verbose, points_out=args.points_out, session_gap_ns=args.session_gap)
+                         name_left_out=args.verbose, points_out=args.points_out, session_gap_ns=args.session_gap,
+                         time_range=time_range_of(args))
     return cfg, options
 
 

@@ -42,7 +42,8 @@ from engine.service.finetune_options import FitOptions
 from engine.service.output_paths import write_text_atomically
 from engine.service.reading_record import reading_of
 from engine.service.run_record import InputFiles, files_record, input_files
-from engine.service.splits import StreamData, longest_horizon, read_streams
+from engine.service.splits import StreamData, longest_horizon
+from engine.service.stream_reading import read_streams
 from engine.service.tick_checkpoint import load_tick_model, window_ticks
 from engine.service.tick_origins import TickOrigins
 from engine.service.train_checkpoint import WEIGHTS_FILE, new_model, save_model
@@ -138,6 +139,9 @@ def _trained_on(files: list[str], options: FitOptions, reading: dict[str, Any], 
     return {"files": [str(Path(f).resolve()) for f in replay_files(files)],
             "seen_end": options.split.train + options.split.validation,  # fitted, stopped and calibrated on
             "reading": reading,  # reading_record.READING_OPTIONS: evaluate reads with them
+            # --from/--to: seen_end is a share of the ticks inside it, so a later run of the same files compares
+            # event times (the streams' below), not shares
+            "time_range": None if options.time_range is None else options.time_range.text(),
             # the streams trained on (one the split left out is not), each with its last trained or validated
             # tick's event time (ns): where its seen part ends however a later run reads the files
             "streams": {sd.name: sd.ticks[max(sd.parts.train.stop, sd.parts.validation.stop) - 1].ts
@@ -177,7 +181,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     bar = _phase(bar_factory, "reading", len(files), "files")  # (a slow file's read says itself every 10 s)
     streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"),
                                          streams=options.streams, caution=lambda line: caution(labelled(line)),
-                                         opened=opened, origins=origins, command="train")
+                                         opened=opened, origins=origins, command="train",
+                                         time_range=options.time_range)
     if bar is not None:
         bar.update(len(files))
         bar.close()
@@ -213,6 +218,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
               "base": str(options.base) if options.base else "from scratch",
               "device": device, "split": split_text(options.split, max(options.split.gap, longest_horizon(codec))),
               "selected_streams": list(options.streams) if options.streams else None,  # None: every one
+              "time_range": None if options.time_range is None else options.time_range.text(),  # --from/--to
               "rejected": rejected, "ticks_read": sum(map(len, streams_raw.values())),  # taken (rejected: the rest)
               **split_notes, "cautions": cautions,
               "params": sum(p.numel() for p in model.parameters()), "config": run_config(cfg),

@@ -14,9 +14,9 @@ from connectors.ticks import Tick, counted
 from engine.service.evaluate import MIN_POINTS
 from engine.service.finetune_options import FitOptions
 from engine.service.splits import (
-    SHORT_NAMED, Rejected, SplitSpec, StreamData, gap_note, min_part_ticks, prepare, short_streams_line,
-    time_overlap_note,
+    SHORT_NAMED, SplitSpec, StreamData, gap_note, min_part_ticks, prepare, short_streams_line, time_overlap_note,
 )
+from engine.service.stream_reading import Rejected
 from engine.service.train_config import TrainConfig
 from engine.service.train_data import Source, sample_batch
 from engine.service.train_stopping import Validation

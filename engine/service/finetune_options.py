@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from connectors.codec import SPEC_VERSIONS
+from connectors.time_range import TimeRange
 from engine.models import BUILTIN_MODEL_DIR
 from engine.quoting import quoted_choices
 from engine.service.evaluate import EvalOptions
@@ -34,6 +35,8 @@ class FitOptions:
     # --session-gap: a label horizon across a pause that long or longer in event time leaves its point unlabelled
     # in every part
     session_gap_ns: int | None = None
+    # --from/--to: the ticks of the files trained on, by event time, before the split (None: every tick)
+    time_range: TimeRange | None = None
 
     def __post_init__(self) -> None:
         for name in ("eval_every", "patience", "val_batches"):

@@ -12,26 +12,19 @@ its training windows and answer targets come from the train part alone.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
-from connectors.cautions import Caution
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
 from connectors.labels import NO_LABEL, label_series, marks_of
-from connectors.replay import FileReplay
-from connectors.ticks import Tick, shown_name
-from connectors.zero_crossings import holes_refusal
+from connectors.ticks import Tick, shown_name, utc_text
 from engine.quoting import quoted
 from engine.service.backtest_scores import first_share
-from engine.service.rejections import rejected_lines
 from engine.service.features import microstructure_features
-from engine.service.no_data import NoData, refuse_absent_inputs
-from engine.service.tick_origins import TickOrigins
 
 PARTS = ("train", "validation", "test")
 
@@ -44,6 +37,9 @@ class SplitSpec:
     validation: float = 0.15
     test: float = 0.15
     gap: int = 0  # 0: the codec's longest question horizon
+    # evaluate --test-from TIME: each stream's test part is its ticks stamped then or later (ns), the ticks before
+    # it, less the gap, its train part (no validation part: evaluate fits its baselines on the train part alone)
+    test_from_ns: int | None = None
 
     def __post_init__(self) -> None:
         if self.train <= 0 or self.test <= 0 or self.validation < 0:
@@ -84,7 +80,13 @@ class StreamSplit(NamedTuple):
     test: range
 
 
-def split_ticks(n: int, spec: SplitSpec, gap: int) -> StreamSplit:
+def split_ticks(n: int, spec: SplitSpec, gap: int, ts: np.ndarray | None = None) -> StreamSplit:
+    """A stream of n ticks cut by ``spec``'s shares; with its test_from_ns, by the event times ``ts`` (n,): the test
+    part from the first tick stamped then, the gap taken from the ticks before it, so the test part is whole."""
+    if spec.test_from_ns is not None and ts is not None:
+        cut = int(np.searchsorted(ts, spec.test_from_ns, side="left"))
+        before = max(cut - gap, 0)
+        return StreamSplit(range(0, before), range(before, before), range(cut, n))
     a = first_share(n, spec.train)
     b = first_share(n, spec.train + spec.validation)
     train = range(0, a)
@@ -187,59 +189,6 @@ def longest_horizon(codec: BinnedCodec) -> int:
     return max(q.spec.horizon for q in codec.questions.values())
 
 
-class Rejected(dict):
-    """The ticks a reading rejected: reason -> count (a dict, as records and --json keep it), with ``said``, the
-    reading's line per reason (its first row and the fix it proposes: `rejected_lines`), for an error the
-    rejections may have caused to name them under --quiet too (a stream left too short to split by 77% of its
-    prices refused at or below zero needs --price-offset, not another --split)."""
-
-    def __init__(self, counts: Mapping[str, int], said: list[str]) -> None:
-        super().__init__(counts)
-        self.said = said
-
-
-def read_streams(files: list[str], columns: Any = None, note: Callable[[str], None] = lambda _: None,
-                 streams: list[str] | None = None, caution: Callable[[str], None] | None = None,
-                 opened: Callable[[FileReplay], None] = lambda _: None, origins: TickOrigins | None = None,
-                 command: str = "this run") -> tuple[dict[str, list[Tick]], Rejected]:
-    """Every valid tick of `files` (FileReplay: presets, column maps, detection), grouped by stream;
-    and the rejected rows by reason (`Rejected`). ``note`` is told how the files are read (the map detected, a time zone
-    assumed, ...), as `backtest` tells it; ``caution`` (default ``note``) the reading's cautions among them (two
-    instruments in one stream, two sources interleaved: connectors/cautions.py), which change what the scores mean
-    and so are said where the plain notes are quieted (--quiet). ``streams`` (names or globs) reads those alone.
-    ``opened`` is given the replay once its files are open (evaluate records them: run_record.input_files);
-    ``origins`` gets each tick's file and row, as a backtest's does (--points-out names them). A stream whose
-    prices cross zero, its rows at or below it refused out of its middle, is refused (zero_crossings.py): no label
-    of ``command`` (`train`, `evaluate`) may span such a hole."""
-    refuse_absent_inputs(files)  # a pattern that matches no file yet, an empty folder: no data yet (NoData)
-    replay = FileReplay(files, columns=columns, streams=streams)
-    opened(replay)
-    for line in replay.notes:
-        say = caution if caution is not None and isinstance(line, Caution) else note
-        say(line)
-    by_stream: dict[str, list[Tick]] = defaultdict(list)
-    while not replay.done:
-        ticks = replay.next_batch(65536)
-        for tick in ticks:
-            by_stream[tick.stream].append(tick)
-        if origins is not None:  # every tick read is one of its stream's (prepare keeps them all, in order)
-            for tick, origin in zip(ticks, replay.origins):
-                origins.add(tick.stream, *origin)
-    rejected = replay.rejected
-    read = sum(map(len, by_stream.values()))  # none read: the error below says so, no share to warn of
-    said = [line.strip() for line in rejected_lines(dict(rejected), rejected.examples, read or None,
-                                                    rejected.streams_of())]
-    if not by_stream and said:
-        raise ValueError("no tick was read from the files: every row was rejected: " + "; ".join(said))
-    if not by_stream:  # each file a header alone or zero bytes: no data yet, not a mistake (no_data.py)
-        raise NoData("no tick was read from the files: they hold no data rows")
-    for line in said:
-        note(line)
-    if (holes := holes_refusal(rejected, command)) is not None:
-        raise ValueError(holes)
-    return dict(by_stream), Rejected(Counter(rejected), [line for line in said if not line.startswith("warning: ")])
-
-
 def gap_note(codec: BinnedCodec, spec: SplitSpec) -> str | None:
     """What `prepare` does to a --gap below the longest question horizon (widens it), in words; None otherwise."""
     if 0 < spec.gap < longest_horizon(codec):  # a label must not cross a cut
@@ -301,9 +250,12 @@ def prepare(codec: BinnedCodec, streams: dict[str, list[Tick]], spec: SplitSpec,
     the ticks the reading did not take (``rejected``, read_streams'), which may be why."""
     gap = max(spec.gap, longest_horizon(codec))
     out, skipped = [], []
+    by_time = spec.test_from_ns is not None
     for name, ticks in sorted(streams.items()):
-        parts = split_ticks(len(ticks), spec, gap)
-        short = [p for p, r in zip(PARTS, parts) if len(r) < min_ticks and (p != "validation" or spec.validation)]
+        times = np.array([t.ts for t in ticks], dtype=np.int64) if by_time else None
+        parts = split_ticks(len(ticks), spec, gap, times)
+        short = [p for p, r in zip(PARTS, parts)
+                 if len(r) < min_ticks and (p != "validation" or (spec.validation and not by_time))]
         if short:
             under = "empty" if min_ticks == 1 else f"under {min_ticks} ticks"
             skipped.append(f"{name}: {len(ticks):,} ticks leave its {' and '.join(short)} "
@@ -323,6 +275,13 @@ def prepare(codec: BinnedCodec, streams: dict[str, list[Tick]], spec: SplitSpec,
             summed = _short_streams(streams, ())
             short = (f"its {summed.count} streams hold {summed.span} (the longest: {summed.named}; --verbose names "
                      f"each)")
+        if by_time:  # the shares' advice does not apply: the cut is a time
+            cut = utc_text(spec.test_from_ns)
+            raise ValueError("no stream is long enough to split: " + short + f" (--test-from {cut}: each stream "
+                             f"needs at least {min_ticks:,} ticks from then on, and {min_ticks:,} more than the gap "
+                             f"of {gap} ticks before it, its train part, where the baselines are fitted: give files "
+                             f"from before it too (the model's training files serve; they are not scored))"
+                             + _not_taken(rejected, sum(map(len, streams.values()))))
         raise ValueError("no stream is long enough to split: " + short + f" (this split needs "
                          f"{ticks_needed(spec, gap, min_ticks):,} ticks in a stream: "
                          f"{_what_would_split(longest, n, spec, gap, min_ticks, training)})"

@@ -41,15 +41,17 @@ def text_model_refusal(model_dir: Path, command: str) -> str:
                    f"with {score}, in `backtest --queries Q` or `evaluate DIR FILES --queries Q`")
 
 
-def evaluate_text_model(args: argparse.Namespace, model_dir: Path, test_start: float) -> int:
+def evaluate_text_model(args: argparse.Namespace, model_dir: Path, test_start: float | str) -> int:
     """Backtest ``args.queries`` with the text model over ``args.files``, scoring each stream's ticks from
-    ``test_start`` on (its share of ticks before the test part); returns backtest's exit status."""
+    ``test_start`` on (its share of ticks before the test part, or an event time: --test-from's text); returns
+    backtest's exit status."""
     from engine.service.cmd_backtest import cmd_backtest
 
     with tempfile.TemporaryDirectory(prefix="flashtick-evaluate-") as scratch:
         out = args.points_out or Path(scratch) / "answers.parquet"
         argv = ["backtest", *map(str, args.files), "--model", str(model_dir), "--queries", str(args.queries),
-                "--out", str(out), "--test-from", f"{test_start:g}"] + (["--quiet"] if args.quiet else [])
+                "--out", str(out), "--test-from", test_start if isinstance(test_start, str) else f"{test_start:g}",
+                *(["--quiet"] if args.quiet else [])]
         # backtest's own parser (cli_parser_local gives it to evaluate): its options' defaults and checks
         backtest = args.backtest_parser.parse_args(argv[1:])
         backtest.command, backtest.command_name = "backtest", "flashtick backtest"
@@ -58,8 +60,8 @@ def evaluate_text_model(args: argparse.Namespace, model_dir: Path, test_start: f
             if name not in _OWN and hasattr(backtest, name):
                 setattr(backtest, name, value)
         print(f"flashtick evaluate: {model_dir} is a text model: backtesting {args.queries} over the files and "
-              f"scoring each stream's test part (its ticks after the first {100 * test_start:g}%; --split "
-              f"{args.split}), as `flashtick {' '.join(argv)}` does", file=sys.stderr)
+              f"scoring each stream's test part ({_test_part(test_start, args.split)}), as `flashtick "
+              f"{' '.join(argv)}` does", file=sys.stderr)
         # under --json, stdout holds the JSON alone: the backtest's table goes to stderr with its notes
         with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
             status = cmd_backtest(backtest)
@@ -68,3 +70,10 @@ def evaluate_text_model(args: argparse.Namespace, model_dir: Path, test_start: f
                               "test_from": test_start,
                               "scores": json.loads(Path(out).with_suffix(".scores.json").read_text())}, indent=1))
         return status
+
+
+def _test_part(test_start: float | str, split: str) -> str:
+    """Where the scored part starts, in words: a share of each stream's ticks, or --test-from's time."""
+    if isinstance(test_start, str):
+        return f"its ticks from {test_start} on, --test-from"
+    return f"its ticks after the first {100 * test_start:g}%; --split {split}"

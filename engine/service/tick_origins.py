@@ -5,8 +5,8 @@ tick number `ticks` (1-based). The replay knows each tick's file and row (FileRe
 knows the count. `TickOrigins` keeps, per stream, the (file, row) of every accepted tick in order (12 bytes a tick,
 beside the 24 of the stream's marks), and the answer writer looks an answer's up by its stream and count. Rebuilt
 with the marks on a --resume (the same ticks, accepted alike), so a resumed run names the same rows. `evaluate` and
-`train` keep one of every tick they read (splits.read_streams), so an answer point at a stream's tick index i names
-the origin of its tick number i + 1, looked up the same way (evaluation_points.points_table).
+`train` keep one of every tick they read (stream_reading.read_streams), so an answer point at a stream's tick index i
+names the origin of its tick number i + 1, looked up the same way (evaluation_points.points_table).
 """
 
 from __future__ import annotations
