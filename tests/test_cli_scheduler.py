@@ -121,6 +121,31 @@ def test_backtest_resume_runs_unchanged_every_hour(engine: Path, tmp_path: Path)
     assert out.stat().st_mtime_ns == written[0]
 
 
+def test_backtest_resume_of_a_folder_that_gained_a_day_names_the_file_added(engine: Path, tmp_path: Path) -> None:
+    """A folder of daily files that gained a day: --resume's refusal names the new file (review382 #10: "its
+    files, readings differ" named none) and says how to answer the new day alone; a day's file edited is named as
+    changed."""
+    ticks = pl.read_parquet(engine / "ticks.parquet")
+    days = tmp_path / "days"
+    days.mkdir()
+    ticks.slice(0, 200).write_parquet(days / "day1.parquet")
+    out = tmp_path / "answers.parquet"
+    argv = backtest(engine, [str(days)], out, "--resume", "--no-plot")
+    code, _, err = run(*argv)
+    assert code == 0, err
+    ticks.slice(200, 200).write_parquet(days / "day2.parquet")  # the next day's download
+    code, _, err = run(*argv)
+    assert code == 2, err
+    assert f"its files (1 file added: {days / 'day2.parquet'}) differ" in err, err
+    assert "to answer only the new files, backtest them (or the folder with --from the first new day)" in err, err
+    ticks.slice(0, 150).write_parquet(days / "day1.parquet")  # and the first day cut short
+    code, _, err = run(*argv)
+    assert code == 2, err
+    assert (f"its files (1 file added: {days / 'day2.parquet'}; 1 file changed (other bytes): "
+            f"{days / 'day1.parquet'}) differ") in err, err
+    assert "to answer only the new files" not in err  # not only added: one run over every file is the answer
+
+
 def test_backtest_over_max_rejected_share_exits_1_with_its_work_kept(engine: Path, tmp_path: Path) -> None:
     bad = trades_csv(tmp_path / "bad AAA.csv", 600, bad_every=3)  # 200 of 600 rejected: 33%
     code, _, err = run(*backtest(engine, [str(bad)], tmp_path / "a.parquet"))

@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from engine.rust_paths import rust_path
+from engine.service.file_changes import file_changes, new_days_hint
 from engine.service.run_record import MANIFEST_SUFFIX, PARQUET_KEY
 
 # record keys that may differ in the same run: the CPU thread count (a resume on more cores is the same run;
 # AnswerParts tells, not refuses it), whether it was resumed (run_record.resumed_record), and the command line
 # (this one has --resume, and may spell the same options otherwise)
 _NOT_COMPARED = frozenset({"threads", "resumed", "argv"})
+_FILE_KEYS = {"files", "readings"}  # said as the files that differ, by name (file_changes.py)
 
 
 class AlreadyComplete(FileExistsError):
@@ -57,7 +59,8 @@ def refuse_or_skip_finished(out: Path, record: dict[str, Any]) -> None:
     directory = out.with_name(out.name + PARTS_SUFFIX)
     if directory.exists() or not out.is_file():
         return
-    differs = _differences(out, json.loads(json.dumps(record, sort_keys=True, default=str)))
+    hints: list[str] = []
+    differs = _differences(out, json.loads(json.dumps(record, sort_keys=True, default=str)), hints=hints)
     if not differs:
         rows = _rows(out)
         raise AlreadyComplete(f"already complete: {out} holds every answer of this run ({rows} rows, scored in "
@@ -65,7 +68,8 @@ def refuse_or_skip_finished(out: Path, record: dict[str, Any]) -> None:
                               f"options: nothing to do", *_counts(out))
     raise FileExistsError(f"{out} holds a finished backtest (no checkpoint in {directory}): the run there is "
                           f"complete, but not this command's ({differs}), so there is nothing of it to resume; to run "
-                          f"it, remove {out} or give another --out (a dated one, for a scheduled job)")
+                          f"it, remove {out} or give another --out (a dated one, for a scheduled job)"
+                          + "".join(f"; {hint}" for hint in hints))
 
 
 def replaced_note(out: Path, record: dict[str, Any]) -> str | None:
@@ -91,8 +95,10 @@ def _values(key: str, then: Any, now: Any) -> str:
 
 
 def _differences(out: Path, record: dict[str, Any],
-                 say: Callable[[str, Any, Any], str] = lambda key, then, now: key) -> str:
-    """What differs between this run's record and the finished one's, in words ('' when nothing does)."""
+                 say: Callable[[str, Any, Any], str] = lambda key, then, now: key, hints: list[str] | None = None
+                 ) -> str:
+    """What differs between this run's record and the finished one's, in words ('' when nothing does); ``hints``
+    is given what to do where that helps (files only added: how to answer the new ones)."""
     manifest_path = out.with_suffix(MANIFEST_SUFFIX)
     if not out.with_suffix(".scores.json").is_file() or not manifest_path.is_file():
         return f"its scores or manifest, {manifest_path.name}, are missing"
@@ -105,7 +111,15 @@ def _differences(out: Path, record: dict[str, Any],
         return f"{out.name} was replaced since {manifest_path.name} was written"
     keys = sorted(k for k in set(record) | set(manifest) - _NOT_COMPARED
                   if k not in _NOT_COMPARED and record.get(k) != manifest.get(k))
-    return f"its {', '.join(say(k, manifest.get(k), record.get(k)) for k in keys)} differ" if keys else ""
+    said = [say(k, manifest.get(k), record.get(k)) for k in keys if k not in _FILE_KEYS]
+    changes = file_changes(manifest, record) if _FILE_KEYS & set(keys) else None
+    if changes is not None and changes.text():  # the files by name (a folder of days: the day added)
+        said.insert(0, f"files ({changes.text()})")
+    elif changes is not None:  # (a record whose per-file entries say nothing more)
+        said[:0] = [k for k in keys if k in _FILE_KEYS]
+    if hints is not None and changes is not None and changes.only_added() and len(said) == 1:
+        hints.append(new_days_hint())
+    return f"its {', '.join(said)} differ" if said else ""
 
 
 def _counts(out: Path) -> tuple[int | None, dict[str, int] | None]:
