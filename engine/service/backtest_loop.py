@@ -21,7 +21,7 @@ from connectors.replay import FileReplay
 from connectors.ticks import InvalidTick, Tick
 from engine.service.answer_parts import AnswerParts
 from engine.service.pipeline import TickPipeline
-from engine.service.replay_progress import show_read
+from engine.service.replay_progress import position_text, show_position, show_read
 from engine.service.tick_origins import TickOrigins
 from queries.cache import Answer
 
@@ -60,6 +60,7 @@ def replay_from(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, 
     group_ticks = 0  # ticks of the current group: a batch of more than MAX_BATCH_TICKS is cut after each that many
     saved_at = time.monotonic()
     next_flush = (consumed // FLUSH_TICKS + 1) * FLUSH_TICKS
+    reached: tuple[int, tuple[int, int]] | None = None  # the last tick taken: its event time and its file and row
     while not replay.done and (max_ticks is None or pipeline.ticks_in < max_ticks):
         want = READ_TICKS if max_ticks is None else min(READ_TICKS, max_ticks - pipeline.ticks_in)
         ticks = replay.next_batch(want)
@@ -78,13 +79,18 @@ def replay_from(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts, 
                         parts.save(answers, consumed, origins, pipeline.answer_context)
                         answers, saved_at = [], time.monotonic()
                 if stopping:
-                    raise BacktestInterrupted(f"interrupted after {consumed} ticks; {parts.answers} answers kept in "
+                    where = f" ({position_text(replay, *reached)})" if reached is not None else ""
+                    raise BacktestInterrupted(f"interrupted after {consumed} ticks{where}; {parts.answers} answers "
+                                              f"kept in "
                                               f"{parts.dir}; run the same command with --resume (resume=True from "
                                               f"Python) to continue", ticks=consumed, answers=parts.answers,
                                               kept=parts.dir)
                 batch_ends = batch_end(tick.ts, batch_ns)  # (a burst's next group: the same window's end)
                 group_ticks = 0
                 show_read(bar, replay, consumed)
+                if reached is not None:
+                    show_position(bar, replay, *reached)
+            reached = (tick.ts, origin)  # the last tick taken: where a stop after it says the run is
             consumed += 1
             group_ticks += 1
             ingest_tick(pipeline, tick, marks, origins, origin)
