@@ -73,7 +73,9 @@ def test_evaluate_scores_every_tick_from_test_from_and_says_the_span(trained) ->
     assert f"on the test part from {DAYS[2]}T00:00:00Z on (--test-from" in said, said
     assert "not out of sample" not in err, err  # the model saw the first two days alone
     rc, out, err = run("evaluate", str(model), str(days), "--test-from", DAYS[2], *QUICK, "--json")
-    parts = json.loads(out)["streams"]["AAA"]
+    result = json.loads(out)
+    assert result["test_from"] == result["run"]["options"]["test_from"] == f"{DAYS[2]}T00:00:00Z"
+    parts = result["streams"]["AAA"]
     assert parts["test"] == [2 * DAY_ROWS, 3 * DAY_ROWS]  # the third day whole: no tick of it left out as a gap
     assert parts["times"]["test"][0] == f"{DAYS[2]}T13:30:00Z"
     assert parts["train"][0] == 0 and parts["train"][1] <= 2 * DAY_ROWS - 50  # the gap taken before the cut

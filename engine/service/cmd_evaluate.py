@@ -113,6 +113,13 @@ def _split_from_test_from(args: argparse.Namespace) -> Any:
     return None
 
 
+def _test_from_text(split: Any) -> str | None:
+    """--test-from TIME as the record and --json keep it (UTC ISO 8601); None: the split's shares cut the parts."""
+    from connectors.ticks import utc_text
+
+    return None if split.test_from_ns is None else utc_text(split.test_from_ns)
+
+
 def _test_part_words(args: argparse.Namespace, split: Any) -> str:
     """What was scored, for the heading: the test slice of a split, or each stream's ticks from a time on."""
     from connectors.ticks import utc_text
@@ -182,7 +189,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
                                                 lambda replay: read.append(input_files(replay)), origins)
     # what made the scores, as a backtest records it: in --json, beside --points-out and in its metadata
     record = evaluation_record(model_dir, codec, read[0], current_reading(args), {
-        "split": split.text(), "device": device, "threads": torch.get_num_threads(),
+        "split": split.text(), "test_from": _test_from_text(split),
+        "time_range": None if (ranged := time_range_of(args, quiet=True)) is None else ranged.text(), "device": device,
+        "threads": torch.get_num_threads(),
         **{name: getattr(args, name) for name in SCORING_OPTIONS}})
     result = evaluate_streams(model, codec, prepared, dataclasses.replace(options, device=device),
                               read_head(model_dir, codec), points_out=args.points_out, origins=origins,
@@ -193,6 +202,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
         raise ValueError(f"nothing to score: no question has a realised answer in both the train and the test part "
                          f"(--split {args.split}) of {counted(len(prepared), 'stream')}")
     result |= {"model": str(model_dir), "files": [str(f) for f in args.files], "split": args.split,
+               "test_from": _test_from_text(split),
                "gap": max(split.gap, longest_horizon(codec)), "rejected": rejected, "skipped": skipped,
                "session_gap_ns": args.session_gap}
     for note in pause_notes(result, args.session_gap, "unscored"):
