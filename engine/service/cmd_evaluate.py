@@ -84,9 +84,11 @@ def _say_evaluation(args: argparse.Namespace, result: dict[str, Any], model_dir:
         print(f"note: {overlap}", file=sys.stderr)
     from engine.models import BUILTIN_MODEL_DIR
 
+    # (a test part cut at a time starts at no one share: judged as if every tick were scored, the cautious reading)
+    scored_from = 1 - split.test if split.test_from_ns is None else None
     if model_dir.resolve() == BUILTIN_MODEL_DIR.resolve() and (said := builtin_in_sample_note(
-            args.files, 1 - split.test, f"give a --split whose test part starts at {SEEN_END:.0%} or later, e.g. "
-                                        f"70/10/20")) is not None:  # (review349 #5)
+            args.files, scored_from, f"give a --split whose test part starts at {SEEN_END:.0%} or later, e.g. "
+                                     f"70/10/20")) is not None:  # (review349 #5)
         print(f"note: {said}", file=sys.stderr)
 
 
