@@ -566,7 +566,8 @@ def test_run_backtest_takes_test_from_test_and_a_model_from_a_dict_as_docs_show(
     scored = next(score for score in report.scores if score.query == "dir20")
     assert scored.scored == _scored_dir20(out, parts) > 20  # each trained stream cut at its own test part
     assert json.loads(out.with_suffix(".manifest.json").read_text())["run"]["test_from"] == 0.85
-    with pytest.raises(ValueError, match=r'^test_from \(--test-from\) must be a fraction in \(0, 1\) or "test"'):
+    with pytest.raises(ValueError, match=r'^test_from \(--test-from\) must be a fraction in \(0, 1\), an event time '
+                                         r'\(test_start.TestStart\) or "test"'):
         run_backtest(config, csv, queries, tmp_path / "b.parquet", test_from="tset", progress=False)
 
 
@@ -593,5 +594,5 @@ def test_backtest_test_from_test_refuses_a_model_that_records_no_split(trained, 
     with pytest.raises(SystemExit) as usage:
         main(["backtest", *common, "--model", str(model), "--test-from", "tset"])
     assert usage.value.code == 2
-    assert ("argument --test-from: expected a fraction of each stream's ticks in (0, 1), e.g. 0.7, or \"test\" (the "
-            "model's own test part), got \"tset\"") in capsys.readouterr().err
+    assert ("argument --test-from: expected a fraction of each stream's ticks in (0, 1), e.g. 0.7, or an event time, "
+            "e.g. 2024-03-13, or \"test\" (the model's own test part), got \"tset\"") in capsys.readouterr().err
