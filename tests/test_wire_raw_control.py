@@ -238,8 +238,8 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
 
     st = stats(ctl)
     for key in ("ticks_in", "answers_published", "pending_tokens", "kv_cells_used", "kv_cells_capacity",
-                "kv_cells_touched", "sessions_resident", "streams", "ingest_messages", "control_requests", "control_errors",
-                "engine_errors", "heartbeats", "queries"):
+                "kv_cells_touched", "sessions_resident", "streams", "ingest_messages", "control_requests",
+                "control_errors", "engine_errors", "heartbeats", "queries"):
         assert type(st[key]) is int, key
     assert isinstance(st["rejected"], dict) and all(type(n) is int for n in st["rejected"].values())
     assert set(st["freshness_ms"]) == set(st["data_age_ms"]) == {"p50", "p99"} and isinstance(st["behind"], bool)

@@ -132,7 +132,8 @@ def _kv_pool_line(server: Any) -> str:
     key = ("kv.cells" if kv.cells is not None else "kv.bytes" if kv.bytes is not None else
            f"the default: 1/{DEFAULT_KV_MEMORY_SHARE} of this host's memory or its cgroup's limit"
            f"{', shared by the shards' if server.config.shards.count else ''}, at most "
-           f"{_byte_size_text(DEFAULT_KV_MAX_BYTES)}{' each' if server.config.shards.count else ''}; on the CPU its memory is taken as its cells are first used; "
+           f"{_byte_size_text(DEFAULT_KV_MAX_BYTES)}{' each' if server.config.shards.count else ''}; "
+           f"on the CPU its memory is taken as its cells are first used; "
            f"kv.cells or kv.bytes sets it")
     width = f"{cell_bytes // 1024} KiB" if cell_bytes % 1024 == 0 else f"{cell_bytes} bytes"
     window_key = _window_cause(pipeline, window, server.config.scheduler.window is not None)
