@@ -111,3 +111,48 @@ def folder_chain(path: Path) -> tuple[str, ...]:
     if top is None:
         return ("archive", parent.name) if parent.name else ("archive",)
     return (top.name, *parent.relative_to(top).parts)
+
+
+# A browser's or a copy's mark on a file downloaded twice: `2024-03-11 (1).csv.gz`, `20240311_copy.parquet`
+COPY_MARK = re.compile(r"(\s*\(\d+\)|[-_ ]copy(\s*\d+)?)$", re.IGNORECASE)
+
+
+def date_name(name: str) -> bool:
+    """Whether a file's (or folder's) name is a date and nothing else, so names a day, never an instrument:
+    8 digits read as YYYYMMDD, DDMMYYYY or MMDDYYYY; an ISO date and its kin (`2024-03-01`, `2024_03_01`,
+    `2024.03.01`, `01-03-2024`, `03.01.2024`); a month (`2024-03`, `202403`); a date with its month as a word
+    (`01Mar2024`); 4 or 6 digits in a date's shape (`date_shaped`). A copy's mark (`2024-03-11 (1)`) is left out.
+    Read as a stream, such a name put every instrument of a day in one stream, and made a new one each day
+    (review382 #1: `aapl/20240301.parquet`, `BRK.B/2024-03-01.csv.gz`)."""
+    name = COPY_MARK.sub("", name.strip())
+    if WORDED_DATE.match(name):
+        return True
+    parts = re.split(r"[-_. ]", name)
+    if not all(p.isdigit() and p.isascii() for p in parts):
+        return False
+    if len(parts) == 1:
+        digits = parts[0]
+        if len(digits) == 8:
+            return any(_a_full_day(y, m, d) for y, m, d in ((digits[:4], digits[4:6], digits[6:]),
+                                                            (digits[4:], digits[2:4], digits[:2]),
+                                                            (digits[4:], digits[:2], digits[2:4])))
+        return len(digits) in (4, 6) and date_shaped(digits)
+    if [len(p) for p in parts] == [4, 2]:
+        return 1970 <= int(parts[0]) and 1 <= int(parts[1]) <= 12
+    if len(parts) != 3:
+        return False
+    first, middle, last = parts
+    if len(first) == 4:
+        return _a_full_day(first, middle, last)
+    return len(last) == 4 and (_a_full_day(last, middle, first) or _a_full_day(last, first, middle))
+
+
+def _a_full_day(year: str, month: str, day: str) -> bool:
+    """Whether year, month and day are a date of 1970 to 2200 (the span a tick file's day may be in)."""
+    if not (1970 <= int(year) <= 2200):
+        return False
+    try:
+        Date(int(year), int(month), int(day))
+    except ValueError:
+        return False
+    return True

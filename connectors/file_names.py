@@ -15,7 +15,8 @@ from urllib.parse import unquote
 from connectors.bar_file_names import bar_export_symbol
 from connectors.bloomberg_names import YELLOW_KEY
 from connectors.column_map import ColumnMap
-from connectors.day_folders import DATA_KIND_FOLDERS, is_kind_folder, named_folder, numeric_code, paths_beside
+from connectors.day_folders import (COPY_MARK, DATA_KIND_FOLDERS, date_name, is_kind_folder, named_folder,
+                                    numeric_code, paths_beside)
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.file_suffixes import file_stem
 from connectors.stream_names import dashed_name
@@ -249,8 +250,9 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
               detected: bool = False) -> tuple[ColumnMap, list[str]]:
     """A map that names no stream takes, for a preset, the file's symbol column; else the symbol the file's (or
     its folder's) name holds; else, for a preset given, its default stream; for a preset's layout `detected`, the
-    folder's name (a detected file of ETHUSDT trades was named after the preset's BTCUSDT); else the file name.
-    Notes say which."""
+    folder's name (a detected file of ETHUSDT trades was named after the preset's BTCUSDT); for a file named by a
+    date alone, its folder's name as written (`aapl/20240301.parquet` is `aapl`); else the file name. Notes say
+    which."""
     if cmap.stream is not None or cmap.stream_col is not None:
         return cmap, []
     if cmap.preset is not None or cmap.default_stream is not None:
@@ -263,7 +265,13 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
                                                       f"(--columns stream_name=NAME to name it otherwise)"]
         return replace(cmap, stream=symbol), note
     if (cmap.default_stream is not None or cmap.preset is not None) and detected:
+        if folder_stream(path) == file_stem(path) and dated_stem(path):  # no folder names it: refused
+            return _dated_file_stream(path, cmap)
         return replace(cmap, stream=folder_stream(path)), [_folder_note(path)]
+    # `aapl/20240301.parquet`, `BRK.B/2024-03-01.csv.gz`: a day's file of its folder's instrument (a preset's
+    # default stream only where no folder names one: `data/2024-03-01.csv`)
+    if dated_stem(path) and (cmap.default_stream is None or stream_folder(path) is not None):
+        return _dated_file_stream(path, cmap)
     if cmap.default_stream is not None:
         given = f"--preset {cmap.preset}'s default" if cmap.preset else "the map's default_stream"
         return cmap, [f"{path.name}: stream {cmap.default_stream}, {given}: neither a symbol column nor the file's "
@@ -281,6 +289,32 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
             f"the writer's numbering, not an instrument; the parts of one table are one stream (--columns "
             f"stream_name=NAME names it, NAME the instrument's symbol)"]
     return replace(cmap, stream=file_stem(path)), []
+
+
+def dated_stem(path: Path) -> bool:
+    """Whether a file's name, past words of what its data is (`trades_20240301`), is a date alone (day_folders'
+    `date_name`): it names a day, so never the stream."""
+    tokens = [t for t in re.split(r"[-_\s]+", COPY_MARK.sub("", file_stem(path))) if t and t.lower() not in DATA_WORDS]
+    return bool(tokens) and date_name("-".join(tokens))
+
+
+def _dated_file_stream(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str]]:
+    """A file named by its day and nothing else (`aapl/20240301.parquet`, `BRK.B/2024-03-01.csv.gz`), whose
+    folder's name is no symbol `symbol_in_name` knows: its stream is that folder's name as written (`aapl`, `BRK.B`,
+    `brk-b`), shared by every day of it. Named by the date, every instrument of a day was one stream and each day a
+    new one (review382 #1). A ValueError when no folder up its path names anything but days."""
+    folder = stream_folder(path) or named_folder(path)
+    name = folder.name.strip().lstrip("_").strip() if folder else ""
+    if not name or not name.isprintable() or date_name(name):
+        raise ValueError(f"{path}: its name is a date, which names a day, not an instrument, and no folder above it "
+                         f"names one either: read by its name, every instrument of a day would be one stream, and "
+                         f"each day a new one. Give the stream (--columns stream_name=NAME, or a replay list entry "
+                         f"per instrument), or keep each instrument's days in a folder named after it "
+                         f"(AAPL/{path.name})")
+    return replace(cmap, stream=name[:64]), [
+        f"{path.name}: stream {name[:64]}, from the folder name {quoted(folder.name)}: the file's name is a date, "
+        f"which names a day, not an instrument; the folder's name is kept as written (--columns stream_name=NAME "
+        f"to name it otherwise)"]
 
 
 def folder_stream(path: Path) -> str:
