@@ -27,6 +27,7 @@ import polars as pl
 from connectors.day_folders import folder_chain
 from connectors.expansion import MEMBERS_VARIABLE, Bounded, bounded_gzip, expansion_limits
 from connectors.text_encodings import Encoding, likely_encodings
+from connectors.unreadable_files import UnreadableFile
 from engine.quoting import quoted
 
 ZIP_SUFFIX = ".zip"
@@ -57,9 +58,9 @@ def truncation_named(path: Path, name: str | None = None) -> Iterator[None]:
         if not path.name.lower().endswith(COMPRESSED_SUFFIXES):
             raise
         if isinstance(e, EOFError) or CUT_SHORT.search(str(e)):
-            raise ValueError(f"{name or path}: its compressed data ends early ({e}); {TRUNCATED}") from None
+            raise UnreadableFile(f"{name or path}: its compressed data ends early ({e}); {TRUNCATED}") from None
         if isinstance(e, (zlib.error, gzip.BadGzipFile, zipfile.BadZipFile)) or DAMAGED.search(str(e)):
-            raise ValueError(f"{name or path}: its compressed data is damaged ({e}); {DAMAGED_SAID}") from None
+            raise UnreadableFile(f"{name or path}: its compressed data is damaged ({e}); {DAMAGED_SAID}") from None
         raise
 
 

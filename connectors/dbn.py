@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from connectors.archives import TRUNCATED, truncation_named
+from connectors.unreadable_files import UnreadableFile
 from connectors.book_reducer import F_LAST, BookReducer
 from connectors.expansion import expansion_limits, refuse_past_limits
 from connectors.dbn_symbology import Symbology
@@ -276,7 +277,7 @@ def _decoded(dbn: Any, path: Path, read_bytes: int, name: str | None = None) -> 
             where = f"inside a record (its first {len(left)} bytes)" if decoded else "inside its metadata header"
             if zst:
                 raise EOFError(f"it ends {where}")
-            raise ValueError(f"{name or path}: it ends {where}; {TRUNCATED}")
+            raise UnreadableFile(f"{name or path}: it ends {where}; {TRUNCATED}")
         if zst and (cut := cut_short(path)) is not None:  # cut at a block's end on a record's: whole records decoded
             raise EOFError(f"it ends {cut}")
 

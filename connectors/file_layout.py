@@ -37,6 +37,7 @@ from connectors.field_names import normal_name
 from connectors.file_names import one_side_export
 from connectors.name_dates import date_of
 from connectors.file_streams import stream_of_file
+from connectors.file_suffixes import PARQUET_SUFFIXES
 from connectors.file_time_unit import file_time_unit
 from connectors.file_scans import currency_codes, first_text, is_csv, scan_file, time_sample
 from connectors.headerless_csv import headerless_map, quote_cautions
@@ -54,6 +55,7 @@ from connectors.map_vocabulary import DATE_FROM_NAME
 from connectors.preset_detection import preset_lacking_keep
 from connectors.iqfeed_level1 import is_level1_capture, undated_refusal
 from connectors.trailer_lines import trailer_note
+from connectors.unreadable_files import UnreadableFile
 from connectors.mapped_columns import (
     columns_lacking,
     numbers_not_nested,
@@ -155,8 +157,11 @@ def _columns_read(path: Path, spec: ColumnMap | Refine | None, long_rows_of: boo
     except pl.exceptions.PolarsError as e:
         if names is not None:
             raise ValueError(_names_misfit(path, names, dialect, spec, e)) from None
-        raise ValueError(banner_refusal(path, dialect) or
-                         f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
+        if (refused := banner_refusal(path, dialect)) is not None:
+            raise ValueError(refused) from None
+        # a CSV polars cannot read is one of a layout it does not take; a Parquet file, one cut short or damaged
+        unreadable = UnreadableFile if path.suffix.lower() in PARQUET_SUFFIXES else ValueError
+        raise unreadable(f"{path}: cannot read it as {path.suffix.lower()}: {str(e).splitlines()[0]}") from None
     return ColumnsRead(names, given_names, guessed, how, dialect, schema, header_notes)
 
 

@@ -35,6 +35,7 @@ from connectors.layout import NoTickLayout, detect_columns
 from connectors.map_options import Refine
 from connectors.multiindex_tables import long_copy
 from connectors.planning import plan_file, regular_file
+from connectors.unreadable_files import UnreadableFile, skipped_said, with_skip_hint
 from engine.quoting import quoted
 from engine.rust_paths import rust_path
 
@@ -143,7 +144,7 @@ def not_a_tick_file(named: str, line: str) -> ValueError:
     """The refusal of a one-line file that is no tick file: a CSV's line that is no tick header, a JSON-lines
     file's one object with no tick's fields (`{"error": "Access denied"}`): a failed download saved as the day."""
     shown = line if len(line) <= LINE_SHOWN else line[:LINE_SHOWN] + "..."
-    return ValueError(f"{named}: not a tick file: its one line holds no time or price column ({quoted(shown)}); a "
+    return UnreadableFile(f"{named}: not a tick file: its one line holds no time or price column ({quoted(shown)}); a "
                       f"failed download's error saved as the file? Download it again (a day without prints "
                       f"is a header alone, or zero bytes)")
 
@@ -199,8 +200,11 @@ class OpenedFiles:
     """A replay's files read into plans, with the notes on how (files skipped, bytes that are not UTF-8) and the
     copies unpacked for them (zip archives' files, text copies, JSON-lines files' Parquet copies)."""
 
-    def __init__(self) -> None:
+    def __init__(self, skip_bad_files: bool = False) -> None:
         self.notes: list[str] = []
+        # files that cannot be read, left out (connectors/unreadable_files.py): (file, why), for the run record
+        self.skip_bad_files = skip_bad_files
+        self.bad_files: list[tuple[str, str]] = []
         # files of no data rows, as named, and why they hold none: said once, with their count (_skipped_said)
         self.skipped: list[tuple[str, str | None]] = []
         # zip archives' files, unpacked, and JSON-lines files' Parquet copies, while the replay lives
@@ -221,10 +225,18 @@ class OpenedFiles:
                 plans += self._plans(*spec)
             except NotTicks as e:  # funding, mark prices, liquidations: the other files replay without it
                 not_ticks_said.append(str(e))
+            except UnreadableFile as e:  # cut short, damaged: refused, unless asked to replay the others without it
+                if not self.skip_bad_files or len(specs) == 1:  # (one file given: nothing else to replay)
+                    raise with_skip_hint(e, len(specs)) from None
+                self.bad_files.append((str(spec[0]), str(e)))
+                self.notes.append(skipped_said(e))
             except NoTickLayout as e:
                 if spec[0] not in folder_texts:
                     raise
                 no_layout.append((spec[0], str(e)))
+        if self.bad_files and not plans and not self.skipped:
+            raise ValueError(f"nothing to replay: no file given could be read ({len(self.bad_files)} skipped, the "
+                             f"first: {self.bad_files[0][1]})")
         if not_ticks_said and not plans:
             raise ValueError("nothing to replay: " + ("; and ".join(not_ticks_said) if len(not_ticks_said) < 3 else
                              f"{not_ticks_said[0]}; and {len(not_ticks_said) - 1} more such files")) from None
@@ -319,7 +331,7 @@ class OpenedFiles:
                 if copied is None and isinstance(e, NoTickLayout) and inside.suffix.lower() == ".txt":
                     no_layout.append((unpacked.members[i], said))  # a readme or licence, unless nothing else reads
                     continue
-                raise ValueError(said) from None
+                raise (UnreadableFile if isinstance(e, UnreadableFile) else ValueError)(said) from None
             if isinstance(plan, FilePlan):
                 plan = replace(plan, origin=path, notes=(unpacked.note(i, copy), *plan.notes))
             else:

@@ -54,6 +54,7 @@ from connectors.layout_notes import alike_reads_once
 from connectors.map_options import Refine, as_column_map
 from connectors.opened_files import OpenedFiles, named_apart
 from connectors.rejected_rows import RejectCounter
+from connectors.same_content import same_content_once
 from connectors.replay_files import (
     across_files_notes, check_range, found_on_read, message_lines, selection_note, sequence_columns, source_name,
 )
@@ -77,7 +78,9 @@ class FileReplay(Source):
     connectors/input_paths.py); `columns` is the map for entries without one (None: detect each file's layout
     from its columns). `streams`: names or fnmatch globs of the streams to read (connectors/stream_selection.py;
     None: every stream). `time_range`: the ticks read, by their event time (connectors/time_range.py; None: all);
-    `range_left_out` counts the rows it left out.
+    `range_left_out` counts the rows it left out. `skip_bad_files`: a file that cannot be read (cut short,
+    damaged: connectors/unreadable_files.py) is left out, said by name, rather than refusing the replay;
+    `skipped_files` lists those and the second copies of a file's bytes (connectors/same_content.py), read once.
     """
 
     def __init__(
@@ -90,6 +93,7 @@ class FileReplay(Source):
         chunk_rows: int = 4096,
         streams: str | Sequence[str] | None = None,
         time_range: TimeRange | None = None,
+        skip_bad_files: bool = False,
     ) -> None:
         if speed is not None and not (isinstance(speed, (int, float)) and 0 < speed < float("inf")):
             raise ValueError("speed must be None (as fast as possible) or a finite x real time > 0, got "
@@ -108,7 +112,7 @@ class FileReplay(Source):
         specs, repeats = once_each([file_spec(item, default) for item in found.items])
         self.speed, self.max_gap_s, self.chunk_rows, self.time_range = speed, max_gap_s, chunk_rows, time_range
         self.selection = None if streams is None else StreamSelection(streams)
-        self._opened = OpenedFiles()  # its copies live while this replay does
+        self._opened = OpenedFiles(skip_bad_files)  # its copies live while this replay does
         try:
             self._read_files(specs, found.folder_texts, [*found.notes, *repeats])
         except BaseException:  # a refusal partway (the second file, after an archive was unpacked): its copies go
@@ -125,8 +129,10 @@ class FileReplay(Source):
     def _read_files(self, specs: list[tuple[Path, ColumnMap | Refine | None, bool]], folder_texts: dict[Path, Path],
                     found_notes: list[str]) -> None:
         """The files read into plans, checked against the streams and time range asked for, and opened."""
-        self.plans = named_apart(self._opened.plans_of(specs, folder_texts))
-        self._file_notes = [*found_notes, *self._opened.notes]
+        self.plans, copies_said, copies = same_content_once(named_apart(self._opened.plans_of(specs, folder_texts)))
+        self._file_notes = [*found_notes, *self._opened.notes, *copies_said]
+        # files left out whole, (file, why): unreadable ones (skip_bad_files) and second copies of a file's bytes
+        self.skipped_files: list[tuple[str, str]] = [*self._opened.bad_files, *copies]
         self._selection_notes = [] if self.selection is None else [selection_note(self.plans, self.selection)]
         if self.time_range is not None:
             check_range(self.plans, self.time_range)

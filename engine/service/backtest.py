@@ -96,7 +96,8 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
                  scoring: Callable[[], None] = lambda: None,
                  replaying: Callable[[], None] = lambda: None,
                  test_starts: Mapping[str, tuple[int, int]] | None = None,
-                 command_line: list[str] | None = None, plot: bool = True) -> BacktestReport:
+                 command_line: list[str] | None = None, plot: bool = True,
+                 skip_bad_files: bool = False) -> BacktestReport:
     """Replay `files` through the engine with `queries` standing; answers to `out` (Parquet), scores beside it.
 
     What `flashtick backtest` runs, alike (docs/replay.md, "From Python"): `config` is run as an in-process run,
@@ -133,6 +134,8 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
     `command_line` (the CLI's argv) is written as the manifest's `argv`; None from Python.
     `plot`: False draws no calibration plot (the CLI's `--no-plot`), and removes one an earlier run left at `out`:
     the scores are written all the same, and a sweep of many runs skips the drawing, about half of a short run.
+    `skip_bad_files` leaves out a file that cannot be read (cut short, damaged), said by name, rather than refusing
+    the run (FileReplay's; the record's `skipped_files` names each).
     """
     if not isinstance(config, ServiceConfig):
         raise TypeError(f"config: expected a ServiceConfig (ServiceConfig.load(PATH), ServiceConfig() or "
@@ -156,7 +159,7 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
         try:
             return _run(config, files, asked, out, columns, batch_ms, max_ticks, progress, resume, checkpoint_s,
                         lambda: ctrl_c.requested or stop(), test_from, chunked, note, streams, time_range, scoring,
-                        began, test_starts, command_line, plot)
+                        began, test_starts, command_line, plot, skip_bad_files)
         finally:
             ctrl_c.disarm()
 
@@ -166,12 +169,13 @@ def _run(config: ServiceConfig, files: list[Any], queries: BacktestQueries, out:
          stop: Callable[[], bool], test_from: float | None, chunked: bool, note: Callable[[str], None],
          streams: list[str] | None, time_range: TimeRange | None, scoring: Callable[[], None],
          replaying: Callable[[], None], test_starts: Mapping[str, tuple[int, int]] | None,
-         command_line: list[str] | None, plot: bool) -> BacktestReport:
+         command_line: list[str] | None, plot: bool, skip_bad_files: bool = False) -> BacktestReport:
     """run_backtest once its arguments are checked and read: the replay, its answers, scores and report."""
     pipeline = _standing_pipeline(config, queries, note)
     # a pattern that matches no file yet, an empty folder: no data yet (NoData); a frame is no file to look for
     refuse_absent_inputs([f for f in files if not holds_frame(f)])
-    replay = FileReplay(list(files), columns=columns, streams=streams, time_range=time_range)
+    replay = FileReplay(list(files), columns=columns, streams=streams, time_range=time_range,
+                        skip_bad_files=skip_bad_files)
     for line in replay.notes:
         note(line)
     # a stream whose prices cross zero, foreseen by the files' plans: refused before the model runs (a time range

@@ -77,6 +77,11 @@ def _reading_options() -> argparse.ArgumentParser:
     _add_layout_options(group)
     _add_value_options(group)
     _add_row_filters(group)
+    group.add_argument("--skip-bad-files", action="store_true",
+                       help="leave out each file that cannot be read (a .gz cut short by a download that died, "
+                            "damaged bytes, an error page saved as the day), named at the start and again at the "
+                            "end and kept in the run record, and read the others (default: such a file refuses the "
+                            "run)")
     return reading
 
 

@@ -197,7 +197,8 @@ def _run(args: argparse.Namespace, config: Any, queries: Path, time_range: Any, 
                         streams=streams_to_read(args, config), time_range=time_range,
                         scoring=signals.scoring_begins, replaying=signals.replay_begins,
                         test_starts=test_part_starts(evaluation, _scored_from(args.test_from)),
-                        command_line=getattr(args, "command_line", None), plot=not getattr(args, "no_plot", False))
+                        command_line=getattr(args, "command_line", None), plot=not getattr(args, "no_plot", False),
+                        skip_bad_files=args.skip_bad_files)
 
 
 def _after_run(args: argparse.Namespace, config: Any, report: Any, signals: _StopSignals, same_reading: bool) -> int:

@@ -36,7 +36,8 @@ def _test_streams(args: argparse.Namespace, model: Any, codec: Any, split: Any, 
 
     streams, rejected = read_streams([str(f) for f in args.files], column_map_of(args), note=said,
                                      streams=args.streams, caution=caution, opened=opened,
-                                     origins=origins, command="evaluate", time_range=time_range_of(args))
+                                     origins=origins, command="evaluate", time_range=time_range_of(args),
+                                     skip_bad_files=args.skip_bad_files)
     # train's rule: a part of fewer ticks left a test slice of one tick, an empty table and exit 0
     min_ticks = min_part_ticks(codec, window_ticks(model))
     prepared, skipped = prepare(codec, streams, split, min_ticks, training=False, name_all=args.verbose,

@@ -47,7 +47,8 @@ def _replay_source(args: argparse.Namespace) -> Any:
         raise ValueError("--max-gap shortens the waits of --speed: without --speed a replay does not wait")
     refuse_absent_inputs(args.files)  # a pattern that matches no file yet, an empty folder: exit NO_DATA
     return FileReplay([str(f) for f in args.files], columns=column_map_of(args), speed=args.speed,
-                      max_gap_s=args.max_gap, streams=streams_to_read(args), time_range=time_range_of(args))
+                      max_gap_s=args.max_gap, streams=streams_to_read(args), time_range=time_range_of(args),
+                      skip_bad_files=args.skip_bad_files)
 
 
 def _replay_rejections(source: Any, sent: int, held: int = 0) -> list[str]:

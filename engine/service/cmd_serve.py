@@ -360,8 +360,8 @@ def cmd_demo(args: argparse.Namespace) -> None:
     from engine.service.demo import DEMO_RATE, run_demo
 
     columns = column_map_of(args)
-    if args.replay is None and (columns is not None or args.streams is not None):
+    if args.replay is None and (columns is not None or args.streams is not None or args.skip_bad_files):
         raise ValueError("the reading options (--streams, --price-offset, --columns, ...) read files: give them "
                          "with --replay FILE ...")
     run_demo(seconds=args.seconds, queries=args.queries, replay=args.replay, rate=args.rate or DEMO_RATE,
-             adapt=args.rate is None, streams=args.streams, columns=columns)
+             adapt=args.rate is None, streams=args.streams, columns=columns, skip_bad_files=args.skip_bad_files)

@@ -148,7 +148,7 @@ def _train_settings(args: argparse.Namespace) -> tuple[Any, Any]:
                          device=args.device, evaluation=evaluation, codec_version=args.codec_version,
                          head=not args.no_head, streams=tuple(args.streams) if args.streams else None,
                          name_left_out=args.verbose, points_out=args.points_out, session_gap_ns=args.session_gap,
-                         time_range=time_range_of(args))
+                         time_range=time_range_of(args), skip_bad_files=args.skip_bad_files)
     return cfg, options
 
 

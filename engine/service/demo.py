@@ -89,7 +89,8 @@ class RateControl:
 
 def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, rate: float = DEMO_RATE,
              adapt: bool = True, streams: list[str] | None = None, columns: Any = None,
-             stop_when: Callable[[dict], bool] | None = None, finish_backlog: bool = True) -> dict:
+             stop_when: Callable[[dict], bool] | None = None, finish_backlog: bool = True,
+             skip_bad_files: bool = False) -> dict:
     """Returns the service's stats once it stopped, with ``demo``: the rate fed at the end and the rates it was
     lowered from. ``adapt``: halve the rate while the heartbeats say the engine falls behind (a slower CPU than the
     default rate was chosen on: a first run should show answers seconds old only if asked to). ``streams``: the
@@ -98,9 +99,10 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
     as `feed replay` does. ``stop_when``: stop feeding before ``seconds`` once it holds of the returned ``demo``
     part so far (a test waits on what the demo did, not on how much of it a busy host fits into some seconds).
     ``finish_backlog``: once the feed stops, compute every tick it fed before stopping (as a Ctrl-C there does
-    not: the summary then says what was left uncomputed)."""
+    not: the summary then says what was left uncomputed). ``skip_bad_files``: FileReplay's (--skip-bad-files)."""
     # the files read before the model loads: a file's mistake is said first, and how each was read
-    source = FileReplay([str(f) for f in replay], columns=columns, streams=streams) if replay else \
+    source = FileReplay([str(f) for f in replay], columns=columns, streams=streams,
+                        skip_bad_files=skip_bad_files) if replay else \
         SyntheticSource(SyntheticConfig(seed=0))
     for line in getattr(source, "notes", ()):
         print(f"flashtick demo: {labelled(line)}", file=sys.stderr, flush=True)

@@ -182,7 +182,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     streams_raw, rejected = read_streams(files, columns, note=lambda line: log(f"note: {line}"),
                                          streams=options.streams, caution=lambda line: caution(labelled(line)),
                                          opened=opened, origins=origins, command="train",
-                                         time_range=options.time_range)
+                                         time_range=options.time_range, skip_bad_files=options.skip_bad_files)
     if bar is not None:
         bar.update(len(files))
         bar.close()

@@ -37,6 +37,7 @@ class FitOptions:
     session_gap_ns: int | None = None
     # --from/--to: the ticks of the files trained on, by event time, before the split (None: every tick)
     time_range: TimeRange | None = None
+    skip_bad_files: bool = False  # --skip-bad-files: a file that cannot be read is left out, said, not refused
 
     def __post_init__(self) -> None:
         for name in ("eval_every", "patience", "val_batches"):

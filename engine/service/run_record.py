@@ -38,10 +38,12 @@ def flashtick_version() -> str:
 
 class InputFiles(NamedTuple):
     """The files a run read, each stat'ed and digested once: (path, size, mtime_ns) and (path, content digest);
-    ``members``: each one's name inside the zip archive its path names (`archive_members`)."""
+    ``members``: each one's name inside the zip archive its path names (`archive_members`); ``skipped``: the files
+    left out whole, (file, why) (FileReplay.skipped_files)."""
     sizes_and_times: list[tuple[str, int, int]]
     contents: list[tuple[str, str]]
     members: tuple[str | None, ...] = ()
+    skipped: tuple[tuple[str, str], ...] = ()
 
 
 def input_files(replay: FileReplay) -> InputFiles:
@@ -52,7 +54,7 @@ def input_files(replay: FileReplay) -> InputFiles:
     sources = [source_path(p) for p in replay.plans]
     stats = [(str(path.resolve()), st.st_size, st.st_mtime_ns) for path in sources for st in [path.stat()]]
     return InputFiles(stats, [(str(path.resolve()), file_sha256(path)) for path in sources],
-                      archive_members(replay))
+                      archive_members(replay), tuple(replay.skipped_files))
 
 
 def archive_members(replay: FileReplay) -> tuple[str | None, ...]:
@@ -90,7 +92,12 @@ def evaluation_record(model_dir: Path, codec: Codec, files: InputFiles, reading:
             "model": {"path": str(model_dir), "model": evaluated_model_id(Path(model_dir)),
                       "codec": codec_fingerprint(codec), **model_digest(Path(model_dir)).record()},
             "files": files_record(files.sizes_and_times, files.contents, files.members), "reading": reading,
-            "options": options}
+            "options": options, **skipped_record(files.skipped)}
+
+
+def skipped_record(skipped: Any) -> dict[str, Any]:
+    """A record's `skipped_files` (each file left out whole, and why), only when there is one."""
+    return {"skipped_files": [{"file": name, "why": why} for name, why in skipped]} if skipped else {}
 
 
 def evaluated_model_id(model_dir: Path) -> str:
@@ -143,6 +150,8 @@ def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries:
         "batch_ms": key["batch_ms"], "max_ticks": key["max_ticks"], "test_from": test_from,
         "session_gap_s": config.answers.session_gap_s, "threads": threads,
         "context_roll_rule": key["context_roll_rule"],
+        # files left out whole (a file that cannot be read, --skip-bad-files; a second copy of a file's bytes)
+        **skipped_record(replay.skipped_files),
     }
 
 

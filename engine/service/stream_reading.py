@@ -31,7 +31,7 @@ class Rejected(dict):
 def read_streams(files: list[str], columns: Any = None, note: Callable[[str], None] = lambda _: None,
                  streams: list[str] | None = None, caution: Callable[[str], None] | None = None,
                  opened: Callable[[FileReplay], None] = lambda _: None, origins: TickOrigins | None = None,
-                 command: str = "this run", time_range: TimeRange | None = None
+                 command: str = "this run", time_range: TimeRange | None = None, skip_bad_files: bool = False
                  ) -> tuple[dict[str, list[Tick]], Rejected]:
     """Every valid tick of `files` (FileReplay: presets, column maps, detection), grouped by stream;
     and the rejected rows by reason (`Rejected`). ``note`` is told how the files are read (the map detected, a time zone
@@ -42,9 +42,10 @@ def read_streams(files: list[str], columns: Any = None, note: Callable[[str], No
     ``origins`` gets each tick's file and row, as a backtest's does (--points-out names them). A stream whose
     prices cross zero, its rows at or below it refused out of its middle, is refused (zero_crossings.py): no label
     of ``command`` (`train`, `evaluate`) may span such a hole. ``time_range`` (--from/--to) keeps the ticks stamped
-    inside it alone, before any split: the rows left out are said in a note."""
+    inside it alone, before any split: the rows left out are said in a note. ``skip_bad_files``: FileReplay's
+    (--skip-bad-files)."""
     refuse_absent_inputs(files)  # a pattern that matches no file yet, an empty folder: no data yet (NoData)
-    replay = FileReplay(files, columns=columns, streams=streams, time_range=time_range)
+    replay = FileReplay(files, columns=columns, streams=streams, time_range=time_range, skip_bad_files=skip_bad_files)
     opened(replay)
     for line in replay.notes:
         say = caution if caution is not None and isinstance(line, Caution) else note
