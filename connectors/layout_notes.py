@@ -331,29 +331,31 @@ def describe_map(cmap: ColumnMap) -> str:
 
 NO_MAP_GIVEN = "no column map given"  # a detected layout's note: `FILE: no column map given; read as MAP`
 NAMED_ALIKE = 3  # files a note on files read alike names; beyond them, how many more
-# The per-file notes said once for the files they say alike: a detected layout's map, the stream a name or a
-# partition gives (`stream BTCUSDT, from the folder name 'symbol=BTCUSDT', ...`: a lake's 1,000 parts gave 1,000
-# lines, review284 #6), naive times read as UTC (alike past the file's first time, which the merged note quotes)
-ALIKE_NOTES = (f"{NO_MAP_GIVEN}; read as ", "stream ", "streams from column ", "its times (")
 FIRST_TIME = re.compile(r"^its times \(.*?\) carry")  # the part of a naive-times note that differs by file
+# the part of a stream's note that names its own file (`stream BTCUSDT, from the file name "BTCUSDT-trades-
+# 2024-03-01"`): a day's files of one symbol say alike past it, and their merged note names them all
+OWN_FILE_NAME = re.compile(r'from the file name "[^"]*"')
 
 
 def alike_reads_once(notes: list[str]) -> list[str]:
-    """The notes of files said alike (`FILE: no column map given; read as MAP`, `FILE: stream X, from ...`, one per
-    file: 500 lines for 500 days, burying the notes that matter) said once each, where the first was, with the count
-    and the first names: `59 files: no column map given; read as MAP (A, B, C, ... 56 more)`. A file said otherwise
-    keeps its own line."""
+    """Every per-file note said alike of several files (`FILE: no column map given; read as MAP`, `FILE: stream
+    X, from ...`, `FILE: its times carry their own UTC offset, so --tz ... is not applied to it`, `FILE: also has
+    time column ..., another clock, not read`: one per file, 500 lines for 500 days, burying the notes that matter,
+    review284 #6 and review382 #5) said once, where the first was, with the count and the first names: `59 files:
+    no column map given; read as MAP (A, B, C, ... 56 more)`. Alike past the file's own first time (naive times
+    read as UTC) and its own name (a stream named by it). A file said otherwise keeps its own line; a Caution stays
+    one per file (a run repeats each at its end)."""
     alike: dict[str, list[int]] = defaultdict(list)  # what the note says past the name -> where each is
     for at, note in enumerate(notes):
         name, sep, said = note.partition(": ")
-        if sep and said.startswith(ALIKE_NOTES) and type(note) is str:  # (a Caution stays)
-            alike[FIRST_TIME.sub("its times carry", said)].append(at)
+        if sep and name and type(note) is str:
+            alike[OWN_FILE_NAME.sub("from the file names", FIRST_TIME.sub("its times carry", said))].append(at)
     merged, dropped = {}, set()
     for places in alike.values():
-        if len(places) > 1:
-            names = [notes[at].partition(": ")[0] for at in places]
+        names = list(dict.fromkeys(notes[at].partition(": ")[0] for at in places))
+        dropped.update(places[1:])  # (a note said twice of one file: once)
+        if len(names) > 1:
             more = f", ... {len(names) - NAMED_ALIKE} more" if len(names) > NAMED_ALIKE else ""
-            said = notes[places[0]].partition(": ")[2]
+            said = OWN_FILE_NAME.sub("from the file names", notes[places[0]].partition(": ")[2])
             merged[places[0]] = f"{len(names)} files: {said} ({', '.join(names[:NAMED_ALIKE])}{more})"
-            dropped.update(places[1:])
     return [merged.get(at, note) for at, note in enumerate(notes) if at not in dropped]

@@ -71,8 +71,8 @@ def test_a_venue_name_before_the_instrument_and_the_date_after_it_are_left_out(t
     assert ('okx_BTC-USDT-SWAP_2024-01-02.csv: stream BTC-USDT-SWAP, from the file name "okx_BTC-USDT-SWAP_2024-01-02"'
             ": the swap's name, \"okx_\" and \"_2024-01-02\" left out (--columns stream_name=NAME to name it otherwise)"
             ) in notes, notes
-    assert 'okx-ETH-USDT-2024-01-03.csv: stream ETH-USDT, from the file name "okx-ETH-USDT-2024-01-03" (--columns ' \
-           "stream_name=NAME to name it otherwise)" in notes, notes
+    assert "2 files: stream ETH-USDT, from the file names (--columns stream_name=NAME to name it otherwise) " \
+           "(okx-ETH-USDT-2024-01-02.csv, okx-ETH-USDT-2024-01-03.csv)" in notes, notes  # (said once: review382 #5)
 
 
 def test_a_future_fed_after_the_perpetual_is_taken_whole_and_a_file_left_out_nearly_whole_is_said(

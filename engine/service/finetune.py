@@ -41,7 +41,7 @@ from engine.service.finetune_data import part_groups, split_streams, stopping_va
 from engine.service.finetune_options import FitOptions
 from engine.service.output_paths import write_text_atomically
 from engine.service.reading_record import reading_of
-from engine.service.run_record import InputFiles, files_record, input_files
+from engine.service.run_record import InputFiles, files_record, input_files, skipped_record
 from engine.service.splits import StreamData, longest_horizon
 from engine.service.stream_reading import read_streams
 from engine.service.tick_checkpoint import load_tick_model, window_ticks
@@ -208,7 +208,8 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     _closed(bar)
     log(f"answer calibration: {codec.calibration.source}")
     _save_checkpoint(model, codec, heads, out, len(files), log)
-    points_record = {"command": "train", "files": files_record(*read[0])} if read else None
+    points_record = {"command": "train", "files": files_record(*read[0][:3]), **skipped_record(read[0].skipped)} \
+        if read else None
     bar = _phase(bar_factory, "scoring the test part", tail.test, "windows")
     evaluation = evaluate_streams(model, codec, streams, eval_options, heads, points_out=options.points_out,
                                   origins=origins, record=points_record, advance=bar.update if bar else None)
