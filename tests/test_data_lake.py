@@ -136,11 +136,13 @@ def test_a_partitioned_lakes_notes_are_said_once_per_partition(tmp_path: Path) -
     # review284 #6: a Hive lake printed `stream X, from the folder name 'symbol=X'` and the naive-times note once
     # per file: 1,000 parts buried the warnings that matter
     for symbol in ("BTCUSDT", "ETHUSDT"):
-        for day in ("2024-08-08", "2024-08-09"):
+        for n, day in enumerate(("2024-08-08", "2024-08-09")):
             for part in range(2):
                 path = tmp_path / "lake" / f"symbol={symbol}" / f"date={day}" / PART.format(part)
                 path.parent.mkdir(parents=True, exist_ok=True)
-                pl.DataFrame({"ts": [T0 + part * 10 + i for i in range(3)], "price": [1.5] * 3, "size": [1.0] * 3}) \
+                # (each day's own times: parts of the same bytes in two days are read once, review382 #3)
+                start = T0 + n * 86_400 * 10**9 + part * 10
+                pl.DataFrame({"ts": [start + i for i in range(3)], "price": [1.5] * 3, "size": [1.0] * 3}) \
                     .with_columns(pl.col("ts").cast(pl.Datetime("ns"))).write_parquet(path)
     replay = FileReplay([tmp_path / "lake"])
     assert stream_counts(replay) == {"BTCUSDT": 12, "ETHUSDT": 12}
