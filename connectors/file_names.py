@@ -15,8 +15,9 @@ from urllib.parse import unquote
 from connectors.bar_file_names import bar_export_symbol
 from connectors.bloomberg_names import YELLOW_KEY
 from connectors.column_map import ColumnMap
-from connectors.day_folders import (COPY_MARK, DATA_KIND_FOLDERS, date_name, is_kind_folder, named_folder,
-                                    numeric_code, paths_beside)
+from connectors.cautions import Caution
+from connectors.day_folders import (COPY_MARK, DATA_KIND_FOLDERS, date_name, is_day_folder, is_kind_folder,
+                                    named_folder, numeric_code, paths_beside)
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.file_suffixes import file_stem
 from connectors.stream_names import dashed_name
@@ -302,15 +303,25 @@ def _dated_file_stream(path: Path, cmap: ColumnMap) -> tuple[ColumnMap, list[str
     """A file named by its day and nothing else (`aapl/20240301.parquet`, `BRK.B/2024-03-01.csv.gz`), whose
     folder's name is no symbol `symbol_in_name` knows: its stream is that folder's name as written (`aapl`, `BRK.B`,
     `brk-b`), shared by every day of it. Named by the date, every instrument of a day was one stream and each day a
-    new one (review382 #1). A ValueError when no folder up its path names anything but days."""
-    folder = stream_folder(path) or named_folder(path)
-    name = folder.name.strip().lstrip("_").strip() if folder else ""
-    if not name or not name.isprintable() or date_name(name):
+    new one (review382 #1). With no such folder (`~/ticks/20240301.csv`: past words of what data is, only the home
+    folder), its own folder's name, said to be for want of one; a ValueError when that is a date too."""
+    folder = stream_folder(path)
+    wanting = folder is None
+    if wanting:  # (never the home folder's name: a person's, not an instrument's)
+        folder = path.resolve().parent
+    name = folder.name.strip().lstrip("_").strip()
+    if not name or not name.isprintable() or date_name(name) or is_day_folder(name):
         raise ValueError(f"{path}: its name is a date, which names a day, not an instrument, and no folder above it "
                          f"names one either: read by its name, every instrument of a day would be one stream, and "
                          f"each day a new one. Give the stream (--columns stream_name=NAME, or a replay list entry "
                          f"per instrument), or keep each instrument's days in a folder named after it "
                          f"(AAPL/{path.name})")
+    if wanting:
+        return replace(cmap, stream=name[:64]), [Caution(
+            f"{path.name}: stream {name[:64]}, for want of a name: the file's name is a date, which names a day, "
+            f"not an instrument, and no folder up its path names one (its folder {quoted(folder.name)} says what the "
+            f"data is); give the stream, --columns stream_name=NAME (AAPL), or keep each instrument's days in a "
+            f"folder named after it (AAPL/{path.name})")]
     return replace(cmap, stream=name[:64]), [
         f"{path.name}: stream {name[:64]}, from the folder name {quoted(folder.name)}: the file's name is a date, "
         f"which names a day, not an instrument; the folder's name is kept as written (--columns stream_name=NAME "

@@ -83,3 +83,14 @@ def test_date_names(name: str) -> None:
                                   "session7", "99999999"])
 def test_names_that_are_no_date(name: str) -> None:
     assert not date_name(name)
+
+
+def test_a_dated_file_whose_path_names_no_instrument_is_its_folders_stream_with_a_warning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))  # ~/data/20240301.csv: past `data/`, only the home folder
+    paths = [write_gzip_csv_day(tmp_path / "data" / f"{day}.csv.gz", day, 3, 100.0) for day in ("2024-03-01",
+                                                                                             "2024-03-04")]
+    replay = FileReplay(paths)
+    assert ticks_by_stream(replay) == {"data": 6}
+    warned = [c for c in replay.cautions if "for want of a name: the file's name is a date" in c]
+    assert len(warned) == 2 and "--columns stream_name=NAME" in warned[0], replay.cautions
