@@ -210,3 +210,21 @@ def test_evaluate_records_what_made_its_scores_as_a_backtest_does(files: dict[st
     assert run["model"]["codec"].startswith("BinnedCodec:") and run["model"]["path"] == str(files["model"])
     assert run["options"]["seed"] == 7 and run["options"]["threads"] == 1 and run["options"]["resamples"] == 20
     assert run["options"]["split"] == "70/15/15" and isinstance(run["reading"], dict)
+
+
+def test_evaluate_skip_bad_files_leaves_a_cut_file_out_and_its_record_names_it(files: dict[str, Path],
+                                                                              tmp_path: Path) -> None:
+    """review382 #2: `evaluate` over many files takes --skip-bad-files as backtest does; its record says which."""
+    stump = tmp_path / "cut.parquet"
+    stump.write_bytes(files["plain"].read_bytes()[:2000])  # a copy cut short: no footer
+    command = ["evaluate", str(files["model"]), str(files["plain"]), str(stump), *QUICK, "--json"]
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+        assert main(command) == 2
+    assert "--skip-bad-files" in err.getvalue(), err.getvalue()
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()) as err:
+        assert main([*command, "--skip-bad-files"]) == 0
+    assert f"warning: {stump}: cannot read it as .parquet" in err.getvalue(), err.getvalue()
+    run = json.loads(printed.getvalue())["run"]
+    assert [s["file"] for s in run["skipped_files"]] == [str(stump)], run.get("skipped_files")
+    assert [f["path"] for f in run["files"]] == [str(files["plain"].resolve())]
