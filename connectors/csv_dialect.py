@@ -61,6 +61,9 @@ class Dialect:
     # (connectors/column_decimals.py): (column, a decimal comma)
     columns: tuple[ColumnNumbers, ...] = ()
     column_decimals: tuple[tuple[str, bool], ...] = ()
+    # every data row of the first lines read (up to NUMBER_LINES), for a header-less layout's guess that weighs a
+    # column over more rows than `rows` (connectors/headerless_csv.py: a size's round lots, seldom in its first rows)
+    sample: tuple[tuple[str, ...], ...] = ()
 
     def decimal_comma_of(self, column: str) -> bool:
         """Whether a number column's cells are read with a decimal comma: its own decision, else the file's."""
@@ -227,7 +230,7 @@ def _sniffed(path: Path, decimal: str | None) -> Dialect:
         decimal_comma, numbers = decimal_reading(separator, data, columns)
     trailer = trailer_line(path, separator, [row[0] for row in rows if row])
     return Dialect(separator, decimal_comma, header, tuple(data[:SAMPLE_LINES]), numbers=numbers, skipped=skipped,
-                   banner=banner, trailer=trailer, columns=columns)
+                   banner=banner, trailer=trailer, columns=columns, sample=tuple(data))
 
 
 MAX_BANNER_LINES = 10  # a vendor's title and disclaimer above its table: 1 (CryptoDataDownload's URL) to 5 seen

@@ -142,7 +142,7 @@ def _columns_read(path: Path, spec: ColumnMap | Refine | None, long_rows_of: boo
         names, header_notes = _names_over_header(path, tuple(names), dialect, spec)
     if names is None and not isinstance(spec, ColumnMap) and dialect is not None and not dialect.header \
             and dialect.rows:
-        guessed, how = headerless_map(path, dialect.rows, dialect.separator)
+        guessed, how = headerless_map(path, dialect.rows, dialect.separator, dialect.sample)
         names = guessed.names
     # a header-less file given its names whose rows end with a separator (`...;100;`) reads as a header file whose
     # rows do (review259 #3): the empty last cell is no data, a row with a cell there is rejected by its line

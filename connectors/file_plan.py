@@ -26,7 +26,9 @@ from connectors.json_lines import is_json_lines
 from connectors.keep_filter import keep_check
 from connectors.level_book import TARDIS_L2, LevelBookReducer
 from connectors.map_vocabulary import PRICE_FIELDS, QUOTE_FIELDS
+from connectors.cut_lines import CUT_LINE
 from connectors.price_offsets import offset_of
+from connectors.quote_widths import wide_quote_reject
 from connectors.row_exprs import UNREAD_CELL
 from connectors.row_wires import (NO_TRADE, empty_side_reject, error_value_reject, marked_lacking, offsets_by_stream,
                                   one_side_crossed, quote_without_its_trade, stream_of, trade_and_quote,
@@ -88,6 +90,9 @@ class FilePlan:
     range_dropped: pl.LazyFrame | None = None  # with a time range pushed into `frame` (`within`): the rows it drops
     repeated_bars: frozenset[int] = frozenset()  # bar rows a later bar of their time replaces (repeated_bars.py)
     replaced_bars: frozenset[int] = frozenset()  # ... that a later file's bar replaces (bars_across_files.py)
+    # a header-less CSV's quotes: one whose ask is past this times its bid is rejected (quote_widths.py), else None
+    quote_width_limit: float | None = None
+    cut_row: int | None = None  # a CSV's last row, cut short without its newline (cut_lines.py), else None
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
@@ -227,11 +232,13 @@ class FilePlan:
         bar_price = self.keys.index("price") + 1 if self.bars and cmap.size is not None else None
         self_bars = self.bars
         one_sided = cmap.quote_sides is not None  # each quote row one side, the other carried: a cross is no error
+        width_limit = self.quote_width_limit
         unread_cells = UNREAD_CELL in self.keys
 
         # a footer, a junk line, a header repeated, a row too long: checked on every row only where the file has one
         without_tick = self._line_without_tick if self.footer is not None or self.junk or self.header_rows or \
-            self.end_messages or long_rows or self.repeated_bars or self.replaced_bars else None
+            self.end_messages or long_rows or self.repeated_bars or self.replaced_bars or self.cut_row is not None \
+            else None
         sequence = cmap.sequence  # its number is the row's next to last cell (connectors/row_order.py's SEQ)
         # (planning.py's _table_plan refuses a window without a zone for naive times)
         left_out_hours = Hours.parse(cmap.hours).left_out(cmap.tz or "UTC", cmap.hours) if cmap.hours else None
@@ -296,6 +303,8 @@ class FilePlan:
                 out["size"], out["side"] = abs(size), "sell" if size < 0 else "buy" if size > 0 else None
             if one_sided and (crossed := one_side_crossed(out)) is not None:
                 return crossed
+            if width_limit is not None and (wide := wide_quote_reject(out, width_limit)) is not None:
+                return (wide, trade_and_quote(out)[1]) if split and "price" in out else wide
             if split and "price" in out and ("bid" in out or "ask" in out):
                 return trade_and_quote(out)
             # (either side: a bid that did not read beside an ask that did is a quote missing its bid, named)
@@ -312,6 +321,8 @@ class FilePlan:
     def _line_without_tick(self, row: int) -> InvalidTick | None:
         """Why the file's row ``row`` is no tick (its footer, a junk line, the header repeated, a row with more
         fields than the columns); None for a row read as one."""
+        if row == self.cut_row:
+            return InvalidTick("truncated_line", CUT_LINE)
         if self.footer is not None and row == self.footer[0]:
             return InvalidTick("filtered_out", f"a footer line ({quoted(self.footer[1])}), no tick: not an error")
         if self.end_messages and row in self.end_messages:  # an answer's end, mid-file: files of several joined

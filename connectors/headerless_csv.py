@@ -24,15 +24,19 @@ from connectors.iqfeed_ticks import iqfeed_ticks
 from connectors.map_vocabulary import UNITS
 from connectors.number_separators import NUMBER
 from connectors.presets import LOBSTER_NAMES, detected_by
+from connectors.quote_widths import QUOTE_SPREAD_LIMIT, size_beside_price
 from connectors.ticks import utc_text
 from connectors.time_units import is_epoch
 
 
-def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str = ",") -> tuple[ColumnMap, str]:
+def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str = ",",
+                   sample: tuple[tuple[str, ...], ...] = ()) -> tuple[ColumnMap, str]:
     """The map of a CSV without a header: a HEADERLESS preset whose cells the first rows have, else a time (epoch
     number or datetime text, maybe beside a symbol) and two numbers: a quote when they are mostly within 1% of
     each other or the second above the first by under 20% (`_quote_pair`), the lower the bid, else a trade's price
-    and size (so too when over 1% apart and the second is whole where the first has decimals); a HistData tick file
+    and size (so too when over 1% apart and the second is whole where the first has decimals, or when over the
+    whole `sample`, the first lines read, the second is whole, in round lots, and twice the first on some rows:
+    quote_widths.size_beside_price); a HistData tick file
     (by its name) always bid, ask, volume; MetaTrader's bars (a date and a time in two columns) and MetaStock's (a
     symbol and a YYYYMMDDHHMM number) by their shape; any file named as HistData's (`histdata_frame`: its ticks,
     last prices and minute bars, of every platform) in its zone (EST all year). With the name of the layout, for
@@ -65,7 +69,7 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
         names[times[0]] = "time"
         if texts:
             names[texts[0]] = "symbol"
-        if (found := _numbers_layout(rows, numbers, names)) is not None:
+        if (found := _numbers_layout(path, rows, numbers, names, sample or rows)) is not None:
             fields, how = found
             stream = {"stream_col": "symbol"} if texts else {}
             unit = is_epoch(rows[0][times[0]]) or "datetime"
@@ -156,12 +160,13 @@ def _dated_bars(path: Path, rows: tuple[tuple[str, ...], ...]) -> tuple[ColumnMa
     return cmap, f"{named or shape.name + ': '}{shape.layout}"
 
 
-def _numbers_layout(rows: tuple[tuple[str, ...], ...], numbers: list[int],
-                    names: list[str]) -> tuple[dict[str, str], str] | None:
+def _numbers_layout(path: Path, rows: tuple[tuple[str, ...], ...], numbers: list[int], names: list[str],
+                    sample: tuple[tuple[str, ...], ...]) -> tuple[dict[str, str], str] | None:
     """The tick fields of a header-less file's numeric columns (named in `names`, in place) and the layout's name,
     by what most sampled rows show: a bad row or two (a 0 bid at the open, a crossed quote) is rejected when read,
     not a reason to read the columns as something else. None when they do not tell: a number left unread must be
-    0 on every sampled row (HistData's volume), never a column dropped silently."""
+    0 on every sampled row (HistData's volume), never a column dropped silently. Two numbers whose second is, over
+    the whole `sample`, neither a quote's ask nor surely a size are refused, naming both readings' --csv-names."""
     if len(numbers) == len(HEADERLESS_BARS) and _most(rows, lambda row: _is_bar([_float(row[i]) for i in numbers])):
         for i, name in zip(numbers, HEADERLESS_BARS):  # NinjaTrader's and HistData's minute bars
             names[i] = name
@@ -173,7 +178,14 @@ def _numbers_layout(rows: tuple[tuple[str, ...], ...], numbers: list[int],
         read, how = numbers[:2], "a time and two numbers"
         pairs = [(_float(row[read[0]]), _float(row[read[1]])) for row in rows]
         quote_like = _most(pairs, _quote_pair)
-        sized = _size_said(rows, read, pairs) if quote_like else ""  # (why a quote-like pair is a price and size)
+        lots = size_beside_price([row for row in sample if len(row) == len(names)], read) if quote_like else None
+        if lots is not None and not lots.is_size:
+            raise ValueError(f"{path}: its first line is data, not a header, and its two numbers read as neither a "
+                             f"quote nor a trade: {lots.said}. Give its columns: --csv-names "
+                             f"{_names_said(names, read, ('price', 'size'))} reads a trade's price and size, "
+                             f"--csv-names {_names_said(names, read, ('bid', 'ask'))} a quote (docs/replay.md)")
+        # (why a quote-like pair is a price and size)
+        sized = lots.said if lots is not None else _size_said(rows, read, pairs) if quote_like else ""
         if quote_like and not sized:
             fields = ("bid", "ask") if _most(pairs, lambda pair: pair[0] <= pair[1]) else ("ask", "bid")
             if len(numbers) == 4:  # two more: the sides' sizes in their order (Dukascopy's Ask,Bid,AskVolume,...)
@@ -227,9 +239,6 @@ def _whole_beside_decimal(first: str, second: str) -> bool:
     """Whether the second cell is written as a whole number and the first with decimals: a size beside a price,
     where a quote writes its bid and ask to the same decimals."""
     return bool(re.fullmatch(r"[+-]?\d+", second.strip())) and bool(re.search(r"[.,]\d*[1-9]", first))
-
-
-QUOTE_SPREAD_LIMIT = 1.2
 
 
 def quote_cautions(path: Path, rows: tuple[tuple[str, ...], ...], cmap: ColumnMap) -> list[str]:

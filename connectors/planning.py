@@ -20,6 +20,7 @@ from connectors import json_lines
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
 from connectors.csv_quotes import unclosed_quote_refusal
+from connectors.cut_lines import cut_row
 from connectors.datetime_column import NAIVE_TZ_ONLY
 from connectors.epoch_counts import WHOLE_TEXT_UNITS
 from connectors.event_time import apply_utc_offset, ts_expr, ts_in_ns, wall_clock_ns
@@ -59,6 +60,7 @@ from connectors.plan_notes import (
 from connectors.price_offsets import PriceOffset, checked_price_offset
 from connectors.repeated_hour import repeated_hour
 from connectors.price_series import sized_as_series
+from connectors.quote_widths import QUOTE_SPREAD_LIMIT, headerless_quotes
 from connectors.row_exprs import ROW, csv_overrides, file_rows, filled_quotes, row_exprs
 from connectors.bar_questions import with_bar_questions_note
 from connectors.bar_stamps import stamped_at_close
@@ -344,6 +346,8 @@ def _file_plan(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sc
     tickless = lines.skipped if lines is not None else {}
     notes += lines.notes if lines is not None else []
     top = settle_top(cmap, schema)  # a prediction market's cents (1-99) settle at 0 too
+    cut, cut_notes = cut_row(path, dialect, len(schema), rows, ROW) if is_csv(path) else (None, [])
+    notes += cut_notes if footer is None or footer[0] != cut else []
     at_zero = zero_prices(frame, keys) if facts["nonpositive_rows"] or facts["zero_sides"] else \
         ZeroPrices(frozenset(), {}, frozenset(), {})
     notes += offset_step_notes(path.name, cmap, at_zero)  # an offset that makes one step many bps
@@ -360,7 +364,8 @@ def _file_plan(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sc
                     long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
                     span=time_span(facts["min_ts"], facts["max_ts"], factor),
                     tickless=tickless, footer=footer, header_rows=frozenset(facts["header_rows"]), junk=junk_why,
-                    end_messages=frozenset(facts["end_messages"]))
+                    end_messages=frozenset(facts["end_messages"]), cut_row=cut if cut_notes else None,
+                    quote_width_limit=QUOTE_SPREAD_LIMIT if headerless_quotes(cmap, dialect) else None)
 
 
 # Tardis.dev's CSVs (trades, quotes, book snapshots): an empty bid or ask is a book side with no order (an option

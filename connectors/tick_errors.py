@@ -48,6 +48,8 @@ REASONS = (
     "extra_fields",  # file replay only: a CSV row with more fields than the file's columns
     "not_json",  # file replay only: a JSON-lines file's line that is not a JSON object
     "error_value",  # file replay only: a number cell holding a spreadsheet's or terminal's error value (`#N/A N/A`)
+    "wide_quote",  # file replay only: a header-less file's quote whose ask is past 1.2x its bid (quote_widths.py)
+    "truncated_line",  # file replay only: a CSV's last line, without its newline, short of fields (cut_lines.py)
 )
 
 
