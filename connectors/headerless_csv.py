@@ -2,7 +2,7 @@
 its first rows have (Binance's public files), a vendor's layout known by its shape or its name (NinjaTrader's and
 HistData's bars and ticks, Dukascopy's quotes), or a time and two numbers read as a quote or a trade by what most
 rows show. Anything else is refused with the options that read it. HistData writes its times, ticks and minute
-bars alike, in EST all year (HISTDATA_ZONE), so whether a zone changes its clocks (`zone_has_dst`) is here too.
+bars alike, in EST all year (HISTDATA_ZONE): its layouts are connectors/histdata_layout.py's.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
-from zoneinfo import ZoneInfo
 
 from connectors.cautions import Caution
 from connectors.column_map import PRESETS, ColumnMap
 from connectors.datetime_text import is_iso_time, time_formats
 from connectors.written_zones import time_with_zone
 from connectors.file_names import HISTDATA_ZONE, histdata_frame
+from connectors.histdata_layout import histdata_shaped, histdata_ticks, histdata_zone_named
 from connectors.iqfeed_ticks import iqfeed_ticks
 from connectors.map_vocabulary import UNITS
 from connectors.number_separators import NUMBER
@@ -36,11 +36,11 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
     each other or the second above the first by under 20% (`_quote_pair`), the lower the bid, else a trade's price
     and size (so too when over 1% apart and the second is whole where the first has decimals, or when over the
     whole `sample`, the first lines read, the second is whole, in round lots, and twice the first on some rows:
-    quote_widths.size_beside_price); a HistData tick file
-    (by its name) always bid, ask, volume; MetaTrader's bars (a date and a time in two columns) and MetaStock's (a
-    symbol and a YYYYMMDDHHMM number) by their shape; any file named as HistData's (`histdata_frame`: its ticks,
-    last prices and minute bars, of every platform) in its zone (EST all year). With the name of the layout, for
-    the note.
+    quote_widths.size_beside_price); a HistData tick file (by its name, or renamed, by its rows' shape:
+    histdata_layout.py) always bid, ask, volume in EST; MetaTrader's bars (a date and a time in two columns) and
+    MetaStock's (a symbol and a YYYYMMDDHHMM number) by their shape; any file named as HistData's
+    (`histdata_frame`: its ticks, last prices and minute bars, of every platform) in its zone (EST all year). With
+    the name of the layout, for the note.
     Anything else is refused with the options that read it."""
     width = Counter(len(row) for row in rows).most_common(1)[0][0]
     rows = tuple(row for row in rows if len(row) == width) if len(rows) > 2 else rows  # a stray field: not the layout
@@ -53,8 +53,8 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
     if (iqfeed := iqfeed_ticks(rows)) is not None:  # a vendor's fixed layout, known by its shape
         return iqfeed
     kinds = [_kind(c) for c in rows[0]]
-    if histdata_frame(path) == "T" and kinds == ["time", "number", "number", "number"]:
-        return _histdata_ticks(rows[0][0])
+    if kinds == ["time", "number", "number", "number"] and (histdata_frame(path) == "T" or histdata_shaped(rows)):
+        return histdata_ticks(rows[0][0], named=histdata_frame(path) == "T")
     times = [i for i, k in enumerate(kinds) if k == "time"]
     numbers = [i for i, k in enumerate(kinds) if k == "number"]
     texts = [i for i, k in enumerate(kinds) if k == "text"]
@@ -74,7 +74,7 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
             stream = {"stream_col": "symbol"} if texts else {}
             unit = is_epoch(rows[0][times[0]]) or "datetime"
             formats = time_formats(rows[0][times[0]]) if unit == "datetime" else []
-            zone, named = _histdata_zone(path)
+            zone, named = histdata_zone_named(path)
             cmap = ColumnMap(ts="time", ts_unit=unit, ts_format=formats[0] if len(formats) == 1 else None,
                              names=tuple(names), tz=zone, **stream, **fields)
             return cmap, f"{named}{how}"
@@ -91,11 +91,6 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
 
 
 HEADERLESS_BARS = ("open", "high", "low", "close", "volume")
-# HistData's tick files (`DAT_ASCII_USDTRY_T_202401.csv`: `20240102 000000123,bid,ask,0`): always bid, ask and a
-# volume, whatever the spread of their first rows (an exotic's reopen: 2%); like all its files in HISTDATA_ZONE
-HISTDATA_LAYOUT = "HistData's tick layout, as its file name says: a time, the bid, the ask and a volume"
-# what a HistData file's frame (file_names.histdata_frame) holds, for the note; each read by its shape
-HISTDATA_FRAMES = {"M1": "minute bars", "T": "ticks", "T_LAST": "last prices"}
 
 
 class BarShape(NamedTuple):
@@ -120,27 +115,6 @@ BAR_SHAPES = (
              "a symbol, a time (YYYYMMDDHHMM) and a bar's open, high, low, close and volume"),
 )
 
-def zone_has_dst(zone: str) -> bool:
-    """Whether a zone changes its clocks (New York's does; UTC, EST and Etc/GMT+5 do not)."""
-    tz = ZoneInfo(zone)
-    return any(datetime(2024, month, 1, tzinfo=tz).dst() for month in (1, 7))
-
-
-def _histdata_ticks(time: str) -> tuple[ColumnMap, str]:
-    """The map of a HistData tick file whose first time is `time`: quotes, in HistData's zone."""
-    formats = time_formats(time)
-    return ColumnMap(ts="time", ts_unit="datetime", ts_format=formats[0] if len(formats) == 1 else None,
-                     tz=HISTDATA_ZONE, names=("time", "bid", "ask", "volume"), bid="bid", ask="ask"), HISTDATA_LAYOUT
-
-
-def _histdata_zone(path: Path) -> tuple[str | None, str]:
-    """The zone of a header-less file's times and the start of its layout's note: HistData's zone and its frame,
-    when its name is HistData's (`DAT_NT_EURUSD_T_LAST_202403.csv`), whatever layout its rows read in."""
-    if (frame := histdata_frame(path)) is None:
-        return None, ""
-    return HISTDATA_ZONE, f"HistData's {HISTDATA_FRAMES.get(frame, 'file')}, as its file name says: "
-
-
 def _dated_bars(path: Path, rows: tuple[tuple[str, ...], ...]) -> tuple[ColumnMap, str] | None:
     """The map of a bar export in one of BAR_SHAPES (MetaTrader's date and time of day, MetaStock's symbol and
     YYYYMMDDHHMM), whose time alone is no datetime to the header-less guess; in HistData's zone when the file name
@@ -154,7 +128,7 @@ def _dated_bars(path: Path, rows: tuple[tuple[str, ...], ...]) -> tuple[ColumnMa
         datetime.strptime(" ".join(rows[0][:2]) if "+" in shape.ts else rows[0][1], ts_format)
     except ValueError:  # twelve digits that are no minute (an id): not this shape
         return None
-    zone, named = _histdata_zone(path)
+    zone, named = histdata_zone_named(path)
     cmap = ColumnMap(ts=shape.ts, ts_unit="datetime", ts_format=ts_format, tz=zone, names=shape.names,
                      price="close", size="volume", **({"stream_col": "symbol"} if "symbol" in shape.names else {}))
     return cmap, f"{named or shape.name + ': '}{shape.layout}"

@@ -23,7 +23,7 @@ from connectors.file_names import HISTDATA_ZONE, NUMERIC_CODE, histdata_frame
 from connectors.file_scans import time_sample
 from connectors.file_suffixes import file_stem
 from connectors.header_zones import header_zone_note, unknown_zone_refusal, zone_after_time
-from connectors.headerless_csv import zone_has_dst
+from connectors.histdata_layout import zone_has_dst
 from connectors.hours_window import Hours
 from connectors.layout import zone_in_header
 from connectors.market_zones import EXCHANGE_ZONES, header_language, named_market

@@ -16,7 +16,7 @@ from connectors.utc_offsets import UTC_OFFSET
 from connectors.file_plan import FilePlan
 from connectors.row_wires import NO_TRADE, UNREAD_SAID
 from connectors.file_scans import BYTE_ORDER_MARK, first_text, time_sample
-from connectors.headerless_csv import zone_has_dst
+from connectors.histdata_layout import zone_has_dst
 from connectors.json_lines import DUPLICATE_KEY, NOT_JSON
 from connectors.map_vocabulary import UNITS, VALUE_FIELDS
 from connectors.number_separators import DECIMAL_COMMA

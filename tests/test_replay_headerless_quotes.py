@@ -275,3 +275,27 @@ def test_each_header_less_bar_layout_names_its_own_stamp(tmp_path: Path) -> None
                                              "known), HistData's M1 files in this layout with its start (its close " \
                                              "shows a bar early: --columns bar_stamp=close stamps it at its close)"
     assert not any("NinjaTrader" in stamp(name, shape, 12) for name, shape in (("a.csv", "mt"), ("b.csv", "ms")))
+
+
+def test_a_histdata_tick_file_renamed_is_known_by_its_rows_and_read_in_est(tmp_path: Path) -> None:
+    """review379 #6: `eurusd_jan2024.csv`, HistData's ASCII ticks under the user's name, was read as UTC (5 h off)."""
+    path = tmp_path / "eurusd_jan2024.csv"
+    path.write_bytes(b"20240105 150002837,1.094310,1.094330,0\n20240105 150003112,1.094320,1.094330,0\n"
+                     b"20240105 150004950,1.094300,1.094320,0\n")
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [(t.kind, t.bid, t.ask) for t in ticks[:1]] == [("quote", 1.09431, 1.09433)] and len(ticks) == 3
+    assert ticks[0].ts == utc_ns("2024-01-05T20:00:02.837")  # 15:00 EST, as the original DAT_ASCII_ file reads
+    assert "read as HistData's tick layout, by its rows' shape" in replay.notes[0]
+    assert "(--tz UTC, or their zone, if they are not HistData's)" in replay.notes[0]
+    assert any("its times read in Etc/GMT+5 (EST all year, no summer time)" in note for note in replay.notes)
+    as_utc = FileReplay(path, columns={"tz": "UTC"})
+    assert drain(as_utc)[0].ts == utc_ns("2024-01-05T15:00:02.837")  # the override the note names
+
+
+def test_the_histdata_time_shape_with_a_nonzero_last_column_is_no_histdata_file(tmp_path: Path) -> None:
+    path = tmp_path / "quotes_with_volume.csv"
+    path.write_bytes(b"20240105 150002837,1.094310,1.094330,5\n20240105 150003112,1.094320,1.094330,0\n")
+    with pytest.raises(ValueError) as refused:  # a third number that is not 0: no layout the guess knows
+        FileReplay(path)
+    assert "its layout cannot be guessed" in str(refused.value) and "HistData" not in str(refused.value)
