@@ -59,6 +59,7 @@ from connectors.plan_notes import (
 )
 from connectors.price_offsets import PriceOffset, checked_price_offset
 from connectors.repeated_hour import repeated_hour
+from connectors.yield_offsets import rate_columns
 from connectors.price_series import sized_as_series
 from connectors.quote_widths import QUOTE_SPREAD_LIMIT, headerless_quotes
 from connectors.row_exprs import ROW, csv_overrides, file_rows, filled_quotes, row_exprs
@@ -357,6 +358,8 @@ def _file_plan(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sc
                     nonpositive_prices=bool(facts["nonpositive_prices"]),
                     nonpositive_rows=(int(facts["nonpositive_rows"] or 0), int(facts["trading_rows"] or 0)),
                     near_zero_streams=at_zero.near_zero, crossing_streams=at_zero.crossing,
+                    yield_streams=at_zero.yields | (frozenset(at_zero.lowest) if rate_columns(
+                        (cmap.price, cmap.bid, cmap.ask)) else frozenset()),
                     lowest_prices=at_zero.lowest,
                     cut_streams=at_zero.cut,
                     settling_streams=settling_streams(frame, keys, top) if facts["nonpositive_rows"] else frozenset(),

@@ -15,7 +15,7 @@ from connectors.hours_window import HOURS_LEFT_OUT
 from connectors.keep_filter import KEEP_LEAVES_OUT
 from connectors.reject_hints import needing_offsets, price_offset_hint, reject_example, settled
 from connectors.row_wires import ONE_SIDE_MOVED
-from connectors.zero_crossings import crosses_zero
+from connectors.zero_crossings import crosses_zero, is_yield
 from connectors.shifted_prices import (
     SAID_STREAMS,
     ZERO_MAY_BE_A_PRICE,
@@ -54,6 +54,7 @@ class RejectCounter(Counter):
         self.to_lift: dict[str, float] = {}
         self.cut: set[str] = set()  # streams with a price at or below zero refused between two of their ticks read
         self.crossing: set[str] = set()  # of to_lift, those whose prices cross zero: below it, or a spread near it
+        self.yields: set[str] = set()  # of to_lift, those priced or named as a yield (zero_crossings.is_yield)
         # filtered_out by cause (LEFT_OUT_CAUSES): rows, rows by stream, the first row
         self.left_out_rows: Counter = Counter()
         self.left_out_streams: defaultdict[str, Counter] = defaultdict(Counter)
@@ -117,6 +118,8 @@ class RejectCounter(Counter):
             self.to_lift[reading.stream] = min(low, self.to_lift.get(reading.stream, math.inf))
             if crosses_zero(reading.stream, plan):
                 self.crossing.add(reading.stream)
+            if is_yield(reading.stream, plan):
+                self.yields.add(reading.stream)
         first = not self._first_nonpositive
         if first and shifted:
             column = plan.column_of(reading.field)
@@ -134,7 +137,7 @@ class RejectCounter(Counter):
         said = self._first_nonpositive
         if self._offset_why is not None:
             lowest = needing_offsets(self.lowest_nonpositive, plan)
-            said += self._offset_why + (offset_advice(lowest, self._one_offset_for_all)
+            said += self._offset_why + (offset_advice(lowest, self._one_offset_for_all, self.yields)
                                         if lowest else ": --price-offset X (docs/replay.md)")
         self.examples["nonpositive_price"] = said
 
@@ -180,6 +183,7 @@ class RejectCounter(Counter):
         self.to_lift.clear()
         self.cut.clear()
         self.crossing.clear()
+        self.yields.clear()
         self.left_out_rows.clear()
         self.left_out_streams.clear()
         self.left_out_examples.clear()

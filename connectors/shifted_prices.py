@@ -23,6 +23,7 @@ from connectors.option_names import is_option_name
 from connectors.field_names import normal_name
 from connectors.price_offsets import offset_of
 from connectors.ticks import InvalidTick
+from connectors.yield_offsets import YIELD_OFFSET, yield_valued, yield_why
 
 if TYPE_CHECKING:  # polars is imported where a file's prices are scanned: the feed client (`shifted`) and every
     import polars as pl  # control client that imports it (flashtick ask) never pays its import
@@ -83,6 +84,7 @@ class ZeroPrices(NamedTuple):
     # refused out of their middle unless an offset lifts it (zero_crossings.py)
     steps: dict[str, float]  # stream -> the smallest step between its prices above zero (`offset_step_notes`)
     crossing: frozenset[str] = frozenset()  # streams whose prices cross zero (`crossing_streams`)
+    yields: frozenset[str] = frozenset()  # of those, the ones priced like a yield in percent (yield_offsets.py)
 
 
 def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroPrices:
@@ -106,6 +108,7 @@ def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroP
     price, bid, at = pl.col("_price"), pl.col("_bid"), pl.col("_at")
     levels = pl.concat(parts).filter(price.is_not_null() & price.is_not_nan()).group_by("stream").agg(
         at_or_below_zero=(price <= 0).sum(), level=price.filter(price > 0).median(), lowest=price.min(),
+        highest=price.max(),
         lowest_above=price.filter(price > 0).min(),
         between=((price <= 0) & (at > at.filter(price > 0).min()) & (at < at.filter(price > 0).max())).sum(),
         # the smallest step between its prices above zero (unique: each above 0); 0's distance to them is no step
@@ -116,10 +119,11 @@ def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroP
     rows = [row for row in levels.iter_rows(named=True) if row["at_or_below_zero"]]
     near = frozenset(row["stream"] for row in rows if row["level"] is not None and row["step"] is not None
                      and row["level"] <= NEAR_ZERO_STEPS * row["step"] and not one_sided(row))
+    crossing = frozenset(str(row["stream"]) for row in rows if row["stream"] in near or crossing_walk(row))
     return ZeroPrices(near, {str(row["stream"]): float(row["lowest"]) for row in rows},
                       frozenset(str(row["stream"]) for row in rows if row["between"]),
-                      {str(row["stream"]): float(row["step"]) for row in rows if row["step"]},
-                      frozenset(str(row["stream"]) for row in rows if row["stream"] in near or crossing_walk(row)))
+                      {str(row["stream"]): float(row["step"]) for row in rows if row["step"]}, crossing,
+                      frozenset(str(row["stream"]) for row in rows if row["stream"] in crossing and yield_valued(row)))
 
 
 # A stream whose lowest price above zero is under this share of its median one went most of the way down to zero
@@ -206,21 +210,27 @@ def offset_option(stream: str | None, offset: float) -> str:
     return f"--price-offset {quoted}"
 
 
-def offset_advice(lowest: dict[str, float], one_for_all: bool = False) -> str:
+def offset_advice(lowest: dict[str, float], one_for_all: bool = False, yields: Iterable[str] = ()) -> str:
     """The offsets that lift every price the rejects met above zero, to paste: each stream's own (only the
     streams that need one: a plain number would flatten the others' moves), or, where one offset was given for
-    every stream (``one_for_all``), one number again. ``lowest``: stream -> its lowest price as read."""
+    every stream (``one_for_all``), one number again. ``lowest``: stream -> its lowest price as read. A stream of
+    ``yields`` (priced like a yield in percent: yield_offsets.py) is lifted by 100, and the advice says why."""
+    said_yields = sorted(set(yields) & lowest.keys())
+    why = f"; {yield_why(said_yields)}" if said_yields else ""
+
+    def lifting(stream: str, low: float) -> float:
+        return max(YIELD_OFFSET, lifting_offset(low)) if stream in said_yields else lifting_offset(low)
     said = sorted(lowest.items(), key=lambda kv: kv[1])[:SAID_STREAMS]
     more = f" and {len(lowest) - SAID_STREAMS} more" if len(lowest) > SAID_STREAMS else ""
     prices = ", ".join(f"{stream} {shown(low)}" for stream, low in said) + more
     if one_for_all:
         return (f"; the lowest price in the files: {prices}: to lift them all above zero, "
-                f"{offset_option(None, lifting_offset(said[0][1]))} (docs/replay.md)")
+                f"{offset_option(None, lifting(said[0][0], said[0][1]))} (docs/replay.md){why}")
     ranked = sorted(lowest.items(), key=lambda kv: kv[1])
     if len(ranked) <= LISTED_OFFSETS:  # every one, to paste
-        options = " ".join(offset_option(stream, lifting_offset(low)) for stream, low in ranked)
+        options = " ".join(offset_option(stream, lifting(stream, low)) for stream, low in ranked)
         return f"; the lowest price in the files: {prices}: to lift each stream above zero, {options} " \
-               f"(docs/replay.md)"
+               f"(docs/replay.md){why}"
     # a line of 28 options is no advice: one number lifts them all (an EPEX day's delivery periods, each a stream)
     first = offset_option(said[0][0], lifting_offset(said[0][1]))
     return (f"; the lowest price in the files: {prices}: to lift all {len(ranked)} streams above zero, "

@@ -38,6 +38,7 @@ class Lifts(NamedTuple):
 
     lowest: dict[str, float]  # stream -> its lowest price as read (the offset advice lifts it)
     holed: frozenset[str]
+    yields: frozenset[str] = frozenset()  # of `lowest`, those priced or named as a yield: lifted by 100
 
 
 def crosses_zero(stream: str, plan: Any) -> bool:
@@ -49,12 +50,19 @@ def crosses_zero(stream: str, plan: Any) -> bool:
     return stream in crossing or "" in crossing
 
 
+def is_yield(stream: str, plan: Any) -> bool:
+    """Whether a stream of a file's plan is priced or named as a yield (FilePlan.yield_streams): lifted by 100."""
+    yields = getattr(plan, "yield_streams", frozenset())
+    return stream in yields or "" in yields
+
+
 def read_lifts(rejected: Any) -> Lifts:
     """Lifts of a replay read (its RejectCounter): the streams that lost rows an offset should lift, holed where
     their prices cross zero (below it, or a spread at it) and such a row was refused between two of their ticks."""
     lowest = dict(getattr(rejected, "to_lift", {}))
     crossing = getattr(rejected, "crossing", set())
-    return Lifts(lowest, frozenset(lowest.keys() & getattr(rejected, "cut", set()) & crossing))
+    return Lifts(lowest, frozenset(lowest.keys() & getattr(rejected, "cut", set()) & crossing),
+                 frozenset(lowest.keys() & getattr(rejected, "yields", set())))
 
 
 def planned_lifts(plans: list[Any], selection: Any = None) -> Lifts:
@@ -65,6 +73,7 @@ def planned_lifts(plans: list[Any], selection: Any = None) -> Lifts:
     left to the rejects' count, as is a file whose plan does not say: DBN)."""
     lowest: dict[str, float] = {}
     holed: set[str] = set()
+    yields: set[str] = set()
     for plan in plans:
         cut = getattr(plan, "cut_streams", frozenset())
         settling = getattr(plan, "settling_streams", frozenset())
@@ -77,9 +86,11 @@ def planned_lifts(plans: list[Any], selection: Any = None) -> Lifts:
             if shifted(low, offset) > 0:
                 continue
             lowest[name] = min(low, lowest.get(name, math.inf))
+            if is_yield(stream, plan):
+                yields.add(name)
             if stream in cut and not offset and crosses_zero(stream, plan):
                 holed.add(name)
-    return Lifts(lowest, frozenset(holed))
+    return Lifts(lowest, frozenset(holed), frozenset(yields))
 
 
 def planned_refusal(plans: list[Any], selection: Any, command: str) -> str | None:
@@ -111,11 +122,14 @@ def crossing_refusal(lifts: Lifts, command: str, said_of: dict[str, str] | None 
                      for stream in ranked[:SAID_STREAMS])
     more = f" and {counted(len(ranked) - SAID_STREAMS, 'stream')} more" if len(ranked) > SAID_STREAMS else ""
     one = len(ranked) == 1
-    advice = offset_advice(lifts.lowest, one_for_all).removeprefix("; ")
+    advice = offset_advice(lifts.lowest, one_for_all, lifts.yields).removeprefix("; ")
     them = "it" if one else "them"
+    # shifted by 100, a yield's bps answers are yield bp (the advice says why); by a small number, the offset's
+    shifted = "" if lifts.holed <= lifts.yields else (" Shifted, direction_* questions mean what they say; "
+                                                      "volatility_* and move_bps_* measure the offset's level, not "
+                                                      "the market (docs/replay.md, prices at or below zero)")
     return (f"{'stream' if one else 'streams'} {said}{more} {'has' if one else 'have'} prices on both sides of zero, "
             f"and those at or below it are refused, out of the middle of {them}: {command} labels each tick by the "
             f"ticks after it, so every label across such a hole would score a jump from the last price above zero "
             f"straight to the next, which the market never made. Read {them} whole: {advice}; or leave {them} out "
-            f"(--streams naming the others). Shifted, direction_* questions mean what they say; volatility_* and "
-            f"move_bps_* measure the offset's level, not the market (docs/replay.md, prices at or below zero)")
+            f"(--streams naming the others).{shifted}")

@@ -97,7 +97,7 @@ def test_the_plans_foresee_what_the_rejects_count(spread) -> None:
     foreseen = planned_lifts(replay.plans)
     while not replay.done:
         replay.next_batch(4096)
-    assert foreseen == read_lifts(replay.rejected) == ({SPREAD: -0.05}, frozenset({SPREAD}))
+    assert foreseen == read_lifts(replay.rejected) == ({SPREAD: -0.05}, frozenset({SPREAD}), frozenset())  # (no yield)
     outright = FileReplay(spread, streams=["CLZ4"])
     assert planned_lifts(outright.plans, outright.selection).holed == frozenset()
 
