@@ -54,6 +54,7 @@ from engine.service.evaluation_predictors import history_answers, predictor_prob
 from engine.service.evaluation_scores import score_question, scores_by_stream
 from engine.service.features import QuestionHead
 from engine.service.session_gaps import GAP_NOTE_NS, sampled_note
+from engine.service.split_closures import split_closures
 from engine.service.splits import StreamData
 from engine.service.tick_checkpoint import window_ticks
 from engine.service.tick_origins import TickOrigins
@@ -176,6 +177,7 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
             "calibration_source": codec.calibration.source,
             "streams": _streams_record(streams),
             "part_times": part_times(streams),
+            "split_closures": split_closures(streams),
             "seconds": round(time.time() - t0, 1)}
 
 

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from connectors.ticks import shown_name
 from engine.service.evaluate import MIN_POINTS, MIN_SECOND_ANSWER
+from engine.service.split_closures import closure_text
 from engine.service.text_columns import name_width, padded
 
 BURST_SHARE = 0.3  # above this share of a test part's ticks in bursts, every-tick scores differ from a backtest's
@@ -72,8 +73,9 @@ def part_times_lines(result: dict[str, Any], by_stream: bool) -> list[str]:
     looks_leaky = len(own) > 1 and any(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:]))
     each = [f"  {shown_name(stream)}: {_times_text(times)}" for stream, times in own.items()]
     if looks_leaky and not by_stream and len(own) <= PART_STREAMS_NAMED:
-        return ["parts (UTC event times), each stream's own (the split is per stream, in tick order):", *each]
-    line = f"parts (UTC event times): {_times_text(overall)}"
+        return ["parts (UTC event times), each stream's own (the split is per stream, in tick order)"
+                f"{closure_text(result.get('split_closures', []))}:", *each]
+    line = f"parts (UTC event times): {_times_text(overall)}{closure_text(result.get('split_closures', []))}"
     if looks_leaky and not by_stream:
         line += (f" (the earliest and latest over {len(own)} streams, each split on its own in tick order: "
                  f"--by-stream prints each stream's)")
