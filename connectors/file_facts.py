@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 import polars as pl
 
+from connectors.zero_sizes import zero_size_facts
 from connectors.bloomberg_names import has_yellow_key
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
@@ -50,12 +51,15 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
     traded = (pl.col("price").filter(pl.col("size") > 0) if cmap.size is not None else pl.col("price")).drop_nulls()
     # a quote's bid above its ask: a yield quote's, if the columns are yields mapped as they are named
     sides = [e for e, key in zip(exprs[1:], keys) if key in ("bid", "ask")] if cmap.bid and cmap.ask else []
+    # a quote's sizes: a share of them at 0 is an indicative quote, no firm one (zero_sizes.py)
+    sized = [key for key in keys if key in ("bid_size", "ask_size")] if sides else []
+    quote_sizes = [e for e, key in zip(exprs[1:], keys) if key in sized]
     dates = [pl.col(cmap.ts_columns[0])] if len(cmap.ts_columns) == 2 else []  # for a trade date's steps back
     sequence = [exprs[-1]] if cmap.sequence is not None else []
     zones = [zone_name_of(time_column(cmap).str.strip_chars()).alias("_zone")] if named else []
     leap = [sixtieth.alias("_sixtieth")] if sixtieth is not None else []
     series = series_columns(cmap, exprs, keys)  # streams whose trades have no size: an index's levels
-    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *dates, *sequence, *zones, *leap,
+    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *quote_sizes, *dates, *sequence, *zones, *leap,
                         *series, pl.col(ROW),
                         _header_repeats(rows, dialect).alias("_header"), _end_message(rows).alias("_end"),
                         *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
@@ -87,7 +91,7 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
         zone_names=pl.col("_zone").drop_nulls().unique().implode() if named else pl.lit(None),
         *fractional_facts({key: pl.col(f"_text_{key}") for key in price_texts}), *time_facts(cmap, factor),
         **(_us_summer_facts() if named else {}), **(leap_text_facts(pl.col("_sixtieth")) if leap else {}),
-        **series_fact(series),
+        **series_fact(series), **zero_size_facts(sized),
     )
     try:
         return facts.collect().row(0, named=True)

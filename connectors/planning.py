@@ -60,6 +60,7 @@ from connectors.plan_notes import (
 from connectors.price_offsets import PriceOffset, checked_price_offset
 from connectors.repeated_hour import repeated_hour
 from connectors.yield_offsets import rate_columns
+from connectors.zero_sizes import zero_size_note
 from connectors.price_series import sized_as_series
 from connectors.quote_widths import QUOTE_SPREAD_LIMIT, headerless_quotes
 from connectors.row_exprs import ROW, csv_overrides, file_rows, filled_quotes, row_exprs
@@ -260,6 +261,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     notes += sized_as_series(path, cmap, exprs, keys, facts)  # an index's levels beside trades: size 1
     frame = rows.select(*exprs, ROW)
     notes += price_and_zone_notes(path, cmap, facts, first, named)
+    notes += zero_size_note(path, facts, hours_given=cmap.hours is not None)  # indicative quotes, said once
     refuse_unread_times(path, cmap, rows, facts, first, named)
     # a clock stepped back once by a second outside a leap second (posix_repeats read those): named with its row
     clock_step = clock_step_back(facts, factor, lambda row: row_in_file(path, cmap, dialect, row))
