@@ -59,8 +59,8 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
     zones = [zone_name_of(time_column(cmap).str.strip_chars()).alias("_zone")] if named else []
     leap = [sixtieth.alias("_sixtieth")] if sixtieth is not None else []
     series = series_columns(cmap, exprs, keys)  # streams whose trades have no size: an index's levels
-    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *quote_sizes, *dates, *sequence, *zones, *leap,
-                        *series, pl.col(ROW),
+    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *quote_sizes, *dates, *sequence,
+                        *zones, *leap, *series, pl.col(ROW),
                         _header_repeats(rows, dialect).alias("_header"), _end_message(rows).alias("_end"),
                         *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
