@@ -26,6 +26,7 @@ from engine.quoting import quoted
 
 SEPARATORS = ",;\t|"  # a CSV's delimiter is the one its first line has most of, outside quotes
 SAMPLE_LINES = 20  # lines read to sniff a CSV
+GUESS_LINES = 500  # of a header-less CSV's lines, which its layout's guess weighs a column over
 DATE_LIKE = re.compile(r"^(\d{4}[-./]?\d\d[-./]?\d\d|\d\d?[-./]\d\d?[-./]\d{2,4})([ T-]|$)")
 NUMBER_LINES = 2000  # lines read to tell a file's decimal separator (a cell that tells may come late)
 # The longest line a CSV's first lines may have, in characters: Python csv's own field limit, so no cell of a line
@@ -61,8 +62,9 @@ class Dialect:
     # (connectors/column_decimals.py): (column, a decimal comma)
     columns: tuple[ColumnNumbers, ...] = ()
     column_decimals: tuple[tuple[str, bool], ...] = ()
-    # every data row of the first lines read (up to NUMBER_LINES), for a header-less layout's guess that weighs a
-    # column over more rows than `rows` (connectors/headerless_csv.py: a size's round lots, seldom in its first rows)
+    # a header-less file's first GUESS_LINES data rows, for its layout's guess that weighs a column over more rows
+    # than `rows` (connectors/headerless_csv.py: a size's round lots, seldom in its first rows); dropped once the
+    # layout is guessed (file_layout.py), so that a plan of each of 365 daily files holds none
     sample: tuple[tuple[str, ...], ...] = ()
 
     def decimal_comma_of(self, column: str) -> bool:
@@ -230,7 +232,7 @@ def _sniffed(path: Path, decimal: str | None) -> Dialect:
         decimal_comma, numbers = decimal_reading(separator, data, columns)
     trailer = trailer_line(path, separator, [row[0] for row in rows if row])
     return Dialect(separator, decimal_comma, header, tuple(data[:SAMPLE_LINES]), numbers=numbers, skipped=skipped,
-                   banner=banner, trailer=trailer, columns=columns, sample=tuple(data))
+                   banner=banner, trailer=trailer, columns=columns, sample=() if header else tuple(data[:GUESS_LINES]))
 
 
 MAX_BANNER_LINES = 10  # a vendor's title and disclaimer above its table: 1 (CryptoDataDownload's URL) to 5 seen

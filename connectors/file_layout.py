@@ -144,6 +144,8 @@ def _columns_read(path: Path, spec: ColumnMap | Refine | None, long_rows_of: boo
             and dialect.rows:
         guessed, how = headerless_map(path, dialect.rows, dialect.separator, dialect.sample)
         names = guessed.names
+    if dialect is not None and dialect.sample:  # (the guess's alone: a plan keeps no copy)
+        dialect = replace(dialect, sample=())
     # a header-less file given its names whose rows end with a separator (`...;100;`) reads as a header file whose
     # rows do (review259 #3): the empty last cell is no data, a row with a cell there is rejected by its line
     trailing = names is not None and dialect is not None and not dialect.header and dialect.tails_empty(len(names))
