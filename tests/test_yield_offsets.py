@@ -66,3 +66,14 @@ def test_the_plans_and_the_rejects_both_say_the_yield(tmp_path: Path) -> None:
     drain(replay)
     read = read_lifts(replay.rejected)
     assert (foreseen.lowest, foreseen.yields) == (read.lowest, read.yields) == ({"DE10Y": -0.0205}, {"DE10Y"})
+
+
+def test_a_price_column_named_as_a_yield_gets_the_offset_of_100(tmp_path: Path) -> None:
+    """By its column's name, whatever its values (JGB 10y at -0.27..+0.15, but named `yield`)."""
+    path = tmp_path / "jgb.csv"
+    path.write_text("timestamp,symbol,yield,size\n" + "".join(
+        f"2024-01-02T00:00:{i:02d}Z,JGB10Y,{-0.27 + 0.03 * i:.3f},1\n" for i in range(15)))
+    replay = FileReplay(path, columns={"ts": "timestamp", "stream_col": "symbol", "price": "yield", "size": "size"})
+    drain(replay)
+    said = replay.rejected.examples["nonpositive_price"]
+    assert "--price-offset 'JGB10Y=100' (docs/replay.md); JGB10Y looks like a yield in percent" in said, said
