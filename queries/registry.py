@@ -103,10 +103,14 @@ class Registry:
                  ) -> list[QuerySpec]:
         """Adds or replaces queries from specs or YAML text; if any is invalid nothing changes. ``restoring``:
         queries already accepted (a restart, a shard given its front door's), taken as they are even where a
-        later flashtick's checks across queries (topic namespaces) would refuse them.
+        later flashtick's checks across queries (topic namespaces) would refuse them. Returns the specs registered
+        afresh: the new ones and those that differ from the spec registered under their name.
 
         A replaced query takes effect atomically, keeps its place in `list()`,
-        gets a new per-query version, and starts its trigger state afresh.
+        gets a new per-query version, and starts its trigger state afresh. A spec equal to the registered one
+        (`1000ms` and `1s` are one period: `unchanged`) is no change: it keeps its version and trigger state, as a
+        restart keeps it, so re-registering a whole file after adding one query leaves the others as they were; only
+        how it is shown (its period as written this time) is taken from the new one.
         """
         if isinstance(specs, str):
             new = load_queries(specs, source, self.questions, self.limits)
@@ -133,22 +137,28 @@ class Registry:
                 raise QuerySpecError(unanswerable_reason(e, spec), query=spec.name) from None
         with self._lock:
             old = self._snap
+            fresh = [spec for spec in new if old.specs.get(spec.name) != spec]
+            # unchanged, written differently (`1000ms` for `1s`): shown as written now, its state kept
+            reworded = [spec for spec in new if old.specs.get(spec.name) == spec
+                        and old.specs[spec.name].to_dict() != spec.to_dict()]
+            if not fresh and not reworded:
+                return []  # every spec as registered already: nothing changes, not even the version
             total = len(old.specs) + sum(1 for name in {s.name for s in new} if name not in old.specs)
             if total > self.limits.max_queries:
                 raise QuerySpecError(f"registering {len(new)} queries would make {total}, over the limit of "
                                      f"{self.limits.max_queries} (max_queries); nothing was registered")
             version = old.version + 1
             merged, versions = dict(old.specs), dict(old.versions)
-            for spec in new:
+            for spec in fresh + reworded:
                 merged[spec.name] = spec
             if not restoring:
-                _check_topic_namespaces(merged.values(), {spec.name for spec in new})
-            for spec in new:
+                _check_topic_namespaces(merged.values(), {spec.name for spec in fresh})
+            for spec in fresh:
                 versions[spec.name] = version
                 self._fired.pop(spec.name, None)
                 self._moves.forget(spec.name)
             self._snap = _Snapshot(MappingProxyType(merged), MappingProxyType(versions), version)
-        return new
+        return fresh
 
     def restore_versions(self, version: int, versions: Mapping[str, int]) -> None:
         """After a restart re-registered the saved queries: the registry version and each query's version as they

@@ -267,6 +267,10 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
                                                                                             "SYN.C", "SYN.D")))
         shards = {link.name: set(link.streams) for link in server.pipeline.links}
         assert all(shards.values())  # both shards serve streams
+        # the same file registered again (review381 #1): unchanged, the front door's and the shards' state kept
+        again = control.call("register", yaml=queries.read_text())
+        assert again["unchanged"] == ["dir", "nll"] and again["replaced"] == [] and again["version"] == 1
+        assert control.call("get", query="dir", stream="SYN.A")["answer"] is not None  # its cached answer kept
         # each shard's process: started without a runtime_env (this process's local Ray gave its workers the path,
         # ray_shards.start_local_ray), and its start imported neither sympy (a model load's Module.to_empty did) nor
         # polars (the config's connectors did): ~0.7 s of CPU at each shard's start

@@ -170,7 +170,8 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     control, sub, push = clients
     ctl, feed, s = control(), push(), fresh_stream("CT")
     reg = ctl.ok("register", yaml=YAML, source="mine.yaml")
-    assert set(reg) == {"ok", "registered", "replaced", "version"} and reg["registered"] == ["vol", "move", "surp"]
+    assert set(reg) == {"ok", "registered", "replaced", "unchanged", "version"}
+    assert reg["registered"] == ["vol", "move", "surp"]
     assert type(reg["version"]) is int
     listed = ctl.ok("list")
     assert set(listed) == {"ok", "queries", "version", "model", "model_digest"} and listed["version"] == reg["version"]

@@ -34,9 +34,11 @@ def cmd_register(args: argparse.Namespace) -> None:
             # user is shown the path as given, as serve and backtest name a queries file
             located = re.sub(rf"(?m)^{re.escape(args.file.name)}(?=:)", lambda _: str(args.file), str(e))
             raise type(e)(located, e.reason) from None  # its kind kept: a service not there is exit 4, not 2
-    replaced = reply.get("replaced")  # (absent from an older server)
+    replaced, unchanged = reply.get("replaced"), reply.get("unchanged")  # (absent from an older server)
     print(f"registered {', '.join(reply['registered'])} (registry version {reply['version']})" + (
-        f"; replaced {', '.join(replaced)} (the earlier spec of each no longer answers)" if replaced else ""))
+        f"; replaced {', '.join(replaced)} (the earlier spec of each no longer answers)" if replaced else "") + (
+        f"; unchanged {', '.join(unchanged)} (the same spec as registered: its answers, seqs, trigger state and "
+        f"adaptation go on)" if unchanged else ""))
 
 
 LARGE_REGISTER_BYTES = 1 << 20  # a register this large whose connection drops was dropped for its size, not a restart

@@ -48,14 +48,18 @@ class ControlOps(AskOps, StreamOps):
         specs = parse.specs()
         if not specs:  # (a client's mistake, most likely: an empty list, or the wrong file) registers nothing
             raise ControlError(str(no_query(parse.source, "nothing registered (`unregister` removes a query)")))
-        # a name registered already is replaced, its spec and cached answers gone: said, as anyone on the control
-        # socket can change what a strategy's topics carry (subscribers see heartbeats' registry_version move)
-        replaced = [s.name for s in specs if registry.current(s.name) is not None]
+        # a name registered already with another spec is replaced, its spec and cached answers gone: said, as anyone
+        # on the control socket can change what a strategy's topics carry (subscribers see heartbeats'
+        # registry_version move); one with an equal spec is unchanged and keeps everything (review381 #1): said too
+        existing = {s.name for s in specs if registry.current(s.name) is not None}
         try:
-            self.pipeline.register_queries(specs)
+            fresh = {spec.name for spec in self.pipeline.register_queries(specs)}
         except QuerySpecError as e:  # found across documents (a topic another query owns): located like the rest
             raise located_in(e, parse.text, parse.source, registry.limits, parse.lines) from None
-        return {"registered": [s.name for s in specs], "replaced": replaced, "version": self.pipeline.registry.version}
+        return {"registered": [s.name for s in specs],
+                "replaced": [s.name for s in specs if s.name in existing and s.name in fresh],
+                "unchanged": [s.name for s in specs if s.name in existing and s.name not in fresh],
+                "version": self.pipeline.registry.version}
 
     def _op_unregister(self, request: dict, _reply: Any) -> dict:
         self.pipeline.unregister_query(request_field(request, "name", str))

@@ -69,9 +69,9 @@ def register_changed(path: str, registry: Registry, forget_query: Callable[[str]
     # one the data directory did not keep while it kept a registry (often one unregistered live): said too, or a
     # query the user stopped would come back publishing at an unrelated restart without a word
     added_back = [spec.name for spec in changed if spec.name not in registry] if registry.version else []
-    if changed:
-        try:
-            registry.register(changed)
+    if changed or any(registry.current(spec.name).to_dict() != spec.to_dict() for spec in specs):
+        try:  # (an unchanged one written otherwise, `1000ms` for `1s`: shown as the file writes it, its state kept)
+            registry.register(specs)
         except QuerySpecError as e:  # a topic a restored query owns, say: located in the file like its other problems
             raise located_in(e, text, path, registry.limits) from None
         for spec in changed:

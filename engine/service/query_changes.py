@@ -41,20 +41,27 @@ class QueryChanges:
     data: DataDir | None
     history: AnswerHistory
 
-    def register_queries(self, specs: list[QuerySpec]) -> None:
-        """Add or replace standing queries (all or nothing); a replaced query's old answers are not served."""
+    def register_queries(self, specs: list[QuerySpec]) -> list[QuerySpec]:
+        """Add or replace standing queries (all or nothing); a replaced query's old answers are not served. One
+        equal to its registered spec is unchanged (Registry.register): its answers, seqs, trigger state and
+        adaptation stay, as a restart keeps them. Returns the specs registered afresh (new or replaced)."""
         for spec in specs:  # fail now, not at the first due tick, when the model cannot answer it
             self.flash.compiled(spec)
-        replaced = [old for spec in specs if (old := self.registry.current(spec.name)) is not None]
-        self.registry.register(specs)
+        earlier = {spec.name: self.registry.current(spec.name) for spec in specs}
+        version = self.registry.version
+        fresh = self.registry.register(specs)
+        replaced = [old for spec in fresh if (old := earlier[spec.name]) is not None]
         retire_topics(self.cache, self.history, self.registry, replaced)
-        for spec in specs:
-            self.forget_query(spec.name, logged=False)
-        self.marks.registered([spec.name for spec in specs], self._committed())
+        names = [spec.name for spec in fresh]
+        for name in names:
+            self.forget_query(name, logged=False)
+        self.marks.registered(names, self._committed())
         if self.data is not None:
-            self.data.registered_live([spec.name for spec in specs])
-        self.save_queries()
-        self._log_forgotten([spec.name for spec in specs])
+            self.data.registered_live(names)
+        if self.registry.version != version:  # (nothing to save where every spec was registered as it is)
+            self.save_queries()
+        self._log_forgotten(names)
+        return fresh
 
     def unregister_query(self, name: str) -> None:
         removed = self.registry.current(name)

@@ -255,22 +255,29 @@ class ShardedPipeline(ShardedIngest):
         return {}
     backlog_of = kv_of  # (not known here either: a shard holds the stream's queue)
 
-    def register_queries(self, specs: list[QuerySpec]) -> None:
-        """Checked here (compiled, limits), then queued to every shard: all of them or none."""
+    def register_queries(self, specs: list[QuerySpec]) -> list[QuerySpec]:
+        """Checked here (compiled, limits), then queued to every shard: all of them or none. Returns the specs
+        registered afresh (TickPipeline.register_queries)."""
         for spec in specs:
             self.flash.compiled(spec)
-        replaced = [old for spec in specs if (old := self.registry.current(spec.name)) is not None]
-        self.registry.register(specs)
+        earlier = {spec.name: self.registry.current(spec.name) for spec in specs}
+        version = self.registry.version
+        fresh = self.registry.register(specs)  # (one equal to its registered spec is kept as it is: unchanged)
+        if self.registry.version == version:
+            return fresh
+        replaced = [old for spec in fresh if (old := earlier[spec.name]) is not None]
         retire_topics(self.cache, self.history, self.registry, replaced)
-        for spec in specs:
-            self.forget_query(spec.name, logged=False)
-        self.marks.registered([spec.name for spec in specs], dict(self.progress))
-        self.data.registered_live([spec.name for spec in specs])
+        names = [spec.name for spec in fresh]
+        for name in names:
+            self.forget_query(name, logged=False)
+        self.marks.registered(names, dict(self.progress))
+        self.data.registered_live(names)
         self.save_queries()
-        for spec in specs:  # once the saved queries say it (TickPipeline._log_forgotten says why)
-            self.data.answers.forget_query(spec.name)
-        for link in self.links:
+        for name in names:  # once the saved queries say it (TickPipeline._log_forgotten says why)
+            self.data.answers.forget_query(name)
+        for link in self.links:  # every spec: a shard's registry keeps the unchanged ones' state as this one does
             link.ops.append(("register", dump_queries(specs)))
+        return fresh
 
     def unregister_query(self, name: str) -> None:
         removed = self.registry.current(name)
