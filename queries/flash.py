@@ -235,19 +235,22 @@ class FlashQueries:
         job.idle = True
         return [job]
 
-    def answer_early(self, spec: QuerySpec, stream: str, ticks: int
+    def answer_early(self, spec: QuerySpec, stream: str, ticks: int, max_stale_ticks: int | None = None
                      ) -> tuple[Answer | None, str | None, list[ProbeJob]]:
         """An ask's answer without a forward, if one may be given: (answer, how, idle jobs to queue). ``how`` is
-        "prepositioned" (decoded ahead, the stream has not moved) or "gated" (confident and fresh enough)."""
+        "prepositioned" (decoded ahead at the stream's current tick: what computing it now gives) or "gated"
+        (confident and fresh enough). The asker's ``max_stale_ticks`` bounds a gated answer's age before the
+        gate's own does (the tighter of the two); an ask without one is computed, never gated (review381 #2)."""
         ready = self.ready.get((spec.name, stream))
         if spec.kind == "generate" and ready is not None and ready.version == ticks:
             self.stats.preposition_hits += 1
             return ready, "prepositioned", []
-        if spec.gate is None:
+        if spec.gate is None or max_stale_ticks is None:
             return None, None, []
         self.stats.gate_asks += 1
         cached = self.cache.get(spec.name, stream) or ready
-        if cached is None or not spec.gate.fires(cached.value, cached.stale_ticks(ticks)):
+        if (cached is None or cached.stale_ticks(ticks) > max_stale_ticks
+                or not spec.gate.fires(cached.value, cached.stale_ticks(ticks))):
             return None, None, []
         self.stats.gate_fired += 1
         audits = self._idle_job("audit", spec, stream, self._audit(spec, stream, cached)) if spec.gate.audit else []

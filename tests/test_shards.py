@@ -307,7 +307,9 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
         assert [a["seq"] for a in shared] == list(range(1, len(shared) + 1))
         listed = control.call("topics", prefix="shared/")["topics"]  # the front door's seqs, both shards' answers
         assert list(listed) == ["shared/"] and listed["shared/"]["last_seq"] == len(shared)
-        early = control.call("ask", stream="SYN.D", query="gated")  # the shard answers from its cache at once
+        early = control.call("ask", stream="SYN.D", query="gated", max_stale_ticks=10)  # the shard's cache, at once
+        computed = control.call("ask", stream="SYN.D", query="gated")  # no bound given: computed, never gated
+        assert computed["cached"] is False and computed["answer"]["seq"] == 0 and "gated" not in computed
         published = control.call("get", query="gated", stream="SYN.D")["answer"]
         assert early["cached"] is True and early["gated"] is True
         assert early["answer"]["seq"] == published["seq"] and early["answer"]["version"] == published["version"]

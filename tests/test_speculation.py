@@ -168,15 +168,19 @@ queries:
         pipeline.run_until_idle()
     cached = pipeline.cache.get("dir", "SYN.A")
     assert cached.version == 40 and max(cached.value["probs"].values()) >= 0.2
-    early, how, audits = flash.answer_early(dir_spec, "SYN.A", 42)  # 2 ticks stale: within the rule
+    early, how, audits = flash.answer_early(dir_spec, "SYN.A", 42, 20)  # 2 ticks stale: within the rule
     assert how == "gated" and early is cached and len(audits) == 1
-    assert flash.answer_early(dir_spec, "SYN.A", 44)[0] is None  # 4 ticks stale: past max_stale_ticks
-    assert flash.answer_early(sure, "SYN.A", 40)[0] is None  # no label is certain
+    assert flash.answer_early(dir_spec, "SYN.A", 44, 20)[0] is None  # 4 ticks stale: past max_stale_ticks
+    assert flash.answer_early(sure, "SYN.A", 40, 20)[0] is None  # no label is certain
+    # the asker's bound comes first (review381 #2): 1 tick at most is tighter than the gate's 3; and an ask that
+    # gives none is computed, not gated (neither is counted as a gated ask)
+    assert flash.answer_early(dir_spec, "SYN.A", 42, 1)[0] is None
+    assert flash.answer_early(dir_spec, "SYN.A", 42)[0] is None
     for job in audits:  # the audit recomputes at idle priority and compares
         pipeline.engine.ask(job)
     pipeline.run_until_idle()
     summary = flash.stats.summary()
-    assert summary["gate_asks"] == 3 and summary["gate_coverage"] == pytest.approx(1 / 3)
+    assert summary["gate_asks"] == 4 and summary["gate_coverage"] == pytest.approx(1 / 4)
     assert flash.stats.gate_audited == 1 and flash.stats.gate_agreed in (0, 1)
 
 
@@ -200,12 +204,50 @@ queries:
         with FeedClient(server.endpoints["ingest"]) as feed:
             feed.send(SyntheticMarket(SyntheticConfig(seed=8)).next_batch(40))
         wait_for(lambda: server.pipeline.ticks_in == 40 and not server.pipeline.engine.busy, timeout_s=30)
-        gated = control.call("ask", stream="SYN.A", query="dir")
+        gated = control.call("ask", stream="SYN.A", query="dir", max_stale_ticks=5)
         assert gated["cached"] and gated["gated"] and gated["answer"]["seq"] >= 1
         ahead = control.call("ask", stream="SYN.A", query="ahead")
         assert ahead["cached"] and ahead["prepositioned"] and len(ahead["answer"]["value"]["tokens"]) == 4
         stats = control.call("stats")["stats"]["speculation"]
         assert stats["gate_asks"] == 1 and stats["preposition_hits"] == 1
+
+
+def test_the_askers_max_stale_bounds_a_gated_answer_and_an_ask_without_it_is_computed(checkpoint, tmp_path) -> None:
+    """review381 #2: a query's `gate: {max_stale_ticks: 5}` answered `ask --max-stale 1` with an answer 2 ticks
+    old, and an ask without `--max-stale` (documented: always computed) from the cache. The asker's bound wins: a
+    gated answer is at most the tighter of the two old, and an ask without a bound is computed."""
+    queries = tmp_path / "q.yaml"
+    queries.write_text("queries:\n  - {name: g5, streams: ['*'], question: direction_5, kind: choice, "
+                       "trigger: {ticks: 10},"
+                       " gate: {min_prob: 0.01, max_stale_ticks: 5}}\n")
+    config = ServiceConfig.from_dict({
+        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "queries": str(queries),
+        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}})
+    ticks = SyntheticMarket(SyntheticConfig(seed=8, streams=SyntheticConfig().streams[:1])).next_batch(47)
+    with serving(config) as server, ControlClient(server.endpoints["control"]) as control:
+        from connectors.feed import FeedClient
+        from test_server import wait_for
+
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            for tick in ticks[:42]:  # a tick a message: answers at 1, 10, 20, 30, 40; 42 is 2 ticks past the last
+                feed.send([tick])
+        wait_for(lambda: server.pipeline.ticks_in == 42 and not server.pipeline.engine.busy, timeout_s=60)
+        assert control.call("get", query="g5", stream="SYN.A")["answer"]["version"] == 40
+
+        def ask(**bound: int) -> dict:
+            return control.call("ask", stream="SYN.A", query="g5", **bound)
+
+        for tight in (ask(max_stale_ticks=1), ask()):  # the asker's 1 over the gate's 5; none: computed now
+            assert not tight["cached"] and "gated" not in tight and tight["answer"]["version"] == 42
+            assert tight["answer"]["seq"] == 0
+        for loose in (ask(max_stale_ticks=2), ask(max_stale_ticks=100)):  # within both: the gate answers
+            assert loose["cached"] and loose["gated"] and loose["answer"]["version"] == 40
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            for tick in ticks[42:]:
+                feed.send([tick])
+        wait_for(lambda: server.pipeline.ticks_in == 47 and not server.pipeline.engine.busy, timeout_s=60)
+        past_gate = ask(max_stale_ticks=100)  # 7 ticks old: within the asker's 100, past the gate's 5
+        assert not past_gate["cached"] and past_gate["answer"]["version"] == 47
 
 
 def test_gate_and_lookup_options_are_checked_by_name() -> None:

@@ -198,7 +198,8 @@ def add_ask(sub: Any, shared: SharedOptions, help: str) -> None:
                         "(default choice)")
     p.add_argument("--max-stale", type=int, default=None, help="accept a cached answer up to N ticks old (read "
                    "by the engine between forwards: it waits for the forward in progress, seconds while the "
-                   "engine is behind; a subscriber on the PUB socket has it at once)")
+                   "engine is behind; a subscriber on the PUB socket has it at once); a query's gate never serves "
+                   "one older, and without --max-stale the answer is computed")
     p.add_argument("--question", metavar="TEXT", help="a text model: ask this free text after the stream's tick "
                    "lines (the op's `spec`), with --choices or --generate; as given, so a leading newline is "
                    "$'\\n...' in a shell")

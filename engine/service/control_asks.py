@@ -109,7 +109,7 @@ class AskOps:
                                f"{most}): send more when replies come back")
         self._tickets += 1
         try:
-            self.pipeline.ask(spec, stream, self._tickets)
+            self.pipeline.ask(spec, stream, self._tickets, max_stale)
         except UnknownStream:
             raise self._no_session(stream) from None
         except ShardGivenUp as e:  # not the asker's mistake: its stream's shard could not be restored

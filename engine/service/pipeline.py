@@ -225,24 +225,25 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
     def answer_at_once(self, spec: QuerySpec, stream: str, max_stale_ticks: int | None
                        ) -> tuple[Answer, str | None] | None:
         """An ask's answer without a forward, and how: the cached one if at most ``max_stale_ticks`` behind the
-        stream (how None), else one answered early ("prepositioned" or "gated", FlashQueries.answer_early).
+        stream (how None) and the query has no gate, else one answered early ("prepositioned" or "gated",
+        FlashQueries.answer_early: a gated query's cached answer only where it passes its gate too).
         Behind the ticks the stream has sent and the engine accepted, computed or not: during a burst the ones still
         waiting for a forward count too, as they do in `streams` (a client compares an answer's version with it)."""
         if stream not in self.engine.scheduler.streams:
             return None
         ticks = max(self.engine.progress(stream).ticks, self.encoders.ticks_of(stream) or 0)
-        if max_stale_ticks is not None:
+        if max_stale_ticks is not None and spec.gate is None:
             cached = self.cache.get_fresh(spec.name, stream, ticks, max_stale_ticks)
             if cached is not None:
                 return cached, None
-        early, how, audits = self.flash.answer_early(spec, stream, ticks)
+        early, how, audits = self.flash.answer_early(spec, stream, ticks, max_stale_ticks)
         for job in audits:
             self.engine.ask(job)
         return (early, how) if early is not None else None
 
-    def ask(self, spec: QuerySpec, stream: str, ticket: Any) -> None:
+    def ask(self, spec: QuerySpec, stream: str, ticket: Any, max_stale_ticks: int | None = None) -> None:
         """Compute ``spec`` on ``stream`` now; the outcome comes out of a later step with ``ticket``.
-        Raises UnknownStream for a stream that has sent no data."""
+        Raises UnknownStream for a stream that has sent no data. (``max_stale_ticks``: ``answer_at_once`` had it.)"""
         self.flash.compiled(spec)  # a question the model cannot answer is said as such, whatever the stream
         self.engine.progress(stream)  # raises UnknownStream before a generate job drafts from the stream's tokens
         self.engine.ask(self.flash.job_for(spec, stream, ticket=ticket, draft_from=self.flash.draft_for(spec, stream)))

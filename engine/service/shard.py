@@ -252,10 +252,10 @@ class Shard:
         elif kind == "forget":
             self._forget(op[1])
         elif kind == "ask":
-            _, ticket, stream, spec = op
+            _, ticket, stream, spec, bound = op
             try:
                 spec = self.registry.get(spec) if isinstance(spec, str) else QuerySpec.from_dict(spec)
-                return self._ask(spec, stream, ticket)
+                return self._ask(spec, stream, ticket, bound)
             except UnknownStream:  # the front door routed it here: one engine's reason (ControlOps._no_session)
                 held = self.refused_streams.get(stream)
                 # why: the refusals this shard holds (the front door may still hold the stream: more of it waits to
@@ -283,11 +283,17 @@ class Shard:
         if len(self.refused_streams) > MAX_REFUSED_STREAMS_KEPT:
             self.refused_streams.popitem(last=False)
 
-    def _ask(self, spec: QuerySpec, stream: str, ticket: Any) -> list[JobOutcome]:
-        """An ask: answered at once when FlashQueries may answer early (decoded ahead, or gated), else queued."""
+    def _ask(self, spec: QuerySpec, stream: str, ticket: Any, bound: tuple[int, int] | None) -> list[JobOutcome]:
+        """An ask: answered at once when FlashQueries may answer early (decoded ahead, or gated), else queued.
+        ``bound``: the asker's max_stale_ticks and the ticks of the stream the front door has accepted (None:
+        computed, never gated)."""
         self.flash.compiled(spec)  # a question the model cannot answer is said first, as one engine's ask says it
         ticks = self.engine.progress(stream).ticks  # raises UnknownStream
-        early, how, audits = self.flash.answer_early(spec, stream, ticks)
+        max_stale = None
+        if bound is not None:
+            max_stale, accepted = bound
+            ticks = max(ticks, accepted)
+        early, how, audits = self.flash.answer_early(spec, stream, ticks, max_stale)
         for job in audits:
             self.engine.ask(job)
         if early is not None:

@@ -296,13 +296,15 @@ class ShardedPipeline(ShardedIngest):
         or not, as TickPipeline.answer_at_once). Answering early (decoded ahead, gated) is the shards' business:
         such asks go to the shard."""
         ticks = self.progress.get(stream)
-        if ticks is None or max_stale_ticks is None:
+        if ticks is None or max_stale_ticks is None or spec.gate is not None:  # (a gate is the shard's: ``ask``)
             return None
         ticks = max(ticks, self.encoders.ticks_of(stream) or 0)
         cached = self.cache.get_fresh(spec.name, stream, ticks, max_stale_ticks)
         return (cached, None) if cached is not None else None
 
-    def ask(self, spec: QuerySpec, stream: str, ticket: Any) -> None:
+    def ask(self, spec: QuerySpec, stream: str, ticket: Any, max_stale_ticks: int | None = None) -> None:
+        """Queued to the stream's shard, which answers early (decoded ahead, or gated within ``max_stale_ticks`` of
+        the ticks accepted here, sent to it or not) or computes."""
         link = self.shard_of.get(stream)
         if link is None:
             raise UnknownStream(stream)
@@ -311,7 +313,9 @@ class ShardedPipeline(ShardedIngest):
                                f"({link.failed}); its ticks are logged and are computed when the service restarts")
         registered = self.registry.current(spec.name) is spec
         self._asked[ticket] = (spec, stream)  # its answer is adapted here (``_as_published``)
-        link.ops.append(("ask", ticket, stream, spec.name if registered else spec.to_dict()))
+        bound = None if max_stale_ticks is None else (max_stale_ticks, max(self.progress.get(stream, 0),
+                                                                             self.encoders.ticks_of(stream) or 0))
+        link.ops.append(("ask", ticket, stream, spec.name if registered else spec.to_dict(), bound))
 
     def forget_stream(self, stream: str) -> None:
         """Drop ``stream`` at an operator's request (sharded_forget.forget_stream: StreamBusy while items of it or
