@@ -181,6 +181,39 @@ def test_a_burst_past_one_message_is_answered_live_where_its_backtest_answers(fi
     assert_as_backtested(live, backtest, tol=1e-6)
 
 
+def test_feed_replay_with_its_defaults_answers_as_a_backtest_with_its_defaults(file: Backtested, capsys) -> None:
+    """review381 #3: `feed replay` without options packed up to 256 ticks a message, so a `batch` or `ticks` query
+    answered a few times a stream where `backtest` (its default --batch-ms 100) answered hundreds. Its default is the
+    backtest's now: `flashtick feed replay FILE`, no option, into a real service answers as the default backtest."""
+    from engine.service.cli import main
+
+    assert ServiceConfig.from_dict(file.engine).replay.batch_ms == 100.0  # (the module's backtest: the default)
+    local = "tcp://127.0.0.1:0"
+    config = ServiceConfig.from_dict({**file.engine, "queries": str(file.queries),
+                                      "endpoints": {"ingest": local, "answers": local, "control": local},
+                                      "limits": {"heartbeat_s": 0.1}})
+    live: dict[tuple[str, str, int], dict] = {}
+    with serving(config) as server, AnswerSubscriber(server.endpoints["answers"], [""]) as sub:
+        sub.wait_ready()
+        assert main(["feed", "replay", str(file.data), "--endpoint", server.endpoints["ingest"],
+                     "--control", server.endpoints["control"]]) in (0, None)
+        deadline = time.monotonic() + 120  # (only catches a hang)
+        while len(live) < len(file.answers) and time.monotonic() < deadline:
+            message = sub.recv(timeout_s=0.2)
+            if message and not message[0].startswith("_"):
+                live[(message[1]["query"], message[1]["stream"], message[1]["version"])] = message[1]
+    assert f"sent {len(file.ticks)} ticks in" in capsys.readouterr().err
+    assert_as_backtested(live, file.answers, tol=1e-6)
+
+
+def test_packed_messages_are_an_option_of_their_own(capsys) -> None:
+    from engine.service.cli import main
+
+    assert main(["feed", "replay", "nowhere.csv", "--packed", "--batch-ms", "50",
+                 "--endpoint", "tcp://127.0.0.1:1"]) != 0
+    assert "--packed sends up to 256 ticks a message as read, --batch-ms one message" in capsys.readouterr().err
+
+
 def test_the_cli_refuses_a_batch_width_that_is_not_positive(capsys) -> None:
     from engine.service.cli import main
 

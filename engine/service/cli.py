@@ -294,7 +294,10 @@ def _client_endpoints(args: argparse.Namespace) -> None:
     if args.config is not None:  # imported only then: the config module brings torch (~2 s of a client's start)
         from engine.service.config import ServiceConfig
 
-        endpoints = ServiceConfig.load(args.config).endpoints
+        config = ServiceConfig.load(args.config)
+        endpoints = config.endpoints
+        if args.command == "feed":  # `feed replay` cuts batches as `backtest` with the same config does by default
+            args.config_batch_ms = config.replay.batch_ms
 
     def connectable(bound: str) -> str:  # a service bound to every interface is reached on this host
         return bound.replace("://*:", "://127.0.0.1:").replace("://0.0.0.0:", "://127.0.0.1:").replace(

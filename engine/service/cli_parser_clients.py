@@ -82,8 +82,12 @@ def add_feed(sub: Any, shared: SharedOptions, help: str) -> None:
     f.add_argument("--batch-ms", type=float, default=None,
                    help="send each event-time batch of MS milliseconds as one message (a batch of more than 8,192 "
                         "ticks as messages of 8,192), cut as `backtest --batch-ms` cuts them, so the live run answers "
-                        "at the ticks a backtest of the files answers at (default: up to 256 ticks a message, as "
-                        "read)")
+                        "at the ticks a backtest of the files answers at (default: the backtest's, the --config "
+                        "file's replay.batch_ms, else 100)")
+    f.add_argument("--packed", action="store_true",
+                   help="send up to 256 ticks a message as read instead (the most throughput): each message is one "
+                        "tick group, so `batch`, `ticks` and `surprise` queries answer once a message, not as a "
+                        "backtest does")
     f.set_defaults(run=Deferred("cmd_feed", "cmd_feed"))
 
 

@@ -168,9 +168,21 @@ def _files_offset_of(replay: Any) -> Callable[[str], float]:
 
 
 def _batch_ns(args: argparse.Namespace) -> int | None:
-    batch_ms = getattr(args, "batch_ms", None)
-    if batch_ms is None:
+    """`feed replay`'s event-time batch (ns), one message each: --batch-ms, else the backtest's default (the
+    --config file's replay.batch_ms, else 100 ms), so the defaults of the two agree (review381 #3: 256 ticks a
+    message answered `batch` queries twice a stream where the backtest answered 300); None with --packed."""
+    if getattr(args, "feed_source", None) != "replay":
         return None
+    batch_ms = getattr(args, "batch_ms", None)
+    if getattr(args, "packed", False):
+        if batch_ms is not None:
+            raise ValueError("--packed sends up to 256 ticks a message as read, --batch-ms one message an event-time "
+                             "batch: give one of them")
+        return None
+    if batch_ms is None:
+        from engine.service.config_replay import ReplaySection
+
+        batch_ms = getattr(args, "config_batch_ms", None) or ReplaySection.batch_ms
     if not 0 < batch_ms < math.inf:
         raise ValueError(f"--batch-ms must be a number of milliseconds > 0, got {batch_ms:g}")
     return int(batch_ms * 1e6)  # as the backtest rounds it
