@@ -16,6 +16,14 @@ from engine.quoting import quoted
 from queries.limits import excerpt
 from queries.spec import QuerySpec
 from queries.spec_errors import QuerySpecError
+from queries.spec_values import did_you_mean
+
+
+def free_text_refused(question: str, questions: Mapping[str, NamedQuestion]) -> str:
+    """Why a tick model (one whose codec names its questions) refuses a free-text ``question``, said first, before
+    a missing `choices` would be (review381 #8: a user who added them got this refusal second)."""
+    return (f"question {excerpt(question)} is free text, and a tick model cannot read free text: it answers its "
+            f"codec's questions by name ({', '.join(questions)}){did_you_mean(question, questions)}")
 
 
 class NamedQuestion(Protocol):
@@ -40,7 +48,7 @@ def check_questions(spec: QuerySpec, questions: Mapping[str, NamedQuestion]) -> 
                     f"give {quoted('choices' if spec.kind == 'choice' else 'values')} to ask it as text")
             names = ", ".join(questions) or "none: this model asks free-text questions"
             raise QuerySpecError(f"question {excerpt(spec.question)} is not one of the codec's questions ({names}); "
-                                 f"{hint}", query=spec.name, key="question")
+                                 f"{hint}{did_you_mean(spec.question, questions)}", query=spec.name, key="question")
         return
     if spec.kind == "expectation" and spec.values is None and not known.values:
         raise QuerySpecError(f"codec question {excerpt(spec.question)} has no values per label; an expectation "

@@ -34,7 +34,7 @@ from queries.answer_topics import DEFAULT_TOPIC, check_topic, renders
 from queries.limits import QueryLimits, clip, excerpt
 from queries.scored_as import ScoredAs
 from queries.spec_errors import QuerySpecError, fail
-from queries.spec_values import checked_int, str_list, wire_text
+from queries.spec_values import checked_int, did_you_mean, str_list, wire_text
 from queries.speculation import Gate, Lookup
 from queries.trigger import TRIGGER_TABLE, Trigger
 
@@ -49,6 +49,11 @@ MAX_QUESTION_TOKENS = 64
 _NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
 # A question that reads like an identifier names a codec question (`direction_20`).
 _QUESTION_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def names_a_question(question: Any) -> bool:
+    """Whether a query's `question` reads as a codec question's name (`direction_20`) rather than free text."""
+    return isinstance(question, str) and bool(_QUESTION_NAME_RE.fullmatch(question))
 
 
 def unanswerable_reason(error: ValueError, spec: QuerySpec) -> str:
@@ -93,6 +98,10 @@ class QuerySpec:
         if not isinstance(self.name, str) or not _NAME_RE.fullmatch(self.name) or len(self.name) > MAX_NAME:
             raise fail("name", f"name must match [A-Za-z0-9_.-]+ and be at most {MAX_NAME} chars, "
                                f"got {excerpt(self.name)}")
+        if self.name in (".", "..") or self.name.startswith("-"):  # a topic `../S/`, a CLI argument read as a flag
+            raise fail("name", f"name {excerpt(self.name)} is refused: a name may not be \".\" or \"..\" (its "
+                               f"topics would read as paths) nor start with \"-\" (the command line would read it "
+                               f"as an option)")
         try:
             self._validate()
         except QuerySpecError as e:
@@ -103,7 +112,8 @@ class QuerySpec:
 
     def _validate(self) -> None:
         if self.kind not in KINDS:
-            raise fail("kind", f"kind must be one of {', '.join(KINDS)}, got {excerpt(self.kind)}")
+            raise fail("kind", f"kind must be one of {', '.join(KINDS)}, got {excerpt(self.kind)}"
+                               f"{did_you_mean(self.kind, KINDS)}")
         self._validate_streams()
         self._validate_question()
         self._validate_options()
@@ -191,7 +201,7 @@ class QuerySpec:
     @property
     def names_question(self) -> bool:
         """True when `question` is an identifier naming a codec question, which supplies labels and values."""
-        return self.question is not None and bool(_QUESTION_NAME_RE.fullmatch(self.question))
+        return names_a_question(self.question)
 
     @property
     def labels(self) -> tuple[str, ...] | None:

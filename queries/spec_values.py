@@ -8,7 +8,9 @@ number as a float) or raises the QuerySpecError of `fail`.
 
 from __future__ import annotations
 
+import difflib
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from engine.yaml_files import yaml_kind
@@ -65,3 +67,26 @@ def finite_float(key: str, raw: Any, item: int | str | None = None) -> float:
     if not finite:
         raise fail(key, f"{key} must be a finite number, got {excerpt(raw)}", item)
     return float(raw)
+
+
+def _folded(word: str) -> str:
+    return word.lower().replace("_", "").replace("-", "").replace(" ", "")
+
+
+def meant_word(word: Any, options: Iterable[str]) -> str | None:
+    """The one of ``options`` that ``word`` most likely misspells: the same but for case, `_`, `-` and spaces
+    (`Choice`, `Direction_5`, `direction5`), else a close spelling (`choise`); None when none is close."""
+    if not isinstance(word, str):
+        return None
+    options = list(options)
+    same = [option for option in options if _folded(option) == _folded(word)]
+    if len(same) == 1:
+        return same[0]
+    close = difflib.get_close_matches(word.lower(), options, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+def did_you_mean(word: Any, options: Iterable[str]) -> str:
+    """"; did you mean X?" after a refusal of ``word``, or "" (meant_word)."""
+    meant = meant_word(word, options)
+    return f"; did you mean {meant}?" if meant is not None and meant != word else ""

@@ -54,6 +54,20 @@ def parse_duration_ns(raw: Any) -> int:
     return ns
 
 
+MIN_BARE_INTERVAL_NS = 1_000_000  # a bare int interval is ns: one under 1 ms is a unit left out (review381 #5)
+
+
+def _interval_period(raw: Any) -> int:
+    """An interval trigger's period: a duration, or an int of nanoseconds of at least 1 ms. `{interval: 10}` read as
+    10 ns fired at every tick group without a word, where `10s` was meant: a bare int under 1 ms is refused."""
+    ns = parse_duration_ns(raw)
+    if isinstance(raw, int) and ns < MIN_BARE_INTERVAL_NS:
+        raise ValueError(f"interval {raw} is {raw} nanoseconds (a bare int is ns), so the query would answer at every "
+                         f"tick group: give the unit, e.g. {{interval: {raw}s}} or {{interval: {raw}ms}} (an int of "
+                         f"ns is at least {MIN_BARE_INTERVAL_NS:,}, 1 ms; write \"{raw}ns\" if ns are meant)")
+    return ns
+
+
 def _tick_count(raw: Any) -> int:
     if not isinstance(raw, int) or isinstance(raw, bool) or raw < 1:
         raise ValueError(f"ticks trigger needs an integer N >= 1, got {excerpt(raw)}")
@@ -132,7 +146,7 @@ TRIGGER_TABLE: dict[str, TriggerKind] = {
     "batch": TriggerKind(None, None, _word, None, None),
     "on_demand": TriggerKind(None, None, _word, None, None, fires_by_itself=False),
     "ticks": TriggerKind("N", _tick_count, int, 50, lambda every, ticks, event_ts: ticks // every),
-    "interval": TriggerKind('"500ms" | "2s" | "1m" | "1d" | <int ns>', parse_duration_ns, duration_text,
+    "interval": TriggerKind('"500ms" | "2s" | "1m" | "1d" | <int ns, >= 1 ms>', _interval_period, duration_text,
                             "500ms", lambda every, ticks, event_ts: event_ts // every, keeps_grid=True),
     "move_bps": TriggerKind("N (basis points, a number > 0)", _move_size, move_text, 10, None, wire=move_text,
                             on_moves=True),

@@ -20,14 +20,16 @@ from typing import Any
 
 import yaml
 
-from queries.codec_questions import NamedQuestion, check_questions
+from queries.answer_kinds import LABELLED_KINDS
+from queries.codec_questions import NamedQuestion, check_questions, free_text_refused
 from queries.limits import QueryLimits, clip, excerpt
-from queries.spec import QuerySpec, QuerySpecError, check_limits
+from queries.spec import QuerySpec, QuerySpecError, check_limits, names_a_question
 
 _STRING_KEYS = frozenset({"name", "streams", "question", "topic", "choices", "stop", "kind", "scored_as"})
 # Tags the SafeLoader resolver gives plain scalars that are not strings; in a string position we keep the text.
 _IMPLICIT_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float", "timestamp"))
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_INT_TAG = "tag:yaml.org,2002:int"
 _PLAIN_COLLECTIONS = frozenset({"tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"})
 
 
@@ -104,12 +106,22 @@ class YamlDocument:
         untagged(node, self, label)
         if not isinstance(node, yaml.MappingNode):
             raise self.error(f"each query must be a mapping of keys, got {node_kind(node)}", node, label)
+        name_node = _name_node(node)  # (before the keys are read: a duplicate key's error names the query too)
+        if isinstance(name_node, yaml.ScalarNode) and name_node.value:
+            label = name_node.value
         pairs = self.pairs(node, label)
         name_node = pairs.get("name", (None, None))[1]
         if isinstance(name_node, yaml.ScalarNode) and name_node.value:
             label = name_node.value
+        for key, (_, value_node) in pairs.items():
+            if key not in _STRING_KEYS:
+                self.refuse_radix_ints(key, value_node, label)
         try:
             raw = {key: self.value(v, key in _STRING_KEYS) for key, (_, v) in pairs.items()}
+            question = raw.get("question")
+            if questions and raw.get("kind") in LABELLED_KINDS and isinstance(question, str) \
+                    and not names_a_question(question):  # a tick model's: why first, before a missing `choices`
+                raise QuerySpecError(free_text_refused(question, questions), key="question")
             spec = QuerySpec.from_dict(raw)
             check_limits(spec, self.limits)
             if questions is not None:
@@ -119,6 +131,32 @@ class YamlDocument:
             raise e.located(self.source, self.key_line(node, pairs, e.key, e.item), label) from None
         except yaml.MarkedYAMLError as e:  # an unknown tag, e.g. `!!python/object`, or a malformed `!!int`
             raise self.yaml_error(e, label) from None
+
+    def refuse_radix_ints(self, key: str, node: yaml.Node, query: str) -> None:
+        """A count written `010` or `0x10`: YAML 1.1 reads them as 8 and 16 (`{ticks: 010}` fired every 8 ticks,
+        review381 #4), where a zero-padded 10 was most likely meant; refused, naming what YAML made of it. Plain
+        decimal ints (and `0`) pass; a quoted one is text, refused where a number is wanted."""
+        if isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                self.refuse_radix_ints(key, item, query)
+        elif isinstance(node, yaml.MappingNode) and node.tag in _PLAIN_COLLECTIONS:
+            for k, v in node.value:
+                self.refuse_radix_ints(k.value if isinstance(k, yaml.ScalarNode) else key, v, query)
+        elif isinstance(node, yaml.ScalarNode) and not node.style and node.tag == _INT_TAG:
+            written = node.value.lstrip("+-").replace("_", "")
+            radix = ("hexadecimal" if written[:2].lower() == "0x" else "binary" if written[:2].lower() == "0b"
+                     else "base 60" if ":" in written else "octal" if len(written) > 1 and written[0] == "0" else None)
+            if radix is None or len(written) > 40:  # (a number that long is refused as too large anyway)
+                return
+            try:
+                read = self.construct(node)
+            except (yaml.MarkedYAMLError, ValueError):  # (`!!int 0b`, 5,000 digits: refused as they are, below)
+                return
+            meant = ("-" if node.value.startswith("-") else "") + (written.lstrip("0") or "0")
+            said = (f"the octal number {read}, not {meant}: write {meant}" if radix == "octal" else
+                    f"the {radix} number {read}: write it in decimal, {read}")
+            raise self.error(f"{key}: {node.value} is read by YAML 1.1 as {said} (numbers written with a leading "
+                             f"0, 0x, 0b or a colon are refused)", node, query)
 
     @staticmethod
     def key_line(node: yaml.Node, pairs: dict, key: str | None, item: int | str | None) -> int:
@@ -132,6 +170,11 @@ class YamlDocument:
         if isinstance(item, str) and isinstance(value_node, yaml.MappingNode):
             return next((line_of(k) for k, _ in value_node.value if k.value == item), line_of(key_node))
         return line_of(key_node)
+
+
+def _name_node(node: yaml.MappingNode) -> yaml.Node | None:
+    """The value node of a query mapping's `name` key as written (the first, should it be given twice)."""
+    return next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == "name"), None)
 
 
 def untagged(node: yaml.Node, doc: YamlDocument, query: str | None = None) -> yaml.Node:

@@ -325,7 +325,7 @@ def test_fuzz_thousands_of_seeded_documents(seed: int) -> None:
 
 
 HOSTILE = [  # (document, its error's start, a part of it): each refused alike by libyaml's parser and PyYAML's own
-    ("queries: [{name: a, name: b}]", "q.yaml:1: query #1: ", "duplicate key \"name\" (first at line 1)"),
+    ("queries: [{name: a, name: b}]", "q.yaml:1: query \"a\": ", "duplicate key \"name\" (first at line 1)"),
     ("queries:\n- name: a\n  streams: [x]\n  kind: surprise\n  trigger: {ticks: 1, ticks: 2}\n",
      "q.yaml:2: query \"a\": ", "duplicate key \"ticks\" (first at line 5)"),
     ("queries: []\nqueries: []\n", "q.yaml:2: ", "duplicate key \"queries\" (first at line 1)"),

@@ -186,7 +186,8 @@ def test_a_query_the_model_cannot_answer_is_refused_when_registered():
     codec = BinnedCodec()
     reg = Registry(codec.questions, answerable=lambda spec: compile_query(spec, codec))
     reg.register("queries:\n  - {name: dir, streams: [x], question: direction_20, kind: choice}\n")
-    with pytest.raises(QuerySpecError, match="query \"text\": question \"Up or down.\" is not a question of this"):
+    with pytest.raises(QuerySpecError, match="query \"text\": question \"Up or down.\" is free text, and a tick model "
+                                             "cannot read free text"):
         reg.register("queries:\n  - {name: ok, streams: [x], kind: surprise}\n"
                      "  - {name: text, streams: [x], question: 'Up or down?', kind: choice, choices: [up, down]}\n")
     with pytest.raises(QuerySpecError, match=r"question_tokens\[1\] = 999 is not below the vocabulary size"):
