@@ -62,3 +62,21 @@ def did_you_mean(patterns: Iterable[str], names: Iterable[str]) -> str:
             meant = " or ".join(map(quoted, close))
             hints.append(meant if len(patterns) == 1 else f"{meant} for {quoted(pattern)}")
     return f"; did you mean {', '.join(hints)}?" if hints else ""
+
+
+def glob_escaped(name: str) -> str:
+    """``name`` as a glob that matches it alone: each glob character in a set of its own (`ES[H27]` -> `ES[[]H27]`)."""
+    return "".join(f"[{c}]" if c in GLOB_CHARS else c for c in name)
+
+
+def unmatched_hint(patterns: Iterable[str], names: Iterable[str]) -> str:
+    """What ends a 'match none of the streams' message: for a pattern that is itself the name of one of ``names``
+    (`ES[H27]`, the contract, read as a glob whose `[H27]` is one character of H, 2 or 7), the escaped glob that
+    matches it; else the close names (``did_you_mean``: `EFF` for `eff`)."""
+    patterns, names = list(patterns), list(names)
+    held = set(names)
+    literal = [p for p in patterns if GLOB_CHARS & set(p) and p in held]
+    if literal:
+        return "; " + "; ".join(f"the stream {quoted(p)} exists, and its name reads as a glob: write "
+                                f"{quoted(glob_escaped(p))} to match it" for p in literal)
+    return did_you_mean(patterns, names)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from typing import Any
 
 from engine.path_words import file_not_found
@@ -39,6 +40,8 @@ def cmd_register(args: argparse.Namespace) -> None:
         f"; replaced {', '.join(replaced)} (the earlier spec of each no longer answers)" if replaced else "") + (
         f"; unchanged {', '.join(unchanged)} (the same spec as registered: its answers, seqs, trigger state and "
         f"adaptation go on)" if unchanged else ""))
+    for note in reply.get("notes", ()):  # (a query whose streams match none held now: a typo, an unescaped glob)
+        print(f"flashtick register: note: {note}", file=sys.stderr)
 
 
 LARGE_REGISTER_BYTES = 1 << 20  # a register this large whose connection drops was dropped for its size, not a restart

@@ -17,7 +17,7 @@ from engine.service.pipeline import TickPipeline
 from engine.service.reply_caveats import ReplyCaveats
 from engine.service.sharded import ShardedPipeline, ShardGivenUp
 from engine.service.answer_caveats import context_caveats, scored_as, skill_caveats
-from engine.stream_patterns import did_you_mean
+from engine.stream_patterns import did_you_mean, unmatched_hint
 from engine.quoting import quoted, quoted_list
 from queries.spec import LABELLED_KINDS, QuerySpec
 
@@ -55,7 +55,13 @@ class AskOps:
         # null either way; whether the stream has sent data tells "not yet" from a misspelt name (or an expired one),
         # and where the query was replaced since it answered the stream, the seq its old spec's answers end at
         forgotten = self.pipeline.cache.forgotten(query, stream)
-        return {"answer": None, "stream_known": known,
+        spec = self.pipeline.registry.get(query)
+        # a query whose streams do not match a stream that sends data never answers it: said, not "yet" (review381
+        # #6); a stream that has sent nothing is said as such (stream_known)
+        unmatched = {} if not known or spec.matches(stream) else {"matches_stream": False, "note": (
+            f"query {quoted(query)} does not stand on stream {quoted(stream)}: its streams "
+            f"{quoted_list(spec.streams)} do not match it{unmatched_hint(spec.streams, [stream])}")}
+        return {"answer": None, "stream_known": known, **unmatched,
                 **({"expired": True} if self.pipeline.encoders.expired(stream) else {}),
                 **({"replaced": {"topic": forgotten[0], "seq": forgotten[1]}} if forgotten else {}), **refused,
                 **caveats}

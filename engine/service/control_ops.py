@@ -19,12 +19,34 @@ from engine.service.control_streams import StreamOps
 from engine.service.document_parse import DocumentParse
 from engine.service.release import release_fields
 from engine.service.wire_protocol import WIRE_PROTOCOL
-from engine.quoting import quoted
-from queries.spec import QuerySpecError
+from engine.quoting import quoted, quoted_list
+from engine.stream_patterns import unmatched_hint
+from queries.spec import QuerySpec, QuerySpecError
 from queries.yaml_loader import located_in, no_query
 
 MAX_ANSWERS_PER_FETCH = 1000
 MAX_TOPICS_PER_REPLY = 10_000
+MAX_UNMATCHED_NOTES = 20
+
+
+def unmatched_notes(specs: list[QuerySpec], streams: list[str]) -> list[str]:
+    """A `register` reply's notes: each query whose streams match none of the streams the service holds now
+    (review381 #6: `eff` for `EFF`, `ES[H27]` read as a glob, registered in silence and idle for ever), with the
+    close names or the escaped glob. Registered all the same (its streams may come later); none while no stream
+    has come at all."""
+    if not streams:
+        return []
+    notes = []
+    for spec in specs:
+        if len(notes) == MAX_UNMATCHED_NOTES:
+            notes.append("... (more queries whose streams match none of the streams held now are not named)")
+            break
+        if not any(spec.matches(stream) for stream in streams):
+            shown = ", ".join(map(quoted, streams[:5])) + (f", ... ({len(streams)} in all)" if len(streams) > 5 else "")
+            notes.append(f"query {quoted(spec.name)}: its streams {quoted_list(spec.streams)} match none of the "
+                         f"streams the service holds now ({shown}), so it answers nothing until one that matches "
+                         f"comes{unmatched_hint(spec.streams, streams)}")
+    return notes
 
 
 class ControlOps(AskOps, StreamOps):
@@ -56,10 +78,11 @@ class ControlOps(AskOps, StreamOps):
             fresh = {spec.name for spec in self.pipeline.register_queries(specs)}
         except QuerySpecError as e:  # found across documents (a topic another query owns): located like the rest
             raise located_in(e, parse.text, parse.source, registry.limits, parse.lines) from None
+        notes = unmatched_notes(specs, list(self.pipeline.encoders))
         return {"registered": [s.name for s in specs],
                 "replaced": [s.name for s in specs if s.name in existing and s.name in fresh],
                 "unchanged": [s.name for s in specs if s.name in existing and s.name not in fresh],
-                "version": self.pipeline.registry.version}
+                "version": self.pipeline.registry.version, **({"notes": notes} if notes else {})}
 
     def _op_unregister(self, request: dict, _reply: Any) -> dict:
         self.pipeline.unregister_query(request_field(request, "name", str))

@@ -23,7 +23,7 @@ from engine.service.pipeline import TickPipeline
 from engine.service.rejections import every_tick_refused, lost_streams
 from engine.service.session_gaps import crossing_points
 from engine.service.tick_origins import TickOrigins
-from engine.stream_patterns import did_you_mean
+from engine.stream_patterns import unmatched_hint
 
 
 class UnscoredWhy(NamedTuple):
@@ -204,4 +204,4 @@ def say_silent_queries(pipeline: TickPipeline, answered: set[str], streams: list
                  f"{every_tick_refused(refused, rejected.lowest_nonpositive)}")
         else:
             note(f"query {quoted(spec.name)} published no answer: its streams {quoted_list(spec.streams)} match "
-                 f"none of the streams replayed ({shown}){did_you_mean(spec.streams, streams)}")
+                 f"none of the streams replayed ({shown}){unmatched_hint(spec.streams, streams)}")
