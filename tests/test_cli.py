@@ -739,6 +739,12 @@ def test_register_says_which_queries_it_replaced(checkpoint, tmp_path, capsys) -
         control = ("--control", server.endpoints["control"])
         assert run(capsys, "register", str(tmp_path / "vol.yaml"), *control) == \
             (0, "registered vol (registry version 2)\n", "")
+        # the same specs again: unchanged, their state kept and the version where it was (review381 #1)
+        assert run(capsys, "register", str(tmp_path / "two.yaml"), *control) == \
+            (0, "registered vol, dir (registry version 2); unchanged vol, dir (the same spec as registered: its "
+                "answers, seqs, trigger state and adaptation go on)\n", "")
+        (tmp_path / "two.yaml").write_text(VOL_QUERY.replace("{ticks: 5}", "{ticks: 6}")
+                                           + DIR_QUERY.removeprefix("queries:\n").replace("batch", "{ticks: 2}"))
         assert run(capsys, "register", str(tmp_path / "two.yaml"), *control) == \
             (0, "registered vol, dir (registry version 3); replaced vol, dir (the earlier spec of each no longer "
                 "answers)\n", "")
