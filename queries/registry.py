@@ -20,7 +20,7 @@ from queries.limits import QueryLimits, excerpt
 from queries.price_moves import PriceMoves
 from queries.spec_errors import UnknownQueryError  # re-exported: callers import it from the registry
 from queries.codec_questions import NamedQuestion, check_questions
-from queries.spec import DEFAULT_TOPIC, QuerySpec, QuerySpecError, check_limits, unanswerable_reason
+from queries.spec import DEFAULT_TOPIC, QuerySpec, QuerySpecError, check_limits, refused_name, unanswerable_reason
 from queries.yaml_loader import load_queries, located_in, read_queries_file
 
 
@@ -130,6 +130,9 @@ class Registry:
             raise located_in(e, specs, source, self.limits) from None
 
     def _register(self, new: list[QuerySpec], restoring: bool) -> list[QuerySpec]:
+        for spec in () if restoring else new:
+            if (why := refused_name(spec.name)) is not None:
+                raise QuerySpecError(why, query=spec.name, key="name")
         for spec in new if self.answerable is not None else ():
             try:
                 self.answerable(spec)

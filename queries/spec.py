@@ -51,6 +51,16 @@ _NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
 _QUESTION_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+def refused_name(name: str) -> str | None:
+    """Why a new query may not take ``name`` though it matches the name rule, or None: `.` and `..` (topics
+    `../S/`) and a leading `-` (`flashtick unregister -h` printed the help). Checked when a query is registered,
+    not when one a data directory kept is restored (one registered before this rule still starts)."""
+    if name in (".", "..") or name.startswith("-"):
+        return (f"name {excerpt(name)} is refused: a name may not be \".\" or \"..\" (its topics would read as "
+                f"paths) nor start with \"-\" (the command line would read it as an option)")
+    return None
+
+
 def names_a_question(question: Any) -> bool:
     """Whether a query's `question` reads as a codec question's name (`direction_20`) rather than free text."""
     return isinstance(question, str) and bool(_QUESTION_NAME_RE.fullmatch(question))
@@ -98,10 +108,6 @@ class QuerySpec:
         if not isinstance(self.name, str) or not _NAME_RE.fullmatch(self.name) or len(self.name) > MAX_NAME:
             raise fail("name", f"name must match [A-Za-z0-9_.-]+ and be at most {MAX_NAME} chars, "
                                f"got {excerpt(self.name)}")
-        if self.name in (".", "..") or self.name.startswith("-"):  # a topic `../S/`, a CLI argument read as a flag
-            raise fail("name", f"name {excerpt(self.name)} is refused: a name may not be \".\" or \"..\" (its "
-                               f"topics would read as paths) nor start with \"-\" (the command line would read it "
-                               f"as an option)")
         try:
             self._validate()
         except QuerySpecError as e:

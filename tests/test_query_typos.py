@@ -4,9 +4,12 @@ path reads otherwise, `kind` and `question` typos, free text on a tick model, an
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from connectors.questions import DEFAULT_QUESTIONS
+from queries.registry import Registry
 from queries.spec import QuerySpecError
 from queries.yaml_loader import load_queries
 
@@ -60,11 +63,16 @@ def test_an_interval_of_a_millisecond_or_more_in_ns_or_with_a_unit_is_taken() ->
 
 @pytest.mark.parametrize("name", ['"."', '".."', '"-h"', '"--config"'])
 def test_names_read_as_paths_or_options_are_refused(name: str) -> None:
+    text = f"queries:\n  - {{name: {name}, streams: [X], kind: choice, question: direction_5}}\n"
     with pytest.raises(QuerySpecError) as refused:
-        load_queries(f"queries:\n  - {{name: {name}, streams: [X], kind: choice, question: direction_5}}\n", "q.yaml")
+        Registry().register(text, "q.yaml")
+    assert str(refused.value).startswith(f'q.yaml:2: query {json.dumps(json.loads(name))}: name ')
     assert 'a name may not be "." or ".." (its topics would read as paths) nor start with "-"' in str(refused.value)
+    restored = Registry()  # one a data directory kept from before the rule still comes back (and can be removed)
+    assert [s.name for s in restored.register(text, "queries.yaml", restoring=True)] == [json.loads(name)]
+    restored.unregister(json.loads(name))
     for fine in ("a.b", "a-", "x_", "v1.2"):
-        load_queries(f"queries:\n  - {{name: '{fine}', streams: [X], kind: choice, question: direction_5}}\n", "q")
+        Registry().register(f"queries:\n  - {{name: '{fine}', streams: [X], kind: choice, question: direction_5}}\n")
 
 
 @pytest.mark.parametrize(("body", "said"), [
