@@ -108,3 +108,36 @@ def test_the_registry_keeps_an_equal_spec_and_replaces_a_changed_one() -> None:
     assert registry.version == 2 and registry.query_version("e_t10") == 2 and registry.query_version("e_i1s") == 1
     assert registry.get("e_i1s").trigger.text() == "interval:1000ms"
     assert [s.name for s in registry.due("EEE", 4, T0 + 390 * MS)] == ["e_t10", "e_b"]  # only the replaced fires
+
+
+def test_a_restart_whose_file_writes_an_unchanged_period_otherwise_keeps_the_query(tmp_path: Path, capsys) -> None:
+    """A restart keeps an unchanged query, as a live register now does: its file's `1000ms` for the kept `1s`
+    is shown as the file writes it, with its version, answers and trigger state kept, and said as no replace."""
+    from connectors.ticks import encode
+    from engine.service.pipeline import TickPipeline
+
+    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+    queries = tmp_path / "q.yaml"
+    queries.write_text(QUERIES)
+
+    def pipeline() -> TickPipeline:
+        return TickPipeline(ServiceConfig.from_dict({
+            "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
+            "log": {"dir": str(tmp_path / "data")}, "queries": str(queries)}))
+
+    first = pipeline()
+    for tick in ticks()[:FIRST]:
+        assert first.ingest_message(encode([tick])) == []
+    first.run_until_idle()
+    cached = first.cache.get("e_i1s", "EEE")
+    first.close()
+    queries.write_text(QUERIES.replace("{interval: 1s}", "{interval: 1000ms}"))
+    capsys.readouterr()
+    second = pipeline()
+    assert "replaces the one kept" not in capsys.readouterr().err
+    assert second.registry.get("e_i1s").trigger.text() == "interval:1000ms"
+    assert second.registry.query_version("e_i1s") == 1 and second.cache.get("e_i1s", "EEE") == cached
+    assert second.ingest_message(encode([ticks()[FIRST]])) == []  # 5.2 s: no 1 s boundary since 5.07 s
+    answered = {a.query for a in second.run_until_idle()}
+    assert "e_b" in answered and not {"e_t10", "e_i1s"} & answered  # off their grids: not fired again
+    second.close()
