@@ -156,6 +156,10 @@ class StreamTable:
         """Whether ``stream`` sent data and then expired (scheduler.stream_idle_s) with nothing since."""
         return stream not in self._encoders and stream in self._expired_last_ts
 
+    def expired_last_ts(self, stream: str) -> int | None:
+        """An expired stream's last accepted ts (it has been idle since), None unless ``expired``."""
+        return self._expired_last_ts.get(stream) if stream not in self._encoders else None
+
     def ticks_of(self, stream: str) -> int | None:
         """``stream``'s accepted tick count (None: none held), computed or still waiting for a forward."""
         encoder = self._encoders.get(stream)

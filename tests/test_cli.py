@@ -471,8 +471,8 @@ def test_answers_prints_a_bounded_page_and_topics_says_when_no_answer_is_cached(
         replaced.write_text(DIR_QUERY.replace("trigger: batch", "trigger: {ticks: 50}"))
         assert run(capsys, "register", str(replaced), *control)[0] == 0  # its cached answers go with the old spec
         code, out, _ = run(capsys, "topics", "dir/SYN.A/", *control)
-        assert code == 0 and out == f"dir/SYN.A/\tlast_seq {last}\tno cached answer (its stream expired, or its " \
-                                    f"query was replaced)\n", out
+        assert code == 0 and out == f"dir/SYN.A/\tlast_seq {last}\tno cached answer (its stream was forgotten, or " \
+                                    f"its query was replaced)\n", out
         code, out, _ = run(capsys, "topics", "dir/SYN.A/", "--json", *control)
         assert code == 0 and json.loads(out) == {"dir/SYN.A/": {"last_seq": last, "answer_ts": None}}
 

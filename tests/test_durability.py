@@ -727,8 +727,12 @@ def test_a_restart_does_not_bring_back_streams_the_live_run_expired(checkpoint, 
     every_stream_expired = TickPipeline(config(checkpoint, crash_copy(tmp_path / "data", tmp_path / "expired")))
     assert every_stream_expired.engine.scheduler.streams == {} and every_stream_expired.recovered == []
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("flashtick: recovered ")]
+    # not "of 0", nor "its next ticks start a new session": the contexts are kept (review380 #7)
     assert said and said[0].startswith("flashtick: recovered 80 ticks of 4 streams (no stream is held: each logged "
-                                       "stream expired for idleness"), said  # not "of 0"
+                                       "stream expired for idleness, their contexts and latest answers kept (the "
+                                       "scheduler.expired_streams_kept most recently expired): a stream's next tick "
+                                       "goes on from its context, its version counting on) from "), said
+    assert "new session" not in said[0]
     back = [t for t in ticks[80:] if t.stream == expired[0]][:5]  # one stream comes back onto its kept context
     feed_in_steps(live, back)
     before = sum(t.stream == expired[0] for t in ticks[:80])
@@ -739,7 +743,8 @@ def test_a_restart_does_not_bring_back_streams_the_live_run_expired(checkpoint, 
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("flashtick: recovered ")]
     assert said and said[0].startswith(
         "flashtick: recovered 5 ticks of 1 stream (and 80 ticks of 4 streams expired for idleness before the stop: "
-        "replayed, not held) from "), said
+        "replayed, not held; their contexts and latest answers kept (the scheduler.expired_streams_kept most "
+        "recently expired): a stream's next tick goes on from its context, its version counting on) from "), said
     assert recovered.recovered == []  # nothing owed: every tick of the new session was answered
     assert recovered.encoders.accepted(expired)[expired[1]]["last_ts"] == max(t.ts for t in ticks[:80]
                                                                             if t.stream == expired[1])

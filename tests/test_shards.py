@@ -384,7 +384,8 @@ def test_an_ask_a_shard_holds_no_session_for_is_answered_as_one_engine_answers_i
         assert replies == [{"ok": False, "reason": "unknown_stream",
                             "error": 'stream "SYN.A" expired after scheduler.stream_idle_s without data: its KV was '
                                      "freed; its shard keeps its context (one of the scheduler.expired_streams_kept "
-                                     "most recently expired), and its next tick goes on from it"}], replies
+                                     "most recently expired), and its next tick goes on from it (`get` reads its latest "
+                                     "answers, kept here)"}], replies
     finally:
         server.close()
 

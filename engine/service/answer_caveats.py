@@ -10,6 +10,8 @@ them from trusted ones). Decided exactly as `flashtick scores` decides it, from 
 * ``context_reset``: the stream's earlier context was given up (an operator's `forget`, or its expiry fell past
   scheduler.expired_streams_kept: engine/kept_contexts.py), so until its first context roll its answers read only
   the ticks since, where a backtest of the same ticks, in which nothing is given up, reads the earlier ones too;
+* ``stream_expired`` (a `get` reply's only): the stream has been idle past scheduler.stream_idle_s, so its KV was
+  freed; its latest answers are kept with its context (engine/kept_contexts.py) and stand until its next tick;
 * and on published answers, ``spot_trained_model`` (market_caveat.py), which `ask` and `get` replies carry already.
 
 Each is ``{kind, text}``, as a reply's `caveats` are (reply_caveats.py).
@@ -30,6 +32,7 @@ if TYPE_CHECKING:  # (the scheduler's module imports torch; this one is read bef
 WORSE_THAN_PRIOR = "worse_than_prior"
 SATURATED_QUESTION = "saturated_question"
 CONTEXT_RESET = "context_reset"
+STREAM_EXPIRED = "stream_expired"
 
 
 def context_caveats(scheduler: Scheduler | None, stream: str) -> list[dict[str, str]]:
@@ -43,6 +46,16 @@ def context_caveats(scheduler: Scheduler | None, stream: str) -> list[dict[str, 
         f"scheduler.expired_streams_kept most recent expiries, whose contexts are kept): this answer reads the "
         f"{len(state.boundaries)} ticks since, where a backtest of the same ticks reads the earlier ones too, until "
         f"its first context roll (raise scheduler.expired_streams_kept for a feed of many sparse names)")}]
+
+
+def expired_caveat(stream: str, idle_since_ts: int, idle_s: float | None) -> dict[str, str]:
+    """``stream_expired`` on a `get` of an expired stream's kept answer: it stands, idle since its last tick."""
+    from connectors.tick_times import utc_text
+
+    return {"kind": STREAM_EXPIRED, "text": (
+        f"{stream} is idle: no tick since {utc_text(idle_since_ts)} (its last tick's ts), and it expired after "
+        f"scheduler.stream_idle_s ({idle_s:g} s) without data, its KV freed; this is its latest answer, kept with its "
+        f"context, and it stands until its next tick, which goes on from that context")}
 
 
 def skill_caveats(scores: LiveScores, queries: Iterable[str], stream: str) -> list[dict[str, str]]:

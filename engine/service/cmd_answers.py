@@ -22,8 +22,10 @@ def cmd_get(args: argparse.Namespace) -> int:
     answer = reply["answer"]
     if answer is None:
         if reply.get("expired"):
-            print(f"flashtick get: stream {quoted(args.stream)} expired after scheduler.stream_idle_s without data: "
-                  f"its cached answers went with its session (its next tick starts a new one)", file=sys.stderr)
+            # (an expired stream's latest answers are kept with its context: none here means none was computed)
+            print(f"flashtick get: no cached answer of {args.query} on {args.stream}: the stream expired after "
+                  f"scheduler.stream_idle_s without data before {args.query} answered it; its context is kept, and "
+                  f"its next tick goes on from it", file=sys.stderr)
         elif reply.get("refused"):  # its ticks came, and were refused: not the feed's silence
             print(f"flashtick get: {reply['refused']}", file=sys.stderr)
         elif reply.get("replaced"):  # the topic has answers, of the spec the query had before
@@ -165,7 +167,7 @@ def cmd_topics(args: argparse.Namespace) -> None:
         print(printable_json(found, sort_keys=True, indent=2))
         return
     for topic, info in found.items():  # (JSON keeps answer_ts null for these: a program tests for it)
-        latest = ("no cached answer (its stream expired, or its query was replaced)" if info["answer_ts"] is None
+        latest = ("no cached answer (its stream was forgotten, or its query was replaced)" if info["answer_ts"] is None
                   else f"answer_ts {info['answer_ts']}")
         print(f"{shown_name(topic)}\tlast_seq {info['last_seq']}\t{latest}")
     if not found:

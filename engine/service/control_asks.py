@@ -16,7 +16,7 @@ from engine.service.control_requests import (ControlBusy, ControlError, ControlS
 from engine.service.pipeline import TickPipeline
 from engine.service.reply_caveats import ReplyCaveats
 from engine.service.sharded import ShardedPipeline, ShardGivenUp
-from engine.service.answer_caveats import context_caveats, scored_as, skill_caveats
+from engine.service.answer_caveats import context_caveats, expired_caveat, scored_as, skill_caveats
 from engine.stream_patterns import did_you_mean, unmatched_hint
 from engine.quoting import quoted, quoted_list
 from queries.spec import LABELLED_KINDS, QuerySpec
@@ -51,7 +51,7 @@ class AskOps:
         caveats = self._caveats([self.pipeline.registry.get(query)], [stream])
         if answer is not None:  # (its age as an ask's reply says it: a strategy gates a get on it too)
             return {"answer": self._answer_wire(answer), "data_age_ms": self._age_ms(stream, answer.data_ts), **refused,
-                    **caveats}
+                    **self._idle(stream, caveats), **caveats}
         # null either way; whether the stream has sent data tells "not yet" from a misspelt name (or an expired one),
         # and where the query was replaced since it answered the stream, the seq its old spec's answers end at
         forgotten = self.pipeline.cache.forgotten(query, stream)
@@ -65,6 +65,16 @@ class AskOps:
                 **({"expired": True} if self.pipeline.encoders.expired(stream) else {}),
                 **({"replaced": {"topic": forgotten[0], "seq": forgotten[1]}} if forgotten else {}), **refused,
                 **caveats}
+
+    def _idle(self, stream: str, caveats: dict[str, list[dict[str, str]]]) -> dict[str, Any]:
+        """Beside a kept answer of a stream expired for idleness (its latest answers are kept with its context until
+        its next tick): ``expired`` and ``idle_since_ts`` (its last tick's ts), and the ``stream_expired`` caveat
+        added to ``caveats``; {} for a stream held."""
+        since = self.pipeline.encoders.expired_last_ts(stream)
+        if since is None:
+            return {}
+        caveats["caveats"].append(expired_caveat(stream, since, self.config.scheduler.stream_idle_s))
+        return {"expired": True, "idle_since_ts": since}
 
     def _op_ask(self, request: dict, reply: Any) -> dict | None:
         stream = asked_stream(request, self.pipeline.encoders, self.stream_renames.renamed)
@@ -190,9 +200,10 @@ class AskOps:
             engine = getattr(self.pipeline, "engine", None)  # (a sharded front door holds none: its shards do)
             if engine is None:
                 context = ("its shard keeps its context (one of the scheduler.expired_streams_kept most recently "
-                           "expired), and its next tick goes on from it")
+                           "expired), and its next tick goes on from it (`get` reads its latest answers, kept here)")
             elif stream in engine.scheduler.kept:
-                context = "its context is kept, and its next tick goes on from it"
+                context = ("its context is kept, and its next tick goes on from it (`get` reads its latest answers, "
+                           "kept with it)")
             else:
                 context = "its context is gone too, and its next tick starts a new one"
             return ControlUnknownStream(f"stream {quoted(stream)} expired after scheduler.stream_idle_s without "

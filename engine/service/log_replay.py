@@ -278,14 +278,17 @@ class _LogSplit:
             self.refused_ts[item.stream] = item.ts
             raise InvalidTick("stream_refused", str(e), item.stream) from None
 
-    def earlier_session(self, stream: str) -> None:
-        """``stream`` expires: a point reached before it was in an earlier session (a registration's count, which
-        any session may reach): its tail items are booked after all, and the next session looks for the point
-        again."""
+    def earlier_session(self, stream: str, kept: bool) -> None:
+        """``stream`` expires: its tail items so far are booked after all (the live run had computed them: an expiry
+        waits for a stream's data). Its context kept (``kept``), its answered point was reached in the session that
+        goes on (its count, and its latest answers, are kept with it): its next items are still owed. Kept none, a
+        point reached before it was in an earlier session (a registration's count, which any session may reach),
+        and the next session looks for the point again."""
         self.pending.pop(stream, None)
         if stream not in self.owed:
             return
-        self.owed.discard(stream)
+        if not kept:
+            self.owed.discard(stream)
         mine = [item for item in self.tail if item is not None and item.stream == stream]
         self.tail[:] = [item for item in self.tail if item is None or item.stream != stream]
         for item in mine:
@@ -304,7 +307,7 @@ class _LogSplit:
         counts on across the expiry (a point reached before it was that session's, whose owed items are booked
         here so the expiry frees its slot as live); kept none, its next session counts afresh."""
         kept = self.encoders.expired_kept > 0
-        self.earlier_session(stream)
+        self.earlier_session(stream, kept)
         self.target.drop(stream)
         self.encoders.drop(stream)
         refused = self.refused_ts.pop(stream, None)

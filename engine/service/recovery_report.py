@@ -52,6 +52,11 @@ def _unended_text(cut: int) -> str:
             f"answered; `flashtick feed` sends such a message again whole)" if cut else "")
 
 
+# what became of the expired streams (engine/kept_contexts.py): a restart keeps their contexts as the live run did
+_KEPT = ("their contexts and latest answers kept (the scheduler.expired_streams_kept most recently expired): a "
+         "stream's next tick goes on from its context, its version counting on")
+
+
 def _recovered_text(streams: int, recovered_ticks: int, expired_ticks: int, expired_streams: int) -> str:
     """`N ticks of M streams`, both of the ``streams`` held; the ticks of sessions expired for idleness before
     the stop said apart, with their streams. Every logged stream may have expired: then none is held, and
@@ -59,9 +64,9 @@ def _recovered_text(streams: int, recovered_ticks: int, expired_ticks: int, expi
     of_expired = f" of {counted(expired_streams, 'stream')}" if expired_streams else ""
     if not streams:
         return (f"{counted(recovered_ticks, 'tick')}{of_expired} (no stream is held: each logged stream "
-                f"expired for idleness, its next ticks start a new session)")
+                f"expired for idleness, {_KEPT})")
     expired = (f" (and {counted(expired_ticks, 'tick')}{of_expired} expired for idleness before the stop: "
-               f"replayed, not held)" if expired_ticks else "")
+               f"replayed, not held; {_KEPT})" if expired_ticks else "")
     return f"{counted(recovered_ticks - expired_ticks, 'tick')} of {counted(streams, 'stream')}{expired}"
 
 

@@ -112,12 +112,13 @@ class ShardReplies:
         if not self._let_go(link, stream):
             return  # it sent data since: the shard takes its kept context back, the front door keeps it
         front = self.front
-        # its KV and cached answers go; its codec state, trigger state and context stay (engine/kept_contexts.py)
+        # its KV goes; its codec state, trigger state, context and latest answers stay (engine/kept_contexts.py:
+        # `get` reads them, said idle), the answers until its context is given up (logged: a restart does the same)
         front.encoders.drop(stream)
-        front.cache.drop_stream(stream)
         for forgotten in front.encoders.take_forgotten():  # (scheduler.expired_streams_kept)
+            front.cache.drop_stream(forgotten)
+            front.data.answers.forget_stream(forgotten)
             forget_answer_side(front.registry, front.cache, forgotten)
-        front.data.answers.forget_stream(stream)
         front.data.items.log_expired(stream)
         front._expired.append(stream)
 

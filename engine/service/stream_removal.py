@@ -1,6 +1,6 @@
 """A stream expired or dropped from one engine's every layer. Idle past scheduler.stream_idle_s (``expire_idle``), its
-KV and cached answers are freed and its context kept (its tokens, codec state, trigger state, adaptation: its next
-tick goes on as if it had never expired, engine/kept_contexts.py); at an operator's request (``forget_stream``,
+KV is freed and its context kept (its tokens, codec state, trigger state, adaptation and latest answers: `get` still
+reads them, and its next tick goes on as if it had never expired, engine/kept_contexts.py); at an operator's request (``forget_stream``,
 refused as StreamBusy while data or an ask waits on it), or once an expired one is forgotten past
 scheduler.expired_streams_kept: its session, its encoder's ordering and codec state, its receive clock and what the
 queries held of it go. Each is logged first so a restart does it at the same point. A mixin of TickPipeline
@@ -98,13 +98,14 @@ class StreamRemoval:
         self._drop_answer_state(stream, keep_grid=False)
 
     def _drop_expired_answers(self, stream: str) -> None:
-        """What an expiry frees on the answer side: the cached answers and those made ready ahead. What decides the
-        stream's next answers stays with its kept context (its trigger counts and marks, its answers' adaptation
-        and live scores), so they are those a run where it never expired (a backtest) gives."""
-        self.cache.drop_stream(stream)
+        """What an expiry frees on the answer side: the answers made ready ahead (decoded ahead of a next tick that
+        may be hours away). Its latest answers stay cached (~200 bytes each, against the KV it gave back), so `get`
+        keeps a quiet name's standing answer, said idle (control_asks.py), until its next tick replaces it or its
+        context is given up past scheduler.expired_streams_kept (``_drop_answer_state``, logged: a restart drops
+        them there too). What decides its next answers stays with its kept context (its trigger counts and marks,
+        its answers' adaptation and live scores), so they are those a run where it never expired (a backtest)
+        gives."""
         self.flash.drop_stream(stream)
-        if self.data is not None:  # (a restart drops them at the same point: its replay books the stream by it)
-            self.data.answers.forget_stream(stream)
 
     def _drop_answer_state(self, stream: str, keep_grid: bool = True) -> None:
         """What the queries held of ``stream`` (triggers, cached answers, flash state, scores, adaptation, the
