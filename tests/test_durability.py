@@ -623,6 +623,10 @@ def test_a_restart_answers_a_backlog_group_by_group_as_the_live_run_would(live_b
     lead = "owed: " if deferred else "computing what was owed: "
     assert f"flashtick: {lead}{len(uninterrupted)} answers due on {burst} ticks of 4 streams accepted but not yet " \
            f"answered when the service stopped" in capsys.readouterr().err
+    # (how far each log is read is said as it goes, review380 #6: tests/test_restart_phases.py)
+    read = [p for p in phases if p.startswith(("reading the answer log: ", "replaying the tick log: "))]
+    assert read[0].startswith("reading the answer log: 0 of ") and read[-1].startswith("replaying the tick log: ")
+    phases = [p for p in phases if p not in read]
     assert phases[0] == "replaying the tick log"
     assert deferred or phases[-1] == "computing the answers owed at each stream's latest tick"
     computing = phases[1:-1]  # one line per forward of the tail, the last at 100%
@@ -1667,8 +1671,12 @@ def test_health_and_metrics_say_starting_while_the_tick_log_replays(checkpoint, 
     assert errors[0]["reason"] == "starting" and errors[-1]["ok"]  # (a client tells "send it again later" by it)
     assert raised and set(raised) == {"starting"}
     # and what it is doing (what a burst owes, forward by forward: test_a_restart_answers_a_backlog_...)
+    # (the logs' reading says how far it is: "replaying the tick log: N of M bytes", review380 #6)
+    phases = [p.split(": ", 1)[0] if p and p.startswith(("reading the answer log: ", "replaying the tick log: ")) else p
+              for p in phases]
     assert "replaying the tick log" in phases and set(phases[:-1]) <= {
-        "loading the model", "replaying the tick log", "computing the answers owed at each stream's latest tick"}
+        "loading the model", "reading the answer log", "replaying the tick log",
+        "computing the answers owed at each stream's latest tick"}
     # (the last scrape may come after the start ended: a scrape is either page, whole)
     starting = [s for s in scrapes if any(k.startswith("flashtick_starting{") for k in s)]
     assert starting and all(s["flashtick_serving"] == 0 and "flashtick_ticks_in_total" not in s for s in starting)

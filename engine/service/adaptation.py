@@ -96,6 +96,8 @@ class AnswerAdaptation(StreamMarksBook):
         """A query replaced or removed (its mixes restarted cold), or a stream expired, before the restart."""
         if stream is not None:
             self._owed.pop(stream, None)
+        if query is None:  # (a pass over every stream's owed answers per logged expiry: 60 s of a restart, review380)
+            return
         for owed in self._owed.values():
             kept = [entry for entry in owed if entry[0] != query]
             owed.clear()

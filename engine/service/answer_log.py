@@ -27,6 +27,7 @@ from typing import Any
 
 import msgpack
 
+from engine.service.log_read_progress import LogReadProgress
 from engine.service.log_reading import read
 from engine.service.log_stats import LogStats
 from engine.service.private_dirs import private
@@ -244,10 +245,11 @@ class AnswerLog:
         self.cache.retire_topics(lambda topic: True, registry.publishes_on)
         self.cache.drop_retired(lambda topic: history.oldest_seq(topic) is not None)
 
-    def read_back(self, history: AnswerHistory, skip_corrupt: bool, replayed: Any = None) -> int:
+    def read_back(self, history: AnswerHistory, skip_corrupt: bool, replayed: Any = None,
+                  progress: LogReadProgress | None = None) -> int:
         """``restore``'s reading: the cache and ``history`` filled, ``replayed`` fed, and ``logged_query_versions``
         (each query's highest ``query_version`` the log and its checkpoint hold) known; ``settle`` then checks
-        the answers against the registry."""
+        the answers against the registry. ``progress`` hears of every record read."""
         covers = 0
         self.logged_query_versions = {}
         if self.state_path.is_file():
@@ -261,16 +263,19 @@ class AnswerLog:
         count = 0
         for number, payload in read(self.directory, skip_corrupt=skip_corrupt, stats=self.read_stats,
                                     prefix="answers"):
+            if progress is not None:
+                progress.read(len(payload))
             kind, body = payload[:1], payload[1:]
             if kind == ANSWER:
-                answer = Answer.from_wire(msgpack.unpackb(body, raw=False))
-                history.add(answer.topic, answer.seq, body)
-                self._logged_version(answer)
+                # read as the dict it is: an Answer is made only for the cache (a tenth of a long log's read)
+                wire = msgpack.unpackb(body, raw=False)
+                history.add(wire["topic"], wire["seq"], body)
+                self._logged_query_version(wire["query"], wire.get("query_version", 0))
                 count += 1
                 if replayed is not None:
-                    replayed.owed(answer.query, answer.stream, answer.version, answer.value)
+                    replayed.owed(wire["query"], wire["stream"], wire["version"], wire["value"])
                 if number >= covers:
-                    self.cache.restore([answer], {})
+                    self.cache.restore([Answer.from_wire(wire)], {})
             elif kind == LOST:
                 lost = msgpack.unpackb(body, raw=False)
                 if replayed is not None:
@@ -322,8 +327,11 @@ class AnswerLog:
         return changed
 
     def _logged_version(self, answer: Answer) -> None:
-        known = self.logged_query_versions.get(answer.query, 0)
-        self.logged_query_versions[answer.query] = max(known, answer.query_version)
+        self._logged_query_version(answer.query, answer.query_version)
+
+    def _logged_query_version(self, query: str, query_version: int) -> None:
+        known = self.logged_query_versions.get(query, 0)
+        self.logged_query_versions[query] = max(known, query_version)
 
     def settle(self, registry: Registry, replayed: Any = None) -> None:
         """The answers read back that the registered queries no longer hold forgotten (``_superseded``), and each

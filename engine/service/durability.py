@@ -51,6 +51,7 @@ from engine.service.item_log import ItemLog
 from engine.service.kept_queries import (LIVE, RestoredQueries, read_origins, read_query_versions,
                                          write_queries_files)
 from engine.service.log_damage import damaged_copies
+from engine.service.log_read_progress import LogReadProgress
 from engine.service.log_replay import ReplayTarget, dropped_by_retention, split_log
 from engine.service.log_stats import LogStats
 from engine.service.lost_ticks import forget_lost_answers, say_lost_streams
@@ -180,13 +181,18 @@ class DataDir:
                                  segment_bytes=config.answers_segment_bytes,
                                  retention_bytes=config.answers_retention_bytes, skip_corrupt=config.skip_corrupt)
 
-    def restore_answers(self, registry: Registry, history: AnswerHistory, replayed: Any = None) -> set[str]:
+    def restore_answers(self, registry: Registry, history: AnswerHistory, replayed: Any = None,
+                        progress: Callable[[str], None] | None = None) -> set[str]:
         """Seqs, latest answers and trigger state from the answer log (after the queries are registered);
         ``replayed`` (the answer adaptation) is handed every logged answer, to re-feed during the tick replay.
         The registry's versions are caught up with the log's first (``_catch_up_versions``); returns the queries
         that registered afresh, which the caller treats as ``restore_queries``' ``reregistered``."""
         self._restored_answers = (registry, history, replayed)  # what a replay needs to take back lost answers
-        self.recovered_answers = self.answers.read_back(history, self.config.skip_corrupt, replayed)
+        reading = LogReadProgress("reading the answer log", self.answers.directory, "answers", progress) \
+            if progress is not None else None  # (the start's phase: `health`, /readyz)
+        self.recovered_answers = self.answers.read_back(history, self.config.skip_corrupt, replayed, reading)
+        if reading is not None:
+            reading.finished()
         afresh = self._catch_up_versions(registry)
         self.answers.settle(registry, replayed)
         self.answers.retire_unregistered(registry, history)
@@ -263,7 +269,8 @@ class DataDir:
         return restored
 
     def replay(self, encoders: StreamEncoders, target: ReplayTarget, answered: TailStarts | None = None,
-               turned_away: Container[str] = ()) -> list[EncodedTick | None]:
+               turned_away: Container[str] = (), progress: Callable[[str], None] | None = None
+               ) -> list[EncodedTick | None]:
         """Re-feed every logged item through ``encoders`` (codec state and ordering guards come back) and
         book it on ``target`` (split_log); returns the tail past each stream's answered point. The caller
         computes what the booked windows hold (Engine.rebuild) and then calls ``replayed``. ``turned_away``: the
@@ -272,9 +279,13 @@ class DataDir:
         # the retention a start owes, now that the answered points are known (none: drop as the limits say)
         self._settled = answered.answered if answered is not None else lambda stream: None
         self.log.retain()
+        reading = LogReadProgress("replaying the tick log", self.log.directory, "ticks", progress) \
+            if progress is not None else None  # (the start's phase: `health`, /readyz)
         ticks, refused, tail, logged, expired_ticks, expired_streams = split_log(
             self.log.directory, encoders, target, answered, skip_corrupt=self.config.skip_corrupt,
-            stats=self.read_stats, latched=self.latched_messages.append)
+            stats=self.read_stats, latched=self.latched_messages.append, progress=reading)
+        if reading is not None:
+            reading.finished()
         self._settled = self.committed or (lambda stream: None)
         self.recovered_ticks += ticks
         self.expired_ticks += expired_ticks

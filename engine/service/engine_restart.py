@@ -47,7 +47,7 @@ class EngineRestart:
         self._progress("replaying the tick log")
         self._starts = TailStarts(pipeline.cache, pipeline.registry, pipeline.marks, set(changed))
         tail = pipeline.data.replay(pipeline.encoders, _EngineReplay(self), answered=self._starts,
-                                    turned_away=self.turned_away)
+                                    turned_away=self.turned_away, progress=self._progress)
         # the streams it brings back: those the replay booked, and those whose whole log is owed tail (a stream
         # refused at an earlier start never had a query registered meanwhile: its ticks are computed after this)
         back = set(pipeline.engine.scheduler.streams) | {item.stream for item in tail if item is not None}

@@ -16,6 +16,7 @@ import msgpack
 from connectors.encoder import PASSED, EncodedTick, StreamEncoders
 from connectors.ticks import InvalidTick, Tick, validate
 from engine.scheduler import AdmissionRefused
+from engine.service.log_read_progress import LogReadProgress
 from engine.service.log_reading import first_record, read
 from engine.service.log_stats import LogStats
 from engine.service.message_ends import MESSAGE_START, item_ticks, whole_messages
@@ -86,7 +87,8 @@ def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[Encode
                message_start: Callable[[], None] | None = None, expire: Callable[[str], None] | None = None,
                segment_start: Callable[[dict[str, list[int]]], None] | None = None,
                forget: Callable[[str], None] | None = None,
-               latched: Callable[[dict[str, Any]], None] | None = None) -> Replayed:
+               latched: Callable[[dict[str, Any]], None] | None = None,
+               progress: LogReadProgress | None = None) -> Replayed:
     """Logged items (records before ``upto``; of ``streams`` only, when given) through ``encoders`` to ``book``.
     A refusal (InvalidTick) is counted, never fatal. ``message_start`` is called before each record that began a
     wire message, ``expire`` at each stream's expiry (a log written before those were recorded has neither),
@@ -97,7 +99,7 @@ def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[Encode
     ticks = refused = logged = 0
     before: int | None = None
     first = True
-    for number, record, unended in whole_messages(_decoded(directory, skip_corrupt, stats, upto), latched):
+    for number, record, unended in whole_messages(_decoded(directory, skip_corrupt, stats, upto, progress), latched):
         if first:  # the log's first record, or the first kept segment's start
             first = False
             before = logged_before(number, record)
@@ -140,12 +142,14 @@ def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[Encode
     return Replayed(ticks, refused, logged, before)
 
 
-def _decoded(directory: Path, skip_corrupt: bool, stats: LogStats, upto: int | None
-             ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The tick log's records before ``upto`` (all: None), decoded."""
+def _decoded(directory: Path, skip_corrupt: bool, stats: LogStats, upto: int | None,
+             progress: LogReadProgress | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The tick log's records before ``upto`` (all: None), decoded (``progress`` hears of each)."""
     for number, payload in read(directory, skip_corrupt=skip_corrupt, stats=stats):
         if upto is not None and number >= upto:
             return
+        if progress is not None:
+            progress.read(len(payload))
         yield number, msgpack.unpackb(payload, raw=False)
 
 
@@ -164,7 +168,8 @@ class SplitLog(NamedTuple):
 def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
               answered: TailPoints | None, *, skip_corrupt: bool, stats: LogStats,
               streams: set[str] | None = None, upto: int | None = None,
-              latched: Callable[[dict[str, Any]], None] | None = None) -> SplitLog:
+              latched: Callable[[dict[str, Any]], None] | None = None,
+              progress: LogReadProgress | None = None) -> SplitLog:
     """Replay the tick log (records before ``upto``; of ``streams`` only, when given) through ``encoders`` onto
     ``target``: each item booked without being computed (token logs and rolls end exactly as the live run's
     did), each expiry and retention start applied where the live run had it. ``stats`` counts the ticks
@@ -185,13 +190,16 @@ def split_log(directory: Path, encoders: StreamEncoders, target: ReplayTarget,
     split = _LogSplit(encoders, target, answered, streams)
     read = replay_log(directory, encoders, split.book, skip_corrupt=skip_corrupt, stats=stats, streams=streams,
                       upto=upto, message_start=split.message_start, expire=split.expire,
-                      segment_start=split.start, forget=split.forget, latched=latched)
+                      segment_start=split.start, forget=split.forget, latched=latched, progress=progress)
     # a log written before LOGGED: the streams' counts at the first kept start, which miss a stream expired before it
     dropped = read.before if read.before is not None else split.started
     stats.ticks_dropped_by_retention += dropped
     expired = [ticks for ticks in split.expired_at.values() if ticks]
     return SplitLog(read.ticks - split.taken[0] - split.late[0], read.refused - split.taken[1] + split.late[1],
-                    split.tail, dropped + read.logged, sum(expired), len(expired))
+                    split.tail_items(), dropped + read.logged, sum(expired), len(expired))
+
+
+_TAKEN: Any = object()  # a tail item an expiry or forget took back (_LogSplit._take_tail)
 
 
 class _LogSplit:
@@ -204,7 +212,11 @@ class _LogSplit:
         self.pending: dict[str, tuple[int, int | None] | None] = {}  # each stream's point until reached (None: none)
         self.counted: dict[str, int] = {}
         self.owed: set[str] = set()  # streams past their answered point: their items go to the tail
-        self.tail: list[EncodedTick | None] = []
+        self.tail: list[EncodedTick | None] = []  # (an item taken back out of it is _TAKEN: tail_items leaves it out)
+        # stream -> where its items are in ``tail``: an expiry or forget takes a stream's items back without a pass
+        # over the whole tail (a log whose every stream expired made that pass an expiry: 21 s of a 3,000-stream
+        # restart, review380 #6)
+        self._tail_at: dict[str, list[int]] = {}
         self.seen: set[str] = set()  # streams this replay has items (or a start) of
         # the ticks segment starts count of the streams first met there (a log without LOGGED: dropped)
         self.started = 0
@@ -260,6 +272,7 @@ class _LogSplit:
         if point is not None and point[1] is None and self.reached(item.stream, point):
             point = None  # a registration's count, reached before this item (0: before the stream's first)
         if item.stream in self.owed:
+            self._tail_at.setdefault(item.stream, []).append(len(self.tail))
             self.tail.append(item)
             counts[0] += item.ticks
             return
@@ -289,8 +302,7 @@ class _LogSplit:
             return
         if not kept:
             self.owed.discard(stream)
-        mine = [item for item in self.tail if item is not None and item.stream == stream]
-        self.tail[:] = [item for item in self.tail if item is None or item.stream != stream]
+        mine = self._take_tail(stream)
         for item in mine:
             try:
                 self.place(item)
@@ -333,7 +345,21 @@ class _LogSplit:
         self.taken[0] += ticks
         self.taken[1] += refused
         self.owed.discard(stream)
-        self.tail[:] = [item for item in self.tail if item is None or item.stream != stream]
+        self._take_tail(stream)
+
+    def _take_tail(self, stream: str) -> list[EncodedTick]:
+        """``stream``'s items taken back out of the tail, in log order."""
+        mine = []
+        for at in self._tail_at.pop(stream, ()):
+            mine.append(self.tail[at])
+            self.tail[at] = _TAKEN
+        while self.tail and self.tail[-1] is _TAKEN:  # (so message_start sees the last item left)
+            self.tail.pop()
+        return mine
+
+    def tail_items(self) -> list[EncodedTick | None]:
+        """The tail, in log order, with None where a wire message began."""
+        return [item for item in self.tail if item is not _TAKEN]
 
     def message_start(self) -> None:
         if self.tail and self.tail[-1] is not None:  # (runs of message starts of no tail item are one boundary)

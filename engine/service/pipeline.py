@@ -153,7 +153,7 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
         if self.data is not None:
             if self.data.queries_path.is_file():  # what was registered before a restart, answers and all
                 self.marks, reregistered = self.data.restore_queries(self.registry)
-            reregistered |= self.data.restore_answers(self.registry, self.history, self.adaptation)
+            reregistered |= self.data.restore_answers(self.registry, self.history, self.adaptation, progress)
             for name in reregistered:
                 self.forget_query(name)
         changed = (register_changed(config.queries, self.registry, self.forget_query, configured,
