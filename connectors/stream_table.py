@@ -160,6 +160,10 @@ class StreamTable:
         """An expired stream's last accepted ts (it has been idle since), None unless ``expired``."""
         return self._expired_last_ts.get(stream) if stream not in self._encoders else None
 
+    def expired_streams(self) -> list[str]:
+        """The streams ``expired`` holds of, oldest expiry first."""
+        return [name for name in self._expired_last_ts if name not in self._encoders]
+
     def ticks_of(self, stream: str) -> int | None:
         """``stream``'s accepted tick count (None: none held), computed or still waiting for a forward."""
         encoder = self._encoders.get(stream)

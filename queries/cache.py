@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+import msgpack
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -71,6 +73,10 @@ class AnswerCache:
         # forgotten and used again never repeats a seq, for one int instead of a seq per topic ever used
         self.seq_floor = 0
         self._count = 0
+        # stream -> query -> (topic, answer_ts, packed wire form): the latest answers of a stream expired for idleness,
+        # kept with its context and packed (~300 bytes each, against ~1.2 KiB as objects: a scanner keeps up to
+        # scheduler.expired_streams_kept such streams) until it is answered again (``pack_stream``)
+        self._idle: dict[str, dict[str, tuple[str, int, bytes]]] = {}
         # query -> stream -> (topic, seq) of the latest answer drop_query forgot, until the query answers the stream
         # again: a `get` then says the query was replaced after that seq, not that the stream has no answer "yet"
         self._forgotten: dict[str, dict[str, tuple[str, int]]] = {}
@@ -93,6 +99,8 @@ class AnswerCache:
             seq = self._next_seq(topic)
             answer = Answer(query, stream, topic, seq, version, data_ts, self._clock(), value, model, query_version)
             self._seq[topic] = seq
+            if self._idle:
+                self._unpack(stream)
             if self._forgotten:
                 self._forgotten.get(query, {}).pop(stream, None)
             per_query = self._answers.setdefault(query, {})
@@ -107,6 +115,8 @@ class AnswerCache:
             seq = self._next_seq(answer.topic)
             answer = replace(answer, seq=seq)
             self._seq[answer.topic] = seq
+            if self._idle:
+                self._unpack(answer.stream)
             if self._forgotten:
                 self._forgotten.get(answer.query, {}).pop(answer.stream, None)
             per_query = self._answers.setdefault(answer.query, {})
@@ -137,7 +147,32 @@ class AnswerCache:
 
     def get(self, query: str, stream: str) -> Answer | None:
         per_query = self._answers.get(query)
-        return None if per_query is None else per_query.get(stream)
+        answer = None if per_query is None else per_query.get(stream)
+        if answer is None and self._idle:
+            packed = self._idle.get(stream, {}).get(query)
+            answer = None if packed is None else _unpacked(packed)
+        return answer
+
+    def pack_stream(self, stream: str) -> int:
+        """``stream`` expired for idleness: its latest answers are kept packed (``get`` and ``latest`` still read
+        them) until an answer of it is cached again; returns how many."""
+        with self._lock:
+            packed = {query: (a.topic, a.answer_ts, msgpack.packb(a.to_wire(), use_bin_type=True))
+                      for query, per_query in self._answers.items() if (a := per_query.get(stream)) is not None}
+            if packed:  # (kept packed before they leave: a lock-free get finds them in one place or the other)
+                self._idle.setdefault(stream, {}).update(packed)
+                for query in packed:
+                    del self._answers[query][stream]
+        return len(packed)
+
+    def _unpack(self, stream: str) -> None:
+        """(Under the lock) ``stream``'s packed answers back as objects: it is answered again."""
+        idle = self._idle.get(stream)
+        if idle is None:
+            return
+        for query, packed in idle.items():
+            self._answers.setdefault(query, {})[stream] = _unpacked(packed)
+        del self._idle[stream]
 
     def get_fresh(self, query: str, stream: str, current_version: int, max_stale_ticks: int = 0) -> Answer | None:
         """The cached answer if at most `max_stale_ticks` ticks behind `current_version`, else None (compute anew)."""
@@ -153,6 +188,10 @@ class AnswerCache:
         where each stream's last answer was (`forgotten`)."""
         with self._lock:
             dropped = self._answers.pop(name, {})
+            for stream in [s for s, idle in self._idle.items() if name in idle]:
+                dropped[stream] = _unpacked(self._idle[stream].pop(name))
+                if not self._idle[stream]:
+                    del self._idle[stream]
             self._count -= len(dropped)
             if dropped:
                 self._forgotten.setdefault(name, {}).update({s: (a.topic, a.seq) for s, a in dropped.items()})
@@ -168,6 +207,8 @@ class AnswerCache:
         there was one. Topic seqs are kept."""
         with self._lock:
             dropped = self._answers.get(query, {}).pop(stream, None) is not None
+            if not dropped and query in self._idle.get(stream, {}):
+                dropped = self._idle[stream].pop(query) is not None
             self._count -= dropped
         return dropped
 
@@ -175,6 +216,7 @@ class AnswerCache:
         """Forgets every answer for a closed stream; returns how many."""
         with self._lock:
             n = sum(per_query.pop(stream, None) is not None for per_query in self._answers.values())
+            n += len(self._idle.pop(stream, {}))
             self._count -= n
             for per_query in self._forgotten.values():  # its session is gone: what a `get` says is that
                 per_query.pop(stream, None)
@@ -222,7 +264,8 @@ class AnswerCache:
     def latest(self) -> list[Answer]:
         """Every cached answer (the latest per query and stream)."""
         with self._lock:
-            return [a for per_query in self._answers.values() for a in per_query.values()]
+            return [a for per_query in self._answers.values() for a in per_query.values()] + \
+                [_unpacked(packed) for idle in self._idle.values() for packed in idle.values()]
 
     def first_seqs(self) -> dict[str, int]:
         """``first_seq`` of every topic begun past 1 (for a checkpoint)."""
@@ -241,6 +284,8 @@ class AnswerCache:
                 if answer.topic not in self._seq and answer.seq > 1:
                     self._first[answer.topic] = answer.seq
                 self._seq[answer.topic] = max(self._seq.get(answer.topic, 0), answer.seq)
+                if self._idle:
+                    self._unpack(answer.stream)
                 per_query = self._answers.setdefault(answer.query, {})
                 self._count += answer.stream not in per_query
                 per_query[answer.stream] = answer
@@ -256,6 +301,9 @@ class AnswerCache:
             for per_query in self._answers.values():
                 for a in per_query.values():
                     answer_ts[a.topic] = max(answer_ts.get(a.topic, a.answer_ts), a.answer_ts)
+            for idle in self._idle.values():
+                for topic, ts, _ in idle.values():
+                    answer_ts[topic] = max(answer_ts.get(topic, ts), ts)
             return {t: {"last_seq": self.last_seq(t), "answer_ts": answer_ts.get(t)} for t in names}
 
     def last_seq(self, topic: str) -> int:
@@ -270,3 +318,8 @@ class AnswerCache:
 
     def __len__(self) -> int:
         return self._count
+
+
+def _unpacked(packed: tuple[str, int, bytes]) -> Answer:
+    """An idle stream's answer as kept by ``pack_stream``, back as an Answer."""
+    return Answer.from_wire(msgpack.unpackb(packed[2], raw=False))

@@ -126,3 +126,28 @@ def test_expired_answers_go_with_contexts_given_up_past_expired_streams_kept(che
         assert restarted.cache.get("dir", "KEPT").to_wire() == kept.to_wire()
     finally:
         restarted.close()
+
+
+def test_an_idle_streams_answers_are_kept_packed_and_read_as_before() -> None:
+    """AnswerCache.pack_stream: an expired stream's latest answers are kept packed (a quarter of their memory as
+    objects); `get`, `latest`, `topics`, the drops and the count read them as before, and the stream's next answer
+    brings them back as objects."""
+    from queries.cache import AnswerCache
+
+    cache = AnswerCache(clock=lambda: 7)
+    value = {"answer": "up", "probs": {"up": 0.6, "down": 0.4}, "model_probs": {"up": 0.55, "down": 0.45}}
+    a = cache.put("dir", "S", "dir/S/", value, 3, 100, "m", 1)
+    b = cache.put("vol", "S", "vol/S/", {"expected": 12.5}, 3, 100, "m", 1)
+    other = cache.put("dir", "T", "dir/T/", value, 1, 90, "m", 1)
+    assert cache.pack_stream("S") == 2 and cache.pack_stream("S") == 0 and len(cache) == 3
+    assert cache.get("dir", "S") == a and cache.get("vol", "S") == b and cache.get("dir", "T") == other
+    assert sorted(cache.latest(), key=lambda x: x.topic) == [a, other, b]
+    assert cache.topics()["dir/S/"]["answer_ts"] == 7 and cache.get_fresh("dir", "S", 3) == a
+    assert cache.drop_answer("vol", "S") and cache.get("vol", "S") is None and len(cache) == 2
+    again = cache.put("dir", "S", "dir/S/", value, 4, 110, "m", 1)  # answered again: an object again
+    assert cache.get("dir", "S") == again and again.seq == a.seq + 1 and len(cache) == 2
+    cache.pack_stream("S")
+    assert cache.drop_query("dir") == 2 and cache.forgotten("dir", "S") == ("dir/S/", again.seq) and len(cache) == 0
+    cache.put("vol", "S", "vol/S/", {"expected": 1.0}, 5, 120, "m", 1)
+    cache.pack_stream("S")
+    assert cache.drop_stream("S") == 1 and cache.get("vol", "S") is None and len(cache) == 0 and cache.latest() == []

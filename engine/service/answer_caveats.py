@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from connectors.tick_times import utc_text
 from engine.service.live_scores import WORST_MIN_SCORED, LiveScores
 from engine.service.market_caveat import spot_only, stream_caveat
 
@@ -50,8 +51,6 @@ def context_caveats(scheduler: Scheduler | None, stream: str) -> list[dict[str, 
 
 def expired_caveat(stream: str, idle_since_ts: int, idle_s: float | None) -> dict[str, str]:
     """``stream_expired`` on a `get` of an expired stream's kept answer: it stands, idle since its last tick."""
-    from connectors.tick_times import utc_text
-
     return {"kind": STREAM_EXPIRED, "text": (
         f"{stream} is idle: no tick since {utc_text(idle_since_ts)} (its last tick's ts), and it expired after "
         f"scheduler.stream_idle_s ({idle_s:g} s) without data, its KV freed; this is its latest answer, kept with its "

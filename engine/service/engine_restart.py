@@ -51,6 +51,8 @@ class EngineRestart:
         # the streams it brings back: those the replay booked, and those whose whole log is owed tail (a stream
         # refused at an earlier start never had a query registered meanwhile: its ticks are computed after this)
         back = set(pipeline.engine.scheduler.streams) | {item.stream for item in tail if item is not None}
+        for stream in pipeline.encoders.expired_streams():  # (their latest answers kept packed, as live)
+            pipeline.cache.pack_stream(stream)
         pipeline.data.replayed(len(back), pipeline.engine.rebuild())
         pipeline.ticks_in = pipeline.data.recovered_ticks
         recovered: list[JobOutcome] = []

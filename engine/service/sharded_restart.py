@@ -37,6 +37,8 @@ def restart_front_door(front: Any) -> None:
     starts = TailStarts(front.cache, front.registry, front.marks, set(changed))
     tail, refused = restores.place_tail(front.data.replay(front.encoders, restores, answered=starts))
     front.data.replay_refused += refused  # (as one engine counts the tail items its admission refuses)
+    for stream in front.encoders.expired_streams():  # (their latest answers kept packed, as live)
+        front.cache.pack_stream(stream)
     front.ticks_in = front.data.recovered_ticks
     owed = [item for item in tail if item is not None]
     for item in owed:  # accepted before the stop: seen here as the live run saw them
