@@ -96,6 +96,8 @@ class AskOps:
             raise ControlError("op \"ask\" needs \"query\" (a registered query's name) or \"spec\" (a query mapping)")
         note.update(self._caveats([spec], [stream]))  # (beside the answer, however it comes: cached, early or computed)
         if spec.kind == "surprise":  # made by the ingest forward only: the latest one is the answer
+            if self.pipeline.encoders.expired(stream):  # (its kept one is `get`'s, said idle: an ask's is live)
+                raise self._no_session(stream)
             cached = self.pipeline.cache.get(spec.name, stream)
             if cached is None and "spec" in request:
                 raise ControlError("a surprise is computed by the ingest forward, for the standing queries of kind "
