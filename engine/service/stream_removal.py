@@ -1,7 +1,7 @@
 """A stream expired or dropped from one engine's every layer. Idle past scheduler.stream_idle_s (``expire_idle``), its
 KV is freed and its context kept (its tokens, codec state, trigger state, adaptation and latest answers: `get` still
-reads them, and its next tick goes on as if it had never expired, engine/kept_contexts.py); at an operator's request (``forget_stream``,
-refused as StreamBusy while data or an ask waits on it), or once an expired one is forgotten past
+reads them, and its next tick goes on as if it had never expired, engine/kept_contexts.py); at an operator's request
+(``forget_stream``, refused as StreamBusy while data or an ask waits on it), or once an expired one is forgotten past
 scheduler.expired_streams_kept: its session, its encoder's ordering and codec state, its receive clock and what the
 queries held of it go. Each is logged first so a restart does it at the same point. A mixin of TickPipeline
 (pipeline.py), whose state it reads; the sharded front door drops a stream its own way (sharded.py), with the same
