@@ -5,8 +5,6 @@ keeps the same. Past scheduler.expired_streams_kept the answers go with the cont
 
 from __future__ import annotations
 
-import random
-
 import msgpack
 
 from connectors.ticks import utc_text
@@ -14,33 +12,15 @@ from engine.service.cli import main
 from engine.service.client import AnswerSubscriber, ControlClient
 from engine.service.pipeline import TickPipeline
 from test_server import checkpoint  # noqa: F401  (the model fixture)
+from test_kept_contexts import QUERY, _published
+from test_kept_contexts import _prints as kept_prints
 from test_service_limits import live_server, pipeline_config, wait_for
 
-QUERY = "queries:\n  - {name: dir, streams: ['*'], question: direction_20, kind: choice, trigger: batch}\n"
 T0 = 1_709_908_200_000_000_000  # 2024-03-08T14:30:00Z
 
 
 def _prints(stream: str, start: int, n: int, seed: int) -> list[dict]:
-    """``n`` trades of ``stream`` a second apart from ``start``, on a seeded walk."""
-    rng = random.Random(seed)
-    price, out = 101.5, []
-    for k in range(n):
-        price = round(price + rng.choice((-0.02, -0.01, 0.01, 0.02)), 2)
-        out.append({"stream": stream, "ts": start + k * 10**9, "price": price, "size": float(rng.randint(1, 300)),
-                    "side": rng.choice(("buy", "sell"))})
-    return out
-
-
-def _published(server, push, sub, ticks: list[dict]) -> list[dict]:
-    """``ticks`` sent one a message; the answers published for them, once all are computed."""
-    before = server.pipeline.ticks_in
-    for tick in ticks:
-        push.send(msgpack.packb(tick))
-    wait_for(lambda: server.pipeline.ticks_in == before + len(ticks) and not server.pipeline.busy)
-    answers = []
-    while len(answers) < len(ticks) and (got := sub.recv(timeout_s=30.0)) is not None:
-        answers.append(got[1])
-    return answers
+    return kept_prints(stream, start, n, seed, first=101.5)
 
 
 def _get(server, stream: str) -> dict:

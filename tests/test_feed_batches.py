@@ -117,13 +117,18 @@ def assert_as_backtested(live: dict[tuple[str, str, int], dict], backtest: dict[
         assert max(abs(payload["value"]["probs"][k] - p) for k, p in probs.items()) < tol, key
 
 
+def live_config(file: Backtested) -> ServiceConfig:
+    """A service of `file`'s model and queries on ephemeral 127.0.0.1 ports."""
+    local = "tcp://127.0.0.1:0"
+    return ServiceConfig.from_dict({**file.engine, "queries": str(file.queries),
+                                    "endpoints": {"ingest": local, "answers": local, "control": local},
+                                    "limits": {"heartbeat_s": 0.1}})
+
+
 def fed_live(file: Backtested, data: Path, expected: int, timeout_s: float) -> tuple[dict, Any]:
     """`data` fed in event-time batches of 100 ms into a real service of `file`'s model and queries: its answers
     by (query, stream, version), once `expected` came (or `timeout_s` passed), and the feed's stats."""
-    local = "tcp://127.0.0.1:0"
-    config = ServiceConfig.from_dict({**file.engine, "queries": str(file.queries),
-                                      "endpoints": {"ingest": local, "answers": local, "control": local},
-                                      "limits": {"heartbeat_s": 0.1}})
+    config = live_config(file)
     live: dict[tuple[str, str, int], dict] = {}
     with serving(config) as server, AnswerSubscriber(server.endpoints["answers"], [""]) as sub:
         sub.wait_ready()
@@ -188,10 +193,7 @@ def test_feed_replay_with_its_defaults_answers_as_a_backtest_with_its_defaults(f
     from engine.service.cli import main
 
     assert ServiceConfig.from_dict(file.engine).replay.batch_ms == 100.0  # (the module's backtest: the default)
-    local = "tcp://127.0.0.1:0"
-    config = ServiceConfig.from_dict({**file.engine, "queries": str(file.queries),
-                                      "endpoints": {"ingest": local, "answers": local, "control": local},
-                                      "limits": {"heartbeat_s": 0.1}})
+    config = live_config(file)
     live: dict[tuple[str, str, int], dict] = {}
     with serving(config) as server, AnswerSubscriber(server.endpoints["answers"], [""]) as sub:
         sub.wait_ready()

@@ -24,10 +24,10 @@ AFTERNOON = MORNING + 5 * 3600 * 10**9  # five hours later: well past the defaul
 SCHEDULER = {"window": 160, "probe_reserve": 32}
 
 
-def _prints(stream: str, start: int, n: int, seed: int) -> list[dict]:
-    """``n`` trades of ``stream`` a second apart from ``start``, on a seeded walk."""
+def _prints(stream: str, start: int, n: int, seed: int, first: float = 216.84) -> list[dict]:
+    """``n`` trades of ``stream`` a second apart from ``start``, on a seeded walk from ``first``."""
     rng = random.Random(seed)
-    price, out = 216.84, []
+    price, out = first, []
     for k in range(n):
         price = round(price + rng.choice((-0.02, -0.01, 0.01, 0.02)), 2)
         out.append({"stream": stream, "ts": start + k * 10**9, "price": price, "size": float(rng.randint(1, 300)),
