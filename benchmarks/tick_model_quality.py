@@ -55,7 +55,8 @@ from engine.service import cli
 from engine.service.datasets import INSTRUMENTS, LOADERS, data_available
 from engine.service.evaluate import EvalOptions, evaluate_streams
 from engine.service.features import read_head
-from engine.service.splits import SplitSpec, min_part_ticks, prepare, read_streams
+from engine.service.splits import SplitSpec, min_part_ticks, prepare
+from engine.service.stream_reading import read_streams
 from engine.service.tick_checkpoint import load_tick_model, window_ticks
 from engine.service.train_builtin import calibrate_only, reproduce_command, train, write_training_md
 from engine.service.train_config import TrainConfig

@@ -68,7 +68,7 @@ from engine.service.test_start import TestStart
 from engine.service.tick_origins import TickOrigins
 from engine.service.unscored_notes import UnscoredWhy, bar_streams, say_silent_queries, unscored_reasons
 from queries.trigger import TRIGGER_TABLE
-from queries.yaml_loader import no_query
+from queries.yaml_loader import load_queries, no_query
 
 # the Python API (docs/replay.md); BacktestInterrupted is raised by the loop and resume (backtest_loop.py) and is
 # imported from here by cmd_backtest.py, tests and users' scripts alike
@@ -238,7 +238,11 @@ def _standing_pipeline(config: ServiceConfig, queries: BacktestQueries, note: Ca
     pipeline = TickPipeline(config, live_scores=False, asks_on_demand=False)
     pipeline.answer_context = {}  # each answer's context, into the answers file
     registry = pipeline.registry
-    if not registry.register(queries.text(registry.limits), queries.source):  # (as register_file reads a file)
+    text = queries.text(registry.limits)
+    # nothing registered afresh is also a document the config's queries registered already (unchanged): refused
+    # only when it lists no query
+    if not registry.register(text, queries.source) and not load_queries(text, queries.source, registry.questions,
+                                                                        registry.limits):
         raise no_query(queries.source, "the backtest would ask nothing; give a file that lists the queries to ask")
     if on_demand := [spec.name for spec in pipeline.registry.list() if not spec.trigger.fires_by_itself]:
         note(f"skipping on_demand {'query' if len(on_demand) == 1 else 'queries'} "
