@@ -267,3 +267,18 @@ def test_the_python_entry_points_expand_a_tilde_as_the_command_line_does(engine_
     public_file, _ = zmq.auth.create_certificates(str(home), "client")  # docs/python-clients.md's readers
     assert read_keypair("~/client.key_secret")[0] == read_public_key("~/client.key") == \
         zmq.auth.load_certificate(public_file)[0]
+
+
+def test_backtest_queries_replace_the_config_s_queries(engine_files: Path, tmp_path: Path, capsys) -> None:
+    """`--queries FILE` is asked in place of the config's `queries` (its help: "default: the config's queries"): a
+    backtest given both answered both files' queries, and one given neither registered the config's twice."""
+    (tmp_path / "config_q.yaml").write_text(QUERIES)
+    (tmp_path / "flag_q.yaml").write_text(QUERIES.replace("name: dir20", "name: flagged"))
+    config = tmp_path / "engine.yaml"
+    config.write_text((engine_files / "engine.yaml").read_text() + f"queries: {tmp_path / 'config_q.yaml'}\n")
+    data = trades_csv(tmp_path / "AAA.csv")
+    for flags, asked in (([], {"dir20"}), (["--queries", str(tmp_path / "flag_q.yaml")], {"flagged"})):
+        out = tmp_path / f"{len(flags)}.parquet"
+        assert main(["backtest", str(data), "--config", str(config), "--out", str(out), "--quiet", *flags]) == 0, \
+            capsys.readouterr().err
+        assert set(pl.read_parquet(out)["query"]) == asked

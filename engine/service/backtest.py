@@ -22,6 +22,7 @@ calibration_plot.py and replay_progress.py.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -68,7 +69,7 @@ from engine.service.test_start import TestStart
 from engine.service.tick_origins import TickOrigins
 from engine.service.unscored_notes import UnscoredWhy, bar_streams, say_silent_queries, unscored_reasons
 from queries.trigger import TRIGGER_TABLE
-from queries.yaml_loader import load_queries, no_query
+from queries.yaml_loader import no_query
 
 # the Python API (docs/replay.md); BacktestInterrupted is raised by the loop and resume (backtest_loop.py) and is
 # imported from here by cmd_backtest.py, tests and users' scripts alike
@@ -235,14 +236,12 @@ def _run(config: ServiceConfig, files: list[Any], queries: BacktestQueries, out:
 def _standing_pipeline(config: ServiceConfig, queries: BacktestQueries, note: Callable[[str], None]) -> TickPipeline:
     """The engine with `queries` registered; on_demand ones are never asked here (said), and the answers table is
     scored whole at the end. A document that registers nothing is refused before the files are read."""
-    pipeline = TickPipeline(config, live_scores=False, asks_on_demand=False)
+    # the config's own queries are not registered by the pipeline: `queries` is the file this backtest asks (the
+    # config's by default, --queries' in its place; both were asked when --queries came beside a config's)
+    pipeline = TickPipeline(dataclasses.replace(config, queries=None), live_scores=False, asks_on_demand=False)
     pipeline.answer_context = {}  # each answer's context, into the answers file
     registry = pipeline.registry
-    text = queries.text(registry.limits)
-    # nothing registered afresh is also a document the config's queries registered already (unchanged): refused
-    # only when it lists no query
-    if not registry.register(text, queries.source) and not load_queries(text, queries.source, registry.questions,
-                                                                        registry.limits):
+    if not registry.register(queries.text(registry.limits), queries.source):  # (as register_file reads a file)
         raise no_query(queries.source, "the backtest would ask nothing; give a file that lists the queries to ask")
     if on_demand := [spec.name for spec in pipeline.registry.list() if not spec.trigger.fires_by_itself]:
         note(f"skipping on_demand {'query' if len(on_demand) == 1 else 'queries'} "
