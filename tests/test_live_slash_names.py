@@ -90,6 +90,9 @@ def test_a_rename_pattern_names_a_whole_ecn_feed_and_a_pair_added_upstream(model
             assert control.call("get", stream="GBP/USD", query="dir5")["answer"]["stream"] == "GBP-USD.lmax"
             assert control.call("forget", stream="XAU/USD")["ok"]
             assert "GOLD" not in control.call("streams")["streams"]
+            # several names at once find theirs the same way (forget's `streams`, all or nothing)
+            assert control.call("forget", streams=["EUR/USD", "USD-JPY.lmax"])["ok"]
+            assert set(control.call("streams")["streams"]) == {"GBP-USD.lmax"}
     assert server.pipeline.rejected["bad_stream"] == 1
 
 

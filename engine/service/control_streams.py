@@ -160,7 +160,8 @@ class StreamOps:
                     or not all(type(n) is str for n in names):
                 raise ControlError(f"op \"forget\" takes \"streams\" as an array of 1 to {MAX_STREAMS_PER_REPLY} "
                                    f"stream names (str), got {wire_value(names)}")
-            matched = list(dict.fromkeys(asked_stream({"stream": n}, encoders) for n in names))
+            renamed = self.stream_renames.renamed  # (as one name is: the venue's name finds its renamed stream)
+            matched = list(dict.fromkeys(asked_stream({"stream": n}, encoders, renamed) for n in names))
             known = encoders.accepted(matched)
             unknown = [name for name in matched if known[name] is None]
             if unknown:  # none dropped: a list with a typo in it is a mistake to fix, not a partial success
