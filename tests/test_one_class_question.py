@@ -16,6 +16,7 @@ from conftest import serving, tiny_tick_checkpoint
 from connectors.feed import FeedClient
 from connectors.ticks import Tick, quote
 from engine.service.backtest import run_backtest
+from engine.service.client import ControlClient
 from engine.service.cli import main
 from engine.service.config import ServiceConfig
 from test_backtest import cheap_option_and_underlying
@@ -84,6 +85,11 @@ def test_scores_says_it_too(tmp_path: Path, capsys) -> None:
         wait_for(lambda: said().get("scored", 0) >= 30, timeout_s=120)  # (one_class: 20 labels or more)
         scores = said()
         code, out, _ = run(capsys, "scores", *control)
+        with ControlClient(server.endpoints["control"]) as ctl:  # a get says it beside the answer too
+            caveats = ctl.call("get", stream="EURUSD", query="vol50")["caveats"]
+    one = [c["text"] for c in caveats if c["kind"] == "one_class_question"]
+    assert len(one) == 1 and re.fullmatch(r"on EURUSD, volatility_50 does not split this stream: (\d+) of its \1 "
+                                          r"realised labels are low \(\(0\.3, 1\] bps\), .*", one[0]), caveats
     assert scores["one_class_streams"] == 1 and scores["saturated_streams"] == 0, scores
     notes = [line for line in out.splitlines() if line.startswith("note: vol50:") and "does not split" in line]
     assert code == 0 and len(notes) == 1, out

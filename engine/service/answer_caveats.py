@@ -7,6 +7,8 @@ them from trusted ones). Decided exactly as `flashtick scores` decides it, from 
   frequencies, with WORST_MIN_SCORED answers scored or more (`scores`' `worse_than_prior`);
 * ``saturated_question``: the query's bps-bucketed question (move_bps_50, volatility_50) is saturated on this stream
   (`scores`' `saturated_streams`, connectors/saturation.py);
+* ``one_class_question``: the query's bps-bucketed question does not split this stream: nearly all its realised
+  labels fall in one inner bucket (`scores`' `one_class_streams`: an FX pair's volatility_50 all `low`);
 * ``context_reset``: the stream's earlier context was given up (an operator's `forget`, or its expiry fell past
   scheduler.expired_streams_kept: engine/kept_contexts.py), so until its first context roll its answers read only
   the ticks since, where a backtest of the same ticks, in which nothing is given up, reads the earlier ones too;
@@ -23,6 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from connectors.saturation import bucket_text, one_class
 from connectors.tick_times import utc_text
 from engine.service.live_scores import WORST_MIN_SCORED, LiveScores
 from engine.service.market_caveat import spot_only, stream_caveat
@@ -32,6 +35,7 @@ if TYPE_CHECKING:  # (the scheduler's module imports torch; this one is read bef
 
 WORSE_THAN_PRIOR = "worse_than_prior"
 SATURATED_QUESTION = "saturated_question"
+ONE_CLASS_QUESTION = "one_class_question"
 CONTEXT_RESET = "context_reset"
 STREAM_EXPIRED = "stream_expired"
 
@@ -80,6 +84,13 @@ def skill_caveats(scores: LiveScores, queries: Iterable[str], stream: str) -> li
                 f"on {stream}, {spec.name} is saturated: most of its realised labels that show a move are "
                 f"{buckets.text}, its buckets being fixed in bps, so its answers say little there (flashtick "
                 f"scores; ask direction_5/direction_20, which read a sign at any spacing: docs/model.md)")})
+        elif realised is not None and query in scores.bucketed:
+            spec, buckets = scores.bucketed[query]
+            if (one := one_class(stream, realised.by_label, buckets)) is not None:
+                caveats.append({"kind": ONE_CLASS_QUESTION, "text": (
+                    f"on {stream}, {spec.name} does not split this stream: {one.count} of its {one.labelled} "
+                    f"realised labels are {bucket_text(spec, one.label)}, its buckets being fixed in bps, so its "
+                    f"answers say little there (flashtick scores; ask direction_5/direction_20: docs/model.md)")})
         return caveats
     return []
 
