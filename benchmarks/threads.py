@@ -27,25 +27,32 @@ from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 
 
-def step_times(streams: int, steps: int, threads: int) -> list[float]:
-    """ms per step: every stream ingests one tick, then one step (advance + due questions)."""
-    pipeline = TickPipeline(ServiceConfig(queries=str(EXAMPLE_QUERIES)))
-    torch.set_num_threads(threads)  # after the pipeline, which applies model.threads
-    names = tuple(dataclasses.replace(DEFAULT_STREAMS[i % len(DEFAULT_STREAMS)], name=f"S{i:03d}")
-                  for i in range(streams))
-    market = SyntheticMarket(SyntheticConfig(seed=0, streams=names))
-    for _ in range(64):  # history, so the questions see a context
-        for tick in market.next_batch(streams):
-            pipeline.ingest(tick)
-    pipeline.run_until_idle()
-    times = []
-    while len(times) < steps:
-        for tick in market.next_batch(streams):
-            pipeline.ingest(tick)
-        start = time.perf_counter()
+def step_times(streams: int, steps: int, threads: int, config: ServiceConfig | None = None, history: int = 64,
+               seconds: float = 0.0) -> list[float]:
+    """ms per step: every stream ingests one tick, then the engine runs until idle (advance + due questions); at
+    least ``steps`` of them and ``seconds`` of them, after ``history`` ticks a stream so the questions see a
+    context. ``config``: the service's (default: the example queries, the default KV pool)."""
+    pipeline = TickPipeline(config or ServiceConfig(queries=str(EXAMPLE_QUERIES)), live_scores=False)
+    try:
+        torch.set_num_threads(threads)  # after the pipeline, which applies model.threads
+        names = tuple(dataclasses.replace(DEFAULT_STREAMS[i % len(DEFAULT_STREAMS)], name=f"S{i:04d}")
+                      for i in range(streams))
+        market = SyntheticMarket(SyntheticConfig(seed=0, streams=names))
+        for _ in range(history):
+            for tick in market.next_batch(streams):
+                pipeline.ingest(tick)
         pipeline.run_until_idle()
-        times.append((time.perf_counter() - start) * 1e3)
-    return times
+        times: list[float] = []
+        start_all = time.perf_counter()
+        while len(times) < steps or time.perf_counter() - start_all < seconds:
+            for tick in market.next_batch(streams):
+                pipeline.ingest(tick)
+            start = time.perf_counter()
+            pipeline.run_until_idle()
+            times.append((time.perf_counter() - start) * 1e3)
+        return times
+    finally:
+        pipeline.close()
 
 
 def main(argv: list[str] | None = None) -> dict:

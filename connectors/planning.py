@@ -350,7 +350,9 @@ def _file_plan(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sc
     notes += lines.notes if lines is not None else []
     top = settle_top(cmap, schema)  # a prediction market's cents (1-99) settle at 0 too
     cut, cut_notes = cut_row(path, dialect, len(schema), rows, ROW) if is_csv(path) else (None, [])
-    notes += cut_notes if footer is None or footer[0] != cut else []
+    if footer is not None and footer[0] == cut:  # a footer without its newline is the footer, left out, not cut
+        cut, cut_notes = None, []
+    notes += cut_notes
     at_zero = zero_prices(frame, keys) if facts["nonpositive_rows"] or facts["zero_sides"] else \
         ZeroPrices(frozenset(), {}, frozenset(), {})
     notes += offset_step_notes(path.name, cmap, at_zero)  # an offset that makes one step many bps
@@ -369,7 +371,7 @@ def _file_plan(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sc
                     long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
                     span=time_span(facts["min_ts"], facts["max_ts"], factor),
                     tickless=tickless, footer=footer, header_rows=frozenset(facts["header_rows"]), junk=junk_why,
-                    end_messages=frozenset(facts["end_messages"]), cut_row=cut if cut_notes else None,
+                    end_messages=frozenset(facts["end_messages"]), cut_row=cut,
                     quote_width_limit=QUOTE_SPREAD_LIMIT if headerless_quotes(cmap, dialect) else None)
 
 

@@ -116,7 +116,7 @@ class RejectCounter(Counter):
             self.lowest_nonpositive[reading.stream] = low
         if reading is not None and not settled(err, plan) and needing_offsets({reading.stream: low}, plan):
             self.to_lift[reading.stream] = min(low, self.to_lift.get(reading.stream, math.inf))
-            if crosses_zero(reading.stream, plan):
+            if crosses_zero(reading.stream, plan, low):
                 self.crossing.add(reading.stream)
             if is_yield(reading.stream, plan):
                 self.yields.add(reading.stream)

@@ -232,11 +232,11 @@ def offset_advice(lowest: dict[str, float], one_for_all: bool = False, yields: I
         return f"; the lowest price in the files: {prices}: to lift each stream above zero, {options} " \
                f"(docs/replay.md){why}"
     # a line of 28 options is no advice: one number lifts them all (an EPEX day's delivery periods, each a stream)
-    first = offset_option(said[0][0], lifting_offset(said[0][1]))
+    first = offset_option(said[0][0], lifting(said[0][0], said[0][1]))
     return (f"; the lowest price in the files: {prices}: to lift all {len(ranked)} streams above zero, "
-            f"{offset_option(None, lifting_offset(said[0][1]))} (one number for every stream of the files, each "
+            f"{offset_option(None, lifting(said[0][0], said[0][1]))} (one number for every stream of the files, each "
             f"one's moves in bps then relative to its shifted level; or one per stream, the next whole number above "
-            f"its lowest price, {first} and so on) (docs/replay.md)")
+            f"its lowest price, {first} and so on) (docs/replay.md){why}")
 
 
 # One step of a stream's price, in bps of its lowest price once shifted, at or past which a shifted instrument's

@@ -169,6 +169,10 @@ class StreamTable:
         encoder = self._encoders.get(stream)
         return None if encoder is None else encoder.ticks
 
+    def held_names(self) -> list[str]:
+        """Every stream known, held or expired with its ordering guard kept, in name order."""
+        return sorted(self._encoders.keys() | self._expired_last_ts.keys())
+
     def accepted(self, streams: list[str] | None = None, limit: int | None = None, after: str = "",
                  now_ns: int | None = None) -> dict[str, dict[str, Any] | None]:
         """Each stream's last accepted tick: ``{ticks, last_ts, at_last_ts, last_price}`` (``ticks``: its session's
@@ -181,8 +185,7 @@ class StreamTable:
         ``now_ns`` (the wall clock), also ``idle_s``: seconds since its last tick reached the service (``arrived_ns``:
         its read, or earlier where its `ts` shows it waited upstream of the socket; None: none since this process
         started, a stream restored from a tick log)."""
-        names = sorted(n for n in self._encoders.keys() | self._expired_last_ts.keys() if n > after) \
-            if streams is None else streams
+        names = [n for n in self.held_names() if n > after] if streams is None else streams
         out: dict[str, dict[str, Any] | None] = {}
         for name in names[:limit] if limit is not None else names:
             encoder = self._encoders.get(name)

@@ -41,12 +41,15 @@ class Lifts(NamedTuple):
     yields: frozenset[str] = frozenset()  # of `lowest`, those priced or named as a yield: lifted by 100
 
 
-def crosses_zero(stream: str, plan: Any) -> bool:
+def crosses_zero(stream: str, plan: Any, low: float | None = None) -> bool:
     """Whether a stream's prices cross zero (FilePlan.crossing_streams): a spread a few price steps above zero,
     where 0 is one of its prices, or an outright whose prices walked down near zero and on below it. A stream far
     from zero whose file has many 0 prints (a corrupt column, a power market's hours at 0), or a stock at 100 with a
-    bad print of -1, gets the offset advice but is no crossing: its bad rows are rejected and the run goes on."""
-    crossing = getattr(plan, "crossing_streams", frozenset())
+    bad print of -1, gets the offset advice but is no crossing: its bad rows are rejected and the run goes on. A
+    plan that does not scan its prices ahead (a DBN file's) has no such set: a ``low`` below zero crosses there."""
+    crossing = getattr(plan, "crossing_streams", None)
+    if crossing is None:
+        return low is not None and low < 0
     return stream in crossing or "" in crossing
 
 

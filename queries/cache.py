@@ -306,6 +306,11 @@ class AnswerCache:
                     answer_ts[topic] = max(answer_ts.get(topic, ts), ts)
             return {t: {"last_seq": self.last_seq(t), "answer_ts": answer_ts.get(t)} for t in names}
 
+    def topic_names(self) -> list[str]:
+        """Every topic published on, retired ones included, in name order."""
+        with self._lock:
+            return sorted((*self._seq, *self._retired))
+
     def last_seq(self, topic: str) -> int:
         """The last seq handed out on `topic`, 0 if none (or none is kept: a retired topic dropped)."""
         seq = self._seq.get(topic)

@@ -109,10 +109,7 @@ class YamlDocument:
         name_node = _name_node(node)  # (before the keys are read: a duplicate key's error names the query too)
         if isinstance(name_node, yaml.ScalarNode) and name_node.value:
             label = name_node.value
-        pairs = self.pairs(node, label)
-        name_node = pairs.get("name", (None, None))[1]
-        if isinstance(name_node, yaml.ScalarNode) and name_node.value:
-            label = name_node.value
+        pairs = self.pairs(node, label)  # (a duplicate `name` is refused: the first one is the name)
         for key, (_, value_node) in pairs.items():
             if key not in _STRING_KEYS:
                 self.refuse_radix_ints(key, value_node, label)

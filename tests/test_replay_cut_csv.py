@@ -48,3 +48,17 @@ def test_a_short_last_line_ended_by_its_newline_is_a_bad_row_not_a_cut_file(tmp_
     replay = FileReplay(path)
     assert len(drain(replay)) == 3 and "truncated_line" not in replay.rejected and sum(replay.rejected.values()) == 1
     assert not any("truncated" in note for note in replay.notes)
+
+
+def test_a_footer_without_its_newline_is_the_footer_not_a_cut_file(tmp_path: Path) -> None:
+    """Barchart's footer as a download's last line, no newline after it: left out as the footer it is (filtered_out),
+    neither rejected as truncated_line nor the file called truncated."""
+    path = tmp_path / "esh26_intraday-5min.csv"
+    path.write_bytes(("Time,Open,High,Low,Last,Change,%Chg,Volume\n"
+                      "2026-03-06 09:30,6850.00,6851.00,6849.50,6850.25,0.25,0.00%,120\n"
+                      "2026-03-06 09:35,6850.25,6850.75,6849.75,6850.00,-0.25,0.00%,80\n"
+                      '"Downloaded from Barchart.com as of 03-06-2026 04:34pm CST"').encode())
+    replay = FileReplay(path)
+    assert [(t.price, t.size) for t in drain(replay)] == [(6850.25, 120), (6850.0, 80)]
+    assert dict(replay.rejected) == {"filtered_out": 1}
+    assert not any("truncated" in note for note in replay.notes)

@@ -151,7 +151,7 @@ class StreamOps:
             if names is not None or type(pattern) is not str or not pattern:
                 raise ControlError(f"op \"forget\" takes pattern as a non-empty str (a glob: * ? [..]), without "
                                    f"\"streams\", got {wire_value(pattern)}")
-            matched = [name for name in encoders.accepted() if fnmatchcase(name, pattern)]
+            matched = [name for name in encoders.held_names() if fnmatchcase(name, pattern)]
             if not matched:
                 raise ControlUnknownStream(f"no stream held matches {quoted(pattern)}: nothing to forget "
                                            f"(`flashtick streams` lists the streams the engine holds)")

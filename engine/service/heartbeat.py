@@ -69,7 +69,8 @@ class Heartbeat:
         self._ticks_seen, self._tick_at = self.pipeline.ticks_in, None
         self._log_refused_said = 0  # log_unavailable refusals the behind / caught-up lines have told of
         # each topic's last seq, for heartbeats: a loss at a topic's tail shows as a gap (heartbeat_seqs.py)
-        self._heartbeat_seqs = HeartbeatSeqs(lambda after, limit: self.pipeline.cache.topics("", after, limit))
+        self._heartbeat_seqs = HeartbeatSeqs(lambda: self.pipeline.cache.topic_names(),
+                                             lambda topic: self.pipeline.cache.last_seq(topic))
 
     def _heartbeat(self) -> None:
         self.counters["heartbeats"] += 1

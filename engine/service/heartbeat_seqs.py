@@ -21,12 +21,14 @@ MOST_TOPICS_A_HEARTBEAT = 1000
 class HeartbeatSeqs:
     """The topics published since the last heartbeat, and the sweep of every topic held since the start."""
 
-    def __init__(self, topics_after: Callable[[str, int], dict[str, dict]]) -> None:
-        """``topics_after(after, limit)``: the topics held past ``after`` in name order, {topic: {last_seq, ...}}
-        (the answer cache's ``topics``)."""
-        self._topics_after = topics_after
+    def __init__(self, topic_names: Callable[[], list[str]], last_seq: Callable[[str], int]) -> None:
+        """``topic_names()``: every topic held, in name order, read once at the sweep's start (a topic that begins
+        later is published, and carried as such); ``last_seq(topic)``: its last seq, read when its page goes (the
+        answer cache's ``topic_names`` and ``last_seq``)."""
+        self._topic_names, self._last_seq = topic_names, last_seq
         self._published: dict[str, int] = {}  # topic -> its last seq published since the last heartbeat, in order
-        self._swept: str | None = ""  # the sweep's last topic carried so far; None once every one has been
+        self._sweep: list[str] | None = None  # the topics held at the sweep's start, those not carried yet
+        self._swept = False  # every topic held at the start has been carried once
 
     def published(self, topic: str, seq: int) -> None:
         self._published.pop(topic, None)  # (to the end: the oldest waiting go first when there are too many)
@@ -40,10 +42,13 @@ class HeartbeatSeqs:
             topic = next(iter(self._published))
             carried[topic] = self._published.pop(topic)
         room = MOST_TOPICS_A_HEARTBEAT - len(carried)
-        if self._swept is not None and room > 0:
-            page = self._topics_after(self._swept, room)
-            for topic, info in page.items():
-                if info["last_seq"] and topic not in carried:
-                    carried[topic] = info["last_seq"]
-            self._swept = max(page) if len(page) == room else None
+        if not self._swept and room > 0:
+            if self._sweep is None:  # one sorted snapshot, not a sort of every topic at each heartbeat's page
+                self._sweep = self._topic_names()[::-1]  # (popped from the end: name order)
+            while self._sweep and room > 0:
+                topic = self._sweep.pop()
+                if topic not in carried and (seq := self._last_seq(topic)):
+                    carried[topic] = seq
+                    room -= 1
+            self._swept = not self._sweep
         return carried

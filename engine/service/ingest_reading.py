@@ -198,6 +198,7 @@ class IngestReading(IngestHolding):
                 except zmq.Again:
                     break
                 self.counters["ingest_messages"] += 1
+                self.ingest_bytes += sum(map(len, frames))  # (counted as a read message's: the mean size stays true)
                 refused += 1
                 tag = echoed_topic(frames[0]) if len(frames) == 2 and frames[0] != TOKENIZED_MARKER else None
                 self._publish_rejections(self._message_refused(InvalidTick(

@@ -85,19 +85,21 @@ class KvThrashWatch:
         if need <= capacity:
             self.pool_short = None
             return
-        if self.pool_short is None:
-            since = time.time_ns() - int(LIVE_S * 1e9)
-            live = sum(1 for state in held if state.last_seen_ns >= since)
-            idle_s = config.scheduler.stream_idle_s
-            keeps = ("scheduler.stream_idle_s is null: each keeps its KV for good" if idle_s is None
-                     else f"each keeps its KV until scheduler.stream_idle_s ({idle_s:g} s) without data")
-            holds = capacity // _kv_cells_at_full_windows(1, window, block)
-            self.pool_short = (f"{len(held)} streams held ({live} ticked in the last {LIVE_S:.0f} s; {keeps}); "
-                               f"once their {window}-token windows fill they want {need} KV cells ({window + block} "
-                               f"each), and kv.cells is {capacity} (about {holds} streams at a full window): past "
-                               f"that each tick of a stream evicts another's KV and recomputes its own, and answers "
-                               f"come seconds late (KV thrash). Set kv.cells to {need} or more "
-                               f"(docs/configuration.md, kv.cells)")
+        # said once as it starts; health's warning kept to the streams held now while it lasts
+        first = self.pool_short is None
+        since = time.time_ns() - int(LIVE_S * 1e9)
+        live = sum(1 for state in held if state.last_seen_ns >= since)
+        idle_s = config.scheduler.stream_idle_s
+        keeps = ("scheduler.stream_idle_s is null: each keeps its KV for good" if idle_s is None
+                 else f"each keeps its KV until scheduler.stream_idle_s ({idle_s:g} s) without data")
+        each = _kv_cells_at_full_windows(1, window, block)
+        self.pool_short = (f"{len(held)} streams held ({live} ticked in the last {LIVE_S:.0f} s; {keeps}); "
+                           f"once their {window}-token windows fill they want {need} KV cells ({each} each), "
+                           f"and kv.cells is {capacity} (about {capacity // each} streams at a full window): past "
+                           f"that each tick of a stream evicts another's KV and recomputes its own, and answers "
+                           f"come seconds late (KV thrash). Set kv.cells to {need} or more "
+                           f"(docs/configuration.md, kv.cells)")
+        if first:
             print(f"flashtick: WARNING: KV pool too small for the live streams: {self.pool_short}", file=sys.stderr,
                   flush=True)
 

@@ -97,9 +97,11 @@ def gathered_stats(links: list[ShardLink]) -> dict[str, Any]:
                     "pid": link.stats.get("pid"), "calls": link.stats.get("calls", 0),
                     "resident_memory_bytes": link.stats.get("resident_memory_bytes")} for link in links],
         # what the shards' processes hold, which the front door's process_resident_memory_bytes does not (review380
-        # #4: 0.52 GB said while two shards held 9.3 GB): as of each one's last reply; None before any says it
+        # #4: 0.52 GB said while two shards held 9.3 GB): as of each serving one's last reply (a failed or restoring
+        # shard's last figure is of a process gone); None before any says it
         "shards_resident_memory_bytes": sum(rss) if (rss := [link.stats["resident_memory_bytes"] for link in links
-                                                            if link.stats.get("resident_memory_bytes")]) else None,
+                                                            if link.state == "serving"
+                                                            and link.stats.get("resident_memory_bytes")]) else None,
     }
 
 

@@ -32,6 +32,7 @@ def unread_bytes(port: int) -> int | None:
     not read yet; None when /proc/net/tcp cannot be read."""
     rows: list[tuple[str, str, int, int]] = []  # (local, remote, tx_queue, rx_queue) of established connections
     readable = False
+    port_field = f":{port:04X} "  # an address's port, as /proc writes it (the queues' hex fields are 8 digits)
     for path in PROC_TCP:
         try:
             lines = path.read_text().splitlines()[1:]
@@ -39,6 +40,8 @@ def unread_bytes(port: int) -> int | None:
             continue
         readable = True
         for line in lines:
+            if port_field not in line:  # neither end is the ingest port: most of a busy host's sockets, not split
+                continue
             fields = line.split()
             if len(fields) < 5 or fields[3] != ESTABLISHED:
                 continue
