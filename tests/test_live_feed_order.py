@@ -11,6 +11,7 @@ import json
 import random
 import re
 import time
+from collections import Counter
 
 import msgpack
 import polars as pl
@@ -88,26 +89,49 @@ def test_a_late_tick_is_refused_without_a_window_and_placed_within_one(checkpoin
                 assert control.call("stats")["stats"]["reorder"]["placed"] == 1
 
 
+def _batches(n: int, per_batch: int, seed: int = 5) -> list[list[dict]]:
+    """``n`` trades of stream ETHUSDT in event-time batches of ``per_batch`` (1 ms batches, 20 ms apart: a backtest's
+    --batch-ms 1 cuts them so), one message each as `feed replay` sends a batch."""
+    rng = random.Random(seed)
+    price, batches = 3_000.0, []
+    for start in range(0, n, per_batch):
+        batch = []
+        for k in range(start, min(n, start + per_batch)):
+            price += rng.choice((-0.25, 0.25))
+            batch.append(_tick("ETHUSDT", BASE_TS + (start // per_batch) * 20_000_000 + (k - start) * 100_000,
+                               round(price, 2)))
+        batches.append(batch)
+    return batches
+
+
 def test_live_with_the_window_decides_like_backtest_of_the_same_capture(checkpoint, tmp_path) -> None:
     """review323 #3: the same capture (a late trade in it) sent live in arrival order and replayed by `backtest`:
     with `ingest.reorder_window_ms` past the lateness, every live answer equals the backtest's at the same tick
     (same tick count, same probabilities); without it the late trade is refused live and the answers after it
-    differ."""
-    trades = _capture(60, late=20, by=4)
+    differ. review383 #1: with the window, a burst of 100 messages (300 ticks, one event-time batch each) read in
+    one turn of the loop is answered per message, as the backtest answers per batch: each query answers as often
+    live as in the backtest (it answered once per turn of the loop)."""
+    trades, burst = _capture(60, late=20, by=4), _batches(300, 3)
     capture = tmp_path / "capture.csv"
-    pl.DataFrame(trades).write_csv(capture)  # (in arrival order, as a feed recorder writes it)
-    (tmp_path / "q.yaml").write_text(QUERY)
+    pl.DataFrame(trades + [t for batch in burst for t in batch]).write_csv(capture)  # (arrival order, as recorded)
+    (tmp_path / "q.yaml").write_text(QUERY + "  - {name: vol, streams: ['*'], question: volatility_50, kind: choice, "
+                                             "trigger: {ticks: 50}}\n")
     config = pipeline_config(checkpoint, answers={"adapt": "off"})
     run_backtest(config, [capture], tmp_path / "q.yaml", tmp_path / "bt.parquet", batch_ms=1, progress=False)
-    backtest = {(r["stream"], r["data_ts"]): r for r in pl.read_parquet(tmp_path / "bt.parquet").to_dicts()}
-    assert len(backtest) == 60  # (a batch of 1 ms: an answer at every trade)
+    rows = pl.read_parquet(tmp_path / "bt.parquet").to_dicts()
+    backtest = {(r["query"], r["stream"], r["data_ts"]): r for r in rows}
+    assert Counter((r["query"], r["stream"]) for r in rows) == {  # (a batch of 1 ms: an answer at every trade)
+        ("dir", "BTCUSDT"): 60, ("vol", "BTCUSDT"): 2, ("dir", "ETHUSDT"): 100, ("vol", "ETHUSDT"): 7}
     for window, agree in ((1000, True), (0, False)):
+        sent = 60 + 300 * agree
         with live_server(checkpoint, queries=str(tmp_path / "q.yaml"), answers={"adapt": "off"},
                          ingest={"reorder_window_ms": window}) as (server, push):
-            with AnswerSubscriber(server.endpoints["answers"], ["dir/"]) as sub:
+            with AnswerSubscriber(server.endpoints["answers"], ["dir/", "vol/"]) as sub:
                 sub.wait_ready(timeout_s=60)
                 _send_paced(push, trades, 0.02)
-                wait_for(lambda: server.pipeline.ticks_in + sum(server.pipeline.rejected.values()) == 60
+                for batch in burst if agree else []:
+                    push.send(msgpack.packb(batch))
+                wait_for(lambda: server.pipeline.ticks_in + sum(server.pipeline.rejected.values()) == sent
                          and _held(server) == 0 and not server.pipeline.busy)
                 with ControlClient(server.endpoints["control"]) as control:
                     computed = control.call("stats")["stats"]["answers_out"]  # (idle: every answer it will send)
@@ -115,12 +139,13 @@ def test_live_with_the_window_decides_like_backtest_of_the_same_capture(checkpoi
                 while len(answers) < computed and (got := sub.recv(timeout_s=60)) is not None:
                     answers.append(got[1])
         assert answers
-        same = [a for a in answers if (a["stream"], a["data_ts"]) in backtest
-                and a["version"] == backtest[a["stream"], a["data_ts"]]["ticks"]
-                and a["value"]["probs"] == pytest.approx(json.loads(backtest[a["stream"], a["data_ts"]]["probs"]),
-                                                         abs=1e-5)]
+        same = [a for a in answers if (key := (a["query"], a["stream"], a["data_ts"])) in backtest
+                and a["version"] == backtest[key]["ticks"]
+                and a["value"]["probs"] == pytest.approx(json.loads(backtest[key]["probs"]), abs=1e-5)]
         if agree:
-            assert len(same) == len(answers) and answers[-1]["version"] == 60, (len(same), len(answers))
+            assert Counter((a["query"], a["stream"]) for a in answers) == \
+                Counter((r["query"], r["stream"]) for r in rows)
+            assert len(same) == len(answers), (len(same), len(answers))
         else:
             assert server.pipeline.rejected["ts_backwards"] == 1 and len(same) < len(answers)
 
@@ -315,19 +340,31 @@ def test_the_window_releases_in_event_time_order_and_bounds_what_it_holds() -> N
     """ReorderWindow alone: what has been held the whole window goes with every held tick not newer than it, sorted
     (ties as read); a tick past reorder_max_ticks releases its stream at once."""
     window = ReorderWindow(window_ns=100, max_ticks=4)
-    assert window.hold("A", 30, {"n": 0}, None, 0, now_ns=0) == []
-    assert window.hold("A", 10, {"n": 1}, None, 0, now_ns=50) == []  # late by 20: placed when released
-    assert window.hold("A", 40, {"n": 2}, "t", 1, now_ns=60) == []
+    assert window.hold("A", 30, {"n": 0}, None, 0, now_ns=0, message=1) == []
+    assert window.hold("A", 10, {"n": 1}, None, 0, now_ns=50, message=2) == []  # late by 20: placed when released
+    assert window.hold("A", 40, {"n": 2}, "t", 1, now_ns=60, message=3) == []
     assert window.due(99) == [] and window.next_due_ns() == 100
     released = window.due(100)  # A's first tick (30) has waited: it goes with 10, not with 40
-    assert [(r.tag, [t.obj["n"] for t in r.ticks]) for r in released] == [(None, [1, 0])]
+    assert [(r.tag, [t.obj["n"] for t in r.ticks]) for r in released] == [(None, [1]), (None, [0])]
     assert len(window) == 1 and window.placed == 1 and window.next_due_ns() == 160
-    assert window.hold("B", 5, {}, None, 0, 61) == [] and window.hold("B", 5, {"n": 9}, None, 1, 62) == []
-    assert window.hold("A", 40, {"n": 3}, "t", 0, 63) == []
-    early = window.hold("B", 1, {"n": 4}, None, 2, 64)  # the fifth tick held: B goes at once, in order
-    assert [[(t.ts, t.index) for t in r.ticks] for r in early] == [[(1, 2), (5, 0), (5, 1)]]
+    assert window.hold("B", 5, {}, None, 0, 61, 4) == [] and window.hold("B", 5, {"n": 9}, None, 1, 62, 4) == []
+    assert window.hold("A", 40, {"n": 3}, "t", 0, 63, 5) == []
+    early = window.hold("B", 1, {"n": 4}, None, 2, 64, 6)  # the fifth tick held: B goes at once, in order
+    assert [[(t.ts, t.index) for t in r.ticks] for r in early] == [[(1, 2)], [(5, 0), (5, 1)]]
     assert window.released_early == 3 and len(window) == 2
-    assert [[t.obj["n"] for t in r.ticks] for r in window.flush()] == [[2, 3]] and len(window) == 0
+    assert [[t.obj["n"] for t in r.ticks] for r in window.flush()] == [[2], [3]] and len(window) == 0
+
+
+def test_released_ticks_keep_the_groups_their_messages_made() -> None:
+    """review383 #1: ticks due in one turn go out in the groups the feed sent (one per message, not one per turn);
+    a late tick placed inside another message's span joins that message's group (the backtest's sort puts them in
+    one batch), and messages that interleave in time make one group."""
+    window = ReorderWindow(window_ns=100, max_ticks=100)
+    for message, stamps in enumerate(([1, 2, 3], [4, 5], [6, 9], [7], [8, 11], [10], [12]), start=1):
+        for index, ts in enumerate(stamps):
+            window.hold("A", ts, {"ts": ts}, None, index, now_ns=message, message=message)
+    groups = [[t.ts for t in r.ticks] for r in window.due(200)]
+    assert groups == [[1, 2, 3], [4, 5], [6, 7, 8, 9, 10, 11], [12]]
 
 
 def test_refusals_are_counted_by_stream_in_bounded_memory_and_two_clocks_are_told_from_a_late_tick() -> None:

@@ -91,6 +91,7 @@ class IngestHolding:
         left out (a placed feed's tick taken already: placed_feeds.py), the others keeping their index."""
         ingest = self.pipeline.ingest_tokenized if tokenized else self.pipeline.ingest_message
         now_ns, now, refused, releases = time.time_ns(), [], [], []
+        message = self.reorder.next_message() if self.reorder is not None else 0
         for index, obj in enumerate(items):
             if keep is not None and not keep[index]:
                 continue
@@ -98,7 +99,8 @@ class IngestHolding:
                 refused.append(self._refused_here(index, obj))
             elif self.reorder is not None and type(obj) is dict and type(obj.get("stream")) is str \
                     and type(obj.get("ts")) is int:
-                releases += self.reorder.hold(obj["stream"], obj["ts"], obj, tag, index, now_ns, tokenized)
+                releases += self.reorder.hold(obj["stream"], obj["ts"], obj, tag, index, now_ns, message,
+                                              tokenized)
             else:  # (no stream or ts to hold it by: its checks refuse it now)
                 now.append((index, obj))
         rejections = refused + self._ingest_items(now, ingest)
@@ -106,7 +108,7 @@ class IngestHolding:
         return rejections
 
     def _release_due(self) -> None:
-        """The held ticks whose window is up, to the engine (each turn of the loop)."""
+        """The held ticks whose window is up, to the engine (each turn of the loop), in their tick groups."""
         if self.reorder is not None and len(self.reorder):
             self._ingest_released(self.reorder.due(time.time_ns()))
 
@@ -155,8 +157,8 @@ class IngestHolding:
                 for r in rejections]
 
     def _ingest_released(self, releases: list[Release]) -> None:
-        """Released ticks, one message per stream and tag, each read as reaching the engine now: the window they
-        were held is not the engine's lag (tick_ingest.py idle_at_ns)."""
+        """Released ticks, one message per tick group (reorder_window.py: the groups the feed sent), each read as
+        reaching the engine now: the window they were held is not the engine's lag (tick_ingest.py idle_at_ns)."""
         for release in releases:
             idle_at = getattr(self.pipeline, "idle_at_ns", None)
             self.pipeline.idle_at_ns = time.time_ns()

@@ -7,15 +7,21 @@ released goes through its own form's ingest path.
 A tick is held from when it is read. At each turn of the server's loop a stream whose oldest held tick has been
 held the whole window releases every held tick stamped no later than the newest of those held that long, in
 `ts` order (ties in the order read): a late tick read up to the window after a newer one goes out before it. What
-is released goes through the ordinary ingest path as one message per stream (one tick group), so every check,
-the tick log and the counters are the same as for a tick sent on time; a tick later than the window still meets
-the ordering guard there. `reorder_max_ticks` bounds the memory: a tick held past it releases its own stream's
+is released keeps the tick groups the feed sent (review383 #1): each held tick remembers the message it came in,
+and the released ticks are cut, in `ts` order, where one message's ticks end and no other message's are still to
+come, so an in-order feed's messages are its stream's groups as they would be unheld (a `feed replay`'s event-time
+batches, the groups its backtest answers at), and messages whose ticks interleave in time (a late tick, two feeds of
+one stream) make one group together, as the backtest's sort puts them in one batch. Each group goes through the
+ordinary ingest path as one message, so every check, the tick log, the counters and the triggers are the same as
+for ticks sent on time, however many groups one turn of the loop releases; a tick later than the window still
+meets the ordering guard there. `reorder_max_ticks` bounds the memory: a tick held past it releases its own stream's
 held ticks at once (in order). Nothing held is in the tick log yet: a stop releases every held tick first
 (stop_drain.py), and so does a feed placing itself with `streams` (it must read what the engine holds).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, NamedTuple
 
 
@@ -26,12 +32,13 @@ class HeldTick(NamedTuple):
     obj: dict[str, Any]  # the wire tick map as read (after ingest.rename)
     tag: str | None  # the topic its message came under on a feed (its rejections go back there)
     index: int  # its index in the message it came in: a rejection names that, as it would have unheld
+    message: int  # the message it came in (numbered as read): its tick group, released
     tokenized: bool = False  # a pre-tokenized item (its map as read), released through the tokenized path
 
 
 class Release(NamedTuple):
-    """Held ticks of one stream going to the engine together, in event-time order, all read under one tag and all
-    of one wire form (raw ticks, or ``tokenized`` items)."""
+    """Held ticks of one stream going to the engine together, one tick group, in event-time order, all read under
+    one tag and all of one wire form (raw ticks, or ``tokenized`` items)."""
 
     stream: str
     tag: str | None
@@ -48,21 +55,27 @@ class ReorderWindow:
         self._held: dict[str, list[HeldTick]] = {}
         self._count = 0
         self._order = 0
+        self._messages = 0
         self.placed = 0  # ticks read after a newer one of their stream and released before it (late, placed)
         self.released_early = 0  # ticks released before their window was up (reorder_max_ticks reached)
 
     def __len__(self) -> int:
         return self._count
 
+    def next_message(self) -> int:
+        """The number of a message read now, whose ticks are held with it (hold's ``message``)."""
+        self._messages += 1
+        return self._messages
+
     def hold(self, stream: str, ts: int, obj: dict[str, Any], tag: str | None, index: int, now_ns: int,
-             tokenized: bool = False) -> list[Release]:
-        """Hold one tick (``tokenized``: a pre-tokenized item); what the bound makes go at once (its stream's held
-        ticks, it among them), else []."""
+             message: int, tokenized: bool = False) -> list[Release]:
+        """Hold one tick of ``message`` (next_message's; ``tokenized``: a pre-tokenized item); what the bound makes
+        go at once (its stream's held ticks, it among them), else []."""
         held = self._held.setdefault(stream, [])
         if any(t.ts > ts for t in held):
             self.placed += 1
         self._order += 1
-        held.append(HeldTick(ts, self._order, now_ns, obj, tag, index, tokenized))
+        held.append(HeldTick(ts, self._order, now_ns, obj, tag, index, message, tokenized))
         self._count += 1
         if self._count <= self.max_ticks:
             return []
@@ -92,7 +105,8 @@ class ReorderWindow:
 
     def _release(self, stream: str, waited: int) -> list[Release]:
         """The first ``waited`` ticks held (read order) and every held tick stamped no later than the newest of
-        them, sorted; the rest stays held. Runs of one tag make one release each (their rejections' topics)."""
+        them, sorted; the rest stays held. Cut into the feed's tick groups (the module docstring), and where the
+        tag or the wire form changes (a release's rejections go to one topic, through one form's path)."""
         held = self._held.pop(stream)
         cut = max(t.ts for t in held[:waited])
         going = sorted((t for t in held if t.ts <= cut), key=lambda t: (t.ts, t.order))
@@ -100,10 +114,18 @@ class ReorderWindow:
         if kept:
             self._held[stream] = kept
         self._count -= len(going)
+        left = Counter(t.message for t in going)  # each message's ticks not placed in a group yet
         releases: list[Release] = []
+        unfinished: set[int] = set()  # the open group's messages with ticks still to come: it cannot end yet
         for tick in going:
-            if releases and (releases[-1].tag, releases[-1].tokenized) == (tick.tag, tick.tokenized):
+            if unfinished and (releases[-1].tag, releases[-1].tokenized) == (tick.tag, tick.tokenized):
                 releases[-1].ticks.append(tick)
             else:
                 releases.append(Release(stream, tick.tag, [tick], tick.tokenized))
+                unfinished = set()
+            left[tick.message] -= 1
+            if left[tick.message]:
+                unfinished.add(tick.message)
+            else:
+                unfinished.discard(tick.message)
         return releases
