@@ -186,7 +186,7 @@ class StreamEncoders(StreamTable):
                     raise
                 raise InvalidTick(err.reason, err.message + SHIFT_PRICES, err.stream) from None
             held = self.held.get(tick.stream)
-            if self._duplicate(tick.stream, tick.seq, tick.ts, held):
+            if self._duplicate(tick.stream, tick.seq, tick.ts, held, tick):
                 return None  # a duplicate: dropped and counted, never refused (tick_sequences.py)
             self._check_live(tick.stream, tick.ts, now_ns)
             supersedes = held is not None and hold_quotes and not tick.is_trade and tick.ts >= held.ts
@@ -219,14 +219,16 @@ class StreamEncoders(StreamTable):
 
         return self._ingest(data, submit, tokenized_items, first_phase, self.flush_held(submit))
 
-    def _duplicate(self, stream: str, seq: int | None, ts: int, held: EncodedTick | None = None) -> bool:
-        """Whether a wire item's `seq` repeats one its stream took (or conflation holds): a duplicate, counted."""
+    def _duplicate(self, stream: str, seq: int | None, ts: int, held: EncodedTick | None = None,
+                   tick: Tick | None = None) -> bool:
+        """Whether a wire item's `seq` repeats one its stream took (or conflation holds): a duplicate, counted
+        (``tick``: a raw tick's, whose values tell a restamped resend from a numbering begun again)."""
         if seq is None:
             return False
         known = self._encoders.get(stream)
         last_ts = known.last_ts if known is not None else self._expired_last_ts.get(stream)
         return self.sequences.duplicate(stream, seq, ts, last_ts, held.seq if held is not None else None,
-                                        held.ts if held is not None else None)
+                                        held.ts if held is not None else None, tick)
 
     def _check_live(self, stream: str, ts: int, now_ns: int | None) -> None:
         """The checks of a wire tick's stream and ts against this service's state, for a live message only (one
@@ -297,6 +299,7 @@ class StreamEncoders(StreamTable):
             seq = obj.get("seq") if last is not None and isinstance(obj, dict) else None
             if type(seq) is not int or seq > last:
                 continue
+            tick = None
             try:
                 if tokenized:
                     stream, ts, _, _, seq = self._tokenized_fields(obj)
@@ -306,7 +309,7 @@ class StreamEncoders(StreamTable):
                     ts = tick.ts
             except InvalidTick:  # (a bad tick is shed with the rest)
                 continue
-            if self._duplicate(stream, seq, ts, self.held.get(stream)):
+            if self._duplicate(stream, seq, ts, self.held.get(stream), tick):
                 repeats.add(index)
         return repeats
 

@@ -31,6 +31,32 @@ RECENT = 100_000
 RESTAMPED_NS = 3600 * 10**9
 
 
+class RecentTicks:
+    """The ticks taken most recently (RECENT to 2 x RECENT, all streams together) by (stream, number, kind): where a
+    resend restamped with a later time is looked for, by file replay's `sequence` (SequenceWatch) and by the live
+    service's `seq` (connectors/tick_sequences.py) alike, so the two leave out the same resends."""
+
+    def __init__(self) -> None:
+        self._ticks: dict[tuple[str, float | int, str], Tick] = {}
+
+    def taken(self, tick: Tick, number: float | int) -> Tick | None:
+        """The recent tick of ``tick``'s stream and kind numbered ``number``; None when none is kept."""
+        return self._ticks.get((tick.stream, number, tick.kind))
+
+    def restamped(self, tick: Tick, number: float | int) -> bool:
+        """Whether ``tick`` says again, at its time or up to RESTAMPED_NS later, what a recent tick of its stream
+        and kind numbered ``number`` said: a resend (restamped when later)."""
+        taken = self.taken(tick, number)
+        return taken is not None and 0 <= tick.ts - taken.ts <= RESTAMPED_NS and _values(taken) == _values(tick)
+
+    def remember(self, tick: Tick, number: float | int) -> None:
+        """Keep a tick taken among the recent ones."""
+        self._ticks[(tick.stream, number, tick.kind)] = tick
+        if len(self._ticks) >= 2 * RECENT:  # (trimmed to the newest RECENT at once: a plain dict's set is cheaper
+            # per tick than an OrderedDict's set and pop)
+            self._ticks = dict(list(self._ticks.items())[-RECENT:])
+
+
 @dataclass
 class _Last:
     """A stream's last sequence number taken, its time and the kinds of tick taken with it (a row that holds a
@@ -57,8 +83,7 @@ class SequenceWatch:
     reused: int = 0  # ticks kept that repeat a number at its time with other values (a number that restarts)
     first_reused: str = ""
     _last: dict[str, _Last] = field(default_factory=dict)
-    # (stream, number, kind) -> the tick taken, of the recent ones, oldest first
-    _recent: dict[tuple[str, float | int, str], Tick] = field(default_factory=dict)
+    _recent: RecentTicks = field(default_factory=RecentTicks)
 
     def repeat(self, tick: Tick, number: float | int, plan: Any, row: int | None) -> bool:
         """Whether `tick`, numbered `number`, repeats its stream's last number at its time with a kind already
@@ -66,16 +91,15 @@ class SequenceWatch:
         to be left out, the stream's last number unchanged); a number past the last one plus one counts a gap."""
         last = self._last.get(tick.stream)
         if last is not None and last.number == number and last.ts == tick.ts:
-            taken = self._recent.get((tick.stream, number, tick.kind))
+            taken = self._recent.taken(tick, number)
             if tick.kind not in last.kinds or taken is not None and _values(taken) != _values(tick):
                 self._reuse(tick, number, plan, row, tick.kind in last.kinds)
                 last.kinds.add(tick.kind)
-                self._remember(tick, number)
+                self._recent.remember(tick, number)
                 return False
             return self._count(tick, number, plan, row)
-        taken = self._recent.get((tick.stream, number, tick.kind))
-        if taken is not None and 0 <= tick.ts - taken.ts <= RESTAMPED_NS and _values(taken) == _values(tick):
-            self.restamped += tick.ts > taken.ts  # (at its time, with other numbers read between: no restamp)
+        if self._recent.restamped(tick, number):  # (at its time, other numbers read between: a repeat, no restamp)
+            self.restamped += tick.ts > self._recent.taken(tick, number).ts
             return self._count(tick, number, plan, row)
         if not self.composite and last is not None and number > last.number + 1:  # a lower one later: a new session
             self.gaps += 1
@@ -84,7 +108,7 @@ class SequenceWatch:
             if len(self.first_gaps) < SHOWN:
                 self.first_gaps.append(f"{tick.stream} {int(last.number)} -> {int(number)} at {utc_text(tick.ts)}")
         self._last[tick.stream] = _Last(tick.ts, number, {tick.kind})
-        self._remember(tick, number)
+        self._recent.remember(tick, number)
         return False
 
     def _count(self, tick: Tick, number: float | int, plan: Any, row: int | None) -> bool:
@@ -107,13 +131,6 @@ class SequenceWatch:
         said = f"{int(number) >> INNER_BITS}+{int(number) & ((1 << INNER_BITS) - 1)}" if self.composite else \
             f"{int(number)}"
         return f"{where} ({tick.stream}, number {said})"
-
-    def _remember(self, tick: Tick, number: float | int) -> None:
-        """Keep a tick taken among the recent ones a restamped resend is looked for in."""
-        self._recent[(tick.stream, number, tick.kind)] = tick
-        if len(self._recent) >= 2 * RECENT:  # (trimmed to the newest RECENT at once: a plain dict's set is cheaper
-            # per tick than an OrderedDict's set and pop)
-            self._recent = dict(list(self._recent.items())[-RECENT:])
 
     def notes(self, column: str) -> list[str]:
         """What the watch found, said at the run's end; `column`: the sequence column(s) the files were read by."""

@@ -13,10 +13,13 @@ ordering guard as a tick without `seq` does (refused as `ts_backwards`, told to 
 stream's last tick) and is counted as `seq_late` (its number was not lost after all), not as a duplicate (review376
 #3). A live tick refused before its stream's last number was passed (`seen`: refused, conflated, shed) had its number
 received: the next accepted one counts no gap for it (review376 #10). A `seq` at most the last one stamped after the
-stream's last accepted tick repeats no tick taken (every tick taken is stamped at or before it): a numbering begun
-again (a feed handler that restarted its per-session counter, a venue's new session), taken, counted in
-`seq_restarts` and said in the log for a stream's first (review376 #2: it was dropped as a duplicate for an hour,
-silently). A resend keeps the `ts` it first had; one restamped later reads as a numbering begun again.
+stream's last accepted tick is a numbering begun again (a feed handler that restarted its per-session counter, a
+venue's new session), taken, counted in `seq_restarts` and said in the log for a stream's first (review376 #2: it
+was dropped as a duplicate for an hour, silently), unless it says again what a recent tick of its stream numbered
+so said (its kind and values), up to an hour earlier: a resend restamped with the time it was sent again (an A/B
+line stamped on each line's own receive clock), a duplicate, counted also as `duplicates_restamped` and said in
+the log for a stream's first, by the very rule file replay's `sequence` leaves such a resend out by
+(connectors/sequence_watch.py RecentTicks; review383 #2: each was taken twice, as a numbering begun again).
 
 A tick without `seq` is taken as before; one taken at its stream's last `ts` with the values (kind, price, size,
 side, quote) of a tick already taken at that `ts` is counted as `repeats_taken` (a resend taken again, or a second
@@ -45,7 +48,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from connectors.sequence_watch import RESTAMPED_NS
+from connectors.sequence_watch import RESTAMPED_NS, RecentTicks
 from connectors.ticks import Tick, utc_text
 from engine.quoting import quoted
 
@@ -75,10 +78,13 @@ class TickSequences:
         self.scope = scope
         self._gaps_said: set[tuple[bool, str]] = set()  # (a feed's?, its name)
         self._restarts_said: set[str] = set()
+        self._restamps_said: set[str] = set()
         self.feed = ""  # the feed of the message being read (its topic; "": untagged), told by the reader
         self.feeds = FeedNumbers(self)  # scope "feed": each feed's last number, gaps, numberings begun again
         self.last: dict[str, int] = {}
         self.duplicates: Counter[str] = Counter()
+        self.restamped: Counter[str] = Counter()  # of the duplicates, resends at a later ts (RecentTicks)
+        self.recent = RecentTicks()  # the numbered raw ticks taken recently: where a restamped resend is found
         self.gaps: Counter[str] = Counter()
         self.missing: Counter[str] = Counter()
         self.late: Counter[str] = Counter()  # numbers a gap skipped that came after all (a late tick)
@@ -92,12 +98,13 @@ class TickSequences:
         self._received: dict[str, int] = {}
 
     def duplicate(self, stream: str, seq: int | None, ts: int, last_ts: int | None, held_seq: int | None = None,
-                  held_ts: int | None = None) -> bool:
-        """Whether a wire item of ``stream`` numbered ``seq`` (a raw tick's or a pre-tokenized item's) and stamped
-        ``ts`` repeats a `seq` of its stream already taken (or held aside by conflation, ``held_seq`` stamped
-        ``held_ts``); ``last_ts``: the stream's last accepted ts. A duplicate is counted here; the caller drops it.
-        A number a gap skipped is a late tick's, and one stamped after every tick taken starts a numbering again:
-        neither repeats a tick, so neither is a duplicate (the module docstring)."""
+                  held_ts: int | None = None, tick: Tick | None = None) -> bool:
+        """Whether a wire item of ``stream`` numbered ``seq`` (a raw tick's, ``tick``, or a pre-tokenized item's)
+        and stamped ``ts`` repeats a `seq` of its stream already taken (or held aside by conflation, ``held_seq``
+        stamped ``held_ts``); ``last_ts``: the stream's last accepted ts. A duplicate is counted here; the caller
+        drops it. A number a gap skipped is a late tick's, and one stamped after every tick taken starts a numbering
+        again unless its tick says again what a recent one so numbered said (a restamped resend): neither repeats a
+        tick, so neither is a duplicate (the module docstring)."""
         if seq is None:
             return False
         known = [n for n in (self.last.get(stream), held_seq) if n is not None]
@@ -107,7 +114,10 @@ class TickSequences:
             return False  # a late tick: its ordering guard decides (ts_backwards, told to its sender)
         newest = max((t for t in (last_ts, held_ts) if t is not None), default=None)
         if newest is not None and ts > newest:
-            return False  # a numbering begun again (counted when it is committed)
+            if tick is None or not self.recent.restamped(tick, seq):
+                return False  # a numbering begun again (counted when it is committed)
+            self.restamped[stream] += 1
+            self._say_restamped(stream, seq, ts)
         self.duplicates[stream] += 1
         return True
 
@@ -129,6 +139,8 @@ class TickSequences:
                 self.repeats_taken[stream] += 1
             if len(run[1]) < RUN_VALUES:
                 run[1].append(values)
+            if seq is not None:
+                self.recent.remember(tick, seq)
         if seq is None:
             return
         if self.scope == "feed":  # repeats per stream (below), gaps per feed
@@ -191,8 +203,17 @@ class TickSequences:
         self._restarts_said.add(stream)
         self.notify(f"stream {quoted(stream)}: its seq went back, {last} -> {seq}, on a tick stamped after its last "
                     f"one ({utc_text(ts)}): taken as a numbering begun again (a feed handler whose counter started "
-                    f"again), counted in streams' seq_restarts; a resend keeps the ts it first had and is dropped as "
-                    f"a duplicate")
+                    f"again), counted in streams' seq_restarts; a resend, at the ts it first had or later with its "
+                    f"values, is dropped as a duplicate")
+
+    def _say_restamped(self, stream: str, seq: int, ts: int) -> None:
+        """A stream's first restamped resend in the service's log (up to GAPS_SAID streams)."""
+        if self.notify is None or stream in self._restamps_said or len(self._restamps_said) >= GAPS_SAID:
+            return
+        self._restamps_said.add(stream)
+        self.notify(f"stream {quoted(stream)}: seq {seq} again, stamped later ({utc_text(ts)}) with the kind and "
+                    f"values it had: a resend restamped (an A/B line on its own receive clock), dropped as a "
+                    f"duplicate as file replay's sequence leaves it out; counted in stats' duplicates_restamped")
 
     def _say_gap(self, stream: str, last: int, seq: int, ts: int, feed: bool = False) -> None:
         """A stream's (or feed's) first gap in the service's log (up to GAPS_SAID of them): ticks a link lost."""
@@ -218,7 +239,10 @@ class TickSequences:
         self._run.pop(stream, None)
         self._skipped.drop(stream)
         self._received.pop(stream, None)
-        for counts in (self.duplicates, self.gaps, self.missing, self.late, self.restarts, self.repeats_taken):
+        # (its recent ticks stay among RecentTicks', bounded: dropping them would scan every stream's at each
+        # expired stream forgotten, and a later tick saying again what one of them said is still its resend)
+        for counts in (self.duplicates, self.restamped, self.gaps, self.missing, self.late, self.restarts,
+                       self.repeats_taken):
             counts.pop(stream, None)
 
     def of(self, stream: str) -> dict[str, Any]:
@@ -231,7 +255,8 @@ class TickSequences:
         """For `stats` (and /metrics, its top-level ints as counters)."""
         worst = Counter({s: self.duplicates[s] + self.gaps[s] for s in self.duplicates.keys() | self.gaps.keys()})
         feeds = self.feeds
-        return {"duplicates": self.duplicates.total(), "seq_gaps": self.gaps.total() + feeds.gaps.total(),
+        return {"duplicates": self.duplicates.total(), "duplicates_restamped": self.restamped.total(),
+                "seq_gaps": self.gaps.total() + feeds.gaps.total(),
                 "seq_missing": self.missing.total() + feeds.missing.total(),
                 "seq_late": self.late.total() + feeds.late.total(),
                 "seq_restarts": self.restarts.total() + feeds.restarts.total(),

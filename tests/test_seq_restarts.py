@@ -1,8 +1,10 @@
 """A `seq` that goes back (review376 #2, #3, #10): a feed handler whose counter starts again at 1 had every tick
 dropped as a duplicate for an hour, silently, though stamped after all the stream had; a late tick carrying `seq`
 was dropped silently and counted as a duplicate and a gap, where the same tick without `seq` was refused as
-`ts_backwards` to its sender; a tick refused as `ts_backwards` left a gap in the numbers. Real servers on 127.0.0.1
-ephemeral ports, raw pyzmq and msgpack clients (wire_client.py)."""
+`ts_backwards` to its sender; a tick refused as `ts_backwards` left a gap in the numbers. review383 #2: the same
+`seq` again later with the same values (an A/B line stamped on its own receive clock) was taken twice as a
+numbering begun again, where file replay's `sequence` leaves it out as a restamped resend. Real servers on
+127.0.0.1 ephemeral ports, raw pyzmq and msgpack clients (wire_client.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,11 @@ import urllib.request
 
 import msgpack
 
+from connectors.sequence_watch import RESTAMPED_NS
+from connectors.tick_sequences import TickSequences
+from connectors.ticks import validate
 from engine.service.cli import main
-from wire_client import T0, fresh_stream, held_of, stats, trade, wait_stats
+from wire_client import T0, fresh_stream, held_of, quote, stats, trade, wait_stats
 from wire_server import clients, server  # noqa: F401 (fixtures)
 
 MS = 1_000_000
@@ -46,6 +51,47 @@ def test_a_feed_handler_whose_seq_starts_again_at_one_has_its_later_ticks_taken_
         feed.send_multipart([b"handler-1", msgpack.packb(tick)])
     wait_stats(ctl, lambda st: st["duplicates"] - before["duplicates"] == 3)
     assert held_of(ctl, stream)["ticks"] == 20
+
+
+def test_a_seq_again_later_with_its_values_is_a_restamped_resend_as_replay_reads_it() -> None:
+    """The live rule is file replay's: a number again at a later ts with the kind and values it had, within the
+    hour, is a duplicate (counted as restamped, said once); with other values, or past the hour, a numbering begun
+    again (taken); a pre-tokenized item, which has no values to compare, starts a numbering again as before."""
+    said: list[str] = []
+    sequences = TickSequences(said.append)
+    first = validate(trade("AB2", T0, 250.5, seq=7000))
+    sequences.committed("AB2", first, None, True)
+    for line_b in (validate(trade("AB2", T0 + 30 * MS, 250.5, seq=7000)),
+                   validate(trade("AB2", T0 + RESTAMPED_NS, 250.5, seq=7000))):
+        assert sequences.duplicate("AB2", 7000, line_b.ts, T0, tick=line_b)
+    assert (sequences.duplicates["AB2"], sequences.restamped["AB2"]) == (2, 2)
+    assert sequences.summary()["duplicates_restamped"] == 2 and len(said) == 1
+    assert 'stream "AB2": seq 7000 again, stamped later' in said[0] and "a resend restamped" in said[0]
+    for new_session in (validate(trade("AB2", T0 + 30 * MS, 250.75, seq=7000)),  # other values
+                        validate(trade("AB2", T0 + RESTAMPED_NS + 1, 250.5, seq=7000)),  # past the look-back
+                        validate(quote("AB2", T0 + 30 * MS, seq=7000))):  # another kind under the number
+        assert not sequences.duplicate("AB2", 7000, new_session.ts, T0, tick=new_session)
+    assert not sequences.duplicate("AB2", 7000, T0 + 30 * MS, T0)  # (a pre-tokenized item's: no values)
+    assert sequences.duplicates["AB2"] == 2
+
+
+def test_ab_lines_each_stamped_on_receipt_are_taken_once(clients, capsys) -> None:
+    """A/B lines of one feed, B's copy of each trade stamped 30 ms after A's, sent as the lines deliver them (A's
+    tick, then B's): each trade is taken once, B's copies counted as restamped duplicates, no numbering begun
+    again (every tick was taken twice, 10 `seq_restarts` for 10 trades)."""
+    control, _, push = clients
+    ctl, feed = control(), push()
+    stream = fresh_stream("AB")
+    before = stats(ctl)
+    for k in range(10):
+        for line_ts in (T0 + k * 10 * MS, T0 + k * 10 * MS + 30 * MS):
+            feed.send(msgpack.packb(trade(stream, line_ts, 250.0 + k * 0.01, seq=7000 + k)))
+    after = wait_stats(ctl, lambda st: st["duplicates"] - before["duplicates"] == 10)
+    assert after["duplicates_restamped"] - before["duplicates_restamped"] == 10
+    assert after["seq_restarts"] == before["seq_restarts"] and after["ticks_in"] - before["ticks_in"] == 10
+    held = held_of(ctl, stream)
+    assert (held["ticks"], held["last_seq"], held["duplicates"], held["seq_restarts"]) == (10, 7009, 10, 0), held
+    assert f'stream "{stream}": seq 7000 again, stamped later' in capsys.readouterr().err
 
 
 def test_a_late_tick_is_refused_alike_with_or_without_seq_and_is_no_duplicate(server, clients, capsys) -> None:

@@ -13,6 +13,8 @@ COUNTERS = {
     "conflated": "Quotes dropped for a newer one of their stream while behind (limits.when_behind: conflate)",
     "duplicates": "Wire ticks dropped because their seq repeats one their stream took (a resend, an A/B line's "
                   "second copy): not rejections",
+    "duplicates_restamped": "Of the duplicates, resends restamped: a seq again at a later ts with the kind and "
+                            "values it had (an A/B line stamped on its own receive clock), left out as replay does",
     "seq_gaps": "Jumps in a stream's seq past the next number (the ticks were taken; numbers missing: seq_missing)",
     "seq_missing": "Sequence numbers the gaps skipped, all streams together",
     "seq_late": "Sequence numbers a gap skipped that came after all: a late tick (refused as ts_backwards, or taken)",
