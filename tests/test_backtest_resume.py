@@ -319,6 +319,18 @@ def test_a_checkpoint_that_cannot_be_resumed_leaves_its_lock_free(tmp_path: Path
             AnswerParts.open(tmp_path / "out.parquet", key, resume=True)
 
 
+def test_a_resume_with_no_checkpoint_is_said_through_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """review384 #7: `resume=True` where no checkpoint was kept printed the CLI's `flashtick backtest:` line to a
+    Python caller's stderr; it is one of the run's notes, told to `note` (the CLI prints it as it prints the rest)."""
+    from engine.service.answer_parts import AnswerParts
+
+    notes: list[str] = []
+    parts = AnswerParts.open(tmp_path / "out.parquet", {"files": "f"}, resume=True, note=notes.append)
+    parts.release()
+    assert notes == [f"no checkpoint in {tmp_path / 'out.parquet.parts'}; starting from the beginning"]
+    assert capsys.readouterr().err == ""
+
+
 def stopped_early(setup: Path, name: str) -> tuple[Path, Path]:
     """A backtest of the first 600 ticks stopped at its 40th poll (a checkpoint left): its output and parts folder."""
     from engine.service.backtest import BacktestInterrupted

@@ -18,9 +18,8 @@ import errno
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import polars as pl
 
@@ -107,18 +106,21 @@ class AnswerParts:
 
     @classmethod
     def open(cls, out: Path, key: dict[str, Any], resume: bool, readings: list | None = None,
-             threads: int | None = None, rolls_inside: bool | None = None) -> AnswerParts:
+             threads: int | None = None, rolls_inside: bool | None = None,
+             note: Callable[[str], None] = lambda _: None) -> AnswerParts:
         """The run's parts, their lock held (OutputInUse while another run holds it); `readings` ((file, its column
         map) per file, FileReplay.readings) are kept beside the key, so a resume with other files or options can say
-        which (a checkpoint without them says less)."""
+        which (a checkpoint without them says less). `note` is told what a user should know (a resume that finds no
+        checkpoint starts from the beginning), as run_backtest's other notes are."""
         while True:  # again when the folder went away before its lock was taken: the run holding it had finished
-            parts = cls._open_locked(out, key, resume, readings, threads, rolls_inside)
+            parts = cls._open_locked(out, key, resume, readings, threads, rolls_inside, note)
             if parts is not None:
                 return parts
 
     @classmethod
     def _open_locked(cls, out: Path, key: dict[str, Any], resume: bool, readings: list | None,
-                     threads: int | None, rolls_inside: bool | None) -> AnswerParts | None:
+                     threads: int | None, rolls_inside: bool | None,
+                     note: Callable[[str], None]) -> AnswerParts | None:
         directory = out.with_name(out.name + PARTS_SUFFIX)
         if not resume:
             try:
@@ -144,8 +146,7 @@ class AnswerParts:
         try:  # any raise from here on lets go of the lock: a later run in this process is not refused by it
             manifest = cls._checkpoint(directory, key, readings)
             if manifest is None:  # nothing to resume: start afresh (so a script may always pass --resume)
-                print(f"flashtick backtest: no checkpoint in {directory}; starting from the beginning",
-                      file=sys.stderr)
+                note(f"no checkpoint in {directory}; starting from the beginning")
                 _clear(directory)
                 return cls(out, key, None, readings, threads, lock, rolls_inside)
             for stray in set(p.name for p in directory.iterdir()) - set(manifest["parts"]) - {MANIFEST, LOCK}:

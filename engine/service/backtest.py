@@ -196,7 +196,8 @@ def _run(config: ServiceConfig, files: list[Any], queries: BacktestQueries, out:
     elif (replacing := replaced_note(out, record)) is not None:  # (replaced, as documented: but said)
         note(replacing)
     rolls_inside = config.scheduler.roll_inside_forward
-    parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads, rolls_inside=rolls_inside)
+    parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads, rolls_inside=rolls_inside,
+                             note=note)
     resumed = resumed_from(parts.consumed, parts.answers, len(parts.parts), parts.written is not None)
     if parts.written is None:  # (stopped while it scored: the answers file and its record were written whole)
         record = resumed_record(record, parts.consumed)
