@@ -42,6 +42,19 @@ def test_all_names_every_exported_name_once() -> None:
     assert sorted(flashtick.__all__) == sorted(["__version__", *flashtick._WHERE])
 
 
+def test_help_of_every_public_name_says_what_it_is() -> None:
+    """review384 #4: `help()` in a notebook showed ServiceConfig's and QueryScore's generated signatures alone and
+    nothing for ServiceConfig.load/from_dict and ControlFeedResume: each has its own docstring, and QueryScore's
+    names every field it holds (what brier, frequency_brier, model_brier, baseline... are)."""
+    from dataclasses import fields
+
+    for name in flashtick._WHERE:
+        doc = getattr(flashtick, name).__doc__ or ""
+        assert doc.strip() and not doc.startswith(f"{name}("), name  # (a dataclass's generated one is its signature)
+    assert flashtick.ServiceConfig.load.__doc__ and flashtick.ServiceConfig.from_dict.__doc__
+    assert all(f"``{field.name}``" in flashtick.QueryScore.__doc__ for field in fields(flashtick.QueryScore))
+
+
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'run_backtests'"):
         flashtick.run_backtests  # noqa: B018

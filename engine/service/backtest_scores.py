@@ -29,6 +29,22 @@ SCORE_SCHEMA = {"realised": pl.String, "persistence": pl.String, "correct": pl.B
 
 @dataclass
 class QueryScore:
+    """One query's scores over a backtest's scored answers (``BacktestReport.scores``, ``OUT.scores.json``).
+
+    ``query``: its name. ``answers``: the answers it published; ``scored``: those graded (a realised label known,
+    inside the scored part: ``test_from``). ``accuracy``: the share whose most probable label was the realised one.
+    ``brier``: the mean multi-class Brier score, sum over labels of (p - [label realised])^2 (0 best, 2 worst).
+    ``log_loss``: the mean -ln p of the realised label. ``model_accuracy``, ``model_brier``: the same for the
+    model's own answers before adaptation (``answers.adapt: online``), None when not adapted. ``frequency_brier``
+    (the table's ``freq.brier``): the Brier of each stream's realised class frequencies as a constant forecast, in
+    hindsight, weighted by its scored answers: a ``brier`` at or above it carries no skill. ``baseline`` and
+    ``baseline_accuracy``: the better naive forecast (``majority(LABEL)``, each stream's most frequent class, or
+    ``same-as-last``, the label realised by the interval before) and its accuracy. ``calibration``: a reliability
+    table, one entry per probability bin of tenths (``bin_lo``, ``bin_hi``, ``n`` (answer, label) pairs,
+    mean ``predicted`` probability, ``observed`` frequency). ``by_stream``: the same scores from each stream's own
+    rows, for a query that answered several streams (empty otherwise); weighted by ``scored``, their accuracy, brier
+    and frequency_brier add up to the pooled ones. Every score is None while nothing is scored.
+    """
     query: str
     answers: int
     scored: int = 0

@@ -44,6 +44,11 @@ from engine.yaml_files import safe_load_unique, yaml_error_line, yaml_kind
 
 @dataclass(frozen=True)
 class ServiceConfig:
+    """The engine's configuration, one field per section of its YAML (docs/configuration.md): ``model``, ``codec``,
+    ``kv``, ``scheduler``, ``endpoints``, ``limits``, ``ingest``, ``curve``, ``log``, ``shards``, ``replay``,
+    ``answers``, and ``queries`` (a queries file registered at start). Frozen and checked when built: make one with
+    ``ServiceConfig.load(path)`` (a YAML file) or ``ServiceConfig.from_dict({...})`` (the same document as a dict);
+    ``ServiceConfig()`` is every default. ``run_backtest(config, ...)`` and ``flashtick serve`` take it."""
     model: ModelSection = field(default_factory=ModelSection)
     codec: CodecSection = field(default_factory=CodecSection)
     kv: KVSection = field(default_factory=KVSection)
@@ -60,6 +65,10 @@ class ServiceConfig:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any] | None, source: str = "<config>") -> "ServiceConfig":
+        """The config a YAML document parsed into a dict would load as, e.g. ``from_dict({"model": {"threads": 1}})``:
+        sections as nested dicts, every key left out at its default (None or {}: all defaults). An unknown key, a
+        wrong type or a bad value raises ConfigError naming it (with a did-you-mean), prefixed by ``source``. A
+        ``~`` in a path is read as the shell reads it; relative paths stay relative to the working directory."""
         raw = raw or {}
         if not isinstance(raw, dict):
             raise ConfigError(f"{source}: the config must be a mapping, got {yaml_kind(raw)}")
@@ -96,6 +105,10 @@ class ServiceConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> "ServiceConfig":
+        """The config in a YAML file (``--config PATH``'s; ``~`` read as the shell reads it), checked as
+        ``from_dict`` checks it, ``${VAR}`` references filled from the environment; the file's relative paths (the
+        queries file, model.path, log.dir, ...) are read from the file's own folder. ConfigError when the file
+        cannot be read, is not valid YAML, or holds a bad key or value (named with the file)."""
         path = user_path(path)  # `ServiceConfig.load("~/engine.yaml")` as `--config ~/engine.yaml` reads it
         try:
             text = read_text(path)

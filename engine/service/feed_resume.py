@@ -65,6 +65,12 @@ class SentAs(NamedTuple):
 
 
 class ControlFeedResume:
+    """A feed's resumption across restarts of the engine, on its control socket: pass one as ``run_feed(...,
+    resume=ControlFeedResume(lambda: ControlClient(control_endpoint)))`` with a ``FeedClient(...,
+    watch_connection=True)``. It keeps each tick sent until the engine's ``streams`` counts confirm it; when the
+    connection drops it waits for the engine to come back and sends again, message by message, what it does not
+    hold, so no tick is lost or repeated (this module's docstring says how a stream's count is read)."""
+
     def __init__(self, connect: Callable[[], ControlClient], wait_s: float = 600.0,
                  confirm_every_s: float = CONFIRM_EVERY_S, stop: threading.Event | None = None,
                  start_wait_s: float = START_WAIT_S, who: str = "flashtick feed replay") -> None:
