@@ -77,7 +77,8 @@ class FileReplay(Source):
     where a map is a ColumnMap, a preset name or a dict (a folder or a file pattern: the files it stands for,
     connectors/input_paths.py); `columns` is the map for entries without one (None: detect each file's layout
     from its columns). `streams`: names or fnmatch globs of the streams to read (connectors/stream_selection.py;
-    None: every stream). `time_range`: the ticks read, by their event time (connectors/time_range.py; None: all);
+    None: every stream). `time_range`: the ticks read, by their event time (a TimeRange or a (start, end) pair,
+    TimeRange.given: connectors/time_range.py; None: all);
     `range_left_out` counts the rows it left out. `skip_bad_files`: a file that cannot be read (cut short,
     damaged: connectors/unreadable_files.py) is left out, said by name, rather than refusing the replay;
     `skipped_files` lists those and the second copies of a file's bytes (connectors/same_content.py), read once.
@@ -92,7 +93,7 @@ class FileReplay(Source):
         max_gap_s: float | None = None,
         chunk_rows: int = 4096,
         streams: str | Sequence[str] | None = None,
-        time_range: TimeRange | None = None,
+        time_range: TimeRange | tuple[Any, Any] | None = None,
         skip_bad_files: bool = False,
     ) -> None:
         if speed is not None and not (isinstance(speed, (int, float)) and 0 < speed < float("inf")):
@@ -110,7 +111,8 @@ class FileReplay(Source):
         GapCap(max_gap_s)  # checks max_gap_s now, before any file is read
         default = as_column_map(columns)
         specs, repeats = once_each([file_spec(item, default) for item in found.items])
-        self.speed, self.max_gap_s, self.chunk_rows, self.time_range = speed, max_gap_s, chunk_rows, time_range
+        self.speed, self.max_gap_s, self.chunk_rows = speed, max_gap_s, chunk_rows
+        self.time_range = TimeRange.given(time_range)  # a (start, end) pair a notebook holds, as well
         self.selection = None if streams is None else StreamSelection(streams)
         self._opened = OpenedFiles(skip_bad_files)  # its copies live while this replay does
         try:

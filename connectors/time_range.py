@@ -11,15 +11,19 @@ tabular file's lazy query where its times are numbers, else tick by tick.
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from connectors.tick_times import ts_unit_guess, utc_text
 from engine.quoting import quoted
 
 FRACTION = re.compile(r"(?<=:\d\d)[.,](\d+)")  # a time's fraction of a second, after its seconds
+TIME_KINDS = ("ISO 8601 text (a date, a date and time), an int of ns since the epoch, a datetime (a pandas "
+              "Timestamp) or a numpy datetime64")
 TIME_SYNTAX = ("ISO 8601 (2024-01-02, 2024-01-02T14:30: on --tz's clock when it is given, else UTC, unless an offset "
                "is given: +01:00, Z) or ns since the epoch")
 
@@ -30,17 +34,43 @@ def parse_time(text: str, option: str = "time", zone: str | None = None) -> int:
     or us (as ns: January 1970), the ns and ISO it meant."""
     given = text.strip()
     if given.isdigit():
-        value = int(given)
-        if (guess := ts_unit_guess(value)) is not None:
-            unit, per = guess
-            raise ValueError(f"{option} {given} looks like epoch {unit}: give ns ({value * per}) or ISO 8601 "
-                             f"({utc_text(value * per)}); as ns it is {utc_text(value)}")
-        return value
+        return _epoch_ns(int(given), option)
     when, nanos = _iso_time(given, option)
+    return _datetime_ns(when, zone) + nanos
+
+
+def time_ns(value: Any, option: str = "time", zone: str | None = None) -> int:
+    """A time as a Python caller holds it, as ns since the epoch: ISO 8601 text or ns as `parse_time` reads them, an
+    int of ns (numpy's too), a datetime (a pandas Timestamp, its ns kept; one without a zone on `zone`'s clock, None:
+    UTC, as text without an offset is read) or a numpy datetime64; TypeError naming what is accepted for the rest."""
+    if isinstance(value, str):
+        return parse_time(value, option, zone)
+    if isinstance(value, datetime):  # (a pandas Timestamp is one, its ns beyond the microsecond apart)
+        return _datetime_ns(value, zone) + getattr(value, "nanosecond", 0)
+    if type(value).__name__ == "datetime64":  # numpy's (numpy is not imported for it): its ns, as an integer
+        if str(value) == "NaT":
+            raise ValueError(f"{option} is NaT (no time)")
+        return int(value.astype("datetime64[ns]").astype("int64"))
+    if not isinstance(value, bool) and hasattr(value, "__index__"):  # an int, numpy's int64 among them
+        return _epoch_ns(operator.index(value), option)
+    raise TypeError(f"{option}: expected {TIME_KINDS}, got {type(value).__qualname__}")
+
+
+def _epoch_ns(value: int, option: str) -> int:
+    """An integer time, refused where it reads as a time of 2000..2100 in s, ms or us (as ns: January 1970)."""
+    if (guess := ts_unit_guess(value)) is not None:
+        unit, per = guess
+        raise ValueError(f"{option} {value} looks like epoch {unit}: give ns ({value * per}) or ISO 8601 "
+                         f"({utc_text(value * per)}); as ns it is {utc_text(value)}")
+    return value
+
+
+def _datetime_ns(when: datetime, zone: str | None) -> int:
+    """A datetime's instant in ns (to the microsecond), one without a zone on `zone`'s clock (None: UTC)."""
     if when.tzinfo is None:  # (a wall-clock time the clocks skip or repeat: its first reading, fold 0)
         when = when.replace(tzinfo=ZoneInfo(zone) if zone else timezone.utc)
-    delta = when - datetime(1970, 1, 1, tzinfo=timezone.utc)
-    return (delta.days * 86_400 + delta.seconds) * 10**9 + nanos
+    delta = when.astimezone(timezone.utc).replace(tzinfo=None) - datetime(1970, 1, 1)
+    return (delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1000
 
 
 def names_no_offset(text: str) -> bool:
@@ -69,6 +99,10 @@ class TimeRange:
     end: int | None = None
 
     def __post_init__(self) -> None:
+        for bound in (self.start, self.end):
+            if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
+                raise TypeError(f"TimeRange takes ns since the epoch (int) or None, got {type(bound).__qualname__}: "
+                                f"TimeRange.of(start, end) reads {TIME_KINDS}")
         if self.start is None and self.end is None:
             raise ValueError("a time range needs a start (--from) or an end (--to)")
         if self.start is not None and self.end is not None and self.start >= self.end:
@@ -76,13 +110,25 @@ class TimeRange:
                              f"{'empty' if self.start == self.end else 'reversed'} (from is inclusive, to exclusive)")
 
     @classmethod
-    def of(cls, start: str | None, end: str | None, zone: str | None = None) -> TimeRange | None:
-        """The range of the `--from` / `--to` texts, those without an offset on `zone`'s clock (None: UTC); None
-        when neither is given."""
+    def of(cls, start: Any, end: Any, zone: str | None = None) -> TimeRange | None:
+        """The range from `start` to `end`: the `--from` / `--to` texts, or times as a Python caller holds them
+        (`time_ns`: ns, a datetime, a pandas Timestamp, a numpy datetime64), those without an offset or a zone on
+        `zone`'s clock (None: UTC); None when neither is given."""
         if start is None and end is None:
             return None
-        return cls(None if start is None else parse_time(start, "--from", zone),
-                   None if end is None else parse_time(end, "--to", zone))
+        return cls(None if start is None else time_ns(start, "--from", zone),
+                   None if end is None else time_ns(end, "--to", zone))
+
+    @classmethod
+    def given(cls, value: Any) -> TimeRange | None:
+        """`time_range` as run_backtest and FileReplay take it: a TimeRange, a ``(start, end)`` pair read by `of`
+        (either None: open on that side), or None (every tick); TypeError naming what is accepted for the rest."""
+        if value is None or isinstance(value, TimeRange):
+            return value
+        if isinstance(value, (tuple, list)) and len(value) == 2:
+            return cls.of(*value)
+        raise TypeError(f"time_range: expected a TimeRange, a (start, end) pair of {TIME_KINDS} (None: open on "
+                        f"that side), or None; got {type(value).__qualname__}")
 
     def holds(self, ts: int) -> bool:
         return (self.start is None or ts >= self.start) and (self.end is None or ts < self.end)

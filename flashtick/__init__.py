@@ -27,6 +27,8 @@ _WHERE = {
     "BacktestInterrupted": "engine.service.backtest_loop",
     "AlreadyComplete": "engine.service.finished_backtest",
     "FilesHoldNoTicks": "engine.service.backtest",
+    "TimeRange": "connectors.time_range",
+    "TestStart": "engine.service.test_start",
     # configuration
     "ServiceConfig": "engine.service.config",
     "ConfigError": "engine.service.config_error",
@@ -65,6 +67,7 @@ _WHERE = {
 # spelt out (not `[*_WHERE]`) so that linters and editors read it; tests/test_flashtick_package.py checks the two agree
 __all__ = ["__version__",
            "run_backtest", "BacktestReport", "QueryScore", "BacktestInterrupted", "AlreadyComplete", "FilesHoldNoTicks",
+           "TimeRange", "TestStart",
            "ServiceConfig", "ConfigError", "QuerySpecError",
            "FileReplay", "NamedFrame", "ColumnMap", "replay_ticks", "Source", "SyntheticSource", "SyntheticConfig",
            "FeedClient", "FeedTimeout", "EngineLost", "run_feed", "ControlFeedResume", "Tick", "trade", "quote",
@@ -108,6 +111,7 @@ if TYPE_CHECKING:  # what type checkers and editors see (these imports never run
     from connectors.source import Source, SyntheticSource
     from connectors.synthetic import SyntheticConfig
     from connectors.ticks import InvalidTick, Tick, quote, trade
+    from connectors.time_range import TimeRange
     from engine.service.auth import read_keypair, read_public_key
     from engine.service.backtest import FilesHoldNoTicks, run_backtest
     from engine.service.backtest_loop import BacktestInterrupted
@@ -119,6 +123,7 @@ if TYPE_CHECKING:  # what type checkers and editors see (these imports never run
     from engine.service.config_error import ConfigError
     from engine.service.feed_resume import ControlFeedResume
     from engine.service.finished_backtest import AlreadyComplete
+    from engine.service.test_start import TestStart
     from queries.spec_errors import QuerySpecError
 
     __version__: str

@@ -219,3 +219,43 @@ def test_a_backtest_test_from_a_time_scores_the_answers_from_then_on(market, tmp
     for query, score in scores.items():  # 'in slice': the answers from the cut on, every stream alike
         assert score["answers"] == later.filter(pl.col("query") == query).height, query
     assert json.loads(out.with_suffix(".manifest.json").read_text())["run"]["test_from"] == utc_text(cut)
+
+
+def test_a_python_caller_gives_times_as_a_notebook_holds_them(market) -> None:
+    """review384 #5: `time_range=(start, end)` failed deep in the replay (a tuple has no `overlaps`), and
+    `TimeRange.of` and `test_from` took text alone (a pandas Timestamp, a datetime, numpy's int64 and datetime64
+    raised AttributeError, a date ValueError). Each is read as its instant; a naive one as UTC, as the CLI reads it;
+    anything else is a TypeError naming what is accepted."""
+    from datetime import datetime, timedelta, timezone
+
+    import numpy as np
+
+    from engine.service.backtest import run_backtest
+    from engine.service.config import ServiceConfig
+    from engine.service.test_start import TestStart, test_start_given
+
+    root, ticks = market
+    start, end = ticks[300].ts, ticks[900].ts
+    text = utc_text(start)
+    aware = datetime.fromtimestamp(start // 10**9, timezone(timedelta(hours=-5))) + timedelta(
+        microseconds=start % 10**9 // 1000)  # the same instant on New York's winter clock
+    for held in (text, start, np.int64(start), aware, aware.astimezone(timezone.utc).replace(tzinfo=None),
+                 np.datetime64(start, "ns")):
+        assert TimeRange.of(held, None).start // 1000 == start // 1000, held  # (a datetime holds microseconds)
+        assert test_start_given(held if not isinstance(held, (int, np.integer)) else text).ns // 1000 == start // 1000
+    replay = FileReplay(root / "ticks.parquet", time_range=(np.datetime64(start, "ns"), utc_text(end)))
+    assert drain(replay) == [t for t in ticks if start <= t.ts < end]
+    assert test_start_given(0.5) == 0.5 and test_start_given("test") == "test"
+    assert test_start_given(TestStart(start)) == TestStart(start)
+    with pytest.raises(TypeError, match=r"--from: expected ISO 8601 text .* a numpy datetime64, got float"):
+        TimeRange.of(1.5, None)
+    with pytest.raises(TypeError, match=r"time_range: expected a TimeRange, a \(start, end\) pair of"):
+        run_backtest(ServiceConfig(), root / "ticks.parquet", QUERIES, root / "never.parquet", time_range=start)
+    with pytest.raises(TypeError, match=r"test_from \(--test-from\) must be a fraction in \(0, 1\), an event time"):
+        run_backtest(ServiceConfig(), root / "ticks.parquet", QUERIES, root / "never.parquet", test_from=[0.5])
+
+
+def test_a_pandas_timestamp_keeps_its_ns() -> None:
+    pd = pytest.importorskip("pandas", reason="pandas is not installed (the test extra installs it)")
+    ns = 1_723_161_660_000_000_007
+    assert TimeRange.of(pd.Timestamp(ns, unit="ns", tz="America/New_York"), pd.Timestamp(ns + 1)).start == ns

@@ -65,7 +65,7 @@ from engine.service.rejections import rejected_lines
 from engine.service.run_record import parquet_metadata, resumed_from, resumed_record, run_record, write_manifest
 from engine.service.replay_progress import progress_bar
 from engine.service.session_gaps import gap_notes, split_cautions
-from engine.service.test_start import TestStart
+from engine.service.test_start import TestStart, test_start_given
 from engine.service.tick_origins import TickOrigins
 from engine.service.unscored_notes import UnscoredWhy, bar_streams, say_silent_queries, unscored_reasons
 from queries.trigger import TRIGGER_TABLE
@@ -93,7 +93,7 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
                  progress: bool | None = None, resume: bool = False, checkpoint_s: float = CHECKPOINT_S,
                  stop: Callable[[], bool] = lambda: False, test_from: float | str | None = None,
                  chunked: bool = True, note: Callable[[str], None] = lambda _: None,
-                 streams: list[str] | None = None, time_range: TimeRange | None = None,
+                 streams: list[str] | None = None, time_range: TimeRange | tuple[Any, Any] | None = None,
                  scoring: Callable[[], None] = lambda: None,
                  replaying: Callable[[], None] = lambda: None,
                  test_starts: Mapping[str, tuple[int, int]] | None = None,
@@ -126,12 +126,16 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
     answer is still computed and written, and the realised answers of the scored ones lie wholly after the cut;
     ``test_starts`` (checkpoint_notes.test_part_starts) moves a stream's cut to its test part's first tick.
     `test_from="test"` (the CLI's `--test-from test`) is the model's own test part: its checkpoint's split share,
-    each stream it trained on cut where its test part starts (checkpoint_notes.own_test_part).
+    each stream it trained on cut where its test part starts (checkpoint_notes.own_test_part). An event time (a
+    date or ISO 8601 text as `--test-from 2024-03-15` reads it, in UTC without an offset; a datetime, a pandas
+    Timestamp, a numpy datetime64; a TestStart) scores every stream from its first tick stamped then on.
     `note` is told, before the run, what a user should know about how the files are read (FileReplay.notes).
     `replaying` is called once the model is loaded and the files are opened, before the checkpoint is: a stop from
     then on is one at a batch boundary (before it, the CLI ends the run at once: nothing is on disk to keep).
     `streams` (names or globs) reads those streams of the files alone; a resume must select the same.
-    `time_range` (connectors/time_range.py) reads the ticks stamped inside it alone; a resume must read the same.
+    `time_range`, a TimeRange or a ``(start, end)`` pair (TimeRange.of's: ISO 8601 text, ns, datetimes, pandas
+    Timestamps, numpy datetime64s; None: open on that side), reads the ticks stamped inside it alone
+    (connectors/time_range.py); a resume must read the same.
     `command_line` (the CLI's argv) is written as the manifest's `argv`; None from Python.
     `plot`: False draws no calibration plot (the CLI's `--no-plot`), and removes one an earlier run left at `out`:
     the scores are written all the same, and a sweep of many runs skips the drawing, about half of a short run.
@@ -142,6 +146,8 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
         raise TypeError(f"config: expected a ServiceConfig (ServiceConfig.load(PATH), ServiceConfig() or "
                         f"ServiceConfig.from_dict(...)), got {type(config).__qualname__}")
     config = config.in_process()  # as the CLI's service_config makes it: a service's data directory is its own
+    test_from = test_start_given(test_from)  # a date, as --test-from DATE, or a datetime a notebook holds
+    time_range = TimeRange.given(time_range)  # a (start, end) pair as well as a TimeRange
     if test_from == TEST_PART:  # as the CLI's --test-from test: the number it stands for, and the streams' cuts
         test_from, own_starts = own_test_part(config.model.path)
         test_starts = own_starts if test_starts is None else test_starts
@@ -367,8 +373,10 @@ def _check_numbers(batch_ms: float, checkpoint_s: float, test_from: float | None
         raise ValueError(f"checkpoint_s must be > 0, got {checkpoint_s}")
     if test_from is not None and not isinstance(test_from, TestStart) and (
             isinstance(test_from, bool) or not isinstance(test_from, (int, float)) or not 0 < test_from < 1):
-        raise ValueError(f"test_from (--test-from) must be a fraction in (0, 1), an event time (test_start.TestStart) "
-                         f"or {quoted(TEST_PART)} (the model's own test part), got {quoted(test_from)}")
+        wrong = ValueError if isinstance(test_from, (str, int, float)) else TypeError
+        raise wrong(f"test_from (--test-from) must be a fraction in (0, 1), an event time (ISO 8601 text such as "
+                    f"\"2024-03-15\", a datetime, a pandas Timestamp, a numpy datetime64 or a TestStart) or "
+                    f"{quoted(TEST_PART)} (the model's own test part), got {quoted(test_from)}")
 
 
 def _refuse_nothing_replayed(parts: AnswerParts, rejected: dict[str, int], examples: dict[str, str],

@@ -9,6 +9,8 @@ clock when it has no offset); a number in (0, 1) stays a fraction of each stream
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from connectors.tick_times import utc_text
 
@@ -40,4 +42,18 @@ def test_start_of(text: str, zone: str | None) -> TestStart:
     return TestStart(parse_time(text, "--test-from", zone))
 
 
+def test_start_given(test_from: Any) -> Any:
+    """run_backtest's ``test_from`` as a Python caller holds it: a time as a TestStart (text as --test-from TIME
+    reads it, on UTC's clock without an offset; a datetime, pandas Timestamp or numpy datetime64, read as
+    time_range.time_ns reads them); anything else as given (a fraction, "test", a TestStart: checked with the run's
+    other numbers)."""
+    from connectors.time_range import time_ns
+
+    if isinstance(test_from, str) and looks_like_time(test_from) or isinstance(test_from, datetime) \
+            or type(test_from).__name__ == "datetime64":
+        return TestStart(time_ns(test_from, "test_from (--test-from)"))
+    return test_from
+
+
+test_start_given.__test__ = False  # type: ignore[attr-defined]
 test_start_of.__test__ = False  # type: ignore[attr-defined]
