@@ -20,6 +20,7 @@ from connectors.csv_record_lines import record_line
 from connectors.csv_dialect import Dialect
 from connectors.epoch_counts import scaled_ts
 from connectors.file_scans import is_csv, scan_file
+from connectors.frame_files import is_frame_copy
 from connectors.hours_window import Hours
 from connectors.iqfeed_ticks import END_MESSAGE
 from connectors.json_lines import is_json_lines
@@ -383,4 +384,6 @@ def row_in_file(path: Path, cmap: ColumnMap, dialect: Dialect | None, row: int) 
         return f"line {record_line(path, row + (1 if header else 0) + skipped)}"  # (quoted line breaks counted)
     if is_json_lines(path):  # a line, a message's line (several ticks), a REST dump's record
         return json_lines.table(path).where(row)
+    if is_frame_copy(path):  # a DataFrame's: its position, as df.iloc and the answers' `row` count (0 first)
+        return f"position {row}"
     return f"row {row + 1}"

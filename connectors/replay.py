@@ -47,9 +47,9 @@ from connectors.cautions import Caution
 from connectors.column_map import PRESETS, ColumnMap, preset  # re-exported: replay users import the mapping from here
 from connectors.file_cursor import NO_SEQUENCE, FileCursor
 from connectors.file_plan import source_path
-from connectors.frame_files import DEFAULT_NAME, NamedFrame, frames_as_files
+from connectors.frame_files import DEFAULT_NAME, NamedFrame, frames_as_files, in_frame_terms
 from connectors.idle_gaps import GapCap, LongWait
-from connectors.layout import detect_columns  # re-exported, as the column map's names above
+from connectors.layout import NoTickLayout, detect_columns  # detect_columns re-exported, as the map's names above
 from connectors.layout_notes import alike_reads_once
 from connectors.map_options import Refine, as_column_map
 from connectors.opened_files import OpenedFiles, named_apart
@@ -117,8 +117,10 @@ class FileReplay(Source):
         self._opened = OpenedFiles(skip_bad_files)  # its copies live while this replay does
         try:
             self._read_files(specs, found.folder_texts, [*found.notes, *repeats])
-        except BaseException:  # a refusal partway (the second file, after an archive was unpacked): its copies go
-            self.close()  # now, not when the exception (its traceback holds this replay) is let go
+        except BaseException as e:  # a refusal partway (the second file, after an archive was unpacked): its copies
+            if isinstance(e, NoTickLayout):  # a DataFrame's: how to map it from Python, where its index went
+                in_frame_terms(e, self._frame_copies)
+            self.close()  # go now, not when the exception (its traceback holds this replay) is let go
             raise
 
     @classmethod

@@ -10,6 +10,8 @@ import functools
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -40,6 +42,7 @@ PARSED = {"queries": [{"name": "dir5", "streams": ["*"], "question": "direction_
                        "trigger": {"ticks": 3}},
                       {"name": "dir20", "streams": ["*"], "question": "direction_20", "kind": "choice",
                        "trigger": "batch"}]}
+ROOT = Path(__file__).resolve().parents[1]
 # enough for dozens of batch boundaries (a Ctrl-C, a stop at the 20th) and answers scored on every stream
 TICKS = 600
 
@@ -107,6 +110,68 @@ def test_a_dataframe_is_backtested_as_its_file(setup: Path, tmp_path: Path) -> N
         with pytest.raises(TypeError, match="a polars DataFrame or LazyFrame, a pandas DataFrame"):
             run_backtest(_config(setup), wrong, setup / "q.yaml", tmp_path / "x.parquet", progress=False)
     assert not (tmp_path / "x.parquet").exists()
+
+
+# a notebook's pandas frame of the module's ticks, read without pyarrow (no dependency of flashtick's): indexed by
+# its zoned time, its stream categorical, its sizes nullable; then a bad price at a trade's position, a frame whose
+# time went with its index, a column of Periods. Prints what each gave, as JSON.
+PANDAS_WITHOUT_PYARROW = """
+import json, sys
+sys.modules["pyarrow"] = None  # as where it is not installed: its import fails
+import pandas as pd, polars as pl
+from connectors.replay import FileReplay
+
+def drain(replay):
+    ticks = []
+    while not replay.done:
+        ticks += replay.next_batch(1000)
+    return ticks
+
+root = sys.argv[1]
+table = pl.read_parquet(f"{root}/ticks.parquet")
+frame = pd.DataFrame(table.to_dict(as_series=False))
+frame["ts"] = pd.to_datetime(frame["ts"], unit="ns", utc=True).dt.tz_convert("America/New_York")
+frame = frame.set_index("ts").astype({"stream": "category", "size": "Float64"})
+said = {"same": drain(FileReplay(frame)) == drain(FileReplay(f"{root}/ticks.parquet"))}
+bad = frame.copy()
+said["position"] = int((bad["kind"] == "trade").to_numpy().nonzero()[0][3])
+bad.iloc[said["position"], bad.columns.get_loc("price")] = -1.0
+replay = FileReplay(bad)
+drain(replay)
+said["examples"] = replay.rejected.examples
+replay.close()
+for wrong in (frame.reset_index(drop=True), frame.assign(month=pd.period_range("2024-01", periods=len(frame)))):
+    try:
+        FileReplay(wrong)
+    except (TypeError, ValueError) as e:
+        said.setdefault("refused", []).append(f"{type(e).__name__}: {e}")
+said["pyarrow"] = sys.modules["pyarrow"] is not None
+print(json.dumps(said))
+"""
+
+
+def test_a_pandas_frame_without_pyarrow_is_read_as_its_file(setup: Path) -> None:
+    """review384 #1, #2, #8: without pyarrow a pandas frame was refused, with fixes that failed too; indexed by its
+    time, it lost that column (`pl.from_pandas` drops the index) and was refused naming the temporary Parquet copy
+    and CLI flags; its rejects were named by that copy, deleted, and a row one past the frame's position. Now it is
+    converted column by column (text, categorical, nullable and zoned columns), its named or datetime index kept as
+    a column (the file's ticks, exactly); a refusal names the frame, its index and `columns=`; a column of no one
+    type names itself and its fix; a reject names the frame and the 0-based position `df.iloc` takes."""
+    code = PANDAS_WITHOUT_PYARROW
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code, str(setup)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout)
+    assert said["same"] and not said["pyarrow"]
+    assert said["examples"]["nonpositive_price"].startswith(f'frame "frame" position {said["position"]}: ')
+    no_time, periods = said["refused"]
+    assert no_time.startswith('NoTickLayout: cannot detect the column layout of frame "frame": columns found '
+                              '["stream", "kind", "bid", '), no_time
+    assert 'columns={"ts": "time", ' in no_time and "its index (RangeIndex, unnamed, of int64) is not read" in no_time
+    assert "df.reset_index()" in no_time and "flashtick-frames" not in no_time
+    assert periods.startswith("TypeError: column 'month' (period[") and "holds values of type Period" in periods and \
+        "df['month'] = df['month'].astype(str)" in periods, periods
 
 
 def test_a_dataframe_run_resumes_with_the_same_frame(setup: Path, tmp_path: Path) -> None:
