@@ -145,6 +145,22 @@ def test_a_weight_the_config_does_not_describe_is_refused_by_name(tmp_path) -> N
         load_model(tmp_path)
 
 
+def test_a_stored_head_that_differs_from_tied_embeddings_is_used_untied_as_transformers_does(tmp_path) -> None:
+    """review385 #3: config.json saying tie_word_embeddings: true beside a stored lm_head.weight unlike the
+    embeddings answered with the embeddings as the head, silently; transformers keeps the stored head (untied)."""
+    hf = tiny_hf_model("llama3", seed=4)
+    assert not hf.config.tie_word_embeddings
+    hf.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}))
+    with pytest.warns(UserWarning, match="differs from model.embed_tokens.weight: the stored head is used, untied"):
+        model = load_model(tmp_path)
+    assert not model.config.tie_embeddings
+    tokens = list(range(1, 30))
+    engine, session = Engine(ModelRunner(model, CacheSpec(block_size=16, cells=256))), Session("s")
+    assert (engine.probe(session, tokens) - hf_logits(hf, tokens)).abs().max() <= 1e-4
+
+
 def test_a_config_whose_sizes_disagree_with_the_weights_is_refused_in_one_line(tmp_path) -> None:
     """An edited vocab_size gave torch's multi-line `Error(s) in loading state_dict ... size mismatch`."""
     tiny_hf_model("llama3").save_pretrained(tmp_path)

@@ -9,7 +9,9 @@ q/k/v and gate/up are fused on load, and on CPU the linears are laid out once fo
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -179,6 +181,7 @@ def build_model(
     config: ModelConfig, hf_state: dict[str, torch.Tensor], dtype: torch.dtype, device: str | torch.device,
     weights: str | None = None,
 ) -> LlamaModel:
+    config = _with_stored_head(config, hf_state)
     with torch.device("meta"), _no_weight_init():  # no random init of weights that are about to be overwritten
         model = LlamaModel(config)
     # (Module.to_empty's empty_like of a meta tensor runs torch's Python reference op, whose first call imports
@@ -193,6 +196,20 @@ def build_model(
     model = model.to(dtype=dtype).eval()
     weights = weights or default_weights(dtype)
     return prepare_linears(model, weights) if weights is not None else model
+
+
+def _with_stored_head(config: ModelConfig, hf_state: dict[str, torch.Tensor]) -> ModelConfig:
+    """``config`` untied when it says tie_word_embeddings but the checkpoint stores an lm_head.weight that differs
+    from its embeddings: transformers (5.x) then keeps the stored head, untied, so answers equal its answers only
+    with that head; said once, as transformers says it."""
+    head, embed = hf_state.get("lm_head.weight"), hf_state.get("model.embed_tokens.weight")
+    if not config.tie_embeddings or head is None or embed is None or torch.equal(head, embed):
+        return config
+    warnings.warn("config.json says tie_word_embeddings: true, but the checkpoint stores an lm_head.weight that "
+                  "differs from model.embed_tokens.weight: the stored head is used, untied (as transformers does); "
+                  "set tie_word_embeddings: false to say so, or drop lm_head.weight from the safetensors to tie",
+                  stacklevel=3)
+    return dataclasses.replace(config, tie_embeddings=False)
 
 
 def _check_fit(config: ModelConfig, fused: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> None:
