@@ -50,6 +50,8 @@ import importlib
 import os
 import signal
 import threading
+import warnings
+from pathlib import Path
 from typing import NoReturn
 
 from engine.path_words import file_not_found, shown_path
@@ -69,6 +71,7 @@ __all__ = ["EXAMPLE_QUERIES", "build_parser", "main"]
 def main(argv: list[str] | None = None) -> int:
     _stdout_closed_refused()
     _output_that_shows_any_name()
+    _our_warnings_as_lines()
     plain = sys.stderr
     try:
         try:
@@ -121,6 +124,26 @@ def _stdout_closed_refused() -> None:
             os.dup2(null, 1)
             os.close(null)
     sys.stdout = _ClosedStdout()
+
+
+# where our own modules live: a warning raised there is the CLI's to say (other libraries' keep Python's form)
+OWN_SOURCES = tuple(str(Path(__file__).resolve().parents[2] / name) for name in ("engine", "connectors", "queries"))
+
+
+def _our_warnings_as_lines() -> None:
+    """A warning of ours (a checkpoint loaded otherwise than its config.json says) is said as one `flashtick: warning:`
+    line, as the CLI's other warnings are, not in Python's form (the file, the line number and its source line)."""
+    warnings.showwarning = _show_warning
+
+
+_python_show_warning = warnings.showwarning
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001 - Python's
+    if not str(filename).startswith(OWN_SOURCES):
+        _python_show_warning(message, category, filename, lineno, file, line)
+        return
+    print(f"flashtick: warning: {message}", file=sys.stderr if file is None else file)
 
 
 def _output_that_shows_any_name() -> None:
