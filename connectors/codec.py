@@ -12,8 +12,8 @@ their own.
 
 Both are deterministic: the same ticks through `new_state()` give the same tokens.
 Both answer the query side's view of a codec (`queries.codec.QueryCodec`:
-`vocab_size`, `questions`, `question_tokens`, `decode`) structurally, since
-connectors/ and queries/ do not import each other; tests/test_query_codec.py checks it.
+`vocab_size`, `questions`, `question_tokens`, `label_tokens`, `question_overlap`, `decode`) structurally,
+since connectors/ and queries/ do not import each other; tests/test_query_codec.py checks it.
 
 BinnedCodec slots, in order (bin i of edges e is (e[i-1], e[i]]):
   0. event  - trade: `buy` / `sell` / `trade` (side unknown);
@@ -82,6 +82,9 @@ class Codec(ABC):
     name their question; a text codec's are DEFAULT_QUESTIONS (connectors/text_codec.py)."""
     end_tokens: frozenset[int] = frozenset()
     """Token ids that end a generated answer (the model's end of sequence); the tick codec has none."""
+    question_overlap: int = 0
+    """How many of a stream's last tokens a free-text question's tokens stand in for (TextCodec: a tokenizer that
+    merges a question's leading newline into the line's); none for the tick codec."""
 
     @abstractmethod
     def new_state(self) -> Any:
@@ -105,8 +108,12 @@ class Codec(ABC):
 
     @abstractmethod
     def question_tokens(self, text: str) -> list[int] | None:
-        """Probe tokens of a free-text question or answer choice; None when this codec cannot
+        """Probe tokens of a free-text question, as it follows a stream's ticks; None when this codec cannot
         tokenize free text (its questions are asked by name, see `questions`)."""
+
+    @abstractmethod
+    def label_tokens(self, text: str) -> list[int] | None:
+        """Tokens of a free-text answer choice (or value label), as it follows the question; None as above."""
 
     @abstractmethod
     def decode(self, tokens: Sequence[int]) -> str:
@@ -260,6 +267,10 @@ class BinnedCodec(Codec):
 
     def question_tokens(self, text: str) -> None:
         """None: a tick vocabulary has no words, so questions are asked by name (`questions`)."""
+        return None
+
+    def label_tokens(self, text: str) -> None:
+        """None: a tick vocabulary has no words, so answers are a named question's labels."""
         return None
 
     # --- spec -----------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -52,11 +53,14 @@ class TextCodec(Codec):
 
     SentencePiece-style tokenizers (Llama 2, Mistral: a Metaspace pre-tokenizer, or the legacy Prepend("▁")
     normalizer) write a space before the start of a text, so a line tokenized on its own would begin with a
-    "▁" that the same line inside a prompt does not have. `encoding` says how pieces are tokenized, chosen once
-    here from sample pieces: ``plain`` (each on its own, e.g. byte-level BPE, where that already equals the
-    pieces' tokens in the whole text) or ``continuation`` (a stream's first line as the start of the text,
-    every other line, question and label after `CONTINUATION_ANCHOR`, whose tokens are dropped), so the
-    concatenation equals the tokenizer's tokens of the concatenated text.
+    "▁" that the same line inside a prompt does not have. Llama 3's and Qwen2's byte-level BPE pre-tokenize
+    `\\s*[\\r\\n]+` as one piece, so a question starting with a newline after a line's is one "ĊĊ" token
+    inside the prompt, not two. `encoding` says how lines and labels are tokenized, chosen once here from
+    sample prompts: ``plain`` (each on its own) or ``continuation`` (a stream's first line as the start of the
+    text, every other line and label after `CONTINUATION_ANCHOR`, whose tokens are dropped);
+    `question_overlap` > 0 says a question is tokenized after the anchor, its tokens kept, and its probe stands
+    in for the anchor's `question_overlap` tokens that end the line before it. Either way the concatenation
+    equals the tokenizer's tokens of the concatenated text; a tokenizer no such choice serves is warned about.
     """
 
     def __init__(self, tokenizer: Any, config: TextCodecConfig | None = None, end_tokens: Iterable[int] = ()) -> None:
@@ -75,21 +79,45 @@ class TextCodec(Codec):
         else:  # transformers tokenizer
             self.vocab_size = len(tokenizer)
         self._anchor = self._raw_tokens(CONTINUATION_ANCHOR)
-        self.encoding = self._choose_encoding()
+        self.encoding, self.question_overlap = self._choose_encoding()
         # decoded once: a generate answer's text is decoded again at every token it adds (its stop strings)
         self._anchor_text = self.tokenizer.decode(self._anchor) if self.encoding == "continuation" else ""
 
-    def _choose_encoding(self) -> str:
-        """``continuation`` when a sample piece's tokens after the anchor are not its tokens on its own and the
-        anchor's tokens stay apart from every sample's; else ``plain``, the tokenizer's own tokens of each piece."""
-        samples = [self.render_values(SAMPLE_FIELDS, self.config.trade_template), "\nWill the price rise? Answer:",
-                   " yes", "yes", self.render_values(SAMPLE_FIELDS, self.config.quote_template)]
-        after_anchor = [self._raw_tokens(CONTINUATION_ANCHOR + text) for text in samples]
-        if all(tokens[len(self._anchor):] == self._raw_tokens(text) for text, tokens in zip(samples, after_anchor)):
-            return "plain"
-        if self._anchor and all(tokens[: len(self._anchor)] == self._anchor for tokens in after_anchor):
-            return "continuation"
-        return "plain"  # the anchor merges into what follows it: no continuation to take its tokens off
+    def _choose_encoding(self) -> tuple[str, int]:
+        """The first (encoding, question overlap) under which every sample prompt's pieces are the tokenizer's
+        tokens of the whole prompt: ``plain``, then ``continuation``, then ``plain`` with questions overlapping the
+        anchor that ends the line before them; ``plain`` with a warning when none is."""
+        prompts = [(prompt, self._raw_tokens("".join(text for text, _ in prompt))) for prompt in self._sample_prompts()]
+        for encoding, overlap in (("plain", 0), ("continuation", 0), ("plain", len(self._anchor))):
+            if all(self._piece_tokens(prompt, encoding, overlap) == whole for prompt, whole in prompts):
+                return encoding, overlap
+        warnings.warn("this tokenizer gives a tick line, question or label inside a prompt other tokens than any "
+                      "piece-by-piece encoding of flashtick does (a piece merges with the text before it), so "
+                      "answers differ from a forward over tokenizer(prompt): write templates whose lines end in a "
+                      "letter or digit before their newline, questions that start with a newline or a letter and "
+                      "labels that start with a space (docs/model.md, TextCodec)", stacklevel=2)
+        return "plain", 0
+
+    def _sample_prompts(self) -> list[list[tuple[str, str]]]:
+        """Prompts as (piece, role) lists: lines of both kinds (and with every field missing) after one another,
+        and each of them before a question, with and without its leading newline, and a label."""
+        missing = {name: None for name in SAMPLE_FIELDS}
+        lines = [(self.render_values(values, template), "line") for values in (SAMPLE_FIELDS, missing)
+                 for template in (self.config.trade_template, self.config.quote_template)]
+        first = [(lines[0][0], "first")]
+        questions = [[("\nWill the price rise? Answer:", "question"), (" yes", "label")],
+                     [("Will the price rise? Answer:", "question"), (" no", "label")]]
+        return [first + lines] + [first + [line] + question for line in lines for question in questions]
+
+    def _piece_tokens(self, prompt: list[tuple[str, str]], encoding: str, overlap: int) -> list[int]:
+        """A prompt's tokens as ``encoding`` and ``overlap`` give its pieces (see `_sample_prompts`)."""
+        tokens: list[int] = []
+        for text, role in prompt:
+            if role == "question" and overlap:
+                tokens = tokens[:-overlap] + self._raw_tokens(CONTINUATION_ANCHOR + text)
+            else:
+                tokens += self._tokens(text, encoding, at_start=role == "first")
+        return tokens
 
     def fingerprint(self) -> str:
         """A digest of the tokenizer itself (vocabulary, merges, normalisation): tokenizers of one size differ."""
@@ -127,10 +155,13 @@ class TextCodec(Codec):
         return list(out.ids) if hasattr(out, "ids") else list(out)
 
     def tokenize(self, text: str, at_start: bool = False) -> list[int]:
-        """Tokens of ``text`` as they are inside a prompt: at its start with ``at_start``, else after a line.
-        A piece whose tokens after the anchor do not begin with the anchor's own (the two merged) is tokenized
-        on its own."""
-        if self.encoding == "plain" or at_start:
+        """Tokens of ``text`` as they are inside a prompt: at its start with ``at_start``, else after a line."""
+        return self._tokens(text, self.encoding, at_start)
+
+    def _tokens(self, text: str, encoding: str, at_start: bool) -> list[int]:
+        """``text``'s tokens under ``encoding``. A piece whose tokens after the anchor do not begin with the
+        anchor's own (the two merged) is tokenized on its own."""
+        if encoding == "plain" or at_start:
             return self._raw_tokens(text)
         tokens = self._raw_tokens(CONTINUATION_ANCHOR + text)
         if tokens[: len(self._anchor)] != self._anchor:
@@ -145,7 +176,14 @@ class TextCodec(Codec):
         return self.tokenize(line, at_start)
 
     def question_tokens(self, text: str) -> list[int]:
-        """Tokens of a question's (or a label's) text, as they are after a stream's ticks (or the question)."""
+        """Tokens of a question's text as they are after a stream's ticks: with `question_overlap`, they begin with
+        the tokens that stand in for the last `question_overlap` tokens of the stream (its line's newline)."""
+        if self.question_overlap:
+            return self._raw_tokens(CONTINUATION_ANCHOR + text)
+        return self.tokenize(text)
+
+    def label_tokens(self, text: str) -> list[int]:
+        """Tokens of a choice's (or a value's) label, as they are after the question."""
         return self.tokenize(text)
 
     def decode(self, tokens: Sequence[int]) -> str:

@@ -30,12 +30,15 @@ class Advance:
 @dataclass
 class Probe:
     """``cut``: evaluate after the session's first ``cut`` tokens (a due point inside a chunk advanced in the
-    same or an earlier forward) instead of after all of them; positions then start at ``cut``."""
+    same or an earlier forward) instead of after all of them; positions then start at ``cut``. ``overlap``: the
+    probe's first tokens stand in for that many of the prefix's last ones (ProbeJob.overlap), so it is evaluated
+    after the prefix less them."""
 
     session: Session
     tokens: list[int]
     logits: LogitsWanted = "all"
     cut: int | None = None
+    overlap: int = 0
 
 
 @dataclass

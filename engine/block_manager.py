@@ -61,7 +61,7 @@ class BlockManager:
                 batch.sequences.append(self._writing(s, rebuild + list(item.tokens), len(rebuild), cached, item.logits))
                 cached += len(rebuild) + len(item.tokens)
             else:
-                at = cached if item.cut is None else item.cut
+                at = (cached if item.cut is None else item.cut) - item.overlap
                 if not 0 <= at <= cached:  # a cut reads cells this batch has written or holds already
                     raise ValueError(f"probe cut {item.cut} on session {quoted(s.name)} outside [0, {cached}]")
                 batch.sequences.append(Sequence(s, list(item.tokens), at, 0, item.logits, writes=False))
@@ -77,6 +77,8 @@ class BlockManager:
             s = item.session
             committed = length.get(id(s), len(s.tokens))
             cut = item.cut if isinstance(item, Probe) and item.cut is not None else committed
+            if isinstance(item, Probe):
+                cut -= item.overlap
             after = cut + len(item.tokens)
             if after > self.max_positions:
                 raise ValueError(f"session {quoted(s.name)} would reach {after} tokens, "

@@ -43,7 +43,7 @@ class Plan:
     booked_after: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def probes(self, streams: dict[str, Stream]) -> list[Probe]:
-        return [Probe(self.session_of(job, streams), tokens, job.logits, job.cut)
+        return [Probe(self.session_of(job, streams), tokens, job.logits, job.cut, job.overlap)
                 for job in self.jobs for tokens in job.probes]
 
     def session_of(self, job: ProbeJob, streams: dict[str, Stream]) -> Session:

@@ -73,6 +73,9 @@ class ProbeJob:
     # an ask waits until its stream has computed this many ticks: those accepted before it (read your writes),
     # so it is never answered from part of a burst the engine is still working through (Scheduler.ask)
     after_ticks: int = 0
+    # how many of the session's last tokens (before the cut) the probes' first tokens stand in for: a tokenizer
+    # merges the question's start into the text those ended (a line's "\n" and the question's into one "\n\n")
+    overlap: int = 0
 
     @property
     def num_tokens(self) -> int:

@@ -106,7 +106,7 @@ class ProbePlacement:
         if resident or any(a.session is session for a in plan.advances) or any(
                 j.stream == job.stream for j in plan.jobs):
             return True
-        probes = [Probe(session, tokens, job.logits, job.cut) for tokens in job.probes]
+        probes = [Probe(session, tokens, job.logits, job.cut, job.overlap) for tokens in job.probes]
         return self.eviction.make_room(plan.advances + plan.probes(self.streams) + probes)
 
     def _window_problem(self, job: ProbeJob, plan: Plan) -> str | None:
@@ -118,7 +118,7 @@ class ProbePlacement:
                                                     if a.session is state.session)
         longest = max((len(p) for p in job.probes), default=0)
         limit = self.blocks.max_positions
-        if start + longest <= limit:
+        if start - job.overlap + longest <= limit:
             return None
         return (f"probe of {longest} tokens on stream {quoted(job.stream)} would pass the model's {limit} positions "
                 f"(raise scheduler.probe_reserve or shorten the question)")

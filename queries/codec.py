@@ -63,9 +63,19 @@ class QueryCodec(Protocol):
         """Token ids that end a generated answer (the model's end of sequence); empty when there are none."""
         ...
 
+    @property
+    def question_overlap(self) -> int:
+        """How many of a stream's last tokens a free-text question's tokens stand in for: the probe is evaluated
+        after the session's tokens less these (a tokenizer that merges the question's start into the line's end)."""
+        ...
+
     def question_tokens(self, text: str) -> list[int] | None:
-        """Probe tokens of a free-text question or answer choice; None when the codec
+        """Probe tokens of a free-text question, as it follows a stream's ticks; None when the codec
         cannot tokenize free text (ask one of `questions` by name instead)."""
+        ...
+
+    def label_tokens(self, text: str) -> list[int] | None:
+        """Tokens of a free-text answer choice or value label, as it follows the question; None as above."""
         ...
 
     def decode(self, tokens: Sequence[int]) -> str:

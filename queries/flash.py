@@ -153,7 +153,7 @@ class FlashQueries:
                                       draft_from=draft_from)
         return ProbeJob(stream, query.probes,
                         lambda logits, progress: record_answer(answer_value(query, logits), progress),
-                        logits=query.logits, ticket=ticket)
+                        logits=query.logits, ticket=ticket, overlap=query.overlap)
 
     def _generate_job(self, query: CompiledQuery, stream: str, record_answer: Callable[..., JobResult],
                       generated: list[int], idle: bool, ticket: Any, generator: torch.Generator | None = None,
@@ -193,7 +193,7 @@ class FlashQueries:
                                                           generator, draft_from, first))
 
         return ProbeJob(stream, [list(query.question) + generated + draft], decode_step, logits=len(draft) + 1,
-                        idle=idle, ticket=ticket)
+                        idle=idle, ticket=ticket, overlap=query.overlap)
 
     def _draft(self, query: CompiledQuery, stream: str, generated: list[int], draft_from: list[int] | None
                ) -> list[int]:

@@ -48,6 +48,8 @@ class CompiledQuery:
     values: tuple[float, ...] = ()  # per label, for expectation
     temperature: float = 1.0  # named codec questions: the checkpoint's calibration (see calibrated_probs)
     bias: tuple[float, ...] = ()  # per label, in `labels` order; () = zeros
+    # how many of the session's last tokens the question's first tokens stand in for (QueryCodec.question_overlap)
+    overlap: int = 0
 
     @property
     def probes(self) -> list[list[int]]:
@@ -76,10 +78,11 @@ def compile_query(spec: QuerySpec, codec: QueryCodec) -> CompiledQuery:
         if outside is not None:  # it would fail the whole forward it is batched into
             raise QueryCompileError(f"query {quoted(spec.name)}: question_tokens[{outside}] = {question[outside]} is "
                                     f"not below the vocabulary size {codec.vocab_size}")
+        overlap = 0  # ids given: appended after the session's tokens as written
     else:
-        question = tuple(_tokenize(codec, spec.question, spec.name))
+        question, overlap = tuple(_tokenize(codec, spec.question, spec.name)), codec.question_overlap
     if spec.kind == "generate":
-        return CompiledQuery(spec, question)
+        return CompiledQuery(spec, question, overlap=overlap)
     labels = spec.labels
     if not labels:
         needs = "values (label: number)" if spec.kind == "expectation" else "choices"
@@ -89,8 +92,9 @@ def compile_query(spec: QuerySpec, codec: QueryCodec) -> CompiledQuery:
         scored_labels(spec, codec)
     values = tuple(spec.values[label] for label in labels) if spec.kind == "expectation" else ()
     if all(len(c) == 1 for c in candidates) and len({c[0] for c in candidates}) == len(candidates):
-        return CompiledQuery(spec, question, labels, answer_ids=tuple(c[0] for c in candidates), values=values)
-    return CompiledQuery(spec, question, labels, candidates=candidates, values=values)
+        return CompiledQuery(spec, question, labels, answer_ids=tuple(c[0] for c in candidates), values=values,
+                             overlap=overlap)
+    return CompiledQuery(spec, question, labels, candidates=candidates, values=values, overlap=overlap)
 
 
 def scored_labels(spec: QuerySpec, codec: QueryCodec) -> dict[str, str] | None:
@@ -135,7 +139,7 @@ def _compile_named(spec: QuerySpec, named: CodecQuestion) -> CompiledQuery:
 
 def _tokenize(codec: QueryCodec, text: str | None, query: str, as_label: bool = False) -> list[int]:
     """``text`` (a question, or with ``as_label`` a choice's or value's label) as the model's tokens."""
-    tokens = None if text is None else codec.question_tokens(text)
+    tokens = None if text is None else codec.label_tokens(text) if as_label else codec.question_tokens(text)
     if tokens is None and as_label:
         raise QueryCompileError(
             f"query {quoted(query)}: label {quoted(text)} is free text, which a tick model cannot read: choices and "

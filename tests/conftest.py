@@ -294,6 +294,30 @@ def tiny_spm_tokenizer(legacy: bool = False):
     return PreTrainedTokenizerFast(tokenizer_object=spm, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
 
 
+# Llama 3's pre-tokenizer regex (Qwen2's has the same `\s*[\r\n]+` rule): a run of newlines is one piece
+LLAMA3_SPLIT = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"""
+                r"""\s*[\r\n]+|\s+(?!\S)|\s+""")
+
+
+def tiny_llama3_tokenizer(more_texts: tuple[str, ...] = ()):
+    """A byte-level BPE tokenizer as Llama 3's is built (its Split regex, then ByteLevel without its own regex),
+    trained on lines with blank lines between them (and ``more_texts``), so "\n\n" is one token ("ĊĊ") as in
+    Llama 3's vocabulary."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    bpe.decoder = decoders.ByteLevel()
+    texts = ["\n\n".join(TEXT_LINES)] * 10 + TEXT_LINES * 10 + list(more_texts)
+    bpe.train_from_iterator(texts, trainers.BpeTrainer(
+        vocab_size=400, special_tokens=["<s>", "</s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False))
+    return PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>")
+
+
 def tiny_text_checkpoint(directory, family: str = "llama3", seed: int = 0, eos: bool = True, tokenizer=None,
                          **overrides):
     """A user's own Hugging Face text model, as save_pretrained writes it: a seeded random model of the family and

@@ -160,34 +160,59 @@ def _lines(codec: TextCodec, ticks: list[Tick]) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("kind", ["byte-level", "metaspace", "legacy-prepend"])
+@pytest.mark.parametrize("kind", ["byte-level", "metaspace", "legacy-prepend", "llama3"])
 def test_text_codec_pieces_are_the_tokenizers_tokens_of_the_whole_prompt(ticks: list[Tick], kind: str) -> None:
     """Llama 2 / Mistral tokenizers write a space before the start of a text: tokenized on its own, every line
-    after the first, the question and (legacy form) a label began with a "▁" the same text inside the prompt does
-    not have. Lines, question and labels now give exactly transformers' tokens of the concatenated text."""
-    from conftest import TEXT_LINES, tiny_spm_tokenizer
+    after the first, the question and (legacy form) a label began with a "▁" that the same text inside the prompt does
+    not have. Llama 3's (and Qwen2's) pre-tokenize a run of newlines as one piece: a question starting with "\n"
+    after a line's "\n" was fed as "Ċ", "Ċ" where the prompt has one "ĊĊ" (review385 #1); its tokens now stand in
+    for the line's last token (`question_overlap`). Lines, question and labels give exactly transformers' tokens of
+    the concatenated text."""
+    from conftest import TEXT_LINES, tiny_llama3_tokenizer, tiny_spm_tokenizer
     from transformers import PreTrainedTokenizerFast
 
     if kind == "byte-level":
         byte_level = _bpe(TEXT_LINES * 10)
         byte_level.decoder = decoders.ByteLevel()
         tokenizer = PreTrainedTokenizerFast(tokenizer_object=byte_level)
+    elif kind == "llama3":
+        tokenizer = tiny_llama3_tokenizer()
     else:
         tokenizer = tiny_spm_tokenizer(legacy=kind == "legacy-prepend")
     codec = TextCodec(tokenizer)
-    assert codec.encoding == ("plain" if kind == "byte-level" else "continuation")
+    assert codec.encoding == ("continuation" if kind in ("metaspace", "legacy-prepend") else "plain")
+    assert codec.question_overlap == (1 if kind == "llama3" else 0)
     prompt = "".join(_lines(codec, ticks[:60])) + QUESTION
     whole = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     stream = codec.encode_stream(ticks[:60])
-    assert stream + codec.question_tokens(QUESTION) == whole
+    kept = stream[: len(stream) - codec.question_overlap]  # what the question's probe is evaluated after
+    assert kept + codec.question_tokens(QUESTION) == whole
     assert codec.encode_stream(ticks[:25]) == stream[: len(codec.encode_stream(ticks[:25]))]  # a stable prefix
-    for label in (" yes", " no", "yes"):
+    # (a label with no space after the question's colon is one piece with it in Llama 3's regex: not servable)
+    for label in (" yes", " no") + (("yes",) if kind != "llama3" else ()):
         with_label = tokenizer(prompt + label, add_special_tokens=False)["input_ids"]
-        assert with_label[: len(whole)] == whole and codec.question_tokens(label) == with_label[len(whole):]
-        assert codec.decode(codec.question_tokens(label)) == label  # the text as it reads after the prompt
-    if kind != "byte-level":
+        assert with_label[: len(whole)] == whole and codec.label_tokens(label) == with_label[len(whole):]
+        assert codec.decode(codec.label_tokens(label)) == label  # the text as it reads after the prompt
+    if kind in ("metaspace", "legacy-prepend"):
         assert tokenizer.convert_ids_to_tokens(stream[:1]) == ["▁T"] or ticks[0].kind == "quote"
         assert "▁T" not in tokenizer.convert_ids_to_tokens(stream[1:])  # only the text's own start has its space
+    if kind == "llama3":
+        assert "ĊĊ" in tokenizer.convert_ids_to_tokens(whole)  # the merge this case is about is exercised
+        plain_question = "Will the next trade print above the last one? Answer:"  # no newline: nothing merges
+        whole = tokenizer("".join(_lines(codec, ticks[:60])) + plain_question, add_special_tokens=False)["input_ids"]
+        assert kept + codec.question_tokens(plain_question) == whole
+
+
+def test_text_codec_warns_when_no_encoding_gives_the_whole_prompts_tokens() -> None:
+    """A template whose line ends in a missing field's `?` before its newline: Llama 3's regex makes ` ?\n\n` one
+    piece with the question's newline, and where the vocabulary merges `?` with newlines no piece-by-piece
+    encoding reproduces it: said at load, not silently."""
+    from conftest import tiny_llama3_tokenizer
+
+    tokenizer = tiny_llama3_tokenizer(("T ? ?\n\nWill", "T ? ?\n") * 50)
+    with pytest.warns(UserWarning, match="other tokens than any piece-by-piece encoding"):
+        codec = TextCodec(tokenizer, TextCodecConfig(trade_template="T {price} {side}\n"))
+    assert (codec.encoding, codec.question_overlap) == ("plain", 0)
 
 
 def test_text_codec_writes_floats_positionally_unless_the_template_gives_a_format_spec() -> None:

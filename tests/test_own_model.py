@@ -292,15 +292,16 @@ def test_a_question_longer_than_probe_reserve_is_refused_at_registration(tmp_pat
         pipeline.registry.register(note)
 
 
-@pytest.mark.parametrize("legacy", [False, True], ids=["metaspace", "legacy-prepend"])
-def test_a_sentencepiece_model_answers_what_transformers_gives_for_the_whole_prompt(tmp_path, legacy) -> None:
+@pytest.mark.parametrize("kind", ["metaspace", "legacy-prepend", "llama3"])
+def test_a_model_answers_what_transformers_gives_for_the_whole_prompt(tmp_path, kind) -> None:
     """A Llama 2 / Mistral-style tokenizer: the choice and generate answers are transformers' over
-    tokenizer(ticks' lines + question), not over lines that each began with a spurious "▁"."""
+    tokenizer(ticks' lines + question), not over lines that each began with a spurious "▁". A Llama 3-style one
+    (review385 #1): not over the last line's "Ċ" and the question's own "Ċ" where the prompt has one "ĊĊ"."""
     from transformers import AutoModelForCausalLM
 
-    from conftest import tiny_spm_tokenizer
+    from conftest import tiny_llama3_tokenizer, tiny_spm_tokenizer
 
-    tokenizer = tiny_spm_tokenizer(legacy)
+    tokenizer = tiny_llama3_tokenizer() if kind == "llama3" else tiny_spm_tokenizer(kind == "legacy-prepend")
     tiny_text_checkpoint(tmp_path, "llama3", tokenizer=tokenizer)
     config = ServiceConfig.from_dict({"model": {"path": str(tmp_path)}, "kv": {"cells": 8192, "block_size": 16}})
     pipeline = TickPipeline(config)
@@ -325,6 +326,7 @@ def test_a_sentencepiece_model_answers_what_transformers_gives_for_the_whole_pro
     prompt = "".join(lines) + question.replace("\\n", "\n")
     prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     assert tokenizer.convert_ids_to_tokens(prompt_ids).count("▁T") <= 1  # only the text's start has the space
+    assert ("ĊĊ" in tokenizer.convert_ids_to_tokens(prompt_ids)) == (kind == "llama3")  # its merge is exercised
     reference = AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.float32).eval()
     with torch.no_grad():
         last = reference(torch.tensor([prompt_ids])).logits[0, -1]
