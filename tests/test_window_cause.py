@@ -47,8 +47,12 @@ def test_a_backtest_says_its_window_and_each_answer_its_context(mistral, tmp_pat
     assert line.startswith(f"context: each session's window 160 tokens (the model's positions: {SLIDING}, at most "
                            f"what the pool holds")
     assert "context_ticks and context_tokens in the answers file" in line
-    warning = "warning: each session's window of 160 tokens holds about "
-    assert any(line.startswith(warning) for line in out.splitlines())
+    warning = next(line for line in out.splitlines()
+                   if line.startswith("warning: each session's window of 160 tokens holds about "))
+    # review385 #2: it named a key that does not exist (model.text) and a larger scheduler.window, which this
+    # model's sliding_window refuses
+    assert warning.endswith("answers see little history; a model with more positions or shorter lines "
+                            "(codec.trade_template, codec.quote_template) holds more"), warning
     assert answers["context_ticks"].null_count() == 0 and answers["context_tokens"].null_count() == 0
     assert (answers["context_ticks"] <= answers["ticks"]).all() and (answers["context_tokens"] <= 160).all()
     for _, stream in answers.sort("ticks").group_by("stream"):
@@ -58,6 +62,22 @@ def test_a_backtest_says_its_window_and_each_answer_its_context(mistral, tmp_pat
         whole = stream.filter(pl.col("ticks") < rolled["ticks"].min())
         assert (whole["context_ticks"] == whole["ticks"]).all()
         assert whole["context_tokens"].is_sorted() and whole["context_tokens"].n_unique() == whole.height
+
+
+def test_the_few_ticks_warning_advises_only_what_widens_the_window() -> None:
+    """A window below the model's positions: the key that set it (scheduler.window, else the pool's) up to them;
+    a tick model's lines have no template to shorten."""
+    from engine.service.answer_context import few_ticks_warning
+
+    set_by_key = few_ticks_warning(256, 20, positions=2048, explicit=True, text=True)
+    assert set_by_key.endswith("a model with more positions, a larger scheduler.window (up to the model's 2048 "
+                               "positions) or shorter lines (codec.trade_template, codec.quote_template) holds more")
+    by_pool = few_ticks_warning(64, 4, positions=512, explicit=False, text=False)
+    assert by_pool.endswith("a model with more positions or a larger KV pool (kv.cells or kv.bytes) (up to the "
+                            "model's 512 positions) holds more")
+    assert few_ticks_warning(64, 4, positions=64, explicit=False, text=False).endswith(
+        "answers see little history; a model with more positions holds more")
+    assert few_ticks_warning(4096, 20, positions=4096, explicit=False, text=True) is None
 
 
 def test_a_long_window_gives_no_warning_and_every_tick_as_context(tmp_path, capsys) -> None:

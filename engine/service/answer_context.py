@@ -34,14 +34,24 @@ def tokens_per_tick(codec: Any) -> int:
     return TOKENS_PER_TICK
 
 
-def few_ticks_warning(window: int, per_tick: int, measured: str = "") -> str | None:
-    """The warning for a window that holds fewer than FEW_TICKS ticks of ``per_tick`` tokens, else None."""
+def few_ticks_warning(window: int, per_tick: int, measured: str = "", *, positions: int, explicit: bool,
+                      text: bool) -> str | None:
+    """The warning for a window that holds fewer than FEW_TICKS ticks of ``per_tick`` tokens, else None. Its advice
+    is only what can widen it: a larger scheduler.window (``explicit``) or KV pool while the window is below the
+    model's ``positions`` (never past them: a Mistral's sliding_window refuses it), shorter lines for a ``text``
+    codec's templates, another model."""
     ticks = window // per_tick
     if ticks >= FEW_TICKS:
         return None
+    advice = ["a model with more positions"]
+    if window < positions:
+        advice.append(f"a larger {'scheduler.window' if explicit else 'KV pool (kv.cells or kv.bytes)'} (up to the "
+                      f"model's {positions} positions)")
+    if text:
+        advice.append("shorter lines (codec.trade_template, codec.quote_template)")
     return (f"warning: each session's window of {window} tokens holds about {ticks} ticks at about {per_tick} tokens "
-            f"a tick{measured} (fewer just after a roll): answers see little history; a model with more positions, a "
-            f"larger scheduler.window or a shorter text template (model.text) holds more")
+            f"a tick{measured} (fewer just after a roll): answers see little history; "
+            f"{', '.join(advice[:-1])}{' or ' if len(advice) > 1 else ''}{advice[-1]} holds more")
 
 
 def backtest_context_lines(pipeline: Any, out: Path, explicit_window: bool) -> list[str]:
@@ -66,6 +76,8 @@ def backtest_context_lines(pipeline: Any, out: Path, explicit_window: bool) -> l
     measured = bool(spread["n"]) and spread["context_ticks_max"] > 0
     per_tick = (round(spread["context_tokens_max"] / spread["context_ticks_max"]) if measured
                 else tokens_per_tick(pipeline.codec))
-    if (warning := few_ticks_warning(window, max(per_tick, 1), " in these answers" if measured else "")) is not None:
+    if (warning := few_ticks_warning(window, max(per_tick, 1), " in these answers" if measured else "",
+                                     positions=pipeline.engine.blocks.max_positions, explicit=explicit_window,
+                                     text=isinstance(pipeline.codec, TextCodec))) is not None:
         lines.append(warning)
     return lines

@@ -171,11 +171,16 @@ def _capacity_note(server: Any) -> str | None:
 
 def _few_ticks(server: Any) -> str | None:
     """The warning for a session window that holds fewer than ~32 ticks of the model's codec (answer_context.py)."""
+    from connectors.text_codec import TextCodec
     from engine.service.answer_context import few_ticks_warning, tokens_per_tick
 
     pipeline = server.pipeline
-    window = pipeline.window if server.config.shards.count else pipeline.engine.scheduler.window
-    return few_ticks_warning(window, tokens_per_tick(pipeline.codec), " (a typical trade line of its template)")
+    sharded = bool(server.config.shards.count)  # (the front door holds no engine: its shards said their numbers)
+    window = pipeline.window if sharded else pipeline.engine.scheduler.window
+    positions = pipeline.max_positions if sharded else pipeline.engine.blocks.max_positions
+    return few_ticks_warning(window, tokens_per_tick(pipeline.codec), " (a typical trade line of its template)",
+                             positions=positions, explicit=server.config.scheduler.window is not None,
+                             text=isinstance(pipeline.codec, TextCodec))
 
 
 def _window_cause(pipeline: Any, window: int, explicit: bool) -> str:

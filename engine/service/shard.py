@@ -99,6 +99,7 @@ class Shard:
         scheduler = self.engine.scheduler
         return {"vocab_size": self.runner.config.vocab_size, "max_chunk_tokens": scheduler.max_chunk_tokens,
                 "max_streams_admitted": scheduler.max_streams_admitted, "window": scheduler.window,
+                "max_positions": self.engine.blocks.max_positions,
                 "kv_cells": scheduler.pool.capacity_cells, "kv_cell_bytes": self.runner.kv.cell_bytes,
                 "pid": os.getpid()}
 

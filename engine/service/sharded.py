@@ -171,6 +171,7 @@ class ShardedPipeline(ShardedIngest):
         limits = config.limits
         self.max_streams_admitted = facts["max_streams_admitted"]
         self.window, self.shard_kv_cells = facts["window"], facts["kv_cells"]
+        self.max_positions = facts["max_positions"]  # the model's (a few-ticks warning's advice stays within it)
         self.data.resolved(written_by(config, self.codec, self.window))  # as one engine records it
         self.shard_kv_cell_bytes = facts["kv_cell_bytes"]
         self.encoders = StreamEncoders(self.codec, facts["vocab_size"], limits.max_message_bytes,
