@@ -15,6 +15,7 @@ import zlib
 from dataclasses import dataclass
 
 from engine.block_manager import BlockManager
+from engine.roll_fit import roll_fits, settings_for_window
 from engine.settings import SchedulerConfig
 from engine.stream import Stream
 
@@ -95,11 +96,12 @@ class ContextWindow:
         keep = int(window * config.keep_fraction)
         # a session rolls before its tokens plus the longest probe could pass the window
         roll_at = window - config.probe_reserve
-        if sink + keep >= roll_at:
+        if not roll_fits(window, sink, config.keep_fraction, config.probe_reserve):
             small_pool = window == pool_window and pool_window < blocks.max_positions
+            fitting = settings_for_window(window, sink, config.probe_reserve)
             whose = (f"{_pool_window_words(blocks)}; raise kv.cells / kv.bytes" if small_pool else "the model's "
                      "positions (a sliding window, for Mistral), or scheduler.window; lower scheduler.keep_fraction, "
-                     "probe_reserve or sink_tokens")
+                     "probe_reserve or sink_tokens" + (f", e.g. {fitting}" if fitting else ""))
             raise ValueError(f"sink ({sink}) + kept tokens ({keep}) + probe_reserve "
                              f"({config.probe_reserve}) must be below the window ({window} positions: "
                              f"{whose})")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from engine.quoting import quoted
+from engine.roll_fit import DEFAULT_KEEP_FRACTION, DEFAULT_PROBE_RESERVE
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -25,9 +26,10 @@ class SchedulerConfig:
     when_full: Literal["evict", "refuse"] = "evict"
     window: int | None = None  # context limit in tokens; None: the model's max positions
     sink_tokens: int = 0  # leading tokens kept on a roll (at least the header)
-    keep_fraction: float = 0.5  # share of the window kept (most recent tokens) after a roll
+    keep_fraction: float = DEFAULT_KEEP_FRACTION  # share of the window kept (most recent tokens) after a roll
     header: tuple[int, ...] = ()  # tokens every session starts with; their KV is computed once and shared
-    probe_reserve: int = 64  # positions kept free past a session's tokens for question (+ answer) probes
+    # positions kept free past a session's tokens for question (+ answer) probes
+    probe_reserve: int = DEFAULT_PROBE_RESERVE
     max_probe_tokens: int = 8192  # question tokens per forward (asks + standing queries); the rest wait a forward
     # streams held at once; a new one past it is refused (AdmissionRefused). It bounds admission and host memory
     # (~0.2 MB a stream of ~30 ticks), not KV: the pool's size says how many stay resident (service/stream_capacity)

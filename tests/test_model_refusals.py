@@ -46,8 +46,8 @@ def test_a_refused_checkpoint_says_one_line_and_the_next_step(tmp_path, case: st
     else:
         _edited(tiny_text_checkpoint(model, "qwen2-tied"), use_sliding_window=True, sliding_window=128,
                 max_window_layers=1)
-        expected = ("use_sliding_window: false in config.json with scheduler.window at most 128 gives this model's "
-                    "answers")
+        expected = ("use_sliding_window: false in config.json with `scheduler: {window: 128, probe_reserve: 64, "
+                    "keep_fraction: 0.25}` in flashtick's config gives this model's answers")
     code, lines = _backtest_stderr(model, tmp_path)
     assert code == 2 and len(lines) == 1, lines
     assert lines[0].startswith(f"flashtick backtest: error: {model / 'config.json'}: ") and expected in lines[0], lines
@@ -60,6 +60,29 @@ def test_a_qwen2_config_whose_layers_never_slide_is_told_false_is_the_same_model
     with pytest.raises(ValueError, match=r"its max_window_layers \(2\) >= num_hidden_layers \(2\), so no layer "
                                          r"slides and use_sliding_window: false in config.json is the same model"):
         ModelConfig.from_hf({**config, "use_sliding_window": True, "max_window_layers": 2})
+
+
+@pytest.mark.parametrize("sliding_window", [64, 128, 4096])
+def test_the_qwen2_sliding_window_refusal_names_settings_that_work_as_given(tmp_path, sliding_window: int) -> None:
+    """review385 #4: it advised scheduler.window at most 64, which the default probe_reserve (64) then refused; the
+    scheduler settings it names now fit the window as written (the check ContextWindow.fit makes)."""
+    import re
+
+    import yaml
+
+    from engine.models.config import ModelConfig
+    from engine.roll_fit import roll_fits
+    from engine.settings import SchedulerConfig
+
+    config = json.loads((tiny_text_checkpoint(tmp_path, "qwen2-tied") / "config.json").read_text())
+    with pytest.raises(ValueError) as refused:
+        ModelConfig.from_hf({**config, "use_sliding_window": True, "max_window_layers": 1,
+                             "sliding_window": sliding_window})
+    (advised,) = re.findall(r"with `(scheduler: \{[^`]*\})` in flashtick's config", str(refused.value))
+    scheduler = SchedulerConfig(**yaml.safe_load(advised)["scheduler"])
+    assert scheduler.window == sliding_window
+    assert roll_fits(scheduler.window, scheduler.sink_tokens, scheduler.keep_fraction, scheduler.probe_reserve)
+    assert (advised == f"scheduler: {{window: {sliding_window}}}") == (sliding_window == 4096)  # defaults fit it
 
 
 def test_loading_a_tokenizer_restores_transformers_verbosity(tmp_path) -> None:

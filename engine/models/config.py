@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from engine.quoting import quoted, quoted_choices, quoted_words
+from engine.roll_fit import settings_for_window
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2")
 ROPE_KEYS = {  # RoPE type -> the parameters it needs
@@ -124,9 +125,11 @@ def _qwen2_sliding_window(hf: dict[str, Any]) -> str:
         return (f"{head}: its max_window_layers ({full}) >= num_hidden_layers ({layers}), so no layer slides and "
                 f"use_sliding_window: false in config.json is the same model")
     window = hf.get("sliding_window")
+    fitting = settings_for_window(window) if isinstance(window, int) and window > 0 else None
+    settings = f"`{fitting}`" if fitting else f"scheduler.window at most {window}"
     return (f"{head}: with max_window_layers {full} below num_hidden_layers {layers} its upper layers attend only "
             f"the last {window} tokens; within a window that short full attention is the same, so use_sliding_window:"
-            f" false in config.json with scheduler.window at most {window} gives this model's answers (a longer "
+            f" false in config.json with {settings} in flashtick's config gives this model's answers (a longer "
             f"window would not)")
 
 
