@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from connectors.field_names import renamed
+from connectors.plain_values import time_hint
 from connectors.tick_errors import InvalidTick
 from connectors.wire_values import wire_value
 from engine.quoting import quoted
@@ -53,7 +54,7 @@ def check_ts(obj: dict) -> int:
     ts = obj["ts"]
     if isinstance(ts, bool) or not isinstance(ts, int):
         raise InvalidTick("ts_not_int", f"ts must be an int of nanoseconds, got {wire_value(ts, 24)}"
-                                        f"{_float_ts_hint(ts)}")
+                                        f"{_float_ts_hint(ts)}{time_hint(ts)}")
     if not 0 <= ts < TS_MAX:
         raise InvalidTick("ts_out_of_range", f"ts must be in [0, 2**63), got {ts}{q_null_said(ts)}")
     return ts

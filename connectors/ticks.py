@@ -1,7 +1,8 @@
 """Tick schema, validation and msgpack wire format. The checks it is built from have modules of their own beside
 it: stream names (stream_names.py), timestamps and the ordering rule (tick_times.py's `check_order`; the per-stream
 state that applies it, the ordering guard, is connectors/stream_encoder.py's `StreamEncoder`), reading msgpack
-(msgpack_reading.py), refused values in words (wire_values.py) and the refusal codes (tick_errors.py).
+(msgpack_reading.py), refused values in words (wire_values.py), the refusal codes (tick_errors.py) and DataFrame
+values made plain (plain_values.py).
 
 Wire map (one msgpack map per tick; a message carries one map or a list of maps)
 -------------------------------------------------------------------------------
@@ -22,7 +23,8 @@ Wire map (one msgpack map per tick; a message carries one map or a list of maps)
 When `kind` is absent it is inferred: a map with `price` is a trade, a map with
 `bid` or `ask` (and no `price`) is a quote. A field marked `-` for the tick's
 kind, or any other key, is rejected as `unknown_field`; a field sent as nil is left out (a quote's `price: nil`,
-what a DataFrame row gives, is no trade field). `ts` must be a msgpack
+what a DataFrame row gives, is no trade field), and so is one sent as NaN, pandas' missing value, where it may be
+(`left_out`); a needed field's NaN is refused as non-finite. `ts` must be a msgpack
 integer (a bool or a float is rejected), in [0, 2**63). Prices must be finite, within [1e-12, 1e15]
 (PRICE_RANGE: `price_out_of_range`) and > 0 (a quote's bid may be 0 beside an ask above it with
 ``zero_bid_is_price``: an option nobody bids, its mark ask / 2; otherwise that is TAQ's "no bid", a one-sided
@@ -49,6 +51,7 @@ import msgpack
 
 from connectors.field_names import SIDE_WORDS, renamed
 from connectors.msgpack_reading import NotMsgpack, RepeatedKeys, check_keys, read_msgpack, tick_items, unpack
+from connectors.plain_values import plain
 from connectors.stream_names import MAX_STREAM_BYTES, check_normalized, check_stream, shown_name, slash_hint
 from connectors.tick_errors import InvalidTick
 from connectors.tick_times import TS_MAX, check_ts, q_null_said, utc_text
@@ -115,18 +118,15 @@ class Tick:
 _WIRE_ORDER = ("stream", "ts", "kind", "price", "size", "side", "bid", "ask", "bid_size", "ask_size", "seq")
 
 
-def plain(value: Any) -> Any:
-    """A numpy scalar (numpy.int64 from a DataFrame, numpy.float32) as the Python int/float/str it holds; anything
-    else as it is. Ticks built in Python take what pandas and numpy hand out; the wire never carries numpy."""
-    if type(value).__name__ == "datetime64" and type(value).__module__ == "numpy":  # any unit, exactly, as int ns
-        # (.item() gives an int for ns but a datetime for us, what polars' to_numpy() hands out); NaT stays NaT
-        nanoseconds = value.astype("datetime64[ns]")
-        return value if nanoseconds != nanoseconds else nanoseconds.astype("int64").item()
-    return value.item() if type(value).__module__ == "numpy" and hasattr(value, "item") else value
+def left_out(value: Any) -> bool:
+    """Whether a field's value leaves the field out: nil, or NaN, a float's "no value" (what pandas holds for a
+    missing value and `df.to_dict("records")` sends: a quote row's price, a trade row's bid; a file's NaN cell reads
+    as empty alike). A field the tick needs refuses it, its NaN said (`_number`)."""
+    return value is None or isinstance(value, float) and value != value
 
 
 def trade(stream: str, ts: int, price: float, size: float, side: str | None = None) -> Tick:
-    """Build a validated trade tick (numpy scalars welcome)."""
+    """Build a validated trade tick (numpy scalars and aware datetimes welcome: plain_values.plain)."""
     fields = {"stream": stream, "ts": ts, "kind": TRADE, "price": price, "size": size, "side": side}
     return validate({k: plain(v) for k, v in fields.items()})
 
@@ -134,7 +134,7 @@ def trade(stream: str, ts: int, price: float, size: float, side: str | None = No
 def quote(
     stream: str, ts: int, bid: float, ask: float, bid_size: float | None = None, ask_size: float | None = None
 ) -> Tick:
-    """Build a validated quote tick (numpy scalars welcome)."""
+    """Build a validated quote tick (numpy scalars and aware datetimes welcome: plain_values.plain)."""
     fields = {"stream": stream, "ts": ts, "kind": QUOTE, "bid": bid, "ask": ask, "bid_size": bid_size,
               "ask_size": ask_size}
     return validate({k: plain(v) for k, v in fields.items()})
@@ -172,7 +172,10 @@ def _sizeless(obj: dict, key: str) -> str:
 
 def _number(obj: dict, key: str, *, required: bool, is_price: bool, zero_ok: bool = False) -> float | None:
     value = obj.get(key)
-    if value is None:
+    if left_out(value):
+        if required and value is not None:  # still a non-finite number, counted so, its NaN said
+            raise InvalidTick("nonfinite_price" if is_price else "nonfinite_size",
+                              f"field {quoted(key)} is NaN, no value (pandas' missing value), and is required")
         if required:
             raise InvalidTick("missing_field",
                               f"field {quoted(key)} is required{renamed(obj, key) or _sizeless(obj, key)}")
@@ -225,11 +228,17 @@ def _number_text_hint(value: Any) -> str:
 
 def _kind(obj: dict) -> str:
     kind = obj.get("kind")
-    if kind is None:  # by the fields not nil (a DataFrame row's other kind's are), else by the keys sent
-        has_trade = obj.get("price") is not None
-        has_quote = obj.get("bid") is not None or obj.get("ask") is not None
+    if left_out(kind):  # by the fields set (a DataFrame row's other kind's are nil or NaN), else by the keys sent
+        has_trade = _any_set(obj, ("price",))
+        has_quote = _any_set(obj, ("bid", "ask"))
         if not (has_trade or has_quote):  # (a trade whose price is nil is refused for that, not for its kind)
             has_trade, has_quote = "price" in obj, ("bid" in obj or "ask" in obj)
+            if has_trade and has_quote:  # a DataFrame row with no price, bid nor ask: its kind's other fields tell
+                has_trade, has_quote = _any_set(obj, ("size", "side")), _any_set(obj, ("bid_size", "ask_size"))
+                if not (has_trade or has_quote):
+                    raise InvalidTick("missing_field", "no \"kind\", and price, bid and ask are all nil or NaN "
+                                                       "(pandas' missing value): a trade needs its price, a quote its "
+                                                       "bid and ask")
         if has_trade and has_quote:
             raise InvalidTick("ambiguous_kind", "no \"kind\" and both trade (price) and quote (bid/ask) fields")
         if not (has_trade or has_quote):
@@ -240,6 +249,10 @@ def _kind(obj: dict) -> str:
     if kind not in KINDS:
         raise InvalidTick("unknown_kind", f"kind must be one of {quoted(KINDS)}, got {quoted(kind)}")
     return kind
+
+
+def _any_set(obj: dict, keys: tuple[str, ...]) -> bool:
+    return any(not left_out(obj.get(key)) for key in keys)
 
 
 def _side_hint(side: Any) -> str:
@@ -281,7 +294,7 @@ def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES, zero_bid_is_pri
 def _validate_fields(obj: dict, stream: str, zero_bid_is_price: bool) -> Tick:
     tick = _tick_fields(obj, stream, zero_bid_is_price)
     seq = obj.get("seq")
-    return tick if seq is None else replace(tick, seq=check_seq(seq))
+    return tick if left_out(seq) else replace(tick, seq=check_seq(seq))
 
 
 SEQ_MAX = 2**64  # a uint64: the widest sequence number a venue sends (ITCH's, a 64-bit trade id)
@@ -301,13 +314,17 @@ def check_seq(value: Any) -> int:
 def _tick_fields(obj: dict, stream: str, zero_bid_is_price: bool) -> Tick:
     ts = check_ts(obj)
     kind = _kind(obj)
-    # another kind's field sent as nil is no field at all (the wire's rule: nil = left out): a DataFrame's rows
-    # (`df.to_dicts()`) give a quote None for price/size/side and a trade None for bid/ask/...
-    extra = [k for k in obj if k not in _FIELDS[kind] and not (k in _TICK_FIELDS and obj[k] is None)]
+    # another kind's field sent as nil or NaN is no field at all (the wire's rule: nil = left out): a DataFrame's
+    # rows (`df.to_dicts()`, pandas' `to_dict("records")`) give a quote None or NaN for price/size/side, a trade for bid
+    extra = [k for k in obj if k not in _FIELDS[kind] and not (k in _TICK_FIELDS and left_out(obj[k]))]
     if extra:
-        raise InvalidTick("unknown_field", f"fields {field_list(extra)} not allowed in a {kind}{renamed(extra)}")
+        # a trade row whose price is NaN beside a bid and ask (a trade frame with the quote at each print) reads
+        # as a quote: its size and side are then refused, said why
+        why = " (read as a quote by its bid and ask: its price is NaN, pandas' missing value)" \
+            if kind == QUOTE and left_out(obj.get("kind")) and obj.get("price") != obj.get("price") else ""
+        raise InvalidTick("unknown_field", f"fields {field_list(extra)} not allowed in a {kind}{renamed(extra)}{why}")
     if kind == TRADE:
-        side = obj.get("side")
+        side = None if left_out(obj.get("side")) else obj["side"]
         if side is not None:
             check_text("side", side)
         if side is not None and side not in SIDES:

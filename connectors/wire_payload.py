@@ -1,7 +1,7 @@
 """A message's payload on the engine's sockets: msgpack of one tick (a map) or a batch (a list of maps), and the
-hook that turns numpy scalars into the plain values they hold (anything else msgpack cannot pack is refused with a
-message naming it). Shared by the feed client and the service's control client, which packs its requests alike;
-msgpack, never pickle: the engine must not run code a client sends.
+hook that turns numpy scalars and aware datetimes into the plain values they hold (anything else
+msgpack cannot pack is refused with a message naming it). Shared by the feed client and the service's control
+client, which packs its requests alike; msgpack, never pickle: the engine must not run code a client sends.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from typing import Any, Mapping, Sequence
 
 import msgpack
 
-from connectors.ticks import Tick, plain
+from connectors.plain_values import plain, time_hint
+from connectors.ticks import Tick
 
 SendItem = Tick | Mapping[str, Any]
 
@@ -24,13 +25,14 @@ def _wire(item: Any) -> dict[str, Any]:
 
 
 def packable(value: Any) -> Any:
-    """msgpack's hook for values it cannot pack: numpy scalars as the Python values they hold."""
+    """msgpack's hook for values it cannot pack: numpy scalars, aware datetimes as the plain values they hold
+    (plain_values.plain); anything else refused with what to send instead."""
     if (converted := plain(value)) is not value:
         return converted
     kind = "an int past 64 bits" if isinstance(value, int) else type(value).__name__
     shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
     raise TypeError(f"value {shown} ({kind}) cannot be sent: a tick's fields and a request's values are str, int "
-                    f"(64-bit), float or None")
+                    f"(64-bit), float or None{time_hint(value)}")
 
 
 def pack(ticks: SendItem | Sequence[SendItem]) -> tuple[bytes, int]:

@@ -9,13 +9,14 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 
 import msgpack
 import numpy as np
 import pytest
 import zmq
 
-from connectors.ticks import trade
+from connectors.ticks import InvalidTick, trade
 from connectors.wire_payload import pack, packable
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError, ControlTimeout
 
@@ -151,6 +152,29 @@ def test_ticks_from_numpy_values_build_and_send() -> None:
         pack({"stream": "NP.X", "ts": object()})
     with pytest.raises(TypeError, match=r"value 1000000000000000000000000000000 \(an int past 64 bits\) cannot be "):
         msgpack.packb({"op": "ask", "max_stale_ticks": 10**30}, default=packable)  # (a request, as ControlClient)
+
+
+def test_aware_datetimes_send_as_int_ns_and_a_naive_one_is_refused_with_the_fix() -> None:
+    """review384 #3: `FeedClient.send(df.to_dicts())` of a polars Datetime column (aware datetimes) and trade() of
+    an aware datetime were refused as no sendable value, the fix unsaid. An aware datetime is one instant: sent as
+    its int ns, exactly; a naive one names none, refused with what to send."""
+    import polars as pl
+
+    ns = 1_704_153_600_123_456_000
+    rows = pl.DataFrame({"ts": [ns], "stream": ["DT.A"], "price": [1.5], "size": [1.0]}) \
+        .with_columns(pl.col("ts").cast(pl.Datetime("ns", "America/New_York"))).to_dicts()
+    assert msgpack.unpackb(pack(rows)[0]) == [{"ts": ns, "stream": "DT.A", "price": 1.5, "size": 1.0}]
+    new_york_midnight = datetime(2024, 1, 1, 19, tzinfo=timezone(-timedelta(hours=5)))
+    assert trade("DT.A", new_york_midnight, 1.5, 1.0).ts == ns // 10**9 * 10**9
+    naive = datetime(2024, 1, 2)
+    with pytest.raises(TypeError, match=r'without a time zone names no instant.*pl\.col\("ts"\)\.dt\.epoch\("ns"\)'):
+        pack({"stream": "DT.A", "ts": naive, "price": 1.5, "size": 1.0})
+    with pytest.raises(InvalidTick, match="ts_not_int: ts must be an int of nanoseconds, got datetime: a datetime "
+                                          "without a time zone"):
+        trade("DT.A", naive, 1.5, 1.0)
+    pd = pytest.importorskip("pandas")  # (not a dependency: where it is installed, its Timestamps' ns are kept)
+    stamp = pd.Timestamp(ns + 789, tz="UTC")
+    assert msgpack.unpackb(pack({"ts": stamp})[0]) == {"ts": ns + 789} and trade("A", stamp, 1.0, 1.0).ts == ns + 789
 
 
 def test_subscribers_refuse_a_bare_topic_string_and_a_missing_control_client() -> None:

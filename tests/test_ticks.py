@@ -302,3 +302,29 @@ def test_a_field_sent_as_nil_is_left_out_and_says_nothing_of_the_kind() -> None:
     assert nil_price.value.reason == "missing_field"
     with pytest.raises(InvalidTick, match=r'fields \["venue"\] not allowed in a quote'):
         validate({**quote_row, "venue": None})
+
+
+def test_a_field_sent_as_nan_is_left_out_where_it_may_be_and_refused_by_its_nan_where_needed() -> None:
+    """review384 #3: pandas' `df.to_dict("records")` gives a quote row NaN for price/size/side and a trade row NaN
+    for bid/ask, so every row of a mixed frame was refused as ambiguous_kind, naming neither NaN nor the fix. NaN is
+    pandas' missing value: left out where the field may be; a trade's NaN price is still refused, its NaN said, and
+    never read as the other kind."""
+    from connectors.wire_payload import pack
+
+    nan = math.nan
+    rows = [{"stream": "A", "ts": 1, "price": 1.5, "size": 2.0, "side": "buy", "bid": nan, "ask": nan},
+            {"stream": "A", "ts": 2, "price": nan, "size": nan, "side": nan, "bid": 1.0, "ask": 2.0},
+            {"stream": "A", "ts": 3, "price": 1.5, "size": 2.0, "side": nan, "seq": nan, "kind": nan}]
+    decoded = decode(pack(rows)[0])
+    assert decoded.errors == [] and [t.kind for t in decoded.ticks] == ["trade", "quote", "trade"]
+    assert decoded.ticks[0] == validate({"stream": "A", "ts": 1, "price": 1.5, "size": 2.0, "side": "buy"})
+    assert decoded.ticks[2].side is None and decoded.ticks[2].seq is None
+    refused = [({**rows[0], "price": nan}, "nonfinite_price", 'field "price" is NaN, no value (pandas\' missing'),
+               ({**rows[0], "kind": "trade", "size": nan}, "nonfinite_size", 'field "size" is NaN'),
+               ({**rows[1], "ask": nan}, "nonfinite_price", 'field "ask" is NaN'),
+               ({**rows[1], "bid": nan, "ask": nan}, "missing_field", "price, bid and ask are all nil or NaN"),
+               ({**rows[1], "size": 2.0, "side": "buy"}, "unknown_field", "its price is NaN, pandas' missing value")]
+    for row, reason, said in refused:
+        with pytest.raises(InvalidTick, match=re.escape(said)) as err:
+            validate(row)
+        assert err.value.reason == reason
