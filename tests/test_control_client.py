@@ -148,7 +148,7 @@ def test_ticks_from_numpy_values_build_and_send() -> None:
     payload, n = pack({"stream": "NP.X", "ts": np.int64(5), "kind": "trade", "price": np.float32(1.5), "size": 1.0})
     assert n == 1 and msgpack.unpackb(payload) == {"stream": "NP.X", "ts": 5, "kind": "trade", "price": 1.5,
                                                    "size": 1.0}
-    with pytest.raises(TypeError, match="cannot be sent: a tick's fields and a request's values are str, int "):
+    with pytest.raises(TypeError, match="cannot be sent: a tick's fields are str, int \\(64-bit\\), float or None, "):
         pack({"stream": "NP.X", "ts": object()})
     with pytest.raises(TypeError, match=r"value 1000000000000000000000000000000 \(an int past 64 bits\) cannot be "):
         msgpack.packb({"op": "ask", "max_stale_ticks": 10**30}, default=packable)  # (a request, as ControlClient)
@@ -175,6 +175,25 @@ def test_aware_datetimes_send_as_int_ns_and_a_naive_one_is_refused_with_the_fix(
     pd = pytest.importorskip("pandas")  # (not a dependency: where it is installed, its Timestamps' ns are kept)
     stamp = pd.Timestamp(ns + 789, tz="UTC")
     assert msgpack.unpackb(pack({"ts": stamp})[0]) == {"ts": ns + 789} and trade("A", stamp, 1.0, 1.0).ts == ns + 789
+
+
+def test_an_array_as_a_request_field_is_sent_as_the_list_of_its_values() -> None:
+    """review384 #6: `streams=df.symbol.unique()` (a numpy array) raised numpy's own ValueError, or a 1-element one
+    went as a str (the service then said a str was sent); a pandas array was refused as no scalar. An array is sent
+    as the list of its plain values; a set is refused saying to send a list."""
+    import polars as pl
+
+    def sent(value: object) -> object:
+        return msgpack.unpackb(msgpack.packb({"streams": value}, default=packable))["streams"]
+
+    assert sent(np.array(["GI.A"])) == ["GI.A"] and sent(np.array(["GI.A", "NOPE"])) == ["GI.A", "NOPE"]
+    assert sent(np.array([[1, 2]], dtype=np.int64)) == [[1, 2]] and sent(np.array("GI.A")) == "GI.A"
+    assert sent(np.array(["2024-01-01T00:00:01"], dtype="datetime64[us]")) == [1_704_067_201_000_000_000]
+    assert sent(pl.Series(["GI.A", "GI.B"]).unique(maintain_order=True)) == ["GI.A", "GI.B"]
+    with pytest.raises(TypeError, match=r"a request's values those or lists and maps of them: send a list of its "):
+        sent({"GI.A"})
+    pd = pytest.importorskip("pandas")  # (not a dependency: where it is installed)
+    assert sent(pd.Series(["GI.A", "GI.A"]).unique()) == ["GI.A"] and sent(pd.Index(["GI.A"])) == ["GI.A"]
 
 
 def test_subscribers_refuse_a_bare_topic_string_and_a_missing_control_client() -> None:
