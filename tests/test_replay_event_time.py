@@ -57,16 +57,31 @@ def test_a_wall_clock_that_steps_back_in_the_repeated_hour_reads_its_second_pass
     assert "not in time order" not in said
 
 
-def test_streams_interleaved_are_told_apart_each_by_its_own_clock(tmp_path: Path) -> None:
+def test_a_time_ordered_file_tells_each_streams_pass_by_any_streams_step_back(tmp_path: Path) -> None:
+    """review383 #3: in a file in time order across its streams, a quiet stream's one print in the repeated hour
+    after another stream stepped back was read at the first pass, an hour early, while the run's notes said both
+    that the rows were out of time order and that nothing told the pass. The step back of any stream tells every
+    stream's pass there; in a file of one stream after another each stream's own clock still tells its own."""
     zone, start = "America/New_York", FALL_BACK["America/New_York"]
-    both = wall_clock_rows(zone, start, 240, 60, "A")  # both passes
+    both = wall_clock_rows(zone, start, 240, 60, "A")  # 00:00 EDT to 02:59 EST: both passes
     once = wall_clock_rows(zone, start + timedelta(seconds=30), 90, 60, "B")  # to 01:29:30 EDT: the first pass only
-    rows = pl.concat([both, once]).sort("ns")  # interleaved: B's rows fall between A's
-    rows.with_columns(pl.col("timestamp").dt.strftime("%Y-%m-%d %H:%M:%S")).drop("ns").write_csv(tmp_path / "ab.csv")
-    ticks, notes = read(tmp_path / "ab.csv", zone)
-    assert [(t.stream, t.ts) for t in ticks] == list(zip(rows["symbol"], rows["ns"]))
+    quiet = wall_clock_rows(zone, start + timedelta(hours=2, minutes=30, seconds=15), 1, 60, "C")  # 01:30:15 EST
+    rows = pl.concat([both, once, quiet]).sort("ns")  # interleaved: B's and C's rows fall between A's
+    rows.with_columns(pl.col("timestamp").dt.strftime("%Y-%m-%d %H:%M:%S")).drop("ns").write_csv(tmp_path / "abc.csv")
+    ticks, notes = read(tmp_path / "abc.csv", zone)
+    assert [(t.stream, t.ts) for t in ticks] == list(zip(rows["symbol"], rows["ns"]))  # C's print an hour later
     said = " ".join(notes)
-    assert "60 row(s) after the step back read at the second pass" in said
+    assert "(its streams in time order: the step back of any stream tells every stream's pass): 61 row(s) after " \
+           "the step back read at the second pass (the later UTC offset), 90 before it at the first" in said, notes
+    assert "no step back" not in said and "not in time order" not in said
+    in_turn = pl.concat([both, once])  # one stream after the other: B's hour is told by B's own clock, or not at all
+    in_turn.with_columns(pl.col("timestamp").dt.strftime("%Y-%m-%d %H:%M:%S")).drop("ns").write_csv(
+        tmp_path / "ab.csv")
+    ticks, notes = read(tmp_path / "ab.csv", zone)
+    assert sorted((t.stream, t.ts) for t in ticks) == sorted(zip(in_turn["symbol"], in_turn["ns"]))
+    said = " ".join(notes)
+    assert "steps back inside the hour repeated when summer time ends in America/New_York (2026-11-01): 60 row(s) " \
+           "after the step back read at the second pass" in said, notes
     assert "30 row(s) in the hour repeated" in said and "read at the first pass (the earlier instant)" in said
 
 
