@@ -567,7 +567,8 @@ def test_run_backtest_takes_test_from_test_and_a_model_from_a_dict_as_docs_show(
     assert scored.scored == _scored_dir20(out, parts) > 20  # each trained stream cut at its own test part
     assert json.loads(out.with_suffix(".manifest.json").read_text())["run"]["test_from"] == 0.85
     with pytest.raises(ValueError, match=r'^test_from \(--test-from\) must be a fraction in \(0, 1\), an event time '
-                                         r'\(test_start.TestStart\) or "test"'):
+                                         r'\(ISO 8601 text such as "2024-03-15", .* or a TestStart\) or "test" '
+                                         r'.*got "tset"'):
         run_backtest(config, csv, queries, tmp_path / "b.parquet", test_from="tset", progress=False)
 
 
