@@ -245,9 +245,8 @@ def _polars_column(name: str, series: Any) -> pl.Series:
         instants = pl.Series(name, series.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy())
         try:
             return instants.dt.replace_time_zone("UTC").dt.convert_time_zone(str(dtype.tz))
-        except pl.exceptions.PolarsError:
-            raise TypeError(f"column {name!r}: its time zone {str(dtype.tz)!r} is none polars knows: give it a named "
-                            f"zone, e.g. df[{name!r}] = df[{name!r}].dt.tz_convert(\"UTC\")") from None
+        except pl.exceptions.PolarsError:  # a zone polars has no name for (pandas' fixed offset "UTC+01:00", what
+            return instants.dt.replace_time_zone("UTC")  # parsed ISO text with offsets gives): the same instants
     values = [None if missing else value for value, missing in zip(series.tolist(), series.isna().tolist())]
     try:
         column = pl.Series(name, values)

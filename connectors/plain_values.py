@@ -32,7 +32,9 @@ def plain(value: Any) -> Any:
             return list(value)
         return value.item() if hasattr(value, "item") else value
     if library == "pandas" and hasattr(value, "tolist"):  # a Series, an Index, an ExtensionArray (Series.unique())
-        return value.tolist()
+        return [plain(item) for item in value.tolist()]
+    if library == "pandas" and type(value).__name__ == "NAType":  # a nullable column's missing value (Int64's):
+        return None  # nil, a field left out, as NaN in a float column is
     if library == "polars" and hasattr(value, "to_list"):  # a Series
         return value.to_list()
     if isinstance(value, datetime) and value == value and value.utcoffset() is not None:  # (pandas' NaT != NaT)

@@ -304,8 +304,11 @@ def check_seq(value: Any) -> int:
     """The `seq` field's rule, a raw tick's and a pre-tokenized item's alike: an int (not a bool, not a float: a
     double loses a 64-bit number's last digits) in [0, 2**64)."""
     if isinstance(value, bool) or not isinstance(value, int):
+        whole = isinstance(value, float) and value.is_integer()  # (a pandas int column with a NaN became floats)
+        hint = ": a pandas int column with missing rows is float; make it df[\"seq\"].astype(\"Int64\") (its " \
+            "missing rows then send no seq)" if whole else ""
         raise InvalidTick("wrong_type", f"seq must be an int (the feed's sequence number of the stream's tick), got "
-                                        f"{wire_value(value, 24)}")
+                                        f"{wire_value(value, 24)}{hint}")
     if not 0 <= value < SEQ_MAX:
         raise InvalidTick("seq_out_of_range", f"seq must be in [0, 2**64), got {value}")
     return value

@@ -45,6 +45,8 @@ def time_ns(value: Any, option: str = "time", zone: str | None = None) -> int:
     UTC, as text without an offset is read) or a numpy datetime64; TypeError naming what is accepted for the rest."""
     if isinstance(value, str):
         return parse_time(value, option, zone)
+    if isinstance(value, datetime) and value != value:  # pandas' NaT, a datetime that is no time
+        raise ValueError(f"{option} is NaT (no time)")
     if isinstance(value, datetime):  # (a pandas Timestamp is one, its ns beyond the microsecond apart)
         return _datetime_ns(value, zone) + getattr(value, "nanosecond", 0)
     if type(value).__name__ == "datetime64":  # numpy's (numpy is not imported for it): its ns, as an integer

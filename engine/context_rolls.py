@@ -98,7 +98,7 @@ class ContextWindow:
         roll_at = window - config.probe_reserve
         if not roll_fits(window, sink, config.keep_fraction, config.probe_reserve):
             small_pool = window == pool_window and pool_window < blocks.max_positions
-            fitting = settings_for_window(window, sink, config.probe_reserve)
+            fitting = settings_for_window(window, sink, config.probe_reserve, config.keep_fraction)
             whose = (f"{_pool_window_words(blocks)}; raise kv.cells / kv.bytes" if small_pool else "the model's "
                      "positions (a sliding window, for Mistral), or scheduler.window; lower scheduler.keep_fraction, "
                      "probe_reserve or sink_tokens" + (f", e.g. {fitting}" if fitting else ""))

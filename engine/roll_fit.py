@@ -17,11 +17,13 @@ def roll_fits(window: int, sink: int, keep_fraction: float, probe_reserve: int) 
     return sink + int(window * keep_fraction) + probe_reserve < window
 
 
-def settings_for_window(window: int, sink: int = 0, probe_reserve: int = DEFAULT_PROBE_RESERVE) -> str | None:
-    """The scheduler keys, as a config's YAML writes them, with which a roll fits a window of ``window`` positions:
-    the window alone where the default keep_fraction does, else a quarter kept and a probe_reserve of at most half
-    of what the sink leaves; None where no such settings fit (a sink of most of the window)."""
-    if roll_fits(window, sink, DEFAULT_KEEP_FRACTION, probe_reserve):
+def settings_for_window(window: int, sink: int = 0, probe_reserve: int = DEFAULT_PROBE_RESERVE,
+                        keep_fraction: float = DEFAULT_KEEP_FRACTION) -> str | None:
+    """The scheduler keys, as a config's YAML writes them, with which a roll fits a window of ``window`` positions: the
+    window alone where ``keep_fraction`` (the config's, else the default) does, else a quarter kept and a
+    probe_reserve of at most half of what the sink leaves; None where no such settings fit (a sink of most of the
+    window)."""
+    if roll_fits(window, sink, keep_fraction, probe_reserve):
         return f"scheduler: {{window: {window}}}"
     reserve = min(probe_reserve, (window - sink) // 2)
     if reserve <= 0 or not roll_fits(window, sink, SMALL_WINDOW_KEEP, reserve):

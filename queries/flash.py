@@ -207,7 +207,9 @@ class FlashQueries:
             return []
         if draft_from and draft_from[: len(generated)] == generated and len(draft_from) > len(generated):
             return draft_from[len(generated) : len(generated) + min(room, spec.lookup.draft)]
-        text = self.context(stream)[-LOOKUP_CONTEXT:] + list(query.question) + generated
+        context = self.context(stream)  # (less the last `overlap` tokens: the question's first stand in for them)
+        text = context[max(0, len(context) - query.overlap - LOOKUP_CONTEXT):len(context) - query.overlap] \
+            + list(query.question) + generated
         return spec.lookup.propose(text, room)
 
     # -- answering before the work is done ------------------------------------------------------------

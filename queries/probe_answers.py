@@ -22,6 +22,7 @@ Answer values are plain dicts (msgpack-able):
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -88,6 +89,8 @@ def compile_query(spec: QuerySpec, codec: QueryCodec) -> CompiledQuery:
         needs = "values (label: number)" if spec.kind == "expectation" else "choices"
         raise QueryCompileError(f"query {quoted(spec.name)}: a free-text {spec.kind} query needs {needs}")
     candidates = tuple(tuple(_tokenize(codec, label, spec.name, as_label=True)) for label in labels)
+    if spec.question is not None and spec.question_tokens is None:
+        _warn_merged_labels(codec, spec, labels)
     if spec.scored_as is not None:
         scored_labels(spec, codec)
     values = tuple(spec.values[label] for label in labels) if spec.kind == "expectation" else ()
@@ -135,6 +138,19 @@ def _compile_named(spec: QuerySpec, named: CodecQuestion) -> CompiledQuery:
     bias = tuple(float(by_label[label]) for label in labels) if by_label else ()
     return CompiledQuery(spec, tuple(named.tokens), labels, tuple(named.answers[lbl] for lbl in labels), values=values,
                          temperature=float(cal.temperature), bias=bias)
+
+
+def _warn_merged_labels(codec: QueryCodec, spec: QuerySpec, labels: Sequence[str]) -> None:
+    """Warn of labels the tokenizer merges with the question's end in the whole prompt (Llama 3's and Qwen2's take
+    ":up" as one token after "Answer:"): each is scored by tokens the model would not write there."""
+    question = codec.question_tokens(spec.question)
+    merged = [label for label in labels if (whole := codec.question_tokens(spec.question + label)) is not None
+              and whole != question + codec.label_tokens(label)]
+    if merged:
+        warnings.warn(f"query {quoted(spec.name)}: the tokenizer reads label(s) {', '.join(map(quoted, merged))} "
+                      f"otherwise after its question than in the whole prompt (merged with the question's end): such "
+                      f"a label is scored by tokens the model would not write there; start each with a space "
+                      f"({quoted(' ' + merged[0].lstrip())}) or end the question with one", stacklevel=3)
 
 
 def _tokenize(codec: QueryCodec, text: str | None, query: str, as_label: bool = False) -> list[int]:

@@ -150,6 +150,19 @@ print(json.dumps(said))
 """
 
 
+def test_a_pandas_column_of_fixed_offset_times_is_read_as_its_instants() -> None:
+    """pandas parses ISO text with offsets into a fixed-offset zone ("UTC+01:00") polars has no name for: it was
+    refused (the pyarrow route read it); its instants are read, on UTC's clock."""
+    pd = pytest.importorskip("pandas", reason="pandas is not installed (the test extra installs it)")
+    from connectors.frame_files import _polars
+
+    times = ["2024-01-02T09:30:00+01:00", "2024-01-02T09:31:00.500+01:00"]
+    frame = pd.DataFrame({"ts": pd.to_datetime(times, format="ISO8601"),
+                          "price": [1.0, 2.0]})
+    assert _polars(frame)["ts"].dt.epoch("ns").to_list() == [pd.Timestamp("2024-01-02T08:30:00Z").value,
+                                                            pd.Timestamp("2024-01-02T08:31:00.500Z").value]
+
+
 def test_a_pandas_frame_without_pyarrow_is_read_as_its_file(setup: Path) -> None:
     """review384 #1, #2, #8: without pyarrow a pandas frame was refused, with fixes that failed too; indexed by its
     time, it lost that column (`pl.from_pandas` drops the index) and was refused naming the temporary Parquet copy

@@ -215,6 +215,24 @@ def test_text_codec_warns_when_no_encoding_gives_the_whole_prompts_tokens() -> N
     assert (codec.encoding, codec.question_overlap) == ("plain", 0)
 
 
+def test_a_label_the_tokenizer_merges_with_the_question_is_warned_about() -> None:
+    """Llama 3's regex reads "Answer:up" as one piece: a label without its leading space is scored by tokens the
+    whole prompt never has (review of review385 #1); said when the query compiles, and a spaced label is quiet."""
+    import warnings
+
+    from conftest import tiny_llama3_tokenizer
+    from queries.probe_answers import compile_query
+    from queries.spec import QuerySpec
+
+    codec = TextCodec(tiny_llama3_tokenizer(("Answer:up", "Answer:down") * 50))
+    question = "\nWill the price rise? Answer:"
+    with pytest.warns(UserWarning, match=r'label\(s\) "up", "down" otherwise after its question .* \(" up"\)'):
+        compile_query(QuerySpec("q", ("*",), "choice", question, choices=("up", "down")), codec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compile_query(QuerySpec("q", ("*",), "choice", question, choices=(" up", " down")), codec)
+
+
 def test_text_codec_writes_floats_positionally_unless_the_template_gives_a_format_spec() -> None:
     """Real BTC trades of 0.00009 read `x 9e-05` to a text model (Python's str(float)): without a format spec a
     float is now written as a trader reads it, with the shortest digits; a template's own spec is kept."""

@@ -194,6 +194,8 @@ def test_an_array_as_a_request_field_is_sent_as_the_list_of_its_values() -> None
         sent({"GI.A"})
     pd = pytest.importorskip("pandas")  # (not a dependency: where it is installed)
     assert sent(pd.Series(["GI.A", "GI.A"]).unique()) == ["GI.A"] and sent(pd.Index(["GI.A"])) == ["GI.A"]
+    # a nullable int column's missing value is nil (a field left out), in a list or alone: `seq` of Int64 rows
+    assert sent(pd.array([7, None], dtype="Int64")) == [7, None] and sent(pd.NA) is None
 
 
 def test_subscribers_refuse_a_bare_topic_string_and_a_missing_control_client() -> None:

@@ -85,6 +85,16 @@ def test_the_qwen2_sliding_window_refusal_names_settings_that_work_as_given(tmp_
     assert (advised == f"scheduler: {{window: {sliding_window}}}") == (sliding_window == 4096)  # defaults fit it
 
 
+def test_the_settings_a_window_refusal_advises_keep_the_configs_keep_fraction() -> None:
+    """A window whose roll does not fit with the config's keep_fraction (0.8 of 200) was advised `scheduler: {window:
+    200}`, the window it has, with the 0.8 that fails still in force; the advice now sets a keep_fraction that fits."""
+    from engine.roll_fit import roll_fits, settings_for_window
+
+    assert settings_for_window(200, 0, 64) == "scheduler: {window: 200}"  # (the default 0.5 fits)
+    advised = settings_for_window(200, 0, 64, keep_fraction=0.8)
+    assert advised == "scheduler: {window: 200, probe_reserve: 64, keep_fraction: 0.25}" and roll_fits(200, 0, 0.25, 64)
+
+
 def test_loading_a_tokenizer_restores_transformers_verbosity(tmp_path) -> None:
     from transformers.utils import logging as hf_logging
 

@@ -323,7 +323,10 @@ def test_a_field_sent_as_nan_is_left_out_where_it_may_be_and_refused_by_its_nan_
                ({**rows[0], "kind": "trade", "size": nan}, "nonfinite_size", 'field "size" is NaN'),
                ({**rows[1], "ask": nan}, "nonfinite_price", 'field "ask" is NaN'),
                ({**rows[1], "bid": nan, "ask": nan}, "missing_field", "price, bid and ask are all nil or NaN"),
-               ({**rows[1], "size": 2.0, "side": "buy"}, "unknown_field", "its price is NaN, pandas' missing value")]
+               ({**rows[1], "size": 2.0, "side": "buy"}, "unknown_field", "its price is NaN, pandas' missing value"),
+               # a pandas int column with a missing row is float64: its numbers are refused saying how to keep ints
+               ({**rows[0], "seq": 7.0}, "wrong_type", 'got float 7.0: a pandas int column with missing rows is float; '
+                                                      'make it df["seq"].astype("Int64")')]
     for row, reason, said in refused:
         with pytest.raises(InvalidTick, match=re.escape(said)) as err:
             validate(row)

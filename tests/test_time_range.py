@@ -242,7 +242,7 @@ def test_a_python_caller_gives_times_as_a_notebook_holds_them(market) -> None:
     for held in (text, start, np.int64(start), aware, aware.astimezone(timezone.utc).replace(tzinfo=None),
                  np.datetime64(start, "ns")):
         assert TimeRange.of(held, None).start // 1000 == start // 1000, held  # (a datetime holds microseconds)
-        assert test_start_given(held if not isinstance(held, (int, np.integer)) else text).ns // 1000 == start // 1000
+        assert test_start_given(held).ns // 1000 == start // 1000  # (an int is ns: no fraction is one)
     replay = FileReplay(root / "ticks.parquet", time_range=(np.datetime64(start, "ns"), utc_text(end)))
     assert drain(replay) == [t for t in ticks if start <= t.ts < end]
     assert test_start_given(0.5) == 0.5 and test_start_given("test") == "test"
@@ -259,3 +259,5 @@ def test_a_pandas_timestamp_keeps_its_ns() -> None:
     pd = pytest.importorskip("pandas", reason="pandas is not installed (the test extra installs it)")
     ns = 1_723_161_660_000_000_007
     assert TimeRange.of(pd.Timestamp(ns, unit="ns", tz="America/New_York"), pd.Timestamp(ns + 1)).start == ns
+    with pytest.raises(ValueError, match=r"^--from is NaT \(no time\)$"):  # (pandas' own "NaTType does not support")
+        TimeRange.of(pd.NaT, None)

@@ -15,7 +15,8 @@ def compile_fitting(spec: QuerySpec, codec: Codec, probe_reserve: int) -> Compil
     answers would fail, and so be missing, with nothing said to its subscribers."""
     query = compile_query(spec, codec)
     generated = spec.max_tokens or 0 if spec.kind == "generate" else 0
-    need = max((len(probe) for probe in query.probes), default=0) + generated
+    # (a question that stands in for the session's last `overlap` tokens reaches that many fewer past them)
+    need = max((len(probe) for probe in query.probes), default=0) - query.overlap + generated
     if need > probe_reserve:
         what = "question and answer take" if generated else "question takes"
         raise QueryCompileError(f"its {what} {need} tokens, more than scheduler.probe_reserve ({probe_reserve}) "

@@ -4,19 +4,20 @@ rather than refused as `ts_backwards` (review323 #3, #7). Raw ticks and pre-toke
 order per stream: a stream fed both forms (or by two connectors) keeps its event-time order across them, and an item
 released goes through its own form's ingest path.
 
-A tick is held from when it is read. At each turn of the server's loop a stream whose oldest held tick has been
-held the whole window releases every held tick stamped no later than the newest of those held that long, in
-`ts` order (ties in the order read): a late tick read up to the window after a newer one goes out before it. What
-is released keeps the tick groups the feed sent (review383 #1): each held tick remembers the message it came in,
-and the released ticks are cut, in `ts` order, where one message's ticks end and no other message's are still to
-come, so an in-order feed's messages are its stream's groups as they would be unheld (a `feed replay`'s event-time
-batches, the groups its backtest answers at), and messages whose ticks interleave in time (a late tick, two feeds of
-one stream) make one group together, as the backtest's sort puts them in one batch. Each group goes through the
-ordinary ingest path as one message, so every check, the tick log, the counters and the triggers are the same as
-for ticks sent on time, however many groups one turn of the loop releases; a tick later than the window still
-meets the ordering guard there. `reorder_max_ticks` bounds the memory: a tick held past it releases its own stream's
-held ticks at once (in order). Nothing held is in the tick log yet: a stop releases every held tick first
-(stop_drain.py), and so does a feed placing itself with `streams` (it must read what the engine holds).
+A tick is held from when it is read. At each turn of the server's loop a stream whose oldest held tick has been held
+the whole window releases every held tick stamped no later than the newest of those held that long, in `ts` order
+(ties in the order read): a late tick read up to the window after a newer one goes out before it. What is released
+keeps the tick groups the feed sent (review383 #1): each held tick remembers the message it came in, and the
+released ticks are cut, in `ts` order, where one message's ticks end and no other message's are still to come, so an
+in-order feed's messages are its stream's groups as they would be unheld (a `feed replay`'s event-time batches, the
+groups its backtest answers at), and one feed's messages whose ticks interleave in time (a late tick) or share a
+time make one group together, as the backtest's sort puts them in one batch; two feeds (tags) of one stream go out
+in runs of one feed at a time (a group's rejections go to one topic, its numbers to one feed's `seq`). Each group
+goes through the ordinary ingest path as one message, so every check, the tick log, the counters and the triggers
+are the same as for ticks sent on time, however many groups one turn of the loop releases; a tick later than the
+window still meets the ordering guard there. `reorder_max_ticks` bounds the memory: a tick held past it releases its
+own stream's held ticks at once (in order). Nothing held is in the tick log yet: a stop releases every held tick
+first (stop_drain.py), and so does a feed placing itself with `streams` (it must read what the engine holds).
 """
 
 from __future__ import annotations
@@ -118,7 +119,10 @@ class ReorderWindow:
         releases: list[Release] = []
         unfinished: set[int] = set()  # the open group's messages with ticks still to come: it cannot end yet
         for tick in going:
-            if unfinished and (releases[-1].tag, releases[-1].tokenized) == (tick.tag, tick.tokenized):
+            # a group goes on while one of its messages has ticks to come, or at its last tick's `ts` (two messages
+            # at one time are in one batch of the backtest's too); one feed (tag) and one wire form a group
+            if releases and (releases[-1].tag, releases[-1].tokenized) == (tick.tag, tick.tokenized) \
+                    and (unfinished or tick.ts == releases[-1].ticks[-1].ts):
                 releases[-1].ticks.append(tick)
             else:
                 releases.append(Release(stream, tick.tag, [tick], tick.tokenized))

@@ -43,14 +43,17 @@ def test_start_of(text: str, zone: str | None) -> TestStart:
 
 
 def test_start_given(test_from: Any) -> Any:
-    """run_backtest's ``test_from`` as a Python caller holds it: a time as a TestStart (text as --test-from TIME
-    reads it, on UTC's clock without an offset; a datetime, pandas Timestamp or numpy datetime64, read as
-    time_range.time_ns reads them); anything else as given (a fraction, "test", a TestStart: checked with the run's
-    other numbers)."""
+    """run_backtest's ``test_from`` as a Python caller holds it: a time as a TestStart (text as --test-from TIME reads
+    it, on UTC's clock without an offset; a datetime, pandas Timestamp, numpy datetime64 or an int (numpy's too) of
+    ns since the epoch, read as time_range.time_ns reads them); anything else as given (a fraction, "test", a
+    TestStart: checked with the run's other numbers)."""
     from connectors.time_range import time_ns
 
+    whole = isinstance(test_from, int) and not isinstance(test_from, bool) \
+        or type(test_from).__module__ == "numpy" and type(test_from).__name__.startswith(("int", "uint"))
+    # (an int is no fraction in (0, 1): it is ns since the epoch, as time_range takes one)
     if isinstance(test_from, str) and looks_like_time(test_from) or isinstance(test_from, datetime) \
-            or type(test_from).__name__ == "datetime64":
+            or type(test_from).__name__ == "datetime64" or whole:
         return TestStart(time_ns(test_from, "test_from (--test-from)"))
     return test_from
 
