@@ -229,8 +229,8 @@ def _number_text_hint(value: Any) -> str:
 def _kind(obj: dict) -> str:
     kind = obj.get("kind")
     if left_out(kind):  # by the fields set (a DataFrame row's other kind's are nil or NaN), else by the keys sent
-        has_trade = _any_set(obj, ("price",))
-        has_quote = _any_set(obj, ("bid", "ask"))
+        has_trade = not left_out(obj.get("price"))  # (every wire tick without a kind comes here: no generator)
+        has_quote = not left_out(obj.get("bid")) or not left_out(obj.get("ask"))
         if not (has_trade or has_quote):  # (a trade whose price is nil is refused for that, not for its kind)
             has_trade, has_quote = "price" in obj, ("bid" in obj or "ask" in obj)
             if has_trade and has_quote:  # a DataFrame row with no price, bid nor ask: its kind's other fields tell

@@ -128,7 +128,7 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
     `test_from="test"` (the CLI's `--test-from test`) is the model's own test part: its checkpoint's split share,
     each stream it trained on cut where its test part starts (checkpoint_notes.own_test_part). An event time (a
     date or ISO 8601 text as `--test-from 2024-03-15` reads it, in UTC without an offset; a datetime, a pandas
-    Timestamp, a numpy datetime64; a TestStart) scores every stream from its first tick stamped then on.
+    Timestamp, a numpy datetime64, an int of ns; a TestStart) scores every stream from its first tick stamped then on.
     `note` is told, before the run, what a user should know about how the files are read (FileReplay.notes).
     `replaying` is called once the model is loaded and the files are opened, before the checkpoint is: a stop from
     then on is one at a batch boundary (before it, the CLI ends the run at once: nothing is on disk to keep).

@@ -49,9 +49,8 @@ def test_start_given(test_from: Any) -> Any:
     TestStart: checked with the run's other numbers)."""
     from connectors.time_range import time_ns
 
-    whole = isinstance(test_from, int) and not isinstance(test_from, bool) \
-        or type(test_from).__module__ == "numpy" and type(test_from).__name__.startswith(("int", "uint"))
-    # (an int is no fraction in (0, 1): it is ns since the epoch, as time_range takes one)
+    # an int (numpy's too: anything with __index__, as time_ns reads it) is no fraction in (0, 1): ns since the epoch
+    whole = not isinstance(test_from, bool) and hasattr(test_from, "__index__")
     if isinstance(test_from, str) and looks_like_time(test_from) or isinstance(test_from, datetime) \
             or type(test_from).__name__ == "datetime64" or whole:
         return TestStart(time_ns(test_from, "test_from (--test-from)"))
