@@ -5,6 +5,7 @@ each kind its own way. connectors/file_plan.py's `FilePlan` reads a file's rows 
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Sequence
@@ -286,7 +287,25 @@ def first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
     """The first non-empty value of a column (of date and time columns: joined by a space), as text (None: empty);
     with `pattern`, the first that matches it. A CSV line of one field among rows of several (a junk line, `oops`,
     which the read rejects: connectors/junk_lines.py) is passed over: its text would decide how a column is read."""
-    columns = (columns,) if isinstance(columns, str) else columns
+    columns = (columns,) if isinstance(columns, str) else tuple(columns)
+    names = tuple(names) if names is not None else None
+    try:
+        stat = path.stat()
+    except OSError:  # (the scan says what is wrong with it)
+        return _first_text(path, names, dialect, columns, pattern)
+    return _first_text_once(path, stat.st_size, stat.st_mtime_ns, names, dialect, columns, pattern)
+
+
+# A plan asks the same few columns' first values again and again (a small CSV's: 14 asks of 5 columns, each a
+# polars query); the file's size and mtime are in the key, so a file written again is read again
+@functools.lru_cache(maxsize=256)
+def _first_text_once(path: Path, _size: int, _mtime_ns: int, names: tuple[str, ...] | None, dialect: Dialect | None,
+                     columns: tuple[str, ...], pattern: str | None) -> str | None:
+    return _first_text(path, names, dialect, columns, pattern)
+
+
+def _first_text(path: Path, names: tuple[str, ...] | None, dialect: Dialect | None, columns: tuple[str, ...],
+                pattern: str | None) -> str | None:
     overrides = {c: pl.String for c in columns} if is_csv(path) else None
     text = pl.concat_str([pl.col(c).cast(pl.String).str.strip_chars() for c in columns], separator=" ")
     scan = scan_file(path, names, dialect, overrides)
