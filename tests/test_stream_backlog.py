@@ -54,3 +54,15 @@ def test_the_behind_line_says_where_the_backlog_waits() -> None:
     assert where_the_backlog_is(5000, 0, 0) == "nothing waits unread at the ingest socket"
     assert "the backlog is in the socket's small queue or the senders' own queues" in where_the_backlog_is(0, 0, 0)
     assert "not seen here" in where_the_backlog_is(0, None, None)
+
+
+def test_the_unread_backlog_reads_only_the_kernel_table_that_can_list_the_ingest_connections() -> None:
+    """Each read of /proc/net/tcp or tcp6 walks the host's whole TCP hash table (~4 ms of CPU a table on a 2-core
+    host, however few its sockets), and every heartbeat and `stats` read both: an IPv4 ingest address's
+    connections are all in tcp, an IPv6 one's in tcp6; a wildcard or a name may be in either; ipc:// has none."""
+    from engine.service.unread_ingest import PROC_TCP, PROC_TCP6, _tables, unread_bytes
+
+    assert _tables("tcp://127.0.0.1:5555") == (PROC_TCP,)
+    assert _tables("tcp://[::1]:5555") == (PROC_TCP6,)
+    assert _tables("tcp://*:5555") == _tables("tcp://localhost:5555") == (PROC_TCP, PROC_TCP6)
+    assert unread_bytes("ipc:///tmp/ingest") is None and unread_bytes("tcp://127.0.0.1:0x") is None

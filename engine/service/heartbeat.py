@@ -24,7 +24,7 @@ from engine.service.answer_freshness import STALE_QUERIES_SAID, AnswerFreshness
 from engine.service.reorder_window import ReorderWindow
 from engine.service.sharded import ShardedPipeline
 from engine.service.stream_refusals import StreamRefusals
-from engine.service.unread_ingest import tcp_port, unread_bytes
+from engine.service.unread_ingest import unread_bytes
 from engine.service.wire_protocol import WIRE_PROTOCOL
 
 BEHIND_WARNING_EVERY_S = 10.0
@@ -218,8 +218,7 @@ class Heartbeat:
         """What waits at the ingest socket before it is read (unread_ingest.py): `unread_bytes` in this host's
         kernel buffers, and `unread_messages`, those bytes at the mean size of the messages read so far (ZeroMQ's
         framing, 2 bytes a frame, included); None where it cannot be seen."""
-        port = tcp_port(self.endpoints.get("ingest", "")) if hasattr(self, "endpoints") else None
-        waiting = unread_bytes(port) if port is not None else None
+        waiting = unread_bytes(self.endpoints.get("ingest", "")) if hasattr(self, "endpoints") else None
         read = self.counters.get("ingest_messages", 0)
         per_message = (getattr(self, "ingest_bytes", 0) + 2 * read) / read if read else None
         messages = None if waiting is None else 0 if not waiting else \

@@ -25,7 +25,7 @@ from engine.service.placed_feeds import PlacedFeeds
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, REFUSED_HOLDER
 from engine.service.sharded import ShardedPipeline
 from engine.service.stream_refusals import StreamRefusals
-from engine.service.unread_ingest import tcp_port, unread_bytes
+from engine.service.unread_ingest import unread_bytes
 from engine.service.wire_protocol import TOKENIZED_MARKER
 from engine.quoting import quoted
 
@@ -172,7 +172,7 @@ class IngestReading(IngestHolding):
         how many were read."""
         read = 0
         ingest = [sock for name, sock in self._sockets.items() if name == "ingest" or name.startswith("feed")]
-        port = tcp_port(self.endpoints.get("ingest", ""))
+        endpoint = self.endpoints.get("ingest", "")
         while time.monotonic() < deadline:
             read += self._read_queued_ingest(deadline)
             settle_ms = max(0, min(PLACING_SETTLE_MS, int((deadline - time.monotonic()) * 1000)))
@@ -180,7 +180,7 @@ class IngestReading(IngestHolding):
                 continue
             # on a loaded host ZeroMQ's I/O thread may take longer than the settle to refill the queue: the kernel
             # says whether the ingest connections still hold bytes unread (unread_ingest.py; Linux, tcp://)
-            if port is None or not unread_bytes(port):
+            if not unread_bytes(endpoint):  # (None: not to be seen here)
                 break
         return read
 
