@@ -118,7 +118,7 @@ def test_two_shards_answer_rounds_and_bursts_as_one_engine_and_a_restart_on_anot
     directory copied half way, as a crash leaves it) rebuilds every stream on the shard it hashes to, and its seqs
     continue where the one-engine run left them, its answers alike; that sharded start on one engine's directory
     keeps the meta.json one engine wrote, its resolved scheduler.window included, and notes no change
-    (test_meta_json_of_a_sharded_data_directory_is_one_engines_window_included's other half).
+    (test_meta_json_of_a_sharded_data_directory_is_one_engines_...'s other half).
 
     Then, on the same two services, bursts: messages of several ticks per stream, taken faster than forwards run:
     each message is one tick group per stream, and a `batch` query answers at the end of each, on shards as on one
@@ -219,17 +219,37 @@ def assert_bursts_answered_alike(expected, got, messages, sent, placed, asked, f
     assert_same(expected, got)
 
 
-def test_meta_json_of_a_sharded_data_directory_is_one_engines_window_included(checkpoint, tmp_path, capsys) -> None:
+def test_meta_json_of_a_sharded_data_directory_is_one_engines_and_a_lookalike_of_a_known_stream_is_refused(
+        checkpoint, tmp_path, capsys) -> None:
     """A `--shards` front door recorded `scheduler.window: null` in meta.json (it holds no engine to resolve it),
     where one engine records the number it resolved (the model's 256 positions here): the shards say theirs, and
     meta.json is the same as one engine's, and one engine on the sharded directory notes no change. (A sharded
     start on one engine's directory keeps that number, where it was rewritten null, and notes no change: the
     2-shard restart of test_two_shards_answer_rounds_and_bursts_... checks it, a Ray worker start fewer.) One shard
-    (the front door records what its first shard says, whatever the count): each start costs Ray a worker process."""
+    (the front door records what its first shard says, whatever the count): each start costs Ray a worker process.
+
+    On the same sharded starts, review207: names NFKC folds to one another (`LOOK.A`, fullwidth `ＬＯＯＫ.A`) were
+    separate streams. Names are checked at the front door (its StreamEncoders, as one engine's): a lookalike of a
+    stream it holds is refused there, and after a restart from the tick log too, on whichever shard the stream
+    lives."""
     one = TickPipeline(config(checkpoint, tmp_path / "one", 1))  # (one engine: TickPipeline reads no shards)
     one.close()
-    two = ShardedPipeline(config(checkpoint, tmp_path / "two", 1))
-    two.close()
+    t0 = 1_700_000_000_000_000_000
+    for start in range(2):  # the sharded directory's first start, then a restart on it
+        front = ShardedPipeline(config(checkpoint, tmp_path / "two", 1))
+        try:
+            front.run_until_idle()  # (the start's restore in)
+            if start == 0:
+                assert front.ingest_message(encode([trade("LOOK.A", t0, 100.0, 1.0)])) == []
+            refused = front.ingest_message(encode([trade("\uff2c\uff2f\uff2f\uff2b.A", t0 + 1, 100.0, 1.0),
+                                                   trade("LOOK.A", t0 + 1 + start, 100.0, 1.0)]))
+            front.run_until_idle()
+            assert [(r["index"], r["reason"], r["stream"]) for r in refused] == [
+                (0, "bad_stream", "\uff2c\uff2f\uff2f\uff2b.A")], refused
+            assert 'prints like "LOOK.A", a stream this service knows already' in refused[0]["error"], refused
+            assert set(front.shard_of) == {"LOOK.A"} and front.rejected["bad_stream"] == 1
+        finally:
+            front.close()
     meta = lambda name: read_record(tmp_path / name / "meta.json")  # noqa: E731
     assert meta("one")["settings"]["scheduler.window"] == 256
     assert meta("two") == meta("one")
@@ -253,7 +273,12 @@ def wait_for(predicate, timeout_s: float = 60.0) -> None:
         time.sleep(0.1)
 
 
-def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
+def test_control_ops_reach_every_shard_and_a_killed_shard_is_restarted_and_rebuilt_with_no_tick_lost(
+        checkpoint, tmp_path) -> None:
+    """Control ops on 2 shards reach every shard; then, on the same service, a shard killed mid-feed is restarted
+    by Ray and rebuilt from the tick log: its streams answer again with continuous seqs and no accepted tick lost
+    (its own streams, K.*: the control ops' streams and queries stay, as a service's would). One service for both:
+    each 2-shard start costs Ray two worker processes."""
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
     ticks = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(200)
@@ -346,8 +371,102 @@ def test_control_ops_reach_every_shard(checkpoint, tmp_path) -> None:
         assert "flashtick_ticks_in_total 200" in metrics  # the gathered figures, scraped as from one engine
         assert re.search(r"^flashtick_shards_resident_memory_bytes \d+$", metrics, re.M), metrics
         assert len(re.findall(r"^flashtick_shard_resident_memory_bytes\{shard=", metrics, re.M)) == 2, metrics
+        control.call("unregister", name="gated")  # (the kill's feed answers dir and nll, as it did alone)
+        killed = killed_mid_feed(server, control)
+    assert_rebuilt_with_no_tick_lost(server.pipeline.links, 200, **killed)
     text = (tmp_path / "data" / "queries.yaml").read_text()
     assert "dir" in text and "vol" not in text
+
+
+KILLED = "K."  # the kill's streams: named apart from the control ops' (their topics and seqs their own)
+
+
+def killed_mid_feed(server, control) -> dict:
+    """600 ticks of streams K.* fed in parts of 10 to ``server`` (2 shards), the first shard killed half way (Ray
+    restarts it, the front door rebuilds it), every accepted tick's answer waited for; what
+    assert_rebuilt_with_no_tick_lost checks."""
+    ticks = [dataclasses.replace(t, stream=KILLED + t.stream)
+             for t in SyntheticMarket(SyntheticConfig(seed=7)).next_batch(600)]
+    sent: dict[str, int] = defaultdict(int)
+    with AnswerSubscriber(server.endpoints["answers"], [f"dir/{KILLED}"]) as sub, \
+            FeedClient(server.endpoints["ingest"]) as feeder:
+        sub.wait_ready()
+        victim = server.pipeline.links[0]
+        got: list[tuple[float, dict]] = []
+
+        def send(part) -> None:
+            for i in range(0, len(part), 10):
+                feeder.send(part[i : i + 10])
+                for t in part[i : i + 10]:
+                    sent[t.stream] += 1
+                while (m := sub.recv(timeout_s=0)) is not None:
+                    got.append((time.monotonic(), m[1]))
+                time.sleep(0.005)
+
+        send(ticks[:300])
+        victim_streams = set(victim.streams)  # (the control ops' streams on it too: its restore rebuilds them all)
+        killed_streams = {s for s in victim_streams if s.startswith(KILLED)}
+        assert killed_streams and len(killed_streams) < 4
+        wait_for(lambda: control.call("stats")["stats"]["scheduler"].get("jobs_done", 0) > 0)
+        done_before = control.call("stats")["stats"]["scheduler"]["jobs_done"]
+        killed_ns = time.time_ns()
+        pid = ray.get(victim.handle.__ray_call__.remote(lambda _: os.getpid()))
+        ray.kill(victim.handle, no_restart=False)  # mid-feed: Ray restarts it, the front door rebuilds it
+        # ray.kill is asynchronous: on a loaded machine the old process could still take every call below, so
+        # the rest is sent once it is gone (a call fails, or the restarted process answers)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if ray.get(victim.handle.__ray_call__.remote(lambda _: os.getpid()), timeout=5) != pid:
+                    break
+            except ray.exceptions.RayError:
+                break
+            time.sleep(0.05)
+        wait_for(lambda: control.call("health")["status"] == "degraded")  # an operator's probe sees the outage
+        send(ticks[300:])
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            last = {}
+            for _, a in got:
+                last[a["stream"]] = a["version"]
+            if last == dict(sent):
+                break
+            if (m := sub.recv(timeout_s=0.2)) is not None:
+                got.append((time.monotonic(), m[1]))
+    stats = control.call("stats")["stats"]
+    health = control.call("health")
+    wait_for(lambda: f'flashtick_shard_restarts_total{{shard="{victim.name}"}} 1' in urllib.request.urlopen(
+        server.endpoints["metrics"], timeout=5).read().decode())  # (the scraped figures: each heartbeat's)
+    metrics = urllib.request.urlopen(server.endpoints["metrics"], timeout=5).read().decode()
+    return {"got": got, "sent": sent, "stats": stats, "health": health, "metrics": metrics, "victim": victim,
+            "victim_streams": victim_streams, "killed_streams": killed_streams, "killed_ns": killed_ns,
+            "done_before": done_before}
+
+
+def assert_rebuilt_with_no_tick_lost(links, ticks_before: int, got, sent, stats, health, metrics, victim,
+                                     victim_streams, killed_streams, killed_ns, done_before) -> None:
+    assert health["status"] == "serving" and "shards_down" not in health
+    assert all(f'flashtick_shard_serving{{shard="{link.name}"}} 1' in metrics for link in links)
+    assert stats["ticks_in"] == ticks_before + 600 and stats["rejected"] == {}
+    assert stats["scheduler"]["jobs_done"] >= done_before  # the dead actor's counts are kept: totals never fall
+    assert victim.restarts == 1 and all(link.restarts == 0 for link in links[1:])
+    last = {a["stream"]: a["version"] for _, a in got}
+    assert last == dict(sent)  # every accepted tick computed, on both shards: none lost with the shard
+    seqs = defaultdict(list)
+    for _, a in got:
+        seqs[a["topic"]].append(a["seq"])
+    for topic, numbers in seqs.items():  # gapless and never repeated across the kill
+        assert numbers == list(range(numbers[0], numbers[0] + len(numbers))), topic
+    restore = victim.restores[-1]
+    assert restore["streams"] == len(victim_streams) and restore["started_ns"] > killed_ns
+    others = [a for _, a in got if a["stream"] not in killed_streams]
+    # the other shard went on (answered after the kill; whether before the victim's restore began is a race: a
+    # restore can start within milliseconds of the kill, before the other shard's next answer)
+    assert any(a["answer_ts"] > killed_ns for a in others)
+    back = min(a["answer_ts"] for _, a in got if a["stream"] in killed_streams
+               and a["answer_ts"] > restore["started_ns"])
+    print(f"\nthe killed shard's streams answered again {(back - killed_ns) / 1e9:.2f} s after ray.kill "
+          f"(its restore: {restore['items']} logged items, {restore['s']:.3f} s)")
 
 
 def test_an_ask_a_shard_holds_no_session_for_is_answered_as_one_engine_answers_it(checkpoint, tmp_path) -> None:
@@ -400,7 +519,12 @@ def test_a_stream_its_shard_expires_in_the_call_that_brought_its_ticks_is_forgot
     (idleness counts from when the front door accepted them). The front door took the stream for one that "sent
     data since" (ShardLink.call_streams still named the call it had just finished) and kept it for good: `streams`
     listed it, and a KV pool that admits one stream (when_full: refuse) turned a new stream away while the shard
-    held none. As on one engine, the stream is forgotten and the new one taken."""
+    held none. As on one engine, the stream is forgotten and the new one taken.
+
+    And the front door refuses a new stream past its shard's limits with the check one engine's scheduler makes
+    (scheduler.new_stream_problem), in the same words: here when_full: refuse and a pool of one window, the new
+    stream held (test_a_lowered_max_streams_... checks scheduler.max_streams). One shard start for both: each costs
+    Ray a worker process."""
     idle_s = 1.0
     cfg = config(checkpoint, tmp_path / "data", 1, None, kv={"cells": 17 * 16, "block_size": 16},
                  scheduler={"max_batch_tokens": 64, "when_full": "refuse", "stream_idle_s": idle_s})
@@ -418,110 +542,18 @@ def test_a_stream_its_shard_expires_in_the_call_that_brought_its_ticks_is_forgot
         assert front.ingest_message(encode([trade("NEW", t0 + 10, 50.0, 1.0, "buy")])) == []
         front.run_until_idle()
         assert set(shard_sessions(front)) == {"NEW"} and set(front.shard_of) == {"NEW"}
+        said_sharded = refusal_of_a_new_stream(front, "B", t0 + 11)
     finally:
         front.close()
-
-
-def test_the_front_door_refuses_a_lookalike_of_a_known_stream_as_one_engine_does_and_after_a_restart(
-        checkpoint, tmp_path) -> None:
-    """review207: names NFKC folds to one another (`LOOK.A`, fullwidth `ＬＯＯＫ.A`) were separate streams. Names are
-    checked at the front door (its StreamEncoders, as one engine's): a lookalike of a stream it holds is refused
-    there, and after a restart from the tick log too, on whichever shard the stream lives."""
-    t0 = 1_700_000_000_000_000_000
-    for start in range(2):
-        front = ShardedPipeline(config(checkpoint, tmp_path / "data", 1))
-        try:
-            front.run_until_idle()  # (the start's restore in)
-            if start == 0:
-                assert front.ingest_message(encode([trade("LOOK.A", t0, 100.0, 1.0)])) == []
-            refused = front.ingest_message(encode([trade("\uff2c\uff2f\uff2f\uff2b.A", t0 + 1, 100.0, 1.0),
-                                                   trade("LOOK.A", t0 + 1 + start, 100.0, 1.0)]))
-            front.run_until_idle()
-            assert [(r["index"], r["reason"], r["stream"]) for r in refused] == [
-                (0, "bad_stream", "\uff2c\uff2f\uff2f\uff2b.A")], refused
-            assert 'prints like "LOOK.A", a stream this service knows already' in refused[0]["error"], refused
-            assert set(front.shard_of) == {"LOOK.A"} and front.rejected["bad_stream"] == 1
-        finally:
-            front.close()
-
-
-def test_a_killed_shard_is_restarted_and_rebuilt_with_no_tick_lost(checkpoint, tmp_path) -> None:
-    queries = tmp_path / "q.yaml"
-    queries.write_text(QUERIES)
-    cfg = served(checkpoint, tmp_path, 2, queries)
-    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(600)
-    sent: dict[str, int] = defaultdict(int)
-    with serving(cfg) as server, AnswerSubscriber(server.endpoints["answers"], ["dir/"]) as sub, \
-            FeedClient(server.endpoints["ingest"]) as feeder, ControlClient(server.endpoints["control"]) as control:
-        sub.wait_ready()
-        victim = server.pipeline.links[0]
-        got: list[tuple[float, dict]] = []
-
-        def send(part) -> None:
-            for i in range(0, len(part), 10):
-                feeder.send(part[i : i + 10])
-                for t in part[i : i + 10]:
-                    sent[t.stream] += 1
-                while (m := sub.recv(timeout_s=0)) is not None:
-                    got.append((time.monotonic(), m[1]))
-                time.sleep(0.005)
-
-        send(ticks[:300])
-        victim_streams = set(victim.streams)
-        assert victim_streams and len(victim_streams) < 4
-        wait_for(lambda: control.call("stats")["stats"]["scheduler"].get("jobs_done", 0) > 0)
-        done_before = control.call("stats")["stats"]["scheduler"]["jobs_done"]
-        killed_ns = time.time_ns()
-        pid = ray.get(victim.handle.__ray_call__.remote(lambda _: os.getpid()))
-        ray.kill(victim.handle, no_restart=False)  # mid-feed: Ray restarts it, the front door rebuilds it
-        # ray.kill is asynchronous: on a loaded machine the old process could still take every call below, so
-        # the rest is sent once it is gone (a call fails, or the restarted process answers)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if ray.get(victim.handle.__ray_call__.remote(lambda _: os.getpid()), timeout=5) != pid:
-                    break
-            except ray.exceptions.RayError:
-                break
-            time.sleep(0.05)
-        wait_for(lambda: control.call("health")["status"] == "degraded")  # an operator's probe sees the outage
-        send(ticks[300:])
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            last = {}
-            for _, a in got:
-                last[a["stream"]] = a["version"]
-            if last == dict(sent):
-                break
-            if (m := sub.recv(timeout_s=0.2)) is not None:
-                got.append((time.monotonic(), m[1]))
-        stats = control.call("stats")["stats"]
-        health = control.call("health")
-        wait_for(lambda: f'flashtick_shard_restarts_total{{shard="{victim.name}"}} 1' in urllib.request.urlopen(
-            server.endpoints["metrics"], timeout=5).read().decode())  # (the scraped figures: each heartbeat's)
-        metrics = urllib.request.urlopen(server.endpoints["metrics"], timeout=5).read().decode()
-    assert health["status"] == "serving" and "shards_down" not in health
-    assert all(f'flashtick_shard_serving{{shard="{link.name}"}} 1' in metrics for link in server.pipeline.links)
-    assert stats["ticks_in"] == 600 and stats["rejected"] == {}
-    assert stats["scheduler"]["jobs_done"] >= done_before  # the dead actor's counts are kept: totals never fall
-    assert victim.restarts == 1 and all(link.restarts == 0 for link in server.pipeline.links[1:])
-    last = {a["stream"]: a["version"] for _, a in got}
-    assert last == dict(sent)  # every accepted tick computed, on both shards: none lost with the shard
-    seqs = defaultdict(list)
-    for _, a in got:
-        seqs[a["topic"]].append(a["seq"])
-    for topic, numbers in seqs.items():  # gapless and never repeated across the kill
-        assert numbers == list(range(numbers[0], numbers[0] + len(numbers))), topic
-    restore = victim.restores[-1]
-    assert restore["streams"] == len(victim_streams) and restore["started_ns"] > killed_ns
-    others = [a for _, a in got if a["stream"] not in victim_streams]
-    # the other shard went on (answered after the kill; whether before the victim's restore began is a race: a
-    # restore can start within milliseconds of the kill, before the other shard's next answer)
-    assert any(a["answer_ts"] > killed_ns for a in others)
-    back = min(a["answer_ts"] for _, a in got if a["stream"] in victim_streams
-               and a["answer_ts"] > restore["started_ns"])
-    print(f"\nthe killed shard's streams answered again {(back - killed_ns) / 1e9:.2f} s after ray.kill "
-          f"(its restore: {restore['items']} logged items, {restore['s']:.3f} s)")
+    alone = TickPipeline(dataclasses.replace(cfg, shards=dataclasses.replace(cfg.shards, count=0)))
+    try:
+        alone.run_until_idle()
+        assert alone.ingest_message(encode([trade("NEW", t0 + 10, 50.0, 1.0, "buy")])) == []
+        alone.run_until_idle()
+        said_alone = refusal_of_a_new_stream(alone, "B", t0 + 11)
+    finally:
+        alone.close()
+    assert_refused_in_the_same_words(said_alone, said_sharded, "B", "the KV pool holds 1 streams of")
 
 
 def test_an_ask_its_lost_shard_never_answered_says_shard_lost_and_sent_again_is_answered(checkpoint, tmp_path) -> None:
@@ -1045,7 +1077,11 @@ def test_a_lowered_max_streams_admits_the_same_streams_on_one_engine_and_on_a_sh
     streams. One engine admits in log order, each expiry freeing its slot where the log has it; the front door
     dropped an expired stream's items before any shard saw them, so a shard admitted the streams still held at the
     end as if the expired one had never held a slot: here B (refused by one engine while A held the slot) and not C
-    (logged after A's expiry). The front door now admits in log order as one engine does."""
+    (logged after A's expiry). The front door now admits in log order as one engine does.
+
+    And, the limit reached, the front door refuses a new stream (D) with the check one engine's scheduler makes
+    (scheduler.new_stream_problem), in the same words (test_a_stream_its_shard_expires_... checks when_full: refuse).
+    Each shard start costs Ray a worker process: the restarts here make the check."""
     cfg = config(checkpoint, tmp_path / "data", 1, scheduler={"stream_idle_s": 1.0})
     live = TickPipeline(dataclasses.replace(cfg, shards=dataclasses.replace(cfg.shards, count=0)))
     base = 1_700_000_000_000_000_000
@@ -1071,8 +1107,12 @@ def test_a_lowered_max_streams_admits_the_same_streams_on_one_engine_and_on_a_sh
     lowered = dataclasses.replace(cfg, scheduler=dataclasses.replace(cfg.scheduler, max_streams=1,
                                                                      stream_idle_s=3600.0))
     one = TickPipeline(dataclasses.replace(lowered, shards=dataclasses.replace(lowered.shards, count=0)))
-    engine_holds = set(one.engine.scheduler.streams)
-    one.close()
+    try:
+        engine_holds = set(one.engine.scheduler.streams)
+        one.run_until_idle()
+        said_alone = refusal_of_a_new_stream(one, "D", base + 100 * 1_000_000)
+    finally:
+        one.close()
     sharded = ShardedPipeline(lowered)
     try:
         wait_for(lambda: sharded.step() is not None and not any(link.lost for link in sharded.links), 120)
@@ -1080,11 +1120,14 @@ def test_a_lowered_max_streams_admits_the_same_streams_on_one_engine_and_on_a_sh
         shards_hold = set(shard_sessions(sharded))
         assert set(sharded.shard_of) == shards_hold
         refused = set(sharded.take_turned_away())
+        said_sharded = refusal_of_a_new_stream(sharded, "D", base + 100 * 1_000_000)
     finally:
         sharded.close()
     # A held, B refused, C refused; or with A's expiry, C admitted in the slot it freed (the shard held B)
     assert engine_holds == shards_hold == ({"C"} if expired else {"A"}), (engine_holds, shards_hold)
     assert refused == {"B"} if expired else {"B", "C"}, refused
+    assert_refused_in_the_same_words(said_alone, said_sharded, "D",
+                                     "1 streams are held, the limit (scheduler.max_streams)")
 
 
 def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_refused_on_shards(checkpoint, tmp_path) -> None:
@@ -1122,28 +1165,15 @@ def test_a_stream_refused_at_a_restart_then_expired_in_the_log_reads_refused_on_
     assert every["refused_at_start"]["streams"] == 1 and list(every["refused"]) == [late], every
 
 
-@pytest.mark.parametrize("limit", ["max_streams", "refuse"])
-def test_the_front_door_refuses_a_new_stream_as_one_engine_does_in_the_same_words(checkpoint, tmp_path,
-                                                                                   limit) -> None:
-    """The front door refuses a new stream past its shard's limits with the check one engine's scheduler makes
-    (scheduler.new_stream_problem): past scheduler.max_streams, and under when_full: refuse a pool of one window."""
-    one_window = {"cells": 17 * 16, "block_size": 16}  # (a 256-position model: one stream's window and a block)
-    limits = ({"scheduler": {"max_batch_tokens": 64, "max_streams": 1}} if limit == "max_streams" else
-              {"scheduler": {"max_batch_tokens": 64, "when_full": "refuse"}, "kv": one_window})
-    t0 = 1_700_000_000_000_000_000
-    said = {}
-    for shards in (0, 1):
-        cfg = config(checkpoint, tmp_path / f"data{shards}", shards, **limits)
-        pipeline = ShardedPipeline(cfg) if shards else TickPipeline(cfg)
-        try:
-            pipeline.run_until_idle()
-            assert pipeline.ingest_message(encode([trade("A", t0, 100.0, 1.0, "buy")])) == []
-            pipeline.run_until_idle()
-            refused = pipeline.ingest_message(encode([trade("B", t0 + 1, 100.0, 1.0, "buy")]))
-            said[shards] = [(r["reason"], r["stream"], r["error"]) for r in refused]
-        finally:
-            pipeline.close()
-    wanted = ("1 streams are held, the limit (scheduler.max_streams)" if limit == "max_streams" else
-              "the KV pool holds 1 streams of")
-    assert said[0] == said[1] and len(said[0]) == 1 and said[0][0][:2] == ("stream_refused", "B"), said
-    assert said[0][0][2].startswith("stream_refused: stream \"B\" refused: " + wanted), said
+def refusal_of_a_new_stream(pipeline, stream: str, ts: int) -> list[tuple[str, str, str]]:
+    """What ``pipeline``, holding as many streams as its limits admit, says to a tick of ``stream``, new to it: each
+    rejection's reason, stream and error."""
+    refused = pipeline.ingest_message(encode([trade(stream, ts, 100.0, 1.0, "buy")]))
+    return [(r["reason"], r["stream"], r["error"]) for r in refused]
+
+
+def assert_refused_in_the_same_words(said_alone: list, said_sharded: list, stream: str, wanted: str) -> None:
+    """One engine and the front door refused ``stream`` alike, with the words of the limit ``wanted`` names."""
+    assert said_alone == said_sharded and len(said_alone) == 1, (said_alone, said_sharded)
+    assert said_alone[0][:2] == ("stream_refused", stream), said_alone
+    assert said_alone[0][2].startswith(f"stream_refused: stream \"{stream}\" refused: " + wanted), said_alone
