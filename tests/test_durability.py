@@ -571,7 +571,9 @@ def _run_live_backlog(checkpoint: Path, tmp_path: Path) -> LiveBacklog:
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES + "  - {name: d10, streams: ['*'], question: direction_20, kind: choice, "
                                  "trigger: {ticks: 10}}\n")
-    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(800)  # 4 streams, rolls past 256 positions
+    # 4 streams, rolls past 256 positions; 33 later messages after the burst (100 of them, 800 ticks in all, went
+    # through the same paths: each restart case fed them one at a time after its tail, as the live run did)
+    ticks = SyntheticMarket(SyntheticConfig(seed=7)).next_batch(600)
     messages = [ticks[i : i + 3] for i in range(0, 501, 3)]
     live = TickPipeline(config(checkpoint, tmp_path / "data", queries))
     for message in messages[:30]:
@@ -583,10 +585,11 @@ def _run_live_backlog(checkpoint: Path, tmp_path: Path) -> LiveBacklog:
     uninterrupted = live.run_until_idle()
     held = sessions(live)
     after = []
-    for message in [ticks[i : i + 3] for i in range(501, 800, 3)]:
+    for message in [ticks[i : i + 3] for i in range(501, 600, 3)]:
         assert live.ingest_message(encode(message)) == []
         after.append((encode(message), live.run_until_idle()))
     at_end = sessions(live)
+    assert live.engine.scheduler.stats.rolls > 0  # (the sessions the restarts rebuild rolled)
     live.close()
     return LiveBacklog(checkpoint, at_death, sum(map(len, messages[30:])), uninterrupted, held, after, at_end)
 
