@@ -19,7 +19,7 @@ from engine.service.cli import main
 from test_stream_selection import TINY
 
 SPREAD = "CLZ4-CLF5"
-ROWS = 600
+ROWS = 340  # (each row of both streams is a tick the backtests that run the model take: few after the dip will do)
 DIPS = range(250, 330)  # the rows where the spread trades at or below zero
 
 
@@ -79,7 +79,7 @@ def test_evaluate_and_train_refuse_it_and_train_writes_no_checkpoint(spread, tmp
 def test_a_time_range_decides_by_the_rows_it_reads(spread, tmp_path, capsys) -> None:
     """The plan's prices are the whole file's: with --from/--to the rows read decide (the refusal after the
     replay, before any label), so a range before the dip runs and one across it is refused."""
-    before = ["--from", "2024-11-12T15:00:00Z", "--to", "2024-11-12T15:04:00Z"]
+    before = ["--from", "2024-11-12T15:02:00Z", "--to", "2024-11-12T15:04:00Z"]  # rows 120-240: the model runs
     assert main(["backtest", str(spread), "--out", str(tmp_path / "a.parquet"), "--quiet", *before]) == 0
     assert "0 rejected" in capsys.readouterr().out
     across = ["--from", "2024-11-12T15:03:00Z", "--to", "2024-11-12T15:07:00Z"]
