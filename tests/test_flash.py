@@ -110,7 +110,7 @@ def assert_same_answer(flash: dict, stateless: dict) -> None:
             assert flash.get("model_expected", flash["expected"]) == pytest.approx(stateless["expected"], abs=1e-4)
 
 
-def test_every_answer_kind_equals_stateless_evaluation(checkpoint) -> None:
+def test_every_answer_kind_equals_stateless_evaluation_and_per_topic_sequence_numbers_increase(checkpoint) -> None:
     pipeline, seen = run_pipeline(checkpoint, cells=8192)
     hf = LlamaForCausalLM.from_pretrained(checkpoint).eval()
     kinds = {pipeline.registry.get(a.query).kind for a, _ in seen}
@@ -118,17 +118,19 @@ def test_every_answer_kind_equals_stateless_evaluation(checkpoint) -> None:
     rng = random.Random(0)
     for answer, tokens in rng.sample(seen, 40) + [s for s in seen if s[0].query == "gen"][:3]:
         assert_same_answer(answer.value, stateless_answer(hf, pipeline, answer, tokens))
-
-
-def test_per_topic_sequence_numbers_increase(checkpoint) -> None:
-    _, seen = run_pipeline(checkpoint, cells=8192, ticks=80)
+    # the same run's answers, every topic's (a run of its first 80 ticks, once a test of its own, is a prefix of it)
     last: dict[str, int] = {}
     for answer, _ in seen:
         assert answer.seq == last.get(answer.topic, 0) + 1
         last[answer.topic] = answer.seq
 
 
-def test_small_pool_evicts_rebuilds_and_answers_like_an_unconstrained_run(checkpoint) -> None:
+def test_a_small_pool_evicts_rebuilds_and_answers_like_an_unconstrained_run_and_so_does_a_flood_of_asks(
+        checkpoint) -> None:
+    """A small pool's run against an unconstrained one on the same feed: first the answers it published while it
+    evicted and rebuilt, then a flood of asks on its streams, most of them evicted when the asks arrive (asks on
+    them must make room, and rebuild, while asks on resident sessions need none). Both runs are built once for
+    the two checks (each was a test of its own, building both)."""
     # 4 streams of ~300 tokens each against a pool of 40 blocks of 16 cells
     small, small_seen = run_pipeline(checkpoint, cells=640, ticks=300)
     big, big_seen = run_pipeline(checkpoint, cells=8192, ticks=300)
@@ -148,12 +150,7 @@ def test_small_pool_evicts_rebuilds_and_answers_like_an_unconstrained_run(checkp
     for answer, unconstrained in common:
         assert_same_answer(answer.value, model_part(unconstrained))
 
-
-def test_a_flood_of_asks_on_evicted_streams_is_answered_like_an_unconstrained_run(checkpoint) -> None:
-    # 300 ticks over 4 streams against 40 blocks: most sessions are evicted when the asks arrive, so asks
-    # on them must make room (and rebuild), while asks on resident sessions need none
-    small, _ = run_pipeline(checkpoint, cells=640, ticks=300)
-    big, _ = run_pipeline(checkpoint, cells=8192, ticks=300)
+    # the flood: 300 ticks over 4 streams against 40 blocks
     spec = small.registry.get("dir")
     answers = {}
     for name, pipeline in (("small", small), ("big", big)):
