@@ -63,15 +63,15 @@ def ident(t: Tick) -> tuple:
     return t.ts, t.stream, t.bid if t.kind == "quote" else t.price
 
 
-@pytest.mark.parametrize("chunk_rows", [1, 2, 4096])
-def test_merge_is_time_ordered_and_ties_keep_file_then_row_order(two_files, chunk_rows: int) -> None:
+def test_merge_is_time_ordered_and_ties_keep_file_then_row_order(two_files) -> None:
     paths, expected = two_files
-    replay = FileReplay(paths, chunk_rows=chunk_rows)
-    got = drain(replay, batch=3)
-    assert [ident(t) for t in got] == [(ts, s, v) for ts, _, _, s, v in expected]
-    assert got[0].ts == T0 and got[0].kind == "quote" and got[1].kind == "trade"  # tie: file 0 before file 1
-    assert replay.done and replay.emitted == 10 and not replay.rejected
-    assert got == list(replay_ticks(paths, chunk_rows=chunk_rows))
+    for chunk_rows in (1, 2, 4096):  # (one pair of files for every chunk size)
+        replay = FileReplay(paths, chunk_rows=chunk_rows)
+        got = drain(replay, batch=3)
+        assert [ident(t) for t in got] == [(ts, s, v) for ts, _, _, s, v in expected], chunk_rows
+        assert got[0].ts == T0 and got[0].kind == "quote" and got[1].kind == "trade"  # tie: file 0 before file 1
+        assert replay.done and replay.emitted == 10 and not replay.rejected
+        assert got == list(replay_ticks(paths, chunk_rows=chunk_rows))
 
 
 @settings(max_examples=25, deadline=None)
@@ -296,19 +296,19 @@ def test_ticks_left_out_are_passed_over_at_once_never_paced(tmp_path: Path) -> N
     assert replay.emitted == 63 and replay.pace() is None
 
 
-@pytest.mark.parametrize("cut", [0, 1, 4, 5, 6, 9, 10])
-def test_file_snapshot_resumes_with_no_gap_and_no_duplicate(two_files, cut: int) -> None:
+def test_file_snapshot_resumes_with_no_gap_and_no_duplicate(two_files) -> None:
     paths, _ = two_files
-    full = drain(FileReplay(paths, chunk_rows=2))
-    first = FileReplay(paths, chunk_rows=2)
-    head: list[Tick] = []
-    while len(head) < cut:
-        head += first.next_batch(min(3, cut - len(head)))
-    snap = json.loads(json.dumps(first.snapshot()))  # must survive a JSON round trip
-    resumed = FileReplay(paths, chunk_rows=2)
-    resumed.restore(snap)
-    assert head + drain(resumed) == full
-    assert resumed.done == (cut == len(full) or resumed.emitted == len(full))
+    full = drain(FileReplay(paths, chunk_rows=2))  # (read once for every cut)
+    for cut in (0, 1, 4, 5, 6, 9, 10):
+        first = FileReplay(paths, chunk_rows=2)
+        head: list[Tick] = []
+        while len(head) < cut:
+            head += first.next_batch(min(3, cut - len(head)))
+        snap = json.loads(json.dumps(first.snapshot()))  # must survive a JSON round trip
+        resumed = FileReplay(paths, chunk_rows=2)
+        resumed.restore(snap)
+        assert head + drain(resumed) == full, cut
+        assert resumed.done == (cut == len(full) or resumed.emitted == len(full))
 
 
 def test_restore_rejects_foreign_or_impossible_snapshots(two_files) -> None:
