@@ -16,7 +16,7 @@ import pytest
 
 from engine.quoting import quoted
 
-from conftest import drain, engine_dir
+from conftest import drain, shared_tiny_tick_checkpoint
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from engine.service.cli import main
@@ -24,6 +24,16 @@ from engine.service.cli import main
 UTC, NEW_YORK, CHICAGO = timezone.utc, ZoneInfo("America/New_York"), ZoneInfo("America/Chicago")
 OPEN_NS = (9 * 3600 + 30 * 60) * 10**9  # 09:30 after midnight, in ns
 QUERIES = "queries:\n  - {name: dir5, streams: ['*'], question: direction_5, kind: choice, trigger: {ticks: 5}}\n"
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory) -> Path:
+    """engine.yaml (the tiny tick model, built once a worker: the backtests here only read it) and q.yaml."""
+    root = tmp_path_factory.mktemp("engine")
+    checkpoint = shared_tiny_tick_checkpoint(tmp_path_factory)
+    (root / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n")
+    (root / "q.yaml").write_text(QUERIES)
+    return root
 
 
 def equity_rows(n: int = 40, days: tuple[int, ...] = (20240603, 20240604)) -> pl.DataFrame:
@@ -66,8 +76,8 @@ def test_an_integer_trade_date_is_joined_to_the_time_of_day_beside_it_never_read
     assert "1970" not in said.replace("every tick would fall in 1970", "")
 
 
-def test_the_backtest_of_a_trade_date_and_ns_file_answers_at_the_real_times(tmp_path: Path, capsys) -> None:
-    engine = engine_dir(tmp_path / "engine", QUERIES)
+def test_the_backtest_of_a_trade_date_and_ns_file_answers_at_the_real_times(engine: Path, tmp_path: Path,
+                                                                            capsys) -> None:
     path = write(equity_rows(), tmp_path / "eq_small.csv")
     out = tmp_path / "bt.parquet"
     assert main(["backtest", str(path), "--queries", str(engine / "q.yaml"), "--config", str(engine / "engine.yaml"),
@@ -81,7 +91,7 @@ def test_the_backtest_of_a_trade_date_and_ns_file_answers_at_the_real_times(tmp_
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_a_trade_date_with_no_time_of_day_beside_it_is_refused_naming_the_map_that_reads_it(
-        tmp_path: Path, suffix: str, capsys) -> None:
+        engine: Path, tmp_path: Path, suffix: str, capsys) -> None:
     rows = equity_rows().select("trade_date", "sym", "px", "qty")
     path = write(rows, tmp_path / f"dates{suffix}")
     with pytest.raises(ValueError) as refused:
@@ -90,7 +100,6 @@ def test_a_trade_date_with_no_time_of_day_beside_it_is_refused_naming_the_map_th
     assert 'column "trade_date" holds dates (YYYYMMDD, 20240603 first), not a time since the epoch' in said
     assert "--columns ts=trade_date+TIME --ts-unit ns_after_midnight" in said
     assert "--ts-unit datetime --ts-format %Y%m%d" in said  # a date alone: a row a day
-    engine = engine_dir(tmp_path / "engine", QUERIES)
     assert main(["backtest", str(path), "--queries", str(engine / "q.yaml"), "--config", str(engine / "engine.yaml"),
                  "--out", str(tmp_path / "bt.parquet"), "--quiet"]) == 2
     assert "--columns ts=trade_date+TIME --ts-unit ns_after_midnight" in capsys.readouterr().err

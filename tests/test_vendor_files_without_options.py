@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import drain, ns, tiny_tick_checkpoint
+from conftest import drain, ns, shared_tiny_tick_checkpoint
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from connectors.ticks import Tick
@@ -368,8 +368,8 @@ def test_european_decimal_commas_and_signed_sides(tmp_path: Path) -> None:
     assert us.ts == ns("2024-06-03T09:30:00+00:00")
 
 
-def test_cli_backtest_of_binance_public_files_as_downloaded(tmp_path: Path, capsys) -> None:
-    checkpoint = tiny_tick_checkpoint(tmp_path / "model")
+def test_cli_backtest_of_binance_public_files_as_downloaded(tmp_path: Path, tmp_path_factory, capsys) -> None:
+    checkpoint = shared_tiny_tick_checkpoint(tmp_path_factory)  # (built once a worker: the backtest only reads it)
     (tmp_path / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 4096, block_size: 16}}\n")
     (tmp_path / "q.yaml").write_text(QUERIES)
     eth = binance_trades(tmp_path / "ETHUSDT-trades-2024-01-02.csv", T0 * 1000, 37, 2352.61)
