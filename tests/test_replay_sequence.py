@@ -183,7 +183,7 @@ def test_a_checkpoint_records_the_sequence_column_it_was_trained_with_and_evalua
                     "--sequence: the order of ticks of equal times read otherwise") in err
         assert (taken, mismatch) == (name == "as trained", name == "file order"), err
     assert scores["as trained"] == scores["given"] and scores["file order"] != scores["given"]
-    backtest = ["backtest", str(path), "--model", str(out), "--max-ticks", "200", "--quiet", "--threads", "1"]
+    backtest = ["backtest", str(path), "--model", str(out), "--max-ticks", "20", "--quiet", "--threads", "1"]
     assert main([*backtest, "--out", str(tmp_path / "a.parquet"), "--no-sequence"]) == 0
     assert ("flashtick backtest: note: this model was trained on files read with --sequence seq; these files are "
             "read with no --sequence: the order of ticks of equal times") in capsys.readouterr().err

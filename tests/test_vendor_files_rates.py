@@ -374,11 +374,11 @@ def test_a_checkpoint_records_the_price_offset_it_was_trained_with_and_evaluate_
             "--price-offset 30: prices read otherwise") in capsys.readouterr().err
     # a backtest of the training file reads it as trained; another offset given is said as a mismatch
     assert main(["backtest", str(path), "--model", str(out), "--out", str(tmp_path / "a.parquet"),
-                 "--max-ticks", "200"]) == 0
+                 "--max-ticks", "20"]) == 0
     err = capsys.readouterr().err
     assert "flashtick backtest: note: reading the files with --price-offset CLK0=50, as this model was trained" in err
     assert "trained on files read with" not in err
     assert main(["backtest", str(path), "--model", str(out), "--out", str(tmp_path / "b.parquet"),
-                 "--max-ticks", "200", "--price-offset", "30"]) == 0
+                 "--max-ticks", "20", "--price-offset", "30"]) == 0
     assert ("flashtick backtest: note: this model was trained on files read with --price-offset CLK0=50; these "
             "files are read with --price-offset 30") in capsys.readouterr().err
