@@ -129,15 +129,15 @@ def test_moves_inside_messages_are_answered_through_context_rolls(root: Path) ->
 def test_an_interrupted_backtest_resumed_gives_the_uninterrupted_answers(root: Path) -> None:
     """The references are rebuilt with the sessions: the resumed run fires where the uninterrupted one did."""
     config = ServiceConfig.load(root / "engine.yaml")
-    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(1200)
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(900)  # (over 20 moves of 3 bps past the first ticks)
     pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "synthetic.parquet")
     args = (config, [root / "synthetic.parquet"], root / "q3.yaml")
     run_backtest(*args, root / "whole.parquet", progress=False)
     polls = iter(range(10**9))
     with pytest.raises(BacktestInterrupted):
-        run_backtest(*args, root / "cut.parquet", progress=False, stop=lambda: next(polls) >= 150)
+        run_backtest(*args, root / "cut.parquet", progress=False, stop=lambda: next(polls) >= 112)
     kept = json.loads((root / "cut.parquet.parts" / "progress.json").read_text())
-    assert 0 < kept["consumed"] < 1200 and kept["answers"] > 0
+    assert 0 < kept["consumed"] < 900 and kept["answers"] > 0
     report = run_backtest(*args, root / "cut.parquet", progress=False, resume=True)
     assert report.resumed_at == kept["consumed"]
     whole = pl.read_parquet(root / "whole.parquet")
@@ -215,7 +215,7 @@ def test_a_restart_owes_the_moves_of_a_burst_and_fires_after_it_as_the_live_run(
     recovered.close()
 
 
-@pytest.mark.parametrize(("expired", "answered"), [(False, 400), (True, 400), (True, 200)],
+@pytest.mark.parametrize(("expired", "answered"), [(False, 240), (True, 240), (True, 120)],
                          ids=["forgotten, answered after", "expired, answered after", "expired, a burst after"])
 def test_a_restart_past_an_expiry_takes_the_reference_of_the_streams_new_life(root: Path, tmp_path: Path,
                                                                              expired: bool, answered: int) -> None:
@@ -223,16 +223,17 @@ def test_a_restart_past_an_expiry_takes_the_reference_of_the_streams_new_life(ro
     counts and references kept), then fed again, and a burst left unanswered: the restart's replay passes the
     forget or expiry as the live run did (a forget's references go; an anchor of the new life is told apart by its
     time), so the owed answers and the moves after the restart are the live run's."""
-    ticks = SyntheticMarket(SyntheticConfig(seed=11)).next_batch(700)
+    # 75 ticks a stream until the stop (the forget or expiry after 30), 30 after the restart
+    ticks = SyntheticMarket(SyntheticConfig(seed=11)).next_batch(420)
     live = TickPipeline(logged_config(root, tmp_path / "data", stream_idle_s=0.05))
     answers = []
-    for i in range(0, 500, 5):
-        if i == 200 and expired:  # (a wall-clock idle: waited for, never timed)
+    for i in range(0, 300, 5):
+        if i == 120 and expired:  # (a wall-clock idle: waited for, never timed)
             gone: list[str] = []
             wait_for(lambda: gone.extend(live.expire_idle()) or len(gone) == 4)
-        elif i == 200:
+        elif i == 120:
             live.forget_stream("SYN.A")
-        if i == 200:
+        if i == 120:
             before = len(answers)
         assert live.ingest_message(encode(ticks[i : i + 5])) == []
         if i < answered:
@@ -249,7 +250,7 @@ def test_a_restart_past_an_expiry_takes_the_reference_of_the_streams_new_life(ro
     key = lambda a: (a.query, a.stream, a.version, a.seq, a.data_ts)  # noqa: E731
     assert uninterrupted and sorted(map(key, owed)) == sorted(map(key, uninterrupted))
     after_live, after_restart = [], []
-    for i in range(500, 700, 5):
+    for i in range(300, 420, 5):
         assert live.ingest_message(encode(ticks[i : i + 5])) == recovered.ingest_message(encode(ticks[i : i + 5])) == []
         after_live += live.run_until_idle()
         after_restart += recovered.run_until_idle()
