@@ -248,12 +248,24 @@ def _two_clocks(server, push, stream: str) -> None:
 
 
 
-def test_two_clocks_on_one_stream_are_said_counted_and_flagged(checkpoint, capfd) -> None:
+def test_two_clocks_on_one_stream_are_said_counted_and_flagged_in_utc_then_a_clock_far_ahead_or_stepped_back(
+        checkpoint, capfd) -> None:
     """review323 #6, #10, #11, #12: two venues' feeds under one name, one clock 2 s ahead. The ticks refused as late
     are counted by stream (`streams`' rejected, `stats`' rejected_streams, /metrics), the log and `health` say the
     stream has two clocks interleaving and name ingest.reorder_window_ms, `streams` and `health` show the clock 2 s
-    ahead, and published answers carry data_age_ms and the stream's clock_offset_ms."""
-    with live_server(checkpoint, limits={"heartbeat_s": 0.2}) as (server, push):
+    ahead, and published answers carry data_age_ms and the stream's clock_offset_ms.
+
+    `health` serves a late-ticks warning for 10 minutes: "since the last heartbeat" was false read a heartbeat
+    after it was seen. Its message names the window's UTC start and end, which the entry's `since` and `at` hold.
+
+    review351 #5, #13: a feed 2 min ahead got no `clock_ahead` (3 s ahead did: offsets past 60 s were dropped),
+    and a feed whose clock stepped back an hour lost every tick silently, diagnosed as two clocks with advice for a
+    reorder window capped at 60 s. Now the clock ahead is flagged in `streams` and `health`, and the step back is
+    a warning naming the stream, the step, the ticks refused and what fits (fix the clock, or forget the stream).
+    (One service for the three, in that order.)"""
+    # heartbeats 0.5 s apart: 10 late ticks in a heartbeat. (A clock 2 min ahead passes limits.max_ts_ahead_s only
+    # when set past its default, 10 s)
+    with live_server(checkpoint, limits={"heartbeat_s": 0.5, "max_ts_ahead_s": 600}) as (server, push):
         _two_clocks(server, push, "BTC")
         refused = server.pipeline.rejected["ts_backwards"]
         assert refused >= 20
@@ -262,39 +274,56 @@ def test_two_clocks_on_one_stream_are_said_counted_and_flagged(checkpoint, capfd
             health = control.call("health")
             entry = control.call("streams", streams=["BTC"])["streams"]["BTC"]
             stats = control.call("stats")["stats"]
-        assert main(["streams", "BTC", "--control", server.endpoints["control"]]) in (0, None)
-    assert entry["rejected"] == {"ts_backwards": refused}
-    assert entry["clock_offset_ms"] < -1500 and "ahead of this machine's clock" in entry["clock_ahead"]
-    kinds = {(w["stream"], w["kind"]) for w in health["warnings"]}
-    assert kinds == {("BTC", "late_ticks"), ("BTC", "clock_ahead")}, health["warnings"]
-    late = next(w for w in health["warnings"] if w["kind"] == "late_ticks")
-    assert "two clocks interleave" in late["message"] and "ingest.reorder_window_ms" in late["message"]
-    assert stats["rejected_streams"] == {"BTC": {"ts_backwards": refused}}
-    assert f'flashtick_rejected_by_stream_total{{stream="BTC",reason="ts_backwards"}} {refused}' in render(stats)
-    said = capfd.readouterr()
-    assert "two clocks interleave" in said.err
-    line = rf"^BTC\tlast_ts .*\trejected ts_backwards {refused}\tclock ahead [0-9.]+s$"  # (`flashtick streams`)
-    assert re.search(line, said.out, re.M), said.out
-
-
-def test_the_late_ticks_warning_says_its_window_in_utc_however_late_health_is_read(checkpoint) -> None:
-    """`health` serves a late-ticks warning for 10 minutes: "since the last heartbeat" was false read a heartbeat
-    after it was seen. Its message names the window's UTC start and end, which the entry's `since` and `at` hold."""
-    with live_server(checkpoint, limits={"heartbeat_s": 0.5}) as (server, push):  # (10 late ticks in a heartbeat)
-        _two_clocks(server, push, "TWO")
-        with ControlClient(server.endpoints["control"]) as control:
-            wait_for(lambda: any(w["kind"] == "late_ticks" for w in control.call("health").get("warnings", [])))
             beats = server.counters["heartbeats"]
             wait_for(lambda: server.counters["heartbeats"] >= beats + 3)  # read well after the heartbeat that saw it
             late = next(w for w in control.call("health")["warnings"] if w["kind"] == "late_ticks")
-    assert "since the last heartbeat" not in late["message"], late
-    said = re.search(r"ticks refused as late \(ts_backwards\) from (\S+) to (\S+) \(([0-9.]+) s\): TWO (\d+) of "
-                     r"(\d+):", late["message"])
-    assert said is not None, late["message"]
-    utc = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t))  # noqa: E731
-    assert said[1].startswith(utc(late["since"])) and said[2].startswith(utc(late["at"])), late
-    assert late["since"] <= late["at"] and float(said[3]) == round(late["at"] - late["since"], 1)
-    assert (int(said[4]), int(said[5])) == (late["ts_backwards"], late["ts_backwards"] + late["accepted"])
+        assert main(["streams", "BTC", "--control", server.endpoints["control"]]) in (0, None)
+        assert entry["rejected"] == {"ts_backwards": refused}
+        assert entry["clock_offset_ms"] < -1500 and "ahead of this machine's clock" in entry["clock_ahead"]
+        kinds = {(w["stream"], w["kind"]) for w in health["warnings"]}
+        assert kinds == {("BTC", "late_ticks"), ("BTC", "clock_ahead")}, health["warnings"]
+        two_clocks = next(w for w in health["warnings"] if w["kind"] == "late_ticks")
+        assert "two clocks interleave" in two_clocks["message"] and "ingest.reorder_window_ms" in two_clocks["message"]
+        assert stats["rejected_streams"] == {"BTC": {"ts_backwards": refused}}
+        assert f'flashtick_rejected_by_stream_total{{stream="BTC",reason="ts_backwards"}} {refused}' in render(stats)
+        said = capfd.readouterr()
+        assert "two clocks interleave" in said.err
+        line = rf"^BTC\tlast_ts .*\trejected ts_backwards {refused}\tclock ahead [0-9.]+s$"  # (`flashtick streams`)
+        assert re.search(line, said.out, re.M), said.out
+
+        # the late-ticks warning says its window in UTC however late `health` is read
+        assert "since the last heartbeat" not in late["message"], late
+        said = re.search(r"ticks refused as late \(ts_backwards\) from (\S+) to (\S+) \(([0-9.]+) s\): BTC (\d+) "
+                         r"of (\d+):", late["message"])
+        assert said is not None, late["message"]
+        utc = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t))  # noqa: E731
+        assert said[1].startswith(utc(late["since"])) and said[2].startswith(utc(late["at"])), late
+        assert late["since"] <= late["at"] and float(said[3]) == round(late["at"] - late["since"], 1)
+        assert (int(said[4]), int(said[5])) == (late["ts_backwards"], late["ts_backwards"] + late["accepted"])
+
+        # a clock minutes ahead is flagged, a clock stepped back is said with what to do
+        now = time.time_ns()
+        for k in range(10):
+            push.send(msgpack.packb(_tick("FAR", now + 120 * 10**9 + k, 100.0)))
+        push.send(msgpack.packb(_tick("STEP", now, 100.0)))
+        for k in range(3):  # its feed's clock stepped back an hour
+            push.send(msgpack.packb(_tick("STEP", now - 3600 * 10**9 + k, 100.0)))
+        wait_for(lambda: server.pipeline.ticks_in + server.pipeline.rejected["ts_backwards"] == 60 + 14)
+        with ControlClient(server.endpoints["control"]) as control:
+            wait_for(lambda: any(w["kind"] == "clock_stepped_back" for w in control.call("health").get("warnings",
+                                                                                                       [])))
+            health = control.call("health")
+            far = control.call("streams", streams=["FAR"])["streams"]["FAR"]
+    assert far["clock_offset_ms"] < -100_000 and "ahead of this machine's clock" in far["clock_ahead"], far
+    kinds = {(w["stream"], w["kind"]) for w in health["warnings"]}
+    assert ("FAR", "clock_ahead") in kinds and ("STEP", "clock_stepped_back") in kinds, health["warnings"]
+    assert ("STEP", "late_ticks") not in kinds, health["warnings"]
+    step = next(w for w in health["warnings"] if w["kind"] == "clock_stepped_back")
+    assert step["ts_backwards"] == 3 and 3599 < step["step_s"] < 3601, step
+    assert "60.0 min behind" in step["message"] and "flashtick forget STEP" in step["message"], step
+    assert "No reorder window helps" in step["message"], step
+    said = capfd.readouterr().err
+    assert 'flashtick: WARNING: stream "STEP": 3 ticks refused as ts_backwards' in said, said
 
 
 def test_published_answers_carry_their_age_and_the_streams_clock_offset(checkpoint, tmp_path) -> None:
@@ -401,35 +430,3 @@ def test_refusals_are_counted_by_stream_in_bounded_memory_and_two_clocks_are_tol
 def test_the_ingest_section_is_checked_by_key(section, message) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         ServiceConfig.from_dict({"ingest": section}, "engine.yaml")
-
-
-def test_a_clock_minutes_ahead_is_flagged_and_a_clock_stepped_back_is_said_with_what_to_do(checkpoint,
-                                                                                         capfd) -> None:
-    """review351 #5, #13: a feed 2 min ahead got no `clock_ahead` (3 s ahead did: offsets past 60 s were dropped),
-    and a feed whose clock stepped back an hour lost every tick silently, diagnosed as two clocks with advice for a
-    reorder window capped at 60 s. Now the clock ahead is flagged in `streams` and `health`, and the step back is
-    a warning naming the stream, the step, the ticks refused and what fits (fix the clock, or forget the stream)."""
-    # (a clock 2 min ahead passes limits.max_ts_ahead_s only when set past its default, 10 s)
-    with live_server(checkpoint, limits={"heartbeat_s": 0.2, "max_ts_ahead_s": 600}) as (server, push):
-        now = time.time_ns()
-        for k in range(10):
-            push.send(msgpack.packb(_tick("FAR", now + 120 * 10**9 + k, 100.0)))
-        push.send(msgpack.packb(_tick("STEP", now, 100.0)))
-        for k in range(3):  # its feed's clock stepped back an hour
-            push.send(msgpack.packb(_tick("STEP", now - 3600 * 10**9 + k, 100.0)))
-        wait_for(lambda: server.pipeline.ticks_in + server.pipeline.rejected["ts_backwards"] == 14)
-        with ControlClient(server.endpoints["control"]) as control:
-            wait_for(lambda: any(w["kind"] == "clock_stepped_back" for w in control.call("health").get("warnings",
-                                                                                                       [])))
-            health = control.call("health")
-            far = control.call("streams", streams=["FAR"])["streams"]["FAR"]
-    assert far["clock_offset_ms"] < -100_000 and "ahead of this machine's clock" in far["clock_ahead"], far
-    kinds = {(w["stream"], w["kind"]) for w in health["warnings"]}
-    assert ("FAR", "clock_ahead") in kinds and ("STEP", "clock_stepped_back") in kinds, health["warnings"]
-    assert ("STEP", "late_ticks") not in kinds, health["warnings"]
-    step = next(w for w in health["warnings"] if w["kind"] == "clock_stepped_back")
-    assert step["ts_backwards"] == 3 and 3599 < step["step_s"] < 3601, step
-    assert "60.0 min behind" in step["message"] and "flashtick forget STEP" in step["message"], step
-    assert "No reorder window helps" in step["message"], step
-    said = capfd.readouterr().err
-    assert 'flashtick: WARNING: stream "STEP": 3 ticks refused as ts_backwards' in said, said
