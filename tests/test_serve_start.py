@@ -122,8 +122,10 @@ def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_
     config.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\nlog: {{dir: data}}\n"
                       f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
                       f"control: '{control}'}}\n")
-    logging = TickPipeline(ServiceConfig.load(config))  # a log long enough that its replay takes a while
-    ticks = SyntheticMarket(SyntheticConfig(seed=13)).next_batch(40_000)
+    # a log long enough that its replay takes a while (20,000 ticks: ~0.8 s of CPU, seconds on a loaded machine, while
+    # `health` is asked every 20 ms; logging them here costs three times that)
+    logging = TickPipeline(ServiceConfig.load(config))
+    ticks = SyntheticMarket(SyntheticConfig(seed=13)).next_batch(20_000)
     for i in range(0, len(ticks), 500):
         assert logging.ingest_message(encode(ticks[i : i + 500])) == []
     logging.close()
@@ -148,7 +150,7 @@ def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_
     assert {path.name: path.read_bytes() for path in (tmp_path / "data" / "ticks").iterdir()} == logged
     recovered = [line for line in serve_until_serving(["--config", str(config)], cwd=tmp_path)
                  if line.startswith("flashtick: INFO: recovered ")]
-    assert recovered and recovered[0].startswith("flashtick: INFO: recovered 40,000 ticks of "), recovered
+    assert recovered and recovered[0].startswith("flashtick: INFO: recovered 20,000 ticks of "), recovered
 
 
 def test_a_query_taken_out_of_the_queries_file_and_still_served_is_named_at_the_start(tmp_path, checkpoint) -> None:
@@ -190,72 +192,55 @@ def _starts(tmp_path: Path, checkpoint: Path) -> Callable[[str, str], list[str]]
     return start
 
 
-def test_a_restart_under_the_window_its_null_resolves_to_notes_nothing(tmp_path, checkpoint) -> None:
-    """meta.json recorded `scheduler.window` as written: a restart that wrote out the number null resolves to (the
+def test_restarts_under_another_window_weights_format_answer_setting_or_dtype_note_each_change_once(
+        tmp_path, checkpoint) -> None:
+    """One data directory restarted under each setting that changes the answers, in turn (each start's setting is
+    the next one's "before"):
+
+    meta.json recorded `scheduler.window` as written: a restart that wrote out the number null resolves to (the
     tiny model's 1,024 positions, which the pool holds) noted a change of "null" to 1024, though every answer is
-    computed alike. The window is recorded as the engine resolves it: the same effective window notes nothing."""
-    from engine.service.data_dir_meta import read_record
+    computed alike. The window is recorded as the engine resolves it: the same effective window notes nothing.
 
-    start = _starts(tmp_path, checkpoint)
-    assert start() == []
-    assert read_record(tmp_path / "data" / "meta.json")["settings"]["scheduler.window"] == 1024
-    assert start(sections="scheduler: {window: 1024}\n") == []
-    assert start() == []
-
-
-def _noted_starts(tmp_path: Path, checkpoint: Path, key: str) -> Callable[[str], list[str]]:
-    """Starts of a service on one data directory with ``model.<key>`` set to a value: the notes each start says."""
-    starts = _starts(tmp_path, checkpoint)
-    return lambda value: starts(f", {key}: {value}")
-
-
-def test_a_restart_under_another_model_dtype_says_so_once(tmp_path, checkpoint) -> None:
-    """An SRE's review (review189 #4): a restart on the same data directory with `model.dtype: bfloat16`, its logs
-    written in float32, was taken without a word (meta.json did not record the dtype), so answers after it came at
-    another precision than the logged ones. The start now says so, and records the new dtype (the next start says
-    nothing)."""
-    start = _noted_starts(tmp_path, checkpoint, "dtype")
-
-    assert start("float32") == []
-    assert start("bfloat16") == [
-        f"flashtick: INFO: data directory {tmp_path / 'data'}: its logged answers were computed under model.dtype "
-        f"float32, this start computes under bfloat16: answers after the restart (those it owes included) may differ "
-        f"from the logged ones by that precision's rounding"]
-    assert start("bfloat16") == []
-
-
-def test_a_restart_under_another_model_weights_format_says_so_once(tmp_path, checkpoint) -> None:
-    """A restart with another `model.weights` (the linears' format: bf16 GEMMs, plain nn.Linear) changed the answers'
+    A restart with another `model.weights` (the linears' format: bf16 GEMMs, plain nn.Linear) changed the answers'
     rounding without a word: meta.json recorded `model.dtype`, noted when it changed, but not the linears' format.
     It now records the format the linears compute in and notes its change the same way (null and its dtype's
-    format are one and the same: no note between them)."""
-    from engine.models.linear import resolve_format
+    format are one and the same: no note between them).
 
-    start = _noted_starts(tmp_path, checkpoint, "weights")
-    here = resolve_format("float32")  # float32-onednn or float32-mkl: what float32 computes as on this CPU
-
-    assert start("null") == []
-    assert start("float32") == []  # (what null gives a float32 model)
-    assert start(here) == []  # (review218 #4: the same format named concretely was noted as a change)
-    assert start("torch") == [
-        f"flashtick: INFO: data directory {tmp_path / 'data'}: its logged answers were computed under model.weights "
-        f"{here}, this start computes under torch: answers after the restart (those it owes included) may differ "
-        f"from the logged ones by the linears' rounding (their weight format, engine/models/linear.py)"]
-    assert start("torch") == []
-
-
-def test_a_restart_under_other_answer_changing_settings_names_each(tmp_path, checkpoint) -> None:
-    """review206 #3: a restart on the same data directory under `answers.adapt: off` and `scheduler.keep_fraction:
+    review206 #3: a restart on the same data directory under `answers.adapt: off` and `scheduler.keep_fraction:
     0.25` was taken without a word (meta.json recorded the model's precision, not these), so a subscriber's history
     mixed answers of two configurations under one epoch. meta.json now records every setting of
     answer_settings.ANSWER_SETTINGS, and a start under another value of one notes it, old -> new, as model.dtype's;
-    the next start under the same says nothing."""
+    the next start under the same says nothing.
+
+    An SRE's review (review189 #4): a restart on the same data directory with `model.dtype: bfloat16`, its logs
+    written in float32, was taken without a word (meta.json did not record the dtype), so answers after it came at
+    another precision than the logged ones. The start now says so, and records the new dtype (the next start says
+    nothing)."""
+    from engine.models.linear import resolve_format
+    from engine.service.data_dir_meta import read_record
+
     start = _starts(tmp_path, checkpoint)
     data = tmp_path / "data"
 
+    # the window: null, then the number it resolves to, then null again, note nothing
     assert start() == []
+    assert read_record(data / "meta.json")["settings"]["scheduler.window"] == 1024
+    assert start(sections="scheduler: {window: 1024}\n") == []
+    assert start(", weights: null") == []  # (the window null again; the weights' first format)
+
+    # the weights: null, float32 and the format float32 computes as on this CPU are one; torch is noted once
+    here = resolve_format("float32")  # float32-onednn or float32-mkl
+    assert start(", weights: float32") == []  # (what null gives a float32 model)
+    assert start(f", weights: {here}") == []  # (review218 #4: the same format named concretely was noted as a change)
+    assert start(", weights: torch") == [
+        f"flashtick: INFO: data directory {data}: its logged answers were computed under model.weights "
+        f"{here}, this start computes under torch: answers after the restart (those it owes included) may differ "
+        f"from the logged ones by the linears' rounding (their weight format, engine/models/linear.py)"]
+    assert start(", weights: torch") == []
+
+    # answers.adapt, scheduler.window and scheduler.keep_fraction changed at once: each is named
     changed = "answers: {adapt: 'off'}\nscheduler: {keep_fraction: 0.25, window: 256}\n"
-    noted = start(sections=changed)
+    noted = start(", weights: torch", sections=changed)
     said = "answers after the restart (those it owes included) may differ from the logged ones by"
     rolls = ("where sessions roll and how much context an answer sees (the logged ticks rebuild them under the new "
              "value)")
@@ -267,10 +252,16 @@ def test_a_restart_under_other_answer_changing_settings_names_each(tmp_path, che
         f"start computes under 256: {said} {rolls}",
         f"flashtick: INFO: data directory {data}: its logged answers were computed under scheduler.keep_fraction 0.5, "
         f"this start computes under 0.25: {said} {rolls}"], noted
-    assert start(sections=changed) == []
-    from engine.service.data_dir_meta import read_record
-
+    # the same again, model.dtype float32 (the dtype it ran at) written out: nothing
+    assert start(", weights: torch, dtype: float32", sections=changed) == []
     assert read_record(data / "meta.json")["settings"]["answers.adapt"] == "off"
+
+    # the dtype: bfloat16 after float32 is noted once
+    assert start(", weights: torch, dtype: bfloat16", sections=changed) == [
+        f"flashtick: INFO: data directory {data}: its logged answers were computed under model.dtype "
+        f"float32, this start computes under bfloat16: answers after the restart (those it owes included) may differ "
+        f"from the logged ones by that precision's rounding"]
+    assert start(", weights: torch, dtype: bfloat16", sections=changed) == []
 
 
 @pytest.mark.parametrize("case", ["built-in model", "binned checkpoint", "text model, empty template"])
