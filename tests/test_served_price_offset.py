@@ -44,7 +44,20 @@ def trained(tmp_path_factory) -> tuple[Path, Path]:
     return power_model(tmp_path_factory.mktemp("offset"), STREAM, f"{STREAM}={OFFSET}", seed=3)
 
 
-def test_feed_replay_into_serve_model_reads_the_files_as_the_model_was_trained(trained, tmp_path, capsys) -> None:
+def test_feed_replay_into_serve_model_reads_the_files_as_trained_and_a_raw_client_gets_the_same_answers(
+        trained, tmp_path, capsys) -> None:
+    """`feed replay` into `serve --model` reads the files as the model was trained (a backtest of them answers
+    alike), and an offset given otherwise is warned of.
+
+    The served model's --price-offset is applied at the engine's ingest, once, to every tick whatever sent it:
+    the file sent by `flashtick feed replay` (which now sends its prices as the file prints them) and the same rows
+    sent raw by a plain zmq client, below zero included, give the same ticks and the same answers (before, the raw
+    client's ticks were read 21 lower, and those below zero refused). (The feed replay's service is the one above,
+    read before the second replay.)"""
+    import msgpack
+
+    from wire_client import Control, push_socket
+
     root, csv = trained
     queries = tmp_path / "q.yaml"
     queries.write_text(DIR_QUERY)
@@ -53,38 +66,78 @@ def test_feed_replay_into_serve_model_reads_the_files_as_the_model_was_trained(t
     assert f"replayed {TICKS} ticks (0 rejected)" in capsys.readouterr().out
     backtest = pl.read_parquet(tmp_path / "a.parquet").filter(pl.col("stream") == STREAM)
     last_file_price = float(pl.read_csv(csv)["price"][-1])
+    rows = pl.read_csv(csv).with_columns(pl.col("timestamp").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_zone="UTC")
+                                         .dt.epoch("ns").alias("ts"))
+    raw = [{"stream": STREAM, "ts": ts, "price": price, "size": size}
+           for ts, price, size in zip(rows["ts"], rows["price"], rows["size"])]
+    assert min(t["price"] for t in raw) < 0  # (the power product below zero: refused unless shifted)
 
     base = config(root / "m", tmp_path)
-    with serving(dataclasses.replace(base, log=dataclasses.replace(base.log, dir=None))) as server:
+    unlogged = dataclasses.replace(base, log=dataclasses.replace(base.log, dir=None))
+    got = []  # (rejected, ticks held, last price, answer's version, its model_probs) for each sender
+    with serving(unlogged) as server:
         control = ["--control", server.endpoints["control"]]
-        assert main(["health", *control]) == 0
-        assert json.loads(capsys.readouterr().out)["reading"] == {"price_offset": f"{STREAM}={OFFSET}"}
-        assert main(["feed", "replay", str(csv), "--endpoint", server.endpoints["ingest"], "--answers",
-                     server.endpoints["answers"], *control]) == 0
-        err = capsys.readouterr().err
-        assert (f"flashtick feed replay: note: reading the files with --price-offset {STREAM}={OFFSET}, as the "
-                f"engine's model was trained") in err, err
-        assert "nonpositive_price" not in err and "0 rejected" in err, err
-        wait_for(lambda: main(["stats", *control]) == 0 and json.loads(capsys.readouterr().out)["ticks_in"] == TICKS,
-                 timeout_s=120)
-        assert main(["streams", STREAM, "--json", *control]) == 0
-        held = json.loads(capsys.readouterr().out)
-        assert held["streams"][STREAM]["last_price"] == pytest.approx(last_file_price + OFFSET)
-        assert main(["ask", STREAM, "dir", "--max-stale", "0", *control]) == 0
-        live = json.loads(capsys.readouterr().out)
-        # the same ticks at the same level: the model's answer over every tick is the backtest's last one (the
-        # blended `probs` adapt to each run's own answer history; the model's own do not)
-        last = backtest.row(-1, named=True)
-        assert live["version"] == last["ticks"] == TICKS
-        assert live["value"]["model_probs"] == pytest.approx(json.loads(last["model_probs"]), abs=1e-5)
+        wire = Control(server.endpoints["control"])
+        try:
+            assert main(["health", *control]) == 0
+            assert json.loads(capsys.readouterr().out)["reading"] == {"price_offset": f"{STREAM}={OFFSET}"}
+            assert wire.ok("health")["ingest_price_offset"] == f"{STREAM}={OFFSET}"
+            assert main(["feed", "replay", str(csv), "--endpoint", server.endpoints["ingest"], "--answers",
+                         server.endpoints["answers"], *control]) == 0
+            err = capsys.readouterr().err
+            assert (f"flashtick feed replay: note: reading the files with --price-offset {STREAM}={OFFSET}, as the "
+                    f"engine's model was trained") in err, err
+            assert f"the engine adds +{OFFSET} to the ticks of stream {STREAM} alone" in err, err
+            assert "nonpositive_price" not in err and "0 rejected" in err, err
+            wait_for(lambda: main(["stats", *control]) == 0 and json.loads(capsys.readouterr().out)["ticks_in"] ==
+                     TICKS, timeout_s=120)
+            assert main(["streams", STREAM, "--json", *control]) == 0
+            held = json.loads(capsys.readouterr().out)
+            assert held["streams"][STREAM]["last_price"] == pytest.approx(last_file_price + OFFSET)
+            assert main(["ask", STREAM, "dir", "--max-stale", "0", *control]) == 0
+            live = json.loads(capsys.readouterr().out)
+            # the same ticks at the same level: the model's answer over every tick is the backtest's last one (the
+            # blended `probs` adapt to each run's own answer history; the model's own do not)
+            last = backtest.row(-1, named=True)
+            assert live["version"] == last["ticks"] == TICKS
+            assert live["value"]["model_probs"] == pytest.approx(json.loads(last["model_probs"]), abs=1e-5)
+            got.append(_served(wire))
 
-        # an offset given otherwise is warned of (and read as given: the user's choice)
-        code = main(["feed", "replay", str(csv), "--price-offset", f"{STREAM}=30", "--endpoint",
-                     server.endpoints["ingest"], "--answers", server.endpoints["answers"], *control])
-        err = capsys.readouterr().err
-        assert code in (0, 2) and (f"flashtick feed replay: warning: the engine's model was trained on files read "
-                                   f"with --price-offset {STREAM}={OFFSET}; these files are read with "
-                                   f"--price-offset {STREAM}=30") in err, err
+            # an offset given otherwise is warned of (and read as given: the user's choice)
+            code = main(["feed", "replay", str(csv), "--price-offset", f"{STREAM}=30", "--endpoint",
+                         server.endpoints["ingest"], "--answers", server.endpoints["answers"], *control])
+            err = capsys.readouterr().err
+            assert code in (0, 2) and (f"flashtick feed replay: warning: the engine's model was trained on files "
+                                       f"read with --price-offset {STREAM}={OFFSET}; these files are read with "
+                                       f"--price-offset {STREAM}=30") in err, err
+        finally:
+            wire.sock.close()
+
+    with serving(unlogged) as server:  # the same rows sent raw by a plain zmq client
+        wire = Control(server.endpoints["control"])
+        try:
+            assert wire.ok("health")["ingest_price_offset"] == f"{STREAM}={OFFSET}"
+            push = push_socket(server.endpoints["ingest"])
+            for i in range(0, len(raw), 100):
+                push.send(msgpack.packb(raw[i : i + 100]))
+            push.close()
+            wait_for(lambda: wire.ok("stats")["stats"]["ticks_in"] == TICKS, timeout_s=120)
+            got.append(_served(wire))
+        finally:
+            wire.sock.close()
+    (replayed, *replayed_rest), (sent_raw, *raw_rest) = got
+    assert replayed == sent_raw == {}
+    assert replayed_rest[:3] == raw_rest[:3] == [TICKS, pytest.approx(float(rows["price"][-1]) + OFFSET), TICKS]
+    assert replayed_rest[3] == pytest.approx(raw_rest[3], abs=1e-6)
+
+
+def _served(wire) -> tuple:
+    """A served stream as the service holds it once every tick is in: (rejected, its ticks, its last price, the
+    version and model_probs of an answer computed now)."""
+    stats = wire.ok("stats")["stats"]
+    held = wire.ok("streams", streams=[STREAM])["streams"][STREAM]
+    answer = wire.ok("ask", stream=STREAM, query="dir", max_stale_ticks=0)["answer"]
+    return stats["rejected"], held["ticks"], held["last_price"], answer["version"], answer["value"]["model_probs"]
 
 
 def test_ask_get_and_health_replies_carry_the_caveats_a_client_never_reads_in_the_log(trained, tmp_path,
@@ -124,54 +177,3 @@ def test_ask_get_and_health_replies_carry_the_caveats_a_client_never_reads_in_th
         finally:
             control.sock.close()
             push.close()
-
-
-
-def test_the_engine_shifts_every_wire_tick_so_feed_replay_and_a_raw_client_get_the_same_answers(trained, tmp_path,
-                                                                                                capsys) -> None:
-    """The served model's --price-offset is applied at the engine's ingest, once, to every tick whatever sent it:
-    the file sent by `flashtick feed replay` (which now sends its prices as the file prints them) and the same rows
-    sent raw by a plain zmq client, below zero included, give the same ticks and the same answers (before, the raw
-    client's ticks were read 21 lower, and those below zero refused)."""
-    import msgpack
-
-    from wire_client import Control, push_socket
-
-    root, csv = trained
-    queries = tmp_path / "q.yaml"
-    queries.write_text(DIR_QUERY)
-    base = config(root / "m", tmp_path)
-    unlogged = dataclasses.replace(base, log=dataclasses.replace(base.log, dir=None))
-    rows = pl.read_csv(csv).with_columns(pl.col("timestamp").str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_zone="UTC")
-                                         .dt.epoch("ns").alias("ts"))
-    raw = [{"stream": STREAM, "ts": ts, "price": price, "size": size}
-           for ts, price, size in zip(rows["ts"], rows["price"], rows["size"])]
-    assert min(t["price"] for t in raw) < 0  # (the power product below zero: refused unless shifted)
-    got = []
-    for sender in ("feed replay", "raw client"):
-        with serving(unlogged) as server:
-            endpoints, control = server.endpoints, Control(server.endpoints["control"])
-            try:
-                assert control.ok("health")["ingest_price_offset"] == f"{STREAM}={OFFSET}"
-                if sender == "feed replay":
-                    assert main(["feed", "replay", str(csv), "--endpoint", endpoints["ingest"], "--answers",
-                                 endpoints["answers"], "--control", endpoints["control"]]) == 0
-                    err = capsys.readouterr().err
-                    assert f"the engine adds +{OFFSET} to the ticks of stream {STREAM} alone" in err, err
-                else:
-                    push = push_socket(endpoints["ingest"])
-                    for i in range(0, len(raw), 100):
-                        push.send(msgpack.packb(raw[i : i + 100]))
-                    push.close()
-                wait_for(lambda: control.ok("stats")["stats"]["ticks_in"] == TICKS, timeout_s=120)
-                stats = control.ok("stats")["stats"]
-                held = control.ok("streams", streams=[STREAM])["streams"][STREAM]
-                answer = control.ok("ask", stream=STREAM, query="dir", max_stale_ticks=0)["answer"]
-                got.append((stats["rejected"], held["ticks"], held["last_price"], answer["version"],
-                            answer["value"]["model_probs"]))
-            finally:
-                control.sock.close()
-    (replayed, *replayed_rest), (sent_raw, *raw_rest) = got
-    assert replayed == sent_raw == {}
-    assert replayed_rest[:3] == raw_rest[:3] == [TICKS, pytest.approx(float(rows["price"][-1]) + OFFSET), TICKS]
-    assert replayed_rest[3] == pytest.approx(raw_rest[3], abs=1e-6)
