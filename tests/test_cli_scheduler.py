@@ -13,7 +13,6 @@ import pty
 import resource
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import pytest
 import zmq
 
 from conftest import engine_dir, read_terminal
-from forked_cli import cli_popen
+from forked_cli import cli_popen, cli_run
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.cli import main
 from engine.service.cli_parser import build_parser, subcommands
@@ -147,14 +146,14 @@ def test_backtest_resume_of_a_folder_that_gained_a_day_names_the_file_added(engi
 
 
 def test_backtest_over_max_rejected_share_exits_1_with_its_work_kept(engine: Path, tmp_path: Path) -> None:
-    bad = trades_csv(tmp_path / "bad AAA.csv", 600, bad_every=3)  # 200 of 600 rejected: 33%
+    bad = trades_csv(tmp_path / "bad AAA.csv", 300, bad_every=3)  # 100 of 300 rejected: 33%
     code, _, err = run(*backtest(engine, [str(bad)], tmp_path / "a.parquet"))
     assert code == 0, err  # the default: rejected rows are said, and never change the status
     code, _, err = run(*backtest(engine, [str(bad)], tmp_path / "b.parquet", "--max-rejected-share", "0.4"))
     assert code == 0 and "partial" not in err, err
     code, _, err = run(*backtest(engine, [str(bad)], tmp_path / "c.parquet", "--max-rejected-share", "0.05"))
     assert code == 1, err
-    assert ("flashtick backtest: partial: 200 of the 600 ticks read (33.3%) were rejected, over "
+    assert ("flashtick backtest: partial: 100 of the 300 ticks read (33.3%) were rejected, over "
             "--max-rejected-share 0.05") in err, err
     assert pl.read_parquet(tmp_path / "c.parquet").height == pl.read_parquet(tmp_path / "a.parquet").height
 
@@ -162,13 +161,13 @@ def test_backtest_over_max_rejected_share_exits_1_with_its_work_kept(engine: Pat
 def test_a_finished_runs_no_op_resume_exits_as_the_run_did(engine: Path, tmp_path: Path) -> None:
     """`backtest --resume` of a finished run that rejected more than --max-rejected-share allows: the first run
     exited 1 (partial), and so does every hourly re-run that finds it complete; without the option, 0."""
-    bad = trades_csv(tmp_path / "bad AAA.csv", 600, bad_every=3)  # 200 of 600 rejected: 33%
+    bad = trades_csv(tmp_path / "bad AAA.csv", 300, bad_every=3)  # 100 of 300 rejected: 33%
     argv = backtest(engine, [str(bad)], tmp_path / "c.parquet", "--resume", "--max-rejected-share", "0.05")
     code, _, err = run(*argv)
-    assert code == 1 and "partial: 200 of the 600 ticks read (33.3%)" in err, err
+    assert code == 1 and "partial: 100 of the 300 ticks read (33.3%)" in err, err
     code, _, err = run(*argv)  # the next hour: nothing to do, and the same status
     assert code == 1 and "already complete" in err, err
-    assert "partial: 200 of the 600 ticks read (33.3%) were rejected, over --max-rejected-share 0.05" in err, err
+    assert "partial: 100 of the 300 ticks read (33.3%) were rejected, over --max-rejected-share 0.05" in err, err
     code, _, err = run(*argv[:-1], "0.5")  # a looser limit: within it
     assert code == 0 and "already complete" in err and "partial" not in err, err
     code, _, err = run(*argv[:-2])  # no limit: rejected rows never change the status
@@ -230,14 +229,11 @@ def test_no_data_yet_is_6_for_feed_train_and_evaluate(tmp_path: Path) -> None:
 
 def test_a_backtest_that_cannot_write_its_output_exits_5(engine: Path, tmp_path: Path) -> None:
     """A full disk (here a file size limit, EFBIG, as `ulimit -f` sets) is 5: free space and resume, not a typo."""
-    def limited() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (2048, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
-
-    # a real process: the file size limit is set between its fork and its exec (preexec_fn), as `ulimit -f` would be
-    done = subprocess.run([sys.executable, "-m", "engine.service.cli",
-                           *backtest(engine, [str(engine / "ticks.parquet")], tmp_path / "full.parquet")],
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-                          preexec_fn=limited, timeout=600)
+    # a process of its own: the file size limit is set in the child alone, as `ulimit -f` would be (forked from the
+    # warm zygote: a fresh interpreter's start and imports were most of this test's CPU)
+    done = cli_run(backtest(engine, [str(engine / "ticks.parquet")], tmp_path / "full.parquet"),
+                   env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                   rlimits={resource.RLIMIT_FSIZE: 2048}, timeout=600)
     assert done.returncode == 5, done.stderr[-3000:]
     assert "flashtick backtest: error: " in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
 
