@@ -876,7 +876,9 @@ def test_feed_says_the_engines_rejections_as_they_come_not_only_in_its_summary(c
     limited = dataclasses.replace(config(checkpoint, tmp_path), scheduler=dataclasses.replace(
         config(checkpoint, tmp_path).scheduler, max_streams=1))
     with serving(limited) as server:
-        feed = cli_popen(["feed", "synthetic", "--rate", "40", "--endpoint", server.endpoints["ingest"], "--answers",
+        # (10 ticks a second: past the 10 s of REJECTS_SAY_EVERY_S, ~75 of the 3 refused streams' ticks to count;
+        # 40 a second were 4x the feed's and the engine's work for the same lines)
+        feed = cli_popen(["feed", "synthetic", "--rate", "10", "--endpoint", server.endpoints["ingest"], "--answers",
                           server.endpoints["answers"], "--control", ""], stderr=subprocess.PIPE, text=True)
         lines: list[str] = []
         reader = threading.Thread(target=lambda: lines.extend(feed.stderr), daemon=True)  # (a line at a time)
