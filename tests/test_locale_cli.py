@@ -45,6 +45,83 @@ def fed(endpoints: dict[str, str]) -> None:
         wait_until(lambda: all(control.call("streams", streams=list(NAMES))["streams"].get(n) for n in NAMES))
 
 
+# The tests that need no service first: the module's server (wire_server's, its heartbeat every 0.1 s) starts at
+# the first test that takes it and idles until the module ends, through each fresh interpreter's start here.
+
+
+def test_config_column_map_and_the_paths_written_in_them_are_read_as_utf8_whatever_the_locale(tmp_path) -> None:
+    """`--config` and `--columns FILE` read their YAML in the locale's encoding: a UTF-8 map's `size: Stück` was
+    looked for as `StÃ¼ck` under Latin-1 (and refused: "the file lacks" it), and failed with a codec error under
+    ASCII. Read under the ASCII locale in a process of its own, as the CLI reads them.
+
+    A path in a UTF-8 config (`queries: données/q.yaml`) or replay list names the file whose name is its UTF-8
+    bytes: read as UTF-8 (as above), Python then encoded `é` in the locale's encoding (under Latin-1 byte 0xe9, a
+    file that does not exist; under ASCII not at all). (One process reads all four files: each interpreter's start
+    under the locale is what is tested, and one start shows it.)"""
+    config = tmp_path / "engine.yaml"
+    config.write_text("# Société Générale's desk\nkv: {cells: 4096}\n", encoding="utf-8")
+    columns = tmp_path / "map.yaml"
+    columns.write_text("ts: Zeit\nstream_col: Symbol\nprice: Kurs\nsize: Stück\n", encoding="utf-8")
+    folder = tmp_path / "données"
+    folder.mkdir()
+    (folder / "q.yaml").write_text("queries: []\n")
+    (folder / "équités.csv").write_text("timestamp,symbol,price,size\n2024-06-03 09:30:00,A,1.0,1\n")
+    (tmp_path / "paths.yaml").write_text("queries: données/q.yaml\n", encoding="utf-8")
+    (tmp_path / "list.yaml").write_text("replay: [{path: données/équités.csv}]\n", encoding="utf-8")
+    probe = ("import sys, os; from pathlib import Path; from engine.service.config import ServiceConfig; "
+             "from connectors.map_options import load_map_file; from connectors.replay_entries import replay_list; "
+             "print(ServiceConfig.load(sys.argv[1]).kv.cells, ascii(load_map_file(sys.argv[2])['size'])); "
+             "print(os.path.isfile(ServiceConfig.load(sys.argv[3]).queries), "
+             "os.path.isfile(replay_list(Path(sys.argv[4]))[0]['path']))")
+    done = subprocess.run([sys.executable, "-c", probe, str(config), str(columns), str(tmp_path / "paths.yaml"),
+                           str(tmp_path / "list.yaml")], capture_output=True, cwd=ROOT,
+                          env=os.environ | ASCII_LOCALE | {"PYTHONPATH": str(ROOT)}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    config_line, paths_line = done.stdout.splitlines()
+    assert config_line.decode().split() == ["4096", "'St\\xfcck'"]
+    assert paths_line.split() == [b"True", b"True"]
+
+
+def test_a_backtest_reads_and_writes_non_ascii_paths_under_a_non_utf8_locale(tmp_path) -> None:
+    """polars encodes the str it is given as UTF-8, while Python decodes a file name in the locale's encoding: an
+    input `équités.csv` failed with "Object does not have a .read() method" (Latin-1: "No such file"), an output
+    `sortie_é.parquet` with a false "another process removed the folder", leaving its `.parts`. Names go to polars
+    as their own bytes now (engine.rust_paths), and print as those bytes."""
+    folder = tmp_path / "données"
+    folder.mkdir()
+    rows = "".join(f"2024-06-03 09:30:{i // 10:02d}.{i % 10}00000,AAPL,{190 + 0.01 * (i % 5):.2f},{1 + i % 9}\n"
+                   for i in range(300))
+    (folder / "équités.csv").write_text("timestamp,symbol,price,size\n" + rows, encoding="utf-8")
+    queries = tmp_path / "q.yaml"
+    queries.write_text("queries: [{name: d5, streams: ['*'], question: direction_5, kind: choice,"
+                       " trigger: {ticks: 20}}]\n")
+    done = flashtick("backtest", str(folder / "équités.csv"), "--queries", str(queries), "--out", "sortie_é.parquet",
+                     "--max-ticks", "200", "--threads", "1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "-> sortie_é.parquet" in done.stdout.decode("utf-8").splitlines()[0]
+    written = {p.name for p in tmp_path.iterdir()}
+    assert {"sortie_é.parquet", "sortie_é.scores.json", "sortie_é.manifest.json"} <= written
+    assert "sortie_é.parquet.parts" not in written
+
+
+def test_the_calibration_plot_under_an_unwritable_home_says_nothing_of_matplotlib(tmp_path) -> None:
+    """With HOME unwritable (a container's read-only home) matplotlib made a temporary config folder and said so in
+    a warning of several lines on a backtest's stderr, where every line is `flashtick COMMAND: ...`. It is pointed
+    at a private folder of the temp dir instead, kept for the next run's font cache."""
+    pytest.importorskip("matplotlib")
+    home = tmp_path / "home"
+    home.write_text("a file: nothing can be made under it\n")
+    probe = ("import sys; from pathlib import Path; from engine.service.calibration_plot import plot_calibration; "
+             "print(plot_calibration(Path(sys.argv[1]), {'q': [{'predicted': 0.2, 'observed': 0.3}]}, 't', 'who'))")
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "p.png")], capture_output=True, cwd=ROOT,
+                          env=env | {"HOME": str(home), "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT)},
+                          timeout=300)
+    assert done.returncode == 0 and done.stdout == b"True\n"
+    assert done.stderr == b""
+    assert (tmp_path / f"flashtick-matplotlib-{os.getuid()}").is_dir() and (tmp_path / "p.png").is_file()
+
+
 def test_client_commands_show_names_their_locale_cannot_encode_instead_of_a_codec_error(server) -> None:  # noqa: F811
     """`streams`, `stats`, `list` exited 2 with "'ascii' codec can't encode characters" and printed nothing, not
     even the streams it could show; `--json` likewise. Text shows such a character as a backslash escape, JSON as a
@@ -93,80 +170,3 @@ def test_register_reads_a_query_file_as_utf8_whatever_the_locale(server, tmp_pat
     assert done.stderr.decode().startswith(f"flashtick register: error: {latin1}: its text is not UTF-8 (line 2: "
                                            "byte 0xe9), and flashtick reads it as UTF-8 whatever the locale; save "
                                            f"it as UTF-8, e.g. iconv -f cp1252 -t utf-8 {latin1} > ")
-
-
-def test_config_and_column_map_files_are_read_as_utf8_whatever_the_locale(tmp_path) -> None:
-    """`--config` and `--columns FILE` read their YAML in the locale's encoding: a UTF-8 map's `size: Stück` was
-    looked for as `StÃ¼ck` under Latin-1 (and refused: "the file lacks" it), and failed with a codec error under
-    ASCII. Read under the ASCII locale in a process of its own, as the CLI reads them."""
-    config = tmp_path / "engine.yaml"
-    config.write_text("# Société Générale's desk\nkv: {cells: 4096}\n", encoding="utf-8")
-    columns = tmp_path / "map.yaml"
-    columns.write_text("ts: Zeit\nstream_col: Symbol\nprice: Kurs\nsize: Stück\n", encoding="utf-8")
-    probe = ("import sys; from engine.service.config import ServiceConfig; from connectors.map_options import "
-             "load_map_file; print(ServiceConfig.load(sys.argv[1]).kv.cells, "
-             "ascii(load_map_file(sys.argv[2])['size']))")
-    done = subprocess.run([sys.executable, "-c", probe, str(config), str(columns)], capture_output=True, cwd=ROOT,
-                          env=os.environ | ASCII_LOCALE | {"PYTHONPATH": str(ROOT)}, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.decode().split() == ["4096", "'St\\xfcck'"]
-
-
-def test_a_backtest_reads_and_writes_non_ascii_paths_under_a_non_utf8_locale(tmp_path) -> None:
-    """polars encodes the str it is given as UTF-8, while Python decodes a file name in the locale's encoding: an
-    input `équités.csv` failed with "Object does not have a .read() method" (Latin-1: "No such file"), an output
-    `sortie_é.parquet` with a false "another process removed the folder", leaving its `.parts`. Names go to polars
-    as their own bytes now (engine.rust_paths), and print as those bytes."""
-    folder = tmp_path / "données"
-    folder.mkdir()
-    rows = "".join(f"2024-06-03 09:30:{i // 10:02d}.{i % 10}00000,AAPL,{190 + 0.01 * (i % 5):.2f},{1 + i % 9}\n"
-                   for i in range(300))
-    (folder / "équités.csv").write_text("timestamp,symbol,price,size\n" + rows, encoding="utf-8")
-    queries = tmp_path / "q.yaml"
-    queries.write_text("queries: [{name: d5, streams: ['*'], question: direction_5, kind: choice,"
-                       " trigger: {ticks: 20}}]\n")
-    done = flashtick("backtest", str(folder / "équités.csv"), "--queries", str(queries), "--out", "sortie_é.parquet",
-                     "--max-ticks", "200", "--threads", "1", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert "-> sortie_é.parquet" in done.stdout.decode("utf-8").splitlines()[0]
-    written = {p.name for p in tmp_path.iterdir()}
-    assert {"sortie_é.parquet", "sortie_é.scores.json", "sortie_é.manifest.json"} <= written
-    assert "sortie_é.parquet.parts" not in written
-
-
-def test_the_calibration_plot_under_an_unwritable_home_says_nothing_of_matplotlib(tmp_path) -> None:
-    """With HOME unwritable (a container's read-only home) matplotlib made a temporary config folder and said so in
-    a warning of several lines on a backtest's stderr, where every line is `flashtick COMMAND: ...`. It is pointed
-    at a private folder of the temp dir instead, kept for the next run's font cache."""
-    pytest.importorskip("matplotlib")
-    home = tmp_path / "home"
-    home.write_text("a file: nothing can be made under it\n")
-    probe = ("import sys; from pathlib import Path; from engine.service.calibration_plot import plot_calibration; "
-             "print(plot_calibration(Path(sys.argv[1]), {'q': [{'predicted': 0.2, 'observed': 0.3}]}, 't', 'who'))")
-    env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
-    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "p.png")], capture_output=True, cwd=ROOT,
-                          env=env | {"HOME": str(home), "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT)},
-                          timeout=300)
-    assert done.returncode == 0 and done.stdout == b"True\n"
-    assert done.stderr == b""
-    assert (tmp_path / f"flashtick-matplotlib-{os.getuid()}").is_dir() and (tmp_path / "p.png").is_file()
-
-
-def test_paths_written_in_a_config_or_replay_list_name_their_files_whatever_the_locale(tmp_path) -> None:
-    """A path in a UTF-8 config (`queries: données/q.yaml`) or replay list names the file whose name is its UTF-8
-    bytes: read as UTF-8 (test_config_and_column_map_files_...), Python then encoded `é` in the locale's encoding
-    (under Latin-1 byte 0xe9, a file that does not exist; under ASCII not at all)."""
-    folder = tmp_path / "données"
-    folder.mkdir()
-    (folder / "q.yaml").write_text("queries: []\n")
-    (folder / "équités.csv").write_text("timestamp,symbol,price,size\n2024-06-03 09:30:00,A,1.0,1\n")
-    (tmp_path / "engine.yaml").write_text("queries: données/q.yaml\n", encoding="utf-8")
-    (tmp_path / "list.yaml").write_text("replay: [{path: données/équités.csv}]\n", encoding="utf-8")
-    probe = ("import sys, os; from engine.service.config import ServiceConfig; from connectors.replay_entries import "
-             "replay_list; print(os.path.isfile(ServiceConfig.load(sys.argv[1]).queries), "
-             "os.path.isfile(replay_list(__import__('pathlib').Path(sys.argv[2]))[0]['path']))")
-    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "engine.yaml"), str(tmp_path / "list.yaml")],
-                          capture_output=True, cwd=ROOT, env=os.environ | ASCII_LOCALE | {"PYTHONPATH": str(ROOT)},
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == [b"True", b"True"]
