@@ -92,14 +92,18 @@ def _heap_frozen_before_the_test() -> None:
     freeze_before_a_start()
 
 
-def dir20_queries(folder: Path) -> Path:
+def dir20_queries(folder: Path, trigger: str = "batch") -> Path:
     """A queries file of tick_model.yaml's dir20 alone (its trigger too: every batch): for the runs whose checks are
     the reading's and the in-sample notes, which no query changes (the example's four answered 3x the answers, each
-    adapted online: most of a run's time)."""
-    queries = folder / "dir20.yaml"
+    adapted online: most of a run's time). The runs that check notes alone, never an answer's count, ask it every
+    ``trigger`` ticks instead: the notes come from the ticks' spans, and an answer a tick was most of a run."""
+    queries = folder / f"dir20_{trigger}.yaml"
     queries.write_text("queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, "
-                       "trigger: batch}\n")
+                       f"trigger: {trigger}}}\n")
     return queries
+
+
+NOTES_ONLY = "{ticks: 25}"  # dir20_queries' trigger for the runs whose checks are notes alone
 
 
 @pytest.fixture(scope="module")
@@ -124,8 +128,8 @@ def at_the_split(trained, tmp_path_factory) -> tuple[Path, str]:
     out, printed = folder / "bt.parquet", io.StringIO()
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
         freeze_before_a_start()  # (its freeze_heap then collects what came since, not all of pytest: conftest)
-        assert main(["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet", "--out", str(out),
-                     "--test-from", "0.85", "--queries", str(dir20_queries(folder))]) == 0
+        assert main(["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet", "--no-plot", "--out",
+                     str(out), "--test-from", "0.85", "--queries", str(dir20_queries(folder))]) == 0
     return out, printed.getvalue()
 
 
@@ -226,10 +230,15 @@ def test_a_table_with_no_question_has_no_calibration_line_and_no_blank_verdict()
             f"questions") in table, table
 
 
-def test_the_in_sample_notes_name_the_streams_trained_on(trained, tmp_path: Path, capsys) -> None:
+def test_the_in_sample_notes_name_the_streams_trained_on_and_the_default_split_it_was_trained_with(
+        trained, tmp_path: Path, capsys) -> None:
     """"trained and validated on the first 85% of futures.csv" was said of a stream the split left out: the note
     names the streams the checkpoint trained on (kept in its evaluation.json); a checkpoint from before they were
-    kept says what it did."""
+    kept says what it did.
+
+    And `evaluate --split 50/50` of a model trained on the default split said "this model was trained with no
+    --split": it was trained with --split 70/15/15, which the checkpoint records by recording none. (One evaluate
+    run of the same command makes both checks.)"""
     csv, model, _, _ = trained
     recorded = json.loads((model / "evaluation.json").read_text())["trained_on"]["streams"]
     assert sorted(recorded) == ["BACK", "FRONT", "SPREAD"]
@@ -238,6 +247,9 @@ def test_the_in_sample_notes_name_the_streams_trained_on(trained, tmp_path: Path
     err = capsys.readouterr().err
     assert (f"note: this model was trained and validated on the first 85% of the ticks of streams BACK, FRONT, SPREAD "
             f"in {csv}; the test slice starts at 50%, inside it") in err, err
+    assert ("note: this model was trained with --split 70/15/15 (the default); this run takes --split 50/0/50"
+            in err), err
+    assert "no --split" not in err, err
     older = tmp_path / "older"
     shutil.copytree(model, older)
     evaluation = json.loads((older / "evaluation.json").read_text())
@@ -256,8 +268,8 @@ def test_backtest_states_the_trained_part_in_event_times_when_its_positions_do_n
     sample. (Without the option, a backtest of the training files reads them as trained; one too small to lift the
     spread, 0.03, would leave holes in it, which a backtest refuses: test_zero_crossings.py.)"""
     csv, model, _, _ = trained
-    argv = ["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet", "--queries",
-            str(dir20_queries(tmp_path))]
+    argv = ["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet", "--no-plot", "--queries",
+            str(dir20_queries(tmp_path, NOTES_ONLY))]
     assert main([*argv, "--out", str(tmp_path / "a.parquet"), "--price-offset", "SPREAD=2"]) == 0
     err = capsys.readouterr().err
     note = next(line for line in err.splitlines() if "not out of sample" in line)
@@ -284,10 +296,16 @@ def test_a_stream_row_with_no_answer_scored_says_why(trained, at_the_split: tupl
                                                     capsys) -> None:
     """--test-from 0.85 --by-stream: THIN's 15 answers after its 85th tick all lie within direction_20's horizon
     of its last tick; its row showed dashes and no reason. Without --by-stream (the same --test-from, the files read
-    as they are: THIN's ticks as here) no stream row is printed, and no note of them."""
+    as they are: THIN's ticks as here) no stream row is printed, and no note of them. The queries are the
+    example's (tick_model.yaml) dir20 and vol50, whose rows and notes are checked (its move50 asked at every tick,
+    half the run's answers, is not)."""
     csv, model, _, _ = trained
-    argv = ["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet", "--price-offset", "SPREAD=1",
-            "--test-from", "0.85", "--out", str(tmp_path / "a.parquet")]
+    queries = tmp_path / "dir20_vol50.yaml"
+    queries.write_text("queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, "
+                       "trigger: batch}\n  - {name: vol50, streams: ['*'], question: volatility_50, kind: choice, "
+                       "trigger: {ticks: 50}}\n")
+    argv = ["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet", "--no-plot", "--price-offset",
+            "SPREAD=1", "--test-from", "0.85", "--queries", str(queries), "--out", str(tmp_path / "a.parquet")]
     assert main([*argv, "--by-stream"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^  THIN +15 +0 +- ", out, re.M), out
@@ -395,41 +413,40 @@ def test_train_says_rows_its_streams_left_out_as_left_out_and_runs_on_backtests_
         assert "torch CPU threads (default 1, as backtest's" in " ".join(help_text.getvalue().split())
 
 
-def test_train_and_evaluate_under_quiet_say_the_readings_cautions_once(trained, tmp_path: Path, capsys) -> None:
+def test_train_and_evaluate_under_quiet_say_the_readings_cautions_once_and_train_json_keeps_them(
+        trained, tmp_path: Path, capsys) -> None:
     """Review 174, finding 3: two stocks' files read as one stream (prices near 300 and near 60, over the same
     seconds) scored direction_5 at accuracy 1.000 and Brier 0.000, and `train --quiet` / `evaluate --quiet` said
     nothing: the reading's cautions ("two instruments?", "fed by both ... whose times overlap") went with its plain
-    notes. They change what the scores mean: said under --quiet, once each; the plain notes stay quiet."""
+    notes. They change what the scores mean: said under --quiet, once each; the plain notes stay quiet.
+
+    `train --json` said no caution (its stderr is quiet for a script) and its record had none of the reading's:
+    two stocks read as one stream ("two instruments?") left no trace in what a script reads. The record's
+    `cautions` now holds each line as train says it on stderr without --json (under --quiet: the run above), in the
+    same order."""
     files = two_stocks_as_one(tmp_path)
     paths = [str(f) for f in files]
     runs = {"train": ["train", *paths, *TINY, "--steps", "1", "--batch", "1", "--no-head", *QUICK, "--overwrite",
                       "--out", str(tmp_path / "m")],
             "evaluate": ["evaluate", str(trained[1]), *paths, *QUICK]}
+    said: dict[str, dict[bool, list[str]]] = {}
     for command, argv in runs.items():
-        said = {}
+        said[command] = {}
         for flags in ([], ["--quiet"]):
             assert main([*argv, *flags]) == 0
-            said[bool(flags)] = lines = capsys.readouterr().err.splitlines()
+            said[command][bool(flags)] = lines = capsys.readouterr().err.splitlines()
             merged = [line for line in lines if "two instruments?" in line]
             assert len(merged) == 1, (command, flags, lines)
             assert merged[0].startswith(f"flashtick {command}: warning: one stream HK from two files whose prices "
                                         f"differ 5.0-fold: two instruments? "), merged
             assert sum("whose times overlap" in line for line in lines) == 1, (command, flags, lines)
         # the reading's plain notes ("no column map given; read as ...", "reading the files with ...") stay quiet
-        assert set(said[True]) < set(said[False]), (command, said)
-        assert not any("read as" in line or "reading the files with" in line for line in said[True]), said[True]
-
-
-def test_train_json_keeps_the_cautions_it_would_have_said(tmp_path: Path, capsys) -> None:
-    """`train --json` said no caution (its stderr is quiet for a script) and its record had none of the reading's:
-    two stocks read as one stream ("two instruments?") left no trace in what a script reads. The record's
-    `cautions` now holds each line as train says it on stderr without --json, in the same order."""
-    files = two_stocks_as_one(tmp_path)
-    argv = ["train", *map(str, files), *TINY, "--steps", "1", "--batch", "1", "--no-head", *QUICK, "--overwrite",
-            "--out", str(tmp_path / "m"), "--quiet"]
-    assert main(argv) == 0
-    printed = [line.removeprefix("flashtick train: ") for line in capsys.readouterr().err.splitlines()]
-    assert main([*argv, "--json"]) == 0
+        quiet, plain = said[command][True], said[command][False]
+        assert set(quiet) < set(plain), (command, said[command])
+        assert not any("read as" in line or "reading the files with" in line for line in quiet), quiet
+    # train --quiet --json: the same cautions in its record, none on stderr
+    printed = [line.removeprefix("flashtick train: ") for line in said["train"][True]]
+    assert main([*runs["train"], "--quiet", "--json"]) == 0
     out, err = capsys.readouterr()
     cautions = json.loads(out)["cautions"]
     assert err == "" and cautions == printed, (cautions, printed)
@@ -463,8 +480,8 @@ def test_scores_on_a_copy_of_the_training_ticks_are_called_in_sample(trained, tm
         assert "these files are not the training files, but their ticks are the ones it saw" in note, note
     assert main(["evaluate", str(model), str(later), *QUICK]) == 0
     assert "not out of sample" not in capsys.readouterr().err
-    argv = ["backtest", "--model", str(model), "--threads", "1", "--quiet", "--max-ticks", "2000", "--queries",
-            str(dir20_queries(tmp_path))]
+    argv = ["backtest", "--model", str(model), "--threads", "1", "--quiet", "--no-plot", "--max-ticks", "2000",
+            "--queries", str(dir20_queries(tmp_path, NOTES_ONLY))]
     assert main([*argv, str(copy), "--out", str(tmp_path / "copy.parquet")]) == 0
     note = next(line for line in capsys.readouterr().err.splitlines() if "not out of sample" in line)
     assert note.startswith("flashtick backtest: note: this model was trained and validated on stream "), note
@@ -472,17 +489,6 @@ def test_scores_on_a_copy_of_the_training_ticks_are_called_in_sample(trained, tm
     freeze_before_a_start()  # (each run: the one before thawed it)
     assert main([*argv, str(later), "--out", str(tmp_path / "later.parquet")]) == 0
     assert "not out of sample" not in capsys.readouterr().err
-
-
-def test_evaluate_names_the_default_split_a_model_was_trained_with(trained, capsys) -> None:
-    """`evaluate --split 50/50` of a model trained on the default split said "this model was trained with no
-    --split": it was trained with --split 70/15/15, which the checkpoint records by recording none."""
-    csv, model, _, _ = trained
-    assert main(["evaluate", str(model), str(csv), "--split", "50/50", *QUICK]) == 0
-    err = capsys.readouterr().err
-    assert ("note: this model was trained with --split 70/15/15 (the default); this run takes --split 50/0/50"
-            in err), err
-    assert "no --split" not in err, err
 
 
 def test_backtest_test_from_at_the_split_scores_evaluate_s_test_part(trained, at_the_split: tuple[Path, str],
@@ -534,8 +540,8 @@ def test_backtest_test_from_test_scores_the_checkpoint_s_own_test_part(trained, 
     csv, model, _, _ = trained
     parts = json.loads((model / "evaluation.json").read_text())["streams"]
     out = tmp_path / "bt.parquet"
-    assert main(["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet", "--out", str(out),
-                 "--test-from", "test", "--queries", str(dir20_queries(tmp_path))]) == 0  # (its checks are dir20's)
+    assert main(["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet", "--no-plot", "--out",
+                 str(out), "--test-from", "test", "--queries", str(dir20_queries(tmp_path))]) == 0  # (dir20's checks)
     captured = capsys.readouterr()
     assert ("flashtick backtest: note: --test-from test: this model was trained and validated on the first 85% of "
             "each stream's ticks (its evaluation.json): scoring the answers after them, as --test-from 0.85"
@@ -561,7 +567,7 @@ def test_run_backtest_takes_test_from_test_and_a_model_from_a_dict_as_docs_show(
                        "trigger: {ticks: 5}}\n")
     config = ServiceConfig.from_dict({"model": {"path": str(model)}})
     out = tmp_path / "api.parquet"
-    report = run_backtest(config, csv, queries, out, test_from="test", progress=False,
+    report = run_backtest(config, csv, queries, out, test_from="test", progress=False, plot=False,
                           columns={"price_offset": {"SPREAD": 1}})
     scored = next(score for score in report.scores if score.query == "dir20")
     assert scored.scored == _scored_dir20(out, parts) > 20  # each trained stream cut at its own test part
