@@ -131,7 +131,7 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     freeze_before_a_start()  # (its freeze_heap then collects what came since, not all of pytest: conftest)
     rc = main(["backtest", str(ticks_file), "--model", str(out), "--queries",
                str(ROOT / "queries" / "examples" / "tick_model.yaml"), "--out", str(answers), "--max-ticks", "800",
-               "--test-from", "0.5"])
+               "--test-from", "0.5", "--no-plot"])  # (no check reads the plot: ~0.5 s of CPU)
     out_text, err = capsys.readouterr()
     assert rc == 0, err
     assert "scored: the answers after the first 50% of each stream's ticks (--test-from 0.5; 'in slice' counts " \
@@ -155,11 +155,15 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     probs = json.loads(table["probs"][0])
     assert set(probs) == {"down", "flat", "up"} and abs(sum(probs.values()) - 1) < 1e-4
     # --test-from past the trained fraction, but of a run cut to its first 800 ticks (of 6,000): still inside
-    # what the model was trained on, counted in ticks, and said
+    # what the model was trained on, counted in ticks, and said (a note of the ticks' spans, whatever the queries
+    # answer: dir20 alone, every 25 ticks)
     freeze_before_a_start()  # (each run: the one before thawed it)
-    assert main(["backtest", str(ticks_file), "--model", str(out), "--queries",
-                 str(ROOT / "queries" / "examples" / "tick_model.yaml"), "--out", str(tmp_path / "cut.parquet"),
-                 "--max-ticks", "800", "--test-from", "0.9", "--quiet"]) == 0
+    sparse = tmp_path / "dir20.yaml"
+    sparse.write_text("queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, "
+                      "trigger: {ticks: 25}}\n")
+    assert main(["backtest", str(ticks_file), "--model", str(out), "--queries", str(sparse), "--out",
+                 str(tmp_path / "cut.parquet"), "--max-ticks", "800", "--test-from", "0.9", "--quiet",
+                 "--no-plot"]) == 0
     err = capsys.readouterr().err
     assert "not out of sample" in err and "scored from its tick" in err and "over the whole files" in err
 
@@ -255,12 +259,20 @@ def test_ticks_needed_is_the_fewest_ticks_that_split(split: str) -> None:
     assert long_enough == [False, True]
 
 
+@pytest.fixture(scope="module")
+def ticks_file_streams(ticks_file: Path) -> dict[str, list]:
+    """ticks_file read as train reads it, once: the tests that cut a thin stream out of it (each takes a slice: the
+    lists themselves are left as they are)."""
+    streams, _ = read_streams([str(ticks_file)])
+    return streams
+
+
 @pytest.mark.parametrize("ticks, min_ticks", [(600, 128), (400, 128), (230, 1)])
-def test_a_stream_too_thin_to_split_is_offered_a_split_that_works(tmp_path: Path, ticks: int, min_ticks: int) -> None:
+def test_a_stream_too_thin_to_split_is_offered_a_split_that_works(ticks_file_streams: dict[str, list], ticks: int,
+                                                                  min_ticks: int) -> None:
     """ZVZZT's 230 ticks were told "e.g. --split 50/25/25", which leaves its parts under 128 ticks too."""
     codec = BinnedCodec()
-    streams, _ = read_streams([str(write_ticks(tmp_path / "t.parquet", 3000))])
-    thin = {"SYN.A": streams["SYN.A"][:ticks]}
+    thin = {"SYN.A": ticks_file_streams["SYN.A"][:ticks]}
     with pytest.raises(ValueError) as refused:
         prepare(codec, thin, SplitSpec.parse("70/15/15"), min_ticks)
     offered = re.search(r"or --split ([\d/]+), whose parts of SYN.A's ([\d,]+) ticks are", str(refused.value))
@@ -269,11 +281,10 @@ def test_a_stream_too_thin_to_split_is_offered_a_split_that_works(tmp_path: Path
     assert [sd.name for sd in prepared] == ["SYN.A"] and not skipped
 
 
-def test_a_stream_no_split_can_split_is_told_how_many_ticks_it_needs(tmp_path: Path) -> None:
+def test_a_stream_no_split_can_split_is_told_how_many_ticks_it_needs(ticks_file_streams: dict[str, list]) -> None:
     codec = BinnedCodec()
-    streams, _ = read_streams([str(write_ticks(tmp_path / "t.parquet", 3000))])
     with pytest.raises(ValueError) as refused:
-        prepare(codec, {"ZVZZT": streams["SYN.A"][:230]}, SplitSpec.parse("70/15/15"), 128)
+        prepare(codec, {"ZVZZT": ticks_file_streams["SYN.A"][:230]}, SplitSpec.parse("70/15/15"), 128)
     said = str(refused.value)
     assert "e.g. --split" not in said and "or --split" not in said, said
     assert said.endswith("no split works for ZVZZT's 230 ticks, the longest stream: any split needs at least 484 "
@@ -422,10 +433,13 @@ def test_train_and_evaluate_say_how_the_files_were_read(ticks_file: Path, tmp_pa
 
 
 
-def test_ctrl_c_during_train_keeps_the_best_weights_so_far(ticks_file: Path, tmp_path: Path) -> None:
+def test_ctrl_c_during_train_keeps_the_best_weights_so_far_and_a_gap_below_the_longest_horizon_is_widened_and_said(
+        ticks_file: Path, tmp_path: Path) -> None:
     """Ctrl-C stops training as --max-minutes would: the checkpoint of the best weights so far is calibrated,
     written and scored, and the model card says why it stopped (before, nothing at all was written). The
-    KeyboardInterrupt a Ctrl-C raises is raised here from inside the training loop, at step 20."""
+    KeyboardInterrupt a Ctrl-C raises is raised here from inside the training loop, at step 20. The run's split
+    asks for a gap of 10 ticks, below the longest question horizon: it is widened to 50 (the default gap, so the
+    run is the default split's) and said."""
     from engine.service.evaluate import EvalOptions
     from engine.service.finetune import fit
     from engine.service.finetune_options import FitOptions
@@ -438,29 +452,15 @@ def test_ctrl_c_during_train_keeps_the_best_weights_so_far(ticks_file: Path, tmp
     said: list[str] = []
     cfg = TrainConfig(steps=1000, batch=2, threads=1, hidden=32, layers=1, heads=2, kv_heads=1, intermediate=64,
                       window_ticks=63)
-    options = FitOptions(split=SplitSpec(0.7, 0.15, 0.15), base=None, eval_every=5, patience=1000, device="cpu",
-                         evaluation=EvalOptions(max_points=64, resamples=10))
+    options = FitOptions(split=SplitSpec(0.7, 0.15, 0.15, gap=10), base=None, eval_every=5, patience=1000,
+                         device="cpu", evaluation=EvalOptions(max_points=64, resamples=10))
     record = fit([str(ticks_file)], None, tmp_path / "model", cfg, options, said.append, on_step=ctrl_c)
+    assert any(line.startswith("note: --gap 10 is below the longest question horizon; 50 ticks") for line in said)
+    assert "gap 50 ticks" in record["split"]
     assert record["training"]["steps_done"] == 20 and record["training"]["stopped"].startswith("interrupted (Ctrl-C)")
     assert any(line.startswith("interrupted (Ctrl-C) after 20 steps") for line in said)
     assert (tmp_path / "model" / "model.safetensors").is_file()
     assert "interrupted (Ctrl-C)" in (tmp_path / "model" / "TRAINING.md").read_text()
-
-
-def test_a_gap_below_the_longest_horizon_is_widened_and_said(ticks_file: Path, tmp_path: Path) -> None:
-    from engine.service.evaluate import EvalOptions
-    from engine.service.finetune import fit
-    from engine.service.finetune_options import FitOptions
-    from engine.service.train_config import TrainConfig
-
-    said: list[str] = []
-    cfg = TrainConfig(steps=1, batch=1, threads=1, hidden=32, layers=1, heads=2, kv_heads=1, intermediate=64,
-                      window_ticks=63)
-    options = FitOptions(split=SplitSpec(0.7, 0.15, 0.15, gap=10), base=None, device="cpu",
-                         evaluation=EvalOptions(max_points=32, resamples=10))
-    record = fit([str(ticks_file)], None, tmp_path / "model", cfg, options, said.append)
-    assert any(line.startswith("note: --gap 10 is below the longest question horizon; 50 ticks") for line in said)
-    assert "gap 50 ticks" in record["split"]
 
 
 def test_the_naive_forecasts_are_each_streams_own(tmp_path: Path) -> None:
@@ -687,17 +687,6 @@ def test_a_verdict_is_not_called_on_a_one_class_test_slice() -> None:
     assert verdict_lines({"questions": {"vol": tiny}})[0].startswith("verdict: level with the logistic regression")
 
 
-def test_train_quiet_still_says_the_notes_that_change_what_its_results_mean(ticks_file: Path, tmp_path: Path,
-                                                                             capsys) -> None:
-    """`train --quiet` printed neither the note on streams over the same hours nor the one on a split without a
-    validation part: --quiet quiets progress (as backtest's) and the reading's notes, not those."""
-    assert main(["train", str(ticks_file), "--out", str(tmp_path / "m"), *TINY, "--steps", "1", "--split", "70/30",
-                 "--max-points", "64", "--resamples", "10", "--quiet"]) == 0
-    err = capsys.readouterr().err
-    assert "flashtick train: note: " in err and "training ticks run past the start of" in err, err
-    assert "note: --split 70/30 has no validation part" in err and "no column map given" not in err
-
-
 @pytest.fixture(scope="module")
 def builtin_by_stream(ticks_file: Path) -> tuple[str, str]:
     """(stdout, stderr) of `evaluate builtin TICKS --by-stream`, run once: two tests read it (each grouped with
@@ -852,12 +841,16 @@ def test_evaluate_says_each_part_s_first_and_last_event_time(ticks_file: Path, b
            f"{result['streams'][first]['times']['train'][1]}; validation" in "\n".join(printed)
 
 
-def test_train_says_when_its_validation_part_is_too_small_to_fit_on_or_missing(ticks_file: Path, tmp_path: Path,
-                                                                             capsys) -> None:
+def test_train_says_when_its_validation_part_is_too_small_to_fit_on_or_missing_even_under_quiet(
+        ticks_file: Path, tmp_path: Path, capsys) -> None:
     """A split whose validation part labels fewer answer points of a question than its calibration and answer head
     need shipped those answers uncalibrated and headless with no word before the end's table (and early stopping
     watched a loss over a few ticks); one without a validation part said nothing of the heads. Both are said before
-    training, and the small part on the model card."""
+    training, and the small part on the model card.
+
+    `train --quiet` printed neither the note on streams over the same hours nor the one on a split without a
+    validation part: --quiet quiets progress (as backtest's) and the reading's notes, not those (the 70/30 run
+    here is under --quiet; the --no-head one after it says its note without)."""
     from connectors.builtin import load_builtin_codec
     from engine.service.finetune_data import validation_note
 
@@ -874,12 +867,17 @@ def test_train_says_when_its_validation_part_is_too_small_to_fit_on_or_missing(t
     # fitted where it had the points (then kept only if its held-out halves beat no calibration), not elsewhere
     assert "heldout_nll_raw" not in calibrated.get("volatility_50", {}) and calibrated["direction_5"]["heldout_nll_raw"]
     assert set(read_head(tmp_path / "small")) == {"direction_5", "direction_20"}  # as said
-    assert main(["train", str(ticks_file), "--out", str(tmp_path / "none"), *run, "--split", "70/30"]) == 0
+    no_validation = [*run[:run.index("--max-points")], "--max-points", "64", "--resamples", "10", "--split", "70/30"]
+    # (no validation part: --max-points caps the test part's points alone, none calibrated)
+    assert main(["train", str(ticks_file), "--out", str(tmp_path / "none"), *no_validation, "--quiet"]) == 0
+    err = capsys.readouterr().err
     assert ("flashtick train: note: --split 70/30 has no validation part: training runs its --steps (within "
             "--max-minutes) without early stopping and keeps the last step's weights, and the answers ship "
-            "uncalibrated and without answer heads") in capsys.readouterr().err
+            "uncalibrated and without answer heads") in err, err
+    assert "flashtick train: note: " in err and "training ticks run past the start of" in err, err
+    assert "no column map given" not in err
     # --no-head asked for none: the split is not said to cost what was not wanted
-    assert main(["train", str(ticks_file), "--out", str(tmp_path / "none"), *run, "--split", "70/30", "--no-head",
+    assert main(["train", str(ticks_file), "--out", str(tmp_path / "none"), *no_validation, "--no-head",
                  "--overwrite"]) == 0
     assert ("and the answers ship uncalibrated (a split such as 70/15/15 has one)") in capsys.readouterr().err
     codec = load_builtin_codec()
