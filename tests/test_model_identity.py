@@ -111,23 +111,6 @@ def test_resume_with_recalibrated_model_files_is_refused_naming_the_file(setup: 
     assert main(command) == 0 and "already complete" in capsys.readouterr().err
 
 
-def test_a_finished_run_and_a_fresh_one_of_other_model_files_record_other_digests(setup: Path) -> None:
-    """review349 #2: four runs of four different models recorded one `weights`. The record's digest is the model's."""
-    config = ServiceConfig.load(setup / "engine.yaml")
-    run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "a.parquet", progress=False,
-                 max_ticks=200)
-    (setup / "model" / "calibration.json").write_text(calibration(2.0))
-    try:
-        run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "b.parquet", progress=False,
-                     max_ticks=200)
-    finally:
-        (setup / "model" / "calibration.json").write_text(calibration(1.0))
-    a, b = (json.loads(pl.read_parquet_metadata(setup / f"{n}.parquet")["flashtick"]) for n in "ab")
-    assert a["model"]["digest"] != b["model"]["digest"] and "weights" not in a["model"]
-    assert {k for k in a["model"]["files"] if a["model"]["files"][k] != b["model"]["files"][k]} == {"calibration.json"}
-    assert "resumed" not in a
-
-
 def test_a_serve_restart_on_recalibrated_model_files_says_so_and_starts_a_new_epoch(tmp_path: Path) -> None:
     """review349 #2: a serve restarted on its data directory after the checkpoint was recalibrated in place continued
     the same answer log and epoch without a word. The start now says which file changed and starts a new epoch."""
@@ -202,8 +185,12 @@ def test_a_checkout_with_uncommitted_changes_is_recorded_dirty(tmp_path: Path) -
     assert recorded_release(dirty.record()) == "0.2.0 (git abababab-dirty)"
 
 
-def test_the_record_keeps_the_command_line_the_environment_and_whole_file_digests(setup: Path) -> None:
-    """review349 #8: no argv, no torch/Python/platform, and 64-bit truncated input digests of sampled blocks."""
+def test_the_record_keeps_the_command_line_the_environment_and_whole_file_digests_and_other_model_files_digests(
+        setup: Path) -> None:
+    """review349 #8: no argv, no torch/Python/platform, and 64-bit truncated input digests of sampled blocks.
+
+    review349 #2: four runs of four different models recorded one `weights`. The record's digest is the model's:
+    the finished CLI run above and a fresh one (run_backtest) of other model files record other digests."""
     import platform
 
     import torch
@@ -211,7 +198,8 @@ def test_the_record_keeps_the_command_line_the_environment_and_whole_file_digest
     from engine.service.release import this_release
 
     command = ["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out",
-               str(setup / "argv.parquet"), "--config", str(setup / "engine.yaml"), "--quiet", "--max-ticks", "200"]
+               str(setup / "argv.parquet"), "--config", str(setup / "engine.yaml"), "--quiet", "--max-ticks", "200",
+               "--no-plot"]
     assert main(command) == 0
     record = json.loads(pl.read_parquet_metadata(setup / "argv.parquet")["flashtick"])
     # the command line beside the record (in it, two runs to two --out files would differ in their answers' bytes)
@@ -220,6 +208,19 @@ def test_the_record_keeps_the_command_line_the_environment_and_whole_file_digest
     assert record["environment"]["python"] == platform.python_version()
     assert record["files"][0]["digest"] == hashlib.sha256((setup / "ticks.parquet").read_bytes()).hexdigest()
     assert record["commit"] == this_release().commit and record.get("dirty") == this_release().dirty
+
+    config = ServiceConfig.load(setup / "engine.yaml")
+    (setup / "model" / "calibration.json").write_text(calibration(2.0))
+    try:
+        freeze_before_a_start()  # (each run: the one before thawed it)
+        run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "b.parquet", progress=False,
+                     max_ticks=200, plot=False)
+    finally:
+        (setup / "model" / "calibration.json").write_text(calibration(1.0))
+    a, b = (json.loads(pl.read_parquet_metadata(setup / f"{n}.parquet")["flashtick"]) for n in ("argv", "b"))
+    assert a["model"]["digest"] != b["model"]["digest"] and "weights" not in a["model"]
+    assert {k for k in a["model"]["files"] if a["model"]["files"][k] != b["model"]["files"][k]} == {"calibration.json"}
+    assert "resumed" not in a
 
 
 def test_the_builtin_model_scored_on_a_set_it_trained_on_says_so(tmp_path: Path, capsys) -> None:
@@ -241,7 +242,7 @@ def test_the_builtin_model_scored_on_a_set_it_trained_on_says_so(tmp_path: Path,
         capsys.readouterr()
         freeze_before_a_start()  # (each run: the one before thawed it)
         assert main(["backtest", str(path), "--queries", str(tmp_path / "q.yaml"), "--out",
-                     str(tmp_path / f"{path.stem}{len(extra)}.parquet"), "--quiet", *extra]) == 0
+                     str(tmp_path / f"{path.stem}{len(extra)}.parquet"), "--quiet", "--no-plot", *extra]) == 0
         return [line for line in capsys.readouterr().err.splitlines() if "built-in model was trained" in line]
 
     said = note(shared / "trades.parquet")
@@ -253,28 +254,17 @@ def test_the_builtin_model_scored_on_a_set_it_trained_on_says_so(tmp_path: Path,
     assert note(shared / "trades.parquet", "--test-from", "0.8") == []
 
 
-def test_the_config_is_recorded_as_its_effective_values_and_endpoints_leave_its_digest(setup: Path) -> None:
+def test_the_config_is_recorded_as_its_effective_values_and_a_finished_backtest_replaced_by_other_options_is_said(
+        setup: Path) -> None:
     """review349 #6: the same backtest under a config that set only the endpoints recorded another config digest (of
-    a Python repr nobody outside could recompute) and not the config itself."""
+    a Python repr nobody outside could recompute) and not the config itself.
+
+    review349 #13: a finished run's answers, scores and manifest were replaced by a run with another --batch-ms
+    without a word. Replaced as documented, but said, naming what differs; the same run again says nothing. (The
+    plain config's run is the first of these, at the default --batch-ms 100.)"""
     endpoints = setup / "with_endpoints.yaml"
     endpoints.write_text((setup / "engine.yaml").read_text() + "endpoints: {ingest: 'tcp://127.0.0.1:50300', "
                          "answers: 'tcp://127.0.0.1:50301', control: 'tcp://127.0.0.1:50302'}\n")
-    records = []
-    for config, name in ((setup / "engine.yaml", "plain"), (endpoints, "endpoints")):
-        freeze_before_a_start()  # (each run: the one before thawed it)
-        run_backtest(ServiceConfig.load(config), [setup / "ticks.parquet"], setup / "q.yaml",
-                     setup / f"{name}.parquet", progress=False, max_ticks=100)
-        records.append(json.loads(pl.read_parquet_metadata(setup / f"{name}.parquet")["flashtick"]))
-    plain, with_endpoints = records
-    assert plain["config_digest"] == with_endpoints["config_digest"] and plain["config"] == with_endpoints["config"]
-    assert plain["config_digest"] == hashlib.sha256(json.dumps(plain["config"], sort_keys=True,
-                                                               separators=(",", ":")).encode()).hexdigest()
-    assert plain["config"]["answers.adapt"] == "online" and not any(k.startswith("endpoints.") for k in plain["config"])
-
-
-def test_a_finished_backtest_replaced_by_a_run_of_other_options_is_said(setup: Path) -> None:
-    """review349 #13: a finished run's answers, scores and manifest were replaced by a run with another --batch-ms
-    without a word. Replaced as documented, but said, naming what differs; the same run again says nothing."""
     config = ServiceConfig.load(setup / "engine.yaml")
 
     def notes(batch_ms: float) -> list[str]:
@@ -285,6 +275,16 @@ def test_a_finished_backtest_replaced_by_a_run_of_other_options_is_said(setup: P
         return [line for line in said if line.startswith("replacing")]
 
     assert notes(100) == []
+    plain = json.loads(pl.read_parquet_metadata(setup / "replaced.parquet")["flashtick"])
+    freeze_before_a_start()  # (each run: the one before thawed it)
+    run_backtest(ServiceConfig.load(endpoints), [setup / "ticks.parquet"], setup / "q.yaml",
+                 setup / "endpoints.parquet", progress=False, max_ticks=100)
+    with_endpoints = json.loads(pl.read_parquet_metadata(setup / "endpoints.parquet")["flashtick"])
+    assert plain["config_digest"] == with_endpoints["config_digest"] and plain["config"] == with_endpoints["config"]
+    assert plain["config_digest"] == hashlib.sha256(json.dumps(plain["config"], sort_keys=True,
+                                                               separators=(",", ":")).encode()).hexdigest()
+    assert plain["config"]["answers.adapt"] == "online" and not any(k.startswith("endpoints.") for k in plain["config"])
+
     assert notes(50) == [f"replacing {setup / 'replaced.parquet'}, a finished backtest of another run (its batch_ms "
                          f"100 then, 50 now differ): its answers, scores, plot and manifest are overwritten by this "
                          f"run's (keep them with another --out)"]
