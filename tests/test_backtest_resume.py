@@ -451,12 +451,18 @@ def test_resume_under_another_answer_changing_setting_names_it_with_both_values(
     assert main(command) == 0 and not parts.exists()
 
 
-def test_the_outputs_carry_the_runs_provenance_through_a_resume_and_say_an_adapt_change(setup: Path) -> None:
+def test_the_outputs_carry_the_runs_provenance_and_say_whether_and_where_it_resumed_and_an_adapt_change(
+        setup: Path) -> None:
     """review206 #2: answers.parquet held only `ARROW:schema` and the scores no run header, so two runs differing in
     answers.adapt (or model, files, options) made indistinguishable outputs, and the resume key went with the parts
     folder. The answers file now holds the run's record as Parquet metadata (`flashtick`, JSON) and
     OUT.manifest.json the same under `run`: a resumed run's equals an uninterrupted one's, and a run under
-    answers.adapt off differs from it in that setting (and the config's digest) alone."""
+    answers.adapt off differs from it in that setting (and the config's digest) alone.
+
+    And the provenance record of a resumed run equaled an uninterrupted one's (in the answers file's metadata too),
+    so nothing said it was resumed. The manifest beside it now says `resumed` and, when it was, from which
+    checkpoint (ticks, answers, part files kept, or the answers file whole and only the scores owed). One stopped
+    run, resumed, and one uninterrupted run of the same ticks serve both."""
     import dataclasses
 
     def record(out: Path) -> dict:
@@ -465,11 +471,23 @@ def test_the_outputs_carry_the_runs_provenance_through_a_resume_and_say_an_adapt
         return kept
 
     out, parts = stopped_early(setup, "recorded.parquet")
+    kept = json.loads((parts / "progress.json").read_text())
     assert main(cli(setup, "recorded.parquet", "--resume", "--quiet", "--max-ticks", "600")) == 0
     config = ServiceConfig.load(setup / "engine.yaml")
     run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "fresh.parquet", progress=False,
                  max_ticks=600)
     resumed, fresh = record(out), record(setup / "fresh.parquet")
+    # the manifests: the resumed one says from which checkpoint, the uninterrupted one that it was not resumed
+    resumed_manifest = json.loads(out.with_suffix(".manifest.json").read_text())
+    whole = json.loads((setup / "fresh.manifest.json").read_text())
+    assert resumed_manifest["resumed"] is True and resumed_manifest["resumed_from"] == {
+        "ticks": kept["consumed"], "answers": kept["answers"], "parts": len(kept["parts"]),
+        "answers_file_whole": False}, resumed_manifest
+    assert whole["resumed"] is False and "resumed_from" not in whole
+    assert resumed_manifest["run"] == whole["run"] | {"resumed": {"after_ticks": kept["consumed"]}}
+    assert resumed_manifest["answers"]["rows"] == whole["answers"]["rows"]
+    # the answers file's record (its Parquet metadata) says it too (review349 #7: a file apart from its manifest)
+    assert resumed == resumed_manifest["run"]
     assert resumed.pop("resumed")["after_ticks"] > 0 and resumed == fresh  # (review349 #7: says it was resumed)
     assert fresh["files"] == [{"path": str((setup / "ticks.parquet").resolve()), "size": (setup / "ticks.parquet")
                                .stat().st_size, "mtime_ns": (setup / "ticks.parquet").stat().st_mtime_ns,
@@ -503,24 +521,23 @@ def test_sigterm_stops_at_a_checkpoint_and_says_how_to_resume(setup: Path, long_
 
 def test_progress_bar_on_a_terminal_and_quiet_elsewhere(setup: Path, monkeypatch) -> None:
     """stderr on a real pseudo-terminal: the bar shows ticks done of the total, a rate and an ETA, live."""
-    def run(*extra: str) -> tuple[int, str]:
+    def run(ticks: int, *extra: str) -> tuple[int, str]:
         leader, follower = pty.openpty()
         fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # as a terminal window
         reader, seen = read_terminal(leader)
         with open(follower, "w", closefd=True) as terminal:
             monkeypatch.setattr(sys, "stderr", terminal)
-            # long enough to redraw: chunked is fast
-            code = main(cli(setup, "bar.parquet", "--max-ticks", str(TICKS), *extra))
+            code = main(cli(setup, "bar.parquet", "--max-ticks", str(ticks), *extra))
             monkeypatch.undo()
         reader.join(10)
         os.close(leader)
         return code, b"".join(seen).decode(errors="replace")
 
-    code, shown = run()
+    code, shown = run(TICKS)  # long enough to redraw: chunked is fast
     assert code == 0 and f"{TICKS}/{TICKS}" in shown and "ticks/s" in shown and "<" in shown, shown[-500:]
     # live, not 0 then done
     assert len({line.split("|")[-1][:8] for line in shown.split("\r") if "ticks/s" in line}) > 2
-    code, shown = run("--quiet")
+    code, shown = run(TICKS // 5, "--quiet")  # (quiet from its first tick: a short run shows it as well)
     assert code == 0 and "ticks/s" not in shown
 
 
@@ -673,28 +690,6 @@ def test_ctrl_c_at_any_point_of_a_backtest_ends_it_as_documented(setup: Path, lo
     assert said and said[-1].startswith(expected), said
 
 
-def test_the_manifest_says_whether_the_run_was_resumed_and_from_where(setup: Path) -> None:
-    """The provenance record of a resumed run equals an uninterrupted one's (in the answers file's metadata too),
-    and nothing said it was resumed. The manifest beside it now says `resumed` and, when it was, from which
-    checkpoint (ticks, answers, part files kept, or the answers file whole and only the scores owed)."""
-    out, parts = stopped_early(setup, "which.parquet")
-    kept = json.loads((parts / "progress.json").read_text())
-    config = ServiceConfig.load(setup / "engine.yaml")
-    run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, max_ticks=600, resume=True)
-    run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "whole600.parquet", progress=False,
-                 max_ticks=600)
-    resumed = json.loads(out.with_suffix(".manifest.json").read_text())
-    whole = json.loads((setup / "whole600.manifest.json").read_text())
-    assert resumed["resumed"] is True and resumed["resumed_from"] == {
-        "ticks": kept["consumed"], "answers": kept["answers"], "parts": len(kept["parts"]),
-        "answers_file_whole": False}, resumed
-    assert whole["resumed"] is False and "resumed_from" not in whole
-    assert resumed["run"] == whole["run"] | {"resumed": {"after_ticks": kept["consumed"]}}
-    assert resumed["answers"]["rows"] == whole["answers"]["rows"]
-    # the answers file's record (its Parquet metadata) says it too (review349 #7: a file apart from its manifest)
-    assert json.loads(pl.read_parquet_metadata(out)["flashtick"]) == resumed["run"]
-
-
 def test_a_full_disk_is_said_in_one_line_naming_the_file_and_resume_continues(setup: Path,
                                                                                 uninterrupted: BacktestReport,
                                                                                 capsys) -> None:
@@ -717,7 +712,8 @@ def test_a_full_disk_is_said_in_one_line_naming_the_file_and_resume_continues(se
     capsys.readouterr()
     resource.setrlimit(resource.RLIMIT_FSIZE, (8192, hard))  # a part of a checkpoint's answers is larger
     try:
-        code = main(cli(setup, "full.parquet", "--quiet"))
+        # a checkpoint at the first tick grid point (512): its part is the first write, long before the run's end
+        code = main(cli(setup, "full.parquet", "--quiet", "--checkpoint-s", "0.001"))
         exported = main(["ticklog", "export", str(data), "--out", str(setup / "ticks-export.csv")])
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
