@@ -164,13 +164,15 @@ def test_the_cli_option_sets_the_config_key_and_is_checked(setup, capsys) -> Non
         ServiceConfig.from_dict({"answers": {"session_gap_s": 0}})
 
 
-def test_live_scores_and_the_adaptation_end_labels_at_the_session_gap() -> None:
+def test_live_scores_and_the_adaptation_end_labels_at_the_session_gap(setup) -> None:
     """answers.session_gap_s: a live answer whose horizon crosses the weekend is counted `across_gap`, never scored,
-    and the adaptation is fed no label from it (its mix then differs from one fed the weekend's move)."""
+    and the adaptation is fed no label from it (its mix then differs from one fed the weekend's move). (The module's
+    tiny model: the labels, and the adaptation fed them, are the scores' whichever model answers.)"""
+    _, checkpoint, _ = setup
     ticks = fx_week(120)
     published = {}
     for gap in (None, 3600):
-        pipeline = TickPipeline(ServiceConfig.from_dict({"answers": {"session_gap_s": gap}}))
+        pipeline = TickPipeline(config(checkpoint, gap))
         pipeline.register_queries(load_queries(QUERIES, questions=pipeline.codec.questions))
         answers = []
         for i in range(0, len(ticks), 4):
