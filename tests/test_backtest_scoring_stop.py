@@ -95,19 +95,42 @@ def assert_scored_as_uninterrupted(root: Path, out: str) -> None:
     assert not (root / f"{out}.parquet.parts").exists()
 
 
-def test_ctrl_c_while_scoring_stops_before_the_scores_and_resume_makes_them(setup: Path, monkeypatch,
-                                                                            capsys) -> None:
+def test_ctrl_c_while_scoring_or_while_a_resume_rereads_stops_before_the_scores_a_second_aborts_and_resume_makes_them(
+        setup: Path, monkeypatch, capsys) -> None:
     """One Ctrl-C as the scoring begins said "stopping at the next batch boundary", then the run went on to its
     scores, plot and summary and exited 0; the answers are whole by then, so it now says so, stops with exit 130,
-    and --resume scores that answers file (it refused: "the run there is complete")."""
-    code, err = interrupted(setup, "cut.parquet", (SCORING,), monkeypatch)
+    and --resume scores that answers file (it refused: "the run there is complete").
+
+    A --resume that only scores reads the files again first (for what the market did after each answer): a Ctrl-C
+    there said "stopping at the next batch boundary", though no batch is run. It is a stop before the scores, and
+    says so (SIGINT as the resume's note that it reads the files again shows).
+
+    A second Ctrl-C while scoring aborts at once: it said only "after the answers were written", not that the
+    scores and plot were missing, and nothing made them. Here in a --resume that scores, the second Ctrl-C sent as
+    the first one's line shows.
+
+    In the order a user meets them, on one answers file: the stop while scoring, a stop while the resume rereads,
+    an abort while the next resume scores, then the resume that makes the scores, and the same command again."""
     out = setup / "cut.parquet"
+    code, err = interrupted(setup, "cut.parquet", (SCORING,), monkeypatch)
     assert code == 130, err[-3000:]
     assert "next batch boundary" not in err, err[-3000:]
     assert f"the answers are written to {out}; stopping the scores (again to abort now)" in err, err[-3000:]
     assert f"stopped before the scores: the answers are whole in {out}; run the same command with --resume" in err
     assert out.read_bytes() == (setup / "whole.parquet").read_bytes()
     assert not (setup / "cut.scores.json").exists() and not (setup / "cut.calibration.png").exists()
+
+    code, err = interrupted(setup, "cut.parquet", ("reading the files again",), monkeypatch, "--resume")
+    assert code == 130, err[-3000:]
+    assert "next batch boundary" not in err, err[-3000:]
+    assert f"the answers are written to {out}; stopping the scores (again to abort now)" in err, err[-3000:]
+    assert f"stopped before the scores: the answers are whole in {out}; run the same command with --resume" in err
+
+    code, err = interrupted(setup, "cut.parquet", (SCORING, "stopping the scores"), monkeypatch, "--resume")
+    assert code == 130, err[-3000:]
+    assert (f"aborted; the answers are whole in {out}, but not their scores and plot: run the same command with "
+            f"--resume to make them") in err, err[-3000:]
+    assert not (setup / "cut.scores.json").exists()
     capsys.readouterr()
 
     assert main(cli(setup, "cut.parquet", "--resume")) == 0
@@ -121,40 +144,6 @@ def test_ctrl_c_while_scoring_stops_before_the_scores_and_resume_makes_them(setu
     # complete with its scores: the same command again does nothing, exit 0 (it was refused, exit 2: review337 #2)
     assert main(cli(setup, "cut.parquet", "--resume")) == 0
     assert f"already complete: {out} holds every answer of this run" in capsys.readouterr().err
-
-
-def test_a_second_ctrl_c_while_scoring_aborts_and_says_how_to_get_the_scores(setup: Path, monkeypatch,
-                                                                             capsys) -> None:
-    """A second Ctrl-C while scoring aborts at once: it said only "after the answers were written", not that the
-    scores and plot were missing, and nothing made them. Here in a --resume that scores (a first run's: the
-    test above), the second Ctrl-C sent as the first one's line shows."""
-    out = setup / "abort.parquet"
-    assert interrupted(setup, "abort.parquet", (SCORING,), monkeypatch)[0] == 130
-    code, err = interrupted(setup, "abort.parquet", (SCORING, "stopping the scores"), monkeypatch, "--resume")
-    assert code == 130, err[-3000:]
-    assert (f"aborted; the answers are whole in {out}, but not their scores and plot: run the same command with "
-            f"--resume to make them") in err, err[-3000:]
-    assert not (setup / "abort.scores.json").exists()
-    capsys.readouterr()
-    assert main(cli(setup, "abort.parquet", "--resume")) == 0
-    assert_scored_as_uninterrupted(setup, "abort")
-
-
-def test_ctrl_c_while_a_scoring_resume_reads_the_ticks_says_it_stops_the_scores(setup: Path, monkeypatch,
-                                                                               capsys) -> None:
-    """A --resume that only scores reads the files again first (for what the market did after each answer): a
-    Ctrl-C there said "stopping at the next batch boundary", though no batch is run. It is a stop before the
-    scores, and says so (SIGINT as the resume's note that it reads the files again shows)."""
-    out = setup / "reread.parquet"
-    assert interrupted(setup, "reread.parquet", (SCORING,), monkeypatch)[0] == 130
-    code, err = interrupted(setup, "reread.parquet", ("reading the files again",), monkeypatch, "--resume")
-    assert code == 130, err[-3000:]
-    assert "next batch boundary" not in err, err[-3000:]
-    assert f"the answers are written to {out}; stopping the scores (again to abort now)" in err, err[-3000:]
-    assert f"stopped before the scores: the answers are whole in {out}; run the same command with --resume" in err
-    capsys.readouterr()
-    assert main(cli(setup, "reread.parquet", "--resume")) == 0
-    assert_scored_as_uninterrupted(setup, "reread")
 
 
 def test_an_abort_as_the_answers_file_is_renamed_in_says_it_is_whole_and_resume_scores_it(setup: Path, monkeypatch,
