@@ -7,7 +7,8 @@ arrived, not read) and send queue (bytes written, not yet acknowledged by the pe
 bytes waiting are the receive queues of its accepted connections or, for a sender on this host, the send queue of
 the sender's end of one where it is the larger (bytes received stay in it until acknowledged). What a sender's own
 ZeroMQ queue holds (up to its SNDHWM), a sender's kernel buffers on another host, and the received part of a local
-sender's send queue once acknowledged, are not seen: a lower bound. None where nothing can be read (not Linux, not tcp://).
+sender's send queue once acknowledged, are not seen: a lower bound. None where nothing can be read (not Linux, not
+tcp://).
 """
 
 from __future__ import annotations
