@@ -228,10 +228,10 @@ def hf_logits(hf_model: PreTrainedModel, tokens: list[int]) -> torch.Tensor:  # 
         return hf_model(torch.tensor([tokens])).logits[0].float()
 
 
-def engine_dir(root: Path, queries: str, cells: int = 8192) -> Path:
-    """`root` with what a CLI backtest test runs on: engine.yaml (the tiny tick model, kv.cells ``cells``) and
-    q.yaml (``queries``)."""
-    checkpoint = tiny_tick_checkpoint(root / "model")
+def engine_dir(root: Path, queries: str, cells: int = 8192, checkpoint: Path | None = None) -> Path:
+    """`root` with what a CLI backtest test runs on: engine.yaml (the tiny tick model, kv.cells ``cells``: built
+    under `root`, or ``checkpoint``, e.g. shared_tiny_tick_checkpoint's) and q.yaml (``queries``)."""
+    checkpoint = checkpoint or tiny_tick_checkpoint(root / "model")
     (root / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: {cells}, block_size: 16}}\n")
     (root / "q.yaml").write_text(queries)
     return root

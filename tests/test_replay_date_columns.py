@@ -16,7 +16,7 @@ import pytest
 
 from engine.quoting import quoted
 
-from conftest import drain, shared_tiny_tick_checkpoint
+from conftest import drain, engine_dir, shared_tiny_tick_checkpoint
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 from engine.service.cli import main
@@ -29,11 +29,8 @@ QUERIES = "queries:\n  - {name: dir5, streams: ['*'], question: direction_5, kin
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory) -> Path:
     """engine.yaml (the tiny tick model, built once a worker: the backtests here only read it) and q.yaml."""
-    root = tmp_path_factory.mktemp("engine")
-    checkpoint = shared_tiny_tick_checkpoint(tmp_path_factory)
-    (root / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n")
-    (root / "q.yaml").write_text(QUERIES)
-    return root
+    return engine_dir(tmp_path_factory.mktemp("engine"), QUERIES,
+                      checkpoint=shared_tiny_tick_checkpoint(tmp_path_factory))
 
 
 def equity_rows(n: int = 40, days: tuple[int, ...] = (20240603, 20240604)) -> pl.DataFrame:

@@ -14,7 +14,7 @@ import pytest
 
 from engine.quoting import quoted
 
-from conftest import drain, shared_tiny_tick_checkpoint
+from conftest import drain, engine_dir, shared_tiny_tick_checkpoint
 from connectors.column_map import ColumnMap
 from connectors.map_options import map_from_options, parse_inline
 from connectors.replay import FileReplay, replay_ticks
@@ -29,11 +29,8 @@ NS = 1_000_000_000
 @pytest.fixture(scope="module")
 def engine_files(tmp_path_factory) -> Path:
     """engine.yaml (the tiny tick model, built once a worker: the backtests here only read it) and q.yaml."""
-    root = tmp_path_factory.mktemp("formats")
-    checkpoint = shared_tiny_tick_checkpoint(tmp_path_factory)
-    (root / "engine.yaml").write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\n")
-    (root / "q.yaml").write_text(QUERIES)
-    return root
+    return engine_dir(tmp_path_factory.mktemp("formats"), QUERIES,
+                      checkpoint=shared_tiny_tick_checkpoint(tmp_path_factory))
 
 
 def vendor_trades(n: int = 120) -> pl.DataFrame:
