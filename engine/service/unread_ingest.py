@@ -16,6 +16,8 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 
+from connectors.tcp_endpoints import endpoint_host
+
 PROC_TCP, PROC_TCP6 = Path("/proc/net/tcp"), Path("/proc/net/tcp6")
 ESTABLISHED = "01"
 
@@ -35,9 +37,8 @@ def _tables(endpoint: str) -> tuple[Path, ...]:
     IPv4 connections only, an IPv6 address's (IPv4-mapped ones included) are all in tcp6; a wildcard or a name,
     both. Each read walks every bucket of the host's TCP hash table, however few its sockets (~4 ms of CPU a table
     on a 2-core host of 262,144 buckets), and heartbeats and `stats` read them: one table where one will do."""
-    host = endpoint.removeprefix("tcp://").rpartition(":")[0].strip("[]")
-    try:
-        version = ipaddress.ip_address(host).version
+    try:  # (an IPv6 address is what the service binds with ZMQ_IPV6: connectors/tcp_endpoints.ipv6_for)
+        version = ipaddress.ip_address(endpoint_host(endpoint) or "").version
     except ValueError:
         return PROC_TCP, PROC_TCP6
     return (PROC_TCP,) if version == 4 else (PROC_TCP6,)
