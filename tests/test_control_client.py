@@ -198,6 +198,27 @@ def test_an_array_as_a_request_field_is_sent_as_the_list_of_its_values() -> None
     assert sent(pd.array([7, None], dtype="Int64")) == [7, None] and sent(pd.NA) is None
 
 
+def test_a_decimal_is_sent_as_its_int_or_nearest_float() -> None:
+    """session 48's fix388 left it: a DECIMAL column's value (polars' `to_dicts()` of a Decimal column, a database's
+    NUMERIC) was refused by `FeedClient.send` and `trade()` as no number, though file replay reads such a column. A
+    whole Decimal is its int (a ts of ns stays exact), another its nearest float; NaN stays NaN, refused as such."""
+    from decimal import Decimal
+
+    import polars as pl
+
+    rows = pl.DataFrame({"ts": [1_700_000_000_123_456_789], "stream": ["DEC.A"], "price": [Decimal("101.25")],
+                         "size": [Decimal("3")]}, schema_overrides={"price": pl.Decimal(12, 2),
+                                                                      "size": pl.Decimal(12, 0)}).to_dicts()
+    assert isinstance(rows[0]["price"], Decimal)
+    assert msgpack.unpackb(pack(rows)[0]) == [{"ts": 1_700_000_000_123_456_789, "stream": "DEC.A", "price": 101.25,
+                                               "size": 3}]
+    exact_ts = Decimal(1_700_000_000_123_456_789)
+    assert trade("DEC.A", exact_ts, Decimal("0.1"), Decimal("2.5")) == trade("DEC.A", 1_700_000_000_123_456_789, 0.1,
+                                                                             2.5)
+    with pytest.raises(InvalidTick, match="nonfinite_price"):
+        trade("DEC.A", exact_ts, Decimal("NaN"), 1.0)
+
+
 def test_subscribers_refuse_a_bare_topic_string_and_a_missing_control_client() -> None:
     from engine.service.client import AnswerSubscriber, GaplessSubscriber
 
