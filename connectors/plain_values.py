@@ -22,7 +22,8 @@ def plain(value: Any) -> Any:
     """A numpy scalar (numpy.int64 from a DataFrame, numpy.float32) as the Python int/float/str it holds, a numpy
     datetime64 and an aware datetime (a pandas Timestamp, polars' `to_dicts()` of a Datetime column) as int ns since
     the epoch, an array (numpy, a pandas Series, Index or array, a polars Series) as the list of its values (each
-    made plain as msgpack packs it), a Decimal as its int or nearest float; anything else as it is (a naive datetime names no instant: it stays, refused)."""
+    made plain as msgpack packs it), a Decimal as its int or nearest float; anything else as it is (a naive datetime
+    names no instant: it stays, refused)."""
     library = type(value).__module__.partition(".")[0]
     if library == "numpy":
         if type(value).__name__ == "datetime64":  # any unit, exactly, as int ns
