@@ -248,7 +248,8 @@ class TickSequences:
     def of(self, stream: str) -> dict[str, Any]:
         """A stream's figures as `streams` says them."""
         return {"last_seq": self.last.get(stream), "duplicates": self.duplicates[stream],
-                "seq_gaps": self.gaps[stream], "seq_missing": self.missing[stream], "seq_late": self.late[stream],
+                "duplicates_restamped": self.restamped[stream], "seq_gaps": self.gaps[stream],
+                "seq_missing": self.missing[stream], "seq_late": self.late[stream],
                 "seq_restarts": self.restarts[stream], "repeats_taken": self.repeats_taken[stream]}
 
     def summary(self) -> dict[str, Any]:

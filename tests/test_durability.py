@@ -820,9 +820,9 @@ def test_a_stream_whose_every_tick_retention_dropped_counts_on_after_a_restart(c
     # (its last price level is not kept in the log's start record: not known, so a feed compares nothing)
     assert recovered.encoders.accepted(["QUIET"]) == {"QUIET": {"ticks": 30, "last_ts": t0 + 27, "at_last_ts": 3,
                                                                 "last_price": None, "last_seq": None,
-                                                                "duplicates": 0, "seq_gaps": 0, "seq_missing": 0,
-                                                                "seq_late": 0, "seq_restarts": 0,
-                                                                "repeats_taken": 0}}
+                                                                "duplicates": 0, "duplicates_restamped": 0,
+                                                                "seq_gaps": 0, "seq_missing": 0, "seq_late": 0,
+                                                                "seq_restarts": 0, "repeats_taken": 0}}
     assert recovered.expire_idle() == []  # restored now, not idle since 1970
     message = [trade("R0", t0 + 10_000, 51.0, 1.0, "buy"), trade("QUIET", t0 + 10_001, 101.0, 1.0, "buy"),
                trade("R1", t0 + 10_002, 52.0, 1.0, "buy")]

@@ -75,10 +75,11 @@ def test_a_seq_again_later_with_its_values_is_a_restamped_resend_as_replay_reads
     assert sequences.duplicates["AB2"] == 2
 
 
-def test_ab_lines_each_stamped_on_receipt_are_taken_once(clients, capsys) -> None:
+def test_ab_lines_each_stamped_on_receipt_are_taken_once(server, clients, capsys) -> None:
     """A/B lines of one feed, B's copy of each trade stamped 30 ms after A's, sent as the lines deliver them (A's
     tick, then B's): each trade is taken once, B's copies counted as restamped duplicates, no numbering begun
-    again (every tick was taken twice, 10 `seq_restarts` for 10 trades)."""
+    again (every tick was taken twice, 10 `seq_restarts` for 10 trades). The stream's own count of them is in
+    `streams` and on its `flashtick streams` line (session 48 left it in `stats`' total alone)."""
     control, _, push = clients
     ctl, feed = control(), push()
     stream = fresh_stream("AB")
@@ -90,8 +91,11 @@ def test_ab_lines_each_stamped_on_receipt_are_taken_once(clients, capsys) -> Non
     assert after["duplicates_restamped"] - before["duplicates_restamped"] == 10
     assert after["seq_restarts"] == before["seq_restarts"] and after["ticks_in"] - before["ticks_in"] == 10
     held = held_of(ctl, stream)
-    assert (held["ticks"], held["last_seq"], held["duplicates"], held["seq_restarts"]) == (10, 7009, 10, 0), held
+    assert (held["ticks"], held["last_seq"], held["duplicates"], held["duplicates_restamped"], held["seq_restarts"]) \
+        == (10, 7009, 10, 10, 0), held
     assert f'stream "{stream}": seq 7000 again, stamped later' in capsys.readouterr().err
+    assert main(["streams", stream, "--control", server["control"]]) in (0, None)
+    assert capsys.readouterr().out.rstrip("\n").endswith("\tlast_seq 7009\tduplicates 10 (10 restamped)")
 
 
 def test_a_late_tick_is_refused_alike_with_or_without_seq_and_is_no_duplicate(server, clients, capsys) -> None:

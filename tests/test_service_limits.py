@@ -512,8 +512,8 @@ def test_an_expired_stream_is_told_apart_from_one_never_seen(checkpoint, tmp_pat
             assert expired.pop("idle_s") >= 0.2  # quiet since before its expiry, and still told
             # its count is kept with its context (its next tick goes on from it); no seq: sequence figures 0/None
             assert expired == {"ticks": sum(t.stream == stream for t in market), "last_ts": last, "at_last_ts": 1,
-                               "last_seq": None, "duplicates": 0, "seq_gaps": 0, "seq_missing": 0, "seq_late": 0,
-                               "seq_restarts": 0, "repeats_taken": 0}
+                               "last_seq": None, "duplicates": 0, "duplicates_restamped": 0, "seq_gaps": 0,
+                               "seq_missing": 0, "seq_late": 0, "seq_restarts": 0, "repeats_taken": 0}
 
 
 def test_a_stream_whose_every_tick_was_refused_is_said_so_not_never_sent(live) -> None:
@@ -1243,8 +1243,9 @@ def test_conflation_still_refuses_a_bad_quote_at_once_and_keeps_the_one_held(che
     pipeline.flush_held()
     assert pipeline.encoders.accepted(["EURUSD"])["EURUSD"] == {"ticks": 2, "last_ts": 200, "at_last_ts": 1,
                                                                  "last_price": pytest.approx(1.15), "last_seq": None,
-                                                                 "duplicates": 0, "seq_gaps": 0, "seq_missing": 0,
-                                                                 "seq_late": 0, "seq_restarts": 0, "repeats_taken": 0}
+                                                                 "duplicates": 0, "duplicates_restamped": 0,
+                                                                 "seq_gaps": 0, "seq_missing": 0, "seq_late": 0,
+                                                                 "seq_restarts": 0, "repeats_taken": 0}
     assert pipeline.stats()["conflated"] == 0 and pipeline.rejected["ts_backwards"] == 1
 
 

@@ -26,8 +26,8 @@ from wire_client import (PROTOCOL, T0, Control, Sub, check_answer, fresh_stream,
                          resume_after, stats, trade, wait_stats, wait_until)
 from wire_server import clients, private_server, server, shedding  # noqa: F401 (fixtures)
 
-SEQUENCE_KEYS = ("last_seq", "duplicates", "seq_gaps", "seq_missing", "seq_late", "seq_restarts",
-                 "repeats_taken")  # `streams`' per stream
+SEQUENCE_KEYS = ("last_seq", "duplicates", "duplicates_restamped", "seq_gaps", "seq_missing", "seq_late",
+                 "seq_restarts", "repeats_taken")  # `streams`' per stream
 
 
 # -- answers (PUB) -------------------------------------------------------------------------------------------------
@@ -262,8 +262,8 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     assert waiting == {"waiting_ticks": 0, "waiting_tokens": 0, "waiting_s": 0.0}
     # and its sequence numbers: none sent, none dropped (test_wire_sequences.py: a feed that sends `seq`)
     sequence = {key: accepted["streams"][s].pop(key) for key in SEQUENCE_KEYS}
-    assert sequence == {"last_seq": None, "duplicates": 0, "seq_gaps": 0, "seq_missing": 0, "seq_late": 0,
-                        "seq_restarts": 0, "repeats_taken": 0}
+    assert sequence == {"last_seq": None, "duplicates": 0, "duplicates_restamped": 0, "seq_gaps": 0, "seq_missing": 0,
+                        "seq_late": 0, "seq_restarts": 0, "repeats_taken": 0}
     assert accepted == {"ok": True, "streams": {s: {"ticks": 2, "last_ts": T0 + 1, "at_last_ts": 1, **context},
                                                        "NOBODY.X": None},
                         "truncated": False}

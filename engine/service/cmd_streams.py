@@ -167,12 +167,13 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
 
 
 def sequence_text(accepted: dict) -> str:
-    """Last on a stream's line (review323 #1, #2, #4): its last `seq` and, where not 0, its duplicates dropped, gaps
-    (and numbers missing, those that came late), numberings begun again and ticks without `seq` taken as repeats at
-    its last ts; "" for a server without them."""
+    """Last on a stream's line (review323 #1, #2, #4): its last `seq` and, where not 0, its duplicates dropped (the
+    restamped resends among them said), gaps (and numbers missing, those that came late), numberings begun again and
+    ticks without `seq` taken as repeats at its last ts; "" for a server without them."""
     text = "" if accepted.get("last_seq") is None else f"\tlast_seq {accepted['last_seq']}"
     if accepted.get("duplicates"):
-        text += f"\tduplicates {accepted['duplicates']}"
+        restamped = f" ({accepted['duplicates_restamped']} restamped)" if accepted.get("duplicates_restamped") else ""
+        text += f"\tduplicates {accepted['duplicates']}{restamped}"
     if accepted.get("seq_gaps"):  # (numbers that came late after all are not missing: review376 #3)
         late = f", {accepted['seq_late']} came late" if accepted.get("seq_late") else ""
         text += f"\tseq_gaps {accepted['seq_gaps']} ({accepted['seq_missing']} missing{late})"
