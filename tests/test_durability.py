@@ -2056,6 +2056,37 @@ def test_a_data_directory_part_that_is_the_wrong_kind_is_named(checkpoint, tmp_p
     TickPipeline(config(checkpoint, data)).close()  # the lock was let go
 
 
+def test_damaged_records_of_a_data_directory_are_named_with_the_way_on(checkpoint, tmp_path, capsys) -> None:
+    """review392 #8: an empty meta.json (what a host crash leaves where data is not journalled) stopped the start with
+    the JSON parser's "Expecting value: line 1 column 1 (char 0)", a garbled answers/state.msgpack with msgpack's
+    "unpack(b) received extra data": no file named. Each is refused naming its file and the way on; with
+    log.skip_corrupt the answer log's records are read alone under a new epoch; a damaged written_with.json (only
+    notes) is said and written again."""
+    from engine.service.config import ConfigError
+
+    data = tmp_path / "d"
+    TickPipeline(config(checkpoint, data)).close()
+    epoch, meta = (data / "epoch").read_text(), (data / "meta.json").read_bytes()
+    (data / "meta.json").write_bytes(b"")
+    with pytest.raises(ConfigError, match=rf"data directory {data}: meta.json is damaged \(JSONDecodeError: .*, 0 "
+                                          r"bytes; .*Restore it from a backup, or, when this start's model is"):
+        TickPipeline(config(checkpoint, data))
+    (data / "meta.json").write_bytes(meta)
+    (data / "answers" / "state.msgpack").write_bytes(msgpack.packb({"covers": 0}) + b"\x00garbage")
+    with pytest.raises(ConfigError, match=r"answers/state.msgpack is damaged \(ExtraData: .*log.skip_corrupt: true"):
+        TickPipeline(config(checkpoint, data))
+    (data / "written_with.json").write_text('{"release": ')
+    capsys.readouterr()
+    skipping = config(checkpoint, data)
+    TickPipeline(dataclasses.replace(skipping, log=dataclasses.replace(skipping.log, skip_corrupt=True))).close()
+    said = capsys.readouterr().err
+    assert "answers/state.msgpack is damaged (ExtraData" in said and "written_with.json is damaged" in said, said
+    assert (data / "epoch").read_text() != epoch  # a subscriber holding seqs is told to start over
+    assert (data / "answers" / "state.msgpack.damaged").is_file()  # moved aside: the next start reads the log alone
+    TickPipeline(config(checkpoint, data)).close()
+    assert json.loads((data / "written_with.json").read_text())["release"]  # written again
+
+
 def test_a_folder_of_the_users_files_is_refused_as_a_data_directory_and_left_as_it_was(checkpoint, tmp_path) -> None:
     """`serve --data-dir .` in the folder of the desk's config, queries file and tick files was taken: the service
     made its lock, meta.json, epoch, ticks/ and answers/ among them and took the user's queries.yaml as its registry

@@ -131,6 +131,24 @@ def _superseded(cache: AnswerCache, registry: Registry) -> set[str]:
             or 0 < answer.query_version < registry.query_version(answer.query)}
 
 
+STATE_KEYS = ("covers", "seqs", "latest")  # what every state.msgpack holds (later keys have defaults)
+
+
+def state_damage(path: Path) -> str | None:
+    """Why the answer log's checkpoint at ``path`` cannot be read (parse error, or not the map a checkpoint is),
+    None when it can or there is none. It is written whole and renamed into place, so damage is the disk's, or a
+    hand's (review392 #8: a bare "unpack(b) received extra data" stopped the start, naming no file)."""
+    try:
+        state = msgpack.unpackb(path.read_bytes(), raw=False) if path.is_file() else None
+    except (ValueError, TypeError, msgpack.UnpackException) as e:  # (ExtraData, FormatError, StackError; a map
+        # keyed by a list: TypeError)
+        return f"{type(e).__name__}: {e}"
+    if state is None or isinstance(state, dict) and all(key in state for key in STATE_KEYS):
+        return None
+    keys = f" of keys {', '.join(map(str, state))}" if isinstance(state, dict) else ""
+    return f"not an answer-log checkpoint: a {type(state).__name__}{keys}"
+
+
 class AnswerLog:
     """The answer log of a data directory. ``record`` every published answer before publishing it."""
 
@@ -252,7 +270,9 @@ class AnswerLog:
         the answers against the registry. ``progress`` hears of every record read."""
         covers = 0
         self.logged_query_versions = {}
-        if self.state_path.is_file():
+        # (a damaged checkpoint: the start refused it, or, with skip_corrupt, reads the log's records alone under a
+        # new epoch: DataDir._open_parts)
+        if self.state_path.is_file() and state_damage(self.state_path) is None:
             state = msgpack.unpackb(self.state_path.read_bytes(), raw=False)
             covers = state["covers"]
             latest = [Answer(**a) for a in state["latest"]]

@@ -62,11 +62,43 @@ def read_record(meta: Path) -> dict[str, Any]:
     still in meta.json was written there by a release before 0.2.0 after this one recorded its own, so it wins, and
     the release recorded is not the last one that opened the directory."""
     side = meta.with_name(WRITTEN_WITH)
-    record = json.loads(read_text(side)) if side.is_file() else {}
-    keys = json.loads(read_text(meta)) if meta.is_file() else {}
+    record = _read_side(side) if side.is_file() else {}
+    keys = _read_meta(meta) if meta.is_file() else {}
     if set(keys) - META_KEYS:  # (and so the release recorded beside it is no longer the last that opened it)
         record.pop(RELEASE, None)
     return record | keys
+
+
+def _read_meta(meta: Path) -> dict[str, Any]:
+    """meta.json's keys; a damaged one (empty or cut: what a host crash leaves on a filesystem that journals no
+    data) refuses the start naming it and the ways on (review392 #8: the JSON parser's bare message, no file)."""
+    try:
+        keys = json.loads(read_text(meta))
+    except (ValueError, UnicodeDecodeError) as e:  # (JSONDecodeError is a ValueError)
+        keys = e
+    if isinstance(keys, dict):
+        return keys
+    what = f"{type(keys).__name__}: {keys}" if isinstance(keys, Exception) else f"a JSON {type(keys).__name__}"
+    raise ConfigError(f"data directory {meta.parent}: {meta.name} is damaged ({what}, {meta.stat().st_size} bytes; "
+                      f"a host crash can leave it empty or cut). It records the model, weights and codec that wrote "
+                      f"the logged ticks, so a start checks them against its own. Restore it from a backup, or, "
+                      f"when this start's model is the one that wrote the directory, delete it: this start records "
+                      f"its own and replays the logged ticks with them unchecked")
+
+
+def _read_side(side: Path) -> dict[str, Any]:
+    """written_with.json's keys; a damaged one is said and read as empty: it only records what moves the numbers
+    and the release that last opened the directory, which this start writes again."""
+    try:
+        record = json.loads(read_text(side))
+    except (ValueError, UnicodeDecodeError) as e:
+        record = e
+    if isinstance(record, dict):
+        return record
+    _say(f"data directory {side.parent}: {side.name} is damaged ({record}); it only records the release that last "
+         f"opened the directory and the settings its answers were computed under: written again now, changes of "
+         f"model.dtype, model.weights or answer settings since the last start not said")
+    return {}
 
 
 def check_meta(path: Path, written_by: dict[str, Any]) -> str | None:

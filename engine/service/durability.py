@@ -33,6 +33,7 @@ by its message; ticks refused while a log cannot be written).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Container
@@ -40,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from connectors.encoder import EncodedTick, StreamEncoders
-from engine.service.answer_log import AnswerHistory, AnswerLog
+from engine.service.answer_log import AnswerHistory, AnswerLog, state_damage
 from engine.service.config import ConfigError, LogSection
 from engine.service.data_dir_meta import check_meta
 from engine.disk_full import DISK_FULL
@@ -168,11 +169,25 @@ class DataDir:
         # `health` too, and a new epoch, so that a client holding seqs knows the answers from here on are another
         # model's (review349 #2)
         self.model_changed = check_meta(self.root / "meta.json", written_by)
-        self.epoch = read_epoch(self.root / "epoch", renew=self.model_changed is not None)
+        damage = state_damage(self.root / "answers" / "state.msgpack")
+        if damage is not None and not config.skip_corrupt:
+            raise ConfigError(f"data directory {self.root}: answers/state.msgpack is damaged ({damage}). It is the "
+                              f"answer log's checkpoint: every topic's last seq and latest answer, past what retention "
+                              f"kept of the log. Restore it from a backup, or start with log.skip_corrupt: true to "
+                              f"read the answer log's records alone, under a new epoch (a subscriber holding seqs "
+                              f"starts over; docs/durability.md)")
+        self.epoch = read_epoch(self.root / "epoch", renew=self.model_changed is not None or damage is not None)
         if self.model_changed is not None:
             print(f"flashtick: note: data directory {self.root}: its logged answers came from other model files "
                   f"({self.model_changed}); the answers from here on are this model's, published under a new epoch "
                   f"{self.epoch} (health's model_changed says it too)", file=sys.stderr, flush=True)
+        if damage is not None:  # (moved aside, kept for a look: the next start reads the log alone too, as this one)
+            state = self.root / "answers" / "state.msgpack"
+            os.replace(state, state.with_name("state.msgpack.damaged"))
+            print(f"flashtick: WARNING: data directory {self.root}: answers/state.msgpack is damaged ({damage}); "
+                  f"log.skip_corrupt: the answer log's records alone are read (topics whose answers retention "
+                  f"dropped start their seqs over), published under a new epoch {self.epoch}; the file is kept as "
+                  f"state.msgpack.damaged", file=sys.stderr, flush=True)
         self.log = TickLog(self.root / "ticks", fsync=config.fsync, group_ms=config.group_ms,
                            segment_bytes=config.segment_bytes, retention_bytes=config.retention_bytes,
                            retention_s=config.retention_s, segment_start=self._segment_start,
