@@ -53,6 +53,12 @@ REASONS = (
 )
 
 
+# what only file replay refuses (its rows, before anything is sent): never a live service's counter
+FILE_REPLAY_REASONS = frozenset({"filtered_out", "extra_fields", "not_json", "error_value", "wide_quote",
+                                 "truncated_line"})
+SERVICE_REASONS = tuple(reason for reason in REASONS if reason not in FILE_REPLAY_REASONS)
+
+
 class InvalidTick(ValueError):
     """A tick that was rejected; `reason` is one of REASONS (stable, for counters).
 

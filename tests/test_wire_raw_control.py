@@ -476,6 +476,8 @@ def test_metrics_are_prometheus_text(server, clients) -> None:
     assert f"\nflashtick_kv_cell_bytes {figures['kv_cell_bytes']}\n" in body
     assert f"\nflashtick_kv_bytes_capacity {figures['kv_bytes_capacity']}\n" in body
     assert 'reason="none"' not in body
+    # every reason a service counts has a series from the start (review392 #4: an alert's increase() missed the first)
+    assert '\nflashtick_rejected_total{reason="log_unavailable"} 0\n' in body and 'reason="filtered_out"' not in body
     for name in ("flashtick_ticks_in_total", "flashtick_rejected_total", "flashtick_answers_published_total",
                  "flashtick_answer_freshness_ms", "flashtick_kv_cells_used", "flashtick_kv_cells_capacity",
                  "flashtick_kv_cell_bytes", "flashtick_kv_bytes_capacity",

@@ -50,6 +50,20 @@ def retention_below_segments(config: LogSection) -> list[str]:
             if getattr(config, limit) is not None and getattr(config, limit) < getattr(config, segment)]
 
 
+SMALL_SEGMENT_BYTES = 64 << 10  # below it a segment holds a handful of ticks: surely a unit slip for a service
+
+
+def small_segments(config: LogSection) -> list[str]:
+    """Each log's segment size below SMALL_SEGMENT_BYTES, said (review392 #5: `segment_bytes: 10` made a file per
+    tick, each starting with every held stream's state, and nothing said so). Said, not refused: tests and a
+    short experiment roll segments on purpose."""
+    defaults = LogSection()
+    return [f"log.{key} {getattr(config, key):,} makes a segment every few ticks, each a file that starts with every "
+            f"stream's state: many files a day and a slower restart; is it a unit slip? (the default is "
+            f"{getattr(defaults, key):,}, {_mib(getattr(defaults, key))})"
+            for key in ("segment_bytes", "answers_segment_bytes") if getattr(config, key) < SMALL_SEGMENT_BYTES]
+
+
 def _mib(n: float) -> str:
     return f"{n / 2**20:,.1f} MiB"
 

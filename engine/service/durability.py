@@ -47,7 +47,7 @@ from engine.service.data_dir_meta import check_meta
 from engine.disk_full import DISK_FULL
 from engine.service.data_dir_open import (DataDirFull, check_room, others_access, read_epoch, refuse_the_users_folder,
                                           release_lock, retention_below_segments, retention_past_filesystem,
-                                          take_lock, unclean_stop, unusable_part)
+                                          small_segments, take_lock, unclean_stop, unusable_part)
 from engine.service.item_log import ItemLog
 from engine.service.kept_queries import (LIVE, RestoredQueries, read_origins, read_query_versions,
                                          write_queries_files)
@@ -150,7 +150,8 @@ class DataDir:
             print(f"flashtick: WARNING: recovering after an unclean stop: the previous run ({previous}) did not stop "
                   f"cleanly (killed, crashed or lost power); every tick it accepted is replayed from the tick log",
                   file=sys.stderr, flush=True)
-        for problem in filter(None, [retention_past_filesystem(self.root, config), *retention_below_segments(config)]):
+        for problem in filter(None, [retention_past_filesystem(self.root, config), *retention_below_segments(config),
+                                     *small_segments(config)]):
             print(f"flashtick: warning: {problem}", file=sys.stderr, flush=True)
         if access is not None:  # the user's own folder: said, not changed
             print(f"flashtick: {access}", file=sys.stderr, flush=True)

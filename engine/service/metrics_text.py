@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from connectors.tick_errors import SERVICE_REASONS
 from engine.service.ages import age_said
 from engine.service.metrics_families import (
     COUNTERS, GAUGES, LIVE_SCORES, LOG_FIGURES, PROCESS_GAUGES, RUNNER_COUNTERS, SCHEDULER_COUNTERS,
@@ -146,9 +147,11 @@ def _waiting(metric: Metric, snapshot: dict[str, Any], now: float | None) -> Non
 
 def _rejections(metric: Metric, snapshot: dict[str, Any]) -> None:
     """Ticks rejected, by reason and by stream, and what the reorder window holds and placed."""
-    rejected = snapshot.get("rejected", {})
+    # every reason a service counts, 0 until its first (review392 #4): Prometheus' increase() counts no series'
+    # appearance, so an alert on a reason first seen between two scrapes never fired
+    rejected = dict.fromkeys(SERVICE_REASONS, 0) | snapshot.get("rejected", {})
     metric("rejected_total", "counter", "Ticks or messages rejected, by reason",
-           [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())])  # none yet: no sample (no fake reason)
+           [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())])
     by_stream = snapshot.get("rejected_streams") or {}  # the most refused streams, the rest as _other: bounded
     metric("rejected_by_stream_total", "counter", "Ticks rejected, by stream and reason: the 10 streams refused most "
            "(stats rejected_streams), every other stream's summed under stream=\"_other\"",
