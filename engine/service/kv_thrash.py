@@ -19,6 +19,7 @@ THRASH_WARNING_EVERY_S = 60.0
 # once, before the windows fill and answers come late, not only once they do; how many of them ticked within this
 # long is said beside it (what is busy now), never what the pool is sized on (review380 #2)
 LIVE_S = 60.0
+SAY_AGAIN_GROWTH = 1.25  # the `KV pool too small` line is said again once the KV cells wanted grew by this since
 
 
 class KvThrashWatch:
@@ -27,6 +28,7 @@ class KvThrashWatch:
     def __init__(self) -> None:
         self.thrashing = False
         self.pool_short: str | None = None  # while the live streams' full windows pass the pool: why (`health`)
+        self._said_need = 0  # the KV cells the last `KV pool too small` line asked for (0: none said while short)
         self._mark: tuple[float, tuple[int, int]] | None = None  # (monotonic time, (advanced, evicted)) at its start
         self._next_warning = 0.0
 
@@ -83,10 +85,12 @@ class KvThrashWatch:
         held = engine.scheduler.streams.values()
         need = _kv_cells_at_full_windows(len(held), window, block)  # (the `KV thrash` line's "once every window")
         if need <= capacity:
-            self.pool_short = None
+            self.pool_short, self._said_need = None, 0
             return
-        # said once as it starts; health's warning kept to the streams held now while it lasts
-        first = self.pool_short is None
+        # said as it starts, and again each time the streams arriving grew the figure by a quarter (review392 #11: 140
+        # of 200 streams had come when it was said, and the line's kv.cells was then 30% short); health's warning is
+        # kept to the streams held now while it lasts
+        say = need >= SAY_AGAIN_GROWTH * self._said_need
         since = time.time_ns() - int(LIVE_S * 1e9)
         live = sum(1 for state in held if state.last_seen_ns >= since)
         idle_s = config.scheduler.stream_idle_s
@@ -99,9 +103,11 @@ class KvThrashWatch:
                            f"that each tick of a stream evicts another's KV and recomputes its own, and answers "
                            f"come seconds late (KV thrash). Set kv.cells to {need} or more "
                            f"(docs/configuration.md, kv.cells)")
-        if first:
-            print(f"flashtick: WARNING: KV pool too small for the live streams: {self.pool_short}", file=sys.stderr,
-                  flush=True)
+        if say:
+            grown = f" (more streams since it was said: it wanted {self._said_need})" if self._said_need else ""
+            self._said_need = need
+            print(f"flashtick: WARNING: KV pool too small for the live streams{grown}: {self.pool_short}",
+                  file=sys.stderr, flush=True)
 
     def health_warnings(self) -> list[dict[str, str]]:
         """`health`'s warning while the live streams want more KV than the pool holds (none otherwise)."""
