@@ -297,6 +297,33 @@ def test_what_a_feed_sends_while_the_stop_computes_its_backlog_is_read_too(check
     assert not thread.is_alive() and server.pipeline.ticks_in == 430
 
 
+def test_a_feed_still_sending_through_the_stop_has_its_ticks_computed_up_to_the_last_read(checkpoint) -> None:
+    """review392 #3: a stop under a live feed left its compute loop at the first read that found the queue empty
+    between two of the feed's messages, then read on until the end and exited with all of that uncomputed (answered
+    only after the restart), saying it was pending "after limits.drain_s". Now the loop goes on while the feed
+    sends, up to the last read's share of drain_s (a tenth here): only what that read brings is left."""
+    config = pipeline_config(checkpoint, endpoints=EPHEMERAL, limits={"drain_s": 3})
+    with stopped_by_the_test(config) as (server, thread, push):
+        def feed() -> None:  # one tick every 10 ms until the service has stopped (the socket is this thread's alone)
+            for tick in ticks(5000, seed=5, streams=4):
+                if not thread.is_alive():
+                    return
+                push.send(encode([tick]))
+                time.sleep(0.01)
+
+        sender = threading.Thread(target=feed, daemon=True)
+        sender.start()
+        wait_for(lambda: server.pipeline.ticks_in >= 20)
+        at_stop = server.pipeline.ticks_in
+        server.stop()
+        thread.join(60)
+        sender.join(10)
+    read_while_stopping = server.pipeline.ticks_in - at_stop
+    left_ticks = server.pipeline.engine.scheduler.pending_tokens() / 4  # (4 tokens a trade)
+    assert read_while_stopping > 50, read_while_stopping  # the feed sent throughout the stop
+    assert left_ticks * 5 < read_while_stopping, (left_ticks, read_while_stopping)  # (a tenth: ~11%; was ~37%)
+
+
 def test_oversize_control_requests_are_cut_off_and_the_service_keeps_serving(live) -> None:
     server, push = live
     big = zmq.Context.instance().socket(zmq.DEALER)

@@ -160,6 +160,36 @@ def test_a_burst_sent_before_sigterm_is_read_logged_and_answered_after_the_resta
         process.wait(60)
 
 
+def test_a_second_sigterm_during_the_drain_ends_the_process_at_once_by_the_signal(checkpoint, tmp_path) -> None:
+    """review392 #6: deployment.md says "a second signal during the drain ends it at once", cli.md "by the signal";
+    the second SIGTERM was ignored and the drain ran its whole limits.drain_s, then exited 0. A drain of a backlog
+    (500 forwards of 2 ticks; drain_s 120) is ended by the second signal, said first."""
+    process, endpoints = serve_slowly(tmp_path, checkpoint, drain_s=120)
+    try:
+        with ControlClient(endpoints["control"], timeout_s=10) as control:
+            wait_for(lambda: control.call("health")["status"] == "serving")
+            burst(endpoints["ingest"], 1000, time.time_ns())
+            wait_for(lambda: control.call("stats")["stats"]["ticks_in"] > 0)
+            process.send_signal(signal.SIGTERM)
+
+            def draining() -> bool:
+                try:
+                    control.call("health")
+                except ControlError as refused:
+                    return refused.reason == "stopping"
+                return False
+
+            wait_for(draining)
+        process.send_signal(signal.SIGTERM)
+        err = process.communicate(timeout=120)[1]
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == -signal.SIGTERM, err
+    assert ("WARNING: a second SIGTERM during the stop: ending now, without the rest of the drain; nothing accepted "
+            "is lost: the tick log holds it") in err, err
+
+
 def test_every_control_request_read_before_or_during_a_stop_gets_a_reply(checkpoint) -> None:
     """Review376 #12: an `ask` sent just before a SIGTERM under load got no reply, and a request sent during the
     drain was never read. Now an ask waiting for a forward is answered (by the drain's forwards) or refused as

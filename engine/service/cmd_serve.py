@@ -107,6 +107,37 @@ class StartingStop:
         return f"flashtick: stopped while starting ({name}); {kept}"
 
 
+class ServingStop:
+    """The handler of STOP_SIGNALS once serving: the first stops the service (its drain, limits.drain_s); a second
+    during the drain ends the process at once, by that signal (143 for SIGTERM), as the docs promise (review392 #6:
+    it was ignored, and the drain ran its whole drain_s). Nothing accepted is lost: the tick log holds it (fsynced
+    per log.fsync) and the next start replays it and computes what is owed, as after a SIGKILL."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+        self.signalled = False
+
+    def __call__(self, signum: int, _frame: Any) -> None:
+        if not self.signalled:
+            self.signalled = True
+            self.server.stop()
+            return
+        for each in STOP_SIGNALS:  # (a third ends it even if the line below cannot be written)
+            signal.signal(each, signal.SIG_DFL)
+        # said and ended from a thread: this handler runs between two bytecodes of the main thread, which may hold
+        # stderr's lock (a line being written), and a print here would wait on it for ever
+        logged = getattr(self.server.pipeline, "data", None) is not None
+        threading.Thread(target=_end_by, args=(signum, logged), daemon=True).start()
+
+
+def _end_by(signum: int, logged: bool) -> None:
+    kept = ("nothing accepted is lost: the tick log holds it, and the next start replays it and computes what is owed"
+            if logged else "what was accepted and not answered is lost (no tick log)")
+    print(f"flashtick: WARNING: a second {signal.Signals(signum).name} during the stop: ending now, without the "
+          f"rest of the drain; {kept}", file=sys.stderr, flush=True)
+    os.kill(os.getpid(), signum)
+
+
 def _byte_size_text(size: int) -> str:
     """``size`` in the largest binary unit it reaches, at most two decimals: `256 MiB`, `1.5 GiB`, `4 KiB` (a pool
     of 1024 cells of 4 KiB said as `0.00 GiB` read as no pool at all)."""
@@ -231,8 +262,9 @@ def _started(args: argparse.Namespace) -> tuple[Any, dict[str, str]] | None:
     server = None
     try:
         server, endpoints = _start(args, stopping)
+        serving_stop = ServingStop(server)
         for signum in STOP_SIGNALS:  # from here a stop drains what was accepted (serve_forever)
-            signal.signal(signum, lambda *_: server.stop())
+            signal.signal(signum, serving_stop)
         if stopping.signum is not None:  # (its raise was swallowed on the way: stopped all the same)
             raise StoppedWhileStarting(stopping.signum)
     except StoppedWhileStarting:
