@@ -1263,7 +1263,7 @@ def test_a_resumed_subscriber_finds_topics_that_began_while_it_was_away(checkpoi
         while not pages or pages[-1]["truncated"]:
             pages.append(control.call("topics", after=after))
             after = max(pages[-1]["topics"])
-        with pytest.raises(ControlError, match='op "topics" takes prefix and after as strings'):
+        with pytest.raises(ControlError, match='op "topics" takes "prefix" as str or nil'):
             control.call("topics", prefix=5)
     assert got == {f"{q}/SYN.{s}/": [1] for q in ("dir", "nll") for s in "ABCD"}
     assert got_resumed == {"dir/NEW/": [1, 2, 3, 4], "nll/NEW/": [1, 2, 3, 4]}

@@ -21,7 +21,7 @@ import zmq
 
 from conftest import serving, tiny_tick_checkpoint
 from engine.service.config import ServiceConfig
-from engine.service.control_requests import ControlError, asked_stream
+from engine.service.control_requests import CONTROL_OPS, ControlError, asked_stream
 from wire_client import (PROTOCOL, T0, Control, Sub, check_answer, fresh_stream, held_of, push_socket, quote,
                          resume_after, stats, trade, wait_stats, wait_until)
 from wire_server import clients, private_server, server, shedding  # noqa: F401 (fixtures)
@@ -350,16 +350,19 @@ CONTROL_ERRORS = [
     ({"op": "ask", "stream": "R.OK"}, "needs \"query\""),
     ({"op": "ask", "stream": "R.OK", "query": "dir", "max_stale_ticks": -1}, "max_stale_ticks as an int >= 0"),
     ({"op": "ask", "stream": "R.OK", "spec": {"name": "x", "kind": "choice"}}, "question"),
-    ({"op": "ask", "stream": "R.OK", "spec": "dir"}, "needs \"spec\" as map (got str \"dir\")"),
+    ({"op": "ask", "stream": "R.OK", "spec": "dir"}, 'takes "spec" as map or nil (got str "dir")'),
     ({"op": "ask", "stream": "R.OK", "query": "dir", "spec": {"name": "x"}}, "not both"),
-    ({"op": "streams", "streams": "R.OK"}, "array of at most 10000 stream names"),
+    ({"op": "streams", "streams": "R.OK"}, 'op "streams" takes "streams" as array or nil (got str "R.OK")'),
     ({"op": "streams", "streams": [1]}, "array of at most 10000 stream names (str; or nil: every stream), got an "
                                         "array with int 1 at [0]"),
     ({"op": "streams", "streams": ["R.OK"], "after": "R"}, "\"streams\" (the names to look up) or \"after\" (a page of "
                                                            "every stream), not both: both were given"),
-    ({"op": "streams", "drain": "yes"}, "op \"streams\" takes drain as a bool (true: read what is queued on ingest "
-                                        'first; or nil), got str "yes"'),
-    ({"op": "streams", "drain": 1}, "takes drain as a bool"),
+    ({"op": "streams", "drain": "yes"}, 'op "streams" takes "drain" as bool or nil (got str "yes")'),
+    ({"op": "streams", "drain": 1}, 'takes "drain" as bool or nil (got int 1)'),
+    # the docs' example (*Error codes*), its query not registered: the request is malformed whatever it names
+    ({"op": "get", "stream": 7, "query": "dir20"}, 'op "get" needs "stream" as str (got int 7)'),
+    ({"op": "get", "query": "nope", "stream": "BTC/USDT"}, '"BTC/USDT" cannot be a stream'),
+    ({"op": "ask", "stream": "R.OK", "query": "nope", "max_stale_ticks": -1}, "max_stale_ticks as an int >= 0"),
     ({"op": "answers", "topic": "dir/R.OK", "after": 0}, "topics end with \"/\""),
     ({"op": "answers", "topic": "A" * 10_000, "after": 0}, "topics end with \"/\""),
     ({"op": "ask", "stream": "A" * 10_000, "query": "dir"}, "has sent no data"),
@@ -369,6 +372,27 @@ CONTROL_ERRORS = [
     ({"op": "answers", "topic": "dir/R.OK/", "after": -5}, "after >= 0"),
     ({"op": "answers", "topic": "dir/R.OK/", "after": 0, "limit": 5000}, "limit from 1 to 1000"),
 ]
+
+
+def test_every_op_refuses_a_mistyped_field_as_bad_request_whatever_it_names(clients) -> None:
+    """review391 #1: `get` of stream 7 was answered `unknown_query` where its query was not registered (the name was
+    looked up first): each key of each op (CONTROL_OPS), sent with a value of another type beside names of nothing
+    registered or held, is `bad_request` naming the key; and nil is a key left out (a required one: "needs")."""
+    ctl = clients[0]()
+    names = {"stream": "NOBODY.X", "query": "nope", "name": "nope", "topic": "nope/NOBODY.X/", "after": 0,
+             "yaml": "queries: []\n"}
+    for op, spec in CONTROL_OPS.items():
+        for key, kind in spec.keys.items():
+            wrong = 7 if kind is not int else "7"
+            request = {"op": op, **{k: names[k] for k in spec.required}, key: wrong}
+            reply = ctl.raw(msgpack.packb(request))
+            need = "needs" if key in spec.required else "takes"
+            assert reply["reason"] == "bad_request", (request, reply)
+            assert f'op "{op}" {need} "{key}" as ' in reply["error"], (request, reply)
+        for key in spec.required:
+            reply = ctl.raw(msgpack.packb({"op": op, **{k: names[k] for k in spec.required}, key: None}))
+            assert reply["reason"] == "bad_request" and f'needs "{key}" as ' in reply["error"], reply
+    assert ctl.ok("topics", prefix=None, after=None)["truncated"] is False  # (nil: left out)
 
 
 @pytest.mark.parametrize("request_, expected", CONTROL_ERRORS, ids=[str(r)[:40] for r, _ in CONTROL_ERRORS])

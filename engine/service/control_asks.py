@@ -12,7 +12,7 @@ from engine.scheduler import UnknownStream
 from engine.service.ages import age_said
 from engine.service.config import ServiceConfig
 from engine.service.control_requests import (ControlBusy, ControlError, ControlShardLost, ControlUnknownQuery,
-                                             ControlUnknownStream, asked_stream, request_field)
+                                             ControlUnknownStream, asked_stream)
 from engine.service.pipeline import TickPipeline
 from engine.service.reply_caveats import ReplyCaveats
 from engine.service.sharded import ShardedPipeline, ShardGivenUp
@@ -38,10 +38,11 @@ class AskOps:
     stream_renames: StreamRenames  # (IngestHolding's) a name asked for read as live ingest reads its ticks'
 
     def _op_get(self, request: dict, _reply: Any) -> dict:
-        # an unknown name is an error, not "no answer yet"
-        query = request_field(request, "query", str)
-        self.pipeline.registry.get(query)
+        # a name no stream can have is refused before the query is looked up (bad_request whatever it names); an
+        # unknown query's name is an error, not "no answer yet"
         stream = asked_stream(request, self.pipeline.encoders, self.stream_renames.renamed)
+        query = request["query"]
+        self.pipeline.registry.get(query)
         answer = self.pipeline.cache.get(query, stream)
         # a stream none of whose ticks is held says why (admission refused it, or every tick was bad), beside a
         # cached answer too: one from before a restart that refused the stream is frozen, not a live answer
@@ -78,28 +79,32 @@ class AskOps:
 
     def _op_ask(self, request: dict, reply: Any) -> dict | None:
         stream = asked_stream(request, self.pipeline.encoders, self.stream_renames.renamed)
-        if "query" in request and "spec" in request:
+        query, asked_spec, kind = request.get("query"), request.get("spec"), request.get("kind")
+        if query is not None and asked_spec is not None:
             raise ControlError("op \"ask\" takes \"query\" (a registered query's name) or \"spec\" (a query mapping), "
                                "not both")
-        note: dict[str, Any] = {}  # said beside the answer when the name was not a registered query's
-        kind = request.get("kind")
+        if query is None and asked_spec is None:
+            raise ControlError("op \"ask\" needs \"query\" (a registered query's name) or \"spec\" (a query mapping)")
         if kind is not None and kind not in LABELLED_KINDS:  # checked whichever way the ask goes
             raise ControlError(f"op \"ask\" takes kind {' or '.join(map(quoted, LABELLED_KINDS))} (how a question of "
                                f"the model's own is asked), got {wire_value(kind)}")
-        if "query" in request:
-            spec = self._registered_or_question(request_field(request, "query", str), kind, note)
-        elif "spec" in request:
-            spec = QuerySpec.from_dict({"streams": ["*"], **request_field(request, "spec", dict)})  # the ask names it
+        max_stale = request.get("max_stale_ticks")
+        if max_stale is not None and max_stale < 0:  # (before the query is looked up: bad_request whatever it names)
+            raise ControlError(f"op \"ask\" takes max_stale_ticks as an int >= 0 (or nil: compute now), got "
+                               f"{wire_value(max_stale)}")
+        note: dict[str, Any] = {}  # said beside the answer when the name was not a registered query's
+        if query is not None:
+            spec = self._registered_or_question(query, kind, note)
+        else:
+            spec = QuerySpec.from_dict({"streams": ["*"], **asked_spec})  # the ask names the stream
             if kind is not None and kind != spec.kind:
                 note["note"] = f"kind {quoted(kind)} ignored: the spec says its own ({spec.kind})"
-        else:
-            raise ControlError("op \"ask\" needs \"query\" (a registered query's name) or \"spec\" (a query mapping)")
         note.update(self._caveats([spec], [stream]))  # (beside the answer, however it comes: cached, early or computed)
         if spec.kind == "surprise":  # made by the ingest forward only: the latest one is the answer
             if self.pipeline.encoders.expired(stream):  # (its kept one is `get`'s, said idle: an ask's is live)
                 raise self._no_session(stream)
             cached = self.pipeline.cache.get(spec.name, stream)
-            if cached is None and "spec" in request:
+            if cached is None and asked_spec is not None:
                 raise ControlError("a surprise is computed by the ingest forward, for the standing queries of kind "
                                    "surprise only: register one on the stream (its latest surprise is then an ask "
                                    "of it by name)")
@@ -112,10 +117,6 @@ class AskOps:
                     f"no surprise on stream {quoted(stream)} yet: it is computed when ticks arrive")
             return {"answer": self._answer_wire(cached), "cached": True, **self._data_age(stream, cached.data_ts),
                     **note}
-        max_stale = request.get("max_stale_ticks")
-        if max_stale is not None and (type(max_stale) is not int or max_stale < 0):
-            raise ControlError(f"op \"ask\" takes max_stale_ticks as an int >= 0 (or nil: compute now), got "
-                               f"{wire_value(max_stale)}")
         found = self.pipeline.answer_at_once(spec, stream, max_stale)
         if found is not None:  # cached within max_stale, or answered early (decoded ahead, or gated)
             answer, how = found

@@ -14,7 +14,7 @@ from connectors.ticks import wire_value
 from engine.service.ages import age_said
 from engine.service.checkpoint_notes import trained_prices
 from engine.service.control_asks import AskOps
-from engine.service.control_requests import ControlError, register_source, request_field
+from engine.service.control_requests import ControlError, register_source
 from engine.service.control_streams import StreamOps
 from engine.service.document_parse import DocumentParse
 from engine.service.release import release_fields
@@ -61,7 +61,7 @@ class ControlOps(AskOps, StreamOps):
     def _op_register(self, request: dict, reply: Any) -> None:
         # parsed off the engine thread (a document near limits.max_yaml_bytes is seconds of Python on a loaded
         # host), applied on it once parsed (_registered); control is read again then, so replies keep their order
-        self._parsing = DocumentParse(request_field(request, "yaml", str), register_source(request),
+        self._parsing = DocumentParse(request["yaml"], register_source(request),
                                       self.pipeline.registry, reply)
 
     def _registered(self, parse: DocumentParse) -> dict:
@@ -85,7 +85,7 @@ class ControlOps(AskOps, StreamOps):
                 "version": self.pipeline.registry.version, **({"notes": notes} if notes else {})}
 
     def _op_unregister(self, request: dict, _reply: Any) -> dict:
-        self.pipeline.unregister_query(request_field(request, "name", str))
+        self.pipeline.unregister_query(request["name"])
         return {"version": self.pipeline.registry.version}
 
     def _op_list(self, _request: dict, _reply: Any) -> dict:
@@ -97,15 +97,15 @@ class ControlOps(AskOps, StreamOps):
 
     def _op_answers(self, request: dict, _reply: Any) -> dict:
         """A topic's published answers after a seq, from the kept history: how a subscriber fills a gap."""
-        topic = request_field(request, "topic", str)
+        topic = request["topic"]
         if not topic.endswith("/"):
             raise ControlError(f"topic {quoted(topic)} is not an answer topic: topics end with \"/\", "
                                f"e.g. \"dir20/BTCUSDT/\"")
-        after = request_field(request, "after", int)
+        after = request["after"]
         if after < 0:
             raise ControlError(f"op \"answers\" takes after >= 0 (the last seq you have; 0 for all), got {after}")
-        limit = request.get("limit", MAX_ANSWERS_PER_FETCH)
-        if type(limit) is not int or not 1 <= limit <= MAX_ANSWERS_PER_FETCH:
+        limit = request["limit"] if request.get("limit") is not None else MAX_ANSWERS_PER_FETCH
+        if not 1 <= limit <= MAX_ANSWERS_PER_FETCH:
             raise ControlError(f"op \"answers\" takes a limit from 1 to {MAX_ANSWERS_PER_FETCH}, "
                                f"got {wire_value(limit)}")
         # a topic begun past seqs forgotten (first_seq > 1) had no answer before its first: none is missing there
@@ -121,10 +121,7 @@ class ControlOps(AskOps, StreamOps):
     def _op_topics(self, request: dict, _reply: Any) -> dict:
         """The answer topics published on, with their last seq: how a client that was away finds topics that
         began meanwhile (a new stream's answers), which no subscription of its own names yet."""
-        prefix, after = (request.get(key) if request.get(key) is not None else "" for key in ("prefix", "after"))
-        if type(prefix) is not str or type(after) is not str:
-            raise ControlError(f"op \"topics\" takes prefix and after as strings (a topic prefix such as \"dir20/\"; "
-                               f"the last topic of the previous page), got {wire_value(prefix)}, {wire_value(after)}")
+        prefix, after = (request.get(key) or "" for key in ("prefix", "after"))
         found = self.pipeline.cache.topics(prefix, after, MAX_TOPICS_PER_REPLY + 1)
         truncated = len(found) > MAX_TOPICS_PER_REPLY
         if truncated:

@@ -47,29 +47,32 @@ class ControlOp(NamedTuple):
 
     effect: str  # "changes" (what the service serves or keeps), "computes" (a forward on demand) or "reads"
     does: str  # a change's or computation's own words; a read's, what it reads
-    keys: tuple[str, ...] = ()  # the request's keys it reads, beside COMMON_KEYS
+    keys: dict[str, type] = {}  # the request's keys it reads, beside COMMON_KEYS: each one's type (check_fields)
+    required: tuple[str, ...] = ()  # ... those every request of it gives (the others: nil or left out, alike)
 
 
 COMMON_KEYS = ("op", "id")  # every request's: `id` comes back on the reply
 
 # Every op the control socket serves (a handler ``_op_NAME`` each): the unknown-op error lists them, and the warning
 # of an exposed control socket says what each lets a stranger do (exposure.py), so a new op is said there too; a key
-# a handler reads is listed here, or its requests get a note that it was ignored (unused_keys_note)
+# a handler reads is listed here with its type, or its requests get a note that it was ignored (unused_keys_note)
 CONTROL_OPS = {
-    "register": ControlOp("changes", "register queries (replacing any of the same name)", ("yaml", "source")),
-    "unregister": ControlOp("changes", "unregister queries", ("name",)),
+    "register": ControlOp("changes", "register queries (replacing any of the same name)",
+                          {"yaml": str, "source": str}, ("yaml",)),
+    "unregister": ControlOp("changes", "unregister queries", {"name": str}, ("name",)),
     "list": ControlOp("reads", "queries"),
-    "get": ControlOp("reads", "cached answers", ("query", "stream")),
+    "get": ControlOp("reads", "cached answers", {"query": str, "stream": str}, ("query", "stream")),
     "ask": ControlOp("computes", "have questions computed on any stream",
-                     ("stream", "query", "spec", "kind", "max_stale_ticks")),
-    "answers": ControlOp("reads", "answers published", ("topic", "after", "limit")),
-    "topics": ControlOp("reads", "topics", ("prefix", "after")),
-    "streams": ControlOp("reads", "streams' ticks held", ("streams", "after", "drain", "sort", "limit")),
+                     {"stream": str, "query": str, "spec": dict, "kind": str, "max_stale_ticks": int}, ("stream",)),
+    "answers": ControlOp("reads", "answers published", {"topic": str, "after": int, "limit": int}, ("topic", "after")),
+    "topics": ControlOp("reads", "topics", {"prefix": str, "after": str}),
+    "streams": ControlOp("reads", "streams' ticks held",
+                         {"streams": list, "after": str, "drain": bool, "sort": str, "limit": int}),
     "stats": ControlOp("reads", "counters"),
     "health": ControlOp("reads", "health"),
     "forget": ControlOp("changes", "forget streams (session, cached answers and ordering guard, written to the tick "
                                    "log: a restart forgets them too)",
-                      ("stream", "streams", "pattern", "dry_run")),
+                        {"stream": str, "streams": list, "pattern": str, "dry_run": bool}),
 }
 MAX_UNUSED_NAMED = 4  # unused keys a note names (a request may carry thousands)
 
@@ -262,18 +265,42 @@ def register_source(request: dict) -> str:
     """The name errors of a registration quote: the client's file name, sanitised, else control:register."""
     if request.get("source") is None:
         return "control:register"
-    name = request_field(request, "source", str).replace("\\", "/").rsplit("/", 1)[-1]  # a file name, not a path
+    name = request["source"].replace("\\", "/").rsplit("/", 1)[-1]  # a file name, not a path
     name = "".join(c for c in name if c.isascii() and (c.isalnum() or c in "._-+"))[:MAX_SOURCE_CHARS]
     return name or "control:register"
 
 
 def request_field(request: dict, name: str, kind: type) -> Any:
+    """The field ``name`` of a request, which must be given as ``kind`` (str, int but not bool, dict: a msgpack
+    map, ...), else ControlError: `op "get" needs "stream" as str (got int 7)`."""
     value = request.get(name)
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):  # True is no seq or count
+    if not _is_of(value, kind):
         got = "it was left out" if name not in request else f"got {wire_value(value)}"
-        wanted = wire_type(kind())  # (str -> str, dict -> map, ...: the msgpack name of an empty one)
-        raise ControlError(f"op {quoted(request.get('op'))} needs {quoted(name)} as {wanted} ({got})")
+        raise ControlError(f"op {quoted(request.get('op'))} needs {quoted(name)} as {_wire_name(kind)} ({got})")
     return value
+
+
+def check_fields(request: dict) -> None:
+    """A request of a known op (check_request'ed) whose op's required keys are given, and whose every key the op
+    takes is of its type or nil (an optional field sent as nil is one left out); ControlError otherwise. Checked
+    before its op reads any name, so a malformed request is `bad_request` whatever it names (review391 #1: `get` of
+    stream 7 was `unknown_query` when its query's name was not registered)."""
+    op = CONTROL_OPS[request["op"]]
+    for name in op.required:
+        request_field(request, name, op.keys[name])
+    for name, kind in op.keys.items():
+        value = request.get(name)
+        if value is not None and not _is_of(value, kind):
+            raise ControlError(f"op {quoted(request['op'])} takes {quoted(name)} as {_wire_name(kind)} or nil "
+                               f"(got {wire_value(value)})")
+
+
+def _is_of(value: Any, kind: type) -> bool:
+    return isinstance(value, kind) and not (kind is int and isinstance(value, bool))  # True is no seq or count
+
+
+def _wire_name(kind: type) -> str:
+    return wire_type(kind())  # (str -> str, dict -> map, ...: the msgpack name of an empty one)
 
 
 def asked_stream(request: dict, held: Container[str] = (), renamed: Callable[[str], str] | None = None) -> str:

@@ -14,8 +14,9 @@ import zmq
 
 from engine.service.config import ServiceConfig
 from engine.service.control_requests import (CONTROL_OPS, ERROR_REPLY_CHARS, NO_ID, ControlError, ControlStopping,
-                                             check_request, envelope_problem, noted, refused_envelope, request_id,
-                                             request_or_none, refusal, sendable, unpack_request, unused_keys_note)
+                                             check_fields, check_request, envelope_problem, noted, refused_envelope,
+                                             request_id, request_or_none, refusal, sendable, unpack_request,
+                                             unused_keys_note)
 from engine.service.document_parse import DocumentParse
 from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.wire_protocol import pack, pack_with_raw, raw_map_value
@@ -145,6 +146,7 @@ class ControlSocket:
                 handler = getattr(self, f"_op_{request['op']}", None)
                 if handler is None:
                     raise ControlError(f"unknown op {quoted(request['op'])} (ops: {', '.join(CONTROL_OPS)})")
+                check_fields(request)  # (before its op looks a name up: a malformed request is bad_request)
                 if (note := unused_keys_note(request)) is not None:  # a misspelt key is said, whenever it replies
                     reply = lambda obj, reply=reply, note=note: reply(noted(obj, note))  # noqa: E731
                 result = handler(request, reply)

@@ -59,28 +59,20 @@ class StreamOps:
         ``drain: true`` (a feed placing itself) the messages already queued on ingest are read first, and the reply
         gives a ``tag`` for the placed feed's messages: the placement is kept under it, and what the feed sends
         again of ticks read after the reply is left out (placed_feeds.py)."""
-        drain = request.get("drain")
-        if drain is not None and type(drain) is not bool:  # a "false" read as true would place a feed unasked
-            raise ControlError(f"op \"streams\" takes drain as a bool (true: read what is queued on ingest first; "
-                               f"or nil), got {wire_value(drain)}")
-        if drain:
-            self._read_before_placing()
         names = request.get("streams")
-        if names is not None and (type(names) is not list or not all(type(n) is str for n in names)
-                                  or len(names) > MAX_STREAMS_PER_REPLY):
-            wrong = next((f"{wire_value(n)} at [{i}]" for i, n in enumerate(names) if type(n) is not str), None) \
-                if type(names) is list else None
-            got = f"an array with {wrong}" if wrong else wire_value(names)
+        if names is not None and (not all(type(n) is str for n in names) or len(names) > MAX_STREAMS_PER_REPLY):
+            wrong = next((f"{wire_value(n)} at [{i}]" for i, n in enumerate(names) if type(n) is not str), None)
+            got = f"an array with {wrong}" if wrong else f"an array of {len(names)}"
             raise ControlError(f"op \"streams\" takes \"streams\" as an array of at most {MAX_STREAMS_PER_REPLY} "
                                f"stream names (str; or nil: every stream), got {got}")
-        after = request.get("after") if request.get("after") is not None else ""
-        if type(after) is not str:
-            raise ControlError(f"op \"streams\" takes after as a str (the last name of the previous page of every "
-                               f"stream), got {wire_value(after)}")
+        after = request.get("after") or ""
         if after and names is not None:
             raise ControlError("op \"streams\" takes \"streams\" (the names to look up) or \"after\" (a page of every "
                                "stream), not both: both were given")
         order, limit = _stream_order(request, after)
+        drain = request.get("drain")
+        if drain:  # (once the request is checked: a refused one reads nothing)
+            self._read_before_placing()
         if order == "name" and limit is None:
             known = self.pipeline.encoders.accepted(names, limit=MAX_STREAMS_PER_REPLY + 1, after=after,
                                                     now_ns=time.time_ns())
@@ -144,11 +136,9 @@ class StreamOps:
         MAX_STREAMS_PER_REPLY a request (``remaining``: how many more match; send it again). ``dry_run``: what
         would go, nothing dropped. A stream with data waiting is left (``busy``: its name -> why), the rest go."""
         names, pattern, dry_run = request.get("streams"), request.get("pattern"), request.get("dry_run")
-        if dry_run is not None and type(dry_run) is not bool:
-            raise ControlError(f"op \"forget\" takes dry_run as a bool, got {wire_value(dry_run)}")
         encoders = self.pipeline.encoders
         if pattern is not None:
-            if names is not None or type(pattern) is not str or not pattern:
+            if names is not None or not pattern:
                 raise ControlError(f"op \"forget\" takes pattern as a non-empty str (a glob: * ? [..]), without "
                                    f"\"streams\", got {wire_value(pattern)}")
             matched = [name for name in encoders.held_names() if fnmatchcase(name, pattern)]
@@ -156,8 +146,7 @@ class StreamOps:
                 raise ControlUnknownStream(f"no stream held matches {quoted(pattern)}: nothing to forget "
                                            f"(`flashtick streams` lists the streams the engine holds)")
         else:
-            if type(names) is not list or not names or len(names) > MAX_STREAMS_PER_REPLY \
-                    or not all(type(n) is str for n in names):
+            if not names or len(names) > MAX_STREAMS_PER_REPLY or not all(type(n) is str for n in names):
                 raise ControlError(f"op \"forget\" takes \"streams\" as an array of 1 to {MAX_STREAMS_PER_REPLY} "
                                    f"stream names (str), got {wire_value(names)}")
             renamed = self.stream_renames.renamed  # (as one name is: the venue's name finds its renamed stream)
@@ -260,7 +249,7 @@ def _stream_order(request: dict, after: str) -> tuple[str, int | None]:
                            f"first; waiting: the longest waiting for a forward; ticks: the most ticks), or nil "
                            f"(by name), got {wire_value(order)}")
     limit = request.get("limit")
-    if limit is not None and (type(limit) is not int or limit < 1):
+    if limit is not None and limit < 1:
         raise ControlError(f"op \"streams\" takes limit as an int >= 1 (the first N streams of the order), or nil, "
                            f"got {wire_value(limit)}")
     if after and order != "name":
