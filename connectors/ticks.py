@@ -21,7 +21,8 @@ Wire map (one msgpack map per tick; a message carries one map or a list of maps)
 | `ask_size` | float or int >= 0 | -        | optional | quantity at the best ask                 |
 
 When `kind` is absent it is inferred: a map with `price` is a trade, a map with
-`bid` or `ask` (and no `price`) is a quote. A field marked `-` for the tick's
+`bid` or `ask` (and no `price`) is a quote; with none of the three, by its other fields (`size`/`side` a trade,
+`bid_size`/`ask_size` a quote), else `missing_field`. A field marked `-` for the tick's
 kind, or any other key, is rejected as `unknown_field`; a field sent as nil is left out (a quote's `price: nil`,
 what a DataFrame row gives, is no trade field), and so is one sent as NaN, pandas' missing value, where it may be
 (`left_out`); a needed field's NaN is refused as non-finite. `ts` must be a msgpack
@@ -228,27 +229,32 @@ def _number_text_hint(value: Any) -> str:
 
 def _kind(obj: dict) -> str:
     kind = obj.get("kind")
-    if left_out(kind):  # by the fields set (a DataFrame row's other kind's are nil or NaN), else by the keys sent
-        has_trade = not left_out(obj.get("price"))  # (every wire tick without a kind comes here: no generator)
-        has_quote = not left_out(obj.get("bid")) or not left_out(obj.get("ask"))
-        if not (has_trade or has_quote):  # (a trade whose price is nil is refused for that, not for its kind)
-            has_trade, has_quote = "price" in obj, ("bid" in obj or "ask" in obj)
-            if has_trade and has_quote:  # a DataFrame row with no price, bid nor ask: its kind's other fields tell
-                has_trade, has_quote = _any_set(obj, ("size", "side")), _any_set(obj, ("bid_size", "ask_size"))
-                if not (has_trade or has_quote):
-                    raise InvalidTick("missing_field", "no \"kind\", and price, bid and ask are all nil or NaN "
-                                                       "(pandas' missing value): a trade needs its price, a quote its "
-                                                       "bid and ask")
-        if has_trade and has_quote:
-            raise InvalidTick("ambiguous_kind", "no \"kind\" and both trade (price) and quote (bid/ask) fields")
-        if not (has_trade or has_quote):
-            raise InvalidTick("unknown_kind",
-                              f"no \"kind\" and neither \"price\" nor \"bid\"/\"ask\" present{renamed(obj)}")
-        return TRADE if has_trade else QUOTE
+    if left_out(kind):
+        return _inferred_kind(obj)
     check_text("kind", kind)
     if kind not in KINDS:
         raise InvalidTick("unknown_kind", f"kind must be one of {quoted(KINDS)}, got {quoted(kind)}")
     return kind
+
+
+def _inferred_kind(obj: dict) -> str:
+    """A tick's kind without a `kind`: a trade by its price, a quote by its bid or ask; with none of them set, by its
+    other fields set (size or side a trade, bid_size or ask_size a quote: refused then for its price, or its bid and
+    ask), else missing_field. A field left out, nil or NaN is one rule (review391 #2: `{stream, ts, size: 1}` was
+    unknown_kind where `price: nil` beside it made it a trade refused for its price), on the wire and in files."""
+    trade_fields, quote_fields = "price", "bid/ask"
+    has_trade, has_quote = _any_set(obj, ("price",)), _any_set(obj, ("bid", "ask"))
+    if not (has_trade or has_quote):  # (a DataFrame row of neither kind's prices: its kind's other fields tell)
+        trade_fields, quote_fields = "size/side", "bid_size/ask_size"
+        has_trade, has_quote = _any_set(obj, ("size", "side")), _any_set(obj, ("bid_size", "ask_size"))
+    if not (has_trade or has_quote):
+        raise InvalidTick("missing_field", f"no \"kind\", and price, bid and ask are all left out, nil or NaN (pandas' "
+                                           f"missing value): a trade needs its price, a quote its bid and ask"
+                                           f"{renamed(obj)}")
+    if has_trade and has_quote:
+        raise InvalidTick("ambiguous_kind", f"no \"kind\" and both trade ({trade_fields}) and quote ({quote_fields}) "
+                                            f"fields")
+    return TRADE if has_trade else QUOTE
 
 
 def _any_set(obj: dict, keys: tuple[str, ...]) -> bool:

@@ -561,8 +561,9 @@ def test_summary_lists_rejected_rows_by_reason(setup: Path, tmp_path: Path, caps
     out, err = capsys.readouterr()
     assert code == 0 and "replayed 199 ticks (1 rejected)" in out, err
     assert "ticks/s" not in err  # stderr is not a terminal here: no bar without --quiet either
-    # the file holds several streams: the line names the one that lost the row
-    assert f"rejected unknown_kind: 1 ({rows[10]['stream']} 1; first: {tmp_path / 't.parquet'} row 11: " in out
+    # the file holds several streams: the line names the one that lost the row; its price left out is missing_field
+    # as on the wire (review391 #2: it was unknown_kind, where a price sent as nil was missing_field)
+    assert f"rejected missing_field: 1 ({rows[10]['stream']} 1; first: {tmp_path / 't.parquet'} row 11: " in out
 
 
 def _asleep_in_a_pipe_read(pid: int) -> bool:

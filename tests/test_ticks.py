@@ -46,7 +46,7 @@ BAD = [
     ("ts_not_int", good_trade(ts="1723161254087896568")),
     ("ts_out_of_range", good_trade(ts=-1)),
     ("unknown_kind", good_trade(kind="cancel")),
-    ("unknown_kind", {"stream": "x", "ts": 1, "size": 1.0}),
+    ("missing_field", {"stream": "x", "ts": 1, "size": 1.0}),  # a trade by its size, refused for its price
     ("ambiguous_kind", {k: v for k, v in good_trade(bid=1.0).items() if k != "kind"}),
     ("unknown_field", good_trade(venue="binance")),
     ("unknown_field", good_trade(bid=1.0)),
@@ -129,7 +129,7 @@ BAD_NAMES = [
     ({"symbol": "A", "ts": 1, "price": 1.0, "size": 1.0}, "missing_stream", '(key "symbol" is "stream" on the wire)'),
     ({"stream": "A", "timestamp": 1, "price": 1.0, "size": 1.0}, "missing_field",
      '(key "timestamp" is "ts" on the wire)'),
-    ({"stream": "A", "ts": 1, "px": 1.0, "qty": 2.0}, "unknown_kind",
+    ({"stream": "A", "ts": 1, "px": 1.0, "qty": 2.0}, "missing_field",
      '(key "px" is "price" on the wire; key "qty" is "size" on the wire)'),
     ({"stream": "A", "ts": 1, "price": 1.0, "Quantity": 2.0}, "unknown_field",
      '(key "Quantity" is "size" on the wire)'),
@@ -304,6 +304,22 @@ def test_a_field_sent_as_nil_is_left_out_and_says_nothing_of_the_kind() -> None:
         validate({**quote_row, "venue": None})
 
 
+def test_a_price_bid_or_ask_left_out_is_read_as_one_sent_as_nil() -> None:
+    """review391 #2: without `kind`, `{stream, ts, size: 1}` was unknown_kind ("neither price nor bid/ask present")
+    where `price: nil` beside the same size made it a trade refused for its price: an encoder that omits null members
+    (Go's omitempty, serde's skip_serializing_if) and one that writes nil had one tick counted under two reasons."""
+    for fields, said in (({"size": 1.0}, 'field "price" is required'), ({"side": "buy"}, 'field "price" is required'),
+                         ({"bid_size": 3}, 'field "bid" is required'),
+                         ({}, 'no "kind", and price, bid and ask are all left out, nil or NaN')):
+        errors = []
+        for sent_nil in ((), ("price",), ("price", "bid", "ask")):
+            with pytest.raises(InvalidTick) as err:
+                validate({"stream": "A", "ts": 1, **fields, **dict.fromkeys(sent_nil)})
+            errors.append((err.value.reason, str(err.value)))
+        assert errors == [errors[0]] * 3 and errors[0][0] == "missing_field", (fields, errors)
+        assert errors[0][1].startswith(f"missing_field: {said}"), errors
+
+
 def test_a_field_sent_as_nan_is_left_out_where_it_may_be_and_refused_by_its_nan_where_needed() -> None:
     """review384 #3: pandas' `df.to_dict("records")` gives a quote row NaN for price/size/side and a trade row NaN
     for bid/ask, so every row of a mixed frame was refused as ambiguous_kind, naming neither NaN nor the fix. NaN is
@@ -322,7 +338,8 @@ def test_a_field_sent_as_nan_is_left_out_where_it_may_be_and_refused_by_its_nan_
     refused = [({**rows[0], "price": nan}, "nonfinite_price", 'field "price" is NaN, no value (pandas\' missing'),
                ({**rows[0], "kind": "trade", "size": nan}, "nonfinite_size", 'field "size" is NaN'),
                ({**rows[1], "ask": nan}, "nonfinite_price", 'field "ask" is NaN'),
-               ({**rows[1], "bid": nan, "ask": nan}, "missing_field", "price, bid and ask are all nil or NaN"),
+               ({**rows[1], "bid": nan, "ask": nan}, "missing_field",
+                "price, bid and ask are all left out, nil or NaN"),
                ({**rows[1], "size": 2.0, "side": "buy"}, "unknown_field", "its price is NaN, pandas' missing value"),
                # a pandas int column with a missing row is float64: its numbers are refused saying how to keep ints
                ({**rows[0], "seq": 7.0}, "wrong_type", 'got float 7.0: a pandas int column with missing rows is float; '

@@ -149,7 +149,9 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
     ("ts negative", msgpack.packb(trade("R.OK", -1)), 0, "ts_out_of_range", True),
     ("ts uint64", msgpack.packb(trade("R.OK", 2**64 - 1)), 0, "ts_out_of_range", True),
     ("kind unknown", msgpack.packb(trade("R.OK", T0, kind="option")), 0, "unknown_kind", True),
-    ("kind unguessable", msgpack.packb({"stream": "R.OK", "ts": T0, "size": 1.0}), 0, "unknown_kind", True),
+    # no kind and no price, bid nor ask: read as if they were sent nil (review391 #2: it was unknown_kind)
+    ("price left out", msgpack.packb({"stream": "R.OK", "ts": T0, "size": 1.0}), 0, "missing_field", True),
+    ("no price, bid nor ask", msgpack.packb({"stream": "R.OK", "ts": T0}), 0, "missing_field", True),
     ("kind ambiguous", msgpack.packb(trade("R.OK", T0, bid=1.0)), 0, "ambiguous_kind", True),
     ("extra key", msgpack.packb(trade("R.OK", T0, venue="X")), 0, "unknown_field", True),
     ("quote field in a trade", msgpack.packb(trade("R.OK", T0, kind="trade", bid=1.0)), 0, "unknown_field", True),
@@ -217,6 +219,8 @@ BAD_MESSAGES: list[tuple[str, Any, int, str, bool]] = [
 ]
 # what some of them say, in msgpack's words (nil, bool, map, array, ext: a client's language has no NoneType)
 SAID = {"a scalar": "got int 5", "price ext": "got ext (type 5)", "price bool": "got bool true",
+        "price left out": 'field "price" is required', "price nil": 'field "price" is required',
+        "no price, bid nor ask": "no \"kind\", and price, bid and ask are all left out, nil or NaN",
         "price 2**64-1": "price must be within [1e-12, 1e+15], got 18446744073709551615",
         "size 2**64-1": "size must be below 1e+18, got 18446744073709551615",
         "ts ext timestamp": "got ext (msgpack's timestamp", "tokenized not a list": "array, got map of 1",
