@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import tomllib
 import time
@@ -22,6 +23,7 @@ import zmq
 from conftest import serving, tiny_tick_checkpoint
 from engine.service.config import ServiceConfig
 from engine.service.control_requests import CONTROL_OPS, ControlError, asked_stream
+from engine.service.control_streams import STREAM_ORDERS
 from wire_client import (PROTOCOL, T0, Control, Sub, check_answer, fresh_stream, held_of, push_socket, quote,
                          resume_after, stats, trade, wait_stats, wait_until)
 from wire_server import clients, private_server, server, shedding  # noqa: F401 (fixtures)
@@ -194,8 +196,8 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     got = ctl.ok("get", query="vol", stream=s)
     assert set(got) == {"ok", "answer", "data_age_ms", "caveats"} and got["answer"]["topic"] == f"vol/{s}/"
     assert got["caveats"] == []  # (a stable key: none for this model and query)
-    assert ctl.ok("get", query="vol", stream="NOBODY.X") == {"ok": True, "answer": None, "stream_known": False,
-                                                            "caveats": []}
+    nobody = ctl.ok("get", query="vol", stream="NOBODY.X")
+    assert nobody == {"ok": True, "answer": None, "stream_known": False, "caveats": []}
     # an unknown query is an error (as for ask), not "no answer yet"
     assert ctl("get", query="no_such_query", stream=s)["error"].startswith("no query named \"no_such_query\"")
 
@@ -267,7 +269,8 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     assert accepted == {"ok": True, "streams": {s: {"ticks": 2, "last_ts": T0 + 1, "at_last_ts": 1, **context},
                                                        "NOBODY.X": None},
                         "truncated": False}
-    assert set(ctl.ok("streams")["streams"][s]) == {"ticks", "last_ts", "at_last_ts", "last_price", "idle_s",
+    every = ctl.ok("streams")
+    assert set(every["streams"][s]) == {"ticks", "last_ts", "at_last_ts", "last_price", "idle_s",
                                                         "resident", "rebuilds", *context, *waiting, *SEQUENCE_KEYS}
     health = ctl.ok("health")
     dirty = {"dirty"} if health["commit"] else set()  # (review349 #4: with a commit, whether the checkout is modified)
@@ -284,6 +287,31 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
     from engine.service.release import this_release  # (review321 #5: the checkout's commit; null for a wheel)
 
     assert health["commit"] == this_release().commit
+    fill, topics = ctl.ok("answers", topic=f"dir/{s}/", after=0), ctl.ok("topics", prefix=f"dir/{s}/")
+    assert [a["seq"] for a in fill["answers"]] == [1] and topics["topics"][f"dir/{s}/"]["last_seq"] == 1
+    dry, forgot = ctl.ok("forget", streams=[s], dry_run=True), ctl.ok("forget", stream=s)
+    # docs/wire-protocol.md's *Ops at a glance*, what a client in another language codes its decoder from, names
+    # every key these replies carry (review391 #3: it gave `topics` as a map str -> int, and no `epoch`)
+    replied = {"register": [reg], "list": [listed], "get": [got, nobody],
+               "ask": [fresh, cached, expect, direct, ignored, surprise, adhoc, gen], "unregister": [unreg],
+               "stats": [ctl.ok("stats")], "streams": [every], "health": [health], "answers": [fill],
+               "topics": [topics, *topics["topics"].values()], "forget": [dry, forgot]}
+    glance = ops_at_a_glance()
+    assert set(glance) == set(CONTROL_OPS) == set(replied)
+    for op, (request_keys, reply_keys) in glance.items():
+        sort_values = set(STREAM_ORDERS) if op == "streams" else set()  # (`sort`'s values, named in its cell)
+        assert request_keys - sort_values == set(CONTROL_OPS[op].keys), op
+        for reply in replied[op]:
+            assert set(reply) - {"ok"} <= reply_keys, (op, set(reply) - {"ok"} - reply_keys)
+
+
+def ops_at_a_glance() -> dict[str, tuple[set[str], set[str]]]:
+    """docs/wire-protocol.md's *Ops at a glance*: each op's request keys and reply keys, as the table names them."""
+    text = (Path(__file__).parents[1] / "docs" / "wire-protocol.md").read_text()
+    table = text[text.index("| op | request keys (type) | reply keys on `ok: true` (type) |"):]
+    rows = [row.strip().strip("|").split("|") for row in table[:table.index("\n\n")].splitlines()[2:]]
+    return {op.strip(" `"): (set(re.findall(r"`(\w+)`", request)), set(re.findall(r"`(\w+)`", reply)))
+            for op, request, reply in rows}
 
 
 def test_a_req_socket_works_too(clients) -> None:
