@@ -61,6 +61,11 @@ def test_shipped_examples_load() -> None:
     ({"endpoints": {"feeds": ["not-an-endpoint"]}}, "an endpoints.feeds entry must look like .tcp://host:port., got"),
     ({"endpoints": {"feeds": ["tcp://127.0.0.1:7000", "tcp://127.0.0.1:7000"]}}, "endpoints.feeds lists "
                                                                               "tcp://127.0.0.1:7000 more than once"),
+    # one feed under two names of its address: two SUBs on one publisher, every tick twice (review391 #4)
+    ({"endpoints": {"feeds": ["tcp://127.0.0.1:7000", "tcp://localhost:7000"]}}, "endpoints.feeds lists "
+     r"tcp://127.0.0.1:7000 and tcp://localhost:7000, one address \(tcp://127.0.0.1:7000\): every tick published "
+     "there would be taken once per entry"),
+    ({"endpoints": {"feeds": ["tcp://LOCALHOST:7000", "tcp://10.0.0.5;127.0.0.1:7000"]}}, "one address"),
     # one file's own clash was a bind error asking "is another flashtick serve running?"
     ({"endpoints": {"answers": "tcp://127.0.0.1:5555"}}, "endpoints.answers and endpoints.ingest both use port 5555 "
                                                          "on 127.0.0.1: give each socket its own port"),
@@ -127,9 +132,11 @@ def test_config_mistakes_are_named(raw: dict, message: str) -> None:
 
 def test_ports_zero_and_other_hosts_never_clash() -> None:
     config = ServiceConfig.from_dict({"endpoints": {"ingest": "tcp://127.0.0.1:5555", "answers": "tcp://127.0.0.1:0",
-                                                    "control": "tcp://10.0.0.5:5555", "metrics_port": 0}})
-    # (the engine binds 127.0.0.1:0 twice to two free ports)
-    assert config.endpoints.answers.endswith(":0")
+                                                    "control": "tcp://10.0.0.5:5555", "metrics_port": 0,
+                                                    "feeds": ["tcp://127.0.0.1:7000", "tcp://[::1]:7000",
+                                                              "tcp://127.0.0.1:7001", "tcp://10.0.0.5:7000"]}})
+    # (the engine binds 127.0.0.1:0 twice to two free ports; feeds on other addresses or ports are other feeds)
+    assert config.endpoints.answers.endswith(":0") and len(config.endpoints.feeds) == 4
 
 
 def test_right_types_pass() -> None:

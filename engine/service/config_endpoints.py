@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from connectors.feed import check_endpoint
+from connectors.tcp_endpoints import endpoint_host
 from engine.quoting import quoted
 from engine.service.config_error import ConfigError
 from queries.limits import excerpt  # values as YAML writes them: got true, got null (not True, None)
@@ -38,10 +39,22 @@ class EndpointsSection:
                 check_endpoint(feed, "an endpoints.feeds entry")
             except ValueError as e:
                 raise ConfigError(str(e)) from None
-        if isinstance(self.feeds, tuple) and len(set(self.feeds)) < len(self.feeds):  # each tick would come twice
-            twice = sorted({feed for feed in self.feeds if self.feeds.count(feed) > 1})
-            raise ConfigError(f"endpoints.feeds lists {', '.join(twice)} more than once: every tick published there "
-                              f"would be taken once per entry; list each feed once")
+        if isinstance(self.feeds, tuple):
+            self._check_distinct_feeds()
+
+    def _check_distinct_feeds(self) -> None:
+        """One feed listed twice, as written or under two names of one address (localhost and 127.0.0.1, as
+        _check_distinct_ports compares hosts; review391 #4): two SUBs on one publisher, each tick taken twice."""
+        by_address: dict[str, list[str]] = {}
+        for feed in self.feeds:
+            by_address.setdefault(_feed_address(feed), []).append(feed)
+        for written in by_address.values():
+            if len(written) > 1:
+                names = sorted(set(written))
+                said = (f"{names[0]} more than once" if len(names) == 1 else
+                        f"{' and '.join(names)}, one address ({_feed_address(names[0])})")
+                raise ConfigError(f"endpoints.feeds lists {said}: every tick published there would be taken once "
+                                  f"per entry; list each feed once")
 
     def _check_distinct_ports(self) -> None:
         """Two of the engine's own sockets on one port: said here by key, not as a bind error that reads
@@ -74,6 +87,13 @@ WILDCARD_HOSTS = {"*", "0.0.0.0", "::", ""}  # ("": the metrics server's every a
 def _bind_address(host: str) -> str:
     host = host.strip().lower().removeprefix("[").removesuffix("]")  # (tcp://[::1]:5555's host, metrics_host's ::1)
     return LOOPBACK_NAMES.get(host, host)
+
+
+def _feed_address(feed: str) -> str:
+    """What a SUB connects to for an endpoints.feeds entry (checked: check_endpoint): a tcp one's host as it binds
+    (localhost is 127.0.0.1) and its port, from whichever source address; any other transport as written."""
+    host = endpoint_host(feed)
+    return feed if host is None else f"tcp://{_bind_address(host)}:{int(feed.rsplit(':', 1)[-1])}"
 
 
 def _hosts_overlap(host: str, other: str) -> bool:
