@@ -88,6 +88,15 @@ def test_a_rename_pattern_names_a_whole_ecn_feed_and_a_pair_added_upstream(model
             assert set(streams) == {"EUR-USD.lmax", "USD-JPY.lmax", "GBP-USD.lmax", "GOLD"}, streams
             wait_for(lambda: control.call("get", stream="GBP/USD", query="dir5")["answer"] is not None, timeout_s=60)
             assert control.call("get", stream="GBP/USD", query="dir5")["answer"]["stream"] == "GBP-USD.lmax"
+            # a feed resuming under the venue's names finds its streams (review391 #6: nil, "never seen"), answered
+            # under the names it asked, each renamed one saying its stream; a placing call too
+            asked = control.call("streams", streams=["GBP/USD", "GOLD", "NZD/USD"], drain=True)
+            assert list(asked["streams"]) == ["GBP/USD", "GOLD", "NZD/USD"] and asked["streams"]["NZD/USD"] is None
+            gbp, last_ts = asked["streams"]["GBP/USD"], streams["GBP-USD.lmax"]["last_ts"]
+            assert (gbp["stream"], gbp["ticks"], gbp["last_ts"]) == ("GBP-USD.lmax", 10, last_ts), gbp
+            assert asked["streams"]["GOLD"]["ticks"] == 10 and "stream" not in asked["streams"]["GOLD"]
+            most = control.call("streams", streams=["XAU/USD", "USD/JPY"], sort="ticks", limit=1)["streams"]
+            assert list(most) == ["XAU/USD"] and most["XAU/USD"]["stream"] == "GOLD", most  # (ties by name)
             assert control.call("forget", stream="XAU/USD")["ok"]
             assert "GOLD" not in control.call("streams")["streams"]
             # several names at once find theirs the same way (forget's `streams`, all or nothing)

@@ -303,6 +303,12 @@ def _wire_name(kind: type) -> str:
     return wire_type(kind())  # (str -> str, dict -> map, ...: the msgpack name of an empty one)
 
 
+def held_name(name: str, held: Container[str], renamed: Callable[[str], str] | None) -> str:
+    """The stream a client's ``name`` is: the name itself where held (a tick log from before a rename restored it),
+    else as live ingest reads its ticks (``renamed``: ingest.rename and ingest.slashes, `EUR/USD` -> `EUR-USD.lmax`)."""
+    return name if renamed is None or name in held else renamed(name)
+
+
 def asked_stream(request: dict, held: Container[str] = (), renamed: Callable[[str], str] | None = None) -> str:
     """The `stream` of a `get`, an `ask` or a `forget`, refused (`bad_request`) when no stream can have that name
     (the rules ingest holds ticks to: a `/`, a leading `_`, ..., and Unicode NFC), with the rule and, for a `/`,
@@ -312,9 +318,7 @@ def asked_stream(request: dict, held: Container[str] = (), renamed: Callable[[st
     NFC rule restored it) is asked as it is; another is first read as live ingest reads its ticks (``renamed``:
     `serve`'s ingest.rename and ingest.slashes, so `get EUR/USD` finds the stream `EUR/USD` ticks went to, review379
     #7). The one check for `get`, `ask`, `forget` and the CLI."""
-    stream = request_field(request, "stream", str)
-    if renamed is not None and stream not in held:
-        stream = renamed(stream)
+    stream = held_name(request_field(request, "stream", str), held, renamed)
     try:
         check_stream(stream, 1 << 16)  # (the rule: a name over limits.max_stream_bytes may be a restart's, logged)
         if stream not in held:

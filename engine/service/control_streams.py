@@ -13,7 +13,8 @@ from typing import Any
 
 from connectors.stream_renames import StreamRenames
 from connectors.ticks import utc_text, wire_value
-from engine.service.control_requests import ControlBusy, ControlError, ControlUnknownStream, asked_stream
+from engine.service.control_requests import (ControlBusy, ControlError, ControlUnknownStream, asked_stream,
+                                             held_name)
 from engine.service.forgotten_refusals import ForgottenRefusals
 from engine.service.pipeline import StreamBusy, TickPipeline
 from engine.service.placed_feeds import PlacedFeeds
@@ -70,6 +71,10 @@ class StreamOps:
             raise ControlError("op \"streams\" takes \"streams\" (the names to look up) or \"after\" (a page of every "
                                "stream), not both: both were given")
         order, limit = _stream_order(request, after)
+        # each name asked, as the stream its ticks go to (a venue's name ingest.rename renames: review391 #6, the
+        # feed's resume found nil, "never seen", for every stream it sent under its own names)
+        held_as = {name: held_name(name, self.pipeline.encoders, self.stream_renames.renamed) for name in names or ()}
+        names = list(dict.fromkeys(held_as.values())) if names is not None else None
         drain = request.get("drain")
         if drain:  # (once the request is checked: a refused one reads nothing)
             self._read_before_placing()
@@ -97,6 +102,8 @@ class StreamOps:
         # ... and one refused whose refusal fell out of that memory: that it was, not nil alone ("never seen")
         forgotten = {name: {"error": self._why_refused(name)} for name in names or ()
                      if known.get(name) is None and name not in refused and name in self._forgotten_refusals}
+        if any(name != stream for name, stream in held_as.items()):  # answered under the names asked
+            known, refused, forgotten = (_under_names_asked(found, held_as) for found in (known, refused, forgotten))
         return {"streams": known, "truncated": truncated, "uptime_s": time.time() - self.started_at,
                 **({"matched": matched} if order != "name" or limit is not None else {}),
                 **({"tag": tag} if tag is not None else {}),
@@ -237,6 +244,14 @@ class StreamOps:
               f"{utc_text(held['last_ts'])}) dropped; its next tick, of any time, starts it afresh",
               file=sys.stderr, flush=True)
         return {"forgotten": stream, "ticks": held["ticks"], "last_ts": held["last_ts"]}
+
+
+def _under_names_asked(found: dict[str, dict[str, Any] | None], held_as: dict[str, str]
+                       ) -> dict[str, dict[str, Any] | None]:
+    """``found`` (stream -> its entry) keyed by the names asked (name -> the stream it is), in their order; a
+    renamed name's entry says its stream as `stream`."""
+    return {name: found[stream] if found[stream] is None or name == stream else {**found[stream], "stream": stream}
+            for name, stream in held_as.items() if stream in found}
 
 
 def _stream_order(request: dict, after: str) -> tuple[str, int | None]:
