@@ -39,6 +39,7 @@ notes on odd timestamps (stamp_notes.py) and what shedding reads of a message (m
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -263,20 +264,25 @@ class StreamEncoders(StreamTable):
             return
         result.accepted.append(item)
 
-    def shed_message(self, data: bytes, refusal: Callable[[str | None], InvalidTick | None],
+    def shed_message(self, data: bytes, refusal: Callable[[str | None, float], InvalidTick | None],
                      tokenized: bool = False) -> Ingested | None:
         """A whole message refused (the engine is behind and sheds), one rejection per stream with the count of its
-        ticks and ``refusal(stream)``'s reason, none of them validated or encoded: refusing tick by tick cost as much
-        as accepting, so a queue of messages behind a shedding engine drained no faster than the feed filled it.
-        A tick whose `seq` repeats one its stream took is a duplicate, dropped and counted as one, as when not
-        shedding (only those are validated: a resend is no load to shed). None for a message that does not decode
-        (the normal path says why), or one with a stream ``refusal`` accepts (None for it): that message is read
-        tick by tick. A tick without a valid stream name gets ``refusal(None)``'s reason."""
+        ticks and ``refusal(stream, waited_s)``'s reason, none of them validated or encoded: refusing tick by tick
+        cost as much as accepting, so a queue of messages behind a shedding engine drained no faster than the feed
+        filled it. ``waited_s``: how long the stream's newest tick of the message waited before now, as the tick
+        by tick path weighs each tick's wait (the least of its ticks': a stream refused here would have every tick
+        refused there; review391 #7: weighed as no wait, a feed stamped with the wall clock had its waiting burst
+        accepted here, then refused tick by tick). A tick whose `seq` repeats one its stream took is a duplicate,
+        dropped and counted as one, as when not shedding (only those are validated: a resend is no load to shed).
+        None for a message that does not decode (the normal path says why), or one with a stream ``refusal``
+        accepts (None for it): that message is read tick by tick. A tick without a valid stream name gets
+        ``refusal(None, 0.0)``'s reason."""
         read = message_streams(data, tokenized, self.max_message_bytes, self.max_stream_bytes)
         if read is None:
             return None
         items, named, streams = read
-        errors = {stream: refusal(stream) for stream in streams}
+        waited = self._least_waits(items, named, time.time_ns())
+        errors = {stream: refusal(stream, waited.get(stream, 0.0)) for stream in streams}
         if any(err is None for err in errors.values()):
             return None
         repeats = self._shed_duplicates(items, named, tokenized)
@@ -289,6 +295,18 @@ class StreamEncoders(StreamTable):
                 self._note_refused(stream, obj)
         return Ingested([], [Rejection(index, errors[stream].reason, str(errors[stream]), stream, n)
                              for stream, (index, n) in first.items()])
+
+    def _least_waits(self, items: list[Any], named: list[str | None], now_ns: int) -> dict[str, float]:
+        """Each stream's wait before ``now_ns`` of its newest tick (by `ts`) in a message, as ``arrival_of`` dates
+        it; absent where none is dated (no `ts` that is an int, a stream not stamped with the wall clock)."""
+        newest: dict[str, int] = {}
+        for stream, obj in zip(named, items):
+            ts = obj.get("ts") if stream is not None and isinstance(obj, dict) else None
+            if type(ts) is int and ts > newest.get(stream, -1):
+                newest[stream] = ts
+        arrived = {stream: self.arrival_of(stream, ts, now_ns) if self.arrival_of is not None else None
+                   for stream, ts in newest.items()}
+        return {stream: max(0.0, (now_ns - at) / 1e9) for stream, at in arrived.items() if at is not None}
 
     def _shed_duplicates(self, items: list[Any], named: list[str | None], tokenized: bool) -> set[int]:
         """The indices of a shed message's items whose `seq` repeats one their stream took, counted as duplicates.

@@ -3,6 +3,8 @@ ticks share one guard, stream-name and token-range rules in both wire forms."""
 
 from __future__ import annotations
 
+import time
+
 import msgpack
 import pytest
 
@@ -293,3 +295,27 @@ def test_ts_backwards_says_both_times_in_utc() -> None:
     assert result.rejections[0].error == ("ts_backwards: stream \"A\": ts 1780000000000000001 "
                                           "(2026-05-28T20:26:40.000000001Z) < previous 7000000000000000000 "
                                           "(2191-10-27T12:26:40Z)")
+
+
+def test_a_message_is_shed_whole_by_the_wait_of_each_streams_newest_tick() -> None:
+    """review391 #7: the whole-message check weighed every stream as if its ticks had not waited, so a feed stamped
+    with the wall clock whose burst waited in the socket was accepted there and then refused tick by tick for its
+    wait (104 rejections a message of 200 ticks). Each stream is weighed by its newest tick's wait, the least of its
+    ticks' (arrival_of: here, a tick arrived at its ts)."""
+    encoders = StreamEncoders(CODEC)
+    encoders.arrival_of = lambda _stream, ts, _read_ns: ts
+    weighed: dict[str | None, float] = {}
+
+    def refusal(stream: str | None, waited_s: float = 0.0) -> InvalidTick | None:
+        weighed[stream] = waited_s
+        return InvalidTick("overloaded", "behind", stream) if waited_s > 5 else None
+
+    sent = time.time_ns() - 10 * 10**9  # ten seconds before the read
+    burst = [trade(f"SH.{i % 2}", sent + i, 100.0, 1.0).to_wire() for i in range(6)]
+    shed = encoders.shed_message(msgpack.packb(burst), refusal)
+    assert shed is not None and [(r.stream, r.index, r.count) for r in shed.rejections] == [("SH.0", 0, 3),
+                                                                                            ("SH.1", 1, 3)]
+    assert min(weighed.values()) >= 10, weighed
+    # SH.1's newest tick waited nothing (stamped ahead of the read): read tick by tick, its older ones refused there
+    fresh = burst + [trade("SH.1", time.time_ns() + 3600 * 10**9, 100.0, 1.0).to_wire()]
+    assert encoders.shed_message(msgpack.packb(fresh), refusal) is None and weighed["SH.1"] == 0.0

@@ -111,9 +111,10 @@ class ShardedIngest:
                 self.shed_counts.add(r.stream, r.count)
         return [r.to_wire() for r in result.rejections]
 
-    def shed_refusal(self, stream: str | None) -> InvalidTick | None:
+    def shed_refusal(self, stream: str | None, _waited_s: float = 0.0) -> InvalidTick | None:
         """Why a tick of ``stream`` is refused with when_behind: shed: behind (as the shards' last replies say: the
-        front door knows no stream's share of their backlogs, so every stream is refused alike); None otherwise."""
+        front door knows no stream's share of their backlogs, so every stream is refused alike, however long its
+        tick waited); None otherwise."""
         return overloaded(self.pending_tokens(), self.lag_s(), self.config.limits, stream) if self.behind else None
 
     def _submit(self, item: EncodedTick) -> None:
