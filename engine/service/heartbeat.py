@@ -216,11 +216,11 @@ class Heartbeat:
 
     def _unread(self) -> dict[str, int | None]:
         """What waits at the ingest socket before it is read (unread_ingest.py): `unread_bytes` in this host's
-        kernel buffers, and `unread_messages`, those bytes at the mean size of the messages read so far (ZeroMQ's
-        framing, 2 bytes a frame, included); None where it cannot be seen."""
+        kernel buffers, and `unread_messages`, those bytes at the mean size of the last messages read there (an
+        estimate: right while what waits is like what came just before it); None where it cannot be seen."""
         waiting = unread_bytes(self.endpoints.get("ingest", "")) if hasattr(self, "endpoints") else None
-        read = self.counters.get("ingest_messages", 0)
-        per_message = (getattr(self, "ingest_bytes", 0) + 2 * read) / read if read else None
+        recent = getattr(self, "recent_message_bytes", ())
+        per_message = sum(recent) / len(recent) if recent else None
         messages = None if waiting is None else 0 if not waiting else \
             round(waiting / per_message) if per_message else None
         return {"unread_bytes": waiting, "unread_messages": messages}

@@ -64,7 +64,8 @@ GAUGES = {
                      "scheduler.expired_streams_kept)",
     "pending_tokens": "Tokens waiting for a forward",
     "unread_messages": "Messages waiting unread at the ingest socket, before they are decoded or tokenised (this "
-                       "host's kernel buffers for its connections, at the mean message size read; Linux, tcp:// only)",
+                       "host's kernel buffers for its connections, at the mean size of the last 32 messages read: "
+                       "an estimate; Linux, tcp:// only)",
     "unread_bytes": "Bytes this host's kernel holds for the ingest connections, not yet read (Linux, tcp:// only)",
     "behind": "1 while more than limits.max_backlog_tokens wait for a forward, or data waited past limits.max_lag_s",
     "kv_thrash": "1 while evicted sessions are recomputed more than new tokens are (kv.cells too small)",

@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import Any
 
 import zmq
@@ -53,7 +53,7 @@ from engine.service.feed_watch import FeedWatch
 from engine.service.forgotten_refusals import ForgottenRefusals
 from engine.service.forward_pace import ForwardPace
 from engine.service.heartbeat import PROCESS_START_TIME, Heartbeat
-from engine.service.ingest_reading import IngestReading
+from engine.service.ingest_reading import RECENT_MESSAGES, IngestReading
 from engine.service.heap_memory import freeze_heap, thaw_heap
 from engine.service.pipeline import TickPipeline
 from engine.service.port_binding import check_port_free
@@ -102,6 +102,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         self._stop_requested: float | None = None  # monotonic time of the first stop(): limits.drain_s counts from it
         self._pace = ForwardPace()  # the recent forwards' seconds per token: the stop sizes its forwards to its time
         self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when (time.time()) data waits
+        self.recent_message_bytes: deque[int] = deque(maxlen=RECENT_MESSAGES)  # (IngestReading's)
         self._feed_watches: dict[str, FeedWatch] = {}  # socket name -> its external feed's connection and counts
         self._handshakes: FailedHandshakes | None = None
         # the control socket and metrics first (EarlyStart): while the engine imports, the model loads and the tick
