@@ -5,11 +5,12 @@ given rates, one engine's pipeline with a backlog built tick by tick, and a live
 from __future__ import annotations
 
 import threading
+import time
 
 import zmq
 
 from connectors.synthetic import DEFAULT_STREAMS, SyntheticConfig, SyntheticMarket
-from connectors.ticks import encode
+from connectors.ticks import encode, trade
 from engine.service.client import AnswerSubscriber, ControlClient
 from engine.service.pipeline import TickPipeline
 from engine.service.server import REJECTS_TOPIC
@@ -21,8 +22,8 @@ LIMITS = ShedLimits(max_lag_s=0.5, max_backlog_tokens=1_000_000)
 MS_A_TOKEN = 0.001  # the recent pace in these decisions: 1,000 tokens a second
 
 
-def backlog(pending: int, own: int = 0, waiting: int = 1, oldest_s: float = 0.0, unread_s: float = 0.0) -> Backlog:
-    return Backlog(pending, own, waiting, oldest_s, unread_s)
+def backlog(pending: int, own: int = 0, waiting: int = 1, oldest_s: float = 0.0, read_wait_s: float = 0.0) -> Backlog:
+    return Backlog(pending, own, waiting, oldest_s, read_wait_s)
 
 
 def test_a_tick_is_refused_once_the_backlog_would_wait_past_max_lag_s_at_the_recent_pace() -> None:
@@ -41,19 +42,25 @@ def test_a_tick_is_refused_once_the_backlog_would_wait_past_max_lag_s_at_the_rec
     # until a forward was timed, the oldest tick's wait alone (and the token bound) decide, as before
     assert shed_reason("A", backlog(100_000, own=100_000, oldest_s=0.1), None, LIMITS, set()) is None
     assert shed_reason("A", backlog(10, own=10, oldest_s=0.6), None, LIMITS, set()) is not None
-    # a queue left unread past the bound: past it too, the streams holding their share of the backlog refused
-    unread = backlog(300, own=290, waiting=2, unread_s=0.6)  # 0.3 s of work, SYN.A's share 250 tokens
-    assert "the ingest queue unread for 0.6 s" in shed_reason(None, unread, MS_A_TOKEN, LIMITS, set())
-    assert shed_reason("A", unread, MS_A_TOKEN, LIMITS, set()) is not None
-    assert shed_reason("B", unread._replace(stream_tokens=0, streams_waiting=3), MS_A_TOKEN, LIMITS, set()) is None
-    # refused for its share, a stream is not kept refused by the unread queue once the forward took its tokens
+    # a tick read after waiting (unread at the ingest socket, or upstream by its ts) is as old as that once accepted
+    # (review392 #1: ticks unread 19-34 s were accepted under max_lag_s 2, every stream under its share of an
+    # accepted backlog of ~0): 0.35 s waited leaves 0.15 s, 150 tokens at the pace, the busiest stream refused first
+    waited = backlog(200, own=190, waiting=2, read_wait_s=0.35)
+    assert "data would wait 0.6 s (read after waiting 0.3 s, 200 tokens" in shed_reason("A", waited, MS_A_TOKEN,
+                                                                                        LIMITS, set())
+    assert shed_reason("B", waited._replace(stream_tokens=0, streams_waiting=3), MS_A_TOKEN, LIMITS, set()) is None
+    # refused for its share, a stream is not kept refused by its ticks' wait before the read once the forward took
+    # its tokens (the wait is the queue's it came in, not the engine's backlog)
     shed = {"A"}
-    assert shed_reason("A", unread._replace(stream_tokens=0, streams_waiting=3), MS_A_TOKEN, LIMITS, shed) is None
+    assert shed_reason("A", waited._replace(stream_tokens=0, streams_waiting=3), MS_A_TOKEN, LIMITS, shed) is None
     assert not shed
-    # nor is a quiet stream refused by a queue left unread past twice the bound: a flood's, read slower than sent
-    flooded = unread._replace(unread_s=30.0, stream_tokens=0, streams_waiting=3)
-    assert shed_reason("B", flooded, MS_A_TOKEN, LIMITS, set()) is None
-    assert shed_reason("A", flooded._replace(stream_tokens=290), MS_A_TOKEN, LIMITS, set()) is not None
+    # a tick that waited the whole bound before its read is refused, whatever its stream: the engine reads past the
+    # stale queue (whole messages, cheaply) and catches up
+    stale = waited._replace(read_wait_s=0.6, stream_tokens=0, streams_waiting=3)
+    assert "read after waiting 0.6 s" in shed_reason("B", stale, MS_A_TOKEN, LIMITS, set())
+    assert "read after waiting 30.0 s" in shed_reason(None, stale._replace(read_wait_s=30.0), MS_A_TOKEN, LIMITS,
+                                                      set())
+    assert shed_reason("B", stale._replace(read_wait_s=0.6, pending_tokens=0), None, LIMITS, set()) is not None
 
 
 def test_past_the_bound_the_streams_over_their_share_are_refused_and_the_others_accepted() -> None:
@@ -107,6 +114,28 @@ def test_a_message_past_the_bound_refuses_the_flooding_stream_and_takes_the_quie
     assert pipeline.stats()["shed_streams"] == {"SYN.A": 19}
     pipeline.run_until_idle()  # caught up: the flooding stream is accepted again
     assert pipeline.ingest_message(encode(stream_ticks(0, 31)[30:])) == []
+
+
+def test_a_tick_read_after_waiting_unread_past_the_bound_is_refused_unless_its_ts_says_it_is_fresh(checkpoint) -> None:
+    """Review392 #1: under `max_lag_s: 2` ticks that had waited 19-34 s unread at the ingest socket were accepted and
+    computed. A tick its ts does not date waited as long as the ingest queue held messages unread (as the server
+    tells the pipeline); a stream stamped with the wall clock says its own wait, so a quiet feed's fresh ticks are
+    not refused for a flood's queue."""
+    pipeline = TickPipeline(pipeline_config(checkpoint, limits={"when_behind": "shed", "max_lag_s": 2}))
+    now = time.time_ns()
+    fresh = [trade("LIVE.X", now + i, 100.0, 1.0) for i in range(3)]  # stamped with the wall clock
+    replayed = stream_ticks(0, 3)  # the synthetic market's: stamped a year back, its ts says nothing of its wait
+    assert pipeline.ingest_message(encode(replayed[:1] + fresh[:1])) == []  # (both streams held)
+    pipeline.ingest_unread_s = 5.0  # the ingest queue has held messages unread for 5 s
+    got = pipeline.ingest_message(encode(replayed[1:2]))  # refused whole, unread past its stream
+    assert [(r["stream"], r["reason"]) for r in got] == [("SYN.A", "overloaded")]
+    assert "read after waiting 5.0 s" in got[0]["error"]
+    got = pipeline.ingest_message(encode(replayed[2:] + fresh[1:2]))  # tick by tick: each by its own wait
+    assert [(r["stream"], r["reason"]) for r in got] == [("SYN.A", "overloaded")]
+    assert pipeline.ingest_message(encode(fresh[2:])) == []
+    assert pipeline.encoders.accepted(["LIVE.X"])["LIVE.X"]["ticks"] == 3 and pipeline.ticks_in == 4
+    pipeline.ingest_unread_s = 0.0  # the queue read past: the replayed stream is accepted again
+    assert pipeline.ingest_message(encode(stream_ticks(0, 4)[3:])) == []
 
 
 def test_a_live_server_refuses_once_the_backlog_would_wait_past_max_lag_s(checkpoint) -> None:

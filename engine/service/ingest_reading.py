@@ -5,6 +5,7 @@ rejections published on `_rejects/`, and the streams none of whose ticks was acc
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import OrderedDict, deque
 from typing import Any
@@ -25,7 +26,8 @@ from engine.service.placed_feeds import PlacedFeeds
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, REFUSED_HOLDER
 from engine.service.sharded import ShardedPipeline
 from engine.service.stream_refusals import StreamRefusals
-from engine.service.unread_ingest import unread_bytes
+from engine.service.unread_clock import UnreadClock, unread_wait_s
+from engine.service.unread_ingest import unread_bytes, wire_bytes
 from engine.service.wire_protocol import TOKENIZED_MARKER
 from engine.quoting import quoted
 
@@ -49,7 +51,7 @@ class IngestReading(IngestHolding):
     counters: dict[str, int]
     _sockets: dict[str, zmq.Socket]
     _feed_watches: dict[str, FeedWatch]  # socket name -> its external feed's connection and counts
-    _unread_since: dict[str, float | None]  # per ingest socket: since when messages wait unread
+    _unread_clocks: dict[zmq.Socket, UnreadClock]  # per ingest socket: since when messages wait unread
     _refused_streams: OrderedDict[str, list]  # stream -> [ticks refused, the error], the most recent last
     _refused_forgotten: int  # refused streams that fell out of _refused_streams
     placed_feeds: PlacedFeeds  # (IngestHolding's) feeds placed by `streams`, and the feeds read before them
@@ -66,41 +68,46 @@ class IngestReading(IngestHolding):
             # nothing to compute and nothing came: data its ts dates earlier waited upstream, not for this engine
             self.pipeline.idle_at_ns = time.time_ns()
         for name, sock in ingest:
-            self._unread_since[name] = self._unread_clock(name, sock, events)
+            self._read_unread(name, sock, events)
         self._release_due()
         self._refresh_unread()
 
     def _refresh_unread(self) -> None:
-        """The pipeline's ``ingest_unread_s`` as of now (a heartbeat's or a reply's, a forward after the read)."""
-        unread = [since for since in self._unread_since.values() if since is not None]
-        self.pipeline.ingest_unread_s = max(0.0, time.time() - min(unread)) if unread else 0.0
+        """The pipeline's ``ingest_unread_s`` as of now (a heartbeat's or a reply's, a read's, a forward after the
+        last read)."""
+        self.pipeline.ingest_unread_s = unread_wait_s(list(self._unread_clocks.values()), time.time())
 
-    def _unread_clock(self, name: str, sock: zmq.Socket, events: dict[zmq.Socket, int]) -> float | None:
-        """Read ``sock`` if the poll found messages on it; since when (time.time()) what it still holds has
-        waited, None when nothing does. Its queue is 32 messages (limits.ingest_queue_bytes) and ZeroMQ refills it
-        from the connection as it is read, so reading it empty says little (review243 #1: a burst waited in the
-        kernel's buffers and the sender, heartbeats saying lag 0): when the messages read were dated by their
-        ticks' ts (receive_clock.py), what waits behind the last one on its connection came no earlier, and its
-        wait counts from there until a turn finds the socket empty after a whole forward; messages no ts dates
-        count from the first turn that found them, until a read empties the queue (exact for a burst only if
-        the queue holds it)."""
-        if sock not in events:
-            return None  # (polled after a forward: ZeroMQ had the while to refill it from the connection)
+    def _read_unread(self, name: str, sock: zmq.Socket, events: dict[zmq.Socket, int]) -> None:
+        """Read ``sock`` if the poll found messages on it, keeping since when what it holds has waited
+        (unread_clock.py), told to the pipeline before the read, so shedding weighs the ticks read by their wait
+        as of now, not as of the last turn, a forward ago (review243 #1, review392 #1)."""
+        clock = self._unread_clocks.get(sock)
+        if clock is None:  # (the kernel's view of the bound ingest endpoint's connections; a feed's is remote)
+            view = functools.partial(unread_bytes, self.endpoints.get("ingest", "")) if name == "ingest" else None
+            clock = self._unread_clocks[sock] = UnreadClock(time.time(), view)
+        if sock not in events:  # (polled after a forward: ZeroMQ had the while to refill it from the connection)
+            clock.found_empty(time.time())
+            return
+        clock.found(time.time())
+        self._refresh_unread()
         self.pipeline.last_received_ns = None
         emptied = self._drain_ingest(sock, self._feed_watches.get(name))
         if self.pipeline.last_received_ns is not None:
-            return self.pipeline.last_received_ns / 1e9
-        # a socket left with messages unread (its share of the loop ran out) keeps its clock
-        return None if emptied else self._unread_since.get(name) or time.time()
+            clock.dated(self.pipeline.last_received_ns / 1e9)
+        elif emptied:
+            clock.emptied(time.time())
 
-    def _count_read(self, sock: zmq.Socket, frames: list[bytes]) -> None:
-        """A message read on an ingest or feed socket, counted; on the ingest socket its size (ZeroMQ's framing, 2
-        bytes a frame, included) kept among the last RECENT_MESSAGES', whose mean is what the bytes still unread
-        there are counted in (heartbeat.py: review391 #5, the mean since the start read a burst of batches after
-        single ticks as 20 times the messages there were)."""
+    def _counted_read(self, sock: zmq.Socket, frames: list[bytes]) -> None:
+        """A message read on an ingest or feed socket, counted; its size on the wire (unread_ingest.wire_bytes) told
+        to the socket's unread clock and, on the ingest socket, kept among the last RECENT_MESSAGES', whose mean is
+        what the bytes still unread there are counted in (heartbeat.py: review391 #5, the mean since the start read
+        a burst of batches after single ticks as 20 times the messages there were)."""
         self.counters["ingest_messages"] += 1
+        size = wire_bytes(frames)
         if sock is self._sockets.get("ingest"):
-            self.recent_message_bytes.append(sum(len(frame) + 2 for frame in frames))
+            self.recent_message_bytes.append(size)
+        if (clock := self._unread_clocks.get(sock)) is not None:
+            clock.read(size)
 
     def _drain_ingest(self, sock: zmq.Socket, watch: FeedWatch | None = None, until: float | None = None) -> bool:
         """Read and ingest the socket's queued messages; True once its queue is empty, False when this turn's
@@ -116,7 +123,7 @@ class IngestReading(IngestHolding):
                 frames = sock.recv_multipart(zmq.NOBLOCK, copy=True)
             except zmq.Again:
                 return True
-            self._count_read(sock, frames)
+            self._counted_read(sock, frames)
             if watch is not None:
                 watch.read()
             tag = echoed_topic(frames[0]) if len(frames) == 2 and frames[0] != TOKENIZED_MARKER else None
@@ -208,7 +215,7 @@ class IngestReading(IngestHolding):
                     frames = sock.recv_multipart(zmq.NOBLOCK, copy=True)
                 except zmq.Again:
                     break
-                self._count_read(sock, frames)
+                self._counted_read(sock, frames)  # (as a read message's: the mean size stays true)
                 refused += 1
                 tag = echoed_topic(frames[0]) if len(frames) == 2 and frames[0] != TOKENIZED_MARKER else None
                 self._publish_rejections(self._message_refused(InvalidTick(

@@ -10,6 +10,7 @@ import time
 from connectors.ticks import InvalidTick
 from engine.engine import Engine
 from engine.service.config import ServiceConfig
+from engine.service.receive_clock import ReceiveClock
 from engine.service.shedding import Backlog, Shedding
 
 LAG_CHECK_S = 0.1  # how stale `TickPipeline.lag_s` may be
@@ -21,6 +22,7 @@ class LagCheck:
     config: ServiceConfig
     engine: Engine
     shedding: Shedding
+    receive_clock: ReceiveClock
     ingest_unread_s: float  # (told by the server) how long its ingest queue has held unread messages
     _lag_checked: float  # monotonic time of the last look-up of the oldest pending tick
     _pending_lag_s: float  # ... and how long it had waited then
@@ -44,15 +46,27 @@ class LagCheck:
             self._pending_lag_s = 0.0 if oldest is None else max(0.0, (time.time_ns() - oldest) / 1e9)
         return max(self._pending_lag_s, self.ingest_unread_s)
 
-    def shed_refusal(self, stream: str | None, waited_s: float = 0.0) -> InvalidTick | None:
+    def shed_refusal(self, stream: str | None, waited_s: float | None = None) -> InvalidTick | None:
         """Why a tick of ``stream`` read now is refused with when_behind: shed (``stream`` None: whether any
         stream's would be, the engine being past its bound); None to accept it (engine/service/shedding.py).
-        ``waited_s``: how long the tick waited before it was read (its ts says it: receive_clock.py), which
-        the backlog's oldest wait is no less than once it is accepted."""
+        ``waited_s``: how long the tick waited before it was read (its ts says it for a stream stamped with the
+        wall clock, receive_clock.py; else as long as the ingest queue held messages unread); not given, for a
+        message refused whole, its ticks' ts unread: ``read_wait_s``."""
         scheduler = self.engine.scheduler
         self.lag_s()  # (refreshes the oldest accepted tick's wait, at most every LAG_CHECK_S)
         own = 0 if stream is None else scheduler.pending_tokens_of(stream)
         waiting = scheduler.streams_waiting() + (stream is not None and own == 0)  # (the tick's stream counted)
-        backlog = Backlog(scheduler.pending_tokens(), own, waiting, max(self._pending_lag_s, waited_s),
-                          self.ingest_unread_s)
+        backlog = Backlog(scheduler.pending_tokens(), own, waiting, self._pending_lag_s,
+                          self.read_wait_s(stream) if waited_s is None else waited_s)
         return self.shedding.refusal(stream, backlog)
+
+    def read_wait_s(self, stream: str | None) -> float:
+        """How long a message's ticks of ``stream`` waited before their read, their ts not looked at (a message
+        refused whole): as long as the ingest queue held messages unread (``ingest_unread_s``) for a stream held
+        whose ts is not the wall clock's; 0 for one stamped with the wall clock or new, whose ticks are weighed one
+        by one, each by what its own ts says (a quiet feed's connection is read at once, however long a flood's
+        queue on another waits: its messages are not refused whole for the flood's wait)."""
+        if stream is not None and (stream not in self.engine.scheduler.streams
+                                   or self.receive_clock.offset_ns(stream) is not None):
+            return 0.0
+        return self.ingest_unread_s

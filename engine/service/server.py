@@ -60,6 +60,7 @@ from engine.service.port_binding import check_port_free
 from engine.service.sharded import ShardedPipeline
 from engine.service.stop_drain import StopDrain
 from engine.service.subscriptions_held import SubscriptionsHeld
+from engine.service.unread_clock import UnreadClock
 from engine.service.wire_protocol import TOKENIZED_MARKER, pack
 from engine.service.readiness import probe_reply
 from queries.cache import Answer
@@ -101,7 +102,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         self._stop = threading.Event()
         self._stop_requested: float | None = None  # monotonic time of the first stop(): limits.drain_s counts from it
         self._pace = ForwardPace()  # the recent forwards' seconds per token: the stop sizes its forwards to its time
-        self._unread_since: dict[str, float | None] = {}  # per ingest socket: since when (time.time()) data waits
+        self._unread_clocks: dict[zmq.Socket, UnreadClock] = {}  # per ingest socket: since when data waits unread
         self.recent_message_bytes: deque[int] = deque(maxlen=RECENT_MESSAGES)  # (IngestReading's)
         self._feed_watches: dict[str, FeedWatch] = {}  # socket name -> its external feed's connection and counts
         self._handshakes: FailedHandshakes | None = None

@@ -4,11 +4,15 @@ accepting it would leave, and fairly, the streams that hold most of that backlog
 A flag refreshed between forwards let one read take every message queued during a forward (several forwards'
 worth) before the engine counted itself behind, and once behind it refused every stream alike: one flooding feed
 had every other feed's ticks refused. Here a tick is weighed at read time by the wait the accepted backlog would
-have: its tokens at the recent pace (tokens drained per second over the last forwards) plus the oldest accepted
-tick's wait so far. Past the bound (or with the ingest queue left unread past it), a stream's ticks are refused
-once it holds its share of the tokens the bound allows (that budget over the streams with tokens waiting) and for
-as long as the backlog stays past the bound; a stream under its share still gets in, up to twice the bound
-(the backlog's: a queue left unread does not say which streams' messages it holds).
+have: its tokens at the recent pace (tokens drained per second over the last forwards) plus the longest wait in it
+so far, the oldest accepted tick's or the tick's own before it was read (its ts says it for a stream stamped with
+the wall clock, else it waited as long as the ingest queue held messages unread: review392 #1, where ticks that
+had waited 19-34 s unread were accepted under max_lag_s 2, every stream being under its share of an accepted
+backlog of ~0). Past the bound, a stream's ticks are refused once it holds its share of the tokens the bound
+allows (that budget, the time the longest wait leaves, over the streams with tokens waiting) and for as long as the
+accepted backlog stays past the bound; a stream under its share still gets in, up to twice the bound. A tick read
+after waiting the whole bound leaves no budget: refused, whatever its stream, so the engine reads past the stale
+queue (whole messages, cheaply) and catches up.
 """
 
 from __future__ import annotations
@@ -31,7 +35,12 @@ class Backlog(NamedTuple):
     stream_tokens: int  # of them, the tick's stream's
     streams_waiting: int  # streams with tokens waiting
     oldest_wait_s: float  # how long the oldest accepted tick has waited
-    unread_s: float  # how long the ingest queue has held unread messages
+    read_wait_s: float  # how long the tick waited before it was read (its ts, or the ingest queue's unread wait)
+
+    @property
+    def longest_wait_s(self) -> float:
+        """The oldest wait in the backlog once the tick is accepted."""
+        return max(self.oldest_wait_s, self.read_wait_s)
 
 
 class ShedLimits(NamedTuple):
@@ -40,14 +49,14 @@ class ShedLimits(NamedTuple):
 
 
 def projected_lag_s(backlog: Backlog, seconds_per_token: float | None) -> float:
-    """The wait of the newest accepted tick once computed: the oldest's wait so far plus the backlog at the recent
-    pace (the wait alone until a forward was timed)."""
-    return backlog.oldest_wait_s + backlog.pending_tokens * (seconds_per_token or 0.0)
+    """The wait of the oldest data once the backlog is computed: the longest wait so far plus the backlog at the
+    recent pace (the wait alone until a forward was timed)."""
+    return backlog.longest_wait_s + backlog.pending_tokens * (seconds_per_token or 0.0)
 
 
 def budget_tokens(backlog: Backlog, seconds_per_token: float | None, limits: ShedLimits) -> float:
-    """Tokens the bound allows waiting: what the recent pace computes in the time the oldest tick has left."""
-    left_s = limits.max_lag_s - backlog.oldest_wait_s
+    """Tokens the bound allows waiting: what the recent pace computes in the time the longest wait leaves."""
+    left_s = limits.max_lag_s - backlog.longest_wait_s
     if left_s <= 0:
         return 0.0
     if seconds_per_token is None:
@@ -62,10 +71,10 @@ def over_bound(backlog: Backlog, seconds_per_token: float | None, limits: ShedLi
     lag_s = projected_lag_s(backlog, seconds_per_token)
     if lag_s > times * limits.max_lag_s:
         computing = f", {backlog.pending_tokens} tokens to compute at the recent pace" if seconds_per_token else ""
-        return (f"data would wait {lag_s:.1f} s (the oldest accepted {backlog.oldest_wait_s:.1f} s so far"
-                f"{computing}; limits.max_lag_s {limits.max_lag_s:g})")
-    if backlog.unread_s > times * limits.max_lag_s:
-        return f"the ingest queue unread for {backlog.unread_s:.1f} s (limits.max_lag_s {limits.max_lag_s:g})"
+        waited = (f"the oldest accepted {backlog.oldest_wait_s:.1f} s so far"
+                  if backlog.oldest_wait_s >= backlog.read_wait_s else
+                  f"read after waiting {backlog.read_wait_s:.1f} s")
+        return f"data would wait {lag_s:.1f} s ({waited}{computing}; limits.max_lag_s {limits.max_lag_s:g})"
     return None
 
 
@@ -73,11 +82,11 @@ def shed_reason(stream: str | None, backlog: Backlog, seconds_per_token: float |
                 shed_now: set[str]) -> str | None:
     """Why a tick of ``stream`` is refused now; None to accept it. ``shed_now``: the streams refused for their
     share since the engine's backlog went past the bound (they stay refused until it is within it again: emptied,
-    and it is cleared); a stream refused for its share joins it. Past the bound by the ingest queue alone, shares
-    decide tick by tick: which streams the unread messages hold is not known, and a quiet stream once at its share
-    would stay refused for as long as a flood's queue takes to read."""
+    and it is cleared); a stream refused for its share joins it. Past the bound by the tick's wait before its read
+    alone, it is not kept there: that wait is the queue's it came in (a quiet feed's own connection is read at once),
+    and a quiet stream once at its share would stay refused for as long as a flood's queue takes to read."""
     why = over_bound(backlog, seconds_per_token, limits)
-    read = backlog._replace(unread_s=0.0)  # what the engine holds, the unread queue aside
+    read = backlog._replace(read_wait_s=0.0)  # what the engine holds, the tick's own wait aside
     if why is None or over_bound(read, seconds_per_token, limits) is None:
         shed_now.clear()
     if why is None:
@@ -90,7 +99,7 @@ def shed_reason(stream: str | None, backlog: Backlog, seconds_per_token: float |
         return None
     if backlog.stream_tokens > 0:  # (a stream holding nothing is no heavy one: a flood of names stays unkept)
         shed_now.add(stream)
-    if budget == 0:  # the oldest accepted tick waited the whole bound already: no stream has a share
+    if budget == 0:  # the oldest accepted tick, or this one before its read, waited the whole bound: no share
         return why
     return (f"{why}; stream {quoted(stream)} holds {backlog.stream_tokens} of the tokens waiting, its share being "
             f"{share:.0f} ({backlog.streams_waiting} streams waiting)")

@@ -52,6 +52,7 @@ class TickIngest:
     ticks_in: int
     rejected: Counter[str]
     last_received_ns: int | None
+    ingest_unread_s: float  # (told by the server) how long its ingest queue has held unread messages
     # the last time the server found this engine idle (nothing to compute, no message waiting on ingest); data its
     # ts dates earlier (a stalled venue's burst) waited upstream, not for the engine: its lag counts from here, so
     # `lag_s`, `behind` and when_behind: shed are the engine's own (review323 #5). None: no server tells it
@@ -101,7 +102,8 @@ class TickIngest:
         read = self._read_ns  # (None for a quote conflation held past its message: it counts from its submit)
         # (what waited upstream of an idle engine is no lag)
         received = None if read is None else self.receive_clock.arrived_ns(item.stream, item.ts, read, self.idle_at_ns)
-        waited_s = 0.0 if received is None else (read - received) / 1e9
+        # how long it waited before its read: what its ts says, else as long as the ingest queue held messages unread
+        waited_s = self.ingest_unread_s if received is None else (read - received) / 1e9
         if self.config.limits.when_behind == "shed" and \
                 (refusal := self.shed_refusal(item.stream, waited_s)) is not None:
             raise refusal
