@@ -20,12 +20,13 @@ import functools
 import os
 import secrets
 import time
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import zmq
 
 from connectors.handshake import curve_client, monitor_event
 from connectors.price_offsets import PriceOffset
+from connectors.send_wait import SendWait
 from connectors.service_topics import MAX_ECHOED_TOPIC, echoed_topic
 from connectors.tcp_endpoints import ipv6_for
 from connectors.ticks import Tick
@@ -35,11 +36,11 @@ from connectors.wire_payload import SendItem, pack
 from engine.quoting import quoted
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
-WATCH_SLICE_MS = 50  # a watched send checks the connection at least this often while it waits
+WATCH_SLICE_MS = 50  # a send that waits checks the connection and the engine's reading at least this often
 
 
 class FeedTimeout(TimeoutError):
-    """No engine took a message in time: none is accepting connections, or it stopped reading."""
+    """No engine took a message in time: none is accepting connections, or it read nothing for the time-out."""
 
 
 class EngineLost(ConnectionError):
@@ -112,8 +113,11 @@ class FeedClient:
     IMMEDIATE), so with no engine `send` waits instead of queueing into the
     void: up to `connect_timeout_ms` for the first message, then FeedTimeout.
     `hwm` bounds the messages queued here while the engine is slow; when it is
-    reached `send` waits (back-pressure) up to `send_timeout_ms` (None: for
-    ever) and then raises FeedTimeout. `close` waits up to `linger_ms` for
+    reached `send` waits (back-pressure) for as long as the engine reads this
+    connection, and raises FeedTimeout once it read nothing for `send_timeout_ms`
+    (None: waits for ever; where its reading cannot be seen, not Linux or not
+    tcp://, once one send waited that long: connectors/send_wait.py); `say` hears
+    a wait of seconds as it goes on. `close` waits up to `linger_ms` for
     queued messages to leave. With `server_public_key` (z85) the socket is a
     CURVE client, for an engine with curve.ingest on; `client_keypair` (public,
     secret) is this feed's identity when the engine lets listed clients only in
@@ -137,9 +141,11 @@ class FeedClient:
         client_keypair: tuple[bytes, bytes] | None = None,
         watch_connection: bool = False,
         tag: str | None = None,
+        say: Callable[[str], None] | None = None,
     ) -> None:
         """``watch_connection``: a send raises EngineLost once the connection to the engine dropped (rather than
-        waiting for it to come back and sending past what was lost in flight)."""
+        waiting for it to come back and sending past what was lost in flight). ``say``: hears that a send waits
+        for a slow engine (after WAIT_SAID_S, then at most every WAIT_SAID_EVERY_S)."""
         check_endpoint(endpoint)
         if isinstance(hwm, bool) or not isinstance(hwm, int) or hwm < 0:
             raise ValueError(f"hwm must be an int >= 0 (0 = unbounded), got {quoted(hwm)}")
@@ -164,9 +170,14 @@ class FeedClient:
         self._sock.setsockopt(zmq.SNDHWM, hwm)
         self._sock.setsockopt(zmq.LINGER, linger_ms)
         self._sock.setsockopt(zmq.IMMEDIATE, 1)  # no engine, no queue: a send waits and times out, never lies
-        self._sock.setsockopt(zmq.SNDTIMEO, connect_timeout_ms)  # until a first message has gone
+        self._sock.setsockopt(zmq.SNDTIMEO, WATCH_SLICE_MS)  # a send waits in slices (_send_frames)
         curve_client(self._sock, server_public_key, client_keypair)
-        self._monitor = self._sock.get_monitor_socket(zmq.EVENT_DISCONNECTED) if watch_connection else None
+        # the connection's descriptor (a send that waits looks at whether the engine reads it) and its drops
+        self._monitor = self._sock.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+        self.watch_connection = watch_connection
+        self.say = say
+        self._fd: int | None = None
+        self._dropped = False
         # dropped unclosed (a notebook's `FeedClient(...).send(rows)`), it closes with its own linger: the messages
         # a send took still leave, as after close()
         self.unclosed = close_when_collected(self, f"FeedClient to {endpoint}",
@@ -195,48 +206,70 @@ class FeedClient:
             return 0
         if self._sock.closed:
             raise RuntimeError(f"FeedClient to {self.endpoint} is closed")
-        try:
-            if self._monitor is None:
-                self._sock.send_multipart([*self._frames, payload])
-            else:
-                self._send_watched(payload)
-        except zmq.Again:
-            if self.messages == 0:
-                raise FeedTimeout(f"no engine accepting on {self.endpoint} after {self.connect_timeout_ms} ms: "
-                                  "is `flashtick serve` running, and is this its ingest endpoint (:5555 by default; "
-                                  "answers and control are other ports)?") from None
-            raise FeedTimeout(f"engine at {self.endpoint} took no message for {self.send_timeout_ms} ms "
-                              "(stopped, or not reading): is `flashtick serve` still running?") from None
-        if self.messages == 0:
-            self._sock.setsockopt(zmq.SNDTIMEO, -1 if self.send_timeout_ms is None else self.send_timeout_ms)
+        self._send_frames([*self._frames, payload])
         self.messages += 1
         self.ticks += n
         return n
 
-    def _send_watched(self, payload: bytes) -> None:
-        """Send in slices of WATCH_SLICE_MS, checking between them that the connection never dropped: with no
-        engine connected a send waits (IMMEDIATE), and the first one to go after a reconnect would land past
-        whatever was lost in flight. Raises zmq.Again as a plain send does once its timeout has passed."""
-        timeout_ms = self._sock.getsockopt(zmq.SNDTIMEO)
-        deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
-        self._sock.setsockopt(zmq.SNDTIMEO, WATCH_SLICE_MS)
+    def _send_frames(self, frames: list[bytes]) -> None:
+        """Send one message (atomic: all its frames or none), in slices of WATCH_SLICE_MS while it waits: checking
+        that the connection never dropped (``watch_connection``: with no engine connected a send waits, IMMEDIATE,
+        and the first one to go after a reconnect would land past whatever was lost in flight) and whether the
+        engine reads. Raises FeedTimeout once no engine took the first message within ``connect_timeout_ms``, or
+        once the engine read nothing for ``send_timeout_ms`` (SendWait)."""
+        self._check_connection()  # (also reads the monitor's events, which its queue would otherwise fill with)
         try:
-            while True:
-                self._check_connection()
-                try:
-                    self._sock.send_multipart([*self._frames, payload])  # (atomic: all its frames or none)
-                    return
-                except zmq.Again:
-                    if deadline is not None and time.monotonic() >= deadline:
-                        raise
-        finally:
-            self._sock.setsockopt(zmq.SNDTIMEO, timeout_ms)
+            self._sock.send_multipart(frames, zmq.NOBLOCK)
+            return
+        except zmq.Again:
+            pass
+        first = self.messages == 0
+        timeout_ms = self.connect_timeout_ms if first else self.send_timeout_ms
+        timeout_s = None if timeout_ms is None else timeout_ms / 1000
+        wait = SendWait(self._connection_fd(), time.monotonic())
+        while True:
+            self._check_connection()
+            try:
+                self._sock.send_multipart(frames)
+                return
+            except zmq.Again:
+                now = time.monotonic()
+                if not first:
+                    wait.look(self._connection_fd(), now)
+                    if self.say is not None and (note := wait.note(now, self.endpoint, timeout_s)) is not None:
+                        self.say(note)
+                idle_s = now - wait.began if first else wait.idle_s(now)
+                if timeout_s is not None and idle_s >= timeout_s:
+                    raise FeedTimeout(self._timed_out(first, wait.reads_seen, timeout_ms)) from None
+
+    def _timed_out(self, first: bool, reads_seen: bool, timeout_ms: int | None) -> str:
+        if first:
+            return (f"no engine accepting on {self.endpoint} after {timeout_ms} ms: is `flashtick serve` running, "
+                    f"and is this its ingest endpoint (:5555 by default; answers and control are other ports)?")
+        if reads_seen:
+            return (f"the engine at {self.endpoint} read nothing of this feed's for {timeout_ms} ms (stopped, hung, "
+                    f"or not reading; a slow engine is waited for while it reads): is `flashtick serve` still running?")
+        return (f"engine at {self.endpoint} took no message for {timeout_ms} ms (stopped, not reading, or reading "
+                f"slower than this feed sends: send_timeout_ms=None waits for ever): is `flashtick serve` still "
+                f"running?")
+
+    def _poll_monitor(self) -> None:
+        """The connection's events so far: its descriptor once connected, and whether it dropped."""
+        while self._monitor.poll(0):
+            event = monitor_event(self._monitor.recv_multipart())
+            if event["event"] == zmq.EVENT_CONNECTED:
+                self._fd = int(event["value"])
+            elif event["event"] == zmq.EVENT_DISCONNECTED:
+                self._fd, self._dropped = None, True
+
+    def _connection_fd(self) -> int | None:
+        self._poll_monitor()
+        return self._fd
 
     def dropped(self) -> bool:
         """Whether the connection to the engine dropped since the last check (``watch_connection`` only)."""
-        dropped = False
-        while self._monitor is not None and self._monitor.poll(0):
-            dropped |= monitor_event(self._monitor.recv_multipart())["event"] == zmq.EVENT_DISCONNECTED
+        self._poll_monitor()
+        dropped, self._dropped = self._dropped and self.watch_connection, False
         self.connections_lost += dropped
         return dropped
 

@@ -15,6 +15,7 @@ import zmq
 
 from connectors.feed import FeedClient, FeedTimeout
 from connectors.feed_pump import run_feed
+from connectors.send_wait import WAIT_SAID_S, SendWait, acked_bytes
 from connectors.source import SyntheticSource
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick, decode, quote, trade
@@ -155,12 +156,50 @@ def test_send_times_out_when_the_engine_stops_reading() -> None:
     try:
         start = time.monotonic()
         with FeedClient(endpoint, hwm=1, send_timeout_ms=300, linger_ms=0) as client:
-            with pytest.raises(FeedTimeout, match="took no message for 300 ms .stopped, or not reading."):
+            with pytest.raises(FeedTimeout, match="read nothing of this feed's for 300 ms .stopped, hung, or not "
+                                                  "reading; a slow engine is waited for while it reads."):
                 run_feed(SyntheticSource(), client, batch=2000)  # ~100 kB messages fill the socket buffers fast
             assert client.ticks > 0
         assert time.monotonic() - start < 60.0  # (a hang, not a speed: send_timeout_ms is what gives up)
     finally:
         stalled.close()
+
+
+def test_a_send_waits_while_the_engine_reads_and_times_out_only_once_it_reads_nothing() -> None:
+    """Review392 #2: a feed died of its 10 s send time-out while the engine, behind, read on (ZeroMQ frees a waiting
+    send's room in batches, behind the kernel's buffers, so one send may wait many seconds of steady reading). The
+    time-out counts from the last time the engine read: the bytes its end acknowledged on the connection grow as it
+    reads. Real sockets; the wait is given its times."""
+    engine = zmq.Context.instance().socket(zmq.PULL)
+    engine.rcvhwm, engine.linger, engine.rcvtimeo = 1, 0, 60_000  # (a time-out that only catches a hang)
+    engine.rcvbuf = 4096  # its kernel takes little: what the feed sent waits on the feed's side, unacknowledged
+    endpoint = f"tcp://127.0.0.1:{engine.bind_to_random_port('tcp://127.0.0.1')}"
+    frame = b"x" * 10_000
+    try:
+        with FeedClient(endpoint, hwm=100, linger_ms=0) as client:
+            client.send_packed(frame, 1)  # (connected: its descriptor known)
+            with contextlib.suppress(zmq.Again):
+                while True:  # the engine reads nothing: the socket and the kernel's buffers fill
+                    client._sock.send(frame, zmq.NOBLOCK)
+            fd = client._connection_fd()
+            assert acked_bytes(fd) > 0
+            idle = 0.0
+            while idle != 1.0:  # the engine reads nothing: once what was in flight is acknowledged, the time-out runs
+                wait = SendWait(fd, 0.0)
+                wait.look(fd, 1.0)
+                idle = wait.idle_s(1.0)
+            assert wait.reads_seen
+            before = acked_bytes(fd)
+            while acked_bytes(fd) == before:  # the engine reads: its end acknowledges more of the connection's bytes
+                engine.recv()
+            wait.look(fd, 2.0)
+            assert wait.idle_s(2.5) == 0.5  # counted from its last read, not from when the send began
+            assert "waiting while it reads (giving up once it reads nothing for 10 s)" in wait.note(
+                WAIT_SAID_S, endpoint, 10.0)
+            assert wait.note(WAIT_SAID_S + 1, endpoint, 10.0) is None  # (said again only after WAIT_SAID_EVERY_S)
+    finally:
+        engine.close()
+    assert acked_bytes(None) is None and SendWait(None, 0.0).idle_s(3.0) == 3.0  # unseen: one send's wait counts
 
 
 def test_run_feed_delivers_every_tick_of_a_finite_source(pull) -> None:

@@ -262,12 +262,16 @@ def _sent(args: argparse.Namespace, source: Any, resume: Any, stop: threading.Ev
         # tagged: the engine echoes the tag in its rejections, so this feed counts its own rejections, not those of
         # another publisher of the same streams; the one the engine's placing reply gave (placed_feeds.py), if any
         tag = getattr(resume, "tag", None) or new_tag()
-        with FeedClient(args.endpoint, watch_connection=True, tag=tag, **curve_keys(args)) as client:
+
+        def note(line: str) -> None:
+            print(f"{args.command_name}: note: {line}", file=sys.stderr, flush=True)
+
+        # (a send that waits for a slow engine says so, and waits while the engine reads: back-pressure)
+        with FeedClient(args.endpoint, watch_connection=True, tag=tag, say=note, **curve_keys(args)) as client:
             # (an engine of an earlier version says no ingest offset: the ticks go out as read, shifted)
             client.ingest_offset = getattr(resume, "ingest_offset", None)
             return run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args),
-                            resume=resume, stop=stop, batch_ns=batch_ns,
-                            say=lambda line: print(f"{args.command_name}: note: {line}", file=sys.stderr, flush=True),
+                            resume=resume, stop=stop, batch_ns=batch_ns, say=note,
                             warn=lambda line: print(f"{args.command_name}: {line}", file=sys.stderr, flush=True))
     except Exception as e:  # the engine lost, a send timed out: the rows not sent of what was read are said first
         _say_rows_not_sent(source, client.ticks if client is not None else 0)
