@@ -264,7 +264,7 @@ class StreamEncoders(StreamTable):
             return
         result.accepted.append(item)
 
-    def shed_message(self, data: bytes, refusal: Callable[[str | None, float], InvalidTick | None],
+    def shed_message(self, data: bytes, refusal: Callable[[str | None, float | None], InvalidTick | None],
                      tokenized: bool = False) -> Ingested | None:
         """A whole message refused (the engine is behind and sheds), one rejection per stream with the count of its
         ticks and ``refusal(stream, waited_s)``'s reason, none of them validated or encoded: refusing tick by tick
@@ -272,17 +272,18 @@ class StreamEncoders(StreamTable):
         filled it. ``waited_s``: how long the stream's newest tick of the message waited before now, as the tick
         by tick path weighs each tick's wait (the least of its ticks': a stream refused here would have every tick
         refused there; review391 #7: weighed as no wait, a feed stamped with the wall clock had its waiting burst
-        accepted here, then refused tick by tick). A tick whose `seq` repeats one its stream took is a duplicate,
+        accepted here, then refused tick by tick); None where no tick of it is dated by its `ts` (the refusal then
+        weighs the ingest queue's unread wait, as the tick by tick path does). A tick whose `seq` repeats one its stream took is a duplicate,
         dropped and counted as one, as when not shedding (only those are validated: a resend is no load to shed).
         None for a message that does not decode (the normal path says why), or one with a stream ``refusal``
         accepts (None for it): that message is read tick by tick. A tick without a valid stream name gets
-        ``refusal(None, 0.0)``'s reason."""
+        ``refusal(None, None)``'s reason."""
         read = message_streams(data, tokenized, self.max_message_bytes, self.max_stream_bytes)
         if read is None:
             return None
         items, named, streams = read
         waited = self._least_waits(items, named, time.time_ns())
-        errors = {stream: refusal(stream, waited.get(stream, 0.0)) for stream in streams}
+        errors = {stream: refusal(stream, waited.get(stream)) for stream in streams}
         if any(err is None for err in errors.values()):
             return None
         repeats = self._shed_duplicates(items, named, tokenized)
