@@ -273,8 +273,9 @@ class StreamEncoders(StreamTable):
         by tick path weighs each tick's wait (the least of its ticks': a stream refused here would have every tick
         refused there; review391 #7: weighed as no wait, a feed stamped with the wall clock had its waiting burst
         accepted here, then refused tick by tick); None where no tick of it is dated by its `ts` (the refusal then
-        weighs the ingest queue's unread wait, as the tick by tick path does). A tick whose `seq` repeats one its stream took is a duplicate,
-        dropped and counted as one, as when not shedding (only those are validated: a resend is no load to shed).
+        weighs the ingest queue's unread wait, as the tick by tick path does). A tick whose `seq` repeats one its
+        stream took is a duplicate, dropped and counted as one, as when not shedding (only those are validated: a
+        resend is no load to shed).
         None for a message that does not decode (the normal path says why), or one with a stream ``refusal``
         accepts (None for it): that message is read tick by tick. A tick without a valid stream name gets
         ``refusal(None, None)``'s reason."""

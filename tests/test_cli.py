@@ -116,7 +116,7 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
                                  + "x" * 99})["error"]
             assert error.startswith("31mq" + "x" * 60 + ":2:")
             assert raw.request({"op": "register", "yaml": bad, "source": 7})["error"] == \
-                'op "register" needs "source" as str (got int 7)'
+                'op "register" takes "source" as str or nil (got int 7)'
 
         code, out, _ = run(capsys, "list", *control)
         lines = out.splitlines()

@@ -2069,9 +2069,12 @@ def test_damaged_records_of_a_data_directory_are_named_with_the_way_on(checkpoin
     epoch, meta = (data / "epoch").read_text(), (data / "meta.json").read_bytes()
     (data / "meta.json").write_bytes(b"")
     with pytest.raises(ConfigError, match=rf"data directory {data}: meta.json is damaged \(JSONDecodeError: .*, 0 "
-                                          r"bytes; .*Restore it from a backup, or, when this start's model is"):
+                                          r"bytes; .*Restore it from a backup, or, when this start's model is"
+                                          r".*write \{\} in it"):
         TickPipeline(config(checkpoint, data))
-    (data / "meta.json").write_bytes(meta)
+    (data / "meta.json").write_text("{}")  # the way on it names: this start records its own
+    TickPipeline(config(checkpoint, data)).close()
+    assert json.loads((data / "meta.json").read_bytes()) == json.loads(meta)
     (data / "answers" / "state.msgpack").write_bytes(msgpack.packb({"covers": 0}) + b"\x00garbage")
     with pytest.raises(ConfigError, match=r"answers/state.msgpack is damaged \(ExtraData: .*log.skip_corrupt: true"):
         TickPipeline(config(checkpoint, data))

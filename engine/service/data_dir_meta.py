@@ -82,8 +82,9 @@ def _read_meta(meta: Path) -> dict[str, Any]:
     raise ConfigError(f"data directory {meta.parent}: {meta.name} is damaged ({what}, {meta.stat().st_size} bytes; "
                       f"a host crash can leave it empty or cut). It records the model, weights and codec that wrote "
                       f"the logged ticks, so a start checks them against its own. Restore it from a backup, or, "
-                      f"when this start's model is the one that wrote the directory, delete it: this start records "
-                      f"its own and replays the logged ticks with them unchecked")
+                      f"when this start's model is the one that wrote the directory, write {{}} in it (not delete "
+                      f"it: a folder without one is taken for the user's own): this start records its own and "
+                      f"replays the logged ticks with them unchecked")
 
 
 def _read_side(side: Path) -> dict[str, Any]:
