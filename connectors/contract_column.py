@@ -53,7 +53,7 @@ def contract_beside_root(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
     roll), and the note that says so; else as it was, with a note when the column splits a symbol without that.
     With no stream column, a product column (`Product` ES) is the root when a contract column beside it reads as
     futures contracts (a roll, or contracts apart in price): the streams are then both, no longer the file's name."""
-    normal = {normal_name(n): n for n in schema}
+    normal = {normal_name(n): n for n, dtype in schema.items() if not dtype.is_nested()}  # (lists name no contract)
     product = next((normal[c] for c in PRODUCT_NAMES if c in normal), None) if cmap.stream_col is None else None
     root = cmap.stream_col or product
     if root is None or "+" in root:  # none, or already joined (a contract month, an option's fields)

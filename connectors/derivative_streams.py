@@ -96,7 +96,7 @@ def exchange_column(cmap: ColumnMap, schema: Mapping[str, Any]) -> str | None:
     if not {"exchange", "symbol"} <= {normal_name(n) for n in schema}:
         return None
     column = next(c for c in schema if normal_name(c) == "exchange")
-    return None if column in cmap.stream_columns else column
+    return None if column in cmap.stream_columns or schema[column].is_nested() else column  # (lists name no venue)
 
 
 def given_stream(given: Any) -> bool:

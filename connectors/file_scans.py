@@ -19,7 +19,7 @@ from connectors.csv_dialect import Dialect
 from connectors.trailer_lines import trailer_prefix
 from connectors.utc_offsets import OFFSET_PATTERN, UTC_OFFSET
 from connectors.file_suffixes import CSV_SUFFIXES, DBN_SUFFIXES, PARQUET_SUFFIXES
-from connectors.json_columns import nested_fields
+from connectors.json_columns import lists_as_text, nested_fields
 from connectors.iqfeed_level1 import is_level1_capture
 from connectors.json_lines import JSON_LINES_SUFFIXES, is_json_lines
 from connectors.map_vocabulary import NUMERIC_FIELDS
@@ -134,12 +134,13 @@ def scan_file(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
         raise ValueError(f"{path}: names (the columns of a header-less CSV) apply to CSV files, not "
                          f"{quoted(path.name)}")
     suffix = path.suffix.lower()
-    if suffix in PARQUET_SUFFIXES:  # its struct columns' fields by path (`trade.price`), as a JSON line's are
+    if suffix in PARQUET_SUFFIXES:  # its struct columns' fields by path (`trade.price`), its lists of values as text
+        # (`12,37`), as a JSON line's are
         rows = pl.scan_parquet(rust_path(path))
         spark = _spark_instants(path)
         instants = spark + int96_instants(path, spark)
         rows = rows.with_columns(pl.col(c).dt.replace_time_zone("UTC") for c in instants)
-        return nested_fields(clocks_as_text(rows))
+        return lists_as_text(nested_fields(clocks_as_text(rows)))
     if is_json_lines(path):  # parsed once into a Parquet copy, a row per line
         return pl.scan_parquet(rust_path(json_lines.table(path).copy))
     if is_csv(path):  # a small one parsed once per way of reading it: planning asks it some 25 questions
@@ -258,6 +259,8 @@ def distinct_text(path: Path, names: Sequence[str] | None, dialect: Dialect | No
                    limit: int, rows: int | None = None) -> list[str]:
     """Up to `limit` distinct non-empty values of a column (of its first `rows` rows; None: all), as text, sorted."""
     scan = scan_file(path, names, dialect, {column: pl.String} if is_csv(path) else None)
+    if scan.collect_schema()[column].is_nested():
+        return []  # lists of lists or of records (book levels, messages' ticks) have no text a note reads
     scan = scan if rows is None else scan.head(rows)
     values = scan.select(pl.col(column).cast(pl.String).str.strip_chars().drop_nulls().unique().head(limit))
     return sorted(v for v in values.collect().to_series().to_list() if v)

@@ -82,10 +82,13 @@ def nested_fields(frame: Frame, depth: int = 3) -> Frame:
     return frame
 
 
-def lists_as_text(frame: pl.DataFrame) -> pl.DataFrame:
-    """Lists of values (Polygon's `"conditions": [12, 37]`) as their values joined by commas (`12,37`), as a CSV
-    cell writes them: no map reads a list, but a note or a keep may read the column as text. Lists of objects
-    (ticks no reading unwrapped, named in a refusal) and of lists (book levels) stay as they are."""
-    flat = [c for c, d in frame.schema.items()
-            if isinstance(d, pl.List) and not isinstance(d.inner, (pl.List, pl.Struct))]
-    return frame.with_columns(pl.col(c).list.eval(pl.element().cast(pl.String)).list.join(",") for c in flat)
+def lists_as_text(frame: Frame) -> Frame:
+    """Lists of values (Polygon's `"conditions": [12, 37]`, a Parquet `list<int32>` or fixed-size array of them) as
+    their values joined by commas (`12,37`), as a CSV cell writes them: no map reads a list, but a note or a keep
+    may read the column as text. Lists of objects (ticks no reading unwrapped, named in a refusal) and of lists
+    (book levels) stay as they are."""
+    flat = {c: d for c, d in frame.collect_schema().items()
+            if isinstance(d, (pl.List, pl.Array)) and not d.inner.is_nested()}
+    listed = {c: pl.col(c).arr.to_list() if isinstance(d, pl.Array) else pl.col(c) for c, d in flat.items()}
+    return frame.with_columns(values.list.eval(pl.element().cast(pl.String)).list.join(",").alias(c)
+                              for c, values in listed.items())

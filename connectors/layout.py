@@ -83,7 +83,9 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     names = list(schema)
     if (preset := detected_preset(names)) is not None:
         return preset
-    by_normal = _by_normal_name(names)
+    # a column of lists of lists or of records (a Parquet file's book levels) is read as no tick field, whatever
+    # its name: detection reading one as a side or a contract month failed on it with polars' own words
+    by_normal = _by_normal_name([name for name, dtype in schema.items() if not dtype.is_nested()])
     for name, cmap in PRESETS.items():  # a header-less preset's file with its header (Binance's newer files)
         if cmap.names is not None and detected_by(name) is not None and set(cmap.names) <= set(by_normal):
             # read as the header-less file is, on its clock: bookTicker's transaction_time, not event_time

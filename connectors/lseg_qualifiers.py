@@ -29,7 +29,8 @@ def qualifier_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names
     """A detected trades layout beside LSEG's `Qualifiers` that no keep reads: said, with the number of trade rows
     it marks as auction prints, their codes and the keep filter that leaves them out."""
     column = next((c for c in schema if normal_name(c) in QUALIFIER_NAMES), None)
-    if cmap.price is None or column is None or column in {*cmap.source_columns(), *(cmap.keep or ())}:
+    if cmap.price is None or column is None or column in {*cmap.source_columns(), *(cmap.keep or ())} or \
+            schema[column].is_nested():  # (lists of records: no text of LSEG's to read)
         return []
     overrides = {column: pl.String, cmap.price: pl.String} if is_csv(path) else None
     cells = pl.col(column).cast(pl.String)

@@ -146,6 +146,34 @@ def test_sale_conditions_are_said_for_polygon_and_generic_columns(tmp_path: Path
     assert any('"sale_condition" holds "@", "@ I"' in n for n in FileReplay(tmp_path / "iso.csv").notes)
 
 
+def test_a_list_of_conditions_in_parquet_or_pandas_is_read_as_its_codes_joined(tmp_path: Path) -> None:
+    """review390 #1: Polygon's trades saved to Parquet hold `conditions` as list<int32> (and `pd.DataFrame` of its
+    REST results as Python lists): the advisory sale-conditions note cast the list to text and polars' error
+    stopped the file. A list of values reads as a CSV cell writes it (`12,37`), as a JSON line's does: the note
+    names it and a keep compares it. Lists of lists or of records, whatever heuristic their names meet (a side, a
+    venue, a contract month, a correction), have no text: read by no map and no note, never a stop."""
+    rows = 4
+    frame = pl.DataFrame({
+        "ticker": ["AAPL"] * rows, "sip_timestamp": [US_0930 + i * 1000 for i in range(rows)],
+        "price": [170.01, 170.02, 170.03, 170.04], "size": [5, 100, 37, 1],
+        "conditions": pl.Series([[12, 37], [], None, [37]], dtype=pl.List(pl.Int32)),
+        **{name: pl.Series([[{"a": i}] for i in range(rows)]) for name in ("side", "exchange", "status")},
+        **{name: pl.Series([[[i]] for i in range(rows)]) for name in ("contract_month", "qualifiers", "correction")}})
+    frame.write_parquet(tmp_path / "poly.parquet")
+    replay = FileReplay(tmp_path / "poly.parquet")
+    assert [t.price for t in drain(replay)] == [170.01, 170.02, 170.03, 170.04] and not replay.rejected
+    note = next(n for n in replay.notes if "sale conditions are not read" in n)
+    assert '"conditions" holds "12,37", "37"' in note and "compares whole cells" in note
+    kept = FileReplay([{"path": str(tmp_path / "poly.parquet"), "columns": {"keep": {"conditions": ["12,37"]}}}])
+    assert [t.price for t in drain(kept)] == [170.01] and dict(kept.rejected) == {"filtered_out": 3}
+    pd = pytest.importorskip("pandas", reason="pandas is not installed (the test extra installs it)")
+    listed = pd.DataFrame({c: frame[c].to_list() for c in ("ticker", "sip_timestamp", "price", "size")})
+    listed["conditions"] = [[12, 37], [], None, [37]]  # as pd.DataFrame(resp["results"]) holds them
+    replay = FileReplay.from_frame(listed)
+    assert len(drain(replay)) == rows
+    assert any('"conditions" holds "12,37", "37"' in n for n in replay.notes)
+
+
 def test_a_keep_filter_shows_its_values_as_given(tmp_path: Path) -> None:
     path = tmp_path / "taq_trades.csv"
     path.write_text(TAQ_TRADES)
