@@ -19,11 +19,11 @@ import polars as pl
 
 from connectors.column_map import ColumnMap
 from connectors.csv_dialect import Dialect
-from connectors.date_columns import UNIT_WORDS
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, is_csv, scan_file
 from connectors.map_vocabulary import (
-    CLOCK_DIGIT_UNITS, CLOCK_FRACTION_DIGITS, COUNT_UNITS, DATE_FROM_NAME, DAY_CLOCK_UNITS, UNITS)
+    CLOCK_DIGIT_UNITS, CLOCK_FRACTION_DIGITS, COUNT_UNIT_WORDS, COUNT_UNITS, DATE_FROM_NAME, DAY_CLOCK_UNITS, UNITS)
+from connectors.past_midnight import DAY_NS, counted_past_midnight
 from connectors.shell_words import shell_word
 from engine.quoting import quoted
 
@@ -59,6 +59,19 @@ def _sample(path: Path, names: Sequence[str] | None, dialect: Dialect | None, co
     valid = bool(((whole // 10_000 < 24) & (whole // 100 % 100 < 60) & (whole % 100 < 60)).all())
     return Sample(unit, values[0], int(whole.min()), int(whole.max()), whole.n_unique(),
                   int(values.cast(pl.Int64).max()), valid, int(values.str.len_chars().min()))
+
+
+def clock_reading(path: Path, names: Sequence[str] | None, dialect: Dialect | None, column: str) -> Sample | None:
+    """The column's sample when every sampled value is a wall clock's digits (HHMMSS, then 0, 3, 6 or 9 digits of
+    the second: its unit), as NYSE's `Time` is told (`lone_clock_digits`); None otherwise."""
+    sample = _sample(path, names, dialect, column)
+    return sample if sample is not None and sample.valid else None
+
+
+def digits_said(sample: Sample) -> str:
+    """`HHMMSSfffffffff (93000025654309 is 09:30:00.025654309)`: what a note says of a sample of clock digits."""
+    return (f"HHMMSS{'f' * CLOCK_FRACTION_DIGITS[sample.unit]} ({sample.first} is "
+            f"{_as_clock(int(sample.first), sample.unit)})")
 
 
 def _clocks_up_to(hhmmss: int) -> int:
@@ -99,7 +112,7 @@ def clock_digits(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: 
     if len(cmap.ts_columns) != 2 or cmap.ts_unit not in COUNT_UNITS or cmap.ts_columns[1] not in schema:
         return cmap, []
     date, time = cmap.ts_columns
-    if set(normal_name(time).split("_")) & set(UNIT_WORDS):  # `time_ms`, `ts_ns_et`: its name says it counts
+    if set(normal_name(time).split("_")) & set(COUNT_UNIT_WORDS):  # `time_ms`, `ts_ns_et`: its name says it counts
         return cmap, []
     sample = _sample(path, names, dialect, time)
     if sample is None or not sample.valid:
@@ -184,3 +197,35 @@ def dated_clock_digits(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
 
 def _epoch_year(sample: Sample, unit: str) -> int:
     return 1970 + int(int(sample.first) * UNITS[unit] // (365.2425 * 86_400 * 10**9))
+
+
+def counts_within_the_day(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                          dialect: Dialect | None) -> None:
+    """A count after midnight (`..._after_midnight`) of a day or more on a sampled row is refused, with the
+    readings that put it within the day, unless the map counts on past 24:00 (`counted_past_midnight`): beside an
+    exchange trade date, or alone in a file of one day whose count starts within it (a session captured across
+    midnight). Read, such a count put the tick on the next day: review390 #2, TAQ's clock digits 93000025654309 as
+    ns after midnight, which the refusal of a date column had proposed, were 25.8 h, no word said."""
+    time = cmap.ts_columns[-1]
+    alone = len(cmap.ts_columns) == 1
+    if cmap.ts_unit not in COUNT_UNITS or time not in schema or counted_past_midnight(cmap) and not alone:
+        return
+    scan = scan_file(path, names, dialect, {time: pl.String} if is_csv(path) else None).head(SAMPLE_ROWS)
+    counts = pl.col(time).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    least, largest = scan.select(counts.min(), counts.max().alias("most")).collect().row(0)
+    day = DAY_NS / DAY_CLOCK_UNITS[cmap.ts_unit]  # a day in the unit
+    if largest is None or largest < day or alone and least < day:
+        return
+    clock = _clock_text(round(largest * DAY_CLOCK_UNITS[cmap.ts_unit]))
+    past = f"{largest:.15g} {cmap.ts_unit.removesuffix('_after_midnight')} after midnight is {clock}, past its day"
+    joined = shell_word(f"ts={'+'.join(cmap.ts_columns)}")
+    fixes = [f"its values as a wall clock's digits, {digits_said(digits)}: --columns {joined} --ts-unit "
+             f"{digits.unit}" for digits in [clock_reading(path, names, dialect, time)] if digits is not None]
+    fixes += [f"a finer count: --ts-unit {unit}" for unit in COUNT_UNITS
+              if largest * DAY_CLOCK_UNITS[unit] < DAY_NS][:1]
+    if not alone and least < day:  # a session across midnight, written under its trade date
+        fixes.append(f"a date column of exchange trade dates, whose night session is counted on past 24:00: "
+                     f"--columns {joined},trade_date={cmap.ts_columns[0]}")
+    raise ValueError(f"{path}: column {quoted(time)} is read as {cmap.ts_unit}, but {past} (a day's count ends at "
+                     f"24:00, so the tick would be read on the next day); give the reading that is right: "
+                     f"{'; '.join(fixes) or 'the unit the column counts'} (docs/replay.md)")

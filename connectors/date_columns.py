@@ -20,15 +20,14 @@ from connectors.csv_dialect import DATE_LIKE, Dialect
 from connectors.datetime_text import date_readings
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, first_text, is_csv, scan_file
-from connectors.map_vocabulary import COUNT_UNITS, DAY_CLOCK_UNITS, TIME_OF_DAY, UNITS
+from connectors.clock_digits import clock_reading, digits_said
+from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, COUNT_UNIT_WORDS, COUNT_UNITS, DAY_CLOCK_UNITS, UNITS
 from connectors.time_units import EPOCH_1990_NS, EPOCH_2200_NS, epoch_unit
 from connectors.shell_words import columns_option
 from engine.quoting import quoted
 
 FIRST_DATE, LAST_DATE = 19000101, 21001231  # YYYYMMDD integers a date column holds
 DAY_NS = 86_400 * 10**9
-UNIT_WORDS = {"s": TIME_OF_DAY, "sec": TIME_OF_DAY, "ms": "ms_after_midnight", "us": "us_after_midnight",
-              "ns": "ns_after_midnight"}  # a time column's name word for its unit (`ts_ns_et`)
 
 
 class Numbers(NamedTuple):
@@ -68,7 +67,7 @@ def _clock_unit(column: str, numbers: Numbers) -> str | None:
     (`ts_ns_et`: ns), else the coarsest in which its largest is under a day. None when none is."""
     if numbers.least < 0 or numbers.most <= 0:
         return None
-    named = [UNIT_WORDS[word] for word in normal_name(column).split("_") if word in UNIT_WORDS]
+    named = [COUNT_UNIT_WORDS[word] for word in normal_name(column).split("_") if word in COUNT_UNIT_WORDS]
     for unit in named[:1] or COUNT_UNITS:
         if numbers.most * DAY_CLOCK_UNITS[unit] < DAY_NS:
             return unit
@@ -78,7 +77,9 @@ def _clock_unit(column: str, numbers: Numbers) -> str | None:
 def _time_of_day_beside(path: Path, names: Sequence[str] | None, dialect: Dialect | None,
                         schema: Mapping[str, Any], cmap: ColumnMap, date: str) -> tuple[str, str] | None:
     """(column, unit) of the integer column next to the date column (after it, else before it) that holds times of
-    one day, and that the map reads as nothing else; None when neither does."""
+    one day, and that the map reads as nothing else; None when neither does. Times of one day: counts after
+    midnight, else a wall clock's digits too large for any count (TAQ's `TIME_M` 93000025654309, HHMMSS and nine
+    digits of the second: 25.8 h as ns), read as NYSE's `Time` is (`clock_reading`)."""
     columns = list(schema)
     where = columns.index(date)
     used = set(cmap.source_columns())
@@ -87,8 +88,13 @@ def _time_of_day_beside(path: Path, names: Sequence[str] | None, dialect: Dialec
         if column in used or not (dtype.is_numeric() or dtype == pl.String):
             continue
         numbers = whole_numbers(path, names, dialect, column)
-        if numbers is not None and not numbers.dates and (unit := _clock_unit(column, numbers)):
+        if numbers is None or numbers.dates:
+            continue
+        if unit := _clock_unit(column, numbers):
             return column, unit
+        counts = set(normal_name(column).split("_")) & set(COUNT_UNIT_WORDS)  # `time_ns`: its name says a count
+        if not counts and (digits := clock_reading(path, names, dialect, column)) is not None:
+            return column, digits.unit
     return None
 
 
@@ -118,15 +124,19 @@ def date_read_as_epoch(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
     clock = _time_of_day_beside(path, names, dialect, schema, cmap, date)
     if clock is not None and may_pair:
         joined = replace(cmap, ts=f"{date}+{clock[0]}", ts_unit=clock[1], date=None)
+        digits = clock_reading(path, names, dialect, clock[0]) if clock[1] in CLOCK_DIGIT_UNITS else None
+        values = (f"a wall clock's digits, {digits_said(digits)}, too large for a count after midnight, read as "
+                  f"{clock[1]}" if digits is not None else f"times of one day in {clock[1]}")
         return joined, [Caution(
             f"{path.name}: column {quoted(date)} {held}, not a time since the epoch ({as_epoch}): read joined to "
-            f"{quoted(clock[0])}, the integer column beside it, whose values are times of one day in {clock[1]} "
+            f"{quoted(clock[0])}, the integer column beside it, whose values are {values} "
             f"({columns_option(f'ts={date}+{clock[0]}')} --ts-unit ... says otherwise)")]
     others = ", ".join(u for u in COUNT_UNITS if u != "ns_after_midnight")
     read_by = (f"{columns_option(f'ts={date}+{clock[0]}')} --ts-unit {clock[1]}" if clock is not None else
                f"the column of times of day beside it, {columns_option(f'ts={date}+TIME')} --ts-unit "
-               f"ns_after_midnight (or {others}: the unit TIME counts after midnight), or a full timestamp column, "
-               f"--columns ts=COLUMN")
+               f"ns_after_midnight (or {others}: the unit TIME counts after midnight; hhmmss, hhmmss_ms, hhmmss_us "
+               f"or hhmmss_ns where it writes a clock's digits, TAQ's 093000025654309 hhmmss_ns), or a full "
+               f"timestamp column, --columns ts=COLUMN")
     alone = ("; dates alone (a row a day, as settlements): --ts-unit datetime --ts-format %Y%m%d"
              if numbers.dates else "")
     raise ValueError(f"{path}: column {quoted(date)} {held}, not a time since the epoch ({as_epoch}). Give {read_by}"

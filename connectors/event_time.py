@@ -20,6 +20,7 @@ from connectors.epoch_counts import (
 from connectors.epoch_parts import epoch_parts_ns, is_epoch_parts
 from connectors.local_times import local_instants, time_column
 from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, COUNT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, NS_SINCE_2000, UNITS
+from connectors.past_midnight import DAY_NS, counted_past_midnight
 from connectors.tick_times import Q_EPOCH_NS
 from connectors.utc_offsets import UTC_OFFSET
 from engine.quoting import quoted
@@ -91,9 +92,11 @@ def after_midnight(cmap: ColumnMap, day: pl.Expr, clock: pl.Expr, second_pass: p
     midnight = local_instants(day.cast(pl.Datetime("ns")), cmap.tz).dt.epoch("ns")
     # float seconds of a day (< 86400) hold ns to well under 1 ns, so the rounding is exact enough
     offset = (clock * DAY_CLOCK_UNITS[cmap.ts_unit]).round().cast(pl.Int64, strict=False)
-    # a time past the day (and a half: a session may run past midnight) is no time of this day: null, so
-    # a file of another unit reads as no time at all (time_hint), not as weeks after the date
-    offset = pl.when((offset >= 0) & (offset < DAY_CLOCK_LIMIT_NS)).then(offset)
+    # a time past the day is no time of this day: null, so a file of another unit reads as no time at all
+    # (time_hint), not as hours or weeks after the date; beside a trade date, a night session counted on from the
+    # midnight before runs to a day and a half
+    limit = DAY_CLOCK_LIMIT_NS if counted_past_midnight(cmap) else DAY_NS
+    offset = pl.when((offset >= 0) & (offset < limit)).then(offset)
     return midnight + offset
 
 

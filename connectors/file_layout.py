@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 import polars as pl
 
 from connectors.archives import not_utf8
+from connectors.clock_digits import counts_within_the_day
 from connectors.column_map import PRESETS, ColumnMap, preset_variant
 from connectors.column_decimals import mapped_decimals
 from connectors.columns_read import ColumnsRead
@@ -108,6 +109,7 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
     numbers_not_nested(path, cmap, schema)
     cmap, parts_notes = epoch_parts_map(path, cmap, first)  # `ts=ssboe+usecs`: epoch seconds, no date
     cmap, unit_notes = file_time_unit(path, spec, cmap, schema, names, dialect, first)
+    counts_within_the_day(path, cmap, schema, names, dialect)  # (TAQ's clock digits read as ns: 25.8 h)
     if isinstance(spec, ColumnMap):  # a full map that names `Time (JST)` reads its zone as detection does
         cmap, zone_notes = zone_of_header(path, cmap, schema, first)
         # TAQ's `ts=DATE+TIME_M`, TRACE's and B3's own columns: their venue's zone, as a detected layout's

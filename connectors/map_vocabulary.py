@@ -24,6 +24,8 @@ CLOCK_DIGIT_UNITS = {unit: 10 ** (9 - digits) for unit, digits in CLOCK_FRACTION
 DAY_CLOCK_UNITS = {TIME_OF_DAY: 10**9, "ms_after_midnight": 10**6, "us_after_midnight": 10**3,
                    "ns_after_midnight": 1, **CLOCK_DIGIT_UNITS}
 COUNT_UNITS = tuple(u for u in DAY_CLOCK_UNITS if u not in CLOCK_DIGIT_UNITS)  # counts after midnight, coarsest first
+COUNT_UNIT_WORDS = {"s": TIME_OF_DAY, "sec": TIME_OF_DAY, "ms": "ms_after_midnight", "us": "us_after_midnight",
+                    "ns": "ns_after_midnight"}  # a time column's name word for the unit it counts (`ts_ns_et`)
 EPOCH = "epoch"  # an epoch number in the unit (s, ms, us, ns) its first value's magnitude shows
 DETECT = "auto"  # what the column's first value shows: datetime text (with its format), or an epoch number's unit
 # a spreadsheet's serial date: days (and their fraction) since 1899-12-30 (Bloomberg's `Dates`)

@@ -6,6 +6,8 @@ date it is on the trade date itself, counted from the midnight before it (connec
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from connectors.column_map import ColumnMap
@@ -13,6 +15,25 @@ from connectors.map_vocabulary import COUNT_UNITS, DAY_CLOCK_UNITS
 
 DAY_NS = 86_400 * 10**9
 HOUR = r"^(\d{1,2}):"  # a time of day's hour as text writes it: `25:30:00`, `9:30`
+
+
+TRADE_DATE_NAMES = frozenset({"tradedate", "tradingday", "tradingdate", "sessiondate"})
+
+
+def names_a_trade_date(column: str) -> bool:
+    """Whether a column's name says it holds exchange trade (session) dates: `Trade Date`, `TradeDate`, `trade_date`,
+    `tradingDay` (Barchart's), `session_date`."""
+    return re.sub(r"[^a-z]", "", column.lower()) in TRADE_DATE_NAMES
+
+
+def counted_past_midnight(cmap: ColumnMap) -> bool:
+    """Whether a map's times of day may run past 24:00: beside an exchange trade date (a column so named, or the
+    map's `trade_date`), whose night session is counted on from the midnight before it, or alone with the day of the
+    file's one session (`date`: IQFeed's Level 1 captured from the evening counts on into the next day). Beside a
+    calendar date, a day's count ends at 24:00: a larger one is another reading of the column (review390 #2: TAQ's
+    clock digits 93000025654309 as ns after midnight were 25.8 h, read as 06:50 of the next day)."""
+    date = cmap.ts_columns[0]
+    return len(cmap.ts_columns) == 1 or cmap.trade_date == date or names_a_trade_date(date)
 
 
 def past_day_end(cmap: ColumnMap) -> pl.Expr:

@@ -33,11 +33,10 @@ from connectors.column_map import ColumnMap
 from connectors.event_time import after_midnight, row_day
 from connectors.file_scans import SAMPLE_ROWS
 from connectors.map_vocabulary import COUNT_UNITS, DAY_CLOCK_UNITS
-from connectors.past_midnight import past_day_end
+from connectors.past_midnight import names_a_trade_date, past_day_end
 from engine.quoting import quoted
 
 MINUTE_NS, DAY_NS = 60 * 10**9, 86_400 * 10**9
-TRADE_DATE_NAMES = frozenset({"tradedate", "tradingday", "tradingdate", "sessiondate"})
 BREAK_MINUTES = 30  # the least pause of the times of day taken for a daily break (CME's is 60 min, JPX's 75)
 EVENING_FROM_MINUTE = 12 * 60  # the break before the evening open starts after noon (JPX's 06:00-08:45 is not it)
 MONDAY, SATURDAY, SUNDAY = 0, 5, 6  # weekdays, Monday 0; epoch day 0 (1970-01-01) was a Thursday (3)
@@ -63,12 +62,6 @@ class SessionOpen(NamedTuple):
     open_minute: int
     break_from: int
     night_close: int | None = None
-
-
-def names_a_trade_date(column: str) -> bool:
-    """Whether a column's name says it holds exchange trade (session) dates: `Trade Date`, `TradeDate`, `trade_date`,
-    `tradingDay` (Barchart's), `session_date`."""
-    return re.sub(r"[^a-z]", "", column.lower()) in TRADE_DATE_NAMES
 
 
 def session_open(minutes: list[int], least_break: int = BREAK_MINUTES) -> SessionOpen | None:

@@ -252,6 +252,35 @@ def test_wrds_taq_times_are_read_in_new_york_summer_time_included(tmp_path: Path
     assert any("read as UTC" in n for n in other.notes)
 
 
+@pytest.mark.parametrize("lead", ["", "0"])
+def test_taq_clock_digits_beside_a_date_are_read_and_a_count_past_the_day_is_refused(tmp_path: Path,
+                                                                                      lead: str) -> None:
+    """review390 #2: WRDS's `TIME_M` as integer clock digits (`93000100000000`: 09:30:00.1, HHMMSS and nine digits,
+    a leading zero kept or lost) beside `DATE` was refused, and the refusal's `ns_after_midnight` read every time
+    25.8 h after midnight, the next day, with no word. The digits are read as NYSE's `Time` is (hhmmss_ns); a map's
+    count after midnight of a day or more is refused naming the unit of its digits."""
+    path = tmp_path / "taq_trades.csv"
+    path.write_text(TAQ_HEADER + "".join(f"20240305,{lead}9300{i}100000000,Q,AAPL,,@,100,170.1{i},00,{i}\n"
+                                         for i in range(3)))
+    replay = FileReplay(path)
+    assert [t.ts for t in drain(replay)] == [US_0930 + i * 10**9 + 10**8 for i in range(3)]
+    assert any(f"HHMMSSfffffffff ({lead}93000100000000 is 09:30:00.1), too large for a count after midnight, read "
+               "as hhmmss_ns" in n for n in replay.notes), replay.notes
+    with pytest.raises(ValueError, match=r'column "TIME_M" is read as ns_after_midnight, but 93002100000000 ns after '
+                                         r'midnight is 25:50:02.1, past its day .*: its values as a wall clock\'s '
+                                         r'digits, .*: --columns ts=DATE\+TIME_M --ts-unit hhmmss_ns \(docs'):
+        FileReplay(path, columns={"ts": "DATE+TIME_M", "ts_unit": "ns_after_midnight"})
+    with pytest.raises(ValueError, match=r"Give --columns ts=DATE\+TIME_M --ts-unit hhmmss_ns"):
+        FileReplay(path, columns={"ts": "DATE"})
+    with pytest.raises(ValueError, match=r"past its day .* --columns ts=TIME_M --ts-unit hhmmss_ns \(docs"):
+        FileReplay(path, columns={"ts": "TIME_M", "ts_unit": "ns_after_midnight", "date": "2024-03-05"})
+    # a count of seconds past 24:00 beside a calendar date: another unit, or a trade date's night session
+    (tmp_path / "counts.csv").write_text("date,secs,price,size\n20240305,34200,1.0,1\n20240305,90000,1.1,1\n")
+    with pytest.raises(ValueError, match=r"90000 seconds after midnight is 25:00:00, past its day .*--ts-unit "
+                                         r"hhmmss; a finer count: --ts-unit ms_after_midnight; .*trade_date=date"):
+        FileReplay(tmp_path / "counts.csv", columns={"ts": "date+secs", "ts_unit": "seconds_after_midnight"})
+
+
 WRDS_CORRECTED_TRADES = ("DATE,TIME_M,EX,SYM_ROOT,SYM_SUFFIX,TR_SCOND,SIZE,PRICE,TR_CORR,TR_SEQNUM\n"
               "2024-01-02,09:30:00.123456789,Q,AAPL,,@ F,100,185.64,00,1001\n"
               "2024-01-02,09:30:00.223456789,N,AAPL,,@,200,185.65,01,1002\n"
