@@ -189,9 +189,15 @@ def taq_corrections(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
     kept = keep_values(regular)
     integer = not is_csv(path) and schema[column].is_integer()
     values = distinct_text(path, names, dialect, column, 20, SAMPLE_ROWS)
-    others = [v for v in values if (typed_key(v) not in kept.typed if integer else keep_key(v) not in kept.texts)]
+    # codes written as numbers are compared by value, a Parquet copy's and a CSV's re-saved without TAQ's leading
+    # zero (`0`, as polars, pandas and Excel write 00 back) alike: review390 #3 read that `0` as a correction
+    by_value = integer or all(typed_key(v) is not None for v in values)
+    others = [v for v in values if (typed_key(v) not in kept.typed if by_value else keep_key(v) not in kept.texts)]
     if not others:
         return cmap, []
+    if not integer and any(keep_key(v) not in kept.texts for v in values if typed_key(v) in kept.typed):
+        # a CSV's cells are kept as written: its spellings of 00 and 01 beside TAQ's own
+        regular += [typed_key(code) for code in TAQ_REGULAR]
     # (a time of day's unit and day too: Daily TAQ's `Time` read as epoch ms rejected every row)
     day = (("ts_unit", "ts_unit"), ("date", "date")) if cmap.ts_unit in DAY_CLOCK_UNITS else ()
     full = ",".join(f"{key}={getattr(cmap, attr)}" for key, attr in (("ts", "ts"), ("stream", "stream_col"),

@@ -339,6 +339,29 @@ def test_the_taq_keep_the_note_gives_keeps_the_regular_prints_of_a_csv_and_a_par
             assert dict(kept.rejected) == {"filtered_out": 2}
 
 
+def test_a_taq_csv_whose_tr_corr_lost_its_leading_zero_compares_the_codes_by_value(tmp_path: Path) -> None:
+    """review390 #3: a WRDS CSV re-saved by polars, pandas or Excel writes TR_CORR 00 as `0`: compared as text, every
+    regular print was called corrected and none was read. Codes written as numbers compare by value, as a Parquet
+    copy's do; the keep holds the file's spellings beside TAQ's own, so the map file the note gives reads it too."""
+    path = tmp_path / "taq_trades.csv"
+    path.write_text(WRDS_CORRECTED_TRADES)
+    pl.read_csv(path).write_csv(path)
+    assert path.read_text().splitlines()[1].endswith(",0,1001")  # the re-saved copy: 00 written 0
+    replay = FileReplay(path)
+    assert [t.price for t in drain(replay)] == [185.64, 185.65] and dict(replay.rejected) == {"filtered_out": 2}
+    note = next(n for n in replay.notes if "TR_CORR" in n and "cancelled" in n)
+    assert "(12, 8)" in note and 'keep: {TR_CORR: ["00", "01", "0", "1"]}' in note, note
+    full = note.split("--columns ")[1].split(")")[0]
+    kept = FileReplay([{"path": str(path), "columns": {**dict(p.split("=") for p in full.split(",")),
+                                                       "keep": {"TR_CORR": ["00", "01", "0", "1"]}}}])
+    assert [t.price for t in drain(kept)] == [185.64, 185.65]
+    (tmp_path / "regular.csv").write_text(WRDS_CORRECTED_TRADES.replace(",08,", ",00,").replace(",12,", ",01,")
+                                          .replace(",00,", ",0,").replace(",01,", ",1,"))
+    regular = FileReplay(tmp_path / "regular.csv")
+    assert len(drain(regular)) == 4 and not regular.rejected
+    assert not any("TR_CORR" in n for n in regular.notes)
+
+
 def test_taq_quotes_read_their_sizes_and_a_zero_bid_is_a_one_sided_quote(tmp_path: Path) -> None:
     path = tmp_path / "taq_nbbo.csv"
     path.write_text(WRDS_NBBO_QUOTES)
