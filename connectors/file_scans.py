@@ -25,6 +25,7 @@ from connectors.json_lines import JSON_LINES_SUFFIXES, is_json_lines
 from connectors.map_vocabulary import NUMERIC_FIELDS
 from connectors.number_separators import NUMBER_WRITTEN, code_after
 from connectors.parquet_footer import int96_columns
+from connectors.shell_words import shell_word
 from connectors.small_csv_scans import held_scan
 from engine.quoting import quoted
 from engine.rust_paths import rust_path
@@ -57,11 +58,33 @@ def unsupported_type(path: Path) -> str:
     if tar := next((s for s in TAR_SUFFIXES if path.name.lower().endswith(s)), None):
         return (f"{path}: a tar archive ({tar}), which replay does not unpack: extract it (tar xf {path}) and give "
                 f"the files inside, or give them zipped (.zip)")
+    if path.suffix.lower() == ZSTD_SUFFIX:
+        return _zstd_refusal(path)
     if path.suffix.lower() not in SPREADSHEET_SUFFIXES and (kind := sniffed_container(path)) is not None:
         return kind  # its name says nothing of it (an attachment that lost its extension)
     sheet = SPREADSHEET_HINT if path.suffix.lower() in SPREADSHEET_SUFFIXES else ""
     hint = OTHER_KIND_HINTS.get(path.suffix.lower(), "")
     return f"{path}: unsupported file type {quoted(path.suffix.lower())}{hint}; replay reads {READ_TYPES}{sheet}"
+
+
+ZSTD_SUFFIX = ".zst"
+
+
+def _zstd_refusal(path: Path) -> str:
+    """Why a zstd-compressed file other than DBN's (Databento's CSV downloads, `.csv.zst`) is not read, with the
+    commands that read it: no zstd decoder is among replay's dependencies (a `.dbn.zst` is decoded by DBN's own
+    reader; polars' decoder reads a CSV, not the lines the plan checks first), so it is decompressed outside, to a
+    file that keeps its name, or into standard input, which loses what a name gives (review390 #4)."""
+    plain = path.with_name(path.name[: -len(ZSTD_SUFFIX)])
+    given = shell_word(str(path))
+    gzipped = plain.with_name(plain.name + ".gz")
+    as_gzip = (f", or as gzip, which replay reads, zstd -dc {given} | gzip > {shell_word(str(gzipped))}"
+               if is_tick_file(gzipped) else "")
+    return (f"{path}: compressed with zstd, which replay does not decompress (but for .dbn.zst): decompress it, "
+            f"zstd -d {given} (writes {shell_word(str(plain))}, read under its own name){as_gzip}; or stream it, "
+            f"zstd -dc {given} | flashtick backtest - --out ..., read as standard input: no --resume, and nothing "
+            f"its name says (its stream is `stdin` unless a symbol column or --columns stream_name= names one; "
+            f"a date in its name is not read) (docs/replay.md)")
 
 
 ZIP_MAGIC = b"PK\x03\x04"

@@ -74,3 +74,26 @@ def test_a_workbook_named_as_a_csv_is_said_to_be_one(tmp_path: Path) -> None:
         drain(FileReplay(path))
     assert "an Excel workbook (.xlsx) by its content" in str(refused.value) and "its name says .csv" in str(
         refused.value) and "name it CLK0.xlsx" in str(refused.value)
+
+
+def _zstd(data: bytes) -> bytes:
+    """`data` as one zstd frame of one raw block (RFC 8878): what `zstd` writes of text it cannot shrink."""
+    assert len(data) < 256  # the frame's content size in its one byte
+    header = (0xFD2FB528).to_bytes(4, "little") + bytes([0x20, len(data)])  # single segment, no checksum
+    return header + (1 | len(data) << 3).to_bytes(3, "little") + data  # the last block, raw
+
+
+def test_a_zstd_compressed_csv_is_refused_with_the_commands_that_read_it(tmp_path: Path) -> None:
+    """review390 #4: Databento's CSV downloads are `.csv.zst`, refused as `unsupported file type ".zst"`, no way in.
+    Replay has no zstd decoder of its own for a CSV (a `.dbn.zst` is decoded by DBN's reader), so the refusal names
+    the commands that decompress it and what standard input loses."""
+    path = tmp_path / "glbx-mdp3-20251114.trades.csv.zst"
+    path.write_bytes(_zstd(b"ts_event,symbol,price,size\n1763130600000000000,ESZ5,5012.25,1\n"))
+    with pytest.raises(ValueError) as refused:
+        FileReplay(path)
+    said = str(refused.value)
+    plain = tmp_path / "glbx-mdp3-20251114.trades.csv"
+    assert said.startswith(f"{path}: compressed with zstd, which replay does not decompress (but for .dbn.zst)")
+    assert f"zstd -d {path} (writes {plain}, read under its own name)" in said
+    assert f"zstd -dc {path} | gzip > {plain}.gz" in said
+    assert f"zstd -dc {path} | flashtick backtest - --out ..., read as standard input: no --resume" in said
