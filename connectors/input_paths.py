@@ -15,6 +15,7 @@ from typing import Any, Mapping, NamedTuple
 from connectors.archives import is_zip
 from connectors.delta_log import current_files
 from connectors.file_scans import READ_TYPES, is_tick_file
+from connectors.lobster_files import books_beside_messages, books_skipped
 from engine.path_words import shown_path
 
 PATTERN_MARKS = re.compile(r"[*?[]")  # what makes a path a shell pattern
@@ -43,6 +44,9 @@ def expanded(items: list[Any]) -> Expanded:
         notes.append(note)
         if path.is_dir():
             texts.update((file, path) for file in files if file.suffix.lower() == ".txt")
+    if books := books_beside_messages(p for item in out if (p := item_path(item)) is not None):  # given in a list
+        out = [item for item in out if item_path(item) not in books]
+        notes.append(books_skipped(books))
     return Expanded(out, notes, texts)
 
 
@@ -68,8 +72,11 @@ def _files_of(path: Path) -> tuple[list[Path], str] | None:
         files, skipped = folder_files(path)
         lake = [p for p in skipped if lake_metadata(path / p, path)]
         other = [p for p in skipped if p not in lake]
+        books = books_beside_messages(files)  # (as LOBSTER's archive unpacks)
+        files = [file for file in files if file not in books]
         said = f"; skipped {_listed(other)}: not tick files" if other else ""
         said += f"; {lake_note(lake)}" if lake else ""
+        said += f"; {books_skipped(books)}" if books else ""
         files, delta_notes = _delta_current(path, files)
         said += "".join(f"; {note}" for note in delta_notes)
         order = " in the order of their paths" if files[1:] else ""
@@ -89,6 +96,9 @@ def _files_of(path: Path) -> tuple[list[Path], str] | None:
     files = [file for match in matches for file in (folder_files(match)[0] if match.is_dir() else [match])
              if not (file.is_relative_to(fixed) and lake_metadata(file, fixed))]
     files, delta_notes = _delta_current(path, files)
+    if books := books_beside_messages(files):
+        files = [file for file in files if file not in books]
+        delta_notes.append(books_skipped(books))
     return files, f"{path}: a pattern, read as the {_counted(files)} it matches{', sorted' if files[1:] else ''} " \
                   f"({_listed([f.relative_to(fixed) if f.is_relative_to(fixed) else f for f in files])})" + \
                   "".join(f"; {note}" for note in delta_notes)

@@ -32,6 +32,7 @@ from connectors.inverse_contracts import inverse_notes, plan_streams
 from connectors.input_paths import folder_held, no_tick_folder
 from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout, detect_columns
+from connectors.lobster_files import book_refusal, books_beside_messages, books_skipped
 from connectors.map_options import Refine
 from connectors.multiindex_tables import long_copy
 from connectors.planning import plan_file, regular_file
@@ -281,8 +282,8 @@ class OpenedFiles:
         regular_file(path)  # (a FIFO's open would wait for a writer; /dev/zero never ends)
         if (suffix := content_suffix(path)) is not None:  # `EQY_US_ALL_TRADE_20240308(.gz)`: by its content
             return self._named_by_content(NamedByContent(path, suffix), cmap, explicit)
-        if why := workbook_named_as_text(path):  # an .xlsx renamed .csv: before its bytes are copied as text
-            raise ValueError(why)
+        if why := workbook_named_as_text(path) or book_refusal(path):  # (an .xlsx renamed .csv: before its bytes
+            raise ValueError(why)  # are copied as text; LOBSTER's order book alone: its message file is read)
         with truncation_named(path):  # the first read of a .csv.gz's text: a damaged one is named here
             # UTF-16, Windows-1252 or GBK text, or \r alone ends lines: read a copy (text of no encoding it tells:
             # refused, never read with its odd bytes replaced)
@@ -310,8 +311,12 @@ class OpenedFiles:
             unpacked = Unpacked(path, is_tick_file) if copied is None else Unpacked.text_copy(path, copied)
         self.unpacked.append(unpacked)
         plans, no_layout, progress = [], [], Progress()
+        if books := books_beside_messages(unpacked.paths):  # LOBSTER's sample download: a day's two files zipped
+            self.notes.append(f"{path}: {books_skipped(books)}")
         for i, inside in enumerate(unpacked.paths):
             progress.tick(lambda: f"reading {path}: {i:,} of its {len(unpacked.paths):,} files planned")
+            if inside in books:
+                continue
             copy = None
             if copied is None and is_csv(inside) and (member := _member_copy(path, inside)):  # such a file in a zip
                 copy = Unpacked.text_copy(inside, member)

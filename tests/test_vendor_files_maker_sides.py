@@ -8,6 +8,7 @@ code, into tmp_path."""
 from __future__ import annotations
 
 import gzip
+import zipfile
 from pathlib import Path
 
 import polars as pl
@@ -220,6 +221,28 @@ def test_lobster_preset_reads_executions_at_the_aggressors_side(tmp_path: Path) 
     # --date and --tz replace the file name's day and New York
     later = drain(FileReplay(path, columns={"preset": "lobster-messages", "date": "2012-06-22", "tz": "UTC"}))
     assert later[0].ts == LOBSTER_OPEN + 1_000_000_001 + (24 - 4) * 3600 * 10**9
+
+
+def test_a_lobster_download_as_unpacked_reads_its_messages_beside_the_order_book(tmp_path: Path) -> None:
+    """review390 #5: LOBSTER's download holds each message file beside its `_orderbook_N.csv` (the book after each
+    message, ask/bid price and size, no time of its own); a folder of both, with the preset, was refused on the
+    book's four columns, and nothing said to give the message file alone. The book is known by its name: skipped
+    with a note in a folder, a list or a zip archive, and given alone refused naming its message file."""
+    folder = tmp_path / "lobster"
+    folder.mkdir()
+    lobster_messages(folder / LOBSTER_NAME, MESSAGES)
+    book = folder / LOBSTER_NAME.replace("_message_", "_orderbook_")
+    book.write_text("".join(f"5859100,18,5853300,{18 - i}\n" for i in range(len(MESSAGES))))
+    with zipfile.ZipFile(tmp_path / "sample.zip", "w") as archive:
+        archive.write(folder / LOBSTER_NAME, LOBSTER_NAME)
+        archive.write(book, book.name)
+    for given in (folder, [book, folder / LOBSTER_NAME], tmp_path / "sample.zip"):
+        replay = FileReplay(given, columns="lobster-messages")
+        assert [t.price for t in drain(replay)] == [585.33, 585.5, 585.92], given
+        assert any(f"skipped {book.name}: LOBSTER's order book beside its message file" in n for n in replay.notes)
+    with pytest.raises(ValueError, match=rf"{book}: LOBSTER's order book .*: replay reads its message file, "
+                                         rf"{folder / LOBSTER_NAME} --preset lobster-messages"):
+        FileReplay(book, columns="lobster-messages")
 
 
 def test_lobster_messages_with_named_columns_read_as_the_preset_reads_them(tmp_path: Path) -> None:
