@@ -353,7 +353,7 @@ def _file_plan(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sc
     if footer is not None and footer[0] == cut:  # a footer without its newline is the footer, left out, not cut
         cut, cut_notes = None, []
     notes += cut_notes
-    at_zero = zero_prices(frame, keys) if facts["nonpositive_rows"] or facts["zero_sides"] else \
+    at_zero = zero_prices(frame, keys, cmap.price_scale) if facts["nonpositive_rows"] or facts["zero_sides"] else \
         ZeroPrices(frozenset(), {}, frozenset(), {})
     notes += offset_step_notes(path.name, cmap, at_zero)  # an offset that makes one step many bps
     return FilePlan(path, cmap, frame, tuple(keys), unsorted, factor,
@@ -366,7 +366,8 @@ def _file_plan(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sc
                         (cmap.price, cmap.bid, cmap.ask)) else frozenset()),
                     lowest_prices=at_zero.lowest,
                     cut_streams=at_zero.cut,
-                    settling_streams=settling_streams(frame, keys, top) if facts["nonpositive_rows"] else frozenset(),
+                    settling_streams=settling_streams(frame, keys, top, cmap.price_scale) if facts["nonpositive_rows"]
+                    else frozenset(),
                     settle_top=top,
                     long_rows=dict(dialect.long_rows) if dialect is not None else {}, bad_lines=bad_lines,
                     span=time_span(facts["min_ts"], facts["max_ts"], factor),

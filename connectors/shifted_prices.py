@@ -53,7 +53,17 @@ def settle_top(cmap: Any, schema_names: Iterable[str]) -> int:
     return 100 if named or sides & PREDICTION_SIDES else 1
 
 
-def settling_streams(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str], top: int = 1) -> frozenset[str]:
+def _as_read(field: str, scale: float | None) -> pl.Expr:
+    """A plan frame's price, bid or ask as the replay reads it: a fixed-point file's units (`price_scale`:
+    Databento's 1e9, LOBSTER's 10000) divided out, as connectors/file_plan.py does. Measured raw, the offset advice
+    named Databento's -63125000000 for a spread at -63.125, and pasted, it made every answer flat (review390 #8)."""
+    import polars as pl
+
+    return pl.col(field).cast(pl.Float64) / (scale or 1)
+
+
+def settling_streams(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str], top: int = 1,
+                     scale: float | None = None) -> frozenset[str]:
     """The streams of a file's plan whose trade prices all lie within [0, ``top``] (settle_top: 1, or a prediction
     market's 100) and whose prints at 0 all come after its last one above 0: a contract priced as a probability (a
     Polymarket token, a prediction market's share, a Kalshi contract in cents) settling at 0 when it resolves NO. Its
@@ -66,7 +76,7 @@ def settling_streams(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str], top
     stream = pl.col("stream") if "stream" in keys else pl.lit("").alias("stream")
     traded = frame.filter(pl.col("size") > 0) if "size" in keys else frame
     price, at = pl.col("_price"), pl.col("_at")
-    ends = traded.select(stream, pl.col("price").cast(pl.Float64).alias("_price")).filter(
+    ends = traded.select(stream, _as_read("price", scale).alias("_price")).filter(
         price.is_not_null()).with_row_index("_at").group_by("stream").agg(
         low=price.min(), high=price.max(), last_above=at.filter(price > 0).max(),
         first_zero=at.filter(price == 0).min()).collect()
@@ -82,18 +92,20 @@ class ZeroPrices(NamedTuple):
     lowest: dict[str, float]  # stream -> its lowest price, bid or ask as the file holds it (before any offset)
     cut: frozenset[str]  # streams with a price at or below zero between two above it, in file order: a stretch
     # refused out of their middle unless an offset lifts it (zero_crossings.py)
-    steps: dict[str, float]  # stream -> the smallest step between its prices above zero (`offset_step_notes`)
+    steps: dict[str, float]  # stream -> the smallest step between its prices above zero, or below it when none is
+    # above (`offset_step_notes`)
     crossing: frozenset[str] = frozenset()  # streams whose prices cross zero (`crossing_streams`)
     yields: frozenset[str] = frozenset()  # of those, the ones priced like a yield in percent (yield_offsets.py)
 
 
-def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroPrices:
+def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str], scale: float | None = None) -> ZeroPrices:
     """The streams of a file's plan (`frame`, its wire `keys`) with a price at zero or below (a trade's, or a
     quote's bid or ask): those whose median price above zero is within NEAR_ZERO_STEPS of the smallest step between
     those prices ("" for a file without a stream column), and each one's lowest price, which the offset advice
     lifts (every row's, those refused for another reason, an unread time, included: one round of advice). Trades
     and quotes by one rule, so that a spread quoted at 0.00 is pointed at --price-offset as one that prints there
-    is. An option is not near zero (`one_sided`: its 0 bids are no price). Read for reject_hints.py's
+    is. An option is not near zero (`one_sided`: its 0 bids are no price). Prices as read (`scale`: the map's
+    price_scale divided out). Read for reject_hints.py's
     `near_zero_hint` and rejected_rows.py's advice, only when the file has such prices (one more scan)."""
     import polars as pl
 
@@ -101,7 +113,7 @@ def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroP
     frame = frame.with_row_index("_at")  # file order, for the stretches at or below zero between others
     traded = frame.filter(pl.col("size") > 0) if "size" in keys else frame  # a trade of size 0 prints no price
     parts = [(traded if field == "price" else frame).select(
-        stream, pl.col(field).cast(pl.Float64).alias("_price"), pl.lit(field == "bid").alias("_bid"), "_at")
+        stream, _as_read(field, scale).alias("_price"), pl.lit(field == "bid").alias("_bid"), "_at")
         for field in ("price", "bid", "ask") if field in keys]
     if not parts:
         return ZeroPrices(frozenset(), {}, frozenset(), {})
@@ -113,6 +125,9 @@ def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroP
         between=((price <= 0) & (at > at.filter(price > 0).min()) & (at < at.filter(price > 0).max())).sum(),
         # the smallest step between its prices above zero (unique: each above 0); 0's distance to them is no step
         step=price.filter(price > 0).round(9).unique().sort().diff().min(),
+        # a stream never above zero (a calendar spread at -63): its step between its prices below zero
+        # (review390 #9: it had no step, so the offset that lifts it got no word of its bps)
+        step_below=price.filter(price < 0).round(9).unique().sort().diff().min(),
         # never bid above 0, and 0 only as a bid: a market nobody bids (an option's wing), not a spread at zero
         never_bid=(bid & (price > 0)).sum() == 0, zero_bids_only=((price < 0) | ~bid & (price == 0)).sum() == 0
     ).collect()
@@ -122,7 +137,8 @@ def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str]) -> ZeroP
     crossing = frozenset(str(row["stream"]) for row in rows if row["stream"] in near or crossing_walk(row))
     return ZeroPrices(near, {str(row["stream"]): float(row["lowest"]) for row in rows},
                       frozenset(str(row["stream"]) for row in rows if row["between"]),
-                      {str(row["stream"]): float(row["step"]) for row in rows if row["step"]}, crossing,
+                      {str(row["stream"]): float(step) for row in rows if (step := row["step"] or row["step_below"])},
+                      crossing,
                       frozenset(str(row["stream"]) for row in rows if row["stream"] in crossing and yield_valued(row)))
 
 

@@ -68,3 +68,24 @@ def test_offset_advice_for_many_streams_is_pasteable(tmp_path: Path) -> None:
     assert "and one for each" not in said
     lifted = FileReplay(power_periods(tmp_path, 28), columns={**columns, "price_offset": 68})
     assert len(drain(lifted)) == 84 and not lifted.rejected
+
+
+def test_offset_advice_and_its_step_caution_are_in_prices_as_read(tmp_path: Path) -> None:
+    """review390 #8, #9: a calendar spread at -63.125 .. -58 in Databento's fixed point (x 1e9) was advised
+    `--price-offset 'ESZ5-ESH6=63125000001'`, its lowest measured before price_scale; pasted, every answer of the
+    stream was flat. And a stream wholly below zero had no step between prices above zero, so the caution that an
+    offset makes one step thousands of bps never came. Both are measured on the prices as read."""
+    prices = [-63.125, -62.875, -60.5, -58.0]
+    path = tmp_path / "spread.csv"
+    path.write_text("ts_event,symbol,price,size\n" + "".join(
+        f"{1763130600 * 10**9 + i},ESZ5-ESH6,{round(p * 1e9)},1\n" for i, p in enumerate(prices)))
+    columns = {"ts": "ts_event", "stream_col": "symbol", "price": "price", "size": "size", "price_scale": 1e9}
+    refused = FileReplay(path, columns=columns)
+    drain(refused)
+    said = refused.rejected.examples["nonpositive_price"]
+    assert "the lowest price in the files: ESZ5-ESH6 -63.125: to lift each stream above zero, --price-offset " \
+           "'ESZ5-ESH6=64'" in said, said
+    lifted = FileReplay(path, columns={**columns, "price_offset": {"ESZ5-ESH6": 64}})
+    assert [t.price for t in drain(lifted)] == [0.875, 1.125, 3.5, 6.0]
+    assert any("lifts ESZ5-ESH6's lowest price -63.125 to 0.875, where one step of its price (0.25) is 2857 bps"
+               in n for n in lifted.notes), lifted.notes
