@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
 from connectors.archives import is_zip
+from connectors.databento_jobs import job_files, job_files_skipped
 from connectors.delta_log import current_files
 from connectors.file_scans import READ_TYPES, is_tick_file
 from connectors.lobster_files import books_beside_messages, books_skipped
@@ -73,10 +74,12 @@ def _files_of(path: Path) -> tuple[list[Path], str] | None:
         lake = [p for p in skipped if lake_metadata(path / p, path)]
         other = [p for p in skipped if p not in lake]
         books = books_beside_messages(files)  # (as LOBSTER's archive unpacks)
-        files = [file for file in files if file not in books]
+        job = job_files(files)  # (a Databento batch job's folder)
+        files = [file for file in files if file not in books and file not in job]
         said = f"; skipped {_listed(other)}: not tick files" if other else ""
         said += f"; {lake_note(lake)}" if lake else ""
         said += f"; {books_skipped(books)}" if books else ""
+        said += f"; {job_files_skipped(job)}" if job else ""
         files, delta_notes = _delta_current(path, files)
         said += "".join(f"; {note}" for note in delta_notes)
         order = " in the order of their paths" if files[1:] else ""

@@ -27,6 +27,7 @@ from connectors.expansion import Progress
 from connectors.file_plan import FilePlan
 from connectors.file_scans import READ_TYPES, is_csv, is_dbn, is_tick_file, workbook_named_as_text
 from connectors.file_suffixes import PARQUET_SUFFIXES
+from connectors.databento_jobs import job_files, job_files_skipped
 from connectors.derivative_streams import split_market_notes
 from connectors.inverse_contracts import inverse_notes, plan_streams
 from connectors.input_paths import folder_held, no_tick_folder
@@ -313,9 +314,11 @@ class OpenedFiles:
         plans, no_layout, progress = [], [], Progress()
         if books := books_beside_messages(unpacked.paths):  # LOBSTER's sample download: a day's two files zipped
             self.notes.append(f"{path}: {books_skipped(books)}")
+        if job := job_files(unpacked.paths):  # a Databento batch job's zip
+            self.notes.append(f"{path}: {job_files_skipped(job)}")
         for i, inside in enumerate(unpacked.paths):
             progress.tick(lambda: f"reading {path}: {i:,} of its {len(unpacked.paths):,} files planned")
-            if inside in books:
+            if inside in books or inside in job:
                 continue
             copy = None
             if copied is None and is_csv(inside) and (member := _member_copy(path, inside)):  # such a file in a zip
