@@ -18,7 +18,7 @@ from connectors.archives import TemporaryFolder, is_zip
 from connectors.day_folders import folder_chain
 from connectors.file_scans import is_tick_file
 
-# temporary copies of streams (standard input, a pipe: engine/service/stdin_files.py) -> the name the user gave it,
+# temporary copies of streams (standard input, a pipe: connectors/stream_copies.py) -> the name the user gave it,
 # so that no reject example or note names a temporary file removed when the command ends
 SHOWN_AS: dict[str, str] = {}
 HEAD_BYTES = 4096  # of the file (decompressed, for a gzip) read to tell its kind

@@ -37,6 +37,7 @@ from connectors.lobster_files import book_refusal, books_beside_messages, books_
 from connectors.map_options import Refine
 from connectors.multiindex_tables import long_copy
 from connectors.planning import plan_file, regular_file
+from connectors.stream_copies import StreamCopy, is_stream
 from connectors.unreadable_files import UnreadableFile, skipped_said, with_skip_hint
 from engine.quoting import quoted
 from engine.rust_paths import rust_path
@@ -280,6 +281,11 @@ class OpenedFiles:
     def _file_plans(self, path: Path, cmap: ColumnMap | Refine | None, explicit: bool) -> list[Any]:
         """The file's plan; for a zip archive, one per file inside, each with the map the archive was given.
         None for a file with no data rows (a day without prints): skipped with a note."""
+        if is_stream(path):  # a pipe, /dev/stdin, `-` given in Python: read whole into a file first, as the CLI does
+            copy = StreamCopy(path)
+            self.unpacked.append(copy)
+            self.notes.append(copy.note)
+            return self._plans(copy.path, cmap, explicit)
         regular_file(path)  # (a FIFO's open would wait for a writer; /dev/zero never ends)
         if (suffix := content_suffix(path)) is not None:  # `EQY_US_ALL_TRADE_20240308(.gz)`: by its content
             return self._named_by_content(NamedByContent(path, suffix), cmap, explicit)
