@@ -239,6 +239,16 @@ def test_the_readme_links_every_doc() -> None:
     assert not [d.name for d in DOCS if d.resolve() not in linked]
 
 
+def test_the_systemd_unit_names_the_statuses_it_does_not_restart_on() -> None:
+    """Review392 #7: the unit's comment said 6 for a data directory full at the start (6 is a batch command's "no
+    data yet"); `serve` exits 7, the status RestartPreventExitStatus lists beside 2."""
+    from engine.service.exit_codes import DATA_DIR_FULL, USAGE
+
+    unit = (ROOT / "docs" / "deployment.md").read_text()
+    assert f"RestartPreventExitStatus={USAGE} {DATA_DIR_FULL}\n" in unit
+    assert f"# {USAGE}: config or data directory refused; {DATA_DIR_FULL}: data directory full at the start." in unit
+
+
 def test_the_back_pressure_section_states_the_sockets_defaults() -> None:
     """wire-protocol.md's back-pressure numbers are the code's and ZeroMQ's: the ingest socket's 32 messages a
     connection, a raw PUSH socket's own SNDHWM and LINGER (which decide when its send blocks and what it loses at
