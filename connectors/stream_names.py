@@ -60,7 +60,7 @@ def venue_caution(dashed: str) -> str:
     return f"; it may be another venue's name too: name it by venue{example}"  # (a rejection is kept short)
 
 
-def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
+def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES, venue_name: bool = False) -> str:
     """The one stream-name rule, for raw and pre-tokenized ticks alike.
 
     A name is a non-empty str of at most `max_bytes` UTF-8 bytes whose characters
@@ -68,7 +68,10 @@ def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
     character such as a bidi override or a zero-width one, no line or paragraph
     separator, no surrogate, no private-use or unassigned code point, and no
     space but the ASCII one), with no '/', no leading '_' and no space at either
-    end. Anything else is `bad_stream`, with the rule it broke.
+    end. Anything else is `bad_stream`, with the rule it broke. ``venue_name``: a
+    venue's name that a service renames before it checks it (`ingest.rename`,
+    `ingest.slashes: dash`), so the last three rules, which a rename can mend,
+    are left to the service (review392 #10).
     """
     if stream is None:
         raise InvalidTick("missing_stream", "field \"stream\" is required and must be non-empty")
@@ -84,6 +87,8 @@ def check_stream(stream: Any, max_bytes: int = MAX_STREAM_BYTES) -> str:
     size = len(stream.encode())  # cannot fail: surrogates are not printable
     if size > max_bytes:
         raise InvalidTick("bad_stream", f"stream name of {size} UTF-8 bytes is longer than {max_bytes} bytes")
+    if venue_name:
+        return stream
     if "/" in stream:  # answer topics are "<query>/<stream>/": a '/' would make prefix subscriptions ambiguous
         dashed = dashed_name(stream)
         named = f"{quoted(dashed)}{venue_caution(dashed)}"

@@ -126,19 +126,37 @@ def left_out(value: Any) -> bool:
     return value is None or isinstance(value, float) and value != value
 
 
-def trade(stream: str, ts: int, price: float, size: float, side: str | None = None) -> Tick:
-    """Build a validated trade tick (numpy scalars and aware datetimes welcome: plain_values.plain)."""
+def trade(stream: str, ts: int, price: float, size: float, side: str | None = None, *,
+          venue_name: bool = False) -> Tick:
+    """Build a validated trade tick (numpy scalars and aware datetimes welcome: plain_values.plain). ``venue_name``:
+    ``stream`` is a venue's name the service renames (`BTC/USD` under `ingest.slashes: dash` or `ingest.rename`):
+    the name rules a rename mends are left to the service (check_stream)."""
     fields = {"stream": stream, "ts": ts, "kind": TRADE, "price": price, "size": size, "side": side}
-    return validate({k: plain(v) for k, v in fields.items()})
+    return _built(fields, venue_name)
 
 
 def quote(
-    stream: str, ts: int, bid: float, ask: float, bid_size: float | None = None, ask_size: float | None = None
+    stream: str, ts: int, bid: float, ask: float, bid_size: float | None = None, ask_size: float | None = None, *,
+    venue_name: bool = False
 ) -> Tick:
-    """Build a validated quote tick (numpy scalars and aware datetimes welcome: plain_values.plain)."""
+    """Build a validated quote tick (numpy scalars and aware datetimes welcome: plain_values.plain); ``venue_name``
+    as for ``trade``."""
     fields = {"stream": stream, "ts": ts, "kind": QUOTE, "bid": bid, "ask": ask, "bid_size": bid_size,
               "ask_size": ask_size}
-    return validate({k: plain(v) for k, v in fields.items()})
+    return _built(fields, venue_name)
+
+
+def _built(fields: dict[str, Any], venue_name: bool) -> Tick:
+    """``trade``'s and ``quote``'s tick, validated; a name a service could rename, refused here, says how to send it
+    as it is (review392 #10: a feed for a service with ingest.rename could not use them)."""
+    try:
+        return validate({k: plain(v) for k, v in fields.items()}, venue_name=venue_name)
+    except InvalidTick as err:
+        if err.reason != "bad_stream" or venue_name:
+            raise
+        check_stream(fields["stream"], venue_name=True)  # (a name no rename mends: its own refusal, as it was)
+        raise InvalidTick(err.reason, f"{err.message}; for a service that renames it (ingest.rename, ingest.slashes: "
+                                      f"dash) send it as it is with venue_name=True", err.stream) from None
 
 
 def one_sided_quote(row: Mapping[str, Any], zero_bid_is_price: bool = False) -> InvalidTick | None:
@@ -277,18 +295,20 @@ def counted(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES, zero_bid_is_price: bool = False) -> Tick:
+def validate(obj: Any, max_stream_bytes: int = MAX_STREAM_BYTES, zero_bid_is_price: bool = False,
+             venue_name: bool = False) -> Tick:
     """Check one decoded wire map and build a Tick; raises InvalidTick with a reason. ``zero_bid_is_price``: a 0
     bid beside an ask above it is a price (an option nobody bids; a service's limits.zero_bid: price, file
     replay's zero_bid: price), not TAQ's "no bid" (the default: protocol 1 refused it, so a feed that sends a 0 bid
-    for "no bid" never gets a mark of ask / 2 unasked)."""
+    for "no bid" never gets a mark of ask / 2 unasked). ``venue_name``: the stream is a venue's name a service
+    renames (check_stream)."""
     if not isinstance(obj, dict):
         raise InvalidTick("not_a_map", f"a tick is a map, got {wire_value(obj)}")
     if "stream" not in obj:  # perhaps sent with its key as bin: say that rather than "missing"
         check_keys(obj)
         if hint := renamed(obj, "stream"):  # `symbol`, `ticker`, ...: say what the field is called
             raise InvalidTick("missing_stream", f"field \"stream\" is required and must be non-empty{hint}")
-    stream = check_normalized(check_stream(obj.get("stream"), max_stream_bytes))
+    stream = check_normalized(check_stream(obj.get("stream"), max_stream_bytes, venue_name))
     try:  # from here a refusal names its stream
         check_keys(obj)
         return _validate_fields(obj, stream, zero_bid_is_price)

@@ -11,7 +11,9 @@ import polars as pl
 import pytest
 
 from conftest import serving, tiny_tick_checkpoint
+from connectors.feed import FeedClient
 from connectors.replay import FileReplay
+from connectors.ticks import InvalidTick, quote
 from engine.service.client import ControlClient
 from engine.service.config import ConfigError
 from test_service_limits import EPHEMERAL, pipeline_config, wait_for
@@ -52,8 +54,15 @@ def test_slashes_dash_names_a_live_pair_as_file_replay_does_and_get_ask_find_it(
     pl.DataFrame(quotes("EUR/USD", 3)).write_csv(path)
     replayed = {tick.stream for tick in FileReplay([path]).next_batch(10)}
     assert replayed == {"EUR-USD"}
+    # review392 #10: the Python API's quote() refused the venue's name such a service takes; venue_name=True sends it
+    with pytest.raises(InvalidTick, match=r'contains "/".*send it as it is with venue_name=True'):
+        quote("EUR/USD", BASE_TS, 1.0943, 1.0944)
     with served(model, tmp_path, {"slashes": "dash"}) as server:
-        push_all(server, quotes("EUR/USD", 30))
+        push_all(server, quotes("EUR/USD", 25))
+        wait_for(lambda: server.pipeline.ticks_in == 25, timeout_s=60)  # (then a second connection's, in order)
+        with FeedClient(server.endpoints["ingest"]) as feed:
+            feed.send([quote(t["stream"], t["ts"], t["bid"], t["ask"], venue_name=True)
+                       for t in quotes("EUR/USD", 5, first=25)])
         wait_for(lambda: server.pipeline.ticks_in == 30, timeout_s=60)
         with ControlClient(server.endpoints["control"]) as control:
             streams = control.call("streams")["streams"]
