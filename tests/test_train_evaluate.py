@@ -812,6 +812,28 @@ def test_a_fine_tune_keeps_its_starting_weights_when_no_step_beats_them(ticks_fi
     assert start_kept(stats | {"best_step": 2}) == ""
 
 
+def test_a_ctrl_c_before_the_first_step_finished_keeps_nothing(ticks_file: Path) -> None:
+    """A Ctrl-C during the check of the starting weights (step 0) wrote them as a trained run's checkpoint, its card
+    saying "no validation part: the last step's weights" with nan losses (review396 #1): with no step trained there
+    is nothing to keep, so the interrupt reaches `train`, which leaves --out as it was."""
+    from engine.service.train_data import question_tokens, sample_batch
+    from engine.service.train_loop import optimise
+    from engine.service.train_stopping import Validation
+
+    codec, groups, weights, cfg = _tiny_run(ticks_file, steps=3)
+    model = new_model(cfg, codec.vocab_size)
+    val = Validation([sample_batch(groups, weights, question_tokens(codec), cfg, np.random.default_rng(1))],
+                     every=1, patience=10)
+
+    def ctrl_c(*_: object) -> None:  # the first forward is step 0's validation pass
+        raise KeyboardInterrupt
+
+    model.register_forward_hook(ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        optimise(model, groups, weights, question_tokens(codec), cfg, lambda _: None, np.random.default_rng(0),
+                 val=val, check_start=True)
+
+
 @pytest.mark.xdist_group("test_train_evaluate_builtin")
 def test_evaluate_says_each_part_s_first_and_last_event_time(ticks_file: Path, builtin_by_stream: tuple[str, str],
                                                              capsys) -> None:

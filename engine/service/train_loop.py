@@ -159,6 +159,8 @@ def optimise(model: LlamaForCausalLM, groups: list[list[Source]], weights: np.nd
                 stopped = f"early stop: no better validation loss in {val.patience} checks"
                 break
     except KeyboardInterrupt as e:  # SIGTERM too, as the CLI has it (cli_common.raise_interrupted): a scheduler's stop
+        if not hist:  # no step trained: there is nothing to keep, and writing the starting weights passed them off
+            raise     # as a trained run's, "no validation part" on its card (review396 #1); the caller writes nothing
         interrupted_by = getattr(e, "signum", signal.SIGINT)
         how = "Ctrl-C" if interrupted_by == signal.SIGINT else signal.Signals(interrupted_by).name
         stopped = f"interrupted ({how}) after {counted(len(hist), 'step')}"
