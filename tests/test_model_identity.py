@@ -186,11 +186,14 @@ def test_a_checkout_with_uncommitted_changes_is_recorded_dirty(tmp_path: Path) -
 
 
 def test_the_record_keeps_the_command_line_the_environment_and_whole_file_digests_and_other_model_files_digests(
-        setup: Path) -> None:
+        setup: Path, capsys) -> None:
     """review349 #8: no argv, no torch/Python/platform, and 64-bit truncated input digests of sampled blocks.
 
     review349 #2: four runs of four different models recorded one `weights`. The record's digest is the model's:
-    the finished CLI run above and a fresh one (run_backtest) of other model files record other digests."""
+    the finished CLI run above and a fresh one (run_backtest) of other model files record other digests.
+
+    review396 #6: a backtest of another model to the same --out replaced the finished one, a note said; refused now
+    (exit 2, --out as it was) as `train` refuses an --out holding a checkpoint, and replaced with --overwrite."""
     import platform
 
     import torch
@@ -221,6 +224,17 @@ def test_the_record_keeps_the_command_line_the_environment_and_whole_file_digest
     assert a["model"]["digest"] != b["model"]["digest"] and "weights" not in a["model"]
     assert {k for k in a["model"]["files"] if a["model"]["files"][k] != b["model"]["files"][k]} == {"calibration.json"}
     assert "resumed" not in a
+
+    reused = [*command[:command.index("--out") + 1], str(setup / "b.parquet"), *command[command.index("--out") + 2:]]
+    capsys.readouterr()
+    assert main(reused) == 2
+    err = capsys.readouterr().err
+    assert f"{setup / 'b.parquet'} holds a finished backtest of another model (its model differ" in err, err
+    assert "give another --out to keep both, or --overwrite to replace it" in err
+    assert json.loads(pl.read_parquet_metadata(setup / "b.parquet")["flashtick"]) == b  # as it was
+    assert main([*reused, "--overwrite"]) == 0
+    assert "replacing" in capsys.readouterr().err
+    assert json.loads(pl.read_parquet_metadata(setup / "b.parquet")["flashtick"])["model"] == a["model"]
 
 
 def test_the_builtin_model_scored_on_a_set_it_trained_on_says_so(tmp_path: Path, capsys) -> None:

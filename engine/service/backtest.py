@@ -98,7 +98,7 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
                  replaying: Callable[[], None] = lambda: None,
                  test_starts: Mapping[str, tuple[int, int]] | None = None,
                  command_line: list[str] | None = None, plot: bool = True,
-                 skip_bad_files: bool = False) -> BacktestReport:
+                 skip_bad_files: bool = False, overwrite: bool = False) -> BacktestReport:
     """Replay `files` through the engine with `queries` standing; answers to `out` (Parquet), scores beside it.
 
     What `flashtick backtest` runs, alike (docs/replay.md, "From Python"): `config` is run as an in-process run,
@@ -140,7 +140,8 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
     `plot`: False draws no calibration plot (the CLI's `--no-plot`), and removes one an earlier run left at `out`:
     the scores are written all the same, and a sweep of many runs skips the drawing, about half of a short run.
     `skip_bad_files` leaves out a file that cannot be read (cut short, damaged), said by name, rather than refusing
-    the run (FileReplay's; the record's `skipped_files` names each).
+    the run (FileReplay's; the record's `skipped_files` names each). `overwrite` replaces a finished backtest of
+    another model at `out`, which is refused (FileExistsError) without it (finished_backtest.replaced_note).
     """
     if not isinstance(config, ServiceConfig):
         raise TypeError(f"config: expected a ServiceConfig (ServiceConfig.load(PATH), ServiceConfig() or "
@@ -166,7 +167,7 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
         try:
             return _run(config, files, asked, out, columns, batch_ms, max_ticks, progress, resume, checkpoint_s,
                         lambda: ctrl_c.requested or stop(), test_from, chunked, note, streams, time_range, scoring,
-                        began, test_starts, command_line, plot, skip_bad_files)
+                        began, test_starts, command_line, plot, skip_bad_files, overwrite)
         finally:
             ctrl_c.disarm()
 
@@ -176,7 +177,7 @@ def _run(config: ServiceConfig, files: list[Any], queries: BacktestQueries, out:
          stop: Callable[[], bool], test_from: float | None, chunked: bool, note: Callable[[str], None],
          streams: list[str] | None, time_range: TimeRange | None, scoring: Callable[[], None],
          replaying: Callable[[], None], test_starts: Mapping[str, tuple[int, int]] | None,
-         command_line: list[str] | None, plot: bool, skip_bad_files: bool = False) -> BacktestReport:
+         command_line: list[str] | None, plot: bool, skip_bad_files: bool, overwrite: bool) -> BacktestReport:
     """run_backtest once its arguments are checked and read: the replay, its answers, scores and report."""
     pipeline = _standing_pipeline(config, queries, note)
     # a pattern that matches no file yet, an empty folder: no data yet (NoData); a frame is no file to look for
@@ -199,7 +200,7 @@ def _run(config: ServiceConfig, files: list[Any], queries: BacktestQueries, out:
             refuse_or_skip_finished(out, record)
         except AlreadyComplete as done:
             return finished_report(out, done, test_from, config.model.path)
-    elif (replacing := replaced_note(out, record)) is not None:  # (replaced, as documented: but said)
+    elif (replacing := replaced_note(out, record, overwrite)) is not None:  # (replaced, as documented: but said)
         note(replacing)
     rolls_inside = config.scheduler.roll_inside_forward
     parts = AnswerParts.open(out, key, resume, readings=replay.readings(), threads=threads, rolls_inside=rolls_inside,

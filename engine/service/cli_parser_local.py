@@ -94,6 +94,8 @@ def add_backtest(sub: Any, shared: SharedOptions, help: str) -> None:
     p.add_argument("--max-ticks", type=_count, default=None, help="stop after N ticks")
     p.add_argument("--resume", action="store_true", help="continue an interrupted backtest of the same files, "
                    "queries and options from its last checkpoint (OUT.parts/)")
+    p.add_argument("--overwrite", action="store_true", help="replace a finished backtest of another model at --out "
+                   "(without it, one is refused, exit 2, as train refuses an --out holding a checkpoint)")
     p.add_argument("--checkpoint-s", type=float, default=None, help="wall seconds between answer checkpoints "
                    "(default: the config's replay.checkpoint_s, 10)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (it shows only on a terminal anyway)")

@@ -191,6 +191,7 @@ def _run(args: argparse.Namespace, config: Any, queries: Path, time_range: Any, 
                         columns=column_map_of(args, config),
                         batch_ms=args.batch_ms if args.batch_ms is not None else config.replay.batch_ms,
                         max_ticks=args.max_ticks, progress=False if args.quiet else None, resume=args.resume,
+                        overwrite=args.overwrite,
                         checkpoint_s=args.checkpoint_s if args.checkpoint_s is not None
                         else config.replay.checkpoint_s, stop=signals.stop.is_set, test_from=args.test_from,
                         note=lambda line: print(f"flashtick backtest: {labelled(line)}", file=sys.stderr),

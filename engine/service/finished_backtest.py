@@ -72,19 +72,35 @@ def refuse_or_skip_finished(out: Path, record: dict[str, Any]) -> None:
                           + "".join(f"; {hint}" for hint in hints))
 
 
-def replaced_note(out: Path, record: dict[str, Any]) -> str | None:
+def replaced_note(out: Path, record: dict[str, Any], overwrite: bool = False) -> str | None:
     """Before a run without --resume: what it is about to replace, where ``out`` holds a finished backtest whose
     record differs from ``record`` (review349 #13: an audit trail overwritten without a word); None where it holds
-    none, or the same run's."""
+    none, or the same run's. A finished backtest of another model is refused (FileExistsError) unless
+    ``overwrite``, as `train` refuses an --out holding a checkpoint: a comparison of two checkpoints run with one
+    --out lost the first one's answers and scores to a note (review396 #6)."""
     from engine.service.answer_parts import PARTS_SUFFIX
 
     if out.with_name(out.name + PARTS_SUFFIX).exists() or not out.is_file():
         return None
-    differs = _differences(out, json.loads(json.dumps(record, sort_keys=True, default=str)), _values)
+    normalised = json.loads(json.dumps(record, sort_keys=True, default=str))
+    differs = _differences(out, normalised, _values)
     if not differs:
         return None
+    if not overwrite and _model_digest(out) not in (None, normalised["model"].get("digest")):
+        raise FileExistsError(f"{out} holds a finished backtest of another model ({differs}): refused so that no "
+                              f"run replaces another's answers and scores by accident; give another --out to keep "
+                              f"both, or --overwrite to replace it")
     return (f"replacing {out}, a finished backtest of another run ({differs}): its answers, scores, plot and "
             f"manifest are overwritten by this run's (keep them with another --out)")
+
+
+def _model_digest(out: Path) -> str | None:
+    """The model digest the finished run at ``out`` recorded in its manifest (None where it is unreadable: its
+    record's differences say so)."""
+    try:
+        return json.loads(out.with_suffix(MANIFEST_SUFFIX).read_text(encoding="utf-8"))["run"]["model"]["digest"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _values(key: str, then: Any, now: Any) -> str:
