@@ -84,14 +84,17 @@ def test_backtest_is_deterministic_and_scored(setup) -> None:
     assert "dir20" in first.summary()
     # the tiny model's weights are random: its own answers should score worse than the class frequencies, and
     # the summary says so, and what to do, from the very scores it printed
-    worse = [q for q in first.scores if q.model_brier is not None and q.model_brier > q.frequency_brier]
+    from engine.service.live_scores import WORST_MIN_SCORED  # (fewer answers scored get no verdict: review396 #3)
+
+    judged = [q for q in first.scores if q.scored >= WORST_MIN_SCORED]
+    worse = [q for q in judged if q.model_brier is not None and q.model_brier > q.frequency_brier]
     assert worse, [(q.query, q.model_brier, q.frequency_brier) for q in first.scores]
     note = next(line for line in first.summary().splitlines() if line.startswith("note: dir") or
                 line.startswith("note: move"))
     assert note.startswith(f"note: {', '.join(q.query for q in worse)}: the model's own answers score worse")
     assert "flashtick train" in note
     # and what was published, when it loses to a naive forecast, is said to, with the numbers (random weights)
-    losers = [q for q in first.scores if q.brier is not None and q.brier > q.frequency_brier + 0.0005]
+    losers = [q for q in judged if q.brier is not None and q.brier > q.frequency_brier + 0.0005]
     verdict = first.summary().splitlines()[-1]
     assert losers and verdict.startswith("note: the published answers do worse than a naive forecast on ")
     from engine.service.backtest_report import _told_apart  # (the decimals it takes for the two to print apart)
@@ -127,11 +130,33 @@ def test_a_note_calling_a_score_worse_prints_it_apart_from_what_it_loses_to(tmp_
     from engine.service.backtest_report import BacktestReport
     from engine.service.backtest_scores import QueryScore
 
-    score = QueryScore("vol50", answers=100, scored=90, accuracy=0.5, brier=0.48640, frequency_brier=0.48581,
+    score = QueryScore("vol50", answers=120, scored=100, accuracy=0.5, brier=0.48640, frequency_brier=0.48581,
                        model_brier=0.48640, model_accuracy=0.5, baseline="majority(mid)", baseline_accuracy=0.5)
     summary = BacktestReport(ticks=100, rejected={}, answers=100, out=tmp_path / "a.parquet", scores=[score]).summary()
     assert "vol50 (Brier 0.4864 vs the class frequencies' 0.4858)" in summary, summary
     assert "(vol50: Brier 0.4864 vs 0.4858)" in summary, summary
+
+
+def test_a_query_with_too_few_answers_scored_gets_no_verdict_against_a_naive_forecast(tmp_path: Path) -> None:
+    """2 answers scored: their hindsight class frequencies are a point mass (freq.brier 0.000) that any forecast
+    "does worse" than, and the summary said the published answers carried no edge (review396 #3). Below the 100
+    answers live `flashtick scores` waits for, a query is said to be too few to judge, with no verdict."""
+    from engine.service.backtest_report import BacktestReport
+    from engine.service.backtest_scores import QueryScore
+    from engine.service.live_scores import WORST_MIN_SCORED
+
+    def summary(scored: int) -> str:
+        score = QueryScore("mv", answers=scored, scored=scored, accuracy=1.0, brier=0.524, frequency_brier=0.0,
+                           model_brier=0.524, model_accuracy=1.0, baseline="majority(up)", baseline_accuracy=1.0)
+        return BacktestReport(ticks=100, rejected={}, answers=scored, out=tmp_path / "a.parquet",
+                              scores=[score]).summary()
+
+    thin = summary(2)
+    assert "do worse than a naive forecast" not in thin and "score worse than the class frequencies" not in thin
+    assert (f"note: mv (2): too few answers scored to judge against a naive forecast (under {WORST_MIN_SCORED}, as "
+            f"live `flashtick scores` names a stream from; fewer say little): no verdict") in thin, thin
+    judged = summary(WORST_MIN_SCORED)
+    assert "too few answers scored" not in judged and "do worse than a naive forecast on mv" in judged, judged
 
 
 def test_a_backtests_table_says_its_baselines_are_in_hindsight_one_stream_or_many(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from connectors.labels import NO_LABEL_DEFINED
 from connectors.ticks import shown_name, utc_text
 from engine.service.backtest_scores import QueryScore
+from engine.service.live_scores import WORST_MIN_SCORED
 from engine.service.rejections import rejected_lines
 from engine.service.text_columns import name_width, padded
 
@@ -117,7 +118,7 @@ class BacktestReport:
             lines.append("accuracy, brier: the published (adapted) answers; model acc/brier: the model's own (with "
                          "the checkpoint's answer heads, if it has them), before adaptation (answers.adapt)")
         # worse by more than the printed precision: "0.000 vs 0.000" is no finding
-        unskilled = [s for s in self.scores if s.model_brier is not None and s.frequency_brier is not None
+        unskilled = [s for s in self._judged() if s.model_brier is not None and s.frequency_brier is not None
                      and s.model_brier > s.frequency_brier + 0.0005]
         if unskilled:
             worst = max(unskilled, key=lambda s: s.model_brier - s.frequency_brier)
@@ -132,7 +133,7 @@ class BacktestReport:
         lines += [f"note: {query}: {why}" for query, why in self.one_class_why.items()]
         lines += [f"note: {said}" for said in self.gap_notes]
         lines += [f"warning: {caution}" for caution in self.step_cautions]
-        lines += self._published_verdict()
+        lines += self._thin_note() + self._published_verdict()
         lines += [f"note: {found}" for found in self.found_notes]
         lines += [f"warning (said above too): {caution}" for caution in self.cautions]
         return "\n".join(lines)
@@ -155,11 +156,26 @@ class BacktestReport:
             said.append(f"... {len(self.split_times)} streams, from {utc_text(min(times))} to {utc_text(max(times))}")
         return f"  split (each stream's first scored answer, UTC): {', '.join(said)}"
 
+    def _judged(self) -> list[QueryScore]:
+        """The queries with answers enough scored for a verdict against a naive forecast: as many as live `flashtick
+        scores` waits for before it names a stream worse than the class frequencies (on 2 answers the hindsight
+        frequencies are a point mass, Brier 0, that every forecast "loses" to: review396 #3)."""
+        return [s for s in self.scores if s.scored >= WORST_MIN_SCORED]
+
+    def _thin_note(self) -> list[str]:
+        """The scored queries left out of the verdicts (``_judged``), said as such."""
+        thin = [f"{s.query} ({s.scored})" for s in self.scores if 0 < s.scored < WORST_MIN_SCORED]
+        if not thin:
+            return []
+        return [f"note: {', '.join(thin)}: too few answers scored to judge against a naive forecast (under "
+                f"{WORST_MIN_SCORED}, as live `flashtick scores` names a stream from; fewer say little): no verdict"]
+
     def _published_verdict(self) -> list[str]:
         """What was published, against the naive forecasts a quant compares with first: the class frequencies
-        (Brier) and the best of majority class and same-as-last (accuracy); said for each query that loses."""
+        (Brier) and the best of majority class and same-as-last (accuracy); said for each query judged that
+        loses."""
         worse = []
-        for s in self.scores:
+        for s in self._judged():
             losses = []
             if s.brier is not None and s.frequency_brier is not None and s.brier > s.frequency_brier + 0.0005:
                 losses.append("Brier {} vs the class frequencies' {}".format(*_told_apart(s.brier, s.frequency_brier)))
