@@ -581,11 +581,31 @@ def test_an_answer_head_that_gives_the_model_no_weight_is_said() -> None:
                            "majority": {"accuracy": 0.5}, "prior": {"brier": 0.6}},
                 "model_minus": {"logistic": {"accuracy": tie, "brier": tie}}}
     lines = verdict_lines({"questions": {"direction_5": question}})
-    assert lines[0] == "verdict: level with the logistic regression (neither interval clear of 0): direction_5"
+    assert lines[0] == ("verdict: not called against the logistic regression: the answers are a logistic regression "
+                        "too, the answer head's (w 0, below), so a difference is one regression's against the "
+                        "other's: direction_5")
     assert lines[-1] == ("verdict: the answers are the logistic regression's alone (answer head w 0: validation found "
                          "the model adds nothing to it) on direction_5 (the model alone: accuracy 0.577, Brier 0.550)")
     question["answer_head"]["model_weight"] = 0.4
     assert len(verdict_lines({"questions": {"direction_5": question}})) == 1
+
+
+def test_an_answer_head_with_no_weight_on_the_model_never_beats_the_logistic_regression() -> None:
+    """`evaluate --test-from` printed "beats the logistic regression" and "the answers are the logistic regression's
+    alone (w 0)" on one question (review396 #2): the edge was the head's regression against evaluate's refitted one.
+    A w-0 question is not called against the logistic regression; with weight on the model, it is."""
+    from engine.service.evaluation_report import verdict_lines
+
+    clear = {"diff": 0.025, "lo": 0.009, "hi": 0.043}
+    question = {"blocks": 50, "answer_head": {"model_weight": 0.0},
+                "scores": {"model": {"accuracy": 0.9, "brier": 0.2}, "alone": {"accuracy": 0.764, "brier": 0.421},
+                           "majority": {"accuracy": 0.5}, "prior": {"brier": 0.6}},
+                "model_minus": {"logistic": {"accuracy": clear, "brier": {"diff": 0.0, "lo": -0.001, "hi": 0.001}}}}
+    said = "\n".join(verdict_lines({"questions": {"direction_5": question}}))
+    assert "beats the logistic regression" not in said and "not called against the logistic regression" in said
+    question["answer_head"]["model_weight"] = 0.4
+    assert verdict_lines({"questions": {"direction_5": question}})[0].startswith(
+        "verdict: beats the logistic regression")
 
 
 def test_a_test_slice_of_few_blocks_gets_no_verdict() -> None:

@@ -190,7 +190,9 @@ CALLS = (("better", "beats the logistic regression (a 95% interval clear of 0 in
          ("worse", "worse than the logistic regression"),
          ("few", f"too few test points to call (under {MIN_BLOCKS} bootstrap blocks)"),
          ("one", "nothing to call against the logistic regression: every test answer is one class (the "
-                 "question's buckets do not split this instrument's test slice)"))
+                 "question's buckets do not split this instrument's test slice)"),
+         ("regression", "not called against the logistic regression: the answers are a logistic regression too, "
+                        "the answer head's (w 0, below), so a difference is one regression's against the other's"))
 
 
 class _Calls(NamedTuple):
@@ -213,6 +215,10 @@ def _calls(result: dict[str, Any]) -> _Calls:
             continue
         if r.get("blocks", MIN_BLOCKS) < MIN_BLOCKS:
             calls.kinds["few"].append(name)
+            continue
+        if _regression_only(r):  # "beats the logistic regression" beside "the regression's alone" (review396 #2)
+            calls.kinds["regression"].append(name)
+            _naive_call(calls, name, r)
             continue
         acc, brier = d["accuracy"], d["brier"]
         # an interval clear of 0 in the model's favour, by as much as the table shows (+0.000 [+0.000,+0.000]
@@ -279,11 +285,16 @@ def _regression_only_lines(result: dict[str, Any]) -> list[str]:
     the same forecast twice, and what the model itself did is the `alone` column."""
     regression_only = [f"{name} (the model alone: accuracy {r['scores']['alone']['accuracy']:.3f}, Brier "
                        f"{r['scores']['alone']['brier']:.3f})" for name, r in result["questions"].items()
-                       if r.get("answer_head", {}).get("model_weight") == 0 and "alone" in r["scores"]]
+                       if _regression_only(r) and "alone" in r["scores"]]
     if not regression_only:
         return []
     return [f"verdict: the answers are the logistic regression's alone (answer head w 0: validation found "
             f"the model adds nothing to it) on {', '.join(regression_only)}"]
+
+
+def _regression_only(r: dict[str, Any]) -> bool:
+    """Whether a question's answers are its answer head's logistic regression alone (w 0: no weight on the model)."""
+    return r.get("answer_head", {}).get("model_weight") == 0
 
 
 def plot(result: dict[str, Any], path: Path, who: str) -> bool:
