@@ -52,6 +52,9 @@ def evaluate_text_model(args: argparse.Namespace, model_dir: Path, test_start: f
         argv = ["backtest", *map(str, args.files), "--model", str(model_dir), "--queries", str(args.queries),
                 "--out", str(out), "--test-from", test_start if isinstance(test_start, str) else f"{test_start:g}",
                 *(["--quiet"] if args.quiet else [])]
+        # the command a user would run names an answers file of theirs, not this run's scratch one (removed below)
+        shown = argv if args.points_out else [*argv[:argv.index("--out") + 1], "ANSWERS.parquet",
+                                              *argv[argv.index("--out") + 2:]]
         # backtest's own parser (cli_parser_local gives it to evaluate): its options' defaults and checks
         backtest = args.backtest_parser.parse_args(argv[1:])
         backtest.command, backtest.command_name = "backtest", "flashtick backtest"
@@ -61,7 +64,7 @@ def evaluate_text_model(args: argparse.Namespace, model_dir: Path, test_start: f
                 setattr(backtest, name, value)
         print(f"flashtick evaluate: {model_dir} is a text model: backtesting {args.queries} over the files and "
               f"scoring each stream's test part ({_test_part(test_start, args.split)}), as `flashtick "
-              f"{' '.join(argv)}` does", file=sys.stderr)
+              f"{' '.join(shown)}` does", file=sys.stderr)
         # under --json, stdout holds the JSON alone: the backtest's table goes to stderr with its notes
         with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
             status = cmd_backtest(backtest)
@@ -69,6 +72,9 @@ def evaluate_text_model(args: argparse.Namespace, model_dir: Path, test_start: f
             print(json.dumps({"model": str(model_dir), "queries": str(args.queries), "split": args.split,
                               "test_from": test_start,
                               "scores": json.loads(Path(out).with_suffix(".scores.json").read_text())}, indent=1))
+        if args.points_out is None:  # the backtest named it as its --out: a user looked for a file gone (review396 #5)
+            print(f"flashtick evaluate: note: the answers file named above ({out}) was this run's scratch copy and "
+                  f"is removed now; --points-out FILE.parquet keeps the answers", file=sys.stderr)
         return status
 
 
