@@ -178,16 +178,24 @@ class Registry:
 
     def unregister(self, name: str) -> QuerySpec:
         """Removes a query and its trigger state; returns it. Unknown names raise UnknownQueryError."""
+        return self.unregister_all([name])[0]
+
+    def unregister_all(self, names: list[str]) -> list[QuerySpec]:
+        """Removes the named queries and their trigger state as one change (one version), all or nothing: an
+        unknown name raises UnknownQueryError and removes none. Returns the removed specs, in ``names``' order."""
         with self._lock:
             old = self._snap
-            if name not in old.specs:
-                raise self._unknown(name, old)
-            specs = {k: v for k, v in old.specs.items() if k != name}
-            versions = {k: v for k, v in old.versions.items() if k != name}
+            for name in names:
+                if name not in old.specs:
+                    raise self._unknown(name, old)
+            gone = set(names)
+            specs = {k: v for k, v in old.specs.items() if k not in gone}
+            versions = {k: v for k, v in old.versions.items() if k not in gone}
             self._snap = _Snapshot(MappingProxyType(specs), MappingProxyType(versions), old.version + 1)
-            self._fired.pop(name, None)
-            self._moves.forget(name)
-            return old.specs[name]
+            for name in gone:
+                self._fired.pop(name, None)
+                self._moves.forget(name)
+            return [old.specs[name] for name in dict.fromkeys(names)]
 
     def _check(self, specs: list[QuerySpec]) -> None:
         seen: set[str] = set()

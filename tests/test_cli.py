@@ -92,6 +92,8 @@ def test_every_line_of_a_query_file_with_several_problems_carries_the_error_pref
 
 def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
     (tmp_path / "vol.yaml").write_text(VOL_QUERY)
+    (tmp_path / "two.yaml").write_text(VOL_QUERY + "  - {name: dir2, streams: [SYN.A], question: direction_5, "
+                                                   "kind: choice}\n")
     (tmp_path / "my_queries.yaml").write_text("queries:\n  - {name: x, streams: [a], kind: choice,"
                                               " question: direction_20, trigerr: batch}\n")
     with serving(config(checkpoint, tmp_path)) as server:
@@ -167,6 +169,14 @@ def test_control_subcommands(checkpoint, tmp_path, capsys) -> None:
         assert code == 0 and out == "unregistered vol (registry version 3)\n"
         code, _, err = run(capsys, "unregister", "vol", *control)
         assert code == 2 and 'no query named "vol"' in err
+        # a file's queries in one change (review397 #7): every name it has, one registry version
+        code, out, _ = run(capsys, "register", str(tmp_path / "two.yaml"), *control)
+        assert code == 0 and out.startswith("registered vol, dir2 (registry version 4)")
+        code, out, _ = run(capsys, "unregister", "--file", str(tmp_path / "two.yaml"), *control)
+        assert code == 0 and out == "unregistered vol, dir2 (registry version 5)\n"
+        with pytest.raises(SystemExit) as exited:  # a usage error: nothing named
+            main(["unregister", *control])
+        assert exited.value.code == 2 and "name the queries to remove, or give --file FILE" in capsys.readouterr().err
         code, out, _ = run(capsys, "stats", *control)
         assert code == 0 and json.loads(out)["ticks_in"] == 40
 

@@ -225,7 +225,7 @@ def test_a_restart_owes_a_query_only_the_ticks_after_it_was_registered(checkpoin
     feed_in_steps(first, ticks[:60])
     first.register_queries(load_queries(QUERIES, "q.yaml", first.registry.questions))
     first.register_queries(load_queries(QUERIES.replace("nll", "nll2"), "q.yaml", first.registry.questions))
-    first.unregister_query("nll2")
+    first.unregister_queries(["nll2"])
     versions = first.registry.version, first.registry.query_version("dir")
     first.close()
 
@@ -322,7 +322,7 @@ def test_a_restart_says_which_query_unregistered_live_its_queries_file_registers
     queries.write_text(QUERIES)
     first = TickPipeline(config(checkpoint, tmp_path / "data", queries))
     feed_in_steps(first, SyntheticMarket(SyntheticConfig(seed=5)).next_batch(30))
-    first.unregister_query("nll")
+    first.unregister_queries(["nll"])
     first.close()
     capsys.readouterr()
 
@@ -378,7 +378,7 @@ queries:
     assert "disagree" not in capsys.readouterr().err
     assert ({s.name: third.registry.query_version(s.name) for s in third.registry.list()},
             third.registry.version) == versions
-    third.unregister_query("fresh")
+    third.unregister_queries(["fresh"])
     third.close()
     (data / "queries.state.json").write_text(state)  # the unregister's state write lost
     fourth = TickPipeline(config(checkpoint, data))

@@ -81,6 +81,16 @@ def test_unregister():
     assert reg.version == 2
 
 
+def test_unregister_all_is_one_change_all_or_nothing():
+    reg = Registry()
+    reg.register([q("a"), q("b"), q("c")])
+    with pytest.raises(UnknownQueryError, match='no query named "zz"'):
+        reg.unregister_all(["a", "zz"])
+    assert reg.version == 1 and [s.name for s in reg.list()] == ["a", "b", "c"]
+    assert [s.name for s in reg.unregister_all(["c", "a"])] == ["c", "a"]
+    assert reg.version == 2 and [s.name for s in reg.list()] == ["b"]
+
+
 def test_matching_cached_and_invalidated():
     reg = Registry()
     reg.register([q("all"), q("a_only", streams=("SYN.A",)), q("other", streams=("BTC-*",))])

@@ -54,7 +54,7 @@ def test_register_remove_churn_keeps_the_seqs_held_bounded_and_never_reuses_one(
         assert {a.query for a in answers} == {"stays", f"q{i}"}
         if i == 0:
             last_of_first = {a.topic: a.seq for a in answers if a.query == "q0"}
-        pipeline.unregister_query(f"q{i}")
+        pipeline.unregister_queries([f"q{i}"])
         held.append(pipeline.cache.topics_numbered)
     # the four topics of `stays`, those the history of KEEP answers still holds: never more, however many came
     assert max(held) <= 4 + KEEP and held[-1] == held[-10], held
@@ -81,7 +81,7 @@ def test_a_restart_retires_the_topics_of_queries_it_no_longer_holds(checkpoint: 
     register(first, "stays")
     seqs = {a.topic: a.seq for _ in range(3) for a in answered(first, market)}
     assert {t.split("/")[0] for t in seqs} == {"alerts", "stays"}
-    first.unregister_query("gone")
+    first.unregister_queries(["gone"])
     for _ in range(KEEP):  # `stays` answers (one a round at least) push every answer of `gone` out of the history
         answered(first, market)
     first.close()

@@ -237,8 +237,12 @@ def test_control_ops_and_their_reply_shapes(clients) -> None:
 
     unreg = ctl.ok("unregister", name="move")
     assert set(unreg) == {"ok", "version"} and unreg["version"] > reg["version"]
-    for name in ("vol", "surp"):
-        ctl.ok("unregister", name=name)
+    # several names are one change (review397 #7): all or nothing, one registry version
+    refused = ctl("unregister", names=["vol", "nope"])
+    assert refused["reason"] == "unknown_query" and 'no query named "nope"' in refused["error"]
+    assert {"vol", "surp"} <= {q["name"] for q in ctl.ok("list")["queries"]}
+    assert ctl.ok("unregister", names=["vol", "surp"])["version"] == unreg["version"] + 1
+    assert not {"vol", "surp", "move"} & {q["name"] for q in ctl.ok("list")["queries"]}
 
     st = stats(ctl)
     for key in ("ticks_in", "answers_published", "pending_tokens", "kv_cells_used", "kv_cells_capacity",
@@ -364,6 +368,8 @@ CONTROL_ERRORS = [
                                                                        "nothing registered"),  # (version bumped)
     ({"op": "unregister", "name": "no_such_query"}, 'no query named "no_such_query"'),
     ({"op": "unregister"}, 'needs "name"'),
+    ({"op": "unregister", "names": []}, 'takes "names" as a non-empty array of query names (str), without "name"'),
+    ({"op": "unregister", "names": ["dir"], "name": "dir"}, 'without "name", got array'),
     ({"op": "get", "query": "dir"}, "needs \"stream\""),
     # a name no stream can have is refused with its rule, `get` as `ask` (a `get` replied "no answer yet" for ever)
     ({"op": "get", "query": "dir", "stream": "BTC/USDT"}, '"BTC/USDT" cannot be a stream: bad_stream: stream '

@@ -134,9 +134,13 @@ def add_register(sub: Any, shared: SharedOptions, help: str) -> None:
 
 def add_unregister(sub: Any, shared: SharedOptions, help: str) -> None:
     p = _control_command(sub, shared, "unregister", help=help,
-                         control=_control_options("the engine to remove the query"))
-    p.add_argument("name", help="the registered query's name")
-    p.set_defaults(run=Deferred("cmd_queries", "cmd_unregister"))
+                         control=_control_options("the engine to remove the queries"))
+    p.add_argument("names", nargs="*", metavar="name", help="registered queries' names (all removed as one change, "
+                   "or none when one is not registered)")
+    p.add_argument("--file", type=user_path, default=None,
+                   help="also every query named in this queries YAML file (the one `register` was given)")
+    p.set_defaults(run=Deferred("cmd_queries", "cmd_unregister"),
+                   check_usage=Deferred("cmd_queries", "check_unregister"))
 
 
 def add_forget(sub: Any, shared: SharedOptions, help: str) -> None:

@@ -36,9 +36,9 @@ def cmd_register(args: argparse.Namespace) -> None:
             located = re.sub(rf"(?m)^{re.escape(args.file.name)}(?=:)", lambda _: str(args.file), str(e))
             raise type(e)(located, e.reason) from None  # its kind kept: a service not there is exit 4, not 2
     replaced, unchanged = reply.get("replaced"), reply.get("unchanged")  # (absent from an older server)
-    print(f"registered {', '.join(reply['registered'])} (registry version {reply['version']})" + (
-        f"; replaced {', '.join(replaced)} (the earlier spec of each no longer answers)" if replaced else "") + (
-        f"; unchanged {', '.join(unchanged)} (the same spec as registered: its answers, seqs, trigger state and "
+    print(f"registered {names_said(reply['registered'])} (registry version {reply['version']})" + (
+        f"; replaced {names_said(replaced)} (the earlier spec of each no longer answers)" if replaced else "") + (
+        f"; unchanged {names_said(unchanged)} (the same spec as registered: its answers, seqs, trigger state and "
         f"adaptation go on)" if unchanged else ""))
     for note in reply.get("notes", ()):  # (a query whose streams match none held now: a typo, an unescaped glob)
         print(f"flashtick register: note: {note}", file=sys.stderr)
@@ -47,10 +47,33 @@ def cmd_register(args: argparse.Namespace) -> None:
 LARGE_REGISTER_BYTES = 1 << 20  # a register this large whose connection drops was dropped for its size, not a restart
 
 
+def check_unregister(args: argparse.Namespace) -> None:
+    """`unregister` names at least one query (the parser's usage error: `check_usage`)."""
+    if not args.names and args.file is None:
+        raise ValueError("name the queries to remove, or give --file FILE for every query a queries file names")
+
+
 def cmd_unregister(args: argparse.Namespace) -> None:
-    with control_client(args) as control:
-        reply = control.call("unregister", name=args.name)
-    print(f"unregistered {args.name} (registry version {reply['version']})")
+    from queries.yaml_loader import query_lines
+
+    names = list(args.names)
+    if args.file is not None:
+        if not args.file.is_file():
+            raise file_not_found("queries file", args.file)
+        names += query_lines(read_text(args.file), str(args.file))
+    names = list(dict.fromkeys(names))
+    with control_client(args) as control:  # one change, however many: one name a call rewrote the saved queries
+        reply = control.call("unregister", **({"name": names[0]} if len(names) == 1 else {"names": names}))
+    print(f"unregistered {names_said(names)} (registry version {reply['version']})")
+
+
+MAX_NAMES_SAID = 30  # a register/unregister of a large file names this many, then counts the rest
+
+
+def names_said(names: list[str]) -> str:
+    """Query names on one line: the first MAX_NAMES_SAID, then how many more (a file of 900 was one 8 kB line)."""
+    more = len(names) - MAX_NAMES_SAID
+    return ", ".join(names[:MAX_NAMES_SAID]) + (f" and {more} more" if more > 0 else "")
 
 
 def cmd_list(args: argparse.Namespace) -> None:

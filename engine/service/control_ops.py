@@ -85,7 +85,17 @@ class ControlOps(AskOps, StreamOps):
                 "version": self.pipeline.registry.version, **({"notes": notes} if notes else {})}
 
     def _op_unregister(self, request: dict, _reply: Any) -> dict:
-        self.pipeline.unregister_query(request["name"])
+        """`name`, or `names` (several, e.g. all of a file's): removed as one change, all or nothing (their types are
+        checked before: CONTROL_OPS)."""
+        names = request.get("names")
+        if names is None:
+            if request.get("name") is None:
+                raise ControlError('op "unregister" needs "name" (str) or "names" (a non-empty array of query names)')
+            names = [request["name"]]
+        elif request.get("name") is not None or not names or not all(type(n) is str for n in names):
+            raise ControlError(f"op \"unregister\" takes \"names\" as a non-empty array of query names (str), "
+                               f"without \"name\", got {wire_value(names)}")
+        self.pipeline.unregister_queries(names)
         return {"version": self.pipeline.registry.version}
 
     def _op_list(self, _request: dict, _reply: Any) -> dict:

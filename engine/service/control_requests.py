@@ -59,7 +59,7 @@ COMMON_KEYS = ("op", "id")  # every request's: `id` comes back on the reply
 CONTROL_OPS = {
     "register": ControlOp("changes", "register queries (replacing any of the same name)",
                           {"yaml": str, "source": str}, ("yaml",)),
-    "unregister": ControlOp("changes", "unregister queries", {"name": str}, ("name",)),
+    "unregister": ControlOp("changes", "unregister queries", {"name": str, "names": list}),
     "list": ControlOp("reads", "queries"),
     "get": ControlOp("reads", "cached answers", {"query": str, "stream": str}, ("query", "stream")),
     "ask": ControlOp("computes", "have questions computed on any stream",

@@ -245,11 +245,13 @@ class Shard:
             for spec in self.registry.register(op[1], "front door", restoring=True):
                 self.cache.drop_query(spec.name)
                 self.flash.forget_query(spec.name)
-        elif kind == "unregister":
-            if op[1] in self.registry:
-                self.registry.unregister(op[1])
-            self.cache.drop_query(op[1])
-            self.flash.forget_query(op[1])
+        elif kind == "unregister":  # the names the front door removed as one change
+            held = [name for name in op[1] if name in self.registry]
+            if held:
+                self.registry.unregister_all(held)
+            for name in op[1]:
+                self.cache.drop_query(name)
+                self.flash.forget_query(name)
         elif kind == "forget":
             self._forget(op[1])
         elif kind == "ask":

@@ -280,16 +280,19 @@ class ShardedPipeline(ShardedIngest):
             link.ops.append(("register", dump_queries(specs)))
         return fresh
 
-    def unregister_query(self, name: str) -> None:
-        removed = self.registry.current(name)
-        self.registry.unregister(name)
-        retire_topics(self.cache, self.history, self.registry, [removed] if removed is not None else [])
-        self.forget_query(name, logged=False)
-        self.marks.removed(name)
+    def unregister_queries(self, names: list[str]) -> None:
+        """As TickPipeline.unregister_queries: one change, then queued to every shard."""
+        removed = self.registry.unregister_all(names)
+        retire_topics(self.cache, self.history, self.registry, removed)
+        gone = [spec.name for spec in removed]
+        for name in gone:
+            self.forget_query(name, logged=False)
+            self.marks.removed(name)
         self.save_queries()
-        self.data.answers.forget_query(name)
+        for name in gone:
+            self.data.answers.forget_query(name)
         for link in self.links:
-            link.ops.append(("unregister", name))
+            link.ops.append(("unregister", gone))
 
     def answer_at_once(self, spec: QuerySpec, stream: str, max_stale_ticks: int | None
                        ) -> tuple[Answer, str | None] | None:
