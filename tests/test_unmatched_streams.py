@@ -60,7 +60,8 @@ def test_register_and_get_say_when_a_querys_streams_match_none_held(checkpoint: 
         lower = tmp_path / "qlow.yaml"
         lower.write_text("queries:\n  - {name: lower, streams: [eff], question: direction_5, kind: choice}\n"
                          "  - {name: es, streams: ['ES[H27]'], question: direction_5, kind: choice}\n"
-                         "  - {name: fine, streams: ['ES[[]H27]', EFF], question: direction_5, kind: choice}\n")
+                         "  - {name: fine, streams: ['ES[[]H27]', EFF], question: direction_5, kind: choice}\n"
+                         "  - {name: effs, streams: [EFF], question: direction_5, kind: choice}\n")
         assert main(["register", str(lower), "--control", server.endpoints["control"]]) in (0, None)
         err = capsys.readouterr().err
         assert 'flashtick register: note: query "lower": its streams ["eff"] match none of the streams the service ' \
@@ -77,6 +78,11 @@ def test_register_and_get_say_when_a_querys_streams_match_none_held(checkpoint: 
                'did you mean "EFF"?' in err, err
         assert "yet" not in err
         assert control.call("get", query="fine", stream="ES[H27]").get("matches_stream") is not False
+        # a query that covers other streams: those are named, not register's "did you mean" the asked stream
+        # (review397 #3: `did you mean "SYN.D" for "SYN.A"` on a get of SYN.D)
+        assert control.call("get", query="effs", stream="ES[H27]")["note"] == \
+            'query "effs" does not stand on stream "ES[H27]": its streams ["EFF"] do not match it; the streams it ' \
+            'covers now: "EFF"'
 
 
 def test_a_backtest_note_gives_the_escape_of_a_literal_name(checkpoint: Path, tmp_path: Path) -> None:

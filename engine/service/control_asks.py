@@ -21,6 +21,8 @@ from engine.stream_patterns import did_you_mean, unmatched_hint
 from engine.quoting import quoted, quoted_list
 from queries.spec import LABELLED_KINDS, QuerySpec
 
+MAX_COVERED_SHOWN = 5  # held streams a `get` note names as those the query covers; the rest counted
+
 
 class AskOps:
     """`get` and `ask`, and what their replies say beside the answer (a mixin: the server's pipeline and config)."""
@@ -61,11 +63,24 @@ class AskOps:
         # #6); a stream that has sent nothing is said as such (stream_known)
         unmatched = {} if not known or spec.matches(stream) else {"matches_stream": False, "note": (
             f"query {quoted(query)} does not stand on stream {quoted(stream)}: its streams "
-            f"{quoted_list(spec.streams)} do not match it{unmatched_hint(spec.streams, [stream])}")}
+            f"{quoted_list(spec.streams)} do not match it{self._coverage(spec)}")}
         return {"answer": None, "stream_known": known, **unmatched,
                 **({"expired": True} if self.pipeline.encoders.expired(stream) else {}),
                 **({"replaced": {"topic": forgotten[0], "seq": forgotten[1]}} if forgotten else {}), **refused,
                 **caveats}
+
+    def _coverage(self, spec: QuerySpec) -> str:
+        """What ends a `get` note of a stream ``spec`` does not match: the held streams it covers, when it covers
+        some (its streams are as meant: the asked one is not among them; register's "did you mean" the asked
+        stream for a pattern that covers another read "SYN.D" for "SYN.A", review397 #3), else register's hint
+        among every held stream (a typo: `eff` for `EFF`, an unescaped glob)."""
+        held = list(self.pipeline.encoders)
+        covered = [name for name in held if spec.matches(name)]
+        if not covered:
+            return unmatched_hint(spec.streams, held)
+        shown = ", ".join(map(quoted, covered[:MAX_COVERED_SHOWN]))
+        more = f", ... ({len(covered)} in all)" if len(covered) > MAX_COVERED_SHOWN else ""
+        return f"; the streams it covers now: {shown}{more}"
 
     def _idle(self, stream: str, caveats: dict[str, list[dict[str, str]]]) -> dict[str, Any]:
         """Beside a kept answer of a stream expired for idleness (its latest answers are kept with its context until
