@@ -20,7 +20,8 @@ from queries.limits import QueryLimits, excerpt
 from queries.price_moves import PriceMoves
 from queries.spec_errors import UnknownQueryError  # re-exported: callers import it from the registry
 from queries.codec_questions import NamedQuestion, check_questions
-from queries.spec import DEFAULT_TOPIC, QuerySpec, QuerySpecError, check_limits, refused_name, unanswerable_reason
+from queries.spec import (DEFAULT_TOPIC, QuerySpec, QuerySpecError, check_limits, refused_gate, refused_name,
+                          unanswerable_reason)
 from queries.yaml_loader import load_queries, located_in, read_queries_file
 
 
@@ -133,6 +134,8 @@ class Registry:
         for spec in () if restoring else new:
             if (why := refused_name(spec.name)) is not None:
                 raise QuerySpecError(why, query=spec.name, key="name")
+            if (why := refused_gate(spec)) is not None:
+                raise QuerySpecError(why, query=spec.name, key="gate")
         for spec in new if self.answerable is not None else ():
             try:
                 self.answerable(spec)

@@ -61,6 +61,23 @@ def refused_name(name: str) -> str | None:
     return None
 
 
+def never_cached(spec: QuerySpec) -> bool:
+    """Whether ``spec``'s answers never reach the answer cache that `get` reads: a trigger that does not fire by
+    itself (`on_demand`) is computed when asked (a generate query's `preposition` keeps one ahead, for asks)."""
+    return not spec.trigger.fires_by_itself
+
+
+def refused_gate(spec: QuerySpec) -> str | None:
+    """Why ``spec``'s `gate` is refused, or None: on a query whose answers are never cached it could serve no ask
+    (review397 #1: an on_demand choice query with a gate was computed on every ask, `gate_coverage` 0). Checked
+    when a query is registered, not when one a data directory kept is restored (as refused_name)."""
+    if spec.gate is None or not never_cached(spec) or spec.preposition:
+        return None
+    return (f"gate does not apply to trigger {spec.trigger.kind}: its answers are computed when asked and never "
+            f"cached, so a gate has none to serve (give it a trigger that fires by itself, e.g. {{ticks: 10}}, or, "
+            f"on a generate query, preposition: true)")
+
+
 def names_a_question(question: Any) -> bool:
     """Whether a query's `question` reads as a codec question's name (`direction_20`) rather than free text."""
     return isinstance(question, str) and bool(_QUESTION_NAME_RE.fullmatch(question))

@@ -10,7 +10,7 @@ import torch
 from conftest import serving, tiny_text_checkpoint, tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
-from engine.service.client import ControlClient
+from engine.service.client import ControlClient, ControlError
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 from queries.speculation import Gate, Lookup, accept_greedy
@@ -210,6 +210,13 @@ queries:
         assert ahead["cached"] and ahead["prepositioned"] and len(ahead["answer"]["value"]["tokens"]) == 4
         stats = control.call("stats")["stats"]["speculation"]
         assert stats["gate_asks"] == 1 and stats["preposition_hits"] == 1
+        # an on_demand query's answers are never cached (review397 #1): `get` says so, not "yet" for ever, and a
+        # gate, which would have nothing to serve, is refused where no preposition decodes one ahead
+        got = control.call("get", stream="SYN.A", query="ahead")
+        assert got["answer"] is None and got["never_cached"] is True and "computed when asked" in got["note"]
+        with pytest.raises(ControlError, match=r'query "od": gate does not apply to trigger on_demand'):
+            control.call("register", yaml="queries:\n  - {name: od, streams: ['*'], kind: choice, question: "
+                                           "direction_5, trigger: on_demand, gate: {min_prob: 0.4, max_stale_ticks: 50}}")
 
 
 def test_the_askers_max_stale_bounds_a_gated_answer_and_an_ask_without_it_is_computed(checkpoint, tmp_path) -> None:

@@ -36,7 +36,7 @@ def cmd_get(args: argparse.Namespace) -> int:
         elif reply.get("stream_known") is False:
             print(f"flashtick get: no stream {quoted(args.stream)} has sent data (`flashtick streams` lists those that "
                   f"have)", file=sys.stderr)
-        elif reply.get("matches_stream") is False:  # it never answers this stream, however long one waits
+        elif reply.get("matches_stream") is False or reply.get("never_cached"):  # none, however long one waits
             print(f"flashtick get: {reply['note']}", file=sys.stderr)
         else:
             print(f"flashtick get: no cached answer of {args.query} on {args.stream} yet", file=sys.stderr)

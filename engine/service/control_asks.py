@@ -19,7 +19,7 @@ from engine.service.sharded import ShardedPipeline, ShardGivenUp
 from engine.service.answer_caveats import context_caveats, expired_caveat, scored_as, skill_caveats
 from engine.stream_patterns import did_you_mean, unmatched_hint
 from engine.quoting import quoted, quoted_list
-from queries.spec import LABELLED_KINDS, QuerySpec
+from queries.spec import LABELLED_KINDS, QuerySpec, never_cached
 
 MAX_COVERED_SHOWN = 5  # held streams a `get` note names as those the query covers; the rest counted
 
@@ -64,7 +64,11 @@ class AskOps:
         unmatched = {} if not known or spec.matches(stream) else {"matches_stream": False, "note": (
             f"query {quoted(query)} does not stand on stream {quoted(stream)}: its streams "
             f"{quoted_list(spec.streams)} do not match it{self._coverage(spec)}")}
-        return {"answer": None, "stream_known": known, **unmatched,
+        # (one never cached, an on_demand query's, has no answer for a get, however long one waits: said, not "yet")
+        asked_only = {"never_cached": True, "note": (
+            f"query {quoted(query)} has trigger {spec.trigger.kind}: its answers are computed when asked (`ask`) and "
+            f"never cached, so `get` has none")} if never_cached(spec) and not unmatched else {}
+        return {"answer": None, "stream_known": known, **unmatched, **asked_only,
                 **({"expired": True} if self.pipeline.encoders.expired(stream) else {}),
                 **({"replaced": {"topic": forgotten[0], "seq": forgotten[1]}} if forgotten else {}), **refused,
                 **caveats}
