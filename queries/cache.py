@@ -293,8 +293,9 @@ class AnswerCache:
     def topics(self, prefix: str = "", after: str = "", limit: int | None = None) -> dict[str, dict[str, Any]]:
         """Every topic published on whose name starts with ``prefix`` and sorts past ``after`` (a page's last; ""
         for the first), in name order, at most ``limit``: ``{topic: {last_seq, answer_ts}}``. ``answer_ts`` is
-        the latest cached answer's (None once its stream closed or its query was replaced). How a client that was
-        away finds the topics that began meanwhile."""
+        the latest cached answer's (None once its stream closed or its query was replaced); ``retired: True`` on a
+        topic no registered query publishes on now (its query removed, or moved to another topic), listed while the
+        history keeps answers of it. How a client that was away finds the topics that began meanwhile."""
         with self._lock:
             names = sorted(t for t in (*self._seq, *self._retired) if t.startswith(prefix) and t > after)[:limit]
             answer_ts: dict[str, int] = {}  # a topic several queries or streams share: its latest answer's
@@ -304,7 +305,8 @@ class AnswerCache:
             for idle in self._idle.values():
                 for topic, ts, _ in idle.values():
                     answer_ts[topic] = max(answer_ts.get(topic, ts), ts)
-            return {t: {"last_seq": self.last_seq(t), "answer_ts": answer_ts.get(t)} for t in names}
+            return {t: {"last_seq": self.last_seq(t), "answer_ts": answer_ts.get(t),
+                        **({"retired": True} if t in self._retired else {})} for t in names}
 
     def topic_names(self) -> list[str]:
         """Every topic published on, retired ones included, in name order."""

@@ -485,6 +485,10 @@ def test_answers_prints_a_bounded_page_and_topics_says_when_no_answer_is_cached(
                                     f"its query was replaced)\n", out
         code, out, _ = run(capsys, "topics", "dir/SYN.A/", "--json", *control)
         assert code == 0 and json.loads(out) == {"dir/SYN.A/": {"last_seq": last, "answer_ts": None}}
+        assert run(capsys, "unregister", "dir", *control)[0] == 0  # (review397 #4: said as replaced, or forgotten)
+        code, out, _ = run(capsys, "topics", "dir/SYN.A/", *control)
+        assert code == 0 and out == f"dir/SYN.A/\tlast_seq {last}\tno cached answer (no registered query publishes " \
+                                    f"on it now: its query was unregistered, or moved to another topic)\n", out
 
 
 def test_answers_says_how_many_of_a_topics_answers_are_gone_when_none_is_kept(checkpoint, tmp_path, capsys) -> None:

@@ -167,8 +167,10 @@ def cmd_topics(args: argparse.Namespace) -> None:
         print(printable_json(found, sort_keys=True, indent=2))
         return
     for topic, info in found.items():  # (JSON keeps answer_ts null for these: a program tests for it)
-        latest = ("no cached answer (its stream was forgotten, or its query was replaced)" if info["answer_ts"] is None
-                  else f"answer_ts {info['answer_ts']}")
+        latest = (f"answer_ts {info['answer_ts']}" if info["answer_ts"] is not None else
+                  "no cached answer (no registered query publishes on it now: its query was unregistered, or moved "
+                  "to another topic)" if info.get("retired") else
+                  "no cached answer (its stream was forgotten, or its query was replaced)")
         print(f"{shown_name(topic)}\tlast_seq {info['last_seq']}\t{latest}")
     if not found:
         where = f" on a topic starting {quoted(args.prefix)}" if args.prefix else ""
