@@ -215,8 +215,9 @@ queries:
         got = control.call("get", stream="SYN.A", query="ahead")
         assert got["answer"] is None and got["never_cached"] is True and "computed when asked" in got["note"]
         with pytest.raises(ControlError, match=r'query "od": gate does not apply to trigger on_demand'):
-            control.call("register", yaml="queries:\n  - {name: od, streams: ['*'], kind: choice, question: direction_5, "
-                                           "trigger: on_demand, gate: {min_prob: 0.4, max_stale_ticks: 50}}")
+            control.call("register", yaml="queries:\n  - {name: od, streams: ['*'], kind: choice, "
+                                           "question: direction_5, trigger: on_demand, "
+                                           "gate: {min_prob: 0.4, max_stale_ticks: 50}}")
 
 
 def test_the_askers_max_stale_bounds_a_gated_answer_and_an_ask_without_it_is_computed(checkpoint, tmp_path) -> None:
