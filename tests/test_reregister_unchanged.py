@@ -78,6 +78,9 @@ def test_registering_the_same_file_again_keeps_every_query_as_the_backtest_answe
         assert again["unchanged"] == ["e_t10", "e_i1s", "e_mv", "e_b"] and again["replaced"] == []
         reworded = control.call("register", yaml=QUERIES.replace("{interval: 1s}", "{interval: 1000ms}"))
         assert reworded["unchanged"] == ["e_t10", "e_i1s", "e_mv", "e_b"] and reworded["replaced"] == []
+        # as wire-protocol.md and queries.md say it (review397 #5): the same specs as written move no version, one
+        # written in another form moves it (its form is saved and listed anew)
+        assert reworded["version"] == again["version"] + 1
         listed = {q["name"]: q for q in control.call("list")["queries"]}
         assert listed["e_i1s"]["trigger"] == {"interval": "1000ms"}  # shown as written now, the same trigger
         with FeedClient(server.endpoints["ingest"]) as client:
