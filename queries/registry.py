@@ -60,11 +60,19 @@ def _fires(spec: QuerySpec, last: _Fired | None, ticks: int, event_ts: int) -> _
 
 
 def _check_topic_namespaces(specs: Iterable[QuerySpec], new: set[str]) -> None:
+    """Raises the first of topic_clashes."""
+    if clashes := topic_clashes(specs, new):
+        raise clashes[0]
+
+
+def topic_clashes(specs: Iterable[QuerySpec], new: set[str]) -> list[QuerySpecError]:
     """Topics beginning `NAME/` belong to the query NAME when it publishes on its default topic
     (`{query}/{stream}/`): another query whose topic starts there would interleave its answers with NAME's on
-    NAME's own topics. Topics shared on purpose (`topic: alerts/` on several queries) stay allowed. The error
+    NAME's own topics. Topics shared on purpose (`topic: alerts/` on several queries) stay allowed. Each error
     names the query of ``new`` (this registration's) that makes the clash."""
+    specs = list(specs)
     owners = {spec.name for spec in specs if spec.topic == DEFAULT_TOPIC}
+    clashes = []
     for spec in specs:
         if spec.topic == DEFAULT_TOPIC:
             continue
@@ -79,7 +87,8 @@ def _check_topic_namespaces(specs: Iterable[QuerySpec], new: set[str]) -> None:
             why = (f"query {excerpt(spec.name)} publishes on {excerpt(spec.topic)}, inside this query's default "
                    f"topics {owner}/{{stream}}/: their answers would interleave there; give it another name, or a "
                    f"topic of its own")
-        raise QuerySpecError(why, query=spec.name if spec.name in new else owner, key="topic")
+        clashes.append(QuerySpecError(why, query=spec.name if spec.name in new else owner, key="topic"))
+    return clashes
 
 
 class Registry:
@@ -114,7 +123,7 @@ class Registry:
         how it is shown (its period as written this time) is taken from the new one.
         """
         if isinstance(specs, str):
-            new = load_queries(specs, source, self.questions, self.limits)
+            new = load_queries(specs, source, self.questions, self.limits, across=self.document_clashes)
         else:
             new = list(specs)
             if len(new) > self.limits.max_queries:  # refused before checking each one
@@ -129,6 +138,12 @@ class Registry:
             if not isinstance(specs, str):
                 raise
             raise located_in(e, specs, source, self.limits) from None
+
+    def document_clashes(self, valid: list[QuerySpec]) -> list[QuerySpecError]:
+        """The topic clashes of a document's ``valid`` queries (registered over the queries held now), for its
+        error list when others of its queries are invalid: all said at once, not on the next try (review397 #2)."""
+        merged = {**self._snap.specs, **{spec.name: spec for spec in valid}}
+        return topic_clashes(merged.values(), {spec.name for spec in valid})
 
     def _register(self, new: list[QuerySpec], restoring: bool) -> list[QuerySpec]:
         for spec in () if restoring else new:

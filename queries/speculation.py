@@ -50,8 +50,13 @@ class Gate:
             raise ValueError(f"unknown gate key {excerpt(unknown[0])} (allowed: min_prob, max_stale_ticks, audit)")
         missing = [k for k in ("min_prob", "max_stale_ticks") if k not in raw]
         if missing:  # no default: how old and how sure an answer may be is the user's call for each query
+            try:  # the given keys' own checks, said with the missing key (review397 #2: a second round of errors)
+                cls(**{"min_prob": 1.0, "max_stale_ticks": 0, **raw})
+                also = ""
+            except ValueError as e:
+                also = f"; {e}"
             raise ValueError(f"gate needs {' and '.join(missing)} (both are required: "
-                             f"{{min_prob: P, max_stale_ticks: N}})")
+                             f"{{min_prob: P, max_stale_ticks: N}}){also}")
         return cls(**raw)
 
     def to_obj(self) -> dict[str, Any]:

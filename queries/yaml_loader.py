@@ -63,10 +63,13 @@ def _query_nodes(
 def parse_document(
     text: str, source: str, questions: Mapping[str, NamedQuestion] | None = None, limits: QueryLimits | None = None,
     answerable: Callable[[QuerySpec], object] | None = None, lines: dict[str, int] | None = None,
+    across: Callable[[list[QuerySpec]], list[QuerySpecError]] | None = None,
 ) -> list[QuerySpec]:
     """All problems are reported together, the first of each query, in one QuerySpecError. ``answerable`` (see
     Registry) checks each valid query against the serving model here, so its refusal has the query's line too.
-    ``lines``, when given, is filled with what ``query_lines`` gives, at no cost of its own (for ``located_in``)."""
+    ``lines``, when given, is filled with what ``query_lines`` gives, at no cost of its own (for ``located_in``).
+    ``across``: the problems found across the valid queries (Registry's topic clashes), listed with the others
+    when there are others (alone, the caller raises them itself)."""
     doc = YamlDocument(source, limits or QueryLimits())
     problems: list[QuerySpecError] = []
     nodes = _query_nodes(compose(text, doc.source, doc.limits), doc, problems)
@@ -96,6 +99,11 @@ def parse_document(
                                                query=spec.name))
                 continue
         specs.append(spec)
+    if problems and across is not None:
+        flagged = {problem.query for problem in problems}
+        problems += [QuerySpecError(e.reason, source=source, line=first_line.get(e.query), query=e.query, key=e.key)
+                     for e in across(specs) if e.query not in flagged]
+        problems.sort(key=lambda problem: problem.line or 0)  # (in the file's order, as each was found)
     if len(problems) == 1:
         raise problems[0]
     if problems:
@@ -120,7 +128,7 @@ def _name_of(doc: YamlDocument, node: yaml.Node) -> tuple[str | None, int]:
 def load_queries(
     text: str, source: str = "<string>", questions: Mapping[str, NamedQuestion] | None = None,
     limits: QueryLimits | None = None, answerable: Callable[[QuerySpec], object] | None = None,
-    lines: dict[str, int] | None = None,
+    lines: dict[str, int] | None = None, across: Callable[[list[QuerySpec]], list[QuerySpecError]] | None = None,
 ) -> list[QuerySpec]:
     """Parses a query document (see the module docstring). Every problem raises one QuerySpecError.
 
@@ -128,9 +136,9 @@ def load_queries(
     question names, choices and value labels against the codec; None defers
     that check to whoever binds the query to a model. `limits` default to
     QueryLimits(): a caller that passes none still gets the safe bounds.
-    `lines`: see parse_document.
+    `lines` and `across`: see parse_document.
     """
-    return parse_document(text, source, questions, limits, answerable, lines)
+    return parse_document(text, source, questions, limits, answerable, lines, across)
 
 
 def query_lines(text: str, source: str = "<string>", limits: QueryLimits | None = None) -> dict[str, int]:

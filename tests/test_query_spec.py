@@ -289,6 +289,9 @@ def test_a_gate_names_every_key_it_lacks():
     base = "queries:\n  - {name: g, streams: [x], kind: choice, question: direction_20, gate: %s}\n"
     assert "gate needs max_stale_ticks (both are required" in str(rejected(base % "{min_prob: 0.9}"))
     assert "gate needs min_prob and max_stale_ticks" in str(rejected(base % "{audit: false}"))
+    # a given key out of range is said with the missing one, not on the next try (review397 #2)
+    assert "gate needs max_stale_ticks (both are required: {min_prob: P, max_stale_ticks: N}); gate.min_prob must be " \
+           "a probability in (0, 1], got 1.5" in str(rejected(base % "{min_prob: 1.5}"))
 
 
 def test_all_bad_queries_reported_together():

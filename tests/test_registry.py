@@ -91,6 +91,18 @@ def test_unregister_all_is_one_change_all_or_nothing():
     assert reg.version == 2 and [s.name for s in reg.list()] == ["b"]
 
 
+def test_a_documents_error_lists_its_topic_clashes_with_its_other_errors():
+    reg = Registry()
+    reg.register("queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice}\n")
+    with pytest.raises(QuerySpecError) as raised:  # (review397 #2: the clash came on the next try)
+        reg.register("queries:\n  - {name: t3, streams: ['*'], question: direction_5, kind: choice, "
+                     "topic: 'dir20/{stream}/'}\n  - {name: bad, streams: ['*'], kind: choice, question: "
+                     "direction_5, trigger: {ticks: 0}}\n", "q.yaml")
+    lines = str(raised.value).splitlines()
+    assert lines[0].startswith('q.yaml:2: query "t3": its topic "dir20/{stream}/" starts where query "dir20" '
+                               'publishes') and lines[1].startswith('q.yaml:3: query "bad": ')
+
+
 def test_matching_cached_and_invalidated():
     reg = Registry()
     reg.register([q("all"), q("a_only", streams=("SYN.A",)), q("other", streams=("BTC-*",))])

@@ -32,7 +32,8 @@ class DocumentParse:
     def _parse(self, registry: Registry) -> None:
         try:
             self._specs = load_queries(self.text, self.source, questions=registry.questions, limits=registry.limits,
-                                       answerable=registry.answerable, lines=self.lines)
+                                       answerable=registry.answerable, lines=self.lines,
+                                       across=registry.document_clashes)  # (the registry's snapshot: read-only)
         except Exception as e:  # raised again on the engine thread, which replies with it (ControlSocket._refused)
             self._error = e
 
