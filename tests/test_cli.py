@@ -1824,3 +1824,11 @@ def test_scores_says_how_many_answers_the_session_gap_left_unscored(checkpoint, 
     assert code == 0 and len(notes) == 1 and re.fullmatch(
         r"note: dir5: [1-9]\d* answers not scored because their horizon crossed a pause of "
         r"answers\.session_gap_s or more \(across_gap\)", notes[0]), out
+
+
+def test_register_and_unregister_name_a_few_dozen_queries_then_count_the_rest() -> None:
+    from engine.service.cmd_queries import MAX_NAMES_SAID, names_said
+
+    names = [f"h{i:04d}" for i in range(900)]  # (review397 #7: a file of 900 was printed on one 8 kB line)
+    assert names_said(names) == ", ".join(names[:MAX_NAMES_SAID]) + f" and {900 - MAX_NAMES_SAID} more"
+    assert names_said(names[:2]) == "h0000, h0001"
