@@ -5,6 +5,8 @@ the sharded front door changes its queries its own way (sharded.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from engine.engine import Engine
 from engine.service.adaptation import AnswerAdaptation
 from engine.service.answer_log import AnswerHistory
@@ -16,6 +18,20 @@ from queries.flash import FlashQueries
 from queries.probe_answers import CompiledQuery
 from queries.registry import Registry
 from queries.spec import QuerySpec, dump_queries
+
+
+def unregistered(owner: Any, names: list[str]) -> list[str]:
+    """The named queries removed from ``owner``'s registry as one change (Registry.unregister_all: all or nothing),
+    their topics retired, their cached answers and registration marks dropped, the queries file saved; the names
+    removed. TickPipeline's and the sharded front door's (each then logs, or also queues, the change)."""
+    removed = owner.registry.unregister_all(names)
+    retire_topics(owner.cache, owner.history, owner.registry, removed)
+    gone = [spec.name for spec in removed]
+    for name in gone:
+        owner.forget_query(name, logged=False)
+        owner.marks.removed(name)
+    owner.save_queries()
+    return gone
 
 
 def retire_topics(cache: AnswerCache, history: AnswerHistory, registry: Registry, changed: list[QuerySpec]) -> None:
@@ -67,14 +83,7 @@ class QueryChanges:
         """Remove the named queries as one change (all or nothing: Registry.unregister_all): one registry version,
         one save of the queries file, however many are named (one a call, each rewriting the whole file, made
         removing a large file's queries quadratic: review397 #7)."""
-        removed = self.registry.unregister_all(names)
-        retire_topics(self.cache, self.history, self.registry, removed)
-        gone = [spec.name for spec in removed]
-        for name in gone:
-            self.forget_query(name, logged=False)
-            self.marks.removed(name)
-        self.save_queries()
-        self._log_forgotten(gone)
+        self._log_forgotten(unregistered(self, names))
 
     def _log_forgotten(self, names: list[str]) -> None:
         """The answer log's forget events of a register/unregister, written once the saved queries say it: a kill

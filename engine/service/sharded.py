@@ -52,7 +52,7 @@ from engine.service.log_provenance import written_by
 from engine.service.new_stream_budget import NewStreamBudget
 from engine.service.model_and_codec import answer_heads, build_codec
 from engine.service.published_fields import PublishedFields
-from engine.service.query_changes import retire_topics
+from engine.service.query_changes import retire_topics, unregistered
 from engine.service.pipeline import say
 from engine.service.reading_record import ingest_price_offset
 from engine.service.clock_offsets import load_offsets, save_offsets
@@ -282,13 +282,7 @@ class ShardedPipeline(ShardedIngest):
 
     def unregister_queries(self, names: list[str]) -> None:
         """As TickPipeline.unregister_queries: one change, then queued to every shard."""
-        removed = self.registry.unregister_all(names)
-        retire_topics(self.cache, self.history, self.registry, removed)
-        gone = [spec.name for spec in removed]
-        for name in gone:
-            self.forget_query(name, logged=False)
-            self.marks.removed(name)
-        self.save_queries()
+        gone = unregistered(self, names)
         for name in gone:
             self.data.answers.forget_query(name)
         for link in self.links:
