@@ -217,7 +217,8 @@ class FeedClient:
         and the first one to go after a reconnect would land past whatever was lost in flight) and whether the
         engine reads. Raises FeedTimeout once no engine took the first message within ``connect_timeout_ms``, or
         once the engine read nothing for ``send_timeout_ms`` (SendWait)."""
-        self._check_connection()  # (also reads the monitor's events, which its queue would otherwise fill with)
+        if self.watch_connection:  # (a look at the monitor, ~3 us, costs more than packing a tick: otherwise its few
+            self._check_connection()  # events, a connect or a drop each, are read only once a send waits)
         try:
             self._sock.send_multipart(frames, zmq.NOBLOCK)
             return

@@ -31,10 +31,10 @@ from engine.service.unread_ingest import unread_bytes, wire_bytes
 from engine.service.wire_protocol import TOKENIZED_MARKER
 from engine.quoting import quoted
 
-# a feed's placing `streams` reads what is queued on ingest for at most this long, and waits this long for more
 # the ingest messages read last whose mean size counts the bytes unread at the socket in messages: those waiting
 # came after them on their connections (a whole queue of the socket's, 32 messages by default)
 RECENT_MESSAGES = 32
+# a feed's placing `streams` reads what is queued on ingest for at most this long, and waits this long for more
 PLACING_DRAIN_S = 10.0
 PLACING_SETTLE_MS = 50
 # a msgpack array of no item, in each of its three headers (fixarray, array16, array32): a message that holds no
@@ -157,9 +157,12 @@ class IngestReading(IngestHolding):
         for rejection in published_rejections(rejections):  # PUSH has no way back: reasons on their own topic
             self._send(rejects_topic(tag), rejection)
 
-    def _ingest_unread(self) -> bool:
-        """Whether an ingest socket still holds messages (the drain's time ran out before them)."""
-        return any(sock.poll(0) for name, sock in self._sockets.items() if name == "ingest" or name.startswith("feed"))
+    def _ingest_unread(self, within_s: float = 0.0) -> bool:
+        """Whether an ingest socket holds messages (the drain's time ran out before them), or one reaches it within
+        ``within_s`` (a stop tells a feed still sending from one gone quiet)."""
+        within_ms = max(0, int(within_s * 1000))
+        return any(sock.poll(within_ms) for name, sock in self._sockets.items()
+                   if name == "ingest" or name.startswith("feed"))
 
     def _read_queued_ingest(self, deadline: float) -> int:
         """Messages waiting in the ingest sockets' queues, read until ``deadline``: ZeroMQ took them from the feeds,

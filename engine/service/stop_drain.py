@@ -95,7 +95,7 @@ class StopDrain:
             # a queue read empty between two messages of a feed still sending is no end: its next ones are computed
             # too, not left to the last read below (review392 #3: a stop under a live feed ended 3.4 s into drain_s 7
             # with the last read's ticks uncomputed); only feeds quiet for a moment end the loop
-            if not more and not self._ingest_arriving(min(PLACING_SETTLE_MS / 1000, compute_until - now)):
+            if not more and not self._ingest_unread(min(PLACING_SETTLE_MS / 1000, compute_until - now)):
                 done.read_s += time.monotonic() - started
                 break
             done.read, done.read_s = done.read + more, done.read_s + time.monotonic() - started
@@ -110,11 +110,6 @@ class StopDrain:
         self._say_drained(done)
         self._answer_owed_requests()  # (control_socket.py: asks still waiting, requests that came meanwhile)
         self._expired_line.say(time.monotonic(), stopping=True)  # the log accounts for every expiry
-
-    def _ingest_arriving(self, within_s: float) -> bool:
-        """Whether a message reaches an ingest socket within ``within_s``."""
-        ingest = [sock for name, sock in self._sockets.items() if name == "ingest" or name.startswith("feed")]
-        return any(sock.poll(max(0, int(within_s * 1000))) for sock in ingest)
 
     def _compute_until(self, until: float, done: DrainDone) -> None:
         """Forwards over what is pending, each sized to a share of the time left before ``until``."""
