@@ -155,7 +155,8 @@ class AfterHeld(Source):
                 f"last, from another file, it cannot take: a stream takes ticks in time order); the feed went on "
                 f"from there (with the ticks stamped as that last one past as many as it holds)")
         said = f"{said}; {older}" if (older := self.older()) else said
-        said = f"{said}; {nearly}" if (nearly := self._nearly_whole()) else said
+        # (only of files read to their end: a run stopped early has read too few of them to say so; review402 #2)
+        said = f"{said}; {nearly}" if self.source.done and (nearly := self._nearly_whole()) else said
         return f"{said}; {continued}" if continued else said
 
     def _nearly_whole(self) -> str | None:

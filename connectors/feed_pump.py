@@ -48,8 +48,9 @@ def run_feed(
     `rate` caps ticks per second (None: as fast as the source and socket go);
     each message carries up to `batch` ticks, or with `batch_ns` one event-time
     batch (EventTimeCutter: the tick groups of a backtest with that batch width;
-    a batch leaves once a tick past its end is read, or the feed ends, or, from a paced source, once its clock
-    passes the batch's end: so a pause in the file holds no batch back). A source with nothing ready is
+    a batch leaves once a tick past its end is read, or the source ends, or, from a paced source, once its clock
+    passes the batch's end: so a pause in the file holds no batch back; a stop or `max_ticks` inside a batch holds
+    that batch back, unsent, for the next run to send whole: FeedStats.held_back). A source with nothing ready is
     polled again after `idle_sleep_s`, since sources never block. Raises
     FeedTimeout when the engine takes nothing (see FeedClient).
 
@@ -191,9 +192,14 @@ def _pump(source: Source, client: FeedClient, rate: float | None, max_ticks: int
             if read_at is not None and cutter is not None and _window_passed(cutter.end, speed, read_at, polled_ns):
                 messages += send([])  # the open batch is complete: nothing stamped before its end is left
             time.sleep(idle_sleep_s)
-    if cutter is not None:
-        messages += send([])  # the last batch (or, stopped, the open one)
-    return FeedStats(sent, messages, time.monotonic() - t0, split_batches=split, control_s=control_s[0])
+    held_back = 0
+    if cutter is not None and source.done:
+        messages += send([])  # the last batch
+    elif cutter is not None:  # stopped (a signal, max_ticks) inside a batch: a part sent alone would be a tick group
+        held_back = len(cutter.held)  # the backtest never has; the next run sends it whole (it asks what is held)
+        sent -= held_back
+    return FeedStats(sent, messages, time.monotonic() - t0, split_batches=split, control_s=control_s[0],
+                     held_back=held_back)
 
 
 def _window_passed(end: int | None, speed: float, read_at: tuple[int, int], polled_ns: int) -> bool:

@@ -22,6 +22,7 @@ class FeedStats(NamedTuple):
     resent: int = 0  # ticks sent again after those
     lost: int = 0  # ticks the engine had taken and a restart did not keep (not sent again: the feed had let them go)
     split_batches: int = 0  # with batch_ns: event-time batches too large for one message, sent in several
+    held_back: int = 0  # with batch_ns: ticks read of the batch open at a stop, not sent (not in ``ticks``)
     first_errors: dict[str, str] | None = None  # reason -> the engine's text of the first such rejection, when watched
     # with a FeedResume: of ``seconds``, those spent waiting on the engine's control socket (its `streams` replies,
     # late from a busy engine: nothing is sent meanwhile); and after the last send, those spent waiting for the engine
@@ -51,8 +52,12 @@ class FeedStats(NamedTuple):
         return line + self._split() + self._resumed() + "".join(firsts)
 
     def _split(self) -> str:
-        return (f"; {counted(self.split_batches, 'event-time batch')} over {MAX_BATCH_TICKS:,} ticks sent in several "
+        line = (f"; {counted(self.split_batches, 'event-time batch')} over {MAX_BATCH_TICKS:,} ticks sent in several "
                 f"messages of {MAX_BATCH_TICKS:,} (a backtest cuts it so too)") if self.split_batches else ""
+        if self.held_back:  # review400 #1, review402 #1: a part sent alone answered where a backtest does not
+            line += (f"; {counted(self.held_back, 'tick')} of the event-time batch open at the stop held back, not "
+                     f"sent: the next run sends that batch whole, one tick group as a backtest cuts it")
+        return line
 
     def _resumed(self) -> str:
         line = ""

@@ -166,6 +166,46 @@ def test_an_event_time_batch_past_one_message_goes_in_several_and_is_counted(tmp
     assert "1 event-time batch over 8,192 ticks sent in several messages" in stats.summary()
 
 
+def test_a_feed_stopped_inside_an_event_time_batch_holds_that_batch_back(tmp_path) -> None:
+    """review400 #1, review402 #1: a feed stopped inside a batch (a signal, `--ticks`) sent its part as a message,
+    and the next run the rest as another: two tick groups a backtest never has (an extra `batch` answer, later seqs
+    shifted). Only whole batches go; the open one is held back, counted and said, for the next run to send whole."""
+    data = tmp_path / "batches.parquet"
+    stamps = [0, 10, 20, 100, 110, 120, 130, 200, 210]  # batches of 3, 4 and 2 ticks at 100 ms
+    pl.DataFrame([trade_at(10**18 + t * MS).to_wire() for t in stamps]).write_parquet(data)
+    pull = zmq.Context.instance().socket(zmq.PULL)
+    port = pull.bind_to_random_port("tcp://127.0.0.1")
+    try:
+        with FeedClient(f"tcp://127.0.0.1:{port}") as client:
+            stats = run_feed(FileReplay([str(data)]), client, batch=2, max_ticks=5, batch_ns=100 * MS)
+        sizes = [len(msgpack.unpackb(pull.recv(), raw=False)) for _ in range(stats.messages)]
+        with FeedClient(f"tcp://127.0.0.1:{port}") as client:  # to the file's end: its last batch goes
+            whole = run_feed(FileReplay([str(data)]), client, batch=2, batch_ns=100 * MS)
+        whole_sizes = [len(msgpack.unpackb(pull.recv(), raw=False)) for _ in range(whole.messages)]
+    finally:
+        pull.close(linger=0)
+    assert sizes == [3] and stats.ticks == 3 and stats.held_back == 2  # (ticks 4-5 of the 100 ms batch held)
+    assert "2 ticks of the event-time batch open at the stop held back, not sent" in stats.summary()
+    assert whole_sizes == [3, 4, 2] and whole.ticks == 9 and whole.held_back == 0
+
+
+def test_a_resumed_feed_stopped_early_does_not_call_its_files_left_out_nearly_whole(tmp_path) -> None:
+    """review402 #2: a resumed feed stopped after a few ticks past what the engine held said its files were "left
+    out nearly whole ... if these files are not what fed it before": said of files read to their end only."""
+    from connectors.after_held import AfterHeld
+
+    data = tmp_path / "refed.parquet"
+    pl.DataFrame([trade_at(10**18 + i * MS).to_wire() for i in range(100)]).write_parquet(data)
+    held_to = 10**18 + 94 * MS  # the engine holds the first 95 ticks
+    stopped = AfterHeld(FileReplay([str(data)]), {"A": held_to}, {"A": 1}, {"A": 95})
+    assert len(stopped.next_batch(1)) == 1 and not stopped.source.done  # one sent, then a stop
+    assert "nearly whole" not in stopped.said() and "95 ticks not sent" in stopped.said()
+    whole = AfterHeld(FileReplay([str(data)]), {"A": held_to}, {"A": 1}, {"A": 95})
+    while not whole.done:
+        whole.next_batch(256)
+    assert "left out nearly whole (A: 5 of 100 sent)" in whole.said()
+
+
 def test_a_burst_past_one_message_is_answered_live_where_its_backtest_answers(file: Backtested, tmp_path) -> None:
     """review262 #3: a batch of more than MAX_BATCH_TICKS ticks went live as several messages (tick groups) while
     the backtest answered it once, so the live run answered at extra ticks and its adapted numbers drifted. The

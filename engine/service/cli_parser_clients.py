@@ -78,7 +78,8 @@ def add_feed(sub: Any, shared: SharedOptions, help: str) -> None:
                    "weekend), e.g. --max-gap 5 (default: every gap at --speed)")
     f.add_argument("--rate", type=_positive, default=None, help="cap in ticks per second")
     f.add_argument("--ticks", type=_count, default=None,
-                   help="stop after sending N ticks (default: every tick of the files)")
+                   help="send at most N ticks, in whole event-time batches: the batch the Nth tick falls in is "
+                        "held back, not sent in part, for the next run (default: every tick of the files)")
     f.add_argument("--batch-ms", type=float, default=None,
                    help="send each event-time batch of MS milliseconds as one message (a batch of more than 8,192 "
                         "ticks as messages of 8,192), cut as `backtest --batch-ms` cuts them, so the live run answers "

@@ -314,8 +314,10 @@ def _check_fed(args: argparse.Namespace, stats: Any, source: Any) -> None:
     from connectors.feed_pump import FINISH_STALL_S
 
     held = sum(source.skipped.values()) if isinstance(source, AfterHeld) else 0  # ticks the engine held: not sent
-    older = stats.ticks == 0 and held and source.older() is not None  # no re-feed: older ticks than the engine's
-    if stats.ticks == 0 and held and not older:  # a file fed again: nothing new to send is no error
+    # (a stop inside the first event-time batch sends nothing, holding it back: not a file without ticks)
+    none_sent = stats.ticks == 0 and not stats.held_back
+    older = none_sent and held and source.older() is not None  # no re-feed: older ticks than the engine's
+    if none_sent and held and not older:  # a file fed again: nothing new to send is no error
         print(f"{args.command_name}: nothing new to send: every tick of the files"
               f"{' of the streams selected' if source.selection is not None else ''} is stamped at or before the "
               f"engine's last tick of its stream (held, if these files were fed before; `flashtick streams` says "
@@ -329,12 +331,12 @@ def _check_fed(args: argparse.Namespace, stats: Any, source: Any) -> None:
     if older:
         raise ValueError("nothing was sent: the files' ticks are older than the engine's last tick of their stream "
                          f"(above){_start_over(source)}")
-    if said_rows and stats.ticks == 0 and not held:
+    if said_rows and none_sent and not held:
         left_out = source.rejected.get("filtered_out", 0)
         raise ValueError("every row of the files was rejected; nothing was sent (reasons above)"
                          if sum(source.rejected.values()) > left_out else
                          "every row of the files was left out by a filter (above); nothing was sent")
-    if stats.ticks == 0 and args.feed_source == "replay" and not held:
+    if none_sent and args.feed_source == "replay" and not held:
         from engine.service.no_data import NoData
 
         raise NoData("the files hold no ticks (no data rows): nothing was sent")
