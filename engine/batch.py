@@ -13,10 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from engine.quoting import quoted
 from engine.session import Session
 
 # "last": the last row; "all": one row per token of the item; "none"; an int n: the last n rows;
-# a tuple: those rows (indices into the item's own tokens, ascending).
+# a tuple: those rows (indices into the item's own tokens, ascending; -1: the row before them, where the sequence
+# rebuilds a tail first).
 LogitsWanted = Literal["last", "all", "none"] | int | tuple[int, ...]
 
 
@@ -65,7 +67,10 @@ class Sequence:
             return []
         if self.logits == "all":
             return list(range(self.own_start, n))
-        if isinstance(self.logits, tuple):
+        if isinstance(self.logits, tuple):  # (-1: the rebuilt tail's last row, asked only where there is one)
+            if self.logits and self.own_start + self.logits[0] < 0:
+                raise ValueError(f"logit row {self.logits[0]} of {quoted(self.session.name)}: no tail rebuilt before "
+                                 f"its own tokens")
             return [self.own_start + i for i in self.logits]
         if isinstance(self.logits, int):
             return list(range(max(self.own_start, n - self.logits), n)) if self.logits > 0 else []

@@ -262,6 +262,7 @@ class Scheduler:
                 tokens, boundaries, roll_at = booked
                 state.session.tokens, state.boundaries, state.roll_at = list(tokens), list(boundaries), roll_at
                 state.next_token_logits = None  # what follows these tokens is predicted once they are computed
+                state.context_predicts = True  # (by their last row: they are the live run's context)
         return None
 
     def waiting_on(self, stream: str) -> bool:
@@ -329,8 +330,16 @@ class Scheduler:
                 budget = self.placement.add_job(plan, job, budget, make_room=True)
         if not plan.advances and not plan.jobs and not plan.copies and not plan.failed:
             return None
-        for item, chunks, cuts in zip(plan.advances, plan.chunks, plan.cuts):
-            item.logits = logit_rows(chunks, cuts)
+        planned: set[int] = set()  # streams with an earlier segment in this forward (its commit predicts the next)
+        for item, chunks, cuts, state in zip(plan.advances, plan.chunks, plan.cuts, plan.streams):
+            # a restored stream with no prediction of its next token gets it from the context its first segment
+            # rebuilds: its first chunk's surprise counts every token (review401 #1: one restored beyond the pool,
+            # its rebuild left to its next forward, lost its first token's NLL). Not after a skip or roll: the
+            # context then is not the one that predicted it, and the token is left out as before
+            row_before = (state.next_token_logits is None and state.context_predicts
+                          and item.session.num_uncached > 0 and id(state) not in planned)
+            planned.add(id(state))
+            item.logits = logit_rows(chunks, cuts, row_before)
         items = plan.advances + plan.probes(self.streams)
         advancing = {id(item.session) for item in plan.advances}  # an ask on an evicted stream rebuilds it too
         plan.rebuilt += [self.streams[name] for name in dict.fromkeys(
@@ -373,6 +382,7 @@ class Scheduler:
         if state.pending:
             raise ValueError(f"stream {quoted(stream)} has chunks waiting for a forward: restore before live data")
         self.booking.book(state, tokens, event_ts, ticks)
+        state.context_predicts = True  # its context ends as the live run's did: its last row is the next prediction
         state.last_seen_ns = time.time_ns()
 
     def plan_rebuild(self) -> Plan | None:

@@ -56,6 +56,7 @@ class SessionBooking:
         state.ticks += ticks
         state.event_ts = event_ts
         state.next_token_logits = None  # what follows these tokens is predicted once they are computed
+        state.context_predicts = False  # (by the context they end only where a restore booked them: it says so)
 
     def roll_if_needed(self, state: Stream, incoming: int) -> None:
         """Keep sink + recent tokens (from a chunk boundary) when ``incoming`` more tokens (the next chunk:
@@ -67,6 +68,7 @@ class SessionBooking:
         self.blocks.evict(session)
         session.tokens, state.boundaries, state.roll_at = rolled
         state.context_reset = False
+        state.context_predicts = False  # the rolled context is not the one that predicted the next token
         self.stats.rolls += 1
 
     def share_header(self, session: Session, plan: Plan) -> None:

@@ -47,6 +47,9 @@ class Stream:
     rebuilds: int = 0  # forwards that recomputed this session's evicted or restored KV (`streams` says it per stream)
     boundaries: list[int] = field(default_factory=list)  # token offsets where chunks begin
     next_token_logits: torch.Tensor | None = None  # (vocab,) prediction for the next token
+    # with next_token_logits None: its context's last row is that prediction (tokens a restore booked as the live run
+    # left them, no roll since), so the forward that rebuilds the context computes it (Scheduler.plan)
+    context_predicts: bool = False
     # its earlier context was given up (engine/kept_contexts.py): its answers say so until its first roll, when a
     # run that kept it (a backtest) would have rolled its context to recent ticks too
     context_reset: bool = False
@@ -57,8 +60,8 @@ class Stream:
 
     def surprise(self, tokens: list[int], rows: torch.Tensor) -> float | None:
         """NLL of the last chunk's tokens. ``rows`` holds the logits of the last len(tokens)+1
-        positions (fewer when the chunk was the whole advance: then the previous forward's
-        final prediction covers the first token)."""
+        positions (fewer when the chunk began the advance and the forward rebuilt no tail before it: then the
+        previous forward's final prediction covers the first token)."""
         predictions = rows[:-1]  # (k or k-1, vocab): row j predicts the token after it
         if predictions.shape[0] < len(tokens):
             if self.next_token_logits is None:
@@ -118,11 +121,13 @@ def _spans(chunks: list[Chunk]) -> list[tuple[int, int]]:
     return [(end - len(c.tokens), end) for c, end in zip(chunks, ends)]
 
 
-def logit_rows(chunks: list[Chunk], cuts: list[Cut]) -> tuple[int, ...]:
+def logit_rows(chunks: list[Chunk], cuts: list[Cut], row_before: bool = False) -> tuple[int, ...]:
     """The advance's own rows whose logits the commit needs: for the last chunk and each cut's chunk, the row
-    before it and its own rows (their NLL, the ``surprise`` of that point); the last row always."""
+    before it and its own rows (their NLL, the ``surprise`` of that point); the last row always. ``row_before``:
+    row -1 too, the rebuilt tail's last (the prediction of the first chunk's first token, where the stream holds
+    none: a restored context's; batch.Sequence.logit_rows)."""
     spans = _spans(chunks)
-    rows: set[int] = set()
+    rows: set[int] = {-1} if row_before else set()
     for k in {c.chunk for c in cuts} | {len(chunks) - 1}:
         start, end = spans[k]
         rows.update(range(max(0, start - 1), end))
@@ -138,6 +143,6 @@ def chunk_surprises(state: Stream, chunks: list[Chunk], wanted: tuple[int, ...],
     out: dict[int, float | None] = {}
     for k in which:
         start, end = spans[k]
-        picked = [row_of[i] for i in range(max(0, start - 1), end)]
+        picked = [row_of[i] for i in range(-1 if start == 0 and -1 in row_of else max(0, start - 1), end)]
         out[k] = state.surprise(chunks[k].tokens, rows[picked])  # (len(tokens) or +1, vocab)
     return out
