@@ -27,6 +27,7 @@ def publish(cache: AnswerCache, history: AnswerHistory, log: AnswerLog | None, q
     history.add(answer.topic, answer.seq, packed(answer))
     if log is not None:
         log.record(packed(answer))
+        log.roll_if_full()
     return answer
 
 
@@ -98,3 +99,24 @@ def test_history_keeps_a_topics_one_answer_bare_and_serves_runs_across_eviction(
     assert "a/" not in history._by_topic and history.after("a/", 0, 10) == ([], True)
     history.add("b/", 5, pack("b/", 5))  # seqs that do not continue start the topic afresh
     assert [x["seq"] for x in history.after("b/", 4, 10)[0]] == [5] and len(history) == 3
+
+
+def test_a_segment_roll_never_checkpoints_an_answer_before_its_record(tmp_path) -> None:
+    """review402 #4: a step's answers are all numbered (the cache) before their records are written; a roll at the
+    first record's append checkpointed the cache, the later answers with it, so a kill before their records left a
+    checkpoint claiming answers no record held: no restart owed them and their seqs were skipped for good. The log
+    rolls only where the cache holds what it does (roll_if_full, after a step's records)."""
+    cache, history = AnswerCache(), AnswerHistory(keep=10_000)
+    log = AnswerLog(tmp_path, cache, fsync="never", group_ms=5, segment_bytes=512, retention_bytes=None)
+    recorded: dict[str, int] = {}
+    for version in range(1, 200):  # each step answers two topics, then records them, as the pipeline does
+        step = [cache.put(q, "A", f"{q}/A/", {"v": version}, version, 1000 + version, "m") for q in ("each", "every3")]
+        for answer in step:
+            log.record(packed(answer))
+            recorded[answer.topic] = answer.seq
+            if log.state_path.is_file():  # a kill here: the checkpoint must claim no answer without its record
+                claimed = msgpack.unpackb(log.state_path.read_bytes(), raw=False)["seqs"]
+                assert all(claimed[topic] <= recorded.get(topic, 0) for topic in claimed), (version, claimed)
+        log.roll_if_full()
+    log.close()
+    assert log.log.stats.appended == 398 and len(list(tmp_path.glob("answers-*.log"))) > 5

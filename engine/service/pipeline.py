@@ -301,6 +301,8 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
                 if self.answer_context is not None and outcome.at is not None:
                     self.answer_context[(answer.topic, answer.seq)] = (outcome.at.context_tokens,
                                                                        outcome.at.context_ticks)
+        if self.data is not None:  # (here the cache's seqs are all recorded: its checkpoint may be taken)
+            self.data.answers.roll_if_full()
         return outcomes
 
     def stats(self) -> dict[str, Any]:

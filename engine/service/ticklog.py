@@ -71,6 +71,9 @@ class TickLog:
     retention_s: float | None = None
     prefix: str = "ticks"
     before_roll: Callable[[int], None] | None = None  # called with the next record's number before a new segment
+    # False: an append never rolls; the owner calls roll_if_full where what before_roll writes is what the log holds
+    # (the answer log: its checkpoint is its cache, which holds a step's answers before their records are written)
+    roll_on_append: bool = True
     # the payload of each new segment's first record (what a reader needs of the segments retention may drop)
     segment_start: Callable[[], bytes] | None = None
     skip_corrupt: bool = False  # counting the last segment's records at open skips damaged ones (as its reader will)
@@ -138,7 +141,7 @@ class TickLog:
                 raise LogWriteError(f"{self.name} {self._path}: {self._sync_error}; {self._refused} until the "
                                     f"service restarts")
             try:
-                if self._size - self._start_bytes >= self.segment_bytes:  # (ticks past the start record)
+                if self.roll_on_append and self._full():
                     self._roll()
                 self._check_not_deleted()
                 number = self._write_record(payload, record)
@@ -150,6 +153,16 @@ class TickLog:
             if self.fsync == "always":
                 self._sync_locked()
         return number
+
+    def _full(self) -> bool:
+        return self._size - self._start_bytes >= self.segment_bytes  # (records past the start record)
+
+    def roll_if_full(self) -> None:
+        """A new segment if the open one is full (a log made with ``roll_on_append`` False). Raises OSError where
+        the checkpoint or the new segment cannot be written: the open segment stays in use, tried again next time."""
+        with self._lock:
+            if self._sync_error is None and self._fd is not None and self._full():
+                self._roll()
 
     def _write_record(self, payload: bytes, record: bytes | None = None) -> int:
         """One record at the end of the open segment (the lock held); returns its number. Raises OSError."""
