@@ -106,7 +106,7 @@ def test_a_segment_roll_never_checkpoints_an_answer_before_its_record(tmp_path) 
     first record's append checkpointed the cache, the later answers with it, so a kill before their records left a
     checkpoint claiming answers no record held: no restart owed them and their seqs were skipped for good. The log
     rolls only where the cache holds what it does (roll_if_full, after a step's records)."""
-    cache, history = AnswerCache(), AnswerHistory(keep=10_000)
+    cache = AnswerCache()
     log = AnswerLog(tmp_path, cache, fsync="never", group_ms=5, segment_bytes=512, retention_bytes=None)
     recorded: dict[str, int] = {}
     for version in range(1, 200):  # each step answers two topics, then records them, as the pipeline does
