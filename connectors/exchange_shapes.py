@@ -2,7 +2,8 @@
 `Shape`, the map that reads it and the note that says so.
 
 `shape_of`: a message a line (Binance trade/aggTrade events, also inside a combined stream's `{"stream": ...,
-"data": {...}}`, Binance bookTicker, Coinbase Exchange `match`/`last_match`, Bitstamp `live_trades`);
+"data": {...}}` with the bookTickers beside them where the lines begin with their receive time, Binance bookTicker,
+Coinbase Exchange `match`/`last_match`, Bitstamp `live_trades`);
 `array_shape_of`: ticks made one row each from arrays under `data` (OKX trades, bbo-tbt and tickers, Bybit
 publicTrade, Kraken v2 trade, v1's trade arrays and its REST trades, made messages by connectors/json_objects.py;
 Deribit's trades under `params.data`; Alpaca's trades and quotes, moved there by connectors/json_messages.py), by
@@ -23,15 +24,17 @@ from connectors.bar_documents import AGGREGATE_KEYS, TICKER
 from connectors.column_map import PRESETS, ColumnMap
 from connectors.field_names import EXCHANGE_MESSAGES, FIELD_NAMES, normal_name
 from connectors.json_objects import RECEIVED
-from connectors.map_vocabulary import DETECT, EPOCH
+from connectors.map_vocabulary import DETECT, EPOCH, UNITS
 from connectors.presets import PRESET_MAPS
 from connectors.side_maps import BITSTAMP_TYPE, BUYER_MAKER, CRYPTOCOMPARE_FLAG
 from connectors.ticks import QUOTE, TRADE
+from connectors.time_units import epoch_unit
 
 # (the keys are the wire's hints' too: connectors/field_names.py's EXCHANGE_MESSAGES)
 BINANCE_TRADE_KEYS = EXCHANGE_MESSAGES["binance-trade"].keys  # + "t" (trade) or "a" (aggTrade)
 BINANCE_TRADE_EVENTS = ("trade", "aggTrade")
 BINANCE_BOOK_KEYS = EXCHANGE_MESSAGES["binance-bookticker"].keys
+BOOK_TICKERS_WITHOUT_E = "messages without e (bookTicker's)"  # a spot bookTicker names no event
 COINBASE_MATCH_KEYS = EXCHANGE_MESSAGES["coinbase-matches"].keys
 COINBASE_MATCHES = ("match", "last_match")
 # each (re)subscription sends the last trade again as last_match: a reconnect in a capture repeats a trade
@@ -60,6 +63,9 @@ class Shape:
     columns: ColumnMap | None  # None: Binance bookTicker without a time field (`columns_for` asks for one)
     note: str
     repeats: str | None = None  # why a capture of this layout repeats trades (a reconnect's), for their caution
+    # a capture with receive times whose map stamps its ticks with the exchange's time: how far that runs ahead
+    # (ms, `_exchange_lead_ms`), for the caution on files read on the two clocks (connectors/capture_clocks.py)
+    exchange_lead_ms: float | None = None
 
 
 def shape_of(path: Path, frame: pl.DataFrame, wrapped: bool = False) -> Shape | None:
@@ -67,19 +73,8 @@ def shape_of(path: Path, frame: pl.DataFrame, wrapped: bool = False) -> Shape | 
     columns = set(frame.columns)
     frame = frame.filter(~pl.all_horizontal(pl.all().is_null()))  # blank lines and lines that are no object
     within = " (inside a combined stream's data)" if wrapped else ""
-    if BINANCE_TRADE_KEYS <= columns:
-        events = _counts(frame, "e", "messages without e (bookTicker's)")
-        kept = [e for e in BINANCE_TRADE_EVENTS if e in events]
-        if kept:
-            others = _said({k: n for k, n in events.items() if k not in kept})
-            both = ("; it holds trade AND aggTrade events, each trade twice over: replay one of them (a replay "
-                    "list's keep: {e: [trade]})" if len(kept) == 2 else "")
-            note = (f"{path.name}: Binance {' and '.join(kept)} events{within}: ts=T (trade time, ms), stream=s, "
-                    f"price=p, size=q, side from m (true: the buyer was the maker, so the aggressor sold)"
-                    f"{'; other messages left out, counted as filtered_out: ' + others if others else ''}{both}")
-            return Shape("binance-trade", ColumnMap(ts="T", ts_unit=EPOCH, kind=TRADE, stream_col="s", price="p",
-                                                    size="q", side="m", side_map=BUYER_MAKER,
-                                                    keep={"e": kept}), note)
+    if BINANCE_TRADE_KEYS <= columns and (binance := _binance_events(path, frame, within)) is not None:
+        return binance
     if AGGREGATE_KEYS <= columns and "v" in columns:  # Polygon's bars a line each (`jq -c '.results[]'`'s output)
         return Shape("polygon-aggregates", ColumnMap(ts="t", ts_unit=EPOCH, kind=TRADE, price="c", size="v"),
                      f"{path.name}: Polygon aggregates, a bar a line: Polygon's short keys (t the bar's start in ms, "
@@ -140,6 +135,63 @@ def shape_of(path: Path, frame: pl.DataFrame, wrapped: bool = False) -> Shape | 
                                                   price="price", size="amount", side="type",
                                                   side_map=BITSTAMP_TYPE, keep={"event": ["trade"]}), note)
     return None
+
+
+def _binance_events(path: Path, frame: pl.DataFrame, within: str) -> Shape | None:
+    """Binance trade/aggTrade events, with the bookTickers of the same capture where its lines carry their receive
+    time (hftbacktest's `RECV_NS {"stream": ..., "data": ...}`): both stamped with it, the one clock they share (a
+    spot bookTicker has no time of its own); without it the bookTickers are left out. None: no trade events."""
+    events = _counts(frame, "e", BOOK_TICKERS_WITHOUT_E)
+    kept = [e for e in BINANCE_TRADE_EVENTS if e in events]
+    if not kept:
+        return None
+    quotes = BINANCE_BOOK_KEYS <= set(frame.columns) and BOOK_TICKERS_WITHOUT_E in events
+    received = quotes and RECEIVED in frame.columns and frame[RECEIVED].is_not_null().all()
+    left = {k: n for k, n in events.items() if k not in kept and not (received and k == BOOK_TICKERS_WITHOUT_E)}
+    others = _said(left)
+    both = ("; it holds trade AND aggTrade events, each trade twice over: replay one of them (a replay "
+            "list's keep: {e: [trade]})" if len(kept) == 2 else "")
+    left_out = f"; other messages left out, counted as filtered_out: {others}" if others else ""
+    trades = "price=p, size=q, side from m (true: the buyer was the maker, so the aggressor sold)"
+    gap = _exchange_lead_ms(frame, "T")
+    if received:
+        lead = "" if gap is None else f", which runs {lead_said(gap)} it in this capture,"
+        note = (f"{path.name}: Binance {' and '.join(kept)} events and bookTicker messages{within}, trades with "
+                f"their top of book: both stamped with ts={RECEIVED}, the receive time before each line, the one "
+                f"clock they share (a spot bookTicker has no time of its own, and the trades' time T{lead} would "
+                f"place each quote apart from the trades it came with: --columns ts=T leaves the quotes without a "
+                f"time, missing_field); stream=s; trades {trades}; quotes bid=b, ask=a, bid_size=B, ask_size=A"
+                f"{left_out}{both}")
+        return Shape("binance-trade-bookticker", ColumnMap(
+            ts=RECEIVED, ts_unit=DETECT, stream_col="s", price="p", size="q", side="m", side_map=BUYER_MAKER,
+            bid="b", ask="a", bid_size="B", ask_size="A", keep={"e": {"not": list(left)}} if left else None),
+            note)
+    unplaced = ("; a spot bookTicker has no time of its own, and these lines carry no receive time before them "
+                "(hftbacktest's captures do), so its quotes cannot be placed among the trades" if quotes else "")
+    note = (f"{path.name}: Binance {' and '.join(kept)} events{within}: ts=T (trade time, ms), stream=s, "
+            f"{trades}{left_out}{unplaced}{both}")
+    return Shape("binance-trade", ColumnMap(ts="T", ts_unit=EPOCH, kind=TRADE, stream_col="s", price="p", size="q",
+                                            side="m", side_map=BUYER_MAKER, keep={"e": kept}), note,
+                 exchange_lead_ms=gap)
+
+
+def _exchange_lead_ms(frame: pl.DataFrame, exchange_ts: str) -> float | None:
+    """How far (ms, the median over rows) an exchange's epoch time runs ahead of the receive time a capture wrote
+    before each line (negative: behind); None without both as numbers. A collector's clock is off the exchange's by
+    more than the network's delay (1.27 s in the shared BTCUSDT capture): ticks stamped by the two do not mix."""
+    if RECEIVED not in frame.columns or exchange_ts not in frame.columns or \
+            not frame.schema[RECEIVED].is_integer() or not frame.schema[exchange_ts].is_integer():
+        return None
+    both = frame.select(pl.col(exchange_ts), pl.col(RECEIVED)).drop_nulls()
+    if both.is_empty():
+        return None
+    per_unit = UNITS[epoch_unit(both[exchange_ts][0])]
+    return (both[exchange_ts].cast(pl.Int64) * per_unit - both[RECEIVED].cast(pl.Int64)).median() / 1e6
+
+
+def lead_said(ms: float) -> str:
+    """An exchange clock's lead over a receive time as a note says it: `1,262 ms ahead of` (`5 ms behind`)."""
+    return f"{abs(ms):,.0f} ms {'ahead of' if ms >= 0 else 'behind'}"
 
 
 @dataclass(frozen=True)

@@ -232,8 +232,10 @@ def _convert(path: Path) -> JsonLinesTable:
         notes.append(f"{path.name}: its messages hold their ticks in arrays under 'data': one row per tick, with the "
                      f"message's own fields beside (a tick's field of the same name wins)")
     if RECEIVED in frame.columns and any(RECEIVE_PREFIX.match(line.strip()) for line in lines[:100]):
+        stamped = shape is not None and shape.columns is not None and shape.columns.ts == RECEIVED
+        how = "its ticks stamped with it" if stamped else f"--columns ts={RECEIVED} stamps the ticks with it"
         notes.append(f"{path.name}: each line starts with a receive time before its JSON message: read as the "
-                     f"message's field {quoted(RECEIVED)} (--columns ts={RECEIVED} stamps the ticks with it)")
+                     f"message's field {quoted(RECEIVED)} ({how})")
     if records is not None and no_bars(records):
         notes.append(f"{path.name}: a Polygon aggregates answer with no bars (resultsCount 0, status OK: a day "
                      f"without trading): nothing to replay from it")

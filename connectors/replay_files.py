@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from connectors import json_lines
+from connectors.capture_clocks import two_clocks
 from connectors.file_overlaps import overlapping_files, time_spans
 from connectors.file_plan import source_path
 from connectors.json_lines import is_json_lines
@@ -41,11 +42,11 @@ def message_lines(plan: Any) -> list[int] | None:
 def across_files_notes(plans: list[Any], selection: StreamSelection | None) -> list[str]:
     """Cautions on what the files say together: one stream of several venues, or of two files over one time;
     one share class under two spellings, trades in one and quotes in the other; two files of one stream whose
-    prices lie far apart."""
+    prices lie far apart; two captures of one stream read on two clocks."""
     spans = [time_spans(plan) for plan in plans]  # one scan of each file's streams, for each
     return mixed_venues(plans) + overlapping_files(plans, selection, spans) \
         + share_class_spellings(plans, spans, selection) \
-        + far_apart_levels(plans, spans, selection)
+        + far_apart_levels(plans, spans, selection) + two_clocks(plans, spans)
 
 
 def selection_note(plans: list[Any], selection: StreamSelection) -> str:

@@ -82,10 +82,50 @@ def test_a_binance_combined_stream_reads_its_data_and_leaves_other_messages_out(
     ticks, replay = read(write_lines(tmp_path / "combined.jsonl", lines))
     assert [(t.stream, t.price) for t in ticks] == [("BTCUSDT", 43000.1), ("BTCUSDT", 43001.1),
                                                     ("BTCUSDT", 43002.1), ("ETHUSDT", 2300.5)]
-    assert dict(replay.rejected) == {"filtered_out": 1}  # the bookTicker message: no time of its own
+    assert dict(replay.rejected) == {"filtered_out": 1}  # the bookTicker message: no time of its own, nor received
     assert "combined.jsonl line 2: filtered_out" in replay.rejected.examples["filtered_out"]
     note = next(n for n in replay.notes if "Binance trade events (inside a combined stream's data)" in n)
-    assert "messages without e (bookTicker's) (1)" in note
+    assert "messages without e (bookTicker's) (1); a spot bookTicker has no time of its own, and these lines carry " \
+           "no receive time" in note
+
+
+RECEIVED_LAG_NS = 1_262_000_000  # the collector's clock behind the exchange's, as in the shared BTCUSDT capture
+
+
+def received_capture(n: int) -> list[str]:
+    """hftbacktest's `RECV_NS {"stream", "data"}` lines: trades, each with a bookTicker received 1 ms after it."""
+    lines = []
+    for i in range(n):
+        trade = binance_trade(i)
+        received = trade["T"] * 1_000_000 - RECEIVED_LAG_NS
+        book = {"u": 7 + i, "s": "BTCUSDT", "b": f"{43000.0 + i:.2f}", "B": "1.5", "a": f"{43000.2 + i:.2f}", "A": "2"}
+        lines += [f"{received} " + json.dumps({"stream": "btcusdt@trade", "data": trade}),
+                  f"{received + 1_000_000} " + json.dumps({"stream": "btcusdt@bookTicker", "data": book})]
+    return lines
+
+
+def test_a_received_binance_capture_reads_its_trades_with_their_top_of_book_on_one_clock(tmp_path: Path) -> None:
+    """review400 #6: a combined capture with receive times replayed its trades only (every bookTicker left out), and
+    split in two its trades were stamped with their trade time, its quotes with the receive time, 1.26 s apart
+    without a word. Combined: both at the receive time, in the order received; split: a caution naming the
+    measured gap and the option that puts both files on the receive clock, where the two read as the capture."""
+    lines = received_capture(3)
+    ticks, replay = read(write_lines(tmp_path / "btcusdt_20240809.log", lines))
+    received = [int(line.split()[0]) for line in lines]
+    assert [(t.kind, t.ts, t.price or t.bid) for t in ticks] == [
+        (kind, ts, 43000.1 + i // 2 if kind == "trade" else 43000.0 + i // 2)
+        for i, (kind, ts) in enumerate(zip(["trade", "quote"] * 3, received))]
+    assert not replay.rejected
+    note = next(n for n in replay.notes if "Binance trade events and bookTicker messages" in n)
+    assert "both stamped with ts=local_ts" in note and "T, which runs 1,262 ms ahead of it" in note
+    trades = write_lines(tmp_path / "trades.log", lines[0::2])
+    quotes = write_lines(tmp_path / "book_20240809.log", lines[1::2])
+    _, split = read([trades, quotes])
+    caution = next(n for n in split.cautions if "read on two clocks" in n)
+    assert f'{trades} stamped with the exchange\'s time "T", which runs 1,262 ms ahead of its receive time' in caution
+    assert "--columns ts=local_ts reads every file on the receive clock" in caution
+    one_clock, agreed = read([trades, quotes], columns={"ts": "local_ts"})
+    assert one_clock == ticks and not any("two clocks" in n for n in agreed.notes)
 
 
 def test_binance_book_ticker_needs_a_receive_time_named(tmp_path: Path) -> None:
