@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec
+from engine.service.builtin_in_sample import TRAINED_SPANS
 from engine.service.datasets import data_available, load_real
 
 
@@ -26,6 +27,7 @@ def test_btcusdt_merges_trades_and_quotes_in_collector_time_and_its_trades_only_
     assert kinds == {"trade", "quote"} and {t.side for t in ds.ticks if t.kind == "trade"} == {"buy", "sell"}
     train, heldout = ds.split()
     assert train[-1].ts <= heldout[0].ts and len(heldout) == len(ds.ticks) - int(len(ds.ticks) * 0.8)
+    assert TRAINED_SPANS["BTCUSDT"] == (train[0].ts, train[-1].ts)  # the built-in model's, as its caution says
     assert {t.kind for t in trades_only.ticks} == {"trade"} and len(trades_only.ticks) == 19_904
     assert trades_only.ticks == [t for t in ds.ticks if t.kind == "trade"]
 
@@ -39,6 +41,8 @@ def test_eurusd_quotes_encode_with_fixed_tokens_per_tick_and_ethusdt_loads_like_
     loaded = load_real(shared_data, ("EURUSD", "ETHUSDT") if with_eth else ("EURUSD",))
     ds = loaded[0]
     assert ds.rejected == 0 and len(ds.ticks) == 266_219 and ds.ticks[0].ts == 1_549_238_400_994_000_000
+    train, _ = ds.split()
+    assert TRAINED_SPANS["EURUSD"] == (train[0].ts, train[-1].ts)
     codec = BinnedCodec()
     tokens = codec.encode_stream(ds.ticks[:5000])
     assert len(tokens) == TOKENS_PER_TICK * 5000

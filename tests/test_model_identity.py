@@ -268,6 +268,33 @@ def test_the_builtin_model_scored_on_a_set_it_trained_on_says_so(tmp_path: Path,
     assert note(shared / "trades.parquet", "--test-from", "0.8") == []
 
 
+def test_the_builtin_model_scored_inside_its_training_span_says_so_whatever_the_file_is_named(
+        tmp_path: Path, capsys) -> None:
+    """review400 #5: `evaluate builtin` / `backtest` of the first rows of the shared EURUSD set, copied under another
+    name, printed in-sample scores with no word (model.md called the run zero-shot). A stream named as a set the
+    model trained on, scored inside that set's training span, gets a caution naming the span; another instrument at
+    those times, or the same after the span, none."""
+    from engine.service.builtin_in_sample import TRAINED_SPANS, builtin_span_caution
+
+    start, end = TRAINED_SPANS["EURUSD"]
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(200)
+    wire = pl.DataFrame([t.to_wire() for t in ticks]).sort("ts")
+    copy = tmp_path / "eurusd.parquet"  # stream EURUSD from its name, as the reviewer's copy of the shared set
+    wire.drop("stream").with_columns(pl.col("ts") - wire["ts"][0] + start).write_parquet(copy)
+    (tmp_path / "q.yaml").write_text(QUERIES)
+    freeze_before_a_start()
+    assert main(["backtest", str(copy), "--queries", str(tmp_path / "q.yaml"), "--out", str(tmp_path / "a.parquet"),
+                 "--quiet", "--no-plot"]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if "scored on ticks it trained on" in line]
+    assert len(said) == 1 and said[0].startswith("flashtick backtest: warning: the built-in model was scored on "
+                                                 "ticks it trained on: stream EURUSD, scored from "), said
+    assert "within the EURUSD ticks it trained and was calibrated on, 2019-02-04T00:00:00.994000000Z to " \
+           "2019-02-05T14:29:24.196000000Z" in said[0] and "in-sample, not zero-shot" in said[0]
+    assert builtin_span_caution({"EUR/USD": (end - 10, end + 10**9)}) is not None  # overlapping its end
+    assert builtin_span_caution({"GBPUSD": (start, end)}) is None  # another instrument at those times
+    assert builtin_span_caution({"EURUSD": (end + 1, end + 10**9)}) is None  # after the span: out of sample
+
+
 def test_the_config_is_recorded_as_its_effective_values_and_a_finished_backtest_replaced_by_other_options_is_said(
         setup: Path) -> None:
     """review349 #6: the same backtest under a config that set only the endpoints recorded another config digest (of

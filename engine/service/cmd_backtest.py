@@ -13,7 +13,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from engine.service.builtin_in_sample import SEEN_END, builtin_in_sample_note
+from connectors.cautions import labelled
+from engine.service.builtin_in_sample import SEEN_END, builtin_in_sample_note, builtin_span_caution
 from engine.service.checkpoint_notes import (TEST_PART, checkpoint_evaluation, current_reading, in_sample_note,
                                              own_test_from, read_as_trained, session_gap_mismatch,
                                              test_part_starts)
@@ -184,7 +185,6 @@ def _reading_notes(args: argparse.Namespace, config: Any) -> str | None:
 def _run(args: argparse.Namespace, config: Any, queries: Path, time_range: Any, evaluation: Any,
          signals: _StopSignals) -> Any:
     """The replay and its scores (engine/service/backtest.py), with the command line's options."""
-    from connectors.cautions import labelled
     from engine.service.backtest import run_backtest
 
     return run_backtest(config, [str(f) for f in args.files], queries, args.out,
@@ -216,6 +216,10 @@ def _after_run(args: argparse.Namespace, config: Any, report: Any, signals: _Sto
     if config.model.path is None and (said := builtin_in_sample_note(
             args.files, _scored_from(args.test_from), f"give --test-from {SEEN_END:g} or later")) is not None:
         print(f"flashtick backtest: note: {said}", file=sys.stderr, flush=True)
+    elif config.model.path is None and (caution := builtin_span_caution(
+            {s: (first, report.split_ends[s]) for s, first in report.split_times.items() if s in report.split_ends}
+    )) is not None:  # a copy of those ticks elsewhere (review400 #5)
+        print(f"flashtick backtest: {labelled(caution)}", file=sys.stderr, flush=True)
     print(report.summary(by_stream=args.by_stream), flush=True)
     from engine.service.rejected_share import rejected_share_status
 

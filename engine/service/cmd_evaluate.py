@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from engine.service.builtin_in_sample import SEEN_END, builtin_in_sample_note
+from connectors.cautions import labelled
+from engine.service.builtin_in_sample import SEEN_END, builtin_in_sample_note, builtin_span_caution
 from engine.service.checkpoint_notes import current_reading, read_as_trained, trained_on_overlap
 from engine.service.cli_common import check_outputs, printable_json
 from engine.service.cli_reading import column_map_of, time_range_of
@@ -87,10 +88,13 @@ def _say_evaluation(args: argparse.Namespace, result: dict[str, Any], model_dir:
 
     # (a test part cut at a time starts at no one share: judged as if every tick were scored, the cautious reading)
     scored_from = 1 - split.test if split.test_from_ns is None else None
-    if model_dir.resolve() == BUILTIN_MODEL_DIR.resolve() and (said := builtin_in_sample_note(
-            args.files, scored_from, f"give a --split whose test part starts at {SEEN_END:.0%} or later, e.g. "
-                                     f"70/10/20")) is not None:  # (review349 #5)
-        print(f"note: {said}", file=sys.stderr)
+    if model_dir.resolve() != BUILTIN_MODEL_DIR.resolve():
+        return
+    if (said := builtin_in_sample_note(args.files, scored_from, f"give a --split whose test part starts at "
+                                                                f"{SEEN_END:.0%} or later, e.g. 70/10/20")) is not None:
+        print(f"note: {said}", file=sys.stderr)  # (review349 #5)
+    elif (caution := builtin_span_caution(tested)) is not None:  # a copy of those ticks elsewhere (review400 #5)
+        print(f"flashtick evaluate: {labelled(caution)}", file=sys.stderr)
 
 
 def _split_from_test_from(args: argparse.Namespace) -> Any:
@@ -153,8 +157,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
     from engine.service.text_evaluation import evaluate_text_model, is_text_model, text_model_refusal
     from engine.service.tick_origins import TickOrigins
     import torch
-
-    from connectors.cautions import labelled
 
     check_outputs(args, [Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet"),
                          Output("--points-out (its provenance record beside it)", None if args.points_out is None
