@@ -324,6 +324,38 @@ def test_queries_md_lists_every_trigger_and_every_kind() -> None:
     assert sorted(table_firsts(queries_md, "kind")) == sorted(KINDS)
 
 
+def yaml_fences(path: Path) -> list[tuple[int, str]]:
+    """(first line number, text) of every ```yaml fence of `path`."""
+    out, start, lines = [], None, path.read_text().splitlines()
+    for number, raw in enumerate(lines, start=1):
+        if start is None and raw.strip() == "```yaml":
+            start = number + 1
+        elif start is not None and raw.strip() == "```":
+            out.append((start, "\n".join(lines[start - 1:number - 1])))
+            start = None
+    return out
+
+
+def test_every_queries_block_of_the_docs_suits_one_kind_of_model() -> None:
+    """review400 #2: queries.md's "Answering early" block held a generate query (which needs a text model) beside a
+    query asking a codec question by name without choices (which needs a tick model), so no model registered it.
+    Every `queries:` block of the docs parses, and asks what one kind of model answers."""
+    import yaml
+
+    from queries.spec import QuerySpec
+
+    for path in USER_DOCS:
+        for line, text in yaml_fences(path):
+            document = yaml.safe_load(text)
+            if not isinstance(document, dict) or not isinstance(document.get("queries"), list):
+                continue
+            specs = [QuerySpec.from_dict(query) for query in document["queries"]]
+            text_model = [s.name for s in specs if s.kind == "generate" or not s.names_question]
+            tick_model = [s.name for s in specs if s.names_question and s.choices is None]
+            assert not (text_model and tick_model), (f"{path.relative_to(ROOT)}:{line}: {text_model} need a text "
+                                                     f"model, {tick_model} a tick model")
+
+
 def test_replay_md_has_a_row_for_every_reading_option() -> None:
     """The reading options (`backtest`, `feed replay`, `train`, `evaluate`, `demo`) are described in one table of
     replay.md; an option added to the parser alone was in no doc (docs/extending.md, "A command-line option")."""
