@@ -21,6 +21,10 @@ Any other line is kept as it was. A file is looked at only when its first lines 
 practice) keeps each ticker's best bid and ask as a quote, its trade fields (the match it echoes) emptied, so that
 the trade is read once, from its match, and its id is not taken for another trade's; its snapshot's levels are
 dropped (the book at subscribing, a message left out).
+
+`book_fields_of_book_tickers`: a Binance capture of trades and bookTickers in one file (a combined stream) keeps
+`b`, `a`, `B`, `A` on its bookTicker rows only: a trade event's own `b` and `a` (a spot trade's buyer and seller order
+ids, in captures of the years Binance sent them) and an aggTrade's `a` (its id) are no quote.
 """
 
 from __future__ import annotations
@@ -111,6 +115,20 @@ def _kraken_spread(value: Any) -> dict[str, Any] | None:
 
 # a Coinbase Exchange ticker's fields of the trade it follows (its match, read from the matches channel)
 TICKER_TRADE_FIELDS = ("price", "side", "last_size", "trade_id", "size")
+
+
+BINANCE_BOOK_FIELDS = ("b", "a", "B", "A")  # a bookTicker's best bid, ask and their sizes
+
+
+def book_fields_of_book_tickers(frame: pl.DataFrame) -> pl.DataFrame:
+    """A Binance capture's frame of trade events and bookTickers with the book fields emptied on the trade rows (a
+    spot bookTicker names no event, a futures one `e: bookTicker`); any other frame as it is. Left alone, an
+    aggTrade's id read as an ask made a one-sided quote of every trade, and an older spot trade's order ids a
+    quote at prices of ids (review400 #6's follow-up)."""
+    if "e" not in frame.columns or frame.schema["e"] != pl.String or not set(BINANCE_BOOK_FIELDS) <= set(frame.columns):
+        return frame
+    book = pl.col("e").is_null() | (pl.col("e") == "bookTicker")
+    return frame.with_columns(pl.when(book).then(pl.col(c)).alias(c) for c in BINANCE_BOOK_FIELDS)
 
 
 def ticker_beside_matches(frame: pl.DataFrame) -> pl.DataFrame:

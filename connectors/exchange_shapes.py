@@ -35,6 +35,7 @@ BINANCE_TRADE_KEYS = EXCHANGE_MESSAGES["binance-trade"].keys  # + "t" (trade) or
 BINANCE_TRADE_EVENTS = ("trade", "aggTrade")
 BINANCE_BOOK_KEYS = EXCHANGE_MESSAGES["binance-bookticker"].keys
 BOOK_TICKERS_WITHOUT_E = "messages without e (bookTicker's)"  # a spot bookTicker names no event
+FUTURES_BOOK_TICKER = "bookTicker"  # a futures bookTicker's e (it carries T, the exchange's time, too)
 COINBASE_MATCH_KEYS = EXCHANGE_MESSAGES["coinbase-matches"].keys
 COINBASE_MATCHES = ("match", "last_match")
 # each (re)subscription sends the last trade again as last_match: a reconnect in a capture repeats a trade
@@ -147,21 +148,31 @@ def _binance_events(path: Path, frame: pl.DataFrame, within: str) -> Shape | Non
         return None
     quotes = BINANCE_BOOK_KEYS <= set(frame.columns) and BOOK_TICKERS_WITHOUT_E in events
     received = quotes and RECEIVED in frame.columns and frame[RECEIVED].is_not_null().all()
-    left = {k: n for k, n in events.items() if k not in kept and not (received and k == BOOK_TICKERS_WITHOUT_E)}
+    # a futures bookTicker names its event and carries the exchange's T, the clock its trades are stamped with
+    timed_books = BINANCE_BOOK_KEYS <= set(frame.columns) and FUTURES_BOOK_TICKER in events
+    left = {k: n for k, n in events.items() if k not in kept and not (received and k == BOOK_TICKERS_WITHOUT_E)
+            and not (timed_books and k == FUTURES_BOOK_TICKER)}
     others = _said(left)
     both = ("; it holds trade AND aggTrade events, each trade twice over: replay one of them (a replay "
             "list's keep: {e: [trade]})" if len(kept) == 2 else "")
     left_out = f"; other messages left out, counted as filtered_out: {others}" if others else ""
     trades = "price=p, size=q, side from m (true: the buyer was the maker, so the aggressor sold)"
+    books = "quotes bid=b, ask=a, bid_size=B, ask_size=A"
     gap = _exchange_lead_ms(frame, "T")
+    if timed_books:
+        note = (f"{path.name}: Binance {' and '.join(kept)} and bookTicker events{within}, trades with their top "
+                f"of book, both at ts=T (the exchange's time, ms, which a futures bookTicker carries); stream=s; "
+                f"trades {trades}; {books}{left_out}{both}")
+        return Shape("binance-trade-bookticker", ColumnMap(
+            ts="T", ts_unit=EPOCH, stream_col="s", price="p", size="q", side="m", side_map=BUYER_MAKER, bid="b",
+            ask="a", bid_size="B", ask_size="A", keep={"e": [*kept, FUTURES_BOOK_TICKER]}), note)
     if received:
         lead = "" if gap is None else f", which runs {lead_said(gap)} it in this capture,"
         note = (f"{path.name}: Binance {' and '.join(kept)} events and bookTicker messages{within}, trades with "
                 f"their top of book: both stamped with ts={RECEIVED}, the receive time before each line, the one "
                 f"clock they share (a spot bookTicker has no time of its own, and the trades' time T{lead} would "
                 f"place each quote apart from the trades it came with: --columns ts=T leaves the quotes without a "
-                f"time, missing_field); stream=s; trades {trades}; quotes bid=b, ask=a, bid_size=B, ask_size=A"
-                f"{left_out}{both}")
+                f"time, missing_field); stream=s; trades {trades}; {books}{left_out}{both}")
         return Shape("binance-trade-bookticker", ColumnMap(
             ts=RECEIVED, ts_unit=DETECT, stream_col="s", price="p", size="q", side="m", side_map=BUYER_MAKER,
             bid="b", ask="a", bid_size="B", ask_size="A", keep={"e": {"not": list(left)}} if left else None),

@@ -45,7 +45,7 @@ import polars as pl
 from connectors.bar_documents import bar_document, no_bars
 from connectors.column_map import ColumnMap
 from engine.disk_full import DiskFull, said_if_disk_full
-from connectors.exchange_envelopes import ticker_beside_matches, unwrapped_messages
+from connectors.exchange_envelopes import book_fields_of_book_tickers, ticker_beside_matches, unwrapped_messages
 from connectors.exchange_shapes import BINANCE_BOOK_KEYS, Shape, array_shape_of, rest_shape_of, shape_of
 from connectors.json_columns import best_levels, epoch_text_as_integers, lists_as_text, nested_fields
 from connectors.json_messages import (
@@ -215,6 +215,7 @@ def _convert(path: Path) -> JsonLinesTable:
         wrapped = False
     frame = lists_as_text(best_levels(epoch_text_as_integers(nested_fields(frame))))
     frame = ticker_beside_matches(frame)  # Coinbase Exchange's ticker beside its matches: its quotes only
+    frame = book_fields_of_book_tickers(frame)  # Binance's trades beside bookTickers: their ids are no quote
     objects = frame.height - frame.select(pl.all_horizontal(pl.all().is_null()).sum()).item() if frame.width else 0
     if bad and objects == 0 and not tickless and all(reason == NOT_JSON for reason, _ in bad.values()):
         row, (_, why) = next(iter(bad.items()))

@@ -128,6 +128,30 @@ def test_a_received_binance_capture_reads_its_trades_with_their_top_of_book_on_o
     assert one_clock == ticks and not any("two clocks" in n for n in agreed.notes)
 
 
+def test_a_binance_capture_takes_quotes_from_its_book_tickers_alone(tmp_path: Path) -> None:
+    """A trade event's own `a` (an aggTrade's id) and `b`/`a` (an older spot trade's order ids) are no quote: read
+    as one, every aggTrade beside bookTickers made a one-sided quote (missing_field) and such a trade a quote at
+    prices of ids. A futures bookTicker (`e: bookTicker`, its own T) reads at T, the clock of its trades."""
+    aggregated = [line.replace('"e": "trade", ', '"e": "aggTrade", "a": 17, ') if "@trade" in line else line
+                  for line in received_capture(3)]
+    with_ids = [line.replace('"e": "trade", ', '"e": "trade", "b": 88, "a": 50, ') for line in received_capture(3)]
+    for name, lines in (("agg_20240809.log", aggregated), ("ids_20240809.log", with_ids)):
+        ticks, replay = read(write_lines(tmp_path / name, lines))
+        assert [(t.kind, t.bid, t.ask) for t in ticks] == [
+            tick for i in range(3) for tick in (("trade", None, None), ("quote", 43000.0 + i, 43000.2 + i))], name
+        assert not replay.rejected, name
+    futures = []
+    for i in range(3):
+        trade = binance_trade(i, "aggTrade")
+        book = {"e": "bookTicker", "u": 7 + i, "s": "BTCUSDT", "b": f"{43000.0 + i:.2f}", "B": "1.5",
+                "a": f"{43000.2 + i:.2f}", "A": "2", "T": trade["T"] + 5, "E": trade["T"] + 6}
+        futures += [{"stream": "btcusdt@aggTrade", "data": trade}, {"stream": "btcusdt@bookTicker", "data": book}]
+    ticks, replay = read(write_lines(tmp_path / "futures.jsonl", futures))
+    assert [(t.kind, t.ts // 1_000_000 - T0) for t in ticks] == [
+        (kind, 10 * i + lag) for i in range(3) for kind, lag in (("trade", 0), ("quote", 5))]
+    assert not replay.rejected and any("both at ts=T" in n for n in replay.notes)
+
+
 def test_binance_book_ticker_needs_a_receive_time_named(tmp_path: Path) -> None:
     book = [{"u": 7 + i, "s": "BTCUSDT", "b": "43000.00", "B": "1.5", "a": f"43000.{20 + i}", "A": "2"}
             for i in range(3)]
