@@ -9,13 +9,14 @@ written (only `~`/`null`/nothing is none): a `keep` of TAQ's `00` or `010` stays
 1.1's octal), and `yes` stays `yes`; a key that takes a number converts it where it is read. The
 error is a ``yaml.YAMLError`` with the line of both, so callers that already turn YAML errors
 into one line say it alike. (Query documents have their own loader, queries/yaml_loader.py, which does the same
-with each key's position kept for its messages.)
+with each key's position kept for its messages.) Every alias counts the nodes it stands for, so a "billion laughs"
+stops at a budget (`NodeBudget`, shared with the query composer), and a recursive alias is refused by name.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import yaml
@@ -32,7 +33,68 @@ def _word_not_bool(node: yaml.Node) -> bool:
     return node.tag == _BOOL_TAG and node.value.lower() not in _CORE_BOOLS
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+MAX_DEPTH = 32  # nested collections; a query document needs 5, a config 4
+MAX_FILE_NODES = 1_000_000  # nodes of a config, column map or replay list with every alias expanded (~10 MB of YAML)
+
+
+class NodeBudget:
+    """SafeLoader's composer, counting every node it composes and, for an alias, the nodes it stands for, refusing
+    past ``max_nodes``, nesting deeper than MAX_DEPTH and an alias to a node that contains it (a recursive alias).
+
+    A node's expanded size is known once it is composed, and an alias can only
+    name a node composed before it, so the count is exact and costs nothing
+    extra: a "billion laughs" stops after a few hundred nodes. (A mixin: it sits before the composer.)
+    """
+
+    anchors: dict[str, yaml.Node]
+    peek_event: Callable[[], yaml.Event]
+
+    def start(self, max_nodes: int) -> None:
+        self.max_nodes = max_nodes
+        self.expanded = 0  # nodes so far, aliases expanded
+        self.depth = 0
+        self.sizes: dict[str, int] = {}  # anchor -> expanded size of its node, once composed
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor in self.anchors:  # else SafeLoader raises "found undefined alias"
+                if event.anchor not in self.sizes:
+                    raise self.refuse(f"alias *{event.anchor[:40]} refers to a node that contains it (a recursive "
+                                      f"alias)", event)
+                self.count(self.sizes[event.anchor], event)
+            return super().compose_node(parent, index)  # type: ignore[misc]
+        if self.depth >= MAX_DEPTH:
+            raise self.refuse(f"collections nested more than {MAX_DEPTH} deep", event)
+        start = self.expanded
+        self.count(1, event)
+        self.depth += 1
+        node = super().compose_node(parent, index)  # type: ignore[misc]
+        self.depth -= 1
+        if event.anchor is not None:
+            self.sizes[event.anchor] = self.expanded - start
+        return node
+
+    def count(self, nodes: int, event: yaml.Event) -> None:
+        self.expanded += nodes
+        if self.expanded > self.max_nodes:
+            raise self.refuse(f"the document expands past the limit of {self.max_nodes} nodes, an alias counting "
+                              f"every node it repeats{self.budget_named}", event)
+
+    budget_named = ""  # how the limit is named where the user may change it
+
+    def refuse(self, reason: str, event: yaml.Event) -> Exception:
+        """The error for ``reason`` at ``event``: a YAML error with its place (a query composer's: its own)."""
+        return yaml.composer.ComposerError(None, None, reason, event.start_mark)
+
+
+class _UniqueKeyLoader(NodeBudget, yaml.SafeLoader):
+    def __init__(self, stream: Any) -> None:
+        yaml.SafeLoader.__init__(self, stream)
+        # review406 #1, #2: a config of nested aliases hung every command given it (its ${VAR} walk expanded them),
+        # and a recursive alias ended in Python's RecursionError, no file or line
+        self.start(MAX_FILE_NODES)
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         first: dict[Any, int] = {}
         for key_node, _ in node.value:

@@ -10,61 +10,24 @@ counting composer. Errors quote at most a short excerpt.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import yaml
 
+from engine.yaml_files import MAX_DEPTH, NodeBudget
 from queries.limits import QueryLimits, clip
 from queries.spec_errors import QuerySpecError
 
-MAX_DEPTH = 32  # nested collections; a query document needs 5
 _LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"  # libyaml's own cap (1000 levels): said as ours
 
 
-class _Counting:
-    """SafeLoader's composer, counting every node it composes and, for an alias, the nodes it stands for.
+class _Counting(NodeBudget):
+    """NodeBudget (engine/yaml_files.py) with a query document's refusal: a QuerySpecError naming its source and
+    line, and the budget named as the limit a service sets (max_yaml_nodes)."""
 
-    A node's expanded size is known once it is composed, and an alias can only
-    name a node composed before it, so the count is exact and costs nothing
-    extra. An alias to a node still being composed (a recursive alias) is refused.
-    (A mixin: it sits before the composer in both loaders below.)
-    """
+    budget_named = " (max_yaml_nodes)"
 
-    anchors: dict[str, yaml.Node]
-    peek_event: Callable[[], yaml.Event]
-
-    def start(self, source: str, max_nodes: int) -> None:
-        self.source, self.max_nodes = source, max_nodes
-        self.expanded = 0  # nodes so far, aliases expanded
-        self.depth = 0
-        self.sizes: dict[str, int] = {}  # anchor -> expanded size of its node, once composed
-
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent):
-            if event.anchor in self.anchors:  # else SafeLoader raises "found undefined alias"
-                if event.anchor not in self.sizes:
-                    raise self.refuse(f"alias *{clip(event.anchor, 40)} refers to a node that contains it "
-                                      f"(a recursive alias)", event)
-                self.count(self.sizes[event.anchor], event)
-            return super().compose_node(parent, index)
-        if self.depth >= MAX_DEPTH:
-            raise self.refuse(f"collections nested more than {MAX_DEPTH} deep", event)
-        start = self.expanded
-        self.count(1, event)
-        self.depth += 1
-        node = super().compose_node(parent, index)
-        self.depth -= 1
-        if event.anchor is not None:
-            self.sizes[event.anchor] = self.expanded - start
-        return node
-
-    def count(self, nodes: int, event: yaml.Event) -> None:
-        self.expanded += nodes
-        if self.expanded > self.max_nodes:
-            raise self.refuse(f"the document expands past the limit of {self.max_nodes} nodes, an alias counting "
-                              f"every node it repeats (max_yaml_nodes)", event)
+    def start_document(self, source: str, max_nodes: int) -> None:
+        self.source = source
+        self.start(max_nodes)
 
     def refuse(self, reason: str, event: yaml.Event) -> QuerySpecError:
         return QuerySpecError(reason, source=self.source, line=event.start_mark.line + 1)
@@ -76,7 +39,7 @@ class _PyComposer(_Counting, yaml.SafeLoader):
 
     def __init__(self, text: str, source: str, max_nodes: int) -> None:
         yaml.SafeLoader.__init__(self, text)
-        self.start(source, max_nodes)
+        self.start_document(source, max_nodes)
 
 
 try:
@@ -98,7 +61,7 @@ if CParser is not None:
             yaml.composer.Composer.__init__(self)
             yaml.constructor.SafeConstructor.__init__(self)
             yaml.resolver.Resolver.__init__(self)
-            self.start(source, max_nodes)
+            self.start_document(source, max_nodes)
 
 
 def _composer(text: str, source: str, max_nodes: int) -> _Counting:

@@ -168,6 +168,26 @@ def test_yaml_is_safe_loaded(tmp_path) -> None:
         ServiceConfig.load(path)
 
 
+def test_aliases_that_expand_past_a_budget_or_into_themselves_are_refused_with_their_line(tmp_path) -> None:
+    """review406 #1, #2: a "billion laughs" config hung every command given it at 100% CPU (the ${VAR} walk
+    expanded its aliases, 3.4e9 nodes), and a recursive alias ended in Python's bare RecursionError text."""
+    from engine.yaml_files import safe_load_unique
+
+    laughs = "".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}' if i else 'x'] * 9)}]\n" for i in range(10))
+    path = tmp_path / "lol.yaml"
+    path.write_text(laughs + "model: {threads: 1}\n")
+    with pytest.raises(ConfigError, match=r"lol.yaml: not valid YAML: the document expands past the limit of "
+                                          r"1000000 nodes, an alias counting every node it repeats \(line 7, "):
+        ServiceConfig.load(path)
+    path.write_text("model: &m {threads: 1, x: *m}\n")
+    with pytest.raises(ConfigError, match=r"alias \*m refers to a node that contains it \(a recursive alias\) "
+                                          r"\(line 1, column 27\)"):
+        ServiceConfig.load(path)
+    shared = "base: &b {price: p, size: q}\nmaps: [*b, *b]\n"  # aliases within the budget read as ever
+    assert safe_load_unique(shared, text_words=True) == {"base": {"price": "p", "size": "q"},
+                                                         "maps": [{"price": "p", "size": "q"}] * 2}
+
+
 def test_a_section_or_key_given_twice_is_refused_not_merged(tmp_path) -> None:
     """A section appended at the end of a config (a second `kv:`) dropped the first one's settings silently."""
     from connectors.map_options import load_map_file
