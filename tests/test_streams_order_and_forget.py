@@ -76,6 +76,11 @@ def test_forget_takes_several_names_and_a_glob_only_when_asked(checkpoint, capsy
         assert main(["forget", "FG00200", "FG00999", *endpoint]) not in (0, None)  # a typo among them: none goes
         assert "1 of the 2 streams given are not known" in capsys.readouterr().err
         assert held() == universe
+        # one stream named beside a pattern or a list: refused, none dropped (review406 #3: the pattern dropped all)
+        for wider in ({"pattern": "FG*"}, {"streams": ["FG00201"]}):
+            with pytest.raises(ControlError, match=r'takes one of "stream", "streams" or "pattern", not "stream" '):
+                control.call("forget", stream="FG00200", **wider)
+        assert held() == universe
         assert main(["forget", "--glob", "FG001*", "--dry-run", *endpoint]) in (0, None)
         assert "would forget 4 streams matching \"FG001*\"" in capsys.readouterr().out
         assert held() == universe

@@ -221,7 +221,12 @@ class StreamOps:
         operator's way out when a tick stamped ahead of the clock (forged, or a feed's mistake) blocks the stream's
         real feed as ts_backwards. Said in the log, with what the stream held. With ``streams`` (exact names) or
         ``pattern`` (a glob, fnmatch's, on the names held) in place of ``stream``: several (forget_many)."""
-        if request.get("streams") is not None or request.get("pattern") is not None:
+        selectors = [key for key in ("stream", "streams", "pattern") if request.get(key) is not None]
+        if len(selectors) > 1:  # (review406 #3: `stream` beside `pattern` was ignored, and the pattern dropped all)
+            named = " and ".join(quoted(key) for key in selectors)
+            raise ControlError(f"op \"forget\" takes one of \"stream\", \"streams\" or \"pattern\", not {named} "
+                               f"together: which streams go would be a guess")
+        if selectors and selectors[0] != "stream":
             return self._forget_many(request)
         # (a '/' not renamed, an NFD name: refused with their hint)
         stream = asked_stream(request, self.pipeline.encoders, self.stream_renames.renamed)
