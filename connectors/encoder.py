@@ -53,7 +53,7 @@ from connectors.stream_table import EXPIRED_KEPT, StreamTable
 from connectors.stream_names import MAX_STREAM_BYTES, check_normalized, check_stream
 from connectors.tick_errors import InvalidTick
 from connectors.tick_times import check_not_ahead, check_order, check_ts, check_ts_unit
-from connectors.ticks import Tick, check_seq, validate
+from connectors.ticks import Tick, check_seq, counted, validate
 from connectors.tokenized_items import TOKENIZED_FIELDS, check_ticks, check_tokens, listed_ticks, tokenized_items
 from connectors.wire_offsets import shifted_wire_tick
 from connectors.wire_values import field_list, wire_value
@@ -65,6 +65,23 @@ SHIFT_PRICES = ("; an instrument that trades at zero or below (a spread, a power
                 "add one constant to every price, bid and ask before sending (file replay: --price-offset X)")
 # the names other modules import from here (they moved beside it): kept importable where they were
 __all__ = ["SHIFT_PRICES", "PASSED", "EncodedTick", "Ingested", "StreamEncoder", "StreamEncoders", "listed_ticks"]
+
+
+# Items refused before they name a stream (not a map; a map without "stream") are said one by one up to this many a
+# message, then counted: a 1 MB message of 1,000,000 one-byte nils cost ~8 s of the engine thread building an error
+# for each, though at most ~100 are published (review406 #6); a tick naming its stream is at least ~10 bytes
+SAID_STREAMLESS = 100
+NAMELESS = {"not_a_map": "a tick is a map", "missing_stream": 'field "stream" is required'}
+
+
+def _nameless(obj: Any) -> str | None:
+    """The reason an item past SAID_STREAMLESS is counted without its own error: not a map, or a map of text keys
+    without "stream" (a key sent as bin gets its own hint); None for an item checked as every other."""
+    if type(obj) is not dict:
+        return "not_a_map"
+    if "stream" not in obj and all(type(key) is str for key in obj):
+        return "missing_stream"
+    return None
 
 
 class StreamEncoders(StreamTable):
@@ -349,10 +366,17 @@ class StreamEncoders(StreamTable):
         except InvalidTick as err:
             result.rejections.append(Rejection.of(-1, err))
             return result
+        streamless = 0  # items refused before they named a stream, said one by one up to SAID_STREAMLESS
+        # reason -> [index of the first item counted past those, items, where its rejection goes among the rest]
+        tallied: dict[str, list[int]] = {}
         for index, obj in enumerate(items):
+            if streamless >= SAID_STREAMLESS and (reason := _nameless(obj)) is not None:
+                tallied.setdefault(reason, [index, 0, len(result.rejections)])[1] += 1
+                continue
             try:
                 item = first_phase(obj)
             except InvalidTick as err:
+                streamless += err.stream is None
                 self._note_refused(err.stream, obj)
                 result.rejections.append(Rejection.of(index, err))
                 continue
@@ -364,6 +388,11 @@ class StreamEncoders(StreamTable):
                 result.rejections.append(Rejection.of(index, err))
                 continue
             result.accepted.append(item)
+        for reason, (first, n, at) in sorted(tallied.items(), key=lambda e: (-e[1][2], -e[1][0])):  # (index order)
+            result.rejections.insert(at, Rejection(first, reason, f"{counted(n, 'item')} more with no stream named "
+                                                                  f"({reason}: {NAMELESS[reason]}), the first at "
+                                                                  f"index {first}: counted, not said one by one",
+                                                   count=n))
         return result
 
     def _submit(self, item: EncodedTick, submit: Submit) -> EncodedTick:
