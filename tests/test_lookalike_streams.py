@@ -16,6 +16,8 @@ from wire_client import T0, Control, Sub, push_socket, quote, stats, trade, wait
 
 HANG_S = 120.0  # only catches a hang (the machine is shared)
 LOOKALIKES = ["LOOK\u2024A", "\uff2c\uff2f\uff2f\uff2b.A", "LOOK\uff0eA"]  # ONE DOT LEADER, fullwidth, FULLWIDTH STOP
+# characters that print as nothing, which str.isprintable passes and NFKC keeps (review406 #5: each was a stream)
+INVISIBLE = ["LOOK.A\u034f", "LOO\ufe00K.A", "LOOK.A\U000e0100", "LOOK.A\u3164", "LOOK.A\u2800"]
 
 
 @pytest.fixture(scope="module")
@@ -54,19 +56,22 @@ def refusals(server, messages: list[bytes]) -> list[dict]:
 def test_names_that_fold_to_a_known_stream_are_refused_naming_it_across_a_restart(checkpoint, tmp_path) -> None:
     data = tmp_path / "data"
     with serving(config(checkpoint, data)) as server:
-        got = refusals(server, [msgpack.packb(trade(name, T0)) for name in ["LOOK.A", *LOOKALIKES, "look.a"]])
+        got = refusals(server, [msgpack.packb(trade(name, T0))
+                                for name in ["LOOK.A", *LOOKALIKES, *INVISIBLE, "look.a"]])
         control = Control(server.endpoints["control"])
         held = control.ok("streams")["streams"]
         counted = stats(control)["rejected"]
         control.close()
     assert got[0] is None and got[-1] is None, got  # LOOK.A, then look.a (case kept: its own stream)
-    for name, entry in zip(LOOKALIKES, got[1:-1]):
+    for name, entry in zip([*LOOKALIKES, *INVISIBLE], got[1:-1]):
         assert entry["reason"] == "bad_stream" and entry["stream"] == name, entry
         assert entry["error"].startswith(f'bad_stream: stream {json.dumps(name)} prints like "LOOK.A", a stream this '
-                                         f'service knows already: Unicode NFKC folds both to "LOOK.A" ('), entry
+                                         f'service knows already: Unicode NFKC, less what prints as nothing, folds '
+                                         f'both to "LOOK.A" ('), entry
         assert 'send its ticks as "LOOK.A" if it is that instrument, or give it a name of its own' in entry["error"]
-    assert entry["error"].count("U+FF0E FULLWIDTH FULL STOP") == 1, entry
-    assert set(held) == {"LOOK.A", "look.a"} and counted["bad_stream"] == 3, (held, counted)
+    assert got[3]["error"].count("U+FF0E FULLWIDTH FULL STOP") == 1, got[3]
+    assert "U+2800 BRAILLE PATTERN BLANK" in entry["error"], entry
+    assert set(held) == {"LOOK.A", "look.a"} and counted["bad_stream"] == 8, (held, counted)
     with serving(config(checkpoint, data)) as server:  # the names the tick log holds are known at once
         got = refusals(server, [msgpack.packb(trade("LOOK\uff0eA", T0 + 2)), msgpack.packb(trade("LOOK.A", T0 + 2)),
                                 msgpack.packb(trade("\uff2e\uff2b\uff12\uff12\uff15", T0 + 2))])
