@@ -307,5 +307,13 @@ def test_the_pool_warning_counts_every_stream_held_not_only_those_that_ticked_in
             assert said.count("KV pool too small") == (more > 1), said
         assert f"(more streams since it was said: it wanted {streams * (window + block)})" in said
         assert f"Set kv.cells to {(streams + 1 + streams // 4 + 1) * (window + block)} or more" in said, said
+        # review406 #7: after a restart every stream the replay restored counted as ticked in the last minute; a
+        # tick before live ingest began is not live, one after it is
+        monkeypatch.setattr(kv_thrash, "LIVE_S", 60.0)
+        since_start = kv_thrash.KvThrashWatch()
+        since_start.watch({"kv_cells_capacity": 4096}, pipeline, config, serving_since=time.time())
+        assert " streams held (0 ticked in the last 60 s;" in since_start.pool_short, since_start.pool_short
+        since_start.watch({"kv_cells_capacity": 4096}, pipeline, config, serving_since=now / 1e9 - 1)
+        assert f"(0 ticked in the last 60 s;" not in since_start.pool_short, since_start.pool_short
     finally:
         pipeline.close()

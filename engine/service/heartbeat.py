@@ -107,7 +107,7 @@ class Heartbeat:
                                      "protocol": WIRE_PROTOCOL, "epoch": self.epoch,
                                      "registry_version": self.pipeline.registry.version,
                                      "last_seqs": self._heartbeat_seqs.take()})
-        self._kv_thrash.watch(self._snapshot, self.pipeline, self.config)
+        self._kv_thrash.watch(self._snapshot, self.pipeline, self.config, getattr(self, "_serving_since", 0.0))
         self._watch_feeds()
         self._say_refused_streams()
         self.stream_refusals.check_late(self.pipeline.encoders.ticks_of)  # (two clocks on one stream: said)

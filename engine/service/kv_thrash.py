@@ -32,13 +32,14 @@ class KvThrashWatch:
         self._mark: tuple[float, tuple[int, int]] | None = None  # (monotonic time, (advanced, evicted)) at its start
         self._next_warning = 0.0
 
-    def watch(self, snapshot: dict[str, Any], pipeline: Any, config: ServiceConfig) -> None:
+    def watch(self, snapshot: dict[str, Any], pipeline: Any, config: ServiceConfig, serving_since: float = 0.0) -> None:
         """KV too small for the streams: more KV is evicted (to be recomputed when its stream next ticks) than new
         tokens are computed, and answers come late while nothing else looks wrong. Judged over THRASH_WINDOW_S; said on
         stderr with a size for kv.cells at most every THRASH_WARNING_EVERY_S, and as `kv_thrash` in stats
-        (``snapshot``: the heartbeat's, which it updates; ``pipeline``: one engine's, or the shards' front door)."""
+        (``snapshot``: the heartbeat's, which it updates; ``pipeline``: one engine's, or the shards' front door;
+        ``serving_since``: time.time() live ingest began, before which no tick counts as live)."""
         now = time.monotonic()
-        self._watch_live(snapshot, pipeline, config)
+        self._watch_live(snapshot, pipeline, config, serving_since)
         # evicted cells, not tokens_rebuilt: a context roll's re-prefill is rebuilt too, and is no sign of a small pool
         counts = (snapshot.get("runner", {}).get("tokens_advanced", 0),
                   snapshot.get("scheduler", {}).get("evicted_cells", 0))
@@ -69,7 +70,7 @@ class KvThrashWatch:
                   f"kv.cells is {capacity}: raise it (answers come late meanwhile)", file=sys.stderr, flush=True)
 
 
-    def _watch_live(self, snapshot: dict[str, Any], pipeline: Any, config: ServiceConfig) -> None:
+    def _watch_live(self, snapshot: dict[str, Any], pipeline: Any, config: ServiceConfig, serving_since: float) -> None:
         """Whether the streams the engine holds will want more KV than the pool holds once their windows fill: said
         on stderr the moment it becomes so (once, until it is no longer so), and in `health`'s warnings while it is
         (``pool_short``). Sized on every stream held, not only those that ticked in the last LIVE_S: a stream keeps
@@ -91,7 +92,8 @@ class KvThrashWatch:
         # of 200 streams had come when it was said, and the line's kv.cells was then 30% short); health's warning is
         # kept to the streams held now while it lasts
         say = need >= SAY_AGAIN_GROWTH * self._said_need
-        since = time.time_ns() - int(LIVE_S * 1e9)
+        # (a restart's replay stamps each stream it restores as seen then: not a tick of the last minute, review406 #7)
+        since = max(time.time_ns() - int(LIVE_S * 1e9), int(serving_since * 1e9))
         live = sum(1 for state in held if state.last_seen_ns >= since)
         idle_s = config.scheduler.stream_idle_s
         keeps = ("scheduler.stream_idle_s is null: each keeps its KV for good" if idle_s is None
