@@ -33,6 +33,7 @@ from engine.service.client import AnswerSubscriber, ControlClient, ControlError 
 from engine.service.config import ServiceConfig  # noqa: E402
 from engine.service.data_dir_meta import read_record  # noqa: E402
 from engine.service.pipeline import TickPipeline  # noqa: E402
+from engine.service.rendezvous import shard_for  # noqa: E402
 from engine.service.sharded import ShardedPipeline  # noqa: E402
 
 QUERIES = """
@@ -410,18 +411,7 @@ def killed_mid_feed(server, control) -> dict:
         wait_for(lambda: control.call("stats")["stats"]["scheduler"].get("jobs_done", 0) > 0)
         done_before = control.call("stats")["stats"]["scheduler"]["jobs_done"]
         killed_ns = time.time_ns()
-        pid = ray.get(victim.handle.__ray_call__.remote(lambda _: os.getpid()))
-        ray.kill(victim.handle, no_restart=False)  # mid-feed: Ray restarts it, the front door rebuilds it
-        # ray.kill is asynchronous: on a loaded machine the old process could still take every call below, so
-        # the rest is sent once it is gone (a call fails, or the restarted process answers)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if ray.get(victim.handle.__ray_call__.remote(lambda _: os.getpid()), timeout=5) != pid:
-                    break
-            except ray.exceptions.RayError:
-                break
-            time.sleep(0.05)
+        kill_shard(victim)  # mid-feed: Ray restarts it, the front door rebuilds it
         wait_for(lambda: control.call("health")["status"] == "degraded")  # an operator's probe sees the outage
         send(ticks[300:])
         deadline = time.monotonic() + 120
@@ -441,6 +431,22 @@ def killed_mid_feed(server, control) -> dict:
     return {"got": got, "sent": sent, "stats": stats, "health": health, "metrics": metrics, "victim": victim,
             "victim_streams": victim_streams, "killed_streams": killed_streams, "killed_ns": killed_ns,
             "done_before": done_before}
+
+
+def kill_shard(link) -> None:
+    """``link``'s shard killed (Ray restarts it; the front door rebuilds it at its next call). ray.kill is
+    asynchronous: on a loaded machine the old process could still take the calls after it, so this returns once
+    it is gone (a call fails, or the restarted process answers)."""
+    pid = ray.get(link.handle.__ray_call__.remote(lambda _: os.getpid()))
+    ray.kill(link.handle, no_restart=False)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if ray.get(link.handle.__ray_call__.remote(lambda _: os.getpid()), timeout=5) != pid:
+                return
+        except ray.exceptions.RayError:
+            return
+        time.sleep(0.05)
 
 
 def assert_rebuilt_with_no_tick_lost(links, ticks_before: int, got, sent, stats, health, metrics, victim,
@@ -685,7 +691,10 @@ def test_restarts_of_shards_owing_a_backlog_answer_it_group_by_group_and_move_by
 
     And live, `{move_bps: N}` on 2 shards answers at the ticks one engine answers at (the front door sends each
     item's mark beside its tokens: a shard cannot read a price from them), inside the messages too, with the same
-    seqs. (One live run for both deaths and the moves: each sharded start costs Ray two worker processes.)"""
+    seqs. Then a shard killed before it computed any tick of a stream new to it is rebuilt from the tick log and
+    answers that stream message by message, as the other shard answers the same ticks (review401 #2: booked whole,
+    it had one answer per query at its last tick, `nll: null`). (One live run for both deaths, the moves and the
+    kill: each sharded start costs Ray two worker processes.)"""
     queries = tmp_path / "q.yaml"
     moves = "  - {name: mv, streams: ['*'], question: direction_20, kind: choice, trigger: {move_bps: 3}}\n"
     queries.write_text(QUERIES + "  - {name: d10, streams: ['*'], question: direction_20, kind: choice, "
@@ -704,8 +713,14 @@ def test_restarts_of_shards_owing_a_backlog_answer_it_group_by_group_and_move_by
             assert live.ingest_message(encode(message)) == []
         behind = shutil.copytree(tmp_path / "data", tmp_path / "behind")
         uninterrupted_then = live.run_until_idle()
+        lost, kept = new_streams_across_a_shard_loss(live, ticks[:12])
     finally:
         live.close()
+    # review401 #2: the lost shard's new stream is answered as the other's, message by message (before, its ticks
+    # were booked whole: one answer per query at its 12th tick, the surprise's `nll` None)
+    assert len(lost["dir"]) == 4 and all(value["nll"] is not None for *_, value in lost["nll"])
+    assert lost.keys() == kept.keys() >= {"dir", "nll", "d10"}
+    assert_same(lost, kept)
     moves_only = tmp_path / "mv.yaml"  # one engine, fed the same messages the same way: the moves' answers
     moves_only.write_text("queries:\n" + moves)
     local = TickPipeline(config(checkpoint, tmp_path / "one", 0, moves_only))
@@ -740,6 +755,36 @@ def test_restarts_of_shards_owing_a_backlog_answer_it_group_by_group_and_move_by
         restarted.close()
     assert_owed_as_uninterrupted(owed, uninterrupted_then, TOL)
     assert f"flashtick: computing what was owed: {len(uninterrupted_then)} answers due on " in capsys.readouterr().err
+
+
+def new_streams_across_a_shard_loss(pipeline: ShardedPipeline, ticks: list) -> tuple[dict, dict]:
+    """Two streams new to ``pipeline`` (2 shards), one on each shard, sent ``ticks`` alike in messages of 3; the first
+    shard killed before it computed any of them, so its restore reads its stream's ticks back from the tick log.
+    Returns each stream's answers by query: [(seq, version, data time, value)], as assert_same takes them."""
+    shards = [link.name for link in pipeline.links]
+    names = [next(f"NEW.{i}" for i in range(100) if shard_for(f"NEW.{i}", shards) == shard) for shard in shards]
+    for i in range(0, len(ticks), 3):
+        message = [dataclasses.replace(t, stream=name) for t in ticks[i : i + 3] for name in names]
+        assert pipeline.ingest_message(encode(message)) == []
+    victim = pipeline.links[0]
+    kill_shard(victim)
+    answers = []
+    deadline = time.monotonic() + 120
+    # (a lost shard Ray has not restarted yet is not `busy`, which would end run_until_idle before its restore)
+    while victim.lost or pipeline.busy or not victim.restarts:
+        assert time.monotonic() < deadline, "the killed shard was not restored"
+        report = pipeline.step()
+        answers += [o.answer for o in report.outcomes if o.job.ticket is None] if report else []
+    assert victim.restarts == 1
+
+    def by_query(stream: str) -> dict[str, list]:
+        out = defaultdict(list)
+        for a in answers:
+            if a.stream == stream:
+                out[a.query].append((a.seq, a.version, a.data_ts, a.value))
+        return dict(out)
+
+    return by_query(names[0]), by_query(names[1])
 
 
 def logged_ticks_of(directory: Path, stream: str) -> int:

@@ -327,7 +327,8 @@ class DataDir:
         return damaged_copies(self.log.directory) | damaged_copies(self.answers.directory)
 
     def read_items(self, streams: set[str], upto: int, encoders: StreamEncoders, target: ReplayTarget,
-                   answered: dict[str, tuple[int, int]] | None = None) -> list[EncodedTick | None]:
+                   answered: dict[str, tuple[int, int | None] | None] | None = None
+                   ) -> list[EncodedTick | None]:
         """The logged items of ``streams`` among records ``[0, upto)``, encoded afresh through ``encoders`` (a
         new StreamEncoders: the live ones are not touched) and booked on ``target``; returns their tail past
         ``answered`` (split_log): what rebuilds those streams elsewhere (a shard restarted or a stream moved).

@@ -55,16 +55,31 @@ def answers_owed_at_latest(registry: Registry, cache: AnswerCache, marks: Regist
     return owed
 
 
-def answered_points(cache: AnswerCache, streams: set[str] | None = None) -> dict[str, tuple[int, int]]:
-    """Each stream's latest answered (tick count, event time), over every standing query (of ``streams`` only, when
-    given): how far the engine that computed it had got, where split_log's tail begins when a live front door
-    rebuilds a lost shard, whose cache holds every answer published. A restart reads the answer log, which may lack
-    some (TailStarts)."""
-    points: dict[str, tuple[int, int]] = {}
+def live_tail_points(cache: AnswerCache, registry: Registry, marks: RegistrationMarks, streams: set[str]
+                     ) -> dict[str, tuple[int, int | None] | None]:
+    """Where each of ``streams``' tail begins (split_log's ``answered``) when a live front door rebuilds a lost shard,
+    whose cache holds every answer published: at the stream's latest answer, over every standing query (how far the
+    engine that computed it had got); on a stream with none yet (its first ticks came just before the loss or
+    while the shard was down), at its queries' registration (``registration_point``), so its ticks are computed
+    group by group as one engine's restart computes them, not booked whole and owed one answer at the latest. A
+    restart reads the answer log, which may lack some answers (TailStarts)."""
+    answered: dict[str, tuple[int, int]] = {}
     for answer in cache.latest():
-        if (streams is None or answer.stream in streams) and answer.version > points.get(answer.stream, (0, 0))[0]:
-            points[answer.stream] = (answer.version, answer.data_ts)
-    return points
+        if answer.stream in streams and answer.version > answered.get(answer.stream, (0, 0))[0]:
+            answered[answer.stream] = (answer.version, answer.data_ts)
+    return {stream: answered[stream] if stream in answered else registration_point(registry, marks, stream)
+            for stream in streams}
+
+
+def registration_point(registry: Registry, marks: RegistrationMarks, stream: str, changed: Container[str] = ()
+                       ) -> tuple[int, None] | None:
+    """Where the tail of ``stream``, none of whose answers is known, begins: at the earliest tick count at which
+    one of its standing queries (``changed`` left out: registered after every logged tick) was registered, with no
+    event time (the first item reaching that count); None when none fires by itself (nothing is owed: booked
+    whole)."""
+    counts = [marks.start(spec.name, stream) for spec in registry.matching(stream)
+              if spec.trigger.fires_by_itself and spec.name not in changed]
+    return (min(counts), None) if counts else None
 
 
 class TailStarts:
@@ -102,11 +117,12 @@ class TailStarts:
 
     def _start(self, stream: str) -> tuple[int, int | None] | None:
         answers = self._latest.get(stream, {})
-        newest = max(answers.values(), key=lambda a: a.version, default=None)
-        point: tuple[int, int | None] | None = None if newest is None else (newest.version, newest.data_ts)
+        if not answers:
+            return registration_point(self._registry, self._marks, stream, self._changed)
+        newest = max(answers.values(), key=lambda a: a.version)
+        point: tuple[int, int | None] = (newest.version, newest.data_ts)
         # the queries that fire by the newest answer's tick, after their own last answers (trigger state restored)
-        due = set() if newest is None else {
-            spec.name for spec, _ in self._registry.would_fire(stream, [(newest.version, newest.data_ts)])}
+        due = {spec.name for spec, _ in self._registry.would_fire(stream, [(newest.version, newest.data_ts)])}
         for spec in self._registry.matching(stream):
             if not spec.trigger.fires_by_itself or spec.name in self._changed:
                 continue
@@ -114,10 +130,10 @@ class TailStarts:
             if last is None:
                 behind: tuple[int, int | None] | None = (self._marks.start(spec.name, stream), None)
             elif spec.trigger.on_moves:  # where it fired since is in the ticks' prices: their replay computes it
-                behind = (last.version, last.data_ts) if newest is not None and last.version < newest.version else None
+                behind = (last.version, last.data_ts) if last.version < newest.version else None
             else:
                 behind = (last.version, last.data_ts) if spec.name in due else None
-            if behind is not None and (point is None or behind[0] < point[0]):
+            if behind is not None and behind[0] < point[0]:
                 point = behind
         return point
 

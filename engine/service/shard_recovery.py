@@ -18,7 +18,7 @@ from typing import Any
 
 from connectors.encoder import StreamEncoders
 from engine.jobs import JobOutcome
-from engine.service.owed_answers import answered_points
+from engine.service.owed_answers import live_tail_points
 from engine.service.ray_shards import ray_module
 from engine.service.shard import RemoteJob
 from engine.service.shard_link import ShardLink
@@ -79,8 +79,9 @@ class ShardRecovery:
 
     def _read_log(self, link: ShardLink) -> None:
         """Read the lost shard's streams from the tick log, on a thread, up to the last record accepted: booked
-        up to each stream's last published answer, the rest computed group by group (split_log); items
-        accepted from now on wait in its buffer and follow the restore."""
+        up to each stream's last published answer (one with none yet: its queries' registration), the rest computed
+        group by group (split_log, live_tail_points); items accepted from now on wait in its buffer and follow the
+        restore."""
         link.buffer, link.buffered_tokens = [], 0
         # the streams forgotten so far are forgotten in the log read here (split_log): their ops would drop a
         # session of the stream the restore rebuilt from items logged after the forget
@@ -92,7 +93,7 @@ class ShardRecovery:
                                   max_item_tokens=live.max_item_tokens, max_stream_bytes=live.max_stream_bytes,
                                   expired_kept=live.expired_kept)
         streams = set(link.streams)
-        answered = answered_points(front.cache, streams)  # here: the cache is this thread's
+        answered = live_tail_points(front.cache, front.registry, front.marks, streams)  # here: they are this thread's
 
         def read() -> dict[str, Any]:
             restores = ShardRestores(front, accepted=False)
