@@ -40,6 +40,9 @@ from connectors.ticks import QUOTE, TRADE, InvalidTick, one_sided_quote
 from connectors.time_range import TimeRange
 from engine.quoting import quoted
 
+# what reads a file's 0 bid beside an ask as a price, as a one-sided quote's reject names it (a service's key is
+# limits.zero_bid, which a backtest or feed given the service's config reads the files by too)
+ZERO_BID_OPTION = "--zero-bid price, or zero_bid: price in the column map"
 # a bar file's row that a later bar of its stream and time replaces (connectors/repeated_bars.py)
 REPEATED_BAR = ("a bar repeated: a later row of the file has this stream's bar of the same time (a re-download "
                 "appended, or a revised bar), and only the last of them is replayed")
@@ -285,7 +288,8 @@ class FilePlan:
             if marks is not None and "price" not in out and "bid" not in out and "ask" not in out and \
                     (lacking := marked_lacking(cmap, marks, row[kept:kept_end], out)) is not None:
                 return lacking
-            no_side = one_sided_quote(out, zero_bid_is_price) if quotes and row_offset is None else None
+            no_side = one_sided_quote(out, zero_bid_is_price, ZERO_BID_OPTION) if quotes and row_offset is None \
+                else None
             if no_side is None and empty_side and not unread and ("bid" in out) != ("ask" in out):
                 no_side = empty_side_reject(out)
             if no_side is not None:  # the stream named, so that a stream the selection leaves out is filtered_out

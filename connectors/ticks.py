@@ -159,12 +159,14 @@ def _built(fields: dict[str, Any], venue_name: bool) -> Tick:
                                       f"dash) send it as it is with venue_name=True", err.stream) from None
 
 
-def one_sided_quote(row: Mapping[str, Any], zero_bid_is_price: bool = False) -> InvalidTick | None:
+def one_sided_quote(row: Mapping[str, Any], zero_bid_is_price: bool = False,
+                    setting: str = "limits.zero_bid: price") -> InvalidTick | None:
     """A quote whose bid or ask is 0 beside a side that is not below zero: TAQ's and most US feeds' way of writing
     "no bid" (or no offer, or neither), a one-sided quote, rejected as missing_field as an empty side is; never
     a price of 0 to shift with price_offset (nor a nonpositive_price). ``zero_bid_is_price``: a 0 bid beside an
     ask above it is a price (an option nobody bids: a service's reading with limits.zero_bid: price, file
-    replay's with zero_bid: price); a 0 ask is no offer either way (nobody offers at 0)."""
+    replay's with zero_bid: price); a 0 ask is no offer either way (nobody offers at 0). ``setting``: what reads
+    such a bid as a price where the quote came from (a service's key by default; file replay's option)."""
     bid, ask = row.get("bid"), row.get("ask")
     if not (bid == 0 or ask == 0) or not all(type(v) in (int, float) and v >= 0 for v in (bid, ask)):
         return None
@@ -175,7 +177,7 @@ def one_sided_quote(row: Mapping[str, Any], zero_bid_is_price: bool = False) -> 
     if zero_bid_is_price and bid == 0:
         return None
     side, other = ("bid", "ask") if bid == 0 else ("ask", "bid")
-    option = " (an option nobody bids, whose 0 bid is a price: zero_bid: price)" if side == "bid" else ""
+    option = f" (an option nobody bids, whose 0 bid is a price: {setting})" if side == "bid" else ""
     return InvalidTick("missing_field", f"{side} is 0 beside {other} {row[other]}: a one-sided quote (no {side}), "
                                         f"which the engine does not take (a quote has both sides){option}")
 

@@ -79,8 +79,10 @@ def test_zero_bid_price_replays_an_options_zero_bids_with_the_mark_at_half_the_a
 def test_backtest_and_feed_replay_take_zero_bid_price_and_the_engine_takes_the_ticks(checkpoint, tmp_path,  # noqa: F811
                                                                                     capsys) -> None:
     csv = chain(tmp_path / "chain.csv")
-    assert main(["backtest", str(csv), "--out", str(tmp_path / "a.parquet"), "--zero-bid", "price", "--quiet",
-                 "--threads", "1"]) == 0
+    # review401 #4: the config of a service with limits.zero_bid: price reads the files' 0 bids as prices too
+    (tmp_path / "price.yaml").write_text("limits: {zero_bid: price}\n")
+    assert main(["backtest", str(csv), "--out", str(tmp_path / "a.parquet"), "--config", str(tmp_path / "price.yaml"),
+                 "--quiet", "--threads", "1"]) == 0
     out = capsys.readouterr().out
     assert "replayed 36 ticks (1 rejected)" in out, out
     (tmp_path / "taq").mkdir()
@@ -88,7 +90,7 @@ def test_backtest_and_feed_replay_take_zero_bid_price_and_the_engine_takes_the_t
         code = main(["feed", "replay", str(csv), "--zero-bid", "price", "--endpoint", server.endpoints["ingest"],
                      "--answers", server.endpoints["answers"], "--control", server.endpoints["control"]])
         err = capsys.readouterr().err
-        assert "missing_field" in err and "zero_bid: price" in err, err  # refused, naming the setting
+        assert "missing_field" in err and "limits.zero_bid: price" in err, err  # refused, naming the service's key
         # ... and said once up front, from the service's own reading in `health`, before any quote was refused
         warning = "flashtick feed replay: warning: the files' 0 bids are read as prices (--zero-bid price), but the " \
                   "service reads a quote's 0 bid as no bid (limits.zero_bid: no_bid): it will refuse each such quote " \
@@ -102,10 +104,13 @@ def test_backtest_and_feed_replay_take_zero_bid_price_and_the_engine_takes_the_t
     base = config(checkpoint, tmp_path)
     with serving(dataclasses.replace(base, limits=dataclasses.replace(base.limits, zero_bid="price"))) as server:
         control = ["--control", server.endpoints["control"]]
-        code = main(["feed", "replay", str(csv), "--zero-bid", "price", "--endpoint", server.endpoints["ingest"],
+        # no --zero-bid: the files are read as the service reads a wire quote (review401 #4: 13 refused unsent)
+        code = main(["feed", "replay", str(csv), "--endpoint", server.endpoints["ingest"],
                      "--answers", server.endpoints["answers"], *control])
         err = capsys.readouterr().err
         assert code == 0 and "0 rejected" in err and warning not in err, err
+        assert "note: the files' 0 bids beside an ask are read as prices (--zero-bid price), as the service reads " \
+               "a quote's (limits.zero_bid: price)" in err, err
         wait_for(lambda: main(["stats", *control]) == 0 and json.loads(capsys.readouterr().out)["ticks_in"] == 36,
                  timeout_s=60)
         assert main(["streams", WING, *control]) == 0
@@ -205,7 +210,8 @@ def test_an_options_wing_quoted_at_zero_gets_the_one_sided_advice_alone(tmp_path
     drain(replay)
     example = replay.rejected.examples["missing_field"]
     assert example.endswith("a one-sided quote (no bid), which the engine does not take (a quote has both sides) (an "
-                            'option nobody bids, whose 0 bid is a price: zero_bid: price) (column "bid")'), example
+                            "option nobody bids, whose 0 bid is a price: --zero-bid price, or zero_bid: price in the "
+                            'column map) (column "bid")'), example
 
     def example_of(name: str, stream: str) -> str:
         rows = [f"{T0 + i * 10**9},{stream},{'0.01' if i % 4 == 3 else '0.00'},0.05,{i % 4 == 3:d},10\n"

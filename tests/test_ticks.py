@@ -88,7 +88,7 @@ def test_a_zero_bid_beside_an_ask_is_a_price_only_where_the_reader_says_so() -> 
     assert (zero_bid.bid, zero_bid.ask, zero_bid.mid) == (0.0, 0.02, 0.01)
     assert validate(good_quote(bid=0.0, ask=0.05), zero_bid_is_price=True).bid == 0.0
     with pytest.raises(InvalidTick, match=r"^missing_field: bid is 0 beside ask 0.02: a one-sided quote \(no bid\), "
-                                          r".*an option nobody bids, whose 0 bid is a price: zero_bid: price"):
+                                          r".*an option nobody bids, whose 0 bid is a price: limits.zero_bid: price"):
         validate(good_quote(bid=0, ask=0.02))
     with pytest.raises(InvalidTick, match=r"^nonpositive_price: bid must be >= 0, got -0.01$"):
         validate(good_quote(bid=-0.01), zero_bid_is_price=True)

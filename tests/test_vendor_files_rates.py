@@ -225,9 +225,9 @@ def test_a_zero_side_of_a_spread_crossing_zero_names_the_offset_and_is_a_price_w
     assert len(drain(plain)) == 1 and dict(plain.rejected) == {"missing_field": 1, "nonpositive_price": 2}
     assert plain.rejected.examples["missing_field"].endswith(  # its quotes lie near zero: named by the stream
         "a one-sided quote (no bid), which the engine does not take (a quote has both sides) (an option nobody bids, "
-        "whose 0 bid is a price: zero_bid: price) (column \"bid\"; CLM6-N6's other quotes lie within 10 price steps of "
-        "zero (a spread), where 0 is a price, not a missing side: an offset (--price-offset) shifts them above zero, "
-        "e.g. --price-offset 'CLM6-N6=1' (docs/replay.md))")
+        "whose 0 bid is a price: --zero-bid price, or zero_bid: price in the column map) (column \"bid\"; CLM6-N6's "
+        "other quotes lie within 10 price steps of zero (a spread), where 0 is a price, not a missing side: an offset "
+        "(--price-offset) shifts them above zero, e.g. --price-offset 'CLM6-N6=1' (docs/replay.md))")
     assert "lift each stream above zero, --price-offset 'CLM6-N6=1'" in plain.rejected.examples["nonpositive_price"]
     shifted = FileReplay(path, columns=map_from_options(price_offset="1", detect=True))
     assert [(t.bid, t.ask) for t in drain(shifted)] == [(1.02, 1.03), (1.0, 1.01), (0.99, 1.0), (0.98, 0.99)]

@@ -321,6 +321,7 @@ def _client_endpoints(args: argparse.Namespace) -> None:
         endpoints = config.endpoints
         if args.command == "feed":  # `feed replay` cuts batches as `backtest` with the same config does by default
             args.config_batch_ms = config.replay.batch_ms
+            args.served_zero_bid = config.limits.zero_bid  # ... and reads 0 bids as the service does (cli_reading)
 
     def connectable(bound: str) -> str:  # a service bound to every interface is reached on this host
         return bound.replace("://*:", "://127.0.0.1:").replace("://0.0.0.0:", "://127.0.0.1:").replace(

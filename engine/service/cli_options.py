@@ -152,8 +152,9 @@ def _add_value_options(group: argparse._ArgumentGroup) -> None:
                             "says 110'165 is thousands grouped by an apostrophe; sqrt_price_x96 reads a Uniswap v3 "
                             "pool's sqrtPriceX96, with --columns token_decimals=D0/D1,base_token=0|1 (docs/replay.md)")
     group.add_argument("--zero-bid", action=GivenOnce, choices=("no_bid", "price"), default=None,
-                       help="what a quote's 0 bid beside an ask is: no_bid (the default: TAQ's no bid, a one-sided "
-                            "quote, rejected) or price (an option nobody bids: replayed, its mark ask / 2)")
+                       help="what a quote's 0 bid beside an ask is: no_bid (TAQ's no bid, a one-sided quote, rejected) "
+                            "or price (an option nobody bids: replayed, its mark ask / 2); the default is the "
+                            "service's limits.zero_bid (--config's; feed: its health's), else no_bid")
     group.add_argument("--sequence", metavar="COLUMN", action=GivenOnce, set_by={FILE_ORDER: "--no-sequence"},
                        help="the column of each row's sequence number (OPRA, TAQ, CME MDP, an exchange's update "
                             "id), compared within a stream: rows of equal times replay by stream, each stream's in "

@@ -44,7 +44,9 @@ def streams_to_read(args: argparse.Namespace, config: Any = None) -> list[str] |
 
 def column_map_of(args: argparse.Namespace, config: Any = None) -> dict[str, Any] | None:
     """The column map of the reading options over the config's replay section: an option given replaces the
-    key of the same name, and --columns replaces the section's columns and preset both (a new map)."""
+    key of the same name, and --columns replaces the section's columns and preset both (a new map). Where neither
+    --zero-bid nor the map says how a quote's 0 bid reads, it reads as the service does off the wire
+    (``served_zero_bid``): a backtest or feed given a service's config reads an option chain as the service would."""
     from connectors.map_options import map_from_options
 
     section = config.replay if config is not None else None  # `feed replay` has no config (nor torch to load)
@@ -65,7 +67,17 @@ def column_map_of(args: argparse.Namespace, config: Any = None) -> dict[str, Any
                             **_bar_options(args))
     if sequence == FILE_ORDER and spec:  # --no-sequence over a map that names a sequence column: file order
         spec = {key: value for key, value in spec.items() if key != "sequence"} or None
+    if "zero_bid" not in (spec or {}) and served_zero_bid(args, config) == "price":
+        spec = {**(spec or {}), "zero_bid": "price"}
     return spec
+
+
+def served_zero_bid(args: argparse.Namespace, config: Any = None) -> str | None:
+    """How the service reads a wire quote's 0 bid (limits.zero_bid): the config's (`backtest --config`), else what
+    `feed` learnt of it (its --config's, or the service's own `health`: ``args.served_zero_bid``)."""
+    if config is not None:
+        return config.limits.zero_bid
+    return getattr(args, "served_zero_bid", None)
 
 
 def _bar_options(args: argparse.Namespace) -> dict[str, str]:

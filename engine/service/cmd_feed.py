@@ -125,6 +125,20 @@ def _say_zero_bids_refused(replay: Any, resume: Any, who: str) -> None:
               flush=True)
 
 
+def _zero_bids_as_served(args: argparse.Namespace, resume: Any) -> bool:
+    """Files fed to a service that reads a wire quote's 0 bid as a price (limits.zero_bid: price) have their 0 bids
+    read so too, said in a note, where neither --zero-bid, the map nor --config says how (review401 #4: read as no
+    bid, an option chain's unbid series were refused before they were sent, which the service would have taken
+    off the wire). True when the files are to be read again."""
+    if resume.health().get("zero_bid") != "price" or "zero_bid" in (column_map_of(args) or {}):
+        return False
+    args.served_zero_bid = "price"
+    print(f"{args.command_name}: note: the files' 0 bids beside an ask are read as prices (--zero-bid price), as the "
+          f"service reads a quote's (limits.zero_bid: price); --zero-bid no_bid reads them as no bid",
+          file=sys.stderr, flush=True)
+    return True
+
+
 _SERVED = "the engine's model"  # what the checkpoint notes call "this model", said by a feed
 
 
@@ -357,8 +371,10 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
         print(f"{args.command_name}: interrupted while starting (reading the files, or waiting for the engine); "
               "nothing was sent", file=sys.stderr)
         return interrupted_status(e)
-    if replay is not None and resume is not None and _read_as_served(args, resume):
-        source = replay = _replay_source(args)  # (the engine's model reads prices otherwise: the files re-read)
+    if replay is not None and resume is not None:
+        as_trained = _read_as_served(args, resume)
+        if _zero_bids_as_served(args, resume) or as_trained:  # the engine reads prices otherwise: the files re-read
+            source = replay = _replay_source(args)
     if source is None:
         source = _synthetic_source(args, resume.last_ts if resume is not None else {})
     elif resume is not None and resume.last_ts:  # a file fed again (after a restart): from where the engine is
