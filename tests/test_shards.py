@@ -275,7 +275,7 @@ def wait_for(predicate, timeout_s: float = 60.0) -> None:
 
 
 def test_control_ops_reach_every_shard_and_a_killed_shard_is_restarted_and_rebuilt_with_no_tick_lost(
-        checkpoint, tmp_path) -> None:
+        checkpoint, tmp_path, monkeypatch, capsys) -> None:
     """Control ops on 2 shards reach every shard; then, on the same service, a shard killed mid-feed is restarted
     by Ray and rebuilt from the tick log: its streams answer again with continuous seqs and no accepted tick lost
     (its own streams, K.*: the control ops' streams and queries stay, as a service's would). One service for both:
@@ -372,11 +372,34 @@ def test_control_ops_reach_every_shard_and_a_killed_shard_is_restarted_and_rebui
         assert "flashtick_ticks_in_total 200" in metrics  # the gathered figures, scraped as from one engine
         assert re.search(r"^flashtick_shards_resident_memory_bytes \d+$", metrics, re.M), metrics
         assert len(re.findall(r"^flashtick_shard_resident_memory_bytes\{shard=", metrics, re.M)) == 2, metrics
+        assert_thrash_sized_per_shard(stats, server.pipeline, monkeypatch, capsys)
         control.call("unregister", name="gated")  # (the kill's feed answers dir and nll, as it did alone)
         killed = killed_mid_feed(server, control)
     assert_rebuilt_with_no_tick_lost(server.pipeline.links, 200, **killed)
     text = (tmp_path / "data" / "queries.yaml").read_text()
     assert "dir" in text and "vol" not in text
+
+
+def assert_thrash_sized_per_shard(stats: dict, pipeline: ShardedPipeline, monkeypatch, capsys) -> None:
+    """The `KV thrash` line of a front door whose shards evicted more KV than they computed (``stats``' eviction
+    count raised past it) sizes kv.cells per shard, on the shard that wants most (review401 #5: it said the sum over
+    shards as kv.cells, and no cells wanted)."""
+    from engine.service import kv_thrash
+
+    monkeypatch.setattr(kv_thrash, "THRASH_WINDOW_S", 0.0)
+    watch = kv_thrash.KvThrashWatch()
+    watch.watch(stats, pipeline, pipeline.config)  # the window's start
+    evicted = stats["scheduler"].get("evicted_cells", 0) + 2 * kv_thrash.THRASH_MIN_CELLS
+    capsys.readouterr()
+    watch.watch({**stats, "scheduler": {**stats["scheduler"], "evicted_cells": evicted}}, pipeline, pipeline.config)
+    said = capsys.readouterr().err
+    found = re.search(r"KV thrash: .*; 4 streams of up to 256 positions on 2 shards, (shard-\d)'s (\d) of them want "
+                      r"about (\d+) KV cells to stay resident now \(whole blocks of 16: a quiet stream wants one\); up "
+                      r"to (\d+) once every window is full, kv.cells is 8192 per shard: raise it", said)
+    assert found, said
+    shard = next(link for link in pipeline.links if link.name == found[1])
+    assert int(found[2]) == len(shard.streams) and int(found[4]) == len(shard.streams) * (256 + 16)
+    assert int(found[3]) == max(link.stats["kv_cells_wanted"] for link in pipeline.links) > 0
 
 
 KILLED = "K."  # the kill's streams: named apart from the control ops' (their topics and seqs their own)

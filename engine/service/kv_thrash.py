@@ -52,23 +52,9 @@ class KvThrashWatch:
         snapshot["kv_thrash"] = self.thrashing
         if self.thrashing and now >= self._next_warning:
             self._next_warning = now + THRASH_WARNING_EVERY_S
-            streams, capacity = snapshot.get("streams", 0), snapshot.get("kv_cells_capacity", 0)
-            engine = getattr(pipeline, "engine", None)  # a sharded front door has none: its shards do
-            window = engine.scheduler.window if engine is not None else config.scheduler.window
-            block = config.kv.block_size  # a window, and the block a roll may straddle (configuration.md)
-            if engine is not None:  # an estimate, not what is resident: the pool is too small to hold it
-                held = engine.scheduler.streams.values()
-                # what they want now grows as their windows fill: a pool sized to it alone thrashes again later
-                full = _kv_cells_at_full_windows(len(held), window, block)
-                want = (f"want about {_kv_cells_wanted(held, window, block)} KV cells to stay resident now (whole "
-                        f"blocks of {block}: a quiet stream wants one); up to {full} once every window is full")
-            else:
-                want = (f"want up to {streams} x {window + block} = {streams * (window + block)} KV cells" if window
-                        else "want more KV cells")
             print(f"flashtick: KV thrash: the last {THRASH_WINDOW_S:.0f} s evicted {evicted} cells of KV for "
-                  f"{advanced} new ones; {streams} streams of up to {window or 'the model'} positions {want}, "
-                  f"kv.cells is {capacity}: raise it (answers come late meanwhile)", file=sys.stderr, flush=True)
-
+                  f"{advanced} new ones; {_sizing(snapshot, pipeline, config)}: raise it (answers come late "
+                  f"meanwhile)", file=sys.stderr, flush=True)
 
     def _watch_live(self, snapshot: dict[str, Any], pipeline: Any, config: ServiceConfig, serving_since: float) -> None:
         """Whether the streams the engine holds will want more KV than the pool holds once their windows fill: said
@@ -116,7 +102,30 @@ class KvThrashWatch:
         return [{"kind": "kv_pool_small", "message": self.pool_short}] if self.pool_short else []
 
 
-def _kv_cells_wanted(streams: Iterable[Stream], window: int, block: int) -> int:
+def _sizing(snapshot: dict[str, Any], pipeline: Any, config: ServiceConfig) -> str:
+    """The `KV thrash` line's figures that size kv.cells: the streams, the KV cells they want now and once every
+    window is full, and kv.cells. A sharded front door (no engine of its own) gives them for the shard that wants
+    most, kv.cells being per shard: the sum over shards named kv.cells no setting had (review401 #5)."""
+    block = config.kv.block_size  # a window, and the block a roll may straddle (configuration.md)
+    streams, engine = snapshot.get("streams", 0), getattr(pipeline, "engine", None)
+    if engine is not None:  # an estimate, not what is resident: the pool is too small to hold it
+        window, held = engine.scheduler.window, engine.scheduler.streams.values()
+        wants = _wants(kv_cells_wanted(held, window, block), len(held), window, block)
+        return f"{streams} streams of up to {window} positions {wants}, kv.cells is {snapshot['kv_cells_capacity']}"
+    window, links = pipeline.window, pipeline.links
+    shard = max(links, key=lambda link: (link.stats.get("kv_cells_wanted", 0), len(link.streams)))
+    wants = _wants(shard.stats.get("kv_cells_wanted", 0), len(shard.streams), window, block)
+    return (f"{streams} streams of up to {window} positions on {len(links)} shards, {shard.name}'s "
+            f"{len(shard.streams)} of them {wants}, kv.cells is {pipeline.shard_kv_cells} per shard")
+
+
+def _wants(now: int, streams: int, window: int, block: int) -> str:
+    # what they want now grows as their windows fill: a pool sized to it alone thrashes again later
+    return (f"want about {now} KV cells to stay resident now (whole blocks of {block}: a quiet stream wants one); up "
+            f"to {_kv_cells_at_full_windows(streams, window, block)} once every window is full")
+
+
+def kv_cells_wanted(streams: Iterable[Stream], window: int, block: int) -> int:
     """KV cells for every stream to stay resident at once: its last positions (up to the window) in whole blocks,
     plus, at the window, the block its roll straddles; a quiet stream wants one block (docs/configuration.md)."""
     wanted = 0

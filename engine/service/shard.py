@@ -43,6 +43,7 @@ from engine.service.expired_streams import EXPIRE_PER_TURN
 from engine.service.owed_answers import answer_tail, owed_jobs
 from engine.service.registration_marks import RegistrationMarks
 from engine.service.heap_memory import freeze_heap, thaw_heap
+from engine.service.kv_thrash import kv_cells_wanted
 from engine.service.model_and_codec import load_model_and_codec
 from engine.service.move_marks import watch_moves
 from engine.service.rejections import MAX_REFUSED_STREAMS_KEPT, no_accepted_tick
@@ -341,6 +342,9 @@ class Shard:
                 "answers_out": self.flash.stats.answers, "query_errors": self.flash.stats.errors,
                 "freshness_ms": self.flash.freshness_ms(), "data_age_ms": self.flash.data_age_ms(),
                 "pending_tokens": scheduler.pending_tokens(), **scheduler.kv_summary(), **self.runner.kv.summary(),
+                # (the front door's `KV thrash` line sizes kv.cells, per shard, on the shard that wants most)
+                "kv_cells_wanted": kv_cells_wanted(scheduler.streams.values(), scheduler.window,
+                                                   self.config.kv.block_size),
                 "scheduler": vars(scheduler.stats), "runner": vars(self.runner.stats)}
 
 
