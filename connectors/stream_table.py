@@ -160,6 +160,12 @@ class StreamTable:
         """An expired stream's last accepted ts (it has been idle since), None unless ``expired``."""
         return self._expired_last_ts.get(stream) if stream not in self._encoders else None
 
+    def expired_ticks(self, stream: str) -> int | None:
+        """An expired stream's tick count, which its next tick counts on from (an ask's kept answer is that many
+        ticks behind it, at most); None unless ``expired`` (or its count was not kept)."""
+        kept = self._expired_codec.get(stream) if self.expired(stream) else None
+        return None if kept is None else kept[1]
+
     def expired_streams(self) -> list[str]:
         """The streams ``expired`` holds of, oldest expiry first."""
         return [name for name in self._expired_last_ts if name not in self._encoders]

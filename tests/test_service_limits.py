@@ -513,10 +513,11 @@ def test_refused_new_streams_are_said_with_the_limit_that_refused_them(checkpoin
 
 
 def test_an_expired_stream_is_told_apart_from_one_never_seen(checkpoint, tmp_path) -> None:
-    """After scheduler.stream_idle_s an ask names the expiry (not "has sent no data"), as do a surprise's ask and
-    `get` (not "yet"), and `streams` still knows the stream's last accepted ts: where its feed resumes. The ask's
-    reason is `unknown_stream`, a stream the service holds no tick of: it was `bad_request`, which tells a client to
-    fix its request, where the same ask is served once the stream's next tick is in."""
+    """After scheduler.stream_idle_s an ask names the expiry (not "has sent no data") and what answers meanwhile, as
+    do a surprise's ask and `get` (not "yet"); an ask within --max-stale takes the answer kept with its context, and
+    `streams` still knows the stream's last accepted ts: where its feed resumes. The ask's reason is
+    `unknown_stream`, a stream the service holds no tick of: it was `bad_request`, which tells a client to fix its
+    request, where the same ask is served once the stream's next tick is in."""
     (tmp_path / "q.yaml").write_text(QUERIES)
     with live_server(checkpoint, scheduler={"stream_idle_s": 0.2}, limits={"heartbeat_s": 0.1},
                      queries=str(tmp_path / "q.yaml")) as (server, push):
@@ -526,11 +527,19 @@ def test_an_expired_stream_is_told_apart_from_one_never_seen(checkpoint, tmp_pat
         with ControlClient(server.endpoints["control"], timeout_s=60) as control:
             wait_for(lambda: control.call("stats")["stats"]["streams_expired"] >= 1)
             for ask in ({"spec": {"name": "x", "question": "direction_20", "kind": "choice"}}, {"query": "nll"},
-                        {"query": "dir", "max_stale_ticks": 5}):
-                with pytest.raises(ControlError, match="expired after scheduler.stream_idle_s") as refused:
+                        {"query": "dir"}):
+                with pytest.raises(ControlError, match="expired after scheduler.stream_idle_s .*`ask --max-stale N` "
+                                                       r"\(max_stale_ticks\) takes one at most N ticks old, and "
+                                                       "`get` reads them") as refused:
                     control.call("ask", stream=stream, **ask)
                 assert refused.value.reason == "unknown_stream", ask
             last = max(t.ts for t in market if t.stream == stream)
+            # review401 #3: an ask within --max-stale takes the answer kept with its context, said idle as `get` says
+            for query in ("dir", "nll"):
+                kept = control.call("ask", stream=stream, query=query, max_stale_ticks=0)
+                assert kept["cached"] is True and kept["expired"] is True and kept["answer"]["data_ts"] == last
+                assert "stream_expired" in [c["kind"] for c in kept["caveats"]], kept
+                assert kept["answer"] == control.call("get", stream=stream, query=query)["answer"]
             # its latest answer is kept with its context, said idle (review380 #8), not "yet"
             got = control.call("get", stream=stream, query="dir")
             assert got["answer"]["data_ts"] == last and got["expired"] is True and got["idle_since_ts"] == last

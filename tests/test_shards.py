@@ -532,8 +532,10 @@ def test_an_ask_a_shard_holds_no_session_for_is_answered_as_one_engine_answers_i
         assert replies == [{"ok": False, "reason": "unknown_stream",
                             "error": 'stream "SYN.A" expired after scheduler.stream_idle_s without data: its KV was '
                                      "freed; its shard keeps its context (one of the scheduler.expired_streams_kept "
-                                     "most recently expired), and its next tick goes on from it (`get` reads its "
-                                     "latest answers, kept here)"}], replies
+                                     "most recently expired), and its next tick goes on from it. An answer computed "
+                                     "now would rebuild its whole window first, which its next tick does; meanwhile "
+                                     "its latest answers are kept: `ask --max-stale N` (max_stale_ticks) takes one at "
+                                     "most N ticks old, and `get` reads them"}], replies
         # its latest answer stays readable at the front door, said idle, as on one engine (review380 #8)
         got = server._op_get({"op": "get", "stream": "SYN.A", "query": "dir"}, None)
         assert got["answer"]["version"] == 3 and got["expired"] is True and got["idle_since_ts"] == t0 + 2

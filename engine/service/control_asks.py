@@ -119,9 +119,9 @@ class AskOps:
             if kind is not None and kind != spec.kind:
                 note["note"] = f"kind {quoted(kind)} ignored: the spec says its own ({spec.kind})"
         note.update(self._caveats([spec], [stream]))  # (beside the answer, however it comes: cached, early or computed)
+        if self.pipeline.encoders.expired(stream):  # its KV freed: no forward can answer it before its next tick
+            return self._kept_answer(spec, stream, max_stale, note)
         if spec.kind == "surprise":  # made by the ingest forward only: the latest one is the answer
-            if self.pipeline.encoders.expired(stream):  # (its kept one is `get`'s, said idle: an ask's is live)
-                raise self._no_session(stream)
             cached = self.pipeline.cache.get(spec.name, stream)
             if cached is None and asked_spec is not None:
                 raise ControlError("a surprise is computed by the ingest forward, for the standing queries of kind "
@@ -155,6 +155,19 @@ class AskOps:
         # (an answer's reply: the caveats beside it; a failed ask's says why alone)
         self._waiting[self._tickets] = lambda obj: reply({**obj, **note} if obj.get("ok") else obj)
         return None  # replied when a step has computed it
+
+    def _kept_answer(self, spec: QuerySpec, stream: str, max_stale: int | None, note: dict[str, Any]) -> dict:
+        """An ask on a stream expired for idleness (scheduler.stream_idle_s): its latest answers are kept with its
+        context and nothing came since, so the kept one within ``max_stale`` ticks of its count is the reply
+        (cached, said idle, as `get` says it); a fresh one would rebuild its whole window, which its next tick does:
+        refused, saying so (review401 #3: refused with --max-stale too, its kept answer 0 ticks old)."""
+        ticks = self.pipeline.encoders.expired_ticks(stream)
+        kept = None if max_stale is None or spec.gate is not None or ticks is None else \
+            self.pipeline.cache.get_fresh(spec.name, stream, ticks, max_stale)
+        if kept is None:
+            raise self._no_session(stream, spec.name, max_stale)
+        return {"answer": self._answer_wire(kept), "cached": True, **self._data_age(stream, kept.data_ts),
+                **self._idle(stream, note), **note}
 
     def _caveats(self, specs: list[QuerySpec], streams: list[str] = (),
                  derivatives: tuple[list[str], int] | None = None) -> dict[str, list[dict[str, str]]]:
@@ -213,23 +226,25 @@ class AskOps:
                         f"directly (kind {kind})")
         return QuerySpec.from_dict({"name": name, "streams": ["*"], "question": name, "kind": kind})
 
-    def _no_session(self, stream: str) -> ControlUnknownStream:
-        """Why an ask finds no session of ``stream``: it expired, or no tick of it was accepted (refused ones
-        said: the KV policy `refuse` turns new streams away while the pool is promised to others). Each is
-        `unknown_stream`, a stream the service holds no tick of: not `bad_request`, as the same ask is served once
-        the stream's next tick is accepted; the text says which."""
+    def _no_session(self, stream: str, query: str | None = None, max_stale: int | None = None
+                    ) -> ControlUnknownStream:
+        """Why an ask (of ``query``, within ``max_stale`` ticks) finds no session of ``stream``: it expired, or no
+        tick of it was accepted (refused ones said: the KV policy `refuse` turns new streams away while the pool is
+        promised to others). Each is `unknown_stream`, a stream the service holds no tick of: not `bad_request`, as
+        the same ask is served once the stream's next tick is accepted; the text says which, and for an expired
+        stream what answers meanwhile."""
         if self.pipeline.encoders.accepted([stream])[stream] is not None:
             engine = getattr(self.pipeline, "engine", None)  # (a sharded front door holds none: its shards do)
-            if engine is None:
-                context = ("its shard keeps its context (one of the scheduler.expired_streams_kept most recently "
-                           "expired), and its next tick goes on from it (`get` reads its latest answers, kept here)")
-            elif stream in engine.scheduler.kept:
-                context = ("its context is kept, and its next tick goes on from it (`get` reads its latest answers, "
-                           "kept with it)")
-            else:
-                context = "its context is gone too, and its next tick starts a new one"
-            return ControlUnknownStream(f"stream {quoted(stream)} expired after scheduler.stream_idle_s without "
-                                        f"data: its KV was freed; {context}")
+            expired = f"stream {quoted(stream)} expired after scheduler.stream_idle_s without data: its KV was freed"
+            if engine is not None and stream not in engine.scheduler.kept:
+                return ControlUnknownStream(f"{expired}; its context is gone too, and its next tick starts a new one")
+            context = ("its shard keeps its context (one of the scheduler.expired_streams_kept most recently expired)"
+                       if engine is None else "its context is kept")
+            missed = f" (none of {quoted(query)} within {max_stale})" if query and max_stale is not None else ""
+            return ControlUnknownStream(
+                f"{expired}; {context}, and its next tick goes on from it. An answer computed now would rebuild its "
+                f"whole window first, which its next tick does; meanwhile its latest answers are kept: `ask "
+                f"--max-stale N` (max_stale_ticks) takes one at most N ticks old{missed}, and `get` reads them")
         if why := self._why_refused(stream):
             return ControlUnknownStream(why)
         # (a name neither remembered nor among those forgotten was never refused: no hint that it might have been,
