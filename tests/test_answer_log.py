@@ -6,6 +6,8 @@ from __future__ import annotations
 import msgpack
 
 from engine.service.answer_log import AnswerHistory, AnswerLog
+from engine.service.log_format import framed
+from engine.service.log_reading import read
 from queries.cache import AnswerCache
 from queries.registry import Registry
 
@@ -26,7 +28,7 @@ def publish(cache: AnswerCache, history: AnswerHistory, log: AnswerLog | None, q
     answer = cache.put(query, stream, f"{query}/{stream}/", {"v": version}, version, 1000 + version, "m")
     history.add(answer.topic, answer.seq, packed(answer))
     if log is not None:
-        log.record(packed(answer))
+        log.record(answer, {})
         log.roll_if_full()
     return answer
 
@@ -112,7 +114,7 @@ def test_a_segment_roll_never_checkpoints_an_answer_before_its_record(tmp_path) 
     for version in range(1, 200):  # each step answers two topics, then records them, as the pipeline does
         step = [cache.put(q, "A", f"{q}/A/", {"v": version}, version, 1000 + version, "m") for q in ("each", "every3")]
         for answer in step:
-            log.record(packed(answer))
+            log.record(answer, {})
             recorded[answer.topic] = answer.seq
             if log.state_path.is_file():  # a kill here: the checkpoint must claim no answer without its record
                 claimed = msgpack.unpackb(log.state_path.read_bytes(), raw=False)["seqs"]
@@ -120,3 +122,42 @@ def test_a_segment_roll_never_checkpoints_an_answer_before_its_record(tmp_path) 
         log.roll_if_full()
     log.close()
     assert log.log.stats.appended == 398 and len(list(tmp_path.glob("answers-*.log"))) > 5
+
+
+# what every release before 0.2.0 makes its Answer of (`Answer(**record)`): an answer record holds these keys alone
+ANSWER_KEYS_BEFORE_0_2_0 = {"query", "stream", "topic", "seq", "version", "data_ts", "answer_ts", "value", "model",
+                            "query_version"}
+
+
+def test_answer_records_hold_the_cached_form_and_the_published_fields_come_back_beside_them(tmp_path) -> None:
+    """review400 #8: an answer record held the fields the answer was published with (`data_age_ms`, `caveats`), and
+    a release before 0.2.0, which makes its Answer of every key of one, could not start on the directory (the
+    documented rollback). They are a record of their own now, written before the answer's in the same write, which
+    that release skips; a restart gives them back to the history as they were packed. A record between the two
+    skipped as damaged (``skip_corrupt``) gives an answer none of another's."""
+    cache = AnswerCache()
+    log = AnswerLog(tmp_path, cache, fsync="never", group_ms=5, segment_bytes=1 << 20, retention_bytes=None)
+    fields = {"tick_seq": 7, "data_age_ms": 12.5, "caveats": [{"kind": "k", "text": "t"}]}
+    first = cache.put("q", "A", "q/A/", {"v": 1}, 1, 1001, "m")
+    log.record(first, fields)
+    bare = cache.put("q", "A", "q/A/", {"v": 2}, 2, 1002, "m")
+    log.record(bare, {})  # (no server: nothing published beside it, no record)
+    damaged = cache.put("q", "B", "q/B/", {"v": 3}, 3, 1003, "m")
+    log.record(damaged, {"data_age_ms": 1.0})
+    after = cache.put("q", "B", "q/B/", {"v": 4}, 4, 1004, "m")
+    log.record(after, {})
+    log.close()
+    records = [payload for _, payload in read(tmp_path, prefix="answers")]
+    assert [record[:1] for record in records] == [b"P", b"A", b"A", b"P", b"A", b"A"]
+    answers = [msgpack.unpackb(record[1:]) for record in records if record[:1] == b"A"]
+    assert all(set(answer) == ANSWER_KEYS_BEFORE_0_2_0 for answer in answers)
+
+    segment = next(tmp_path.glob("answers-*.log"))
+    data = bytearray(segment.read_bytes())
+    data[-len(framed(records[-1])) - 3] ^= 0xFF  # the damaged answer's record, the one after its fields
+    segment.write_bytes(bytes(data))
+    restored = AnswerHistory(keep=100)
+    AnswerLog(tmp_path, AnswerCache(), fsync="never", group_ms=5, segment_bytes=1 << 20, retention_bytes=None,
+              skip_corrupt=True).read_back(restored, skip_corrupt=True)
+    assert restored.after("q/A/", 0, 10)[0] == [first.to_wire() | fields, bare.to_wire()]
+    assert restored.after("q/B/", 0, 10)[0] == [after.to_wire()]  # (the damaged one's fields not taken for it)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import serving
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from engine.service.config import ServiceConfig
@@ -18,6 +19,7 @@ from engine.service.data_dir_meta import META_KEYS, WRITTEN_WITH, read_record
 from engine.service.pipeline import TickPipeline
 from engine.service.release import BEFORE_RECORDS, recorded_release, this_release
 from forked_cli import cli_run
+from wire_client import Control, push_socket, wait_stats
 
 REPO = Path(__file__).resolve().parents[1]
 # a start of a release's own TickPipeline on a data directory, as `serve` opens one: prints the ticks it recovered
@@ -30,17 +32,52 @@ def _config(data: Path) -> ServiceConfig:
     return ServiceConfig.from_dict({"log": {"dir": str(data)}, "model": {"threads": 1}})
 
 
+def _messages(ticks: int, per_message: int = 0) -> list[bytes]:
+    """``ticks`` synthetic ticks as wire messages of ``per_message`` ticks (0: all in one)."""
+    batch = SyntheticMarket(SyntheticConfig(seed=3)).next_batch(ticks) if ticks else []
+    size = per_message or max(len(batch), 1)
+    return [encode(batch[first : first + size]) for first in range(0, len(batch), size)]
+
+
 def _start(data: Path, ticks: int = 0, per_message: int = 0) -> int:
     """One start of this release on ``data`` (``ticks`` synthetic ticks taken, ``per_message`` to a wire message, or
     all in one); returns the ticks it recovered."""
     pipeline = TickPipeline(_config(data))
     recovered = pipeline.data.recovered_ticks
-    batch = SyntheticMarket(SyntheticConfig(seed=3)).next_batch(ticks) if ticks else []
-    size = per_message or max(len(batch), 1)
-    for first in range(0, len(batch), size):
-        assert pipeline.ingest_message(encode(batch[first : first + size])) == []
+    for message in _messages(ticks, per_message):
+        assert pipeline.ingest_message(message) == []
     pipeline.data.close()
     return recovered
+
+
+def _serve(data: Path, ticks: int, per_message: int) -> dict[tuple[str, int], dict]:
+    """`serve` of this release on ``data`` (a real Server, the example queries standing) fed ``ticks`` synthetic
+    ticks (as ``_messages``) and stopped; returns each answer it published, by (topic, seq), as a gap fill gives it:
+    with the fields it was published with (`data_age_ms`, ...), which its answer log keeps too."""
+    endpoints = {name: "tcp://127.0.0.1:0" for name in ("ingest", "answers", "control")}
+    config = ServiceConfig.from_dict({"log": {"dir": str(data)}, "model": {"threads": 1}, "endpoints": endpoints,
+                                      "queries": str(REPO / "queries" / "examples" / "tick_model.yaml")})
+    with serving(config) as server:
+        control, push = Control(server.endpoints["control"]), push_socket(server.endpoints["ingest"])
+        try:
+            for message in _messages(ticks, per_message):
+                push.send(message)
+            wait_stats(control, lambda stats: stats["ticks_in"] == ticks and not stats["pending_tokens"]
+                       and stats["answers_out"], timeout_s=120)
+            return {(answer["topic"], answer["seq"]): answer for topic in control.ok("topics")["topics"]
+                    for answer in control.ok("answers", topic=topic, after=0)["answers"]}
+        finally:
+            control.close()
+            push.close()
+
+
+def _kept_after_a_start(data: Path) -> dict[tuple[str, int], dict]:
+    """The answers a start of this release on ``data`` holds for gap fills, by (topic, seq)."""
+    pipeline = TickPipeline(_config(data))
+    kept = {(answer["topic"], answer["seq"]): answer for topic in pipeline.cache.seqs()
+            for answer in pipeline.history.after(topic, 0, 10**6)[0]}
+    pipeline.data.close()
+    return kept
 
 
 def _release_tree(tmp_path: Path, commit: str) -> Path:
@@ -67,20 +104,26 @@ def _start_release(tree: Path, data: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("commit, per_message", [("1df3e5d2", 0), ("6cc221dd", 1)])
-def test_an_earlier_release_opens_a_directory_this_release_started(tmp_path, commit: str, per_message: int) -> None:
+def test_an_earlier_release_opens_a_directory_this_release_served(tmp_path, commit: str, per_message: int) -> None:
     """review321 #3: one start of the new release added dtype, linear_weights and settings to meta.json, and the
     release before it, which refuses any key it does not write itself, refused the directory as "written by another
     model" on a rollback. meta.json now keeps the keys every release compares; the rest is in written_with.json, so
     an earlier release (its own code, from this checkout's history) opens the directory and recovers its ticks, and
     this release opens it again after it. 6cc221dd cannot read the end record a message of several ticks leaves in
-    the tick log (a KeyError; docs/upgrading.md): its rollback is tried on a feed of a tick per message."""
+    the tick log (a KeyError; docs/upgrading.md): its rollback is tried on a feed of a tick per message.
+    review400 #8: the directory had no answers (no query stood), and one where `serve` had published some stopped
+    the earlier release (`Answer.__init__() got an unexpected keyword argument 'data_age_ms'`): the fields an answer
+    is published with are logged beside its record now, where the earlier release skips them, and this release
+    restores them after the rollback as they were published."""
     data = tmp_path / "data"
-    assert _start(data, ticks=40, per_message=per_message) == 0
+    published = _serve(data, ticks=40, per_message=per_message)
+    assert published and all("data_age_ms" in answer for answer in published.values())
     assert set(json.loads((data / "meta.json").read_text())) <= META_KEYS
     run = _start_release(_release_tree(tmp_path, commit), data)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split()[-1] == "40", run.stdout
-    assert _start(data) == 40
+    kept = _kept_after_a_start(data)
+    assert {key: kept.get(key) for key in published} == published
     assert set(json.loads((data / "meta.json").read_text())) <= META_KEYS  # (1df3e5d2's keys moved out again)
 
 

@@ -8,11 +8,15 @@
     AnswerLog      with a data directory: every published answer appended to DATA_DIR/answers/ (the
                    tick log's format, bounded retention) *before* it is published, with the events that
                    forget answers (a query replaced or removed, a stream expired): b"A" + the answer's
-                   msgpack wire form, or b"F" + {query: name} | {stream: name}. On start it restores
-                   the history, the cache of latest answers, each topic's last seq and each standing
-                   query's trigger state. Before a segment roll (after which retention may drop old
-                   segments) the whole state is checkpointed to ``state.msgpack``, so no seq is ever
-                   handed out twice, however much of the log retention has dropped.
+                   cached form (``Answer.to_wire``), or b"F" + {query: name} | {stream: name}. The fields
+                   an answer was published with (published_fields.py) are a b"P" record of their own,
+                   {topic, seq, fields...}, written with its b"A" in one write, just before it: a release
+                   before 0.2.0, which makes its Answer of every key of a b"A" record and skips a kind it
+                   does not know, reads the log on a rollback (review400 #8). On start it restores
+                   the history (the answers as published), the cache of latest answers, each topic's last
+                   seq and each standing query's trigger state. Before a segment roll (after which retention
+                   may drop old segments) the whole state is checkpointed to ``state.msgpack``, so no seq is
+                   ever handed out twice, however much of the log retention has dropped.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from queries.registry import Registry
 # an answer log record: a published answer, answers to forget, or a stream's tick count after the tick log lost its
 # tail ({stream, ticks}: its latest answers past that count are about lost ticks, no longer current)
 ANSWER, FORGET, LOST = b"A", b"F", b"L"
+PUBLISHED = b"P"  # the fields the answer record right after it was published with (the module's docstring)
 RETRY_S = 1.0  # records the log could not take are tried again at most this often (while ticks are refused)
 SAY_EVERY_S = 10.0  # at most one stderr line this often while the answer log fails
 
@@ -162,7 +167,7 @@ class AnswerLog:
         self._failing_since: float | None = None  # monotonic time of the first failed write while records wait
         # records not written yet, in order, behind the first that failed: written when the log takes them again;
         # meanwhile the service refuses new ticks (DataDir.items.append), so this holds only what was in flight
-        self._unlogged: deque[bytes] = deque()
+        self._unlogged: deque[tuple[bytes, ...]] = deque()  # (the records of one write each)
         self._retry_at = 0.0
         self._said_at = -SAY_EVERY_S
         self.read_stats = LogStats()
@@ -170,9 +175,14 @@ class AnswerLog:
                            retention_bytes=retention_bytes, prefix="answers", before_roll=self._checkpoint,
                            roll_on_append=False, skip_corrupt=skip_corrupt)
 
-    def record(self, packed: bytes) -> None:
-        """A published answer, in its msgpack wire form."""
-        self._append(ANSWER + packed)
+    def record(self, answer: Answer, published: dict[str, Any]) -> None:
+        """A published answer, and the fields it is published with beside its cached form (none: no record)."""
+        record = ANSWER + msgpack.packb(answer.to_wire(), use_bin_type=True)
+        if published:
+            self._append(PUBLISHED + msgpack.packb({"topic": answer.topic, "seq": answer.seq, **published},
+                                                   use_bin_type=True), record)
+        else:
+            self._append(record)
 
     def roll_if_full(self) -> None:
         """A new segment if the open one is full, called where the cache holds what the log does (every answer it
@@ -200,21 +210,22 @@ class AnswerLog:
     def forget_stream(self, stream: str) -> None:
         self._append(FORGET + msgpack.packb({"stream": stream}))
 
-    def _append(self, record: bytes) -> None:
-        """A record the log refuses (a full disk) is kept and written later, in order: a restart must find every
-        answer a subscriber saw, or it would publish the answers owed again under seqs already handed out. While
-        any is kept, ``failing`` is true and the service refuses new ticks, so what waits is only what was in
-        flight; the answers themselves are still published (and served from memory for gap fills)."""
+    def _append(self, *records: bytes) -> None:
+        """``records``, in one write. Records the log refuses (a full disk) are kept and written later, in order: a
+        restart must find every answer a subscriber saw, or it would publish the answers owed again under seqs
+        already handed out. While any are kept, ``failing`` is true and the service refuses new ticks, so what
+        waits is only what was in flight; the answers themselves are still published (and served from memory for
+        gap fills)."""
         if self._unlogged:  # (not written: behind the ones that wait, in order)
-            self._unlogged.append(record)
+            self._unlogged.append(records)
             if time.monotonic() >= self._retry_at:
                 self._retry()
             return
         try:
-            self.log.append(record)
+            self.log.append(*records)
         except OSError as e:
             self.errors += 1
-            self._unlogged.append(record)
+            self._unlogged.append(records)
             self._failing_since = time.monotonic()
             self._retry_at = time.monotonic() + RETRY_S
             self._say(e)
@@ -230,7 +241,7 @@ class AnswerLog:
         self._retry_at = time.monotonic() + RETRY_S
         while self._unlogged:
             try:
-                self.log.append(self._unlogged[0])
+                self.log.append(*self._unlogged[0])
             except OSError as e:
                 self.errors += 1
                 self._say(e)
@@ -301,14 +312,22 @@ class AnswerLog:
             for answer in latest:
                 self._logged_version(answer)
         count = 0
+        published: dict[str, Any] | None = None  # a PUBLISHED record's, for the answer record right after it
         for number, payload in read(self.directory, skip_corrupt=skip_corrupt, stats=self.read_stats,
                                     prefix="answers"):
             if progress is not None:
                 progress.read(len(payload))
             kind, body = payload[:1], payload[1:]
-            if kind == ANSWER:
+            before, published = published, None
+            if kind == PUBLISHED:
+                published = msgpack.unpackb(body, raw=False)
+            elif kind == ANSWER:
                 # read as the dict it is: an Answer is made only for the cache (a tenth of a long log's read)
                 wire = msgpack.unpackb(body, raw=False)
+                if before is not None and (before["topic"], before["seq"]) == (wire["topic"], wire["seq"]):
+                    # (as published_fields.py packed it: topic and seq keep their place, the fields follow)
+                    wire = {**wire, **before}
+                    body = msgpack.packb(wire, use_bin_type=True)
                 history.add(wire["topic"], wire["seq"], body)
                 self._logged_query_version(wire["query"], wire.get("query_version", 0))
                 count += 1
@@ -393,7 +412,8 @@ class AnswerLog:
     def close(self) -> None:
         if self._unlogged:
             self._retry()
-        answers = sum(record[:1] == ANSWER for record in self._unlogged)  # (not the forget events among them)
+        # (not the forget events among them; an answer's record ends its write)
+        answers = sum(records[-1][:1] == ANSWER for records in self._unlogged)
         if answers:  # a restart computes them again, owed (owed_answers.TailStarts begins each stream's tail there)
             print(f"flashtick: answer log: {answers} published answers could not be logged: after a restart they "
                   f"are published again, each under its own seq", file=sys.stderr, flush=True)

@@ -20,6 +20,11 @@ HEADER = struct.Struct("<4sII")  # magic, payload length, crc32(payload)
 MAX_RECORD_BYTES = 64 << 20  # a length past this is damage, not data
 
 
+def framed(payload: bytes) -> bytes:
+    """``payload`` as a record: its header, then it."""
+    return HEADER.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
+
+
 def segment_name(first: int, prefix: str = "ticks") -> str:
     return f"{prefix}-{first:020d}.log"
 

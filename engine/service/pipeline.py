@@ -293,10 +293,10 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
                 self.flash.stats.errors += 1
             elif outcome.job.ticket is None and outcome.answer is not None:
                 answer = outcome.answer
-                packed = self.published.packed(answer)
-                self.history.add(answer.topic, answer.seq, packed)
+                kept = self.published.kept(answer)
+                self.history.add(answer.topic, answer.seq, kept.packed)
                 if self.data is not None:
-                    self.data.answers.record(packed)
+                    self.data.answers.record(answer, kept.fields)
                 self.scores.expect(answer, self.registry.current(answer.query))
                 if self.answer_context is not None and outcome.at is not None:
                     self.answer_context[(answer.topic, answer.seq)] = (outcome.at.context_tokens,

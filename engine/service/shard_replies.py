@@ -81,9 +81,9 @@ class ShardReplies:
                                                                           answer.version),
                                      query_version=front.registry.query_version(answer.query))
         answer = front.cache.publish(answer)
-        packed = front.published.packed(answer)
-        front.history.add(answer.topic, answer.seq, packed)
-        front.data.answers.record(packed)  # before it is published: a seq seen is never handed out again
+        kept = front.published.kept(answer)
+        front.history.add(answer.topic, answer.seq, kept.packed)
+        front.data.answers.record(answer, kept.fields)  # before it is published: a seq seen is never handed out again
         front.data.answers.roll_if_full()  # (the cache holds what the log does here: its checkpoint may be taken)
         front.answers_out += 1
         front.scores.expect(answer, front.registry.current(answer.query))

@@ -18,14 +18,13 @@ import os
 import sys
 import threading
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from engine.quoting import quoted
-from engine.service.log_format import HEADER, MAGIC, MAX_RECORD_BYTES, segment_name, segments
+from engine.service.log_format import MAX_RECORD_BYTES, framed, segment_name, segments
 from engine.service.log_reading import segment_records
 from engine.service.log_stats import LogStats
 
@@ -130,11 +129,15 @@ class TickLog:
         self._start_bytes = 0
         self._checked_at = time.monotonic()
 
-    def append(self, payload: bytes) -> int:
-        """Write one record; returns its number. Raises LogWriteError, leaving the log as it was."""
-        if len(payload) > MAX_RECORD_BYTES:
-            raise LogWriteError(f"record of {len(payload)} bytes is larger than {MAX_RECORD_BYTES}")
-        record = HEADER.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
+    def append(self, payload: bytes, *more: bytes) -> int:
+        """Write one record, or with ``more`` several in one write(2) and one segment (a reader finds all of them, or
+        after a torn tail the first ones only: the answer log's pairs, answer_log.py); returns the last one's number.
+        Raises LogWriteError, leaving the log as it was."""
+        payloads = (payload, *more)
+        for each in payloads:
+            if len(each) > MAX_RECORD_BYTES:
+                raise LogWriteError(f"record of {len(each)} bytes is larger than {MAX_RECORD_BYTES}")
+        records = b"".join(map(framed, payloads))
         with self._lock:
             if self._sync_error is not None:
                 self.stats.append_errors += 1
@@ -144,8 +147,8 @@ class TickLog:
                 if self.roll_on_append and self._full():
                     self._roll()
                 self._check_not_deleted()
-                number = self._write_record(payload, record)
-                self.stats.appended += 1
+                number = self._write_records(records, len(payloads))
+                self.stats.appended += len(payloads)
             except OSError as e:
                 self.stats.append_errors += 1
                 self._undo()
@@ -164,17 +167,16 @@ class TickLog:
             if self._sync_error is None and self._fd is not None and self._full():
                 self._roll()
 
-    def _write_record(self, payload: bytes, record: bytes | None = None) -> int:
-        """One record at the end of the open segment (the lock held); returns its number. Raises OSError."""
-        record = record or HEADER.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
-        written = os.write(self._fd, record)
-        if written != len(record):
-            raise OSError(f"short write: {written} of {len(record)} bytes (is the disk full?)")
-        self._size += len(record)
+    def _write_records(self, records: bytes, count: int = 1) -> int:
+        """``count`` records, ``framed`` and joined, at the end of the open segment in one write (the lock held);
+        returns the last one's number. Raises OSError."""
+        written = os.write(self._fd, records)
+        if written != len(records):
+            raise OSError(f"short write: {written} of {len(records)} bytes (is the disk full?)")
+        self._size += len(records)
         self._dirty = True
-        number = self.next_record
-        self.next_record += 1
-        return number
+        self.next_record += count
+        return self.next_record - 1
 
     def append_closing(self, payload: bytes) -> int:
         """Write a record that closes what this file holds already (a message's end record, after the items of it
@@ -185,7 +187,7 @@ class TickLog:
             if self._fd is None:
                 raise LogWriteError(f"{self.name} {self._path}: closed")
             try:
-                number = self._write_record(payload)
+                number = self._write_records(framed(payload))
                 self.stats.appended += 1
                 if self.fsync == "always":
                     self._sync_locked()
@@ -289,7 +291,7 @@ class TickLog:
         os.close(old)
         if self.segment_start is not None:
             before = self._size
-            self._write_record(self.segment_start())
+            self._write_records(framed(self.segment_start()))
             self._start_bytes = self._size - before
         self._retain()
 
