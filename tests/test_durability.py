@@ -127,7 +127,9 @@ def test_a_damaged_record_stops_a_start_unless_the_config_says_skip_it(checkpoin
     """`log.skip_corrupt: true` starts past a damaged record of the segment being written (it was refused when the
     log counted its records, before the replay that honours the option); without it the start stops, naming the
     file, the offset and the key that skips it. The damaged original kept beside the segment (retention never
-    drops it) is said at every start and counted in stats until it is removed."""
+    drops it) is said at every start and counted in stats until it is removed. review400 #4: the refused start let
+    the directory's lock go unmarked, and the next start said it had stopped uncleanly (a crash, to a log pipeline):
+    the kill before it is said once, by the refused start."""
     from engine.service.log_reading import CorruptLog
 
     ticks = SyntheticMarket(SyntheticConfig(seed=4)).next_batch(220)
@@ -138,18 +140,20 @@ def test_a_damaged_record_stops_a_start_unless_the_config_says_skip_it(checkpoin
     damaged = bytearray(segment.read_bytes())
     damaged[len(damaged) // 2] ^= 0xFF
     segment.write_bytes(bytes(damaged))
+    capsys.readouterr()
     with pytest.raises(CorruptLog, match="damaged record at byte .*set log.skip_corrupt: true in the config"):
-        TickPipeline(config(checkpoint, crash_copy(data, tmp_path / "refused")))
+        TickPipeline(config(checkpoint, data))
+    assert capsys.readouterr().err.count("WARNING: recovering after an unclean stop") == 1  # (the crash copy's)
     skipping = config(checkpoint, data)
     skipping = dataclasses.replace(skipping, log=dataclasses.replace(skipping.log, skip_corrupt=True))
-    capsys.readouterr()
     recovered = TickPipeline(skipping)
     assert recovered.stats()["log"]["corrupt_skipped"] == 1
     kept = segment.with_name(segment.name + ".damaged")
     note = (f"flashtick: note: 1 damaged log file ({len(damaged):,} bytes: originals log.skip_corrupt repaired, "
             f"torn tails' cut bytes) kept in {data} (ticks/{kept.name}): retention keeps them: remove them once looked "
             f"at")
-    assert note in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert note in said and "previous run" not in said
     assert (recovered.stats()["log"]["damaged_files"], recovered.stats()["log"]["damaged_bytes"]) == (1, len(damaged))
     assert 190 <= recovered.ticks_in < 200  # the damaged record's ticks are gone, the rest replayed
     feed_in_steps(recovered, ticks[200:])
@@ -756,6 +760,29 @@ def test_a_restart_does_not_bring_back_streams_the_live_run_expired(checkpoint, 
     assert recovered.encoders.accepted(expired)[expired[1]]["last_ts"] == max(t.ts for t in ticks[:80]
                                                                             if t.stream == expired[1])
 
+
+
+def test_a_start_its_replay_refuses_lets_the_directory_go_as_a_stop_does(checkpoint, tmp_path, capsys) -> None:
+    """review400 #4: a damaged record of an older tick log segment (which the replay finds, after the logs opened)
+    stopped the start with the directory's lock left as its run's, unmarked, so the next start said the previous run
+    had stopped uncleanly (a crash, to a log pipeline counting them) after a clean stop and a refusal."""
+    from engine.service.log_reading import CorruptLog
+
+    base = config(checkpoint, tmp_path / "data")
+    small = dataclasses.replace(base, log=dataclasses.replace(base.log, segment_bytes=4096))
+    live = TickPipeline(small)
+    feed_in_steps(live, SyntheticMarket(SyntheticConfig(seed=4)).next_batch(120))
+    live.close()
+    first, *later = segments(tmp_path / "data" / "ticks")
+    assert later  # (the damage is in a segment before the one a start counts as it opens the log)
+    damaged = bytearray(first[1].read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    first[1].write_bytes(bytes(damaged))
+    capsys.readouterr()
+    with pytest.raises(CorruptLog, match="damaged record at byte"):
+        TickPipeline(small)
+    TickPipeline(dataclasses.replace(small, log=dataclasses.replace(small.log, skip_corrupt=True))).close()
+    assert "previous run" not in capsys.readouterr().err
 
 
 def test_sessions_survive_retention_dropping_the_first_segments(checkpoint, tmp_path, capsys) -> None:

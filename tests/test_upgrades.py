@@ -104,7 +104,8 @@ def _start_release(tree: Path, data: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("commit, per_message", [("1df3e5d2", 0), ("6cc221dd", 1)])
-def test_an_earlier_release_opens_a_directory_this_release_served(tmp_path, commit: str, per_message: int) -> None:
+def test_an_earlier_release_opens_a_directory_this_release_served(tmp_path, capsys, commit: str,
+                                                                   per_message: int) -> None:
     """review321 #3: one start of the new release added dtype, linear_weights and settings to meta.json, and the
     release before it, which refuses any key it does not write itself, refused the directory as "written by another
     model" on a rollback. meta.json now keeps the keys every release compares; the rest is in written_with.json, so
@@ -114,7 +115,8 @@ def test_an_earlier_release_opens_a_directory_this_release_served(tmp_path, comm
     review400 #8: the directory had no answers (no query stood), and one where `serve` had published some stopped
     the earlier release (`Answer.__init__() got an unexpected keyword argument 'data_age_ms'`): the fields an answer
     is published with are logged beside its record now, where the earlier release skips them, and this release
-    restores them after the rollback as they were published."""
+    restores them after the rollback as they were published. review400 #4: the start after the earlier release
+    said it had stopped uncleanly (a crash, to a log pipeline), since it marks no clean stop: said as not known."""
     data = tmp_path / "data"
     published = _serve(data, ticks=40, per_message=per_message)
     assert published and all("data_age_ms" in answer for answer in published.values())
@@ -122,8 +124,11 @@ def test_an_earlier_release_opens_a_directory_this_release_served(tmp_path, comm
     run = _start_release(_release_tree(tmp_path, commit), data)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split()[-1] == "40", run.stdout
+    capsys.readouterr()
     kept = _kept_after_a_start(data)
     assert {key: kept.get(key) for key in published} == published
+    said = capsys.readouterr().err
+    assert "names no release in the data directory's lock" in said and "unclean stop" not in said, said
     assert set(json.loads((data / "meta.json").read_text())) <= META_KEYS  # (1df3e5d2's keys moved out again)
 
 

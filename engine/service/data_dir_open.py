@@ -19,6 +19,7 @@ from engine.disk_full import DISK_FULL, file_size_limit, space_left
 from engine.service.config import ConfigError, LogSection
 from engine.service.log_lines import utc_stamp
 from engine.service.private_dirs import private
+from engine.service.release import this_release
 from engine.text_files import ENCODING, read_text
 
 
@@ -157,9 +158,12 @@ def unusable_part(root: Path, error: OSError) -> str:
             f"what is in the way, or give another --data-dir)")
 
 
-# what the lock file says once its service stopped (DataDir.close): a start that finds "pid N" without it follows a
-# run that was killed, crashed or lost power (review351 #15: such a restart looked like any other)
+# what the lock file says once its service stopped (DataDir.close): a start that finds "pid N, flashtick ..." without
+# it follows a run that was killed, crashed or lost power (review351 #15: such a restart looked like any other)
 CLEAN_STOP = "stopped cleanly"
+# what it says after the pid while its service runs, before the release: a release before 0.2.0 wrote "pid N" alone,
+# and no CLEAN_STOP, so its stops, clean or not, read alike (review400 #4)
+RUNNING = ", flashtick "
 ROOM_CHECK_BYTES = 4096  # a start writes this much into the directory (then removes it) before replaying the log
 
 
@@ -171,7 +175,9 @@ class DataDirFull(Exception):
 
 class DataDirLock(NamedTuple):
     handle: Any  # the lock file, held (flock) until the service stops
-    previous: str  # what it said before this start: "" (new), "pid N" (an unclean stop), "pid N stopped cleanly ..."
+    # what it said before this start: "" (new), "pid N, flashtick 0.2.0 ..." (an unclean stop), "pid N stopped
+    # cleanly ...", "pid N" (a release before 0.2.0: not known)
+    previous: str
 
 
 def take_lock(path: Path) -> DataDirLock:
@@ -188,7 +194,7 @@ def take_lock(path: Path) -> DataDirLock:
     handle.seek(0)
     previous = handle.read().strip()
     try:
-        _rewrite(handle, f"pid {os.getpid()}")
+        _rewrite(handle, f"pid {os.getpid()}{RUNNING}{this_release()}")
     except OSError as e:
         handle.close()
         if e.errno in DISK_FULL:
@@ -208,8 +214,19 @@ def release_lock(lock: DataDirLock, clean: bool = True) -> None:
 
 
 def unclean_stop(previous: str) -> str | None:
-    """What the lock said of a run that did not stop cleanly (its pid), or None: a new directory, a clean stop."""
-    return previous if previous and CLEAN_STOP not in previous else None
+    """What a start says of the run before it, whose lock said ``previous``: None after a clean stop (or none: a
+    new directory); a crash (counted by a log pipeline) when that run marked no clean stop; and when it may have
+    been a release that marks none (``previous`` names no release: one before 0.2.0), that it is not known
+    (review400 #4: the first start after an upgrade reported a crash)."""
+    if not previous or CLEAN_STOP in previous:
+        return None
+    if RUNNING not in previous:
+        return (f"flashtick: note: the previous run ({previous}) names no release in the data directory's lock: a "
+                f"flashtick before 0.2.0 marks no clean stop there, so whether it stopped cleanly is not known (after "
+                f"a 0.2.0 build of 2026-12-06, which marked its clean stops alone, it did not); every tick it "
+                f"accepted is replayed from the tick log")
+    return (f"flashtick: WARNING: recovering after an unclean stop: the previous run ({previous}) did not stop cleanly "
+            f"(killed, crashed or lost power); every tick it accepted is replayed from the tick log")
 
 
 def _rewrite(handle: Any, text: str) -> None:

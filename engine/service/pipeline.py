@@ -39,7 +39,7 @@ from engine.service.answer_log import AnswerHistory
 from engine.service.config import ServiceConfig
 from engine.service.durability import DataDir
 from engine.service.engine_restart import EngineRestart
-from engine.service.kept_queries import configured_queries, register_changed
+from engine.service.kept_queries import ConfiguredQueries, configured_queries, register_changed
 from engine.service.lag_check import LagCheck
 from engine.service.log_lines import say
 from engine.service.log_provenance import written_by
@@ -149,6 +149,17 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
         self.recovered: list[JobOutcome] = []  # answers owed at a restart: published first (Server)
         self.marks = RegistrationMarks()  # where each query started: what a restart owes it
         self.restart = EngineRestart(self, progress, say)
+        try:
+            self._restore(configured, progress, defer_owed)
+        except BaseException:  # refused (a damaged record, ...) or stopped: the directory let go as at a stop, so the
+            if self.data is not None:  # next start does not take this one for a crash (review400 #4)
+                self.data.close()
+            raise
+
+    def _restore(self, configured: ConfiguredQueries | None, progress: Callable[[str], None],
+                 defer_owed: bool) -> None:
+        """``_open_data_dir``'s queries, answers and tick log brought back, and the configured queries applied."""
+        config = self.config
         reregistered: set[str] = set()  # queries the data directory's state did not describe: registered now
         if self.data is not None:
             if self.data.queries_path.is_file():  # what was registered before a restart, answers and all
