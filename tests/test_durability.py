@@ -1407,7 +1407,7 @@ def logged_ticks(data_dir: Path, held: bool = False) -> dict[str, list[int]]:
 
     records = [(number, msgpack.unpackb(payload, raw=False)) for number, payload in read(data_dir / "ticks")]
     out: dict[str, list[int]] = {}
-    for _, record, unended in whole_messages(records) if held else ((n, r, False) for n, r in records):
+    for _, record, unended, _ in whole_messages(records) if held else ((n, r, False, False) for n, r in records):
         if "tick" in record and not unended:
             out.setdefault(record["tick"]["stream"], []).append(record["tick"]["ts"])
     return out

@@ -437,8 +437,8 @@ def test_a_message_a_kill_cut_short_is_left_out_at_the_restart_and_sent_again_wh
         os.truncate(answer_log, before[1])
         process, _ = serve(config_path, data)
         said = "\n".join(process.lines_read)
-        assert "of a message cut short by a stop as it was read in (never answered; `flashtick feed` sends such a " \
-               "message again whole)" in said, said
+        assert "left out 1 tick of the last logged message, cut short by a stop as it was read in (never answered; " \
+               "`flashtick feed` sends such a message again whole)" in said, said
         held = Counter(t.stream for t in first)
         with ControlClient(endpoints["control"], timeout_s=30) as control:
             log = control.call("stats")["stats"]["log"]

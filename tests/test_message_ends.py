@@ -10,14 +10,17 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from connectors.encoder import EncodedTick
+from connectors.codec import BinnedCodec
+from connectors.encoder import EncodedTick, StreamEncoders
 from connectors.ticks import Tick, trade
 from engine.service.config import LogSection
 from engine.service.durability import DataDir
 from engine.service.log_format import segments
 from engine.service.log_reading import read_unchanged
 from engine.service.log_stats import LogStats
+from engine.service.log_replay import replay_log
 from engine.service.message_ends import MESSAGE_START, whole_messages
+from engine.service.recovery_report import say_recovered
 from engine.service.tick_export import export_ticks
 from engine.service.ticklog import TickLog
 from queries.cache import AnswerCache
@@ -46,7 +49,7 @@ def write(root: Path, messages: list[list[Tick]], **log: object) -> Path:
 def read_back(directory: Path) -> list[tuple[int, bool]]:
     """(the tick's ts offset, unended) of every logged tick, in order, as a restart reads them (the file unchanged)."""
     records = ((n, msgpack.unpackb(p, raw=False)) for n, p in read_unchanged(directory, stats=LogStats()))
-    return [(r["tick"]["ts"] - T0, unended) for _, r, unended in whole_messages(records) if "tick" in r]
+    return [(r["tick"]["ts"] - T0, unended) for _, r, unended, _ in whole_messages(records) if "tick" in r]
 
 
 def cut(directory: Path, bytes_off: int) -> None:
@@ -74,7 +77,7 @@ def test_a_message_cut_short_is_unended_for_the_replay_and_the_export(tmp_path, 
     assert read_back(directory) == [(0, False), (1, False), (2, False)] + [(10 + i, True) for i in range(kept)]
     summary = export_ticks(tmp_path / "data", tmp_path / "out.csv")
     assert (summary.ticks, summary.unended, summary.torn_tails) == (3, kept, 1)
-    assert f"{kept} ticks of messages whose end the log lacks (cut short by a stop as they were read in" in \
+    assert f"{kept} ticks of a message whose end the log lacks (cut short by a stop as it was read in" in \
         summary.line(tmp_path / "data", tmp_path / "out.csv")
 
 
@@ -120,3 +123,30 @@ def test_a_log_written_before_end_records_reads_as_before(tmp_path) -> None:
     assert read_back(directory) == expected
     summary = export_ticks(tmp_path / "data", tmp_path / "out.csv")
     assert (summary.ticks, summary.unended) == (4, 0)
+
+
+def test_a_start_says_only_what_the_stop_before_it_cut_and_the_export_counts_the_messages(tmp_path, capsys) -> None:
+    """review402 #3: every start said every message earlier kills had cut (their records stay in the log), summed, as
+    "a message cut short by a stop", so an operator could not tell whether the stop just before it cut anything, and
+    `ticklog export` counted their ticks as of "messages", however many. A start says the last logged message only,
+    when cut (what that stop cut), and the export counts the messages."""
+    directory = write(tmp_path / "data", [message(0, 2), message(10, 3)])
+    cut(directory, 16 + 7)  # a kill as the second message's last tick was logged: 2 of its 3 ticks in the log
+
+    def start_line() -> str:
+        stats = LogStats()
+        replayed = replay_log(directory, StreamEncoders(BinnedCodec()), [].append, skip_corrupt=False, stats=stats)
+        capsys.readouterr()
+        say_recovered(directory, 1, replayed.ticks, 0, 0, stats, 0.1)
+        return capsys.readouterr().err
+
+    assert "; left out 2 ticks of the last logged message, cut short by a stop as it was read in" in start_line()
+    write(tmp_path / "data", [message(10, 3), message(20, 1)])  # the next run: the feed's resend, and on
+    assert "left out" not in start_line()  # (the cut message's ticks are still left out: said at the start above)
+    write(tmp_path / "data", [message(30, 4)])
+    cut(directory, 16 + 7)  # a second kill, inside a message of 4
+    assert "; left out 3 ticks of the last logged message," in start_line()
+    summary = export_ticks(tmp_path / "data", tmp_path / "out.csv")
+    assert (summary.unended, summary.unended_messages) == (5, 2)
+    assert "5 ticks of 2 messages whose end the log lacks (each cut short by a stop as it was read in" in \
+        summary.line(tmp_path / "data", tmp_path / "out.csv")

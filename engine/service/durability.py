@@ -351,6 +351,7 @@ class DataDir:
                 "torn_tails": self.log.stats.torn_tails + self.read_stats.torn_tails,
                 "ticks_dropped_by_retention": self._ticks_dropped(),
                 "ticks_dropped_unended_message": self.read_stats.ticks_dropped_unended_message,
+                "ticks_unended_at_log_end": self.read_stats.ticks_unended_at_log_end,
                 # (damage in the segment being written is skipped, and repaired, when the log opens it)
                 "corrupt_skipped": self.log.stats.corrupt_skipped + self.read_stats.corrupt_skipped,
                 "corrupt_records": self.log.stats.corrupt_records + self.read_stats.corrupt_records,

@@ -94,12 +94,14 @@ def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[Encode
     wire message, ``expire`` at each stream's expiry (a log written before those were recorded has neither),
     ``forget`` where an operator had the stream forgotten (without it, the encoders forget it, ordering guard
     included). The items of a message whose end the log lacks (message_ends.py: a kill while it was read in) are
-    not booked: counted in ``stats.ticks_dropped_unended_message`` (and in ``logged``: they were logged); those of one
+    not booked: counted in ``stats.ticks_dropped_unended_message`` (and in ``logged``: they were logged; those of
+    the message the log ends in in ``ticks_unended_at_log_end`` too); those of one
     the log stopped taking part way through (its directory moved away) are, and ``latched`` hears of it."""
     ticks = refused = logged = 0
     before: int | None = None
     first = True
-    for number, record, unended in whole_messages(_decoded(directory, skip_corrupt, stats, upto, progress), latched):
+    for number, record, unended, last in whole_messages(_decoded(directory, skip_corrupt, stats, upto, progress),
+                                                        latched):
         if first:  # the log's first record, or the first kept segment's start
             first = False
             before = logged_before(number, record)
@@ -107,6 +109,7 @@ def replay_log(directory: Path, encoders: StreamEncoders, book: Callable[[Encode
             if SEGMENT_START not in record:  # (a roll inside it: its counts hold the cut items)
                 logged += item_ticks(record)
                 stats.ticks_dropped_unended_message += item_ticks(record)
+                stats.ticks_unended_at_log_end += item_ticks(record) if last else 0
             continue
         if EXPIRED in record:
             if expire is not None and (streams is None or record[EXPIRED] in streams):

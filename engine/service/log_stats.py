@@ -19,5 +19,8 @@ class LogStats:
     # record counts them), which a restart no longer recovers
     ticks_dropped_by_retention: int = 0
     # a replay's: the ticks of messages whose end the log lacks (a kill while one was read in), not booked
-    # (message_ends.py): the feed's resend brings them again whole
+    # (message_ends.py): the feed's resend brings them again whole. They stay in the log until retention drops them
     ticks_dropped_unended_message: int = 0
+    # ... and of those, the ticks of the message the log ends in (``LogRecord.last``): what the stop before this start
+    # cut, which its line says (review402 #3: it said every cut message still in the log, summed, at every start)
+    ticks_unended_at_log_end: int = 0

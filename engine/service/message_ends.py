@@ -54,6 +54,9 @@ class LogRecord(NamedTuple):
     number: int
     record: dict[str, Any]
     unended: bool  # of a message whose end record never came: an item not to book (a kill cut the message short)
+    # (unended) of the message the records end in: what the stop before a restart cut (or, nothing logged since, an
+    # earlier one); not: one a later run's records follow, said by the start after the stop that cut it
+    last: bool = False
 
 
 def is_item(record: dict[str, Any]) -> bool:
@@ -72,8 +75,9 @@ def whole_messages(records: Iterable[tuple[int, dict[str, Any]]],
     logged held back until its end record comes; those of one whose end never came (the log ended, or another
     message, an expiry or a forget came first: a restart appended after a kill) are handed on ``unended``. End
     records themselves are not handed on. A segment start inside a message (a roll while it was read in) is part
-    of it: under an unended message it counts the cut items, so it is handed on ``unended`` too. ``latched`` is
-    called with each end record's ``LATCHED`` map, where the log stopped taking a message part way through."""
+    of it: under an unended message it counts the cut items, so it is handed on ``unended`` too, and ``last`` when
+    the records end in it. ``latched`` is called with each end record's ``LATCHED`` map, where the log stopped taking
+    a message part way through."""
     held: list[tuple[int, dict[str, Any]]] | None = None
     for number, record in records:
         if held is not None:
@@ -94,4 +98,4 @@ def whole_messages(records: Iterable[tuple[int, dict[str, Any]]],
         elif MESSAGE_END not in record:  # (an end whose message began in a segment retention dropped: nothing held)
             yield LogRecord(number, record, False)
     if held is not None:
-        yield from (LogRecord(n, r, True) for n, r in held)
+        yield from (LogRecord(n, r, True, True) for n, r in held)

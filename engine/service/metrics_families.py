@@ -137,6 +137,8 @@ LOG_FIGURES = (  # (stats path under `log`, metric, type, help): with a data dir
                                                                    "regions skipped (about)"),
     (("recovered_ticks",), "log_recovered_ticks", "gauge", "Ticks this start recovered from the tick log"),
     (("ticks_dropped_unended_message",), "log_ticks_dropped_unended_message", "gauge", "Ticks of messages a kill cut"),
+    (("ticks_unended_at_log_end",), "log_ticks_unended_at_log_end", "gauge", "Of those, the last logged message's: "
+                                                                              "what the stop before this start cut"),
     (("replay_refused",), "log_replay_refused", "gauge", "Logged items this start's replay refused (a limit "
                                                          "lowered since they were logged)"),
     (("recovered_answers",), "log_recovered_answers", "gauge", "Answers this start recovered from the answer log"),

@@ -17,13 +17,13 @@ def say_recovered(tick_log: Path, streams: int, recovered_ticks: int, expired_ti
     """The start's line on its replay of ``tick_log`` (none when it recovered nothing and left nothing out):
     ``streams`` held, ``recovered_ticks`` of them and of those expired for idleness before the stop (their
     ``expired_ticks``, of ``expired_streams``), ``read_stats`` of the replay, ``recovery_s`` it took."""
-    unended = _unended_text(read_stats.ticks_dropped_unended_message)
+    unended = _unended_text(read_stats.ticks_unended_at_log_end)
     if recovered_ticks:
         dropped = read_stats.ticks_dropped_by_retention
         older = f" ({counted(dropped, 'older tick')} dropped by retention)" if dropped else ""
         print(f"flashtick: recovered {_recovered_text(streams, recovered_ticks, expired_ticks, expired_streams)} "
               f"from {tick_log} in {recovery_s:.1f} s{older}{unended}", file=sys.stderr, flush=True)
-    elif read_stats.ticks_dropped_unended_message:  # (its only ticks were of such a message)
+    elif read_stats.ticks_unended_at_log_end:  # (its only ticks were of such a message)
         print(f"flashtick: recovered no tick from {tick_log}{unended}", file=sys.stderr, flush=True)
 
 
@@ -47,9 +47,11 @@ def say_latched_messages(latched: list[dict[str, Any]], tick_log: Path) -> None:
 
 
 def _unended_text(cut: int) -> str:
-    """What the replay left out of a message a kill cut short (message_ends.py), said once, on the start's line."""
-    return (f"; left out {counted(cut, 'tick')} of a message cut short by a stop as it was read in (never "
-            f"answered; `flashtick feed` sends such a message again whole)" if cut else "")
+    """What the replay left out of the last logged message, which a kill cut short (message_ends.py), said on the
+    start's line: the start after that stop (or, while nothing is logged after it, each one). The messages earlier
+    stops cut, which later runs logged after, were said by the starts after those stops (review402 #3)."""
+    return (f"; left out {counted(cut, 'tick')} of the last logged message, cut short by a stop as it was read in "
+            f"(never answered; `flashtick feed` sends such a message again whole)" if cut else "")
 
 
 # what became of the expired streams (engine/kept_contexts.py): a restart keeps their contexts as the live run did
