@@ -314,14 +314,17 @@ def _client_endpoints(args: argparse.Namespace) -> None:
     if args.command not in ("feed", "subscribe") and not hasattr(args, "control"):
         return
     endpoints = None
-    if args.config is not None:  # imported only then: the config module brings torch (~2 s of a client's start)
+    if args.command == "feed" and args.config is not None:  # (a feed imports the replay's modules anyway)
         from engine.service.config import ServiceConfig
 
         config = ServiceConfig.load(args.config)
         endpoints = config.endpoints
-        if args.command == "feed":  # `feed replay` cuts batches as `backtest` with the same config does by default
-            args.config_batch_ms = config.replay.batch_ms
-            args.served_zero_bid = config.limits.zero_bid  # ... and reads 0 bids as the service does (cli_reading)
+        args.config_batch_ms = config.replay.batch_ms  # `feed replay` cuts batches as `backtest` with it does
+        args.served_zero_bid = config.limits.zero_bid  # ... and reads 0 bids as the service does (cli_reading)
+    elif args.config is not None:  # the endpoints alone, not the engine's config machinery (config_document.py)
+        from engine.service.config_document import client_endpoints
+
+        endpoints = client_endpoints(args.config)
 
     def connectable(bound: str) -> str:  # a service bound to every interface is reached on this host
         return bound.replace("://*:", "://127.0.0.1:").replace("://0.0.0.0:", "://127.0.0.1:").replace(

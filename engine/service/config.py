@@ -7,30 +7,30 @@ to 127.0.0.1 unless an endpoint says otherwise.
 
 Each section lives in its own module (engine/service/config_<section>.py: model and codec, kv, answers, endpoints,
 ingest, limits, log, curve, shards, replay; the scheduler's is engine/settings.py); the loader's checks of keys and
-types are engine/service/config_keys.py and ConfigError is engine/service/config_error.py. ServiceConfig, ConfigError
+types are engine/service/config_keys.py, the file read as its document engine/service/config_document.py (with what a
+client command reads of it) and ConfigError is engine/service/config_error.py. ServiceConfig, ConfigError
 and the section classes stay importable from here.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, get_type_hints
 
-import yaml
-
-from engine.path_words import os_reason, shown_path, user_path, user_path_text
+from engine.path_words import user_path_text
 from engine.quoting import quoted
 from engine.rust_paths import written_path
 from engine.service.config_answers import AnswersSection
 from engine.service.config_curve import CurveSection
+from engine.service.config_document import read_document
 from engine.service.config_endpoints import EndpointsSection
 from engine.service.config_ingest import IngestSection
-from engine.service.config_env import with_environment
-from engine.service.config_error import ConfigError, keyed
-from engine.service.config_keys import check_types, reject_unknown
+from engine.service.config_error import ConfigError
+from engine.service.config_keys import built_section, reject_unknown
 from engine.service.config_kv import KVSection
 from engine.service.config_limits import LimitsSection
 from engine.service.config_log import LogSection
@@ -38,8 +38,7 @@ from engine.service.config_model import CodecSection, ModelSection
 from engine.service.config_replay import ReplaySection, check_replay_columns, replay_columns_as_text
 from engine.service.config_shards import ShardsSection
 from engine.settings import SchedulerConfig
-from engine.text_files import read_text
-from engine.yaml_files import safe_load_unique, yaml_error_line, yaml_kind
+from engine.yaml_files import yaml_kind
 
 
 @dataclass(frozen=True)
@@ -83,23 +82,8 @@ class ServiceConfig:
                                       f"(the queries themselves go in that file, under its own `queries:`)")
                 built[name] = value
                 continue
-            if not isinstance(value, dict):
-                raise ConfigError(f"{source}: section {quoted(name)} must be a mapping, got {yaml_kind(value)}")
-            reject_unknown(value, {f.name for f in dataclasses.fields(section_type)}, source, f"section {quoted(name)}")
-            if name == "replay" and isinstance(value.get("columns"), dict):  # named here, where the file is known
-                check_replay_columns(value["columns"], source)
-            value = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
-            if name == "kv" and value.get("cells") is not None and value.get("bytes") is not None:
-                raise ConfigError(f"{source}: kv: give cells or bytes, not both (got cells: {quoted(value['cells'])}, "
-                                  f"bytes: {quoted(value['bytes'])})")
-            try:  # the section's own checks speak first; a wrong type they let through is named after them
-                built[name] = section_type(**value)
-            except ValueError as e:
-                raise ConfigError(f"{source}: {keyed(name, section_type, str(e))}") from None
-            except TypeError as e:  # a comparison or sum on a wrong type, most likely
-                check_types(value, section_type, f"{source}: {name}")
-                raise ConfigError(f"{source}: {name}: {e}") from None
-            check_types(value, section_type, f"{source}: {name}")
+            built[name] = built_section(name, section_type, value, source,
+                                        functools.partial(_across_keys, name, source=source))
         # `~/models/m1` read as the shell would, as the CLI reads its options: a config built in Python too
         return cls(**built).with_paths(user_path_text)
 
@@ -109,15 +93,7 @@ class ServiceConfig:
         ``from_dict`` checks it, ``${VAR}`` references filled from the environment; the file's relative paths (the
         queries file, model.path, log.dir, ...) are read from the file's own folder. ConfigError when the file
         cannot be read, is not valid YAML, or holds a bad key or value (named with the file)."""
-        path = user_path(path)  # `ServiceConfig.load("~/engine.yaml")` as `--config ~/engine.yaml` reads it
-        try:
-            text = read_text(path)
-            raw = replay_columns_as_text(safe_load_unique(text), text)
-            raw = with_environment(raw, shown_path(path))
-        except yaml.YAMLError as e:  # one line: the problem and where
-            raise ConfigError(f"{path}: not valid YAML: {yaml_error_line(e)}") from None
-        except OSError as e:
-            raise ConfigError(f"{shown_path(path)}: cannot read: {os_reason(e)}") from None
+        path, raw = read_document(path, replay_columns_as_text)
         config = cls.from_dict(raw, str(path))
         # the file's own folder, the link followed: a config kept in one place and linked into each job's folder
         # reads its queries and logs from beside itself, not from beside the link
@@ -148,6 +124,16 @@ class ServiceConfig:
             curve=dataclasses.replace(self.curve, server_secret_key_file=changed(self.curve.server_secret_key_file),
                                       server_public_key_file=changed(self.curve.server_public_key_file),
                                       clients_dir=changed(self.curve.clients_dir)))
+
+
+def _across_keys(name: str, value: dict[str, Any], source: str) -> None:
+    """Section ``name``'s checks across its keys (config_keys.built_section's ``check``): replay's column map, named
+    here, where the file is known; kv's cells or bytes."""
+    if name == "replay" and isinstance(value.get("columns"), dict):
+        check_replay_columns(value["columns"], source)
+    if name == "kv" and value.get("cells") is not None and value.get("bytes") is not None:
+        raise ConfigError(f"{source}: kv: give cells or bytes, not both (got cells: {quoted(value['cells'])}, "
+                          f"bytes: {quoted(value['bytes'])})")
 
 
 # section name -> its dataclass, read off ServiceConfig's fields (their hints are text under `annotations`), so a
