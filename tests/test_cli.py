@@ -1366,8 +1366,9 @@ def test_a_file_fed_again_goes_on_from_where_the_engine_is(checkpoint, tmp_path,
     ticks = SyntheticMarket(SyntheticConfig(seed=4)).next_batch(120)
     pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(tmp_path / "day.parquet")
     with serving(config(checkpoint, tmp_path)) as server:
+        # (--packed: --ticks 50 sends 50, where event-time batches hold back the batch the 50th falls in)
         argv = ["feed", "replay", str(tmp_path / "day.parquet"), "--endpoint", server.endpoints["ingest"],
-                "--answers", server.endpoints["answers"], "--control", server.endpoints["control"]]
+                "--answers", server.endpoints["answers"], "--control", server.endpoints["control"], "--packed"]
         code, _, err = run(capsys, *argv, "--ticks", "50")
         assert code == 0 and "; 0 rejected" in err, err
         wait_for(lambda: server.pipeline.ticks_in == 50)
@@ -1556,8 +1557,9 @@ def test_a_file_fed_again_sends_the_ticks_sharing_the_engines_last_timestamp_tha
                                       for i, ms in enumerate((100, 150, 200, 200, 200, 250))]
     (tmp_path / "cad.csv").write_text("\n".join(rows) + "\n")
     with serving(config(checkpoint, tmp_path)) as server:
+        # (--packed: a stop inside the run; event-time batches would hold back the whole batch of .200 and .250)
         argv = ["feed", "replay", str(tmp_path / "cad.csv"), "--endpoint", server.endpoints["ingest"],
-                "--answers", server.endpoints["answers"], "--control", server.endpoints["control"]]
+                "--answers", server.endpoints["answers"], "--control", server.endpoints["control"], "--packed"]
         code, _, err = run(capsys, *argv, "--ticks", "4")  # stops after the second of three at .200
         assert code == 0 and "sent 4 ticks" in err, err
         wait_for(lambda: server.pipeline.ticks_in == 4)
