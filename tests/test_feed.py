@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 
 import msgpack
+import polars as pl
 import pytest
 import zmq
 
@@ -449,3 +450,20 @@ def test_feed_replays_notes_and_errors_share_its_full_name(pull, tmp_path, capsy
     assert prefixed[-1] == "flashtick feed replay: error: every row of the files was rejected; nothing was sent " \
                            "(reasons above)", err
     assert all(line.startswith("flashtick feed replay: ") for line in prefixed), err
+
+
+def test_feed_replay_reads_its_files_with_the_configs_replay_section(pull, tmp_path, capsys) -> None:
+    """`feed replay --config` read the files without the config's `replay` section, which `backtest --config`
+    applies: the same config fed a live run other ticks than its backtest read (fix403's note)."""
+    from engine.service.cli import main
+
+    sock, endpoint = pull
+    pl.DataFrame([trade(name, TS + i, 100.0 + i, 1.0).to_wire() for i in range(6) for name in ("A", "B")]
+                 ).write_parquet(tmp_path / "two.parquet")
+    (tmp_path / "engine.yaml").write_text(f'endpoints: {{ingest: "{endpoint}"}}\nreplay: {{streams: [B]}}\n')
+    assert main(["feed", "replay", str(tmp_path / "two.parquet"), "--config", str(tmp_path / "engine.yaml"),
+                 "--answers", "", "--control", ""]) == 0, capsys.readouterr().err
+    got: list[Tick] = []
+    while len(got) < 6:
+        got += decode(sock.recv_multipart()[-1]).ticks
+    assert {t.stream for t in got} == {"B"} and "sent 6 ticks" in capsys.readouterr().err

@@ -320,7 +320,7 @@ def _client_endpoints(args: argparse.Namespace) -> None:
         config = ServiceConfig.load(args.config)
         endpoints = config.endpoints
         args.config_batch_ms = config.replay.batch_ms  # `feed replay` cuts batches as `backtest` with it does
-        args.served_zero_bid = config.limits.zero_bid  # ... and reads 0 bids as the service does (cli_reading)
+        args.feed_config = config  # ... and reads its files with the config's replay section and limits.zero_bid
     elif args.config is not None:  # the endpoints alone, not the engine's config machinery (config_document.py)
         from engine.service.config_document import client_endpoints
 

@@ -49,7 +49,7 @@ def column_map_of(args: argparse.Namespace, config: Any = None) -> dict[str, Any
     (``served_zero_bid``): a backtest or feed given a service's config reads an option chain as the service would."""
     from connectors.map_options import map_from_options
 
-    section = config.replay if config is not None else None  # `feed replay` has no config (nor torch to load)
+    section = config.replay if config is not None else None  # (`feed replay` without --config has none)
     given = lambda option, key: option if option is not None else getattr(section, key, None)  # noqa: E731
     names = tuple(n.strip() for n in args.csv_names.split(",")) if args.csv_names else None
     if args.columns is not None:
@@ -73,11 +73,11 @@ def column_map_of(args: argparse.Namespace, config: Any = None) -> dict[str, Any
 
 
 def served_zero_bid(args: argparse.Namespace, config: Any = None) -> str | None:
-    """How the service reads a wire quote's 0 bid (limits.zero_bid): the config's (`backtest --config`), else what
-    `feed` learnt of it (its --config's, or the service's own `health`: ``args.served_zero_bid``)."""
-    if config is not None:
-        return config.limits.zero_bid
-    return getattr(args, "served_zero_bid", None)
+    """How the service reads a wire quote's 0 bid (limits.zero_bid): what `feed` learnt of it from the service's own
+    `health` (``args.served_zero_bid``), else the config's (`backtest --config`, `feed --config`)."""
+    if getattr(args, "served_zero_bid", None) is not None:  # (feed: a service's health may have said it since)
+        return args.served_zero_bid
+    return config.limits.zero_bid if config is not None else None
 
 
 def _bar_options(args: argparse.Namespace) -> dict[str, str]:

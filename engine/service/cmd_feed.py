@@ -46,8 +46,9 @@ def _replay_source(args: argparse.Namespace) -> Any:
     if args.max_gap is not None and args.speed is None:
         raise ValueError("--max-gap shortens the waits of --speed: without --speed a replay does not wait")
     refuse_absent_inputs(args.files)  # a pattern that matches no file yet, an empty folder: exit NO_DATA
-    return FileReplay([str(f) for f in args.files], columns=column_map_of(args), speed=args.speed,
-                      max_gap_s=args.max_gap, streams=streams_to_read(args), time_range=time_range_of(args),
+    config = getattr(args, "feed_config", None)  # (--config's replay section reads the files, as backtest's does)
+    return FileReplay([str(f) for f in args.files], columns=column_map_of(args, config), speed=args.speed,
+                      max_gap_s=args.max_gap, streams=streams_to_read(args, config), time_range=time_range_of(args),
                       skip_bad_files=args.skip_bad_files)
 
 
@@ -130,7 +131,8 @@ def _zero_bids_as_served(args: argparse.Namespace, resume: Any) -> bool:
     read so too, said in a note, where neither --zero-bid, the map nor --config says how (review401 #4: read as no
     bid, an option chain's unbid series were refused before they were sent, which the service would have taken
     off the wire). True when the files are to be read again."""
-    if resume.health().get("zero_bid") != "price" or "zero_bid" in (column_map_of(args) or {}):
+    if resume.health().get("zero_bid") != "price" or \
+            "zero_bid" in (column_map_of(args, getattr(args, "feed_config", None)) or {}):
         return False
     args.served_zero_bid = "price"
     print(f"{args.command_name}: note: the files' 0 bids beside an ask are read as prices (--zero-bid price), as the "
@@ -167,7 +169,8 @@ def _read_as_served(args: argparse.Namespace, resume: Any) -> bool:
         print(f"{args.command_name}: note: the engine adds {ingest_shift_text(str(ingest))} (--price-offset "
               f"{ingest}: its model was trained so): the ticks go out as the files print them, read with the offset "
               f"only for this feed's checks", file=sys.stderr, flush=True)
-    if (mismatch := reading_mismatch(served, reading_of(column_map_of(args)), PRICE_OPTIONS)) is not None:
+    files_map = column_map_of(args, getattr(args, "feed_config", None))
+    if (mismatch := reading_mismatch(served, reading_of(files_map), PRICE_OPTIONS)) is not None:
         print(f"{args.command_name}: warning: {mismatch.replace('this model', _SERVED)}",
               file=sys.stderr, flush=True)
     return bool(taken)
