@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import pty
 import resource
@@ -26,6 +27,7 @@ from forked_cli import cli_popen, cli_run
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.cli import main
 from engine.service.cli_parser import build_parser, subcommands
+from engine.service.run_record import PARQUET_KEY
 from tests.test_train_folders import QUICK, START_US, TINY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,6 +117,24 @@ def test_backtest_resume_runs_unchanged_every_hour(engine: Path, tmp_path: Path)
     assert (out.stat().st_mtime_ns, out.with_suffix(".scores.json").read_bytes()) == written  # nothing rewritten
     code, _, err = run(*argv, "--threads", "2")  # how fast, not what: the same run
     assert code == 0 and "already complete" in err, err
+    # review407 #2, #3: an input touched (a copy, a restore: its bytes the same) is the same file, and the answers
+    # file's record holds no modification time to move
+    os.utime(engine / "ticks.parquet", ns=(1, 1))
+    code, _, err = run(*argv)
+    assert code == 0 and "already complete" in err, err
+    assert '"mtime_ns"' not in pl.read_parquet_metadata(out)[PARQUET_KEY]
+    # review407 #5: a finished run by another commit (a `git pull` since) is complete, said with what differs
+    manifest = out.with_suffix(".manifest.json")
+    written_by = json.loads(manifest.read_text())
+    written_by["run"]["commit"] = "0123abcd"
+    manifest.write_text(json.dumps(written_by))
+    metadata = pl.read_parquet_metadata(out)
+    run_in_file = json.loads(metadata[PARQUET_KEY]) | {"commit": "0123abcd"}
+    pl.read_parquet(out).write_parquet(out, metadata=metadata | {PARQUET_KEY: json.dumps(run_in_file)})
+    written = out.stat().st_mtime_ns, written[1]
+    code, _, err = run(*argv)
+    assert code == 0 and "already complete" in err and 'its commit "0123abcd" then, ' in err, err
+    assert "differs: its answers are what that one computed; remove" in err, err
     code, _, err = run(*argv, "--max-ticks", "300")  # another run: its answers are not these
     assert code == 2 and "holds a finished backtest" in err and "max_ticks" in err, err
     assert out.stat().st_mtime_ns == written[0]

@@ -229,7 +229,7 @@ def test_the_record_keeps_the_command_line_the_environment_and_whole_file_digest
     capsys.readouterr()
     assert main(reused) == 2
     err = capsys.readouterr().err
-    assert f"{setup / 'b.parquet'} holds a finished backtest of another model (its model differ" in err, err
+    assert f"{setup / 'b.parquet'} holds a finished backtest of another model (its model differs" in err, err
     assert "give another --out to keep both, or --overwrite to replace it" in err
     assert json.loads(pl.read_parquet_metadata(setup / "b.parquet")["flashtick"]) == b  # as it was
     assert main([*reused, "--overwrite"]) == 0
@@ -327,7 +327,7 @@ def test_the_config_is_recorded_as_its_effective_values_and_a_finished_backtest_
     assert plain["config"]["answers.adapt"] == "online" and not any(k.startswith("endpoints.") for k in plain["config"])
 
     assert notes(50) == [f"replacing {setup / 'replaced.parquet'}, a finished backtest of another run (its batch_ms "
-                         f"100 then, 50 now differ): its answers, scores, plot and manifest are overwritten by this "
+                         f"100 then, 50 now differs): its answers, scores, plot and manifest are overwritten by this "
                          f"run's (keep them with another --out)"]
     assert notes(50) == []
 

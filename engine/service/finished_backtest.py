@@ -17,12 +17,16 @@ from typing import Any
 
 from engine.rust_paths import rust_path
 from engine.service.file_changes import file_changes, new_days_hint
-from engine.service.run_record import MANIFEST_SUFFIX, PARQUET_KEY
+from engine.service.run_record import MANIFEST_SUFFIX, PARQUET_KEY, without_file_times
 
 # record keys that may differ in the same run: the CPU thread count (a resume on more cores is the same run;
 # AnswerParts tells, not refuses it), whether it was resumed (run_record.resumed_record), and the command line
 # (this one has --resume, and may spell the same options otherwise)
 _NOT_COMPARED = frozenset({"threads", "resumed", "argv"})
+# the flashtick and the platform that computed it: a finished run of the same inputs by another commit (a `git pull`)
+# or on another kernel is complete, said with what differs, not refused (review407 #5: a scheduled --resume failed
+# after every pull); remove it to recompute with this one
+_RELEASE_KEYS = frozenset({"flashtick", "commit", "dirty", "environment"})
 _FILE_KEYS = {"files", "readings"}  # said as the files that differ, by name (file_changes.py)
 
 
@@ -60,12 +64,16 @@ def refuse_or_skip_finished(out: Path, record: dict[str, Any]) -> None:
     if directory.exists() or not out.is_file():
         return
     hints: list[str] = []
-    differs = _differences(out, json.loads(json.dumps(record, sort_keys=True, default=str)), hints=hints)
+    normalised = json.loads(json.dumps(record, sort_keys=True, default=str))
+    differs = _differences(out, normalised, hints=hints, ignored=_RELEASE_KEYS)
     if not differs:
         rows = _rows(out)
+        computed = _differences(out, normalised, _values, compared=_RELEASE_KEYS)
+        by = (f" (written by another flashtick or platform: {computed}: its answers are what that one computed; "
+              f"remove {out} to compute them with this one)" if computed else "")
         raise AlreadyComplete(f"already complete: {out} holds every answer of this run ({rows} rows, scored in "
                               f"{out.with_suffix('.scores.json').name}); the same files, queries, model, config and "
-                              f"options: nothing to do", *_counts(out))
+                              f"options: nothing to do{by}", *_counts(out))
     raise FileExistsError(f"{out} holds a finished backtest (no checkpoint in {directory}): the run there is "
                           f"complete, but not this command's ({differs}), so there is nothing of it to resume; to run "
                           f"it, remove {out} or give another --out (a dated one, for a scheduled job)"
@@ -107,14 +115,17 @@ def _values(key: str, then: Any, now: Any) -> str:
     """A differing record key as a note names it: with both values when they are short (`batch_ms 100 then, 50
     now`), else by name alone."""
     shown = [json.dumps(value, default=str) for value in (then, now)]
-    return f"{key} {shown[0]} then, {shown[1]} now" if max(map(len, shown)) <= 40 else key
+    return f"{key} {shown[0]} then, {shown[1]} now" if max(map(len, shown)) <= 42 else key  # (a commit's 40 hex)
 
 
 def _differences(out: Path, record: dict[str, Any],
-                 say: Callable[[str, Any, Any], str] = lambda key, then, now: key, hints: list[str] | None = None
-                 ) -> str:
-    """What differs between this run's record and the finished one's, in words ('' when nothing does); ``hints``
-    is given what to do where that helps (files only added: how to answer the new ones)."""
+                 say: Callable[[str, Any, Any], str] = lambda key, then, now: key, hints: list[str] | None = None,
+                 ignored: frozenset[str] = frozenset(), compared: frozenset[str] | None = None) -> str:
+    """What differs between this run's record and the finished one's, in words ('' when nothing does), of the keys
+    ``compared`` (None: all) but those ``ignored``; an input file whose bytes are the same by their digest is the
+    same file whatever its modification time (review407 #2: a `touch` or a copy refused a finished run as "its
+    files differ", naming none); ``hints`` is given what to do where that helps (files only added: how to answer
+    the new ones)."""
     manifest_path = out.with_suffix(MANIFEST_SUFFIX)
     if not out.with_suffix(".scores.json").is_file() or not manifest_path.is_file():
         return f"its scores or manifest, {manifest_path.name}, are missing"
@@ -123,10 +134,12 @@ def _differences(out: Path, record: dict[str, Any],
         in_file = json.loads(_metadata(out)[PARQUET_KEY])
     except (OSError, ValueError, KeyError, TypeError) as e:
         return f"its record is unreadable: {e}"
-    if manifest != in_file:
+    if without_file_times(manifest) != without_file_times(in_file):  # (the file keeps none: run_record)
         return f"{out.name} was replaced since {manifest_path.name} was written"
-    keys = sorted(k for k in set(record) | set(manifest) - _NOT_COMPARED
-                  if k not in _NOT_COMPARED and record.get(k) != manifest.get(k))
+    manifest, record = without_file_times(manifest), without_file_times(record)
+    skipped = _NOT_COMPARED | ignored
+    keys = sorted(k for k in set(record) | set(manifest) - skipped
+                  if k not in skipped and (compared is None or k in compared) and record.get(k) != manifest.get(k))
     said = [say(k, manifest.get(k), record.get(k)) for k in keys if k not in _FILE_KEYS]
     changes = file_changes(manifest, record) if _FILE_KEYS & set(keys) else None
     if changes is not None and changes.text():  # the files by name (a folder of days: the day added)
@@ -135,7 +148,10 @@ def _differences(out: Path, record: dict[str, Any],
         said[:0] = [k for k in keys if k in _FILE_KEYS]
     if hints is not None and changes is not None and changes.only_added() and len(said) == 1:
         hints.append(new_days_hint())
-    return f"its {', '.join(said)} differ" if said else ""
+    if not said:
+        return ""
+    plural = len(said) > 1 or said[0].split(" ", 1)[0] in {"files", "readings", "settings", "skipped_files"}
+    return f"its {', '.join(said)} {'differ' if plural else 'differs'}"
 
 
 def _counts(out: Path) -> tuple[int | None, dict[str, int] | None]:

@@ -173,8 +173,18 @@ def resumed_record(record: dict[str, Any], consumed: int) -> dict[str, Any]:
 
 
 def parquet_metadata(record: dict[str, Any]) -> dict[str, str]:
-    """The answers file's key-value metadata holding `record`."""
-    return {PARQUET_KEY: json.dumps(record, sort_keys=True, default=str)}
+    """The answers file's key-value metadata holding `record`, less its input files' modification times (the
+    manifest keeps them): a wall-clock value, which a copy or a `touch` of an input moves while its bytes, by their
+    digest, stay (review407 #3: the answers file's bytes changed on a touch)."""
+    return {PARQUET_KEY: json.dumps(without_file_times(record), sort_keys=True, default=str)}
+
+
+def without_file_times(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with each input file's `mtime_ns` left out where its `digest` says its bytes."""
+    if not isinstance(record.get("files"), list):
+        return record
+    return record | {"files": [{k: v for k, v in entry.items() if not (k == "mtime_ns" and entry.get("digest"))}
+                               if isinstance(entry, dict) else entry for entry in record["files"]]}
 
 
 def write_manifest(out: Path, record: dict[str, Any], rows: int, resumed: dict[str, Any], taken: int,
