@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import polars as pl
@@ -170,6 +171,11 @@ def test_a_refused_resume_names_what_differs(engine_files: Path, tmp_path: Path,
     err = refusal(days, "--tz", "Europe/London")
     assert f"different ways of reading {first}, {second} (--tz \"America/New_York\" then, \"Europe/London\" now)" in err
     assert "a column map, --preset" not in err  # not the catch-all
+    kept_ns = days[0].stat().st_mtime_ns  # review407 #2: a file touched, its bytes the same, is said so
+    os.utime(days[0], ns=(kept_ns, kept_ns + 10**9))
+    assert (f"different file modification times (the same bytes by their SHA-256, touched or copied since: {first}; "
+            f"`touch -d @{kept_ns / 1e9:.9f} {first}` gives it back the time the checkpoint recorded)") in refusal(days)
+    os.utime(days[0], ns=(kept_ns, kept_ns))
     days[1].write_text(days[1].read_text() + f"{DAYS[1]} 09:31:00.000,AAPL,100.00,1\n")
     assert f"different file contents (size or modification time changed: {second});" in refusal(days)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.labels import session_gap_text
+from connectors.shell_words import shell_word
 from engine.quoting import quoted
 from engine.service.answer_settings import settings_changed
 from engine.service.model_digest import files_changed
@@ -199,9 +200,20 @@ def _files_differ(manifest: dict[str, Any], key: dict[str, Any], readings: list)
         said.append(f"file order (file {first + 1} was {was[first]}, now {now[first]}: equal times replay in "
                     f"the order the files are given)")
     sizes = {row[0]: row[1:] for row in was_stats}
-    if edited := [row[0] for row in now_stats if row[0] in sizes and sizes[row[0]] != row[1:]]:
-        said.append(f"file contents (size or modification time changed: {_shown(list(dict.fromkeys(edited)))})")
     digests = dict(manifest.get("key", {}).get("file_contents") or [])
+    now_digests = dict(as_json(key.get("file_contents") or []))
+    edited = [row[0] for row in now_stats if row[0] in sizes and sizes[row[0]] != row[1:]]
+    # (a file touched or copied since, its size and whole-file SHA-256 the same: review407 #2 called it "different
+    # file contents"; the checkpoint keeps its time, which `touch` gives back)
+    touched = {row[0]: sizes[row[0]][1] for row in now_stats if row[0] in edited and sizes[row[0]][0] == row[1]
+               and digests.get(row[0]) is not None and digests.get(row[0]) == now_digests.get(row[0])}
+    if changed_bytes := [path for path in edited if path not in touched]:
+        said.append(f"file contents (size or modification time changed: {_shown(list(dict.fromkeys(changed_bytes)))})")
+    if touched:
+        path, mtime_ns = next(iter(touched.items()))
+        said.append(f"file modification times (the same bytes by their SHA-256, touched or copied since: "
+                    f"{_shown(list(touched))}; `touch -d @{mtime_ns / 1e9:.9f} {shell_word(path)}` gives "
+                    f"{'it' if len(touched) == 1 else 'the first'} back the time the checkpoint recorded)")
     if rewritten := [p for p, digest in as_json(key.get("file_contents") or [])
                      if p in digests and len(digests[p]) == len(digest) and digests[p] != digest and p not in edited]:
         said.append(f"file contents (the same size and modification time, other bytes: "
