@@ -56,8 +56,8 @@ from typing import NoReturn
 
 from engine.path_words import file_not_found, shown_path
 from engine.service.cli_common import (DEFAULT_ANSWERS, DEFAULT_CONTROL, DEFAULT_INGEST, EXAMPLE_QUERIES, Interrupted,
-                                       WorkWhole, interrupted_status, raise_interrupted, say_failure_as_json,
-                                       says_json)
+                                       WorkWhole, interrupted_status, raise_interrupted, restore_handlers,
+                                       say_failure_as_json, says_json)
 from engine.service.cli_parser import (UsageError, asks_for_json, asks_for_log_timestamps, build_parser,
                                        parse_command_line)
 from engine.service.exit_codes import USAGE, status_of_error
@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise
             _sigterm_as_the_command_has_it(args.command)
             _load_polars(args)
+            _load_torch(args)
         except KeyboardInterrupt as e:  # (a command's own, from _run on, is its to say)
             print("flashtick: interrupted while starting; nothing done", file=sys.stderr)
             return interrupted_status(e)
@@ -217,6 +218,29 @@ def _load_polars(args: argparse.Namespace) -> None:
 
     if threading.current_thread() is threading.main_thread():  # (signal settings are the main thread's to change)
         signal.siginterrupt(signal.SIGINT, True)
+
+
+_TORCH_JOBS = frozenset({"backtest", "train", "evaluate"})  # the batch jobs that load a model
+
+
+def _load_torch(args: argparse.Namespace) -> None:
+    """Import torch (numpy with it) for a batch job that loads a model, SIGINT and SIGTERM noted meanwhile and raised
+    once it is in: raised inside those imports, the interrupt left a C extension half-loaded, and the job exited 2 on
+    "module 'numpy' has no attribute 'matrix'" or "cannot load module more than once", or aborted (SIGABRT) through
+    pybind11 with a C++ traceback (review407 #6: a scheduler cancelling a job in its first second saw bad input)."""
+    if args.command not in _TORCH_JOBS or threading.current_thread() is not threading.main_thread():
+        return
+    noted: list[int] = []
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum, handler in handlers.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(signum, lambda number, _frame: noted.append(number))
+    try:
+        importlib.import_module("torch")
+    finally:
+        restore_handlers(handlers)
+    if noted:
+        raise Interrupted(noted[0])
 
 
 def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
