@@ -7,8 +7,8 @@ so one instrument is not split into streams that look the same in topics, logs a
 Characters that print as nothing are left out of the fold: Unicode's default-ignorable code points (a combining
 grapheme joiner, variation selectors, Mongolian free variation selectors, the Hangul fillers, tags) and the blank
 braille pattern, which `str.isprintable` passes and NFKC keeps: `LOOK.A` + U+034F printed as `LOOK.A` and was a
-stream of its own (review406 #5). The fold keeps case (NFKC, not casefold): `look.a` is a stream of its own, as it always was. The rule is for the
-wire (StreamEncoders' live ingest, the one place names come in, for one engine and for a sharded front door alike);
+stream of its own (review406 #5). The fold keeps case (NFKC, not casefold): `look.a` is a stream of its own, as it
+always was. The rule is for the wire (StreamEncoders' live ingest, the one place names come in, for one engine and for a sharded front door alike);
 a tick log's names replay as they were logged, an earlier version's lookalikes included.
 """
 
