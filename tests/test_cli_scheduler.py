@@ -103,7 +103,7 @@ def backtest(root: Path, files: list[str], out: Path, *extra: str) -> list[str]:
             "--out", str(out), "--quiet", *extra]
 
 
-def test_backtest_resume_runs_unchanged_every_hour(engine: Path, tmp_path: Path) -> None:
+def test_backtest_resume_runs_unchanged_every_hour(engine: Path, tmp_path: Path, monkeypatch) -> None:
     """The one command line a scheduler can run every hour: it starts where nothing is, does nothing (exit 0) where
     the same run finished, and refuses (2, naming what differs) a finished run of other inputs."""
     out = tmp_path / "out dir" / "answers.parquet"
@@ -135,6 +135,13 @@ def test_backtest_resume_runs_unchanged_every_hour(engine: Path, tmp_path: Path)
     code, _, err = run(*argv)
     assert code == 0 and "already complete" in err and 'its commit "0123abcd" then, ' in err, err
     assert "differs: its answers are what that one computed; remove" in err, err
+    # review407 #10: the model directory spelled from another folder, and the same queries under another name, are
+    # this run (they were "its config, config_digest, model differ" and "its queries differs")
+    (tmp_path / "same.yaml").write_bytes((engine / "q.yaml").read_bytes())
+    monkeypatch.chdir(engine)
+    renamed = [str(tmp_path / "same.yaml") if arg == str(engine / "q.yaml") else arg for arg in argv]
+    code, _, err = run(*renamed, "--model", "model")
+    assert code == 0 and "already complete" in err, err
     code, _, err = run(*argv, "--max-ticks", "300")  # another run: its answers are not these
     assert code == 2 and "holds a finished backtest" in err and "max_ticks" in err, err
     assert out.stat().st_mtime_ns == written[0]

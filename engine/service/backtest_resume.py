@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -150,7 +151,10 @@ def run_key(config: ServiceConfig, replay: FileReplay, queries: bytes, batch_ms:
     # answers.session_gap_s is a key of its own (below), so that a refusal names --session-gap, not the config;
     # nor is scheduler.roll_inside_forward: rolls land where they did (ROLL_RULE), only a forward's packing and
     # rounding (~1e-6) move; AnswerParts keeps it beside the key and a resume under the other is told
-    keyed = dataclasses.replace(config, replay=ReplaySection(), model=dataclasses.replace(config.model, threads=None),
+    # (model.path resolved, as the input files are: `runs/m1` and `../runs/m1` from another folder are one model,
+    # review407 #10: they were two config digests, and --resume refused its own finished run)
+    model = dataclasses.replace(config.model, threads=None, path=resolved_model_path(config.model.path))
+    keyed = dataclasses.replace(config, replay=ReplaySection(), model=model,
                                 scheduler=dataclasses.replace(config.scheduler, roll_inside_forward=True),
                                 answers=dataclasses.replace(config.answers, session_gap_s=None))
     values = effective_values(keyed)
@@ -176,6 +180,11 @@ def run_key(config: ServiceConfig, replay: FileReplay, queries: bytes, batch_ms:
 # are no part of the effective config a run records and digests, so that a serve's config with its endpoints backtests
 # under the digest of one without (review349 #6)
 SERVE_ONLY_SECTIONS = ("endpoints", "curve", "log", "shards")
+
+
+def resolved_model_path(path: str | None) -> str | None:
+    """A model directory's path as the record keeps it: absolute, links followed (None: the built-in model)."""
+    return None if path is None else os.path.realpath(path)
 
 
 def effective_values(config: ServiceConfig) -> dict[str, Any]:

@@ -136,7 +136,7 @@ def _differences(out: Path, record: dict[str, Any],
         return f"its record is unreadable: {e}"
     if without_file_times(manifest) != without_file_times(in_file):  # (the file keeps none: run_record)
         return f"{out.name} was replaced since {manifest_path.name} was written"
-    manifest, record = without_file_times(manifest), without_file_times(record)
+    manifest, record = _identity(manifest), _identity(record)
     skipped = _NOT_COMPARED | ignored
     keys = sorted(k for k in set(record) | set(manifest) - skipped
                   if k not in skipped and (compared is None or k in compared) and record.get(k) != manifest.get(k))
@@ -152,6 +152,16 @@ def _differences(out: Path, record: dict[str, Any],
         return ""
     plural = len(said) > 1 or said[0].split(" ", 1)[0] in {"files", "readings", "settings", "skipped_files"}
     return f"its {', '.join(said)} {'differ' if plural else 'differs'}"
+
+
+def _identity(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` as runs are told apart: the input files by their bytes (without_file_times), the queries by their
+    digest and text, not the path they were read from (review407 #10: a byte copy under another name, or the same
+    text given in Python, was "its queries differs")."""
+    record = without_file_times(record)
+    queries = record.get("queries")
+    return record | {"queries": {k: v for k, v in queries.items() if k != "path"}} if isinstance(queries, dict) \
+        else record
 
 
 def _counts(out: Path) -> tuple[int | None, dict[str, int] | None]:

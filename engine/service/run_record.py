@@ -139,7 +139,7 @@ def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries:
     model.pop(MODEL_DIGEST, None)
     return {
         **release_fields(), "environment": environment(),
-        "model": {"path": config.model.path, **model, **key["model"]},
+        "model": {"path": key["config_values"]["model.path"], **model, **key["model"]},  # (resolved: run_key)
         # the effective config (the keys that can move answers, as backtest_resume.effective_values takes them) and
         # its digest, which a reader recomputes from them (review349 #6)
         "config": key["config_values"], "config_digest": key["config"], "settings": settings,
