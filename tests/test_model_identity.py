@@ -17,6 +17,7 @@ import pytest
 from conftest import engine_dir, freeze_before_a_start, tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.models import BUILTIN_MODEL_DIR
+from engine.service.run_record import without_file_times
 from engine.service.backtest import BacktestInterrupted, run_backtest
 from engine.service.cli import main
 from engine.service.config import ServiceConfig
@@ -106,7 +107,7 @@ def test_resume_with_recalibrated_model_files_is_refused_naming_the_file(setup: 
     assert record["model"]["files"]["calibration.json"] == hashlib.sha256(
         (setup / "model" / "calibration.json").read_bytes()).hexdigest()
     assert record["resumed"] == {"after_ticks": consumed}
-    assert json.loads(out.with_suffix(".manifest.json").read_text())["run"] == record
+    assert without_file_times(json.loads(out.with_suffix(".manifest.json").read_text())["run"]) == record
     # a --resume of the finished run is the same run: nothing to do, whatever the record says of the resume
     assert main(command) == 0 and "already complete" in capsys.readouterr().err
 
