@@ -8,8 +8,9 @@ Characters that print as nothing are left out of the fold: Unicode's default-ign
 grapheme joiner, variation selectors, Mongolian free variation selectors, the Hangul fillers, tags) and the blank
 braille pattern, which `str.isprintable` passes and NFKC keeps: `LOOK.A` + U+034F printed as `LOOK.A` and was a
 stream of its own (review406 #5). The fold keeps case (NFKC, not casefold): `look.a` is a stream of its own, as it
-always was. The rule is for the wire (StreamEncoders' live ingest, the one place names come in, for one engine and for a sharded front door alike);
-a tick log's names replay as they were logged, an earlier version's lookalikes included.
+always was. The rule is for the wire (StreamEncoders' live ingest, the one place names come in, for one engine and
+for a sharded front door alike); a tick log's names replay as they were logged, an earlier version's lookalikes
+included.
 """
 
 from __future__ import annotations
