@@ -875,6 +875,7 @@ def test_evaluate_says_each_part_s_first_and_last_event_time(ticks_file: Path, b
     overall = {part: [utc_text(min(s[0] for s in found)), utc_text(max(s[1] for s in found))]
                for part, found in spans.items()}
     assert result["part_times"] == overall
+    assert "seconds" not in result  # (no wall time in the evaluation's record: review407 #7)
     printed = builtin_by_stream[0].splitlines()  # (`evaluate builtin TICKS --by-stream`, argv's run without --json)
     assert "parts (UTC event times): " + "; ".join(f"{part} {a} to {b}" for part, (a, b) in overall.items()) \
         in printed

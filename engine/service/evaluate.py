@@ -36,7 +36,6 @@ table, the verdict, the plot) is engine/service/evaluation_report.py.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
@@ -147,7 +146,6 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
     options = options or EvalOptions()
     heads = heads or {}
     rng = np.random.default_rng(options.seed)
-    t0 = time.time()
     qs = list(codec.questions.values())
     W = window_ticks(model)
     train_x, train_y, test, labelled, batch_ends, across_pauses = _gathered(model, codec, streams, qs, W, options,
@@ -177,8 +175,8 @@ def evaluate_streams(model: Any, codec: BinnedCodec, streams: list[StreamData],
             "calibration_source": codec.calibration.source,
             "streams": _streams_record(streams),
             "part_times": part_times(streams),
-            "split_closures": split_closures(streams),
-            "seconds": round(time.time() - t0, 1)}
+            # (no wall time: two runs of the same model and files write the same evaluation.json, review407 #7)
+            "split_closures": split_closures(streams)}
 
 
 # The answer calibration's fitting policy (engine/service/calibrate.py), here beside the scores whose tables say its
