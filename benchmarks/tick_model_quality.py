@@ -187,12 +187,14 @@ def score(model_dir: Path, name: str, s: Settings) -> dict[str, Any]:
                                  min_part_ticks(codec, window_ticks(model)), training=False)  # as `flashtick evaluate`
     if not prepared:
         raise ValueError(f"{name}: nothing to score: {'; '.join(left_out)}")
+    started = time.time()
     result = evaluate_streams(model, codec, prepared, s.evaluation, read_head(model_dir, codec))
+    seconds = round(time.time() - started, 1)  # (the benchmark times it: evaluate's record holds no wall time)
     stream = result["streams"][name]
     return {"test_ticks": {"stream": name, "ticks": stream["ticks"], "train": stream["train"], "test": stream["test"],
                            "rejected_rows": rejected},
             "questions": result["questions"], "calibration_source": result["calibration_source"],
-            "seconds": result["seconds"]}
+            "seconds": seconds}
 
 
 def bar(questions: dict[str, Any], predictor: str = "model") -> dict[str, Any] | None:
