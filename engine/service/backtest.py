@@ -193,9 +193,8 @@ def _run(config: ServiceConfig, files: list[Any], queries: BacktestQueries, out:
     key = run_key(config, replay, queries.data(), batch_ms, max_ticks)
     threads = torch.get_num_threads()  # as the pipeline set it (model.threads, --threads)
     recorded_from = test_from.text() if isinstance(test_from, TestStart) else test_from  # (JSON: a time as text)
-    record = run_record(config, pipeline.codec, replay, queries.shown(), queries.data(), key, recorded_from, threads)
-    if not chunked:  # (a forward a batch packs otherwise: answers to ~1e-6, so another run: review407 #7)
-        record["chunked"] = False
+    record = run_record(config, pipeline.codec, replay, queries.shown(), queries.data(), key, recorded_from, threads,
+                        chunked)
     replaying()
     if resume:  # a finished run: done already when it is this one (its report read back), else refused
         try:

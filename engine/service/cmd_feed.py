@@ -39,6 +39,11 @@ def _synthetic_source(args: argparse.Namespace, engine_last_ts: dict[str, int]) 
     return SyntheticSource(config, limit=args.ticks)
 
 
+def _files_config(args: argparse.Namespace) -> Any:
+    """The --config whose replay section reads the files, as backtest's does (cli.py's _client_endpoints), or None."""
+    return getattr(args, "feed_config", None)
+
+
 def _replay_source(args: argparse.Namespace) -> Any:
     from connectors.replay import FileReplay
     from engine.service.no_data import refuse_absent_inputs
@@ -46,7 +51,7 @@ def _replay_source(args: argparse.Namespace) -> Any:
     if args.max_gap is not None and args.speed is None:
         raise ValueError("--max-gap shortens the waits of --speed: without --speed a replay does not wait")
     refuse_absent_inputs(args.files)  # a pattern that matches no file yet, an empty folder: exit NO_DATA
-    config = getattr(args, "feed_config", None)  # (--config's replay section reads the files, as backtest's does)
+    config = _files_config(args)
     return FileReplay([str(f) for f in args.files], columns=column_map_of(args, config), speed=args.speed,
                       max_gap_s=args.max_gap, streams=streams_to_read(args, config), time_range=time_range_of(args),
                       skip_bad_files=args.skip_bad_files)
@@ -132,7 +137,7 @@ def _zero_bids_as_served(args: argparse.Namespace, resume: Any) -> bool:
     bid, an option chain's unbid series were refused before they were sent, which the service would have taken
     off the wire). True when the files are to be read again."""
     if resume.health().get("zero_bid") != "price" or \
-            "zero_bid" in (column_map_of(args, getattr(args, "feed_config", None)) or {}):
+            "zero_bid" in (column_map_of(args, _files_config(args)) or {}):
         return False
     args.served_zero_bid = "price"
     print(f"{args.command_name}: note: the files' 0 bids beside an ask are read as prices (--zero-bid price), as the "
@@ -169,7 +174,7 @@ def _read_as_served(args: argparse.Namespace, resume: Any) -> bool:
         print(f"{args.command_name}: note: the engine adds {ingest_shift_text(str(ingest))} (--price-offset "
               f"{ingest}: its model was trained so): the ticks go out as the files print them, read with the offset "
               f"only for this feed's checks", file=sys.stderr, flush=True)
-    files_map = column_map_of(args, getattr(args, "feed_config", None))
+    files_map = column_map_of(args, _files_config(args))
     if (mismatch := reading_mismatch(served, reading_of(files_map), PRICE_OPTIONS)) is not None:
         print(f"{args.command_name}: warning: {mismatch.replace('this model', _SERVED)}",
               file=sys.stderr, flush=True)

@@ -127,7 +127,7 @@ def release_fields() -> dict[str, Any]:
 
 
 def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries: str, queries_data: bytes,
-               key: dict[str, Any], test_from: float | None, threads: int) -> dict[str, Any]:
+               key: dict[str, Any], test_from: float | None, threads: int, chunked: bool = True) -> dict[str, Any]:
     """The record of a backtest of `replay` asking the queries of `queries` (a file's resolved path, or where they
     were given in Python: backtest_queries.py) under `config`, whose resume key is `key`."""
     model = written_by(config, codec)  # the model id, codec, dtype: what serve's meta.json holds
@@ -152,6 +152,8 @@ def run_record(config: ServiceConfig, codec: Codec, replay: FileReplay, queries:
         "context_roll_rule": key["context_roll_rule"],
         # files left out whole (a file that cannot be read, --skip-bad-files; a second copy of a file's bytes)
         **skipped_record(replay.skipped_files),
+        # run_backtest(chunked=False): a forward a batch, packed otherwise, answers equal to ~1e-6 (review407 #7)
+        **({} if chunked else {"chunked": False}),
     }
 
 
