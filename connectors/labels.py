@@ -193,9 +193,9 @@ def label_series(spec: QuestionSpec, marks: np.ndarray, regimes: np.ndarray | No
     h = spec.horizon
     if n <= h:
         return out
-    # Prices are only checked finite and > 0 (a bound on plausible ones would refuse real instruments: a memecoin
-    # quoted in BTC trades near 1e-14, a hyperinflated currency's prices pass 1e12), so two marks may be too far
-    # apart for float64 (5e-324 after 1e308: the move overflows to inf). Such a window has no label: NO_LABEL,
+    # Ingest bounds prices to [1e-12, 1e15] (connectors/ticks.py PRICE_RANGE), but marks given here directly (a Python
+    # caller's own array) are not checked, so two may be too far apart for float64 (5e-324 after 1e308: the move
+    # overflows to inf). Such a window has no label: NO_LABEL,
     # counted unscorable as one without enough future, never bucketed as the largest move, nor a numpy warning.
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         value = realised_vol_bps(marks, h) if spec.kind == "volatility" else move_bps(marks, h)

@@ -47,6 +47,12 @@ class _Positional(float):
         return positional if "." in positional else positional + ".0"
 
 
+def positional(value: float) -> str:
+    """``value`` as a trader writes it: positional, the shortest digits that read back as it (`600000.04`,
+    `0.00001245`), never rounded to a few significant digits nor in exponent form."""
+    return format(_Positional(value))
+
+
 def template_values(values: Mapping[str, Any]) -> dict[str, Any]:
     """What a template is formatted with: floats written positionally, a missing value (None) as `?`."""
     return {key: MISSING if value is None else _Positional(value) if type(value) is float else value

@@ -209,7 +209,8 @@ def test_streams_and_ask_print_the_context_a_computed_answer_attends(checkpoint,
         assert code == 0 and listed["context_ticks"] == 10 and listed["context_tokens"] > 0, listed
         context = f"context {listed['context_tokens']} tokens / 10 ticks"
         code, out, _ = run(capsys, "streams", "SYN.A", *control)
-        price = f"last_price {listed['last_price']:g}"  # (review315 #9: the level the model reads, in the text too)
+        # (review315 #9: the level the model reads, in the text too, every digit of it: review410 #2)
+        price = f"last_price {listed['last_price']!r}"
         # (review375 #12: its UTC time beside the ns, in the same column)
         last = re.escape(f"{listed['last_ts']} ({utc_text(listed['last_ts'])})")
         assert code == 0 and re.fullmatch(rf"SYN\.A\tlast_ts {last}\tticks 10\tidle [0-9.]+s\t{context}"

@@ -252,3 +252,12 @@ def test_text_codec_writes_floats_positionally_unless_the_template_gives_a_forma
     for value in (0.00009, 1.23e-05, 61837.63, 1e16, 1e-300, 5e-324, 9.99e17):
         line = codec.render(trade("X", 1, 100.0, value, "buy"), codec.new_state())
         assert "e" not in line.split(" x ")[1] and float(line.split(" x ")[1].split()[0]) == value
+
+
+def test_positional_writes_every_digit_a_price_has() -> None:
+    """`flashtick streams` wrote last_price with :g, 6 significant digits: BRK.A's 600000.04 read 600000 and a USDJPY
+    mid of 150.2575 read 150.257 (review410 #2). It writes the digits --json has, positionally."""
+    from connectors.text_templates import positional
+
+    assert [positional(v) for v in (600000.04, 150.2575, 1.245e-05, 2.0, 1e16)] == [
+        "600000.04", "150.2575", "0.00001245", "2.0", "10000000000000000.0"]

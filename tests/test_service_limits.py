@@ -1206,7 +1206,7 @@ def test_idle_over_counts_a_restored_stream_quiet_for_the_whole_uptime(checkpoin
         last = re.escape(f"{market[-1].ts} ({utc_text(market[-1].ts)})")  # (its UTC time beside it: review375 #12)
         assert re.fullmatch(rf"{market[0].stream}\tlast_ts {last}\tticks 10\tidle over \d+s \(none since "
                             rf"the start\)\tcontext \d+ tokens / 10 ticks\tkv (resident\trebuilds 1|not resident\t"
-                            rf"rebuilds 0)\tlast_price {re.escape(f'{market[-1].level:g}')}\n", out), out
+                            rf"rebuilds 0)\tlast_price {re.escape(repr(market[-1].level))}\n", out), out
 
 
 def kept_by_conflation(sent: list) -> list:

@@ -9,6 +9,7 @@ import sys
 from collections import Counter
 from typing import Any
 
+from connectors.text_templates import positional
 from engine.quoting import quoted
 from engine.service.cli_common import context_text, control_client, printable_json
 
@@ -144,8 +145,9 @@ def cmd_streams(args: argparse.Namespace) -> int | None:
             # (and, while some of it waits for a forward, how much and since when: a name the engine is behind on)
             waiting = "" if not accepted.get("waiting_ticks") else \
                 f"\twaiting {accepted['waiting_ticks']} ticks {accepted['waiting_s']:.1f}s"
-            # (last: its last tick's price as the model reads it, an ingest --price-offset added: review315 #9)
-            price = "" if accepted.get("last_price") is None else f"\tlast_price {accepted['last_price']:g}"
+            # (last: its last tick's price as the model reads it, an ingest --price-offset added: review315 #9;
+            # every digit --json has, not :g's 6 significant ones, which read 600000.04 as 600000: review410 #2)
+            price = "" if accepted.get("last_price") is None else f"\tlast_price {positional(accepted['last_price'])}"
             # (after it, what a desk asks first after an incident: its ticks refused by reason, a clock running ahead)
             refusals = "".join(f"\trejected {reason} {n}" for reason, n in sorted(accepted.get("rejected", {}).items()))
             ahead = "" if "clock_ahead" not in accepted else f"\tclock ahead {-accepted['clock_offset_ms'] / 1e3:.3f}s"
