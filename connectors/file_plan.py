@@ -70,7 +70,7 @@ class FilePlan:
     nonpositive_prices: bool = False  # every price of a row that trades is <= 0 (reject_hints.py's `price_offset_hint`)
     nonpositive_rows: tuple[int, int] = (0, 0)  # (rows that trade at a price <= 0, rows that trade) (ditto)
     near_zero_streams: frozenset[str] = frozenset()  # streams priced near zero, at 0 too ("": the file's one) (ditto)
-    crossing_streams: frozenset[str] = frozenset()  # streams whose prices cross zero (shifted_prices.crossing_walk)
+    crossing_streams: frozenset[str] = frozenset()  # prices crossing zero, as held or as read (shifted_prices.py)
     yield_streams: frozenset[str] = frozenset()  # of those, the ones priced or named as a yield (yield_offsets.py)
     # stream -> its lowest price at or below zero as the file holds it ("": the file's one): the offset advice's
     lowest_prices: Mapping[str, float] = field(default_factory=dict)

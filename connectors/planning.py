@@ -353,7 +353,7 @@ def _file_plan(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sc
     if footer is not None and footer[0] == cut:  # a footer without its newline is the footer, left out, not cut
         cut, cut_notes = None, []
     notes += cut_notes
-    at_zero = zero_prices(frame, keys, cmap.price_scale) if facts["nonpositive_rows"] or facts["zero_sides"] else \
+    at_zero = zero_prices(frame, keys, cmap) if facts["nonpositive_rows"] or facts["zero_sides"] else \
         ZeroPrices(frozenset(), {}, frozenset(), {})
     notes += offset_step_notes(path.name, cmap, at_zero)  # an offset that makes one step many bps
     return FilePlan(path, cmap, frame, tuple(keys), unsorted, factor,

@@ -94,31 +94,50 @@ class ZeroPrices(NamedTuple):
     # refused out of their middle unless an offset lifts it (zero_crossings.py)
     steps: dict[str, float]  # stream -> the smallest step between its prices above zero, or below it when none is
     # above (`offset_step_notes`)
-    crossing: frozenset[str] = frozenset()  # streams whose prices cross zero (`crossing_streams`)
+    # streams whose prices cross zero as the file holds them or as read, shifted by an offset too small
+    crossing: frozenset[str] = frozenset()  # (`crossing_as_read`; FilePlan.crossing_streams)
     yields: frozenset[str] = frozenset()  # of those, the ones priced like a yield in percent (yield_offsets.py)
 
 
-def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str], scale: float | None = None) -> ZeroPrices:
-    """The streams of a file's plan (`frame`, its wire `keys`) with a price at zero or below (a trade's, or a
-    quote's bid or ask): those whose median price above zero is within NEAR_ZERO_STEPS of the smallest step between
-    those prices ("" for a file without a stream column), and each one's lowest price, which the offset advice
-    lifts (every row's, those refused for another reason, an unread time, included: one round of advice). Trades
-    and quotes by one rule, so that a spread quoted at 0.00 is pointed at --price-offset as one that prints there
-    is. An option is not near zero (`one_sided`: its 0 bids are no price). Prices as read (`scale`: the map's
-    price_scale divided out). Read for reject_hints.py's
-    `near_zero_hint` and rejected_rows.py's advice, only when the file has such prices (one more scan)."""
+def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str], cmap: Any) -> ZeroPrices:
+    """The streams of a file's plan (`frame`, its wire `keys`, its map `cmap`) with a price at zero or below (a
+    trade's, or a quote's bid or ask): those whose median price above zero is within NEAR_ZERO_STEPS of the smallest
+    step between those prices ("" for a file without a stream column), and each one's lowest price, which the offset
+    advice lifts (every row's, those refused for another reason, an unread time, included: one round of advice).
+    Trades and quotes by one rule, so that a spread quoted at 0.00 is pointed at --price-offset as one that prints
+    there is. An option is not near zero (`one_sided`: its 0 bids are no price). Prices as read (the map's
+    price_scale divided out). Read for reject_hints.py's `near_zero_hint` and rejected_rows.py's advice, only when
+    the file has such prices (one more scan; a second, of the shifted streams alone, for `crossing_as_read`)."""
     import polars as pl
 
     stream = pl.col("stream") if "stream" in keys else pl.lit("").alias("stream")
     frame = frame.with_row_index("_at")  # file order, for the stretches at or below zero between others
     traded = frame.filter(pl.col("size") > 0) if "size" in keys else frame  # a trade of size 0 prints no price
     parts = [(traded if field == "price" else frame).select(
-        stream, _as_read(field, scale).alias("_price"), pl.lit(field == "bid").alias("_bid"), "_at")
+        stream, _as_read(field, cmap.price_scale).alias("_price"), pl.lit(field == "bid").alias("_bid"), "_at")
         for field in ("price", "bid", "ask") if field in keys]
     if not parts:
         return ZeroPrices(frozenset(), {}, frozenset(), {})
+    prices = pl.concat(parts)
+    rows = [row for row in _price_levels(prices) if row["at_or_below_zero"]]
+    near = frozenset(row["stream"] for row in rows if near_zero(row))
+    crossing = frozenset(str(row["stream"]) for row in rows if row["stream"] in near or crossing_walk(row)) | \
+        crossing_as_read(prices, rows, cmap)
+    return ZeroPrices(near, {str(row["stream"]): float(row["lowest"]) for row in rows},
+                      frozenset(str(row["stream"]) for row in rows if row["between"]),
+                      {str(row["stream"]): float(step) for row in rows if (step := row["step"] or row["step_below"])},
+                      crossing,
+                      frozenset(str(row["stream"]) for row in rows if row["stream"] in crossing and yield_valued(row)))
+
+
+def _price_levels(prices: pl.LazyFrame) -> list[dict[str, Any]]:
+    """Per stream of ``prices`` (stream, _price, _bid, _at), what zero_prices judges it by: how many of its prices
+    are at or below zero and how many of those lie between two above it (file order), its median price above zero,
+    its lowest and highest, its smallest step, and whether only its bids are 0."""
+    import polars as pl
+
     price, bid, at = pl.col("_price"), pl.col("_bid"), pl.col("_at")
-    levels = pl.concat(parts).filter(price.is_not_null() & price.is_not_nan()).group_by("stream").agg(
+    return list(prices.filter(price.is_not_null() & price.is_not_nan()).group_by("stream").agg(
         at_or_below_zero=(price <= 0).sum(), level=price.filter(price > 0).median(), lowest=price.min(),
         highest=price.max(),
         lowest_above=price.filter(price > 0).min(),
@@ -130,16 +149,32 @@ def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str], scale: f
         step_below=price.filter(price < 0).round(9).unique().sort().diff().min(),
         # never bid above 0, and 0 only as a bid: a market nobody bids (an option's wing), not a spread at zero
         never_bid=(bid & (price > 0)).sum() == 0, zero_bids_only=((price < 0) | ~bid & (price == 0)).sum() == 0
-    ).collect()
-    rows = [row for row in levels.iter_rows(named=True) if row["at_or_below_zero"]]
-    near = frozenset(row["stream"] for row in rows if row["level"] is not None and row["step"] is not None
-                     and row["level"] <= NEAR_ZERO_STEPS * row["step"] and not one_sided(row))
-    crossing = frozenset(str(row["stream"]) for row in rows if row["stream"] in near or crossing_walk(row))
-    return ZeroPrices(near, {str(row["stream"]): float(row["lowest"]) for row in rows},
-                      frozenset(str(row["stream"]) for row in rows if row["between"]),
-                      {str(row["stream"]): float(step) for row in rows if (step := row["step"] or row["step_below"])},
-                      crossing,
-                      frozenset(str(row["stream"]) for row in rows if row["stream"] in crossing and yield_valued(row)))
+    ).collect().iter_rows(named=True))
+
+
+def near_zero(row: dict[str, Any]) -> bool:
+    """Whether a stream (its `_price_levels` row) is priced a few steps above zero: its median price above zero
+    within NEAR_ZERO_STEPS of its smallest step, and no option's (`one_sided`)."""
+    return row["level"] is not None and row["step"] is not None and \
+        row["level"] <= NEAR_ZERO_STEPS * row["step"] and not one_sided(row)
+
+
+def crossing_as_read(prices: pl.LazyFrame, rows: list[dict[str, Any]], cmap: Any) -> frozenset[str]:
+    """Of the streams of ``rows`` (`_price_levels`' of ``prices`` as the file holds them) that the map's
+    price_offset shifts, those whose prices cross zero once shifted, by the rule the file's own prices are judged
+    by (near zero, or a walk down to it): a butterfly always below zero (-0.13..-0.055) read with an offset too
+    small (0.1) has shifted prices on both sides of zero, and loses the rows still at or below it out of its
+    middle, as a spread crossing zero read without one does (review410 #9)."""
+    import polars as pl
+
+    offsets = {row["stream"]: offset for row in rows
+               if (offset := offset_of(cmap.price_offset, row["stream"] or cmap.stream or cmap.default_stream))}
+    if not offsets:
+        return frozenset()
+    shift = pl.col("stream").replace_strict(offsets, return_dtype=pl.Float64)
+    read = prices.filter(pl.col("stream").is_in(list(offsets))).with_columns(_price=pl.col("_price") + shift)
+    return frozenset(str(row["stream"]) for row in _price_levels(read)
+                     if row["at_or_below_zero"] and (near_zero(row) or crossing_walk(row)))
 
 
 # A stream whose lowest price above zero is under this share of its median one went most of the way down to zero

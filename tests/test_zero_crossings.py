@@ -119,3 +119,27 @@ def test_a_lone_zero_print_and_a_stream_wholly_below_zero_are_no_holes(tmp_path,
     assert main(["backtest", str(path), "--out", str(tmp_path / "a.parquet"), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "replayed 59 ticks (6 rejected)" in out and "--price-offset 'CLF5-CLG5=1'" in out, out
+
+
+def test_an_offset_too_small_for_a_stream_wholly_below_zero_holes_it(tmp_path) -> None:
+    """A butterfly always below zero (-0.13..-0.055) read with --price-offset FLY=0.1 has prices on both sides of
+    zero as read: the rows still at or below it are refused out of its middle, and the refusal names the offset
+    that lifts it, as for a spread crossing zero in the file (review410 #9: it was judged on the file's prices,
+    never above zero, so the run scored across the holes). Lifted whole (FLY=1), no hole."""
+    prices = [-0.055, -0.06, -0.08, -0.1, -0.12, -0.13, -0.11, -0.09, -0.07, -0.065] * 4
+    path = tmp_path / "fly.csv"
+    path.write_text("timestamp,symbol,price,size\n" + "".join(
+        f"2025-12-01T00:00:{i:02d}Z,FLY,{price},1\n" for i, price in enumerate(prices)))
+
+    def lifts(offset: float):
+        replay = FileReplay(path, columns={"price_offset": {"FLY": offset}})
+        while not replay.done:
+            replay.next_batch(4096)
+        return replay.plans[0].crossing_streams, read_lifts(replay.rejected), replay.rejected
+
+    crossing, holed, rejected = lifts(0.1)
+    assert crossing == {"FLY"} and holed == ({"FLY": -0.13}, frozenset({"FLY"}), frozenset())
+    refusal = holes_refusal(rejected, "backtest")
+    assert refusal is not None and refusal.startswith("stream FLY (16 rows refused) has prices on both sides of zero")
+    assert "--price-offset 'FLY=1'" in refusal, refusal
+    assert lifts(1)[1].holed == frozenset()
