@@ -16,7 +16,8 @@ ZERO_BPS = 1e-6
 
 
 class TokenBin(NamedTuple):
-    """What one tick token means: its slot and the half-open value range (lo, hi]."""
+    """What one tick token means: its slot and the half-open value range (lo, hi] (a move's negative token, the
+    mirror of its positive one, holds the moves whose |move| is in (-hi, -lo]: -1 bp exactly is `-6`, as 1 is `+6`)."""
 
     slot: str
     name: str

@@ -19,7 +19,8 @@ BinnedCodec slots, in order (bin i of edges e is (e[i-1], e[i]]):
   0. event  - trade: `buy` / `sell` / `trade` (side unknown);
               quote: spread vs the stream's previous quote `q_narrow` / `q_same` / `q_wide`
   1. gap    - ns since the stream's previous tick: `start` (first tick), `zero`, then `gap_edges_ns` bins
-  2. move   - reference price vs the previous tick's, in bps (reference = trade price or quote mid):
+  2. move   - reference price vs the previous tick's, in bps (reference = trade price or quote mid), as the
+              decimal prices say it (engine/basis_points.py: exactly 1 bp is in (0.3, 1] at any price level):
               `zero` (|move| < 1e-6 bps), then sign x `move_edges_bps` bins of |move|
   3. size   - trade: `zero` or log2(size / stream's EWMA trade size) binned by `size_log2_edges`;
               quote: bid_size / (bid_size + ask_size) binned by `imbalance_edges`, `na` without sizes
@@ -57,6 +58,7 @@ from connectors.binned_vocab import ZERO_BPS, TokenBin, tick_tokens
 from connectors.calibration import Calibration
 from connectors.questions import Question, QuestionSpec
 from connectors.ticks import QUOTE, Tick
+from engine.basis_points import BPS, decimal_bps
 from engine.quoting import quoted
 
 TOKENS_PER_TICK = 4
@@ -198,11 +200,12 @@ class BinnedCodec(Codec):
                 state.size_ewma = (tick.size if state.size_ewma is None
                                    else state.size_ewma + a * (tick.size - state.size_ewma))
         gap = None if state.last_ts is None else tick.ts - state.last_ts
-        move = 0.0 if state.last_ref is None else (ref - state.last_ref) / state.last_ref * 1e4
+        move = 0.0 if state.last_ref is None else (ref - state.last_ref) / state.last_ref * BPS
         move = min(max(move, -MAX_MOVE_BPS), MAX_MOVE_BPS)  # finite: an inf would make the running scales NaN
         if s.version == 1:
             gap_name = self._gap_name_v1(gap)
-            move_name = self._move_name_v1(move)
+            # in bps as the decimal prices say it: a move of exactly 1 bp is binned alike at 100.00 and at 1.0000
+            move_name = self._move_name_v1(decimal_bps(move))  # (review410 #6; v2's bins are its own moves' ratios)
         else:
             event = f"{event}/s{self._scale_tag(state)}"  # the scale before this tick, like the other slots
             gap_name = self._gap_name_v2(gap, state)

@@ -33,6 +33,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from connectors.questions import Question, QuestionSpec
 from connectors.ticks import QUOTE, Tick
+from engine.basis_points import bps_moved
 
 NO_LABEL = -1
 # Why a query is never scored, said alike by backtest and `flashtick scores` (a text model's service)
@@ -125,8 +126,9 @@ def marks_of(ticks: Sequence[Tick], tracker: MarkTracker | None = None) -> np.nd
 
 
 def move_bps(marks: np.ndarray, horizon: int) -> np.ndarray:
-    """(m[i+h] - m[i]) / m[i] in bps for i < n - h; shape (n - h,)."""
-    return (marks[horizon:] - marks[:-horizon]) / marks[:-horizon] * 1e4
+    """(m[i+h] - m[i]) / m[i] in bps for i < n - h, as the decimal prices say it (bps_moved: a move of exactly 0.5
+    bp is in the (0.1, 0.5] bucket at 100.00 and at 1.0000 alike); shape (n - h,)."""
+    return bps_moved(marks[horizon:], marks[:-horizon])
 
 
 def realised_vol_bps(marks: np.ndarray, horizon: int) -> np.ndarray:

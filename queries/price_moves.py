@@ -18,10 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-BPS = 10_000
-# a move of exactly N bps as the decimal prices say it (100 -> 100.1 is 10 bps) comes out of float division a few
-# ulps short (9.9999999999994); so much below N still counts as N
-_ROUNDING = 1e-9
+from engine.basis_points import bps_moved
 
 
 @dataclass(frozen=True)
@@ -36,10 +33,11 @@ class Reference:
 
 
 def moved(mark: float, reference: float, bps: float) -> bool:
-    """Whether ``mark`` lies ``bps`` basis points or more from ``reference``, either way."""
+    """Whether ``mark`` lies ``bps`` basis points or more from ``reference``, either way, as the decimal prices say
+    it (bps_moved: 100 -> 100.1 is 10 bps, though float division makes it 9.9999999999994)."""
     if reference == 0:  # (no relative move from a zero price: any other mark is one)
         return mark != 0
-    return abs(mark - reference) / abs(reference) * BPS >= bps * (1 - _ROUNDING)
+    return abs(bps_moved(mark, reference)) >= bps
 
 
 class PriceMoves:

@@ -4,15 +4,19 @@ TextCodec prefix stability with a locally trained BPE tokenizer."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
+import numpy as np
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from connectors.text_codec import TextCodec, TextCodecConfig
-from connectors.labels import MarkTracker
+from connectors.labels import MarkTracker, label_series
+from connectors.questions import DEFAULT_QUESTIONS
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
-from connectors.ticks import Tick
+from connectors.ticks import Tick, trade
+from engine.basis_points import bps_moved
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +50,9 @@ def test_binned_tokens_decode_to_bins_containing_the_values(ticks: list[Tick]) -
             assert gap.name == "start"
         else:
             assert gap.lo < tick.ts - prev[0] <= gap.hi
-            mv = ((tick.price or tick.mid) - prev[1]) / prev[1] * 1e4
-            assert move.lo < mv <= move.hi or (move.name == "zero" and abs(mv) < 1e-6)
+            mv = bps_moved(tick.price or tick.mid, prev[1])  # (as the decimal prices say it: 1 bp exactly is 1)
+            lo, hi = (-move.hi, -move.lo) if move.name.startswith("-") else (move.lo, move.hi)  # (|move| binned)
+            assert lo < abs(mv) <= hi or (move.name == "zero" and abs(mv) < 1e-6)
         prev = (tick.ts, tick.price or tick.mid)
 
 
@@ -91,6 +96,28 @@ def test_mark_tracker_matches_codec_reference_on_quotes(ticks: list[Tick]) -> No
         if t.kind == "quote":
             assert mark == t.mid
     assert not math.isnan(tracker.mark)
+
+
+def test_a_move_exactly_on_a_bin_edge_is_in_the_lower_bin_at_every_price_level() -> None:
+    """Bins are (lo, hi] in bps: 1 bp is +6 and 0.5 bp is move_bps_50's (0.1, 0.5] bucket whether the price is
+    100.00, 1.0000 or 1000.0 (review410 #6: float division made 100.00 -> 100.01 1.0000000000005 bps, +7, and 1.0 ->
+    1.0001 0.9999999999999, +6), down moves alike; the move_bps_50 labels as the move slot."""
+    codec = BinnedCodec()
+
+    def move_token(before: float, after: float) -> str:
+        state = codec.new_state()
+        codec.encode(trade("E", 1, before, 1.0, "buy"), state)
+        return codec.names[codec.encode(trade("E", 2, after, 1.0, "buy"), state)[2]]
+    for name, moves in (("move:+6", [(100.0, 100.01), (1.0, 1.0001), (1000.0, 1000.1), (10.0, 10.001)]),
+                        ("move:+4", [(1.0, 1.00001), (100.0, 100.001), (10.0, 10.0001)]),  # 0.1 bp
+                        ("move:+7", [(100.0, 100.03), (1.0, 1.0003)]),  # 3 bp
+                        ("move:-6", [(100.0, 99.99), (1.0, 0.9999), (1000.0, 999.9)])):
+        assert [move_token(*move) for move in moves] == [name] * len(moves), name
+    spec = replace(next(q for q in DEFAULT_QUESTIONS if q.name == "move_bps_50"), horizon=1)
+    for label, moves in (("+0.3", [(100.0, 100.005), (1.0, 1.00005), (10.0, 10.0005)]),  # 0.5 bp
+                         ("-1.25", [(100.0, 99.995), (1.0, 0.99995)]),  # -0.5 bp: (-2, -0.5]
+                         ("+1.25", [(100.0, 100.02), (1.0, 1.0002)])):  # 2 bp
+        assert [spec.labels[label_series(spec, np.array(move))[0]] for move in moves] == [label] * len(moves)
 
 
 def _bpe(lines: list[str]) -> Tokenizer:

@@ -18,8 +18,10 @@ from engine.models import BUILTIN_MODEL_DIR
 V2 = BinnedSpec(version=2)
 V1_JSON_SPEC = BinnedSpec()  # the default spec is version 1, as every v1 checkpoint's codec.json
 
-# sha256 of the tokens the pre-v2 codec (commit fae73b1) gave for the market below: pins v1 encoding.
-V1_TOKENS_SHA256 = "b871e6e379760a6f730e2ed041a562b96fb7de9c140e205ffd9178db563d6698"
+# sha256 of the tokens the pre-v2 codec (commit fae73b1) gave for the market below: pins v1 encoding. Since review410
+# #6 a move exactly on a bin edge is in the lower bin at every price level: 3 of its 4000 move tokens moved down one
+# bin, each a move exactly on an edge as the decimal prices say it (fae73b1: b871e6e379760a6f730e2ed041a562b96fb7...).
+V1_TOKENS_SHA256 = "41742e358a09c6ba7a22f01f6a0cb28539a80e87b02ff61f07b6739fba0e8af0"
 
 
 @pytest.fixture(scope="module")
