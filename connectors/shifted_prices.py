@@ -23,6 +23,7 @@ from connectors.option_names import is_option_name
 from connectors.field_names import normal_name
 from connectors.price_offsets import offset_of
 from connectors.ticks import InvalidTick
+from connectors.written_decimals import decimals
 from connectors.yield_offsets import YIELD_OFFSET, yield_valued, yield_why
 
 if TYPE_CHECKING:  # polars is imported where a file's prices are scanned: the feed client (`shifted`) and every
@@ -205,17 +206,10 @@ def shifted(price: float, offset: float) -> float:
     decimals to reconcile it with the vendor's. No offset: the price as it is."""
     if not offset:
         return price
-    return round(price + offset, max(_decimals(price), _offset_decimals(offset), 0))
+    return round(price + offset, max(decimals(price), _offset_decimals(offset), 0))
 
 
-def _decimals(value: float) -> int:
-    """The decimal places of a float's shortest repr, which a price read from text has as written: 8.37 -> 2,
-    1.5e-05 -> 6, 46.0 -> 1, 1e+16 -> -16."""
-    mantissa, _, exponent = repr(value).partition("e")
-    return len(mantissa.partition(".")[2]) - int(exponent or 0)
-
-
-_offset_decimals = functools.lru_cache(maxsize=256)(_decimals)  # a file's few offsets, met on every row
+_offset_decimals = functools.lru_cache(maxsize=256)(decimals)  # a file's few offsets, met on every row
 
 
 class Shifted(NamedTuple):

@@ -31,9 +31,15 @@ class StreamEncoder:
         # share timestamps tells by it which of them are in
         self.at_last_ts: int | None = 0
         self.ticks = 0  # committed ticks, raw and pre-tokenized
-        # the price level of the last raw tick committed (None: none, or only pre-tokenized items): a feed compares
-        # its first price with it, to tell a stream continued at another level (another --price-offset)
-        self.last_level: float | None = None
+        # the last raw tick committed (None: none, or only pre-tokenized items), whose price level a feed compares
+        # its first price with, to tell a stream continued at another level (another --price-offset): `last_level`
+        self.last_tick: Tick | None = None
+
+    @property
+    def last_level(self) -> float | None:
+        """The price level of the last raw tick committed (Tick.level), worked out when asked (`streams`), not for
+        every tick: a quote's mid is rounded to its decimals, which takes a few µs a tick on the ingest path."""
+        return None if self.last_tick is None else self.last_tick.level
 
     def encode(self, tick: Tick) -> EncodedTick:
         """Tokens for a validated tick of this stream; raises InvalidTick("ts_backwards"). Mutates nothing."""
@@ -63,6 +69,6 @@ class StreamEncoder:
         self.last_ts = item.ts
         if item.state is not None:
             self.state = item.state
-        if item.tick is not None and item.tick.level is not None:
-            self.last_level = item.tick.level
+        if item.tick is not None:  # (a raw tick, validated: a price, or a bid or an ask, gives it a level)
+            self.last_tick = item.tick
         self.ticks += item.ticks

@@ -19,6 +19,7 @@ from connectors.passed_over import PassedOver
 from connectors.stamp_notes import StampNotes
 from connectors.stream_encoder import StreamEncoder
 from connectors.tick_sequences import TickSequences
+from connectors.ticks import Tick
 from connectors.answered_seqs import SeqAtCount
 
 NAMES_HOLDER = "encoders"  # what LookalikeNames calls the streams held or expired here
@@ -47,9 +48,9 @@ class StreamTable:
         self._encoders: dict[str, StreamEncoder] = {}
         self._expired_last_ts: dict[str, int] = {}  # expired streams' last accepted ts (see drop)
         self._expired_at_last_ts: dict[str, int | None] = {}  # ... and how many of their ticks it stamped
-        # ... and their encoder's codec state, tick count and last price level, so the next tick of an expired stream
-        # is encoded and counted as if it had never expired (its context is kept too: engine/kept_contexts.py)
-        self._expired_codec: dict[str, tuple[Any, int, float | None]] = {}
+        # ... and their encoder's codec state, tick count and last raw tick (its price level), so the next tick of an
+        # expired stream is encoded and counted as if it had never expired (its context is kept too: kept_contexts.py)
+        self._expired_codec: dict[str, tuple[Any, int, Tick | None]] = {}
         self.stamp_notes = StampNotes(notify)  # first ts in another unit, ticks ahead of the clock
         self.held: dict[str, EncodedTick] = {}  # each stream's newest quote kept aside by conflation, not submitted
         self.passed_over = PassedOver()  # refused and conflated ticks since each stream's last accepted one
@@ -96,7 +97,7 @@ class StreamTable:
         self.derivatives.pop(stream, None)
         if encoder is not None and encoder.last_ts is not None:
             self._keep_expired(stream, encoder.last_ts, encoder.at_last_ts)
-            self._expired_codec[stream] = (encoder.state, encoder.ticks, encoder.last_level)
+            self._expired_codec[stream] = (encoder.state, encoder.ticks, encoder.last_tick)
         elif stream not in self._expired_last_ts:  # (nothing of it kept: a name no longer known here)
             self.names.discard(stream, NAMES_HOLDER)
 
@@ -257,7 +258,7 @@ class StreamTable:
         encoder.at_last_ts = self._expired_at_last_ts.get(stream, 0)
         kept = self._expired_codec.get(stream)
         if kept is not None:  # an expired stream back: encoded and counted on from where it stopped
-            encoder.state, encoder.ticks, encoder.last_level = kept
+            encoder.state, encoder.ticks, encoder.last_tick = kept
         return encoder
 
     # -- phase two ---------------------------------------------------------------------------

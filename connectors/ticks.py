@@ -56,6 +56,7 @@ from connectors.plain_values import plain
 from connectors.stream_names import MAX_STREAM_BYTES, check_normalized, check_stream, shown_name, slash_hint
 from connectors.tick_errors import InvalidTick
 from connectors.tick_times import TS_MAX, check_ts, q_null_said, utc_text
+from connectors.written_decimals import decimals
 from connectors.wire_values import check_text, field_list, wire_type, wire_value
 from engine.quoting import quoted
 
@@ -100,16 +101,20 @@ class Tick:
 
     @property
     def mid(self) -> float | None:
+        """(bid + ask) / 2 to one decimal more than the quote is written with: 1.08497/1.08499 is 1.08498, not
+        binary floating point's 1.0849799999999998, in a text model's prompt and `streams` alike (review410 #5).
+        The binned codec and the labels take 0.5 * (bid + ask) as it is, within an ulp of this."""
         if self.bid is None or self.ask is None:
             return None
-        return 0.5 * (self.bid + self.ask)
+        return round(0.5 * (self.bid + self.ask), max(decimals(self.bid), decimals(self.ask), 0) + 1)
 
     @property
     def level(self) -> float | None:
         """The price level the tick says: a trade's price, else a quote's mid, else its one side."""
         if self.price is not None:
             return self.price
-        return self.mid if self.mid is not None else self.bid if self.bid is not None else self.ask
+        mid = self.mid
+        return mid if mid is not None else self.bid if self.bid is not None else self.ask
 
     def to_wire(self) -> dict[str, Any]:
         keys = _FIELDS[self.kind]

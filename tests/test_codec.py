@@ -93,8 +93,8 @@ def test_mark_tracker_matches_codec_reference_on_quotes(ticks: list[Tick]) -> No
     tracker = MarkTracker()
     for t in ticks:
         mark = tracker.update(t)
-        if t.kind == "quote":
-            assert mark == t.mid
+        if t.kind == "quote":  # (Tick.mid is written to the quote's decimals: within an ulp of the codec's)
+            assert mark == 0.5 * (t.bid + t.ask) == pytest.approx(t.mid, rel=1e-15, abs=0)
     assert not math.isnan(tracker.mark)
 
 
@@ -275,6 +275,13 @@ def test_text_codec_writes_floats_positionally_unless_the_template_gives_a_forma
     explicit = TextCodec(_bpe(["0123456789"]), TextCodecConfig(trade_template=template))
     assert explicit.render(trade("X", 1, 61837.634, 0.00009, "buy"), explicit.new_state()) == (
         "T 61837.63 9.000000e-05  9e-05 0.00009\n")
+    # a quote's mid with the quote's decimals, one more for a half step (review410 #5: 1.0849799999999998); `level`
+    # (`streams`' last_price) is the mid
+    mids = TextCodec(_bpe(["0123456789"]), TextCodecConfig(quote_template="{mid}\n"))
+    for bid, ask, mid in ((1.08497, 1.08499, "1.08498"), (1.08495, 1.08497, "1.08496"), (150.256, 150.259, "150.2575"),
+                          (0.1, 0.2, "0.15"), (6e-08, 7e-08, "0.000000065")):
+        assert mids.render(quote("X", 1, bid, ask, 1.0, 1.0), mids.new_state()) == f"{mid}\n", (bid, ask)
+        assert quote("X", 1, bid, ask, 1.0, 1.0).level == float(mid)
     # the same float back, up to the largest size a tick may carry (connectors/ticks.py MAX_SIZE)
     for value in (0.00009, 1.23e-05, 61837.63, 1e16, 1e-300, 5e-324, 9.99e17):
         line = codec.render(trade("X", 1, 100.0, value, "buy"), codec.new_state())
