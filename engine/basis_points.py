@@ -6,7 +6,7 @@ bps, 1.0 to 1.0001 is 0.9999999999998899, both exactly 1 bp. The error is absolu
 the move's size (it is the prices' last bits over the price), so `bps_moved` takes a move to BPS_DECIMALS places of
 a basis point: far above that noise, far below any price's own decimals (1e-9 bp is a price's 13th significant
 digit). A price-move trigger of N bps then fires at a move of exactly N (queries/price_moves.py), and a bin (lo, hi]
-in bps holds a move of exactly hi at every price level (the binned codec's move slot, the move_* labels).
+in bps holds a move of exactly hi at every price level (the binned codec's move slot, the move_bps_* labels).
 """
 
 from __future__ import annotations
