@@ -58,7 +58,7 @@ def repeated_hour(rows: pl.LazyFrame, wall_ns: pl.Expr | None, tz: str | None, s
     int ns) falls in an hour `tz` repeats, and which are its second pass: per day, once the wall clock steps back,
     in the order the replay reads the file, from one time of that hour to another by more than half the shift (30
     min of New York's hour: a few ms of disorder never counts), the times of the hour from there on are the second
-    pass. In a file in time order across its streams (its clock steps back that far no more often than once a day
+    pass, but for a first-pass row written late across the step (`_second_pass`). In a file in time order across its streams (its clock steps back that far no more often than once a day
     of such an hour: a day's file of many symbols) a step back of any stream tells every stream's pass, a quiet
     stream's print after it included; in any other (streams one after another, or merged out of order) each
     stream's own clock tells its pass. That order is the file's, or its reverse where
@@ -91,14 +91,27 @@ def repeated_hour(rows: pl.LazyFrame, wall_ns: pl.Expr | None, tz: str | None, s
     twice = (pl.len().over([*stream_keys, "_wall"]) == 2).all().over(stream_keys)  # each time written twice
     back = (pl.col("_wall").shift(1) - pl.col("_wall") > pl.col("_shift") // 2).fill_null(False)
     repeat = ((pl.col("_wall").shift(1) == pl.col("_wall")) & twice).fill_null(False)  # (a stream's own repeat)
-    found = found.with_columns(_step=back.over(keys) | repeat.over(stream_keys))
-    found = found.with_columns(_second=(pl.col("_step").cum_sum() > 0).over(keys))
+    forward = (pl.col("_wall") - pl.col("_wall").shift(1) > pl.col("_shift") // 2).fill_null(False)
+    found = found.with_columns(_step=back.over(keys) | repeat.over(stream_keys), _jump=forward.over(keys))
+    found = found.with_columns(_second=_second_pass().over(keys))
     marked = pl.col("_mark").is_not_null()
     found = found.with_columns(_second=pl.when(marked).then(pl.col("_mark") == SECOND).otherwise(pl.col("_second")),
                                _told=(pl.col("_second") | marked).any().over(keys))
     return RepeatedHour(tz, found.filter("_second")[row], found.height, int((~found["_told"]).sum()), days,
                         int(found["_mark"].is_not_null().sum()),
                         across_streams and found.select(stream_keys[:-1]).n_unique() > 1)
+
+
+def _second_pass() -> pl.Expr:
+    """Per row of a day's (a stream's day's) rows in a repeated hour, in replay order: whether it is of the second
+    pass. From the first step back on, every row is, but for a first-pass row written late across the step: one
+    that jumps forward by more than half the shift after it, up to the next step back (02:59:59 CEST, 02:00:00
+    CET, then 02:59:59.999 CEST 1 ms late and 02:00:01 CET: review411 #7). Without a step back after it a forward
+    jump is a quiet second pass's gap, and stays there."""
+    steps = pl.col("_step").cum_sum()
+    jumps = (pl.col("_jump") & (steps > 0)).cum_sum()  # forward jumps since the first step back
+    late = (jumps >= steps) & (pl.col("_step").sum() > steps)  # more jumps than steps back since, and one to come
+    return (steps > 0) & ~late
 
 
 class _Steps(NamedTuple):

@@ -122,6 +122,23 @@ def test_a_few_ms_of_disorder_in_the_repeated_hour_is_no_step_back(tmp_path: Pat
     assert "2 row(s) after the step back read at the second pass (the later UTC offset), 3 before it" in " ".join(notes)
 
 
+def test_a_first_pass_row_written_1_ms_late_across_the_step_back_stays_at_the_first_pass(tmp_path: Path) -> None:
+    """review411 #7: Berlin's 02:59:59.999 CEST, written one row late after 02:00:00 CET, was read at the second
+    pass, an hour late, and the sort note then reported the 60 min of disorder the reader made. A forward jump of
+    more than half the shift after the step back, with a step back after it, is a late first-pass row; one with no
+    step back after it (a quiet stream's gap in the second pass) stays in the second pass."""
+    zone, cest, cet = "Europe/Berlin", 2 * 3600 * 10**9, 3600 * 10**9
+    late = ["2024-10-27 02:59:59", "2024-10-27 02:00:00", "2024-10-27 02:59:59.999", "2024-10-27 02:00:01"]
+    quiet = ["2024-10-27 02:50:00", "2024-10-27 02:10:00", "2024-10-27 02:55:00"]  # 40 min back, then 45 forward
+    for name, text, offsets in (("late", late, [cest, cet, cest, cet]), ("quiet", quiet, [cest, cet, cet])):
+        pl.DataFrame({"timestamp": text, "symbol": "EB", "price": [float(i + 1) for i in range(len(text))],
+                      "size": 1.0}).write_csv(tmp_path / f"{name}.csv")
+        ticks, notes = read(tmp_path / f"{name}.csv", zone)
+        wall = [int(datetime.fromisoformat(t).replace(tzinfo=UTC).timestamp() * 1000) * 10**6 for t in text]
+        assert {t.price: t.ts for t in ticks} == {i + 1.0: w - o for i, (w, o) in enumerate(zip(wall, offsets))}
+        assert "by up to 60 min" not in " ".join(notes), notes
+
+
 def test_a_file_of_one_pass_keeps_the_earlier_instants_and_says_how_many_rows_fell_in_the_hour(tmp_path: Path) -> None:
     zone = "America/New_York"
     rows = wall_clock_rows(zone, datetime(2026, 11, 1, 4, 30, tzinfo=UTC), 60, 60)  # 00:30..01:29 EDT
