@@ -21,7 +21,9 @@ from connectors.utc_offsets import (
     CLOCK_NAMES,
     ZONE_NAMES,
     clock_readings,
+    etc_zone,
     named_zone_reading,
+    offset_as_zone,
     tz_for_name,
     tz_for_offset,
 )
@@ -43,8 +45,6 @@ ONE_ZONE_NAMES = {name: zone for name, (offset, zone) in ZONE_NAMES.items()
 # A zone's winter and summer names together (ENTSO-E's `MTU (CET/CEST)`): the clock of a zone that keeps the EU's
 # summer time at those offsets (Brussels, where ENTSO-E sits, for CET/CEST)
 SUMMER_PAIRS = {"CET/CEST": "Europe/Brussels", "EET/EEST": "Europe/Helsinki", "WET/WEST": "Europe/Lisbon"}
-# `UTC+9`, `GMT-05:00`, `UTC+0530`: a fixed UTC offset
-_OFFSET = re.compile(r"^(UTC|GMT)\s*(?P<sign>[+-])(?P<hours>\d\d?)(:?(?P<minutes>\d\d))?$", re.IGNORECASE)
 # what else in the parentheses stands for a zone not known here: a name in capitals (`IST`), a local clock
 _ZONE_LIKE = re.compile(r"^([A-Z]{2,5}|(?i:local( time)?))$")
 
@@ -62,7 +62,7 @@ def header_zone(column: str) -> HeaderZone | None:
     if found is None:
         return None
     written = found["zone"] or found["bracketed"]
-    offset = _OFFSET.match(written)
+    offset = offset_as_zone(written)
     if written.upper() in UTC_NAMES:
         zone = None
     elif written.upper() in CLOCK_NAMES:  # `Time (ET)`: New York's clock, summer time included
@@ -71,10 +71,9 @@ def header_zone(column: str) -> HeaderZone | None:
         zone = SUMMER_PAIRS[written.upper()]
     elif written.upper() in ONE_ZONE_NAMES:
         zone = ONE_ZONE_NAMES[written.upper()]
-    elif offset is not None and not int(offset["minutes"] or 0) and int(offset["hours"]) <= 12:
+    elif offset is not None and offset.endswith(":00") and int(offset[1:3]) <= 12:
         # IANA's Etc zones hold whole hours, their sign POSIX's (reversed): UTC+9 is Etc/GMT-9
-        hours = int(offset["hours"])
-        zone = None if hours == 0 else f"Etc/GMT{'-' if offset['sign'] == '+' else '+'}{hours}"
+        zone = None if offset[1:3] == "00" else etc_zone(offset)
     elif (zone := _iana_keys().get(written.lower())) is None:
         return HeaderZone(found["name"], written, None, False) if offset or _ZONE_LIKE.match(written) else None
     return HeaderZone(found["name"], written, zone)
@@ -122,15 +121,15 @@ def header_zone_note(file: str, column: str, zoned: HeaderZone, tz: str | None) 
         return f"{said} as UTC"
     summer = (" as IANA has it, with the EU's summer time (from the last Sunday of March to the last Sunday of "
               "October)" if zoned.zone in EU_RULE_ZONES else "")
-    fixed = f" (UTC{zoned.written[3:].strip()} all year)" if _OFFSET.match(zoned.written) else ""
+    fixed = f" (UTC{zoned.written[3:].strip()} all year)" if offset_as_zone(zoned.written) else ""
     return f"{said} in {zoned.zone}{fixed}{summer}; --tz ZONE says otherwise"
 
 
 def unknown_zone_refusal(file: str, column: str, zoned: HeaderZone, columns: str) -> str:
     """Why a time column whose header names a zone not known here (`Time (IST)`) is not read without --tz: the
     column, its zone and the options that read it (`columns`: the detected map, as --columns takes it)."""
-    if offset := _OFFSET.match(zoned.written):  # a part of an hour, or past 12: no Etc zone holds it
-        tz = tz_for_offset(f"{offset['sign']}{int(offset['hours']):02d}:{offset['minutes'] or '00'}")
+    if offset := offset_as_zone(zoned.written):  # a part of an hour, or past 12: no Etc zone holds it
+        tz = tz_for_offset(offset)
     elif _ZONE_LIKE.match(zoned.written) and not zoned.written.isupper():  # `local`: the writer's clock
         tz = "--tz ZONE (the IANA name of the zone it was written in: Asia/Tokyo, Europe/London, ...)"
     else:

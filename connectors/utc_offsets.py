@@ -299,6 +299,19 @@ def named_zone_reading(name: str) -> tuple[str, str] | None:
         f"--tz {zone} (its clock){fixed}"
 
 
+# `UTC+9`, `GMT-05:00`, `UTC+0530`, `+09:00`: a fixed UTC offset written where a zone's name goes
+_OFFSET_AS_ZONE = re.compile(r"^((UTC|GMT)\s*)?(?P<sign>[+-])(?P<hours>\d\d?)(:?(?P<minutes>\d\d))?$", re.IGNORECASE)
+
+
+def offset_as_zone(text: str) -> str | None:
+    """The UTC offset that a zone written as one means (`UTC+9`, `GMT+09:00`, `UTC+0530`), as `+09:00`, its sign
+    ISO's (east of Greenwich is +, as a desk writes it; POSIX's TZ and IANA's Etc zones reverse it), else None."""
+    found = _OFFSET_AS_ZONE.match(text.strip())
+    if found is None:
+        return None
+    return f"{found['sign']}{int(found['hours']):02d}:{found['minutes'] or '00'}"
+
+
 def etc_zone(offset: str) -> str | None:
     """IANA's Etc zone of a whole-hour UTC offset (`+01:00`: Etc/GMT-1, its sign POSIX's, reversed), else None (no
     Etc zone holds a fraction of an hour)."""

@@ -4,6 +4,7 @@ Every fixture is a real file written here into tmp_path."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from datetime import datetime, timezone
@@ -278,6 +279,27 @@ def test_a_mistyped_zone_is_answered_with_the_closest_iana_names(tmp_path: Path,
     with pytest.raises(ValueError, match=r"tz=\"Nowhere/City\"; use an IANA name like 'Europe/London', "
                                          r"'America/New_York' or 'UTC'$"):
         ColumnMap(ts="t", ts_unit="datetime", tz="Nowhere/City", price="p", size="s")
+
+
+@pytest.mark.parametrize("given, named", [
+    ("GMT+9", "give --tz Etc/GMT-9 (an Etc zone's sign is POSIX's, reversed: Etc/GMT+9 is -09:00)"),
+    ("UTC+9", "give --tz Etc/GMT-9"), ("utc+09:00", "give --tz Etc/GMT-9"), ("UTC-5", "give --tz Etc/GMT+5"),
+    ("UTC+05:30", "+05:30 all year, which no Etc zone holds: give --tz Asia/Kolkata (a zone at UTC+05:30)"),
+    ("GMT+0", None), ("UTC+0", "UTC+0 is UTC: give --tz UTC")])
+def test_a_utc_offset_given_as_a_zone_names_the_etc_zone_of_that_offset_not_its_reversed_spelling(
+        given: str, named: str | None) -> None:
+    """review411 #12: `--tz GMT+9` was answered "did you mean ... Etc/GMT+9?" (POSIX's sign: -09:00, 18 h off) and
+    `UTC+9`, `UTC-5` "did you mean UTC?": fuzzy matches on the spelling. The refusal (--tz, a map's tz, --hours'
+    zone) now names the zone a header `Time (UTC+9)` is read in, or one at an offset no Etc zone holds."""
+    from connectors.hours_window import Hours
+    from connectors.time_zones import unknown_zone_hint
+
+    hint = unknown_zone_hint(given)
+    assert hint is None if named is None else named in hint, hint  # (GMT+0 is an IANA key, read as it is)
+    if named is not None:
+        assert "did you mean" not in hint and "Etc/GMT+9 (" not in hint and "Etc/GMT-5 (" not in hint
+        with pytest.raises(ValueError, match=re.escape(f'unknown time zone "{given}"; ')):
+            Hours.parse(f"09:00-15:00 {given}")
 
 
 def test_config_replay_section(engine_files: Path, tmp_path: Path, capsys) -> None:
