@@ -19,6 +19,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from connectors.tick_times import ts_unit_guess, utc_text
+from connectors.utc_offsets import offset_text
 from engine.quoting import quoted
 
 FRACTION = re.compile(r"(?<=:\d\d)[.,](\d+)")  # a time's fraction of a second, after its seconds
@@ -69,10 +70,32 @@ def _epoch_ns(value: int, option: str) -> int:
 
 def _datetime_ns(when: datetime, zone: str | None) -> int:
     """A datetime's instant in ns (to the microsecond), one without a zone on `zone`'s clock (None: UTC)."""
-    if when.tzinfo is None:  # (a wall-clock time the clocks skip or repeat: its first reading, fold 0)
+    if when.tzinfo is None:  # (a wall-clock time the clocks skip or repeat: fold 0, said by wall_clock_caveat)
         when = when.replace(tzinfo=ZoneInfo(zone) if zone else timezone.utc)
     delta = when.astimezone(timezone.utc).replace(tzinfo=None) - datetime(1970, 1, 1)
     return (delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1000
+
+
+def wall_clock_caveat(text: str, zone: str) -> str | None:
+    """What a time without an offset (as `parse_time` reads it) is read as where `zone`'s clock repeats it (when it
+    goes back: the first pass, Python's fold 0) or skips it (when it goes forward: at the offset before the change,
+    so New York's skipped 02:30 is 03:30 after it), else None; a file's row at a skipped time is refused, but a
+    range's bound is a moment, and what it was read as is said (review411 #9)."""
+    given = text.strip()
+    when = None if given.isdigit() else _iso_time(given, "time")[0]
+    if when is None or when.tzinfo is not None:
+        return None
+    first, second = (when.replace(tzinfo=ZoneInfo(zone), fold=fold) for fold in (0, 1))
+    if first.utcoffset() == second.utcoffset():
+        return None
+    after = first.astimezone(timezone.utc).astimezone(first.tzinfo)  # as its clock writes that instant
+    if after.replace(tzinfo=None) == when:  # a time it writes: twice
+        other = f"{given if ':' in given else when.isoformat()}{offset_text(second)}"
+        return (f"{given} comes twice on {zone}'s clock (it goes back then): read at its first pass, "
+                f"{offset_text(first)}, {utc_text(parse_time(given, zone=zone))}; give {other} for the second")
+    return (f"{given} is skipped by {zone}'s clock (it goes forward over it): read at the offset before, "
+            f"{offset_text(first)}, {utc_text(parse_time(given, zone=zone))} ({after.time().isoformat()} on its "
+            f"clock after the change)")
 
 
 def names_no_offset(text: str) -> bool:

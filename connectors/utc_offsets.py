@@ -140,6 +140,12 @@ def zone_name_of(text: pl.Expr, names: Iterable[str] = ()) -> pl.Expr:
     return text.str.extract(_NAME_WORD_POLARS, 1).str.to_uppercase()
 
 
+def offset_text(local: datetime) -> str:
+    """The UTC offset of an aware datetime as ISO writes it, `+09:00`, `-04:00`."""
+    minutes = int(local.utcoffset().total_seconds()) // 60
+    return f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
 @functools.lru_cache(maxsize=64)
 def clock_readings(zone: str) -> tuple[tuple[str, str], ...]:
     """What a zone's clock writes on a winter and a summer day of each year from 2000 to 2040, in order: (the name
@@ -152,9 +158,7 @@ def clock_readings(zone: str) -> tuple[tuple[str, str], ...]:
     for year in range(2000, 2041):
         for month in (1, 7):
             local = datetime(year, month, 15, 12, tzinfo=timezone.utc).astimezone(tz)
-            minutes = int(local.utcoffset().total_seconds()) // 60
-            offset = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
-            found.append((local.tzname() or "", offset))
+            found.append((local.tzname() or "", offset_text(local)))
     return tuple(found)
 
 
@@ -223,9 +227,7 @@ def _zones_by_name() -> dict[str, dict[str, list[str]]]:
             continue
         for month in (1, 7):
             local = datetime(2024, month, 15, 12, tzinfo=timezone.utc).astimezone(ZoneInfo(zone))
-            minutes = int(local.utcoffset().total_seconds()) // 60
-            offset = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
-            zones = found.setdefault(local.tzname(), {}).setdefault(offset, [])
+            zones = found.setdefault(local.tzname(), {}).setdefault(offset_text(local), [])
             if zone not in zones:
                 zones.append(zone)
     return found

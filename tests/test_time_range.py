@@ -3,6 +3,7 @@ hand; the rows left out counted; an empty, reversed or unreadable range refused 
 
 from __future__ import annotations
 
+import argparse
 import json
 from datetime import date
 from pathlib import Path
@@ -167,6 +168,31 @@ def test_a_naive_iso_time_beside_tz_is_read_on_its_clock_and_says_so(market, cap
     assert main([*feed[:-2], "--from", "2099-01-01T09:30"]) == 2  # no --tz: UTC, nothing to say
     err = capsys.readouterr().err
     assert ": note: " not in err and "--from 2099-01-01T09:30:00Z holds none" in err, err
+
+
+def test_a_time_the_tz_clock_repeats_or_skips_is_said_with_the_reading_taken(capsys) -> None:
+    """review411 #9: `--from 2024-11-03T01:30 --tz America/New_York` (01:30 comes twice) was read at the first pass,
+    and a skipped 02:30 as 03:30 EDT, without a word; the note now says which reading was taken and, for a repeated
+    time, the offset that picks the other (--test-from alike)."""
+    from connectors.time_range import wall_clock_caveat
+    from engine.service.cli_reading import time_range_of
+    from engine.service.test_start import test_start_of
+
+    zone = "America/New_York"
+    args = argparse.Namespace(command_name="flashtick backtest", tz=zone, time_from="2024-03-10T02:30",
+                              time_to="2024-11-03T01:30")
+    time_range = time_range_of(args)
+    assert (utc_text(time_range.start), utc_text(time_range.end)) == ("2024-03-10T07:30:00Z", "2024-11-03T05:30:00Z")
+    err = capsys.readouterr().err
+    assert "; --from 2024-03-10T02:30 is skipped by America/New_York's clock (it goes forward over it): read at the " \
+           "offset before, -05:00, 2024-03-10T07:30:00Z (03:30:00 on its clock after the change)" in err, err
+    assert "; --to 2024-11-03T01:30 comes twice on America/New_York's clock (it goes back then): read at its first " \
+           "pass, -04:00, 2024-11-03T05:30:00Z; give 2024-11-03T01:30-05:00 for the second" in err, err
+    assert parse_time("2024-11-03T01:30-05:00") == time_range.end + 3600 * 10**9  # the offset said: the second pass
+    assert test_start_of("2024-11-03 01:45:00.5", zone, "flashtick evaluate").text() == "2024-11-03T05:45:00.500000000Z"
+    assert "flashtick evaluate: note: --test-from 2024-11-03 01:45:00.5 comes twice on America/New_York's clock" \
+           in capsys.readouterr().err
+    assert wall_clock_caveat("2024-11-03T02:30", zone) is None and wall_clock_caveat("2024-11-03T01:30Z", zone) is None
 
 
 def test_a_bare_date_with_tz_is_that_zones_midnight_summer_time_included() -> None:

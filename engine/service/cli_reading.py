@@ -18,7 +18,7 @@ def time_range_of(args: argparse.Namespace, quiet: bool = False) -> Any:
     """--from/--to; a time without an offset (a bare date) on --tz's clock when it is given, as a desk means its
     market's day (review375 #8: Sydney's first hour was cut at UTC's midnight), said in a note (not ``quiet``: read
     again after it was said); else UTC."""
-    from connectors.time_range import TimeRange, names_no_offset
+    from connectors.time_range import TimeRange, names_no_offset, wall_clock_caveat
     from connectors.time_zones import unknown_zone_hint
 
     given = {"--from": getattr(args, "time_from", None), "--to": getattr(args, "time_to", None)}
@@ -28,9 +28,12 @@ def time_range_of(args: argparse.Namespace, quiet: bool = False) -> Any:
     time_range = TimeRange.of(given["--from"], given["--to"], zone)
     naive = [f"{option} {text}" for option, text in given.items() if text is not None and names_no_offset(text)]
     if naive and zone and not quiet:
+        # a time its clock repeats or skips is read without a question: which reading was taken is said
+        caveats = "".join(f"; {option} {caveat}" for option, text in given.items()
+                          if text is not None and (caveat := wall_clock_caveat(text, zone)) is not None)
         print(f"{args.command_name}: note: {' and '.join(naive)} read on {zone}'s clock, as --tz gives it for the "
-              f"files' times ({time_range.text()}; give an offset, e.g. 2024-01-02T09:30Z, for another clock)",
-              file=sys.stderr)
+              f"files' times ({time_range.text()}; give an offset, e.g. 2024-01-02T09:30Z, for another clock)"
+              f"{caveats}", file=sys.stderr)
     return time_range
 
 

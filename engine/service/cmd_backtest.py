@@ -74,7 +74,7 @@ def _backtest(args: argparse.Namespace) -> int:
     if isinstance(args.test_from, str) and args.test_from != TEST_PART:  # --test-from TIME, on --tz's clock
         from engine.service.test_start import test_start_of
 
-        args.test_from = test_start_of(args.test_from, args.tz)
+        args.test_from = test_start_of(args.test_from, args.tz, args.command_name)
     config, queries = _backtest_inputs(args)
     evaluation = checkpoint_evaluation(Path(config.model.path)) if config.model.path is not None else None
     _own_test_part(args, evaluation, config)

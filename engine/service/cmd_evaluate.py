@@ -107,7 +107,7 @@ def _split_from_test_from(args: argparse.Namespace) -> Any:
     if args.test_from is None:
         return None
     if isinstance(args.test_from, str):
-        return test_start_of(args.test_from, args.tz)
+        return test_start_of(args.test_from, args.tz, args.command_name)
     share = args.test_from
     if not 0 < share < 1:
         raise ValueError(f"--test-from must be a fraction in (0, 1) of each stream's ticks, e.g. 0.8, or an event "

@@ -8,6 +8,7 @@ clock when it has no offset); a number in (0, 1) stays a fraction of each stream
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -35,11 +36,15 @@ def looks_like_time(text: str) -> bool:
     return "-" in given[1:] or (given.isdigit() and len(given) > 4)
 
 
-def test_start_of(text: str, zone: str | None) -> TestStart:
-    """--test-from TIME as a TestStart, a time without an offset on ``zone``'s clock (--tz; None: UTC)."""
-    from connectors.time_range import parse_time
+def test_start_of(text: str, zone: str | None, command: str) -> TestStart:
+    """--test-from TIME as a TestStart, a time without an offset on ``zone``'s clock (--tz; None: UTC); one that
+    clock repeats or skips is said in a note of ``command``'s, with the reading taken, as --from's is."""
+    from connectors.time_range import parse_time, wall_clock_caveat
 
-    return TestStart(parse_time(text, "--test-from", zone))
+    start = TestStart(parse_time(text, "--test-from", zone))
+    if zone is not None and (caveat := wall_clock_caveat(text, zone)) is not None:
+        print(f"{command}: note: --test-from {caveat}", file=sys.stderr)
+    return start
 
 
 def test_start_given(test_from: Any) -> Any:
