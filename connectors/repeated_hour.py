@@ -58,11 +58,11 @@ def repeated_hour(rows: pl.LazyFrame, wall_ns: pl.Expr | None, tz: str | None, s
     int ns) falls in an hour `tz` repeats, and which are its second pass: per day, once the wall clock steps back,
     in the order the replay reads the file, from one time of that hour to another by more than half the shift (30
     min of New York's hour: a few ms of disorder never counts), the times of the hour from there on are the second
-    pass, but for a first-pass row written late across the step (`_second_pass`). In a file in time order across its streams (its clock steps back that far no more often than once a day
-    of such an hour: a day's file of many symbols) a step back of any stream tells every stream's pass, a quiet
-    stream's print after it included; in any other (streams one after another, or merged out of order) each
-    stream's own clock tells its pass. That order is the file's, or its reverse where
-    the replay reverses it, as `newest_first` (the replay's rule, of the steps back and forward between two times)
+    pass, but for a first-pass row written late across the step (`_second_pass`). In a file in time order across
+    its streams (its clock steps back that far no more often than once a day of such an hour: a day's file of many
+    symbols) a step back of any stream tells every stream's pass, a quiet stream's print after it included; in any
+    other (streams one after another, or merged out of order) each stream's own clock tells its pass. That order is
+    the file's, or its reverse where the replay reverses it, as `newest_first` (the replay's rule, of the steps back and forward between two times)
     says of the wall clock's steps outside such hours: read in file order, a newest-first file's clock jumps
     forward between the passes and never steps back. None: no row falls in such an hour (or there is no wall clock
     to read). `marks`: each row's pass where its time's text says it (connectors/pass_marks.py), which the order

@@ -18,7 +18,6 @@ from connectors.price_offsets import offset_names
 from connectors.sequence_watch import SequenceWatch
 from connectors.share_classes import share_class_spellings
 from connectors.stream_selection import NoStreamMatched, StreamSelection
-from connectors.ticks import utc_text
 from connectors.time_range import TimeRange
 from connectors.venue_notes import mixed_venues
 from engine.quoting import quoted
@@ -85,8 +84,7 @@ def check_range(plans: list[Any], time_range: TimeRange) -> None:
     if not spans or None in spans or any(time_range.overlaps(*span) for span in spans):
         return
     first, last = min(s[0] for s in spans), max(s[1] for s in spans)
-    raise ValueError(f"{time_range.text()} holds none of the files' ticks: they run from {utc_text(first)} "
-                     f"to {utc_text(last)} (from is inclusive, to exclusive)")
+    raise ValueError(time_range.holds_none("the files' ticks", first, last))
 
 
 def sequence_columns(plans: list[Any]) -> str:

@@ -162,6 +162,12 @@ class TimeRange:
         """Whether ticks from `first` to `last` (both held) can fall inside."""
         return (self.start is None or last >= self.start) and (self.end is None or first < self.end)
 
+    def holds_none(self, whose: str, first: int, last: int) -> str:
+        """Why a range that none of `whose` ("the files' ticks", running from `first` to `last`) falls in is refused:
+        a typo or the wrong clock, not an empty output (backtest, feed replay, ticklog export alike)."""
+        return (f"{self.text()} holds none of {whose}: they run from {utc_text(first)} to {utc_text(last)} (from is "
+                f"inclusive, to exclusive)")
+
     def describe(self) -> dict[str, str]:
         """What a replay's fingerprint holds, and what a resume with another range is told."""
         return {key: utc_text(ns) for key, ns in (("from", self.start), ("to", self.end)) if ns is not None}

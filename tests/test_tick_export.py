@@ -13,7 +13,9 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import msgpack
 import polars as pl
@@ -144,6 +146,29 @@ def test_an_export_takes_streams_a_time_range_and_csv(served, capsys) -> None:
     assert code == 2 and "give a file ending in .parquet (or .pq) or .csv" in err
     code, err = export(capsys, served["root"], "--out", served["root"] / "x.parquet")
     assert code == 2 and "holds no tick log" in err
+
+
+def test_an_export_reads_its_range_on_tz_and_refuses_one_that_holds_none_of_the_log(served, capsys) -> None:
+    """review411 #3: `ticklog export --help` said --from/--to were "on --tz's clock when it is given" and the
+    command had no --tz; and a range that matched nothing wrote an empty file, exit 0, where backtest refuses it.
+    --tz now reads the range as backtest's does, and a range none of the log's ticks fall in is refused, naming
+    their span, nothing written."""
+    ticks, data_dir = served["ticks"], served["data"]
+    start, first, last = ticks[len(ticks) // 2].ts, min(t.ts for t in ticks), max(t.ts for t in ticks)
+    tokyo = datetime.fromtimestamp(start // 10**9, ZoneInfo("Asia/Tokyo")).replace(tzinfo=None)
+    out = served["root"] / "tokyo.parquet"
+    code, err = export(capsys, data_dir, "--out", out, "--from", f"{tokyo.isoformat()}.{start % 10**9:09d}", "--tz",
+                       "Asia/Tokyo")
+    assert code == 0, err
+    assert list(replay_ticks(str(out))) == [t for t in ticks if t.ts >= start]
+    for options, whose in ((["--from", "2099-01-01", "--tz", "Asia/Tokyo"], "the log's ticks"),
+                           (["--to", str(first), "--streams", "SYN.A"], "the log's ticks of the streams selected")):
+        span = (first, last) if "--tz" in options else (min(t.ts for t in ticks if t.stream == "SYN.A"),
+                                                         max(t.ts for t in ticks if t.stream == "SYN.A"))
+        code, err = export(capsys, data_dir, "--out", served["root"] / "none.csv", *options)
+        assert code == 2 and f"holds none of {whose}: they run from {utc_text(span[0])} to {utc_text(span[1])}" \
+            in err, err
+        assert not (served["root"] / "none.csv").exists()
 
 
 def test_a_torn_tail_is_left_out_and_damage_stops_the_export_unless_skipped(served, tmp_path, capsys) -> None:

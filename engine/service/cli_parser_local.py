@@ -12,7 +12,7 @@ from engine.path_words import user_path, user_path_text
 from engine.quoting import quoted
 from engine.service.cli_common import EXAMPLE_QUERIES
 from engine.service.cli_options import FILES_HELP, SESSION_GAP_HELP, SharedOptions
-from engine.service.cli_types import OneQueriesFile, _count, _positive, _session_gap
+from engine.service.cli_types import GivenOnce, OneQueriesFile, _count, _positive, _session_gap
 from engine.service.deferred import Deferred
 from engine.service.rejected_share import add_max_rejected_share
 
@@ -59,6 +59,9 @@ def add_ticklog(sub: Any, shared: SharedOptions, help: str) -> None:
                    help="export only these streams (names or fnmatch globs, e.g. --streams NQM6 'ES*')")
     t.add_argument("--skip-corrupt", action="store_true", help="export past a damaged record (its ticks are lost; "
                    "the log is left as it is) instead of stopping at it")
+    t.add_argument("--tz", action=GivenOnce, metavar="ZONE", help="the clock of --from/--to given without an offset, "
+                   "e.g. America/New_York (default UTC), as backtest reads them; the ticks' times are written as "
+                   "logged, ns since the epoch")
     t.set_defaults(run=Deferred("cmd_local", "cmd_ticklog_export"))
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from engine.disk_full import DiskFull
 from engine.path_words import shown_path
+from engine.quoting import quoted
 from engine.service.cli_common import check_outputs
 from engine.service.cli_reading import time_range_of
 from engine.service.output_paths import TICK_TABLE, Output, said_if_disk_full
@@ -34,10 +35,13 @@ STANDARD_OUTPUT = ("-", "/dev/stdout")  # `--out -`: CSV on stdout, the summary 
 
 
 def _export(args: argparse.Namespace, shown: str | None = None) -> None:
-    from engine.service.tick_export import check_export_paths, export_ticks
+    from connectors.time_zones import unknown_zone_hint
+    from engine.service.tick_export import ExportError, check_export_paths, export_ticks
 
     check_export_paths(args.data_dir, args.out)  # first: not a data directory, or --out inside one, says so
     check_outputs(args, [Output("--out", args.out, kind=TICK_TABLE, example="ticks.parquet", makes_parent=True)])
+    if args.tz is not None and (hint := unknown_zone_hint(args.tz)) is not None:  # (no files' map to refuse it)
+        raise ExportError(f"unknown time zone --tz {quoted(args.tz)}{hint}")
     time_range = time_range_of(args)
     args.out.parent.mkdir(parents=True, exist_ok=True)  # as backtest makes its --out's folders
     try:

@@ -186,6 +186,8 @@ def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, ti
     seen: set[str] = set()
     stats = LogStats()
     first_number: int | None = None
+    span: tuple[int, int] | None = None  # the selected streams' first and last times, whatever the range
+    held = False  # a tick of the selected streams inside the range: else the range is refused, as backtest's is
     try:
         records = ((number, msgpack.unpackb(payload, raw=False)) for number, payload in
                    read_unchanged(directory, skip_corrupt=skip_corrupt, stats=stats, skip_option="--skip-corrupt"))
@@ -207,15 +209,23 @@ def export_ticks(data_dir: Path, out: Path, streams: list[str] | None = None, ti
                     spill.forgotten_at[record[FORGOTTEN]] = number
                 continue
             seen.add(tick["stream"])
-            if (selection is not None and not selection.matches(tick["stream"])) or \
-                    (time_range is not None and not time_range.holds(tick["ts"])):
+            if selection is not None and not selection.matches(tick["stream"]):
                 summary.left_out += 1
                 continue
+            ts = tick["ts"]
+            span = (ts, ts) if span is None else (min(span[0], ts), max(span[1], ts))
+            if time_range is not None and not time_range.holds(ts):
+                summary.left_out += 1
+                continue
+            held = True
             spill.add(unshifted_tick(tick, offset), number)  # (as sent: a replay into the service adds it again)
         spill.flush()
         spill.count_kept()
         if selection is not None:
             selection.check(seen)  # a pattern matching none of the logged streams is a typo, not an empty export
+        if time_range is not None and span is not None and not held:  # a typo or the wrong clock, as for backtest
+            raise ExportError(time_range.holds_none("the log's ticks" + (" of the streams selected" if selection
+                                                                         else ""), *span))
         metadata = {INGEST_PRICE_OFFSET: shown_offset(offset)} if offset is not None else None
         write_atomically(out, lambda tmp: spill.write(tmp, fmt, metadata))
         if fmt == "csv":
