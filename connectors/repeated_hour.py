@@ -62,12 +62,13 @@ def repeated_hour(rows: pl.LazyFrame, wall_ns: pl.Expr | None, tz: str | None, s
     its streams (its clock steps back that far no more often than once a day of such an hour: a day's file of many
     symbols) a step back of any stream tells every stream's pass, a quiet stream's print after it included; in any
     other (streams one after another, or merged out of order) each stream's own clock tells its pass. That order is
-    the file's, or its reverse where the replay reverses it, as `newest_first` (the replay's rule, of the steps back and forward between two times)
-    says of the wall clock's steps outside such hours: read in file order, a newest-first file's clock jumps
-    forward between the passes and never steps back. None: no row falls in such an hour (or there is no wall clock
-    to read). `marks`: each row's pass where its time's text says it (connectors/pass_marks.py), which the order
-    does not overrule. A series that writes each time of the hour exactly twice (ENTSO-E's hourly prices: `02:00`,
-    then `02:00` again) steps into its second pass at the repeat, with no step back between them."""
+    the file's, or its reverse where the replay reverses it, as `newest_first` (the replay's rule, of the steps back
+    and forward between two times) says of the wall clock's steps outside such hours: read in file order, a
+    newest-first file's clock jumps forward between the passes and never steps back. None: no row falls in such an
+    hour (or there is no wall clock to read). `marks`: each row's pass where its time's text says it
+    (connectors/pass_marks.py), which the order does not overrule. A series that writes each time of the hour
+    exactly twice (ENTSO-E's hourly prices: `02:00`, then `02:00` again) steps into its second pass at the repeat,
+    with no step back between them."""
     if wall_ns is None or tz is None:
         return None
     wall = pl.col("_wall").cast(pl.Datetime("ns"))
