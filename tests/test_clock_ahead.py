@@ -11,6 +11,8 @@ import time
 
 import msgpack
 
+from engine.service.clock_offsets import load_offsets, save_offsets
+from engine.service.receive_clock import ReceiveClock
 from wire_client import fresh_stream, held_of, trade, wait_stats
 from wire_server import clients, server  # noqa: F401 (fixtures)
 
@@ -66,3 +68,34 @@ def test_a_tick_ahead_within_the_bound_is_never_younger_than_zero_and_says_the_c
     for reply in (ctl.ok("ask", stream=honest, query="dir", max_stale_ticks=5),
                   ctl.ok("get", stream=honest, query="dir")):
         assert reply["data_age_ms"] >= 0 and reply["caveats"] == [], reply
+
+
+def test_one_stamp_ahead_is_forgotten_two_windows_on_and_a_backlog_within_a_window_still_reads_as_lag(
+        tmp_path) -> None:
+    """review411 #4: the offset was the smallest read time - ts ever seen, so one tick 9 s ahead (within the bound)
+    made every later answer of its stream 9 s too old and `clock_ahead` for the stream's life, kept across restarts.
+    Now it is the smallest of the last two windows of read time with ticks."""
+    clock, ms = ReceiveClock(), 10**6
+    window = clock.window_ns
+    start = 1_800_000_000 * 10**9 // window * window  # a window's first ns
+    clock.accepted("AHX", start + 9000 * ms, start)  # one stamp 9 s ahead, then the true clock, 2 ms of wire
+    clock.accepted("AHX", start + 1000 * ms, start + 1002 * ms)
+    clock.accepted("LATE", start, start + 2 * ms)
+    assert clock.offset_ns("AHX") == -9000 * ms and clock.most_ahead(250 * ms, 10) == {"AHX": -9000 * ms}
+    # a backlog waiting upstream for most of a window, read in the next one: still lag, not clock offset
+    behind, stamped = start + window + 60_000 * ms, start + 120_000 * ms  # (4 minutes late)
+    assert clock.received_ns("LATE", stamped, behind) == stamped + 2 * ms
+    clock.accepted("AHX", behind, behind + 2 * ms)
+    assert clock.offset_ns("AHX") == -9000 * ms  # (the last window's smallest still holds)
+    clock.accepted("AHX", behind + window, behind + window + 2 * ms)
+    assert clock.offset_ns("AHX") == 2 * ms and clock.most_ahead(250 * ms, 10) == {}
+    # a clean stop keeps it; once restored, a stray stamp kept is forgotten as one read now is
+    save_offsets(tmp_path, clock)
+    again = ReceiveClock()
+    assert load_offsets(tmp_path, again) == 2 and again.offset_ns("AHX") == 2 * ms
+    (tmp_path / "clock_offsets.json").write_text('{"AHX": -9000000000}')
+    load_offsets(tmp_path, again := ReceiveClock())
+    for read in (behind, behind + window):
+        assert again.offset_ns("AHX") == -9000 * ms
+        again.accepted("AHX", read, read + 2 * ms)
+    assert again.offset_ns("AHX") == 2 * ms

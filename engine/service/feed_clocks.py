@@ -1,5 +1,5 @@
 """What the service tells of each live stream's feed beside its ticks (review323 #10, #11, #12): its clock's offset
-to this machine's (the smallest read time - ts its ticks had: receive_clock.py), flagged past
+to this machine's (the smallest read time - ts its ticks had lately: receive_clock.py), flagged past
 `ingest.clock_ahead_warn_ms` ahead (its answers' `data_age_ms` counts from the earliest their tick can have come, not
 from its ts, and they carry a `clock_ahead` caveat, review376 #1), its refused ticks by reason (stream_refusals.py),
 and `health`'s `warnings`: the streams whose clocks run ahead, and those whose ticks are refused as late at a rate
@@ -61,7 +61,8 @@ class FeedClocks:
         its ts less that lead (every tick of the stream was read at least that long before its ts). So it is never
         negative and never younger than the answer is (review376 #1: a tick stamped an hour ahead gave an hour's
         negative age, which passed every freshness gate): a clock that runs ahead steadily reads its true age, one
-        stamp ahead makes its stream's later answers read older by that lead, never fresher."""
+        stamp ahead makes its stream's later answers read older by that lead, never fresher, until the offset forgets
+        it (receive_clock.py: two windows with ticks on)."""
         offset = self._offset_ns(stream)
         lead = -offset if offset is not None and offset < 0 else 0
         return data_age_ms(data_ts - lead)
@@ -102,9 +103,10 @@ class FeedClocks:
 
 def _ahead_text(stream: str, offset_ns: int) -> str:
     return (f"stream {quoted(stream)} is stamped {-offset_ns / 1e9:.3f} s ahead of this machine's clock (its smallest "
-            f"read time - ts): its ticks' ts are ahead of when they happened, and its answers' data_age_ms counts from "
-            f"the earliest each tick can have come (ts less that lead), so it reads older, never younger, than they "
-            f"are; check the venue's or the feed handler's clock, or this host's (ingest.clock_ahead_warn_ms)")
+            f"read time - ts in the last 5 to 10 minutes: a stray stamp is forgotten so): its ticks' ts are ahead of "
+            f"when they happened, and its answers' data_age_ms counts from the earliest each tick can have come (ts "
+            f"less that lead), so it reads older, never younger, than they are; check the venue's or the feed "
+            f"handler's clock, or this host's (ingest.clock_ahead_warn_ms)")
 
 
 def data_age_ms(data_ts: int, now_ns: int | None = None) -> float:
