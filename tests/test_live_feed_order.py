@@ -87,6 +87,15 @@ def test_a_late_tick_is_refused_without_a_window_and_placed_within_one(checkpoin
                 wait_for(lambda: server.pipeline.rejected["ts_backwards"] == 1)
                 wait_for(lambda: "reorder" in control.call("stats")["stats"])
                 assert control.call("stats")["stats"]["reorder"]["placed"] == 1
+            # review411 #11: a clock 2 s ahead: its offset is taken when the tick was read off the socket, not when
+            # the window released it (the hold read as skew), and an answer's data_age_ms counts the hold
+            sent = time.time_ns()
+            push.send(msgpack.packb(_tick("SKEW", sent + 2 * 10**9, 100.0)))
+            wait_for(lambda: server.pipeline.receive_clock.offset_ns("SKEW") is not None)
+            seen = time.time_ns()  # (after the release, itself a window or more after the read)
+            offset = server.pipeline.receive_clock.offset_ns("SKEW")
+            assert sent - (sent + 2 * 10**9) <= offset <= seen - window * 10**6 - (sent + 2 * 10**9), (sent, seen)
+            assert server._age_ms("SKEW", sent + 2 * 10**9) >= window
 
 
 def _batches(n: int, per_batch: int, seed: int = 5) -> list[list[dict]]:

@@ -158,14 +158,20 @@ class IngestHolding:
 
     def _ingest_released(self, releases: list[Release]) -> None:
         """Released ticks, one message per tick group (reorder_window.py: the groups the feed sent), each read as
-        reaching the engine now: the window they were held is not the engine's lag (tick_ingest.py idle_at_ns)."""
+        reaching the engine now: the window they were held is not the engine's lag (tick_ingest.py idle_at_ns); but
+        their clock offsets are taken from when they were read off the socket, so the hold is no clock skew and
+        data_age_ms counts it (review411 #11)."""
         for release in releases:
             idle_at = getattr(self.pipeline, "idle_at_ns", None)
             self.pipeline.idle_at_ns = time.time_ns()
+            # a release is one stream's: by ts, the last read of the ticks stamped so (ticks go out sorted by ts, then
+            # read order), which never reads a tick further ahead than it was
+            read_before = {t.ts: t.read_ns for t in release.ticks}
             try:
                 ingest = self.pipeline.ingest_tokenized if release.tokenized else self.pipeline.ingest_message
                 self.pipeline.encoders.reading_feed(release.tag)  # (the feed it came from: ingest.seq_scope)
-                rejections = self._ingest_items([(t.index, t.obj) for t in release.ticks], ingest)
+                rejections = self._ingest_items([(t.index, t.obj) for t in release.ticks],
+                                                lambda data: ingest(data, read_before))
             finally:
                 self.pipeline.idle_at_ns = idle_at
             self._publish_rejections(rejections, release.tag)

@@ -108,6 +108,7 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
         self.encoders.arrival_of = lambda stream, ts, read: self.receive_clock.arrived_ns(stream, ts, read,
                                                                                           self.idle_at_ns)
         self._read_ns: int | None = None  # when the wire message being ingested was read
+        self._read_before: dict[int, int] = {}  # (tick_ingest.py: a reorder window's release, its ticks' reads)
         # when the latest message read that its ticks' ts date reached the service (None: none since the server
         # last took it): what still waits behind it on its connection came no earlier (ingest_reading.py)
         self.last_received_ns: int | None = None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Callable
 
@@ -54,6 +54,7 @@ class ShardedIngest:
     streams_refused_here: int
     _reading_wire: bool = False  # (while a wire message is ingested: _wire_message)
     _read_ns: int | None = None  # ... and when it was read (its ticks' clock offsets: receive_clock.py)
+    _read_before: Mapping[int, int] = {}  # ... or, held by a reorder window, its ticks' reads by ts (tick_ingest.py)
     receive_clock: ReceiveClock
     _grouping: dict[ShardLink, set[str]]
     _names: list[str]
@@ -66,23 +67,25 @@ class ShardedIngest:
             link.streams.add(stream)
         return link
 
-    def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
+    def ingest_message(self, data: bytes, read_before: Mapping[int, int] | None = None) -> list[dict[str, Any]]:
+        """(TickIngest.ingest_message's, ``read_before`` included.)"""
         if (shed := shed_message(self, data, tokenized=False)) is not None:
             return shed
-        with self.data.items.message(listed_ticks(data)), self._wire_message() as read_ns:
+        with self.data.items.message(listed_ticks(data)), self._wire_message(read_before) as read_ns:
             return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), read_ns))
 
     @contextmanager
-    def _wire_message(self) -> Iterator[int]:
-        """A wire message read now (its read time, which its ticks' clock offsets are taken from): the new streams
-        it opens are bounded (new_stream_budget.py), as one engine's are; quotes conflation held past their message
-        are not (they were read with it)."""
+    def _wire_message(self, read_before: Mapping[int, int] | None) -> Iterator[int]:
+        """A wire message read now (its read time, which its ticks' clock offsets are taken from, or from
+        ``read_before``'s for ticks a reorder window held): the new streams it opens are bounded
+        (new_stream_budget.py), as one engine's are; quotes conflation held past their message are not (they were
+        read with it)."""
         self.new_streams.message_started()
-        self._reading_wire, self._read_ns = True, time.time_ns()
+        self._reading_wire, self._read_ns, self._read_before = True, time.time_ns(), read_before or {}
         try:
             yield self._read_ns
         finally:
-            self._reading_wire, self._read_ns = False, None
+            self._reading_wire, self._read_ns, self._read_before = False, None, {}
 
     def flush_held(self) -> list[dict[str, Any]]:
         """Submit the quotes conflation holds (before each round of shard calls), logged as a message of their own
@@ -92,10 +95,11 @@ class ShardedIngest:
         with self.data.items.message(len(self.encoders.held)):
             return self._counted(self.encoders.flush_held(self._submit))
 
-    def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
+    def ingest_tokenized(self, data: bytes, read_before: Mapping[int, int] | None = None) -> list[dict[str, Any]]:
+        """(TickIngest.ingest_tokenized's, ``read_before`` included.)"""
         if (shed := shed_message(self, data, tokenized=True)) is not None:
             return shed
-        with self.data.items.message(listed_ticks(data)), self._wire_message() as read_ns:
+        with self.data.items.message(listed_ticks(data)), self._wire_message(read_before) as read_ns:
             return self._counted(self.encoders.ingest_tokenized(data, self._submit, read_ns))
 
     def _counted(self, result: Ingested) -> list[dict[str, Any]]:
@@ -137,7 +141,7 @@ class ShardedIngest:
         self.adaptation.accepted(item)
         self.scores.accepted(item)
         if self._read_ns is not None:  # (a wire tick: a quote conflation held past its message has no read time)
-            self.receive_clock.accepted(item.stream, item.ts, self._read_ns)
+            self.receive_clock.accepted(item.stream, item.ts, self._read_before.get(item.ts, self._read_ns))
 
     def admission_limit(self) -> str:
         """Which limit of each shard turns new streams away (rejections.admission_limit)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from typing import Any, Callable
 
@@ -58,6 +58,8 @@ class TickIngest:
     # `lag_s`, `behind` and when_behind: shed are the engine's own (review323 #5). None: no server tells it
     idle_at_ns: int | None
     _read_ns: int | None
+    # a reorder window's release being ingested: when its ticks were read off the socket, by ts (ingest_message)
+    _read_before: Mapping[int, int]
     _grouping: set[str]
     shed_refusal: Callable[..., InvalidTick | None]  # (LagCheck's) why a tick read now is refused while behind
 
@@ -69,33 +71,37 @@ class TickIngest:
         self._grouping.discard(tick.stream)  # not a message: its group stays open
         self.ticks_in += 1
 
-    def ingest_message(self, data: bytes) -> list[dict[str, Any]]:
+    def ingest_message(self, data: bytes, read_before: Mapping[int, int] | None = None) -> list[dict[str, Any]]:
         """Decode a wire message (one tick or a list) and ingest the good ticks, one tick group per stream;
-        returns the rejections. While behind with ``when_behind: shed``, the whole message is refused unread."""
+        returns the rejections. While behind with ``when_behind: shed``, the whole message is refused unread.
+        ``read_before``: for one stream's ticks a reorder window held, when each was read off the socket, by its
+        ts: its clock offset is taken from then (review411 #11: taken at the release, the hold read as clock skew,
+        a clock 400 ms ahead was not flagged and its data_age_ms left the hold out); its lag counts from now."""
         if (shed := shed_message(self, data, tokenized=False)) is not None:
             return shed
-        with self._reading(data) as read_ns:
+        with self._reading(data, read_before) as read_ns:
             return self._counted(self.encoders.ingest_message(data, self._submit, conflating(self), read_ns))
 
-    def ingest_tokenized(self, data: bytes) -> list[dict[str, Any]]:
+    def ingest_tokenized(self, data: bytes, read_before: Mapping[int, int] | None = None) -> list[dict[str, Any]]:
         """Already-tokenized ticks from an out-of-process connector: a msgpack list of
-        ``{stream: str, ts: int ns, tokens: [int], ticks: int}``; returns the rejections."""
+        ``{stream: str, ts: int ns, tokens: [int], ticks: int}``; returns the rejections (``read_before`` as for
+        ``ingest_message``)."""
         if (shed := shed_message(self, data, tokenized=True)) is not None:
             return shed
-        with self._reading(data) as read_ns:
+        with self._reading(data, read_before) as read_ns:
             return self._counted(self.encoders.ingest_tokenized(data, self._submit, read_ns))
 
     @contextmanager
-    def _reading(self, data: bytes) -> Iterator[int]:
+    def _reading(self, data: bytes, read_before: Mapping[int, int] | None) -> Iterator[int]:
         """A wire message read now, inside its tick-log message: its read time, which every tick it submits is
-        dated from (receive_clock.py), until it is ingested."""
-        self._read_ns = time.time_ns()
+        dated from (receive_clock.py), until it is ingested (``read_before``: ingest_message's)."""
+        self._read_ns, self._read_before = time.time_ns(), read_before or {}
         self.new_streams.message_started()
         try:
             with self.data.items.message(listed_ticks(data)) if self.data is not None else nullcontext():
                 yield self._read_ns
         finally:
-            self._read_ns = None
+            self._read_ns, self._read_before = None, {}
 
     def _submit(self, item: EncodedTick) -> None:
         """Every check, then the log, then the engine: the log holds exactly the accepted items."""
@@ -120,7 +126,7 @@ class TickIngest:
         self._enqueue(item, received)
         self._accepted(item)
         if read is not None:
-            self.receive_clock.accepted(item.stream, item.ts, read)
+            self.receive_clock.accepted(item.stream, item.ts, self._read_before.get(item.ts, read))
             if received is not None:  # a tick its ts dates: the message's, the newest
                 self.last_received_ns = max(received, self.last_received_ns or received)
     def flush_held(self) -> list[dict[str, Any]]:
