@@ -406,6 +406,34 @@ def test_released_ticks_keep_the_groups_their_messages_made() -> None:
     assert groups == [[1, 2, 3], [4, 5], [6, 7, 8, 9, 10, 11], [12]]
 
 
+def test_a_tick_an_hour_late_among_taken_ones_is_said_stale_and_a_clock_stepped_back_when_none_is_taken(
+        capsys) -> None:
+    """review411 #2: one tick an hour late, the stream's later ticks all taken, was said in the log and `health` as
+    its clock stepped back, "every tick of it is refused", advising `flashtick forget`. Now that is said when none of
+    its ticks is taken after it (a tick late at the end of a heartbeat is judged at the next)."""
+    refusals, hour = StreamRefusals(late_share_warn=0.05, window_ms=200), 3600 * 10**9
+    accepted = {"JIT": 50, "EDGE": 50, "STEP": 50}
+
+    def late(stream: str) -> None:
+        error = f'ts_backwards: stream "{stream}": ts {BASE_TS - hour} (...) < previous {BASE_TS} (...)'
+        refusals.add([{"stream": stream, "reason": "ts_backwards", "error": error}], accepted.get)
+
+    late("JIT"), late("EDGE"), late("STEP")
+    accepted["JIT"] += 8
+    assert refusals.check_late(accepted.get) == [] and refusals.health_warnings() == []
+    late("STEP"), late("STEP")
+    accepted["EDGE"] += 3
+    assert refusals.check_late(accepted.get) == ["STEP"]
+    assert [(w["stream"], w["kind"], w["ts_backwards"]) for w in refusals.health_warnings()] == [
+        ("STEP", "clock_stepped_back", 3)]
+    said = capsys.readouterr().err
+    assert 'INFO: stream "JIT": 1 tick refused as ts_backwards, stamped up to 60.0 min behind' in said, said
+    assert "while its later ticks were taken (8 since)" in said and "nothing to do" in said
+    assert 'INFO: stream "EDGE": 1 tick refused' in said and "(3 since)" in said
+    assert 'WARNING: stream "STEP": 3 ticks refused' in said and "flashtick forget STEP" in said
+    assert said.count("forget") == 1 and said.count("stepped back") == 1
+
+
 def test_refusals_are_counted_by_stream_in_bounded_memory_and_two_clocks_are_told_from_a_late_tick() -> None:
     """StreamRefusals alone: the most refused streams kept one by one (the rest summed under _other); a stream
     with a share of its ticks refused as late past late_share_warn is warned of, a single late tick is not."""

@@ -10,6 +10,13 @@ as `ts_backwards` since the last one, and at least `ingest.late_share_warn` of i
 every WARN_EVERY_S) and in `health`'s `warnings` for WARNING_KEPT_S, naming `ingest.reorder_window_ms`; the warning
 says its window as UTC times (from its first late tick counted to the check), which stays true however late
 `health` is read.
+
+A tick refused more than STEP_BACK_NS behind its stream's last one is a clock jump or a stale message: when none of
+the stream's ticks is taken after it (looked at again at the next check, so a tick late at the end of one is not
+judged alone) its feed's clock stepped back, said as such in the log and `health` with `flashtick forget`; when its
+later ticks are taken it was one stray tick (or a few: a replayed or stale message), said once in the log with
+nothing to do (review411 #2: one tick an hour late was said as a clock stepped back whose every tick is refused,
+with advice to `forget` a healthy stream).
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ class StreamRefusals:
         self._counts: dict[str, Counter[str]] = {}
         self.other: Counter[str] = Counter()
         # stream -> [ts_backwards since the last check, accepted ticks at the first of them, the furthest back (ns),
-        # the last accepted ts it was behind, when the first of them came]
+        # the last accepted ts it was behind, when the first of them came, checks it was kept past (0 or 1)]
         self._late: dict[str, list[float]] = {}
         self.warnings: dict[str, dict[str, Any]] = {}  # stream -> the last interleave seen (health), bounded
         self._next_line = 0.0
@@ -70,7 +77,7 @@ class StreamRefusals:
                 self.other.update(self._counts.pop(least))
             self._counts.setdefault(stream, Counter())[reason] += count
             if reason == "ts_backwards" and (stream in self._late or len(self._late) < STREAMS_KEPT):
-                late = self._late.setdefault(stream, [0, accepted_of(stream) or 0, 0, 0, time.time()])
+                late = self._late.setdefault(stream, [0, accepted_of(stream) or 0, 0, 0, time.time(), 0])
                 late[0] += count
                 if (times := _BACKWARDS.search(rejection.get("error") or "")) is not None:  # how far back, and from
                     ts, last_ts = int(times.group(1)), int(times.group(2))
@@ -89,21 +96,28 @@ class StreamRefusals:
 
     def check_late(self, accepted_of: Callable[[str], int | None], now: float | None = None) -> list[str]:
         """At a heartbeat: the streams whose ticks were refused as late since the last one at a rate that means two
-        clocks interleave, kept in ``warnings``; the log's line said (at most every WARN_EVERY_S). Returns them."""
+        clocks interleave, or whose feed's clock stepped back (not a stray tick far behind: the module doc), kept in
+        ``warnings``; the log's line said (at most every WARN_EVERY_S). Returns them."""
         now = time.time() if now is None else now
         late, self._late = self._late, {}
         seen = []
         stepped = []
-        for stream, (refused, base, back_ns, last_ts, since) in late.items():
+        for stream, (refused, base, back_ns, last_ts, since, kept) in late.items():
             refused, accepted = int(refused), max(0, (accepted_of(stream) or 0) - int(base))
-            if back_ns > STEP_BACK_NS:  # a clock jump, not two clocks: no window helps; said whatever the count
+            interleaving = refused >= LATE_MIN and refused >= self.late_share_warn * (refused + accepted)
+            if back_ns > STEP_BACK_NS and not accepted and not kept:  # (no tick after it yet: judged at the next)
+                self._late[stream] = [refused, base, back_ns, last_ts, since, 1]
+            elif back_ns > STEP_BACK_NS and accepted and not interleaving:  # its later ticks taken: stale, not a step
+                self.stepped_back += refused
+                self._say_once(stream, f"INFO: {self._stray_line(stream, refused, accepted, back_ns, last_ts)}")
+            elif back_ns > STEP_BACK_NS:  # a clock jump, not two clocks: no window helps; said whatever the count
                 stepped.append(stream)
                 self.warnings.pop(stream, None)
                 self.warnings[stream] = {"kind": "clock_stepped_back", "ts_backwards": refused,
                                          "accepted": accepted, "at": round(now, 3), "since": round(min(since, now), 3),
                                          "step_s": round(back_ns / 1e9, 3), "last_ts": last_ts}
                 self.stepped_back += refused
-            elif refused >= LATE_MIN and refused >= self.late_share_warn * (refused + accepted):
+            elif interleaving:
                 seen.append(stream)
                 self.warnings.pop(stream, None)
                 self.warnings[stream] = {"kind": "late_ticks", "ts_backwards": refused, "accepted": accepted,
@@ -116,13 +130,26 @@ class StreamRefusals:
         if seen and time.monotonic() >= self._next_line:
             self._next_line = time.monotonic() + WARN_EVERY_S
             print(f"flashtick: {self.line(seen)}", file=sys.stderr, flush=True)
-        for stream in stepped:  # (each at most every WARN_EVERY_S: a stream stepped back an hour refuses for an hour)
-            if time.monotonic() >= self._next_step_line.get(stream, 0.0):
-                self._next_step_line[stream] = time.monotonic() + WARN_EVERY_S
-                print(f"flashtick: WARNING: {self.step_line(stream)}", file=sys.stderr, flush=True)
-            if len(self._next_step_line) > STREAMS_KEPT:
-                self._next_step_line.pop(next(iter(self._next_step_line)))
+        for stream in stepped:
+            self._say_once(stream, f"WARNING: {self.step_line(stream)}")
         return seen + stepped
+
+    def _say_once(self, stream: str, line: str) -> None:
+        """``line`` in the log, at most every WARN_EVERY_S for ``stream`` (a stream stepped back an hour refuses for
+        an hour)."""
+        if time.monotonic() >= self._next_step_line.get(stream, 0.0):
+            self._next_step_line[stream] = time.monotonic() + WARN_EVERY_S
+            print(f"flashtick: {line}", file=sys.stderr, flush=True)
+        if len(self._next_step_line) > STREAMS_KEPT:
+            self._next_step_line.pop(next(iter(self._next_step_line)))
+
+    @staticmethod
+    def _stray_line(stream: str, refused: int, accepted: int, back_ns: float, last_ts: float) -> str:
+        """Ticks refused far behind their stream's last one while its later ticks were taken (the module doc)."""
+        ticks = "1 tick" if refused == 1 else f"{refused} ticks"
+        return (f"stream {quoted(stream)}: {ticks} refused as ts_backwards, stamped up to {_duration(back_ns / 1e9)} "
+                f"behind its last accepted tick ({utc_text(int(last_ts))}), while its later ticks were taken "
+                f"({accepted} since): a stale or replayed message, not its feed's clock; nothing to do")
 
     def step_line(self, stream: str) -> str:
         """A stream whose ticks come stamped far behind its last accepted one (its feed's clock stepped back, or
