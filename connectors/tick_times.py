@@ -123,6 +123,16 @@ def first_ts_hint(ts: int) -> str | None:
 # it, so read from 1970 it is 946,684,800 s (~30 years) early: a 2026 tick reads as 1996 (review324 #5)
 Q_EPOCH_NS = _Y2000_NS
 _Y1980_NS = 315_532_800 * 10**9
+# the UTC offsets (minutes) east of UTC that zones' clocks keep (the tz database, 2024): whole hours to +14:00, and
+# the half and quarter hours of Iran, Afghanistan, India, Nepal, Myanmar, Eucla, Adelaide and Darwin, Lord Howe and
+# Chatham. A local time sent as UTC is ahead by one of them (a zone west of UTC, -03:30 Newfoundland's, stamps behind:
+# never refused as ahead)
+EAST_OFFSETS_MIN = tuple(sorted({60 * hours for hours in range(1, 15)} | {210, 270, 330, 345, 390, 525, 570, 630,
+                                                                          765, 825}))
+# how far behind real time a feed of local times may run and still be named so (a delayed vendor feed, a file of
+# today's times replayed minutes late); with the minute of skew allowed ahead, 50 min is the least ahead named so:
+# never a count of ms read as s (at most 16.7 min)
+LOCAL_TIME_LAG_NS = 600 * 10**9
 
 
 def q_epoch_reading(ts: int) -> bool:
@@ -167,14 +177,24 @@ def check_not_ahead(stream: str, ts: int, now_ns: int, max_ahead_ns: int) -> Non
     too, its answers reading younger than they are. Files replayed offline are never checked."""
     if ts - now_ns > max_ahead_ns:
         ahead = ts - now_ns
-        # whole hours ahead (within a minute) read as a venue's local time sent as UTC
-        local = "a venue's local time sent as UTC, " if ahead >= 3_600 * 10**9 - 60 * 10**9 and \
-            (ahead + 60 * 10**9) % (3_600 * 10**9) <= 120 * 10**9 and ahead <= 15 * 3_600 * 10**9 else ""
         raise InvalidTick("ts_in_future", f"stream {quoted(stream)}: ts {ts} ({utc_text(ts)}) is "
                                           f"{_duration(ahead)} ahead of this service's clock "
                                           f"({utc_text(now_ns)}); limits.max_ts_ahead_s allows "
-                                          f"{_duration(max_ahead_ns)} ({local}a sender's clock or unit mistake?): the "
-                                          f"stream's ticks after it are taken as before", stream)
+                                          f"{_duration(max_ahead_ns)} ({_local_time_said(ahead)}a sender's clock or "
+                                          f"unit mistake?): the stream's ticks after it are taken as before", stream)
+
+
+def _local_time_said(ahead_ns: int) -> str:
+    """"a venue's local time sent as UTC (UTC+05:30), " where ``ahead_ns`` is a zone's offset (EAST_OFFSETS_MIN),
+    less up to LOCAL_TIME_LAG_NS (its feed behind real time, said) or plus up to a minute (clocks, the wire); ""
+    otherwise (review411 #8: whole hours alone were named, not India's +05:30 nor a local-time feed minutes old)."""
+    minute = 60 * 10**9
+    for offset in EAST_OFFSETS_MIN:  # (the smallest offset that fits: the nearest one at or past ``ahead_ns``)
+        behind = offset * minute - ahead_ns
+        if -minute <= behind <= LOCAL_TIME_LAG_NS:
+            late = f", its times {_duration(behind)} behind real time" if behind > minute else ""
+            return f"a venue's local time sent as UTC (UTC+{offset // 60:02d}:{offset % 60:02d}{late}), "
+    return ""
 
 
 def _duration(ns: int) -> str:

@@ -12,6 +12,7 @@ from conftest import tiny_tick_checkpoint
 from connectors.codec import BinnedCodec
 from connectors.encoder import SHIFT_PRICES, EncodedTick, StreamEncoder, StreamEncoders
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
+from connectors.tick_times import check_not_ahead
 from connectors.ticks import InvalidTick, Tick, encode, trade
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
@@ -266,6 +267,21 @@ def test_the_clock_bound_applies_to_live_messages_only_and_null_switches_it_off(
                              (StreamEncoders(CODEC, max_ts_ahead_ns=None), now)):
         assert len(encoders.ingest_message(message, Sink(), now_ns=now_ns).accepted) == 2
         assert len(encoders.ingest_tokenized(tokenized(item), Sink(), now_ns=now_ns).accepted) == 1
+
+
+@pytest.mark.parametrize(("ahead_s", "named"), [
+    (5.5 * 3600, "(UTC+05:30)"), (5.75 * 3600, "(UTC+05:45)"), (9.5 * 3600 + 30, "(UTC+09:30)"), (3600, "(UTC+01:00)"),
+    (9 * 3600 - 300, "(UTC+09:00, its times 5 min behind real time)"),  # a Tokyo file of 5 minutes ago, no --tz
+    (999, None), (3.7 * 3600, None), (15 * 3600, None)])  # ms read as s (16.7 min at most), no zone's offset
+def test_ts_in_future_names_a_local_time_at_any_zones_offset_and_minutes_behind_real_time(ahead_s, named) -> None:
+    """review411 #8: a venue's local time sent as UTC was named for whole hours alone (within a minute): India's
+    +05:30, Nepal's +05:45, Adelaide's +09:30 and a local-time feed a few minutes old were 'a clock or unit
+    mistake?'."""
+    now = 1_796_000_000_000_000_000
+    with pytest.raises(InvalidTick) as refused:
+        check_not_ahead("MUMBAI", now + round(ahead_s * 10**9), now, 10 * 10**9)
+    said = "a venue's local time sent as UTC" in refused.value.message
+    assert said == (named is not None) and (named is None or named in refused.value.message), refused.value.message
 
 
 def test_ts_backwards_behind_a_tick_ahead_of_the_clock_says_so_and_how_long_it_holds() -> None:
