@@ -40,12 +40,14 @@ class AfterHeld(Source):
     sent (it was fed before, after earlier ticks: sending it whole took each of its ticks twice)."""
 
     def __init__(self, source: Source, last_ts: Mapping[str, int],
-                 at_last_ts: Mapping[str, int | None] | None = None, held_ticks: Mapping[str, int] | None = None
-                 ) -> None:
+                 at_last_ts: Mapping[str, int | None] | None = None, held_ticks: Mapping[str, int] | None = None,
+                 fed_by: Mapping[str, str] | None = None) -> None:
+        """``fed_by``: the feed (its tag) whose tick the engine took last of a stream (`streams`' fed_by)."""
         self.source = source
         self.last_ts = dict(last_ts)
         self.at_last_ts = dict(at_last_ts or {})
         self.held_ticks = dict(held_ticks or {})
+        self.fed_by = dict(fed_by or {})
         self.skipped: Counter[str] = Counter()
         self.read: Counter[str] = Counter()  # stream the engine holds -> the files' ticks of it, left out or not
         self._at_last_seen: Counter[str] = Counter()  # stream -> its ticks stamped last_ts met so far
@@ -155,9 +157,24 @@ class AfterHeld(Source):
                 f"last, from another file, it cannot take: a stream takes ticks in time order); the feed went on "
                 f"from there (with the ticks stamped as that last one past as many as it holds)")
         said = f"{said}; {older}" if (older := self.older()) else said
+        said = f"{said}; {other}" if (other := self._other_feed()) else said
         # (only of files read to their end: a run stopped early has read too few of them to say so; review402 #2)
         said = f"{said}; {nearly}" if self.source.done and (nearly := self._nearly_whole()) else said
         return f"{said}; {continued}" if continued else said
+
+    def _other_feed(self) -> str | None:
+        """What names the feed whose tick the engine took last of the streams left out: a feed of these files run
+        before, or another publisher sending beside this one (review411 #10: of two feeds of one stream started
+        together, the one placed second was told only of files fed before, of history that never existed); None
+        when the engine names none."""
+        streams = [s for s in sorted(self.skipped) if s in self.fed_by]
+        if not streams:
+            return None
+        feeds = sorted({self.fed_by[s] for s in streams})
+        return (f"the engine's last tick of {_some(streams)} came from another feed ({', '.join(feeds[:3])}"
+                f"{', ...' if len(feeds) > 3 else ''}): a feed of these files run before, or one running beside "
+                f"this feed, whose later ticks of the streams this feed sends the engine leaves out if it still runs "
+                f"(a stream takes one feed at a time: docs/feed-resume.md)")
 
     def _nearly_whole(self) -> str | None:
         """What says plainly that the files of a stream were left out all but a few ticks, which were sent: a

@@ -66,6 +66,10 @@ class StreamTable:
         self.arrived_ns: dict[str, int] = {}
         self.arrival_of: Callable[[str, int, int], int | None] | None = None
         self._message_ns: int | None = None  # the clock of the wire message being ingested (None: none given)
+        self._feed = ""  # the tag of the feed whose messages are read now ("": untagged)
+        # the feed (its tag) whose tick each stream took last, live: `streams`' fed_by, which tells a feed another
+        # publisher of its streams (review411 #10); absent: an untagged sender's, or none since this start
+        self.fed_by: dict[str, str] = {}
         # every name held or expired here (and those the service remembers as refused) by its NFKC fold: a new wire
         # name that folds to another's is refused (lookalike_names.py)
         self.names = LookalikeNames()
@@ -150,6 +154,7 @@ class StreamTable:
         self.seq_at.forget(stream)
         self.received_ns.pop(stream, None)
         self.arrived_ns.pop(stream, None)
+        self.fed_by.pop(stream, None)
         self.held.pop(stream, None)
         self.passed_over.accepted(stream)
 
@@ -284,6 +289,10 @@ class StreamTable:
             arrived = self.arrival_of(item.stream, item.ts, self._message_ns) if self.arrival_of is not None else None
             self.arrived_ns[item.stream] = self._message_ns if arrived is None else min(arrived, self._message_ns)
             self.stamp_notes.accepted(item.stream, item.ts, self._message_ns)
+            if self._feed:
+                self.fed_by[item.stream] = self._feed
+            else:
+                self.fed_by.pop(item.stream, None)
 
     def ahead_of_clock_summary(self) -> dict[str, Any]:
         """For stats: wire ticks accepted well ahead of the clock (StampNotes; empty when none)."""
@@ -291,8 +300,8 @@ class StreamTable:
 
     def reading_feed(self, tag: str | None) -> None:
         """The messages read next came from the feed ``tag`` (their topic frame; None: untagged), whose numbering
-        a `seq` of scope "feed" counts in (ingest.seq_scope)."""
-        self.sequences.feed = tag or ""
+        a `seq` of scope "feed" counts in (ingest.seq_scope), and which `fed_by` names."""
+        self.sequences.feed = self._feed = tag or ""
 
     def seen_seq(self, stream: str | None, seq: int | None, ts: int) -> None:
         """A live wire tick of ``stream`` numbered ``seq`` that was not accepted (refused, conflated, shed): its

@@ -204,6 +204,13 @@ def test_a_resumed_feed_stopped_early_does_not_call_its_files_left_out_nearly_wh
     while not whole.done:
         whole.next_batch(256)
     assert "left out nearly whole (A: 5 of 100 sent)" in whole.said()
+    assert "another feed" not in whole.said()
+    # review411 #10: the engine's last tick came from another feed (a second feed of the stream started beside this
+    # one and placed first): the note names it, not only files fed before
+    beside = AfterHeld(FileReplay([str(data)]), {"A": held_to}, {"A": 1}, {"A": 95}, {"A": "feed/placed.0b1e"})
+    beside.next_batch(1)
+    assert "the engine's last tick of A came from another feed (feed/placed.0b1e): a feed of these files run " \
+           "before, or one running beside this feed" in beside.said(), beside.said()
 
 
 def test_a_burst_past_one_message_is_answered_live_where_its_backtest_answers(file: Backtested, tmp_path) -> None:

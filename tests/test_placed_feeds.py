@@ -12,7 +12,9 @@ import pytest
 from test_feed_resume_counts import checkpoint, server  # noqa: F401  (fixtures: the tiny model served unlogged)
 from test_server import wait_for
 from connectors.feed import FeedClient
+from connectors.ticks import trade
 from engine.service.client import ControlClient
+from engine.service.feed_resume import ControlFeedResume
 
 TS = 1_700_000_000_000_000_000
 EACH_TS = 4  # ticks of a stream stamped alike (a 5 ms clock): a tick group's ticks at the last `ts` are accepted
@@ -51,6 +53,7 @@ def test_the_killed_feeds_message_read_after_the_placing_reply_is_not_taken_twic
         sent(other, control, [group("BBB", 0)])
         placed = control.call("streams", streams=None, drain=True)
         assert placed["streams"]["AAA"]["ticks"] == 5 * EACH_TS
+        assert placed["streams"]["AAA"]["fed_by"] == OLD  # (review411 #10: the feed that sent its last tick, named)
         with FeedClient(server.endpoints["ingest"], tag=placed["tag"]) as new:
             if late_after_new:
                 sent(new, control, [group("AAA", 5)])
@@ -65,6 +68,10 @@ def test_the_killed_feeds_message_read_after_the_placing_reply_is_not_taken_twic
         assert held(control, "BBB") == 2 * EACH_TS
         assert stats["placing_duplicates"] == EACH_TS
         assert stats["repeats_taken"] == 0
+        entry = control.call("streams", streams=["AAA"])["streams"]["AAA"]
+        assert entry["fed_by"] == placed["tag"]
+        # the killed feed's late copy, left out for the placed feed's: said to it, had it lived (review411 #10)
+        assert entry.get("superseded") == ({OLD: {"by": placed["tag"], "ticks": EACH_TS}} if late_after_new else None)
         assert not any(stats["rejected"].values()), stats["rejected"]  # (none refused as ts_backwards either)
 
 
@@ -81,3 +88,31 @@ def test_a_placed_feed_sends_what_no_feed_sent_before_it(server) -> None:
         assert control.call("stats")["stats"]["placing_duplicates"] == 0
         assert control.call("streams", streams=None, drain=True)["tag"] not in (tag, OLD)
         assert "tag" not in control.call("streams", streams=None)
+
+
+def test_a_feed_whose_ticks_are_left_out_for_a_feed_placed_after_it_is_told_and_counts_them(server, capsys) -> None:
+    """review411 #10: two feeds of one stream started together. Once the one placed second sent the stream, the
+    first one's ticks of it were left out (placing_duplicates), and it was told nothing: it waited for them and
+    called them lost. `streams` says them now (`superseded`), and the feed warns, naming the other feed, and counts
+    them as seen."""
+    control_at = server.endpoints["control"]
+    resume = ControlFeedResume(lambda: ControlClient(control_at, timeout_s=30), confirm_every_s=0)
+    ticks = {k: [trade("VEN", TS + k * 5_000_000 + i, 100.0, 1.0, "buy") for i in range(EACH_TS)] for k in (0, 2, 3)}
+    try:
+        with ControlClient(control_at, timeout_s=30) as control, \
+                FeedClient(server.endpoints["ingest"], tag=resume.tag) as first:
+            sent(first, control, [[t.to_wire() for t in ticks[0]]])
+            resume.sent(ticks[0], {})
+            second = control.call("streams", streams=None, drain=True)["tag"]  # placed after the first began
+            with FeedClient(server.endpoints["ingest"], tag=second) as later:
+                sent(later, control, [group("VEN", 1)])
+            sent(first, control, [[t.to_wire() for t in ticks[k]] for k in (2, 3)])  # left out
+            resume.sent(ticks[2] + ticks[3], {})
+            entry = control.call("streams", streams=["VEN"])["streams"]["VEN"]
+            assert entry["superseded"] == {resume.tag: {"by": second, "ticks": 2 * EACH_TS}} and entry["ticks"] == 8
+            assert resume.unconfirmed({}) == 0
+    finally:
+        resume.close()
+    err = capsys.readouterr().err
+    assert f"warning: stream VEN: the engine leaves this feed's ticks of it out ({2 * EACH_TS} so far), neither " \
+           f"taken nor refused: another feed ({second}) placed itself after this one began" in err, err

@@ -386,7 +386,7 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
     if source is None:
         source = _synthetic_source(args, resume.last_ts if resume is not None else {})
     elif resume is not None and resume.last_ts:  # a file fed again (after a restart): from where the engine is
-        source = AfterHeld(source, resume.last_ts, resume.at_last_ts, resume.base)
+        source = AfterHeld(source, resume.last_ts, resume.at_last_ts, resume.base, resume.fed_by)
     if replay is not None and resume is not None:
         _say_zero_bids_refused(replay, resume, args.command_name)
         resume.price_offset_of = _files_offset_of(replay)

@@ -96,6 +96,10 @@ class StreamOps:
                 # ... and what of it waits for a forward, and since when: which names are behind
                 entry.update(self.pipeline.context_of(name), **self.pipeline.kv_of(name),
                              **self.pipeline.backlog_of(name), **self._stream_feed(name))  # (feed_clocks.py)
+                if (fed_by := self.pipeline.encoders.fed_by.get(name)) is not None:  # (a feed's other publisher)
+                    entry["fed_by"] = fed_by
+                if superseded := self.placed_feeds.superseded(name):  # (... and its ticks left out for another's)
+                    entry["superseded"] = superseded
         # a name asked for that admission turned away (and the engine holds nothing of): why, beside its nil
         refused = {name: self._refused_entry(name)
                    for name in names or () if known.get(name) is None and name in self._refused_streams}

@@ -91,6 +91,9 @@ class ControlFeedResume:
         self.tag: str | None = tag if isinstance(tag, str) and echoed_topic(tag.encode("utf-8", "replace")) == tag \
             else None
         self.base: dict[str, int] = {name: held["ticks"] for name, held in reply["streams"].items() if held}
+        # stream -> the feed (its tag) whose tick the engine took last of it (absent from an earlier version)
+        self.fed_by: dict[str, str] = {name: held["fed_by"] for name, held in reply["streams"].items()
+                                       if held and type(held.get("fed_by")) is str}
         # stream -> (ticks, last_ts, at_last_ts) of its session in the engine's last reply: a lower count later is a
         # session begun afresh (an idle expiry, its last tick where it was or later) or ticks lost (its last went back)
         self.session: dict[str, tuple[int, int, int | None]] = {
@@ -165,21 +168,39 @@ class ControlFeedResume:
 
     def _say_another_publisher(self, stream: str, held: dict[str, Any] | None) -> None:
         """Once per stream (for the first MAX_OTHER_PUBLISHERS_SAID): a warning when the engine's last tick of
-        ``stream`` is stamped after every tick of it this feed sent and after its last when the feed began: only
-        another publisher can have sent it. One stream, one publisher: their ticks interleave, each one older than
-        the other's last is refused, and a tick both send at the same time is taken twice (stamped as the last)."""
+        ``stream`` is stamped after every tick of it this feed sent and after its last when the feed began (only
+        another publisher can have sent it), or when it left this feed's ticks of it out for another feed's, placed
+        after this one began (`streams`' superseded: review411 #10, said nowhere). One stream, one publisher: their
+        ticks interleave, each one older than the other's last is refused, and a tick both send at the same time is
+        taken twice (stamped as the last)."""
         last_ts = None if held is None else held.get("last_ts")
+        left_out = self._superseded(held)
         if last_ts is None or stream in self.fed_by_another or len(self.fed_by_another) >= MAX_OTHER_PUBLISHERS_SAID \
-                or last_ts <= max(self.latest[stream], self.last_ts.get(stream, self.latest[stream])):
+                or (left_out is None and last_ts <= max(self.latest[stream], self.last_ts.get(stream,
+                                                                                              self.latest[stream]))):
             return
         self.fed_by_another.append(stream)
         more = (" (further streams fed by another publisher are not said)"
                 if len(self.fed_by_another) == MAX_OTHER_PUBLISHERS_SAID else "")
+        if left_out is not None:
+            print(f"{self.who}: warning: stream {shown_name(stream)}: the engine leaves this feed's ticks of it out "
+                  f"({left_out['ticks']} so far), neither taken nor refused: another feed ({left_out['by']}) placed "
+                  f"itself after this one began and sends the same stream, and a stream takes one publisher "
+                  f"(docs/feed-resume.md); stop one of the two, or give each its own stream name{more}",
+                  file=sys.stderr, flush=True)
+            return
         print(f"{self.who}: warning: stream {shown_name(stream)}: the engine's last tick of it is stamped after "
               f"every tick this feed sent of it: another publisher is feeding the same stream. A stream takes one "
               f"publisher (docs/wire-protocol.md): the ticks of each older than the other's last are refused as "
               f"ts_backwards (this feed counts only its own), and a tick both send at the same time is taken "
               f"twice{more}", file=sys.stderr, flush=True)
+
+    def _superseded(self, held: dict[str, Any] | None) -> dict[str, Any] | None:
+        """What of this feed's ticks of a stream the engine left out for another feed's (`streams`' superseded):
+        {by, ticks}; None when none (or an engine of an earlier version)."""
+        superseded = None if held is None or self.tag is None else held.get("superseded")
+        mine = superseded.get(self.tag) if isinstance(superseded, dict) else None
+        return mine if isinstance(mine, dict) and type(mine.get("ticks")) is int else None
 
     def unconfirmed(self, rejected: Mapping[str, int]) -> int:
         """Forget what the engine has taken (accepted and logged, so a restart brings it back; or refused); returns
@@ -264,7 +285,9 @@ class ControlFeedResume:
                 self.base[stream] = self.base.get(stream, 0) - before[0]
             else:  # its last tick went back: it lost ticks it had taken (a restart that did not keep them)
                 return self._rebased(stream, held, rejected)
-        done = ticks - self.base.get(stream, 0) + rejected.get(stream, 0)
+        # (ticks left out for another feed's are seen too: neither taken nor refused, but no longer on their way)
+        left_out = self._superseded(held)
+        done = ticks - self.base.get(stream, 0) + rejected.get(stream, 0) + (left_out or {}).get("ticks", 0)
         return max(min(done, self.count[stream]), self._placed(stream, held))
 
     def _rebased(self, stream: str, held: dict[str, Any], rejected: Mapping[str, int]) -> int:

@@ -15,14 +15,16 @@ late, by the feeds' message tags (FeedClient ``tag``; the placed feed's is the o
   ticks it would have been placed after: left out too (the placed feed sends it), counted the same way.
 
 Both read the two feeds as one publisher of the stream, the one the docs allow (docs/wire-protocol.md): a second
-live publisher of the same stream that began before the placement has its later ticks of it left out.
+live publisher of the same stream that began before the placement has its later ticks of it left out, counted per
+feed and stream (``superseded``), which `streams` says, so that feed can tell its ticks went to no one (review411
+#10: it waited 30 s for them and called them lost).
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +49,8 @@ class Placement:
     earlier: frozenset[str]
     until: float  # monotonic time the watch ends
     to_skip: dict[str, int] = field(default_factory=dict)  # stream -> the placed feed's ticks of it still to leave out
+    # stream -> feed read before (its tag) -> its ticks of the stream left out, this feed sending the stream
+    superseded: dict[str, Counter[str]] = field(default_factory=dict)
 
 
 class PlacedFeeds:
@@ -92,7 +96,9 @@ class PlacedFeeds:
 
     def _left_out(self, tag: str, stream: str, ticks_of: Callable[[str], int]) -> bool:
         # a feed read before a placement: superseded on the streams the placed feed has begun sending
-        if any(tag in p.earlier and stream in p.to_skip for p in self._placements.values()):
+        superseding = next((p for p in self._placements.values() if tag in p.earlier and stream in p.to_skip), None)
+        if superseding is not None:
+            superseding.superseded.setdefault(stream, Counter())[tag] += 1
             return True
         placed = self._placements.get(tag)
         if placed is None:
@@ -104,6 +110,13 @@ class PlacedFeeds:
             placed.to_skip[stream] -= 1
             return True
         return False
+
+
+    def superseded(self, stream: str) -> dict[str, dict[str, Any]]:
+        """Each feed read before a placement whose ticks of ``stream`` were left out since, the placed feed sending
+        the stream: its tag -> {by: the placed feed's tag, ticks: how many}; {} when none (or no longer watched)."""
+        return {tag: {"by": placed, "ticks": n} for placed, p in self._placements.items()
+                for tag, n in p.superseded.get(stream, {}).items()}
 
 
 def streams_read(payload: bytes, renamed: Callable[[str], str]) -> list[str | None] | None:
