@@ -8,10 +8,15 @@ failure (about 66,000 events a second for a few waiting clients, measured), and 
 the socket's I/O thread: with the event watched and read once a heartbeat, 0 of 70 clients were answered, those
 within the limit too. A free descriptor is instead probed once a heartbeat (os.dup: the same condition the accept
 meets), and its absence counted and said.
+
+The metrics endpoint must answer through it (review412 #5: /healthz unanswered, a liveness probe killed a healthy
+engine): its thread takes a descriptor table of its own (own_descriptor_table), where ZeroMQ's connections take no
+room.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import resource
@@ -21,6 +26,7 @@ from collections.abc import MutableMapping
 
 LOW_LIMIT = 4096  # below it a start says how many clients the limit leaves room for (systemd's soft default: 1024)
 WARN_EVERY_S = 60.0  # while descriptors stay exhausted, a line at most this often (the count is in stats)
+CLONE_FILES = 0x400  # <sched.h>: unshare(2)'s flag for the descriptor table
 RAISE_HINT = ("raise it: `ulimit -n 65536` in the shell that starts serve, LimitNOFILE=65536 in a systemd unit, "
               "--ulimit nofile=65536 for docker run")
 
@@ -89,3 +95,29 @@ class DescriptorWatch:
             print(f"flashtick: warning: no file descriptor is free ({which} is reached: {limit}): ZeroMQ cannot "
                   f"accept new connections, so clients beyond it wait unanswered (stats descriptors_exhausted "
                   f"counts the heartbeats that found none); {RAISE_HINT}", file=sys.stderr, flush=True)
+
+
+def own_descriptor_table(keep: tuple[int, ...]) -> str | None:
+    """Give the calling thread, and the threads it starts, a descriptor table of its own (Linux unshare(2) with
+    CLONE_FILES) that holds only the descriptors in ``keep``; None once done, else why not (no unshare, or a
+    seccomp profile that denies it, as Docker's default does without CAP_SYS_ADMIN). The open-file limit bounds each
+    table's descriptor numbers, so connections the other threads accept (ZeroMQ's) no longer take this one's room.
+    The copies of the others' descriptors are closed at once: one held here would keep a file or a port open after
+    its owner closed it. The thread then uses only descriptors it opens itself (a descriptor number means another
+    file in the other table)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(CLONE_FILES) != 0:
+            return os.strerror(ctypes.get_errno())
+    except (OSError, AttributeError) as e:  # (no C library to load, no unshare in it)
+        return str(e)
+    try:
+        held = {int(name) for name in os.listdir("/proc/thread-self/fd")}  # (this table's)
+    except OSError:  # (no /proc: every number below the limit)
+        held = set(range(resource.getrlimit(resource.RLIMIT_NOFILE)[0]))
+    for fd in held - set(keep):
+        try:
+            os.close(fd)
+        except OSError:  # (the listing's own descriptor, closed already)
+            pass
+    return None

@@ -2,7 +2,9 @@
 HEAD of /metrics with the service's counters as Prometheus text, of /healthz and /readyz with the probes' JSON
 (engine/service/readiness.py), and closes the connections that would hold it.
 
-The engine thread refreshes the snapshot (each heartbeat); the HTTP thread only
+Its thread serves from a descriptor table of its own where the system lets it (descriptor_limit.own_descriptor_table):
+with every descriptor of the process taken by ZeroMQ's connections, the probes and the scrape still answer
+(review412 #5). The engine thread refreshes the snapshot (each heartbeat); the HTTP thread only
 reads that dict, so a scrape never touches live engine state. The text is engine/service/metrics_text.py, its
 families engine/service/metrics_families.py, the limits on connections engine/service/metrics_limits.py.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import socket
 import sys
 import threading
@@ -20,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from connectors.tcp_endpoints import is_ipv6_address
+from engine.service.descriptor_limit import own_descriptor_table
 from engine.service.metrics_limits import METRICS_MAX_CONNECTIONS, METRICS_POLL_S, METRICS_REQUEST_TIMEOUT_S
 from engine.service.metrics_text import render
 
@@ -67,6 +71,7 @@ class MetricsHTTPServer(ThreadingHTTPServer):
     ``connections_evicted``), or, when every open one has sent its request, the new one is closed unread (counted in
     ``connections_refused``)."""
 
+    serving_thread: threading.Thread  # (start_metrics_server starts it)
     scrapes_abandoned = 0  # (+= on several request threads: a count that may miss one is good enough here)
     connections_refused = 0  # (only the serving thread adds to these two)
     connections_evicted = 0
@@ -121,6 +126,28 @@ class MetricsHTTPServer(ThreadingHTTPServer):
         finally:
             with self._open_lock:
                 self._open.pop(request, None)
+
+    def serve_in_own_descriptor_table(self) -> None:
+        """The serving thread: serve_forever in a descriptor table of its own (or the process's, saying so), and
+        that table's copy of the listening socket closed as it ends, so shutdown() leaves the port free."""
+        listener = self.fileno()
+        try:  # (its error lines: where sys.stderr writes now, fd 2 or a file of its own)
+            stderr = (sys.stderr.fileno(),)
+        except (AttributeError, OSError, ValueError):
+            stderr = ()
+        why_not = own_descriptor_table(keep=(0, 1, 2, listener, *stderr))
+        if why_not is not None:
+            print(f"flashtick: note: the metrics endpoint shares the process's descriptors ({why_not}): with none "
+                  f"free, /healthz, /readyz and /metrics wait unanswered", file=sys.stderr, flush=True)
+        try:
+            self.serve_forever(poll_interval=METRICS_POLL_S)
+        finally:
+            if why_not is None:
+                os.close(listener)
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        self.serving_thread.join()  # its descriptor table's copy of the listener closed: the port is free
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         error = sys.exc_info()[1]
@@ -185,6 +212,7 @@ def start_metrics_server(host: str, port: int, snapshot: Callable[[], dict[str, 
 
     # an IPv6 host (`::1`, `::`: every address, IPv4 ones too where the kernel maps them) needs an IPv6 socket
     server = (MetricsHTTPServer6 if is_ipv6_address(host) else MetricsHTTPServer)((host, port), Handler)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": METRICS_POLL_S}, name="flashtick-metrics",
-                     daemon=True).start()
+    server.serving_thread = threading.Thread(target=server.serve_in_own_descriptor_table, name="flashtick-metrics",
+                                             daemon=True)
+    server.serving_thread.start()
     return server
