@@ -181,3 +181,22 @@ def test_answers_are_stale_per_query_by_its_own_streams(checkpoint, tmp_path) ->
         stale = [r for r in ready["reasons"] if r["reason"] == "answers_stale"]
         assert status == 503 and stale and stale[0]["stale_queries"] == ["only_a"], ready
         assert '"only_a"' in stale[0]["detail"], stale
+
+
+def test_stale_answers_are_said_going_in_and_coming_out_with_events_to_route_on() -> None:
+    """Review412 #1: /readyz went 503 `answers_stale` and back with no log line either way. A WARNING names the
+    queries as they go stale (once each), an INFO line says when none is any more; each has its own `event`."""
+    from engine.service.answer_freshness import StaleAnswersLines
+    from engine.service.log_levels import leveled
+
+    lines = StaleAnswersLines()
+    said = [lines.line(stale, 30.0, now) for stale, now in
+            [([], 0.0), (["slowq"], 1.0), (["slowq"], 2.0), (["other", "slowq"], 3.0), ([], 42.5), ([], 43.0)]]
+    assert said[0] is None and said[2] is None and said[5] is None, said
+    assert said[1] == ('flashtick: answers stale: "slowq" published no answer within limits.max_answer_age_s=30 s '
+                       'while ticks of their own streams arrive (1 stale in all; /readyz 503 answers_stale, '
+                       'flashtick_serving 0)'), said[1]
+    assert said[3].startswith('flashtick: answers stale: "other" published') and "(2 stale in all;" in said[3]
+    assert said[4] == "flashtick: answers fresh again: no standing query is stale (stale for 41.5 s)", said[4]
+    assert [leveled(line)[1:3] for line in (said[1], said[4])] == [("WARNING", "answers_stale"),
+                                                                   ("INFO", "answers_fresh")]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
+from engine.quoting import quoted
 from queries.spec import QuerySpec
 
 STALE_QUERIES_SAID = 5  # the stale queries `health` and /readyz name (the first by name)
@@ -53,3 +54,31 @@ class AnswerFreshness:
                 if stale == late:
                     break
         return sorted(stale)
+
+
+class StaleAnswersLines:
+    """The log's lines of stale answers (review412 #1: /readyz went 503 `answers_stale` with no line at all): a
+    WARNING as queries go stale, naming those not said yet, and an INFO line once none is, with how long it lasted
+    (the pair `behind` / `caught up` is)."""
+
+    def __init__(self) -> None:
+        self._said: set[str] = set()  # the stale queries the log has named, while some are stale
+        self._since: float | None = None  # monotonic time the first of them went stale
+
+    def line(self, stale: list[str], bound_s: float | None, now: float) -> str | None:
+        """The line to say for the queries stale now (``stale``, sorted), if any: at ``now`` (monotonic)."""
+        if not stale:
+            if self._since is None:
+                return None
+            lasted, self._since, self._said = now - self._since, None, set()
+            return f"flashtick: answers fresh again: no standing query is stale (stale for {lasted:.1f} s)"
+        new = [name for name in stale if name not in self._said]
+        self._since = self._since if self._since is not None else now
+        self._said = set(stale)
+        if not new:
+            return None
+        named = ", ".join(quoted(name) for name in new[:STALE_QUERIES_SAID])
+        more = f" and {len(new) - STALE_QUERIES_SAID} more" if len(new) > STALE_QUERIES_SAID else ""
+        return (f"flashtick: answers stale: {named}{more} published no answer within limits.max_answer_age_s="
+                f"{bound_s:g} s while ticks of their own streams arrive ({len(stale)} stale in all; /readyz 503 "
+                f"answers_stale, flashtick_serving 0)")

@@ -20,7 +20,7 @@ from engine.service.heartbeat_seqs import HeartbeatSeqs
 from engine.service.kv_thrash import KvThrashWatch
 from engine.service.pipeline import TickPipeline
 from engine.service.process_start import process_start_time
-from engine.service.answer_freshness import STALE_QUERIES_SAID, AnswerFreshness
+from engine.service.answer_freshness import STALE_QUERIES_SAID, AnswerFreshness, StaleAnswersLines
 from engine.service.reorder_window import ReorderWindow
 from engine.service.sharded import ShardedPipeline
 from engine.service.stream_refusals import StreamRefusals
@@ -68,6 +68,8 @@ class Heartbeat:
         # ticks_in at the last refresh (a restart's recovered ticks are not arriving ones), and when it last grew
         self._ticks_seen, self._tick_at = self.pipeline.ticks_in, None
         self._log_refused_said = 0  # log_unavailable refusals the behind / caught-up lines have told of
+        self._stale_queries: list[str] = []  # every standing query stale at the last refresh (the snapshot names 5)
+        self._stale_lines = StaleAnswersLines()
         # each topic's last seq, for heartbeats: a loss at a topic's tail shows as a gap (heartbeat_seqs.py)
         self._heartbeat_seqs = HeartbeatSeqs(lambda: self.pipeline.cache.topic_names(),
                                              lambda topic: self.pipeline.cache.last_seq(topic))
@@ -112,6 +114,9 @@ class Heartbeat:
         self._say_refused_streams()
         self.stream_refusals.check_late(self.pipeline.encoders.ticks_of)  # (two clocks on one stream: said)
         self._say_behind(behind, pending, shed_total + conflated_total)  # (one of the two, as when_behind says)
+        stale_line = self._stale_lines.line(self._stale_queries, self.config.limits.max_answer_age_s, time.monotonic())
+        if stale_line is not None and self.serve_hints:
+            print(stale_line, file=sys.stderr, flush=True)
 
     def _say_behind(self, behind: bool, pending: int, dropped_total: int) -> None:
         """The log's line of an engine behind its limits (or catching up after a restart, or caught up with
@@ -238,6 +243,7 @@ class Heartbeat:
         stale = self.answer_freshness.stale(registry.list(), registry.matching,
                                             encoders.received_ns if encoders is not None else {}, now,
                                             getattr(self, "_serving_since", now), self.config.limits.max_answer_age_s)
+        self._stale_queries = stale
         return {"answer_age_s": answer_age, "tick_age_s": tick_age, "answers_stale": bool(stale),
                 **({"stale_queries": stale[:STALE_QUERIES_SAID]} if stale else {})}
 
