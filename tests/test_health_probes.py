@@ -200,3 +200,24 @@ def test_stale_answers_are_said_going_in_and_coming_out_with_events_to_route_on(
     assert said[4] == "flashtick: answers fresh again: no standing query is stale (stale for 41.5 s)", said[4]
     assert [leveled(line)[1:3] for line in (said[1], said[4])] == [("WARNING", "answers_stale"),
                                                                    ("INFO", "answers_fresh")]
+
+
+def test_an_engine_loop_stall_is_said_while_probed_and_when_the_loop_turns_again(capsys) -> None:
+    """Review412 #10: a 40 s stall of the engine thread (/healthz 503 `stalled`) left no log line, during or after.
+    The first probe to find the loop stalled says so (the HTTP thread), and the loop says how long once it turns."""
+    from engine.service.log_levels import leveled
+    from engine.service.loop_turns import LoopTurns
+
+    loop = LoopTurns(stall_s=10.0)
+    assert loop.age(1.0) is None  # not serving yet
+    loop.turned(0.0)
+    ages = [loop.age(now) for now in (5.0, 12.0, 13.0)]
+    loop.turned(40.5)
+    loop.turned(41.0)
+    assert ages == [5.0, 12.0, 13.0]
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["flashtick: the engine loop has not turned for 12.0 s (limits.stall_s=10): /healthz answers "
+                     "503 stalled until it does",
+                     "flashtick: the engine loop did not turn for 40.5 s (limits.stall_s=10; /healthz answered 503 "
+                     "stalled meanwhile): it turns again"], lines
+    assert {leveled(line)[1:3] for line in lines} == {("WARNING", "stalled")}

@@ -34,6 +34,7 @@ LEVELS: list[tuple[re.Pattern[str], str, str]] = [(re.compile(pattern), level, e
     (r"clock|accepted a tick stamped", "WARNING", "feed_clock"),
     (r"dropped a control reply|no file descriptor", "WARNING", "resource_exhausted"),
     (r"recovering after an unclean stop", "WARNING", "unclean_stop"),
+    (r"the engine loop (has not|did not) turn", "WARNING", "stalled"),
     (r"caught up", "INFO", "caught_up"),
     (r"answers fresh again", "INFO", "answers_fresh"),
     (r"expired", "INFO", "streams_expired"),

@@ -45,6 +45,7 @@ from engine.service.control_requests import ERROR_REPLY_CHARS, sendable
 from engine.service.control_socket import ControlSocket, UnsentReplies
 from engine.service.data_dir_open import new_epoch
 from engine.service.log_provenance import checkpoint_dir
+from engine.service.loop_turns import LoopTurns
 from engine.service.model_digest import model_digest
 from engine.service.early_start import EarlyStart, bind_socket
 from engine.service.document_parse import DocumentParse
@@ -127,7 +128,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         self._starting.said("loading the model")
         self._starting._send = self._send_reply  # (replies past a client's queue wait and are counted from here)
         early._snapshot = self._metrics_snapshot
-        self._loop_turned: float | None = None  # monotonic time the serving loop last turned (/healthz)
+        self._loop = LoopTurns(config.limits.stall_s)  # when the serving loop last turned (/healthz), its stalls
         self._answer_at: float | None = None  # time.time() of the newest answer published (readiness.py)
         self.answer_freshness = AnswerFreshness()  # ... and of each query's (answer_freshness.py)
         self._serving_since = time.time()
@@ -224,7 +225,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         next_heartbeat = time.monotonic()
         try:
             while not self._stop.is_set():
-                self._loop_turned = time.monotonic()
+                self._loop.turned(time.monotonic())
                 self._read_sockets(next_heartbeat)
                 if self._stop.is_set():
                     break  # not a full forward now: the drain sizes its forwards to limits.drain_s
@@ -250,7 +251,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         self.pipeline.recovered = []
         freeze_heap()  # after the model, the restored streams and the sockets: no collection walks them again
         self._serving_since = time.time()
-        self._loop_turned = time.monotonic()
+        self._loop.turned(time.monotonic())
         self.ready.set()
 
     def _read_sockets(self, next_heartbeat: float) -> None:
@@ -362,8 +363,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
 
     def _http_probe(self, path: str) -> tuple[int, dict[str, Any]]:
         """/healthz and /readyz (on the HTTP thread, as /metrics): from the last snapshot and the loop's last turn."""
-        serving = self.ready.is_set() and self._loop_turned is not None
-        loop_age = time.monotonic() - self._loop_turned if serving else None
+        loop_age = self._loop.age(time.monotonic()) if self.ready.is_set() else None
         return probe_reply(path, self._metrics_snapshot(), loop_age, self.config.limits)
 
     def _stop_metrics(self) -> None:
