@@ -826,7 +826,11 @@ def test_kv_too_small_for_the_streams_is_said_as_thrash(checkpoint, monkeypatch,
                     push.send(encode([trade(f"S{s:02d}", t + s, 100.0 + round_, 1.0, "buy") for s in range(24)]))
                 time.sleep(0.05)
             assert control.call("stats")["stats"]["kv_thrash"] is True
+            while time.monotonic() < deadline + 30 and control.call("stats")["stats"]["kv_thrash"]:
+                time.sleep(0.05)  # no more ticks: a window then evicts nothing, and its end is said (review412 #3)
     said = capsys.readouterr().err
+    assert re.search(r"\nflashtick: KV thrash over: the last 0 s evicted \d+ cells of KV for \d+ new ones; it thrashed "
+                     r"for \d+ s\n", said), said
     found = re.search(r"KV thrash: .*24 streams of up to (\d+) positions want about (\d+) KV cells to stay resident "
                       r"now \(whole blocks of 16: a quiet stream wants one\); up to (\d+) once every window is full, "
                       r"kv.cells is 1024: raise it", said)

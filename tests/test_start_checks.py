@@ -116,6 +116,28 @@ def test_every_serve_line_gets_a_level_and_json_is_one_object_a_line() -> None:
     assert record["fields"] == {"source": "flashtick", "message": "behind: 10 tokens wait"}, record
 
 
+def test_the_conditions_a_desk_routes_on_have_an_event_of_their_own() -> None:
+    """Review412 #3: these lines (as `serve` writes them) had the catch-all `event: message`."""
+    from engine.service.log_levels import leveled
+
+    lines = {
+        "flashtick: WARNING: KV pool too small for the live streams: 24 streams held": ("WARNING", "kv_pool_small"),
+        "flashtick: KV thrash over: the last 10 s evicted 0 cells of KV for 0 new ones; it thrashed for 40 s":
+            ("INFO", "kv_thrash_over"),
+        "flashtick: warning: log.retention_bytes 512.0 MiB + log.answers_retention_bytes 256.0 MiB exceed the size "
+        "of the filesystem holding /d (3.0 MiB)": ("WARNING", "retention_past_disk"),
+        "flashtick: WARNING: could not keep the streams' clock offsets in /d/clock_offsets.json: [Errno 28] No "
+        "space left on device": ("WARNING", "clock_offsets_unkept"),
+        "flashtick: the tick log is writable again after 3.0 s; 1 ticks were refused meanwhile": ("INFO",
+                                                                                                  "log_writable"),
+        "flashtick: answer log: writable again after 61.7 s; every answer published is logged; ticks are accepted":
+            ("INFO", "log_writable"),
+        "flashtick serve: error: log.dir /d: a 4,096-byte write failed before replaying the tick log: no space left":
+            ("ERROR", "log_dir_full"),
+    }
+    assert {line: leveled(line)[1:3] for line in lines} == lines
+
+
 def test_the_caught_up_line_counts_the_ticks_a_full_disk_refused(checkpoint, tmp_path) -> None:
     """review351 #12: `caught up; ... (answers lagged, none refused)` came four seconds after `ticks refused
     (log_unavailable)`, in a log an operator reads line by line. The caught-up line counts them."""

@@ -27,6 +27,7 @@ class KvThrashWatch:
 
     def __init__(self) -> None:
         self.thrashing = False
+        self._thrashing_since = 0.0  # monotonic time the window that first found it thrashing began
         self.pool_short: str | None = None  # while the live streams' full windows pass the pool: why (`health`)
         self._said_need = 0  # the KV cells the last `KV pool too small` line asked for (0: none said while short)
         self._mark: tuple[float, tuple[int, int]] | None = None  # (monotonic time, (advanced, evicted)) at its start
@@ -47,9 +48,16 @@ class KvThrashWatch:
             self._mark = self._mark or (now, counts)
             return
         advanced, evicted = (b - a for a, b in zip(self._mark[1], counts))
+        was_thrashing, window_start = self.thrashing, self._mark[0]
         self._mark = (now, counts)
         self.thrashing = evicted > max(advanced, THRASH_MIN_CELLS)
         snapshot["kv_thrash"] = self.thrashing
+        if self.thrashing and not was_thrashing:
+            self._thrashing_since = window_start
+        if was_thrashing and not self.thrashing:  # its end said, as `behind` has `caught up` (review412 #3)
+            print(f"flashtick: KV thrash over: the last {THRASH_WINDOW_S:.0f} s evicted {evicted} cells of KV for "
+                  f"{advanced} new ones; it thrashed for {window_start - self._thrashing_since:.0f} s",
+                  file=sys.stderr, flush=True)
         if self.thrashing and now >= self._next_warning:
             self._next_warning = now + THRASH_WARNING_EVERY_S
             print(f"flashtick: KV thrash: the last {THRASH_WINDOW_S:.0f} s evicted {evicted} cells of KV for "

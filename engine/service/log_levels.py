@@ -23,10 +23,16 @@ from engine.service.log_lines import WrappedStream, utc_stamp
 # (pattern on the message after `flashtick[ COMMAND]: `, level, event): first match wins
 LEVELS: list[tuple[re.Pattern[str], str, str]] = [(re.compile(pattern), level, event) for pattern, level, event in [
     (r"engine step failed|metrics: a request .* failed|ZAP request failed", "ERROR", "service_error"),
+    (r"log\.dir .*write failed before replaying", "ERROR", "log_dir_full"),  # (a start on a full disk: exit 7)
+    (r"(the |answer log: ).*writable again after", "INFO", "log_writable"),
     (r"ticks refused \(log_unavailable\)|could not log|answer log: .*(cannot|refus)", "WARNING", "log_unavailable"),
+    (r"log\.\w+ .*exceeds? the size of the filesystem", "WARNING", "retention_past_disk"),
+    (r"could not keep the streams' clock offsets", "WARNING", "clock_offsets_unkept"),
     (r"behind", "WARNING", "behind"),
     (r"catching up after the restart", "WARNING", "catching_up"),
+    (r"KV thrash over", "INFO", "kv_thrash_over"),
     (r"KV thrash", "WARNING", "kv_thrash"),
+    (r"KV pool too small", "WARNING", "kv_pool_small"),
     (r"answers stale", "WARNING", "answers_stale"),
     (r"ticks refused as late|refused", "WARNING", "refused"),
     (r"stopped reading at limits\.drain_s", "WARNING", "drain_cut_short"),
