@@ -55,6 +55,12 @@ def _space(written: Path) -> tuple[int, int, Path] | None:
     return stats.f_bavail * stats.f_frsize, stats.f_blocks * stats.f_frsize, folder
 
 
+def free_bytes(written: Path) -> int | None:
+    """The bytes free to this user on the file system of ``written``; None where it cannot be told."""
+    space = _space(written)
+    return None if space is None else space[0]
+
+
 def space_left(written: Path) -> str:
     """How much space the file system of ``written`` has, in words, for a full disk's message: "0 bytes free of
     16,384 on the file system of /mnt/ticks"; "" when it cannot be told."""

@@ -1820,9 +1820,14 @@ def test_answers_the_log_cannot_take_are_written_later_and_ticks_wait_meanwhile(
     assert recovered.cache.seqs() == live.cache.seqs()  # every topic goes on after the last seq published
 
 
-def test_a_tick_log_writable_again_says_how_long_it_refused_and_how_many(checkpoint, tmp_path, capsys) -> None:
+def test_a_tick_log_writable_again_says_how_long_it_refused_and_how_many(checkpoint, tmp_path, capsys,
+                                                                         monkeypatch) -> None:
     """After the "ticks refused (log_unavailable)" lines of a full disk, one line says when writing recovered, for
-    how long and how many ticks were refused (a reviewer's log never said); every failed write is counted."""
+    how long and how many ticks were refused (a reviewer's log never said); every failed write is counted. A write
+    that fits while the disk is still full (less than ROOM_BYTES free) does not end it (review412 #4)."""
+    from engine.disk_full import free_bytes
+    from engine.service import refusal_spell
+
     live = TickPipeline(config(checkpoint, tmp_path / "data"))
     market = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(70)
     feed_in_steps(live, market[:49])
@@ -1833,7 +1838,11 @@ def test_a_tick_log_writable_again_says_how_long_it_refused_and_how_many(checkpo
             assert [r["reason"] for r in refused] == ["log_unavailable"] * 7
         assert live.stats()["log"]["append_errors"] == 14
         assert "writable again" not in capsys.readouterr().err
-    assert live.ingest_message(encode(market[63:70])) == []
+    with monkeypatch.context() as still_full:  # (the file system's free space now below the bound)
+        still_full.setattr(refusal_spell, "ROOM_BYTES", free_bytes(tmp_path) + (1 << 40))
+        assert live.ingest_message(encode(market[63:66])) == []
+        assert "writable again" not in capsys.readouterr().err
+    assert live.ingest_message(encode(market[66:70])) == []
     err = capsys.readouterr().err
     assert len(re.findall(r"flashtick: the tick log is writable again after \d+\.\d s; 14 ticks were refused "
                           r"meanwhile \(log_unavailable", err)) == 1, err
