@@ -47,7 +47,7 @@ class ItemLog:
         self._refusal_said_at = -math.inf  # when stderr last heard that the tick log refuses ticks
         # the latest refusal of a tick since the last one logged: when (monotonic) and why (`health`: degraded)
         self._refused: tuple[float, str] | None = None
-        self._refusals = RefusalSpell(root)  # since when ticks are refused, how many: said once a tick is accepted again
+        self._refusals = RefusalSpell(root)  # since when ticks are refused, how many: said once accepted again
 
     @contextmanager
     def message(self, items: int) -> Iterator[None]:
