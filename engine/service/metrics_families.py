@@ -1,13 +1,14 @@
 """The metric families /metrics exposes from the stats snapshot: each one's stats key, its name and its help
 text, a table per part of `stats` (the service's counters and gauges, the scheduler's, the runner's, speculation's,
-the process's, the tick and answer logs', the live scores'). Their own module so that what a scrape shows, and what
-each figure means, reads as one table apart from how it is written out (engine/service/metrics_text.py).
+the process's, the tick and answer logs', the live scores'); every counter is this process's live work, the start's
+replay left out (metrics_text.replayed_counts). Their own module so that what a scrape shows, and what each figure
+means, reads as one table apart from how it is written out (engine/service/metrics_text.py).
 """
 
 from __future__ import annotations
 
 COUNTERS = {
-    "ticks_in": "Ticks accepted",
+    "ticks_in": "Ticks accepted since the service began to serve (a restart's replayed ones: log_recovered_ticks)",
     "expired_streams_forgotten": "Expired streams forgotten, ordering guard and all, past "
                                  "scheduler.expired_streams_kept (a later tick of one starts a new stream)",
     "conflated": "Quotes dropped for a newer one of their stream while behind (limits.when_behind: conflate)",

@@ -1,5 +1,6 @@
 """The stats snapshot as Prometheus text (`render`): a HELP, a TYPE and the samples of each family, in a fixed
-order, with only what is known during a start, and the lag carried forward to the scrape's time (`lag_now`). The
+order, with only what is known during a start, the counters less what the start's replay counted
+(`replayed_counts`), and the lag carried forward to the scrape's time (`lag_now`). The
 families' names and help are engine/service/metrics_families.py; the HTTP server that serves this text is
 engine/service/metrics.py.
 """
@@ -27,6 +28,18 @@ def lag_now(snapshot: dict[str, Any], now: float | None = None) -> float:
     if not lag or "stats_time" not in snapshot:
         return lag
     return age_said(lag + max(0.0, (time.time() if now is None else now) - snapshot["stats_time"]))
+
+
+REPLAYED_GROUPS = ("scheduler", "runner", "speculation")  # the maps of stats whose counters a start's replay moves
+
+
+def replayed_counts(stats: dict[str, Any]) -> dict[str, Any]:
+    """The counters of ``stats`` as a start's replay of the tick log left them (taken as the service begins to
+    serve, before any live tick): the `_total` families count from them, this process's live work only. With the
+    replayed work in them (`stats`' ticks_in, rolls, forwards), a restart with retention brought them down and
+    Prometheus read a counter reset and an increase of every tick replayed (review412 #7)."""
+    return {**{key: stats[key] for key in COUNTERS if isinstance(stats.get(key), int)},
+            **{group: dict(stats.get(group) or {}) for group in REPLAYED_GROUPS}}
 
 
 def render(snapshot: dict[str, Any], now: float | None = None) -> str:
@@ -97,8 +110,9 @@ def _service_state(metric: Metric, snapshot: dict[str, Any]) -> None:
 
 def _engine_figures(metric: Metric, snapshot: dict[str, Any]) -> None:
     """The engine's counters and gauges, its GEMM kernel cache, the answers a restart owes, the figures' age."""
+    replayed = snapshot.get("replayed", {})
     for key, help_text in COUNTERS.items():
-        metric(f"{key}_total", "counter", help_text, [("", snapshot.get(key, 0))])
+        metric(f"{key}_total", "counter", help_text, [("", _since_serving(snapshot.get(key, 0), replayed.get(key, 0)))])
     for key, help_text in GAUGES.items():
         value = snapshot.get(key, 0)
         if value is None:  # (no such figure here: no sample rather than a false one)
@@ -169,8 +183,10 @@ def _loop_and_log(metric: Metric, snapshot: dict[str, Any]) -> None:
     """The scheduler's, runner's and speculation's counters, and the data directory's logs."""
     for group, prefix, counters in (("scheduler", "", SCHEDULER_COUNTERS), ("runner", "", RUNNER_COUNTERS),
                                     ("speculation", "speculation_", SPECULATION_COUNTERS)):
+        replayed = snapshot.get("replayed", {}).get(group, {})
         for key, help_text in counters.items():
-            metric(f"{prefix}{key}_total", "counter", help_text, [("", snapshot.get(group, {}).get(key, 0))])
+            metric(f"{prefix}{key}_total", "counter", help_text,
+                   [("", _since_serving(snapshot.get(group, {}).get(key, 0), replayed.get(key, 0)))])
     log = snapshot.get("log")
     if isinstance(log, dict):
         metric("log_problem", "gauge", "1 while ticks are refused (log_unavailable) because the data directory's logs "
@@ -211,6 +227,11 @@ def _answers_and_shards(metric: Metric, snapshot: dict[str, Any]) -> None:
         quantiles = snapshot.get(key, {})
         metric(name, "gauge", help_text,
                [(f'{{quantile="{q}"}}', quantiles[k]) for q, k in (("0.5", "p50"), ("0.99", "p99")) if k in quantiles])
+
+
+def _since_serving(count: int, replayed: int) -> int:
+    # (never below 0: with --shards a shard restored mid-run counts from its own replay again, below the baseline)
+    return max(0, count - replayed)
 
 
 def _label(value: str) -> str:

@@ -63,6 +63,7 @@ from engine.service.stop_drain import StopDrain
 from engine.service.subscriptions_held import SubscriptionsHeld
 from engine.service.unread_clock import UnreadClock
 from engine.service.wire_protocol import TOKENIZED_MARKER, pack
+from engine.service.metrics_text import replayed_counts
 from engine.service.readiness import probe_reply
 from queries.cache import Answer
 from queries.limits import clip
@@ -251,6 +252,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         self.pipeline.recovered = []
         freeze_heap()  # after the model, the restored streams and the sockets: no collection walks them again
         self._serving_since = time.time()
+        self._replayed = replayed_counts(self.pipeline.stats())  # (what /metrics' counters leave out)
         self._loop.turned(time.monotonic())
         self.ready.set()
 
@@ -357,7 +359,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         """What a scrape renders (on the HTTP thread: reads, never touches the engine): the engine thread's last
         snapshot once the loop serves; before that, the start's phase and the process's own figures."""
         if self.ready.is_set():
-            return self._snapshot
+            return {**self._snapshot, "replayed": self._replayed}
         return {"starting": self._starting.phase, "process_start_time_seconds": PROCESS_START_TIME,
                 "process_resident_memory_bytes": resident_bytes()}
 
