@@ -8,9 +8,12 @@ the tick can have come) and that carry a `clock_ahead` caveat, published, asked 
 from __future__ import annotations
 
 import time
+import urllib.request
 
 import msgpack
 
+from engine.quoting import quoted
+from engine.service.log_levels import leveled
 from engine.service.clock_offsets import load_offsets, save_offsets
 from engine.service.receive_clock import ReceiveClock
 from wire_client import fresh_stream, held_of, trade, wait_stats
@@ -43,7 +46,8 @@ def test_a_tick_an_hour_ahead_is_refused_to_its_sender_and_the_real_feed_goes_on
     assert [(p["version"], p["tick_seq"]) for _, p in published if p["stream"] == stream] == [(1, 1), (2, 3)]
 
 
-def test_a_tick_ahead_within_the_bound_is_never_younger_than_zero_and_says_the_clock_is_ahead(clients) -> None:
+def test_a_tick_ahead_within_the_bound_is_never_younger_than_zero_and_says_the_clock_is_ahead(server, clients,
+                                                                                              capsys) -> None:
     control, sub, push = clients
     ctl, answers = control(), sub("dir/")
     stream, honest = fresh_stream("AHEAD"), fresh_stream("ONTIME")
@@ -68,6 +72,17 @@ def test_a_tick_ahead_within_the_bound_is_never_younger_than_zero_and_says_the_c
     for reply in (ctl.ok("ask", stream=honest, query="dir", max_stale_ticks=5),
                   ctl.ok("get", stream=honest, query="dir")):
         assert reply["data_age_ms"] >= 0 and reply["caveats"] == [], reply
+    # review412 #8: said in the log too (`event: feed_clock`), and counted on /metrics, not only in `health`
+    said, deadline = "", time.monotonic() + 60
+    while "flashtick: clock ahead: " not in said and time.monotonic() < deadline:
+        said += capsys.readouterr().err
+        time.sleep(0.02)
+    line = next(line for line in said.splitlines() if line.startswith("flashtick: clock ahead: "))
+    assert line.startswith(f"flashtick: clock ahead: stream {quoted(stream)} is stamped ") and \
+        leveled(line)[1:3] == ("WARNING", "feed_clock"), line
+    assert ctl.ok("stats")["stats"]["clock_ahead_streams"] == 1
+    scraped = urllib.request.urlopen(server["metrics"], timeout=60).read().decode()
+    assert "\nflashtick_clock_ahead_streams 1\n" in scraped and "\nflashtick_kv_pool_small 0\n" in scraped
 
 
 def test_one_stamp_ahead_is_forgotten_two_windows_on_and_a_backlog_within_a_window_still_reads_as_lag(

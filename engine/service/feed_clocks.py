@@ -10,6 +10,7 @@ answers and `health` say them as one engine's do."""
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -19,6 +20,9 @@ from engine.service.sharded import ShardedPipeline
 from engine.service.stream_refusals import STREAMS_SAID, StreamRefusals
 from engine.quoting import quoted
 from queries.cache import Answer
+
+
+CLOCK_AHEAD_SAID_EVERY_S = 60.0  # streams newly found with a clock ahead: one log line at most this often
 
 
 class FeedClocks:
@@ -31,6 +35,26 @@ class FeedClocks:
     def _init_feed_clocks(self) -> None:
         ingest = self.config.ingest
         self.stream_refusals = StreamRefusals(ingest.late_share_warn, ingest.reorder_window_ms)
+        self._clocks_ahead_said: set[str] = set()  # streams whose clock ahead the log said (while it stays ahead)
+        self._next_clock_line = 0.0
+
+    def _clocks_ahead(self) -> dict[str, int]:
+        """The streams whose feed's clock runs past ingest.clock_ahead_warn_ms ahead of this machine's: name ->
+        offset (ns), furthest first (stats' `clock_ahead_streams` counts them; O(streams), once a heartbeat)."""
+        threshold_ns = round(self.config.ingest.clock_ahead_warn_ms * 1e6)
+        return self.pipeline.receive_clock.most_ahead(threshold_ns, sys.maxsize)
+
+    def _say_clocks_ahead(self, ahead: dict[str, int]) -> None:
+        """A log line (`feed_clock`) for streams newly found with a clock ahead, the furthest named, at most every
+        CLOCK_AHEAD_SAID_EVERY_S (review412 #8: `health` warned of one, the log said nothing)."""
+        self._clocks_ahead_said &= ahead.keys()
+        new = [stream for stream in ahead if stream not in self._clocks_ahead_said]
+        if not new or time.monotonic() < self._next_clock_line:
+            return
+        self._next_clock_line = time.monotonic() + CLOCK_AHEAD_SAID_EVERY_S
+        self._clocks_ahead_said.update(new)
+        more = f" ({len(new) - 1} more streams newly ahead: `health`'s warnings name them)" if len(new) > 1 else ""
+        print(f"flashtick: clock ahead: {_ahead_text(new[0], ahead[new[0]])}{more}", file=sys.stderr, flush=True)
 
     def _offset_ns(self, stream: str) -> int | None:
         return self.pipeline.receive_clock.offset_ns(stream)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from connectors.service_topics import HEARTBEAT_TOPIC
@@ -48,6 +49,8 @@ class Heartbeat:
     _feed_watches: dict[str, FeedWatch]
     stream_refusals: StreamRefusals
     reorder: ReorderWindow | None
+    _clocks_ahead: Callable[[], dict[str, int]]  # (FeedClocks')
+    _say_clocks_ahead: Callable[[dict[str, int]], None]
 
     def _init_heartbeat(self) -> None:
         """The heartbeat's own state, once the pipeline is up (its restart's tail tells catching up)."""
@@ -114,6 +117,7 @@ class Heartbeat:
         self._say_refused_streams()
         self.stream_refusals.check_late(self.pipeline.encoders.ticks_of)  # (two clocks on one stream: said)
         self._say_behind(behind, pending, shed_total + conflated_total)  # (one of the two, as when_behind says)
+        self._say_clocks_ahead(self._clocks_ahead_now)
         stale_line = self._stale_lines.line(self._stale_queries, self.config.limits.max_answer_age_s, time.monotonic())
         if stale_line is not None and self.serve_hints:
             print(stale_line, file=sys.stderr, flush=True)
@@ -207,10 +211,14 @@ class Heartbeat:
         now = time.time()  # stats_time: how fresh a reader (/metrics) finds these figures
         self._snapshot = {**self.pipeline.stats(), **self.counters, "uptime_s": now - self.started_at,
                           "stats_time": now,
-                          "kv_thrash": self._kv_thrash.thrashing, "process_resident_memory_bytes": resident_bytes(),
+                          "kv_thrash": self._kv_thrash.thrashing,
+                          "kv_pool_small": self._kv_thrash.pool_short is not None,
+                          "process_resident_memory_bytes": resident_bytes(),
                           "process_start_time_seconds": PROCESS_START_TIME,
                           **({"log_problem": data.items.problem} if data is not None else {})}
         self._snapshot["rejected_streams"] = self.stream_refusals.most()  # (stream_refusals.py)
+        self._clocks_ahead_now = self._clocks_ahead()  # (FeedClocks': the heartbeat says those newly ahead)
+        self._snapshot["clock_ahead_streams"] = len(self._clocks_ahead_now)
         self._snapshot.update(self._unread())
         self._snapshot.update(self._freshness(now))
         if self.reorder is not None:  # ingest.reorder_window_ms: what it holds, and the late ticks it placed

@@ -70,6 +70,10 @@ GAUGES = {
     "unread_bytes": "Bytes this host's kernel holds for the ingest connections, not yet read (Linux, tcp:// only)",
     "behind": "1 while more than limits.max_backlog_tokens wait for a forward, or data waited past limits.max_lag_s",
     "kv_thrash": "1 while evicted sessions are recomputed more than new tokens are (kv.cells too small)",
+    "kv_pool_small": "1 while the streams held want more KV cells once their windows fill than kv.cells holds "
+                     "(health's kv_pool_small warning: kv_thrash comes once they fill)",
+    "clock_ahead_streams": "Streams whose feed's clock runs more than ingest.clock_ahead_warn_ms ahead of this "
+                           "machine's (health's clock_ahead warnings name them; their answers carry the caveat)",
     "answers_stale": "1 while a standing query's own streams tick and its newest answer is older than "
                      "limits.max_answer_age_s (health: degraded, stale_queries; /readyz 503)",
     "queries": "Registered queries",
