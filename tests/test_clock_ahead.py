@@ -13,8 +13,8 @@ import urllib.request
 import msgpack
 
 from engine.quoting import quoted
-from engine.service.log_levels import leveled
 from engine.service.clock_offsets import load_offsets, save_offsets
+from engine.service.log_levels import leveled
 from engine.service.receive_clock import ReceiveClock
 from wire_client import fresh_stream, held_of, trade, wait_stats
 from wire_server import clients, server  # noqa: F401 (fixtures)
