@@ -104,7 +104,9 @@ def own_descriptor_table(keep: tuple[int, ...]) -> str | None:
     table's descriptor numbers, so connections the other threads accept (ZeroMQ's) no longer take this one's room.
     The copies of the others' descriptors are closed at once: one held here would keep a file or a port open after
     its owner closed it. The thread then uses only descriptors it opens itself (a descriptor number means another
-    file in the other table)."""
+    file in the other table), and closes each itself, never leaving one to the garbage collector: collected on
+    another thread, its close would take that thread's table's descriptor of the same number (socketserver closes
+    each request's socket as the request ends; the other threads' files are closed where they are used)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.unshare(CLONE_FILES) != 0:
