@@ -13,6 +13,7 @@ import polars as pl
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.map_vocabulary import DAY_CLOCK_UNITS, EXCEL_DAYS, UNITS
+from connectors.past_midnight import names_a_trade_date
 from connectors.ticks import utc_text
 from engine.quoting import quoted
 
@@ -68,16 +69,21 @@ def trade_date_caution(path: Path, cmap: ColumnMap, facts: dict[str, Any]) -> li
     """A caution when a date column joined to a time of day steps back 12 to 24 h within one date, and all the
     file's steps back of over an hour are such: the date is an exchange trade (session) date, whose evening rows
     carry the next day's date and sort a day late, not the calendar date. Not when every such step goes to
-    another stream: a file of a round-the-clock market sorted by stream steps back from 23:59 to 00:00 there."""
+    another stream: a file of a round-the-clock market sorted by stream steps back from 23:59 to 00:00 there. A
+    column already named or mapped as a trade date is not told to be named so (review411 #13): its evening rows
+    were not told apart (no daily pause before an evening open)."""
     steps = facts.get("day_late_steps") or 0
     if not steps or steps != facts.get("long_back_steps") or not facts.get("day_late_in_a_stream"):
         return []
     date, clock = cmap.ts_columns
+    give = "Give a calendar date column, or a full timestamp column (--columns ts=...; docs/replay.md#trade-dates)"
+    fix = (f"Its name or the map says it is a trade date, but its times of day show no daily pause (30 min or more, "
+           f"in the afternoon or evening) before an evening open, which tells the evening rows: read as written. "
+           f"{give}" if names_a_trade_date(date) or cmap.trade_date == date else
+           f"{give}, or say it is a trade date, read with its evening rows on the day before: --columns "
+           f"...,trade_date={date} (or name the column 'Trade Date' in the file's header)")
     return [Caution(
         f"{path.name}: {steps} time(s) in file order step back by 12 to 24 h between rows of one {quoted(date)}: "
         f"that column looks like an exchange trade (session) date, not the calendar date. A futures evening "
         f"session (from 17:00 CT at CME) carries the next business day's date, so its rows, joined to {quoted(clock)}, "
-        f"are stamped a day late and sort after that day's day session. Give a calendar date column, or a full "
-        f"timestamp column (--columns ts=...; docs/replay.md#trade-dates), or say it is a trade date, read with "
-        f"its evening rows on the day before: --columns ...,trade_date={date} (or name the column 'Trade Date' in "
-        f"the file's header)")]
+        f"are stamped a day late and sort after that day's day session. {fix}")]

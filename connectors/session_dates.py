@@ -8,8 +8,11 @@ once in the afternoon or evening (the daily break before the evening open), the 
 read on the calendar day before their trade date, whatever the file's row order (sorted by trade date then time,
 or evening first). A file whose dated evening rows fall on a Saturday or a Sunday holds calendar dates under that
 name (no trade date is a weekend's at these exchanges): it is read as written, said in a note. An evening whose
-trade date skips a holiday mid-week (a Wednesday evening carrying Friday's date) is a day late still: only the
-exchange's calendar knows it. Read in Asia/Tokyo, Asia/Seoul or Asia/Singapore (JPX, KRX, SGX: no Sunday session,
+trade date skips a holiday mid-week (a Wednesday evening carrying Friday's date) is told by the file's order where it
+is written as it ran: its session's rows pass two midnights or more, each read back from the trade date by the
+midnights still to come (the Wednesday evening on the Wednesday); sorted by time of day, only the exchange's
+calendar knows it, and it is read a day late. Such a session is left out of the search for the open, which its
+hours may cover. Read in Asia/Tokyo, Asia/Seoul or Asia/Singapore (JPX, KRX, SGX: no Sunday session,
 a night session booked to the next business day), an evening is the business day before:
 a Friday night session carrying Monday's date is read on the Friday, its rows after midnight (before the night's
 morning close) on the Saturday; elsewhere a Monday's evening is the Sunday's, as CME's week opens
@@ -37,6 +40,9 @@ from connectors.past_midnight import names_a_trade_date, past_day_end
 from engine.quoting import quoted
 
 MINUTE_NS, DAY_NS = 60 * 10**9, 86_400 * 10**9
+# a step back of more than this between two rows of one trade date (and stream), in file order, is its clock passing
+# midnight: rows a little out of order step back by less
+MIDNIGHT_STEP_NS = DAY_NS // 2
 BREAK_MINUTES = 30  # the least pause of the times of day taken for a daily break (CME's is 60 min, JPX's 75)
 EVENING_FROM_MINUTE = 12 * 60  # the break before the evening open starts after noon (JPX's 06:00-08:45 is not it)
 MONDAY, SATURDAY, SUNDAY = 0, 5, 6  # weekdays, Monday 0; epoch day 0 (1970-01-01) was a Thursday (3)
@@ -219,27 +225,33 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
     date, time = cmap.ts_columns
     # a bare `Date` (TAQ's, every bar export's) is told by the file's first rows before the whole file is read
     sample = rows.head(SAMPLE_ROWS) if bare else rows
+    session = [stream, pl.col(date)]
+    long = LongSessions.of(sample, clock, session)
     least_break = LEAST_BREAK_MINUTES.get(cmap.tz or "", BREAK_MINUTES)
-    opens = stream_opens(sample, stream, minute, least_break)
+    # a session past two midnights (a holiday's) may trade through the daily pause: the open is found without it
+    opens = stream_opens(long.others(sample), stream, minute, least_break)
     if not opens.opens:
         return ts, [], None
     evening = opens.evening(stream, minute) | past
     if bare:
-        if not wraps_at_the_open(sample, clock, evening, [stream, pl.col(date)]):
+        if not wraps_at_the_open(sample, clock, evening, session):
             return ts, [], None  # a calendar date (times ascending within each date), or nothing tells
-        opens = stream_opens(rows, stream, minute, least_break)  # a trade date: every stream's open, from all rows
+        long = LongSessions.of(rows, clock, session)  # a trade date: every stream's open and session, from all rows
+        opens = stream_opens(long.others(rows), stream, minute, least_break)
         evening = opens.evening(stream, minute) | past
     at = opens.said(time)
     weekday = (clock // DAY_NS - past.cast(pl.Int64) + 3) % 7  # the date written's: a row past 24:00 is on it
     weekend, count, past_rows = rows.select((evening & weekday.is_in([SATURDAY, SUNDAY])).sum(),
-                                            evening.sum().alias("n"), past.sum().alias("past")).collect().row(0)
+                                            (evening & ~long.rows).sum().alias("n"),
+                                            past.sum().alias("past")).collect().row(0)
     if weekend:
         said = "named" if by_name else "mapped (trade_date)" if named else "ordered"
         return ts, [f"{path.name}: column {quoted(date)} is {said} as a trade date, but {weekend} of its rows at or "
                     f"after {at} fall on a Saturday or a Sunday, which is no trade date: read as calendar dates, as "
                     f"written"], None
     night = cmap.tz in NIGHT_SESSION_ZONES  # Monday's night session on the Friday before (JPX's)
-    days_back = night_days_back(opens, stream, minute, evening, weekday) if night else evening.cast(pl.Int64)
+    days_back = long.days_back(
+        night_days_back(opens, stream, minute, evening, weekday) if night else evening.cast(pl.Int64))
     if counted:  # from the midnight before, at that day's offset
         day, counts = (pl.col(c) for c in cmap.ts_columns)
         earlier = after_midnight(cmap, row_day(day) - pl.duration(days=days_back),
@@ -272,8 +284,49 @@ def trade_date_evenings(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts: pl.
                   if mondays else "")
         read_on = f"read on the calendar day before their trade date{monday}"
     return shifted, [f"{path.name}: column {quoted(date)} {why}: its {count} row(s) at or after {at} are its evening "
-                     f"session{past_said}, {read_on} (docs/replay.md#trade-dates)"], \
+                     f"session{past_said}, {read_on}{long.said()} (docs/replay.md#trade-dates)"], \
         EveningsMoved(int(moved_back), list(others))
+
+
+class LongSessions(NamedTuple):
+    """The sessions of a trade-date file whose rows, in file order, pass two midnights or more: a trade date that
+    skips an exchange holiday, written as it ran (CME's Wednesday evening opening Friday's trade date over 4 July
+    or Thanksgiving, through the Thursday, halted or not). Each row of one is read back from its trade date by the
+    midnights its session passes after it: the Wednesday evening on the Wednesday (two before the Friday), the
+    Thursday on the Thursday, whatever the daily open says. `rows`: whether a row is in one; `dates`: their trade
+    dates, in file order (a few said)."""
+    rows: pl.Expr
+    passed: pl.Expr  # the midnights its session passed before a row
+    midnights: pl.Expr  # the midnights its session passes in all
+    dates: list[str]
+
+    @staticmethod
+    def of(rows: pl.LazyFrame, clock: pl.Expr, session: list[pl.Expr]) -> LongSessions:
+        """Those of ``rows``, a session being one trade date of one stream (``session``), its rows' ``clock`` the
+        date's wall clock (a step back of over half a day between two of them is a midnight passed)."""
+        midnight = (clock.diff() < -MIDNIGHT_STEP_NS).fill_null(False)
+        midnights = midnight.sum().over(session)
+        dates = rows.select(session[-1].filter(midnights >= 2).unique(maintain_order=True).head(4)
+                            .cast(pl.String)).collect().to_series().to_list()
+        return LongSessions((midnights >= 2).fill_null(False) if dates else pl.lit(False),
+                            midnight.cast(pl.Int64).cum_sum().over(session), midnights.cast(pl.Int64), dates)
+
+    def others(self, rows: pl.LazyFrame) -> pl.LazyFrame:
+        """``rows`` without those of long sessions (all of them, where there are none)."""
+        return rows.filter(~self.rows) if self.dates else rows
+
+    def days_back(self, by_open: pl.Expr) -> pl.Expr:
+        """Days before its trade date each row is at: a long session's by the midnights still to come, any other
+        row's as its open says (``by_open``)."""
+        return pl.when(self.rows).then(self.midnights - self.passed).otherwise(by_open) if self.dates else by_open
+
+    def said(self) -> str:
+        if not self.dates:
+            return ""
+        dates = ", ".join(self.dates[:3]) + (", ..." if len(self.dates) > 3 else "")
+        return (f"; the session(s) of trade date {dates} pass two midnights or more in file order (a trade date that "
+                f"skips an exchange holiday): their rows are read on the days they ran, back from the trade date by "
+                f"the midnights still to come, their first evening on the day it opened")
 
 
 def night_days_back(opens: StreamOpens, stream: pl.Expr, minute: pl.Expr, evening: pl.Expr,

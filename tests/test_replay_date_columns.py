@@ -277,6 +277,48 @@ def test_a_column_named_trade_date_reads_its_evening_rows_on_the_day_before_in_e
                "read as calendar dates, as written" in note for note in replay.notes), replay.notes
 
 
+def cme_holiday_rows(halted: bool, date_name: str = "Trade Date") -> pl.DataFrame:
+    """ES trades every 20 minutes around 4 July 2024 in DataMine's order: trade date 07-03 from Tuesday's 17:00 CT
+    open, then 07-05, whose evening opens on Wednesday 07-03 (no 07-04 trade date) and runs through Thursday to
+    Friday's close; on the Thursday halted from 12:00 to 17:00 (CME's holiday hours), or, not ``halted``, trading
+    through its 16:00-17:00 pause."""
+    start = datetime(2024, 7, 2, 17, tzinfo=CHICAGO)
+    local = [(start + timedelta(minutes=20 * i)).astimezone(CHICAGO) for i in range(3 * 72)]  # to Friday 16:40
+    thursday = date(2024, 7, 4)
+    local = [t for t in local if t.date() == thursday and not (halted and 12 <= t.hour < 17) or
+             t.date() != thursday and t.hour != 16]
+    return pl.DataFrame({
+        date_name: ["20240703" if t < datetime(2024, 7, 3, 17, tzinfo=CHICAGO) else "20240705" for t in local],
+        "Time": [t.strftime("%H:%M:%S") for t in local], "Symbol": "ESU4", "Price": 5500.25, "Volume": 1,
+        "truth": [int(t.timestamp()) * 10**9 for t in local]})
+
+
+def test_a_trade_date_that_skips_a_holiday_keeps_the_files_evenings_and_reads_its_own_on_the_day_it_ran(
+        tmp_path: Path) -> None:
+    """review411 #13: a holiday session trading through the daily pause hid the file's evening open, so every
+    evening, the normal 07-03 one too, was read a day late, even under an explicit `trade_date` map, with a caution
+    asking to name the column `Trade Date` that already was. Its rows, passing two midnights in file order, are
+    read back from the trade date by the midnights still to come: the Wednesday evening on the Wednesday."""
+    through, halted = cme_holiday_rows(halted=False), cme_holiday_rows(halted=True, date_name="Session")
+    named = FileReplay(write(through.drop("truth"), tmp_path / "es_july.csv"), columns={"tz": "America/Chicago"})
+    mapped = FileReplay(write(halted.drop("truth"), tmp_path / "es_session.csv"),
+                        columns={"ts": "Session+Time", "trade_date": "Session", "tz": "America/Chicago"})
+    for replay, rows in ((named, through), (mapped, halted)):
+        assert [t.ts for t in drain(replay)] == rows["truth"].to_list()
+        said = "\n".join(replay.notes)
+        assert "read on the calendar day before their trade date; the session(s) of trade date 20240705 pass two " \
+               "midnights or more in file order (a trade date that skips an exchange holiday)" in said, said
+        assert not replay.cautions, replay.cautions
+    # a column named so whose times never pause (no evening open to tell): read as written, and not told to be named so
+    round_the_clock = through.filter(pl.col("Trade Date") == "20240705")
+    replay = FileReplay(write(round_the_clock.drop("truth"), tmp_path / "es_no_pause.csv"),
+                        columns={"tz": "America/Chicago"})
+    drain(replay)
+    said = "\n".join(replay.cautions)
+    assert "Its name or the map says it is a trade date, but its times of day show no daily pause" in said, said
+    assert "name the column 'Trade Date'" not in said
+
+
 def test_a_cme_trade_date_file_sorted_by_trade_date_then_time_replays_the_sunday_open_first(tmp_path: Path) -> None:
     """ORDER BY trade_date, time (a SQL export's, a spreadsheet sort's): within a trade date the day session comes
     before the evening of the day before. UTC stamps worked by hand: CST is UTC-6 in December."""
