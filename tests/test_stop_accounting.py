@@ -17,6 +17,7 @@ import zmq
 
 from connectors.service_topics import REJECTS_TOPIC
 from engine.service.client import ControlClient, ControlError
+from engine.service.data_dir_open import unclean_stop
 from engine.service.exit_codes import SERVICE_BUSY, status_of_error
 from connectors.ticks import encode
 from test_durability import checkpoint, serve, serve_config  # noqa: F401  (checkpoint: the model fixture)
@@ -188,6 +189,10 @@ def test_a_second_sigterm_during_the_drain_ends_the_process_at_once_by_the_signa
     assert process.returncode == -signal.SIGTERM, err
     assert ("WARNING: a second SIGTERM during the stop: ending now, without the rest of the drain; nothing accepted "
             "is lost: the tick log holds it") in err, err
+    # review412 #12: the next start said this stop a crash ("killed, crashed or lost power"); the lock says why it ended
+    said = unclean_stop((tmp_path / "data" / "lock").read_text().strip())
+    assert said is not None and said.startswith("flashtick: note: recovering after a stop cut short"), said
+    assert "ended by a second SIGTERM at " in said and "unclean stop" not in said, said
 
 
 def test_every_control_request_read_before_or_during_a_stop_gets_a_reply(checkpoint) -> None:

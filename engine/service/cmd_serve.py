@@ -126,15 +126,20 @@ class ServingStop:
             signal.signal(each, signal.SIG_DFL)
         # said and ended from a thread: this handler runs between two bytecodes of the main thread, which may hold
         # stderr's lock (a line being written), and a print here would wait on it for ever
-        logged = getattr(self.server.pipeline, "data", None) is not None
-        threading.Thread(target=_end_by, args=(signum, logged), daemon=True).start()
+        threading.Thread(target=_end_by, args=(signum, getattr(self.server.pipeline, "data", None)),
+                         daemon=True).start()
 
 
-def _end_by(signum: int, logged: bool) -> None:
+def _end_by(signum: int, data: Any) -> None:
+    """The process ended by ``signum``, said first, in the log and in the data directory's lock (``data``, None
+    without a tick log), whose next start then says a stop cut short, not a crash (review412 #12)."""
+    name = signal.Signals(signum).name
+    if data is not None:
+        data.mark_ended_by_signal(name)
     kept = ("nothing accepted is lost: the tick log holds it, and the next start replays it and computes what is owed"
-            if logged else "what was accepted and not answered is lost (no tick log)")
-    print(f"flashtick: WARNING: a second {signal.Signals(signum).name} during the stop: ending now, without the "
-          f"rest of the drain; {kept}", file=sys.stderr, flush=True)
+            if data is not None else "what was accepted and not answered is lost (no tick log)")
+    print(f"flashtick: WARNING: a second {name} during the stop: ending now, without the rest of the drain; {kept}",
+          file=sys.stderr, flush=True)
     os.kill(os.getpid(), signum)
 
 

@@ -164,6 +164,9 @@ CLEAN_STOP = "stopped cleanly"
 # what it says after the pid while its service runs, before the release: a release before 0.2.0 wrote "pid N" alone,
 # and no CLEAN_STOP, so its stops, clean or not, read alike (review400 #4)
 RUNNING = ", flashtick "
+# what it says after the release once a second signal ended the run during its stop (the drain cut short, as the
+# docs offer): no crash, though the next start replays as after one (review412 #12: it was said killed or crashed)
+ENDED_BY_SIGNAL = "ended by a second"
 ROOM_CHECK_BYTES = 4096  # a start writes this much into the directory (then removes it) before replaying the log
 
 
@@ -213,13 +216,28 @@ def release_lock(lock: DataDirLock, clean: bool = True) -> None:
     lock.handle.close()
 
 
+def mark_ended_by_signal(lock: DataDirLock, signal_name: str) -> None:
+    """The lock marked as ended by a second ``signal_name`` during the stop, just before the process ends by it (the
+    flock goes with the process), so the next start says so rather than a crash."""
+    try:
+        _rewrite(lock.handle, f"pid {os.getpid()}{RUNNING}{this_release()}, {ENDED_BY_SIGNAL} {signal_name} at "
+                              f"{utc_stamp()}")
+    except (OSError, ValueError):  # (a full disk, or the lock let go already: the next start says a crash, or nothing)
+        pass
+
+
 def unclean_stop(previous: str) -> str | None:
     """What a start says of the run before it, whose lock said ``previous``: None after a clean stop (or none: a
-    new directory); a crash (counted by a log pipeline) when that run marked no clean stop; and when it may have
-    been a release that marks none (``previous`` names no release: one before 0.2.0), that it is not known
-    (review400 #4: the first start after an upgrade reported a crash)."""
+    new directory); a crash (counted by a log pipeline) when that run marked no clean stop; a note, no crash, when a
+    second signal ended its stop; and when it may have been a release that marks none (``previous`` names no
+    release: one before 0.2.0), that it is not known (review400 #4: the first start after an upgrade reported a
+    crash)."""
     if not previous or CLEAN_STOP in previous:
         return None
+    if ENDED_BY_SIGNAL in previous:
+        return (f"flashtick: note: recovering after a stop cut short: the previous run ({previous}) did not finish "
+                f"its drain, as an operator or a supervisor chose, not a crash; every tick it accepted is replayed "
+                f"from the tick log, and the answers it owed are computed")
     if RUNNING not in previous:
         return (f"flashtick: note: the previous run ({previous}) names no release in the data directory's lock: a "
                 f"flashtick before 0.2.0 marks no clean stop there, so whether it stopped cleanly is not known (after "

@@ -45,9 +45,10 @@ from engine.service.answer_log import AnswerHistory, AnswerLog, state_damage
 from engine.service.config import ConfigError, LogSection
 from engine.service.data_dir_meta import check_meta
 from engine.disk_full import DISK_FULL
-from engine.service.data_dir_open import (DataDirFull, check_room, others_access, read_epoch, refuse_the_users_folder,
-                                          release_lock, retention_below_segments, retention_past_filesystem,
-                                          small_segments, take_lock, unclean_stop, unusable_part)
+from engine.service.data_dir_open import (DataDirFull, check_room, mark_ended_by_signal, others_access, read_epoch,
+                                          refuse_the_users_folder, release_lock, retention_below_segments,
+                                          retention_past_filesystem, small_segments, take_lock, unclean_stop,
+                                          unusable_part)
 from engine.service.item_log import ItemLog
 from engine.service.kept_queries import (LIVE, RestoredQueries, read_origins, read_query_versions,
                                          write_queries_files)
@@ -370,6 +371,10 @@ class DataDir:
     def _damaged_stats(self) -> dict[str, int]:
         copies = self.damaged_copies()
         return {"damaged_files": len(copies), "damaged_bytes": sum(copies.values())}
+
+    def mark_ended_by_signal(self, signal_name: str) -> None:
+        """Said in the lock as the process ends by a second signal during its stop (data_dir_open)."""
+        mark_ended_by_signal(self._lock_file, signal_name)
 
     def close(self) -> None:
         self.items.close()
