@@ -19,6 +19,7 @@ from connectors.service_topics import REJECTS_TOPIC
 from engine.service.client import ControlClient, ControlError
 from engine.service.data_dir_open import unclean_stop
 from engine.service.exit_codes import SERVICE_BUSY, status_of_error
+from engine.service.log_levels import leveled
 from connectors.ticks import encode
 from test_durability import checkpoint, serve, serve_config  # noqa: F401  (checkpoint: the model fixture)
 from test_service_limits import EPHEMERAL, pipeline_config, stopped_by_the_test, ticks
@@ -193,6 +194,7 @@ def test_a_second_sigterm_during_the_drain_ends_the_process_at_once_by_the_signa
     said = unclean_stop((tmp_path / "data" / "lock").read_text().strip())
     assert said is not None and said.startswith("flashtick: note: recovering after a stop cut short"), said
     assert "ended by a second SIGTERM at " in said and "unclean stop" not in said, said
+    assert leveled(said)[1:3] == ("INFO", "stop_cut_short"), said  # (its own event, not the crashes' unclean_stop)
 
 
 def test_every_control_request_read_before_or_during_a_stop_gets_a_reply(checkpoint) -> None:

@@ -40,6 +40,7 @@ LEVELS: list[tuple[re.Pattern[str], str, str]] = [(re.compile(pattern), level, e
     (r"clock|accepted a tick stamped", "WARNING", "feed_clock"),
     (r"dropped a control reply|no file descriptor", "WARNING", "resource_exhausted"),
     (r"recovering after an unclean stop", "WARNING", "unclean_stop"),
+    (r"recovering after a stop cut short", "INFO", "stop_cut_short"),  # (a second signal: no crash, review412 #12)
     (r"the engine loop (has not|did not) turn", "WARNING", "stalled"),
     (r"caught up", "INFO", "caught_up"),
     (r"answers fresh again", "INFO", "answers_fresh"),
