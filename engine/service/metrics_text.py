@@ -168,7 +168,8 @@ def _rejections(metric: Metric, snapshot: dict[str, Any]) -> None:
            [(f'{{reason="{r}"}}', n) for r, n in sorted(rejected.items())])
     by_stream = snapshot.get("rejected_streams") or {}  # the most refused streams, the rest as _other: bounded
     metric("rejected_by_stream_total", "counter", "Ticks rejected, by stream and reason: the 10 streams refused most "
-           "(stats rejected_streams), every other stream's summed under stream=\"_other\"",
+           "(stats rejected_streams), every other stream's summed under stream=\"_other\"; a stream entering the 10 "
+           "comes as a series already counted, so alert on rejected_total and read the streams here",
            [(f'{{stream="{_label(stream)}",reason="{r}"}}', n) for stream, reasons in by_stream.items()
             for r, n in sorted(reasons.items())])
     if "reorder" in snapshot:  # ingest.reorder_window_ms
