@@ -32,6 +32,13 @@ def test_cli_reports_a_bad_mix_as_a_usage_error(capsys) -> None:
     assert "one per real set" in capsys.readouterr().err
 
 
+def test_calibrate_only_of_a_folder_without_a_model_is_a_usage_error(capsys, tmp_path: Path) -> None:
+    """It was the checkpoint loader's traceback, exit 1."""
+    with pytest.raises(SystemExit) as stopped:
+        main(["--calibrate-only", "--out", str(tmp_path)])
+    assert stopped.value.code == 2 and f"--out {tmp_path} holds no model (no config.json)" in capsys.readouterr().err
+
+
 def test_wide_synthetic_spans_price_scales_and_clocks() -> None:
     cfg = TrainConfig(wide_synthetic=True, synthetic_ticks=4000, codec_version=2)
     sources, notes = synthetic_sources(BinnedCodec(BinnedSpec(version=2)), cfg)

@@ -35,17 +35,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-import numpy as np
-import torch
-
 from connectors.codec import SPEC_VERSIONS, TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.datasets import DEFAULT_SETS, LOADERS, data_available
 from engine.service.installation import builtin_write_refusal
-from engine.service.train_checkpoint import new_model, save_model
 from engine.service.train_config import TrainConfig
-from engine.service.train_data import build_sources, question_tokens
-from engine.service.train_loop import optimise
 from engine.text_files import ENCODING, read_text
 
 if TYPE_CHECKING:
@@ -53,6 +47,15 @@ if TYPE_CHECKING:
 
 
 def train(cfg: TrainConfig, out_dir: Path, log, data_dir: Path | None = None) -> dict:
+    # (torch and the model's modules imported here, not at the top: a refused --out or --help answers at once,
+    # where those imports took ~5.5 s of CPU first)
+    import numpy as np
+    import torch
+
+    from engine.service.train_checkpoint import new_model, save_model
+    from engine.service.train_data import build_sources, question_tokens
+    from engine.service.train_loop import optimise
+
     torch.set_num_threads(cfg.threads)
     rng = np.random.default_rng(cfg.seed)
     codec = BinnedCodec(BinnedSpec(version=cfg.codec_version))
@@ -76,6 +79,8 @@ def train(cfg: TrainConfig, out_dir: Path, log, data_dir: Path | None = None) ->
 
 
 def write_training_md(cfg: TrainConfig, stats: dict, out_dir: Path, command: str) -> None:
+    import torch
+
     text = f"""# Built-in tick model: how it was trained
 
 - Command: `{command}` (from the repository root)
@@ -126,6 +131,8 @@ def calibrate_only(out: Path, data_dir: Path | None, log_path: Path | None = Non
     real `sets` it was trained on; engine/service/calibrate.py `calibrate_builtin`), write calibration.json
     and record it in TRAINING.md. The weights are not touched. ``options``: the answer points fitted on
     (None: calibrate_builtin's, as --calibrate-only runs it)."""
+    import torch
+
     from connectors.calibration import write_calibration
     from engine.service.calibrate import calibrate_builtin, calibration_table
     from engine.service.tick_checkpoint import load_tick_model
@@ -223,6 +230,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(refusal)  # before any data is read or any weights are loaded
     sets = tuple(n for n in args.sets.split(",") if n)
     if args.calibrate_only:
+        if not (args.out / "config.json").is_file():  # (a traceback of the checkpoint loader's, before)
+            parser.error(f"--calibrate-only: --out {args.out} holds no model (no config.json): train it first, or "
+                         f"give the folder of one")
         calibrate_only(args.out, args.data_dir, args.log, sets)
         return
     cfg = _config(args, sets, parser)
