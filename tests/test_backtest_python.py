@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -346,3 +347,26 @@ def test_errors_carry_their_structure(setup: Path, tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="max_ticks"):
             run_backtest(_config(setup), setup / "ticks.parquet", setup / "q.yaml", tmp_path / "a.parquet",
                          max_ticks=wrong)
+
+
+def test_an_out_the_run_could_only_destroy_or_fail_on_is_refused_before_any_work(setup: Path, tmp_path: Path) -> None:
+    """review420 #1-#4: the CLI's output checks were the CLI's alone. From Python `out` given as the tick file
+    replaced it with the answers' Parquet; `out="answers.csv"` wrote Parquet under a CSV name; an existing folder
+    failed after the whole run, leaving OUT.tmp and OUT.parts/; checkpoint_s=nan turned checkpointing off."""
+    from engine.service.output_paths import OutputOverInput, OutputPathUnusable
+
+    ticks = tmp_path / "ticks.parquet"
+    ticks.write_bytes((setup / "ticks.parquet").read_bytes())
+    before = ticks.read_bytes()
+    with pytest.raises(OutputOverInput, match=rf"^out {re.escape(str(ticks))} is the input {re.escape(str(ticks))}"):
+        run_backtest(_config(setup), [(ticks, None)], setup / "q.yaml", ticks, progress=False)
+    with pytest.raises(OutputOverInput, match="is the input"):  # the queries file too
+        run_backtest(_config(setup), ticks, setup / "q.yaml", setup / "q.yaml", progress=False)
+    assert ticks.read_bytes() == before
+    with pytest.raises(ValueError, match=r"^out .*answers\.csv: not a Parquet file name"):
+        run_backtest(_config(setup), ticks, setup / "q.yaml", tmp_path / "answers.csv", progress=False)
+    with pytest.raises(OutputPathUnusable, match=r"^out "):
+        run_backtest(_config(setup), ticks, setup / "q.yaml", tmp_path, progress=False)
+    with pytest.raises(ValueError, match="checkpoint_s must be a number of seconds > 0, got NaN"):
+        run_backtest(_config(setup), ticks, setup / "q.yaml", tmp_path / "a.parquet", checkpoint_s=float("nan"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ticks.parquet"]  # nothing written beside

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -45,6 +46,7 @@ from engine.rust_paths import rust_path
 from engine.service.answer_parts import AnswerParts
 from engine.service.answers_file import write_answers
 from engine.service.backtest_loop import BacktestInterrupted, replay_from
+from engine.service.backtest_outputs import backtest_outputs
 from engine.service.backtest_queries import BacktestQueries, backtest_queries
 from engine.service.backtest_report import BacktestReport
 from engine.service.backtest_resume import (marks_to_score, resume_at_checkpoint, rolls_inside_changed, run_key,
@@ -58,7 +60,7 @@ from engine.service.ctrl_c_stop import CtrlCStop
 from engine.service.finished_backtest import AlreadyComplete, finished_report, refuse_or_skip_finished, replaced_note
 from engine.service.heap_memory import freeze_heap, thaw_heap
 from engine.service.no_data import NoData, refuse_absent_inputs
-from engine.service.output_paths import write_text_atomically
+from engine.service.output_paths import check_outputs_against, write_text_atomically
 from engine.service.pipeline import TickPipeline
 from engine.service.process_state import process_state_kept
 from engine.service.rejections import rejected_lines
@@ -157,6 +159,7 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
     _, files = file_items(files)  # (a str is one path, not its letters; a DataFrame one frame, not its columns)
     # `~/x` read as the CLI reads it (path_words): a Python caller's paths are a user's too
     files, out = [user_item(f) for f in files], user_path(out)
+    check_outputs_against(backtest_outputs(out, "out"), _input_paths(config, files, queries, columns))
     ctrl_c = CtrlCStop(note)
 
     def began() -> None:  # the replay begins: from here a Ctrl-C stops at a batch boundary, after a checkpoint
@@ -170,6 +173,18 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
                         began, test_starts, command_line, plot, skip_bad_files, overwrite)
         finally:
             ctrl_c.disarm()
+
+
+def _input_paths(config: ServiceConfig, files: list[Any], queries: Any, columns: Any) -> list[Path]:
+    """The paths a run reads, which its outputs must not be (review420 #1: from Python, ``out`` given as its tick
+    file replaced it with the answers): the files (a (path, map) pair's, a {"path": ...} entry's; not a frame), the
+    queries and columns files given as paths, the model's directory."""
+    paths = [Path(f[0] if isinstance(f, tuple) else f["path"] if isinstance(f, Mapping) else f)
+             for f in files if not holds_frame(f) and isinstance(f, (str, os.PathLike, tuple, Mapping))]
+    for given in (queries, columns):  # (YAML text and parsed documents are no file)
+        if isinstance(given, (str, os.PathLike)) and "\n" not in str(given) and Path(given).is_file():
+            paths.append(Path(given))
+    return paths + ([Path(config.model.path)] if config.model.path is not None else [])
 
 
 def _run(config: ServiceConfig, files: list[Any], queries: BacktestQueries, out: Path, columns: Any,
@@ -371,8 +386,9 @@ def _check_numbers(batch_ms: float, checkpoint_s: float, test_from: float | None
                          f"{max_ticks!r}")
     if isinstance(batch_ms, bool) or not isinstance(batch_ms, (int, float)) or not 0 < batch_ms < math.inf:
         raise ValueError(f"batch_ms (--batch-ms) must be a number of milliseconds > 0, got {quoted(batch_ms)}")
-    if checkpoint_s <= 0:
-        raise ValueError(f"checkpoint_s must be > 0, got {checkpoint_s}")
+    # (NaN passed `<= 0` and turned checkpointing off for good: review420 #4)
+    if isinstance(checkpoint_s, bool) or not isinstance(checkpoint_s, (int, float)) or not checkpoint_s > 0:
+        raise ValueError(f"checkpoint_s must be a number of seconds > 0, got {quoted(checkpoint_s)}")
     if test_from is not None and not isinstance(test_from, TestStart) and (
             isinstance(test_from, bool) or not isinstance(test_from, (int, float)) or not 0 < test_from < 1):
         wrong = ValueError if isinstance(test_from, (str, int, float)) else TypeError

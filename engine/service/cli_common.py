@@ -140,7 +140,7 @@ def check_outputs(args: argparse.Namespace, outputs: list[Output], *more_inputs:
     its files, replay lists, --columns, --queries and --config files, model directories and data directory; then
     an output named with a suffix other than what it is written as (Output.kind), and one the command could not write
     at its end (a directory where a file goes, no folder to write it in)."""
-    from engine.service.output_paths import check_output_paths, refuse_misnamed_outputs, refuse_outputs_over_inputs
+    from engine.service.output_paths import check_outputs_against
 
     inputs = [*getattr(args, "files", []), *more_inputs]
     for name in ("queries", "config", "base", "data_dir"):
@@ -150,10 +150,7 @@ def check_outputs(args: argparse.Namespace, outputs: list[Output], *more_inputs:
         inputs.append(Path(model))
     if (columns := getattr(args, "columns", None)) is not None and Path(columns).is_file():
         inputs.append(Path(columns))
-    given = [o for o in outputs if o.path is not None]
-    refuse_outputs_over_inputs(given, inputs)
-    check_output_paths(given)  # (first: `--out results` is a folder, before it is a name without .parquet)
-    refuse_misnamed_outputs(given)
+    check_outputs_against([o for o in outputs if o.path is not None], inputs)
 
 
 class Interrupted(KeyboardInterrupt):

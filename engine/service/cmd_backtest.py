@@ -22,7 +22,7 @@ from engine.service.cli_common import (EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, Wo
                                        configured_queries_file, exit_status, interrupted_status, is_tick_model,
                                        raise_interrupted, restore_handlers, service_config)
 from engine.service.cli_reading import column_map_of, streams_to_read, time_range_of
-from engine.service.output_paths import PARQUET, Output
+from engine.service.backtest_outputs import backtest_outputs
 from engine.text_files import read_text
 
 
@@ -78,7 +78,7 @@ def _backtest(args: argparse.Namespace) -> int:
     config, queries = _backtest_inputs(args)
     evaluation = checkpoint_evaluation(Path(config.model.path)) if config.model.path is not None else None
     _own_test_part(args, evaluation, config)
-    check_outputs(args, _backtest_outputs(Path(args.out)), queries,
+    check_outputs(args, backtest_outputs(Path(args.out)), queries,
                                *([Path(config.model.path)] if config.model.path else []))
     signals = _StopSignals(args)
     mismatch = _reading_notes(args, config)
@@ -261,17 +261,6 @@ def _whole_line(report: Any) -> str:
     out = Path(report.out)
     return (f"flashtick backtest: interrupted after the run: nothing lost, the answers are whole in {out}, their "
             f"scores in {out.with_suffix('.scores.json')}")
-
-
-def _backtest_outputs(out: Path) -> list[Output]:
-    """What `backtest --out OUT` writes: OUT, its scores and calibration plot beside it, its checkpoint folder."""
-    from engine.service.answer_parts import PARTS_SUFFIX
-
-    return [Output("--out", out, kind=PARQUET, example="answers.parquet", makes_parent=True),
-            Output("--out (its scores beside it)", out.with_suffix(".scores.json"), makes_parent=True),
-            Output("--out (its calibration plot beside it)", out.with_suffix(".calibration.png"), makes_parent=True),
-            Output("--out (its provenance record beside it)", out.with_suffix(".manifest.json"), makes_parent=True),
-            Output("--out (its checkpoint folder beside it)", out.with_name(out.name + PARTS_SUFFIX), is_dir=True)]
 
 
 def _kept_on_disk(out: Path) -> str:

@@ -88,6 +88,14 @@ def files_read(path: Path | str) -> list[Path]:
         return [Path(path)]
 
 
+def check_outputs_against(outputs: list[Output], inputs: list[Path]) -> None:
+    """Raise (a ValueError naming both) for an output that is, or as a folder holds, one of ``inputs``; then for one
+    named with a suffix other than what it is written as, or that the command could only fail to write at its end."""
+    refuse_outputs_over_inputs(outputs, inputs)
+    check_output_paths(outputs)  # (first: `--out results` is a folder, before it is a name without .parquet)
+    refuse_misnamed_outputs(outputs)
+
+
 def refuse_outputs_over_inputs(outputs: list[Output], inputs: list[Path]) -> None:
     """Raise OutputOverInput when an output file is an input file (the same path after links are followed, or the
     same file by another name), or an output directory is or holds an input."""
