@@ -48,6 +48,7 @@ from connectors.encoded_items import PASSED, EncodedTick, Ingested, Rejection, S
 from connectors.message_shedding import message_streams
 from connectors.msgpack_reading import check_keys, tick_items, unpack
 from connectors.price_offsets import PriceOffset
+from connectors.shifted_prices import lifting_offset, nonpositive_reading, offset_option, shifted_text
 from connectors.stream_encoder import StreamEncoder
 from connectors.stream_table import EXPIRED_KEPT, StreamTable
 from connectors.stream_names import MAX_STREAM_BYTES, check_normalized, check_stream
@@ -63,6 +64,23 @@ from engine.quoting import quoted
 # rejects name --price-offset, which does this for the files)
 SHIFT_PRICES = ("; an instrument that trades at zero or below (a spread, a power market) is sent shifted above zero: "
                 "add one constant to every price, bid and ask before sending (file replay: --price-offset X)")
+
+
+def nonpositive_error(err: InvalidTick, price_offset: PriceOffset | None) -> str:
+    """A wire tick's nonpositive_price error with what its sender does about it. A price the service shifted itself
+    (``price_offset``: its model's training --price-offset) and left at or below zero is said as sent, with the
+    offset and the shifted price; the way out is a model trained with a larger offset, since a sender that shifted
+    its prices too would have them shifted twice (review410 #4). Any other gets SHIFT_PRICES."""
+    reading = nonpositive_reading(err, price_offset)
+    if reading is None or not reading.offset:
+        return err.message + SHIFT_PRICES
+    larger = offset_option(reading.stream if isinstance(price_offset, dict) else None, lifting_offset(reading.read))
+    said = shifted_text(reading, "this service's ingest price offset")
+    return (f"{said}: the service adds its model's training --price-offset to every tick itself (health's "
+            f"ingest_price_offset), so ticks are sent as the venue prints them; a price this low needs a model "
+            f"trained with a larger offset (flashtick train FILES {larger})")
+
+
 # the names other modules import from here (they moved beside it): kept importable where they were
 __all__ = ["SHIFT_PRICES", "PASSED", "EncodedTick", "Ingested", "StreamEncoder", "StreamEncoders", "listed_ticks"]
 
@@ -202,7 +220,7 @@ class StreamEncoders(StreamTable):
             except InvalidTick as err:
                 if err.reason != "nonpositive_price":
                     raise
-                raise InvalidTick(err.reason, err.message + SHIFT_PRICES, err.stream) from None
+                raise InvalidTick(err.reason, nonpositive_error(err, self.price_offset), err.stream) from None
             held = self.held.get(tick.stream)
             if self._duplicate(tick.stream, tick.seq, tick.ts, held, tick):
                 return None  # a duplicate: dropped and counted, never refused (tick_sequences.py)

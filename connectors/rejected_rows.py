@@ -106,7 +106,7 @@ class RejectCounter(Counter):
         price, where an offset left it there); once an offset is the way out, the lowest price of each stream
         refused and the offsets to paste that lift them above zero, the same advice whether none was given yet or
         one too small (shifted_prices.offset_advice), updated as lower ones come."""
-        reading = nonpositive_reading(err, plan)
+        reading = nonpositive_reading(err, getattr(plan, "price_offset", None))
         shifted = reading is not None and reading.offset != 0
         # the file's lowest, not only the rows refused so far: rows refused for another reason first (an unread
         # time) hold prices too, and advice from the others left them below zero for a second round

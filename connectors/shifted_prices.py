@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from connectors.column_names import PREDICTION_MARKET_NAMES, PREDICTION_SIDES
 from connectors.option_names import is_option_name
 from connectors.field_names import normal_name
-from connectors.price_offsets import offset_of
+from connectors.price_offsets import PriceOffset, offset_of
 from connectors.ticks import InvalidTick
 from connectors.written_decimals import decimals
 from connectors.yield_offsets import YIELD_OFFSET, yield_valued, yield_why
@@ -225,20 +225,25 @@ def shown(value: float) -> str:
     return f"{round(value, 9) + 0.0:.9f}".rstrip("0").rstrip(".")
 
 
-def nonpositive_reading(err: InvalidTick, plan: Any) -> Shifted | None:
-    """A nonpositive_price reject's price as the file holds it, with the offset that shifted it (0: none given for
-    its stream), else None (another reject, or a row that names no stream)."""
+def nonpositive_reading(err: InvalidTick, price_offset: PriceOffset | None) -> Shifted | None:
+    """A nonpositive_price reject's price as read (a file's, or a wire tick's as sent), with the offset of
+    ``price_offset`` that shifted it (0: none for its stream), else None (another reject, or one naming no stream)."""
     found = NONPOSITIVE.match(err.message) if err.reason == "nonpositive_price" else None
     if found is None or not isinstance(err.stream, str):
         return None
-    offset = offset_of(getattr(plan, "price_offset", None), err.stream) or 0.0
+    offset = offset_of(price_offset, err.stream) or 0.0
     shifted = float(found[2])
     return Shifted(found[1], err.stream, shifted - offset, offset, shifted)
 
 
 def shifted_message(reject: Shifted) -> str:
-    return (f"nonpositive_price: {reject.field} {shown(reject.read)} shifted by the price offset "
-            f"{shown(reject.offset)} is {shown(reject.shifted)}, still not above zero")
+    return f"nonpositive_price: {shifted_text(reject)}"
+
+
+def shifted_text(reject: Shifted, offset_named: str = "the price offset") -> str:
+    """What a price shifted and still at or below zero was: as read, the offset (``offset_named``) and the sum."""
+    return (f"{reject.field} {shown(reject.read)} shifted by {offset_named} {shown(reject.offset)} is "
+            f"{shown(reject.shifted)}, still not above zero")
 
 
 def lifting_offset(lowest: float) -> float:

@@ -138,6 +138,22 @@ def test_token_range_is_the_given_vocabulary() -> None:
     assert result.rejections == [] and result.ticks == 1
 
 
+def test_a_tick_the_service_shifted_and_left_below_zero_is_said_as_sent_with_a_way_out_that_shifts_once() -> None:
+    """A served model's training offset (CLK0=38) is added at ingest: a tick sent at -38.5 is refused saying the
+    price as sent, the offset and the shifted price, and asks for a model trained with a larger offset, not for a
+    sender's shift that the service would add to (review410 #4: it said `got -0.5`, and to shift before sending)."""
+    encoders = StreamEncoders(CODEC, price_offset={"CLK0": 38.0})
+    wire = [{"stream": "CLK0", "ts": 1, "price": -38.5, "size": 1.0}, {"stream": "X", "ts": 1, "price": -3.0,
+                                                                         "size": 1.0}]
+    shifted, unshifted = encoders.ingest_message(msgpack.packb(wire), Sink()).rejections
+    assert shifted.to_wire()["error"] == (
+        "nonpositive_price: price -38.5 shifted by this service's ingest price offset 38 is -0.5, still not above "
+        "zero: the service adds its model's training --price-offset to every tick itself (health's "
+        "ingest_price_offset), so ticks are sent as the venue prints them; a price this low needs a model trained "
+        "with a larger offset (flashtick train FILES --price-offset 'CLK0=39')")
+    assert unshifted.to_wire()["error"] == "nonpositive_price: price must be > 0, got -3.0" + SHIFT_PRICES
+
+
 def test_tokenized_schema_rejections() -> None:
     encoders, sink = StreamEncoders(CODEC), Sink()
     result = encoders.ingest_tokenized(tokenized(
