@@ -110,6 +110,9 @@ def test_feed_replay_into_serve_model_reads_the_files_as_trained_and_a_raw_clien
             assert code in (0, 2) and (f"flashtick feed replay: warning: the engine's model was trained on files "
                                        f"read with --price-offset {STREAM}={OFFSET}; these files are read with "
                                        f"--price-offset {STREAM}=30") in err, err
+            # and the note says what goes out: the files' prices up by 30 - 21, not as printed (review410 #7)
+            assert (f"these files are read with --price-offset {STREAM}=30, so the ticks go out shifted by the "
+                    f"difference ({STREAM} +9), not as the files print them") in err, err
         finally:
             wire.sock.close()
 

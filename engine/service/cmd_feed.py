@@ -169,16 +169,39 @@ def _read_as_served(args: argparse.Namespace, resume: Any) -> bool:
     for line in taken:
         print(f"{args.command_name}: note: {line.replace('this model', _SERVED)}",
               file=sys.stderr, flush=True)
+    files_map = column_map_of(args, _files_config(args))
     if (ingest := health.get("ingest_price_offset")) is not None:  # the engine adds it to every tick: sent without
         resume.ingest_offset = checked_price_offset(str(ingest))
+        files_offset = checked_price_offset((files_map or {}).get("price_offset"))
         print(f"{args.command_name}: note: the engine adds {ingest_shift_text(str(ingest))} (--price-offset "
-              f"{ingest}: its model was trained so): the ticks go out as the files print them, read with the offset "
-              f"only for this feed's checks", file=sys.stderr, flush=True)
-    files_map = column_map_of(args, _files_config(args))
+              f"{ingest}: its model was trained so): {_sent_as(files_offset, resume.ingest_offset)}",
+              file=sys.stderr, flush=True)
     if (mismatch := reading_mismatch(served, reading_of(files_map), PRICE_OPTIONS)) is not None:
         print(f"{args.command_name}: warning: {mismatch.replace('this model', _SERVED)}",
               file=sys.stderr, flush=True)
     return bool(taken)
+
+
+def _sent_as(files_offset: Any, ingest_offset: Any) -> str:
+    """How the ticks a feed sends differ from its files' prices: read with ``files_offset`` (its --price-offset),
+    they go out with the engine's ``ingest_offset`` taken off (wire_offsets.unshifted_tick), so shifted by the
+    difference where the two differ (review410 #7: said to go out as the files print them, they went out 12 up)."""
+    from connectors.price_offsets import offset_of, shown_offset
+    from connectors.shifted_prices import shifted
+
+    names = dict.fromkeys(name for offset in (files_offset, ingest_offset) if isinstance(offset, dict)
+                          for name in offset)
+    differences = {name: shifted(offset_of(files_offset, name), -offset_of(ingest_offset, name)) for name in names}
+    unnamed = [offset if not isinstance(offset, dict) else 0.0 for offset in (files_offset, ingest_offset)]
+    rest = shifted(unnamed[0] or 0.0, -(unnamed[1] or 0.0))  # (a bare offset: every stream neither dict names)
+    said = [f"{name} {difference:+g}" for name, difference in differences.items() if difference]
+    if rest:
+        said.append(f"{rest:+g} to {'every other stream' if names else 'every stream'}")
+    if not said:
+        return "the ticks go out as the files print them, read with the offset only for this feed's checks"
+    read = f"--price-offset {shown_offset(files_offset)}" if files_offset is not None else "no --price-offset"
+    return (f"these files are read with {read}, so the ticks go out shifted by the difference ({', '.join(said)}), "
+            f"not as the files print them, and the model sees them as read here, not as it was trained")
 
 
 def _files_offset_of(replay: Any) -> Callable[[str], float]:
