@@ -91,7 +91,7 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
         zone_names=pl.col("_zone").drop_nulls().unique().implode() if named else pl.lit(None),
         *fractional_facts({key: pl.col(f"_text_{key}") for key in price_texts}), *time_facts(cmap, factor),
         **(_us_summer_facts() if named else {}), **(leap_text_facts(pl.col("_sixtieth")) if leap else {}),
-        **series_fact(series), **zero_size_facts(sized),
+        **series_fact(series), **zero_size_facts(sized, cmap.zero_bid == "price"),
     )
     try:
         return facts.collect().row(0, named=True)

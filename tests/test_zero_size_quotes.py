@@ -46,3 +46,15 @@ def test_a_stray_zero_size_quote_is_no_note(tmp_path: Path) -> None:
     (tmp_path / "q.csv").write_text(HEADER + "".join(rows))
     replay = FileReplay(tmp_path / "q.csv")
     assert len(drain(replay)) == 60 and not any("size of 0" in note for note in replay.notes)
+
+
+def test_an_options_no_bid_side_is_no_indicative_quote_rejected_or_taken_as_a_price(tmp_path: Path) -> None:
+    """An option's quotes whose bid is 0 at size 0 (nobody bids) are one-sided: rejected, or with --zero-bid price
+    taken with the 0 bid as a price; either way their size of 0 is no indicative quote, and no FX rollover note is
+    said (review410 #8: 101 such quotes were counted as indicative, the same rows then rejected)."""
+    rows = [f"2025-12-01T15:00:{s:02d}Z,SPY   251219C00900000,{bid:.2f},{bid + 0.05:.2f},{0 if bid == 0 else 10},20\n"
+            for s, bid in enumerate([0.0, 0.0, 0.05] * 10)]
+    (tmp_path / "opt.csv").write_text(HEADER + "".join(rows))
+    for columns, taken in ((None, 10), ({"zero_bid": "price"}, 30)):
+        replay = FileReplay(tmp_path / "opt.csv", columns=columns)
+        assert len(drain(replay)) == taken and not any("size of 0" in note for note in replay.notes), replay.notes
