@@ -14,7 +14,9 @@ import polars as pl
 import pytest
 
 from conftest import serving
+from connectors.builtin import load_codec
 from engine.service.cli import main
+from engine.service.untrained_tokens import never_trained
 from test_cli import DIR_QUERY, config, wait_for
 from test_stream_selection import TINY
 
@@ -59,6 +61,11 @@ def test_feed_replay_into_serve_model_reads_the_files_as_trained_and_a_raw_clien
     from wire_client import Control, push_socket
 
     root, csv = trained
+    # trained from scratch on trades without a side: its card names the sided and quote events as never trained,
+    # not `event:trade` (review410 #1)
+    codec = load_codec(root / "m")
+    assert {codec.names[token] for token in never_trained(root / "m", codec)} == {
+        "event:buy", "event:sell", "event:q_narrow", "event:q_same", "event:q_wide"}
     queries = tmp_path / "q.yaml"
     queries.write_text(DIR_QUERY)
     assert main(["backtest", str(csv), "--model", str(root / "m"), "--queries", str(queries), "--out",

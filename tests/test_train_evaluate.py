@@ -106,13 +106,16 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     assert "4 steps" in card and "direction_5" in card and "from scratch" in card
     assert "None" not in card and "last 4 training steps" in card  # a part too small to calibrate says so
     assert "training ticks run past the start of" in card  # the synthetic instruments share their hours
+    # every synthetic trade carries its side: the card names the side-unknown token never trained (review410 #1)
+    assert "\n- Never trained: `event:trade`: no tick of the data above encodes to it" in card
     heads = read_head(out)  # fitted on the train part, weighted on the validation part, shipped beside the weights
     assert {"direction_5", "direction_20"} <= set(heads) and "`direction_5`: w = " in card
     assert all(h.brier_blend <= h.brier_model for h in heads.values())  # w = 1 is on the grid
     assert main(["train", str(ticks_file), "--out", str(tmp_path / "again"), "--base", str(out), "--steps", "1",
                  "--batch", "1", "--threads", "1", "--max-points", "64", "--resamples", "10", "--quiet"]) == 0
-    assert "(its answer heads not kept: the ones below are fitted to these weights)" in \
-        (tmp_path / "again" / "TRAINING.md").read_text()
+    again = (tmp_path / "again" / "TRAINING.md").read_text()
+    assert "(its answer heads not kept: the ones below are fitted to these weights)" in again
+    assert "\n- Never trained: `event:trade`:" in again  # (its base's card and its own data: never met either)
     capsys.readouterr()
     evaluation = json.loads((out / "evaluation.json").read_text())
     assert {"direction_5", "direction_20"} <= set(evaluation["questions"])

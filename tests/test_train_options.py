@@ -10,9 +10,10 @@ import pytest
 
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from engine.service.tick_checkpoint import load_tick_model, window_ticks
-from engine.service.train_builtin import main, train
+from engine.service.train_builtin import main, train, write_training_md
 from engine.service.train_config import TrainConfig
 from engine.service.train_data import synthetic_sources, wide_synthetic_configs
+from engine.service.untrained_tokens import never_trained
 
 TINY = dict(hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1, batch=2, questions_per_window=8, warmup=1)
 
@@ -56,3 +57,9 @@ def test_tiny_v2_run_writes_a_v2_checkpoint_of_the_window_asked_for(tmp_path: Pa
     assert stats["steps_done"] == 2 and np.isfinite(stats["final_lm_loss"])
     model, codec = load_tick_model(tmp_path)
     assert codec.spec.version == 2 and window_ticks(model) == 31
+    # every synthetic trade carries its side: the card names the side-unknown events never trained, and a run
+    # reads them from it (review410 #1)
+    unsided = {f"event:trade/s{k}" for k in range(5)}
+    assert unsided <= set(stats["never_trained"])
+    write_training_md(cfg, stats, tmp_path, "test")
+    assert {codec.names[token] for token in never_trained(tmp_path, codec)} == set(stats["never_trained"])

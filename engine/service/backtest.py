@@ -264,6 +264,7 @@ def _standing_pipeline(config: ServiceConfig, queries: BacktestQueries, note: Ca
     # config's by default, --queries' in its place; both were asked when --queries came beside a config's)
     pipeline = TickPipeline(dataclasses.replace(config, queries=None), live_scores=False, asks_on_demand=False)
     pipeline.answer_context = {}  # each answer's context, into the answers file
+    pipeline.untrained.say = note  # (a stream sending a token the model never trained on: said with the run's notes)
     registry = pipeline.registry
     if not registry.register(queries.text(registry.limits), queries.source):  # (as register_file reads a file)
         raise no_query(queries.source, "the backtest would ask nothing; give a file that lists the queries to ask")

@@ -156,6 +156,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
     from engine.service.output_paths import write_text_atomically
     from engine.service.text_evaluation import evaluate_text_model, is_text_model, text_model_refusal
     from engine.service.tick_origins import TickOrigins
+    from engine.service.untrained_tokens import UntrainedTokens
+    import numpy as np
     import torch
 
     check_outputs(args, [Output("--points-out", args.points_out, kind=PARQUET, example="points.parquet"),
@@ -192,6 +194,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
     origins = TickOrigins()  # each tick's file and row, named by its answer points (--points-out)
     rejected, prepared, skipped = _test_streams(args, model, codec, split, said, caution,
                                                 lambda replay: read.append(input_files(replay)), origins)
+    untrained = UntrainedTokens(model_dir, codec, caution)  # a stream sending a token the model never trained on
+    for sd in prepared:
+        untrained.accepted(sd.name, np.unique(sd.tokens).tolist())
     # what made the scores, as a backtest records it: in --json, beside --points-out and in its metadata
     record = evaluation_record(model_dir, codec, read[0], current_reading(args), {
         "split": split.text(), "test_from": _test_from_text(split),

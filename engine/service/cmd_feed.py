@@ -315,9 +315,12 @@ def _sent(args: argparse.Namespace, source: Any, resume: Any, stop: threading.Ev
         with FeedClient(args.endpoint, watch_connection=True, tag=tag, say=note, **curve_keys(args)) as client:
             # (an engine of an earlier version says no ingest offset: the ticks go out as read, shifted)
             client.ingest_offset = getattr(resume, "ingest_offset", None)
-            return run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args),
-                            resume=resume, stop=stop, batch_ns=batch_ns, say=note,
-                            warn=lambda line: print(f"{args.command_name}: {line}", file=sys.stderr, flush=True))
+            stats = run_feed(source, client, rate=args.rate, max_ticks=args.ticks, answers=_answers_for(args),
+                             resume=resume, stop=stop, batch_ns=batch_ns, say=note,
+                             warn=lambda line: print(f"{args.command_name}: {line}", file=sys.stderr, flush=True))
+            if resume is not None and stats.ticks:
+                _say_untrained(resume, args.command_name)
+            return stats
     except Exception as e:  # the engine lost, a send timed out: the rows not sent of what was read are said first
         _say_rows_not_sent(source, client.ticks if client is not None else 0)
         if isinstance(e, EngineLost):
@@ -328,6 +331,17 @@ def _sent(args: argparse.Namespace, source: Any, resume: Any, stop: threading.Ev
         if resume is not None:
             resume.close()
         _restore_signals()
+
+
+def _say_untrained(resume: Any, command: str) -> None:
+    """The engine's ``untrained_token`` caveat once a feed has sent its ticks: a stream sent a token its model never
+    trained on (trades without a side, for the built-in model). The engine's log says it; the feed's user reads it
+    here (review410 #1)."""
+    from engine.service.untrained_tokens import UNTRAINED_TOKEN
+
+    for caveat in resume.health().get("caveats", []):
+        if caveat.get("kind") == UNTRAINED_TOKEN:
+            print(f"{command}: warning: the engine says: {caveat['text']}", file=sys.stderr, flush=True)
 
 
 def _say_feed_summary(stats: Any, stop: threading.Event, source: Any, replay: Any, who: str) -> None:

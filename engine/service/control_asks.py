@@ -177,6 +177,9 @@ class AskOps:
         if self._reply_caveats is None:
             self._reply_caveats = ReplyCaveats(self.config, self.pipeline.codec.questions)
         caveats = self._reply_caveats.of(specs, streams, derivatives)
+        untrained = getattr(self.pipeline, "untrained", None)  # (one engine's: a sharded front door reads no tokens)
+        if untrained is not None and derivatives is not None:  # health's: the streams held that sent such tokens
+            caveats += untrained.held_caveat()
         if len(specs) == 1 and len(streams) == 1:  # an ask's or get's: what live scores show of its stream
             scored = scored_as(specs[0], self.pipeline.registry.list())
             caveats += skill_caveats(self.pipeline.scores, scored, streams[0])
@@ -184,6 +187,7 @@ class AskOps:
             caveats += context_caveats(engine.scheduler if engine is not None else None, streams[0])
             shedding = getattr(self.pipeline, "shedding", None)  # (one engine's: when_behind: shed)
             caveats += shedding.refused_caveat(streams[0]) if shedding is not None else []
+            caveats += untrained.caveat(streams[0]) if untrained is not None else []
             caveats = self._clock_caveats(streams[0]) + caveats  # (FeedClocks': a feed stamped ahead)
         return {"caveats": caveats}
 

@@ -48,9 +48,10 @@ from engine.service.tick_checkpoint import load_tick_model, window_ticks
 from engine.service.tick_origins import TickOrigins
 from engine.service.train_checkpoint import WEIGHTS_FILE, new_model, save_model
 from engine.service.train_config import TrainConfig
-from engine.service.train_data import question_tokens
+from engine.service.train_data import question_tokens, untrained_events
 from engine.service.train_loop import optimise
 from engine.service.train_tail import FIXED_SECONDS, first_chunk_seconds, tail_of
+from engine.service.untrained_tokens import never_trained
 
 
 def resolve_device(device: str) -> str:
@@ -84,6 +85,16 @@ def _starting_model(cfg: TrainConfig, options: FitOptions) -> tuple[Any, BinnedC
         cfg = base_config(cfg, model)
         torch.manual_seed(cfg.seed)
     return model, codec, cfg
+
+
+def _never_trained(codec: BinnedCodec, groups: list[Any], base: Path | None) -> list[str]:
+    """The event tokens the trained model never met: none of the training part's ticks holds them and, for a
+    fine-tune, its base's card names them too (a base without such a line is taken as trained on them all)."""
+    unseen = untrained_events(codec, groups)
+    if base is None:
+        return unseen
+    base_never = {codec.names[token] for token in never_trained(base, codec)}
+    return [name for name in unseen if name in base_never]
 
 
 def _phase(bar_factory: Callable[..., Any] | None, what: str, total: int, unit: str) -> Any:
@@ -188,6 +199,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         bar.close()
     streams, split_notes = split_streams(codec, streams_raw, rejected, cfg, options, log, caution)
     groups, weights = part_groups(codec, streams, "train")
+    never = _never_trained(codec, groups, options.base)
     q_tokens = question_tokens(codec)
     val = stopping_validation(codec, streams, q_tokens, cfg, options)
     log(f"{sum(len(s.ticks) for s in streams)} ticks in {len(streams)} streams; training on {device}")
@@ -226,7 +238,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
               "training": stats, "calibration": json.loads(codec.calibration.to_json()),
               "heads": {name: {k: v for k, v in h.to_dict().items() if k not in ("mean", "scale", "weights", "bias")}
                         for name, h in heads.items()}, "evaluation": evaluation,
-              "total_seconds": round(time.time() - t0, 1)}
+              "total_seconds": round(time.time() - t0, 1), "never_trained": never}
     trained_on = _trained_on(files, options, reading, streams)
     write_text_atomically(out / "evaluation.json", json.dumps(evaluation | {"trained_on": trained_on}, indent=1) + "\n")
     plotted = plot(evaluation, out / "calibration.png", "flashtick train")

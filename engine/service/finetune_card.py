@@ -17,6 +17,7 @@ from engine.service.evaluation_report import format_table, heldout_text, uncalib
 from engine.service.features import HEAD_FILE
 from engine.service.output_paths import write_text_atomically
 from engine.service.splits import SplitSpec
+from engine.service.untrained_tokens import never_trained_line
 
 
 def start_kept(stats: dict[str, Any]) -> str:
@@ -107,6 +108,7 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
   {record['total_seconds']} s in all
 - Losses: {last_losses};
   {best_line}{still}
+{never_trained_line(record.get("never_trained") or [])}\
 - Answer calibration (calibration.json; answers are softmax(z / temperature + bias) over the answer logits z; a
   question's fit is kept only where, fitted on either half of its validation points, it beat no calibration on the
   other half, "held out" below):

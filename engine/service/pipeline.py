@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 import torch
 
+from connectors.cautions import labelled
 from connectors.encoder import StreamEncoders
 from engine.backlog_counts import StreamBacklog, longest_waiting, stream_backlog
 from engine.engine import Engine
@@ -58,6 +59,7 @@ from engine.service.rejections import admission_limit
 from engine.service.shedding import Shedding
 from engine.service.stream_removal import StreamBusy, StreamRemoval
 from engine.service.tick_ingest import TickIngest, log_or_refuse
+from engine.service.untrained_tokens import UntrainedTokens
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
 from queries.limits import QueryLimits
@@ -135,6 +137,8 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
                                            session_gap_ns=config.answers.session_gap_ns)
         self.flash.adapt = self.adaptation.adapt
         self.adaptation.compile = self._compiled_current
+        # (said in the service's log; a backtest says it with its own notes)
+        self.untrained = UntrainedTokens(config.model.path, self.codec, lambda line: say(labelled(line)))
         self._open_data_dir(progress, defer_owed)
 
     def _open_data_dir(self, progress: Callable[[str], None], defer_owed: bool) -> None:

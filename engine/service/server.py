@@ -333,7 +333,8 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
             self._published_caveats = PublishedCaveats(self.pipeline.scores, self.config.model.path,
                                                        engine.scheduler if engine is not None else None)
         caveats = self._published_caveats.of(answer.query, answer.stream).get("caveats", [])
-        caveats = self._clock_caveats(answer.stream) + caveats
+        untrained = getattr(self.pipeline, "untrained", None)  # (one engine's: a sharded front door reads no tokens)
+        caveats = self._clock_caveats(answer.stream) + caveats + (untrained.caveat(answer.stream) if untrained else [])
         return {**self._tick_seq(answer), **self._answer_feed(answer.stream, answer.data_ts),
                 **({"caveats": caveats} if caveats else {})}
 

@@ -21,6 +21,7 @@ from engine.service.heap_memory import return_memory
 from engine.service.live_scores import LiveScores
 from engine.service.receive_clock import ReceiveClock
 from engine.service.shedding import Shedding
+from engine.service.untrained_tokens import UntrainedTokens
 from queries.cache import AnswerCache
 from queries.flash import FlashQueries
 from queries.registry import Registry
@@ -51,6 +52,7 @@ class StreamRemoval:
     flash: FlashQueries
     scores: LiveScores
     adaptation: AnswerAdaptation
+    untrained: UntrainedTokens  # (the streams that sent a token the model never trained on)
     data: DataDir | None
     ingest_unread_s: float  # (told by the server) how long its ingest queue has held unread messages
 
@@ -117,5 +119,6 @@ class StreamRemoval:
         self.flash.drop_stream(stream)
         self.scores.drop_stream(stream)
         self.adaptation.drop_stream(stream)
+        self.untrained.drop(stream)
         if self.data is not None:
             self.data.answers.forget_stream(stream)

@@ -24,6 +24,7 @@ from engine.service.new_stream_budget import NewStreamBudget
 from engine.service.receive_clock import ReceiveClock
 from engine.service.shedding import Shedding
 from engine.service.ticklog import LogWriteError
+from engine.service.untrained_tokens import UntrainedTokens
 from engine.service.when_behind import conflating, shed_message
 from queries.registry import Registry
 
@@ -49,6 +50,7 @@ class TickIngest:
     new_streams: NewStreamBudget
     scores: LiveScores
     adaptation: AnswerAdaptation
+    untrained: UntrainedTokens
     ticks_in: int
     rejected: Counter[str]
     last_received_ns: int | None
@@ -142,6 +144,7 @@ class TickIngest:
         """An item the engine took (live, or replayed from the tick log): its price, for what reads marks."""
         self.adaptation.accepted(item)
         self.scores.accepted(item)
+        self.untrained.accepted(item.stream, item.tokens)
         self.shedding.accepted(item.stream)
         watch_moves(self.registry, self.engine.scheduler, item.stream, item.ts, move_mark(item.tick))
 

@@ -40,6 +40,7 @@ from engine.models import BUILTIN_MODEL_DIR
 from engine.service.datasets import DEFAULT_SETS, LOADERS, data_available
 from engine.service.installation import builtin_write_refusal
 from engine.service.train_config import TrainConfig
+from engine.service.untrained_tokens import never_trained_line
 from engine.text_files import ENCODING, read_text
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def train(cfg: TrainConfig, out_dir: Path, log, data_dir: Path | None = None) ->
     import torch
 
     from engine.service.train_checkpoint import new_model, save_model
-    from engine.service.train_data import build_sources, question_tokens
+    from engine.service.train_data import build_sources, question_tokens, untrained_events
     from engine.service.train_loop import optimise
 
     torch.set_num_threads(cfg.threads)
@@ -75,7 +76,8 @@ def train(cfg: TrainConfig, out_dir: Path, log, data_dir: Path | None = None) ->
 
     stats = optimise(model, groups, weights, question_tokens(codec), cfg, log, rng, on_step=checkpoint)
     save_model(model, codec, out_dir)
-    return stats | {"params": n_params, "total_seconds": round(time.time() - t0, 1), "data": notes}
+    return stats | {"params": n_params, "total_seconds": round(time.time() - t0, 1), "data": notes,
+                    "never_trained": untrained_events(codec, groups)}
 
 
 def write_training_md(cfg: TrainConfig, stats: dict, out_dir: Path, command: str) -> None:
@@ -100,7 +102,7 @@ def write_training_md(cfg: TrainConfig, stats: dict, out_dir: Path, command: str
   answer {stats['final_qa_loss']} nats
 - Serving contract: a session holds tick tokens only; a question is probed at position n (number of tick
   tokens) and must stay below max positions, so keep at most {cfg.window_ticks} ticks in a session window.
-
+{never_trained_line(stats["never_trained"])}
 Full config: `{json.dumps(asdict(cfg))}`
 """
     (out_dir / "TRAINING.md").write_text(text, encoding=ENCODING)
