@@ -55,6 +55,7 @@ from engine.service.answer_context import backtest_context_lines
 from engine.service.backtest_scores import QueryScore, later_slice, question_of, score_query
 from engine.service.calibration_plot import plot_backtest_calibration
 from engine.service.checkpoint_notes import TEST_PART, own_test_part
+from engine.service.cli_reading import configured_column_map
 from engine.service.config import ServiceConfig
 from engine.service.ctrl_c_stop import CtrlCStop
 from engine.service.finished_backtest import AlreadyComplete, finished_report, refuse_or_skip_finished, replaced_note
@@ -78,7 +79,15 @@ from queries.yaml_loader import no_query
 __all__ = ["AlreadyComplete", "BacktestInterrupted", "BacktestReport", "FilesHoldNoTicks", "NamedFrame", "NoData",
            "NothingReplayed", "run_backtest"]
 
-CHECKPOINT_S = 10.0  # wall seconds between answer checkpoints (a part file each)
+class _Configured:
+    """run_backtest's `columns` not given: the config's replay section's reading (a caller's None is no map: each file
+    read as detected)."""
+
+    def __repr__(self) -> str:
+        return "CONFIGURED"
+
+
+CONFIGURED: Any = _Configured()
 
 
 class NothingReplayed(ValueError):
@@ -91,8 +100,8 @@ class FilesHoldNoTicks(NothingReplayed, NoData):
 
 
 def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Path,
-                 columns: Any = None, batch_ms: float = 100.0, max_ticks: int | None = None,
-                 progress: bool | None = None, resume: bool = False, checkpoint_s: float = CHECKPOINT_S,
+                 columns: Any = CONFIGURED, batch_ms: float | None = None, max_ticks: int | None = None,
+                 progress: bool | None = None, resume: bool = False, checkpoint_s: float | None = None,
                  stop: Callable[[], bool] = lambda: False, test_from: float | str | None = None,
                  chunked: bool = True, note: Callable[[str], None] = lambda _: None,
                  streams: list[str] | None = None, time_range: TimeRange | tuple[Any, Any] | None = None,
@@ -111,6 +120,10 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
     notebook and none in a pipe, True always, False never (replay_progress.py). A Ctrl-C (a notebook's interrupt)
     once the replay began stops as `stop` does (ctrl_c_stop.py). Torch's thread count and the environment the run
     sets are put back when it returns (process_state.py).
+
+    `columns`, `batch_ms`, `checkpoint_s` and `streams` not given are the config's replay section's, as
+    `backtest --config` reads them (its columns and preset, names, ts_unit, tz, date, ts_format; a default
+    ServiceConfig's: each file read as detected, 100 ms batches, a checkpoint each 10 s, every stream).
 
     `chunked`: one forward advances many event-time batches, each answered at its own cut: the same answers
     as running the engine to idle after every batch (`chunked=False`), in fewer, fuller forwards.
@@ -149,6 +162,13 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
         raise TypeError(f"config: expected a ServiceConfig (ServiceConfig.load(PATH), ServiceConfig() or "
                         f"ServiceConfig.from_dict(...)), got {type(config).__qualname__}")
     config = config.in_process()  # as the CLI's service_config makes it: a service's data directory is its own
+    # what an argument does not say, the config's replay section does, as `backtest --config` reads it (review420 #9:
+    # from Python its batch_ms, reading, price offsets, streams and checkpoint_s were dropped without a word)
+    section = config.replay
+    batch_ms = section.batch_ms if batch_ms is None else batch_ms
+    checkpoint_s = section.checkpoint_s if checkpoint_s is None else checkpoint_s
+    columns = configured_column_map(config) if columns is CONFIGURED else columns
+    streams = (list(section.streams) if section.streams else None) if streams is None else streams
     test_from = test_start_given(test_from)  # a date, as --test-from DATE, or a datetime a notebook holds
     time_range = TimeRange.given(time_range)  # a (start, end) pair as well as a TimeRange
     if test_from == TEST_PART:  # as the CLI's --test-from test: the number it stands for, and the streams' cuts

@@ -75,6 +75,14 @@ def column_map_of(args: argparse.Namespace, config: Any = None) -> dict[str, Any
     return spec
 
 
+def configured_column_map(config: Any) -> dict[str, Any] | None:
+    """The column map of ``config``'s replay section alone, as a command given no reading option reads it (a Python
+    run_backtest given no `columns`)."""
+    unset = argparse.Namespace(csv_names=None, columns=None, preset=None, ts_unit=None, tz=None, date=None,
+                               ts_format=None)
+    return column_map_of(unset, config)
+
+
 def served_zero_bid(args: argparse.Namespace, config: Any = None) -> str | None:
     """How the service reads a wire quote's 0 bid (limits.zero_bid): what `feed` learnt of it from the service's own
     `health` (``args.served_zero_bid``), else the config's (`backtest --config`, `feed --config`)."""
