@@ -8,6 +8,9 @@ document's many problems are listed.
 
 from __future__ import annotations
 
+import errno
+import os
+
 from queries.limits import clip, excerpt
 
 MAX_LISTED = 20  # problems spelled out in one error; the rest are counted
@@ -40,6 +43,18 @@ class QuerySpecError(ValueError):
         if self.query:
             who = self.query if self.query.startswith("query #") else f"query {excerpt(self.query)}"
         return clip(": ".join(p for p in (where, who, self.reason) if p))
+
+
+class QueryFileMissing(QuerySpecError, FileNotFoundError):
+    """A queries file that is not there: a QuerySpecError as every query refusal is, and a FileNotFoundError with
+    ``errno`` and ``filename`` as a missing tick file is (review420 #8: a sweep catching FileNotFoundError to skip a
+    missing input missed it); its text is the refusal's."""
+
+    __str__ = BaseException.__str__  # (not OSError's "[Errno 2] ...": the refusal's words, the file named)
+
+    def __init__(self, reason: str, *, source: str) -> None:
+        super().__init__(reason, source=source)
+        self.errno, self.strerror, self.filename = errno.ENOENT, os.strerror(errno.ENOENT), source
 
 
 def _listed(problems: list[QuerySpecError]) -> str:

@@ -26,6 +26,7 @@ from engine.text_files import NotUtf8Error, decode_text
 from queries.codec_questions import NamedQuestion
 from queries.limits import QueryLimits, excerpt
 from queries.spec import QuerySpec, QuerySpecError, unanswerable_reason
+from queries.spec_errors import QueryFileMissing
 from queries.yaml_composer import compose, too_big
 from queries.yaml_document import YamlDocument, line_of, node_kind, untagged
 
@@ -162,7 +163,8 @@ def read_queries_file(path: str | Path, limits: QueryLimits | None = None) -> st
                 raise too_big(f"{size} bytes", limits.max_yaml_bytes, str(path))
             data = f.read(limits.max_yaml_bytes + 1)
     except OSError as e:
-        raise QuerySpecError(f"cannot read query file: {e}", source=str(path)) from None
+        refusal = QueryFileMissing if isinstance(e, FileNotFoundError) else QuerySpecError
+        raise refusal(f"cannot read query file: {e}", source=str(path)) from None
     if len(data) > limits.max_yaml_bytes:  # it grew since: refused before a character cut at the end is decoded
         raise too_big(f"over {limits.max_yaml_bytes} bytes", limits.max_yaml_bytes, str(path))
     try:

@@ -392,3 +392,13 @@ def test_the_configs_replay_section_reads_as_backtest_config_reads_it(setup: Pat
     overridden = run_backtest(configured, ticks, asked, tmp_path / "o.parquet", max_ticks=120, progress=False,
                               plot=False, batch_ms=100.0, streams=["*"])
     assert len(set(_answers(tmp_path / "o.parquet")["stream"])) > 1
+
+
+def test_a_missing_queries_file_is_a_file_not_found_error_too(setup: Path, tmp_path: Path) -> None:
+    """review420 #8: docs/replay.md's "a missing file is a FileNotFoundError with .filename and .errno" held for the
+    tick files alone: a queries file's was a QuerySpecError only."""
+    missing = tmp_path / "none.yaml"
+    with pytest.raises(FileNotFoundError) as absent:
+        run_backtest(_config(setup), setup / "ticks.parquet", missing, tmp_path / "a.parquet", progress=False)
+    assert isinstance(absent.value, QuerySpecError) and absent.value.filename == str(missing)
+    assert absent.value.errno == 2 and str(absent.value).startswith(f"{missing}: cannot read query file: ")
