@@ -1,7 +1,7 @@
 """Epoch counts read exactly: a count of ns, ms or us written as text (a `.000` tail allowed, any other fraction
 of a ns said), decimal seconds, ms or us as text or a DECIMAL column, read to the ns without a float's rounding,
-and a count scaled to ns in Python (`scaled_ts`). Split from connectors/event_time.py, which picks the reading
-by the column's type and unit."""
+each also in scientific notation, and a count scaled to ns in Python (`scaled_ts`). Split from
+connectors/event_time.py, which picks the reading by the column's type and unit."""
 
 from __future__ import annotations
 
@@ -16,10 +16,23 @@ from connectors.map_vocabulary import UNITS
 from connectors.ticks import TS_MAX
 
 
-DECIMAL_COMMA_SECONDS = r"^[+-]?\d+,\d+$"  # `1733312345,123`: one comma, no grouping: a decimal comma
+DECIMAL_COMMA_SECONDS = r"^([+-]?\d+),(\d+)$"  # `1733312345,123`: one comma, no grouping: a decimal comma
 
 
-WHOLE_TEXT_UNITS = ("ms", "us", "ns")  # counts a CSV reads as text when written with a point (`.000`: row_exprs.py)
+# counts a CSV reads as text when written with a point (`.000`) or an exponent (`is_text_count`: row_exprs.py)
+WHOLE_TEXT_UNITS = ("ms", "us", "ns")
+
+
+# a count as R's write.csv, Excel and numpy write a large number: `1.709967603e9`, `1.709967600123E+12`
+EXPONENT_FORM = r"^[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+$"
+# a count no Int64 reads: written with a point (`.000`, Gate.io's `...123.456`) or an exponent; a CSV column with one
+# in any row is read as text (connectors/planning.py's `_time_type`), exactly
+TEXT_COUNT = rf"^[+-]?\d+\.\d*$|{EXPONENT_FORM}"
+
+
+def is_text_count(text: str) -> bool:
+    """Whether a CSV's count is written so that no Int64 reads it: with a point, or an exponent (`TEXT_COUNT`)."""
+    return "." in text or re.search(EXPONENT_FORM, text.strip()) is not None
 
 
 # units whose decimal text is read exactly to the ns (`decimal_text_ns`): a fraction of a s, ms or us is a finer
@@ -28,9 +41,11 @@ DECIMAL_TEXT_UNITS = ("s", "ms", "us")
 
 
 def whole_count(text: pl.Expr) -> pl.Expr:
-    """A whole count of ns written as text, a trailing `.000` included -> that integer, read as any epoch column
-    is. A fraction of a ns, or text that is no number, becomes null (missing_field): no clock writes one."""
-    return text.str.strip_chars().str.replace(r"\.0*$", "").cast(pl.Int64, strict=False)
+    """A whole count of ns written as text, a trailing `.000` or an exponent included (`1.709967600123456789e18`)
+    -> that integer, read as any epoch column is. A fraction of a ns, or text that is no number, becomes null
+    (missing_field): no clock writes one."""
+    count = text.str.strip_chars().cast(pl.Decimal(38, 9), strict=False)
+    return pl.when(count == count.round(0)).then(_exact_ns(count, 1))
 
 
 def fraction_of_unit(text: str, unit: str) -> str | None:
@@ -46,29 +61,27 @@ def decimal_count_ns(col: pl.Expr, dtype: pl.Decimal, ns_per_unit: int) -> pl.Ex
     """A DECIMAL count of a unit (Snowflake's NUMBER(20,6), Spark's decimal(20,6) epoch seconds) -> int ns, exactly,
     as the same digits written as text are (`decimal_text_ns`): refused as "not a number of s" before (review284
     #4). Digits past the ns are rounded; a time past int64 ns is null (ts_out_of_range's missing_field)."""
-    exact = col.cast(pl.Decimal(38, min(dtype.scale or 0, 9))) * ns_per_unit
-    return exact.round(0).cast(pl.Int64, strict=False)
+    return _exact_ns(col.cast(pl.Decimal(38, min(dtype.scale or 0, 9))), ns_per_unit)
 
 
 def decimal_text_ns(text: pl.Expr, unit: str) -> pl.Expr:
-    """Decimal s, ms or us written as text ("1717236000.25" s, Gate.io's "1548000000123.456" ms, or with a decimal
-    comma as European exports write it, "1717236000,25": epoch counts are never grouped) -> int ns, exactly: as a
-    float the same value is off by up to ~100 ns. Digits past the ns are dropped. Text that is not plain decimal
-    (exponents, words, grouping marks) becomes null (missing_field)."""
+    """Decimal s, ms or us written as text ("1717236000.25" s, Gate.io's "1548000000123.456" ms, with a decimal
+    comma as European exports write it, "1717236000,25": epoch counts are never grouped, or in scientific notation
+    as R, Excel and numpy write large numbers, "1.709967603e9") -> int ns, exactly, as a DECIMAL column's are: as a
+    float the same value is off by up to ~100 ns (its exponent was once dropped, a time in 1970: review411 #6).
+    Digits past the ns are rounded. Text that is no number (words, grouping marks) becomes null (missing_field)."""
     per_unit = UNITS[unit]
-    digits = len(str(per_unit)) - 1  # the fraction's digits that are ns: 9 of a s, 6 of a ms, 3 of a us
-    text = text.str.strip_chars()
-    text = pl.when(text.str.contains(DECIMAL_COMMA_SECONDS)).then(text.str.replace(",", ".", literal=True)) \
-        .otherwise(text)
-    negative = text.str.starts_with("-")
-    parts = text.str.strip_chars_start("+-").str.split_exact(".", 1)
-    whole = parts.struct.field("field_0").cast(pl.Int64, strict=False)
-    fraction = parts.struct.field("field_1").fill_null("0").str.pad_end(digits, "0").str.slice(0, digits)
-    fraction = pl.when(fraction.str.contains(rf"^\d{{{digits}}}$")).then(fraction.cast(pl.Int64, strict=False))
-    # a whole count past int64 nanoseconds (a column of ms read as s) is null, not wrapped to some other time
-    whole = pl.when(whole < TS_MAX // per_unit).then(whole)
-    magnitude = whole * per_unit + fraction
-    return pl.when(negative).then(-magnitude).otherwise(magnitude)
+    text = text.str.strip_chars().str.replace(DECIMAL_COMMA_SECONDS, "${1}.${2}")
+    # the fraction's digits that are ns: 9 of a s, 6 of a ms, 3 of a us
+    return _exact_ns(text.cast(pl.Decimal(38, len(str(per_unit)) - 1), strict=False), per_unit)
+
+
+def _exact_ns(count: pl.Expr, ns_per_unit: int) -> pl.Expr:
+    """A Decimal count of a unit -> int ns, its digits past the ns rounded; null past int64 ns (a column of ms read
+    as s), not wrapped to some other time. The count is bounded before it is scaled: polars raises on a Decimal
+    product's overflow, which would stop the whole file for one cell."""
+    count = pl.when(count.abs() <= TS_MAX // ns_per_unit).then(count)
+    return (count * ns_per_unit).round(0).cast(pl.Int64, strict=False)
 
 
 def scaled_ts(raw: Any, factor: int) -> Any:

@@ -22,7 +22,7 @@ from connectors.csv_dialect import Dialect
 from connectors.csv_quotes import unclosed_quote_refusal
 from connectors.cut_lines import cut_row
 from connectors.datetime_column import NAIVE_TZ_ONLY
-from connectors.epoch_counts import WHOLE_TEXT_UNITS
+from connectors.epoch_counts import TEXT_COUNT, WHOLE_TEXT_UNITS, is_text_count
 from connectors.event_time import apply_utc_offset, ts_expr, ts_in_ns, wall_clock_ns
 from connectors.local_times import time_column
 from connectors.written_zones import zone_in_times
@@ -204,9 +204,6 @@ def zoned_hours(hours: str, tz: str) -> str:
     return f"{hours_text(hours).strip()} {tz}"
 
 
-POINTED_COUNT = r"^[+-]?\d+\.\d*$"  # a count written with a point: its column is read as text (`_table_plan`)
-
-
 def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool = False,
                 own_map: bool = False) -> FilePlan:
     """The plan of a Parquet or CSV file; `long_rows_of`: find the CSV's rows with more fields than its columns;
@@ -315,12 +312,13 @@ def _time_type(path: Path, cmap: ColumnMap, dialect: Dialect | None, schema: Map
     """How the scan reads the time column: whether it is a CSV's count read as text (`counted`), its first value
     then, the CSV's column types, the time's type, and the note on Parquet INT96 instants. `local_map`: the map is
     the file's own or given in full, so its `tz` is the INT96 times' wall clock."""
-    # a CSV's count of ms/us/ns written with a point anywhere in its column (`.000`, Gate.io's `...123.456`) is read
-    # as text, exactly: a first value without one no longer decides it, so a later `1712345678123.456` reads too
+    # a CSV's count of ms/us/ns written with a point or an exponent anywhere in its column (`.000`, Gate.io's
+    # `...123.456`, R's `1.709967601e12`) is read as text, exactly: a first value without one no longer decides it,
+    # so a later `1712345678123.456` reads too
     counted = is_csv(path) and cmap.ts_unit in WHOLE_TEXT_UNITS
     first = first_text(path, cmap.names, dialect, cmap.ts_columns) if counted else None
-    pointed = first if first is None or "." in first or len(cmap.ts_columns) > 1 else \
-        first_text(path, cmap.names, dialect, cmap.ts_columns, POINTED_COUNT) or first
+    pointed = first if first is None or is_text_count(first) or len(cmap.ts_columns) > 1 else \
+        first_text(path, cmap.names, dialect, cmap.ts_columns, TEXT_COUNT) or first
     overrides = csv_overrides(cmap, pointed) if is_csv(path) else None
     # what the scan below will read: date+time columns are joined as text
     ts_type = pl.String if len(cmap.ts_columns) > 1 else overrides[cmap.ts] if overrides else schema[cmap.ts]

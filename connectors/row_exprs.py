@@ -24,7 +24,7 @@ from connectors.column_names import (
     TRADE_MARKS,
 )
 from connectors.csv_dialect import Dialect
-from connectors.epoch_counts import WHOLE_TEXT_UNITS
+from connectors.epoch_counts import WHOLE_TEXT_UNITS, is_text_count
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, currency_codes, distinct_text, is_csv, scan_file
 from connectors.formula_guard import EXPORT_SEQ, is_export_header, unguarded
@@ -56,10 +56,10 @@ ROW = "_row"  # the file row number, carried through a sort so a rejected row ca
 def csv_overrides(cmap: ColumnMap, first: str | None = None) -> dict[str, pl.DataType]:
     """How a CSV's columns are read; `first`: the time column's first value written with a point, else its first
     value. Decimal epoch seconds stay text until scaled_ts: as a float, 1717236000.25 s is off by ~100 ns. So do
-    counts of ms, us and ns with a point in any row (Gate.io's create_time_ms, "1548000000123.456"; planning's
-    POINTED_COUNT), read exactly to the ns as JSON's are; others
+    counts of ms, us and ns with a point or an exponent in any row (Gate.io's create_time_ms, "1548000000123.456";
+    R's "1.709967601e12"; epoch_counts.TEXT_COUNT), read exactly to the ns as JSON's are; others
     are Int64, so that a junk line's text there reads as no cell (connectors/junk_lines.py)."""
-    text_counts = dict.fromkeys(WHOLE_TEXT_UNITS, pl.String) if first is not None and "." in first else {}
+    text_counts = dict.fromkeys(WHOLE_TEXT_UNITS, pl.String) if first is not None and is_text_count(first) else {}
     ts_type = {"datetime": pl.String, "s": pl.String, **text_counts,
                **dict.fromkeys((*DAY_CLOCK_UNITS, EXCEL_DAYS), pl.Float64)}.get(cmap.ts_unit, pl.Int64)
     out: dict[str, pl.DataType] = {c: pl.String for c in cmap.keep or ()}  # compared as text

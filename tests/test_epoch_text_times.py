@@ -4,11 +4,13 @@ Now `%sms`/`%sus`/`%sns` read a count of that unit, any `%s` time outside 1970..
 and the error on such text names the option that reads it."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from connectors.epoch_counts import TEXT_COUNT, decimal_text_ns, is_text_count, whole_count
 from connectors.replay import FileReplay
 from engine.service.cli import main
 
@@ -137,3 +139,22 @@ def test_a_float_column_of_whole_ms_reads_exactly(tmp_path: Path) -> None:
     replay = FileReplay(tmp_path / "gate.parquet", columns=GATE_COLUMNS)
     assert [t.ts for t in replay.next_batch(100)] == [t * 1_000_000 for t in times]
     assert not replay.rejected
+
+
+
+def test_scientific_notation_reads_exactly_in_every_unit() -> None:
+    """review411 #6: `1.709967603e9` s had its fraction cut to 9 digits with the exponent in them, read as
+    1709967603 ns (1970, replayed first, nothing rejected), and a CSV's ms column with a lone `1.709967601e12` was
+    read as Int64, that row rejected. The point is moved now, exactly, whatever the unit and wherever such a cell
+    stands; such a column is read as text."""
+    cells = {"s": ["1709967600", "1.7099676005e9", "17099676011234567891e-10", "1.709967602E+09"],
+             "ms": ["1709967600000", "1.709967600500e12", "1.7099676011234567891e12", "1709967602000"],
+             "us": ["1709967600000000", "1.7099676005e15", "1709967601123456.7891", "1.709967602e15"],
+             "ns": ["1709967600000000000", "1.7099676005e18", "1709967601123456789", "1.709967602e18"]}
+    expected = [1_709_967_600 * 10**9, 1_709_967_600_500_000_000, 1_709_967_601_123_456_789, 1_709_967_602 * 10**9]
+    for unit, column in cells.items():
+        reading = whole_count(pl.col("t")) if unit == "ns" else decimal_text_ns(pl.col("t"), unit)
+        assert pl.DataFrame({"t": column}).select(reading).to_series().to_list() == expected, unit
+    assert [is_text_count(cell) for cell in ("1709967600000", "1.709967601e12", "17099676E5", "1709967600.5")] == \
+        [False, True, True, True]
+    assert re.search(TEXT_COUNT, "1.709967601e12") and not re.search(TEXT_COUNT, "1709967601e12x")
