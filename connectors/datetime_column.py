@@ -24,6 +24,7 @@ from connectors.datetime_text import (
 from connectors.local_times import local_instants, time_column
 from connectors.map_vocabulary import UNITS
 from connectors.past_midnight import joined_within_day, past_day_end
+from connectors.ticks import TS_MAX
 from connectors.time_units import EPOCH_2200_NS
 from connectors.utc_offsets import (
     NAMED_OFFSETS,
@@ -66,8 +67,10 @@ DATED = re.compile(r"^\d{4}[-./]?\d\d[-./]?\d\d|^\d\d?[-./]\d\d?[-./]\d{2,4}")  
 CLOCK_ONLY = re.compile(r"^(0D)?\d{1,2}:\d\d(:\d\d([.,]\d+)?)?$")
 
 
-def datetime_text_ns(path: Path, cmap: ColumnMap, first: str | None, second_pass: pl.Expr | None) -> pl.Expr:
-    """Datetime text -> int ns: ISO 8601 (or `ts_format`) with a UTC offset at that offset, naive in `tz`."""
+def datetime_text_ns(path: Path, cmap: ColumnMap, first: str | None, second_pass: pl.Expr | None,
+                     time_unit: str = "ns") -> pl.Expr:
+    """Datetime text -> int ns: ISO 8601 (or `ts_format`) with a UTC offset at that offset, naive in `tz`; null for
+    a time int64 ns do not hold (`datetime_unwrapped`). `time_unit` "us": the same times in us, which hold those too."""
     # 09:00:01,123 (a decimal comma, as European exports write it) reads as 09:00:01.123, and so does NinjaTrader's
     # `20240102 143000 2537700`
     # (a DATE+TIME's `25:30:00` as `01:30:00`, a day added once read)
@@ -111,16 +114,35 @@ def datetime_text_ns(path: Path, cmap: ColumnMap, first: str | None, second_pass
     # named), whichever kind the first row is; polars would stop the whole file on a naive parse of an offset
     offset_row = text.str.contains(OFFSET_PATTERN)
     if not aware:
-        naive = (text if fmt else pl.when(~offset_row).then(text)).str.to_datetime(fmt, time_unit="ns", strict=False)
+        naive = datetime_unwrapped(text if fmt else pl.when(~offset_row).then(text), fmt, time_unit)
         if len(cmap.ts_columns) == 2:  # `25:30:00` read as 01:30 of the day after its date
-            naive = pl.when(past_day_end(cmap)).then(naive + pl.duration(days=1, time_unit="ns")).otherwise(naive)
-        return local_instants(naive, cmap.tz, second_pass).dt.epoch("ns")
+            naive = pl.when(past_day_end(cmap)).then(naive + pl.duration(days=1, time_unit=time_unit)).otherwise(naive)
+        return local_instants(naive, cmap.tz, second_pass).dt.epoch(time_unit)
     if cmap.tz is not None and not reading:
         raise ValueError(f"{path}: ts column {quoted(cmap.ts)} carries its UTC offset ({quoted(first)}); "
                          f"tz={quoted(cmap.tz)} is {NAIVE_TZ_ONLY}")
     if not fmt:
         text = pl.when(offset_row).then(numeric_offsets(text, reading))
-    return text.str.to_datetime(fmt, time_unit="ns", time_zone="UTC", strict=False).dt.epoch("ns")
+    return datetime_unwrapped(text, fmt, time_unit, "UTC").dt.epoch(time_unit)
+
+
+def datetime_unwrapped(text: pl.Expr, fmt: str | None, time_unit: str, time_zone: str | None = None) -> pl.Expr:
+    """Datetime text parsed at `time_unit`; at ns, null for a time int64 ns do not hold (from 1677 to 2262, the
+    last us at each end aside): polars wraps such a time into another (2300-01-01 read as 1715-06-13, before 1980,
+    and 1600-01-01 as 2184: review411 #1), so the text is parsed at us too, whose range holds it; the row is then
+    rejected as ts_out_of_range (event_time.beyond_int64_s)."""
+    if time_unit != "ns":
+        return text.str.to_datetime(fmt, time_unit=time_unit, time_zone=time_zone, strict=False)
+
+    def unwrapped(batch: pl.Series) -> pl.Series:
+        # both readings of a batch of the text, which the expression gives once: as two expressions, each would
+        # prepare the text again (its offsets, its decimal comma), which takes longer than the parse; read as
+        # expressions, as before (a Series' reading refuses a format it cannot guess, an expression's is null)
+        ns = pl.col("text").str.to_datetime(fmt, time_unit="ns", time_zone=time_zone, strict=False)
+        us = pl.col("text").str.to_datetime(fmt, time_unit="us", time_zone=time_zone, strict=False).dt.epoch("us")
+        return batch.to_frame("text").select(pl.when(us.abs() < TS_MAX // 1000).then(ns)).to_series()
+
+    return text.map_batches(unwrapped, return_dtype=pl.Datetime("ns", time_zone), is_elementwise=True)
 
 
 def _named_offsets_only(path: Path, cmap: ColumnMap, first: str | None, reading: dict[str, str]) -> None:

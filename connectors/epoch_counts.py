@@ -25,14 +25,18 @@ WHOLE_TEXT_UNITS = ("ms", "us", "ns")
 
 # a count as R's write.csv, Excel and numpy write a large number: `1.709967603e9`, `1.709967600123E+12`
 EXPONENT_FORM = r"^[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+$"
-# a count no Int64 reads: written with a point (`.000`, Gate.io's `...123.456`) or an exponent; a CSV column with one
-# in any row is read as text (connectors/planning.py's `_time_type`), exactly
-TEXT_COUNT = rf"^[+-]?\d+\.\d*$|{EXPONENT_FORM}"
+# a count at int64's end or past it (2**63, uint64's 18446744073709551615 that some writers put for "no time")
+INT64_END = r"^[+-]?(\d{20,}|9223\d{15})$"
+# a count no Int64 reads: written with a point (`.000`, Gate.io's `...123.456`), an exponent, or past int64; a CSV
+# column with one in any row is read as text (connectors/planning.py's `_time_type`), exactly, and a time past 2262
+# there is then named as such (event_time.beyond_int64_s), not a cell that did not read
+TEXT_COUNT = rf"^[+-]?\d+\.\d*$|{EXPONENT_FORM}|{INT64_END}"
 
 
 def is_text_count(text: str) -> bool:
-    """Whether a CSV's count is written so that no Int64 reads it: with a point, or an exponent (`TEXT_COUNT`)."""
-    return "." in text or re.search(EXPONENT_FORM, text.strip()) is not None
+    """Whether a CSV's count is written so that no Int64 reads it: with a point, an exponent, or past int64
+    (`TEXT_COUNT`)."""
+    return "." in text or re.search(f"{EXPONENT_FORM}|{INT64_END}", text.strip()) is not None
 
 
 # units whose decimal text is read exactly to the ns (`decimal_text_ns`): a fraction of a s, ms or us is a finer
@@ -60,7 +64,7 @@ def fraction_of_unit(text: str, unit: str) -> str | None:
 def decimal_count_ns(col: pl.Expr, dtype: pl.Decimal, ns_per_unit: int) -> pl.Expr:
     """A DECIMAL count of a unit (Snowflake's NUMBER(20,6), Spark's decimal(20,6) epoch seconds) -> int ns, exactly,
     as the same digits written as text are (`decimal_text_ns`): refused as "not a number of s" before (review284
-    #4). Digits past the ns are rounded; a time past int64 ns is null (ts_out_of_range's missing_field)."""
+    #4). Digits past the ns are rounded; a time past int64 ns is null (`_exact_ns`)."""
     return _exact_ns(col.cast(pl.Decimal(38, min(dtype.scale or 0, 9))), ns_per_unit)
 
 
@@ -71,15 +75,20 @@ def decimal_text_ns(text: pl.Expr, unit: str) -> pl.Expr:
     float the same value is off by up to ~100 ns (its exponent was once dropped, a time in 1970: review411 #6).
     Digits past the ns are rounded. Text that is no number (words, grouping marks) becomes null (missing_field)."""
     per_unit = UNITS[unit]
-    text = text.str.strip_chars().str.replace(DECIMAL_COMMA_SECONDS, "${1}.${2}")
     # the fraction's digits that are ns: 9 of a s, 6 of a ms, 3 of a us
-    return _exact_ns(text.cast(pl.Decimal(38, len(str(per_unit)) - 1), strict=False), per_unit)
+    return _exact_ns(count_text(text).cast(pl.Decimal(38, len(str(per_unit)) - 1), strict=False), per_unit)
+
+
+def count_text(text: pl.Expr) -> pl.Expr:
+    """A count's text as a number's cast reads it: without spaces at its ends, a decimal comma as a point."""
+    return text.str.strip_chars().str.replace(DECIMAL_COMMA_SECONDS, "${1}.${2}")
 
 
 def _exact_ns(count: pl.Expr, ns_per_unit: int) -> pl.Expr:
     """A Decimal count of a unit -> int ns, its digits past the ns rounded; null past int64 ns (a column of ms read
-    as s), not wrapped to some other time. The count is bounded before it is scaled: polars raises on a Decimal
-    product's overflow, which would stop the whole file for one cell."""
+    as s, a time past 2262: ts_out_of_range by event_time.beyond_int64_s), not wrapped to some other time. The
+    count is bounded before it is scaled: polars raises on a Decimal product's overflow, which would stop the whole
+    file for one cell."""
     count = pl.when(count.abs() <= TS_MAX // ns_per_unit).then(count)
     return (count * ns_per_unit).round(0).cast(pl.Int64, strict=False)
 

@@ -64,6 +64,7 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
                         _header_repeats(rows, dialect).alias("_header"), _end_message(rows).alias("_end"),
                         *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
+        untimed=pl.col("_ts").is_null().any(),  # (rows of a time past 2262 among them: planning's `_past_int64`)
         back_rows=(pl.col("_ts").drop_nulls().diff() < 0).sum(), largest_back=-pl.col("_ts").drop_nulls().diff().min(),
         # the first step back: its row and time (a clock stepped back once is named by them, connectors/leap_seconds)
         first_back_row=pl.col(ROW).filter(pl.col("_ts").is_not_null()).filter(

@@ -30,12 +30,13 @@ from connectors.map_vocabulary import PRICE_FIELDS, QUOTE_FIELDS
 from connectors.cut_lines import CUT_LINE
 from connectors.price_offsets import offset_of
 from connectors.quote_widths import wide_quote_reject
-from connectors.row_exprs import UNREAD_CELL
+from connectors.row_exprs import TS_BEYOND, UNREAD_CELL
 from connectors.row_wires import (NO_TRADE, empty_side_reject, error_value_reject, marked_lacking, offsets_by_stream,
                                   one_side_crossed, quote_without_its_trade, stream_of, trade_and_quote,
                                   unread_number_reject)
 from connectors.side_maps import side_lookup
 from connectors.shifted_prices import shifted
+from connectors.tick_times import beyond_int64_said
 from connectors.ticks import QUOTE, TRADE, InvalidTick, one_sided_quote
 from connectors.time_range import TimeRange
 from engine.quoting import quoted
@@ -239,6 +240,7 @@ class FilePlan:
         one_sided = cmap.quote_sides is not None  # each quote row one side, the other carried: a cross is no error
         width_limit = self.quote_width_limit
         unread_cells = UNREAD_CELL in self.keys
+        beyond_int64 = TS_BEYOND in self.keys
 
         # a footer, a junk line, a header repeated, a row too long: checked on every row only where the file has one
         without_tick = self._line_without_tick if self.footer is not None or self.junk or self.header_rows or \
@@ -281,6 +283,11 @@ class FilePlan:
                         value = shifted(value, row_offset)
                 if value is not None:
                     out[key] = value
+            # a time int64 ns do not hold (past 2262), read as null so as not to wrap: taken out of the wire map
+            beyond = out.pop(TS_BEYOND, None) if beyond_int64 else None
+            if beyond is not None and row[0] is None:
+                return InvalidTick("ts_out_of_range", f"ts must be in [0, 2**63): the time is "
+                                                      f"{beyond_int64_said(beyond)}", stream_of(out) or named)
             # a number cell that did not read (`#N/A N/A`, `110-16+`), taken out of the wire map before any use
             cell = out.pop(UNREAD_CELL, None) if unread_cells else None
             if cell is not None and cell[0] == "!":

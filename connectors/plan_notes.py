@@ -34,7 +34,7 @@ from connectors.repeated_trades import (
 from connectors.row_exprs import ROW
 from connectors.stream_names import venue_caution
 from connectors.time_hints import time_hint, unread_zone_names, zone_words
-from connectors.time_units import epoch_note
+from connectors.time_units import epoch_note, epoch_unit
 from connectors.utc_offsets import SUMMER_CHECKED, UTC_OFFSET, names_read_in, shared_name_notes, us_names_in_summer
 from connectors.shell_words import columns_option
 from engine.quoting import quoted
@@ -125,10 +125,26 @@ def refuse_unread_times(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, facts: 
     words = zone_words(rows, cmap, SAMPLE_ROWS) if named and first is not None else []
     unread = unread_zone_names(path, cmap, first, words) if len(words) > 1 else None  # GMT read, BST not
     # (a first time of a name that reads, `3:00:00 PM GMT`, beside `PM BST`: polars reads neither without a format)
-    if not facts["timed"] and first is not None and not (unread and UTC_OFFSET.search(first)):
+    if not facts["timed"] and first is not None and not (unread and UTC_OFFSET.search(first)) and \
+            not _past_int64_as_read(cmap, first, facts):
         raise ValueError(time_hint(path, cmap, first, words) + _epoch_beside(cmap, rows))
     if unread:
         raise ValueError(unread)
+
+
+def _past_int64_as_read(cmap: ColumnMap, first: str, facts: Mapping[str, Any]) -> bool:
+    """Whether the times of a file none of whose times reads are times int64 ns do not hold, in the unit they are
+    read in (`2300-01-01T00:00:00Z`, epoch seconds of 2300): each row is then rejected as ts_out_of_range, as a
+    count scaled in Python is (review411 #5), where a count another unit reads as a present-day time (ms read as
+    s) is refused naming that unit (`time_hint`)."""
+    if not facts["beyond_int64"]:
+        return False
+    if cmap.ts_unit not in UNITS:  # date-time text, a Parquet datetime: no unit to misread
+        return True
+    try:
+        return epoch_unit(float(first)) == cmap.ts_unit
+    except ValueError:
+        return True
 
 
 def stream_and_clock_notes(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, raw_stream: pl.Expr,
@@ -158,8 +174,9 @@ def stream_and_clock_notes(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, raw_
     if facts["first_ts"] is not None and cmap.ts_unit in UNITS:
         unit_said = epoch_note(path, cmap, scaled_ts(facts["first_ts"], factor))
         notes += unit_said
-    notes += time_cautions(path, cmap, facts, scaled_ts(facts["min_ts"], factor), scaled_ts(facts["max_ts"], factor),
-                           bool(unit_said))
+    if facts["min_ts"] is not None:  # (none in a file whose every time is past 2262: `_past_int64_as_read`)
+        notes += time_cautions(path, cmap, facts, scaled_ts(facts["min_ts"], factor),
+                               scaled_ts(facts["max_ts"], factor), bool(unit_said))
     return notes
 
 

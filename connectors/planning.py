@@ -23,7 +23,7 @@ from connectors.csv_quotes import unclosed_quote_refusal
 from connectors.cut_lines import cut_row
 from connectors.datetime_column import NAIVE_TZ_ONLY
 from connectors.epoch_counts import TEXT_COUNT, WHOLE_TEXT_UNITS, is_text_count
-from connectors.event_time import apply_utc_offset, ts_expr, ts_in_ns, wall_clock_ns
+from connectors.event_time import apply_utc_offset, beyond_int64_s, ts_expr, ts_in_ns, wall_clock_ns
 from connectors.local_times import time_column
 from connectors.written_zones import zone_in_times
 from connectors.datetime_text import is_interval
@@ -63,7 +63,7 @@ from connectors.yield_offsets import rate_columns
 from connectors.zero_sizes import zero_size_note
 from connectors.price_series import sized_as_series
 from connectors.quote_widths import QUOTE_SPREAD_LIMIT, headerless_quotes
-from connectors.row_exprs import ROW, csv_overrides, file_rows, filled_quotes, row_exprs
+from connectors.row_exprs import ROW, TS_BEYOND, csv_overrides, file_rows, filled_quotes, row_exprs
 from connectors.bar_questions import with_bar_questions_note
 from connectors.bar_stamps import stamped_at_close
 from connectors.closed_days import with_closed_days_note
@@ -256,6 +256,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
                            sixtieth)
         notes += repeats.notes(path, factor)
     notes += sized_as_series(path, cmap, exprs, keys, facts)  # an index's levels beside trades: size 1
+    facts = _past_int64(path, cmap, rows, ts_type, first, exprs, keys, facts)
     frame = rows.select(*exprs, ROW)
     notes += price_and_zone_notes(path, cmap, facts, first, named)
     notes += zero_size_note(path, facts, hours_given=cmap.hours is not None)  # indicative quotes, said once
@@ -273,6 +274,19 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     # (the closed days' note before a close stamp moves the times: it names a day as the file writes it)
     return with_bar_questions_note(stamped_at_close(with_closed_days_note(without_repeated_bars(
         row_notes(plan, rows, raw_stream, schema)))))
+
+
+def _past_int64(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, ts_type: Any, first: str | None,
+                exprs: list[pl.Expr], keys: list[str], facts: dict[str, Any]) -> dict[str, Any]:
+    """The facts with `beyond_int64`: whether rows whose time did not read hold times int64 ns do not (past 2262),
+    which each row then carries (TS_BEYOND, after the wire fields' keys) for FilePlan to reject as ts_out_of_range.
+    Looked for only where a row's time did not read: one more pass over such a file, none over others."""
+    beyond = beyond_int64_s(path, cmap, ts_type, first) if facts["untimed"] else None
+    if beyond is None or not rows.select(beyond.is_not_null().any()).collect().item():
+        return facts | {"beyond_int64": False}
+    exprs.insert(len(keys) + 1, beyond.alias(TS_BEYOND))  # (exprs[0] is the time)
+    keys.append(TS_BEYOND)
+    return facts | {"beyond_int64": True}
 
 
 def _levels_said(cmap: ColumnMap, notes: list[str], book: str | None) -> list[str]:

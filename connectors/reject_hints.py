@@ -42,7 +42,7 @@ def _unit_changed(plan: Any, message: str) -> str:
     """For a time out of range in a file whose epoch unit was read from its first time: the hint that the unit
     changes inside it (Binance's public files went from ms to us on 2025-01-01; a concatenation holds both)."""
     columns = getattr(plan, "columns", None)
-    got = re.search(r"got (-?\d+)$", message)
+    got = re.search(r"got (-?\d+)", message)
     if columns is None or columns.ts_unit not in UNITS or got is None:
         return ""
     raw = int(got[1]) // UNITS[columns.ts_unit]

@@ -255,6 +255,7 @@ def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect 
     return exprs, keys, price_texts
 
 
+TS_BEYOND = "ts_beyond"  # the key of a row's time int64 ns do not hold, in s since the epoch (null: none)
 UNREAD_CELL = "unread_cell"  # the key of a row's first number cell that did not read: "!field\ttext" or "?field\t..."
 
 

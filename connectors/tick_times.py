@@ -56,8 +56,27 @@ def check_ts(obj: dict) -> int:
         raise InvalidTick("ts_not_int", f"ts must be an int of nanoseconds, got {wire_value(ts, 24)}"
                                         f"{_float_ts_hint(ts)}{time_hint(ts)}")
     if not 0 <= ts < TS_MAX:
-        raise InvalidTick("ts_out_of_range", f"ts must be in [0, 2**63), got {ts}{q_null_said(ts)}")
+        past = f" ({beyond_int64_said(ts / 10**9)})" if ts >= TS_MAX else ""
+        raise InvalidTick("ts_out_of_range", f"ts must be in [0, 2**63), got {ts}{past}{q_null_said(ts)}")
     return ts
+
+
+LAST_INSTANT = "2262-04-11T23:47:16.854775807Z"  # the last instant int64 ns since the epoch hold (TS_MAX - 1)
+_SECONDS_PER_YEAR = 365.2425 * 86_400
+
+
+def beyond_int64_said(seconds: float) -> str:
+    """A time int64 ns since the epoch do not hold, in words: its instant (to the us; a year past 9999 alone) and
+    the limit it is past. The one wording of every such time, whatever its form: the wire's int, an epoch count
+    scaled, a file's date-time text or Parquet datetime (`FilePlan` rejects theirs, which int64 cannot carry)."""
+    try:
+        instant = datetime.fromtimestamp(seconds, tz=timezone.utc)
+        when = instant.strftime("%Y-%m-%dT%H:%M:%S") + (f".{instant.microsecond:06d}Z" if instant.microsecond else "Z")
+    except (OverflowError, ValueError, OSError):  # past year 9999 (or before year 1): its year is all that says
+        when = f"the year {1970 + seconds / _SECONDS_PER_YEAR:.0f}"
+    if seconds < 0:
+        return f"{when}, before 1970: ts counts ns since 1970-01-01"
+    return f"{when}, past {LAST_INSTANT}, the last time int64 nanoseconds since the epoch hold"
 
 
 # 2000-01-01 and 2100-01-01 in ns since the epoch. A ts between them counted in s, ms or us instead of ns reads as a

@@ -87,8 +87,10 @@ def time_hint(path: Path, cmap: ColumnMap, first: str, words: list[str] | None =
     if number is not None and cmap.ts_unit == "datetime":
         return f"{where}, a number: give its epoch unit, e.g. --ts-unit {epoch_unit(number)}"
     if number is not None and cmap.ts_unit in UNITS and abs(number) * UNITS[cmap.ts_unit] >= TS_MAX:
+        other = epoch_unit(number)  # (none when it is the unit read: review411 #5 named it to the user giving it)
         return (f"{where}, which as {cmap.ts_unit} since the epoch is past the year 2262 (the last instant int64 "
-                f"nanoseconds hold): if it counts {epoch_unit(number)}, give --ts-unit {epoch_unit(number)}")
+                f"nanoseconds hold)" + (f": if it counts {other}, give --ts-unit {other}" if other != cmap.ts_unit
+                                        else ""))
     if number is None and cmap.ts_unit in UNITS:
         return (f"{where}, not a number of {cmap.ts_unit} since the epoch: for date/time text give --ts-unit "
                 f"datetime (and --ts-format if it is not ISO 8601)")

@@ -5,6 +5,7 @@ and the error on such text names the option that reads it."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from pathlib import Path
 
 import polars as pl
@@ -12,7 +13,10 @@ import pytest
 
 from connectors.epoch_counts import TEXT_COUNT, decimal_text_ns, is_text_count, whole_count
 from connectors.replay import FileReplay
+from connectors.tick_times import check_ts
+from connectors.ticks import InvalidTick
 from engine.service.cli import main
+from conftest import drain
 
 FIRST_MS = 1_723_161_255_342  # 2024-08-08 23:54:15.342 UTC
 
@@ -158,3 +162,29 @@ def test_scientific_notation_reads_exactly_in_every_unit() -> None:
     assert [is_text_count(cell) for cell in ("1709967600000", "1.709967601e12", "17099676E5", "1709967600.5")] == \
         [False, True, True, True]
     assert re.search(TEXT_COUNT, "1.709967601e12") and not re.search(TEXT_COUNT, "1709967601e12x")
+
+
+Y2300_S = 10_413_792_000  # 2300-01-01T00:00:00Z in s
+PAST_2262 = ("2300-01-01T00:00:00Z, past 2262-04-11T23:47:16.854775807Z, the last time int64 nanoseconds since the "
+             "epoch hold")
+
+
+def test_a_time_past_2262_is_ts_out_of_range_in_every_form(tmp_path: Path) -> None:
+    """review411 #5: past 2262, epoch seconds (text), a Parquet datetime[us] and an ns count past int64 in a CSV
+    were missing_field ("not a time the map reads"), a file of such seconds alone refused with "if it counts s,
+    give --ts-unit s" under --ts-unit s, while ms and us counts were ts_out_of_range. One rule for all now, in one
+    wording that names the time and the limit (a count scaled in Python, as the wire's, with its digits)."""
+    seconds = epoch_text_file(tmp_path / "s.csv", [str(FIRST_MS // 1000 + i) for i in range(3)] + [str(Y2300_S)])
+    pl.DataFrame({"time": [datetime(2024, 8, 8), datetime(2300, 1, 1)], "symbol": ["B", "B"], "price": [1.0, 2.0],
+                  "size": [1.0, 1.0]}, schema_overrides={"time": pl.Datetime("us")}
+                 ).write_parquet(tmp_path / "us.parquet")
+    ns = epoch_text_file(tmp_path / "ns.csv", [str(FIRST_MS * 10**6), str(2**63 - 1), str(2**63), str(2**64 - 1)])
+    only = epoch_text_file(tmp_path / "only.csv", [str(Y2300_S + i) for i in range(3)])
+    for path, unit, read, out in ((seconds, "s", 3, 1), (tmp_path / "us.parquet", "datetime", 1, 1), (ns, "ns", 2, 2),
+                                  (only, "s", 0, 3)):
+        replay = FileReplay(path, columns={"ts_unit": unit})
+        assert len(drain(replay)) == read and replay.rejected == {"ts_out_of_range": out}, path
+        assert "past 2262-04-11T23:47:16.854775807Z" in replay.rejected.examples["ts_out_of_range"], path
+    assert PAST_2262 in replay.rejected.examples["ts_out_of_range"]
+    with pytest.raises(InvalidTick, match=rf"got {Y2300_S * 10**9} \({PAST_2262}\)"):
+        check_ts({"ts": Y2300_S * 10**9})

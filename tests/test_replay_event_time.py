@@ -261,3 +261,21 @@ def test_the_scored_share_is_printed_with_the_digits_it_has(tmp_path: Path) -> N
                                 test_from=test_from)
         assert f"scored: the answers after the first {said} of each stream's ticks (--test-from {test_from:g};" in \
             report.summary()
+
+
+def test_a_date_time_past_2262_is_ts_out_of_range_never_a_wrapped_time(tmp_path: Path) -> None:
+    """review411 #1: ISO text past 2262 was parsed straight to datetime[ns], which polars wraps around int64: 2300
+    read as 1715 (a "before 1980" warning, a sort note on a disorder not in the file), 1600 as 2184 (replayed). Such
+    a row is ts_out_of_range now, naming its time and the limit, and the file's other rows read as written."""
+    times = [f"2024-01-01T00:00:0{i}Z" for i in range(4)] + ["2300-01-01T00:00:00Z", "1600-01-01T00:00:00Z"] + \
+        [f"2024-01-01T00:00:1{i}Z" for i in range(3)]
+    path = tmp_path / "far.csv"
+    path.write_text("timestamp,symbol,price,size\n" + "".join(f"{t},MXF,100.0{i},1\n" for i, t in enumerate(times)))
+    replay = FileReplay(path)
+    start = int(datetime(2024, 1, 1, tzinfo=UTC).timestamp()) * 10**9
+    assert [t.ts for t in drain(replay)] == [start + s * 10**9 for s in (0, 1, 2, 3, 10, 11, 12)]
+    assert replay.rejected == {"ts_out_of_range": 2}
+    assert replay.rejected.examples["ts_out_of_range"] == (
+        f"{path} line 6: ts_out_of_range: ts must be in [0, 2**63): the time is 2300-01-01T00:00:00Z, past "
+        f'2262-04-11T23:47:16.854775807Z, the last time int64 nanoseconds since the epoch hold (column "timestamp")')
+    assert not any("not in time order" in note or "before 1980" in note for note in replay.notes), replay.notes
