@@ -402,3 +402,20 @@ def test_a_missing_queries_file_is_a_file_not_found_error_too(setup: Path, tmp_p
         run_backtest(_config(setup), setup / "ticks.parquet", missing, tmp_path / "a.parquet", progress=False)
     assert isinstance(absent.value, QuerySpecError) and absent.value.filename == str(missing)
     assert absent.value.errno == 2 and str(absent.value).startswith(f"{missing}: cannot read query file: ")
+
+
+def test_an_out_another_thread_of_this_process_writes_is_refused_without_a_kill(tmp_path: Path) -> None:
+    """review420 #5: two threads of a notebook on one `out`: the second was told to `kill -TERM` the pid holding
+    it, its own process (both runs' end). The holder being this process is said so, with no signal to send; a
+    holder in another process is still named by its pid with the kill that stops it (test_backtest_resume.py)."""
+    from engine.service.answer_parts import AnswerParts
+    from engine.service.output_lock import OutputInUse
+
+    out = tmp_path / "a.parquet"
+    with AnswerParts.open(out, {"run": 1}, resume=False):  # the lock a first thread's run holds, as it writes
+        with pytest.raises(OutputInUse) as refused:
+            AnswerParts.open(out, {"run": 1}, resume=False)  # a second run, of another thread of this process
+    said = str(refused.value)
+    assert said.startswith(f"{out}.parts is in use by another backtest running in this process (a thread's "
+                           f"run_backtest; pid {os.getpid()} is this process: do not kill it"), said
+    assert "kill -TERM" not in said and "give another out" in said

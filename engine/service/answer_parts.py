@@ -24,7 +24,7 @@ from typing import Any, Callable
 import polars as pl
 
 from engine.rust_paths import rust_path
-from engine.service.output_lock import take_lock
+from engine.service.output_lock import LockHolder, take_lock
 from engine.service.output_paths import DiskFull, temporary_name, write_atomically, write_text_atomically
 from engine.service.release import this_release
 from engine.service.resume_refusals import as_json, manifest_damage, refuse_changed_key
@@ -51,10 +51,20 @@ class PartsGone(FileNotFoundError):
 def _take_lock(directory: Path) -> int | None:
     """This process's lock on ``directory/LOCK`` (output_lock.take_lock): OutputInUse while another run holds it,
     None when the folder went away meanwhile (the run holding it finished and removed it)."""
-    return take_lock(directory / LOCK, lambda pid, stop: (
-        f"{directory} is in use by a running backtest{pid}: one run writes an --out at a time; wait for it to "
-        f"end, or stop it ({stop}: it checkpoints and exits) and run again with --resume to continue it, or "
-        f"give another --out"))
+    return take_lock(directory / LOCK, lambda holder: _in_use(directory, holder))
+
+
+def _in_use(directory: Path, holder: LockHolder) -> str:
+    """Why a run cannot write the parts ``holder``'s run writes, and what to do. Another thread's run in this
+    process (review420 #5) is no process to signal: its `kill -TERM` was this process's own, both runs' end."""
+    if holder.this_process:
+        return (f"{directory} is in use by another backtest running in this process (a thread's run_backtest; pid "
+                f"{os.getpid()} is this process: do not kill it, that ends both runs): one run writes an out at a "
+                f"time; wait for that run to end (its `stop` ends it at a batch boundary, resume=True continues "
+                f"it), or give another out")
+    return (f"{directory} is in use by a running backtest{holder.pid}: one run writes an --out at a time; wait for it "
+            f"to end, or stop it ({holder.stop}: it checkpoints and exits) and run again with --resume to continue "
+            f"it, or give another --out")
 
 
 def _clear(directory: Path, keep: tuple[str, ...] = (LOCK,)) -> None:

@@ -70,11 +70,10 @@ def out_held(out: Path) -> Iterator[None]:
     while True:  # again when the folder or its lock went away before it was locked: the run holding it had finished
         made = [p for p in (out, *out.parents) if not p.exists()]  # the folders this run makes, --out first
         out.mkdir(parents=True, exist_ok=True)
-        if (fd := take_lock(out / OUT_LOCK, lambda pid, stop: (
-                f"--out {shown_path(out)} is being written by a running train{pid}: one run writes a checkpoint at a "
-                f"time; "
-                f"wait for it to end (then --overwrite replaces its checkpoint), stop it ({stop}), or give another "
-                f"--out"))) is not None:
+        if (fd := take_lock(out / OUT_LOCK, lambda holder: (  # (train runs one to a process: the CLI's)
+                f"--out {shown_path(out)} is being written by a running train{holder.pid}: one run writes a "
+                f"checkpoint at a time; wait for it to end (then --overwrite replaces its checkpoint), stop it "
+                f"({holder.stop}), or give another --out"))) is not None:
             break
     try:
         yield

@@ -10,17 +10,27 @@ import fcntl
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 
 class OutputInUse(FileExistsError):
-    """Another running process holds the output's lock."""
+    """Another running process, or another thread's run in this one, holds the output's lock."""
 
 
-def take_lock(path: Path, refusal: Callable[[str, str], str]) -> int | None:
+class LockHolder(NamedTuple):
+    """The run holding an output's lock, as a refusal names it."""
+
+    pid: str  # " (pid N)"; "" when its pid cannot be read
+    stop: str  # how to stop it: "kill -TERM N"; "SIGTERM" when its pid cannot be read
+    # another thread's run in this very process (a notebook's two run_backtest calls): a signal would stop both
+    this_process: bool
+
+
+def take_lock(path: Path, refusal: Callable[[LockHolder], str]) -> int | None:
     """This process's exclusive lock on the file ``path``, its pid written inside: the open descriptor, which holds
-    the lock until closed. OutputInUse while another process holds it, its text ``refusal(pid, stop)``: " (pid N)"
-    and "kill -TERM N" of the holder ("" and "SIGTERM" when its pid cannot be read); None when the folder went
-    away meanwhile, or the file was replaced before it was locked (the holder finished and removed it): the caller
+    the lock until closed (a flock is an open file's: another thread opening it here is refused as another process
+    is). OutputInUse while another run holds it, its text ``refusal(holder)``; None when the folder went away
+    meanwhile, or the file was replaced before it was locked (the holder finished and removed it): the caller
     takes it again."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -32,7 +42,7 @@ def take_lock(path: Path, refusal: Callable[[str, str], str]) -> int | None:
         holder = os.read(fd, 64).decode(errors="replace").strip()
         os.close(fd)
         pid, stop = (f" (pid {holder})", f"kill -TERM {holder}") if holder.isdigit() else ("", "SIGTERM")
-        raise OutputInUse(refusal(pid, stop)) from None
+        raise OutputInUse(refusal(LockHolder(pid, stop, holder == str(os.getpid())))) from None
     try:  # the lock is on the file we opened: if the holder removed it before we locked, it is no one's
         still_there = os.stat(path).st_ino == os.fstat(fd).st_ino
     except FileNotFoundError:
