@@ -241,8 +241,9 @@ def test_the_record_keeps_the_command_line_the_environment_and_whole_file_digest
 def test_the_builtin_model_scored_on_a_set_it_trained_on_says_so(tmp_path: Path, capsys) -> None:
     """review349 #5: a backtest of the built-in model on the shared BTCUSDT trades, the data it trained on, said
     nothing of it, where a trained checkpoint's backtest of its own files says its scores are not out of sample.
-    Real files in a folder named as the shared set's; a file elsewhere gets no note, nor --test-from 0.8."""
-    from engine.service.builtin_in_sample import SEEN_END
+    Real files in a folder named as the shared set's; a file elsewhere gets no note, nor --test-from 0.8. From Python
+    the same note (review420 #6: run_backtest said none), through `note` and on the report."""
+    from engine.service.builtin_in_sample import SEEN_END, builtin_in_sample_note
     from engine.service.datasets import HELDOUT_FRACTION
 
     assert SEEN_END == 1 - HELDOUT_FRACTION
@@ -265,7 +266,12 @@ def test_the_builtin_model_scored_on_a_set_it_trained_on_says_so(tmp_path: Path,
                                f"shared BTCUSDT set ({shared / 'trades.parquet'} among them), and every answer was "
                                f"scored: the scores below are not out of sample (give --test-from 0.8 or later; "
                                f"a file of part of a set") in said[0], said
-    assert note(tmp_path / "other.parquet") == []
+    notes: list[str] = []
+    freeze_before_a_start()
+    report = run_backtest(ServiceConfig(), shared / "trades.parquet", tmp_path / "q.yaml", tmp_path / "py.parquet",
+                          progress=False, plot=False, note=notes.append)
+    assert report.in_sample == [said[0].removeprefix("flashtick backtest: note: ")] == notes[-1:], notes
+    assert builtin_in_sample_note([tmp_path / "other.parquet"], None, "give --test-from 0.8") is None  # not the set
     assert note(shared / "trades.parquet", "--test-from", "0.8") == []
 
 

@@ -5,6 +5,7 @@ one minimum part size for train and evaluate. CSV files of futures-like streams 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import re
@@ -553,11 +554,16 @@ def test_backtest_test_from_test_scores_the_checkpoint_s_own_test_part(trained, 
     assert json.loads(out.with_suffix(".manifest.json").read_text())["run"]["test_from"] == 0.85  # what it ran
 
 
-def test_run_backtest_takes_test_from_test_and_a_model_from_a_dict_as_docs_show(trained, tmp_path: Path) -> None:
+def test_run_backtest_at_the_checkpoint_s_split_scores_its_test_part_and_says_what_is_in_sample(
+        trained, tmp_path: Path) -> None:
     """review267: `run_backtest(..., test_from="test")` raised a raw TypeError (`'<' not supported between 'int'
     and 'str'`) though the docs say its keywords mirror the CLI's; the model is chosen with ServiceConfig.from_dict
-    (docs/replay.md "From Python"). It scores the same answers as `backtest --model M --test-from test`."""
+    (docs/replay.md "From Python"). review420 #7: `test_from=0.85`, the number "test" stands for, cut at the plain
+    85% (the gap training left scored too), where `backtest --test-from 0.85` cuts at each trained stream's test
+    part: both now score what `--test-from test` scores. review420 #6: the in-sample notes were the CLI's alone;
+    run_backtest says them (checked here on this run's report, at a cut inside the trained part)."""
     from engine.service.backtest import run_backtest
+    from engine.service.backtest_in_sample import in_sample_notes, reads_as_trained
     from engine.service.config import ServiceConfig
 
     csv, model, _, _ = trained
@@ -566,12 +572,25 @@ def test_run_backtest_takes_test_from_test_and_a_model_from_a_dict_as_docs_show(
     queries.write_text("queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, "
                        "trigger: {ticks: 5}}\n")
     config = ServiceConfig.from_dict({"model": {"path": str(model)}})
-    out = tmp_path / "api.parquet"
-    report = run_backtest(config, csv, queries, out, test_from="test", progress=False, plot=False,
-                          columns={"price_offset": {"SPREAD": 1}})
+    out, notes, as_trained = tmp_path / "api.parquet", [], {"price_offset": {"SPREAD": 1}}
+    report = run_backtest(config, csv, queries, out, test_from=0.85, progress=False, plot=False, columns=as_trained,
+                          note=notes.append)
     scored = next(score for score in report.scores if score.query == "dir20")
     assert scored.scored == _scored_dir20(out, parts) > 20  # each trained stream cut at its own test part
     assert json.loads(out.with_suffix(".manifest.json").read_text())["run"]["test_from"] == 0.85
+    assert report.in_sample == [] and not any("out of sample" in line for line in notes), notes
+    assert reads_as_trained(str(model), as_trained, None, None)  # the price offset training read the files with
+    assert not reads_as_trained(str(model), {"price_offset": {"SPREAD": 2}}, None, None)
+    earlier = dataclasses.replace(report, test_from=0.5)  # the CLI's note at --test-from 0.5, in its words
+    assert in_sample_notes(earlier, [csv], None, same_reading=True) == [
+        f"this model was trained and validated on the first 85% of the ticks of streams BACK, FRONT, SPREAD in {csv}, "
+        f"and --test-from 0.5 (stream BACK: scored from its tick 500, trained and validated on its ticks before 850): "
+        f"the scores below are not out of sample (give --test-from 0.85 or later, over the whole files)"]
+    said = []  # "test" is the number it stands for, said before anything else is checked, as the CLI's
+    with pytest.raises(ValueError, match="is the input"):
+        run_backtest(config, csv, queries, csv, test_from="test", progress=False, note=said.append)
+    assert said == ["--test-from test: this model was trained and validated on the first 85% of each stream's ticks "
+                    "(its evaluation.json): scoring the answers after them, as --test-from 0.85"]
     with pytest.raises(ValueError, match=r'^test_from \(--test-from\) must be a fraction in \(0, 1\), an event time '
                                          r'\(ISO 8601 text such as "2024-03-15", .* or a TestStart\) or "test" '
                                          r'.*got "tset"'):

@@ -44,6 +44,7 @@ from engine.path_words import user_item, user_path
 from engine.quoting import quoted
 from engine.rust_paths import rust_path
 from engine.service.answer_parts import AnswerParts
+from engine.service.backtest_in_sample import in_sample_notes, reads_as_trained, scored_from
 from engine.service.answers_file import write_answers
 from engine.service.backtest_loop import BacktestInterrupted, replay_from
 from engine.service.backtest_outputs import backtest_outputs
@@ -54,7 +55,8 @@ from engine.service.backtest_resume import (marks_to_score, resume_at_checkpoint
 from engine.service.answer_context import backtest_context_lines
 from engine.service.backtest_scores import QueryScore, later_slice, question_of, score_query
 from engine.service.calibration_plot import plot_backtest_calibration
-from engine.service.checkpoint_notes import TEST_PART, own_test_part
+from engine.service.checkpoint_notes import (TEST_PART, checkpoint_evaluation, own_test_from, own_test_note,
+                                             test_part_starts)
 from engine.service.cli_reading import configured_column_map
 from engine.service.config import ServiceConfig
 from engine.service.ctrl_c_stop import CtrlCStop
@@ -139,12 +141,15 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
     report, read back (its ``already_complete`` set; the CLI says so and exits as the run did).
     `test_from` (a fraction in (0, 1)) scores only answers after that fraction of each stream's ticks: every
     answer is still computed and written, and the realised answers of the scored ones lie wholly after the cut;
-    ``test_starts`` (checkpoint_notes.test_part_starts) moves a stream's cut to its test part's first tick.
-    `test_from="test"` (the CLI's `--test-from test`) is the model's own test part: its checkpoint's split share,
-    each stream it trained on cut where its test part starts (checkpoint_notes.own_test_part). An event time (a
+    At a checkpoint's own split share (0.85 of the default 70/15/15), each stream it trained on is cut where its
+    test part starts instead, after the gap training left, as `evaluate` scores it (``test_starts``, None: from the
+    checkpoint's evaluation.json, checkpoint_notes.test_part_starts). `test_from="test"` (the CLI's `--test-from
+    test`) is that share, read from the checkpoint (checkpoint_notes.own_test_from) and said. An event time (a
     date or ISO 8601 text as `--test-from 2024-03-15` reads it, in UTC without an offset; a datetime, a pandas
     Timestamp, a numpy datetime64, an int of ns; a TestStart) scores every stream from its first tick stamped then on.
-    `note` is told, before the run, what a user should know about how the files are read (FileReplay.notes).
+    `note` is told, before the run, what a user should know about how the files are read (FileReplay.notes), and
+    after its scores why they are not out of sample, if they are not (the report's ``in_sample``: the model scored
+    on ticks it trained on, backtest_in_sample.py).
     `replaying` is called once the model is loaded and the files are opened, before the checkpoint is: a stop from
     then on is one at a batch boundary (before it, the CLI ends the run at once: nothing is on disk to keep).
     `streams` (names or globs) reads those streams of the files alone; a resume must select the same.
@@ -171,10 +176,13 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
     streams = (list(section.streams) if section.streams else None) if streams is None else streams
     test_from = test_start_given(test_from)  # a date, as --test-from DATE, or a datetime a notebook holds
     time_range = TimeRange.given(time_range)  # a (start, end) pair as well as a TimeRange
-    if test_from == TEST_PART:  # as the CLI's --test-from test: the number it stands for, and the streams' cuts
-        test_from, own_starts = own_test_part(config.model.path)
-        test_starts = own_starts if test_starts is None else test_starts
+    evaluation = checkpoint_evaluation(Path(config.model.path)) if config.model.path is not None else None
+    if test_from == TEST_PART:  # as the CLI's --test-from test: the number it stands for, said
+        test_from = own_test_from(evaluation, config.model.path)
+        note(own_test_note(test_from))
     _check_numbers(batch_ms, checkpoint_s, test_from, max_ticks)
+    if test_starts is None:  # at the checkpoint's own split, whether given as "test" or as its number (review420 #7)
+        test_starts = test_part_starts(evaluation, scored_from(test_from))
     asked = backtest_queries(queries)
     _, files = file_items(files)  # (a str is one path, not its letters; a DataFrame one frame, not its columns)
     # `~/x` read as the CLI reads it (path_words): a Python caller's paths are a user's too
@@ -188,23 +196,36 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
 
     with process_state_kept():
         try:
-            return _run(config, files, asked, out, columns, batch_ms, max_ticks, progress, resume, checkpoint_s,
-                        lambda: ctrl_c.requested or stop(), test_from, chunked, note, streams, time_range, scoring,
-                        began, test_starts, command_line, plot, skip_bad_files, overwrite)
+            report = _run(config, files, asked, out, columns, batch_ms, max_ticks, progress, resume, checkpoint_s,
+                          lambda: ctrl_c.requested or stop(), test_from, chunked, note, streams, time_range, scoring,
+                          began, test_starts, command_line, plot, skip_bad_files, overwrite)
         finally:
             ctrl_c.disarm()
+    if report.already_complete is None:  # (a finished run read back: its notes were said when it ran)
+        # said before the scores they are about, to the CLI's user and a notebook's alike (review420 #6)
+        report.in_sample = in_sample_notes(report, _file_paths(files), max_ticks,
+                                           reads_as_trained(config.model.path, columns, streams, time_range))
+        for line in report.in_sample:
+            note(line)
+    return report
 
 
 def _input_paths(config: ServiceConfig, files: list[Any], queries: Any, columns: Any) -> list[Path]:
     """The paths a run reads, which its outputs must not be (review420 #1: from Python, ``out`` given as its tick
     file replaced it with the answers): the files (a (path, map) pair's, a {"path": ...} entry's; not a frame), the
     queries and columns files given as paths, the model's directory."""
-    paths = [Path(f[0] if isinstance(f, tuple) else f["path"] if isinstance(f, Mapping) else f)
-             for f in files if not holds_frame(f) and isinstance(f, (str, os.PathLike, tuple, Mapping))]
+    paths = _file_paths(files)
     for given in (queries, columns):  # (YAML text and parsed documents are no file)
         if isinstance(given, (str, os.PathLike)) and "\n" not in str(given) and Path(given).is_file():
             paths.append(Path(given))
     return paths + ([Path(config.model.path)] if config.model.path is not None else [])
+
+
+def _file_paths(files: list[Any]) -> list[Path]:
+    """The tick files' paths among run_backtest's `files`: a (path, map) pair's, a {"path": ...} entry's; not a
+    frame's."""
+    return [Path(f[0] if isinstance(f, tuple) else f["path"] if isinstance(f, Mapping) else f)
+            for f in files if not holds_frame(f) and isinstance(f, (str, os.PathLike, tuple, Mapping))]
 
 
 def _run(config: ServiceConfig, files: list[Any], queries: BacktestQueries, out: Path, columns: Any,

@@ -28,7 +28,9 @@ class BacktestReport:
     each reason's first row, located), ``answers`` (rows written), ``out`` (the answers Parquet file: read it with
     ``pl.read_parquet(report.out)``; the scores are in ``out.with_suffix(".scores.json")``, the plot in
     ``.calibration.png``, the run's record in ``.manifest.json``), ``scores`` (one QueryScore per query, each
-    stream's in its ``by_stream``). ``summary()`` is the table `flashtick backtest` prints. ``already_complete``:
+    stream's in its ``by_stream``), ``in_sample`` (why the scores are not out of sample, where the model was scored
+    on ticks it trained on: said to ``note`` too, as the CLI prints them before its table; empty when they may be).
+    ``summary()`` is the table `flashtick backtest` prints. ``already_complete``:
     set by ``resume=True`` on a run that had finished (finished_backtest.AlreadyComplete: its message and counts):
     nothing was run, and this report is read back from the finished run's manifest and scores, with its counts and
     scores alone (the notes of the run are in its manifest, not here).
@@ -69,6 +71,8 @@ class BacktestReport:
     already_complete: Exception | None = None  # resume=True of a finished run: nothing run, this read back (above)
     # query -> its bps-bucketed question's labels are one inner bucket on some of its streams (review379 #4)
     one_class_why: dict[str, str] = field(default_factory=dict)
+    # why the scores are not out of sample (backtest_in_sample.py): a note, or a Caution (a warning); [] when none
+    in_sample: list[str] = field(default_factory=list)
 
     def summary(self, by_stream: bool = False) -> str:
         """The run, its scores table (``by_stream``: under each query, a row per stream it answered) and notes."""

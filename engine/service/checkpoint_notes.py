@@ -243,12 +243,13 @@ def own_test_from(evaluation: dict[str, Any] | None, model_path: str | None) -> 
     return seen_end
 
 
-def own_test_part(model_path: str | None) -> tuple[float, dict[str, tuple[int, int]]]:
-    """`test_from="test"` in run_backtest, as `--test-from test` in the CLI: the checkpoint's split share
-    (own_test_from) and where each stream it trained on starts its test part (test_part_starts)."""
-    evaluation = checkpoint_evaluation(Path(model_path)) if model_path is not None else None
-    test_from = own_test_from(evaluation, model_path)
-    return test_from, test_part_starts(evaluation, test_from)
+def own_test_note(test_from: float) -> str:
+    """What `--test-from test` (run_backtest's `test_from="test"`) stands for, said once read (own_test_from)."""
+    from engine.service.backtest_report import percent
+
+    return (f"--test-from {TEST_PART}: this model was trained and validated on the first {percent(test_from)} of "
+            f"each stream's ticks (its evaluation.json): scoring the answers after them, as --test-from "
+            f"{test_from:g}")
 
 
 def test_part_starts(evaluation: dict[str, Any] | None, test_from: float | None) -> dict[str, tuple[int, int]]:

@@ -14,10 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from connectors.cautions import labelled
-from engine.service.builtin_in_sample import SEEN_END, builtin_in_sample_note, builtin_span_caution
-from engine.service.checkpoint_notes import (TEST_PART, checkpoint_evaluation, current_reading, in_sample_note,
-                                             own_test_from, read_as_trained, session_gap_mismatch,
-                                             test_part_starts)
+from engine.service.checkpoint_notes import (TEST_PART, checkpoint_evaluation, current_reading, own_test_from,
+                                             own_test_note, read_as_trained, session_gap_mismatch)
 from engine.service.cli_common import (EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, WorkWhole, check_outputs,
                                        configured_queries_file, exit_status, interrupted_status, is_tick_model,
                                        raise_interrupted, restore_handlers, service_config)
@@ -76,15 +74,14 @@ def _backtest(args: argparse.Namespace) -> int:
 
         args.test_from = test_start_of(args.test_from, args.tz, args.command_name)
     config, queries = _backtest_inputs(args)
-    evaluation = checkpoint_evaluation(Path(config.model.path)) if config.model.path is not None else None
-    _own_test_part(args, evaluation, config)
+    _own_test_part(args, config)
     check_outputs(args, backtest_outputs(Path(args.out)), queries,
                                *([Path(config.model.path)] if config.model.path else []))
     signals = _StopSignals(args)
-    mismatch = _reading_notes(args, config)
+    _reading_notes(args, config)
     report = None
     try:
-        report = _run(args, config, queries, time_range, evaluation, signals)
+        report = _run(args, config, queries, time_range, signals)
         if (done := report.already_complete) is not None:  # --resume of a finished run that is this one: done, as
             report = None  # a scheduler re-runs it (run_backtest returns the finished run's report, read back)
             print(f"flashtick backtest: {done}", file=sys.stderr, flush=True)
@@ -104,18 +101,16 @@ def _backtest(args: argparse.Namespace) -> int:
     finally:  # as the process had them (a library's own included), unless the run ended: see WorkWhole
         if report is None and getattr(args, "work_whole", None) is None:
             restore_handlers(signals.inherited)
-    return _after_run(args, config, report, signals, same_reading=mismatch is None and time_range is None)
+    return _after_run(args, report, signals)
 
 
-def _own_test_part(args: argparse.Namespace, evaluation: Any, config: Any) -> None:
-    """`--test-from test`: from here on the number it stands for, as if given (cut, notes and record alike)."""
-    from engine.service.backtest_report import percent
-
+def _own_test_part(args: argparse.Namespace, config: Any) -> None:
+    """`--test-from test`: from here on the number it stands for, as if given (cut, notes and record alike); said
+    before the model loads (run_backtest says it so to a Python caller)."""
     if args.test_from == TEST_PART:
-        args.test_from = own_test_from(evaluation, config.model.path)
-        print(f"flashtick backtest: note: --test-from {TEST_PART}: this model was trained and validated on the first "
-              f"{percent(args.test_from)} of each stream's ticks (its evaluation.json): scoring the answers after "
-              f"them, as --test-from {args.test_from:g}", file=sys.stderr, flush=True)
+        model = config.model.path
+        args.test_from = own_test_from(checkpoint_evaluation(Path(model)) if model is not None else None, model)
+        print(f"flashtick backtest: note: {own_test_note(args.test_from)}", file=sys.stderr, flush=True)
 
 
 class _StopSignals:
@@ -165,9 +160,9 @@ class _StopSignals:
         self._handle_with(self.request_stop)
 
 
-def _reading_notes(args: argparse.Namespace, config: Any) -> str | None:
-    """The reading the model was trained on, taken for its own files, and how this run's differs from it (said);
-    the difference, None when the same."""
+def _reading_notes(args: argparse.Namespace, config: Any) -> None:
+    """The reading the model was trained on, taken for its own files, and how this run's differs from it, said
+    (whether the in-sample note may count in training's tick positions is run_backtest's: reads_as_trained)."""
     from engine.service.reading_record import reading_mismatch
 
     said = lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr, flush=True)  # noqa: E731
@@ -179,11 +174,9 @@ def _reading_notes(args: argparse.Namespace, config: Any) -> str | None:
     # (apart: other labelled points leave the ticks, and so training's tick positions, as they were)
     if (labelled_otherwise := session_gap_mismatch(recorded, config.answers.session_gap_ns)) is not None:
         said(labelled_otherwise)
-    return mismatch
 
 
-def _run(args: argparse.Namespace, config: Any, queries: Path, time_range: Any, evaluation: Any,
-         signals: _StopSignals) -> Any:
+def _run(args: argparse.Namespace, config: Any, queries: Path, time_range: Any, signals: _StopSignals) -> Any:
     """The replay and its scores (engine/service/backtest.py), with the command line's options."""
     from engine.service.backtest import run_backtest
 
@@ -197,29 +190,17 @@ def _run(args: argparse.Namespace, config: Any, queries: Path, time_range: Any, 
                         note=lambda line: print(f"flashtick backtest: {labelled(line)}", file=sys.stderr),
                         streams=streams_to_read(args, config), time_range=time_range,
                         scoring=signals.scoring_begins, replaying=signals.replay_begins,
-                        test_starts=test_part_starts(evaluation, _scored_from(args.test_from)),
                         command_line=getattr(args, "command_line", None), plot=not getattr(args, "no_plot", False),
                         skip_bad_files=args.skip_bad_files)
 
 
-def _after_run(args: argparse.Namespace, config: Any, report: Any, signals: _StopSignals, same_reading: bool) -> int:
-    """The report of a run whose answers, scores and plot are on disk: a signal from here until the process ends
-    (or main returns) is said in one line, exit 130 (143), and cuts nothing short. The CLI's handlers stay until
-    then (cli._run)."""
+def _after_run(args: argparse.Namespace, report: Any, signals: _StopSignals) -> int:
+    """The report of a run whose answers, scores and plot are on disk (and its in-sample notes said, through the
+    run's `note`): a signal from here until the process ends (or main returns) is said in one line, exit 130
+    (143), and cuts nothing short. The CLI's handlers stay until then (cli._run)."""
     args.work_whole = whole = WorkWhole(_whole_line(report), signals.inherited)
     if signals.stopped_by:  # came after the last point the run polled `stop` (its plot being drawn)
         whole.signum = signals.stopped_by[0]
-    if config.model.path is not None and (said := in_sample_note(
-            checkpoint_evaluation(Path(config.model.path)), args.files, report, args.test_from, args.max_ticks,
-            same_reading=same_reading)) is not None:
-        print(f"flashtick backtest: note: {said}", file=sys.stderr, flush=True)  # before the scores it is about
-    if config.model.path is None and (said := builtin_in_sample_note(
-            args.files, _scored_from(args.test_from), f"give --test-from {SEEN_END:g} or later")) is not None:
-        print(f"flashtick backtest: note: {said}", file=sys.stderr, flush=True)
-    elif config.model.path is None and (caution := builtin_span_caution(
-            {s: (first, report.split_ends[s]) for s, first in report.split_times.items() if s in report.split_ends}
-    )) is not None:  # a copy of those ticks elsewhere (review400 #5)
-        print(f"flashtick backtest: {labelled(caution)}", file=sys.stderr, flush=True)
     print(report.summary(by_stream=args.by_stream), flush=True)
     from engine.service.rejected_share import rejected_share_status
 
@@ -239,11 +220,6 @@ def _finished_status(args: argparse.Namespace, done: Any) -> int:
               "older flashtick): --max-rejected-share is not checked", file=sys.stderr, flush=True)
         return 0
     return rejected_share_status(done.rejected, done.taken, args.max_rejected_share, "flashtick backtest") or 0
-
-
-def _scored_from(test_from: Any) -> float | None:
-    """Where a run's scored part starts, as a fraction of each stream's ticks (None: every answer is scored)."""
-    return test_from if isinstance(test_from, float) else None
 
 
 def _before_any_tick(args: argparse.Namespace) -> str:

@@ -1,0 +1,67 @@
+"""Whether a backtest's scores are in-sample: the notes run_backtest says (through `note`, and on its report's
+``in_sample``) when it scored answers on ticks its model trained on, so a notebook's sweep hears them as the CLI's
+user does (review420 #6: they were the CLI's alone). The checks themselves are checkpoint_notes.in_sample_note (a
+`flashtick train` checkpoint) and builtin_in_sample.py's (the built-in model); this module picks which apply.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from connectors.column_map import ColumnMap
+from connectors.map_options import Refine
+from connectors.time_range import TimeRange
+from engine.service.backtest_report import BacktestReport
+from engine.service.builtin_in_sample import SEEN_END, builtin_in_sample_note, builtin_span_caution
+from engine.service.checkpoint_notes import checkpoint_evaluation, in_sample_note
+from engine.service.reading_record import reading_mismatch, reading_of, recorded_reading
+
+
+def in_sample_notes(report: BacktestReport, files: list[Path], max_ticks: int | None,
+                    same_reading: bool) -> list[str]:
+    """Why ``report``'s scores are not out of sample, if they are not: a checkpoint's (the run's ``files`` among its
+    training files, or their ticks inside the span it trained on), else the built-in model's (a file of a shared
+    set it trained on, else a stream scored inside that set's training span: a connectors.cautions.Caution, said
+    as a warning). ``same_reading``: the files are read as training read them, over no time range
+    (reads_as_trained), so training's tick positions are this run's."""
+    if report.model_path is not None:
+        said = in_sample_note(checkpoint_evaluation(Path(report.model_path)), files, report, report.test_from,
+                              max_ticks, same_reading=same_reading)
+        return [] if said is None else [said]
+    if (said := builtin_in_sample_note(files, scored_from(report.test_from),
+                                       f"give --test-from {SEEN_END:g} or later")) is not None:
+        return [said]
+    scored = {stream: (first, report.split_ends[stream]) for stream, first in report.split_times.items()
+              if stream in report.split_ends}
+    caution = builtin_span_caution(scored)  # a copy of those ticks elsewhere (review400 #5)
+    return [] if caution is None else [caution]
+
+
+def reads_as_trained(model_path: str | None, columns: Any, streams: list[str] | None,
+                     time_range: TimeRange | None) -> bool:
+    """Whether a backtest reads its files as ``model_path``'s training recorded reading them (the column map's
+    reading options and the streams: reading_record.reading_mismatch), over no time range: then the tick
+    positions its evaluation.json names are this run's. A checkpoint that recorded no reading is taken at its word.
+    ``columns`` is run_backtest's: the CLI's column map (cli_reading.column_map_of), or a Python caller's map, preset
+    name, ColumnMap or Refine."""
+    if time_range is not None:
+        return False
+    return reading_mismatch(recorded_reading(model_path), reading_of(_as_map(columns), streams)) is None
+
+
+def _as_map(columns: Any) -> Mapping[str, Any] | None:
+    """run_backtest's ``columns`` as the command line's column map writes it (map_from_options)."""
+    if isinstance(columns, str):  # a preset's name, as --preset NAME
+        return {"preset": columns}
+    if isinstance(columns, ColumnMap):
+        return columns.to_dict()
+    if isinstance(columns, Refine):
+        return columns.keys
+    return columns
+
+
+def scored_from(test_from: Any) -> float | None:
+    """Where a run's scored part starts, as a fraction of each stream's ticks (None: every answer is scored, or
+    from an event time on)."""
+    return test_from if isinstance(test_from, float) else None
