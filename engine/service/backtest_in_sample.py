@@ -42,12 +42,13 @@ def reads_as_trained(model_path: str | None, columns: Any, streams: list[str] | 
                      time_range: TimeRange | None) -> bool:
     """Whether a backtest reads its files as ``model_path``'s training recorded reading them (the column map's
     reading options and the streams: reading_record.reading_mismatch), over no time range: then the tick
-    positions its evaluation.json names are this run's. A checkpoint that recorded no reading is taken at its word.
+    positions its evaluation.json names are this run's. A model that recorded no reading counts as read alike.
     ``columns`` is run_backtest's: the CLI's column map (cli_reading.column_map_of), or a Python caller's map, preset
     name, ColumnMap or Refine."""
     if time_range is not None:
         return False
-    return reading_mismatch(recorded_reading(model_path), reading_of(_as_map(columns), streams)) is None
+    recorded = recorded_reading(model_path)
+    return recorded is None or reading_mismatch(recorded, reading_of(_as_map(columns), streams)) is None
 
 
 def _as_map(columns: Any) -> Mapping[str, Any] | None:
