@@ -278,3 +278,106 @@ def test_the_tail_of_a_message_an_interrupted_recv_left_is_skipped_not_raised() 
         assert message == ("t/whole", {"seq": 1})
         assert answers.stray_frames >= 1
     pub.close()
+
+
+@contextlib.contextmanager
+def _publisher() -> Iterator[tuple[zmq.Socket, str]]:
+    """A PUB on an ephemeral port that queues without bound (sndhwm 0): what it publishes is never dropped on its
+    side, so a test can count every message."""
+    pub = zmq.Context.instance().socket(zmq.PUB)
+    pub.linger = 0
+    pub.sndhwm = 0
+    port = pub.bind_to_random_port("tcp://127.0.0.1")
+    try:
+        yield pub, f"tcp://127.0.0.1:{port}"
+    finally:
+        pub.close()
+
+
+def _subscribed(pub: zmq.Socket, answers: AnswerSubscriber) -> None:
+    """Publish a `t/warm` message until the subscriber sees one (the slow joiner), then read the rest of them."""
+    deadline = time.monotonic() + 60
+    while answers.recv(timeout_s=0.05) is None and time.monotonic() < deadline:
+        pub.send_multipart([b"t/warm", msgpack.packb({"seq": 0})])
+    while answers.recv(timeout_s=0.05) is not None:
+        pass
+
+
+def test_threads_sharing_an_answer_subscriber_take_turns_on_its_socket() -> None:
+    """review421 #4: reader threads sharing one AnswerSubscriber polled and read its socket at once, which libzmq
+    does not allow: the process aborted (an assertion in fq.cpp, a corrupted heap), hung, or read one message's
+    frames into two. They take turns: every message is read once, by one of them. (The old code failed only some
+    runs: about 1 in 5 of this size here.)"""
+    count = 3000
+    with _publisher() as (pub, endpoint), AnswerSubscriber(endpoint, ["t/"]) as answers:
+        _subscribed(pub, answers)
+        seqs: list[int] = []
+        errors: list[BaseException] = []
+
+        def read() -> None:
+            try:  # until every message is read (none is dropped: the PUB queues without bound), or one failed
+                deadline = time.monotonic() + 60
+                while len(seqs) < count and not errors and time.monotonic() < deadline:
+                    if (message := answers.recv(timeout_s=0.1)) is not None:
+                        seqs.append(message[1]["seq"])
+            except BaseException as e:  # (said by the assertion below, not lost in a thread)
+                errors.append(e)
+
+        readers = [threading.Thread(target=read) for _ in range(4)]
+        for reader in readers:
+            reader.start()
+        for seq in range(1, count + 1):
+            pub.send_multipart([b"t/x", msgpack.packb({"seq": seq})])
+        for reader in readers:
+            reader.join()
+    assert errors == [] and sorted(seqs) == list(range(1, count + 1))
+
+
+def test_clients_used_in_a_forked_child_refuse_at_once_naming_the_fix(slow_control) -> None:
+    """review421 #1: a client made before multiprocessing forked (Linux's default start method) hung in the child
+    past its time-out, its ZeroMQ I/O thread being the parent's alone. Every use in the child raises
+    UsedAfterFork, saying to make the client there or to use spawn; its close there leaves the parent's sockets
+    alone, and the parent's clients go on."""
+    import faulthandler
+    import json
+    import os
+
+    from engine.forked_clients import UsedAfterFork
+    from engine.service.client import GaplessSubscriber
+
+    control = ControlClient(slow_control.endpoint, timeout_s=1)
+    assert control.call("health") == {"ok": True}
+    with _publisher() as (pub, endpoint):
+        answers = AnswerSubscriber(endpoint, ["t/"])
+        gapless = GaplessSubscriber(endpoint, control, ["t/"])
+        uses = {"call": lambda: control.call("health"), "receive": control.receive, "recv": lambda: answers.recv(0.5),
+                "wait_ready": lambda: answers.wait_ready(0.5), "refused": answers.refused,
+                "gapless recv": lambda: gapless.recv(0.5), "gapless wait_ready": lambda: gapless.wait_ready(0.5)}
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: reports through the pipe, and ends without the parent's teardown
+            try:
+                faulthandler.dump_traceback_later(20, exit=True)  # (the old code's hang ends the child, said)
+                said = {}
+                for name, use in uses.items():
+                    try:
+                        said[name] = f"returned {use()!r}"
+                    except UsedAfterFork as e:
+                        said[name] = "refused" if "multiprocessing.get_context('spawn')" in str(e) else str(e)
+                    except BaseException as e:
+                        said[name] = repr(e)
+                for client in (gapless, answers, control):
+                    client.close()
+                os.write(write, json.dumps(said).encode())
+            finally:
+                os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as pipe:
+            said = json.loads(pipe.read() or b"{}")
+        os.waitpid(pid, 0)
+        assert said == {name: "refused" for name in uses}
+        assert control.call("health") == {"ok": True}  # the parent's own, unharmed by the child's close
+        _subscribed(pub, answers)
+        gapless.close()
+        answers.close()
+    control.close()

@@ -4,8 +4,10 @@ It delivers what PUB delivers, drops and all; engine/service/gapless_subscriber.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import threading
 import time
 from collections import deque
 from typing import Any
@@ -17,6 +19,7 @@ from connectors.handshake import HandshakeMonitor, curve_client
 from connectors.service_topics import HEARTBEAT_TOPIC
 from connectors.tcp_endpoints import ipv6_for
 from connectors.unclosed_clients import close_when_collected
+from engine.forked_clients import CreatingProcess
 from engine.quoting import quoted
 from engine.service.control_client import POLL_SLICE_MS, close_sockets
 
@@ -33,19 +36,26 @@ def topic_prefixes(topics: list[str] | None) -> list[str]:
 
 
 class AnswerSubscriber:
-    """A SUB socket on the answers topics. `recv` returns only messages of the topics asked for."""
+    """A SUB socket on the answers topics. `recv` returns only messages of the topics asked for. Threads sharing
+    one take turns on its socket (a recv's wait is sliced, so `close` from another thread ends it); it belongs to
+    the process that made it (in a fork()ed child it raises UsedAfterFork)."""
 
     def __init__(self, endpoint: str, topics: list[str] | None = None, server_public_key: bytes | None = None,
                  client_keypair: tuple[bytes, bytes] | None = None) -> None:
         self.endpoint = endpoint
         self.topics = topic_prefixes(topics)
+        self._process = CreatingProcess(f"AnswerSubscriber to {endpoint}")
+        # one thread at a time on the socket (libzmq's are not thread-safe: readers sharing one aborted the
+        # process, review421 #4), taken per poll slice so that threads take turns and a close waits one slice
+        self._turn = threading.Lock()
         self._sock = zmq.Context.instance().socket(zmq.SUB)
         self._sock.linger = 0
         curve_client(self._sock, server_public_key, client_keypair)
         self._handshake = HandshakeMonitor(self._sock, curve=bool(server_public_key))
         # a subscriber dropped unclosed (a notebook cell re-run) closes, ending its subscription at the service
         self.unclosed = close_when_collected(self, f"AnswerSubscriber to {endpoint}",
-                                             functools.partial(close_sockets, self._handshake, self._sock))
+                                             functools.partial(close_sockets, self._process, self._handshake,
+                                                               self._sock))
         ipv6_for(self._sock, endpoint)
         self._sock.connect(endpoint)
         for topic in self.topics:
@@ -62,11 +72,10 @@ class AnswerSubscriber:
         the topics subscribed before it are live. Raises TimeoutError (saying
         why, e.g. a refused CURVE handshake) if none comes in `timeout_s`.
         """
-        if self._sock.closed:
-            raise RuntimeError(f"AnswerSubscriber to {self.endpoint} is closed")
+        self._check_usable()
         extra = not self._wanted(HEARTBEAT_TOPIC)
         if extra:
-            self._sock.setsockopt(zmq.SUBSCRIBE, HEARTBEAT_TOPIC.encode())
+            self._subscription(zmq.SUBSCRIBE, HEARTBEAT_TOPIC)
         try:
             deadline = time.monotonic() + timeout_s
             while time.monotonic() < deadline:
@@ -81,16 +90,16 @@ class AnswerSubscriber:
                     raise TimeoutError(f"{self.endpoint} refused the subscription: {refused}")
             raise TimeoutError(f"no heartbeat from {self.endpoint} within {timeout_s:g} s: {self._handshake.explain()}")
         finally:
-            if extra and not self._sock.closed:
-                self._sock.setsockopt(zmq.UNSUBSCRIBE, HEARTBEAT_TOPIC.encode())
+            if extra:
+                self._subscription(zmq.UNSUBSCRIBE, HEARTBEAT_TOPIC)
 
     def recv(self, timeout_s: float | None = 5.0) -> tuple[str, dict[str, Any]] | None:
         """The next (topic, payload), or None after ``timeout_s`` (None: wait for ever). It blocks: from asyncio,
         run it in an executor (``loop.run_in_executor(None, sub.recv, 1.0)``)."""
-        if self._sock.closed:
-            raise RuntimeError(f"AnswerSubscriber to {self.endpoint} is closed")
+        self._check_usable()
         if self._early:
-            return self._early.popleft()
+            with contextlib.suppress(IndexError):  # (another thread may have taken the last one since)
+                return self._early.popleft()
         deadline = math.inf if timeout_s is None else time.monotonic() + timeout_s
         while True:
             # in slices, so a close from another thread (an application shutting down) ends a wait for ever
@@ -103,22 +112,33 @@ class AnswerSubscriber:
 
     def refused(self) -> str | None:
         """Why the server refused this subscriber's handshake, if it did (it will not change by waiting)."""
+        self._process.check()
         return self._handshake.refused()
 
     def _wanted(self, topic: str) -> bool:
         return any(topic.startswith(prefix) for prefix in self.topics)
 
-    def _recv(self, timeout_ms: int) -> tuple[str, dict[str, Any]] | None:
+    def _check_usable(self) -> None:
+        self._process.check()
         if self._sock.closed:
             raise RuntimeError(f"AnswerSubscriber to {self.endpoint} is closed")
+
+    def _subscription(self, option: int, topic: str) -> None:
+        with self._turn:
+            if not self._sock.closed:
+                self._sock.setsockopt(option, topic.encode())
+
+    def _recv(self, timeout_ms: int) -> tuple[str, dict[str, Any]] | None:
+        """The next message within ``timeout_ms`` (waiting for another thread's turn counts), or None."""
+        if not self._turn.acquire(timeout=timeout_ms / 1000):
+            return None
         try:
+            self._check_usable()  # closed by another thread while this one waited its turn: the way to end a wait
             if not self._sock.poll(timeout_ms):
                 return None
             frames = self._sock.recv_multipart()
-        except zmq.ZMQError:
-            if self._sock.closed:  # closed (by another thread) while waiting: the way to end a wait for ever
-                raise RuntimeError(f"AnswerSubscriber to {self.endpoint} is closed") from None
-            raise
+        finally:
+            self._turn.release()
         if len(frames) != 2:  # the rest of a message whose first frame an interrupted recv (Ctrl-C) took: the
             self.stray_frames += 1  # socket is at a message boundary again after it; that message is lost here
             return None  # (a GaplessSubscriber fetches it by seq)
@@ -127,7 +147,10 @@ class AnswerSubscriber:
 
     def close(self) -> None:
         self.unclosed.detach()
-        close_sockets(self._handshake, self._sock)
+        if self._process.forked:  # (its turn may be a copy of one a parent's thread held: never released here)
+            return
+        with self._turn:
+            close_sockets(self._process, self._handshake, self._sock)
 
     def __enter__(self) -> "AnswerSubscriber":
         return self

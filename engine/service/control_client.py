@@ -21,6 +21,7 @@ from connectors.handshake import HandshakeMonitor, curve_client
 from connectors.tcp_endpoints import ipv6_for
 from connectors.unclosed_clients import close_when_collected
 from connectors.wire_payload import packable
+from engine.forked_clients import CreatingProcess
 from engine.quoting import quoted
 from engine.service.control_requests import COMMON_KEYS, CONTROL_OPS
 from engine.stream_patterns import did_you_mean
@@ -70,9 +71,12 @@ def _positive_timeout(value: Any, name: str) -> float:
     return float(value)
 
 
-def close_sockets(handshake: HandshakeMonitor, sock: zmq.Socket) -> None:
+def close_sockets(process: CreatingProcess, handshake: HandshakeMonitor, sock: zmq.Socket) -> None:
     """A client's close: its monitor first (closed after the socket, libzmq keeps the descriptors), then the socket,
-    dropping what it holds unsent (a request or subscription of a client being closed is of no use)."""
+    dropping what it holds unsent (a request or subscription of a client being closed is of no use). Nothing in a
+    fork()ed child: the sockets are the parent's (libzmq's calls on a copy would signal the parent's I/O thread)."""
+    if process.forked:
+        return
     handshake.close()
     sock.close(linger=0)
 
@@ -99,7 +103,8 @@ def unknown_keys(op: str, fields: dict[str, Any]) -> str | None:
 class ControlClient:
     """Requests to the control socket. Each `call` (and `request`) carries an `id` and takes only the reply with
     that id: a reply that comes after its call timed out is dropped when the next call reads it (counted in
-    `stale_replies`), never returned as another call's answer. Calls from several threads take turns."""
+    `stale_replies`), never returned as another call's answer. Calls from several threads take turns. It belongs
+    to the process that made it: in a fork()ed child every call raises UsedAfterFork."""
 
     def __init__(self, endpoint: str, timeout_s: float = 30.0, server_public_key: bytes | None = None,
                  client_keypair: tuple[bytes, bytes] | None = None, connect_timeout_s: float = 10.0,
@@ -115,12 +120,13 @@ class ControlClient:
         self._connect_s = min(connect_timeout_s, timeout_s)
         self._connect_by = time.monotonic() + self._connect_s
         self._refused_at_once = refused_at_once
+        self._process = CreatingProcess(f"ControlClient to {endpoint}")
         self._sock = zmq.Context.instance().socket(zmq.DEALER)
         self._sock.linger = 0
         curve_client(self._sock, server_public_key, client_keypair)
         self._handshake = HandshakeMonitor(self._sock, curve=bool(server_public_key))
-        self.unclosed = close_when_collected(self, f"ControlClient to {endpoint}",
-                                             functools.partial(close_sockets, self._handshake, self._sock))
+        self.unclosed = close_when_collected(self, f"ControlClient to {endpoint}", functools.partial(
+            close_sockets, self._process, self._handshake, self._sock))
         self._disconnects_at_send = 0
         ipv6_for(self._sock, endpoint)
         self._sock.connect(endpoint)
@@ -157,6 +163,7 @@ class ControlClient:
     def request(self, request: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
         """The raw reply, {ok: false, ...} included: the one whose `id` is the request's (the caller's, or one
         given here and taken off the reply)."""
+        self._process.check()
         if self._closed:
             raise ControlError(f"ControlClient to {self.endpoint} is closed")
         request = dict(request)
@@ -188,6 +195,7 @@ class ControlClient:
     def receive(self, deadline: float | None = None) -> dict[str, Any]:
         """The next reply, whichever request it answers (``deadline``: time.monotonic(); default the client's
         time-out from now)."""
+        self._process.check()
         if deadline is None:
             deadline = time.monotonic() + self.timeout_ms / 1000
         try:
@@ -228,6 +236,7 @@ class ControlClient:
 
     def send_raw(self, payload: bytes, timeout_ms: int | None = None) -> None:
         """Queue one request; a DEALER with no live connection cannot take it, so that is waited out here."""
+        self._process.check()
         if timeout_ms is None:  # raw use; `request` says its own time-out
             timeout_ms = self.timeout_ms
             self._waited_s = timeout_ms / 1000
@@ -246,7 +255,7 @@ class ControlClient:
     def close(self) -> None:
         self._closed = True
         self.unclosed.detach()
-        close_sockets(self._handshake, self._sock)
+        close_sockets(self._process, self._handshake, self._sock)
 
     def __enter__(self) -> "ControlClient":
         return self

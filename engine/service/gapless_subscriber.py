@@ -5,6 +5,7 @@ across PUB drops, reconnects and restarts, by fetching what PUB missed with the 
 from __future__ import annotations
 
 import math
+import threading
 import time
 import warnings
 from collections import Counter, deque
@@ -14,6 +15,7 @@ from typing import Any
 
 from connectors.service_topics import HEARTBEAT_TOPIC
 from connectors.unclosed_clients import close_when_collected
+from engine.forked_clients import CreatingProcess
 from engine.quoting import quoted
 from engine.service.answer_subscriber import AnswerSubscriber, topic_prefixes
 from engine.service.control_client import FETCH_LIMIT, ControlClient, ControlError
@@ -57,6 +59,7 @@ class GaplessSubscriber:
     the new epoch from its first (``epochs_seen`` counts such changes). A client that saves ``last_seq`` saves
     ``epoch`` with it and gives both back, so that seqs of another epoch are never taken for this one's. A saved seq
     is an int >= 0: a negative one is refused (ValueError); a topic with nothing seen yet is left out (or given 0).
+    Threads sharing one take turns (a `recv` waits for another's within its own time-out).
     """
 
     def __init__(self, endpoint: str, control: ControlClient, topics: list[str] | None = None,
@@ -92,8 +95,15 @@ class GaplessSubscriber:
         self._fetched: dict[str, set[int]] = {}
         self._ready: deque[tuple[str, dict[str, Any]]] = deque()
         self._discovery_owed = False  # a `topics` call the service did not answer: again at the next heartbeat
+        self._turn = threading.Lock()  # one reader at a time: the state above is one thread's
+        self._process = CreatingProcess(f"GaplessSubscriber to {endpoint}")
 
     def wait_ready(self, timeout_s: float = 5.0) -> None:
+        self._process.check()
+        with self._turn:
+            self._wait_ready(timeout_s)
+
+    def _wait_ready(self, timeout_s: float) -> None:
         self.subscriber.wait_ready(timeout_s)
         epoch_given = self.epoch is not None
         try:
@@ -138,6 +148,15 @@ class GaplessSubscriber:
     def recv(self, timeout_s: float | None = 5.0) -> tuple[str, dict[str, Any]] | None:
         """The next answer in seq order per topic, or None after ``timeout_s`` (None: wait for ever)."""
         deadline = math.inf if timeout_s is None else time.monotonic() + timeout_s
+        self._process.check()  # (before the turn: a fork()ed child's copy of it may be held for ever)
+        if not self._turn.acquire(timeout=-1 if timeout_s is None else max(0.0, timeout_s)):
+            return None
+        try:
+            return self._next(deadline)
+        finally:
+            self._turn.release()
+
+    def _next(self, deadline: float) -> tuple[str, dict[str, Any]] | None:
         while not self._ready:
             message = self.subscriber.recv(None if deadline == math.inf else max(0.0, deadline - time.monotonic()))
             if message is None:
