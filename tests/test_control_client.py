@@ -8,8 +8,9 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import msgpack
 import numpy as np
@@ -22,9 +23,11 @@ from engine.service.client import AnswerSubscriber, ControlClient, ControlError,
 
 
 class SlowControl:
-    """A ROUTER that answers each request with its own fields, after `delay_s` for requests whose `slow` is set."""
+    """A ROUTER that answers each request with its own fields (or ``reply(request)``'s map), after `delay_s` for
+    requests whose `slow` is set."""
 
-    def __init__(self) -> None:
+    def __init__(self, reply: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+        self.reply = reply
         self.sock = zmq.Context.instance().socket(zmq.ROUTER)
         self.sock.linger = 0
         port = self.sock.bind_to_random_port("tcp://127.0.0.1")
@@ -40,6 +43,8 @@ class SlowControl:
                 *envelope, payload = self.sock.recv_multipart()
                 request = msgpack.unpackb(payload, raw=False)
                 reply = {"ok": True, **{k: v for k, v in request.items() if k != "op"}}
+                if self.reply is not None:
+                    reply = {**self.reply(request), "id": request["id"]}
                 slow = request.get("slow")  # True: 0.6 s; a number: that many seconds
                 due = time.monotonic() + (0.6 if slow is True else float(slow or 0.0))
                 held.append((due, [*envelope, msgpack.packb(reply)]))
@@ -381,3 +386,26 @@ def test_clients_used_in_a_forked_child_refuse_at_once_naming_the_fix(slow_contr
         gapless.close()
         answers.close()
     control.close()
+
+
+def test_a_gapless_subscribers_missed_counts_the_answers_no_longer_kept_too() -> None:
+    """review421 #3: `missed` (per topic: what PUB did not deliver) counted only the answers a fetch got back, so it
+    always summed to `filled`, and which topic lost the `unrecoverable` ones was said nowhere. A service that keeps
+    t/x's answers 6 to 9 only: PUB delivers 10, the subscriber had none (resumed with nothing saved): 9 missed, 4
+    filled, 5 unrecoverable."""
+    from engine.service.client import GaplessSubscriber
+
+    def kept(request: dict[str, Any]) -> dict[str, Any]:
+        after = request.get("after", 0)
+        return {"ok": True, "first_seq": 1, "answers": [{"topic": "t/x", "seq": seq, "answer_ts": seq}
+                                                         for seq in range(max(after + 1, 6), 10)]}
+
+    service = SlowControl(kept)
+    with _publisher() as (pub, endpoint), ControlClient(service.endpoint, timeout_s=5) as control, \
+            GaplessSubscriber(endpoint, control, ["t/"], last_seqs={}) as answers:
+        _subscribed(pub, answers.subscriber)  # (the warm-up read past the gapless one: none of its answers)
+        pub.send_multipart([b"t/x", msgpack.packb({"seq": 10, "answer_ts": 10})])
+        delivered = [answers.recv(timeout_s=30) for _ in range(5)]
+    service.close()
+    assert [message[1]["seq"] for message in delivered if message is not None] == [6, 7, 8, 9, 10]
+    assert (answers.missed, answers.filled, answers.unrecoverable) == ({"t/x": 9}, 4, 5)

@@ -88,7 +88,9 @@ class GaplessSubscriber:
         self.epochs_seen = 0  # times the service's epoch changed under this client: it started over
         self.filled = 0  # answers fetched to fill gaps
         self.unrecoverable = 0  # answers missed that the service no longer keeps
-        self.missed: Counter[str] = Counter()  # per topic: answers PUB did not deliver (drops, time away)
+        # per topic: answers PUB did not deliver (drops, time away), those fetched (filled) and those no longer kept
+        # (unrecoverable) alike, so an application sees which topic's history has a hole (review421 #3)
+        self.missed: Counter[str] = Counter()
         # per topic, the seqs fetched that PUB may still deliver (a fetch after a restart's heartbeat runs ahead of
         # answers in flight): one that arrives later was not missed after all. Seqs below one PUB delivered are
         # dropped (PUB keeps a topic's order: they will not come), so this holds only what is in flight.
@@ -303,7 +305,9 @@ class GaplessSubscriber:
             begun = max(after, reply.get("first_seq", 1) - 1)  # (seqs before a topic's first were never its own)
             if since is None and ((answers and answers[0]["seq"] > begun + 1) or (not answers and upto is not None
                                                                                    and upto > begun)):
-                self.unrecoverable += (answers[0]["seq"] - 1 if answers else upto) - begun  # no longer kept
+                lost = (answers[0]["seq"] - 1 if answers else upto) - begun  # no longer kept: missed all the same
+                self.unrecoverable += lost
+                self.missed[topic] += lost
             if not answers:
                 return
             for answer in answers:
