@@ -23,15 +23,21 @@ from engine.service.client import AnswerSubscriber, ControlClient, ControlError,
 
 
 class SlowControl:
-    """A ROUTER that answers each request with its own fields (or ``reply(request)``'s map), after `delay_s` for
-    requests whose `slow` is set."""
+    """A ROUTER (on ``endpoint``, or an ephemeral port) that answers each request with its own fields (or
+    ``reply(request)``'s map), after `delay_s` for requests whose `slow` is set; `ops` lists the ops it took."""
 
-    def __init__(self, reply: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+    def __init__(self, reply: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 endpoint: str | None = None) -> None:
         self.reply = reply
-        self.sock = zmq.Context.instance().socket(zmq.ROUTER)
+        self.ops: list[str] = []
+        self.context = zmq.Context()  # its own: closed, its listener is gone, as with a service's process
+        self.sock = self.context.socket(zmq.ROUTER)
         self.sock.linger = 0
-        port = self.sock.bind_to_random_port("tcp://127.0.0.1")
-        self.endpoint = f"tcp://127.0.0.1:{port}"
+        if endpoint is None:
+            endpoint = f"tcp://127.0.0.1:{self.sock.bind_to_random_port('tcp://127.0.0.1')}"
+        else:
+            self.sock.bind(endpoint)
+        self.endpoint = endpoint
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
@@ -42,6 +48,7 @@ class SlowControl:
             if self.sock.poll(10):
                 *envelope, payload = self.sock.recv_multipart()
                 request = msgpack.unpackb(payload, raw=False)
+                self.ops.append(request.get("op"))
                 reply = {"ok": True, **{k: v for k, v in request.items() if k != "op"}}
                 if self.reply is not None:
                     reply = {**self.reply(request), "id": request["id"]}
@@ -56,6 +63,7 @@ class SlowControl:
         self.stop.set()
         self.thread.join()
         self.sock.close()
+        self.context.term()
 
 
 @pytest.fixture
@@ -409,3 +417,43 @@ def test_a_gapless_subscribers_missed_counts_the_answers_no_longer_kept_too() ->
     service.close()
     assert [message[1]["seq"] for message in delivered if message is not None] == [6, 7, 8, 9, 10]
     assert (answers.missed, answers.filled, answers.unrecoverable) == ({"t/x": 9}, 4, 5)
+
+
+def test_a_call_after_the_service_stopped_is_unreachable_within_the_connect_wait_and_never_sent_later() -> None:
+    """review421 #5: a client whose service had stopped raised ControlTimeout ("the request may still run") after
+    its whole timeout_s, where no connection is ControlUnreachable after connect_timeout_s (a ConnectionError: send
+    it again). The request it held is dropped with that error: a DEALER keeps it for the next connection, and a
+    service back later ran it (so did a fresh client's, refused as unreachable)."""
+    from engine.service.client import ControlUnreachable
+
+    service = SlowControl()
+    with ControlClient(service.endpoint, timeout_s=3, connect_timeout_s=0.3) as control:
+        assert control.call("health") == {"ok": True}
+        service.close()
+        while control._handshake.live:  # (the drop seen, as a call made a moment later sees it)
+            time.sleep(0.01)
+            control._handshake.poll()
+        with pytest.raises(ControlUnreachable, match="dropped and nothing accepted a new one within 0.3 s"):
+            control.call("health")
+        back = SlowControl(endpoint=service.endpoint)
+        assert control.call("answers", limit=7) == {"ok": True, "limit": 7}
+    back.close()
+    assert back.ops == ["answers"]  # never the health the error said was not sent
+
+
+def test_wait_ready_says_a_service_may_be_starting_and_refuses_a_wait_of_0() -> None:
+    """review421 #6: wait_ready on a service still starting (its answers socket not bound yet) said "is the service
+    running there?", and wait_ready(0) was taken and blamed on the service. A GaplessSubscriber, whose control
+    client hears `health` say starting, says so; a plain subscriber says a service may be starting; 0 is refused."""
+    from engine.service.client import GaplessSubscriber
+
+    starting = SlowControl(lambda request: {"ok": True, "status": "starting", "phase": "replaying the tick log"})
+    with _unlistened_endpoint() as endpoint, ControlClient(starting.endpoint, timeout_s=5) as control, \
+            GaplessSubscriber(endpoint, control, ["t/"]) as answers:
+        with pytest.raises(ValueError, match="timeout_s is a number of seconds > 0, got 0"):
+            answers.subscriber.wait_ready(0)
+        with pytest.raises(TimeoutError, match=r"or one still starting \(its answers socket binds once it serves"):
+            answers.subscriber.wait_ready(0.2)
+        with pytest.raises(TimeoutError, match=r"the service is starting \(replaying the tick log\): its answers "):
+            answers.wait_ready(0.2)
+    starting.close()

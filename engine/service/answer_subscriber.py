@@ -21,7 +21,7 @@ from connectors.tcp_endpoints import ipv6_for
 from connectors.unclosed_clients import close_when_collected
 from engine.forked_clients import CreatingProcess
 from engine.quoting import quoted
-from engine.service.control_client import POLL_SLICE_MS, close_sockets
+from engine.service.control_client import POLL_SLICE_MS, close_sockets, positive_timeout
 
 
 def topic_prefixes(topics: list[str] | None) -> list[str]:
@@ -70,8 +70,10 @@ class AnswerSubscriber:
         joiner). The server publishes a heartbeat every limits.heartbeat_s;
         subscriptions travel in order, so the first heartbeat to arrive proves
         the topics subscribed before it are live. Raises TimeoutError (saying
-        why, e.g. a refused CURVE handshake) if none comes in `timeout_s`.
+        why, e.g. a refused CURVE handshake) if none comes in `timeout_s` (> 0: a wait of 0 would fail at once and
+        blame the service).
         """
+        positive_timeout(timeout_s, "timeout_s")
         self._check_usable()
         extra = not self._wanted(HEARTBEAT_TOPIC)
         if extra:
@@ -88,7 +90,7 @@ class AnswerSubscriber:
                     self._early.append(message)
                 elif (refused := self._handshake.refused()) is not None:
                     raise TimeoutError(f"{self.endpoint} refused the subscription: {refused}")
-            raise TimeoutError(f"no heartbeat from {self.endpoint} within {timeout_s:g} s: {self._handshake.explain()}")
+            raise TimeoutError(f"no heartbeat from {self.endpoint} within {timeout_s:g} s: {self._no_heartbeat_why()}")
         finally:
             if extra:
                 self._subscription(zmq.UNSUBSCRIBE, HEARTBEAT_TOPIC)
@@ -114,6 +116,18 @@ class AnswerSubscriber:
         """Why the server refused this subscriber's handshake, if it did (it will not change by waiting)."""
         self._process.check()
         return self._handshake.refused()
+
+    def _no_heartbeat_why(self) -> str:
+        """What is known of a wait_ready that timed out: a service starting has not bound its answers socket yet, and
+        a connection made is one whose heartbeat has not come yet (review421 #6: both were "is the service running
+        there?")."""
+        if self._handshake.refused() is None and not self._handshake.connected:
+            return ("nothing accepted the connection: no service there, or one still starting (its answers socket "
+                    "binds once it serves; `flashtick health` says starting until then)")
+        if self._handshake.live:
+            return ("connected, but no heartbeat came within that time (one comes every limits.heartbeat_s: a "
+                    "time-out shorter than that, or a service too busy to send it)")
+        return self._handshake.explain()
 
     def _wanted(self, topic: str) -> bool:
         return any(topic.startswith(prefix) for prefix in self.topics)

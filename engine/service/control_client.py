@@ -45,7 +45,8 @@ class ControlError(RuntimeError):
 
 
 class ControlUnreachable(ControlError, ConnectionError):
-    """Nothing accepted the connection in time: no service there (yet)."""
+    """Nothing accepted the connection in time (a first one, or a new one after the last dropped): no service there
+    (yet, or any more). The request was not sent, and never will be: send it again."""
 
 
 class ControlDropped(ControlError, ConnectionError):
@@ -64,7 +65,7 @@ class ControlBusy(ControlTimeout):
     request, but was too busy to answer (a long forward, a restart catching up), not down."""
 
 
-def _positive_timeout(value: Any, name: str) -> float:
+def positive_timeout(value: Any, name: str) -> float:
     """A time-out in seconds, > 0: 0 or less would fail at once and be blamed on the service ("busy?", "down?")."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == math.inf:
         raise ValueError(f"{name} is a number of seconds > 0, got {quoted(value)}")
@@ -114,9 +115,9 @@ class ControlClient:
         connection (nothing listens on the port) is an error at once rather than retried for ``connect_timeout_s``
         (a probe's answer: a service that is still binding is down to it too)."""
         self.endpoint = check_endpoint(endpoint, "control endpoint")
-        self.timeout_s = _positive_timeout(timeout_s, "timeout_s")
+        self.timeout_s = positive_timeout(timeout_s, "timeout_s")
         self.timeout_ms = int(self.timeout_s * 1000)
-        _positive_timeout(connect_timeout_s, "connect_timeout_s")
+        positive_timeout(connect_timeout_s, "connect_timeout_s")
         self._connect_s = min(connect_timeout_s, timeout_s)
         self._connect_by = time.monotonic() + self._connect_s
         self._refused_at_once = refused_at_once
@@ -169,7 +170,7 @@ class ControlClient:
         request = dict(request)
         theirs = request.pop("id", _NO_ID)  # the caller's id goes back on the reply; the wire carries ours, which
         rid = request["id"] = f"{self._tag}.{next(self._ids)}"  # no two requests share
-        wait_s = self.timeout_s if timeout_s is None else _positive_timeout(timeout_s, "timeout_s")
+        wait_s = self.timeout_s if timeout_s is None else positive_timeout(timeout_s, "timeout_s")
         deadline = time.monotonic() + wait_s  # waiting for another thread's call counts too
         if not self._lock.acquire(timeout=wait_s):
             raise ControlTimeout(f"no reply from {self.endpoint} within the time-out ({wait_s:g} s): "
@@ -200,11 +201,11 @@ class ControlClient:
             deadline = time.monotonic() + self.timeout_ms / 1000
         try:
             while not self._sock.poll(max(0, min(POLL_SLICE_MS, int((deadline - time.monotonic()) * 1000)))):
-                self._give_up_if_refused_or_late(deadline)
                 self._handshake.poll()
                 if self._handshake.disconnects > self._disconnects_at_send:  # the request went with the connection
                     raise ControlDropped(f"the connection to {self.endpoint} dropped before the reply came (the "
                                          f"service restarted?): ask again")
+                self._give_up_if_refused_or_late(deadline)  # (after: a drop since the send is not "unreachable")
             return msgpack.unpackb(self._sock.recv_multipart()[-1], raw=False)
         except zmq.ZMQError:
             if self._closed:  # closed by another thread while this one waited
@@ -216,13 +217,17 @@ class ControlClient:
         if refused is not None:  # ZeroMQ would retry for ever; this will not change
             raise ControlError(f"{self.endpoint} refused the connection: {refused}")
         if self._refused_at_once and not self._handshake.connected and self._handshake.connect_retries:
-            raise ControlUnreachable(f"no connection to {self.endpoint}: it was refused (nothing listens there); is "
-                                     f"the service running there, and past its first seconds?")
+            raise self._unreachable(f"no connection to {self.endpoint}: it was refused (nothing listens there); is "
+                                    f"the service running there, and past its first seconds?")
         if not self._handshake.connected and time.monotonic() >= self._connect_by:
-            raise ControlUnreachable(f"no connection to {self.endpoint}: nothing accepted it within "
-                                     f"{self._connect_s:g} s; " + (
-                                         "is the service running there?" if self._connect_s >= TINY_CONNECT_S else
-                                         "a time-out that short is seldom enough to connect at all: give more"))
+            raise self._unreachable(f"no connection to {self.endpoint}: nothing accepted it within "
+                                    f"{self._connect_s:g} s; " + (
+                                        "is the service running there?" if self._connect_s >= TINY_CONNECT_S else
+                                        "a time-out that short is seldom enough to connect at all: give more"))
+        if self._connection_lost() and time.monotonic() >= self._connect_by:
+            raise self._unreachable(f"no connection to {self.endpoint}: the one this client had dropped and nothing "
+                                    f"accepted a new one within {self._connect_s:g} s: has the service stopped or "
+                                    f"moved? (the request was not sent: send it again once the service is back)")
         if time.monotonic() >= deadline and self._waited_s < TINY_REPLY_S and self._handshake.refused() is None:
             raise ControlTimeout(f"no reply from {self.endpoint} within the time-out ({self._waited_s:g} s): the "
                                  f"time-out may be too short: one under {TINY_REPLY_S:g} s is often shorter than a "
@@ -234,9 +239,25 @@ class ControlClient:
             raise late(f"no reply from {self.endpoint} within the time-out ({self._waited_s:g} s): "
                        f"{self._handshake.explain()}")
 
+    def _connection_lost(self) -> bool:
+        """This client's connection was made and has dropped, with no new one yet (as of the events taken)."""
+        return self._handshake.succeeded and not self._handshake.live
+
+    def _unreachable(self, message: str) -> ControlUnreachable:
+        """The error for no connection in time, the request it held dropped: a DEALER queues a request for a
+        connection to come, so a service that came up later ran one its caller was told was not sent (review421
+        #5). Connected anew, the next call has its own connect_timeout_s from now."""
+        self._sock.disconnect(self.endpoint)
+        self._sock.connect(self.endpoint)
+        self._connect_by = time.monotonic() + self._connect_s
+        return ControlUnreachable(message)
+
     def send_raw(self, payload: bytes, timeout_ms: int | None = None) -> None:
         """Queue one request; a DEALER with no live connection cannot take it, so that is waited out here."""
         self._process.check()
+        self._handshake.poll()
+        if self._connection_lost():  # a service that stopped since the last call: connect_timeout_s from now
+            self._connect_by = time.monotonic() + self._connect_s
         if timeout_ms is None:  # raw use; `request` says its own time-out
             timeout_ms = self.timeout_ms
             self._waited_s = timeout_ms / 1000

@@ -106,7 +106,10 @@ class GaplessSubscriber:
             self._wait_ready(timeout_s)
 
     def _wait_ready(self, timeout_s: float) -> None:
-        self.subscriber.wait_ready(timeout_s)
+        try:
+            self.subscriber.wait_ready(timeout_s)
+        except TimeoutError as e:
+            raise TimeoutError(f"{e}{self._starting_note()}") from None
         epoch_given = self.epoch is not None
         try:
             serving = self.control.call("health").get("epoch")  # (None while it starts: the first heartbeat's)
@@ -120,6 +123,17 @@ class GaplessSubscriber:
             self._fill(topic, seq, None)
         if self.since_ns is None:  # resumed: topics may have begun while it was away
             self._discover()
+
+    def _starting_note(self) -> str:
+        """The control socket answers while the service starts, its answers socket not bound yet: said as such."""
+        try:
+            health = self.control.call("health", timeout_s=1.0)
+        except ControlError:
+            return ""
+        if health.get("status") != "starting":
+            return ""
+        return (f"; the service is starting ({health.get('phase') or 'health: starting'}): its answers socket binds "
+                f"once it serves; wait_ready again")
 
     def _start_over_if_seqs_of_another_epoch(self) -> None:
         """``last_seqs`` given without their ``epoch``: a saved seq past its topic's last at the service cannot be of
