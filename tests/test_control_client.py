@@ -457,3 +457,35 @@ def test_wait_ready_says_a_service_may_be_starting_and_refuses_a_wait_of_0() -> 
         with pytest.raises(TimeoutError, match=r"the service is starting \(replaying the tick log\): its answers "):
             answers.wait_ready(0.2)
     starting.close()
+
+
+def test_a_resumed_gapless_subscriber_counts_a_quiet_topics_answers_no_longer_kept_at_once() -> None:
+    """review421 #8: resumed at t/y's seq 5 while the service, its last seq 20, keeps none of t/y's answers any
+    more, wait_ready counted nothing (`unrecoverable` 0, `last_seq` 5) until the topic published again, never for
+    a topic gone quiet. The reply's last seq bounds the loss: 15 unrecoverable at wait_ready, passed over; the
+    heartbeats' last_seqs, which say 20 too, no longer count them again at each heartbeat."""
+    from engine.service.client import GaplessSubscriber
+
+    replies = {"health": {"ok": True, "status": "serving", "epoch": "E1"}, "topics": {"ok": True, "topics": {}},
+               "answers": {"ok": True, "answers": [], "last_seq": 20, "first_seq": 1, "complete": False}}
+    service = SlowControl(lambda request: replies[request["op"]])
+    beating = threading.Event()
+    with _publisher() as (pub, endpoint), ControlClient(service.endpoint, timeout_s=5) as control, \
+            GaplessSubscriber(endpoint, control, ["t/"], last_seqs={"t/y": 5}, epoch="E1") as answers:
+
+        def beat() -> None:  # the service's heartbeats, as wait_ready waits for one
+            while not beating.is_set():
+                pub.send_multipart([b"_heartbeat/", msgpack.packb({"seq": 1, "ts": 1, "epoch": "E1",
+                                                                   "last_seqs": {"t/y": 20}})])
+                beating.wait(0.01)
+
+        beats = threading.Thread(target=beat)
+        beats.start()
+        try:
+            answers.wait_ready(30)
+            assert answers.recv(timeout_s=0.1) is None  # (heartbeats read meanwhile: none delivered)
+        finally:
+            beating.set()
+            beats.join()
+    service.close()
+    assert (answers.unrecoverable, answers.missed, answers.last_seq) == (15, {"t/y": 15}, {"t/y": 20})

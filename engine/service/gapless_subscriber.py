@@ -50,7 +50,8 @@ class GaplessSubscriber:
     it fetch every topic it has seen, so an answer is not left undelivered until its topic's next one. A fetch
     the service does not answer (it went down meanwhile) is tried again at the next heartbeat, the topic's newer
     answers held back until then. Answers
-    the service no longer keeps (``log.answers_keep``) are counted in ``unrecoverable``, never invented. The
+    the service no longer keeps (``log.answers_keep``) are counted in ``unrecoverable`` and passed over in
+    ``last_seq`` as soon as a fetch finds them gone, never invented. The
     service's own topics (``_heartbeat/``, ``_rejects/``) are not delivered.
 
     Seqs are the service's data directory's: a service without one (``--no-log``), or with another, numbers
@@ -317,11 +318,11 @@ class GaplessSubscriber:
             answers = [a for a in reply["answers"] if (upto is None or a["seq"] <= upto)
                        and a.get("topic", topic) == topic]  # (the reply is this request's: ControlClient's ids)
             begun = max(after, reply.get("first_seq", 1) - 1)  # (seqs before a topic's first were never its own)
-            if since is None and ((answers and answers[0]["seq"] > begun + 1) or (not answers and upto is not None
-                                                                                   and upto > begun)):
-                lost = (answers[0]["seq"] - 1 if answers else upto) - begun  # no longer kept: missed all the same
-                self.unrecoverable += lost
-                self.missed[topic] += lost
+            # the last seq no longer kept: before the first kept one, else the gap's end, else the topic's last (none
+            # of it kept: a resumed client's topic quiet since, review421 #8, said at once, not at its next answer)
+            gone = answers[0]["seq"] - 1 if answers else upto if upto is not None else reply.get("last_seq")
+            if since is None and type(gone) is int and gone > begun:
+                self._unrecoverable(topic, gone - begun, gone)
             if not answers:
                 return
             for answer in answers:
@@ -334,6 +335,13 @@ class GaplessSubscriber:
             after = answers[-1]["seq"]
             if upto is None and len(reply["answers"]) < FETCH_LIMIT:
                 return
+
+    def _unrecoverable(self, topic: str, count: int, upto: int) -> None:
+        """``count`` answers of ``topic``, up to seq ``upto``, that the service no longer keeps: missed all the same,
+        and passed over (``last_seq``), so that no later fetch counts them again."""
+        self.unrecoverable += count
+        self.missed[topic] += count
+        self.last_seq[topic] = max(self.last_seq.get(topic, 0), upto)
 
     def _published_before(self, topic: str, since: int, upto: int) -> int:
         """The last seq of ``topic`` (at most ``upto``) published before server time ``since``: one call for a topic
