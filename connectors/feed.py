@@ -33,6 +33,7 @@ from connectors.ticks import Tick
 from connectors.unclosed_clients import close_when_collected
 from connectors.wire_offsets import unshifted_tick
 from connectors.wire_payload import SendItem, pack
+from engine.forked_clients import CreatingProcess
 from engine.quoting import quoted
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
@@ -95,9 +96,15 @@ def _check_ms(name: str, value: Any, *, none_ok: bool) -> None:
         raise ValueError(f"{name} must be {'None (wait) or ' if none_ok else ''}an int >= 0, got {quoted(value)}")
 
 
-def _close_feed_sockets(sock: zmq.Socket, monitor: zmq.Socket | None) -> None:
+# the service's default limits.max_message_bytes: a larger ingest message is refused whole there (`oversize`)
+DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
+
+
+def _close_feed_sockets(process: CreatingProcess, sock: zmq.Socket, monitor: zmq.Socket | None) -> None:
     """The monitor first (libzmq keeps the descriptors of a socket closed under its monitor), then the socket, with
-    its own linger: queued messages still leave."""
+    its own linger: queued messages still leave. Nothing in a fork()ed child: the sockets are the parent's."""
+    if process.forked:
+        return
     if monitor is not None and not monitor.closed:
         if not sock.closed:
             sock.disable_monitor()
@@ -142,10 +149,14 @@ class FeedClient:
         watch_connection: bool = False,
         tag: str | None = None,
         say: Callable[[str], None] | None = None,
+        max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         """``watch_connection``: a send raises EngineLost once the connection to the engine dropped (rather than
         waiting for it to come back and sending past what was lost in flight). ``say``: hears that a send waits
-        for a slow engine (after WAIT_SAID_S, then at most every WAIT_SAID_EVERY_S)."""
+        for a slow engine (after WAIT_SAID_S, then at most every WAIT_SAID_EVERY_S). ``max_message_bytes``: the
+        engine's limits.max_message_bytes (its heartbeats say it): a message over it is refused here, a ValueError,
+        where the engine would drop it whole (review421 #2: send returned its ticks, the engine refused them all);
+        None sends any size."""
         check_endpoint(endpoint)
         if isinstance(hwm, bool) or not isinstance(hwm, int) or hwm < 0:
             raise ValueError(f"hwm must be an int >= 0 (0 = unbounded), got {quoted(hwm)}")
@@ -157,6 +168,11 @@ class FeedClient:
             raise ValueError("client_keypair needs server_public_key (the engine's CURVE public key) too")
         if tag is not None and (not isinstance(tag, str) or echoed_topic(tag.encode("utf-8")) != tag):
             raise ValueError(f"tag must be printable ASCII, 1 to {MAX_ECHOED_TOPIC} characters, got {quoted(tag)}")
+        if max_message_bytes is not None and (isinstance(max_message_bytes, bool) or
+                                              not isinstance(max_message_bytes, int) or max_message_bytes < 1):
+            raise ValueError(f"max_message_bytes must be an int >= 1, or None, got {quoted(max_message_bytes)}")
+        self.max_message_bytes = max_message_bytes
+        self._process = CreatingProcess(f"FeedClient to {endpoint}")  # (a fork()ed child's use raises: review421 #1)
         self.tag = tag
         # what the engine adds to every tick's prices at ingest (its model's training offset: `health`'s
         # ingest_price_offset): ticks read with it go out without it, as the venue prints them (None: as they are)
@@ -181,7 +197,8 @@ class FeedClient:
         # dropped unclosed (a notebook's `FeedClient(...).send(rows)`), it closes with its own linger: the messages
         # a send took still leave, as after close()
         self.unclosed = close_when_collected(self, f"FeedClient to {endpoint}",
-                                             functools.partial(_close_feed_sockets, self._sock, self._monitor))
+                                             functools.partial(_close_feed_sockets, self._process, self._sock,
+                                                               self._monitor))
         ipv6_for(self._sock, endpoint)
         self._sock.connect(endpoint)
         self.messages = 0
@@ -204,8 +221,14 @@ class FeedClient:
         """Send a message `pack` made of `n` ticks (a feed that weighed it first sends the same bytes)."""
         if n == 0:
             return 0
+        self._process.check()
         if self._sock.closed:
             raise RuntimeError(f"FeedClient to {self.endpoint} is closed")
+        if self.max_message_bytes is not None and len(payload) > self.max_message_bytes:
+            raise ValueError(f"a message of {n} ticks packs to {len(payload):,} bytes, over the engine's "
+                             f"limits.max_message_bytes ({self.max_message_bytes:,}), which refuses it whole "
+                             f"(oversize): send it in smaller lists (one list is one message, one tick group per "
+                             f"stream), or give FeedClient(max_message_bytes=) the engine's own limit")
         self._send_frames([*self._frames, payload])
         self.messages += 1
         self.ticks += n
@@ -281,7 +304,7 @@ class FeedClient:
 
     def close(self) -> None:
         self.unclosed.detach()
-        _close_feed_sockets(self._sock, self._monitor)
+        _close_feed_sockets(self._process, self._sock, self._monitor)
 
     def __enter__(self) -> FeedClient:
         return self

@@ -229,7 +229,9 @@ def _send(client: FeedClient, ticks: list[Tick], resume: FeedResume | None, watc
             if not message:
                 continue
             payload, n = pack(client.outgoing(message))
-            limit = watch.max_message_bytes if watch is not None else None  # the engine's, from its heartbeats
+            if watch is not None and watch.max_message_bytes is not None:  # the engine's, from its heartbeats
+                client.max_message_bytes = watch.max_message_bytes
+            limit = client.max_message_bytes
             if limit is not None and n > 1 and len(payload) > limit:  # in halves, never refused whole as oversize
                 pending[:0] = [message[: n // 2], message[n // 2 :]]
                 continue

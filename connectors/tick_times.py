@@ -56,7 +56,9 @@ def check_ts(obj: dict) -> int:
         raise InvalidTick("ts_not_int", f"ts must be an int of nanoseconds, got {wire_value(ts, 24)}"
                                         f"{_float_ts_hint(ts)}{time_hint(ts)}")
     if not 0 <= ts < TS_MAX:
-        past = f" ({beyond_int64_said(ts / 10**9)})" if ts >= TS_MAX else ""
+        # (bounded first: a Python caller's 10**400 / 10**9 overflows a float, an OverflowError where InvalidTick
+        # is owed)
+        past = f" ({beyond_int64_said(min(ts, 10**300) / 10**9)})" if ts >= TS_MAX else ""
         raise InvalidTick("ts_out_of_range", f"ts must be in [0, 2**63), got {ts}{past}{q_null_said(ts)}")
     return ts
 

@@ -52,9 +52,12 @@ class QueryFileMissing(QuerySpecError, FileNotFoundError):
 
     __str__ = BaseException.__str__  # (not OSError's "[Errno 2] ...": the refusal's words, the file named)
 
-    def __init__(self, reason: str, *, source: str) -> None:
+    def __init__(self, reason: str, source: str) -> None:
         super().__init__(reason, source=source)
         self.errno, self.strerror, self.filename = errno.ENOENT, os.strerror(errno.ENOENT), source
+
+    def __reduce__(self) -> tuple:  # (OSError's rebuilds it from errno, strerror and filename: a process pool's
+        return type(self), (self.reason, self.source)  # worker raising it broke the pool)
 
 
 def _listed(problems: list[QuerySpecError]) -> str:

@@ -370,6 +370,13 @@ def test_an_out_the_run_could_only_destroy_or_fail_on_is_refused_before_any_work
     with pytest.raises(ValueError, match="checkpoint_s must be a number of seconds > 0, got NaN"):
         run_backtest(_config(setup), ticks, setup / "q.yaml", tmp_path / "a.parquet", checkpoint_s=float("nan"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ticks.parquet"]  # nothing written beside
+    # queries given as one line of YAML text longer than a file name may be: text, no path to check (it raised
+    # OSError "File name too long" from the check)
+    one_line = "queries: [" + ", ".join(f"{{name: q{i}, streams: ['*'], question: direction_5, kind: choice, "
+                                        f"trigger: batch}}" for i in range(6)) + "]"
+    assert len(one_line) > 255 and "\n" not in one_line
+    assert run_backtest(_config(setup), ticks, one_line, tmp_path / "a.parquet", max_ticks=30, progress=False,
+                        plot=False).answers > 0
 
 
 def test_the_configs_replay_section_reads_as_backtest_config_reads_it(setup: Path, tmp_path: Path) -> None:
@@ -402,6 +409,10 @@ def test_a_missing_queries_file_is_a_file_not_found_error_too(setup: Path, tmp_p
         run_backtest(_config(setup), setup / "ticks.parquet", missing, tmp_path / "a.parquet", progress=False)
     assert isinstance(absent.value, QuerySpecError) and absent.value.filename == str(missing)
     assert absent.value.errno == 2 and str(absent.value).startswith(f"{missing}: cannot read query file: ")
+    import pickle  # (a process pool's worker raising it sends it back pickled)
+
+    again = pickle.loads(pickle.dumps(absent.value))
+    assert type(again) is type(absent.value) and str(again) == str(absent.value) and again.filename == str(missing)
 
 
 def test_an_out_another_thread_of_this_process_writes_is_refused_without_a_kill(tmp_path: Path) -> None:

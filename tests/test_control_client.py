@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import zmq
 
+from connectors.feed import FeedClient
 from connectors.ticks import InvalidTick, trade
 from connectors.wire_payload import pack, packable
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError, ControlTimeout
@@ -363,9 +364,11 @@ def test_clients_used_in_a_forked_child_refuse_at_once_naming_the_fix(slow_contr
     with _publisher() as (pub, endpoint):
         answers = AnswerSubscriber(endpoint, ["t/"])
         gapless = GaplessSubscriber(endpoint, control, ["t/"])
+        feed = FeedClient("tcp://127.0.0.1:9", connect_timeout_ms=100)  # (its send would wait, then time out)
         uses = {"call": lambda: control.call("health"), "receive": control.receive, "recv": lambda: answers.recv(0.5),
                 "wait_ready": lambda: answers.wait_ready(0.5), "refused": answers.refused,
-                "gapless recv": lambda: gapless.recv(0.5), "gapless wait_ready": lambda: gapless.wait_ready(0.5)}
+                "gapless recv": lambda: gapless.recv(0.5), "gapless wait_ready": lambda: gapless.wait_ready(0.5),
+                "feed send": lambda: feed.send([trade("X", 1, 1.0, 1.0, "buy")])}
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: reports through the pipe, and ends without the parent's teardown
@@ -379,7 +382,7 @@ def test_clients_used_in_a_forked_child_refuse_at_once_naming_the_fix(slow_contr
                         said[name] = "refused" if "multiprocessing.get_context('spawn')" in str(e) else str(e)
                     except BaseException as e:
                         said[name] = repr(e)
-                for client in (gapless, answers, control):
+                for client in (gapless, answers, control, feed):
                     client.close()
                 os.write(write, json.dumps(said).encode())
             finally:
@@ -393,6 +396,7 @@ def test_clients_used_in_a_forked_child_refuse_at_once_naming_the_fix(slow_contr
         _subscribed(pub, answers)
         gapless.close()
         answers.close()
+        feed.close()
     control.close()
 
 
@@ -489,3 +493,17 @@ def test_a_resumed_gapless_subscriber_counts_a_quiet_topics_answers_no_longer_ke
             beats.join()
     service.close()
     assert (answers.unrecoverable, answers.missed, answers.last_seq) == (15, {"t/y": 15}, {"t/y": 20})
+
+
+def test_a_feed_message_over_the_engines_limit_is_refused_before_it_goes() -> None:
+    """review421 #2: FeedClient.send of a list over limits.max_message_bytes returned its tick count and the engine
+    refused every tick of it as `oversize`, telling the sender nothing. It is a ValueError naming the limit and the
+    way out, before anything is sent; None sends any size (a service configured larger)."""
+    ticks = [trade(f"S{i % 7}", i + 1, 100.0, 1.0, "buy") for i in range(200)]
+    with FeedClient("tcp://127.0.0.1:9", connect_timeout_ms=100, max_message_bytes=2000) as feed:
+        with pytest.raises(ValueError, match=r"^a message of 200 ticks packs to [\d,]+ bytes, over the engine's "
+                                             r"limits\.max_message_bytes \(2,000\)"):
+            feed.send(ticks)
+        assert feed.messages == feed.ticks == 0
+    with pytest.raises(ValueError, match="max_message_bytes must be an int >= 1, or None"):
+        FeedClient("tcp://127.0.0.1:9", max_message_bytes=0)

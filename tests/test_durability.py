@@ -1844,6 +1844,7 @@ def test_a_tick_log_writable_again_says_how_long_it_refused_and_how_many(checkpo
     from engine.disk_full import free_bytes
     from engine.service import refusal_spell
 
+    monkeypatch.setattr(refusal_spell, "ROOM_CHECK_S", 0.0)  # (the free space looked at each time, not each second)
     live = TickPipeline(config(checkpoint, tmp_path / "data"))
     market = SyntheticMarket(SyntheticConfig(seed=9)).next_batch(70)
     feed_in_steps(live, market[:49])

@@ -188,3 +188,5 @@ def test_a_time_past_2262_is_ts_out_of_range_in_every_form(tmp_path: Path) -> No
     assert PAST_2262 in replay.rejected.examples["ts_out_of_range"]
     with pytest.raises(InvalidTick, match=rf"got {Y2300_S * 10**9} \({PAST_2262}\)"):
         check_ts({"ts": Y2300_S * 10**9})
+    with pytest.raises(InvalidTick, match="ts_out_of_range"):  # (a float's division overflowed: OverflowError)
+        check_ts({"ts": 10**400})

@@ -432,6 +432,10 @@ def test_a_tick_an_hour_late_among_taken_ones_is_said_stale_and_a_clock_stepped_
     assert 'INFO: stream "EDGE": 1 tick refused' in said and "(3 since)" in said
     assert 'WARNING: stream "STEP": 3 ticks refused' in said and "flashtick forget STEP" in said
     assert said.count("forget") == 1 and said.count("stepped back") == 1
+    from engine.service.log_levels import leveled  # (each routed on its own event: diff review of review411 #2)
+
+    events = {leveled(line)[2] for line in said.splitlines() if "refused as ts_backwards" in line}
+    assert events == {"stale_ticks", "feed_clock"}, said
 
 
 def test_refusals_are_counted_by_stream_in_bounded_memory_and_two_clocks_are_told_from_a_late_tick() -> None:

@@ -187,7 +187,7 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
     _, files = file_items(files)  # (a str is one path, not its letters; a DataFrame one frame, not its columns)
     # `~/x` read as the CLI reads it (path_words): a Python caller's paths are a user's too
     files, out = [user_item(f) for f in files], user_path(out)
-    check_outputs_against(backtest_outputs(out, "out"), _input_paths(config, files, queries, columns))
+    check_outputs_against(backtest_outputs(out, "out"), _input_paths(config, files, asked.path, columns))
     ctrl_c = CtrlCStop(note)
 
     def began() -> None:  # the replay begins: from here a Ctrl-C stops at a batch boundary, after a checkpoint
@@ -210,14 +210,16 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
     return report
 
 
-def _input_paths(config: ServiceConfig, files: list[Any], queries: Any, columns: Any) -> list[Path]:
+def _input_paths(config: ServiceConfig, files: list[Any], queries: Path | None, columns: Any) -> list[Path]:
     """The paths a run reads, which its outputs must not be (review420 #1: from Python, ``out`` given as its tick
     file replaced it with the answers): the files (a (path, map) pair's, a {"path": ...} entry's; not a frame), the
-    queries and columns files given as paths, the model's directory."""
-    paths = _file_paths(files)
-    for given in (queries, columns):  # (YAML text and parsed documents are no file)
-        if isinstance(given, (str, os.PathLike)) and "\n" not in str(given) and Path(given).is_file():
-            paths.append(Path(given))
+    queries file (backtest_queries' path: None for text), a columns file, the model's directory."""
+    paths = [Path(f[0] if isinstance(f, tuple) else f["path"] if isinstance(f, Mapping) else f)
+             for f in files if not holds_frame(f) and isinstance(f, (str, os.PathLike, tuple, Mapping))]
+    paths += [queries] if queries is not None else []
+    # (os.path.isfile: False, not OSError, for a map's inline text too long for a file name)
+    if isinstance(columns, (str, os.PathLike)) and os.path.isfile(columns):
+        paths.append(Path(columns))
     return paths + ([Path(config.model.path)] if config.model.path is not None else [])
 
 

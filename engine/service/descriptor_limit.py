@@ -106,7 +106,10 @@ def own_descriptor_table(keep: tuple[int, ...]) -> str | None:
     its owner closed it. The thread then uses only descriptors it opens itself (a descriptor number means another
     file in the other table), and closes each itself, never leaving one to the garbage collector: collected on
     another thread, its close would take that thread's table's descriptor of the same number (socketserver closes
-    each request's socket as the request ends; the other threads' files are closed where they are used)."""
+    each request's socket as the request ends). The other way holds too: another thread's file object that becomes
+    cyclic garbage and is collected on this thread is closed in this table, its own descriptor left open (a leak)
+    or this table's of that number closed; the engine's files and sockets are closed where they are used, not left
+    to the collector, which this relies on."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.unshare(CLONE_FILES) != 0:

@@ -28,6 +28,10 @@ LEVELS: list[tuple[re.Pattern[str], str, str]] = [(re.compile(pattern), level, e
     (r"ticks refused \(log_unavailable\)|could not log|answer log: .*(cannot|refus)", "WARNING", "log_unavailable"),
     (r"log\.\w+ .*exceeds? the size of the filesystem", "WARNING", "retention_past_disk"),
     (r"could not keep the streams' clock offsets", "WARNING", "clock_offsets_unkept"),
+    # a stream's ticks refused far behind: its feed's clock stepped back (feed_clock), or a stale message (review411
+    # #2's line: nothing to do). Before `behind` and `refused`: both lines name them
+    (r"stream .*refused as ts_backwards.*clock stepped back", "WARNING", "feed_clock"),
+    (r"stream .*refused as ts_backwards.*stale or replayed message", "INFO", "stale_ticks"),
     (r"behind", "WARNING", "behind"),
     (r"catching up after the restart", "WARNING", "catching_up"),
     (r"KV thrash over", "INFO", "kv_thrash_over"),

@@ -13,6 +13,7 @@ from engine.disk_full import free_bytes
 # on a full disk a record smaller than the one refused often fits (review412 #4: "writable again after 0.0 s" a
 # millisecond after a short write, with 0 KiB free, and ticks refused again at once)
 ROOM_BYTES = 64 << 10
+ROOM_CHECK_S = 1.0  # the free space looked at most this often while a spell lasts (a statvfs is ~13 us a tick)
 
 
 class RefusalSpell:
@@ -24,6 +25,7 @@ class RefusalSpell:
         self.since: float | None = None  # monotonic time of the first refusal of the spell
         self.ticks = 0
         self.logs: list[str] = []  # which logs refused, in order ("tick log", "answer log")
+        self._room_checked = -ROOM_CHECK_S  # monotonic time the free space was last looked at
 
     def refused(self, log: str, ticks: int) -> None:
         if self.since is None:
@@ -33,8 +35,9 @@ class RefusalSpell:
             self.logs.append(log)
 
     def accepted(self) -> None:
-        if self.since is None:
+        if self.since is None or (now := time.monotonic()) - self._room_checked < ROOM_CHECK_S:
             return
+        self._room_checked = now
         free = free_bytes(self.root)
         if free is not None and free < ROOM_BYTES:  # still full: the spell goes on, and its end is said later
             return

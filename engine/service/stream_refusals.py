@@ -61,7 +61,8 @@ class StreamRefusals:
         self._late: dict[str, list[float]] = {}
         self.warnings: dict[str, dict[str, Any]] = {}  # stream -> the last interleave seen (health), bounded
         self._next_line = 0.0
-        self._next_step_line: dict[str, float] = {}  # stream -> when (monotonic) its clock step may be said again
+        # (stream, a stray line?) -> when (monotonic) that line may be said again for it
+        self._next_step_line: dict[tuple[str, bool], float] = {}
         self.stepped_back = 0  # ticks refused as stamped more than STEP_BACK_NS behind their stream's last one
 
     def add(self, rejections: list[dict[str, Any]], accepted_of: Callable[[str], int | None] = lambda _: None
@@ -109,7 +110,8 @@ class StreamRefusals:
                 self._late[stream] = [refused, base, back_ns, last_ts, since, 1]
             elif back_ns > STEP_BACK_NS and accepted and not interleaving:  # its later ticks taken: stale, not a step
                 self.stepped_back += refused
-                self._say_once(stream, f"INFO: {self._stray_line(stream, refused, accepted, back_ns, last_ts)}")
+                self._say_once(stream, f"INFO: {self._stray_line(stream, refused, accepted, back_ns, last_ts)}",
+                               stray=True)
             elif back_ns > STEP_BACK_NS:  # a clock jump, not two clocks: no window helps; said whatever the count
                 stepped.append(stream)
                 self.warnings.pop(stream, None)
@@ -134,11 +136,13 @@ class StreamRefusals:
             self._say_once(stream, f"WARNING: {self.step_line(stream)}")
         return seen + stepped
 
-    def _say_once(self, stream: str, line: str) -> None:
+    def _say_once(self, stream: str, line: str, stray: bool = False) -> None:
         """``line`` in the log, at most every WARN_EVERY_S for ``stream`` (a stream stepped back an hour refuses for
-        an hour)."""
-        if time.monotonic() >= self._next_step_line.get(stream, 0.0):
-            self._next_step_line[stream] = time.monotonic() + WARN_EVERY_S
+        an hour); a stray tick's INFO line and a clock step's WARNING each on its own clock, so that a harmless
+        stray line never holds back the warning a desk routes on."""
+        key = (stream, stray)
+        if time.monotonic() >= self._next_step_line.get(key, 0.0):
+            self._next_step_line[key] = time.monotonic() + WARN_EVERY_S
             print(f"flashtick: {line}", file=sys.stderr, flush=True)
         if len(self._next_step_line) > STREAMS_KEPT:
             self._next_step_line.pop(next(iter(self._next_step_line)))

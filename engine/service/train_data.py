@@ -91,7 +91,9 @@ def untrained_events(codec: BinnedCodec, groups: list[list[Source]]) -> list[str
     """The event tokens no tick of the training data encodes to (`event:trade`, a trade without a side, where every
     trade carries one): their embeddings stay as initialised, which the model's card says on its `- Never trained:`
     line (engine/service/untrained_tokens.py)."""
-    seen = set(np.unique(np.concatenate([source.tokens.ravel() for group in groups for source in group])).tolist())
+    seen: set[int] = set()  # (source by source: one concatenation of every token held twice the training set)
+    for source in (source for group in groups for source in group):
+        seen.update(np.unique(source.tokens).tolist())
     return [name for token, name in enumerate(codec.names[: codec.n_tick_tokens])
             if name.startswith("event:") and token not in seen]
 
