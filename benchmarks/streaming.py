@@ -137,7 +137,7 @@ def run_trial(driver: Driver, history: dict[str, list[Tick]], future: dict[str, 
     """One virtual-time run at ``rate`` ticks/s per stream for ``duration`` virtual seconds, every side with
     this process's heap frozen once it is set up, as `flashtick serve` runs (engine/service/heap_memory.py
     freeze_heap): the peers' loops are Python too, and a full collection here costs ~145 ms whoever is timed."""
-    thaw_heap()
+    thaw_heap(True)  # the previous trial's freeze (the heap is this benchmark's own)
     driver.reset(history)
     freeze_heap()
     arrivals = schedule(future, rate, duration)

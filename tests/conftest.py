@@ -75,6 +75,38 @@ def _state_home(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _libraries_frozen():
+    """The worker's heap as collection leaves it (pytest, torch, transformers, polars, the test modules: ~500k
+    objects) exempt from the cyclic collector, as the fork server's children have it (forked_cli_zygote.py), and
+    as an app that forks its workers has its own: every full collection after, a backtest's or a server's
+    (freeze_heap leaves a frozen heap as it is) and Python's own, walks only what the tests made since (~0.3-0.6 s
+    of CPU each otherwise: ~5% of a run's in-process time)."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()  # (a heap left frozen at the exit made nanobind report leaks)
+
+
+_heap_thawed = threading.Event()
+
+
+def heap_thawed_for_this_test() -> None:
+    """The session's frozen heap thawed until the test ends, for a test that watches a freeze of ours."""
+    gc.unfreeze()
+    _heap_thawed.set()
+
+
+@pytest.fixture(autouse=True)
+def _libraries_frozen_again():
+    """The session's heap frozen again after a test that thawed it (``serving(freeze_first=False)``)."""
+    yield
+    if _heap_thawed.is_set():
+        _heap_thawed.clear()
+        gc.collect()
+        gc.freeze()
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _ctrl_c_as_at_a_terminal():
     """Tests send SIGINT to the CLI as a terminal's Ctrl-C would, and the CLI keeps a SIGINT it was started
     ignoring ignored (a background job's). A suite run in the background of a non-interactive shell (`make test &`)
@@ -427,41 +459,28 @@ def shared_tiny_tick_checkpoint(tmp_path_factory, **overrides) -> Path:
     return _shared_checkpoints[key]
 
 
-def freeze_before_a_start() -> None:
-    """Freeze the test process's heap as it is, uncollected (``gc.freeze``), before a Server is built in it: serve's
-    freeze_heap then collects only what came since. Its full collection walked all of pytest, torch and transformers
-    at every in-process start (~0.2 s of CPU of an idle start's ~0.25 s, measured at 400k objects); the server's
-    thaw at its stop unfreezes it all again, so later collections see what was frozen here."""
-    gc.freeze()
-
-
 def heap_frozen_first(run):
-    """``run`` (run_backtest, or the CLI's main) called with the test process's heap frozen first, at every call: a
-    backtest's freeze_heap then collects only what came since. Its full collection walked all of pytest, torch and
-    transformers at every in-process backtest (~0.3 s of CPU of a 600-tick run's ~0.85 s), and the run's thaw at
-    its end unfreezes it all again, so the next call needs its own freeze. Thawed after the call whatever it did (a
-    run refused before its freeze_heap; a heap left frozen at the exit made nanobind report leaks)."""
-    import functools
+    """``run`` as it is: the session's heap is frozen once (_libraries_frozen). (Being taken out of the modules.)"""
+    return run
 
-    @functools.wraps(run)
-    def frozen_first(*args, **kwargs):
-        freeze_before_a_start()
-        try:
-            return run(*args, **kwargs)
-        finally:
-            gc.unfreeze()
 
-    return frozen_first
+def freeze_before_a_start() -> None:
+    """Nothing now: the session's heap is frozen once (_libraries_frozen). (Being taken out of the modules.)"""
+
+
+def heap_frozen_as_served():
+    """Nothing now: the session's heap is frozen once (_libraries_frozen). (Being taken out of the modules.)"""
+    return contextlib.nullcontext()
 
 
 @contextlib.contextmanager
 def serving(config, freeze_first: bool = True):
-    """A Server bound and serving on its own thread; stopped (and checked stopped) on exit. ``freeze_first``: the
-    heap frozen before its start (freeze_before_a_start), unless a test watches serve's own freeze."""
+    """A Server bound and serving on its own thread; stopped (and checked stopped) on exit. ``freeze_first``: False
+    for a test that watches serve's own freeze (the session's frozen heap, _libraries_frozen, thawed meanwhile)."""
     from engine.service.server import Server
 
-    if freeze_first:
-        freeze_before_a_start()
+    if not freeze_first:
+        heap_thawed_for_this_test()
     server = Server(config)
     server.bind()
     thread, died = serve_on_a_thread(server)
@@ -486,21 +505,6 @@ def serving_unlogged(checkpoint, kv_cells: int = 2048):
     endpoints = {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"}
     return serving(ServiceConfig.from_dict({"model": {"path": str(checkpoint)}, "kv": {"cells": kv_cells},
                                             "endpoints": endpoints, "log": {"enabled": False}}))
-
-
-@contextlib.contextmanager
-def heap_frozen_as_served():
-    """The test process's heap frozen as `serve` freezes its own once up (heap_memory.freeze_heap), thawed after: a
-    pipeline driven directly runs return_memory's full collection at every expiry, which otherwise walks all of
-    pytest, torch and transformers (~0.3 s of CPU each: 70% of a churn test's 100 expiries), where serve's walks
-    only what came since it froze."""
-    from engine.service.heap_memory import freeze_heap, thaw_heap
-
-    freeze_heap()
-    try:
-        yield
-    finally:
-        thaw_heap()
 
 
 def serve_on_a_thread(server) -> tuple[threading.Thread, list[BaseException]]:

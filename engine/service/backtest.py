@@ -344,7 +344,7 @@ def _replay_ticks(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts
     """Every tick through the engine (from the checkpoint on, when resumed), or, when only the scores are owed,
     read again for their marks alone; with the progress bar, and the heap frozen meanwhile."""
     bar = progress_bar(progress, replay, max_ticks)
-    freeze_heap()  # the libraries and the model: the run's full collections walk only what it made
+    heap_frozen = freeze_heap()  # the libraries and the model: the run's full collections walk only what it made
     try:
         if scores_only:
             marks_to_score(pipeline, replay, parts, out, marks, bar, stop, max_ticks)
@@ -355,7 +355,7 @@ def _replay_ticks(pipeline: TickPipeline, replay: FileReplay, parts: AnswerParts
                         max_ticks=max_ticks, checkpoint_s=checkpoint_s, stop=stop, bar=bar, chunked=chunked)
     finally:
         bar.close()
-        thaw_heap()
+        thaw_heap(heap_frozen)
 
 
 def _rejects(pipeline: TickPipeline, replay: FileReplay) -> tuple[dict, dict, dict]:

@@ -104,6 +104,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         self._stop = threading.Event()
         self._stop_requested: float | None = None  # monotonic time of the first stop(): limits.drain_s counts from it
         self._pace = ForwardPace()  # the recent forwards' seconds per token: the stop sizes its forwards to its time
+        self._heap_frozen = False  # whether serving froze the heap (heap_memory.freeze_heap), for its thaw at the stop
         self._unread_clocks: dict[zmq.Socket, UnreadClock] = {}  # per ingest socket: since when data waits unread
         self.recent_message_bytes: deque[int] = deque(maxlen=RECENT_MESSAGES)  # (IngestReading's)
         self._feed_watches: dict[str, FeedWatch] = {}  # socket name -> its external feed's connection and counts
@@ -237,7 +238,7 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
             self._drain()
         finally:
             self.close()
-            thaw_heap()
+            thaw_heap(self._heap_frozen)
 
     def _start_serving(self) -> None:
         """Bind ingest and answers, send the answers owed from before a restart, and say ready."""
@@ -250,7 +251,8 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         for outcome in self.pipeline.recovered:
             self._deliver(outcome)
         self.pipeline.recovered = []
-        freeze_heap()  # after the model, the restored streams and the sockets: no collection walks them again
+        self._heap_frozen = freeze_heap()  # after the model, the restored streams and the sockets: no collection
+        # walks them again
         self._serving_since = time.time()
         self._replayed = replayed_counts(self.pipeline.stats())  # (what /metrics' counters leave out)
         self._loop.turned(time.monotonic())

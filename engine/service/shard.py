@@ -77,6 +77,7 @@ class Shard:
         self.restored = False  # a (re)started actor serves nothing until the front door restores it
         self.calls = 0
         self.refused_items = 0  # items the front door accepted that this engine's limits refused
+        self._heap_frozen = False  # whether restore froze the heap (heap_memory.freeze_heap), for the next reset
         self._reset()
 
     def _reset(self) -> None:
@@ -117,7 +118,8 @@ class Shard:
         (owed_answers.answer_tail: ``changed`` are the queries the config changed at this start)."""
         started, started_ns = time.perf_counter(), time.time_ns()
         if reset:
-            thaw_heap()  # the engine being replaced is collected as usual
+            thaw_heap(self._heap_frozen)  # the engine being replaced is collected as usual
+            self._heap_frozen = False
             self._reset()
             if queries_yaml:
                 self.registry.register(queries_yaml, "front door", restoring=True)
@@ -158,7 +160,9 @@ class Shard:
         streams = (set(items["streams"]) | set(logged["starts"]) | fed) & set(scheduler.streams)
         outcomes += self._answers_owed(streams, restored_marks)
         self.restored = True
-        freeze_heap()  # the shard is up: no collection walks its libraries, model and streams again
+        # the shard is up: no collection walks its libraries, model and streams again (a move's restore, reset=False,
+        # adds the moved streams to its own freeze)
+        self._heap_frozen = freeze_heap(ours=self._heap_frozen)
         progress = {stream: self.engine.progress(stream).ticks for stream in streams}
         restored = {"streams": len(streams), "items": len(items["ts"]) + len(logged["tail"]["ts"]),
                     "refused": refused + tail_refused, "forwards": forwards, "s": time.perf_counter() - started,
