@@ -67,12 +67,56 @@ def wait_for(predicate, timeout_s: float = HANG_S, state=lambda: "") -> None:
         time.sleep(0.05)
 
 
-def test_every_stats_key_of_an_allow_list_service_is_documented_and_every_count_scraped(checkpoint, keys) -> None:
+def _no_zeromq_peers_are_counted_as_failed_handshakes(server, control: ControlClient, capfd) -> None:
+    """Random bytes and HTTP get no handshake event from libzmq, only their connection accepted and dropped: each is
+    counted as a failed handshake and said on stderr, naming the socket."""
+    before = control.call("stats")["stats"]["handshakes_failed"]
+    host, port = server.endpoints["control"].removeprefix("tcp://").rsplit(":", 1)
+    peers = [bytes(range(1, 256)) * 16] * 3 + [b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"] * 2
+    for sent in peers:  # one at a time, each closed by the client once sent
+        with socket.create_connection((host, int(port)), timeout=10) as peer:
+            peer.sendall(sent)
+    wait_for(lambda: control.call("stats")["stats"]["handshakes_failed"] == before + len(peers), timeout_s=120)
+    assert control.call("health")["status"] == "serving"  # (its own connection, handshaken, is not counted)
+    logged = capfd.readouterr().err
+    assert "refused a client on the control socket: its handshake failed: " in logged, logged
+
+
+def _refused_feeds_send_nothing(server, refused: tuple[dict, ...],
+                                batches: list) -> tuple[list[threading.Thread], list[BaseException]]:
+    """Each feed of ``refused`` (its keys) sends its batch on a thread of its own, all at once: the handshake never
+    completes, so each first send waits out its connect time-out."""
+    failed: list[BaseException] = []
+
+    def refused_feed(client_keys: dict, batch: list) -> None:
+        try:
+            # (1 s, not the default 3: the handshake is never to complete, so the wait is only the test's time)
+            with FeedClient(server.endpoints["ingest"], linger_ms=0, send_timeout_ms=1000, connect_timeout_ms=1000,
+                            **client_keys) as feed, contextlib.suppress(FeedTimeout):
+                feed.send(batch)  # queued here (or timed out): the handshake never completes
+                time.sleep(0.3)
+        except BaseException as e:  # (said by the assertion below)
+            failed.append(e)
+
+    feeders = [threading.Thread(target=refused_feed, args=pair) for pair in zip(refused, batches)]
+    for feeder in feeders:
+        feeder.start()
+    return feeders, failed
+
+
+def test_allow_list_service_documents_and_scrapes_stats_counts_non_zeromq_peers_serves_listed_refuses_unknown_keys(
+        checkpoint, keys, capfd) -> None:
     """review261 #5: with curve.clients_dir `stats` carried `auth_allowed` (and `auth_errors`), which no doc named,
     and /metrics showed neither, though wire-protocol.md says every number of `stats` is there. Every top-level key
-    of such a service's `stats` is now named in the doc's `stats` row, and every count is scraped."""
-    alice = {"server_public_key": read_public_key(keys / "server.key"),
-             "client_keypair": read_keypair(keys / "alice.key_secret")}
+    of such a service's `stats` is now named in the doc's `stats` row, and every count is scraped.
+
+    Random bytes and HTTP sent to it are counted as failed handshakes (the same without an allow-list:
+    test_curve_ingest_without_an_allow_list_...). Listed clients are served; unknown keys are refused at once, said
+    in the log with the key and the socket; with its ZAP handler stopped, handshakes fail closed. One service for
+    all of these, in this order (the last stops its ZAP handler)."""
+    server_key = read_public_key(keys / "server.key")
+    alice = {"server_public_key": server_key, "client_keypair": read_keypair(keys / "alice.key_secret")}
+    mallory = {"server_public_key": server_key, "client_keypair": read_keypair(keys / "mallory.key_secret")}
     config = curve_config(checkpoint, keys, {**LOCAL, "metrics_port": 0}, clients_dir=str(keys / "allowed"))
     scrapes: list[str] = []
 
@@ -82,78 +126,85 @@ def test_every_stats_key_of_an_allow_list_service_is_documented_and_every_count_
         lines = [line for line in scrapes[-1].splitlines() if line.startswith("flashtick_auth_allowed_total ")]
         return len(lines) != 1 or float(lines[0].split()[1]) >= 1
 
-    with serving(config) as server, ControlClient(server.endpoints["control"], timeout_s=HANG_S, **alice) as control:
-        stats = control.call("stats")["stats"]
-        # /metrics serves a snapshot the engine refreshes each heartbeat: a scrape right after the stats call could
-        # predate the count of this client's handshake (`flashtick_auth_allowed_total 0` on a loaded machine)
-        wait_for(scraped_or_absent)
-        stats = control.call("stats")["stats"]  # (again: the first could predate the handshake's count, as the scrape)
-    scraped = scrapes[-1]
-    doc = (Path(__file__).parents[1] / "docs" / "wire-protocol.md").read_text()
-    # the op's own section (the op table's row is one line: its reply's keys are under "#### Op `stats`")
-    row = doc.split("#### Op `stats`", 1)[1].split("\n#### ", 1)[0]
-    assert [key for key in stats if f"`{key}`" not in row] == []
-    families = {line.split()[2] for line in scraped.splitlines() if line.startswith("# TYPE ")}
-    scraped_as = {"uptime_s": "flashtick_process_start_time_seconds", "lag_s": "flashtick_lag_seconds",
-                  "stats_time": "flashtick_stats_timestamp_seconds"}  # (the names wire-protocol.md's Metrics gives)
-    counts = [key for key, value in stats.items() if type(value) in (int, float)]
-    assert "auth_allowed" in counts and "auth_errors" in counts
-    assert [key for key in counts if not {f"flashtick_{key}", f"flashtick_{key}_total",
-                                          scraped_as.get(key)} & families] == []
-    allowed = [line for line in scraped.splitlines() if line.startswith("flashtick_auth_allowed_total ")]
-    assert stats["auth_allowed"] >= 1 and len(allowed) == 1 and float(allowed[0].split()[1]) >= 1, allowed
+    with serving(config) as server:
+        with ControlClient(server.endpoints["control"], timeout_s=HANG_S, **alice) as control:
+            stats = control.call("stats")["stats"]
+            # /metrics serves a snapshot the engine refreshes each heartbeat: a scrape right after the stats call
+            # could predate the count of this client's handshake (`flashtick_auth_allowed_total 0` on a loaded
+            # machine)
+            wait_for(scraped_or_absent)
+            stats = control.call("stats")["stats"]  # (again: the first could predate the handshake's count)
+            scraped = scrapes[-1]
+            doc = (Path(__file__).parents[1] / "docs" / "wire-protocol.md").read_text()
+            # the op's own section (the op table's row is one line: its reply's keys are under "#### Op `stats`")
+            row = doc.split("#### Op `stats`", 1)[1].split("\n#### ", 1)[0]
+            assert [key for key in stats if f"`{key}`" not in row] == []
+            families = {line.split()[2] for line in scraped.splitlines() if line.startswith("# TYPE ")}
+            scraped_as = {"uptime_s": "flashtick_process_start_time_seconds", "lag_s": "flashtick_lag_seconds",
+                          "stats_time": "flashtick_stats_timestamp_seconds"}  # (the names wire-protocol.md gives)
+            counts = [key for key, value in stats.items() if type(value) in (int, float)]
+            assert "auth_allowed" in counts and "auth_errors" in counts
+            assert [key for key in counts if not {f"flashtick_{key}", f"flashtick_{key}_total",
+                                                  scraped_as.get(key)} & families] == []
+            allowed = [line for line in scraped.splitlines() if line.startswith("flashtick_auth_allowed_total ")]
+            assert stats["auth_allowed"] >= 1 and len(allowed) == 1 and float(allowed[0].split()[1]) >= 1, allowed
+
+            _no_zeromq_peers_are_counted_as_failed_handshakes(server, control, capfd)
+
+        market = SyntheticMarket(SyntheticConfig(seed=1))
+        with ControlClient(server.endpoints["control"], timeout_s=10, **alice) as control, \
+                AnswerSubscriber(server.endpoints["answers"], ["dir/"], **alice) as answers:
+            assert control.call("register", yaml=DIR_QUERY)["registered"] == ["dir"]
+            answers.wait_ready(timeout_s=HANG_S)
+            with FeedClient(server.endpoints["ingest"], connect_timeout_ms=HANDSHAKE_MS,
+                            linger_ms=HANDSHAKE_MS) as feed:  # ingest stays plain without curve.ingest
+                feed.send(market.next_batch(20))
+            message = answers.recv(timeout_s=HANG_S)
+            assert message is not None
+            topic, payload = message
+            assert topic.startswith("dir/") and payload["seq"] >= 1
+            assert control.call("ask", stream=payload["stream"], query="dir")["answer"]["stream"] == payload["stream"]
+
+            # Told at once, not by a time-out: the refusal ("refused the connection: ...") is raised by the client's
+            # socket monitor as the handshake fails; a time-out would read "no reply from ... within the time-out",
+            # and HANG_S only bounds a hang (no clock in the assertion: a loaded machine may take seconds to refuse)
+            for client_keys in (mallory, {"server_public_key": server_key}):  # unknown key; a throwaway keypair
+                with ControlClient(server.endpoints["control"], timeout_s=HANG_S, **client_keys) as intruder, \
+                        pytest.raises(ControlError, match="refused the connection: the server refused this client's "
+                                                          "key .CURVE authentication failed") as refused:
+                    intruder.call("register", yaml=DIR_QUERY.replace("dir", "evil"))
+                assert not isinstance(refused.value, TimeoutError), refused.value
+            with AnswerSubscriber(server.endpoints["answers"], [""], **mallory) as intruder, \
+                    pytest.raises(TimeoutError, match="refused the subscription: the server refused this client's key"):
+                intruder.wait_ready(timeout_s=HANG_S)
+            with ControlClient(server.endpoints["control"], timeout_s=5) as plain, \
+                    pytest.raises(ControlError, match="give --server-key"):
+                plain.call("health")
+
+            assert [q["name"] for q in control.call("list")["queries"]] == ["dir"]  # nothing got in
+            stats = control.call("stats")["stats"]  # the listed client is still served
+            assert stats["auth_denied"] >= 3 and stats["auth_allowed"] >= 2 and stats["auth_errors"] == 0
+            mallory_key = read_public_key(keys / "mallory.key").decode()
+            logged = capfd.readouterr().err  # the log says which key, on which socket
+            assert f"refused a client: unknown client key {mallory_key} on the control socket" in logged, logged
+            assert f"unknown client key {mallory_key} on the answers socket" in logged, logged
+            assert logged.count(f"unknown client key {mallory_key} on the control socket") == 1, logged  # retries not
+
+            server._auth.stop()  # no ZAP handler any more: handshakes fail closed, never open
+            with ControlClient(server.endpoints["control"], timeout_s=2, **alice) as late, \
+                    pytest.raises(ControlError):
+                late.call("health")
 
 
-def test_listed_clients_are_served_and_unknown_keys_refused(checkpoint, keys, capfd) -> None:
-    server_key = read_public_key(keys / "server.key")
-    alice = {"server_public_key": server_key, "client_keypair": read_keypair(keys / "alice.key_secret")}
-    mallory = {"server_public_key": server_key, "client_keypair": read_keypair(keys / "mallory.key_secret")}
-    market = SyntheticMarket(SyntheticConfig(seed=1))
-    with serving(curve_config(checkpoint, keys, clients_dir=str(keys / "allowed"))) as server, \
-            ControlClient(server.endpoints["control"], timeout_s=10, **alice) as control, \
-            AnswerSubscriber(server.endpoints["answers"], ["dir/"], **alice) as answers:
-        assert control.call("register", yaml=DIR_QUERY)["registered"] == ["dir"]
-        answers.wait_ready(timeout_s=HANG_S)
-        with FeedClient(server.endpoints["ingest"], connect_timeout_ms=HANDSHAKE_MS,
-                        linger_ms=HANDSHAKE_MS) as feed:  # ingest stays plain without curve.ingest
-            feed.send(market.next_batch(20))
-        message = answers.recv(timeout_s=HANG_S)
-        assert message is not None
-        topic, payload = message
-        assert topic.startswith("dir/") and payload["seq"] >= 1
-        assert control.call("ask", stream=payload["stream"], query="dir")["answer"]["stream"] == payload["stream"]
+def test_curve_ingest_takes_ticks_from_listed_feeds_only_and_a_feed_whose_key_is_refused_is_told_so(
+        checkpoint, keys, capfd) -> None:
+    """CURVE ingest with an allow-list: feeds without keys, with a throwaway keypair or an unknown key send nothing
+    in; a listed feed's ticks go in; the refusals are counted and said.
 
-        # Told at once, not by a time-out: the refusal ("refused the connection: ...") is raised by the client's
-        # socket monitor as the handshake fails; a time-out would read "no reply from ... within the time-out", and
-        # HANG_S only bounds a hang (no clock in the assertion: a loaded machine may take seconds to refuse)
-        for client_keys in (mallory, {"server_public_key": server_key}):  # unknown key; a throwaway keypair
-            with ControlClient(server.endpoints["control"], timeout_s=HANG_S, **client_keys) as intruder, \
-                    pytest.raises(ControlError, match="refused the connection: the server refused this client's "
-                                                      "key .CURVE authentication failed") as refused:
-                intruder.call("register", yaml=DIR_QUERY.replace("dir", "evil"))
-            assert not isinstance(refused.value, TimeoutError), refused.value
-        with AnswerSubscriber(server.endpoints["answers"], [""], **mallory) as intruder, \
-                pytest.raises(TimeoutError, match="refused the subscription: the server refused this client's key"):
-            intruder.wait_ready(timeout_s=HANG_S)
-        with ControlClient(server.endpoints["control"], timeout_s=5) as plain, \
-                pytest.raises(ControlError, match="give --server-key"):
-            plain.call("health")
+    A reviewer's feed with a key not in the allow-list ended with "no heartbeat ...: is it the answers endpoint
+    of a running `flashtick serve`?", sending an on-call engineer to look for a dead server. One service for both."""
+    from connectors.reject_watch import RejectWatch
 
-        assert [q["name"] for q in control.call("list")["queries"]] == ["dir"]  # nothing got in
-        stats = control.call("stats")["stats"]  # the listed client is still served
-        assert stats["auth_denied"] >= 3 and stats["auth_allowed"] >= 2 and stats["auth_errors"] == 0
-        mallory_key = read_public_key(keys / "mallory.key").decode()
-        logged = capfd.readouterr().err  # the log says which key, on which socket
-        assert f"refused a client: unknown client key {mallory_key} on the control socket" in logged, logged
-        assert f"unknown client key {mallory_key} on the answers socket" in logged, logged
-        assert logged.count(f"unknown client key {mallory_key} on the control socket") == 1, logged  # retries not
-
-        server._auth.stop()  # no ZAP handler any more: handshakes fail closed, never open
-        with ControlClient(server.endpoints["control"], timeout_s=2, **alice) as late, pytest.raises(ControlError):
-            late.call("health")
-
-
-def test_curve_ingest_takes_ticks_from_listed_feeds_only(checkpoint, keys, capfd) -> None:
     server_key = read_public_key(keys / "server.key")
     market = SyntheticMarket(SyntheticConfig(seed=2))
     config = curve_config(checkpoint, keys, clients_dir=str(keys / "allowed"), ingest=True)
@@ -162,23 +213,9 @@ def test_curve_ingest_takes_ticks_from_listed_feeds_only(checkpoint, keys, capfd
                                                   client_keypair=read_keypair(keys / "alice.key_secret")) as control:
         refused = ({}, {"server_public_key": server_key},
                    {"server_public_key": server_key, "client_keypair": read_keypair(keys / "mallory.key_secret")})
-        batches = [market.next_batch(10) for _ in refused]
-        failed: list[BaseException] = []
-
-        def refused_feed(client_keys: dict, batch: list) -> None:
-            try:
-                with FeedClient(server.endpoints["ingest"], linger_ms=0, send_timeout_ms=1000, **client_keys) as feed, \
-                        contextlib.suppress(FeedTimeout):
-                    feed.send(batch)  # queued here (or timed out): the handshake never completes
-                    time.sleep(0.3)
-            except BaseException as e:  # (said by the assertion below)
-                failed.append(e)
-
-        # the three at once, each on its own thread: a first send waits out connect_timeout_ms (3 s) for a handshake
-        # that never completes, 9 s one after another
-        feeders = [threading.Thread(target=refused_feed, args=pair) for pair in zip(refused, batches)]
-        for feeder in feeders:
-            feeder.start()
+        # the three at once, each on its own thread: a first send waits out its connect time-out for a handshake
+        # that never completes, 3 waits one after another
+        feeders, failed = _refused_feeds_send_nothing(server, refused, [market.next_batch(10) for _ in refused])
         for feeder in feeders:
             feeder.join(HANG_S)
         assert failed == [] and not any(feeder.is_alive() for feeder in feeders), failed
@@ -196,37 +233,6 @@ def test_curve_ingest_takes_ticks_from_listed_feeds_only(checkpoint, keys, capfd
         assert "flashtick: refused a client on the ingest socket: its handshake failed: a client without CURVE keys " \
                "or with a wrong --server-key" in logged, logged
 
-
-@pytest.mark.parametrize("clients_dir", [True, False])
-def test_peers_that_are_no_zeromq_clients_are_counted_as_failed_handshakes(checkpoint, keys, capfd,
-                                                                          clients_dir: bool) -> None:
-    """Random bytes and HTTP get no handshake event from libzmq, only their connection accepted and dropped."""
-    server_key = read_public_key(keys / "server.key")
-    config = curve_config(checkpoint, keys, **({"clients_dir": str(keys / "allowed")} if clients_dir else {}))
-    alice = read_keypair(keys / "alice.key_secret")
-    with serving(config) as server, \
-            ControlClient(server.endpoints["control"], timeout_s=60, server_public_key=server_key,
-                          client_keypair=alice) as control:
-        before = control.call("stats")["stats"]["handshakes_failed"]
-        host, port = server.endpoints["control"].removeprefix("tcp://").rsplit(":", 1)
-        peers = [bytes(range(1, 256)) * 16] * 3 + [b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"] * 2
-        for sent in peers:  # one at a time, each closed by the client once sent
-            with socket.create_connection((host, int(port)), timeout=10) as peer:
-                peer.sendall(sent)
-        wait_for(lambda: control.call("stats")["stats"]["handshakes_failed"] == before + len(peers), timeout_s=120)
-        assert control.call("health")["status"] == "serving"  # (its own connection, handshaken, is not counted)
-    logged = capfd.readouterr().err
-    assert "refused a client on the control socket: its handshake failed: " in logged, logged
-
-
-def test_a_feed_whose_key_is_refused_is_told_so_not_to_look_for_a_running_engine(checkpoint, keys) -> None:
-    """A reviewer's feed with a key not in the allow-list ended with "no heartbeat ...: is it the answers endpoint
-    of a running `flashtick serve`?", sending an on-call engineer to look for a dead server."""
-    from connectors.reject_watch import RejectWatch
-
-    server_key = read_public_key(keys / "server.key")
-    config = curve_config(checkpoint, keys, clients_dir=str(keys / "allowed"), ingest=True)
-    with serving(config) as server:
         for client, why in (({"server_public_key": server_key,
                                "client_keypair": read_keypair(keys / "mallory.key_secret")},
                               "the server refused this client's key (CURVE authentication failed"),
@@ -249,34 +255,28 @@ def test_a_feed_whose_key_is_refused_is_told_so_not_to_look_for_a_running_engine
             assert any(text in str(err.value) for text in said) and "running" not in str(err.value), err.value
 
 
-def test_curve_ingest_without_an_allow_list_needs_only_the_server_key(checkpoint, keys) -> None:
+def test_curve_ingest_without_an_allow_list_needs_only_the_server_key_and_counts_non_zeromq_peers(
+        checkpoint, keys, capfd) -> None:
+    """Without curve.clients_dir (no ZAP handler): random bytes and HTTP are counted as failed handshakes as with
+    one; a feed with the server's key alone sends in, a plain feed's ticks never get in. One service for both."""
     server_key = read_public_key(keys / "server.key_secret")  # the public half of a secret certificate
     market = SyntheticMarket(SyntheticConfig(seed=3))
-    with serving(curve_config(checkpoint, keys, ingest=True)) as server, \
-            ControlClient(server.endpoints["control"], timeout_s=HANG_S, server_public_key=server_key) as control:
-        plain_batch = market.next_batch(10)
-        failed: list[BaseException] = []
-
-        def plain_feed() -> None:
-            try:
-                with FeedClient(server.endpoints["ingest"], linger_ms=0, send_timeout_ms=1000) as plain, \
-                        contextlib.suppress(FeedTimeout):
-                    plain.send(plain_batch)
-                    time.sleep(0.3)
-            except BaseException as e:  # (said by the assertion below)
-                failed.append(e)
-
-        # on its own thread while the keyed feed sends: its first send waits out connect_timeout_ms (3 s)
-        plain = threading.Thread(target=plain_feed)
-        plain.start()
-        with FeedClient(server.endpoints["ingest"], server_public_key=server_key, connect_timeout_ms=HANDSHAKE_MS,
-                        linger_ms=HANDSHAKE_MS) as feed:
-            feed.send(market.next_batch(10))
-        wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 10)
-        plain.join(HANG_S)
-        assert failed == [] and not plain.is_alive(), failed
-        assert control.call("stats")["stats"]["ticks_in"] == 10  # the plain feed's never got in
-        assert "auth_denied" not in control.call("stats")["stats"]  # no ZAP handler without clients_dir
+    with serving(curve_config(checkpoint, keys, ingest=True)) as server:
+        with ControlClient(server.endpoints["control"], timeout_s=60, server_public_key=server_key,
+                           client_keypair=read_keypair(keys / "alice.key_secret")) as control:
+            _no_zeromq_peers_are_counted_as_failed_handshakes(server, control, capfd)
+        with ControlClient(server.endpoints["control"], timeout_s=HANG_S, server_public_key=server_key) as control:
+            # the plain feed on its own thread while the keyed feed sends: its first send waits out its connect
+            # time-out
+            (plain,), failed = _refused_feeds_send_nothing(server, ({},), [market.next_batch(10)])
+            with FeedClient(server.endpoints["ingest"], server_public_key=server_key,
+                            connect_timeout_ms=HANDSHAKE_MS, linger_ms=HANDSHAKE_MS) as feed:
+                feed.send(market.next_batch(10))
+            wait_for(lambda: control.call("stats")["stats"]["ticks_in"] == 10)
+            plain.join(HANG_S)
+            assert failed == [] and not plain.is_alive(), failed
+            assert control.call("stats")["stats"]["ticks_in"] == 10  # the plain feed's never got in
+            assert "auth_denied" not in control.call("stats")["stats"]  # no ZAP handler without clients_dir
 
 
 def test_key_files_in_both_formats(keys, tmp_path) -> None:
