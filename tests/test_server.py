@@ -234,7 +234,11 @@ def test_tokenized_ticks_are_accepted_and_validated(server, feed) -> None:
         assert answer["stream"] == "TOK" and answer["version"] == 5
 
 
-def test_control_errors_reach_the_sender(server) -> None:
+def test_control_errors_reach_the_sender_and_a_new_users_client_mistakes_are_explained(server, feed) -> None:
+    """Control errors (an unknown op, a bad document, every invalid query named, garbage bytes) reach the sender
+    and the service keeps serving. JSON instead of msgpack on ingest and control, a topic without its '/', an ask
+    without a query, a staleness that is not a tick count, a second service on the same port: each is told what to
+    do. One service for both."""
     with ControlClient(server.endpoints["control"]) as control:
         assert control.request({"op": "fly"})["error"].startswith('unknown op "fly"')
         assert 'needs "yaml"' in control.request({"op": "register"})["error"]
@@ -252,11 +256,6 @@ def test_control_errors_reach_the_sender(server) -> None:
         assert error == "request is not valid msgpack: a byte that starts no msgpack value"  # no JSON hint
         assert control.request({"op": "list"})["queries"]  # still serving
         assert control.call("stats")["stats"]["control_errors"] >= 4
-
-
-def test_a_new_users_client_mistakes_are_explained(server, feed) -> None:
-    """JSON instead of msgpack on ingest and control, a topic without its '/', an ask without a query, a
-    staleness that is not a tick count, a second service on the same port: each is told what to do."""
     with AnswerSubscriber(server.endpoints["answers"], [REJECTS_TOPIC]) as sub, \
             ControlClient(server.endpoints["control"]) as control:
         sub.wait_ready(timeout_s=5)
@@ -291,18 +290,6 @@ def test_ask_with_staleness_uses_the_cache(server, feed) -> None:
         adhoc = control.call("ask", stream="SYN.B", spec={"name": "adhoc", "streams": ["SYN.B"],
                                                           "question": "move_bps_50", "kind": "expectation"})
         assert "expected" in adhoc["answer"]["value"]
-
-
-def test_heartbeats_and_metrics(server, feed) -> None:
-    with AnswerSubscriber(server.endpoints["answers"], ["_heartbeat/"]) as sub:
-        beats = collect(sub, lambda g: len(g) >= 2, timeout_s=5)
-    assert len(beats) >= 2 and beats[1][1]["seq"] > beats[0][1]["seq"]
-    body = urllib.request.urlopen(server.endpoints["metrics"], timeout=5).read().decode()
-    assert "flashtick_ticks_in_total" in body and "flashtick_kv_cells_capacity 8192" in body
-    rss = re.search(r"^flashtick_process_resident_memory_bytes (\d+)$", body, re.M)  # (Linux: from /proc)
-    assert rss and 50 << 20 < int(rss.group(1)) < 64 << 30, body
-    head = urllib.request.urlopen(urllib.request.Request(server.endpoints["metrics"], method="HEAD"), timeout=5)
-    assert head.status == 200 and head.read() == b"" and int(head.headers["Content-Length"]) > 0
 
 
 def _fed_stats(server: Server, seed: int, ticks: int) -> dict:
@@ -348,22 +335,6 @@ def _sample(body: str, name: str) -> float:
     return float(found.group(1))
 
 
-def test_metrics_say_how_fresh_their_figures_are(server) -> None:
-    """/metrics serves the engine thread's last refresh (each heartbeat): a scrape could not tell fresh figures
-    from ones a stalled engine thread left behind. It has the heartbeat count and the refresh's time."""
-    url = server.endpoints["metrics"]
-    first = urllib.request.urlopen(url, timeout=10).read().decode()
-    stamp, beats = _sample(first, "stats_timestamp_seconds"), _sample(first, "heartbeats_total")
-    # the refresh of bind (before the first heartbeat: heartbeats_total 0), or a heartbeat's since
-    assert -1 < time.time() - stamp < 600 and beats >= 0
-    later = first
-    deadline = time.monotonic() + 60
-    while _sample(later, "heartbeats_total") <= beats and time.monotonic() < deadline:  # heartbeat_s: 0.2
-        time.sleep(0.05)
-        later = urllib.request.urlopen(url, timeout=10).read().decode()
-    assert _sample(later, "heartbeats_total") > beats and _sample(later, "stats_timestamp_seconds") > stamp
-
-
 def test_the_lag_a_scrape_reads_counts_the_time_since_the_last_refresh() -> None:
     """A backlog's lag stayed flat for up to 10 s of scrapes between heartbeats while it grew: the data waiting at
     the refresh has waited the time since too. Nothing waiting then stays 0."""
@@ -393,8 +364,32 @@ def _scrape_abandoned(url: str) -> None:
         sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
 
 
-def test_a_scrape_given_up_on_is_counted_not_a_traceback(server, capfd) -> None:
+def test_heartbeats_and_metrics_say_how_fresh_their_figures_are_and_a_scrape_given_up_on_is_counted(server,
+                                                                                                   capfd) -> None:
+    """/metrics serves the engine thread's last refresh (each heartbeat): a scrape could not tell fresh figures
+    from ones a stalled engine thread left behind. It has the heartbeat count and the refresh's time. Heartbeats
+    come in order; /metrics answers GET and HEAD; a scrape given up on (a reset) is counted, not a traceback. One
+    service for all three."""
     url = server.endpoints["metrics"]
+    first = urllib.request.urlopen(url, timeout=10).read().decode()
+    stamp, beats = _sample(first, "stats_timestamp_seconds"), _sample(first, "heartbeats_total")
+    # the refresh of bind (before the first heartbeat: heartbeats_total 0), or a heartbeat's since
+    assert -1 < time.time() - stamp < 600 and beats >= 0
+    later = first
+    deadline = time.monotonic() + 60
+    while _sample(later, "heartbeats_total") <= beats and time.monotonic() < deadline:  # heartbeat_s: 0.2
+        time.sleep(0.05)
+        later = urllib.request.urlopen(url, timeout=10).read().decode()
+    assert _sample(later, "heartbeats_total") > beats and _sample(later, "stats_timestamp_seconds") > stamp
+    with AnswerSubscriber(server.endpoints["answers"], ["_heartbeat/"]) as sub:
+        heartbeats = collect(sub, lambda g: len(g) >= 2, timeout_s=5)
+    assert len(heartbeats) >= 2 and heartbeats[1][1]["seq"] > heartbeats[0][1]["seq"]
+    body = urllib.request.urlopen(server.endpoints["metrics"], timeout=5).read().decode()
+    assert "flashtick_ticks_in_total" in body and "flashtick_kv_cells_capacity 8192" in body
+    rss = re.search(r"^flashtick_process_resident_memory_bytes (\d+)$", body, re.M)  # (Linux: from /proc)
+    assert rss and 50 << 20 < int(rss.group(1)) < 64 << 30, body
+    head = urllib.request.urlopen(urllib.request.Request(server.endpoints["metrics"], method="HEAD"), timeout=5)
+    assert head.status == 200 and head.read() == b"" and int(head.headers["Content-Length"]) > 0
     abandoned = 0
     for _ in range(100):  # until the server has met a reset (its reply may also have been written before it came)
         _scrape_abandoned(url)
@@ -542,11 +537,16 @@ def _metric_name(path: tuple[str, ...]) -> str | None:
     return "_".join(path)
 
 
-def test_every_number_of_stats_is_on_the_metrics_endpoint(checkpoint, tmp_path) -> None:
+def test_every_number_of_stats_is_on_the_metrics_endpoint_and_the_docs_name_every_key_of_its_nested_maps(
+        checkpoint, tmp_path) -> None:
     """`stats.log.ticks_dropped_by_retention` (and a score of other `stats` counters: answers_out, query_errors,
     answer_fetches, scheduler.late_evictions, speculation.*, most of log.*) was not on /metrics, so a scraper could
     not alert on retention dropping ticks. Every number of `stats` is now there under the existing naming scheme,
-    and the log's figures read the same as `stats` says them."""
+    and the log's figures read the same as `stats` says them.
+
+    fix286 #5: `stats`' maps scheduler, runner, speculation and log were described by /metrics' help alone (the
+    wire protocol named a few keys and "..."). docs/wire-protocol.md's table names each key; this holds it to a live
+    reply's keys (a service with a data directory, so `log` is there)."""
     queries = tmp_path / "q.yaml"
     queries.write_text(DIR_QUERY)
     config = ServiceConfig.from_dict({
@@ -583,6 +583,7 @@ def test_every_number_of_stats_is_on_the_metrics_endpoint(checkpoint, tmp_path) 
     assert scraped["flashtick_log_ticks_dropped_by_retention_total"] == log["ticks_dropped_by_retention"]
     assert scraped["flashtick_log_appended_total"] == log["appended"] == 1500 + 1  # and the message's end record
     assert scraped["flashtick_answer_log_appended_total"] == log["answers"]["appended"] > 0
+    assert nested_stats_keys(stats) == documented_nested_stats()
 
 
 def test_a_large_register_is_parsed_while_the_loop_keeps_its_turns(checkpoint) -> None:
@@ -631,16 +632,3 @@ def test_a_large_register_is_parsed_while_the_loop_keeps_its_turns(checkpoint) -
         finally:
             push.close(linger=1000)
             dealer.close(linger=0)
-
-
-def test_the_docs_name_every_key_of_the_nested_stats_maps(checkpoint, tmp_path) -> None:
-    """fix286 #5: `stats`' maps scheduler, runner, speculation and log were described by /metrics' help alone (the
-    wire protocol named a few keys and "..."). docs/wire-protocol.md's table names each key; this holds it to a live
-    reply's keys (a service with a data directory, so `log` is there)."""
-    config = ServiceConfig.from_dict({
-        "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
-        "endpoints": {"ingest": "tcp://127.0.0.1:0", "answers": "tcp://127.0.0.1:0", "control": "tcp://127.0.0.1:0"},
-        "log": {"dir": str(tmp_path / "data")}})
-    with serving(config) as srv, ControlClient(srv.endpoints["control"]) as control:
-        stats = control.call("stats")["stats"]
-    assert nested_stats_keys(stats) == documented_nested_stats()
