@@ -856,35 +856,18 @@ def test_serve_with_a_ray_address_where_nothing_listens_fails_at_once(tmp_path, 
     assert time.monotonic() - started < 30
 
 
-@pytest.mark.parametrize("stop_by", ["SIGTERM", "SIGINT"])
-def test_feed_stopped_by_a_signal_says_what_it_sent(checkpoint, tmp_path, stop_by: str) -> None:
-    """A supervisor stops a feed with SIGTERM: it ends after the current batch and prints its summary (it died
-    silently, leaving the operator no account of what was sent), exit 143 (it was 0: a scheduler that stopped an
-    overrunning feed saw it succeed, review337 #4). A Ctrl-C does the same but exits 130, as backtest does, so a
-    script tells a feed cut short from a whole one."""
-    import signal
-    import subprocess
-
-    with serving(config(checkpoint, tmp_path)) as server:
-        feed = cli_popen(["feed", "synthetic", "--rate", "200", "--endpoint", server.endpoints["ingest"]],
-                         stderr=subprocess.PIPE, text=True)
-        try:
-            wait_for(lambda: server.pipeline.ticks_in > 20, timeout_s=60)
-            feed.send_signal(getattr(signal, stop_by))
-            _, err = feed.communicate(timeout=60)
-        finally:
-            feed.kill()
-    assert feed.returncode == (143 if stop_by == "SIGTERM" else 130), err
-    assert "stopped by a signal" in err and "sent " in err, err
-    assert f"flashtick feed synthetic: interrupted by {stop_by}: " in err, err
-    assert "with no control socket to ask what the engine holds, a re-run sends it all again" in err, err
-
-
-def test_feed_says_the_engines_rejections_as_they_come_not_only_in_its_summary(checkpoint, tmp_path) -> None:
+def test_feed_says_the_engines_rejections_as_they_come_and_what_it_sent_when_stopped_by_sigterm_or_sigint(
+        checkpoint, tmp_path) -> None:
     """A feed whose every tick was refused (a full disk's log_unavailable) said nothing on stderr until its summary.
     It says the first rejection of each reason as it comes, with the engine's why, then the counts per reason at
     most every 10 s. The engine here holds one stream (scheduler.max_streams 1): the synthetic market's other
-    three are refused, every tick, from the first."""
+    three are refused, every tick, from the first.
+
+    A supervisor stops a feed with SIGTERM: it ends after the current batch and prints its summary (it died
+    silently, leaving the operator no account of what was sent), exit 143 (it was 0: a scheduler that stopped an
+    overrunning feed saw it succeed, review337 #4). A Ctrl-C does the same but exits 130, as backtest does, so a
+    script tells a feed cut short from a whole one. (One engine for both feeds: the second, stopped by SIGINT,
+    is fed as the first after it.)"""
     import signal
     import subprocess
 
@@ -906,6 +889,15 @@ def test_feed_says_the_engines_rejections_as_they_come_not_only_in_its_summary(c
             reader.join(60)
         finally:
             feed.kill()
+        ticks_before = server.pipeline.ticks_in
+        interrupted = cli_popen(["feed", "synthetic", "--rate", "200", "--endpoint", server.endpoints["ingest"]],
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: server.pipeline.ticks_in > ticks_before + 20, timeout_s=60)
+            interrupted.send_signal(signal.SIGINT)
+            _, interrupted_err = interrupted.communicate(timeout=60)
+        finally:
+            interrupted.kill()
     err = "".join(lines)
     assert running and feed.returncode == 143, err  # stopped by the test's SIGTERM (docs/cli.md)
     first = [line for line in lines if "more rejections are counted" in line]
@@ -916,6 +908,12 @@ def test_feed_says_the_engines_rejections_as_they_come_not_only_in_its_summary(c
     assert re.search(r"^flashtick feed synthetic: the engine refused \d+ more ticks in the last \d+ s "
                      r"\(stream_refused: \d+\); \d+ in all$", counts[0].strip()), err
     assert lines.index(first[0]) < lines.index(counts[0]) < next(i for i, x in enumerate(lines) if "sent " in x), err
+    for stop_by, status, said in (("SIGTERM", feed.returncode, err),
+                                  ("SIGINT", interrupted.returncode, interrupted_err)):
+        assert status == (143 if stop_by == "SIGTERM" else 130), said
+        assert "stopped by a signal" in said and "sent " in said, said
+        assert f"flashtick feed synthetic: interrupted by {stop_by}: " in said, said
+        assert "with no control socket to ask what the engine holds, a re-run sends it all again" in said, said
 
 
 def test_register_of_a_missing_file_says_so_before_connecting(tmp_path, capsys) -> None:
@@ -1213,25 +1211,6 @@ def test_a_nested_commands_errors_carry_its_full_name_as_its_usage_errors_do(tmp
         assert capsys.readouterr().err.startswith(f"{name}: error: unrecognized arguments: --bogus")
 
 
-def test_subscribe_to_nothing_says_so_instead_of_waiting_in_silence(tmp_path) -> None:
-    """A wrong endpoint (or a service not up yet) printed nothing at all, for ever."""
-    import subprocess
-    from pathlib import Path
-
-    with socket_free_port() as port:
-        pass
-    root = Path(__file__).resolve().parents[1]
-    child = cli_popen(["subscribe", "dir/", "--endpoint", f"tcp://127.0.0.1:{port}"], stderr=subprocess.PIPE,
-                      text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
-    try:
-        line = child.stderr.readline()  # within SUBSCRIBE_QUIET_S (5 s) of its start
-        assert f"flashtick subscribe: note: no heartbeat from tcp://127.0.0.1:{port} within 5 s" in line, line
-        assert "waiting on (Ctrl-C stops)" in line and child.poll() is None
-    finally:
-        child.kill()
-        child.wait(10)
-
-
 @contextlib.contextmanager
 def socket_free_port():
     import socket
@@ -1241,8 +1220,11 @@ def socket_free_port():
         yield s.getsockname()[1]
 
 
-def test_subscribe_says_when_the_service_goes_away_and_comes_back(checkpoint, tmp_path) -> None:
-    """After the service was up, its heartbeats stopping (a stop, a restart) was silence too."""
+def test_subscribe_says_when_no_service_is_there_when_it_comes_goes_away_and_comes_back(checkpoint,
+                                                                                      tmp_path) -> None:
+    """A wrong endpoint (or a service not up yet) printed nothing at all, for ever. After the service was up, its
+    heartbeats stopping (a stop, a restart) was silence too. One subscriber meets the three in turn: started before
+    the service, it says that no heartbeat came; the service up, then stopped, and up again, it says each."""
     import subprocess
     from pathlib import Path
 
@@ -1253,11 +1235,10 @@ def test_subscribe_says_when_the_service_goes_away_and_comes_back(checkpoint, tm
                                    "limits": {"heartbeat_s": 0.2}})
     root = Path(__file__).resolve().parents[1]
     heartbeats = tmp_path / "heartbeats.jsonl"  # the child shows the heartbeats it gets: then it is up and subscribed
-    with serving(cfg), heartbeats.open("w") as shown:
+    with heartbeats.open("w") as shown:
         child = cli_popen(["subscribe", "dir/", "_heartbeat/", "--endpoint", f"tcp://127.0.0.1:{port}"],
                           stdout=shown, stderr=subprocess.PIPE, text=True, cwd=root,
                           env={**os.environ, "PYTHONPATH": str(root)})
-        wait_for(lambda: heartbeats.stat().st_size > 0, timeout_s=60)  # (no fixed sleep: a loaded box starts late)
 
     def next_line_but_quiet_notes() -> str:
         # the quiet-topic note ('nothing published on "dir/" in 10 s') comes on its own clock and, on a loaded
@@ -1268,6 +1249,11 @@ def test_subscribe_says_when_the_service_goes_away_and_comes_back(checkpoint, tm
         return line
 
     try:
+        line = child.stderr.readline()  # within SUBSCRIBE_QUIET_S (5 s) of its start: nothing serves there yet
+        assert f"flashtick subscribe: note: no heartbeat from tcp://127.0.0.1:{port} within 5 s" in line, line
+        assert "waiting on (Ctrl-C stops)" in line and child.poll() is None
+        with serving(cfg):
+            wait_for(lambda: heartbeats.stat().st_size > 0, timeout_s=60)  # (no fixed sleep: a loaded box is late)
         line = next_line_but_quiet_notes()  # the service stopped: said within 2 x SUBSCRIBE_QUIET_S
         assert f"no heartbeat from tcp://127.0.0.1:{port} for 10 s: the service stopped or is restarting" in line, line
         with serving(cfg):
