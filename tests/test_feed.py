@@ -20,6 +20,7 @@ from connectors.send_wait import WAIT_SAID_S, SendWait, acked_bytes
 from connectors.source import SyntheticSource
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import Tick, decode, quote, trade
+from forked_cli import cli_popen
 
 TS = 1_723_161_254_087_896_567  # > 2**53: must arrive exact
 
@@ -324,9 +325,13 @@ def test_feed_interrupted_while_waiting_for_its_engine_says_so() -> None:
     without a word; it says it was interrupted and that nothing was sent, as one interrupted later gives its
     summary."""
     import signal
+    import subprocess
 
     with dead_endpoint() as ingest, dead_endpoint() as control:
-        feed = _feed_process("synthetic", "--endpoint", ingest, "--control", control)
+        # (a forked CLI child: a real process with the CLI's own Ctrl-C handling, without a fresh interpreter's start;
+        # what this one imports is not what it checks)
+        feed = cli_popen(["feed", "synthetic", "--endpoint", ingest, "--control", control], stderr=subprocess.PIPE,
+                         text=True)
         try:
             while "waiting for the engine before sending" not in (line := feed.stderr.readline()):
                 assert line, "the feed ended before it waited for the engine"
