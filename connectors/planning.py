@@ -63,7 +63,7 @@ from connectors.yield_offsets import rate_columns
 from connectors.zero_sizes import zero_size_note
 from connectors.price_series import sized_as_series
 from connectors.quote_widths import QUOTE_SPREAD_LIMIT, headerless_quotes
-from connectors.row_exprs import ROW, TS_BEYOND, csv_overrides, file_rows, filled_quotes, row_exprs
+from connectors.row_exprs import ROW, TS_BEYOND, csv_overrides, file_rows, filled_quotes, frame_of, row_exprs
 from connectors.bar_questions import with_bar_questions_note
 from connectors.bar_stamps import stamped_at_close
 from connectors.closed_days import with_closed_days_note
@@ -226,8 +226,8 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
     if cmap.hours is not None and Hours.parse(cmap.hours).zone is None and cmap.tz is None:
         raise ValueError(bare_hours_refused(path, cmap.hours))
     ts = apply_utc_offset(path, cmap, ts_expr(path, cmap, ts_type, first), first).alias("_ts")
-    exprs, keys, raw_stream, price_texts, book, book_notes = row_exprs(path, given, cmap, schema, dialect,
-                                                                        overrides, ts)
+    exprs, keys, raw_stream, price_texts, book, book_notes, unread_inputs = row_exprs(path, given, cmap, schema,
+                                                                                       dialect, overrides, ts)
     notes = _levels_said(cmap, notes, book) + book_notes
     rows, junk = file_rows(path, cmap, dialect, overrides)
     notes += _derivative_stream_rows(path, cmap, schema, exprs, keys, rows)
@@ -257,7 +257,7 @@ def _table_plan(path: Path, cmap: ColumnMap | Refine | None, long_rows_of: bool 
         notes += repeats.notes(path, factor)
     notes += sized_as_series(path, cmap, exprs, keys, facts)  # an index's levels beside trades: size 1
     facts = _past_int64(path, cmap, rows, ts_type, first, exprs, keys, facts)
-    frame = rows.select(*exprs, ROW)
+    frame = frame_of(rows, exprs, unread_inputs)
     notes += price_and_zone_notes(path, cmap, facts, first, named)
     notes += zero_size_note(path, facts, hours_given=cmap.hours is not None)  # indicative quotes, said once
     refuse_unread_times(path, cmap, rows, facts, first, named)

@@ -169,6 +169,8 @@ class RowExprs(NamedTuple):
     price_texts: dict[str, pl.Expr]  # price, bid, ask read from text: what may be written in 32nds
     book: str | None  # the Databento order-book export the file is (`_book_kind`)
     notes: list[str]  # the book's
+    # what the UNREAD_CELL expression reads besides the fields' own columns: computed first (`frame_of`)
+    unread_inputs: list[pl.Expr]
 
 
 def row_exprs(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, schema: Mapping[str, Any],
@@ -184,7 +186,8 @@ def row_exprs(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sch
         named = yellow_key_dropped(raw_stream) if len(cmap.stream_columns) == 1 else raw_stream
         exprs.append(named.str.replace_all(SLASH, SLASH_AS, literal=True).str.normalize("NFC").alias("stream"))
         keys.append("stream")
-    value_exprs, value_keys, price_texts = _value_columns(cmap, schema, dialect, currency_codes(path, cmap, dialect))
+    value_exprs, value_keys, price_texts, unread_inputs = _value_columns(cmap, schema, dialect,
+                                                                         currency_codes(path, cmap, dialect))
     exprs += value_exprs
     keys += value_keys
     if EXPORT_SEQ in schema and is_export_header(list(schema)):  # flashtick's own export: each tick's wire seq
@@ -198,18 +201,33 @@ def row_exprs(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sch
         exprs += _book_columns(schema)
     if cmap.sequence is not None:  # last before the row number: file_plan.py reads it at row[-2]
         exprs.append(sequence_key(cmap.sequence_columns, schema, bool(overrides)).alias(SEQ))
-    return RowExprs(exprs, keys, raw_stream, price_texts, book, notes)
+    return RowExprs(exprs, keys, raw_stream, price_texts, book, notes, unread_inputs)
 
 
-def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect | None,
-                   codes: Mapping[str, str]) -> tuple[list[pl.Expr], list[str], dict[str, pl.Expr]]:
+def frame_of(rows: pl.LazyFrame, exprs: list[pl.Expr], unread_inputs: list[pl.Expr]) -> pl.LazyFrame:
+    """The file's rows read with `exprs`, then the row number (ROW). The UNREAD_CELL expression among them reads
+    the fields' numbers as computed (and `unread_inputs`), so it comes after them: polars computes a subexpression
+    shared by two expressions of one select twice (no common-subexpression elimination through when/then), and
+    each number cell's parse, its few regexes, ran again for it: ~70% of a CSV's read (60,000 rows: 789 ms of
+    CPU, 553 of them for it alone)."""
+    names = [expr.meta.output_name() for expr in exprs] + [ROW]
+    if UNREAD_CELL not in names:
+        return rows.select(*exprs, ROW)
+    at = names.index(UNREAD_CELL)
+    return rows.select(*exprs[:at], *exprs[at + 1:], *unread_inputs, ROW).with_columns(exprs[at]).select(names)
+
+
+def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect | None, codes: Mapping[str, str]
+                   ) -> tuple[list[pl.Expr], list[str], dict[str, pl.Expr], list[pl.Expr]]:
     """The wire fields' expressions (price, size, bid, ...: numbers as a CSV writes them, prices in 32nds), their
-    keys, and the text of each price field read from text (what the notes on 32nds and yields look at). `codes`:
-    the currency code each CSV column writes after its numbers (`currency_codes`), read without it."""
+    keys, the text of each price field read from text (what the notes on 32nds and yields look at), and what the
+    UNREAD_CELL expression reads besides the fields (`_unread_cell`). `codes`: the currency code each CSV column
+    writes after its numbers (`currency_codes`), read without it."""
     exprs: list[pl.Expr] = []
     keys: list[str] = []
     price_texts: dict[str, pl.Expr] = {}  # price, bid, ask read from text: what may be written in 32nds
-    unread: dict[str, tuple[str, pl.Expr, pl.Expr]] = {}  # by column: (field, text, number), numbers read from text
+    # by column: (field, text, number, whether the field's own column holds the number as read), numbers from text
+    unread: dict[str, tuple[str, pl.Expr, pl.Expr, bool]] = {}
     for key in VALUE_FIELDS:
         if (name := getattr(cmap, key)) is not None:
             text = key in NUMERIC_FIELDS and schema[name] == pl.String  # Parquet of JSON: Coinbase's "42290.12"
@@ -240,36 +258,47 @@ def _value_columns(cmap: ColumnMap, schema: Mapping[str, Any], dialect: Dialect 
                 col = pl.col(name).cast(pl.String).cast(pl.Float64, strict=False)
             else:
                 col = pl.col(name)
-            if key in NUMERIC_FIELDS and (dialect is not None or text) and name not in unread:
-                unread[name] = (key, pl.col(name).cast(pl.String).str.strip_chars(), col)
+            number = col
             if cmap.quote_sides is not None:  # Bloomberg's `type`: the one field this row's value is
                 col = _quote_side_field(cmap, key, col)
-            exprs.append(swap_value(key, col, cmap).alias(key))  # a DEX export's base units and sqrtPriceX96
+            col = swap_value(key, col, cmap)  # a DEX export's base units and sqrtPriceX96
+            if key in NUMERIC_FIELDS and (dialect is not None or text) and name not in unread:
+                unread[name] = (key, pl.col(name).cast(pl.String).str.strip_chars(), number, col is number)
+            exprs.append(col.alias(key))
             keys.append(key)
     if cmap.price is not None and cmap.size is None:  # a price series: each price a trade of size 1
         exprs.append(pl.lit(1.0).alias("size"))
         keys.append("size")
+    unread_inputs: list[pl.Expr] = []
     if unread:  # last: file_plan.py pops it before the row is sent
-        exprs.append(_unread_cell(unread).alias(UNREAD_CELL))
+        cell, unread_inputs = _unread_cell(unread)
+        exprs.append(cell.alias(UNREAD_CELL))
         keys.append(UNREAD_CELL)
-    return exprs, keys, price_texts
+    return exprs, keys, price_texts, unread_inputs
 
 
 TS_BEYOND = "ts_beyond"  # the key of a row's time int64 ns do not hold, in s since the epoch (null: none)
 UNREAD_CELL = "unread_cell"  # the key of a row's first number cell that did not read: "!field\ttext" or "?field\t..."
 
 
-def _unread_cell(unread: dict[str, tuple[str, pl.Expr, pl.Expr]]) -> pl.Expr:
+def _unread_cell(unread: dict[str, tuple[str, pl.Expr, pl.Expr, bool]]) -> tuple[pl.Expr, list[pl.Expr]]:
     """A row's first number cell (price, size, bid, ...; each column once) that is not empty and did not read, as
     "!field\ttext" where it holds a spreadsheet's or terminal's error value (ERROR_CELL: Bloomberg's `#N/A N/A`,
-    Excel's `#VALUE!`), else "?field\ttext"; null where every one read. `unread`: by column, (field, text,
-    number). file_plan.py rejects such a row as error_value, or as missing_field where it then holds no price, bid or
-    ask, its cell quoted (both were unknown_kind, as if the cell were empty: review374 #2, #8)."""
-    cells = [pl.when(text.is_not_null() & (text != "") & (number.is_null() | number.is_nan()))
-             .then(pl.when(text.str.contains(ERROR_CELL)).then(pl.lit(f"!{field}\t")).otherwise(pl.lit(f"?{field}\t"))
-                   + text)
-             for field, text, number in unread.values()]
-    return pl.coalesce(cells)
+    Excel's `#VALUE!`), else "?field\ttext"; null where every one read. `unread`: by column, (field, text, number,
+    whether the field's column holds that number). file_plan.py rejects such a row as error_value, or as
+    missing_field where it then holds no price, bid or ask, its cell quoted (both were unknown_kind, as if the cell
+    were empty: review374 #2, #8). The expression reads the fields' columns and the columns of the second list
+    (each cell's text; a number the field's column does not hold as read), computed before it (`frame_of`)."""
+    cells, inputs = [], []
+    for i, (field, text, number, in_field) in enumerate(unread.values()):
+        inputs.append(text.alias(f"_unread_text{i}"))
+        if not in_field:  # (a Bloomberg `type` row's other fields, a DEX export's scaled sizes: computed again)
+            inputs.append(number.alias(f"_unread_number{i}"))
+        cell, read = pl.col(f"_unread_text{i}"), pl.col(field if in_field else f"_unread_number{i}")
+        cells.append(pl.when(cell.is_not_null() & (cell != "") & (read.is_null() | read.is_nan()))
+                     .then(pl.when(cell.str.contains(ERROR_CELL)).then(pl.lit(f"!{field}\t"))
+                           .otherwise(pl.lit(f"?{field}\t")) + cell))
+    return pl.coalesce(cells), inputs
 
 
 def _book_kind(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, schema: Mapping[str, Any],
