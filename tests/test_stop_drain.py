@@ -15,7 +15,8 @@ from test_service_limits import EPHEMERAL, pipeline_config, stopped_by_the_test,
 
 
 def test_a_stop_computes_what_was_accepted_while_a_feed_keeps_the_queue_full(checkpoint, capsys) -> None:
-    config = pipeline_config(checkpoint, endpoints=EPHEMERAL, limits={"drain_s": 3},
+    # (a 1 s drain: each of its reads, half the time left at most, leaves it time to compute; 3 s computed 3x as long)
+    config = pipeline_config(checkpoint, endpoints=EPHEMERAL, limits={"drain_s": 1},
                              scheduler={"max_batch_tokens": 4, "max_batch_streams": 1})
     flood = encode(ticks(200, seed=5, streams=4))  # the same message again and again: read (and refused) each time
     stop_flooding = threading.Event()
