@@ -119,7 +119,7 @@ def test_two_shards_answer_rounds_and_bursts_as_one_engine_and_a_restart_on_anot
     directory copied half way, as a crash leaves it) rebuilds every stream on the shard it hashes to, and its seqs
     continue where the one-engine run left them, its answers alike; that sharded start on one engine's directory
     keeps the meta.json one engine wrote, its resolved scheduler.window included, and notes no change
-    (test_meta_json_of_a_sharded_data_directory_is_one_engines_...'s other half).
+    (test_ticks_lost_with_the_logs_tail_..._whose_meta_json_is_one_engines_...'s other half).
 
     Then, on the same two services, bursts: messages of several ticks per stream, taken faster than forwards run:
     each message is one tick group per stream, and a `batch` query answers at the end of each, on shards as on one
@@ -218,45 +218,6 @@ def assert_bursts_answered_alike(expected, got, messages, sent, placed, asked, f
     # one answer per message that fed the stream: at its group's end
     assert len(expected[f"dir/{stream}/"]) == sum(any(t.stream == stream for t in m) for m in messages)
     assert_same(expected, got)
-
-
-def test_meta_json_of_a_sharded_data_directory_is_one_engines_and_a_lookalike_of_a_known_stream_is_refused(
-        checkpoint, tmp_path, capsys) -> None:
-    """A `--shards` front door recorded `scheduler.window: null` in meta.json (it holds no engine to resolve it),
-    where one engine records the number it resolved (the model's 256 positions here): the shards say theirs, and
-    meta.json is the same as one engine's, and one engine on the sharded directory notes no change. (A sharded
-    start on one engine's directory keeps that number, where it was rewritten null, and notes no change: the
-    2-shard restart of test_two_shards_answer_rounds_and_bursts_... checks it, a Ray worker start fewer.) One shard
-    (the front door records what its first shard says, whatever the count): each start costs Ray a worker process.
-
-    On the same sharded starts, review207: names NFKC folds to one another (`LOOK.A`, fullwidth `ＬＯＯＫ.A`) were
-    separate streams. Names are checked at the front door (its StreamEncoders, as one engine's): a lookalike of a
-    stream it holds is refused there, and after a restart from the tick log too, on whichever shard the stream
-    lives."""
-    one = TickPipeline(config(checkpoint, tmp_path / "one", 1))  # (one engine: TickPipeline reads no shards)
-    one.close()
-    t0 = 1_700_000_000_000_000_000
-    for start in range(2):  # the sharded directory's first start, then a restart on it
-        front = ShardedPipeline(config(checkpoint, tmp_path / "two", 1))
-        try:
-            front.run_until_idle()  # (the start's restore in)
-            if start == 0:
-                assert front.ingest_message(encode([trade("LOOK.A", t0, 100.0, 1.0)])) == []
-            refused = front.ingest_message(encode([trade("\uff2c\uff2f\uff2f\uff2b.A", t0 + 1, 100.0, 1.0),
-                                                   trade("LOOK.A", t0 + 1 + start, 100.0, 1.0)]))
-            front.run_until_idle()
-            assert [(r["index"], r["reason"], r["stream"]) for r in refused] == [
-                (0, "bad_stream", "\uff2c\uff2f\uff2f\uff2b.A")], refused
-            assert 'prints like "LOOK.A", a stream this service knows already' in refused[0]["error"], refused
-            assert set(front.shard_of) == {"LOOK.A"} and front.rejected["bad_stream"] == 1
-        finally:
-            front.close()
-    meta = lambda name: read_record(tmp_path / name / "meta.json")  # noqa: E731
-    assert meta("one")["settings"]["scheduler.window"] == 256
-    assert meta("two") == meta("one")
-    capsys.readouterr()
-    TickPipeline(config(checkpoint, tmp_path / "two", 1)).close()  # one engine on the sharded directory
-    assert meta("two") == meta("one") and "note" not in capsys.readouterr().err
 
 
 def served(checkpoint, tmp_path: Path, shards: int, queries: Path) -> ServiceConfig:
@@ -1027,13 +988,26 @@ def test_an_ask_on_a_stream_retention_left_only_a_count_of_a_shard_refused_says_
     assert sorted(every["streams"]) == ["BUSY"] and every["refused_at_start"]["streams"] == 1, every
 
 
-def test_answers_about_ticks_lost_with_the_logs_tail_are_taken_back_on_shards(checkpoint, tmp_path, capsys) -> None:
+def test_ticks_lost_with_the_logs_tail_are_taken_back_on_shards_whose_meta_json_is_one_engines_and_lookalikes_refused(
+        checkpoint, tmp_path, capsys) -> None:
     """As on one engine (test_lost_tail_answers): a restart on shards whose tick log lost its last record (cut short,
     as a host crash leaves it) serves as current each query's latest answer on the ticks kept, from the front door's
     cache and the shard's, says how many it took back, and seqs go on; the next restart starts the stream's tail
     after the answer kept (the answer log's `L` record), answering each new message as the live run would have. One
     shard: what is checked is each start's front door and the lost stream's shard (a second shard cost Ray a worker
-    process at each of the three starts)."""
+    process at each of the three starts).
+
+    On the same sharded starts: a `--shards` front door recorded `scheduler.window: null` in meta.json (it holds no
+    engine to resolve it), where one engine records the number it resolved (the model's 256 positions here): the
+    shards say theirs, and meta.json is the same as one engine's, after the sharded directory's first start and after
+    a restart on it, and one engine on the sharded directory notes no change. (A sharded start on one engine's
+    directory keeps that number, where it was rewritten null, and notes no change: the 2-shard restart of
+    test_two_shards_answer_rounds_and_bursts_... checks it, a Ray worker start fewer.)
+
+    And review207: names NFKC folds to one another (`LOOK.A`, fullwidth `ＬＯＯＫ.A`) were separate streams. Names are
+    checked at the front door (its StreamEncoders, as one engine's): a lookalike of a stream it holds is refused
+    there, and after a restart from the tick log too, on whichever shard the stream lives. (Both were a test of their
+    own, whose two 1-shard starts each cost Ray a worker process.)"""
     from test_lost_tail_answers import assert_answered_after_the_take_back, cut_last_record_short
 
     queries = tmp_path / "q.yaml"
@@ -1042,6 +1016,7 @@ def test_answers_about_ticks_lost_with_the_logs_tail_are_taken_back_on_shards(ch
     # the last tick a message of its own: its record cut short loses it alone (message_ends.py)
     batches = rounds(ticks[:199]) + [ticks[199:200]]
     live = ShardedPipeline(config(checkpoint, tmp_path / "data", 1, queries))
+    assert_a_lookalike_of_look_a_is_refused(live, first_start=True)  # (its ticks logged before the one to be lost)
     published = feed(live, batches)
     lost_stream = batches[-1][-1].stream  # the last record logged: the tick the log is about to lose
     lost_count = sum(t.stream == lost_stream for t in ticks[:200])
@@ -1050,6 +1025,10 @@ def test_answers_about_ticks_lost_with_the_logs_tail_are_taken_back_on_shards(ch
     data = shutil.copytree(tmp_path / "data", tmp_path / "crashed")  # the disk, were the host to crash now
     live.close()
     cut_last_record_short(data)
+    TickPipeline(config(checkpoint, tmp_path / "one", 1, queries)).close()  # (one engine: TickPipeline reads no shards)
+    meta = lambda name: read_record(tmp_path / name / "meta.json")  # noqa: E731
+    assert meta("one")["settings"]["scheduler.window"] == 256
+    assert meta("data") == meta("one")  # the sharded directory's first start
 
     capsys.readouterr()
     recovered = ShardedPipeline(config(checkpoint, data, 1))
@@ -1068,6 +1047,7 @@ def test_answers_about_ticks_lost_with_the_logs_tail_are_taken_back_on_shards(ch
     held = ray.get(shard.__ray_call__.remote(lambda shard: {q: shard.cache.get(q, lost_stream).version
                                                             for q in ("dir", "nll")}))
     assert held == {"dir": kept, "nll": kept}
+    assert_a_lookalike_of_look_a_is_refused(recovered, first_start=False)  # after a restart from the tick log
 
     new_ticks = [t for t in ticks[200:] if t.stream == lost_stream][:3]
     for tick in new_ticks:  # accepted, one message each, and the process dies before a shard computes them
@@ -1078,6 +1058,28 @@ def test_answers_about_ticks_lost_with_the_logs_tail_are_taken_back_on_shards(ch
     owed = [a for a in again.run_until_idle() if a.stream == lost_stream]
     assert_answered_after_the_take_back(owed, again.cache, lost_stream, kept, new_ticks, stale)
     again.close()
+    assert meta("crashed") == meta("again") == meta("one")  # and after restarts on it
+    capsys.readouterr()
+    TickPipeline(config(checkpoint, tmp_path / "data", 1)).close()  # one engine on the sharded directory
+    assert meta("data") == meta("one") and "note" not in capsys.readouterr().err
+
+
+LOOKALIKE = "\uff2c\uff2f\uff2f\uff2b.A"  # fullwidth "LOOK.A": NFKC folds it to "LOOK.A"
+
+
+def assert_a_lookalike_of_look_a_is_refused(front: ShardedPipeline, first_start: bool) -> None:
+    """``front`` (its first start: LOOK.A sent first; else a restart of a log that holds LOOK.A) refuses a tick of
+    LOOKALIKE at its front door and takes LOOK.A's tick of the same message."""
+    t0 = 1_700_000_000_000_000_000
+    front.run_until_idle()  # (the start's restore in)
+    if first_start:
+        assert front.ingest_message(encode([trade("LOOK.A", t0, 100.0, 1.0)])) == []
+    refused = front.ingest_message(encode([trade(LOOKALIKE, t0 + 1, 100.0, 1.0),
+                                           trade("LOOK.A", t0 + 1 + (not first_start), 100.0, 1.0)]))
+    front.run_until_idle()
+    assert [(r["index"], r["reason"], r["stream"]) for r in refused] == [(0, "bad_stream", LOOKALIKE)], refused
+    assert 'prints like "LOOK.A", a stream this service knows already' in refused[0]["error"], refused
+    assert "LOOK.A" in front.shard_of and LOOKALIKE not in front.shard_of and front.rejected["bad_stream"] == 1
 
 
 def test_forget_on_shards_drops_the_stream_on_its_shard_and_a_restart_keeps_it_forgotten(checkpoint, tmp_path,
