@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from forked_cli import start_lines
+from forked_cli import ForkedPopen, serve_started
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'flashtick[ray]')")
 
@@ -23,14 +21,14 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="lists processes from /proc (Linux)")
 
 
-def serve_one_shard(config: Path, data_dir: Path) -> subprocess.Popen:
+def serve_one_shard(config: Path, data_dir: Path) -> ForkedPopen:
     """A real `flashtick serve --shards 1` on its own process, read up to its "serving" line; the stderr lines read
     kept as its ``lines_read``. (Here, not test_durability's `serve`: importing that module imported the engine and
-    torch into this process, which needs neither.)"""
-    process = subprocess.Popen([sys.executable, "-m", "engine.service.cli", "serve", "--config", str(config),
-                                "--data-dir", str(data_dir), "--shards", "1"], stderr=subprocess.PIPE, text=True,
-                               cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    process.lines_read = start_lines(process)
+    torch into this process, which needs neither.) Forked from the worker's warm zygote (tests/forked_cli.py): a
+    process of its own, whose kill -9 and descendants are what is checked, without a fresh interpreter's imports of
+    torch and the engine (the zygote's, made once per worker); it imports Ray itself, as a fresh one would."""
+    process, process.lines_read = serve_started(["--config", str(config), "--data-dir", str(data_dir), "--shards", "1"],
+                                                ROOT)
     assert process.lines_read and "flashtick serving" in process.lines_read[-1], \
         ["serve exited", *process.lines_read]
     return process
