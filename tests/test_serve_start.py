@@ -122,10 +122,11 @@ def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_
     config.write_text(f"model: {{path: {checkpoint}}}\nkv: {{cells: 8192, block_size: 16}}\nlog: {{dir: data}}\n"
                       f"endpoints: {{ingest: 'tcp://127.0.0.1:0', answers: 'tcp://127.0.0.1:0', "
                       f"control: '{control}'}}\n")
-    # a log long enough that its replay takes a while (20,000 ticks: ~0.8 s of CPU, seconds on a loaded machine, while
-    # `health` is asked every 20 ms; logging them here costs three times that)
+    # a log long enough that its replay takes a while (8,000 ticks: ~0.3 s of CPU, over a dozen of the 20 ms
+    # between two `health` asks, seconds on a loaded machine; logging them here costs three times that: 20,000 were
+    # ~2.4 s of it)
     logging = TickPipeline(ServiceConfig.load(config))
-    ticks = SyntheticMarket(SyntheticConfig(seed=13)).next_batch(20_000)
+    ticks = SyntheticMarket(SyntheticConfig(seed=13)).next_batch(8_000)
     for i in range(0, len(ticks), 500):
         assert logging.ingest_message(encode(ticks[i : i + 500])) == []
     logging.close()
@@ -150,7 +151,7 @@ def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_
     assert {path.name: path.read_bytes() for path in (tmp_path / "data" / "ticks").iterdir()} == logged
     recovered = [line for line in serve_until_serving(["--config", str(config)], cwd=tmp_path)
                  if line.startswith("flashtick: INFO: recovered ")]
-    assert recovered and recovered[0].startswith("flashtick: INFO: recovered 20,000 ticks of "), recovered
+    assert recovered and recovered[0].startswith("flashtick: INFO: recovered 8,000 ticks of "), recovered
 
 
 def test_a_query_taken_out_of_the_queries_file_and_still_served_is_named_at_the_start(tmp_path, checkpoint) -> None:
