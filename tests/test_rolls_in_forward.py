@@ -166,10 +166,11 @@ def test_rolls_inside_a_forward_give_the_answers_of_one_roll_per_forward_bit_for
         assert run["free_after_drop"] == run["pool_blocks"] - run["header_blocks"]
 
 
-def test_default_kernels_agree_to_their_rounding() -> None:
+def test_default_kernels_agree_to_their_rounding(tiny_model) -> None:
     """With the grouped attention and 16-cell blocks the two packings differ by rounding only: the same answers,
-    labels, ticks and times, the floats within 1e-5."""
-    runs = run_both(None, 0.5, 512, exact=False, block_size=16, cells=16 * 1024)
+    labels, ticks and times, the floats within 1e-5. (On the tiny model: packings are the engine's, not the
+    model's; the built-in model's rolls are test_rolls_inside_a_forward_give_the_answers_of_one_roll_per_forward's.)"""
+    runs = run_both(str(tiny_model), 0.5, 256, exact=False, block_size=16, cells=16 * 1024)
     old, new = answer_rows(runs[False]["answers"]), answer_rows(runs[True]["answers"])
     assert old.keys() == new.keys()
     for key, (value, version, data_ts) in old.items():
@@ -184,19 +185,20 @@ def test_default_kernels_agree_to_their_rounding() -> None:
 
 
 @pytest.mark.parametrize("when_full", ["evict", "refuse"])
-def test_a_small_pool_is_never_exceeded(when_full) -> None:
+def test_a_small_pool_is_never_exceeded(when_full, tiny_model) -> None:
     """A pool of a few windows: a segment past a roll point needs its retired blocks and the new sequence's at
     once; where they do not fit (after eviction, under `evict`) the stream stops at its roll point. No forward
-    allocates past the pool (it would raise PoolExhausted), no late eviction, every block comes back."""
-    for cells in (16 * 34, 16 * 70):  # one window and its straddled block (no room for a second), then two
-        p = pipeline(None, True, 0.5, 16, cells, exact=False, when_full=when_full)
+    allocates past the pool (it would raise PoolExhausted), no late eviction, every block comes back. (The tiny
+    model's window of 256, 16 blocks: 200 ticks, ~800 tokens, roll it 7 times, as 400 rolled the built-in's 512.)"""
+    for cells in (16 * 18, 16 * 38):  # one window and its straddled block (no room for a second), then two
+        p = pipeline(str(tiny_model), True, 0.5, 16, cells, exact=False, when_full=when_full)
         try:
-            answers, segments = feed_and_drain(p, messages({"BUSY": 400}, seed=4))
+            answers, segments = feed_and_drain(p, messages({"BUSY": 200}, seed=4))
         except PoolExhausted as e:  # pragma: no cover - the failure this test is for
             pytest.fail(f"a forward went past the pool: {e}")
         stats = p.engine.scheduler.stats
         assert answers and stats.late_evictions == 0
-        assert (stats.rolls_in_forward > 0) == (cells > 16 * 34)  # a segment past a roll point only with room
+        assert (stats.rolls_in_forward > 0) == (cells > 16 * 18)  # a segment past a roll point only with room
         pool = p.engine.scheduler.pool
         for name in list(p.engine.scheduler.streams):
             p.engine.scheduler.drop(name)
@@ -204,14 +206,15 @@ def test_a_small_pool_is_never_exceeded(when_full) -> None:
                                                    if p.engine.scheduler.header else 0)
 
 
-def test_binding_budgets(probe_budget_runs) -> None:
+def test_binding_budgets(probe_budget_runs, tiny_model) -> None:
     """A probe budget that runs out inside the rolled segments hands their rest back and still answers bit for bit;
     a token budget that ends a segment sooner than the next forward would computes a shorter sequence, the same
-    answers on the same ticks within rounding."""
+    answers on the same ticks within rounding. (The token budget on the tiny model's window of 256: 512 tokens a
+    forward take 5 forwards where 3 do unbudgeted, 6 segments past a roll point where 7 are.)"""
     runs = probe_budget_runs
     assert runs[True]["stats"]["probes_deferred"] > 0 and runs[True]["stats"]["rolls_in_forward"] > 0
     assert answer_rows(runs[True]["answers"]) == answer_rows(runs[False]["answers"])
-    runs = run_both(None, 0.5, 512, exact=True, max_batch_tokens=1024)
+    runs = run_both(str(tiny_model), 0.5, 256, exact=True, max_batch_tokens=512)
     old, new = answer_rows(runs[False]["answers"]), answer_rows(runs[True]["answers"])
     assert runs[True]["stats"]["rolls_in_forward"] > 0 and old.keys() == new.keys()
     assert runs[True]["tokens"] == runs[False]["tokens"]
