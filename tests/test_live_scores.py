@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable
 
 import msgpack
 import numpy as np
@@ -34,20 +35,24 @@ queries:
 """
 
 
-def serve(config: dict | None = None, ticks: int = 600, seed: int = 3, batch: int = 5):
+def serve(config: dict | None = None, ticks: int = 600, seed: int = 3, batch: int = 5,
+          on_the_way: tuple[int, Callable[[TickPipeline, list], None]] | None = None):
     """The built-in model fed a synthetic market in messages of ``batch`` ticks, stepped after each; returns
-    the pipeline, every published answer and every tick fed, by stream."""
+    the pipeline, every published answer and every tick fed, by stream. ``on_the_way``: (n, check) calls
+    check(pipeline, answers so far) once n ticks are fed and answered."""
     pipeline = TickPipeline(ServiceConfig.from_dict(config or {}))
     if not pipeline.registry.list():
         pipeline.register_queries(load_queries(QUERIES, questions=pipeline.codec.questions))
     market = SyntheticMarket(SyntheticConfig(seed=seed))
     answers, by_stream = [], defaultdict(list)
-    for _ in range(ticks // batch):
+    for i in range(ticks // batch):
         group = market.next_batch(batch)
         assert pipeline.ingest_message(encode(group)) == []
         for tick in group:
             by_stream[tick.stream].append(tick)
         answers += [a for a in pipeline.run_until_idle()]
+        if on_the_way and (i + 1) * batch == on_the_way[0]:
+            on_the_way[1](pipeline, answers)
     return pipeline, answers, by_stream
 
 
@@ -94,8 +99,21 @@ def expected_scores(pipeline: TickPipeline, answers, by_stream) -> dict[str, dic
     return totals
 
 
-def test_live_scores_equal_a_labelling_of_the_whole_history() -> None:
-    pipeline, answers, by_stream = serve()
+def test_live_scores_list_waiting_queries_equal_a_history_labelling_stay_bounded_and_count_unscorable_ticks() -> None:
+    """One service of 2,000 ticks in messages of 20, checked as a user meets it (three tests that each served
+    their own: 600, 2,000 and 100 ticks). After ~25 ticks a stream (no 50-tick horizon has
+    come yet): a reviewer's newly registered queries were missing from `scores` until one answer was scored: listed
+    now, with their pending answers. At the end: the live scores equal a labelling of the whole tick history; the
+    memory a stream holds is bounded by what its answers still need (500 ticks a stream, past PRUNE_EVERY's 256);
+    then tokenized ticks on a stream make its waiting answers (and those after them) unscorable, counted."""
+    def nothing_scored_yet(pipeline: TickPipeline, answers: list) -> None:
+        scores = pipeline.stats()["scores"]
+        assert {"vol50", "move50"} <= {a.query for a in answers}
+        for query in ("vol50", "move50"):
+            assert scores[query]["scored"] == 0 and scores[query]["pending"] > 0 and scores[query]["brier"] is None
+        assert "flashtick_live_brier{query=\"vol50\"}" not in render(pipeline.stats())  # nothing scored: no sample
+
+    pipeline, answers, by_stream = serve(ticks=2000, batch=20, on_the_way=(100, nothing_scored_yet))
     live = pipeline.stats()["scores"]
     expected = expected_scores(pipeline, answers, by_stream)
     assert set(live) == {"dir20", "vol50", "move50"}  # regime has no ground truth in ticks; surprise no label
@@ -126,32 +144,10 @@ def test_live_scores_equal_a_labelling_of_the_whole_history() -> None:
     metrics = render(pipeline.stats())  # and /metrics, one sample per query
     assert f'flashtick_live_scored_total{{query="dir20"}} {live["dir20"]["scored"]}\n' in metrics
     assert f'flashtick_live_brier{{query="vol50"}} {live["vol50"]["brier"]}\n' in metrics
-
-
-def test_a_query_name_is_escaped_as_a_prometheus_label() -> None:
-    scores = {'a"b\\c': {"scored": 2, "accuracy": 0.5, "brier": None}}
-    assert 'flashtick_live_scored_total{query="a\\"b\\\\c"} 2\n' in render({"scores": scores})
-    assert "flashtick_live_brier{" not in render({"scores": scores})  # nothing scored yet: no sample
-
-
-def test_memory_per_stream_is_bounded_by_what_answers_still_need() -> None:
-    pipeline, _, by_stream = serve(ticks=2000, batch=20)
     longest = max(q.spec.horizon for q in pipeline.codec.questions.values())
     for stream, state in pipeline.scores.streams.items():
         assert state.ticks == len(by_stream[stream]) == pipeline.engine.scheduler.streams[stream].ticks
         assert len(state.marks) <= PRUNE_EVERY + longest + 20
-
-
-def test_a_query_whose_answers_all_wait_is_listed_and_tokenized_ticks_make_a_stream_unscorable() -> None:
-    """A reviewer's newly registered queries were missing from `scores` until one answer was scored: listed now,
-    with their pending answers. Then tokenized ticks on a stream make its waiting answers (and those after them)
-    unscorable, counted. One service of ~25 ticks a stream (no 50-tick horizon has come yet) serves both."""
-    pipeline, answers, _ = serve(ticks=100)
-    scores = pipeline.stats()["scores"]
-    assert {"vol50", "move50"} <= {a.query for a in answers}
-    for query in ("vol50", "move50"):
-        assert scores[query]["scored"] == 0 and scores[query]["pending"] > 0 and scores[query]["brier"] is None
-    assert "flashtick_live_brier{query=\"vol50\"}" not in render(pipeline.stats())  # nothing scored: no sample
 
     stream = next(iter(pipeline.scores.streams))
     waiting = sum(len(w) for w in pipeline.scores.streams[stream].waiting.values())
@@ -163,16 +159,22 @@ def test_a_query_whose_answers_all_wait_is_listed_and_tokenized_ticks_make_a_str
     assert sum(s["unscorable"] for s in scores.values()) == waiting + on_stream > 0
 
 
+def test_a_query_name_is_escaped_as_a_prometheus_label() -> None:
+    scores = {'a"b\\c': {"scored": 2, "accuracy": 0.5, "brier": None}}
+    assert 'flashtick_live_scored_total{query="a\\"b\\\\c"} 2\n' in render({"scores": scores})
+    assert "flashtick_live_brier{" not in render({"scores": scores})  # nothing scored yet: no sample
+
+
 def test_a_restart_scores_answers_on_the_replayed_ticks(tmp_path) -> None:
     config = {"log": {"dir": str(tmp_path / "data")}}
-    first, _, by_stream = serve(config, ticks=300)
+    first, _, by_stream = serve(config, ticks=200)  # 50 ticks a stream: past dir20's horizon of 20
     first.close()
     again = TickPipeline(ServiceConfig.from_dict(config))  # the tick log replays through the live scores
     for stream, ticks in by_stream.items():
         assert again.scores.streams[stream].ticks == len(ticks)
     market = SyntheticMarket(SyntheticConfig(seed=3))
-    market.next_batch(300)  # continue the same market after what the first run fed
-    for _ in range(40):
+    market.next_batch(200)  # continue the same market after what the first run fed
+    for _ in range(30):
         assert again.ingest_message(encode(market.next_batch(5))) == []
         again.run_until_idle()
     scores = again.stats()["scores"]
