@@ -73,13 +73,20 @@ def start_records(ticks: Path) -> list[bytes]:
     return [record for record in firsts if record is not None and SEGMENT_START in msgpack.unpackb(record, raw=False)]
 
 
-def test_churned_names_leave_bounded_state_and_a_restart_recovers_every_tick(checkpoint, tmp_path) -> None:
+def test_churned_names_leave_bounded_state_in_every_container_and_a_restart_recovers_every_tick(checkpoint,
+                                                                                                tmp_path) -> None:
     """2,000 names that tick twice and expire: the guards kept are the KEPT newest, the rest forgotten with their
     `seq`s, trigger state and topics' seqs; each segment's start record holds at most them, within its share of
-    the segment; state.msgpack stays small. A restart recovers every tick and the same guards."""
+    the segment; state.msgpack stays small. A restart recovers every tick and the same guards.
+
+    review353 #5 (merged here from its own churn of 1,000 names, which computed the same paths): memory grew ~8 KB
+    a name ever seen. The registry's cache of the queries each stream matches kept every name (a forgotten stream's
+    topics were looked up through it after its expiry dropped it), and the answers kept for the `answers` op held a
+    deque a topic. After the churn every container in the pipeline names at most the KEPT streams whose guards stay
+    (log.answers_keep: at most that many answers)."""
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
-    live = churned(checkpoint, tmp_path / "data", queries)
+    live = churned(checkpoint, tmp_path / "data", queries, answers_keep=KEPT)
     ticks = churn(live, rounds=100, per_round=20)
 
     accepted = live.encoders.accepted()  # every name held or whose guard is kept: the KEPT most recent
@@ -89,6 +96,13 @@ def test_churned_names_leave_bounded_state_and_a_restart_recovers_every_tick(che
     assert all(len(per_stream) <= KEPT for per_stream in live.registry._fired.values())
     stats = live.stats()
     assert stats["expired_streams_held"] == KEPT and stats["expired_streams_forgotten"] == 2000 - KEPT
+    counts = containers_naming(live, {f"OPT{k:06d}" for k in range(2000)})
+    assert counts, "the walk found no per-stream container at all: it no longer reaches the pipeline's state"
+    for walked in ("._expired_last_ts", "._all", "cache._seq", "sequences._run"):
+        assert any(path.endswith(walked) for path in counts), (walked, counts)
+    over = {path: n for path, n in counts.items() if n > KEPT}
+    assert over == {}, f"holding more than scheduler.expired_streams_kept={KEPT} of 2,000 expired names: {over}"
+    assert live.history.after(f"dir/OPT{1999:06d}/", 0, 10)[0], "the newest answers are still served"
 
     records = start_records(tmp_path / "data" / "ticks")
     assert len(records) >= 4  # (rolled: the starts written at each roll are what is checked)
@@ -184,24 +198,3 @@ def containers_naming(root: object, names: set[str]) -> dict[str, int]:
             attributes = {**getattr(obj, "__dict__", {}), **{slot: getattr(obj, slot, None) for slot in slots}}
             stack += [(value, f"{path}.{name}") for name, value in attributes.items()]
     return counts
-
-
-def test_no_per_stream_container_holds_more_than_the_expired_streams_kept(checkpoint, tmp_path) -> None:
-    """review353 #5: memory grew ~8 KB a name ever seen. The registry's cache of the queries each stream matches
-    kept every name (a forgotten stream's topics were looked up through it after its expiry dropped it), and the
-    answers kept for the `answers` op held a deque a topic. After 1,000 churned names (25 times the KEPT; 2,000
-    computed the same paths twice over), every container in the pipeline names at most the KEPT streams whose guards
-    stay (log.answers_keep: at most that many answers)."""
-    queries = tmp_path / "q.yaml"
-    queries.write_text(QUERIES)
-    live = churned(checkpoint, tmp_path / "data", queries, answers_keep=KEPT)
-    churn(live, rounds=10, per_round=100)
-    names = {f"OPT{k:06d}" for k in range(1000)}
-    counts = containers_naming(live, names)
-    assert counts, "the walk found no per-stream container at all: it no longer reaches the pipeline's state"
-    for walked in ("._expired_last_ts", "._all", "cache._seq", "sequences._run"):
-        assert any(path.endswith(walked) for path in counts), (walked, counts)
-    over = {path: n for path, n in counts.items() if n > KEPT}
-    assert over == {}, f"holding more than scheduler.expired_streams_kept={KEPT} of 1,000 expired names: {over}"
-    assert live.history.after(f"dir/OPT{999:06d}/", 0, 10)[0], "the newest answers are still served"
-    live.close()
