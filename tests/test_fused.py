@@ -109,13 +109,13 @@ def decoder_matches_transformers(family: str, device: str) -> None:
     from engine.session import Session
 
     hf = tiny_hf_model(family, seed=3, num_hidden_layers=2)
-    tokens = [(7 * i + 3) % hf.config.vocab_size for i in range(26)]
-    reference = hf_logits(hf, tokens)  # (26, vocab) on CPU
+    tokens = [(7 * i + 3) % hf.config.vocab_size for i in range(21)]
+    reference = hf_logits(hf, tokens)  # (21, vocab) on CPU
     engine = Engine(ModelRunner(from_hf_model(hf, device=device), CacheSpec(block_size=16, cells=1024)))
     session = Session("s")
     first = engine.advance(session, tokens[:12], logits="all")  # (12, vocab)
-    second = engine.advance(session, tokens[12:20], logits="all")  # cells 12-19: across the block boundary at 16
-    probed = engine.probe(session, tokens[20:])  # (6, vocab)
+    second = engine.advance(session, tokens[12:18], logits="all")  # cells 12-17: across the block boundary at 16
+    probed = engine.probe(session, tokens[18:])  # (3, vocab)
     torch.testing.assert_close(torch.cat([first, second, probed]).cpu(), reference, rtol=0, atol=1e-4)
 
 
