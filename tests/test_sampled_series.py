@@ -84,7 +84,8 @@ def test_backtest_of_daily_bars_cautions_a_split_once_and_its_spacing_is_no_clos
     yahoo_bars(tmp_path / "NVDA.csv")
     yahoo_bars(tmp_path / "AAPL.csv", split_day=None, seed=6)
     (tmp_path / "q.yaml").write_text(QUERIES)
-    common = ["backtest", "--queries", str(tmp_path / "q.yaml"), "--threads", "1", "--quiet"]
+    # (--no-plot: no test here reads the calibration plot, about half of a short backtest's time)
+    common = ["backtest", "--queries", str(tmp_path / "q.yaml"), "--threads", "1", "--quiet", "--no-plot"]
     assert main([*common, str(tmp_path / "NVDA.csv"), "--out", str(tmp_path / "nv.parquet")]) == 0
     out = capsys.readouterr().out
     stepped = [line for line in out.splitlines() if "stepped" in line]
@@ -124,7 +125,7 @@ def test_an_hourly_auction_is_told_what_its_labels_span_not_to_cut_every_tick(ti
     (tmp_path / "q.yaml").write_text(QUERIES)
     assert main(["backtest", str(tmp_path / "epex.csv"), "--columns", "ts=Zeitstempel,price=Preis,size=Volumen,"
                  "stream=Gebiet", "--model", str(tiny), "--queries", str(tmp_path / "q.yaml"), "--threads", "1",
-                 "--quiet", "--out", str(tmp_path / "ep.parquet")]) == 0
+                 "--quiet", "--no-plot", "--out", str(tmp_path / "ep.parquet")]) == 0
     out = capsys.readouterr().out
     assert "are labelled across a pause of an hour or more" not in out and "--session-gap 1h" not in out, out
     assert "note: DE-LU: its ticks are 60 min apart as a rule (a series sampled hourly or daily: an auction's " \
@@ -174,7 +175,7 @@ def test_daily_bars_say_trading_days_in_both_notes_and_their_saturation_by_bar_s
     yahoo_bars(tmp_path / "MSFT.csv", split_day=None, seed=8)
     (tmp_path / "q.yaml").write_text(QUERIES)
     assert main(["backtest", str(tmp_path / "MSFT.csv"), "--model", str(tiny), "--queries", str(tmp_path / "q.yaml"),
-                 "--threads", "1", "--out", str(tmp_path / "ms.parquet")]) == 0
+                 "--threads", "1", "--no-plot", "--out", str(tmp_path / "ms.parquet")]) == 0
     said = capsys.readouterr()
     out = said.out + said.err
     assert "direction_20 20 bars (20 trading days)" in out, out  # the reader's note
