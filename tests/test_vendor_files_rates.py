@@ -355,7 +355,9 @@ def test_a_checkpoint_records_the_price_offset_it_was_trained_with_and_evaluate_
     from engine.service.cli import main
     from test_stream_selection import TINY
 
-    walk = 2 * np.sin(np.arange(3000) / 150) + 0.5  # crosses zero, as CL did
+    # crosses zero, as CL did; 1,000 ticks (3,000 before): above the 757 that train's default split needs of a
+    # stream, ~400 of them at or below zero
+    walk = 2 * np.sin(np.arange(1000) / 150) + 0.5
     path = tmp_path / "cl.csv"
     path.write_text("ts_ns,symbol,price,size\n" + "".join(
         f"{1773147600_000_000_000 + i * 200_000_000},CLK0,{price:.2f},1\n" for i, price in enumerate(walk)))
