@@ -13,10 +13,14 @@ import numpy as np
 import polars as pl
 import pytest
 
+from conftest import heap_frozen_first, tiny_tick_checkpoint
 from connectors.replay import FileReplay
 from connectors.zero_crossings import holes_refusal, planned_lifts, read_lifts
-from engine.service.cli import main
+from engine.service.cli import main as unfrozen_main
 from test_stream_selection import TINY
+
+# in-process runs with the heap frozen first: their freeze_heap collects what came since (conftest.py)
+main = heap_frozen_first(unfrozen_main)
 
 SPREAD = "CLZ4-CLF5"
 ROWS = 340  # (each row of both streams is a tick the backtests that run the model take: few after the dip will do)
@@ -42,12 +46,19 @@ def spread(tmp_path: Path) -> Path:
     return spread_file(tmp_path / "spread.csv")
 
 
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> list[str]:
+    """`--model` of a seeded tiny checkpoint for the backtests that run a model: what they check is the replay's
+    (its refusal, its rejects, its notes), whichever model answers; the built-in one cost several times more."""
+    return ["--model", str(tiny_tick_checkpoint(tmp_path_factory.mktemp("zero_crossings") / "model"))]
+
+
 OFFSET = f"--price-offset '{SPREAD}=1'"  # the next whole number above its lowest, -0.05
 
 
-def test_backtest_refuses_a_stream_crossing_zero_before_its_model_runs(spread, tmp_path, capsys) -> None:
+def test_backtest_refuses_a_stream_crossing_zero_before_its_model_runs(spread, model, tmp_path, capsys) -> None:
     out = tmp_path / "a.parquet"
-    assert main(["backtest", str(spread), "--out", str(out), "--quiet"]) == 2
+    assert main(["backtest", str(spread), "--out", str(out), "--quiet", *model]) == 2
     err = capsys.readouterr().err
     assert f"error: stream {SPREAD} has prices on both sides of zero, and those at or below it are refused, out of " \
            f"the middle of it: backtest labels each tick by the ticks after it" in err, err
@@ -56,7 +67,7 @@ def test_backtest_refuses_a_stream_crossing_zero_before_its_model_runs(spread, t
     assert not out.exists() and not out.with_name(out.name + ".parts").exists()  # nothing written, no checkpoint
     # pasted as printed: the stream read whole, every label between real neighbours; and what the offset does to
     # the bps questions there is said (review374 #9: one 0.01 step near 0.95 is 105 bps)
-    assert main(["backtest", str(spread), "--out", str(out), "--quiet", *shlex.split(OFFSET)]) == 0
+    assert main(["backtest", str(spread), "--out", str(out), "--quiet", *model, *shlex.split(OFFSET)]) == 0
     out_text, err = capsys.readouterr()
     assert out_text.startswith(f"replayed {2 * ROWS} ticks (0 rejected)")
     assert (f"warning: spread.csv: --price-offset lifts {SPREAD}'s lowest price -0.05 to 0.95, where one step of its "
@@ -76,15 +87,15 @@ def test_evaluate_and_train_refuse_it_and_train_writes_no_checkpoint(spread, tmp
     assert not (model / "config.json").exists()
 
 
-def test_a_time_range_decides_by_the_rows_it_reads(spread, tmp_path, capsys) -> None:
+def test_a_time_range_decides_by_the_rows_it_reads(spread, model, tmp_path, capsys) -> None:
     """The plan's prices are the whole file's: with --from/--to the rows read decide (the refusal after the
     replay, before any label), so a range before the dip runs and one across it is refused."""
     before = ["--from", "2024-11-12T15:02:00Z", "--to", "2024-11-12T15:04:00Z"]  # rows 120-240: the model runs
-    assert main(["backtest", str(spread), "--out", str(tmp_path / "a.parquet"), "--quiet", *before]) == 0
+    assert main(["backtest", str(spread), "--out", str(tmp_path / "a.parquet"), "--quiet", *model, *before]) == 0
     assert "0 rejected" in capsys.readouterr().out
     across = ["--from", "2024-11-12T15:03:00Z", "--to", "2024-11-12T15:07:00Z"]
     out = tmp_path / "b.parquet"
-    assert main(["backtest", str(spread), "--out", str(out), "--quiet", *across]) == 2
+    assert main(["backtest", str(spread), "--out", str(out), "--quiet", *model, *across]) == 2
     err = capsys.readouterr().err
     assert f"stream {SPREAD} (80 rows refused) has prices on both sides of zero" in err and OFFSET in err, err
     assert not out.exists() and not out.with_name(out.name + ".parts").exists()
@@ -102,7 +113,7 @@ def test_the_plans_foresee_what_the_rejects_count(spread) -> None:
     assert planned_lifts(outright.plans, outright.selection).holed == frozenset()
 
 
-def test_a_lone_zero_print_and_a_stream_wholly_below_zero_are_no_holes(tmp_path, capsys) -> None:
+def test_a_lone_zero_print_and_a_stream_wholly_below_zero_are_no_holes(model, tmp_path, capsys) -> None:
     """An outright's lone 0 is a bad print (refused, said; the run goes on); a spread always below zero loses every
     tick, not some, and the run goes on with the rejects' advice for it."""
     rows = [("ESZ4", 6000.25 + i / 4) for i in range(60)]
@@ -116,7 +127,7 @@ def test_a_lone_zero_print_and_a_stream_wholly_below_zero_are_no_holes(tmp_path,
     while not replay.done:
         replay.next_batch(4096)
     assert holes_refusal(replay.rejected, "backtest") is None
-    assert main(["backtest", str(path), "--out", str(tmp_path / "a.parquet"), "--quiet"]) == 0
+    assert main(["backtest", str(path), "--out", str(tmp_path / "a.parquet"), "--quiet", *model]) == 0
     out = capsys.readouterr().out
     assert "replayed 59 ticks (6 rejected)" in out and "--price-offset 'CLF5-CLG5=1'" in out, out
 
