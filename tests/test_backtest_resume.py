@@ -105,11 +105,20 @@ def assert_same_answers(got: pl.DataFrame, want: pl.DataFrame) -> None:
             assert gp.keys() == wp.keys() and all(abs(gp[k] - wp[k]) <= 1e-4 for k in gp)
 
 
-def test_killed_backtest_resumes_to_the_uninterrupted_answers(setup: Path, uninterrupted: BacktestReport) -> None:
+def test_a_killed_backtest_refuses_a_second_run_while_it_runs_and_resumes_to_the_uninterrupted_answers(
+        setup: Path, uninterrupted: BacktestReport, capsys) -> None:
+    """A real `flashtick backtest` stopped mid-run (SIGSTOP), then killed with SIGKILL and resumed: the same answers
+    as an uninterrupted run.
+
+    Review 104: a --resume started while the first run of the same --out still ran (Ctrl-C'd but not yet out, or
+    ignoring SIGINT in the background) interleaved their part files, and one of the two exited 0 with answers
+    missing or duplicated. The first holds OUT.parts' lock for its whole run: a second process, fresh or --resume,
+    is refused naming its pid; once the first is gone (SIGKILL: no handler ran, the lock file stays), its lock
+    blocks nothing."""
     whole = uninterrupted
     assert whole.ticks == TICKS and not (setup / "whole.parquet.parts").exists()  # parts go once out is whole
 
-    manifest = setup / "cut.parquet.parts" / "progress.json"
+    lock, manifest = setup / "cut.parquet.parts" / "lock", setup / "cut.parquet.parts" / "progress.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     child = cli_popen(cli(setup, "cut.parquet", "--checkpoint-s", "0.05"), env=env, stdout=subprocess.PIPE,
                       stderr=subprocess.PIPE)
@@ -119,12 +128,28 @@ def test_killed_backtest_resumes_to_the_uninterrupted_answers(setup: Path, unint
             if manifest.is_file() and 0 < json.loads(manifest.read_text())["consumed"] >= TICKS // 3:
                 break
             time.sleep(0.02)
-        assert child.poll() is None, "the backtest finished before it could be killed mid-run"
-        child.kill()  # SIGKILL: no handler runs, only what was on disk counts
-        child.wait(10)
+        assert child.poll() is None, "the backtest finished before it could be stopped mid-run"
+        child.send_signal(signal.SIGSTOP)  # mid-run, for as long as the second takes to start
+        # the second runs in this process (another process than the first all the same): the same CLI, without
+        # two interpreters importing torch (the test's longest part under load)
+        for again in ([], ["--resume"]):
+            capsys.readouterr()
+            code = main(cli(setup, "cut.parquet", "--quiet", *again))
+            stderr = capsys.readouterr().err
+            assert code == 2, stderr[-2000:]
+            refusal = [line for line in stderr.splitlines() if "error:" in line]
+            assert len(refusal) == 1 and "Traceback" not in stderr, stderr[-2000:]
+            assert refusal[0].startswith(f"flashtick backtest: error: {setup / 'cut.parquet.parts'} is in use by "
+                                         f"a running backtest (pid {child.pid}): "), refusal
+            assert f"kill -TERM {child.pid}" in refusal[0]
+        assert not (setup / "cut.parquet").exists() and lock.read_text().strip() == str(child.pid)
+        child.kill()  # SIGKILL (a stopped process too): no handler runs, only what was on disk counts
+        child.wait(60)
     finally:
         if child.poll() is None:
             child.kill()
+            child.wait(60)
+    assert lock.read_text().strip() == str(child.pid)  # its lock file is left, with its pid
     kept = json.loads(manifest.read_text())
     assert 0 < kept["consumed"] < TICKS and kept["parts"]
     assert not (setup / "cut.parquet").exists()
@@ -135,54 +160,11 @@ def test_killed_backtest_resumes_to_the_uninterrupted_answers(setup: Path, unint
     assert so_far.height == kept["answers"] > 0
 
     assert main(cli(setup, "cut.parquet", "--quiet")) == 2  # without --resume an unfinished run is not clobbered
-    assert main(cli(setup, "cut.parquet", "--resume", "--quiet")) == 0
+    assert main(cli(setup, "cut.parquet", "--resume", "--quiet")) == 0  # a lock whose process is gone blocks nothing
     assert not (setup / "cut.parquet.parts").exists()
     resumed, want = pl.read_parquet(setup / "cut.parquet"), pl.read_parquet(setup / "whole.parquet")
     assert_same_answers(resumed, want)
     assert json.loads((setup / "cut.scores.json").read_text())[0]["answers"] == whole.scores[0].answers
-
-
-def test_a_second_backtest_on_the_same_out_is_refused_while_the_first_runs(setup: Path, uninterrupted: BacktestReport,
-                                                                           capsys) -> None:
-    """Review 104: a --resume started while the first run of the same --out still ran (Ctrl-C'd but not yet out, or
-    ignoring SIGINT in the background) interleaved their part files, and one of the two exited 0 with answers
-    missing or duplicated. The first holds OUT.parts' lock for its whole run: a second process, fresh or --resume,
-    is refused naming its pid; once the first is gone (SIGKILL: no handler ran, the lock file stays), its lock
-    blocks nothing."""
-    lock, manifest = setup / "twice.parquet.parts" / "lock", setup / "twice.parquet.parts" / "progress.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    first = cli_popen(cli(setup, "twice.parquet", "--checkpoint-s", "0.05"), env=env, stdout=subprocess.PIPE,
-                      stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and first.poll() is None and not (
-                manifest.is_file() and json.loads(manifest.read_text())["consumed"] > 0):
-            time.sleep(0.02)
-        assert first.poll() is None, "the first backtest ended before a second could start beside it"
-        first.send_signal(signal.SIGSTOP)  # mid-run, for as long as the second takes to start
-        # the second runs in this process (another process than the first all the same): the same CLI, without
-        # two interpreters importing torch (the test's longest part under load)
-        for again in ([], ["--resume"]):
-            capsys.readouterr()
-            code = main(cli(setup, "twice.parquet", "--quiet", *again))
-            stderr = capsys.readouterr().err
-            assert code == 2, stderr[-2000:]
-            refusal = [line for line in stderr.splitlines() if "error:" in line]
-            assert len(refusal) == 1 and "Traceback" not in stderr, stderr[-2000:]
-            assert refusal[0].startswith(f"flashtick backtest: error: {setup / 'twice.parquet.parts'} is in use by "
-                                         f"a running backtest (pid {first.pid}): "), refusal
-            assert f"kill -TERM {first.pid}" in refusal[0]
-        assert not (setup / "twice.parquet").exists() and lock.read_text().strip() == str(first.pid)
-        first.kill()  # SIGKILL (a stopped process too): its lock file is left, with its pid
-        first.wait(60)
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait(60)
-    assert lock.read_text().strip() == str(first.pid)
-    assert main(cli(setup, "twice.parquet", "--resume", "--quiet")) == 0  # a lock whose process is gone blocks nothing
-    assert not (setup / "twice.parquet.parts").exists()
-    assert_same_answers(pl.read_parquet(setup / "twice.parquet"), pl.read_parquet(setup / "whole.parquet"))
 
 
 def test_a_part_file_removed_under_a_running_backtest_is_said_in_one_line(setup: Path) -> None:
@@ -250,40 +232,6 @@ def test_stop_request_checkpoints_and_resume_refuses_other_inputs(setup: Path, u
     assert_same_answers(pl.read_parquet(out), pl.read_parquet(setup / "whole.parquet"))
 
 
-def test_a_run_that_raises_right_after_taking_the_parts_lock_lets_go_of_it(setup: Path) -> None:
-    """A few lines ran between taking OUT.parts' lock and the `try` that lets go of it on a raise (the resume's
-    note on thread counts, the progress bar reading the files' rows): one that raised there kept the lock until
-    the process ended, so a second run of the same --out in that process (a notebook, a script retrying) was
-    refused as "in use by a running backtest" (its own pid). Every raise after the lock is taken now releases it."""
-    import dataclasses
-
-    import torch
-
-    from engine.service.backtest import BacktestInterrupted
-
-    config = ServiceConfig.load(setup / "engine.yaml")
-    out, polls = setup / "raised.parquet", iter(range(10**9))
-    with pytest.raises(BacktestInterrupted):  # a checkpoint to resume, taken at 1 thread
-        run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, max_ticks=600,
-                     stop=lambda: next(polls) >= 40)
-
-    def refuse_other_threads(line: str) -> None:  # a caller for whom another thread count is a bad option
-        if "CPU threads" in line:
-            raise ValueError(f"refused: {line}")
-
-    threads = torch.get_num_threads()
-    try:
-        faster = dataclasses.replace(config, model=dataclasses.replace(config.model, threads=2))
-        with pytest.raises(ValueError, match="refused: resuming at 2 CPU threads"):  # right after the lock is taken
-            run_backtest(faster, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, max_ticks=600,
-                         resume=True, note=refuse_other_threads)
-    finally:
-        torch.set_num_threads(threads)
-    report = run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, max_ticks=600,
-                          resume=True)  # the same process: the lock is free
-    assert report.resumed_at > 0 and report.ticks == 600 and not out.with_name(out.name + ".parts").exists()
-
-
 def test_a_parts_folder_stopped_before_its_first_checkpoint_does_not_refuse_a_fresh_run(setup: Path) -> None:
     """review218 #3: a second Ctrl-C as the replay began (before any checkpoint) said "no checkpoint was written
     yet: nothing kept; --resume starts from the beginning" but left OUT.parts holding its lock file, and the same
@@ -344,12 +292,102 @@ def stopped_early(setup: Path, name: str) -> tuple[Path, Path]:
     return out, setup / f"{name}.parts"
 
 
-def test_a_damaged_manifest_is_said_by_its_field_and_what_to_do(setup: Path, capsys) -> None:
-    """A progress.json missing a field (a hand edit, a tool that rewrote it) raised a bare KeyError: the CLI said
-    `error: 'consumed'`. It is called damaged, the field named, and the way out said; following it works."""
-    out, parts = stopped_early(setup, "damaged.parquet")
-    manifest = json.loads((parts / "progress.json").read_text())
-    command = cli(setup, "damaged.parquet", "--resume", "--quiet", "--max-ticks", "600")
+def test_a_stopped_checkpoint_refuses_each_changed_setting_by_name_resumes_with_its_provenance_and_starts_over(
+        setup: Path, capsys) -> None:
+    """One run stopped early (a checkpoint left), met as a user meets it: each resume it cannot take is refused by
+    name, with the manifest put back after each; the same command then resumes, recording so; starting over as told
+    works.
+
+    A run that raised right after taking OUT.parts' lock (the resume's note on thread counts, the progress bar
+    reading the files' rows) kept the lock until the process ended, so a second run of the same --out in that
+    process (a notebook, a script retrying) was refused as "in use by a running backtest" (its own pid). Every raise
+    after the lock is taken now releases it: the resume below runs in this process.
+
+    --session-gap was part of the config's digest, so a resume with another one was refused as "different config
+    (--model, --config ...)", neither of which had changed. It is named, with both values, and the same gap resumes
+    (the gap ends the adaptation's labels, so the published answers depend on it). A resume under another
+    answers.adapt was refused as "different config" alone; the settings that change answers (answer_settings.py, the
+    list serve's meta.json records) are named with their values. The same release with another --config: the
+    refusal names each setting that differs, then and now (it said only "config (--model, --config ...)").
+
+    Parts from a flashtick that rolled sessions elsewhere (before context_rolls.ROLL_RULE, or another one) would
+    splice answers of two context rules into one table: refused by name, nothing written.
+
+    A progress.json missing a field (a hand edit, a tool that rewrote it) raised a bare KeyError: the CLI said
+    `error: 'consumed'`. It is called damaged, the field named, and the way out said; following it works.
+
+    review321 #4: a half-done backtest of 0.1.0 resumed under the next release was refused as "different config
+    (--model, --config ...)" with neither given: the release's own new settings moved the config's digest, and
+    "resume with the same config" could not work. The checkpoint records its release now; one of another release
+    (or none: before 0.2.0) is refused naming it, the settings that differ by key, and what works: start over, or
+    finish it with that release. Starting over as told works.
+
+    review206 #2: answers.parquet held only `ARROW:schema` and the scores no run header, so two runs differing in
+    answers.adapt (or model, files, options) made indistinguishable outputs, and the resume key went with the parts
+    folder. The answers file now holds the run's record as Parquet metadata (`flashtick`, JSON) and
+    OUT.manifest.json the same under `run`: a resumed run's equals an uninterrupted one's, and a run under
+    answers.adapt off differs from it in that setting (and the config's digest) alone.
+
+    And the provenance record of a resumed run equaled an uninterrupted one's (in the answers file's metadata too),
+    so nothing said it was resumed. The manifest beside it now says `resumed` and, when it was, from which
+    checkpoint (ticks, answers, part files kept, or the answers file whole and only the scores owed). One stopped
+    run, resumed, and one uninterrupted run of the same ticks serve both."""
+    import dataclasses
+
+    import torch
+
+    from engine.service.release import BEFORE_RECORDS, this_release
+
+    out, parts = stopped_early(setup, "refused.parquet")
+    saved = (parts / "progress.json").read_text()
+    manifest = kept = json.loads(saved)
+    assert kept["consumed"] > 0
+    command = cli(setup, "refused.parquet", "--resume", "--quiet", "--max-ticks", "600")
+    config = ServiceConfig.load(setup / "engine.yaml")
+
+    # a raise right after the lock is taken lets go of it
+    def refuse_other_threads(line: str) -> None:  # a caller for whom another thread count is a bad option
+        if "CPU threads" in line:
+            raise ValueError(f"refused: {line}")
+
+    threads = torch.get_num_threads()
+    try:
+        faster = dataclasses.replace(config, model=dataclasses.replace(config.model, threads=2))
+        with pytest.raises(ValueError, match="refused: resuming at 2 CPU threads"):  # right after the lock is taken
+            run_backtest(faster, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False, max_ticks=600,
+                         resume=True, note=refuse_other_threads)
+    finally:
+        torch.set_num_threads(threads)
+
+    # another session gap: named with both values
+    capsys.readouterr()
+    assert main([*command, "--session-gap", "1ms"]) == 2
+    err = capsys.readouterr().err
+    assert f"{parts} was written by a backtest with different --session-gap (answers.session_gap_s) (not given " \
+           f"then, 0.001s now);" in err and "config" not in err.split("different", 1)[1].split(";")[0], err
+
+    # another answers.adapt: named with its values
+    other = setup / "adapt_off.yaml"
+    other.write_text((setup / "engine.yaml").read_text() + "answers: {adapt: 'off'}\n")
+    assert main([str(other) if arg == str(setup / "engine.yaml") else arg for arg in command]) == 2
+    assert (f"{parts} was written by a backtest with different config (--model, --config: the model or engine "
+            f"settings) (answers.adapt \"online\" then, \"off\" now);" in capsys.readouterr().err)
+
+    # another --config of the same release: each setting that differs named by key
+    (setup / "other.yaml").write_text((setup / "engine.yaml").read_text() + "limits: {max_queries: 500}\n")
+    assert main([str(setup / "other.yaml") if arg == str(setup / "engine.yaml") else arg for arg in command]) == 2
+    err = capsys.readouterr().err
+    assert ("with different config (--model, --config: the model or engine settings) (limits.max_queries 1000 "
+            "then, 500 now);") in err, err
+
+    # parts of another roll rule: refused, nothing written
+    older_rule = json.loads(saved)
+    del older_rule["key"]["context_roll_rule"]  # as a checkpoint written before the rule was recorded
+    (parts / "progress.json").write_text(json.dumps(older_rule))
+    assert main(command) == 2 and "rolled sessions elsewhere" in capsys.readouterr().err
+    assert not out.exists()
+
+    # a damaged manifest: the field named and the way out said
     for damage, said in (({"consumed": None}, 'it has no "consumed" field (the ticks its parts cover)'),
                          ({"parts": "part-000001.parquet"}, 'its "parts" field (the names of its part files) is '
                           "\"part-000001.parquet\", not a list of file names")):
@@ -361,43 +399,77 @@ def test_a_damaged_manifest_is_said_by_its_field_and_what_to_do(setup: Path, cap
             f"flashtick backtest: error: {parts / 'progress.json'} is damaged: {said}, so its checkpoint cannot be "
             f"resumed; remove {parts} and run the command again to start over (a run without --resume refuses the "
             f"folder while it is there)")
-    shutil.rmtree(parts)
-    assert main(command) == 0 and pl.read_parquet(out).height > 0
 
-
-def test_resume_refuses_parts_written_under_another_roll_rule(setup: Path, capsys) -> None:
-    """Parts from a flashtick that rolled sessions elsewhere (before context_rolls.ROLL_RULE, or another one) would
-    splice answers of two context rules into one table: refused by name, nothing written."""
-    config = ServiceConfig.load(setup / "engine.yaml")
-    polls = iter(range(10**9))
-    out = setup / "older.parquet"
-    from engine.service.backtest import BacktestInterrupted
-
-    with pytest.raises(BacktestInterrupted):
-        run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", out, progress=False,
-                     stop=lambda: next(polls) >= 100)
-    manifest_path = setup / "older.parquet.parts" / "progress.json"
-    manifest = json.loads(manifest_path.read_text())
-    del manifest["key"]["context_roll_rule"]  # as a checkpoint written before the rule was recorded
-    manifest_path.write_text(json.dumps(manifest))
-    code = main(["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
-                 "--config", str(setup / "engine.yaml"), "--resume", "--quiet"])
-    assert code == 2 and "rolled sessions elsewhere" in capsys.readouterr().err
-    assert not out.exists()
-
-
-def test_resume_with_another_session_gap_names_it_with_both_values(setup: Path, capsys) -> None:
-    """--session-gap was part of the config's digest, so a resume with another one was refused as "different config
-    (--model, --config ...)", neither of which had changed. It is named, with both values, and the same gap
-    resumes (the gap ends the adaptation's labels, so the published answers depend on it)."""
-    out, parts = stopped_early(setup, "gapped.parquet")
-    capsys.readouterr()
-    assert main(cli(setup, "gapped.parquet", "--resume", "--quiet", "--max-ticks", "600", "--session-gap", "1ms")) == 2
+    # a checkpoint of an earlier release: named, with what works
+    assert manifest["release"] == this_release().record()
+    assert manifest["key"]["config_values"]["limits.max_queries"] == 1000
+    # a 0.1.0 build's checkpoint: no release, no values, a digest over fewer settings
+    older = {**manifest, "key": {k: v for k, v in manifest["key"].items() if k != "config_values"} | {"config": "0"}}
+    del older["release"]
+    (parts / "progress.json").write_text(json.dumps(older))
+    assert main(command) == 2
     err = capsys.readouterr().err
-    assert f"{parts} was written by a backtest with different --session-gap (answers.session_gap_s) (not given " \
-           f"then, 0.001s now);" in err and "config" not in err.split("different", 1)[1].split(";")[0], err
-    assert main(cli(setup, "gapped.parquet", "--resume", "--quiet", "--max-ticks", "600")) == 0
-    assert not parts.exists() and pl.read_parquet(out).height > 0
+    assert f"{parts} was written by a backtest of {BEFORE_RECORDS}, and this is flashtick {this_release()}" in err
+    assert "--model, --config" not in err and "limits.max_new_streams_per_message " in err, err
+    assert (f"Start over: delete {parts} and run the command again without --resume; or finish it with the release "
+            f"that wrote it") in err
+    # a later release's: its values recorded, so the setting that differs is named with both values
+    values = manifest["key"]["config_values"] | {"limits.max_queries": 500}
+    later = {**manifest, "release": {"version": "0.1.9", "commit": "ab" * 20},
+             "key": manifest["key"] | {"config": "0", "config_values": values}}
+    (parts / "progress.json").write_text(json.dumps(later))
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert "written by a backtest of 0.1.9 (git abababab)" in err
+    assert "differs in engine settings (limits.max_queries 500 then, 1000 now)" in err, err
+    assert "(a checkout of its commit abababab)" in err
+
+    # the same command resumes (in this process: the lock the raise above took is free), and says so in its outputs
+    (parts / "progress.json").write_text(saved)
+    assert main(command) == 0 and not parts.exists() and pl.read_parquet(out).height > 0
+    assert "replayed 600 ticks" in capsys.readouterr().out
+
+    def record(out: Path) -> dict:
+        kept = json.loads(pl.read_parquet_metadata(out)["flashtick"])
+        # (the manifest's record also keeps each input's modification time, which the answers file's leaves out)
+        assert without_file_times(json.loads(out.with_suffix(".manifest.json").read_text())["run"]) == kept
+        return kept
+
+    run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "fresh.parquet", progress=False,
+                 max_ticks=600)
+    resumed, fresh = record(out), record(setup / "fresh.parquet")
+    # the manifests: the resumed one says from which checkpoint, the uninterrupted one that it was not resumed
+    resumed_manifest = json.loads(out.with_suffix(".manifest.json").read_text())
+    whole = json.loads((setup / "fresh.manifest.json").read_text())
+    assert resumed_manifest["resumed"] is True and resumed_manifest["resumed_from"] == {
+        "ticks": kept["consumed"], "answers": kept["answers"], "parts": len(kept["parts"]),
+        "answers_file_whole": False}, resumed_manifest
+    assert whole["resumed"] is False and "resumed_from" not in whole
+    assert resumed_manifest["run"] == whole["run"] | {"resumed": {"after_ticks": kept["consumed"]}}
+    assert resumed_manifest["answers"]["rows"] == whole["answers"]["rows"]
+    # the answers file's record (its Parquet metadata) says it too (review349 #7: a file apart from its manifest)
+    assert resumed == without_file_times(resumed_manifest["run"])
+    assert resumed.pop("resumed")["after_ticks"] > 0 and resumed == fresh  # (review349 #7: says it was resumed)
+    ticks = (setup / "ticks.parquet").stat()
+    assert whole["run"]["files"] == [{"path": str((setup / "ticks.parquet").resolve()), "size": ticks.st_size,
+                                      "mtime_ns": ticks.st_mtime_ns, "digest": fresh["files"][0]["digest"]}]
+    assert fresh["files"][0]["digest"]
+    assert "mtime_ns" not in fresh["files"][0]  # (the answers file's record: no wall-clock value, review407 #3)
+    assert fresh["queries"]["text"] == QUERIES and fresh["max_ticks"] == 600 and fresh["batch_ms"] == 100
+    assert len(fresh["model"]["digest"]) == 64 and fresh["settings"]["answers.adapt"] == "online"
+    off = dataclasses.replace(config, answers=dataclasses.replace(config.answers, adapt="off"))
+    run_backtest(off, [setup / "ticks.parquet"], setup / "q.yaml", setup / "off.parquet", progress=False,
+                 max_ticks=600)
+    unadapted = record(setup / "off.parquet")
+    assert {k for k in fresh if fresh[k] != unadapted[k]} == {"settings", "config", "config_digest"}
+    assert {k: v for k, v in unadapted["settings"].items() if fresh["settings"][k] != v} == {"answers.adapt": "off"}
+
+    # starting over as the refusals tell (the parts folder deleted; here the resumed run's outputs too, so that the
+    # command meets what it met then: neither), with --resume and without
+    for again in (command, [arg for arg in command if arg != "--resume"]):
+        for suffix in (".parquet", ".scores.json", ".manifest.json"):
+            out.with_suffix(suffix).unlink()
+        assert main(again) == 0 and pl.read_parquet(out).height > 0
 
 
 def test_a_file_corrected_in_place_with_its_size_and_time_kept_is_not_resumed(setup: Path, capsys) -> None:
@@ -435,75 +507,6 @@ def test_a_file_corrected_in_place_with_its_size_and_time_kept_is_not_resumed(se
     ticks.write_bytes(original)
     os.utime(ticks, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert main(command) == 0 and pl.read_parquet(setup / "edited.parquet").height > 0
-
-
-def test_resume_under_another_answer_changing_setting_names_it_with_both_values(setup: Path, capsys) -> None:
-    """A resume under another answers.adapt was refused as "different config (--model, --config ...)" alone; the
-    settings that change answers (answer_settings.py, the list serve's meta.json records) are named with their
-    values, so the refusal says which of a long config moved."""
-    out, parts = stopped_early(setup, "adapted.parquet")
-    other = setup / "adapt_off.yaml"
-    other.write_text((setup / "engine.yaml").read_text() + "answers: {adapt: 'off'}\n")
-    capsys.readouterr()
-    command = cli(setup, "adapted.parquet", "--resume", "--quiet", "--max-ticks", "600")
-    assert main([str(other) if arg == str(setup / "engine.yaml") else arg for arg in command]) == 2
-    assert (f"{parts} was written by a backtest with different config (--model, --config: the model or engine "
-            f"settings) (answers.adapt \"online\" then, \"off\" now);" in capsys.readouterr().err)
-    assert main(command) == 0 and not parts.exists()
-
-
-def test_the_outputs_carry_the_runs_provenance_and_say_whether_and_where_it_resumed_and_an_adapt_change(
-        setup: Path) -> None:
-    """review206 #2: answers.parquet held only `ARROW:schema` and the scores no run header, so two runs differing in
-    answers.adapt (or model, files, options) made indistinguishable outputs, and the resume key went with the parts
-    folder. The answers file now holds the run's record as Parquet metadata (`flashtick`, JSON) and
-    OUT.manifest.json the same under `run`: a resumed run's equals an uninterrupted one's, and a run under
-    answers.adapt off differs from it in that setting (and the config's digest) alone.
-
-    And the provenance record of a resumed run equaled an uninterrupted one's (in the answers file's metadata too),
-    so nothing said it was resumed. The manifest beside it now says `resumed` and, when it was, from which
-    checkpoint (ticks, answers, part files kept, or the answers file whole and only the scores owed). One stopped
-    run, resumed, and one uninterrupted run of the same ticks serve both."""
-    import dataclasses
-
-    def record(out: Path) -> dict:
-        kept = json.loads(pl.read_parquet_metadata(out)["flashtick"])
-        # (the manifest's record also keeps each input's modification time, which the answers file's leaves out)
-        assert without_file_times(json.loads(out.with_suffix(".manifest.json").read_text())["run"]) == kept
-        return kept
-
-    out, parts = stopped_early(setup, "recorded.parquet")
-    kept = json.loads((parts / "progress.json").read_text())
-    assert main(cli(setup, "recorded.parquet", "--resume", "--quiet", "--max-ticks", "600")) == 0
-    config = ServiceConfig.load(setup / "engine.yaml")
-    run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "fresh.parquet", progress=False,
-                 max_ticks=600)
-    resumed, fresh = record(out), record(setup / "fresh.parquet")
-    # the manifests: the resumed one says from which checkpoint, the uninterrupted one that it was not resumed
-    resumed_manifest = json.loads(out.with_suffix(".manifest.json").read_text())
-    whole = json.loads((setup / "fresh.manifest.json").read_text())
-    assert resumed_manifest["resumed"] is True and resumed_manifest["resumed_from"] == {
-        "ticks": kept["consumed"], "answers": kept["answers"], "parts": len(kept["parts"]),
-        "answers_file_whole": False}, resumed_manifest
-    assert whole["resumed"] is False and "resumed_from" not in whole
-    assert resumed_manifest["run"] == whole["run"] | {"resumed": {"after_ticks": kept["consumed"]}}
-    assert resumed_manifest["answers"]["rows"] == whole["answers"]["rows"]
-    # the answers file's record (its Parquet metadata) says it too (review349 #7: a file apart from its manifest)
-    assert resumed == without_file_times(resumed_manifest["run"])
-    assert resumed.pop("resumed")["after_ticks"] > 0 and resumed == fresh  # (review349 #7: says it was resumed)
-    ticks = (setup / "ticks.parquet").stat()
-    assert whole["run"]["files"] == [{"path": str((setup / "ticks.parquet").resolve()), "size": ticks.st_size,
-                                      "mtime_ns": ticks.st_mtime_ns, "digest": fresh["files"][0]["digest"]}]
-    assert fresh["files"][0]["digest"]
-    assert "mtime_ns" not in fresh["files"][0]  # (the answers file's record: no wall-clock value, review407 #3)
-    assert fresh["queries"]["text"] == QUERIES and fresh["max_ticks"] == 600 and fresh["batch_ms"] == 100
-    assert len(fresh["model"]["digest"]) == 64 and fresh["settings"]["answers.adapt"] == "online"
-    off = dataclasses.replace(config, answers=dataclasses.replace(config.answers, adapt="off"))
-    run_backtest(off, [setup / "ticks.parquet"], setup / "q.yaml", setup / "off.parquet", progress=False,
-                 max_ticks=600)
-    unadapted = record(setup / "off.parquet")
-    assert {k for k in fresh if fresh[k] != unadapted[k]} == {"settings", "config", "config_digest"}
-    assert {k: v for k, v in unadapted["settings"].items() if fresh["settings"][k] != v} == {"answers.adapt": "off"}
 
 
 def test_sigterm_stops_at_a_checkpoint_and_says_how_to_resume(setup: Path, long_ticks: Path) -> None:
@@ -764,7 +767,6 @@ def resent_and_gapped(path: Path, n: int = 1200) -> dict[str, list[tuple[int, in
     return spans
 
 
-
 def test_a_resumed_backtest_leaves_out_the_resends_and_says_the_gaps_of_an_uninterrupted_one(setup: Path) -> None:
     """fix298 #2: the sequence watch keeps recent ticks to catch restamped resends (fix294); a resumed run rebuilds
     its sessions by reading the files again through the same replay, so it must leave out the same resends, say the
@@ -788,62 +790,6 @@ def test_a_resumed_backtest_leaves_out_the_resends_and_says_the_gaps_of_an_unint
     assert resumed.resumed_at == consumed and (resumed.ticks, resumed.rejected) == (whole.ticks, whole.rejected)
     assert resumed.found_notes == whole.found_notes
     assert_same_answers(pl.read_parquet(setup / "resent_cut.parquet"), pl.read_parquet(setup / "resent_whole.parquet"))
-
-
-def test_a_checkpoint_of_an_earlier_release_is_refused_naming_the_release_and_what_works(setup: Path, capsys) -> None:
-    """review321 #4: a half-done backtest of 0.1.0 resumed under the next release was refused as "different config
-    (--model, --config ...)" with neither given: the release's own new settings moved the config's digest, and
-    "resume with the same config" could not work. The checkpoint records its release now; one of another release
-    (or none: before 0.2.0) is refused naming it, the settings that differ by key, and what works: start over, or
-    finish it with that release. Starting over as told works."""
-    from engine.service.release import BEFORE_RECORDS, this_release
-
-    out, parts = stopped_early(setup, "older_release.parquet")
-    manifest = json.loads((parts / "progress.json").read_text())
-    assert manifest["release"] == this_release().record()
-    assert manifest["key"]["config_values"]["limits.max_queries"] == 1000
-    capsys.readouterr()
-
-    # a 0.1.0 build's checkpoint: no release, no values, a digest over fewer settings
-    older = {**manifest, "key": {k: v for k, v in manifest["key"].items() if k != "config_values"} | {"config": "0"}}
-    del older["release"]
-    (parts / "progress.json").write_text(json.dumps(older))
-    assert main(cli(setup, "older_release.parquet", "--resume", "--quiet", "--max-ticks", "600")) == 2
-    err = capsys.readouterr().err
-    assert f"{parts} was written by a backtest of {BEFORE_RECORDS}, and this is flashtick {this_release()}" in err
-    assert "--model, --config" not in err and "limits.max_new_streams_per_message " in err, err
-    assert (f"Start over: delete {parts} and run the command again without --resume; or finish it with the release "
-            f"that wrote it") in err
-
-    # a later release's: its values recorded, so the setting that differs is named with both values
-    values = manifest["key"]["config_values"] | {"limits.max_queries": 500}
-    other = {**manifest, "release": {"version": "0.1.9", "commit": "ab" * 20},
-             "key": manifest["key"] | {"config": "0", "config_values": values}}
-    (parts / "progress.json").write_text(json.dumps(other))
-    assert main(cli(setup, "older_release.parquet", "--resume", "--quiet", "--max-ticks", "600")) == 2
-    err = capsys.readouterr().err
-    assert "written by a backtest of 0.1.9 (git abababab)" in err
-    assert "differs in engine settings (limits.max_queries 500 then, 1000 now)" in err, err
-    assert "(a checkout of its commit abababab)" in err
-
-    shutil.rmtree(parts)  # the way forward it names
-    assert main(cli(setup, "older_release.parquet", "--quiet", "--max-ticks", "600")) == 0
-    assert pl.read_parquet(out).height > 0
-
-
-def test_a_config_changed_within_one_release_is_named_by_key(setup: Path, capsys) -> None:
-    """The same release with another --config: the refusal names each setting that differs, then and now (it said
-    only "config (--model, --config ...)"), and the same config resumes."""
-    out, parts = stopped_early(setup, "other_config.parquet")
-    (setup / "other.yaml").write_text((setup / "engine.yaml").read_text() + "limits: {max_queries: 500}\n")
-    capsys.readouterr()
-    changed = ["backtest", str(setup / "ticks.parquet"), "--queries", str(setup / "q.yaml"), "--out", str(out),
-               "--config", str(setup / "other.yaml"), "--resume", "--quiet", "--max-ticks", "600"]
-    assert main(changed) == 2
-    err = capsys.readouterr().err
-    assert ("with different config (--model, --config: the model or engine settings) (limits.max_queries 1000 "
-            "then, 500 now);") in err, err
-    assert main(cli(setup, "other_config.parquet", "--resume", "--quiet", "--max-ticks", "600")) == 0
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
