@@ -5,6 +5,7 @@ scored answers labelled across a pause of over an hour; a split-like step across
 
 from __future__ import annotations
 
+import functools
 import random
 from pathlib import Path
 
@@ -17,11 +18,14 @@ from connectors.builtin import load_builtin_codec
 from connectors.labels import NO_LABEL, label_series, spanned_gaps
 from connectors.price_steps import lasting_steps, split_like_steps
 from connectors.ticks import encode, quote, trade
-from engine.service.backtest import run_backtest
+from engine.service.backtest import run_backtest as plotted_run_backtest
 from engine.service.cli import main
 from engine.service.config import ConfigError, ServiceConfig
 from engine.service.pipeline import TickPipeline
 from queries.yaml_loader import load_queries
+
+# without the calibration plot, about half of a short run's time: no test here reads it (the CLI's: --no-plot)
+run_backtest = functools.partial(plotted_run_backtest, plot=False)
 
 QUERIES = """
 queries:
@@ -33,8 +37,10 @@ FRIDAY_21H = 1_704_488_400_000_000_000  # 2024-01-05T21:00:00Z, an hour before t
 WEEKEND = 48 * HOUR
 
 
-def fx_week(ticks_each_side: int = 240, seed: int = 1) -> list:
-    """EURUSD quotes: an hour before Friday's close, then from Sunday's reopen two days later, 40 pips higher."""
+def fx_week(ticks_each_side: int = 120, seed: int = 1) -> list:
+    """EURUSD quotes 15 s apart: from 21:00 on Friday (half an hour of them by default, the close at 22:00), then
+    from Sunday's reopen two days later, 40 pips higher. (Every label crossing the weekend needs no more ticks than
+    the horizons'; 240 a side took twice the forwards of the module's backtests.)"""
     rng = random.Random(seed)
     out, mid = [], 1.0940
     for i in range(2 * ticks_each_side):
@@ -101,7 +107,7 @@ def test_the_weekend_is_noted_without_the_option_and_left_unscored_with_it(setup
     assert (f"note: {spanning.height} scored answers (dir20 {spanning.filter(pl.col('query') == 'dir20').height}, "
             f"move50 {spanning.filter(pl.col('query') == 'move50').height}) are labelled across a pause of an "
             f"hour or more") in summary
-    assert "the widest: EURUSD, 2 days from 2024-01-05T21:59:45Z to 2024-01-07T22:00:00Z" in summary
+    assert "the widest: EURUSD, 2 days from 2024-01-05T21:29:45Z to 2024-01-07T21:30:00Z" in summary
     assert "--session-gap 1h leaves such answers unscored" in summary
 
     gapped = {}
@@ -155,7 +161,8 @@ def test_a_query_whose_every_answer_crosses_a_pause_says_so_not_that_it_has_no_l
 def test_the_cli_option_sets_the_config_key_and_is_checked(setup, capsys) -> None:
     root, checkpoint, _ = setup
     assert main(["backtest", str(root / "week.parquet"), "--model", str(checkpoint), "--queries",
-                 str(root / "q.yaml"), "--out", str(root / "cli.parquet"), "--quiet", "--session-gap", "90m"]) == 0
+                 str(root / "q.yaml"), "--out", str(root / "cli.parquet"), "--quiet", "--no-plot", "--session-gap",
+                 "90m"]) == 0
     assert "note: --session-gap 90m (answers.session_gap_s):" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["backtest", str(root / "week.parquet"), "--out", str(root / "x.parquet"), "--session-gap", "soon"])
@@ -189,12 +196,19 @@ def test_live_scores_and_the_adaptation_end_labels_at_the_session_gap(setup) -> 
     assert any(published[None][key] != published[3600][key] for key in late)
 
 
-def test_evaluate_notes_labels_across_a_pause_and_leaves_them_out_with_the_option(setup, capsys) -> None:
-    root, checkpoint, _ = setup
-    ticks = fx_week(700, seed=2)
-    pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "long_week.parquet")
+@pytest.fixture(scope="module")
+def long_week(setup) -> Path:
+    """A longer week for evaluate and train: the weekend falls in the test part of a 20/20/60 split (at its
+    middle), with a train part longer than train's 63-tick window (350 a side: 700 took twice the forwards)."""
+    path = setup[0] / "long_week.parquet"
+    pl.DataFrame([t.to_wire() for t in fx_week(350, seed=2)]).write_parquet(path)
+    return path
+
+
+def test_evaluate_notes_labels_across_a_pause_and_leaves_them_out_with_the_option(setup, long_week, capsys) -> None:
+    _, checkpoint, _ = setup
     # (the module's tiny model: the notes are the labels', whichever model answers; the built-in one cost ~4x)
-    common = ["evaluate", str(checkpoint), str(root / "long_week.parquet"), "--split", "20/20/60", "--max-points",
+    common = ["evaluate", str(checkpoint), str(long_week), "--split", "20/20/60", "--max-points",
               "2000", "--resamples", "10", "--threads", "1", "--json"]
     assert main(common) == 0
     said = capsys.readouterr()
@@ -214,8 +228,9 @@ def test_a_split_between_two_sessions_gets_a_caution(setup) -> None:
     root, checkpoint, _ = setup
     rng = random.Random(4)
     friday, monday = 1_772_807_400_000_000_000, 1_773_063_000_000_000_000  # 2026-03-06 14:30Z, 2026-03-09 13:30Z
-    ticks = split_session("BF B", friday, 45.00, 150, rng) + split_session("BF B", monday, 22.50, 150, rng)
-    ticks += split_session("KO", friday, 60.00, 150, rng) + split_session("KO", monday, 60.60, 150, rng)  # +1%
+    # (75 trades a session: the typical move a step is judged against needs no more; 150 took twice the forwards)
+    ticks = split_session("BF B", friday, 45.00, 75, rng) + split_session("BF B", monday, 22.50, 75, rng)
+    ticks += split_session("KO", friday, 60.00, 75, rng) + split_session("KO", monday, 60.60, 75, rng)  # +1%
     ticks.sort(key=lambda t: t.ts)
     pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "split.parquet")
     report = run_backtest(config(checkpoint), [root / "split.parquet"], root / "q.yaml", root / "split_a.parquet",
@@ -223,7 +238,7 @@ def test_a_split_between_two_sessions_gets_a_caution(setup) -> None:
     cautions = [line for line in report.summary().splitlines() if line.startswith("warning: ")]
     assert len(cautions) == 1, cautions  # BF B, not KO's overnight move of 1%
     assert cautions[0].startswith("warning: BF B: its price stepped x0.5 across a pause of 2.96 days in event time "
-                                  "(2026-03-06T14:32:29Z to 2026-03-09T13:30:00Z)")
+                                  "(2026-03-06T14:31:14Z to 2026-03-09T13:30:00Z)")
     assert "near 1/2 (a 2-for-1 split, or a data error?)" in cautions[0]
     assert "split-adjusted files are expected (docs/replay.md)" in cautions[0]
     assert "scored as that move (--session-gap 1h leaves them unscored)" in cautions[0]
@@ -267,7 +282,7 @@ def test_a_halt_of_exactly_the_session_gap_is_cut_and_an_hour_pause_is_noted(set
     ts = np.array([0, HOUR, 2 * HOUR], dtype=np.int64)
     assert spanned_gaps(ts, 1, HOUR).tolist() == [True, True, False]
     common = ["backtest", str(root / "ESM4_halt.csv"), "--tz", "America/Chicago", "--model", str(checkpoint),
-              "--queries", str(root / "q.yaml"), "--quiet", "--threads", "1"]
+              "--queries", str(root / "q.yaml"), "--quiet", "--no-plot", "--threads", "1"]
     assert main([*common, "--out", str(root / "halt_plain.parquet")]) == 0
     out = capsys.readouterr().out
     assert "are labelled across a pause of an hour or more in their stream's event times (1 such pause; the " \
@@ -314,13 +329,12 @@ def test_a_step_that_stays_gets_a_caution_naming_the_tick_the_size_and_the_way_o
     assert lasting_steps("CL", ts, jumpy) == []
 
 
-def test_train_and_evaluate_say_labels_across_a_pause_under_quiet(setup, tmp_path: Path, capsys) -> None:
+def test_train_and_evaluate_say_labels_across_a_pause_under_quiet(setup, long_week, tmp_path: Path, capsys) -> None:
     """--quiet quiets progress and the reading's notes, as backtest's does, not a note that changes what the scores
     mean: `train --quiet` and `evaluate --quiet` dropped the one on labels across a pause (and train's on streams
     over the same hours and a missing validation part, tests/test_train_evaluate.py)."""
-    root, checkpoint, _ = setup
-    week = root / "quiet_week.parquet"
-    pl.DataFrame([t.to_wire() for t in fx_week(700, seed=2)]).write_parquet(week)
+    _, checkpoint, _ = setup
+    week = long_week
     tiny = ["--from-scratch", "--hidden", "32", "--layers", "1", "--heads", "2", "--kv-heads", "1",
             "--intermediate", "64", "--window-ticks", "63", "--steps", "1"]
     common = [str(week), "--split", "20/20/60", "--max-points", "2000", "--resamples", "10", "--threads", "1",
@@ -339,17 +353,17 @@ def test_a_stocks_halt_is_named_before_a_roll_and_a_futures_name_keeps_the_roll(
     a halt first, with the --session-gap that cuts there; a continuous future's name (CLc1) keeps the roll."""
     root, checkpoint, _ = setup
     rng = np.random.default_rng(21)
-    gaps = rng.integers(50, 1500, 1000)
-    gaps[500] = 300_000  # ms: the halt
+    gaps = rng.integers(50, 1500, 400)  # (400 ticks: as many a side of the step as a lasting step is judged on)
+    gaps[200] = 300_000  # ms: the halt
     ts = 1_715_695_200_000 + np.cumsum(gaps)  # 2024-05-14T14:00Z, ms
-    prices = np.round(20 + np.cumsum(rng.choice([-0.01, 0, 0.01], 1000)) + np.where(np.arange(1000) >= 500, 2.0, 0),
-                      2)
+    prices = np.round(20 + np.cumsum(rng.choice([-0.01, 0, 0.01], 400)) + np.where(np.arange(400) >= 200, 2.0, 0), 2)
     lines = ["timestamp,symbol,price,size", *(f"{t},AMC,{p},100" for t, p in zip(ts, prices))]
     (root / "amc_halt.csv").write_text("\n".join(lines) + "\n")
     assert main(["backtest", str(root / "amc_halt.csv"), "--model", str(checkpoint), "--queries",
-                 str(root / "q.yaml"), "--quiet", "--threads", "1", "--out", str(root / "amc.parquet")]) == 0
+                 str(root / "q.yaml"), "--quiet", "--no-plot", "--threads", "1", "--out",
+                 str(root / "amc.parquet")]) == 0
     [caution] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning: AMC")]
-    assert "at its tick 501 (" in caution and "and stayed there (a trading halt's reopening (a stock's " \
+    assert "at its tick 201 (" in caution and "and stayed there (a trading halt's reopening (a stock's " \
            "limit-up/limit-down pause), or a futures roll in a continuous series, or a bad back-adjust?)" in caution
     assert caution.endswith("scored as that move: --session-gap 5m, since a pause of 5 min falls there, leaves them "
                             "unscored; for a roll: if the file holds the contract in a column, read a stream per "
