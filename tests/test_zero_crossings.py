@@ -49,7 +49,8 @@ def spread(tmp_path: Path) -> Path:
 @pytest.fixture(scope="module")
 def model(tmp_path_factory) -> list[str]:
     """`--model` of a seeded tiny checkpoint for the backtests that run a model: what they check is the replay's
-    (its refusal, its rejects, its notes), whichever model answers; the built-in one cost several times more."""
+    (its refusal, its rejects, its notes), whichever model answers; the built-in one cost several times more. (They
+    run with --no-plot: none reads the calibration plot, about half of a short run's time.)"""
     return ["--model", str(tiny_tick_checkpoint(tmp_path_factory.mktemp("zero_crossings") / "model"))]
 
 
@@ -58,7 +59,7 @@ OFFSET = f"--price-offset '{SPREAD}=1'"  # the next whole number above its lowes
 
 def test_backtest_refuses_a_stream_crossing_zero_before_its_model_runs(spread, model, tmp_path, capsys) -> None:
     out = tmp_path / "a.parquet"
-    assert main(["backtest", str(spread), "--out", str(out), "--quiet", *model]) == 2
+    assert main(["backtest", str(spread), "--out", str(out), "--quiet", "--no-plot", *model]) == 2
     err = capsys.readouterr().err
     assert f"error: stream {SPREAD} has prices on both sides of zero, and those at or below it are refused, out of " \
            f"the middle of it: backtest labels each tick by the ticks after it" in err, err
@@ -67,7 +68,7 @@ def test_backtest_refuses_a_stream_crossing_zero_before_its_model_runs(spread, m
     assert not out.exists() and not out.with_name(out.name + ".parts").exists()  # nothing written, no checkpoint
     # pasted as printed: the stream read whole, every label between real neighbours; and what the offset does to
     # the bps questions there is said (review374 #9: one 0.01 step near 0.95 is 105 bps)
-    assert main(["backtest", str(spread), "--out", str(out), "--quiet", *model, *shlex.split(OFFSET)]) == 0
+    assert main(["backtest", str(spread), "--out", str(out), "--quiet", "--no-plot", *model, *shlex.split(OFFSET)]) == 0
     out_text, err = capsys.readouterr()
     assert out_text.startswith(f"replayed {2 * ROWS} ticks (0 rejected)")
     assert (f"warning: spread.csv: --price-offset lifts {SPREAD}'s lowest price -0.05 to 0.95, where one step of its "
@@ -91,11 +92,12 @@ def test_a_time_range_decides_by_the_rows_it_reads(spread, model, tmp_path, caps
     """The plan's prices are the whole file's: with --from/--to the rows read decide (the refusal after the
     replay, before any label), so a range before the dip runs and one across it is refused."""
     before = ["--from", "2024-11-12T15:02:00Z", "--to", "2024-11-12T15:04:00Z"]  # rows 120-240: the model runs
-    assert main(["backtest", str(spread), "--out", str(tmp_path / "a.parquet"), "--quiet", *model, *before]) == 0
+    assert main(["backtest", str(spread), "--out", str(tmp_path / "a.parquet"), "--quiet", "--no-plot", *model,
+                 *before]) == 0
     assert "0 rejected" in capsys.readouterr().out
     across = ["--from", "2024-11-12T15:03:00Z", "--to", "2024-11-12T15:07:00Z"]
     out = tmp_path / "b.parquet"
-    assert main(["backtest", str(spread), "--out", str(out), "--quiet", *model, *across]) == 2
+    assert main(["backtest", str(spread), "--out", str(out), "--quiet", "--no-plot", *model, *across]) == 2
     err = capsys.readouterr().err
     assert f"stream {SPREAD} (80 rows refused) has prices on both sides of zero" in err and OFFSET in err, err
     assert not out.exists() and not out.with_name(out.name + ".parts").exists()
@@ -127,7 +129,7 @@ def test_a_lone_zero_print_and_a_stream_wholly_below_zero_are_no_holes(model, tm
     while not replay.done:
         replay.next_batch(4096)
     assert holes_refusal(replay.rejected, "backtest") is None
-    assert main(["backtest", str(path), "--out", str(tmp_path / "a.parquet"), "--quiet", *model]) == 0
+    assert main(["backtest", str(path), "--out", str(tmp_path / "a.parquet"), "--quiet", "--no-plot", *model]) == 0
     out = capsys.readouterr().out
     assert "replayed 59 ticks (6 rejected)" in out and "--price-offset 'CLF5-CLG5=1'" in out, out
 
