@@ -245,9 +245,9 @@ def test_answers_do_not_depend_on_when_checkpoints_fell(setup) -> None:
     """A checkpoint runs the engine until idle; were that whenever the wall clock said so, which ticks share a
     forward, and so the answers' last bits, would change from run to run. Checkpoints every few microseconds and
     none at all give the same bytes (the built-in model, its example queries and enough ticks for long chunks:
-    the tiny model's forwards happen to agree bit for bit either way; 800 ticks cross the 512-tick flush grid, and
-    with the engine run until idle at each wall-clock checkpoint instead, 600 already differed)."""
-    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(800)
+    the tiny model's forwards happen to agree bit for bit either way; 600 ticks cross the 512-tick flush grid, and
+    with the engine run until idle at each wall-clock checkpoint instead, they differ: 800 took a third more)."""
+    ticks = SyntheticMarket(SyntheticConfig(seed=5)).next_batch(600)
     pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(setup / "long.parquet")
     for name, every_s in (("often", 1e-6), ("never", 1e9)):
         run_backtest(ServiceConfig(), [setup / "long.parquet"], ROOT / "queries" / "examples" / "tick_model.yaml",
