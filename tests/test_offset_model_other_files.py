@@ -52,7 +52,7 @@ def test_backtest_of_another_file_reads_it_with_the_offset_and_scores_what_evalu
     queries.write_text("queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, "
                        "trigger: batch}\n")
     assert main(["backtest", str(next_day), "--model", str(model), "--queries", str(queries), "--out", str(answers),
-                 "--test-from", "test", "--batch-ms", "100", "--threads", "1", "--quiet"]) == 0
+                 "--test-from", "test", "--batch-ms", "100", "--threads", "1", "--quiet", "--no-plot"]) == 0
     captured = capsys.readouterr()
     assert f"flashtick backtest: note: {taken}" in captured.err, captured.err
     assert f"replayed {TICKS} ticks (0 rejected)" in captured.out and "nonpositive_price" not in captured.err
@@ -77,7 +77,8 @@ def test_an_offset_given_otherwise_is_kept_and_said(trained, tmp_path, capsys) -
     queries = tmp_path / "dir20.yaml"
     queries.write_text("queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice}\n")
     assert main(["backtest", str(next_day), "--model", str(model), "--queries", str(queries), "--out",
-                 str(tmp_path / "a.parquet"), "--price-offset", f"{STREAM}=30", "--threads", "1", "--quiet"]) == 0
+                 str(tmp_path / "a.parquet"), "--price-offset", f"{STREAM}=30", "--threads", "1", "--quiet",
+                 "--no-plot"]) == 0
     err = capsys.readouterr().err
     assert "as this model was trained" not in err
     assert f"this model was trained on files read with --price-offset {STREAM}={OFFSET}; these files are read with " \

@@ -69,7 +69,7 @@ def test_feed_replay_into_serve_model_reads_the_files_as_trained_and_a_raw_clien
     queries = tmp_path / "q.yaml"
     queries.write_text(DIR_QUERY)
     assert main(["backtest", str(csv), "--model", str(root / "m"), "--queries", str(queries), "--out",
-                 str(tmp_path / "a.parquet"), "--quiet", "--threads", "1"]) == 0
+                 str(tmp_path / "a.parquet"), "--quiet", "--no-plot", "--threads", "1"]) == 0
     assert f"replayed {TICKS} ticks (0 rejected)" in capsys.readouterr().out
     backtest = pl.read_parquet(tmp_path / "a.parquet").filter(pl.col("stream") == STREAM)
     last_file_price = float(pl.read_csv(csv)["price"][-1])
