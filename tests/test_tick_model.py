@@ -1,11 +1,10 @@
-"""The shipped built-in tick model: loads offline and fast, matches its codec, and the
+"""The shipped built-in tick model: loads offline, matches its codec, and the
 training layout of question probes equals the serving view (plain forward of ticks + question)."""
 
 from __future__ import annotations
 
 import json
 import os
-import time
 
 import numpy as np
 import pytest
@@ -21,10 +20,8 @@ from engine.service.packing import pack_batch  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def loaded() -> tuple[LlamaForCausalLM, float]:
-    t0 = time.perf_counter()
-    model = LlamaForCausalLM.from_pretrained(BUILTIN_MODEL_DIR, attn_implementation="sdpa").eval()
-    return model, time.perf_counter() - t0
+def loaded() -> LlamaForCausalLM:
+    return LlamaForCausalLM.from_pretrained(BUILTIN_MODEL_DIR, attn_implementation="sdpa").eval()
 
 
 def test_only_the_shipped_files_are_there() -> None:
@@ -34,9 +31,8 @@ def test_only_the_shipped_files_are_there() -> None:
     assert (BUILTIN_MODEL_DIR / "model.safetensors").stat().st_size < 15 * 2**20
 
 
-def test_loads_offline_under_2s_with_finite_logits(loaded) -> None:
-    model, seconds = loaded
-    assert seconds < 2.0, f"from_pretrained took {seconds:.2f}s"
+def test_loads_offline_with_finite_logits(loaded) -> None:
+    model = loaded
     codec = load_builtin_codec()
     tokens = codec.encode_stream(SyntheticMarket(SyntheticConfig(seed=9)).next_batch(16))
     with torch.no_grad():
@@ -53,7 +49,7 @@ def test_codec_json_matches_model_vocab() -> None:
 
 
 def test_probe_layout_equals_plain_forward(loaded) -> None:
-    model, _ = loaded
+    model = loaded
     codec = load_builtin_codec()
     ticks = [t for t in SyntheticMarket(SyntheticConfig(seed=9)).next_batch(200) if t.stream == "SYN.A"][:20]
     tick_ids = np.array([codec.encode_stream(ticks)])
