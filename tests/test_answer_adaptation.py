@@ -34,7 +34,7 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("adapt")
     checkpoint = tiny_tick_checkpoint(root / "model", seed=5, max_position_embeddings=256)
     (root / "q.yaml").write_text(QUERIES)
-    ticks = SyntheticMarket(SyntheticConfig(seed=21)).next_batch(1500)
+    ticks = SyntheticMarket(SyntheticConfig(seed=21)).next_batch(1000)  # ~250 a stream: over 50 answers of each query
     pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "ticks.parquet")
     tables = {}
     for mode in ("online", "off"):
