@@ -101,7 +101,7 @@ def runs(tmp_path_factory):
     write_head(headed, {"direction_5": some_head(sizes["direction_5"], 7, 0.6),
                         "move_bps_50": some_head(sizes["move_bps_50"], 8, 0.3)}, "test")
     (root / "q.yaml").write_text(QUERIES)
-    ticks = SyntheticMarket(SyntheticConfig(seed=21)).next_batch(1200)
+    ticks = SyntheticMarket(SyntheticConfig(seed=21)).next_batch(600)  # ~150 a stream: dozens of answers a query
     pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(root / "ticks.parquet")
     tables = {}
     for name, checkpoint, mode in (("plain", plain, "off"), ("headed", headed, "off"),
