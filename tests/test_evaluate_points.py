@@ -20,7 +20,7 @@ from engine.service.evaluation_points import batch_last_ticks
 
 BURST = 8  # ticks of one burst, 0.1 ms apart; bursts 37 ms apart (so a 100 ms batch holds two or three)
 QUICK = ["--threads", "1", "--resamples", "20", "--max-points", "100000"]
-# one worker takes the file under `--dist loadgroup`: its module fixtures (a model, two 6,000-tick files, two
+# one worker takes the file under `--dist loadgroup`: its module fixtures (a model, two 4,000-tick files, two
 # evaluate runs) are built once
 pytestmark = pytest.mark.xdist_group("test_evaluate_points")
 
@@ -40,10 +40,11 @@ def write_ticks(path: Path, n: int, bursty: bool) -> Path:
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("points")
-    # a 63-tick window: each stream's parts need 64 ticks, not 256
+    # a 63-tick window: each stream's parts need 64 ticks, not 256 (757 ticks a stream: the fewest of these four
+    # streams holds 859)
     return {"model": tiny_tick_checkpoint(folder / "model", max_position_embeddings=256),
-            "bursty": write_ticks(folder / "bursty.parquet", 6000, bursty=True),
-            "plain": write_ticks(folder / "plain.parquet", 6000, bursty=False)}
+            "bursty": write_ticks(folder / "bursty.parquet", 4000, bursty=True),
+            "plain": write_ticks(folder / "plain.parquet", 4000, bursty=False)}
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +132,7 @@ def test_batch_ms_scores_the_ticks_a_backtest_answers_at_with_its_labels(files: 
     capsys.readouterr()
     points = pl.read_parquet(points_file).filter(pl.col("question") == "direction_20")
     backtest = pl.read_parquet(answers).filter(pl.col("realised").is_not_null())
-    assert len(result["streams"]) == 4 and points.height > 100
+    assert len(result["streams"]) == 4 and points.height > 50
     for stream, part in result["streams"].items():
         start, stop = part["test"]
         # a backtest answer's `ticks` counts the stream's ticks up to it: the answer after tick index ticks - 1
