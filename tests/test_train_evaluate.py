@@ -340,7 +340,7 @@ def test_evaluate_equals_hand_computation_on_a_fixture(tmp_path: Path) -> None:
     codec = BinnedCodec()
     cfg = TrainConfig(hidden=32, intermediate=64, layers=1, heads=2, kv_heads=1, window_ticks=15, max_positions=64)
     model = new_model(cfg, codec.vocab_size).eval()
-    f = write_ticks(tmp_path / "one.parquet", 4000, seed=5)
+    f = write_ticks(tmp_path / "one.parquet", 2800, seed=5)  # SYN.A: 551 ticks, 61 in its test part
     streams, _ = read_streams([str(f)])
     one = {"SYN.A": streams["SYN.A"]}
     prepared, _ = prepare(codec, one, SplitSpec(0.6, 0.2, 0.2), min_ticks=10)
@@ -440,7 +440,8 @@ def test_ctrl_c_during_train_keeps_the_best_weights_so_far_and_a_gap_below_the_l
         ticks_file: Path, tmp_path: Path) -> None:
     """Ctrl-C stops training as --max-minutes would: the checkpoint of the best weights so far is calibrated,
     written and scored, and the model card says why it stopped (before, nothing at all was written). The
-    KeyboardInterrupt a Ctrl-C raises is raised here from inside the training loop, at step 20. The run's split
+    KeyboardInterrupt a Ctrl-C raises is raised here from inside the training loop, at step 10 (after two
+    validations: the best of them is kept). The run's split
     asks for a gap of 10 ticks, below the longest question horizon: it is widened to 50 (the default gap, so the
     run is the default split's) and said."""
     from engine.service.evaluate import EvalOptions
@@ -449,7 +450,7 @@ def test_ctrl_c_during_train_keeps_the_best_weights_so_far_and_a_gap_below_the_l
     from engine.service.train_config import TrainConfig
 
     def ctrl_c(step: int) -> None:
-        if step == 20:
+        if step == 10:
             raise KeyboardInterrupt
 
     said: list[str] = []
@@ -460,8 +461,8 @@ def test_ctrl_c_during_train_keeps_the_best_weights_so_far_and_a_gap_below_the_l
     record = fit([str(ticks_file)], None, tmp_path / "model", cfg, options, said.append, on_step=ctrl_c)
     assert any(line.startswith("note: --gap 10 is below the longest question horizon; 50 ticks") for line in said)
     assert "gap 50 ticks" in record["split"]
-    assert record["training"]["steps_done"] == 20 and record["training"]["stopped"].startswith("interrupted (Ctrl-C)")
-    assert any(line.startswith("interrupted (Ctrl-C) after 20 steps") for line in said)
+    assert record["training"]["steps_done"] == 10 and record["training"]["stopped"].startswith("interrupted (Ctrl-C)")
+    assert any(line.startswith("interrupted (Ctrl-C) after 10 steps") for line in said)
     assert (tmp_path / "model" / "model.safetensors").is_file()
     assert "interrupted (Ctrl-C)" in (tmp_path / "model" / "TRAINING.md").read_text()
 
