@@ -542,7 +542,9 @@ def test_backtest_test_from_test_scores_the_checkpoint_s_own_test_part(trained, 
     parts = json.loads((model / "evaluation.json").read_text())["streams"]
     out = tmp_path / "bt.parquet"
     assert main(["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet", "--no-plot", "--out",
-                 str(out), "--test-from", "test", "--queries", str(dir20_queries(tmp_path))]) == 0  # (dir20's checks)
+                 str(out), "--test-from", "test", "--queries", str(dir20_queries(tmp_path, "{ticks: 5}"))]) == 0
+    # (dir20 asked every 5 ticks, not every batch: a fifth of the answers, ~10 of them in each trained stream's gap
+    # before its test part, which a cut at the plain 85% would score)
     captured = capsys.readouterr()
     assert ("flashtick backtest: note: --test-from test: this model was trained and validated on the first 85% of "
             "each stream's ticks (its evaluation.json): scoring the answers after them, as --test-from 0.85"
@@ -550,7 +552,7 @@ def test_backtest_test_from_test_scores_the_checkpoint_s_own_test_part(trained, 
     assert "(--test-from 0.85; 'in slice' counts them): on the streams the model was trained on, from its test " \
            "part's first tick" in captured.out, captured.out
     summary = json.loads(out.with_suffix(".scores.json").read_text())
-    assert next(s for s in summary if s["query"] == "dir20")["scored"] == _scored_dir20(out, parts) > 100
+    assert next(s for s in summary if s["query"] == "dir20")["scored"] == _scored_dir20(out, parts) > 20
     assert json.loads(out.with_suffix(".manifest.json").read_text())["run"]["test_from"] == 0.85  # what it ran
 
 
