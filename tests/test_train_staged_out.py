@@ -36,33 +36,6 @@ def train_limited(files: list[str], out: Path, limit: int, *options: str) -> sub
                    rlimits={resource.RLIMIT_FSIZE: limit}, capture_output=True, text=True, timeout=600)
 
 
-def test_a_train_that_fails_part_way_leaves_out_as_it_was(tmp_path: Path, tmp_path_factory) -> None:
-    files = [str(f) for f in write_days(tmp_path / "days")]
-    out = tmp_path / "model"
-    rc, _, err = trained_copy(tmp_path_factory, out, *SMALL)  # (trained once per process: tests/train_cache.py)
-    assert rc == 0, err[-2000:]
-    before, mode = files_of(out), out.stat().st_mode
-    sizes = {name: len(data) for name, data in before.items()}
-    limit = (max(sizes[n] for n in WRITTEN_FIRST) + sizes["evaluation.json"]) // 2
-    assert max(sizes[n] for n in WRITTEN_FIRST) < limit < sizes["evaluation.json"], sizes  # fails at its 5th file
-
-    failed = train_limited(files, out, limit, "--overwrite", "--steps", "2")  # other weights than the first run's
-    assert failed.returncode == 2 and "Traceback" not in failed.stderr, failed.stderr[-2000:]
-    assert files_of(out) == before  # the first run's checkpoint, byte for byte: no new weights beside its card
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["days", "model"]  # nothing left beside it
-    (said,) = [line for line in failed.stderr.splitlines() if "error:" in line]
-    staged = r"\.model\.\w+\.partial"  # mkdtemp's name beside --out
-    assert re.fullmatch(rf"flashtick train: error: cannot write {re.escape(str(tmp_path))}/{staged}/evaluation\.json: "
-                        rf"the file is larger than this process may write \(.*\); --out {re.escape(str(out))} was "
-                        rf"left as it was: the unfinished output written beside it \({staged}\) was removed",
-                        said), said
-
-    rc, _, err = train(files, out, *SMALL, "--overwrite", "--steps", "2")  # the same run with room: replaced whole
-    assert rc == 0, err[-2000:]
-    assert files_of(out).keys() == before.keys() and files_of(out) != before and out.stat().st_mode == mode
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["days", "model"]
-
-
 def test_a_train_that_fails_part_way_on_a_new_out_leaves_no_checkpoint(tmp_path: Path) -> None:
     """A new --out: the weights, config.json, codec.json and calibration.json were there, a loadable checkpoint
     without its scores or card; now no --out at all, as before the run."""
@@ -78,17 +51,24 @@ def tree_of(folder: Path) -> dict[str, bytes | None]:
     return {str(p.relative_to(folder)): None if p.is_dir() else p.read_bytes() for p in sorted(folder.rglob("*"))}
 
 
-def test_an_overwrite_keeps_what_out_holds_besides_the_checkpoint(tmp_path: Path, tmp_path_factory) -> None:
-    """review272 #1: `train --overwrite` replaced --out as a whole, deleting a user's notes and backtests/ folder
+def test_a_train_that_fails_part_way_leaves_out_as_it_was_and_an_overwrite_keeps_what_out_holds_besides_it(
+        tmp_path: Path, tmp_path_factory) -> None:
+    """A train that failed part way (its 5th file, evaluation.json, past the file size limit) left its new weights
+    beside the last run's card and scores: --out is now left byte for byte as it was, nothing beside it, and the
+    error says so; the same run with room replaces the checkpoint whole, --out's mode kept.
+
+    review272 #1: `train --overwrite` replaced --out as a whole, deleting a user's notes and backtests/ folder
     kept beside the checkpoint (exit 0, nothing said). Only the checkpoint's files are replaced now; a run that
-    fails part way still leaves --out byte for byte as it was. The second run goes through a symlink to --out."""
+    fails part way still leaves --out byte for byte as it was. The second run goes through a symlink to --out.
+    (One checkpoint, one failed run and one replacing run for both: the --out the failed run leaves as it was holds
+    the user's files too.)"""
     from engine.service.finetune import CHECKPOINT_FILES
 
     files = [str(f) for f in write_days(tmp_path / "days")]
     out, link = tmp_path / "model", tmp_path / "link"
-    rc, _, err = trained_copy(tmp_path_factory, out, *SMALL)
+    rc, _, err = trained_copy(tmp_path_factory, out, *SMALL)  # (trained once per process: tests/train_cache.py)
     assert rc == 0, err[-2000:]
-    checkpoint = files_of(out)
+    checkpoint, mode = files_of(out), out.stat().st_mode
     assert set(checkpoint) <= CHECKPOINT_FILES, set(checkpoint) - CHECKPOINT_FILES  # every file a run writes
     (out / "my_notes.txt").write_text("my notes\n")
     (out / "backtests").mkdir()
@@ -96,19 +76,27 @@ def test_an_overwrite_keeps_what_out_holds_besides_the_checkpoint(tmp_path: Path
     before = tree_of(out)
     sizes = {name: len(data) for name, data in checkpoint.items()}
     limit = (max(sizes[n] for n in WRITTEN_FIRST) + sizes["evaluation.json"]) // 2
+    assert max(sizes[n] for n in WRITTEN_FIRST) < limit < sizes["evaluation.json"], sizes  # fails at its 5th file
 
-    failed = train_limited(files, out, limit, "--overwrite", "--steps", "2")
-    assert failed.returncode == 2 and "was left as it was" in failed.stderr, failed.stderr[-2000:]
-    assert tree_of(out) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["days", "model"]
+    failed = train_limited(files, out, limit, "--overwrite", "--steps", "2")  # other weights than the first run's
+    assert failed.returncode == 2 and "Traceback" not in failed.stderr, failed.stderr[-2000:]
+    assert tree_of(out) == before  # the first run's checkpoint, byte for byte: no new weights beside its card
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["days", "model"]  # nothing left beside it
+    (said,) = [line for line in failed.stderr.splitlines() if "error:" in line]
+    staged = r"\.model\.\w+\.partial"  # mkdtemp's name beside --out
+    assert re.fullmatch(rf"flashtick train: error: cannot write {re.escape(str(tmp_path))}/{staged}/evaluation\.json: "
+                        rf"the file is larger than this process may write \(.*\); --out {re.escape(str(out))} was "
+                        rf"left as it was: the unfinished output written beside it \({staged}\) was removed",
+                        said), said
 
     link.symlink_to(out.name)
-    rc, _, err = train(files, link, *SMALL, "--overwrite", "--steps", "2")
+    rc, _, err = train(files, link, *SMALL, "--overwrite", "--steps", "2")  # the same run with room: replaced whole
     assert rc == 0, err[-2000:]
     after = tree_of(out)
     assert {k: after[k] for k in ("my_notes.txt", "backtests", "backtests/run1.parquet")} == \
         {k: before[k] for k in ("my_notes.txt", "backtests", "backtests/run1.parquet")}  # kept, as they were
     assert sorted(after) == sorted(before) and after[WEIGHTS] != before[WEIGHTS]  # the new checkpoint's weights
+    assert {name: after[name] for name in checkpoint} != checkpoint and out.stat().st_mode == mode
     assert link.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == ["days", "link", "model"]
 
 
