@@ -459,20 +459,6 @@ def shared_tiny_tick_checkpoint(tmp_path_factory, **overrides) -> Path:
     return _shared_checkpoints[key]
 
 
-def heap_frozen_first(run):
-    """``run`` as it is: the session's heap is frozen once (_libraries_frozen). (Being taken out of the modules.)"""
-    return run
-
-
-def freeze_before_a_start() -> None:
-    """Nothing now: the session's heap is frozen once (_libraries_frozen). (Being taken out of the modules.)"""
-
-
-def heap_frozen_as_served():
-    """Nothing now: the session's heap is frozen once (_libraries_frozen). (Being taken out of the modules.)"""
-    return contextlib.nullcontext()
-
-
 @contextlib.contextmanager
 def serving(config, freeze_first: bool = True):
     """A Server bound and serving on its own thread; stopped (and checked stopped) on exit. ``freeze_first``: False

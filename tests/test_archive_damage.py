@@ -14,13 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import drain, engine_dir, heap_frozen_first
+from conftest import drain, engine_dir
 from connectors.cautions import Caution
 from connectors.replay import FileReplay
 from connectors.unreadable_files import UnreadableFile
-from engine.service.cli import main as unfrozen_main
+from engine.service.cli import main
 
-main = heap_frozen_first(unfrozen_main)
 QUERIES = "queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, trigger: {ticks: 5}}\n"
 DAYS = ("2024-03-04", "2024-03-05", "2024-03-06")
 ROWS = 300

@@ -14,24 +14,23 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import heap_frozen_first, tiny_text_checkpoint, tiny_tick_checkpoint
+from conftest import tiny_text_checkpoint, tiny_tick_checkpoint
 from forked_cli import cli_popen
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.labels import MarkSeries
 from connectors.ticks import TRADE, Tick, trade
 from engine.service.answer_parts import AnswerParts
 from engine.service.answers_file import ANSWER_ORDER, write_answers
-from engine.service.backtest import run_backtest as unfrozen_run_backtest
-from engine.service.cli import main as unfrozen_main
+from engine.service.backtest import run_backtest as library_run_backtest
+from engine.service.cli import main
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 from queries.cache import Answer
 from queries.registry import Registry
 
-# in-process runs with the heap frozen first: their freeze_heap collects what came since (conftest.py); and
-# without the calibration plot, about half of a short run's time, where a test does not read it (plot=True)
-run_backtest = functools.partial(heap_frozen_first(unfrozen_run_backtest), plot=False)
-main = heap_frozen_first(unfrozen_main)
+# in-process runs without the calibration plot, about half of a short run's time, where a test does not read it
+# (plot=True)
+run_backtest = functools.partial(library_run_backtest, plot=False)
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = """
@@ -195,7 +194,6 @@ def test_the_class_frequency_baselines_are_each_streams_own(setup, tmp_path: Pat
     summary = report.summary()
     assert "freq.brier, majority: in hindsight, each stream's own realised class frequencies" in summary
     assert f"dir20 (Brier {score.brier:.3f} vs the class frequencies' 0.000" in summary.splitlines()[-1]
-
 
 
 def cheap_option_and_underlying(n: int = 160) -> list[Tick]:

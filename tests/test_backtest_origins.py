@@ -13,18 +13,17 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import engine_dir, heap_frozen_first
+from conftest import engine_dir
 from connectors.event_time_batches import MAX_BATCH_TICKS
 from connectors.replay import FileReplay
 from engine.service.run_record import without_file_times
-from engine.service.backtest import BacktestInterrupted, run_backtest as unfrozen_run_backtest
-from engine.service.cli import main as unfrozen_main
+from engine.service.backtest import BacktestInterrupted, run_backtest as library_run_backtest
+from engine.service.cli import main
 from engine.service.config import ServiceConfig
 
-# in-process runs with the heap frozen first: their freeze_heap collects what came since (conftest.py); and
-# without the calibration plot, about half of a short run's time, where a test does not read it (plot=True)
-run_backtest = functools.partial(heap_frozen_first(unfrozen_run_backtest), plot=False)
-main = heap_frozen_first(unfrozen_main)
+# in-process runs without the calibration plot, about half of a short run's time, where a test does not read it
+# (plot=True)
+run_backtest = functools.partial(library_run_backtest, plot=False)
 
 QUERIES = """
 queries:

@@ -20,19 +20,19 @@ import polars as pl
 import pytest
 import torch
 
-from conftest import engine_dir, heap_frozen_first
+from conftest import engine_dir
 from connectors.replay import FileReplay
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
-from engine.service.backtest import BacktestInterrupted, NamedFrame, run_backtest as unfrozen_run_backtest
+from engine.service.backtest import BacktestInterrupted, NamedFrame, run_backtest as library_run_backtest
 from engine.service.config import ServiceConfig
 from engine.service.data_dir_open import take_lock
 from engine.service.replay_progress import NoBar, progress_bar
 from queries.spec_errors import QuerySpecError
 from test_backtest_resume import assert_same_answers  # a resumed run's answers: equal to fp32 tolerance
 
-# in-process runs with the heap frozen first: their freeze_heap collects what came since (conftest.py); and
-# without the calibration plot, about half of a short run's time, where a test does not read it (plot=True)
-run_backtest = functools.partial(heap_frozen_first(unfrozen_run_backtest), plot=False)
+# in-process runs without the calibration plot, about half of a short run's time, where a test does not read it
+# (plot=True)
+run_backtest = functools.partial(library_run_backtest, plot=False)
 
 QUERIES = """
 queries:
@@ -396,8 +396,8 @@ def test_the_configs_replay_section_reads_as_backtest_config_reads_it(setup: Pat
     assert by_config.answers == explicit.answers > 0
     assert _answers(tmp_path / "c.parquet").equals(_answers(tmp_path / "e.parquet"))
     assert set(_answers(tmp_path / "c.parquet")["stream"]) == {stream}
-    overridden = run_backtest(configured, ticks, asked, tmp_path / "o.parquet", max_ticks=120, progress=False,
-                              plot=False, batch_ms=100.0, streams=["*"])
+    run_backtest(configured, ticks, asked, tmp_path / "o.parquet", max_ticks=120, progress=False, plot=False,
+                 batch_ms=100.0, streams=["*"])
     assert len(set(_answers(tmp_path / "o.parquet")["stream"])) > 1
 
 

@@ -22,19 +22,18 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import heap_frozen_first, read_terminal, tiny_tick_checkpoint
+from conftest import read_terminal, tiny_tick_checkpoint
 from forked_cli import cli_popen
 from connectors.codec import TOKENS_PER_TICK
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.run_record import without_file_times
-from engine.service.backtest import BacktestReport, run_backtest as unfrozen_run_backtest
-from engine.service.cli import main as unfrozen_main
+from engine.service.backtest import BacktestReport, run_backtest as library_run_backtest
+from engine.service.cli import main
 from engine.service.config import ServiceConfig
 
-# in-process runs with the heap frozen first: their freeze_heap collects what came since (conftest.py); and
-# without the calibration plot, about half of a short run's time, where a test does not read it (plot=True)
-run_backtest = functools.partial(heap_frozen_first(unfrozen_run_backtest), plot=False)
-main = heap_frozen_first(unfrozen_main)
+# in-process runs without the calibration plot, about half of a short run's time, where a test does not read it
+# (plot=True)
+run_backtest = functools.partial(library_run_backtest, plot=False)
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = """

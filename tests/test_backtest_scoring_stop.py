@@ -16,12 +16,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import engine_dir, heap_frozen_first
+from conftest import engine_dir
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
-from engine.service.cli import main as unfrozen_main
+from engine.service.cli import main
 
-# in-process runs with the heap frozen first: their freeze_heap collects what came since (conftest.py)
-main = heap_frozen_first(unfrozen_main)
 
 QUERIES = """
 queries:

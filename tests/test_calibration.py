@@ -13,7 +13,7 @@ import pytest
 import torch
 from transformers import LlamaForCausalLM
 
-from conftest import freeze_before_a_start, tiny_tick_checkpoint
+from conftest import tiny_tick_checkpoint
 from connectors.builtin import load_builtin_codec, load_codec
 from connectors.calibration import CALIBRATION_FILE, AnswerCalibration, Calibration, write_calibration
 from connectors.codec import BinnedCodec
@@ -166,7 +166,6 @@ def test_calibrated_checkpoint_answers_through_a_real_backtest(tmp_path: Path) -
     pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(tmp_path / "ticks.parquet")
     (tmp_path / "q.yaml").write_text(QUERIES)
     config = ServiceConfig.from_dict({"model": {"path": str(model_dir)}, "kv": {"cells": 8192, "block_size": 16}})
-    freeze_before_a_start()  # (its freeze_heap then collects what came since, not all of pytest: conftest)
     run_backtest(config, [tmp_path / "ticks.parquet"], tmp_path / "q.yaml", tmp_path / "a.parquet", progress=False)
     table = pl.read_parquet(tmp_path / "a.parquet")
     codec, hf = load_codec(model_dir), LlamaForCausalLM.from_pretrained(model_dir).eval()
@@ -231,7 +230,6 @@ def test_calibration_in_codec_json_is_refused_and_serve_names_the_file(tmp_path:
     (tmp_path / "q.yaml").write_text(QUERIES)
     ticks = SyntheticMarket(SyntheticConfig(seed=4)).next_batch(50)
     pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(tmp_path / "ticks.parquet")
-    freeze_before_a_start()  # (its freeze_heap then collects what came since, not all of pytest: conftest)
     rc = main(["backtest", str(tmp_path / "ticks.parquet"), "--queries", str(tmp_path / "q.yaml"), "--model",
                str(model_dir), "--out", str(tmp_path / "a.parquet")])
     err = capsys.readouterr().err

@@ -11,16 +11,16 @@ import random
 import polars as pl
 import pytest
 
-from conftest import heap_frozen_first, tiny_tick_checkpoint
+from conftest import tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
-from engine.service.backtest import run_backtest as unfrozen_run_backtest
+from engine.service.backtest import run_backtest as library_run_backtest
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 
-# in-process runs with the heap frozen first: their freeze_heap collects what came since (conftest.py); and
-# without the calibration plot, about half of a short run's time, where a test does not read it (plot=True)
-run_backtest = functools.partial(heap_frozen_first(unfrozen_run_backtest), plot=False)
+# in-process runs without the calibration plot, about half of a short run's time, where a test does not read it
+# (plot=True)
+run_backtest = functools.partial(library_run_backtest, plot=False)
 
 TOL = 1e-4
 QUERIES = """

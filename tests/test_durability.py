@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 import zmq
 
-from conftest import assert_owed_as_uninterrupted, freeze_before_a_start, serving, tiny_tick_checkpoint
+from conftest import assert_owed_as_uninterrupted, serving, tiny_tick_checkpoint
 from forked_cli import cli_popen, start_lines
 from test_health_probes import probe
 from test_server import wait_for
@@ -248,7 +248,6 @@ def test_a_restart_owes_a_query_only_the_ticks_after_it_was_registered(checkpoin
     third.close()
 
 
-
 def test_a_restart_says_which_live_registration_its_queries_file_replaced(checkpoint, tmp_path, capsys) -> None:
     """`serve --queries FILE` restarted silently put the FILE's spec back over a query re-registered live (its
     query_version bumped). The file is applied on top at every start, as documented; each query it replaced is
@@ -389,7 +388,6 @@ queries:
     assert "fresh" not in fourth.registry and fourth.registry.version > versions[1]
     assert fourth.registry.query_version("dir") == versions[0]["dir"]
     fourth.close()
-
 
 
 @pytest.mark.parametrize("put_back", [("queries.state.json",), ("queries.state.json", "queries.yaml")])
@@ -759,7 +757,6 @@ def test_a_restart_does_not_bring_back_streams_the_live_run_expired(checkpoint, 
     assert recovered.recovered == []  # nothing owed: every tick of the new session was answered
     assert recovered.encoders.accepted(expired)[expired[1]]["last_ts"] == max(t.ts for t in ticks[:80]
                                                                             if t.stream == expired[1])
-
 
 
 def test_a_start_its_replay_refuses_lets_the_directory_go_as_a_stop_does(checkpoint, tmp_path, capsys) -> None:
@@ -1435,7 +1432,6 @@ def start_server(cfg: ServiceConfig):
     """A Server serving ``cfg`` in a thread, once ready; and the thread."""
     from engine.service.server import Server
 
-    freeze_before_a_start()
     server = Server(cfg)
     server.bind()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -2172,7 +2168,6 @@ def test_a_folder_of_the_users_files_is_refused_as_a_data_directory_and_left_as_
     for folder in ("empty", "begun", "data"):  # (data: again, a data directory now, its queries.yaml its own)
         TickPipeline(config(checkpoint, tmp_path / folder)).close()
         assert (tmp_path / folder / "meta.json").is_file()
-
 
 
 @pytest.mark.parametrize("kept", ["nothing", "a truncated log"])

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import engine_dir, freeze_before_a_start, tiny_tick_checkpoint
+from conftest import engine_dir, tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.models import BUILTIN_MODEL_DIR
 from engine.service.run_record import without_file_times
@@ -34,14 +34,6 @@ def calibration(temperature: float) -> str:
     builtin = json.loads((BUILTIN_MODEL_DIR / "calibration.json").read_text())
     entry = builtin["questions"]["direction_20"] | {"temperature": temperature}
     return json.dumps({"format": builtin["format"], "source": "test", "questions": {"direction_20": entry}})
-
-
-@pytest.fixture(autouse=True)
-def _heap_frozen_before_the_test() -> None:
-    """The test process's heap frozen as it is (conftest.freeze_before_a_start) before each test: a backtest's
-    freeze_heap then collects what came since, not all of pytest, torch and transformers (~0.2 s of CPU a run, as a
-    CLI process's own heap never cost it). A backtest thaws what it froze at its end."""
-    freeze_before_a_start()
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +208,6 @@ def test_the_record_keeps_the_command_line_the_environment_and_whole_file_digest
     config = ServiceConfig.load(setup / "engine.yaml")
     (setup / "model" / "calibration.json").write_text(calibration(2.0))
     try:
-        freeze_before_a_start()  # (each run: the one before thawed it)
         run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "b.parquet", progress=False,
                      max_ticks=200, plot=False)
     finally:
@@ -256,7 +247,6 @@ def test_the_builtin_model_scored_on_a_set_it_trained_on_says_so(tmp_path: Path,
 
     def note(path: Path, *extra: str) -> list[str]:
         capsys.readouterr()
-        freeze_before_a_start()  # (each run: the one before thawed it)
         assert main(["backtest", str(path), "--queries", str(tmp_path / "q.yaml"), "--out",
                      str(tmp_path / f"{path.stem}{len(extra)}.parquet"), "--quiet", "--no-plot", *extra]) == 0
         return [line for line in capsys.readouterr().err.splitlines() if "built-in model was trained" in line]
@@ -267,7 +257,6 @@ def test_the_builtin_model_scored_on_a_set_it_trained_on_says_so(tmp_path: Path,
                                f"scored: the scores below are not out of sample (give --test-from 0.8 or later; "
                                f"a file of part of a set") in said[0], said
     notes: list[str] = []
-    freeze_before_a_start()
     report = run_backtest(ServiceConfig(), shared / "trades.parquet", tmp_path / "q.yaml", tmp_path / "py.parquet",
                           progress=False, plot=False, note=notes.append)
     assert report.in_sample == [said[0].removeprefix("flashtick backtest: note: ")] == notes[-1:], notes
@@ -289,7 +278,6 @@ def test_the_builtin_model_scored_inside_its_training_span_says_so_whatever_the_
     copy = tmp_path / "eurusd.parquet"  # stream EURUSD from its name, as the reviewer's copy of the shared set
     wire.drop("stream").with_columns(pl.col("ts") - wire["ts"][0] + start).write_parquet(copy)
     (tmp_path / "q.yaml").write_text(QUERIES)
-    freeze_before_a_start()
     assert main(["backtest", str(copy), "--queries", str(tmp_path / "q.yaml"), "--out", str(tmp_path / "a.parquet"),
                  "--quiet", "--no-plot"]) == 0
     said = [line for line in capsys.readouterr().err.splitlines() if "scored on ticks it trained on" in line]
@@ -317,14 +305,12 @@ def test_the_config_is_recorded_as_its_effective_values_and_a_finished_backtest_
 
     def notes(batch_ms: float) -> list[str]:
         said: list[str] = []
-        freeze_before_a_start()  # (each run: the one before thawed it)
         run_backtest(config, [setup / "ticks.parquet"], setup / "q.yaml", setup / "replaced.parquet", progress=False,
                      max_ticks=100, batch_ms=batch_ms, note=said.append)
         return [line for line in said if line.startswith("replacing")]
 
     assert notes(100) == []
     plain = json.loads(pl.read_parquet_metadata(setup / "replaced.parquet")["flashtick"])
-    freeze_before_a_start()  # (each run: the one before thawed it)
     run_backtest(ServiceConfig.load(endpoints), [setup / "ticks.parquet"], setup / "q.yaml",
                  setup / "endpoints.parquet", progress=False, max_ticks=100)
     with_endpoints = json.loads(pl.read_parquet_metadata(setup / "endpoints.parquet")["flashtick"])

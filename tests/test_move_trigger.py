@@ -16,11 +16,11 @@ import msgpack
 import polars as pl
 import pytest
 
-from conftest import heap_frozen_first, tiny_tick_checkpoint
+from conftest import tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode, quote, trade
 from engine.service.backtest import BacktestInterrupted
-from engine.service.backtest import run_backtest as unfrozen_run_backtest
+from engine.service.backtest import run_backtest as library_run_backtest
 from engine.service.client import AnswerSubscriber, ControlClient
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
@@ -28,9 +28,8 @@ from queries.spec import QuerySpecError
 from queries.yaml_loader import load_queries
 from test_service_limits import live_server, wait_for
 
-# in-process runs with the heap frozen first (their freeze_heap collects only what came since: conftest.py), and
-# without the calibration plot, about half of a short run's time, which no test here reads
-run_backtest = functools.partial(heap_frozen_first(unfrozen_run_backtest), plot=False)
+# in-process runs without the calibration plot, about half of a short run's time, which no test here reads
+run_backtest = functools.partial(library_run_backtest, plot=False)
 
 T0 = 1_700_000_000 * 10**9
 TOL = 1e-4

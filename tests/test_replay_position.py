@@ -12,13 +12,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import engine_dir, heap_frozen_first
+from conftest import engine_dir
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import utc_text
-from engine.service.backtest import BacktestInterrupted, run_backtest as unfrozen_run_backtest
+from engine.service.backtest import BacktestInterrupted, run_backtest as library_run_backtest
 from engine.service.config import ServiceConfig
 
-run_backtest = functools.partial(heap_frozen_first(unfrozen_run_backtest), plot=False)
+run_backtest = functools.partial(library_run_backtest, plot=False)
 
 QUERIES = """
 queries:

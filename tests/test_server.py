@@ -18,7 +18,7 @@ import pytest
 import torch
 import zmq
 
-from conftest import documented_nested_stats, freeze_before_a_start, nested_stats_keys, serving, tiny_tick_checkpoint
+from conftest import documented_nested_stats, nested_stats_keys, serving, tiny_tick_checkpoint
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import encode
 from engine.service.client import AnswerSubscriber, ControlClient, ControlError
@@ -435,7 +435,6 @@ def test_curve_protects_control_and_answers(checkpoint, tmp_path) -> None:
         "curve": {"enabled": True, "server_secret_key_file": str(tmp_path / "server.key"),
                   "server_public_key_file": str(tmp_path / "server.pub")},
     })
-    freeze_before_a_start()
     srv = Server(config)
     srv.bind()
     thread = threading.Thread(target=srv.serve_forever, daemon=True)

@@ -25,7 +25,7 @@ from engine.service.config import ServiceConfig
 from engine.service.forward_pace import ForwardPace
 from engine.service.pipeline import TickPipeline
 from engine.service.server import HEARTBEAT_TOPIC, REJECTS_TOPIC, Server
-from conftest import freeze_before_a_start, send_while_served, serve_on_a_thread, serving
+from conftest import send_while_served, serve_on_a_thread, serving
 from test_server import checkpoint, collect  # noqa: F401  (checkpoint: the model fixture)
 
 QUERIES = """
@@ -243,7 +243,6 @@ def test_data_age_counts_from_the_ticks_own_time_freshness_from_when_it_was_read
 def stopped_by_the_test(config: ServiceConfig) -> Iterator[tuple[Server, threading.Thread, zmq.Socket]]:
     """A real server on its own thread and a PUSH socket into its ingest, for a test that stops it itself and
     watches the stop (serving() stops it on exit); stopped on exit too, should the test fail first."""
-    freeze_before_a_start()
     server = Server(config)
     server.bind()
     thread, _ = serve_on_a_thread(server)
@@ -509,7 +508,6 @@ def test_refused_new_streams_are_said_with_the_limit_that_refused_them(checkpoin
         capsys.readouterr()
         assert main(["streams", held[0], refused[-1], "--json", *control]) == 1
         assert list(json.loads(capsys.readouterr().out)["refused"]) == [refused[-1]]
-
 
 
 def test_an_expired_stream_is_told_apart_from_one_never_seen(checkpoint, tmp_path) -> None:
@@ -928,7 +926,6 @@ def test_a_stop_reads_the_queue_only_until_drain_s_and_says_what_it_left_unread(
     sent = ticks(2000, seed=4)
     config = pipeline_config(checkpoint, endpoints=EPHEMERAL, log={"dir": str(tmp_path / "data")},
                              limits={"drain_s": 0.001})
-    freeze_before_a_start()
     server = Server(config)
     server.bind()
     push = zmq.Context.instance().socket(zmq.PUSH)
@@ -1415,7 +1412,6 @@ def queued_before_push_back(checkpoint, queue_bytes: int) -> tuple[int, int]:
     """Messages of 30 KB a PUSH gets into a bound, not yet serving ingest socket before ZeroMQ pushes back, and how
     many the server then reads once it serves (each refused as `oversize`, over a 4 KiB max_message_bytes)."""
     limits = {"max_message_bytes": 4096, "ingest_hwm": 2000, "ingest_queue_bytes": queue_bytes}
-    freeze_before_a_start()
     server = Server(pipeline_config(checkpoint, endpoints=EPHEMERAL, limits=limits))
     server.bind()
     push = zmq.Context.instance().socket(zmq.PUSH)

@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from conftest import freeze_before_a_start, tiny_tick_checkpoint
+from conftest import tiny_tick_checkpoint
 from connectors.builtin import load_builtin_codec
 from connectors.labels import NO_LABEL, label_series, spanned_gaps
 from connectors.price_steps import lasting_steps, split_like_steps
@@ -48,14 +48,6 @@ def fx_week(ticks_each_side: int = 120, seed: int = 1) -> list:
         mid += 0.0040 if i == ticks_each_side else rng.choice((-1, 1)) * 0.00002
         out.append(quote("EURUSD", ts, round(mid - 0.00005, 6), round(mid + 0.00005, 6), 1.0, 1.0))
     return out
-
-
-@pytest.fixture(autouse=True)
-def _heap_frozen_before_the_test() -> None:
-    """The test process's heap frozen as it is (conftest.freeze_before_a_start) before each test: a backtest's
-    freeze_heap then collects what came since, not all of pytest, torch and transformers (~0.2 s of CPU a run, as a
-    CLI process's own heap never cost it). A backtest thaws what it froze at its end."""
-    freeze_before_a_start()
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +104,6 @@ def test_the_weekend_is_noted_without_the_option_and_left_unscored_with_it(setup
 
     gapped = {}
     for name, chunked in [("chunked", True), ("batches", False)]:
-        freeze_before_a_start()  # (each run: the one before thawed it)
         report = run_backtest(config(checkpoint, 3600), [root / "week.parquet"], root / "q.yaml",
                               root / f"{name}.parquet", progress=False, chunked=chunked)
         gapped[name] = pl.read_parquet(root / f"{name}.parquet").sort(["query", "stream", "seq"])
@@ -242,7 +233,6 @@ def test_a_split_between_two_sessions_gets_a_caution(setup) -> None:
     assert "near 1/2 (a 2-for-1 split, or a data error?)" in cautions[0]
     assert "split-adjusted files are expected (docs/replay.md)" in cautions[0]
     assert "scored as that move (--session-gap 1h leaves them unscored)" in cautions[0]
-    freeze_before_a_start()  # (each run: the one before thawed it)
     report = run_backtest(config(checkpoint, 3600), [root / "split.parquet"], root / "q.yaml",
                           root / "split_b.parquet", progress=False)
     assert "the answers whose label horizon spans it are left unscored (--session-gap 1h)" in report.summary()
@@ -287,7 +277,6 @@ def test_a_halt_of_exactly_the_session_gap_is_cut_and_an_hour_pause_is_noted(set
     out = capsys.readouterr().out
     assert "are labelled across a pause of an hour or more in their stream's event times (1 such pause; the " \
            "widest: ESM4, 60 min from 2024-03-13T21:00:00Z to 2024-03-13T22:00:00Z)" in out, out
-    freeze_before_a_start()  # (each run: the one before thawed it)
     assert main([*common, "--out", str(root / "halt_cut.parquet"), "--session-gap", "1h"]) == 0
     out = capsys.readouterr().out
     table = pl.read_parquet(root / "halt_cut.parquet")

@@ -12,18 +12,16 @@ import numpy as np
 import polars as pl
 import pytest
 
-from conftest import heap_frozen_first
 from connectors.labels import STALE_QUOTE_NS, MarkTracker, label_series, marks_of, realised_label
 from connectors.questions import DEFAULT_QUESTIONS
 from connectors.ticks import QUOTE, Tick, quote, trade
-from engine.service.backtest import run_backtest as unfrozen_run_backtest
+from engine.service.backtest import run_backtest as library_run_backtest
 from engine.service.config import ServiceConfig
 from engine.service.datasets import load_real
 from engine.service.stream_marks import StreamMarksBook
 
-# in-process runs with the heap frozen first (their freeze_heap collects only what came since: conftest.py), and
-# without the calibration plot, about half of a short run's time, which no test here reads
-run_backtest = functools.partial(heap_frozen_first(unfrozen_run_backtest), plot=False)
+# in-process runs without the calibration plot, about half of a short run's time, which no test here reads
+run_backtest = functools.partial(library_run_backtest, plot=False)
 
 SECOND = 1_000_000_000
 OPEN = int(datetime(2026, 3, 10, 14, 30, tzinfo=timezone.utc).timestamp()) * SECOND  # 09:30 ET

@@ -14,7 +14,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from conftest import heap_frozen_as_served, tiny_tick_checkpoint
+from conftest import tiny_tick_checkpoint
 from connectors.ticks import encode, trade
 from engine.service.log_format import segments
 from engine.service.log_reading import segment_first_record
@@ -31,14 +31,6 @@ SEGMENT_BYTES = 32768
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
     return tiny_tick_checkpoint(tmp_path_factory.mktemp("tick"), max_position_embeddings=256)
-
-
-@pytest.fixture(autouse=True)
-def _heap_frozen_as_served():
-    """Each expiry's full collection walks only what the test made (as serve's walks only what came since it froze),
-    not all of pytest, torch and transformers: that walk was 70% of these tests' CPU."""
-    with heap_frozen_as_served():
-        yield
 
 
 def churned(checkpoint, data_dir: Path, queries: Path, **log) -> TickPipeline:

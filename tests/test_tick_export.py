@@ -21,15 +21,15 @@ import msgpack
 import polars as pl
 import pytest
 
-from conftest import heap_frozen_first, serving, tiny_tick_checkpoint
+from conftest import serving, tiny_tick_checkpoint
 from connectors.feed import FeedClient
 from connectors.feed_pump import run_feed
 from connectors.replay import FileReplay, replay_ticks
 from connectors.service_topics import HEARTBEAT_TOPIC
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from connectors.ticks import utc_text
-from engine.service.backtest import run_backtest as unfrozen_run_backtest
-from engine.service.cli import main as unfrozen_main
+from engine.service.backtest import run_backtest as library_run_backtest
+from engine.service.cli import main
 from engine.service.client import AnswerSubscriber, ControlError
 from engine.service.config import ServiceConfig
 from engine.service.tick_export import CHUNK_TICKS, COLUMNS, export_ticks
@@ -38,10 +38,9 @@ from test_answer_context import wait_for
 from test_feed_batches import MS, QUERIES  # the queries live answers were held to a backtest's with, every trigger
 from test_future_ticks import HOUR_NS, Feed, _config, _tick
 
-# in-process runs with the heap frozen first: their freeze_heap collects what came since (conftest.py); and
-# without the calibration plot, about half of a short run's time, where a test does not read it (plot=True)
-run_backtest = functools.partial(heap_frozen_first(unfrozen_run_backtest), plot=False)
-main = heap_frozen_first(unfrozen_main)
+# in-process runs without the calibration plot, about half of a short run's time, where a test does not read it
+# (plot=True)
+run_backtest = functools.partial(library_run_backtest, plot=False)
 
 ROOT = Path(__file__).resolve().parents[1]
 

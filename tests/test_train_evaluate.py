@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 import torch
 
-from conftest import freeze_before_a_start, tiny_tick_checkpoint
+from conftest import tiny_tick_checkpoint
 from connectors.codec import BinnedCodec
 from connectors.labels import label_series, marks_of
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
@@ -131,7 +131,6 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     verdict = [line for line in printed.out.splitlines() if line.startswith("verdict: ")]
     assert verdict and all(q in " ".join(verdict) for q in ("direction_5", "direction_20"))
     answers = tmp_path / "answers.parquet"
-    freeze_before_a_start()  # (its freeze_heap then collects what came since, not all of pytest: conftest)
     rc = main(["backtest", str(ticks_file), "--model", str(out), "--queries",
                str(ROOT / "queries" / "examples" / "tick_model.yaml"), "--out", str(answers), "--max-ticks", "800",
                "--test-from", "0.5", "--no-plot"])  # (no check reads the plot: ~0.5 s of CPU)
@@ -160,7 +159,6 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     # --test-from past the trained fraction, but of a run cut to its first 800 ticks (of 6,000): still inside
     # what the model was trained on, counted in ticks, and said (a note of the ticks' spans, whatever the queries
     # answer: dir20 alone, every 25 ticks)
-    freeze_before_a_start()  # (each run: the one before thawed it)
     sparse = tmp_path / "dir20.yaml"
     sparse.write_text("queries:\n  - {name: dir20, streams: ['*'], question: direction_20, kind: choice, "
                       "trigger: {ticks: 25}}\n")
@@ -433,7 +431,6 @@ def test_train_and_evaluate_say_how_the_files_were_read(ticks_file: Path, tmp_pa
     quiet = capsys.readouterr()
     assert "read as UTC" not in quiet.err and "direction_20" in quiet.out  # the table, as without --quiet
     assert "training ticks run past the start of" in quiet.err  # what the scores mean: said under --quiet too
-
 
 
 def test_ctrl_c_during_train_keeps_the_best_weights_so_far_and_a_gap_below_the_longest_horizon_is_widened_and_said(
@@ -768,7 +765,6 @@ def test_a_table_of_some_calibrated_answers_says_why_the_others_are_not(ticks_fi
                           f"= raw): direction_20 260 validation points, fewer than 20 of them not the most common "
                           f"answer: nothing to fit, and no answer head; volatility_50 185 validation points, fewer "
                           f"than 200; move_bps_50 185 validation points, fewer than 200"), model_line
-
 
 
 def _tiny_run(ticks_file: Path, **settings: Any) -> tuple[BinnedCodec, list, np.ndarray, TrainConfig]:

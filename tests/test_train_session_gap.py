@@ -11,7 +11,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import freeze_before_a_start
 from connectors.builtin import load_builtin_codec
 from connectors.ticks import quote
 from engine.service.cli import main
@@ -86,12 +85,10 @@ def test_evaluate_and_backtest_with_another_session_gap_say_so(trained, capsys, 
     assert "note: this model was trained with no --session-gap; this run takes --session-gap 1h" in \
         capsys.readouterr().err
     backtest = ["backtest", ticks, "--model", str(root / "gapped"), "--max-ticks", "200", "--quiet", "--threads", "1"]
-    freeze_before_a_start()  # (its freeze_heap then collects what came since, not all of pytest: conftest)
     assert main([*backtest, "--out", str(tmp_path / "a.parquet")]) == 0
     err = capsys.readouterr().err
     assert "flashtick backtest: note: this model was trained with --session-gap 1h; this run takes no " \
            "--session-gap" in err
-    freeze_before_a_start()  # (each run: the one before thawed it)
     assert main([*backtest, "--out", str(tmp_path / "b.parquet"), "--session-gap", "1h"]) == 0
     assert "this model was trained with" not in capsys.readouterr().err
 

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import freeze_before_a_start
 from connectors.ticks import utc_text
 from engine.service.cli import main
 from engine.service.evaluation_report import format_table
@@ -85,14 +84,6 @@ def two_stocks_as_one(folder: Path) -> list[Path]:
     return files
 
 
-@pytest.fixture(autouse=True)
-def _heap_frozen_before_the_test() -> None:
-    """The test process's heap frozen as it is (conftest.freeze_before_a_start) before each test: a backtest's
-    freeze_heap then collects what came since, not all of pytest, torch and transformers (~0.2 s of CPU a run, as a
-    CLI process's own heap never cost it). A backtest thaws what it froze at its end."""
-    freeze_before_a_start()
-
-
 def dir20_queries(folder: Path, trigger: str = "batch") -> Path:
     """A queries file of tick_model.yaml's dir20 alone (its trigger too: every batch): for the runs whose checks are
     the reading's and the in-sample notes, which no query changes (the example's four answered 3x the answers, each
@@ -128,7 +119,6 @@ def at_the_split(trained, tmp_path_factory) -> tuple[Path, str]:
     folder = tmp_path_factory.mktemp("at_the_split")
     out, printed = folder / "bt.parquet", io.StringIO()
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
-        freeze_before_a_start()  # (its freeze_heap then collects what came since, not all of pytest: conftest)
         assert main(["backtest", str(csv), "--model", str(model), "--threads", "1", "--quiet", "--no-plot", "--out",
                      str(out), "--test-from", "0.85", "--queries", str(dir20_queries(folder))]) == 0
     return out, printed.getvalue()
@@ -282,12 +272,10 @@ def test_backtest_states_the_trained_part_in_event_times_when_its_positions_do_n
             f"training's tick positions do not map onto its ticks)") in note, note
     assert "THIN" not in note and "MID" not in note and "scored from its tick" not in note
     # 90% of the spread's ticks is after its trained part in time, as are the others'
-    freeze_before_a_start()  # (each run: the one before thawed it)
     assert main([*argv, "--out", str(tmp_path / "b.parquet"), "--test-from", "0.9", "--price-offset",
                  "SPREAD=2"]) == 0
     assert "not out of sample" not in capsys.readouterr().err
     # read as trained, the positions are this run's and said so, as before
-    freeze_before_a_start()  # (each run: the one before thawed it)
     assert main([*argv, "--out", str(tmp_path / "c.parquet"), "--price-offset", "SPREAD=1", "--test-from", "0.5"]) == 0
     err = capsys.readouterr().err
     assert "(stream BACK: scored from its tick 500, trained and validated on its ticks before 850)" in err, err
@@ -487,7 +475,6 @@ def test_scores_on_a_copy_of_the_training_ticks_are_called_in_sample(trained, tm
     note = next(line for line in capsys.readouterr().err.splitlines() if "not out of sample" in line)
     assert note.startswith("flashtick backtest: note: this model was trained and validated on stream "), note
     assert "and the answers scored of " in note, note
-    freeze_before_a_start()  # (each run: the one before thawed it)
     assert main([*argv, str(later), "--out", str(tmp_path / "later.parquet")]) == 0
     assert "not out of sample" not in capsys.readouterr().err
 

@@ -13,14 +13,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from conftest import heap_frozen_first, tiny_tick_checkpoint
+from conftest import tiny_tick_checkpoint
 from connectors.replay import FileReplay
 from connectors.zero_crossings import holes_refusal, planned_lifts, read_lifts
-from engine.service.cli import main as unfrozen_main
+from engine.service.cli import main
 from test_stream_selection import TINY
 
-# in-process runs with the heap frozen first: their freeze_heap collects what came since (conftest.py)
-main = heap_frozen_first(unfrozen_main)
 
 SPREAD = "CLZ4-CLF5"
 ROWS = 340  # (each row of both streams is a tick the backtests that run the model take: few after the dip will do)
