@@ -26,8 +26,10 @@ $(STAMP): pyproject.toml
 	PYTHONDONTWRITEBYTECODE= $(PY) -c "import importlib; [importlib.import_module(m) for m in '$(WARM_MODULES)'.split()]"
 	touch $(STAMP)
 
-# Two test processes by default (CI has 2 cores; the tests use one torch thread each): ~1.75x faster than one.
-TEST_WORKERS ?= 2
+# Three test processes on CI's 2 cores (the tests use one torch thread each): a test waiting on a server, a child
+# or a Ray shard leaves its core to another (2026-12-07, one quiet host, back to back: 664 s with 3, 875 and 893 s
+# with 2, which kept the cores 71% busy)
+TEST_WORKERS ?= 3
 
 # Bytecode written while the tests run (PYTHONDONTWRITEBYTECODE=1, as this machine sets it, is set off): every fresh
 # process the tests start (the fork server, Ray's shards, each `python -c`) otherwise compiled flashtick's ~67,000
