@@ -251,8 +251,8 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
         for outcome in self.pipeline.recovered:
             self._deliver(outcome)
         self.pipeline.recovered = []
-        self._heap_frozen = freeze_heap()  # after the model, the restored streams and the sockets: no collection
-        # walks them again
+        # after the model, the restored streams and the sockets: no collection walks them again
+        self._heap_frozen = freeze_heap()
         self._serving_since = time.time()
         self._replayed = replayed_counts(self.pipeline.stats())  # (what /metrics' counters leave out)
         self._loop.turned(time.monotonic())
