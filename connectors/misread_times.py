@@ -50,11 +50,13 @@ def _reading(cmap: ColumnMap) -> str:
 def time_cautions(path: Path, cmap: ColumnMap, facts: dict[str, Any], first_ns: Any, last_ns: Any,
                   unit_said: bool) -> list[str]:
     """Cautions on a file's times (`first_ns`, `last_ns`: its earliest and latest, in ns): all one time over
-    several rows, or times before 1980 (unless `unit_said`: a note already names the unit that reads them)."""
+    several rows of a stream, or times before 1980 (unless `unit_said`: a note already names the unit that reads
+    them). One row per stream at one time is a snapshot of a market (Polygon's grouped daily bars, a close file of
+    300 tickers), not a misread time (review sp28)."""
     if type(first_ns) is not int or type(last_ns) is not int:
         return []
     out = []
-    if first_ns == last_ns and facts["timed_rows"] > 1:
+    if first_ns == last_ns and facts["timed_rows"] > max(1, facts.get("streams") or 0):
         out.append(Caution(f"{path.name}: every one of its {facts['timed_rows']} timed rows has the same time, "
                            f"{utc_text(first_ns)} ({_reading(cmap)}): if its ticks did not all happen at once, the "
                            f"time is misread (another column, or --ts-unit; docs/replay.md)"))

@@ -45,6 +45,8 @@ def test_grouped_daily_reads_one_stream_per_bar_ticker(tmp_path: Path) -> None:
     assert replay.rejected == {}
     assert any("else each bar's T (grouped daily)" in n for n in replay.notes), replay.notes
     assert not any("repeat the time" in n for n in replay.notes), replay.notes  # (two instruments, not revisions)
+    # one bar per ticker at the day's stamp is the market's snapshot, not a misread time (a stream's rows at one are)
+    assert not any("same time" in c for c in replay.cautions), replay.cautions
 
 
 def test_grouped_daily_files_of_several_days_backtest_per_ticker(tmp_path: Path, capsys) -> None:
