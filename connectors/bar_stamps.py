@@ -7,7 +7,7 @@ writes (`EURUSD_M1`, `BATS_AAPL, 1`, `aapl_us_d`, `EURUSD60`), else the file's o
 a stream's bars), said in a note. The range a replay reads (`--from`/`--to`, `--hours`' days) is then cut at those
 stamps (the shifted `_ts` is what connectors/file_plan.py's `within` and the replay's own check compare). A file
 already stamped at its bars' end (`close_time`, `window_end`) is left as it is. `bar_stamp: start` is each vendor's
-stamp as written (the default).
+stamp as written (the default). A `bar_stamp: close` given for a file not read as bars is said in a caution.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import polars as pl
 
 from connectors.bar_file_names import period_in_name
 from connectors.bar_lengths import length_ns, shown_length
+from connectors.cautions import Caution
 from connectors.file_plan import FilePlan
 from connectors.file_suffixes import file_stem
 from connectors.field_names import normal_name
@@ -41,9 +42,14 @@ def stamped_at_close(plan: FilePlan) -> FilePlan:
     """A start-stamped bar file's plan with each bar stamped at its close (`bar_stamp: close`), with its note; any
     other plan as it is."""
     cmap = plan.columns
-    if cmap.bar_stamp != "close" or not plan.bars:
+    if cmap.bar_stamp != "close":
         return plan
     name = plan.path.name
+    if not plan.bars:  # said, never dropped without a word: the ticks keep the stamps the user asked to move
+        return replace(plan, notes=(*plan.notes, Caution(
+            f"{name}: bar_stamp close moves a bar file's stamps to its bars' close, and this file is not read as "
+            f"bars (no open, high, low and close columns beside its price): its ticks keep their "
+            f"{quoted(cmap.ts)} times")))
     if normal_name(cmap.ts) in BAR_END_COLUMNS:
         return replace(plan, notes=(*plan.notes, f"{name}: bar_stamp close: its bars are stamped with their end "
                                                  f"({quoted(cmap.ts)}) already, left as they are"))

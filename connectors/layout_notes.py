@@ -67,8 +67,13 @@ SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER,
 
 
 def trade_bars(cmap: ColumnMap, names: Iterable[str]) -> bool:
-    """Whether the map reads a file of bars (OHLC), its close as each row's trade price."""
-    return cmap.price is not None and _bar_close(cmap.price, {normal_name(n) for n in names})
+    """Whether the map reads a file of bars (OHLC), one of each bar's values as each row's trade price: its close,
+    or any other column of a file holding a bar's open, high, low and close (Yahoo's `Adj Close`, a bar's VWAP),
+    which are bars all the same: stamped as bars, their holiday rows and repeated bars read as bars' (review430 #1)."""
+    if cmap.price is None:
+        return False
+    columns = {normal_name(n) for n in names}
+    return _bar_close(cmap.price, columns) or any(_bar_close(column, columns) for column in columns)
 
 
 def _bar_close(column: str, columns: set[str]) -> bool:

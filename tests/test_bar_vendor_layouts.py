@@ -222,6 +222,21 @@ def test_start_stamped_bars_stamped_at_their_close_and_cut_there(tmp_path: Path)
     assert [t.price for t in drain(cut)] == [186, 187]
 
 
+def test_an_adjusted_close_reads_as_bars_and_a_bar_stamp_no_bar_uses_is_said(tmp_path: Path) -> None:
+    """Yahoo's `Adj Close` as the price (review430 #1): the file is bars all the same, so --bar-stamp close moves
+    each daily close to the day's end and the holiday's nulls are left out; a tick file given the stamp says so."""
+    (tmp_path / "SPY.csv").write_text("Date,Open,High,Low,Close,Adj Close,Volume\n2024-01-12,1,1,1,10,9.5,5\n"
+                                      "2024-01-15,null,null,null,null,null,null\n2024-01-16,1,1,1,11,10.5,5\n")
+    replay = FileReplay(tmp_path / "SPY.csv", columns=parse_inline("price=Adj Close,bar_stamp=close"))
+    assert [(t.ts, t.price) for t in drain(replay)] == [(ns("2024-01-13T00:00:00+00:00"), 9.5),
+                                                        (ns("2024-01-17T00:00:00+00:00"), 10.5)]
+    assert dict(replay.rejected) == {"filtered_out": 1}  # the holiday, no missing_field
+    (tmp_path / "trades.csv").write_text("ts,price,size\n1704205800,185.0,10\n1704205801,185.1,20\n")
+    ticks = FileReplay(tmp_path / "trades.csv", columns=parse_inline("bar_stamp=close"))
+    assert drain(ticks)[0].ts == 1704205800 * 10**9
+    assert any("bar_stamp close" in c and "not read as bars" in c for c in ticks.cautions), ticks.notes
+
+
 def test_bar_length_given_and_the_files_spacing(tmp_path: Path) -> None:
     (tmp_path / "bars.csv").write_text("Date,Open,High,Low,Close,Volume\n2024-01-02,1,1,1,10,5\n2024-01-03,1,1,1,11,5\n"
                                        "2024-01-05,1,1,1,12,5\n")
