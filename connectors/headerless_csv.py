@@ -16,6 +16,8 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from connectors.cautions import Caution
 from connectors.column_map import PRESETS, ColumnMap
+from connectors.csv_dialect import DATE_LIKE
+from connectors.date_columns import CLOCK_TEXT
 from connectors.datetime_text import is_iso_time, time_formats
 from connectors.written_zones import time_with_zone
 from connectors.file_names import HISTDATA_ZONE, histdata_frame
@@ -69,14 +71,20 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
         names[times[0]] = "time"
         if texts:
             names[texts[0]] = "symbol"
+        clock = _clock_after_date(rows, times[0])
+        if clock is not None:  # Kibot's `01/02/2024,09:30,...`: the two halves of one time, read as one
+            names[times[0]], names[clock] = "date", "time"
         if (found := _numbers_layout(path, rows, numbers, names, sample or rows)) is not None:
             fields, how = found
             stream = {"stream_col": "symbol"} if texts else {}
             unit = is_epoch(rows[0][times[0]]) or "datetime"
-            formats = time_formats(rows[0][times[0]]) if unit == "datetime" else []
+            first = " ".join(rows[0][times[0]:clock + 1]) if clock is not None else rows[0][times[0]]
+            formats = time_formats(first) if unit == "datetime" else []
             zone, named = histdata_zone_named(path)
-            cmap = ColumnMap(ts="time", ts_unit=unit, ts_format=formats[0] if len(formats) == 1 else None,
-                             names=tuple(names), tz=zone, **stream, **fields)
+            cmap = ColumnMap(ts="date+time" if clock is not None else "time", ts_unit=unit,
+                             ts_format=formats[0] if len(formats) == 1 else None, names=tuple(names), tz=zone,
+                             **stream, **fields)
+            how = how.replace("a time", "a date, a time of day", 1) if clock is not None else how
             return cmap, f"{named}{how}"
     hint = _headerless_hint(path, rows[0], kinds, separator)
     if bitfinex:
@@ -88,6 +96,17 @@ def headerless_map(path: Path, rows: tuple[tuple[str, ...], ...], separator: str
         hint += (f". Most of its first lines fit preset {nearly[0]}: --preset {nearly[0]} reads it, its rows that "
                  f"do not fit rejected and counted")
     raise ValueError(hint)
+
+
+def _clock_after_date(rows: tuple[tuple[str, ...], ...], date: int) -> int | None:
+    """The column after `date` when, on every sampled row, `date` holds a date alone and that column a time of day
+    alone (Kibot's `01/02/2024,09:30,...`): one time written in two columns, as `clock_beside` finds under a
+    header. Read as the date alone, every row of a day fell at its midnight and a minute file's bars collapsed
+    into one a day (review430 #7). None otherwise."""
+    if date + 1 >= len(rows[0]) or not all(
+            DATE_LIKE.fullmatch(row[date].strip()) and CLOCK_TEXT.match(row[date + 1].strip()) for row in rows):
+        return None
+    return date + 1
 
 
 HEADERLESS_BARS = ("open", "high", "low", "close", "volume")

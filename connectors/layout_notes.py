@@ -51,7 +51,7 @@ EARLY = "its close shows a bar early: --columns bar_stamp=close stamps it at its
 # a header-less bar file's stamp by the first column of its layout (MetaTrader's date, MetaStock's symbol, else
 # NinjaTrader's time), for a file not named as HistData's: each layout names the platforms that write it
 HEADERLESS_BAR_STAMPS = {
-    "date": f"; MetaTrader stamps a bar with its start, as HistData's MetaTrader files do ({EARLY})",
+    "date": f"; MetaTrader and Kibot stamp a bar with its start, as HistData's MetaTrader files do ({EARLY})",
     "symbol": f"; HistData's MetaStock files, whose layout this is, stamp a bar with its start ({EARLY})",
     "time": f"; NinjaTrader stamps a bar with its end (its close shows when it was known), HistData's M1 files in "
             f"this layout with its start ({EARLY})"}

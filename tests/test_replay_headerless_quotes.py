@@ -268,7 +268,7 @@ def test_each_header_less_bar_layout_names_its_own_stamp(tmp_path: Path) -> None
                         ("DAT_NT_EURUSD_M1_202403.csv", "nt"), ("DAT_ASCII_EURUSD_M1_2024.csv", "nt")):
         assert stamp(name, shape, 0) == f"HistData stamps a bar with its start ({EARLY})"
     assert stamp("EURUSD1.csv", "mt", 12) == \
-        f"MetaTrader stamps a bar with its start, as HistData's MetaTrader files do ({EARLY})"
+        f"MetaTrader and Kibot stamp a bar with its start, as HistData's MetaTrader files do ({EARLY})"
     assert stamp("EURUSD_M1.csv", "ms", 12) == \
         f"HistData's MetaStock files, whose layout this is, stamp a bar with its start ({EARLY})"
     assert stamp("ES.Last.txt", "nt", 12) == "NinjaTrader stamps a bar with its end (its close shows when it was " \

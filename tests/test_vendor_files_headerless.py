@@ -129,3 +129,23 @@ def test_a_refused_header_less_file_names_its_columns_by_position(tmp_path: Path
             "2 (1704153600000) a time, ms since the epoch (2024-01-02T00:00:00Z); 3 (0.5) a number; 4 (42000) a "
             "number. If it holds Bitfinex's trades (no sell among its first rows, so AMOUNT's sign does not tell): "
             "--csv-names ID,MTS,AMOUNT,PRICE") in said, said
+
+
+def test_kibot_date_and_time_of_day_columns_read_as_one_time(tmp_path: Path) -> None:
+    """Kibot's header-less minute bars and ticks write the date and the time of day apart (review430 #7): read as
+    one time, each bar at its own minute, where the date alone put a day's bars at its midnight and left out all
+    but the last of them as revised bars; the order the dates read in is still settled by a day past the 12th."""
+    days = ("01/12/2024", "01/16/2024")
+    bars = tmp_path / "QQQ.txt"
+    bars.write_text("".join(f"{day},09:3{m},400.00,400.10,399.90,400.0{m},100{m}\n" for day in days for m in range(3)))
+    replay = FileReplay(bars)
+    ticks = drain(replay)
+    minute = 60 * 10**9
+    assert [t.ts for t in ticks] == [day + m * minute for day in (1705051800 * 10**9, 1705397400 * 10**9)
+                                     for m in range(3)]  # 09:30 .. 09:32 UTC on each day
+    assert [t.price for t in ticks] == [400.0, 400.01, 400.02] * 2 and not dict(replay.rejected)
+    assert replay.readings()[0][1]["ts"] == "date+time"
+    quotes = tmp_path / "IBM.txt"  # Kibot's ticks: date, time, price, bid, ask, size
+    quotes.write_text("".join(f"{day},09:30:0{s},161.20,161.19,161.21,100\n" for day in days for s in range(2)))
+    assert [t.ts for t in drain(FileReplay(quotes)) if t.kind == "trade"] == [
+        1705051800 * 10**9, 1705051801 * 10**9, 1705397400 * 10**9, 1705397401 * 10**9]
