@@ -1,7 +1,8 @@
 """Column names that say what a column holds beyond the tick fields' own (those are FIELD_NAMES, in
 connectors/field_names.py): the parts of a contract (an option's root, strike and right, a future's month, a share
 class's suffix), a column that says which kind of row each is (and the marks of its trade and quote rows), a
-buyer-maker flag, a date or a time of day read as one time, a settlement price, a yield. Layout detection reads a
+buyer-maker flag, a date or a time of day read as one time, a bar's open, high, low and close, a settlement price, a
+yield. Layout detection reads a
 file's columns by them; content notes and planning use them to say what a file's values show.
 """
 
@@ -10,6 +11,30 @@ from __future__ import annotations
 import re
 
 from connectors.field_names import FIELD_NAMES, normal_name
+
+
+# A file of bars (OHLC, OHLCV): it has these besides its close. Each bar replays as one trade at its close.
+BAR_COLUMNS = frozenset({"open", "high", "low"})
+BAR_CLOSES = {"close": BAR_COLUMNS, "close_price": BAR_COLUMNS,  # a close column -> the columns that make it a bar's
+              "last": BAR_COLUMNS, "last_price": BAR_COLUMNS,  # Sierra Chart's and Barchart's close: `Last`
+              "c": frozenset({"o", "h", "l"}),  # Polygon's aggregates' short keys (connectors/bar_documents.py)
+              **{f"{p}_c": frozenset({f"{p}_o", f"{p}_h", f"{p}_l"}) for p in ("mid", "bid", "ask")}}  # OANDA's
+
+
+def bar_close(column: str, columns: set[str]) -> bool:
+    """Whether `column` is a bar's close beside its open, high and low (a file's columns, as normal names)."""
+    bar = BAR_CLOSES.get(normal_name(column))  # None: no close (an Excel CSV's trailing empty column is no bar)
+    return bar is not None and bar <= columns
+
+
+def holds_bars(columns: set[str]) -> bool:
+    """Whether a file's columns (normal names) hold a bar: a close beside its open, high and low."""
+    return any(bar_close(column, columns) for column in columns)
+
+
+def bar_values(columns: set[str]) -> set[str]:
+    """The columns (normal names) that are a bar's open, high, low or close, of a file's columns that hold bars."""
+    return {value for close, bar in BAR_CLOSES.items() if bar_close(close, columns) for value in (close, *bar)}
 
 
 # An option contract's columns: one stream per contract, `SPY 2024-01-19 470 C` (the root before the underlying: SPXW

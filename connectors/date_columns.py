@@ -16,6 +16,7 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
+from connectors.column_names import bar_values, holds_bars
 from connectors.csv_dialect import DATE_LIKE, Dialect
 from connectors.datetime_text import date_readings
 from connectors.field_names import normal_name
@@ -83,9 +84,11 @@ def _time_of_day_beside(path: Path, names: Sequence[str] | None, dialect: Dialec
     columns = list(schema)
     where = columns.index(date)
     used = set(cmap.source_columns())
+    # a bar's open is a price, never a clock, even when whole and under 86,400 (review430 #2: IB's `date,open`)
+    prices = bar_values({normal_name(c) for c in columns})
     for column in (columns[i] for i in (where + 1, where - 1) if 0 <= i < len(columns)):
         dtype = schema[column]
-        if column in used or not (dtype.is_numeric() or dtype == pl.String):
+        if column in used or normal_name(column) in prices or not (dtype.is_numeric() or dtype == pl.String):
             continue
         numbers = whole_numbers(path, names, dialect, column)
         if numbers is None or numbers.dates:
@@ -131,6 +134,12 @@ def date_read_as_epoch(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
             f"{path.name}: column {quoted(date)} {held}, not a time since the epoch ({as_epoch}): read joined to "
             f"{quoted(clock[0])}, the integer column beside it, whose values are {values} "
             f"({columns_option(f'ts={date}+{clock[0]}')} --ts-unit ... says otherwise)")]
+    if clock is None and may_pair and numbers.dates and holds_bars({normal_name(c) for c in schema}):
+        # a bar a day with no time beside its date (Interactive Brokers' daily bars, `20240102`): read as the
+        # bar's day, as Yahoo's `2024-01-02` is
+        return replace(cmap, ts_unit="datetime", ts_format="%Y%m%d"), [
+            f"{path.name}: column {quoted(date)} {held}, and its rows are bars with no time of day beside them: "
+            f"read as each bar's day (--ts-unit datetime --ts-format %Y%m%d), not a time since the epoch ({as_epoch})"]
     others = ", ".join(u for u in COUNT_UNITS if u != "ns_after_midnight")
     read_by = (f"{columns_option(f'ts={date}+{clock[0]}')} --ts-unit {clock[1]}" if clock is not None else
                f"the column of times of day beside it, {columns_option(f'ts={date}+TIME')} --ts-unit "

@@ -15,7 +15,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
-from connectors.column_names import MID_NAMES, SETTLEMENT_NAMES, SHARE_CLASS_NAMES, TIME_OF_DAY_NAMES
+from connectors.column_names import (MID_NAMES, SETTLEMENT_NAMES, SHARE_CLASS_NAMES, TIME_OF_DAY_NAMES, bar_close,
+                                     holds_bars)
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.file_names import histdata_frame
 from connectors.finer_clock import finer_name_of
@@ -31,12 +32,6 @@ from connectors.shell_words import columns_option
 from engine.quoting import quoted, quoted_words
 
 
-# A file of bars (OHLC, OHLCV): it has these besides its close. Each bar replays as one trade at its close.
-BAR_COLUMNS = frozenset({"open", "high", "low"})
-BAR_CLOSES = {"close": BAR_COLUMNS, "close_price": BAR_COLUMNS,  # a close column -> the columns that make it a bar's
-              "last": BAR_COLUMNS, "last_price": BAR_COLUMNS,  # Sierra Chart's and Barchart's close: `Last`
-              "c": frozenset({"o", "h", "l"}),  # Polygon's aggregates' short keys (connectors/bar_documents.py)
-              **{f"{p}_c": frozenset({f"{p}_o", f"{p}_h", f"{p}_l"}) for p in ("mid", "bid", "ask")}}  # OANDA's
 BAR_STAMP = ("; most vendors stamp a bar with its start, so a bar's close shows at its start (--columns "
              "bar_stamp=close stamps it at its close, as a live bar builder sends it)")
 # a bar's end: a bar stamped with one of these shows its close when it was known (as a live bar builder sends it)
@@ -73,13 +68,7 @@ def trade_bars(cmap: ColumnMap, names: Iterable[str]) -> bool:
     if cmap.price is None:
         return False
     columns = {normal_name(n) for n in names}
-    return _bar_close(cmap.price, columns) or any(_bar_close(column, columns) for column in columns)
-
-
-def _bar_close(column: str, columns: set[str]) -> bool:
-    """Whether `column` is a bar's close beside its open, high and low (a file's columns, as normal names)."""
-    bar = BAR_CLOSES.get(normal_name(column))  # None: no close (an Excel CSV's trailing empty column is no bar)
-    return bar is not None and bar <= columns
+    return bar_close(cmap.price, columns) or holds_bars(columns)
 
 
 def _coinbase_columns(columns: set[str]) -> bool:
@@ -139,7 +128,7 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, by_keys: bool = 
                         f"(sides flipped), or name it so (coinbase-BTC-USD.csv)")]
     stamp = TRADESTATION_STAMP if TRADESTATION_BARS <= columns else BAR_STAMP
     notes = bar_notes(path, names, cmap, stamp)
-    if not notes and cmap.bid is not None and _bar_close(cmap.bid, columns):
+    if not notes and cmap.bid is not None and bar_close(cmap.bid, columns):
         notes.append(f"{path.name}: read as bid/ask bars: each row is one quote at their closes ({cmap.bid}, "
                      f"{cmap.ask}), stamped with its {quoted(cmap.ts)} column{stamp}")
     if cmap.price is not None and normal_name(cmap.price) in SETTLEMENT_NAMES:

@@ -102,6 +102,19 @@ def test_a_trade_date_with_no_time_of_day_beside_it_is_refused_naming_the_map_th
     assert "--columns ts=trade_date+TIME --ts-unit ns_after_midnight" in capsys.readouterr().err
 
 
+def test_a_bar_file_with_yyyymmdd_dates_alone_reads_a_bar_a_day_never_its_open_as_a_clock(tmp_path: Path) -> None:
+    """Interactive Brokers' daily bars (`date` 20240102) read as Yahoo's dates do (review430 #2), and an open written
+    whole and under 86,400 (185.0) is a price, not the seconds after midnight of each row's day."""
+    for opening in ("370.69", "185.0"):
+        path = tmp_path / "AAPL_ib_daily.csv"
+        path.write_text("date,open,high,low,close,volume,average,barCount\n"
+                        f"20240102,{opening},390.0,180.0,185.5,500000,185.2,30000\n"
+                        f"20240103,{opening},390.0,180.0,186.5,400000,186.2,20000\n")
+        replay = FileReplay(path)
+        assert [(t.ts, t.price) for t in drain(replay)] == [(1704153600 * 10**9, 185.5), (1704240000 * 10**9, 186.5)]
+        assert any("read as each bar's day (--ts-unit datetime --ts-format %Y%m%d)" in n for n in replay.notes)
+
+
 def test_a_map_naming_the_date_as_the_time_is_refused_with_the_exact_columns(tmp_path: Path) -> None:
     path = write(equity_rows(), tmp_path / "eq.csv")
     with pytest.raises(ValueError, match=r"Give --columns ts=trade_date\+ts_ns_et --ts-unit ns_after_midnight"):
