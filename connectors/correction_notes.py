@@ -57,14 +57,17 @@ def condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names
 # their kinds (odd lots, out-of-sequence, after hours, Form T), regular trades that no map reads unless it filters
 SALE_CONDITION_NAMES = ("tr_scond", "conditions", "condition", "sale_condition", "sale_conditions", "sales_condition",
                         "sales_conditions", "trade_condition", "trade_conditions", "trade_conds",
+                        "special_conditions",  # Interactive Brokers' historical ticks' `specialConditions`
                         "cond")  # a kdb+ trade table's (`time sym price size ex cond`, TAQ's as q loads it)
+# the same names written without underscores, as camelCase gives them (`specialConditions`, `saleCondition`)
+JOINED_SALE_CONDITION_NAMES = frozenset(name.replace("_", "") for name in SALE_CONDITION_NAMES)
 
 
 def sale_condition_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                          dialect: Dialect | None) -> list[str]:
     """A detected trades layout beside a sale-conditions column it does not filter on: said, since odd lots and
     out-of-sequence or after-hours prints then replay as trades like any other."""
-    column = next((c for c in schema if normal_name(c) in SALE_CONDITION_NAMES), None)
+    column = next((c for c in schema if normal_name(c).replace("_", "") in JOINED_SALE_CONDITION_NAMES), None)
     if cmap.price is None or column is None or column in {*cmap.source_columns(), *(cmap.keep or ())}:
         return []
     values = distinct_text(path, names, dialect, column, 4, SAMPLE_ROWS)

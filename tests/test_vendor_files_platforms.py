@@ -97,11 +97,13 @@ def test_metatrader_exports_in_utf16_read_as_their_utf8_copy(tmp_path: Path) -> 
 
 def test_interactive_brokers_trades_and_quotes_of_one_stock_are_one_stream(tmp_path: Path) -> None:
     (tmp_path / "AAPL_TRADES_20240102.csv").write_text(
-        "time,price,size,exchange,specialConditions\n1704205800,185.64,100,NASDAQ,\n1704205801,185.65,20,ARCA,\n")
+        "time,price,size,exchange,specialConditions\n1704205800,185.64,100,NASDAQ,\n1704205801,185.65,20,ARCA,   I\n")
     (tmp_path / "AAPL_BID_ASK_20240102.csv").write_text(
         "time,bidPrice,askPrice,bidSize,askSize\n1704205800,185.63,185.65,300,200\n")
     replay = FileReplay([tmp_path / "AAPL_TRADES_20240102.csv", tmp_path / "AAPL_BID_ASK_20240102.csv"])
     assert {t.stream for t in drain(replay)} == {"AAPL"}
+    # IB's sale conditions (`I`: an odd lot) replay as trades, said as Polygon's and TAQ's are (review430 #4)
+    assert any('sale conditions are not read ("specialConditions" holds "I")' in n for n in replay.notes)
 
 
 def test_lean_ticks_count_milliseconds_after_midnight_inside_their_zip(tmp_path: Path) -> None:
