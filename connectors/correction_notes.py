@@ -114,7 +114,9 @@ def amendment_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names
         if amending and len(values) <= 20:
             shown = ", ".join(f"{v} {codes[normal_name(v)]}" if normal_name(v) in codes else v for v in amending[:4])
             said.append(f"column {quoted(column)} marks rows that amend an earlier trade ({shown})")
-            example = example or f"keep: {{{column}: [{', '.join(v for v in values if v not in amending)}]}}"
+            if example is None:
+                trading = _priced_values(path, cmap, names, dialect, column)
+                example = f"keep: {{{column}: [{', '.join(v for v in values if v not in amending and v in trading)}]}}"
     still = ""
     for column in (c for c in schema if REFERENCE_NAME.match(normal_name(c)) and c not in read):
         if (referred := distinct_text(path, names, dialect, column, 3, SAMPLE_ROWS)) and \
@@ -127,6 +129,18 @@ def amendment_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names
     return [Caution(f"{path.name}: {'; '.join(said)}: cancels and corrections by reference are not applied, each "
                     f"such row replays as a new trade and the trade it refers to stays as read. Clean the file "
                     f"first, or leave those rows out with a map's keep filter ({example}; docs/replay.md){still}")]
+
+
+def _priced_values(path: Path, cmap: ColumnMap, names: Sequence[str] | None, dialect: Dialect | None,
+                   column: str) -> set[str]:
+    """The values of `column` (stripped, as `distinct_text` gives them) on rows of the file's first SAMPLE_ROWS that
+    hold a price: the actions whose rows are trades (NEW), not a halt's or a resume's status rows, which a keep
+    listing them would count as missing_field rejects (review430 #5)."""
+    overrides = {c: pl.String for c in (column, cmap.price)} if is_csv(path) else None
+    price = pl.col(cmap.price).cast(pl.String).str.strip_chars()
+    value = pl.col(column).cast(pl.String).str.strip_chars()
+    rows = scan_file(path, names, dialect, overrides).head(SAMPLE_ROWS).filter(price.is_not_null() & (price != ""))
+    return set(rows.select(value.unique()).collect().to_series().to_list())
 
 
 def _keeps_referring(path: Path, cmap: ColumnMap, names: Sequence[str] | None, dialect: Dialect | None,

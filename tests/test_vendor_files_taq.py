@@ -90,6 +90,10 @@ def test_cancels_and_corrections_by_reference_are_said_and_a_keep_leaves_them_ou
     assert [t.price for t in drain(empty)] == [170.02, 1700.8]
     assert dict(empty.rejected) == {"filtered_out": 2}
     assert "holds 2, which the map's keep leaves out (it keeps \"\")" in empty.rejected.examples["filtered_out"]
+    # a LULD halt and its resume are status rows with no price: the keep given lists the actions of trades only
+    (tmp_path / "halted.csv").write_text(ACTIONS + f"{US_0930 + 4 * 10**9},AAPL,,,,,HALT\n"
+                                                   f"{US_0930 + 5 * 10**9},AAPL,,,,,RESUME\n")
+    assert any("keep: {action: [NEW]}" in n for n in FileReplay(tmp_path / "halted.csv").cautions)  # review430 #5
     # a reference column alone (no action column) is said too; a file with neither gets no such note
     pl.read_csv(path).drop("action").write_csv(tmp_path / "refs.csv")
     assert any("keep: {orig_trade_id: [\"\"]}" in n for n in FileReplay(tmp_path / "refs.csv").notes)
