@@ -4,7 +4,9 @@ it was known; a live bar builder sends a bar when it closes, and Binance's kline
 A map's `bar_stamp: close` (`--columns bar_stamp=close`) stamps a start-stamped file's bars at their close: each
 bar's start plus its length, `bar_length` (`1m`, `5m`, `1h`, `1d`, ...), else the period the vendor's file name
 writes (`EURUSD_M1`, `BATS_AAPL, 1`, `aapl_us_d`, `EURUSD60`), else the file's own spacing (the median step between
-a stream's bars), said in a note. The range a replay reads (`--from`/`--to`, `--hours`' days) is then cut at those
+a stream's bars; of a file holding one bar per stream, as Polygon's day aggregates do a file a day, the
+median step of its streams' bars across the files given with it: connectors/bars_across_files.py), said in a
+note. The range a replay reads (`--from`/`--to`, `--hours`' days) is then cut at those
 stamps (the shifted `_ts` is what connectors/file_plan.py's `within` and the replay's own check compare). A file
 already stamped at its bars' end (`close_time`, `window_end`) is left as it is. `bar_stamp: start` is each vendor's
 stamp as written (the default). A `bar_stamp: close` given for a file not read as bars is said in a caution.
@@ -59,13 +61,27 @@ def stamped_at_close(plan: FilePlan) -> FilePlan:
         length, source = period[0], f"the period {quoted(period[1])} its file name writes"
     elif (spacing := spacing_ns(plan)) is not None:
         length, source = spacing, "the file's spacing, the median step between its bars"
-    else:
-        raise ValueError(f"{name}: bar_stamp close needs each bar's length, and one bar tells none: give it, "
-                         f"e.g. --bar-stamp close --bar-length 1m (the map's bar_stamp=close,bar_length=1m)")
+    else:  # one bar per stream (Polygon's day aggregates, a file a day): the run's files say it together
+        return replace(plan, close_unstamped=True)
+    return stamped_by(plan, length, source)
+
+
+def stamped_by(plan: FilePlan, length: int, source: str) -> FilePlan:
+    """The plan with each bar stamped `length` ns after its start, with the note naming `source`, the length's."""
+    cmap = plan.columns
     shift = length // plan.ts_factor if length % plan.ts_factor == 0 else length / plan.ts_factor
     span = None if plan.span is None else (plan.span[0] + length, plan.span[1] + length)
-    note = (f"{name}: bars stamped at their close (bar_stamp close): each bar's start ({quoted(cmap.ts)}) plus its "
-            f"length, {shown_length(length)}, from "
+    note = (f"{plan.path.name}: bars stamped at their close (bar_stamp close): each bar's start ({quoted(cmap.ts)}) "
+            f"plus its length, {shown_length(length)}, from "
             f"{source}{'' if cmap.bar_length else ' (bar_length=... says otherwise)'}; a time range (--from/--to) "
             "cuts at these stamps")
-    return replace(plan, frame=plan.frame.with_columns(pl.col("_ts") + shift), span=span, notes=(*plan.notes, note))
+    return replace(plan, frame=plan.frame.with_columns(pl.col("_ts") + shift), span=span, notes=(*plan.notes, note),
+                   close_unstamped=False)
+
+
+def no_length_refusal(plan: FilePlan) -> ValueError:
+    """The refusal of `bar_stamp: close` for a file whose streams hold one bar each, in it and in every file given
+    with it: the lengths it names are a day's and a minute's, as the file in hand may hold either."""
+    return ValueError(f"{plan.path.name}: bar_stamp close needs each bar's length, and its streams hold one bar each, "
+                      f"in it and in the files given with it: give it, --bar-length 1d for a bar a day (Polygon's "
+                      f"day aggregates, a file a day), 1m for minute bars (the map's bar_stamp=close,bar_length=1d)")

@@ -4,7 +4,9 @@ interval twice in every horizon, label and score (review315 #10). The rule is a 
 repeated_bars.py) taken across files: of the bars of one stream and bar time, the one of the file given last is
 replayed, the earlier files' are left out as `filtered_out` (counted, each named among the rejects), and a caution
 says how many were identical and how many revised, and names the first with its file and line. Ticks are not bars:
-two trades of one time in two files are left to the across-files notes (file_overlaps.py), as they were."""
+two trades of one time in two files are left to the across-files notes (file_overlaps.py), as they were.
+Files of one bar per stream (Polygon's day aggregates, a file a day) are stamped at their bars' close here too
+(`stamped_across_files`): only the run's files together hold a stream's spacing."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 
 import polars as pl
 
+from connectors.bar_stamps import no_length_refusal, stamped_by
 from connectors.cautions import Caution
 from connectors.file_plan import FilePlan
 from connectors.repeated_bars import ROW
@@ -37,6 +40,27 @@ def _bars(plan: FilePlan, index: int) -> pl.LazyFrame:
         (pl.col("_ts") * plan.ts_factor).cast(pl.Int64).alias("_ns"),
         *((pl.col(v) if v in keys else pl.lit(None)).cast(pl.Float64).alias(v) for v in VALUES),
         pl.col(ROW).cast(pl.Int64), pl.lit(index, pl.Int64).alias(FILE)).filter(pl.col("stream").is_not_null())
+
+
+def stamped_across_files(plans: list[Any]) -> list[Any]:
+    """``plans`` with each bar file whose `bar_stamp: close` its own bars gave no length (one bar per stream: Polygon's
+    day aggregates, a file a day) stamped by the median step of its streams' bars across all the run's bar files
+    (review430 #8); a ValueError naming the lengths to give when those tell none either."""
+    waiting = [i for i, plan in enumerate(plans) if isinstance(plan, FilePlan) and plan.close_unstamped]
+    if not waiting:
+        return plans
+    bar_plans = [i for i, plan in enumerate(plans) if isinstance(plan, FilePlan) and plan.bars and plan.book is None]
+    step = pl.col("_ns").diff().over("stream")
+    steps = pl.concat([_bars(plans[i], i) for i in bar_plans]).unique(["stream", "_ns"]).sort("stream", "_ns") \
+        .select(step.alias("step")).filter(pl.col("step") > 0).select(pl.col("step").quantile(0.5, "lower"))
+    spacing = steps.collect().item()
+    if spacing is None:
+        raise no_length_refusal(plans[waiting[0]])
+    out = list(plans)
+    for i in waiting:
+        out[i] = stamped_by(plans[i], int(spacing), "the spacing of its streams' bars across the files given with it, "
+                                                    "the median step")
+    return out
 
 
 def without_bars_of_later_files(plans: list[Any]) -> tuple[list[Any], list[str]]:

@@ -96,6 +96,8 @@ class FilePlan:
     range_dropped: pl.LazyFrame | None = None  # with a time range pushed into `frame` (`within`): the rows it drops
     repeated_bars: frozenset[int] = frozenset()  # bar rows a later bar of their time replaces (repeated_bars.py)
     replaced_bars: frozenset[int] = frozenset()  # ... that a later file's bar replaces (bars_across_files.py)
+    # bar_stamp close of a file of one bar per stream: stamped by the spacing across the run's files (ditto)
+    close_unstamped: bool = False
     # a header-less CSV's quotes: one whose ask is past this times its bid is rejected (quote_widths.py), else None
     quote_width_limit: float | None = None
     cut_row: int | None = None  # a CSV's last row, cut short without its newline (cut_lines.py), else None

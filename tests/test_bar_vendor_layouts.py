@@ -251,6 +251,21 @@ def test_bar_length_given_and_the_files_spacing(tmp_path: Path) -> None:
         FileReplay(tmp_path / "bars.csv", columns=parse_inline("bar_length=1d"))
 
 
+def test_files_of_one_bar_per_stream_are_stamped_by_their_spacing_across_the_files(tmp_path: Path) -> None:
+    """Polygon's day aggregates, a file a day of one bar per ticker (review430 #8): no file's own spacing gives the
+    length, the files' together do (a day); a file alone is refused naming a day's length, not a minute's."""
+    header = "ticker,volume,open,close,high,low,window_start,transactions\n"
+    starts = [ns(f"2024-01-0{day}T05:00:00+00:00") for day in (2, 3)]
+    for day, start in zip(("2024-01-02", "2024-01-03"), starts):
+        (tmp_path / f"{day}.csv").write_text(header + f"AAPL,10,1,1.5,2,1,{start},3\nMSFT,10,1,2.5,3,1,{start},3\n")
+    replay = FileReplay(tmp_path, columns=parse_inline("bar_stamp=close"))
+    day = 86400 * 10**9
+    assert sorted({t.ts for t in drain(replay)}) == [start + day for start in starts]
+    assert any("1d, from the spacing of its streams' bars across the files" in n for n in replay.notes)
+    with pytest.raises(ValueError, match="--bar-length 1d for a bar a day"):
+        FileReplay(tmp_path / "2024-01-02.csv", columns=parse_inline("bar_stamp=close"))
+
+
 def test_backtest_of_bars_stamped_at_their_close_from_the_command_line(tmp_path: Path,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
     checkpoint = tiny_tick_checkpoint(tmp_path / "model")
