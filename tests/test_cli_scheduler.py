@@ -27,6 +27,8 @@ from forked_cli import cli_popen, cli_run
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
 from engine.service.cli import main
 from engine.service.cli_parser import build_parser, subcommands
+from engine.service.rejected_share import rejected_share_status
+from engine.service.rejections import rejected_in_one_line, rejected_lines
 from engine.service.run_record import PARQUET_KEY
 from tests.test_train_folders import QUICK, START_US, TINY
 
@@ -183,6 +185,17 @@ def test_backtest_over_max_rejected_share_exits_1_with_its_work_kept(engine: Pat
     assert ("flashtick backtest: partial: 100 of the 300 ticks read (33.3%) were rejected, over "
             "--max-rejected-share 0.05") in err, err
     assert pl.read_parquet(tmp_path / "c.parquet").height == pl.read_parquet(tmp_path / "a.parquet").height
+
+
+def test_rows_a_filter_left_out_count_on_neither_side_of_the_rejected_share(capsys) -> None:
+    """One ticker of a whole-market file (`--streams AAPL`): its 50 rejects of 100 rows read are 50%, not 0.5% of
+    the 10,000 rows the filter left out too (review430 #9); the misread-column warning counts them so as well."""
+    rejected = {"missing_field": 50, "filtered_out": 9900}
+    assert rejected_share_status(rejected, 50, 0.05, "flashtick backtest") == 1
+    assert ("flashtick backtest: partial: 50 of the 100 ticks read (the 9,900 a filter left out not counted) "
+            "(50.0%) were rejected") in capsys.readouterr().err
+    assert rejected_lines(rejected, {}, accepted=50)[0].startswith("warning: missing_field 50 (50%) of the 100 ticks")
+    assert rejected_in_one_line(rejected, 50).startswith("warning: 50 of the 100 ticks read rejected")
 
 
 def test_a_finished_runs_no_op_resume_exits_as_the_run_did(engine: Path, tmp_path: Path) -> None:

@@ -39,14 +39,19 @@ def rejected_share_status(rejected: Mapping[str, int], taken: int, limit: float 
                           refused_after: int = 0) -> int | None:
     """PARTIAL, said on stderr, when the ticks rejected (``rejected``: by reason, as the reading counts them, a
     filter's left out among them but not counted; ``refused_after``: taken, then refused by the engine, a feed's)
-    are more than ``limit`` of the ticks read (``taken`` plus ``rejected``); None within it, or without a limit."""
+    are more than ``limit`` of the ticks read (``taken`` plus those rejected); None within it, or without a limit.
+    The rows a filter left out count on neither side: one ticker of a whole-market file (`--streams AAPL` of
+    10,000 tickers) would otherwise dilute its rejects until no share ever passed the limit (review430 #9)."""
     if limit is None:
         return None
-    lost = sum(n for reason, n in rejected.items() if reason != FILTERED_OUT) + refused_after
-    read = taken + sum(rejected.values())
+    rejected_rows = sum(n for reason, n in rejected.items() if reason != FILTERED_OUT)
+    lost = rejected_rows + refused_after
+    read = taken + rejected_rows
     if read == 0 or lost / read <= limit:
         return None
-    print(f"{command}: partial: {lost:,} of the {read:,} ticks read ({lost / read:.1%}) were rejected, over "
+    filtered = rejected.get(FILTERED_OUT, 0)
+    apart = f" (the {filtered:,} a filter left out not counted)" if filtered else ""
+    print(f"{command}: partial: {lost:,} of the {read:,} ticks read{apart} ({lost / read:.1%}) were rejected, over "
           f"--max-rejected-share {limit:g}: what the run did is kept, and it exits {PARTIAL} (partial)",
           file=sys.stderr, flush=True)
     return PARTIAL

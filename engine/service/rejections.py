@@ -26,8 +26,9 @@ def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted:
     """One line per rejection reason, most frequent first, with the streams that lost rows to it where ``streams``
     says them (reason -> `CLK0 1750, CLM6-N6 59`) and the first such row where one is known; with the
     ``accepted`` tick count, first a warning naming each reason (but rows a filter leaves out) that rejected at
-    least LOUD_REJECT_SHARE of the ticks read: everything after leaves them out, so a misread column must not pass
-    as a run that worked (FIX's sell side 2 read as no side rejected 39% of a futures file, every sell). The share
+    least LOUD_REJECT_SHARE of the ticks read (a filter's rows apart): everything after leaves them out, so a
+    misread column must not pass as a run that worked (FIX's sell side 2 read as no side rejected 39% of a futures
+    file, every sell). The share
     is of ticks (accepted and rejected), not rows: a row with a trade and the quote it met (a bar file's close
     beside its bid and ask) is two ticks, each accepted or rejected on its own. ``held``: ticks read that a feed
     did not send, stamped at or before the engine's last tick of their stream (a file fed again), counted among the
@@ -42,7 +43,8 @@ def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted:
 
     lines = [f"  {'left out' if reason == 'filtered_out' else 'rejected'} {reason}: {count}{said(reason)}"
              for reason, count in sorted(rejected.items(), key=lambda kv: (-kv[1], kv[0]))]
-    total = (accepted or 0) + held + sum(rejected.values())
+    # a filter's rows (--streams of a whole-market file) are no part of the share: they would hide a misread column
+    total = (accepted or 0) + held + sum(n for reason, n in rejected.items() if reason != "filtered_out")
     by_count = sorted(rejected.items(), key=lambda kv: -kv[1])
     loud = [f"{reason} {count} ({count / total:.0%})" for reason, count in by_count
             if accepted is not None and reason not in NOT_LOUD and count >= LOUD_REJECT_SHARE * total]
@@ -74,11 +76,11 @@ def rejected_in_one_line(rejected: dict[str, int], accepted: int) -> str | None:
     counts = sorted(((reason, n) for reason, n in rejected.items() if n and reason != "filtered_out"),
                     key=lambda kv: (-kv[1], kv[0]))
     left_out = rejected.get("filtered_out", 0)
-    total = accepted + sum(n for _, n in counts) + left_out
+    total = accepted + sum(n for _, n in counts)  # (a filter's rows apart, as `rejected_lines` counts them)
     filtered = f"{left_out} left out by a filter" if left_out else ""
     if not counts:
-        return (f"note: {left_out} of the {total} ticks read left out by a filter (--streams, --from/--to, --hours "
-                f"or a map's keep: not an error)") if left_out else None
+        return (f"note: {left_out} of the {total + left_out} ticks read left out by a filter (--streams, --from/--to, "
+                f"--hours or a map's keep: not an error)") if left_out else None
     said = (f"{sum(n for _, n in counts)} of the {total} ticks read rejected "
             f"({', '.join(f'{reason} {n}' for reason, n in counts)}), left out of every answer and score"
             + (f", and {filtered}" if filtered else ""))
