@@ -81,9 +81,10 @@ DATE_SHAPES = ((r"\d{4}-\d\d-\d\d", ("%Y-%m-%d",)), (r"\d{4}\.\d\d\.\d\d", ("%Y.
 CLOCK_SHAPES = ((r"\d\d?:\d\d:\d\d(\.\d+)?", "%H:%M:%S%.f"), (r"\d\d?:\d\d", "%H:%M"), (r"\d{9}", "%H%M%S%3f"),
                 (r"\d{6}(\.\d+)?", "%H%M%S%.f"), (r"\d{4}", "%H%M"),  # `0930`: a minute bar's HHMM
                 (r"\d\d?\.\d\d\.\d\d(\.\d+)?", "%H.%M.%S%.f"), (r"\d\d?\.\d\d", "%H.%M"))  # `09.30.00`: dotted clocks
-# what comes between a date and its time of day: a space, ISO's T, a dash, kdb+'s D, or a comma (`01/02/2024, 09:30`,
-# a spreadsheet's locale text), written into the format as the value writes it
-DATE_CLOCK_GAP = r",\s?|[ T-]|D"
+# what comes between a date and its time of day: a space (two in Interactive Brokers' TWS bars, `20240102  09:30:00
+# US/Eastern`), ISO's T, a dash, kdb+'s D, or a comma (`01/02/2024, 09:30`, a spreadsheet's locale text), written into
+# the format as the value writes it
+DATE_CLOCK_GAP = r",\s?| +|[T-]|D"
 
 
 def built_formats(text: str) -> list[str]:

@@ -114,6 +114,15 @@ def test_a_zones_clock_name_is_read_in_that_zone_as_a_headers_is(tmp_path: Path,
     assert [t.ts for t in drain(given)] == right
 
 
+def test_tws_bars_with_two_spaces_before_the_time_and_the_zone_after_it_read_in_that_zone(tmp_path: Path) -> None:
+    """Interactive Brokers' TWS writes `20240102  09:30:00 US/Eastern` (two spaces): read in its zone as the
+    one-space form is, where no format was built for it and the file was refused (review430 #10)."""
+    path = trades(tmp_path / "t.csv", ["20240102  09:30:00 US/Eastern", "20240311  09:30:00 US/Eastern"])
+    replay = FileReplay(path)
+    assert [t.ts for t in drain(replay)] == [utc_ns("2024-01-02T14:30:00"), utc_ns("2024-03-11T13:30:00")]
+    assert any('--ts-format "%Y%m%d  %H:%M:%S%.f US/Eastern" --tz US/Eastern' in n for n in replay.notes)
+
+
 @pytest.mark.parametrize("written", ["03/06/2026 03:30:00 PM ET", "2026-03-06 3:30:00 PM America/New_York"])
 def test_a_headerless_files_times_with_their_zone_are_read_as_a_headers_are(tmp_path: Path, written: str) -> None:
     """session 36: `... PM ET` (or an IANA name) after the time was read only under a header; a header-less file of
