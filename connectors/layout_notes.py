@@ -63,12 +63,14 @@ SIDE_MAPS = {"a buyer-maker flag: true = sell": BUYER_MAKER,
 
 def trade_bars(cmap: ColumnMap, names: Iterable[str]) -> bool:
     """Whether the map reads a file of bars (OHLC), one of each bar's values as each row's trade price: its close,
-    or any other column of a file holding a bar's open, high, low and close (Yahoo's `Adj Close`, a bar's VWAP),
-    which are bars all the same: stamped as bars, their holiday rows and repeated bars read as bars' (review430 #1)."""
+    or a column no tick's price is named as in a file holding a bar's open, high, low and close (Yahoo's `Adj
+    Close`, a bar's VWAP), which are bars all the same: stamped as bars, their holiday rows and repeated bars read
+    as bars' (review430 #1). A `settle` or `ltp` beside a day's open, high and low is a tick's price, as before."""
     if cmap.price is None:
         return False
     columns = {normal_name(n) for n in names}
-    return bar_close(cmap.price, columns) or holds_bars(columns)
+    return bar_close(cmap.price, columns) or (normal_name(cmap.price) not in FIELD_NAMES["price"] and
+                                              holds_bars(columns))
 
 
 def _coinbase_columns(columns: set[str]) -> bool:
