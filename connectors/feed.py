@@ -58,6 +58,9 @@ class FeedResume(Protocol):
     restarts: int  # connections that dropped and were resumed
     resent: int  # ticks sent again after them
     lost_ticks: int  # ticks the engine had taken and, restarted without them (its log not kept), no longer held
+    superseded_ticks: int  # ticks the engine left out for a feed of their streams placed after this one began
+    sent_twice_ticks: int  # ticks the engine left out as sent twice: as many as it took of their streams after this
+    # feed was placed (a stopped feed's last ticks read late, or another live feed's)
 
     def sent(self, ticks: list[Tick], rejected: Mapping[str, int]) -> None:
         """``ticks`` left in one message; ``rejected``: per stream, this feed's ticks the engine refused so far."""

@@ -126,7 +126,8 @@ def _finish(stats: FeedStats, client: FeedClient, watch: RejectWatch | None, res
         now = resume.unconfirmed(rejected(watch))
         if now == 0 or (now == left and time.monotonic() >= stalled_at):
             return stats._replace(unconfirmed=now, restarts=resume.restarts, resent=resume.resent,
-                                  lost=resume.lost_ticks, wait_s=time.monotonic() - began)
+                                  lost=resume.lost_ticks, superseded=resume.superseded_ticks,
+                                  sent_twice=resume.sent_twice_ticks, wait_s=time.monotonic() - began)
         if now != left:
             left, stalled_at = now, time.monotonic() + FINISH_STALL_S
 

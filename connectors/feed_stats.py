@@ -21,6 +21,8 @@ class FeedStats(NamedTuple):
     restarts: int = 0  # with a FeedResume: connections to the engine that dropped and were resumed
     resent: int = 0  # ticks sent again after those
     lost: int = 0  # ticks the engine had taken and a restart did not keep (not sent again: the feed had let them go)
+    superseded: int = 0  # with a FeedResume: ticks the engine left out for a feed placed after this one began
+    sent_twice: int = 0  # ... and as sent twice, as many as it took of their streams after placing this feed
     split_batches: int = 0  # with batch_ns: event-time batches too large for one message, sent in several
     held_back: int = 0  # with batch_ns: ticks read of the batch open at a stop, not sent (not in ``ticks``)
     first_errors: dict[str, str] | None = None  # reason -> the engine's text of the first such rejection, when watched
@@ -67,6 +69,13 @@ class FeedStats(NamedTuple):
         if self.lost:  # sent = what the engine holds + this + rejected + unconfirmed: the line must add up
             line += (f"; {counted(self.lost, 'tick')} the engine had taken lost with a restart that did not keep them "
                      f"(its data directory?): not sent again")
+        if self.superseded:  # one stream, one publisher (review430 #11: the line must add up to what was sent)
+            line += (f"; {counted(self.superseded, 'tick')} left out by the engine for another feed's of the same "
+                     f"streams, placed after this one began")
+        if self.sent_twice:
+            line += (f"; {counted(self.sent_twice, 'tick')} left out by the engine as sent twice, as many as it took "
+                     f"of these streams after placing this feed (a stopped feed's last ticks read late; or another "
+                     f"feed's, and then these are lost: a stream takes one publisher)")
         if self.unconfirmed:
             line += (f"; {self.unconfirmed} not accounted for by the engine (neither accepted nor refused) when the "
                      f"feed stopped waiting: `flashtick streams` says what it holds")

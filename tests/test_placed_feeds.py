@@ -12,6 +12,7 @@ import pytest
 from test_feed_resume_counts import checkpoint, server  # noqa: F401  (fixtures: the tiny model served unlogged)
 from test_server import wait_for
 from connectors.feed import FeedClient
+from connectors.feed_stats import FeedStats
 from connectors.ticks import trade
 from engine.service.client import ControlClient
 from engine.service.feed_resume import ControlFeedResume
@@ -111,8 +112,33 @@ def test_a_feed_whose_ticks_are_left_out_for_a_feed_placed_after_it_is_told_and_
             entry = control.call("streams", streams=["VEN"])["streams"]["VEN"]
             assert entry["superseded"] == {resume.tag: {"by": second, "ticks": 2 * EACH_TS}} and entry["ticks"] == 8
             assert resume.unconfirmed({}) == 0
+            assert resume.superseded_ticks == 2 * EACH_TS  # (and in its summary: review430 #11)
     finally:
         resume.close()
     err = capsys.readouterr().err
     assert f"warning: stream VEN: the engine leaves this feed's ticks of it out ({2 * EACH_TS} so far), neither " \
            f"taken nor refused: another feed ({second}) placed itself after this one began" in err, err
+
+
+def test_a_placed_feeds_ticks_left_out_as_sent_twice_are_counted_in_its_summary(server) -> None:
+    """review430 #11: trades and quotes of one stream fed by two `feed replay`s at once. The other feed, live, went
+    on sending after this one was placed, so this one's first ticks were left out as sent twice (they were its own):
+    counted in no feed's summary. `streams` says them now (`sent_twice`), and the feed's summary counts them."""
+    control_at = server.endpoints["control"]
+    with ControlClient(control_at, timeout_s=30) as control, \
+            FeedClient(server.endpoints["ingest"], tag="feed/444.dddd") as live:
+        sent(live, control, [group("TWO", 0)])
+        resume = ControlFeedResume(lambda: ControlClient(control_at, timeout_s=30), confirm_every_s=0)  # placed
+        try:
+            sent(live, control, [group("TWO", 1)])  # taken after the placement: the placed feed's first 4 go
+            mine = [trade("TWO", TS + 2 * 5_000_000 + i, 101.0, 1.0, "sell") for i in range(EACH_TS)]
+            with FeedClient(server.endpoints["ingest"], tag=resume.tag) as placed:
+                sent(placed, control, [[t.to_wire() for t in mine]])
+            resume.sent(mine, {})
+            entry = control.call("streams", streams=["TWO"])["streams"]["TWO"]
+            assert entry["sent_twice"] == {resume.tag: EACH_TS} and entry["ticks"] == 2 * EACH_TS
+            assert resume.unconfirmed({}) == 0 and resume.sent_twice_ticks == EACH_TS
+        finally:
+            resume.close()
+    said = FeedStats(EACH_TS, 1, 0.1, rejected={}, sent_twice=resume.sent_twice_ticks).summary()
+    assert f"; {EACH_TS} ticks left out by the engine as sent twice, as many as it took of these streams" in said

@@ -100,6 +100,8 @@ class StreamOps:
                     entry["fed_by"] = fed_by
                 if superseded := self.placed_feeds.superseded(name):  # (... and its ticks left out for another's)
                     entry["superseded"] = superseded
+                if sent_twice := self.placed_feeds.sent_twice(name):  # (... or a placed feed's, as sent twice)
+                    entry["sent_twice"] = sent_twice
         # a name asked for that admission turned away (and the engine holds nothing of): why, beside its nil
         refused = {name: self._refused_entry(name)
                    for name in names or () if known.get(name) is None and name in self._refused_streams}

@@ -124,6 +124,8 @@ class ControlFeedResume:
         self.restarts = 0
         self.resent = 0
         self.lost_ticks = 0  # ticks the engine had confirmed and, restarted without them, no longer holds
+        # stream -> (this feed's ticks of it the engine left out for another feed's, ... as sent twice), as last said
+        self.left_out: dict[str, tuple[int, int]] = {}
         self._messages = itertools.count()
         self._confirm_at = time.monotonic() + confirm_every_s
 
@@ -195,6 +197,25 @@ class ControlFeedResume:
               f"ts_backwards (this feed counts only its own), and a tick both send at the same time is taken "
               f"twice{more}", file=sys.stderr, flush=True)
 
+    def _count_left_out(self, stream: str, held: dict[str, Any] | None) -> None:
+        """What of this feed's ticks of ``stream`` the engine left out, neither taken nor refused, as its reply
+        ``held`` counts them: for a feed placed after this one (`superseded`), and as sent twice (`sent_twice`: as
+        many as the stream took after this feed was placed, a stopped feed's tail read late or another live feed's
+        ticks), for the summary to add up to what was sent (review430 #11)."""
+        twice = None if held is None or self.tag is None else held.get("sent_twice")
+        mine = twice.get(self.tag) if isinstance(twice, dict) else None
+        counts = ((self._superseded(held) or {}).get("ticks", 0), mine if type(mine) is int else 0)
+        if any(counts):
+            self.left_out[stream] = counts
+
+    @property
+    def superseded_ticks(self) -> int:
+        return sum(superseded for superseded, _ in self.left_out.values())
+
+    @property
+    def sent_twice_ticks(self) -> int:
+        return sum(twice for _, twice in self.left_out.values())
+
     def _superseded(self, held: dict[str, Any] | None) -> dict[str, Any] | None:
         """What of this feed's ticks of a stream the engine left out for another feed's (`streams`' superseded):
         {by, ticks}; None when none (or an engine of an earlier version)."""
@@ -216,6 +237,7 @@ class ControlFeedResume:
         held = self.link.held(streams)
         for stream in streams:
             self._say_another_publisher(stream, held.get(stream))
+            self._count_left_out(stream, held.get(stream))
             done = self._seen(stream, held.get(stream), rejected)  # this feed's ticks of it the engine has seen
             kept = self.kept[stream]
             while kept and self.first[stream] < done:

@@ -17,7 +17,10 @@ late, by the feeds' message tags (FeedClient ``tag``; the placed feed's is the o
 Both read the two feeds as one publisher of the stream, the one the docs allow (docs/wire-protocol.md): a second
 live publisher of the same stream that began before the placement has its later ticks of it left out, counted per
 feed and stream (``superseded``), which `streams` says, so that feed can tell its ticks went to no one (review411
-#10: it waited 30 s for them and called them lost).
+#10: it waited 30 s for them and called them lost). The placed feed's own ticks left out as sent twice are counted
+per feed and stream too (``sent_twice``), and said by `streams` alike: where the ticks taken after its placement were
+a live feed's of the same stream, not a dead one's tail, they are its ticks lost, and its summary says them
+(review430 #11: 1,101 quotes counted in no feed's summary).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class Placement:
     to_skip: dict[str, int] = field(default_factory=dict)  # stream -> the placed feed's ticks of it still to leave out
     # stream -> feed read before (its tag) -> its ticks of the stream left out, this feed sending the stream
     superseded: dict[str, Counter[str]] = field(default_factory=dict)
+    sent_twice: Counter[str] = field(default_factory=Counter)  # stream -> the placed feed's ticks of it left out so
 
 
 class PlacedFeeds:
@@ -108,6 +112,7 @@ class PlacedFeeds:
             placed.to_skip[stream] = 0 if base is None else max(0, ticks_of(stream) - base)
         if placed.to_skip[stream]:
             placed.to_skip[stream] -= 1
+            placed.sent_twice[stream] += 1
             return True
         return False
 
@@ -117,6 +122,11 @@ class PlacedFeeds:
         the stream: its tag -> {by: the placed feed's tag, ticks: how many}; {} when none (or no longer watched)."""
         return {tag: {"by": placed, "ticks": n} for placed, p in self._placements.items()
                 for tag, n in p.superseded.get(stream, {}).items()}
+
+    def sent_twice(self, stream: str) -> dict[str, int]:
+        """Each placed feed whose first ticks of ``stream`` were left out as sent twice (as many as the stream took
+        after its placement): its tag -> how many; {} when none (or no longer watched)."""
+        return {placed: p.sent_twice[stream] for placed, p in self._placements.items() if p.sent_twice[stream]}
 
 
 def streams_read(payload: bytes, renamed: Callable[[str], str]) -> list[str | None] | None:
