@@ -53,6 +53,7 @@ from connectors.stream_encoder import StreamEncoder
 from connectors.stream_table import EXPIRED_KEPT, StreamTable
 from connectors.stream_names import MAX_STREAM_BYTES, check_normalized, check_stream
 from connectors.tick_errors import InvalidTick
+from connectors.tick_sequences import resent_refusal
 from connectors.tick_times import check_not_ahead, check_order, check_ts, check_ts_unit
 from connectors.ticks import Tick, check_seq, counted, validate
 from connectors.tokenized_items import TOKENIZED_FIELDS, check_ticks, check_tokens, listed_ticks, tokenized_items
@@ -229,7 +230,13 @@ class StreamEncoders(StreamTable):
             if held is not None and not supersedes:  # the stream's held quote goes first, as it came
                 del self.held[tick.stream]
                 self._submit_or_reject(held, submit, result)
-            item = self.encode(tick)  # (a quote that supersedes is encoded against the same committed state)
+            try:  # (a quote that supersedes is encoded against the same committed state)
+                item = self.encode(tick)
+            except InvalidTick as err:  # a late tick without seq that copies one taken: a resend, said so
+                if err.reason == "ts_backwards" and now_ns is not None and tick.seq is None \
+                        and self.sequences.resent(tick):
+                    raise resent_refusal(err) from None
+                raise
             if hold_quotes and not tick.is_trade:
                 self.conflated += supersedes  # only now: a quote that fails its checks leaves the held one held
                 if supersedes:

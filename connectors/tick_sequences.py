@@ -24,7 +24,11 @@ the log for a stream's first, by the very rule file replay's `sequence` leaves s
 A tick without `seq` is taken as before; one taken at its stream's last `ts` with the values (kind, price, size,
 side, quote) of a tick already taken at that `ts` is counted as `repeats_taken` (a resend taken again, or a second
 trade that matched the first: the wire cannot tell them apart without `seq`), so the repeats a reconnect or a second
-line let through are seen, not silent.
+line let through are seen, not silent. The unnumbered raw ticks taken recently are kept too (as RecentTicks keeps the
+numbered ones: hashes, two generations): a tick refused as `ts_backwards` that says again what one of them said (its
+time, kind and values) is a resend of one feed, not a late tick of another clock, and its refusal says so
+(``resent_refusal``; review431 #3: a reconnect's resend was said as two clocks interleaving, with advice to set a
+reorder window, which then took every resent tick twice).
 
 Feeds that number every instrument's messages with one counter (US SIPs, OPRA channels, TAQ's Sequence Number) set
 ``scope`` "feed" (`ingest.seq_scope`): a stream's numbers then rise with gaps that are other instruments' ticks, so
@@ -48,7 +52,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from connectors.sequence_watch import RESTAMPED_NS, RecentTicks
+from connectors.sequence_watch import RECENT, RESTAMPED_NS, RecentTicks
+from connectors.tick_errors import InvalidTick
 from connectors.ticks import Tick, utc_text
 from engine.quoting import quoted
 
@@ -61,10 +66,19 @@ SAID_STREAMS = 5  # the streams with most duplicates or gaps named in `stats`
 GAPS_SAID = 20  # the streams whose first gap the service's log says (the rest counted in stats alone)
 SEQ_SCOPES = ("stream", "feed")  # ingest.seq_scope: what one numbering counts, a stream's ticks or a feed's
 RUN_VALUES = 64  # the values of a stream's ticks at its last ts kept (a millisecond's trades); more are not compared
+# the words a `ts_backwards` refusal of a resent tick ends with (engine/service/stream_refusals.py tells it by them)
+RESENT = "it copies a tick its stream took"
 
 
 def _values(tick: Tick) -> tuple:
     return tick.kind, tick.price, tick.size, tick.side, tick.bid, tick.ask, tick.bid_size, tick.ask_size
+
+
+def resent_refusal(err: InvalidTick) -> InvalidTick:
+    """``err`` (a late tick's `ts_backwards`) said as what it is: an exact copy of a tick its stream took or holds, a
+    resend of its feed (a venue reconnect's snapshot), which no reorder window places (review431 #3)."""
+    return InvalidTick(err.reason, f"{err.message}; {RESENT} (its ts, kind and values): a resend of its feed, "
+                                   f"not a late tick (docs/feed-resume.md: drop what was sent, or send seq)", err.stream)
 
 
 class TickSequences:
@@ -92,6 +106,10 @@ class TickSequences:
         self.repeats_taken: Counter[str] = Counter()
         # each stream's last accepted ts and the values of its raw ticks taken then (unsequenced repeats)
         self._run: dict[str, tuple[int, list[tuple]]] = {}
+        # hashes of the unnumbered raw ticks taken recently, (stream, ts, values): a resend refused is told by them;
+        # two generations of up to RECENT, the older dropped whole when the newer fills (as RecentTicks)
+        self._unnumbered: set[int] = set()
+        self._unnumbered_older: set[int] = set()
         # scope "stream": the numbers each stream's recent gaps skipped that have not come yet, and the highest
         # number of a live tick refused above its stream's last (received: no gap for it)
         self._skipped = SkippedNumbers()
@@ -141,6 +159,10 @@ class TickSequences:
                 run[1].append(values)
             if seq is not None:
                 self.recent.remember(tick, seq)
+            else:
+                self._unnumbered.add(hash((stream, ts, values)))
+                if len(self._unnumbered) >= RECENT:
+                    self._unnumbered_older, self._unnumbered = self._unnumbered, set()
         if seq is None:
             return
         if self.scope == "feed":  # repeats per stream (below), gaps per feed
@@ -169,6 +191,12 @@ class TickSequences:
                 self.restarts[stream] += 1
                 self._say_restart(stream, last, seq, ts)
         self.last[stream] = seq
+
+    def resent(self, tick: Tick) -> bool:
+        """Whether ``tick`` (unnumbered) says again what a recent unnumbered tick of its stream taken at its time said:
+        refused as late, it is a resend (the module docstring)."""
+        key = hash((tick.stream, tick.ts, _values(tick)))
+        return key in self._unnumbered or key in self._unnumbered_older
 
     def seen(self, stream: str | None, seq: int | None, ts: int) -> None:
         """A live tick of ``stream`` numbered ``seq`` was taken off the wire and not accepted (refused, conflated,

@@ -18,6 +18,7 @@ import polars as pl
 import pytest
 import zmq
 
+from connectors.tick_sequences import RESENT
 from engine.service.backtest import run_backtest
 from engine.service.cli import main
 from engine.service.client import AnswerSubscriber, ControlClient
@@ -67,24 +68,26 @@ def _held(server) -> int:
 def test_a_late_tick_is_refused_without_a_window_and_placed_within_one(checkpoint) -> None:
     """A trade delivered 3 trades (300 ms of event time, ~60 ms of wall time) after its place: refused as
     ts_backwards by default, as before; with a 500 ms window it is placed and every trade is taken, and a tick
-    later than the window still meets the ordering guard."""
+    later than the window still meets the ordering guard. Two trades resent unchanged (a reconnect's snapshot) are
+    refused as ts_backwards with the window too, not placed beside their originals and taken twice (review431 #3)."""
     trades = _capture(12, late=5, by=3)
     for window in (0, 500):
         with live_server(checkpoint, ingest={"reorder_window_ms": window}, limits={"heartbeat_s": 0.2}) as (
                 server, push):
             _send_paced(push, trades, 0.02)
-            wait_for(lambda: server.pipeline.ticks_in + sum(server.pipeline.rejected.values()) == 12
+            push.send(msgpack.packb(trades[9:11]))  # (ts 9 and 10, behind 11: refused whether held or released)
+            wait_for(lambda: server.pipeline.ticks_in + sum(server.pipeline.rejected.values()) == 14
                      and _held(server) == 0)
             if window == 0:
-                assert dict(server.pipeline.rejected) == {"ts_backwards": 1}
+                assert dict(server.pipeline.rejected) == {"ts_backwards": 3}
                 continue
-            assert dict(server.pipeline.rejected) == {} and server.pipeline.ticks_in == 12
+            assert dict(server.pipeline.rejected) == {"ts_backwards": 2} and server.pipeline.ticks_in == 12
             assert server.reorder.placed == 1
             with ControlClient(server.endpoints["control"]) as control:
                 entry = control.call("streams", streams=["BTCUSDT"])["streams"]["BTCUSDT"]
                 assert entry["ticks"] == 12 and entry["last_ts"] == BASE_TS + 11 * STEP_NS
                 push.send(msgpack.packb(_tick("BTCUSDT", BASE_TS + 10 * STEP_NS, 61_000.0)))  # later than any window
-                wait_for(lambda: server.pipeline.rejected["ts_backwards"] == 1)
+                wait_for(lambda: server.pipeline.rejected["ts_backwards"] == 3)
                 wait_for(lambda: "reorder" in control.call("stats")["stats"])
                 assert control.call("stats")["stats"]["reorder"]["placed"] == 1
             # review411 #11: a clock 2 s ahead: its offset is taken when the tick was read off the socket, not when
@@ -395,6 +398,21 @@ def test_the_window_releases_in_event_time_order_and_bounds_what_it_holds() -> N
     assert [[t.obj["n"] for t in r.ticks] for r in window.flush()] == [[2, 3]] and len(window) == 0
 
 
+def test_a_late_exact_copy_of_a_held_tick_from_another_message_is_a_resend() -> None:
+    """review431 #3: a tick without seq read after a newer one, copying one held from an earlier message, is told as
+    a resend (refused, not placed and taken twice); a late tick of other values, a copy not behind the newest held
+    tick, and a copy within one message (two trades alike) are not."""
+    window = ReorderWindow(window_ns=100, max_ticks=100)
+    first, newer = {"stream": "A", "ts": 10, "price": 5.0}, {"stream": "A", "ts": 20, "price": 6.0}
+    window.hold("A", 10, first, None, 0, now_ns=0, message=1)
+    window.hold("A", 20, newer, None, 1, now_ns=0, message=1)
+    assert window.resent_behind("A", 10, dict(first), message=2) == 20
+    assert window.resent_behind("A", 10, {**first, "price": 5.5}, message=2) is None
+    assert window.resent_behind("A", 20, dict(newer), message=2) is None
+    assert window.resent_behind("A", 10, dict(first), message=1) is None
+    assert window.resent_behind("B", 10, dict(first), message=2) is None
+
+
 def test_released_ticks_keep_the_groups_their_messages_made() -> None:
     """review383 #1: ticks due in one turn go out in the groups the feed sent (one per message, not one per turn);
     a late tick placed inside another message's span joins that message's group (the backtest's sort puts them in
@@ -456,6 +474,20 @@ def test_refusals_are_counted_by_stream_in_bounded_memory_and_two_clocks_are_tol
     assert list(most)[0] == "MIX" and len(most) == STREAMS_SAID + 1 and "_other" in most
     assert sum(sum(r.values()) for r in most.values()) == 12 + 1 + 2 * (STREAMS_KEPT + 5)
     assert refusals.of("MIX") == {"ts_backwards": 12}
+
+
+def test_resent_copies_refused_as_late_are_said_as_a_resend_not_two_clocks(capsys) -> None:
+    """review431 #3: 19 of 19 ticks refused as ts_backwards, each a copy of a tick taken (a reconnect's resend), were
+    warned of as two clocks interleaving, with a reorder window to set; now they are said as the feed's resend, with
+    the resume recipe, and no late_ticks warning is kept for health."""
+    refusals = StreamRefusals(late_share_warn=0.05, window_ms=0)
+    error = f'ts_backwards: stream "KRK": ts 1 (...) < previous 2 (...); {RESENT} (its ts, kind and values): ...'
+    refusals.add([{"stream": "KRK", "reason": "ts_backwards", "error": error, "count": 19}], {"KRK": 40}.get)
+    assert refusals.check_late({"KRK": 41}.get) == [] and refusals.health_warnings() == []
+    said = capsys.readouterr().err
+    assert 'stream "KRK": 19 ticks refused as ts_backwards, each an exact copy' in said, said
+    assert "not two clocks" in said and "docs/feed-resume.md" in said and "interleave" not in said
+    assert refusals.of("KRK") == {"ts_backwards": 19}
 
 
 @pytest.mark.parametrize("section, message", [

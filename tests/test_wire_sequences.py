@@ -14,6 +14,7 @@ import msgpack
 import zmq
 
 from conftest import serving, tiny_tick_checkpoint
+from connectors.tick_sequences import RESENT
 from engine.service.cli import main
 from engine.service.config import ServiceConfig
 from wire_client import CTX, T0, Control, Sub, fresh_stream, held_of, push_socket, stats, trade, wait_stats
@@ -78,9 +79,10 @@ def test_a_bad_seq_refuses_its_tick_alone_and_other_sequence_keys_are_told_to_se
 
 def test_without_seq_a_resend_at_the_streams_last_ts_is_counted_as_repeats_taken(clients) -> None:
     """Without `seq` the wire cannot tell a resend from a new trade: the ticks before the last ts are refused as
-    ts_backwards, those at it are taken, and counted, so a desk sees them (feed-resume.md says how to drop them)."""
-    control, _, push = clients
-    ctl = control()
+    ts_backwards, those at it are taken, and counted, so a desk sees them (feed-resume.md says how to drop them).
+    The refusals say the ticks copy ones taken, a resend (review431 #3: said as two clocks interleaving)."""
+    control, sub, push = clients
+    ctl, rejects = control(), sub("_rejects/")
     stream = fresh_stream("SEQ.NONE")
     ticks = [trade(stream, T0 + k * MS, 100.0 + k, 1.0) for k in range(7)]
     ticks += [trade(stream, T0 + 7 * MS, 110.0 + k, 1.0 + k) for k in range(3)]  # three trades of one millisecond
@@ -96,6 +98,8 @@ def test_without_seq_a_resend_at_the_streams_last_ts_is_counted_as_repeats_taken
     assert after["rejected"].get("ts_backwards", 0) - before["rejected"].get("ts_backwards", 0) == 2
     held = held_of(ctl, stream)
     assert (held["ticks"], held["repeats_taken"], held["last_seq"]) == (13, 3, None), held
+    refused = rejects.until(lambda got: len([p for _, p in got if p.get("stream") == stream]) == 2)
+    assert all(RESENT in p["error"] for _, p in refused if p.get("stream") == stream), refused
 
 
 def ab_config(tmp_path, lines: list[str]) -> ServiceConfig:

@@ -24,6 +24,8 @@ from connectors.encoded_items import Rejection
 from connectors.msgpack_reading import RepeatedKeys, check_keys, tick_items, unpack
 from connectors.stream_renames import StreamRenames
 from connectors.tick_errors import InvalidTick
+from connectors.tick_sequences import resent_refusal
+from connectors.tick_times import check_order
 from engine.service.config import ServiceConfig
 from engine.service.pipeline import TickPipeline
 from engine.service.placed_feeds import PlacedFeeds, streams_read
@@ -98,6 +100,10 @@ class IngestHolding:
             if isinstance(obj, RepeatedKeys):
                 refused.append(self._refused_here(index, obj))
             elif self.reorder is not None and type(obj) is dict and type(obj.get("stream")) is str \
+                    and type(obj.get("ts")) is int and not tokenized and obj.get("seq") is None \
+                    and (newest := self.reorder.resent_behind(obj["stream"], obj["ts"], obj, message)) is not None:
+                refused.append(self._resent_refused(index, obj["stream"], obj["ts"], newest))
+            elif self.reorder is not None and type(obj) is dict and type(obj.get("stream")) is str \
                     and type(obj.get("ts")) is int:
                 releases += self.reorder.hold(obj["stream"], obj["ts"], obj, tag, index, now_ns, message,
                                               tokenized)
@@ -145,6 +151,16 @@ class IngestHolding:
             self.pipeline.rejected[err.reason] += 1
             return Rejection.of(index, err).to_wire()
         raise AssertionError("a map read with a key twice passes check_keys")  # (check_keys refuses every one)
+
+    def _resent_refused(self, index: int, stream: str, ts: int, newest: int) -> dict[str, Any]:
+        """A held tick's resend, refused as `ts_backwards` behind the newest held tick ``newest`` (reorder_window.py),
+        in the words the ordering guard gives one unheld."""
+        try:
+            check_order(stream, ts, newest)
+        except InvalidTick as err:
+            self.pipeline.rejected[err.reason] += 1
+            return Rejection.of(index, resent_refusal(err)).to_wire()
+        raise AssertionError("a resend is stamped before the newest held tick")  # (resent_behind's rule)
 
     def _ingest_items(self, indexed: list[tuple[int, Any]],
                       ingest: Callable[[bytes], list[dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -18,6 +18,11 @@ are the same as for ticks sent on time, however many groups one turn of the loop
 window still meets the ordering guard there. `reorder_max_ticks` bounds the memory: a tick held past it releases its
 own stream's held ticks at once (in order). Nothing held is in the tick log yet: a stop releases every held tick
 first (stop_drain.py), and so does a feed placing itself with `streams` (it must read what the engine holds).
+
+A raw tick without `seq` read after a newer one of its stream that is an exact copy of one held from an earlier
+message is a resend of its feed (a venue reconnect's snapshot), not a late tick: it is refused as `ts_backwards`, as
+it would be unheld, rather than placed beside its original and taken twice (review431 #3). A numbered one is held,
+its `seq` drops it as a duplicate when released.
 """
 
 from __future__ import annotations
@@ -82,6 +87,16 @@ class ReorderWindow:
             return []
         self.released_early += len(held)
         return self._release(stream, len(held))
+
+    def resent_behind(self, stream: str, ts: int, obj: dict[str, Any], message: int) -> int | None:
+        """The newest held ts of ``stream`` when ``obj`` (a raw tick without `seq`, of ``message``) is stamped before
+        it and copies a tick held from an earlier message (a resend: the module docstring); None otherwise."""
+        held = self._held.get(stream, ())
+        newest = max((t.ts for t in held), default=ts)
+        if newest > ts and any(t.ts == ts and t.message != message and not t.tokenized and t.obj == obj
+                               for t in held):
+            return newest
+        return None
 
     def due(self, now_ns: int) -> list[Release]:
         """What has been held the whole window by ``now_ns``, with every tick it must not pass."""

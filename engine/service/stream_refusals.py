@@ -17,6 +17,10 @@ judged alone) its feed's clock stepped back, said as such in the log and `health
 later ticks are taken it was one stray tick (or a few: a replayed or stale message), said once in the log with
 nothing to do (review411 #2: one tick an hour late was said as a clock stepped back whose every tick is refused,
 with advice to `forget` a healthy stream).
+
+A tick refused as an exact copy of one its stream took (connectors/tick_sequences.py RESENT: a reconnect's resend
+without `seq`) is neither: it is counted apart from the late ones and said at the check as its feed's resend, with the
+resume recipe that stops it (review431 #3: a resend was said as two clocks interleaving, with a reorder window to set).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from connectors.tick_sequences import RESENT
 from connectors.ticks import utc_text
 from engine.quoting import quoted
 from engine.service.config_ingest import MAX_REORDER_WINDOW_MS
@@ -64,6 +69,7 @@ class StreamRefusals:
         # (stream, a stray line?) -> when (monotonic) that line may be said again for it
         self._next_step_line: dict[tuple[str, bool], float] = {}
         self.stepped_back = 0  # ticks refused as stamped more than STEP_BACK_NS behind their stream's last one
+        self._resent: Counter[str] = Counter()  # ticks refused as copies of ones taken (resends) since the last check
 
     def add(self, rejections: list[dict[str, Any]], accepted_of: Callable[[str], int | None] = lambda _: None
             ) -> None:
@@ -77,7 +83,10 @@ class StreamRefusals:
                 least = min(self._counts, key=lambda s: (sum(self._counts[s].values()), s))
                 self.other.update(self._counts.pop(least))
             self._counts.setdefault(stream, Counter())[reason] += count
-            if reason == "ts_backwards" and (stream in self._late or len(self._late) < STREAMS_KEPT):
+            if reason == "ts_backwards" and RESENT in (rejection.get("error") or ""):
+                if stream in self._resent or len(self._resent) < STREAMS_KEPT:
+                    self._resent[stream] += count
+            elif reason == "ts_backwards" and (stream in self._late or len(self._late) < STREAMS_KEPT):
                 late = self._late.setdefault(stream, [0, accepted_of(stream) or 0, 0, 0, time.time(), 0])
                 late[0] += count
                 if (times := _BACKWARDS.search(rejection.get("error") or "")) is not None:  # how far back, and from
@@ -125,6 +134,9 @@ class StreamRefusals:
                 self.warnings[stream] = {"kind": "late_ticks", "ts_backwards": refused, "accepted": accepted,
                                          "at": round(now, 3), "since": round(min(since, now), 3),
                                          "share": round(refused / (refused + accepted), 3)}
+        resent, self._resent = self._resent, Counter()
+        for stream, copies in resent.items():
+            self._say_once(stream, f"INFO: {self._resent_line(stream, copies)}", stray=True)
         for stream in [s for s, w in self.warnings.items() if now - w["at"] > WARNING_KEPT_S]:
             del self.warnings[stream]
         while len(self.warnings) > STREAMS_SAID:  # (the oldest said first out)
@@ -154,6 +166,16 @@ class StreamRefusals:
         return (f"stream {quoted(stream)}: {ticks} refused as ts_backwards, stamped up to {_duration(back_ns / 1e9)} "
                 f"behind its last accepted tick ({utc_text(int(last_ts))}), while its later ticks were taken "
                 f"({accepted} since): a stale or replayed message, not its feed's clock; nothing to do")
+
+    @staticmethod
+    def _resent_line(stream: str, copies: int) -> str:
+        """Ticks refused as copies of ones their stream took (the module doc)."""
+        ticks = "1 tick" if copies == 1 else f"{copies} ticks"
+        return (f"stream {quoted(stream)}: {ticks} refused as ts_backwards, each an exact copy (ts, kind, values) of a "
+                f"tick it took: its feed resent them (a venue reconnect's snapshot), not two clocks; nothing lost, "
+                f"but a resent tick stamped at its last ts is taken again (streams' repeats_taken). To send none "
+                f"again, the feed drops what `streams` says was sent (last_ts, at_last_ts) at each reconnect, or "
+                f"sends each tick's seq (then dropped as a duplicate): docs/feed-resume.md; no reorder window helps")
 
     def step_line(self, stream: str) -> str:
         """A stream whose ticks come stamped far behind its last accepted one (its feed's clock stepped back, or
