@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import drain
+from connectors.inverse_contracts import contract_of
 from connectors.map_options import map_from_options
 from connectors.replay import FileReplay
 
@@ -200,8 +201,22 @@ def test_inverse_contracts_are_noted_and_their_sizes_read_as_written(tmp_path: P
                       "700000001,42000.5,250,900000002,900000003,1704153600300,false\n")
     replay = FileReplay(coin_m)
     assert [(t.stream, t.size) for t in drain(replay)] == [("BTCUSD_PERP", 3.0), ("BTCUSD_PERP", 250.0)]
-    assert any("inverse contracts" in note and "BTCUSD_PERP (Binance COIN-M: a contract is 100 USD)" in note
+    assert any("not in the coin" in note and "BTCUSD_PERP (Binance COIN-M: a contract is 100 USD)" in note
                and "not converted" in note for note in replay.notes)
+    # review431 #1, #6: a name's venue is the file's where it says one (Bybit's BTCUSD_PERP is 1 USD, not COIN-M's
+    # 100); Kraken Futures' inverse and OKX's linear contracts are named too
+    bybit = tmp_path / "BTCUSD2024-01-02.csv"  # public.bybit.com/trading/'s layout: size in USD
+    bybit.write_text("timestamp,symbol,side,size,price,tickDirection,trdMatchID,grossValue,homeNotional,"
+                     "foreignNotional\n1704153600.1234,BTCUSD,Buy,100,42000.5,PlusTick,a1,238095,0.00238095,100\n")
+    assert any("BTCUSD_PERP (Bybit inverse: a contract is 1 USD)" in note for note in FileReplay(bybit).notes)
+    assert contract_of("ETHUSD_PERP", "bybit") == contract_of("BTCUSDZ25", "bybit") == ("Bybit inverse",
+                                                                                       "a contract is 1 USD")
+    assert contract_of("BTCUSDT_PERP", "bybit") is None and contract_of("BTCUSD") is None
+    assert contract_of("FI_XBTUSD_240329") == ("Kraken Futures inverse", "a contract is 1 USD")
+    assert contract_of("PF_XBTUSD") is None  # (Kraken Futures' linear multi-collateral: the coin)
+    assert contract_of("BTC-USDT-SWAP", "okex-swap") == ("OKX linear", "a contract is 0.01 BTC")
+    assert contract_of("ETH-USDT-240329") == ("OKX linear", "a contract is 0.1 ETH")
+    assert contract_of("BTCUSD_PERP", "binance-delivery") == ("Binance COIN-M", "a contract is 100 USD")
     okx = tmp_path / "okx_trades.jsonl"
     okx.write_text('{"arg":{"channel":"trades","instId":"ETH-USD-SWAP"},"data":[{"instId":"ETH-USD-SWAP",'
                    '"tradeId":"500000","px":"2300.1","sz":"5","side":"buy","ts":"1704153600000","count":"1"}]}\n')
