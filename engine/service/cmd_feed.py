@@ -65,15 +65,19 @@ def _replay_rejections(source: Any, sent: int, held: int = 0) -> list[str]:
 
 
 def _say_rows_not_sent(source: Any, sent: int) -> bool:
-    """Print the ticks of the files the feed did not send (rejected by the files' own checks, or left out by a
-    filter): their one record, so said however the feed ends, an error's included, before that error. Shares are
-    of the ticks read, those the engine held already (not sent) among them. True when there were any."""
+    """Print the ticks of the files the feed did not send (rejected by the files' own checks, left out by a filter
+    or as resends of a sequence number): their one record, so said however the feed ends, an error's included, before
+    that error. Shares are of the ticks read, those the engine held already (not sent) among them. True when there
+    were any."""
     from engine.service.rejections import not_passed_on
 
     held = sum(source.skipped.values()) if hasattr(source, "skipped") else 0
-    if not (lines := _replay_rejections(source, sent, held)):
+    resends = source.stats().get("left_out", {}).get("sequence_repeat", 0) if hasattr(source, "stats") else 0
+    lines = _replay_rejections(source, sent, held)
+    if not lines and not resends:
         return False
-    print(not_passed_on(source.rejected, "sent"), *lines, sep="\n", file=sys.stderr)
+    print(not_passed_on(getattr(source, "rejected", {}), "sent", resends=resends), *lines, sep="\n",
+          file=sys.stderr)
     return True
 
 

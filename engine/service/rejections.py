@@ -57,15 +57,19 @@ def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted:
     return lines
 
 
-def not_passed_on(rejected: Mapping[str, int], verb: str, so_far: bool = False) -> str:
+def not_passed_on(rejected: Mapping[str, int], verb: str, so_far: bool = False, resends: int = 0) -> str:
     """The heading over ``rejected_lines`` where a feed (``verb`` "sent") or a demo ("fed") did not pass ticks on:
     counted as ticks, as ``rejected_lines``' shares and backtest count them. A row's quote fed beside its refused
     price-less trade is one tick not fed, not a row ("rows ... not fed" read as the quotes lost too, review156).
-    ``so_far``: the replay stopped before the files' end."""
+    ``so_far``: the replay stopped before the files' end. ``resends``: ticks left out as a sequence number's repeat
+    (--sequence), counted too, as backtest's summary counts them (review431 #7: 50 of 51 were missing). Ends with a
+    colon where ``rejected_lines`` follow (any rejected)."""
     left_out = rejected.get("filtered_out", 0)  # a filter's choice (--streams, a keep), not an error
-    how = f" ({left_out} of them left out by a filter)" if left_out else ""
+    how = ", ".join(([f"{left_out} of them left out by a filter"] if left_out else [])
+                    + ([f"{resends} left out as resends of a sequence number"] if resends else []))
     read = " so far" if so_far else ""
-    return f"{counted(sum(rejected.values()), 'tick')} read{read} from the files not {verb}{how}:"
+    return (f"{counted(sum(rejected.values()) + resends, 'tick')} read{read} from the files not {verb}"
+            f"{f' ({how})' if how else ''}{':' if rejected else ''}")
 
 
 def rejected_in_one_line(rejected: dict[str, int], accepted: int) -> str | None:
