@@ -67,6 +67,9 @@ class Shape:
     # a capture with receive times whose map stamps its ticks with the exchange's time: how far that runs ahead
     # (ms, `_exchange_lead_ms`), for the caution on files read on the two clocks (connectors/capture_clocks.py)
     exchange_lead_ms: float | None = None
+    # columns beside its map's `ts` whose times some of its ticks are stamped with (its note says which): no clock
+    # left unread (review431 #2: a Bybit book message's `ts`, its quotes' stamp, was said "another clock, not read")
+    clocks_read: frozenset[str] = frozenset()
 
 
 def shape_of(path: Path, frame: pl.DataFrame, wrapped: bool = False) -> Shape | None:
@@ -217,6 +220,7 @@ class ArrayShape:
     says: str
     repeats: str | None = None  # why a capture of it repeats trades (Shape.repeats)
     every_channel: bool = False  # read only where all its channels are found (a file of one is another shape's)
+    clocks_read: frozenset[str] = frozenset()  # (Shape.clocks_read)
 
 
 OKX_BOOK = dict(ts="ts", ts_unit=EPOCH, kind=QUOTE, stream_col="instId")
@@ -234,7 +238,7 @@ ARRAY_SHAPES = (  # trades first: a capture of several channels replays its trad
                f"Bybit publicTrade and {BYBIT_BOOK_SAID} in one capture: trades ts=T (ms), price=p, size=v, side=S "
                f"(the taker's); quotes of the best level, bid=b[0], ask=a[0] (price and size; a level of size 0 is "
                f"deleted), stamped with their message's ts (ms), a delta's side that did not change keeping the "
-               f"stream's last quote's; stream=s", every_channel=True),
+               f"stream's last quote's; stream=s", every_channel=True, clocks_read=frozenset({"ts"})),
     ArrayShape("bybit-trades", ("publicTrade",), frozenset({"T", "s", "S", "v", "p"}),
                ColumnMap(ts="T", ts_unit=EPOCH, kind=TRADE, stream_col="s", price="p", size="v", side="S"),
                "Bybit publicTrade: ts=T (ms), stream=s, price=p, size=v, side=S (the taker's)"),
@@ -338,7 +342,8 @@ def array_shape_of(path: Path, frame: pl.DataFrame, tickless: Mapping[str, int])
             left = "".join(f"; {what} left out, counted as filtered_out: {said}" for what, said in (
                 ("other channels' ticks", others), ("messages without ticks", _said(tickless))) if said)
             note = f"{path.name}: {shape.says}; one row per tick of each message's data{left}"
-            return Shape(shape.name, replace(shape.columns, keep={"channel": kept}), note, shape.repeats)
+            return Shape(shape.name, replace(shape.columns, keep={"channel": kept}), note, shape.repeats,
+                         clocks_read=shape.clocks_read)
     return None
 
 

@@ -220,7 +220,9 @@ def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
         notes += vendor_notes(path, list(schema), cmap, by_keys=shaped_note is not None)
         cmap, zoned_notes = zone_of_header(path, cmap, schema, first)
         notes += zoned_notes
-        notes += [] if "ts" in getattr(spec, "keys", {}) else other_clock_note(path, list(schema), cmap)
+        read_too = json_lines.table(path).shape.clocks_read if shaped_note else frozenset()  # (its note says them)
+        notes += [] if "ts" in getattr(spec, "keys", {}) else other_clock_note(
+            path, [name for name in schema if name not in read_too], cmap)
         notes += [shaped_note] if shaped_note else []
     elif spec.preset is None:
         quote_sides_unread(path, cmap, schema, names, dialect)  # Bloomberg's BID/ASK rows are no trades

@@ -57,6 +57,7 @@ def test_a_bybit_capture_of_trades_and_top_of_book_reads_both_on_one_stream(tmp_
     assert [t.ts for t in trades] == [(T0_MS + i * 100 - 2) * 10**6 for i in (0, 2, 4)]
     assert any("Bybit publicTrade and Bybit orderbook.1 messages in one capture" in n for n in notes)
     assert not any("supertype" in n for n in notes)
+    assert not any("another clock, not read" in n for n in notes), notes  # (review431 #2: its quotes' stamp)
 
 
 def test_a_bybit_capture_of_trades_and_a_deeper_book_reads_its_trades_and_says_why(tmp_path: Path) -> None:
