@@ -7,10 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgpack
+import polars as pl
 
 from conftest import serving, tiny_tick_checkpoint
+from connectors.cautions import Caution
 from engine.models.loader import BUILTIN_MODEL_DIR
-from engine.service.market_caveat import SPOT_TRAINED_MODEL, spot_only
+from engine.service.backtest import run_backtest
+from engine.service.market_caveat import SPOT_TRAINED_MODEL, backtest_caveat, spot_only
 from test_cli import config, wait_for
 from wire_client import Control, push_socket, trade
 
@@ -23,6 +26,27 @@ def test_the_built_in_models_card_lists_spot_data_only_and_a_derivatives_card_do
     (tmp_path / "TRAINING.md").write_text(SPOT_CARD.replace("`EURUSD.csv`", "`BTCUSDT_PERP-trades.csv`"))
     assert not spot_only(tmp_path)
     assert not spot_only(tmp_path / "no_card_here")  # no card: nothing is assumed
+
+
+def test_a_backtest_of_derivative_streams_warns_of_a_spot_trained_model(tmp_path: Path) -> None:
+    """review431 #5: live answers on a perpetual or an option carry the caveat; the backtest, where a desk sizes up
+    the model on its own history, said nothing of it. Now its notes warn, in the live caveat's words, and its
+    summary says it again at the end; nothing for spot streams or a model trained on derivatives."""
+    checkpoint = tiny_tick_checkpoint(tmp_path / "m")
+    (checkpoint / "TRAINING.md").write_text(SPOT_CARD)
+    t0 = 1_700_000_000 * 10**9
+    ticks = pl.DataFrame([{"stream": stream, "ts": t0 + i * 10**6, "price": 100.0 + i % 3, "size": 1.0,
+                           "side": "buy"} for i in range(8) for stream in ("BTC-PERPETUAL", "BTCUSDT")])
+    said: list[str] = []
+    report = run_backtest(config(checkpoint, tmp_path), [ticks], tmp_path / "q.yaml", tmp_path / "bt.parquet",
+                          note=said.append, plot=False)
+    warned = [line for line in said if line.startswith(f"{SPOT_TRAINED_MODEL}: by its name, BTC-PERPETUAL is a "
+                                                        f"perpetual: this model was trained on spot markets only")]
+    assert len(warned) == 1 and isinstance(warned[0], Caution), said
+    assert f"warning (said above too): {warned[0]}" in report.summary()
+    assert backtest_caveat(checkpoint, ["BTCUSDT", "EURUSD"]) is None
+    (checkpoint / "TRAINING.md").write_text(SPOT_CARD.replace("`EURUSD.csv`", "`BTCUSDT_PERP-trades.csv`"))
+    assert backtest_caveat(checkpoint, ["BTC-PERPETUAL"]) is None
 
 
 def test_replies_about_a_derivatives_stream_carry_the_caveat(tmp_path: Path) -> None:

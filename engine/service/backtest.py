@@ -35,6 +35,7 @@ from typing import Any, Mapping, NamedTuple, NoReturn
 import polars as pl
 import torch
 
+from connectors.cautions import Caution
 from connectors.labels import MarkSeries
 from connectors.frame_files import NamedFrame, file_items, holds_frame
 from connectors.replay import FileReplay
@@ -62,6 +63,7 @@ from engine.service.config import ServiceConfig
 from engine.service.ctrl_c_stop import CtrlCStop
 from engine.service.finished_backtest import AlreadyComplete, finished_report, refuse_or_skip_finished, replaced_note
 from engine.service.heap_memory import freeze_heap, thaw_heap
+from engine.service.market_caveat import backtest_caveat
 from engine.service.no_data import NoData, refuse_absent_inputs
 from engine.service.output_paths import check_outputs_against, write_text_atomically
 from engine.service.pipeline import TickPipeline
@@ -207,6 +209,9 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
                                            reads_as_trained(config.model.path, columns, streams, time_range))
         for line in report.in_sample:
             note(line)
+        if (caveat := backtest_caveat(config.model.path, list(report.stream_ticks))) is not None:
+            report.cautions.append(Caution(caveat))  # (the summary says it again at its end, as the live caveat)
+            note(report.cautions[-1])
     return report
 
 

@@ -5,8 +5,10 @@ derivative streams uses: `BTCUSDT_PERP`, `BTC-PERPETUAL`, `BTC-USD-SWAP`, `BTC-2
 (TRAINING.md beside its weights) lists training data of spot markets only: its words name no derivatives market and
 its streams (`- `NAME`: ... ticks`, as `flashtick train` writes them) no derivative by that rule. Funding, basis,
 expiry and an option's premium are nothing such a model learnt, so its answers there are out of its training's
-distribution. Said at `serve`'s start and in the `caveats` of ask, get and health replies (reply_caveats.py); a
-model trained on derivatives gets no such caveat, and `serve`'s start says what it was trained on."""
+distribution. Said at `serve`'s start and in the `caveats` of ask, get and health replies (reply_caveats.py), and by
+a backtest of such streams, among its warnings (``backtest_caveat``; review431 #5: the offline run, where a desk
+decides whether to trust the model, said nothing of it); a model trained on derivatives gets no such caveat, and
+`serve`'s start says what it was trained on."""
 
 from __future__ import annotations
 
@@ -90,3 +92,10 @@ def stream_caveat(streams: list[str], count: int | None = None) -> dict[str, str
         f"(its card, {MODEL_CARD}): funding, "
         f"basis, expiry and an option's premium are nothing it learnt, so its answers there are out of its "
         f"training's distribution (docs/model.md)")}
+
+
+def backtest_caveat(model_dir: Path | str | None, streams: list[str]) -> str | None:
+    """A backtest's warning of a spot-trained model answering the derivative streams among ``streams``, in the
+    words of the live caveat (``stream_caveat``); None where the model is no spot-trained one or none is."""
+    caveat = stream_caveat(streams) if spot_only(model_dir) else None
+    return None if caveat is None else f"{SPOT_TRAINED_MODEL}: {caveat['text']}"
