@@ -62,6 +62,18 @@ def test_a_qwen2_config_whose_layers_never_slide_is_told_false_is_the_same_model
         ModelConfig.from_hf({**config, "use_sliding_window": True, "max_window_layers": 2})
 
 
+def test_a_classifier_checkpoint_is_refused_as_what_it_is(tmp_path) -> None:
+    """review432 #3: a LlamaForSequenceClassification (score.weight, no lm_head) was refused as "no lm_head.weight
+    and tie_word_embeddings is false", which sent a user to tie_word_embeddings; its architectures say what it is."""
+    from engine.models.config import ModelConfig
+
+    config = json.loads((tiny_text_checkpoint(tmp_path, "llama3") / "config.json").read_text())
+    with pytest.raises(ValueError, match=r"^architectures LlamaForSequenceClassification is not a causal language "
+                                         r"model: .* serve a \.\.\.ForCausalLM checkpoint .* LlamaForCausalLM\)$"):
+        ModelConfig.from_hf({**config, "architectures": ["LlamaForSequenceClassification"]})
+    assert ModelConfig.from_hf({**config, "architectures": None}).model_type == "llama"  # (the built-in lists none)
+
+
 @pytest.mark.parametrize("sliding_window", [64, 128, 4096])
 def test_the_qwen2_sliding_window_refusal_names_settings_that_work_as_given(tmp_path, sliding_window: int) -> None:
     """review385 #4: it advised scheduler.window at most 64, which the default probe_reserve (64) then refused; the

@@ -285,8 +285,26 @@ def test_a_question_longer_than_probe_reserve_is_refused_at_registration(tmp_pat
     with pytest.raises(QuerySpecError, match=r'^q.yaml:1: query "long": its question takes'):  # as `register` reads it
         load_queries(long, "q.yaml", pipeline.registry.questions, answerable=pipeline.registry.answerable)
     need = int(re.search(r"at least (\d+)", str(e.value)).group(1))
+    window = pipeline.engine.scheduler.window
+    assert f"(the window of {window} positions fits up to {window - window // 2 - 1} beside" in str(e.value)
     roomy = TickPipeline(ServiceConfig.from_dict({**base, "scheduler": {"probe_reserve": need}}))
     assert roomy.registry.register(long)
+    # review432 #1: a window too small for that reserve beside the kept half said "raise probe_reserve", which the
+    # start then refused ("lower probe_reserve"): it names the keep_fraction that makes room, and that config starts
+    small = 2 * need
+    narrow = TickPipeline(ServiceConfig.from_dict({**base, "scheduler": {"window": small}}))
+    with pytest.raises(QuerySpecError, match=rf"the window of {small} positions fits a reserve of {need - 1} at most "
+                                             rf"beside the {need} tokens a roll keeps: shorten the question to "
+                                             rf"{need - 1} tokens, or set scheduler.probe_reserve: {need} with "
+                                             r"keep_fraction: (0\.\d+)") as e:
+        narrow.registry.register(long)
+    fraction = float(re.search(r"keep_fraction: (0\.\d+)", str(e.value)).group(1))
+    advised = {"window": small, "probe_reserve": need, "keep_fraction": fraction}
+    assert TickPipeline(ServiceConfig.from_dict({**base, "scheduler": advised})).registry.register(long)
+    tight = TickPipeline(ServiceConfig.from_dict({**base, "scheduler": {"window": need, "probe_reserve": 8}}))
+    with pytest.raises(QuerySpecError, match=rf"the window of {need} positions cannot hold it beside a stream's "
+                                             rf"context: shorten the question to {need - need // 2 - 1} tokens"):
+        tight.registry.register(long)
     note = "queries: [{name: note, streams: ['*'], kind: generate, question: 'Summary:', max_tokens: 70}]"
     with pytest.raises(QuerySpecError, match="its question and answer take"):
         pipeline.registry.register(note)

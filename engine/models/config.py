@@ -77,6 +77,13 @@ class ModelConfig:
             architectures = ", ".join(hf.get("architectures") or []) or "no architectures listed"
             raise ValueError(f"model_type {quoted(model_type)} ({architectures}) is not supported: flashtick runs "
                              f"Llama-family decoders, model_type one of {quoted_choices(SUPPORTED_MODEL_TYPES)}")
+        heads_of = [name for name in hf.get("architectures") or [] if isinstance(name, str)]
+        if heads_of and not any(name.endswith("ForCausalLM") for name in heads_of):
+            # (a classifier's score.weight in place of lm_head: refused by what it is, not by the missing head, whose
+            # message sent a user to tie_word_embeddings: review432 #3)
+            raise ValueError(f"architectures {', '.join(heads_of)} is not a causal language model: flashtick answers "
+                             f"from next-token logits (an lm_head), so serve a ...ForCausalLM checkpoint (config.json's "
+                             f"architectures, e.g. {model_type.capitalize()}ForCausalLM)")
         if hf.get("hidden_act", "silu") != "silu":
             raise ValueError(f"only SiLU MLPs are supported, config has hidden_act {quoted(hf.get('hidden_act'))}: "
                              "flashtick runs Llama 2/3, Mistral and Qwen2/2.5 checkpoints, whose MLP is SwiGLU "

@@ -89,7 +89,8 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
             limits.max_yaml_bytes, limits.max_yaml_nodes, limits.max_queries, limits.max_topic_bytes),
             answerable=lambda spec: compile_query(spec, self.codec)
             if not asks_on_demand and not spec.trigger.fires_by_itself
-            else compile_fitting(spec, self.codec, config.scheduler.probe_reserve))
+            else compile_fitting(spec, self.codec, config.scheduler.probe_reserve,
+                                 self.engine.scheduler.context if hasattr(self, "engine") else None))
         self.cache = AnswerCache()
         self.flash = FlashQueries(self.registry, self.cache, self.codec, config.model.model_id)
         self.engine = Engine(self.runner, config.scheduler, self.flash)
