@@ -51,6 +51,8 @@ TARDIS_NAME = re.compile(r"^(?P<exchange>[a-z0-9-]+)_(trades|quotes|incremental_
 # not say which (spot's and linear's orderbook.1 are alike), its file name or a folder above it may
 BYBIT_CATEGORY = re.compile(r"(?i)(?:^|[^a-z])(linear|inverse|spot)(?:$|[^a-z])")
 BYBIT_BOOK = frozenset({"topic", "s", "b[0].price", "a[0].price"})
+# Bybit v5 tickers with a best bid and ask: only a derivatives market's (linear, inverse, option) carry them
+BYBIT_TICKERS = frozenset({"topic", "symbol", "bid1Price", "ask1Price"})
 
 
 def derivative_name(name: str) -> str:
@@ -70,7 +72,7 @@ def derivative_market(path: Path, cmap: ColumnMap, schema: Mapping[str, Any]) ->
         return "bitmex"
     if BYBIT_DERIVATIVES <= {normal_name(n) for n in schema}:  # BitMEX's own trades have the same columns
         return "bitmex" if "bitmex" in path.name.lower() else "bybit"
-    if BYBIT_CONTRACT_TRADE <= set(schema):  # a capture of Bybit's linear or inverse publicTrade (with books or not)
+    if BYBIT_CONTRACT_TRADE <= set(schema) or BYBIT_TICKERS <= set(schema):  # linear, inverse (tickers: or option)
         return "bybit"
     if BYBIT_BOOK <= set(schema):  # a book alone: its category where the path says one, else spot's as written
         return "bybit" if bybit_category(path) in ("linear", "inverse") else None

@@ -14,6 +14,10 @@ connectors/exchange_shapes.py's ARRAY_SHAPES read them by their channel and keys
   key) with the message's `ts`, and every message gets `channel`, its topic less the symbol (`publicTrade`,
   `orderbook.1`), so that trades and quotes read from one map (connectors/exchange_shapes.py's
   `bybit-trades-book`).
+* Bybit v5 `tickers` of a derivatives market, captured alone (its top of book beside mark, index and funding):
+  rewritten the same way, each message's object a one-tick list stamped `T` with the message's `ts`
+  (`bybit-tickers`); a delta that changes none of the best bid and ask and their sizes (a mark, index or funding
+  update alone) has no tick, an empty list (review431 #4: the capture was not recognised, its ack a rejection).
 
 Any other line is kept as it was. A file is looked at only when its first lines show one of these layouts.
 
@@ -37,6 +41,8 @@ import polars as pl
 SNIFF_LINES = 50  # of a file's first lines: one of them shows the layout (after acks and heartbeats)
 # Kraken v1 spread's array, named as its docs name each value (the time named as the trade arrays' is, `time`)
 KRAKEN_V1_SPREAD = ("bid", "ask", "time", "bidVolume", "askVolume")
+# a Bybit tickers message's top of book (its other fields, mark, index, funding, open interest, are no tick)
+BYBIT_TICKER_QUOTE = ("bid1Price", "bid1Size", "ask1Price", "ask1Size")
 # a Coinbase Advanced Trade ticker's fields read (its 24 h statistics and last price are not ticks)
 ADVANCED_TICKER = ("product_id", "best_bid", "best_bid_quantity", "best_ask", "best_ask_quantity")
 
@@ -47,7 +53,7 @@ def unwrapped_messages(lines: list[bytes]) -> list[bytes]:
     head = [line for line in lines[:SNIFF_LINES] if line.strip()]
     advanced = any(b'"events"' in line and b'"channel"' in line for line in head)
     spread = any(line.lstrip().startswith(b"[") and b'"spread"' in line for line in head)
-    if any(b'"topic"' in line for line in head) and _bybit_trades_and_books(lines):
+    if any(b'"topic"' in line for line in head) and (_bybit_trades_and_books(lines) or _bybit_tickers_alone(lines)):
         return [_unwrapped(line, _bybit_message) for line in lines]
     if not advanced and not spread:
         return lines
@@ -59,15 +65,25 @@ def _bybit_trades_and_books(lines: list[bytes]) -> bool:
     return any(b'"publicTrade.' in line for line in lines) and any(b'"orderbook.' in line for line in lines)
 
 
+def _bybit_tickers_alone(lines: list[bytes]) -> bool:
+    """Whether a Bybit capture holds tickers messages and no trade or book message (a byte search, no parse): a
+    capture of tickers beside trades is refused, naming a line of each (connectors/json_lines.py)."""
+    return any(b'"tickers.' in line for line in lines) and \
+        not any(b'"publicTrade.' in line or b'"orderbook.' in line for line in lines)
+
+
 def _bybit_message(value: Any) -> dict[str, Any] | None:
-    """A Bybit v5 message with `channel` (its topic less the symbol) and `data` a list: a book message's object as a
-    one-tick list stamped `T` with the message's `ts`; None for any other value (an ack, a pong: kept as it is)."""
+    """A Bybit v5 message with `channel` (its topic less the symbol) and `data` a list: a book's or a ticker's
+    message's object as a one-tick list stamped `T` with the message's `ts` (none for a ticker that changes no best
+    bid or ask: the module docstring); None for any other value (an ack, a pong: kept as it is)."""
     if not isinstance(value, dict) or not isinstance(topic := value.get("topic"), str) or "." not in topic:
         return None
-    data = value.get("data")
+    channel, data = topic.rsplit(".", 1)[0], value.get("data")
+    if channel == "tickers" and isinstance(data, dict) and not any(key in data for key in BYBIT_TICKER_QUOTE):
+        data = []
     if isinstance(data, dict):
         data = [data | ({"T": value["ts"]} if "ts" in value and "T" not in data else {})]
-    return value | {"channel": topic.rsplit(".", 1)[0], "data": data}
+    return value | {"channel": channel, "data": data}
 
 
 def _unwrapped(line: bytes, rewrite: Callable[[Any], dict[str, Any] | None] | None = None) -> bytes:

@@ -51,6 +51,10 @@ BYBIT_BOOK_SAID = "Bybit orderbook.1 messages"  # how its shape's note names suc
 # what a Bybit orderbook.1 delta does that makes its rows' sides filled (Bybit's v5 orderbook docs: a delta holds
 # the levels that changed; the best level of the side that did not change is not sent again)
 BYBIT_ONE_SIDED = "a Bybit orderbook.1 delta lists only the side whose best level changed, the other side's empty"
+BYBIT_TICKERS_SAID = "Bybit tickers"  # how its shape's note names such a file
+# shape's note's name -> why its quote rows leave a side empty (the note on their filling says it)
+ONE_SIDED_WHY = {BYBIT_BOOK_SAID: BYBIT_ONE_SIDED,
+                 BYBIT_TICKERS_SAID: "a Bybit tickers delta holds only the fields that changed"}
 # CryptoCompare's legacy streamer trades (TYPE 0, CCData's `wss://streamer.cryptocompare.com/v2`): TS epoch seconds,
 # TSNS the ns within that second, F the taker's side flag, M the market, FSYM/TSYM the pair
 CRYPTOCOMPARE_TRADE_KEYS = frozenset({"TYPE", "M", "FSYM", "TSYM", "F", "TS", "Q", "P"})
@@ -239,6 +243,15 @@ ARRAY_SHAPES = (  # trades first: a capture of several channels replays its trad
                f"(the taker's); quotes of the best level, bid=b[0], ask=a[0] (price and size; a level of size 0 is "
                f"deleted), stamped with their message's ts (ms), a delta's side that did not change keeping the "
                f"stream's last quote's; stream=s", every_channel=True, clocks_read=frozenset({"ts"})),
+    # (connectors/exchange_envelopes.py made each message's object a list stamped T with its ts)
+    ArrayShape("bybit-tickers", ("tickers",), frozenset({"T", "symbol", "bid1Price", "ask1Price"}),
+               ColumnMap(ts="T", ts_unit=EPOCH, kind=QUOTE, stream_col="symbol", bid="bid1Price", ask="ask1Price",
+                         bid_size="bid1Size", ask_size="ask1Size", fill_quotes=True),
+               f"{BYBIT_TICKERS_SAID}: quotes of the best level, bid=bid1Price, ask=ask1Price, bid_size=bid1Size, "
+               "ask_size=ask1Size, stamped with their message's ts (ms), a delta's fields that did not change keeping "
+               "the stream's last quote's; stream=symbol; its mark and index prices, funding rate and open interest "
+               "are no ticks, not read (a delta of those alone is a message without ticks)",
+               clocks_read=frozenset({"ts"})),
     ArrayShape("bybit-trades", ("publicTrade",), frozenset({"T", "s", "S", "v", "p"}),
                ColumnMap(ts="T", ts_unit=EPOCH, kind=TRADE, stream_col="s", price="p", size="v", side="S"),
                "Bybit publicTrade: ts=T (ms), stream=s, price=p, size=v, side=S (the taker's)"),

@@ -32,7 +32,7 @@ from connectors.csv_dialect import (
 )
 from connectors import json_lines
 from connectors.epoch_parts import epoch_parts_map
-from connectors.exchange_shapes import BYBIT_BOOK_SAID, BYBIT_ONE_SIDED
+from connectors.exchange_shapes import ONE_SIDED_WHY
 from connectors.detected_map import detected_map
 from connectors.field_names import normal_name
 from connectors.file_names import one_side_export
@@ -230,8 +230,8 @@ def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
     # (serial dates and counts after midnight: naive_time_notes says how they were read, for a full map too)
     if cmap.fill_quotes and cmap.quote_sides is None and not isinstance(spec, ColumnMap):  # (its own note)
         # why its rows are one-sided: the venue's own way, as its shape's note names it, else MetaTrader's export
-        why = BYBIT_ONE_SIDED if shaped_note is not None and BYBIT_BOOK_SAID in shaped_note else \
-            "as MetaTrader's exports do"
+        why = next((why for said, why in ONE_SIDED_WHY.items() if shaped_note is not None and said in shaped_note),
+                   "as MetaTrader's exports do")
         notes.append(f"{path.name}: its quote rows leave bid or ask empty where it did not change ({why}): each "
                      f"takes it from the stream's previous quote (--columns ...,fill_quotes=false rejects such rows "
                      f"instead)")

@@ -60,6 +60,30 @@ def test_a_bybit_capture_of_trades_and_top_of_book_reads_both_on_one_stream(tmp_
     assert not any("another clock, not read" in n for n in notes), notes  # (review431 #2: its quotes' stamp)
 
 
+def test_a_bybit_tickers_capture_reads_its_top_of_book_as_quotes_of_the_linear_contract(tmp_path: Path) -> None:
+    """review431 #4: Bybit v5 tickers (top of book beside mark, index and funding) were not recognised; read with a
+    map, the subscribe ack was a rejection and the linear contract the spot stream. Now: quotes of the best level
+    stamped with the message's ts, a delta's unchanged fields kept, a mark/funding-only delta and the ack no tick
+    (filtered_out), on BTCUSDT_PERP as the capture's trades are."""
+    def ticker(i: int, **fields: str) -> dict:
+        kind = "snapshot" if i == 0 else "delta"
+        return {"topic": "tickers.BTCUSDT", "type": kind, "data": {"symbol": "BTCUSDT", **fields}, "cs": i,
+                "ts": T0_MS + i * 100}
+
+    ack = {"success": True, "ret_msg": "", "conn_id": "c1", "op": "subscribe"}
+    capture = write(tmp_path / "linear" / "tickers.jsonl", [
+        ack, ticker(0, bid1Price="91000.0", bid1Size="1.5", ask1Price="91000.1", ask1Size="2.0", markPrice="91000.2",
+                    fundingRate="0.0001"),
+        ticker(1, bid1Price="91000.05", bid1Size="0.5"), ticker(2, markPrice="91000.3", fundingRate="0.0002")])
+    replay = FileReplay(capture)
+    assert [(t.stream, t.kind, t.ts // 10**6, t.bid, t.bid_size, t.ask, t.ask_size) for t in drain(replay)] == [
+        ("BTCUSDT_PERP", "quote", T0_MS, 91000.0, 1.5, 91000.1, 2.0),
+        ("BTCUSDT_PERP", "quote", T0_MS + 100, 91000.05, 0.5, 91000.1, 2.0)]
+    assert replay.stats()["rejected"] == {"filtered_out": 2}
+    assert any("Bybit tickers: quotes of the best level" in note for note in replay.notes), replay.notes
+    assert not any("another clock" in note for note in replay.notes), replay.notes
+
+
 def test_a_bybit_capture_of_trades_and_a_deeper_book_reads_its_trades_and_says_why(tmp_path: Path) -> None:
     deep = book(1, "91000.00", "91000.10") | {"topic": "orderbook.50.BTCUSDT"}
     ticks, notes = read(write(tmp_path / "capture.jsonl", [trade(0), deep, trade(2)]))
