@@ -77,8 +77,8 @@ def _values(tick: Tick) -> tuple:
 def resent_refusal(err: InvalidTick) -> InvalidTick:
     """``err`` (a late tick's `ts_backwards`) said as what it is: an exact copy of a tick its stream took or holds, a
     resend of its feed (a venue reconnect's snapshot), which no reorder window places (review431 #3)."""
-    return InvalidTick(err.reason, f"{err.message}; {RESENT} (its ts, kind and values): a resend of its feed, "
-                                   f"not a late tick (docs/feed-resume.md: drop what was sent, or send seq)", err.stream)
+    return InvalidTick(err.reason, f"{err.message}; {RESENT} (its ts, kind and values): a resend of its feed, not "
+                                   f"a late tick (docs/feed-resume.md: drop what was sent, or send seq)", err.stream)
 
 
 class TickSequences:
