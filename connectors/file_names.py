@@ -49,12 +49,14 @@ DATA_WORDS = DATA_KIND_FOLDERS | {
     "minute", "minutes", "feed", "feeds", "capture", "captures", "files", "level1", "level2", "tape"}
 # Exchange codes written beside a numeric stock code (Tokyo's 7203, Hong Kong's 0700, Korea's 005930): Yahoo's
 # suffixes (7203.T, 0700.HK, 005930.KS, 2330.TW, 600519.SS), Bloomberg's (7203 JT Equity, 0700 HK, 2330 TT) and,
-# before the code, Google's (TYO_7203, HKG_0700). A code with one of these is the instrument: the exchange code
-# alone, all letters, would read as a ticker, and every stock of an exchange would be one stream. A list, not any
-# letters, as a year beside a root (2024_ES) is no stock code.
-NUMERIC_CODE_EXCHANGES = {"T", "JT", "JP", "HK", "KS", "KQ", "TW", "TWO", "TT", "SS", "SZ", "CH", "C1", "C2", "SI",
-                          "SP", "KL", "MK", "BK", "TB", "JK", "IJ", "SR", "AB", "TYO", "HKG", "KRX", "TPE", "SHA",
-                          "SHE", "SGX"}
+# before the code, Google's (TYO_7203, HKG_0700); China's vendors' (Wind's, Tushare's 600519.SH, 830799.BJ; JoinQuant's
+# and RiceQuant's 600519.XSHG, 000001.XSHE; Futu's SH.600519). A code with one of these is the instrument: the
+# exchange code alone, all letters, would read as a ticker, and every stock of an exchange would be one stream
+# (review433 #13: Wind's 600519.SH.csv, 601318.SH.csv, ... were one stream SH). A list, not any letters, as a year
+# beside a root (2024_ES) is no stock code.
+NUMERIC_CODE_EXCHANGES = {"T", "JT", "JP", "HK", "KS", "KQ", "TW", "TWO", "TT", "SS", "SZ", "SH", "BJ", "XSHG", "XSHE",
+                          "CH", "C1", "C2", "SI", "SP", "KL", "MK", "BK", "TB", "JK", "IJ", "SR", "AB", "TYO", "HKG",
+                          "KRX", "TPE", "SHA", "SHE", "SGX"}
 # Exchanges' folders, in any case (`hk/`; a one-letter `t` is too often no exchange): besides the codes above, ISO
 # 10383 MICs and the exchanges' own names. In one, a file of 3 to 6 digits is a stock code even in a date's shape
 # (HK/2020.csv is ANTA Sports)
@@ -72,7 +74,7 @@ LAKE_PART = re.compile(r"^(part-\d+([-_.].*)?|\d{5}-\d+-[0-9a-f]{8}(-[0-9a-f]{4}
 # security without its yellow key, whichever key it is (before review291 #9 only some lost it: `7203 JT`, `ESZ4`,
 # `EURUSD`, but `VOD LN Equity`, whose two capitals' tokens read as two tickers)
 # (connectors/bloomberg_names.py: a ticker column's cells and a BDH title block lose it alike)
-NUMERIC_CODE = re.compile(r"(?<![A-Za-z0-9])(?:\d{3,6}[-_.\s]+(?P<after>[A-Z]{1,3}\d?)|(?P<before>[A-Z]{2,3})"
+NUMERIC_CODE = re.compile(r"(?<![A-Za-z0-9])(?:\d{3,6}[-_.\s]+(?P<after>[A-Z]{1,4}\d?)|(?P<before>[A-Z]{2,3})"
                           r"[-_.\s]+\d{3,6})(?![A-Za-z0-9])")
 
 

@@ -26,8 +26,12 @@ SUFFIX_ZONES = {
     "AX": MarketZone("Australia/Sydney", "ASX"), "SI": MarketZone("Asia/Singapore", "SGX"),
     "TW": MarketZone("Asia/Taipei", "TWSE"), "TWO": MarketZone("Asia/Taipei", "TPEx"),
     "KS": MarketZone("Asia/Seoul", "KRX"), "KQ": MarketZone("Asia/Seoul", "KOSDAQ"),
-    "SS": MarketZone("Asia/Shanghai", "the Shanghai exchange"), "SZ": MarketZone("Asia/Shanghai", "the Shenzhen "
-                                                                                                 "exchange"),
+    "SS": MarketZone("Asia/Shanghai", "the Shanghai exchange"),
+    "SZ": MarketZone("Asia/Shanghai", "the Shenzhen exchange"),
+    # China's vendors' (Wind's, Tushare's 600519.SH, 830799.BJ; JoinQuant's and RiceQuant's ISO MICs, 600519.XSHG)
+    **dict.fromkeys(("SH", "XSHG"), MarketZone("Asia/Shanghai", "the Shanghai exchange")),
+    "XSHE": MarketZone("Asia/Shanghai", "the Shenzhen exchange"),
+    "BJ": MarketZone("Asia/Shanghai", "the Beijing exchange"),
     "NZ": MarketZone("Pacific/Auckland", "NZX"), "JK": MarketZone("Asia/Jakarta", "IDX"),
     "BK": MarketZone("Asia/Bangkok", "SET"), "KL": MarketZone("Asia/Kuala_Lumpur", "Bursa Malaysia"),
     "L": MarketZone("Europe/London", "the London exchange"), "DE": MarketZone("Europe/Berlin", "Xetra"),
@@ -48,7 +52,7 @@ EXCHANGE_ZONES = {
 # index futures (`HSIM4`, `MHIM4`, `HHIM4`)
 FUTURES_ZONES = ((re.compile(r"^(NK225M?|TOPIXM?|JGBL?)\d{2,4}$"), MarketZone("Asia/Tokyo", "JPX (Osaka)")),
                  (re.compile(r"^(HSI|MHI|HHI)[FGHJKMNQUVXZ]\d{1,2}$"), MarketZone("Asia/Hong_Kong", "HKEX")))
-SUFFIX = re.compile(r"\.([A-Za-z]{1,3})$")
+SUFFIX = re.compile(r"\.([A-Za-z]{1,4})$")
 # a stream name that names its market, as a polars regex (the file facts pick such names out of a file's streams)
 MARKET_NAME = (r"(?i)\.(" + "|".join(SUFFIX_ZONES) + r")$|^(NK225M?|TOPIXM?|JGBL?)\d{2,4}$"
                r"|^(HSI|MHI|HHI)[FGHJKMNQUVXZ]\d{1,2}$")

@@ -13,6 +13,7 @@ import pytest
 
 from engine.quoting import quoted
 
+from connectors.file_names import symbol_in_name
 from connectors.replay import FileReplay
 from conftest import drain
 
@@ -272,6 +273,16 @@ def test_a_numeric_stock_code_and_its_exchange_name_the_stream(tmp_path: Path, n
     assert said == ([] if stream == stem else
                     [f"{name}: stream {stream}, from the file name {quoted(stem)} (--columns stream_name=NAME to name "
                      "it otherwise)"])
+
+
+def test_chinese_vendors_per_stock_files_name_a_stream_each(tmp_path: Path) -> None:
+    """review433 #13: Wind's and Tushare's per-stock files (600519.SH.csv, 601318.SH.csv) were all one stream SH,
+    different stocks interleaved into one session; JoinQuant's MIC suffixes and Futu's prefix alike."""
+    names = ("600036.SH", "600519.SH", "601318.SH", "830799.BJ", "600519.XSHG", "000001.XSHE", "SH.600519")
+    for name in names:
+        (tmp_path / f"{name}.csv").touch()
+    assert [symbol_in_name(tmp_path / f"{name}.csv") for name in names] == [
+        (name, f"file name {quoted(name)}") for name in names]
 
 
 def capture_trades(path: Path, price: float) -> Path:
