@@ -46,7 +46,12 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
                "secid", "seccode",  # MOEX ISS's SECID; QUIK's exports' SECCODE
                "codigoinstrumento",  # B3's public trades files (NEGOCIOSAVISTA: CodigoInstrumento)
                "metal",  # LME's trade files (Metal: CAD, AHD, ZDS)
-               "cusip_id", "bond_sym_id"),  # FINRA TRACE's (Enhanced and academic): a bond's CUSIP, its symbol
+               "cusip_id", "bond_sym_id",  # FINRA TRACE's (Enhanced and academic): a bond's CUSIP, its symbol
+               # China's vendors' and exchanges' codes (review433 #14: each file was one stream of every stock):
+               # Tushare's ts_code, RiceQuant's order_book_id, Wind's windcode, iFinD's thscode, SSE's and SZSE's
+               # Level-2 SecurityID, CTP's InstrumentID (a futures contract)
+               "ts_code", "order_book_id", "windcode", "wind_code", "thscode", "securityid", "security_id",
+               "instrumentid"),
     "price": ("price", "px", "trade_price", "last_price", "last", "close", "close_price",  # close: a bar's
               "deal", "deal_price",  # FX ECNs' deals (EBS: Deal, DealSize, DealSide beside the quote)
               "ltp", "last_traded_price",  # Indian vendors' (NSE feeds: LTP, the last traded price, beside LTQ)
@@ -70,7 +75,9 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
     "side": ("side", "aggressor_side", "taker_side", "buy/sell", "buy_sell",  # buy/sell: Kraken's trade exports
              "direction",  # Deribit's (the taker's buy/sell; LOBSTER's `direction` is read by its own layout)
              "aggressor", "dealside", "deal_side",  # CME's B/S; EBS's
-             "buysell"),  # MOEX ISS's BUYSELL (B/S, the aggressor's)
+             "buysell",  # MOEX ISS's BUYSELL (B/S, the aggressor's)
+             # China's vendors' B/S flags (Wind's and Level-2 files' BSFlag, bs_flag; trade_side), review433 #6
+             "bsflag", "bs_flag", "b_s_flag", "trade_side", "trade_direction"),
     # pricebid...: Interactive Brokers' API (HistoricalTickBidAsk: priceBid, priceAsk, sizeBid, sizeAsk)
     "bid": ("bid", "bid_price", "bid_px", "best_bid", "bidprice", "best_bid_price", "bid_px_00", "pricebid",
             "bid_c",  # bid_c, ask_c: OANDA's bid/ask candles' closes
@@ -93,7 +100,12 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
 # 成交价,成交量, KRX's 체결시간,종목코드,체결가,체결량), after the English names: a file's first known name still wins
 FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
     "ts": ("約定日時", "約定時刻", "日時", "時刻", "成交时间", "成交時間", "交易时间", "时间", "時間", "체결시간", "체결시각", "시간"),
-    "stream": ("銘柄コード", "証券コード", "コード", "证券代码", "股票代码", "代码", "證券代碼", "股票代碼", "代碼", "代號", "종목코드"),
+    # TWSE's 證券代號 (review433 #11), futures' 合约代码, KRX's 단축코드 (the short code, 005930)
+    "stream": ("銘柄コード", "証券コード", "コード", "证券代码", "股票代码", "代码", "證券代碼", "股票代碼", "代碼", "證券代號",
+               "股票代號", "代號", "合约代码", "合約代碼", "종목코드", "단축코드"),
+    # the trade's side (review433 #6: 买卖方向 and 매수매도 were left unread), their cells SIDE_WORDS' 买/卖, 매수/매도
+    "side": ("买卖方向", "買賣方向", "买卖标志", "買賣標誌", "内外盘", "內外盤", "売買区分", "売買", "매수매도", "매도매수",
+             "매매구분"),
     "price": ("約定価格", "約定値", "価格", "成交价", "成交價", "成交价格", "价格", "價格", "체결가", "체결가격", "가격"),
     "size": ("約定数量", "数量", "出来高", "成交量", "成交数量", "數量", "체결량", "체결수량", "거래량", "수량"),
 }.items()})
@@ -157,7 +169,13 @@ SIDE_WORDS: dict[str, str | None] = {"buy": "buy", "b": "buy", "sell": "sell", "
                                      "1.0": "buy", "-1.0": "sell", "0.0": None,
                                      # European exports' (German, French, Italian, Spanish)
                                      "kauf": "buy", "verkauf": "sell", "achat": "buy", "vente": "sell",
-                                     "acquisto": "buy", "vendita": "sell", "compra": "buy", "venta": "sell"}
+                                     "acquisto": "buy", "vendita": "sell", "compra": "buy", "venta": "sell",
+                                     # Chinese (买入, 外盘: the buyer took the offer), Japanese and Korean exports'
+                                     **dict.fromkeys(("买", "买入", "买盘", "外盘", "買", "買入", "買盤", "外盤", "買い",
+                                                      "매수"), "buy"),
+                                     **dict.fromkeys(("卖", "卖出", "卖盘", "内盘", "賣", "賣出", "賣盤", "內盤", "売",
+                                                      "売り", "매도"), "sell"),
+                                     **dict.fromkeys(("中性盘", "中性盤"), None)}
 
 
 @dataclass(frozen=True)

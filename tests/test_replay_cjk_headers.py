@@ -56,3 +56,19 @@ def test_a_cjk_date_beside_a_time_of_day_is_read_as_one(tmp_path: Path, header: 
     assert ticks[0].ts == int(datetime.fromisoformat("2026-06-01T01:30:00+00:00").timestamp()) * 10**9
     date, time = header.split(",")[:2]
     assert any(f"read as ts={date}+{time} (datetime, Asia/Shanghai)" in note for note in replay.notes), replay.notes
+
+
+def test_asian_vendors_code_and_side_columns_are_read(tmp_path: Path) -> None:
+    """review433 #14 and #6: Tushare's ts_code, RiceQuant's order_book_id, Wind's windcode, SSE's SecurityID and
+    TWSE's 證券代號 were unread (every stock one stream named after the file), and so were BSFlag, trade_side, 买卖方向
+    and 매수매도 (then the model's caveat told the venue to send sides)."""
+    layouts = [("ts_code", "bs_flag", "B", "S"), ("order_book_id", "BSFlag", "B", "S"), ("windcode", "trade_side",
+               "buy", "sell"), ("SecurityID", "买卖方向", "买", "卖"), ("證券代號", "매수매도", "매수", "매도")]
+    for code, side, buy, sell in layouts:
+        path = tmp_path / f"{code}.csv"
+        path.write_text(f"time,{code},price,qty,{side}\n" + "".join(
+            f"2026-06-01 09:30:{i:02d},{('000001', '600519')[i % 2]},11.5,100,{(buy, sell)[i // 2 % 2]}\n"
+            for i in range(8)))
+        ticks = drain(FileReplay(path, columns={"tz": "Asia/Shanghai"}))
+        assert [(t.stream, t.side) for t in ticks[:4]] == [("000001", "buy"), ("600519", "buy"), ("000001", "sell"),
+                                                           ("600519", "sell")], code
