@@ -14,7 +14,7 @@ from connectors.contract_column import contract_beside_root, levels_split_by
 from connectors.csv_dialect import Dialect
 from connectors.bloomberg_names import bdh_stream
 from connectors.file_names import stream_of, symbol_in_name
-from connectors.instrument_identifiers import instrument_column, name_column, unread_identifiers
+from connectors.instrument_identifiers import instrument_column, name_column, shorn_codes, unread_identifiers
 from connectors.lme_prompts import prompt_beside_metal
 from connectors.json_lines import is_json_lines
 from connectors.map_options import Refine
@@ -64,6 +64,8 @@ def stream_of_file(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
                          f"name the file after it (BTCUSDT-trades.json)")
     if cmap.stream_col is None:  # a fixed name too: it names the stream, not the file's one instrument
         stream_notes += unread_identifiers(path, cmap, schema, names, dialect, named)
+    else:
+        stream_notes += shorn_codes(path, cmap, schema, names, dialect)
     return cmap, stream_notes
 
 

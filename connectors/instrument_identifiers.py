@@ -147,3 +147,28 @@ def unread_identifiers(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
     return [Caution(f"{path.name}: every row goes to one stream, {stream}, but column {quoted(column)} holds several "
                     f"values ({', '.join(values[:3])}, ...) that look like instruments: if it names them, give "
                     f"{columns_option(f'stream={column}')} (a stream per value; docs/replay.md)")]
+
+
+CODE_DIGITS = 6  # the widest zero-padded stock code: SSE's, SZSE's and KRX's (HKEX's 5, JPX's and TWSE's 4)
+
+
+def shorn_codes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
+                dialect: Dialect | None) -> list[str]:
+    """A caution when the stream column is a number column of codes of mixed widths, up to CODE_DIGITS digits
+    (`1`, `300750`, `600519`; HKEX's `700`, `5`): zero-padded stock codes whose zeros the number type dropped, as
+    a vendor's CSV saved again by pandas has them. Their streams are named as written (`1`, not `000001`), so
+    another file's `000001` is another stream and `--streams 000001` matches none (review433 #1)."""
+    column = cmap.stream_columns[0] if len(cmap.stream_columns) == 1 else None
+    if column is None or is_csv(path) or not schema[column].is_integer():  # (a CSV's codes are read as text)
+        return []
+    codes = scan_file(path, names, dialect).head(SAMPLE_ROWS).select(pl.col(column).drop_nulls().unique()).collect()
+    codes = sorted(codes.to_series().cast(pl.String).to_list(), key=lambda code: (len(code), code))
+    widths = {len(code) for code in codes}
+    if len(widths) < 2 or max(widths) > CODE_DIGITS or codes[0].startswith("-"):
+        return []
+    return [Caution(f"{path.name}: column {quoted(column)}, the streams, holds numbers, not text: codes of "
+                    f"{min(widths)} to {max(widths)} digits ({codes[0]}, ..., {codes[-1]}): if they are zero-padded "
+                    f"stock codes (000001, 00700) whose leading zeros the number type dropped, each stream is named "
+                    f"without them ({codes[0]}), another file's text code names the same stock as another stream and "
+                    f"--streams matches the names as read; save the column as text (pandas: read the vendor's CSV "
+                    f"with dtype={{{column!r}: str}}) or zero-pad it (.astype(str).str.zfill(N), N the venue's width)")]

@@ -13,6 +13,7 @@ import pytest
 
 from engine.quoting import quoted
 
+from connectors.cautions import Caution
 from connectors.file_names import symbol_in_name
 from connectors.replay import FileReplay
 from conftest import drain
@@ -638,3 +639,18 @@ def test_a_suggested_column_that_needs_quoting_is_quoted_to_paste(tmp_path: Path
     assert words == ["--columns", "stream=Delivery Start (CET)"]
     streams = {t.stream for t in drain(FileReplay(path, columns=map_from_options(columns=words[1], detect=True)))}
     assert len(streams) == 4
+
+
+def test_integer_codes_of_mixed_widths_are_cautioned_as_shorn_of_their_zeros(tmp_path: Path) -> None:
+    """review433 #1: a vendor's CSV saved again by pandas holds `code` 1, 300750, 600519 as numbers; the stream
+    `1` (000001 shorn of its zeros) was read without a word. Codes of one width (JPX's 7203, 9434) are not said."""
+    rows = {"time": [f"2024-12-02 09:30:0{i}" for i in range(6)], "price": [11.5, 180.3, 1688.0] * 2}
+    for codes, said in (([1, 300750, 600519], True), ([7203, 9434, 6758], False)):
+        path = tmp_path / f"codes_{said}.parquet"
+        pl.DataFrame({"code": codes * 2, **rows}).write_parquet(path)
+        replay = FileReplay(path, columns={"tz": "Asia/Shanghai"})
+        assert {t.stream for t in drain(replay)} == set(map(str, codes))
+        shorn = [n for n in replay.notes if "holds numbers, not text" in n]
+        assert len(shorn) == int(said) and all(isinstance(n, Caution) for n in shorn), replay.notes
+        assert not said or f'column "code", the streams, holds numbers, not text: codes of 1 to 6 digits (1, ..., ' \
+            f"600519)" in shorn[0]
