@@ -118,6 +118,8 @@ def date_read_as_epoch(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
     numbers = whole_numbers(path, names, dialect, date)
     if numbers is None:
         return cmap, []
+    if (digits := datetime_digits(numbers)) is not None:
+        return _datetime_digits_read(path, cmap, numbers, digits, may_pair)
     present_day = EPOCH_1990_NS <= numbers.first * UNITS[epoch_unit(numbers.first)] < EPOCH_2200_NS
     if not numbers.dates and (present_day or not names_a_date(date)):
         return cmap, []
@@ -151,6 +153,42 @@ def date_read_as_epoch(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
     raise ValueError(f"{path}: column {quoted(date)} {held}, not a time since the epoch ({as_epoch}). Give {read_by}"
                      f"{alone}; --ts-unit {cmap.ts_unit} reads it as epoch {cmap.ts_unit} all the same "
                      f"(docs/replay.md)")
+
+
+# A date and its wall clock as one number (Chinese vendors' `datetime` 20241202093003000, YYYYMMDDHHMMSSmmm), by its
+# digits: the format that reads each width, its letters as a note writes them
+DATETIME_DIGITS = {12: ("%Y%m%d%H%M", "YYYYMMDDHHMM"), 14: ("%Y%m%d%H%M%S", "YYYYMMDDHHMMSS"),
+                   17: ("%Y%m%d%H%M%S%3f", "YYYYMMDDHHMMSSmmm")}
+
+
+def datetime_digits(numbers: Numbers) -> tuple[str, str] | None:
+    """(format, letters) when a column's whole numbers are all of one DATETIME_DIGITS width whose first 8 digits,
+    in its least and its most, are YYYYMMDD dates: dates and wall clocks written as one number, no epoch count
+    (read as us, 20241202093003000 is in 2611); None otherwise."""
+    width = len(str(numbers.least))
+    if width not in DATETIME_DIGITS or len(str(numbers.most)) != width:
+        return None
+    days = [value // 10 ** (width - 8) for value in (numbers.least, numbers.most)]
+    if not all(FIRST_DATE <= day <= LAST_DATE and 1 <= day // 100 % 100 <= 12 and 1 <= day % 100 <= 31
+               for day in days):
+        return None
+    return DATETIME_DIGITS[width]
+
+
+def _datetime_digits_read(path: Path, cmap: ColumnMap, numbers: Numbers, digits: tuple[str, str],
+                          may_pair: bool) -> tuple[ColumnMap, list[str]]:
+    """A detected layout's time column of dates and clocks as one number, read as the wall clock it writes (as
+    clock digits beside a date are), with a note; a map that named the column is refused, naming the options that
+    read it (review433 #7: read as epoch us, every row was rejected, and neither message named the fix)."""
+    ts_format, letters = digits
+    read_by = f"--ts-unit datetime --ts-format {ts_format}"
+    held = (f"column {quoted(cmap.ts)} holds a date and a wall clock's digits as one number, {letters} "
+            f"({numbers.first}), not a count since the epoch")
+    if not may_pair:
+        raise ValueError(f"{path}: {held}: read as epoch {cmap.ts_unit}, no tick would fall on its date. Give "
+                         f"{read_by} (docs/replay.md)")
+    return replace(cmap, ts_unit="datetime", ts_format=ts_format), [
+        f"{path.name}: {held}: read as {read_by}, in the zone --tz gives (--ts-unit says otherwise)"]
 
 
 # a time of day written alone, as a spreadsheet's time column holds it: `09:00:00,250`, `9:30`, a dotted `09.00.00`;

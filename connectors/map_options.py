@@ -107,6 +107,8 @@ class Refine:
         spec = detected.to_dict() | self.keys
         if "ts_unit" in self.keys and "ts_format" not in self.keys:  # a unit given replaces a guessed format
             spec.pop("ts_format", None)
+        if "ts_format" in self.keys and "ts_unit" not in self.keys:  # a format given reads the column as datetime
+            spec["ts_unit"] = "datetime"  # text, whatever unit detection guessed (review433 #7: "us" refused it)
         if self.keys.get("ts_unit") in UNITS and "tz" not in self.keys:  # epoch counts have no zone to guess
             spec.pop("tz", None)
         if "stream_col" in self.keys:  # a stream column given replaces a name the detection took

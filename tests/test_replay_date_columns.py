@@ -145,6 +145,24 @@ def test_a_column_named_as_a_date_is_no_count_of_epoch_units_unless_it_holds_pre
         [1717400000 * 10**9, 1717400001 * 10**9]
 
 
+def test_a_date_and_clock_written_as_one_number_is_read_as_the_wall_clock(tmp_path: Path) -> None:
+    """review433 #7: Chinese vendors' `datetime` 20241202093003000 (YYYYMMDDHHMMSSmmm) was read as epoch us (2611),
+    every row rejected; --ts-format alone was refused for the unit detection guessed."""
+    stamps = pl.DataFrame({"code": "600519.SH", "datetime": [20241202093003000, 20241202093006500], "price": 1688.0,
+                           "qty": 100})
+    path = write(stamps, tmp_path / "dt.csv")
+    first = int(datetime(2024, 12, 2, 1, 30, 3, tzinfo=timezone.utc).timestamp()) * 10**9
+    for keys in ({"tz": "Asia/Shanghai"}, {"tz": "Asia/Shanghai", "ts_format": "%Y%m%d%H%M%S%3f"}):
+        replay = FileReplay(path, columns=keys)
+        assert [t.ts for t in drain(replay)] == [first, first + 3_500_000_000], keys
+    assert any('"datetime" holds a date and a wall clock\'s digits as one number, YYYYMMDDHHMMSSmmm (2024120209300300'
+               '0), not a count since the epoch: read as --ts-unit datetime --ts-format %Y%m%d%H%M%S%3f' in note
+               for note in FileReplay(path, columns={"tz": "Asia/Shanghai"}).notes)
+    with pytest.raises(ValueError, match=r"read as epoch ms, no tick would fall on its date. Give --ts-unit datetime --ts-format %Y%m%d%H%M%S "):
+        FileReplay(write(stamps.with_columns(pl.col("datetime") // 1000), tmp_path / "s.csv"),
+                   columns={"ts": "datetime", "stream_col": "code", "price": "price", "size": "qty"})
+
+
 def test_a_time_before_1980_in_a_detected_epoch_column_is_warned(tmp_path: Path) -> None:
     old = pl.DataFrame({"timestamp": [86_400 + i for i in range(5)], "symbol": "X", "price": 1.0, "size": 1.0})
     replay = FileReplay(write(old, tmp_path / "old.parquet"))
