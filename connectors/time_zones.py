@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from connectors.utc_offsets import etc_zone, named_zone_reading, offset_as_zone, tz_for_offset
+from connectors.utc_offsets import etc_zone, named_zone_reading, offset_as_zone, tz_for_name, tz_for_offset, zones_named
 from engine.quoting import quoted
 from engine.stream_patterns import did_you_mean
 
@@ -30,6 +30,10 @@ def unknown_zone_hint(zone: object) -> str | None:
         return f"; {str(zone).upper()} is {which}: give {tz}"
     if (offset := offset_as_zone(str(zone))) is not None:
         return _offset_hint(str(zone), offset)
+    if zones_named(str(zone)):  # `IST`, `CST`: several zones' abbreviation, China's and India's among them, not the
+        # US zones spelled closest (review433 #8: --tz CST was asked "did you mean UCT or MST or HST?")
+        name = str(zone).upper()
+        return f"; {name} is an abbreviation that zones write for their times: give {tz_for_name(name)}"
     keys = available_timezones()
     same = {_folded(key): key for key in keys}.get(_folded(str(zone)))  # `America/NewYork`: that one, not Nuuk too
     return f"; did you mean {quoted(same)}?" if same is not None else did_you_mean([str(zone)], keys) or EXAMPLES

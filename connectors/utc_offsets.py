@@ -233,6 +233,11 @@ def _zones_by_name() -> dict[str, dict[str, list[str]]]:
     return found
 
 
+def zones_named(name: str) -> bool:
+    """Whether IANA's zones write `name` for their times (`IST`, `CST`, `BST`), in a winter or a summer month."""
+    return name.upper() in _zones_by_name()
+
+
 def tz_for_name(name: str, when: datetime | None = None) -> str:
     """The --tz that reads times written with a zone's name (`CEST`: `--tz Europe/Paris`), one zone for each UTC
     offset zones write it for (`IST`: India's, Ireland's, Israel's); `--tz ZONE` with what to look for when no zone

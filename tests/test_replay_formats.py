@@ -279,6 +279,15 @@ def test_a_mistyped_zone_is_answered_with_the_closest_iana_names(tmp_path: Path,
     with pytest.raises(ValueError, match=r"tz=\"Nowhere/City\"; use an IANA name like 'Europe/London', "
                                          r"'America/New_York' or 'UTC'$"):
         ColumnMap(ts="t", ts_unit="datetime", tz="Nowhere/City", price="p", size="s")
+    # review433 #8: China's and India's CST and IST were answered with US zones spelled closest (UCT, MST, HST)
+    for name, zones in (("CST", "--tz America/Chicago (-06:00), --tz America/Havana (-05:00) or --tz Asia/Shanghai "
+                                "(+08:00), whichever zone's CST it is"),
+                        ("IST", "--tz Asia/Kolkata (+05:30), --tz Asia/Jerusalem (+02:00) or --tz Europe/Dublin "
+                                "(+01:00), whichever zone's IST it is")):
+        with pytest.raises(ValueError) as refused:
+            ColumnMap(ts="t", ts_unit="datetime", tz=name, price="p", size="s")
+        assert str(refused.value).endswith(f"; {name} is an abbreviation that zones write for their times: give "
+                                           f"{zones}")
 
 
 @pytest.mark.parametrize("given, named", [
