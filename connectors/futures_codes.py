@@ -6,6 +6,8 @@ so that `serve`'s start line, which names the shapes, and every reply agree. The
 * an option (connectors/option_names.py: `BTC-27DEC24-60000-C`, OSI's `AAPL  261218C00150000`), a perpetual or a
   swap (`BTCUSDT_PERP`, `BTC-PERPETUAL`, `BTC-USD-SWAP`), a crypto venue's dated future (`BTC-29MAR24`,
   `BTCUSDT_240329`, `XBTZ25`): option_names.MARKED;
+* India's contract symbols (NSE's, BSE's, MCX's): a future `NIFTY24DECFUT`, an option `NIFTY24DEC24000CE`, a
+  weekly one `NIFTY24D0524300PE`;
 * an exchange's futures contract code: a root of up to four letters and digits (a digit first only before a
   letter: CME's FX `6EH5`), the month's letter and the year's last digit, its last two (`00`..`39`, `90`..`99`),
   or all four (CME's `ESM4`, `CLZ24`, `SR3Z4`, `ESZ2024`, ICE's `BZF5`, Eurex's `FDXM5`, `FGBLM5`), or a product
@@ -36,6 +38,12 @@ DATED_CODE = rf"{ROOT} ?[{MONTH_CODES}]{YEAR}|(?:19|20)\d\d(?:0[1-9]|1[0-2])"
 # JPX/OSE: a product code with digits and a letter, then the contract's year and month (NK225M2406). Letters then
 # digits alone (JGBL2406) are not read so: a scanner's `EQ00103` reads the same way (module docstring)
 YEAR_MONTH_CODE = r"[A-Z]{2,6}\d{1,3}[A-Z]\d\d(?:0[1-9]|1[0-2])"
+# India's (NSE's, BSE's, MCX's) contract symbols: root, year, month, then FUT (`NIFTY24DECFUT`), or a strike and CE/PE
+# for an option (`NIFTY24DEC24000CE`; a weekly expiry's year, month and day, the month 1..9, O, N, D:
+# `NIFTY24D0524300PE`). Roots hold `&` and `-` (`M&M`, `BAJAJ-AUTO`) (review433 #3: neither was a derivative)
+INDIAN_MONTHS = "JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC"
+INDIAN_FUTURE = re.compile(rf"^[A-Z][A-Z0-9&-]*\d\d(?:{INDIAN_MONTHS})FUT$")
+INDIAN_OPTION = re.compile(rf"^[A-Z][A-Z0-9&-]*?\d\d(?:{INDIAN_MONTHS}|[1-9OND]\d\d)\d+(?:\.\d+)?(?:CE|PE)$")
 # A venue after a dot, as a refusal advises naming a stream (`SR3Z4.cme`, `BTC-29MAR24.deribit`); a continuous
 # series' `.c.0` ends in a digit and stays
 VENUE_SUFFIX = re.compile(r"\.[A-Za-z][A-Za-z0-9_-]*$")
@@ -48,7 +56,7 @@ def futures_kind(stream: str) -> str | None:
     """What futures market an exchange's code says a stream is ("a dated future", "a futures calendar spread"),
     None for any other name."""
     name = bare_name(stream)
-    if FUTURES_CONTRACT.match(name):
+    if FUTURES_CONTRACT.match(name) or INDIAN_FUTURE.match(name):
         return DATED_FUTURE
     legs = name.split("-")
     if len(legs) == 2 and all(FUTURES_CONTRACT.match(leg) for leg in legs):
@@ -60,7 +68,7 @@ def derivative_kind(stream: str) -> str | None:
     """What derivative a stream's name says it is ("an option", "a perpetual", "a swap", "a dated future", "a
     futures calendar spread"), None for any other name: the one rule (module docstring)."""
     stream = bare_name(stream)
-    if is_option_name(stream):
+    if is_option_name(stream) or INDIAN_OPTION.match(stream):
         return "an option"
     if (futures := futures_kind(stream)) is not None:
         return futures

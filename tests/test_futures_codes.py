@@ -33,6 +33,10 @@ def test_exchange_futures_codes_are_dated_futures_and_spot_names_are_none() -> N
     assert derivative_kind("CLZ4-CLF5") == "a futures calendar spread"
     for name in SPOT:
         assert derivative_kind(name) is None, name
+    # India's contract symbols, monthly and weekly (review433 #3: none was a derivative)
+    assert [derivative_kind(n) for n in ("NIFTY24DECFUT", "M&M24DECFUT", "NIFTY24DEC24000CE", "NIFTY24D0524300PE",
+                                          "BANKNIFTY24DEC52000PE", "RELIANCE")] == \
+        ["a dated future", "a dated future", "an option", "an option", "an option", None]
     # the crypto shapes as before
     assert [derivative_kind(n) for n in ("BTC-29MAR24", "XBTZ25", "BTCUSDT_PERP", "BTC-USD-SWAP",
                                           "BTC-27DEC24-60000-C")] == \
