@@ -81,20 +81,24 @@ FIELD_NAMES: dict[str, tuple[str, ...]] = {
     # pricebid...: Interactive Brokers' API (HistoricalTickBidAsk: priceBid, priceAsk, sizeBid, sizeAsk)
     "bid": ("bid", "bid_price", "bid_px", "best_bid", "bidprice", "best_bid_price", "bid_px_00", "pricebid",
             "bid_c",  # bid_c, ask_c: OANDA's bid/ask candles' closes
-            "bids_0_price"),  # Tardis.dev's book_snapshot_5/25 (bids[0].price, ...): the top level
+            "bids_0_price",  # Tardis.dev's book_snapshot_5/25 (bids[0].price, ...): the top level
+            # a book's first level in Level-1 vendors' files (A-share snapshots' bid_price1..5, CTP's BidPrice1)
+            "bid_price1", "bid_price_1", "bidprice1", "bid_px1", "bid1"),
     "ask": ("ask", "ask_price", "ask_px", "best_ask", "askprice", "best_ask_price", "offer", "offer_price",
             "ask_px_00", "priceask", "offerprice", "ask_c",
-            "asks_0_price"),
+            "asks_0_price", "ask_price1", "ask_price_1", "askprice1", "ask_px1", "ask1", "offer_price1"),
     "bid_size": ("bid_size", "bid_qty", "bid_sz", "bidsize", "bid_volume", "bidvolume", "bid_amount",
                  "best_bid_qty", "bid_sz_00", "sizebid",
                  # TAQ's NBBO and quote files (BIDSIZ, ASKSIZ: round lots; WRDS's NBBO: BEST_BIDSIZ, BEST_ASKSIZ)
                  "bidsiz", "best_bidsiz", "bids_0_amount",
                  "bsize",  # kdb+tick's quote table (sym.q: time sym bid ask bsize asize), and asize
                  "best_bid_amount",  # Deribit's ticker (best_bid_price, best_bid_amount)
-                 "bid_sx"),  # CoinAPI's quote flat files (time_exchange;time_coinapi;ask_px;ask_sx;bid_px;bid_sx)
+                 "bid_sx",  # CoinAPI's quote flat files (time_exchange;time_coinapi;ask_px;ask_sx;bid_px;bid_sx)
+                 "bid_volume1", "bid_volume_1", "bidvolume1", "bid_size1", "bid_qty1"),  # the first level's
     "ask_size": ("ask_size", "ask_qty", "ask_sz", "asksize", "ask_volume", "askvolume", "ask_amount",
                  "best_ask_qty", "offer_size", "ask_sz_00", "sizeask", "offersize",
-                 "asksiz", "best_asksiz", "asks_0_amount", "best_ask_amount", "asize", "ask_sx"),
+                 "asksiz", "best_asksiz", "asks_0_amount", "best_ask_amount", "asize", "ask_sx",
+                 "ask_volume1", "ask_volume_1", "askvolume1", "ask_size1", "ask_qty1"),
 }
 # Japanese, Chinese and Korean headers (Japanese brokers' 約定日時,価格,数量 exports, SSE/SZSE vendors' 成交时间,证券代码,
 # 成交价,成交量, KRX's 체결시간,종목코드,체결가,체결량), after the English names: a file's first known name still wins

@@ -36,7 +36,8 @@ TOTAL_NAMES = frozenset({"volume", "vol", "total_volume", "cum_volume", "cumulat
                          "daily_volume", "volume_today", "ttq", "total_traded_quantity", "traded_volume"})
 UNCHANGED_SHARE = 0.25
 CAPPED = r"^(\d+(?:\.\d+)?) ?MM\+$"  # TRACE's capped sizes: 1MM+, 5MM+ (millions, or more)
-QUOTE_NAME = re.compile(r"^(?:.+_)?(bid|ask)(?:_price|_px)?$")  # yes_bid, no_ask, bid_price: a quote's column
+# yes_bid, no_ask, bid_price, a book's levels bid_price1..bid_price5 (A-share snapshots'), bid_px_00: a quote's column
+QUOTE_NAME = re.compile(r"^(?:.+_)?(bid|ask)(?:_?price|_?px)?(?:_?(?P<level>\d{1,2}))?$")
 
 
 def size_notes(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
@@ -96,8 +97,7 @@ def _running_total_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], 
         return []
     read = set(cmap.source_columns())
     quotes = [c for c in schema if c not in read and QUOTE_NAME.match(normal_name(c))]
-    pair = next(((b, a) for b in quotes for a in quotes if normal_name(b).endswith("bid") and
-                 normal_name(a) == normal_name(b)[:-3] + "ask"), None)
+    pair = (cmap.bid, cmap.ask) if cmap.bid and cmap.ask else _top_quote_pair(quotes)
     keys = [f"ts={'+'.join(cmap.ts_columns)}", *([f"stream={cmap.stream_col}"] if cmap.stream_col else []),
             *([f"bid={pair[0]},ask={pair[1]}"] if pair else ["bid=BID,ask=ASK"])]
     unread = f"; its quote columns are not read ({', '.join(quotes[:6])})" if quotes else ""
@@ -108,6 +108,22 @@ def _running_total_note(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], 
         f"{quoted(cmap.price)} sized by the total so far, the unchanged rows after no new trade{unread}. To read the "
         f"snapshots as quotes: {columns_option(*keys)}; to read trades, write each row's rise of {quoted(cmap.size)} "
         "as its size and drop the rows without one first (docs/replay.md, running totals)")]
+
+
+def _top_quote_pair(quotes: Sequence[str]) -> tuple[str, str] | None:
+    """(bid, ask) columns of one name but their side (`yes_bid`/`yes_ask`), of the book's top level where the names
+    number levels (`bid_price1`/`ask_price1` of five: review433 #2, whose caution said `bid=BID,ask=ASK`); else None."""
+    def level(column: str) -> int:
+        return int(QUOTE_NAME.match(normal_name(column))["level"] or 0)
+
+    for bid in sorted(quotes, key=level):
+        name = normal_name(bid)
+        side = QUOTE_NAME.match(name)
+        if side[1] == "bid":
+            ask = name[:side.start(1)] + "ask" + name[side.end(1):]
+            if (found := next((a for a in quotes if normal_name(a) == ask), None)) is not None:
+                return bid, found
+    return None
 
 
 def capped_size(text: pl.Expr, number: pl.Expr) -> pl.Expr:

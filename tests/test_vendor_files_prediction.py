@@ -52,6 +52,26 @@ def test_a_running_total_volume_is_said_with_the_map_that_reads_the_quotes(tmp_p
     assert any("never decreases within a stream" in n for n in FileReplay(two_days).cautions)
 
 
+def test_a_snapshot_files_book_levels_are_its_quotes_and_the_caution_names_the_first(tmp_path: Path) -> None:
+    """review433 #2: A-share Level-1 snapshots' bid_price1..5/ask_price1..5 were no quote columns: unread, and the
+    running-total caution suggested `bid=BID,ask=ASK`. The first level is read as the quote; a map of trades alone
+    gets the caution naming it."""
+    path = tmp_path / "ashare_l1.csv"
+    path.write_text("code,time,last_price,volume,bid_price1,bid_price2,ask_price1,ask_price2,bid_volume1,ask_volume1\n"
+                    + "".join(f"000001.SZ,2024-12-02T01:{30 + i // 60}:{i % 60:02d}Z,{11.5 + i % 2 * 0.01:.2f},"
+                              f"{300 + 100 * (i // 3)},11.49,11.48,11.51,11.52,900,800\n" for i in range(90)))
+    detected = FileReplay(path)
+    quote = next(t for t in drain(detected) if t.bid is not None)
+    assert (quote.bid, quote.ask, quote.bid_size, quote.ask_size) == (11.49, 11.51, 900, 800)
+    trades_only = FileReplay(path, columns={"ts": "time", "stream_col": "code", "price": "last_price", "size": "volume"})
+    for replay, unread in ((detected, "bid_price2, ask_price2"), (trades_only, "bid_price1, bid_price2, ask_price1, "
+                                                                               "ask_price2")):
+        caution = next(n for n in replay.cautions if "running total" in n)
+        assert f"its quote columns are not read ({unread})" in caution
+        assert "To read the snapshots as quotes: --columns ts=time,stream=code,bid=bid_price1,ask=ask_price1;" \
+            in caution, caution
+
+
 def test_a_probability_priced_contract_settling_at_0_is_no_spread(tmp_path: Path) -> None:
     """Review248 #5: a Polymarket token trading at 0.01-0.30 and ending with a print at 0.0 (it resolved NO) was
     refused as 'a spread' whose 0 is a price, with the advice --price-offset 'TOKEN=1' (0.01-0.99 shifted to
