@@ -72,6 +72,14 @@ def market_of(stream: str) -> MarketZone | None:
     return next((market for code, market in FUTURES_ZONES if code.match(stream.upper())), None)
 
 
+def stock_name(stream: str) -> bool:
+    """Whether a stream's name is an exchange's stock, never a futures series: a numeric code (`000001`, `7203`),
+    alone or with its exchange's suffix (`000001.SZ`, `7203.T`), or a ticker with an exchange's suffix
+    (`RELIANCE.NS`)."""
+    suffix = SUFFIX.search(stream)
+    return suffix is not None and suffix[1].upper() in SUFFIX_ZONES or re.fullmatch(r"\d{4,6}", stream) is not None
+
+
 def named_market(names: Iterable[str]) -> tuple[str, MarketZone] | None:
     """The first of `names` (a file's name, its first stream) that points at a market, and that market."""
     for name in names:

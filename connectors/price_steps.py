@@ -21,6 +21,7 @@ import numpy as np
 from connectors.durations import duration_text
 from connectors.futures_codes import futures_name
 from connectors.labels import ordinary_spacing, session_gap_text
+from connectors.market_zones import stock_name
 from connectors.ticks import shown_name, utc_text
 
 STEP_GAP_NS = 3_600_000_000_000  # a pause of over an hour: between sessions (a split is applied while closed)
@@ -128,7 +129,14 @@ class LastingStep(NamedTuple):
         gap = self.after_ts - self.before_ts
         minute = 60 * 10**9  # --session-gap in whole minutes, at most the pause: it then cuts there
         halt = gap >= minute and not futures_name(self.stream)
+        # a stock's name (`000001.SZ`, `7203.T`) is no continuous futures series: SSE's and SZSE's stocks trade on,
+        # sealed at their daily limit, without a halt (review433 #12: a limit-up was told as a roll)
+        stock = stock_name(self.stream) and not futures_name(self.stream)
         scored = _unscored(gap, session_gap_ns)
+        if scored is None and stock:
+            scored = "the answers whose label horizon spans it are scored as that move" + (
+                f": --session-gap {session_gap_text(gap - gap % minute)}, since a pause of {duration_text(gap)} "
+                f"falls there, leaves them unscored" if gap >= minute else "")
         if scored is None:
             contract = ("if the file holds the contract in a column, read a stream per contract (--columns "
                         "stream=SYMBOL+CONTRACT, then --streams to pick)")
@@ -137,7 +145,9 @@ class LastingStep(NamedTuple):
             scored = "the answers whose label horizon spans it are scored as that move: " + (
                 f"{cut}, leaves them unscored; for a roll: {contract}" if halt else
                 f"{contract}, or {cut}" if gap >= minute else contract)
-        what = ("a trading halt's reopening (a stock's limit-up/limit-down pause), or a futures roll in a continuous "
+        what = ("a stock's price limit (limit-up/limit-down), where the venue trades on at it or pauses, or a bad "
+                "print that stayed?" if stock else
+                "a trading halt's reopening (a stock's limit-up/limit-down pause), or a futures roll in a continuous "
                 "series, or a bad back-adjust?" if halt else "a futures roll in a continuous series, or a bad "
                 "back-adjust?")
         return (f"{shown_name(self.stream)}: its price stepped from about {self.before:g} to {self.after:g} "

@@ -361,3 +361,9 @@ def test_a_stocks_halt_is_named_before_a_roll_and_a_futures_name_keeps_the_roll(
     assert "(a futures roll in a continuous series, or a bad back-adjust?)" in roll.caution(None)
     assert roll.caution(None).endswith("(--columns stream=SYMBOL+CONTRACT, then --streams to pick), or --session-gap "
                                        "5m, since a pause of 5 min falls there")
+    # review433 #12: a stock's step to its limit with no pause (SZSE's stocks trade on, sealed at it) is no roll
+    [limit] = lasting_steps("000001.SZ", (ts - np.where(np.arange(400) >= 200, 299_000, 0)) * 1_000_000, prices)
+    assert "and stayed there (a stock's price limit (limit-up/limit-down), where the venue trades on at it or " \
+           "pauses, or a bad print that stayed?): prices are replayed as the files give them; the answers whose " \
+           "label horizon spans it are scored as that move" in limit.caution(None)
+    assert "CONTRACT" not in limit.caution(None)
