@@ -14,7 +14,7 @@ from engine.service.answer_caveats import SATURATED_QUESTION, WORSE_THAN_PRIOR, 
 from engine.service.cli import main
 from engine.service.config import ServiceConfig
 from engine.service.live_scores import LiveScores
-from engine.service.untrained_tokens import UNTRAINED_TOKEN, never_trained
+from engine.service.untrained_tokens import UNTRAINED_TOKEN, UntrainedTokens, never_trained
 from queries.cache import Answer
 from queries.yaml_loader import load_queries
 from wire_client import T0, Control, Sub, push_socket, trade, wait_stats
@@ -90,6 +90,24 @@ def test_the_builtin_models_card_names_the_token_it_never_trained_on() -> None:
     assert said[0] == codec.token("event", "trade") and said[1].startswith(
         "event:trade (a trade without a side: `side` absent or nil): every trade this model trained on carried")
     assert "`surprise` reads ~25-42 nats a tick" in said[1] and "flashtick train FILES --out DIR" in said[1]
+
+
+def test_an_auctions_side_less_print_among_sided_trades_is_no_side_less_stream() -> None:
+    """review433 #4: one closing-auction print without a side, after 2,038 sided trades, marked the whole stream
+    as sending a token never met in training, said and carried on its every answer; a side-less feed still is."""
+    codec = load_builtin_codec()
+    buy, side_less = codec.token("event", "buy"), codec.token("event", "trade")
+    said: list[str] = []
+    untrained = UntrainedTokens(None, codec, said.append)
+    for _ in range(2038):
+        untrained.accepted("0700.HK", [buy])
+    untrained.accepted("0700.HK", [side_less])  # the 16:08 closing auction
+    assert said == [] and untrained.caveat("0700.HK") == [] and untrained.held_caveat() == []
+    untrained.accepted("7203.T", [side_less])  # a side-less feed: its caveat from its first tick, said at its 10th
+    assert untrained.caveat("7203.T") and said == []
+    for _ in range(9):
+        untrained.accepted("7203.T", [side_less])
+    assert len(said) == 1 and said[0].startswith('stream "7203.T" sent a token this model never met in training')
 
 
 def test_answers_worse_than_the_streams_class_frequencies_get_a_caveat_once_enough_are_scored() -> None:

@@ -196,7 +196,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
                                                 lambda replay: read.append(input_files(replay)), origins)
     untrained = UntrainedTokens(model_dir, codec, caution)  # a stream sending a token the model never trained on
     for sd in prepared:
-        untrained.accepted(sd.name, np.unique(sd.tokens).tolist())
+        untrained.accepted(sd.name, sd.tokens.ravel().tolist())  # (counted: a handful of such ticks is none)
     # what made the scores, as a backtest records it: in --json, beside --points-out and in its metadata
     record = evaluation_record(model_dir, codec, read[0], current_reading(args), {
         "split": split.text(), "test_from": _test_from_text(split),

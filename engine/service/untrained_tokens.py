@@ -7,9 +7,10 @@ synthetic, BTCUSDT and EURUSD data carried its aggressor side), and on a feed of
 card's to say (TRAINING.md, a line of its own: ``- Never trained: `event:trade` (what it is, what to do)``), not
 this code's: the card writers (train_builtin.py, finetune_card.py) name the event tokens no tick of their
 training data held (`never_trained_line`), so a model trained on such ticks names none. `UntrainedTokens`
-watches the ticks a run takes (the pipeline's, for `serve` and `backtest`; `evaluate`'s streams), says the first
-stream that carries such a token once, in one line, and keeps which streams did for the ``untrained_token`` caveat
-of their answers and replies.
+watches the ticks a run takes (the pipeline's, for `serve` and `backtest`; `evaluate`'s streams), counts per stream
+its ticks and those that carry such a token, says the first stream whose ticks carry it materially once, in one
+line, and gives the ``untrained_token`` caveat to the answers and replies of the streams that do. A handful among
+many (an auction's side-less print in a day of sided trades, review433 #4) is no stream of such ticks.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ UNTRAINED_TOKEN = "untrained_token"
 # the card's line: the token names in backticks, then what a user sees of them and what to do
 NEVER_TRAINED = re.compile(r"^- Never trained: ((?:`[^`]+`,? ?)+)(.+)$")
 NAMED = 3  # streams a health reply's caveat names, the rest counted
+# A stream's ticks carry an untrained token materially when this share of them or more do, and this many or every one
+# so far: a fully side-less feed from its first tick, never an auction's print or two among thousands of sided trades
+UNTRAINED_SHARE = 0.05
+UNTRAINED_TICKS = 10
 
 
 def never_trained(model_dir: Path | str | None, codec: Any) -> dict[int, str]:
@@ -65,42 +70,74 @@ def never_trained_line(names: list[str]) -> str:
             f"then `--model DIR`; docs/model.md, \"Tokens never trained\")\n")
 
 
+class StreamTicks:
+    """A stream's ticks since it started, those that carried an untrained token, and the first such token."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self.untrained = 0
+        self.token: int | None = None
+
+    @property
+    def material(self) -> bool:
+        """Whether its ticks carry an untrained token materially (UNTRAINED_SHARE, UNTRAINED_TICKS)."""
+        return self.untrained >= UNTRAINED_SHARE * self.ticks and self.untrained > 0 and \
+            (self.untrained >= UNTRAINED_TICKS or self.untrained == self.ticks)
+
+
 class UntrainedTokens:
-    """The tokens a model never trained on (`never_trained`) and the streams whose ticks carried one since they
-    started (dropped with their context: `drop`). ``say`` is told the first such stream, once."""
+    """The tokens a model never trained on (`never_trained`) and, per stream since it started (dropped with its
+    context: `drop`), its ticks and those that carried one. ``say`` is told once of the first stream whose ticks
+    carry one materially, UNTRAINED_TICKS of them at least."""
 
     def __init__(self, model_dir: Path | str | None, codec: Any, say: Callable[[str], None]) -> None:
         self.said = never_trained(model_dir, codec)
         self.ids = frozenset(self.said)
-        self.streams: dict[str, int] = {}  # stream -> the first such token its ticks carried
-        self.say = say
+        # a tick's event token (`event:buy`, `event:q_same`, ...): one a tick, what its ticks are counted by
+        self.events = frozenset(i for i, name in enumerate(getattr(codec, "names", None) or ())
+                                if name.startswith("event:")) if self.ids else frozenset()
+        self.counts: dict[str, StreamTicks] = {}
+        self.say: Callable[[str], None] | None = say  # (None once said)
 
     def accepted(self, stream: str, tokens: Iterable[int]) -> None:
-        """Ticks of ``stream`` taken, as their ``tokens``: the first stream to carry an untrained token is said."""
-        if not self.ids or stream in self.streams or self.ids.isdisjoint(tokens):
+        """Ticks of ``stream`` taken, as their ``tokens``, counted; said of the first stream whose ticks carry an
+        untrained token materially."""
+        if not self.ids:
             return
-        first = not self.streams
-        self.streams[stream] = token = next(token for token in tokens if token in self.ids)
-        if first:
-            self.say(Caution(self._text(f"stream {quoted(stream)}", token)))
+        counts = self.counts.setdefault(stream, StreamTicks())
+        for token in tokens:
+            if token in self.events:
+                counts.ticks += 1
+            if token in self.ids:
+                counts.untrained += 1
+                counts.token = token if counts.token is None else counts.token
+        if self.say is not None and counts.material and counts.untrained >= UNTRAINED_TICKS:
+            self.say(Caution(self._text(f"stream {quoted(stream)}", counts.token)))
+            self.say = None
 
     def drop(self, stream: str) -> None:
-        self.streams.pop(stream, None)
+        self.counts.pop(stream, None)
+
+    @property
+    def streams(self) -> dict[str, int]:
+        """Stream -> the first untrained token of those whose ticks carry one materially."""
+        return {stream: counts.token for stream, counts in self.counts.items() if counts.material}
 
     def caveat(self, stream: str) -> list[dict[str, str]]:
-        """The ``untrained_token`` caveat of ``stream``'s answers, when its ticks carried such a token."""
-        if stream not in self.streams:
+        """The ``untrained_token`` caveat of ``stream``'s answers, when its ticks carry such a token materially."""
+        counts = self.counts.get(stream)
+        if counts is None or not counts.material:
             return []
-        return [{"kind": UNTRAINED_TOKEN, "text": self._text(f"stream {quoted(stream)}", self.streams[stream])}]
+        return [{"kind": UNTRAINED_TOKEN, "text": self._text(f"stream {quoted(stream)}", counts.token)}]
 
     def held_caveat(self) -> list[dict[str, str]]:
-        """A `health` reply's ``untrained_token`` caveat: the first streams held whose ticks carried such a token."""
-        if not self.streams:
+        """A `health` reply's ``untrained_token`` caveat: the first streams held whose ticks carry such a token."""
+        if not (streams := self.streams):
             return []
-        first = list(self.streams)[:NAMED]
-        more = f" and {len(self.streams) - NAMED} more" if len(self.streams) > NAMED else ""
-        named = f"stream{'s' if len(self.streams) > 1 else ''} {', '.join(map(quoted, first))}{more}"
-        return [{"kind": UNTRAINED_TOKEN, "text": self._text(named, self.streams[first[0]])}]
+        first = list(streams)[:NAMED]
+        more = f" and {len(streams) - NAMED} more" if len(streams) > NAMED else ""
+        named = f"stream{'s' if len(streams) > 1 else ''} {', '.join(map(quoted, first))}{more}"
+        return [{"kind": UNTRAINED_TOKEN, "text": self._text(named, streams[first[0]])}]
 
     def _text(self, named: str, token: int) -> str:
         return f"{named} sent a token this model never met in training ({MODEL_CARD}): {self.said[token]}"
