@@ -67,6 +67,24 @@ DATED = re.compile(r"^\d{4}[-./]?\d\d[-./]?\d\d|^\d\d?[-./]\d\d?[-./]\d{2,4}")  
 CLOCK_ONLY = re.compile(r"^(0D)?\d{1,2}:\d\d(:\d\d([.,]\d+)?)?$")
 
 
+# Taiwan's Minguo (ROC) calendar, as TWSE's and TPEx's exports write dates: year 113 is 2024 (1911 + 113)
+MINGUO_DATE = re.compile(r"^\s*(1\d\d)([/.-])\d\d?\2\d\d?(?!\d)")
+MINGUO_YEAR_ZERO = 1911
+
+
+def minguo_refusal(path: Path, cmap: ColumnMap, first: str) -> str | None:
+    """Why a column of Minguo dates (`113/12/02 09:00:02`) is not read, with what reads it; None for other text.
+    No strftime code adds 1911 to a year: `%Y` reads 113 as the year 113 (review433 #11: refused as no ISO 8601,
+    with a format to give, or read with one as times before 1970, every row rejected)."""
+    if (found := MINGUO_DATE.match(first)) is None:
+        return None
+    year = int(found[1]) + MINGUO_YEAR_ZERO
+    return (f"{path}: column {quoted(cmap.ts)} holds {quoted(first, 40)}, a date of Taiwan's Minguo (ROC) calendar "
+            f"(year {found[1]} is {year}), which no strftime code reads (none adds {MINGUO_YEAR_ZERO} to a year): "
+            f"write its year as {year} first (pandas: str(int(year) + {MINGUO_YEAR_ZERO})), then replay it (its "
+            f"format, e.g. --ts-format '%Y{found[2]}%m{found[2]}%d %H:%M:%S', and --tz Asia/Taipei)")
+
+
 def datetime_text_ns(path: Path, cmap: ColumnMap, first: str | None, second_pass: pl.Expr | None,
                      time_unit: str = "ns") -> pl.Expr:
     """Datetime text -> int ns: ISO 8601 (or `ts_format`) with a UTC offset at that offset, naive in `tz`; null for
@@ -74,6 +92,8 @@ def datetime_text_ns(path: Path, cmap: ColumnMap, first: str | None, second_pass
     # 09:00:01,123 (a decimal comma, as European exports write it) reads as 09:00:01.123, and so does NinjaTrader's
     # `20240102 143000 2537700`
     # (a DATE+TIME's `25:30:00` as `01:30:00`, a day added once read)
+    if first is not None and (minguo := minguo_refusal(path, cmap, first)) is not None:
+        raise ValueError(minguo)
     text = chrono_text((time_column(cmap) if len(cmap.ts_columns) == 1 else joined_within_day(cmap))
                        .str.strip_chars(), is_interval(first))
     # the text's decimal comma before a fraction reads as a point (above): so does the format's (`%S,%3f`)

@@ -72,3 +72,15 @@ def test_asian_vendors_code_and_side_columns_are_read(tmp_path: Path) -> None:
         ticks = drain(FileReplay(path, columns={"tz": "Asia/Shanghai"}))
         assert [(t.stream, t.side) for t in ticks[:4]] == [("000001", "buy"), ("600519", "buy"), ("000001", "sell"),
                                                            ("600519", "sell")], code
+
+
+def test_a_twse_minguo_date_is_refused_naming_its_year_and_what_reads_it(tmp_path: Path) -> None:
+    """review433 #11: TWSE's `113/12/02` (Minguo year 113, 2024) was refused as no ISO 8601 with a strftime format to
+    give, which read it as the year 113, every row rejected: no code adds 1911. Its 證券代號 names the stream."""
+    path = tmp_path / "twse.csv"
+    path.write_text("日期,時間,證券代號,成交價,成交量\n" + "".join(f"113/12/02,09:00:{i:02d},2330,1060.{i % 3},1500\n"
+                                                          for i in range(5)))
+    for keys in ({"tz": "Asia/Taipei"}, {"tz": "Asia/Taipei", "ts_format": "%Y/%m/%d %H:%M:%S"}):
+        with pytest.raises(ValueError, match=r'column "日期\+時間" holds "113/12/02 09:00:00", a date of Taiwan\'s Minguo '
+                                             r"\(ROC\) calendar \(year 113 is 2024\), which no strftime code reads"):
+            FileReplay(path, columns=keys)
