@@ -13,7 +13,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from engine.service.checkpoint_notes import compared_reading
 from engine.service.cli import main
+from engine.service.reading_record import READING_OPTIONS, reading_mismatch
 from test_stream_selection import TINY
 
 NEW_YORK = ZoneInfo("America/New_York")
@@ -91,3 +93,19 @@ def test_backtest_of_the_training_files_reads_them_as_trained(trained, capsys, t
     assert "flashtick backtest: note: reading the files with --tz America/New_York, as this model was trained" in err
     assert "--split" not in err.split("as this model was trained")[0]  # a backtest has no split to take
     assert "trained on files read with" not in err
+
+
+def test_another_files_own_layout_is_no_mismatch_with_trainings(trained, tmp_path: Path) -> None:
+    """review433 #10: a Tokyo file read with --tz Asia/Tokyo by a model trained on New York files read with --tz
+    America/New_York was said to make scores that "do not compare": each file's zone is its own (trained_options
+    takes the layout only for the training files), prices read otherwise still are a mismatch."""
+    root, files = trained
+    other = tmp_path / "tokyo.csv"
+    other.write_text("timestamp,symbol,price,size\n2026-03-11 09:00:00.5,7203,2800,100\n")
+    recorded = {"tz": "America/New_York", "split": "64/18/18"}
+    now = {"tz": "Asia/Tokyo", "split": "64/18/18"}
+    assert reading_mismatch(recorded, now, compared_reading(root / "m", [other], READING_OPTIONS)) is None
+    assert "--tz Asia/Tokyo: times read otherwise than in training" in reading_mismatch(
+        recorded, now, compared_reading(root / "m", [Path(f) for f in files], READING_OPTIONS))
+    assert "--price-offset 10" in reading_mismatch(recorded, {**now, "price_offset": "10"},
+                                                   compared_reading(root / "m", [other], READING_OPTIONS))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple
 
 from engine.service.cli_reading import column_map_of, streams_to_read
 from engine.service.output_paths import files_read
@@ -57,6 +57,18 @@ def read_as_trained(args: argparse.Namespace, model_dir: Path | str | None, said
         same_files = reads_training_files(model_dir, args.files)
         take_recorded(args, recorded, trained_options(same_files, splits), said, config)
     return recorded
+
+
+def compared_reading(model_dir: Path | str | None, files: list[Path], keys: Mapping[str, str]) -> Mapping[str, str]:
+    """Of ``keys``, the reading options a run's note of a mismatch compares with training's, by trained_options'
+    rule: on the training files every one; on other files not their layout (--tz ... --streams), each file's own
+    fact (review433 #10: a Tokyo file read with --tz Asia/Tokyo was said to make scores that "do not compare" with
+    those of a model trained on Shanghai files)."""
+    from engine.service.reading_record import LAYOUT_OPTIONS
+
+    if reads_training_files(model_dir, files):
+        return keys
+    return {key: option for key, option in keys.items() if key not in LAYOUT_OPTIONS}
 
 
 def session_gap_mismatch(recorded: dict[str, str] | None, session_gap_ns: int | None,

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from connectors.cautions import labelled
-from engine.service.checkpoint_notes import (TEST_PART, checkpoint_evaluation, current_reading, own_test_from,
-                                             own_test_note, read_as_trained, session_gap_mismatch)
+from engine.service.checkpoint_notes import (TEST_PART, checkpoint_evaluation, compared_reading, current_reading,
+                                             own_test_from, own_test_note, read_as_trained, session_gap_mismatch)
 from engine.service.cli_common import (EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, WorkWhole, check_outputs,
                                        configured_queries_file, exit_status, interrupted_status, is_tick_model,
                                        raise_interrupted, restore_handlers, service_config)
@@ -163,13 +163,14 @@ class _StopSignals:
 def _reading_notes(args: argparse.Namespace, config: Any) -> None:
     """The reading the model was trained on, taken for its own files, and how this run's differs from it, said
     (whether the in-sample note may count in training's tick positions is run_backtest's: reads_as_trained)."""
-    from engine.service.reading_record import reading_mismatch
+    from engine.service.reading_record import FILE_READING, reading_mismatch
 
     said = lambda line: print(f"flashtick backtest: note: {line}", file=sys.stderr, flush=True)  # noqa: E731
     # its price options on any file, its layout on its own files (trained_options: evaluate's rule, no split)
     recorded = read_as_trained(args, config.model.path, said, splits=False, config=config)
     reading_now = current_reading(args, config)
-    if (mismatch := reading_mismatch(recorded, reading_now)) is not None:
+    compared = compared_reading(config.model.path, args.files, FILE_READING)  # (other files' layout is their own)
+    if (mismatch := reading_mismatch(recorded, reading_now, compared)) is not None:
         said(mismatch)
     # (apart: other labelled points leave the ticks, and so training's tick positions, as they were)
     if (labelled_otherwise := session_gap_mismatch(recorded, config.answers.session_gap_ns)) is not None:

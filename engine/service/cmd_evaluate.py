@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from connectors.cautions import labelled
 from engine.service.builtin_in_sample import SEEN_END, builtin_in_sample_note, builtin_span_caution
-from engine.service.checkpoint_notes import current_reading, read_as_trained, trained_on_overlap
+from engine.service.checkpoint_notes import compared_reading, current_reading, read_as_trained, trained_on_overlap
 from engine.service.cli_common import check_outputs, printable_json
 from engine.service.cli_reading import column_map_of, time_range_of
 from engine.service.cmd_train import (DEFAULT_SPLIT, pause_notes, rejected_status, say_left_out, say_rejected_if_quiet,
@@ -182,7 +182,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
         raise ValueError("--queries applies to a Hugging Face text model's evaluation; a tick model is scored on its "
                          "codec's named questions")
     recorded = read_as_trained(args, model_dir, said, splits=True)  # its --split too, before the split is parsed
-    if (mismatch := reading_mismatch(recorded, current_reading(args), READING_OPTIONS)) is not None:
+    compared = compared_reading(model_dir, args.files, READING_OPTIONS)  # (other files' layout is their own)
+    if (mismatch := reading_mismatch(recorded, current_reading(args), compared)) is not None:
         said(mismatch)
     test_start = _split_from_test_from(args)
     split, options = train_common(args)
