@@ -158,7 +158,8 @@ def test_a_date_and_clock_written_as_one_number_is_read_as_the_wall_clock(tmp_pa
     assert any('"datetime" holds a date and a wall clock\'s digits as one number, YYYYMMDDHHMMSSmmm (2024120209300300'
                '0), not a count since the epoch: read as --ts-unit datetime --ts-format %Y%m%d%H%M%S%3f' in note
                for note in FileReplay(path, columns={"tz": "Asia/Shanghai"}).notes)
-    with pytest.raises(ValueError, match=r"read as epoch ms, no tick would fall on its date. Give --ts-unit datetime --ts-format %Y%m%d%H%M%S "):
+    with pytest.raises(ValueError, match=r"read as epoch ms, no tick would fall on its date. Give --ts-unit "
+                                         r"datetime --ts-format %Y%m%d%H%M%S "):
         FileReplay(write(stamps.with_columns(pl.col("datetime") // 1000), tmp_path / "s.csv"),
                    columns={"ts": "datetime", "stream_col": "code", "price": "price", "size": "qty"})
 

@@ -63,7 +63,8 @@ def test_a_snapshot_files_book_levels_are_its_quotes_and_the_caution_names_the_f
     detected = FileReplay(path)
     quote = next(t for t in drain(detected) if t.bid is not None)
     assert (quote.bid, quote.ask, quote.bid_size, quote.ask_size) == (11.49, 11.51, 900, 800)
-    trades_only = FileReplay(path, columns={"ts": "time", "stream_col": "code", "price": "last_price", "size": "volume"})
+    trades_only = FileReplay(path, columns={"ts": "time", "stream_col": "code", "price": "last_price",
+                                            "size": "volume"})
     for replay, unread in ((detected, "bid_price2, ask_price2"), (trades_only, "bid_price1, bid_price2, ask_price1, "
                                                                                "ask_price2")):
         caution = next(n for n in replay.cautions if "running total" in n)

@@ -66,8 +66,9 @@ def start_note(model_dir: Path | str | None = None) -> str | None:
         return (f"this model's card ({MODEL_CARD}) lists training data of spot markets only: a stream whose name "
                 f"says a perpetual, future, swap or option (BTCUSDT_PERP, BTC-PERPETUAL, BTC-USD-SWAP, BTC-29MAR24, "
                 f"an exchange's futures code such as ESM4, FDXM5, NK225M2406 or a spread CLZ4-CLF5, "
-                f"BTC-27DEC24-60000-C, India's NIFTY24DECFUT and NIFTY24DEC24000CE) is out of its training's distribution, and ask, get and health replies about "
-                f"one carry a {SPOT_TRAINED_MODEL} caveat (docs/model.md)")
+                f"BTC-27DEC24-60000-C, India's NIFTY24DECFUT and NIFTY24DEC24000CE) is out of its training's "
+                f"distribution, and ask, get and health replies about one carry a {SPOT_TRAINED_MODEL} caveat "
+                f"(docs/model.md)")
     if not (trained := trained_derivatives(model_dir)):
         return None
     named = ", ".join(f"{stream} ({kind})" for stream, kind in trained[:3]) + \
