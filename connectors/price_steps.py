@@ -191,6 +191,48 @@ def lasting_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[Lasti
     return steps if len(steps) <= LASTING_MOST else []
 
 
-def price_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[PriceStep | LastingStep]:
-    """Every step of one stream a caution is said for: split-like steps across a pause, then steps that stay."""
-    return [*split_like_steps(stream, ts, prices), *lasting_steps(stream, ts, prices)]
+# A price pinned at one level (a stock sealed at its daily limit: every trade at it, its book one-sided): a run of
+# this many ticks or more at one exact price, lasting this long, in a stream whose price moves elsewhere
+PINNED_TICKS = 100
+PINNED_NS = 30 * 60 * 10**9
+
+
+class PinnedPrice(NamedTuple):
+    stream: str
+    price: float
+    first_ts: int  # the run's first tick
+    last_ts: int  # its last
+    ticks: int
+
+    def caution(self, session_gap_ns: int | None) -> str:
+        """The caution line: where the price sat, how long, and what the answers there are (review433 #5: an hour
+        sealed at the limit-up gave the model's own constant, always wrong forecast, and nothing said so)."""
+        held = duration_text(self.last_ts - self.first_ts)
+        return (f"{shown_name(self.stream)}: its price sat at {self.price:g} for {held} ({utc_text(self.first_ts)} "
+                f"to {utc_text(self.last_ts)}), {self.ticks:,} ticks in a row at that one "
+                f"price (a price limit, limit-up or limit-down, where the venue trades on at it, or a market that "
+                f"did not move?): the ticks there "
+                f"repeat one another, so the model's own answers there are near-constant, and every label there is "
+                f"no move")
+
+
+def pinned_prices(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[PinnedPrice]:
+    """The runs of one stream's ticks at one exact price, PINNED_TICKS or more over PINNED_NS or longer, where its
+    price is not one level throughout (a series that never moves says so in its own notes), and whose name is no
+    future's (a rates future's quotes can rest at one mid for an hour of size updates)."""
+    if len(prices) < PINNED_TICKS or futures_name(stream):
+        return []
+    starts = np.flatnonzero(np.r_[True, prices[1:] != prices[:-1]])  # (runs,) each run's first tick
+    if len(starts) < 2:
+        return []
+    ends = np.r_[starts[1:], len(prices)] - 1  # (runs,) its last tick
+    pinned = np.flatnonzero((ends - starts + 1 >= PINNED_TICKS) & (ts[ends] - ts[starts] >= PINNED_NS))
+    return [PinnedPrice(stream, float(prices[starts[k]]), int(ts[starts[k]]), int(ts[ends[k]]),
+                        int(ends[k] - starts[k] + 1)) for k in pinned]
+
+
+def price_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[PriceStep | LastingStep | PinnedPrice]:
+    """Every step of one stream a caution is said for: split-like steps across a pause, steps that stay, then prices
+    pinned at one level."""
+    return [*split_like_steps(stream, ts, prices), *lasting_steps(stream, ts, prices),
+            *pinned_prices(stream, ts, prices)]

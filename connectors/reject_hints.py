@@ -265,6 +265,11 @@ def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = No
         if side and getattr(plan, "empty_sides", False) and not said:
             why += ("; Tardis.dev leaves a side empty when the book has no orders there (an option far out "
                     "of the money): such a quote has no bid and ask to replay")
+        elif side and _traded(plan, row) and "one-sided quote" in err.message:
+            # fill_quotes fills quote rows without a trade: this row's trade is read, its book had one side
+            # (review433 #5: a stock sealed at its limit-up, bids and no offers, was told to fill_quotes)
+            why += ("; the row's trade is read, beside a book with one side: a stock sealed at its price limit "
+                    "(limit-up: bids, no offers; limit-down: offers, no bids) trades so, and no quote tick holds it")
         elif side and columns is not None and not columns.fill_quotes and "is 0 beside" not in err.message \
                 and "is not a number" not in why and not said:  # a value there (`110-15+`) is no side left empty
             why += ("; if the file leaves a side empty where it did not change, not where there is none, "
@@ -277,6 +282,12 @@ def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = No
     if err.reason == "missing_field" and WIRE_SIZELESS in said:  # a file's row, not a wire client's tick
         said = said.split(WIRE_SIZELESS)[0] + FILE_SIZELESS
     return f"{plan.where(row)}: {said}" + (f" (column {quoted(column)}{why})" if column else why)
+
+
+def _traded(plan: Any, row: int) -> bool:
+    """Whether a file's row holds a trade's price beside its quote (a CSV's cell, or a Parquet text column's)."""
+    column = plan.column_of("price") if hasattr(plan, "cell_text") else None
+    return column is not None and bool((plan.cell_text(row, column) or "").strip())
 
 
 WIRE_SIZELESS = "; a price series without sizes"  # connectors/ticks.py's advice to a wire client

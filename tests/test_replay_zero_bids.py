@@ -54,6 +54,21 @@ def test_zero_bids_are_no_bid_by_default_and_a_series_that_lost_every_tick_is_na
         assert "a one-sided quote (no bid)" in replay.rejected.examples["missing_field"]
 
 
+def test_a_trade_beside_a_sealed_one_sided_book_is_told_as_a_price_limit_not_fill_quotes(tmp_path: Path) -> None:
+    """review433 #5: a stock sealed at its limit-up (every trade at 11.57, bid 11.57, no ask) had its quotes rejected
+    with the hint fill_quotes=true, which fills quote rows without a trade only: it changed nothing. The row's
+    trade is read; the hint now says what such a book is. A quote row alone keeps the fill_quotes hint."""
+    path = tmp_path / "sealed.csv"
+    path.write_text("symbol,timestamp,price,size,bid,ask\n000001.SZ,2024-12-02T02:05:00Z,11.57,100,11.57,\n"
+                    "000001.SZ,2024-12-02T02:05:01Z,,,11.57,\n")
+    replay = FileReplay(path)
+    assert [t.price for t in drain(replay)] == [11.57] and replay.rejected == {"missing_field": 2}
+    sealed = replay.rejected.examples["missing_field"]
+    assert sealed.endswith('(column "ask"; the row\'s trade is read, beside a book with one side: a stock sealed at '
+                           "its price limit (limit-up: bids, no offers; limit-down: offers, no bids) trades so, and no "
+                           "quote tick holds it)"), sealed
+
+
 def test_zero_bid_price_replays_an_options_zero_bids_with_the_mark_at_half_the_ask(tmp_path: Path) -> None:
     csv = chain(tmp_path / "chain.csv")
     for columns in (map_from_options(zero_bid="price", detect=True),  # --zero-bid price

@@ -16,7 +16,7 @@ import pytest
 from conftest import tiny_tick_checkpoint
 from connectors.builtin import load_builtin_codec
 from connectors.labels import NO_LABEL, label_series, spanned_gaps
-from connectors.price_steps import lasting_steps, split_like_steps
+from connectors.price_steps import lasting_steps, pinned_prices, split_like_steps
 from connectors.ticks import encode, quote, trade
 from engine.service.backtest import run_backtest as plotted_run_backtest
 from engine.service.cli import main
@@ -367,3 +367,12 @@ def test_a_stocks_halt_is_named_before_a_roll_and_a_futures_name_keeps_the_roll(
            "pauses, or a bad print that stayed?): prices are replayed as the files give them; the answers whose " \
            "label horizon spans it are scored as that move" in limit.caution(None)
     assert "CONTRACT" not in limit.caution(None)
+    # review433 #5: an hour sealed at the limit, every trade at one price, was said nowhere
+    every_20s = 1_715_695_200 * 10**9 + np.arange(400) * 20 * 10**9  # (150 ticks: 50 min)
+    sealed = np.where((np.arange(400) >= 200) & (np.arange(400) < 350), 22.0, prices)
+    [pinned] = pinned_prices("000001.SZ", every_20s, sealed)
+    assert pinned.ticks == 150 and pinned.caution(None).startswith(
+        "000001.SZ: its price sat at 22 for 49.7 min (2024-05-14T15:06:40Z to 2024-05-14T15:56:20Z), 150 ticks")
+    assert "(a price limit, limit-up or limit-down, where the venue trades on at it, or a market that did not " \
+           "move?)" in pinned.caution(None)
+    assert pinned_prices("000001.SZ", every_20s, prices) == [] == pinned_prices("CLc1", every_20s, sealed)
