@@ -109,8 +109,9 @@ def date_read_as_epoch(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
     if len(cmap.ts_columns) != 1 or cmap.ts_unit not in UNITS or cmap.ts not in schema:
         return cmap, []
     date = cmap.ts
+    written = first_text(path, names, dialect, date) or "nan"
     try:
-        first = float(first_text(path, names, dialect, date) or "nan")
+        first = float(written)
     except ValueError:
         return cmap, []
     if EPOCH_1990_NS <= first * UNITS[epoch_unit(first)] < EPOCH_2200_NS:
@@ -119,7 +120,7 @@ def date_read_as_epoch(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
     if numbers is None:
         return cmap, []
     if (digits := datetime_digits(numbers)) is not None:
-        return _datetime_digits_read(path, cmap, numbers, digits, may_pair)
+        return _datetime_digits_read(path, cmap, written.strip(), digits, may_pair)
     present_day = EPOCH_1990_NS <= numbers.first * UNITS[epoch_unit(numbers.first)] < EPOCH_2200_NS
     if not numbers.dates and (present_day or not names_a_date(date)):
         return cmap, []
@@ -164,7 +165,8 @@ DATETIME_DIGITS = {12: ("%Y%m%d%H%M", "YYYYMMDDHHMM"), 14: ("%Y%m%d%H%M%S", "YYY
 def datetime_digits(numbers: Numbers) -> tuple[str, str] | None:
     """(format, letters) when a column's whole numbers are all of one DATETIME_DIGITS width whose first 8 digits,
     in its least and its most, are YYYYMMDD dates: dates and wall clocks written as one number, no epoch count
-    (read as us, 20241202093003000 is in 2611); None otherwise."""
+    (read as us, 20241202093003000 is in 2611); None otherwise. (Their float64 values, past 2**53, may be off in
+    their last digits: only their dates are read here.)"""
     width = len(str(numbers.least))
     if width not in DATETIME_DIGITS or len(str(numbers.most)) != width:
         return None
@@ -175,7 +177,7 @@ def datetime_digits(numbers: Numbers) -> tuple[str, str] | None:
     return DATETIME_DIGITS[width]
 
 
-def _datetime_digits_read(path: Path, cmap: ColumnMap, numbers: Numbers, digits: tuple[str, str],
+def _datetime_digits_read(path: Path, cmap: ColumnMap, first: str, digits: tuple[str, str],
                           may_pair: bool) -> tuple[ColumnMap, list[str]]:
     """A detected layout's time column of dates and clocks as one number, read as the wall clock it writes (as
     clock digits beside a date are), with a note; a map that named the column is refused, naming the options that
@@ -183,7 +185,7 @@ def _datetime_digits_read(path: Path, cmap: ColumnMap, numbers: Numbers, digits:
     ts_format, letters = digits
     read_by = f"--ts-unit datetime --ts-format {ts_format}"
     held = (f"column {quoted(cmap.ts)} holds a date and a wall clock's digits as one number, {letters} "
-            f"({numbers.first}), not a count since the epoch")
+            f"({first}), not a count since the epoch")
     if not may_pair:
         raise ValueError(f"{path}: {held}: read as epoch {cmap.ts_unit}, no tick would fall on its date. Give "
                          f"{read_by} (docs/replay.md)")
