@@ -82,8 +82,8 @@ class ModelConfig:
             # (a classifier's score.weight in place of lm_head: refused by what it is, not by the missing head, whose
             # message sent a user to tie_word_embeddings: review432 #3)
             raise ValueError(f"architectures {', '.join(heads_of)} is not a causal language model: flashtick answers "
-                             f"from next-token logits (an lm_head), so serve a ...ForCausalLM checkpoint (config.json's "
-                             f"architectures, e.g. {model_type.capitalize()}ForCausalLM)")
+                             f"from next-token logits (an lm_head), so serve a ...ForCausalLM checkpoint "
+                             f"(config.json's architectures, e.g. {model_type.capitalize()}ForCausalLM)")
         if hf.get("hidden_act", "silu") != "silu":
             raise ValueError(f"only SiLU MLPs are supported, config has hidden_act {quoted(hf.get('hidden_act'))}: "
                              "flashtick runs Llama 2/3, Mistral and Qwen2/2.5 checkpoints, whose MLP is SwiGLU "
