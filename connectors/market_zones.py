@@ -53,8 +53,11 @@ EXCHANGE_ZONES = {
 FUTURES_ZONES = ((re.compile(r"^(NK225M?|TOPIXM?|JGBL?)\d{2,4}$"), MarketZone("Asia/Tokyo", "JPX (Osaka)")),
                  (re.compile(r"^(HSI|MHI|HHI)[FGHJKMNQUVXZ]\d{1,2}$"), MarketZone("Asia/Hong_Kong", "HKEX")))
 SUFFIX = re.compile(r"\.([A-Za-z]{1,4})$")
+# the exchange before a numeric code, as Futu (SH.600519, HK.00700) and BaoStock (sh.600000) write it
+PREFIX = re.compile(r"^([A-Za-z]{2})\.\d{5,6}$")
 # a stream name that names its market, as a polars regex (the file facts pick such names out of a file's streams)
-MARKET_NAME = (r"(?i)\.(" + "|".join(SUFFIX_ZONES) + r")$|^(NK225M?|TOPIXM?|JGBL?)\d{2,4}$"
+MARKET_NAME = (r"(?i)\.(" + "|".join(SUFFIX_ZONES) + r")$|^(" + "|".join(c for c in SUFFIX_ZONES if len(c) == 2)
+               + r")\.\d{5,6}$|^(NK225M?|TOPIXM?|JGBL?)\d{2,4}$"
                r"|^(HSI|MHI|HHI)[FGHJKMNQUVXZ]\d{1,2}$")
 # a European export's header words (field_names.py reads them): the language says the clock, one for the CET
 # zones (Berlin's, Vienna's and Zurich's clocks agree; so do Paris', Brussels' and Rome's)
@@ -66,18 +69,20 @@ HEADER_LANGUAGES = (
 
 
 def market_of(stream: str) -> MarketZone | None:
-    """The market a stream's name points at (its suffix, a futures code), or None."""
-    if (suffix := SUFFIX.search(stream)) is not None and suffix[1].upper() in SUFFIX_ZONES:
-        return SUFFIX_ZONES[suffix[1].upper()]
+    """The market a stream's name points at (its suffix, its exchange before a code, a futures code), or None."""
+    for code in (SUFFIX.search(stream), PREFIX.match(stream)):
+        if code is not None and code[1].upper() in SUFFIX_ZONES:
+            return SUFFIX_ZONES[code[1].upper()]
     return next((market for code, market in FUTURES_ZONES if code.match(stream.upper())), None)
 
 
 def stock_name(stream: str) -> bool:
     """Whether a stream's name is an exchange's stock, never a futures series: a numeric code (`000001`, `7203`),
-    alone or with its exchange's suffix (`000001.SZ`, `7203.T`), or a ticker with an exchange's suffix
+    alone or with its exchange's code (`000001.SZ`, `7203.T`, `SH.600519`), or a ticker with an exchange's suffix
     (`RELIANCE.NS`)."""
-    suffix = SUFFIX.search(stream)
-    return suffix is not None and suffix[1].upper() in SUFFIX_ZONES or re.fullmatch(r"\d{4,6}", stream) is not None
+    codes = (SUFFIX.search(stream), PREFIX.match(stream))
+    return any(code is not None and code[1].upper() in SUFFIX_ZONES for code in codes) or \
+        re.fullmatch(r"\d{4,6}", stream) is not None
 
 
 def named_market(names: Iterable[str]) -> tuple[str, MarketZone] | None:

@@ -29,7 +29,8 @@ def day_file(path: Path, stream: str, header: str = "time,symbol,price,size") ->
     ("NK225M2406", "e.g. --tz Asia/Tokyo (the zone of NK225M2406's exchange, JPX (Osaka))"),
     # China's vendors' codes (Wind's and Tushare's .SH, JoinQuant's .XSHE): "nothing names its market" (review433 #13)
     ("600519.SH", "e.g. --tz Asia/Shanghai (the zone of 600519.SH's exchange)"),
-    ("000001.XSHE", "e.g. --tz Asia/Shanghai (the zone of 000001.XSHE's exchange)")])
+    ("000001.XSHE", "e.g. --tz Asia/Shanghai (the zone of 000001.XSHE's exchange)"),
+    ("sh.600000", "e.g. --tz Asia/Shanghai (the zone of sh.600000's exchange, the Shanghai exchange)")])  # BaoStock's
 def test_the_naive_time_hint_names_the_zone_a_stream_points_at(tmp_path: Path, stream: str, hint: str) -> None:
     replay = FileReplay(day_file(tmp_path / "day_20240405.csv", stream))
     drain(replay)
