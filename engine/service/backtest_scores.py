@@ -39,7 +39,8 @@ class QueryScore:
     (the table's ``freq.brier``): the Brier of each stream's realised class frequencies as a constant forecast, in
     hindsight, weighted by its scored answers: a ``brier`` at or above it carries no skill. ``baseline`` and
     ``baseline_accuracy``: the better naive forecast (``majority(LABEL)``, each stream's most frequent class, or
-    ``same-as-last``, the label realised by the interval before) and its accuracy. ``calibration``: a reliability
+    ``same-as-last``, the label realised by the interval before) and its accuracy, over the same scored answers as
+    ``accuracy`` (an answer with no interval before it: a miss of same-as-last). ``calibration``: a reliability
     table, one entry per probability bin of tenths (``bin_lo``, ``bin_hi``, ``n`` (answer, label) pairs,
     mean ``predicted`` probability, ``observed`` frequency). ``by_stream``: the same scores from each stream's own
     rows, for a query that answered several streams (empty otherwise); weighted by ``scored``, their accuracy, brier
@@ -199,9 +200,11 @@ def _fill_scores(score: QueryScore, scored: pl.DataFrame, labels: list[str]) -> 
         score.model_brier = float(adapted["model_brier"].mean())
     score.frequency_brier, majority, majority_accuracy = stream_frequency_baselines(scored)
     baselines = {f"majority({majority})": majority_accuracy}
-    persisted = scored.filter(pl.col("persistence").is_not_null())
-    if persisted.height:
-        baselines["same-as-last"] = float((persisted["persistence"] == persisted["realised"]).mean())
+    if scored["persistence"].is_not_null().any():
+        # over every scored answer, as the model's accuracy: one with no interval before it (within `horizon` ticks
+        # of its stream's start or a pause) is a miss; averaged over the others only, it beat a model it did not
+        hits = (scored["persistence"] == scored["realised"]).fill_null(False)
+        baselines["same-as-last"] = float(hits.mean())
     score.baseline, score.baseline_accuracy = max(baselines.items(), key=lambda kv: kv[1])
     score.calibration = _calibration(scored, labels)
 
