@@ -57,11 +57,11 @@ def serve(config: dict | None = None, ticks: int = 600, seed: int = 3, batch: in
 
 
 def expected_scores(pipeline: TickPipeline, answers, by_stream) -> dict[str, dict]:
-    """Each answer labelled from the stream's whole mark series; the prior is the (query, stream)'s realised
-    answers before it, in publication order, add-one smoothed."""
+    """Each answer labelled from the stream's whole mark series; the prior is the (query, stream)'s labels realised
+    by the answer's tick (those of its answers `horizon` ticks or more before it), add-one smoothed."""
     marks = {stream: marks_of(ticks) for stream, ticks in by_stream.items()}
     totals: dict[str, dict] = {}
-    counts: dict[tuple[str, str], np.ndarray] = {}
+    realised: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)  # (tick it was realised at, label)
     for answer in answers:
         spec = pipeline.registry.get(answer.query)
         if not spec.names_question or spec.question == "regime":
@@ -79,7 +79,8 @@ def expected_scores(pipeline: TickPipeline, answers, by_stream) -> dict[str, dic
         labels = list(answer.value["probs"])
         p = np.array([answer.value["probs"][name] for name in labels])
         y = labels.index(question.labels[label])
-        seen = counts.setdefault((answer.query, answer.stream), np.zeros(len(labels)))
+        earlier = realised[answer.query, answer.stream]
+        seen = np.bincount([k for at, k in earlier if at <= answer.version], minlength=len(labels))
         prior = (seen + 1) / (seen.sum() + len(labels))  # add-one: uniform before the first label
         onehot = np.eye(len(labels))[y]
         total["scored"] += 1
@@ -95,7 +96,7 @@ def expected_scores(pipeline: TickPipeline, answers, by_stream) -> dict[str, dic
         on_stream[0] += 1
         on_stream[1] += float(np.square(p - onehot).sum())
         on_stream[2] += float(np.square(prior - onehot).sum())
-        seen[y] += 1
+        earlier.append((answer.version + question.horizon, y))
     return totals
 
 
@@ -211,12 +212,12 @@ def test_the_class_frequencies_start_add_one_smoothed_and_thin_streams_are_poole
     spec = load_queries("queries:\n  - {name: d5, streams: ['*'], question: direction_5, kind: choice}\n",
                         questions=codec.questions)[0]
     scores = LiveScores(codec.questions, committed=lambda stream: 0)
-    prices = [100.0, 100.0, 100.0, 100.0, 100.0, 101.0, 99.0]  # point 1: 100 -> 101 (up); point 2: 100 -> 99 (down)
+    prices = [100.0] * 5 + [101.0] * 5 + [99.0]  # point 1: 100 -> 101 (up); point 6, once it is known: 101 -> 99 (down)
     says = {"down": 0.05, "flat": 0.9, "up": 0.05}  # "flat", sure of it, both times wrong
     for stream in ("SPY   241216C00450000", "SPY   241216P00450000"):
         for i, price in enumerate(prices, start=1):
             scores.observe(Tick(stream, 10**9 + i, "trade", price=price, size=1.0, side="buy"))
-            if i <= 2:
+            if i in (1, 6):
                 value = {"answer": "flat", "probs": says}
                 scores.expect(Answer("d5", stream, f"d5/{stream}/", i, i, 10**9 + i, 0, value, "m"), spec)
     summary = scores.summary()["d5"]
@@ -232,6 +233,30 @@ def test_the_class_frequencies_start_add_one_smoothed_and_thin_streams_are_poole
                                        "prior_brier": pytest.approx((first + second) / 2, abs=1e-6)}
 
 
+def test_the_class_frequencies_at_an_answer_know_only_the_labels_realised_by_its_tick() -> None:
+    """The prior and majority counted every answer scored before this one, though an answer made at tick v cannot know
+    the labels of the answers after v - horizon: up to `horizon` labels from its future, so vol50's "majority" scored
+    0.998 where an online one scores 0.927, and four queries were named worse than the class frequencies (GAP) that
+    beat them (review434 #2). By hand, direction_5 answers at points 1, 2 and 6: up, down, down; point 2 is made
+    before point 1's label (tick 6), point 6 knows it but not point 2's (tick 7)."""
+    codec = load_builtin_codec()
+    spec = load_queries("queries:\n  - {name: d5, streams: ['*'], question: direction_5, kind: choice}\n",
+                        questions=codec.questions)[0]
+    scores = LiveScores(codec.questions, committed=lambda stream: 0)
+    prices = [100.0] * 5 + [101.0] + [99.0] * 5  # 1: 100 -> 101 (up); 2: 100 -> 99 (down); 6: 101 -> 99 (down)
+    value = {"answer": "flat", "probs": {"down": 0.1, "flat": 0.8, "up": 0.1}}
+    for i, price in enumerate(prices, start=1):
+        scores.observe(Tick("GAP", 10**9 + i, "trade", price=price, size=1.0, side="buy"))
+        if i in (1, 2, 6):
+            scores.expect(Answer("d5", "GAP", "d5/GAP/", i, i, 10**9 + i, 0, value, "m"), spec)
+    summary = scores.summary()["d5"]
+    assert summary["scored"] == 3
+    uniform = 2 / 3  # (down, flat, up) = (1, 1, 1) / 3 at points 1 and 2 (was (1, 1, 2) / 4 at 2: 0.875)
+    one_up = 0.75**2 + 0.25**2 + 0.5**2  # (1, 1, 2) / 4 at point 6, down realised (was (2, 1, 2) / 5: 0.56)
+    assert summary["prior_brier"] == pytest.approx((uniform + uniform + one_up) / 3, abs=1e-6)
+    assert summary["majority_accuracy"] == pytest.approx((1 / 3 + 1 / 3 + 0) / 3, abs=1e-6)  # (was 1/3, 0, 1/2)
+
+
 def test_the_majority_guess_before_any_label_and_at_a_tie_is_a_uniform_guess_among_the_tied() -> None:
     """A stream's first scored answer (no label seen yet) took label index 0 as "the majority": a hit whenever the
     first label the query lists was realised, so the same answers scored differently under a query listing its
@@ -242,11 +267,12 @@ def test_the_majority_guess_before_any_label_and_at_a_tie_is_a_uniform_guess_amo
                          "  - {name: d5r, streams: ['*'], question: direction_5, kind: choice,"
                          " choices: [up, flat, down]}\n", questions=codec.questions)
     scores = LiveScores(codec.questions, committed=lambda stream: 0)
-    prices = [100.0] * 5 + [99.0, 101.0, 99.0]  # points 1, 2, 3: 100 -> 99 (down), -> 101 (up), -> 99 (down)
+    # points 1, 6, 11, each made once the one before is realised: 100 -> 99 (down), 99 -> 101 (up), 101 -> 99 (down)
+    prices = [100.0] * 5 + [99.0] * 5 + [101.0] * 5 + [99.0]
     says = {"down": 0.2, "flat": 0.6, "up": 0.2}
     for i, price in enumerate(prices, start=1):
         scores.observe(Tick("ES", 10**9 + i, "trade", price=price, size=1.0, side="buy"))
-        for spec in specs if i <= 3 else ():
+        for spec in specs if i in (1, 6, 11) else ():
             probs = {label: says[label] for label in spec.labels or ("down", "flat", "up")}
             value = {"answer": "flat", "probs": probs}
             scores.expect(Answer(spec.name, "ES", f"{spec.name}/ES/", i, i, 10**9 + i, 0, value, "m"), spec)

@@ -7,8 +7,9 @@ connectors/labels.py) every published answer waits until its stream has `horizon
 exactly as backtests label it, and is scored beside the naive forecast a quant compares with first: the
 stream's own class frequencies so far (`prior`, Brier, add-one smoothed: (count + 1) / (n + labels), a uniform
 guess before any label; its most frequent class, `majority`, accuracy: a guess among the classes tied for most
-frequent, so 1/labels before any label). Both are online: the prior at an answer uses only labels realised before
-that answer was scored.
+frequent, so 1/labels before any label). Both are online: the prior at an answer made after the stream's tick v
+counts only the labels realised by then (of the answers at or before v - horizon), not those of the answers scored
+before it whose horizon ended after v: up to `horizon` labels from its future (review434 #2).
 
     stats["scores"] = {query: {"scored": n, "accuracy": .., "brier": .., "prior_brier": .., "majority_accuracy": ..,
                                "model_accuracy": .., "model_brier": .. (the model's own answers, `model_probs`,
@@ -39,7 +40,7 @@ not scored (`unscorable`), nor is the `regime` question (its ground truth exists
 query asking a subset of a question's answers (`choices: [up, down]`) scores only the answers whose realised
 label is one of its own: the others are counted (`outside_labels`), as a backtest counts them.
 Memory per stream is the marks since the oldest answer still waiting, plus those the engine has not yet
-committed (``committed`` says how far it got), never the whole history. The marks are kept in a StreamMarksBook
+committed (``committed`` says how far it got), and a query's last `horizon` labels, never the whole history. The marks are kept in a StreamMarksBook
 (stream_marks.py), the sums in the tallies of live_score_tally.py.
 """
 
@@ -135,6 +136,9 @@ class LiveScores(StreamMarksBook):
             return
         y = labels.index(realised)
         counts = state.seen.setdefault(query, np.zeros(len(labels)))
+        unripe = state.unripe.setdefault(query, deque())
+        while unripe and unripe[0][0] <= answer.version:  # the labels this answer could have known
+            counts[unripe.popleft()[1]] += 1
         # add-one (Laplace): a uniform guess before any label, the stream's frequencies as labels accrue. The raw
         # frequencies were a point mass after one label (Brier 2 when the next differs), worse than a uniform guess
         # on thin series, so a weak model looked better than the class frequencies wherever a stream ticks rarely
@@ -146,7 +150,7 @@ class LiveScores(StreamMarksBook):
                   majority_hit(counts, y), model)
         score.add(*scored)
         state.scores.setdefault(query, QueryScore()).add(*scored)
-        counts[y] += 1
+        unripe.append((answer.version + answer.spec.horizon, y))
 
     def _outside_why(self, query: str, score: QueryScore) -> dict[str, str]:
         """Why some of ``query``'s answers were not scored, where its realised labels fell outside its own, in the
@@ -181,6 +185,7 @@ class LiveScores(StreamMarksBook):
             state.realised.pop(name, None)
             state.waiting.pop(name, None)
             state.seen.pop(name, None)
+            state.unripe.pop(name, None)
             state.scores.pop(name, None)
 
     def summary(self) -> dict[str, dict[str, Any]]:

@@ -39,6 +39,9 @@ class StreamMarks:
     tokenized: bool = False  # it got ticks without prices: its counts no longer match the engine's
     waiting: dict[str, deque[Waiting]] = field(default_factory=dict)  # query -> its answers, oldest first
     seen: dict[str, np.ndarray] = field(default_factory=dict)  # query -> realised label counts so far
+    # query -> the labels scored but not yet in `seen`, oldest first: (the tick count its horizon ended at, label
+    # index); an answer scored next was made before that tick, when the label was still unknown
+    unripe: dict[str, deque[tuple[int, int]]] = field(default_factory=dict)
     scores: dict[str, QueryScore] = field(default_factory=dict)  # query -> its scores on this stream
     # query -> its realised labels that moved and those in an end bucket, for a bps-bucketed question's
     realised: dict[str, LabelCount] = field(default_factory=dict)
