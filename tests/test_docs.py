@@ -324,6 +324,18 @@ def test_queries_md_lists_every_trigger_and_every_kind() -> None:
     assert sorted(table_firsts(queries_md, "kind")) == sorted(KINDS)
 
 
+def test_model_md_defines_every_feature_of_the_logistic_baseline() -> None:
+    """review434 #4: model.md named the `logistic` baseline's features in words ("the trade-sign run", "the quoted
+    spread") a quant could not recompute it from (direction_20 0.748 against flashtick's 0.794); the definitions were
+    only in engine/service/features.py's docstring. model.md's feature table names every one the fit uses."""
+    from engine.service.features import FEATURES
+
+    lines = (ROOT / "docs" / "model.md").read_text().splitlines()
+    start = lines.index("| feature | definition |")
+    rows = [line for line in lines[start + 2:start + 2 + len(FEATURES)] if line.startswith("|")]
+    assert sorted(name for row in rows for name in re.findall(r"`(\w+)`", row.split("|")[1])) == sorted(FEATURES)
+
+
 def yaml_fences(path: Path) -> list[tuple[int, str]]:
     """(first line number, text) of every ```yaml fence of `path`."""
     out, start, lines = [], None, path.read_text().splitlines()

@@ -4,7 +4,7 @@ Features at an answer point (just after tick i) use ticks 0..i of the stream onl
 
 | feature | meaning |
 |---|---|
-| `ret_1`, `ret_5`, `ret_20`, `ret_50` | mark log-return over the last k ticks, bps (0 before k ticks exist) |
+| `ret_1`, `ret_5`, `ret_20`, `ret_50` | mark log-return over the last k ticks, bps (before k ticks: since the first) |
 | `vol_20` | realised volatility: sqrt(sum of squared 1-tick mark returns over the last 20 ticks), bps |
 | `imbalance_20` | signed trade volume / trade volume over the last 20 ticks (buy +, sell -, unknown 0) |
 | `sign_run` | sign of the last signed trade x log(1 + length of its run of same-signed trades) |
