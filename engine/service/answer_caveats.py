@@ -8,7 +8,7 @@ them from trusted ones). Decided exactly as `flashtick scores` decides it, from 
 * ``saturated_question``: the query's bps-bucketed question (move_bps_50, volatility_50) is saturated on this stream
   (`scores`' `saturated_streams`, connectors/saturation.py);
 * ``one_class_question``: the query's bps-bucketed question does not split this stream: nearly all its realised
-  labels fall in one inner bucket (`scores`' `one_class_streams`: an FX pair's volatility_50 all `low`);
+  labels fall in one inner bucket (`scores`' `one_class_streams`: EURUSD's volatility_50 97% `low`);
 * ``context_reset``: the stream's earlier context was given up (an operator's `forget`, or its expiry fell past
   scheduler.expired_streams_kept: engine/kept_contexts.py), so until its first context roll its answers read only
   the ticks since, where a backtest of the same ticks, in which nothing is given up, reads the earlier ones too;

@@ -31,8 +31,8 @@ option series that each tick a few times never reaches it): their answers' Brier
 `saturated_streams` counts the streams where a question bucketed in bps (move_bps_50, volatility_50) is saturated
 (connectors/saturation.py: most realised labels that show a move in an end bucket, wherever one step of the price
 is many bps: a tick large against the price, a price near zero, rows a day apart); `one_class_streams` those where
-95% or more of its realised labels are one inner bucket (EURUSD's `volatility_50`: all `low`), where an accuracy of
-1.000 is that bucket's share, not skill.
+95% or more of its realised labels are one inner bucket (EURUSD's `volatility_50`: 97% `low`), where an accuracy of
+0.95 is that bucket's share, not skill.
 
 Scores count from when the process started (a restart starts them afresh; the answers themselves are
 unaffected: this only reads them). A stream fed already-tokenized ticks has no prices to label with and is
@@ -40,8 +40,8 @@ not scored (`unscorable`), nor is the `regime` question (its ground truth exists
 query asking a subset of a question's answers (`choices: [up, down]`) scores only the answers whose realised
 label is one of its own: the others are counted (`outside_labels`), as a backtest counts them.
 Memory per stream is the marks since the oldest answer still waiting, plus those the engine has not yet
-committed (``committed`` says how far it got), and a query's last `horizon` labels, never the whole history. The marks are kept in a StreamMarksBook
-(stream_marks.py), the sums in the tallies of live_score_tally.py.
+committed (``committed`` says how far it got), and a query's last `horizon` labels, never the whole history. The
+marks are kept in a StreamMarksBook (stream_marks.py), the sums in the tallies of live_score_tally.py.
 """
 
 from __future__ import annotations
