@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 
 import zmq
 
@@ -51,3 +52,51 @@ def test_a_stop_computes_what_was_accepted_while_a_feed_keeps_the_queue_full(che
     assert said is not None and int(said[1]) > 0, err  # (it said "drained 0" before)
     forwards = re.search(r"\((\d+) forwards in [\d.]+ s; [\d.]+ s reading the ingest queues\)", err)
     assert forwards is not None and int(forwards[1]) > 0, err
+
+
+def test_a_read_until_settled_ends_beside_a_steady_feed_but_reads_a_backlog_whole(checkpoint) -> None:
+    """review435 #1, #2: a feed sending more often than the settle (50 ms) never let the ingest queues stay empty,
+    so a placing `streams` (a feed's start) and a stop's first read held the loop for their whole bound (10 s, the
+    drain_s): no forward, no heartbeat. What keeps coming while the kernel holds nothing of the ingest connections
+    is another feed's flow, not a backlog: the read ends after a few such settles; a backlog queued before it (a
+    killed feed's, still in the kernel) is read whole. (The server's loop is not running: the read is called as the
+    loop would.)"""
+    from engine.service.server import Server
+
+    server = Server(pipeline_config(checkpoint, endpoints=EPHEMERAL))
+    server.bind()
+    backlog = [encode(ticks(1, seed=k, streams=1)) for k in range(2000)]
+    steady = encode(ticks(1, seed=9, streams=1))
+    sent, stop_sending = [0], threading.Event()
+
+    def steady_feed() -> None:  # 1,000 messages 5 ms apart: 5 s of a feed's flow (the read ends long before)
+        feed = zmq.Context.instance().socket(zmq.PUSH)
+        feed.linger = 0
+        feed.connect(server.endpoints["ingest"])
+        try:
+            while sent[0] < 1000 and not stop_sending.wait(0.005):
+                feed.send(steady)
+                sent[0] += 1
+        finally:
+            feed.close()
+
+    killed = zmq.Context.instance().socket(zmq.PUSH)  # a backlog: sent, then its feed gone
+    killed.linger = 5000
+    killed.connect(server.endpoints["ingest"])
+    try:
+        for message in backlog:
+            killed.send(message)
+    finally:
+        killed.close()  # (linger: its messages reach the server's side first)
+    feeder = threading.Thread(target=steady_feed, daemon=True)
+    try:
+        feeder.start()
+        wait_for(lambda: sent[0] > 5)
+        read = server._read_until_settled(time.monotonic() + 30)
+        during = sent[0]
+    finally:
+        stop_sending.set()
+        feeder.join(10)
+        server.close()
+    assert read >= len(backlog)  # the killed feed's messages, every one
+    assert during < 1000, (read, during)  # it ended while the steady feed still sent (it read to its end before)

@@ -37,6 +37,9 @@ RECENT_MESSAGES = 32
 # a feed's placing `streams` reads what is queued on ingest for at most this long, and waits this long for more
 PLACING_DRAIN_S = 10.0
 PLACING_SETTLE_MS = 50
+# settles that found a message while the kernel held nothing unread on the ingest connections: what keeps coming
+# then is another feed's steady flow, not a backlog queued before the read (whose bytes the kernel still holds)
+STEADY_FLOW_SETTLES = 3
 # a msgpack array of no item, in each of its three headers (fixarray, array16, array32): a message that holds no
 # tick is refused as `empty_list` and counted, not taken silently (review308 #8)
 EMPTY_LISTS = (b"\x90", b"\xdc\x00\x00", b"\xdd\x00\x00\x00\x00")
@@ -186,18 +189,25 @@ class IngestReading(IngestHolding):
         another feed's flood must not hold the reply."""
         self._read_until_settled(time.monotonic() + PLACING_DRAIN_S)
 
-    def _read_until_settled(self, deadline: float) -> int:
+    def _read_until_settled(self, deadline: float, steady_flow_ends: bool = True) -> int:
         """The messages queued on the ingest sockets, read until they stay empty for PLACING_SETTLE_MS, or until
         ``deadline``: after a queue reads empty it is polled a moment more, since ZeroMQ's I/O thread moves what
-        the kernel still holds of a connection into the queue as it drains (a burst waits mostly there). Returns
-        how many were read."""
-        read = 0
+        the kernel still holds of a connection into the queue as it drains (a burst waits mostly there).
+        ``steady_flow_ends``: also once STEADY_FLOW_SETTLES settles found a message while the kernel held none of the
+        ingest connections' bytes: a feed sending more often than the settle never let the queues stay empty, and a
+        placing `streams` (or a stop's first read) held the loop for the whole bound, no forward, no heartbeat
+        (review435 #1: 10 s a try beside a feed of 50 messages a second). Returns how many were read."""
+        read = steady_settles = 0
         ingest = [sock for name, sock in self._sockets.items() if name == "ingest" or name.startswith("feed")]
         endpoint = self.endpoints.get("ingest", "")
         while time.monotonic() < deadline:
             read += self._read_queued_ingest(deadline)
             settle_ms = max(0, min(PLACING_SETTLE_MS, int((deadline - time.monotonic()) * 1000)))
             if any(sock.poll(settle_ms) for sock in ingest):
+                if steady_flow_ends and unread_bytes(endpoint) == 0:  # (None: not to be seen here, read on)
+                    steady_settles += 1
+                    if steady_settles >= STEADY_FLOW_SETTLES:
+                        break
                 continue
             # on a loaded host ZeroMQ's I/O thread may take longer than the settle to refill the queue: the kernel
             # says whether the ingest connections still hold bytes unread (unread_ingest.py; Linux, tcp://)

@@ -101,7 +101,8 @@ class StopDrain:
             done.read, done.read_s = done.read + more, done.read_s + time.monotonic() - started
             self._compute_until(compute_until, done)
         started = time.monotonic()
-        done.read += self._read_until_settled(deadline)  # (accepted, not computed: left)
+        # (accepted, not computed: left; a feed still sending is read to the end, what ZeroMQ took of it kept)
+        done.read += self._read_until_settled(deadline, steady_flow_ends=False)
         done.read_s += time.monotonic() - started
         done.timed_out = time.monotonic() >= compute_until
         if time.monotonic() >= deadline and self._ingest_unread():
