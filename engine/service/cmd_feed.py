@@ -116,8 +116,10 @@ def _feed_resume(args: argparse.Namespace, stop: Any) -> Any:
                               f"first, or name its control socket with --control ADDR (--control '' feeds without "
                               f"asking it); nothing was sent") from None
     except ControlError as e:
-        print(f"{args.command_name}: note: cannot ask the engine's control socket ({e}): a restart of the engine "
-              f"mid-feed will end the feed with an error instead of resuming (--control to name it)",
+        # (the socket asked is named: "--control to name it" misled where --control or --config had named it,
+        # review435 #1)
+        print(f"{args.command_name}: note: cannot ask the engine's control socket {control} ({e}): a restart of the "
+              f"engine mid-feed will end the feed with an error instead of resuming (--control names another socket)",
               file=sys.stderr)
         return None
 
