@@ -2225,3 +2225,51 @@ def test_a_feed_whose_engine_restarts_having_kept_less_says_what_was_lost(checkp
     assert lost and stats[0].lost == sum(lost.values())
     assert f"; {stats[0].lost:,} ticks the engine had taken lost with a restart that did not keep them" in \
         stats[0].summary()
+
+
+def test_a_failure_of_the_loop_itself_is_said_with_its_traceback_exits_70_and_counts_as_a_crash(
+        checkpoint, tmp_path, capsys) -> None:
+    """review435 #0: an error escaping the serving loop (not an engine step's, which is counted and served past) was
+    one line, `ERROR: 'MY.005'`, exit 2 (which the documented systemd unit does not restart), and the lock said a
+    clean stop, so the next start counted no crash. Now: the traceback in the log, ServiceFailed (status 70), the
+    lock left as a running service's, and the next start recovers every accepted tick and says the unclean stop. (A
+    heartbeat made to fail stands in for the bug: the loop's own code, around the real server.)"""
+    from engine.service.exit_codes import SERVICE_FAILED, status_of_error
+    from engine.service.server import Server
+    from engine.service.server_failure import ServiceFailed
+
+    class FailingHeartbeat(Server):
+        def _heartbeat(self) -> None:
+            if self.pipeline.ticks_in >= 40:
+                raise KeyError("MY.005")
+            super()._heartbeat()
+
+    cfg = dataclasses.replace(ephemeral(checkpoint, tmp_path), log=config(checkpoint, tmp_path / "data").log,
+                              limits=dataclasses.replace(ephemeral(checkpoint, tmp_path).limits, heartbeat_s=0.05))
+    server = FailingHeartbeat(cfg)
+    server.bind()
+    failed: list[BaseException] = []
+    thread = threading.Thread(target=lambda: _record_failure(server.serve_forever, failed), daemon=True)
+    thread.start()
+    assert server.ready.wait(60)
+    with FeedClient(server.endpoints["ingest"]) as feed:
+        feed.send(SyntheticMarket(SyntheticConfig(seed=3)).next_batch(40))
+    thread.join(60)
+    assert not thread.is_alive() and len(failed) == 1 and isinstance(failed[0], ServiceFailed), failed
+    assert status_of_error(failed[0]) == SERVICE_FAILED == 70
+    err = capsys.readouterr().err
+    assert "flashtick: ERROR: the service failed (a bug; the traceback follows" in err
+    assert "flashtick: ERROR:   Traceback (most recent call last):" in err and "KeyError: 'MY.005'" in err
+    restarted = TickPipeline(config(checkpoint, tmp_path / "data"))
+    try:
+        assert restarted.ticks_in == 40  # every accepted tick, from the log
+    finally:
+        restarted.close()
+    assert "WARNING: recovering after an unclean stop" in capsys.readouterr().err
+
+
+def _record_failure(run: Callable[[], None], failed: list[BaseException]) -> None:
+    try:
+        run()
+    except BaseException as e:  # (the test thread reads it)
+        failed.append(e)

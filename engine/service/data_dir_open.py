@@ -206,13 +206,15 @@ def take_lock(path: Path) -> DataDirLock:
     return DataDirLock(handle, previous)
 
 
-def release_lock(lock: DataDirLock, clean: bool = True) -> None:
+def release_lock(lock: DataDirLock, clean: bool | None = True) -> None:
     """The lock let go: marked stopped cleanly (a stop, a start that refused the directory), or, ``clean`` False,
-    as it was before this start (a start that failed before it replayed anything)."""
-    try:
-        _rewrite(lock.handle, f"pid {os.getpid()} {CLEAN_STOP} at {utc_stamp()}" if clean else lock.previous)
-    except OSError:  # (a full disk: the next start reads this stop as unclean, which only costs a log line)
-        pass
+    as it was before this start (a start that failed before it replayed anything), or, None, as this run's, running
+    (a service that failed: the next start reads it as a crash)."""
+    if clean is not None:
+        try:
+            _rewrite(lock.handle, f"pid {os.getpid()} {CLEAN_STOP} at {utc_stamp()}" if clean else lock.previous)
+        except OSError:  # (a full disk: the next start reads this stop as unclean, which only costs a log line)
+            pass
     lock.handle.close()
 
 

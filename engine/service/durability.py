@@ -83,6 +83,7 @@ class DataDir:
         self.config = config
         self.root = Path(config.dir).expanduser().absolute()  # said in full: a relative one is the config file's
         self._lock_file = self._claim(config)
+        self.failed = False  # the service using it failed (server_failure.py): its lock is left as a running one's
         self.queries_path = self.root / "queries.yaml"
         self.state_path = self.root / "queries.state.json"
         self.read_stats = LogStats()
@@ -380,4 +381,6 @@ class DataDir:
         self.items.close()
         self.log.close()
         self.answers.close()
-        release_lock(self._lock_file)
+        # a service that failed leaves its lock as a running one's: the next start says it recovers after an unclean
+        # stop, the line crashes are counted by (server_failure.py)
+        release_lock(self._lock_file, clean=None if self.failed else True)

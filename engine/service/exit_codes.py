@@ -22,13 +22,17 @@ NO_DATA = 6  # no data yet: a pattern that matches no file, an empty folder, fil
 # still alerts; not OK, so that a scheduler that knows nothing of it never takes a run of no output for a success
 # `serve` found its data directory's filesystem full before replaying its log: restarting cannot help (review351 #4)
 DATA_DIR_FULL = 7  # (6 is NO_DATA, fix347; both came in session 43)
+# `serve` stopped by a failure of its own (a bug): the traceback is in its log, its data directory marked an unclean
+# stop; a supervisor restarts it (2 said "a person must fix the config", which a unit does not restart: review435 #0)
+SERVICE_FAILED = 70  # (EX_SOFTWARE)
 INTERRUPTED_SIGINT = 130  # 128 + SIGINT: a Ctrl-C; what the command kept is said on stderr
 INTERRUPTED_SIGTERM = 143  # 128 + SIGTERM: a scheduler's or supervisor's stop
 
 EXIT_STATUS_EPILOG = ("exit status: 0 done; 1 partial (done, but not all of it); 2 usage or bad input; 3 service "
                       "busy; 4 service unreachable; 5 output not written (disk full, I/O error); 6 no data yet (no "
-                      "file matches, files of no rows); 7 serve's data directory full at its start; 130/143 "
-                      "interrupted by SIGINT/SIGTERM (what was kept is said): the table is in docs/cli.md")
+                      "file matches, files of no rows); 7 serve's data directory full at its start; 70 serve failed "
+                      "(a bug: restart it, report the log's traceback); 130/143 interrupted by SIGINT/SIGTERM (what "
+                      "was kept is said): the table is in docs/cli.md")
 
 # a service reply's reasons that mean "ask again later", not a bad request (control_client.ControlError.reason)
 _RETRY_REASONS = frozenset({"starting", "busy", "shard_lost", "stopping"})
@@ -48,6 +52,10 @@ def status_of_error(error: BaseException) -> int:
 
     if isinstance(error, DataDirFull):
         return DATA_DIR_FULL
+    from engine.service.server_failure import ServiceFailed
+
+    if isinstance(error, ServiceFailed):
+        return SERVICE_FAILED
 
     if isinstance(error, ControlBusy) or (isinstance(error, ControlError) and error.reason in _RETRY_REASONS):
         return SERVICE_BUSY

@@ -58,6 +58,7 @@ from engine.service.ingest_reading import RECENT_MESSAGES, IngestReading
 from engine.service.heap_memory import freeze_heap, thaw_heap
 from engine.service.pipeline import TickPipeline
 from engine.service.port_binding import check_port_free
+from engine.service.server_failure import said_failure
 from engine.service.sharded import ShardedPipeline
 from engine.service.stop_drain import StopDrain
 from engine.service.subscriptions_held import SubscriptionsHeld
@@ -236,6 +237,10 @@ class Server(IngestReading, ControlSocket, ControlOps, Heartbeat, StopDrain, Fee
                     self._heartbeat()
                     next_heartbeat = time.monotonic() + self.config.limits.heartbeat_s
             self._drain()
+        except Exception as e:  # a bug of the loop's own (an engine step's is counted and served past: _step)
+            if (data := getattr(self.pipeline, "data", None)) is not None:
+                data.failed = True  # its lock left as a running service's: the next start says a crash
+            raise said_failure(e) from e
         finally:
             self.close()
             thaw_heap(self._heap_frozen)
