@@ -476,6 +476,20 @@ def test_refusals_are_counted_by_stream_in_bounded_memory_and_two_clocks_are_tol
     assert refusals.of("MIX") == {"ts_backwards": 12}
 
 
+def test_more_streams_interleaving_at_one_check_than_are_said_are_said_not_a_crash(capsys) -> None:
+    """review435 #0: two feeds on 50 streams, each refused as late at one heartbeat: `warnings` kept the last
+    STREAMS_SAID, and the line then said the first STREAMS_SAID seen from it, a KeyError that stopped `serve` (exit
+    2, no traceback). The line says the first ones seen; health keeps the last ones."""
+    refusals = StreamRefusals(late_share_warn=0.05, window_ms=0)
+    names = [f"MY.{k:03d}" for k in range(STREAMS_SAID + 15)]
+    for name in names:
+        refusals.add([{"stream": name, "reason": "ts_backwards", "count": 12}], {name: 10}.get)
+    assert refusals.check_late(lambda _: 20, now=1000.0) == names
+    said = capsys.readouterr().err
+    assert "two clocks interleave" in said and "MY.000 12 of 22" in said and f"MY.{STREAMS_SAID:03d}" not in said
+    assert [w["stream"] for w in refusals.health_warnings()] == names[-STREAMS_SAID:]
+
+
 def test_resent_copies_refused_as_late_are_said_as_a_resend_not_two_clocks(capsys) -> None:
     """review431 #3: 19 of 19 ticks refused as ts_backwards, each a copy of a tick taken (a reconnect's resend), were
     warned of as two clocks interleaving, with a reorder window to set; now they are said as the feed's resend, with

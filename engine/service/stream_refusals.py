@@ -134,6 +134,11 @@ class StreamRefusals:
                 self.warnings[stream] = {"kind": "late_ticks", "ts_backwards": refused, "accepted": accepted,
                                          "at": round(now, 3), "since": round(min(since, now), 3),
                                          "share": round(refused / (refused + accepted), 3)}
+        # what this check says, taken before the trims below: more than STREAMS_SAID streams seen at one check (two
+        # feeds on 50 streams) pushed the first of them out of `warnings`, and saying them raised a KeyError that
+        # stopped the service (review435 #0)
+        said = {stream: self.warnings[stream] for stream in seen[:STREAMS_SAID]}
+        steps = {stream: self.warnings[stream] for stream in stepped}
         resent, self._resent = self._resent, Counter()
         for stream, copies in resent.items():
             self._say_once(stream, f"INFO: {self._resent_line(stream, copies)}", stray=True)
@@ -143,9 +148,9 @@ class StreamRefusals:
             del self.warnings[next(iter(self.warnings))]
         if seen and time.monotonic() >= self._next_line:
             self._next_line = time.monotonic() + WARN_EVERY_S
-            print(f"flashtick: {self.line(seen)}", file=sys.stderr, flush=True)
-        for stream in stepped:
-            self._say_once(stream, f"WARNING: {self.step_line(stream)}")
+            print(f"flashtick: {self.line(said)}", file=sys.stderr, flush=True)
+        for stream, step in steps.items():
+            self._say_once(stream, f"WARNING: {self.step_line(stream, step)}")
         return seen + stepped
 
     def _say_once(self, stream: str, line: str, stray: bool = False) -> None:
@@ -177,10 +182,11 @@ class StreamRefusals:
                 f"again, the feed drops what `streams` says was sent (last_ts, at_last_ts) at each reconnect, or "
                 f"sends each tick's seq (then dropped as a duplicate): docs/feed-resume.md; no reorder window helps")
 
-    def step_line(self, stream: str) -> str:
+    @staticmethod
+    def step_line(stream: str, w: dict[str, Any]) -> str:
         """A stream whose ticks come stamped far behind its last accepted one (its feed's clock stepped back, or
-        one tick came stamped ahead): how far, how many refused, until when, and what to do (review351 #13)."""
-        w = self.warnings[stream]
+        one tick came stamped ahead; ``w``: its warning): how far, how many refused, until when, and what to do
+        (review351 #13)."""
         return (f"stream {quoted(stream)}: {w['ts_backwards']} ticks refused as ts_backwards from "
                 f"{_utc(w['since'])} to {_utc(w['at'])}, stamped up to {_duration(w['step_s'])} behind its last "
                 f"accepted tick ({utc_text(w['last_ts'])}): its feed's clock stepped back, or one tick came stamped "
@@ -188,14 +194,14 @@ class StreamRefusals:
                 f"holds {MAX_REORDER_WINDOW_MS / 1000:g} s at most): fix the feed's clock, or `flashtick forget "
                 f"{stream}` to start the stream afresh now (its session and ordering guard dropped)")
 
-    def line(self, streams: list[str]) -> str:
-        """The warning of ``streams`` (seen at one check), its window said in absolute terms: `health` serves it
-        for WARNING_KEPT_S, long after "since the last heartbeat" meant anything."""
-        counts = [(s, self.warnings[s]["ts_backwards"], self.warnings[s]["accepted"]) for s in streams[:STREAMS_SAID]
-                  if self.warnings[s]["kind"] == "late_ticks"]
+    def line(self, warnings: dict[str, dict[str, Any]]) -> str:
+        """The warning of the streams seen at one check (``warnings``: theirs, at most STREAMS_SAID), its window said
+        in absolute terms: `health` serves it for WARNING_KEPT_S, long after "since the last heartbeat" meant
+        anything."""
+        counts = [(s, w["ts_backwards"], w["accepted"]) for s, w in warnings.items() if w["kind"] == "late_ticks"]
         said = ", ".join(f"{s} {late} of {late + accepted}" for s, late, accepted in counts)
-        since = min(self.warnings[s]["since"] for s in streams[:STREAMS_SAID])
-        at = max(self.warnings[s]["at"] for s in streams[:STREAMS_SAID])
+        since = min(w["since"] for w in warnings.values())
+        at = max(w["at"] for w in warnings.values())
         fix = (f"ingest.reorder_window_ms ({self.window_ms:g} now) holds ticks that long to place the late ones: "
                f"raise it past their lateness" if self.window_ms else
                "set ingest.reorder_window_ms (a window past their lateness) to place them in time order")
@@ -206,8 +212,8 @@ class StreamRefusals:
 
     def health_warnings(self) -> list[dict[str, Any]]:
         """`health`'s entries for the streams seen interleaving in the last WARNING_KEPT_S."""
-        return [{"stream": stream, **w, "message": self.step_line(stream) if w["kind"] == "clock_stepped_back"
-                 else self.line([stream])} for stream, w in self.warnings.items()]
+        return [{"stream": stream, **w, "message": self.step_line(stream, w) if w["kind"] == "clock_stepped_back"
+                 else self.line({stream: w})} for stream, w in self.warnings.items()]
 
 
 def _utc(seconds: float) -> str:
