@@ -213,7 +213,8 @@ def shared_name_notes(file: str, names: Iterable[str], zone_reading: Mapping[str
 MARKET_ZONES = ("Europe/London", "Europe/Paris", "Europe/Berlin", "Europe/Zurich", "Europe/Athens", "Europe/Moscow",
                 "Asia/Kolkata", "Asia/Tokyo", "Asia/Hong_Kong", "Asia/Shanghai", "Asia/Seoul", "Asia/Jakarta",
                 "Australia/Sydney", "Australia/Brisbane", "Australia/Adelaide", "Pacific/Auckland", "Europe/Dublin",
-                "Asia/Jerusalem", "Africa/Johannesburg", "America/Sao_Paulo", "America/Chicago", "America/New_York")
+                "Asia/Jerusalem", "Africa/Johannesburg", "America/Sao_Paulo", "America/Chicago", "America/New_York",
+                "America/Los_Angeles", "America/Denver", "America/Anchorage", "Pacific/Honolulu")
 _REGIONS = ("Africa/", "America/", "Asia/", "Atlantic/", "Australia/", "Europe/", "Indian/", "Pacific/")
 
 

@@ -15,6 +15,7 @@ from engine.quoting import quoted
 
 from connectors.column_map import ColumnMap
 from connectors.replay import FileReplay
+from connectors.utc_offsets import tz_for_name, zone_writing
 from conftest import drain
 
 HOUR_NS = 3600 * 10**9
@@ -55,6 +56,14 @@ def test_a_format_reading_the_name_with_percent_z_applies_its_offset(tmp_path: P
     assert not any("carry no UTC offset" in note for note in replay.notes)
     assert any('its times ("03/06/2026 09:30:00 EST") carry their UTC offset, which the format reads '
                "(%m/%d/%Y %H:%M:%S %Z): read at each row's own offset" in note for note in replay.notes)
+
+
+@pytest.mark.parametrize("name, zone", [("PDT", "America/Los_Angeles"), ("MST", "America/Denver"),
+                                        ("AKST", "America/Anchorage"), ("HST", "Pacific/Honolulu")])
+def test_a_us_zone_names_tz_is_its_markets_city(name: str, zone: str) -> None:
+    """The --tz a note or a refusal proposes for a US zone's name was the first zone in IANA's order that writes it:
+    America/Ensenada for PST, America/Boise for MST, America/Adak for HST (session 54's left-alone item)."""
+    assert tz_for_name(name) == f"--tz {zone}" and zone_writing([name]) == zone
 
 
 def test_a_percent_z_name_of_no_known_offset_is_refused_with_the_format_and_tz_that_read_it(tmp_path: Path) -> None:
