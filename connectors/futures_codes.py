@@ -18,8 +18,14 @@ so that `serve`'s start line, which names the shapes, and every reply agree. The
   so JPX's `JGBL2406` is no longer one by its name, and `CH20`, a CFD of the SMI, still reads as one);
 * a venue's suffix after a dot (`SR3Z4.cme`, as a `bad_stream` refusal advises naming a stream by venue) is read
   past first (review379 #8): `7203.T` and `BRK.B` are then `7203` and `BRK`, none of the shapes;
-* for a price step's reading only, a continuous series as vendors write one (`CL1`, `ES1!`, `CL=F`, `CLc1`,
-  `ES.c.0`, `@ES`), a shape too loose to caveat a stream with (`LUNA2`, a token, has it).
+* a product and its contract month, as replay joins a `Produkt;Verfall` pair (`FESX 12.2024`) or an export writes
+  one (`FESX DEC24`, `FDAX 2025-03`): a dated future too (review440 #5);
+* a continuous series in a shape no other name has: LSEG's continuation RIC (`FDXc1`, `LCOc1`, `STXEc2`), Yahoo's
+  `CL=F`, TradingView's `ES1!`, Databento's `ES.c.0` (review440 #5: none was caveated);
+* for a price step's reading only, a continuous series of letters and one digit (`CL1`) or IQFeed's `@ES`, shapes
+  too loose to caveat a stream with (`LUNA2`, a token, has the first). Where the letters end in a month code
+  (`FDX1`, `NQ1`) the name also reads as a contract code (FD, November, year 1): no rule tells the two apart, and
+  either is a future.
 An ISIN (`DE0007236101`) or an exchange's numeric code (`7203`) is none of them.
 """
 
@@ -44,6 +50,13 @@ YEAR_MONTH_CODE = r"[A-Z]{2,6}\d{1,3}[A-Z]\d\d(?:0[1-9]|1[0-2])"
 INDIAN_MONTHS = "JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC"
 INDIAN_FUTURE = re.compile(rf"^[A-Z][A-Z0-9&-]*\d\d(?:{INDIAN_MONTHS})FUT$")
 INDIAN_OPTION = re.compile(rf"^[A-Z][A-Z0-9&-]*?\d\d(?:{INDIAN_MONTHS}|[1-9OND]\d\d)\d+(?:\.\d+)?(?:CE|PE)$")
+# a product code, a space and its contract month: `FESX 12.2024`, `FDAX 03/2025`, `FESX 2024-12`, `FESX DEC24`
+CONTRACT_MONTH = (rf"(?:0[1-9]|1[0-2])[./](?:19|20)\d\d|(?:19|20)\d\d-?(?:0[1-9]|1[0-2])"
+                  rf"|(?i:{INDIAN_MONTHS})[ -]?(?:19|20)?\d\d")
+PRODUCT_MONTH = re.compile(rf"^[A-Z][A-Z0-9]{{1,5}} (?:{CONTRACT_MONTH})$")
+# a continuous series only a future's name has: `FDXc1` (LSEG), `CL=F` (Yahoo), `ES1!` (TradingView), `ES.c.0`
+CONTINUATION_SERIES = re.compile(r"^[A-Z][A-Z0-9]{0,3}(?:c\d{1,2}|\d{1,2}!|=F|\.[cvn]\.\d+)$")
+CONTINUOUS_SERIES = "a continuous futures series"
 # A venue after a dot, as a refusal advises naming a stream (`SR3Z4.cme`, `BTC-29MAR24.deribit`); a continuous
 # series' `.c.0` ends in a digit and stays
 VENUE_SUFFIX = re.compile(r"\.[A-Za-z][A-Za-z0-9_-]*$")
@@ -53,11 +66,13 @@ DATED_FUTURE = "a dated future"
 
 
 def futures_kind(stream: str) -> str | None:
-    """What futures market an exchange's code says a stream is ("a dated future", "a futures calendar spread"),
-    None for any other name."""
+    """What futures market an exchange's code says a stream is ("a dated future", "a futures calendar spread", "a
+    continuous futures series"), None for any other name."""
     name = bare_name(stream)
-    if FUTURES_CONTRACT.match(name) or INDIAN_FUTURE.match(name):
+    if FUTURES_CONTRACT.match(name) or INDIAN_FUTURE.match(name) or PRODUCT_MONTH.match(name):
         return DATED_FUTURE
+    if CONTINUATION_SERIES.match(name):
+        return CONTINUOUS_SERIES
     legs = name.split("-")
     if len(legs) == 2 and all(FUTURES_CONTRACT.match(leg) for leg in legs):
         return "a futures calendar spread"
@@ -66,7 +81,8 @@ def futures_kind(stream: str) -> str | None:
 
 def derivative_kind(stream: str) -> str | None:
     """What derivative a stream's name says it is ("an option", "a perpetual", "a swap", "a dated future", "a
-    futures calendar spread"), None for any other name: the one rule (module docstring)."""
+    futures calendar spread", "a continuous futures series"), None for any other name: the one rule (module
+    docstring)."""
     stream = bare_name(stream)
     if is_option_name(stream) or INDIAN_OPTION.match(stream):
         return "an option"

@@ -103,9 +103,10 @@ def _sampled_step(prices: np.ndarray, j: int) -> float | None:
 
 # A step that stays within a session: a continuous futures series rolling from one contract to the next (CL 82.50
 # -> 81.55) or a bad back-adjust. A lone bad print reverts at the next tick (connectors/lone_prints.py); news moves
-# the price over several ticks, rarely by this many typical moves in one. Across a pause of STEP_GAP_NS or more a step
-# that stays is an opening gap as often as a roll (a stock's 1% overnight): the pause note and --session-gap speak
-# of those, and split_like_steps of a split's.
+# the price over several ticks, rarely by this many typical moves in one. Across a pause of STEP_GAP_NS or more a
+# stock's step that stays is an opening gap as a rule (its 1% overnight): the pause note and --session-gap speak of
+# those, and split_like_steps of a split's. A future's is looked at there too: a daily-session future's continuous
+# series (LSEG's `FDXc1`) rolls at the session's change, across the night (review440 #5: only the pause note spoke).
 LASTING_TIMES = 50  # a one-tick move this many times the stream's median (nonzero) move, or more ...
 LASTING_TICKS = 20  # ... between two flat levels: the range of this many ticks' prices on each side ...
 LASTING_LEVEL_TIMES = 5  # ... at most 1/this of the step (a fast market moves on both sides: BTC's 0.08% sweeps
@@ -128,10 +129,11 @@ class LastingStep(NamedTuple):
         and what to do."""
         gap = self.after_ts - self.before_ts
         minute = 60 * 10**9  # --session-gap in whole minutes, at most the pause: it then cuts there
-        halt = gap >= minute and not futures_name(self.stream)
+        future = futures_name(self.stream)
+        halt = gap >= minute and not future
         # a stock's name (`000001.SZ`, `7203.T`) is no continuous futures series: SSE's and SZSE's stocks trade on,
         # sealed at their daily limit, without a halt (review433 #12: a limit-up was told as a roll)
-        stock = stock_name(self.stream) and not futures_name(self.stream)
+        stock = stock_name(self.stream) and not future
         scored = _unscored(gap, session_gap_ns)
         if scored is None and stock:
             scored = "the answers whose label horizon spans it are scored as that move" + (
@@ -140,16 +142,18 @@ class LastingStep(NamedTuple):
         if scored is None:
             contract = ("if the file holds the contract in a column, read a stream per contract (--columns "
                         "stream=SYMBOL+CONTRACT, then --streams to pick)")
-            cut = f"--session-gap {session_gap_text(gap - gap % minute)}, since a pause of {duration_text(gap)} " \
-                  f"falls there"
+            # across a night, the pause note's own cut (every pause of an hour or more) rather than this night's
+            cut_at = STEP_GAP_NS if gap >= STEP_GAP_NS else gap - gap % minute
+            cut = f"--session-gap {session_gap_text(cut_at)}, since a pause of {duration_text(gap)} falls there"
             scored = "the answers whose label horizon spans it are scored as that move: " + (
                 f"{cut}, leaves them unscored; for a roll: {contract}" if halt else
                 f"{contract}, or {cut}" if gap >= minute else contract)
         what = ("a stock's price limit (limit-up/limit-down), where the venue trades on at it or pauses, or a bad "
                 "print that stayed?" if stock else
                 "a trading halt's reopening (a stock's limit-up/limit-down pause), or a futures roll in a continuous "
-                "series, or a bad back-adjust?" if halt else "a futures roll in a continuous series, or a bad "
-                "back-adjust?")
+                "series, or a bad back-adjust?" if halt else "a futures roll in a continuous series at the "
+                "session's change, an opening gap, or a bad back-adjust?" if gap >= STEP_GAP_NS else "a futures roll "
+                "in a continuous series, or a bad back-adjust?")
         return (f"{shown_name(self.stream)}: its price stepped from about {self.before:g} to {self.after:g} "
                 f"({self.after / self.before - 1:+.2%}) at its tick {self.tick:,} ({utc_text(self.after_ts)}), "
                 f"{self.times_typical:.0f} times its typical move, and stayed there ({what}): prices are replayed "
@@ -166,7 +170,8 @@ def _unscored(gap_ns: int, session_gap_ns: int | None) -> str | None:
 
 def lasting_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[LastingStep]:
     """The one-tick steps of one stream between two flat levels (``ts``, ``prices`` as split_like_steps takes them),
-    none across a pause of STEP_GAP_NS or more and none where the stream has over LASTING_MOST of them."""
+    none across a pause of STEP_GAP_NS or more unless the stream's name is a future's (a roll at the session's
+    change), and none where the stream has over LASTING_MOST of them."""
     n = len(prices)
     if n < 2 * LASTING_TICKS:
         return []
@@ -176,7 +181,8 @@ def lasting_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[Lasti
     typical = float(np.median(typical)) if len(typical) else 0.0
     if typical == 0:
         return []
-    big = np.nonzero((np.abs(moves) >= LASTING_TIMES * typical) & (np.diff(ts) < STEP_GAP_NS))[0]
+    within = np.diff(ts) < STEP_GAP_NS
+    big = np.nonzero((np.abs(moves) >= LASTING_TIMES * typical) & (within | futures_name(stream)))[0]
     if len(big) > 4 * LASTING_MOST:  # a jumpy stream: no need to look at each
         return []
     steps = []
@@ -234,5 +240,7 @@ def pinned_prices(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[Pinne
 def price_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[PriceStep | LastingStep | PinnedPrice]:
     """Every step of one stream a caution is said for: split-like steps across a pause, steps that stay, then prices
     pinned at one level."""
-    return [*split_like_steps(stream, ts, prices), *lasting_steps(stream, ts, prices),
-            *pinned_prices(stream, ts, prices)]
+    splits = split_like_steps(stream, ts, prices)
+    # a future's step across a pause near a split's ratio is said once, as the split-like one
+    lasting = [step for step in lasting_steps(stream, ts, prices) if all(step.after_ts != s.after_ts for s in splits)]
+    return [*splits, *lasting, *pinned_prices(stream, ts, prices)]

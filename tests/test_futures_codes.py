@@ -41,6 +41,13 @@ def test_exchange_futures_codes_are_dated_futures_and_spot_names_are_none() -> N
     assert [derivative_kind(n) for n in ("BTC-29MAR24", "XBTZ25", "BTCUSDT_PERP", "BTC-USD-SWAP",
                                           "BTC-27DEC24-60000-C")] == \
         ["a dated future", "a dated future", "a perpetual", "a swap", "an option"]
+    # review440 #5: LSEG's continuation RICs and a product with its contract month (as replay joins Produkt;Verfall)
+    # are futures to the caveat too; a continuous series of letters and one digit is too loose a shape (LUNA2)
+    assert [derivative_kind(n) for n in ("FDXc1", "LCOc1", "STXEc2", "CL=F", "ES1!", "ES.c.0")] == \
+        ["a continuous futures series"] * 6
+    assert [derivative_kind(n) for n in ("FESX 12.2024", "FDAX 03/2025", "FESX DEC24", "FESX 2024-12")] == \
+        ["a dated future"] * 4
+    assert [derivative_kind(n) for n in ("CL1", "VOD.L", "ASML.AS", "SAP 2024")] == [None] * 4
     # a price step's roll reading takes a continuous series too, a shape too loose for the caveat (LUNA2)
     assert all(futures_name(n) for n in ("CL1", "ES1!", "CL=F", "CLc1", "@ES", *EXCHANGE_FUTURES))
     assert not any(futures_name(n) for n in ("AAPL", "7203.T", "DE0007236101"))

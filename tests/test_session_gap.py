@@ -376,3 +376,19 @@ def test_a_stocks_halt_is_named_before_a_roll_and_a_futures_name_keeps_the_roll(
     assert "(a price limit, limit-up or limit-down, where the venue trades on at it, or a market that did not " \
            "move?)" in pinned.caution(None)
     assert pinned_prices("000001.SZ", every_20s, prices) == [] == pinned_prices("CLc1", every_20s, sealed)
+
+
+def test_a_continuous_futures_roll_across_the_night_gets_the_caution_a_stocks_gap_does_not() -> None:
+    """review440 #5: LSEG's `FDXc1` rolls at the session's change; its +0.8% step across the night (160 times its
+    typical move) got only the pause note, while the same step at 11:03 was warned. A future's step that stays is
+    said across a pause too, with the pause note's cut; a stock's opening gap is still not."""
+    rng = np.random.default_rng(5)
+    gaps = rng.integers(60, 300, 400) * 10**9
+    gaps[200] = 16 * 3600 * 10**9  # the night
+    ts = 1_734_505_200 * 10**9 + np.cumsum(gaps)  # 2024-12-18T07:00Z
+    prices = 19_400 + np.cumsum(rng.choice([-1.0, 0.0, 1.0], 400)) + np.where(np.arange(400) >= 200, 160.0, 0.0)
+    [roll] = lasting_steps("FDXc1", ts, prices)
+    assert roll.tick == 201 and "(a futures roll in a continuous series at the session's change, an opening gap, " \
+        "or a bad back-adjust?)" in roll.caution(None), roll.caution(None)
+    assert roll.caution(None).endswith("or --session-gap 1h, since a pause of 16 h falls there"), roll.caution(None)
+    assert lasting_steps("SAP.DE", ts, prices) == []

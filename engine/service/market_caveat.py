@@ -1,9 +1,10 @@
 """The caveat of a spot-trained model answering a derivatives stream (review310 #7): a stream whose name says a
 perpetual, a dated future, a swap or an option (by connectors/futures_codes.py's rule, the one `health`'s list of
 derivative streams uses: `BTCUSDT_PERP`, `BTC-PERPETUAL`, `BTC-USD-SWAP`, `BTC-29MAR24`, an exchange's contract code
-`ESM4`, `FDXM5`, `NK225M2406`, a spread of two `CLZ4-CLF5`, `BTC-27DEC24-60000-C`), served by a model whose card
-(TRAINING.md beside its weights) lists training data of spot markets only: its words name no derivatives market and
-its streams (`- `NAME`: ... ticks`, as `flashtick train` writes them) no derivative by that rule. Funding, basis,
+`ESM4`, `FDXM5`, `NK225M2406`, a spread of two `CLZ4-CLF5`, `FESX 12.2024`, `FDXc1`, `BTC-27DEC24-60000-C`), served
+by a model whose card (TRAINING.md beside its weights) lists training data of spot markets only: its words name no
+derivatives market and its streams (`- `NAME`: ... ticks`, as `flashtick train` writes them) no derivative by that
+rule. Funding, basis,
 expiry and an option's premium are nothing such a model learnt, so its answers there are out of its training's
 distribution. Said at `serve`'s start and in the `caveats` of ask, get and health replies (reply_caveats.py), and by
 a backtest of such streams, among its warnings (``backtest_caveat``; review431 #5: the offline run, where a desk
@@ -65,7 +66,8 @@ def start_note(model_dir: Path | str | None = None) -> str | None:
     if spot_only(model_dir):
         return (f"this model's card ({MODEL_CARD}) lists training data of spot markets only: a stream whose name "
                 f"says a perpetual, future, swap or option (BTCUSDT_PERP, BTC-PERPETUAL, BTC-USD-SWAP, BTC-29MAR24, "
-                f"an exchange's futures code such as ESM4, FDXM5, NK225M2406 or a spread CLZ4-CLF5, "
+                f"an exchange's futures code such as ESM4, FDXM5, NK225M2406 or a spread CLZ4-CLF5, a product and "
+                f"its month FESX 12.2024, a continuation RIC FDXc1, "
                 f"BTC-27DEC24-60000-C, India's NIFTY24DECFUT and NIFTY24DEC24000CE) is out of its training's "
                 f"distribution, and ask, get and health replies about one carry a {SPOT_TRAINED_MODEL} caveat "
                 f"(docs/model.md)")
