@@ -19,6 +19,7 @@ from connectors.csv_dialect import Dialect
 from connectors.datetime_column import EPOCH_CODE
 from connectors.local_times import time_column
 from connectors.iqfeed_ticks import END_MESSAGE, IQFEED_NAMES, MESSAGE_ID
+from connectors.keep_filter import kept_rows, source_keep
 from connectors.leap_seconds import leap_text_facts
 from connectors.market_zones import MARKET_NAME
 from connectors.misread_times import time_facts
@@ -59,8 +60,9 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
     zones = [zone_name_of(time_column(cmap).str.strip_chars()).alias("_zone")] if named else []
     leap = [sixtieth.alias("_sixtieth")] if sixtieth is not None else []
     series = series_columns(cmap, exprs, keys)  # streams whose trades have no size: an index's levels
-    facts = rows.select(exprs[0], raw_stream.alias("_stream"), *prices, *sides, *quote_sizes, *dates, *sequence,
-                        *zones, *leap, *series, pl.col(ROW),
+    kept = kept_rows(cmap.keep, rows.collect_schema(), source_keep) if cmap.keep else pl.lit(True)
+    facts = rows.select(exprs[0], raw_stream.alias("_stream"), kept.alias("_kept"), *prices, *sides, *quote_sizes,
+                        *dates, *sequence, *zones, *leap, *series, pl.col(ROW),
                         _header_repeats(rows, dialect).alias("_header"), _end_message(rows).alias("_end"),
                         *(cells.alias(f"_text_{key}") for key, cells in price_texts.items())).select(
         unsorted=(pl.col("_ts").drop_nulls().diff() < 0).any(), timed=pl.col("_ts").is_not_null().any(),
@@ -74,8 +76,9 @@ def file_facts(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, exprs: list[pl.E
         # steps back within a stream's own rows: none in a file grouped by stream (LSEG's, by RIC), each in order
         stream_back_rows=(pl.col("_ts").forward_fill().diff().over("_stream") < 0).sum(),
         streams=pl.col("_stream").drop_nulls().n_unique(),
-        # streams whose names point at their exchange (`0005.HK`): a zone given is checked against theirs
-        market_streams=pl.col("_stream").filter(pl.col("_stream").str.contains(MARKET_NAME)).unique(
+        # streams whose names point at their exchange (`0005.HK`): a zone given is checked against theirs (those
+        # the map keeps: one file read a venue's streams in each zone, review440 #8)
+        market_streams=pl.col("_stream").filter(pl.col("_kept") & pl.col("_stream").str.contains(MARKET_NAME)).unique(
             maintain_order=True).head(MARKET_STREAMS).implode(),
         min_ts=pl.col("_ts").min(), max_ts=pl.col("_ts").max(),
         first_ts=pl.col("_ts").drop_nulls().first(), slashes=pl.col("_stream").str.contains("/", literal=True).any(),

@@ -13,6 +13,7 @@ from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.epoch_counts import scaled_ts
 from connectors.file_plan import FilePlan
+from connectors.keep_filter import kept_rows, planned_keep
 from connectors.repeated_trades import (across_caution, identical_caution, identical_rows, repeated_across,
                                         same_trades_refusal)
 from connectors.stream_selection import StreamSelection, shown
@@ -28,6 +29,8 @@ def time_spans(plan: Any) -> dict[str, tuple[int, int]]:
     cmap, ts = plan.columns, pl.col("_ts").drop_nulls()
     # (bars a later file replaces are not replayed: the files then follow each other, bars_across_files.py)
     frame = plan.frame.filter(~pl.col("_row").is_in(list(plan.replaced_bars))) if plan.replaced_bars else plan.frame
+    if cmap.keep:  # the rows the map keeps: one file read twice, each map keeping its venue's streams (review440 #8)
+        frame = frame.filter(kept_rows(cmap.keep, frame.collect_schema(), planned_keep))
     if cmap.stream_col is None:
         first, last = frame.select(ts.min().alias("first"), ts.max().alias("last")).collect().row(0)
         found = [(cmap.stream or cmap.default_stream or "", first, last)]

@@ -109,6 +109,28 @@ def keep_expr(values: Sequence[Any] | Mapping[str, Sequence[Any]], cell: pl.Expr
     return kept
 
 
+def planned_keep(i: int, name: str) -> str:
+    """Where a plan's frame holds the i-th column a map keeps on (connectors/row_exprs.py names it so)."""
+    return f"_keep{i}"
+
+
+def source_keep(i: int, name: str) -> str:
+    """Where a file's own rows hold the i-th column a map keeps on: under its name."""
+    return name
+
+
+def kept_rows(keep: Mapping[str, Sequence[Any] | Mapping[str, Sequence[Any]]] | None, schema: Mapping[str, Any],
+              column: Callable[[int, str], str]) -> pl.Expr:
+    """The rows a map's `keep` reads, as a polars expression: each kept column's cells (`column(i, name)`: where
+    the i-th kept column is in the frame, its source name or a plan's `_keep{i}`) hold one of its values."""
+    import polars as pl
+
+    kept = pl.lit(True)
+    for i, (name, values) in enumerate((keep or {}).items()):
+        kept = kept & keep_expr(values, pl.col(column(i, name)), schema[column(i, name)])
+    return kept
+
+
 def keep_said(values: Sequence[Any] | Mapping[str, Sequence[Any]]) -> str:
     """A column's keep as a message shows it: `00, 01`; `not "@  I"`; `not containing I, X`."""
     if not isinstance(values, Mapping):

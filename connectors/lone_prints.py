@@ -20,7 +20,7 @@ import polars as pl
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.epoch_counts import scaled_ts
-from connectors.keep_filter import keep_expr
+from connectors.keep_filter import kept_rows, planned_keep
 from connectors.ticks import QUOTE, TRADE, shown_name, utc_text
 
 LONE_TIMES = 50  # the move into and out of a lone print: each more than this many usual large moves
@@ -50,20 +50,12 @@ class LonePrints(NamedTuple):
     first: list[LonePrint]  # the first LISTED_ROWS, in replay order
 
 
-def _kept(cmap: ColumnMap, schema: pl.Schema) -> pl.Expr:
-    """The rows a map's `keep` filter reads, as file_plan.py's keep_check tells them (its `_keep{i}` columns): a
-    text cell as text, a number or a boolean by its value (connectors/keep_filter.py)."""
-    kept = pl.lit(True)
-    for i, values in enumerate((cmap.keep or {}).values()):
-        kept = kept & keep_expr(values, pl.col(f"_keep{i}"), schema[f"_keep{i}"])
-    return kept
-
-
 def _series(frame: pl.LazyFrame, keys: tuple[str, ...], cmap: ColumnMap) -> pl.LazyFrame | None:
     """A plan's priced rows as one tall frame (stream, kind, _row, _ts, value), in the frame's (replay) order:
     trades' prices and quotes' mids, each above zero (a crossed or one-sided quote is rejected, not replayed)."""
     stream = pl.col("stream") if "stream" in keys else pl.lit(cmap.stream or cmap.default_stream or "")
-    rows = frame.filter(_kept(cmap, frame.collect_schema()) & pl.col("_ts").is_not_null())
+    kept = kept_rows(cmap.keep, frame.collect_schema(), planned_keep)  # (file_plan.py's keep_check, as a filter)
+    rows = frame.filter(kept & pl.col("_ts").is_not_null())
     parts = []
     if "price" in keys:
         price = pl.col("price").cast(pl.Float64)

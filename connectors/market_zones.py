@@ -12,6 +12,7 @@ from typing import Iterable, NamedTuple
 from zoneinfo import ZoneInfo
 
 from connectors.field_names import normal_name
+from connectors.futures_codes import CONTRACT_MONTH
 
 
 class MarketZone(NamedTuple):
@@ -49,16 +50,21 @@ EXCHANGE_ZONES = {
     **dict.fromkeys(("SP", "SGX"), "Asia/Singapore"), "MK": "Asia/Kuala_Lumpur", "TB": "Asia/Bangkok",
     "IJ": "Asia/Jakarta", **dict.fromkeys(("SR", "AB"), "Asia/Riyadh")}
 # an exchange's own futures codes: JPX's Nikkei 225 (mini), TOPIX and JGB futures (`NK225M2406`); HKEX's Hang Seng
-# index futures (`HSIM4`, `MHIM4`, `HHIM4`)
-FUTURES_ZONES = ((re.compile(r"^(NK225M?|TOPIXM?|JGBL?)\d{2,4}$"), MarketZone("Asia/Tokyo", "JPX (Osaka)")),
-                 (re.compile(r"^(HSI|MHI|HHI)[FGHJKMNQUVXZ]\d{1,2}$"), MarketZone("Asia/Hong_Kong", "HKEX")))
+# index futures (`HSIM4`, `MHIM4`, `HHIM4`); Eurex's index and Bund futures by product code or LSEG root, a contract
+# (`FESXM4`, `FDXZ4`), a continuation RIC (`FDXc1`, `STXEc2`) or a product and its month (`FESX 12.2024`) (review440
+# #8: a Eurex future in a file read on London's clock was not named). Read in capitals (`market_of`)
+EUREX_ROOTS = "FESX|FDAX|FDXM|FDXS|FSMI|FSMM|FGBL|FGBM|FGBS|FGBX|FBTP|FOAT|FVS|FDX|STXE"
+FUTURES_CODES = (r"^(NK225M?|TOPIXM?|JGBL?)\d{2,4}$", r"^(HSI|MHI|HHI)[FGHJKMNQUVXZ]\d{1,2}$",
+                 rf"^({EUREX_ROOTS})(?:[FGHJKMNQUVXZ]\d{{1,2}}|C\d{{1,2}}| (?:{CONTRACT_MONTH}))$")
+FUTURES_ZONES = tuple(zip(map(re.compile, FUTURES_CODES), (MarketZone("Asia/Tokyo", "JPX (Osaka)"),
+                                                            MarketZone("Asia/Hong_Kong", "HKEX"),
+                                                            MarketZone("Europe/Berlin", "Eurex"))))
 SUFFIX = re.compile(r"\.([A-Za-z]{1,4})$")
 # the exchange before a numeric code, as Futu (SH.600519, HK.00700) and BaoStock (sh.600000) write it
 PREFIX = re.compile(r"^([A-Za-z]{2})\.\d{5,6}$")
 # a stream name that names its market, as a polars regex (the file facts pick such names out of a file's streams)
 MARKET_NAME = (r"(?i)\.(" + "|".join(SUFFIX_ZONES) + r")$|^(" + "|".join(c for c in SUFFIX_ZONES if len(c) == 2)
-               + r")\.\d{5,6}$|^(NK225M?|TOPIXM?|JGBL?)\d{2,4}$"
-               r"|^(HSI|MHI|HHI)[FGHJKMNQUVXZ]\d{1,2}$")
+               + r")\.\d{5,6}$|" + "|".join(FUTURES_CODES))
 # a European export's header words (field_names.py reads them): the language says the clock, one for the CET
 # zones (Berlin's, Vienna's and Zurich's clocks agree; so do Paris', Brussels' and Rome's)
 HEADER_LANGUAGES = (

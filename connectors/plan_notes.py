@@ -208,22 +208,43 @@ def row_notes(plan: FilePlan, rows: pl.LazyFrame, raw_stream: pl.Expr, schema: M
 
 
 def _markets_elsewhere(path: Path, cmap: ColumnMap, facts: Mapping[str, Any], factor: int) -> list[str]:
-    """A warning for a file whose naive times are read in a zone (--tz, one for every file) while its streams'
-    names point at exchanges on other clocks (`0005.HK`, `TCS.NS` under `--tz Asia/Tokyo`): their times are off by
-    the difference (review375 #3: a cross-market study misaligned without a word)."""
-    if cmap.tz is None or cmap.ts_unit in UNITS or cmap.utc_offset is not None or facts["min_ts"] is None \
+    """A warning for a file whose naive times are read in a zone (--tz, one for every file; UTC for LSEG's `Time[L]`,
+    whose `[L]` says each RIC's exchange's local clock) while its streams' names point at exchanges on other clocks
+    (`0005.HK`, `TCS.NS` under `--tz Asia/Tokyo`): their times are off by the difference (review375 #3: a
+    cross-market study misaligned without a word). A file whose streams are on several clocks is read a clock per
+    run (review440 #8: one entry's zone for the whole file would read the other venues' streams wrong)."""
+    local_named = cmap.tz is None and "[l]" in cmap.ts.lower()
+    zone = cmap.tz or ("UTC" if local_named else None)
+    if zone is None or cmap.ts_unit in UNITS or cmap.utc_offset is not None or facts["min_ts"] is None \
             or not facts.get("market_streams"):
         return []
     first, last = scaled_ts(facts["min_ts"], factor), scaled_ts(facts["max_ts"], factor)
-    if not (misread := misread_markets(cmap.tz, facts["market_streams"], first, last)):
+    if not (misread := misread_markets(zone, facts["market_streams"], first, last)):
         return []
     named = "; ".join(f"{', '.join(streams[:3])}{' and others' if len(streams) > 3 else ''} ({market.market}: "
                       f"{market.zone})" for market, streams in misread.items())
-    zone = next(iter(misread)).zone
-    return [Caution(f"{path.name}: its times are read in {cmap.tz}, but streams name exchanges on other clocks: "
-                    f"{named}; if the file writes their local times, each is read hours off: give each market's "
-                    f"files their own zone in a replay list (`replay: [{{path: {path.name}, columns: {{tz: "
-                    f"{zone}}}}}]`, docs/replay.md), or read them in their own run")]
+    clocks: dict[str, list[str]] = {}  # zone -> its streams, the zone read in first where streams are on it
+    elsewhere = {stream for streams in misread.values() for stream in streams}
+    if on_zone := sorted(set(facts["market_streams"]) - elsewhere):
+        clocks[zone] = on_zone
+    for market, streams in misread.items():
+        clocks.setdefault(market.zone, []).extend(streams)
+    read = (f"its times are read as UTC while its header's {quoted(cmap.ts)} says local times (LSEG's [L]: each "
+            f"RIC's exchange's clock), and" if local_named else f"its times are read in {zone}, but")
+    if len(clocks) > 1 and len(cmap.stream_columns) == 1:  # each clock's streams kept by an entry of their own
+        entries = ", ".join(f"{{path: {path.name}, columns: {{tz: {clock}, keep: {{{quoted(cmap.stream_columns[0])}: "
+                            f"[{', '.join(map(quoted, streams))}]}}}}}}" for clock, streams in clocks.items())
+        fix = f"give each clock's streams an entry of the file with its zone in a replay list " \
+              f"(`replay: [{entries}]`, docs/replay.md)"
+    elif len(clocks) > 1:
+        fix = "read each clock's streams in its own run (--streams, --tz)"
+    elif local_named:
+        fix = f"give --tz {next(iter(clocks))}"
+    else:
+        fix = (f"give each market's files their own zone in a replay list (`replay: [{{path: {path.name}, columns: "
+               f"{{tz: {next(iter(clocks))}}}}}]`, docs/replay.md), or read them in their own run")
+    return [Caution(f"{path.name}: {read} streams name exchanges on other clocks: {named}; if the file writes "
+                    f"their local times, each is read hours off: {fix}")]
 
 
 def _skipped_hours(path: Path, cmap: ColumnMap, first_ns: Any, last_ns: Any) -> list[str]:

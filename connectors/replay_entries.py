@@ -14,6 +14,7 @@ import yaml
 
 from connectors.column_map import ColumnMap
 from connectors.input_paths import Expanded, expanded, item_path
+from connectors.keep_filter import keep_key
 from connectors.map_options import Refine, as_column_map
 from engine.path_words import file_not_found, os_reason, shown_path, user_item
 from engine.quoting import quoted_list, quoted_words
@@ -91,19 +92,32 @@ def once_each(specs: list[tuple[Path, ColumnMap | Refine | None, bool]]
                ) -> tuple[list[tuple[Path, ColumnMap | Refine | None, bool]], list[str]]:
     """Each file once, however often it is named (overlapping globs: `day/*.parquet day/AAPL.parquet`): a file
     read twice would replay its ticks twice and change every count, label and score after them. The same file
-    is the same resolved path; named again with another column map, which reading was meant is unclear: refused.
-    Returns the specs kept, in the order first named, and a note per repeat."""
-    first: dict[Path, tuple[Path, ColumnMap | Refine | None, bool]] = {}
-    notes = []
+    is the same resolved path; named again with another column map, which reading was meant is unclear: refused,
+    unless each of its maps keeps rows the others leave out (`kept_apart`: a file of several venues' local times,
+    each venue's streams read in its own zone, review440 #8). Returns the specs kept, in the order first named,
+    and a note per repeat."""
+    named: dict[Path, list[tuple[Path, ColumnMap | Refine | None, bool]]] = {}
+    kept, notes = [], []
     for path, cmap, explicit in specs:
-        same = path.resolve()
-        if same not in first:
-            first[same] = (path, cmap, explicit)
+        earlier_specs = named.setdefault(path.resolve(), [])
+        if all(kept_apart(cmap, earlier_map) for _, earlier_map, _ in earlier_specs):  # (the first: none earlier)
+            earlier_specs.append((path, cmap, explicit))
+            kept.append((path, cmap, explicit))
             continue
-        earlier, earlier_map, _ = first[same]
-        if cmap != earlier_map:
-            raise ValueError(f"{path} is named twice with different column maps (as {earlier} too): name it once, "
-                             f"with the map it is read with")
-        named = "named twice" if str(path) == str(earlier) else f"the same file as {earlier}"
-        notes.append(f"{path}: {named}; read once")
-    return list(first.values()), notes
+        earlier = next((p for p, earlier_map, _ in earlier_specs if earlier_map == cmap), None)
+        if earlier is None:
+            raise ValueError(f"{path} is named twice with different column maps (as {earlier_specs[0][0]} too): "
+                             f"name it once, with the map it is read with, or keep other values of one column in "
+                             f"each map (keep: {{COLUMN: [...]}}), so that no row is read twice")
+        said = "named twice" if str(path) == str(earlier) else f"the same file as {earlier}"
+        notes.append(f"{path}: {said}; read once")
+    return kept, notes
+
+
+def kept_apart(cmap: ColumnMap | Refine | None, other: ColumnMap | Refine | None) -> bool:
+    """Whether two maps of one file read none of the same rows: of a column both keep on, each keeps values the
+    other does not (values listed: tests, `not` or `contains`, may both hold a cell)."""
+    keeps = [(m.keys.get("keep") if isinstance(m, Refine) else getattr(m, "keep", None)) or {} for m in (cmap, other)]
+    return any(isinstance(keeps[0][column], list) and isinstance(keeps[1][column], list)
+               and not {keep_key(v) for v in keeps[0][column]} & {keep_key(v) for v in keeps[1][column]}
+               for column in set(keeps[0]) & set(keeps[1]))

@@ -30,6 +30,7 @@ from connectors.file_scans import SAMPLE_ROWS, currency_codes, distinct_text, is
 from connectors.formula_guard import EXPORT_SEQ, is_export_header, unguarded
 from connectors.json_lines import is_json_lines
 from connectors.junk_lines import junk_lines
+from connectors.keep_filter import planned_keep
 from connectors.layout import databento_book
 from connectors.level_book import L2_SIGNS, TARDIS_L2
 from connectors.map_options import Refine
@@ -193,7 +194,7 @@ def row_exprs(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sch
     if EXPORT_SEQ in schema and is_export_header(list(schema)):  # flashtick's own export: each tick's wire seq
         exprs.append(_export_seq(schema[EXPORT_SEQ]))  # (sent by `feed replay`: a live serve drops its repeats)
         keys.append(EXPORT_SEQ)
-    exprs += [pl.col(column).alias(f"_keep{i}") for i, column in enumerate(cmap.keep or ())]  # after the keys
+    exprs += [pl.col(column).alias(planned_keep(i, column)) for i, column in enumerate(cmap.keep or ())]  # after keys
     book, notes = _book_kind(path, given, cmap, schema, dialect)
     if book == TARDIS_L2:
         exprs += _level_columns(schema)

@@ -84,3 +84,28 @@ def test_a_mixed_markets_backtest_warns_of_each_misread_file(tmp_path: Path, cap
     assert "warning: nse_20240405.csv: its times are read in Asia/Tokyo, but streams name exchanges on other " \
            "clocks: TCS.NS (NSE India: Asia/Kolkata)" in err, err
     assert "warning: tse_20240405.csv" not in err
+
+
+def test_a_file_of_several_venues_local_times_names_each_and_its_advised_list_reads_them(tmp_path: Path) -> None:
+    """review440 #8: LSEG's legacy `Date[L],Time[L]` (each RIC's exchange's clock) for VOD.L (London), SAPG.DE and
+    FESXM4 (Xetra, Eurex: Berlin), no `GMT Offset`: read as UTC nothing warned; under --tz Europe/London FESXM4 was
+    not named, and the advised replay-list entry (the whole file in Berlin time) could not be split by stream. Each
+    clock's streams are named, and the list the warning gives reads each in its own zone."""
+    path = tmp_path / "th_legacy.csv"
+    path.write_text("#RIC,Date[L],Time[L],Price,Volume\n" + "".join(
+        f"{ric},05-APR-2024,{hour}:{15 + i:02d}:07.543,{100 + i}.5,10\n"
+        for ric, hour in (("VOD.L", "08"), ("SAPG.DE", "09"), ("FESXM4", "09")) for i in range(5)))
+    for options in ({"detect": True}, {"detect": True, "tz": "Europe/London"}):
+        replay = FileReplay(path, columns=map_from_options(**options))
+        drain(replay)
+        [warned] = [n for n in replay.notes if isinstance(n, Caution) and "exchanges on other clocks" in n]
+        assert "SAPG.DE (Xetra: Europe/Berlin); FESXM4 (Eurex: Europe/Berlin)" in warned, warned
+    assert "(`replay: [{path: th_legacy.csv, columns: {tz: Europe/London, keep: {\"#RIC\": [\"VOD.L\"]}}}, {path: " \
+           "th_legacy.csv, columns: {tz: Europe/Berlin, keep: {\"#RIC\": [\"SAPG.DE\", \"FESXM4\"]}}}]`" in warned
+    (tmp_path / "venues.yaml").write_text(warned.split("`")[1] + "\n")
+    replay = FileReplay(tmp_path / "venues.yaml")
+    first = {}
+    for tick in drain(replay):
+        first.setdefault(tick.stream, tick.ts)
+    assert not any("other clocks" in n or "fed by both" in n for n in replay.notes), replay.notes
+    assert set(first.values()) == {1_712_301_307_543_000_000}, first  # 07:15:07.543Z: 08:15 BST, 09:15 CEST
