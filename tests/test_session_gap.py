@@ -392,3 +392,27 @@ def test_a_continuous_futures_roll_across_the_night_gets_the_caution_a_stocks_ga
         "or a bad back-adjust?)" in roll.caution(None), roll.caution(None)
     assert roll.caution(None).endswith("or --session-gap 1h, since a pause of 16 h falls there"), roll.caution(None)
     assert lasting_steps("SAP.DE", ts, prices) == []
+
+
+def test_the_pause_note_names_the_pauses_the_scored_answers_cross_not_the_files() -> None:
+    """review440 #3: `backtest --test-from` scored a last day's answers, which crossed one overnight pause; the note
+    named a weekend before the slice as the widest and counted every pause of the file. The pauses counted and named
+    are those the scored answers' labels cross."""
+    from connectors.labels import MarkSeries
+    from connectors.questions import QuestionSpec
+    from connectors.ticks import Tick, TRADE
+    from engine.service.session_gaps import gap_notes
+
+    marks = MarkSeries()
+    hour = 3600 * 10**9
+    starts = (1_729_868_400 * 10**9, 1_729_868_400 * 10**9 + 64 * hour, 1_729_868_400 * 10**9 + 88 * hour)
+    for start in starts:  # 2024-10-25T07:00Z (a Friday), Monday and Tuesday: a weekend, then a night
+        for i in range(30):
+            marks.append(Tick("SAPG.DE", ts=start + i * 60 * 10**9, kind=TRADE, price=200.0 + i % 3, size=1.0))
+    spec = QuestionSpec("direction_5", "direction", 5, ("down", "flat", "up"), "")
+    graded = pl.LazyFrame({"query": "dir5", "stream": "SAPG.DE", "ticks": list(range(50, 61)),
+                           "correct": True, "probs": [[0.3, 0.4, 0.3]] * 11})  # the test slice: Monday's last 11
+    [note] = gap_notes({"dir5": spec}, graded, {"SAPG.DE": marks}, None)
+    assert note.startswith("5 scored answers (dir5 5) are labelled across a pause of an hour or more in their "
+                           "stream's event times (1 such pause; the widest: SAPG.DE, 23.5 h from "
+                           "2024-10-28T07:29:00Z to 2024-10-29T07:00:00Z)"), note

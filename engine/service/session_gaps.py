@@ -39,19 +39,22 @@ def crossing_points(series: Mapping[str, MarkSeries], horizon: int, gap_ns: int,
     return (pl.concat(frames) if frames else pl.DataFrame(schema={"stream": pl.String, "ticks": pl.Int64})).lazy()
 
 
-def widest_pause(series: Mapping[str, MarkSeries], streams: list[str], gap_ns: int) -> tuple[str, int, int, int]:
-    """(stream, its pauses of ``gap_ns`` or more, before, after ts) of the widest such pause among ``streams``."""
-    widest, count = ("", 0, 0), 0
-    for stream in streams:
+def crossed_pauses(series: Mapping[str, MarkSeries], points: Mapping[str, list[tuple[np.ndarray, int]]],
+                   gap_ns: int) -> list[tuple[str, int, int]]:
+    """(stream, before, after ts) of each pause of ``gap_ns`` or more that a label crosses: ``points`` maps a stream
+    to its answer points (0-based tick indexes, shape (k,)) with their horizon; a label from tick i crosses the
+    pauses between ticks i..i + horizon (`spanned_gaps`). Not every pause of the file: a --test-from slice's answers
+    cross the pauses in it (review440 #3: the note named a weekend before the slice, and counted the file's)."""
+    pauses = []
+    for stream, answered in points.items():
         ts = series[stream].ts()
-        gaps = np.diff(ts)
-        if not len(gaps):  # one tick: no pause
-            continue
-        count += int((gaps >= gap_ns).sum())  # as spanned_gaps counts a pause
-        j = int(gaps.argmax())
-        if gaps[j] > widest[2] - widest[1]:
-            widest = (stream, int(ts[j]), int(ts[j + 1]))
-    return widest[0], count, widest[1], widest[2]
+        wide = np.flatnonzero(np.diff(ts) >= gap_ns)  # (w,) j: the pause between ticks j and j + 1
+        covered = np.zeros(len(wide) + 1, dtype=np.int64)  # +1 where a label's run of pauses starts, -1 past its end
+        for index, horizon in answered:
+            np.add.at(covered, np.searchsorted(wide, index), 1)
+            np.add.at(covered, np.searchsorted(wide, index + horizon), -1)
+        pauses += [(stream, int(ts[j]), int(ts[j + 1])) for j in wide[np.cumsum(covered)[:-1] > 0]]
+    return pauses
 
 
 def gap_notes(questions: Mapping[str, QuestionSpec], graded: pl.LazyFrame, series: Mapping[str, MarkSeries],
@@ -60,7 +63,7 @@ def gap_notes(questions: Mapping[str, QuestionSpec], graded: pl.LazyFrame, serie
     query without one is left out); ``graded`` is the answers file's scored slice."""
     spanning: dict[str, int] = {}  # query -> its scored answers labelled across a pause of GAP_NOTE_NS or more
     left_out: dict[str, int] = {}  # query -> its answers --session-gap left without a label
-    streams: set[str] = set()
+    points: dict[str, list[tuple[np.ndarray, int]]] = {}  # stream -> its scored answer points across, horizon
     crossing: dict[tuple[int, int, bool], pl.LazyFrame] = {}  # (horizon, gap, closes) -> crossing points, made once
 
     def crossing_at(horizon: int, gap_ns: int, closes: bool = False) -> pl.LazyFrame:
@@ -75,10 +78,11 @@ def gap_notes(questions: Mapping[str, QuestionSpec], graded: pl.LazyFrame, serie
         if session_gap_ns is None or session_gap_ns > GAP_NOTE_NS:
             scored = rows.filter(pl.col("correct").is_not_null()).select("stream", "ticks")
             hits = scored.join(crossing_at(spec.horizon, GAP_NOTE_NS, closes=True), on=["stream", "ticks"],
-                               how="semi").select("stream").collect()["stream"]
-            if len(hits):
-                spanning[query] = len(hits)
-                streams.update(hits.unique().to_list())
+                               how="semi").collect()
+            if hits.height:
+                spanning[query] = hits.height
+                for (stream,), ticks in hits.group_by("stream"):
+                    points.setdefault(stream, []).append((ticks["ticks"].to_numpy() - 1, spec.horizon))
         if session_gap_ns is not None:
             answered = rows.filter(pl.col("probs").is_not_null()).select("stream", "ticks")
             n = answered.join(crossing_at(spec.horizon, session_gap_ns), on=["stream", "ticks"],
@@ -94,7 +98,9 @@ def gap_notes(questions: Mapping[str, QuestionSpec], graded: pl.LazyFrame, serie
                      f"of {session_gap_text(session_gap_ns)} or more in their stream's event times and are not scored "
                      f"(realised left null)")
     if spanning:
-        stream, pauses, before, after = widest_pause(series, sorted(streams), GAP_NOTE_NS)
+        pauses = sorted(crossed_pauses(series, points, GAP_NOTE_NS))
+        stream, before, after = max(pauses, key=lambda pause: pause[2] - pause[1])  # (the first stream, in a tie)
+        pauses = len(pauses)
         given = ("" if session_gap_ns is None else
                  f" (within --session-gap {session_gap_text(session_gap_ns)})")
         notes.append(f"{sum(spanning.values())} scored answers ({_per_query(spanning)}) are labelled across a pause "
