@@ -84,6 +84,8 @@ def test_a_mixed_markets_backtest_warns_of_each_misread_file(tmp_path: Path, cap
     assert "warning: nse_20240405.csv: its times are read in Asia/Tokyo, but streams name exchanges on other " \
            "clocks: TCS.NS (NSE India: Asia/Kolkata)" in err, err
     assert "warning: tse_20240405.csv" not in err
+    # review440 #7: both streams' trades come without a side: the backtest names each, as `health` would
+    assert 'warning: streams "7203.T", "TCS.NS" sent a token this model never met in training' in err, err
 
 
 def test_a_file_of_several_venues_local_times_names_each_and_its_advised_list_reads_them(tmp_path: Path) -> None:

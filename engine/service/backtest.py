@@ -278,6 +278,8 @@ def _run(config: ServiceConfig, files: list[Any], queries: BacktestQueries, out:
         origins = TickOrigins()  # and each one's file and row, named in the answers made after it
         _replay_ticks(pipeline, replay, parts, out, marks, origins, scores_only, progress, max_ticks, stop,
                       batch_ms, checkpoint_s, chunked)
+        for caveat in pipeline.untrained.held_caveat():  # (its words: `health`'s, which `feed replay` prints)
+            note(Caution(caveat["text"]))
         rejected, examples, streams = _rejects(pipeline, replay)
         if (holes := holes_refusal(replay.rejected, "backtest")) is not None:  # before any label is made: no
             parts.remove()  # checkpoint of a run refused as a whole (its --resume would read the files so again)
@@ -312,7 +314,9 @@ def _standing_pipeline(config: ServiceConfig, queries: BacktestQueries, note: Ca
     # config's by default, --queries' in its place; both were asked when --queries came beside a config's)
     pipeline = TickPipeline(dataclasses.replace(config, queries=None), live_scores=False, asks_on_demand=False)
     pipeline.answer_context = {}  # each answer's context, into the answers file
-    pipeline.untrained.say = note  # (a stream sending a token the model never trained on: said with the run's notes)
+    # streams sending a token the model never trained on: said once the ticks are read, every one (`_run`), not as
+    # the live log says the first (review440 #7: the backtest named SAPG.DE alone, feed replay all three)
+    pipeline.untrained.say = None
     registry = pipeline.registry
     if not registry.register(queries.text(registry.limits), queries.source):  # (as register_file reads a file)
         raise no_query(queries.source, "the backtest would ask nothing; give a file that lists the queries to ask")

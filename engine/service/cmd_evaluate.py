@@ -195,9 +195,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
     origins = TickOrigins()  # each tick's file and row, named by its answer points (--points-out)
     rejected, prepared, skipped = _test_streams(args, model, codec, split, said, caution,
                                                 lambda replay: read.append(input_files(replay)), origins)
-    untrained = UntrainedTokens(model_dir, codec, caution)  # a stream sending a token the model never trained on
+    untrained = UntrainedTokens(model_dir, codec, None)  # streams sending a token the model never trained on
     for sd in prepared:
         untrained.accepted(sd.name, sd.tokens.ravel().tolist())  # (counted: a handful of such ticks is none)
+    for caveat in untrained.held_caveat():  # every such stream, as a backtest names them (review440 #7)
+        caution(caveat["text"])
     # what made the scores, as a backtest records it: in --json, beside --points-out and in its metadata
     record = evaluation_record(model_dir, codec, read[0], current_reading(args), {
         "split": split.text(), "test_from": _test_from_text(split),

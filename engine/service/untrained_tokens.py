@@ -9,7 +9,8 @@ this code's: the card writers (train_builtin.py, finetune_card.py) name the even
 training data held (`never_trained_line`), so a model trained on such ticks names none. `UntrainedTokens`
 watches the ticks a run takes (the pipeline's, for `serve` and `backtest`; `evaluate`'s streams), counts per stream
 its ticks and those that carry such a token, says the first stream whose ticks carry it materially once, in one
-line, and gives the ``untrained_token`` caveat to the answers and replies of the streams that do. A handful among
+line (`serve`'s log; a backtest and `evaluate` name every such stream once their ticks are read: `held_caveat`,
+review440 #7), and gives the ``untrained_token`` caveat to the answers and replies of the streams that do. A handful among
 many (an auction's side-less print in a day of sided trades, review433 #4) is no stream of such ticks.
 """
 
@@ -88,9 +89,9 @@ class StreamTicks:
 class UntrainedTokens:
     """The tokens a model never trained on (`never_trained`) and, per stream since it started (dropped with its
     context: `drop`), its ticks and those that carried one. ``say`` is told once of the first stream whose ticks
-    carry one materially, UNTRAINED_TICKS of them at least."""
+    carry one materially, UNTRAINED_TICKS of them at least (None: nothing said as ticks come)."""
 
-    def __init__(self, model_dir: Path | str | None, codec: Any, say: Callable[[str], None]) -> None:
+    def __init__(self, model_dir: Path | str | None, codec: Any, say: Callable[[str], None] | None) -> None:
         self.said = never_trained(model_dir, codec)
         self.ids = frozenset(self.said)
         # a tick's event token (`event:buy`, `event:q_same`, ...): one a tick, what its ticks are counted by
