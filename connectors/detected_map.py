@@ -27,6 +27,7 @@ from connectors.json_lines import is_json_lines
 from connectors.layout import NoTickLayout, detect_columns
 from connectors.layout_notes import coinbase_sides
 from connectors.lseg_qualifiers import qualifier_note
+from connectors.trading_modes import trading_mode_note
 from connectors.iqfeed_level1 import is_level1_capture
 from connectors.iqfeed_ticks import IQFEED_NAMES
 from connectors.map_options import Refine
@@ -130,7 +131,7 @@ def detected_map(path: Path, spec: Refine | None, read: ColumnsRead, first: Call
     cmap = cmap if "side" in keys else coinbase_sides(path, list(schema), cmap)  # by its name, with a note
     cmap, correction_notes = taq_corrections(path, cmap, schema, names, dialect)
     kind_notes += venue_note(path, cmap, schema, names, dialect) + correction_notes + [
-        note for said in (condition_note, amendment_note, sale_condition_note, qualifier_note)
+        note for said in (condition_note, amendment_note, sale_condition_note, qualifier_note, trading_mode_note)
         for note in said(path, cmap, schema, names, dialect)]
     return spec, cmap, fixed_zone + other_kind + kind_notes, date_notes, zone_notes, shaped_note
 

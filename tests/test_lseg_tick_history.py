@@ -87,6 +87,26 @@ def test_a_keep_given_refines_the_detected_type_filter(tmp_path: Path) -> None:
     assert not any("qualifiers are not read" in n for n in replay.notes)
 
 
+def test_mifid_auction_trading_modes_are_said_with_the_keep_that_leaves_them_out(tmp_path: Path) -> None:
+    """review440 #10: a Euronext trades file's `MMT Trading Mode` marks the opening (O) and closing (K) uncrosses
+    among continuous (2) prints; they replayed as continuous trading without the note LSEG's Qualifiers get. The
+    note counts them, and its keep leaves them out."""
+    path, keep = tmp_path / "euronext_asml.csv", tmp_path / "keep_mmt.yaml"
+    rows = [f"2024-10-25 09:{i:02d}:10.000,ASML,{650 + i / 10:.1f},{100 + i},EUR,2" for i in range(1, 11)]
+    path.write_text("Time,Symbol,Price,Quantity,Currency,MMT Trading Mode\n"
+                    "2024-10-25 09:00:00.000,ASML,650.0,45000,EUR,O\n" + "\n".join(rows) +
+                    "\n2024-10-25 17:35:00.000,ASML,651.2,120000,EUR,K\n")
+    replay = FileReplay(path, columns=map_from_options(detect=True, tz="Europe/Amsterdam"))
+    assert len(drain(replay)) == 12
+    note = next(n for n in replay.notes if "trading modes are not read" in n)
+    assert '2 trade row(s) are marked as auction prints (K closing auction, O opening auction)' in note, note
+    assert 'keep: {"MMT Trading Mode": {not: ["K", "O"]}}' in note, note
+    keep.write_text('tz: Europe/Amsterdam\n' + note.split("keep: ")[1].split(" (docs")[0].join(("keep: ", "\n")))
+    replay = FileReplay(path, columns=map_from_options(columns=str(keep), detect=True))
+    assert len(drain(replay)) == 10 and dict(replay.rejected) == {"filtered_out": 2}
+    assert not any("trading modes are not read" in n for n in replay.notes)
+
+
 def test_a_one_stream_file_whose_size_column_is_empty_is_a_price_series_named_by_its_file(tmp_path: Path) -> None:
     path = tmp_path / "DAX.csv"
     path.write_text("time,price,volume\n" + "".join(f"2025-03-28T09:00:0{i}Z,{22462 + i},\n" for i in range(5)))
