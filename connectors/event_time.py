@@ -148,14 +148,21 @@ def apply_utc_offset(path: Path, cmap: ColumnMap, ts_ns: pl.Expr, first: str | N
     if first is not None and UTC_OFFSET.search(first):
         raise ValueError(f"{path}: its times ({quoted(first, 40)}) carry their own UTC offset; utc_offset "
                          f"({quoted(cmap.utc_offset)}) is for wall-clock times without one: drop it")
-    text = pl.col(cmap.utc_offset).cast(pl.String).str.strip_chars()
+    hours = offset_hours(pl.col(cmap.utc_offset))
+    return ts_ns - (hours * 3_600_000_000_000).round().cast(pl.Int64)  # a row without an offset has no time
+
+
+def offset_hours(cells: pl.Expr) -> pl.Expr:
+    """A `utc_offset` column's hours: `1`, `+5.5`, `1,0` (a decimal comma, as a German Excel save writes it beside
+    `+01:00` in one column: review440 #11), `+05:30`, `-0400`; null where a cell is empty or none of these."""
+    text = cells.cast(pl.String).str.strip_chars()
     # `+05:30` / `-0400` (an offset as ISO writes it, India's half hour): hours and minutes, not a number of hours
     clock = text.str.extract_groups(r"^([+-]?)(\d{1,2}):?(\d\d)$")
     sign = pl.when(clock.struct.field("1") == "-").then(-1.0).otherwise(1.0)
-    hours = pl.when(text.str.contains(r"^[+-]?\d{1,2}:\d\d$|^[+-]\d{4}$")).then(
+    number = text.str.replace(r"^([+-]?\d{1,2}),(\d+)$", "$1.$2")  # (an offset's hours are never grouped by 1000)
+    return pl.when(text.str.contains(r"^[+-]?\d{1,2}:\d\d$|^[+-]\d{4}$")).then(
         sign * (clock.struct.field("2").cast(pl.Float64) + clock.struct.field("3").cast(pl.Float64) / 60)
-    ).otherwise(text.cast(pl.Float64, strict=False))
-    return ts_ns - (hours * 3_600_000_000_000).round().cast(pl.Int64)  # a row without an offset has no time
+    ).otherwise(number.cast(pl.Float64, strict=False))
 
 
 DAY_CLOCK_LIMIT_NS = 36 * 3600 * 10**9

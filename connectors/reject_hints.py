@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from connectors.epoch_counts import fraction_of_unit
+from connectors.event_time import offset_hours
 from connectors.utc_offsets import UTC_OFFSET
 from connectors.file_plan import FilePlan
 from connectors.row_wires import NO_TRADE, UNREAD_SAID
@@ -187,6 +188,21 @@ def _unread_cell(plan: Any, row: int, column: str) -> str:
         f": empty, or not a time the map reads{clock}"
 
 
+def _unread_offset(plan: Any, row: int) -> tuple[str, str] | None:
+    """(the column, why) of a row whose time is read at its `utc_offset` cell (LSEG's `GMT Offset`) and whose cell
+    there is empty or no offset: its time alone is a wall clock, no instant; None where the cell reads."""
+    offset = getattr(getattr(plan, "columns", None), "utc_offset", None)
+    if offset is None or not hasattr(plan, "cell_text") or offset not in getattr(plan, "schema", ()):
+        return None
+    cell = plan.cell_text(row, offset) or ""  # (a CSV's empty cell reads as null)
+    if pl.select(offset_hours(pl.lit(cell))).item() is not None:
+        return None
+    time = plan.cell_text(row, plan.column_of("ts"))
+    unread = "empty" if not cell.strip() else f"{quoted(cell)} is no UTC offset (hours: 1, +5.5, 1,0; or +05:30)"
+    return offset, (f": {unread}; the row's time{'' if time is None else ' ' + quoted(time)} is a wall-clock time "
+                    f"read at its offset, so without one it is no instant: write the row's offset")
+
+
 def needing_offsets(lowest: dict[str, float], plan: Any) -> dict[str, float]:
     """The streams whose prices at or below zero an offset should lift: those below zero, and those at 0 where 0
     is a price (a spread a few steps above zero, a file whose zeros trade: `price_offset_hint`), not an outright's
@@ -255,6 +271,8 @@ def reject_example(err: InvalidTick, plan: Any, row: int, cause: str | None = No
     if err.reason == "missing_field" and column is not None:  # a typed read makes an unreadable cell null
         said = err.message.endswith(UNREAD_SAID)  # row_wires.unread_number_reject: the cell and its hint, no more
         why = _unread_cell(plan, row, column)
+        if column == plan.column_of("ts") and (unread := _unread_offset(plan, row)) is not None:
+            column, why = unread  # (review440 #11: the time was blamed, its offset cell left empty)
         columns = getattr(plan, "columns", None)
         side = column in (plan.column_of("bid"), plan.column_of("ask"))
         if "one-sided quote" in err.message or "neither side" in err.message:

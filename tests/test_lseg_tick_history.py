@@ -47,6 +47,25 @@ def test_an_empty_size_among_a_streams_sized_trades_is_still_rejected(tmp_path: 
     assert "its stream has sizes on other trade rows" in said and "is sent with size 1" not in said, said
 
 
+def test_a_row_without_its_gmt_offset_is_rejected_naming_that_cell_and_a_decimal_comma_offset_reads(
+        tmp_path: Path) -> None:
+    """review440 #11: local `Date-Time`s beside `GMT Offset`; a row whose offset was left empty was rejected blaming
+    its time (`"28.03.2024 09:10:02,191" is not a time the map reads`), and `1,0` (a German Excel save's) beside
+    `+01:00` in the column was no offset either, a third of the file rejected so."""
+    offsets = ["1,0", "+01:00", "1", "", "1,0"]
+    path = tmp_path / "th_offsets.csv"
+    path.write_text("#RIC;Domain;Date-Time;GMT Offset;Type;Price;Volume\n" + "".join(
+        f"SAPG.DE;Market Price;28.03.2024 09:1{i}:02,191;{offset};Trade;18{i},50;100\n"
+        for i, offset in enumerate(offsets)))
+    replay = FileReplay(path)
+    ticks = drain(replay)
+    assert [t.ts for t in ticks] == [1_711_613_402_191_000_000 + i * 60 * 10**9 for i in (0, 1, 2, 4)]  # 08:1i Z
+    assert replay.rejected.examples["missing_field"].endswith(
+        'line 5: missing_field: field "ts" is required (column "GMT Offset": empty; the row\'s time "28.03.2024 '
+        '09:13:02,191" is a wall-clock time read at its offset, so without one it is no instant: write the row\'s '
+        'offset)'), replay.rejected.examples
+
+
 def _auction_day() -> str:
     """A stock's day: an opening auction print, continuous trades and quotes, a Market Condition row, a closing
     auction print."""
