@@ -10,8 +10,8 @@ training data held (`never_trained_line`), so a model trained on such ticks name
 watches the ticks a run takes (the pipeline's, for `serve` and `backtest`; `evaluate`'s streams), counts per stream
 its ticks and those that carry such a token, says the first stream whose ticks carry it materially once, in one
 line (`serve`'s log; a backtest and `evaluate` name every such stream once their ticks are read: `held_caveat`,
-review440 #7), and gives the ``untrained_token`` caveat to the answers and replies of the streams that do. A handful among
-many (an auction's side-less print in a day of sided trades, review433 #4) is no stream of such ticks.
+review440 #7), and gives the ``untrained_token`` caveat to the answers and replies of the streams that do. A
+handful among many (an auction's side-less print in a day of sided trades, review433 #4) is no stream of such ticks.
 """
 
 from __future__ import annotations
