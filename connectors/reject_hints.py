@@ -205,9 +205,10 @@ def _unread_offset(plan: Any, row: int) -> tuple[str, str] | None:
 
 def needing_offsets(lowest: dict[str, float], plan: Any) -> dict[str, float]:
     """The streams whose prices at or below zero an offset should lift: those below zero, and those at 0 where 0
-    is a price (a spread a few steps above zero, a file whose zeros trade: `price_offset_hint`), not an outright's
-    lone 0 print beside them (lifted, that bad print would become a price of 1 in a market at 110)."""
-    near = getattr(plan, "near_zero_streams", frozenset())
+    is a price (a spread a few steps above zero, a file whose zeros trade: `price_offset_hint`, a stream trading
+    down to 0: FilePlan.crossing_streams), not an outright's lone 0 print beside them (lifted, that bad print would
+    become a price of 1 in a market at 110)."""
+    near = getattr(plan, "near_zero_streams", frozenset()) | getattr(plan, "crossing_streams", frozenset())
     nonpositive, trading = getattr(plan, "nonpositive_rows", (0, 0))
     zeros_trade = getattr(plan, "nonpositive_prices", False) or "" in near or (
         nonpositive >= FREQUENT_NONPOSITIVE[0] and nonpositive >= FREQUENT_NONPOSITIVE[1] * trading)

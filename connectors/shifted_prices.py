@@ -138,11 +138,18 @@ def _price_levels(prices: pl.LazyFrame) -> list[dict[str, Any]]:
     import polars as pl
 
     price, bid, at = pl.col("_price"), pl.col("_bid"), pl.col("_at")
-    return list(prices.filter(price.is_not_null() & price.is_not_nan()).group_by("stream").agg(
+    above = pl.when(price > 0).then(price)
+    # each price at or below zero between two above it: the nearer of its stream's prices above zero either side
+    # (file order), where the stream left zero's side from or came back to
+    neighbour = pl.min_horizontal(above.forward_fill().over("stream"), above.backward_fill().over("stream"))
+    read = prices.filter(price.is_not_null() & price.is_not_nan()).sort("_at", maintain_order=True)
+    return list(read.with_columns(_neighbour=neighbour).group_by("stream").agg(
         at_or_below_zero=(price <= 0).sum(), level=price.filter(price > 0).median(), lowest=price.min(),
         highest=price.max(),
         lowest_above=price.filter(price > 0).min(),
         between=((price <= 0) & (at > at.filter(price > 0).min()) & (at < at.filter(price > 0).max())).sum(),
+        nearest_neighbour=pl.col("_neighbour").filter(
+            (price <= 0) & (at > at.filter(price > 0).min()) & (at < at.filter(price > 0).max())).min(),
         # the smallest step between its prices above zero (unique: each above 0); 0's distance to them is no step
         step=price.filter(price > 0).round(9).unique().sort().diff().min(),
         # a stream never above zero (a calendar spread at -63): its step between its prices below zero
@@ -179,17 +186,34 @@ def crossing_as_read(prices: pl.LazyFrame, rows: list[dict[str, Any]], cmap: Any
 
 
 # A stream whose lowest price above zero is under this share of its median one went most of the way down to zero
-# (WTI on 20 April 2020: a median near 15, prints of 0.01 before -37.63): a price below zero there continues it
+# (WTI on 20 April 2020: a median near 15, prints of 0.01 before -37.63): a price below zero there continues it; and
+# a 0 print next to a price this near zero is a market trading down to 0 (a power market's hours at 0.00)
 TOWARD_ZERO_SHARE = 0.1
 
 
 def crossing_walk(row: dict[str, Any]) -> bool:
-    """Whether a stream's price below zero (its aggregated row) continues a walk down to zero rather than being a
-    bad print: a spread near zero is `near_zero`; an outright crosses when it also traded far below its usual level
-    above zero. A stock at 100 with a row of -1 or a vendor's -999 "no price" sentinel is a bad row (rejected and
-    counted, the run goes on), not a stream crossing zero."""
-    return row["lowest"] < 0 and row["level"] is not None and row["lowest_above"] is not None and \
-        row["lowest_above"] <= TOWARD_ZERO_SHARE * row["level"]
+    """Whether a stream's prices at or below zero (its aggregated row) are its market's rather than bad prints: a
+    spread near zero is `near_zero`; an outright crosses when it also traded far below its usual level above zero,
+    or when zero lies within its own range of prices from where it left for zero's side (`reaches_zero`: a power
+    market jumping from 40 to a block of negative hours, WTI's daily close from 18.27 to -37.63; review441 #1). A
+    stock at 100 with a row of -1 or a vendor's -999 "no price" sentinel, or an outright's lone 0 print, is a bad
+    row (rejected and counted, the run goes on), not a stream crossing zero."""
+    if row["level"] is None or row["lowest_above"] is None or one_sided(row):
+        return False
+    walked = row["lowest"] < 0 and row["lowest_above"] <= TOWARD_ZERO_SHARE * row["level"]
+    return walked or reaches_zero(row)
+
+
+def reaches_zero(row: dict[str, Any]) -> bool:
+    """Whether a stream's price at or below zero between two above it was reached from a price above zero that is
+    no farther from zero than the stream's own range above zero (its highest less its lowest): the market moves
+    that far, so it went there. Below zero, that is all; at 0 (no price below it, where 0 is also a vendor's "no
+    price"), the price beside it is also within TOWARD_ZERO_SHARE of the stream's median. A stock at 95..105 with
+    a -1 or a 0 between two prints of 100 is 100 away from zero, ten times its range: a bad print."""
+    beside = row["nearest_neighbour"]
+    if beside is None or beside > row["highest"] - row["lowest_above"]:
+        return False
+    return row["lowest"] < 0 or beside <= TOWARD_ZERO_SHARE * row["level"]
 
 
 def one_sided(row: dict[str, Any]) -> bool:
