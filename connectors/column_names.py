@@ -42,6 +42,15 @@ def bar_values(columns: set[str]) -> set[str]:
 OPTION_ROOT_NAMES = ("root", "option_root", "underlying", "underlying_symbol", "underlying_ticker", "underlying_sym")
 STRIKE_NAMES = ("strike", "strike_price")
 RIGHT_NAMES = ("right", "put_call", "call_put", "putcall", "callput", "option_type", "cp_flag", "cp")
+# A futures product's root (CME's `Product`), the root of a contract column beside it when no stream column is
+# (connectors/contract_column.py); and a power product, whose name says its delivery period's length
+PRODUCT_NAMES = ("product", "product_code", "produkt", "produit", "prodotto", "producto")
+# A power product's delivery period (EPEX's continuous trades: Product, DeliveryStart; Nord Pool's `Delivery Start
+# (CET)`, `Delivery End (CET)`): each quarter-hour or hour delivered is an instrument of its own, as each month is
+DELIVERY_START_NAMES = ("deliverystart", "delivery_start", "delivery_start_time")
+# its end, part of the stream where no product names the period's length (an hour and its first quarter-hour start
+# together: connectors/layout.py)
+DELIVERY_END_NAMES = ("deliveryend", "delivery_end", "delivery_end_time")
 # A contract's month beside its symbol (`Symbol=CL, Contract Month=202406`): the stream is both
 CONTRACT_MONTH_NAMES = ("contract_month", "delivery_month", "expiry", "expiration", "expiration_date", "maturity",
                         "maturity_date", "month_code",
@@ -51,9 +60,7 @@ CONTRACT_MONTH_NAMES = ("contract_month", "delivery_month", "expiry", "expiratio
                         "fälligkeit", "faelligkeit", "liefermonat", "kontraktmonat", "échéance", "echeance",
                         "mois_d_échéance", "mois_d_echeance", "scadenza", "mese_di_scadenza", "vencimiento",
                         "mes_de_vencimiento", "vervaldatum", "vervalmaand", "expiratie", "expiratiemaand",
-                        # a power product's delivery period (EPEX's continuous trades: Product, DeliveryStart):
-                        # each quarter-hour or hour delivered is an instrument of its own, as each month is
-                        "deliverystart", "delivery_start", "delivery_start_time")
+                        *DELIVERY_START_NAMES)
 # A bare `Month` beside a product (`Product` ES, `Month` 202403 then 202406): a contract month when its values read as
 # one (YYYYMM, not each row's own month: connectors/contract_column.py), as CONTRACT_MONTH_NAMES are by their names
 MONTH_NAMES = ("month",)

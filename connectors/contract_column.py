@@ -23,7 +23,7 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
-from connectors.column_names import CONTRACT_MONTH_NAMES, MONTH_NAMES
+from connectors.column_names import CONTRACT_MONTH_NAMES, MONTH_NAMES, PRODUCT_NAMES
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.futures_codes import DATED_CODE
@@ -35,9 +35,6 @@ from engine.quoting import quoted
 # A futures contract's name: a root, a month code (F..Z) and a year's last one or two digits (ESH4, CLM24, ES H4),
 # or a contract month as YYYYMM (202406): futures_codes' rule for an exchange's dated code
 CONTRACT_PATTERN = rf"^(?:{DATED_CODE})$"
-
-# A futures product's root (CME's `Product`), the root of a contract column beside it when no stream column is
-PRODUCT_NAMES = ("product", "product_code", "produkt", "produit", "prodotto", "producto")
 
 # Columns that name one contract of a root (a `stream` column is no such: Binance's names a symbol's channel)
 CONTRACT_NAMES = ("contract", "local_symbol", "localsymbol", "instrument", "instrument_name", "contract_symbol",
@@ -205,9 +202,9 @@ def _changing(rows: pl.DataFrame, columns: Sequence[str]) -> list[str]:
 def levels_split_by(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], names: Sequence[str] | None,
                     dialect: Dialect | None) -> list[str]:
     """A caution for each text column the map does not read whose value, where it changes within a stream, comes
-    with a price jump JUMP_OVER_MOVE times the stream's median move or more (at SWITCHES_SAID changes or more): two
-    series at different price levels (two contracts, two currencies) interleaved in one stream. A venue or a flag
-    column changes where the price does not jump: said nothing."""
+    with a price jump JUMP_OVER_MOVE times the median move of each value's own rows or more (at SWITCHES_SAID changes
+    or more): two series at different price levels (two contracts, two currencies) interleaved in one stream. A
+    venue or a flag column changes where the price does not jump: said nothing."""
     price = cmap.price or cmap.bid
     read = {*cmap.source_columns(), *cmap.ts_columns}
     columns = [c for c in schema if c not in read and identifier_typed(c, schema[c])]  # token ids too: integers
@@ -224,11 +221,15 @@ def levels_split_by(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
     for column in _changing(rows, columns):
         value = pl.col(column).str.strip_chars()
         # a frame of its own: a query over the whole frame costs its width, so a column at a time was quadratic
+        # a value's own moves are those between its rows within a stream, whatever comes between them: measured
+        # only where the value does not change, they held the jumps of two other series interleaved under one value
+        # (an hour's and a quarter-hour's, 3A's and 3B's) and outgrew the jumps at the switches (review441 #7)
         series = rows.select("_stream", "_price", column).lazy().filter(
             pl.col("_price").is_not_null() & value.is_not_null() & (value != "")).with_columns(
-            switch=(value != value.shift(1)).over("_stream"), move=pl.col("_price").diff().abs().over("_stream"))
+            switch=(value != value.shift(1)).over("_stream"), move=pl.col("_price").diff().abs().over("_stream"),
+            own=pl.col("_price").diff().abs().over("_stream", column))
         facts = series.select(switches=pl.col("switch").sum(), jump=pl.col("move").filter(pl.col("switch")).median(),
-                              step=pl.col("move").filter(~pl.col("switch") & (pl.col("move") > 0)).median(),
+                              step=pl.col("own").filter(pl.col("own") > 0).median(),
                               values=value.unique(maintain_order=True).head(3).implode()).collect().row(0, named=True)
         shown = ", ".join(shown_identifier(v) for v in facts["values"])
         if (facts["switches"] or 0) < SWITCHES_SAID or not facts["step"] or facts["jump"] is None or \

@@ -156,10 +156,12 @@ FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
 
 # Power markets' exports, after the others (fix290): EPEX's continuous trades (`TradeId,Side,Product,DeliveryStart,
 # ...,ExecutionTime,Price,Volume`: the product, its delivery start joined to it by CONTRACT_MONTH_NAMES) and
-# ENTSO-E's prices (`MTU (CET/CEST)`, an interval read as its start, `Day-ahead Price [EUR/MWh]`)
+# ENTSO-E's prices (`MTU (CET/CEST)`, an interval read as its start, `Day-ahead Price [EUR/MWh]`); a market's
+# bidding zone (ENTSO-E's `Area`, `BZN|DE-LU`; Nord Pool's `Delivery Area`) names its prices' stream as the older
+# ENTSO-E header's `BZN|DE-LU` does (review441 #9: two zones of one file were one stream)
 FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
     "ts": ("executiontime", "execution_time", "exec_time", "tradetime", "mtu"),
-    "stream": ("product",),
+    "stream": ("product", "area", "delivery_area", "bidding_zone", "bidding_zone_area", "price_area"),
     "price": ("day_ahead_price",),
 }.items()})
 

@@ -12,6 +12,7 @@ from connectors import json_lines
 from connectors.column_map import ColumnMap
 from connectors.contract_column import contract_beside_root, levels_split_by
 from connectors.csv_dialect import Dialect
+from connectors.delivery_hours import repeated_delivery_hours
 from connectors.bloomberg_names import bdh_stream
 from connectors.file_names import stream_of, symbol_in_name
 from connectors.instrument_identifiers import instrument_column, name_column, shorn_codes, unread_identifiers
@@ -50,7 +51,9 @@ def stream_of_file(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
         cmap, contract_notes = contract_beside_root(path, cmap, schema, names, dialect)
         if fixed is not None and cmap.stream is None:  # a product and its contracts name the streams, not the file
             stream_notes = [n for n in stream_notes if n not in found_notes]
-        stream_notes += contract_notes + levels_split_by(path, cmap, schema, names, dialect)
+        stream_notes += contract_notes
+    if not isinstance(spec, ColumnMap):  # a stream named by --columns may still merge contracts (review441 #7)
+        stream_notes += levels_split_by(path, cmap, schema, names, dialect)
     if not named and cmap.stream_col is None and is_json_lines(path) and json_lines.table(path).records and \
             symbol_in_name(path) is None:  # the file's stem would be the stream: "trades" says nothing
         if (found := instrument_column(path, cmap, schema, names, dialect)) is not None:  # a fixed name would merge
@@ -65,7 +68,9 @@ def stream_of_file(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
     if cmap.stream_col is None:  # a fixed name too: it names the stream, not the file's one instrument
         stream_notes += unread_identifiers(path, cmap, schema, names, dialect, named)
     else:
-        stream_notes += shorn_codes(path, cmap, schema, names, dialect)
+        # (named by the user too: a delivery hour repeated is two contracts under one name either way)
+        stream_notes += shorn_codes(path, cmap, schema, names, dialect) + \
+            repeated_delivery_hours(path, cmap, names, dialect)
     return cmap, stream_notes
 
 

@@ -28,6 +28,8 @@ from connectors.column_names import (
     BUYER_MAKER_NAMES,
     CONTRACT_MONTH_NAMES,
     DATE_NAMES,
+    DELIVERY_END_NAMES,
+    DELIVERY_START_NAMES,
     OPTION_ROOT_NAMES,
     RIGHT_NAMES,
     SHARE_CLASS_NAMES,
@@ -36,6 +38,7 @@ from connectors.column_names import (
     MARKET_NAMES,
     MID_NAMES,
     PAIR_VALUE,
+    PRODUCT_NAMES,
     QUOTE_ASSETS,
     TIME_OF_DAY_NAMES,
     TRANSACTION_TIME,
@@ -54,8 +57,10 @@ from connectors.utc_offsets import UTC_OFFSET
 from engine.quoting import quoted, quoted_list
 
 
-# the names a header may write a zone or unit after (`Price (USD)`): a tick field's, a time's, a mid price's
-KNOWN_HEADERS = frozenset(TIME_HEADERS | {name for names in FIELD_NAMES.values() for name in names} | set(MID_NAMES))
+# the names a header may write a zone or unit after (`Price (USD)`): a tick field's, a time's, a mid price's, a
+# contract month's or delivery period's (Nord Pool's `Delivery Start (CET)`: review441 #7)
+KNOWN_HEADERS = frozenset(TIME_HEADERS | {name for names in FIELD_NAMES.values() for name in names} | set(MID_NAMES)
+                          | set(CONTRACT_MONTH_NAMES) | set(DELIVERY_END_NAMES))
 
 
 class NoTickLayout(ValueError):
@@ -181,6 +186,12 @@ def _contract_stream(stream_col: str | None, by_normal: Mapping[str, str], hints
         stream_col = "+".join(c for c in (root, month, *option) if c)  # every contract of a chain its own stream
     elif stream_col is not None and month is not None and "+" not in stream_col and "stream_col" not in hints:
         stream_col = f"{stream_col}+{month}"  # CL of May and CL of June are two instruments
+        end = next((by_normal[c] for c in DELIVERY_END_NAMES if c in by_normal), None)
+        if end is not None and month in {by_normal.get(c) for c in DELIVERY_START_NAMES} and \
+                normal_name(stream_col.split("+")[0]) not in PRODUCT_NAMES:
+            # a delivery area names no period's length, as EPEX's product does: an hour and its first quarter-hour
+            # start together, and only their end tells them apart (review441 #7)
+            stream_col = f"{stream_col}+{end}"
     share_class = next((by_normal[c] for c in SHARE_CLASS_NAMES if c in by_normal), None)
     if stream_col is not None and share_class is not None and "+" not in stream_col \
             and "stream_col" not in hints:

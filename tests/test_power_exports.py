@@ -117,3 +117,57 @@ def test_entsoe_the_day_clocks_go_forward_has_its_23_hours(tmp_path: Path, minut
     assert len(starts) == (23 if minutes == 60 else 92)
     replay = FileReplay(tmp_path / "entsoe.csv")
     assert [t.ts for t in drain(replay)] == starts and dict(replay.rejected) == {}
+
+
+def local_delivery_trades(path: Path, header: str, contracts: list[tuple[str, str, str, float]]) -> Path:
+    """Continuous trades of ``contracts`` (area or product, delivery start and end as local clock text, price
+    level), 20 each, interleaved in time; the trade time in UTC."""
+    rows = [header]
+    start = dt.datetime(2024, 10, 26, 18, 0)
+    for i in range(20 * len(contracts)):
+        root, begin, end, level = contracts[i % len(contracts)]
+        rows.append(f"{start + dt.timedelta(seconds=7 * i):%Y-%m-%d %H:%M:%S},{root},{begin},{end},"
+                    f"{level + i // len(contracts) % 4 * 0.05:.2f},1.0")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_a_delivery_hour_the_clock_repeats_is_cautioned(tmp_path: Path) -> None:
+    """The hour delivered in the first pass of 02:00 (3A) and the one in its second (3B) are two contracts that local
+    delivery text writes alike: they were read as one stream, silently (review441 #3)."""
+    epex = local_delivery_trades(tmp_path / "epex.csv", "ExecutionTime,Product,DeliveryStart,DeliveryEnd,Price,Volume",
+                                 [("XBID_Hour_Power", "2024-10-27 02:00", "2024-10-27 03:00", 50.0),
+                                  ("XBID_Hour_Power", "2024-10-27 02:00", "2024-10-27 03:00", 20.0),
+                                  ("XBID_Hour_Power", "2024-10-27 04:00", "2024-10-27 05:00", 40.0)])
+    plan = FileReplay(epex).plans[0]
+    assert plan.columns.stream_col == "Product+DeliveryStart"
+    said = [n for n in plan.notes if "repeats when summer time ends" in n]
+    assert len(said) == 1 and said[0].startswith(
+        'epex.csv: column "DeliveryStart" names the streams by local clock times without a UTC offset, and '
+        '2024-10-27 02:00 falls in the hour the clock repeats when summer time ends in Europe/Berlin (if that is '
+        'their clock: the column names no zone)'), plan.notes
+
+
+def test_nord_pool_s_and_entsoe_s_delivery_and_area_columns_name_the_streams(tmp_path: Path) -> None:
+    """Nord Pool's `Delivery Start (CET)` was not read as the delivery start nor its area as the stream (review441
+    #7), nor ENTSO-E's `Area` (#9): several contracts or zones went to one stream."""
+    nord_pool = local_delivery_trades(
+        tmp_path / "np.csv", "Trade Time (UTC),Delivery Area,Delivery Start (CET),Delivery End (CET),Price (EUR),"
+        "Volume (MW)", [("DE", "2024-10-27 05:00", "2024-10-27 06:00", 50.0),
+                        ("DE", "2024-10-27 05:00", "2024-10-27 05:15", 70.0), ("FR", "2024-10-27 05:00",
+                                                                                "2024-10-27 06:00", 30.0)])
+    replay = FileReplay(nord_pool)
+    assert replay.plans[0].columns.stream_col == "Delivery Area+Delivery Start (CET)+Delivery End (CET)"
+    assert {t.stream for t in drain(replay)} == {"DE 2024-10-27 05:00 2024-10-27 06:00",
+                                                 "DE 2024-10-27 05:00 2024-10-27 05:15",
+                                                 "FR 2024-10-27 05:00 2024-10-27 06:00"}
+    # named by its start alone, the hour and its first quarter-hour interleave: said, as for a detected stream
+    plan = FileReplay(nord_pool, columns={"stream_col": "Delivery Area+Delivery Start (CET)"}).plans[0]
+    assert [n for n in plan.notes if n.startswith('np.csv: column "Delivery End (CET)" (2024-10-27 06:00, '
+                                                  '2024-10-27 05:15, ...) is not read')], plan.notes
+    entsoe = tmp_path / "entsoe.csv"
+    entsoe.write_text('"MTU (CET/CEST)","Area","Sequence","Day-ahead Price (EUR/MWh)"\n' + "".join(
+        f'"25.10.2024 {h:02d}:00 - 25.10.2024 {h + 1:02d}:00 (CEST)","BZN|{zone}","Without Sequence","{price}"\n'
+        for h in range(12) for zone, price in (("DE-LU", 60 + h), ("FR", 51 + h * 0.6))))
+    replay = FileReplay(entsoe)
+    assert {t.stream for t in drain(replay)} == {"BZN|DE-LU", "BZN|FR"}
