@@ -264,8 +264,7 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
             return replace(cmap, stream_col=column), [f"{path.name}: streams from column {quoted(column)}"]
     if (found := symbol_in_name(path)) is not None:
         symbol, where = found
-        note = [] if symbol == file_stem(path) else [f"{path.name}: stream {symbol}, from the {where} "
-                                                      f"(--columns stream_name=NAME to name it otherwise)"]
+        note = [] if symbol == file_stem(path) else [stream_from_name_note(path, symbol, where)]
         return replace(cmap, stream=symbol), note
     if (cmap.default_stream is not None or cmap.preset is not None) and detected:
         if folder_stream(path) == file_stem(path) and dated_stem(path):  # no folder names it: refused
@@ -292,6 +291,11 @@ def stream_of(path: Path, cmap: ColumnMap, schema: Mapping[str, Any],
             f"the writer's numbering, not an instrument; the parts of one table are one stream (--columns "
             f"stream_name=NAME names it, NAME the instrument's symbol)"]
     return replace(cmap, stream=file_stem(path)), []
+
+
+def stream_from_name_note(path: Path, symbol: str, where: str) -> str:
+    """The note of a stream named by a file's or folder's name (`symbol_in_name`'s symbol and where)."""
+    return f"{path.name}: stream {symbol}, from the {where} (--columns stream_name=NAME to name it otherwise)"
 
 
 def dated_stem(path: Path) -> bool:

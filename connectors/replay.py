@@ -45,6 +45,7 @@ from connectors.archives import truncation_named
 from connectors.bars_across_files import stamped_across_files, without_bars_of_later_files
 from connectors.cautions import Caution
 from connectors.column_map import PRESETS, ColumnMap, preset  # re-exported: replay users import the mapping from here
+from connectors.contract_files import contracts_named_apart
 from connectors.file_cursor import NO_SEQUENCE, FileCursor
 from connectors.file_plan import source_path
 from connectors.frame_files import DEFAULT_NAME, NamedFrame, frames_as_files, in_frame_terms
@@ -133,7 +134,8 @@ class FileReplay(Source):
     def _read_files(self, specs: list[tuple[Path, ColumnMap | Refine | None, bool]], folder_texts: dict[Path, Path],
                     found_notes: list[str]) -> None:
         """The files read into plans, checked against the streams and time range asked for, and opened."""
-        self.plans, copies_said, copies = same_content_once(named_apart(self._opened.plans_of(specs, folder_texts)))
+        self.plans, copies_said, copies = same_content_once(named_apart(contracts_named_apart(
+            self._opened.plans_of(specs, folder_texts))))
         self.plans = stamped_across_files(self.plans)  # (before the range is cut: it cuts at the stamps chosen)
         self._file_notes = [*found_notes, *self._opened.notes, *copies_said]
         # files left out whole, (file, why): unreadable ones (skip_bad_files) and second copies of a file's bytes

@@ -166,3 +166,24 @@ def test_the_same_day_given_twice_is_said_to_be_identical_rows_not_two_sources(t
                                         "2026-09-02T14:30:19.5Z,ES,6001.00,1\n")  # one row differs: two sources
     (caution,) = FileReplay([day, tmp_path / "other.csv"]).cautions
     assert "whose times overlap" in caution and "identical" not in caution
+
+
+@pytest.mark.parametrize("names", [("CL_202501", "CL_202502"), ("CL-Jan25", "CL-Feb25"), ("CL_2025-01", "CL_2025-02"),
+                                   ("CL_012025_trades", "CL_022025_trades")])
+def test_files_of_one_root_named_by_contract_months_that_trade_at_once_are_a_stream_each(
+        tmp_path: Path, names: tuple[str, str]) -> None:
+    """`CL_202501.csv` and `CL_202502.csv`, one contract each, 0.31 apart and trading at once, were one stream `CL`,
+    said as "two vendors" (review441 #10); each is now its contract's stream. Months that follow each other (a
+    month of one stock's trades a file) stay one stream."""
+    def trades(name: str, month: int, level: float, day: int = 16) -> Path:
+        rows = [f"2024-{month:02d}-{day:02d}T15:00:{i:02d}Z,{level + i % 3 * 0.01:.2f},1" for i in range(6)]
+        (tmp_path / f"{name}.csv").write_text("timestamp,price,size\n" + "\n".join(rows) + "\n")
+        return tmp_path / f"{name}.csv"
+
+    replay = FileReplay([trades(names[0], 12, 71.0), trades(names[1], 12, 70.69)])
+    assert {t.stream for t in drain(replay)} == {"CL 202501", "CL 202502"}
+    assert not replay.cautions
+    assert [n for n in replay.notes if "stream CL 202501, from the file name's root and contract month" in n], \
+        replay.notes
+    stock = FileReplay([trades("AAPL_202401", 1, 185.0), trades("AAPL_202402", 2, 186.0)])
+    assert {t.stream for t in drain(stock)} == {"AAPL"}
