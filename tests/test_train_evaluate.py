@@ -926,3 +926,21 @@ def test_train_says_when_its_validation_part_is_too_small_to_fit_on_or_missing_e
     codec = load_builtin_codec()
     streams, _ = prepare(codec, read_streams([str(ticks_file)])[0], SplitSpec(), 64)
     assert validation_note(codec, streams, SplitSpec()) is None  # 70/15/15 of these ticks: enough of every question
+
+
+def test_a_one_class_slice_of_few_blocks_is_not_called_below_a_naive_forecast() -> None:
+    """A one-class test slice of 80 points (under one block of 100) got "below a naive forecast (... a 95% interval
+    clear of 0)" beside the table's `*: the interval is no interval` (review441 #8, review443 #5). It is said as one
+    class, and gets no naive call; with enough blocks it does."""
+    from engine.service.evaluation_report import verdict_lines
+
+    point = {"diff": -0.002, "lo": -0.002, "hi": -0.002}  # a degenerate interval: every resample alike
+    question = {"blocks": 1, "n": 80, "scores": {"model": {"accuracy": 1.0, "brier": 0.019},
+                                                 "majority": {"accuracy": 1.0}, "prior": {"brier": 0.017}},
+                "model_minus": {"logistic": {"accuracy": point, "brier": point},
+                                "majority": {"accuracy": {"diff": 0.0, "lo": 0.0, "hi": 0.0}},
+                                "prior": {"brier": {"diff": 0.002, "lo": 0.002, "hi": 0.002}}}}
+    said = "\n".join(verdict_lines({"questions": {"volatility_50": question}}))
+    assert "nothing to call against the logistic regression" in said and "naive forecast" not in said, said
+    question["blocks"] = 5
+    assert "verdict: below a naive forecast" in "\n".join(verdict_lines({"questions": {"volatility_50": question}}))

@@ -234,7 +234,11 @@ def _calls(result: dict[str, Any]) -> _Calls:
 
 
 def _naive_call(calls: _Calls, name: str, r: dict[str, Any]) -> None:
-    """Whether question ``name`` (its result ``r``) is below a naive forecast: by an interval, or as measured."""
+    """Whether question ``name`` (its result ``r``) is below a naive forecast: by an interval, or as measured. A
+    test slice of fewer than MIN_BLOCKS blocks gets no such call: its interval is no interval, so "clear of 0" would
+    be said of a point (review441 #8, review443 #5: a one-class slice of 80 points was called below the majority)."""
+    if r.get("blocks", MIN_BLOCKS) < MIN_BLOCKS:
+        return
     s = r["scores"]
     majority, prior = r["model_minus"].get("majority"), r["model_minus"].get("prior")
     if (majority and majority["accuracy"]["hi"] <= -CLEAR) or (prior and prior["brier"]["lo"] >= CLEAR):
