@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from connectors.column_names import PREDICTION_MARKET_NAMES, PREDICTION_SIDES
 from connectors.option_names import is_option_name
 from connectors.field_names import normal_name
+from connectors.header_zones import header_unit
 from connectors.price_offsets import PriceOffset, offset_of
 from connectors.ticks import InvalidTick
 from connectors.written_decimals import decimals
@@ -128,7 +129,8 @@ def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str], cmap: An
                       frozenset(str(row["stream"]) for row in rows if row["between"]),
                       {str(row["stream"]): float(step) for row in rows if (step := row["step"] or row["step_below"])},
                       crossing,
-                      frozenset(str(row["stream"]) for row in rows if row["stream"] in crossing and yield_valued(row)))
+                      frozenset(str(row["stream"]) for row in rows if row["stream"] in crossing and yield_valued(
+                          row, header_unit(cmap.price or cmap.bid or ""))))
 
 
 def _price_levels(prices: pl.LazyFrame) -> list[dict[str, Any]]:
@@ -143,11 +145,13 @@ def _price_levels(prices: pl.LazyFrame) -> list[dict[str, Any]]:
     # (file order), where the stream left zero's side from or came back to
     neighbour = pl.min_horizontal(above.forward_fill().over("stream"), above.backward_fill().over("stream"))
     read = prices.filter(price.is_not_null() & price.is_not_nan()).sort("_at", maintain_order=True)
-    return list(read.with_columns(_neighbour=neighbour).group_by("stream").agg(
+    move = price.diff().abs().over("stream", "_bid")  # from one price (a bid) of the stream to its next
+    return list(read.with_columns(_neighbour=neighbour, _move=move).group_by("stream").agg(
         at_or_below_zero=(price <= 0).sum(), level=price.filter(price > 0).median(), lowest=price.min(),
         highest=price.max(),
         lowest_above=price.filter(price > 0).min(),
         between=((price <= 0) & (at > at.filter(price > 0).min()) & (at < at.filter(price > 0).max())).sum(),
+        median_move=pl.col("_move").filter(pl.col("_move") > 0).median(),
         nearest_neighbour=pl.col("_neighbour").filter(
             (price <= 0) & (at > at.filter(price > 0).min()) & (at < at.filter(price > 0).max())).min(),
         # the smallest step between its prices above zero (unique: each above 0); 0's distance to them is no step

@@ -4,7 +4,8 @@ number above its lowest price. Validation takes prices above zero only, so such 
 basis point of yield is one bp of the shifted price (0.01 / 100), so every move_bps_* and volatility_* answer reads
 in yield bp, as a rates desk counts. A stream looks like a yield when a price column's name says so (`yield`,
 `yld`, `ytm`, `rate`), or, whatever its columns' names, when its prices lie within YIELD_RANGE on both sides of
-zero and its name is no spread of two legs (`CLZ4-CLF5`, whose advice stays the next whole number). Asked by
+zero, move by basis points rather than whole units, its name is no spread of two legs (`CLZ4-CLF5`, whose advice
+stays the next whole number) and its price column's unit is no currency (`EUR/MWh`: a power market's price). Asked by
 shifted_prices.offset_advice and zero_crossings.crossing_refusal, which name the offset.
 """
 
@@ -24,12 +25,22 @@ def rate_columns(columns: Iterable[str | None]) -> list[str]:
     return [column for column in columns if column and RATE_NAMES.search(column)]
 
 
-def yield_valued(row: dict[str, Any]) -> bool:
-    """Whether a stream's prices (zero_prices' aggregated row: its lowest and highest) look like a yield in
-    percent: below zero and above it, all within YIELD_RANGE, under a name that is no spread's."""
-    low, high = row.get("lowest"), row.get("highest")
+# A yield in percent moves by basis points: a stream whose median move between its prices is past this (half a
+# point of yield, at every print) is a price, however near zero (a power market's hours at -3..25 EUR/MWh, moving
+# 1.59 EUR an hour: review441 #6)
+YIELD_MOVE_MAX = 0.5
+# a price column's unit in a currency (`Price (EUR)`, `Day-ahead Price [EUR/MWh]`, `Price (USD/t)`): a price, no yield
+CURRENCY_UNIT = re.compile(r"(^|[^A-Za-z])[A-Z]{3}([^A-Za-z]|$)|[€$£¥]")
+
+
+def yield_valued(row: dict[str, Any], unit: str | None = None) -> bool:
+    """Whether a stream's prices (zero_prices' aggregated row: its lowest, highest and median move) look like a
+    yield in percent: below zero and above it, all within YIELD_RANGE, moving by less than YIELD_MOVE_MAX at the
+    median, under a name that is no spread's and a price column whose ``unit`` (its header's) is no currency."""
+    low, high, move = row.get("lowest"), row.get("highest"), row.get("median_move")
     return low is not None and high is not None and YIELD_RANGE[0] <= low < 0 < high <= YIELD_RANGE[1] and \
-        not SPREAD_LEGS.search(str(row.get("stream") or ""))
+        not SPREAD_LEGS.search(str(row.get("stream") or "")) and (move is None or move <= YIELD_MOVE_MAX) and \
+        not (unit and CURRENCY_UNIT.search(unit))
 
 
 def yield_why(streams: list[str]) -> str:

@@ -77,3 +77,18 @@ def test_a_price_column_named_as_a_yield_gets_the_offset_of_100(tmp_path: Path) 
     drain(replay)
     said = replay.rejected.examples["nonpositive_price"]
     assert "--price-offset 'JGB10Y=100' (docs/replay.md); JGB10Y looks like a yield in percent" in said, said
+
+
+def test_a_power_price_between_minus_5_and_30_is_no_yield(tmp_path: Path) -> None:
+    """SE3's hourly prices at -2.96..24.97 EUR/MWh were called "a yield in percent" and lifted by 100 (review441 #6):
+    a yield moves by basis points, a power price by euros an hour, and a column in EUR/MWh is a price. Lifted by the
+    next whole number above its lowest, with no word of yields."""
+    prices = [12.0 + 5 * ((i * 7) % 5 - 2) for i in range(40)]
+    prices[20:24] = [-1.5, -2.96, -0.4, -1.1]
+    (tmp_path / "se3.csv").write_text("timestamp,symbol,price\n" + "".join(
+        f"2024-06-01T{i // 4:02d}:{i % 4 * 15:02d}:00Z,SE3,{price}\n" for i, price in enumerate(prices)))
+    (tmp_path / "se3_eur.csv").write_text("timestamp,symbol,Price [EUR/MWh]\n" + "".join(
+        f"2024-06-01T{i // 4:02d}:{i % 4 * 15:02d}:00Z,SE3,{-0.02 + abs(i - 20) * 0.003:.3f}\n" for i in range(40)))
+    for name in ("se3.csv", "se3_eur.csv"):
+        lifts = planned_lifts(FileReplay(tmp_path / name).plans)
+        assert lifts.holed == {"SE3"} and lifts.yields == frozenset(), (name, lifts)
