@@ -5,7 +5,8 @@ interleaved into one stream, its price alternating between their levels, and eac
 that jump (review441 #10). Files of one name-derived stream whose names hold different contract months and whose
 times overlap (both contracts trading at once) are two contracts: each file's stream keeps its month
 (`CL 202501`, as a contract month column's stream does), said in a note. Files whose times follow each other
-(`AAPL_202401.csv` then `AAPL_202402.csv`, a month of one stock's trades each) stay one stream."""
+(`AAPL_202401.csv` then `AAPL_202402.csv`, a month of one stock's trades each) stay one stream, as do a currency
+or crypto pair's, which has no contract months (HistData's `DAT_ASCII_EURUSD_T_202401.csv`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Any
 
-from connectors.file_names import stream_from_name_note, symbol_in_name
+from connectors.file_names import PAIR, stream_from_name_note, symbol_in_name
 from connectors.file_plan import FilePlan
 from connectors.file_suffixes import file_stem
 
@@ -55,7 +56,8 @@ def contracts_named_apart(plans: list[Any]) -> list[Any]:
     apart = list(plans)
     for stream, indices in named.items():
         months = {i: _month_of(plans[i]) for i in indices}
-        if len(indices) < 2 or None in months.values() or len(set(months.values())) < 2 or \
+        # (a currency or crypto pair has no contract months: HistData's DAT_ASCII_EURUSD_T_202401 is a month's data)
+        if len(indices) < 2 or PAIR.match(stream) or None in months.values() or len(set(months.values())) < 2 or \
                 not _overlapping([plans[i].span for i in indices]):
             continue
         for i in indices:
