@@ -24,6 +24,7 @@ from connectors.bloomberg_names import tick_dump_example, tick_dump_value
 from connectors.column_map import PRESETS, ColumnMap
 from connectors.column_names import (
     ASK_BID_NAMES,
+    BAR_CLOSES,
     BASE_VOLUME,
     BUYER_MAKER_NAMES,
     CONTRACT_MONTH_NAMES,
@@ -32,6 +33,7 @@ from connectors.column_names import (
     DELIVERY_START_NAMES,
     OPTION_ROOT_NAMES,
     RIGHT_NAMES,
+    SETTLEMENT_NAMES,
     SHARE_CLASS_NAMES,
     STRIKE_NAMES,
     TIME_HEADERS,
@@ -45,6 +47,7 @@ from connectors.column_names import (
     TRANSACTION_UNITS,
     names_a_yield,
 )
+from connectors.csv_dialect import DATE_LIKE
 from connectors.date_columns import clock_beside
 from connectors.field_names import DATABENTO_HEADER, FIELD_NAMES, normal_name
 from connectors.header_zones import HeaderZone, name_before_tail, zoned_time_column
@@ -109,6 +112,7 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     found.pop("ts", None)
     ts = _date_and_clock(names, ts, first) or ts
     stream_col = found.pop("stream", None) or _market_column(by_normal, first)
+    found = _settlement_of_days(found, by_normal, schema, ts, first)
     # columns a refinement names (`--columns bid=priceBid,...`, or a time column alone) count as found: the rest
     # is detected
     found |= {field: column for field, column in (hints or {}).items() if field in VALUE_FIELDS}
@@ -197,6 +201,21 @@ def _contract_stream(stream_col: str | None, by_normal: Mapping[str, str], hints
             and "stream_col" not in hints:
         stream_col = f"{stream_col}+{share_class}"  # BRK.A and BRK.B are two instruments, 1,500 times apart
     return stream_col
+
+
+def _settlement_of_days(found: dict[str, str], by_normal: Mapping[str, str], schema: Mapping[str, pl.DataType],
+                        ts: str | None, first: Callable[..., Any] | None) -> dict[str, str]:
+    """``found`` with a settlement column as the price where a file of days (its time a date alone: Quandl's CHRIS
+    futures files, `Date,Open,High,Low,Last,Change,Settle,...`) has one beside its last or close: the settlement is
+    a future's price of record, there on the days a vendor leaves Last blank (review441 #2: those days were rejected
+    as missing_field). Intraday rows keep their last: a settlement beside them is the day's reference, no trade."""
+    settle = next((by_normal[c] for c in SETTLEMENT_NAMES if c in by_normal), None)
+    if settle is None or ts is None or "+" in ts or normal_name(found.get("price", "")) not in BAR_CLOSES:
+        return found
+    day = first(ts) if first is not None else None
+    if schema.get(ts) == pl.Date or isinstance(day, str) and DATE_LIKE.fullmatch(day.strip()):
+        return found | {"price": settle}
+    return found
 
 
 TARDIS_COLUMNS = frozenset({"exchange", "symbol", "timestamp", "local_timestamp"})  # Tardis.dev's CSVs' first four

@@ -15,8 +15,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
-from connectors.column_names import (MID_NAMES, SETTLEMENT_NAMES, SHARE_CLASS_NAMES, TIME_OF_DAY_NAMES, bar_close,
-                                     holds_bars)
+from connectors.column_names import (BAR_CLOSES, MID_NAMES, SETTLEMENT_NAMES, SHARE_CLASS_NAMES, TIME_OF_DAY_NAMES,
+                                     bar_close, holds_bars)
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.file_names import histdata_frame
 from connectors.finer_clock import finer_name_of
@@ -134,9 +134,11 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, by_keys: bool = 
         notes.append(f"{path.name}: read as bid/ask bars: each row is one quote at their closes ({cmap.bid}, "
                      f"{cmap.ask}), stamped with its {quoted(cmap.ts)} column{stamp}")
     if cmap.price is not None and normal_name(cmap.price) in SETTLEMENT_NAMES:
-        notes.append(f"{path.name}: read as settlement prices ({cmap.price}): an exchange's one price a day per "
-                     f"contract, each replayed as a trade{' of size 1' if cmap.size is None else ''} stamped with its "
-                     f"{quoted(cmap.ts)} column, so a question's horizon of N ticks is N days here")
+        close = next((n for n in names if normal_name(n) in BAR_CLOSES), None)
+        unread = f" ({quoted(close)} beside it is not read: --columns price={close} reads it)" if close else ""
+        notes.append(f"{path.name}: read as settlement prices ({cmap.price}){unread}: an exchange's one price a day "
+                     f"per contract, each replayed as a trade{' of size 1' if cmap.size is None else ''} stamped with "
+                     f"its {quoted(cmap.ts)} column, so a question's horizon of N ticks is N days here")
     elif cmap.price is not None and normal_name(cmap.price) in MID_NAMES and cmap.bid is None:
         notes.append(f"{path.name}: column {quoted(cmap.price)} read as the price of a series of trades"
                      f"{' of size 1' if cmap.size is None else ''}: mid prices, with neither trades nor bid and ask "

@@ -430,6 +430,20 @@ def test_an_exchange_settlement_file_reads_its_trade_date_and_settle_columns(tmp
     assert "price=Last" in FileReplay(tmp_path / "bars.csv").notes[0]
 
 
+def test_a_futures_file_of_days_reads_its_settlement_beside_a_blank_last(tmp_path: Path) -> None:
+    """Quandl's CHRIS files (`Date,Open,High,Low,Last,Change,Settle,Volume,...`) were read by `Last`, and the days a
+    vendor leaves it blank rejected, with no word of `Settle` (review441 #2): the settlement is a future's price of
+    record, read with a note naming the `Last` left."""
+    (tmp_path / "CHRIS-CME_CL1.csv").write_text(
+        "Date,Open,High,Low,Last,Change,Settle,Volume,Previous Day Open Interest\n"
+        "2020-04-21,10.5,13.5,9.0,10.01,,10.01,100,5\n2020-04-20,17.7,17.9,-40.3,,,-37.63,200,6\n"
+        "2020-04-17,19.9,20.4,17.3,18.27,,18.27,300,7\n")
+    replay = FileReplay(tmp_path / "CHRIS-CME_CL1.csv", columns={"price_offset": 38})
+    assert sorted(t.price for t in drain(replay)) == [0.37, 48.01, 56.27] and not dict(replay.rejected)
+    assert any(n.startswith('CHRIS-CME_CL1.csv: read as settlement prices (Settle) ("Last" beside it is not read: '
+                            '--columns price=Last reads it)') for n in replay.notes), replay.notes
+
+
 def gemini_trades(path: Path, times_ms: list[int], sides: list[str], seconds: list[int] | None = None) -> Path:
     """Gemini's REST trades (GET /v1/trades/{symbol}) as a CSV: `timestamp` in s beside `timestampms` in ms, and
     `type`, buy or sell: the taker's side."""
