@@ -75,7 +75,11 @@ THIRTY_SECONDS = (r"^([+-]?)(\d+)['\u2019-]([0-2]\d|3[01])([0-35-8+]| ?[\u00bc\u
 THIRTY_SECONDS_FORM = ("HANDLE-32NDS or HANDLE'32NDS, the 32nds 00 to 31, maybe followed by + (a half), a third "
                        "digit 2, 5 or 7 (a quarter, half, three quarters), 1, 3, 6 or 8 (eighths: 1/8, 3/8, 5/8, 7/8, "
                        "the 2- and 3-year notes) or a fraction 1/4, 1/2, 3/4 (¼, ½, ¾), 1/8, 3/8, 5/8, 7/8: "
-                       "110-16, 110-16+, 110'165, 104-161, 110-16 1/4; or a decimal")
+                       "110-16, 110-16+, 110'165, 104-161, 110-16 1/4; or HANDLE N/32 (N/64, N/128): 110 16/32, "
+                       "110 31/64; or a decimal")
+# A Treasury price written as a whole number and a fraction of it in 32nds, 64ths or 128ths (`110 16/32`, `110 31/64`:
+# the plainest way to write one, review441 #4): read by price_format 32nds as the other forms are
+WHOLE_AND_FRACTION = r"^([+-]?)(\d+) (\d{1,3})/(32|64|128)$"
 
 
 def as_written(value: object) -> str:

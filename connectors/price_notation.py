@@ -24,7 +24,7 @@ import polars as pl
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.column_names import names_a_yield
-from connectors.map_vocabulary import PRICE_FIELDS, THIRTY_SECONDS, THIRTY_SECONDS_FORM
+from connectors.map_vocabulary import PRICE_FIELDS, THIRTY_SECONDS, THIRTY_SECONDS_FORM, WHOLE_AND_FRACTION
 from connectors.number_separators import SPACE_GROUPED
 from engine.quoting import quoted
 
@@ -35,9 +35,10 @@ PARTS = {"": 0.0, "0": 0.0, "1": 0.125, "2": 0.25, "3": 0.375, "5": 0.5, "6": 0.
 # What a price in 32nds looks like to a reader of decimals: a handle of 2 or 3 digits, an apostrophe or a dash,
 # a 32nd (00-31) and maybe its part. `110'165` is also 110,165 grouped by an apostrophe (SPACE_GROUPED)...
 LOOKS_LIKE_32NDS = (r"^[+-]?\d{2,3}['\u2019-]([0-2]\d|3[01])([0-35-8+]| ?[\u00bc\u00bd\u00be]| [13]/4| 1/2| [1357]/8)?"
-                    r"$")
-# ...while a dash, a `+` or two digits after the apostrophe cannot group thousands: such a cell is 32nds for sure
-NOT_THOUSANDS = r"(-|\+$|['\u2019]\d{2}$)"
+                    r"$|^[+-]?\d{2,3} \d{1,3}/(32|64|128)$")  # (or a whole and a fraction: `110 16/32`)
+# ...while a dash, a `+`, two digits after the apostrophe or a fraction cannot group thousands: such a cell is
+# 32nds for sure
+NOT_THOUSANDS = r"(-|\+$|['\u2019]\d{2}$|/)"
 APOSTROPHE = "['\u2019]"
 
 
@@ -61,8 +62,20 @@ def fractional_price(text: pl.Expr, otherwise: pl.Expr, price_format: str) -> pl
         part_of = part(4).fill_null("").str.strip_chars(" ")
         value = handle + (fraction + part_of.replace_strict(PARTS, return_dtype=pl.Float64)) / 32
     signed = pl.when(part(1) == "-").then(-value).otherwise(value)
+    if price_format == "32nds":  # `110 16/32`, `110 31/64`: a whole and its fraction
+        signed = pl.when(text.str.contains(WHOLE_AND_FRACTION)).then(_whole_and_fraction(text)).otherwise(signed)
+        pattern = f"{pattern}|{WHOLE_AND_FRACTION}"
     return pl.when(text.str.contains(pattern)).then(signed) \
         .when(text.str.contains(r"\d['\u2019-]\d")).then(None).otherwise(otherwise)
+
+
+def _whole_and_fraction(text: pl.Expr) -> pl.Expr:
+    """A cell written as a whole and a fraction (WHOLE_AND_FRACTION: `110 16/32`) as its decimal value; null where
+    the numerator is the denominator or past it (`110 40/32`: malformed, its row rejected)."""
+    sign, whole, numerator, denominator = (text.str.extract(WHOLE_AND_FRACTION, i) for i in range(1, 5))
+    numerator, denominator = numerator.cast(pl.Float64), denominator.cast(pl.Float64)
+    value = whole.cast(pl.Float64) + numerator / denominator
+    return pl.when(numerator >= denominator).then(None).when(sign == "-").then(-value).otherwise(value)
 
 
 def fractional_facts(raw: Mapping[str, pl.Expr]) -> list[pl.Expr]:
@@ -158,6 +171,10 @@ def _thousands(cell: str) -> str:
 
 
 def _decimal_of(cell: str) -> str:
+    if whole := re.match(WHOLE_AND_FRACTION, cell):
+        sign, handle, numerator, denominator = whole.groups()
+        value = int(handle) + int(numerator) / int(denominator)
+        return f"{'-' if sign == '-' else ''}{value:.10g}"
     found = re.match(THIRTY_SECONDS, cell)
     if found is None:
         return "not"
@@ -177,7 +194,7 @@ def unread_price_hint(text: str | None, cmap: ColumnMap | None) -> str:
         if cmap.price_format == "32nds" and re.match(LOOKS_LIKE_EIGHTHS, cell):
             said += "; if it is a grain futures price in eighths of a cent, give --price-format eighths"
         return said
-    if cmap.price_format is not None or not re.search(r"\d['\u2019-]\d", cell):
+    if cmap.price_format is not None or not re.search(r"\d['\u2019-]\d|\d/\d", cell):
         return ""
     if re.match(LOOKS_LIKE_32NDS, cell):
         return "; if it is a futures price in 32nds, give --price-format 32nds (docs/replay.md#prices-in-32nds)"

@@ -58,6 +58,18 @@ def test_price_format_32nds_reads_quarters_written_as_fractions_and_refuses_othe
     assert not drain(unread) and '("99-31 3/4" is 99.9921875 in 32nds)' in unread.cautions[0]
 
 
+def test_price_format_32nds_reads_a_whole_and_a_fraction_and_names_the_key_without_it(tmp_path: Path) -> None:
+    """`110 16/32` and `110 31/64`, the plainest way to write a Treasury price, were neither read with
+    --price-format 32nds nor pointed at it without (review441 #4). A numerator past its denominator stays refused."""
+    path = trades(tmp_path / "zn.csv", "110 16/32", "110 31/64", "109 127/128", "-0 4/32", "110 40/32")
+    replay = FileReplay(path, columns={"price_format": "32nds"})
+    assert [t.price for t in drain(replay)] == [110.5, 110.484375, 109.9921875]
+    assert dict(replay.rejected) == {"nonpositive_price": 1, "missing_field": 1}
+    unread = FileReplay(path)
+    assert not drain(unread) and '("110 16/32" is 110.5 in 32nds)' in unread.cautions[0]
+    assert "give --price-format 32nds" in unread.cautions[0]
+
+
 def test_price_format_32nds_reads_the_2_year_notes_eighths_of_a_32nd(tmp_path: Path) -> None:
     """ZT and Z3N tick in eighths of a 32nd, the third digit the part in thousandths cut to one digit: 1, 2, 3, 5,
     6, 7, 8 (review242: 51% of a ZT file's quotes were refused). Converted by hand: 104-161 = 104 + 16.125/32."""
