@@ -9,6 +9,7 @@ file's columns by them; content notes and planning use them to say what a file's
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from connectors.field_names import FIELD_NAMES, normal_name
 
@@ -42,9 +43,18 @@ def bar_values(columns: set[str]) -> set[str]:
 OPTION_ROOT_NAMES = ("root", "option_root", "underlying", "underlying_symbol", "underlying_ticker", "underlying_sym")
 STRIKE_NAMES = ("strike", "strike_price")
 RIGHT_NAMES = ("right", "put_call", "call_put", "putcall", "callput", "option_type", "cp_flag", "cp")
-# A futures product's root (CME's `Product`), the root of a contract column beside it when no stream column is
-# (connectors/contract_column.py); and a power product, whose name says its delivery period's length
-PRODUCT_NAMES = ("product", "product_code", "produkt", "produit", "prodotto", "producto")
+# A futures product's root (CME's `Product`, ICE's `Commodity`), the root of a contract column beside it when no
+# stream column is (connectors/contract_column.py); and a power product, whose name says its delivery period's length
+PRODUCT_NAMES = ("product", "product_code", "commodity", "produkt", "produit", "prodotto", "producto")
+
+
+def with_product(names: Iterable[str], column: str) -> str:
+    """A stream of ``column`` for a map's `stream=` key, joined to a product column among a file's ``names`` (ICE's
+    `Commodity+Contract Month`): advised alone, Brent's Jan25 and WTI's would meet in one stream (review441 #5)."""
+    product = next((n for n in names if normal_name(n) in PRODUCT_NAMES and n != column), None)
+    return f"{product}+{column}" if product else column
+
+
 # A power product's delivery period (EPEX's continuous trades: Product, DeliveryStart; Nord Pool's `Delivery Start
 # (CET)`, `Delivery End (CET)`): each quarter-hour or hour delivered is an instrument of its own, as each month is
 DELIVERY_START_NAMES = ("deliverystart", "delivery_start", "delivery_start_time")

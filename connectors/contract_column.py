@@ -23,7 +23,7 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
-from connectors.column_names import CONTRACT_MONTH_NAMES, MONTH_NAMES, PRODUCT_NAMES
+from connectors.column_names import CONTRACT_MONTH_NAMES, MONTH_NAMES, PRODUCT_NAMES, with_product
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.futures_codes import DATED_CODE
@@ -33,8 +33,10 @@ from connectors.shell_words import columns_option
 from engine.quoting import quoted
 
 # A futures contract's name: a root, a month code (F..Z) and a year's last one or two digits (ESH4, CLM24, ES H4),
-# or a contract month as YYYYMM (202406): futures_codes' rule for an exchange's dated code
-CONTRACT_PATTERN = rf"^(?:{DATED_CODE})$"
+# or a contract month as YYYYMM (202406): futures_codes' rule for an exchange's dated code; or a contract month as
+# ICE's exports write it, the month's name and the year (`Jan25`, `Feb-25`, `MAR 2025`: review441 #5)
+MONTH_WORD_YEAR = r"(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[-\s]?(?:20)?\d\d"
+CONTRACT_PATTERN = rf"^(?:{DATED_CODE}|{MONTH_WORD_YEAR})$"
 
 # Columns that name one contract of a root (a `stream` column is no such: Binance's names a symbol's channel)
 CONTRACT_NAMES = ("contract", "local_symbol", "localsymbol", "instrument", "instrument_name", "contract_symbol",
@@ -235,7 +237,7 @@ def levels_split_by(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], name
         if (facts["switches"] or 0) < SWITCHES_SAID or not facts["step"] or facts["jump"] is None or \
                 facts["jump"] < JUMP_OVER_MOVE * facts["step"]:
             continue
-        joined = f"{cmap.stream_col}+{column}" if cmap.stream_col else column
+        joined = f"{cmap.stream_col}+{column}" if cmap.stream_col else with_product(schema, column)
         cautions.append(Caution(
             f"{path.name}: column {quoted(column)} ({shown}, ...) is not read, and where it changes "
             f"within a stream ({facts['switches']} times) the price jumps by {facts['jump']:g} at the median, against "

@@ -14,7 +14,7 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
-from connectors.column_names import EVENT_NAMES, RIGHT_NAMES
+from connectors.column_names import EVENT_NAMES, RIGHT_NAMES, with_product
 from connectors.csv_dialect import Dialect
 from connectors.field_names import normal_name
 from connectors.file_scans import SAMPLE_ROWS, is_csv, scan_file
@@ -146,7 +146,7 @@ def unread_identifiers(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], n
     stream = f"{stream}, the name the map gives it" if named else stream
     return [Caution(f"{path.name}: every row goes to one stream, {stream}, but column {quoted(column)} holds several "
                     f"values ({', '.join(values[:3])}, ...) that look like instruments: if it names them, give "
-                    f"{columns_option(f'stream={column}')} (a stream per value; docs/replay.md)")]
+                    f"{columns_option(f'stream={with_product(schema, column)}')} (a stream per value; docs/replay.md)")]
 
 
 CODE_DIGITS = 6  # the widest zero-padded stock code: SSE's, SZSE's and KRX's (HKEX's 5, JPX's and TWSE's 4)

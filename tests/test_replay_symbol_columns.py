@@ -654,3 +654,19 @@ def test_integer_codes_of_mixed_widths_are_cautioned_as_shorn_of_their_zeros(tmp
         assert len(shorn) == int(said) and all(isinstance(n, Caution) for n in shorn), replay.notes
         assert not said or f'column "code", the streams, holds numbers, not text: codes of 1 to 6 digits (1, ..., ' \
             f"600519)" in shorn[0]
+
+
+def test_an_ice_commodity_beside_its_contract_months_names_the_streams(tmp_path: Path) -> None:
+    """ICE's `Commodity`, `Contract Month` (Brent Jan25 and Feb25 trading at once): the advice named streams `Jan25`
+    and `Feb25`, which would merge Brent's Jan25 with WTI's (review441 #5). The commodity is the product it is."""
+    rows = [f"25/11/2024 08:00:{i // 2:02d},Brent,{'Feb25' if i % 2 else 'Jan25'},"
+            f"{73.0 - 0.35 * (i % 2) + i // 2 % 2 * 0.01:.2f},{i + 1}" for i in range(40)]
+    (tmp_path / "ice_brent.csv").write_text("Trade Date/Time,Commodity,Contract Month,Price,Quantity\n" +
+                                            "\n".join(rows) + "\n")
+    replay = FileReplay(tmp_path / "ice_brent.csv", columns={"ts": "Trade Date/Time"})
+    assert {t.stream for t in drain(replay)} == {"Brent Jan25", "Brent Feb25"}
+    # at one price level the months name no streams, but the advice that would keeps the commodity
+    (tmp_path / "ice_brent.csv").write_text("Trade Date/Time,Commodity,Contract Month,Price,Quantity\n" + "\n".join(
+        f"25/11/2024 08:00:{i // 2:02d},Brent,{'Feb25' if i % 2 else 'Jan25'},73.0{i % 3},1" for i in range(40)))
+    (caution,) = FileReplay(tmp_path / "ice_brent.csv", columns={"ts": "Trade Date/Time"}).cautions
+    assert "give --columns 'stream=Commodity+Contract Month'" in caution, caution
