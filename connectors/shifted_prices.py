@@ -135,8 +135,9 @@ def zero_prices(frame: pl.LazyFrame, keys: tuple[str, ...] | list[str], cmap: An
 
 def _price_levels(prices: pl.LazyFrame) -> list[dict[str, Any]]:
     """Per stream of ``prices`` (stream, _price, _bid, _at), what zero_prices judges it by: how many of its prices
-    are at or below zero and how many of those lie between two above it (file order), its median price above zero,
-    its lowest and highest, its smallest step, and whether only its bids are 0."""
+    are at or below zero and how many of those lie between two above it (file order), the nearest to zero of the
+    prices above it beside those, its median price above zero and median move, its lowest and highest, its smallest
+    step, and whether only its bids are 0."""
     import polars as pl
 
     price, bid, at = pl.col("_price"), pl.col("_bid"), pl.col("_at")
@@ -146,14 +147,13 @@ def _price_levels(prices: pl.LazyFrame) -> list[dict[str, Any]]:
     neighbour = pl.min_horizontal(above.forward_fill().over("stream"), above.backward_fill().over("stream"))
     read = prices.filter(price.is_not_null() & price.is_not_nan()).sort("_at", maintain_order=True)
     move = price.diff().abs().over("stream", "_bid")  # from one price (a bid) of the stream to its next
+    between = (price <= 0) & (at > at.filter(price > 0).min()) & (at < at.filter(price > 0).max())
     return list(read.with_columns(_neighbour=neighbour, _move=move).group_by("stream").agg(
         at_or_below_zero=(price <= 0).sum(), level=price.filter(price > 0).median(), lowest=price.min(),
         highest=price.max(),
         lowest_above=price.filter(price > 0).min(),
-        between=((price <= 0) & (at > at.filter(price > 0).min()) & (at < at.filter(price > 0).max())).sum(),
+        between=between.sum(), nearest_neighbour=pl.col("_neighbour").filter(between).min(),
         median_move=pl.col("_move").filter(pl.col("_move") > 0).median(),
-        nearest_neighbour=pl.col("_neighbour").filter(
-            (price <= 0) & (at > at.filter(price > 0).min()) & (at < at.filter(price > 0).max())).min(),
         # the smallest step between its prices above zero (unique: each above 0); 0's distance to them is no step
         step=price.filter(price > 0).round(9).unique().sort().diff().min(),
         # a stream never above zero (a calendar spread at -63): its step between its prices below zero
@@ -174,7 +174,7 @@ def near_zero(row: dict[str, Any]) -> bool:
 def crossing_as_read(prices: pl.LazyFrame, rows: list[dict[str, Any]], cmap: Any) -> frozenset[str]:
     """Of the streams of ``rows`` (`_price_levels`' of ``prices`` as the file holds them) that the map's
     price_offset shifts, those whose prices cross zero once shifted, by the rule the file's own prices are judged
-    by (near zero, or a walk down to it): a butterfly always below zero (-0.13..-0.055) read with an offset too
+    by (near zero, or reached from within its range: `crossing_walk`): a butterfly always below zero (-0.13..-0.055) read with an offset too
     small (0.1) has shifted prices on both sides of zero, and loses the rows still at or below it out of its
     middle, as a spread crossing zero read without one does (review410 #9)."""
     import polars as pl

@@ -10,16 +10,16 @@ that reads it whole (`--price-offset 'CLZ4-CLF5=1'`), instead of scoring or trai
 Which rows an offset should lift is the reject advice's rule (reject_hints.needing_offsets: a price below zero, or 0
 where 0 is a price; never a contract settling at 0 nor an outright's lone 0 print), counted by RejectCounter
 (`to_lift`); a stream is holed when its prices cross zero (a spread a few steps above it with one at or below it, or
-an outright that walked down near zero and on below it: `crosses_zero`), as the file holds them or as read (a
-butterfly always below zero read with an offset too small: review410 #9), and such a row was refused between two of
-its ticks read (FileCursor counts it, RejectCounter.cut). A stock at 100 with a bad print of -1 is no crossing. Many
-0 prints of a stream far from zero get the advice as before but are no crossing: the run goes on. A stretch at the
-start or the end of a stream, or a stream with every price at or below zero as read, leaves no label across a hole
-(the ticks before it, or after, are all there is) and is no reason to refuse (the rejects say it), but the refusal's
-advice lifts such streams too, so that the options pasted read every stream of the files whole. A backtest foresees
-the holes from its files' plans (FilePlan.cut_streams, in file order) and refuses before its model runs; where it
-cannot (an offset given too small, a time range, a DBN file), the count after the read decides, before any label is
-made.
+an outright that got there from a price within its own range of zero, walking down or jumping: `crosses_zero`), as
+the file holds them or as read (a butterfly always below zero read with an offset too small: review410 #9), and such
+a row was refused between two of its ticks read (FileCursor counts it, RejectCounter.cut). A stock at 100 with a bad
+print of -1 is no crossing. Many 0 prints of a stream far from zero (a corrupt column) get the advice as before but
+are no crossing: the run goes on. A stretch at the start or the end of a stream, or a stream with every price at or
+below zero as read, leaves no label across a hole (the ticks before it, or after, are all there is) and is no reason
+to refuse (the rejects say it), but the refusal's advice lifts such streams too, so that the options pasted read
+every stream of the files whole. A backtest foresees the holes from its files' plans (FilePlan.cut_streams, in file
+order) and refuses before its model runs; where it cannot (an offset given too small, a time range, a DBN file), the
+count after the read decides, before any label is made.
 """
 
 from __future__ import annotations
@@ -45,10 +45,11 @@ class Lifts(NamedTuple):
 def crosses_zero(stream: str, plan: Any, low: float | None = None) -> bool:
     """Whether a stream's prices cross zero (FilePlan.crossing_streams), as the file holds them or as read (shifted
     by the plan's offset: shifted_prices.crossing_as_read): a spread a few price steps above zero, where 0 is one of
-    its prices, or an outright whose prices walked down near zero and on below it. A stream far from zero whose file
-    has many 0 prints (a corrupt column, a power market's hours at 0), or a stock at 100 with a bad print of -1,
-    gets the offset advice but is no crossing: its bad rows are rejected and the run goes on. A plan that does not
-    scan its prices ahead (a DBN file's) has no such set: a ``low`` below zero crosses there."""
+    its prices, or an outright that got there from a price within its own range of zero (a walk down to it, a power
+    day's jump to its negative hours or hours at 0.00: shifted_prices.crossing_walk). A stream far from zero whose
+    file has many 0 prints (a corrupt column), or a stock at 100 with a bad print of -1, gets the offset advice but
+    is no crossing: its bad rows are rejected and the run goes on. A plan that does not scan its prices ahead (a
+    DBN file's) has no such set: a ``low`` below zero crosses there."""
     crossing = getattr(plan, "crossing_streams", None)
     if crossing is None:
         return low is not None and low < 0
