@@ -214,8 +214,10 @@ def reaches_zero(row: dict[str, Any]) -> bool:
     that far, so it went there. Below zero, that is all; at 0 (no price below it, where 0 is also a vendor's "no
     price"), the price beside it is also within TOWARD_ZERO_SHARE of the stream's median. A stock at 95..105 with
     a -1 or a 0 between two prints of 100 is 100 away from zero, ten times its range: a bad print."""
-    beside = row["nearest_neighbour"]
-    if beside is None or beside > row["highest"] - row["lowest_above"]:
+    beside, moves = row["nearest_neighbour"], row["highest"] - row["lowest_above"]
+    # a drop past zero by more than the stream's range is no market's move: a vendor's -999 "no price" sentinel in
+    # a series that went from 10 to 100
+    if beside is None or beside > moves or row["lowest"] < -moves:
         return False
     return row["lowest"] < 0 or beside <= TOWARD_ZERO_SHARE * row["level"]
 

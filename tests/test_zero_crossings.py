@@ -161,18 +161,22 @@ def test_markets_that_jump_to_zero_or_below_cross_it_and_bad_prints_do_not(tmp_p
     day jumping from 40 to a block of negative hours, hours at exactly 0.00 beside prices of a few euros, WTI's daily
     close 18.27 -> -37.63 -> 10.01 in a series near 50. They were judged by a walk down near zero alone, so their
     stretches at or below zero were refused out of the middle and every label across the hole scored. A stock at 100
-    with a -1 and a 0 print (ten times its range from zero) is still no crossing."""
+    with a -1 and a 0 print (ten times its range from zero) is still no crossing, nor a -999 sentinel of a stock
+    whose range reaches zero (it falls past zero by more than that range)."""
     power = [60.0 + 20 * (i % 5) for i in range(30)] + [40.0, -5.0, -12.5, -16.85, -3.0, 35.0] + [70.0] * 10
     omie = [60.0 + (i % 7) for i in range(30)] + [1.5, 0.0, 0.0, 0.0, 0.01, 55.0] + [62.0] * 10
     wti = [50.0 + (i % 9) / 3 for i in range(60)] + [25.0, 18.27, -37.63, 10.01, 13.5] + [20.0] * 10
     stock = [100.0 + (i % 11) / 2 for i in range(60)]
     stock[20], stock[40] = -1.0, 0.0
+    grown = [10.0 + 1.5 * i for i in range(60)]  # a stock from 10 to 98.5: its range reaches zero, its -999 does not
+    grown[30] = -999.0
     path = tmp_path / "zero.csv"
-    rows = [(name, price) for name, prices in (("DE-LU", power), ("OMIE_ES", omie), ("CL1", wti), ("AAPL", stock))
-            for price in prices]
+    markets = (("DE-LU", power), ("OMIE_ES", omie), ("CL1", wti), ("AAPL", stock), ("NVDA", grown))
+    rows = [(name, price) for name, prices in markets for price in prices]
     path.write_text("timestamp,symbol,price,size\n" + "".join(
         f"2024-10-27T{i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z,{name},{price},1\n"
         for i, (name, price) in enumerate(rows)))
     lifts = planned_lifts(FileReplay(path).plans)
     assert lifts.holed == {"DE-LU", "OMIE_ES", "CL1"}, lifts
-    assert lifts.lowest == {"DE-LU": -16.85, "OMIE_ES": 0.0, "CL1": -37.63, "AAPL": -1.0}  # (the -1 advised, not cut)
+    assert lifts.lowest == {"DE-LU": -16.85, "OMIE_ES": 0.0, "CL1": -37.63, "AAPL": -1.0,
+                            "NVDA": -999.0}  # (the -1 advised, not cut)
