@@ -57,9 +57,9 @@ class Dialect:
     skipped: int = 0  # lines above the header, a banner's (`_banner_lines`): polars and line numbers skip them
     banner: tuple[str, ...] = ()  # that banner's lines, for the note that says they were skipped
     trailer: str = ""  # its last line when that is a trailer (NYSE's `END|20240308|1166`): skipped, said
-    # what each column's cells say of its numbers' marks (`columns_numbers`; none where `decimal` was given or the
-    # file is comma-delimited), and the decimal mark of each number column once a map names them
-    # (connectors/column_decimals.py): (column, a decimal comma)
+    # what each column's cells say of its numbers' marks (`columns_numbers`; none where `decimal` was given or a
+    # comma-delimited file's quoted cells told a decimal comma), and the decimal mark of each number column once a
+    # map names them (connectors/column_decimals.py): (column, a decimal comma)
     columns: tuple[ColumnNumbers, ...] = ()
     column_decimals: tuple[tuple[str, bool], ...] = ()
     # a header-less file's first GUESS_LINES data rows, for its layout's guess that weighs a column over more rows
@@ -230,6 +230,10 @@ def _sniffed(path: Path, decimal: str | None) -> Dialect:
     else:
         columns = columns_numbers(data) if separator != "," else ()
         decimal_comma, numbers = decimal_reading(separator, data, columns)
+        if separator == "," and not numbers:
+            # no quoted cell told a decimal comma: a quoted `"1,234"` still reads two ways, so each number column is
+            # decided by its own cells, the others, the time, or its name, else refused (column_decimals.py)
+            columns = columns_numbers(data, comma_delimited=True)
     trailer = trailer_line(path, separator, [row[0] for row in rows if row])
     return Dialect(separator, decimal_comma, header, tuple(data[:SAMPLE_LINES]), numbers=numbers, skipped=skipped,
                    banner=banner, trailer=trailer, columns=columns, sample=() if header else tuple(data[:GUESS_LINES]))

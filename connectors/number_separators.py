@@ -61,8 +61,10 @@ class ColumnNumbers(NamedTuple):
 CLOCK_FRACTION = re.compile(r"(?:^|[ T])\d{1,2}:\d\d:\d\d([.,])\d+")
 
 
-def column_numbers(column: Sequence[str]) -> ColumnNumbers:
-    """What one column's cells (a CSV's first lines) say of its numbers' marks (`ColumnNumbers`)."""
+def column_numbers(column: Sequence[str], comma_delimited: bool = False) -> ColumnNumbers:
+    """What one column's cells (a CSV's first lines) say of its numbers' marks (`ColumnNumbers`). In a
+    comma-delimited file (`comma_delimited`) a comma is written only in a quoted cell, so an unquoted `1.085` is a
+    decimal point, not a group (a rate's, as such files have always been read)."""
     comma = point = clock = ""
     marks: set[str] = set()
     ones: dict[str, list[str]] = {",": [], ".": []}
@@ -70,7 +72,7 @@ def column_numbers(column: Sequence[str]) -> ColumnNumbers:
     for cell in cells:
         if spaced := re.match(SPACE_GROUPED, cell):
             marks.add(spaced[1][0])
-        elif one := ONE_GROUP.match(cell):
+        elif (one := ONE_GROUP.match(cell)) and not (comma_delimited and one[1] == "."):
             ones[one[1]].append(cell)
         elif DECIMAL_COMMA.match(cell) or DOTS_GROUPING.match(cell):
             comma = comma or quoted(cell)
@@ -91,10 +93,11 @@ def column_numbers(column: Sequence[str]) -> ColumnNumbers:
     return ColumnNumbers(comma, point, grouped, "".join(sorted(marks)), clock)
 
 
-def columns_numbers(rows: Sequence[Sequence[str]]) -> tuple[ColumnNumbers, ...]:
+def columns_numbers(rows: Sequence[Sequence[str]], comma_delimited: bool = False) -> tuple[ColumnNumbers, ...]:
     """`column_numbers` of each column of a CSV's first rows (those as wide as the first)."""
     width = len(rows[0]) if rows else 0
-    return tuple(column_numbers(column) for column in zip(*(row for row in rows if len(row) == width)))
+    return tuple(column_numbers(column, comma_delimited) for column in zip(*(row for row in rows
+                                                                              if len(row) == width)))
 
 
 def decimal_reading(separator: str, rows: Sequence[Sequence[str]],

@@ -176,6 +176,21 @@ def test_quoted_decimal_commas_in_a_comma_delimited_file_are_read(tmp_path: Path
     assert 'decimal comma (as the quoted "61837,63" shows' in note and "decimal=point" in note
 
 
+def test_quoted_one_group_cells_in_a_comma_delimited_file_are_told_by_the_name_or_refused(tmp_path: Path) -> None:
+    """review440 #12: `"1,234"` quoted in a comma-delimited file (a German locale's save) reads two ways like `3,450`
+    in a tab file: `Kurs` tells a decimal comma, with a note; under `Price` nothing tells, so the run stops."""
+    rows = "".join(f'2024-10-25 09:00:0{i},TEST3,"1,2{34 + i}",600\n' for i in range(3))
+    german, english = tmp_path / "kurs.csv", tmp_path / "price.csv"
+    german.write_text("Zeitstempel,Symbol,Kurs,Menge\n" + rows)
+    english.write_text("Time,Symbol,Price,Size\n" + rows)
+    replay = FileReplay(german)
+    assert [t.price for t in drain(replay)] == [1.234, 1.235, 1.236]
+    note = next(n for n in replay.notes if "numbers read with" in n)
+    assert 'as the column name "Kurs"' in note and '"1,234" is 1.234, not 1234' in note
+    with pytest.raises(ValueError, match=r'column "Price"\'s "1,234" reads two ways'):
+        FileReplay(english)
+
+
 def test_a_decimal_comma_cell_that_did_not_read_names_the_decimal_key(tmp_path: Path) -> None:
     """A decimal point elsewhere keeps the comma a group mark; the reject of a `0,5` names the key that reads it."""
     path = tmp_path / "mixed.csv"
