@@ -6,9 +6,11 @@ split-adjusted files). A 2-for-1 split between two sessions then replays as a 50
 label horizon spans it is scored as a move. This finds, per stream, the pauses in event time longer than
 STEP_GAP_NS across which the price level changed by a ratio within SPLIT_TOLERANCE of a simple split ratio and
 by more than STEP_TIMES the stream's typical tick-to-tick move, so that the user is told which stream, when
-and by what ratio. A stream sampled over an hour apart as a rule (daily bars, settlements: connectors/labels.py
-`ordinary_spacing`) has every tick across such a pause: its steps are judged tick to tick, against its own spacing,
-so that a split is said once, at its day, not at every pause whose windows straddle it.
+and by what ratio; so is a step of a price unit (pence to pounds: UNIT_RATIOS), and any step of LEVELS_APART-fold
+or more, as two files' levels that far apart are (connectors/price_levels.py): inside one file as across two. A
+stream sampled over an hour apart as a rule (daily bars, settlements: connectors/labels.py `ordinary_spacing`) has
+every tick across such a pause: its steps are judged tick to tick, against its own spacing, so that a split is said
+once, at its day, not at every pause whose windows straddle it.
 """
 
 from __future__ import annotations
@@ -22,11 +24,17 @@ from connectors.durations import duration_text
 from connectors.futures_codes import futures_name
 from connectors.labels import ordinary_spacing, session_gap_text
 from connectors.market_zones import stock_name
+from connectors.price_levels import LEVELS_APART
 from connectors.ticks import shown_name, utc_text
 
 STEP_GAP_NS = 3_600_000_000_000  # a pause of over an hour: between sessions (a split is applied while closed)
 # price after / price before of N-for-M splits and reverse splits (1/2: a 2-for-1 split halves the price)
 SPLIT_RATIOS = tuple(Fraction(r) for r in ("1/2", "1/3", "2/3", "2", "3", "3/2", "1/4", "4", "1/10", "10"))
+# a currency's minor unit beside its major one: a file whose vendor writes a stream's prices in pence, then in pounds
+# (GBp/GBP; ZAc/ZAR, ILA/ILS alike), steps x0.01 (review440 #1: a pence file's switch to pounds went unsaid)
+UNIT_RATIOS = (Fraction(1, 100), Fraction(100))
+UNIT_CHANGE = ("a change of price unit, between a currency's minor unit and its major one (pence and pounds: GBp/GBP; "
+               "ZAc/ZAR, ILA/ILS, cents and dollars alike)")
 SPLIT_TOLERANCE = 0.03  # |log(step / ratio)| within log(1.03): the session's own move on top of the split
 STEP_TIMES = 20  # ... and the step more than this many times the stream's median tick-to-tick move
 SIDE_TICKS = 5  # the level on each side of the pause: the median of this many ticks' prices (one bad print aside)
@@ -37,14 +45,13 @@ class PriceStep(NamedTuple):
     before_ts: int  # the last tick before the pause
     after_ts: int  # the first tick after it
     step: float  # the price level after / before
-    ratio: Fraction  # the split ratio it is near
+    ratio: Fraction | None  # the split or unit ratio it is near; None: near none, but LEVELS_APART-fold or more
     times_typical: float  # |log step| / the stream's median |log move| between ticks
     sampled_ns: int = 0  # the stream's ordinary spacing where it is over STEP_GAP_NS (daily bars), else 0
 
     def caution(self, session_gap_ns: int | None) -> str:
-        """The caution line: the stream, the pause, the ratio; what its answers' scores then are."""
-        kind = (f"a {self.ratio.denominator}-for-{self.ratio.numerator} split" if self.ratio < 1
-                else f"a {self.ratio.denominator}-for-{self.ratio.numerator} reverse split")
+        """The caution line: the stream, the pause, the ratio (a split's, a price unit's, or none: a level that
+        far apart is two instruments' as often); what its answers' scores then are."""
         gap = self.after_ts - self.before_ts
         # on a daily series every tick is a pause: a --session-gap that cut this one would leave nothing scored
         cut = (f"its ticks are {duration_text(self.sampled_ns)} apart as a rule, so a --session-gap would leave "
@@ -52,11 +59,22 @@ class PriceStep(NamedTuple):
                "--session-gap 1h leaves them unscored")
         scored = _unscored(gap, session_gap_ns) or f"the answers whose label horizon spans it are scored as that " \
                                                     f"move ({cut})"
+        if self.ratio is None:
+            what = (f"{LEVELS_APART:g}-fold or more and near no split ratio (two instruments under one name, or a "
+                    f"change of price unit?): prices are replayed as the files give them, so one instrument in one "
+                    f"unit is expected")
+        elif self.ratio in UNIT_RATIOS:
+            what = (f"near {self.ratio} ({UNIT_CHANGE}, or a data error?): prices are replayed as the files give "
+                    f"them, so one unit throughout is expected: write the {'later' if self.ratio < 1 else 'earlier'} "
+                    f"prices x{1 / self.ratio} (docs/replay.md)")
+        else:
+            kind = (f"a {self.ratio.denominator}-for-{self.ratio.numerator} split" if self.ratio < 1
+                    else f"a {self.ratio.denominator}-for-{self.ratio.numerator} reverse split")
+            what = (f"near {self.ratio} ({kind}, or a data error?): prices are replayed as the files give them, so "
+                    f"split-adjusted files are expected (docs/replay.md)")
         return (f"{shown_name(self.stream)}: its price stepped x{self.step:.3g} across a pause of "
                 f"{duration_text(gap)} in event time ({utc_text(self.before_ts)} to {utc_text(self.after_ts)}), "
-                f"{self.times_typical:.0f} times its typical move and near {self.ratio} ({kind}, or a data error?): "
-                f"prices are replayed as the files give them, so split-adjusted files are expected "
-                f"(docs/replay.md); {scored}")
+                f"{self.times_typical:.0f} times its typical move, {what}; {scored}")
 
 
 def split_like_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[PriceStep]:
@@ -76,9 +94,11 @@ def split_like_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[Pr
         step = _sampled_step(prices, j) if sampled else _session_step(prices, j)
         if step is None:
             continue
-        ratio = min(SPLIT_RATIOS, key=lambda r: abs(np.log(step / float(r))))
+        ratio = min((*SPLIT_RATIOS, *UNIT_RATIOS), key=lambda r: abs(np.log(step / float(r))))
         if abs(np.log(step / float(ratio))) > np.log1p(SPLIT_TOLERANCE):
-            continue
+            if abs(np.log(step)) < np.log(LEVELS_APART):  # a move, or a gap, of one instrument
+                continue
+            ratio = None  # levels as far apart as two files' that get a caution (connectors/price_levels.py)
         times = abs(np.log(step)) / typical if typical > 0 else np.inf
         if times > STEP_TIMES:
             steps.append(PriceStep(stream, int(ts[j]), int(ts[j + 1]), step, ratio, times, spacing * sampled))
@@ -128,6 +148,15 @@ class LastingStep(NamedTuple):
         before it (a stock's halt reopens ~10% away after 5 minutes: no roll); what its answers' scores then are
         and what to do."""
         gap = self.after_ts - self.before_ts
+        step = (f"{shown_name(self.stream)}: its price stepped from about {self.before:g} to {self.after:g} "
+                f"({self.after / self.before - 1:+.2%}) at its tick {self.tick:,} ({utc_text(self.after_ts)}), "
+                f"{self.times_typical:.0f} times its typical move, and stayed there")
+        if (unit := unit_ratio(self.after / self.before)) is not None:  # x0.01 at noon: no roll, no price limit
+            scored = _unscored(gap, session_gap_ns) or "the answers whose label horizon spans it are scored as " \
+                                                        "that move"
+            return (f"{step} (x{unit}: {UNIT_CHANGE}, or a data error?): prices are replayed as the files give them, "
+                    f"so one unit throughout is expected: write the {'later' if unit < 1 else 'earlier'} prices "
+                    f"x{1 / unit}; {scored}")
         minute = 60 * 10**9  # --session-gap in whole minutes, at most the pause: it then cuts there
         future = futures_name(self.stream)
         halt = gap >= minute and not future
@@ -154,10 +183,12 @@ class LastingStep(NamedTuple):
                 "series, or a bad back-adjust?" if halt else "a futures roll in a continuous series at the "
                 "session's change, an opening gap, or a bad back-adjust?" if gap >= STEP_GAP_NS else "a futures roll "
                 "in a continuous series, or a bad back-adjust?")
-        return (f"{shown_name(self.stream)}: its price stepped from about {self.before:g} to {self.after:g} "
-                f"({self.after / self.before - 1:+.2%}) at its tick {self.tick:,} ({utc_text(self.after_ts)}), "
-                f"{self.times_typical:.0f} times its typical move, and stayed there ({what}): prices are replayed "
-                f"as the files give them; {scored}")
+        return f"{step} ({what}): prices are replayed as the files give them; {scored}"
+
+
+def unit_ratio(step: float) -> Fraction | None:
+    """The price unit ratio (UNIT_RATIOS) a step (the level after / before) is within SPLIT_TOLERANCE of, else None."""
+    return next((r for r in UNIT_RATIOS if abs(np.log(step / float(r))) <= np.log1p(SPLIT_TOLERANCE)), None)
 
 
 def _unscored(gap_ns: int, session_gap_ns: int | None) -> str | None:

@@ -249,6 +249,23 @@ def test_split_like_steps_need_a_pause_a_split_ratio_and_a_step_beyond_the_typic
     assert split_like_steps("X", ts, noisy) == []
 
 
+def test_a_price_unit_change_and_levels_far_apart_are_steps_inside_a_file_as_across_files() -> None:
+    """review440 #1: a pence file that goes on in pounds steps x0.01 across the night; its ratio is no split's, so
+    it went unsaid (two files with the same rows got a caution). A step of a price unit is said as one, a level
+    3-fold apart near no ratio as two files' are, and a unit's step inside a session names the unit, not a roll."""
+    ts = np.array([0, 1, 2, 3, 4, 30, 31, 32, 33, 34], dtype=np.int64) * HOUR
+    pence = np.array([72.5, 72.52, 72.48, 72.5, 72.52, 72.5, 72.52, 72.48, 72.5, 72.52])
+    [unit] = split_like_steps("VOD.L", ts, np.where(np.arange(10) < 5, pence, pence / 100))
+    assert str(unit.ratio) == "1/100" and "a change of price unit" in unit.caution(None)
+    assert "write the later prices x100" in unit.caution(None)
+    [level] = split_like_steps("VOD.L", ts, np.where(np.arange(10) < 5, pence, pence / 5))
+    assert level.ratio is None and "3-fold or more and near no split ratio (two instruments" in level.caution(None)
+    minutes = np.arange(100, dtype=np.int64) * 60_000_000_000
+    walk = 72.5 + np.tile([0.0, 0.02, -0.02, 0.01], 25)
+    [midday] = lasting_steps("VOD.L", minutes, np.where(np.arange(100) < 50, walk, walk / 100))
+    assert "(x1/100: a change of price unit" in midday.caution(None) and "roll" not in midday.caution(None)
+
+
 def halt_csv(path: Path, seed: int = 13) -> None:
     """An ES file as vendors stamp it: prints from 14:00 to 16:00 and 17:00 to 19:00, the last and first on the
     bounds of CME's hour-long maintenance halt, so the pause is exactly 1 h."""
