@@ -40,7 +40,7 @@ from connectors.name_dates import date_of
 from connectors.file_streams import stream_of_file
 from connectors.file_suffixes import PARQUET_SUFFIXES
 from connectors.file_time_unit import file_time_unit
-from connectors.file_scans import currency_codes, first_text, is_csv, scan_file, time_sample
+from connectors.file_scans import currency_codes, first_text, is_csv, scan_file, signed_cells, time_sample
 from connectors.headerless_csv import headerless_map, quote_cautions
 from connectors.layout import NoTickLayout, match_case
 from connectors.layout_notes import (
@@ -122,7 +122,8 @@ def layout(path: Path, spec: ColumnMap | Refine | None, long_rows_of: bool = Fal
                                          detected=not isinstance(spec, ColumnMap))
     notes += naive_notes
     dialect, number_notes = mapped_decimals(path, cmap, dialect, list(schema))  # each number column's own mark
-    number_notes += currency_notes(path, cmap, first, currency_codes(path, cmap, dialect))
+    number_notes += currency_notes(path, cmap, first, currency_codes(path, cmap, dialect),
+                                   lambda column: signed_cells(path, cmap, dialect, column))
     number_notes += banner_note(path, dialect) + trailer_note(path, dialect.trailer if dialect is not None else "")
     notes = date_notes + notes + zone_notes
     return cmap, dialect, schema, notes + number_notes + kind_notes + parts_notes + unit_notes + stream_notes + \

@@ -23,7 +23,7 @@ from connectors.json_columns import lists_as_text, nested_fields
 from connectors.iqfeed_level1 import is_level1_capture
 from connectors.json_lines import JSON_LINES_SUFFIXES, is_json_lines
 from connectors.map_vocabulary import NUMERIC_FIELDS
-from connectors.number_separators import NUMBER_WRITTEN, code_after
+from connectors.number_separators import CURRENCY_SIGN, NUMBER_WRITTEN, code_after
 from connectors.parquet_footer import int96_columns
 from connectors.shell_words import shell_word
 from connectors.small_csv_scans import held_scan
@@ -306,6 +306,25 @@ def currency_codes(path: Path, cmap: ColumnMap, dialect: Dialect | None) -> dict
         if cells.select(coded).collect().item():
             codes[column] = code
     return codes
+
+
+def code_counts(path: Path, cmap: ColumnMap, dialect: Dialect | None, column: str) -> dict[str, int]:
+    """Each ISO code a CSV column writes after its numbers (`0.7250 GBP`, `72.50 GBX`) in its first SAMPLE_ROWS rows,
+    and its cells, most first."""
+    if dialect is None:
+        return {}
+    codes = scan_file(path, cmap.names, dialect, {column: pl.String}).head(SAMPLE_ROWS).select(
+        pl.col(column).str.strip_chars().str.extract(rf"^{NUMBER_WRITTEN}\s*([A-Z]{{3}})$", 1).alias("code")
+    ).drop_nulls().group_by("code").len().sort("len", "code", descending=[True, False]).collect()
+    return {code: n for code, n in codes.iter_rows() if code_after(f"1 {code}") is not None}
+
+
+def signed_cells(path: Path, cmap: ColumnMap, dialect: Dialect | None, column: str) -> tuple[int, int]:
+    """(the cells that write a currency sign with their number, the non-empty cells) of a column's first
+    SAMPLE_ROWS rows: a sign on some cells only (`£0.7250` beside bare `72.50`) may mark another unit."""
+    cells = scan_file(path, cmap.names, dialect, {column: pl.String} if is_csv(path) else None).head(SAMPLE_ROWS) \
+        .select(pl.col(column).cast(pl.String).str.strip_chars()).filter(pl.col(column) != "")
+    return cells.select(pl.col(column).str.contains(CURRENCY_SIGN).sum(), pl.len()).collect().row(0)
 
 
 def first_text(path: Path, names: Sequence[str] | None, dialect: Dialect | None,

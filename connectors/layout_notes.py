@@ -190,16 +190,27 @@ def _unit_notes(path: Path, cmap: ColumnMap) -> list[str]:
             f"read as written)"]
 
 
-def currency_notes(path: Path, cmap: ColumnMap, first: Callable[[str], Any], codes: Mapping[str, str]) -> list[str]:
+def currency_notes(path: Path, cmap: ColumnMap, first: Callable[[str], Any], codes: Mapping[str, str],
+                   sign_counts: Callable[[str], tuple[int, int]]) -> list[str]:
     """Value columns whose first value writes a currency sign with its number (`61.836,63 €`), or whose every cell
     writes one ISO code after it (`codes`: `61.836,63 EUR`): read without it, said as a header's unit is (a whole
-    column was rejected once, each row's cell 'not a number': review259 #7, fix274 #4)."""
+    column was rejected once, each row's cell 'not a number': review259 #7, fix274 #4). A sign on some of a column's
+    cells only (`sign_counts`: its signed and its non-empty cells) is counted: a London file's `£0.7250` beside
+    bare pence `72.50` (review440 #4; the levels are cautioned by connectors/price_units.py)."""
     signed = [(column, text) for field in VALUE_FIELDS if (column := getattr(cmap, field)) is not None
               and isinstance(text := first(column), str) and (column in codes or
                                                               re.sub(CURRENCY_SIGN, "", text.strip()) != text.strip())]
     if not signed:
         return []
-    said = ", ".join(f"{quoted(column)} ({quoted(text.strip())})" for column, text in signed)
+
+    def shown(column: str, text: str) -> str:
+        if column in codes:
+            return f"{quoted(column)} ({quoted(text.strip())})"
+        count, cells = sign_counts(column)
+        some = f", on {count:,} of its {cells:,} cells, the others bare: two units?" if count < cells else ""
+        return f"{quoted(column)} ({quoted(text.strip())}{some})"
+
+    said = ", ".join(shown(column, text) for column, text in signed)
     kind = "a currency sign" if not codes else "a currency code" if len(codes) == len(signed) else \
         "a currency sign or code"
     return [f"{path.name}: numbers written with {kind}, read without it: {said} (a unit is noted, not "

@@ -50,9 +50,10 @@ class LonePrints(NamedTuple):
     first: list[LonePrint]  # the first LISTED_ROWS, in replay order
 
 
-def _series(frame: pl.LazyFrame, keys: tuple[str, ...], cmap: ColumnMap) -> pl.LazyFrame | None:
+def priced_rows(frame: pl.LazyFrame, keys: tuple[str, ...], cmap: ColumnMap) -> pl.DataFrame | None:
     """A plan's priced rows as one tall frame (stream, kind, _row, _ts, value), in the frame's (replay) order:
-    trades' prices and quotes' mids, each above zero (a crossed or one-sided quote is rejected, not replayed)."""
+    trades' prices and quotes' mids, each above zero (a crossed or one-sided quote is rejected, not replayed); the
+    trades first, then the quotes. None where the plan reads no price."""
     stream = pl.col("stream") if "stream" in keys else pl.lit(cmap.stream or cmap.default_stream or "")
     kept = kept_rows(cmap.keep, frame.collect_schema(), planned_keep)  # (file_plan.py's keep_check, as a filter)
     rows = frame.filter(kept & pl.col("_ts").is_not_null())
@@ -65,7 +66,7 @@ def _series(frame: pl.LazyFrame, keys: tuple[str, ...], cmap: ColumnMap) -> pl.L
         bid, ask = pl.col("bid").cast(pl.Float64), pl.col("ask").cast(pl.Float64)
         parts.append(rows.filter(bid.is_finite() & ask.is_finite() & (bid > 0) & (bid <= ask)).select(
             stream.alias("stream"), pl.lit(QUOTE).alias("kind"), "_row", "_ts", ((bid + ask) / 2).alias("value")))
-    return pl.concat(parts) if parts else None
+    return pl.concat(parts).collect() if parts else None
 
 
 def _moves(series: pl.DataFrame) -> pl.DataFrame:
@@ -106,11 +107,10 @@ def _flagged(series: pl.DataFrame) -> pl.DataFrame:
         "stream", "kind", "_row", "_ts", "value", "before", "after", (distance / scale).alias("times")).collect()
 
 
-def lone_prints(frame: pl.LazyFrame, keys: tuple[str, ...], cmap: ColumnMap) -> LonePrints | None:
-    """The lone prints of a tabular file's plan (its frame and wire keys), None where there are none."""
-    series = _series(frame, keys, cmap)
-    flagged = _flagged(series.collect()) if series is not None else None
-    if flagged is None or not flagged.height:
+def lone_prints(series: pl.DataFrame) -> LonePrints | None:
+    """The lone prints of a tabular file's plan (its `priced_rows`), None where there are none."""
+    flagged = _flagged(series)
+    if not flagged.height:
         return None
     per_stream = dict(sorted(flagged.group_by("stream").len().iter_rows(), key=lambda kv: (-kv[1], str(kv[0]))))
     first = flagged.sort("_ts", "_row").head(LISTED_ROWS)

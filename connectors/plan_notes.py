@@ -21,11 +21,12 @@ from connectors.epoch_counts import scaled_ts
 from connectors.file_plan import FilePlan
 from connectors.file_scans import SAMPLE_ROWS
 from connectors.hours_window import Hours
-from connectors.lone_prints import lone_caution, lone_prints
+from connectors.lone_prints import lone_caution, lone_prints, priced_rows
 from connectors.map_vocabulary import UNITS
 from connectors.market_zones import misread_markets
 from connectors.misread_times import time_cautions
 from connectors.price_notation import fractional_caution, refuse_mixed_32nds, yield_caution
+from connectors.price_units import two_levels, two_levels_cautions
 from connectors.repeated_hour import RepeatedHour
 from connectors import json_lines
 from connectors.repeated_trades import (
@@ -182,7 +183,7 @@ def stream_and_clock_notes(path: Path, cmap: ColumnMap, rows: pl.LazyFrame, raw_
 
 def row_notes(plan: FilePlan, rows: pl.LazyFrame, raw_stream: pl.Expr, schema: Mapping[str, Any]) -> FilePlan:
     """The plan with the notes that name rows as the user finds them (its `where`, so made after it): header rows
-    repeated, trades repeated or sharing an id, lone prints."""
+    repeated, trades repeated or sharing an id, prices at two levels in one stream, lone prints."""
     path, cmap = plan.path, plan.columns
     id_column = trade_id_column(cmap, schema)
     if header_rows := sorted(plan.header_rows):  # (its `where`, as below)
@@ -201,9 +202,13 @@ def row_notes(plan: FilePlan, rows: pl.LazyFrame, raw_stream: pl.Expr, schema: M
         said = ([repeated_caution(path.name, same, line, cause, cmap.sequence)] if same else []) + \
             ([shared_id_note(path.name, other, line)] if other else [])
         plan = replace(plan, notes=(*plan.notes, *said)) if said else plan
-    if plan.book is None and (lone := lone_prints(plan.frame, plan.keys, cmap)) is not None:  # (an order's price)
+    series = priced_rows(plan.frame, plan.keys, cmap) if plan.book is None else None  # (an order's price: none)
+    if series is not None:
         line = lambda row: plan.where(row).removeprefix(f"{plan.given_name} ")  # noqa: E731
-        plan = replace(plan, notes=(*plan.notes, lone_caution(path.name, lone, line, plan.ts_factor)))
+        said = two_levels_cautions(path.name, two_levels(series), line)
+        if (lone := lone_prints(series)) is not None:
+            said.append(lone_caution(path.name, lone, line, plan.ts_factor))
+        plan = replace(plan, notes=(*plan.notes, *said))
     return plan
 
 

@@ -16,7 +16,7 @@ from connectors.event_time import offset_hours
 from connectors.utc_offsets import UTC_OFFSET
 from connectors.file_plan import FilePlan
 from connectors.row_wires import NO_TRADE, UNREAD_SAID
-from connectors.file_scans import BYTE_ORDER_MARK, first_text, time_sample
+from connectors.file_scans import BYTE_ORDER_MARK, code_counts, first_text, time_sample
 from connectors.histdata_layout import zone_has_dst
 from connectors.json_lines import DUPLICATE_KEY, NOT_JSON
 from connectors.map_vocabulary import UNITS, VALUE_FIELDS
@@ -129,11 +129,21 @@ def _decimal_comma_hint(plan: Any, text: str, column: str) -> str:
 NUMBER_AND_UNIT = re.compile(r"^[+-]?\d[\d.,'\s\u00a0\u202f]*?\s*(?P<unit>[^\W\d_]{1,5}|%)\.?$")
 
 
-def _number_unit_hint(text: str) -> str:
-    """What a cell that did not read says when a unit follows its number (a currency sign alone is read)."""
+def _number_unit_hint(text: str, plan: Any, column: str) -> str:
+    """What a cell that did not read says when a unit follows its number (a currency sign alone is read); where its
+    column writes two codes (`GBX` beside `GBP`), their counts, and no advice to remove them, which would read pence
+    and pounds as one series (review440 #4)."""
     found = NUMBER_AND_UNIT.match(text.strip())
+    if not found:
+        return ""
+    codes = code_counts(plan.path, plan.columns, plan.dialect, column) if isinstance(plan, FilePlan) else {}
+    if len(codes) > 1:
+        counted = ", ".join(f"{quoted(code)} in {n:,} cell{'s' if n != 1 else ''}" for code, n in codes.items())
+        return (f"; the column writes {len(codes)} units after its numbers ({counted}, of its first rows): its "
+                f"prices are in {len(codes)} units, so removing them would read those as one series, each step "
+                f"between them a move: write every cell in one unit before the replay")
     return (f"; {quoted(found['unit'])} after the number is a unit: remove it from the file (in Excel, format the "
-            "cells as Number before saving as CSV)") if found else ""
+            "cells as Number before saving as CSV)")
 
 
 # q's typed nulls and infinities as `save` and `0:` write them (`0n` float, `0N` long, `0Nj`, `0Np` timestamp, ...):
@@ -150,11 +160,11 @@ def _q_null_hint(text: str) -> str:
             f"rows in q before the export, e.g. select from t where not null price, or leave them rejected)")
 
 
-def _unit_hint(text: str) -> str:
+def _unit_hint(text: str, plan: Any, column: str) -> str:
     """What a cell that did not read says: q's null (`_q_null_hint`), or a unit after its number."""
     if q_null := _q_null_hint(text):
         return q_null
-    return _number_unit_hint(text)
+    return _number_unit_hint(text, plan, column)
 
 
 def _unread_cell(plan: Any, row: int, column: str) -> str:
@@ -167,10 +177,10 @@ def _unread_cell(plan: Any, row: int, column: str) -> str:
         return ": empty"
     if column in (plan.column_of("price"), plan.column_of("bid"), plan.column_of("ask")) and text is not None:
         return f": {quoted(text)} is not a number{unread_price_hint(text, getattr(plan, 'columns', None))}" \
-            f"{_decimal_comma_hint(plan, text, column)}{_unit_hint(text)}"
+            f"{_decimal_comma_hint(plan, text, column)}{_unit_hint(text, plan, column)}"
     if column != plan.column_of("ts"):
-        return f": {quoted(text)} is not a number{_decimal_comma_hint(plan, text, column)}{_unit_hint(text)}" \
-            if text is not None else ": empty, or not a number"
+        return f": {quoted(text)} is not a number{_decimal_comma_hint(plan, text, column)}" \
+               f"{_unit_hint(text, plan, column)}" if text is not None else ": empty, or not a number"
     ts_format = getattr(getattr(plan, "columns", None), "ts_format", None)
     if text is not None and ts_format and (epoch := epoch_format_hint(text, ts_format)) is not None:
         return f": {quoted(text)}: {epoch}"

@@ -198,14 +198,21 @@ def test_prices_written_with_a_currency_sign_read_as_the_numbers_with_a_note(tmp
         assert dict(replay.rejected) == {}
         assert (f'{path.name}: numbers written with a currency {kind}, read without it: "Price" ("61.836,00 {unit}") '
                 "(a unit is noted, not applied: values are read as written)") in replay.notes
-    # two currencies in one column are no numbers of one unit: each row rejected, the reject says what to remove
+    # two currencies in one column are no numbers of one unit: each row rejected; review440 #4: the reject counts
+    # both codes, never advising their removal (which reads GBX's pence beside GBP's pounds as one series)
     mixed = tmp_path / "eur_usd.csv"
     mixed.write_text(coded.read_text().replace("01 EUR", "01 USD"))
     replay = FileReplay(mixed, columns={"tz": "Europe/Berlin"})
     assert drain(replay) == [] and dict(replay.rejected) == {"missing_field": 8}
     assert str(replay.rejected.examples["missing_field"]).endswith(
-        '"61.836,00 EUR" is not a number; "EUR" after the number is a unit: remove it from the file (in Excel, '
-        "format the cells as Number before saving as CSV))")
+        '"61.836,00 EUR" is not a number; the column writes 2 units after its numbers ("EUR" in 7 cells, "USD" in 1 '
+        "cell, of its first rows): its prices are in 2 units, so removing them would read those as one series, each "
+        "step between them a move: write every cell in one unit before the replay)")
+    # a sign on some cells only (`£0.7250` beside bare pence) is counted in the note
+    some = tmp_path / "some_signed.csv"
+    some.write_text(signed.read_text().replace("01 €", "01"))
+    assert 'read without it: "Price" ("61.836,00 €", on 7 of its 8 cells, the others bare: two units?)' in \
+        " ".join(FileReplay(some, columns={"tz": "Europe/Berlin"}).notes)
 
 
 def test_a_currency_code_after_comma_grouped_numbers_is_read_and_a_magnitude_word_is_not(tmp_path: Path) -> None:

@@ -89,3 +89,29 @@ def test_a_bad_quote_is_said_by_its_mid(tmp_path: Path) -> None:
 def test_the_shared_real_data_has_no_lone_prints(shared_data: Path, name: str) -> None:
     # the largest there: a BTCUSDT sweep's print 8 USDT off and back, 7.4 usual large moves (the caution takes 50)
     assert lone_notes(FileReplay(shared_data / name)) == []
+
+
+def two_levels_notes(replay: FileReplay) -> list[str]:
+    return [note for note in replay.notes if "between the two levels is scored as a move" in note]
+
+
+def test_prices_at_two_levels_in_one_stream_are_said_and_a_fat_finger_is_not(tmp_path: Path) -> None:
+    """review440 #2, #4: pence beside pounds in one stream, trades against quotes (LSE's GBp trades, GBP quotes) or
+    one column's cells (Excel's `£0.7250` beside `72.50`), replayed as +-99% moves without a word. Each gets a
+    caution naming the stream, the levels and the first line; one fat finger (a lone print) is no second level."""
+    pence = walk() / 1000  # around 61.8
+    mixed = np.where(np.arange(N) % 3 == 0, np.round(pence / 100, 4), pence)
+    replay = FileReplay(trades_file(tmp_path / "mixed.csv", mixed))
+    [said] = two_levels_notes(replay)
+    assert said.startswith("mixed.csv: BTCUSDT's trade prices jump 3-fold or more from one tick to the next 266 "
+                           "times in 399 (the first, line 3: ") and "about 100-fold apart" in said, said
+    quote = np.arange(N) % 2 == 0  # a quote in pounds, then a trade in pence
+    quoted = trades_file(tmp_path / "kinds.csv", [None if q else p for q, p in zip(quote, pence)],
+                         bid=[(p - 0.01) / 100 if q else None for q, p in zip(quote, pence)],
+                         ask=[(p + 0.01) / 100 if q else None for q, p in zip(quote, pence)])
+    [said] = two_levels_notes(FileReplay(quoted))
+    assert said.startswith("kinds.csv: BTCUSDT's trades print about 100-fold above the quotes they met (200 of 200 "
+                           "trades; the first, line 3: "), said
+    fat = walk()
+    fat[BAD] *= 10
+    assert two_levels_notes(FileReplay(trades_file(tmp_path / "fat.csv", fat))) == []
