@@ -24,6 +24,7 @@ from connectors.durations import duration_text
 from connectors.futures_codes import futures_name
 from connectors.labels import ordinary_spacing, session_gap_text
 from connectors.market_zones import stock_name
+from connectors.option_names import is_option_name
 from connectors.price_levels import LEVELS_APART
 from connectors.ticks import shown_name, utc_text
 
@@ -85,6 +86,7 @@ def split_like_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[Pr
     pauses = np.arange(len(ts) - 1) if sampled else np.nonzero(np.diff(ts) > STEP_GAP_NS)[0]  # j: tick j to j + 1
     if not len(pauses):
         return []
+    option = is_option_name(stream)  # (as price_levels leaves an option's files out)
     log_prices = np.log(prices)
     moves = np.abs(np.diff(log_prices))
     moves = moves[moves > 0]
@@ -94,9 +96,11 @@ def split_like_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[Pr
         step = _sampled_step(prices, j) if sampled else _session_step(prices, j)
         if step is None:
             continue
-        ratio = min((*SPLIT_RATIOS, *UNIT_RATIOS), key=lambda r: abs(np.log(step / float(r))))
+        # an option's premium may move many-fold, or 100-fold, in a night: only its split ratios are said
+        ratios = SPLIT_RATIOS if option else (*SPLIT_RATIOS, *UNIT_RATIOS)
+        ratio = min(ratios, key=lambda r: abs(np.log(step / float(r))))
         if abs(np.log(step / float(ratio))) > np.log1p(SPLIT_TOLERANCE):
-            if abs(np.log(step)) < np.log(LEVELS_APART):  # a move, or a gap, of one instrument
+            if option or abs(np.log(step)) < np.log(LEVELS_APART):  # a move, or a gap, of one instrument
                 continue
             ratio = None  # levels as far apart as two files' that get a caution (connectors/price_levels.py)
         times = abs(np.log(step)) / typical if typical > 0 else np.inf

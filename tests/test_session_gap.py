@@ -260,6 +260,8 @@ def test_a_price_unit_change_and_levels_far_apart_are_steps_inside_a_file_as_acr
     assert "write the later prices x100" in unit.caution(None)
     [level] = split_like_steps("VOD.L", ts, np.where(np.arange(10) < 5, pence, pence / 5))
     assert level.ratio is None and "3-fold or more and near no split ratio (two instruments" in level.caution(None)
+    # an option's premium may move 100-fold in a night (price_levels leaves its files out too)
+    assert split_like_steps("AAPL  261218C00150000", ts, np.where(np.arange(10) < 5, pence, pence / 100)) == []
     minutes = np.arange(100, dtype=np.int64) * 60_000_000_000
     walk = 72.5 + np.tile([0.0, 0.02, -0.02, 0.01], 25)
     [midday] = lasting_steps("VOD.L", minutes, np.where(np.arange(100) < 50, walk, walk / 100))
