@@ -108,7 +108,8 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
         found = _best_quote(found, by_normal)
     datetimes = [n for n, t in schema.items() if isinstance(t, (pl.Datetime, pl.Date))]
     ts = _date_and_time(by_normal, first) or found.pop("ts", None) or _transaction_time(by_normal, schema, first) \
-        or (datetimes[0] if len(datetimes) == 1 else None)
+        or (datetimes[0] if len(datetimes) == 1 else None) \
+        or (None if datetimes else _only_datetime_text(schema, first))
     found.pop("ts", None)
     ts = _date_and_clock(names, ts, first) or ts
     stream_col = found.pop("stream", None) or _market_column(by_normal, first)
@@ -390,6 +391,24 @@ def _transaction_time(by_normal: Mapping[str, str], schema: Mapping[str, pl.Data
     if isinstance(schema.get(column), pl.Datetime):
         return column
     return column if re.search(r"\d[T ]\d\d?:\d\d", str(first(column) or "")) else None
+
+
+# a date, then a time of day: `2024-10-25 09:00:00.000`, `27.10.2024 02:00:05`, `10/25/2024 9:00`
+DATE_THEN_CLOCK = re.compile(r"^(\d{4}[-./]\d\d[-./]\d\d|\d\d?[-./]\d\d?[-./]\d{2,4})[ T]\d\d?:\d\d")
+
+
+def _only_datetime_text(schema: Mapping[str, pl.DataType], first: Callable[..., Any] | None) -> str | None:
+    """A CSV's only text column whose first value is a date with its time of day, under a name no list holds
+    (Euronext's `Trade Date Time`, a German `Zeitpunkt`), as a Parquet file's only datetime column is read
+    (review440 #9: such a file was refused, no time column found)."""
+    if first is None:
+        return None
+    try:
+        found = [n for n, t in schema.items()
+                 if t == pl.String and DATE_THEN_CLOCK.match(str(first(n) or "").strip())]
+    except pl.exceptions.PolarsError:  # rows polars cannot read (a ragged README.csv beside the ticks): no time
+        return None  # column is found by its values, and the refusal names the columns, as without this look
+    return found[0] if len(found) == 1 else None
 
 
 def _date_and_time(by_normal: Mapping[str, str], first: Callable[..., Any] | None) -> str | None:

@@ -112,6 +112,17 @@ def test_a_kalshi_trades_file_without_a_map_reads_as_the_docs_map_reads_it(tmp_p
     assert [t.size for t in replay_ticks(tmp_path / "bars.csv")] != [7.0]
 
 
+def test_a_csvs_only_column_of_date_times_is_its_time_under_any_name(tmp_path: Path) -> None:
+    """review440 #9: Euronext's `Trade Date Time` and a German `Zeitpunkt`, each the file's one column of date-times,
+    were refused ("no time column among them"), as a Parquet file's only datetime column is not."""
+    (tmp_path / "euronext.csv").write_text("Trade Date Time,ISIN,Symbol,Price,Quantity\n" + "".join(
+        f"2024-10-25 09:00:0{i}.000,NL0010273215,ASML,{650 + i / 10},{i + 1}\n" for i in range(3)))
+    (tmp_path / "de.csv").write_text("Zeitpunkt;Kurs;Menge\n" + "".join(
+        f"27.10.2024 02:00:0{i};61.836,{i}0;1\n" for i in range(3)))
+    assert [t.ts for t in replay_ticks(tmp_path / "euronext.csv")][1] == 1_729_846_801 * 10**9
+    assert [t.ts for t in replay_ticks(tmp_path / "de.csv")][2] == 1_729_994_402 * 10**9
+
+
 @pytest.mark.parametrize("suffix", ["csv", "jsonl"])
 def test_gate_io_trades_without_a_map_read_as_the_docs_map_reads_them(tmp_path: Path, suffix: str) -> None:
     """fix280 #4: Gate.io's trades (id,create_time,create_time_ms,currency_pair,side,amount,price,...) without a map
