@@ -27,9 +27,10 @@ DECIMAL_DOCS = "docs/replay.md#column-maps"
 # Portuguese: connectors/field_names.py's European names, B3's): the last thing that tells, after every cell
 COMMA_LANGUAGE_NAMES = frozenset({
     "kurs", "preis", "prix", "prezzo", "precio", "cours", "preco", "preço", "preconegocio", "menge", "stück",
-    "stueck", "quantité", "quantite", "quantità", "quantita", "cantidad", "anzahl", "quantidade", "quantidadenegociada",
-    "geld", "geldkurs", "brief", "briefkurs", "achat", "vente", "denaro", "lettera", "compra", "venta", "precio_compra",
-    "precio_venta", "preço_compra", "preço_venda", "preco_compra", "preco_venda", "prezzo_denaro", "prezzo_lettera"})
+    "stueck", "quantité", "quantite", "quantità", "quantita", "cantidad", "anzahl", "quantidade",
+    "quantidadenegociada", "geld", "geldkurs", "brief", "briefkurs", "geldvolumen", "briefvolumen", "geldmenge",
+    "briefmenge", "achat", "vente", "denaro", "lettera", "compra", "venta", "precio_compra", "precio_venta",
+    "preço_compra", "preço_venda", "preco_compra", "preco_venda", "prezzo_denaro", "prezzo_lettera"})
 
 
 class Decided(NamedTuple):

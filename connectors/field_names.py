@@ -133,7 +133,8 @@ FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
 # A quote's bid and ask (and their sizes, where the language has a clear name for them) in Japanese (JPX's and brokers'
 # 最良買気配値/最良売気配値, 買気配数量), Chinese (vendors' 买一价/卖一价, 买一量; CTP's 申买价一/申卖价一, 申买量一),
 # Korean (KRX's 매수호가/매도호가, 매수호가잔량), Spanish and Portuguese (Precio Compra/Venta, Preço Compra/Venda, Oferta
-# Compra/Venta) and Italian (Borsa Italiana's Prezzo Denaro/Lettera, Quantità Denaro/Lettera), after the others
+# Compra/Venta), Italian (Borsa Italiana's Prezzo Denaro/Lettera, Quantità Denaro/Lettera) and German sizes (Eurex's
+# and Xetra's Geldvolumen/Briefvolumen, Geld Menge/Brief Menge beside Geldkurs/Briefkurs), after the others
 FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
     "bid": ("買気配", "買気配値", "最良買気配", "最良買気配値", "买一价", "买价", "申买价一", "申买价", "買一價", "買價",
             "매수호가", "매수1호가", "최우선매수호가", "precio_compra", "preço_compra", "preco_compra", "oferta_compra",
@@ -143,10 +144,10 @@ FIELD_NAMES.update({field: FIELD_NAMES[field] + names for field, names in {
             "prezzo_lettera"),
     "bid_size": ("買気配数量", "最良買気配数量", "买一量", "买量", "申买量一", "申买量", "買一量", "買量", "매수호가잔량",
                  "매수1호가잔량", "매수잔량", "volumen_compra", "cantidad_compra", "quantidade_compra",
-                 "quantità_denaro", "quantita_denaro"),
+                 "quantità_denaro", "quantita_denaro", "geldvolumen", "geld_volumen", "geldmenge", "geld_menge"),
     "ask_size": ("売気配数量", "最良売気配数量", "卖一量", "卖量", "申卖量一", "申卖量", "賣一量", "賣量", "매도호가잔량",
                  "매도1호가잔량", "매도잔량", "volumen_venta", "cantidad_venta", "quantidade_venda",
-                 "quantità_lettera", "quantita_lettera"),
+                 "quantità_lettera", "quantita_lettera", "briefvolumen", "brief_volumen", "briefmenge", "brief_menge"),
 }.items()})
 # Bloomberg's field mnemonics, as a BDH sheet saved as CSV heads its columns (`Dates,PX_LAST,PX_VOLUME,PX_BID,
 # PX_ASK`; LAST_PRICE, VOLUME, BID, ASK are English names above): fix296, review291 #7

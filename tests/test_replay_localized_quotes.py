@@ -1,8 +1,8 @@
 """fix281 #2: a quote's bid and ask under Japanese (`買気配`/`売気配`, JPX's `最良買気配値`), Chinese (`买一价`/`卖一价`,
 `买价`/`卖价`, CTP's `申买价一`/`申卖价一`), Korean (`매수호가`/`매도호가`), Spanish and Portuguese (`Precio Compra`/`Precio
 Venta`, `Preço Compra`/`Preço Venda`, `Oferta Compra`) and Italian (`Prezzo Denaro`/`Prezzo Lettera`) headers were
-refused, "no price (trades) nor bid and ask (quotes) among them", and Italian `Denaro`/`Lettera` read without their
-sizes. Detected now by connectors/field_names.py, with their sizes where the language has a clear name for them:
+refused, "no price (trades) nor bid and ask (quotes) among them", and Italian `Denaro`/`Lettera` (and German
+`Geldkurs`/`Briefkurs`: review440 #6) read without their sizes. Detected now by connectors/field_names.py, with their sizes where the language has a clear name for them:
 each file reads the same ticks as its copy under English names. Real files in tmp_path, read by FileReplay (the
 reader backtest, feed replay and evaluate use)."""
 
@@ -25,7 +25,10 @@ HEADERS = {"japanese": "時刻,買気配,売気配,買気配数量,売気配数�
            "spanish_oferta": "Hora,Oferta Compra,Oferta Venta,Cantidad Compra,Cantidad Venta",
            "portuguese": "Hora,Preço Compra,Preço Venda,Quantidade Compra,Quantidade Venda",
            "italian": "Ora,Denaro,Lettera,Quantità Denaro,Quantità Lettera",
-           "italian_prezzo": "Ora,Prezzo Denaro,Prezzo Lettera,Quantità Denaro,Quantità Lettera"}
+           "italian_prezzo": "Ora,Prezzo Denaro,Prezzo Lettera,Quantità Denaro,Quantità Lettera",
+           # review440 #6: Eurex's quote sizes were left unread beside Geldkurs/Briefkurs
+           "german": "Zeit,Geldkurs,Briefkurs,Geldvolumen,Briefvolumen",
+           "german_menge": "Uhrzeit,Geld,Brief,Geld Menge,Brief Menge"}
 
 
 def ticks_of(path: Path, header: str) -> list:
