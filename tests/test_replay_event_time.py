@@ -279,3 +279,18 @@ def test_a_date_time_past_2262_is_ts_out_of_range_never_a_wrapped_time(tmp_path:
         f"{path} line 6: ts_out_of_range: ts must be in [0, 2**63): the time is 2300-01-01T00:00:00Z, past "
         f'2262-04-11T23:47:16.854775807Z, the last time int64 nanoseconds since the epoch hold (column "timestamp")')
     assert not any("not in time order" in note or "before 1980" in note for note in replay.notes), replay.notes
+
+
+def test_ticks_on_whole_minutes_sharing_them_are_cautioned_and_minute_bars_are_not(tmp_path: Path) -> None:
+    """review440 #13: a tick file whose times a spreadsheet cut to the minute (`28.03.2024 08:00`) replayed without a
+    word, its minute's ticks at one time; a file of a row a minute (bars) is such a clock by nature."""
+    cut, bars = tmp_path / "cut.csv", tmp_path / "bars.csv"
+    cut.write_text("time;symbol;price;size\n" + "".join(f"28.03.2024 08:{i // 5:02d};VOD.L;72,{50 + i % 3};100\n"
+                                                        for i in range(40)))
+    bars.write_text("time;symbol;price;size\n" + "".join(f"28.03.2024 08:{i:02d};VOD.L;72,{50 + i % 3};100\n"
+                                                         for i in range(40)))
+    [said] = [c for c in FileReplay(cut).cautions if "on a whole minute" in c]
+    assert said.startswith("cut.csv: every one of its 40 timed rows is on a whole minute, 32 of them at the minute of "
+                           "the row of their stream before"), said
+    assert "a clock cut to the minute" in said and "dd.mm.yyyy hh:mm:ss,000" in said
+    assert not any("on a whole minute" in c for c in FileReplay(bars).cautions)
