@@ -63,8 +63,8 @@ CLOCK_FRACTION = re.compile(r"(?:^|[ T])\d{1,2}:\d\d:\d\d([.,])\d+")
 
 def column_numbers(column: Sequence[str], comma_delimited: bool = False) -> ColumnNumbers:
     """What one column's cells (a CSV's first lines) say of its numbers' marks (`ColumnNumbers`). In a
-    comma-delimited file (`comma_delimited`) a comma is written only in a quoted cell, so an unquoted `1.085` is a
-    decimal point, not a group (a rate's, as such files have always been read)."""
+    comma-delimited file (`comma_delimited`) a dot in `1.085` is a decimal point, not a group (a rate's, as such
+    files have always been read): only a comma's `"1,234"`, which a cell holds quoted, reads two ways."""
     comma = point = clock = ""
     marks: set[str] = set()
     ones: dict[str, list[str]] = {",": [], ".": []}
