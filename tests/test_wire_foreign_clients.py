@@ -14,7 +14,9 @@ from pathlib import Path
 import msgpack
 import pytest
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
+from engine.service.control_requests import read_control_request
 from wire_client import CTX, T0, fresh_stream, held_of, stats, trade, wait_stats, wait_until
 from wire_server import clients, server  # noqa: F401 (fixtures)
 
@@ -74,6 +76,44 @@ def test_a_client_that_reconnects_with_its_own_routing_id_while_asks_are_in_flig
                 assert 100 + k in [reply["id"] for reply in got], (trial, k, got)
         finally:
             new.close()
+
+
+def test_a_request_read_after_a_new_connection_took_its_routing_id_is_answered_to_the_new_holder() -> None:
+    """review444 #1: an ask sent just before its client died, read only after the client came back under the same
+    id (the service was in a forward), was read under the name ZMQ_ROUTER_HANDOVER gave the dead connection, and
+    its reply was dropped; the page promises it to the new connection. The control socket's reader
+    (read_control_request) gives the id the client announced, and the reply reaches the new connection."""
+    router = CTX.socket(zmq.ROUTER)
+    router.linger, router.router_mandatory, router.router_handover = 0, 1, 1
+    events = router.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
+    endpoint = f"tcp://127.0.0.1:{router.bind_to_random_port('tcp://127.0.0.1')}"
+
+    def await_event(event: int) -> None:  # (the router's own socket is not touched: it reads nothing before)
+        while events.poll(10_000):
+            if recv_monitor_message(events)["event"] == event:
+                return
+        raise AssertionError(f"no monitor event {event}")
+
+    old = dealer(endpoint, b"cpp-svc-7")
+    new = None
+    try:
+        await_event(zmq.EVENT_HANDSHAKE_SUCCEEDED)
+        old.send(msgpack.packb({"op": "ask", "id": "ask-1"}))
+        old.close(linger=10_000)  # (the ask goes out, then the connection closes)
+        await_event(zmq.EVENT_DISCONNECTED)
+        new = dealer(endpoint, b"cpp-svc-7")
+        new.send(msgpack.packb({"op": "health", "id": "h-1"}))
+        await_event(zmq.EVENT_HANDSHAKE_SUCCEEDED)  # the new connection holds the id: the old one is renamed
+        for wanted in ("ask-1", "h-1"):
+            routing_id, request = read_control_request(router)
+            assert (routing_id, msgpack.unpackb(request)["id"]) == (b"cpp-svc-7", wanted)
+            router.send_multipart([routing_id, msgpack.packb({"ok": True, "id": wanted})])
+            assert new.poll(10_000) and msgpack.unpackb(new.recv())["id"] == wanted
+    finally:
+        router.disable_monitor()
+        for sock in (old, new, events, router):
+            if sock is not None:
+                sock.close(linger=0)
 
 
 # -- #5: error codes, one table -------------------------------------------------------------------------------------

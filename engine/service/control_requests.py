@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Container
 from typing import Any, NamedTuple
 
+import zmq
+
 from connectors.stream_names import check_normalized
 from connectors.ticks import InvalidTick, NotMsgpack, RepeatedKeys, check_stream, read_msgpack, wire_type, wire_value
 from engine.stream_patterns import did_you_mean
@@ -17,6 +19,7 @@ from queries.spec_errors import MAX_LISTED, UnknownQueryError
 ERROR_REPLY_CHARS = (MAX_LISTED + 1) * 500  # a control error: room for every listed query's own (clipped) message
 MAX_ENVELOPE_FRAMES = 4  # frames a control request may carry before it, to come back with the reply
 MAX_ENVELOPE_FRAME_BYTES = 256  # (a routing id is at most 255 bytes)
+GENERATED_ROUTING_ID_BYTES = 5  # libzmq's own routing ids: a zero byte (reserved to it), then a uint32
 
 
 def envelope_problem(envelope: list[bytes]) -> str | None:
@@ -38,6 +41,24 @@ def refused_envelope(envelope: list[bytes]) -> list[bytes]:
     id ROUTER added, and a REQ socket's empty delimiter when one comes next (a REQ client drops a reply without
     it, and would wait for ever)."""
     return envelope[:2] if len(envelope) > 1 and envelope[1] == b"" else envelope[:1]
+
+
+def read_control_request(sock: zmq.Socket, flags: int = 0) -> list[bytes]:
+    """A control request's frames as ROUTER ``sock`` reads them, the routing id first, with the routing id its
+    client announced where libzmq gives one of its own instead (review444 #1). ZMQ_ROUTER_HANDOVER renames the
+    connection whose id a new one takes, to a generated id (a zero byte, then 4 more): a request the old one had
+    sent and the service had not read yet (it was in a forward) came out under that name, and its reply, owed to
+    the client that now holds the id, went nowhere. The connection's ZMTP metadata keeps the id it announced, as a
+    C string: an id that is not UTF-8 keeps the generated one (its reply is dropped and counted), and one with a
+    zero byte comes cut at it (docs/wire-protocol.md asks for text ids)."""
+    frames = sock.recv_multipart(flags, copy=False)
+    routing_id = frames[0].bytes
+    if len(routing_id) == GENERATED_ROUTING_ID_BYTES and routing_id[0] == 0:
+        try:
+            routing_id = frames[-1].get("Identity").encode() or routing_id  # ("": a client that set none)
+        except (zmq.ZMQError, UnicodeDecodeError):  # (no metadata, an inproc peer; an id that is not text)
+            pass
+    return [routing_id, *(frame.bytes for frame in frames[1:])]
 
 
 MAX_SOURCE_CHARS = 64

@@ -15,8 +15,8 @@ import zmq
 from engine.service.config import ServiceConfig
 from engine.service.control_requests import (CONTROL_OPS, ERROR_REPLY_CHARS, NO_ID, ControlError, ControlStopping,
                                              check_fields, check_request, envelope_problem, noted, refused_envelope,
-                                             request_id, request_or_none, refusal, sendable, unpack_request,
-                                             unused_keys_note)
+                                             read_control_request, request_id, request_or_none, refusal, sendable,
+                                             unpack_request, unused_keys_note)
 from engine.service.document_parse import DocumentParse
 from engine.service.drain_slice import DRAIN_SLICE_S
 from engine.service.wire_protocol import pack, pack_with_raw, raw_map_value
@@ -120,7 +120,7 @@ class ControlSocket:
         deadline = time.monotonic() + DRAIN_SLICE_S  # a client flooding requests must not stall ingest and forwards
         while time.monotonic() <= deadline:
             try:
-                frames = sock.recv_multipart(zmq.NOBLOCK)
+                frames = read_control_request(sock, zmq.NOBLOCK)
             except zmq.Again:
                 return
             self.counters["control_requests"] += 1

@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 import zmq
 
-from engine.service.control_requests import NO_ID, envelope_problem, refused_envelope, request_id, request_or_none
+from engine.service.control_requests import (NO_ID, envelope_problem, read_control_request, refused_envelope,
+                                             request_id, request_or_none)
 from engine.service.release import release_fields
 from engine.service.wire_protocol import WIRE_PROTOCOL, pack, pack_with_raw, raw_map_value
 
@@ -45,7 +46,7 @@ class StartingReplies:
         while not self._done.is_set():
             if not self.sock.poll(100):
                 continue
-            frames = self.sock.recv_multipart()
+            frames = read_control_request(self.sock)
             if envelope_problem(frames[:-1]) is not None:  # (told properly once the service serves)
                 frames = [*refused_envelope(frames[:-1]), frames[-1]]
             request = request_or_none(frames[-1])  # (a request that is not msgpack: told once the service serves)
