@@ -15,6 +15,7 @@ from conftest import serving
 from connectors.ticks import encode
 from engine.service.client import ControlClient
 from engine.service.ingest_reading import RECENT_MESSAGES
+from engine.service.heartbeat_seqs import MOST_TOPICS_A_HEARTBEAT, HeartbeatSeqs
 from engine.service.server import HEARTBEAT_TOPIC
 from test_server import checkpoint  # noqa: F401  (checkpoint: the model fixture)
 from test_service_limits import EPHEMERAL, QUERIES, pipeline_config, ticks, wait_for
@@ -80,6 +81,21 @@ def test_a_tail_a_slow_subscriber_lost_at_a_stop_is_named_by_the_restarted_servi
         assert all(named[topic] > max(held.get(topic, [0])) for topic in lost)
     finally:
         slow.close()
+
+
+@pytest.mark.parametrize("topics, heartbeat_s", [(50, 1.0), (2 * MOST_TOPICS_A_HEARTBEAT + 500, 2.5)])
+def test_a_subscriber_whose_first_heartbeat_is_not_the_first_still_gets_every_topic_held(topics, heartbeat_s) -> None:
+    """review444 #2: the sweep of every topic held went in heartbeat 1 alone (50 topics: one page), and a subscriber
+    that re-subscribed after it (its first heartbeat seq 2) never saw it. A round begins again while the last began
+    within the start's first SWEEP_REPEAT_S of heartbeats: from any of those on, a subscriber is named every topic."""
+    held = {f"dir/S{i:04}/": i + 1 for i in range(topics)}
+    seqs = HeartbeatSeqs(lambda: sorted(held), held.__getitem__, heartbeat_s)
+    beats = [seqs.take() for _ in range(3 * seqs.repeat_heartbeats + 10)]
+    assert seqs.repeat_heartbeats == round(10 / heartbeat_s) and not beats[-1]  # (the sweep ends)
+    for first in range(seqs.repeat_heartbeats):  # a subscriber's first heartbeat: seq first + 1
+        named = {topic: seq for beat in beats[first:] for topic, seq in beat.items()}
+        assert named == held, first + 1
+    assert all(len(beat) <= MOST_TOPICS_A_HEARTBEAT for beat in beats)
 
 
 def test_each_heartbeat_names_the_topics_published_since_the_one_before(checkpoint) -> None:

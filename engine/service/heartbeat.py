@@ -75,7 +75,8 @@ class Heartbeat:
         self._stale_lines = StaleAnswersLines()
         # each topic's last seq, for heartbeats: a loss at a topic's tail shows as a gap (heartbeat_seqs.py)
         self._heartbeat_seqs = HeartbeatSeqs(lambda: self.pipeline.cache.topic_names(),
-                                             lambda topic: self.pipeline.cache.last_seq(topic))
+                                             lambda topic: self.pipeline.cache.last_seq(topic),
+                                             self.config.limits.heartbeat_s)
 
     def _heartbeat(self) -> None:
         self.counters["heartbeats"] += 1
