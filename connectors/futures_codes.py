@@ -10,7 +10,8 @@ so that `serve`'s start line, which names the shapes, and every reply agree. The
   weekly one `NIFTY24D0524300PE`;
 * an exchange's futures contract code: a root of up to four letters and digits (a digit first only before a
   letter: CME's FX `6EH5`), the month's letter and the year's last digit, its last two (`00`..`39`, `90`..`99`),
-  or all four (CME's `ESM4`, `CLZ24`, `SR3Z4`, `ESZ2024`, ICE's `BZF5`, Eurex's `FDXM5`, `FGBLM5`), or a product
+  or all four (CME's `ESM4`, `CLZ24`, `SR3Z4`, `ESZ2024`, ICE's `BZF5`, Eurex's `FDXM5`, `FGBLM5`; a vendor's
+  `ES.H25`, a dot after the root), or a product
   code with its digits and a letter followed by the contract's year and month (JPX/OSE's `NK225M2406`, Nikkei 225
   mini June 2024), or a contract month alone (`202406`, a contract column's value); and a calendar spread of two
   (`CLZ4-CLF5`). A name of letters then one run of digits is a future only in the first shape: a scanner's IDs
@@ -36,11 +37,12 @@ import re
 from connectors.option_names import MARKED, is_option_name
 
 MONTH_CODES = "FGHJKMNQUVXZ"  # January to December, as every futures exchange writes them
-# CME/ICE/Eurex: root, month letter, year (ESM4, CLZ24, ESZ2024, FDXM5, 6EH5); a contract month alone (202406).
+# CME/ICE/Eurex: root, month letter, year (ESM4, CLZ24, ESZ2024, FDXM5, 6EH5), the root and the month apart by a
+# space or a dot as vendors write them too (`ES H5`, `ES.H25`: review444 #3); a contract month alone (202406).
 # A two-digit year is 00..39 or the 1990s' 90..99: `HK50`, `EU50`, `CN50` are index CFDs, not contracts of 2050
 ROOT = r"(?:[A-Z][A-Z0-9]{0,3}|\d[A-Z][A-Z0-9]{0,2})"
 YEAR = r"(?:(?:19|20)\d\d|[0-39]\d|\d)"
-DATED_CODE = rf"{ROOT} ?[{MONTH_CODES}]{YEAR}|(?:19|20)\d\d(?:0[1-9]|1[0-2])"
+DATED_CODE = rf"{ROOT}[ .]?[{MONTH_CODES}]{YEAR}|(?:19|20)\d\d(?:0[1-9]|1[0-2])"
 # JPX/OSE: a product code with digits and a letter, then the contract's year and month (NK225M2406). Letters then
 # digits alone (JGBL2406) are not read so: a scanner's `EQ00103` reads the same way (module docstring)
 YEAR_MONTH_CODE = r"[A-Z]{2,6}\d{1,3}[A-Z]\d\d(?:0[1-9]|1[0-2])"
@@ -58,8 +60,8 @@ PRODUCT_MONTH = re.compile(rf"^[A-Z][A-Z0-9]{{1,5}} (?:{CONTRACT_MONTH})$")
 CONTINUATION_SERIES = re.compile(r"^[A-Z][A-Z0-9]{0,3}(?:c\d{1,2}|\d{1,2}!|=F|\.[cvn]\.\d+)$")
 CONTINUOUS_SERIES = "a continuous futures series"
 # A venue after a dot, as a refusal advises naming a stream (`SR3Z4.cme`, `BTC-29MAR24.deribit`); a continuous
-# series' `.c.0` ends in a digit and stays
-VENUE_SUFFIX = re.compile(r"\.[A-Za-z][A-Za-z0-9_-]*$")
+# series' `.c.0` ends in a digit and stays, and so does a contract's month and year after its root's dot (`ES.H25`)
+VENUE_SUFFIX = re.compile(rf"\.(?![{MONTH_CODES}]{YEAR}$)[A-Za-z][A-Za-z0-9_-]*$")
 FUTURES_CONTRACT = re.compile(rf"^(?:{DATED_CODE}|{YEAR_MONTH_CODE})$")
 CONTINUOUS_FUTURE = re.compile(r"^(?:@[A-Z0-9]{1,4}|[A-Z][A-Z0-9]{0,3}(?:\d!?|=F|c\d|\.[cvn]\.\d+))$")
 DATED_FUTURE = "a dated future"

@@ -76,6 +76,16 @@ def test_real_codes_are_futures_bare_or_by_venue_and_ids_are_not() -> None:
     assert derivative_kind("CLZ99") == "a dated future"  # (a 1990s contract: 90..99 are years too)
 
 
+def test_a_futures_code_with_a_dot_after_its_root_is_a_dated_future_and_a_venue_still_is_not() -> None:
+    """review444 #3: `ES.H25`, the wire page's running example of a future, got no spot_trained_model caveat where
+    `ESH25` did: its `.H25` was read past as a venue's suffix, leaving `ES`. A month and a year after the dot stay."""
+    for name in ("ES.H25", "ES.H5", "ES.H2025", "CL.Z4", "FDX.M5", "ES.H25.cme"):
+        assert derivative_kind(name) == "a dated future", name
+    assert derivative_kind("CL.Z4-CL.F5") == "a futures calendar spread"
+    for name in ("BRK.B", "VOD.L", "AAPL.N", "7203.T", "SIEGn.DE", "ES.cme"):  # (a venue, a share class)
+        assert derivative_kind(name) is None, name
+
+
 def test_every_name_serves_start_line_gives_is_one_the_rule_caveats() -> None:
     line = start_note(None)  # the built-in model: spot data only
     assert line is not None and "ESM4, FDXM5, NK225M2406" in line
