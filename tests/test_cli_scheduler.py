@@ -198,6 +198,15 @@ def test_rows_a_filter_left_out_count_on_neither_side_of_the_rejected_share(caps
     assert rejected_in_one_line(rejected, 50).startswith("warning: 50 of the 100 ticks read rejected")
 
 
+def test_a_halts_quotes_of_no_market_are_read_not_rejected_in_the_share(capsys) -> None:
+    """A LULD halt's 0/0 quotes (`no_market`, "counted apart" in docs/replay.md) are the market's state the venue
+    sent, no bad rows: they count among the ticks read, never the rejected, so a halt day passes a strict limit."""
+    assert rejected_share_status({"no_market": 20}, 980, 0.01, "flashtick backtest") is None
+    assert rejected_share_status({"no_market": 20, "missing_field": 30}, 950, 0.01, "flashtick backtest") == 1
+    assert ("partial: 30 of the 1,000 ticks read (20 quotes of no market, a halt's, read and not counted as rejected) "
+            "(3.0%) were rejected") in capsys.readouterr().err
+
+
 def test_a_finished_runs_no_op_resume_exits_as_the_run_did(engine: Path, tmp_path: Path) -> None:
     """`backtest --resume` of a finished run that rejected more than --max-rejected-share allows: the first run
     exited 1 (partial), and so does every hourly re-run that finds it complete; without the option, 0."""

@@ -15,6 +15,8 @@ from engine.quoting import quoted
 from engine.service.exit_codes import PARTIAL
 
 FILTERED_OUT = "filtered_out"  # rows a filter (--streams, --hours, a keep) left out on purpose: not rejected
+# quotes of bid 0 and ask 0 (a halt, a LULD pause): the market's state as the venue sent it, read but no bad row
+NO_MARKET = "no_market"
 
 
 def add_max_rejected_share(parser: argparse.ArgumentParser) -> None:
@@ -41,17 +43,22 @@ def rejected_share_status(rejected: Mapping[str, int], taken: int, limit: float 
     filter's left out among them but not counted; ``refused_after``: taken, then refused by the engine, a feed's)
     are more than ``limit`` of the ticks read (``taken`` plus those rejected); None within it, or without a limit.
     The rows a filter left out count on neither side: one ticker of a whole-market file (`--streams AAPL` of
-    10,000 tickers) would otherwise dilute its rejects until no share ever passed the limit (review430 #9)."""
+    10,000 tickers) would otherwise dilute its rejects until no share ever passed the limit (review430 #9). Quotes
+    of no market (NO_MARKET) were read but are no bad rows: they count among the ticks read, not the rejected, so a
+    halt day does not fail a strict limit over quotes the venue really sent."""
     if limit is None:
         return None
     rejected_rows = sum(n for reason, n in rejected.items() if reason != FILTERED_OUT)
-    lost = rejected_rows + refused_after
+    no_market = rejected.get(NO_MARKET, 0)
+    lost = rejected_rows - no_market + refused_after
     read = taken + rejected_rows
     if read == 0 or lost / read <= limit:
         return None
     filtered = rejected.get(FILTERED_OUT, 0)
-    apart = f" (the {filtered:,} a filter left out not counted)" if filtered else ""
-    print(f"{command}: partial: {lost:,} of the {read:,} ticks read{apart} ({lost / read:.1%}) were rejected, over "
-          f"--max-rejected-share {limit:g}: what the run did is kept, and it exits {PARTIAL} (partial)",
+    apart = [f"the {filtered:,} a filter left out not counted"] if filtered else []
+    apart += [f"{no_market:,} quotes of no market, a halt's, read and not counted as rejected"] if no_market else []
+    said_apart = f" ({'; '.join(apart)})" if apart else ""
+    print(f"{command}: partial: {lost:,} of the {read:,} ticks read{said_apart} ({lost / read:.1%}) were rejected, "
+          f"over --max-rejected-share {limit:g}: what the run did is kept, and it exits {PARTIAL} (partial)",
           file=sys.stderr, flush=True)
     return PARTIAL

@@ -12,13 +12,14 @@ from collections.abc import Mapping
 from connectors.shifted_prices import SAID_STREAMS, lifting_offset, offset_option
 from connectors.ticks import counted, shown_name
 from engine.service.log_lines import named_few
+from engine.service.rejected_share import FILTERED_OUT, NO_MARKET
 from queries.limits import excerpt
 
 MAX_REFUSED_STREAMS_KEPT = 1024  # streams with no accepted tick whose refusals `streams` and `ask` can say
 REFUSED_HOLDER = "refused"  # what LookalikeNames calls the names of those streams (a lookalike of one is refused)
 LOUD_REJECT_SHARE = 0.05  # a reason rejecting this share of a file's rows is more likely a misread column than bad data
 # reasons no misread column gives: rows a filter left out, and quotes of no market (0/0: a halt, a LULD pause)
-NOT_LOUD = ("filtered_out", "no_market")
+NOT_LOUD = (FILTERED_OUT, NO_MARKET)
 
 
 def rejected_lines(rejected: dict[str, int], examples: dict[str, str], accepted: int | None = None,
