@@ -68,8 +68,19 @@ def contracts_named_apart(plans: list[Any]) -> list[Any]:
                     f"(a stream each; --columns stream_name={stream} reads them as one)")
             old = stream_from_name_note(plan.path, *symbol_in_name(plan.path))
             apart[i] = replace(plan, columns=replace(plan.columns, stream=contract),
-                               notes=tuple(said if note == old else note for note in plan.notes))
+                               notes=tuple(said if note == old else _read_as_contract(note, plan.path.name, stream)
+                                           for note in plan.notes))
     return apart
+
+
+def _read_as_contract(note: str, file_name: str, root: str) -> str:
+    """A file's layout note (`FILE: ...; read as ..., stream_name=CL, ...`) with its stream said as the file is
+    read: the root's contract (the note after it names `CL 202501`), in words alike for every month's file, so the
+    files' layout notes are still said as one."""
+    if not note.startswith(f"{file_name}: ") or "; read as " not in note:
+        return note
+    return re.sub(rf"(?<=[ (])stream_name={re.escape(root)}(?=, |\)|$)",
+                  f"stream from the file name's root and contract month ({root} YYYYMM)", note)
 
 
 def _overlapping(spans: list[tuple[int, int]]) -> bool:

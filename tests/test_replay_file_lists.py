@@ -184,5 +184,9 @@ def test_files_of_one_root_named_by_contract_months_that_trade_at_once_are_a_str
         assert not replay.cautions
         assert [n for n in replay.notes if "stream CL 202501, from the file name's root and contract month" in n], \
             replay.notes
+        # the layout note names the streams as read, not the root alone (stream_name=CL) before the note naming them
+        [read_as] = [n for n in replay.notes if "; read as " in n]
+        assert "stream from the file name's root and contract month (CL YYYYMM)" in read_as, read_as
+        assert "stream_name=CL," not in read_as
     stock = FileReplay([trades("AAPL_202401", 1, 185.0), trades("AAPL_202402", 2, 186.0)])
     assert {t.stream for t in drain(stock)} == {"AAPL"}
