@@ -99,6 +99,12 @@ def named_market(names: Iterable[str]) -> tuple[str, MarketZone] | None:
     return None
 
 
+def each_exchange_clock(ts: str) -> bool:
+    """Whether a time column's header says each stream's exchange's own clock (LSEG's `Time[L]`, `Date[L]+Time[L]`):
+    one stream's zone is then the file's only where every stream trades on that exchange's clock."""
+    return "[l]" in ts.lower()
+
+
 def header_language(columns: Iterable[str]) -> tuple[str, str, str] | None:
     """(zone, language, the column that shows it) of a header in a European language that names its clock."""
     names = [str(c) for c in columns]

@@ -26,7 +26,7 @@ from connectors.header_zones import header_zone_note, unknown_zone_refusal, zone
 from connectors.histdata_layout import zone_has_dst
 from connectors.hours_window import Hours
 from connectors.layout import zone_in_header
-from connectors.market_zones import EXCHANGE_ZONES, header_language, named_market
+from connectors.market_zones import EXCHANGE_ZONES, each_exchange_clock, header_language, named_market
 from connectors.map_vocabulary import CLOCK_DIGIT_UNITS, DAY_CLOCK_UNITS, EXCEL_DAYS, VALUE_FIELDS
 from connectors.us_session import us_session_said
 from engine.quoting import quoted
@@ -124,7 +124,10 @@ def _zone_hint(path: Path, cmap: ColumnMap, schema: Mapping[str, Any], first: Ca
             return f"e.g. --tz {zone} (the zone of {found[0].strip()}'s exchange)"
     if (named := named_market(str(name) for name in streams)) is not None:  # `RELIANCE.NS`, `NK225M2406`
         name, market = named
-        return f"e.g. --tz {market.zone} (the zone of {name}'s exchange, {market.market})"
+        # one stream's exchange is not the file's clock where each RIC is stamped on its own (review440 #8 rest)
+        each_clock = "; LSEG's [L] is each RIC's exchange's clock, not one zone for the file: a warning below names " \
+            "each stream's exchange's zone that is off UTC" if each_exchange_clock(cmap.ts) else ""
+        return f"e.g. --tz {market.zone} (the zone of {name}'s exchange, {market.market}{each_clock})"
     # a header in Hangul, Kana or Chinese characters says more of where a file was written than a bare code's
     # shape (6 digits: Seoul or Shanghai); New York's example would have sent it 13 to 14 h off
     for where, names in (("its header", [str(name) for name in schema]), ("its name", [file_stem(path)])):

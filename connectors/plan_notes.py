@@ -23,7 +23,7 @@ from connectors.file_scans import SAMPLE_ROWS
 from connectors.hours_window import Hours
 from connectors.lone_prints import lone_caution, lone_prints, priced_rows
 from connectors.map_vocabulary import UNITS
-from connectors.market_zones import misread_markets
+from connectors.market_zones import each_exchange_clock, misread_markets
 from connectors.misread_times import time_cautions
 from connectors.price_notation import fractional_caution, refuse_mixed_32nds, yield_caution
 from connectors.price_units import two_levels, two_levels_cautions
@@ -218,7 +218,7 @@ def _markets_elsewhere(path: Path, cmap: ColumnMap, facts: Mapping[str, Any], fa
     (`0005.HK`, `TCS.NS` under `--tz Asia/Tokyo`): their times are off by the difference (review375 #3: a
     cross-market study misaligned without a word). A file whose streams are on several clocks is read a clock per
     run (review440 #8: one entry's zone for the whole file would read the other venues' streams wrong)."""
-    local_named = cmap.tz is None and "[l]" in cmap.ts.lower()
+    local_named = cmap.tz is None and each_exchange_clock(cmap.ts)
     zone = cmap.tz or ("UTC" if local_named else None)
     if zone is None or cmap.ts_unit in UNITS or cmap.utc_offset is not None or facts["min_ts"] is None \
             or not facts.get("market_streams"):

@@ -102,6 +102,12 @@ def test_a_file_of_several_venues_local_times_names_each_and_its_advised_list_re
         drain(replay)
         [warned] = [n for n in replay.notes if isinstance(n, Caution) and "exchanges on other clocks" in n]
         assert "SAPG.DE (Xetra: Europe/Berlin); FESXM4 (Eurex: Europe/Berlin)" in warned, warned
+        # the hint on times read as UTC names the first stream's zone, but not as the file's one zone
+        hint = [n for n in replay.notes if "carry no UTC offset and are read as UTC" in n]
+        assert hint == [] if "tz" in options else hint[0].endswith(
+            "e.g. --tz Europe/London (the zone of VOD.L's exchange, the London exchange; LSEG's [L] is each RIC's "
+            "exchange's clock, not one zone for the file: a warning below names each stream's exchange's zone that "
+            "is off UTC)"), replay.notes
     assert "(`replay: [{path: th_legacy.csv, columns: {tz: Europe/London, keep: {\"#RIC\": [\"VOD.L\"]}}}, {path: " \
            "th_legacy.csv, columns: {tz: Europe/Berlin, keep: {\"#RIC\": [\"SAPG.DE\", \"FESXM4\"]}}}]`" in warned
     (tmp_path / "venues.yaml").write_text(warned.split("`")[1] + "\n")
