@@ -504,6 +504,20 @@ def test_resent_copies_refused_as_late_are_said_as_a_resend_not_two_clocks(capsy
     assert refusals.of("KRK") == {"ts_backwards": 19}
 
 
+def test_a_resend_across_many_streams_is_one_log_line_naming_the_first_few(capsys) -> None:
+    """A reconnect's resend spans every stream the feed sends: one line per resend, naming the most resent streams
+    and how many in all, as other multi-stream lines do (it logged a line per stream)."""
+    refusals = StreamRefusals(late_share_warn=0.05, window_ms=0)
+    error = f'ts_backwards: ts 1 (...) < previous 2 (...); {RESENT} (its ts, kind and values): ...'
+    names = [f"S{k:02d}" for k in range(20)]
+    refusals.add([{"stream": name, "reason": "ts_backwards", "error": error, "count": 30 - k}
+                  for k, name in enumerate(names)])
+    assert refusals.check_late(lambda _: 50) == []
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith('flashtick: INFO: streams "S00", "S01", "S02", "S03", "S04", ... (20 in all): 410 ticks '
+                           "refused as ts_backwards, each an exact copy"), line
+
+
 @pytest.mark.parametrize("section, message", [
     ({"rename": {"A": "B", "B": "C"}}, 'a name is renamed once; map "A" to "C"'),
     ({"rename": {"A": "x/y"}}, "not a valid stream name"),

@@ -36,6 +36,7 @@ from connectors.tick_sequences import RESENT
 from connectors.ticks import utc_text
 from engine.quoting import quoted
 from engine.service.config_ingest import MAX_REORDER_WINDOW_MS
+from engine.service.log_lines import named_few
 
 STREAMS_KEPT = 64  # streams whose refusals are counted one by one
 STREAMS_SAID = 10  # the most refused, in `stats` (rejected_streams) and /metrics (flashtick_rejected_by_stream_total)
@@ -69,7 +70,8 @@ class StreamRefusals:
         # (stream, a stray line?) -> when (monotonic) that line may be said again for it
         self._next_step_line: dict[tuple[str, bool], float] = {}
         self.stepped_back = 0  # ticks refused as stamped more than STEP_BACK_NS behind their stream's last one
-        self._resent: Counter[str] = Counter()  # ticks refused as copies of ones taken (resends) since the last check
+        self._resent: Counter[str] = Counter()  # ticks refused as copies of ones taken (resends) since last said
+        self._next_resent_line = 0.0  # (monotonic) when a resend may be said again
 
     def add(self, rejections: list[dict[str, Any]], accepted_of: Callable[[str], int | None] = lambda _: None
             ) -> None:
@@ -139,9 +141,10 @@ class StreamRefusals:
         # stopped the service (review435 #0)
         said = {stream: self.warnings[stream] for stream in seen[:STREAMS_SAID]}
         steps = {stream: self.warnings[stream] for stream in stepped}
-        resent, self._resent = self._resent, Counter()
-        for stream, copies in resent.items():
-            self._say_once(stream, f"INFO: {self._resent_line(stream, copies)}", stray=True)
+        if self._resent and time.monotonic() >= self._next_resent_line:  # (else kept, said with the next check's)
+            self._next_resent_line = time.monotonic() + WARN_EVERY_S
+            print(f"flashtick: INFO: {self._resent_line(self._resent)}", file=sys.stderr, flush=True)
+            self._resent = Counter()
         for stream in [s for s, w in self.warnings.items() if now - w["at"] > WARNING_KEPT_S]:
             del self.warnings[stream]
         while len(self.warnings) > STREAMS_SAID:  # (the oldest said first out)
@@ -173,11 +176,15 @@ class StreamRefusals:
                 f"({accepted} since): a stale or replayed message, not its feed's clock; nothing to do")
 
     @staticmethod
-    def _resent_line(stream: str, copies: int) -> str:
-        """Ticks refused as copies of ones their stream took (the module doc)."""
+    def _resent_line(resent: Counter[str]) -> str:
+        """Ticks refused as copies of ones their stream took (the module doc), by stream: one line for a resend
+        however many streams it spans (a reconnect resends every subscribed one), the most resent named first."""
+        streams = [stream for stream, _ in resent.most_common()]
+        copies = sum(resent.values())
         ticks = "1 tick" if copies == 1 else f"{copies} ticks"
-        return (f"stream {quoted(stream)}: {ticks} refused as ts_backwards, each an exact copy (ts, kind, values) of a "
-                f"tick it took: its feed resent them (a venue reconnect's snapshot), not two clocks; nothing lost, "
+        whose = f"stream {quoted(streams[0])}" if len(streams) == 1 else f"streams {named_few(streams)}"
+        return (f"{whose}: {ticks} refused as ts_backwards, each an exact copy (ts, kind, values) of a tick its "
+                f"stream took: its feed resent them (a venue reconnect's snapshot), not two clocks; nothing lost, "
                 f"but a resent tick stamped at its last ts is taken again (streams' repeats_taken). To send none "
                 f"again, the feed drops what `streams` says was sent (last_ts, at_last_ts) at each reconnect, or "
                 f"sends each tick's seq (then dropped as a duplicate): docs/feed-resume.md; no reorder window helps")
