@@ -24,7 +24,7 @@ from connectors.frame_files import is_frame_copy
 from connectors.hours_window import Hours
 from connectors.iqfeed_ticks import END_MESSAGE
 from connectors.json_lines import is_json_lines
-from connectors.keep_filter import keep_check
+from connectors.keep_filter import SharedKeep, keep_check
 from connectors.level_book import TARDIS_L2, LevelBookReducer
 from connectors.map_vocabulary import PRICE_FIELDS, QUOTE_FIELDS
 from connectors.cut_lines import CUT_LINE
@@ -101,6 +101,8 @@ class FilePlan:
     # a header-less CSV's quotes: one whose ask is past this times its bid is rejected (quote_widths.py), else None
     quote_width_limit: float | None = None
     cut_row: int | None = None  # a CSV's last row, cut short without its newline (cut_lines.py), else None
+    # one of several replay list entries of this file that keep other values of one column: the rows it counts
+    shared_keep: SharedKeep | None = None
 
     def describe(self) -> dict[str, Any]:
         """What the replay's fingerprint holds for this file."""
@@ -229,6 +231,7 @@ class FilePlan:
         kept = len(self.keys) + 1  # the keep columns follow the keys, then the book's (row_exprs.py's `_book_columns`)
         split = kind is None and self.book is None  # a row with a trade and a quote: both (an order book's: `_book`)
         left_out, kept_end = (keep_check(cmap.keep), kept + len(cmap.keep)) if cmap.keep else (None, kept)
+        shared_keep = self.shared_keep
         long_rows = self.long_rows
         quotes = cmap.bid is not None  # a 0 side is no side (one_sided_quote), unless an offset says 0 is a price
         zero_bid_is_price = cmap.zero_bid == "price"  # an option nobody bids: a 0 bid beside an ask is a price
@@ -259,7 +262,9 @@ class FilePlan:
             named = stream if stream_at is None else row[stream_at]
             named = named if isinstance(named, str) else None
             if left_out is not None and (why := left_out(row[kept:kept_end])):
-                return InvalidTick("filtered_out", why, named)
+                # (a row another entry of the file reads is none of this one's: no tick, nothing counted)
+                return InvalidTick("filtered_out", why, named) if shared_keep is None or \
+                    shared_keep.counts(row[kept:kept_end]) else ()
             out = dict(fixed)
             if row[0] is not None:
                 out["ts"] = scaled_ts(row[0], factor)

@@ -86,6 +86,22 @@ def _holds(values: KeepValues, cell: Any) -> bool:
     return listed
 
 
+class SharedKeep(NamedTuple):
+    """A file read by several entries of a replay list, each keeping other values of one column (a venue's RICs in
+    its zone: replay_entries.kept_apart): which of the rows this entry's keep leaves out it counts as left out. A
+    row another entry keeps is that entry's to read, no row left out; one no entry keeps is counted by the first
+    entry alone, so that the summary counts each row of the file once (it said rows of the others as filtered)."""
+    column: int  # where the column the entries keep apart on stands among this entry's keep columns
+    own: KeepValues  # the values this entry keeps on it
+    others: tuple[KeepValues, ...]  # the values each other entry of the file keeps on it
+    first: bool  # the file's first entry: it counts the rows no entry keeps
+
+    def counts(self, cells: Sequence[Any]) -> bool:
+        """Whether a row this entry's keep left out (``cells``: its keep columns' cells) is counted by it."""
+        cell = cells[self.column]
+        return _holds(self.own, cell) or self.first and not any(_holds(other, cell) for other in self.others)
+
+
 def keep_expr(values: Sequence[Any] | Mapping[str, Sequence[Any]], cell: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     """`_holds` as a polars expression over a column of cells of `dtype`."""
     import polars as pl

@@ -61,6 +61,7 @@ from connectors.replay_files import (
 )
 from connectors.sequence_watch import SequenceWatch
 from connectors.replay_entries import FileSpec, MapSpec, file_spec, once_each, replay_items
+from connectors.shared_keeps import shared_keeps
 from connectors.source import BEHIND_SAID_S, Source, check_max_ticks, check_snapshot, fingerprint
 from connectors.stream_selection import StreamSelection
 from connectors.ticks import Tick
@@ -134,8 +135,8 @@ class FileReplay(Source):
     def _read_files(self, specs: list[tuple[Path, ColumnMap | Refine | None, bool]], folder_texts: dict[Path, Path],
                     found_notes: list[str]) -> None:
         """The files read into plans, checked against the streams and time range asked for, and opened."""
-        self.plans, copies_said, copies = same_content_once(named_apart(contracts_named_apart(
-            self._opened.plans_of(specs, folder_texts))))
+        self.plans, copies_said, copies = same_content_once(named_apart(contracts_named_apart(shared_keeps(
+            self._opened.plans_of(specs, folder_texts)))))
         self.plans = stamped_across_files(self.plans)  # (before the range is cut: it cuts at the stamps chosen)
         self._file_notes = [*found_notes, *self._opened.notes, *copies_said]
         # files left out whole, (file, why): unreadable ones (skip_bad_files) and second copies of a file's bytes

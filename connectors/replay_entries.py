@@ -117,7 +117,20 @@ def once_each(specs: list[tuple[Path, ColumnMap | Refine | None, bool]]
 def kept_apart(cmap: ColumnMap | Refine | None, other: ColumnMap | Refine | None) -> bool:
     """Whether two maps of one file read none of the same rows: of a column both keep on, each keeps values the
     other does not (values listed: tests, `not` or `contains`, may both hold a cell)."""
-    keeps = [(m.keys.get("keep") if isinstance(m, Refine) else getattr(m, "keep", None)) or {} for m in (cmap, other)]
-    return any(isinstance(keeps[0][column], list) and isinstance(keeps[1][column], list)
-               and not {keep_key(v) for v in keeps[0][column]} & {keep_key(v) for v in keeps[1][column]}
-               for column in set(keeps[0]) & set(keeps[1]))
+    return apart_column([_keep_of(cmap), _keep_of(other)]) is not None
+
+
+def _keep_of(cmap: ColumnMap | Refine | None) -> Mapping[str, Any]:
+    """A map's keep filter, given in full or as keys to refine a detected layout ({} for none)."""
+    return (cmap.keys.get("keep") if isinstance(cmap, Refine) else getattr(cmap, "keep", None)) or {}
+
+
+def apart_column(keeps: Sequence[Mapping[str, Any]]) -> str | None:
+    """The first column every one of ``keeps`` lists values of, none listed by two of them; None for none."""
+    for column in keeps[0]:
+        listed = [keep.get(column) for keep in keeps]
+        if all(isinstance(values, list) for values in listed):
+            keys = [{keep_key(v) for v in values} for values in listed]
+            if sum(map(len, keys)) == len(set().union(*keys)):
+                return column
+    return None

@@ -117,3 +117,9 @@ def test_a_file_of_several_venues_local_times_names_each_and_its_advised_list_re
         first.setdefault(tick.stream, tick.ts)
     assert not any("other clocks" in n or "fed by both" in n for n in replay.notes), replay.notes
     assert set(first.values()) == {1_712_301_307_543_000_000}, first  # 07:15:07.543Z: 08:15 BST, 09:15 CEST
+    # the rows one entry leaves out that the other reads are no rows left out by a filter: each row counted once
+    assert dict(replay.rejected) == {}, dict(replay.rejected)
+    (tmp_path / "two.yaml").write_text("replay: [{path: th_legacy.csv, columns: {keep: {\"#RIC\": [VOD.L]}}}, "
+                                       "{path: th_legacy.csv, columns: {keep: {\"#RIC\": [SAPG.DE]}}}]\n")
+    replay = FileReplay(tmp_path / "two.yaml")
+    assert len(drain(replay)) == 10 and dict(replay.rejected) == {"filtered_out": 5}, dict(replay.rejected)
