@@ -288,6 +288,17 @@ def test_the_builtin_model_scored_inside_its_training_span_says_so_whatever_the_
     assert builtin_span_caution({"EUR/USD": (end - 10, end + 10**9)}) is not None  # overlapping its end
     assert builtin_span_caution({"GBPUSD": (start, end)}) is None  # another instrument at those times
     assert builtin_span_caution({"EURUSD": (end + 1, end + 10**9)}) is None  # after the span: out of sample
+    # review443 #1: a fine-tune of a fine-tune of it is told too, its lineage named
+    from engine.models import BUILTIN_MODEL_DIR
+    from engine.service.base_lineage import base_record, lineage_caution
+
+    grandchild = {"base": {"model": "/models/child", "streams": None, "base": base_record(BUILTIN_MODEL_DIR)}}
+    said = lineage_caution(grandchild, {"EUR/USD": (end - 10, end + 10**9)}, "the test slice", "later ticks")
+    assert said is not None and said.startswith(
+        "this model's weights descend from the built-in model (its base's base), which trained and was validated on "
+        "stream EUR/USD's ticks from 2019-02-04T00:00:00.994000000Z to 2019-02-05T14:29:24.196000000Z (UTC event "
+        "times, the shared set's first 80%), and the test slice of EUR/USD runs from "), said
+    assert lineage_caution(grandchild, {"EURUSD": (end + 1, end + 10**9)}, "the test slice", "later ticks") is None
 
 
 def test_the_config_is_recorded_as_its_effective_values_and_a_finished_backtest_replaced_by_other_options_is_said(

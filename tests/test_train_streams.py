@@ -463,7 +463,8 @@ def test_scores_on_a_copy_of_the_training_ticks_are_called_in_sample(trained, tm
         assert main(["evaluate", str(model), str(data), "--split", split, *QUICK]) == 0
         note = next(line for line in capsys.readouterr().err.splitlines() if "not out of sample" in line)
         times = stream_times(name) * 1000
-        assert note.startswith(f"note: this model was trained and validated on stream {name}'s ticks from "
+        assert note.startswith(f"flashtick evaluate: note: this model was trained and validated on stream {name}'s "
+                               f"ticks from "
                                f"{utc_text(int(times[0]))} up to {utc_text(int(times[849]))} (UTC event times, its "
                                f"evaluation.json), and the test slice of {name} runs from "), note
         assert "these files are not the training files, but their ticks are the ones it saw" in note, note
@@ -575,6 +576,25 @@ def test_run_backtest_at_the_checkpoint_s_split_scores_its_test_part_and_says_wh
         f"this model was trained and validated on the first 85% of the ticks of streams BACK, FRONT, SPREAD in {csv}, "
         f"and --test-from 0.5 (stream BACK: scored from its tick 500, trained and validated on its ticks before 850): "
         f"the scores below are not out of sample (give --test-from 0.85 or later, over the whole files)"]
+    # review443 #1: a fine-tune of this model (its evaluation.json records it as its base, as `train --base` does)
+    # scored on ticks the model trained on is not out of sample either, however its own training lies
+    from engine.service.base_lineage import base_record
+
+    child = tmp_path / "child"
+    child.mkdir()
+    (child / "evaluation.json").write_text(json.dumps({"trained_on": {"files": [], "seen_end": 0.85,
+                                                                      "base": base_record(model)}}))
+    back = stream_times("BACK") * 1000
+    inside = dataclasses.replace(report, model_path=str(child), split_times={"BACK": int(back[500])},
+                                 split_ends={"BACK": int(back[999])})
+    assert in_sample_notes(inside, [csv], None, same_reading=True) == [
+        f"this model's weights descend from {model.resolve()} (its base), which trained and was validated on stream "
+        f"BACK's ticks from {utc_text(int(back[0]))} to {utc_text(int(back[849]))} (UTC event times), and the "
+        f"answers scored of BACK runs from {utc_text(int(back[500]))} to {utc_text(int(back[999]))}, inside them: "
+        f"fine-tuning starts from what those ticks taught, so the scores are not out of sample (give a --test-from "
+        f"after that span's end)"]
+    later = dataclasses.replace(inside, split_times={"BACK": int(back[850])})
+    assert in_sample_notes(later, [csv], None, same_reading=True) == []
     said = []  # "test" is the number it stands for, said before anything else is checked, as the CLI's
     with pytest.raises(ValueError, match="is the input"):
         run_backtest(config, csv, queries, csv, test_from="test", progress=False, note=said.append)

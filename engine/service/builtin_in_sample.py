@@ -43,6 +43,12 @@ def builtin_in_sample_note(files: list[Path | str], scored_from: float | None, f
             f"ticks otherwise than the set it trained on: leave a margin)")
 
 
+def instrument_key(stream: str) -> str:
+    """A stream's name as the spans trained on are matched by: `EUR/USD`, `eur-usd` and `EURUSD` are one
+    instrument's ticks."""
+    return re.sub(r"[^A-Z0-9]", "", stream.upper())
+
+
 def builtin_span_caution(scored: Mapping[str, tuple[int, int]]) -> Caution | None:
     """A caution when a stream named as a set the built-in model trained on (`EUR/USD` is EURUSD) is scored on ticks
     inside that set's training span; ``scored``: stream -> its first and last scored tick's time (ns). None when no
@@ -51,7 +57,7 @@ def builtin_span_caution(scored: Mapping[str, tuple[int, int]]) -> Caution | Non
 
     inside = []
     for stream, (first, last) in sorted(scored.items()):
-        name = re.sub(r"[^A-Z0-9]", "", stream.upper())
+        name = instrument_key(stream)
         if name in TRAINED_SPANS and first <= TRAINED_SPANS[name][1] and last >= TRAINED_SPANS[name][0]:
             start, end = TRAINED_SPANS[name]
             inside.append(f"stream {stream}, scored from {utc_text(first)} to {utc_text(last)}, within the "

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from connectors.cautions import labelled
+from connectors.cautions import Caution, labelled
 from engine.service.builtin_in_sample import SEEN_END, builtin_in_sample_note, builtin_span_caution
 from engine.service.checkpoint_notes import compared_reading, current_reading, read_as_trained, trained_on_overlap
 from engine.service.cli_common import check_outputs, printable_json
@@ -53,14 +53,13 @@ def _test_streams(args: argparse.Namespace, model: Any, codec: Any, split: Any, 
         caution(overlap)
     for sd in prepared:  # a split between two sessions or a roll, scored as a move (connectors/price_steps.py)
         for step in price_steps(sd.name, sd.ts, np.array([tick_price(t) for t in sd.ticks])):
-            print(f"flashtick evaluate: warning: {step.caution(args.session_gap)}", file=sys.stderr)
+            caution(Caution(step.caution(args.session_gap)))
     return rejected, prepared, skipped
 
 
 def _say_evaluation(args: argparse.Namespace, result: dict[str, Any], model_dir: Path, model: Any,
                     prepared: list[Any], split: Any) -> None:
-    """The result (--json, or a heading and the table), the calibration plot (--plot), and, as text, whether the
-    test slice was part of the checkpoint's training."""
+    """The result (--json, or a heading and the table) and the calibration plot (--plot)."""
     from connectors.ticks import counted
     from engine.service.evaluate import window_ticks
     from engine.service.evaluation_report import format_table, plot
@@ -77,24 +76,32 @@ def _say_evaluation(args: argparse.Namespace, result: dict[str, Any], model_dir:
             plot(result, args.plot, "flashtick evaluate")
         except OSError as e:
             print(f"flashtick evaluate: warning: the calibration plot was not written: {e}", file=sys.stderr)
-    if args.json:
-        return
-    tested = {sd.name: (sd.ticks[sd.parts.test.start].ts, sd.ticks[sd.parts.test.stop - 1].ts)
-              for sd in prepared if len(sd.parts.test)}
-    by_time = split.test_from_ns is not None or time_range_of(args, quiet=True) is not None
-    if (overlap := trained_on_overlap(model_dir, args.files, split, tested, by_time)) is not None:
-        print(f"note: {overlap}", file=sys.stderr)
-    from engine.models import BUILTIN_MODEL_DIR
 
+
+def _in_sample_notes(args: argparse.Namespace, model_dir: Path, prepared: list[Any], split: Any) -> list[str]:
+    """Why the test slice's scores are not out of sample, if they are not: it lies inside what the checkpoint
+    trained on (checkpoint_notes.trained_on_overlap), else inside what a model it descends from trained on
+    (base_lineage.py, review443 #1); for the built-in model, a shared set it trained on (builtin_in_sample.py). A
+    connectors.cautions.Caution is said as a warning."""
+    from engine.models import BUILTIN_MODEL_DIR
+    from engine.service.base_lineage import lineage_caution
+    from engine.service.checkpoint_notes import checkpoint_evaluation
+    from engine.service.splits import test_spans
+
+    tested = test_spans(prepared)
+    if model_dir.resolve() != BUILTIN_MODEL_DIR.resolve():
+        by_time = split.test_from_ns is not None or time_range_of(args, quiet=True) is not None
+        said = trained_on_overlap(model_dir, args.files, split, tested, by_time) or lineage_caution(
+            (checkpoint_evaluation(model_dir) or {}).get("trained_on"), tested, "the test slice",
+            "give a --test-from after that span's end")
+        return [] if said is None else [said]
     # (a test part cut at a time starts at no one share: judged as if every tick were scored, the cautious reading)
     scored_from = 1 - split.test if split.test_from_ns is None else None
-    if model_dir.resolve() != BUILTIN_MODEL_DIR.resolve():
-        return
     if (said := builtin_in_sample_note(args.files, scored_from, f"give a --split whose test part starts at "
                                                                 f"{SEEN_END:.0%} or later, e.g. 70/10/20")) is not None:
-        print(f"note: {said}", file=sys.stderr)  # (review349 #5)
-    elif (caution := builtin_span_caution(tested)) is not None:  # a copy of those ticks elsewhere (review400 #5)
-        print(f"flashtick evaluate: {labelled(caution)}", file=sys.stderr)
+        return [said]  # (review349 #5)
+    caution = builtin_span_caution(tested)  # a copy of those ticks elsewhere (review400 #5)
+    return [] if caution is None else [caution]
 
 
 def _split_from_test_from(args: argparse.Namespace) -> Any:
@@ -167,10 +174,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
     if args.plot is not None:
         check_plot_path("--plot", args.plot)
     model_dir = BUILTIN_MODEL_DIR if args.model == "builtin" else Path(args.model)
-    def caution(line: str) -> None:  # changes what the scores mean: said under --quiet too (it quiets the reading)
+
+    def say(line: str) -> None:
         print(f"flashtick evaluate: {labelled(line)}", file=sys.stderr)
 
-    said = (lambda line: None) if args.quiet else caution
+    cautions: list[str] = []  # as said, for the record: a script reading --json gets what stderr shows (review443 #3)
+
+    def caution(line: str) -> None:  # changes what the scores mean: said under --quiet too (it quiets the reading)
+        cautions.append(labelled(line))
+        say(line)
+
+    said = (lambda line: None) if args.quiet else say
     if is_text_model(model_dir):  # scored on its scored_as queries by a backtest of the test part
         if args.queries is None:
             raise ValueError(text_model_refusal(model_dir, "evaluate"))
@@ -220,9 +234,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
                "session_gap_ns": args.session_gap}
     for note in pause_notes(result, args.session_gap, "unscored"):
         caution(note)
+    for note in _in_sample_notes(args, model_dir, prepared, split):  # under --json too (review443 #3)
+        caution(note)
     # the record, and beside it the command line that made it, as a backtest's manifest holds them
     command_line = getattr(args, "command_line", None)
-    result |= {"run": record, "argv": command_line}
+    result |= {"cautions": cautions, "run": record, "argv": command_line}
     if args.points_out is not None and args.points_out.is_file():  # (a run that scores nothing writes no points)
         write_text_atomically(args.points_out.with_suffix(MANIFEST_SUFFIX),
                               manifest_text(record, command_line, points=args.points_out.name))

@@ -32,6 +32,7 @@ from connectors.cautions import labelled
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from connectors.replay_entries import replay_files
 from engine.quoting import quoted
+from engine.service.base_lineage import base_record, lineage_caution
 from engine.service.calibrate import calibrate_streams, fit_heads, validation_pairs
 from engine.service.evaluate import EvalOptions, evaluate_streams
 from engine.service.evaluation_report import plot
@@ -42,7 +43,7 @@ from engine.service.finetune_options import FitOptions
 from engine.service.output_paths import write_text_atomically
 from engine.service.reading_record import reading_of
 from engine.service.run_record import InputFiles, files_record, input_files, skipped_record
-from engine.service.splits import StreamData, longest_horizon
+from engine.service.splits import StreamData, longest_horizon, test_spans
 from engine.service.stream_reading import read_streams
 from engine.service.tick_checkpoint import load_tick_model, window_ticks
 from engine.service.tick_origins import TickOrigins
@@ -198,6 +199,11 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
         bar.update(len(files))
         bar.close()
     streams, split_notes = split_streams(codec, streams_raw, rejected, cfg, options, log, caution)
+    base = base_record(options.base)  # the ticks its starting weights learnt from, for every in-sample check
+    in_sample = lineage_caution({"base": base}, test_spans(streams), "the test part",
+                                "--from a time after that span's end, or --from-scratch")
+    if in_sample is not None:
+        caution(labelled(in_sample))
     groups, weights = part_groups(codec, streams, "train")
     never = _never_trained(codec, groups, options.base)
     q_tokens = question_tokens(codec)
@@ -228,7 +234,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     _closed(bar)
     reading = reading_of(columns, options.streams, options.split.text(), options.split.gap, options.session_gap_ns)
     record = {"files": [str(f) for f in files], "reading": reading,
-              "base": str(options.base) if options.base else "from scratch",
+              "base": base["model"] if base else "from scratch", "in_sample": in_sample,
               "device": device, "split": split_text(options.split, max(options.split.gap, longest_horizon(codec))),
               "selected_streams": list(options.streams) if options.streams else None,  # None: every one
               "time_range": None if options.time_range is None else options.time_range.text(),  # --from/--to
@@ -239,7 +245,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
               "heads": {name: {k: v for k, v in h.to_dict().items() if k not in ("mean", "scale", "weights", "bias")}
                         for name, h in heads.items()}, "evaluation": evaluation,
               "total_seconds": round(time.time() - t0, 1), "never_trained": never}
-    trained_on = _trained_on(files, options, reading, streams)
+    trained_on = _trained_on(files, options, reading, streams) | {"base": base}
     write_text_atomically(out / "evaluation.json", json.dumps(evaluation | {"trained_on": trained_on}, indent=1) + "\n")
     plotted = plot(evaluation, out / "calibration.png", "flashtick train")
     write_model_card(out, record, plotted)

@@ -81,6 +81,7 @@ def write_model_card(out: Path, record: dict[str, Any], plotted: bool) -> None:
     left_out = "".join(f"\n  - left out {line}" for line in record["skipped"])
     left_out += f"\n  - note: {record['overlap']}" if record.get("overlap") else ""
     left_out += f"\n  - note: {record['validation_note']}" if record.get("validation_note") else ""
+    left_out += f"\n  - warning: {record['in_sample']}" if record.get("in_sample") else ""  # (review443 #1)
     session_gap = record["reading"].get("session_gap")
     paused = (f", none across a pause in event time of {session_gap} or more (--session-gap {session_gap})"
               if session_gap else "")

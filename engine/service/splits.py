@@ -124,6 +124,12 @@ class StreamData:
         return ii + r.start, qq
 
 
+def test_spans(streams: list[StreamData]) -> dict[str, tuple[int, int]]:
+    """Each stream's test part as the event times (ns) of its first and last tick, of the streams that have one."""
+    return {sd.name: (sd.ticks[sd.parts.test.start].ts, sd.ticks[sd.parts.test.stop - 1].ts)
+            for sd in streams if len(sd.parts.test)}
+
+
 OVERLAPS_NAMED = 4  # streams a time-overlap note names in one list; beyond it, how many more
 
 
