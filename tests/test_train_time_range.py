@@ -82,6 +82,27 @@ def test_evaluate_scores_every_tick_from_test_from_and_says_the_span(trained) ->
     assert parts["validation"][0] == parts["validation"][1]
 
 
+def test_evaluate_of_the_training_files_reads_them_over_training_s_range(trained) -> None:
+    """review443 #6: `evaluate` of the training files without --from/--to split the whole files, so its test slice
+    was not the one `train`'s table scored, without a word. It reads them over the range training recorded (as it
+    takes the split), saying so; a --from/--to or --test-from given says what to read and score itself."""
+    from engine.service.checkpoint_notes import read_as_trained
+    from engine.service.cli_parser import build_parser, parse_command_line
+
+    days, model, _ = trained
+    said: list[str] = []
+    args = parse_command_line(build_parser(), ["evaluate", str(model), str(days)])
+    read_as_trained(args, model, said.append, splits=True)
+    assert (args.time_from, args.time_to) == (None, f"{DAYS[2]}T00:00:00Z")
+    assert said == [f"reading the files with --to {DAYS[2]}T00:00:00Z, as this model was trained (its "
+                    f"evaluation.json; give --from or --to to read another range, or --test-from to score a part of "
+                    f"your choosing)"]
+    for given in (["--from", DAYS[1]], ["--test-from", DAYS[2]]):
+        args = parse_command_line(build_parser(), ["evaluate", str(model), str(days), *given])
+        read_as_trained(args, model, said.append, splits=True)
+        assert args.time_to is None and len(said) == 1, said
+
+
 def test_evaluate_test_from_inside_training_is_said_not_out_of_sample(trained) -> None:
     days, model, _ = trained
     rc, _, err = run("evaluate", str(model), str(days), "--test-from", f"{DAYS[1]}T15:00:00Z", *QUICK)

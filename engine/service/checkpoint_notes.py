@@ -38,7 +38,8 @@ def trained_options(same_files: bool, splits: bool) -> dict[str, str]:
     ordered (--price-offset, --price-format, --zero-bid, --sequence) on any file, as the model learnt prices at that
     level whatever file holds them; how the files are laid out (--tz ... --streams) only on its training files,
     which other files need not share; and the split (--split, --gap) where the run splits the files (``splits``:
-    evaluate's test part is training's; a backtest scores every answer)."""
+    evaluate's test part is training's, and on the training files over its --from/--to too: _take_time_range; a
+    backtest scores every answer)."""
     from engine.service.reading_record import LAYOUT_OPTIONS, PRICE_OPTIONS, SPLIT_OPTIONS
 
     return PRICE_OPTIONS | (SPLIT_OPTIONS if splits else {}) | (LAYOUT_OPTIONS if same_files else {})
@@ -53,10 +54,28 @@ def read_as_trained(args: argparse.Namespace, model_dir: Path | str | None, said
     from engine.service.reading_record import recorded_reading
 
     recorded = recorded_reading(model_dir)
+    same_files = reads_training_files(model_dir, args.files)
     if recorded:
-        same_files = reads_training_files(model_dir, args.files)
         take_recorded(args, recorded, trained_options(same_files, splits), said, config)
+    if splits and same_files:
+        _take_time_range(args, model_dir, said)
     return recorded
+
+
+def _take_time_range(args: argparse.Namespace, model_dir: Path | str, said: Callable[[str], None]) -> None:
+    """The --from/--to a checkpoint was trained over (`trained_on.time_range`), for `evaluate` of its training files
+    given neither (nor a --test-from, which says itself what to score): then its test part is training's, as its
+    split's is (review443 #6: the whole files were split, and another test slice scored without a word)."""
+    if args.time_from is not None or args.time_to is not None or args.test_from is not None:
+        return
+    recorded = ((checkpoint_evaluation(Path(model_dir)) or {}).get("trained_on") or {}).get("time_range")
+    if not recorded:
+        return
+    words = recorded.split()  # TimeRange.text(): `--from 2024-08-08T23:58:00Z --to 2024-08-09T00:00:00Z`
+    for option, value in zip(words[::2], words[1::2]):
+        setattr(args, {"--from": "time_from", "--to": "time_to"}[option], value)
+    said(f"reading the files with {recorded}, as this model was trained (its evaluation.json; give --from or --to "
+         f"to read another range, or --test-from to score a part of your choosing)")
 
 
 def compared_reading(model_dir: Path | str | None, files: list[Path], keys: Mapping[str, str]) -> Mapping[str, str]:
