@@ -79,6 +79,10 @@ class StreamTable:
         # the held streams whose names say a derivative (a perpetual, future, swap, option), in the order first held:
         # kept as streams come and go, so `health`'s caveat on them costs O(1), not a walk of every stream held
         self.derivatives: dict[str, None] = {}
+        # ... and those the served model was not trained on, kept alike for `health`'s caveat on them; ``trained_on``
+        # says whether it trained on a stream (None: it records none, and no stream is kept)
+        self.trained_on: Callable[[str], bool] | None = None
+        self.not_trained_on: dict[str, None] = {}
 
     def __len__(self) -> int:
         return len(self._encoders)
@@ -99,6 +103,7 @@ class StreamTable:
         counted as if the stream had never expired, as a backtest, where nothing expires, encodes it)."""
         encoder = self._encoders.pop(stream, None)
         self.derivatives.pop(stream, None)
+        self.not_trained_on.pop(stream, None)
         if encoder is not None and encoder.last_ts is not None:
             self._keep_expired(stream, encoder.last_ts, encoder.at_last_ts)
             self._expired_codec[stream] = (encoder.state, encoder.ticks, encoder.last_tick)
@@ -146,6 +151,7 @@ class StreamTable:
         so `streams` says it was refused rather than giving counts of ticks no session holds."""
         self._encoders.pop(stream, None)
         self.derivatives.pop(stream, None)
+        self.not_trained_on.pop(stream, None)
         self._expired_last_ts.pop(stream, None)
         self.names.discard(stream, NAMES_HOLDER)
         self._expired_at_last_ts.pop(stream, None)
@@ -248,9 +254,12 @@ class StreamTable:
         return encoder if encoder is not None else self._new_encoder(stream)
 
     def _held(self, stream: str) -> None:
-        """``stream`` got its encoder: noted among ``derivatives`` when its name says one."""
+        """``stream`` got its encoder: noted among ``derivatives`` when its name says one, among ``not_trained_on``
+        when the model did not train on it."""
         if derivative_kind(stream) is not None:  # (futures_codes.py: the caveat's rule)
             self.derivatives[stream] = None
+        if self.trained_on is not None and not self.trained_on(stream):
+            self.not_trained_on[stream] = None
 
     def _expired_ticks(self, stream: str) -> int:
         """An expired stream's tick count, which its next tick goes on from (0: its codec state was not kept)."""

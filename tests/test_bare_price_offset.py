@@ -15,6 +15,7 @@ import pytest
 
 from conftest import serving
 from engine.service.cli import main
+from engine.service.reply_caveats import ReplyCaveats
 from test_cli import config, wait_for
 from test_served_price_offset import power_model
 from wire_client import Control, push_socket, trade
@@ -48,6 +49,16 @@ def test_a_served_bare_offset_shifts_the_trained_stream_alone(trained, tmp_path)
             held = control.ok("streams", streams=[TRAINED, OTHER])["streams"]
             assert held[TRAINED]["last_price"] == pytest.approx(-3.0 + 0.09 + OFFSET)
             assert held[OTHER]["last_price"] == pytest.approx(4800.0 + 9 / 4)
+            # review443 #2: a stream the model never trained on is said in health's caveats, and an ask's of it
+            untrained = [c["text"] for c in control.ok("health")["caveats"] if c["kind"] == "untrained_stream"]
+            assert untrained == [f'stream "{OTHER}" is not among the streams this model was trained on ("{TRAINED}": '
+                                 f"its evaluation.json's trained_on.streams): its answers there, calibrated and "
+                                 f"blended by answer heads fitted on those streams, are outside what it learnt, so "
+                                 f"read its scores there as of another instrument (a model trained on this one's "
+                                 f"ticks: flashtick train; docs/model.md, Streams trained on)"], untrained
+            caveats = ReplyCaveats(server.config, server.pipeline.codec.questions)
+            kinds = {stream: {c["kind"]: c["text"] for c in caveats.of([], [stream])} for stream in (OTHER, TRAINED)}
+            assert kinds[OTHER]["untrained_stream"] == untrained[0] and "untrained_stream" not in kinds[TRAINED]
         finally:
             control.sock.close()
             push.close()

@@ -95,6 +95,15 @@ def dir20_queries(folder: Path, trigger: str = "batch") -> Path:
     return queries
 
 
+def never_trained_on(stream: str) -> str:
+    """evaluate's warning of a stream the `trained` fixture's model never trained on (review443 #2), with its newline."""
+    return (f'flashtick evaluate: warning: stream "{stream}" is not among the streams this model was trained on '
+            f'("BACK", "FRONT", "SPREAD": its evaluation.json\'s trained_on.streams): its answers there, calibrated '
+            f"and blended by answer heads fitted on those streams, are outside what it learnt, so read its scores there "
+            f"as of another instrument (a model trained on this one's ticks: flashtick train; docs/model.md, Streams "
+            f"trained on)\n")
+
+
 NOTES_ONLY = "{ticks: 25}"  # dir20_queries' trigger for the runs whose checks are notes alone
 
 
@@ -241,6 +250,9 @@ def test_the_in_sample_notes_name_the_streams_trained_on_and_the_default_split_i
     assert ("note: this model was trained with --split 70/15/15 (the default); this run takes --split 50/0/50"
             in err), err
     assert "no --split" not in err, err
+    # review443 #2: MID, which the split left out of training, is scored here (50/50 splits it): said once
+    assert err.count('stream "MID" is not among the streams this model was trained on ("BACK", "FRONT", '
+                     '"SPREAD": ') == 1, err
     older = tmp_path / "older"
     shutil.copytree(model, older)
     evaluation = json.loads((older / "evaluation.json").read_text())
@@ -340,7 +352,8 @@ def test_a_chain_of_short_series_is_summed_up_in_one_line_even_under_quiet(train
     # evaluate: the same line; a refusal of the series alone sums them up, and --verbose names each
     _, model, _, _ = trained
     assert main(["evaluate", str(model), str(csv), "--quiet", *QUICK]) == 0
-    assert capsys.readouterr().err == f"flashtick evaluate: note: {summed}\n"
+    # (and, review443 #2, that the futures model never trained on SPY)
+    assert capsys.readouterr().err == f"flashtick evaluate: note: {summed}\n{never_trained_on('SPY')}"
     series = ["--streams", "SPY   2412*"]
     assert main(["evaluate", str(model), str(csv), *series, *QUICK]) == 2
     error = capsys.readouterr().err.splitlines()[-1]
@@ -372,7 +385,7 @@ def test_train_and_evaluate_under_quiet_say_the_rows_their_reading_rejected_in_o
     assert capsys.readouterr().err == thin_validation(91, (86, 71, 41, 41)) + f"flashtick train: {said}\n"
     _, model, _, _ = trained
     assert main(["evaluate", str(model), str(csv), "--quiet", *QUICK]) == 0
-    assert capsys.readouterr().err == f"flashtick evaluate: {said}\n"
+    assert capsys.readouterr().err == f"flashtick evaluate: {said}\n{never_trained_on('SPY')}"
 
 
 def test_train_says_rows_its_streams_left_out_as_left_out_and_runs_on_backtests_thread_count(tmp_path: Path,
@@ -569,6 +582,13 @@ def test_run_backtest_at_the_checkpoint_s_split_scores_its_test_part_and_says_wh
     assert scored.scored == _scored_dir20(out, parts) > 20  # each trained stream cut at its own test part
     assert json.loads(out.with_suffix(".manifest.json").read_text())["run"]["test_from"] == 0.85
     assert report.in_sample == [] and not any("out of sample" in line for line in notes), notes
+    # review443 #2: THIN and MID, which its split left out, were answered by a model that never trained on them
+    untrained = 'streams "MID", "THIN" are not among the streams this model was trained on ("BACK", "FRONT", "SPREAD": '
+    assert [line for line in report.cautions if line.startswith(untrained)] == \
+        [line for line in notes if line.startswith(untrained)] != [], notes
+    from engine.service.trained_streams import TrainedStreams  # matched as instruments; the built-in model: none
+
+    assert TrainedStreams(model).note(["front", "S-P-R-E-A-D"]) is None and TrainedStreams(None).note(["THIN"]) is None
     assert reads_as_trained(str(model), as_trained, None, None)  # the price offset training read the files with
     assert not reads_as_trained(str(model), {"price_offset": {"SPREAD": 2}}, None, None)
     earlier = dataclasses.replace(report, test_from=0.5)  # the CLI's note at --test-from 0.5, in its words

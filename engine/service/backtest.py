@@ -74,6 +74,7 @@ from engine.service.replay_progress import progress_bar
 from engine.service.session_gaps import gap_notes, split_cautions
 from engine.service.test_start import TestStart, test_start_given
 from engine.service.tick_origins import TickOrigins
+from engine.service.trained_streams import TrainedStreams
 from engine.service.unscored_notes import UnscoredWhy, bar_streams, say_silent_queries, unscored_reasons
 from queries.trigger import TRIGGER_TABLE
 from queries.yaml_loader import no_query
@@ -212,6 +213,9 @@ def run_backtest(config: ServiceConfig, files: Any, queries: Any, out: str | Pat
         if (caveat := backtest_caveat(config.model.path, list(report.stream_ticks))) is not None:
             report.cautions.append(Caution(caveat))  # (the summary says it again at its end, as the live caveat)
             note(report.cautions[-1])
+        if (stranger := TrainedStreams(config.model.path).note(report.stream_ticks)) is not None:  # (review443 #2)
+            report.cautions.append(stranger)
+            note(stranger)
     return report
 
 

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from connectors.cautions import Caution
 from engine.service.builtin_in_sample import SEEN_END, TRAINED_SPANS, instrument_key
-from engine.service.checkpoint_notes import checkpoint_evaluation
+from engine.service.reading_record import checkpoint_evaluation
 
 
 def base_record(base: Path | str | None) -> dict[str, Any] | None:

@@ -6,13 +6,12 @@ as training did unless told otherwise, and say when scores are not out of sample
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple
 
 from engine.service.cli_reading import column_map_of, streams_to_read
 from engine.service.output_paths import files_read
-from engine.text_files import read_text
+from engine.service.reading_record import checkpoint_evaluation
 
 
 def trained_reading(model_path: str | None) -> str:
@@ -156,14 +155,6 @@ def reads_training_files(model_dir: Path | str | None, files: list[Path]) -> boo
     if model_dir is None or (seen := _trained_on(checkpoint_evaluation(Path(model_dir)), files)) is None:
         return False
     return seen.every_file
-
-
-def checkpoint_evaluation(model_dir: Path) -> dict[str, Any] | None:
-    """The evaluation.json a checkpoint `flashtick train` wrote (what it was trained on, and where), or None."""
-    try:
-        return json.loads(read_text(model_dir / "evaluation.json"))
-    except (OSError, ValueError):
-        return None
 
 
 class TrainedOn(NamedTuple):

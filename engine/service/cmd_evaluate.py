@@ -163,6 +163,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
     from engine.service.output_paths import write_text_atomically
     from engine.service.text_evaluation import evaluate_text_model, is_text_model, text_model_refusal
     from engine.service.tick_origins import TickOrigins
+    from engine.service.trained_streams import TrainedStreams
     from engine.service.untrained_tokens import UntrainedTokens
     import numpy as np
     import torch
@@ -209,6 +210,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int | None:
     origins = TickOrigins()  # each tick's file and row, named by its answer points (--points-out)
     rejected, prepared, skipped = _test_streams(args, model, codec, split, said, caution,
                                                 lambda replay: read.append(input_files(replay)), origins)
+    if (stranger := TrainedStreams(model_dir).note(sd.name for sd in prepared)) is not None:  # (review443 #2)
+        caution(stranger)
     untrained = UntrainedTokens(model_dir, codec, None)  # streams sending a token the model never trained on
     for sd in prepared:
         untrained.accepted(sd.name, sd.tokens.ravel().tolist())  # (counted: a handful of such ticks is none)

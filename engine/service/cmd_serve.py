@@ -286,6 +286,7 @@ def _say_setup(args: argparse.Namespace, server: Any) -> None:
     # (here, not at the top: the CLI's parser imports this module before it can name a shadowing package)
     from engine.service.market_caveat import start_note
     from engine.service.reply_caveats import model_caveats
+    from engine.service.trained_streams import TrainedStreams
     config, data = server.config, server.pipeline.data
     default = str(default_data_dir(config.model.model_id))
     data_key = "--data-dir" if args.data_dir is not None else "log.dir" if config.log.dir != default else "the default"
@@ -311,6 +312,8 @@ def _say_setup(args: argparse.Namespace, server: Any) -> None:
     # derivatives was trained on (market_caveat.py)
     if (markets := start_note(server.config.model.path)) is not None:
         print(f"flashtick: note: {markets}", file=sys.stderr, flush=True)
+    if (trained := TrainedStreams(server.config.model.path).start_note()) is not None:  # (review443 #2)
+        print(f"flashtick: note: {trained}", file=sys.stderr, flush=True)
 
 
 def _say_serving(server: Any, endpoints: dict[str, str]) -> None:

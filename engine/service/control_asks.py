@@ -170,13 +170,14 @@ class AskOps:
                 **self._idle(stream, note), **note}
 
     def _caveats(self, specs: list[QuerySpec], streams: list[str] = (),
-                 derivatives: tuple[list[str], int] | None = None) -> dict[str, list[dict[str, str]]]:
+                 derivatives: tuple[list[str], int] | None = None,
+                 not_trained: tuple[list[str], int] | None = None) -> dict[str, list[dict[str, str]]]:
         """A reply's ``caveats`` on reading the answers of ``specs`` on ``streams`` (reply_caveats.py): the
         model's, read once, a query's own and the streams'; an empty list when there is none (the key is always
         there)."""
         if self._reply_caveats is None:
             self._reply_caveats = ReplyCaveats(self.config, self.pipeline.codec.questions)
-        caveats = self._reply_caveats.of(specs, streams, derivatives)
+        caveats = self._reply_caveats.of(specs, streams, derivatives, not_trained)
         untrained = getattr(self.pipeline, "untrained", None)  # (one engine's: a sharded front door reads no tokens)
         if untrained is not None and derivatives is not None:  # health's: the streams held that sent such tokens
             caveats += untrained.held_caveat()

@@ -142,11 +142,12 @@ class ControlOps(AskOps, StreamOps):
         self._refresh_snapshot()
         return {"stats": self._snapshot}
 
-    def _held_derivatives(self) -> tuple[list[str], int]:
-        """The first derivative streams this process holds (`health`'s caveat names three) and how many it holds:
-        kept by the stream table as streams come and go, so a health call does not walk every stream held."""
+    def _held(self, kept: str) -> tuple[list[str], int]:
+        """The first streams this process holds of the stream table's ``kept`` ones (`derivatives`, or those its model
+        did not train on, `not_trained_on`: `health`'s caveats name three) and how many it holds: kept by the table
+        as streams come and go, so a health call does not walk every stream held."""
         encoders = getattr(self.pipeline, "encoders", None)
-        held = encoders.derivatives if encoders is not None else {}
+        held = getattr(encoders, kept) if encoders is not None else {}
         return list(itertools.islice(held, 3)), len(held)
 
     def _op_health(self, _request: dict, _reply: Any) -> dict:
@@ -172,4 +173,5 @@ class ControlOps(AskOps, StreamOps):
                 "model_digest": self.model_digest,
                 **({"model_changed": changed} if (changed := getattr(data, "model_changed", None)) else {}),
                 **self._feed_warnings(),  # (clocks ahead, two clocks interleaving: feed_clocks.py)
-                **self._caveats(self.pipeline.registry.list(), derivatives=self._held_derivatives())}
+                **self._caveats(self.pipeline.registry.list(), derivatives=self._held("derivatives"),
+                                not_trained=self._held("not_trained_on"))}

@@ -59,6 +59,7 @@ from engine.service.rejections import admission_limit
 from engine.service.shedding import Shedding
 from engine.service.stream_removal import StreamBusy, StreamRemoval
 from engine.service.tick_ingest import TickIngest, log_or_refuse
+from engine.service.trained_streams import TrainedStreams
 from engine.service.untrained_tokens import UntrainedTokens
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
@@ -103,6 +104,7 @@ class TickPipeline(TickIngest, LagCheck, QueryChanges, StreamRemoval):
                                        price_offset=ingest_price_offset(config.model.path),
                                        expired_kept=config.scheduler.expired_streams_kept,
                                        seq_scope=config.ingest.seq_scope)
+        self.encoders.trained_on = TrainedStreams(config.model.path).check  # (health's untrained_stream caveat)
         self.ticks_in = 0
         self.ingest_unread_s = 0.0  # how long the server's ingest queue has held unread messages (ingest_reading.py)
         self._lag_checked, self._pending_lag_s = float("-inf"), 0.0

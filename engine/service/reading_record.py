@@ -79,15 +79,23 @@ def reading_of(columns: Mapping[str, Any] | None, streams: Any = None, split: st
     return reading
 
 
+def checkpoint_evaluation(model_dir: Path | str) -> dict[str, Any] | None:
+    """The evaluation.json a checkpoint `flashtick train` wrote (what it was trained on, and where), or None."""
+    try:
+        return json.loads(read_text(Path(model_dir) / "evaluation.json"))
+    except (OSError, ValueError):
+        return None
+
+
 def recorded_reading(model_dir: Path | str | None) -> dict[str, str] | None:
     """What a checkpoint of `flashtick train` was read with; None when it does not say (the built-in model, another
     checkpoint, one trained before this was recorded), so that nothing is assumed of it."""
     if model_dir is None:
         return None
     try:
-        trained_on = json.loads(read_text(Path(model_dir) / "evaluation.json"))["trained_on"]
+        trained_on = (checkpoint_evaluation(model_dir) or {})["trained_on"]
         reading = trained_on["reading"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError):
         return None
     if not isinstance(reading, dict):
         return None

@@ -3,8 +3,9 @@ reply and in `health` (``caveats``: docs/wire-protocol.md), so a client that nev
 them too: the model was trained on prices shifted by --price-offset (the service adds it at ingest), or on files
 read with other options (a feed must send ticks read alike), its training
 labelled answers with another session gap than this service does, a query asks ``regime`` (ground truth on the
-synthetic market only), a spot-trained model answers a derivatives stream (market_caveat.py). Each is ``{kind,
-text}``: ``kind`` stable for a client's switch, ``text`` for people, the start's note word for word."""
+synthetic market only), a spot-trained model answers a derivatives stream (market_caveat.py), a checkpoint answers
+a stream it never trained on (trained_streams.py). Each is ``{kind, text}``: ``kind`` stable for a client's switch,
+``text`` for people, the start's note word for word."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 from engine.service.checkpoint_notes import session_gap_mismatch
 from engine.service.config import ServiceConfig
 from engine.service.market_caveat import spot_only, stream_caveat
+from engine.service.trained_streams import TrainedStreams
 
 INGEST_PRICE_OFFSET = "ingest_price_offset"  # the model learnt prices shifted by --price-offset: added at ingest
 TRAINED_READING = "trained_reading"  # it learnt from files read with --price-format, --tz and the like
@@ -96,14 +98,17 @@ class ReplyCaveats:
         self.model = model_caveats(config)
         self.questions = questions
         self.spot_only = spot_only(config.model.path)  # (read from the model's card once)
+        self.trained = TrainedStreams(config.model.path)  # (and its evaluation.json)
 
-    def of(self, specs: list[Any], streams: list[str] = (),
-           derivatives: tuple[list[str], int] | None = None) -> list[dict[str, str]]:
+    def of(self, specs: list[Any], streams: list[str] = (), derivatives: tuple[list[str], int] | None = None,
+           not_trained: tuple[list[str], int] | None = None) -> list[dict[str, str]]:
         """The caveats of a reply about the answers of ``specs`` (an ask's or get's query; `health`: every query
-        registered) on ``streams`` (the one asked), the model's first; `health` gives ``derivatives`` instead: the
-        first derivative streams held and how many are held (O(1), however many streams are held)."""
+        registered) on ``streams`` (the one asked), the model's first; `health` gives ``derivatives`` and
+        ``not_trained`` instead: the first derivative streams held and the first held streams the model did not
+        train on, and how many of each are held (O(1), however many streams are held)."""
         streams = list(streams)
         regime = regime_caveat(specs, self.questions, streams[0] if len(streams) == 1 else None)
         market = None if not self.spot_only else \
             stream_caveat(*derivatives) if derivatives is not None else stream_caveat(streams)
-        return self.model + [caveat for caveat in (regime, market) if caveat is not None]
+        untrained = self.trained.caveat(*not_trained) if not_trained is not None else self.trained.caveat(streams)
+        return self.model + [caveat for caveat in (regime, market) if caveat is not None] + untrained

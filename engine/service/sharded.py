@@ -68,6 +68,7 @@ from engine.service.shard_replies import ShardReplies
 from engine.service.sharded_forget import forget_stream
 from engine.service.sharded_ingest import ShardedIngest
 from engine.service.sharded_restart import restart_front_door
+from engine.service.trained_streams import TrainedStreams
 from engine.service.turned_away import TurnedAway
 from queries.cache import Answer, AnswerCache
 from queries.flash import FlashQueries
@@ -182,6 +183,7 @@ class ShardedPipeline(ShardedIngest):
                                        price_offset=ingest_price_offset(config.model.path),
                                        expired_kept=config.scheduler.expired_streams_kept,
                                        seq_scope=config.ingest.seq_scope)
+        self.encoders.trained_on = TrainedStreams(config.model.path).check  # (health's untrained_stream caveat)
         self.data.encoders = self.encoders  # each new tick log segment starts with their counts
         # `streams`' idle_s counts from when a tick reached the service, not from its read (review380 #3)
         self.encoders.arrival_of = lambda stream, ts, read: self.receive_clock.arrived_ns(stream, ts, read,
