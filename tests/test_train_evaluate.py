@@ -133,6 +133,16 @@ def test_train_writes_a_checkpoint_that_backtest_answers_with(ticks_file: Path, 
     said = [line for line in printed.err.splitlines() if base_span in line]
     assert len(said) == 1 and said[0].startswith("flashtick evaluate: warning: "), printed.err
     assert said[0].removeprefix("flashtick evaluate: ") in json.loads(printed.out)["cautions"]
+    # a checkpoint from before its base was recorded: its card's Base line (here as given, relative) is followed
+    from engine.service.base_lineage import checkpoint_lineage
+
+    older = tmp_path / "older"
+    older.mkdir()
+    evaluation = json.loads((tmp_path / "again" / "evaluation.json").read_text())
+    recorded = evaluation["trained_on"].pop("base")
+    (older / "evaluation.json").write_text(json.dumps(evaluation))
+    (older / "TRAINING.md").write_text(again.replace(f"- Base: {out.resolve()} (", f"- Base: {out.name} ("))
+    assert checkpoint_lineage(older)["base"] == recorded
     evaluation = json.loads((out / "evaluation.json").read_text())
     assert {"direction_5", "direction_20"} <= set(evaluation["questions"])
     # evaluated on the same file with a test slice inside what it was trained on: said

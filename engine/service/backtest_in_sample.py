@@ -14,7 +14,7 @@ from connectors.column_map import ColumnMap
 from connectors.map_options import Refine
 from connectors.time_range import TimeRange
 from engine.service.backtest_report import BacktestReport
-from engine.service.base_lineage import lineage_caution
+from engine.service.base_lineage import checkpoint_lineage, lineage_caution
 from engine.service.builtin_in_sample import SEEN_END, builtin_in_sample_note, builtin_span_caution
 from engine.service.checkpoint_notes import checkpoint_evaluation, in_sample_note
 from engine.service.reading_record import reading_mismatch, reading_of, recorded_reading
@@ -34,7 +34,7 @@ def in_sample_notes(report: BacktestReport, files: list[Path], max_ticks: int | 
         evaluation = checkpoint_evaluation(Path(report.model_path))
         said = in_sample_note(evaluation, files, report, report.test_from, max_ticks, same_reading=same_reading)
         if said is None:  # its base's ticks, or its base's base's (review443 #1)
-            said = lineage_caution((evaluation or {}).get("trained_on"), scored, "the answers scored",
+            said = lineage_caution(checkpoint_lineage(report.model_path), scored, "the answers scored",
                                    "give a --test-from after that span's end")
         return [] if said is None else [said]
     if (said := builtin_in_sample_note(files, scored_from(report.test_from),

@@ -8,20 +8,23 @@ itself was told so).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
 from connectors.cautions import Caution
 from engine.service.builtin_in_sample import SEEN_END, TRAINED_SPANS, instrument_key
+from engine.service.market_caveat import MODEL_CARD
 from engine.service.reading_record import checkpoint_evaluation
 
 
-def base_record(base: Path | str | None) -> dict[str, Any] | None:
+def base_record(base: Path | str | None, followed: frozenset[Path] = frozenset()) -> dict[str, Any] | None:
     """What a fine-tune records of its ``base`` (None: from scratch, nothing): its folder, resolved, and each stream it
     trained and validated on with the event times (ns) of its first and last such tick (`stream_starts`, `streams`,
     as its own evaluation.json has them), its own base's record inside (`base`). The built-in model's are its
     shared sets' spans (builtin_in_sample.TRAINED_SPANS); a base that kept none (a checkpoint from before they
-    were kept, another tool's) records its folder alone."""
+    were kept, another tool's) records its folder alone, as does one among ``followed``, the checkpoints whose base
+    it is (two old cards naming each other after an --overwrite)."""
     if base is None:
         return None
     from engine.models import BUILTIN_MODEL_DIR
@@ -31,8 +34,37 @@ def base_record(base: Path | str | None) -> dict[str, Any] | None:
         return {"model": str(folder), "builtin": True,
                 "stream_starts": {name: start for name, (start, _) in TRAINED_SPANS.items()},
                 "streams": {name: end for name, (_, end) in TRAINED_SPANS.items()}}
-    trained = (checkpoint_evaluation(folder) or {}).get("trained_on") or {}
+    trained = {} if folder in followed else checkpoint_lineage(folder, followed) or {}
     return {"model": str(folder), **{key: trained.get(key) for key in ("stream_starts", "streams", "base")}}
+
+
+# the model card's line naming the base (finetune_card.py): `- Base: DIR (its answer heads not kept: ...); 2.43M
+# parameters; ...`, `- Base: from scratch; ...`
+CARD_BASE = re.compile(r"^- Base: (.+?)(?: \(its answer heads not kept[^)]*\))?; [\d.]+M parameters", re.M)
+
+
+def checkpoint_lineage(model_dir: Path | str, followed: frozenset[Path] = frozenset()) -> dict[str, Any] | None:
+    """A checkpoint's `trained_on` (its evaluation.json's; None: it has none) with its base's record. A checkpoint
+    written before the base was recorded (no `base` key) gets the record of the folder its model card's `- Base:`
+    line names, read now: the built-in model's spans are known whatever its path was; a folder given relative to
+    where `train` ran is looked for beside the checkpoint, and one not found records nothing (no caution).
+    ``followed``: as base_record's."""
+    trained_on = (checkpoint_evaluation(model_dir) or {}).get("trained_on")
+    if not isinstance(trained_on, dict) or "base" in trained_on:
+        return trained_on
+    try:
+        named = CARD_BASE.search((Path(model_dir) / MODEL_CARD).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        named = None
+    if named is None or named[1] == "from scratch":
+        return trained_on | {"base": None}
+    base = Path(named[1])
+    if base.parts[-3:] == ("engine", "models", "builtin"):  # (another install's, or this one's before a move)
+        from engine.models import BUILTIN_MODEL_DIR
+
+        base = BUILTIN_MODEL_DIR
+    return trained_on | {"base": base_record(base if base.is_absolute() else Path(model_dir).parent / base,
+                                             followed | {Path(model_dir).resolve()})}
 
 
 def lineage_caution(trained_on: Mapping[str, Any] | None, scored: Mapping[str, tuple[int, int]], what: str,

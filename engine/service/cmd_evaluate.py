@@ -84,16 +84,14 @@ def _in_sample_notes(args: argparse.Namespace, model_dir: Path, prepared: list[A
     (base_lineage.py, review443 #1); for the built-in model, a shared set it trained on (builtin_in_sample.py). A
     connectors.cautions.Caution is said as a warning."""
     from engine.models import BUILTIN_MODEL_DIR
-    from engine.service.base_lineage import lineage_caution
-    from engine.service.checkpoint_notes import checkpoint_evaluation
+    from engine.service.base_lineage import checkpoint_lineage, lineage_caution
     from engine.service.splits import test_spans
 
     tested = test_spans(prepared)
     if model_dir.resolve() != BUILTIN_MODEL_DIR.resolve():
         by_time = split.test_from_ns is not None or time_range_of(args, quiet=True) is not None
         said = trained_on_overlap(model_dir, args.files, split, tested, by_time) or lineage_caution(
-            (checkpoint_evaluation(model_dir) or {}).get("trained_on"), tested, "the test slice",
-            "give a --test-from after that span's end")
+            checkpoint_lineage(model_dir), tested, "the test slice", "give a --test-from after that span's end")
         return [] if said is None else [said]
     # (a test part cut at a time starts at no one share: judged as if every tick were scored, the cautious reading)
     scored_from = 1 - split.test if split.test_from_ns is None else None
