@@ -96,12 +96,12 @@ def dir20_queries(folder: Path, trigger: str = "batch") -> Path:
 
 
 def never_trained_on(stream: str) -> str:
-    """evaluate's warning of a stream the `trained` fixture's model never trained on (review443 #2), with its newline."""
+    """evaluate's warning of a stream the `trained` fixture's model never trained on (review443 #2), its newline too."""
     return (f'flashtick evaluate: warning: stream "{stream}" is not among the streams this model was trained on '
             f'("BACK", "FRONT", "SPREAD": its evaluation.json\'s trained_on.streams): its answers there, calibrated '
-            f"and blended by answer heads fitted on those streams, are outside what it learnt, so read its scores there "
-            f"as of another instrument (a model trained on this one's ticks: flashtick train; docs/model.md, Streams "
-            f"trained on)\n")
+            f"and blended by answer heads fitted on those streams, are outside what it learnt, so read its scores "
+            f"there as of another instrument (a model trained on this one's ticks: flashtick train; docs/model.md, "
+            f"Streams trained on)\n")
 
 
 NOTES_ONLY = "{ticks: 25}"  # dir20_queries' trigger for the runs whose checks are notes alone

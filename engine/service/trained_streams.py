@@ -70,9 +70,9 @@ class TrainedStreams:
         are = "is" if count == 1 else "are"
         trained = ", ".join(map(quoted, self.names[:NAMED])) + self._more(len(self.names))
         return (f"{self._named(untrained, count)} {are} not among the streams this model was trained on ({trained}: "
-                f"its evaluation.json's trained_on.streams): its answers there, calibrated and blended by answer heads fitted on those "
-                f"streams, are outside what it learnt, so read its scores there as of another instrument (a model "
-                f"trained on this one's ticks: flashtick train; docs/model.md, Streams trained on)")
+                f"its evaluation.json's trained_on.streams): its answers there, calibrated and blended by answer heads "
+                f"fitted on those streams, are outside what it learnt, so read its scores there as of another "
+                f"instrument (a model trained on this one's ticks: flashtick train; docs/model.md, Streams trained on)")
 
     def _named(self, streams: list[str], count: int) -> str:
         return f"stream{'s' * (count > 1)} {', '.join(map(quoted, streams[:NAMED]))}{self._more(count)}"
