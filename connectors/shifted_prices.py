@@ -174,9 +174,9 @@ def near_zero(row: dict[str, Any]) -> bool:
 def crossing_as_read(prices: pl.LazyFrame, rows: list[dict[str, Any]], cmap: Any) -> frozenset[str]:
     """Of the streams of ``rows`` (`_price_levels`' of ``prices`` as the file holds them) that the map's
     price_offset shifts, those whose prices cross zero once shifted, by the rule the file's own prices are judged
-    by (near zero, or reached from within its range: `crossing_walk`): a butterfly always below zero (-0.13..-0.055) read with an offset too
-    small (0.1) has shifted prices on both sides of zero, and loses the rows still at or below it out of its
-    middle, as a spread crossing zero read without one does (review410 #9)."""
+    by (near zero, or reached from within its range: `crossing_walk`): a butterfly always below zero
+    (-0.13..-0.055) read with an offset too small (0.1) has shifted prices on both sides of zero, and loses the rows
+    still at or below it out of its middle, as a spread crossing zero read without one does (review410 #9)."""
     import polars as pl
 
     offsets = {row["stream"]: offset for row in rows

@@ -2,8 +2,8 @@
 `买价`/`卖价`, CTP's `申买价一`/`申卖价一`), Korean (`매수호가`/`매도호가`), Spanish and Portuguese (`Precio Compra`/`Precio
 Venta`, `Preço Compra`/`Preço Venda`, `Oferta Compra`) and Italian (`Prezzo Denaro`/`Prezzo Lettera`) headers were
 refused, "no price (trades) nor bid and ask (quotes) among them", and Italian `Denaro`/`Lettera` (and German
-`Geldkurs`/`Briefkurs`: review440 #6) read without their sizes. Detected now by connectors/field_names.py, with their sizes where the language has a clear name for them:
-each file reads the same ticks as its copy under English names. Real files in tmp_path, read by FileReplay (the
+`Geldkurs`/`Briefkurs`: review440 #6) read without their sizes. Detected now by connectors/field_names.py, with
+their sizes where the language has a clear name for them: each file reads the same ticks as its copy under English names. Real files in tmp_path, read by FileReplay (the
 reader backtest, feed replay and evaluate use)."""
 
 from __future__ import annotations
