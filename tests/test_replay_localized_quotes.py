@@ -3,8 +3,8 @@
 Venta`, `Preço Compra`/`Preço Venda`, `Oferta Compra`) and Italian (`Prezzo Denaro`/`Prezzo Lettera`) headers were
 refused, "no price (trades) nor bid and ask (quotes) among them", and Italian `Denaro`/`Lettera` (and German
 `Geldkurs`/`Briefkurs`: review440 #6) read without their sizes. Detected now by connectors/field_names.py, with
-their sizes where the language has a clear name for them: each file reads the same ticks as its copy under English names. Real files in tmp_path, read by FileReplay (the
-reader backtest, feed replay and evaluate use)."""
+their sizes where the language has a clear name for them: each file reads the same ticks as its copy under English
+names. Real files in tmp_path, read by FileReplay (the reader backtest, feed replay and evaluate use)."""
 
 from __future__ import annotations
 
