@@ -154,6 +154,33 @@ def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_
     assert recovered and recovered[0].startswith("flashtick: INFO: recovered 8,000 ticks of "), recovered
 
 
+def test_a_start_failing_after_its_stop_signal_was_swallowed_exits_as_the_stop(monkeypatch, capsys) -> None:
+    """review442 #7: a Ctrl-C or SIGTERM in serve's first second raised StoppedWhileStarting inside numpy's import,
+    which swallowed it and left numpy half-imported; the next use of numpy failed (`module 'numpy' has no attribute
+    'logical_or'`) and serve exited 2 with that error, as for a broken install. Any failure of the start once a stop
+    signal came is now the stop: exit 0, `stopped while starting`. The start here is a stand-in for that import (a
+    real one cannot be stopped at that bytecode on purpose)."""
+    import argparse
+
+    from engine.service import cmd_serve
+
+    def start_in_an_import_that_swallows_the_stop(_args: argparse.Namespace, _stopping: object) -> None:
+        try:
+            signal.raise_signal(signal.SIGTERM)
+        except BaseException:  # as numpy's import did with the handler's raise
+            pass
+        raise AttributeError("module 'numpy' has no attribute 'logical_or'")
+
+    monkeypatch.setattr(cmd_serve, "_start", start_in_an_import_that_swallows_the_stop)
+    handlers = {signum: signal.getsignal(signum) for signum in cmd_serve.STOP_SIGNALS}
+    try:
+        assert cmd_serve._started(argparse.Namespace()) is None
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    assert capsys.readouterr().err.startswith("flashtick: stopped while starting (SIGTERM); nothing was accepted")
+
+
 def test_a_query_taken_out_of_the_queries_file_and_still_served_is_named_at_the_start(tmp_path, checkpoint) -> None:
     """An SRE's review (review189 #4): a query taken out of the config's `queries:` file was still served after a
     restart (the data directory keeps every registration; the file is applied on top, as documented), and the start

@@ -272,7 +272,11 @@ def _started(args: argparse.Namespace) -> tuple[Any, dict[str, str]] | None:
             signal.signal(signum, serving_stop)
         if stopping.signum is not None:  # (its raise was swallowed on the way: stopped all the same)
             raise StoppedWhileStarting(stopping.signum)
-    except StoppedWhileStarting:
+    except (StoppedWhileStarting, Exception):
+        # any failure once a stop signal came is the stop's: its raise swallowed inside a half-done import (numpy's,
+        # review442 #7) leaves that module broken, and the next use of it fails with a nonsense error (exit 2)
+        if stopping.signum is None:
+            raise
         if server is not None:  # stopped once bound: its sockets and the data directory's lock let go, as serving's
             server.close()
         print(stopping.line(), file=sys.stderr, flush=True)
