@@ -112,6 +112,9 @@ def test_shipped_examples_load() -> None:
     # wrong types are named before the service starts (they were TypeErrors after binding)
     ({"limits": {"heartbeat_s": "fast"}}, r"engine.yaml: limits.heartbeat_s must be a number, got \"fast\"$"),
     ({"kv": {"cells": "4096"}}, r"kv.cells must be an integer or null, got \"4096\" \(quoted in the YAML: drop"),
+    # ... every numeric key alike: a section's own range check spoke first, without the hint (review442 #1)
+    ({"model": {"threads": "1"}}, r"model.threads must be an integer or null, got \"1\" \(quoted in the YAML: drop"),
+    ({"replay": {"batch_ms": "100"}}, r"replay.batch_ms must be a number, got \"100\" \(quoted in the YAML: drop"),
     ({"endpoints": {"metrics_port": True}}, "endpoints.metrics_port must be an integer or null, got true$"),
     ({"scheduler": {"header": [1, "a"]}}, r"scheduler.header must be a list of integers, got \[1, \"a\"\]"),
     ({"replay": {"ts_unit": "fortnights"}}, r"engine.yaml: replay.ts_unit must be one of"),

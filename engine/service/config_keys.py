@@ -80,6 +80,10 @@ def built_section(name: str, section_type: type, value: Any, source: str,
     if check is not None:
         check(value)
     value = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
+    # a quoted number is refused by its type first, with the hint to drop the quotes, for every numeric key alike:
+    # the section's own checks name the range wanted, not why "1" is not 1 (review442 #1: model.threads)
+    check_types({k: v for k, v in value.items() if isinstance(v, str) and _number(v.strip()) is not None},
+                section_type, f"{source}: {name}")
     try:  # the section's own checks speak first; a wrong type they let through is named after them
         section = section_type(**value)
     except ValueError as e:
