@@ -75,12 +75,13 @@ def run_feed(
     cutter = None if batch_ns is None else EventTimeCutter(batch_ns)
     if answers is None:
         stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, None, resume, cutter, say)
-        return _finish(stats, client, None, resume)
+        return _finish(stats, client, None, resume, stop)
     with RejectWatch(answers, say=warn, tag=client.tag, **client.curve) as watch:
         _wait_ready(watch, client, ready_timeout_s, resume)
         stats = _pump(source, client, rate, max_ticks, batch, stop, idle_sleep_s, watch, resume, cutter, say)
-        stats = _finish(stats, client, watch, resume)
-        watch.settle(settle_s)
+        stats = _finish(stats, client, watch, resume, stop)
+        if not stats.unconfirmed:  # (an engine still taking what was sent, stopped waiting on: no rejection settles)
+            watch.settle(settle_s)
         return stats._replace(rejected=dict(watch.rejected), unattributed=watch.unattributed,
                               others=watch.others, first_errors=dict(watch.first_errors))
 
@@ -102,12 +103,13 @@ BEHIND_SAY_EVERY_S = 10.0  # a paced replay running behind is said at most this 
 FINISH_STALL_S = 30.0  # after the last send, how long the engine may account for no more of what was sent
 
 
-def _finish(stats: FeedStats, client: FeedClient, watch: RejectWatch | None, resume: FeedResume | None
-            ) -> FeedStats:
+def _finish(stats: FeedStats, client: FeedClient, watch: RejectWatch | None, resume: FeedResume | None,
+            stop: threading.Event | None) -> FeedStats:
     """With ``resume``: after the last send, wait until the engine has taken (accepted or refused) every tick sent,
     resuming as mid-feed if the connection drops meanwhile (what sat unread in its queue goes with a stopping
     engine), so the feed ends only once nothing it sent is still in flight; or until it takes no more for
-    FINISH_STALL_S, the rest counted as ``unconfirmed``."""
+    FINISH_STALL_S, or ``stop`` is set (a Ctrl-C waited out a backlog of a minute: review442 #4), the rest counted
+    as ``unconfirmed``."""
     if resume is None:
         if client.dropped():  # after the last send: what was in flight may be lost, and nothing can tell
             raise EngineLost(f"the connection to the engine at {client.endpoint} dropped after the last send (a "
@@ -124,7 +126,8 @@ def _finish(stats: FeedStats, client: FeedClient, watch: RejectWatch | None, res
             _send(client, [], resume, watch, lost=True)
             continue
         now = resume.unconfirmed(rejected(watch))
-        if now == 0 or (now == left and time.monotonic() >= stalled_at):
+        stopped = stop is not None and stop.is_set()
+        if now == 0 or stopped or (now == left and time.monotonic() >= stalled_at):
             return stats._replace(unconfirmed=now, restarts=resume.restarts, resent=resume.resent,
                                   lost=resume.lost_ticks, superseded=resume.superseded_ticks,
                                   sent_twice=resume.sent_twice_ticks, wait_s=time.monotonic() - began)

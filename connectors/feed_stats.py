@@ -37,8 +37,9 @@ class FeedStats(NamedTuple):
         line = f"sent {counted(self.ticks, 'tick')} in {counted(self.messages, 'message')} over {self.seconds:.1f} s"
         if self.control_s >= CONTROL_SAID_S:
             line += f" ({self.control_s:.1f} s of it waiting on the engine's control socket, sending nothing)"
-        if self.wait_s >= CONTROL_SAID_S:
-            line += f", then {self.wait_s:.1f} s until the engine had taken every tick"
+        if self.wait_s >= CONTROL_SAID_S:  # (a stop, or a stalled engine, ends the wait before it took them all)
+            line += f", then {self.wait_s:.1f} s " + ("waiting for the engine to take them" if self.unconfirmed else
+                                                     "until the engine had taken every tick")
         if self.rejected is None:
             return line + self._split() + self._resumed()
         n = sum(self.rejected.values())

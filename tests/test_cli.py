@@ -1637,13 +1637,14 @@ def test_a_paced_replay_s_summary_times_the_sending_not_the_wait_for_the_engine(
 
     rows = ["ts,stream,price,size"] + [f"{1_700_000_000_000 + i * 100},ES,{100 + i},1" for i in range(11)]
     (tmp_path / "es.csv").write_text("\n".join(rows) + "\n")  # 1 s of the file's clock
+    replay = FileReplay(tmp_path / "es.csv", columns={"ts_unit": "ms"}, speed=1.0)
     with serving(config(checkpoint, tmp_path)) as server:
         resume = ControlFeedResume(lambda: ControlClient(server.endpoints["control"], timeout_s=5))
         began = time.monotonic()
         with FeedClient(server.endpoints["ingest"], watch_connection=True) as client:
-            stats = run_feed(FileReplay(tmp_path / "es.csv", columns={"ts_unit": "ms"}, speed=1.0), client,
-                             answers=server.endpoints["answers"], resume=resume)
-        took = time.monotonic() - began
+            stats = run_feed(replay, client, answers=server.endpoints["answers"], resume=resume)
+            took = time.monotonic() - began
+            _a_stop_cuts_the_wait_for_the_engine_short(stats, client, resume, replay)
         resume.close()
     assert stats.ticks == 11 and stats.unconfirmed == 0 and stats.seconds >= 0.99  # the file's second, paced
     assert stats.wait_s > 0 and stats.seconds + stats.wait_s <= took and 0 <= stats.control_s <= stats.seconds
@@ -1652,6 +1653,30 @@ def test_a_paced_replay_s_summary_times_the_sending_not_the_wait_for_the_engine(
     assert stats.summary().startswith(f"sent 11 ticks in {stats.messages} messages over {stats.seconds:.1f} s"), \
         stats.summary()
     assert then in stats.summary() and stats.summary().endswith("; 0 rejected"), stats.summary()
+
+
+def _a_stop_cuts_the_wait_for_the_engine_short(stats, client: FeedClient, resume, replay) -> None:
+    """review442 #4: a Ctrl-C after the last send waited for the engine's backlog (53 s; under `when_behind: lag`
+    as long as it lasts), then said "the same command sends the rest" when every tick was sent. The stop now ends
+    the wait at once, what the engine has not taken yet counted, and the line says nothing is left to send. (Ticks
+    the feed never gave the engine are never taken: without the stop, the wait would end after FINISH_STALL_S.)"""
+    from connectors.feed_pump import _finish
+    from connectors.ticks import trade
+    from engine.service.cmd_feed import _rest_after_stop
+
+    resume.sent([trade("NQ", 1_700_000_000_000_000_000 + i, 100.0, 1.0, "buy") for i in range(3)], {})
+    stop = threading.Event()
+    stop.set()
+    stopped = _finish(stats, client, None, resume, stop)
+    assert stopped.unconfirmed == 3, stopped
+    assert ", then 20.5 s waiting for the engine to take them;" in stopped._replace(wait_s=20.5).summary()
+    assert _rest_after_stop(argparse.Namespace(ticks=None), stopped, replay, resume) == (
+        "every tick was sent; the stop came while the engine was still taking them, 3 not yet (queued at the engine: "
+        "`flashtick streams` says what it holds, and the same command sends only what it lacks)")
+    assert _rest_after_stop(argparse.Namespace(ticks=None), stats, replay, resume) == \
+        "every tick was sent, nothing is left to send"
+    assert _rest_after_stop(argparse.Namespace(ticks=None), stats._replace(held_back=2), replay, resume) == \
+        "the same command sends the rest"
 
 
 def test_client_commands_take_a_stream_name_in_nfc() -> None:

@@ -372,9 +372,10 @@ def _say_feed_summary(stats: Any, stop: threading.Event, source: Any, replay: An
         print(f"{who}: warning (said above too): {caution}", file=sys.stderr)
 
 
-def _check_fed(args: argparse.Namespace, stats: Any, source: Any) -> None:
+def _check_fed(args: argparse.Namespace, stats: Any, source: Any, stopped: bool) -> None:
     """A feed that sent nothing, or nothing the engine took, ends in an error saying why (after the rows not sent);
-    a file fed again with nothing new is said, and no error."""
+    a file fed again with nothing new is said, and no error. ``stopped``: by a signal, which also cuts short the
+    wait for the engine to take what was sent (its line says what was not yet taken)."""
     from connectors.after_held import AfterHeld
     from connectors.feed_pump import FINISH_STALL_S
 
@@ -389,7 +390,7 @@ def _check_fed(args: argparse.Namespace, stats: Any, source: Any) -> None:
               f"what it has){_start_over(source)}", file=sys.stderr)
     # rows the files' own checks refused, before any was sent: said before any error below, whichever ends the feed
     said_rows = _say_rows_not_sent(source, stats.ticks)
-    if stats.unconfirmed:
+    if stats.unconfirmed and not stopped:
         raise ConnectionError(f"the engine has neither accepted nor refused {stats.unconfirmed} of the ticks sent "
                               f"(none more for {FINISH_STALL_S:g} s): they may be lost; `flashtick streams` says what "
                               f"it holds")
@@ -401,7 +402,7 @@ def _check_fed(args: argparse.Namespace, stats: Any, source: Any) -> None:
         raise ValueError("every row of the files was rejected; nothing was sent (reasons above)"
                          if sum(source.rejected.values()) > left_out else
                          "every row of the files was left out by a filter (above); nothing was sent")
-    if none_sent and args.feed_source == "replay" and not held:
+    if none_sent and args.feed_source == "replay" and not held and not stopped:  # (a stop before the first send)
         from engine.service.no_data import NoData
 
         raise NoData("the files hold no ticks (no data rows): nothing was sent")
@@ -444,14 +445,25 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
         print(f"{args.command_name}: {e}", file=sys.stderr, flush=True)
         return exit_status(interrupted[0])
     _say_feed_summary(stats, stop, source, replay, args.command_name)
-    _check_fed(args, stats, source)
+    _check_fed(args, stats, source, stopped=bool(interrupted))
     if interrupted:  # cut short: told from a whole feed by its exit, 128 + the signal, as backtest's (review337 #4)
-        rest = ("the same command sends the rest" if resume is not None else  # (it asks the engine what it holds)
-                "with no control socket to ask what the engine holds, a re-run sends it all again")
         print(f"{args.command_name}: interrupted by {signal.Signals(interrupted[0]).name}: {stats.ticks:,} ticks sent "
-              f"(the summary above); {rest}", file=sys.stderr, flush=True)
+              f"(the summary above); {_rest_after_stop(args, stats, source, resume)}", file=sys.stderr, flush=True)
         return exit_status(interrupted[0])
     return _rejected_status(args, stats, source)
+
+
+def _rest_after_stop(args: argparse.Namespace, stats: Any, source: Any, resume: Any) -> str:
+    """What is left to send after a stop, and what a re-run does: the rest; or nothing, every tick sent, when the
+    stop cut short the wait for the engine to take them (it said "the same command sends the rest": review442 #4)."""
+    if not (source.done and not stats.held_back or args.ticks is not None and stats.ticks >= args.ticks):
+        return ("the same command sends the rest" if resume is not None else  # (it asks the engine what it holds)
+                "with no control socket to ask what the engine holds, a re-run sends it all again")
+    if not stats.unconfirmed:
+        return "every tick was sent, nothing is left to send"
+    return (f"every tick was sent; the stop came while the engine was still taking them, {stats.unconfirmed:,} not "
+            f"yet (queued at the engine: `flashtick streams` says what it holds, and the same command sends only "
+            f"what it lacks)")
 
 
 def _rejected_status(args: argparse.Namespace, stats: Any, source: Any) -> int | None:
