@@ -8,6 +8,7 @@ it."""
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 from dataclasses import replace
@@ -71,7 +72,7 @@ from connectors.repeated_bars import without_repeated_bars
 from connectors.row_order import in_time_order, is_newest_first
 from connectors.session_dates import trade_date_evenings
 from connectors.shifted_prices import ZeroPrices, offset_step_notes, settle_top, settling_streams, zero_prices
-from engine.path_words import file_not_found, os_reason, shown_path
+from engine.path_words import NotRead, file_not_found, shown_path
 from engine.quoting import quoted, quoted_choices
 
 
@@ -90,8 +91,12 @@ def regular_file(path: Path) -> Path:
     except FileNotFoundError:
         raise file_not_found("replay file", path) from None
     except OSError as e:
-        raise ValueError(f"{shown_path(path)}: cannot read it: {os_reason(e)}") from None
+        raise NotRead(path, e) from None
     if stat.S_ISREG(mode):
+        try:  # a mode that denies this user reading it, said here: the readers behind meet it as `[Errno 13]`
+            os.close(os.open(path, os.O_RDONLY))
+        except OSError as e:
+            raise NotRead(path, e) from None
         return path
     kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else
             "a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode) else

@@ -1,7 +1,8 @@
 """How a user's paths are read and said: `~` expanded once where a command line is parsed or a Python entry point
 (`run_backtest`, `ServiceConfig`) is called (`user_path`, `user_item`), a path in an
 error quoted as a shell would take it back (`shown_path`: a name with a space is copy-pasted whole), one wording for
-a file that is not there (`file_not_found`), and the OS's reason in words (`os_reason`), not Python's `[Errno 2]`.
+a file that is not there (`file_not_found`), one for an input file the OS refused to read (`cannot_read`), and the
+OS's reason in words (`os_reason`), not Python's `[Errno 2]`.
 In the engine core so that connectors (a replay file, a replay list) and the service say paths alike.
 """
 
@@ -56,6 +57,32 @@ def os_reason(error: OSError) -> str:
     path it repeats."""
     reason = error.strerror or str(error) or type(error).__name__
     return reason[:1].lower() + reason[1:]
+
+
+# what to do about an input file (a config, a queries file, a data file) the OS refused to read, by its errno
+_NOT_READ_HINTS = {errno.EACCES: "this user may not read it; give a copy this user can read, or have its owner "
+                                 "`chmod a+r` it",
+                   errno.EISDIR: "give a file"}
+_NOT_READ_HINTS[errno.EPERM] = _NOT_READ_HINTS[errno.EACCES]
+
+
+def cannot_read(error: OSError, what: str = "") -> str:
+    """The one wording of an input file (``what``: `query file`, or none) the OS refused to read, every input alike,
+    the file named first by the caller: `cannot read: permission denied (this user may not read it; ...)`, not
+    Python's `[Errno 13] Permission denied: 'PATH'` (review442 #2)."""
+    hint = _NOT_READ_HINTS.get(error.errno, "")
+    return f"cannot read{f' {what}' if what else ''}: {os_reason(error)}" + (f" ({hint})" if hint else "")
+
+
+class NotRead(OSError):
+    """An input file the OS refused to read (``cannot_read``'s wording after its name), its ``errno`` and
+    ``filename`` set as the OS's own error has them."""
+
+    def __init__(self, path: str | Path, error: OSError) -> None:
+        super().__init__(error.errno, f"{shown_path(path)}: {cannot_read(error)}", str(path))
+
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 
 class NotFound(FileNotFoundError):

@@ -138,12 +138,28 @@ def safe_load_unique(text: str, text_words: bool = False) -> Any:
     return yaml.load(text, Loader=loader)  # noqa: S506 (a SafeLoader subclass)
 
 
-def yaml_error_line(error: yaml.YAMLError) -> str:
-    """A YAML error in one line: the problem and where (PyYAML's own text spans several, quoting the source)."""
+def yaml_error_line(error: yaml.YAMLError, text: str | None = None) -> str:
+    """A YAML error in one line: the problem (``yaml_problem``, with the document's ``text`` when known) and where
+    (PyYAML's own text spans several, quoting the source)."""
     mark = getattr(error, "problem_mark", None)
     where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-    problem = getattr(error, "problem", None) or " ".join(str(error).split())
+    problem = yaml_problem(error, text) or " ".join(str(error).split())
     return f"{problem}{where}"
+
+
+TAB_PROBLEM = "a tab: YAML indents with spaces only; replace the tabs with spaces"
+
+
+def yaml_problem(error: yaml.YAMLError, text: str | None) -> str:
+    """What PyYAML found wrong in the document ``text``, a tab where it stopped named as a tab with what to do, for
+    configs and query files alike: PyYAML said `found character '\\t' that cannot start any token`, its C loader
+    (the query files') not even which character (review442 #5)."""
+    mark = getattr(error, "problem_mark", None)
+    if text is not None and mark is not None:
+        lines = text.split("\n")  # (the marks count lines at \n)
+        if mark.line < len(lines) and lines[mark.line][mark.column : mark.column + 1] == "\t":
+            return TAB_PROBLEM
+    return getattr(error, "problem", None) or ""
 
 
 # What a value read from YAML (or msgpack, for a control request) is, in the words of the YAML its user wrote: an

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import yaml
 
-from engine.yaml_files import MAX_DEPTH, NodeBudget
+from engine.yaml_files import MAX_DEPTH, TAB_PROBLEM, NodeBudget, yaml_problem
 from queries.limits import QueryLimits, clip
 from queries.spec_errors import QuerySpecError
 
@@ -100,8 +100,9 @@ def compose(text: str, source: str, limits: QueryLimits) -> yaml.Node | None:
         if e.problem == _LIBYAML_TOO_DEEP:  # its scanner reads a flow ahead, so it may meet its cap before ours
             raise QuerySpecError(f"collections nested more than {MAX_DEPTH} deep", source=source,
                                  line=mark.line + 1 if mark else None) from None
-        context = f" ({clip(e.context, 200)})" if e.context else ""
-        raise QuerySpecError(f"YAML syntax error: {clip(e.problem or '', 200)}{context}", source=source,
+        problem = yaml_problem(e, text)  # (a tab's context, "while scanning for the next token", helps no one)
+        context = f" ({clip(e.context, 200)})" if e.context and problem != TAB_PROBLEM else ""
+        raise QuerySpecError(f"YAML syntax error: {clip(problem, 200)}{context}", source=source,
                              line=mark.line + 1 if mark else None) from None
     except yaml.YAMLError as e:  # e.g. a ReaderError on a control character
         raise QuerySpecError(f"YAML error: {clip(str(e), 200)}", source=source) from None

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from engine.path_words import cannot_read
 from engine.text_files import NotUtf8Error, decode_text
 from queries.codec_questions import NamedQuestion
 from queries.limits import QueryLimits, excerpt
@@ -164,7 +165,7 @@ def read_queries_file(path: str | Path, limits: QueryLimits | None = None) -> st
             data = f.read(limits.max_yaml_bytes + 1)
     except OSError as e:
         refusal = QueryFileMissing if isinstance(e, FileNotFoundError) else QuerySpecError
-        raise refusal(f"cannot read query file: {e}", source=str(path)) from None
+        raise refusal(cannot_read(e, "query file"), source=str(path)) from None
     if len(data) > limits.max_yaml_bytes:  # it grew since: refused before a character cut at the end is decoded
         raise too_big(f"over {limits.max_yaml_bytes} bytes", limits.max_yaml_bytes, str(path))
     try:

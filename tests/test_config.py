@@ -171,6 +171,16 @@ def test_yaml_is_safe_loaded(tmp_path) -> None:
         ServiceConfig.load(path)
 
 
+def test_a_tab_in_a_config_is_named_as_a_tab_as_in_a_query_file(tmp_path) -> None:
+    """review442 #5: PyYAML's "found character '\\t' that cannot start any token" said no tab and nothing to do."""
+    path = tmp_path / "engine.yaml"
+    path.write_text("model:\n\tthreads: 1\n")
+    with pytest.raises(ConfigError) as refused:
+        ServiceConfig.load(path)
+    assert str(refused.value) == (f"{path}: not valid YAML: a tab: YAML indents with spaces only; replace the tabs "
+                                  f"with spaces (line 2, column 1)")
+
+
 def test_aliases_that_expand_past_a_budget_or_into_themselves_are_refused_with_their_line(tmp_path) -> None:
     """review406 #1, #2: a "billion laughs" config hung every command given it at 100% CPU (the ${VAR} walk
     expanded its aliases, 3.4e9 nodes), and a recursive alias ended in Python's bare RecursionError text."""

@@ -249,7 +249,9 @@ def test_yaml_syntax_error_carries_its_line():
     assert str(err).startswith("queries.yaml:") and "YAML syntax error" in str(err)
     assert err.line is not None and err.line >= 3
     err = rejected("queries:\n  - name: dir\n\tkind: surprise\n")
-    assert err.line == 3 and "YAML syntax error" in str(err)
+    # named as a tab, with what to do (review442 #5: "found character that cannot start any token", no character)
+    assert err.line == 3 and str(err) == ("queries.yaml:3: YAML syntax error: a tab: YAML indents with spaces only; "
+                                          "replace the tabs with spaces")
 
 
 @pytest.mark.parametrize("text, line, reason", [

@@ -99,6 +99,30 @@ def test_ticklog_export_and_train_take_a_tilde_too(home: Path, capsys) -> None:
     assert not Path("~").exists() and not (home / "model").exists()
 
 
+def test_an_input_that_cannot_be_read_is_said_in_one_wording_with_what_to_do(tmp_path: Path) -> None:
+    """review442 #2, #5: a data or queries file this user may not read said `[Errno 13] Permission denied: 'x'` (a
+    config `cannot read: permission denied`), and a queries file that is a folder was "not found" by `register`.
+    Every input now says `PATH: cannot read: REASON (what to do)`. (The permission's refusal is built as the OS
+    raises it: these tests may run as root, which reads any file.)"""
+    import errno
+
+    from engine.path_words import NotRead
+    from engine.service.cmd_queries import _queries_text
+    from engine.service.config_document import read_document
+    from queries.yaml_loader import read_queries_file
+
+    denied = PermissionError(errno.EACCES, "Permission denied", "my data/noread.csv")
+    assert str(NotRead("my data/noread.csv", denied)) == (
+        "'my data/noread.csv': cannot read: permission denied (this user may not read it; give a copy this user can "
+        "read, or have its owner `chmod a+r` it)")
+    folder = tmp_path / "dir.yaml"
+    folder.mkdir()
+    for read, what in ((_queries_text, ""), (read_document, ""), (read_queries_file, " query file")):
+        with pytest.raises(Exception) as refused:
+            read(folder)
+        assert str(refused.value) == f"{folder}: cannot read{what}: is a directory (give a file)", read
+
+
 def test_a_linked_config_reads_its_paths_from_beside_the_file_itself(engine_files: Path, tmp_path: Path,
                                                                      monkeypatch, capsys) -> None:
     """configs kept in one folder, linked into each job's: `queries: q/dir.yaml` is read from the config file's

@@ -7,9 +7,10 @@ import argparse
 import json
 import re
 import sys
+from pathlib import Path
 from typing import Any
 
-from engine.path_words import file_not_found
+from engine.path_words import NotRead, file_not_found
 from engine.service.cli_common import control_client, printable_json
 from engine.text_files import read_text
 
@@ -17,9 +18,7 @@ from engine.text_files import read_text
 def cmd_register(args: argparse.Namespace) -> None:
     from engine.service.client import ControlDropped, ControlError
 
-    if not args.file.is_file():
-        raise file_not_found("queries file", args.file)
-    text = read_text(args.file)  # UTF-8 whatever the locale, as serve --queries reads it
+    text = _queries_text(args.file)
     with control_client(args) as control:  # the file name, so errors read `my_queries.yaml:12: ...`
         try:
             reply = control.call("register", yaml=text, source=args.file.name)
@@ -47,6 +46,17 @@ def cmd_register(args: argparse.Namespace) -> None:
 LARGE_REGISTER_BYTES = 1 << 20  # a register this large whose connection drops was dropped for its size, not a restart
 
 
+def _queries_text(path: Path) -> str:
+    """The text of the queries file ``path`` (UTF-8 whatever the locale, as serve --queries reads it); one that is
+    not there, or that the OS refuses to read (a folder, a mode that denies this user), said as every input is."""
+    if not path.exists():
+        raise file_not_found("queries file", path)
+    try:
+        return read_text(path)
+    except OSError as e:  # (a folder was "not found": review442 #5)
+        raise NotRead(path, e) from None
+
+
 def check_unregister(args: argparse.Namespace) -> None:
     """`unregister` names at least one query (the parser's usage error: `check_usage`)."""
     if not args.names and args.file is None:
@@ -58,9 +68,7 @@ def cmd_unregister(args: argparse.Namespace) -> None:
 
     names = list(args.names)
     if args.file is not None:
-        if not args.file.is_file():
-            raise file_not_found("queries file", args.file)
-        names += query_lines(read_text(args.file), str(args.file))
+        names += query_lines(_queries_text(args.file), str(args.file))
     names = list(dict.fromkeys(names))
     with control_client(args) as control:  # one change, however many: one name a call rewrote the saved queries
         reply = control.call("unregister", **({"name": names[0]} if len(names) == 1 else {"names": names}))

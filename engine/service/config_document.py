@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from engine.path_words import os_reason, shown_path, user_path
+from engine.path_words import cannot_read, shown_path, user_path
 from engine.service.config_endpoints import EndpointsSection
 from engine.service.config_env import with_environment
 from engine.service.config_error import ConfigError
@@ -37,6 +37,7 @@ def read_document(path: str | Path, shaped: Callable[[Any, str], Any] | None = N
     file's text) first when given, then its ``${VAR}`` references filled from the environment. ConfigError when the
     file cannot be read or is not valid YAML, in one line naming it."""
     path = user_path(path)  # `ServiceConfig.load("~/engine.yaml")` as `--config ~/engine.yaml` reads it
+    text = None
     try:
         text = read_text(path)
         raw = safe_load_unique(text)
@@ -44,9 +45,9 @@ def read_document(path: str | Path, shaped: Callable[[Any, str], Any] | None = N
             raw = shaped(raw, text)
         return path, with_environment(raw, shown_path(path))
     except yaml.YAMLError as e:  # one line: the problem and where
-        raise ConfigError(f"{path}: not valid YAML: {yaml_error_line(e)}") from None
+        raise ConfigError(f"{path}: not valid YAML: {yaml_error_line(e, text)}") from None
     except OSError as e:
-        raise ConfigError(f"{shown_path(path)}: cannot read: {os_reason(e)}") from None
+        raise ConfigError(f"{shown_path(path)}: {cannot_read(e)}") from None
 
 
 def client_endpoints(path: str | Path) -> EndpointsSection:
