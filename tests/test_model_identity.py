@@ -169,6 +169,7 @@ def test_a_checkout_with_uncommitted_changes_is_recorded_dirty(tmp_path: Path) -
     (tmp_path / "adapt.py").write_text("HALF_LIFE = 500\n")
     subprocess.run([*git, "add", "adapt.py"], check=True)
     subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    (tmp_path / "dir5.yaml").write_text("queries: []\n")  # a user's file beside them (review442 #3): not a change
     assert _checkout_dirty(tmp_path) is False
     (tmp_path / "adapt.py").write_text("HALF_LIFE = 50\n")
     assert _checkout_dirty(tmp_path) is True

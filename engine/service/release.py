@@ -25,7 +25,7 @@ BEFORE_RECORDS = "a flashtick before 0.2.0 (releases before it recorded none)"
 
 class Release(NamedTuple):
     """``version``: the package version (pyproject.toml); ``commit``: the checkout's full commit id, or None;
-    ``dirty``: whether the checkout's tracked files differ from that commit (`git status --porcelain`), None where
+    ``dirty``: whether the checkout's tracked files differ from that commit (as `git describe --dirty`), None where
     that is unknown (no checkout, no git): the same commit with an edited constant computes other answers
     (review349 #4)."""
     version: str
@@ -141,13 +141,14 @@ def _checkout_commit(home: Path) -> str | None:
 
 
 def _checkout_dirty(home: Path) -> bool | None:
-    """Whether the checkout at ``home`` has uncommitted changes to tracked files or files git does not ignore
-    (`git status --porcelain`); None where git cannot say (not installed, not a checkout it reads)."""
+    """Whether the checkout at ``home`` has uncommitted changes to tracked files, as `git describe --dirty` says
+    (a file of the user's beside them, a config or answers.parquet the README's commands write, is no change of
+    flashtick's: review442 #3); None where git cannot say (not installed, not a checkout it reads)."""
     import subprocess
 
     try:
-        done = subprocess.run(["git", "-C", str(home), "status", "--porcelain"], capture_output=True, text=True,
-                              timeout=30)
+        done = subprocess.run(["git", "-C", str(home), "status", "--porcelain", "--untracked-files=no"],
+                              capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return bool(done.stdout.strip()) if done.returncode == 0 else None
