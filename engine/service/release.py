@@ -4,8 +4,8 @@ releases all said 0.1.0, and an upgrade could not tell whose files it opened).
 
 The version is pyproject.toml's when running from a source checkout (an editable install's metadata keeps the
 version it was installed at, which a `git pull` does not move), else the installed distribution's. The commit is
-read from the checkout's .git files; whether the checkout is modified from it, from `git status --porcelain` (one
-git process, once per process, only in a checkout); an installed wheel has neither.
+read from the checkout's .git files; whether its tracked files are modified from it, from `git status --porcelain
+--untracked-files=no` (one git process, once per process, only in a checkout); an installed wheel has neither.
 Standard library only, as installation.py: `--version` must work when our other modules do not import.
 """
 
