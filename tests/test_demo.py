@@ -4,6 +4,7 @@ the summary is of every tick fed, computed before it."""
 from __future__ import annotations
 
 import re
+import signal
 import threading
 
 import pytest
@@ -24,10 +25,18 @@ def test_a_demo_whose_engine_falls_behind_halves_its_rate_while_behind_and_says_
     # 5,000 ticks/s of 4 streams: no CPU core computes that with the built-in model, so the heartbeats say behind,
     # and at 2,500 still. It halved once and then fed a growing backlog for the whole run (answers 22 s old, review
     # 109): now it halves again while what waits does not shrink. (It runs until then: the limit only bounds a demo
-    # that never does.) Stopped without computing its backlog, it says how much it left uncomputed.
-    stats = run_demo(seconds=300, queries=EXAMPLE_QUERIES, rate=5_000.0, adapt=True, finish_backlog=False,
-                     stop_when=lambda demo: len(demo["lowered_from"]) >= 2)
+    # that never does.) Stopped then by a Ctrl-C, without computing its backlog, it says how much it left
+    # uncomputed, and that it was interrupted (review442 #6: it exited 0 without a word of it).
+    def ctrl_c_once_lowered_twice(demo: dict) -> bool:
+        if len(demo["lowered_from"]) >= 2:
+            signal.raise_signal(signal.SIGINT)  # (Python's own handler: a KeyboardInterrupt, as at a terminal)
+        return False
+
+    stats = run_demo(seconds=300, queries=EXAMPLE_QUERIES, rate=5_000.0, adapt=True,
+                     stop_when=ctrl_c_once_lowered_twice)
     out, err = capsys.readouterr()
+    assert stats["demo"]["interrupted"] and re.search(r"flashtick demo: interrupted by SIGINT \(Ctrl-C\): the "
+                                                      r"summary above is of the [\d,]+ ticks fed until then\n$", err)
     assert stats["demo"]["lowered_from"][:2] == [5_000.0, 2_500.0] and stats["demo"]["rate"] <= 1_250.0
     assert "the engine fell behind" in err and "feeding 2500 ticks/s from now on" in err
     assert "feeding 1250 ticks/s from now on" in err

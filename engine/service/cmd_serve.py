@@ -13,7 +13,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from engine.service.cli_common import EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, is_tick_model, service_config
+from engine.service.cli_common import (EXAMPLE_QUERIES, TEXT_EXAMPLE_QUERIES, exit_status, is_tick_model,
+                                       service_config)
 from engine.service.cli_reading import column_map_of
 
 
@@ -405,12 +406,14 @@ def _flush_on_exit(server: Any) -> None:
     atexit.register(flush)
 
 
-def cmd_demo(args: argparse.Namespace) -> None:
+def cmd_demo(args: argparse.Namespace) -> int | None:
     from engine.service.demo import DEMO_RATE, run_demo
 
     columns = column_map_of(args)
     if args.replay is None and (columns is not None or args.streams is not None or args.skip_bad_files):
         raise ValueError("the reading options (--streams, --price-offset, --columns, ...) read files: give them "
                          "with --replay FILE ...")
-    run_demo(seconds=args.seconds, queries=args.queries, replay=args.replay, rate=args.rate or DEMO_RATE,
-             adapt=args.rate is None, streams=args.streams, columns=columns, skip_bad_files=args.skip_bad_files)
+    ran = run_demo(seconds=args.seconds, queries=args.queries, replay=args.replay, rate=args.rate or DEMO_RATE,
+                   adapt=args.rate is None, streams=args.streams, columns=columns, skip_bad_files=args.skip_bad_files)
+    # cut short by a Ctrl-C: exit 130, as every command (a script running `make demo` as a smoke test tells it)
+    return exit_status(signal.SIGINT) if ran["demo"]["interrupted"] else None

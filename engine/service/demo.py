@@ -89,17 +89,16 @@ class RateControl:
 
 def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, rate: float = DEMO_RATE,
              adapt: bool = True, streams: list[str] | None = None, columns: Any = None,
-             stop_when: Callable[[dict], bool] | None = None, finish_backlog: bool = True,
-             skip_bad_files: bool = False) -> dict:
-    """Returns the service's stats once it stopped, with ``demo``: the rate fed at the end and the rates it was
-    lowered from. ``adapt``: halve the rate while the heartbeats say the engine falls behind (a slower CPU than the
-    default rate was chosen on: a first run should show answers seconds old only if asked to). ``streams``: the
-    replay's streams to feed (names or globs; None: every one); ``columns``: its column map (None: each file's
-    detected). A replay says how it read the files first and, after the summary, the rows it did not feed and why,
-    as `feed replay` does. ``stop_when``: stop feeding before ``seconds`` once it holds of the returned ``demo``
-    part so far (a test waits on what the demo did, not on how much of it a busy host fits into some seconds).
-    ``finish_backlog``: once the feed stops, compute every tick it fed before stopping (as a Ctrl-C there does
-    not: the summary then says what was left uncomputed). ``skip_bad_files``: FileReplay's (--skip-bad-files)."""
+             stop_when: Callable[[dict], bool] | None = None, skip_bad_files: bool = False) -> dict:
+    """Returns the service's stats once it stopped, with ``demo``: the rate fed at the end, the rates it was
+    lowered from, and whether a Ctrl-C cut the run short (``interrupted``: said after the summary, which then says
+    what it left uncomputed; else every tick fed is computed before it). ``adapt``: halve the rate while the
+    heartbeats say the engine falls behind (a slower CPU than the default rate was chosen on: a first run should
+    show answers seconds old only if asked to). ``streams``: the replay's streams to feed (names or globs; None:
+    every one); ``columns``: its column map (None: each file's detected). A replay says how it read the files first
+    and, after the summary, the rows it did not feed and why, as `feed replay` does. ``stop_when``: stop feeding
+    before ``seconds`` once it holds of the returned ``demo`` part so far (a test waits on what the demo did, not
+    on how much of it a busy host fits into some seconds). ``skip_bad_files``: FileReplay's (--skip-bad-files)."""
     # the files read before the model loads: a file's mistake is said first, and how each was read
     source = FileReplay([str(f) for f in replay], columns=columns, streams=streams,
                         skip_bad_files=skip_bad_files) if replay else \
@@ -120,14 +119,14 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
     server_thread.start()
     demo = _LiveDemo(source, FeedClient(endpoints["ingest"]), RateControl(rate, adapt), seconds,
                      "replay" if replay else "synthetic market", config.limits.heartbeat_s)
+    interrupted = False
     try:
         with AnswerSubscriber(endpoints["answers"], [""]) as sub:
             time.sleep(0.2)  # let the subscription reach the PUB socket before data flows
             demo.feed(sub, stop_when)
-            if finish_backlog:
-                demo.finish(sub)
-    except KeyboardInterrupt:
-        pass
+            demo.finish(sub)
+    except KeyboardInterrupt:  # stops at once, with its summary; told from a whole run (review442 #6: it was not)
+        interrupted = True
     finally:
         demo.stop_feed()
         read_whole = source.done  # (before close, which ends it)
@@ -144,7 +143,10 @@ def run_demo(seconds: float, queries: Path, replay: list[Path] | None = None, ra
     if control.lowered_from:
         print(f"fed at {control.rate:.0f} ticks/s after starting at {control.lowered_from[0]:.0f} (this CPU fell "
               f"behind at {', '.join(f'{r:.0f}' for r in control.lowered_from)})")
-    return {**stats, "demo": control.part()}
+    if interrupted:
+        print(f"flashtick demo: interrupted by SIGINT (Ctrl-C): the summary above is of the {demo.client.ticks:,} "
+              f"ticks fed until then", file=sys.stderr, flush=True)
+    return {**stats, "demo": {**control.part(), "interrupted": interrupted}}
 
 
 class _LiveDemo:
