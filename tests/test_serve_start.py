@@ -4,6 +4,7 @@ disk cannot hold)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -103,6 +104,32 @@ def test_a_data_directory_given_by_data_dir_is_named_as_the_option_in_its_errors
         process.wait()
     assert lines[0].endswith(f" starting (pid {process.pid}, config {config})"), lines
     assert lines[-1].startswith(f"flashtick serve: ERROR: --data-dir {tmp_path / 'afile'}: "), lines
+
+
+def test_a_data_directory_from_the_default_or_a_full_data_dir_is_named_as_it_came_in_its_errors() -> None:
+    """review442 #8: a full --data-dir (exit 7) and a read-only default data directory said `log.dir ...`, a key
+    neither config set; the default's error did not say the ways around it either."""
+    import argparse
+
+    from engine.service.cmd_serve import _data_dir_key, _data_dir_named, default_data_dir
+    from engine.service.config import ConfigError, ServiceConfig
+    from engine.service.data_dir_open import DataDirFull
+
+    config = ServiceConfig()
+    default = str(default_data_dir(config.model.model_id))
+    config = dataclasses.replace(config, log=dataclasses.replace(config.log, dir=default))
+    assert _data_dir_key(argparse.Namespace(data_dir=None), config) == "the default"
+    full = _data_dir_named(DataDirFull("log.dir /full: a 4,096-byte write failed ...: free space there (or move "
+                                       "log.dir, lower log.retention_bytes)"), "--data-dir")
+    assert type(full) is DataDirFull and str(full) == ("--data-dir /full: a 4,096-byte write failed ...: free space "
+                                                       "there (or move --data-dir, lower log.retention_bytes)")
+    read_only = _data_dir_named(ConfigError(f"log.dir {default}: Read-only file system (a data directory must be a "
+                                            f"writable directory)"), "the default")
+    assert type(read_only) is ConfigError and str(read_only) == (
+        f"the default data directory {default}: Read-only file system (a data directory must be a writable "
+        f"directory); --data-dir DIR keeps it elsewhere, --no-log keeps nothing")
+    config_set = ConfigError("log.dir /ro: Read-only file system")
+    assert _data_dir_named(config_set, "log.dir") is config_set
 
 
 def test_a_stop_signal_while_the_tick_log_replays_exits_0_and_leaves_the_log_as_it_was(tmp_path, checkpoint) -> None:

@@ -235,6 +235,7 @@ def _window_cause(pipeline: Any, window: int, explicit: bool) -> str:
 def _start(args: argparse.Namespace, stopping: StartingStop) -> tuple[Any, dict[str, str]]:
     """The server of ``args``, its model loaded and its streams recovered, and its bound endpoints."""
     from engine.service.config import ConfigError
+    from engine.service.data_dir_open import DataDirFull
     from engine.service.descriptor_limit import raise_open_file_limit
     from engine.service.early_start import EarlyStart
 
@@ -253,11 +254,30 @@ def _start(args: argparse.Namespace, stopping: StartingStop) -> tuple[Any, dict[
         raise
     try:
         server = Server(config, early=early)
-    except ConfigError as e:  # the data directory's errors name log.dir: the path came from --data-dir instead
-        if args.data_dir is None or not str(e).startswith("log.dir "):
-            raise
-        raise ConfigError(f"--data-dir {str(e).removeprefix('log.dir ')}") from None
+    except (ConfigError, DataDirFull) as e:
+        raise _data_dir_named(e, _data_dir_key(args, config)) from None
     return server, server.bind()
+
+
+def _data_dir_key(args: argparse.Namespace, config: Any) -> str:
+    """Where the data directory came from, as the start's lines and errors name it: `--data-dir`, `log.dir`, or
+    `the default` (default_data_dir)."""
+    if args.data_dir is not None:
+        return "--data-dir"
+    return "log.dir" if config.log.dir != str(default_data_dir(config.model.model_id)) else "the default"
+
+
+def _data_dir_named(error: Exception, key: str) -> Exception:
+    """``error``, of the data directory (which names it `log.dir ...`, the config's key), naming where it came from
+    instead (review442 #8: a full or read-only --data-dir, or default, said `log.dir`, a key nobody had set): the
+    option, or the default with the ways around it."""
+    text = str(error)
+    if key == "log.dir" or not text.startswith("log.dir "):
+        return error
+    if key == "--data-dir":
+        return type(error)(text.replace("log.dir", "--data-dir"))
+    return type(error)(text.replace("log.dir", "the default data directory", 1).replace("log.dir", "--data-dir")
+                       + "; --data-dir DIR keeps it elsewhere, --no-log keeps nothing")
 
 
 def _started(args: argparse.Namespace) -> tuple[Any, dict[str, str]] | None:
@@ -293,12 +313,9 @@ def _say_setup(args: argparse.Namespace, server: Any) -> None:
     from engine.service.reply_caveats import model_caveats
     from engine.service.trained_streams import TrainedStreams
     config, data = server.config, server.pipeline.data
-    default = str(default_data_dir(config.model.model_id))
-    data_key = "--data-dir" if args.data_dir is not None else "log.dir" if config.log.dir != default else "the default"
-    print(f"flashtick: logging accepted ticks and published answers in {data.root} ({data_key}; --no-log to keep "
-          f"nothing)" if data is not None else "flashtick: the tick log is off (--no-log or log.enabled: false): "
-                                               "nothing is kept on disk; a restart starts empty",
-          file=sys.stderr, flush=True)
+    print(f"flashtick: logging accepted ticks and published answers in {data.root} ({_data_dir_key(args, config)}; "
+          f"--no-log to keep nothing)" if data is not None else "flashtick: the tick log is off (--no-log or "
+          "log.enabled: false): nothing is kept on disk; a restart starts empty", file=sys.stderr, flush=True)
     if server.config.shards.count:
         print(f"flashtick: {server.config.shards.count} engine shards (Ray actors) behind these sockets",
               file=sys.stderr, flush=True)
