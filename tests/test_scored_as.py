@@ -6,6 +6,7 @@ connectors/labels.py. Real tiny Hugging Face checkpoints built from configs, rea
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -161,10 +162,13 @@ def test_evaluate_scores_a_text_model_on_its_query_file_and_train_says_what_to_d
     assert result["scores"][0]["scored"] == len(graded) > 0
     assert result["scores"][0]["accuracy"] == pytest.approx(np.mean([max(p, key=p.get) == r for p, r in graded]))
     # without --points-out the backtest's answers file is scratch, removed at the end: said so, with how to keep
-    # it (it was printed as the answers' path, and as the --out of the backtest command to run: review396 #5)
-    assert main(["evaluate", str(model), *files, "--queries", str(tmp_path / "q.yaml"), "--quiet"]) == 0
+    # it (it was printed as the answers' path, and as the --out of the backtest command to run: review396 #5); that
+    # command is quoted as a shell takes it back (review442 #9: a path with a space was pasted as two arguments)
+    (tmp_path / "my q.yaml").write_text(IN_ORDER)
+    assert main(["evaluate", str(model), *files, "--queries", str(tmp_path / "my q.yaml"), "--quiet"]) == 0
     out, err = capsys.readouterr()
     scratch = next(word for word in out.split() if word.endswith("answers.parquet"))
     assert not Path(scratch).exists() and "--out ANSWERS.parquet --test-from" in err, err
+    assert f" --queries {shlex.quote(str(tmp_path / 'my q.yaml'))} --out " in err, err
     assert (f"note: the answers file named above ({scratch}) was this run's scratch copy and is removed now; "
             f"--points-out FILE.parquet keeps the answers") in err, err

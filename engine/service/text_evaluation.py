@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -63,8 +64,8 @@ def evaluate_text_model(args: argparse.Namespace, model_dir: Path, test_start: f
             if name not in _OWN and hasattr(backtest, name):
                 setattr(backtest, name, value)
         print(f"flashtick evaluate: {model_dir} is a text model: backtesting {args.queries} over the files and "
-              f"scoring each stream's test part ({_test_part(test_start, args.split)}), as `flashtick "
-              f"{' '.join(shown)}` does", file=sys.stderr)
+              f"scoring each stream's test part ({_test_part(test_start, args.split)}), as "
+              f"`{shlex.join(['flashtick', *shown])}` does", file=sys.stderr)  # (pasted whole: review442 #9)
         # under --json, stdout holds the JSON alone: the backtest's table goes to stderr with its notes
         with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
             status = cmd_backtest(backtest)
