@@ -56,10 +56,31 @@ def test_a_disk_that_fills_after_the_weights_is_said_naming_config_json(tmp_path
         where = re.escape(str(small.resolve()))
         assert re.fullmatch(rf"flashtick train: error: cannot write {where}/{staged}/config\.json: no space left on "
                             rf"the device \([\d,]+ bytes free of {pages * PAGE:,} on the file system of {where}/"
-                            rf"{staged}\); --out {re.escape(str(small / 'model'))} was left as it was: the unfinished "
+                            rf"{staged}\); the trained weights are lost with it: free space there, or give --out on a "
+                            rf"disk with room, and run the same command again; "
+                            rf"--out {re.escape(str(small / 'model'))} was left as it was: the unfinished "
                             rf"output written beside it \({staged}\) was removed",
                             err.splitlines()[-1]), err
         assert not any(small.iterdir())  # its space given back, the unfinished checkpoint with it
+
+
+def test_a_disk_that_cannot_hold_the_weights_is_refused_before_the_training(tmp_path: Path) -> None:
+    """review442 #11: onto a 64 KiB file system, `train` read, trained, calibrated and scored for 50 s, then failed
+    writing the weights and threw them away, saying nothing to do. Its weights' size is known once the model is
+    built: a disk with less room is refused then, before the reading, with what to do."""
+    from engine.disk_full import DiskFull
+    from engine.service.train_checkpoint import check_room, new_model, weights_bytes
+    from engine.service.train_config import TrainConfig
+
+    model = new_model(TrainConfig(hidden=64, intermediate=128, layers=1, heads=2, kv_heads=1), 512)  # ~400 kB
+    with small_tmpfs(tmp_path / "small", 16 * PAGE) as small:
+        with pytest.raises(DiskFull) as refused:
+            check_room(model, small / ".model.x.partial")
+        check_room(model, tmp_path)  # (a disk with room: no refusal)
+    assert refused.value.errno == 28 and re.fullmatch(
+        rf"no room for the checkpoint in {re.escape(str(small))}: its weights take {weights_bytes(model):,} bytes "
+        rf"and there are [\d,]+ bytes free of {16 * PAGE:,} on the file system of {re.escape(str(small))}; free "
+        rf"space there, or give --out on a disk with room \(nothing was read or trained\)", str(refused.value))
 
 
 def test_evaluate_plot_and_a_text_output_past_the_file_size_limit_name_the_file(tmp_path: Path,

@@ -31,6 +31,7 @@ from connectors.calibration import CALIBRATION_FILE, Calibration
 from connectors.cautions import labelled
 from connectors.codec import TOKENS_PER_TICK, BinnedCodec, BinnedSpec
 from connectors.replay_entries import replay_files
+from engine.disk_full import DiskFull
 from engine.quoting import quoted
 from engine.service.base_lineage import base_record, lineage_caution
 from engine.service.calibrate import calibrate_streams, fit_heads, validation_pairs
@@ -47,7 +48,7 @@ from engine.service.splits import StreamData, longest_horizon, test_spans
 from engine.service.stream_reading import read_streams
 from engine.service.tick_checkpoint import load_tick_model, window_ticks
 from engine.service.tick_origins import TickOrigins
-from engine.service.train_checkpoint import WEIGHTS_FILE, new_model, save_model
+from engine.service.train_checkpoint import WEIGHTS_FILE, check_room, new_model, save_model
 from engine.service.train_config import TrainConfig
 from engine.service.train_data import question_tokens, untrained_events
 from engine.service.train_loop import optimise
@@ -183,6 +184,7 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     t0 = started
     device = resolve_device(options.device)
     model, codec, cfg = _starting_model(cfg, options)
+    check_room(model, out)  # a disk that cannot hold the weights, said before the reading and the training
     read: list[InputFiles] = []  # with --points-out: the files its points' `file` indexes, and each tick's origin
     origins = TickOrigins() if options.points_out is not None else None
 
@@ -225,7 +227,13 @@ def fit(files: list[str], columns: Any, out: Path, cfg: TrainConfig, options: Fi
     codec, heads = _calibrated(model, codec, streams, options, eval_options, val is not None, bar)
     _closed(bar)
     log(f"answer calibration: {codec.calibration.source}")
-    _save_checkpoint(model, codec, heads, out, len(files), log)
+    try:
+        _save_checkpoint(model, codec, heads, out, len(files), log)
+    except DiskFull as e:  # (the disk filled during the training: the check before it found room)
+        full = DiskFull(f"{e}; the trained weights are lost with it: free space there, or give --out on a disk "
+                        f"with room, and run the same command again")
+        full.errno = e.errno
+        raise full from None
     points_record = {"command": "train", "files": files_record(*read[0][:3]), **skipped_record(read[0].skipped)} \
         if read else None
     bar = _phase(bar_factory, "scoring the test part", tail.test, "windows")

@@ -7,6 +7,7 @@ check) both build and write their models here.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from connectors.calibration import CALIBRATION_FILE
 from connectors.codec import BinnedCodec
+from engine.disk_full import DiskFull, free_bytes, space_left
+from engine.path_words import shown_path
 from engine.rust_paths import rust_path
 from engine.service.output_paths import write_atomically, write_text_atomically
 from engine.service.train_config import TrainConfig
@@ -59,6 +62,26 @@ def save_model(model: LlamaForCausalLM, codec: BinnedCodec, out_dir: Path) -> No
     # The codec's calibration belongs to these weights: a fresh model's is identity (fit it with
     # engine/service/calibrate.py); never leave a calibration.json fitted to other weights behind.
     write_text_atomically(out_dir / CALIBRATION_FILE, codec.calibration.to_json() + "\n")
+
+
+def weights_bytes(model: LlamaForCausalLM) -> int:
+    """The bytes of the weights save_model writes (float32, whatever the model's dtype): the least its checkpoint
+    takes on disk (its header and the JSON files beside it are a few kB more)."""
+    return 4 * sum(tensor.numel() for tensor in model.state_dict().values())
+
+
+def check_room(model: LlamaForCausalLM, out_dir: Path) -> None:
+    """DiskFull when the file system of ``out_dir`` (the staging folder beside --out) has less free space than
+    ``model``'s weights take, before any training: a run trained to the end, then failed writing the weights and
+    threw them away (review442 #11: 50 s there, the README's --max-minutes 10 on a quota'd disk)."""
+    needed, free = weights_bytes(model), free_bytes(out_dir)
+    if free is None or free >= needed:
+        return
+    full = DiskFull(f"no room for the checkpoint in {shown_path(out_dir.parent)}: its weights take {needed:,} bytes "
+                    f"and there are {space_left(out_dir.parent)}; free space there, or give --out on a disk with "
+                    f"room (nothing was read or trained)")
+    full.errno = errno.ENOSPC  # (given as OSError's first argument, it would print as "[Errno 28] ...")
+    raise full
 
 
 def current_umask() -> int:
