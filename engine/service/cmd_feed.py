@@ -456,7 +456,7 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
 def _rest_after_stop(args: argparse.Namespace, stats: Any, source: Any, resume: Any) -> str:
     """What is left to send after a stop, and what a re-run does: the rest; or nothing, every tick sent, when the
     stop cut short the wait for the engine to take them (it said "the same command sends the rest": review442 #4)."""
-    if not (source.done and not stats.held_back or args.ticks is not None and stats.ticks >= args.ticks):
+    if not ((source.done and not stats.held_back) or (args.ticks is not None and stats.ticks >= args.ticks)):
         return ("the same command sends the rest" if resume is not None else  # (it asks the engine what it holds)
                 "with no control socket to ask what the engine holds, a re-run sends it all again")
     if not stats.unconfirmed:
