@@ -9,6 +9,7 @@ and the service's notes.
 from __future__ import annotations
 
 import math
+import shlex
 from datetime import datetime, timezone
 from typing import Any
 
@@ -186,7 +187,7 @@ def check_order(stream: str, ts: int, last_ts: int | None, now_ns: int | None = 
         ahead = "" if now_ns is None or last_ts <= now_ns else (
             f", which is stamped {_duration(last_ts - now_ns)} ahead of this service's clock: the stream's ticks "
             f"stamped before it are refused until the clock passes it (limits.max_ts_ahead_s bounds how far ahead a "
-            f"tick is taken), or `flashtick forget {stream}` drops the stream and its guard")
+            f"tick is taken), or `flashtick forget {shlex.quote(stream)}` drops the stream and its guard")
         raise InvalidTick("ts_backwards", f"stream {quoted(stream)}: ts {ts} ({utc_text(ts)}) < previous {last_ts} "
                                           f"({utc_text(last_ts)}){ahead}", stream)
 

@@ -318,6 +318,10 @@ def test_ts_backwards_behind_a_tick_ahead_of_the_clock_says_so_and_how_long_it_h
     later = live.ingest_message(msgpack.packb(trade("A", now, 1.0, 1.0).to_wire()), Sink(), now_ns=now + 9 * 10**9)
     assert [r.reason for r in later.rejections] == ["ts_backwards"]
     assert later.rejections[0].error.endswith("(2026-11-30T00:53:28Z)"), later.rejections[0].error
+    # a name a shell splits is quoted, so the command pastes (EPEX's `DE H13`)
+    live.ingest_message(msgpack.packb(trade("DE H13", now + 8 * 10**9, 1.0, 1.0).to_wire()), Sink(), now_ns=now)
+    spaced = live.ingest_message(msgpack.packb(trade("DE H13", now, 1.0, 1.0).to_wire()), Sink(), now_ns=now)
+    assert "`flashtick forget 'DE H13'` drops the stream" in spaced.rejections[0].error, spaced.rejections[0].error
 
 
 def test_ts_backwards_says_both_times_in_utc() -> None:

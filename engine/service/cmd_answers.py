@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import sys
 from typing import Any
 
@@ -32,7 +33,7 @@ def cmd_get(args: argparse.Namespace) -> int:
             topic, seq = reply["replaced"]["topic"], reply["replaced"]["seq"]
             print(f"flashtick get: no answer of {args.query} on {args.stream} since {args.query} was replaced after "
                   f"seq {seq} of {topic}: its new spec has not answered yet (a replace drops the old spec's cached "
-                  f"answers; `flashtick answers {topic}` lists those still kept)", file=sys.stderr)
+                  f"answers; `flashtick answers {shlex.quote(topic)}` lists those still kept)", file=sys.stderr)
         elif reply.get("stream_known") is False:
             print(f"flashtick get: no stream {quoted(args.stream)} has sent data (`flashtick streams` lists those that "
                   f"have)", file=sys.stderr)
@@ -140,8 +141,8 @@ def _answer_topic(control: Any, given: str) -> str | None:
     shared = os.path.commonprefix(found)  # a query's own topic (`alerts/{query}/{stream}/`) is not under `given/`
     shared = shared[:shared.rfind("/") + 1] or prefix
     print(f"flashtick answers: {quoted(given)} names {len(found)} topics ({shown}): answers reads one whole topic, "
-          f"e.g. `flashtick answers {found[0]}`; `flashtick topics {shared}` lists them, `flashtick subscribe "
-          f"{shared}` follows them all live", file=sys.stderr)
+          f"e.g. `flashtick answers {shlex.quote(found[0])}`; `flashtick topics {shlex.quote(shared)}` lists them, "
+          f"`flashtick subscribe {shlex.quote(shared)}` follows them all live", file=sys.stderr)
     return None
 
 
@@ -189,7 +190,7 @@ def _own_topic(control: Any, prefix: str) -> str | None:
     head = spec["topic"].format(query=name, stream="\0").partition("\0")[0]
     own = spec["topic"].format(query=name, stream="{stream}")
     return f": query {quoted(name)} publishes on its own topic {quoted(own)}" + (
-        f" (`flashtick topics {head}`)" if head else "")
+        f" (`flashtick topics {shlex.quote(head)}`)" if head else "")
 
 
 def cmd_ask(args: argparse.Namespace) -> None:

@@ -5,6 +5,7 @@ gaps in a topic's seqs, changes of the registered queries and heartbeats gone qu
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from typing import Any
@@ -204,5 +205,6 @@ def _note_gap(last_seqs: dict[str, int], topic: str, payload: dict) -> None:
     last = last_seqs.get(topic)
     if last is not None and seq > last + 1:
         print(f"flashtick subscribe: note: {topic} went from seq {last} to {seq}: {seq - last - 1} answers not "
-              f"received here (`flashtick answers {topic} --after {last}` fetches them)", file=sys.stderr, flush=True)
+              f"received here (`flashtick answers {shlex.quote(topic)} --after {last}` fetches them)", file=sys.stderr,
+              flush=True)
     last_seqs[topic] = max(seq, last or 0)
