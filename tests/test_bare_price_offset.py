@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 
 from conftest import serving
+from engine.service.answer_caveats import PublishedCaveats
 from engine.service.cli import main
 from engine.service.reply_caveats import ReplyCaveats
 from test_cli import config, wait_for
@@ -59,6 +60,9 @@ def test_a_served_bare_offset_shifts_the_trained_stream_alone(trained, tmp_path)
             caveats = ReplyCaveats(server.config, server.pipeline.codec.questions)
             kinds = {stream: {c["kind"]: c["text"] for c in caveats.of([], [stream])} for stream in (OTHER, TRAINED)}
             assert kinds[OTHER]["untrained_stream"] == untrained[0] and "untrained_stream" not in kinds[TRAINED]
+            published = PublishedCaveats(server.pipeline.scores, server.config.model.path)  # (its published answers)
+            assert {"kind": "untrained_stream", "text": untrained[0]} in published.of("q", OTHER)["caveats"]
+            assert "untrained_stream" not in str(published.of("q", TRAINED))
         finally:
             control.sock.close()
             push.close()

@@ -29,6 +29,7 @@ from connectors.saturation import bucket_text, one_class
 from connectors.tick_times import utc_text
 from engine.service.live_scores import WORST_MIN_SCORED, LiveScores
 from engine.service.market_caveat import spot_only, stream_caveat
+from engine.service.trained_streams import TrainedStreams
 
 if TYPE_CHECKING:  # (the scheduler's module imports torch; this one is read before it is)
     from engine.scheduler import Scheduler
@@ -103,16 +104,19 @@ def scored_as(spec: Any, registered: list[Any]) -> list[str]:
 
 
 class PublishedCaveats:
-    """What a published answer carries as `caveats` (absent when none): the stream's caveats above, and for a model
-    trained on spot markets only, the one of a derivatives stream. The model's card is read once."""
+    """What a published answer carries as `caveats` (absent when none): the stream's caveats above, for a model
+    trained on spot markets only the one of a derivatives stream, and for a checkpoint that records its streams the
+    one of a stream it never trained on (as `ask` and `get` give them). The model's card and record are read once."""
 
     def __init__(self, scores: LiveScores, model_path: Path | str | None, scheduler: Scheduler | None = None) -> None:
         self.scores = scores
         self.spot_only = spot_only(model_path)
         self.scheduler = scheduler  # one engine's, for context_reset (None: sharded, its shards hold the sessions)
+        self.trained = TrainedStreams(model_path)
 
     def of(self, query: str, stream: str) -> dict[str, list[dict[str, str]]]:
         market = stream_caveat([stream]) if self.spot_only else None
         caveats = ([market] if market is not None else []) + skill_caveats(self.scores, [query], stream)
+        caveats += self.trained.caveat([stream])  # (a regex substitution of the name: no cache to grow with streams)
         caveats += context_caveats(self.scheduler, stream)
         return {"caveats": caveats} if caveats else {}
