@@ -1334,9 +1334,25 @@ def test_answers_fetched_ahead_of_pub_are_not_counted_missed(checkpoint, tmp_pat
 
 
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports: each probe is held until all are taken (ports asked one after another, each
+    released at once, came back the same twice under load, and the service refused two sockets on one port)."""
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
+def free_endpoints() -> dict[str, str]:
+    """The three sockets' endpoints on distinct free ports (fixed: a restart binds the same ones)."""
+    return {name: f"tcp://127.0.0.1:{port}" for name, port in zip(("ingest", "answers", "control"), free_ports(3))}
 
 
 def restartable(checkpoint, tmp_path: Path, queries: bool = True, **sections: dict
@@ -1346,7 +1362,7 @@ def restartable(checkpoint, tmp_path: Path, queries: bool = True, **sections: di
     takes and logs, not at answers, spares the probes and answers of 1,500-2,400 ticks) and 0.2 s heartbeats
     (``sections``: more config); and its endpoints."""
     (tmp_path / "q.yaml").write_text(QUERIES)
-    endpoints = {name: f"tcp://127.0.0.1:{free_port()}" for name in ("ingest", "answers", "control")}
+    endpoints = free_endpoints()
     return endpoints, ServiceConfig.from_dict({
         "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16},
         **({"queries": str(tmp_path / "q.yaml")} if queries else {}),

@@ -22,7 +22,7 @@ import zmq
 
 from conftest import serving, tiny_tick_checkpoint
 from forked_cli import cli_popen
-from test_durability import ROOT, free_port, serve
+from test_durability import ROOT, free_endpoints, serve
 from test_server import wait_for
 from connectors.event_time_batches import MAX_BATCH_TICKS, EventTimeCutter
 from connectors.feed import FeedClient
@@ -295,7 +295,7 @@ def test_a_feed_cut_in_event_time_batches_keeps_its_cuts_across_a_kill_9_of_the_
     the same seqs, the same numbers (docs/queries.md: 5e-6). (Before, the feed sent them again in messages of up to
     256 ticks: every `batch` and `{ticks: N}` query answered at other ticks from there on, and, adapted
     (answers.adapt), with other numbers: review206 #1.)"""
-    endpoints = {name: f"tcp://127.0.0.1:{free_port()}" for name in ("ingest", "answers", "control")}
+    endpoints = free_endpoints()
     config_path = tmp_path / "engine.yaml"  # fixed ports: the restarted engine binds the ones the feed knows
     config_path.write_text(json.dumps({**file.engine, "queries": str(file.queries), "endpoints": endpoints,
                                        "limits": {"heartbeat_s": 0.2}}))
@@ -419,7 +419,7 @@ def test_a_message_a_kill_cut_short_is_left_out_at_the_restart_and_sent_again_wh
     first, cut_batch = [t for batch in batches[:k] for t in batch], batches[k]
     for name, ticks in (("first.parquet", first), ("cut.parquet", cut_batch)):
         pl.DataFrame([t.to_wire() for t in ticks]).write_parquet(tmp_path / name)
-    endpoints = {name: f"tcp://127.0.0.1:{free_port()}" for name in ("ingest", "answers", "control")}
+    endpoints = free_endpoints()
     config_path = tmp_path / "engine.yaml"
     config_path.write_text(json.dumps({**file.engine, "queries": str(file.queries), "endpoints": endpoints,
                                        "limits": {"heartbeat_s": 0.2}}))

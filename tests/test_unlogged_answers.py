@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from conftest import serving
 import test_durability
-from test_durability import free_port
+from test_durability import free_endpoints
 from test_server import wait_for
 from connectors.feed import FeedClient
 from connectors.synthetic import SyntheticConfig, SyntheticMarket
@@ -38,7 +38,7 @@ checkpoint = test_durability.checkpoint  # (a fixture: the tiny tick model's che
 def restartable(checkpoint: Path, tmp_path: Path, **log: int) -> tuple[dict[str, str], ServiceConfig]:
     queries = tmp_path / "q.yaml"
     queries.write_text(QUERIES)
-    endpoints = {name: f"tcp://127.0.0.1:{free_port()}" for name in ("ingest", "answers", "control")}
+    endpoints = free_endpoints()
     return endpoints, ServiceConfig.from_dict({
         "model": {"path": str(checkpoint)}, "kv": {"cells": 8192, "block_size": 16}, "queries": str(queries),
         "log": {"dir": str(tmp_path / "data"), **log}, "endpoints": endpoints, "limits": {"heartbeat_s": 0.2}})
