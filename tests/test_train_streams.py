@@ -488,7 +488,7 @@ def test_scores_on_a_copy_of_the_training_ticks_are_called_in_sample(trained, tm
     assert main([*argv, str(copy), "--out", str(tmp_path / "copy.parquet")]) == 0
     note = next(line for line in capsys.readouterr().err.splitlines() if "not out of sample" in line)
     assert note.startswith("flashtick backtest: note: this model was trained and validated on stream "), note
-    assert "and the answers scored of " in note, note
+    assert "and the scored span of " in note, note
     assert main([*argv, str(later), "--out", str(tmp_path / "later.parquet")]) == 0
     assert "not out of sample" not in capsys.readouterr().err
 
@@ -610,7 +610,7 @@ def test_run_backtest_at_the_checkpoint_s_split_scores_its_test_part_and_says_wh
     assert in_sample_notes(inside, [csv], None, same_reading=True) == [
         f"this model's weights descend from {model.resolve()} (its base), which trained and was validated on stream "
         f"BACK's ticks from {utc_text(int(back[0]))} to {utc_text(int(back[849]))} (UTC event times), and the "
-        f"answers scored of BACK runs from {utc_text(int(back[500]))} to {utc_text(int(back[999]))}, inside them: "
+        f"scored span of BACK runs from {utc_text(int(back[500]))} to {utc_text(int(back[999]))}, inside them: "
         f"fine-tuning starts from what those ticks taught, so the scores are not out of sample (give a --test-from "
         f"after that span's end)"]
     later = dataclasses.replace(inside, split_times={"BACK": int(back[850])})

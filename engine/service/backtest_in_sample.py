@@ -34,7 +34,7 @@ def in_sample_notes(report: BacktestReport, files: list[Path], max_ticks: int | 
         evaluation = checkpoint_evaluation(Path(report.model_path))
         said = in_sample_note(evaluation, files, report, report.test_from, max_ticks, same_reading=same_reading)
         if said is None:  # its base's ticks, or its base's base's (review443 #1)
-            said = lineage_caution(checkpoint_lineage(report.model_path), scored, "the answers scored",
+            said = lineage_caution(checkpoint_lineage(report.model_path), scored, "the scored span",
                                    "give a --test-from after that span's end")
         return [] if said is None else [said]
     if (said := builtin_in_sample_note(files, scored_from(report.test_from),

@@ -317,7 +317,7 @@ def in_sample_note(evaluation: dict[str, Any] | None, files: list[Path], report:
         return None
     if not seen.files:
         spans = {name: (first, report.split_ends.get(name, first)) for name, first in report.split_times.items()}
-        return _other_files_note(seen, seen.overlapping(spans), "the answers scored",
+        return _other_files_note(seen, seen.overlapping(spans), "the scored span",
                                  "give a --test-from that scores only later ticks, or score other ticks")
     shared = None if seen.streams is None else sorted(report.stream_ticks.keys() & seen.streams.keys())
     if shared == []:  # none of this run's streams was trained on (a stream its split left out, another file's)

@@ -62,8 +62,8 @@ class TrainedStreams:
         if self.names is None:
             return None
         return (f"this model was trained on {self._named(self.names, len(self.names))} (its evaluation.json's "
-                f"trained_on.streams): ask, get and health replies about any other carry an {UNTRAINED_STREAM} "
-                f"caveat (docs/model.md, Streams trained on)")
+                f"trained_on.streams): its answers on any other, and ask, get and health replies about one, carry an "
+                f"{UNTRAINED_STREAM} caveat (docs/model.md, Streams trained on)")
 
     def text(self, untrained: list[str], count: int) -> str:
         """The words of the note and the caveat: ``untrained``, the first of ``count`` streams not trained on."""
