@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 
 import polars as pl
 
+from connectors.bidding_zones import BIDDING_ZONE
 from connectors.bloomberg_names import tick_dump_example, tick_dump_value
 from connectors.column_map import PRESETS, ColumnMap
 from connectors.column_names import (
@@ -147,11 +148,6 @@ def detect_columns(path: Path, schema: Mapping[str, pl.DataType],
     zone = None if stream_col is not None else next((m[1] for n in names if (m := BIDDING_ZONE.match(n.strip()))), None)
     return ColumnMap(ts=ts, ts_unit=unit, ts_format=ts_format, tz=tz, stream_col=stream_col, stream=zone, **found,
                      **extra)
-
-
-# ENTSO-E's exports name their bidding zone in a header (`BZN|DE-LU`, its cells empty): the stream, where no column
-# names one
-BIDDING_ZONE = re.compile(r"^BZN\|\s*([^\s/|][^/|]*?)\s*$")
 
 
 def _yes_contract_trades(by_normal: dict[str, str]) -> dict[str, str]:

@@ -9,25 +9,29 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import re
 from typing import Any, Mapping
 
 from connectors.map_vocabulary import as_written
 from connectors.stream_names import dashed_name
 from engine.quoting import quoted
-from engine.stream_patterns import GLOB_CHARS, unclosed_bracket
+from engine.stream_patterns import GLOB_CHARS, glob_escaped, unclosed_bracket
 
 PriceOffset = float | dict[str, float]  # one offset for every stream, or stream name -> its own (others: none)
+# The '|' that joins the inline form's NAME=X items: one outside a glob's set (`BZN[|]FR=1` names the stream BZN|FR)
+JOINING_BAR = re.compile(r"\|(?![^\[]*\])")
 
 
 def checked_price_offset(value: Any) -> PriceOffset | None:
     """A map's price_offset: a number for every stream (None: not given), or a mapping of stream name or glob ->
-    offset for those streams alone (`{ZNH6-ZNM6: 10}`, `{'SPY   250620*': 0.01}`; inline `ZNH6-ZNM6=10|6EH6=1`);
+    offset for those streams alone (`{ZNH6-ZNM6: 10}`, `{'SPY   250620*': 0.01}`; inline `ZNH6-ZNM6=10|6EH6=1`, a
+    name's own `|` in a set, `A[|]B=1`: offset_pattern);
     a ValueError for anything else, an offset of 0 included (it shifts nothing: said, never taken silently). A
     name's '/' is the '-' its stream replays with (EUR/USD is stream EUR-USD)."""
     if value is None:
         return None
     if isinstance(value, str) and "=" in value:  # the inline form (--price-offset NAME=X repeated joins by '|')
-        pairs = [part.rpartition("=") for part in value.split("|")]
+        pairs = [part.rpartition("=") for part in JOINING_BAR.split(value)]
         if not all(eq for _, eq, _ in pairs):
             raise ValueError(f"price_offset per stream is NAME=X (several joined by '|'), got {quoted(value)}")
         items = [(name.strip(), number.strip()) for name, _, number in pairs]
@@ -85,8 +89,15 @@ def offset_names(offset: dict[str, float], held: set[str]) -> list[str]:
         GLOB_CHARS & set(name) and any(fnmatch.fnmatchcase(stream, name) for stream in held))]
 
 
+def offset_pattern(stream: str) -> str:
+    """A stream's name as --price-offset's NAME matches it alone: its glob characters and its `|`, which joins
+    several offsets, each in a set of its own (`BZN|FR` -> `BZN[|]FR`); most names as they are."""
+    return glob_escaped(stream, reserved="|")
+
+
 def shown_offset(offset: PriceOffset) -> str:
-    """A price_offset as the command line writes it: `10`, or `ZNH6-ZNM6=10|6EH6=1`."""
+    """A price_offset as the command line writes it: `10`, or `ZNH6-ZNM6=10|6EH6=1` (a map's name holding a `|`
+    with it in a set: `BZN[|]FR=1`)."""
     if isinstance(offset, dict):
-        return "|".join(f"{name}={number:g}" for name, number in offset.items())
+        return "|".join(f"{JOINING_BAR.sub('[|]', name)}={number:g}" for name, number in offset.items())
     return f"{offset:g}"

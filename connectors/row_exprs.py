@@ -10,6 +10,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 import polars as pl
 
+from connectors.bidding_zones import zone_of_area
 from connectors.bloomberg_names import yellow_key_dropped
 from connectors.column_map import ColumnMap
 from connectors.column_names import (
@@ -72,6 +73,14 @@ def csv_overrides(cmap: ColumnMap, first: str | None = None) -> dict[str, pl.Dat
         return out | {column: pl.String for column in cmap.ts_columns[:-1]} | {cmap.ts_columns[-1]: (
             ts_type if cmap.ts_unit in DAY_CLOCK_UNITS else pl.String)}
     return out | {column: ts_type for column in cmap.ts_columns}
+
+
+def replayed_names(raw_stream: pl.Expr, cmap: ColumnMap) -> pl.Expr:
+    """The stream column as written, as stream names: '/' separates answer topics, so EUR/USD replays as EUR-USD;
+    NFC: see check_normalized. `ESZ4 Index` as `ESZ4`, as a file so named is read (a joined contract's parts are no
+    securities); `BZN|DE-LU` as `DE-LU`, as the header of ENTSO-E's older layout names it."""
+    named = zone_of_area(yellow_key_dropped(raw_stream)) if len(cmap.stream_columns) == 1 else raw_stream
+    return named.str.replace_all(SLASH, SLASH_AS, literal=True).str.normalize("NFC")
 
 
 def _stream_column(cmap: ColumnMap) -> pl.Expr:
@@ -182,10 +191,8 @@ def row_exprs(path: Path, given: ColumnMap | Refine | None, cmap: ColumnMap, sch
     raw_stream = _stream_column(cmap) if cmap.stream_col else pl.lit("")
     if is_csv(path) and cmap.stream_col == "stream" and is_export_header(list(schema)):
         raw_stream = unguarded(raw_stream)  # flashtick's own export: its formula guard off (`@ES`, not `'@ES`)
-    if cmap.stream_col:  # '/' separates answer topics: EUR/USD replays as EUR-USD; NFC: see check_normalized
-        # `ESZ4 Index` as `ESZ4`, as a file so named is read (a joined contract's parts are no securities)
-        named = yellow_key_dropped(raw_stream) if len(cmap.stream_columns) == 1 else raw_stream
-        exprs.append(named.str.replace_all(SLASH, SLASH_AS, literal=True).str.normalize("NFC").alias("stream"))
+    if cmap.stream_col:
+        exprs.append(replayed_names(raw_stream, cmap).alias("stream"))
         keys.append("stream")
     value_exprs, value_keys, price_texts, unread_inputs = _value_columns(cmap, schema, dialect,
                                                                          currency_codes(path, cmap, dialect))

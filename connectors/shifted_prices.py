@@ -22,7 +22,7 @@ from connectors.column_names import PREDICTION_MARKET_NAMES, PREDICTION_SIDES
 from connectors.option_names import is_option_name
 from connectors.field_names import normal_name
 from connectors.header_zones import header_unit
-from connectors.price_offsets import PriceOffset, offset_of
+from connectors.price_offsets import PriceOffset, offset_of, offset_pattern
 from connectors.ticks import InvalidTick
 from connectors.written_decimals import decimals
 from connectors.yield_offsets import YIELD_OFFSET, yield_valued, yield_why
@@ -282,10 +282,11 @@ def lifting_offset(lowest: float) -> float:
 
 
 def offset_option(stream: str | None, offset: float) -> str:
-    """--price-offset as a shell takes it: `--price-offset 'CLK0=38'` for one stream, `--price-offset 38` for all."""
+    """--price-offset as a shell takes it: `--price-offset 'CLK0=38'` for one stream (a name the option's syntax
+    reads otherwise as its pattern: offset_pattern), `--price-offset 38` for all."""
     if stream is None:
         return f"--price-offset {shown(offset)}"
-    value = f"{stream}={shown(offset)}"
+    value = f"{offset_pattern(stream)}={shown(offset)}"
     quoted = f"'{value}'" if "'" not in value else shlex.quote(value)  # quoted always, as docs/replay.md writes it
     return f"--price-offset {quoted}"
 

@@ -4,7 +4,8 @@ A vendor file of many instruments (a DBN file of NQ, ZN and 6E futures, a tick h
 file of every symbol) is read for the few a user names: `FileReplay(..., streams=["NQM6", "ES*"])`, or
 `--streams` on the command line. Ticks of the other streams are counted as `filtered_out`, never dropped
 silently, and a pattern that matches none of the streams the files hold is refused with the ones they do and the
-closest of them (`SPY241220C00450000` for `SPY   241220C00450000`: engine/stream_patterns.py's did_you_mean).
+closest of them (`SPY241220C00450000` for `SPY   241220C00450000`: engine/stream_patterns.py's unmatched_hint,
+which writes a name holding a glob character as the pattern that matches it: `ES[[]H27]`).
 
 Patterns are checked as query stream patterns are (the glob rule is engine/stream_patterns.py's, shared with
 queries/spec.py).
@@ -18,7 +19,7 @@ from collections.abc import Iterable, Sequence
 
 from connectors.ticks import shown_name
 from engine.quoting import quoted, quoted_list
-from engine.stream_patterns import GLOB_CHARS, did_you_mean, unclosed_bracket
+from engine.stream_patterns import GLOB_CHARS, unclosed_bracket, unmatched_hint
 
 SHOWN_STREAMS = 8  # streams named in a message; the rest counted
 
@@ -69,7 +70,7 @@ class StreamSelection:
         held = sorted(set(held))
         if missing := self.unmatched(held):
             raise NoStreamMatched(f"streams {quoted_list(missing)} match none of the streams the files hold "
-                                  f"({shown(held) or 'none'}){did_you_mean(missing, held)}")
+                                  f"({shown(held) or 'none'}){unmatched_hint(missing, held)}")
         kept = [s for s in held if self.matches(s)]
         return (f"streams selected {self.quoted()}: {shown(kept)}, {len(kept)} of the {len(held)} the "
                 f"files hold; the others' ticks are left out and counted as filtered_out")

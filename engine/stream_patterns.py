@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from engine.quoting import quoted
 
@@ -51,32 +51,34 @@ def close_matches(pattern: str, names: Iterable[str], limit: int = 3) -> list[st
     return [name for folded in close for name in sorted(by_folded[folded])][:limit]
 
 
-def did_you_mean(patterns: Iterable[str], names: Iterable[str]) -> str:
+def did_you_mean(patterns: Iterable[str], names: Iterable[str], written: Callable[[str], str] = str) -> str:
     """`; did you mean "X"?` (names quoted as every error quotes them: engine/quoting.py) for the patterns that
     have a close match among `names` (each named when more than one pattern missed), or "" when none has: the end
-    of a 'matches none of the streams' message."""
+    of a 'matches none of the streams' message. ``written``: a name as what was given takes it (a pattern:
+    glob_escaped)."""
     patterns, names = list(patterns), list(names)
     hints = []
     for pattern in patterns:
         if close := close_matches(pattern, names):
-            meant = " or ".join(map(quoted, close))
+            meant = " or ".join(quoted(written(name)) for name in close)
             hints.append(meant if len(patterns) == 1 else f"{meant} for {quoted(pattern)}")
     return f"; did you mean {', '.join(hints)}?" if hints else ""
 
 
-def glob_escaped(name: str) -> str:
-    """``name`` as a glob that matches it alone: each glob character in a set of its own (`ES[H27]` -> `ES[[]H27]`)."""
-    return "".join(f"[{c}]" if c in GLOB_CHARS else c for c in name)
+def glob_escaped(name: str, reserved: str = "") -> str:
+    """``name`` as a glob that matches it alone: each glob character, and each of ``reserved`` (what an option's own
+    syntax takes: --price-offset's `|`), in a set of its own (`ES[H27]` -> `ES[[]H27]`, `BZN|FR` -> `BZN[|]FR`)."""
+    return "".join(f"[{c}]" if c in GLOB_CHARS or c in reserved else c for c in name)
 
 
 def unmatched_hint(patterns: Iterable[str], names: Iterable[str]) -> str:
     """What ends a 'match none of the streams' message: for a pattern that is itself the name of one of ``names``
     (`ES[H27]`, the contract, read as a glob whose `[H27]` is one character of H, 2 or 7), the escaped glob that
-    matches it; else the close names (``did_you_mean``: `EFF` for `eff`)."""
+    matches it; else the close names, each as a pattern matching it alone (``did_you_mean``: `EFF` for `eff`)."""
     patterns, names = list(patterns), list(names)
     held = set(names)
     literal = [p for p in patterns if GLOB_CHARS & set(p) and p in held]
     if literal:
         return "; " + "; ".join(f"the stream {quoted(p)} exists, and its name reads as a glob: write "
                                 f"{quoted(glob_escaped(p))} to match it" for p in literal)
-    return did_you_mean(patterns, names)
+    return did_you_mean(patterns, names, glob_escaped)

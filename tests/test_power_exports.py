@@ -6,13 +6,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import shlex
 from pathlib import Path
+from typing import Callable
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from conftest import drain
 from connectors.replay import FileReplay
+from connectors.zero_crossings import planned_refusal
 
 EPEX_HEADER = "TradeId,Side,Product,DeliveryStart,DeliveryEnd,ExecutionTime,TradePhase,Price,Currency,Volume,VolumeUnit"
 
@@ -165,9 +168,26 @@ def test_nord_pool_s_and_entsoe_s_delivery_and_area_columns_name_the_streams(tmp
     plan = FileReplay(nord_pool, columns={"stream_col": "Delivery Area+Delivery Start (CET)"}).plans[0]
     assert [n for n in plan.notes if n.startswith('np.csv: column "Delivery End (CET)" (2024-10-27 06:00, '
                                                   '2024-10-27 05:15, ...) is not read')], plan.notes
-    entsoe = tmp_path / "entsoe.csv"
-    entsoe.write_text('"MTU (CET/CEST)","Area","Sequence","Day-ahead Price (EUR/MWh)"\n' + "".join(
+    replay = FileReplay(entsoe_areas(tmp_path / "entsoe.csv", lambda h: 60 + h))
+    assert {t.stream for t in drain(replay)} == {"DE-LU", "FR"}
+
+
+def entsoe_areas(path: Path, de_lu: Callable[[int], float]) -> Path:
+    """ENTSO-E's newer layout: 12 hours' prices of two zones, named in an `Area` column (`BZN|DE-LU`)."""
+    path.write_text('"MTU (CET/CEST)","Area","Sequence","Day-ahead Price (EUR/MWh)"\n' + "".join(
         f'"25.10.2024 {h:02d}:00 - 25.10.2024 {h + 1:02d}:00 (CEST)","BZN|{zone}","Without Sequence","{price}"\n'
-        for h in range(12) for zone, price in (("DE-LU", 60 + h), ("FR", 51 + h * 0.6))))
-    replay = FileReplay(entsoe)
-    assert {t.stream for t in drain(replay)} == {"BZN|DE-LU", "BZN|FR"}
+        for h in range(12) for zone, price in (("DE-LU", de_lu(h)), ("FR", 51 + h * 0.6))))
+    return path
+
+
+def test_an_area_s_zone_crossing_zero_gets_an_offset_that_pasted_reads_it(tmp_path: Path) -> None:
+    """verify55 R1: a zone of the `Area` column was the stream `BZN|DE-LU`, and its zero-crossing refusal advised
+    `--price-offset 'BZN|DE-LU=17'`, which the option refuses (its `|` joins several offsets). The zone is the
+    stream `DE-LU`, as the older layout's `BZN|DE-LU` header names it; its advice, pasted, reads every row."""
+    walk = [40, 30, 20, 10, 3, -5, -16.85, -4, 6, 15, 25, 35]  # a windy noon's hours below zero
+    entsoe = entsoe_areas(tmp_path / "entsoe.csv", walk.__getitem__)
+    refusal = planned_refusal(FileReplay(entsoe).plans, None, "backtest")
+    assert refusal is not None and "--price-offset 'DE-LU=17'" in refusal, refusal
+    pasted = shlex.split(refusal.split("--price-offset ")[1].split(" ")[0])[0]  # as a shell hands it to the option
+    lifted = FileReplay(entsoe, columns={"price_offset": pasted})
+    assert len(drain(lifted)) == 24 and not lifted.rejected

@@ -4,12 +4,15 @@ records (its own fixed point, shifted by the book reducer) alike; real files in 
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
 
 from conftest import drain
+from connectors.price_offsets import checked_price_offset, offset_of, shown_offset
 from connectors.replay import FileReplay
+from connectors.shifted_prices import offset_option
 
 
 def test_a_shifted_price_keeps_the_decimals_of_the_price_and_the_offset(tmp_path: Path) -> None:
@@ -89,3 +92,15 @@ def test_offset_advice_and_its_step_caution_are_in_prices_as_read(tmp_path: Path
     assert [t.price for t in drain(lifted)] == [0.875, 1.125, 3.5, 6.0]
     assert any("lifts ESZ5-ESH6's lowest price -63.125 to 0.875, where one step of its price (0.25) is 2857 bps"
                in n for n in lifted.notes), lifted.notes
+
+
+@pytest.mark.parametrize("stream", ["SPOT|SE3", "ES[H27]", "CLK0"])
+def test_an_offset_option_names_its_stream_as_the_option_reads_it(stream: str) -> None:
+    """verify55 R1: a stream named with a '|' (which joins several offsets) was advised `--price-offset 'A|B=17'`,
+    refused when pasted; a glob character made the name a pattern of other streams too. Pasted as a shell hands it
+    over, then joined with another as the option joins repeats, the advice shifts that stream alone."""
+    pasted = shlex.split(offset_option(stream, 17))[1]
+    offset = checked_price_offset(f"{pasted}|FR=2")
+    assert offset_of(offset, stream) == 17 and offset_of(offset, "FR") == 2
+    assert offset_of(offset, "SPOTxSE3") == offset_of(offset, "ESH") == 0
+    assert checked_price_offset(shown_offset(offset)) == offset  # as a checkpoint's reading record writes it back

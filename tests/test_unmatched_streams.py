@@ -5,6 +5,7 @@ stream it does not match says it never answers there, not "yet"; a backtest's no
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import polars as pl
@@ -12,6 +13,7 @@ import pytest
 
 from conftest import serving, tiny_tick_checkpoint
 from connectors.feed import FeedClient
+from connectors.stream_selection import NoStreamMatched, StreamSelection
 from connectors.ticks import TRADE, Tick
 from engine.service.backtest import run_backtest
 from engine.service.cli import main
@@ -40,6 +42,10 @@ def test_the_escape_and_the_close_name() -> None:
     assert 'write "ES[[]H27]" to match it' in unmatched_hint(["ES[H27]"], ["ES[H27]", "EFF"])
     assert unmatched_hint(["eff"], ["ES[H27]", "EFF"]) == '; did you mean "EFF"?'
     assert unmatched_hint(["nothing_close"], ["EFF"]) == ""
+    # verify55 R1: a close name is written as the pattern that matches it, and --streams gives the escape too
+    assert unmatched_hint(["ESH27"], ["ES[H27]", "EFF"]) == '; did you mean "ES[[]H27]"?'
+    with pytest.raises(NoStreamMatched, match=re.escape('write "ES[[]H27]" to match it')):
+        StreamSelection(["ES[H27]"]).check(["ES[H27]", "EFF"])
 
 
 def test_register_and_get_say_when_a_querys_streams_match_none_held(checkpoint: Path, tmp_path: Path,

@@ -142,8 +142,8 @@ def _add_value_options(group: argparse._ArgumentGroup) -> None:
                             "spread, a power market's negative hours) shifted above zero, as ticks must be; moves "
                             "keep their direction, their bps are of the shifted level. STREAM=X shifts that stream "
                             "alone (a calendar spread among its outrights; repeat it for several; STREAM may be a "
-                            "glob, as --streams takes). 0 is refused: it shifts nothing (an option's 0 bid: "
-                            "--zero-bid price)")
+                            "glob, as --streams takes; a name's own '|' in a set: 'A[|]B=1'). 0 is refused: it "
+                            "shifts nothing (an option's 0 bid: --zero-bid price)")
     group.add_argument("--price-format", action=GivenOnce, choices=PRICE_FORMATS,  # the column map's price_format
                        help="how price, bid and ask are written: 32nds reads CME's notation of Treasury futures "
                             "(110-16, 110-16+, 110'165: 110 and 16.5/32; the 2- and 3-year notes' eighths of a 32nd, "
