@@ -43,7 +43,7 @@ import polars as pl
 
 from connectors.archives import truncation_named
 from connectors.bars_across_files import stamped_across_files, without_bars_of_later_files
-from connectors.cautions import Caution
+from connectors.cautions import Caution, about_replayed
 from connectors.column_map import PRESETS, ColumnMap, preset  # re-exported: replay users import the mapping from here
 from connectors.contract_files import contracts_named_apart
 from connectors.file_cursor import NO_SEQUENCE, FileCursor
@@ -313,7 +313,8 @@ class FileReplay(Source):
     def notes(self) -> list[str]:
         """What a user should know about how the files were read: a detected layout, renamed streams, times
         that do not look like the unit given."""
-        return (self._file_notes + alike_reads_once([note for p in self.plans for note in getattr(p, "notes", ())])
+        return (self._file_notes + alike_reads_once([note for p in self.plans for note in getattr(p, "notes", ())
+                                                     if about_replayed(note, self.selection)])
                 + self._venue_notes + self._selection_notes)
 
     @property

@@ -75,6 +75,11 @@ def csv_overrides(cmap: ColumnMap, first: str | None = None) -> dict[str, pl.Dat
     return out | {column: ts_type for column in cmap.ts_columns}
 
 
+def stream_names(cmap: ColumnMap) -> pl.Expr:
+    """The name of the stream each row goes to, as replay reads it (of a map with a stream column)."""
+    return replayed_names(_stream_column(cmap), cmap)
+
+
 def replayed_names(raw_stream: pl.Expr, cmap: ColumnMap) -> pl.Expr:
     """The stream column as written, as stream names: '/' separates answer topics, so EUR/USD replays as EUR-USD;
     NFC: see check_normalized. `ESZ4 Index` as `ESZ4`, as a file so named is read (a joined contract's parts are no

@@ -149,6 +149,10 @@ def test_a_delivery_hour_the_clock_repeats_is_cautioned(tmp_path: Path) -> None:
         'epex.csv: column "DeliveryStart" names the streams by local clock times without a UTC offset, and '
         '2024-10-27 02:00 falls in the hour the clock repeats when summer time ends in Europe/Berlin (if that is '
         'their clock: the column names no zone)'), plan.notes
+    # verify55 R6: said of the merged streams alone, so a run whose --streams leaves them out (its advice) does not
+    assert said[0].streams == {"XBID_Hour_Power 2024-10-27 02:00"}
+    followed = FileReplay(epex, streams=["XBID_Hour_Power 2024-10-27 04:00"])
+    assert not [n for n in followed.notes if "repeats when summer time ends" in n], followed.notes
 
 
 def test_nord_pool_s_and_entsoe_s_delivery_and_area_columns_name_the_streams(tmp_path: Path) -> None:
