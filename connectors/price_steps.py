@@ -32,10 +32,11 @@ STEP_GAP_NS = 3_600_000_000_000  # a pause of over an hour: between sessions (a 
 # price after / price before of N-for-M splits and reverse splits (1/2: a 2-for-1 split halves the price)
 SPLIT_RATIOS = tuple(Fraction(r) for r in ("1/2", "1/3", "2/3", "2", "3", "3/2", "1/4", "4", "1/10", "10"))
 # a currency's minor unit beside its major one: a file whose vendor writes a stream's prices in pence, then in pounds
-# (GBp/GBP; ZAc/ZAR, ILA/ILS alike), steps x0.01 (review440 #1: a pence file's switch to pounds went unsaid)
-UNIT_RATIOS = (Fraction(1, 100), Fraction(100))
+# (GBp/GBP; ZAc/ZAR, ILA/ILS alike), steps x0.01 (review440 #1: a pence file's switch to pounds went unsaid); fils
+# beside dinars (Boursa Kuwait quotes in fils: KWD, BHD, OMR, JOD alike) x0.001
+UNIT_RATIOS = (Fraction(1, 100), Fraction(100), Fraction(1, 1000), Fraction(1000))
 UNIT_CHANGE = ("a change of price unit, between a currency's minor unit and its major one (pence and pounds: GBp/GBP; "
-               "ZAc/ZAR, ILA/ILS, cents and dollars alike)")
+               "ZAc/ZAR, ILA/ILS, cents and dollars alike; fils and dinars, 1,000 to one)")
 SPLIT_TOLERANCE = 0.03  # |log(step / ratio)| within log(1.03): the session's own move on top of the split
 STEP_TIMES = 20  # ... and the step more than this many times the stream's median tick-to-tick move
 SIDE_TICKS = 5  # the level on each side of the pause: the median of this many ticks' prices (one bad print aside)

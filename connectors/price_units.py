@@ -6,11 +6,15 @@ connectors/price_steps.py and a lone print that reverts by connectors/lone_print
 itself the jump when a third of the ticks jump); levels that alternate all along are said here, per file, as a
 caution naming the stream, the two levels and the first row: never corrected (which unit is meant is the user's to
 say). The levels are LEVELS_APART-fold apart or more, as two files' of one stream that get a caution are
-(connectors/price_levels.py): a market's own trades print within its quote, and its own ticks never jump so far.
+(connectors/price_levels.py): a market's own trades print within its quote. Its own ticks may jump that far back and
+forth (an auction's power hours at 0.01 EUR/MWh beside 75), but not by one ratio: two units' levels stand a price
+unit's ratio apart (UNIT_RATIOS, 100 or 1,000) at every jump, give or take each level's own small move, where a
+market's jumps land all over (verify55 R2: OMIE's hours were told they might be pounds beside pence).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Callable, NamedTuple
 
 import polars as pl
@@ -18,13 +22,16 @@ import polars as pl
 from connectors.cautions import Caution
 from connectors.file_scans import SAMPLE_ROWS
 from connectors.price_levels import LEVELS_APART
+from connectors.price_steps import SPLIT_TOLERANCE, UNIT_RATIOS
 from connectors.ticks import QUOTE, TRADE, shown_name
 
 MET_TRADES = 5  # trades a stream needs after a quote of its own for their level against the quotes' to be told
-# two levels interleaved: a kind's tick-to-tick jumps of LEVELS_APART-fold or more, at least this many (a lone bad
-# print makes two, in and out) and this share of its moves
+# two levels interleaved: a kind's tick-to-tick jumps by a price unit's ratio (within SPLIT_TOLERANCE), at least this
+# many (a lone bad print makes two, in and out), this share of its moves, and this share of its jumps of LEVELS_APART-
+# fold or more (the ratio stable: a fat finger's pair beside a unit mix's, not a volatile market's few chance ones)
 JUMPS_LEAST = 4
 JUMPS_SHARE = 0.05
+UNIT_JUMPS_SHARE = 0.75
 
 
 class TwoLevels(NamedTuple):
@@ -42,8 +49,9 @@ class TwoLevels(NamedTuple):
 def two_levels(series: pl.DataFrame) -> list[TwoLevels]:
     """The streams of a plan's priced rows (lone_prints.priced_rows: stream, kind, _row, _ts, value) whose trades
     print LEVELS_APART-fold or more from the quotes they met, as a rule, then those whose ticks of one kind jump
-    back and forth that far (JUMPS_LEAST and JUMPS_SHARE). Measured on the file's first SAMPLE_ROWS rows, as a
-    layout's other heuristics are: levels that alternate show there (all of a 2-million-row file took 2 s)."""
+    back and forth by a price unit's ratio (JUMPS_LEAST, JUMPS_SHARE and UNIT_JUMPS_SHARE). Measured on the file's
+    first SAMPLE_ROWS rows, as a layout's other heuristics are: levels that alternate show there (all of a
+    2-million-row file took 2 s)."""
     apart = pl.lit(LEVELS_APART).log()
     trade = pl.col("kind") == TRADE
     series = series.filter(pl.col("_row") < pl.col("_row").min() + SAMPLE_ROWS)
@@ -54,7 +62,10 @@ def two_levels(series: pl.DataFrame) -> list[TwoLevels]:
     jumps = ordered.with_columns(against=pl.col("value").shift(1).over("stream", "kind")).filter(
         pl.col("against").is_not_null()).with_columns(_log=(pl.col("value") / pl.col("against")).log())
     far = pl.col("_log").abs() >= apart
-    found += _per_stream(jumps, (far.sum() >= JUMPS_LEAST) & (far.mean() >= JUMPS_SHARE), far, True)
+    unit = pl.any_horizontal([(pl.col("_log").abs() - math.log(ratio)).abs() <= math.log1p(SPLIT_TOLERANCE)
+                              for ratio in UNIT_RATIOS if ratio > 1])
+    found += _per_stream(jumps, (unit.sum() >= JUMPS_LEAST) & (unit.mean() >= JUMPS_SHARE) & (
+        unit.sum() >= UNIT_JUMPS_SHARE * far.sum()), unit, True)
     return found
 
 
@@ -85,11 +96,10 @@ def _caution(name: str, found: list[TwoLevels], where: Callable[[int], str]) -> 
              f"{', ...' if len(found) > 4 else ''})" if len(found) > 1 else ""
     if first.interleaved:
         what = "trade prices" if first.kind == TRADE else "quotes' mids"
-        said = (f"{shown_name(first.stream)}'s {what} jump {LEVELS_APART:g}-fold or more from one tick to the next "
+        said = (f"{shown_name(first.stream)}'s {what} jump about {first.fold:.3g}-fold from one tick to the next "
                 f"{first.count:,} times in {first.of:,} (the first, {where(first.row)}: {first.against:.10g} to "
-                f"{first.price:.10g}), back and forth between two levels about {first.fold:.3g}-fold apart: one "
-                f"column written in two units (pounds beside pence: a currency sign on some cells only) or two "
-                f"instruments under one name?")
+                f"{first.price:.10g}), back and forth between two levels a price unit's ratio apart: one column "
+                f"written in two units (pounds beside pence: a currency sign on some cells only)?")
         fix = "write the prices in one unit"
     else:
         said = (f"{shown_name(first.stream)}'s trades print about {first.fold:.3g}-fold "

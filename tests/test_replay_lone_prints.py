@@ -11,7 +11,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from connectors.price_units import two_levels
 from connectors.replay import FileReplay
+from connectors.ticks import TRADE
 from conftest import drain
 
 N = 400
@@ -103,8 +105,8 @@ def test_prices_at_two_levels_in_one_stream_are_said_and_a_fat_finger_is_not(tmp
     mixed = np.where(np.arange(N) % 3 == 0, np.round(pence / 100, 4), pence)
     replay = FileReplay(trades_file(tmp_path / "mixed.csv", mixed))
     [said] = two_levels_notes(replay)
-    assert said.startswith("mixed.csv: BTCUSDT's trade prices jump 3-fold or more from one tick to the next 266 "
-                           "times in 399 (the first, line 3: ") and "about 100-fold apart" in said, said
+    assert said.startswith("mixed.csv: BTCUSDT's trade prices jump about 100-fold from one tick to the next 266 "
+                           "times in 399 (the first, line 3: ") and "a price unit's ratio apart" in said, said
     quote = np.arange(N) % 2 == 0  # a quote in pounds, then a trade in pence
     quoted = trades_file(tmp_path / "kinds.csv", [None if q else p for q, p in zip(quote, pence)],
                          bid=[(p - 0.01) / 100 if q else None for q, p in zip(quote, pence)],
@@ -115,3 +117,23 @@ def test_prices_at_two_levels_in_one_stream_are_said_and_a_fat_finger_is_not(tmp
     fat = walk()
     fat[BAD] *= 10
     assert two_levels_notes(FileReplay(trades_file(tmp_path / "fat.csv", fat))) == []
+
+
+def hourly_trades(prices: np.ndarray) -> pl.DataFrame:
+    """One stream's trades an hour apart as lone_prints.priced_rows gives them (two_levels' input)."""
+    hours = np.arange(len(prices))
+    return pl.DataFrame({"stream": "X", "kind": TRADE, "_row": hours, "_ts": hours * 3_600 * 10**9, "value": prices})
+
+
+def test_a_power_market_near_zero_is_no_second_unit_and_fils_beside_dinars_are() -> None:
+    """verify55 R2: an auction's hours at 0.01 or 15 EUR/MWh beside 75 jump 3-fold and more back and forth, but by
+    ratios all over, never one unit's: no caution. Levels a unit's ratio apart (1,000: fils beside dinars) get one."""
+    rng = np.random.default_rng(5)
+    power = np.round(rng.uniform(40, 95, 200), 2)
+    power[rng.random(200) < 0.15] = 0.01  # surplus solar hours at the floor, OMIE's 75 -> 0.01
+    power[rng.random(200) < 0.05] = 15.0  # ENTSO-E FR's 81.07 -> 15
+    assert two_levels(hourly_trades(power)) == []
+    fils = 61.8 * np.exp(np.cumsum(rng.normal(0, 0.001, 200)))  # a Kuwaiti stock's price in dinars
+    fils[::4] *= 1000  # one cell in four in fils
+    [mixed] = two_levels(hourly_trades(fils))
+    assert mixed.interleaved and round(mixed.fold) == 1000 and mixed.count == 99, mixed  # in and out

@@ -258,6 +258,8 @@ def test_a_price_unit_change_and_levels_far_apart_are_steps_inside_a_file_as_acr
     [unit] = split_like_steps("VOD.L", ts, np.where(np.arange(10) < 5, pence, pence / 100))
     assert str(unit.ratio) == "1/100" and "a change of price unit" in unit.caution(None)
     assert "write the later prices x100" in unit.caution(None)
+    [fils] = split_like_steps("KFH.KW", ts, np.where(np.arange(10) < 5, pence, pence * 1000))  # dinars, then fils
+    assert str(fils.ratio) == "1000" and "write the earlier prices x1/1000" in fils.caution(None)
     [level] = split_like_steps("VOD.L", ts, np.where(np.arange(10) < 5, pence, pence / 5))
     assert level.ratio is None and "3-fold or more and near no split ratio (two instruments" in level.caution(None)
     # an option's premium may move 100-fold in a night (price_levels leaves its files out too)
