@@ -54,6 +54,7 @@ from connectors.layout import NoTickLayout, detect_columns  # detect_columns re-
 from connectors.layout_notes import alike_reads_once
 from connectors.map_options import Refine, as_column_map
 from connectors.opened_files import OpenedFiles, named_apart
+from connectors.price_offsets import offset_of
 from connectors.rejected_rows import RejectCounter
 from connectors.same_content import same_content_once
 from connectors.replay_files import (
@@ -331,6 +332,10 @@ class FileReplay(Source):
     def sorted_files(self) -> list[Path]:
         """Files that were not in time order and were sorted before replay."""
         return [source_path(p) for p in self.plans if p.sorted_on_read]
+
+    def price_offset_of(self, stream: str) -> float:
+        """A stream's --price-offset (a map's price_offset) in these files: the first file's that shifts it, else 0."""
+        return next((found for plan in self.plans if (found := offset_of(plan.price_offset, stream))), 0.0)
 
     def readings(self) -> list[tuple[str, dict[str, Any]]]:
         """(file, how it is read) per plan, in replay order: what the fingerprint digests, for saying what differs

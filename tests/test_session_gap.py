@@ -16,7 +16,7 @@ import pytest
 from conftest import tiny_tick_checkpoint
 from connectors.builtin import load_builtin_codec
 from connectors.labels import NO_LABEL, label_series, spanned_gaps
-from connectors.price_steps import lasting_steps, pinned_prices, split_like_steps
+from connectors.price_steps import PriceStep, lasting_steps, pinned_prices, price_steps, split_like_steps
 from connectors.ticks import encode, quote, trade
 from engine.service.backtest import run_backtest as plotted_run_backtest
 from engine.service.cli import main
@@ -247,6 +247,17 @@ def test_split_like_steps_need_a_pause_a_split_ratio_and_a_step_beyond_the_typic
     assert split_like_steps("X", ts, np.where(np.arange(10) < 5, halved, halved * 1.2)) == []  # x0.6: no split ratio
     noisy = np.array([100.0, 80.0, 120.0, 90.0, 100.0, 50.0, 70.0, 40.0, 50.0, 60.0])  # moves of 20% a tick
     assert split_like_steps("X", ts, noisy) == []
+
+
+def test_a_split_ratio_is_one_of_the_prices_as_written_not_shifted_by_the_price_offset() -> None:
+    """verify55 R3: CL settles 56.98 -> 25 (x0.439, no split's) read with --price-offset 38 step x0.663 shifted, and
+    were told a 3-for-2 split. The ratio is the written prices'; none where some are at or below zero."""
+    ts = np.array([0, 1, 2, 3, 4, 30, 31, 32, 33, 34], dtype=np.int64) * HOUR
+    settles = np.array([57.1, 56.9, 57.0, 56.98, 57.05, 25.0, 25.1, 24.9, 25.05, -37.63])
+    assert not [s for s in price_steps("CL1", ts, settles + 38, 38.0) if isinstance(s, PriceStep)]
+    halved = np.array([100.0, 100.1, 99.9, 100.0, 100.1, 50.0, 50.1, 49.9, 50.0, 50.1])
+    [split] = [s for s in price_steps("X", ts, halved + 10, 10.0) if isinstance(s, PriceStep)]  # x0.545 shifted
+    assert str(split.ratio) == "1/2" and "x0.5 " in split.caution(None)
 
 
 def test_a_price_unit_change_and_levels_far_apart_are_steps_inside_a_file_as_across_files() -> None:

@@ -421,7 +421,7 @@ def _score(pipeline: TickPipeline, out: Path, marks: dict[str, MarkSeries], test
     say_silent_queries(pipeline, answered, sorted(marks), note, replay.rejected)
     asked = {name: question.spec for name in sorted(answered) if (question := question_of(pipeline, name)) is not None}
     gaps_said = gap_notes(asked, graded, marks, session_gap_ns)
-    steps_said = split_cautions(marks, session_gap_ns)
+    steps_said = split_cautions(marks, session_gap_ns, replay.price_offset_of)
     stop_here()
     text = json.dumps([s.to_json() for s in scores], indent=2) + "\n"
     write_text_atomically(out.with_suffix(".scores.json"), text)

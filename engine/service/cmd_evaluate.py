@@ -35,8 +35,14 @@ def _test_streams(args: argparse.Namespace, model: Any, codec: Any, split: Any, 
     from engine.service.splits import (gap_note, min_part_ticks, prepare, short_streams_line,
                                        time_overlap_note)
 
+    replays: list[Any] = []  # (its price offsets: a price step's ratio is one of the files' prices)
+
+    def opening(replay: Any) -> None:
+        replays.append(replay)
+        opened(replay)
+
     streams, rejected = read_streams([str(f) for f in args.files], column_map_of(args), note=said,
-                                     streams=args.streams, caution=caution, opened=opened,
+                                     streams=args.streams, caution=caution, opened=opening,
                                      origins=origins, command="evaluate", time_range=time_range_of(args),
                                      skip_bad_files=args.skip_bad_files)
     # train's rule: a part of fewer ticks left a test slice of one tick, an empty table and exit 0
@@ -52,7 +58,8 @@ def _test_streams(args: argparse.Namespace, model: Any, codec: Any, split: Any, 
     if (overlap := time_overlap_note(prepared)) is not None:
         caution(overlap)
     for sd in prepared:  # a split between two sessions or a roll, scored as a move (connectors/price_steps.py)
-        for step in price_steps(sd.name, sd.ts, np.array([tick_price(t) for t in sd.ticks])):
+        offset = replays[0].price_offset_of(sd.name) if replays else 0.0
+        for step in price_steps(sd.name, sd.ts, np.array([tick_price(t) for t in sd.ticks]), offset):
             caution(Caution(step.caution(args.session_gap)))
     return rejected, prepared, skipped
 

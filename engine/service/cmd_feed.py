@@ -12,7 +12,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
 
 from engine.service.cli_common import (DEFAULT_ANSWERS, DEFAULT_CONTROL, DEFAULT_INGEST, curve_keys, exit_status,
                                        interrupted_status)
@@ -208,14 +208,6 @@ def _sent_as(files_offset: Any, ingest_offset: Any) -> str:
     read = f"--price-offset {shown_offset(files_offset)}" if files_offset is not None else "no --price-offset"
     return (f"these files are read with {read}, so the ticks go out shifted by the difference ({', '.join(said)}), "
             f"not as the files print them, and the model sees them as read here, not as it was trained")
-
-
-def _files_offset_of(replay: Any) -> Callable[[str], float]:
-    """A stream's --price-offset (a map's price_offset) in the files of a replay: the first file's that shifts it."""
-    from connectors.price_offsets import offset_of
-
-    offsets = [getattr(plan, "price_offset", None) for plan in replay.plans]
-    return lambda stream: next((found for offset in offsets if (found := offset_of(offset, stream))), 0.0)
 
 
 def _batch_ns(args: argparse.Namespace) -> int | None:
@@ -433,7 +425,7 @@ def cmd_feed(args: argparse.Namespace) -> int | None:
         source = AfterHeld(source, resume.last_ts, resume.at_last_ts, resume.base, resume.fed_by)
     if replay is not None and resume is not None:
         _say_zero_bids_refused(replay, resume, args.command_name)
-        resume.price_offset_of = _files_offset_of(replay)
+        resume.price_offset_of = replay.price_offset_of
     for line in getattr(source, "notes", ()):
         print(f"{args.command_name}: {labelled(line)}", file=sys.stderr)
     interrupted = _stop_on_signals(stop)

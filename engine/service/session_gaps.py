@@ -13,7 +13,7 @@ its labels span.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import polars as pl
@@ -141,8 +141,9 @@ def _per_query(counts: dict[str, int]) -> str:
     return ", ".join(f"{query} {n}" for query, n in counts.items())
 
 
-def split_cautions(series: Mapping[str, MarkSeries], session_gap_ns: int | None) -> list[str]:
+def split_cautions(series: Mapping[str, MarkSeries], session_gap_ns: int | None,
+                   offset_of: Callable[[str], float]) -> list[str]:
     """A caution per split-like price step across a pause and per step that stays (a roll), stream by stream in
-    name order."""
+    name order; ``offset_of`` a stream's --price-offset, which its prices were read with."""
     return [step.caution(session_gap_ns) for stream in sorted(series)
-            for step in price_steps(stream, series[stream].ts(), series[stream].own_prices())]
+            for step in price_steps(stream, series[stream].ts(), series[stream].own_prices(), offset_of(stream))]
