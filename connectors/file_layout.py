@@ -218,7 +218,7 @@ def _read_as_notes(path: Path, spec: ColumnMap | Refine | None, cmap: ColumnMap,
         by_preset = f"preset {cmap.preset} (the file has its columns): " if cmap.preset else \
             _preset_less_filter(list(schema), cmap)
         notes.append(f"{path.name}: {given}; read as {by_preset}{describe_map(cmap)}")
-        notes += vendor_notes(path, list(schema), cmap, by_keys=shaped_note is not None)
+        notes += vendor_notes(path, list(schema), cmap, dialect, by_keys=shaped_note is not None)
         cmap, zoned_notes = zone_of_header(path, cmap, schema, first)
         notes += zoned_notes
         read_too = json_lines.table(path).shape.clocks_read if shaped_note else frozenset()  # (its note says them)

@@ -17,6 +17,8 @@ from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
 from connectors.column_names import (BAR_CLOSES, MID_NAMES, SETTLEMENT_NAMES, SHARE_CLASS_NAMES, TIME_OF_DAY_NAMES,
                                      bar_close, holds_bars)
+from connectors.content_notes import trades_alone
+from connectors.csv_dialect import Dialect
 from connectors.field_names import FIELD_NAMES, normal_name
 from connectors.file_names import histdata_frame
 from connectors.finer_clock import finer_name_of
@@ -111,7 +113,8 @@ def _size_one_note(path: Path, names: list[str], cmap: ColumnMap) -> str:
                    f"give it, e.g. {columns_option(f'size={maybe[0]}')}")
 
 
-def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, by_keys: bool = False) -> list[str]:
+def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, dialect: Dialect | None,
+                 by_keys: bool = False) -> list[str]:
     """Notes on a detected layout that reads but is a vendor's whose fields mean otherwise. `by_keys`: the layout
     was known by an exchange's JSON keys (connectors/exchange_shapes.py), not by the file's name."""
     columns = {normal_name(n) for n in names}
@@ -163,8 +166,8 @@ def vendor_notes(path: Path, names: list[str], cmap: ColumnMap, by_keys: bool = 
         # (by_keys: an exchange's capture, whose own note says which messages are trades and which quotes)
         notes.append(_bitmex_kinds_note(path, cmap) if BITMEX_CAPTURE <= set(names) else
                      f"{path.name}: it has trade ({cmap.price}) and quote ({cmap.bid}, {cmap.ask}) columns: a row "
-                     f"with both replays as two ticks at its time, its quote then its trade; a map of one kind's "
-                     f"columns (--columns ts=...,price=...,size=...) reads that kind only")
+                     f"with both replays as two ticks at its time, its quote then its trade; "
+                     f"{trades_alone(path, cmap, names, dialect)}")
     return notes
 
 

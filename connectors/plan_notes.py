@@ -16,6 +16,7 @@ import polars as pl
 
 from connectors.cautions import Caution
 from connectors.column_map import ColumnMap
+from connectors.content_notes import trades_alone
 from connectors.datetime_text import built_formats
 from connectors.epoch_counts import scaled_ts
 from connectors.file_plan import FilePlan
@@ -205,7 +206,8 @@ def row_notes(plan: FilePlan, rows: pl.LazyFrame, raw_stream: pl.Expr, schema: M
     series = priced_rows(plan.frame, plan.keys, cmap) if plan.book is None else None  # (an order's price: none)
     if series is not None:
         line = lambda row: plan.where(row).removeprefix(f"{plan.given_name} ")  # noqa: E731
-        said = two_levels_cautions(path.name, two_levels(series), line)
+        said = two_levels_cautions(path.name, two_levels(series), line,
+                                   lambda: trades_alone(path, cmap, schema, plan.dialect))
         if (lone := lone_prints(series)) is not None:
             said.append(lone_caution(path.name, lone, line, plan.ts_factor))
         plan = replace(plan, notes=(*plan.notes, *said))

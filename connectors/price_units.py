@@ -83,13 +83,16 @@ def _per_stream(rows: pl.DataFrame, flagged: pl.Expr, far: pl.Expr, interleaved:
                       r["against"]) for r in counted.sort("stream", "kind").iter_rows(named=True)]
 
 
-def two_levels_cautions(name: str, found: list[TwoLevels], where: Callable[[int], str]) -> list[Caution]:
-    """A caution for the trades far from their quotes, another for the levels interleaved (`two_levels`)."""
-    return [_caution(name, same, where) for interleaved in (False, True)
+def two_levels_cautions(name: str, found: list[TwoLevels], where: Callable[[int], str],
+                        trades_alone: Callable[[], str]) -> list[Caution]:
+    """A caution for the trades far from their quotes, another for the levels interleaved (`two_levels`);
+    ``trades_alone`` says how the file is read as its trades alone (content_notes.trades_alone)."""
+    return [_caution(name, same, where, trades_alone) for interleaved in (False, True)
             if (same := [f for f in found if f.interleaved == interleaved])]
 
 
-def _caution(name: str, found: list[TwoLevels], where: Callable[[int], str]) -> Caution:
+def _caution(name: str, found: list[TwoLevels], where: Callable[[int], str],
+             trades_alone: Callable[[], str]) -> Caution:
     """The caution: the first stream's levels, where they show, and what to do; the others named."""
     first = found[0]
     others = f" (and {len(found) - 1} more: {', '.join(shown_name(f.stream) for f in found[1:4])}" \
@@ -107,7 +110,6 @@ def _caution(name: str, found: list[TwoLevels], where: Callable[[int], str]) -> 
                 f"{first.of:,} trades; the first, {where(first.row)}: {first.price:.10g} against a mid of "
                 f"{first.against:.10g}): its trades and quotes in two price units (pence beside pounds, as LSE data "
                 f"writes GBp trades beside GBP quotes; cents beside dollars) or two instruments under one name?")
-        fix = ("write its trades and quotes in one unit, or read one kind only (a map of one kind's columns, "
-               "--columns ts=...,price=...,size=..., reads the trades alone)")
+        fix = f"write its trades and quotes in one unit, or read one kind only: {trades_alone()}"
     return Caution(f"{name}: {said}{others} Replayed as one stream, each step between the two levels is scored as a "
                    f"move: {fix} (docs/replay.md)")

@@ -137,3 +137,19 @@ def test_a_power_market_near_zero_is_no_second_unit_and_fils_beside_dinars_are()
     fils[::4] *= 1000  # one cell in four in fils
     [mixed] = two_levels(hourly_trades(fils))
     assert mixed.interleaved and round(mixed.fold) == 1000 and mixed.count == 99, mixed  # in and out
+
+
+def test_the_advice_to_read_the_trades_alone_keeps_them_by_the_kind_column_and_works(tmp_path: Path) -> None:
+    """verify55 R4: the caution advised a map of the trades' columns, which leaves LSEG's Type unread: followed,
+    every quote row was rejected as missing_field. It gives the keep on Type; followed, the quotes are filtered."""
+    quote = np.arange(N) % 2 == 0
+    pence = walk() / 1000
+    path = trades_file(tmp_path / "lseg.csv", [None if q else p for q, p in zip(quote, pence)],
+                       bid=[(p - 0.01) / 100 if q else None for q, p in zip(quote, pence)],
+                       ask=[(p + 0.01) / 100 if q else None for q, p in zip(quote, pence)],
+                       Type=["Quote" if q else "Trade" for q in quote])
+    [said] = two_levels_notes(FileReplay(path))
+    assert "read one kind only: --columns FILE.yaml with keep: {Type: [Trade]} reads the trades alone" in said, said
+    followed = FileReplay(path, columns={"keep": {"Type": ["Trade"]}})
+    assert len(drain(followed)) == N // 2 and dict(followed.rejected) == {"filtered_out": N // 2}
+    assert two_levels_notes(followed) == []
