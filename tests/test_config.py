@@ -115,6 +115,9 @@ def test_shipped_examples_load() -> None:
     # ... every numeric key alike: a section's own range check spoke first, without the hint (review442 #1)
     ({"model": {"threads": "1"}}, r"model.threads must be an integer or null, got \"1\" \(quoted in the YAML: drop"),
     ({"replay": {"batch_ms": "100"}}, r"replay.batch_ms must be a number, got \"100\" \(quoted in the YAML: drop"),
+    # a quoted number the section's checks refuse unquoted too: their range said, not "drop the quotes" alone
+    ({"model": {"threads": "0"}}, r"model.threads must be an integer >= 1 \(or null: torch's default\), got 0 "
+                                  r"\(and quoted in the YAML: a number is written without quotes\)"),
     ({"endpoints": {"metrics_port": True}}, "endpoints.metrics_port must be an integer or null, got true$"),
     ({"scheduler": {"header": [1, "a"]}}, r"scheduler.header must be a list of integers, got \[1, \"a\"\]"),
     ({"replay": {"ts_unit": "fortnights"}}, r"engine.yaml: replay.ts_unit must be one of"),

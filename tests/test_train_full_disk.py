@@ -107,3 +107,19 @@ def test_evaluate_plot_and_a_text_output_past_the_file_size_limit_name_the_file(
     assert f"flashtick evaluate: warning: the calibration plot was not written: cannot write {plot}: {limit}" in err
     assert str(refused.value) == f"cannot write {tmp_path / 'big.md'}: {limit}"
     assert not temporary_name(plot).exists() and not (tmp_path / "big.md.tmp").exists()
+
+
+def test_an_out_on_a_disk_with_no_byte_free_is_said_full_and_left_as_it_was(tmp_path: Path) -> None:
+    """verify56: on a file system with no byte free, the lock of a new --out failed with "[Errno 28] No space left
+    on device" alone, and left the --out folder behind with its empty lock file. Said now as a full disk naming the
+    lock, and the folders the run made are removed."""
+    from engine.disk_full import DiskFull
+    from engine.service.cmd_train import out_held
+
+    with small_tmpfs(tmp_path / "full", 4 * PAGE) as full:
+        with contextlib.suppress(OSError), open(full / "filler", "wb") as filler:
+            filler.write(b"\0" * (8 * PAGE))  # (as much as fits: the rest is refused)
+        with pytest.raises(DiskFull) as refused, out_held(full / "runs" / "model"):
+            pass
+        assert not (full / "runs").exists()
+    assert str(refused.value).startswith(f"cannot write {full}/runs/model/.lock: no space left on the device")

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
+from engine.disk_full import said_if_disk_full
 from engine.path_words import file_not_found, shown_path
 from engine.service.cli_common import (check_outputs, exit_status, interrupted_status, printable_json,
                                        raise_interrupted, restore_handlers)
@@ -67,23 +68,35 @@ def out_held(out: Path) -> Iterator[None]:
     """--out made if missing and locked for this run (backtest's lock, output_lock.take_lock): a second train on it
     is refused at once, naming this one's pid. The lock file goes at the end, and the folders this run made if it
     left them empty (a run refused before it wrote anything)."""
-    while True:  # again when the folder or its lock went away before it was locked: the run holding it had finished
-        made = [p for p in (out, *out.parents) if not p.exists()]  # the folders this run makes, --out first
-        out.mkdir(parents=True, exist_ok=True)
-        if (fd := take_lock(out / OUT_LOCK, lambda holder: (  # (train runs one to a process: the CLI's)
-                f"--out {shown_path(out)} is being written by a running train{holder.pid}: one run writes a "
-                f"checkpoint at a time; wait for it to end (then --overwrite replaces its checkpoint), stop it "
-                f"({holder.stop}), or give another --out"))) is not None:
-            break
+    made: list[Path] = []  # the folders this run makes, --out first
+    try:
+        # a disk with no byte free for the lock: said as a full disk with its space, not as "[Errno 28]" alone
+        with said_if_disk_full(out / OUT_LOCK):
+            while True:  # again when the folder or its lock went away before it was locked: its run had finished
+                made = [p for p in (out, *out.parents) if not p.exists()]
+                out.mkdir(parents=True, exist_ok=True)
+                if (fd := take_lock(out / OUT_LOCK, lambda holder: (  # (train runs one to a process: the CLI's)
+                        f"--out {shown_path(out)} is being written by a running train{holder.pid}: one run writes a "
+                        f"checkpoint at a time; wait for it to end (then --overwrite replaces its checkpoint), stop "
+                        f"it ({holder.stop}), or give another --out"))) is not None:
+                    break
+    except OSError:
+        _remove_empty(made)
+        raise
     try:
         yield
     finally:
         (out / OUT_LOCK).unlink(missing_ok=True)
         os.close(fd)
-        for folder in made:
-            if any(folder.iterdir()):
-                break
-            folder.rmdir()
+        _remove_empty(made)
+
+
+def _remove_empty(made: list[Path]) -> None:
+    """The folders a run made (--out first, then its parents), each removed while it is left empty."""
+    for folder in made:
+        if not folder.exists() or any(folder.iterdir()):
+            break
+        folder.rmdir()
 
 
 def _check_train_out(out: Path, overwrite: bool) -> None:

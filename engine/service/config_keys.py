@@ -82,8 +82,17 @@ def built_section(name: str, section_type: type, value: Any, source: str,
     value = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
     # a quoted number is refused by its type first, with the hint to drop the quotes, for every numeric key alike:
     # the section's own checks name the range wanted, not why "1" is not 1 (review442 #1: model.threads)
-    check_types({k: v for k, v in value.items() if isinstance(v, str) and _number(v.strip()) is not None},
-                section_type, f"{source}: {name}")
+    quoted_numbers = {k: v for k, v in value.items() if isinstance(v, str) and _number(v.strip()) is not None}
+    if quoted_numbers:  # unquoted, would it pass the section's own checks? if not, say their range as well
+        try:
+            section_type(**{**value, **{k: _number(v.strip()) for k, v in quoted_numbers.items()}})
+        except ValueError as e:  # (`threads: "0"`: dropping the quotes alone would meet a second refusal)
+            if any(key in str(e) for key in quoted_numbers):
+                raise ConfigError(f"{source}: {keyed(name, section_type, str(e))} (and quoted in the YAML: a "
+                                  f"number is written without quotes)") from None
+        except TypeError:  # (another key's wrong type: named below)
+            pass
+    check_types(quoted_numbers, section_type, f"{source}: {name}")
     try:  # the section's own checks speak first; a wrong type they let through is named after them
         section = section_type(**value)
     except ValueError as e:

@@ -50,6 +50,11 @@ def take_lock(path: Path, refusal: Callable[[LockHolder], str]) -> int | None:
     if not still_there:
         os.close(fd)
         return None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError:  # a disk with no byte free: the lock is given back and its file removed, not left behind
+        path.unlink(missing_ok=True)
+        os.close(fd)
+        raise
     return fd
