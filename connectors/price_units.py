@@ -55,6 +55,9 @@ def two_levels(series: pl.DataFrame) -> list[TwoLevels]:
     apart = pl.lit(LEVELS_APART).log()
     trade = pl.col("kind") == TRADE
     series = series.filter(pl.col("_row") < pl.col("_row").min() + SAMPLE_ROWS)
+    wide = series.group_by("stream").agg(wide=pl.col("value").max() >= LEVELS_APART * pl.col("value").min())
+    if not wide["wide"].any():  # no stream spans LEVELS_APART-fold: no two levels (most files: the sorts are spared)
+        return []
     ordered = series.sort("stream", "_ts", "_row", trade, maintain_order=True)  # a row's quote, then its trade
     met = ordered.with_columns(against=pl.when(~trade).then("value").forward_fill().over("stream")).filter(
         trade & pl.col("against").is_not_null()).with_columns(_log=(pl.col("value") / pl.col("against")).log())
