@@ -98,9 +98,8 @@ def split_like_steps(stream: str, ts: np.ndarray, prices: np.ndarray) -> list[Pr
         if step is None:
             continue
         # an option's premium may move many-fold, or 100-fold, in a night: only its split ratios are said
-        ratios = SPLIT_RATIOS if option else (*SPLIT_RATIOS, *UNIT_RATIOS)
-        ratio = min(ratios, key=lambda r: abs(np.log(step / float(r))))
-        if abs(np.log(step / float(ratio))) > np.log1p(SPLIT_TOLERANCE):
+        ratio = near_ratio(step, SPLIT_RATIOS if option else (*SPLIT_RATIOS, *UNIT_RATIOS))
+        if ratio is None:
             if option or abs(np.log(step)) < np.log(LEVELS_APART):  # a move, or a gap, of one instrument
                 continue
             ratio = None  # levels as far apart as two files' that get a caution (connectors/price_levels.py)
@@ -156,7 +155,7 @@ class LastingStep(NamedTuple):
         step = (f"{shown_name(self.stream)}: its price stepped from about {self.before:g} to {self.after:g} "
                 f"({self.after / self.before - 1:+.2%}) at its tick {self.tick:,} ({utc_text(self.after_ts)}), "
                 f"{self.times_typical:.0f} times its typical move, and stayed there")
-        if (unit := unit_ratio(self.after / self.before)) is not None:  # x0.01 at noon: no roll, no price limit
+        if (unit := near_ratio(self.after / self.before, UNIT_RATIOS)) is not None:  # x0.01 at noon: no roll
             scored = _unscored(gap, session_gap_ns) or "the answers whose label horizon spans it are scored as " \
                                                         "that move"
             return (f"{step} (x{unit}: {UNIT_CHANGE}, or a data error?): prices are replayed as the files give them, "
@@ -191,9 +190,10 @@ class LastingStep(NamedTuple):
         return f"{step} ({what}): prices are replayed as the files give them; {scored}"
 
 
-def unit_ratio(step: float) -> Fraction | None:
-    """The price unit ratio (UNIT_RATIOS) a step (the level after / before) is within SPLIT_TOLERANCE of, else None."""
-    return next((r for r in UNIT_RATIOS if abs(np.log(step / float(r))) <= np.log1p(SPLIT_TOLERANCE)), None)
+def near_ratio(step: float, ratios: tuple[Fraction, ...]) -> Fraction | None:
+    """The one of ``ratios`` a step (the level after / before) is nearest, where within SPLIT_TOLERANCE of it."""
+    ratio = min(ratios, key=lambda r: abs(np.log(step / float(r))))
+    return ratio if abs(np.log(step / float(ratio))) <= np.log1p(SPLIT_TOLERANCE) else None
 
 
 def _unscored(gap_ns: int, session_gap_ns: int | None) -> str | None:
